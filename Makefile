@@ -1,0 +1,42 @@
+# riffle: the two commands a newcomer needs are `make demo` and `make test`.
+GO       ?= go
+BIN      := bin/riffle
+# Packages whose concurrency matters run under the race detector too.
+RACE_PKGS := ./store/... ./node/... ./pir/...
+
+.PHONY: all build demo test vet fmt-check bench soak fuzz clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -o $(BIN) ./cmd/riffle
+
+demo: build
+	./$(BIN) demo
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+test: vet fmt-check
+	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race -short $(RACE_PKGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2x ./...
+
+soak:
+	RIFFLE_SOAK=1 $(GO) test -count=1 -run Soak -timeout 60m ./...
+
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 20s $$pkg || exit 1; \
+	  done; \
+	done
+
+clean:
+	rm -rf bin

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/urfave/cli/v2"
+)
+
+// version is set at link time with -ldflags "-X main.version=...".
+var version = ""
+
+func versionString() string {
+	v := version
+	if v == "" {
+		v = "devel"
+		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+	}
+	return fmt.Sprintf("riffle %s (%s, %s/%s, protocol v2)", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+func newApp() *cli.App {
+	app := &cli.App{
+		Name:                 "riffle",
+		Usage:                "anonymous file sharing over a verifiable mix-net and multi-server PIR",
+		HideVersion:          true,
+		EnableBashCompletion: false,
+		Commands: []*cli.Command{
+			{
+				Name:  "version",
+				Usage: "print the version of riffle",
+				Action: func(c *cli.Context) error {
+					fmt.Fprintln(c.App.Writer, versionString())
+					return nil
+				},
+			},
+		},
+	}
+	app.Commands = append(app.Commands, extraCommands()...)
+	return app
+}
