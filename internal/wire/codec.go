@@ -1,0 +1,222 @@
+// Package wire is the binary codec of riffle's network messages (SPEC §3–§6):
+// length-framed messages (u8 type, u32 big-endian body length, body) and
+// explicit, bounded field layouts for every message the node exchanges.
+//
+// Every decoder here reads untrusted bytes: each one is bounded by a caller-
+// supplied maximum that the node computes from the epoch parameters, rejects
+// trailing bytes, and never allocates more than the bytes actually present
+// justify. The layouts are written down in docs/proto-node.md.
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// HeaderSize is the size of a frame header: u8 type, u32 body length.
+const HeaderSize = 5
+
+// MaxFrame is the absolute ceiling on any frame body (1 GiB); per-type caps,
+// computed from the epoch parameters, are much lower.
+const MaxFrame = 1 << 30
+
+// Type identifies a message.
+type Type uint8
+
+// ErrTooLarge is returned when a frame's announced length exceeds the cap.
+var ErrTooLarge = errors.New("wire: frame too large")
+
+// ErrShort is returned when a body ends before a field is complete.
+var ErrShort = errors.New("wire: truncated body")
+
+// WriteFrame writes one frame.
+func WriteFrame(w io.Writer, t Type, body []byte) error {
+	if len(body) > MaxFrame {
+		return fmt.Errorf("%w: %d bytes of type %d", ErrTooLarge, len(body), t)
+	}
+	var h [HeaderSize]byte
+	h[0] = byte(t)
+	binary.BigEndian.PutUint32(h[1:], uint32(len(body)))
+	if _, err := w.Write(h[:]); err != nil {
+		return fmt.Errorf("wire: write header of type %d: %w", t, err)
+	}
+	if _, err := w.Write(body); err != nil {
+		return fmt.Errorf("wire: write body of type %d (%d bytes): %w", t, len(body), err)
+	}
+	return nil
+}
+
+// ReadFrame reads one frame of type want whose body is at most max bytes.
+// A frame of another type whose body is a UTF-8 error text (type ErrorMsg)
+// is returned as a *RemoteError.
+func ReadFrame(r io.Reader, want Type, max int) ([]byte, error) {
+	var h [HeaderSize]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return nil, fmt.Errorf("wire: read header (want type %d): %w", want, err)
+	}
+	t := Type(h[0])
+	n := int64(binary.BigEndian.Uint32(h[1:]))
+	if t == TypeError {
+		if n > MaxErrorText {
+			return nil, fmt.Errorf("%w: error text of %d bytes > %d", ErrTooLarge, n, MaxErrorText)
+		}
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, fmt.Errorf("wire: read error text: %w", err)
+		}
+		return nil, &RemoteError{Text: string(b)}
+	}
+	if t != want {
+		return nil, fmt.Errorf("wire: got message type %d, want %d", t, want)
+	}
+	if n > int64(max) || n > MaxFrame {
+		return nil, fmt.Errorf("%w: type %d body of %d bytes > cap %d", ErrTooLarge, t, n, max)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(io.LimitReader(r, n), b); err != nil {
+		return nil, fmt.Errorf("wire: read body of type %d (%d bytes): %w", t, n, err)
+	}
+	return b, nil
+}
+
+// TypeError carries a refusal with its reason instead of the expected reply.
+const TypeError Type = 255
+
+// MaxErrorText bounds the reason of a refusal.
+const MaxErrorText = 1024
+
+// RemoteError is a refusal received from the peer.
+type RemoteError struct{ Text string }
+
+func (e *RemoteError) Error() string { return "peer refused: " + e.Text }
+
+// WriteError sends a refusal, truncated to MaxErrorText bytes.
+func WriteError(w io.Writer, err error) error {
+	s := err.Error()
+	if len(s) > MaxErrorText {
+		s = s[:MaxErrorText]
+	}
+	return WriteFrame(w, TypeError, []byte(s))
+}
+
+// Enc appends big-endian fields to a byte slice.
+type Enc struct{ B []byte }
+
+func (e *Enc) U8(v uint8)   { e.B = append(e.B, v) }
+func (e *Enc) U16(v uint16) { e.B = binary.BigEndian.AppendUint16(e.B, v) }
+func (e *Enc) U32(v uint32) { e.B = binary.BigEndian.AppendUint32(e.B, v) }
+func (e *Enc) U64(v uint64) { e.B = binary.BigEndian.AppendUint64(e.B, v) }
+
+// Fixed appends bytes whose length the layout fixes (no prefix).
+func (e *Enc) Fixed(b []byte) { e.B = append(e.B, b...) }
+
+// Bytes appends a u32 length prefix and the bytes.
+func (e *Enc) Bytes(b []byte) { e.U32(uint32(len(b))); e.B = append(e.B, b...) }
+
+// Dec reads big-endian fields; the first error sticks and later reads return
+// zero values, so that a decoder checks Err once at the end.
+type Dec struct {
+	B   []byte
+	Err error
+}
+
+func (d *Dec) need(n int, what string) []byte {
+	if d.Err != nil {
+		return nil
+	}
+	if n < 0 || len(d.B) < n {
+		d.Err = fmt.Errorf("%w: %s needs %d bytes, %d left", ErrShort, what, n, len(d.B))
+		return nil
+	}
+	b := d.B[:n:n]
+	d.B = d.B[n:]
+	return b
+}
+
+func (d *Dec) U8(what string) uint8 {
+	if b := d.need(1, what); b != nil {
+		return b[0]
+	}
+	return 0
+}
+
+func (d *Dec) U16(what string) uint16 {
+	if b := d.need(2, what); b != nil {
+		return binary.BigEndian.Uint16(b)
+	}
+	return 0
+}
+
+func (d *Dec) U32(what string) uint32 {
+	if b := d.need(4, what); b != nil {
+		return binary.BigEndian.Uint32(b)
+	}
+	return 0
+}
+
+func (d *Dec) U64(what string) uint64 {
+	if b := d.need(8, what); b != nil {
+		return binary.BigEndian.Uint64(b)
+	}
+	return 0
+}
+
+// Fixed returns the next n bytes (a sub-slice of the body; copy to keep).
+func (d *Dec) Fixed(n int, what string) []byte { return d.need(n, what) }
+
+// Array32 reads 32 bytes.
+func (d *Dec) Array32(what string) (a [32]byte) {
+	copy(a[:], d.need(32, what))
+	return a
+}
+
+// Array64 reads 64 bytes.
+func (d *Dec) Array64(what string) (a [64]byte) {
+	copy(a[:], d.need(64, what))
+	return a
+}
+
+// Bytes reads a u32-prefixed byte string of at most max bytes.
+func (d *Dec) Bytes(max int, what string) []byte {
+	n := d.U32(what + " length")
+	if d.Err != nil {
+		return nil
+	}
+	if int64(n) > int64(max) {
+		d.Err = fmt.Errorf("%w: %s of %d bytes > cap %d", ErrTooLarge, what, n, max)
+		return nil
+	}
+	return d.need(int(n), what)
+}
+
+// Count reads a u32 element count, at most max, and checks that at least
+// minEach bytes per element remain, so that a hostile count cannot make the
+// caller allocate more than the body justifies.
+func (d *Dec) Count(max, minEach int, what string) int {
+	n := d.U32(what + " count")
+	if d.Err != nil {
+		return 0
+	}
+	if int64(n) > int64(max) {
+		d.Err = fmt.Errorf("%w: %d %s > cap %d", ErrTooLarge, n, what, max)
+		return 0
+	}
+	if minEach > 0 && int64(n)*int64(minEach) > int64(len(d.B)) {
+		d.Err = fmt.Errorf("%w: %d %s need at least %d bytes, %d left", ErrShort, n, what, int64(n)*int64(minEach), len(d.B))
+		return 0
+	}
+	return int(n)
+}
+
+// Done returns the sticky error, or an error if bytes remain.
+func (d *Dec) Done(msg string) error {
+	if d.Err != nil {
+		return fmt.Errorf("wire: decode %s: %w", msg, d.Err)
+	}
+	if len(d.B) != 0 {
+		return fmt.Errorf("wire: decode %s: %d trailing bytes", msg, len(d.B))
+	}
+	return nil
+}

@@ -1,0 +1,779 @@
+package wire
+
+import (
+	"fmt"
+)
+
+// Message types. Numbers are part of protocol version 1 (/riffle/1/...).
+const (
+	TypeHello       Type = 1  // roster hello, both directions
+	TypePrepare     Type = 10 // leader → server: start an epoch
+	TypeEntry       Type = 11 // server → leader: its group entry
+	TypeSignReq     Type = 12 // leader → server: sign this descriptor
+	TypeSig         Type = 13 // one server signature
+	TypeSigned      Type = 14 // a descriptor with all signatures (open or final)
+	TypeCloseReq    Type = 15 // leader → primary: close registration
+	TypeRegList     Type = 16 // primary → leader: every registration it accepted
+	TypeStep        Type = 18 // setup step result, broadcast by its server
+	TypeAbort       Type = 19 // leader → all: the epoch ends
+	TypeWaitOpen    Type = 20 // client → primary: wait for an open descriptor
+	TypeRegister    Type = 30 // client → primary: registration
+	TypeSubmit      Type = 40 // client → primary: one onion
+	TypeSubmitBatch Type = 41 // primary → S_0: its clients' onions of one round
+	TypeBatch       Type = 42 // S_s → S_{s+1}, and S_{m-1} → all (payloads)
+	TypeProposal    Type = 43 // leader → server: request list to sign
+	TypeRoundList   Type = 44 // the signed request list
+	TypePadAnswers  Type = 45 // non-primary → primary: padded PIR answers
+	TypeQuery       Type = 46 // client → primary: k masks
+	TypeAnswer      Type = 47 // primary → client: k combined rows
+	TypeGetChunk    Type = 48 // fetch a public chunk by id
+	TypeChunk       Type = 49
+	TypeWaitList    Type = 50 // client → primary: wait for a round's list
+	TypeIndexReq    Type = 60
+	TypeIndex       Type = 61
+	TypeAck         Type = 62 // empty acknowledgement
+)
+
+// Fixed sizes.
+const (
+	IDSize     = 32 // SHA-256 ids, epoch ids, X25519 and Ed25519 public keys
+	SigSize    = 64 // Ed25519 signature
+	MaxNick    = 64
+	MaxAddrs   = 16
+	MaxAddr    = 256
+	MaxPeerID  = 128
+	MaxPoK     = 256
+	MaxReason  = 512
+	MaxName    = 1024
+	MaxServers = 64
+)
+
+// Limits bounds every variable-length field. The node derives it from the
+// epoch parameters (or, before an epoch is known, from the configured caps).
+type Limits struct {
+	Servers  int // m
+	Clients  int // cap on n
+	Rounds   int // R
+	Rows     int // cap on L
+	K        int // request slots
+	Chunk    int // b
+	Onion    int // onion size (upper bound on any mix entry)
+	Reg      int // registration bytes
+	Step     int // setup step result bytes
+	Index    int // index entries
+	MaskSize int // bytes of one PIR mask
+}
+
+// Params are the epoch parameters published in the descriptor (§3).
+type Params struct {
+	ChunkSize    uint32 // b
+	K            uint16 // request slots per round
+	W            uint16 // cover window
+	Rounds       uint32 // R
+	MaxClients   uint32 // cap on n
+	MaxRows      uint32 // cap on L
+	RegWindowMs  uint32 // registration window after opening
+	RoundLimitMs uint32 // a round not filled in this time ends the epoch
+}
+
+const paramsSize = 4 + 2 + 2 + 4 + 4 + 4 + 4 + 4
+
+func (p *Params) enc(e *Enc) {
+	e.U32(p.ChunkSize)
+	e.U16(p.K)
+	e.U16(p.W)
+	e.U32(p.Rounds)
+	e.U32(p.MaxClients)
+	e.U32(p.MaxRows)
+	e.U32(p.RegWindowMs)
+	e.U32(p.RoundLimitMs)
+}
+
+func (p *Params) dec(d *Dec) {
+	p.ChunkSize = d.U32("chunk size")
+	p.K = d.U16("k")
+	p.W = d.U16("w")
+	p.Rounds = d.U32("rounds")
+	p.MaxClients = d.U32("max clients")
+	p.MaxRows = d.U32("max rows")
+	p.RegWindowMs = d.U32("registration window")
+	p.RoundLimitMs = d.U32("round limit")
+}
+
+func encAddrs(e *Enc, addrs [][]byte) {
+	e.U32(uint32(len(addrs)))
+	for _, a := range addrs {
+		e.Bytes(a)
+	}
+}
+
+func decAddrs(d *Dec) [][]byte {
+	n := d.Count(MaxAddrs, 4, "addresses")
+	out := make([][]byte, 0, n)
+	for i := 0; i < n && d.Err == nil; i++ {
+		out = append(out, d.Bytes(MaxAddr, "address"))
+	}
+	return out
+}
+
+// Hello is exchanged on /riffle/1/roster.
+type Hello struct {
+	Version uint16
+	Role    uint8 // 1 = server
+	Nick    []byte
+	Addrs   [][]byte // binary multiaddrs
+}
+
+func (m *Hello) Marshal() []byte {
+	var e Enc
+	e.U16(m.Version)
+	e.U8(m.Role)
+	e.Bytes(m.Nick)
+	encAddrs(&e, m.Addrs)
+	return e.B
+}
+
+func (m *Hello) Unmarshal(b []byte) error {
+	d := Dec{B: b}
+	m.Version = d.U16("version")
+	m.Role = d.U8("role")
+	m.Nick = d.Bytes(MaxNick, "nick")
+	m.Addrs = decAddrs(&d)
+	return d.Done("hello")
+}
+
+// Prepare asks a chain member for its group entry of a new epoch.
+type Prepare struct {
+	Number uint64
+	Nonce  [32]byte
+	Params Params
+	Chain  [][]byte // peer ids in chain order
+}
+
+func (m *Prepare) Marshal() []byte {
+	var e Enc
+	e.U64(m.Number)
+	e.Fixed(m.Nonce[:])
+	m.Params.enc(&e)
+	encAddrs2(&e, m.Chain)
+	return e.B
+}
+
+func encAddrs2(e *Enc, l [][]byte) {
+	e.U32(uint32(len(l)))
+	for _, a := range l {
+		e.Bytes(a)
+	}
+}
+
+func (m *Prepare) Unmarshal(b []byte) error {
+	d := Dec{B: b}
+	m.Number = d.U64("number")
+	m.Nonce = d.Array32("nonce")
+	m.Params.dec(&d)
+	n := d.Count(MaxServers, 4, "chain")
+	m.Chain = make([][]byte, 0, n)
+	for i := 0; i < n && d.Err == nil; i++ {
+		m.Chain = append(m.Chain, d.Bytes(MaxPeerID, "peer id"))
+	}
+	return d.Done("prepare")
+}
+
+// GroupEntry is one server's part of the descriptor (§3).
+type GroupEntry struct {
+	PeerID []byte
+	Nick   []byte
+	Addrs  [][]byte
+	X      [32]byte // ElGamal key
+	PoK    []byte   // Schnorr proof of x bound to (number, nonce, peer id)
+	D      [32]byte // X25519 key of this epoch
+	Y, Yp  [][32]byte
+}
+
+func (g *GroupEntry) enc(e *Enc) {
+	e.Bytes(g.PeerID)
+	e.Bytes(g.Nick)
+	encAddrs(e, g.Addrs)
+	e.Fixed(g.X[:])
+	e.Bytes(g.PoK)
+	e.Fixed(g.D[:])
+	e.U32(uint32(len(g.Y)))
+	for i := range g.Y {
+		e.Fixed(g.Y[i][:])
+	}
+	e.U32(uint32(len(g.Yp)))
+	for i := range g.Yp {
+		e.Fixed(g.Yp[i][:])
+	}
+}
+
+func decKeys(d *Dec, max int, what string) [][32]byte {
+	n := d.Count(max, 32, what)
+	out := make([][32]byte, n)
+	for i := range out {
+		out[i] = d.Array32(what)
+	}
+	return out
+}
+
+func (g *GroupEntry) dec(d *Dec, maxRounds int) {
+	g.PeerID = d.Bytes(MaxPeerID, "peer id")
+	g.Nick = d.Bytes(MaxNick, "nick")
+	g.Addrs = decAddrs(d)
+	g.X = d.Array32("elgamal key")
+	g.PoK = d.Bytes(MaxPoK, "key proof")
+	g.D = d.Array32("x25519 key")
+	g.Y = decKeys(d, maxRounds, "round keys")
+	g.Yp = decKeys(d, maxRounds, "mac round keys")
+}
+
+// Marshal encodes a group entry alone (the reply to Prepare).
+func (g *GroupEntry) Marshal() []byte {
+	var e Enc
+	g.enc(&e)
+	return e.B
+}
+
+func (g *GroupEntry) Unmarshal(b []byte, l Limits) error {
+	d := Dec{B: b}
+	g.dec(&d, l.Rounds)
+	return d.Done("group entry")
+}
+
+// ClientEntry is one input slot of the final descriptor.
+type ClientEntry struct {
+	RegKey  [32]byte // Ed25519 registration key
+	Primary uint16   // chain position of the client's primary
+	XKey    [32]byte // X25519 key for PIR seeds
+	RegHash [32]byte // SHA-256 of the registration bytes
+}
+
+const clientEntrySize = 32 + 2 + 32 + 32
+
+// Descriptor is the epoch descriptor of §3. Clients is empty in the open
+// descriptor and filled in the final one.
+type Descriptor struct {
+	Number  uint64
+	Nonce   [32]byte
+	Params  Params
+	Group   []GroupEntry
+	Clients []ClientEntry
+}
+
+// MarshalGroup encodes the part hashed into the epoch id: number, nonce,
+// parameters and group (no clients).
+func (m *Descriptor) MarshalGroup() []byte {
+	var e Enc
+	e.U64(m.Number)
+	e.Fixed(m.Nonce[:])
+	m.Params.enc(&e)
+	e.U32(uint32(len(m.Group)))
+	for i := range m.Group {
+		m.Group[i].enc(&e)
+	}
+	return e.B
+}
+
+func (m *Descriptor) Marshal() []byte {
+	e := Enc{B: m.MarshalGroup()}
+	e.U32(uint32(len(m.Clients)))
+	for _, c := range m.Clients {
+		e.Fixed(c.RegKey[:])
+		e.U16(c.Primary)
+		e.Fixed(c.XKey[:])
+		e.Fixed(c.RegHash[:])
+	}
+	return e.B
+}
+
+func (m *Descriptor) dec(d *Dec, l Limits) {
+	m.Number = d.U64("number")
+	m.Nonce = d.Array32("nonce")
+	m.Params.dec(d)
+	n := d.Count(MaxServers, 100, "group entries")
+	m.Group = make([]GroupEntry, n)
+	for i := range m.Group {
+		m.Group[i].dec(d, l.Rounds)
+	}
+	c := d.Count(l.Clients, clientEntrySize, "clients")
+	m.Clients = make([]ClientEntry, c)
+	for i := range m.Clients {
+		m.Clients[i].RegKey = d.Array32("registration key")
+		m.Clients[i].Primary = d.U16("primary")
+		m.Clients[i].XKey = d.Array32("x25519 key")
+		m.Clients[i].RegHash = d.Array32("registration hash")
+	}
+}
+
+func (m *Descriptor) Unmarshal(b []byte, l Limits) error {
+	d := Dec{B: b}
+	m.dec(&d, l)
+	return d.Done("descriptor")
+}
+
+// Signed is a descriptor with one Ed25519 signature per chain position.
+type Signed struct {
+	Final bool
+	Desc  Descriptor
+	Sigs  [][64]byte
+}
+
+func (m *Signed) Marshal() []byte {
+	var e Enc
+	if m.Final {
+		e.U8(1)
+	} else {
+		e.U8(0)
+	}
+	e.Bytes(m.Desc.Marshal())
+	encSigs(&e, m.Sigs)
+	return e.B
+}
+
+func encSigs(e *Enc, s [][64]byte) {
+	e.U32(uint32(len(s)))
+	for i := range s {
+		e.Fixed(s[i][:])
+	}
+}
+
+func decSigs(d *Dec, max int) [][64]byte {
+	n := d.Count(max, 64, "signatures")
+	out := make([][64]byte, n)
+	for i := range out {
+		out[i] = d.Array64("signature")
+	}
+	return out
+}
+
+func (m *Signed) Unmarshal(b []byte, l Limits) error {
+	d := Dec{B: b}
+	f := d.U8("final flag")
+	if f > 1 {
+		return fmt.Errorf("wire: decode signed descriptor: final flag %d", f)
+	}
+	m.Final = f == 1
+	db := d.Bytes(MaxFrame, "descriptor")
+	if d.Err == nil {
+		dd := Dec{B: db}
+		m.Desc.dec(&dd, l)
+		if err := dd.Done("descriptor"); err != nil {
+			return err
+		}
+	}
+	m.Sigs = decSigs(&d, MaxServers)
+	return d.Done("signed descriptor")
+}
+
+// Sig is one server's signature, with its chain position.
+type Sig struct {
+	Index uint16
+	Sig   [64]byte
+}
+
+func (m *Sig) Marshal() []byte {
+	var e Enc
+	e.U16(m.Index)
+	e.Fixed(m.Sig[:])
+	return e.B
+}
+
+func (m *Sig) Unmarshal(b []byte) error {
+	d := Dec{B: b}
+	m.Index = d.U16("index")
+	m.Sig = d.Array64("signature")
+	return d.Done("signature")
+}
+
+// Register is a client's registration (§4.1), signed by its registration
+// key over SHA-256("riffle/v2/register", epoch id, xkey, reg).
+type Register struct {
+	Epoch  [32]byte
+	RegKey [32]byte
+	XKey   [32]byte
+	Reg    []byte // mix.Registration encoding
+	Sig    [64]byte
+}
+
+func (m *Register) enc(e *Enc) {
+	e.Fixed(m.Epoch[:])
+	e.Fixed(m.RegKey[:])
+	e.Fixed(m.XKey[:])
+	e.Bytes(m.Reg)
+	e.Fixed(m.Sig[:])
+}
+
+func (m *Register) dec(d *Dec, l Limits) {
+	m.Epoch = d.Array32("epoch id")
+	m.RegKey = d.Array32("registration key")
+	m.XKey = d.Array32("x25519 key")
+	m.Reg = d.Bytes(l.Reg, "registration")
+	m.Sig = d.Array64("signature")
+}
+
+func (m *Register) Marshal() []byte {
+	var e Enc
+	m.enc(&e)
+	return e.B
+}
+
+func (m *Register) Unmarshal(b []byte, l Limits) error {
+	d := Dec{B: b}
+	m.dec(&d, l)
+	return d.Done("registration")
+}
+
+// RegList is a primary's answer to the close of registration.
+type RegList struct {
+	Epoch [32]byte
+	Regs  []Register
+}
+
+func (m *RegList) Marshal() []byte {
+	var e Enc
+	e.Fixed(m.Epoch[:])
+	e.U32(uint32(len(m.Regs)))
+	for i := range m.Regs {
+		m.Regs[i].enc(&e)
+	}
+	return e.B
+}
+
+func (m *RegList) Unmarshal(b []byte, l Limits) error {
+	d := Dec{B: b}
+	m.Epoch = d.Array32("epoch id")
+	n := d.Count(l.Clients, 32*3+4+64, "registrations")
+	m.Regs = make([]Register, n)
+	for i := range m.Regs {
+		m.Regs[i].dec(&d, l)
+	}
+	return d.Done("registration list")
+}
+
+// EpochRef names an epoch (close, abort, wait requests) with a reason.
+type EpochRef struct {
+	Epoch  [32]byte
+	Round  uint32
+	Reason []byte
+}
+
+func (m *EpochRef) Marshal() []byte {
+	var e Enc
+	e.Fixed(m.Epoch[:])
+	e.U32(m.Round)
+	e.Bytes(m.Reason)
+	return e.B
+}
+
+func (m *EpochRef) Unmarshal(b []byte) error {
+	d := Dec{B: b}
+	m.Epoch = d.Array32("epoch id")
+	m.Round = d.U32("round")
+	m.Reason = d.Bytes(MaxReason, "reason")
+	return d.Done("epoch reference")
+}
+
+// Step is one server's setup step (§4.2), signed by that server over
+// SHA-256("riffle/v2/step", epoch id, u16 s, result).
+type Step struct {
+	Epoch  [32]byte
+	S      uint16
+	Result []byte
+	Sig    [64]byte
+}
+
+func (m *Step) Marshal() []byte {
+	var e Enc
+	e.Fixed(m.Epoch[:])
+	e.U16(m.S)
+	e.Bytes(m.Result)
+	e.Fixed(m.Sig[:])
+	return e.B
+}
+
+func (m *Step) Unmarshal(b []byte, l Limits) error {
+	d := Dec{B: b}
+	m.Epoch = d.Array32("epoch id")
+	m.S = d.U16("step")
+	m.Result = d.Bytes(l.Step, "step result")
+	m.Sig = d.Array64("signature")
+	return d.Done("step")
+}
+
+// Submit is one onion for one round and input slot, signed by the client's
+// registration key (§5.1, mix.SignSubmission).
+type Submit struct {
+	Epoch [32]byte
+	Round uint32
+	Slot  uint32
+	Onion []byte
+	Sig   [64]byte
+}
+
+func (m *Submit) enc(e *Enc) {
+	e.Fixed(m.Epoch[:])
+	e.U32(m.Round)
+	e.U32(m.Slot)
+	e.Bytes(m.Onion)
+	e.Fixed(m.Sig[:])
+}
+
+func (m *Submit) dec(d *Dec, l Limits) {
+	m.Epoch = d.Array32("epoch id")
+	m.Round = d.U32("round")
+	m.Slot = d.U32("slot")
+	m.Onion = d.Bytes(l.Onion, "onion")
+	m.Sig = d.Array64("signature")
+}
+
+func (m *Submit) Marshal() []byte {
+	var e Enc
+	m.enc(&e)
+	return e.B
+}
+
+func (m *Submit) Unmarshal(b []byte, l Limits) error {
+	d := Dec{B: b}
+	m.dec(&d, l)
+	return d.Done("submission")
+}
+
+// SubmitBatch carries a primary's submissions of one round to S_0.
+type SubmitBatch struct {
+	Epoch [32]byte
+	Round uint32
+	Subs  []Submit
+}
+
+func (m *SubmitBatch) Marshal() []byte {
+	var e Enc
+	e.Fixed(m.Epoch[:])
+	e.U32(m.Round)
+	e.U32(uint32(len(m.Subs)))
+	for i := range m.Subs {
+		m.Subs[i].enc(&e)
+	}
+	return e.B
+}
+
+func (m *SubmitBatch) Unmarshal(b []byte, l Limits) error {
+	d := Dec{B: b}
+	m.Epoch = d.Array32("epoch id")
+	m.Round = d.U32("round")
+	n := d.Count(l.Clients, 32+8+4+64, "submissions")
+	m.Subs = make([]Submit, n)
+	for i := range m.Subs {
+		m.Subs[i].dec(&d, l)
+	}
+	return d.Done("submission batch")
+}
+
+// Batch is a mix batch: the input of S_{S} (S ≤ m-1), or for S = m the
+// published payloads. Root is the Merkle root of Entries, Sig the sender's
+// signature over it (§5.2). S_0's input batch carries the client signatures
+// in ClientSigs so that any server can check any position.
+type Batch struct {
+	Epoch      [32]byte
+	Round      uint32
+	S          uint16
+	Entries    [][]byte
+	ClientSigs [][64]byte
+	Root       [32]byte
+	Sig        [64]byte
+}
+
+func (m *Batch) Marshal() []byte {
+	var e Enc
+	e.Fixed(m.Epoch[:])
+	e.U32(m.Round)
+	e.U16(m.S)
+	e.U32(uint32(len(m.Entries)))
+	for _, x := range m.Entries {
+		e.Bytes(x)
+	}
+	encSigs(&e, m.ClientSigs)
+	e.Fixed(m.Root[:])
+	e.Fixed(m.Sig[:])
+	return e.B
+}
+
+func (m *Batch) Unmarshal(b []byte, l Limits) error {
+	d := Dec{B: b}
+	m.Epoch = d.Array32("epoch id")
+	m.Round = d.U32("round")
+	m.S = d.U16("server")
+	n := d.Count(l.Clients, 4, "entries")
+	m.Entries = make([][]byte, 0, n)
+	for i := 0; i < n && d.Err == nil; i++ {
+		m.Entries = append(m.Entries, d.Bytes(l.Onion, "entry"))
+	}
+	m.ClientSigs = decSigs(&d, l.Clients)
+	m.Root = d.Array32("root")
+	m.Sig = d.Array64("signature")
+	return d.Done("batch")
+}
+
+// ListEntry is one row of a request list.
+type ListEntry struct {
+	ID  [32]byte
+	Len uint32
+}
+
+// RoundList is the request list of a round (§5.3) with the ids published;
+// Sigs is empty in a proposal and holds one signature per chain position in
+// the final list.
+type RoundList struct {
+	Epoch     [32]byte
+	Round     uint32
+	Entries   []ListEntry
+	Published [][32]byte
+	Sigs      [][64]byte
+}
+
+// MarshalBody encodes everything but the signatures.
+func (m *RoundList) MarshalBody() []byte {
+	var e Enc
+	e.Fixed(m.Epoch[:])
+	e.U32(m.Round)
+	e.U32(uint32(len(m.Entries)))
+	for _, x := range m.Entries {
+		e.Fixed(x.ID[:])
+		e.U32(x.Len)
+	}
+	e.U32(uint32(len(m.Published)))
+	for _, x := range m.Published {
+		e.Fixed(x[:])
+	}
+	return e.B
+}
+
+func (m *RoundList) Marshal() []byte {
+	e := Enc{B: m.MarshalBody()}
+	encSigs(&e, m.Sigs)
+	return e.B
+}
+
+func (m *RoundList) Unmarshal(b []byte, l Limits) error {
+	d := Dec{B: b}
+	m.Epoch = d.Array32("epoch id")
+	m.Round = d.U32("round")
+	n := d.Count(l.Rows, 36, "list entries")
+	m.Entries = make([]ListEntry, n)
+	for i := range m.Entries {
+		m.Entries[i].ID = d.Array32("chunk id")
+		m.Entries[i].Len = d.U32("chunk length")
+	}
+	m.Published = decKeys(&d, l.Clients, "published ids")
+	m.Sigs = decSigs(&d, MaxServers)
+	return d.Done("request list")
+}
+
+// Rows carries PIR masks (Query), answers (Answer) or padded answers
+// (PadAnswers) for a set of input slots of one round: Rows[i] belongs to
+// Slots[i/k], query slot i%k.
+type Rows struct {
+	Epoch [32]byte
+	Round uint32
+	Slots []uint32
+	Rows  [][]byte
+}
+
+func (m *Rows) Marshal() []byte {
+	var e Enc
+	e.Fixed(m.Epoch[:])
+	e.U32(m.Round)
+	e.U32(uint32(len(m.Slots)))
+	for _, s := range m.Slots {
+		e.U32(s)
+	}
+	e.U32(uint32(len(m.Rows)))
+	for _, r := range m.Rows {
+		e.Bytes(r)
+	}
+	return e.B
+}
+
+// Unmarshal decodes with at most maxSlots slots, k rows per slot, each row
+// at most rowMax bytes.
+func (m *Rows) Unmarshal(b []byte, maxSlots, k, rowMax int) error {
+	d := Dec{B: b}
+	m.Epoch = d.Array32("epoch id")
+	m.Round = d.U32("round")
+	n := d.Count(maxSlots, 4, "slots")
+	m.Slots = make([]uint32, n)
+	for i := range m.Slots {
+		m.Slots[i] = d.U32("slot")
+	}
+	r := d.Count(n*k, 4, "rows")
+	if d.Err == nil && r != n*k {
+		return fmt.Errorf("wire: decode rows: %d rows for %d slots of %d", r, n, k)
+	}
+	m.Rows = make([][]byte, 0, r)
+	for i := 0; i < r && d.Err == nil; i++ {
+		m.Rows = append(m.Rows, d.Bytes(rowMax, "row"))
+	}
+	return d.Done("rows")
+}
+
+// Chunk is a chunk by id (request: Data empty).
+type Chunk struct {
+	ID   [32]byte
+	Data []byte
+}
+
+func (m *Chunk) Marshal() []byte {
+	var e Enc
+	e.Fixed(m.ID[:])
+	e.Bytes(m.Data)
+	return e.B
+}
+
+func (m *Chunk) Unmarshal(b []byte, max int) error {
+	d := Dec{B: b}
+	m.ID = d.Array32("chunk id")
+	m.Data = d.Bytes(max, "chunk")
+	return d.Done("chunk")
+}
+
+// IndexEntry is one file of the public index (§7).
+type IndexEntry struct {
+	FileID [32]byte
+	Name   []byte
+	Size   uint64
+	Chunks uint32
+	Round  uint32
+	Time   int64 // unix seconds, first publication
+}
+
+// Index is the whole public index.
+type Index struct{ Entries []IndexEntry }
+
+func (m *Index) Marshal() []byte {
+	var e Enc
+	e.U32(uint32(len(m.Entries)))
+	for _, x := range m.Entries {
+		e.Fixed(x.FileID[:])
+		e.Bytes(x.Name)
+		e.U64(x.Size)
+		e.U32(x.Chunks)
+		e.U32(x.Round)
+		e.U64(uint64(x.Time))
+	}
+	return e.B
+}
+
+func (m *Index) Unmarshal(b []byte, max int) error {
+	d := Dec{B: b}
+	n := d.Count(max, 32+4+8+4+4+8, "index entries")
+	m.Entries = make([]IndexEntry, n)
+	for i := range m.Entries {
+		x := &m.Entries[i]
+		x.FileID = d.Array32("file id")
+		x.Name = d.Bytes(MaxName, "name")
+		x.Size = d.U64("size")
+		x.Chunks = d.U32("chunks")
+		x.Round = d.U32("round")
+		x.Time = int64(d.U64("time"))
+	}
+	return d.Done("index")
+}
