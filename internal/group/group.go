@@ -153,21 +153,28 @@ func Generators(n int) []*Element {
 	gens.Lock()
 	defer gens.Unlock()
 	for i := len(gens.list); i < n; i++ {
-		var ctr [4]byte
-		binary.BigEndian.PutUint32(ctr[:], uint32(i))
-		h := sha512.New()
-		h.Write([]byte(GeneratorTag))
-		h.Write(ctr[:])
-		e := NewElement()
-		if _, err := e.SetUniformBytes(h.Sum(nil)); err != nil {
-			panic(err)
-		}
-		if IsIdentity(e) {
-			panic("group: generator is the identity") // probability ~2^-252
-		}
-		gens.list = append(gens.list, e)
+		gens.list = append(gens.list, DeriveGenerator(GeneratorTag, uint32(i)))
 	}
 	return gens.list[:n:n]
+}
+
+// DeriveGenerator returns FromUniformBytes(SHA-512(tag || u32 i)), the i-th
+// generator under tag (uncached). Production code uses Generators; other tags
+// exist only so that tests can show that a proof is bound to its generators.
+func DeriveGenerator(tag string, i uint32) *Element {
+	var ctr [4]byte
+	binary.BigEndian.PutUint32(ctr[:], i)
+	h := sha512.New()
+	h.Write([]byte(tag))
+	h.Write(ctr[:])
+	e := NewElement()
+	if _, err := e.SetUniformBytes(h.Sum(nil)); err != nil {
+		panic(err) // unreachable: the digest is 64 bytes
+	}
+	if IsIdentity(e) {
+		panic("group: generator is the identity") // probability ~2^-252
+	}
+	return e
 }
 
 // Ciphertext is an ElGamal ciphertext (A, B) = (ρ·G, M + ρ·Y).
@@ -208,17 +215,25 @@ func (c Ciphertext) Equal(d Ciphertext) bool { return c.A.Equal(d.A) == 1 && c.B
 // 16 384 (cache), so large MSMs are split (shuffle-proof.md §6.3).
 const MSMChunk = 512
 
-// VarTimeMSM returns Σ s_i·P_i in variable time, split into chunks that run
-// on all cores. Only for public scalars and points (verifiers).
-func VarTimeMSM(s []*Scalar, p []*Element) *Element {
+// VarTimeMSM returns Σ s_i·P_i in variable time, split into chunks of
+// MSMChunk points that run on all cores. Only for public scalars and points
+// (verifiers).
+func VarTimeMSM(s []*Scalar, p []*Element) *Element { return VarTimeMSMChunked(s, p, MSMChunk) }
+
+// VarTimeMSMChunked is VarTimeMSM with an explicit chunk size (≥ 1); it
+// exists for tests of the chunk boundaries and for benchmarks.
+func VarTimeMSMChunked(s []*Scalar, p []*Element, chunk int) *Element {
 	if len(s) != len(p) {
-		panic("group: VarTimeMSM length mismatch")
+		panic(fmt.Sprintf("group: VarTimeMSM length mismatch: %d scalars, %d points", len(s), len(p)))
+	}
+	if chunk < 1 {
+		panic(fmt.Sprintf("group: VarTimeMSM chunk size %d", chunk))
 	}
 	n := len(s)
-	if n <= MSMChunk {
+	if n <= chunk {
 		return NewElement().VarTimeMultiScalarMult(s, p)
 	}
-	chunks := (n + MSMChunk - 1) / MSMChunk
+	chunks := (n + chunk - 1) / chunk
 	parts := make([]*Element, chunks)
 	workers := min(runtime.GOMAXPROCS(0), chunks)
 	var wg sync.WaitGroup
@@ -232,7 +247,7 @@ func VarTimeMSM(s []*Scalar, p []*Element) *Element {
 		go func() {
 			defer wg.Done()
 			for c := range next {
-				lo, hi := c*MSMChunk, min((c+1)*MSMChunk, n)
+				lo, hi := c*chunk, min((c+1)*chunk, n)
 				parts[c] = NewElement().VarTimeMultiScalarMult(s[lo:hi], p[lo:hi])
 			}
 		}()
