@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package pir
+
+import "testing"
+
+func setKernel(t *testing.T, asm bool) {}
