@@ -1,0 +1,45 @@
+// Package mix is the cryptography of riffle's hybrid shuffle (SPEC §2, §4,
+// §5.1–5.2 and the proofs of §8): ElGamal over ristretto255 with Schnorr and
+// Chaum–Pedersen proofs, the per-server epoch setup of SPEC §4.2 (version 2:
+// open, shuffle, then strip), the per-round layer keys, the onions
+// (AES-256-CTR then GMAC, two keys per layer and round), the payload format
+// with pseudonym signatures, and the proofs that blame needs. The proof of
+// shuffle itself is the sub-package mix/shuffle (SPEC §4.3).
+//
+// Map of the exported API to the SPEC (step numbers are SPEC §4.2's and §8's):
+//
+//	§3   NewServerSecret, ServerSecret.Public, .ProveKey, VerifyKey, KeyContext
+//	     (the PoK of x_j bound to number, nonce and peer id); NewRoundKeys,
+//	     RoundKeys.Public (Y_{s,r}, Y'_{s,r}); every .Close (forward secrecy)
+//	§4   AggregateKeys (A_{s,j}, the pseudonym under A_{s,m-1})
+//	§4.1 Register, VerifyRegistration, CheckDistinct, Registration.MarshalBinary,
+//	     ParseRegistration, Registration.CiphertextHash, InitialVectors,
+//	     ClientSecret.Pseudonym, .PIRKey (§6.2's X25519 key)
+//	§4.2 SetupStep: step 1 (open U), step 2 (shuffle, mix/shuffle), step 3
+//	     (strip), one batched DLEQ for steps 1 and 3 (§4.4); VerifyStep (step
+//	     4, every other server); StepResult.Next, .Pseudonyms, MarshalBinary,
+//	     ParseStepResult, StepResultSize; StepSecret.Forward (π_s), ShareError
+//	     (identity or duplicate U/P aborts setup)
+//	§4.2 ServerLayerKeys, ClientSecret.LayerKeys, ShareKey (layer keys e, a)
+//	§5.1 PayloadSize, OnionSize, Payload, EncodePayload, DecodePayload, Seal,
+//	     SignSubmission, VerifySubmission
+//	§5.2 OpenLayer, MACError, Permute
+//	§5.3 VerifyPayloads, VerifyPayload (pseudonym signatures, batched)
+//	§8   step 1: StepSecret.ProveRoute, VerifyRoute (ProveReencryption,
+//	     VerifyReencryption); step 2 and MAC-failure evidence: ProveRoundKey,
+//	     VerifyRoundKey, ShareKey, CheckMAC; step 3: DecryptLayer
+//	     Simulate runs a whole epoch for tests and benchmarks.
+//
+// Conventions. Positions: π_s maps server s's input position p to its output
+// position π_s(p) (StepSecret.Forward, Permute: out[π_s(p)] = in[p]); the
+// shuffle package's Witness.Pi is the inverse and is converted in one place.
+// Components of a client's vector are numbered 0..m, m being the pseudonym;
+// server s receives components s..m. Every encoding, tag and transcript is
+// fixed in docs/proto-mix.md with test vectors in testdata/.
+//
+// Side channels. Provers and every operation on a secret scalar use the
+// constant-time calls of the group library; variable-time multi-scalar
+// multiplication is used only on public scalars and points (verifiers, and
+// the public batching coefficients of the setup DLEQ). Secret byte strings
+// are compared with crypto/subtle or inside the AEAD.
+package mix

@@ -1,0 +1,388 @@
+package mix
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/riffle-net/riffle/internal/group"
+)
+
+// Sizes of the onion layers (SPEC §5.1).
+const (
+	// LayerKeySize is the length of each HKDF output: one AES-256 key.
+	LayerKeySize = 32
+	// TagSize is the GMAC tag appended by every layer.
+	TagSize = 16
+	// gcmNonceSize is the GMAC nonce: u64 round || u32 j.
+	gcmNonceSize = 12
+	// macPrefixSize is the associated data before the ciphertext:
+	// epoch id (32) || u64 round || u32 j.
+	macPrefixSize = 32 + 8 + 4
+)
+
+// LayerKey is one onion layer's pair of keys for one round (SPEC §4.2): e
+// (AES-256-CTR) and a (GMAC), derived from the two round keys separately so
+// that blame can reveal a without e (SPEC §8 v2).
+type LayerKey struct {
+	Enc [LayerKeySize]byte
+	MAC [LayerKeySize]byte
+}
+
+// Close erases both keys.
+func (k *LayerKey) Close() { clear(k.Enc[:]); clear(k.MAC[:]) }
+
+// CloseLayerKeys erases a slice of layer keys.
+func CloseLayerKeys(keys []LayerKey) {
+	for i := range keys {
+		keys[i].Close()
+	}
+}
+
+// ShareKey derives a layer key from its Diffie–Hellman share Z (SPEC §4.2):
+// HKDF-SHA-256(ikm = ENC(Z), salt = epoch id, info = tag || u32 s || u64 r),
+// with tag "riffle/v2/layer-enc" for EncKey and "riffle/v2/layer-mac" for
+// MACKey, 32 bytes. Blame (SPEC §8) uses it on a revealed, proven Z'.
+func ShareKey(epoch EpochID, s int, round uint64, kind KeyKind, Z *group.Element) [LayerKeySize]byte {
+	var ikm [group.ElementSize]byte
+	Z.Encode(ikm[:0])
+	tag := tagLayerEnc
+	if kind == MACKey {
+		tag = tagLayerMAC
+	}
+	info := make([]byte, 0, len(tag)+12)
+	info = append(info, tag...)
+	info = binary.BigEndian.AppendUint32(info, uint32(s))
+	info = binary.BigEndian.AppendUint64(info, round)
+	k, err := hkdf.Key(sha256.New, ikm[:], epoch[:], string(info), LayerKeySize)
+	if err != nil {
+		panic(err) // unreachable: 32 bytes is far below HKDF-SHA-256's limit
+	}
+	var out [LayerKeySize]byte
+	copy(out[:], k)
+	clear(k)
+	clear(ikm[:])
+	return out
+}
+
+// ServerLayerKeys derives server s's layer keys for one round at every input
+// position p from the published shares U_{p,s} (SPEC §4.2): 2n constant-time
+// scalar multiplications, spread over all cores.
+func ServerLayerKeys(epoch EpochID, s int, round uint64, rk *RoundKeys, U []*group.Element) ([]LayerKey, error) {
+	y, yp, err := rk.round(round)
+	if err != nil {
+		return nil, err
+	}
+	for p, u := range U {
+		if u == nil || group.IsIdentity(u) {
+			return nil, fmt.Errorf("layer keys: share at position %d: %w", p, group.ErrIdentity)
+		}
+	}
+	out := make([]LayerKey, len(U))
+	parallel(len(U), func(p int) {
+		Z := group.NewElement().ScalarMult(y, U[p])
+		out[p].Enc = ShareKey(epoch, s, round, EncKey, Z)
+		Z.ScalarMult(yp, U[p])
+		out[p].MAC = ShareKey(epoch, s, round, MACKey, Z)
+		Z.Zero()
+	})
+	return out, nil
+}
+
+// LayerKeys derives the client's m layer keys for one round from its u_{i,j}
+// and the servers' published round keys, Y[j][r] and Yp[j][r] (SPEC §4.2).
+func (cs *ClientSecret) LayerKeys(epoch EpochID, round uint64, Y, Yp [][]*group.Element) ([]LayerKey, error) {
+	if cs.closed {
+		return nil, errors.New("client layer keys: secret closed")
+	}
+	m := len(cs.u)
+	if len(Y) != m || len(Yp) != m {
+		return nil, fmt.Errorf("client layer keys: %d and %d servers' round keys, want %d", len(Y), len(Yp), m)
+	}
+	out := make([]LayerKey, m)
+	for j := range m {
+		if round >= uint64(len(Y[j])) || round >= uint64(len(Yp[j])) {
+			return nil, fmt.Errorf("client layer keys: round %d, server %d has %d round keys", round, j, min(len(Y[j]), len(Yp[j])))
+		}
+		y, yp := Y[j][round], Yp[j][round]
+		if y == nil || yp == nil || group.IsIdentity(y) || group.IsIdentity(yp) {
+			return nil, fmt.Errorf("client layer keys: server %d round %d key: %w", j, round, group.ErrIdentity)
+		}
+		Z := group.NewElement().ScalarMult(cs.u[j], y)
+		out[j].Enc = ShareKey(epoch, j, round, EncKey, Z)
+		Z.ScalarMult(cs.u[j], yp)
+		out[j].MAC = ShareKey(epoch, j, round, MACKey, Z)
+		Z.Zero()
+	}
+	return out, nil
+}
+
+// layerIV is the CTR IV of layer j in a round: u64 round || u32 j || u32 0.
+func layerIV(round uint64, j int) [aes.BlockSize]byte {
+	var iv [aes.BlockSize]byte
+	binary.BigEndian.PutUint64(iv[:8], round)
+	binary.BigEndian.PutUint32(iv[8:12], uint32(j))
+	return iv
+}
+
+// macNonce is the GMAC nonce of layer j in a round: u64 round || u32 j.
+func macNonce(round uint64, j int) [gcmNonceSize]byte {
+	var n [gcmNonceSize]byte
+	binary.BigEndian.PutUint64(n[:8], round)
+	binary.BigEndian.PutUint32(n[8:], uint32(j))
+	return n
+}
+
+// putMACPrefix writes the associated data before the ciphertext:
+// epoch id || u64 round || u32 j.
+func putMACPrefix(dst []byte, epoch EpochID, round uint64, j int) {
+	copy(dst, epoch[:])
+	binary.BigEndian.PutUint64(dst[32:40], round)
+	binary.BigEndian.PutUint32(dst[40:44], uint32(j))
+}
+
+// layerCrypter holds the two ciphers of one layer key.
+type layerCrypter struct {
+	ctr cipher.Stream
+	mac cipher.AEAD
+}
+
+func newLayerCrypter(k *LayerKey, round uint64, j int) (layerCrypter, error) {
+	eb, err := aes.NewCipher(k.Enc[:])
+	if err != nil {
+		return layerCrypter{}, err
+	}
+	iv := layerIV(round, j)
+	mb, err := aes.NewCipher(k.MAC[:])
+	if err != nil {
+		return layerCrypter{}, err
+	}
+	g, err := cipher.NewGCM(mb)
+	if err != nil {
+		return layerCrypter{}, err
+	}
+	return layerCrypter{ctr: cipher.NewCTR(eb, iv[:]), mac: g}, nil
+}
+
+// Seal builds a client's onion for one round (SPEC §5.1): for j = m-1 down to
+// 0, c = AES-256-CTR(e_j, IV = u64 round || u32 j || u32 0)(x) and x' = c ||
+// GMAC(a_j, nonce = u64 round || u32 j, data = epoch id || u64 round || u32 j
+// || c). The result has len(payload) + 16·m bytes. A client seals each round
+// once and stores the result (SPEC §5.1 v2): sealing again reuses each key
+// with its nonce.
+func Seal(epoch EpochID, round uint64, keys []LayerKey, payload []byte) ([]byte, error) {
+	m := len(keys)
+	if m < 1 || m > MaxServers {
+		return nil, fmt.Errorf("seal: %d layer keys, want 1..%d", m, MaxServers)
+	}
+	// The associated data is prefix || c; keeping the onion right after a
+	// prefix slot lets every layer MAC in place without copying.
+	buf := make([]byte, macPrefixSize+len(payload)+TagSize*m)
+	n := len(payload)
+	copy(buf[macPrefixSize:], payload)
+	for j := m - 1; j >= 0; j-- {
+		lc, err := newLayerCrypter(&keys[j], round, j)
+		if err != nil {
+			return nil, fmt.Errorf("seal layer %d: %w", j, err)
+		}
+		c := buf[macPrefixSize : macPrefixSize+n]
+		lc.ctr.XORKeyStream(c, c)
+		putMACPrefix(buf, epoch, round, j)
+		nonce := macNonce(round, j)
+		lc.mac.Seal(buf[macPrefixSize+n:macPrefixSize+n], nonce[:], nil, buf[:macPrefixSize+n])
+		n += TagSize
+	}
+	return buf[macPrefixSize:], nil
+}
+
+// MACError reports the input positions whose onion failed to open at one
+// layer: a wrong size or a MAC that does not verify. By SPEC §5.2 (v2) the
+// server then forwards nothing for the round and blame starts at each.
+type MACError struct {
+	Server    int
+	Round     uint64
+	Positions []int
+}
+
+func (e *MACError) Error() string {
+	const show = 16
+	var b strings.Builder
+	fmt.Fprintf(&b, "layer %d, round %d: %d onions fail to open, at positions", e.Server, e.Round, len(e.Positions))
+	for i, p := range e.Positions {
+		if i == show {
+			fmt.Fprintf(&b, " … (%d more)", len(e.Positions)-show)
+			break
+		}
+		fmt.Fprintf(&b, " %d", p)
+	}
+	return b.String()
+}
+
+// OpenLayer checks the MAC and decrypts layer s of every onion of one round,
+// in input-position order, with keys from ServerLayerKeys (SPEC §5.2). Every
+// onion must be as long as the first (the caller checks that length against
+// OnionSize − 16·s). The work is spread over all cores; besides the outputs,
+// each worker uses one scratch buffer for the whole batch. If any position
+// fails, the result is nil and the error is a *MACError naming all of them:
+// nothing may be forwarded (SPEC §5.2 v2).
+func OpenLayer(epoch EpochID, round uint64, s int, keys []LayerKey, onions [][]byte) ([][]byte, error) {
+	n := len(onions)
+	if len(keys) != n {
+		return nil, fmt.Errorf("open layer %d: %d keys for %d onions", s, len(keys), n)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	size := len(onions[0])
+	out := make([][]byte, n)
+	var mu sync.Mutex
+	var bad []int
+	fail := func(p int) {
+		mu.Lock()
+		bad = append(bad, p)
+		mu.Unlock()
+	}
+	workers := min(runtime.GOMAXPROCS(0), n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			scratch := make([]byte, macPrefixSize+max(size-TagSize, 0))
+			for {
+				p := int(next.Add(1) - 1)
+				if p >= n {
+					return
+				}
+				o := onions[p]
+				if len(o) != size || len(o) < TagSize {
+					fail(p)
+					continue
+				}
+				body := len(o) - TagSize
+				lc, err := newLayerCrypter(&keys[p], round, s)
+				if err != nil {
+					fail(p)
+					continue
+				}
+				putMACPrefix(scratch, epoch, round, s)
+				copy(scratch[macPrefixSize:], o[:body])
+				nonce := macNonce(round, s)
+				if _, err := lc.mac.Open(nil, nonce[:], o[body:], scratch[:macPrefixSize+body]); err != nil {
+					fail(p)
+					continue
+				}
+				dst := make([]byte, body)
+				lc.ctr.XORKeyStream(dst, scratch[macPrefixSize:macPrefixSize+body])
+				out[p] = dst
+			}
+		}()
+	}
+	wg.Wait()
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return nil, &MACError{Server: s, Round: round, Positions: bad}
+	}
+	return out, nil
+}
+
+// CheckMAC verifies the tag of layer j of one onion under a MAC key alone, as
+// every server does in blame with a key derived from a revealed share (SPEC
+// §8).
+func CheckMAC(epoch EpochID, round uint64, j int, macKey [LayerKeySize]byte, onion []byte) bool {
+	if len(onion) < TagSize {
+		return false
+	}
+	b, err := aes.NewCipher(macKey[:])
+	if err != nil {
+		return false
+	}
+	g, err := cipher.NewGCM(b)
+	if err != nil {
+		return false
+	}
+	body := len(onion) - TagSize
+	aad := make([]byte, macPrefixSize+body)
+	putMACPrefix(aad, epoch, round, j)
+	copy(aad[macPrefixSize:], onion[:body])
+	nonce := macNonce(round, j)
+	_, err = g.Open(nil, nonce[:], onion[body:], aad)
+	return err == nil
+}
+
+// DecryptLayer removes layer j of one onion with a known encryption key
+// after its MAC has been checked, as blame step 3 does (SPEC §8).
+func DecryptLayer(round uint64, j int, encKey [LayerKeySize]byte, onion []byte) ([]byte, error) {
+	if len(onion) < TagSize {
+		return nil, fmt.Errorf("decrypt layer %d: onion of %d bytes", j, len(onion))
+	}
+	b, err := aes.NewCipher(encKey[:])
+	if err != nil {
+		return nil, err
+	}
+	iv := layerIV(round, j)
+	out := make([]byte, len(onion)-TagSize)
+	cipher.NewCTR(b, iv[:]).XORKeyStream(out, onion[:len(out)])
+	return out, nil
+}
+
+// Permute moves the entry at input position p to output position
+// forward[p] (SPEC §4: π_s maps input p to output π_s(p)). It panics if
+// forward is not a permutation of len(in) positions: that is a programming
+// error, never an input from the network.
+func Permute(forward []int, in [][]byte) [][]byte {
+	if len(forward) != len(in) {
+		panic(fmt.Sprintf("mix: permutation of %d positions applied to %d entries", len(forward), len(in)))
+	}
+	out := make([][]byte, len(in))
+	seen := make([]bool, len(in))
+	for p, q := range forward {
+		if q < 0 || q >= len(out) || seen[q] {
+			panic(fmt.Sprintf("mix: not a permutation at input %d (output %d)", p, q))
+		}
+		seen[q] = true
+		out[q] = in[p]
+	}
+	return out
+}
+
+// equalKeys compares two secret keys in constant time.
+func equalKeys(a, b [LayerKeySize]byte) bool { return subtle.ConstantTimeCompare(a[:], b[:]) == 1 }
+
+// parallel runs f(i) for i < n on all cores.
+func parallel(n int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,288 @@
+package mix
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/riffle-net/riffle/internal/group"
+)
+
+// Payload layout (SPEC §5.1).
+const (
+	// PayloadHeaderSize is u8 kind || u8 version || u16 reserved || u32 length.
+	PayloadHeaderSize = 8
+	// RequestSize is one requested chunk id (SHA-256).
+	RequestSize = 32
+	// PayloadVersion is the version byte of SPEC §5.1.
+	PayloadVersion = 2
+	// MaxChunkSize bounds b: the u32 length field allows more, but SPEC §5.1
+	// names 4 MiB as the largest chunk size.
+	MaxChunkSize = 4 << 20
+	// MaxRequests bounds k, the request slots of a round.
+	MaxRequests = 256
+)
+
+// Payload kinds (SPEC §5.1).
+const (
+	KindCover uint8 = 0
+	KindChunk uint8 = 1
+)
+
+// PayloadSize is P = 8 + 32·k + b + 64 (SPEC §5.1).
+func PayloadSize(b, k int) int { return PayloadHeaderSize + RequestSize*k + b + SignatureSize }
+
+// OnionSize is P + 16·m: what every client uploads each round (SPEC §5.1).
+func OnionSize(b, k, m int) int { return PayloadSize(b, k) + TagSize*m }
+
+func checkParams(b, k int) error {
+	if b < 1 || b > MaxChunkSize {
+		return fmt.Errorf("chunk size %d, want 1..%d", b, MaxChunkSize)
+	}
+	if k < 0 || k > MaxRequests {
+		return fmt.Errorf("request slots %d, want 0..%d", k, MaxRequests)
+	}
+	return nil
+}
+
+// Payload is the plaintext inside an onion (SPEC §5.1). Chunk holds the used
+// bytes only (Length of them); Requests has exactly k entries after
+// decoding, all-zero meaning none.
+type Payload struct {
+	Kind      uint8
+	Length    uint32
+	Requests  [][RequestSize]byte
+	Chunk     []byte
+	Signature [SignatureSize]byte
+}
+
+// marshal writes the payload's P bytes, signature field included.
+func (p *Payload) marshal(b, k int) ([]byte, error) {
+	if err := checkParams(b, k); err != nil {
+		return nil, fmt.Errorf("payload: %w", err)
+	}
+	if p.Kind != KindCover && p.Kind != KindChunk {
+		return nil, fmt.Errorf("payload: kind %d", p.Kind)
+	}
+	if uint64(p.Length) != uint64(len(p.Chunk)) || len(p.Chunk) > b {
+		return nil, fmt.Errorf("payload: length %d with %d chunk bytes, chunk size %d", p.Length, len(p.Chunk), b)
+	}
+	if p.Kind == KindCover && p.Length != 0 {
+		return nil, fmt.Errorf("payload: cover with %d chunk bytes", p.Length)
+	}
+	if len(p.Requests) > k {
+		return nil, fmt.Errorf("payload: %d requests, %d slots", len(p.Requests), k)
+	}
+	out := make([]byte, PayloadSize(b, k))
+	out[0], out[1] = p.Kind, PayloadVersion
+	binary.BigEndian.PutUint32(out[4:8], p.Length)
+	for t, id := range p.Requests {
+		copy(out[PayloadHeaderSize+t*RequestSize:], id[:])
+	}
+	copy(out[PayloadHeaderSize+k*RequestSize:], p.Chunk)
+	copy(out[len(out)-SignatureSize:], p.Signature[:])
+	return out, nil
+}
+
+// EncodePayload builds the payload for one round and signs it with the
+// client's pseudonym key q over (epoch id, round, the bytes before the
+// signature) (SPEC §5.1 v2).
+func EncodePayload(p *Payload, b, k int, epoch EpochID, round uint64, cs *ClientSecret, rand io.Reader) ([]byte, error) {
+	if cs.closed {
+		return nil, errors.New("payload: client secret closed")
+	}
+	out, err := p.marshal(b, k)
+	if err != nil {
+		return nil, err
+	}
+	body := out[:len(out)-SignatureSize]
+	sig, err := signPseudonym(cs.q, cs.P, epoch, round, body, rand)
+	if err != nil {
+		return nil, fmt.Errorf("payload: %w", err)
+	}
+	copy(out[len(body):], sig)
+	return out, nil
+}
+
+// DecodePayload parses a payload strictly: its size, version 2, a known
+// kind, zero reserved bits, a length within the chunk, zero padding after it
+// and a canonical signature encoding. The signature itself is checked by
+// VerifyPayloads against the pseudonym list.
+func DecodePayload(raw []byte, b, k int) (*Payload, error) {
+	if err := checkParams(b, k); err != nil {
+		return nil, fmt.Errorf("payload: %w", err)
+	}
+	if len(raw) != PayloadSize(b, k) {
+		return nil, fmt.Errorf("payload: %w: %d bytes, want %d", group.ErrLength, len(raw), PayloadSize(b, k))
+	}
+	p := &Payload{Kind: raw[0], Length: binary.BigEndian.Uint32(raw[4:8])}
+	if raw[1] != PayloadVersion {
+		return nil, fmt.Errorf("payload: version %d, want %d", raw[1], PayloadVersion)
+	}
+	if p.Kind != KindCover && p.Kind != KindChunk {
+		return nil, fmt.Errorf("payload: unknown kind %d", p.Kind)
+	}
+	if raw[2] != 0 || raw[3] != 0 {
+		return nil, errors.New("payload: reserved bits set")
+	}
+	if uint64(p.Length) > uint64(b) {
+		return nil, fmt.Errorf("payload: length %d exceeds chunk size %d", p.Length, b)
+	}
+	if p.Kind == KindCover && p.Length != 0 {
+		return nil, fmt.Errorf("payload: cover with length %d", p.Length)
+	}
+	p.Requests = make([][RequestSize]byte, k)
+	for t := range k {
+		copy(p.Requests[t][:], raw[PayloadHeaderSize+t*RequestSize:])
+	}
+	chunk := raw[PayloadHeaderSize+k*RequestSize : PayloadHeaderSize+k*RequestSize+b]
+	for i, c := range chunk[p.Length:] {
+		if c != 0 {
+			return nil, fmt.Errorf("payload: padding byte %d is not zero", int(p.Length)+i)
+		}
+	}
+	p.Chunk = append([]byte(nil), chunk[:p.Length]...)
+	sig := raw[len(raw)-SignatureSize:]
+	if _, _, err := parseSchnorr(sig); err != nil {
+		return nil, fmt.Errorf("payload signature: %w", err)
+	}
+	copy(p.Signature[:], sig)
+	return p, nil
+}
+
+// pseudonymChallenge hashes (P, R, epoch id, round, SHA-256 of the body).
+// The body (up to 4 MiB) is pre-hashed with SHA-256, the fastest hash here.
+func pseudonymChallenge(P, R *group.Element, epoch EpochID, round uint64, body []byte) *group.Scalar {
+	d := sha256.Sum256(body)
+	return group.NewTranscript(tagPseudonymSig).Element(P).Element(R).Fixed(epoch[:]).U64(round).Fixed(d[:]).Challenge()
+}
+
+func signPseudonym(q *group.Scalar, P *group.Element, epoch EpochID, round uint64, body []byte, rand io.Reader) ([]byte, error) {
+	d := sha256.Sum256(body)
+	st := group.NewTranscript(tagPseudonymSig).Element(P).Fixed(epoch[:]).U64(round).Fixed(d[:]).Sum()
+	k, err := proverNonce(rand, q, st[:])
+	if err != nil {
+		return nil, err
+	}
+	R := group.NewElement().ScalarBaseMult(k)
+	c := pseudonymChallenge(P, R, epoch, round, body)
+	s := group.NewScalar().Multiply(c, q)
+	s.Add(s, k)
+	k.Zero()
+	return s.Encode(R.Encode(make([]byte, 0, SignatureSize))), nil
+}
+
+// VerifyPayload checks one payload's pseudonym signature against P.
+func VerifyPayload(epoch EpochID, round uint64, P *group.Element, raw []byte) error {
+	if len(raw) < SignatureSize {
+		return fmt.Errorf("payload of %d bytes: %w", len(raw), group.ErrLength)
+	}
+	body := raw[:len(raw)-SignatureSize]
+	R, s, err := parseSchnorr(raw[len(body):])
+	if err != nil {
+		return fmt.Errorf("payload signature: %w", err)
+	}
+	c := pseudonymChallenge(P, R, epoch, round, body)
+	c.Negate(c)
+	if group.NewElement().VarTimeDoubleScalarBaseMult(c, P, s).Equal(R) != 1 {
+		return fmt.Errorf("payload signature: %w", ErrProof)
+	}
+	return nil
+}
+
+// VerifyPayloads checks the pseudonym signature of the payload at every
+// output position q against P_q (SPEC §5.3 v2) and returns the failing
+// positions, in order (a missing payload fails). It hashes on all cores and
+// checks all signatures with one multi-scalar multiplication under fresh
+// 128-bit weights from rand; only if that fails does it check one by one to
+// name the culprits.
+func VerifyPayloads(epoch EpochID, round uint64, pseudonyms []*group.Element, raws [][]byte, rand io.Reader) (bad []int) {
+	n := len(pseudonyms)
+	Rs := make([]*group.Element, n)
+	ss := make([]*group.Scalar, n)
+	cs := make([]*group.Scalar, n)
+	ok := make([]bool, n)
+	parallel(n, func(q int) {
+		if q >= len(raws) || len(raws[q]) < SignatureSize || pseudonyms[q] == nil {
+			return
+		}
+		raw := raws[q]
+		body := raw[:len(raw)-SignatureSize]
+		R, s, err := parseSchnorr(raw[len(body):])
+		if err != nil {
+			return
+		}
+		Rs[q], ss[q], cs[q], ok[q] = R, s, pseudonymChallenge(pseudonyms[q], R, epoch, round, body), true
+	})
+	// Σ w_q·(s_q·G − R_q − c_q·P_q) = O.
+	var scal []*group.Scalar
+	var pts []*group.Element
+	gsum := group.NewScalar()
+	batchOK := true
+	for q := range n {
+		if !ok[q] {
+			continue
+		}
+		w, err := group.RandomWeight(rand)
+		if err != nil {
+			batchOK = false
+			break
+		}
+		gsum.Add(gsum, group.NewScalar().Multiply(w, ss[q]))
+		scal = append(scal, group.NewScalar().Negate(w), group.NewScalar().Negate(group.NewScalar().Multiply(w, cs[q])))
+		pts = append(pts, Rs[q], pseudonyms[q])
+	}
+	if batchOK {
+		scal = append(scal, gsum)
+		pts = append(pts, group.Base())
+		batchOK = group.IsIdentity(group.VarTimeMSM(scal, pts))
+	}
+	for q := range n {
+		if !ok[q] {
+			bad = append(bad, q)
+			continue
+		}
+		if !batchOK {
+			c := group.NewScalar().Negate(cs[q])
+			if group.NewElement().VarTimeDoubleScalarBaseMult(c, pseudonyms[q], ss[q]).Equal(Rs[q]) != 1 {
+				bad = append(bad, q)
+			}
+		}
+	}
+	return bad
+}
+
+// submissionMessage is what a client's registration key signs for one onion
+// (SPEC §5.1 v2): u32-prefixed tag "riffle/v2/submission" || epoch id ||
+// u64 round || u32 slot || SHA-256(onion).
+func submissionMessage(epoch EpochID, round uint64, slot uint32, onion []byte) []byte {
+	d := sha256.Sum256(onion)
+	msg := make([]byte, 0, 4+len(tagSubmission)+32+8+4+32)
+	msg = binary.BigEndian.AppendUint32(msg, uint32(len(tagSubmission)))
+	msg = append(msg, tagSubmission...)
+	msg = append(msg, epoch[:]...)
+	msg = binary.BigEndian.AppendUint64(msg, round)
+	msg = binary.BigEndian.AppendUint32(msg, slot)
+	return append(msg, d[:]...)
+}
+
+// SignSubmission signs an onion for (epoch, round, input slot) with the
+// client's registration key (SPEC §5.1): binding the round stops a primary
+// from replaying it in another round and framing the client.
+func SignSubmission(key ed25519.PrivateKey, epoch EpochID, round uint64, slot uint32, onion []byte) []byte {
+	return ed25519.Sign(key, submissionMessage(epoch, round, slot, onion))
+}
+
+// VerifySubmission checks a signature made by SignSubmission.
+func VerifySubmission(pub ed25519.PublicKey, epoch EpochID, round uint64, slot uint32, onion, sig []byte) error {
+	if len(pub) != ed25519.PublicKeySize {
+		return fmt.Errorf("submission: registration key of %d bytes", len(pub))
+	}
+	if !ed25519.Verify(pub, submissionMessage(epoch, round, slot, onion), sig) {
+		return fmt.Errorf("submission for round %d, slot %d: bad signature", round, slot)
+	}
+	return nil
+}

@@ -1,0 +1,262 @@
+package mix
+
+import (
+	"crypto/ecdh"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/riffle-net/riffle/internal/group"
+)
+
+// PIRKeySize is the client's ephemeral X25519 public key (SPEC §4.1, §6.2).
+const PIRKeySize = 32
+
+// registrationEntrySize is one component: ciphertext || Schnorr proof.
+const registrationEntrySize = group.CiphertextSize + SchnorrProofSize
+
+// RegistrationSize is the encoded size of a registration for m servers:
+// (m+1) × (ciphertext 64 || proof 64) || X25519 key 32.
+func RegistrationSize(m int) int { return (m+1)*registrationEntrySize + PIRKeySize }
+
+// ClientSecret is a client's per-epoch secrets (SPEC §4.1): the DH scalars
+// u_{i,j}, one per server, the pseudonym key q_i and the seed of its X25519
+// key. Close erases them at the epoch's end (SPEC §3).
+type ClientSecret struct {
+	u       []*group.Scalar
+	q       *group.Scalar
+	P       *group.Element // the pseudonym P_i = q_i·G
+	pirSeed [32]byte
+	closed  bool
+}
+
+// Pseudonym returns P_i.
+func (cs *ClientSecret) Pseudonym() *group.Element { return group.NewElement().Set(cs.P) }
+
+// PIRKey returns the client's ephemeral X25519 private key (SPEC §6.2).
+func (cs *ClientSecret) PIRKey() (*ecdh.PrivateKey, error) {
+	if cs.closed {
+		return nil, errors.New("client pir key: secret closed")
+	}
+	return ecdh.X25519().NewPrivateKey(cs.pirSeed[:])
+}
+
+// Close erases u, q and the X25519 seed.
+func (cs *ClientSecret) Close() {
+	if cs == nil {
+		return
+	}
+	zeroScalars(cs.u)
+	if cs.q != nil {
+		cs.q.Zero()
+	}
+	clear(cs.pirSeed[:])
+	cs.closed = true
+}
+
+// Registration is what a client sends to its primary (SPEC §4.1): m+1
+// ElGamal ciphertexts, component j < m encrypting U_{i,j} under A_{0,j} and
+// component m encrypting the pseudonym P_i under A_{0,m-1}, each with its own
+// randomness and a Schnorr proof of knowledge of it, and an X25519 key.
+type Registration struct {
+	Ciphertexts []group.Ciphertext
+	Proofs      [][SchnorrProofSize]byte
+	PIRKey      [PIRKeySize]byte
+}
+
+// ctPoKStatement binds a component's proof to (epoch id, registration key,
+// j, the component's key, the whole ciphertext) (SPEC §4.1).
+func ctPoKStatement(epoch EpochID, regKey ed25519.PublicKey, j int, key *group.Element, ct group.Ciphertext) func(*group.Transcript) {
+	return func(t *group.Transcript) {
+		t.Fixed(epoch[:]).Bytes(regKey).U32(uint32(j)).Element(key).Ciphertext(ct)
+	}
+}
+
+// Register makes a client's registration for an epoch (SPEC §4.1).
+func Register(epoch EpochID, regKey ed25519.PublicKey, serverKeys []*group.Element, rand io.Reader) (*ClientSecret, *Registration, error) {
+	return register(epoch, regKey, serverKeys, rand, false)
+}
+
+// register is Register; sharedR (tests only) reproduces version 1's flaw of
+// one r for all components, so that a test can show that the flaw links.
+func register(epoch EpochID, regKey ed25519.PublicKey, serverKeys []*group.Element, rand io.Reader, sharedR bool) (*ClientSecret, *Registration, error) {
+	if len(regKey) != ed25519.PublicKeySize {
+		return nil, nil, fmt.Errorf("register: registration key of %d bytes, want %d", len(regKey), ed25519.PublicKeySize)
+	}
+	keys, err := AggregateKeys(serverKeys, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("register: %w", err)
+	}
+	m := len(serverKeys)
+	cs := &ClientSecret{u: make([]*group.Scalar, m)}
+	reg := &Registration{Ciphertexts: make([]group.Ciphertext, m+1), Proofs: make([][SchnorrProofSize]byte, m+1)}
+	var r *group.Scalar
+	for j := 0; j <= m; j++ {
+		var x *group.Scalar
+		if x, err = nonZeroScalar(rand); err != nil {
+			cs.Close()
+			return nil, nil, fmt.Errorf("register component %d: %w", j, err)
+		}
+		M := group.NewElement().ScalarBaseMult(x)
+		if j < m {
+			cs.u[j] = x
+		} else {
+			cs.q, cs.P = x, M
+		}
+		if r == nil || !sharedR {
+			if r, err = nonZeroScalar(rand); err != nil {
+				cs.Close()
+				return nil, nil, fmt.Errorf("register component %d: %w", j, err)
+			}
+		}
+		ct := group.Ciphertext{A: group.NewElement().ScalarBaseMult(r), B: group.NewElement().ScalarMult(r, keys[j])}
+		ct.B.Add(ct.B, M)
+		proof, err := proveSchnorr(r, ct.A, ctPoKStatement(epoch, regKey, j, keys[j], ct), tagCtPoK, rand)
+		if err != nil {
+			cs.Close()
+			return nil, nil, fmt.Errorf("register component %d: %w", j, err)
+		}
+		if !sharedR {
+			r.Zero()
+		}
+		reg.Ciphertexts[j] = ct
+		copy(reg.Proofs[j][:], proof)
+	}
+	if _, err := io.ReadFull(rand, cs.pirSeed[:]); err != nil {
+		cs.Close()
+		return nil, nil, fmt.Errorf("register pir key: %w", err)
+	}
+	pk, err := cs.PIRKey()
+	if err != nil {
+		cs.Close()
+		return nil, nil, fmt.Errorf("register pir key: %w", err)
+	}
+	copy(reg.PIRKey[:], pk.PublicKey().Bytes())
+	return cs, reg, nil
+}
+
+// VerifyRegistration checks a registration's shape and every proof of
+// knowledge against the epoch, the client's registration key and the
+// servers' keys (SPEC §4.1). Every server runs it on every registration.
+func VerifyRegistration(epoch EpochID, regKey ed25519.PublicKey, serverKeys []*group.Element, reg *Registration) error {
+	keys, err := AggregateKeys(serverKeys, 0)
+	if err != nil {
+		return fmt.Errorf("registration: %w", err)
+	}
+	m := len(serverKeys)
+	if len(reg.Ciphertexts) != m+1 || len(reg.Proofs) != m+1 {
+		return fmt.Errorf("registration: %d ciphertexts and %d proofs, want %d", len(reg.Ciphertexts), len(reg.Proofs), m+1)
+	}
+	for j, ct := range reg.Ciphertexts {
+		if ct.A == nil || ct.B == nil || group.IsIdentity(ct.A) || group.IsIdentity(ct.B) {
+			return fmt.Errorf("registration component %d: %w", j, group.ErrIdentity)
+		}
+		for k := range j {
+			if reg.Ciphertexts[k].A.Equal(ct.A) == 1 {
+				return fmt.Errorf("registration components %d and %d share their randomness", k, j)
+			}
+		}
+		if err := verifySchnorr(ct.A, reg.Proofs[j][:], ctPoKStatement(epoch, regKey, j, keys[j], ct), tagCtPoK); err != nil {
+			return fmt.Errorf("registration component %d: %w", j, err)
+		}
+	}
+	return nil
+}
+
+// CheckDistinct rejects two registrations that share a ciphertext component
+// (SPEC §4.1: duplicates are rejected), naming both input slots.
+func CheckDistinct(regs []*Registration) error {
+	seen := make(map[[group.ElementSize]byte]int)
+	for i, reg := range regs {
+		for j, ct := range reg.Ciphertexts {
+			var k [group.ElementSize]byte
+			ct.A.Encode(k[:0])
+			if prev, ok := seen[k]; ok && prev != i {
+				return fmt.Errorf("registrations %d and %d share a ciphertext (component %d)", prev, i, j)
+			}
+			seen[k] = i
+		}
+	}
+	return nil
+}
+
+// MarshalBinary encodes the registration: for j = 0..m, ENC(A_j) || ENC(B_j)
+// || ENC(R_j) || SC(s_j), then the X25519 key.
+func (reg *Registration) MarshalBinary() ([]byte, error) {
+	if len(reg.Ciphertexts) != len(reg.Proofs) || len(reg.Ciphertexts) < 2 {
+		return nil, fmt.Errorf("registration: %d ciphertexts and %d proofs", len(reg.Ciphertexts), len(reg.Proofs))
+	}
+	out := make([]byte, 0, RegistrationSize(len(reg.Ciphertexts)-1))
+	for j, ct := range reg.Ciphertexts {
+		out = ct.Append(out)
+		out = append(out, reg.Proofs[j][:]...)
+	}
+	return append(out, reg.PIRKey[:]...), nil
+}
+
+// ParseRegistration decodes a registration for m servers. Ciphertext
+// components must be canonical and not the identity (SPEC §2), and proofs
+// canonical; the proofs themselves are checked by VerifyRegistration.
+func ParseRegistration(b []byte, m int) (*Registration, error) {
+	if m < 1 || m > MaxServers {
+		return nil, fmt.Errorf("registration: %d servers, want 1..%d", m, MaxServers)
+	}
+	if len(b) != RegistrationSize(m) {
+		return nil, fmt.Errorf("registration: %w: %d bytes, want %d for %d servers", group.ErrLength, len(b), RegistrationSize(m), m)
+	}
+	reg := &Registration{Ciphertexts: make([]group.Ciphertext, m+1), Proofs: make([][SchnorrProofSize]byte, m+1)}
+	for j := 0; j <= m; j++ {
+		e := b[j*registrationEntrySize : (j+1)*registrationEntrySize]
+		ct, err := group.DecodeCiphertext(e[:group.CiphertextSize], true)
+		if err != nil {
+			return nil, fmt.Errorf("registration component %d: %w", j, err)
+		}
+		if _, _, err := parseSchnorr(e[group.CiphertextSize:]); err != nil {
+			return nil, fmt.Errorf("registration component %d: %w", j, err)
+		}
+		reg.Ciphertexts[j] = ct
+		copy(reg.Proofs[j][:], e[group.CiphertextSize:])
+	}
+	copy(reg.PIRKey[:], b[(m+1)*registrationEntrySize:])
+	return reg, nil
+}
+
+// CiphertextHash is the hash of a registration's ciphertexts that the final
+// descriptor lists per input slot (SPEC §3): SHA-256 over the tag
+// "riffle/v2/registration-ciphertexts" (u32-length-prefixed), u32 (m+1) and
+// the ciphertexts in order.
+func (reg *Registration) CiphertextHash() [32]byte {
+	h := sha256.New()
+	var l [4]byte
+	putU32(l[:], uint32(len(tagRegHash)))
+	h.Write(l[:])
+	h.Write([]byte(tagRegHash))
+	putU32(l[:], uint32(len(reg.Ciphertexts)))
+	h.Write(l[:])
+	for _, ct := range reg.Ciphertexts {
+		h.Write(ct.Bytes())
+	}
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// InitialVectors lists the clients' ciphertext vectors in slot order: S_0's
+// input (SPEC §4.2). Each vector has m+1 components.
+func InitialVectors(regs []*Registration) [][]group.Ciphertext {
+	out := make([][]group.Ciphertext, len(regs))
+	for i, reg := range regs {
+		v := make([]group.Ciphertext, len(reg.Ciphertexts))
+		for j, ct := range reg.Ciphertexts {
+			v[j] = group.Ciphertext{A: group.NewElement().Set(ct.A), B: group.NewElement().Set(ct.B)}
+		}
+		out[i] = v
+	}
+	return out
+}
+
+func putU32(b []byte, v uint32) {
+	b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
+}
