@@ -1,0 +1,85 @@
+package pir
+
+import (
+	"crypto/subtle"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+)
+
+// Benchmarks of §9's bottleneck. The large cases allocate up to 512 MiB:
+// run them alone, with few iterations, e.g.
+//
+//	go test -run '^$' -bench 'Answer' -benchtime 2x ./pir/
+//
+// Each reports answers/s and the effective rate: the reference's XOR volume
+// Q·(L/2)·b divided by the time taken.
+
+var benchShapes = []struct{ Q, L int }{{200, 200}, {512, 512}, {1000, 1000}}
+
+const benchB = 256 << 10
+
+func benchDB(L, b int) SliceRows {
+	r := rand.New(rand.NewPCG(7, uint64(L)))
+	db := make(SliceRows, L)
+	for i := range db {
+		db[i] = make([]byte, b)
+		for k := 0; k < b; k += 8 {
+			v := r.Uint64()
+			for j := 0; j < 8; j++ {
+				db[i][k+j] = byte(v >> (8 * j))
+			}
+		}
+	}
+	return db
+}
+
+func envInt(name string) int {
+	v, _ := strconv.Atoi(os.Getenv(name))
+	return v
+}
+
+func BenchmarkAnswer(b *testing.B) {
+	for _, s := range benchShapes {
+		db := benchDB(s.L, benchB)
+		masks := randMasks(rand.New(rand.NewPCG(1, 1)), s.Q, s.L, 0)
+		out := newOut(s.Q, benchB, 0)
+		report := func(b *testing.B) {
+			sec := b.Elapsed().Seconds() / float64(b.N)
+			b.ReportMetric(float64(s.Q)/sec, "answers/s")
+			b.ReportMetric(float64(s.Q)*float64(s.L)/2*benchB/sec/1e9, "eff-GB/s")
+		}
+		b.Run(fmt.Sprintf("Q%d_L%d/reference", s.Q, s.L), func(b *testing.B) {
+			for b.Loop() {
+				if err := Reference(db, benchB, masks, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+			report(b)
+		})
+		for _, workers := range []int{1, 0} {
+			opts := Options{Workers: workers, GroupBits: envInt("PIR_G"), SliceBytes: envInt("PIR_W"), BlockGroups: envInt("PIR_BG")}
+			b.Run(fmt.Sprintf("Q%d_L%d/fast-%s-workers%d", s.Q, s.L, kernelName(), workers), func(b *testing.B) {
+				e := NewEngine(opts)
+				for b.Loop() {
+					if err := e.Answer(db, benchB, masks, out); err != nil {
+						b.Fatal(err)
+					}
+				}
+				report(b)
+			})
+		}
+	}
+}
+
+// BenchmarkXORInCache is the machine's XOR throughput on 64 KiB buffers that
+// stay in cache (crypto/subtle.XORBytes), the yardstick for eff-GB/s.
+func BenchmarkXORInCache(b *testing.B) {
+	x, y := make([]byte, 64<<10), make([]byte, 64<<10)
+	b.SetBytes(int64(len(x)))
+	for b.Loop() {
+		subtle.XORBytes(x, x, y)
+	}
+}
