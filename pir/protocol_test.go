@@ -93,7 +93,7 @@ func testProtocol(t *testing.T, m int) {
 		others := otherKeys(clientKeys[i], primaryOf[i])
 		for s := 0; s < k; s++ {
 			row := r.IntN(L) // a real request
-			if s == k-1 {     // the last slot is cover
+			if s == k-1 {    // the last slot is cover
 				var err error
 				if row, err = CoverRow(coin, L); err != nil {
 					t.Fatal(err)
