@@ -1,0 +1,135 @@
+package mix
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+	"testing"
+
+	"github.com/riffle-net/riffle/internal/group"
+)
+
+func testPayloadClients(t testing.TB, n int) (EpochID, []*ClientSecret, []*group.Element) {
+	t.Helper()
+	rand := newDetRand("payload clients")
+	epoch := testEpoch("payload")
+	_, X := testServers(t, 2, rand)
+	cs, _, _ := testClients(t, epoch, X, n, rand)
+	P := make([]*group.Element, n)
+	for i, c := range cs {
+		P[i] = c.Pseudonym()
+	}
+	return epoch, cs, P
+}
+
+func TestPayloadEncoding(t *testing.T) {
+	const b, k = 100, 3
+	epoch, cs, P := testPayloadClients(t, 1)
+	rand := newDetRand("payload")
+	p := &Payload{Kind: KindChunk, Length: 5, Chunk: []byte("hello"), Requests: [][RequestSize]byte{{1}, {2}}}
+	raw, err := EncodePayload(p, b, k, epoch, 9, cs[0], rand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) != PayloadSize(b, k) || PayloadSize(b, k) != 8+32*k+b+64 {
+		t.Fatalf("payload of %d bytes, want %d", len(raw), 8+32*k+b+64)
+	}
+	if raw[0] != KindChunk || raw[1] != 2 || raw[2] != 0 || raw[3] != 0 || binary.BigEndian.Uint32(raw[4:8]) != 5 {
+		t.Fatalf("header % x", raw[:8])
+	}
+	got, err := DecodePayload(raw, b, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Kind != KindChunk || got.Length != 5 || string(got.Chunk) != "hello" || len(got.Requests) != k || got.Requests[1][0] != 2 || got.Requests[2] != [32]byte{} {
+		t.Fatalf("decoded %+v", got)
+	}
+	again, err := got.marshal(b, k)
+	if err != nil || !bytes.Equal(again, raw) {
+		t.Fatal("decode → encode changed the payload")
+	}
+	if err := VerifyPayload(epoch, 9, P[0], raw); err != nil {
+		t.Fatal(err)
+	}
+	if VerifyPayload(epoch, 8, P[0], raw) == nil {
+		t.Fatal("signature verifies for another round")
+	}
+	if VerifyPayload(testEpoch("x"), 9, P[0], raw) == nil {
+		t.Fatal("signature verifies for another epoch")
+	}
+	cover, err := EncodePayload(&Payload{Kind: KindCover}, b, k, epoch, 9, cs[0], rand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodePayload(cover, b, k); err != nil {
+		t.Fatal(err)
+	}
+
+	mod := func(f func(r []byte)) []byte { r := slices.Clone(raw); f(r); return r }
+	for name, r := range map[string][]byte{
+		"short":               raw[:len(raw)-1],
+		"long":                append(slices.Clone(raw), 0),
+		"version 1":           mod(func(r []byte) { r[1] = 1 }),
+		"kind 2":              mod(func(r []byte) { r[0] = 2 }),
+		"reserved set":        mod(func(r []byte) { r[3] = 1 }),
+		"length past chunk":   mod(func(r []byte) { binary.BigEndian.PutUint32(r[4:], b+1) }),
+		"length huge":         mod(func(r []byte) { binary.BigEndian.PutUint32(r[4:], 0xffffffff) }),
+		"nonzero padding":     mod(func(r []byte) { r[8+32*k+50] = 1 }),
+		"cover with length":   mod(func(r []byte) { r[0] = KindCover }),
+		"non-canonical sig s": mod(func(r []byte) { copy(r[len(r)-32:], bytes.Repeat([]byte{0xff}, 32)) }),
+		"non-canonical sig R": mod(func(r []byte) { copy(r[len(r)-64:], bytes.Repeat([]byte{0xff}, 32)) }),
+	} {
+		if _, err := DecodePayload(r, b, k); err == nil {
+			t.Errorf("%s: payload decodes", name)
+		}
+	}
+	for name, bad := range map[string]*Payload{
+		"chunk too long":    {Kind: KindChunk, Length: b + 1, Chunk: make([]byte, b+1)},
+		"length mismatch":   {Kind: KindChunk, Length: 3, Chunk: []byte("ab")},
+		"too many requests": {Kind: KindCover, Requests: make([][32]byte, k+1)},
+		"cover with chunk":  {Kind: KindCover, Length: 1, Chunk: []byte("x")},
+		"unknown kind":      {Kind: 7},
+	} {
+		if _, err := EncodePayload(bad, b, k, epoch, 0, cs[0], rand); err == nil {
+			t.Errorf("%s: payload encodes", name)
+		}
+	}
+}
+
+func TestVerifyPayloads(t *testing.T) {
+	const b, k, n = 64, 1, 8
+	epoch, cs, P := testPayloadClients(t, n)
+	rand := newDetRand("verify payloads")
+	raws := make([][]byte, n)
+	for i := range n {
+		var err error
+		raws[i], err = EncodePayload(&Payload{Kind: KindChunk, Length: 1, Chunk: []byte{byte(i)}}, b, k, epoch, 4, cs[i], rand)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if bad := VerifyPayloads(epoch, 4, P, raws, rand); len(bad) != 0 {
+		t.Fatalf("honest payloads fail at %v", bad)
+	}
+	if bad := VerifyPayloads(epoch, 5, P, raws, rand); len(bad) != n {
+		t.Fatalf("another round: %v fail, want all", bad)
+	}
+	tampered := slices.Clone(raws)
+	tampered[2] = slices.Clone(raws[2])
+	tampered[2][8+32] ^= 1 // the chunk
+	tampered[5], tampered[6] = raws[6], raws[5]
+	tampered[7] = nil
+	if bad := VerifyPayloads(epoch, 4, P, tampered, rand); !slices.Equal(bad, []int{2, 5, 6, 7}) {
+		t.Fatalf("bad positions %v, want [2 5 6 7]", bad)
+	}
+	if bad := VerifyPayloads(epoch, 4, P, raws[:6], rand); !slices.Equal(bad, []int{6, 7}) {
+		t.Fatalf("missing payloads: %v, want [6 7]", bad)
+	}
+	// A signature by another client's pseudonym key fails at that position.
+	forged, _ := EncodePayload(&Payload{Kind: KindChunk, Length: 1, Chunk: []byte{3}}, b, k, epoch, 4, cs[0], rand)
+	tampered = slices.Clone(raws)
+	tampered[3] = forged
+	if bad := VerifyPayloads(epoch, 4, P, tampered, rand); !slices.Equal(bad, []int{3}) {
+		t.Fatalf("forged payload: %v, want [3]", bad)
+	}
+}
