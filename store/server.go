@@ -1,0 +1,719 @@
+package store
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Server bucket names. Keys and values are described in
+// docs/proto-store.md.
+var (
+	bucketChunks    = []byte("chunks")     // id → nested bucket {"d": bytes}
+	bucketChunkMeta = []byte("chunk-meta") // id → chunkMeta
+	bucketChunkAge  = []byte("chunk-age")  // u64 touched ns ‖ id → ""
+	bucketIndex     = []byte("index")      // file id → IndexEntry
+	bucketRounds    = []byte("rounds")     // epoch id ‖ u32 round → RoundRecord
+	bucketRoundAge  = []byte("round-age")  // u64 time ns ‖ epoch id ‖ u32 round → ""
+	bucketEpochs    = []byte("epochs")     // u64 number ‖ epoch id → EpochRecord
+	bucketEpochIDs  = []byte("epoch-ids")  // epoch id → u64 number
+	bucketMeta      = []byte("meta")       // metaSchema, metaUsage
+)
+
+var serverBuckets = [][]byte{bucketChunks, bucketChunkMeta, bucketChunkAge, bucketIndex,
+	bucketRounds, bucketRoundAge, bucketEpochs, bucketEpochIDs, bucketMeta}
+
+var (
+	metaSchema = []byte("schema") // u32 serverSchema
+	metaUsage  = []byte("usage")  // u64 bytes of chunk data stored
+)
+
+// serverSchema is the version of the server layout; Open refuses others.
+const serverSchema = 1
+
+// pruneBatch bounds the chunks deleted per Prune transaction, so that a
+// large prune does not hold the writer lock for long.
+const pruneBatch = 1024
+
+// Options are a server store's operator settings.
+type Options struct {
+	// QuotaBytes caps the bytes of chunk data stored (0: no cap). The file
+	// is about 1 % larger than the data (docs/proto-store.md).
+	QuotaBytes int64
+	// Retention is how long a chunk is kept after it was last published,
+	// fetched or listed in a request list, and a round or epoch record
+	// after its time (0: forever).
+	Retention time.Duration
+	// Logger receives debug and info events; nil is quiet.
+	Logger *slog.Logger
+}
+
+// Store is a server's database. Its methods are safe for concurrent use.
+type Store struct {
+	db   *bolt.DB
+	opts Options
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	usage   int64 // mirror of metaUsage as of write transaction usageTx
+	usageTx int
+}
+
+// setUsage records the usage committed by write transaction txid. Commits
+// are serialised but their callers return in any order: the newest wins.
+func (s *Store) setUsage(txid int, usage int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if txid >= s.usageTx {
+		s.usageTx, s.usage = txid, usage
+	}
+}
+
+// Open opens or creates the server database at path. If another process
+// holds it, Open fails within a second with an error matching ErrLocked.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.QuotaBytes < 0 || opts.Retention < 0 {
+		return nil, fmt.Errorf("store: negative quota %d or retention %v", opts.QuotaBytes, opts.Retention)
+	}
+	mmap := int64(defaultMmapSize)
+	if opts.QuotaBytes > 0 {
+		mmap = min(max(opts.QuotaBytes+opts.QuotaBytes/8, minMmapSize), maxMmapSize)
+	}
+	db, err := openBolt(path, int(mmap))
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{db: db, opts: opts, log: discardLogger(opts.Logger)}
+	var usage int64
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range serverBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("store: create bucket %s: %w", name, err)
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get(metaSchema); v == nil {
+			if err := meta.Put(metaSchema, binary.BigEndian.AppendUint32(nil, serverSchema)); err != nil {
+				return err
+			}
+		} else if len(v) != 4 || binary.BigEndian.Uint32(v) != serverSchema {
+			return fmt.Errorf("store: %s has schema %x, this build reads %d", path, v, serverSchema)
+		}
+		var err error
+		usage, err = readUsage(meta)
+		return err
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.setUsage(0, usage)
+	s.log.Debug("store opened", "path", path, "usage", usage, "quota", opts.QuotaBytes, "retention", opts.Retention)
+	return s, nil
+}
+
+// Close closes the database; it waits for open transactions.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("store: close: %w", err)
+	}
+	return nil
+}
+
+// Usage returns the bytes of chunk data stored, as counted against the
+// quota.
+func (s *Store) Usage() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.usage
+}
+
+func readUsage(meta *bolt.Bucket) (int64, error) {
+	v := meta.Get(metaUsage)
+	if v == nil {
+		return 0, nil
+	}
+	if len(v) != 8 || int64(binary.BigEndian.Uint64(v)) < 0 {
+		return 0, fmt.Errorf("%w: usage counter of %d bytes", errCorrupt, len(v))
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+func writeUsage(meta *bolt.Bucket, usage int64) error {
+	return meta.Put(metaUsage, binary.BigEndian.AppendUint64(nil, uint64(usage)))
+}
+
+// checkChunk verifies a chunk's size and that its bytes hash to its id.
+func checkChunk(c Chunk) error {
+	if len(c.Data) > MaxChunkSize {
+		return fmt.Errorf("%w: %x has %d bytes > %d", ErrBadChunk, c.ID[:8], len(c.Data), MaxChunkSize)
+	}
+	if sha256.Sum256(c.Data) != c.ID {
+		return fmt.Errorf("%w: %d bytes do not hash to id %x", ErrBadChunk, len(c.Data), c.ID[:8])
+	}
+	return nil
+}
+
+// writer holds the buckets of one write transaction and the quota state.
+type writer struct {
+	s                          *Store
+	chunks, meta, age, metaBkt *bolt.Bucket
+	usage                      int64
+	now                        time.Time
+}
+
+func (s *Store) newWriter(tx *bolt.Tx, now time.Time) (*writer, error) {
+	w := &writer{s: s, now: now,
+		chunks: tx.Bucket(bucketChunks), meta: tx.Bucket(bucketChunkMeta),
+		age: tx.Bucket(bucketChunkAge), metaBkt: tx.Bucket(bucketMeta)}
+	var err error
+	w.usage, err = readUsage(w.metaBkt)
+	return w, err
+}
+
+func ageKey(t time.Time, id []byte) []byte {
+	k := make([]byte, 0, 8+len(id))
+	k = binary.BigEndian.AppendUint64(k, uint64(timeNanos(t)))
+	return append(k, id...)
+}
+
+// touch records that chunk id (of the given length) was put or used now,
+// moving it in the retention order. It never touches the chunk's bytes.
+func (w *writer) touch(id ID, length uint32) error {
+	if v := w.meta.Get(id[:]); v != nil {
+		m, err := decodeChunkMeta(v)
+		if err != nil {
+			return fmt.Errorf("chunk %x: %w", id[:8], err)
+		}
+		if !w.now.After(m.touched) {
+			return nil
+		}
+		if err := w.age.Delete(ageKey(m.touched, id[:])); err != nil {
+			return err
+		}
+	}
+	if err := w.meta.Put(id[:], chunkMeta{touched: w.now, length: length}.encode()); err != nil {
+		return err
+	}
+	return w.age.Put(ageKey(w.now, id[:]), nil)
+}
+
+// put stores a verified chunk unless present (then only touches it), and
+// charges new bytes against the quota.
+func (w *writer) put(c Chunk) error {
+	if _, ok := getChunkTx(w.chunks, c.ID); !ok {
+		if q := w.s.opts.QuotaBytes; q > 0 && w.usage+int64(len(c.Data)) > q {
+			return fmt.Errorf("%w: chunk %x of %d bytes on top of %d stored passes the quota of %d bytes",
+				ErrQuota, c.ID[:8], len(c.Data), w.usage, q)
+		}
+		if err := putChunkTx(w.chunks, c.ID, c.Data); err != nil {
+			return err
+		}
+		w.usage += int64(len(c.Data))
+	}
+	return w.touch(c.ID, uint32(len(c.Data)))
+}
+
+func (w *writer) finish() error { return writeUsage(w.metaBkt, w.usage) }
+
+// PutChunks stores chunks (for instance fetched from other servers), in one
+// transaction: all or none. A chunk already stored is not stored or
+// charged again; its retention clock restarts.
+func (s *Store) PutChunks(chunks []Chunk) error {
+	for _, c := range chunks {
+		if err := checkChunk(c); err != nil {
+			return err
+		}
+	}
+	var (
+		usage int64
+		txid  int
+	)
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		w, err := s.newWriter(tx, time.Now())
+		if err != nil {
+			return err
+		}
+		for _, c := range chunks {
+			if err := w.put(c); err != nil {
+				return err
+			}
+		}
+		usage, txid = w.usage, tx.ID()
+		return w.finish()
+	})
+	if err != nil {
+		return fmt.Errorf("store: put %d chunks: %w", len(chunks), err)
+	}
+	s.setUsage(txid, usage)
+	return nil
+}
+
+func roundKey(epoch EpochID, round uint32) []byte {
+	return binary.BigEndian.AppendUint32(append(make([]byte, 0, 36), epoch[:]...), round)
+}
+
+// PutRound commits a round in one transaction (SPEC §5.3): the chunks
+// published in it, the index entries of the root manifests among them (the
+// node builds them), and the round record. Every published id must be
+// among chunks or already stored, every index entry's file id too, and
+// every request's chunk must be stored with the listed length (it is a row
+// of the round's PIR database). Putting the same round again is a no-op;
+// putting it again with a different record fails with ErrConflict. An
+// index entry for a file already indexed keeps the first publication.
+func (s *Store) PutRound(rec RoundRecord, chunks []Chunk, index []IndexEntry) error {
+	if err := rec.validate(); err != nil {
+		return err
+	}
+	for _, c := range chunks {
+		if err := checkChunk(c); err != nil {
+			return fmt.Errorf("store: round %d: %w", rec.Round, err)
+		}
+	}
+	for i := range index {
+		if err := index[i].validate(); err != nil {
+			return err
+		}
+	}
+	value := rec.encode()
+	var (
+		usage int64
+		txid  int
+	)
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		now := rec.Time // validated non-zero
+		w, err := s.newWriter(tx, now)
+		if err != nil {
+			return err
+		}
+		rounds := tx.Bucket(bucketRounds)
+		key := roundKey(rec.Epoch, rec.Round)
+		if old := rounds.Get(key); old != nil {
+			if !bytes.Equal(old, value) {
+				return fmt.Errorf("%w: round %d of epoch %x is stored with other contents", ErrConflict, rec.Round, rec.Epoch[:8])
+			}
+		}
+		for _, c := range chunks {
+			if err := w.put(c); err != nil {
+				return err
+			}
+		}
+		for _, id := range rec.Published {
+			if _, ok := getChunkTx(w.chunks, id); !ok {
+				return fmt.Errorf("%w: published chunk %x is neither given nor stored", ErrNotFound, id[:8])
+			}
+		}
+		if err := w.putRequests(rec.Requests); err != nil {
+			return err
+		}
+		idx := tx.Bucket(bucketIndex)
+		for i := range index {
+			e := &index[i]
+			if _, ok := getChunkTx(w.chunks, e.FileID); !ok {
+				return fmt.Errorf("%w: index entry's root manifest %x is neither given nor stored", ErrNotFound, e.FileID[:8])
+			}
+			if idx.Get(e.FileID[:]) != nil {
+				continue // first publication wins
+			}
+			if err := idx.Put(e.FileID[:], e.encode()); err != nil {
+				return err
+			}
+		}
+		if err := rounds.Put(key, value); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketRoundAge).Put(ageKey(now, key), nil); err != nil {
+			return err
+		}
+		usage, txid = w.usage, tx.ID()
+		return w.finish()
+	})
+	if err != nil {
+		return fmt.Errorf("store: put round %d of epoch %x: %w", rec.Round, rec.Epoch[:8], err)
+	}
+	s.setUsage(txid, usage)
+	s.log.Debug("round stored", "epoch", fmt.Sprintf("%x", rec.Epoch[:8]), "round", rec.Round,
+		"chunks", len(chunks), "published", len(rec.Published), "requests", len(rec.Requests), "index", len(index))
+	return nil
+}
+
+// putRequests checks that every requested chunk is stored with the listed
+// length and restarts its retention clock: a chunk in the current PIR
+// database must not be pruned under it.
+func (w *writer) putRequests(reqs []Request) error {
+	for i, q := range reqs {
+		v := w.meta.Get(q.ID[:])
+		if v == nil {
+			return fmt.Errorf("%w: request %d: chunk %x is not stored", ErrNotFound, i, q.ID[:8])
+		}
+		m, err := decodeChunkMeta(v)
+		if err != nil {
+			return err
+		}
+		if m.length != q.Length {
+			return fmt.Errorf("store: request %d: chunk %x has %d bytes, list says %d", i, q.ID[:8], m.length, q.Length)
+		}
+		if err := w.touch(q.ID, m.length); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PutRequests sets the request list of a stored round whose record was put
+// without one (the list is agreed after publication, SPEC §5.3). Setting
+// the same list again is a no-op; a different non-empty list is
+// ErrConflict.
+func (s *Store) PutRequests(epoch EpochID, round uint32, reqs []Request) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		rounds := tx.Bucket(bucketRounds)
+		key := roundKey(epoch, round)
+		v := rounds.Get(key)
+		if v == nil {
+			return ErrNotFound
+		}
+		rec, err := decodeRoundRecord(v)
+		if err != nil {
+			return err
+		}
+		if len(rec.Requests) > 0 {
+			if !equalRequests(rec.Requests, reqs) {
+				return fmt.Errorf("%w: a different request list of %d entries is stored", ErrConflict, len(rec.Requests))
+			}
+			return nil
+		}
+		rec.Requests = reqs
+		if err := rec.validate(); err != nil {
+			return err
+		}
+		w, err := s.newWriter(tx, time.Now())
+		if err != nil {
+			return err
+		}
+		if err := w.putRequests(reqs); err != nil {
+			return err
+		}
+		return rounds.Put(key, rec.encode())
+	})
+	if err != nil {
+		return fmt.Errorf("store: put %d requests of round %d of epoch %x: %w", len(reqs), round, epoch[:8], err)
+	}
+	return nil
+}
+
+func equalRequests(a, b []Request) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// GetChunk returns a copy of a chunk's bytes, or ErrNotFound.
+func (s *Store) GetChunk(id ID) ([]byte, error) {
+	var out []byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v, ok := getChunkTx(tx.Bucket(bucketChunks), id)
+		if !ok {
+			return fmt.Errorf("%w: chunk %x", ErrNotFound, id[:8])
+		}
+		out = append(make([]byte, 0, len(v)), v...)
+		return nil
+	})
+	return out, err
+}
+
+// HasChunk reports whether a chunk is stored.
+func (s *Store) HasChunk(id ID) (bool, error) {
+	var ok bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		ok = tx.Bucket(bucketChunkMeta).Get(id[:]) != nil
+		return nil
+	})
+	return ok, err
+}
+
+// ViewChunks calls fn inside one read transaction with the bytes of the
+// chunks ids, in order, straight from bbolt's memory map: no copy, however
+// big the rows. The slices are valid only until fn returns (the map may
+// move once the transaction ends) and are read-only (writing to them
+// faults). A missing id fails with ErrNotFound before fn is called. Hold
+// the transaction only as long as needed: a long read delays the reuse of
+// freed pages, though not commits (the map is sized in advance).
+func (s *Store) ViewChunks(ids []ID, fn func(rows [][]byte) error) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		return viewChunks(tx.Bucket(bucketChunks), ids, fn)
+	})
+}
+
+func viewChunks(parent *bolt.Bucket, ids []ID, fn func(rows [][]byte) error) error {
+	rows := make([][]byte, len(ids))
+	for i, id := range ids {
+		v, ok := getChunkTx(parent, id)
+		if !ok {
+			return fmt.Errorf("%w: chunk %x (row %d of %d)", ErrNotFound, id[:8], i, len(ids))
+		}
+		rows[i] = v[:len(v):len(v)]
+	}
+	return fn(rows)
+}
+
+// Index calls fn for every entry of the public index, in file id order,
+// inside one read transaction (a consistent snapshot). An error from fn
+// stops the walk and is returned.
+func (s *Store) Index(fn func(IndexEntry) error) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketIndex).ForEach(func(k, v []byte) error {
+			e, err := decodeIndexEntry(v)
+			if err != nil {
+				return err
+			}
+			return fn(e)
+		})
+	})
+}
+
+// IndexEntry returns the index entry of a file id, if any.
+func (s *Store) IndexEntry(fileID ID) (IndexEntry, bool, error) {
+	var (
+		e  IndexEntry
+		ok bool
+	)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketIndex).Get(fileID[:])
+		if v == nil {
+			return nil
+		}
+		var err error
+		e, err = decodeIndexEntry(v)
+		ok = err == nil
+		return err
+	})
+	return e, ok, err
+}
+
+// Round returns the record of a round, or ErrNotFound.
+func (s *Store) Round(epoch EpochID, round uint32) (RoundRecord, error) {
+	var r RoundRecord
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketRounds).Get(roundKey(epoch, round))
+		if v == nil {
+			return fmt.Errorf("%w: round %d of epoch %x", ErrNotFound, round, epoch[:8])
+		}
+		var err error
+		r, err = decodeRoundRecord(v)
+		return err
+	})
+	return r, err
+}
+
+func epochKey(number uint64, id EpochID) []byte {
+	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 40), number), id[:]...)
+}
+
+// PutEpoch stores or replaces an epoch record (at setup, and again when
+// the epoch ends).
+func (s *Store) PutEpoch(rec EpochRecord) error {
+	if err := rec.validate(); err != nil {
+		return err
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		ids := tx.Bucket(bucketEpochIDs)
+		if v := ids.Get(rec.ID[:]); v != nil && (len(v) != 8 || binary.BigEndian.Uint64(v) != rec.Number) {
+			return fmt.Errorf("%w: epoch %x is stored under another number", ErrConflict, rec.ID[:8])
+		}
+		if err := ids.Put(rec.ID[:], binary.BigEndian.AppendUint64(nil, rec.Number)); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketEpochs).Put(epochKey(rec.Number, rec.ID), rec.encode())
+	})
+	if err != nil {
+		return fmt.Errorf("store: put epoch %d (%x): %w", rec.Number, rec.ID[:8], err)
+	}
+	return nil
+}
+
+// Epoch returns the record of an epoch id, or ErrNotFound.
+func (s *Store) Epoch(id EpochID) (EpochRecord, error) {
+	var e EpochRecord
+	err := s.db.View(func(tx *bolt.Tx) error {
+		n := tx.Bucket(bucketEpochIDs).Get(id[:])
+		v := []byte(nil)
+		if len(n) == 8 {
+			v = tx.Bucket(bucketEpochs).Get(epochKey(binary.BigEndian.Uint64(n), id))
+		}
+		if v == nil {
+			return fmt.Errorf("%w: epoch %x", ErrNotFound, id[:8])
+		}
+		var err error
+		e, err = decodeEpochRecord(v)
+		return err
+	})
+	return e, err
+}
+
+// Epochs calls fn for every epoch record with number ≥ from, in number
+// order (retried setups of one number in id order), inside one read
+// transaction. An error from fn stops the walk and is returned.
+func (s *Store) Epochs(from uint64, fn func(EpochRecord) error) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketEpochs).Cursor()
+		for k, v := c.Seek(binary.BigEndian.AppendUint64(nil, from)); k != nil; k, v = c.Next() {
+			e, err := decodeEpochRecord(v)
+			if err != nil {
+				return err
+			}
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Prune deletes what retention lets go as of now: chunks not put or used
+// for Retention (with the index entry of a file whose root manifest goes),
+// round records older than Retention, and epoch records that ended (or, if
+// still open, started) before then. It returns the number of chunks
+// removed. With no retention set it does nothing. Each transaction is
+// consistent on its own: a crash mid-prune leaves whole entries only.
+func (s *Store) Prune(now time.Time) (removed int, err error) {
+	if s.opts.Retention == 0 {
+		return 0, nil
+	}
+	cutoff := now.Add(-s.opts.Retention)
+	for {
+		n, more, err := s.pruneChunks(cutoff)
+		removed += n
+		if err != nil {
+			return removed, fmt.Errorf("store: prune chunks before %v: %w", cutoff, err)
+		}
+		if !more {
+			break
+		}
+	}
+	var rounds, epochs int
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		rounds, epochs = 0, 0
+		age, rb := tx.Bucket(bucketRoundAge), tx.Bucket(bucketRounds)
+		var dead [][]byte
+		c := age.Cursor()
+		for k, _ := c.First(); k != nil && expired(k, cutoff); k, _ = c.Next() {
+			dead = append(dead, append([]byte(nil), k...))
+		}
+		for _, k := range dead {
+			if err := rb.Delete(k[8:]); err != nil {
+				return err
+			}
+			if err := age.Delete(k); err != nil {
+				return err
+			}
+			rounds++
+		}
+		eb, ids := tx.Bucket(bucketEpochs), tx.Bucket(bucketEpochIDs)
+		dead = dead[:0]
+		err := eb.ForEach(func(k, v []byte) error {
+			e, err := decodeEpochRecord(v)
+			if err != nil {
+				return err
+			}
+			last := e.Ended
+			if last.IsZero() {
+				last = e.Started
+			}
+			if last.Before(cutoff) {
+				dead = append(dead, append([]byte(nil), k...))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range dead {
+			if err := eb.Delete(k); err != nil {
+				return err
+			}
+			if err := ids.Delete(k[8:]); err != nil {
+				return err
+			}
+			epochs++
+		}
+		return nil
+	})
+	if err != nil {
+		return removed, fmt.Errorf("store: prune records before %v: %w", cutoff, err)
+	}
+	if removed+rounds+epochs > 0 {
+		s.log.Info("pruned", "chunks", removed, "rounds", rounds, "epochs", epochs, "usage", s.Usage())
+	}
+	return removed, nil
+}
+
+// expired reports whether an age key (u64 time ns ‖ …) is before cutoff.
+func expired(k []byte, cutoff time.Time) bool {
+	return len(k) >= 8 && int64(binary.BigEndian.Uint64(k)) < cutoff.UnixNano()
+}
+
+// pruneChunks deletes up to pruneBatch expired chunks in one transaction.
+func (s *Store) pruneChunks(cutoff time.Time) (n int, more bool, err error) {
+	var (
+		usage int64
+		txid  int
+	)
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		n, more = 0, false
+		w, err := s.newWriter(tx, cutoff)
+		if err != nil {
+			return err
+		}
+		idx := tx.Bucket(bucketIndex)
+		var dead [][]byte
+		c := w.age.Cursor()
+		for k, _ := c.First(); k != nil && expired(k, cutoff); k, _ = c.Next() {
+			if len(dead) == pruneBatch {
+				more = true
+				break
+			}
+			dead = append(dead, append([]byte(nil), k...))
+		}
+		for _, k := range dead {
+			if len(k) != 8+32 {
+				return fmt.Errorf("%w: chunk age key of %d bytes", errCorrupt, len(k))
+			}
+			id := k[8:]
+			if v, ok := getChunkTx(w.chunks, ID(id)); ok {
+				w.usage -= int64(len(v))
+				if err := w.chunks.DeleteBucket(id); err != nil {
+					return err
+				}
+			}
+			for _, del := range []func() error{
+				func() error { return w.meta.Delete(id) },
+				func() error { return w.age.Delete(k) },
+				func() error { return idx.Delete(id) },
+			} {
+				if err := del(); err != nil {
+					return err
+				}
+			}
+			n++
+		}
+		usage, txid = w.usage, tx.ID()
+		return w.finish()
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	s.setUsage(txid, usage)
+	return n, more, nil
+}
