@@ -348,7 +348,7 @@ func (c *ClientDB) StartDownload(fileID ID, link, output string) (dl Download, r
 		if err != nil {
 			return err
 		}
-		if err := need.Put(fileID[:], nil); err != nil {
+		if err := need.Put(fileID[:], present); err != nil {
 			return err
 		}
 		if _, err := tx.Bucket(bucketHave).CreateBucket(fileID[:]); err != nil {
@@ -381,7 +381,7 @@ func (c *ClientDB) Need(fileID ID, ids []ID) (Download, error) {
 			if d.need.Get(id[:]) != nil {
 				continue
 			}
-			if err := d.need.Put(id[:], nil); err != nil {
+			if err := d.need.Put(id[:], present); err != nil {
 				return err
 			}
 			d.rec.Needed++

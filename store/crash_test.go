@@ -57,6 +57,8 @@ func writerChild(path string, run int) int {
 	r := testRand(uint64(run) + 100)
 	epoch := EpochID{byte(run), 0xee}
 	out := bufio.NewWriter(os.Stdout)
+	fmt.Fprintln(out, "ready")
+	out.Flush()
 	for i := 0; ; i++ {
 		at := time.Now()
 		backdated := i%3 == 2
@@ -118,9 +120,13 @@ func TestCrashSafety(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		br := bufio.NewReader(stdout)
+		if line, err := br.ReadString('\n'); line != "ready\n" {
+			t.Fatalf("run %d: writer said %q, %v: %s", run, line, err, stderr.String())
+		}
 		lines := make(chan []string, 1)
 		go func() {
-			b, _ := io.ReadAll(stdout)
+			b, _ := io.ReadAll(br)
 			s := string(b)
 			// A line cut by the kill is not an acknowledgement.
 			if i := strings.LastIndexByte(s, '\n'); i >= 0 {
@@ -130,7 +136,9 @@ func TestCrashSafety(t *testing.T) {
 			}
 			lines <- strings.Fields(strings.ReplaceAll(s, "\n", " | "))
 		}()
-		time.Sleep(time.Duration(150+r.IntN(450)) * time.Millisecond)
+		// Kill at a random moment of the writer's work, from its first
+		// commit on (a few ms each) to dozens of rounds in.
+		time.Sleep(time.Duration(r.IntN(400)) * time.Millisecond)
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}

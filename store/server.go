@@ -201,7 +201,7 @@ func (w *writer) touch(id ID, length uint32) error {
 	if err := w.meta.Put(id[:], chunkMeta{touched: w.now, length: length}.encode()); err != nil {
 		return err
 	}
-	return w.age.Put(ageKey(w.now, id[:]), nil)
+	return w.age.Put(ageKey(w.now, id[:]), present)
 }
 
 // put stores a verified chunk unless present (then only touches it), and
@@ -328,7 +328,7 @@ func (s *Store) PutRound(rec RoundRecord, chunks []Chunk, index []IndexEntry) er
 		if err := rounds.Put(key, value); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bucketRoundAge).Put(ageKey(now, key), nil); err != nil {
+		if err := tx.Bucket(bucketRoundAge).Put(ageKey(now, key), present); err != nil {
 			return err
 		}
 		usage, txid = w.usage, tx.ID()

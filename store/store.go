@@ -112,6 +112,11 @@ func discardLogger(l *slog.Logger) *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
+// present is the value of set-like buckets (age indexes, needed ids): a
+// non-empty value, because bbolt's Get does not tell an empty value from a
+// missing key in every case.
+var present = []byte{1}
+
 // Chunk bytes live in nested buckets: parent[id] is a bucket whose single
 // key chunkDataKey holds the bytes. See the package comment for why.
 var chunkDataKey = []byte{'d'}
