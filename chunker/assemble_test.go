@@ -344,3 +344,46 @@ func TestHostileNames(t *testing.T) {
 		t.Fatalf("decrypted metadata %q %q", a.Name(), a.MediaType())
 	}
 }
+
+// Chunks arrive from several goroutines at once, as from several rounds'
+// answers; run with -race.
+func TestAssemblerConcurrentAdd(t *testing.T) {
+	b := MinChunkSize
+	data := randBytes(8, 1100*b)
+	l, s := share(t, data, "c", "", b, true)
+	a, err := NewAssembler(t.TempDir(), l, s.chunks[l.ID], AssembleOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		need := a.Needed()
+		if len(need) == 0 {
+			break
+		}
+		done := make(chan error, 4)
+		for w := range 4 {
+			go func() {
+				for i := w; i < len(need); i += 4 {
+					if err := a.Add(need[i], s.chunks[need[i]]); err != nil {
+						done <- err
+						return
+					}
+					a.Progress()
+				}
+				done <- nil
+			}()
+		}
+		for range 4 {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p, err := a.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(p); !bytes.Equal(got, data) {
+		t.Fatal("concurrently assembled file differs")
+	}
+}

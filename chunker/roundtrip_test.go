@@ -1,7 +1,10 @@
 package chunker
 
 import (
+	"bytes"
+	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -49,5 +52,43 @@ func TestRoundTripDeepTree(t *testing.T) {
 			t.Fatalf("depth %d, want 2", m.Depth)
 		}
 		roundTrip(t, data, b, enc, rng)
+	}
+}
+
+type failReader struct{ left int }
+
+func (f *failReader) Read(p []byte) (int, error) {
+	if f.left == 0 {
+		return 0, errors.New("disk on fire")
+	}
+	n := min(len(p), f.left)
+	f.left -= n
+	return n, nil
+}
+
+func TestShareErrors(t *testing.T) {
+	nop := func(ID, []byte) error { return nil }
+	for _, enc := range []bool{false, true} {
+		_, err := Share(&failReader{left: 3000}, "x", "", MinChunkSize, ShareOptions{Encrypt: enc}, nop)
+		if err == nil || !strings.Contains(err.Error(), "disk on fire") {
+			t.Fatalf("encrypt=%v: read error: %v", enc, err)
+		}
+		boom := errors.New("network down")
+		calls := 0
+		_, err = Share(bytes.NewReader(make([]byte, 3000)), "x", "", MinChunkSize, ShareOptions{Encrypt: enc},
+			func(ID, []byte) error {
+				if calls++; calls == 2 {
+					return boom
+				}
+				return nil
+			})
+		if !errors.Is(err, boom) || !strings.Contains(err.Error(), "data chunk 1") {
+			t.Fatalf("encrypt=%v: emit error: %v", enc, err)
+		}
+	}
+	for _, b := range []int{0, MinChunkSize - 1, MaxChunkSize + 1} {
+		if _, err := Share(bytes.NewReader(nil), "x", "", b, ShareOptions{}, nop); err == nil || !strings.Contains(err.Error(), "outside") {
+			t.Fatalf("chunk size %d: %v", b, err)
+		}
 	}
 }
