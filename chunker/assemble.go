@@ -76,8 +76,9 @@ type Assembler struct {
 	dups   map[ID][]ref // further positions of ids that occur more than once
 	// missing counts known and unknown items not yet held; done is set
 	// once Finish succeeded.
-	missing int
-	done    bool
+	missing  int
+	heldData int
+	done     bool
 }
 
 // NewAssembler prepares to download the file of link into dir. root is the
@@ -188,6 +189,9 @@ func (a *Assembler) held(r ref) bool {
 func (a *Assembler) setHeld(r ref) {
 	a.have[r.level][r.idx/64] |= 1 << (r.idx % 64)
 	a.missing--
+	if r.level == 0 {
+		a.heldData++
+	}
 }
 
 // idAt returns the id at a position, if its parent has arrived.
@@ -370,12 +374,7 @@ func (a *Assembler) Add(id ID, chunk []byte) error {
 func (a *Assembler) Progress() (held, total int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for i := 0; i < a.levels[0]; i++ {
-		if a.held(ref{idx: uint32(i)}) {
-			held++
-		}
-	}
-	return held, a.levels[0]
+	return a.heldData, a.levels[0]
 }
 
 // Manifest returns the decoded root manifest.

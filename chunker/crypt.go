@@ -106,25 +106,22 @@ func metaAD(b int, size int64, n int) []byte {
 	return binary.BigEndian.AppendUint32(ad, uint32(n))
 }
 
-// sealMeta seals the real name and media type (both already canonical):
-// u16 name length, name, u16 media type length, media type. The metadata
-// key seals exactly one message, so the nonce is zero.
-func (fc *fileCipher) sealMeta(name, mediaType string, b int, size int64, n int) []byte {
+// encodeMeta is the plaintext of the sealed metadata: u16 name length,
+// name, u16 media type length, media type.
+func encodeMeta(name, mediaType string) []byte {
 	p := make([]byte, 0, 4+len(name)+len(mediaType))
 	p = binary.BigEndian.AppendUint16(p, uint16(len(name)))
 	p = append(p, name...)
 	p = binary.BigEndian.AppendUint16(p, uint16(len(mediaType)))
-	p = append(p, mediaType...)
-	var nonce [nonceSize]byte
-	return fc.meta.Seal(nil, nonce[:], p, metaAD(b, size, n))
+	return append(p, mediaType...)
 }
 
-// openMeta opens and checks the sealed metadata of root m.
-func (fc *fileCipher) openMeta(m *Manifest) (name, mediaType string, err error) {
-	var nonce [nonceSize]byte
-	p, err := fc.meta.Open(nil, nonce[:], m.SealedMeta, metaAD(m.ChunkSize, m.Size, m.NumChunks))
-	if err != nil {
-		return "", "", fmt.Errorf("%w: sealed metadata", ErrDecrypt)
+// decodeMeta parses and checks the plaintext of the sealed metadata. The
+// creator of a link may be hostile: the hidden fields are checked as
+// strictly as the public ones.
+func decodeMeta(p []byte) (name, mediaType string, err error) {
+	if len(p) > maxSealedMeta-tagSize {
+		return "", "", fmt.Errorf("%w: sealed metadata of %d bytes, at most %d", ErrBadManifest, len(p), maxSealedMeta-tagSize)
 	}
 	r := &reader{b: p}
 	name = string(r.take(r.u16("name length"), "name"))
@@ -135,8 +132,6 @@ func (fc *fileCipher) openMeta(m *Manifest) (name, mediaType string, err error) 
 	if r.err != nil {
 		return "", "", fmt.Errorf("%w: sealed metadata: %w", ErrBadManifest, r.err)
 	}
-	// The creator of a link may be hostile: check the hidden fields as
-	// strictly as the public ones.
 	if len(name) > MaxNameBytes || SanitizeName(name) != name {
 		return "", "", fmt.Errorf("%w: sealed name %q is not a safe file name", ErrBadManifest, name)
 	}
@@ -144,4 +139,21 @@ func (fc *fileCipher) openMeta(m *Manifest) (name, mediaType string, err error) 
 		return "", "", fmt.Errorf("%w: sealed media type %q is not canonical", ErrBadManifest, mediaType)
 	}
 	return name, mediaType, nil
+}
+
+// sealMeta seals the real name and media type (both already canonical).
+// The metadata key seals exactly one message, so the nonce is zero.
+func (fc *fileCipher) sealMeta(name, mediaType string, b int, size int64, n int) []byte {
+	var nonce [nonceSize]byte
+	return fc.meta.Seal(nil, nonce[:], encodeMeta(name, mediaType), metaAD(b, size, n))
+}
+
+// openMeta opens and checks the sealed metadata of root m.
+func (fc *fileCipher) openMeta(m *Manifest) (name, mediaType string, err error) {
+	var nonce [nonceSize]byte
+	p, err := fc.meta.Open(nil, nonce[:], m.SealedMeta, metaAD(m.ChunkSize, m.Size, m.NumChunks))
+	if err != nil {
+		return "", "", fmt.Errorf("%w: sealed metadata", ErrDecrypt)
+	}
+	return decodeMeta(p)
 }

@@ -154,3 +154,18 @@ func FuzzDecodeManifest(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDecodeMeta(f *testing.F) {
+	f.Add(encodeMeta("a.txt", "text/plain"))
+	f.Add(encodeMeta(strings.Repeat("n", MaxNameBytes), "application/x-"+strings.Repeat("t", 100)))
+	f.Add([]byte{0, 3, '.', '.', '/', 0, 0})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		name, mt, err := decodeMeta(p)
+		if err != nil {
+			return
+		}
+		if SanitizeName(name) != name || !bytes.Equal(encodeMeta(name, mt), p) {
+			t.Fatalf("decodeMeta accepted %q / %q, which does not re-encode to its input", name, mt)
+		}
+	})
+}

@@ -53,6 +53,8 @@ func TestRoundTripDeepTree(t *testing.T) {
 		}
 		roundTrip(t, data, b, enc, rng)
 	}
+	// All zeros: one data id throughout, identical level-1 nodes.
+	roundTrip(t, make([]byte, n), b, false, rng)
 }
 
 type failReader struct{ left int }
