@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -82,8 +83,11 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store: negative quota %d or retention %v", opts.QuotaBytes, opts.Retention)
 	}
 	mmap := int64(defaultMmapSize)
-	if opts.QuotaBytes > 0 {
-		mmap = min(max(opts.QuotaBytes+opts.QuotaBytes/8, minMmapSize), maxMmapSize)
+	if q := min(opts.QuotaBytes, maxMmapSize); q > 0 {
+		mmap = min(max(q+q/8, minMmapSize), maxMmapSize)
+	}
+	if math.MaxInt == math.MaxInt32 {
+		mmap = min(mmap, minMmapSize) // 32-bit address space
 	}
 	db, err := openBolt(path, int(mmap))
 	if err != nil {
