@@ -231,14 +231,35 @@ func (e *MACError) Error() string {
 // OpenLayer checks the MAC and decrypts layer s of every onion of one round,
 // in input-position order, with keys from ServerLayerKeys (SPEC §5.2). Every
 // onion must be as long as the first (the caller checks that length against
-// OnionSize − 16·s). The work is spread over all cores; besides the outputs,
-// each worker uses one scratch buffer for the whole batch. If any position
-// fails, the result is nil and the error is a *MACError naming all of them:
-// nothing may be forwarded (SPEC §5.2 v2).
+// OnionSize − 16·s). The work is spread over all cores; besides the outputs
+// (one allocation for the batch), each worker uses one scratch buffer for
+// the whole batch. If any position fails, the result is nil and the error is
+// a *MACError naming all of them: nothing may be forwarded (SPEC §5.2 v2).
 func OpenLayer(epoch EpochID, round uint64, s int, keys []LayerKey, onions [][]byte) ([][]byte, error) {
+	if len(onions) == 0 || len(onions[0]) < TagSize {
+		return OpenLayerInto(nil, epoch, round, s, keys, onions)
+	}
+	body := len(onions[0]) - TagSize
+	slab := make([]byte, body*len(onions))
+	dst := make([][]byte, len(onions))
+	for p := range dst {
+		dst[p] = slab[p*body : (p+1)*body : (p+1)*body]
+	}
+	return OpenLayerInto(dst, epoch, round, s, keys, onions)
+}
+
+// OpenLayerInto is OpenLayer writing into caller-owned buffers, so that a
+// server can reuse one set of buffers round after round: dst[p] receives
+// input p's plaintext and must have room for len(onions[p]) − 16 bytes
+// (dst == nil allocates per position). On success it returns dst resliced
+// to the plaintexts; on failure their content is unspecified.
+func OpenLayerInto(dst [][]byte, epoch EpochID, round uint64, s int, keys []LayerKey, onions [][]byte) ([][]byte, error) {
 	n := len(onions)
 	if len(keys) != n {
 		return nil, fmt.Errorf("open layer %d: %d keys for %d onions", s, len(keys), n)
+	}
+	if dst != nil && len(dst) != n {
+		return nil, fmt.Errorf("open layer %d: %d output buffers for %d onions", s, len(dst), n)
 	}
 	if n == 0 {
 		return nil, nil
@@ -271,11 +292,23 @@ func OpenLayer(epoch EpochID, round uint64, s int, keys []LayerKey, onions [][]b
 					continue
 				}
 				body := len(o) - TagSize
+				var d []byte
+				if dst == nil {
+					d = make([]byte, body)
+				} else if cap(dst[p]) >= body {
+					d = dst[p][:body]
+				} else {
+					fail(p)
+					continue
+				}
 				lc, err := newLayerCrypter(&keys[p], round, s)
 				if err != nil {
 					fail(p)
 					continue
 				}
+				// The associated data is prefix || c, contiguous: one copy
+				// into the worker's scratch, which then stays in cache for
+				// the decryption.
 				putMACPrefix(scratch, epoch, round, s)
 				copy(scratch[macPrefixSize:], o[:body])
 				nonce := macNonce(round, s)
@@ -283,9 +316,8 @@ func OpenLayer(epoch EpochID, round uint64, s int, keys []LayerKey, onions [][]b
 					fail(p)
 					continue
 				}
-				dst := make([]byte, body)
-				lc.ctr.XORKeyStream(dst, scratch[macPrefixSize:macPrefixSize+body])
-				out[p] = dst
+				lc.ctr.XORKeyStream(d, scratch[macPrefixSize:macPrefixSize+body])
+				out[p] = d
 			}
 		}()
 	}

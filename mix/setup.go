@@ -53,6 +53,11 @@ type StepResult struct {
 	Stripped     [][]*group.Element
 	ShuffleProof *shuffle.Proof
 	DLEQ         []byte
+
+	// wire caches the encoding of a result made by SetupStep (which must
+	// not be modified afterwards). VerifyStep never uses it: it hashes
+	// what it checks.
+	wire []byte
 }
 
 // StepSecret is what server s keeps from its setup step until the epoch's
@@ -169,7 +174,8 @@ func SetupStep(epoch EpochID, s int, serverKeys []*group.Element, sk *ServerSecr
 	})
 
 	// Steps 1 and 3 proven together (SPEC §4.4).
-	d := setupDigest(epoch, s, serverKeys, inputs, res)
+	elems := res.encodeElements()
+	d := setupDigest(epoch, s, serverKeys, inputs, elems)
 	as, _ := setupPairs(inputs, res, false)
 	z := setupCoefficients(d[:], len(as))
 	abar := group.VarTimeMSM(z, as) // public points and coefficients
@@ -178,37 +184,66 @@ func SetupStep(epoch EpochID, s int, serverKeys []*group.Element, sk *ServerSecr
 		ss.Close()
 		return nil, nil, fmt.Errorf("setup step %d: %w", s, err)
 	}
+	proof, err := res.ShuffleProof.MarshalBinary()
+	if err != nil {
+		ss.Close()
+		return nil, nil, fmt.Errorf("setup step %d: %w", s, err)
+	}
+	res.wire = append(append(elems, proof...), res.DLEQ...)
 	return res, ss, res.checkShares()
 }
 
 // setupDigest hashes the full statement of a setup step's batched DLEQ:
-// epoch id, s, m, n, every server key, every input, U, the shuffled outputs
-// and the stripped elements.
-func setupDigest(epoch EpochID, s int, serverKeys []*group.Element, inputs [][]group.Ciphertext, res *StepResult) [64]byte {
+// epoch id, s, m, n, every server key, every input ciphertext, then elems,
+// the encodings of U, the shuffled outputs and the stripped elements in wire
+// order (StepResult.encodeElements).
+func setupDigest(epoch EpochID, s int, serverKeys []*group.Element, inputs [][]group.Ciphertext, elems []byte) [64]byte {
 	t := group.NewTranscript(tagSetupDLEQ).Fixed(epoch[:]).
 		U32(uint32(s)).U32(uint32(len(serverKeys))).U32(uint32(len(inputs)))
 	for _, X := range serverKeys {
 		t.Element(X)
 	}
+	flat := make([]*group.Element, 0, 2*len(inputs)*(len(serverKeys)-s+1))
 	for _, v := range inputs {
 		for _, ct := range v {
-			t.Ciphertext(ct)
+			flat = append(flat, ct.A, ct.B)
 		}
 	}
-	for _, u := range res.U {
-		t.Element(u)
+	return t.Fixed(encodeAll(flat)).Fixed(elems).Sum()
+}
+
+// encodeAll encodes elements in order, on all cores (an encoding costs about
+// as much as an inversion, and setup encodes tens of thousands).
+func encodeAll(list []*group.Element) []byte {
+	const e, chunk = group.ElementSize, 256
+	out := make([]byte, len(list)*e)
+	parallel((len(list)+chunk-1)/chunk, func(c int) {
+		for i := c * chunk; i < min((c+1)*chunk, len(list)); i++ {
+			list[i].Encode(out[i*e : i*e : (i+1)*e])
+		}
+	})
+	return out
+}
+
+// encodeElements encodes U, the shuffled outputs and the stripped elements,
+// in wire order.
+func (res *StepResult) encodeElements() []byte {
+	n := len(res.U)
+	w := 0
+	if n > 0 {
+		w = len(res.Shuffled[0])
 	}
+	flat := make([]*group.Element, 0, n*(1+3*w))
+	flat = append(flat, res.U...)
 	for _, v := range res.Shuffled {
 		for _, ct := range v {
-			t.Ciphertext(ct)
+			flat = append(flat, ct.A, ct.B)
 		}
 	}
 	for _, v := range res.Stripped {
-		for _, e := range v {
-			t.Element(e)
-		}
+		flat = append(flat, v...)
 	}
-	return t.Sum()
+	return encodeAll(flat)
 }
 
 // setupPairs lists the DLEQ's pairs in order: first the openings (A_{p,s},
@@ -289,7 +324,7 @@ func VerifyStep(epoch EpochID, s int, serverKeys []*group.Element, inputs [][]gr
 	if err := shuffle.Verify(st, res.ShuffleProof, rand); err != nil {
 		return fmt.Errorf("verify step %d: %w", s, err)
 	}
-	d := setupDigest(epoch, s, serverKeys, inputs, res)
+	d := setupDigest(epoch, s, serverKeys, inputs, res.encodeElements())
 	as, ds := setupPairs(inputs, res, true)
 	z := setupCoefficients(d[:], len(as))
 	var abar, dbar *group.Element
@@ -412,6 +447,9 @@ func StepResultSize(n, m, s int) int {
 // MarshalBinary encodes the result as StepResultSize describes; every
 // list is in position order, components in order.
 func (res *StepResult) MarshalBinary() ([]byte, error) {
+	if res.wire != nil {
+		return append([]byte(nil), res.wire...), nil
+	}
 	n := len(res.U)
 	if err := res.checkShape(n, res.M, res.S); err != nil {
 		return nil, fmt.Errorf("step result: %w", err)
@@ -424,21 +462,7 @@ func (res *StepResult) MarshalBinary() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("step result: %w", err)
 	}
-	out := make([]byte, 0, size)
-	for _, u := range res.U {
-		out = u.Encode(out)
-	}
-	for _, v := range res.Shuffled {
-		for _, ct := range v {
-			out = ct.Append(out)
-		}
-	}
-	for _, v := range res.Stripped {
-		for _, e := range v {
-			out = e.Encode(out)
-		}
-	}
-	out = append(out, proof...)
+	out := append(res.encodeElements(), proof...)
 	return append(out, res.DLEQ...), nil
 }
 
