@@ -447,13 +447,39 @@ func (s *Store) HasChunk(id ID) (bool, error) {
 	return ok, err
 }
 
+// HeldRequests returns, in the order given, a request (id and length) for
+// each of ids that is stored, skipping the others, from one read
+// transaction: what the leader needs to propose a request list and what
+// any server needs to find what it must fetch (SPEC §5.3).
+func (s *Store) HeldRequests(ids []ID) ([]Request, error) {
+	var out []Request
+	err := s.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketChunkMeta)
+		for _, id := range ids {
+			v := meta.Get(id[:])
+			if v == nil {
+				continue
+			}
+			m, err := decodeChunkMeta(v)
+			if err != nil {
+				return fmt.Errorf("chunk %x: %w", id[:8], err)
+			}
+			out = append(out, Request{ID: id, Length: m.length})
+		}
+		return nil
+	})
+	return out, err
+}
+
 // ViewChunks calls fn inside one read transaction with the bytes of the
 // chunks ids, in order, straight from bbolt's memory map: no copy, however
 // big the rows. The slices are valid only until fn returns (the map may
 // move once the transaction ends) and are read-only (writing to them
-// faults). A missing id fails with ErrNotFound before fn is called. Hold
-// the transaction only as long as needed: a long read delays the reuse of
-// freed pages, though not commits (the map is sized in advance).
+// faults). A missing id fails with ErrNotFound before fn is called. fn
+// may read from the store but must not write to it (a commit that had to
+// grow the map would wait for this very transaction). Hold the transaction
+// only as long as needed: a long read delays the reuse of freed pages,
+// though not commits (the map is sized in advance).
 func (s *Store) ViewChunks(ids []ID, fn func(rows [][]byte) error) error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		return viewChunks(tx.Bucket(bucketChunks), ids, fn)

@@ -264,14 +264,23 @@ func TestQuota(t *testing.T) {
 	if err := s.PutChunks(a); err != nil {
 		t.Fatal(err)
 	}
-	// Existing chunks do not count twice: putting them again fits.
+	// Existing chunks do not count twice: putting them again fits, and a
+	// chunk twice in one batch is charged once.
 	if err := s.PutChunks(a); err != nil {
 		t.Fatalf("re-put of stored chunks: %v", err)
 	}
+	tiny := mkChunk(r, 1)
+	if err := s.PutChunks([]Chunk{tiny, tiny}); err != nil || s.Usage() != 3*(256<<10)+1 {
+		t.Fatalf("duplicate in a batch: usage %d, %v", s.Usage(), err)
+	}
+	held, err := s.HeldRequests([]ID{a[2].ID, {7}, tiny.ID})
+	if err != nil || len(held) != 2 || held[0] != (Request{a[2].ID, 256 << 10}) || held[1] != (Request{tiny.ID, 1}) {
+		t.Fatalf("held requests %v, %v", held, err)
+	}
 	// 256 KiB more fits exactly, but a round with two new chunks does not,
 	// and none of it is written.
-	b := []Chunk{mkChunk(r, 256<<10), mkChunk(r, 10)}
-	err := s.PutRound(RoundRecord{Epoch: EpochID{1}, Time: time.Now(), Published: ids(b)}, b, nil)
+	b := []Chunk{mkChunk(r, 256<<10-1), mkChunk(r, 10)}
+	err = s.PutRound(RoundRecord{Epoch: EpochID{1}, Time: time.Now(), Published: ids(b)}, b, nil)
 	if !errors.Is(err, ErrQuota) {
 		t.Fatalf("over quota: %v", err)
 	}
@@ -286,7 +295,7 @@ func TestQuota(t *testing.T) {
 	if _, err := s.Round(EpochID{1}, 0); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("refused round's record: %v", err)
 	}
-	if s.Usage() != 3*(256<<10) {
+	if s.Usage() != 3*(256<<10)+1 {
 		t.Fatalf("usage %d after refused put", s.Usage())
 	}
 	if err := s.PutChunks(b[:1]); err != nil {
