@@ -17,7 +17,7 @@ import (
 var (
 	bucketShares    = []byte("shares")    // file id → Share
 	bucketDownloads = []byte("downloads") // file id → Download
-	bucketNeed      = []byte("dl-need")   // file id → bucket {chunk id → ""}
+	bucketNeed      = []byte("dl-need")   // file id → bucket {chunk id → present}
 	bucketHave      = []byte("dl-have")   // file id → bucket {chunk id → bucket {"d": bytes}}
 	bucketOnions    = []byte("onions")    // epoch id ‖ u32 round → bucket {"d": onion}
 	bucketClient    = []byte("meta")      // metaSchema

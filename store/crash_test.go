@@ -2,6 +2,7 @@ package store
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,12 +14,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // Child processes: the test binary re-executed with childEnv set runs one
 // of these instead of the tests.
 const (
-	childEnv  = "RIFFLE_STORE_CHILD" // "writer" or "locker"
+	childEnv  = "RIFFLE_STORE_CHILD" // "writer", "downloader" or "locker"
 	childPath = "RIFFLE_STORE_PATH"
 	childRun  = "RIFFLE_STORE_RUN"
 )
@@ -29,6 +32,8 @@ func childMain(mode string) int {
 	switch mode {
 	case "writer":
 		return writerChild(path, run)
+	case "downloader":
+		return downloaderChild(path, run)
 	case "locker":
 		s, err := Open(path, Options{})
 		if err != nil {
@@ -264,5 +269,125 @@ func checkLocked(t *testing.T, err error, path string, start time.Time) {
 	want := "store: database " + path + " is locked by another process"
 	if err.Error() != want {
 		t.Fatalf("message %q, want %q", err, want)
+	}
+}
+
+// crashFileID is the download that downloaderChild works on.
+var crashFileID = ID{0xd1}
+
+// downloaderChild adds needed chunks to one download and marks them, as a
+// client fetching a file does, printing each chunk acknowledged.
+func downloaderChild(path string, run int) int {
+	c, err := OpenClient(path, ClientOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if _, _, err := c.StartDownload(crashFileID, "riffle:crash", "/dev/null"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	r := testRand(uint64(run) + 500)
+	fmt.Println("ready")
+	for {
+		cs := []Chunk{mkChunk(r, 256<<10), mkChunk(r, 1+r.IntN(256<<10))}
+		if _, err := c.Need(crashFileID, ids(cs)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		for _, ch := range cs {
+			if _, err := c.MarkChunk(crashFileID, ch.Data); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			fmt.Printf("chunk %x\n", ch.ID)
+		}
+	}
+}
+
+// TestClientCrashSafety kills a downloading client and checks that the
+// download resumes from whole, verified chunks with consistent counters.
+func TestClientCrashSafety(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "client.db")
+	r := testRand(98)
+	kills := 3
+	if testing.Short() {
+		kills = 2
+	}
+	acked := map[ID]bool{}
+	for run := 0; run < kills; run++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), childEnv+"=downloader", childPath+"="+path, childRun+"="+strconv.Itoa(run))
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(stdout)
+		if line, err := br.ReadString('\n'); line != "ready\n" {
+			t.Fatalf("downloader said %q, %v", line, err)
+		}
+		done := make(chan string, 1)
+		go func() { b, _ := io.ReadAll(br); done <- string(b) }()
+		time.Sleep(time.Duration(r.IntN(300)) * time.Millisecond)
+		cmd.Process.Kill()
+		out := <-done
+		cmd.Wait()
+		if i := strings.LastIndexByte(out, '\n'); i >= 0 {
+			for _, line := range strings.Split(out[:i], "\n") {
+				f := strings.Fields(line)
+				if len(f) != 2 || f[0] != "chunk" {
+					t.Fatalf("unexpected output %q", line)
+				}
+				acked[ID(mustHex(t, f[1]))] = true
+			}
+		}
+
+		c, err := OpenClient(path, ClientOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dl, err := c.Download(crashFileID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		missing, err := c.Missing(crashFileID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int(dl.Needed)-len(missing) != int(dl.Held) {
+			t.Fatalf("run %d: needed %d, missing %d, held %d", run, dl.Needed, len(missing), dl.Held)
+		}
+		var held, bytes int
+		err = c.db.View(func(tx *bolt.Tx) error {
+			have := tx.Bucket(bucketHave).Bucket(crashFileID[:])
+			return have.ForEachBucket(func(k []byte) error {
+				v, _ := getChunkTx(have, ID(k))
+				if sha256.Sum256(v) != ID(k) {
+					return fmt.Errorf("held chunk %x torn", k[:4])
+				}
+				held++
+				bytes += len(v)
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held != int(dl.Held) || uint64(bytes) != dl.Bytes {
+			t.Fatalf("run %d: record says %d chunks / %d bytes, %d / %d held", run, dl.Held, dl.Bytes, held, bytes)
+		}
+		for id := range acked {
+			if _, err := c.HeldChunk(crashFileID, id); err != nil {
+				t.Fatalf("run %d: acknowledged chunk %x lost: %v", run, id[:4], err)
+			}
+		}
+		c.Close()
+		t.Logf("run %d: %d chunks held, %d acknowledged", run, held, len(acked))
+	}
+	if len(acked) == 0 {
+		t.Fatal("the downloader never acknowledged anything")
 	}
 }

@@ -18,10 +18,10 @@ import (
 var (
 	bucketChunks    = []byte("chunks")     // id → nested bucket {"d": bytes}
 	bucketChunkMeta = []byte("chunk-meta") // id → chunkMeta
-	bucketChunkAge  = []byte("chunk-age")  // u64 touched ns ‖ id → ""
+	bucketChunkAge  = []byte("chunk-age")  // u64 touched ns ‖ id → present
 	bucketIndex     = []byte("index")      // file id → IndexEntry
 	bucketRounds    = []byte("rounds")     // epoch id ‖ u32 round → RoundRecord
-	bucketRoundAge  = []byte("round-age")  // u64 time ns ‖ epoch id ‖ u32 round → ""
+	bucketRoundAge  = []byte("round-age")  // u64 time ns ‖ epoch id ‖ u32 round → present
 	bucketEpochs    = []byte("epochs")     // u64 number ‖ epoch id → EpochRecord
 	bucketEpochIDs  = []byte("epoch-ids")  // epoch id → u64 number
 	bucketMeta      = []byte("meta")       // metaSchema, metaUsage
@@ -45,7 +45,8 @@ const pruneBatch = 1024
 // Options are a server store's operator settings.
 type Options struct {
 	// QuotaBytes caps the bytes of chunk data stored (0: no cap). The file
-	// is about 1 % larger than the data (docs/proto-store.md).
+	// is about 2 % larger than the data, plus bbolt's 16 MiB growth step
+	// (docs/proto-store.md).
 	QuotaBytes int64
 	// Retention is how long a chunk is kept after it was last published,
 	// fetched or listed in a request list, and a round or epoch record
