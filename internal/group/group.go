@@ -5,8 +5,8 @@
 // encodings (and, where asked, the identity), the independent generators of
 // SPEC §2, random scalars from an injected reader, the domain-separated
 // transcript hash used by every Fiat–Shamir challenge, the ElGamal ciphertext
-// type and a chunked, parallel variable-time multi-scalar multiplication for
-// verifiers. Secret-dependent code must use the constant-time calls of the
+// type and a parallel variable-time multi-scalar multiplication (Straus for
+// small, Pippenger for large inputs) for verifiers. Secret-dependent code must use the constant-time calls of the
 // underlying library (ScalarBaseMult, ScalarMult, MultiScalarMult) and never
 // VarTimeMSM.
 //
@@ -228,18 +228,44 @@ func DecodeCiphertext(b []byte, nonIdentity bool) (Ciphertext, error) {
 // Equal reports whether two ciphertexts are the same pair of elements.
 func (c Ciphertext) Equal(d Ciphertext) bool { return c.A.Equal(d.A) == 1 && c.B.Equal(d.B) == 1 }
 
-// MSMChunk is the number of points per chunk of VarTimeMSM. The underlying
-// Straus MSM costs ~9 µs a point at 256–1024 points and nearly twice that at
-// 16 384 (cache), so large MSMs are split (shuffle-proof.md §6.3).
+// MSMChunk is the number of points per chunk of VarTimeMSMChunked. The
+// underlying Straus MSM costs ~9 µs a point at 256–1024 points and nearly
+// twice that at 16 384 (cache), so large Straus MSMs are split
+// (shuffle-proof.md §6.3).
 const MSMChunk = 512
 
-// VarTimeMSM returns Σ s_i·P_i in variable time, split into chunks of
-// MSMChunk points that run on all cores. Only for public scalars and points
-// (verifiers).
-func VarTimeMSM(s []*Scalar, p []*Element) *Element { return VarTimeMSMChunked(s, p, MSMChunk) }
+// Thresholds of VarTimeMSM. Measured with BenchmarkMSM on the loaded 2-core
+// machine (µs per point, all cores): Straus chunked by 512 / Pippenger were
+// 8.2 / 10.6 at 256 points, 12.3 / 9.0 at 512, 9.4 / 5.3 at 12 011 and
+// 10.7 / 7.3 at 50 000, so Pippenger takes over at 512 points. Pippenger is
+// run on pieces of at most pippengerMaxPoints so that its digit table
+// (4·windows bytes per point) stays a few MB.
+const (
+	pippengerMinPoints = 512
+	pippengerMaxPoints = 1 << 16
+)
 
-// VarTimeMSMChunked is VarTimeMSM with an explicit chunk size (≥ 1); it
-// exists for tests of the chunk boundaries and for benchmarks.
+// VarTimeMSM returns Σ s_i·P_i in variable time: one Straus call below
+// pippengerMinPoints, the bucket method on all cores above. Only for public
+// scalars and points (verifiers).
+func VarTimeMSM(s []*Scalar, p []*Element) *Element {
+	if len(s) != len(p) {
+		panic(fmt.Sprintf("group: VarTimeMSM length mismatch: %d scalars, %d points", len(s), len(p)))
+	}
+	if len(s) < pippengerMinPoints {
+		return NewElement().VarTimeMultiScalarMult(s, p)
+	}
+	sum := NewElement()
+	for lo := 0; lo < len(s); lo += pippengerMaxPoints {
+		hi := min(lo+pippengerMaxPoints, len(s))
+		sum.Add(sum, VarTimeMSMPippenger(s[lo:hi], p[lo:hi]))
+	}
+	return sum
+}
+
+// VarTimeMSMChunked returns Σ s_i·P_i in variable time with Straus MSMs over
+// chunks of the given size (≥ 1) on all cores. VarTimeMSM is faster from 512
+// points on; this one remains for tests of chunk boundaries and benchmarks.
 func VarTimeMSMChunked(s []*Scalar, p []*Element, chunk int) *Element {
 	if len(s) != len(p) {
 		panic(fmt.Sprintf("group: VarTimeMSM length mismatch: %d scalars, %d points", len(s), len(p)))

@@ -244,7 +244,7 @@ func naiveSum(s []*Scalar, p []*Element) *Element {
 
 func TestVarTimeMSMChunks(t *testing.T) {
 	var seed [64]byte
-	const n = 2*MSMChunk + 3
+	const n = 2*MSMChunk + 3 // above pippengerMinPoints
 	s := make([]*Scalar, n)
 	p := make([]*Element, n)
 	for i := range n {
@@ -256,7 +256,7 @@ func TestVarTimeMSMChunks(t *testing.T) {
 		p[i] = NewElement()
 		p[i].SetUniformBytes(h[:])
 	}
-	for _, k := range []int{0, 1, 2, 7, MSMChunk - 1, MSMChunk, MSMChunk + 1, n} {
+	for _, k := range []int{0, 1, 2, 7, MSMChunk - 1, MSMChunk, MSMChunk + 1, pippengerMinPoints - 1, pippengerMinPoints, n} {
 		want := naiveSum(s[:k], p[:k])
 		for _, chunk := range []int{1, 7, MSMChunk, k + 1} {
 			if VarTimeMSMChunked(s[:k], p[:k], chunk).Equal(want) != 1 {
@@ -310,4 +310,16 @@ func FuzzDecoders(f *testing.F) {
 			t.Fatal("DecodeNonIdentity accepted the identity")
 		}
 	})
+}
+
+// VarTimeMSM splits Pippenger into pieces of pippengerMaxPoints: check the
+// boundary against chunked Straus.
+func TestVarTimeMSMLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large MSM")
+	}
+	s, p := msmInputs(pippengerMaxPoints + 100)
+	if VarTimeMSM(s, p).Equal(VarTimeMSMChunked(s, p, MSMChunk)) != 1 {
+		t.Fatal("VarTimeMSM differs from chunked Straus across the Pippenger piece boundary")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestBatchRandomWeightsCatchMAL10(t *testing.T) {
 		t.Fatal(err)
 	}
 	ones := func() (*group.Scalar, error) { return one(), nil }
-	if err := verifyBatched(f.st, p, ch, ones, group.MSMChunk); err != nil {
+	if err := verifyBatched(f.st, p, ch, ones, group.VarTimeMSM); err != nil {
 		t.Fatalf("the all-ones batch should (wrongly) accept MAL-10: %v", err)
 	}
 	for range 5 {
@@ -81,7 +82,7 @@ func TestBatchWeightsSource(t *testing.T) {
 		drawn = append(drawn, s)
 		return s, err
 	}
-	if err := verifyBatched(f.st, p, ch, rec, group.MSMChunk); err != nil {
+	if err := verifyBatched(f.st, p, ch, rec, group.VarTimeMSM); err != nil {
 		t.Fatal(err)
 	}
 	check := newDetReader("weights")
@@ -113,7 +114,13 @@ func TestBatchChunkBoundaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	msms := map[string]func([]*group.Scalar, []*group.Element) *group.Element{"VarTimeMSM": group.VarTimeMSM, "Pippenger": group.VarTimeMSMPippenger}
 	for _, chunk := range []int{1, 7, 512, 4*n*w + 4*n + 3*w + 5} {
+		msms[fmt.Sprintf("Straus chunk %d", chunk)] = func(s []*group.Scalar, p []*group.Element) *group.Element {
+			return group.VarTimeMSMChunked(s, p, chunk)
+		}
+	}
+	for name, msm := range msms {
 		for _, c := range []struct {
 			st     *Statement
 			p      *Proof
@@ -124,9 +131,9 @@ func TestBatchChunkBoundaries(t *testing.T) {
 				t.Fatal(err)
 			}
 			src := newDetReader("w")
-			err = verifyBatched(c.st, c.p, ch, func() (*group.Scalar, error) { return group.RandomWeight(src) }, chunk)
+			err = verifyBatched(c.st, c.p, ch, func() (*group.Scalar, error) { return group.RandomWeight(src) }, msm)
 			if (err == nil) != c.accept {
-				t.Fatalf("chunk %d: accept = %v, want %v (%v)", chunk, err == nil, c.accept, err)
+				t.Fatalf("%s: accept = %v, want %v (%v)", name, err == nil, c.accept, err)
 			}
 		}
 	}

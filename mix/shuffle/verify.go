@@ -62,13 +62,15 @@ func verify(st *Statement, p *Proof, rnd io.Reader, s suite) error {
 	if err != nil {
 		return err
 	}
-	return verifyBatched(st, p, ch, func() (*group.Scalar, error) { return group.RandomWeight(rnd) }, group.MSMChunk)
+	return verifyBatched(st, p, ch, func() (*group.Scalar, error) { return group.RandomWeight(rnd) }, group.VarTimeMSM)
 }
 
 // verifyBatched computes Σ_e δ_e·E_e as one MSM with the coefficients of
 // §6.1 and accepts iff it is the identity. weight is called 3 + 2w + n
-// times, in the order δ_1, δ_2, δ_3, δ_4A,1..w, δ_4B,1..w, δ_5,1..n.
-func verifyBatched(st *Statement, p *Proof, ch *challenges, weight func() (*group.Scalar, error), chunk int) error {
+// times, in the order δ_1, δ_2, δ_3, δ_4A,1..w, δ_4B,1..w, δ_5,1..n; msm is
+// group.VarTimeMSM except in tests of the MSM variants and chunk sizes.
+func verifyBatched(st *Statement, p *Proof, ch *challenges, weight func() (*group.Scalar, error),
+	msm func([]*group.Scalar, []*group.Element) *group.Element) error {
 	n, w, c, u := ch.n, ch.w, ch.c, ch.u
 	nw := 3 + 2*w + n
 	d := make([]*group.Scalar, nw)
@@ -155,7 +157,7 @@ func verifyBatched(st *Statement, p *Proof, ch *challenges, weight func() (*grou
 	if len(sc) != total {
 		panic(fmt.Sprintf("shuffle: batched MSM has %d points, want %d", len(sc), total))
 	}
-	if !group.IsIdentity(group.VarTimeMSMChunked(sc, pt, chunk)) {
+	if !group.IsIdentity(msm(sc, pt)) {
 		return fmt.Errorf("%w: batched check over %d points (n = %d, w = %d)", ErrProofInvalid, total, n, w)
 	}
 	return nil
