@@ -5,6 +5,7 @@ import (
 	"crypto/cipher"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"crypto/subtle"
 	"io"
 	"testing"
 
@@ -29,6 +30,9 @@ func (d *detRand) Read(p []byte) (int, error) {
 	d.s.XORKeyStream(p, p)
 	return len(p), nil
 }
+
+// equalKeys compares two secret keys in constant time.
+func equalKeys(a, b [LayerKeySize]byte) bool { return subtle.ConstantTimeCompare(a[:], b[:]) == 1 }
 
 // testEpoch is a fixed epoch id for tests.
 func testEpoch(label string) EpochID { return EpochID(sha256.Sum256([]byte("epoch " + label))) }

@@ -5,7 +5,6 @@ import (
 	"crypto/cipher"
 	"crypto/hkdf"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -388,9 +387,6 @@ func Permute(forward []int, in [][]byte) [][]byte {
 	}
 	return out
 }
-
-// equalKeys compares two secret keys in constant time.
-func equalKeys(a, b [LayerKeySize]byte) bool { return subtle.ConstantTimeCompare(a[:], b[:]) == 1 }
 
 // parallel runs f(i) for i < n on all cores.
 func parallel(n int, f func(i int)) {

@@ -110,6 +110,55 @@ func TestOnionRoundTrip(t *testing.T) {
 	}
 }
 
+func TestOpenLayerInto(t *testing.T) {
+	const m, n = 2, 4
+	f := newRoundFixture(t, m, n, 1, "open into")
+	onions := make([][]byte, n)
+	for i := range n {
+		onions[i] = f.seal(t, i, 0, bytes.Repeat([]byte{byte(i)}, 50))
+	}
+	keys, err := ServerLayerKeys(f.epoch, 0, 0, f.rks[0], f.U[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := OpenLayer(f.epoch, 0, 0, keys, onions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Reused buffers, larger than needed.
+	dst := make([][]byte, n)
+	for i := range dst {
+		dst[i] = make([]byte, 200)
+	}
+	got, err := OpenLayerInto(dst, f.epoch, 0, 0, keys, onions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// In place: each output aliases its own input.
+	inPlace := make([][]byte, n)
+	for i := range onions {
+		inPlace[i] = slices.Clone(onions[i])
+	}
+	got2, err := OpenLayerInto(inPlace, f.epoch, 0, 0, keys, inPlace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range n {
+		if !bytes.Equal(got[p], want[p]) || !bytes.Equal(got2[p], want[p]) {
+			t.Fatalf("position %d differs between OpenLayer and OpenLayerInto", p)
+		}
+	}
+	small := [][]byte{make([]byte, 10), nil, make([]byte, 200), make([]byte, 200)}
+	_, err = OpenLayerInto(small, f.epoch, 0, 0, keys, onions)
+	var me *MACError
+	if !errors.As(err, &me) || !slices.Equal(me.Positions, []int{0, 1}) {
+		t.Fatalf("short buffers: got %v", err)
+	}
+	if _, err := OpenLayerInto(small[:2], f.epoch, 0, 0, keys, onions); err == nil {
+		t.Fatal("wrong number of buffers accepted")
+	}
+}
+
 func TestOnionTamper(t *testing.T) {
 	const m, n = 2, 6
 	f := newRoundFixture(t, m, n, 2, "onion tamper")

@@ -2,6 +2,7 @@ package mix
 
 import (
 	"crypto/ed25519"
+	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -198,8 +199,12 @@ func VerifyPayload(epoch EpochID, round uint64, P *group.Element, raw []byte) er
 // positions, in order (a missing payload fails). It hashes on all cores and
 // checks all signatures with one multi-scalar multiplication under fresh
 // 128-bit weights from rand; only if that fails does it check one by one to
-// name the culprits.
+// name the culprits. A nil rand means crypto/rand; the weights must never be
+// predictable by whoever made the payloads.
 func VerifyPayloads(epoch EpochID, round uint64, pseudonyms []*group.Element, raws [][]byte, rand io.Reader) (bad []int) {
+	if rand == nil {
+		rand = crand.Reader
+	}
 	n := len(pseudonyms)
 	Rs := make([]*group.Element, n)
 	ss := make([]*group.Scalar, n)

@@ -280,3 +280,37 @@ func TestReencryptionProof(t *testing.T) {
 		t.Error("re-encryption proof of a changed plaintext verifies")
 	}
 }
+
+// TestClose checks that every secret-holding type erases its secrets.
+func TestClose(t *testing.T) {
+	rand := newDetRand("close")
+	zero := group.NewScalar()
+	rk, _ := NewRoundKeys(3, rand)
+	rk.Close()
+	for r := range 3 {
+		if rk.y[r].Equal(zero) != 1 || rk.yp[r].Equal(zero) != 1 {
+			t.Fatalf("round %d keys survive Close", r)
+		}
+	}
+	_, X := testServers(t, 2, rand)
+	cs, _, err := Register(testEpoch("close"), testRegKey(t, rand).Public().(ed25519.PublicKey), X, rand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.Close()
+	if cs.q.Equal(zero) != 1 || cs.u[0].Equal(zero) != 1 || cs.u[1].Equal(zero) != 1 || cs.pirSeed != [32]byte{} {
+		t.Fatal("client secrets survive Close")
+	}
+	f := newStepFixture(t, 2, 3, 0, "close step")
+	r := f.sec.wit.R[1][0]
+	f.sec.Close()
+	if r.Equal(zero) != 1 || f.sec.forward != nil || f.sec.wit.Pi != nil {
+		t.Fatal("step secrets survive Close")
+	}
+	k := LayerKey{Enc: [32]byte{1}, MAC: [32]byte{2}}
+	keys := []LayerKey{k}
+	CloseLayerKeys(keys)
+	if keys[0] != (LayerKey{}) {
+		t.Fatal("layer keys survive Close")
+	}
+}
