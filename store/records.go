@@ -63,10 +63,6 @@ type EpochRecord struct {
 	Descriptor []byte    // at most MaxDescriptor
 }
 
-func (e *IndexEntry) validate() error {
-	return validText(fmt.Sprintf("index entry %x name", e.FileID[:4]), e.Name, MaxNameBytes)
-}
-
 // encode: version ‖ file id ‖ name ‖ u64 size ‖ u32 chunks ‖ epoch id ‖
 // u32 round ‖ u64 time.
 func (e *IndexEntry) encode() []byte {

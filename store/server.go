@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -281,10 +283,12 @@ func (s *Store) PutRound(rec RoundRecord, chunks []Chunk, index []IndexEntry) er
 			return fmt.Errorf("store: round %d: %w", rec.Round, err)
 		}
 	}
+	// Names come from uploaders' manifests: a bad one must not make the
+	// whole round fail (that would let any client void rounds), so it is
+	// cleaned rather than refused.
+	index = append([]IndexEntry(nil), index...)
 	for i := range index {
-		if err := index[i].validate(); err != nil {
-			return err
-		}
+		index[i].Name = cleanName(index[i].Name)
 	}
 	value := rec.encode()
 	var (
@@ -346,6 +350,21 @@ func (s *Store) PutRound(rec RoundRecord, chunks []Chunk, index []IndexEntry) er
 	s.log.Debug("round stored", "epoch", fmt.Sprintf("%x", rec.Epoch[:8]), "round", rec.Round,
 		"chunks", len(chunks), "published", len(rec.Published), "requests", len(rec.Requests), "index", len(index))
 	return nil
+}
+
+// cleanName makes an uploader's file name fit the index: invalid UTF-8
+// becomes U+FFFD and the name is cut, on a character boundary, to
+// MaxNameBytes.
+func cleanName(name string) string {
+	name = strings.ToValidUTF8(name, "\uFFFD")
+	if len(name) <= MaxNameBytes {
+		return name
+	}
+	cut := MaxNameBytes
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut]
 }
 
 // putRequests checks that every requested chunk is stored with the listed

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
@@ -662,5 +663,30 @@ func TestCheckStoreCatches(t *testing.T) {
 		if _, err := checkStore(path); err == nil {
 			t.Fatalf("%s: not caught", name)
 		}
+	}
+}
+
+func TestIndexNameCleaned(t *testing.T) {
+	r := testRand(11)
+	s, _ := openTest(t, Options{})
+	long := strings.Repeat("é", MaxNameBytes) // 2 bytes a character
+	cs := []Chunk{mkChunk(r, 10), mkChunk(r, 11)}
+	idx := []IndexEntry{{FileID: cs[0].ID, Name: "a\xffb"}, {FileID: cs[1].ID, Name: long}}
+	if err := s.PutRound(RoundRecord{Time: time.Now(), Published: ids(cs)}, cs, idx); err != nil {
+		t.Fatalf("a round with bad names must still store: %v", err)
+	}
+	e, _, _ := s.IndexEntry(cs[0].ID)
+	if e.Name != "a\uFFFDb" {
+		t.Fatalf("invalid UTF-8 became %q", e.Name)
+	}
+	e, _, _ = s.IndexEntry(cs[1].ID)
+	if len(e.Name) != MaxNameBytes || e.Name != long[:MaxNameBytes] {
+		t.Fatalf("long name cut to %d bytes", len(e.Name))
+	}
+	if idx[0].Name != "a\xffb" {
+		t.Fatal("PutRound modified the caller's slice")
+	}
+	if got := cleanName("ab" + strings.Repeat("€", MaxNameBytes)); len(got) > MaxNameBytes || !utf8.ValidString(got) {
+		t.Fatalf("cut inside a character: %d bytes", len(got))
 	}
 }
