@@ -13,22 +13,24 @@
 //	     RoundKeys.Public (Y_{s,r}, Y'_{s,r}); every .Close (forward secrecy)
 //	§4   AggregateKeys (A_{s,j}, the pseudonym under A_{s,m-1})
 //	§4.1 Register, VerifyRegistration, CheckDistinct, Registration.MarshalBinary,
-//	     ParseRegistration, Registration.CiphertextHash, InitialVectors,
-//	     ClientSecret.Pseudonym, .PIRKey (§6.2's X25519 key)
+//	     ParseRegistration, RegistrationSize, Registration.CiphertextHash,
+//	     InitialVectors, ClientSecret.Pseudonym, .PIRKey (§6.2's X25519 key)
 //	§4.2 SetupStep: step 1 (open U), step 2 (shuffle, mix/shuffle), step 3
 //	     (strip), one batched DLEQ for steps 1 and 3 (§4.4); VerifyStep (step
 //	     4, every other server); StepResult.Next, .Pseudonyms, MarshalBinary,
 //	     ParseStepResult, StepResultSize; StepSecret.Forward (π_s), ShareError
 //	     (identity or duplicate U/P aborts setup)
-//	§4.2 ServerLayerKeys, ClientSecret.LayerKeys, ShareKey (layer keys e, a)
+//	§4.2 ServerLayerKeys, ClientSecret.LayerKeys, ShareKey (layer keys e, a),
+//	     LayerKey.Close, CloseLayerKeys
 //	§5.1 PayloadSize, OnionSize, Payload, EncodePayload, DecodePayload, Seal,
 //	     SignSubmission, VerifySubmission
-//	§5.2 OpenLayer, MACError, Permute
+//	§5.2 OpenLayer, OpenLayerInto (reused buffers), MACError, Permute
 //	§5.3 VerifyPayloads, VerifyPayload (pseudonym signatures, batched)
 //	§8   step 1: StepSecret.ProveRoute, VerifyRoute (ProveReencryption,
 //	     VerifyReencryption); step 2 and MAC-failure evidence: ProveRoundKey,
-//	     VerifyRoundKey, ShareKey, CheckMAC; step 3: DecryptLayer
-//	     Simulate runs a whole epoch for tests and benchmarks.
+//	     VerifyRoundKey (KeyKind EncKey, MACKey), ShareKey, CheckMAC; step 3:
+//	     DecryptLayer
+//	all  Simulate runs a whole epoch in one process, for tests and benchmarks.
 //
 // Conventions. Positions: π_s maps server s's input position p to its output
 // position π_s(p) (StepSecret.Forward, Permute: out[π_s(p)] = in[p]); the
@@ -40,6 +42,7 @@
 // Side channels. Provers and every operation on a secret scalar use the
 // constant-time calls of the group library; variable-time multi-scalar
 // multiplication is used only on public scalars and points (verifiers, and
-// the public batching coefficients of the setup DLEQ). Secret byte strings
-// are compared with crypto/subtle or inside the AEAD.
+// the public batching coefficients of the setup DLEQ). Secret scalars are
+// compared with the library's constant-time Equal; MAC tags only inside the
+// AEAD. Nothing here logs.
 package mix
