@@ -3,6 +3,7 @@ package mix
 import (
 	"bytes"
 	"crypto/ed25519"
+	"slices"
 	"strings"
 	"testing"
 
@@ -152,6 +153,40 @@ func TestRegistration(t *testing.T) {
 	}
 	if _, err := cs.LayerKeys(epoch, 0, nil, nil); err == nil {
 		t.Error("closed client secret still derives layer keys")
+	}
+}
+
+func TestVerifyRegistrations(t *testing.T) {
+	rand := newDetRand("registrations")
+	epoch := testEpoch("registrations")
+	_, X := testServers(t, 3, rand)
+	_, keys, regs := testClients(t, epoch, X, 6, rand)
+	pubs := make([]ed25519.PublicKey, len(keys))
+	for i, k := range keys {
+		pubs[i] = k.Public().(ed25519.PublicKey)
+	}
+	bad, err := VerifyRegistrations(epoch, pubs, X, regs, rand)
+	if err != nil || len(bad) != 0 {
+		t.Fatalf("honest registrations: bad %v, err %v", bad, err)
+	}
+	bad, _ = VerifyRegistrations(testEpoch("other"), pubs, X, regs, rand)
+	if len(bad) != 6 {
+		t.Fatalf("another epoch: bad %v, want all", bad)
+	}
+	regs[1].Proofs[2][9] ^= 1
+	pubs[4] = pubs[3]
+	regs[5] = &Registration{Ciphertexts: regs[5].Ciphertexts[:2], Proofs: regs[5].Proofs[:2]}
+	bad, err = VerifyRegistrations(epoch, pubs, X, regs, rand)
+	if err != nil || !slices.Equal(bad, []int{1, 4, 5}) {
+		t.Fatalf("bad %v (err %v), want [1 4 5]", bad, err)
+	}
+	for i, reg := range regs {
+		if single := VerifyRegistration(epoch, pubs[i], X, reg); (single == nil) == slices.Contains(bad, i) {
+			t.Fatalf("slot %d: batch and single verdicts differ", i)
+		}
+	}
+	if _, err := VerifyRegistrations(epoch, pubs[:2], X, regs, rand); err == nil {
+		t.Fatal("mismatched lists accepted")
 	}
 }
 

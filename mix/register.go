@@ -3,6 +3,7 @@ package mix
 import (
 	"crypto/ecdh"
 	"crypto/ed25519"
+	crand "crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -139,15 +140,29 @@ func register(epoch EpochID, regKey ed25519.PublicKey, serverKeys []*group.Eleme
 
 // VerifyRegistration checks a registration's shape and every proof of
 // knowledge against the epoch, the client's registration key and the
-// servers' keys (SPEC §4.1). Every server runs it on every registration.
+// servers' keys (SPEC §4.1). Every server runs it on every registration;
+// VerifyRegistrations does many at once.
 func VerifyRegistration(epoch EpochID, regKey ed25519.PublicKey, serverKeys []*group.Element, reg *Registration) error {
 	keys, err := AggregateKeys(serverKeys, 0)
 	if err != nil {
 		return fmt.Errorf("registration: %w", err)
 	}
-	m := len(serverKeys)
-	if len(reg.Ciphertexts) != m+1 || len(reg.Proofs) != m+1 {
-		return fmt.Errorf("registration: %d ciphertexts and %d proofs, want %d", len(reg.Ciphertexts), len(reg.Proofs), m+1)
+	if err := reg.checkShape(len(serverKeys)); err != nil {
+		return err
+	}
+	for j, ct := range reg.Ciphertexts {
+		if err := verifySchnorr(ct.A, reg.Proofs[j][:], ctPoKStatement(epoch, regKey, j, keys[j], ct), tagCtPoK); err != nil {
+			return fmt.Errorf("registration component %d: %w", j, err)
+		}
+	}
+	return nil
+}
+
+// checkShape checks m+1 components, none the identity, no two sharing
+// their randomness.
+func (reg *Registration) checkShape(m int) error {
+	if reg == nil || len(reg.Ciphertexts) != m+1 || len(reg.Proofs) != m+1 {
+		return fmt.Errorf("registration: wrong number of components, want %d", m+1)
 	}
 	for j, ct := range reg.Ciphertexts {
 		if ct.A == nil || ct.B == nil || group.IsIdentity(ct.A) || group.IsIdentity(ct.B) {
@@ -158,11 +173,89 @@ func VerifyRegistration(epoch EpochID, regKey ed25519.PublicKey, serverKeys []*g
 				return fmt.Errorf("registration components %d and %d share their randomness", k, j)
 			}
 		}
-		if err := verifySchnorr(ct.A, reg.Proofs[j][:], ctPoKStatement(epoch, regKey, j, keys[j], ct), tagCtPoK); err != nil {
-			return fmt.Errorf("registration component %d: %w", j, err)
-		}
 	}
 	return nil
+}
+
+// VerifyRegistrations is VerifyRegistration for a whole list (input slot i
+// has registration key regKeys[i]): the shapes one by one, then all proofs
+// of knowledge with one multi-scalar multiplication under fresh 128-bit
+// weights from rand (nil: crypto/rand), falling back to one by one only to
+// name the culprits. It returns the failing slots in order; err reports
+// unusable server keys or list lengths.
+func VerifyRegistrations(epoch EpochID, regKeys []ed25519.PublicKey, serverKeys []*group.Element, regs []*Registration, rand io.Reader) (bad []int, err error) {
+	if rand == nil {
+		rand = crand.Reader
+	}
+	keys, err := AggregateKeys(serverKeys, 0)
+	if err != nil {
+		return nil, fmt.Errorf("registrations: %w", err)
+	}
+	if len(regKeys) != len(regs) {
+		return nil, fmt.Errorf("registrations: %d keys for %d registrations", len(regKeys), len(regs))
+	}
+	m, n := len(serverKeys), len(regs)
+	// Per proof (i, j): R, s and the challenge c, computed on all cores.
+	type item struct {
+		R    *group.Element
+		s, c *group.Scalar
+	}
+	items := make([]item, n*(m+1))
+	ok := make([]bool, n)
+	parallel(n, func(i int) {
+		if regs[i].checkShape(m) != nil {
+			return
+		}
+		for j, ct := range regs[i].Ciphertexts {
+			R, s, err := parseSchnorr(regs[i].Proofs[j][:])
+			if err != nil {
+				return
+			}
+			c := schnorrChallenge(tagCtPoK, ctPoKStatement(epoch, regKeys[i], j, keys[j], ct), ct.A, R)
+			items[i*(m+1)+j] = item{R: R, s: s, c: c}
+		}
+		ok[i] = true
+	})
+	// Σ w·(s·G − R − c·A) = O over every proof of every well-formed slot.
+	scal := make([]*group.Scalar, 0, 2*len(items)+1)
+	pts := make([]*group.Element, 0, 2*len(items)+1)
+	gsum := group.NewScalar()
+	for i := range n {
+		if !ok[i] {
+			continue
+		}
+		for j, ct := range regs[i].Ciphertexts {
+			it := items[i*(m+1)+j]
+			w, err := group.RandomWeight(rand)
+			if err != nil {
+				return nil, fmt.Errorf("registrations: %w", err)
+			}
+			gsum.Add(gsum, group.NewScalar().Multiply(w, it.s))
+			scal = append(scal, group.NewScalar().Negate(w), group.NewScalar().Negate(group.NewScalar().Multiply(w, it.c)))
+			pts = append(pts, it.R, ct.A)
+		}
+	}
+	scal = append(scal, gsum)
+	pts = append(pts, group.Base())
+	batchOK := group.IsIdentity(group.VarTimeMSM(scal, pts))
+	for i := range n {
+		if !ok[i] {
+			bad = append(bad, i)
+			continue
+		}
+		if batchOK {
+			continue
+		}
+		for j, ct := range regs[i].Ciphertexts {
+			it := items[i*(m+1)+j]
+			nc := group.NewScalar().Negate(it.c)
+			if group.NewElement().VarTimeDoubleScalarBaseMult(nc, ct.A, it.s).Equal(it.R) != 1 {
+				bad = append(bad, i)
+				break
+			}
+		}
+	}
+	return bad, nil
 }
 
 // CheckDistinct rejects two registrations that share a ciphertext component
