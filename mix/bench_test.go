@@ -3,6 +3,7 @@ package mix
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/ed25519"
 	"fmt"
 	"os"
 	"runtime"
@@ -315,4 +316,34 @@ func BenchmarkVerifyPayloads(b *testing.B) {
 			b.Fatal(bad)
 		}
 	}
+}
+
+// BenchmarkVerifyRegistrations checks 1000 registrations for m = 3 one by
+// one and batched, in the same run.
+func BenchmarkVerifyRegistrations(b *testing.B) {
+	const n, m = 1000, 3
+	rand := newDetRand("bench registrations")
+	epoch := testEpoch("bench registrations")
+	_, X := testServers(b, m, rand)
+	_, keys, regs := testClients(b, epoch, X, n, rand)
+	pubs := make([]ed25519.PublicKey, n)
+	for i, k := range keys {
+		pubs[i] = k.Public().(ed25519.PublicKey)
+	}
+	b.Run("one-by-one", func(b *testing.B) {
+		for range b.N {
+			for i, reg := range regs {
+				if err := VerifyRegistration(epoch, pubs[i], X, reg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("batched", func(b *testing.B) {
+		for range b.N {
+			if bad, err := VerifyRegistrations(epoch, pubs, X, regs, rand); err != nil || len(bad) != 0 {
+				b.Fatal(bad, err)
+			}
+		}
+	})
 }
