@@ -57,7 +57,7 @@ func ProofSize(n, w int) int {
 	if n < 1 || n > MaxN || w < 1 || w > MaxW || n*w > MaxNW {
 		return -1
 	}
-	return headerSize + 32*(5*n+3*w+6)
+	return headerSize + group.ElementSize*(3*n+2*w+3) + group.ScalarSize*(2*n+w+3)
 }
 
 // MarshalBinary returns the proof's wire encoding (docs/proto-shuffle.md).
