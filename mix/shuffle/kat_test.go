@@ -156,7 +156,7 @@ func TestKnownAnswer(t *testing.T) {
 	if err != nil {
 		t.Skipf("protocol document not found: %v", err)
 	}
-	for _, h := range []string{want.Sigma, want.Eta, want.U1, want.C, want.Proof[16:16+64], want.Proof[len(want.Proof)-64:]} {
+	for _, h := range []string{want.Sigma, want.Eta, want.U1, want.C, want.Proof[16 : 16+64], want.Proof[len(want.Proof)-64:]} {
 		if !bytes.Contains(doc, []byte(h)) {
 			t.Fatalf("docs/proto-shuffle.md lacks KAT value %s", h)
 		}
