@@ -15,6 +15,7 @@ import (
 	"crypto/sha512"
 	"fmt"
 	"testing"
+	"time"
 
 	circl "github.com/cloudflare/circl/group"
 	"github.com/gtank/ristretto255"
@@ -159,4 +160,47 @@ func BenchmarkLibEncode(b *testing.B) {
 			p.MarshalBinary()
 		}
 	})
+}
+
+// BenchmarkLibPaired alternates the two libraries in bursts of 50 operations
+// inside one benchmark, so that both see the same machine load (the
+// development machine is shared); it reports µs per operation for each and
+// the ratio circl/gtank.
+func BenchmarkLibPaired(b *testing.B) {
+	gs, cs := gtankScalar(1), circlScalar(1)
+	gp := ristretto255.NewIdentityElement().ScalarBaseMult(gtankScalar(2))
+	cp := circl.Ristretto255.NewElement().MulGen(circlScalar(2))
+	enc := gp.Bytes()
+	var buf [32]byte
+	ops := []struct {
+		name         string
+		gtank, circl func()
+	}{
+		{"ScalarBaseMult", func() { ristretto255.NewIdentityElement().ScalarBaseMult(gs) }, func() { circl.Ristretto255.NewElement().MulGen(cs) }},
+		{"ScalarMult", func() { ristretto255.NewIdentityElement().ScalarMult(gs, gp) }, func() { circl.Ristretto255.NewElement().Mul(cp, cs) }},
+		{"Decode", func() { ristretto255.NewIdentityElement().SetCanonicalBytes(enc) }, func() { circl.Ristretto255.NewElement().UnmarshalBinary(enc) }},
+		{"Encode", func() { gp.Encode(buf[:0]) }, func() { cp.MarshalBinary() }},
+	}
+	const burst = 50
+	for _, op := range ops {
+		b.Run(op.name, func(b *testing.B) {
+			var tg, tc time.Duration
+			for b.Loop() {
+				start := time.Now()
+				for range burst {
+					op.gtank()
+				}
+				tg += time.Since(start)
+				start = time.Now()
+				for range burst {
+					op.circl()
+				}
+				tc += time.Since(start)
+			}
+			per := float64(b.N * burst * 1000)
+			b.ReportMetric(float64(tg.Nanoseconds())/per, "gtank-µs/op")
+			b.ReportMetric(float64(tc.Nanoseconds())/per, "circl-µs/op")
+			b.ReportMetric(float64(tc)/float64(tg), "circl/gtank")
+		})
+	}
 }

@@ -17,20 +17,20 @@
 //
 // Library choice. gtank/ristretto255 v0.2.0 was compared with
 // cloudflare/circl v1.6.5's group.Ristretto255 (which wraps
-// bwesterb/go-ristretto) by circl_bench_test.go (build tag "circl"), on the
-// 2-core development machine while it was loaded by other builds, so the
-// best of three runs of 1000 operations each, in µs:
+// bwesterb/go-ristretto) by circl_bench_test.go (build tag "circl";
+// BenchmarkLibPaired alternates the libraries in bursts so that both see the
+// same load on the shared 2-core machine), µs per operation, two runs:
 //
-//	operation              gtank    circl
-//	ScalarBaseMult          15.2     19.4
-//	ScalarMult (CT)         42.4     51.8
-//	VarTime MSM, 512 pts    30.4/pt  none (naive Σ Mul: 84/pt)
-//	decode (canonical)       3.2      3.5
-//	encode                   3.0      3.4
+//	operation              gtank        circl        circl/gtank
+//	ScalarBaseMult         11.2–11.9    14.3–15.1    1.27
+//	ScalarMult (CT)        38.4–42.6    48.5–52.9    1.25
+//	decode (canonical)      3.2–3.4      4.0–4.6     1.23–1.34
+//	encode                  3.1–3.2      3.6–3.9     1.14–1.28
+//	VarTime MSM, 512 pts   12.3–13.3/pt  none: naive Σ Mul 49–51/pt
 //
 // Both compute the same k·G and k·P and reject non-canonical encodings, but
 // circl offers no multi-scalar multiplication (constant-time or variable-
-// time), which every proof verifier here lives on, and is slower on every
+// time), which every proof here lives on, and is 14–34% slower on every
 // single operation measured. gtank stays.
 package group
 
@@ -234,12 +234,14 @@ func (c Ciphertext) Equal(d Ciphertext) bool { return c.A.Equal(d.A) == 1 && c.B
 // (shuffle-proof.md §6.3).
 const MSMChunk = 512
 
-// Thresholds of VarTimeMSM. Measured with BenchmarkMSM on the loaded 2-core
-// machine (µs per point, all cores): Straus chunked by 512 / Pippenger were
-// 8.2 / 10.6 at 256 points, 12.3 / 9.0 at 512, 9.4 / 5.3 at 12 011 and
-// 10.7 / 7.3 at 50 000, so Pippenger takes over at 512 points. Pippenger is
-// run on pieces of at most pippengerMaxPoints so that its digit table
-// (4·windows bytes per point) stays a few MB.
+// Thresholds of VarTimeMSM. BenchmarkMSMPaired (both methods alternated in
+// every iteration, all cores, loaded 2-core machine) measured chunked
+// Straus / Pippenger at 256 points 8.8–12.4 / 10.9–12.6 µs per point, at
+// 1024 points 1.5× slower for Straus, at 12 011 points (n = 1000, w = 2 in
+// the shuffle verifier) 9.3–9.7 / 5.5 and at 50 000 points 4.7–7.2 /
+// 2.6–3.6. Pippenger takes over at 512 points, where the two are even.
+// Pippenger runs on pieces of at most pippengerMaxPoints so that its digit
+// table (4·windows bytes per point) stays a few MB.
 const (
 	pippengerMinPoints = 512
 	pippengerMaxPoints = 1 << 16

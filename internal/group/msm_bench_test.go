@@ -4,6 +4,7 @@ import (
 	"crypto/sha512"
 	"fmt"
 	"testing"
+	"time"
 )
 
 func msmInputs(n int) ([]*Scalar, []*Element) {
@@ -53,6 +54,30 @@ func BenchmarkMSM(b *testing.B) {
 				VarTimeMSMPippenger(s, p)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n)/1000, "µs/point")
+		})
+	}
+}
+
+// BenchmarkMSMPaired alternates chunked Straus and Pippenger in every
+// iteration, so that both see the same load on the shared machine, and
+// reports µs per point for each and the ratio Straus/Pippenger.
+func BenchmarkMSMPaired(b *testing.B) {
+	for _, n := range []int{256, 512, 1024, 4096, 12011, 50000} {
+		s, p := msmInputs(n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			var ts, tp time.Duration
+			for b.Loop() {
+				start := time.Now()
+				VarTimeMSMChunked(s, p, MSMChunk)
+				ts += time.Since(start)
+				start = time.Now()
+				VarTimeMSMPippenger(s, p)
+				tp += time.Since(start)
+			}
+			per := float64(b.N*n) * 1000
+			b.ReportMetric(float64(ts.Nanoseconds())/per, "straus-µs/pt")
+			b.ReportMetric(float64(tp.Nanoseconds())/per, "pippenger-µs/pt")
+			b.ReportMetric(float64(ts)/float64(tp), "straus/pippenger")
 		})
 	}
 }
