@@ -144,7 +144,8 @@ func Prove(st *Statement, wit *Witness, rand io.Reader) (*Proof, error) {
 		return nil, err
 	}
 	if err := verify(st, p, rand, defaultSuite); err != nil {
-		return nil, fmt.Errorf("shuffle: prover self-check failed, proof withheld: %w", err)
+		// The statement was valid, so the witness does not match the outputs.
+		return nil, fmt.Errorf("%w: prover self-check failed, proof withheld: %w", ErrWitness, err)
 	}
 	return p, nil
 }

@@ -124,7 +124,7 @@ func TestProverRefusesWrongWitness(t *testing.T) {
 		"wrong permutation": {Pi: swapped, R: f.wit.R},
 	} {
 		p, err := Prove(f.st, wit, newDetReader("prv3"))
-		if p != nil || !errors.Is(err, ErrProofInvalid) {
+		if p != nil || !errors.Is(err, ErrProofInvalid) || !errors.Is(err, ErrWitness) {
 			t.Fatalf("%s: Prove returned %v, %v", name, p != nil, err)
 		}
 	}

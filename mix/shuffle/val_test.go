@@ -274,3 +274,21 @@ func TestProofSize(t *testing.T) {
 		}
 	}
 }
+
+// A proof is checked against the statement's shape, never its own.
+func TestVerifyProofShapeMismatch(t *testing.T) {
+	small := newFixture(t, "shape small", 3, 2)
+	big := newFixture(t, "shape big", 4, 2)
+	p, err := Prove(small.st, small.wit, newDetReader("shape"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustReject(t, Verify(big.st, p, nil), ErrProofEncoding, "proof for n = 3 against n = 4")
+	_, err = verifyEach(big.st, p, defaultSuite)
+	mustReject(t, err, ErrProofEncoding, "unbatched: proof for n = 3 against n = 4")
+	mustReject(t, Verify(small.st, nil, nil), ErrProofEncoding, "nil proof")
+	mustReject(t, Verify(small.st, &Proof{}, nil), ErrProofEncoding, "empty proof")
+	if _, err := (&Proof{}).MarshalBinary(); err == nil {
+		t.Fatal("empty proof marshalled")
+	}
+}
