@@ -104,3 +104,28 @@ func TestWitnessClose(t *testing.T) {
 		t.Fatal("Close left the witness populated")
 	}
 }
+
+// TestLarge runs n = 4000, w = 4 (80 017 points in the batched MSM, more
+// than one Pippenger piece) with RIFFLE_LONG=1.
+func TestLarge(t *testing.T) {
+	if !long() {
+		t.Skip("RIFFLE_LONG=1 to run")
+	}
+	f := newFixture(t, "large", 4000, 4)
+	p, err := Prove(f.st, f.wit, newDetReader("large"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(f.st, p, nil); err != nil {
+		t.Fatal(err)
+	}
+	bad := cloneStatement(f.st)
+	bad.Outputs[3999][3].A = group.NewElement().Add(bad.Outputs[3999][3].A, group.Base())
+	q, err := prove(bad, f.wit, newDetReader("large bad"), defaultSuite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(bad, q, nil); !errors.Is(err, ErrProofInvalid) {
+		t.Fatalf("tampered large proof: %v", err)
+	}
+}
