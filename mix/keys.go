@@ -53,14 +53,16 @@ const (
 	tagLayerEnc      = "riffle/v2/layer-enc"
 	tagLayerMAC      = "riffle/v2/layer-mac"
 	tagRegHash       = "riffle/v2/registration-ciphertexts"
+	tagLowOrderProbe = "riffle/v2/x25519-low-order-probe"
 	shuffleStepName  = "shuffle"
 )
 
 // ServerSecret is a server's per-epoch ElGamal key x_s (SPEC §3, §4). It is
 // erased as soon as setup has finished (forward secrecy, SPEC §3).
 type ServerSecret struct {
-	x *group.Scalar
-	X *group.Element
+	x      *group.Scalar
+	X      *group.Element
+	closed bool
 }
 
 // NewServerSecret draws a fresh ElGamal key.
@@ -75,11 +77,24 @@ func NewServerSecret(rand io.Reader) (*ServerSecret, error) {
 // Public returns X_s = x_s·G.
 func (k *ServerSecret) Public() *group.Element { return group.NewElement().Set(k.X) }
 
-// Close erases x_s. The public key stays readable.
+// Close erases x_s. The public key stays readable; every use of the secret
+// fails from now on (an erased x would otherwise act as x = 0).
 func (k *ServerSecret) Close() {
-	if k != nil && k.x != nil {
+	if k == nil {
+		return
+	}
+	if k.x != nil {
 		k.x.Zero()
 	}
+	k.closed = true
+}
+
+// secret returns x_s, or an error once Close has erased it.
+func (k *ServerSecret) secret() (*group.Scalar, error) {
+	if k == nil || k.x == nil || k.closed {
+		return nil, errors.New("server key: secret closed")
+	}
+	return k.x, nil
 }
 
 // KeyContext is the context a server key's proof of knowledge is bound to
@@ -92,7 +107,11 @@ func KeyContext(number uint64, nonce [32]byte, peerID []byte) []byte {
 // ProveKey proves knowledge of x_s with a Schnorr proof whose challenge hashes
 // ctx (use KeyContext), X_s and the commitment (SPEC §3).
 func (k *ServerSecret) ProveKey(ctx []byte, rand io.Reader) ([]byte, error) {
-	return proveSchnorr(k.x, k.X, func(t *group.Transcript) { t.Bytes(ctx) }, tagServerKeyPoK, rand)
+	x, err := k.secret()
+	if err != nil {
+		return nil, err
+	}
+	return proveSchnorr(x, k.X, func(t *group.Transcript) { t.Bytes(ctx) }, tagServerKeyPoK, rand)
 }
 
 // VerifyKey checks a server key and its proof of knowledge for ctx. The key

@@ -176,8 +176,18 @@ func signPseudonym(q *group.Scalar, P *group.Element, epoch EpochID, round uint6
 	return s.Encode(R.Encode(make([]byte, 0, SignatureSize))), nil
 }
 
-// VerifyPayload checks one payload's pseudonym signature against P.
+// usablePseudonym reports whether P can verify a signature at all: the
+// identity would accept R = s·G for any s, with no key (SPEC §2 forbids the
+// identity wherever a public key is expected; setup never publishes it, this
+// guards callers whose list is wrong).
+func usablePseudonym(P *group.Element) bool { return P != nil && !group.IsIdentity(P) }
+
+// VerifyPayload checks one payload's pseudonym signature against P, which
+// must not be nil or the identity.
 func VerifyPayload(epoch EpochID, round uint64, P *group.Element, raw []byte) error {
+	if !usablePseudonym(P) {
+		return fmt.Errorf("payload signature: pseudonym: %w", group.ErrIdentity)
+	}
 	if len(raw) < SignatureSize {
 		return fmt.Errorf("payload of %d bytes: %w", len(raw), group.ErrLength)
 	}
@@ -196,10 +206,10 @@ func VerifyPayload(epoch EpochID, round uint64, P *group.Element, raw []byte) er
 
 // VerifyPayloads checks the pseudonym signature of the payload at every
 // output position q against P_q (SPEC §5.3 v2) and returns the failing
-// positions, in order (a missing payload fails). It hashes on all cores and
-// checks all signatures with one multi-scalar multiplication under fresh
-// 128-bit weights from rand; only if that fails does it check one by one to
-// name the culprits. A nil rand means crypto/rand; the weights must never be
+// positions, in order (a missing payload, or a nil or identity pseudonym,
+// fails). It hashes on all cores and checks all signatures with one
+// multi-scalar multiplication under fresh 128-bit weights from rand; only if
+// that fails does it check one by one to name the culprits. A nil rand means crypto/rand; the weights must never be
 // predictable by whoever made the payloads.
 func VerifyPayloads(epoch EpochID, round uint64, pseudonyms []*group.Element, raws [][]byte, rand io.Reader) (bad []int) {
 	if rand == nil {
@@ -211,7 +221,7 @@ func VerifyPayloads(epoch EpochID, round uint64, pseudonyms []*group.Element, ra
 	cs := make([]*group.Scalar, n)
 	ok := make([]bool, n)
 	parallel(n, func(q int) {
-		if q >= len(raws) || len(raws[q]) < SignatureSize || pseudonyms[q] == nil {
+		if q >= len(raws) || len(raws[q]) < SignatureSize || !usablePseudonym(pseudonyms[q]) {
 			return
 		}
 		raw := raws[q]

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/riffle-net/riffle/internal/group"
 )
@@ -313,7 +314,36 @@ func ParseRegistration(b []byte, m int) (*Registration, error) {
 		copy(reg.Proofs[j][:], e[group.CiphertextSize:])
 	}
 	copy(reg.PIRKey[:], b[(m+1)*registrationEntrySize:])
+	if err := checkPIRKey(reg.PIRKey[:]); err != nil {
+		return nil, fmt.Errorf("registration: %w", err)
+	}
 	return reg, nil
+}
+
+// lowOrderProbe is a fixed, public X25519 scalar. X25519 clamps every scalar
+// to a multiple of 8, so its product with a point of order 1, 2, 4 or 8 (on
+// the curve or its twist) is zero, which crypto/ecdh reports as an error.
+var lowOrderProbe = sync.OnceValue(func() *ecdh.PrivateKey {
+	seed := sha256.Sum256([]byte(tagLowOrderProbe))
+	k, err := ecdh.X25519().NewPrivateKey(seed[:])
+	if err != nil {
+		panic(err) // unreachable: any 32 bytes are an X25519 private key
+	}
+	return k
+})
+
+// checkPIRKey rejects a client X25519 key of low order: the X25519 analogue
+// of the identity (SPEC §2), whose shared secret with every server is zero,
+// so that every server's §6.2 seed derivation would fail at round time.
+func checkPIRKey(b []byte) error {
+	pk, err := ecdh.X25519().NewPublicKey(b)
+	if err != nil {
+		return fmt.Errorf("x25519 key: %w", err)
+	}
+	if _, err := lowOrderProbe().ECDH(pk); err != nil {
+		return fmt.Errorf("x25519 key of low order: %w", group.ErrIdentity)
+	}
+	return nil
 }
 
 // CiphertextHash is the hash of a registration's ciphertexts that the final

@@ -125,14 +125,17 @@ func SetupStep(epoch EpochID, s int, serverKeys []*group.Element, sk *ServerSecr
 	if err != nil {
 		return nil, nil, fmt.Errorf("setup step %d: %w", s, err)
 	}
-	if sk == nil || sk.x == nil || sk.X.Equal(serverKeys[s]) != 1 {
+	x, err := sk.secret()
+	if err != nil {
+		return nil, nil, fmt.Errorf("setup step %d: %w", s, err)
+	}
+	if sk.X.Equal(serverKeys[s]) != 1 {
 		return nil, nil, fmt.Errorf("setup step %d: secret key does not match server key %d", s, s)
 	}
 	if err := checkVectors(inputs, m, s); err != nil {
 		return nil, nil, fmt.Errorf("setup step %d: %w", s, err)
 	}
 	n, w := len(inputs), m-s
-	x := sk.x
 
 	// Step 1: open component s.
 	res := &StepResult{S: s, M: m, U: make([]*group.Element, n)}
