@@ -78,3 +78,38 @@ func testClients(t testing.TB, epoch EpochID, X []*group.Element, n int, rand io
 	}
 	return cs, keys, regs
 }
+
+// registerSharedR reproduces version 1's flaw for the tests that show it
+// links: a registration whose m+1 components share one r, each with a valid
+// proof of knowledge of it. Production code has no way to make one.
+func registerSharedR(t testing.TB, epoch EpochID, regKey ed25519.PublicKey, X []*group.Element, rand io.Reader) (*ClientSecret, *Registration) {
+	t.Helper()
+	cs, reg, err := Register(epoch, regKey, X, rand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := AggregateKeys(X, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := nonZeroScalar(rand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := len(X)
+	for j := 0; j <= m; j++ {
+		M := cs.P
+		if j < m {
+			M = group.NewElement().ScalarBaseMult(cs.u[j])
+		}
+		ct := group.Ciphertext{A: group.NewElement().ScalarBaseMult(r), B: group.NewElement().ScalarMult(r, keys[j])}
+		ct.B.Add(ct.B, M)
+		proof, err := proveSchnorr(r, ct.A, ctPoKStatement(epoch, regKey, j, keys[j], ct), tagCtPoK, rand)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg.Ciphertexts[j] = ct
+		copy(reg.Proofs[j][:], proof)
+	}
+	return cs, reg
+}

@@ -248,6 +248,7 @@ func proverNonce(rand io.Reader, secret *group.Scalar, statement []byte) (*group
 	}
 	clear(sb[:])
 	clear(d[:])
+	clear(fresh[:])
 	return k, nil
 }
 

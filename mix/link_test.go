@@ -157,9 +157,15 @@ func TestHonestServerUnlinkable(t *testing.T) {
 		regs := make([]*Registration, n)
 		for i := range n {
 			pub := testRegKey(t, rand).Public().(ed25519.PublicKey)
-			cs, reg, err := register(epoch, pub, X, rand, fl == sharedR)
-			if err != nil {
-				t.Fatal(err)
+			var cs *ClientSecret
+			var reg *Registration
+			if fl == sharedR {
+				cs, reg = registerSharedR(t, epoch, pub, X, rand)
+			} else {
+				var err error
+				if cs, reg, err = Register(epoch, pub, X, rand); err != nil {
+					t.Fatal(err)
+				}
 			}
 			cs.Close()
 			regs[i] = reg

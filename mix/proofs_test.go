@@ -120,10 +120,7 @@ func TestRegistration(t *testing.T) {
 		}
 	}
 	// A client that shares r across components is rejected (SPEC §4.1 v2).
-	_, shared, err := register(epoch, pub, X, rand, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, shared := registerSharedR(t, epoch, pub, X, rand)
 	if err := VerifyRegistration(epoch, pub, X, shared); err == nil || !strings.Contains(err.Error(), "randomness") {
 		t.Errorf("shared randomness: got %v", err)
 	}

@@ -76,14 +76,9 @@ func ctPoKStatement(epoch EpochID, regKey ed25519.PublicKey, j int, key *group.E
 	}
 }
 
-// Register makes a client's registration for an epoch (SPEC §4.1).
+// Register makes a client's registration for an epoch (SPEC §4.1): every
+// component with its own fresh randomness (v2).
 func Register(epoch EpochID, regKey ed25519.PublicKey, serverKeys []*group.Element, rand io.Reader) (*ClientSecret, *Registration, error) {
-	return register(epoch, regKey, serverKeys, rand, false)
-}
-
-// register is Register; sharedR (tests only) reproduces version 1's flaw of
-// one r for all components, so that a test can show that the flaw links.
-func register(epoch EpochID, regKey ed25519.PublicKey, serverKeys []*group.Element, rand io.Reader, sharedR bool) (*ClientSecret, *Registration, error) {
 	if len(regKey) != ed25519.PublicKeySize {
 		return nil, nil, fmt.Errorf("register: registration key of %d bytes, want %d", len(regKey), ed25519.PublicKeySize)
 	}
@@ -94,7 +89,6 @@ func register(epoch EpochID, regKey ed25519.PublicKey, serverKeys []*group.Eleme
 	m := len(serverKeys)
 	cs := &ClientSecret{u: make([]*group.Scalar, m)}
 	reg := &Registration{Ciphertexts: make([]group.Ciphertext, m+1), Proofs: make([][SchnorrProofSize]byte, m+1)}
-	var r *group.Scalar
 	for j := 0; j <= m; j++ {
 		var x *group.Scalar
 		if x, err = nonZeroScalar(rand); err != nil {
@@ -107,11 +101,10 @@ func register(epoch EpochID, regKey ed25519.PublicKey, serverKeys []*group.Eleme
 		} else {
 			cs.q, cs.P = x, M
 		}
-		if r == nil || !sharedR {
-			if r, err = nonZeroScalar(rand); err != nil {
-				cs.Close()
-				return nil, nil, fmt.Errorf("register component %d: %w", j, err)
-			}
+		r, err := nonZeroScalar(rand)
+		if err != nil {
+			cs.Close()
+			return nil, nil, fmt.Errorf("register component %d: %w", j, err)
 		}
 		ct := group.Ciphertext{A: group.NewElement().ScalarBaseMult(r), B: group.NewElement().ScalarMult(r, keys[j])}
 		ct.B.Add(ct.B, M)
@@ -120,9 +113,7 @@ func register(epoch EpochID, regKey ed25519.PublicKey, serverKeys []*group.Eleme
 			cs.Close()
 			return nil, nil, fmt.Errorf("register component %d: %w", j, err)
 		}
-		if !sharedR {
-			r.Zero()
-		}
+		r.Zero()
 		reg.Ciphertexts[j] = ct
 		copy(reg.Proofs[j][:], proof)
 	}
