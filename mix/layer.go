@@ -229,16 +229,19 @@ func (e *MACError) Error() string {
 
 // OpenLayer checks the MAC and decrypts layer s of every onion of one round,
 // in input-position order, with keys from ServerLayerKeys (SPEC §5.2). Every
-// onion must be as long as the first (the caller checks that length against
-// OnionSize − 16·s). The work is spread over all cores; besides the outputs
+// onion must be as long as the batch's most common length (the caller checks
+// that length against OnionSize − 16·s); an onion of another length fails
+// at its own position only, so that one malformed entry never makes the
+// honest entries look bad. The work is spread over all cores; besides the outputs
 // (one allocation for the batch), each worker uses one scratch buffer for
 // the whole batch. If any position fails, the result is nil and the error is
 // a *MACError naming all of them: nothing may be forwarded (SPEC §5.2 v2).
 func OpenLayer(epoch EpochID, round uint64, s int, keys []LayerKey, onions [][]byte) ([][]byte, error) {
-	if len(onions) == 0 || len(onions[0]) < TagSize {
+	size := commonLength(onions)
+	if size < TagSize {
 		return OpenLayerInto(nil, epoch, round, s, keys, onions)
 	}
-	body := len(onions[0]) - TagSize
+	body := size - TagSize
 	slab := make([]byte, body*len(onions))
 	dst := make([][]byte, len(onions))
 	for p := range dst {
@@ -263,7 +266,7 @@ func OpenLayerInto(dst [][]byte, epoch EpochID, round uint64, s int, keys []Laye
 	if n == 0 {
 		return nil, nil
 	}
-	size := len(onions[0])
+	size := commonLength(onions)
 	out := make([][]byte, n)
 	var mu sync.Mutex
 	var bad []int
@@ -326,6 +329,20 @@ func OpenLayerInto(dst [][]byte, epoch EpochID, round uint64, s int, keys []Laye
 		return nil, &MACError{Server: s, Round: round, Positions: bad}
 	}
 	return out, nil
+}
+
+// commonLength returns the most common length of the entries (the first
+// such length on a tie), or 0 for none.
+func commonLength(entries [][]byte) int {
+	count := make(map[int]int)
+	best, bestCount := 0, 0
+	for _, e := range entries {
+		count[len(e)]++
+		if c := count[len(e)]; c > bestCount {
+			best, bestCount = len(e), c
+		}
+	}
+	return best
 }
 
 // CheckMAC verifies the tag of layer j of one onion under a MAC key alone, as

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -153,5 +154,32 @@ func TestSecretsNotFormatted(t *testing.T) {
 	// A public value still prints: the redaction names the type.
 	if !strings.Contains(fmt.Sprint(lk), "LayerKey") {
 		t.Errorf("redacted layer key prints %q", fmt.Sprint(lk))
+	}
+}
+
+// TestOpenLayerWrongSizeFirst: one malformed entry at position 0 fails at
+// position 0 alone. Before the fix the first onion set the expected length,
+// so every honest onion was named in the MACError, which would start blame
+// at honest positions, where the MAC verifies and the accuser (an honest
+// server) is then blamed (SPEC §8).
+func TestOpenLayerWrongSizeFirst(t *testing.T) {
+	const n = 4
+	f := newRoundFixture(t, 2, n, 1, "wrong size first")
+	onions := make([][]byte, n) // S_0's input position i holds client i's onion
+	for i := range n {
+		onions[i] = f.seal(t, i, 0, []byte("payload of equal size"))
+	}
+	onions[0] = append(onions[0], 0)
+	_, err := f.open(t, 0, 0, onions)
+	var me *MACError
+	if !errors.As(err, &me) || len(me.Positions) != 1 || me.Positions[0] != 0 {
+		t.Fatalf("got %v, want a MACError at position 0 only", err)
+	}
+	// A batch of equal but wrong sizes still fails everywhere.
+	for i := range onions {
+		onions[i] = append(f.seal(t, i, 0, []byte("payload of equal size")), 1, 2)
+	}
+	if _, err := f.open(t, 0, 0, onions); !errors.As(err, &me) || len(me.Positions) != n {
+		t.Fatalf("got %v, want all %d positions", err, n)
 	}
 }
