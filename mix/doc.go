@@ -45,5 +45,6 @@
 // multiplication is used only on public scalars and points (verifiers, and
 // the public batching coefficients of the setup DLEQ). Secret scalars are
 // compared with the library's constant-time Equal; MAC tags only inside the
-// AEAD. Nothing here logs.
+// AEAD. Nothing here logs, and every secret-holding type prints and logs as
+// its type name only (redact.go).
 package mix
