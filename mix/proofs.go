@@ -1,6 +1,7 @@
 package mix
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -143,6 +144,9 @@ func ProveReencryption(epoch EpochID, s, inPos, outPos, component int, key *grou
 func VerifyReencryption(epoch EpochID, s, inPos, outPos, component int, key *group.Element, in, out group.Ciphertext, proof []byte) error {
 	if key == nil || group.IsIdentity(key) {
 		return fmt.Errorf("re-encryption proof: key: %w", group.ErrIdentity)
+	}
+	if in.A == nil || in.B == nil || out.A == nil || out.B == nil {
+		return errors.New("re-encryption proof: missing ciphertext")
 	}
 	dA := group.NewElement().Subtract(out.A, in.A)
 	dB := group.NewElement().Subtract(out.B, in.B)

@@ -183,3 +183,17 @@ func TestOpenLayerWrongSizeFirst(t *testing.T) {
 		t.Fatalf("got %v, want all %d positions", err, n)
 	}
 }
+
+// TestBlameVerifiersMissingData: the blame verifiers run on data a node
+// assembles from broadcasts; missing pieces are an error, never a panic.
+func TestBlameVerifiersMissingData(t *testing.T) {
+	f := newStepFixture(t, 2, 3, 0, "missing data")
+	defer f.sec.Close()
+	if err := VerifyRoute(f.epoch, 0, f.X, f.inputs, nil, 0, 0, make([]byte, DLEQProofSize)); err == nil {
+		t.Error("route proof verifies without a setup result")
+	}
+	ct := f.inputs[0][1]
+	if err := VerifyReencryption(f.epoch, 0, 0, 0, 1, f.X[1], ct, group.Ciphertext{}, make([]byte, DLEQProofSize)); err == nil {
+		t.Error("re-encryption proof verifies without an output ciphertext")
+	}
+}

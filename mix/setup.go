@@ -561,6 +561,9 @@ func VerifyRoute(epoch EpochID, s int, serverKeys []*group.Element, inputs [][]g
 		return fmt.Errorf("route proof: %w", err)
 	}
 	n := len(inputs)
+	if res == nil {
+		return errors.New("route proof: no setup result")
+	}
 	if inPos < 0 || inPos >= n || outPos < 0 || outPos >= n || len(res.Shuffled) != n || len(inputs[inPos]) < 2 || len(res.Shuffled[outPos]) < 1 {
 		return fmt.Errorf("route proof: positions %d → %d out of range for %d vectors", inPos, outPos, n)
 	}
