@@ -220,3 +220,26 @@ func (d *Dec) Done(msg string) error {
 	}
 	return nil
 }
+
+// ReadAny reads one frame of any type for which max returns a positive cap,
+// as a request handler does.
+func ReadAny(r io.Reader, max func(Type) int) (Type, []byte, error) {
+	var h [HeaderSize]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, nil, fmt.Errorf("wire: read header: %w", err)
+	}
+	t := Type(h[0])
+	n := int64(binary.BigEndian.Uint32(h[1:]))
+	c := max(t)
+	if c <= 0 {
+		return t, nil, fmt.Errorf("wire: unexpected message type %d", t)
+	}
+	if n > int64(c) || n > MaxFrame {
+		return t, nil, fmt.Errorf("%w: type %d body of %d bytes > cap %d", ErrTooLarge, t, n, c)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(io.LimitReader(r, n), b); err != nil {
+		return t, nil, fmt.Errorf("wire: read body of type %d (%d bytes): %w", t, n, err)
+	}
+	return t, b, nil
+}

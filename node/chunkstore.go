@@ -1,0 +1,136 @@
+package node
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// StoredChunk is a public chunk with its id (SHA-256 of Data).
+type StoredChunk struct {
+	ID   [32]byte
+	Data []byte
+}
+
+// ChunkStore is what a server keeps (§7). The bbolt store implements it
+// through an adapter; memStore is the in-memory version for tests.
+type ChunkStore interface {
+	// PutRound stores a round's chunks, index entries and published ids in
+	// one transaction; the round is acknowledged only after it returns.
+	PutRound(epoch [32]byte, round uint32, published [][32]byte, chunks []StoredChunk, index []wire.IndexEntry) error
+	PutChunks(chunks []StoredChunk) error
+	PutRequests(epoch [32]byte, round uint32, list []wire.ListEntry) error
+	GetChunk(id [32]byte) ([]byte, error)
+	HasChunk(id [32]byte) (bool, error)
+	// ViewChunks runs fn with the chunks of ids (zero-copy where the store
+	// allows: the slices die when fn returns).
+	ViewChunks(ids [][32]byte, fn func(rows [][]byte) error) error
+	Index() ([]wire.IndexEntry, error)
+	Close() error
+}
+
+// ErrNoChunk is returned for a chunk the store does not hold.
+var ErrNoChunk = errors.New("node: no such chunk")
+
+type memStore struct {
+	mu     sync.RWMutex
+	chunks map[[32]byte][]byte
+	index  map[[32]byte]wire.IndexEntry
+	lists  map[[36]byte][]wire.ListEntry
+}
+
+// NewMemStore returns an in-memory ChunkStore (tests, the demo).
+func NewMemStore() ChunkStore {
+	return &memStore{chunks: map[[32]byte][]byte{}, index: map[[32]byte]wire.IndexEntry{}, lists: map[[36]byte][]wire.ListEntry{}}
+}
+
+func (m *memStore) PutRound(epoch [32]byte, round uint32, published [][32]byte, chunks []StoredChunk, index []wire.IndexEntry) error {
+	if err := m.PutChunks(chunks); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range index {
+		if _, ok := m.index[e.FileID]; !ok {
+			m.index[e.FileID] = e
+		}
+	}
+	return nil
+}
+
+func (m *memStore) PutChunks(chunks []StoredChunk) error {
+	for _, c := range chunks {
+		if sha256.Sum256(c.Data) != c.ID {
+			return fmt.Errorf("node: chunk %x does not hash to its id", c.ID[:6])
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range chunks {
+		if _, ok := m.chunks[c.ID]; !ok {
+			m.chunks[c.ID] = append([]byte(nil), c.Data...)
+		}
+	}
+	return nil
+}
+
+func (m *memStore) PutRequests(epoch [32]byte, round uint32, list []wire.ListEntry) error {
+	var k [36]byte
+	copy(k[:], epoch[:])
+	k[32], k[33], k[34], k[35] = byte(round>>24), byte(round>>16), byte(round>>8), byte(round)
+	m.mu.Lock()
+	m.lists[k] = append([]wire.ListEntry(nil), list...)
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *memStore) GetChunk(id [32]byte) ([]byte, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	c, ok := m.chunks[id]
+	if !ok {
+		return nil, ErrNoChunk
+	}
+	return append([]byte(nil), c...), nil
+}
+
+func (m *memStore) HasChunk(id [32]byte) (bool, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, ok := m.chunks[id]
+	return ok, nil
+}
+
+func (m *memStore) ViewChunks(ids [][32]byte, fn func(rows [][]byte) error) error {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	rows := make([][]byte, len(ids))
+	for i, id := range ids {
+		c, ok := m.chunks[id]
+		if !ok {
+			return fmt.Errorf("%w: %x", ErrNoChunk, id[:6])
+		}
+		rows[i] = c
+	}
+	return fn(rows)
+}
+
+func (m *memStore) Index() ([]wire.IndexEntry, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]wire.IndexEntry, 0, len(m.index))
+	for _, e := range m.index {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Time < out[j].Time })
+	return out, nil
+}
+
+func (m *memStore) Close() error { return nil }
+
+var _ = time.Now

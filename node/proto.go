@@ -1,0 +1,193 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// Protocol ids, versioned: a change of any layout bumps the number.
+const (
+	ProtoRoster protocol.ID = "/riffle/1/roster" // server hello
+	ProtoEpoch  protocol.ID = "/riffle/1/epoch"  // epoch setup between servers
+	ProtoRound  protocol.ID = "/riffle/1/round"  // mixing, lists, padded answers, chunk fetch
+	ProtoClient protocol.ID = "/riffle/1/client" // client ↔ primary: join, register, submit, lists, index
+	ProtoPIR    protocol.ID = "/riffle/1/pir"    // client ↔ primary: queries and answers
+)
+
+// ProtocolVersion is carried in Hello.
+const ProtocolVersion = 1
+
+// Deadlines. Every stream gets one; long polls get the longest.
+const (
+	shortTimeout = 20 * time.Second  // request/response between live peers
+	bulkTimeout  = 120 * time.Second // batches and padded answers of a round
+	pollTimeout  = 10 * time.Minute  // a client waiting for the next epoch or round
+)
+
+// Domain tags of the hashes the servers sign (docs/proto-node.md).
+const (
+	tagEpochID   = "riffle/v2/epoch-id"
+	tagDescOpen  = "riffle/v2/descriptor-open"
+	tagDescFinal = "riffle/v2/descriptor-final"
+	tagStep      = "riffle/v2/step"
+	tagRegister  = "riffle/v2/register"
+	tagList      = "riffle/v2/request-list"
+	tagMerkleLf  = "riffle/v2/merkle-leaf"
+	tagMerkleNd  = "riffle/v2/merkle-node"
+	tagBatch     = "riffle/v2/batch"
+)
+
+// taggedHash is SHA-256 over a tag and u32-length-prefixed parts.
+func taggedHash(tag string, parts ...[]byte) [32]byte {
+	h := sha256.New()
+	var e wire.Enc
+	e.Bytes([]byte(tag))
+	for _, p := range parts {
+		e.Bytes(p)
+	}
+	h.Write(e.B)
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// merkleRoot is the root of a binary Merkle tree over entries (§5.2), each
+// leaf H(leaf tag, u32 position, entry), each node H(node tag, left, right),
+// an odd node promoted unchanged; the root of no entries is H(leaf tag).
+func merkleRoot(entries [][]byte) [32]byte {
+	if len(entries) == 0 {
+		return taggedHash(tagMerkleLf)
+	}
+	level := make([][32]byte, len(entries))
+	for i, e := range entries {
+		var pos wire.Enc
+		pos.U32(uint32(i))
+		level[i] = taggedHash(tagMerkleLf, pos.B, e)
+	}
+	for len(level) > 1 {
+		next := level[:0:0]
+		for i := 0; i < len(level); i += 2 {
+			if i+1 == len(level) {
+				next = append(next, level[i])
+				continue
+			}
+			next = append(next, taggedHash(tagMerkleNd, level[i][:], level[i+1][:]))
+		}
+		level = next
+	}
+	return level[0]
+}
+
+// sign signs a 32-byte digest with the host's Ed25519 identity key.
+func sign(priv crypto.PrivKey, digest [32]byte) ([64]byte, error) {
+	var out [64]byte
+	s, err := priv.Sign(digest[:])
+	if err != nil {
+		return out, fmt.Errorf("node: sign: %w", err)
+	}
+	if len(s) != 64 {
+		return out, fmt.Errorf("node: signature of %d bytes, want 64", len(s))
+	}
+	copy(out[:], s)
+	return out, nil
+}
+
+// verifyPeerSig checks an Ed25519 signature by the identity key of id.
+func verifyPeerSig(id peer.ID, digest [32]byte, sig [64]byte) error {
+	pub, err := id.ExtractPublicKey()
+	if err != nil {
+		return fmt.Errorf("node: public key of %s: %w", id, err)
+	}
+	if pub.Type() != crypto.Ed25519 {
+		return fmt.Errorf("node: peer %s key is %v, want Ed25519", id, pub.Type())
+	}
+	ok, err := pub.Verify(digest[:], sig[:])
+	if err != nil || !ok {
+		return fmt.Errorf("node: bad signature by %s", id)
+	}
+	return nil
+}
+
+// call opens a stream to p, sends one request frame and reads one reply of
+// type want of at most max bytes. The stream is reset on any error.
+func call(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID, t wire.Type, body []byte, want wire.Type, max int, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	s, err := h.NewStream(network.WithAllowLimitedConn(ctx, "riffle"), p, proto)
+	if err != nil {
+		return nil, fmt.Errorf("open %s to %s: %w", proto, p.ShortString(), err)
+	}
+	dl, _ := ctx.Deadline()
+	_ = s.SetDeadline(dl)
+	// Abort the stream when the context ends, so that a long poll stops
+	// with its caller.
+	stop := context.AfterFunc(ctx, func() { s.Reset() })
+	defer stop()
+	bw := bufio.NewWriterSize(s, 64<<10)
+	if err := wire.WriteFrame(bw, t, body); err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("%s to %s: %w", proto, p.ShortString(), err)
+	}
+	if err := s.CloseWrite(); err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("%s to %s: close write: %w", proto, p.ShortString(), err)
+	}
+	rep, err := wire.ReadFrame(bufio.NewReaderSize(s, 64<<10), want, max)
+	if err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("%s to %s: %w", proto, p.ShortString(), err)
+	}
+	s.Close()
+	return rep, nil
+}
+
+// handlerFunc answers one request; it returns the reply type and body.
+type handlerFunc func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error)
+
+// serve installs a request/response handler for proto with per-type caps.
+func serve(ctx context.Context, h host.Host, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(wire.Type) int, fn handlerFunc) {
+	h.SetStreamHandler(proto, func(s network.Stream) {
+		_ = s.SetDeadline(time.Now().Add(timeout))
+		from := s.Conn().RemotePeer()
+		t, body, rerr := wire.ReadAny(bufio.NewReaderSize(s, 64<<10), caps)
+		if rerr != nil {
+			log.Debug("bad request", "proto", proto, "err", rerr)
+			s.Reset()
+			return
+		}
+		sctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		rt, rep, ferr := fn(sctx, from, t, body)
+		bw := bufio.NewWriterSize(s, 64<<10)
+		var err error
+		if ferr != nil {
+			log.Debug("request refused", "proto", proto, "type", t, "err", ferr)
+			err = wire.WriteError(bw, ferr)
+		} else {
+			err = wire.WriteFrame(bw, rt, rep)
+		}
+		if err == nil {
+			err = bw.Flush()
+		}
+		if err != nil {
+			s.Reset()
+			return
+		}
+		s.Close()
+	})
+}

@@ -1,0 +1,178 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// Roster timing: a server is live while its last hello is younger than
+// rosterTTL; hellos are repeated every helloEvery.
+const (
+	helloEvery = 3 * time.Second
+	rosterTTL  = 12 * time.Second
+	roleServer = 1
+)
+
+type member struct {
+	id    peer.ID
+	nick  string
+	addrs []ma.Multiaddr
+	seen  time.Time
+}
+
+// roster is the set of live server peers (§3).
+type roster struct {
+	mu sync.Mutex
+	m  map[peer.ID]*member
+}
+
+func (r *roster) saw(id peer.ID, nick string, addrs []ma.Multiaddr) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = make(map[peer.ID]*member)
+	}
+	r.m[id] = &member{id: id, nick: nick, addrs: addrs, seen: time.Now()}
+}
+
+// live returns the live members.
+func (r *roster) live() []*member {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*member
+	for _, m := range r.m {
+		if time.Since(m.seen) < rosterTTL {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (r *roster) get(id peer.ID) *member {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m := r.m[id]; m != nil && time.Since(m.seen) < rosterTTL {
+		return m
+	}
+	return nil
+}
+
+// sortChain orders peer ids by their raw bytes: the chain order of §3.
+func sortChain(ids []peer.ID) {
+	sort.Slice(ids, func(i, j int) bool { return bytes.Compare([]byte(ids[i]), []byte(ids[j])) < 0 })
+}
+
+// chain returns the live servers and this one in chain order.
+func (s *Server) chain() []peer.ID {
+	ids := []peer.ID{s.h.ID()}
+	for _, m := range s.roster.live() {
+		if m.id != s.h.ID() {
+			ids = append(ids, m.id)
+		}
+	}
+	sortChain(ids)
+	return ids
+}
+
+func (s *Server) hello() *wire.Hello {
+	h := &wire.Hello{Version: ProtocolVersion, Role: roleServer, Nick: []byte(s.cfg.Nick)}
+	for _, a := range s.h.Addrs() {
+		if len(h.Addrs) < wire.MaxAddrs {
+			h.Addrs = append(h.Addrs, a.Bytes())
+		}
+	}
+	return h
+}
+
+func parseHello(b []byte) (*wire.Hello, []ma.Multiaddr, error) {
+	var h wire.Hello
+	if err := h.Unmarshal(b); err != nil {
+		return nil, nil, err
+	}
+	if h.Version != ProtocolVersion {
+		return nil, nil, fmt.Errorf("node: peer speaks protocol %d, want %d", h.Version, ProtocolVersion)
+	}
+	var addrs []ma.Multiaddr
+	for _, a := range h.Addrs {
+		if m, err := ma.NewMultiaddrBytes(a); err == nil {
+			addrs = append(addrs, m)
+		}
+	}
+	return &h, addrs, nil
+}
+
+// handleHello answers a roster hello and records a server peer.
+func (s *Server) handleHello(_ context.Context, from peer.ID, _ wire.Type, body []byte) (wire.Type, []byte, error) {
+	h, addrs, err := parseHello(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	if h.Role == roleServer {
+		s.roster.saw(from, string(h.Nick), addrs)
+		s.h.Peerstore().AddAddrs(from, addrs, rosterTTL*2)
+	}
+	return wire.TypeHello, s.hello().Marshal(), nil
+}
+
+// sayHello exchanges hellos with p.
+func (s *Server) sayHello(ctx context.Context, p peer.ID) error {
+	rep, err := call(ctx, s.h, p, ProtoRoster, wire.TypeHello, s.hello().Marshal(), wire.TypeHello, 4096, shortTimeout/2)
+	if err != nil {
+		return err
+	}
+	h, addrs, err := parseHello(rep)
+	if err != nil {
+		return err
+	}
+	if h.Role == roleServer {
+		s.roster.saw(p, string(h.Nick), addrs)
+	}
+	return nil
+}
+
+// rosterLoop keeps hellos going to the bootstrap peers and every known
+// server, so that the roster tracks who is live.
+func (s *Server) rosterLoop(ctx context.Context, boot []peer.AddrInfo) {
+	t := time.NewTicker(helloEvery)
+	defer t.Stop()
+	for {
+		targets := map[peer.ID]bool{}
+		for _, b := range boot {
+			if b.ID != s.h.ID() {
+				s.h.Peerstore().AddAddrs(b.ID, b.Addrs, rosterTTL*2)
+				targets[b.ID] = true
+			}
+		}
+		s.roster.mu.Lock()
+		for id := range s.roster.m {
+			targets[id] = true
+		}
+		s.roster.mu.Unlock()
+		var wg sync.WaitGroup
+		for id := range targets {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := s.sayHello(ctx, id); err != nil {
+					s.log.Debug("hello failed", "peer", id.ShortString(), "err", err)
+				}
+			}()
+		}
+		wg.Wait()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-s.helloNow:
+		}
+	}
+}

@@ -1,0 +1,990 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/pir"
+)
+
+// sround is a server's state of one round of an epoch (guarded by s.mu).
+type sround struct {
+	subs      map[uint32]wire.Submit // primary: its clients'; leader: all
+	forwarded bool
+	mixed     bool
+
+	published [][32]byte
+	requests  map[[32]byte]bool
+	pubDone   bool
+
+	list      *wire.RoundList
+	listBytes []byte
+
+	queries map[uint32][][]byte // this server's clients' masks
+	pads    map[uint32][][]byte // XOR of the padded answers received
+	padFrom map[int]bool
+	own     map[uint32][][]byte // R_p for this server's clients
+	answers map[uint32][][]byte // combined answers, ready for the client
+	pirDone bool
+}
+
+func (e *sepoch) round(r uint32) *sround {
+	x := e.rounds[r]
+	if x == nil {
+		x = &sround{subs: map[uint32]wire.Submit{}, requests: map[[32]byte]bool{}, queries: map[uint32][][]byte{},
+			pads: map[uint32][][]byte{}, padFrom: map[int]bool{}, answers: map[uint32][][]byte{}}
+		e.rounds[r] = x
+	}
+	return x
+}
+
+// myClients returns the slots whose primary is server j.
+func (e *sepoch) clientsOf(j int) []uint32 {
+	var out []uint32
+	for i, c := range e.final.desc.Clients {
+		if int(c.Primary) == j {
+			out = append(out, uint32(i))
+		}
+	}
+	return out
+}
+
+func (e *sepoch) lim() wire.Limits {
+	l := limitsFor(e.final.desc.Params, len(e.final.chain))
+	l.Clients = e.n()
+	return l
+}
+
+func (e *sepoch) bk() (int, int) {
+	return int(e.final.desc.Params.ChunkSize), int(e.final.desc.Params.K)
+}
+
+func (s *Server) roundCaps(t wire.Type) int {
+	switch t {
+	case wire.TypeSubmitBatch, wire.TypeBatch, wire.TypePadAnswers:
+		return wire.MaxFrame
+	case wire.TypeProposal, wire.TypeRoundList:
+		return 64 << 20
+	case wire.TypeGetChunk:
+		return 64
+	}
+	return 0
+}
+
+func (s *Server) clientCaps(t wire.Type) int {
+	switch t {
+	case wire.TypeWaitOpen, wire.TypeWaitList, wire.TypeIndexReq:
+		return 1024
+	case wire.TypeRegister:
+		return 64 << 10
+	case wire.TypeSubmit:
+		return mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers) + 256
+	}
+	return 0
+}
+
+func (s *Server) pirCaps(t wire.Type) int {
+	if t == wire.TypeQuery {
+		return 64 + MaxK*(8+pir.MaskBytes(MaxRowsCap))
+	}
+	return 0
+}
+
+// epochFor returns a finalised epoch by id.
+func (s *Server) epochFor(id [32]byte) (*sepoch, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.epochs[id]
+	if e == nil || e.final == nil {
+		return nil, errors.New("node: unknown epoch")
+	}
+	return e, nil
+}
+
+// handleClient serves /riffle/1/client.
+func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
+	switch t {
+	case wire.TypeWaitOpen:
+		var ref wire.EpochRef
+		if err := ref.Unmarshal(body); err != nil {
+			return 0, nil, err
+		}
+		var out []byte
+		err := s.waitFor(ctx, func() bool {
+			if s.open != nil && !s.open.regClosed && s.open.openBytes != nil && s.open.v.id != ref.Epoch {
+				out = s.open.openBytes
+				return true
+			}
+			return false
+		})
+		if err != nil {
+			return 0, nil, fmt.Errorf("node: no epoch opened: %w", err)
+		}
+		return wire.TypeSigned, out, nil
+	case wire.TypeRegister:
+		return s.onClientRegister(ctx, from, body)
+	case wire.TypeSubmit:
+		return s.onSubmit(from, body)
+	case wire.TypeWaitList:
+		var ref wire.EpochRef
+		if err := ref.Unmarshal(body); err != nil {
+			return 0, nil, err
+		}
+		e, err := s.epochFor(ref.Epoch)
+		if err != nil {
+			return 0, nil, err
+		}
+		var out []byte
+		if err := s.waitFor(ctx, func() bool {
+			if x := e.rounds[ref.Round]; x != nil && x.listBytes != nil {
+				out = x.listBytes
+				return true
+			}
+			return e.ended
+		}); err != nil {
+			return 0, nil, err
+		}
+		if out == nil {
+			return 0, nil, fmt.Errorf("node: epoch ended: %s", e.reason)
+		}
+		return wire.TypeRoundList, out, nil
+	case wire.TypeIndexReq:
+		idx, err := s.store.Index()
+		if err != nil {
+			return 0, nil, err
+		}
+		return wire.TypeIndex, (&wire.Index{Entries: idx}).Marshal(), nil
+	}
+	return 0, nil, fmt.Errorf("node: unexpected client message %d", t)
+}
+
+func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var r wire.Register
+	if err := r.Unmarshal(body, genericLimits()); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	e := s.open
+	s.mu.Unlock()
+	if e == nil || e.v.id != r.Epoch {
+		return 0, nil, errors.New("node: epoch not open for registration here")
+	}
+	if _, err := checkRegister(e.v, &r); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	if e.regClosed {
+		s.mu.Unlock()
+		return 0, nil, errors.New("node: registration closed")
+	}
+	if len(e.regs) >= int(e.v.desc.Params.MaxClients) {
+		s.mu.Unlock()
+		return 0, nil, errors.New("node: epoch full")
+	}
+	e.regs[r.RegKey] = r
+	s.mu.Unlock()
+	// Forward to the leader (§4.1); the leader also collects every
+	// primary's list at the close, so a lost forward costs nothing.
+	leader := e.v.chain[0]
+	var err error
+	if leader == s.h.ID() {
+		_, _, err = s.onForwardedRegister(body)
+	} else {
+		_, err = call(ctx, s.h, leader, ProtoEpoch, wire.TypeRegister, body, wire.TypeAck, 16, shortTimeout)
+	}
+	if err != nil {
+		s.log.Debug("forward registration", "err", err)
+	}
+	var out []byte
+	if err := s.waitFor(ctx, func() bool {
+		if e.finalBytes != nil {
+			out = e.finalBytes
+			return true
+		}
+		return e.ended
+	}); err != nil {
+		return 0, nil, err
+	}
+	if out == nil {
+		return 0, nil, fmt.Errorf("node: epoch did not start: %s", e.reason)
+	}
+	return wire.TypeSigned, out, nil
+}
+
+// onSubmit takes one onion from a client of this primary (§5.1, §5.4).
+func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var sub wire.Submit
+	if err := sub.Unmarshal(body, genericLimits()); err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(sub.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	b, k := e.bk()
+	m, n := len(e.final.chain), e.n()
+	if int(sub.Slot) >= n || int(e.final.desc.Clients[sub.Slot].Primary) != e.pos {
+		return 0, nil, errors.New("node: slot not served by this primary")
+	}
+	if sub.Round >= e.final.desc.Params.Rounds {
+		return 0, nil, fmt.Errorf("node: round %d beyond the epoch's %d", sub.Round, e.final.desc.Params.Rounds)
+	}
+	if len(sub.Onion) != mix.OnionSize(b, k, m) {
+		return 0, nil, fmt.Errorf("node: onion of %d bytes, want %d", len(sub.Onion), mix.OnionSize(b, k, m))
+	}
+	regKey := ed25519.PublicKey(e.final.desc.Clients[sub.Slot].RegKey[:])
+	if err := mix.VerifySubmission(regKey, mix.EpochID(sub.Epoch), uint64(sub.Round), sub.Slot, sub.Onion, sub.Sig[:]); err != nil {
+		return 0, nil, fmt.Errorf("node: submission: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.ended {
+		return 0, nil, fmt.Errorf("node: epoch ended: %s", e.reason)
+	}
+	x := e.round(sub.Round)
+	if old, ok := x.subs[sub.Slot]; ok {
+		if !bytes.Equal(old.Onion, sub.Onion) {
+			// §5.1: two different onions signed for one (round, slot)
+			// is evidence against the client; the round cannot run.
+			s.end(e, "two onions signed for one slot")
+			return 0, nil, errors.New("node: a different onion was already submitted for this round")
+		}
+		return wire.TypeAck, ack, nil
+	}
+	x.subs[sub.Slot] = sub
+	mine := e.clientsOf(e.pos)
+	if !x.forwarded && len(x.subs) == len(mine) {
+		x.forwarded = true
+		batch := wire.SubmitBatch{Epoch: sub.Epoch, Round: sub.Round}
+		for _, sl := range mine {
+			batch.Subs = append(batch.Subs, x.subs[sl])
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.forwardSubs(e, &batch)
+		}()
+	}
+	return wire.TypeAck, ack, nil
+}
+
+func (s *Server) forwardSubs(e *sepoch, batch *wire.SubmitBatch) {
+	if e.pos == 0 {
+		if err := s.takeSubs(s.h.ID(), batch); err != nil {
+			s.log.Warn("own submissions", "err", err)
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	defer cancel()
+	if _, err := call(ctx, s.h, e.final.chain[0], ProtoRound, wire.TypeSubmitBatch, batch.Marshal(), wire.TypeAck, 16, bulkTimeout); err != nil {
+		s.log.Warn("forward submissions", "round", batch.Round, "err", err)
+	}
+}
+
+// takeSubs is the leader's intake of a primary's submissions.
+func (s *Server) takeSubs(from peer.ID, batch *wire.SubmitBatch) error {
+	e, err := s.epochFor(batch.Epoch)
+	if err != nil {
+		return err
+	}
+	if e.pos != 0 {
+		return errors.New("node: submissions sent to a server that is not S_0")
+	}
+	b, k := e.bk()
+	size := mix.OnionSize(b, k, len(e.final.chain))
+	for _, sub := range batch.Subs {
+		c := e.final.desc.Clients
+		if int(sub.Slot) >= len(c) || e.final.chain[c[sub.Slot].Primary] != from || sub.Round != batch.Round || len(sub.Onion) != size {
+			return fmt.Errorf("node: submission for slot %d not from its primary", sub.Slot)
+		}
+		if err := mix.VerifySubmission(ed25519.PublicKey(c[sub.Slot].RegKey[:]), mix.EpochID(sub.Epoch), uint64(sub.Round), sub.Slot, sub.Onion, sub.Sig[:]); err != nil {
+			return fmt.Errorf("node: submission of slot %d: %w", sub.Slot, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x := e.round(batch.Round)
+	for _, sub := range batch.Subs {
+		if old, ok := x.subs[sub.Slot]; ok && !bytes.Equal(old.Onion, sub.Onion) {
+			s.end(e, "two onions signed for one slot")
+			return errors.New("node: conflicting submissions")
+		}
+		x.subs[sub.Slot] = sub
+	}
+	s.notify()
+	return nil
+}
+
+// mixLoop is S_0's round driver: round r is mixed once every slot has a
+// signed onion for it and round r-1 has been published, so that the upload
+// and mixing of r overlap the PIR of r-1 (pipelining).
+func (s *Server) mixLoop(e *sepoch) {
+	p := e.final.desc.Params
+	limit := time.Duration(p.RoundLimitMs) * time.Millisecond
+	n := e.n()
+	for r := uint32(0); r < p.Rounds; r++ {
+		ctx, cancel := context.WithTimeout(s.ctx, limit)
+		var ins [][]byte
+		var sigs [][64]byte
+		err := s.waitFor(ctx, func() bool {
+			if e.ended || !e.setupDone {
+				return e.ended
+			}
+			x := e.round(r)
+			if len(x.subs) < n || (r > 0 && !e.round(r-1).pubDone) {
+				return false
+			}
+			ins, sigs = make([][]byte, n), make([][64]byte, n)
+			for i := 0; i < n; i++ {
+				ins[i], sigs[i] = x.subs[uint32(i)].Onion, x.subs[uint32(i)].Sig
+			}
+			x.mixed = true
+			return true
+		})
+		cancel()
+		if err != nil || ins == nil {
+			s.mu.Lock()
+			// §5.4: a round that cannot be filled ends the epoch.
+			s.end(e, fmt.Sprintf("round %d not filled", r))
+			s.mu.Unlock()
+			return
+		}
+		s.mixStep(e, r, ins, sigs)
+	}
+}
+
+// mixStep opens this server's layer of round r at every input position,
+// permutes by π_s and passes the batch on (§5.2).
+func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte) {
+	v := e.final
+	m := len(v.chain)
+	fail := func(reason string, err error) {
+		s.log.Warn("round void", "round", r, "err", err)
+		s.mu.Lock()
+		s.end(e, reason)
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	rk, U, fwd := e.rk, e.U, e.forward
+	ended := e.ended
+	s.mu.Unlock()
+	if ended {
+		return
+	}
+	keys, err := mix.ServerLayerKeys(mix.EpochID(v.id), e.pos, uint64(r), rk, U)
+	if err != nil {
+		fail("layer keys", err)
+		return
+	}
+	out, err := mix.OpenLayer(mix.EpochID(v.id), uint64(r), e.pos, keys, in)
+	mix.CloseLayerKeys(keys)
+	if err != nil {
+		// §5.2 (v2): any fault voids the round; nothing is forwarded.
+		fail(fmt.Sprintf("round %d void: layer %d: %v", r, e.pos, err), err)
+		return
+	}
+	out = mix.Permute(fwd, out)
+	b := wire.Batch{Epoch: v.id, Round: r, S: uint16(e.pos + 1), Entries: out}
+	if e.pos == 0 {
+		b.ClientSigs = clientSigs
+	}
+	if err := s.signBatch(&b); err != nil {
+		fail("sign batch", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	defer cancel()
+	msg := b.Marshal()
+	if e.pos == m-1 {
+		if _, err := s.each(ctx, v.chain, ProtoRound, wire.TypeBatch, msg, wire.TypeAck, 16, bulkTimeout); err != nil {
+			s.log.Warn("publish", "round", r, "err", err)
+		}
+		return
+	}
+	if _, err := call(ctx, s.h, v.chain[e.pos+1], ProtoRound, wire.TypeBatch, msg, wire.TypeAck, 16, bulkTimeout); err != nil {
+		fail("forward batch", err)
+	}
+}
+
+func batchDigest(b *wire.Batch) [32]byte {
+	var e wire.Enc
+	e.U32(b.Round)
+	e.U16(b.S)
+	return taggedHash(tagBatch, b.Epoch[:], e.B, b.Root[:])
+}
+
+func (s *Server) signBatch(b *wire.Batch) error {
+	b.Root = merkleRoot(b.Entries)
+	sig, err := sign(s.priv, batchDigest(b))
+	b.Sig = sig
+	return err
+}
+
+// handleRound serves /riffle/1/round (servers only).
+func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
+	if from != s.h.ID() && s.roster.get(from) == nil {
+		return 0, nil, errors.New("node: round messages are for chain servers")
+	}
+	switch t {
+	case wire.TypeSubmitBatch:
+		var b wire.SubmitBatch
+		if err := b.Unmarshal(body, genericLimits()); err != nil {
+			return 0, nil, err
+		}
+		if err := s.takeSubs(from, &b); err != nil {
+			return 0, nil, err
+		}
+		return wire.TypeAck, ack, nil
+	case wire.TypeBatch:
+		return s.onBatch(from, body)
+	case wire.TypeProposal:
+		return s.onProposal(ctx, from, body)
+	case wire.TypeRoundList:
+		return s.onRoundList(from, body)
+	case wire.TypePadAnswers:
+		return s.onPadAnswers(from, body)
+	case wire.TypeGetChunk:
+		var c wire.Chunk
+		if err := c.Unmarshal(body, 0); err != nil {
+			return 0, nil, err
+		}
+		data, err := s.store.GetChunk(c.ID)
+		if err != nil {
+			return 0, nil, err
+		}
+		return wire.TypeChunk, (&wire.Chunk{ID: c.ID, Data: data}).Marshal(), nil
+	}
+	return 0, nil, fmt.Errorf("node: unexpected round message %d", t)
+}
+
+func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var b wire.Batch
+	if err := b.Unmarshal(body, genericLimits()); err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(b.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	v := e.final
+	m, n := len(v.chain), e.n()
+	S := int(b.S)
+	if S < 1 || S > m || v.chain[S-1] != from || (S < m && S != e.pos) {
+		return 0, nil, fmt.Errorf("node: batch for server %d not expected from %s", S, from.ShortString())
+	}
+	if b.Round >= v.desc.Params.Rounds || len(b.Entries) != n || merkleRoot(b.Entries) != b.Root {
+		return 0, nil, errors.New("node: malformed batch")
+	}
+	if err := verifyPeerSig(from, batchDigest(&b), b.Sig); err != nil {
+		return 0, nil, err
+	}
+	bb, k := e.bk()
+	want := mix.OnionSize(bb, k, m) - mix.TagSize*S
+	for i, x := range b.Entries {
+		if len(x) != want {
+			return 0, nil, fmt.Errorf("node: batch entry %d of %d bytes, want %d", i, len(x), want)
+		}
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if S < m {
+			s.mixStep(e, b.Round, b.Entries, nil)
+		} else {
+			s.publish(e, b.Round, b.Entries)
+		}
+	}()
+	return wire.TypeAck, ack, nil
+}
+
+// publish checks, stores and indexes a round's payloads (§5.3, §7).
+func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte) {
+	v := e.final
+	s.mu.Lock()
+	if !e.setupDone || e.ended {
+		s.mu.Unlock()
+		return
+	}
+	ps := e.pseudonyms
+	s.mu.Unlock()
+	b, k := e.bk()
+	if bad := mix.VerifyPayloads(mix.EpochID(v.id), uint64(r), ps, payloads, s.rand); len(bad) > 0 {
+		// §5.3: blame starts at the first bad position; the round is not
+		// acknowledged. (The blame walk itself is not implemented yet.)
+		s.mu.Lock()
+		s.end(e, fmt.Sprintf("round %d: bad pseudonym signature at %d positions", r, len(bad)))
+		s.mu.Unlock()
+		return
+	}
+	var chunks []StoredChunk
+	var published [][32]byte
+	var index []wire.IndexEntry
+	requests := map[[32]byte]bool{}
+	now := time.Now().Unix()
+	for q, raw := range payloads {
+		p, err := mix.DecodePayload(raw, b, k)
+		if err != nil {
+			s.mu.Lock()
+			s.end(e, fmt.Sprintf("round %d: payload %d malformed", r, q))
+			s.mu.Unlock()
+			return
+		}
+		for _, rq := range p.Requests {
+			if rq != ([32]byte{}) {
+				requests[rq] = true
+			}
+		}
+		if p.Kind != mix.KindChunk {
+			continue
+		}
+		data := p.Chunk[:p.Length]
+		id := sha256.Sum256(data)
+		chunks = append(chunks, StoredChunk{ID: id, Data: data})
+		published = append(published, id)
+		if chunker.IsManifest(data) {
+			if man, err := chunker.DecodeManifest(data); err == nil && man.Root {
+				index = append(index, wire.IndexEntry{FileID: id, Name: []byte(man.Name), Size: uint64(man.Size), Chunks: uint32(man.NumChunks), Round: r, Time: now})
+			}
+		}
+	}
+	if err := s.store.PutRound(v.id, r, published, chunks, index); err != nil {
+		s.log.Error("store round", "round", r, "err", err)
+		s.mu.Lock()
+		s.end(e, "store failed")
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Lock()
+	x := e.round(r)
+	x.published, x.requests, x.pubDone = published, requests, true
+	s.notify()
+	s.mu.Unlock()
+	if e.pos == 0 {
+		s.proposeList(e, r)
+	}
+}
+
+// proposeList is the leader's request list for round r (§5.3 v2): the ids
+// requested this round that it holds, sorted, de-duplicated, cut to L_max,
+// with lengths; every server signs it.
+func (s *Server) proposeList(e *sepoch, r uint32) {
+	v := e.final
+	s.mu.Lock()
+	x := e.round(r)
+	var ids [][32]byte
+	for id := range x.requests {
+		ids = append(ids, id)
+	}
+	published := x.published
+	s.mu.Unlock()
+	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i][:], ids[j][:]) < 0 })
+	rl := wire.RoundList{Epoch: v.id, Round: r, Published: published}
+	for _, id := range ids {
+		if len(rl.Entries) == int(v.desc.Params.MaxRows) {
+			break
+		}
+		data, err := s.store.GetChunk(id)
+		if err != nil {
+			continue // not held: left out, never a zero row
+		}
+		rl.Entries = append(rl.Entries, wire.ListEntry{ID: id, Len: uint32(len(data))})
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	defer cancel()
+	reps, err := s.each(ctx, v.chain, ProtoRound, wire.TypeProposal, rl.Marshal(), wire.TypeSig, 256, bulkTimeout)
+	if err != nil {
+		s.log.Warn("request list refused", "round", r, "err", err)
+		s.mu.Lock()
+		s.end(e, fmt.Sprintf("round %d: request list refused", r))
+		s.mu.Unlock()
+		return
+	}
+	for i, rep := range reps {
+		var sg wire.Sig
+		if err := sg.Unmarshal(rep); err != nil || int(sg.Index) != i {
+			s.mu.Lock()
+			s.end(e, "bad list signature")
+			s.mu.Unlock()
+			return
+		}
+		rl.Sigs = append(rl.Sigs, sg.Sig)
+	}
+	if _, err := s.each(ctx, v.chain, ProtoRound, wire.TypeRoundList, rl.Marshal(), wire.TypeAck, 16, bulkTimeout); err != nil {
+		s.log.Warn("deliver request list", "round", r, "err", err)
+	}
+}
+
+func listDigest(rl *wire.RoundList) [32]byte { return taggedHash(tagList, rl.MarshalBody()) }
+
+func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var rl wire.RoundList
+	if err := rl.Unmarshal(body, genericLimits()); err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(rl.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	if e.final.chain[0] != from || len(rl.Sigs) != 0 || len(rl.Entries) > int(e.final.desc.Params.MaxRows) {
+		return 0, nil, errors.New("node: proposal not from the leader or malformed")
+	}
+	var x *sround
+	if err := s.waitFor(ctx, func() bool { x = e.round(rl.Round); return x.pubDone || e.ended }); err != nil || !x.pubDone {
+		return 0, nil, errors.New("node: round not published here")
+	}
+	s.mu.Lock()
+	samePub := len(x.published) == len(rl.Published)
+	for i := 0; samePub && i < len(x.published); i++ {
+		samePub = x.published[i] == rl.Published[i]
+	}
+	reqOK := true
+	for i, le := range rl.Entries {
+		if !x.requests[le.ID] || (i > 0 && bytes.Compare(rl.Entries[i-1].ID[:], le.ID[:]) >= 0) {
+			reqOK = false
+		}
+	}
+	s.mu.Unlock()
+	if !samePub {
+		return 0, nil, errors.New("node: proposal's published ids differ from this server's")
+	}
+	if !reqOK {
+		return 0, nil, errors.New("node: proposal lists an id nobody requested, or is not sorted")
+	}
+	// Fetch what this server lacks (chunks are public and self-verifying).
+	for _, le := range rl.Entries {
+		if ok, _ := s.store.HasChunk(le.ID); ok {
+			data, err := s.store.GetChunk(le.ID)
+			if err != nil || len(data) != int(le.Len) {
+				return 0, nil, fmt.Errorf("node: proposal length of %x is wrong", le.ID[:6])
+			}
+			continue
+		}
+		rep, err := call(ctx, s.h, from, ProtoRound, wire.TypeGetChunk, (&wire.Chunk{ID: le.ID}).Marshal(), wire.TypeChunk, MaxChunkSize+64, bulkTimeout)
+		if err != nil {
+			return 0, nil, fmt.Errorf("node: fetch %x: %w", le.ID[:6], err)
+		}
+		var c wire.Chunk
+		if err := c.Unmarshal(rep, MaxChunkSize); err != nil || c.ID != le.ID || sha256.Sum256(c.Data) != le.ID || len(c.Data) != int(le.Len) {
+			return 0, nil, fmt.Errorf("node: fetched chunk %x does not verify", le.ID[:6])
+		}
+		if err := s.store.PutChunks([]StoredChunk{{ID: c.ID, Data: c.Data}}); err != nil {
+			return 0, nil, err
+		}
+	}
+	sig, err := sign(s.priv, listDigest(&rl))
+	if err != nil {
+		return 0, nil, err
+	}
+	return wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
+}
+
+func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var rl wire.RoundList
+	if err := rl.Unmarshal(body, genericLimits()); err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(rl.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	if e.final.chain[0] != from {
+		return 0, nil, errors.New("node: request list not from the leader")
+	}
+	if err := checkList(e.final, &rl); err != nil {
+		return 0, nil, err
+	}
+	if err := s.store.PutRequests(rl.Epoch, rl.Round, rl.Entries); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	x := e.round(rl.Round)
+	first := x.list == nil
+	if first {
+		x.list, x.listBytes = &rl, body
+		s.notify()
+	}
+	s.mu.Unlock()
+	if first {
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.answerRound(e, rl.Round) }()
+	}
+	return wire.TypeAck, ack, nil
+}
+
+// checkList verifies all m signatures of a request list.
+func checkList(v *view, rl *wire.RoundList) error {
+	if rl.Epoch != v.id || rl.Round >= v.desc.Params.Rounds {
+		return errors.New("node: request list of another epoch or round")
+	}
+	if len(rl.Sigs) != len(v.chain) {
+		return fmt.Errorf("node: request list with %d signatures for %d servers", len(rl.Sigs), len(v.chain))
+	}
+	dg := listDigest(rl)
+	for j, id := range v.chain {
+		if err := verifyPeerSig(id, dg, rl.Sigs[j]); err != nil {
+			return fmt.Errorf("node: request list signature %d: %w", j, err)
+		}
+	}
+	return nil
+}
+
+// dbIDs returns the PIR database of a list: its ids, or none for the one
+// zero row of an empty list (§5.3).
+func dbRows(rows [][]byte) pir.Rows {
+	if len(rows) == 0 {
+		return pir.SliceRows{nil}
+	}
+	return pir.SliceRows(rows)
+}
+
+// answerRound does this server's PIR work of round r (§6.3): padded
+// answers for every other primary's clients, then its own clients'
+// answers once their masks and the others' padded answers are in.
+func (s *Server) answerRound(e *sepoch, r uint32) {
+	v := e.final
+	m := len(v.chain)
+	b, k := e.bk()
+	s.mu.Lock()
+	x := e.round(r)
+	rl := x.list
+	keys := e.keys
+	ended := e.ended
+	s.mu.Unlock()
+	if ended || keys == nil {
+		return
+	}
+	ids := make([][32]byte, len(rl.Entries))
+	for i, le := range rl.Entries {
+		ids[i] = le.ID
+	}
+	L := max(1, len(ids))
+	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	defer cancel()
+	for j := 0; j < m; j++ {
+		if j == e.pos {
+			continue
+		}
+		slots := e.clientsOf(j)
+		if len(slots) == 0 {
+			continue
+		}
+		masks := make([][]byte, 0, len(slots)*k)
+		out := make([][]byte, len(slots)*k)
+		for _, sl := range slots {
+			for t := 0; t < k; t++ {
+				masks = append(masks, keys[sl].Mask(uint64(r), uint32(t), L))
+			}
+		}
+		for i := range out {
+			out[i] = make([]byte, b)
+		}
+		err := s.store.ViewChunks(ids, func(rows [][]byte) error { return s.engine.Answer(dbRows(rows), b, masks, out) })
+		if err != nil {
+			s.log.Warn("pir answer", "round", r, "err", err)
+			return
+		}
+		for i, sl := range slots {
+			for t := 0; t < k; t++ {
+				keys[sl].XORPad(uint64(r), uint32(t), out[i*k+t])
+			}
+		}
+		msg := (&wire.Rows{Epoch: v.id, Round: r, Slots: slots, Rows: out}).Marshal()
+		go func(p peer.ID) {
+			if _, err := call(ctx, s.h, p, ProtoRound, wire.TypePadAnswers, msg, wire.TypeAck, 16, bulkTimeout); err != nil {
+				s.log.Warn("padded answers", "round", r, "err", err)
+			}
+		}(v.chain[j])
+	}
+	// Own clients: wait for their masks (every client queries every round;
+	// a silent one gets nothing after the round limit).
+	mine := e.clientsOf(e.pos)
+	wctx, wcancel := context.WithTimeout(ctx, time.Duration(v.desc.Params.RoundLimitMs)*time.Millisecond)
+	_ = s.waitFor(wctx, func() bool { return len(x.queries) == len(mine) || e.ended })
+	wcancel()
+	s.mu.Lock()
+	var slots []uint32
+	var masks [][]byte
+	for _, sl := range mine {
+		if q, ok := x.queries[sl]; ok {
+			slots = append(slots, sl)
+			masks = append(masks, q...)
+		}
+	}
+	s.mu.Unlock()
+	if len(slots) > 0 {
+		out := make([][]byte, len(masks))
+		for i := range out {
+			out[i] = make([]byte, b)
+		}
+		err := s.store.ViewChunks(ids, func(rows [][]byte) error { return s.engine.Answer(dbRows(rows), b, masks, out) })
+		if err != nil {
+			s.log.Warn("pir answer", "round", r, "err", err)
+			return
+		}
+		s.mu.Lock()
+		x.own = map[uint32][][]byte{}
+		for i, sl := range slots {
+			x.own[sl] = out[i*k : (i+1)*k]
+		}
+		s.combine(e, x)
+		s.mu.Unlock()
+	}
+	if r == v.desc.Params.Rounds-1 {
+		// Give the last round's answers time to reach their clients.
+		time.AfterFunc(2*time.Second, func() {
+			s.mu.Lock()
+			s.end(e, "complete")
+			s.mu.Unlock()
+		})
+	}
+}
+
+// combine finishes the answers whose own part and m-1 padded parts are in
+// (§6.3); call with s.mu held.
+func (s *Server) combine(e *sepoch, x *sround) {
+	m := len(e.final.chain)
+	if x.own == nil || len(x.padFrom) < m-1 {
+		return
+	}
+	for sl, own := range x.own {
+		if _, done := x.answers[sl]; done {
+			continue
+		}
+		if pads := x.pads[sl]; pads != nil {
+			for t := range own {
+				pir.XorInto(own[t], pads[t])
+			}
+		}
+		x.answers[sl] = own
+	}
+	x.pirDone = true
+	s.notify()
+}
+
+func (s *Server) onPadAnswers(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var ref wire.EpochRef
+	// The epoch id leads the body: find the epoch to bound the rest.
+	if len(body) < 36 {
+		return 0, nil, errors.New("node: short padded answers")
+	}
+	copy(ref.Epoch[:], body[:32])
+	e, err := s.epochFor(ref.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	b, k := e.bk()
+	var rows wire.Rows
+	if err := rows.Unmarshal(body, e.n(), k, b); err != nil {
+		return 0, nil, err
+	}
+	j := -1
+	for i, p := range e.final.chain {
+		if p == from {
+			j = i
+		}
+	}
+	if j < 0 || j == e.pos {
+		return 0, nil, errors.New("node: padded answers from outside the chain")
+	}
+	mine := e.clientsOf(e.pos)
+	if len(rows.Slots) != len(mine) {
+		return 0, nil, fmt.Errorf("node: padded answers for %d slots, this primary serves %d", len(rows.Slots), len(mine))
+	}
+	for i, sl := range rows.Slots {
+		if sl != mine[i] {
+			return 0, nil, errors.New("node: padded answers for slots of another primary")
+		}
+	}
+	for _, row := range rows.Rows {
+		if len(row) != b {
+			return 0, nil, fmt.Errorf("node: padded answer of %d bytes, want %d", len(row), b)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x := e.round(rows.Round)
+	if x.padFrom[j] {
+		return wire.TypeAck, ack, nil
+	}
+	x.padFrom[j] = true
+	for i, sl := range rows.Slots {
+		acc := x.pads[sl]
+		if acc == nil {
+			x.pads[sl] = rows.Rows[i*k : (i+1)*k]
+			continue
+		}
+		for t := 0; t < k; t++ {
+			pir.XorInto(acc[t], rows.Rows[i*k+t])
+		}
+	}
+	s.combine(e, x)
+	return wire.TypeAck, ack, nil
+}
+
+// handlePIR serves a client's k masks for a round and returns its k
+// combined answers (§6.3).
+func (s *Server) handlePIR(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
+	if len(body) < 36 {
+		return 0, nil, errors.New("node: short query")
+	}
+	var id [32]byte
+	copy(id[:], body[:32])
+	e, err := s.epochFor(id)
+	if err != nil {
+		return 0, nil, err
+	}
+	_, k := e.bk()
+	var q wire.Rows
+	if err := q.Unmarshal(body, 1, k, pir.MaskBytes(int(e.final.desc.Params.MaxRows))); err != nil {
+		return 0, nil, err
+	}
+	if len(q.Slots) != 1 {
+		return 0, nil, errors.New("node: a query names one slot")
+	}
+	sl := q.Slots[0]
+	if int(sl) >= e.n() || int(e.final.desc.Clients[sl].Primary) != e.pos {
+		return 0, nil, errors.New("node: slot not served by this primary")
+	}
+	var x *sround
+	if err := s.waitFor(ctx, func() bool { x = e.round(q.Round); return x.list != nil || e.ended }); err != nil || x.list == nil {
+		return 0, nil, errors.New("node: no request list for this round")
+	}
+	L := max(1, len(x.list.Entries))
+	for _, mk := range q.Rows {
+		if err := pir.CheckMask(mk, L); err != nil {
+			return 0, nil, err
+		}
+	}
+	s.mu.Lock()
+	if old, ok := x.queries[sl]; ok {
+		same := true
+		for t := range old {
+			same = same && bytes.Equal(old[t], q.Rows[t])
+		}
+		if !same {
+			s.mu.Unlock()
+			return 0, nil, errors.New("node: a different query was already sent for this slot and round")
+		}
+	} else {
+		x.queries[sl] = q.Rows
+		s.notify()
+	}
+	s.mu.Unlock()
+	var ans [][]byte
+	if err := s.waitFor(ctx, func() bool { ans = x.answers[sl]; return ans != nil || (e.ended && x.own == nil) }); err != nil || ans == nil {
+		return 0, nil, errors.New("node: no answer for this round")
+	}
+	return wire.TypeAnswer, (&wire.Rows{Epoch: id, Round: q.Round, Slots: []uint32{sl}, Rows: ans}).Marshal(), nil
+}

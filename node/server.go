@@ -1,0 +1,262 @@
+// Package node is riffle's network layer (SPEC §3–§7): libp2p hosts for
+// servers and clients, the roster and chain of §3, the leader-driven epoch
+// life (descriptor, registration, the setup chain of §4.2), rounds (§5:
+// collect, peel, permute, forward, publish, verify, store, signed request
+// lists) and the multi-server PIR of §6 between primaries and their
+// clients. Messages are the binary codec of internal/wire; every stream has
+// a deadline, a size cap on every read and is reset on error. The byte
+// layouts and the departures from SPEC.md are in docs/proto-node.md.
+//
+// Logging goes to the *slog.Logger of the configuration (quiet when nil)
+// and never ties a client to a slot, a chunk or a request.
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/pir"
+)
+
+// Defaults of a server's configuration.
+const (
+	DefaultMinServers = 3
+	DefaultMinClients = 2
+)
+
+// Bounds on parameters a server accepts (§3).
+const (
+	MaxRounds     = 1024
+	MinChunkSize  = 1 << 10
+	MaxChunkSize  = 4 << 20
+	MaxK          = 16
+	MaxClientsCap = 4096
+	MaxRowsCap    = 1 << 16
+	// DefaultPIRRate is the XOR throughput (bytes/s) a server assumes when
+	// checking that a round's PIR work fits the round limit (§9): well
+	// under what the four-Russians engine measured on two cores, so that
+	// the check refuses only parameters that cannot work.
+	DefaultPIRRate = 8e9
+)
+
+// DefaultParams are the epoch parameters of a new leader: b = 256 KiB and
+// k = 2 (docs/proto-node.md: chosen by the benchmark), R = 256, W = 2.
+func DefaultParams() wire.Params {
+	return wire.Params{ChunkSize: 256 << 10, K: 2, W: 2, Rounds: 256, MaxClients: 256, MaxRows: 512, RegWindowMs: 3000, RoundLimitMs: 60000}
+}
+
+// ServerConfig configures a server.
+type ServerConfig struct {
+	DataDir    string
+	Listen     []string // multiaddrs; DefaultListen when empty
+	Peers      []string // bootstrap multiaddrs with /p2p/
+	Nick       string
+	MinServers int // no epoch with fewer servers (default 3)
+	MinClients int // no epoch with fewer clients (default 2)
+	NoLAN      bool
+	Params     wire.Params // zero: DefaultParams
+	PIRRate    float64     // bytes/s of XOR assumed by the work check
+	Logger     *slog.Logger
+	Rand       io.Reader
+	// Store keeps chunks, the index and round records; nil: the bbolt
+	// store in DataDir.
+	Store ChunkStore
+}
+
+// Server is a riffle server.
+type Server struct {
+	ctx      context.Context
+	cancel   context.CancelFunc
+	cfg      ServerConfig
+	log      *slog.Logger
+	rand     io.Reader
+	h        host.Host
+	priv     crypto.PrivKey
+	roster   roster
+	helloNow chan struct{}
+	closers  []func() error
+	store    ChunkStore
+	engine   *pir.Engine
+	wg       sync.WaitGroup
+
+	mu      sync.Mutex
+	changed chan struct{}
+	epochs  map[[32]byte]*sepoch
+	prep    map[[32]byte]*sepoch // by nonce, before the epoch id is known
+	open    *sepoch              // epoch accepting registrations here
+	number  uint64               // highest epoch number seen
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// NewServer starts a server: host, roster, discovery, handlers, and the
+// leader loop that drives epochs when this server heads the chain.
+func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("node: server needs a data directory")
+	}
+	if cfg.MinServers <= 0 {
+		cfg.MinServers = DefaultMinServers
+	}
+	if cfg.MinClients <= 0 {
+		cfg.MinClients = DefaultMinClients
+	}
+	if cfg.Params == (wire.Params{}) {
+		cfg.Params = DefaultParams()
+	}
+	if cfg.PIRRate <= 0 {
+		cfg.PIRRate = DefaultPIRRate
+	}
+	if len(cfg.Listen) == 0 {
+		cfg.Listen = DefaultListen
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = quietLogger()
+	}
+	rnd := cfg.Rand
+	if rnd == nil {
+		rnd = rand.Reader
+	}
+	boot, err := parsePeers(cfg.Peers)
+	if err != nil {
+		return nil, err
+	}
+	priv, err := LoadIdentity(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	st := cfg.Store
+	if st == nil {
+		if st, err = openStore(cfg.DataDir, log); err != nil {
+			return nil, err
+		}
+	}
+	h, err := newHost(priv, cfg.Listen)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	s := &Server{
+		ctx: cctx, cancel: cancel, cfg: cfg, log: log.With("server", h.ID().ShortString()), rand: rnd,
+		h: h, priv: priv, helloNow: make(chan struct{}, 1), store: st,
+		engine:  pir.NewEngine(pir.Options{}),
+		changed: make(chan struct{}), epochs: map[[32]byte]*sepoch{}, prep: map[[32]byte]*sepoch{},
+	}
+	serve(cctx, h, s.log, ProtoRoster, shortTimeout, func(t wire.Type) int {
+		if t == wire.TypeHello {
+			return 4096
+		}
+		return 0
+	}, s.handleHello)
+	serve(cctx, h, s.log, ProtoEpoch, bulkTimeout, s.epochCaps, s.handleEpoch)
+	serve(cctx, h, s.log, ProtoRound, bulkTimeout, s.roundCaps, s.handleRound)
+	serve(cctx, h, s.log, ProtoClient, pollTimeout, s.clientCaps, s.handleClient)
+	serve(cctx, h, s.log, ProtoPIR, pollTimeout, s.pirCaps, s.handlePIR)
+	if !cfg.NoLAN {
+		if err := s.startLAN(cctx); err != nil {
+			// LAN discovery is a convenience: a host without multicast
+			// still works with --peer.
+			s.log.Warn("lan discovery off", "err", err)
+		}
+	}
+	s.wg.Add(2)
+	go func() { defer s.wg.Done(); s.rosterLoop(cctx, boot) }()
+	go func() { defer s.wg.Done(); s.leaderLoop(cctx) }()
+	s.log.Info("server up", "peer", h.ID().String(), "addrs", fmt.Sprint(h.Addrs()))
+	return s, nil
+}
+
+func parsePeers(ps []string) ([]peer.AddrInfo, error) {
+	var out []peer.AddrInfo
+	for _, p := range ps {
+		a, err := ma.NewMultiaddr(strings.TrimSpace(p))
+		if err != nil {
+			return nil, fmt.Errorf("node: peer address %q: %w", p, err)
+		}
+		ai, err := peer.AddrInfoFromP2pAddr(a)
+		if err != nil {
+			return nil, fmt.Errorf("node: peer address %q needs /p2p/<peer id>: %w", p, err)
+		}
+		out = append(out, *ai)
+	}
+	return out, nil
+}
+
+// ID returns the server's peer id.
+func (s *Server) ID() peer.ID { return s.h.ID() }
+
+// Addrs returns the server's full multiaddrs, with /p2p/<id>.
+func (s *Server) Addrs() []ma.Multiaddr { return fullAddrs(s.h) }
+
+func fullAddrs(h host.Host) []ma.Multiaddr {
+	p2p, _ := ma.NewComponent("p2p", h.ID().String())
+	var out []ma.Multiaddr
+	for _, a := range h.Addrs() {
+		out = append(out, a.Encapsulate(p2p.Multiaddr()))
+	}
+	return out
+}
+
+// Close stops the server and erases every epoch secret it holds.
+func (s *Server) Close() error {
+	s.cancel()
+	s.wg.Wait()
+	var errs []error
+	for _, c := range s.closers {
+		if err := c(); err != nil && !errors.Is(err, context.Canceled) {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, s.h.Close())
+	s.mu.Lock()
+	for _, e := range s.epochs {
+		e.erase()
+	}
+	for _, e := range s.prep {
+		e.erase()
+	}
+	s.mu.Unlock()
+	errs = append(errs, s.store.Close())
+	return errors.Join(errs...)
+}
+
+// notify wakes every waiter; call with s.mu held.
+func (s *Server) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// waitFor blocks until cond (evaluated under s.mu) holds or ctx ends.
+func (s *Server) waitFor(ctx context.Context, cond func() bool) error {
+	for {
+		s.mu.Lock()
+		if cond() {
+			s.mu.Unlock()
+			return nil
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+			// Time-based conditions (deadlines) are re-checked.
+		}
+	}
+}
