@@ -131,7 +131,7 @@ type worker struct {
 	tab  []byte   // BlockGroups tables of 2^g entries of w bytes
 	pad  []byte   // zero-padded copies of short row segments, g·w
 	segs [][]byte // the current group's row segments
-	acc  []byte   // accumulators for the last, partial slice: Q·w
+	acc  []byte   // the queries' accumulators for one slice: Q·w
 }
 
 // plan is the blocking of one round.
@@ -231,7 +231,7 @@ func (e *Engine) AnswerContext(ctx context.Context, db Rows, b int, masks, out [
 	errs := make([]error, nw)
 	for k := 0; k < nw; k++ {
 		wk := e.workers[k]
-		wk.prepare(p, Q, b%p.w != 0 && k == nw-1)
+		wk.prepare(p, Q)
 		lo, hi := k*nSlices/nw, (k+1)*nSlices/nw
 		wg.Add(1)
 		go func() {
@@ -241,7 +241,7 @@ func (e *Engine) AnswerContext(ctx context.Context, db Rows, b int, masks, out [
 					errs[k] = fmt.Errorf("pir: answer stopped at slice %d of %d: %w", s, nSlices, err)
 					return
 				}
-				wk.slice(p, rows, e.idx, out, s*p.w, b)
+				wk.slice(p, rows, e.idx, out, s*p.w)
 			}
 		}()
 	}
@@ -276,7 +276,7 @@ func (e *Engine) indices(p plan, masks [][]byte, L int) {
 }
 
 // prepare sizes the worker's scratch for plan p, reusing earlier buffers.
-func (wk *worker) prepare(p plan, Q int, partial bool) {
+func (wk *worker) prepare(p plan, Q int) {
 	grow := func(b []byte, n int) []byte {
 		if cap(b) < n {
 			return make([]byte, n)
@@ -289,15 +289,15 @@ func (wk *worker) prepare(p plan, Q int, partial bool) {
 		wk.segs = make([][]byte, p.g)
 	}
 	wk.segs = wk.segs[:p.g]
-	if partial {
-		wk.acc = grow(wk.acc, Q*p.w)
-	}
+	wk.acc = grow(wk.acc, Q*p.w)
 }
 
 // slice answers every query on the columns [off, off+w) of the database.
-func (wk *worker) slice(p plan, rows [][]byte, idx []byte, out [][]byte, off, b int) {
+// The accumulators are the worker's contiguous buffer, Q·w bytes, rather
+// than the scattered answer buffers: they then stream through the cache and
+// the TLB in order, and are copied out once per slice.
+func (wk *worker) slice(p plan, rows [][]byte, idx []byte, out [][]byte, off int) {
 	w := p.w
-	partial := off+w > b
 	L := len(rows)
 	tstride := w << p.g
 	for j0 := 0; j0 < p.nGroups; j0 += p.G {
@@ -314,21 +314,10 @@ func (wk *worker) slice(p plan, rows [][]byte, idx []byte, out [][]byte, off, b 
 			buildTable(wk.tab[t*tstride:(t+1)*tstride], segs, w)
 		}
 		// One XOR per group per query.
-		first := j0 == 0
-		for q := range out {
-			var dst []byte
-			if partial {
-				dst = wk.acc[q*w : (q+1)*w]
-			} else {
-				dst = out[q][off : off+w]
-			}
-			gatherXOR(dst, wk.tab, tstride, idx[q*p.nGroups+j0:q*p.nGroups+j0+nb], w, first)
-		}
+		gatherXOR(wk.acc, len(out), wk.tab, tstride, idx[j0:], p.nGroups, nb, p.g, w, j0 == 0)
 	}
-	if partial {
-		for q := range out {
-			copy(out[q][off:], wk.acc[q*w:])
-		}
+	for q := range out {
+		copy(out[q][off:], wk.acc[q*w:(q+1)*w])
 	}
 }
 

@@ -11,7 +11,7 @@ var useAVX512 = cpu.X86.HasAVX512F
 // gatherXORAVX512 is gatherXOR for w a multiple of 64 (kernel_amd64.s).
 //
 //go:noescape
-func gatherXORAVX512(dst, tab, idx *byte, n, w, tstride int, init bool)
+func gatherXORAVX512(acc, tab, idx *byte, nq, idxStride, n, w, tstride int, init bool)
 
 // xorBroadcastAVX512 is xorBroadcast for len(row) a multiple of 64 and
 // len(dst) a multiple of len(row).
@@ -19,28 +19,19 @@ func gatherXORAVX512(dst, tab, idx *byte, n, w, tstride int, init bool)
 //go:noescape
 func xorBroadcastAVX512(dst, src, row *byte, n, w int)
 
-func gatherXOR(dst, tab []byte, tstride int, idx []byte, w int, init bool) {
-	n := len(idx)
-	if !useAVX512 || n == 0 || w == 0 || w%64 != 0 || len(dst) < w {
-		gatherXORGeneric(dst, tab, tstride, idx, w, init)
+func gatherXOR(acc []byte, nq int, tab []byte, tstride int, idx []byte, idxStride, n, g, w int, init bool) {
+	if !useAVX512 || w%64 != 0 {
+		gatherXORGeneric(acc, nq, tab, tstride, idx, idxStride, n, g, w, init)
 		return
 	}
-	// The assembly does no bounds checks: check once per call that every
-	// selected entry lies in tab (cheap: n is a handful of groups).
-	if len(tab) < (n-1)*tstride+256*w && !idxFits(tab, tstride, idx, w) {
-		panic("pir: gatherXOR table index out of range")
+	// The assembly does no bounds checks: check the extent of every
+	// argument once per call. Entries stay inside their table because every
+	// index is below 2^g (the engine builds them so).
+	if nq < 1 || n < 1 || g < 1 || g > 8 || tstride < w<<g || len(acc) < nq*w ||
+		len(idx) < (nq-1)*idxStride+n || len(tab) < (n-1)*tstride+w<<g {
+		panic("pir: gatherXOR arguments out of bounds")
 	}
-	gatherXORAVX512(&dst[0], &tab[0], &idx[0], n, w, tstride, init)
-}
-
-// idxFits reports whether every entry that idx selects lies inside tab.
-func idxFits(tab []byte, tstride int, idx []byte, w int) bool {
-	for j, v := range idx {
-		if j*tstride+(int(v)+1)*w > len(tab) {
-			return false
-		}
-	}
-	return true
+	gatherXORAVX512(&acc[0], &tab[0], &idx[0], nq, idxStride, n, w, tstride, init)
 }
 
 func xorBroadcast(dst, src, row []byte) {

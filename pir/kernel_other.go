@@ -2,8 +2,8 @@
 
 package pir
 
-func gatherXOR(dst, tab []byte, tstride int, idx []byte, w int, init bool) {
-	gatherXORGeneric(dst, tab, tstride, idx, w, init)
+func gatherXOR(acc []byte, nq int, tab []byte, tstride int, idx []byte, idxStride, n, g, w int, init bool) {
+	gatherXORGeneric(acc, nq, tab, tstride, idx, idxStride, n, g, w, init)
 }
 
 func xorBroadcast(dst, src, row []byte) { xorBroadcastGeneric(dst, src, row) }
