@@ -47,7 +47,12 @@ func PrimaryMask(row, L int, others [][]byte) ([]byte, error) {
 		}
 		subtle.XORBytes(m, m, o)
 	}
-	m[row/8] ^= 1 << (row % 8)
+	// Set bit row without a memory access that depends on the row: the
+	// wanted row is the one secret here.
+	bit := byte(1) << (row % 8)
+	for i := range m {
+		m[i] ^= bit & byte(-subtle.ConstantTimeEq(int32(i), int32(row/8)))
+	}
 	return m, nil
 }
 

@@ -111,9 +111,14 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Cache budget of the tables of one block, per worker: half of a 1 MiB L2, so
-// that the accumulator slices of the queries stay cached beside them.
-const tableBudget = 256 << 10
+// Cache budget of the tables of one block, per worker: an eighth of a 1 MiB
+// L2, so that the tables and the queries' accumulators, streaming past, stay
+// cached together. Measured: 64–256 KiB are within a few percent.
+const tableBudget = 128 << 10
+
+// defaultSlice is the slice width w: 256 bytes, four AVX-512 registers of
+// accumulator; measured best at Q = L ∈ {200, 512, 1000}.
+const defaultSlice = 256
 
 // Engine answers all queries of a round in one pass (§6.3, §9). An Engine
 // keeps its scratch memory between rounds; Answer calls on one Engine are
@@ -154,11 +159,13 @@ func (e *Engine) choose(Q, L, b int) plan {
 	p := plan{g: e.opts.GroupBits, w: e.opts.SliceBytes, G: e.opts.BlockGroups}
 	if p.g < 1 || p.g > 8 {
 		// Work per row and per slice, in units of w bytes: building a table
-		// writes 2^g entries (a load, a load and a store each, so counted
-		// twice), and each query loads one entry, all shared by g rows.
+		// writes 2^g entries (two loads and a store each, and the stores
+		// evict: weighted 4 by measurement), and each query loads one entry
+		// per group, all shared by g rows. This picks g = 5 at Q = 200 and
+		// g = 6 at Q = 1000, the measured optima (docs/proto-pir.md).
 		best := 0.0
 		for g := 1; g <= 8; g++ {
-			c := float64(2<<g+Q) / float64(g)
+			c := float64(4<<g+Q) / float64(g)
 			if p.g == 0 || c < best {
 				p.g, best = g, c
 			}
@@ -168,7 +175,7 @@ func (e *Engine) choose(Q, L, b int) plan {
 		p.g = L
 	}
 	if p.w < 64 || p.w%64 != 0 {
-		p.w = defaultSlice(p.g)
+		p.w = defaultSlice
 	}
 	if p.w > roundUp(b, 64) {
 		p.w = roundUp(b, 64)
@@ -179,17 +186,6 @@ func (e *Engine) choose(Q, L, b int) plan {
 	}
 	p.G = min(p.G, p.nGroups)
 	return p
-}
-
-func defaultSlice(g int) int {
-	switch {
-	case g >= 8:
-		return 256
-	case g >= 6:
-		return 512
-	default:
-		return 1024
-	}
 }
 
 func roundUp(x, m int) int { return (x + m - 1) / m * m }
