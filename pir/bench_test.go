@@ -22,11 +22,17 @@ var benchShapes = []struct{ Q, L int }{{200, 200}, {512, 512}, {1000, 1000}}
 
 const benchB = 256 << 10
 
-func benchDB(L, b int) SliceRows {
+// benchDB fills L rows of b bytes in a huge-page Buffer, as a node would
+// hold a round's database; the reference and the engine read the same one.
+func benchDB(tb testing.TB, L, b int) SliceRows {
+	buf, err := NewBuffer(L, b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { buf.Close() })
 	r := rand.New(rand.NewPCG(7, uint64(L)))
-	db := make(SliceRows, L)
+	db := SliceRows(buf.Rows())
 	for i := range db {
-		db[i] = make([]byte, b)
 		for k := 0; k < b; k += 8 {
 			v := r.Uint64()
 			for j := 0; j < 8; j++ {
@@ -44,9 +50,13 @@ func envInt(name string) int {
 
 func BenchmarkAnswer(b *testing.B) {
 	for _, s := range benchShapes {
-		db := benchDB(s.L, benchB)
+		db := benchDB(b, s.L, benchB)
 		masks := randMasks(rand.New(rand.NewPCG(1, 1)), s.Q, s.L, 0)
-		out := newOut(s.Q, benchB, 0)
+		outBuf, err := NewBuffer(s.Q, benchB)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out := outBuf.Rows()
 		report := func(b *testing.B) {
 			sec := b.Elapsed().Seconds() / float64(b.N)
 			b.ReportMetric(float64(s.Q)/sec, "answers/s")
@@ -88,6 +98,7 @@ func BenchmarkAnswer(b *testing.B) {
 				report(b)
 			})
 		}
+		outBuf.Close()
 	}
 }
 

@@ -93,8 +93,13 @@ func TestKernels(t *testing.T) {
 }
 
 // TestGatherBounds: the assembly's wrapper refuses arguments that would
-// reach outside the buffers instead of reading or writing there.
+// reach outside the buffers instead of reading or writing there. (The
+// portable kernel is memory-safe by Go's own checks, which allow slicing up
+// to a buffer's capacity, so this concerns the assembly only.)
 func TestGatherBounds(t *testing.T) {
+	if kernelName() == "generic" {
+		t.Skip("no assembly kernel on this build")
+	}
 	const w, g, n, nq = 64, 2, 3, 2
 	tstride := w << g
 	ok := func() ([]byte, []byte, []byte) {

@@ -20,7 +20,7 @@ func TestTune(t *testing.T) {
 	}
 	workers := envInt("PIR_TUNE_WORKERS")
 	for _, s := range benchShapes {
-		db := benchDB(s.L, b)
+		db := benchDB(t, s.L, b)
 		masks := randMasks(rand.New(rand.NewPCG(1, 1)), s.Q, s.L, 0)
 		out := newOut(s.Q, b, 0)
 		best := time.Duration(1 << 62)
