@@ -8,6 +8,7 @@ import (
 	"crypto/hkdf"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"testing"
 )
 
@@ -133,9 +134,9 @@ func TestMasksNeverRepeat(t *testing.T) {
 	defer k.Close()
 	seen := map[string]string{}
 	add := func(kind string, round uint64, slot uint32, v []byte) {
-		id := kind + " " + string(rune('0'+slot%10))
+		id := fmt.Sprintf("%s (round %d, slot %d)", kind, round, slot)
 		if prev, ok := seen[string(v)]; ok {
-			t.Fatalf("%s (round %d, slot %d) repeats %s", id, round, slot, prev)
+			t.Fatalf("%s repeats %s", id, prev)
 		}
 		seen[string(v)] = id
 	}
