@@ -86,9 +86,24 @@ func BenchmarkAnswer(b *testing.B) {
 			}
 			report(b)
 		})
-		for _, workers := range []int{1, 0} {
-			opts := Options{Workers: workers, GroupBits: envInt("PIR_G"), SliceBytes: envInt("PIR_W"), BlockGroups: envInt("PIR_BG")}
-			b.Run(fmt.Sprintf("Q%d_L%d/fast-%s-workers%d", s.Q, s.L, kernelName(), workers), func(b *testing.B) {
+		// The engine on one core and on all, then with the portable
+		// kernels, what a CPU without AVX-512 runs.
+		type run struct {
+			workers int
+			asm     bool
+		}
+		runs := []run{{1, true}, {0, true}}
+		if kernelName() != "generic" {
+			runs = append(runs, run{0, false})
+		}
+		for _, ru := range runs {
+			opts := Options{Workers: ru.workers, GroupBits: envInt("PIR_G"), SliceBytes: envInt("PIR_W"), BlockGroups: envInt("PIR_BG")}
+			kernel := kernelName()
+			if !ru.asm {
+				kernel = "generic"
+			}
+			b.Run(fmt.Sprintf("Q%d_L%d/fast-%s-workers%d", s.Q, s.L, kernel, ru.workers), func(b *testing.B) {
+				setKernel(b, ru.asm)
 				e := NewEngine(opts)
 				for b.Loop() {
 					if err := e.Answer(db, benchB, masks, out); err != nil {

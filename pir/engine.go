@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Rows is a round's PIR database (§5.3): L rows, row i being the i-th listed
@@ -116,6 +117,10 @@ type Options struct {
 // cached together. Measured: 64–256 KiB are within a few percent.
 const tableBudget = 128 << 10
 
+// sliceRun is how many bytes of columns a worker takes at a time: long
+// enough that the rows stream in runs the prefetcher follows.
+const sliceRun = 4 << 10
+
 // defaultSlice is the slice width w: 256 bytes, four AVX-512 registers of
 // accumulator; measured best at Q = L ∈ {200, 512, 1000}.
 const defaultSlice = 256
@@ -223,21 +228,31 @@ func (e *Engine) AnswerContext(ctx context.Context, db Rows, b int, masks, out [
 	for len(e.workers) < nw {
 		e.workers = append(e.workers, &worker{})
 	}
+	// Workers take runs of slices from a shared counter rather than fixed
+	// halves: on a server whose other work (mixing, network) takes a core
+	// now and then, a fixed split would wait for the slowed half.
+	var next atomic.Int64
+	step := max(1, min(sliceRun/p.w, nSlices/(4*nw)))
 	var wg sync.WaitGroup
 	errs := make([]error, nw)
 	for k := 0; k < nw; k++ {
 		wk := e.workers[k]
 		wk.prepare(p, Q)
-		lo, hi := k*nSlices/nw, (k+1)*nSlices/nw
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for s := lo; s < hi; s++ {
-				if err := ctx.Err(); err != nil {
-					errs[k] = fmt.Errorf("pir: answer stopped at slice %d of %d: %w", s, nSlices, err)
+			for {
+				lo := int(next.Add(int64(step))) - step
+				if lo >= nSlices {
 					return
 				}
-				wk.slice(p, rows, e.idx, out, s*p.w)
+				if err := ctx.Err(); err != nil {
+					errs[k] = fmt.Errorf("pir: answer stopped at slice %d of %d: %w", lo, nSlices, err)
+					return
+				}
+				for s := lo; s < min(lo+step, nSlices); s++ {
+					wk.slice(p, rows, e.idx, out, s*p.w)
+				}
 			}
 		}()
 	}

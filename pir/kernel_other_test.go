@@ -4,4 +4,4 @@ package pir
 
 import "testing"
 
-func setKernel(t *testing.T, asm bool) {}
+func setKernel(t testing.TB, asm bool) {}
