@@ -86,24 +86,20 @@ func BenchmarkAnswer(b *testing.B) {
 			}
 			report(b)
 		})
-		// The engine on one core and on all, then with the portable
-		// kernels, what a CPU without AVX-512 runs.
+		// The engine on one core and on all, then on all with the lower
+		// kernel levels, what a CPU without AVX-512 (or without AVX2) runs.
 		type run struct {
 			workers int
-			asm     bool
+			kernel  string
 		}
-		runs := []run{{1, true}, {0, true}}
-		if kernelName() != "generic" {
-			runs = append(runs, run{0, false})
+		runs := []run{{1, kernelName()}}
+		for _, k := range testKernels() {
+			runs = append(runs, run{0, k})
 		}
 		for _, ru := range runs {
 			opts := Options{Workers: ru.workers, GroupBits: envInt("PIR_G"), SliceBytes: envInt("PIR_W"), BlockGroups: envInt("PIR_BG")}
-			kernel := kernelName()
-			if !ru.asm {
-				kernel = "generic"
-			}
-			b.Run(fmt.Sprintf("Q%d_L%d/fast-%s-workers%d", s.Q, s.L, kernel, ru.workers), func(b *testing.B) {
-				setKernel(b, ru.asm)
+			b.Run(fmt.Sprintf("Q%d_L%d/fast-%s-workers%d", s.Q, s.L, ru.kernel, ru.workers), func(b *testing.B) {
+				useKernel(b, ru.kernel)
 				e := NewEngine(opts)
 				for b.Loop() {
 					if err := e.Answer(db, benchB, masks, out); err != nil {

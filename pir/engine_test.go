@@ -108,11 +108,12 @@ func testEngineMatches(t *testing.T) {
 	}
 }
 
+// TestEngineMatchesReference runs the engine with every kernel this CPU
+// can run (AVX-512, AVX2, portable), so one machine tests the fallbacks too.
 func TestEngineMatchesReference(t *testing.T) {
-	t.Run(kernelName(), testEngineMatches)
-	if kernelName() != "generic" {
-		t.Run("generic", func(t *testing.T) {
-			setKernel(t, false)
+	for _, k := range testKernels() {
+		t.Run(k, func(t *testing.T) {
+			useKernel(t, k)
 			testEngineMatches(t)
 		})
 	}

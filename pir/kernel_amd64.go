@@ -4,14 +4,35 @@ package pir
 
 import "golang.org/x/sys/cpu"
 
-// useAVX512 selects the assembly kernels; the tests switch it off to check
-// the portable ones too.
-var useAVX512 = cpu.X86.HasAVX512F
+// The kernel level in use: the AVX-512 assembly where the CPU has it, else
+// the AVX2 one for gatherXOR (table building, a small share of the time,
+// stays portable there), else the portable Go. The tests lower it to check
+// every path on one machine.
+const (
+	levelGeneric = iota
+	levelAVX2
+	levelAVX512
+)
+
+var kernelLevel = func() int {
+	switch {
+	case cpu.X86.HasAVX512F:
+		return levelAVX512
+	case cpu.X86.HasAVX2:
+		return levelAVX2
+	}
+	return levelGeneric
+}()
 
 // gatherXORAVX512 is gatherXOR for w a multiple of 64 (kernel_amd64.s).
 //
 //go:noescape
 func gatherXORAVX512(acc, tab, idx *byte, nq, idxStride, n, w, tstride int, init bool)
+
+// gatherXORAVX2 is gatherXOR for w a multiple of 64 (kernel_avx2_amd64.s).
+//
+//go:noescape
+func gatherXORAVX2(acc, tab, idx *byte, nq, idxStride, n, w, tstride int, init bool)
 
 // xorBroadcastAVX512 is xorBroadcast for len(row) a multiple of 64 and
 // len(dst) a multiple of len(row).
@@ -20,7 +41,8 @@ func gatherXORAVX512(acc, tab, idx *byte, nq, idxStride, n, w, tstride int, init
 func xorBroadcastAVX512(dst, src, row *byte, n, w int)
 
 func gatherXOR(acc []byte, nq int, tab []byte, tstride int, idx []byte, idxStride, n, g, w int, init bool) {
-	if !useAVX512 || w%64 != 0 {
+	level := kernelLevel
+	if level == levelGeneric || w%64 != 0 {
 		gatherXORGeneric(acc, nq, tab, tstride, idx, idxStride, n, g, w, init)
 		return
 	}
@@ -31,12 +53,16 @@ func gatherXOR(acc []byte, nq int, tab []byte, tstride int, idx []byte, idxStrid
 		len(idx) < (nq-1)*idxStride+n || len(tab) < (n-1)*tstride+w<<g {
 		panic("pir: gatherXOR arguments out of bounds")
 	}
-	gatherXORAVX512(&acc[0], &tab[0], &idx[0], nq, idxStride, n, w, tstride, init)
+	if level == levelAVX512 {
+		gatherXORAVX512(&acc[0], &tab[0], &idx[0], nq, idxStride, n, w, tstride, init)
+	} else {
+		gatherXORAVX2(&acc[0], &tab[0], &idx[0], nq, idxStride, n, w, tstride, init)
+	}
 }
 
 func xorBroadcast(dst, src, row []byte) {
 	w := len(row)
-	if !useAVX512 || w == 0 || w%64 != 0 || len(dst)%w != 0 || len(src) < len(dst) {
+	if kernelLevel != levelAVX512 || w == 0 || w%64 != 0 || len(dst)%w != 0 || len(src) < len(dst) {
 		xorBroadcastGeneric(dst, src, row)
 		return
 	}
@@ -45,8 +71,5 @@ func xorBroadcast(dst, src, row []byte) {
 
 // kernelName names the inner loops in use, for logs and benchmarks.
 func kernelName() string {
-	if useAVX512 {
-		return "avx512"
-	}
-	return "generic"
+	return [...]string{levelGeneric: "generic", levelAVX2: "avx2", levelAVX512: "avx512"}[kernelLevel]
 }

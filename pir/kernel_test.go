@@ -29,12 +29,22 @@ func fill(r *rand.Rand, b []byte) {
 	}
 }
 
-// TestKernels checks both inner loops, the dispatching one (assembly on
-// amd64 with AVX-512) and the portable one called directly, against a
+// TestKernels checks both inner loops, at every kernel level this CPU can
+// run, the dispatching one (assembly on amd64 with AVX-512 or AVX2) and the
+// portable one called directly, against a
 // byte-at-a-time specification, on widths that are and are not multiples
 // of the assembly's 256- and 64-byte steps, and on tables with spare room
 // between them (tstride > w·2^g).
 func TestKernels(t *testing.T) {
+	for _, k := range testKernels() {
+		t.Run(k, func(t *testing.T) {
+			useKernel(t, k)
+			testKernels1(t)
+		})
+	}
+}
+
+func testKernels1(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	type gatherFn func(acc []byte, nq int, tab []byte, tstride int, idx []byte, idxStride, n, g, w int, init bool)
 	impls := map[string]gatherFn{"dispatch-" + kernelName(): gatherXOR, "generic": gatherXORGeneric}
@@ -97,9 +107,17 @@ func TestKernels(t *testing.T) {
 // portable kernel is memory-safe by Go's own checks, which allow slicing up
 // to a buffer's capacity, so this concerns the assembly only.)
 func TestGatherBounds(t *testing.T) {
-	if kernelName() == "generic" {
-		t.Skip("no assembly kernel on this build")
+	for _, k := range testKernels() {
+		if k != "generic" {
+			t.Run(k, func(t *testing.T) {
+				useKernel(t, k)
+				testGatherBounds(t)
+			})
+		}
 	}
+}
+
+func testGatherBounds(t *testing.T) {
 	const w, g, n, nq = 64, 2, 3, 2
 	tstride := w << g
 	ok := func() ([]byte, []byte, []byte) {
