@@ -178,11 +178,15 @@ func TestCheckRow(t *testing.T) {
 	if err := CheckRow(row, id, 11); err != nil {
 		t.Fatal(err)
 	}
-	bad := append([]byte(nil), row...)
-	bad[31] = 1 // a corrupted padding byte (v2: checked too)
-	if err := CheckRow(bad, id, 11); !errors.Is(err, ErrBadPadding) {
-		t.Errorf("corrupted padding: %v", err)
+	// A corrupted padding byte (v2: checked too), first, middle or last.
+	for _, at := range []int{11, 20, 31} {
+		bad := append([]byte(nil), row...)
+		bad[at] = 0x80
+		if err := CheckRow(bad, id, 11); !errors.Is(err, ErrBadPadding) {
+			t.Errorf("padding byte %d corrupted: %v", at, err)
+		}
 	}
+	bad := append([]byte(nil), row...)
 	bad = append([]byte(nil), row...)
 	bad[0] ^= 1
 	if err := CheckRow(bad, id, 11); !errors.Is(err, ErrBadRow) {
