@@ -2,6 +2,7 @@ package pir
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -168,5 +169,31 @@ func TestEngineSizes(t *testing.T) {
 	}
 	if err := e.Answer(db, 10, good, newOut(1, 10, 0)); err != nil {
 		t.Errorf("valid call: %v", err)
+	}
+}
+
+// TestAnswerContext: a round whose deadline has passed stops with the
+// context's error, and the same engine then answers the next round right.
+func TestAnswerContext(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	db := randDB(r, 40, 4096, true)
+	masks := randMasks(r, 10, 40, 0)
+	e := NewEngine(Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := e.AnswerContext(ctx, db, 4096, masks, newOut(10, 4096, 0)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled round: %v, want %v", err, context.Canceled)
+	}
+	want, got := newOut(10, 4096, 0), newOut(10, 4096, 0)
+	if err := Reference(db, 4096, masks, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Answer(db, 4096, masks, got); err != nil {
+		t.Fatal(err)
+	}
+	for q := range got {
+		if !bytes.Equal(got[q], want[q]) {
+			t.Fatalf("answer %d after a cancelled round differs from the reference", q)
+		}
 	}
 }
