@@ -241,11 +241,38 @@ type sepoch struct {
 	rounds map[uint32]*sround
 	ended  bool
 	reason string
+	// users counts the goroutines working with the secrets outside s.mu
+	// (mixing, PIR): erasure at the epoch's end waits for the last.
+	users  int
+	erased bool
+}
+
+// acquire reserves the epoch's secrets for work outside s.mu; false once
+// the epoch ended. Call with s.mu held; release when done.
+func (e *sepoch) acquire() bool {
+	if e.ended {
+		return false
+	}
+	e.users++
+	return true
+}
+
+// release ends a use begun by acquire and erases the secrets if the epoch
+// ended meanwhile. Call with s.mu held.
+func (e *sepoch) release() {
+	e.users--
+	if e.users == 0 && e.ended {
+		e.erase()
+	}
 }
 
 func (e *sepoch) n() int { return len(e.final.desc.Clients) }
 
 func (e *sepoch) erase() {
+	e.erased = true
+	// π_s and its inverse walk are secrets too (§3 forward secrecy).
+	clear(e.forward)
+	e.forward = nil
 	if e.sk != nil {
 		e.sk.Close()
 	}
@@ -262,13 +289,43 @@ func (e *sepoch) erase() {
 	e.dkey = nil
 }
 
-// end marks the epoch over; call with s.mu held.
+// end marks the epoch over after a fault seen here and tells every other
+// server of the chain (§3: a failure ends the epoch for everyone; without
+// the notice the others' clients would wait for rounds that never come).
+// Call with s.mu held.
 func (s *Server) end(e *sepoch, reason string) {
 	if e.ended {
 		return
 	}
+	s.endQuiet(e, reason)
+	chain := e.v.chain
+	var others []peer.ID
+	for _, p := range chain {
+		if p != s.h.ID() {
+			others = append(others, p)
+		}
+	}
+	body := (&wire.EpochRef{Epoch: e.v.id, Reason: []byte(reason)}).Marshal()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
+		defer cancel()
+		_, _ = s.each(ctx, others, ProtoEpoch, wire.TypeAbort, body, wire.TypeAck, 16, shortTimeout)
+	}()
+}
+
+// endQuiet marks the epoch over without telling anyone: on a notice from
+// another server, at the natural end, or when superseded. Call with s.mu
+// held.
+func (s *Server) endQuiet(e *sepoch, reason string) {
+	if e.ended {
+		return
+	}
 	e.ended, e.reason = true, reason
-	e.erase()
+	if e.users == 0 {
+		e.erase()
+	}
 	if s.open == e {
 		s.open = nil
 	}
@@ -549,15 +606,18 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 		defer s.mu.Unlock()
 		e := s.epochs[ref.Epoch]
 		if e == nil {
-			for _, p := range s.prep {
-				_ = p
-			}
 			return wire.TypeAck, ack, nil
 		}
-		if e.v.chain[0] != from {
-			return 0, nil, errors.New("node: abort from a non-leader")
+		inChain := false
+		for _, p := range e.v.chain {
+			inChain = inChain || p == from
 		}
-		s.end(e, "aborted by leader: "+string(ref.Reason))
+		if !inChain {
+			return 0, nil, errors.New("node: abort from outside the chain")
+		}
+		// Any server of the chain may end the epoch: a fault anywhere
+		// stops it for all (a malicious one can only deny service).
+		s.endQuiet(e, "ended by "+from.ShortString()+": "+string(ref.Reason))
 		return wire.TypeAck, ack, nil
 	}
 	return 0, nil, fmt.Errorf("node: unexpected epoch message %d", t)
@@ -772,8 +832,12 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	}
 	if !sd.Final {
 		e.openBytes = body
-		if s.open != nil && s.open != e {
-			s.end(s.open, "superseded")
+		// The leader opens an epoch only after the previous one ended;
+		// anything older still running here missed its end.
+		for _, old := range s.epochs {
+			if old != e && !old.ended && old.v.desc.Number < e.v.desc.Number {
+				s.endQuiet(old, "superseded")
+			}
 		}
 		s.open = e
 		s.notify()
@@ -854,6 +918,17 @@ func (s *Server) setup(e *sepoch) {
 		s.end(e, "setup failed")
 		s.mu.Unlock()
 	}
+	s.mu.Lock()
+	ok := e.acquire()
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	defer func() {
+		s.mu.Lock()
+		e.release()
+		s.mu.Unlock()
+	}()
 	v := e.final
 	m, n := len(v.chain), len(v.desc.Clients)
 	inputs := mix.InitialVectors(e.parsed)
@@ -949,7 +1024,10 @@ func (s *Server) onStep(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.epochs[st.Epoch]
-	if e == nil || e.final == nil || int(st.S) >= len(e.final.chain) || e.final.chain[st.S] != from {
+	// The final descriptor may reach this server after the first step
+	// does (its server started setup on its own copy): check the sender
+	// against the open view, whose chain is the final one's.
+	if e == nil || e.ended || int(st.S) >= len(e.v.chain) || e.v.chain[st.S] != from {
 		return 0, nil, errors.New("node: setup step of an unknown epoch or from the wrong server")
 	}
 	if e.stepMsgs[int(st.S)] == nil {

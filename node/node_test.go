@@ -22,7 +22,11 @@ func testParams(R int) wire.Params {
 }
 
 func testLogger(t testing.TB) *slog.Logger {
-	if os.Getenv("RIFFLE_DEBUG") != "" {
+	switch os.Getenv("RIFFLE_DEBUG") {
+	case "":
+	case "info":
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	default:
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return nil
@@ -40,7 +44,7 @@ func startNet(t testing.TB, m, n int, p wire.Params) *testNet {
 	var peers []string
 	for i := 0; i < m; i++ {
 		s, err := NewServer(ctx, ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: peers,
-			Nick: fmt.Sprintf("s%d", i), MinServers: m, MinClients: n, NoLAN: true, Params: p, Store: NewMemStore(), Logger: testLogger(t)})
+			Nick: fmt.Sprintf("s%d", i), MinServers: m, MinClients: n, NoLAN: true, Params: p, Logger: testLogger(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,9 +73,6 @@ func randBytes(t testing.TB, n int) []byte {
 }
 
 func TestEndToEnd(t *testing.T) {
-	if os.Getenv("RIFFLE_E2E_WIP") == "" {
-		t.Skip("work in progress: end-to-end path not working yet")
-	}
 	tn := startNet(t, 3, 8, testParams(64))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -263,6 +263,12 @@ func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		return wire.TypeAck, ack, nil
 	}
 	x.subs[sub.Slot] = sub
+	if e.pos == 0 {
+		// S_0 holds its own clients' onions where the other primaries'
+		// batches land: wake its round driver.
+		s.notify()
+		return wire.TypeAck, ack, nil
+	}
 	mine := e.clientsOf(e.pos)
 	if !x.forwarded && len(x.subs) == len(mine) {
 		x.forwarded = true
@@ -280,12 +286,6 @@ func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) 
 }
 
 func (s *Server) forwardSubs(e *sepoch, batch *wire.SubmitBatch) {
-	if e.pos == 0 {
-		if err := s.takeSubs(s.h.ID(), batch); err != nil {
-			s.log.Warn("own submissions", "err", err)
-		}
-		return
-	}
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
 	if _, err := call(ctx, s.h, e.final.chain[0], ProtoRound, wire.TypeSubmitBatch, batch.Marshal(), wire.TypeAck, 16, bulkTimeout); err != nil {
@@ -378,11 +378,16 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 	}
 	s.mu.Lock()
 	rk, U, fwd := e.rk, e.U, e.forward
-	ended := e.ended
+	ok := e.acquire()
 	s.mu.Unlock()
-	if ended {
+	if !ok {
 		return
 	}
+	defer func() {
+		s.mu.Lock()
+		e.release()
+		s.mu.Unlock()
+	}()
 	keys, err := mix.ServerLayerKeys(mix.EpochID(v.id), e.pos, uint64(r), rk, U)
 	if err != nil {
 		fail("layer keys", err)
@@ -760,11 +765,16 @@ func (s *Server) answerRound(e *sepoch, r uint32) {
 	x := e.round(r)
 	rl := x.list
 	keys := e.keys
-	ended := e.ended
+	ok := keys != nil && e.acquire()
 	s.mu.Unlock()
-	if ended || keys == nil {
+	if !ok {
 		return
 	}
+	defer func() {
+		s.mu.Lock()
+		e.release()
+		s.mu.Unlock()
+	}()
 	ids := make([][32]byte, len(rl.Entries))
 	for i, le := range rl.Entries {
 		ids[i] = le.ID
@@ -801,8 +811,14 @@ func (s *Server) answerRound(e *sepoch, r uint32) {
 			}
 		}
 		msg := (&wire.Rows{Epoch: v.id, Round: r, Slots: slots, Rows: out}).Marshal()
+		// Sent in the background, on a context of its own: this function
+		// goes on to its own clients and returns before the send ends.
+		s.wg.Add(1)
 		go func(p peer.ID) {
-			if _, err := call(ctx, s.h, p, ProtoRound, wire.TypePadAnswers, msg, wire.TypeAck, 16, bulkTimeout); err != nil {
+			defer s.wg.Done()
+			sctx, scancel := context.WithTimeout(s.ctx, bulkTimeout)
+			defer scancel()
+			if _, err := call(sctx, s.h, p, ProtoRound, wire.TypePadAnswers, msg, wire.TypeAck, 16, bulkTimeout); err != nil {
 				s.log.Warn("padded answers", "round", r, "err", err)
 			}
 		}(v.chain[j])
@@ -845,7 +861,7 @@ func (s *Server) answerRound(e *sepoch, r uint32) {
 		// Give the last round's answers time to reach their clients.
 		time.AfterFunc(2*time.Second, func() {
 			s.mu.Lock()
-			s.end(e, "complete")
+			s.endQuiet(e, "complete")
 			s.mu.Unlock()
 		})
 	}

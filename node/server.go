@@ -72,8 +72,21 @@ type ServerConfig struct {
 	Logger     *slog.Logger
 	Rand       io.Reader
 	// Store keeps chunks, the index and round records; nil: the bbolt
-	// store in DataDir.
+	// store in DataDir (§7). NewMemStore only when asked for.
 	Store ChunkStore
+	// StoreOptions are the bbolt store's quota and retention.
+	StoreOptions StoreOptions
+	// PruneEvery is how often retention is applied (default
+	// DefaultPruneEvery; only with a retention set).
+	PruneEvery time.Duration
+}
+
+// DefaultPruneEvery is how often a server prunes its store by default.
+const DefaultPruneEvery = 10 * time.Minute
+
+// pruner is a store with retention (the bbolt store).
+type pruner interface {
+	Prune(now time.Time) (int, error)
 }
 
 // Server is a riffle server.
@@ -141,9 +154,14 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	st := cfg.Store
 	if st == nil {
-		if st, err = openStore(cfg.DataDir, log); err != nil {
+		bs, err := openStore(cfg.DataDir, cfg.StoreOptions, log)
+		if err != nil {
 			return nil, err
 		}
+		st = bs
+	}
+	if cfg.PruneEvery <= 0 {
+		cfg.PruneEvery = DefaultPruneEvery
 	}
 	h, err := newHost(priv, cfg.Listen)
 	if err != nil {
@@ -173,6 +191,10 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			// still works with --peer.
 			s.log.Warn("lan discovery off", "err", err)
 		}
+	}
+	if p, ok := st.(pruner); ok && cfg.StoreOptions.Retention > 0 {
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.pruneLoop(cctx, p) }()
 	}
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.rosterLoop(cctx, boot) }()
@@ -257,6 +279,25 @@ func (s *Server) waitFor(ctx context.Context, cond func() bool) error {
 			return ctx.Err()
 		case <-time.After(time.Second):
 			// Time-based conditions (deadlines) are re-checked.
+		}
+	}
+}
+
+// pruneLoop applies the store's retention every PruneEvery (§7).
+func (s *Server) pruneLoop(ctx context.Context, p pruner) {
+	t := time.NewTicker(s.cfg.PruneEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			n, err := p.Prune(now)
+			if err != nil {
+				s.log.Warn("prune store", "err", err)
+			} else if n > 0 {
+				s.log.Info("store pruned", "chunks", n)
+			}
 		}
 	}
 }
