@@ -20,7 +20,7 @@ func allocHuge(n int) ([]byte, func() error) {
 		return make([]byte, n), nil
 	}
 	// Advice only: without transparent huge pages this fails harmlessly.
-	_ = syscall.Madvise(mem, 14) // MADV_HUGEPAGE
+	_ = syscall.Madvise(mem, syscall.MADV_HUGEPAGE)
 	return mem, func() error {
 		if err := syscall.Munmap(mem); err != nil {
 			return fmt.Errorf("pir: unmap buffer of %d bytes: %w", n, err)
