@@ -58,7 +58,9 @@ func (b *boltStore) PutRound(epoch [32]byte, round uint32, published [][32]byte,
 	return b.st.PutRound(rec, toStoreChunks(chunks), idx)
 }
 
-func (b *boltStore) PutChunks(chunks []StoredChunk) error { return b.st.PutChunks(toStoreChunks(chunks)) }
+func (b *boltStore) PutChunks(chunks []StoredChunk) error {
+	return b.st.PutChunks(toStoreChunks(chunks))
+}
 
 func (b *boltStore) PutRequests(epoch [32]byte, round uint32, list []wire.ListEntry) error {
 	reqs := make([]store.Request, len(list))

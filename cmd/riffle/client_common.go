@@ -1,0 +1,29 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/riffle-net/riffle/node"
+)
+
+// startClient joins the network through the primary that --server,
+// $RIFFLE_SERVER or the config file names. Progress lines (epochs,
+// anonymity set, rounds, rates) go to stderr; stdout stays for results.
+func startClient(ctx context.Context, c *cli.Context) (*node.Client, error) {
+	srv, err := primary(c)
+	if err != nil {
+		return nil, err
+	}
+	req, err := requiredServers(c)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := node.NewClient(ctx, node.ClientConfig{Server: srv, Require: req, Logger: logger(c), Progress: stderr(c)})
+	if err != nil {
+		return nil, fmt.Errorf("join through %s: %w", srv, err)
+	}
+	return cl, nil
+}

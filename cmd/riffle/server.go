@@ -1,0 +1,155 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node"
+)
+
+// addrsFile is written by a running server into its data directory: its
+// full multiaddrs, one a line, so that `riffle id` can print the addresses
+// actually bound (a "tcp/0" listen address gets its port only at start).
+// The server removes it when it stops.
+const addrsFile = "addrs"
+
+func init() {
+	register(&cli.Command{
+		Name:  "server",
+		Usage: "run a riffle server until SIGINT or SIGTERM",
+		Description: `A server keeps its identity and store in --data and listens only where told:
+by default on 127.0.0.1 (TCP and QUIC, port 4433). To serve the world, listen on
+a public address, e.g. --listen /ip4/0.0.0.0/tcp/4433 --listen /ip4/0.0.0.0/udp/4433/quic-v1,
+and give other servers' addresses (riffle id) with --peer. The leader (first
+server of the chain) fixes the epoch parameters; --chunk-size, --rounds and the
+timing flags matter only there.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "data", Required: true, Usage: "data directory (identity key, store)"},
+			&cli.StringSliceFlag{Name: "listen", Usage: "multiaddr to listen on (repeatable; default " + strings.Join(node.DefaultListen, ", ") + ")"},
+			&cli.StringSliceFlag{Name: "peer", Usage: "bootstrap server multiaddr with /p2p/<peer id> (repeatable)"},
+			&cli.StringFlag{Name: "nick", Usage: "a short name shown to clients"},
+			&cli.IntFlag{Name: "min-servers", Value: node.DefaultMinServers, Usage: "no epoch starts with fewer servers in the chain"},
+			&cli.IntFlag{Name: "min-clients", Value: node.DefaultMinClients, Usage: "no epoch starts with a smaller anonymity set"},
+			&cli.BoolFlag{Name: "no-mdns", Usage: "do not discover servers on the local network"},
+			&cli.IntFlag{Name: "chunk-size", Usage: "epoch parameter b in bytes, as leader (default: node's)"},
+			&cli.IntFlag{Name: "rounds", Usage: "epoch parameter R, rounds per epoch, as leader (default: node's)"},
+			&cli.IntFlag{Name: "k", Usage: "epoch parameter k, request slots per client and round, as leader (default: node's)"},
+			&cli.DurationFlag{Name: "reg-window", Usage: "registration window of an epoch, as leader (default: node's)"},
+			&cli.DurationFlag{Name: "round-limit", Usage: "a round not filled in this time ends the epoch, as leader (default: node's)"},
+			verboseFlag(),
+		},
+		Action: runServer,
+	})
+}
+
+// serverParams applies the leader parameter flags to node's defaults.
+func serverParams(c *cli.Context) (wire.Params, error) {
+	return paramsWith(node.DefaultParams(), c.Int("chunk-size"), c.Int("rounds"), c.Int("k"), c.Duration("reg-window"), c.Duration("round-limit"))
+}
+
+// paramsWith overrides the non-zero settings of p, checking their ranges
+// (the server checks them again; this gives the flag's name in the error).
+func paramsWith(p wire.Params, chunk, rounds, k int, reg, limit time.Duration) (wire.Params, error) {
+	if chunk != 0 {
+		if chunk < node.MinChunkSize || chunk > node.MaxChunkSize {
+			return p, fmt.Errorf("chunk size %d bytes out of range [%d, %d]", chunk, node.MinChunkSize, node.MaxChunkSize)
+		}
+		p.ChunkSize = uint32(chunk)
+	}
+	if rounds != 0 {
+		if rounds < 1 || rounds > node.MaxRounds {
+			return p, fmt.Errorf("rounds %d out of range [1, %d]", rounds, node.MaxRounds)
+		}
+		p.Rounds = uint32(rounds)
+	}
+	if k != 0 {
+		if k < 1 || k > node.MaxK {
+			return p, fmt.Errorf("k %d out of range [1, %d]", k, node.MaxK)
+		}
+		p.K = uint16(k)
+	}
+	const maxMs = 1<<32 - 1
+	if reg != 0 {
+		if reg < time.Millisecond || reg.Milliseconds() > maxMs {
+			return p, fmt.Errorf("registration window %v out of range", reg)
+		}
+		p.RegWindowMs = uint32(reg.Milliseconds())
+	}
+	if limit != 0 {
+		if limit < time.Millisecond || limit.Milliseconds() > maxMs {
+			return p, fmt.Errorf("round limit %v out of range", limit)
+		}
+		p.RoundLimitMs = uint32(limit.Milliseconds())
+	}
+	return p, nil
+}
+
+func runServer(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("server takes no arguments, got %q", c.Args().First())
+	}
+	params, err := serverParams(c)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext(c.Context)
+	defer stop()
+	dir := c.String("data")
+	s, err := node.NewServer(ctx, node.ServerConfig{
+		DataDir:    dir,
+		Listen:     c.StringSlice("listen"),
+		Peers:      c.StringSlice("peer"),
+		Nick:       c.String("nick"),
+		MinServers: c.Int("min-servers"),
+		MinClients: c.Int("min-clients"),
+		NoLAN:      c.Bool("no-mdns"),
+		Params:     params,
+		Logger:     logger(c),
+	})
+	if err != nil {
+		return err
+	}
+	var lines []string
+	for _, a := range s.Addrs() {
+		lines = append(lines, a.String())
+	}
+	path := filepath.Join(dir, addrsFile)
+	if err := writeFileAtomic(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		s.Close()
+		return err
+	}
+	// One line per address on stderr at start: an operator needs them to
+	// connect clients and peers, and scripts can read them.
+	fmt.Fprintf(stderr(c), "riffle server %s up\n", s.ID())
+	for _, l := range lines {
+		fmt.Fprintf(stderr(c), "listening %s\n", l)
+	}
+	<-ctx.Done()
+	fmt.Fprintln(stderr(c), "riffle server stopping")
+	os.Remove(path)
+	if err := s.Close(); err != nil {
+		return fmt.Errorf("close server: %w", err)
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to a temporary file next to path and renames it
+// into place, so that a reader never sees half a file.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+

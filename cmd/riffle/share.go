@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:      "share",
+		Usage:     "share files anonymously; prints one link per file",
+		ArgsUsage: "FILE...",
+		Description: `Joins the next epoch through the primary server, uploads each file's chunks
+and manifest one per round, waits until every chunk is in a published list, then
+prints the file's link (riffle:...) on stdout. Progress goes to stderr. With
+--encrypt the file is encrypted under a fresh key that only the link carries.`,
+		Flags:  append(clientFlags(), &cli.BoolFlag{Name: "encrypt", Usage: "share privately: the link carries the decryption key"}),
+		Action: runShare,
+	})
+}
+
+func runShare(c *cli.Context) error {
+	files := c.Args().Slice()
+	if len(files) == 0 {
+		return errors.New("share needs at least one FILE")
+	}
+	// Check every file before joining: a typo must not cost an epoch.
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			return fmt.Errorf("share: %w", err)
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("share: %s is not a regular file", f)
+		}
+	}
+	ctx, stop := signalContext(c.Context)
+	defer stop()
+	cl, err := startClient(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return fmt.Errorf("share: %w", err)
+		}
+		link, err := cl.Share(ctx, f, filepath.Base(name), c.Bool("encrypt"))
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("share %s: %w", name, err)
+		}
+		fmt.Fprintln(stdout(c), link.String())
+	}
+	return nil
+}
