@@ -152,4 +152,3 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	}
 	return nil
 }
-
