@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/urfave/cli/v2"
 
@@ -13,6 +14,12 @@ import (
 // $RIFFLE_SERVER or the config file names. Progress lines (epochs,
 // anonymity set, rounds, rates) go to stderr; stdout stays for results.
 func startClient(ctx context.Context, c *cli.Context) (*node.Client, error) {
+	return startClientProgress(ctx, c, stderr(c))
+}
+
+// startClientProgress is startClient with progress lines sent to w (nil:
+// none, for commands whose output is only their result).
+func startClientProgress(ctx context.Context, c *cli.Context, w io.Writer) (*node.Client, error) {
 	srv, err := primary(c)
 	if err != nil {
 		return nil, err
@@ -21,7 +28,7 @@ func startClient(ctx context.Context, c *cli.Context) (*node.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := node.NewClient(ctx, node.ClientConfig{Server: srv, Require: req, Logger: logger(c), Progress: stderr(c)})
+	cl, err := node.NewClient(ctx, node.ClientConfig{Server: srv, Require: req, Logger: logger(c), Progress: w})
 	if err != nil {
 		return nil, fmt.Errorf("join through %s: %w", srv, err)
 	}

@@ -37,7 +37,7 @@ type lsEntry struct {
 func runLs(c *cli.Context) error {
 	ctx, stop := signalContext(c.Context)
 	defer stop()
-	cl, err := startClient(ctx, c)
+	cl, err := startClientProgress(ctx, c, nil)
 	if err != nil {
 		return err
 	}
