@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"sync"
 	"time"
@@ -121,7 +122,7 @@ func checkDescriptor(d *wire.Descriptor, rate float64) (*view, error) {
 			return nil, fmt.Errorf("node: descriptor server %d key proof: %w", j, err)
 		}
 		v.serverKeys = append(v.serverKeys, X)
-		if _, err := ecdh.X25519().NewPublicKey(g.D[:]); err != nil {
+		if err := checkX25519(g.D[:]); err != nil {
 			return nil, fmt.Errorf("node: descriptor server %d x25519 key: %w", j, err)
 		}
 		v.D = append(v.D, append([]byte(nil), g.D[:]...))
@@ -155,6 +156,32 @@ func checkDescriptor(d *wire.Descriptor, rate float64) (*view, error) {
 	return v, nil
 }
 
+// lowOrderProbe is a fixed X25519 private key. A low-order public key
+// gives the all-zero shared secret with every private key, which
+// crypto/ecdh reports as an error: one ECDH with any fixed scalar detects
+// it (the technique of mix's client-key check, applied to the servers' D_j:
+// a D_j of low order would make every client's PIR seeds with that server
+// public, §6.2).
+var lowOrderProbe = func() *ecdh.PrivateKey {
+	k, err := ecdh.X25519().NewPrivateKey(bytes.Repeat([]byte{0x5a}, 32))
+	if err != nil {
+		panic(err) // unreachable: any 32 bytes are an X25519 private key
+	}
+	return k
+}()
+
+// checkX25519 rejects a malformed or low-order X25519 public key.
+func checkX25519(b []byte) error {
+	pk, err := ecdh.X25519().NewPublicKey(b)
+	if err != nil {
+		return err
+	}
+	if _, err := lowOrderProbe.ECDH(pk); err != nil {
+		return fmt.Errorf("key of low order: %w", group.ErrIdentity)
+	}
+	return nil
+}
+
 // checkSigned verifies a signed descriptor: structure and all m signatures.
 func checkSigned(sd *wire.Signed, rate float64) (*view, error) {
 	v, err := checkDescriptor(&sd.Desc, rate)
@@ -181,6 +208,65 @@ func checkSigned(sd *wire.Signed, rate float64) (*view, error) {
 
 func registerDigest(r *wire.Register) [32]byte {
 	return taggedHash(tagRegister, r.Epoch[:], r.XKey[:], r.Reg)
+}
+
+// parseRegister checks a registration's envelope against an epoch (its
+// signature by the registration key, its X25519 key) and parses it; the
+// proofs of knowledge are left to verifyRegs, batched.
+func parseRegister(v *view, r *wire.Register) (*mix.Registration, error) {
+	if r.Epoch != v.id {
+		return nil, errors.New("node: registration for another epoch")
+	}
+	dg := registerDigest(r)
+	if !ed25519.Verify(ed25519.PublicKey(r.RegKey[:]), dg[:], r.Sig[:]) {
+		return nil, errors.New("node: bad registration signature")
+	}
+	reg, err := mix.ParseRegistration(r.Reg, len(v.chain))
+	if err != nil {
+		return nil, fmt.Errorf("node: registration: %w", err)
+	}
+	if reg.PIRKey != r.XKey {
+		return nil, errors.New("node: registration x25519 key differs from its envelope")
+	}
+	return reg, nil
+}
+
+// verifyRegs verifies a list of registrations (§4.1): envelopes one by
+// one, then every proof of knowledge in one batch (mix.VerifyRegistrations).
+// It returns the parsed registrations (nil at a bad index) and the bad
+// indexes in order.
+func verifyRegs(v *view, regs []wire.Register, rnd io.Reader) ([]*mix.Registration, []int, error) {
+	parsed := make([]*mix.Registration, len(regs))
+	var bad, idx []int
+	var keys []ed25519.PublicKey
+	var cands []*mix.Registration
+	for i := range regs {
+		reg, err := parseRegister(v, &regs[i])
+		if err != nil {
+			bad = append(bad, i)
+			continue
+		}
+		idx, keys, cands = append(idx, i), append(keys, ed25519.PublicKey(regs[i].RegKey[:])), append(cands, reg)
+	}
+	if len(cands) > 0 {
+		pbad, err := mix.VerifyRegistrations(mix.EpochID(v.id), keys, v.serverKeys, cands, rnd)
+		if err != nil {
+			return nil, nil, fmt.Errorf("node: verify %d registrations: %w", len(cands), err)
+		}
+		isBad := map[int]bool{}
+		for _, b := range pbad {
+			isBad[b] = true
+		}
+		for c, i := range idx {
+			if isBad[c] {
+				bad = append(bad, i)
+			} else {
+				parsed[i] = cands[c]
+			}
+		}
+	}
+	sort.Ints(bad)
+	return parsed, bad, nil
 }
 
 // checkRegister verifies a registration against an epoch: its signature by
@@ -245,6 +331,12 @@ type sepoch struct {
 	// (mixing, PIR): erasure at the epoch's end waits for the last.
 	users  int
 	erased bool
+
+	// evidence holds the input batch of each void round (§8).
+	evidence map[uint32][][]byte
+	// layerBufs are OpenLayerInto's buffers, reused round after round.
+	bufMu     sync.Mutex
+	layerBufs [][]byte
 }
 
 // acquire reserves the epoch's secrets for work outside s.mu; false once
@@ -512,8 +604,13 @@ func (s *Server) runEpoch(ctx context.Context, chain []peer.ID) error {
 			s.abortAll(ctx, chain, id, "bad registration list")
 			return fmt.Errorf("node: registration list of server %d: %w", i, err)
 		}
-		for _, reg := range rl.Regs {
-			if _, err := checkRegister(e.v, &reg); err != nil {
+		parsed, _, err := verifyRegs(e.v, rl.Regs, s.rand)
+		if err != nil {
+			s.abortAll(ctx, chain, id, "registrations unverifiable")
+			return err
+		}
+		for j, reg := range rl.Regs {
+			if parsed[j] == nil {
 				continue
 			}
 			all[reg.RegKey] = reg
@@ -529,6 +626,20 @@ func (s *Server) runEpoch(ctx context.Context, chain []peer.ID) error {
 	// Slot order: by registration key, a public order nobody chooses
 	// (keys are fresh per epoch).
 	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i][:], keys[j][:]) < 0 })
+	// §4.1: duplicate keys are rejected. A second registration with an
+	// X25519 key already taken (by a lower registration key) is dropped,
+	// so that the list every server checks has none.
+	seenX := map[[32]byte]bool{}
+	kept := keys[:0]
+	for _, k := range keys {
+		x := all[k].XKey
+		if seenX[x] || seenX[k] {
+			continue
+		}
+		seenX[x], seenX[k] = true, true
+		kept = append(kept, k)
+	}
+	keys = kept
 	if len(keys) > int(desc.Params.MaxClients) {
 		keys = keys[:desc.Params.MaxClients]
 	}
@@ -790,18 +901,21 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, errors.New("node: registration list for an unknown epoch or not from its leader")
 	}
 	// Every server verifies every registration (§4.1) before it signs.
-	parsed := make([]*mix.Registration, len(rl.Regs))
+	parsed, bad, err := verifyRegs(e.v, rl.Regs, s.rand)
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(bad) > 0 {
+		return 0, nil, fmt.Errorf("node: %d of %d registrations do not verify, first at slot %d", len(bad), len(rl.Regs), bad[0])
+	}
+	// §4.1: no key twice, registration or X25519, in any two slots.
 	seen := map[[32]byte]bool{}
 	for i := range rl.Regs {
-		reg, err := checkRegister(e.v, &rl.Regs[i])
-		if err != nil {
-			return 0, nil, fmt.Errorf("node: slot %d: %w", i, err)
+		rk, xk := rl.Regs[i].RegKey, rl.Regs[i].XKey
+		if seen[rk] || seen[xk] || rk == xk {
+			return 0, nil, fmt.Errorf("node: slot %d repeats a registration or x25519 key", i)
 		}
-		if seen[rl.Regs[i].RegKey] {
-			return 0, nil, fmt.Errorf("node: slot %d repeats a registration key", i)
-		}
-		seen[rl.Regs[i].RegKey] = true
-		parsed[i] = reg
+		seen[rk], seen[xk] = true, true
 	}
 	if err := mix.CheckDistinct(parsed); err != nil {
 		return 0, nil, fmt.Errorf("node: registrations: %w", err)

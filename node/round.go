@@ -393,10 +393,18 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		fail("layer keys", err)
 		return
 	}
-	out, err := mix.OpenLayer(mix.EpochID(v.id), uint64(r), e.pos, keys, in)
+	// Decrypt into this epoch's reused buffers (never in place: the input
+	// is the predecessor's signed batch, the evidence of a blame).
+	bufs := e.takeLayerBufs(len(in), len(in[0])-mix.TagSize)
+	defer e.putLayerBufs(s, bufs)
+	out, err := mix.OpenLayerInto(bufs, mix.EpochID(v.id), uint64(r), e.pos, keys, in)
 	mix.CloseLayerKeys(keys)
 	if err != nil {
-		// §5.2 (v2): any fault voids the round; nothing is forwarded.
+		// §5.2 (v2): any fault voids the round; nothing is forwarded. The
+		// input batch stays as the evidence for blame (§8).
+		s.mu.Lock()
+		e.keepEvidence(r, in)
+		s.mu.Unlock()
 		fail(fmt.Sprintf("round %d void: layer %d: %v", r, e.pos, err), err)
 		return
 	}
@@ -489,18 +497,31 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if S < 1 || S > m || v.chain[S-1] != from || (S < m && S != e.pos) {
 		return 0, nil, fmt.Errorf("node: batch for server %d not expected from %s", S, from.ShortString())
 	}
-	if b.Round >= v.desc.Params.Rounds || len(b.Entries) != n || merkleRoot(b.Entries) != b.Root {
-		return 0, nil, errors.New("node: malformed batch")
-	}
+	// The signature first: only a signed batch is evidence against its
+	// sender; then the root, which the signature covers.
 	if err := verifyPeerSig(from, batchDigest(&b), b.Sig); err != nil {
 		return 0, nil, err
 	}
+	if b.Round >= v.desc.Params.Rounds || merkleRoot(b.Entries) != b.Root {
+		return 0, nil, errors.New("node: malformed batch")
+	}
 	bb, k := e.bk()
 	want := mix.OnionSize(bb, k, m) - mix.TagSize*S
-	for i, x := range b.Entries {
-		if len(x) != want {
-			return 0, nil, fmt.Errorf("node: batch entry %d of %d bytes, want %d", i, len(x), want)
-		}
+	bad := len(b.Entries) != n
+	for _, x := range b.Entries {
+		bad = bad || len(x) != want
+	}
+	if bad {
+		// §5.2 (v2): a signed batch with a missing or wrong-size entry is
+		// a fault of its sender: the round is void (nothing forwarded,
+		// nothing published), the signed batch is kept as evidence, and
+		// the epoch ends for everyone. It is acknowledged: it was
+		// delivered, and refusing it would only hide the evidence.
+		s.mu.Lock()
+		e.keepEvidence(b.Round, b.Entries)
+		s.end(e, fmt.Sprintf("round %d void: batch from server %d malformed", b.Round, S-1))
+		s.mu.Unlock()
+		return wire.TypeAck, ack, nil
 	}
 	s.wg.Add(1)
 	go func() {
@@ -1003,4 +1024,46 @@ func (s *Server) handlePIR(ctx context.Context, from peer.ID, t wire.Type, body 
 		return 0, nil, errors.New("node: no answer for this round")
 	}
 	return wire.TypeAnswer, (&wire.Rows{Epoch: id, Round: q.Round, Slots: []uint32{sl}, Rows: ans}).Marshal(), nil
+}
+
+// keepEvidence keeps the input batch of a void round for blame (§5.2,
+// §8): public data, kept until the epoch is forgotten. Call with s.mu held.
+func (e *sepoch) keepEvidence(r uint32, entries [][]byte) {
+	if e.evidence == nil {
+		e.evidence = map[uint32][][]byte{}
+	}
+	if _, ok := e.evidence[r]; !ok {
+		cp := make([][]byte, len(entries))
+		for i, x := range entries {
+			cp[i] = append([]byte(nil), x...)
+		}
+		e.evidence[r] = cp
+	}
+}
+
+// takeLayerBufs returns n buffers of size bytes for OpenLayerInto, reused
+// from earlier rounds of the epoch when they fit.
+func (e *sepoch) takeLayerBufs(n, size int) [][]byte {
+	e.bufMu.Lock()
+	bufs := e.layerBufs
+	e.layerBufs = nil
+	e.bufMu.Unlock()
+	if len(bufs) != n || (n > 0 && cap(bufs[0]) < size) {
+		slab := make([]byte, n*size)
+		bufs = make([][]byte, n)
+		for p := range bufs {
+			bufs[p] = slab[p*size : (p+1)*size : (p+1)*size]
+		}
+	}
+	for p := range bufs {
+		bufs[p] = bufs[p][:size]
+	}
+	return bufs
+}
+
+// putLayerBufs hands buffers back after the batch made from them is sent.
+func (e *sepoch) putLayerBufs(_ *Server, bufs [][]byte) {
+	e.bufMu.Lock()
+	e.layerBufs = bufs
+	e.bufMu.Unlock()
 }
