@@ -226,7 +226,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 			found = found || p == r
 		}
 		if !found {
-			return v.id, fmt.Errorf("node: epoch refused: required server %s not in the chain", r.ShortString())
+			return v.id, fmt.Errorf("node: epoch refused: required server %s not in the chain", r.String())
 		}
 	}
 	pub, priv, err := ed25519.GenerateKey(c.rand)
@@ -296,7 +296,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	c.mu.Unlock()
 	names := ""
 	for i, g := range fin.Desc.Group {
-		names += fmt.Sprintf(" %s(%s)", string(g.Nick), fv.chain[i].ShortString())
+		names += fmt.Sprintf(" %s(%s)", string(g.Nick), fv.chain[i].String())
 	}
 	c.progress("epoch %x: %d servers [%s ], anonymity set %d clients", fv.id[:4], len(fv.chain), names, n)
 	err = c.rounds(ctx, e)
