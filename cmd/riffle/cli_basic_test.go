@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/riffle-net/riffle/node"
+)
+
+// riffleBin is the binary built once by TestMain; the tests of this file
+// exec it as a user would.
+var riffleBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "riffle-cli-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	riffleBin = filepath.Join(dir, "riffle")
+	build := exec.Command("go", "build", "-o", riffleBin, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build riffle:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cleanEnv is the environment of a child: no RIFFLE_SERVER, and a config
+// directory of the test's own, so that the developer's config never leaks
+// in. The XDG_CONFIG_HOME entry is last.
+func cleanEnv(t *testing.T) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, envServer+"=") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "XDG_CONFIG_HOME="+t.TempDir())
+}
+
+// runBin execs riffle with args and returns stdout, stderr and the error.
+func runBin(t *testing.T, env []string, args ...string) (string, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, riffleBin, args...)
+	cmd.Env = env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+func TestVersion(t *testing.T) {
+	out, _, err := runBin(t, cleanEnv(t), "version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "riffle ") || !strings.Contains(out, "protocol v2") {
+		t.Fatalf("version printed %q", out)
+	}
+}
+
+func TestHelpListsCommands(t *testing.T) {
+	out, _, err := runBin(t, cleanEnv(t), "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"server", "id", "share", "get", "ls", "client", "demo", "version"} {
+		if !helpLists(out, cmd) {
+			t.Errorf("--help does not list %q:\n%s", cmd, out)
+		}
+	}
+}
+
+// helpLists reports whether some line of help text starts (after spaces)
+// with the command name followed by a space or a comma.
+func helpLists(help, name string) bool {
+	for _, l := range strings.Split(help, "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, name+" ") || strings.HasPrefix(l, name+",") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestIDStableAndPrivate(t *testing.T) {
+	env := cleanEnv(t)
+	dir := filepath.Join(t.TempDir(), "srv")
+	out1, _, err := runBin(t, env, "id", "--data", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out2, _, err := runBin(t, env, "id", "--data", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out1 != out2 {
+		t.Fatalf("id changed between runs:\n%s\n%s", out1, out2)
+	}
+	lines := strings.Split(strings.TrimSpace(out1), "\n")
+	if len(lines) < 2 || !strings.HasPrefix(lines[0], "12D3KooW") {
+		t.Fatalf("id printed %q, want a peer id line then addresses", out1)
+	}
+	for _, a := range lines[1:] {
+		if !strings.HasSuffix(a, "/p2p/"+lines[0]) {
+			t.Errorf("address %q does not end in /p2p/%s", a, lines[0])
+		}
+	}
+	st, err := os.Stat(filepath.Join(dir, node.IdentityFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("identity file mode %o, want 600", st.Mode().Perm())
+	}
+	out3, _, err := runBin(t, env, "id", "--data", filepath.Join(t.TempDir(), "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.SplitN(out3, "\n", 2)[0] == lines[0] {
+		t.Fatal("two data directories share a peer id")
+	}
+	// Without a running server, --listen chooses the printed addresses.
+	out4, _, err := runBin(t, env, "id", "--data", dir, "--listen", "/ip4/10.1.2.3/tcp/7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := lines[0] + "\n/ip4/10.1.2.3/tcp/7/p2p/" + lines[0] + "\n"; out4 != want {
+		t.Fatalf("id --listen printed %q, want %q", out4, want)
+	}
+}
+
+func TestClientNeedsServer(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "x")
+	if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, err := runBin(t, cleanEnv(t), "share", "--data", t.TempDir(), f)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("share without a server: err %v, want exit status 1", err)
+	}
+	if !strings.HasPrefix(errOut, "riffle: no server") {
+		t.Fatalf("stderr %q, want it to start with \"riffle: no server\"", errOut)
+	}
+	// A server address without /p2p/ is refused before any network use,
+	// naming where it came from.
+	env := append(cleanEnv(t), envServer+"=/ip4/127.0.0.1/tcp/1")
+	_, errOut, err = runBin(t, env, "ls", "--data", t.TempDir())
+	if err == nil || !strings.Contains(errOut, "needs /p2p/") || !strings.Contains(errOut, "$"+envServer) {
+		t.Fatalf("ls with a bare address: err %v, stderr %q", err, errOut)
+	}
+	// A missing file is refused before joining.
+	_, errOut, err = runBin(t, cleanEnv(t), "share", "--server", "/ip4/127.0.0.1/tcp/1/p2p/12D3KooWEUbcN5uGcp14c1WytkD63tKzr8uSb5sSGsUGvPedroqY", filepath.Join(t.TempDir(), "absent"))
+	if err == nil || !strings.Contains(errOut, "no such file") {
+		t.Fatalf("share of a missing file: err %v, stderr %q", err, errOut)
+	}
+	// A malformed link is refused with its position.
+	_, errOut, err = runBin(t, cleanEnv(t), "get", "--server", "/ip4/127.0.0.1/tcp/1/p2p/12D3KooWEUbcN5uGcp14c1WytkD63tKzr8uSb5sSGsUGvPedroqY", "riffle:nope")
+	if err == nil || !strings.HasPrefix(errOut, "riffle: link 1:") {
+		t.Fatalf("get of a bad link: err %v, stderr %q", err, errOut)
+	}
+}
+
+func TestConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config")
+	const addr = "/ip4/127.0.0.1/tcp/4433/p2p/12D3KooWEUbcN5uGcp14c1WytkD63tKzr8uSb5sSGsUGvPedroqY"
+	if err := os.WriteFile(path, []byte("# riffle\n\nserver = /ip4/10.0.0.1/tcp/1\n  server=  "+addr+"  \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readConfigServer(path)
+	if err != nil || got != addr {
+		t.Fatalf("readConfigServer = %q, %v; want the last server line %q", got, err, addr)
+	}
+	if got, err := readConfigServer(filepath.Join(dir, "absent")); got != "" || err != nil {
+		t.Fatalf("absent config: %q, %v", got, err)
+	}
+	if err := os.WriteFile(path, []byte("server\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readConfigServer(path); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Fatalf("malformed config: %v, want an error naming line 1", err)
+	}
+	// The binary reads $XDG_CONFIG_HOME/riffle/config when nothing else
+	// names a server: an address there without /p2p/ is refused naming the
+	// file, which shows the file was read.
+	env := cleanEnv(t)
+	xdg := strings.TrimPrefix(env[len(env)-1], "XDG_CONFIG_HOME=")
+	if err := os.MkdirAll(filepath.Join(xdg, configDirName), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(xdg, configDirName, configFileName)
+	if err := os.WriteFile(cfg, []byte("server = /ip4/127.0.0.1/tcp/1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, err := runBin(t, env, "ls", "--data", t.TempDir())
+	if err == nil || !strings.Contains(errOut, cfg) {
+		t.Fatalf("config-file address: err %v, stderr %q; want an error naming %s", err, errOut, cfg)
+	}
+}
+
+func TestParamsWithRanges(t *testing.T) {
+	p, err := paramsWith(node.DefaultParams(), 16<<10, 8, 1, 250*time.Millisecond, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ChunkSize != 16<<10 || p.Rounds != 8 || p.K != 1 || p.RegWindowMs != 250 || p.RoundLimitMs != 5000 {
+		t.Fatalf("params %+v", p)
+	}
+	if q, _ := paramsWith(node.DefaultParams(), 0, 0, 0, 0, 0); q != node.DefaultParams() {
+		t.Fatalf("zero overrides changed the defaults: %+v", q)
+	}
+	for _, bad := range []struct{ chunk, rounds, k int }{{100, 0, 0}, {0, -1, 0}, {0, 0, 1000}, {64 << 20, 0, 0}} {
+		if _, err := paramsWith(node.DefaultParams(), bad.chunk, bad.rounds, bad.k, 0, 0); err == nil {
+			t.Errorf("paramsWith(%+v) accepted", bad)
+		}
+	}
+}
+
+func TestHumanBytes(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 40000: "39.1 KiB", 3 << 20: "3.0 MiB", 1 << 40: "1.0 TiB"} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
