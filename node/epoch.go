@@ -332,6 +332,18 @@ type sepoch struct {
 	users  int
 	erased bool
 
+	// A share fault at setup (§4.2 step 3) and its walk back (§8 step 1):
+	// the inputs of every step, and per server t on the walk its input
+	// position and route proof.
+	stepInputs [][][]group.Ciphertext
+	shareErr   *mix.ShareError
+	walkIn     map[int]int
+	walkProof  map[int][]byte
+	// regFrom is, for this primary's own clients, the peer that sent each
+	// registration: only the primary sees it (§4.1), and only to exclude
+	// a culprit from the next epoch.
+	regFrom map[[32]byte]peer.ID
+
 	// evidence holds the input batch of each void round (§8).
 	evidence map[uint32][][]byte
 	// layerBufs are OpenLayerInto's buffers, reused round after round.
@@ -448,6 +460,8 @@ func (s *Server) epochCaps(t wire.Type) int {
 		return 256 << 20
 	case wire.TypeRegister:
 		return 64 << 10
+	case wire.TypeRoute:
+		return 64 + wire.MaxRouteProof
 	case wire.TypeStep:
 		return 512 << 20
 	}
@@ -708,6 +722,8 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onRegList(from, body)
 	case wire.TypeStep:
 		return s.onStep(from, body)
+	case wire.TypeRoute:
+		return s.onRoute(ctx, from, body)
 	case wire.TypeAbort:
 		var ref wire.EpochRef
 		if err := ref.Unmarshal(body); err != nil {
@@ -1046,10 +1062,25 @@ func (s *Server) setup(e *sepoch) {
 	v := e.final
 	m, n := len(v.chain), len(v.desc.Clients)
 	inputs := mix.InitialVectors(e.parsed)
+	var shareErr *mix.ShareError
 	for k := 0; k < m; k++ {
 		var res *mix.StepResult
 		if k == e.pos {
 			r, sec, err := mix.SetupStep(mix.EpochID(v.id), k, v.serverKeys, e.sk, inputs, s.rand)
+			if sec != nil {
+				// Held by the epoch at once, so that erase closes it on
+				// every path, failed broadcasts included.
+				s.mu.Lock()
+				e.sec = sec
+				s.mu.Unlock()
+			}
+			if errors.As(err, &shareErr) && r != nil && sec != nil {
+				// §4.2 step 3: a client's U or P is the identity or
+				// repeated. The result is complete and proven: broadcast
+				// it anyway so that everyone can check the claim, then
+				// walk the position back to the client.
+				err = nil
+			}
 			if err != nil {
 				fail(fmt.Errorf("node: setup step %d: %w", k, err))
 				return
@@ -1078,7 +1109,7 @@ func (s *Server) setup(e *sepoch) {
 				return
 			}
 			s.mu.Lock()
-			e.sec, e.forward, e.U = sec, sec.Forward(), r.U
+			e.forward, e.U = sec.Forward(), r.U
 			s.mu.Unlock()
 			res = r
 		} else {
@@ -1096,7 +1127,7 @@ func (s *Server) setup(e *sepoch) {
 				fail(fmt.Errorf("node: setup step %d: %w", k, err))
 				return
 			}
-			if err := mix.VerifyStep(mix.EpochID(v.id), k, v.serverKeys, inputs, r, s.rand); err != nil {
+			if err := mix.VerifyStep(mix.EpochID(v.id), k, v.serverKeys, inputs, r, s.rand); err != nil && !errors.As(err, &shareErr) {
 				fail(fmt.Errorf("node: setup step %d does not verify: %w", k, err))
 				return
 			}
@@ -1104,7 +1135,12 @@ func (s *Server) setup(e *sepoch) {
 		}
 		s.mu.Lock()
 		e.steps = append(e.steps, res)
+		e.stepInputs = append(e.stepInputs, inputs)
 		s.mu.Unlock()
+		if shareErr != nil {
+			s.shareFault(ctx, e, shareErr)
+			return
+		}
 		if k < m-1 {
 			inputs = res.Next()
 		}

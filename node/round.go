@@ -192,7 +192,15 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: epoch full")
 	}
+	if until, ok := s.banned[from]; ok && e.v.desc.Number <= until {
+		s.mu.Unlock()
+		return 0, nil, errors.New("node: this client is excluded from this epoch (its share broke the last setup)")
+	}
 	e.regs[r.RegKey] = r
+	if e.regFrom == nil {
+		e.regFrom = map[[32]byte]peer.ID{}
+	}
+	e.regFrom[r.RegKey] = from
 	s.mu.Unlock()
 	// Forward to the leader (§4.1); the leader also collects every
 	// primary's list at the close, so a lost forward costs nothing.

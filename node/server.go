@@ -111,6 +111,9 @@ type Server struct {
 	prep    map[[32]byte]*sepoch // by nonce, before the epoch id is known
 	open    *sepoch              // epoch accepting registrations here
 	number  uint64               // highest epoch number seen
+	// banned: client peers excluded up to an epoch number (a culprit of a
+	// share fault, blame.go), known only to their primary.
+	banned map[peer.ID]uint64
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -15,7 +15,8 @@ const (
 	TypeCloseReq    Type = 15 // leader → primary: close registration
 	TypeRegList     Type = 16 // primary → leader: every registration it accepted
 	TypeStep        Type = 18 // setup step result, broadcast by its server
-	TypeAbort       Type = 19 // leader → all: the epoch ends
+	TypeRoute       Type = 17 // blame step 1 of a setup share fault: request and proof
+	TypeAbort       Type = 19 // any chain server → all: the epoch ends
 	TypeWaitOpen    Type = 20 // client → primary: wait for an open descriptor
 	TypeRegister    Type = 30 // client → primary: registration
 	TypeSubmit      Type = 40 // client → primary: one onion
@@ -471,6 +472,42 @@ func (m *EpochRef) Unmarshal(b []byte) error {
 	m.Round = d.U32("round")
 	m.Reason = d.Bytes(MaxReason, "reason")
 	return d.Done("epoch reference")
+}
+
+// MaxRouteProof bounds a route proof (mix.ProveRoute: a Chaum–Pedersen
+// proof of two scalars, with room to spare).
+const MaxRouteProof = 256
+
+// Route is blame step 1 (§8) for a share fault found at setup (§4.2 step
+// 3): the request names server S and its output position Out on the walk;
+// the reply adds the input position In and the proof that the output
+// vector at Out re-encrypts the input vector at In (mix.ProveRoute).
+type Route struct {
+	Epoch [32]byte
+	S     uint16
+	Out   uint32
+	In    uint32
+	Proof []byte
+}
+
+func (m *Route) Marshal() []byte {
+	var e Enc
+	e.Fixed(m.Epoch[:])
+	e.U16(m.S)
+	e.U32(m.Out)
+	e.U32(m.In)
+	e.Bytes(m.Proof)
+	return e.B
+}
+
+func (m *Route) Unmarshal(b []byte) error {
+	d := Dec{B: b}
+	m.Epoch = d.Array32("epoch id")
+	m.S = d.U16("server")
+	m.Out = d.U32("output position")
+	m.In = d.U32("input position")
+	m.Proof = d.Bytes(MaxRouteProof, "route proof")
+	return d.Done("route")
 }
 
 // Step is one server's setup step (§4.2), signed by that server over

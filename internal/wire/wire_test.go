@@ -55,6 +55,11 @@ func codecs() []struct {
 			err := m.Unmarshal(b, testLimits)
 			return m.Marshal(), err
 		}},
+		{"route", (&Route{Epoch: [32]byte{3}, S: 1, Out: 4, In: 2, Proof: bytes.Repeat([]byte{8}, 64)}).Marshal(), func(b []byte) ([]byte, error) {
+			var m Route
+			err := m.Unmarshal(b)
+			return m.Marshal(), err
+		}},
 		{"sig", (&Sig{Index: 2, Sig: [64]byte{1}}).Marshal(), func(b []byte) ([]byte, error) {
 			var m Sig
 			err := m.Unmarshal(b)
