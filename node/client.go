@@ -32,8 +32,9 @@ type ClientConfig struct {
 	// Progress receives human-readable progress lines (nil: none).
 	Progress io.Writer
 	Rand     io.Reader
-	// OnStream, if set, is called with the type and size of every frame
-	// the client sends (the wire-size equality test records them).
+	// OnSend, if set, is called with the type of every request the client
+	// sends and the bytes written to its stream (the wire-size equality
+	// test records them).
 	OnSend func(t wire.Type, size int)
 }
 
@@ -172,10 +173,7 @@ func (c *Client) progress(format string, args ...any) {
 }
 
 func (c *Client) call(ctx context.Context, proto protocol.ID, t wire.Type, body []byte, want wire.Type, max int, timeout time.Duration) ([]byte, error) {
-	if c.cfg.OnSend != nil {
-		c.cfg.OnSend(t, wire.HeaderSize+len(body))
-	}
-	return call(ctx, c.h, c.primary, proto, t, body, want, max, timeout)
+	return callCounted(ctx, c.h, c.primary, proto, t, body, want, max, timeout, c.cfg.OnSend)
 }
 
 func (c *Client) run() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -123,6 +124,25 @@ func verifyPeerSig(id peer.ID, digest [32]byte, sig [64]byte) error {
 // call opens a stream to p, sends one request frame and reads one reply of
 // type want of at most max bytes. The stream is reset on any error.
 func call(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID, t wire.Type, body []byte, want wire.Type, max int, timeout time.Duration) ([]byte, error) {
+	return callCounted(ctx, h, p, proto, t, body, want, max, timeout, nil)
+}
+
+// countingWriter counts the bytes that reach the stream.
+type countingWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += n
+	return n, err
+}
+
+// callCounted is call that reports, if sent is set, the bytes written to
+// the stream for the request (the wire-size equality test, §1: sizes never
+// depend on what a user does).
+func callCounted(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID, t wire.Type, body []byte, want wire.Type, max int, timeout time.Duration, sent func(t wire.Type, n int)) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	s, err := h.NewStream(network.WithAllowLimitedConn(ctx, "riffle"), p, proto)
@@ -135,9 +155,13 @@ func call(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID, t wire
 	// with its caller.
 	stop := context.AfterFunc(ctx, func() { s.Reset() })
 	defer stop()
-	bw := bufio.NewWriterSize(s, 64<<10)
+	cw := &countingWriter{w: s}
+	bw := bufio.NewWriterSize(cw, 64<<10)
 	if err := wire.WriteFrame(bw, t, body); err == nil {
 		err = bw.Flush()
+	}
+	if sent != nil {
+		sent(t, cw.n)
 	}
 	if err != nil {
 		s.Reset()
