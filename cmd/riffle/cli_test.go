@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildRiffle builds the binary once for the CLI tests.
+func buildRiffle(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "riffle")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+type cliEnv struct {
+	bin string
+	env []string
+}
+
+func (e *cliEnv) cmd(ctx context.Context, args ...string) *exec.Cmd {
+	c := exec.CommandContext(ctx, e.bin, args...)
+	c.Env = e.env
+	c.Cancel = func() error { return c.Process.Signal(syscall.SIGINT) }
+	c.WaitDelay = 10 * time.Second
+	return c
+}
+
+func (e *cliEnv) run(t *testing.T, ctx context.Context, args ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	c := e.cmd(ctx, args...)
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Run(); err != nil {
+		t.Fatalf("riffle %s: %v\nstderr:\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String()
+}
+
+// startDaemon starts a long-running command, stopped with SIGINT at cleanup.
+func (e *cliEnv) startDaemon(t *testing.T, args ...string) {
+	t.Helper()
+	c := e.cmd(context.Background(), args...)
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Process.Signal(syscall.SIGINT)
+		done := make(chan error, 1)
+		go func() { done <- c.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil && !t.Failed() {
+				t.Errorf("riffle %s exited: %v\n%s", args[0], err, errb.String())
+			}
+		case <-time.After(15 * time.Second):
+			c.Process.Kill()
+			t.Errorf("riffle %s did not stop on SIGINT", args[0])
+		}
+	})
+}
+
+func waitAddrs(t *testing.T, dir string) []string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(filepath.Join(dir, addrsFile)); err == nil && len(b) > 0 {
+			return strings.Fields(string(b))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("server in %s wrote no addresses", dir)
+	return nil
+}
+
+// TestCLI runs real servers and clients as processes: server, id, client,
+// share, get and ls.
+func TestCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	e := &cliEnv{bin: buildRiffle(t)}
+	home := t.TempDir()
+	e.env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "RIFFLE_SERVER=")
+	var addrs []string
+	var dirs []string
+	for i := 0; i < 3; i++ {
+		dir := t.TempDir()
+		args := []string{"server", "--data", dir, "--listen", "/ip4/127.0.0.1/tcp/0", "--nick", fmt.Sprintf("cli%d", i),
+			"--min-servers", "3", "--min-clients", "2", "--no-mdns", "--chunk-size", "16384", "--rounds", "32", "--reg-window", "300ms", "--round-limit", "3s"}
+		for _, a := range addrs {
+			args = append(args, "--peer", a)
+		}
+		e.startDaemon(t, args...)
+		addrs = append(addrs, waitAddrs(t, dir)[0])
+		dirs = append(dirs, dir)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	id := strings.Fields(e.run(t, ctx, "id", "--data", dirs[0]))
+	if len(id) < 2 || !strings.HasSuffix(addrs[0], "/p2p/"+id[0]) || id[1] != addrs[0] {
+		t.Fatalf("riffle id printed %q, server listens on %s", id, addrs[0])
+	}
+
+	// A cover client, so that every epoch has the two clients it needs.
+	e.startDaemon(t, "client", "--server", addrs[1])
+
+	data := make([]byte, 40<<10+7)
+	rand.Read(data)
+	file := filepath.Join(t.TempDir(), "hello.bin")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := strings.TrimSpace(e.run(t, ctx, "share", "--server", addrs[0], file))
+	if !strings.HasPrefix(link, "riffle:") {
+		t.Fatalf("share printed %q", link)
+	}
+	outDir := t.TempDir()
+	got := strings.TrimSpace(e.run(t, ctx, "get", "--server", addrs[2], "--data", t.TempDir(), "-o", filepath.Join(outDir, "copy.bin"), link))
+	b, err := os.ReadFile(got)
+	if err != nil || !bytes.Equal(b, data) {
+		t.Fatalf("get wrote %q (%v): bytes differ", got, err)
+	}
+	var entries []lsEntry
+	if err := json.Unmarshal([]byte(e.run(t, ctx, "ls", "--server", addrs[0], "--json")), &entries); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, en := range entries {
+		found = found || (en.Name == "hello.bin" && en.Link == link && en.Size == uint64(len(data)))
+	}
+	if !found {
+		t.Fatalf("ls --json lacks hello.bin: %+v", entries)
+	}
+	if table := e.run(t, ctx, "ls", "--server", addrs[2]); !strings.Contains(table, "hello.bin") {
+		t.Fatalf("ls table lacks hello.bin:\n%s", table)
+	}
+}
