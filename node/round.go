@@ -396,6 +396,7 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		e.release()
 		s.mu.Unlock()
 	}()
+	mixStart := time.Now()
 	keys, err := mix.ServerLayerKeys(mix.EpochID(v.id), e.pos, uint64(r), rk, U)
 	if err != nil {
 		fail("layer keys", err)
@@ -417,6 +418,7 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		return
 	}
 	out = mix.Permute(fwd, out)
+	s.timing.add(&s.timing.mix, time.Since(mixStart))
 	b := wire.Batch{Epoch: v.id, Round: r, S: uint16(e.pos + 1), Entries: out}
 	if e.pos == 0 {
 		b.ClientSigs = clientSigs
@@ -554,7 +556,10 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte) {
 	ps := e.pseudonyms
 	s.mu.Unlock()
 	b, k := e.bk()
-	if bad := mix.VerifyPayloads(mix.EpochID(v.id), uint64(r), ps, payloads, s.rand); len(bad) > 0 {
+	verifyStart := time.Now()
+	bad := mix.VerifyPayloads(mix.EpochID(v.id), uint64(r), ps, payloads, s.rand)
+	s.timing.add(&s.timing.verify, time.Since(verifyStart))
+	if len(bad) > 0 {
 		// §5.3: blame starts at the first bad position; the round is not
 		// acknowledged. (The blame walk itself is not implemented yet.)
 		s.mu.Lock()
@@ -593,7 +598,11 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte) {
 			}
 		}
 	}
-	if err := s.store.PutRound(v.id, r, published, chunks, index); err != nil {
+	storeStart := time.Now()
+	err := s.store.PutRound(v.id, r, published, chunks, index)
+	s.timing.add(&s.timing.store, time.Since(storeStart))
+	s.timing.addRound()
+	if err != nil {
 		s.log.Error("store round", "round", r, "err", err)
 		s.mu.Lock()
 		s.end(e, "store failed")
@@ -829,7 +838,9 @@ func (s *Server) answerRound(e *sepoch, r uint32) {
 		for i := range out {
 			out[i] = make([]byte, b)
 		}
+		pirStart := time.Now()
 		err := s.store.ViewChunks(ids, func(rows [][]byte) error { return s.engine.Answer(dbRows(rows), b, masks, out) })
+		s.timing.add(&s.timing.pir, time.Since(pirStart))
 		if err != nil {
 			s.log.Warn("pir answer", "round", r, "err", err)
 			return
@@ -873,7 +884,9 @@ func (s *Server) answerRound(e *sepoch, r uint32) {
 		for i := range out {
 			out[i] = make([]byte, b)
 		}
+		pirStart := time.Now()
 		err := s.store.ViewChunks(ids, func(rows [][]byte) error { return s.engine.Answer(dbRows(rows), b, masks, out) })
+		s.timing.add(&s.timing.pir, time.Since(pirStart))
 		if err != nil {
 			s.log.Warn("pir answer", "round", r, "err", err)
 			return

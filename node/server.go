@@ -114,6 +114,8 @@ type Server struct {
 	// banned: client peers excluded up to an epoch number (a culprit of a
 	// share fault, blame.go), known only to their primary.
 	banned map[peer.ID]uint64
+
+	timing timer // where the time goes (Bench)
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
