@@ -655,7 +655,14 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 		return g.path, g.err
 	case <-ctx.Done():
 		c.mu.Lock()
-		delete(c.wants, link.ID)
+		if c.wants[link.ID] == g {
+			delete(c.wants, link.ID)
+		}
+		if g.asm != nil {
+			// The partial file stays: a later Get into the same
+			// directory verifies it and fetches only what is missing.
+			g.asm.Close()
+		}
 		c.mu.Unlock()
 		return "", ctx.Err()
 	}
