@@ -82,7 +82,7 @@ func TestHelpListsCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cmd := range []string{"server", "id", "share", "get", "ls", "client", "demo", "version"} {
+	for _, cmd := range []string{"server", "id", "share", "get", "ls", "client", "demo", "bench", "version"} {
 		if !helpLists(out, cmd) {
 			t.Errorf("--help does not list %q:\n%s", cmd, out)
 		}
@@ -275,6 +275,18 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{"bytes identical", "anonymity set 4", "goodput: share", "stopping"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestParseCounts(t *testing.T) {
+	got, err := parseCounts("16, 64,200")
+	if err != nil || len(got) != 3 || got[0] != 16 || got[1] != 64 || got[2] != 200 {
+		t.Fatalf("parseCounts = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "16,,64", "1", "x", "16;64"} {
+		if _, err := parseCounts(bad); err == nil {
+			t.Errorf("parseCounts(%q) accepted", bad)
 		}
 	}
 }
