@@ -1,0 +1,217 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// The control socket lets `riffle share`, `get` and `ls` hand their jobs to
+// a running `riffle client` on the same machine instead of joining epochs on
+// their own: one long-running participant is better cover than many
+// short-lived ones. It is a Unix socket in the client's data directory,
+// mode 0600 in a 0700 directory, so only its user can reach it. One request
+// frame per connection, one reply frame (or a TypeError refusal).
+const (
+	ControlSocket = "control.sock"
+
+	ctlShare wire.Type = 100 // u8 encrypt ‖ bytes absolute file path
+	ctlGet   wire.Type = 101 // bytes link ‖ bytes absolute directory
+	ctlIndex wire.Type = 102 // empty
+	ctlOK    wire.Type = 110 // bytes result: a link, a path, or an Index
+	maxPath            = 4096
+	maxLink            = 512
+)
+
+// ServeControl serves the control socket at path until ctx ends.
+func (c *Client) ServeControl(ctx context.Context, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("node: control directory: %w", err)
+	}
+	// A socket left by a dead daemon is removed; a live one refuses us.
+	if conn, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		conn.Close()
+		return fmt.Errorf("node: a client already serves %s", path)
+	}
+	os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return fmt.Errorf("node: control socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return fmt.Errorf("node: control socket mode: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		l.Close()
+		os.Remove(path)
+	}()
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("node: control accept: %w", err)
+		}
+		go c.serveControlConn(ctx, conn)
+	}
+}
+
+func (c *Client) serveControlConn(ctx context.Context, conn net.Conn) {
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(shortTimeout))
+	t, body, err := wire.ReadAny(bufio.NewReader(conn), func(t wire.Type) int {
+		switch t {
+		case ctlShare, ctlGet, ctlIndex:
+			return 2 * (maxPath + maxLink)
+		}
+		return 0
+	})
+	if err != nil {
+		return
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	res, err := c.control(ctx, t, body)
+	if err != nil {
+		_ = wire.WriteError(conn, err)
+		return
+	}
+	_ = wire.WriteFrame(conn, ctlOK, res)
+}
+
+func (c *Client) control(ctx context.Context, t wire.Type, body []byte) ([]byte, error) {
+	d := wire.Dec{B: body}
+	switch t {
+	case ctlShare:
+		enc := d.U8("encrypt flag")
+		path := string(d.Bytes(maxPath, "path"))
+		if err := d.Done("control share"); err != nil {
+			return nil, err
+		}
+		if !filepath.IsAbs(path) {
+			return nil, errors.New("node: control share needs an absolute path")
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		link, err := c.Share(ctx, f, filepath.Base(path), enc == 1)
+		if err != nil {
+			return nil, err
+		}
+		return []byte(link.String()), nil
+	case ctlGet:
+		ls := string(d.Bytes(maxLink, "link"))
+		dir := string(d.Bytes(maxPath, "directory"))
+		if err := d.Done("control get"); err != nil {
+			return nil, err
+		}
+		link, err := chunker.ParseLink(ls)
+		if err != nil {
+			return nil, err
+		}
+		if !filepath.IsAbs(dir) {
+			return nil, errors.New("node: control get needs an absolute directory")
+		}
+		path, err := c.Get(ctx, link, dir)
+		if err != nil {
+			return nil, err
+		}
+		return []byte(path), nil
+	case ctlIndex:
+		if err := d.Done("control index"); err != nil {
+			return nil, err
+		}
+		idx, err := c.Index(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return (&wire.Index{Entries: idx}).Marshal(), nil
+	}
+	return nil, fmt.Errorf("node: unknown control request %d", t)
+}
+
+func controlCall(ctx context.Context, sock string, t wire.Type, body []byte, max int) ([]byte, error) {
+	var dl net.Dialer
+	conn, err := dl.DialContext(ctx, "unix", sock)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	if err := wire.WriteFrame(conn, t, body); err != nil {
+		return nil, err
+	}
+	return wire.ReadFrame(bufio.NewReader(conn), ctlOK, max)
+}
+
+// ControlAvailable reports whether a running client serves sock.
+func ControlAvailable(sock string) bool {
+	conn, err := net.DialTimeout("unix", sock, time.Second)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+// ControlShare asks the client serving sock to share the file at path.
+func ControlShare(ctx context.Context, sock, path string, encrypt bool) (chunker.Link, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return chunker.Link{}, err
+	}
+	var e wire.Enc
+	if encrypt {
+		e.U8(1)
+	} else {
+		e.U8(0)
+	}
+	e.Bytes([]byte(abs))
+	rep, err := controlCall(ctx, sock, ctlShare, e.B, maxLink)
+	if err != nil {
+		return chunker.Link{}, fmt.Errorf("node: running client: %w", err)
+	}
+	return chunker.ParseLink(string(rep))
+}
+
+// ControlGet asks the client serving sock to fetch link into dir.
+func ControlGet(ctx context.Context, sock string, link chunker.Link, dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	var e wire.Enc
+	e.Bytes([]byte(link.String()))
+	e.Bytes([]byte(abs))
+	rep, err := controlCall(ctx, sock, ctlGet, e.B, maxPath)
+	if err != nil {
+		return "", fmt.Errorf("node: running client: %w", err)
+	}
+	return string(rep), nil
+}
+
+// ControlIndex asks the client serving sock for the public index.
+func ControlIndex(ctx context.Context, sock string) ([]wire.IndexEntry, error) {
+	rep, err := controlCall(ctx, sock, ctlIndex, nil, 256<<20)
+	if err != nil {
+		return nil, fmt.Errorf("node: running client: %w", err)
+	}
+	var idx wire.Index
+	if err := idx.Unmarshal(rep, 1<<20); err != nil {
+		return nil, err
+	}
+	return idx.Entries, nil
+}

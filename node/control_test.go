@@ -1,0 +1,63 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestControlSocket hands share, get and ls jobs to a running client.
+func TestControlSocket(t *testing.T) {
+	tn := startNet(t, 3, 3, testParams(64))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sock := filepath.Join(t.TempDir(), ControlSocket)
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- tn.clients[0].ServeControl(sctx, sock) }()
+	for !ControlAvailable(sock) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st, err := os.Stat(sock); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode %v, %v", st.Mode().Perm(), err)
+	}
+	if err := tn.clients[1].ServeControl(ctx, sock); err == nil {
+		t.Fatal("a second client took over a live control socket")
+	}
+	data := randBytes(t, 20<<10)
+	file := filepath.Join(t.TempDir(), "ctl.bin")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link, err := ControlShare(ctx, sock, file, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if link.Key == nil {
+		t.Fatal("encrypted share returned a link without a key")
+	}
+	path, err := ControlGet(ctx, sock, link, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("fetched bytes differ: %v", err)
+	}
+	idx, err := ControlIndex(ctx, sock)
+	if err != nil || len(idx) == 0 {
+		t.Fatalf("index: %d entries, %v", len(idx), err)
+	}
+	if _, err := ControlShare(ctx, sock, filepath.Join(t.TempDir(), "missing"), false); err == nil {
+		t.Fatal("share of a missing file succeeded")
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if ControlAvailable(sock) {
+		t.Fatal("socket still served after stop")
+	}
+}
