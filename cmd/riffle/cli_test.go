@@ -127,7 +127,7 @@ func TestCLI(t *testing.T) {
 	if err := os.WriteFile(file, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	link := strings.TrimSpace(e.run(t, ctx, "share", "--server", addrs[0], file))
+	link := strings.TrimSpace(e.run(t, ctx, "share", "--server", addrs[0], "--data", t.TempDir(), file))
 	if !strings.HasPrefix(link, "riffle:") {
 		t.Fatalf("share printed %q", link)
 	}
@@ -148,7 +148,16 @@ func TestCLI(t *testing.T) {
 	if !found {
 		t.Fatalf("ls --json lacks hello.bin: %+v", entries)
 	}
-	if table := e.run(t, ctx, "ls", "--server", addrs[2]); !strings.Contains(table, "hello.bin") {
-		t.Fatalf("ls table lacks hello.bin:\n%s", table)
+	// Without --data, ls finds the running cover client's control socket
+	// and hands it the job.
+	var lsErr bytes.Buffer
+	lsCmd := e.cmd(ctx, "ls")
+	var table bytes.Buffer
+	lsCmd.Stdout, lsCmd.Stderr = &table, &lsErr
+	if err := lsCmd.Run(); err != nil {
+		t.Fatalf("ls through the running client: %v\n%s", err, lsErr.String())
+	}
+	if !strings.Contains(table.String(), "hello.bin") || !strings.Contains(lsErr.String(), "using the running riffle client") {
+		t.Fatalf("ls through the running client:\n%s\n%s", table.String(), lsErr.String())
 	}
 }

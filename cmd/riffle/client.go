@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/riffle-net/riffle/node"
 )
 
 func init() {
@@ -28,6 +31,17 @@ func runClient(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	dir, err := clientDataDir(c)
+	if err != nil {
+		cl.Close()
+		return err
+	}
+	// share, get and ls on this machine hand their jobs over this socket.
+	go func() {
+		if err := cl.ServeControl(ctx, filepath.Join(dir, node.ControlSocket)); err != nil {
+			fmt.Fprintf(stderr(c), "riffle client: control socket: %v\n", err)
+		}
+	}()
 	<-ctx.Done()
 	st := cl.Stats()
 	if err := cl.Close(); err != nil {

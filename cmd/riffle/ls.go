@@ -9,6 +9,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node"
 )
 
 func init() {
@@ -37,12 +39,18 @@ type lsEntry struct {
 func runLs(c *cli.Context) error {
 	ctx, stop := signalContext(c.Context)
 	defer stop()
-	cl, err := startClientProgress(ctx, c, nil)
-	if err != nil {
-		return err
+	var idx []wire.IndexEntry
+	var err error
+	if sock := runningClient(c); sock != "" {
+		idx, err = node.ControlIndex(ctx, sock)
+	} else {
+		cl, cerr := startClientProgress(ctx, c, nil)
+		if cerr != nil {
+			return cerr
+		}
+		defer cl.Close()
+		idx, err = cl.Index(ctx)
 	}
-	defer cl.Close()
-	idx, err := cl.Index(ctx)
 	if err != nil {
 		return fmt.Errorf("fetch index: %w", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/riffle-net/riffle/node"
 )
 
 func init() {
@@ -40,6 +42,16 @@ func runShare(c *cli.Context) error {
 	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
+	if sock := runningClient(c); sock != "" {
+		for _, name := range files {
+			link, err := node.ControlShare(ctx, sock, name, c.Bool("encrypt"))
+			if err != nil {
+				return fmt.Errorf("share %s: %w", name, err)
+			}
+			fmt.Fprintln(stdout(c), link.String())
+		}
+		return nil
+	}
 	cl, err := startClient(ctx, c)
 	if err != nil {
 		return err

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/riffle-net/riffle/node"
+)
+
+// runningClient returns the control socket of a `riffle client` running
+// with this command's data directory, or "" if none runs: share, get and ls
+// then hand their jobs to it instead of joining epochs on their own (one
+// long-lived participant gives better cover than many short ones).
+func runningClient(c *cli.Context) string {
+	dir, err := clientDataDir(c)
+	if err != nil {
+		return ""
+	}
+	sock := filepath.Join(dir, node.ControlSocket)
+	if !node.ControlAvailable(sock) {
+		return ""
+	}
+	fmt.Fprintf(stderr(c), "using the running riffle client (%s)\n", sock)
+	return sock
+}
