@@ -33,7 +33,13 @@ type member struct {
 type roster struct {
 	mu sync.Mutex
 	m  map[peer.ID]*member
+	// candidates are servers that others gossiped and that have not yet
+	// answered a hello; they join m only by answering (authenticated).
+	candidates map[peer.ID]bool
 }
+
+// maxCandidates bounds the gossiped servers waiting for a first hello.
+const maxCandidates = 256
 
 func (r *roster) saw(id peer.ID, nick string, addrs []ma.Multiaddr) {
 	r.mu.Lock()
@@ -90,7 +96,42 @@ func (s *Server) hello() *wire.Hello {
 			h.Addrs = append(h.Addrs, a.Bytes())
 		}
 	}
+	for _, m := range s.roster.live() {
+		if len(h.Peers) == wire.MaxGossip || len(m.addrs) == 0 {
+			continue
+		}
+		p2p, err := ma.NewComponent("p2p", m.id.String())
+		if err != nil {
+			continue
+		}
+		if b := m.addrs[0].Encapsulate(p2p.Multiaddr()).Bytes(); len(b) <= wire.MaxAddr {
+			h.Peers = append(h.Peers, b)
+		}
+	}
 	return h
+}
+
+// learn records the servers a hello gossips as candidates for a hello.
+func (s *Server) learn(h *wire.Hello) {
+	for _, b := range h.Peers {
+		a, err := ma.NewMultiaddrBytes(b)
+		if err != nil {
+			continue
+		}
+		ai, err := peer.AddrInfoFromP2pAddr(a)
+		if err != nil || ai.ID == s.h.ID() || s.roster.get(ai.ID) != nil {
+			continue
+		}
+		s.roster.mu.Lock()
+		if s.roster.candidates == nil {
+			s.roster.candidates = map[peer.ID]bool{}
+		}
+		if len(s.roster.candidates) < maxCandidates && s.roster.m[ai.ID] == nil {
+			s.roster.candidates[ai.ID] = true
+			s.h.Peerstore().AddAddrs(ai.ID, ai.Addrs, rosterTTL*2)
+		}
+		s.roster.mu.Unlock()
+	}
 }
 
 func parseHello(b []byte) (*wire.Hello, []ma.Multiaddr, error) {
@@ -119,6 +160,7 @@ func (s *Server) handleHello(_ context.Context, from peer.ID, _ wire.Type, body 
 	if h.Role == roleServer {
 		s.roster.saw(from, string(h.Nick), addrs)
 		s.h.Peerstore().AddAddrs(from, addrs, rosterTTL*2)
+		s.learn(h)
 	}
 	return wire.TypeHello, s.hello().Marshal(), nil
 }
@@ -135,6 +177,7 @@ func (s *Server) sayHello(ctx context.Context, p peer.ID) error {
 	}
 	if h.Role == roleServer {
 		s.roster.saw(p, string(h.Nick), addrs)
+		s.learn(h)
 	}
 	return nil
 }
@@ -156,6 +199,12 @@ func (s *Server) rosterLoop(ctx context.Context, boot []peer.AddrInfo) {
 		for id := range s.roster.m {
 			targets[id] = true
 		}
+		for id := range s.roster.candidates {
+			targets[id] = true
+		}
+		// A candidate gets one try; if it is live it will be gossiped
+		// again.
+		s.roster.candidates = nil
 		s.roster.mu.Unlock()
 		var wg sync.WaitGroup
 		for id := range targets {

@@ -117,13 +117,19 @@ func decAddrs(d *Dec) [][]byte {
 	return out
 }
 
-// Hello is exchanged on /riffle/1/roster.
+// Hello is exchanged on /riffle/1/roster. Peers gossips the live servers
+// the sender knows (full multiaddrs with /p2p/), so that a server given one
+// bootstrap address learns the whole roster.
 type Hello struct {
 	Version uint16
 	Role    uint8 // 1 = server
 	Nick    []byte
 	Addrs   [][]byte // binary multiaddrs
+	Peers   [][]byte // binary multiaddrs with /p2p/, at most MaxGossip
 }
+
+// MaxGossip bounds the servers named in one hello.
+const MaxGossip = 32
 
 func (m *Hello) Marshal() []byte {
 	var e Enc
@@ -131,6 +137,7 @@ func (m *Hello) Marshal() []byte {
 	e.U8(m.Role)
 	e.Bytes(m.Nick)
 	encAddrs(&e, m.Addrs)
+	encAddrs(&e, m.Peers)
 	return e.B
 }
 
@@ -140,6 +147,11 @@ func (m *Hello) Unmarshal(b []byte) error {
 	m.Role = d.U8("role")
 	m.Nick = d.Bytes(MaxNick, "nick")
 	m.Addrs = decAddrs(&d)
+	n := d.Count(MaxGossip, 4, "gossiped servers")
+	m.Peers = make([][]byte, 0, n)
+	for i := 0; i < n && d.Err == nil; i++ {
+		m.Peers = append(m.Peers, d.Bytes(MaxAddr, "gossiped server"))
+	}
 	return d.Done("hello")
 }
 

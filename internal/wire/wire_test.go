@@ -30,7 +30,7 @@ func codecs() []struct {
 		rt     func([]byte) ([]byte, error)
 	}
 	return []c{
-		{"hello", (&Hello{Version: 1, Role: 1, Nick: []byte("n"), Addrs: [][]byte{{1, 2}}}).Marshal(), func(b []byte) ([]byte, error) {
+		{"hello", (&Hello{Version: 1, Role: 1, Nick: []byte("n"), Addrs: [][]byte{{1, 2}}, Peers: [][]byte{{3}, {4, 5}}}).Marshal(), func(b []byte) ([]byte, error) {
 			var m Hello
 			err := m.Unmarshal(b)
 			return m.Marshal(), err
