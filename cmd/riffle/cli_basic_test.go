@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -104,13 +105,16 @@ func helpLists(help, name string) bool {
 func TestIDStableAndPrivate(t *testing.T) {
 	env := cleanEnv(t)
 	dir := filepath.Join(t.TempDir(), "srv")
-	out1, _, err := runBin(t, env, "id", "--data", dir)
+	out1, err1, err := runBin(t, env, "id", "--data", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out2, _, err := runBin(t, env, "id", "--data", dir)
+	out2, err2, err := runBin(t, env, "id", "--data", dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.HasPrefix(err1, "created a new identity") || err2 != "" {
+		t.Errorf("id stderr %q then %q: want the creation noted once", err1, err2)
 	}
 	if out1 != out2 {
 		t.Fatalf("id changed between runs:\n%s\n%s", out1, out2)
@@ -177,6 +181,11 @@ func TestClientNeedsServer(t *testing.T) {
 	_, errOut, err = runBin(t, cleanEnv(t), "get", "--server", "/ip4/127.0.0.1/tcp/1/p2p/12D3KooWEUbcN5uGcp14c1WytkD63tKzr8uSb5sSGsUGvPedroqY", "riffle:nope")
 	if err == nil || !strings.HasPrefix(errOut, "riffle: link 1:") {
 		t.Fatalf("get of a bad link: err %v, stderr %q", err, errOut)
+	}
+	const link = "riffle:ty4uvsii5v7k4m3kp7a5ys373bmpez3hzhvjj5242iqyqbffsdzq"
+	_, errOut, err = runBin(t, cleanEnv(t), "get", "--server", "/ip4/127.0.0.1/tcp/1/p2p/12D3KooWEUbcN5uGcp14c1WytkD63tKzr8uSb5sSGsUGvPedroqY", link, link)
+	if err == nil || !strings.Contains(errOut, "link 2 names the same file as link 1") {
+		t.Fatalf("get of a repeated link: err %v, stderr %q", err, errOut)
 	}
 }
 
@@ -288,5 +297,94 @@ func TestParseCounts(t *testing.T) {
 		if _, err := parseCounts(bad); err == nil {
 			t.Errorf("parseCounts(%q) accepted", bad)
 		}
+	}
+}
+
+// TestDemoKeep checks that the commands `demo --keep` prints work from
+// another process: ls lists the sample, get fetches it, and SIGINT stops
+// the network cleanly.
+func TestDemoKeep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a loopback network")
+	}
+	env := cleanEnv(t)
+	cmd := exec.Command(riffleBin, "demo", "--keep", "--clients", "3", "--size", "20000", "--chunk-size", "16384", "--rounds", "16")
+	cmd.Env = env
+	stdoutPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	stopped := false
+	defer func() {
+		if !stopped {
+			cmd.Process.Kill()
+			<-done
+		}
+	}()
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(stdoutPipe)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		done <- cmd.Wait()
+	}()
+	var server, link string
+	var all []string
+	timeout := time.After(60 * time.Second)
+	for server == "" || link == "" {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("demo --keep ended early:\n%s\nstderr:\n%s", strings.Join(all, "\n"), errb.String())
+			}
+			all = append(all, l)
+			f := strings.Fields(l)
+			if len(f) == 3 && f[2] == "ls" && strings.HasPrefix(f[0], envServer+"=") {
+				server = strings.TrimPrefix(f[0], envServer+"=")
+			}
+			if len(f) == 6 && f[2] == "get" {
+				link = f[5]
+			}
+		case <-timeout:
+			t.Fatalf("demo --keep printed no commands in 60 s:\n%s", strings.Join(all, "\n"))
+		}
+	}
+	go func() {
+		for range lines {
+		}
+	}()
+	out, errOut, err := runBin(t, append(env, envServer+"="+server), "ls", "--json", "--data", t.TempDir())
+	if err != nil || !strings.Contains(out, link) || !strings.Contains(out, `"sample.bin"`) {
+		t.Fatalf("ls through the kept network: %v\n%s\n%s", err, out, errOut)
+	}
+	dst := filepath.Join(t.TempDir(), "s.bin")
+	if _, errOut, err := runBin(t, append(env, envServer+"="+server), "get", "--data", t.TempDir(), "-o", dst, link); err != nil {
+		t.Fatalf("get through the kept network: %v\n%s", err, errOut)
+	}
+	got, err := os.ReadFile(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := io.ReadAll(sampleReader(20000))
+	if !bytes.Equal(got, want) {
+		t.Fatalf("fetched %d bytes differ from the demo's sample", len(got))
+	}
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-done:
+		stopped = true
+		if err != nil {
+			t.Fatalf("demo --keep after SIGINT: %v\n%s", err, errb.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("demo --keep did not stop within 20 s of SIGINT")
 	}
 }

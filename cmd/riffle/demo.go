@@ -80,10 +80,10 @@ func runDemo(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("demo directory: %w", err)
 	}
+	// The servers' data is the demo's alone: removed when it stops, even
+	// after --keep.
+	defer os.RemoveAll(base)
 	keep := c.Bool("keep")
-	if !keep {
-		defer os.RemoveAll(base)
-	}
 	// The two clients that act print their progress; the rest is cover.
 	rec := &epochRecorder{w: errw}
 	dn, err := startDemoNet(ctx, demoNetConfig{Dir: base, Clients: n, Params: params, Logger: logger(c), Progress: rec, ProgressClients: 2})
@@ -149,7 +149,7 @@ func runDemo(c *cli.Context) error {
 	fmt.Fprintf(out, "  %s %s ls\n", env, bin)
 	fmt.Fprintf(out, "  %s %s get -o sample.bin %s\n", env, bin, link)
 	fmt.Fprintf(out, "  %s %s share FILE\n", env, bin)
-	fmt.Fprintf(out, "Ctrl-C stops it (then: rm -r %s).\n", base)
+	fmt.Fprintln(out, "Ctrl-C stops it and removes its data.")
 	<-ctx.Done()
 	fmt.Fprintln(out, "stopping")
 	return dn.Close()

@@ -43,11 +43,18 @@ func runGet(c *cli.Context) error {
 		return errors.New("get needs at least one LINK")
 	}
 	links := make([]chunker.Link, len(args))
+	seen := map[chunker.ID]int{}
 	for i, a := range args {
 		l, err := chunker.ParseLink(a)
 		if err != nil {
 			return fmt.Errorf("link %d: %w", i+1, err)
 		}
+		// The client keeps one download per file id: a repeated link
+		// would wait for a job that the first one replaced.
+		if j, dup := seen[l.ID]; dup {
+			return fmt.Errorf("link %d names the same file as link %d", i+1, j+1)
+		}
+		seen[l.ID] = i
 		links[i] = l
 	}
 	out := c.String("output")

@@ -34,6 +34,7 @@ a running server bound, else those of --listen (default ` + strings.Join(node.De
 
 func runID(c *cli.Context) error {
 	dir := c.String("data")
+	_, statErr := os.Stat(filepath.Join(dir, node.IdentityFile))
 	priv, err := node.LoadIdentity(dir)
 	if err != nil {
 		return err
@@ -62,6 +63,9 @@ func runID(c *cli.Context) error {
 			}
 			addrs = append(addrs, a.Encapsulate(p2p.Multiaddr()).String())
 		}
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		fmt.Fprintf(stderr(c), "created a new identity in %s\n", filepath.Join(dir, node.IdentityFile))
 	}
 	w := stdout(c)
 	fmt.Fprintln(w, id)
