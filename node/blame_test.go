@@ -12,27 +12,29 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// dupReader is crypto/rand except for the third 64-byte read, which is a
-// fixed pattern: in mix.Register that is the scalar u_{i,1} (reads of 64
-// bytes alternate u_{i,j} and r_{i,j}; keys and nonces read 32). Two
-// clients with such readers register the same U for server 1 under
-// different ciphertexts, which no registration check can see.
+// dupReader is crypto/rand except for the scalar u_{i,1} of every
+// registration, which is a fixed pattern. mix.Register reads 32 bytes for
+// the registration key (ed25519.GenerateKey), then per component 64 for
+// u_{i,j}, 64 for r_{i,j} and 32 for the proof nonce: the 64-byte read
+// after the sizes 32, 64, 64, 32 is u_{i,1} (or a later component's scalar,
+// which repeats too; the fault at S_1 comes first). Two clients with such
+// readers register the same U for server 1 under different ciphertexts,
+// which no registration check can see, in whatever epoch they join.
 type dupReader struct {
-	mu    sync.Mutex
-	reads int
+	mu   sync.Mutex
+	last [4]int
 }
 
 func (d *dupReader) Read(p []byte) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(p) == 64 {
-		d.reads++
-		if d.reads == 3 {
-			for i := range p {
-				p[i] = byte(i*7 + 1)
-			}
-			return len(p), nil
+	hit := len(p) == 64 && d.last == [4]int{32, 64, 64, 32}
+	d.last = [4]int{d.last[1], d.last[2], d.last[3], len(p)}
+	if hit {
+		for i := range p {
+			p[i] = byte(i*7 + 1)
 		}
+		return len(p), nil
 	}
 	return io.ReadFull(rand.Reader, p)
 }

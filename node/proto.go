@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -183,9 +184,44 @@ func callCounted(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID,
 // handlerFunc answers one request; it returns the reply type and body.
 type handlerFunc func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error)
 
+// gate tracks the stream handlers in flight, so that Close waits for them
+// before it closes the store and erases secrets (libp2p runs handlers on
+// its own goroutines).
+type gate struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// enter admits a handler; false once the gate is closed.
+func (g *gate) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.wg.Add(1)
+	return true
+}
+
+func (g *gate) leave() { g.wg.Done() }
+
+// close refuses new handlers and waits for those in flight.
+func (g *gate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.wg.Wait()
+}
+
 // serve installs a request/response handler for proto with per-type caps.
-func serve(ctx context.Context, h host.Host, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(wire.Type) int, fn handlerFunc) {
+func serve(ctx context.Context, h host.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(wire.Type) int, fn handlerFunc) {
 	h.SetStreamHandler(proto, func(s network.Stream) {
+		if !g.enter() {
+			s.Reset()
+			return
+		}
+		defer g.leave()
 		_ = s.SetDeadline(time.Now().Add(timeout))
 		from := s.Conn().RemotePeer()
 		t, body, rerr := wire.ReadAny(bufio.NewReaderSize(s, 64<<10), caps)

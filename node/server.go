@@ -115,7 +115,8 @@ type Server struct {
 	// share fault, blame.go), known only to their primary.
 	banned map[peer.ID]uint64
 
-	timing timer // where the time goes (Bench)
+	timing   timer // where the time goes (Bench)
+	handlers gate  // stream handlers in flight
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -180,16 +181,16 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		engine:  pir.NewEngine(pir.Options{}),
 		changed: make(chan struct{}), epochs: map[[32]byte]*sepoch{}, prep: map[[32]byte]*sepoch{},
 	}
-	serve(cctx, h, s.log, ProtoRoster, shortTimeout, func(t wire.Type) int {
+	serve(cctx, h, &s.handlers, s.log, ProtoRoster, shortTimeout, func(t wire.Type) int {
 		if t == wire.TypeHello {
 			return 4096
 		}
 		return 0
 	}, s.handleHello)
-	serve(cctx, h, s.log, ProtoEpoch, bulkTimeout, s.epochCaps, s.handleEpoch)
-	serve(cctx, h, s.log, ProtoRound, bulkTimeout, s.roundCaps, s.handleRound)
-	serve(cctx, h, s.log, ProtoClient, pollTimeout, s.clientCaps, s.handleClient)
-	serve(cctx, h, s.log, ProtoPIR, pollTimeout, s.pirCaps, s.handlePIR)
+	serve(cctx, h, &s.handlers, s.log, ProtoEpoch, bulkTimeout, s.epochCaps, s.handleEpoch)
+	serve(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.roundCaps, s.handleRound)
+	serve(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, s.clientCaps, s.handleClient)
+	serve(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, s.pirCaps, s.handlePIR)
 	if !cfg.NoLAN {
 		if err := s.startLAN(cctx); err != nil {
 			// LAN discovery is a convenience: a host without multicast
@@ -242,6 +243,9 @@ func fullAddrs(h host.Host) []ma.Multiaddr {
 // Close stops the server and erases every epoch secret it holds.
 func (s *Server) Close() error {
 	s.cancel()
+	// Handlers first: they end promptly once the context is cancelled,
+	// and none may touch the store or a secret after this.
+	s.handlers.close()
 	s.wg.Wait()
 	var errs []error
 	for _, c := range s.closers {
@@ -252,7 +256,13 @@ func (s *Server) Close() error {
 	errs = append(errs, s.h.Close())
 	s.mu.Lock()
 	for _, e := range s.epochs {
-		e.erase()
+		// Through the reference count: a stream handler may still be
+		// mid-round (handlers are not in s.wg); it finds the epoch ended
+		// and its last user erases.
+		e.ended = true
+		if e.users == 0 {
+			e.erase()
+		}
 	}
 	for _, e := range s.prep {
 		e.erase()
