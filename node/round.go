@@ -559,13 +559,9 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte) {
 	verifyStart := time.Now()
 	bad := mix.VerifyPayloads(mix.EpochID(v.id), uint64(r), ps, payloads, s.rand)
 	s.timing.add(&s.timing.verify, time.Since(verifyStart))
-	if len(bad) > 0 {
-		// §5.3: blame starts at the first bad position; the round is not
-		// acknowledged. (The blame walk itself is not implemented yet.)
-		s.mu.Lock()
-		s.end(e, fmt.Sprintf("round %d: bad pseudonym signature at %d positions", r, len(bad)))
-		s.mu.Unlock()
-		return
+	badAt := make(map[int]bool, len(bad))
+	for _, q := range bad {
+		badAt[q] = true
 	}
 	var chunks []StoredChunk
 	var published [][32]byte
@@ -573,6 +569,9 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte) {
 	requests := map[[32]byte]bool{}
 	now := time.Now().Unix()
 	for q, raw := range payloads {
+		if badAt[q] {
+			continue
+		}
 		p, err := mix.DecodePayload(raw, b, k)
 		if err != nil {
 			s.mu.Lock()
@@ -602,6 +601,15 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte) {
 	err := s.store.PutRound(v.id, r, published, chunks, index)
 	s.timing.add(&s.timing.store, time.Since(storeStart))
 	s.timing.addRound()
+	if err == nil && len(bad) > 0 {
+		// §5.3: the payloads that verify, public already, are stored;
+		// the round is not acknowledged and blame starts at the first bad
+		// position (the walk itself is not implemented: the epoch ends).
+		s.mu.Lock()
+		s.end(e, fmt.Sprintf("round %d: bad pseudonym signature at %d of %d positions", r, len(bad), len(payloads)))
+		s.mu.Unlock()
+		return
+	}
 	if err != nil {
 		s.log.Error("store round", "round", r, "err", err)
 		s.mu.Lock()
