@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/riffle-net/riffle/node"
 )
 
 // buildRiffle builds the binary once for the CLI tests.
@@ -137,8 +139,27 @@ func TestCLI(t *testing.T) {
 	if err != nil || !bytes.Equal(b, data) {
 		t.Fatalf("get wrote %q (%v): bytes differ", got, err)
 	}
+	// Jobs handed to running clients: a second daemon with its own data
+	// directory; share goes through the first (default data directory),
+	// get through the second.
+	dataB := t.TempDir()
+	e.startDaemon(t, "client", "--server", addrs[2], "--data", dataB)
+	for !node.ControlAvailable(filepath.Join(dataB, node.ControlSocket)) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	data2 := append([]byte("second file "), data[:1000]...)
+	file2 := filepath.Join(t.TempDir(), "second.txt")
+	if err := os.WriteFile(file2, data2, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link2 := strings.TrimSpace(e.run(t, ctx, "share", file2))
+	got2 := strings.TrimSpace(e.run(t, ctx, "get", "--data", dataB, "-o", filepath.Join(outDir, "second-copy.txt"), link2))
+	if b, err := os.ReadFile(got2); err != nil || !bytes.Equal(b, data2) {
+		t.Fatalf("get through the running client wrote %q (%v): bytes differ", got2, err)
+	}
+
 	var entries []lsEntry
-	if err := json.Unmarshal([]byte(e.run(t, ctx, "ls", "--server", addrs[0], "--json")), &entries); err != nil {
+	if err := json.Unmarshal([]byte(e.run(t, ctx, "ls", "--server", addrs[0], "--data", t.TempDir(), "--json")), &entries); err != nil {
 		t.Fatal(err)
 	}
 	found := false

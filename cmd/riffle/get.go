@@ -76,11 +76,21 @@ func runGet(c *cli.Context) error {
 	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
-	cl, err := startClient(ctx, c)
-	if err != nil {
-		return err
+	// A running client on this machine (same data directory) takes the
+	// jobs; otherwise this command joins epochs on its own.
+	var get getter
+	if sock := runningClient(c); sock != "" {
+		get = func(ctx context.Context, l chunker.Link, dir string) (string, error) {
+			return node.ControlGet(ctx, sock, l, dir)
+		}
+	} else {
+		cl, err := startClient(ctx, c)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		get = cl.Get
 	}
-	defer cl.Close()
 
 	// All links are asked for at once: the client requests up to k chunks
 	// per round from whichever files still need them.
@@ -91,7 +101,7 @@ func runGet(c *cli.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			paths[i], errs[i] = fetchOne(ctx, cl, l, filepath.Join(data, downloadsDir, l.ID.String()), out, outIsDir)
+			paths[i], errs[i] = fetchOne(ctx, get, l, filepath.Join(data, downloadsDir, l.ID.String()), out, outIsDir)
 		}()
 	}
 	wg.Wait()
@@ -111,11 +121,15 @@ func runGet(c *cli.Context) error {
 
 // fetchOne downloads link into its staging directory, then moves the file
 // to out (into it when outIsDir), never over an existing file.
-func fetchOne(ctx context.Context, cl *node.Client, link chunker.Link, stage, out string, outIsDir bool) (string, error) {
+// getter fetches a link into a directory: a node.Client's Get or the same
+// job handed to a running client.
+type getter func(ctx context.Context, link chunker.Link, dir string) (string, error)
+
+func fetchOne(ctx context.Context, get getter, link chunker.Link, stage, out string, outIsDir bool) (string, error) {
 	if err := os.MkdirAll(stage, 0o700); err != nil {
 		return "", fmt.Errorf("create download directory: %w", err)
 	}
-	got, err := cl.Get(ctx, link, stage)
+	got, err := get(ctx, link, stage)
 	if err != nil {
 		return "", err
 	}
