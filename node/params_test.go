@@ -1,10 +1,10 @@
 package node
 
 import (
-	"github.com/riffle-net/riffle/internal/wire"
-
 	"strings"
 	"testing"
+
+	"github.com/riffle-net/riffle/internal/wire"
 )
 
 // TestCheckParams: the defaults fit; parameters whose PIR work (§9) cannot
