@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
@@ -51,15 +52,19 @@ const (
 	tagBatch     = "riffle/v2/batch"
 )
 
-// taggedHash is SHA-256 over a tag and u32-length-prefixed parts.
+// taggedHash is SHA-256 over a tag and u32-length-prefixed parts, streamed
+// into the hash (parts may be whole onions: no copy).
 func taggedHash(tag string, parts ...[]byte) [32]byte {
 	h := sha256.New()
-	var e wire.Enc
-	e.Bytes([]byte(tag))
+	var l [4]byte
+	binary.BigEndian.PutUint32(l[:], uint32(len(tag)))
+	h.Write(l[:])
+	h.Write([]byte(tag))
 	for _, p := range parts {
-		e.Bytes(p)
+		binary.BigEndian.PutUint32(l[:], uint32(len(p)))
+		h.Write(l[:])
+		h.Write(p)
 	}
-	h.Write(e.B)
 	var out [32]byte
 	h.Sum(out[:0])
 	return out

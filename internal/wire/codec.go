@@ -104,6 +104,26 @@ func WriteError(w io.Writer, err error) error {
 // Enc appends big-endian fields to a byte slice.
 type Enc struct{ B []byte }
 
+// Grow makes room for n more bytes, so that a bulk message (batches of
+// onions, PIR rows) is built with one allocation instead of a chain of
+// copies.
+func (e *Enc) Grow(n int) {
+	if n > cap(e.B)-len(e.B) {
+		b := make([]byte, len(e.B), len(e.B)+n)
+		copy(b, e.B)
+		e.B = b
+	}
+}
+
+// sizeOfBytes is the encoded size of a list of length-prefixed fields.
+func sizeOfBytes(l [][]byte) int {
+	n := 4
+	for _, b := range l {
+		n += 4 + len(b)
+	}
+	return n
+}
+
 func (e *Enc) U8(v uint8)   { e.B = append(e.B, v) }
 func (e *Enc) U16(v uint16) { e.B = binary.BigEndian.AppendUint16(e.B, v) }
 func (e *Enc) U32(v uint32) { e.B = binary.BigEndian.AppendUint32(e.B, v) }

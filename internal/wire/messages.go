@@ -577,6 +577,7 @@ func (m *Submit) dec(d *Dec, l Limits) {
 
 func (m *Submit) Marshal() []byte {
 	var e Enc
+	e.Grow(32 + 4 + 4 + 4 + len(m.Onion) + 64)
 	m.enc(&e)
 	return e.B
 }
@@ -596,6 +597,11 @@ type SubmitBatch struct {
 
 func (m *SubmitBatch) Marshal() []byte {
 	var e Enc
+	size := 32 + 4 + 4
+	for i := range m.Subs {
+		size += 32 + 4 + 4 + 4 + len(m.Subs[i].Onion) + 64
+	}
+	e.Grow(size)
 	e.Fixed(m.Epoch[:])
 	e.U32(m.Round)
 	e.U32(uint32(len(m.Subs)))
@@ -633,6 +639,7 @@ type Batch struct {
 
 func (m *Batch) Marshal() []byte {
 	var e Enc
+	e.Grow(32 + 4 + 2 + sizeOfBytes(m.Entries) + 4 + 64*len(m.ClientSigs) + 32 + 64)
 	e.Fixed(m.Epoch[:])
 	e.U32(m.Round)
 	e.U16(m.S)
@@ -729,6 +736,7 @@ type Rows struct {
 
 func (m *Rows) Marshal() []byte {
 	var e Enc
+	e.Grow(32 + 4 + 4 + 4*len(m.Slots) + sizeOfBytes(m.Rows))
 	e.Fixed(m.Epoch[:])
 	e.U32(m.Round)
 	e.U32(uint32(len(m.Slots)))
@@ -772,6 +780,7 @@ type Chunk struct {
 
 func (m *Chunk) Marshal() []byte {
 	var e Enc
+	e.Grow(32 + 4 + len(m.Data))
 	e.Fixed(m.ID[:])
 	e.Bytes(m.Data)
 	return e.B

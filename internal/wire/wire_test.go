@@ -220,3 +220,21 @@ func FuzzReadFrame(f *testing.F) {
 		}
 	})
 }
+
+// TestBulkMarshalSized: bulk messages are encoded into one allocation of
+// exactly their size (Enc.Grow with the computed length).
+func TestBulkMarshalSized(t *testing.T) {
+	entries := [][]byte{bytes.Repeat([]byte{1}, 1000), bytes.Repeat([]byte{2}, 1000)}
+	sub := Submit{Epoch: [32]byte{1}, Round: 3, Slot: 2, Onion: entries[0]}
+	for name, b := range map[string][]byte{
+		"batch":  (&Batch{Round: 1, S: 1, Entries: entries, ClientSigs: make([][64]byte, 2)}).Marshal(),
+		"rows":   (&Rows{Round: 1, Slots: []uint32{1, 2}, Rows: entries}).Marshal(),
+		"submit": sub.Marshal(),
+		"subs":   (&SubmitBatch{Round: 3, Subs: []Submit{sub, sub}}).Marshal(),
+		"chunk":  (&Chunk{Data: entries[1]}).Marshal(),
+	} {
+		if len(b) != cap(b) {
+			t.Errorf("%s: %d bytes in a buffer of %d", name, len(b), cap(b))
+		}
+	}
+}
