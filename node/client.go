@@ -22,12 +22,16 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/pir"
+	"github.com/riffle-net/riffle/store"
 )
 
 // ClientConfig configures a client.
 type ClientConfig struct {
 	Server  string    // the primary's multiaddr, with /p2p/<peer id>
 	Require []peer.ID // servers that must be in the chain besides the primary
+	// DataDir holds the client DB of sealed onions (optional: without it
+	// they are kept in memory only).
+	DataDir string
 	Logger  *slog.Logger
 	// Progress receives human-readable progress lines (nil: none).
 	Progress io.Writer
@@ -43,6 +47,7 @@ type ClientConfig struct {
 // and carries share and get jobs.
 type Client struct {
 	cfg     ClientConfig
+	db      *store.ClientDB
 	log     *slog.Logger
 	rand    io.Reader
 	h       host.Host
@@ -101,6 +106,7 @@ type cepoch struct {
 	reqs   map[uint32][][32]byte
 	ups    map[uint32]*upItem
 	onions map[uint32][]byte // sealed once, kept to resend (§5.1)
+	marked bool              // the pending-epoch marker names this epoch
 }
 
 // NewClient connects to the primary and starts taking part in epochs.
@@ -136,6 +142,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		cancel()
 		return nil, fmt.Errorf("node: connect to %s: %w", cfg.Server, err)
 	}
+	c.openClientDB()
 	go c.run()
 	return c, nil
 }
@@ -144,7 +151,11 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 func (c *Client) Close() error {
 	c.cancel()
 	<-c.done
-	return c.h.Close()
+	var err error
+	if c.db != nil {
+		err = c.db.Close()
+	}
+	return errors.Join(c.h.Close(), err)
 }
 
 // AnonymitySet returns the number of clients of the current epoch.
@@ -178,6 +189,7 @@ func (c *Client) call(ctx context.Context, proto protocol.ID, t wire.Type, body 
 
 func (c *Client) run() {
 	defer close(c.done)
+	c.resendPending(c.ctx)
 	var last [32]byte
 	for c.ctx.Err() == nil {
 		id, err := c.oneEpoch(last)
@@ -298,6 +310,11 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	}
 	c.progress("epoch %x: %d servers [%s ], anonymity set %d clients", fv.id[:4], len(fv.chain), names, n)
 	err = c.rounds(ctx, e)
+	if ctx.Err() == nil {
+		// A clean end (not a crash or a Close mid-epoch, after which the
+		// stored submissions are sent again at the next start).
+		c.dropSubmissions(fv.id)
+	}
 	c.mu.Lock()
 	c.epoch = nil
 	// Requests in flight are forgotten; failed ids may be asked again in a
@@ -431,6 +448,9 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 	}
 	sub := wire.Submit{Epoch: e.v.id, Round: r, Slot: e.slot, Onion: onion}
 	copy(sub.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.id), uint64(r), e.slot, onion))
+	if err := c.keepSubmission(e, &sub); err != nil {
+		return fmt.Errorf("node: store onion of round %d before sending: %w", r, err)
+	}
 	var err error
 	for try := 0; try < 3; try++ {
 		if _, err = c.call(ctx, ProtoClient, wire.TypeSubmit, sub.Marshal(), wire.TypeAck, 16, bulkTimeout); err == nil {

@@ -28,7 +28,10 @@ func startClientProgress(ctx context.Context, c *cli.Context, w io.Writer) (*nod
 	if err != nil {
 		return nil, err
 	}
-	cl, err := node.NewClient(ctx, node.ClientConfig{Server: srv, Require: req, Logger: logger(c), Progress: w})
+	// The data directory keeps the sealed onions (stored before they are
+	// sent, resent after a crash); without one they stay in memory.
+	data, _ := clientDataDir(c)
+	cl, err := node.NewClient(ctx, node.ClientConfig{Server: srv, Require: req, DataDir: data, Logger: logger(c), Progress: w})
 	if err != nil {
 		return nil, fmt.Errorf("join through %s: %w", srv, err)
 	}

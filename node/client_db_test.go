@@ -1,0 +1,72 @@
+package node
+
+import (
+	"context"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/riffle-net/riffle/store"
+)
+
+// TestOnionsStoredBeforeSending: a client with a data directory stores each
+// signed submission before sending it; after an interruption mid-epoch the
+// stored submissions are there, and the next start sends them again and
+// forgets them (§5.1 v2, §5.4).
+func TestOnionsStoredBeforeSending(t *testing.T) {
+	tn := startNet(t, 3, 2, testParams(256))
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := ClientConfig{Server: tn.servers[0].Addrs()[0].String(), DataDir: dir}
+	c, err := NewClient(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dir, pendingFile)
+	for c.Stats().Rounds < 3 {
+		if ctx.Err() != nil {
+			t.Fatal("client never took part in rounds")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(marker)
+	if err != nil {
+		t.Fatalf("no pending-epoch marker after an interruption: %v", err)
+	}
+	var id [32]byte
+	b, err := hex.DecodeString(strings.Fields(string(raw))[0])
+	if err != nil || len(b) != 32 {
+		t.Fatalf("marker %q", raw)
+	}
+	copy(id[:], b)
+	db, err := store.OpenClient(filepath.Join(dir, ClientDBFile), store.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Onion(id, 0); err != nil {
+		t.Fatalf("round 0's submission not stored: %v", err)
+	}
+	db.Close()
+	c2, err := NewClient(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	for {
+		// Gone, or naming the next epoch the new client joined.
+		if now, err := os.ReadFile(marker); os.IsNotExist(err) || (err == nil && string(now) != string(raw)) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("stored submissions never resent and dropped")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
