@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"time"
 
@@ -335,6 +336,12 @@ func (s *Server) takeSubs(from peer.ID, batch *wire.SubmitBatch) error {
 	return nil
 }
 
+// mixDepth is how many rounds may be in the chain at once: S_0 mixes round
+// r once round r−mixDepth is published here, so that its sending of r
+// overlaps the later servers' work on r−1, as well as the PIR of earlier
+// rounds. With the cover window W = 2 the onions of r are in by then.
+const mixDepth = 2
+
 // mixLoop is S_0's round driver: round r is mixed once every slot has a
 // signed onion for it and round r-1 has been published, so that the upload
 // and mixing of r overlap the PIR of r-1 (pipelining).
@@ -351,7 +358,7 @@ func (s *Server) mixLoop(e *sepoch) {
 				return e.ended
 			}
 			x := e.round(r)
-			if len(x.subs) < n || (r > 0 && !e.round(r-1).pubDone) {
+			if len(x.subs) < n || (r >= mixDepth && !e.round(r-mixDepth).pubDone) {
 				return false
 			}
 			ins, sigs = make([][]byte, n), make([][64]byte, n)
@@ -376,6 +383,7 @@ func (s *Server) mixLoop(e *sepoch) {
 // mixStep opens this server's layer of round r at every input position,
 // permutes by π_s and passes the batch on (§5.2).
 func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte) {
+	defer s.trace("mixStep", r)()
 	v := e.final
 	m := len(v.chain)
 	fail := func(reason string, err error) {
@@ -547,6 +555,7 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 
 // publish checks, stores and indexes a round's payloads (§5.3, §7).
 func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte) {
+	defer s.trace("publish", r)()
 	v := e.final
 	s.mu.Lock()
 	if !e.setupDone || e.ended {
@@ -631,6 +640,7 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte) {
 // requested this round that it holds, sorted, de-duplicated, cut to L_max,
 // with lengths; every server signs it.
 func (s *Server) proposeList(e *sepoch, r uint32) {
+	defer s.trace("proposeList", r)()
 	v := e.final
 	s.mu.Lock()
 	x := e.round(r)
@@ -804,6 +814,7 @@ func dbRows(rows [][]byte) pir.Rows {
 // answers for every other primary's clients, then its own clients'
 // answers once their masks and the others' padded answers are in.
 func (s *Server) answerRound(e *sepoch, r uint32) {
+	defer s.trace("answerRound", r)()
 	v := e.final
 	m := len(v.chain)
 	b, k := e.bk()
@@ -1095,4 +1106,16 @@ func (e *sepoch) putLayerBufs(_ *Server, bufs [][]byte) {
 	e.bufMu.Lock()
 	e.layerBufs = bufs
 	e.bufMu.Unlock()
+}
+
+// trace logs, at debug level, when a stage of round r starts and how long
+// it took: the schedule of a round, with no client in it.
+func (s *Server) trace(stage string, r uint32) func() {
+	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
+		return func() {}
+	}
+	start := time.Now()
+	return func() {
+		s.log.Debug("round stage", "stage", stage, "round", r, "start", start.Format("15:04:05.000"), "took", time.Since(start).Round(time.Microsecond))
+	}
 }
