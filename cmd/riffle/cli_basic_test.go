@@ -58,7 +58,9 @@ func cleanEnv(t *testing.T) []string {
 // runBin execs riffle with args and returns stdout, stderr and the error.
 func runBin(t *testing.T, env []string, args ...string) (string, string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Generous: a network command may wait out a round limit (10 s and
+	// more) when the network loses a round under load.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, riffleBin, args...)
 	cmd.Env = env

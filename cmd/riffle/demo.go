@@ -24,9 +24,14 @@ const (
 	demoDefaultSize    = 4 << 20
 	demoDefaultChunk   = 64 << 10
 	demoDefaultRounds  = 64
-	// demoRegWindow and demoRoundLimit are short: everyone is on loopback.
-	demoRegWindow  = 500 * time.Millisecond
-	demoRoundLimit = 30 * time.Second
+	// demoRegWindow is short: everyone is on loopback.
+	demoRegWindow = 500 * time.Millisecond
+	// A round not filled within the round limit ends the epoch, and the
+	// next one starts: short, so that a lost submission costs seconds,
+	// plus time per client, as rounds grow with the crowd (about 7 s at
+	// 200 clients in one process on 2 cores).
+	demoRoundLimitBase      = 10 * time.Second
+	demoRoundLimitPerClient = 50 * time.Millisecond
 	// demoSeed fixes the sample's bytes, so that every run shares the same
 	// file and its SHA-256 can be compared across runs and machines.
 	demoSeed = "riffle demo sample, version 1"
@@ -68,7 +73,8 @@ func runDemo(c *cli.Context) error {
 	if size < 0 {
 		return fmt.Errorf("sample size %d bytes is negative", size)
 	}
-	params, err := paramsWith(node.DefaultParams(), c.Int("chunk-size"), c.Int("rounds"), 0, demoRegWindow, demoRoundLimit)
+	params, err := paramsWith(node.DefaultParams(), c.Int("chunk-size"), c.Int("rounds"), 0, demoRegWindow,
+		demoRoundLimitBase+time.Duration(n)*demoRoundLimitPerClient)
 	if err != nil {
 		return err
 	}
