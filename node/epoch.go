@@ -346,6 +346,8 @@ type sepoch struct {
 
 	// evidence holds the input batch of each void round (§8).
 	evidence map[uint32][][]byte
+	// roots holds every signed batch root seen, by (round, S) (§5.2).
+	roots map[rootKey]wire.Root
 	// layerBufs are OpenLayerInto's buffers, reused round after round.
 	bufMu     sync.Mutex
 	layerBufs [][]byte

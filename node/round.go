@@ -77,6 +77,8 @@ func (s *Server) roundCaps(t wire.Type) int {
 		return wire.MaxFrame
 	case wire.TypeProposal, wire.TypeRoundList:
 		return 64 << 20
+	case wire.TypeRoot:
+		return 256
 	case wire.TypeGetChunk:
 		return 64
 	}
@@ -435,6 +437,7 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		fail("sign batch", err)
 		return
 	}
+	s.announceRoot(e, &b)
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
 	msg := b.Marshal()
@@ -486,6 +489,8 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onRoundList(from, body)
 	case wire.TypePadAnswers:
 		return s.onPadAnswers(from, body)
+	case wire.TypeRoot:
+		return s.onRoot(from, body)
 	case wire.TypeGetChunk:
 		var c wire.Chunk
 		if err := c.Unmarshal(body, 0); err != nil {
@@ -519,6 +524,9 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	// sender; then the root, which the signature covers.
 	if err := verifyPeerSig(from, batchDigest(&b), b.Sig); err != nil {
 		return 0, nil, err
+	}
+	if !s.noteRoot(e, &wire.Root{Epoch: b.Epoch, Round: b.Round, S: b.S, Root: b.Root, Sig: b.Sig}) {
+		return wire.TypeAck, ack, nil
 	}
 	if b.Round >= v.desc.Params.Rounds || merkleRoot(b.Entries) != b.Root {
 		return 0, nil, errors.New("node: malformed batch")

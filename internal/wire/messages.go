@@ -33,6 +33,7 @@ const (
 	TypeIndexReq    Type = 60
 	TypeIndex       Type = 61
 	TypeAck         Type = 62 // empty acknowledgement
+	TypeRoot        Type = 51 // a signed batch root, broadcast to every server (§5.2)
 )
 
 // Fixed sizes.
@@ -834,4 +835,38 @@ func (m *Index) Unmarshal(b []byte, max int) error {
 		x.Time = int64(d.U64("time"))
 	}
 	return d.Done("index")
+}
+
+// Root is a server's signed Merkle root of one batch (§5.2), broadcast to
+// every chain server so that two different roots signed for one (round,
+// server) are evidence of equivocation. S and the signature are those of
+// the Batch it summarises.
+type Root struct {
+	Epoch [32]byte
+	Round uint32
+	S     uint16
+	Root  [32]byte
+	Sig   [64]byte
+}
+
+const rootSize = 32 + 4 + 2 + 32 + 64
+
+func (m *Root) Marshal() []byte {
+	e := Enc{B: make([]byte, 0, rootSize)}
+	e.Fixed(m.Epoch[:])
+	e.U32(m.Round)
+	e.U16(m.S)
+	e.Fixed(m.Root[:])
+	e.Fixed(m.Sig[:])
+	return e.B
+}
+
+func (m *Root) Unmarshal(b []byte) error {
+	d := Dec{B: b}
+	m.Epoch = d.Array32("epoch id")
+	m.Round = d.U32("round")
+	m.S = d.U16("server")
+	m.Root = d.Array32("root")
+	m.Sig = d.Array64("signature")
+	return d.Done("root")
 }

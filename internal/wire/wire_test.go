@@ -110,6 +110,11 @@ func codecs() []struct {
 			err := m.Unmarshal(b, 4, 2, 64)
 			return m.Marshal(), err
 		}},
+		{"root", (&Root{Round: 2, S: 1, Root: [32]byte{7}, Sig: [64]byte{8}}).Marshal(), func(b []byte) ([]byte, error) {
+			var m Root
+			err := m.Unmarshal(b)
+			return m.Marshal(), err
+		}},
 		{"chunk", (&Chunk{ID: [32]byte{3}, Data: []byte("data")}).Marshal(), func(b []byte) ([]byte, error) {
 			var m Chunk
 			err := m.Unmarshal(b, 64)

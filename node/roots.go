@@ -1,0 +1,89 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// Signed batch roots (§5.2): every server broadcasts the signed Merkle root
+// of each batch it passes on to every chain server, and every server keeps
+// each root it sees, from a broadcast or from the batch itself. Two
+// different roots signed by one server for one (round, S) are evidence of
+// equivocation: the epoch ends, and both signed roots are kept.
+
+type rootKey struct {
+	round uint32
+	s     uint16
+}
+
+// noteRoot records a verified signed root; it returns false, ending the
+// epoch, if a different root was signed for the same (round, S).
+func (s *Server) noteRoot(e *sepoch, r *wire.Root) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.roots == nil {
+		e.roots = map[rootKey]wire.Root{}
+	}
+	k := rootKey{r.Round, r.S}
+	old, ok := e.roots[k]
+	if !ok {
+		e.roots[k] = *r
+		return true
+	}
+	if old.Root == r.Root {
+		return true
+	}
+	// Keep both signed roots as the evidence (the first stays in roots).
+	e.keepEvidence(r.Round, [][]byte{old.Marshal(), r.Marshal()})
+	s.end(e, fmt.Sprintf("round %d: server %d signed two batch roots", r.Round, r.S-1))
+	return false
+}
+
+// announceRoot sends a batch's signed root to every chain server that does
+// not receive the batch itself (best effort: a lost announcement only
+// weakens the evidence, never the round).
+func (s *Server) announceRoot(e *sepoch, b *wire.Batch) {
+	v := e.final
+	m := len(v.chain)
+	if int(b.S) >= m {
+		return // the publication reaches every server anyway
+	}
+	msg := (&wire.Root{Epoch: b.Epoch, Round: b.Round, S: b.S, Root: b.Root, Sig: b.Sig}).Marshal()
+	for j, p := range v.chain {
+		if p == s.h.ID() || j == int(b.S) {
+			continue
+		}
+		s.wg.Add(1)
+		go func(p peer.ID) {
+			defer s.wg.Done()
+			if _, err := call(s.ctx, s.h, p, ProtoRound, wire.TypeRoot, msg, wire.TypeAck, 16, shortTimeout); err != nil {
+				s.log.Debug("announce root", "round", b.Round, "err", err)
+			}
+		}(p)
+	}
+}
+
+func (s *Server) onRoot(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var r wire.Root
+	if err := r.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(r.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	v := e.final
+	if r.S < 1 || int(r.S) > len(v.chain) || v.chain[r.S-1] != from || r.Round >= v.desc.Params.Rounds {
+		return 0, nil, errors.New("node: root announced by the wrong server")
+	}
+	b := wire.Batch{Epoch: r.Epoch, Round: r.Round, S: r.S, Root: r.Root}
+	if err := verifyPeerSig(from, batchDigest(&b), r.Sig); err != nil {
+		return 0, nil, err
+	}
+	s.noteRoot(e, &r)
+	return wire.TypeAck, ack, nil
+}
