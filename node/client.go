@@ -66,6 +66,7 @@ type Client struct {
 	inflight map[[32]byte]bool
 	failed   map[[32]byte]bool
 	stats    Stats
+	index    []wire.IndexEntry // synced once per epoch
 }
 
 // Stats counts what a client did.
@@ -309,6 +310,13 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 		names += fmt.Sprintf(" %s(%s)", string(g.Nick), fv.chain[i].String())
 	}
 	c.progress("epoch %x: %d servers [%s ], anonymity set %d clients", fv.id[:4], len(fv.chain), names, n)
+	// §7: every client syncs the whole public index once per epoch, on a
+	// fixed schedule that says nothing about what interests it.
+	if idx, err := c.Index(ctx); err == nil {
+		c.mu.Lock()
+		c.index = idx
+		c.mu.Unlock()
+	}
 	err = c.rounds(ctx, e)
 	if ctx.Err() == nil {
 		// A clean end (not a crash or a Close mid-epoch, after which the
@@ -703,3 +711,11 @@ func (c *Client) Index(ctx context.Context) ([]wire.IndexEntry, error) {
 }
 
 var _ network.Stream
+
+// SyncedIndex returns the public index as synced at the start of the
+// current epoch (§7), for local search without any look-up.
+func (c *Client) SyncedIndex() []wire.IndexEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]wire.IndexEntry(nil), c.index...)
+}
