@@ -788,6 +788,7 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	if first {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.answerRound(e, rl.Round) }()
+		s.checkDepartures(e, rl.Round)
 	}
 	return wire.TypeAck, ack, nil
 }
