@@ -39,6 +39,6 @@ func newApp() *cli.App {
 			},
 		},
 	}
-	app.Commands = append(app.Commands, extraCommands()...)
+	app.Commands = sortedCommands(append(app.Commands, extraCommands()...))
 	return app
 }

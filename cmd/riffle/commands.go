@@ -12,9 +12,11 @@ var registered []*cli.Command
 
 func register(cmds ...*cli.Command) { registered = append(registered, cmds...) }
 
-// extraCommands returns the registered commands sorted by name.
-func extraCommands() []*cli.Command {
-	out := append([]*cli.Command(nil), registered...)
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+// extraCommands returns the registered commands.
+func extraCommands() []*cli.Command { return append([]*cli.Command(nil), registered...) }
+
+// sortedCommands sorts commands by name, so that help lists them in order.
+func sortedCommands(cmds []*cli.Command) []*cli.Command {
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
+	return cmds
 }
