@@ -90,12 +90,10 @@ func (c *Client) serveControlConn(ctx context.Context, conn net.Conn) {
 }
 
 func (c *Client) control(ctx context.Context, t wire.Type, body []byte) ([]byte, error) {
-	d := wire.Dec{B: body}
 	switch t {
 	case ctlShare:
-		enc := d.U8("encrypt flag")
-		path := string(d.Bytes(maxPath, "path"))
-		if err := d.Done("control share"); err != nil {
+		path, encrypt, err := parseCtlShare(body)
+		if err != nil {
 			return nil, err
 		}
 		if !filepath.IsAbs(path) {
@@ -106,18 +104,13 @@ func (c *Client) control(ctx context.Context, t wire.Type, body []byte) ([]byte,
 			return nil, err
 		}
 		defer f.Close()
-		link, err := c.Share(ctx, f, filepath.Base(path), enc == 1)
+		link, err := c.Share(ctx, f, filepath.Base(path), encrypt)
 		if err != nil {
 			return nil, err
 		}
 		return []byte(link.String()), nil
 	case ctlGet:
-		ls := string(d.Bytes(maxLink, "link"))
-		dir := string(d.Bytes(maxPath, "directory"))
-		if err := d.Done("control get"); err != nil {
-			return nil, err
-		}
-		link, err := chunker.ParseLink(ls)
+		link, dir, err := parseCtlGet(body)
 		if err != nil {
 			return nil, err
 		}
@@ -130,8 +123,8 @@ func (c *Client) control(ctx context.Context, t wire.Type, body []byte) ([]byte,
 		}
 		return []byte(path), nil
 	case ctlIndex:
-		if err := d.Done("control index"); err != nil {
-			return nil, err
+		if len(body) != 0 {
+			return nil, errors.New("node: control index request has a body")
 		}
 		idx, err := c.Index(ctx)
 		if err != nil {
@@ -140,6 +133,50 @@ func (c *Client) control(ctx context.Context, t wire.Type, body []byte) ([]byte,
 		return (&wire.Index{Entries: idx}).Marshal(), nil
 	}
 	return nil, fmt.Errorf("node: unknown control request %d", t)
+}
+
+// encCtlShare and parseCtlShare: u8 encrypt (0 or 1) ‖ bytes path.
+func encCtlShare(path string, encrypt bool) []byte {
+	var e wire.Enc
+	if encrypt {
+		e.U8(1)
+	} else {
+		e.U8(0)
+	}
+	e.Bytes([]byte(path))
+	return e.B
+}
+
+func parseCtlShare(b []byte) (string, bool, error) {
+	d := wire.Dec{B: b}
+	enc := d.U8("encrypt flag")
+	path := string(d.Bytes(maxPath, "path"))
+	if err := d.Done("control share"); err != nil {
+		return "", false, err
+	}
+	if enc > 1 {
+		return "", false, fmt.Errorf("node: control share: encrypt flag %d", enc)
+	}
+	return path, enc == 1, nil
+}
+
+// encCtlGet and parseCtlGet: bytes link ‖ bytes directory.
+func encCtlGet(link chunker.Link, dir string) []byte {
+	var e wire.Enc
+	e.Bytes([]byte(link.String()))
+	e.Bytes([]byte(dir))
+	return e.B
+}
+
+func parseCtlGet(b []byte) (chunker.Link, string, error) {
+	d := wire.Dec{B: b}
+	ls := string(d.Bytes(maxLink, "link"))
+	dir := string(d.Bytes(maxPath, "directory"))
+	if err := d.Done("control get"); err != nil {
+		return chunker.Link{}, "", err
+	}
+	link, err := chunker.ParseLink(ls)
+	return link, dir, err
 }
 
 func controlCall(ctx context.Context, sock string, t wire.Type, body []byte, max int) ([]byte, error) {
@@ -173,14 +210,7 @@ func ControlShare(ctx context.Context, sock, path string, encrypt bool) (chunker
 	if err != nil {
 		return chunker.Link{}, err
 	}
-	var e wire.Enc
-	if encrypt {
-		e.U8(1)
-	} else {
-		e.U8(0)
-	}
-	e.Bytes([]byte(abs))
-	rep, err := controlCall(ctx, sock, ctlShare, e.B, maxLink)
+	rep, err := controlCall(ctx, sock, ctlShare, encCtlShare(abs, encrypt), maxLink)
 	if err != nil {
 		return chunker.Link{}, fmt.Errorf("node: running client: %w", err)
 	}
@@ -193,10 +223,7 @@ func ControlGet(ctx context.Context, sock string, link chunker.Link, dir string)
 	if err != nil {
 		return "", err
 	}
-	var e wire.Enc
-	e.Bytes([]byte(link.String()))
-	e.Bytes([]byte(abs))
-	rep, err := controlCall(ctx, sock, ctlGet, e.B, maxPath)
+	rep, err := controlCall(ctx, sock, ctlGet, encCtlGet(link, abs), maxPath)
 	if err != nil {
 		return "", fmt.Errorf("node: running client: %w", err)
 	}
