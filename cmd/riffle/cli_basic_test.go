@@ -363,7 +363,49 @@ func TestDemoKeep(t *testing.T) {
 		for range lines {
 		}
 	}()
-	out, errOut, err := runBin(t, append(env, envServer+"="+server), "ls", "--json", "--data", t.TempDir())
+	// Two files in one share, the second encrypted, then both links in
+	// one get into a directory.
+	srcDir := t.TempDir()
+	plain, secret := bytes.Repeat([]byte("plain "), 5000), bytes.Repeat([]byte("secret "), 3000)
+	if err := os.WriteFile(filepath.Join(srcDir, "a.txt"), plain, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(srcDir, "b.txt"), secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	senv := append(env, envServer+"="+server)
+	out, errOut, err := runBin(t, senv, "share", "--data", t.TempDir(), filepath.Join(srcDir, "a.txt"), filepath.Join(srcDir, "b.txt"))
+	if err != nil {
+		t.Fatalf("share of two files: %v\n%s", err, errOut)
+	}
+	links := strings.Fields(out)
+	if len(links) != 2 || strings.Contains(links[0], "#") || strings.Contains(links[1], "#") {
+		t.Fatalf("share printed %q, want two public links", out)
+	}
+	out, errOut, err = runBin(t, senv, "share", "--encrypt", "--data", t.TempDir(), filepath.Join(srcDir, "b.txt"))
+	if err != nil {
+		t.Fatalf("encrypted share: %v\n%s", err, errOut)
+	}
+	enc := strings.TrimSpace(out)
+	if !strings.Contains(enc, "#") {
+		t.Fatalf("encrypted share printed %q, want a link with a key", enc)
+	}
+	outDir := t.TempDir()
+	out, errOut, err = runBin(t, senv, "get", "--data", t.TempDir(), "-o", outDir, links[0], enc)
+	if err != nil {
+		t.Fatalf("get of two links: %v\n%s", err, errOut)
+	}
+	if paths := strings.Fields(out); len(paths) != 2 {
+		t.Fatalf("get printed %q, want two paths", out)
+	}
+	for name, want := range map[string][]byte{"a.txt": plain, "b.txt": secret} {
+		got, err := os.ReadFile(filepath.Join(outDir, name))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s fetched: %d bytes, %v; want the %d shared", name, len(got), err, len(want))
+		}
+	}
+
+	out, errOut, err = runBin(t, append(env, envServer+"="+server), "ls", "--json", "--data", t.TempDir())
 	if err != nil || !strings.Contains(out, link) || !strings.Contains(out, `"sample.bin"`) {
 		t.Fatalf("ls through the kept network: %v\n%s\n%s", err, out, errOut)
 	}
@@ -388,5 +430,31 @@ func TestDemoKeep(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("demo --keep did not stop within 20 s of SIGINT")
+	}
+}
+
+func TestMoveNoClobber(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+	if err := os.WriteFile(src, []byte("one"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := moveNoClobber(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(dst); err != nil || string(b) != "one" {
+		t.Fatalf("moved file: %q, %v", b, err)
+	}
+	if _, err := os.Stat(src); !os.IsNotExist(err) {
+		t.Fatalf("source still there: %v", err)
+	}
+	if err := os.WriteFile(src, []byte("two"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := moveNoClobber(src, dst); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("move over an existing file: %v", err)
+	}
+	if b, _ := os.ReadFile(dst); string(b) != "one" {
+		t.Fatalf("existing file overwritten with %q", b)
 	}
 }
