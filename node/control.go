@@ -188,7 +188,13 @@ func controlCall(ctx context.Context, sock string, t wire.Type, body []byte, max
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	if err := wire.WriteFrame(conn, t, body); err != nil {
+	// One write for the whole frame: the server may answer and close as
+	// soon as it has the request.
+	bw := bufio.NewWriter(conn)
+	if err := wire.WriteFrame(bw, t, body); err != nil {
+		return nil, err
+	}
+	if err := bw.Flush(); err != nil {
 		return nil, err
 	}
 	return wire.ReadFrame(bufio.NewReader(conn), ctlOK, max)
