@@ -113,6 +113,10 @@ func runGet(c *cli.Context) error {
 	}
 	for i, err := range errs {
 		if err != nil {
+			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+				// Interrupted: say how to continue rather than "context canceled".
+				return fmt.Errorf("get %s: interrupted; partial download kept under %s, the same command resumes it", args[i], filepath.Join(data, downloadsDir))
+			}
 			return fmt.Errorf("get %s: %w", args[i], err)
 		}
 	}

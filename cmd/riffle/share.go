@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -65,6 +66,9 @@ func runShare(c *cli.Context) error {
 		link, err := cl.Share(ctx, f, filepath.Base(name), c.Bool("encrypt"))
 		f.Close()
 		if err != nil {
+			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+				return fmt.Errorf("share %s: interrupted before every chunk was published; no link", name)
+			}
 			return fmt.Errorf("share %s: %w", name, err)
 		}
 		fmt.Fprintln(stdout(c), link.String())
