@@ -104,12 +104,23 @@ func (s *Server) pirCaps(t wire.Type) int {
 	return 0
 }
 
-// epochFor returns a finalised epoch by id.
+// epochWait bounds how long a message for an epoch that this server has not
+// finalised yet waits for it. Servers finalise an epoch at slightly different
+// moments, and a peer's first message of the epoch (a primary's forwarded
+// submissions, say) can arrive before this server has the final descriptor;
+// refusing it at once would leave the round unfilled until the round limit.
+const epochWait = 5 * time.Second
+
+// epochFor returns a finalised epoch by id, waiting up to epochWait for it.
 func (s *Server) epochFor(id [32]byte) (*sepoch, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.epochs[id]
-	if e == nil || e.final == nil {
+	ctx, cancel := context.WithTimeout(s.ctx, epochWait)
+	defer cancel()
+	var e *sepoch
+	err := s.waitFor(ctx, func() bool {
+		e = s.epochs[id]
+		return e != nil && (e.final != nil || e.ended)
+	})
+	if err != nil || e == nil || e.final == nil {
 		return nil, errors.New("node: unknown epoch")
 	}
 	return e, nil
