@@ -90,8 +90,14 @@ func TestShareFaultExcludesCulprit(t *testing.T) {
 			s.mu.Unlock()
 		}
 		if len(banned) > 0 && len(walked) == 3 {
-			if len(banned) != 1 || !bad[banned[0]] {
-				t.Fatalf("banned %v, want exactly one of the two duplicating clients", banned)
+			// Each fault names one of the two duplicating clients (the
+			// later position); a second epoch that starts before the ban
+			// takes effect may name the other, which is a culprit too. An
+			// honest client must never be named.
+			for _, p := range banned {
+				if !bad[p] {
+					t.Fatalf("banned %v: %s is an honest client", banned, p)
+				}
 			}
 			return
 		}
