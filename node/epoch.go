@@ -272,19 +272,9 @@ func verifyRegs(v *view, regs []wire.Register, rnd io.Reader) ([]*mix.Registrati
 // checkRegister verifies a registration against an epoch: its signature by
 // the registration key, its proofs (§4.1), and its X25519 key.
 func checkRegister(v *view, r *wire.Register) (*mix.Registration, error) {
-	if r.Epoch != v.id {
-		return nil, errors.New("node: registration for another epoch")
-	}
-	dg := registerDigest(r)
-	if !ed25519.Verify(ed25519.PublicKey(r.RegKey[:]), dg[:], r.Sig[:]) {
-		return nil, errors.New("node: bad registration signature")
-	}
-	reg, err := mix.ParseRegistration(r.Reg, len(v.chain))
+	reg, err := parseRegister(v, r)
 	if err != nil {
-		return nil, fmt.Errorf("node: registration: %w", err)
-	}
-	if reg.PIRKey != r.XKey {
-		return nil, errors.New("node: registration x25519 key differs from its envelope")
+		return nil, err
 	}
 	if err := mix.VerifyRegistration(mix.EpochID(v.id), ed25519.PublicKey(r.RegKey[:]), v.serverKeys, reg); err != nil {
 		return nil, fmt.Errorf("node: registration: %w", err)
