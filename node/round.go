@@ -104,15 +104,26 @@ func (s *Server) pirCaps(t wire.Type) int {
 	return 0
 }
 
-// epochWait bounds how long a message for an epoch that this server has not
-// finalised yet waits for it. Servers finalise an epoch at slightly different
-// moments, and a peer's first message of the epoch (a primary's forwarded
-// submissions, say) can arrive before this server has the final descriptor;
-// refusing it at once would leave the round unfilled until the round limit.
+// epochFor returns a finalised epoch by id.
+func (s *Server) epochFor(id [32]byte) (*sepoch, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.epochs[id]
+	if e == nil || e.final == nil {
+		return nil, errors.New("node: unknown epoch")
+	}
+	return e, nil
+}
+
+// epochWait bounds how long a primary's forwarded submissions wait for an
+// epoch that S_0 has not finalised yet. Servers finalise an epoch at slightly
+// different moments, and a primary's first forward can arrive before S_0 has
+// the final descriptor; refusing it at once would leave round 0 unfilled
+// until the round limit.
 const epochWait = 5 * time.Second
 
-// epochFor returns a finalised epoch by id, waiting up to epochWait for it.
-func (s *Server) epochFor(id [32]byte) (*sepoch, error) {
+// epochForWait is epochFor, waiting up to epochWait for the epoch.
+func (s *Server) epochForWait(id [32]byte) (*sepoch, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, epochWait)
 	defer cancel()
 	var e *sepoch
@@ -317,7 +328,7 @@ func (s *Server) forwardSubs(e *sepoch, batch *wire.SubmitBatch) {
 
 // takeSubs is the leader's intake of a primary's submissions.
 func (s *Server) takeSubs(from peer.ID, batch *wire.SubmitBatch) error {
-	e, err := s.epochFor(batch.Epoch)
+	e, err := s.epochForWait(batch.Epoch)
 	if err != nil {
 		return err
 	}
