@@ -170,18 +170,14 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 		if err != nil {
 			return 0, nil, err
 		}
-		var out []byte
-		if err := s.waitFor(ctx, func() bool {
-			if x := e.rounds[ref.Round]; x != nil && x.listBytes != nil {
-				out = x.listBytes
-				return true
+		out, err := s.waitBytes(ctx, e, func() []byte {
+			if x := e.rounds[ref.Round]; x != nil {
+				return x.listBytes
 			}
-			return e.ended
-		}); err != nil {
+			return nil
+		}, "epoch ended")
+		if err != nil {
 			return 0, nil, err
-		}
-		if out == nil {
-			return 0, nil, fmt.Errorf("node: epoch ended: %s", e.reason)
 		}
 		return wire.TypeRoundList, out, nil
 	case wire.TypeIndexReq:
@@ -239,20 +235,27 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 	if err != nil {
 		s.log.Debug("forward registration", "err", err)
 	}
-	var out []byte
-	if err := s.waitFor(ctx, func() bool {
-		if e.finalBytes != nil {
-			out = e.finalBytes
-			return true
-		}
-		return e.ended
-	}); err != nil {
+	out, err := s.waitBytes(ctx, e, func() []byte { return e.finalBytes }, "epoch did not start")
+	if err != nil {
 		return 0, nil, err
 	}
-	if out == nil {
-		return 0, nil, fmt.Errorf("node: epoch did not start: %s", e.reason)
-	}
 	return wire.TypeSigned, out, nil
+}
+
+// waitBytes waits until get (called under s.mu) returns bytes, or e ends,
+// which is an error saying what did not happen and why.
+func (s *Server) waitBytes(ctx context.Context, e *sepoch, get func() []byte, what string) ([]byte, error) {
+	var out []byte
+	if err := s.waitFor(ctx, func() bool {
+		out = get()
+		return out != nil || e.ended
+	}); err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, fmt.Errorf("node: %s: %s", what, e.reason)
+	}
+	return out, nil
 }
 
 // onSubmit takes one onion from a client of this primary (§5.1, §5.4).
