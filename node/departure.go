@@ -2,6 +2,8 @@ package node
 
 import (
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 // checkDepartures ends the epoch as soon as a departed client's cover
@@ -16,6 +18,10 @@ import (
 func (s *Server) checkDepartures(e *sepoch, r uint32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.checkDeparturesLocked(e, r)
+}
+
+func (s *Server) checkDeparturesLocked(e *sepoch, r uint32) {
 	if e.ended || e.final == nil || r+1 >= e.final.desc.Params.Rounds {
 		return
 	}
@@ -35,5 +41,59 @@ func (s *Server) checkDepartures(e *sepoch, r uint32) {
 		}
 		s.end(e, "a client left and its cover window is spent")
 		return
+	}
+}
+
+// onDisconnect closes the race the list-time check leaves open: a client
+// whose connection drops after round r's list was final, with no onion
+// for r+1, would otherwise hold the epoch until the round limit, as no
+// later list comes to look again. The check is the same, run now for the
+// newest final list of every epoch this server is a primary in.
+func (s *Server) onDisconnect(p peer.ID) {
+	if s.h.Network().Connectedness(p) == network.Connected {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.epochs {
+		if e.ended || e.final == nil || !e.setupDone {
+			continue
+		}
+		client := false
+		for _, q := range e.regFrom {
+			client = client || q == p
+		}
+		if !client {
+			continue
+		}
+		// The newest round whose list is final here.
+		last, any := uint32(0), false
+		for r, x := range e.rounds {
+			if x.list != nil && (!any || r > last) {
+				last, any = r, true
+			}
+		}
+		if any {
+			s.checkDeparturesLocked(e, last)
+		}
+	}
+}
+
+// departureNotifiee feeds connection ends to onDisconnect.
+func (s *Server) departureNotifiee() network.Notifiee {
+	return &network.NotifyBundle{
+		DisconnectedF: func(_ network.Network, c network.Conn) {
+			p := c.RemotePeer()
+			if s.ctx.Err() != nil {
+				return
+			}
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.onDisconnect(p)
+			}()
+		},
+		ListenF:      func(network.Network, ma.Multiaddr) {},
+		ListenCloseF: func(network.Network, ma.Multiaddr) {},
 	}
 }

@@ -122,6 +122,10 @@ func (s *Server) epochFor(id [32]byte) (*sepoch, error) {
 // until the round limit.
 const epochWait = 5 * time.Second
 
+// endGrace bounds how long a request for a round still in flight when its
+// epoch ended waits for the round's last parts.
+const endGrace = 2 * time.Second
+
 // epochForWait is epochFor, waiting up to epochWait for the epoch.
 func (s *Server) epochForWait(id [32]byte) (*sepoch, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, epochWait)
@@ -407,6 +411,24 @@ func (s *Server) mixLoop(e *sepoch) {
 	}
 }
 
+// awaitSetup waits, up to the round limit, until this server has verified
+// the epoch's setup: S_0 starts round 0 once its own check is done, and a
+// later server's check (it verifies every step) can still be running when
+// round 0's batch arrives. It reports false if the epoch ended instead, or
+// ends it if the setup does not finish in time.
+func (s *Server) awaitSetup(e *sepoch) bool {
+	limit := time.Duration(e.final.desc.Params.RoundLimitMs) * time.Millisecond
+	ctx, cancel := context.WithTimeout(s.ctx, limit)
+	defer cancel()
+	err := s.waitFor(ctx, func() bool { return e.setupDone || e.ended })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil && !e.setupDone && !e.ended {
+		s.end(e, "setup not verified within the round limit")
+	}
+	return e.setupDone && !e.ended
+}
+
 // mixStep opens this server's layer of round r at every input position,
 // permutes by π_s and passes the batch on (§5.2).
 func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte) {
@@ -418,6 +440,9 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		s.mu.Lock()
 		s.end(e, reason)
 		s.mu.Unlock()
+	}
+	if !s.awaitSetup(e) {
+		return
 	}
 	s.mu.Lock()
 	rk, U, fwd := e.rk, e.U, e.forward
@@ -590,8 +615,11 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte) {
 	defer s.trace("publish", r)()
 	v := e.final
+	if !s.awaitSetup(e) {
+		return
+	}
 	s.mu.Lock()
-	if !e.setupDone || e.ended {
+	if e.ended {
 		s.mu.Unlock()
 		return
 	}
@@ -1094,7 +1122,17 @@ func (s *Server) handlePIR(ctx context.Context, from peer.ID, t wire.Type, body 
 	}
 	s.mu.Unlock()
 	var ans [][]byte
-	if err := s.waitFor(ctx, func() bool { ans = x.answers[sl]; return ans != nil || (e.ended && x.own == nil) }); err != nil || ans == nil {
+	err = s.waitFor(ctx, func() bool { ans = x.answers[sl]; return ans != nil || e.ended })
+	if err == nil && ans == nil {
+		// The epoch ended with this round in flight: its last padded
+		// answers may still be on their way, or may never come (a server
+		// that saw the end first stops answering). Wait a bounded grace,
+		// never the client's whole poll.
+		gctx, cancel := context.WithTimeout(ctx, endGrace)
+		_ = s.waitFor(gctx, func() bool { ans = x.answers[sl]; return ans != nil })
+		cancel()
+	}
+	if ans == nil {
 		return 0, nil, errors.New("node: no answer for this round")
 	}
 	return wire.TypeAnswer, (&wire.Rows{Epoch: id, Round: q.Round, Slots: []uint32{sl}, Rows: ans}).Marshal(), nil

@@ -187,6 +187,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		engine:  pir.NewEngine(pir.Options{}),
 		changed: make(chan struct{}), epochs: map[[32]byte]*sepoch{}, prep: map[[32]byte]*sepoch{},
 	}
+	h.Network().Notify(s.departureNotifiee())
 	serve(cctx, h, &s.handlers, s.log, ProtoRoster, shortTimeout, func(t wire.Type) int {
 		if t == wire.TypeHello {
 			return 4096

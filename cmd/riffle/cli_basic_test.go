@@ -363,53 +363,48 @@ func TestDemoKeep(t *testing.T) {
 		for range lines {
 		}
 	}()
-	// Every client that joins and leaves can cost the network a round
-	// limit (node: a departed client's slot stalls its epoch's round), so
-	// the churn of the multi-file part is a long test: RIFFLE_LONG=1.
-	if os.Getenv("RIFFLE_LONG") != "" {
-		// Two files in one share, the second encrypted, then both links in
-		// one get into a directory.
-		srcDir := t.TempDir()
-		plain, secret := bytes.Repeat([]byte("plain "), 5000), bytes.Repeat([]byte("secret "), 3000)
-		if err := os.WriteFile(filepath.Join(srcDir, "a.txt"), plain, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(srcDir, "b.txt"), secret, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		senv := append(env, envServer+"="+server)
-		out, errOut, err := runBin(t, senv, "share", "--data", t.TempDir(), filepath.Join(srcDir, "a.txt"), filepath.Join(srcDir, "b.txt"))
-		if err != nil {
-			t.Fatalf("share of two files: %v\n%s", err, errOut)
-		}
-		links := strings.Fields(out)
-		if len(links) != 2 || strings.Contains(links[0], "#") || strings.Contains(links[1], "#") {
-			t.Fatalf("share printed %q, want two public links", out)
-		}
-		out, errOut, err = runBin(t, senv, "share", "--encrypt", "--data", t.TempDir(), filepath.Join(srcDir, "b.txt"))
-		if err != nil {
-			t.Fatalf("encrypted share: %v\n%s", err, errOut)
-		}
-		enc := strings.TrimSpace(out)
-		if !strings.Contains(enc, "#") {
-			t.Fatalf("encrypted share printed %q, want a link with a key", enc)
-		}
-		outDir := t.TempDir()
-		out, errOut, err = runBin(t, senv, "get", "--data", t.TempDir(), "-o", outDir, links[0], enc)
-		if err != nil {
-			t.Fatalf("get of two links: %v\n%s", err, errOut)
-		}
-		if paths := strings.Fields(out); len(paths) != 2 {
-			t.Fatalf("get printed %q, want two paths", out)
-		}
-		for name, want := range map[string][]byte{"a.txt": plain, "b.txt": secret} {
-			got, err := os.ReadFile(filepath.Join(outDir, name))
-			if err != nil || !bytes.Equal(got, want) {
-				t.Fatalf("%s fetched: %d bytes, %v; want the %d shared", name, len(got), err, len(want))
-			}
+	// Two files in one share, the second encrypted, then both links in
+	// one get into a directory.
+	srcDir := t.TempDir()
+	plain, secret := bytes.Repeat([]byte("plain "), 5000), bytes.Repeat([]byte("secret "), 3000)
+	if err := os.WriteFile(filepath.Join(srcDir, "a.txt"), plain, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(srcDir, "b.txt"), secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	senv := append(env, envServer+"="+server)
+	out, errOut, err := runBin(t, senv, "share", "--data", t.TempDir(), filepath.Join(srcDir, "a.txt"), filepath.Join(srcDir, "b.txt"))
+	if err != nil {
+		t.Fatalf("share of two files: %v\n%s", err, errOut)
+	}
+	links := strings.Fields(out)
+	if len(links) != 2 || strings.Contains(links[0], "#") || strings.Contains(links[1], "#") {
+		t.Fatalf("share printed %q, want two public links", out)
+	}
+	out, errOut, err = runBin(t, senv, "share", "--encrypt", "--data", t.TempDir(), filepath.Join(srcDir, "b.txt"))
+	if err != nil {
+		t.Fatalf("encrypted share: %v\n%s", err, errOut)
+	}
+	enc := strings.TrimSpace(out)
+	if !strings.Contains(enc, "#") {
+		t.Fatalf("encrypted share printed %q, want a link with a key", enc)
+	}
+	outDir := t.TempDir()
+	out, errOut, err = runBin(t, senv, "get", "--data", t.TempDir(), "-o", outDir, links[0], enc)
+	if err != nil {
+		t.Fatalf("get of two links: %v\n%s", err, errOut)
+	}
+	if paths := strings.Fields(out); len(paths) != 2 {
+		t.Fatalf("get printed %q, want two paths", out)
+	}
+	for name, want := range map[string][]byte{"a.txt": plain, "b.txt": secret} {
+		got, err := os.ReadFile(filepath.Join(outDir, name))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s fetched: %d bytes, %v; want the %d shared", name, len(got), err, len(want))
 		}
 	}
-	out, errOut, err := runBin(t, append(env, envServer+"="+server), "ls", "--json", "--data", t.TempDir())
+	out, errOut, err = runBin(t, append(env, envServer+"="+server), "ls", "--json", "--data", t.TempDir())
 	if err != nil || !strings.Contains(out, link) || !strings.Contains(out, `"sample.bin"`) {
 		t.Fatalf("ls through the kept network: %v\n%s\n%s", err, out, errOut)
 	}

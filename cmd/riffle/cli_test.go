@@ -134,21 +134,7 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("share printed %q", link)
 	}
 	outDir := t.TempDir()
-	// A get is resumable: if the first attempt is cut off (epochs can still
-	// stall on client churn until their round limit: a known node bug), the
-	// same command again must finish from what the first one kept.
-	getArgs := []string{"get", "--server", addrs[2], "--data", t.TempDir(), "-o", filepath.Join(outDir, "copy.bin"), link}
-	first, cancelFirst := context.WithTimeout(ctx, 45*time.Second)
-	var out1, err1 bytes.Buffer
-	c1 := e.cmd(first, getArgs...)
-	c1.Stdout, c1.Stderr = &out1, &err1
-	runErr := c1.Run()
-	cancelFirst()
-	got := strings.TrimSpace(out1.String())
-	if runErr != nil {
-		t.Logf("first get cut off (%v), resuming:\n%s", runErr, err1.String())
-		got = strings.TrimSpace(e.run(t, ctx, getArgs...))
-	}
+	got := strings.TrimSpace(e.run(t, ctx, "get", "--server", addrs[2], "--data", t.TempDir(), "-o", filepath.Join(outDir, "copy.bin"), link))
 	b, err := os.ReadFile(got)
 	if err != nil || !bytes.Equal(b, data) {
 		t.Fatalf("get wrote %q (%v): bytes differ", got, err)

@@ -1,0 +1,55 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+)
+
+// TestChurn has clients join, act and leave one after another, as the CLI's
+// share and get do, while a crowd stays. Nobody's departure may stall the
+// network: the round limit is set far beyond the test's deadline, so a
+// round left waiting for a departed client's slot (or a PIR answer that
+// can no longer come) fails the test instead of costing a limit.
+func TestChurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a loopback network")
+	}
+	p := testParams(16)
+	p.RoundLimitMs = 300000
+	tn := startNet(t, 3, 3, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for i := 0; i < 3; i++ {
+		data := randBytes(t, 20000+i)
+		start := time.Now()
+		up, err := NewClient(ctx, ClientConfig{Server: tn.servers[i%3].Addrs()[0].String(), Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		link, err := up.Share(ctx, bytes.NewReader(data), fmt.Sprintf("c%d.bin", i), false)
+		up.Close()
+		if err != nil {
+			t.Fatalf("share %d: %v", i, err)
+		}
+		t.Logf("share %d: %v", i, time.Since(start))
+		start = time.Now()
+		down, err := NewClient(ctx, ClientConfig{Server: tn.servers[(i+1)%3].Addrs()[0].String(), Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		path, err := down.Get(ctx, link, t.TempDir())
+		down.Close()
+		if err != nil {
+			t.Fatalf("get %d: %v", i, err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("get %d: bytes differ (%v)", i, err)
+		}
+		t.Logf("get %d: %v", i, time.Since(start))
+	}
+}
