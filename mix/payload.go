@@ -274,7 +274,14 @@ func VerifyPayloads(epoch EpochID, round uint64, pseudonyms []*group.Element, ra
 // (SPEC §5.1 v2): u32-prefixed tag "riffle/v2/submission" || epoch id ||
 // u64 round || u32 slot || SHA-256(onion).
 func submissionMessage(epoch EpochID, round uint64, slot uint32, onion []byte) []byte {
-	d := sha256.Sum256(onion)
+	return submissionDigestMessage(epoch, round, slot, SubmissionDigest(onion))
+}
+
+// SubmissionDigest is the SHA-256 of an onion, the part of a submission
+// signature that stands for the onion (SPEC §5.1).
+func SubmissionDigest(onion []byte) [32]byte { return sha256.Sum256(onion) }
+
+func submissionDigestMessage(epoch EpochID, round uint64, slot uint32, d [32]byte) []byte {
 	msg := make([]byte, 0, 4+len(tagSubmission)+32+8+4+32)
 	msg = binary.BigEndian.AppendUint32(msg, uint32(len(tagSubmission)))
 	msg = append(msg, tagSubmission...)
@@ -289,6 +296,19 @@ func submissionMessage(epoch EpochID, round uint64, slot uint32, onion []byte) [
 // from replaying it in another round and framing the client.
 func SignSubmission(key ed25519.PrivateKey, epoch EpochID, round uint64, slot uint32, onion []byte) []byte {
 	return ed25519.Sign(key, submissionMessage(epoch, round, slot, onion))
+}
+
+// VerifySubmissionDigest checks a signature made by SignSubmission given
+// only the onion's SubmissionDigest: how servers after S_0, which never
+// see the onion, check every slot of a round (SPEC §5.2).
+func VerifySubmissionDigest(pub ed25519.PublicKey, epoch EpochID, round uint64, slot uint32, digest [32]byte, sig []byte) error {
+	if len(pub) != ed25519.PublicKeySize {
+		return fmt.Errorf("submission: registration key of %d bytes", len(pub))
+	}
+	if !ed25519.Verify(pub, submissionDigestMessage(epoch, round, slot, digest), sig) {
+		return fmt.Errorf("submission for round %d, slot %d: bad signature", round, slot)
+	}
+	return nil
 }
 
 // VerifySubmission checks a signature made by SignSubmission.

@@ -22,6 +22,7 @@ import (
 // sround is a server's state of one round of an epoch (guarded by s.mu).
 type sround struct {
 	subs      map[uint32]wire.Submit // primary: its clients'; leader: all
+	digests   map[uint32][32]byte    // leader: SHA-256 of each slot's onion
 	forwarded bool
 	mixed     bool
 
@@ -43,7 +44,7 @@ type sround struct {
 func (e *sepoch) round(r uint32) *sround {
 	x := e.rounds[r]
 	if x == nil {
-		x = &sround{subs: map[uint32]wire.Submit{}, requests: map[[32]byte]bool{}, queries: map[uint32][][]byte{},
+		x = &sround{subs: map[uint32]wire.Submit{}, digests: map[uint32][32]byte{}, requests: map[[32]byte]bool{}, queries: map[uint32][][]byte{},
 			pads: map[uint32][][]byte{}, padFrom: map[int]bool{}, answers: map[uint32][][]byte{}}
 		e.rounds[r] = x
 	}
@@ -284,7 +285,8 @@ func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		return 0, nil, fmt.Errorf("node: onion of %d bytes, want %d", len(sub.Onion), mix.OnionSize(b, k, m))
 	}
 	regKey := ed25519.PublicKey(e.final.desc.Clients[sub.Slot].RegKey[:])
-	if err := mix.VerifySubmission(regKey, mix.EpochID(sub.Epoch), uint64(sub.Round), sub.Slot, sub.Onion, sub.Sig[:]); err != nil {
+	digest := mix.SubmissionDigest(sub.Onion)
+	if err := mix.VerifySubmissionDigest(regKey, mix.EpochID(sub.Epoch), uint64(sub.Round), sub.Slot, digest, sub.Sig[:]); err != nil {
 		return 0, nil, fmt.Errorf("node: submission: %w", err)
 	}
 	s.mu.Lock()
@@ -304,6 +306,7 @@ func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	}
 	x.subs[sub.Slot] = sub
 	if e.pos == 0 {
+		x.digests[sub.Slot] = digest
 		// S_0 holds its own clients' onions where the other primaries'
 		// batches land: wake its round driver.
 		s.notify()
@@ -344,24 +347,26 @@ func (s *Server) takeSubs(from peer.ID, batch *wire.SubmitBatch) error {
 	}
 	b, k := e.bk()
 	size := mix.OnionSize(b, k, len(e.final.chain))
-	for _, sub := range batch.Subs {
+	digests := make([][32]byte, len(batch.Subs))
+	for i, sub := range batch.Subs {
 		c := e.final.desc.Clients
 		if int(sub.Slot) >= len(c) || e.final.chain[c[sub.Slot].Primary] != from || sub.Round != batch.Round || len(sub.Onion) != size {
 			return fmt.Errorf("node: submission for slot %d not from its primary", sub.Slot)
 		}
-		if err := mix.VerifySubmission(ed25519.PublicKey(c[sub.Slot].RegKey[:]), mix.EpochID(sub.Epoch), uint64(sub.Round), sub.Slot, sub.Onion, sub.Sig[:]); err != nil {
+		digests[i] = mix.SubmissionDigest(sub.Onion)
+		if err := mix.VerifySubmissionDigest(ed25519.PublicKey(c[sub.Slot].RegKey[:]), mix.EpochID(sub.Epoch), uint64(sub.Round), sub.Slot, digests[i], sub.Sig[:]); err != nil {
 			return fmt.Errorf("node: submission of slot %d: %w", sub.Slot, err)
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	x := e.round(batch.Round)
-	for _, sub := range batch.Subs {
+	for i, sub := range batch.Subs {
 		if old, ok := x.subs[sub.Slot]; ok && !bytes.Equal(old.Onion, sub.Onion) {
 			s.end(e, "two onions signed for one slot")
 			return errors.New("node: conflicting submissions")
 		}
-		x.subs[sub.Slot] = sub
+		x.subs[sub.Slot], x.digests[sub.Slot] = sub, digests[i]
 	}
 	s.notify()
 	return nil
@@ -384,6 +389,7 @@ func (s *Server) mixLoop(e *sepoch) {
 		ctx, cancel := context.WithTimeout(s.ctx, limit)
 		var ins [][]byte
 		var sigs [][64]byte
+		var hashes [][32]byte
 		err := s.waitFor(ctx, func() bool {
 			if e.ended || !e.setupDone {
 				return e.ended
@@ -392,9 +398,9 @@ func (s *Server) mixLoop(e *sepoch) {
 			if len(x.subs) < n || (r >= mixDepth && !e.round(r-mixDepth).pubDone) {
 				return false
 			}
-			ins, sigs = make([][]byte, n), make([][64]byte, n)
+			ins, sigs, hashes = make([][]byte, n), make([][64]byte, n), make([][32]byte, n)
 			for i := 0; i < n; i++ {
-				ins[i], sigs[i] = x.subs[uint32(i)].Onion, x.subs[uint32(i)].Sig
+				ins[i], sigs[i], hashes[i] = x.subs[uint32(i)].Onion, x.subs[uint32(i)].Sig, x.digests[uint32(i)]
 			}
 			x.mixed = true
 			return true
@@ -407,7 +413,7 @@ func (s *Server) mixLoop(e *sepoch) {
 			s.mu.Unlock()
 			return
 		}
-		s.mixStep(e, r, ins, sigs)
+		s.mixStep(e, r, ins, sigs, hashes)
 	}
 }
 
@@ -431,7 +437,7 @@ func (s *Server) awaitSetup(e *sepoch) bool {
 
 // mixStep opens this server's layer of round r at every input position,
 // permutes by π_s and passes the batch on (§5.2).
-func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte) {
+func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte, clientHashes [][32]byte) {
 	defer s.trace("mixStep", r)()
 	v := e.final
 	m := len(v.chain)
@@ -479,10 +485,7 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 	}
 	out = mix.Permute(fwd, out)
 	s.timing.add(&s.timing.mix, time.Since(mixStart))
-	b := wire.Batch{Epoch: v.id, Round: r, S: uint16(e.pos + 1), Entries: out}
-	if e.pos == 0 {
-		b.ClientSigs = clientSigs
-	}
+	b := wire.Batch{Epoch: v.id, Round: r, S: uint16(e.pos + 1), Entries: out, ClientSigs: clientSigs, ClientHashes: clientHashes}
 	if err := s.signBatch(&b); err != nil {
 		fail("sign batch", err)
 		return
@@ -500,6 +503,22 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 	if _, err := call(ctx, s.h, v.chain[e.pos+1], ProtoRound, wire.TypeBatch, msg, wire.TypeAck, 16, bulkTimeout); err != nil {
 		fail("forward batch", err)
 	}
+}
+
+// checkClientSigs checks that every input slot of the batch's round holds an
+// onion its client signed (§5.1, §5.2): the signature of slot i by the
+// registration key of slot i over the onion's hash, as S_0 received it.
+func checkClientSigs(e *sepoch, b *wire.Batch) error {
+	c := e.final.desc.Clients
+	if len(b.ClientSigs) != len(c) || len(b.ClientHashes) != len(c) {
+		return fmt.Errorf("%d client signatures and %d onion hashes for %d slots", len(b.ClientSigs), len(b.ClientHashes), len(c))
+	}
+	for i := range c {
+		if err := mix.VerifySubmissionDigest(ed25519.PublicKey(c[i].RegKey[:]), mix.EpochID(b.Epoch), uint64(b.Round), uint32(i), b.ClientHashes[i], b.ClientSigs[i][:]); err != nil {
+			return fmt.Errorf("slot %d: %w", i, err)
+		}
+	}
+	return nil
 }
 
 func batchDigest(b *wire.Batch) [32]byte {
@@ -602,8 +621,18 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		if err := checkClientSigs(e, &b); err != nil {
+			// §5.2 (v2): a slot without its client's signature is a fault
+			// of the sender, who passed it on: void, evidence kept.
+			s.log.Warn("round void", "round", b.Round, "err", err)
+			s.mu.Lock()
+			e.keepEvidence(b.Round, b.Entries)
+			s.end(e, fmt.Sprintf("round %d void: batch from server %d: %v", b.Round, S-1, err))
+			s.mu.Unlock()
+			return
+		}
 		if S < m {
-			s.mixStep(e, b.Round, b.Entries, nil)
+			s.mixStep(e, b.Round, b.Entries, b.ClientSigs, b.ClientHashes)
 		} else {
 			s.publish(e, b.Round, b.Entries)
 		}

@@ -626,21 +626,25 @@ func (m *SubmitBatch) Unmarshal(b []byte, l Limits) error {
 
 // Batch is a mix batch: the input of S_{S} (S ≤ m-1), or for S = m the
 // published payloads. Root is the Merkle root of Entries, Sig the sender's
-// signature over it (§5.2). S_0's input batch carries the client signatures
-// in ClientSigs so that any server can check any position.
+// signature over it (§5.2). Every batch carries, in input-slot order, each
+// client's submission signature and the SHA-256 of the onion it signs
+// (ClientSigs, ClientHashes), passed on unchanged from S_0, so that every
+// server checks that every slot of the round held an onion its client
+// signed (§5.2: any server can check any position).
 type Batch struct {
-	Epoch      [32]byte
-	Round      uint32
-	S          uint16
-	Entries    [][]byte
-	ClientSigs [][64]byte
-	Root       [32]byte
-	Sig        [64]byte
+	Epoch        [32]byte
+	Round        uint32
+	S            uint16
+	Entries      [][]byte
+	ClientSigs   [][64]byte
+	ClientHashes [][32]byte
+	Root         [32]byte
+	Sig          [64]byte
 }
 
 func (m *Batch) Marshal() []byte {
 	var e Enc
-	e.Grow(32 + 4 + 2 + sizeOfBytes(m.Entries) + 4 + 64*len(m.ClientSigs) + 32 + 64)
+	e.Grow(32 + 4 + 2 + sizeOfBytes(m.Entries) + 4 + 64*len(m.ClientSigs) + 4 + 32*len(m.ClientHashes) + 32 + 64)
 	e.Fixed(m.Epoch[:])
 	e.U32(m.Round)
 	e.U16(m.S)
@@ -649,6 +653,10 @@ func (m *Batch) Marshal() []byte {
 		e.Bytes(x)
 	}
 	encSigs(&e, m.ClientSigs)
+	e.U32(uint32(len(m.ClientHashes)))
+	for i := range m.ClientHashes {
+		e.Fixed(m.ClientHashes[i][:])
+	}
 	e.Fixed(m.Root[:])
 	e.Fixed(m.Sig[:])
 	return e.B
@@ -665,6 +673,11 @@ func (m *Batch) Unmarshal(b []byte, l Limits) error {
 		m.Entries = append(m.Entries, d.Bytes(l.Onion, "entry"))
 	}
 	m.ClientSigs = decSigs(&d, l.Clients)
+	nh := d.Count(l.Clients, 32, "onion hashes")
+	m.ClientHashes = make([][32]byte, nh)
+	for i := range m.ClientHashes {
+		m.ClientHashes[i] = d.Array32("onion hash")
+	}
 	m.Root = d.Array32("root")
 	m.Sig = d.Array64("signature")
 	return d.Done("batch")

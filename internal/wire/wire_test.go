@@ -95,7 +95,7 @@ func codecs() []struct {
 			err := m.Unmarshal(b, testLimits)
 			return m.Marshal(), err
 		}},
-		{"batch", (&Batch{Round: 1, S: 2, Entries: [][]byte{[]byte("x"), []byte("y")}, ClientSigs: make([][64]byte, 2)}).Marshal(), func(b []byte) ([]byte, error) {
+		{"batch", (&Batch{Round: 1, S: 2, Entries: [][]byte{[]byte("x"), []byte("y")}, ClientSigs: make([][64]byte, 2), ClientHashes: make([][32]byte, 2)}).Marshal(), func(b []byte) ([]byte, error) {
 			var m Batch
 			err := m.Unmarshal(b, testLimits)
 			return m.Marshal(), err
@@ -232,7 +232,7 @@ func TestBulkMarshalSized(t *testing.T) {
 	entries := [][]byte{bytes.Repeat([]byte{1}, 1000), bytes.Repeat([]byte{2}, 1000)}
 	sub := Submit{Epoch: [32]byte{1}, Round: 3, Slot: 2, Onion: entries[0]}
 	for name, b := range map[string][]byte{
-		"batch":  (&Batch{Round: 1, S: 1, Entries: entries, ClientSigs: make([][64]byte, 2)}).Marshal(),
+		"batch":  (&Batch{Round: 1, S: 1, Entries: entries, ClientSigs: make([][64]byte, 2), ClientHashes: make([][32]byte, 2)}).Marshal(),
 		"rows":   (&Rows{Round: 1, Slots: []uint32{1, 2}, Rows: entries}).Marshal(),
 		"submit": sub.Marshal(),
 		"subs":   (&SubmitBatch{Round: 3, Subs: []Submit{sub, sub}}).Marshal(),
