@@ -3,104 +3,200 @@ package node
 import (
 	"context"
 	"fmt"
-	"net"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/riffle-net/riffle/internal/wire"
 )
 
-// LAN discovery. libp2p's mDNS service needs a module that is not in this
-// repository's go.sum, so servers announce themselves with a small UDP
-// multicast beacon instead (docs/proto-node.md): "riffle/1 beacon", then a
-// u32-prefixed peer id and the Hello encoding. A beacon is only an address
-// hint: the roster admits a server only after an authenticated hello over
-// libp2p.
+// LAN discovery is libp2p's mDNS service (docs/proto-node.md). An answer is
+// only an address hint: the roster admits a server only after the
+// authenticated libp2p hello of roster.go. Anyone on the LAN can answer, so
+// what an answer can make a server do is bounded: a few addresses per peer,
+// a few hellos in flight, a hello budget per minute and a per-peer retry
+// delay.
 const (
-	lanGroup      = "239.255.82.70:4435" // organisation-local multicast group
-	lanEvery      = 5 * time.Second
-	lanMaxPacket  = 1400
-	lanBeaconTag  = "riffle/1 beacon"
-	lanMaxTargets = 64 // distinct peers answered per interval
+	// mdnsService is the DNS-SD service type servers advertise and browse.
+	// The mdns package passes it to zeroconf unchecked, where a comma
+	// starts a subtype list and a dot a new label; RFC 6763 §7 wants
+	// "_<name>._<proto>" with a name of at most 15 letters, digits and
+	// inner hyphens (RFC 6335 §5.1). "_udp" as libp2p's own "_p2p._udp"
+	// does; the "-1" follows the protocol version, so servers of another
+	// version do not even answer.
+	mdnsService = "_riffle-1._udp"
+	// lanMaxAddrs is the number of addresses taken from one answer: as
+	// many as a hello carries.
+	lanMaxAddrs = wire.MaxAddrs
+	// lanMaxHellos is the number of hellos to found peers in flight.
+	lanMaxHellos = 4
+	// lanHellosPerMinute bounds the dials that answers can cause; one
+	// answered hello is enough to join a LAN's servers, since hellos
+	// gossip the rest.
+	lanHellosPerMinute = 32
+	// lanRetry is how long a found peer is not tried again, whatever
+	// came of the last try: mDNS repeats answers, and a server that
+	// answered a hello stays in the roster through the roster's own
+	// hellos.
+	lanRetry = 30 * time.Second
+	// lanMaxTracked bounds the per-peer retry map; a flood of fresh peer
+	// ids evicts the oldest entries, and still meets the budget above.
+	lanMaxTracked = 1024
+	// lanHelloTimeout bounds one hello to a found peer: on a LAN it
+	// answers in milliseconds or not at all.
+	lanHelloTimeout = 5 * time.Second
 )
 
-func (s *Server) lanBeacon() []byte {
-	e := wire.Enc{B: []byte(lanBeaconTag)}
-	e.Bytes([]byte(s.h.ID()))
-	h := s.hello()
-	for len(h.Marshal())+len(e.B)+4 > lanMaxPacket && len(h.Addrs) > 0 {
-		h.Addrs = h.Addrs[:len(h.Addrs)-1]
-	}
-	e.Bytes(h.Marshal())
-	return e.B
+// lanNotifee turns mDNS answers into bounded hello attempts.
+type lanNotifee struct {
+	s     *Server
+	ctx   context.Context
+	hello func(context.Context, peer.ID) error // s.sayHello; tests count it
+	sem   chan struct{}                        // hellos in flight
+	wg    sync.WaitGroup                       // hello goroutines
+
+	mu       sync.Mutex
+	closed   bool
+	tried    map[peer.ID]time.Time // last hello attempt, for lanRetry
+	winStart time.Time             // start of the current budget minute
+	winCount int                   // hellos started in it
 }
 
-func parseBeacon(b []byte) (peer.ID, []ma.Multiaddr, error) {
-	if len(b) < len(lanBeaconTag) || string(b[:len(lanBeaconTag)]) != lanBeaconTag {
-		return "", nil, fmt.Errorf("node: not a riffle beacon")
-	}
-	d := wire.Dec{B: b[len(lanBeaconTag):]}
-	idb := d.Bytes(wire.MaxPeerID, "peer id")
-	hb := d.Bytes(lanMaxPacket, "hello")
-	if err := d.Done("beacon"); err != nil {
-		return "", nil, err
-	}
-	id, err := peer.IDFromBytes(idb)
-	if err != nil {
-		return "", nil, fmt.Errorf("node: beacon peer id: %w", err)
-	}
-	_, addrs, err := parseHello(hb)
-	return id, addrs, err
+func (s *Server) newLANNotifee(ctx context.Context) *lanNotifee {
+	return &lanNotifee{s: s, ctx: ctx, hello: s.sayHello, sem: make(chan struct{}, lanMaxHellos), tried: map[peer.ID]time.Time{}}
 }
 
-// startLAN runs the beacon sender and listener until ctx ends.
+// startLAN advertises this server over mDNS and says hello to the servers
+// it finds, until the server closes.
 func (s *Server) startLAN(ctx context.Context) error {
-	gaddr, err := net.ResolveUDPAddr("udp4", lanGroup)
-	if err != nil {
-		return fmt.Errorf("node: lan group: %w", err)
+	n := s.newLANNotifee(ctx)
+	svc := mdns.NewMdnsService(s.h, mdnsService, n)
+	if err := svc.Start(); err != nil {
+		svc.Close()
+		return fmt.Errorf("node: mdns: %w", err)
 	}
-	lc, err := net.ListenMulticastUDP("udp4", nil, gaddr)
-	if err != nil {
-		return fmt.Errorf("node: lan discovery listen on %s: %w", lanGroup, err)
+	// The service first, so that no answer arrives once the notifee waits
+	// for its hellos.
+	s.closers = append(s.closers, svc.Close, n.close)
+	return nil
+}
+
+// lanAddrs returns at most lanMaxAddrs of an answer's addresses, only those
+// on IP: a DNS name would send a lookup off the LAN on a stranger's word,
+// and a relay or browser transport is no LAN route (the mdns package
+// advertises neither).
+func lanAddrs(addrs []ma.Multiaddr) []ma.Multiaddr {
+	var out []ma.Multiaddr
+	for _, a := range addrs {
+		if len(out) == lanMaxAddrs {
+			break
+		}
+		if len(a) == 0 {
+			continue
+		}
+		if c := a[0].Protocol().Code; c != ma.P_IP4 && c != ma.P_IP6 {
+			continue
+		}
+		if _, err := a.ValueForProtocol(ma.P_CIRCUIT); err == nil {
+			continue
+		}
+		out = append(out, a)
 	}
-	sc, err := net.DialUDP("udp4", nil, gaddr)
-	if err != nil {
-		lc.Close()
-		return fmt.Errorf("node: lan discovery send: %w", err)
+	return out
+}
+
+// HandlePeerFound is called by the mdns service, in a goroutine of its own,
+// for each peer an answer names. It never blocks: a find that is over a
+// bound is dropped, and mDNS will repeat it.
+func (n *lanNotifee) HandlePeerFound(ai peer.AddrInfo) {
+	s := n.s
+	if ai.ID == "" || ai.ID == s.h.ID() || s.roster.get(ai.ID) != nil {
+		return
 	}
-	s.closers = append(s.closers, lc.Close, sc.Close)
+	addrs := lanAddrs(ai.Addrs)
+	if len(addrs) == 0 {
+		return
+	}
+	now := time.Now()
+	n.mu.Lock()
+	if n.closed || n.ctx.Err() != nil {
+		n.mu.Unlock()
+		return
+	}
+	if t, ok := n.tried[ai.ID]; ok && now.Sub(t) < lanRetry {
+		n.mu.Unlock()
+		return
+	}
+	if now.Sub(n.winStart) >= time.Minute {
+		n.winStart, n.winCount = now, 0
+	}
+	if n.winCount >= lanHellosPerMinute {
+		n.mu.Unlock()
+		return
+	}
+	select {
+	case n.sem <- struct{}{}:
+	default:
+		n.mu.Unlock()
+		return
+	}
+	n.winCount++
+	n.track(ai.ID, now)
+	// Under mu, so that close cannot start waiting before this Add.
+	n.wg.Add(1)
+	n.mu.Unlock()
+
+	s.h.Peerstore().AddAddrs(ai.ID, addrs, rosterTTL*2)
 	go func() {
-		t := time.NewTicker(lanEvery)
-		defer t.Stop()
-		for {
-			_, _ = sc.Write(s.lanBeacon())
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
+		defer n.wg.Done()
+		defer func() { <-n.sem }()
+		ctx, cancel := context.WithTimeout(n.ctx, lanHelloTimeout)
+		defer cancel()
+		if err := n.hello(ctx, ai.ID); err != nil {
+			s.log.Debug("lan hello failed", "peer", ai.ID.ShortString(), "err", err)
+			return
+		}
+		// In the roster now, and kept there by its hellos: forget it,
+		// so that it is tried at once if it ever drops out and is found
+		// again.
+		n.mu.Lock()
+		delete(n.tried, ai.ID)
+		n.mu.Unlock()
+	}()
+}
+
+// track records a hello attempt to id at now, keeping at most
+// lanMaxTracked entries. Called with mu held.
+func (n *lanNotifee) track(id peer.ID, now time.Time) {
+	if len(n.tried) >= lanMaxTracked {
+		for p, t := range n.tried {
+			if now.Sub(t) >= lanRetry {
+				delete(n.tried, p)
 			}
 		}
-	}()
-	go func() {
-		buf := make([]byte, lanMaxPacket)
-		for {
-			n, _, err := lc.ReadFromUDP(buf)
-			if err != nil {
-				return
+	}
+	if len(n.tried) >= lanMaxTracked {
+		var oldest peer.ID
+		var ot time.Time
+		for p, t := range n.tried {
+			if oldest == "" || t.Before(ot) {
+				oldest, ot = p, t
 			}
-			id, addrs, err := parseBeacon(buf[:n])
-			if err != nil || id == s.h.ID() || s.roster.get(id) != nil {
-				continue
-			}
-			s.h.Peerstore().AddAddrs(id, addrs, rosterTTL*2)
-			go func() {
-				if err := s.sayHello(ctx, id); err != nil {
-					s.log.Debug("lan hello failed", "peer", id.ShortString(), "err", err)
-				}
-			}()
 		}
-	}()
+		delete(n.tried, oldest)
+	}
+	n.tried[id] = now
+}
+
+// close refuses further finds and waits for the hellos in flight (they end
+// with the server's context, cancelled before the closers run).
+func (n *lanNotifee) close() error {
+	n.mu.Lock()
+	n.closed = true
+	n.mu.Unlock()
+	n.wg.Wait()
 	return nil
 }
