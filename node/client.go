@@ -185,6 +185,10 @@ func (c *Client) progress(format string, args ...any) {
 }
 
 func (c *Client) call(ctx context.Context, proto protocol.ID, t wire.Type, body []byte, want wire.Type, max int, timeout time.Duration) ([]byte, error) {
+	return c.callSegments(ctx, proto, t, [][]byte{body}, want, max, timeout)
+}
+
+func (c *Client) callSegments(ctx context.Context, proto protocol.ID, t wire.Type, body [][]byte, want wire.Type, max int, timeout time.Duration) ([]byte, error) {
 	return callCounted(ctx, c.h, c.primary, proto, t, body, want, max, timeout, c.cfg.OnSend)
 }
 
@@ -461,7 +465,7 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 	}
 	var err error
 	for try := 0; try < 3; try++ {
-		if _, err = c.call(ctx, ProtoClient, wire.TypeSubmit, sub.Marshal(), wire.TypeAck, 16, bulkTimeout); err == nil {
+		if _, err = c.callSegments(ctx, ProtoClient, wire.TypeSubmit, sub.Segments(), wire.TypeAck, 16, bulkTimeout); err == nil {
 			return nil
 		}
 	}

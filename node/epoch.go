@@ -315,6 +315,11 @@ type sepoch struct {
 	setupDone  bool
 
 	rounds map[uint32]*sround
+	// listHigh is one more than the newest round whose request list is
+	// final here; rounds below pruned have had their bulk state dropped
+	// (prune). Together they bound the rounds a peer can make this server
+	// hold state for.
+	listHigh, pruned uint32
 	ended  bool
 	reason string
 	// users counts the goroutines working with the secrets outside s.mu
@@ -463,6 +468,13 @@ func (s *Server) epochCaps(t wire.Type) int {
 // local runs a request against this server's own handler, as the leader
 // does for its own part of a broadcast.
 func (s *Server) each(ctx context.Context, chain []peer.ID, proto protocol.ID, t wire.Type, body []byte, want wire.Type, max int, timeout time.Duration) ([][]byte, error) {
+	return s.eachSegments(ctx, chain, proto, t, [][]byte{body}, want, max, timeout)
+}
+
+// eachSegments is each with the body as segments: written to the remote
+// servers without being joined; this server's own handler gets a joined
+// copy (it may keep parts of the body after the caller reuses them).
+func (s *Server) eachSegments(ctx context.Context, chain []peer.ID, proto protocol.ID, t wire.Type, segs [][]byte, want wire.Type, max int, timeout time.Duration) ([][]byte, error) {
 	out := make([][]byte, len(chain))
 	errs := make([]error, len(chain))
 	var wg sync.WaitGroup
@@ -478,14 +490,14 @@ func (s *Server) each(ctx context.Context, chain []peer.ID, proto protocol.ID, t
 				case ProtoRound:
 					h = s.handleRound
 				}
-				rt, rep, err := h(ctx, p, t, body)
+				rt, rep, err := h(ctx, p, t, bytes.Join(segs, nil))
 				if err == nil && rt != want {
 					err = fmt.Errorf("node: local reply type %d, want %d", rt, want)
 				}
 				out[i], errs[i] = rep, err
 				return
 			}
-			out[i], errs[i] = call(ctx, s.h, p, proto, t, body, want, max, timeout)
+			out[i], errs[i] = callSegments(ctx, s.h, p, proto, t, segs, want, max, timeout)
 		}()
 	}
 	wg.Wait()

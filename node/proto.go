@@ -130,6 +130,12 @@ func verifyPeerSig(id peer.ID, digest [32]byte, sig [64]byte) error {
 // call opens a stream to p, sends one request frame and reads one reply of
 // type want of at most max bytes. The stream is reset on any error.
 func call(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID, t wire.Type, body []byte, want wire.Type, max int, timeout time.Duration) ([]byte, error) {
+	return callCounted(ctx, h, p, proto, t, [][]byte{body}, want, max, timeout, nil)
+}
+
+// callSegments is call with a request body given as segments (the bulk
+// messages' Segments), written to the stream without being joined.
+func callSegments(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID, t wire.Type, body [][]byte, want wire.Type, max int, timeout time.Duration) ([]byte, error) {
 	return callCounted(ctx, h, p, proto, t, body, want, max, timeout, nil)
 }
 
@@ -148,7 +154,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // callCounted is call that reports, if sent is set, the bytes written to
 // the stream for the request (the wire-size equality test, §1: sizes never
 // depend on what a user does).
-func callCounted(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID, t wire.Type, body []byte, want wire.Type, max int, timeout time.Duration, sent func(t wire.Type, n int)) ([]byte, error) {
+func callCounted(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID, t wire.Type, body [][]byte, want wire.Type, max int, timeout time.Duration, sent func(t wire.Type, n int)) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	s, err := h.NewStream(network.WithAllowLimitedConn(ctx, "riffle"), p, proto)
@@ -163,7 +169,7 @@ func callCounted(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID,
 	defer stop()
 	cw := &countingWriter{w: s}
 	bw := bufio.NewWriterSize(cw, 64<<10)
-	if err := wire.WriteFrame(bw, t, body); err == nil {
+	if err := wire.WriteFrameSegments(bw, t, body); err == nil {
 		err = bw.Flush()
 	}
 	if sent != nil {
@@ -188,6 +194,10 @@ func callCounted(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID,
 
 // handlerFunc answers one request; it returns the reply type and body.
 type handlerFunc func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error)
+
+// segHandlerFunc is a handlerFunc whose reply body is segments (a bulk
+// reply written without being joined: PIR answers).
+type segHandlerFunc func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error)
 
 // gate tracks the stream handlers in flight, so that Close waits for them
 // before it closes the store and erases secrets (libp2p runs handlers on
@@ -221,6 +231,14 @@ func (g *gate) close() {
 
 // serve installs a request/response handler for proto with per-type caps.
 func serve(ctx context.Context, h host.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(wire.Type) int, fn handlerFunc) {
+	serveSegments(ctx, h, g, log, proto, timeout, caps, func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
+		rt, rep, err := fn(ctx, from, t, body)
+		return rt, [][]byte{rep}, err
+	})
+}
+
+// serveSegments is serve for a handler whose replies are segments.
+func serveSegments(ctx context.Context, h host.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(wire.Type) int, fn segHandlerFunc) {
 	h.SetStreamHandler(proto, func(s network.Stream) {
 		if !g.enter() {
 			s.Reset()
@@ -244,7 +262,7 @@ func serve(ctx context.Context, h host.Host, g *gate, log *slog.Logger, proto pr
 			log.Debug("request refused", "proto", proto, "type", t, "err", ferr)
 			err = wire.WriteError(bw, ferr)
 		} else {
-			err = wire.WriteFrame(bw, rt, rep)
+			err = wire.WriteFrameSegments(bw, rt, rep)
 		}
 		if err == nil {
 			err = bw.Flush()

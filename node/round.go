@@ -39,6 +39,46 @@ type sround struct {
 	own     map[uint32][][]byte // R_p for this server's clients
 	answers map[uint32][][]byte // combined answers, ready for the client
 	pirDone bool
+
+	pruned bool // bulk state dropped (prune): nothing more is taken
+}
+
+// roundsKept is how many rounds behind the newest final request list a
+// server keeps a round's bulk state: the onions (the evidence of a fault,
+// which voids its round at once), masks and answers (a client resends a
+// query after an error). Without a bound, an epoch of R rounds would hold
+// R·n onions: 13 GB at n = 200, b = 256 KiB, R = 256.
+const roundsKept = 8
+
+// roundsAhead bounds how far beyond its newest final list a server takes a
+// round's submissions or queries: clients submit W rounds ahead of the
+// list they have, and primaries forward within mixDepth of S_0's.
+const roundsAhead = mixDepth + 2
+
+// admit reports whether round r may hold new state here: neither pruned
+// nor too far ahead. Call with s.mu held.
+func (e *sepoch) admit(r uint32) error {
+	if r < e.pruned {
+		return fmt.Errorf("node: round %d is over (rounds before %d are dropped)", r, e.pruned)
+	}
+	if r >= e.listHigh+uint32(e.final.desc.Params.W)+roundsAhead {
+		return fmt.Errorf("node: round %d too far ahead of round %d", r, e.listHigh)
+	}
+	return nil
+}
+
+// listed notes that round r's list is final and prunes the rounds that
+// fell out of the kept window. Call with s.mu held.
+func (e *sepoch) listed(r uint32) {
+	e.listHigh = max(e.listHigh, r+1)
+	for e.pruned+roundsKept < e.listHigh {
+		if x := e.rounds[e.pruned]; x != nil {
+			x.subs, x.digests, x.queries = map[uint32]wire.Submit{}, map[uint32][32]byte{}, map[uint32][][]byte{}
+			x.pads, x.own, x.answers, x.padFrom = map[uint32][][]byte{}, nil, map[uint32][][]byte{}, map[int]bool{}
+			x.pruned = true
+		}
+		e.pruned++
+	}
 }
 
 func (e *sepoch) round(r uint32) *sround {
@@ -294,6 +334,9 @@ func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	if e.ended {
 		return 0, nil, fmt.Errorf("node: epoch ended: %s", e.reason)
 	}
+	if err := e.admit(sub.Round); err != nil {
+		return 0, nil, err
+	}
 	x := e.round(sub.Round)
 	if old, ok := x.subs[sub.Slot]; ok {
 		if !bytes.Equal(old.Onion, sub.Onion) {
@@ -331,7 +374,7 @@ func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) 
 func (s *Server) forwardSubs(e *sepoch, batch *wire.SubmitBatch) {
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
-	if _, err := call(ctx, s.h, e.final.chain[0], ProtoRound, wire.TypeSubmitBatch, batch.Marshal(), wire.TypeAck, 16, bulkTimeout); err != nil {
+	if _, err := callSegments(ctx, s.h, e.final.chain[0], ProtoRound, wire.TypeSubmitBatch, batch.Segments(), wire.TypeAck, 16, bulkTimeout); err != nil {
 		s.log.Warn("forward submissions", "round", batch.Round, "err", err)
 	}
 }
@@ -360,6 +403,9 @@ func (s *Server) takeSubs(from peer.ID, batch *wire.SubmitBatch) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := e.admit(batch.Round); err != nil {
+		return err
+	}
 	x := e.round(batch.Round)
 	for i, sub := range batch.Subs {
 		if old, ok := x.subs[sub.Slot]; ok && !bytes.Equal(old.Onion, sub.Onion) {
@@ -493,14 +539,13 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 	s.announceRoot(e, &b)
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
-	msg := b.Marshal()
 	if e.pos == m-1 {
-		if _, err := s.each(ctx, v.chain, ProtoRound, wire.TypeBatch, msg, wire.TypeAck, 16, bulkTimeout); err != nil {
+		if _, err := s.eachSegments(ctx, v.chain, ProtoRound, wire.TypeBatch, b.Segments(), wire.TypeAck, 16, bulkTimeout); err != nil {
 			s.log.Warn("publish", "round", r, "err", err)
 		}
 		return
 	}
-	if _, err := call(ctx, s.h, v.chain[e.pos+1], ProtoRound, wire.TypeBatch, msg, wire.TypeAck, 16, bulkTimeout); err != nil {
+	if _, err := callSegments(ctx, s.h, v.chain[e.pos+1], ProtoRound, wire.TypeBatch, b.Segments(), wire.TypeAck, 16, bulkTimeout); err != nil {
 		fail("forward batch", err)
 	}
 }
@@ -864,6 +909,7 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	first := x.list == nil
 	if first {
 		x.list, x.listBytes = &rl, body
+		e.listed(rl.Round)
 		s.notify()
 	}
 	s.mu.Unlock()
@@ -960,7 +1006,7 @@ func (s *Server) answerRound(e *sepoch, r uint32) {
 				keys[sl].XORPad(uint64(r), uint32(t), out[i*k+t])
 			}
 		}
-		msg := (&wire.Rows{Epoch: v.id, Round: r, Slots: slots, Rows: out}).Marshal()
+		msg := (&wire.Rows{Epoch: v.id, Round: r, Slots: slots, Rows: out}).Segments()
 		// Sent in the background, on a context of its own: this function
 		// goes on to its own clients and returns before the send ends.
 		s.wg.Add(1)
@@ -968,7 +1014,7 @@ func (s *Server) answerRound(e *sepoch, r uint32) {
 			defer s.wg.Done()
 			sctx, scancel := context.WithTimeout(s.ctx, bulkTimeout)
 			defer scancel()
-			if _, err := call(sctx, s.h, p, ProtoRound, wire.TypePadAnswers, msg, wire.TypeAck, 16, bulkTimeout); err != nil {
+			if _, err := callSegments(sctx, s.h, p, ProtoRound, wire.TypePadAnswers, msg, wire.TypeAck, 16, bulkTimeout); err != nil {
 				s.log.Warn("padded answers", "round", r, "err", err)
 			}
 		}(v.chain[j])
@@ -1002,6 +1048,10 @@ func (s *Server) answerRound(e *sepoch, r uint32) {
 			return
 		}
 		s.mu.Lock()
+		if x.pruned {
+			s.mu.Unlock()
+			return
+		}
 		x.own = map[uint32][][]byte{}
 		for i, sl := range slots {
 			x.own[sl] = out[i*k : (i+1)*k]
@@ -1082,6 +1132,9 @@ func (s *Server) onPadAnswers(from peer.ID, body []byte) (wire.Type, []byte, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := e.admit(rows.Round); err != nil {
+		return 0, nil, err
+	}
 	x := e.round(rows.Round)
 	if x.padFrom[j] {
 		return wire.TypeAck, ack, nil
@@ -1103,7 +1156,7 @@ func (s *Server) onPadAnswers(from peer.ID, body []byte) (wire.Type, []byte, err
 
 // handlePIR serves a client's k masks for a round and returns its k
 // combined answers (§6.3).
-func (s *Server) handlePIR(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
+func (s *Server) handlePIR(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
 	if len(body) < 36 {
 		return 0, nil, errors.New("node: short query")
 	}
@@ -1125,6 +1178,12 @@ func (s *Server) handlePIR(ctx context.Context, from peer.ID, t wire.Type, body 
 	if int(sl) >= e.n() || int(e.final.desc.Clients[sl].Primary) != e.pos {
 		return 0, nil, errors.New("node: slot not served by this primary")
 	}
+	s.mu.Lock()
+	err = e.admit(q.Round)
+	s.mu.Unlock()
+	if err != nil {
+		return 0, nil, err
+	}
 	var x *sround
 	if err := s.waitFor(ctx, func() bool { x = e.round(q.Round); return x.list != nil || e.ended }); err != nil || x.list == nil {
 		return 0, nil, errors.New("node: no request list for this round")
@@ -1136,6 +1195,10 @@ func (s *Server) handlePIR(ctx context.Context, from peer.ID, t wire.Type, body 
 		}
 	}
 	s.mu.Lock()
+	if x.pruned {
+		s.mu.Unlock()
+		return 0, nil, fmt.Errorf("node: round %d is over", q.Round)
+	}
 	if old, ok := x.queries[sl]; ok {
 		same := true
 		for t := range old {
@@ -1151,7 +1214,7 @@ func (s *Server) handlePIR(ctx context.Context, from peer.ID, t wire.Type, body 
 	}
 	s.mu.Unlock()
 	var ans [][]byte
-	err = s.waitFor(ctx, func() bool { ans = x.answers[sl]; return ans != nil || e.ended })
+	err = s.waitFor(ctx, func() bool { ans = x.answers[sl]; return ans != nil || e.ended || x.pruned })
 	if err == nil && ans == nil {
 		// The epoch ended with this round in flight: its last padded
 		// answers may still be on their way, or may never come (a server
@@ -1164,7 +1227,7 @@ func (s *Server) handlePIR(ctx context.Context, from peer.ID, t wire.Type, body 
 	if ans == nil {
 		return 0, nil, errors.New("node: no answer for this round")
 	}
-	return wire.TypeAnswer, (&wire.Rows{Epoch: id, Round: q.Round, Slots: []uint32{sl}, Rows: ans}).Marshal(), nil
+	return wire.TypeAnswer, (&wire.Rows{Epoch: id, Round: q.Round, Slots: []uint32{sl}, Rows: ans}).Segments(), nil
 }
 
 // keepEvidence keeps the input batch of a void round for blame (§5.2,

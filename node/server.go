@@ -197,7 +197,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	serve(cctx, h, &s.handlers, s.log, ProtoEpoch, bulkTimeout, s.epochCaps, s.handleEpoch)
 	serve(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.roundCaps, s.handleRound)
 	serve(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, s.clientCaps, s.handleClient)
-	serve(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, s.pirCaps, s.handlePIR)
+	serveSegments(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, s.pirCaps, s.handlePIR)
 	if !cfg.NoLAN {
 		if err := s.startLAN(cctx); err != nil {
 			// LAN discovery is a convenience: a host without multicast

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +30,7 @@ of one run, not runs.`,
 			&cli.IntFlag{Name: "rounds", Value: 8, Usage: "chunks each client shares (about one round each)"},
 			&cli.IntFlag{Name: "chunk-size", Value: int(node.DefaultParams().ChunkSize), Usage: "epoch parameter b"},
 			&cli.IntFlag{Name: "k", Value: int(node.DefaultParams().K), Usage: "epoch parameter k"},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole run to `FILE` (go tool pprof)"},
 			verboseFlag(),
 		},
 		Action: runBench,
@@ -59,6 +62,17 @@ func runBench(c *cli.Context) error {
 	// Range checks with the flags' names; node.Bench checks again.
 	if _, err := paramsWith(node.DefaultParams(), b, 0, k, 0, 0); err != nil {
 		return err
+	}
+	if path := c.String("cpuprofile"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()

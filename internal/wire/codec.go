@@ -92,6 +92,27 @@ type RemoteError struct{ Text string }
 
 func (e *RemoteError) Error() string { return "peer refused: " + e.Text }
 
+// WriteFrameSegments writes one frame whose body is the concatenation of
+// segs (from Enc.Segments), without joining them first.
+func WriteFrameSegments(w io.Writer, t Type, segs [][]byte) error {
+	n := SegmentsLen(segs)
+	if n > MaxFrame {
+		return fmt.Errorf("%w: %d bytes of type %d", ErrTooLarge, n, t)
+	}
+	var h [HeaderSize]byte
+	h[0] = byte(t)
+	binary.BigEndian.PutUint32(h[1:], uint32(n))
+	if _, err := w.Write(h[:]); err != nil {
+		return fmt.Errorf("wire: write header of type %d: %w", t, err)
+	}
+	for _, s := range segs {
+		if _, err := w.Write(s); err != nil {
+			return fmt.Errorf("wire: write body of type %d (%d bytes): %w", t, n, err)
+		}
+	}
+	return nil
+}
+
 // WriteError sends a refusal, truncated to MaxErrorText bytes.
 func WriteError(w io.Writer, err error) error {
 	s := err.Error()
@@ -101,8 +122,39 @@ func WriteError(w io.Writer, err error) error {
 	return WriteFrame(w, TypeError, []byte(s))
 }
 
-// Enc appends big-endian fields to a byte slice.
-type Enc struct{ B []byte }
+// Enc appends big-endian fields to a byte slice. With Refs set, Bytes
+// fields of at least RefMin bytes are not copied: the encoding becomes a
+// list of segments (Segments) that refer to the caller's slices, so that a
+// bulk message (a batch of onions, PIR rows) goes to the stream without
+// first being copied into one buffer the size of the message.
+type Enc struct {
+	B    []byte
+	Refs bool
+	segs [][]byte
+}
+
+// RefMin is the smallest field an Enc with Refs refers to instead of
+// copying: below it, a copy is cheaper than one more write.
+const RefMin = 4 << 10
+
+// Segments returns the encoding as a list of segments, in order; their
+// concatenation is the message. The Enc must not be used afterwards.
+func (e *Enc) Segments() [][]byte {
+	if len(e.B) > 0 || len(e.segs) == 0 {
+		e.segs = append(e.segs, e.B)
+		e.B = nil
+	}
+	return e.segs
+}
+
+// SegmentsLen is the total length of segments.
+func SegmentsLen(segs [][]byte) int {
+	n := 0
+	for _, s := range segs {
+		n += len(s)
+	}
+	return n
+}
 
 // Grow makes room for n more bytes, so that a bulk message (batches of
 // onions, PIR rows) is built with one allocation instead of a chain of
@@ -133,7 +185,17 @@ func (e *Enc) U64(v uint64) { e.B = binary.BigEndian.AppendUint64(e.B, v) }
 func (e *Enc) Fixed(b []byte) { e.B = append(e.B, b...) }
 
 // Bytes appends a u32 length prefix and the bytes.
-func (e *Enc) Bytes(b []byte) { e.U32(uint32(len(b))); e.B = append(e.B, b...) }
+func (e *Enc) Bytes(b []byte) {
+	e.U32(uint32(len(b)))
+	if e.Refs && len(b) >= RefMin {
+		// The scratch buffer so far, then the caller's slice itself; a
+		// new scratch buffer follows (the old one is now a segment).
+		e.segs = append(e.segs, e.B, b)
+		e.B = make([]byte, 0, 256)
+		return
+	}
+	e.B = append(e.B, b...)
+}
 
 // Dec reads big-endian fields; the first error sticks and later reads return
 // zero values, so that a decoder checks Err once at the end.

@@ -583,6 +583,13 @@ func (m *Submit) Marshal() []byte {
 	return e.B
 }
 
+// Segments is Marshal as segments that refer to the onion (Enc.Refs).
+func (m *Submit) Segments() [][]byte {
+	e := Enc{Refs: true}
+	m.enc(&e)
+	return e.Segments()
+}
+
 func (m *Submit) Unmarshal(b []byte, l Limits) error {
 	d := Dec{B: b}
 	m.dec(&d, l)
@@ -603,13 +610,24 @@ func (m *SubmitBatch) Marshal() []byte {
 		size += 32 + 4 + 4 + 4 + len(m.Subs[i].Onion) + 64
 	}
 	e.Grow(size)
+	m.enc(&e)
+	return e.B
+}
+
+// Segments is Marshal as segments that refer to the onions (Enc.Refs).
+func (m *SubmitBatch) Segments() [][]byte {
+	e := Enc{Refs: true}
+	m.enc(&e)
+	return e.Segments()
+}
+
+func (m *SubmitBatch) enc(e *Enc) {
 	e.Fixed(m.Epoch[:])
 	e.U32(m.Round)
 	e.U32(uint32(len(m.Subs)))
 	for i := range m.Subs {
-		m.Subs[i].enc(&e)
+		m.Subs[i].enc(e)
 	}
-	return e.B
 }
 
 func (m *SubmitBatch) Unmarshal(b []byte, l Limits) error {
@@ -645,6 +663,19 @@ type Batch struct {
 func (m *Batch) Marshal() []byte {
 	var e Enc
 	e.Grow(32 + 4 + 2 + sizeOfBytes(m.Entries) + 4 + 64*len(m.ClientSigs) + 4 + 32*len(m.ClientHashes) + 32 + 64)
+	m.enc(&e)
+	return e.B
+}
+
+// Segments is Marshal as segments that refer to the entries (Enc.Refs).
+func (m *Batch) Segments() [][]byte {
+	e := Enc{Refs: true}
+	e.Grow(256 + 64*len(m.ClientSigs) + 32*len(m.ClientHashes))
+	m.enc(&e)
+	return e.Segments()
+}
+
+func (m *Batch) enc(e *Enc) {
 	e.Fixed(m.Epoch[:])
 	e.U32(m.Round)
 	e.U16(m.S)
@@ -652,14 +683,13 @@ func (m *Batch) Marshal() []byte {
 	for _, x := range m.Entries {
 		e.Bytes(x)
 	}
-	encSigs(&e, m.ClientSigs)
+	encSigs(e, m.ClientSigs)
 	e.U32(uint32(len(m.ClientHashes)))
 	for i := range m.ClientHashes {
 		e.Fixed(m.ClientHashes[i][:])
 	}
 	e.Fixed(m.Root[:])
 	e.Fixed(m.Sig[:])
-	return e.B
 }
 
 func (m *Batch) Unmarshal(b []byte, l Limits) error {
@@ -751,6 +781,18 @@ type Rows struct {
 func (m *Rows) Marshal() []byte {
 	var e Enc
 	e.Grow(32 + 4 + 4 + 4*len(m.Slots) + sizeOfBytes(m.Rows))
+	m.enc(&e)
+	return e.B
+}
+
+// Segments is Marshal as segments that refer to the rows (Enc.Refs).
+func (m *Rows) Segments() [][]byte {
+	e := Enc{Refs: true}
+	m.enc(&e)
+	return e.Segments()
+}
+
+func (m *Rows) enc(e *Enc) {
 	e.Fixed(m.Epoch[:])
 	e.U32(m.Round)
 	e.U32(uint32(len(m.Slots)))
@@ -761,7 +803,6 @@ func (m *Rows) Marshal() []byte {
 	for _, r := range m.Rows {
 		e.Bytes(r)
 	}
-	return e.B
 }
 
 // Unmarshal decodes with at most maxSlots slots, k rows per slot, each row

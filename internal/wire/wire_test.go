@@ -243,3 +243,47 @@ func TestBulkMarshalSized(t *testing.T) {
 		}
 	}
 }
+
+// TestSegmentsEqualMarshal: the segment encoding of every bulk message is
+// byte for byte its Marshal, for fields below and above RefMin.
+func TestSegmentsEqualMarshal(t *testing.T) {
+	big := bytes.Repeat([]byte{0xab}, RefMin)
+	small := []byte("small")
+	sub := Submit{Round: 3, Slot: 2, Onion: big}
+	sub2 := Submit{Round: 3, Slot: 4, Onion: small}
+	cases := map[string][2][]byte{}
+	add := func(name string, m []byte, segs [][]byte) { cases[name] = [2][]byte{m, bytes.Join(segs, nil)} }
+	add("submit big", sub.Marshal(), sub.Segments())
+	add("submit small", sub2.Marshal(), sub2.Segments())
+	sb := SubmitBatch{Round: 3, Subs: []Submit{sub, sub2, sub}}
+	add("submit batch", sb.Marshal(), sb.Segments())
+	add("empty submit batch", (&SubmitBatch{}).Marshal(), (&SubmitBatch{}).Segments())
+	b := Batch{Round: 1, S: 2, Entries: [][]byte{big, small, big, big}, ClientSigs: make([][64]byte, 4), ClientHashes: make([][32]byte, 4), Root: [32]byte{9}}
+	add("batch", b.Marshal(), b.Segments())
+	add("empty batch", (&Batch{}).Marshal(), (&Batch{}).Segments())
+	r := Rows{Round: 7, Slots: []uint32{1, 2}, Rows: [][]byte{big, small}}
+	add("rows", r.Marshal(), r.Segments())
+	for name, c := range cases {
+		if !bytes.Equal(c[0], c[1]) {
+			t.Errorf("%s: segments differ from Marshal (%d vs %d bytes)", name, len(c[1]), len(c[0]))
+		}
+	}
+	// The big fields are referred to, not copied.
+	segs := b.Segments()
+	found := false
+	for _, s := range segs {
+		found = found || (len(s) == len(big) && &s[0] == &big[0])
+	}
+	if !found {
+		t.Fatal("batch segments copied the entries")
+	}
+	var w bytes.Buffer
+	if err := WriteFrameSegments(&w, TypeBatch, segs); err != nil {
+		t.Fatal(err)
+	}
+	var w2 bytes.Buffer
+	_ = WriteFrame(&w2, TypeBatch, b.Marshal())
+	if !bytes.Equal(w.Bytes(), w2.Bytes()) {
+		t.Fatal("WriteFrameSegments differs from WriteFrame")
+	}
+}

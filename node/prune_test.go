@@ -1,0 +1,38 @@
+package node
+
+import (
+	"testing"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// TestRoundWindow: a server keeps the bulk state of the last roundsKept
+// rounds only, and takes no state for rounds that are over or too far
+// ahead, so that an epoch's memory does not grow with its rounds.
+func TestRoundWindow(t *testing.T) {
+	p := testParams(256)
+	v := &view{desc: &wire.Descriptor{Params: p}}
+	e := &sepoch{v: v, final: v, rounds: map[uint32]*sround{}}
+	for r := uint32(0); r < 21; r++ {
+		x := e.round(r)
+		x.subs[0] = wire.Submit{Onion: make([]byte, 100)}
+		x.answers[0] = [][]byte{make([]byte, 100)}
+		e.listed(r)
+	}
+	if e.listHigh != 21 || e.pruned != 21-roundsKept {
+		t.Fatalf("listHigh %d pruned %d, want 21 and %d", e.listHigh, e.pruned, 21-roundsKept)
+	}
+	for r := uint32(0); r < 21; r++ {
+		x := e.rounds[r]
+		gone := len(x.subs) == 0 && len(x.answers) == 0 && x.pruned
+		if want := r < e.pruned; gone != want {
+			t.Fatalf("round %d: dropped %v, want %v", r, gone, want)
+		}
+	}
+	ahead := e.listHigh + uint32(p.W) + roundsAhead
+	for r, ok := range map[uint32]bool{0: false, e.pruned - 1: false, e.pruned: true, 20: true, ahead - 1: true, ahead: false, 1 << 30: false} {
+		if err := e.admit(r); (err == nil) != ok {
+			t.Errorf("admit(%d) = %v, want ok %v", r, err, ok)
+		}
+	}
+}
