@@ -320,6 +320,7 @@ type sepoch struct {
 	// (prune). Together they bound the rounds a peer can make this server
 	// hold state for.
 	listHigh, pruned uint32
+
 	ended  bool
 	reason string
 	// users counts the goroutines working with the secrets outside s.mu
