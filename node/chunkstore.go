@@ -27,6 +27,9 @@ type ChunkStore interface {
 	PutRequests(epoch [32]byte, round uint32, list []wire.ListEntry) error
 	GetChunk(id [32]byte) ([]byte, error)
 	HasChunk(id [32]byte) (bool, error)
+	// Held returns, in the order of ids, the id and length of each chunk
+	// held, skipping the others (no chunk is read).
+	Held(ids [][32]byte) ([]wire.ListEntry, error)
 	// ViewChunks runs fn with the chunks of ids (zero-copy where the store
 	// allows: the slices die when fn returns).
 	ViewChunks(ids [][32]byte, fn func(rows [][]byte) error) error
@@ -97,6 +100,18 @@ func (m *memStore) GetChunk(id [32]byte) ([]byte, error) {
 		return nil, ErrNoChunk
 	}
 	return append([]byte(nil), c...), nil
+}
+
+func (m *memStore) Held(ids [][32]byte) ([]wire.ListEntry, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []wire.ListEntry
+	for _, id := range ids {
+		if c, ok := m.chunks[id]; ok {
+			out = append(out, wire.ListEntry{ID: id, Len: uint32(len(c))})
+		}
+	}
+	return out, nil
 }
 
 func (m *memStore) HasChunk(id [32]byte) (bool, error) {

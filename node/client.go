@@ -342,7 +342,11 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	return v.id, err
 }
 
-// rounds runs the client's side of §5 and §6 for one epoch.
+// rounds runs the client's side of §5 and §6 for one epoch. Round r's
+// PIR query runs while the client waits for round r+1's list, so that the
+// onion of round r+1+W goes out as soon as that list is final and the
+// chain always holds W rounds: every client does the same whatever its
+// user does, so the timing says nothing about anyone.
 func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 	p := e.v.desc.Params
 	R, W := p.Rounds, uint32(p.W)
@@ -351,10 +355,19 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 			return err
 		}
 	}
+	// On an early return the queries in flight are cancelled first, then
+	// waited for (deferred calls run last to first).
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// At most queriesInFlight rounds' queries at once: a slow primary
+	// holds the client back instead of piling up requests.
+	sem := make(chan struct{}, queriesInFlight)
 	for r := uint32(0); r < R; r++ {
 		rep, err := c.call(ctx, ProtoClient, wire.TypeWaitList, (&wire.EpochRef{Epoch: e.v.id, Round: r}).Marshal(), wire.TypeRoundList, 64<<20, pollTimeout)
 		if err != nil {
-			return err
+			return queryErr(ctx, err)
 		}
 		var rl wire.RoundList
 		if err := rl.Unmarshal(rep, e.v.lim); err != nil {
@@ -367,19 +380,47 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 			return err
 		}
 		c.confirm(e, r, &rl)
+		// Round r is over: its onion is never sent again (the stored copy
+		// for a crash is dropped with the epoch).
+		delete(e.onions, r)
 		if r+W < R {
 			if err := c.submit(ctx, e, r+W); err != nil {
-				return err
+				return queryErr(ctx, err)
 			}
 		}
-		if err := c.query(ctx, e, r, &rl); err != nil {
-			return err
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return queryErr(ctx, ctx.Err())
 		}
-		c.mu.Lock()
-		c.stats.Rounds++
-		c.mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := c.query(ctx, e, r, &rl); err != nil {
+				cancel(err)
+				return
+			}
+			c.mu.Lock()
+			c.stats.Rounds++
+			c.mu.Unlock()
+		}()
 	}
-	return nil
+	wg.Wait()
+	return queryErr(ctx, nil)
+}
+
+// queriesInFlight bounds the rounds whose PIR queries a client has
+// outstanding at once.
+const queriesInFlight = 2
+
+// queryErr returns the error that ended a round's query (the cause of
+// ctx's cancellation), else err.
+func queryErr(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
 }
 
 // confirm checks that round r's upload was published; if not, it goes

@@ -139,6 +139,29 @@ func callSegments(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID
 	return callCounted(ctx, h, p, proto, t, body, want, max, timeout, nil)
 }
 
+// Stream buffers are pooled: a round opens a few streams per client, and a
+// fresh pair of 64 KiB buffers for each showed in the profiles.
+var (
+	readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+	writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+)
+
+func getReader(r io.Reader) *bufio.Reader {
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(r)
+	return br
+}
+
+func putReader(br *bufio.Reader) { br.Reset(nil); readerPool.Put(br) }
+
+func getWriter(w io.Writer) *bufio.Writer {
+	bw := writerPool.Get().(*bufio.Writer)
+	bw.Reset(w)
+	return bw
+}
+
+func putWriter(bw *bufio.Writer) { bw.Reset(nil); writerPool.Put(bw) }
+
 // countingWriter counts the bytes that reach the stream.
 type countingWriter struct {
 	w io.Writer
@@ -168,10 +191,12 @@ func callCounted(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID,
 	stop := context.AfterFunc(ctx, func() { s.Reset() })
 	defer stop()
 	cw := &countingWriter{w: s}
-	bw := bufio.NewWriterSize(cw, 64<<10)
-	if err := wire.WriteFrameSegments(bw, t, body); err == nil {
+	bw := getWriter(cw)
+	err = wire.WriteFrameSegments(bw, t, body)
+	if err == nil {
 		err = bw.Flush()
 	}
+	putWriter(bw)
 	if sent != nil {
 		sent(t, cw.n)
 	}
@@ -183,7 +208,9 @@ func callCounted(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID,
 		s.Reset()
 		return nil, fmt.Errorf("%s to %s: close write: %w", proto, p.ShortString(), err)
 	}
-	rep, err := wire.ReadFrame(bufio.NewReaderSize(s, 64<<10), want, max)
+	br := getReader(s)
+	rep, err := wire.ReadFrame(br, want, max)
+	putReader(br)
 	if err != nil {
 		s.Reset()
 		return nil, fmt.Errorf("%s to %s: %w", proto, p.ShortString(), err)
@@ -231,14 +258,24 @@ func (g *gate) close() {
 
 // serve installs a request/response handler for proto with per-type caps.
 func serve(ctx context.Context, h host.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(wire.Type) int, fn handlerFunc) {
-	serveSegments(ctx, h, g, log, proto, timeout, caps, func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
+	serveSegments(ctx, h, g, log, proto, timeout, caps, nil, func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
 		rt, rep, err := fn(ctx, from, t, body)
 		return rt, [][]byte{rep}, err
 	})
 }
 
-// serveSegments is serve for a handler whose replies are segments.
-func serveSegments(ctx context.Context, h host.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(wire.Type) int, fn segHandlerFunc) {
+// servePooled is serve with request bodies read into buffers from alloc
+// (bufPool.get): a handler that is done with a body may give it back.
+func servePooled(ctx context.Context, h host.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(wire.Type) int, alloc func(int) []byte, fn handlerFunc) {
+	serveSegments(ctx, h, g, log, proto, timeout, caps, alloc, func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
+		rt, rep, err := fn(ctx, from, t, body)
+		return rt, [][]byte{rep}, err
+	})
+}
+
+// serveSegments is serve for a handler whose replies are segments; alloc,
+// if set, provides the request bodies' buffers.
+func serveSegments(ctx context.Context, h host.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(wire.Type) int, alloc func(int) []byte, fn segHandlerFunc) {
 	h.SetStreamHandler(proto, func(s network.Stream) {
 		if !g.enter() {
 			s.Reset()
@@ -247,7 +284,9 @@ func serveSegments(ctx context.Context, h host.Host, g *gate, log *slog.Logger, 
 		defer g.leave()
 		_ = s.SetDeadline(time.Now().Add(timeout))
 		from := s.Conn().RemotePeer()
-		t, body, rerr := wire.ReadAny(bufio.NewReaderSize(s, 64<<10), caps)
+		br := getReader(s)
+		t, body, rerr := wire.ReadAnyInto(br, caps, alloc)
+		putReader(br)
 		if rerr != nil {
 			log.Debug("bad request", "proto", proto, "err", rerr)
 			s.Reset()
@@ -256,7 +295,8 @@ func serveSegments(ctx context.Context, h host.Host, g *gate, log *slog.Logger, 
 		sctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		rt, rep, ferr := fn(sctx, from, t, body)
-		bw := bufio.NewWriterSize(s, 64<<10)
+		bw := getWriter(s)
+		defer putWriter(bw)
 		var err error
 		if ferr != nil {
 			log.Debug("request refused", "proto", proto, "type", t, "err", ferr)

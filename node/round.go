@@ -540,7 +540,23 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
 	if e.pos == m-1 {
-		if _, err := s.eachSegments(ctx, v.chain, ProtoRound, wire.TypeBatch, b.Segments(), wire.TypeAck, 16, bulkTimeout); err != nil {
+		// The payloads go to every other server while this one publishes
+		// its own output in place: no copy of the batch, no second Merkle
+		// root of what it has just signed. The buffers stay ours until
+		// both are done.
+		others := make([]peer.ID, 0, m-1)
+		for _, p := range v.chain {
+			if p != s.h.ID() {
+				others = append(others, p)
+			}
+		}
+		sent := make(chan error, 1)
+		go func() {
+			_, err := s.eachSegments(ctx, others, ProtoRound, wire.TypeBatch, b.Segments(), wire.TypeAck, 16, bulkTimeout)
+			sent <- err
+		}()
+		s.publish(e, r, out)
+		if err := <-sent; err != nil {
 			s.log.Warn("publish", "round", r, "err", err)
 		}
 		return
@@ -666,6 +682,9 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		// The body (every entry aliases it) goes back to the pool once the
+		// round's work here is done: evidence is kept as a copy.
+		defer s.pool.put(body)
 		if err := checkClientSigs(e, &b); err != nil {
 			// §5.2 (v2): a slot without its client's signature is a fault
 			// of the sender, who passed it on: void, evidence kept.
@@ -787,16 +806,12 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 	s.mu.Unlock()
 	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i][:], ids[j][:]) < 0 })
 	rl := wire.RoundList{Epoch: v.id, Round: r, Published: published}
-	for _, id := range ids {
-		if len(rl.Entries) == int(v.desc.Params.MaxRows) {
-			break
-		}
-		data, err := s.store.GetChunk(id)
-		if err != nil {
-			continue // not held: left out, never a zero row
-		}
-		rl.Entries = append(rl.Entries, wire.ListEntry{ID: id, Len: uint32(len(data))})
+	// Ids not held are left out, never a zero row.
+	held, err := s.store.Held(ids)
+	if err != nil {
+		s.log.Warn("request list", "round", r, "err", err)
 	}
+	rl.Entries = held[:min(len(held), int(v.desc.Params.MaxRows))]
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
 	reps, err := s.each(ctx, v.chain, ProtoRound, wire.TypeProposal, rl.Marshal(), wire.TypeSig, 256, bulkTimeout)
@@ -859,10 +874,21 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 		return 0, nil, errors.New("node: proposal lists an id nobody requested, or is not sorted")
 	}
 	// Fetch what this server lacks (chunks are public and self-verifying).
+	ids := make([][32]byte, len(rl.Entries))
+	for i, le := range rl.Entries {
+		ids[i] = le.ID
+	}
+	heldList, err := s.store.Held(ids)
+	if err != nil {
+		return 0, nil, fmt.Errorf("node: proposal: %w", err)
+	}
+	held := make(map[[32]byte]uint32, len(heldList))
+	for _, h := range heldList {
+		held[h.ID] = h.Len
+	}
 	for _, le := range rl.Entries {
-		if ok, _ := s.store.HasChunk(le.ID); ok {
-			data, err := s.store.GetChunk(le.ID)
-			if err != nil || len(data) != int(le.Len) {
+		if n, ok := held[le.ID]; ok {
+			if n != le.Len {
 				return 0, nil, fmt.Errorf("node: proposal length of %x is wrong", le.ID[:6])
 			}
 			continue
@@ -991,8 +1017,11 @@ func (s *Server) answerRound(e *sepoch, r uint32) {
 				masks = append(masks, keys[sl].Mask(uint64(r), uint32(t), L))
 			}
 		}
+		// One recycled block for all the padded answers to primary j,
+		// back to the pool once they are sent.
+		block := s.pool.get(len(out) * b)
 		for i := range out {
-			out[i] = make([]byte, b)
+			out[i] = block[i*b : (i+1)*b : (i+1)*b]
 		}
 		pirStart := time.Now()
 		err := s.store.ViewChunks(ids, func(rows [][]byte) error { return s.engine.Answer(dbRows(rows), b, masks, out) })
@@ -1017,6 +1046,7 @@ func (s *Server) answerRound(e *sepoch, r uint32) {
 			if _, err := callSegments(sctx, s.h, p, ProtoRound, wire.TypePadAnswers, msg, wire.TypeAck, 16, bulkTimeout); err != nil {
 				s.log.Warn("padded answers", "round", r, "err", err)
 			}
+			s.pool.put(block)
 		}(v.chain[j])
 	}
 	// Own clients: wait for their masks (every client queries every round;

@@ -109,6 +109,7 @@ type Server struct {
 	closers  []func() error
 	store    ChunkStore
 	engine   *pir.Engine
+	pool     bufPool // large round buffers (bufpool.go)
 	wg       sync.WaitGroup
 
 	mu      sync.Mutex
@@ -195,9 +196,9 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		return 0
 	}, s.handleHello)
 	serve(cctx, h, &s.handlers, s.log, ProtoEpoch, bulkTimeout, s.epochCaps, s.handleEpoch)
-	serve(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.roundCaps, s.handleRound)
+	servePooled(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.roundCaps, s.pool.get, s.handleRound)
 	serve(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, s.clientCaps, s.handleClient)
-	serveSegments(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, s.pirCaps, s.handlePIR)
+	serveSegments(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, s.pirCaps, nil, s.handlePIR)
 	if !cfg.NoLAN {
 		if err := s.startLAN(cctx); err != nil {
 			// LAN discovery is a convenience: a host without multicast

@@ -55,7 +55,8 @@ func (b *boltStore) PutRound(epoch [32]byte, round uint32, published [][32]byte,
 	for i, e := range index {
 		idx[i] = store.IndexEntry{FileID: e.FileID, Name: string(e.Name), Size: e.Size, Chunks: e.Chunks, Epoch: epoch, Round: e.Round, Time: time.Unix(e.Time, 0)}
 	}
-	return b.st.PutRound(rec, toStoreChunks(chunks), idx)
+	// The node computed every id from its data (publish): no second hash.
+	return b.st.PutRoundHashed(rec, toStoreChunks(chunks), idx)
 }
 
 func (b *boltStore) PutChunks(chunks []StoredChunk) error {
@@ -79,6 +80,22 @@ func (b *boltStore) GetChunk(id [32]byte) ([]byte, error) {
 }
 
 func (b *boltStore) HasChunk(id [32]byte) (bool, error) { return b.st.HasChunk(id) }
+
+func (b *boltStore) Held(ids [][32]byte) ([]wire.ListEntry, error) {
+	sids := make([]store.ID, len(ids))
+	for i, id := range ids {
+		sids[i] = id
+	}
+	reqs, err := b.st.HeldRequests(sids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]wire.ListEntry, len(reqs))
+	for i, r := range reqs {
+		out[i] = wire.ListEntry{ID: r.ID, Len: r.Length}
+	}
+	return out, nil
+}
 
 func (b *boltStore) ViewChunks(ids [][32]byte, fn func(rows [][]byte) error) error {
 	return b.st.ViewChunks(ids, fn)

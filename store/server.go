@@ -275,12 +275,25 @@ func roundKey(epoch EpochID, round uint32) []byte {
 // putting it again with a different record fails with ErrConflict. An
 // index entry for a file already indexed keeps the first publication.
 func (s *Store) PutRound(rec RoundRecord, chunks []Chunk, index []IndexEntry) error {
+	for _, c := range chunks {
+		if err := checkChunk(c); err != nil {
+			return fmt.Errorf("store: round %d: %w", rec.Round, err)
+		}
+	}
+	return s.PutRoundHashed(rec, chunks, index)
+}
+
+// PutRoundHashed is PutRound for a caller that has just computed every
+// chunk's ID as the SHA-256 of its Data (the node, which hashes each
+// published payload to find its id): the store does not hash the round
+// again. Sizes are still checked.
+func (s *Store) PutRoundHashed(rec RoundRecord, chunks []Chunk, index []IndexEntry) error {
 	if err := rec.validate(); err != nil {
 		return err
 	}
 	for _, c := range chunks {
-		if err := checkChunk(c); err != nil {
-			return fmt.Errorf("store: round %d: %w", rec.Round, err)
+		if len(c.Data) > MaxChunkSize {
+			return fmt.Errorf("store: round %d: %w: %x has %d bytes > %d", rec.Round, ErrBadChunk, c.ID[:8], len(c.Data), MaxChunkSize)
 		}
 	}
 	// Names come from uploaders' manifests: a bad one must not make the

@@ -306,6 +306,12 @@ func (d *Dec) Done(msg string) error {
 // ReadAny reads one frame of any type for which max returns a positive cap,
 // as a request handler does.
 func ReadAny(r io.Reader, max func(Type) int) (Type, []byte, error) {
+	return ReadAnyInto(r, max, nil)
+}
+
+// ReadAnyInto is ReadAny with the body read into alloc(n) (a recycled
+// buffer of length n, filled in full), or a new slice if alloc is nil.
+func ReadAnyInto(r io.Reader, max func(Type) int, alloc func(n int) []byte) (Type, []byte, error) {
 	var h [HeaderSize]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return 0, nil, fmt.Errorf("wire: read header: %w", err)
@@ -319,7 +325,12 @@ func ReadAny(r io.Reader, max func(Type) int) (Type, []byte, error) {
 	if n > int64(c) || n > MaxFrame {
 		return t, nil, fmt.Errorf("%w: type %d body of %d bytes > cap %d", ErrTooLarge, t, n, c)
 	}
-	b := make([]byte, n)
+	var b []byte
+	if alloc != nil {
+		b = alloc(int(n))
+	} else {
+		b = make([]byte, n)
+	}
 	if _, err := io.ReadFull(io.LimitReader(r, n), b); err != nil {
 		return t, nil, fmt.Errorf("wire: read body of type %d (%d bytes): %w", t, n, err)
 	}
