@@ -187,6 +187,33 @@ func TestPutRoundValidation(t *testing.T) {
 	}
 }
 
+// TestPutRoundHashed: the caller-hashed path skips only the hash; sizes
+// and the round's own checks still hold, and what it stores reads back.
+func TestPutRoundHashed(t *testing.T) {
+	r := testRand(9)
+	s, _ := openTest(t, Options{})
+	c := mkChunk(r, 300)
+	now := time.Now()
+	big := Chunk{ID: ID{1}, Data: make([]byte, MaxChunkSize+1)}
+	if err := s.PutRoundHashed(RoundRecord{Time: now, Published: []ID{big.ID}}, []Chunk{big}, nil); !errors.Is(err, ErrBadChunk) {
+		t.Fatalf("oversized chunk: %v", err)
+	}
+	if err := s.PutRoundHashed(RoundRecord{Round: 1}, nil, nil); err == nil {
+		t.Fatal("round without a time accepted")
+	}
+	if err := s.PutRoundHashed(RoundRecord{Time: now, Published: []ID{c.ID}}, []Chunk{c}, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetChunk(c.ID)
+	if err != nil || !bytes.Equal(got, c.Data) {
+		t.Fatalf("read back: %v", err)
+	}
+	held, err := s.HeldRequests([]ID{{9}, c.ID})
+	if err != nil || len(held) != 1 || held[0] != (Request{c.ID, 300}) {
+		t.Fatalf("HeldRequests = %v, %v", held, err)
+	}
+}
+
 func TestPutRequestsLater(t *testing.T) {
 	r := testRand(3)
 	s, _ := openTest(t, Options{})
