@@ -184,6 +184,33 @@ func (c *Client) progress(format string, args ...any) {
 	}
 }
 
+// progressKey carries a job's own progress sink in its context: the
+// control socket sends a handed-off job's lines to the command that asked
+// for it, not to the daemon's stderr.
+type progressKey struct{}
+
+// WithProgress returns ctx with the progress lines of the share or get job
+// run under it going to fn (one line per call, no newline): in this
+// process, or from a running client through its control socket.
+func WithProgress(ctx context.Context, fn func(line string)) context.Context {
+	return context.WithValue(ctx, progressKey{}, fn)
+}
+
+func progressOf(ctx context.Context) func(string) {
+	fn, _ := ctx.Value(progressKey{}).(func(string))
+	return fn
+}
+
+// jobProgress prints a job's progress line to its own sink if ctx has one,
+// else where the client's progress goes.
+func (c *Client) jobProgress(ctx context.Context, format string, args ...any) {
+	if fn := progressOf(ctx); fn != nil {
+		fn(fmt.Sprintf(format, args...))
+		return
+	}
+	c.progress(format, args...)
+}
+
 func (c *Client) call(ctx context.Context, proto protocol.ID, t wire.Type, body []byte, want wire.Type, max int, timeout time.Duration) ([]byte, error) {
 	return c.callSegments(ctx, proto, t, [][]byte{body}, want, max, timeout)
 }
@@ -696,7 +723,7 @@ func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bo
 	for {
 		select {
 		case <-job.done:
-			c.progress("shared %s: %d chunks in %s", name, total, time.Since(start).Round(time.Millisecond))
+			c.jobProgress(ctx, "shared %s: %d chunks in %s", name, total, time.Since(start).Round(time.Millisecond))
 			return link, nil
 		case <-ctx.Done():
 			return link, ctx.Err()
@@ -711,7 +738,7 @@ func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bo
 			if done > 0 {
 				eta = (el / time.Duration(done) * time.Duration(left)).Round(time.Second).String()
 			}
-			c.progress("share %s: %d/%d chunks, round %d, %.1f KiB/s, eta %s", name, done, total, rounds, float64(done*b)/1024/el.Seconds(), eta)
+			c.jobProgress(ctx, "share %s: %d/%d chunks, round %d, %.1f KiB/s, eta %s", name, done, total, rounds, float64(done*b)/1024/el.Seconds(), eta)
 		}
 	}
 }
@@ -723,21 +750,47 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 	c.mu.Lock()
 	c.wants[link.ID] = g
 	c.mu.Unlock()
-	select {
-	case <-g.done:
-		return g.path, g.err
-	case <-ctx.Done():
-		c.mu.Lock()
-		if c.wants[link.ID] == g {
-			delete(c.wants, link.ID)
+	start := time.Now()
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.done:
+			if g.err == nil {
+				c.jobProgress(ctx, "fetched %s in %s", g.path, time.Since(start).Round(time.Millisecond))
+			}
+			return g.path, g.err
+		case <-t.C:
+			c.mu.Lock()
+			held, total, rounds, b, name := 0, 0, c.stats.Rounds, c.b, ""
+			if g.asm != nil {
+				held, total = g.asm.Progress()
+				name = g.asm.Name()
+			}
+			c.mu.Unlock()
+			if total == 0 {
+				c.jobProgress(ctx, "get: waiting for the manifest, round %d", rounds)
+				continue
+			}
+			el := time.Since(start)
+			eta := "?"
+			if held > 0 {
+				eta = (el / time.Duration(held) * time.Duration(total-held)).Round(time.Second).String()
+			}
+			c.jobProgress(ctx, "get %s: %d/%d chunks, round %d, %.1f KiB/s, eta %s", name, held, total, rounds, float64(held*b)/1024/el.Seconds(), eta)
+		case <-ctx.Done():
+			c.mu.Lock()
+			if c.wants[link.ID] == g {
+				delete(c.wants, link.ID)
+			}
+			if g.asm != nil {
+				// The partial file stays: a later Get into the same
+				// directory verifies it and fetches only what is missing.
+				g.asm.Close()
+			}
+			c.mu.Unlock()
+			return "", ctx.Err()
 		}
-		if g.asm != nil {
-			// The partial file stays: a later Get into the same
-			// directory verifies it and fetches only what is missing.
-			g.asm.Close()
-		}
-		c.mu.Unlock()
-		return "", ctx.Err()
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/riffle-net/riffle/chunker"
@@ -19,7 +20,8 @@ import (
 // their own: one long-running participant is better cover than many
 // short-lived ones. It is a Unix socket in the client's data directory,
 // mode 0600 in a 0700 directory, so only its user can reach it. One request
-// frame per connection, one reply frame (or a TypeError refusal).
+// frame per connection; then, for a share or get, progress frames; then one
+// reply frame (or a TypeError refusal).
 const (
 	ControlSocket = "control.sock"
 
@@ -27,6 +29,10 @@ const (
 	ctlGet   wire.Type = 101 // bytes link ‖ bytes absolute directory
 	ctlIndex wire.Type = 102 // empty
 	ctlOK    wire.Type = 110 // bytes result: a link, a path, or an Index
+	// ctlProgress frames (a UTF-8 line of the job's progress, at most
+	// maxProgress bytes) may precede the reply of a share or get.
+	ctlProgress wire.Type = 111
+	maxProgress           = 1024
 	maxPath            = 4096
 	maxLink            = 512
 )
@@ -81,7 +87,22 @@ func (c *Client) serveControlConn(ctx context.Context, conn net.Conn) {
 		return
 	}
 	_ = conn.SetReadDeadline(time.Time{})
+	// The job's progress goes to the command that asked for it. A slow or
+	// gone reader only loses lines: each write has a short deadline.
+	var mu sync.Mutex
+	ctx = WithProgress(ctx, func(line string) {
+		if len(line) > maxProgress {
+			line = line[:maxProgress]
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
+		_ = wire.WriteFrame(conn, ctlProgress, []byte(line))
+	})
 	res, err := c.control(ctx, t, body)
+	mu.Lock()
+	defer mu.Unlock()
+	_ = conn.SetWriteDeadline(time.Now().Add(shortTimeout))
 	if err != nil {
 		_ = wire.WriteError(conn, err)
 		return
@@ -197,7 +218,34 @@ func controlCall(ctx context.Context, sock string, t wire.Type, body []byte, max
 	if err := bw.Flush(); err != nil {
 		return nil, err
 	}
-	return wire.ReadFrame(bufio.NewReader(conn), ctlOK, max)
+	br := bufio.NewReader(conn)
+	progress := progressOf(ctx)
+	for {
+		t, body, err := wire.ReadAny(br, func(t wire.Type) int {
+			switch t {
+			case ctlOK:
+				return max
+			case ctlProgress:
+				return maxProgress
+			case wire.TypeError:
+				return wire.MaxErrorText
+			}
+			return 0
+		})
+		if err != nil {
+			return nil, err
+		}
+		switch t {
+		case ctlProgress:
+			if progress != nil {
+				progress(string(body))
+			}
+		case wire.TypeError:
+			return nil, &wire.RemoteError{Text: string(body)}
+		default:
+			return body, nil
+		}
+	}
 }
 
 // ControlAvailable reports whether a running client serves sock.

@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,16 +36,27 @@ func TestControlSocket(t *testing.T) {
 	if err := os.WriteFile(file, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	link, err := ControlShare(ctx, sock, file, true)
+	// A handed-off job's progress comes back to the caller, not to the
+	// daemon's own output.
+	var lines []string
+	var mu sync.Mutex
+	pctx := WithProgress(ctx, func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() })
+	link, err := ControlShare(pctx, sock, file, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if link.Key == nil {
 		t.Fatal("encrypted share returned a link without a key")
 	}
-	path, err := ControlGet(ctx, sock, link, t.TempDir())
+	path, err := ControlGet(pctx, sock, link, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
+	}
+	mu.Lock()
+	all := strings.Join(lines, "\n")
+	mu.Unlock()
+	if !strings.Contains(all, "shared ctl.bin:") || !strings.Contains(all, "fetched "+path) {
+		t.Fatalf("progress through the control socket: %q", all)
 	}
 	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("fetched bytes differ: %v", err)

@@ -28,6 +28,8 @@ func newApp() *cli.App {
 		Usage:                "anonymous file sharing over a verifiable mix-net and multi-server PIR",
 		HideVersion:          true,
 		EnableBashCompletion: false,
+		// -v before the command (riffle -v share …) as well as after it.
+		Flags: []cli.Flag{verboseFlag()},
 		Commands: []*cli.Command{
 			{
 				Name:  "version",

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/riffle-net/riffle/node"
 )
 
@@ -455,5 +457,22 @@ func TestMoveNoClobber(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(dst); string(b) != "one" {
 		t.Fatalf("existing file overwritten with %q", b)
+	}
+}
+
+// TestVerboseAnywhere: -v works before the command and after it.
+func TestVerboseAnywhere(t *testing.T) {
+	for args, want := range map[string]bool{"riffle -v x": true, "riffle x -v": true, "riffle x": false, "riffle --verbose x --verbose": true} {
+		var got bool
+		app := &cli.App{Flags: []cli.Flag{verboseFlag()}, Commands: []*cli.Command{{
+			Name: "x", Flags: []cli.Flag{verboseFlag()},
+			Action: func(c *cli.Context) error { got = logger(c) != nil; return nil },
+		}}}
+		if err := app.Run(strings.Fields(args)); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: verbose %v, want %v", args, got, want)
+		}
 	}
 }

@@ -152,7 +152,17 @@ func TestCLI(t *testing.T) {
 	if err := os.WriteFile(file2, data2, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	link2 := strings.TrimSpace(e.run(t, ctx, "share", file2))
+	shareCmd := e.cmd(ctx, "share", file2)
+	var shareOut, shareErr bytes.Buffer
+	shareCmd.Stdout, shareCmd.Stderr = &shareOut, &shareErr
+	if err := shareCmd.Run(); err != nil {
+		t.Fatalf("share through the running client: %v\n%s", err, shareErr.String())
+	}
+	// The job's progress comes back from the daemon to this command.
+	if !strings.Contains(shareErr.String(), "shared second.txt:") {
+		t.Fatalf("share through the running client printed no progress:\n%s", shareErr.String())
+	}
+	link2 := strings.TrimSpace(shareOut.String())
 	got2 := strings.TrimSpace(e.run(t, ctx, "get", "--data", dataB, "-o", filepath.Join(outDir, "second-copy.txt"), link2))
 	if b, err := os.ReadFile(got2); err != nil || !bytes.Equal(b, data2) {
 		t.Fatalf("get through the running client wrote %q (%v): bytes differ", got2, err)

@@ -34,10 +34,21 @@ func verboseFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log debug messages to stderr"}
 }
 
+// verbose reports --verbose given before the command or after it (each
+// command has its own flag, which hides the global one from c.Bool).
+func verbose(c *cli.Context) bool {
+	for _, cc := range c.Lineage() {
+		if cc != nil && cc.Bool("verbose") {
+			return true
+		}
+	}
+	return false
+}
+
 // logger returns a debug logger on stderr under --verbose and nil (node's
 // quiet default) otherwise.
 func logger(c *cli.Context) *slog.Logger {
-	if !c.Bool("verbose") {
+	if !verbose(c) {
 		return nil
 	}
 	return slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -81,7 +81,7 @@ func runGet(c *cli.Context) error {
 	var get getter
 	if sock := runningClient(c); sock != "" {
 		get = func(ctx context.Context, l chunker.Link, dir string) (string, error) {
-			return node.ControlGet(ctx, sock, l, dir)
+			return node.ControlGet(withStderrProgress(ctx, c), sock, l, dir)
 		}
 	} else {
 		cl, err := startClient(ctx, c)

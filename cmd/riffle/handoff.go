@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 
@@ -24,4 +25,11 @@ func runningClient(c *cli.Context) string {
 	}
 	fmt.Fprintf(stderr(c), "using the running riffle client (%s)\n", sock)
 	return sock
+}
+
+// withStderrProgress has the progress lines of a job handed to a running
+// client printed on this command's stderr, as if it ran here.
+func withStderrProgress(ctx context.Context, c *cli.Context) context.Context {
+	w := stderr(c)
+	return node.WithProgress(ctx, func(line string) { fmt.Fprintln(w, line) })
 }

@@ -45,7 +45,7 @@ func runShare(c *cli.Context) error {
 	defer stop()
 	if sock := runningClient(c); sock != "" {
 		for _, name := range files {
-			link, err := node.ControlShare(ctx, sock, name, c.Bool("encrypt"))
+			link, err := node.ControlShare(withStderrProgress(ctx, c), sock, name, c.Bool("encrypt"))
 			if err != nil {
 				return fmt.Errorf("share %s: %w", name, err)
 			}
