@@ -732,15 +732,19 @@ func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bo
 			left := len(job.left)
 			rounds := c.stats.Rounds
 			c.mu.Unlock()
-			done := total - left
-			el := time.Since(start)
-			eta := "?"
-			if done > 0 {
-				eta = (el / time.Duration(done) * time.Duration(left)).Round(time.Second).String()
-			}
-			c.jobProgress(ctx, "share %s: %d/%d chunks, round %d, %.1f KiB/s, eta %s", name, done, total, rounds, float64(done*b)/1024/el.Seconds(), eta)
+			c.jobProgress(ctx, "share %s: %s", name, progressLine(total-left, total, rounds, b, time.Since(start)))
 		}
 	}
+}
+
+// progressLine says how far a job of total chunks of b bytes is after el:
+// chunks, round, rate and the time left at that rate.
+func progressLine(done, total, round, b int, el time.Duration) string {
+	eta := "?"
+	if done > 0 {
+		eta = (el / time.Duration(done) * time.Duration(total-done)).Round(time.Second).String()
+	}
+	return fmt.Sprintf("%d/%d chunks, round %d, %.1f KiB/s, eta %s", done, total, round, float64(done*b)/1024/el.Seconds(), eta)
 }
 
 // Get fetches the file of link into dir and returns its path. A partial
@@ -772,12 +776,7 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 				c.jobProgress(ctx, "get: waiting for the manifest, round %d", rounds)
 				continue
 			}
-			el := time.Since(start)
-			eta := "?"
-			if held > 0 {
-				eta = (el / time.Duration(held) * time.Duration(total-held)).Round(time.Second).String()
-			}
-			c.jobProgress(ctx, "get %s: %d/%d chunks, round %d, %.1f KiB/s, eta %s", name, held, total, rounds, float64(held*b)/1024/el.Seconds(), eta)
+			c.jobProgress(ctx, "get %s: %s", name, progressLine(held, total, rounds, b, time.Since(start)))
 		case <-ctx.Done():
 			c.mu.Lock()
 			if c.wants[link.ID] == g {

@@ -33,8 +33,8 @@ const (
 	// maxProgress bytes) may precede the reply of a share or get.
 	ctlProgress wire.Type = 111
 	maxProgress           = 1024
-	maxPath            = 4096
-	maxLink            = 512
+	maxPath               = 4096
+	maxLink               = 512
 )
 
 // ServeControl serves the control socket at path until ctx ends.

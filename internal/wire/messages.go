@@ -584,11 +584,7 @@ func (m *Submit) Marshal() []byte {
 }
 
 // Segments is Marshal as segments that refer to the onion (Enc.Refs).
-func (m *Submit) Segments() [][]byte {
-	e := Enc{Refs: true}
-	m.enc(&e)
-	return e.Segments()
-}
+func (m *Submit) Segments() [][]byte { return refSegments(m.enc) }
 
 func (m *Submit) Unmarshal(b []byte, l Limits) error {
 	d := Dec{B: b}
@@ -615,11 +611,7 @@ func (m *SubmitBatch) Marshal() []byte {
 }
 
 // Segments is Marshal as segments that refer to the onions (Enc.Refs).
-func (m *SubmitBatch) Segments() [][]byte {
-	e := Enc{Refs: true}
-	m.enc(&e)
-	return e.Segments()
-}
+func (m *SubmitBatch) Segments() [][]byte { return refSegments(m.enc) }
 
 func (m *SubmitBatch) enc(e *Enc) {
 	e.Fixed(m.Epoch[:])
@@ -640,6 +632,13 @@ func (m *SubmitBatch) Unmarshal(b []byte, l Limits) error {
 		m.Subs[i].dec(&d, l)
 	}
 	return d.Done("submission batch")
+}
+
+// refSegments runs an encoder with Enc.Refs and returns the segments.
+func refSegments(enc func(*Enc)) [][]byte {
+	e := Enc{Refs: true}
+	enc(&e)
+	return e.Segments()
 }
 
 // Batch is a mix batch: the input of S_{S} (S ≤ m-1), or for S = m the
@@ -668,12 +667,7 @@ func (m *Batch) Marshal() []byte {
 }
 
 // Segments is Marshal as segments that refer to the entries (Enc.Refs).
-func (m *Batch) Segments() [][]byte {
-	e := Enc{Refs: true}
-	e.Grow(256 + 64*len(m.ClientSigs) + 32*len(m.ClientHashes))
-	m.enc(&e)
-	return e.Segments()
-}
+func (m *Batch) Segments() [][]byte { return refSegments(m.enc) }
 
 func (m *Batch) enc(e *Enc) {
 	e.Fixed(m.Epoch[:])
@@ -786,11 +780,7 @@ func (m *Rows) Marshal() []byte {
 }
 
 // Segments is Marshal as segments that refer to the rows (Enc.Refs).
-func (m *Rows) Segments() [][]byte {
-	e := Enc{Refs: true}
-	m.enc(&e)
-	return e.Segments()
-}
+func (m *Rows) Segments() [][]byte { return refSegments(m.enc) }
 
 func (m *Rows) enc(e *Enc) {
 	e.Fixed(m.Epoch[:])
