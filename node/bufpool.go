@@ -12,25 +12,31 @@ import (
 // buffer runs at a tenth of the speed of a copy into a reused one), and a
 // round moves hundreds of megabytes through each server.
 //
-// Buffers come in power-of-two classes from poolMin up; the pool keeps at
-// most poolMax bytes of free buffers and lets the garbage collector have
-// the rest. A buffer is put back only by the code that owns it and knows
+// Buffers come in size classes from poolMin up, sixteen per doubling (so a
+// buffer wastes at most 1/16 of its size: onions just over 2^k bytes are
+// kept by the thousand); the pool keeps at most poolMax bytes of free
+// buffers and lets the garbage collector have the rest. A buffer is put back only by the code that owns it and knows
 // that nothing refers to it any longer; a buffer never put back is simply
 // collected. Reused buffers are not zeroed: every user overwrites the
 // bytes it reads (frame bodies are read in full, answers are computed in
 // full).
 type bufPool struct {
 	mu    sync.Mutex
-	free  map[int][][]byte // by class: log2 of the capacity
+	free  map[int][][]byte // by class: the capacity
 	bytes int              // capacity of all free buffers
 }
 
 const (
-	poolMin = 1 << 20 // smaller buffers are cheap to allocate
-	poolMax = 1 << 30 // free bytes kept at most
+	poolMin = 64 << 10 // smaller buffers are cheap to allocate
+	poolMax = 1 << 30  // free bytes kept at most
 )
 
-func poolClass(n int) int { return bits.Len(uint(n - 1)) }
+// poolClass is the capacity of the class of n ≥ poolMin: n rounded up to a
+// multiple of 1/16 of the largest power of two not above n.
+func poolClass(n int) int {
+	step := (1 << (bits.Len(uint(n)) - 1)) / 16
+	return (n + step - 1) / step * step
+}
 
 // get returns a buffer of length n: recycled if the pool has one of its
 // class, else new (with the class's capacity, so that it can be put back).
@@ -49,14 +55,14 @@ func (p *bufPool) get(n int) []byte {
 		return b[:n]
 	}
 	p.mu.Unlock()
-	return make([]byte, n, 1<<c)
+	return make([]byte, n, c)
 }
 
 // put gives a buffer from get back; the caller must hold no reference to
 // it (nor to any slice of it) afterwards.
 func (p *bufPool) put(b []byte) {
 	c := cap(b)
-	if c < poolMin || c&(c-1) != 0 {
+	if c < poolMin || poolClass(c) != c {
 		return // not one of get's
 	}
 	p.mu.Lock()
@@ -67,7 +73,6 @@ func (p *bufPool) put(b []byte) {
 	if p.free == nil {
 		p.free = map[int][][]byte{}
 	}
-	cl := poolClass(c)
-	p.free[cl] = append(p.free[cl], b[:0])
+	p.free[c] = append(p.free[c], b[:0])
 	p.bytes += c
 }

@@ -10,8 +10,14 @@ func TestBufPool(t *testing.T) {
 	}
 	p.put(small) // not pooled: ignored
 	b := p.get(poolMin + 1)
-	if len(b) != poolMin+1 || cap(b) != 2*poolMin {
+	if len(b) != poolMin+1 || cap(b) != poolMin+poolMin/16 {
 		t.Fatalf("len %d cap %d", len(b), cap(b))
+	}
+	for _, n := range []int{poolMin, poolMin + 1, 256<<10 + 300, 50 << 20, 1<<30 + 1} {
+		c := poolClass(n)
+		if c < n || c-n > c/16 || poolClass(c) != c {
+			t.Errorf("class of %d is %d", n, c)
+		}
 	}
 	b[0] = 7
 	p.put(b)
@@ -22,7 +28,7 @@ func TestBufPool(t *testing.T) {
 	if d := p.get(poolMin + 5); &d[0] == &c[0] {
 		t.Fatal("one buffer handed out twice")
 	}
-	p.put(make([]byte, 3*poolMin)) // not a power of two: ignored
+	p.put(make([]byte, 3*poolMin+1)) // not a class size: ignored
 	if p.bytes != 0 {
 		t.Fatalf("pool holds %d bytes of foreign buffers", p.bytes)
 	}

@@ -13,11 +13,18 @@ func TestRoundWindow(t *testing.T) {
 	p := testParams(256)
 	v := &view{desc: &wire.Descriptor{Params: p}}
 	e := &sepoch{v: v, final: v, rounds: map[uint32]*sround{}}
+	var pool bufPool
 	for r := uint32(0); r < 21; r++ {
 		x := e.round(r)
-		x.subs[0] = wire.Submit{Onion: make([]byte, 100)}
+		body := make([]byte, poolMin)
+		x.subs[0] = wire.Submit{Onion: body[10:100]}
+		x.bodies = append(x.bodies, body)
 		x.answers[0] = [][]byte{make([]byte, 100)}
-		e.listed(r)
+		e.listed(&pool, r)
+	}
+	// The dropped rounds' frames went back to the pool.
+	if pool.bytes != int(e.pruned)*poolMin {
+		t.Fatalf("pool holds %d bytes, want the %d dropped rounds' frames", pool.bytes, e.pruned)
 	}
 	if e.listHigh != 21 || e.pruned != 21-roundsKept {
 		t.Fatalf("listHigh %d pruned %d, want 21 and %d", e.listHigh, e.pruned, 21-roundsKept)

@@ -23,6 +23,9 @@ import (
 type sround struct {
 	subs      map[uint32]wire.Submit // primary: its clients'; leader: all
 	digests   map[uint32][32]byte    // leader: SHA-256 of each slot's onion
+	// bodies are the received frames the onions in subs alias (bufPool
+	// buffers), given back when the round's state is dropped.
+	bodies    [][]byte
 	forwarded bool
 	mixed     bool
 
@@ -69,10 +72,16 @@ func (e *sepoch) admit(r uint32) error {
 
 // listed notes that round r's list is final and prunes the rounds that
 // fell out of the kept window. Call with s.mu held.
-func (e *sepoch) listed(r uint32) {
+func (e *sepoch) listed(pool *bufPool, r uint32) {
 	e.listHigh = max(e.listHigh, r+1)
 	for e.pruned+roundsKept < e.listHigh {
 		if x := e.rounds[e.pruned]; x != nil {
+			// The round was mixed long ago (round r's list needs r−2
+			// published, and so on back): nothing refers to its onions.
+			for _, b := range x.bodies {
+				pool.put(b)
+			}
+			x.bodies = nil
 			x.subs, x.digests, x.queries = map[uint32]wire.Submit{}, map[uint32][32]byte{}, map[uint32][][]byte{}
 			x.pads, x.own, x.answers, x.padFrom = map[uint32][][]byte{}, nil, map[uint32][][]byte{}, map[int]bool{}
 			x.pruned = true
@@ -345,9 +354,11 @@ func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) 
 			s.end(e, "two onions signed for one slot")
 			return 0, nil, errors.New("node: a different onion was already submitted for this round")
 		}
+		s.pool.put(body) // a resend: nothing refers to it
 		return wire.TypeAck, ack, nil
 	}
 	x.subs[sub.Slot] = sub
+	x.bodies = append(x.bodies, body)
 	if e.pos == 0 {
 		x.digests[sub.Slot] = digest
 		// S_0 holds its own clients' onions where the other primaries'
@@ -380,7 +391,7 @@ func (s *Server) forwardSubs(e *sepoch, batch *wire.SubmitBatch) {
 }
 
 // takeSubs is the leader's intake of a primary's submissions.
-func (s *Server) takeSubs(from peer.ID, batch *wire.SubmitBatch) error {
+func (s *Server) takeSubs(from peer.ID, body []byte, batch *wire.SubmitBatch) error {
 	e, err := s.epochForWait(batch.Epoch)
 	if err != nil {
 		return err
@@ -414,6 +425,7 @@ func (s *Server) takeSubs(from peer.ID, batch *wire.SubmitBatch) error {
 		}
 		x.subs[sub.Slot], x.digests[sub.Slot] = sub, digests[i]
 	}
+	x.bodies = append(x.bodies, body)
 	s.notify()
 	return nil
 }
@@ -607,7 +619,7 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		if err := b.Unmarshal(body, genericLimits()); err != nil {
 			return 0, nil, err
 		}
-		if err := s.takeSubs(from, &b); err != nil {
+		if err := s.takeSubs(from, body, &b); err != nil {
 			return 0, nil, err
 		}
 		return wire.TypeAck, ack, nil
@@ -935,7 +947,7 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	first := x.list == nil
 	if first {
 		x.list, x.listBytes = &rl, body
-		e.listed(rl.Round)
+		e.listed(&s.pool, rl.Round)
 		s.notify()
 	}
 	s.mu.Unlock()

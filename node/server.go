@@ -197,7 +197,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}, s.handleHello)
 	serve(cctx, h, &s.handlers, s.log, ProtoEpoch, bulkTimeout, s.epochCaps, s.handleEpoch)
 	servePooled(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.roundCaps, s.pool.get, s.handleRound)
-	serve(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, s.clientCaps, s.handleClient)
+	servePooled(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, s.clientCaps, s.pool.get, s.handleClient)
 	serveSegments(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, s.pirCaps, nil, s.handlePIR)
 	if !cfg.NoLAN {
 		if err := s.startLAN(cctx); err != nil {
