@@ -21,8 +21,8 @@ import (
 
 // sround is a server's state of one round of an epoch (guarded by s.mu).
 type sround struct {
-	subs      map[uint32]wire.Submit // primary: its clients'; leader: all
-	digests   map[uint32][32]byte    // leader: SHA-256 of each slot's onion
+	subs    map[uint32]wire.Submit // primary: its clients'; leader: all
+	digests map[uint32][32]byte    // leader: SHA-256 of each slot's onion
 	// bodies are the received frames the onions in subs alias (bufPool
 	// buffers), given back when the round's state is dropped.
 	bodies    [][]byte
