@@ -1,6 +1,7 @@
 package mix
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	crand "crypto/rand"
 	"crypto/sha256"
@@ -50,8 +51,9 @@ func checkParams(b, k int) error {
 }
 
 // Payload is the plaintext inside an onion (SPEC §5.1). Chunk holds the used
-// bytes only (Length of them); Requests has exactly k entries after
-// decoding, all-zero meaning none.
+// bytes only (Length of them; after DecodePayload a slice of the raw
+// payload, not a copy); Requests has exactly k entries after decoding,
+// all-zero meaning none.
 type Payload struct {
 	Kind      uint8
 	Length    uint32
@@ -140,18 +142,37 @@ func DecodePayload(raw []byte, b, k int) (*Payload, error) {
 		copy(p.Requests[t][:], raw[PayloadHeaderSize+t*RequestSize:])
 	}
 	chunk := raw[PayloadHeaderSize+k*RequestSize : PayloadHeaderSize+k*RequestSize+b]
-	for i, c := range chunk[p.Length:] {
-		if c != 0 {
-			return nil, fmt.Errorf("payload: padding byte %d is not zero", int(p.Length)+i)
-		}
+	if i := nonZero(chunk[p.Length:]); i >= 0 {
+		return nil, fmt.Errorf("payload: padding byte %d is not zero", int(p.Length)+i)
 	}
-	p.Chunk = append([]byte(nil), chunk[:p.Length]...)
+	// The chunk aliases raw (no copy of up to 4 MiB per payload per
+	// server); its capacity ends with it.
+	p.Chunk = chunk[:p.Length:p.Length]
 	sig := raw[len(raw)-SignatureSize:]
 	if _, _, err := parseSchnorr(sig); err != nil {
 		return nil, fmt.Errorf("payload signature: %w", err)
 	}
 	copy(p.Signature[:], sig)
 	return p, nil
+}
+
+// zeroBlock is compared against in blocks: a cover payload is b zero bytes
+// that every server checks every round.
+var zeroBlock [4096]byte
+
+// nonZero returns the index of the first non-zero byte of b, or -1.
+func nonZero(b []byte) int {
+	for off := 0; off < len(b); off += len(zeroBlock) {
+		blk := b[off:min(len(b), off+len(zeroBlock))]
+		if !bytes.Equal(blk, zeroBlock[:len(blk)]) {
+			for i, c := range blk {
+				if c != 0 {
+					return off + i
+				}
+			}
+		}
+	}
+	return -1
 }
 
 // pseudonymChallenge hashes (P, R, epoch id, round, SHA-256 of the body).

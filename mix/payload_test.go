@@ -133,3 +133,22 @@ func TestVerifyPayloads(t *testing.T) {
 		t.Fatalf("forged payload: %v, want [3]", bad)
 	}
 }
+
+func TestNonZero(t *testing.T) {
+	for _, n := range []int{0, 1, 4095, 4096, 4097, 10000} {
+		b := make([]byte, n)
+		if i := nonZero(b); i != -1 {
+			t.Fatalf("zero buffer of %d: %d", n, i)
+		}
+		for _, at := range []int{0, n / 2, n - 1} {
+			if at < 0 || at >= n {
+				continue
+			}
+			c := make([]byte, n)
+			c[at] = 1
+			if i := nonZero(c); i != at {
+				t.Fatalf("non-zero at %d of %d found at %d", at, n, i)
+			}
+		}
+	}
+}
