@@ -178,7 +178,12 @@ func nonZero(b []byte) int {
 // pseudonymChallenge hashes (P, R, epoch id, round, SHA-256 of the body).
 // The body (up to 4 MiB) is pre-hashed with SHA-256, the fastest hash here.
 func pseudonymChallenge(P, R *group.Element, epoch EpochID, round uint64, body []byte) *group.Scalar {
-	d := sha256.Sum256(body)
+	return pseudonymChallengeDigest(P, R, epoch, round, sha256.Sum256(body))
+}
+
+// pseudonymChallengeDigest is pseudonymChallenge given the body's SHA-256,
+// so that the signer hashes its body once for the nonce and the challenge.
+func pseudonymChallengeDigest(P, R *group.Element, epoch EpochID, round uint64, d [32]byte) *group.Scalar {
 	return group.NewTranscript(tagPseudonymSig).Element(P).Element(R).Fixed(epoch[:]).U64(round).Fixed(d[:]).Challenge()
 }
 
@@ -190,7 +195,7 @@ func signPseudonym(q *group.Scalar, P *group.Element, epoch EpochID, round uint6
 		return nil, err
 	}
 	R := group.NewElement().ScalarBaseMult(k)
-	c := pseudonymChallenge(P, R, epoch, round, body)
+	c := pseudonymChallengeDigest(P, R, epoch, round, d)
 	s := group.NewScalar().Multiply(c, q)
 	s.Add(s, k)
 	k.Zero()
