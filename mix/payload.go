@@ -156,6 +156,27 @@ func DecodePayload(raw []byte, b, k int) (*Payload, error) {
 	return p, nil
 }
 
+// PaddingRun returns the zero padding of a payload of the epoch's sizes:
+// the n bytes at offset at after its chunk's Length used bytes (b of them
+// for a cover), or n = 0 if raw is not such a payload or its padding is
+// not all zero. What the last server publishes need not carry these bytes
+// (wire.ZeroRun): every receiver puts them back.
+func PaddingRun(raw []byte, b, k int) (at, n int) {
+	if checkParams(b, k) != nil || len(raw) != PayloadSize(b, k) {
+		return 0, 0
+	}
+	length := binary.BigEndian.Uint32(raw[4:8])
+	if uint64(length) > uint64(b) {
+		return 0, 0
+	}
+	at = PayloadHeaderSize + k*RequestSize + int(length)
+	n = b - int(length)
+	if n == 0 || nonZero(raw[at:at+n]) >= 0 {
+		return 0, 0
+	}
+	return at, n
+}
+
 // zeroBlock is compared against in blocks: a cover payload is b zero bytes
 // that every server checks every round.
 var zeroBlock [4096]byte

@@ -152,3 +152,32 @@ func TestNonZero(t *testing.T) {
 		}
 	}
 }
+
+func TestPaddingRun(t *testing.T) {
+	const b, k = 1024, 2
+	epoch, cs, _ := testPayloadClients(t, 1)
+	rng := newDetRand("padding run")
+	for _, length := range []int{0, 1, 500, b} {
+		pl := &Payload{Kind: KindChunk, Length: uint32(length), Chunk: bytes.Repeat([]byte{7}, length), Requests: make([][RequestSize]byte, k)}
+		if length == 0 {
+			pl.Kind = KindCover
+		}
+		raw, err := EncodePayload(pl, b, k, epoch, 3, cs[0], rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at, n := PaddingRun(raw, b, k)
+		if n != b-length || (n > 0 && at != PayloadHeaderSize+k*RequestSize+length) {
+			t.Fatalf("length %d: run of %d at %d", length, n, at)
+		}
+		if n > 0 {
+			raw[at+n-1] = 1 // not a zero run any more
+			if _, m := PaddingRun(raw, b, k); m != 0 {
+				t.Fatalf("length %d: a run with a non-zero byte", length)
+			}
+		}
+	}
+	if _, n := PaddingRun(make([]byte, 10), b, k); n != 0 {
+		t.Fatal("a run in a short buffer")
+	}
+}

@@ -552,6 +552,15 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
 	if e.pos == m-1 {
+		// Published payloads go out without their zero padding (a cover
+		// is all padding): every receiver puts it back before it checks
+		// the root (wire.ZeroRun). The bytes signed are the same.
+		bb, k := e.bk()
+		b.Zeros = make([]wire.ZeroRun, len(out))
+		for i, raw := range out {
+			at, n := mix.PaddingRun(raw, bb, k)
+			b.Zeros[i] = wire.ZeroRun{At: uint32(at), N: uint32(n)}
+		}
 		// The payloads go to every other server while this one publishes
 		// its own output in place: no copy of the batch, no second Merkle
 		// root of what it has just signed. The buffers stay ours until

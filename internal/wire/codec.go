@@ -187,9 +187,22 @@ func (e *Enc) Fixed(b []byte) { e.B = append(e.B, b...) }
 // Bytes appends a u32 length prefix and the bytes.
 func (e *Enc) Bytes(b []byte) {
 	e.U32(uint32(len(b)))
+	e.raw(b)
+}
+
+// Bytes2 appends a u32 length prefix and the bytes of a then b, as one
+// field (with Refs, each part is referred to or copied on its own).
+func (e *Enc) Bytes2(a, b []byte) {
+	e.U32(uint32(len(a) + len(b)))
+	e.raw(a)
+	e.raw(b)
+}
+
+// raw appends b without a prefix. With Refs and a big b: the scratch
+// buffer so far, then the caller's slice itself; a new scratch buffer
+// follows (the old one is now a segment).
+func (e *Enc) raw(b []byte) {
 	if e.Refs && len(b) >= RefMin {
-		// The scratch buffer so far, then the caller's slice itself; a
-		// new scratch buffer follows (the old one is now a segment).
 		e.segs = append(e.segs, e.B, b)
 		e.B = make([]byte, 0, 256)
 		return

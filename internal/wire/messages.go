@@ -649,19 +649,39 @@ func refSegments(enc func(*Enc)) [][]byte {
 // server checks that every slot of the round held an onion its client
 // signed (§5.2: any server can check any position).
 type Batch struct {
-	Epoch        [32]byte
-	Round        uint32
-	S            uint16
-	Entries      [][]byte
+	Epoch   [32]byte
+	Round   uint32
+	S       uint16
+	Entries [][]byte
+	// Zeros, if set, has one ZeroRun per entry: bytes of the entry that
+	// are all zero and are not sent (a published payload's padding: a
+	// cover is b zero bytes). The receiver puts them back, so Entries and
+	// everything signed over them are the same on both sides.
+	Zeros        []ZeroRun
 	ClientSigs   [][64]byte
 	ClientHashes [][32]byte
 	Root         [32]byte
 	Sig          [64]byte
 }
 
+// ZeroRun is a run of N zero bytes at offset At of a batch entry, left out
+// of the encoding (N = 0: nothing left out).
+type ZeroRun struct{ At, N uint32 }
+
+// zeros is entry i's run (none if Zeros is unset). A decoder puts a run
+// back only while its sum with the bytes sent stays within Limits.Onion,
+// so an elided batch never costs the receiver more memory than the same
+// batch sent whole.
+func (m *Batch) zeros(i int) ZeroRun {
+	if i < len(m.Zeros) {
+		return m.Zeros[i]
+	}
+	return ZeroRun{}
+}
+
 func (m *Batch) Marshal() []byte {
 	var e Enc
-	e.Grow(32 + 4 + 2 + sizeOfBytes(m.Entries) + 4 + 64*len(m.ClientSigs) + 4 + 32*len(m.ClientHashes) + 32 + 64)
+	e.Grow(32 + 4 + 2 + sizeOfBytes(m.Entries) + 8*len(m.Entries) + 4 + 64*len(m.ClientSigs) + 4 + 32*len(m.ClientHashes) + 32 + 64)
 	m.enc(&e)
 	return e.B
 }
@@ -674,8 +694,14 @@ func (m *Batch) enc(e *Enc) {
 	e.U32(m.Round)
 	e.U16(m.S)
 	e.U32(uint32(len(m.Entries)))
-	for _, x := range m.Entries {
-		e.Bytes(x)
+	for i, x := range m.Entries {
+		z := m.zeros(i)
+		if z.N == 0 || uint64(z.At)+uint64(z.N) > uint64(len(x)) {
+			z = ZeroRun{}
+		}
+		e.U32(z.At)
+		e.U32(z.N)
+		e.Bytes2(x[:z.At], x[z.At+z.N:])
 	}
 	encSigs(e, m.ClientSigs)
 	e.U32(uint32(len(m.ClientHashes)))
@@ -691,10 +717,33 @@ func (m *Batch) Unmarshal(b []byte, l Limits) error {
 	m.Epoch = d.Array32("epoch id")
 	m.Round = d.U32("round")
 	m.S = d.U16("server")
-	n := d.Count(l.Clients, 4, "entries")
+	n := d.Count(l.Clients, 12, "entries")
 	m.Entries = make([][]byte, 0, n)
+	m.Zeros = nil
 	for i := 0; i < n && d.Err == nil; i++ {
-		m.Entries = append(m.Entries, d.Bytes(l.Onion, "entry"))
+		z := ZeroRun{At: d.U32("zero run offset"), N: d.U32("zero run length")}
+		rest := d.Bytes(l.Onion, "entry")
+		if d.Err != nil {
+			break
+		}
+		if z.N == 0 {
+			if z.At != 0 {
+				return fmt.Errorf("wire: decode batch: entry %d: empty zero run at %d", i, z.At)
+			}
+			m.Entries = append(m.Entries, rest)
+			continue
+		}
+		if uint64(z.At) > uint64(len(rest)) || uint64(len(rest))+uint64(z.N) > uint64(l.Onion) {
+			return fmt.Errorf("wire: decode batch: entry %d: zero run of %d at %d with %d bytes sent (cap %d)", i, z.N, z.At, len(rest), l.Onion)
+		}
+		if m.Zeros == nil {
+			m.Zeros = make([]ZeroRun, n)
+		}
+		m.Zeros[i] = z
+		x := make([]byte, len(rest)+int(z.N))
+		copy(x, rest[:z.At])
+		copy(x[z.At+z.N:], rest[z.At:])
+		m.Entries = append(m.Entries, x)
 	}
 	m.ClientSigs = decSigs(&d, l.Clients)
 	nh := d.Count(l.Clients, 32, "onion hashes")

@@ -100,6 +100,11 @@ func codecs() []struct {
 			err := m.Unmarshal(b, testLimits)
 			return m.Marshal(), err
 		}},
+		{"batch with zero runs", (&Batch{Round: 1, S: 3, Entries: [][]byte{[]byte("ab\x00\x00\x00cd"), []byte("y")}, Zeros: []ZeroRun{{At: 2, N: 3}, {}}, ClientSigs: make([][64]byte, 2), ClientHashes: make([][32]byte, 2)}).Marshal(), func(b []byte) ([]byte, error) {
+			var m Batch
+			err := m.Unmarshal(b, testLimits)
+			return m.Marshal(), err
+		}},
 		{"roundlist", (&RoundList{Round: 1, Entries: []ListEntry{{ID: [32]byte{1}, Len: 5}}, Published: [][32]byte{{2}}, Sigs: make([][64]byte, 3)}).Marshal(), func(b []byte) ([]byte, error) {
 			var m RoundList
 			err := m.Unmarshal(b, testLimits)
@@ -285,5 +290,69 @@ func TestSegmentsEqualMarshal(t *testing.T) {
 	_ = WriteFrame(&w2, TypeBatch, b.Marshal())
 	if !bytes.Equal(w.Bytes(), w2.Bytes()) {
 		t.Fatal("WriteFrameSegments differs from WriteFrame")
+	}
+}
+
+// TestBatchZeroRuns: elided zero runs come back as zeros, the encoding
+// shrinks by them, a decoded batch re-encodes to the same bytes, and runs
+// that overflow the entry cap or lie outside the bytes sent are refused.
+func TestBatchZeroRuns(t *testing.T) {
+	full := make([]byte, 3*RefMin)
+	copy(full, "head")
+	copy(full[len(full)-4:], "tail")
+	other := []byte("no zeros here")
+	b := Batch{Round: 2, S: 3, Entries: [][]byte{full, other}, Zeros: []ZeroRun{{At: 4, N: uint32(len(full) - 8)}, {}},
+		ClientSigs: make([][64]byte, 2), ClientHashes: make([][32]byte, 2)}
+	enc := b.Marshal()
+	if !bytes.Equal(bytes.Join(b.Segments(), nil), enc) {
+		t.Fatal("segments differ from Marshal")
+	}
+	if len(enc) > 400 {
+		t.Fatalf("elided batch of %d bytes: the run was sent", len(enc))
+	}
+	l := Limits{Clients: 4, Onion: len(full)}
+	var got Batch
+	if err := got.Unmarshal(enc, l); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Entries) != 2 || !bytes.Equal(got.Entries[0], full) || !bytes.Equal(got.Entries[1], other) {
+		t.Fatal("entries not restored")
+	}
+	if !bytes.Equal(got.Marshal(), enc) {
+		t.Fatal("decode → encode differs")
+	}
+	// A run the caller's entry cannot hold is sent whole.
+	b2 := Batch{Entries: [][]byte{other}, Zeros: []ZeroRun{{At: 5, N: 100}}}
+	var g2 Batch
+	if err := g2.Unmarshal(b2.Marshal(), l); err != nil || !bytes.Equal(g2.Entries[0], other) {
+		t.Fatalf("overlong run: %v", err)
+	}
+	bad := func(at, n uint32, rest []byte, onion int) error {
+		var e Enc
+		e.Fixed(make([]byte, 32))
+		e.U32(0)
+		e.U16(1)
+		e.U32(1)
+		e.U32(at)
+		e.U32(n)
+		e.Bytes(rest)
+		encSigs(&e, nil)
+		e.U32(0)
+		e.Fixed(make([]byte, 96))
+		var g Batch
+		return g.Unmarshal(e.B, Limits{Clients: 4, Onion: onion})
+	}
+	if err := bad(0, 0, []byte("ok"), 10); err != nil {
+		t.Fatalf("plain entry refused: %v", err)
+	}
+	for name, err := range map[string]error{
+		"empty run with an offset": bad(3, 0, []byte("abc"), 10),
+		"run past the bytes sent":  bad(4, 2, []byte("abc"), 10),
+		"run beyond the cap":       bad(1, 8, []byte("abc"), 10),
+		"huge run":                 bad(0, 1<<31, []byte("abc"), 1<<20),
+	} {
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }
