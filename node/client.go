@@ -394,6 +394,9 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 	for r := uint32(0); r < R; r++ {
 		rep, err := c.call(ctx, ProtoClient, wire.TypeWaitList, (&wire.EpochRef{Epoch: e.v.id, Round: r}).Marshal(), wire.TypeRoundList, 64<<20, pollTimeout)
 		if err != nil {
+			// Typically the epoch's end: the queries of the rounds that
+			// did run still get their answers (the server bounds the wait).
+			wg.Wait()
 			return queryErr(ctx, err)
 		}
 		var rl wire.RoundList
