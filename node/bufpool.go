@@ -28,7 +28,9 @@ type bufPool struct {
 
 const (
 	poolMin = 64 << 10 // smaller buffers are cheap to allocate
-	poolMax = 1 << 30  // free bytes kept at most
+	// poolMax caps the free bytes kept: a round at n = 200, b = 256 KiB
+	// cycles about 200 MB through the pool.
+	poolMax = 512 << 20
 )
 
 // poolClass is the capacity of the class of n ≥ poolMin: n rounded up to a
