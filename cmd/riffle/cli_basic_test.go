@@ -478,8 +478,9 @@ func TestVerboseAnywhere(t *testing.T) {
 	}
 }
 
-// TestBenchSmall runs `riffle bench` on a tiny network: one row for n = 2,
-// with a round time and a steady rate that agree (steady = b / round).
+// TestBenchSmall runs `riffle bench` on a tiny network: a header with the
+// steady rate's column and one row for n = 2 with a measured round time
+// over at least two rounds.
 func TestBenchSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a loopback network")
