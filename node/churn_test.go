@@ -52,4 +52,14 @@ func TestChurn(t *testing.T) {
 		}
 		t.Logf("get %d: %v", i, time.Since(start))
 	}
+	// Every share and get above took an epoch or two: a server keeps only
+	// the newest ended epochs besides the running one, not all of them.
+	for i, s := range tn.servers {
+		s.mu.Lock()
+		kept, prep := len(s.epochs), len(s.prep)
+		s.mu.Unlock()
+		if kept > 4 || prep > 1 {
+			t.Errorf("server %d holds %d epochs and %d prepared ones", i, kept, prep)
+		}
+	}
 }

@@ -435,8 +435,8 @@ func (s *Server) endQuiet(e *sepoch, reason string) {
 	s.notify()
 }
 
-// forget drops ended epochs except the newest few (their rounds may still
-// be answered) .
+// forget drops ended epochs except the newest two (their last rounds may
+// still be answered). Call with s.mu held.
 func (s *Server) forget() {
 	var old []*sepoch
 	for _, e := range s.epochs {
@@ -831,8 +831,12 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	e := &sepoch{pos: pos, nonce: p.Nonce, sk: sk, rk: rk, dkey: dkey, entry: g}
 	s.mu.Lock()
-	if old := s.prep[p.Nonce]; old != nil {
+	// One epoch is prepared at a time (the leader runs them in turn): a
+	// preparation that never got its descriptor signed is dropped here,
+	// so that aborted epochs do not pile up.
+	for k, old := range s.prep {
 		old.erase()
+		delete(s.prep, k)
 	}
 	s.prep[p.Nonce] = e
 	s.mu.Unlock()
@@ -975,6 +979,10 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 			}
 		}
 		s.open = e
+		// Ended epochs but the newest two are dropped now: without this
+		// every epoch's state (its last rounds' onions and answers, setup
+		// steps) stayed for the server's lifetime (found by TestSoak).
+		s.forget()
 		s.notify()
 		return wire.TypeAck, ack, nil
 	}
