@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -52,12 +53,32 @@ func (e *cliEnv) run(t *testing.T, ctx context.Context, args ...string) string {
 	return out.String()
 }
 
-// startDaemon starts a long-running command, stopped with SIGINT at cleanup.
-func (e *cliEnv) startDaemon(t *testing.T, args ...string) {
+// syncBuffer is a bytes.Buffer a running process writes to while the test
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startDaemon starts a long-running command, stopped with SIGINT at
+// cleanup; it returns the command's stderr so far, on each call.
+func (e *cliEnv) startDaemon(t *testing.T, args ...string) func() string {
 	t.Helper()
 	c := e.cmd(context.Background(), args...)
-	var errb bytes.Buffer
-	c.Stderr = &errb
+	errb := &syncBuffer{}
+	c.Stderr = errb
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +96,7 @@ func (e *cliEnv) startDaemon(t *testing.T, args ...string) {
 			t.Errorf("riffle %s did not stop on SIGINT", args[0])
 		}
 	})
+	return errb.String
 }
 
 func waitAddrs(t *testing.T, dir string) []string {
@@ -101,6 +123,7 @@ func TestCLI(t *testing.T) {
 	e.env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "RIFFLE_SERVER=")
 	var addrs []string
 	var dirs []string
+	var serverLogs []func() string
 	for i := 0; i < 3; i++ {
 		dir := t.TempDir()
 		args := []string{"server", "--data", dir, "--listen", "/ip4/127.0.0.1/tcp/0", "--nick", fmt.Sprintf("cli%d", i),
@@ -108,7 +131,7 @@ func TestCLI(t *testing.T) {
 		for _, a := range addrs {
 			args = append(args, "--peer", a)
 		}
-		e.startDaemon(t, args...)
+		serverLogs = append(serverLogs, e.startDaemon(t, args...))
 		addrs = append(addrs, waitAddrs(t, dir)[0])
 		dirs = append(dirs, dir)
 	}
@@ -190,5 +213,16 @@ func TestCLI(t *testing.T) {
 	}
 	if !strings.Contains(table.String(), "hello.bin") || !strings.Contains(lsErr.String(), "using the running riffle client") {
 		t.Fatalf("ls through the running client:\n%s\n%s", table.String(), lsErr.String())
+	}
+	// An operator follows the server's epochs without -v: the leader logs
+	// each epoch it closes, and every server each epoch's end.
+	leader := ""
+	for _, l := range serverLogs {
+		if strings.Contains(l(), `msg="epoch closed"`) {
+			leader = l()
+		}
+	}
+	if leader == "" || !strings.Contains(leader, `msg="epoch ended"`) || !strings.Contains(leader, "rounds=") || strings.Contains(leader, "level=DEBUG") {
+		t.Fatalf("server logs without -v lack epochs or hold debug lines:\n%s", serverLogs[0]())
 	}
 }

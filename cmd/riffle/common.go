@@ -45,6 +45,18 @@ func verbose(c *cli.Context) bool {
 	return false
 }
 
+// serverLogger is the log of a running server: what an operator follows
+// (epochs opened, closed and ended with their reason, setups verified,
+// rounds voided) at info level by default, everything under --verbose.
+// No message ties a client to a slot, a chunk or a request.
+func serverLogger(c *cli.Context) *slog.Logger {
+	level := slog.LevelInfo
+	if verbose(c) {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(stderr(c), &slog.HandlerOptions{Level: level}))
+}
+
 // logger returns a debug logger on stderr under --verbose and nil (node's
 // quiet default) otherwise.
 func logger(c *cli.Context) *slog.Logger {

@@ -110,7 +110,7 @@ func runServer(c *cli.Context) error {
 		MinClients: c.Int("min-clients"),
 		NoLAN:      c.Bool("no-mdns"),
 		Params:     params,
-		Logger:     logger(c),
+		Logger:     serverLogger(c),
 	})
 	if err != nil {
 		return err
