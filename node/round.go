@@ -658,7 +658,15 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 
 func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var b wire.Batch
-	if err := b.Unmarshal(body, genericLimits()); err != nil {
+	// Entries sent without their zero padding are rebuilt in recycled
+	// buffers (a published round of covers is n·b bytes rebuilt).
+	var rebuilt [][]byte
+	alloc := func(n int) []byte {
+		x := s.pool.get(n)
+		rebuilt = append(rebuilt, x)
+		return x
+	}
+	if err := b.UnmarshalAlloc(body, genericLimits(), alloc); err != nil {
 		return 0, nil, err
 	}
 	e, err := s.epochFor(b.Epoch)
@@ -703,9 +711,15 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		// The body (every entry aliases it) goes back to the pool once the
-		// round's work here is done: evidence is kept as a copy.
-		defer s.pool.put(body)
+		// The body and the rebuilt entries (every entry lives in one) go
+		// back to the pool once the round's work here is done: evidence is
+		// kept as a copy.
+		defer func() {
+			s.pool.put(body)
+			for _, x := range rebuilt {
+				s.pool.put(x)
+			}
+		}()
 		if err := checkClientSigs(e, &b); err != nil {
 			// §5.2 (v2): a slot without its client's signature is a fault
 			// of the sender, who passed it on: void, evidence kept.

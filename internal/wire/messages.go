@@ -712,7 +712,12 @@ func (m *Batch) enc(e *Enc) {
 	e.Fixed(m.Sig[:])
 }
 
-func (m *Batch) Unmarshal(b []byte, l Limits) error {
+func (m *Batch) Unmarshal(b []byte, l Limits) error { return m.UnmarshalAlloc(b, l, nil) }
+
+// UnmarshalAlloc is Unmarshal with the entries whose zero runs it puts back
+// built in alloc(n) (a recycled buffer of length n, which it fills in
+// full), or new slices if alloc is nil. Other entries alias b.
+func (m *Batch) UnmarshalAlloc(b []byte, l Limits, alloc func(n int) []byte) error {
 	d := Dec{B: b}
 	m.Epoch = d.Array32("epoch id")
 	m.Round = d.U32("round")
@@ -740,7 +745,13 @@ func (m *Batch) Unmarshal(b []byte, l Limits) error {
 			m.Zeros = make([]ZeroRun, n)
 		}
 		m.Zeros[i] = z
-		x := make([]byte, len(rest)+int(z.N))
+		var x []byte
+		if alloc != nil {
+			x = alloc(len(rest) + int(z.N))
+			clear(x[z.At : z.At+z.N])
+		} else {
+			x = make([]byte, len(rest)+int(z.N))
+		}
 		copy(x, rest[:z.At])
 		copy(x[z.At+z.N:], rest[z.At:])
 		m.Entries = append(m.Entries, x)

@@ -321,6 +321,12 @@ func TestBatchZeroRuns(t *testing.T) {
 	if !bytes.Equal(got.Marshal(), enc) {
 		t.Fatal("decode → encode differs")
 	}
+	// Rebuilt in recycled buffers full of old bytes: the same entries.
+	var dirty Batch
+	err := dirty.UnmarshalAlloc(enc, l, func(n int) []byte { return bytes.Repeat([]byte{0xee}, n) })
+	if err != nil || !bytes.Equal(dirty.Entries[0], full) || !bytes.Equal(dirty.Entries[1], other) {
+		t.Fatalf("entries rebuilt in used buffers differ: %v", err)
+	}
 	// A run the caller's entry cannot hold is sent whole.
 	b2 := Batch{Entries: [][]byte{other}, Zeros: []ZeroRun{{At: 5, N: 100}}}
 	var g2 Batch
