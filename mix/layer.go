@@ -180,19 +180,35 @@ func newLayerCrypter(k *LayerKey, round uint64, j int) (layerCrypter, error) {
 // once and stores the result (SPEC §5.1 v2): sealing again reuses each key
 // with its nonce.
 func Seal(epoch EpochID, round uint64, keys []LayerKey, payload []byte) ([]byte, error) {
+	onion, _, err := SealInto(nil, epoch, round, keys, payload)
+	return onion, err
+}
+
+// SealInto is Seal building the onion in scratch when it is large enough
+// (a client seals one onion a round: recycling the buffer of an onion whose
+// round is over saves an allocation of its size). It returns the onion, a
+// slice of the buffer used, and that buffer, to be passed again once the
+// onion is no longer needed.
+func SealInto(scratch []byte, epoch EpochID, round uint64, keys []LayerKey, payload []byte) (onion, buf []byte, err error) {
 	m := len(keys)
 	if m < 1 || m > MaxServers {
-		return nil, fmt.Errorf("seal: %d layer keys, want 1..%d", m, MaxServers)
+		return nil, nil, fmt.Errorf("seal: %d layer keys, want 1..%d", m, MaxServers)
 	}
 	// The associated data is prefix || c; keeping the onion right after a
-	// prefix slot lets every layer MAC in place without copying.
-	buf := make([]byte, macPrefixSize+len(payload)+TagSize*m)
+	// prefix slot lets every layer MAC in place without copying. Every
+	// byte of buf is written below: a recycled buffer needs no clearing.
+	size := macPrefixSize + len(payload) + TagSize*m
+	if cap(scratch) >= size {
+		buf = scratch[:size]
+	} else {
+		buf = make([]byte, size)
+	}
 	n := len(payload)
 	copy(buf[macPrefixSize:], payload)
 	for j := m - 1; j >= 0; j-- {
 		lc, err := newLayerCrypter(&keys[j], round, j)
 		if err != nil {
-			return nil, fmt.Errorf("seal layer %d: %w", j, err)
+			return nil, nil, fmt.Errorf("seal layer %d: %w", j, err)
 		}
 		c := buf[macPrefixSize : macPrefixSize+n]
 		lc.ctr.XORKeyStream(c, c)
@@ -201,7 +217,7 @@ func Seal(epoch EpochID, round uint64, keys []LayerKey, payload []byte) ([]byte,
 		lc.mac.Seal(buf[macPrefixSize+n:macPrefixSize+n], nonce[:], nil, buf[:macPrefixSize+n])
 		n += TagSize
 	}
-	return buf[macPrefixSize:], nil
+	return buf[macPrefixSize:], buf, nil
 }
 
 // MACError reports the input positions whose onion failed to open at one

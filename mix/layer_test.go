@@ -372,3 +372,39 @@ func TestSubmissionSig(t *testing.T) {
 		}
 	}
 }
+
+// TestSealIntoRecycled: an onion sealed in a recycled buffer full of old
+// bytes is byte for byte the onion Seal makes, and a payload encoded into
+// a used buffer is the one EncodePayload makes.
+func TestSealIntoRecycled(t *testing.T) {
+	f := newRoundFixture(t, 3, 2, 1, "seal into")
+	lk, err := f.clients[0].LayerKeys(f.epoch, 0, f.Y, f.Yp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := bytes.Repeat([]byte("riffle"), 300)
+	want, err := Seal(f.epoch, 0, lk, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scratch := bytes.Repeat([]byte{0xee}, 4096)
+	got, buf, err := SealInto(scratch, f.epoch, 0, lk, payload)
+	if err != nil || !bytes.Equal(got, want) || &buf[0] != &scratch[0] {
+		t.Fatalf("sealed in a recycled buffer: equal %v, reused %v, %v", bytes.Equal(got, want), &buf[0] == &scratch[0], err)
+	}
+	if small, buf, err := SealInto(make([]byte, 10), f.epoch, 0, lk, payload); err != nil || !bytes.Equal(small, want) || len(buf) < len(want) {
+		t.Fatalf("a scratch too small: %v", err)
+	}
+
+	const b, k = 100, 2
+	epoch, cs, _ := testPayloadClients(t, 1)
+	p := &Payload{Kind: KindChunk, Length: 3, Chunk: []byte("abc"), Requests: [][RequestSize]byte{{9}}}
+	wantP, err := EncodePayload(p, b, k, epoch, 4, cs[0], newDetRand("into"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotP, err := EncodePayloadInto(bytes.Repeat([]byte{0xee}, 1000), p, b, k, epoch, 4, cs[0], newDetRand("into"))
+	if err != nil || !bytes.Equal(gotP, wantP) {
+		t.Fatalf("payload encoded into a used buffer differs: %v", err)
+	}
+}

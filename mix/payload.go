@@ -63,7 +63,11 @@ type Payload struct {
 }
 
 // marshal writes the payload's P bytes, signature field included.
-func (p *Payload) marshal(b, k int) ([]byte, error) {
+func (p *Payload) marshal(b, k int) ([]byte, error) { return p.marshalInto(nil, b, k) }
+
+// marshalInto is marshal into dst when it is large enough; every byte of
+// the payload is written (dst may hold an old payload).
+func (p *Payload) marshalInto(dst []byte, b, k int) ([]byte, error) {
 	if err := checkParams(b, k); err != nil {
 		return nil, fmt.Errorf("payload: %w", err)
 	}
@@ -79,7 +83,13 @@ func (p *Payload) marshal(b, k int) ([]byte, error) {
 	if len(p.Requests) > k {
 		return nil, fmt.Errorf("payload: %d requests, %d slots", len(p.Requests), k)
 	}
-	out := make([]byte, PayloadSize(b, k))
+	var out []byte
+	if size := PayloadSize(b, k); cap(dst) >= size {
+		out = dst[:size]
+		clear(out)
+	} else {
+		out = make([]byte, size)
+	}
 	out[0], out[1] = p.Kind, PayloadVersion
 	binary.BigEndian.PutUint32(out[4:8], p.Length)
 	for t, id := range p.Requests {
@@ -94,10 +104,16 @@ func (p *Payload) marshal(b, k int) ([]byte, error) {
 // client's pseudonym key q over (epoch id, round, the bytes before the
 // signature) (SPEC §5.1 v2).
 func EncodePayload(p *Payload, b, k int, epoch EpochID, round uint64, cs *ClientSecret, rand io.Reader) ([]byte, error) {
+	return EncodePayloadInto(nil, p, b, k, epoch, round, cs, rand)
+}
+
+// EncodePayloadInto is EncodePayload into dst when it is large enough (a
+// client's payload buffer, free again once the onion is sealed).
+func EncodePayloadInto(dst []byte, p *Payload, b, k int, epoch EpochID, round uint64, cs *ClientSecret, rand io.Reader) ([]byte, error) {
 	if cs.closed {
 		return nil, errors.New("payload: client secret closed")
 	}
-	out, err := p.marshal(b, k)
+	out, err := p.marshalInto(dst, b, k)
 	if err != nil {
 		return nil, err
 	}

@@ -108,6 +108,32 @@ type cepoch struct {
 	ups    map[uint32]*upItem
 	onions map[uint32][]byte // sealed once, kept to resend (§5.1)
 	marked bool              // the pending-epoch marker names this epoch
+
+	// Buffers recycled round after round: the payload (free once sealed;
+	// cleared at the epoch's end, it holds the requests) and the onions'
+	// buffers (free once their round's list is in).
+	payloadBuf []byte
+	onionBufs  map[uint32][]byte
+	freeOnions [][]byte
+}
+
+// onionDone recycles the buffer of round r's onion: the round is over.
+func (e *cepoch) onionDone(r uint32) {
+	delete(e.onions, r)
+	if buf, ok := e.onionBufs[r]; ok {
+		delete(e.onionBufs, r)
+		e.freeOnions = append(e.freeOnions, buf)
+	}
+}
+
+// onionScratch returns a free onion buffer, or nil.
+func (e *cepoch) onionScratch() []byte {
+	if len(e.freeOnions) == 0 {
+		return nil
+	}
+	buf := e.freeOnions[len(e.freeOnions)-1]
+	e.freeOnions = e.freeOnions[:len(e.freeOnions)-1]
+	return buf
 }
 
 // NewClient connects to the primary and starts taking part in epochs.
@@ -329,6 +355,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 			k.Close()
 		}
 		clear(priv)
+		clear(e.payloadBuf)
 	}()
 	n := len(fin.Desc.Clients)
 	c.mu.Lock()
@@ -412,7 +439,7 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 		c.confirm(e, r, &rl)
 		// Round r is over: its onion is never sent again (the stored copy
 		// for a crash is dropped with the epoch).
-		delete(e.onions, r)
+		e.onionDone(r)
 		if r+W < R {
 			if err := c.submit(ctx, e, r+W); err != nil {
 				return queryErr(ctx, err)
@@ -512,19 +539,25 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 		}
 		e.reqs[r] = reqs
 		c.mu.Unlock()
-		raw, err := mix.EncodePayload(pl, b, k, mix.EpochID(e.v.id), uint64(r), e.cs, c.rand)
+		raw, err := mix.EncodePayloadInto(e.payloadBuf, pl, b, k, mix.EpochID(e.v.id), uint64(r), e.cs, c.rand)
 		if err != nil {
 			return err
 		}
+		e.payloadBuf = raw
 		keys, err := e.cs.LayerKeys(mix.EpochID(e.v.id), uint64(r), e.v.Y, e.v.Yp)
 		if err != nil {
 			return err
 		}
-		onion, err = mix.Seal(mix.EpochID(e.v.id), uint64(r), keys, raw)
+		var buf []byte
+		onion, buf, err = mix.SealInto(e.onionScratch(), mix.EpochID(e.v.id), uint64(r), keys, raw)
 		mix.CloseLayerKeys(keys)
 		if err != nil {
 			return err
 		}
+		if e.onionBufs == nil {
+			e.onionBufs = map[uint32][]byte{}
+		}
+		e.onionBufs[r] = buf
 		// Sealed once and kept: a resend after an error sends these bytes
 		// again, never a second sealing (§5.1 v2).
 		e.onions[r] = onion
