@@ -115,6 +115,9 @@ type cepoch struct {
 	payloadBuf []byte
 	onionBufs  map[uint32][]byte
 	freeOnions [][]byte
+	// answerBufs holds free buffers for PIR answers (queries run
+	// concurrently, at most queriesInFlight of them).
+	answerBufs chan []byte
 }
 
 // onionDone recycles the buffer of round r's onion: the round is over.
@@ -339,7 +342,8 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	if err != nil {
 		return v.id, err
 	}
-	e := &cepoch{v: fv, slot: uint32(slot), regKey: priv, cs: cs, pidx: pidx, reqs: map[uint32][][32]byte{}, ups: map[uint32]*upItem{}, onions: map[uint32][]byte{}}
+	e := &cepoch{v: fv, slot: uint32(slot), regKey: priv, cs: cs, pidx: pidx, reqs: map[uint32][][32]byte{}, ups: map[uint32]*upItem{}, onions: map[uint32][]byte{},
+		answerBufs: make(chan []byte, queriesInFlight)}
 	for j := range fv.chain {
 		if j == pidx {
 			continue
@@ -633,7 +637,29 @@ func (c *Client) query(ctx context.Context, e *cepoch, r uint32, rl *wire.RoundL
 		}
 		q.Rows = append(q.Rows, mk)
 	}
-	rep, err := c.call(ctx, ProtoPIR, wire.TypeQuery, q.Marshal(), wire.TypeAnswer, 64+k*(8+int(e.v.desc.Params.ChunkSize)), pollTimeout)
+	// The answer's buffer goes back to the epoch's free list when this
+	// round is done with it: delivered chunks are written out or decoded
+	// into copies, never kept.
+	var buf []byte
+	alloc := func(n int) []byte {
+		select {
+		case buf = <-e.answerBufs:
+		default:
+		}
+		if cap(buf) < n {
+			buf = make([]byte, n)
+		}
+		return buf[:n]
+	}
+	defer func() {
+		if buf != nil {
+			select {
+			case e.answerBufs <- buf:
+			default:
+			}
+		}
+	}()
+	rep, err := callInto(ctx, c.h, c.primary, ProtoPIR, wire.TypeQuery, [][]byte{q.Marshal()}, wire.TypeAnswer, 64+k*(8+int(e.v.desc.Params.ChunkSize)), pollTimeout, c.cfg.OnSend, alloc)
 	c.mu.Lock()
 	for _, id := range reqs {
 		delete(c.inflight, id)

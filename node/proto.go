@@ -178,6 +178,11 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // the stream for the request (the wire-size equality test, §1: sizes never
 // depend on what a user does).
 func callCounted(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID, t wire.Type, body [][]byte, want wire.Type, max int, timeout time.Duration, sent func(t wire.Type, n int)) ([]byte, error) {
+	return callInto(ctx, h, p, proto, t, body, want, max, timeout, sent, nil)
+}
+
+// callInto is callCounted with the reply read into alloc(n) if set.
+func callInto(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID, t wire.Type, body [][]byte, want wire.Type, max int, timeout time.Duration, sent func(t wire.Type, n int), alloc func(int) []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	s, err := h.NewStream(network.WithAllowLimitedConn(ctx, "riffle"), p, proto)
@@ -209,7 +214,7 @@ func callCounted(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID,
 		return nil, fmt.Errorf("%s to %s: close write: %w", proto, p.ShortString(), err)
 	}
 	br := getReader(s)
-	rep, err := wire.ReadFrame(br, want, max)
+	rep, err := wire.ReadFrameInto(br, want, max, alloc)
 	putReader(br)
 	if err != nil {
 		s.Reset()

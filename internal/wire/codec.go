@@ -52,6 +52,12 @@ func WriteFrame(w io.Writer, t Type, body []byte) error {
 // A frame of another type whose body is a UTF-8 error text (type ErrorMsg)
 // is returned as a *RemoteError.
 func ReadFrame(r io.Reader, want Type, max int) ([]byte, error) {
+	return ReadFrameInto(r, want, max, nil)
+}
+
+// ReadFrameInto is ReadFrame with the body read into alloc(n) (a recycled
+// buffer of length n, filled in full), or a new slice if alloc is nil.
+func ReadFrameInto(r io.Reader, want Type, max int, alloc func(n int) []byte) ([]byte, error) {
 	var h [HeaderSize]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return nil, fmt.Errorf("wire: read header (want type %d): %w", want, err)
@@ -74,7 +80,12 @@ func ReadFrame(r io.Reader, want Type, max int) ([]byte, error) {
 	if n > int64(max) || n > MaxFrame {
 		return nil, fmt.Errorf("%w: type %d body of %d bytes > cap %d", ErrTooLarge, t, n, max)
 	}
-	b := make([]byte, n)
+	var b []byte
+	if alloc != nil {
+		b = alloc(int(n))
+	} else {
+		b = make([]byte, n)
+	}
 	if _, err := io.ReadFull(io.LimitReader(r, n), b); err != nil {
 		return nil, fmt.Errorf("wire: read body of type %d (%d bytes): %w", t, n, err)
 	}
