@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -65,8 +66,14 @@ type Client struct {
 	wants    map[[32]byte]*getJob
 	inflight map[[32]byte]bool
 	failed   map[[32]byte]bool
-	stats    Stats
-	index    []wire.IndexEntry // synced once per epoch
+	// retry holds ids whose answer was corrupted in an earlier epoch; they
+	// go out only in the background stream of re-requests (§6.3), never
+	// as a burst. held is what that stream re-requests otherwise: chunks
+	// this client fetched or published (at most maxHeld).
+	retry map[[32]byte]bool
+	held  map[[32]byte]bool
+	stats Stats
+	index []wire.IndexEntry // synced once per epoch
 }
 
 // Stats counts what a client did.
@@ -166,7 +173,8 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	h.Peerstore().AddAddrs(ai.ID, ai.Addrs, time.Hour)
 	cctx, cancel := context.WithCancel(ctx)
 	c := &Client{cfg: cfg, log: log, rand: rnd, h: h, primary: ai.ID, ctx: cctx, cancel: cancel, done: make(chan struct{}),
-		changed: make(chan struct{}), wants: map[[32]byte]*getJob{}, inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{}}
+		changed: make(chan struct{}), wants: map[[32]byte]*getJob{}, inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{},
+		retry: map[[32]byte]bool{}, held: map[[32]byte]bool{}}
 	if err := h.Connect(cctx, *ai); err != nil {
 		h.Close()
 		cancel()
@@ -390,6 +398,9 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	// Requests in flight are forgotten; failed ids may be asked again in a
 	// later epoch (§6.3).
 	clear(c.inflight)
+	for id := range c.failed {
+		c.retry[id] = true
+	}
 	clear(c.failed)
 	for _, u := range e.ups {
 		if u != nil && u.job != nil && u.job.left[u.c.ID] {
@@ -497,6 +508,7 @@ func (c *Client) confirm(e *cepoch, r uint32, rl *wire.RoundList) {
 	for _, id := range rl.Published {
 		if id == u.c.ID {
 			c.stats.Uploaded++
+			c.noteHeld(id)
 			if u.job != nil && u.job.left[id] {
 				delete(u.job.left, id)
 				if len(u.job.left) == 0 {
@@ -530,13 +542,14 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 			if len(reqs) == k {
 				break
 			}
-			if g.root && !c.inflight[id] && !c.failed[id] {
+			if g.root && !c.inflight[id] && !c.failed[id] && !c.retry[id] {
 				reqs = append(reqs, id)
 			}
 		}
 		for _, id := range c.neededIDs(k - len(reqs)) {
 			reqs = append(reqs, id)
 		}
+		reqs = c.backgroundRequests(reqs, k)
 		for i, id := range reqs {
 			pl.Requests[i] = id
 			c.inflight[id] = true
@@ -580,6 +593,76 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 	return err
 }
 
+// decoyOneIn sets the background rate of re-requests (§6.3): each request
+// slot that a round leaves empty carries, with probability 1/decoyOneIn, a
+// re-request of a chunk the client already holds, or of one whose answer
+// was corrupted in an earlier epoch. Every client draws the same way
+// whatever it does, so a re-request after a corrupted answer is one of a
+// stream that never stops. The rate costs the servers about n·k/decoyOneIn
+// more rows a round.
+const decoyOneIn = 16
+
+// maxHeld bounds the ids a client remembers for its re-requests.
+const maxHeld = 4096
+
+// noteHeld remembers a chunk the client holds; call with c.mu held.
+func (c *Client) noteHeld(id [32]byte) {
+	if len(c.held) >= maxHeld {
+		for old := range c.held { // map order: an arbitrary one goes
+			delete(c.held, old)
+			break
+		}
+	}
+	c.held[id] = true
+}
+
+// backgroundRequests fills the empty slots of a round's k requests from
+// the background stream; call with c.mu held.
+func (c *Client) backgroundRequests(reqs [][32]byte, k int) [][32]byte {
+	used := map[[32]byte]bool{}
+	for _, id := range reqs {
+		used[id] = true
+	}
+	for slot := len(reqs); slot < k; slot++ {
+		var coin [2]byte
+		if _, err := io.ReadFull(c.rand, coin[:]); err != nil || binary.BigEndian.Uint16(coin[:])%decoyOneIn != 0 {
+			continue
+		}
+		id, ok := c.pickRerequest(used)
+		if !ok {
+			continue
+		}
+		used[id] = true
+		reqs = append(reqs, id)
+	}
+	return reqs
+}
+
+// pickRerequest takes a retry id if there is one, else a random held
+// chunk not in used; call with c.mu held.
+func (c *Client) pickRerequest(used map[[32]byte]bool) ([32]byte, bool) {
+	for id := range c.retry {
+		if !used[id] && !c.inflight[id] {
+			delete(c.retry, id)
+			return id, true
+		}
+	}
+	var cands [][32]byte
+	for id := range c.held {
+		if !used[id] && !c.inflight[id] {
+			cands = append(cands, id)
+		}
+	}
+	if len(cands) == 0 {
+		return [32]byte{}, false
+	}
+	var r [4]byte
+	if _, err := io.ReadFull(c.rand, r[:]); err != nil {
+		return [32]byte{}, false
+	}
+	return cands[binary.BigEndian.Uint32(r[:])%uint32(len(cands))], true
+}
+
 // neededIDs returns up to n ids that get jobs need and that are neither in
 // flight nor failed in this epoch; call with c.mu held.
 func (c *Client) neededIDs(n int) [][32]byte {
@@ -596,7 +679,7 @@ func (c *Client) neededIDs(n int) [][32]byte {
 			if len(out) >= n {
 				break
 			}
-			if !c.inflight[id] && !c.failed[id] && !seen[id] {
+			if !c.inflight[id] && !c.failed[id] && !c.retry[id] && !seen[id] {
 				seen[id] = true
 				out = append(out, id)
 			}
@@ -705,6 +788,7 @@ func (c *Client) deliver(id [32]byte, data []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stats.Fetched++
+	c.noteHeld(id)
 	if g := c.wants[id]; g != nil && g.root {
 		delete(c.wants, id)
 		asm, err := chunker.NewAssembler(g.dir, g.link, data, chunker.AssembleOptions{Log: c.log})
