@@ -253,7 +253,7 @@ func (c *Client) call(ctx context.Context, proto protocol.ID, t wire.Type, body 
 }
 
 func (c *Client) callSegments(ctx context.Context, proto protocol.ID, t wire.Type, body [][]byte, want wire.Type, max int, timeout time.Duration) ([]byte, error) {
-	return callCounted(ctx, c.h, c.primary, proto, t, body, want, max, timeout, c.cfg.OnSend)
+	return callInto(ctx, c.h, c.primary, proto, t, body, want, max, timeout, c.cfg.OnSend, nil)
 }
 
 func (c *Client) run() {

@@ -472,9 +472,11 @@ func (s *Server) each(ctx context.Context, chain []peer.ID, proto protocol.ID, t
 	return s.eachSegments(ctx, chain, proto, t, [][]byte{body}, want, max, timeout)
 }
 
-// eachSegments is each with the body as segments: written to the remote
-// servers without being joined; this server's own handler gets a joined
-// copy (it may keep parts of the body after the caller reuses them).
+// eachSegments is each with the body as segments, written to the remote
+// servers without being joined. If chain holds this server, its own
+// handler gets the segments joined (a body of one segment as it is: each's
+// callers never reuse it, while a caller of several segments may reuse
+// their buffers after the call, and the handler may keep parts of its body).
 func (s *Server) eachSegments(ctx context.Context, chain []peer.ID, proto protocol.ID, t wire.Type, segs [][]byte, want wire.Type, max int, timeout time.Duration) ([][]byte, error) {
 	out := make([][]byte, len(chain))
 	errs := make([]error, len(chain))
@@ -491,7 +493,11 @@ func (s *Server) eachSegments(ctx context.Context, chain []peer.ID, proto protoc
 				case ProtoRound:
 					h = s.handleRound
 				}
-				rt, rep, err := h(ctx, p, t, bytes.Join(segs, nil))
+				local := segs[0]
+				if len(segs) != 1 {
+					local = bytes.Join(segs, nil)
+				}
+				rt, rep, err := h(ctx, p, t, local)
 				if err == nil && rt != want {
 					err = fmt.Errorf("node: local reply type %d, want %d", rt, want)
 				}

@@ -130,13 +130,13 @@ func verifyPeerSig(id peer.ID, digest [32]byte, sig [64]byte) error {
 // call opens a stream to p, sends one request frame and reads one reply of
 // type want of at most max bytes. The stream is reset on any error.
 func call(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID, t wire.Type, body []byte, want wire.Type, max int, timeout time.Duration) ([]byte, error) {
-	return callCounted(ctx, h, p, proto, t, [][]byte{body}, want, max, timeout, nil)
+	return callInto(ctx, h, p, proto, t, [][]byte{body}, want, max, timeout, nil, nil)
 }
 
 // callSegments is call with a request body given as segments (the bulk
 // messages' Segments), written to the stream without being joined.
 func callSegments(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID, t wire.Type, body [][]byte, want wire.Type, max int, timeout time.Duration) ([]byte, error) {
-	return callCounted(ctx, h, p, proto, t, body, want, max, timeout, nil)
+	return callInto(ctx, h, p, proto, t, body, want, max, timeout, nil, nil)
 }
 
 // Stream buffers are pooled: a round opens a few streams per client, and a
@@ -174,14 +174,10 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// callCounted is call that reports, if sent is set, the bytes written to
-// the stream for the request (the wire-size equality test, §1: sizes never
-// depend on what a user does).
-func callCounted(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID, t wire.Type, body [][]byte, want wire.Type, max int, timeout time.Duration, sent func(t wire.Type, n int)) ([]byte, error) {
-	return callInto(ctx, h, p, proto, t, body, want, max, timeout, sent, nil)
-}
-
-// callInto is callCounted with the reply read into alloc(n) if set.
+// callInto is callSegments that reports, if sent is set, the bytes written
+// to the stream for the request (the wire-size equality test, §1: sizes
+// never depend on what a user does), and reads the reply into alloc(n) if
+// alloc is set.
 func callInto(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID, t wire.Type, body [][]byte, want wire.Type, max int, timeout time.Duration, sent func(t wire.Type, n int), alloc func(int) []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -263,14 +259,12 @@ func (g *gate) close() {
 
 // serve installs a request/response handler for proto with per-type caps.
 func serve(ctx context.Context, h host.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(wire.Type) int, fn handlerFunc) {
-	serveSegments(ctx, h, g, log, proto, timeout, caps, nil, func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
-		rt, rep, err := fn(ctx, from, t, body)
-		return rt, [][]byte{rep}, err
-	})
+	servePooled(ctx, h, g, log, proto, timeout, caps, nil, fn)
 }
 
 // servePooled is serve with request bodies read into buffers from alloc
-// (bufPool.get): a handler that is done with a body may give it back.
+// (bufPool.get; nil: new slices): a handler that is done with a body may
+// give it back.
 func servePooled(ctx context.Context, h host.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(wire.Type) int, alloc func(int) []byte, fn handlerFunc) {
 	serveSegments(ctx, h, g, log, proto, timeout, caps, alloc, func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
 		rt, rep, err := fn(ctx, from, t, body)
