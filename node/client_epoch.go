@@ -16,97 +16,26 @@ import (
 // oneEpoch joins the next epoch and takes part until it ends.
 func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	ctx := c.ctx
-	rep, err := c.call(ctx, ProtoClient, wire.TypeWaitOpen, (&wire.EpochRef{Epoch: last}).Marshal(), wire.TypeSigned, 256<<20, pollTimeout)
-	if err != nil {
+	v, pidx, err := c.openView(ctx, last)
+	if v == nil {
 		return last, err
 	}
-	var open wire.Signed
-	if err := open.Unmarshal(rep, genericLimits()); err != nil {
-		return last, err
-	}
-	v, err := checkSigned(&open, 1e30)
-	if err != nil || open.Final {
-		return last, fmt.Errorf("node: open descriptor: %v", err)
-	}
-	pidx := -1
-	for i, p := range v.chain {
-		if p == c.primary {
-			pidx = i
-		}
-	}
-	if pidx < 0 {
-		return v.id, errors.New("node: epoch refused: the primary is not in its chain")
-	}
-	for _, r := range c.cfg.Require {
-		found := false
-		for _, p := range v.chain {
-			found = found || p == r
-		}
-		if !found {
-			return v.id, fmt.Errorf("node: epoch refused: required server %s not in the chain", r.String())
-		}
-	}
-	pub, priv, err := ed25519.GenerateKey(c.rand)
 	if err != nil {
 		return v.id, err
 	}
-	cs, reg, err := mix.Register(mix.EpochID(v.id), pub, v.serverKeys, c.rand)
+	e, fin, err := c.join(ctx, v, pidx)
 	if err != nil {
 		return v.id, err
 	}
-	defer cs.Close()
-	raw, err := reg.MarshalBinary()
-	if err != nil {
-		return v.id, err
-	}
-	msg := wire.Register{Epoch: v.id, XKey: reg.PIRKey, Reg: raw}
-	copy(msg.RegKey[:], pub)
-	dg := registerDigest(&msg)
-	copy(msg.Sig[:], ed25519.Sign(priv, dg[:]))
-	rep, err = c.call(ctx, ProtoClient, wire.TypeRegister, msg.Marshal(), wire.TypeSigned, 256<<20, pollTimeout)
-	if err != nil {
-		return v.id, err
-	}
-	var fin wire.Signed
-	if err := fin.Unmarshal(rep, genericLimits()); err != nil {
-		return v.id, err
-	}
-	fv, err := checkSigned(&fin, 1e30)
-	if err != nil || !fin.Final || fv.id != v.id {
-		return v.id, fmt.Errorf("node: final descriptor: %v", err)
-	}
-	slot := -1
-	for i, ce := range fin.Desc.Clients {
-		if bytes.Equal(ce.RegKey[:], pub) {
-			slot = i
-		}
-	}
-	if slot < 0 || int(fin.Desc.Clients[slot].Primary) != pidx {
-		return v.id, errors.New("node: this client is not in the final descriptor under its primary")
-	}
-	pk, err := cs.PIRKey()
-	if err != nil {
-		return v.id, err
-	}
-	e := &cepoch{v: fv, slot: uint32(slot), regKey: priv, cs: cs, pidx: pidx, reqs: map[uint32][][32]byte{}, ups: map[uint32]*upItem{}, onions: map[uint32][]byte{},
-		answerBufs: make(chan []byte, queriesInFlight)}
-	for j := range fv.chain {
-		if j == pidx {
-			continue
-		}
-		k, err := pir.ClientKeys(pk, fv.id, fv.D[j])
-		if err != nil {
-			return v.id, err
-		}
-		e.others = append(e.others, k)
-	}
+	defer e.cs.Close()
 	defer func() {
 		for _, k := range e.others {
 			k.Close()
 		}
-		clear(priv)
+		clear(e.regKey)
 		clear(e.payloadBuf)
 	}()
+	fv := e.v
 	n := len(fin.Desc.Clients)
 	c.mu.Lock()
 	c.epoch, c.anon, c.b = e, n, int(fin.Desc.Params.ChunkSize)
@@ -131,7 +60,117 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 		// stored submissions are sent again at the next start).
 		c.dropSubmissions(fv.id)
 	}
+	c.leaveEpoch(e)
+	return v.id, err
+}
+
+// openView waits for the primary's next open descriptor after last and
+// checks it: signed, with the primary and every required server in its
+// chain. It returns the view and the primary's chain position; the view
+// is nil when no descriptor could be read.
+func (c *Client) openView(ctx context.Context, last [32]byte) (*view, int, error) {
+	rep, err := c.call(ctx, ProtoClient, wire.TypeWaitOpen, (&wire.EpochRef{Epoch: last}).Marshal(), wire.TypeSigned, 256<<20, pollTimeout)
+	if err != nil {
+		return nil, 0, err
+	}
+	var open wire.Signed
+	if err := open.Unmarshal(rep, genericLimits()); err != nil {
+		return nil, 0, err
+	}
+	v, err := checkSigned(&open, 1e30)
+	if err != nil || open.Final {
+		return nil, 0, fmt.Errorf("node: open descriptor: %v", err)
+	}
+	pidx := -1
+	for i, p := range v.chain {
+		if p == c.primary {
+			pidx = i
+		}
+	}
+	if pidx < 0 {
+		return v, 0, errors.New("node: epoch refused: the primary is not in its chain")
+	}
+	for _, r := range c.cfg.Require {
+		found := false
+		for _, p := range v.chain {
+			found = found || p == r
+		}
+		if !found {
+			return v, 0, fmt.Errorf("node: epoch refused: required server %s not in the chain", r.String())
+		}
+	}
+	return v, pidx, nil
+}
+
+// join registers with a fresh key in the epoch of v (§4.1), checks that
+// the final descriptor lists this client under its primary and derives
+// the PIR keys shared with the other servers (§6.2).
+func (c *Client) join(ctx context.Context, v *view, pidx int) (*cepoch, *wire.Signed, error) {
+	pub, priv, err := ed25519.GenerateKey(c.rand)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, reg, err := mix.Register(mix.EpochID(v.id), pub, v.serverKeys, c.rand)
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) (*cepoch, *wire.Signed, error) {
+		cs.Close()
+		return nil, nil, err
+	}
+	raw, err := reg.MarshalBinary()
+	if err != nil {
+		return fail(err)
+	}
+	msg := wire.Register{Epoch: v.id, XKey: reg.PIRKey, Reg: raw}
+	copy(msg.RegKey[:], pub)
+	dg := registerDigest(&msg)
+	copy(msg.Sig[:], ed25519.Sign(priv, dg[:]))
+	rep, err := c.call(ctx, ProtoClient, wire.TypeRegister, msg.Marshal(), wire.TypeSigned, 256<<20, pollTimeout)
+	if err != nil {
+		return fail(err)
+	}
+	var fin wire.Signed
+	if err := fin.Unmarshal(rep, genericLimits()); err != nil {
+		return fail(err)
+	}
+	fv, err := checkSigned(&fin, 1e30)
+	if err != nil || !fin.Final || fv.id != v.id {
+		return fail(fmt.Errorf("node: final descriptor: %v", err))
+	}
+	slot := -1
+	for i, ce := range fin.Desc.Clients {
+		if bytes.Equal(ce.RegKey[:], pub) {
+			slot = i
+		}
+	}
+	if slot < 0 || int(fin.Desc.Clients[slot].Primary) != pidx {
+		return fail(errors.New("node: this client is not in the final descriptor under its primary"))
+	}
+	pk, err := cs.PIRKey()
+	if err != nil {
+		return fail(err)
+	}
+	e := &cepoch{v: fv, slot: uint32(slot), regKey: priv, cs: cs, pidx: pidx, reqs: map[uint32][][32]byte{}, ups: map[uint32]*upItem{}, onions: map[uint32][]byte{},
+		answerBufs: make(chan []byte, queriesInFlight)}
+	for j := range fv.chain {
+		if j == pidx {
+			continue
+		}
+		k, err := pir.ClientKeys(pk, fv.id, fv.D[j])
+		if err != nil {
+			return fail(err)
+		}
+		e.others = append(e.others, k)
+	}
+	return e, &fin, nil
+}
+
+// leaveEpoch forgets the epoch's requests in flight and puts back the
+// uploads it did not finish.
+func (c *Client) leaveEpoch(e *cepoch) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.epoch = nil
 	// Requests in flight are forgotten; failed ids may be asked again in a
 	// later epoch (§6.3).
@@ -145,8 +184,6 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 			c.upQ = append([]upItem{*u}, c.upQ...)
 		}
 	}
-	c.mu.Unlock()
-	return v.id, err
 }
 
 // rounds runs the client's side of §5 and §6 for one epoch. Round r's

@@ -29,7 +29,6 @@ func (s *Server) answerRound(e *sepoch, r uint32) {
 	defer s.trace("answerRound", r)()
 	v := e.final
 	m := len(v.chain)
-	b, k := e.bk()
 	s.mu.Lock()
 	x := e.round(r)
 	rl := x.list
@@ -48,58 +47,88 @@ func (s *Server) answerRound(e *sepoch, r uint32) {
 	for i, le := range rl.Entries {
 		ids[i] = le.ID
 	}
-	L := max(1, len(ids))
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
 	for j := 0; j < m; j++ {
 		if j == e.pos {
 			continue
 		}
-		slots := e.clientsOf(j)
-		if len(slots) == 0 {
-			continue
-		}
-		masks := make([][]byte, 0, len(slots)*k)
-		out := make([][]byte, len(slots)*k)
-		for _, sl := range slots {
-			for t := 0; t < k; t++ {
-				masks = append(masks, keys[sl].Mask(uint64(r), uint32(t), L))
-			}
-		}
-		// One recycled block for all the padded answers to primary j,
-		// back to the pool once they are sent.
-		block := s.pool.get(len(out) * b)
-		for i := range out {
-			out[i] = block[i*b : (i+1)*b : (i+1)*b]
-		}
-		pirStart := time.Now()
-		err := s.store.ViewChunks(ids, func(rows [][]byte) error { return s.engine.Answer(dbRows(rows), b, masks, out) })
-		s.timing.add(&s.timing.pir, time.Since(pirStart))
-		if err != nil {
-			s.log.Warn("pir answer", "round", r, "err", err)
+		if !s.padAnswers(e, r, j, ids, keys) {
 			return
 		}
-		for i, sl := range slots {
-			for t := 0; t < k; t++ {
-				keys[sl].XORPad(uint64(r), uint32(t), out[i*k+t])
-			}
-		}
-		msg := (&wire.Rows{Epoch: v.id, Round: r, Slots: slots, Rows: out}).Segments()
-		// Sent in the background, on a context of its own: this function
-		// goes on to its own clients and returns before the send ends.
-		s.wg.Add(1)
-		go func(p peer.ID) {
-			defer s.wg.Done()
-			sctx, scancel := context.WithTimeout(s.ctx, bulkTimeout)
-			defer scancel()
-			if _, err := callSegments(sctx, s.h, p, ProtoRound, wire.TypePadAnswers, msg, wire.TypeAck, 16, bulkTimeout); err != nil {
-				s.log.Warn("padded answers", "round", r, "err", err)
-			}
-			s.pool.put(block)
-		}(v.chain[j])
 	}
-	// Own clients: wait for their masks (every client queries every round;
-	// a silent one gets nothing after the round limit).
+	if !s.answerOwn(ctx, e, x, r, ids) {
+		return
+	}
+	if r == v.desc.Params.Rounds-1 {
+		// Give the last round's answers time to reach their clients.
+		time.AfterFunc(2*time.Second, func() {
+			s.mu.Lock()
+			s.endQuiet(e, "complete")
+			s.mu.Unlock()
+		})
+	}
+}
+
+// padAnswers answers the queries of primary j's clients for round r over
+// the list ids, pads each answer with the key shared with its client and
+// sends them to j in the background. False if the answers failed.
+func (s *Server) padAnswers(e *sepoch, r uint32, j int, ids [][32]byte, keys []*pir.Keys) bool {
+	v := e.final
+	b, k := e.bk()
+	L := max(1, len(ids))
+	slots := e.clientsOf(j)
+	if len(slots) == 0 {
+		return true
+	}
+	masks := make([][]byte, 0, len(slots)*k)
+	out := make([][]byte, len(slots)*k)
+	for _, sl := range slots {
+		for t := 0; t < k; t++ {
+			masks = append(masks, keys[sl].Mask(uint64(r), uint32(t), L))
+		}
+	}
+	// One recycled block for all the padded answers to primary j,
+	// back to the pool once they are sent.
+	block := s.pool.get(len(out) * b)
+	for i := range out {
+		out[i] = block[i*b : (i+1)*b : (i+1)*b]
+	}
+	pirStart := time.Now()
+	err := s.store.ViewChunks(ids, func(rows [][]byte) error { return s.engine.Answer(dbRows(rows), b, masks, out) })
+	s.timing.add(&s.timing.pir, time.Since(pirStart))
+	if err != nil {
+		s.log.Warn("pir answer", "round", r, "err", err)
+		return false
+	}
+	for i, sl := range slots {
+		for t := 0; t < k; t++ {
+			keys[sl].XORPad(uint64(r), uint32(t), out[i*k+t])
+		}
+	}
+	msg := (&wire.Rows{Epoch: v.id, Round: r, Slots: slots, Rows: out}).Segments()
+	// Sent in the background, on a context of its own: this function
+	// goes on to its own clients and returns before the send ends.
+	s.wg.Add(1)
+	go func(p peer.ID) {
+		defer s.wg.Done()
+		sctx, scancel := context.WithTimeout(s.ctx, bulkTimeout)
+		defer scancel()
+		if _, err := callSegments(sctx, s.h, p, ProtoRound, wire.TypePadAnswers, msg, wire.TypeAck, 16, bulkTimeout); err != nil {
+			s.log.Warn("padded answers", "round", r, "err", err)
+		}
+		s.pool.put(block)
+	}(v.chain[j])
+	return true
+}
+
+// answerOwn waits for the masks of this primary's own clients for round r
+// (every client queries every round; a silent one gets nothing after the
+// round limit), answers them and combines the answers with the others'
+// padded ones. False if the answers failed or the round was pruned.
+func (s *Server) answerOwn(ctx context.Context, e *sepoch, x *sround, r uint32, ids [][32]byte) bool {
+	v := e.final
+	b, k := e.bk()
 	mine := e.clientsOf(e.pos)
 	wctx, wcancel := context.WithTimeout(ctx, time.Duration(v.desc.Params.RoundLimitMs)*time.Millisecond)
 	_ = s.waitFor(wctx, func() bool { return len(x.queries) == len(mine) || e.ended })
@@ -114,38 +143,31 @@ func (s *Server) answerRound(e *sepoch, r uint32) {
 		}
 	}
 	s.mu.Unlock()
-	if len(slots) > 0 {
-		out := make([][]byte, len(masks))
-		for i := range out {
-			out[i] = make([]byte, b)
-		}
-		pirStart := time.Now()
-		err := s.store.ViewChunks(ids, func(rows [][]byte) error { return s.engine.Answer(dbRows(rows), b, masks, out) })
-		s.timing.add(&s.timing.pir, time.Since(pirStart))
-		if err != nil {
-			s.log.Warn("pir answer", "round", r, "err", err)
-			return
-		}
-		s.mu.Lock()
-		if x.pruned {
-			s.mu.Unlock()
-			return
-		}
-		x.own = map[uint32][][]byte{}
-		for i, sl := range slots {
-			x.own[sl] = out[i*k : (i+1)*k]
-		}
-		s.combine(e, x)
-		s.mu.Unlock()
+	if len(slots) == 0 {
+		return true
 	}
-	if r == v.desc.Params.Rounds-1 {
-		// Give the last round's answers time to reach their clients.
-		time.AfterFunc(2*time.Second, func() {
-			s.mu.Lock()
-			s.endQuiet(e, "complete")
-			s.mu.Unlock()
-		})
+	out := make([][]byte, len(masks))
+	for i := range out {
+		out[i] = make([]byte, b)
 	}
+	pirStart := time.Now()
+	err := s.store.ViewChunks(ids, func(rows [][]byte) error { return s.engine.Answer(dbRows(rows), b, masks, out) })
+	s.timing.add(&s.timing.pir, time.Since(pirStart))
+	if err != nil {
+		s.log.Warn("pir answer", "round", r, "err", err)
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if x.pruned {
+		return false
+	}
+	x.own = map[uint32][][]byte{}
+	for i, sl := range slots {
+		x.own[sl] = out[i*k : (i+1)*k]
+	}
+	s.combine(e, x)
+	return true
 }
 
 // combine finishes the answers whose own part and m-1 padded parts are in

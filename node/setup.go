@@ -7,6 +7,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/pir"
@@ -37,76 +38,18 @@ func (s *Server) setup(e *sepoch) {
 	v := e.final
 	m, n := len(v.chain), len(v.desc.Clients)
 	inputs := mix.InitialVectors(e.parsed)
-	var shareErr *mix.ShareError
 	for k := 0; k < m; k++ {
 		var res *mix.StepResult
+		var shareErr *mix.ShareError
+		var err error
 		if k == e.pos {
-			r, sec, err := mix.SetupStep(mix.EpochID(v.id), k, v.serverKeys, e.sk, inputs, s.rand)
-			if sec != nil {
-				// Held by the epoch at once, so that erase closes it on
-				// every path, failed broadcasts included.
-				s.mu.Lock()
-				e.sec = sec
-				s.mu.Unlock()
-			}
-			if errors.As(err, &shareErr) && r != nil && sec != nil {
-				// §4.2 step 3: a client's U or P is the identity or
-				// repeated. The result is complete and proven: broadcast
-				// it anyway so that everyone can check the claim, then
-				// walk the position back to the client.
-				err = nil
-			}
-			if err != nil {
-				fail(fmt.Errorf("node: setup step %d: %w", k, err))
-				return
-			}
-			// §3: x_s is erased as soon as setup no longer needs it.
-			e.sk.Close()
-			raw, err := r.MarshalBinary()
-			if err != nil {
-				fail(err)
-				return
-			}
-			sig, err := sign(s.priv, taggedHash(tagStep, v.id[:], []byte{byte(k >> 8), byte(k)}, raw))
-			if err != nil {
-				fail(err)
-				return
-			}
-			msg := (&wire.Step{Epoch: v.id, S: uint16(k), Result: raw, Sig: sig}).Marshal()
-			var others []peer.ID
-			for _, p := range v.chain {
-				if p != s.h.ID() {
-					others = append(others, p)
-				}
-			}
-			if _, err := s.each(ctx, others, ProtoEpoch, wire.TypeStep, msg, wire.TypeAck, 16, bulkTimeout); err != nil {
-				fail(fmt.Errorf("node: broadcast setup step %d: %w", k, err))
-				return
-			}
-			s.mu.Lock()
-			e.forward, e.U = sec.Forward(), r.U
-			s.mu.Unlock()
-			res = r
+			res, shareErr, err = s.ownStep(ctx, e, k, inputs)
 		} else {
-			var st *wire.Step
-			if err := s.waitFor(ctx, func() bool { st = e.stepMsgs[k]; return st != nil || e.ended }); err != nil || st == nil {
-				fail(fmt.Errorf("node: no setup step %d: %v", k, err))
-				return
-			}
-			if err := verifyPeerSig(v.chain[k], taggedHash(tagStep, v.id[:], []byte{byte(k >> 8), byte(k)}, st.Result), st.Sig); err != nil {
-				fail(fmt.Errorf("node: setup step %d: %w", k, err))
-				return
-			}
-			r, err := mix.ParseStepResult(st.Result, n, m, k)
-			if err != nil {
-				fail(fmt.Errorf("node: setup step %d: %w", k, err))
-				return
-			}
-			if err := mix.VerifyStep(mix.EpochID(v.id), k, v.serverKeys, inputs, r, s.rand); err != nil && !errors.As(err, &shareErr) {
-				fail(fmt.Errorf("node: setup step %d does not verify: %w", k, err))
-				return
-			}
-			res = r
+			res, shareErr, err = s.peerStep(ctx, e, k, inputs)
+		}
+		if err != nil {
+			fail(err)
+			return
 		}
 		s.mu.Lock()
 		e.steps = append(e.steps, res)
@@ -139,6 +82,79 @@ func (s *Server) setup(e *sepoch) {
 	s.notify()
 	s.mu.Unlock()
 	s.log.Info("setup done", "epoch", fmt.Sprintf("%x", v.id[:6]), "clients", n)
+}
+
+// ownStep computes this server's setup step k, proves it and broadcasts it
+// to the others. A share fault (§4.2 step 3) is returned beside a complete
+// result, not as an error.
+func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group.Ciphertext) (*mix.StepResult, *mix.ShareError, error) {
+	v := e.final
+	var shareErr *mix.ShareError
+	r, sec, err := mix.SetupStep(mix.EpochID(v.id), k, v.serverKeys, e.sk, inputs, s.rand)
+	if sec != nil {
+		// Held by the epoch at once, so that erase closes it on
+		// every path, failed broadcasts included.
+		s.mu.Lock()
+		e.sec = sec
+		s.mu.Unlock()
+	}
+	if errors.As(err, &shareErr) && r != nil && sec != nil {
+		// §4.2 step 3: a client's U or P is the identity or
+		// repeated. The result is complete and proven: broadcast
+		// it anyway so that everyone can check the claim, then
+		// walk the position back to the client.
+		err = nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("node: setup step %d: %w", k, err)
+	}
+	// §3: x_s is erased as soon as setup no longer needs it.
+	e.sk.Close()
+	raw, err := r.MarshalBinary()
+	if err != nil {
+		return nil, nil, err
+	}
+	sig, err := sign(s.priv, taggedHash(tagStep, v.id[:], []byte{byte(k >> 8), byte(k)}, raw))
+	if err != nil {
+		return nil, nil, err
+	}
+	msg := (&wire.Step{Epoch: v.id, S: uint16(k), Result: raw, Sig: sig}).Marshal()
+	var others []peer.ID
+	for _, p := range v.chain {
+		if p != s.h.ID() {
+			others = append(others, p)
+		}
+	}
+	if _, err := s.each(ctx, others, ProtoEpoch, wire.TypeStep, msg, wire.TypeAck, 16, bulkTimeout); err != nil {
+		return nil, nil, fmt.Errorf("node: broadcast setup step %d: %w", k, err)
+	}
+	s.mu.Lock()
+	e.forward, e.U = sec.Forward(), r.U
+	s.mu.Unlock()
+	return r, shareErr, nil
+}
+
+// peerStep waits for server k's setup step and verifies it. A share fault
+// it proves is returned beside the result, not as an error.
+func (s *Server) peerStep(ctx context.Context, e *sepoch, k int, inputs [][]group.Ciphertext) (*mix.StepResult, *mix.ShareError, error) {
+	v := e.final
+	m, n := len(v.chain), len(v.desc.Clients)
+	var st *wire.Step
+	if err := s.waitFor(ctx, func() bool { st = e.stepMsgs[k]; return st != nil || e.ended }); err != nil || st == nil {
+		return nil, nil, fmt.Errorf("node: no setup step %d: %v", k, err)
+	}
+	if err := verifyPeerSig(v.chain[k], taggedHash(tagStep, v.id[:], []byte{byte(k >> 8), byte(k)}, st.Result), st.Sig); err != nil {
+		return nil, nil, fmt.Errorf("node: setup step %d: %w", k, err)
+	}
+	r, err := mix.ParseStepResult(st.Result, n, m, k)
+	if err != nil {
+		return nil, nil, fmt.Errorf("node: setup step %d: %w", k, err)
+	}
+	var shareErr *mix.ShareError
+	if err := mix.VerifyStep(mix.EpochID(v.id), k, v.serverKeys, inputs, r, s.rand); err != nil && !errors.As(err, &shareErr) {
+		return nil, nil, fmt.Errorf("node: setup step %d does not verify: %w", k, err)
+	}
+	return r, shareErr, nil
 }
 
 func (s *Server) onStep(from peer.ID, body []byte) (wire.Type, []byte, error) {
