@@ -93,12 +93,11 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, fmt.Errorf("node: %s heads the chain here, not %s", mine[0].ShortString(), from.ShortString())
 	}
 	s.mu.Lock()
-	if p.Number <= s.number {
-		n := s.number
-		s.mu.Unlock()
-		return 0, nil, fmt.Errorf("node: epoch number %d not above %d", p.Number, n)
-	}
+	last := s.number
 	s.mu.Unlock()
+	if err := checkEpochNumber(last, p.Number); err != nil {
+		return 0, nil, err
+	}
 	sk, err := mix.NewServerSecret(s.rand)
 	if err != nil {
 		return 0, nil, err
@@ -175,13 +174,19 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		if !bytes.Equal(sd.Desc.Group[e.pos].Marshal(), e.entry.Marshal()) {
 			return 0, nil, errors.New("node: descriptor alters this server's entry")
 		}
+		if err := checkEpochNumber(s.number, sd.Desc.Number); err != nil {
+			return 0, nil, err
+		}
+		// The number is on disk before this server's signature leaves:
+		// a restart never offers or accepts it again.
+		if err := saveEpochNumber(s.cfg.DataDir, sd.Desc.Number); err != nil {
+			return 0, nil, err
+		}
+		s.number = sd.Desc.Number
 		delete(s.prep, sd.Desc.Nonce)
 		e.v = v
 		e.regs, e.fwd, e.stepMsgs, e.rounds = map[[32]byte]wire.Register{}, map[[32]byte]wire.Register{}, map[int]*wire.Step{}, map[uint32]*sround{}
 		s.epochs[v.id] = e
-		if sd.Desc.Number > s.number {
-			s.number = sd.Desc.Number
-		}
 		sig, err := sign(s.priv, openDigest(&sd.Desc))
 		if err != nil {
 			return 0, nil, err

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -111,5 +114,114 @@ func TestPIRQuerySlotOwner(t *testing.T) {
 	s.mu.Unlock()
 	if len(got) == 0 || got[0][0] != 1 {
 		t.Fatalf("victim's query not recorded: %v", got)
+	}
+}
+
+// leaderBelow returns a fresh peer id that sorts before s in chain order
+// (a leader s would follow).
+func leaderBelow(t testing.TB, s *Server) peer.ID {
+	for {
+		id := newPeerID(t)
+		if bytes.Compare([]byte(id), []byte(s.ID())) < 0 {
+			return id
+		}
+	}
+}
+
+// TestEpochNumberBounds: a server takes a proposed epoch number N only if
+// N > last and N − last ≤ maxEpochGap (a server with no epoch on record:
+// N ≤ maxFirstEpoch). A refused Prepare leaves nothing behind; a refusal
+// for a number too low says the refuser's last, which the leader may
+// catch up to (bounded the same way).
+func TestEpochNumberBounds(t *testing.T) {
+	s := beaconServer(t)
+	leader := leaderBelow(t, s)
+	prep := func(n uint64) []byte {
+		p := wire.Prepare{Number: n, Params: testParams(4), Chain: [][]byte{[]byte(leader), []byte(s.ID())}}
+		return p.Marshal()
+	}
+	cases := []struct {
+		last, n uint64
+		ok      bool
+	}{
+		{0, 1, true},
+		{0, maxFirstEpoch, true},
+		{0, maxFirstEpoch + 1, false},
+		{0, 1<<64 - 1, false},
+		{5, 6, true},
+		{5, 5 + maxEpochGap, true},
+		{5, 5, false},
+		{5, 4, false},
+		{5, 5 + maxEpochGap + 1, false},
+		{5, 1<<64 - 1, false},
+		{1<<64 - 2, 1<<64 - 1, true},
+	}
+	for _, c := range cases {
+		s.mu.Lock()
+		s.number = c.last
+		clear(s.prep)
+		s.mu.Unlock()
+		_, _, err := s.onPrepare(leader, prep(c.n))
+		s.mu.Lock()
+		held, last := len(s.prep), s.number
+		s.mu.Unlock()
+		if (err == nil) != c.ok {
+			t.Errorf("last %d, N %d: err %v, want accepted %v", c.last, c.n, err, c.ok)
+		}
+		if last != c.last {
+			t.Errorf("last %d, N %d: a Prepare moved the last number to %d", c.last, c.n, last)
+		}
+		if !c.ok && held != 0 {
+			t.Errorf("last %d, N %d: refused Prepare left a preparation", c.last, c.n)
+		}
+	}
+	// A refusal for a number too low carries the refuser's last.
+	s.mu.Lock()
+	s.number = 7
+	s.mu.Unlock()
+	_, _, err := s.onPrepare(leader, prep(3))
+	if l, ok := refusedBelow(err); !ok || l != 7 {
+		t.Fatalf("refusal %v: last %d, %v", err, l, ok)
+	}
+	// The leader's catch-up: to a refuser's last, never beyond its gap.
+	s.mu.Lock()
+	s.number = 2
+	s.mu.Unlock()
+	if !s.catchUp(err) || s.number != 7 {
+		t.Fatalf("catch-up to 7: at %d", s.number)
+	}
+	lie := errors.New("peer refused: node: epoch number 8 not above 18446744073709551614")
+	if s.catchUp(lie) || s.number != 7 {
+		t.Fatalf("a refuser's claim beyond the gap moved the leader to %d", s.number)
+	}
+}
+
+// TestEpochNumberPersists: the last number survives a restart of the
+// server on its data directory (a restarted leader counted from 1 again
+// and every other server refused it for ever).
+func TestEpochNumberPersists(t *testing.T) {
+	dir := t.TempDir()
+	if n, err := loadEpochNumber(dir); err != nil || n != 0 {
+		t.Fatalf("fresh directory: %d, %v", n, err)
+	}
+	for _, n := range []uint64{1, 41, 1<<64 - 1} {
+		if err := saveEpochNumber(dir, n); err != nil {
+			t.Fatal(err)
+		}
+		s, err := NewServer(context.Background(), ServerConfig{DataDir: dir, Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := s.number
+		s.Close()
+		if got != n {
+			t.Fatalf("restarted with last number %d, saved %d", got, n)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, EpochNumberFile), []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadEpochNumber(dir); err == nil {
+		t.Fatal("a corrupt epoch number file was read")
 	}
 }

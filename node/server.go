@@ -106,7 +106,7 @@ type Server struct {
 	epochs  map[[32]byte]*sepoch
 	prep    map[[32]byte]*sepoch // by nonce, before the epoch id is known
 	open    *sepoch              // epoch accepting registrations here
-	number  uint64               // highest epoch number seen
+	number  uint64               // highest epoch number signed (EpochNumberFile)
 	// banned: client peers excluded up to an epoch number (a culprit of a
 	// share fault, blame.go), known only to their primary.
 	banned map[peer.ID]uint64
@@ -154,6 +154,10 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	number, err := loadEpochNumber(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	st := cfg.Store
 	if st == nil {
 		bs, err := openStore(cfg.DataDir, cfg.StoreOptions, log)
@@ -176,6 +180,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		h: h, priv: priv, helloNow: make(chan struct{}, 1), store: st,
 		engine:  pir.NewEngine(pir.Options{}),
 		changed: make(chan struct{}), epochs: map[[32]byte]*sepoch{}, prep: map[[32]byte]*sepoch{},
+		number: number,
 	}
 	h.Network().Notify(s.departureNotifiee())
 	serve(cctx, h, &s.handlers, s.log, ProtoRoster, shortTimeout, func(t wire.Type) int {
