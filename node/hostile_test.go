@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"testing"
 	"time"
 
@@ -36,16 +38,23 @@ func newPeerID(t testing.TB) peer.ID {
 // that peer; every round's request list is empty (one zero row).
 func fixtureEpoch(t testing.TB, s *Server, regFrom ...peer.ID) *sepoch {
 	t.Helper()
+	return fixtureChain(t, s, []peer.ID{s.ID()}, 0, regFrom...)
+}
+
+// fixtureChain is fixtureEpoch with s at position pos of chain.
+func fixtureChain(t testing.TB, s *Server, chain []peer.ID, pos int, regFrom ...peer.ID) *sepoch {
+	t.Helper()
 	p := testParams(8)
 	desc := &wire.Descriptor{Number: 1, Params: p}
-	e := &sepoch{pos: 0, rounds: map[uint32]*sround{}, regs: map[[32]byte]wire.Register{}, regFrom: map[[32]byte]peer.ID{}}
+	e := &sepoch{pos: pos, rounds: map[uint32]*sround{}, regs: map[[32]byte]wire.Register{}, regFrom: map[[32]byte]peer.ID{}}
 	for i, from := range regFrom {
 		var c wire.ClientEntry
 		c.RegKey[0], c.XKey[0] = byte(i+1), byte(0x80+i)
+		c.Primary = uint16(pos)
 		desc.Clients = append(desc.Clients, c)
 		e.regFrom[c.RegKey] = from
 	}
-	v := &view{id: [32]byte{0xee, byte(len(regFrom))}, desc: desc, chain: []peer.ID{s.ID()}, lim: limitsFor(p, 1)}
+	v := &view{id: [32]byte{0xee, byte(len(regFrom))}, desc: desc, chain: chain, lim: limitsFor(p, len(chain))}
 	e.v, e.final = v, v
 	s.mu.Lock()
 	s.epochs[v.id] = e
@@ -223,5 +232,70 @@ func TestEpochNumberPersists(t *testing.T) {
 	}
 	if _, err := loadEpochNumber(dir); err == nil {
 		t.Fatal("a corrupt epoch number file was read")
+	}
+}
+
+// TestProposalCensorship: (v3, §5.3) a server signs a request list only if
+// every id requested in the round that it holds is in, except what the cut
+// to L_max (the first L_max ids in byte order) leaves out. A leader that
+// leaves out a requested id is refused, and the refusal names the id.
+func TestProposalCensorship(t *testing.T) {
+	s := beaconServer(t)
+	leader := leaderBelow(t, s)
+	e := fixtureChain(t, s, []peer.ID{leader, s.ID()}, 1)
+	var held []wire.ListEntry
+	for i := 0; i < 3; i++ {
+		data := []byte{byte(i), 1, 2}
+		id := sha256.Sum256(data)
+		if err := s.store.PutChunks([]StoredChunk{{ID: id, Data: data}}); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, wire.ListEntry{ID: id, Len: uint32(len(data))})
+	}
+	sort.Slice(held, func(i, j int) bool { return bytes.Compare(held[i].ID[:], held[j].ID[:]) < 0 })
+	nobody := [32]byte{0xff, 0xff} // requested, held by no server
+	const r = 2
+	s.mu.Lock()
+	x := e.round(r)
+	x.list, x.pubDone = nil, true
+	x.requests = map[[32]byte]bool{held[0].ID: true, held[1].ID: true, held[2].ID: true, nobody: true}
+	s.mu.Unlock()
+	cases := []struct {
+		name    string
+		maxRows uint32
+		entries []wire.ListEntry
+		ok      bool
+	}{
+		{"every held id", 64, held, true},
+		{"one left out", 64, []wire.ListEntry{held[0], held[2]}, false},
+		{"the last left out", 64, held[:2], false},
+		{"empty list", 64, nil, false},
+		{"cut to L_max keeps the first", 2, held[:2], true},
+		{"cut to L_max skips the first", 2, held[1:], false},
+	}
+	for _, c := range cases {
+		e.final.desc.Params.MaxRows = c.maxRows
+		rl := wire.RoundList{Epoch: e.v.id, Round: r, Entries: c.entries}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		rt, rep, err := s.onProposal(ctx, leader, rl.Marshal())
+		cancel()
+		if c.ok && (err != nil || rt != wire.TypeSig || len(rep) == 0) {
+			t.Errorf("%s: refused: %v", c.name, err)
+		}
+		if !c.ok {
+			if err == nil {
+				t.Errorf("%s: signed", c.name)
+				continue
+			}
+			named := refusedOmitted(err)
+			if len(named) == 0 {
+				t.Errorf("%s: refusal %q names no omitted id", c.name, err)
+			}
+			for _, id := range named {
+				if id == nobody {
+					t.Errorf("%s: refusal names an id nobody holds", c.name)
+				}
+			}
+		}
 	}
 }
