@@ -82,7 +82,7 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID) (wire.Descripto
 	if _, err := s.rand.Read(nonce[:]); err != nil {
 		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: epoch nonce: %w", err)
 	}
-	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.cfg.Params}
+	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.cfg.Params.wire()}
 	for _, p := range chain {
 		prep.Chain = append(prep.Chain, []byte(p))
 	}
@@ -90,7 +90,7 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID) (wire.Descripto
 	if err != nil {
 		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: prepare epoch %d: %w", number, err)
 	}
-	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.cfg.Params, Group: make([]wire.GroupEntry, len(chain))}
+	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.cfg.Params.wire(), Group: make([]wire.GroupEntry, len(chain))}
 	for i, r := range reps {
 		if err := desc.Group[i].Unmarshal(r, genericLimits()); err != nil {
 			return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: entry of server %d: %w", i, err)
