@@ -5,7 +5,8 @@
 // lists) and the multi-server PIR of §6 between primaries and their
 // clients. Messages are the binary codec of internal/wire; every stream has
 // a deadline, a size cap on every read and is reset on error. The byte
-// layouts and the departures from SPEC.md are in docs/proto-node.md.
+// layouts are in docs/proto-node.md, the protocol in docs/protocol.md (the
+// § numbers cited in this package).
 //
 // Logging goes to the *slog.Logger of the configuration (quiet when nil)
 // and never ties a client to a slot, a chunk or a request.
