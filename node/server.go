@@ -54,7 +54,7 @@ const (
 )
 
 // DefaultParams are the epoch parameters of a new leader: b = 256 KiB and
-// k = 1, chosen by the benchmark (docs/proto-node.md: the padded answers,
+// k = 1, chosen by the benchmark (docs/bench/network.md: the padded answers,
 // (m−1)·n·k·b bytes a round, dominate the round time, and k = 1 gave the
 // best per-client upload and download goodput at n = 64 and n = 200, k = 2
 // only at n = 16, within the noise), R = 256, W = 2. The
