@@ -1,15 +1,3 @@
-// Package node is riffle's network layer (SPEC §3–§7): libp2p hosts for
-// servers and clients, the roster and chain of §3, the leader-driven epoch
-// life (descriptor, registration, the setup chain of §4.2), rounds (§5:
-// collect, peel, permute, forward, publish, verify, store, signed request
-// lists) and the multi-server PIR of §6 between primaries and their
-// clients. Messages are the binary codec of internal/wire; every stream has
-// a deadline, a size cap on every read and is reset on error. The byte
-// layouts are in docs/proto-node.md, the protocol in docs/protocol.md (the
-// § numbers cited in this package).
-//
-// Logging goes to the *slog.Logger of the configuration (quiet when nil)
-// and never ties a client to a slot, a chunk or a request.
 package node
 
 import (
@@ -54,7 +42,7 @@ const (
 )
 
 // DefaultParams are the epoch parameters of a new leader: b = 256 KiB and
-// k = 1, chosen by the benchmark (docs/bench/network.md: the padded answers,
+// k = 1, chosen by the benchmark (docs/proto-node.md: the padded answers,
 // (m−1)·n·k·b bytes a round, dominate the round time, and k = 1 gave the
 // best per-client upload and download goodput at n = 64 and n = 200, k = 2
 // only at n = 16, within the noise), R = 256, W = 2. The
