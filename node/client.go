@@ -70,7 +70,7 @@ type Client struct {
 	retry map[[32]byte]bool
 	held  map[[32]byte]bool
 	stats Stats
-	index []wire.IndexEntry // synced once per epoch
+	index []IndexEntry // synced once per epoch
 }
 
 // Stats counts what a client did.
@@ -81,7 +81,7 @@ type Stats struct {
 }
 
 type upItem struct {
-	c   StoredChunk
+	c   store.Chunk
 	job *shareJob
 }
 

@@ -99,7 +99,7 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 		if err != nil {
 			return 0, nil, err
 		}
-		return wire.TypeIndex, (&wire.Index{Entries: idx}).Marshal(), nil
+		return wire.TypeIndex, (&wire.Index{Entries: indexToWire(idx)}).Marshal(), nil
 	}
 	return 0, nil, fmt.Errorf("node: unexpected client message %d", t)
 }
