@@ -132,7 +132,7 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 // Index fetches the whole public index from the primary (§7: always all of
 // it, never per-file look-ups).
 func (c *Client) Index(ctx context.Context) ([]IndexEntry, error) {
-	rep, err := c.call(ctx, ProtoClient, wire.TypeIndexReq, nil, wire.TypeIndex, 256<<20, shortTimeout)
+	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeIndexReq, Timeout: shortTimeout})
 	if err != nil {
 		return nil, err
 	}

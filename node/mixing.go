@@ -155,7 +155,7 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		}
 		sent := make(chan error, 1)
 		go func() {
-			_, err := s.eachSegments(ctx, others, ProtoRound, wire.TypeBatch, b.Segments(), wire.TypeAck, 16, bulkTimeout)
+			_, err := s.each(ctx, others, request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
 			sent <- err
 		}()
 		s.publish(e, r, out)
@@ -164,7 +164,7 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		}
 		return
 	}
-	if _, err := callSegments(ctx, s.h, v.chain[e.pos+1], ProtoRound, wire.TypeBatch, b.Segments(), wire.TypeAck, 16, bulkTimeout); err != nil {
+	if _, err := call(ctx, s.h, v.chain[e.pos+1], request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout}); err != nil {
 		fail("forward batch", err)
 	}
 }

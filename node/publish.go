@@ -127,7 +127,7 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 	rl.Entries = listEntries(held[:min(len(held), int(v.desc.Params.MaxRows))])
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
-	reps, err := s.each(ctx, v.chain, ProtoRound, wire.TypeProposal, rl.Marshal(), wire.TypeSig, 256, bulkTimeout)
+	reps, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: bulkTimeout})
 	if err != nil {
 		s.log.Warn("request list refused", "round", r, "err", err)
 		s.mu.Lock()
@@ -145,7 +145,7 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 		}
 		rl.Sigs = append(rl.Sigs, sg.Sig)
 	}
-	if _, err := s.each(ctx, v.chain, ProtoRound, wire.TypeRoundList, rl.Marshal(), wire.TypeAck, 16, bulkTimeout); err != nil {
+	if _, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: rl.Marshal(), Timeout: bulkTimeout}); err != nil {
 		s.log.Warn("deliver request list", "round", r, "err", err)
 	}
 }
@@ -206,7 +206,7 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 			}
 			continue
 		}
-		rep, err := call(ctx, s.h, from, ProtoRound, wire.TypeGetChunk, (&wire.Chunk{ID: le.ID}).Marshal(), wire.TypeChunk, MaxChunkSize+64, bulkTimeout)
+		rep, err := call(ctx, s.h, from, request{Proto: ProtoRound, Type: wire.TypeGetChunk, Body: (&wire.Chunk{ID: le.ID}).Marshal(), Timeout: bulkTimeout})
 		if err != nil {
 			return 0, nil, fmt.Errorf("node: fetch %x: %w", le.ID[:6], err)
 		}

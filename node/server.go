@@ -194,12 +194,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		changed: make(chan struct{}), epochs: map[[32]byte]*sepoch{}, prep: map[[32]byte]*sepoch{},
 	}
 	h.Network().Notify(s.departureNotifiee())
-	serve(cctx, h, &s.handlers, s.log, ProtoRoster, shortTimeout, func(t wire.Type) int {
-		if t == wire.TypeHello {
-			return 4096
-		}
-		return 0
-	}, s.handleHello)
+	serve(cctx, h, &s.handlers, s.log, ProtoRoster, shortTimeout, s.rosterCaps, s.handleHello)
 	serve(cctx, h, &s.handlers, s.log, ProtoEpoch, bulkTimeout, s.epochCaps, s.handleEpoch)
 	servePooled(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.roundCaps, s.pool.get, s.handleRound)
 	servePooled(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, s.clientCaps, s.pool.get, s.handleClient)

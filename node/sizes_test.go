@@ -49,7 +49,7 @@ func TestWireSizesEqual(t *testing.T) {
 	}
 	tn := nodetest.New(t, nodetest.Config{Servers: m, Clients: n, Params: p,
 		Server: func(i int, c *node.ServerConfig) { c.Store = node.NewMemStore() },
-		Client: func(i int, c *node.ClientConfig) { c.OnSend = recs[i].add }})
+		Client: func(i int, c *node.ClientConfig) { c.OnSend = func(t uint8, n int) { recs[i].add(wire.Type(t), n) } }})
 	clients := tn.Clients
 	data := nodetest.RandBytes(t, 40<<10)
 	link, err := clients[0].Share(ctx, bytes.NewReader(data), "sizes.bin", false)
