@@ -231,6 +231,10 @@ func decKeys(d *Dec, max int, what string) [][32]byte {
 	return out
 }
 
+// groupEntryMin is the smallest group entry: six empty byte strings or
+// lists (a u32 each) and the two 32-byte keys.
+const groupEntryMin = 6*4 + 32 + 32
+
 func (g *GroupEntry) dec(d *Dec, maxRounds int) {
 	g.PeerID = d.Bytes(MaxPeerID, "peer id")
 	g.Nick = d.Bytes(MaxNick, "nick")
@@ -305,7 +309,7 @@ func (m *Descriptor) dec(d *Dec, l Limits) {
 	m.Number = d.U64("number")
 	m.Nonce = d.Array32("nonce")
 	m.Params.dec(d)
-	n := d.Count(MaxServers, 100, "group entries")
+	n := d.Count(MaxServers, groupEntryMin, "group entries")
 	m.Group = make([]GroupEntry, n)
 	for i := range m.Group {
 		m.Group[i].dec(d, l.Rounds)
