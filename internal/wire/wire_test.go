@@ -70,39 +70,6 @@ func TestFrame(t *testing.T) {
 	}
 }
 
-// FuzzDecoders feeds frames to the decoder of their type byte (seeded with
-// every vector): a body that decodes re-encodes to the same bytes.
-func FuzzDecoders(f *testing.F) {
-	vs := vectors()
-	byType := map[Type]vector{}
-	for _, v := range vs {
-		f.Add(v.frame())
-		if _, ok := byType[v.t]; !ok {
-			byType[v.t] = v
-		}
-	}
-	f.Fuzz(func(t *testing.T, frame []byte) {
-		if len(frame) < HeaderSize {
-			return
-		}
-		v, ok := byType[Type(frame[0])]
-		if !ok || v.t == TypeError {
-			return
-		}
-		body, err := ReadFrame(bytes.NewReader(frame), v.t, 1<<20)
-		if err != nil {
-			return
-		}
-		m, err := v.dec(body)
-		if err != nil {
-			return
-		}
-		if !bytes.Equal(m.Marshal(), body) {
-			t.Fatalf("%s: decode→encode changed the bytes", v.name)
-		}
-	})
-}
-
 func FuzzReadFrame(f *testing.F) {
 	var buf bytes.Buffer
 	_ = WriteFrame(&buf, TypeHello, []byte("abc"))
