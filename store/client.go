@@ -29,8 +29,9 @@ var clientBuckets = [][]byte{bucketShares, bucketDownloads, bucketNeed, bucketHa
 // others.
 const clientSchema = 1
 
-// clientMmapSize maps the client database ahead like the server's, smaller:
-// a client holds one or a few downloads in progress.
+// clientMmapSize maps the client database ahead, since ViewHeld holds a
+// read transaction while a download is assembled; a client holds one or a
+// few downloads in progress.
 const clientMmapSize = 256 << 20
 
 // MaxOnionSize bounds a stored onion: SPEC §5.1's P + 16·m is a chunk of

@@ -61,16 +61,11 @@ const lockTimeout = 500 * time.Millisecond
 // same write speed, in TestLayoutMeasure.
 const pageSize = 4096
 
-// Mmap sizing: bbolt must wait for every open read transaction before it
-// can grow its memory map, and PIR holds one for a whole pass over the
-// round's rows. Mapping the whole expected database up front means a
-// commit never waits for PIR. Address space is cheap; the file itself
-// grows only as data is written.
-const (
-	defaultMmapSize = 1 << 30  // when no quota is set
-	maxMmapSize     = 64 << 30 // ceiling for very large quotas
-	minMmapSize     = 64 << 20
-)
+// serverMmapSize is the server database's initial map. It holds only
+// small records (chunk bodies are in segment files), and no reader holds
+// a transaction while it uses chunk bytes, so a commit that must grow the
+// map waits for short lookups only.
+const serverMmapSize = 64 << 20
 
 // lockedError is what Open returns for a database locked elsewhere.
 type lockedError struct{ path string }
@@ -117,8 +112,9 @@ func discardLogger(l *slog.Logger) *slog.Logger {
 // missing key in every case.
 var present = []byte{1}
 
-// Chunk bytes live in nested buckets: parent[id] is a bucket whose single
-// key chunkDataKey holds the bytes. See the package comment for why.
+// In the client file, chunk bytes live in nested buckets: parent[id] is a
+// bucket whose single key chunkDataKey holds the bytes. See the package
+// comment for why.
 var chunkDataKey = []byte{'d'}
 
 // getChunkTx returns a chunk's bytes from the nested layout and whether it
@@ -145,4 +141,18 @@ func putChunkTx(parent *bolt.Bucket, id ID, data []byte) error {
 		return fmt.Errorf("store: put chunk %x (%d bytes): %w", id[:8], len(data), err)
 	}
 	return nil
+}
+
+// viewChunks calls fn with the bytes of chunks ids of a nested-layout
+// bucket, in order, as slices of the transaction's memory map.
+func viewChunks(parent *bolt.Bucket, ids []ID, fn func(rows [][]byte) error) error {
+	rows := make([][]byte, len(ids))
+	for i, id := range ids {
+		v, ok := getChunkTx(parent, id)
+		if !ok {
+			return fmt.Errorf("%w: chunk %x (row %d of %d)", ErrNotFound, id[:8], i, len(ids))
+		}
+		rows[i] = v[:len(v):len(v)]
+	}
+	return fn(rows)
 }
