@@ -127,6 +127,13 @@ func TestSegmentsRollAndGo(t *testing.T) {
 		}
 		return nil
 	})
+	// Ten of segment 1's eleven chunks were pruned: their blocks are
+	// punched out (where the file system can).
+	if used, ok := diskBytes(filepath.Join(dir, segName(1))); ok && used > 2*MaxChunkSize {
+		t.Errorf("segment 1 takes %d bytes on disk for one live chunk of %d", used, MaxChunkSize)
+	} else {
+		t.Logf("segment 1: %d bytes on disk (%v)", used, ok)
+	}
 	s.Close()
 	verifyStore(t, path)
 }

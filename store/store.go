@@ -1,4 +1,5 @@
-// Package store is riffle's persistent storage on bbolt (SPEC §7).
+// Package store is riffle's persistent storage (SPEC §7;
+// docs/proto-store.md).
 //
 // A server's Store keeps the chunks published in rounds (by id), the public
 // index of files (file id → name, size, chunk count, first publication),
@@ -11,14 +12,21 @@
 // Every write is one bbolt transaction and returns only after the commit
 // is on disk: a chunk is acknowledged only once stored (SPEC §5.3). Values
 // returned by the API are copies, except in ViewChunks and
-// ClientDB.ViewHeld, which hand out slices of the memory map for zero-copy
-// PIR and live only as long as their callback.
+// ClientDB.ViewHeld, which hand out slices of a read-only memory map for
+// zero-copy PIR and live only as long as their callback.
 //
-// Layout (measured, see docs/proto-store.md): each chunk is a nested
-// bucket holding one value, so that a chunk's 256 KiB (up to 4 MiB) lives
-// in its own run of overflow pages and putting or deleting a chunk never
-// rewrites a neighbour's bytes, as bbolt does for large values that share a
-// leaf. Pages are 4 KiB and the freelist is a hash map kept on disk.
+// Layout (measured, see docs/proto-store.md and docs/bench/store.md): the
+// server keeps chunk bodies in append-only segment files beside its bbolt
+// file, which holds their locations and every record (segment.go): a
+// round's chunks are written once, from the caller's buffers. The client
+// keeps chunk bytes inside bbolt, each chunk a nested bucket holding one
+// value, so that a chunk lives in its own run of overflow pages and
+// putting or deleting one never rewrites a neighbour's bytes. Pages are
+// 4 KiB and the freelist is a hash map kept on disk.
+//
+// Files: store.go (options shared by both files), server.go (Store),
+// segment.go (segment files), records.go and codec.go (record types and
+// their encoding), client.go (ClientDB).
 package store
 
 import (
