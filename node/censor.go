@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/store"
 )
 
 // maxOmittedNamed bounds the ids a refusal of a censoring proposal names
@@ -100,7 +101,7 @@ func (s *Server) fetchOmitted(ctx context.Context, e *sepoch, ids [][32]byte) bo
 			if p == s.h.ID() {
 				continue
 			}
-			rep, err := call(ctx, s.h, p, ProtoRound, wire.TypeGetChunk, (&wire.Chunk{ID: id}).Marshal(), wire.TypeChunk, MaxChunkSize+64, bulkTimeout)
+			rep, err := call(ctx, s.h, p, request{Proto: ProtoRound, Type: wire.TypeGetChunk, Body: (&wire.Chunk{ID: id}).Marshal(), Timeout: bulkTimeout})
 			if err != nil {
 				continue
 			}
@@ -108,7 +109,7 @@ func (s *Server) fetchOmitted(ctx context.Context, e *sepoch, ids [][32]byte) bo
 			if err := c.Unmarshal(rep, MaxChunkSize); err != nil || c.ID != id || sha256.Sum256(c.Data) != id {
 				continue
 			}
-			if err := s.store.PutChunks([]StoredChunk{{ID: id, Data: c.Data}}); err == nil {
+			if err := s.store.PutChunks([]store.Chunk{{ID: id, Data: c.Data}}); err == nil {
 				got = true
 				break
 			}

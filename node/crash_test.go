@@ -1,4 +1,4 @@
-package node
+package node_test
 
 import (
 	"bytes"
@@ -12,45 +12,43 @@ import (
 
 	ma "github.com/multiformats/go-multiaddr"
 
-	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/internal/nodetest"
+	"github.com/riffle-net/riffle/node"
 )
 
-// crashNet is a loopback network whose servers a test can kill abruptly
-// and restart on the same data directory and address.
+// crashNet is a harness network whose servers a test kills abruptly and
+// restarts on the same data directory and address.
 type crashNet struct {
-	t       *testing.T
-	cfgs    []ServerConfig
-	servers []*Server // nil while killed
-	clients []*Client // client i's primary is server i
-	chain   []int     // server indices in chain order
+	t     *testing.T
+	net   *nodetest.Net
+	cfgs  []node.ServerConfig
+	chain []int // server indices in chain order
 }
 
-// crashParams are fast epochs: short rounds and a round limit of 2 s, so
-// that a fault costs seconds.
-func crashParams() wire.Params {
-	p := testParams(24)
+// crashParams are fast epochs: a round limit of 2 s, so that a fault
+// costs seconds.
+func crashParams() node.Params {
+	p := node.TestParams(24)
 	p.RoundLimitMs = 2000
-	p.RegWindowMs = 300
 	return p
 }
 
+// startCrashNet starts m servers (an epoch needs m−1) and one client per
+// server, client i with primary server i.
 func startCrashNet(t *testing.T, m int) *crashNet {
 	t.Helper()
-	cn := &crashNet{t: t}
+	cn := &crashNet{t: t, cfgs: make([]node.ServerConfig, m)}
+	cn.net = nodetest.New(t, nodetest.Config{Servers: m, Clients: m, Params: crashParams(), MinServers: m - 1, MinClients: 2,
+		Server: func(i int, c *node.ServerConfig) { cn.cfgs[i] = *c }})
 	var addrs []string
-	for i := 0; i < m; i++ {
-		cfg := ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Nick: fmt.Sprintf("s%d", i),
-			MinServers: m - 1, MinClients: 2, NoLAN: true, Params: crashParams(), Logger: testLogger(t)}
-		cfg.Peers = append([]string(nil), addrs...)
-		s, err := NewServer(context.Background(), cfg)
+	for i, s := range cn.net.Servers {
+		p2p, err := ma.NewComponent("p2p", s.ID().String())
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Restarts listen where the server listened and know every other.
-		cfg.Listen = []string{s.Addrs()[0].Decapsulate(mustP2P(t, s)).String()}
-		cn.cfgs = append(cn.cfgs, cfg)
-		cn.servers = append(cn.servers, s)
-		addrs = append(addrs, s.Addrs()[0].String())
+		// A restart listens where the server listened.
+		cn.cfgs[i].Listen = []string{s.Addrs()[0].Decapsulate(p2p.Multiaddr()).String()}
+		addrs = append(addrs, cn.net.Addr(i))
 	}
 	for i := range cn.cfgs {
 		cn.cfgs[i].Peers = nil
@@ -60,47 +58,23 @@ func startCrashNet(t *testing.T, m int) *crashNet {
 			}
 		}
 	}
-	t.Cleanup(func() {
-		for _, c := range cn.clients {
-			c.Close()
-		}
-		for _, s := range cn.servers {
-			if s != nil {
-				s.Close()
-			}
-		}
-	})
-	for i := 0; i < m; i++ {
-		c, err := NewClient(context.Background(), ClientConfig{Server: addrs[i], Logger: testLogger(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cn.clients = append(cn.clients, c)
-	}
 	cn.chain = make([]int, m)
 	for i := range cn.chain {
 		cn.chain[i] = i
 	}
 	sort.Slice(cn.chain, func(a, b int) bool {
-		return bytes.Compare([]byte(cn.servers[cn.chain[a]].ID()), []byte(cn.servers[cn.chain[b]].ID())) < 0
+		return bytes.Compare([]byte(cn.net.Servers[cn.chain[a]].ID()), []byte(cn.net.Servers[cn.chain[b]].ID())) < 0
 	})
 	return cn
-}
-
-// kill stops server i abruptly: its host goes first, so that no goodbye,
-// abort or reply leaves it, then its goroutines and store.
-func (cn *crashNet) kill(i int) {
-	s := cn.servers[i]
-	s.h.Close()
-	s.Close()
-	cn.servers[i] = nil
 }
 
 // restart starts server i again on its data directory and address.
 func (cn *crashNet) restart(i int) {
 	var err error
 	for try := 0; try < 20; try++ {
-		if cn.servers[i], err = NewServer(context.Background(), cn.cfgs[i]); err == nil {
+		var s *node.Server
+		if s, err = node.NewServer(context.Background(), cn.cfgs[i]); err == nil {
+			cn.net.Servers[i] = s
 			return
 		}
 		time.Sleep(100 * time.Millisecond) // the port is being released
@@ -108,31 +82,16 @@ func (cn *crashNet) restart(i int) {
 	cn.t.Fatalf("restart server %d: %v", i, err)
 }
 
-// phase waits until server i is in the given phase of an epoch:
-// "registration" (an epoch open for registration) or "round" (an epoch
-// whose setup is done and whose first request list is final).
+// phase waits until server i is in phase (node.Server.InPhase).
 func (cn *crashNet) phase(i int, phase string, d time.Duration) {
 	cn.t.Helper()
-	s := cn.servers[i]
 	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		s.mu.Lock()
-		ok := false
-		switch phase {
-		case "registration":
-			ok = s.open != nil && !s.open.regClosed
-		case "round":
-			for _, e := range s.epochs {
-				ok = ok || (!e.ended && e.setupDone && e.listHigh >= 1)
-			}
-		}
-		s.mu.Unlock()
-		if ok {
-			return
+	for !cn.net.Servers[i].InPhase(phase) {
+		if time.Now().After(deadline) {
+			cn.t.Fatalf("server %d not in phase %s within %v", i, phase, d)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	cn.t.Fatalf("server %d not in phase %s within %v", i, phase, d)
 }
 
 // TestCrash kills one server of each role (leader, middle, last of the
@@ -141,8 +100,7 @@ func (cn *crashNet) phase(i int, phase string, d time.Duration) {
 // and address. The network must run again within a bounded time and a
 // share completed before the kill must be fetchable after, byte-exact.
 // The whole matrix runs with RIFFLE_LONG=1; otherwise a representative
-// subset (the leader restarted mid-round, the last server gone for good
-// during registration).
+// subset (docs/proto-node.md "Hostile peers and crashes").
 func TestCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs loopback networks")
@@ -180,7 +138,8 @@ func TestCrash(t *testing.T) {
 const recoverWithin = 45 * time.Second
 
 func crashCase(t *testing.T, role, phase string, restart, lost bool) {
-	cn := startCrashNet(t, 4)
+	const m = 4
+	cn := startCrashNet(t, m)
 	var victim int
 	switch role {
 	case "leader":
@@ -188,33 +147,31 @@ func crashCase(t *testing.T, role, phase string, restart, lost bool) {
 	case "middle":
 		victim = cn.chain[1]
 	case "last":
-		victim = cn.chain[len(cn.chain)-1]
+		victim = cn.chain[m-1]
 	case "primary":
 		victim = cn.chain[2]
 	}
 	// The uploader's primary is never the victim; the downloader's is the
 	// victim for "primary" with a restart (its client must come back
 	// through it), else another live server.
-	up := (victim + 1) % 4
-	down := (victim + 2) % 4
+	up, down := (victim+1)%m, (victim+2)%m
 	if role == "primary" && restart {
 		down = victim
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	data := randBytes(t, 40<<10)
-	link, err := cn.clients[up].Share(ctx, bytes.NewReader(data), "crash.bin", false)
+	data := nodetest.RandBytes(t, 40<<10)
+	link, err := cn.net.Clients[up].Share(ctx, bytes.NewReader(data), "crash.bin", false)
 	if err != nil {
 		t.Fatalf("share before the crash: %v", err)
 	}
-	watch := (victim + 3) % 4
-	cn.phase(watch, phase, 30*time.Second)
-	cn.kill(victim)
+	cn.phase((victim+3)%m, phase, 30*time.Second)
+	cn.net.Servers[victim].Crash()
 	killed := time.Now()
 	if restart {
 		time.Sleep(200 * time.Millisecond)
 		if lost {
-			if err := os.Remove(filepath.Join(cn.cfgs[victim].DataDir, EpochNumberFile)); err != nil {
+			if err := os.Remove(filepath.Join(cn.cfgs[victim].DataDir, node.EpochNumberFile)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -222,7 +179,7 @@ func crashCase(t *testing.T, role, phase string, restart, lost bool) {
 	}
 	gctx, gcancel := context.WithTimeout(ctx, recoverWithin)
 	defer gcancel()
-	path, err := cn.clients[down].Get(gctx, link, t.TempDir())
+	path, err := cn.net.Clients[down].Get(gctx, link, t.TempDir())
 	if err != nil {
 		t.Fatalf("get after killing the %s (%s, restart %v): %v after %v", role, phase, restart, err, time.Since(killed).Round(time.Millisecond))
 	}
@@ -231,12 +188,4 @@ func crashCase(t *testing.T, role, phase string, restart, lost bool) {
 		t.Fatalf("fetched bytes differ (%v)", err)
 	}
 	t.Logf("%s killed in %s (restart %v): fetched %d bytes %v after the kill", role, phase, restart, len(data), time.Since(killed).Round(time.Millisecond))
-}
-
-func mustP2P(t *testing.T, s *Server) ma.Multiaddr {
-	c, err := ma.NewComponent("p2p", s.ID().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c.Multiaddr()
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/pir"
+	"github.com/riffle-net/riffle/store"
 )
 
 // newPeerID returns a fresh Ed25519 peer id (a hostile peer's identity).
@@ -44,7 +45,7 @@ func fixtureEpoch(t testing.TB, s *Server, regFrom ...peer.ID) *sepoch {
 // fixtureChain is fixtureEpoch with s at position pos of chain.
 func fixtureChain(t testing.TB, s *Server, chain []peer.ID, pos int, regFrom ...peer.ID) *sepoch {
 	t.Helper()
-	p := testParams(8)
+	p := testParams(8).wire()
 	desc := &wire.Descriptor{Number: 1, Params: p}
 	e := &sepoch{pos: pos, rounds: map[uint32]*sround{}, regs: map[[32]byte]wire.Register{}, regFrom: map[[32]byte]peer.ID{}}
 	for i, from := range regFrom {
@@ -146,7 +147,7 @@ func TestEpochNumberBounds(t *testing.T) {
 	s := beaconServer(t)
 	leader := leaderBelow(t, s)
 	prep := func(n uint64) []byte {
-		p := wire.Prepare{Number: n, Params: testParams(4), Chain: [][]byte{[]byte(leader), []byte(s.ID())}}
+		p := wire.Prepare{Number: n, Params: testParams(4).wire(), Chain: [][]byte{[]byte(leader), []byte(s.ID())}}
 		return p.Marshal()
 	}
 	cases := []struct {
@@ -247,7 +248,7 @@ func TestProposalCensorship(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		data := []byte{byte(i), 1, 2}
 		id := sha256.Sum256(data)
-		if err := s.store.PutChunks([]StoredChunk{{ID: id, Data: data}}); err != nil {
+		if err := s.store.PutChunks([]store.Chunk{{ID: id, Data: data}}); err != nil {
 			t.Fatal(err)
 		}
 		held = append(held, wire.ListEntry{ID: id, Len: uint32(len(data))})
