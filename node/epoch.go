@@ -39,6 +39,7 @@ type sepoch struct {
 	regClosed bool
 	fwd       map[[32]byte]wire.Register // leader: forwarded by primaries
 	slotRegs  []wire.Register            // final slot order
+	regListed bool                       // slotRegs taken (one list an epoch)
 	parsed    []*mix.Registration
 
 	stepMsgs   map[int]*wire.Step

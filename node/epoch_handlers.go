@@ -227,15 +227,28 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 }
 
 func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	var rl wire.RegList
-	if err := rl.Unmarshal(body, genericLimits()); err != nil {
-		return 0, nil, err
+	// The epoch id leads the body: check the sender and the epoch's state
+	// before decoding up to the epoch's caps and verifying registrations.
+	if len(body) < 32 {
+		return 0, nil, errors.New("node: short registration list")
 	}
+	var id [32]byte
+	copy(id[:], body[:32])
 	s.mu.Lock()
-	e := s.epochs[rl.Epoch]
+	e := s.epochs[id]
 	s.mu.Unlock()
 	if e == nil || e.v.chain[0] != from {
 		return 0, nil, errors.New("node: registration list for an unknown epoch or not from its leader")
+	}
+	s.mu.Lock()
+	err := e.regListRefusal()
+	s.mu.Unlock()
+	if err != nil {
+		return 0, nil, err
+	}
+	var rl wire.RegList
+	if err := rl.Unmarshal(body, e.v.lim); err != nil {
+		return 0, nil, err
 	}
 	// Every server verifies every registration (§4.1) before it signs.
 	parsed, bad, err := verifyRegs(e.v, rl.Regs, s.rand)
@@ -258,9 +271,31 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, fmt.Errorf("node: registrations: %w", err)
 	}
 	s.mu.Lock()
-	e.slotRegs, e.parsed = rl.Regs, parsed
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	// Checked again: another list may have been taken meanwhile.
+	if err := e.regListRefusal(); err != nil {
+		return 0, nil, err
+	}
+	e.slotRegs, e.parsed, e.regListed = rl.Regs, parsed, true
 	return wire.TypeAck, ack, nil
+}
+
+// regListRefusal says why e takes no registration list now, nil if it
+// does: only after the close, only once, and never after the final
+// descriptor (setup reads the list then, and a later one would change the
+// slots this server signed). Call with s.mu held.
+func (e *sepoch) regListRefusal() error {
+	switch {
+	case e.ended:
+		return errors.New("node: registration list for an ended epoch")
+	case e.final != nil:
+		return errors.New("node: registration list after the final descriptor")
+	case e.regListed:
+		return errors.New("node: a second registration list")
+	case !e.regClosed:
+		return errors.New("node: registration list before the close")
+	}
+	return nil
 }
 
 func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -298,5 +299,68 @@ func TestProposalCensorship(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestRegListOnce: a server takes the leader's registration list only
+// after the close, once, and never after the final descriptor (it raced
+// setup's read of the slots, and could change the slots a server had
+// signed); a list from anyone but the leader is refused before it is
+// decoded. A refused list changes nothing.
+func TestRegListOnce(t *testing.T) {
+	s := beaconServer(t)
+	leader := leaderBelow(t, s)
+	e := fixtureChain(t, s, []peer.ID{leader, s.ID()}, 1)
+	final := e.final
+	s.mu.Lock()
+	e.final = nil
+	s.mu.Unlock()
+	list := (&wire.RegList{Epoch: e.v.id}).Marshal()
+	send := func(from peer.ID, body []byte) error {
+		_, _, err := s.onRegList(from, body)
+		return err
+	}
+	state := func() (bool, int) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return e.regListed, len(e.slotRegs)
+	}
+	if err := send(leader, list); err == nil {
+		t.Fatal("a list before the close was taken")
+	}
+	s.mu.Lock()
+	e.regClosed = true
+	s.mu.Unlock()
+	// From a non-leader: refused before decoding, even a body that the
+	// generic caps would have read (a count of 2^32−1 registrations).
+	huge := append(append([]byte(nil), e.v.id[:]...), 0xff, 0xff, 0xff, 0xff)
+	for _, from := range []peer.ID{newPeerID(t), s.ID()} {
+		if err := send(from, list); err == nil {
+			t.Fatal("a list not from the leader was taken")
+		}
+		if err := send(from, huge); err == nil || !strings.Contains(err.Error(), "not from its leader") {
+			t.Fatalf("a list not from the leader was decoded: %v", err)
+		}
+	}
+	if l, n := state(); l || n != 0 {
+		t.Fatal("a refused list changed the epoch")
+	}
+	if err := send(leader, list); err != nil {
+		t.Fatalf("the leader's list after the close: %v", err)
+	}
+	if l, _ := state(); !l {
+		t.Fatal("the leader's list was not taken")
+	}
+	if err := send(leader, list); err == nil {
+		t.Fatal("a second list was taken")
+	}
+	s.mu.Lock()
+	e.regListed, e.final = false, final
+	s.mu.Unlock()
+	if err := send(leader, list); err == nil || !strings.Contains(err.Error(), "after the final") {
+		t.Fatalf("a list after the final descriptor: %v", err)
+	}
+	if l, _ := state(); l {
+		t.Fatal("a list after the final descriptor was taken")
 	}
 }

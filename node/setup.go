@@ -26,6 +26,7 @@ func (s *Server) setup(e *sepoch) {
 	}
 	s.mu.Lock()
 	ok := e.acquire()
+	parsed := e.parsed // read under s.mu: onRegList writes it under s.mu
 	s.mu.Unlock()
 	if !ok {
 		return
@@ -37,7 +38,7 @@ func (s *Server) setup(e *sepoch) {
 	}()
 	v := e.final
 	m, n := len(v.chain), len(v.desc.Clients)
-	inputs := mix.InitialVectors(e.parsed)
+	inputs := mix.InitialVectors(parsed)
 	for k := 0; k < m; k++ {
 		var res *mix.StepResult
 		var shareErr *mix.ShareError
