@@ -154,6 +154,9 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := sd.Unmarshal(body, genericLimits()); err != nil {
 		return 0, nil, err
 	}
+	if err := s.askedByLeader(from, &sd); err != nil {
+		return 0, nil, err
+	}
 	v, err := checkDescriptor(&sd.Desc, s.cfg.PIRRate)
 	if err != nil {
 		return 0, nil, err
@@ -301,6 +304,9 @@ func (e *sepoch) regListRefusal() error {
 func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var sd wire.Signed
 	if err := sd.Unmarshal(body, genericLimits()); err != nil {
+		return 0, nil, err
+	}
+	if err := s.askedByLeader(from, &sd); err != nil {
 		return 0, nil, err
 	}
 	v, err := checkSigned(&sd, s.cfg.PIRRate)

@@ -364,3 +364,102 @@ func TestRegListOnce(t *testing.T) {
 		t.Fatal("a list after the final descriptor was taken")
 	}
 }
+
+// bigSigned is a signed descriptor as costly to check as they come (8
+// servers, 1024 rounds: 16,384 round keys and 8 key proofs), headed by
+// leader, with keys that would not verify.
+func bigSigned(t testing.TB, leader peer.ID, final bool) []byte {
+	p := testParams(MaxRounds).wire()
+	d := wire.Descriptor{Number: 9, Params: p}
+	ids := []peer.ID{leader}
+	for len(ids) < 8 {
+		ids = append(ids, newPeerID(t))
+	}
+	sort.Slice(ids[1:], func(i, j int) bool { return bytes.Compare([]byte(ids[1+i]), []byte(ids[1+j])) < 0 })
+	for _, id := range ids {
+		g := wire.GroupEntry{PeerID: []byte(id), Y: make([][32]byte, MaxRounds), Yp: make([][32]byte, MaxRounds)}
+		d.Group = append(d.Group, g)
+	}
+	return (&wire.Signed{Final: final, Desc: d, Sigs: make([][64]byte, 8)}).Marshal()
+}
+
+// TestAskerFirst: who asks is checked before any costly work. A signed
+// descriptor (sign request or delivery, open or final) is refused before
+// its check unless it comes from the head of its group and is of an epoch
+// this server prepared or holds; on the server protocols (epoch, round) a
+// peer outside the roster and every held chain may send at most
+// outsiderCap bytes, whatever the type.
+func TestAskerFirst(t *testing.T) {
+	s := beaconServer(t)
+	leader := newPeerID(t)
+	outsider := newPeerID(t)
+	type handler func(peer.ID, []byte) (wire.Type, []byte, error)
+	handlers := map[string]handler{"sign request": s.onSignReq, "signed": s.onSigned}
+	for name, h := range handlers {
+		for _, final := range []bool{false, true} {
+			body := bigSigned(t, leader, final)
+			for _, c := range []struct {
+				from peer.ID
+				want string
+			}{
+				{outsider, "not from its leader"},
+				{leader, "not prepared or held here"},
+			} {
+				start := time.Now()
+				_, _, err := h(c.from, body)
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("%s (final %v) from %s: %v, want %q before any check", name, final, c.from.ShortString(), err, c.want)
+				}
+				t.Logf("%s (final %v): refused in %v", name, final, time.Since(start))
+			}
+		}
+	}
+	kept, prep := len(s.epochs), len(s.prep)
+	if kept != 0 || prep != 0 {
+		t.Fatalf("refused descriptors left %d epochs, %d preparations", kept, prep)
+	}
+	// Caps by sender.
+	server := newPeerID(t)
+	s.roster.saw(server, "peer", nil)
+	epoch, round := s.serverCaps(s.epochCaps), s.serverCaps(s.roundCaps)
+	for _, typ := range []wire.Type{wire.TypeSignReq, wire.TypeSigned, wire.TypeRegList, wire.TypeStep, wire.TypePrepare} {
+		if c := epoch(outsider, typ); c > outsiderCap {
+			t.Errorf("epoch type %d: an outsider may send %d bytes", typ, c)
+		}
+		if c := epoch(server, typ); c != s.epochCaps(typ) {
+			t.Errorf("epoch type %d: a roster server may send %d bytes, want %d", typ, c, s.epochCaps(typ))
+		}
+	}
+	for _, typ := range []wire.Type{wire.TypeBatch, wire.TypeSubmitBatch, wire.TypePadAnswers, wire.TypeProposal} {
+		if c := round(outsider, typ); c > outsiderCap {
+			t.Errorf("round type %d: an outsider may send %d bytes", typ, c)
+		}
+		if c := round(server, typ); c != s.roundCaps(typ) {
+			t.Errorf("round type %d: a roster server may send %d bytes", typ, c)
+		}
+	}
+}
+
+// TestOutsiderCapOnStream: through a real stream, a peer outside the
+// roster that sends more than outsiderCap on the epoch protocol is cut off
+// at the frame header (stream reset, nothing decoded); a small body is
+// read and refused with a reason.
+func TestOutsiderCapOnStream(t *testing.T) {
+	s := beaconServer(t)
+	h, err := newHost(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	h.Peerstore().AddAddrs(s.ID(), s.h.Addrs(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = call(ctx, h, s.ID(), request{Proto: ProtoEpoch, Type: wire.TypeSignReq, Body: make([]byte, outsiderCap+1), Timeout: 5 * time.Second})
+	if err == nil || strings.Contains(err.Error(), "peer refused") {
+		t.Fatalf("an outsider's body over the cap: %v, want the stream cut", err)
+	}
+	_, err = call(ctx, h, s.ID(), request{Proto: ProtoEpoch, Type: wire.TypeSignReq, Body: make([]byte, 64), Timeout: 5 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "peer refused") {
+		t.Fatalf("an outsider's small body: %v, want a refusal", err)
+	}
+}
