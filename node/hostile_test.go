@@ -463,3 +463,80 @@ func TestOutsiderCapOnStream(t *testing.T) {
 		t.Fatalf("an outsider's small body: %v, want a refusal", err)
 	}
 }
+
+// TestClientPolls: long polls on the client protocol are bounded. A
+// WaitList from a peer that registered no slot in the epoch here is
+// refused at once (it held a stream to the epoch's end); an outsider's
+// WaitOpen waits at most outsiderPoll (it waited 10 minutes); an outsider
+// has at most outsiderPollsPerPeer polls in flight and all outsiders at
+// most maxOutsiderPolls, while a registered client is still admitted.
+func TestClientPolls(t *testing.T) {
+	s := beaconServer(t)
+	victim := newPeerID(t)
+	e := fixtureEpoch(t, s, victim)
+	defer func(p time.Duration, n int) { outsiderPoll, maxOutsiderPolls = p, n }(outsiderPoll, maxOutsiderPolls)
+	waitList := (&wire.EpochRef{Epoch: e.v.id, Round: 7}).Marshal()
+	waitOpen := (&wire.EpochRef{}).Marshal()
+	poll := func(ctx context.Context, from peer.ID, typ wire.Type, body []byte) (time.Duration, error) {
+		start := time.Now()
+		_, _, err := s.handleClient(ctx, from, typ, body)
+		return time.Since(start), err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.mu.Lock()
+	e.rounds[7].listBytes = nil // round 7's list is not final yet
+	s.mu.Unlock()
+	if d, err := poll(ctx, newPeerID(t), wire.TypeWaitList, waitList); err == nil || d > time.Second {
+		t.Fatalf("an outsider's WaitList: %v after %v, want a refusal at once", err, d)
+	}
+	short, scancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	if d, err := poll(short, victim, wire.TypeWaitList, waitList); err == nil || d < 250*time.Millisecond {
+		t.Fatalf("the registered client's WaitList: %v after %v, want a wait", err, d)
+	}
+	scancel()
+	outsiderPoll = 300 * time.Millisecond
+	if d, err := poll(ctx, newPeerID(t), wire.TypeWaitOpen, waitOpen); err == nil || d > 2*time.Second {
+		t.Fatalf("an outsider's WaitOpen: %v after %v, want an end after %v", err, d, outsiderPoll)
+	}
+	// Counts: polls held open until hold ends.
+	outsiderPoll, maxOutsiderPolls = time.Minute, 3
+	hold, release := context.WithCancel(ctx)
+	started := make(chan struct{}, 8)
+	held := func(from peer.ID) {
+		go func() { started <- struct{}{}; poll(hold, from, wire.TypeWaitOpen, waitOpen) }()
+	}
+	waitIn := func(n int) {
+		<-started
+		deadline := time.Now().Add(2 * time.Second)
+		for time.Now().Before(deadline) {
+			s.polls.mu.Lock()
+			total := s.polls.total
+			s.polls.mu.Unlock()
+			if total >= n {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Fatalf("%d polls not in flight", n)
+	}
+	one := newPeerID(t)
+	held(one)
+	waitIn(1)
+	held(one)
+	waitIn(2)
+	if d, err := poll(ctx, one, wire.TypeWaitOpen, waitOpen); err == nil || !strings.Contains(err.Error(), "from this peer") || d > time.Second {
+		t.Fatalf("a third poll of one outsider: %v after %v", err, d)
+	}
+	held(newPeerID(t))
+	waitIn(3)
+	if d, err := poll(ctx, newPeerID(t), wire.TypeWaitOpen, waitOpen); err == nil || !strings.Contains(err.Error(), "without a slot") || d > time.Second {
+		t.Fatalf("an outsider's poll over the outsiders' bound: %v after %v", err, d)
+	}
+	short, scancel = context.WithTimeout(ctx, 300*time.Millisecond)
+	defer scancel()
+	if d, err := poll(short, victim, wire.TypeWaitOpen, waitOpen); err == nil || d < 250*time.Millisecond {
+		t.Fatalf("the registered client's WaitOpen with outsiders at their bound: %v after %v, want a wait", err, d)
+	}
+	release()
+}

@@ -127,8 +127,9 @@ type Server struct {
 	// share fault, blame.go), known only to their primary.
 	banned map[peer.ID]uint64
 
-	timing   timer // where the time goes (Bench)
-	handlers gate  // stream handlers in flight
+	timing   timer    // where the time goes (Bench)
+	handlers gate     // stream handlers in flight
+	polls    pollGate // client long polls in flight (polls.go)
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
