@@ -14,7 +14,10 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/pir"
@@ -539,4 +542,57 @@ func TestClientPolls(t *testing.T) {
 		t.Fatalf("the registered client's WaitOpen with outsiders at their bound: %v after %v, want a wait", err, d)
 	}
 	release()
+}
+
+// TestStreamLimitsSeparate: a flood of inbound client-protocol streams,
+// from as many peer ids as it takes, is stopped by the client protocols'
+// own budget while the chain's protocols still open streams (they shared
+// one system budget with everyone); one peer gets at most
+// limitClientPeerStreams per client protocol.
+func TestStreamLimitsSeparate(t *testing.T) {
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(ResourceLimits()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rm.Close()
+	open := func(p peer.ID, proto protocol.ID) error {
+		st, err := rm.OpenStream(p, network.DirInbound)
+		if err != nil {
+			return err
+		}
+		if err := st.SetProtocol(proto); err != nil {
+			st.Done()
+			return err
+		}
+		return nil // held open until rm closes
+	}
+	flooder := newPeerID(t)
+	n := 0
+	for ; n < 10*limitClientPeerStreams; n++ {
+		if open(flooder, ProtoClient) != nil {
+			break
+		}
+	}
+	if n != limitClientPeerStreams {
+		t.Fatalf("one peer opened %d client streams, want %d", n, limitClientPeerStreams)
+	}
+	total := 0
+	for total < 4*limitStreamsInbound {
+		p := newPeerID(t)
+		k := 0
+		for ; k < limitClientPeerStreams && open(p, ProtoPIR) == nil; k++ {
+		}
+		total += k
+		if k < limitClientPeerStreams {
+			break
+		}
+	}
+	if total != limitClientProtoStreams {
+		t.Fatalf("the PIR protocol took %d streams, want its budget %d", total, limitClientProtoStreams)
+	}
+	for _, proto := range []protocol.ID{ProtoEpoch, ProtoRound, ProtoRoster, ProtoClient} {
+		if err := open(newPeerID(t), proto); err != nil {
+			t.Fatalf("%s refused a stream during a PIR flood: %v", proto, err)
+		}
+	}
 }
