@@ -27,7 +27,7 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeSigned:
 		return s.onSigned(from, body)
 	case wire.TypeRegister:
-		return s.onForwardedRegister(body)
+		return s.onForwardedRegister(from, body)
 	case wire.TypeCloseReq:
 		return s.onClose(from, body)
 	case wire.TypeRegList:
@@ -357,7 +357,7 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	return wire.TypeAck, ack, nil
 }
 
-func (s *Server) onForwardedRegister(body []byte) (wire.Type, []byte, error) {
+func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var r wire.Register
 	if err := r.Unmarshal(body, genericLimits()); err != nil {
 		return 0, nil, err
@@ -367,6 +367,15 @@ func (s *Server) onForwardedRegister(body []byte) (wire.Type, []byte, error) {
 	s.mu.Unlock()
 	if e == nil || e.pos != 0 {
 		return 0, nil, errors.New("node: forwarded registration for an epoch this server does not lead")
+	}
+	// Only a primary of the chain forwards (checked before the
+	// registration's proofs).
+	inChain := false
+	for _, p := range e.v.chain {
+		inChain = inChain || p == from
+	}
+	if !inChain {
+		return 0, nil, errors.New("node: forwarded registration from outside the chain")
 	}
 	if _, err := checkRegister(e.v, &r); err != nil {
 		return 0, nil, err

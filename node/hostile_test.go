@@ -596,3 +596,43 @@ func TestStreamLimitsSeparate(t *testing.T) {
 		}
 	}
 }
+
+// TestStepAndForwardSenderFirst: a setup step is decoded only once its
+// sender is found to be the chain's server of that step (its body claimed
+// up to 512 MiB from anyone), and a forwarded registration is checked only
+// if a chain server forwards it.
+func TestStepAndForwardSenderFirst(t *testing.T) {
+	s := beaconServer(t)
+	other := newPeerID(t)
+	chain := []peer.ID{s.ID(), other}
+	if bytes.Compare([]byte(other), []byte(s.ID())) < 0 {
+		chain = []peer.ID{other, s.ID()}
+	}
+	pos := 0
+	if chain[1] == s.ID() {
+		pos = 1
+	}
+	e := fixtureChain(t, s, chain, pos)
+	e.stepMsgs = map[int]*wire.Step{}
+	step := append(append([]byte(nil), e.v.id[:]...), 0, byte(1-pos), 0x1f, 0xff, 0xff, 0xff)
+	for _, from := range []peer.ID{newPeerID(t), s.ID()} {
+		_, _, err := s.onStep(from, step)
+		if err == nil || !strings.Contains(err.Error(), "wrong server") {
+			t.Fatalf("a step claiming 512 MiB from %s: %v, want refused before decoding", from.ShortString(), err)
+		}
+	}
+	if pos != 0 {
+		e = fixtureChain(t, s, []peer.ID{s.ID()}, 0)
+	}
+	reg := (&wire.Register{Epoch: e.v.id}).Marshal()
+	_, _, err := s.onForwardedRegister(newPeerID(t), reg)
+	if err == nil || !strings.Contains(err.Error(), "outside the chain") {
+		t.Fatalf("a registration forwarded by an outsider: %v, want refused before its check", err)
+	}
+	s.mu.Lock()
+	n := len(e.fwd)
+	s.mu.Unlock()
+	if n != 0 {
+		t.Fatal("a refused forward was kept")
+	}
+}

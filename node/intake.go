@@ -160,7 +160,7 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 	leader := e.v.chain[0]
 	var err error
 	if leader == s.h.ID() {
-		_, _, err = s.onForwardedRegister(body)
+		_, _, err = s.onForwardedRegister(s.h.ID(), body)
 	} else {
 		_, err = call(ctx, s.h, leader, request{Proto: ProtoEpoch, Type: wire.TypeRegister, Body: body, Timeout: shortTimeout})
 	}
