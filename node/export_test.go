@@ -82,3 +82,16 @@ func (s *Server) InPhase(phase string) bool {
 	}
 	return false
 }
+
+// ForgetChunks drops every chunk of s's in-memory store (a server whose
+// store lacks what the others hold); false if s has another store.
+func (s *Server) ForgetChunks() bool {
+	m, ok := s.store.(*memStore)
+	if !ok {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	clear(m.chunks)
+	return true
+}
