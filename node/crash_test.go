@@ -25,11 +25,11 @@ type crashNet struct {
 	chain []int // server indices in chain order
 }
 
-// crashParams are fast epochs: a round limit of 2 s, so that a fault
+// crashParams are fast epochs: a round limit of 3 s, so that a fault
 // costs seconds.
 func crashParams() node.Params {
 	p := node.TestParams(24)
-	p.RoundLimitMs = 2000
+	p.RoundLimitMs = 3000
 	return p
 }
 
@@ -165,7 +165,7 @@ func crashCase(t *testing.T, role, phase string, restart, lost bool) {
 	if err != nil {
 		t.Fatalf("share before the crash: %v", err)
 	}
-	cn.phase((victim+3)%m, phase, 30*time.Second)
+	cn.phase((victim+3)%m, phase, 60*time.Second)
 	cn.net.Servers[victim].Crash()
 	killed := time.Now()
 	if restart {
