@@ -28,6 +28,12 @@
 //   - epoch_handlers.go: the epoch protocol's handlers on every server.
 //   - setup.go: the setup chain of verifiable shuffles (§4.2).
 //   - blame.go, departure.go: share faults at setup, departed clients.
+//   - serverdown.go: a server whose connection drops and that does not
+//     answer leaves the roster and ends its epochs.
+//   - epochnum.go: epoch numbers, bounded and kept in the data directory.
+//   - asker.go: who asks, checked before costly work; caps by sender.
+//   - polls.go: bounds on client long polls.
+//   - censor.go: request lists that omit a requested id held here.
 //   - round.go: a server's state of one round (sround) and its window.
 //   - intake.go: client protocol: registration and submissions (round intake).
 //   - mixing.go: the mix loop: peel, permute, forward, batches between servers.
