@@ -95,8 +95,8 @@ func (cn *crashNet) phase(i int, phase string, d time.Duration) {
 }
 
 // TestCrash kills one server of each role (leader, middle, last of the
-// chain, and the primary of the client that fetches) during registration
-// and mid-round, with and without a restart on the same data directory
+// chain, and the primary of the client that fetches) during registration,
+// setup or mid-round, with and without a restart on the same data directory
 // and address. The network must run again within a bounded time and a
 // share completed before the kill must be fetchable after, byte-exact.
 // The whole matrix runs with RIFFLE_LONG=1; otherwise a representative
@@ -112,7 +112,7 @@ func TestCrash(t *testing.T) {
 	}
 	var cases []tc
 	for _, role := range []string{"leader", "middle", "last", "primary"} {
-		for _, ph := range []string{"registration", "round"} {
+		for _, ph := range []string{"registration", "setup", "round"} {
 			for _, rs := range []bool{true, false} {
 				cases = append(cases, tc{role, ph, rs, false})
 			}

@@ -65,14 +65,21 @@ func (s *Server) Crash() {
 }
 
 // InPhase reports whether s is in a phase of an epoch: "registration" (an
-// epoch open for registration) or "round" (an epoch whose setup is done and
-// whose first request list is final).
+// epoch open for registration), "setup" (final descriptor in, setup not
+// done here) or "round" (an epoch whose setup is done and whose first
+// request list is final).
 func (s *Server) InPhase(phase string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch phase {
 	case "registration":
 		return s.open != nil && !s.open.regClosed
+	case "setup":
+		for _, e := range s.epochs {
+			if !e.ended && e.final != nil && !e.setupDone {
+				return true
+			}
+		}
 	case "round":
 		for _, e := range s.epochs {
 			if !e.ended && e.setupDone && e.listHigh >= 1 {
