@@ -85,8 +85,9 @@ func newHostileFixture(t *testing.T) *hostileFixture {
 	mk := func(tag byte, pos int, chain []peer.ID, final bool) *sepoch {
 		desc := &wire.Descriptor{Number: uint64(tag), Params: p.wire(), Clients: entries}
 		v := &view{id: [32]byte{tag}, desc: desc, chain: chain}
-		e := &sepoch{v: v, pos: pos, regs: map[[32]byte]wire.Register{}, fwd: map[[32]byte]wire.Register{},
-			stepMsgs: map[int]*wire.Step{}, rounds: map[uint32]*sround{}}
+		e := &sepoch{v: v, pos: pos}
+		e.regs, e.fwd = map[[32]byte]wire.Register{}, map[[32]byte]wire.Register{}
+		e.stepMsgs, e.rounds = map[int]*wire.Step{}, map[uint32]*sround{}
 		if final {
 			e.final, e.regClosed = v, true
 		}
