@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -74,6 +75,11 @@ type Client struct {
 	held  map[[32]byte]bool
 	stats Stats
 	index []wire.IndexEntry // synced once per epoch
+	// For Status: when the current epoch began, the round count then,
+	// and why no epoch runs (control_status.go).
+	epochAt      time.Time
+	epochRounds0 int
+	waiting      string
 }
 
 // Stats counts what a client did.
@@ -267,6 +273,7 @@ func (c *Client) run() {
 		}
 		if err != nil && c.ctx.Err() == nil {
 			c.log.Info("epoch left", "err", err)
+			c.noteWait(waitLine(err))
 			select {
 			case <-c.ctx.Done():
 			case <-time.After(500 * time.Millisecond):
@@ -373,6 +380,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	c.mu.Lock()
 	c.epoch, c.anon, c.b = e, n, int(fin.Desc.Params.ChunkSize)
 	c.stats.Epochs++
+	c.noteEpoch()
 	c.notify()
 	c.mu.Unlock()
 	names := ""
@@ -843,7 +851,7 @@ func (c *Client) ChunkSize(ctx context.Context) (int, error) {
 // Share uploads the stream r as a file named name, one chunk per round,
 // and returns its link once every chunk is in a published list.
 func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bool) (chunker.Link, error) {
-	b, err := c.ChunkSize(ctx)
+	b, err := c.chunkSizeWaiting(ctx, "share "+name)
 	if err != nil {
 		return chunker.Link{}, err
 	}
@@ -872,8 +880,12 @@ func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bo
 			c.jobProgress(ctx, "shared %s: %d chunks in %s", name, total, time.Since(start).Round(time.Millisecond))
 			return link, nil
 		case <-ctx.Done():
-			return link, ctx.Err()
+			return link, c.cancelShare(job, link, total, ctx.Err())
 		case <-t.C:
+			if why := c.waitReason(); why != "" {
+				c.jobProgress(ctx, "share %s: %s", name, why)
+				continue
+			}
 			c.mu.Lock()
 			left := len(job.left)
 			rounds := c.stats.Rounds
@@ -907,7 +919,7 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 		select {
 		case <-g.done:
 			if g.err == nil {
-				c.jobProgress(ctx, "fetched %s in %s", g.path, time.Since(start).Round(time.Millisecond))
+				c.jobProgress(ctx, "fetched %s in %s", filepath.Base(g.path), time.Since(start).Round(time.Millisecond))
 			}
 			return g.path, g.err
 		case <-t.C:
@@ -919,7 +931,13 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 			}
 			c.mu.Unlock()
 			if total == 0 {
-				c.jobProgress(ctx, "get: waiting for the manifest, round %d", rounds)
+				if why := c.waitReason(); why != "" {
+					c.jobProgress(ctx, "get %s: %s", link.ID, why)
+				} else if why := c.notIndexed(link.ID); why != "" {
+					c.jobProgress(ctx, "get: %s", why)
+				} else {
+					c.jobProgress(ctx, "get %s: waiting for the manifest, round %d", link.ID, rounds)
+				}
 				continue
 			}
 			c.jobProgress(ctx, "get %s: %s", name, progressLine(held, total, rounds, b, time.Since(start)))

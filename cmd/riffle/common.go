@@ -84,8 +84,25 @@ func stdout(c *cli.Context) io.Writer {
 
 // signalContext is cancelled on SIGINT or SIGTERM, so that long-running
 // commands close their hosts and stores cleanly instead of dying mid-write.
+// The signal is kept in interrupt for the exit code (130 or 143).
 func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-ch:
+			if sig, ok := s.(syscall.Signal); ok {
+				interrupt.Store(int32(sig))
+			}
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		cancel()
+	}
 }
 
 // clientFlags are the flags every client command shares.
@@ -94,6 +111,7 @@ func clientFlags() []cli.Flag {
 		&cli.StringFlag{Name: "server", Usage: "the primary server's multiaddr with /p2p/<peer id> (else $" + envServer + ", else the config file)"},
 		&cli.StringSliceFlag{Name: "require-server", Usage: "refuse epochs whose chain lacks this peer id (repeatable)"},
 		&cli.StringFlag{Name: "data", Usage: "client data directory (partial downloads); default under the user config directory"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print no progress, only results and errors"},
 		verboseFlag(),
 	}
 }

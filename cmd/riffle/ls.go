@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
+	"unicode/utf8"
 	"text/tabwriter"
 	"time"
 
@@ -37,11 +39,18 @@ type lsEntry struct {
 }
 
 func runLs(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
 	var idx []wire.IndexEntry
 	var err error
-	if sock := runningClient(c); sock != "" {
+	sock, err := runningClient(ctx, c)
+	if err != nil {
+		return err
+	}
+	if sock != "" {
 		idx, err = node.ControlIndex(ctx, sock)
 	} else {
 		cl, cerr := startClientProgress(ctx, c, nil)
@@ -62,6 +71,13 @@ func runLs(c *cli.Context) error {
 			Round: e.Round, Time: time.Unix(e.Time, 0).UTC(),
 		})
 	}
+	// By name, then newest first: what a reader looks for.
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].Name != rows[j].Name {
+			return rows[i].Name < rows[j].Name
+		}
+		return rows[i].Round > rows[j].Round
+	})
 	w := stdout(c)
 	if c.Bool("json") {
 		enc := json.NewEncoder(w)
@@ -71,7 +87,7 @@ func runLs(c *cli.Context) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSIZE\tLINK\tWHEN")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, humanBytes(r.Size), r.Link, r.Time.Format(time.RFC3339))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", lsName(r.Name), humanBytes(r.Size), r.Link, r.Time.Format(time.RFC3339))
 	}
 	return tw.Flush()
 }
@@ -88,4 +104,19 @@ func humanBytes(n uint64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// maxLsName is the width of the name column: a long name is cut (its
+// whole text is in --json) so that one name does not widen every row.
+const maxLsName = 48
+
+// lsName is a name as the table shows it: control characters escaped,
+// cut to maxLsName characters.
+func lsName(name string) string {
+	name = printable(name)
+	if utf8.RuneCountInString(name) <= maxLsName {
+		return name
+	}
+	r := []rune(name)
+	return string(r[:maxLsName-1]) + "…"
 }
