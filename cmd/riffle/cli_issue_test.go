@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/riffle-net/riffle/node"
+)
+
+// These tests exec the binary of TestMain as a user would, against real
+// servers on 127.0.0.1 (no mDNS), one per problem of the operator's day.
+
+// proc is a running riffle process.
+type proc struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	errb *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+// start execs riffle with args; the process gets SIGINT (then SIGKILL) at
+// cleanup.
+func start(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(riffleBin, args...), out: &syncBuffer{}, errb: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Env = env
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.errb
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-p.done:
+		case <-time.After(15 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// wait waits for p to exit and returns its exit code (-1: still running
+// after d).
+func (p *proc) wait(d time.Duration) int {
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(d):
+		return -1
+	}
+}
+
+// waitFor polls cond every 50 ms for up to d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// testNet is a chain of servers on 127.0.0.1.
+type testNet struct {
+	env   []string
+	addrs []string // one full multiaddr per server
+	dirs  []string
+	logs  []*proc
+}
+
+// startNet starts n servers that need minClients clients an epoch, with
+// small, fast epochs.
+func startNet(t *testing.T, n, minClients int) *testNet {
+	t.Helper()
+	tn := &testNet{env: cleanEnv(t)}
+	for i := 0; i < n; i++ {
+		dir := t.TempDir()
+		args := []string{"server", "--data", dir, "--listen", "/ip4/127.0.0.1/tcp/0", "--nick", fmt.Sprintf("s%d", i),
+			"--min-servers", fmt.Sprint(n), "--min-clients", fmt.Sprint(minClients), "--no-mdns",
+			"--chunk-size", "4096", "--rounds", "12", "--reg-window", "300ms", "--round-limit", "3s"}
+		for _, a := range tn.addrs {
+			args = append(args, "--peer", a)
+		}
+		tn.logs = append(tn.logs, start(t, tn.env, args...))
+		tn.addrs = append(tn.addrs, waitAddrs(t, dir)[0])
+		tn.dirs = append(tn.dirs, dir)
+	}
+	return tn
+}
+
+// startClientDaemon starts `riffle client` on data through server i and
+// waits for its control socket.
+func (tn *testNet) startClientDaemon(t *testing.T, i int, data string, extra ...string) *proc {
+	t.Helper()
+	p := start(t, tn.env, append([]string{"client", "--server", tn.addrs[i], "--data", data}, extra...)...)
+	waitFor(t, 20*time.Second, "the client's control socket", func() bool {
+		return node.ControlAvailable(filepath.Join(data, node.ControlSocket))
+	})
+	return p
+}
+
+// otherPeer returns a peer id that no server of the test runs under.
+func otherPeer(t *testing.T, env []string) string {
+	t.Helper()
+	out, _, err := runBin(t, env, "id", "--data", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(out)[0]
+}
+
+// writeRandom writes a file of n random bytes and returns its path.
+func writeRandom(t *testing.T, name string, n int) (string, []byte) {
+	t.Helper()
+	b := make([]byte, n)
+	rand.Read(b)
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, b
+}
+
+func exitCodeOf(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// Problem 1: a job handed to a running client runs under the flags the
+// user gave, or is refused with the reason.
+func TestHandoverHonoursFlags(t *testing.T) {
+	tn := startNet(t, 1, 2)
+	data := t.TempDir()
+	tn.startClientDaemon(t, 0, data)
+	stranger := otherPeer(t, tn.env)
+	file, _ := writeRandom(t, "f.bin", 100)
+	strangerAddr := "/ip4/127.0.0.1/tcp/1/p2p/" + stranger
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"share", "--data", data, "--require-server", stranger, file}, "does not require server " + stranger},
+		{[]string{"share", "--data", data, "--server", strangerAddr, file}, "joins through server"},
+		{[]string{"ls", "--data", data, "--server", strangerAddr}, "joins through server"},
+		{[]string{"get", "--data", data, "--server", strangerAddr, "-o", t.TempDir(), "riffle:ty4uvsii5v7k4m3kp7a5ys373bmpez3hzhvjj5242iqyqbffsdzq"}, "joins through server"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		cmd := exec.CommandContext(ctx, riffleBin, tc.args...)
+		cmd.Env = tn.env
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		cancel()
+		if exitCodeOf(err) != 1 || !strings.Contains(errb.String(), tc.want) || !strings.Contains(errb.String(), "refusing") {
+			t.Errorf("riffle %s: %v, stderr %q; want exit 1 and a refusal naming %q", tc.args[0], err, errb.String(), tc.want)
+		}
+	}
+	// With the flags the running client has, the job is handed over.
+	out, errOut, err := runBin(t, tn.env, "status", "--data", data, "--json")
+	if err != nil || !strings.Contains(out, `"primary"`) {
+		t.Fatalf("status of the running client: %v %q %q", err, out, errOut)
+	}
+}
+
+// Problem 5: a second `riffle client` on a data directory in use is
+// refused.
+func TestSecondClientRefused(t *testing.T) {
+	tn := startNet(t, 1, 2)
+	data := t.TempDir()
+	tn.startClientDaemon(t, 0, data)
+	_, errOut, err := runBin(t, tn.env, "client", "--server", tn.addrs[0], "--data", data)
+	if exitCodeOf(err) != 1 || !strings.Contains(errOut, "already runs on data directory") {
+		t.Fatalf("second client: %v, stderr %q", err, errOut)
+	}
+}
+
+// Problem 4: a second server on a port in use is refused.
+func TestServerPortInUse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	env := cleanEnv(t)
+	listen := fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", port)
+	dir := t.TempDir()
+	start(t, env, "server", "--data", dir, "--listen", listen, "--no-mdns")
+	waitAddrs(t, dir)
+	p := start(t, env, "server", "--data", t.TempDir(), "--listen", listen, "--no-mdns")
+	if code := p.wait(20 * time.Second); code != 1 || !strings.Contains(p.errb.String(), "address in use") {
+		t.Fatalf("second server on %s: exit %d, stderr %q; want exit 1, \"address in use\"", listen, code, p.errb.String())
+	}
+}
