@@ -214,7 +214,7 @@ func (c *Client) chunkSizeWaiting(ctx context.Context, job string) (int, error) 
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return 0, fmt.Errorf("%w while %s", ctx.Err(), c.waitReason())
+			return 0, fmt.Errorf("%w: nothing was sent, the file is not published, no link (the job was %s)", ctx.Err(), c.waitReason())
 		case <-t.C:
 			c.jobProgress(ctx, "%s: %s (%s)", job, c.waitReason(), time.Since(start).Round(time.Second))
 		}

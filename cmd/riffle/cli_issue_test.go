@@ -214,3 +214,42 @@ func TestServerPortInUse(t *testing.T) {
 		t.Fatalf("second server on %s: exit %d, stderr %q; want exit 1, \"address in use\"", listen, code, p.errb.String())
 	}
 }
+
+// Problem 2: Ctrl-C on a share handed to a running client cancels it: the
+// command exits 130 and says the file is not published, and it is not,
+// though the client then runs epochs.
+func TestHandoffShareInterrupt(t *testing.T) {
+	tn := startNet(t, 1, 2)
+	data := t.TempDir()
+	tn.startClientDaemon(t, 0, data)
+	file, _ := writeRandom(t, "cancelled.bin", 3000)
+	// One client: no epoch opens, the share waits.
+	p := start(t, tn.env, "share", "--data", data, file)
+	waitFor(t, 20*time.Second, "the share to be handed over", func() bool {
+		return strings.Contains(p.errb.String(), "handing the job")
+	})
+	time.Sleep(500 * time.Millisecond)
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	if code := p.wait(20 * time.Second); code != exitInterrupted {
+		t.Fatalf("interrupted share: exit %d, want %d; stderr:\n%s", code, exitInterrupted, p.errb.String())
+	}
+	t.Logf("interrupted share said:\n%s", p.errb.String())
+	if e := p.errb.String(); !strings.Contains(e, "interrupted") || !strings.Contains(e, "not published") || strings.Contains(e, "closed network connection") {
+		t.Fatalf("interrupted share said:\n%s", e)
+	}
+	// A second client lets epochs run; a share after the interrupted one
+	// gets its link, so the queue has moved past where the first was.
+	tn.startClientDaemon(t, 0, t.TempDir())
+	file2, _ := writeRandom(t, "after.bin", 100)
+	link, errOut, err := runBin(t, tn.env, "share", "--data", data, file2)
+	if err != nil {
+		t.Fatalf("share after the interrupt: %v\n%s", err, errOut)
+	}
+	out, errOut, err := runBin(t, tn.env, "ls", "--data", data)
+	if err != nil {
+		t.Fatalf("ls: %v\n%s", err, errOut)
+	}
+	if !strings.Contains(out, "after.bin") || strings.Contains(out, "cancelled.bin") {
+		t.Fatalf("after a cancelled share and %s, ls lists:\n%s", strings.TrimSpace(link), out)
+	}
+}

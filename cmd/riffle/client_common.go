@@ -58,7 +58,7 @@ func withTimeout(ctx context.Context, c *cli.Context) (context.Context, context.
 // timeout says so and what became of the job, not "context canceled".
 func jobError(ctx context.Context, c *cli.Context, what string, err error, p *progress) error {
 	msg := err.Error()
-	for _, s := range []string{"node: running client: ", "context canceled: ", "context deadline exceeded: ", "context canceled", "context deadline exceeded"} {
+	for _, s := range []string{"node: running client: ", "peer refused: ", "context canceled: ", "context deadline exceeded: ", "context canceled", "context deadline exceeded"} {
 		msg = strings.Replace(msg, s, "", 1)
 	}
 	msg = strings.TrimPrefix(msg, ": ")
