@@ -253,3 +253,70 @@ func TestHandoffShareInterrupt(t *testing.T) {
 		t.Fatalf("after a cancelled share and %s, ls lists:\n%s", strings.TrimSpace(link), out)
 	}
 }
+
+// Problem 3: get checks its destination before fetching, never leaves
+// state that blocks a retry, and a get run again after it finished says so
+// and succeeds.
+func TestGetDestination(t *testing.T) {
+	tn := startNet(t, 1, 2)
+	tn.startClientDaemon(t, 0, t.TempDir())
+	file, want := writeRandom(t, "f.bin", 9000)
+	out, errOut, err := runBin(t, tn.env, "share", "--server", tn.addrs[0], "--data", t.TempDir(), file)
+	if err != nil {
+		t.Fatalf("share: %v\n%s", err, errOut)
+	}
+	link := strings.TrimSpace(out)
+	get := func(data string, args ...string) (string, string, error) {
+		return runBin(t, tn.env, append([]string{"get", "--server", tn.addrs[0], "--data", data}, args...)...)
+	}
+	// Bad destinations fail at once, naming the destination.
+	notDir, _ := writeRandom(t, "plain", 1)
+	existing, _ := writeRandom(t, "existing.bin", 5)
+	for _, o := range []string{filepath.Join(t.TempDir(), "missing", "x.bin"), filepath.Join(notDir, "x.bin"), existing} {
+		t0 := time.Now()
+		_, errOut, err := get(t.TempDir(), "-o", o, link)
+		if exitCodeOf(err) != 1 || !strings.Contains(errOut, o) && !strings.Contains(errOut, filepath.Dir(o)) || time.Since(t0) > 5*time.Second {
+			t.Errorf("get -o %s: %v after %v, stderr %q; want a quick refusal naming it", o, err, time.Since(t0), errOut)
+		}
+	}
+	if b, _ := os.ReadFile(existing); len(b) != 5 {
+		t.Fatal("get wrote over an existing file")
+	}
+	// A finished get, run again, says so and succeeds without fetching.
+	data := t.TempDir()
+	dst := filepath.Join(t.TempDir(), "copy.bin")
+	if _, errOut, err := get(data, "-o", dst, link); err != nil {
+		t.Fatalf("get: %v\n%s", err, errOut)
+	}
+	if b, err := os.ReadFile(dst); err != nil || !bytes.Equal(b, want) {
+		t.Fatalf("get wrote %v: bytes differ", err)
+	}
+	umask := syscall.Umask(0)
+	syscall.Umask(umask)
+	if st, _ := os.Stat(dst); st.Mode().Perm() != 0o666&^os.FileMode(umask) {
+		t.Errorf("fetched file mode %o, want %o (0666 less the umask)", st.Mode().Perm(), 0o666&^umask)
+	}
+	t0 := time.Now()
+	out, errOut, err = get(data, "-o", dst, link)
+	if err != nil || strings.TrimSpace(out) != dst || !strings.Contains(errOut, "already holds this file") || time.Since(t0) > 5*time.Second {
+		t.Fatalf("get again: %v, stdout %q, stderr %q", err, out, errOut)
+	}
+	// A get into a directory that holds another file of the same name
+	// fails, keeps what it fetched, and the retry elsewhere needs no fetch.
+	data2, dir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f.bin"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, err := get(data2, "-o", dir, link); exitCodeOf(err) != 1 || !strings.Contains(errOut, "already exists") {
+		t.Fatalf("get onto an existing name: %v, stderr %q", err, errOut)
+	}
+	dir2 := t.TempDir()
+	t0 = time.Now()
+	out, errOut, err = runBin(t, tn.env, "get", "--server", "/ip4/127.0.0.1/tcp/1/p2p/"+otherPeer(t, tn.env), "--data", data2, "-o", dir2, link)
+	if err != nil || time.Since(t0) > 10*time.Second {
+		t.Fatalf("retry into another directory: %v after %v\n%s", err, time.Since(t0), errOut)
+	}
+	if b, err := os.ReadFile(strings.TrimSpace(out)); err != nil || !bytes.Equal(b, want) {
+		t.Fatalf("retry wrote %q (%v): bytes differ", out, err)
+	}
+}

@@ -36,7 +36,7 @@ func startClientProgress(ctx context.Context, c *cli.Context, w io.Writer) (*nod
 	data, _ := clientDataDir(c)
 	cl, err := node.NewClient(ctx, node.ClientConfig{Server: srv, Require: req, DataDir: data, Logger: logger(c), Progress: w})
 	if err != nil {
-		return nil, fmt.Errorf("join through %s: %w", srv, err)
+		return nil, joinError(srv, err)
 	}
 	return cl, nil
 }
@@ -75,4 +75,16 @@ func jobError(ctx context.Context, c *cli.Context, what string, err error, p *pr
 		return fmt.Errorf("%s: timed out after %v: %s", what, c.Duration("timeout"), msg)
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// joinError words a failure to reach the primary: libp2p lists every
+// address it dialled, in several lines of its own terms; the user needs
+// the server, the last cause and what to check.
+func joinError(srv string, err error) error {
+	msg := err.Error()
+	if !strings.Contains(msg, "dial") {
+		return fmt.Errorf("join through %s: %w", srv, err)
+	}
+	cause := strings.TrimSpace(msg[strings.LastIndex(msg, ": ")+1:])
+	return fmt.Errorf("cannot reach the server %s: %s (is it running? riffle id --data DIR on its machine prints its addresses)", srv, cause)
 }

@@ -101,15 +101,24 @@ func runGet(c *cli.Context) error {
 	paths := make([]string, len(links))
 	already := make([]bool, len(links))
 	todo := 0
+	done := make([]bool, len(links))
+	errs := make([]error, len(links))
 	for i, l := range links {
 		if p, ok := fetchedBefore(data, l, dst); ok {
-			paths[i], already[i] = p, true
+			paths[i], already[i], done[i] = p, true, true
 			continue
 		}
 		if !dst.isDir {
 			if _, err := os.Lstat(dst.path); err == nil {
 				return fmt.Errorf("-o %s already exists; remove it or give another -o (nothing was fetched)", dst.path)
 			}
+		}
+		// A file fetched before whose move failed is moved without
+		// fetching again.
+		if got := finishedIn(filepath.Join(data, downloadsDir, l.ID.String())); got != "" {
+			paths[i], already[i], errs[i] = place(got, l, data, dst)
+			done[i] = true
+			continue
 		}
 		todo++
 	}
@@ -119,7 +128,6 @@ func runGet(c *cli.Context) error {
 	defer stop()
 	ctx, cancel := withTimeout(ctx, c)
 	defer cancel()
-	errs := make([]error, len(links))
 	if todo > 0 {
 		// A running client on this machine (same data directory) takes
 		// the jobs; otherwise this command joins epochs on its own.
@@ -146,7 +154,7 @@ func runGet(c *cli.Context) error {
 		// chunks per round from whichever files still need them.
 		var wg sync.WaitGroup
 		for i, l := range links {
-			if already[i] {
+			if done[i] {
 				continue
 			}
 			wg.Add(1)
@@ -286,13 +294,17 @@ func fetchOne(ctx context.Context, get getter, link chunker.Link, data string, d
 	if err := os.MkdirAll(stage, 0o700); err != nil {
 		return "", false, fmt.Errorf("create download directory: %w", err)
 	}
-	got := finishedIn(stage)
-	if got == "" {
-		var err error
-		if got, err = get(ctx, link, stage); err != nil {
-			return "", false, err
-		}
+	got, err := get(ctx, link, stage)
+	if err != nil {
+		return "", false, err
 	}
+	return place(got, link, data, dst)
+}
+
+// place moves a fetched file from its staging directory to the
+// destination; it reports whether the destination held those bytes already.
+func place(got string, link chunker.Link, data string, dst destination) (string, bool, error) {
+	stage := filepath.Dir(got)
 	target := dst.path
 	if dst.isDir {
 		target = filepath.Join(dst.path, filepath.Base(got))
