@@ -320,3 +320,60 @@ func TestGetDestination(t *testing.T) {
 		t.Fatalf("retry wrote %q (%v): bytes differ", out, err)
 	}
 }
+
+// Problem 6: a share that cannot start says what it waits for and what
+// to do, and --timeout ends it with the reason.
+func TestShareSaysWhatItWaitsFor(t *testing.T) {
+	tn := startNet(t, 1, 2)
+	file, _ := writeRandom(t, "alone.bin", 100)
+	t0 := time.Now()
+	_, errOut, err := runBin(t, tn.env, "share", "--server", tn.addrs[0], "--data", t.TempDir(), "--timeout", "7s", file)
+	if exitCodeOf(err) != 1 || time.Since(t0) > 30*time.Second {
+		t.Fatalf("lonely share: %v after %v\n%s", err, time.Since(t0), errOut)
+	}
+	for _, want := range []string{"waiting for the primary to open an epoch", "clients", "timed out after 7s", "not published"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("lonely share's stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	// A required server that is absent is named while waiting.
+	stranger := otherPeer(t, tn.env)
+	tn.startClientDaemon(t, 0, t.TempDir())
+	_, errOut, err = runBin(t, tn.env, "share", "--server", tn.addrs[0], "--data", t.TempDir(), "--require-server", stranger, "--timeout", "12s", file)
+	if exitCodeOf(err) != 1 || !strings.Contains(errOut, "required server "+stranger+" not in the chain") {
+		t.Fatalf("share requiring an absent server: %v\n%s", err, errOut)
+	}
+}
+
+// Problem 7: a get of a well-formed link to nothing says that the file is
+// not in the synced index, and --timeout ends it.
+func TestGetOfNothing(t *testing.T) {
+	tn := startNet(t, 1, 2)
+	tn.startClientDaemon(t, 0, t.TempDir())
+	const link = "riffle:ty4uvsii5v7k4m3kp7a5ys373bmpez3hzhvjj5242iqyqbffsdzq"
+	_, errOut, err := runBin(t, tn.env, "get", "--server", tn.addrs[0], "--data", t.TempDir(), "-o", t.TempDir(), "--timeout", "12s", link)
+	if exitCodeOf(err) != 1 || !strings.Contains(errOut, "is not in the index synced") || !strings.Contains(errOut, "timed out after 12s") {
+		t.Fatalf("get of nothing: %v\n%s", err, errOut)
+	}
+}
+
+// Problem 8: servers log roster joins and departures.
+func TestServerLogsRoster(t *testing.T) {
+	tn := startNet(t, 2, 2)
+	waitFor(t, 20*time.Second, "a roster join in the first server's log", func() bool {
+		return strings.Contains(tn.logs[0].errb.String(), "server joined the roster")
+	})
+	if l := tn.logs[0].errb.String(); !strings.Contains(l, "nick=s1") {
+		t.Fatalf("join logged without the peer's nick:\n%s", l)
+	}
+	_ = tn.logs[1].cmd.Process.Signal(syscall.SIGINT)
+	tn.logs[1].wait(15 * time.Second)
+	waitFor(t, 60*time.Second, "a departure in the first server's log", func() bool {
+		return strings.Contains(tn.logs[0].errb.String(), "server left the roster")
+	})
+	// And status shows the roster.
+	out, errOut, err := runBin(t, tn.env, "status", "--data", tn.dirs[0])
+	if err != nil || !strings.Contains(out, "roster") {
+		t.Fatalf("server status: %v\n%s%s", err, out, errOut)
+	}
+}
