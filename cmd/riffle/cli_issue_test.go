@@ -339,7 +339,7 @@ func TestShareSaysWhatItWaitsFor(t *testing.T) {
 	// A required server that is absent is named while waiting.
 	stranger := otherPeer(t, tn.env)
 	tn.startClientDaemon(t, 0, t.TempDir())
-	_, errOut, err = runBin(t, tn.env, "share", "--server", tn.addrs[0], "--data", t.TempDir(), "--require-server", stranger, "--timeout", "12s", file)
+	_, errOut, err = runBin(t, tn.env, "share", "--server", tn.addrs[0], "--data", t.TempDir(), "--require-server", stranger, "--timeout", "7s", file)
 	if exitCodeOf(err) != 1 || !strings.Contains(errOut, "required server "+stranger+" not in the chain") {
 		t.Fatalf("share requiring an absent server: %v\n%s", err, errOut)
 	}
@@ -351,8 +351,8 @@ func TestGetOfNothing(t *testing.T) {
 	tn := startNet(t, 1, 2)
 	tn.startClientDaemon(t, 0, t.TempDir())
 	const link = "riffle:ty4uvsii5v7k4m3kp7a5ys373bmpez3hzhvjj5242iqyqbffsdzq"
-	_, errOut, err := runBin(t, tn.env, "get", "--server", tn.addrs[0], "--data", t.TempDir(), "-o", t.TempDir(), "--timeout", "12s", link)
-	if exitCodeOf(err) != 1 || !strings.Contains(errOut, "is not in the index synced") || !strings.Contains(errOut, "timed out after 12s") {
+	_, errOut, err := runBin(t, tn.env, "get", "--server", tn.addrs[0], "--data", t.TempDir(), "-o", t.TempDir(), "--timeout", "10s", link)
+	if exitCodeOf(err) != 1 || !strings.Contains(errOut, "is not in the index synced") || !strings.Contains(errOut, "timed out after 10s") {
 		t.Fatalf("get of nothing: %v\n%s", err, errOut)
 	}
 }
