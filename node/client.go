@@ -857,7 +857,8 @@ func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bo
 	}
 	job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{})}
 	var items []upItem
-	link, err := chunker.Share(r, name, "", b, chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
+	cr := &countReader{r: r}
+	link, err := chunker.Share(cr, name, "", b, chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
 		if !job.left[id] {
 			job.left[id] = true
 			items = append(items, upItem{c: StoredChunk{ID: id, Data: append([]byte(nil), chunk...)}, job: job})
@@ -877,7 +878,7 @@ func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bo
 	for {
 		select {
 		case <-job.done:
-			c.jobProgress(ctx, "shared %s: %d chunks in %s", name, total, time.Since(start).Round(time.Millisecond))
+			c.jobProgress(ctx, "shared %s: %d bytes in %d uploads (data and manifest chunks), %s", name, cr.n, total, time.Since(start).Round(time.Millisecond))
 			return link, nil
 		case <-ctx.Done():
 			return link, c.cancelShare(job, link, total, ctx.Err())

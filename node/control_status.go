@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -238,4 +239,17 @@ func (c *Client) notIndexed(id chunker.ID) string {
 		}
 	}
 	return fmt.Sprintf("file %s is not in the index synced at the start of epoch %x: not published, or not yet; waiting", id, c.epoch.v.id[:4])
+}
+
+// countReader counts the bytes of a shared file, for its last progress
+// line (the file's size, not the chunks with the manifest).
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -377,3 +377,58 @@ func TestServerLogsRoster(t *testing.T) {
 		t.Fatalf("server status: %v\n%s%s", err, out, errOut)
 	}
 }
+
+// The rough edges of the command line, without a network.
+func TestRoughEdges(t *testing.T) {
+	env := cleanEnv(t)
+	oneLine := func(s string) bool { return strings.Count(strings.TrimSpace(s), "\n") == 0 }
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"bogus"}, exitUsage, "unknown command \"bogus\""},
+		{[]string{"server"}, exitUsage, "needs --data"},
+		{[]string{"ls", "extra"}, exitUsage, "takes no arguments"},
+		{[]string{"client", "extra"}, exitUsage, "takes no arguments"},
+		{[]string{"share", "--nope", "x"}, exitUsage, "flag provided but not defined"},
+		{[]string{"get", "--server", "/ip4/127.0.0.1/tcp/1/p2p/12D3KooWEUbcN5uGcp14c1WytkD63tKzr8uSb5sSGsUGvPedroqY", "riffle:nope"}, exitError, "riffle: link 1: bad link"},
+		// Surrounding spaces are not part of a link: it parses, and the
+		// command gets as far as looking for a server.
+		{[]string{"get", "--data", t.TempDir(), "-o", t.TempDir(), "  riffle:ty4uvsii5v7k4m3kp7a5ys373bmpez3hzhvjj5242iqyqbffsdzq\n"}, exitError, "no server"},
+		// Upper case is the same link.
+		{[]string{"get", "--data", t.TempDir(), "-o", t.TempDir(), "RIFFLE:TY4UVSII5V7K4M3KP7A5YS373BMPEZ3HZHVJJ5242IQYQBFFSDZQ"}, exitError, "no server"},
+	} {
+		_, errOut, err := runBin(t, env, tc.args...)
+		if code := exitCodeOf(err); code != tc.code || !strings.Contains(errOut, tc.want) || !oneLine(errOut) || strings.Count(errOut, "riffle: ") != 1 {
+			t.Errorf("riffle %q: exit %d, stderr %q; want exit %d and one line with %q", tc.args, code, errOut, tc.code, tc.want)
+		}
+	}
+	help, _, err := runBin(t, env, "server", "--help")
+	if err != nil || strings.Contains(help, "node's") || strings.Contains(help, "(default: 0)") || !strings.Contains(help, "(default: 262144)") {
+		t.Errorf("server --help: %v\n%s", err, help)
+	}
+	help, _, err = runBin(t, env, "share", "--help")
+	for _, f := range []string{"--json", "--quiet", "--timeout", "--min-clients"} {
+		if err != nil || !strings.Contains(help, f) {
+			t.Errorf("share --help lacks %s:\n%s", f, help)
+		}
+	}
+}
+
+// Names are shown with their control characters escaped.
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain.txt":              "plain.txt",
+		"evil\x1b[31m.txt":       `evil\x1b[31m.txt`,
+		"two\nlines":             `two\nlines`,
+		"caf\u00e9 \u65e5\u672c": "caf\u00e9 \u65e5\u672c",
+	} {
+		if got := printable(in); got != want {
+			t.Errorf("printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := lsName(strings.Repeat("n", 255)); len([]rune(got)) != maxLsName {
+		t.Errorf("a 255-byte name takes %d columns in ls", len([]rune(got)))
+	}
+}
