@@ -31,6 +31,9 @@ import (
 type ClientConfig struct {
 	Server  string    // the primary's multiaddr, with /p2p/<peer id>
 	Require []peer.ID // servers that must be in the chain besides the primary
+	// MinAnonymity holds share and get jobs (the client sends cover, as
+	// always) in epochs with fewer clients (0: no minimum).
+	MinAnonymity int
 	// DataDir holds the client DB of sealed onions (optional: without it
 	// they are kept in memory only).
 	DataDir string
@@ -539,7 +542,8 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 	if onion == nil {
 		pl := &mix.Payload{Kind: mix.KindCover, Requests: make([][32]byte, k)}
 		c.mu.Lock()
-		if len(c.upQ) > 0 {
+		hold := c.holdJobs()
+		if len(c.upQ) > 0 && !hold {
 			u := c.upQ[0]
 			c.upQ = c.upQ[1:]
 			e.ups[r] = &u
@@ -547,15 +551,15 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 		}
 		var reqs [][32]byte
 		for id, g := range c.wants {
-			if len(reqs) == k {
+			if len(reqs) == k || hold {
 				break
 			}
 			if g.root && !c.inflight[id] && !c.failed[id] && !c.retry[id] {
 				reqs = append(reqs, id)
 			}
 		}
-		for _, id := range c.neededIDs(k - len(reqs)) {
-			reqs = append(reqs, id)
+		if !hold {
+			reqs = append(reqs, c.neededIDs(k-len(reqs))...)
 		}
 		reqs = c.backgroundRequests(reqs, k)
 		for i, id := range reqs {

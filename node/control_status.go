@@ -38,6 +38,8 @@ type ClientStatus struct {
 	Server  string   `json:"server"`  // the primary's multiaddr
 	Primary string   `json:"primary"` // the primary's peer id
 	Require []string `json:"require"` // required peer ids besides the primary
+	// MinAnonymity: jobs wait for epochs of at least this many clients.
+	MinAnonymity int `json:"min_anonymity"`
 	DataDir string   `json:"data_dir,omitempty"`
 
 	Epoch        string        `json:"epoch,omitempty"` // hex id of the current epoch, "" between epochs
@@ -55,7 +57,7 @@ type ClientStatus struct {
 
 // Status returns the client's status.
 func (c *Client) Status() ClientStatus {
-	st := ClientStatus{Server: c.cfg.Server, Primary: c.primary.String(), Require: []string{}, DataDir: c.cfg.DataDir}
+	st := ClientStatus{Server: c.cfg.Server, Primary: c.primary.String(), Require: []string{}, DataDir: c.cfg.DataDir, MinAnonymity: c.cfg.MinAnonymity}
 	for _, r := range c.cfg.Require {
 		st.Require = append(st.Require, r.String())
 	}
@@ -105,6 +107,9 @@ func (c *Client) waitReason() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.epoch != nil {
+		if c.holdJobs() {
+			return fmt.Sprintf("holding the job: this epoch's anonymity set is %d clients, below the minimum of %d asked for; sending cover until a larger epoch", c.anon, c.cfg.MinAnonymity)
+		}
 		return ""
 	}
 	if c.waiting != "" {
@@ -139,9 +144,13 @@ func ControlStatus(ctx context.Context, sock string) (*ClientStatus, error) {
 }
 
 // CheckHandover reports why a job asking for primary (a peer id, "" for
-// any) and the required servers req must not be handed to a client of
-// status st: it would run under other flags than the user gave.
-func CheckHandover(st *ClientStatus, primary peer.ID, req []peer.ID) error {
+// any), the required servers req and a minimum anonymity set must not be
+// handed to a client of status st: it would run under other flags than the
+// user gave.
+func CheckHandover(st *ClientStatus, primary peer.ID, req []peer.ID, minAnonymity int) error {
+	if minAnonymity > st.MinAnonymity {
+		return fmt.Errorf("node: the running client asks for an anonymity set of at least %d clients, not %d", st.MinAnonymity, minAnonymity)
+	}
 	if primary != "" && primary.String() != st.Primary {
 		return fmt.Errorf("node: the running client joins through server %s, not %s", st.Primary, primary)
 	}
@@ -252,4 +261,10 @@ func (c *countReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// holdJobs reports whether the current epoch's anonymity set is below the
+// user's minimum: jobs then wait, and the client sends cover (c.mu held).
+func (c *Client) holdJobs() bool {
+	return c.cfg.MinAnonymity > 0 && c.anon < c.cfg.MinAnonymity
 }

@@ -60,6 +60,10 @@ func newApp() *cli.App {
 	app.OnUsageError = onUsage
 	for _, cmd := range app.Commands {
 		cmd.OnUsageError = onUsage
+		switch cmd.Name {
+		case "client", "share", "get", "ls", "server", "id":
+			cmd.Before = applyConfig
+		}
 	}
 	return app
 }

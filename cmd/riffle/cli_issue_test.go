@@ -432,3 +432,40 @@ func TestPrintable(t *testing.T) {
 		t.Errorf("a 255-byte name takes %d columns in ls", len([]rune(got)))
 	}
 }
+
+// The config file gives flags their defaults: bare keys to the client
+// commands, server.* keys to riffle server and riffle id; the command line
+// wins; an unknown key is an error naming its line.
+func TestConfigKeys(t *testing.T) {
+	env := cleanEnv(t)
+	cfg := filepath.Join(t.TempDir(), "config")
+	env = append(env, configEnv+"="+cfg)
+	srvDir := t.TempDir()
+	notDir, _ := writeRandom(t, "file", 1)
+	write := func(s string) {
+		if err := os.WriteFile(cfg, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("# test\nserver.data = " + srvDir + "\nserver.listen = /ip4/10.1.2.3/tcp/7\nserver.listen = /ip4/10.1.2.3/udp/7/quic-v1\n" +
+		"data = " + notDir + "\nmin-anonymity = 3\n")
+	out, errOut, err := runBin(t, env, "id")
+	if err != nil || !strings.Contains(out, "/ip4/10.1.2.3/tcp/7/p2p/") || !strings.Contains(out, "/ip4/10.1.2.3/udp/7/quic-v1/p2p/") {
+		t.Fatalf("id with server.data and server.listen from the config: %v\n%s%s", err, out, errOut)
+	}
+	// The command line wins.
+	out, _, err = runBin(t, env, "id", "--listen", "/ip4/10.9.9.9/tcp/9")
+	if err != nil || strings.Contains(out, "10.1.2.3") || !strings.Contains(out, "10.9.9.9") {
+		t.Fatalf("id --listen over the config: %v\n%s", err, out)
+	}
+	// data applies to the client commands.
+	_, errOut, err = runBin(t, env, "client", "--server", "/ip4/127.0.0.1/tcp/1/p2p/12D3KooWEUbcN5uGcp14c1WytkD63tKzr8uSb5sSGsUGvPedroqY")
+	if err == nil || !strings.Contains(errOut, "client data directory") {
+		t.Fatalf("client with data from the config: %v %q", err, errOut)
+	}
+	write("min-anonimity = 3\n")
+	_, errOut, err = runBin(t, env, "ls")
+	if exitCodeOf(err) != 1 || !strings.Contains(errOut, "line 1: unknown key \"min-anonimity\"") {
+		t.Fatalf("a misspelt key: %v %q", err, errOut)
+	}
+}
