@@ -39,8 +39,8 @@ type ClientStatus struct {
 	Primary string   `json:"primary"` // the primary's peer id
 	Require []string `json:"require"` // required peer ids besides the primary
 	// MinAnonymity: jobs wait for epochs of at least this many clients.
-	MinAnonymity int `json:"min_anonymity"`
-	DataDir string   `json:"data_dir,omitempty"`
+	MinAnonymity int    `json:"min_anonymity"`
+	DataDir      string `json:"data_dir,omitempty"`
 
 	Epoch        string        `json:"epoch,omitempty"` // hex id of the current epoch, "" between epochs
 	Chain        []ChainServer `json:"chain,omitempty"`
