@@ -11,7 +11,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/riffle-net/riffle/chunker"
-	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node"
 )
 
@@ -44,7 +43,7 @@ func runLs(c *cli.Context) error {
 	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
-	var idx []wire.IndexEntry
+	var idx []node.IndexEntry
 	var err error
 	sock, err := runningClient(ctx, c)
 	if err != nil {
@@ -66,9 +65,9 @@ func runLs(c *cli.Context) error {
 	rows := make([]lsEntry, 0, len(idx))
 	for _, e := range idx {
 		rows = append(rows, lsEntry{
-			Name: string(e.Name), Size: e.Size, Chunks: e.Chunks,
+			Name: e.Name, Size: e.Size, Chunks: e.Chunks,
 			Link:  chunker.Link{ID: chunker.ID(e.FileID)}.String(),
-			Round: e.Round, Time: time.Unix(e.Time, 0).UTC(),
+			Round: e.Round, Time: e.Time.UTC(),
 		})
 	}
 	// By name, then newest first: what a reader looks for.
