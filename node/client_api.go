@@ -115,10 +115,10 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 			}
 			c.mu.Unlock()
 			if total == 0 {
-				if why := c.waitReason(); why != "" {
-					c.jobProgress(ctx, "get %s: %s", link.ID, why)
-				} else if why := c.notIndexed(link.ID); why != "" {
+				if why := c.notIndexed(link.ID); why != "" {
 					c.jobProgress(ctx, "get: %s", why)
+				} else if why := c.waitReason(); why != "" {
+					c.jobProgress(ctx, "get %s: %s", link.ID, why)
 				} else {
 					c.jobProgress(ctx, "get %s: waiting for the manifest, round %d", link.ID, rounds)
 				}

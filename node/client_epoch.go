@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
@@ -173,6 +174,7 @@ func (c *Client) leaveEpoch(e *cepoch) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.epoch = nil
+	c.epochEnd = time.Now()
 	// Requests in flight are forgotten; failed ids may be asked again in a
 	// later epoch (§6.3).
 	clear(c.inflight)

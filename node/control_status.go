@@ -115,6 +115,9 @@ func (c *Client) waitReason() string {
 	if c.waiting != "" {
 		return c.waiting
 	}
+	if !c.epochEnd.IsZero() && time.Since(c.epochEnd) < betweenEpochs {
+		return "" // the next epoch is on its way
+	}
 	return epochWaitHint
 }
 
@@ -231,6 +234,10 @@ func (c *Client) chunkSizeWaiting(ctx context.Context, job string) (int, error) 
 	}
 }
 
+// betweenEpochs is how long after an epoch's end the wait for the next
+// is not worth a word: registration and setup take about that long.
+const betweenEpochs = 5 * time.Second
+
 // progressEvery is the period of a waiting job's progress lines.
 const progressEvery = 5 * time.Second
 
@@ -239,7 +246,7 @@ const progressEvery = 5 * time.Second
 func (c *Client) notIndexed(id chunker.ID) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.epoch == nil || c.index == nil {
+	if c.index == nil {
 		return ""
 	}
 	for _, e := range c.index {
@@ -247,7 +254,7 @@ func (c *Client) notIndexed(id chunker.ID) string {
 			return ""
 		}
 	}
-	return fmt.Sprintf("file %s is not in the index synced at the start of epoch %x: not published, or not yet; waiting", id, c.epoch.v.id[:4])
+	return fmt.Sprintf("file %s is not in the index synced at the start of the last epoch: not published, or not yet; waiting", id)
 }
 
 // countReader counts the bytes of a shared file, for its last progress

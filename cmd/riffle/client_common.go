@@ -70,7 +70,10 @@ func jobError(ctx context.Context, c *cli.Context, what string, err error, p *pr
 		return fmt.Errorf("%s: interrupted: %s", what, msg)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		if last := p.lastLine(); last != "" && !strings.Contains(msg, last) {
-			msg += "; last progress: " + last
+			if msg != "" {
+				msg += "; "
+			}
+			msg += "last progress: " + last
 		}
 		return fmt.Errorf("%s: timed out after %v: %s", what, c.Duration("timeout"), msg)
 	}
