@@ -77,6 +77,7 @@ type Client struct {
 	// and why no epoch runs (control_status.go).
 	epochAt      time.Time
 	epochRounds0 int
+	epochMoved0  int // chunks uploaded and fetched before the epoch
 	epochEnd     time.Time
 	waiting      string
 }

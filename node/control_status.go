@@ -48,9 +48,11 @@ type ClientStatus struct {
 	ChunkSize    int           `json:"chunk_size"`
 	EpochRounds  int           `json:"epoch_rounds"`  // rounds run in the current epoch
 	RoundTime    time.Duration `json:"round_time_ns"` // mean round time of the current epoch
-	// Goodput is the chunk bytes per second this client moves in the
-	// current epoch, one upload and k requests a round.
-	Goodput float64 `json:"goodput_bytes_per_s"`
+	// Throughput is the chunk bytes a second this client's slot carries
+	// in the current epoch, one upload and k requests a round, cover
+	// included; Goodput counts only the chunks of its jobs.
+	Throughput float64 `json:"throughput_bytes_per_s"`
+	Goodput    float64 `json:"goodput_bytes_per_s"`
 	Waiting string  `json:"waiting,omitempty"` // why no epoch runs, if none does
 	Stats   Stats   `json:"stats"`
 }
@@ -79,7 +81,8 @@ func (c *Client) Status() ClientStatus {
 		if el := time.Since(c.epochAt); st.EpochRounds > 0 {
 			st.RoundTime = el / time.Duration(st.EpochRounds)
 			k := int(e.v.desc.Params.K)
-			st.Goodput = float64(st.EpochRounds*(1+k)*c.b) / el.Seconds()
+			st.Throughput = float64(st.EpochRounds*(1+k)*c.b) / el.Seconds()
+			st.Goodput = float64((c.stats.Uploaded+c.stats.Fetched-c.epochMoved0)*c.b) / el.Seconds()
 		}
 	}
 	return st
@@ -88,6 +91,7 @@ func (c *Client) Status() ClientStatus {
 // noteEpoch records the start of an epoch for Status (c.mu held).
 func (c *Client) noteEpoch() {
 	c.epochAt, c.epochRounds0, c.waiting = time.Now(), c.stats.Rounds, ""
+	c.epochMoved0 = c.stats.Uploaded + c.stats.Fetched
 }
 
 // noteWait records why the client is not in an epoch, for Status and for

@@ -42,8 +42,9 @@ type ServerStatus struct {
 	MinClients int            `json:"min_clients"`
 	// The current epoch ("" when none runs), its chain in order, its
 	// anonymity set (clients), the rounds whose lists are final, the mean
-	// round time and the goodput: chunk bytes the chain carries a second
-	// (n clients × b a round).
+	// round time and the throughput: chunk bytes the chain carries a
+	// second (n clients × b a round). A server cannot tell chunks from
+	// cover, by design, so it cannot report goodput.
 	Epoch        string        `json:"epoch,omitempty"`
 	Chain        []ChainServer `json:"chain,omitempty"`
 	AnonymitySet int           `json:"anonymity_set"`
@@ -51,7 +52,7 @@ type ServerStatus struct {
 	Rounds       int           `json:"rounds"`
 	EpochRounds  int           `json:"epoch_rounds"`
 	RoundTime    time.Duration `json:"round_time_ns"`
-	Goodput      float64       `json:"goodput_bytes_per_s"`
+	Throughput   float64       `json:"throughput_bytes_per_s"`
 }
 
 // Status returns the server's status.
@@ -88,7 +89,7 @@ func (s *Server) Status() ServerStatus {
 		el := o.at.Sub(o.since)
 		n := time.Duration(o.rounds - o.rounds0)
 		st.RoundTime = el / n
-		st.Goodput = float64(int(n)*st.AnonymitySet*st.ChunkSize) / el.Seconds()
+		st.Throughput = float64(int(n)*st.AnonymitySet*st.ChunkSize) / el.Seconds()
 	}
 	return st
 }

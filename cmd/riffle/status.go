@@ -68,7 +68,10 @@ func runStatus(c *cli.Context) error {
 	if len(st.Require) > 0 {
 		fmt.Fprintf(tw, "requires\t%s\n", strings.Join(st.Require, ", "))
 	}
-	printEpoch(tw, st.Epoch, st.Chain, st.AnonymitySet, st.ChunkSize, st.EpochRounds, st.RoundTime, st.Goodput)
+	printEpoch(tw, st.Epoch, st.Chain, st.AnonymitySet, st.ChunkSize, st.EpochRounds, st.RoundTime, st.Throughput)
+	if st.Epoch != "" && st.RoundTime > 0 {
+		fmt.Fprintf(tw, "goodput\t%s/s (this client's own chunks)\n", humanBytes(uint64(st.Goodput)))
+	}
 	if st.Waiting != "" {
 		fmt.Fprintf(tw, "waiting\t%s\n", st.Waiting)
 	}
@@ -105,12 +108,12 @@ func serverStatus(c *cli.Context, dir string) error {
 	for _, m := range st.Roster {
 		fmt.Fprintf(tw, "\t%s (%s), seen %v ago\n", m.ID, printable(m.Nick), m.Seen.Round(time.Second))
 	}
-	printEpoch(tw, st.Epoch, st.Chain, st.AnonymitySet, st.ChunkSize, st.Rounds, st.RoundTime, st.Goodput)
+	printEpoch(tw, st.Epoch, st.Chain, st.AnonymitySet, st.ChunkSize, st.Rounds, st.RoundTime, st.Throughput)
 	return tw.Flush()
 }
 
 // printEpoch prints the epoch lines of a status.
-func printEpoch(w io.Writer, epoch string, chain []node.ChainServer, anon, b, rounds int, rt time.Duration, goodput float64) {
+func printEpoch(w io.Writer, epoch string, chain []node.ChainServer, anon, b, rounds int, rt time.Duration, throughput float64) {
 	if epoch == "" {
 		fmt.Fprintf(w, "epoch\tnone running\n")
 		return
@@ -124,7 +127,7 @@ func printEpoch(w io.Writer, epoch string, chain []node.ChainServer, anon, b, ro
 	fmt.Fprintf(w, "rounds\t%d\n", rounds)
 	if rt > 0 {
 		fmt.Fprintf(w, "round time\t%v\n", rt.Round(time.Millisecond))
-		fmt.Fprintf(w, "goodput\t%s/s\n", humanBytes(uint64(goodput)))
+		fmt.Fprintf(w, "throughput\t%s/s (chunks and cover)\n", humanBytes(uint64(throughput)))
 	}
 }
 
