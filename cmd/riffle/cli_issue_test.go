@@ -469,3 +469,46 @@ func TestConfigKeys(t *testing.T) {
 		t.Fatalf("a misspelt key: %v %q", err, errOut)
 	}
 }
+
+// The systemd unit of docs/operator.md names only flags that exist.
+func TestOperatorUnit(t *testing.T) {
+	unit, err := os.ReadFile("../../docs/riffle-server.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	help, _, err := runBin(t, cleanEnv(t), "server", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range strings.Split(string(unit), "\n") {
+		cmd, ok := strings.CutPrefix(l, "ExecStart=")
+		if !ok {
+			continue
+		}
+		found = true
+		f := strings.Fields(cmd)
+		if len(f) < 2 || filepath.Base(f[0]) != "riffle" || f[1] != "server" {
+			t.Fatalf("ExecStart runs %q", cmd)
+		}
+		for _, a := range f[2:] {
+			if strings.HasPrefix(a, "--") && !strings.Contains(help, a+" ") {
+				t.Errorf("the unit's flag %s is not in riffle server --help", a)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("the unit has no ExecStart")
+	}
+	// Every server.* key of the operator guide's example is known.
+	guide, err := os.ReadFile("../../docs/operator.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(guide), "\n") {
+		l = strings.TrimSpace(l)
+		if k, _, ok := strings.Cut(l, " = "); ok && strings.HasPrefix(k, serverPrefix) && !knownConfigKey(k) {
+			t.Errorf("operator.md uses the unknown config key %q", k)
+		}
+	}
+}

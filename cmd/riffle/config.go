@@ -76,7 +76,7 @@ var setFromConfig = map[string]bool{}
 var (
 	clientConfigKeys = []string{"server", "require-server", "data", "min-anonymity", "quiet"}
 	serverConfigKeys = []string{"data", "listen", "peer", "nick", "min-servers", "min-clients", "no-mdns",
-		"chunk-size", "rounds", "k", "reg-window", "round-limit"}
+		"quota", "retention", "chunk-size", "rounds", "k", "reg-window", "round-limit"}
 )
 
 func configKeys() []string {

@@ -37,6 +37,8 @@ timing flags matter only there.`,
 			&cli.IntFlag{Name: "min-servers", Value: node.DefaultMinServers, Usage: "no epoch starts with fewer servers in the chain"},
 			&cli.IntFlag{Name: "min-clients", Value: node.DefaultMinClients, Usage: "no epoch starts with a smaller anonymity set"},
 			&cli.BoolFlag{Name: "no-mdns", Usage: "do not discover servers on the local network"},
+			&cli.StringFlag{Name: "quota", Usage: "cap on the chunk data stored, e.g. 20GiB (0: none; the file is about 2 % larger)"},
+			&cli.DurationFlag{Name: "retention", Usage: "drop chunks not published, fetched or requested for this long, e.g. 720h (0: keep forever)"},
 			&cli.IntFlag{Name: "chunk-size", Usage: "epoch parameter b in bytes, as leader", DefaultText: fmt.Sprint(defaults.ChunkSize)},
 			&cli.IntFlag{Name: "rounds", Usage: "epoch parameter R, rounds per epoch, as leader", DefaultText: fmt.Sprint(defaults.Rounds)},
 			&cli.IntFlag{Name: "k", Usage: "epoch parameter k, request slots per client and round, as leader", DefaultText: fmt.Sprint(defaults.K)},
@@ -101,6 +103,13 @@ func runServer(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	quota, err := parseSize(c.String("quota"))
+	if err != nil {
+		return usagef("--quota: %v", err)
+	}
+	if c.Duration("retention") < 0 {
+		return usagef("--retention must not be negative")
+	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
 	dir := c.String("data")
@@ -112,15 +121,16 @@ func runServer(c *cli.Context) error {
 		return err
 	}
 	s, err := node.NewServer(ctx, node.ServerConfig{
-		DataDir:    dir,
-		Listen:     c.StringSlice("listen"),
-		Peers:      c.StringSlice("peer"),
-		Nick:       c.String("nick"),
-		MinServers: c.Int("min-servers"),
-		MinClients: c.Int("min-clients"),
-		NoLAN:      c.Bool("no-mdns"),
-		Params:     params,
-		Logger:     serverLogger(c),
+		DataDir:      dir,
+		Listen:       c.StringSlice("listen"),
+		Peers:        c.StringSlice("peer"),
+		Nick:         c.String("nick"),
+		MinServers:   c.Int("min-servers"),
+		MinClients:   c.Int("min-clients"),
+		NoLAN:        c.Bool("no-mdns"),
+		Params:       params,
+		StoreOptions: node.StoreOptions{QuotaBytes: quota, Retention: c.Duration("retention")},
+		Logger:       serverLogger(c),
 	})
 	if err != nil {
 		return err

@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -91,4 +93,31 @@ func writeStatus(ctx context.Context, s *node.Server, dir string) {
 		case <-t.C:
 		}
 	}
+}
+
+// parseSize parses a byte count with an optional unit: B, KiB, MiB, GiB,
+// TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000); "" is 0.
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	num, unit := s, ""
+	if i >= 0 {
+		num, unit = s[:i], strings.TrimSpace(s[i:])
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("size %q: want a number and a unit such as GiB", s)
+	}
+	mult := map[string]float64{"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tib": 1 << 40,
+		"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12}[strings.ToLower(unit)]
+	if mult == 0 {
+		return 0, fmt.Errorf("size %q: unknown unit %q", s, unit)
+	}
+	if v*mult >= 1<<62 {
+		return 0, fmt.Errorf("size %q too large", s)
+	}
+	return int64(v * mult), nil
 }
