@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -261,11 +262,15 @@ func TestGetDestination(t *testing.T) {
 	tn := startNet(t, 1, 2)
 	tn.startClientDaemon(t, 0, t.TempDir())
 	file, want := writeRandom(t, "f.bin", 9000)
-	out, errOut, err := runBin(t, tn.env, "share", "--server", tn.addrs[0], "--data", t.TempDir(), file)
+	out, errOut, err := runBin(t, tn.env, "share", "--server", tn.addrs[0], "--data", t.TempDir(), "--json", file)
 	if err != nil {
 		t.Fatalf("share: %v\n%s", err, errOut)
 	}
-	link := strings.TrimSpace(out)
+	var shared shareResult
+	if err := json.Unmarshal([]byte(out), &shared); err != nil || shared.File != file || !strings.HasPrefix(shared.Link, "riffle:") {
+		t.Fatalf("share --json printed %q (%v)", out, err)
+	}
+	link := shared.Link
 	get := func(data string, args ...string) (string, string, error) {
 		return runBin(t, tn.env, append([]string{"get", "--server", tn.addrs[0], "--data", data}, args...)...)
 	}
@@ -300,6 +305,11 @@ func TestGetDestination(t *testing.T) {
 	out, errOut, err = get(data, "-o", dst, link)
 	if err != nil || strings.TrimSpace(out) != dst || !strings.Contains(errOut, "already holds this file") || time.Since(t0) > 5*time.Second {
 		t.Fatalf("get again: %v, stdout %q, stderr %q", err, out, errOut)
+	}
+	out, _, err = get(data, "-o", dst, "--json", "--quiet", link)
+	var got getResult
+	if err != nil || json.Unmarshal([]byte(out), &got) != nil || got.Path != dst || !got.Already || got.Link != link {
+		t.Fatalf("get --json again: %v, %q", err, out)
 	}
 	// A get into a directory that holds another file of the same name
 	// fails, keeps what it fetched, and the retry elsewhere needs no fetch.
@@ -509,6 +519,19 @@ func TestOperatorUnit(t *testing.T) {
 		l = strings.TrimSpace(l)
 		if k, _, ok := strings.Cut(l, " = "); ok && strings.HasPrefix(k, serverPrefix) && !knownConfigKey(k) {
 			t.Errorf("operator.md uses the unknown config key %q", k)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"": 0, "0": 0, "512": 512, "4KiB": 4096, "1.5 GiB": 3 << 29, "2GB": 2e9, "10m": 10 << 20} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"x", "-1", "5 parsecs", "1e30TiB"} {
+		if _, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) accepted", in)
 		}
 	}
 }
