@@ -535,3 +535,29 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+// Progress: a bar on a terminal driven by the "d/t chunks" lines, plain
+// lines elsewhere, nothing under --quiet; the last line is kept for a
+// timeout's message either way.
+func TestProgressModes(t *testing.T) {
+	lines := []string{"epoch 1a2b3c4d: 3 servers, anonymity set 4 clients", "share f.bin: 3/10 chunks, round 7, 1.0 KiB/s, eta 9s", "share f.bin: 10/10 chunks, round 14, 1.0 KiB/s, eta 0s", "shared f.bin: 40000 bytes in 10 uploads (data and manifest chunks), 3s"}
+	var plain, bar, none bytes.Buffer
+	pl := &progress{w: &plain}
+	pb := &progress{w: &bar, tty: true}
+	pq := &progress{w: &none, quiet: true}
+	for _, l := range lines {
+		pl.line(l)
+		pb.line(l)
+		pq.line(l)
+	}
+	pb.finish()
+	if plain.String() != strings.Join(lines, "\n")+"\n" {
+		t.Errorf("lines mode printed %q", plain.String())
+	}
+	if b := bar.String(); !strings.Contains(b, "share f.bin") || !strings.Contains(b, "10/10") || strings.Contains(b, "3/10 chunks, round") || !strings.Contains(b, "shared f.bin") {
+		t.Errorf("bar mode printed %q", b)
+	}
+	if none.Len() != 0 || pq.lastLine() != lines[3] {
+		t.Errorf("quiet mode printed %q, kept %q", none.String(), pq.lastLine())
+	}
+}
