@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -238,9 +239,21 @@ func TestHandoffShareInterrupt(t *testing.T) {
 	if e := p.errb.String(); !strings.Contains(e, "interrupted") || !strings.Contains(e, "not published") || strings.Contains(e, "closed network connection") {
 		t.Fatalf("interrupted share said:\n%s", e)
 	}
-	// A second client lets epochs run; a share after the interrupted one
-	// gets its link, so the queue has moved past where the first was.
+	// A second client lets epochs run. A share interrupted while its
+	// chunks go out is withdrawn: what is still queued, its manifest
+	// last, is not sent.
 	tn.startClientDaemon(t, 0, t.TempDir())
+	big, _ := writeRandom(t, "halfway.bin", 400<<10)
+	p = start(t, tn.env, "share", "--data", data, big)
+	waitFor(t, 60*time.Second, "the share to send chunks", func() bool {
+		return regexp.MustCompile(`share halfway.bin: [1-9][0-9]*/[0-9]+ chunks`).MatchString(p.errb.String())
+	})
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	if code := p.wait(20 * time.Second); code != exitInterrupted || !strings.Contains(p.errb.String(), "share withdrawn") || !strings.Contains(p.errb.String(), "not published") {
+		t.Fatalf("share interrupted halfway: exit %d; stderr:\n%s", code, p.errb.String())
+	}
+	// A share after the interrupted ones gets its link, so the queue has
+	// moved past where they were.
 	file2, _ := writeRandom(t, "after.bin", 100)
 	link, errOut, err := runBin(t, tn.env, "share", "--data", data, file2)
 	if err != nil {
@@ -250,7 +263,7 @@ func TestHandoffShareInterrupt(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ls: %v\n%s", err, errOut)
 	}
-	if !strings.Contains(out, "after.bin") || strings.Contains(out, "cancelled.bin") {
+	if !strings.Contains(out, "after.bin") || strings.Contains(out, "cancelled.bin") || strings.Contains(out, "halfway.bin") {
 		t.Fatalf("after a cancelled share and %s, ls lists:\n%s", strings.TrimSpace(link), out)
 	}
 }
