@@ -3,636 +3,525 @@ package node
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/sha256"
-	"errors"
-	"os"
-	"path/filepath"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
-	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/pir"
-	"github.com/riffle-net/riffle/store"
+	"github.com/riffle-net/riffle/mix"
 )
 
-// newPeerID returns a fresh Ed25519 peer id (a hostile peer's identity).
-func newPeerID(t testing.TB) peer.ID {
+// Hostile input straight to the peer-facing handlers: for each, bodies that
+// are truncated, oversized, for an unknown epoch, from the wrong sender, for
+// a round outside the window, signed by the wrong key, or repeated. Every
+// one gets an error (a repeat of what was accepted gets the same answer as
+// the first) and leaves the server's state as it was.
+
+// peerKey is a libp2p identity of a peer the test plays.
+type peerKey struct {
+	id   peer.ID
+	priv crypto.PrivKey
+}
+
+func newPeerKey(t *testing.T) peerKey {
 	t.Helper()
-	k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	priv, _, err := crypto.GenerateEd25519Key(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := peer.IDFromPrivateKey(k)
+	id, err := peer.IDFromPrivateKey(priv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return id
+	return peerKey{id, priv}
 }
 
-// fixtureEpoch installs on s a finalised epoch in which s is the only
-// server and the primary of one client per peer of regFrom, registered by
-// that peer; every round's request list is empty (one zero row).
-func fixtureEpoch(t testing.TB, s *Server, regFrom ...peer.ID) *sepoch {
+// hostileFixture is a real server (a libp2p host on 127.0.0.1, no peers,
+// so it never runs an epoch itself) holding three synthetic epochs of the
+// chain (this server and the peers a, b):
+//   - led: final, this server leads it (position 0), chain [s, a, b];
+//   - mid: final, this server is S_1, chain [a, s, b];
+//   - open: open for registration, this server is S_1, chain [a, s, b].
+//
+// Client slot i has primary i in each epoch.
+type hostileFixture struct {
+	s              *Server
+	a, b, stranger peerKey
+	led, mid, open *sepoch
+	clients        []ed25519.PrivateKey
+	p              Params
+}
+
+func newHostileFixture(t *testing.T) *hostileFixture {
 	t.Helper()
-	return fixtureChain(t, s, []peer.ID{s.ID()}, 0, regFrom...)
-}
-
-// fixtureChain is fixtureEpoch with s at position pos of chain.
-func fixtureChain(t testing.TB, s *Server, chain []peer.ID, pos int, regFrom ...peer.ID) *sepoch {
-	t.Helper()
-	p := testParams(8).wire()
-	desc := &wire.Descriptor{Number: 1, Params: p}
-	e := &sepoch{pos: pos, rounds: map[uint32]*sround{}, regs: map[[32]byte]wire.Register{}, regFrom: map[[32]byte]peer.ID{}}
-	for i, from := range regFrom {
-		var c wire.ClientEntry
-		c.RegKey[0], c.XKey[0] = byte(i+1), byte(0x80+i)
-		c.Primary = uint16(pos)
-		desc.Clients = append(desc.Clients, c)
-		e.regFrom[c.RegKey] = from
-	}
-	v := &view{id: [32]byte{0xee, byte(len(regFrom))}, desc: desc, chain: chain, lim: limitsFor(p, len(chain))}
-	e.v, e.final = v, v
-	s.mu.Lock()
-	s.epochs[v.id] = e
-	for r := uint32(0); r < p.Rounds; r++ {
-		x := e.round(r)
-		x.list = &wire.RoundList{Epoch: v.id, Round: r}
-	}
-	s.mu.Unlock()
-	return e
-}
-
-// query is a client's query body for slot sl of round r with k masks
-// filled with fill over one row.
-func query(e *sepoch, r, sl uint32, fill byte) []byte {
-	_, k := e.bk()
-	q := wire.Rows{Epoch: e.v.id, Round: r, Slots: []uint32{sl}}
-	for t := 0; t < k; t++ {
-		m := make([]byte, pir.MaskBytes(1))
-		m[0] = fill & 1
-		q.Rows = append(q.Rows, m)
-	}
-	return q.Marshal()
-}
-
-// TestPIRQuerySlotOwner: (v3, §6.1) a primary takes a query for slot i
-// only from the peer that registered slot i. An outsider's zero masks for
-// the victim's slot are refused and leave no trace; the victim's own query
-// is then still taken.
-func TestPIRQuerySlotOwner(t *testing.T) {
-	s := beaconServer(t)
-	victim, other := newPeerID(t), newPeerID(t)
-	e := fixtureEpoch(t, s, victim, other)
-	cases := []struct {
-		name string
-		from peer.ID
-		slot uint32
-	}{
-		{"outsider that never registered", newPeerID(t), 0},
-		{"client of another slot", other, 0},
-		{"the server itself", s.ID(), 0},
-	}
-	for _, c := range cases {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		_, _, err := s.handlePIR(ctx, c.from, wire.TypeQuery, query(e, 1, c.slot, 0))
-		cancel()
-		if err == nil {
-			t.Errorf("%s: query accepted", c.name)
-		}
-		s.mu.Lock()
-		_, recorded := e.rounds[1].queries[c.slot]
-		s.mu.Unlock()
-		if recorded {
-			t.Fatalf("%s: its query was recorded for slot %d", c.name, c.slot)
-		}
-	}
-	// The victim's real query (different masks) is taken: it waits for its
-	// answer (none comes in this fixture) instead of being refused.
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	_, _, err := s.handlePIR(ctx, victim, wire.TypeQuery, query(e, 1, 0, 1))
-	if err == nil || bytes.Contains([]byte(err.Error()), []byte("different query")) {
-		t.Fatalf("victim's query: %v, want a wait for its answer", err)
-	}
-	s.mu.Lock()
-	got := e.rounds[1].queries[0]
-	s.mu.Unlock()
-	if len(got) == 0 || got[0][0] != 1 {
-		t.Fatalf("victim's query not recorded: %v", got)
-	}
-}
-
-// leaderBelow returns a fresh peer id that sorts before s in chain order
-// (a leader s would follow).
-func leaderBelow(t testing.TB, s *Server) peer.ID {
-	for {
-		id := newPeerID(t)
-		if bytes.Compare([]byte(id), []byte(s.ID())) < 0 {
-			return id
-		}
-	}
-}
-
-// TestEpochNumberBounds: a server takes a proposed epoch number N only if
-// N > last and N − last ≤ maxEpochGap (a server with no epoch on record:
-// N ≤ maxFirstEpoch). A refused Prepare leaves nothing behind; a refusal
-// for a number too low says the refuser's last, which the leader may
-// catch up to (bounded the same way).
-func TestEpochNumberBounds(t *testing.T) {
-	s := beaconServer(t)
-	leader := leaderBelow(t, s)
-	prep := func(n uint64) []byte {
-		p := wire.Prepare{Number: n, Params: testParams(4).wire(), Chain: [][]byte{[]byte(leader), []byte(s.ID())}}
-		return p.Marshal()
-	}
-	cases := []struct {
-		last, n uint64
-		ok      bool
-	}{
-		{0, 1, true},
-		{0, maxFirstEpoch, true},
-		{0, maxFirstEpoch + 1, false},
-		{0, 1<<64 - 1, false},
-		{5, 6, true},
-		{5, 5 + maxEpochGap, true},
-		{5, 5, false},
-		{5, 4, false},
-		{5, 5 + maxEpochGap + 1, false},
-		{5, 1<<64 - 1, false},
-		{1<<64 - 2, 1<<64 - 1, true},
-	}
-	for _, c := range cases {
-		s.mu.Lock()
-		s.number = c.last
-		clear(s.prep)
-		s.mu.Unlock()
-		_, _, err := s.onPrepare(leader, prep(c.n))
-		s.mu.Lock()
-		held, last := len(s.prep), s.number
-		s.mu.Unlock()
-		if (err == nil) != c.ok {
-			t.Errorf("last %d, N %d: err %v, want accepted %v", c.last, c.n, err, c.ok)
-		}
-		if last != c.last {
-			t.Errorf("last %d, N %d: a Prepare moved the last number to %d", c.last, c.n, last)
-		}
-		if !c.ok && held != 0 {
-			t.Errorf("last %d, N %d: refused Prepare left a preparation", c.last, c.n)
-		}
-	}
-	// A refusal for a number too low carries the refuser's last.
-	s.mu.Lock()
-	s.number = 7
-	s.mu.Unlock()
-	_, _, err := s.onPrepare(leader, prep(3))
-	if l, ok := refusedBelow(err); !ok || l != 7 {
-		t.Fatalf("refusal %v: last %d, %v", err, l, ok)
-	}
-	// The leader's catch-up: to a refuser's last, never beyond its gap.
-	s.mu.Lock()
-	s.number = 2
-	s.mu.Unlock()
-	if !s.catchUp(err) || s.number != 7 {
-		t.Fatalf("catch-up to 7: at %d", s.number)
-	}
-	lie := errors.New("peer refused: node: epoch number 8 not above 18446744073709551614")
-	if s.catchUp(lie) || s.number != 7 {
-		t.Fatalf("a refuser's claim beyond the gap moved the leader to %d", s.number)
-	}
-}
-
-// TestEpochNumberPersists: the last number survives a restart of the
-// server on its data directory (a restarted leader counted from 1 again
-// and every other server refused it for ever).
-func TestEpochNumberPersists(t *testing.T) {
-	dir := t.TempDir()
-	if n, err := loadEpochNumber(dir); err != nil || n != 0 {
-		t.Fatalf("fresh directory: %d, %v", n, err)
-	}
-	for _, n := range []uint64{1, 41, 1<<64 - 1} {
-		if err := saveEpochNumber(dir, n); err != nil {
-			t.Fatal(err)
-		}
-		s, err := NewServer(context.Background(), ServerConfig{DataDir: dir, Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := s.number
-		s.Close()
-		if got != n {
-			t.Fatalf("restarted with last number %d, saved %d", got, n)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, EpochNumberFile), []byte("x\n"), 0o600); err != nil {
+	p := testParams(8)
+	s, err := NewServer(context.Background(), ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"},
+		NoLAN: true, Store: NewMemStore(), MinServers: 3, Params: p})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadEpochNumber(dir); err == nil {
-		t.Fatal("a corrupt epoch number file was read")
-	}
-}
-
-// TestProposalCensorship: (v3, §5.3) a server signs a request list only if
-// every id requested in the round that it holds is in, except what the cut
-// to L_max (the first L_max ids in byte order) leaves out. A leader that
-// leaves out a requested id is refused, and the refusal names the id.
-func TestProposalCensorship(t *testing.T) {
-	s := beaconServer(t)
-	leader := leaderBelow(t, s)
-	e := fixtureChain(t, s, []peer.ID{leader, s.ID()}, 1)
-	var held []wire.ListEntry
+	t.Cleanup(func() { s.Close() })
+	f := &hostileFixture{s: s, a: newPeerKey(t), b: newPeerKey(t), stranger: newPeerKey(t), p: p}
+	var entries []wire.ClientEntry
 	for i := 0; i < 3; i++ {
-		data := []byte{byte(i), 1, 2}
-		id := sha256.Sum256(data)
-		if err := s.store.PutChunks([]store.Chunk{{ID: id, Data: data}}); err != nil {
+		pub, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
 			t.Fatal(err)
 		}
-		held = append(held, wire.ListEntry{ID: id, Len: uint32(len(data))})
+		f.clients = append(f.clients, priv)
+		var ce wire.ClientEntry
+		copy(ce.RegKey[:], pub)
+		ce.Primary = uint16(i)
+		ce.XKey[0] = byte(i + 1)
+		entries = append(entries, ce)
 	}
-	sort.Slice(held, func(i, j int) bool { return bytes.Compare(held[i].ID[:], held[j].ID[:]) < 0 })
-	nobody := [32]byte{0xff, 0xff} // requested, held by no server
-	const r = 2
+	mk := func(tag byte, pos int, chain []peer.ID, final bool) *sepoch {
+		desc := &wire.Descriptor{Number: uint64(tag), Params: p.wire(), Clients: entries}
+		v := &view{id: [32]byte{tag}, desc: desc, chain: chain}
+		e := &sepoch{v: v, pos: pos}
+		e.regs, e.fwd = map[[32]byte]wire.Register{}, map[[32]byte]wire.Register{}
+		e.stepMsgs, e.rounds = map[int]*wire.Step{}, map[uint32]*sround{}
+		if final {
+			e.final, e.regClosed = v, true
+		}
+		return e
+	}
+	f.led = mk(0xA0, 0, []peer.ID{s.ID(), f.a.id, f.b.id}, true)
+	f.mid = mk(0xB0, 1, []peer.ID{f.a.id, s.ID(), f.b.id}, true)
+	f.open = mk(0xC0, 1, []peer.ID{f.a.id, s.ID(), f.b.id}, false)
+	f.open.openBytes = []byte("open descriptor")
 	s.mu.Lock()
-	x := e.round(r)
-	x.list, x.pubDone = nil, true
-	x.requests = map[[32]byte]bool{held[0].ID: true, held[1].ID: true, held[2].ID: true, nobody: true}
+	for _, e := range []*sepoch{f.led, f.mid, f.open} {
+		s.epochs[e.v.id] = e
+	}
+	s.open = f.open
+	s.number = 0xC0
 	s.mu.Unlock()
-	cases := []struct {
-		name    string
-		maxRows uint32
-		entries []wire.ListEntry
-		ok      bool
-	}{
-		{"every held id", 64, held, true},
-		{"one left out", 64, []wire.ListEntry{held[0], held[2]}, false},
-		{"the last left out", 64, held[:2], false},
-		{"empty list", 64, nil, false},
-		{"cut to L_max keeps the first", 2, held[:2], true},
-		{"cut to L_max skips the first", 2, held[1:], false},
-	}
-	for _, c := range cases {
-		e.final.desc.Params.MaxRows = c.maxRows
-		rl := wire.RoundList{Epoch: e.v.id, Round: r, Entries: c.entries}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		rt, rep, err := s.onProposal(ctx, leader, rl.Marshal())
-		cancel()
-		if c.ok && (err != nil || rt != wire.TypeSig || len(rep) == 0) {
-			t.Errorf("%s: refused: %v", c.name, err)
-		}
-		if !c.ok {
-			if err == nil {
-				t.Errorf("%s: signed", c.name)
-				continue
-			}
-			named := refusedOmitted(err)
-			if len(named) == 0 {
-				t.Errorf("%s: refusal %q names no omitted id", c.name, err)
-			}
-			for _, id := range named {
-				if id == nobody {
-					t.Errorf("%s: refusal names an id nobody holds", c.name)
-				}
-			}
-		}
-	}
+	return f
 }
 
-// TestRegListOnce: a server takes the leader's registration list only
-// after the close, once, and never after the final descriptor (it raced
-// setup's read of the slots, and could change the slots a server had
-// signed); a list from anyone but the leader is refused before it is
-// decoded. A refused list changes nothing.
-func TestRegListOnce(t *testing.T) {
-	s := beaconServer(t)
-	leader := leaderBelow(t, s)
-	e := fixtureChain(t, s, []peer.ID{leader, s.ID()}, 1)
-	final := e.final
+// state is a summary of everything a handler could change: the server's
+// epochs, their registration and setup state, every round's state, and the
+// request lists in the store.
+func (f *hostileFixture) state() string {
+	s := f.s
 	s.mu.Lock()
-	e.final = nil
-	s.mu.Unlock()
-	list := (&wire.RegList{Epoch: e.v.id}).Marshal()
-	send := func(from peer.ID, body []byte) error {
-		_, _, err := s.onRegList(from, body)
-		return err
+	defer s.mu.Unlock()
+	var b strings.Builder
+	fmt.Fprintf(&b, "number %d prep %d open %v epochs %d roster %d banned %d\n", s.number, len(s.prep), s.open != nil, len(s.epochs),
+		len(s.roster.live()), len(s.banned))
+	var ids [][32]byte
+	for id := range s.epochs {
+		ids = append(ids, id)
 	}
-	state := func() (bool, int) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return e.regListed, len(e.slotRegs)
-	}
-	if err := send(leader, list); err == nil {
-		t.Fatal("a list before the close was taken")
-	}
-	s.mu.Lock()
-	e.regClosed = true
-	s.mu.Unlock()
-	// From a non-leader: refused before decoding, even a body that the
-	// generic caps would have read (a count of 2^32−1 registrations).
-	huge := append(append([]byte(nil), e.v.id[:]...), 0xff, 0xff, 0xff, 0xff)
-	for _, from := range []peer.ID{newPeerID(t), s.ID()} {
-		if err := send(from, list); err == nil {
-			t.Fatal("a list not from the leader was taken")
-		}
-		if err := send(from, huge); err == nil || !strings.Contains(err.Error(), "not from its leader") {
-			t.Fatalf("a list not from the leader was decoded: %v", err)
-		}
-	}
-	if l, n := state(); l || n != 0 {
-		t.Fatal("a refused list changed the epoch")
-	}
-	if err := send(leader, list); err != nil {
-		t.Fatalf("the leader's list after the close: %v", err)
-	}
-	if l, _ := state(); !l {
-		t.Fatal("the leader's list was not taken")
-	}
-	if err := send(leader, list); err == nil {
-		t.Fatal("a second list was taken")
-	}
-	s.mu.Lock()
-	e.regListed, e.final = false, final
-	s.mu.Unlock()
-	if err := send(leader, list); err == nil || !strings.Contains(err.Error(), "after the final") {
-		t.Fatalf("a list after the final descriptor: %v", err)
-	}
-	if l, _ := state(); l {
-		t.Fatal("a list after the final descriptor was taken")
-	}
-}
-
-// bigSigned is a signed descriptor as costly to check as they come (8
-// servers, 1024 rounds: 16,384 round keys and 8 key proofs), headed by
-// leader, with keys that would not verify.
-func bigSigned(t testing.TB, leader peer.ID, final bool) []byte {
-	p := testParams(MaxRounds).wire()
-	d := wire.Descriptor{Number: 9, Params: p}
-	ids := []peer.ID{leader}
-	for len(ids) < 8 {
-		ids = append(ids, newPeerID(t))
-	}
-	sort.Slice(ids[1:], func(i, j int) bool { return bytes.Compare([]byte(ids[1+i]), []byte(ids[1+j])) < 0 })
+	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i][:], ids[j][:]) < 0 })
 	for _, id := range ids {
-		g := wire.GroupEntry{PeerID: []byte(id), Y: make([][32]byte, MaxRounds), Yp: make([][32]byte, MaxRounds)}
-		d.Group = append(d.Group, g)
+		e := s.epochs[id]
+		fmt.Fprintf(&b, "epoch %x ended %v %q final %v regClosed %v regs %d fwd %d slotRegs %d parsed %d steps %d stepMsgs %d roots %d evidence %d listHigh %d pruned %d\n",
+			id[:1], e.ended, e.reason, e.final != nil, e.regClosed, len(e.regs), len(e.fwd), len(e.slotRegs), len(e.parsed),
+			len(e.steps), len(e.stepMsgs), len(e.roots), len(e.evidence), e.listHigh, e.pruned)
+		var rs []uint32
+		for r := range e.rounds {
+			rs = append(rs, r)
+		}
+		sort.Slice(rs, func(i, j int) bool { return rs[i] < rs[j] })
+		for _, r := range rs {
+			x := e.rounds[r]
+			fmt.Fprintf(&b, "  round %d subs %d digests %d bodies %d fwd %v mixed %v pub %d/%v list %v queries %d pads %d padFrom %d answers %d pruned %v\n",
+				r, len(x.subs), len(x.digests), len(x.bodies), x.forwarded, x.mixed, len(x.published), x.pubDone, x.list != nil,
+				len(x.queries), len(x.pads), len(x.padFrom), len(x.answers), x.pruned)
+		}
 	}
-	return (&wire.Signed{Final: final, Desc: d, Sigs: make([][64]byte, 8)}).Marshal()
+	ms := s.store.(*memStore)
+	ms.mu.RLock()
+	fmt.Fprintf(&b, "store lists %d chunks %d index %d\n", len(ms.lists), len(ms.chunks), len(ms.index))
+	ms.mu.RUnlock()
+	return b.String()
 }
 
-// TestAskerFirst: who asks is checked before any costly work. A signed
-// descriptor (sign request or delivery, open or final) is refused before
-// its check unless it comes from the head of its group and is of an epoch
-// this server prepared or holds; on the server protocols (epoch, round) a
-// peer outside the roster and every held chain may send at most
-// outsiderCap bytes, whatever the type.
-func TestAskerFirst(t *testing.T) {
-	s := beaconServer(t)
-	leader := newPeerID(t)
-	outsider := newPeerID(t)
-	type handler func(peer.ID, []byte) (wire.Type, []byte, error)
-	handlers := map[string]handler{"sign request": s.onSignReq, "signed": s.onSigned}
-	for name, h := range handlers {
-		for _, final := range []bool{false, true} {
-			body := bigSigned(t, leader, final)
-			for _, c := range []struct {
-				from peer.ID
-				want string
-			}{
-				{outsider, "not from its leader"},
-				{leader, "not prepared or held here"},
-			} {
-				start := time.Now()
-				_, _, err := h(c.from, body)
-				if err == nil || !strings.Contains(err.Error(), c.want) {
-					t.Errorf("%s (final %v) from %s: %v, want %q before any check", name, final, c.from.ShortString(), err, c.want)
+// hostileCase is one hostile input: run feeds it to its handler.
+type hostileCase struct {
+	name string
+	run  func() error
+	// setup, if set, runs first and may change state (the original of a
+	// repeat); the state after it is the one the repeat must keep.
+	setup func() error
+	// repeat marks a resend of what setup delivered: it is acknowledged
+	// like the first (a lost acknowledgement makes honest peers resend),
+	// and changes nothing.
+	repeat bool
+}
+
+func runHostile(t *testing.T, f *hostileFixture, cases []hostileCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.setup != nil {
+				if err := c.setup(); err != nil {
+					t.Fatalf("setup: %v", err)
 				}
-				t.Logf("%s (final %v): refused in %v", name, final, time.Since(start))
 			}
-		}
-	}
-	kept, prep := len(s.epochs), len(s.prep)
-	if kept != 0 || prep != 0 {
-		t.Fatalf("refused descriptors left %d epochs, %d preparations", kept, prep)
-	}
-	// Caps by sender.
-	server := newPeerID(t)
-	s.roster.saw(server, "peer", nil)
-	epoch, round := s.serverCaps(s.epochCaps), s.serverCaps(s.roundCaps)
-	for _, typ := range []wire.Type{wire.TypeSignReq, wire.TypeSigned, wire.TypeRegList, wire.TypeStep, wire.TypePrepare} {
-		if c := epoch(outsider, typ); c > outsiderCap {
-			t.Errorf("epoch type %d: an outsider may send %d bytes", typ, c)
-		}
-		if c := epoch(server, typ); c != s.epochCaps(typ) {
-			t.Errorf("epoch type %d: a roster server may send %d bytes, want %d", typ, c, s.epochCaps(typ))
-		}
-	}
-	for _, typ := range []wire.Type{wire.TypeBatch, wire.TypeSubmitBatch, wire.TypePadAnswers, wire.TypeProposal} {
-		if c := round(outsider, typ); c > outsiderCap {
-			t.Errorf("round type %d: an outsider may send %d bytes", typ, c)
-		}
-		if c := round(server, typ); c != s.roundCaps(typ) {
-			t.Errorf("round type %d: a roster server may send %d bytes", typ, c)
-		}
+			before := f.state()
+			err := c.run()
+			if c.repeat && err != nil {
+				t.Fatalf("a repeat refused: %v", err)
+			}
+			if !c.repeat && err == nil {
+				t.Fatal("accepted")
+			}
+			if after := f.state(); after != before {
+				t.Fatalf("error %q, but the state changed:\nbefore %s\nafter  %s", err, before, after)
+			}
+		})
 	}
 }
 
-// TestOutsiderCapOnStream: through a real stream, a peer outside the
-// roster that sends more than outsiderCap on the epoch protocol is cut off
-// at the frame header (stream reset, nothing decoded); a small body is
-// read and refused with a reason.
-func TestOutsiderCapOnStream(t *testing.T) {
-	s := beaconServer(t)
-	h, err := newHost(nil, nil)
+// handlerErr keeps only the error of a handler's result.
+func handlerErr(_ wire.Type, _ []byte, err error) error { return err }
+
+func truncated(b []byte) []byte { return b[:len(b)/2] }
+
+func oversized(b []byte) []byte { return append(append([]byte(nil), b...), 0, 0, 0, 0) }
+
+func mustSign(t *testing.T, k crypto.PrivKey, d [32]byte) [64]byte {
+	t.Helper()
+	sig, err := sign(k, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
-	h.Peerstore().AddAddrs(s.ID(), s.h.Addrs(), time.Minute)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err = call(ctx, h, s.ID(), request{Proto: ProtoEpoch, Type: wire.TypeSignReq, Body: make([]byte, outsiderCap+1), Timeout: 5 * time.Second})
-	if err == nil || strings.Contains(err.Error(), "peer refused") {
-		t.Fatalf("an outsider's body over the cap: %v, want the stream cut", err)
-	}
-	_, err = call(ctx, h, s.ID(), request{Proto: ProtoEpoch, Type: wire.TypeSignReq, Body: make([]byte, 64), Timeout: 5 * time.Second})
-	if err == nil || !strings.Contains(err.Error(), "peer refused") {
-		t.Fatalf("an outsider's small body: %v, want a refusal", err)
-	}
+	return sig
 }
 
-// TestClientPolls: long polls on the client protocol are bounded. A
-// WaitList from a peer that registered no slot in the epoch here is
-// refused at once (it held a stream to the epoch's end); an outsider's
-// WaitOpen waits at most outsiderPoll (it waited 10 minutes); an outsider
-// has at most outsiderPollsPerPeer polls in flight and all outsiders at
-// most maxOutsiderPolls, while a registered client is still admitted.
-func TestClientPolls(t *testing.T) {
-	s := beaconServer(t)
-	victim := newPeerID(t)
-	e := fixtureEpoch(t, s, victim)
-	defer func(p time.Duration, n int) { outsiderPoll, maxOutsiderPolls = p, n }(outsiderPoll, maxOutsiderPolls)
-	waitList := (&wire.EpochRef{Epoch: e.v.id, Round: 7}).Marshal()
-	waitOpen := (&wire.EpochRef{}).Marshal()
-	poll := func(ctx context.Context, from peer.ID, typ wire.Type, body []byte) (time.Duration, error) {
-		start := time.Now()
-		_, _, err := s.handleClient(ctx, from, typ, body)
-		return time.Since(start), err
+// batch is a round-r batch for position S of e's chain, signed by k.
+func (f *hostileFixture) batch(t *testing.T, e *sepoch, r uint32, S uint16, k crypto.PrivKey) []byte {
+	b := wire.Batch{Epoch: e.v.id, Round: r, S: S, Entries: [][]byte{{1}, {2}, {3}}}
+	b.Root = merkleRoot(b.Entries)
+	b.Sig = mustSign(t, k, batchDigest(&b))
+	return bytes.Join(b.Segments(), nil)
+}
+
+func TestHostileRoundHandlers(t *testing.T) {
+	f := newHostileFixture(t)
+	mid, R := f.mid, f.p.Rounds
+	good := f.batch(t, mid, 0, 1, f.a.priv)
+	unknown := sepoch{v: &view{id: [32]byte{0xEE}}}
+	root := func(r uint32, S uint16, k crypto.PrivKey) []byte {
+		b := wire.Batch{Epoch: mid.v.id, Round: r, S: S, Root: [32]byte{9}}
+		return (&wire.Root{Epoch: mid.v.id, Round: r, S: S, Root: b.Root, Sig: mustSign(t, k, batchDigest(&b))}).Marshal()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	s.mu.Lock()
-	e.rounds[7].listBytes = nil // round 7's list is not final yet
-	s.mu.Unlock()
-	if d, err := poll(ctx, newPeerID(t), wire.TypeWaitList, waitList); err == nil || d > time.Second {
-		t.Fatalf("an outsider's WaitList: %v after %v, want a refusal at once", err, d)
+	list := func(e *sepoch, r uint32, entries int, sigs int) []byte {
+		rl := wire.RoundList{Epoch: e.v.id, Round: r, Entries: make([]wire.ListEntry, entries), Sigs: make([][64]byte, sigs)}
+		for i := range rl.Entries {
+			rl.Entries[i].ID[0], rl.Entries[i].Len = byte(i), 1
+		}
+		return rl.Marshal()
 	}
-	short, scancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	if d, err := poll(short, victim, wire.TypeWaitList, waitList); err == nil || d < 250*time.Millisecond {
-		t.Fatalf("the registered client's WaitList: %v after %v, want a wait", err, d)
-	}
-	scancel()
-	outsiderPoll = 300 * time.Millisecond
-	if d, err := poll(ctx, newPeerID(t), wire.TypeWaitOpen, waitOpen); err == nil || d > 2*time.Second {
-		t.Fatalf("an outsider's WaitOpen: %v after %v, want an end after %v", err, d, outsiderPoll)
-	}
-	// Counts: polls held open until hold ends.
-	outsiderPoll, maxOutsiderPolls = time.Minute, 3
-	hold, release := context.WithCancel(ctx)
-	started := make(chan struct{}, 8)
-	held := func(from peer.ID) {
-		go func() { started <- struct{}{}; poll(hold, from, wire.TypeWaitOpen, waitOpen) }()
-	}
-	waitIn := func(n int) {
-		<-started
-		deadline := time.Now().Add(2 * time.Second)
-		for time.Now().Before(deadline) {
-			s.polls.mu.Lock()
-			total := s.polls.total
-			s.polls.mu.Unlock()
-			if total >= n {
-				return
+	pads := func(e *sepoch, r uint32, slots []uint32) []byte {
+		rows := wire.Rows{Epoch: e.v.id, Round: r, Slots: slots}
+		for range slots {
+			for t := 0; t < int(f.p.K); t++ {
+				rows.Rows = append(rows.Rows, make([]byte, f.p.ChunkSize))
 			}
-			time.Sleep(5 * time.Millisecond)
 		}
-		t.Fatalf("%d polls not in flight", n)
+		return rows.Marshal()
 	}
-	one := newPeerID(t)
-	held(one)
-	waitIn(1)
-	held(one)
-	waitIn(2)
-	if d, err := poll(ctx, one, wire.TypeWaitOpen, waitOpen); err == nil || !strings.Contains(err.Error(), "from this peer") || d > time.Second {
-		t.Fatalf("a third poll of one outsider: %v after %v", err, d)
-	}
-	held(newPeerID(t))
-	waitIn(3)
-	if d, err := poll(ctx, newPeerID(t), wire.TypeWaitOpen, waitOpen); err == nil || !strings.Contains(err.Error(), "without a slot") || d > time.Second {
-		t.Fatalf("an outsider's poll over the outsiders' bound: %v after %v", err, d)
-	}
-	short, scancel = context.WithTimeout(ctx, 300*time.Millisecond)
-	defer scancel()
-	if d, err := poll(short, victim, wire.TypeWaitOpen, waitOpen); err == nil || d < 250*time.Millisecond {
-		t.Fatalf("the registered client's WaitOpen with outsiders at their bound: %v after %v, want a wait", err, d)
-	}
-	release()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	runHostile(t, f, []hostileCase{
+		{name: "batch/truncated", run: func() error { return handlerErr(f.s.onBatch(f.a.id, truncated(good))) }},
+		{name: "batch/oversized", run: func() error { return handlerErr(f.s.onBatch(f.a.id, oversized(good))) }},
+		{name: "batch/unknown epoch", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, &unknown, 0, 1, f.a.priv))) }},
+		{name: "batch/unknown sender", run: func() error { return handlerErr(f.s.onBatch(f.stranger.id, f.batch(t, mid, 0, 1, f.stranger.priv))) }},
+		{name: "batch/wrong position", run: func() error { return handlerErr(f.s.onBatch(f.b.id, f.batch(t, mid, 0, 3-1, f.b.priv))) }},
+		{name: "batch/position 0", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, mid, 0, 0, f.a.priv))) }},
+		{name: "batch/position beyond chain", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, mid, 0, 9, f.a.priv))) }},
+		{name: "batch/wrong key", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, mid, 0, 1, f.b.priv))) }},
+
+		{name: "root/truncated", run: func() error { return handlerErr(f.s.onRoot(f.a.id, truncated(root(0, 1, f.a.priv)))) }},
+		{name: "root/oversized", run: func() error { return handlerErr(f.s.onRoot(f.a.id, oversized(root(0, 1, f.a.priv)))) }},
+		{name: "root/unknown sender", run: func() error { return handlerErr(f.s.onRoot(f.stranger.id, root(0, 1, f.stranger.priv))) }},
+		{name: "root/round beyond epoch", run: func() error { return handlerErr(f.s.onRoot(f.a.id, root(R, 1, f.a.priv))) }},
+		{name: "root/wrong key", run: func() error { return handlerErr(f.s.onRoot(f.a.id, root(0, 1, f.b.priv))) }},
+
+		{name: "proposal/truncated", run: func() error { return handlerErr(f.s.onProposal(ctx, f.a.id, truncated(list(mid, 0, 1, 0)))) }},
+		{name: "proposal/unknown epoch", run: func() error { return handlerErr(f.s.onProposal(ctx, f.a.id, list(&unknown, 0, 1, 0))) }},
+		{name: "proposal/not the leader", run: func() error { return handlerErr(f.s.onProposal(ctx, f.b.id, list(mid, 0, 1, 0))) }},
+		{name: "proposal/signed already", run: func() error { return handlerErr(f.s.onProposal(ctx, f.a.id, list(mid, 0, 1, 3))) }},
+		{name: "proposal/too many rows", run: func() error {
+			return handlerErr(f.s.onProposal(ctx, f.a.id, list(mid, 0, int(f.p.MaxRows)+1, 0)))
+		}},
+
+		{name: "list/truncated", run: func() error { return handlerErr(f.s.onRoundList(f.a.id, truncated(list(mid, 0, 1, 3)))) }},
+		{name: "list/unknown epoch", run: func() error { return handlerErr(f.s.onRoundList(f.a.id, list(&unknown, 0, 1, 3))) }},
+		{name: "list/not the leader", run: func() error { return handlerErr(f.s.onRoundList(f.b.id, list(mid, 0, 1, 3))) }},
+		{name: "list/wrong signatures", run: func() error { return handlerErr(f.s.onRoundList(f.a.id, list(mid, 0, 1, 3))) }},
+		{name: "list/unsigned", run: func() error { return handlerErr(f.s.onRoundList(f.a.id, list(mid, 0, 1, 0))) }},
+
+		{name: "pads/truncated", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, truncated(pads(mid, 0, []uint32{1})))) }},
+		{name: "pads/short", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, make([]byte, 20))) }},
+		{name: "pads/oversized", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, oversized(pads(mid, 0, []uint32{1})))) }},
+		{name: "pads/unknown epoch", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(&unknown, 0, []uint32{1}))) }},
+		{name: "pads/unknown sender", run: func() error { return handlerErr(f.s.onPadAnswers(f.stranger.id, pads(mid, 0, []uint32{1}))) }},
+		{name: "pads/from itself", run: func() error { return handlerErr(f.s.onPadAnswers(f.s.ID(), pads(mid, 0, []uint32{1}))) }},
+		{name: "pads/another primary's slots", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(mid, 0, []uint32{0}))) }},
+		{name: "pads/round outside window", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(mid, 1<<30, []uint32{1}))) }},
+		{name: "pads/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(mid, 2, []uint32{1}))) },
+			run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(mid, 2, []uint32{1}))) }},
+		{name: "root/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onRoot(f.b.id, root(1, 3, f.b.priv))) },
+			run: func() error { return handlerErr(f.s.onRoot(f.b.id, root(1, 3, f.b.priv))) }},
+
+		{name: "round protocol/unknown sender", run: func() error {
+			return handlerErr(f.s.handleRound(ctx, f.stranger.id, wire.TypeBatch, f.batch(t, mid, 0, 1, f.stranger.priv)))
+		}},
+	})
 }
 
-// TestStreamLimitsSeparate: a flood of inbound client-protocol streams,
-// from as many peer ids as it takes, is stopped by the client protocols'
-// own budget while the chain's protocols still open streams (they shared
-// one system budget with everyone); one peer gets at most
-// limitClientPeerStreams per client protocol.
-func TestStreamLimitsSeparate(t *testing.T) {
-	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(ResourceLimits()))
-	if err != nil {
-		t.Fatal(err)
+func TestHostileIntake(t *testing.T) {
+	f := newHostileFixture(t)
+	led, mid, R := f.led, f.mid, f.p.Rounds
+	size := mix.OnionSize(int(f.p.ChunkSize), int(f.p.K), 3)
+	submit := func(e *sepoch, r, slot uint32, key ed25519.PrivateKey, n int) wire.Submit {
+		sub := wire.Submit{Epoch: e.v.id, Round: r, Slot: slot, Onion: make([]byte, n)}
+		copy(sub.Sig[:], mix.SignSubmission(key, mix.EpochID(e.v.id), uint64(r), slot, sub.Onion))
+		return sub
 	}
-	defer rm.Close()
-	open := func(p peer.ID, proto protocol.ID) error {
-		st, err := rm.OpenStream(p, network.DirInbound)
-		if err != nil {
+	subBody := func(sub wire.Submit) []byte { return bytes.Join(sub.Segments(), nil) }
+	batchBody := func(e *sepoch, r uint32, subs ...wire.Submit) []byte {
+		b := wire.SubmitBatch{Epoch: e.v.id, Round: r, Subs: subs}
+		return bytes.Join(b.Segments(), nil)
+	}
+	takeSubs := func(from peer.ID, body []byte) error {
+		var b wire.SubmitBatch
+		if err := b.Unmarshal(body, genericLimits()); err != nil {
 			return err
 		}
-		if err := st.SetProtocol(proto); err != nil {
-			st.Done()
-			return err
+		return f.s.takeSubs(from, body, &b)
+	}
+	query := func(e *sepoch, r uint32, slots ...uint32) []byte {
+		q := wire.Rows{Epoch: e.v.id, Round: r, Slots: slots}
+		for range slots {
+			for t := 0; t < int(f.p.K); t++ {
+				q.Rows = append(q.Rows, make([]byte, 8))
+			}
 		}
-		return nil // held open until rm closes
+		return q.Marshal()
 	}
-	flooder := newPeerID(t)
-	n := 0
-	for ; n < 10*limitClientPeerStreams; n++ {
-		if open(flooder, ProtoClient) != nil {
-			break
-		}
-	}
-	if n != limitClientPeerStreams {
-		t.Fatalf("one peer opened %d client streams, want %d", n, limitClientPeerStreams)
-	}
-	total := 0
-	for total < 4*limitStreamsInbound {
-		p := newPeerID(t)
-		k := 0
-		for ; k < limitClientPeerStreams && open(p, ProtoPIR) == nil; k++ {
-		}
-		total += k
-		if k < limitClientPeerStreams {
-			break
-		}
-	}
-	if total != limitClientProtoStreams {
-		t.Fatalf("the PIR protocol took %d streams, want its budget %d", total, limitClientProtoStreams)
-	}
-	for _, proto := range []protocol.ID{ProtoEpoch, ProtoRound, ProtoRoster, ProtoClient} {
-		if err := open(newPeerID(t), proto); err != nil {
-			t.Fatalf("%s refused a stream during a PIR flood: %v", proto, err)
-		}
-	}
+	pirErr := func(_ wire.Type, _ [][]byte, err error) error { return err }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	unknown := sepoch{v: &view{id: [32]byte{0xEE}}}
+	// mid: this server is slot 1's primary; led: slot 0's and S_0.
+	good := submit(mid, 0, 1, f.clients[1], size)
+	runHostile(t, f, []hostileCase{
+		{name: "submit/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onSubmit(f.stranger.id, subBody(good))) },
+			run: func() error { return handlerErr(f.s.onSubmit(f.stranger.id, subBody(good))) }},
+		{name: "submit/truncated", run: func() error { return handlerErr(f.s.onSubmit(f.stranger.id, truncated(subBody(good)))) }},
+		{name: "submit/oversized", run: func() error { return handlerErr(f.s.onSubmit(f.stranger.id, oversized(subBody(good)))) }},
+		{name: "submit/unknown epoch", run: func() error {
+			return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(&unknown, 0, 1, f.clients[1], size))))
+		}},
+		{name: "submit/another primary's slot", run: func() error {
+			return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, 0, 0, f.clients[0], size))))
+		}},
+		{name: "submit/round beyond epoch", run: func() error {
+			return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, R, 1, f.clients[1], size))))
+		}},
+		{name: "submit/round outside window", run: func() error {
+			return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, R-1, 1, f.clients[1], size))))
+		}},
+		{name: "submit/wrong size", run: func() error {
+			return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, 0, 1, f.clients[1], size-1))))
+		}},
+		{name: "submit/wrong key", run: func() error {
+			return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, 0, 1, f.clients[2], size))))
+		}},
+
+		{name: "submit batch/truncated", run: func() error {
+			return takeSubs(f.a.id, truncated(batchBody(led, 0, submit(led, 0, 1, f.clients[1], size))))
+		}},
+		{name: "submit batch/unknown epoch", run: func() error {
+			return takeSubs(f.a.id, batchBody(&unknown, 0, submit(&unknown, 0, 1, f.clients[1], size)))
+		}},
+		{name: "submit batch/not S_0", run: func() error { return takeSubs(f.a.id, batchBody(mid, 0, submit(mid, 0, 0, f.clients[0], size))) }},
+		{name: "submit batch/not the slot's primary", run: func() error {
+			return takeSubs(f.b.id, batchBody(led, 0, submit(led, 0, 1, f.clients[1], size)))
+		}},
+		{name: "submit batch/round mismatch", run: func() error {
+			return takeSubs(f.a.id, batchBody(led, 0, submit(led, 1, 1, f.clients[1], size)))
+		}},
+		{name: "submit batch/wrong key", run: func() error { return takeSubs(f.a.id, batchBody(led, 0, submit(led, 0, 1, f.clients[2], size))) }},
+		{name: "submit batch/round outside window", run: func() error {
+			return takeSubs(f.a.id, batchBody(led, R-1, submit(led, R-1, 1, f.clients[1], size)))
+		}},
+
+		{name: "query/short", run: func() error { return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, make([]byte, 20))) }},
+		{name: "query/truncated", run: func() error {
+			return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, truncated(query(mid, 0, 1))))
+		}},
+		{name: "query/oversized", run: func() error {
+			return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, oversized(query(mid, 0, 1))))
+		}},
+		{name: "query/unknown epoch", run: func() error { return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, query(&unknown, 0, 1))) }},
+		{name: "query/another primary's slot", run: func() error { return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, query(mid, 0, 0))) }},
+		{name: "query/round outside window", run: func() error { return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, query(mid, 1<<30, 1))) }},
+
+		{name: "register/truncated", run: func() error {
+			return handlerErr(f.s.onClientRegister(ctx, f.stranger.id, truncated(f.register(t, f.open, f.clients[1]))))
+		}},
+		{name: "register/epoch not open", run: func() error {
+			return handlerErr(f.s.onClientRegister(ctx, f.stranger.id, f.register(t, mid, f.clients[1])))
+		}},
+		{name: "register/unverifiable", run: func() error {
+			return handlerErr(f.s.onClientRegister(ctx, f.stranger.id, f.register(t, f.open, f.clients[1])))
+		}},
+		{name: "wait list/truncated", run: func() error {
+			return handlerErr(f.s.handleClient(ctx, f.stranger.id, wire.TypeWaitList, truncated((&wire.EpochRef{Epoch: mid.v.id}).Marshal())))
+		}},
+		{name: "wait list/unknown epoch", run: func() error {
+			return handlerErr(f.s.handleClient(ctx, f.stranger.id, wire.TypeWaitList, (&wire.EpochRef{Epoch: [32]byte{0xEE}}).Marshal()))
+		}},
+	})
 }
 
-// TestStepAndForwardSenderFirst: a setup step is decoded only once its
-// sender is found to be the chain's server of that step (its body claimed
-// up to 512 MiB from anyone), and a forwarded registration is checked only
-// if a chain server forwards it.
-func TestStepAndForwardSenderFirst(t *testing.T) {
-	s := beaconServer(t)
-	other := newPeerID(t)
-	chain := []peer.ID{s.ID(), other}
-	if bytes.Compare([]byte(other), []byte(s.ID())) < 0 {
-		chain = []peer.ID{other, s.ID()}
-	}
-	pos := 0
-	if chain[1] == s.ID() {
-		pos = 1
-	}
-	e := fixtureChain(t, s, chain, pos)
-	e.stepMsgs = map[int]*wire.Step{}
-	step := append(append([]byte(nil), e.v.id[:]...), 0, byte(1-pos), 0x1f, 0xff, 0xff, 0xff)
-	for _, from := range []peer.ID{newPeerID(t), s.ID()} {
-		_, _, err := s.onStep(from, step)
-		if err == nil || !strings.Contains(err.Error(), "wrong server") {
-			t.Fatalf("a step claiming 512 MiB from %s: %v, want refused before decoding", from.ShortString(), err)
+// register is a registration for e signed by key, whose mix part is not a
+// registration (every check before the proof passes).
+func (f *hostileFixture) register(t *testing.T, e *sepoch, key ed25519.PrivateKey) []byte {
+	r := wire.Register{Epoch: e.v.id, XKey: [32]byte{7}, Reg: make([]byte, 64)}
+	copy(r.RegKey[:], key.Public().(ed25519.PublicKey))
+	dg := registerDigest(&r)
+	copy(r.Sig[:], ed25519.Sign(key, dg[:]))
+	return r.Marshal()
+}
+
+func TestHostileEpochHandlers(t *testing.T) {
+	f := newHostileFixture(t)
+	led, mid := f.led, f.mid
+	ref := func(id [32]byte) []byte { return (&wire.EpochRef{Epoch: id}).Marshal() }
+	sorted := func(ids ...peer.ID) [][]byte {
+		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+		var out [][]byte
+		for _, id := range ids {
+			out = append(out, []byte(id))
 		}
+		return out
 	}
-	if pos != 0 {
-		e = fixtureChain(t, s, []peer.ID{s.ID()}, 0)
+	prepare := func(number uint64, chain [][]byte) []byte {
+		return (&wire.Prepare{Number: number, Params: f.p.wire(), Chain: chain}).Marshal()
 	}
-	reg := (&wire.Register{Epoch: e.v.id}).Marshal()
-	_, _, err := s.onForwardedRegister(newPeerID(t), reg)
-	if err == nil || !strings.Contains(err.Error(), "outside the chain") {
-		t.Fatalf("a registration forwarded by an outsider: %v, want refused before its check", err)
+	chain := sorted(f.s.ID(), f.a.id)
+	head := peer.ID(chain[0])
+	step := func(e *sepoch, S uint16) []byte {
+		return (&wire.Step{Epoch: e.v.id, S: S, Result: []byte("a step result")}).Marshal()
 	}
-	s.mu.Lock()
-	n := len(e.fwd)
-	s.mu.Unlock()
-	if n != 0 {
-		t.Fatal("a refused forward was kept")
-	}
+	regList := func(e *sepoch) []byte { return (&wire.RegList{Epoch: e.v.id}).Marshal() }
+	ctx := context.Background()
+	runHostile(t, f, []hostileCase{
+		{name: "prepare/truncated", run: func() error { return handlerErr(f.s.onPrepare(head, truncated(prepare(0xD0, chain)))) }},
+		{name: "prepare/oversized", run: func() error { return handlerErr(f.s.onPrepare(head, oversized(prepare(0xD0, chain)))) }},
+		{name: "prepare/not the head", run: func() error { return handlerErr(f.s.onPrepare(f.b.id, prepare(0xD0, chain))) }},
+		{name: "prepare/this server not in the chain", run: func() error {
+			c := sorted(f.a.id, f.b.id)
+			return handlerErr(f.s.onPrepare(peer.ID(c[0]), prepare(0xD0, c)))
+		}},
+		{name: "prepare/chain not sorted", run: func() error {
+			c := [][]byte{chain[0], chain[1], chain[0]}
+			return handlerErr(f.s.onPrepare(head, prepare(0xD0, c)))
+		}},
+		{name: "prepare/stranger in the chain", run: func() error {
+			c := sorted(f.s.ID(), f.a.id, f.stranger.id)
+			return handlerErr(f.s.onPrepare(peer.ID(c[0]), prepare(0xD0, c)))
+		}},
+		{name: "prepare/replayed number", run: func() error { return handlerErr(f.s.onPrepare(head, prepare(0xC0, chain))) }},
+		{name: "prepare/bad parameters", run: func() error {
+			p := f.p.wire()
+			p.K = 0
+			return handlerErr(f.s.onPrepare(head, (&wire.Prepare{Number: 0xD0, Params: p, Chain: chain}).Marshal()))
+		}},
+
+		{name: "sign request/truncated", run: func() error { return handlerErr(f.s.onSignReq(f.a.id, truncated(f.open.v.desc.Marshal()))) }},
+		{name: "sign request/garbage", run: func() error { return handlerErr(f.s.onSignReq(f.a.id, bytes.Repeat([]byte{0xff}, 200))) }},
+		{name: "signed/truncated", run: func() error { return handlerErr(f.s.onSigned(f.a.id, truncated(f.open.v.desc.Marshal()))) }},
+		{name: "signed/garbage", run: func() error { return handlerErr(f.s.onSigned(f.a.id, bytes.Repeat([]byte{0xff}, 200))) }},
+
+		{name: "registration list/truncated", run: func() error { return handlerErr(f.s.onRegList(f.a.id, truncated(regList(mid)))) }},
+		{name: "registration list/unknown epoch", run: func() error {
+			return handlerErr(f.s.onRegList(f.a.id, (&wire.RegList{Epoch: [32]byte{0xEE}}).Marshal()))
+		}},
+		{name: "registration list/not the leader", run: func() error { return handlerErr(f.s.onRegList(f.b.id, regList(mid))) }},
+		{name: "registration list/unverifiable", run: func() error {
+			var rl wire.RegList
+			rl.Epoch = mid.v.id
+			var r wire.Register
+			if err := r.Unmarshal(f.register(t, mid, f.clients[0]), genericLimits()); err != nil {
+				return fmt.Errorf("fixture: %w", err)
+			}
+			rl.Regs = []wire.Register{r}
+			return handlerErr(f.s.onRegList(f.a.id, rl.Marshal()))
+		}},
+
+		{name: "close/truncated", run: func() error { return handlerErr(f.s.onClose(f.a.id, truncated(ref(f.open.v.id)))) }},
+		{name: "close/unknown epoch", run: func() error { return handlerErr(f.s.onClose(f.a.id, ref([32]byte{0xEE}))) }},
+		{name: "close/not the leader", run: func() error { return handlerErr(f.s.onClose(f.b.id, ref(f.open.v.id))) }},
+
+		{name: "forwarded registration/truncated", run: func() error {
+			return handlerErr(f.s.onForwardedRegister(f.a.id, truncated(f.register(t, led, f.clients[1]))))
+		}},
+		{name: "forwarded registration/unknown epoch", run: func() error {
+			e := &sepoch{v: &view{id: [32]byte{0xEE}}}
+			return handlerErr(f.s.onForwardedRegister(f.a.id, f.register(t, e, f.clients[1])))
+		}},
+		{name: "forwarded registration/not led here", run: func() error {
+			return handlerErr(f.s.onForwardedRegister(f.a.id, f.register(t, f.open, f.clients[1])))
+		}},
+		{name: "forwarded registration/unverifiable", run: func() error {
+			return handlerErr(f.s.onForwardedRegister(f.a.id, f.register(t, led, f.clients[1])))
+		}},
+
+		{name: "step/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onStep(f.a.id, step(mid, 0))) },
+			run: func() error { return handlerErr(f.s.onStep(f.a.id, step(mid, 0))) }},
+		{name: "step/truncated", run: func() error { return handlerErr(f.s.onStep(f.a.id, truncated(step(mid, 0)))) }},
+		{name: "step/unknown epoch", run: func() error {
+			return handlerErr(f.s.onStep(f.a.id, (&wire.Step{Epoch: [32]byte{0xEE}}).Marshal()))
+		}},
+		{name: "step/wrong sender", run: func() error { return handlerErr(f.s.onStep(f.b.id, step(mid, 0))) }},
+		{name: "step/unknown sender", run: func() error { return handlerErr(f.s.onStep(f.stranger.id, step(mid, 0))) }},
+		{name: "step/position beyond chain", run: func() error { return handlerErr(f.s.onStep(f.a.id, step(mid, 7))) }},
+
+		{name: "route/truncated", run: func() error {
+			return handlerErr(f.s.onRoute(ctx, f.a.id, truncated((&wire.Route{Epoch: mid.v.id, S: 1}).Marshal())))
+		}},
+		{name: "route/unknown epoch", run: func() error {
+			return handlerErr(f.s.onRoute(ctx, f.a.id, (&wire.Route{Epoch: [32]byte{0xEE}, S: 1}).Marshal()))
+		}},
+		{name: "route/unknown sender", run: func() error {
+			return handlerErr(f.s.onRoute(ctx, f.stranger.id, (&wire.Route{Epoch: mid.v.id, S: 1}).Marshal()))
+		}},
+		{name: "route/no share fault", run: func() error {
+			return handlerErr(f.s.onRoute(ctx, f.a.id, (&wire.Route{Epoch: mid.v.id, S: 1}).Marshal()))
+		}},
+		{name: "hello/truncated", run: func() error {
+			return handlerErr(f.s.handleHello(ctx, f.stranger.id, wire.TypeHello, truncated(f.s.hello().Marshal())))
+		}},
+		{name: "hello/garbage", run: func() error {
+			return handlerErr(f.s.handleHello(ctx, f.stranger.id, wire.TypeHello, bytes.Repeat([]byte{0xff}, 64)))
+		}},
+		{name: "get chunk/truncated", run: func() error {
+			return handlerErr(f.s.handleRound(ctx, f.s.ID(), wire.TypeGetChunk, truncated((&wire.Chunk{ID: [32]byte{1}}).Marshal())))
+		}},
+		{name: "get chunk/unknown chunk", run: func() error {
+			return handlerErr(f.s.handleRound(ctx, f.s.ID(), wire.TypeGetChunk, (&wire.Chunk{ID: [32]byte{1}}).Marshal()))
+		}},
+		{name: "abort/truncated", run: func() error {
+			return handlerErr(f.s.handleEpoch(ctx, f.a.id, wire.TypeAbort, truncated(ref(mid.v.id))))
+		}},
+		{name: "abort/unknown sender", run: func() error { return handlerErr(f.s.handleEpoch(ctx, f.stranger.id, wire.TypeAbort, ref(mid.v.id))) }},
+		{name: "epoch protocol/unknown type", run: func() error { return handlerErr(f.s.handleEpoch(ctx, f.a.id, wire.TypeBatch, ref(mid.v.id))) }},
+	})
 }

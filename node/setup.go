@@ -176,7 +176,7 @@ func (s *Server) onStep(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		return 0, nil, errors.New("node: setup step of an unknown epoch or from the wrong server")
 	}
 	var st wire.Step
-	if err := st.Unmarshal(body, e.v.lim); err != nil {
+	if err := st.Unmarshal(body, limitsFor(e.v.desc.Params, len(e.v.chain))); err != nil {
 		return 0, nil, err
 	}
 	s.mu.Lock()
