@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
@@ -148,7 +149,16 @@ func newHost(priv crypto.PrivKey, listen []string) (host.Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: resource manager: %w", err)
 	}
+	// The connection manager trims connections only far above what a
+	// primary serves (libp2p's default trims above 192, clients and
+	// servers alike); roster servers' connections are protected.
+	cm, err := connmgr.NewConnManager(limitConnsInbound, limitConns)
+	if err != nil {
+		rm.Close()
+		return nil, fmt.Errorf("node: connection manager: %w", err)
+	}
 	opts := []libp2p.Option{
+		libp2p.ConnectionManager(cm),
 		libp2p.Transport(tcp.NewTCPTransport),
 		libp2p.Transport(quic.NewTransport),
 		libp2p.Security(libp2ptls.ID, libp2ptls.New),

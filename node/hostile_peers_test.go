@@ -18,6 +18,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
+	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/pir"
@@ -635,5 +636,29 @@ func TestStepAndForwardSenderFirst(t *testing.T) {
 	s.mu.Unlock()
 	if n != 0 {
 		t.Fatal("a refused forward was kept")
+	}
+}
+
+// TestServerConnsProtected: the connection manager trims only far above
+// what a primary serves (libp2p's default trimmed above 192 connections,
+// so a crowd of client connections got the chain's links closed), and the
+// connections of roster servers are protected from trimming either way.
+func TestServerConnsProtected(t *testing.T) {
+	s, s2 := beaconServer(t), beaconServer(t)
+	cm, ok := s.h.ConnManager().(*connmgr.BasicConnMgr)
+	if !ok {
+		t.Fatalf("connection manager %T", s.h.ConnManager())
+	}
+	if info := cm.GetInfo(); info.LowWater < limitConnsInbound || info.HighWater < limitConns {
+		t.Fatalf("connections trimmed from %d down to %d, want at least %d/%d", info.HighWater, info.LowWater, limitConns, limitConnsInbound)
+	}
+	s2.h.Peerstore().AddAddrs(s.ID(), s.h.Addrs(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s2.sayHello(ctx, s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if !s.h.ConnManager().IsProtected(s2.ID(), serverConnTag) || !s2.h.ConnManager().IsProtected(s.ID(), serverConnTag) {
+		t.Fatal("a roster server's connection is not protected")
 	}
 }

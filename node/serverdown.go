@@ -6,6 +6,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 // serverProbe is how long a server that lost its last connection to a
@@ -13,6 +14,18 @@ import (
 // Without the probe a dead server stayed live in the roster for rosterTTL
 // (12 s) and every epoch with it in its chain waited out a round limit.
 const serverProbe = 2 * time.Second
+
+// serverConnTag protects the connections to roster servers from the
+// connection manager's trimming: a crowd of client connections (from any
+// number of peer ids) must not get the chain's links closed.
+const serverConnTag = "riffle-server"
+
+// sawServer records a hello of server id in the roster and protects its
+// connections.
+func (s *Server) sawServer(id peer.ID, nick string, addrs []ma.Multiaddr) {
+	s.roster.saw(id, nick, addrs)
+	s.h.ConnManager().Protect(id, serverConnTag)
+}
 
 // expire marks id as not live, keeping it as a target of hellos (a server
 // that comes back is live again at its first answer).
