@@ -265,7 +265,7 @@ func (s *Server) each(ctx context.Context, chain []peer.ID, r request) ([][]byte
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			return out, fmt.Errorf("server %d (%s): %w", i, chain[i].ShortString(), err)
+			return out, &chainErr{Index: i, Peer: chain[i], Err: err}
 		}
 	}
 	return out, nil

@@ -84,12 +84,17 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		} else if s.roster.get(id) == nil && id != from {
 			return 0, nil, fmt.Errorf("node: prepared chain has %s, not a live server here", id.ShortString())
 		}
+		// Who may serve (eligible.go): a server not eligible here is
+		// a withdrawal, not a refusal.
+		if err := s.eligible(id); err != nil {
+			return 0, nil, err
+		}
 	}
 	if pos < 0 {
 		return 0, nil, errors.New("node: this server is not in the prepared chain")
 	}
-	// Agree on the leader: nobody live here sorts before it.
-	if mine := s.chain(); bytes.Compare([]byte(mine[0]), []byte(from)) < 0 && len(mine) >= s.cfg.MinServers {
+	// Agree on the leader: nobody eligible here sorts before it.
+	if mine := s.eligibleChain(); bytes.Compare([]byte(mine[0]), []byte(from)) < 0 && len(mine) >= s.cfg.MinServers {
 		return 0, nil, fmt.Errorf("node: %s heads the chain here, not %s", mine[0].ShortString(), from.ShortString())
 	}
 	s.mu.Lock()
@@ -187,6 +192,10 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 			return 0, nil, err
 		}
 		s.number = sd.Desc.Number
+		// The chain is on record for probation (eligible.go).
+		if err := s.who.record(s.cfg.DataDir, sd.Desc.Number, v.chain); err != nil {
+			return 0, nil, err
+		}
 		delete(s.prep, sd.Desc.Nonce)
 		e.v = v
 		e.regs, e.fwd, e.stepMsgs, e.rounds = map[[32]byte]wire.Register{}, map[[32]byte]wire.Register{}, map[int]*wire.Step{}, map[uint32]*sround{}

@@ -22,8 +22,9 @@ func (s *Server) leaderLoop(ctx context.Context) {
 			return
 		case <-time.After(500 * time.Millisecond):
 		}
-		chain := s.chain()
-		if len(chain) < s.cfg.MinServers || chain[0] != s.h.ID() {
+		full := s.eligibleChain()
+		chain := s.proposedChain(full)
+		if len(chain) < s.cfg.MinServers || full[0] != s.h.ID() {
 			continue
 		}
 		if err := s.runEpoch(ctx, chain); err != nil && ctx.Err() == nil {
@@ -91,6 +92,7 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID) (wire.Descripto
 		// A server that refused the number as too low says its last:
 		// the next attempt starts above it.
 		s.catchUp(err)
+		s.noteWithdrawal(err)
 		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: prepare epoch %d: %w", number, err)
 	}
 	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.cfg.Params.wire(), Group: make([]wire.GroupEntry, len(chain))}

@@ -90,6 +90,12 @@ type ServerConfig struct {
 	// PruneEvery is how often retention is applied (default
 	// DefaultPruneEvery; only with a retention set).
 	PruneEvery time.Duration
+	// AllowServers, when set, are the only other servers this one joins
+	// a chain with (--allow-server; eligible.go).
+	AllowServers []peer.ID
+	// Probation is P_prob in epochs (0: DefaultProbation; negative:
+	// none; eligible.go).
+	Probation int
 }
 
 // DefaultPruneEvery is how often a server prunes its store by default.
@@ -132,6 +138,7 @@ type Server struct {
 	timing   timer    // where the time goes (Timing, riffle bench)
 	handlers gate     // stream handlers in flight
 	obs      observer // roster log and round timing (server_status.go)
+	who      whoState // who may serve (eligible.go)
 	polls    pollGate // client long polls in flight (polls.go)
 }
 
@@ -178,6 +185,10 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	chains, err := loadChains(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	st := cfg.Store
 	if st == nil {
 		bs, err := openStore(cfg.DataDir, cfg.StoreOptions, log)
@@ -202,6 +213,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		changed: make(chan struct{}), epochs: map[[32]byte]*sepoch{}, prep: map[[32]byte]*sepoch{},
 		number: number,
 	}
+	s.who.init(&cfg, chains)
 	h.Network().Notify(s.departureNotifiee())
 	serve(cctx, h, &s.handlers, s.log, ProtoRoster, shortTimeout, anyPeer(s.rosterCaps), s.handleHello)
 	// Server protocols: big bodies only from server peers (asker.go).

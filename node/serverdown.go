@@ -24,6 +24,7 @@ const serverConnTag = "riffle-server"
 // connections.
 func (s *Server) sawServer(id peer.ID, nick string, addrs []ma.Multiaddr) {
 	s.roster.saw(id, nick, addrs)
+	s.who.saw(id, s.lastNumber())
 	s.h.ConnManager().Protect(id, serverConnTag)
 }
 

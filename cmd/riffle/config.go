@@ -75,7 +75,7 @@ var setFromConfig = map[string]bool{}
 // clientConfigKeys and serverConfigKeys are the keys the file may hold.
 var (
 	clientConfigKeys = []string{"server", "require-server", "data", "min-anonymity", "quiet"}
-	serverConfigKeys = []string{"data", "listen", "peer", "nick", "min-servers", "min-clients", "no-mdns",
+	serverConfigKeys = []string{"data", "listen", "peer", "nick", "min-servers", "min-clients", "no-mdns", "allow-server",
 		"quota", "retention", "chunk-size", "rounds", "k", "reg-window", "round-limit"}
 )
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/urfave/cli/v2"
 
 	"github.com/riffle-net/riffle/node"
@@ -37,6 +38,7 @@ timing flags matter only there.`,
 			&cli.IntFlag{Name: "min-servers", Value: node.DefaultMinServers, Usage: "no epoch starts with fewer servers in the chain"},
 			&cli.IntFlag{Name: "min-clients", Value: node.DefaultMinClients, Usage: "no epoch starts with a smaller anonymity set"},
 			&cli.BoolFlag{Name: "no-mdns", Usage: "do not discover servers on the local network"},
+			&cli.StringSliceFlag{Name: "allow-server", Usage: "serve only in chains whose other servers all have these peer ids (repeatable; default: any server)"},
 			&cli.StringFlag{Name: "quota", Usage: "cap on the chunk data stored, e.g. 20GiB (0: none; the file is about 2 % larger)"},
 			&cli.DurationFlag{Name: "retention", Usage: "drop chunks not published, fetched or requested for this long, e.g. 720h (0: keep forever)"},
 			&cli.IntFlag{Name: "chunk-size", Usage: "epoch parameter b in bytes, as leader", DefaultText: fmt.Sprint(defaults.ChunkSize)},
@@ -110,6 +112,14 @@ func runServer(c *cli.Context) error {
 	if c.Duration("retention") < 0 {
 		return usagef("--retention must not be negative")
 	}
+	var allow []peer.ID
+	for _, a := range c.StringSlice("allow-server") {
+		id, err := peer.Decode(strings.TrimSpace(a))
+		if err != nil {
+			return usagef("--allow-server %q: %v", a, err)
+		}
+		allow = append(allow, id)
+	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
 	dir := c.String("data")
@@ -128,6 +138,7 @@ func runServer(c *cli.Context) error {
 		MinServers:   c.Int("min-servers"),
 		MinClients:   c.Int("min-clients"),
 		NoLAN:        c.Bool("no-mdns"),
+		AllowServers: allow,
 		Params:       params,
 		StoreOptions: node.StoreOptions{QuotaBytes: quota, Retention: c.Duration("retention")},
 		Logger:       serverLogger(c),

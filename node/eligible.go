@@ -1,0 +1,313 @@
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Who may serve (§3 (v3) "Who may serve"; docs/proto-node.md "Who may
+// serve"). A live roster server is eligible for a chain this server joins
+// when the operator's pins allow it (--allow-server) and it is past its
+// probation. A server refuses to prepare an epoch whose chain holds a
+// server not eligible here, and says so as a withdrawal (the leader leaves
+// the withdrawer out of its next attempts); it is not a fault of anyone.
+const (
+	// DefaultProbation is P_prob, a group constant: the epochs a peer id
+	// absent from every chain of the last seenWindow epochs spends in the
+	// roster before it joins a chain. A Sybil that changes its peer id
+	// waits this long each time; 8 epochs of R = 256 rounds are hours.
+	DefaultProbation = 8
+	// seenWindow is 4·m_max epochs (m_max = 8, §3): a peer id in a chain
+	// of one of the last seenWindow epochs serves no probation.
+	seenWindow = 4 * 8
+	// ChainsFile holds, in a data directory, the chains of the last
+	// seenWindow epochs this server signed an open descriptor for, one a
+	// line: the number, then the peer ids in chain order.
+	ChainsFile = "chains"
+	// withdrawTTL is how long a leader leaves a server that withdrew out
+	// of the chains it proposes (about five rosterTTL: a withdrawal for
+	// probation ends, a pin may be changed by its operator).
+	withdrawTTL = 60 * time.Second
+	// withdrawMark begins every withdrawal's reason.
+	withdrawMark = "withdraws from the chain"
+)
+
+// seenChain is a chain of an epoch this server signed.
+type seenChain struct {
+	number uint64
+	ids    []peer.ID
+}
+
+// whoState is what eligibility needs; mu guards it (never take Server.mu
+// while holding it).
+type whoState struct {
+	mu        sync.Mutex
+	allow     map[peer.ID]bool // nil: every server allowed
+	probation int              // P_prob; 0: none
+	chains    []seenChain      // oldest first, at most seenWindow
+	// since is this server's epoch number when it first saw each peer in
+	// its roster: probation counts from it (kept in memory only; after a
+	// restart probation starts again, which only errs on the safe side).
+	since map[peer.ID]uint64
+	// withdrawn are servers that withdrew from a chain this server
+	// proposed, until a time.
+	withdrawn map[peer.ID]time.Time
+}
+
+// maxSince bounds the peers whose first sighting is kept (the roster
+// admits only authenticated hellos, yet peer ids are free).
+const maxSince = 4096
+
+func (w *whoState) init(cfg *ServerConfig, chains []seenChain) {
+	if len(cfg.AllowServers) > 0 {
+		w.allow = map[peer.ID]bool{}
+		for _, p := range cfg.AllowServers {
+			w.allow[p] = true
+		}
+	}
+	switch {
+	case cfg.Probation == 0:
+		w.probation = DefaultProbation
+	case cfg.Probation > 0:
+		w.probation = cfg.Probation
+	}
+	w.chains = chains
+	w.since = map[peer.ID]uint64{}
+	w.withdrawn = map[peer.ID]time.Time{}
+}
+
+// saw records the first sighting of p at epoch number n.
+func (w *whoState) saw(p peer.ID, n uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.since[p]; !ok && len(w.since) < maxSince {
+		w.since[p] = n
+	}
+}
+
+// check says why p may not serve with this server at epoch number n (this
+// server's last number), or nil. self is this server.
+func (w *whoState) check(self, p peer.ID, n uint64) error {
+	if p == self {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.allow != nil && !w.allow[p] {
+		return fmt.Errorf("node: %s: server %s not allowed here (--allow-server)", withdrawMark, p.ShortString())
+	}
+	// Bootstrap: a server that never signed an epoch with a chain puts
+	// nobody on probation, so that a brand-new group (every server new)
+	// forms; from its first chain on, newcomers wait.
+	if w.probation == 0 || len(w.chains) == 0 {
+		return nil
+	}
+	for _, c := range w.chains {
+		if c.number+seenWindow <= n {
+			continue
+		}
+		for _, q := range c.ids {
+			if q == p {
+				return nil
+			}
+		}
+	}
+	since, ok := w.since[p]
+	if !ok {
+		since = n
+		if len(w.since) < maxSince {
+			w.since[p] = n
+		}
+	}
+	if end := since + uint64(w.probation); n < end {
+		return fmt.Errorf("node: %s: server %s on probation here until epoch %d", withdrawMark, p.ShortString(), end)
+	}
+	return nil
+}
+
+// withdraw notes that p withdrew from a chain this server proposed.
+func (w *whoState) withdraw(p peer.ID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.withdrawn) < maxSince {
+		w.withdrawn[p] = time.Now().Add(withdrawTTL)
+	}
+}
+
+// hasWithdrawn reports whether p withdrew recently.
+func (w *whoState) hasWithdrawn(p peer.ID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	until, ok := w.withdrawn[p]
+	if ok && time.Now().After(until) {
+		delete(w.withdrawn, p)
+		return false
+	}
+	return ok
+}
+
+// record adds the chain of epoch n and writes the window to dir.
+func (w *whoState) record(dir string, n uint64, chain []peer.ID) error {
+	w.mu.Lock()
+	w.chains = append(w.chains, seenChain{number: n, ids: append([]peer.ID(nil), chain...)})
+	if len(w.chains) > seenWindow {
+		w.chains = w.chains[len(w.chains)-seenWindow:]
+	}
+	var b bytes.Buffer
+	for _, c := range w.chains {
+		b.WriteString(strconv.FormatUint(c.number, 10))
+		for _, p := range c.ids {
+			b.WriteByte(' ')
+			b.WriteString(p.String())
+		}
+		b.WriteByte('\n')
+	}
+	w.mu.Unlock()
+	return writeFileDurably(filepath.Join(dir, ChainsFile), b.Bytes())
+}
+
+// maxChainsFile bounds the chains file read at start (seenWindow lines of
+// at most wire.MaxServers peer ids).
+const maxChainsFile = 1 << 20
+
+// loadChains reads dir's chains file (none: no chain on record).
+func loadChains(dir string) ([]seenChain, error) {
+	path := filepath.Join(dir, ChainsFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("node: read chains: %w", err)
+	}
+	if len(b) > maxChainsFile {
+		return nil, fmt.Errorf("node: chains file %s larger than %d bytes", path, maxChainsFile)
+	}
+	var out []seenChain
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 64<<10), maxChainsFile)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		n, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("node: chains file %s: %w", path, err)
+		}
+		c := seenChain{number: n}
+		for _, s := range f[1:] {
+			p, err := peer.Decode(s)
+			if err != nil {
+				return nil, fmt.Errorf("node: chains file %s: %w", path, err)
+			}
+			c.ids = append(c.ids, p)
+		}
+		out = append(out, c)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("node: chains file %s: %w", path, err)
+	}
+	if len(out) > seenWindow {
+		out = out[len(out)-seenWindow:]
+	}
+	return out, nil
+}
+
+// writeFileDurably writes b to path through a synced temporary file and a
+// rename, so that a crash leaves the old or the new content.
+func writeFileDurably(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("node: write %s: %w", filepath.Base(path), err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return fmt.Errorf("node: write %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// lastNumber is this server's last epoch number.
+func (s *Server) lastNumber() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.number
+}
+
+// eligible says why p may not be in a chain this server joins, or nil.
+func (s *Server) eligible(p peer.ID) error {
+	return s.who.check(s.h.ID(), p, s.lastNumber())
+}
+
+// eligibleChain returns this server and the live roster servers eligible
+// here, in chain order.
+func (s *Server) eligibleChain() []peer.ID {
+	n := s.lastNumber()
+	ids := []peer.ID{s.h.ID()}
+	for _, m := range s.roster.live() {
+		if m.id != s.h.ID() && s.who.check(s.h.ID(), m.id, n) == nil {
+			ids = append(ids, m.id)
+		}
+	}
+	sortChain(ids)
+	return ids
+}
+
+// proposedChain is the chain a leader proposes: the eligible chain less
+// the servers that withdrew lately.
+func (s *Server) proposedChain(eligible []peer.ID) []peer.ID {
+	var out []peer.ID
+	for _, p := range eligible {
+		if p == s.h.ID() || !s.who.hasWithdrawn(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// noteWithdrawal records the server whose refusal in err is a withdrawal;
+// it reports whether there was one.
+func (s *Server) noteWithdrawal(err error) bool {
+	var ce *chainErr
+	if !errors.As(err, &ce) || !strings.Contains(ce.Err.Error(), withdrawMark) {
+		return false
+	}
+	s.log.Info("server withdrew", "peer", ce.Peer.ShortString(), "reason", ce.Err.Error())
+	s.who.withdraw(ce.Peer)
+	return true
+}
+
+// chainErr is the failure of one server of a chain in Server.each.
+type chainErr struct {
+	Index int
+	Peer  peer.ID
+	Err   error
+}
+
+func (e *chainErr) Error() string {
+	return fmt.Sprintf("server %d (%s): %v", e.Index, e.Peer.ShortString(), e.Err)
+}
+
+func (e *chainErr) Unwrap() error { return e.Err }

@@ -1,0 +1,85 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/nodetest"
+	"github.com/riffle-net/riffle/node"
+)
+
+// serverIDs creates the identities of m servers in dir (nodetest's
+// layout, <dir>/s<i>) and returns their peer ids, so that a test can pin
+// servers before they start.
+func serverIDs(t *testing.T, dir string, m int) []peer.ID {
+	t.Helper()
+	var ids []peer.ID
+	for i := range m {
+		priv, err := node.LoadIdentity(filepath.Join(dir, fmt.Sprintf("s%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := peer.IDFromPrivateKey(priv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// waitOpen waits until server s has an epoch open for registration and
+// returns its chain.
+func waitOpen(t *testing.T, s *node.Server, within time.Duration) []peer.ID {
+	t.Helper()
+	end := time.Now().Add(within)
+	for time.Now().Before(end) {
+		if c := s.OpenChain(); c != nil {
+			return c
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no epoch opened at %s within %v", s.ID().ShortString(), within)
+	return nil
+}
+
+// TestAllowServer: a server with --allow-server never joins a chain with
+// a server it does not allow; it withdraws from such a chain and the
+// leader forms the epoch without it. Four servers, server 0 allows 1 and
+// 2 only: the epoch that opens holds three servers, never 0 and 3
+// together (before, any server that said hello joined every chain).
+func TestAllowServer(t *testing.T) {
+	dir := t.TempDir()
+	ids := serverIDs(t, dir, 4)
+	net := nodetest.New(t, nodetest.Config{Servers: 4, MinServers: 3, Dir: dir, Params: testParams(), Server: func(i int, c *node.ServerConfig) {
+		if i == 0 {
+			c.AllowServers = []peer.ID{ids[1], ids[2]}
+		}
+	}})
+	chain := waitOpen(t, net.Servers[1], 20*time.Second)
+	if len(chain) != 3 {
+		t.Fatalf("opened a chain of %d servers, want 3", len(chain))
+	}
+	if slices.Contains(chain, ids[0]) && slices.Contains(chain, ids[3]) {
+		t.Fatalf("server 0 serves in a chain with a server it does not allow: %v", chain)
+	}
+	// Server 0 agrees: whatever it holds has no server 3.
+	if c := net.Servers[0].OpenChain(); slices.Contains(c, ids[3]) {
+		t.Fatalf("server 0 joined %v", c)
+	}
+}
+
+// testParams are small epoch parameters for tests that only open epochs.
+func testParams() node.Params {
+	p := node.DefaultParams()
+	p.ChunkSize, p.Rounds, p.MaxRows = 4<<10, 8, 64
+	return p
+}
+
+var _ = context.Background

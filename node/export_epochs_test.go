@@ -1,0 +1,20 @@
+package node
+
+import "github.com/libp2p/go-libp2p/core/peer"
+
+// OpenChain returns the chain of the epoch accepting registrations at s
+// (nil if none).
+func (s *Server) OpenChain() []peer.ID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open == nil {
+		return nil
+	}
+	return append([]peer.ID(nil), s.open.v.chain...)
+}
+
+// LastNumber returns the last epoch number s signed.
+func (s *Server) LastNumber() uint64 { return s.lastNumber() }
+
+// EligibleChain returns the eligible chain at s.
+func (s *Server) EligibleChain() []peer.ID { return s.eligibleChain() }
