@@ -136,12 +136,13 @@ func (w *whoState) check(self, p peer.ID, n uint64) error {
 	return nil
 }
 
-// withdraw notes that p withdrew from a chain this server proposed.
-func (w *whoState) withdraw(p peer.ID) {
+// withdraw notes that p withdrew from a chain this server proposed, for
+// ttl.
+func (w *whoState) withdraw(p peer.ID, ttl time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.withdrawn) < maxSince {
-		w.withdrawn[p] = time.Now().Add(withdrawTTL)
+		w.withdrawn[p] = time.Now().Add(ttl)
 	}
 }
 
@@ -295,7 +296,13 @@ func (s *Server) noteWithdrawal(err error) bool {
 		return false
 	}
 	s.log.Info("server withdrew", "peer", ce.Peer.ShortString(), "reason", ce.Err.Error())
-	s.who.withdraw(ce.Peer)
+	// A probation ends after epochs the withdrawer counts, not here: its
+	// withdrawal is kept only until the next hellos.
+	ttl := withdrawTTL
+	if strings.Contains(ce.Err.Error(), "probation") {
+		ttl = helloEvery
+	}
+	s.who.withdraw(ce.Peer, ttl)
 	return true
 }
 

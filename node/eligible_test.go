@@ -82,4 +82,54 @@ func testParams() node.Params {
 	return p
 }
 
-var _ = context.Background
+
+// TestProbation: a peer id that no chain of the last 4·m_max epochs held
+// serves P_prob epochs in the roster before it joins a chain. Three
+// servers run epochs with two clients; a fourth, new server starts when
+// their last number is n0: no chain holds it before epoch n0 + P_prob + 1
+// (before, it joined the next epoch), and it does join one after.
+func TestProbation(t *testing.T) {
+	const prob = 2
+	p := node.TestParams(2)
+	tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 2, MinServers: 3, Params: p, Server: func(_ int, c *node.ServerConfig) { c.Probation = prob }})
+	waitNumber(t, tn.Servers[0], 1, 30*time.Second)
+	n0 := tn.Servers[0].LastNumber()
+	var peers []string
+	for i := range tn.Servers {
+		peers = append(peers, tn.Addr(i))
+	}
+	ns, err := node.NewServer(context.Background(), node.ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: peers,
+		NoLAN: true, MinServers: 3, MinClients: 2, Params: p, Probation: prob, Logger: nodetest.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	end := time.Now().Add(60 * time.Second)
+	for time.Now().Before(end) {
+		for _, s := range tn.Servers {
+			c := s.OpenChain()
+			if !slices.Contains(c, ns.ID()) {
+				continue
+			}
+			if n := s.LastNumber(); n < n0+prob+1 {
+				t.Fatalf("the new server joined epoch %d, in the roster since epoch %d, probation %d", n, n0, prob)
+			}
+			t.Logf("new server joined epoch %d (in the roster from epoch %d)", s.LastNumber(), n0)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the new server never joined a chain (last epoch %d, from %d)", tn.Servers[0].LastNumber(), n0)
+}
+
+// waitNumber waits until s signed epoch number n.
+func waitNumber(t *testing.T, s *node.Server, n uint64, within time.Duration) {
+	t.Helper()
+	end := time.Now().Add(within)
+	for s.LastNumber() < n {
+		if time.Now().After(end) {
+			t.Fatalf("%s at epoch %d after %v, want %d", s.ID().ShortString(), s.LastNumber(), within, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
