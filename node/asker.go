@@ -53,13 +53,15 @@ func (s *Server) serverCaps(caps func(wire.Type) int) func(peer.ID, wire.Type) i
 
 // askedByLeader is the cheap check of a signed descriptor's sender, made
 // before its descriptor is checked (up to m·2R element decodes and m key
-// proofs): the sender heads the descriptor's group, and the descriptor is
+// proofs): the sender is the leader of the descriptor's number in its
+// group (rotate.go), and the descriptor is
 // of an epoch this server prepared (open) or holds (final).
 func (s *Server) askedByLeader(from peer.ID, sd *wire.Signed) error {
 	if len(sd.Desc.Group) == 0 {
 		return errors.New("node: descriptor without servers")
 	}
-	if leader, err := peer.IDFromBytes(sd.Desc.Group[0].PeerID); err != nil || leader != from {
+	lead := sd.Desc.Group[sd.Desc.Number%uint64(len(sd.Desc.Group))].PeerID
+	if leader, err := peer.IDFromBytes(lead); err != nil || leader != from {
 		return errors.New("node: descriptor not from its leader")
 	}
 	id := epochID(&sd.Desc)

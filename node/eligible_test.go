@@ -58,6 +58,7 @@ func TestAllowServer(t *testing.T) {
 	dir := t.TempDir()
 	ids := serverIDs(t, dir, 4)
 	net := nodetest.New(t, nodetest.Config{Servers: 4, MinServers: 3, Dir: dir, Params: testParams(), Server: func(i int, c *node.ServerConfig) {
+		c.LeaderTimeout = time.Second
 		if i == 0 {
 			c.AllowServers = []peer.ID{ids[1], ids[2]}
 		}

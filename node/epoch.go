@@ -203,6 +203,7 @@ func (s *Server) endQuiet(e *sepoch, reason string) {
 	if s.open == e {
 		s.open = nil
 	}
+	s.progressed()
 	s.log.Info("epoch ended", "epoch", fmt.Sprintf("%x", e.v.id[:6]), "rounds", e.listHigh, "reason", reason)
 	s.notify()
 }

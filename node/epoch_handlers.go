@@ -70,15 +70,17 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := checkParams(p.Params, s.cfg.PIRRate); err != nil {
 		return 0, nil, err
 	}
-	if len(p.Chain) < 1 || peer.ID(p.Chain[0]) != from {
-		return 0, nil, errors.New("node: prepare not from the head of its chain")
+	if len(p.Chain) < 1 {
+		return 0, nil, errors.New("node: prepare without a chain")
 	}
+	inChain := false
 	pos := -1
 	for i, c := range p.Chain {
 		id := peer.ID(c)
 		if i > 0 && bytes.Compare(p.Chain[i-1], c) >= 0 {
 			return 0, nil, errors.New("node: prepared chain not sorted")
 		}
+		inChain = inChain || id == from
 		if id == s.h.ID() {
 			pos = i
 		} else if s.roster.get(id) == nil && id != from {
@@ -93,9 +95,13 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if pos < 0 {
 		return 0, nil, errors.New("node: this server is not in the prepared chain")
 	}
-	// Agree on the leader: nobody eligible here sorts before it.
-	if mine := s.eligibleChain(); bytes.Compare([]byte(mine[0]), []byte(from)) < 0 && len(mine) >= s.cfg.MinServers {
-		return 0, nil, fmt.Errorf("node: %s heads the chain here, not %s", mine[0].ShortString(), from.ShortString())
+	if !inChain {
+		return 0, nil, errors.New("node: prepare from outside its chain")
+	}
+	// Agree on the leader (rotate.go): the number's leader in the
+	// eligible chain here, whatever the proposed chain left out.
+	if mine := s.eligibleChain(); len(mine) >= s.cfg.MinServers && leaderOf(p.Number, mine) != from {
+		return 0, nil, fmt.Errorf("node: %s leads epoch %d here, not %s", leaderOf(p.Number, mine).ShortString(), p.Number, from.ShortString())
 	}
 	s.mu.Lock()
 	last := s.number
@@ -151,6 +157,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		delete(s.prep, k)
 	}
 	s.prep[p.Nonce] = e
+	s.progressed()
 	s.mu.Unlock()
 	return wire.TypeEntry, g.Marshal(), nil
 }
@@ -167,7 +174,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	if v.chain[0] != from {
+	if v.leader() != from {
 		return 0, nil, errors.New("node: sign request not from the leader")
 	}
 	s.mu.Lock()
@@ -250,7 +257,7 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 	s.mu.Lock()
 	e := s.epochs[id]
 	s.mu.Unlock()
-	if e == nil || e.v.chain[0] != from {
+	if e == nil || e.v.leader() != from {
 		return 0, nil, errors.New("node: registration list for an unknown epoch or not from its leader")
 	}
 	s.mu.Lock()
@@ -323,7 +330,7 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	if err != nil {
 		return 0, nil, err
 	}
-	if v.chain[0] != from {
+	if v.leader() != from {
 		return 0, nil, errors.New("node: descriptor not from its leader")
 	}
 	s.mu.Lock()
@@ -375,7 +382,7 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 	s.mu.Lock()
 	e := s.epochs[r.Epoch]
 	s.mu.Unlock()
-	if e == nil || e.pos != 0 {
+	if e == nil || e.v.leader() != s.h.ID() {
 		return 0, nil, errors.New("node: forwarded registration for an epoch this server does not lead")
 	}
 	// Only a primary of the chain forwards (checked before the
@@ -407,7 +414,7 @@ func (s *Server) onClose(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.epochs[ref.Epoch]
-	if e == nil || e.v.chain[0] != from {
+	if e == nil || e.v.leader() != from {
 		return 0, nil, errors.New("node: close of an unknown epoch or not from its leader")
 	}
 	e.regClosed = true

@@ -18,3 +18,10 @@ func (s *Server) LastNumber() uint64 { return s.lastNumber() }
 
 // EligibleChain returns the eligible chain at s.
 func (s *Server) EligibleChain() []peer.ID { return s.eligibleChain() }
+
+// Led returns how many epochs s opened as leader.
+func (s *Server) Led() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.turn.led
+}

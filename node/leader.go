@@ -22,12 +22,15 @@ func (s *Server) leaderLoop(ctx context.Context) {
 			return
 		case <-time.After(500 * time.Millisecond):
 		}
-		full := s.eligibleChain()
-		chain := s.proposedChain(full)
-		if len(chain) < s.cfg.MinServers || full[0] != s.h.ID() {
+		number, full := s.takeTurn()
+		if number == 0 {
 			continue
 		}
-		if err := s.runEpoch(ctx, chain); err != nil && ctx.Err() == nil {
+		chain := s.proposedChain(full)
+		if len(chain) < s.cfg.MinServers {
+			continue
+		}
+		if err := s.runEpoch(ctx, chain, number); err != nil && ctx.Err() == nil {
 			s.log.Warn("epoch failed", "err", err)
 			select {
 			case <-ctx.Done():
@@ -46,11 +49,14 @@ func (s *Server) abortAll(ctx context.Context, chain []peer.ID, id [32]byte, rea
 // runEpoch drives one epoch as leader (§3, §4): prepare, sign and open the
 // descriptor, wait for registrations, close, sign the final descriptor; the
 // setup and the rounds then run from events until the epoch ends.
-func (s *Server) runEpoch(ctx context.Context, chain []peer.ID) error {
-	desc, id, err := s.openEpoch(ctx, chain)
+func (s *Server) runEpoch(ctx context.Context, chain []peer.ID, number uint64) error {
+	desc, id, err := s.openEpoch(ctx, chain, number)
 	if err != nil {
 		return err
 	}
+	s.mu.Lock()
+	s.turn.led++
+	s.mu.Unlock()
 	s.log.Info("epoch open", "number", desc.Number, "epoch", fmt.Sprintf("%x", id[:6]), "servers", len(chain))
 	e, err := s.awaitRegistrations(ctx, chain, id, desc.Params)
 	if err != nil {
@@ -75,10 +81,7 @@ func (s *Server) runEpoch(ctx context.Context, chain []peer.ID) error {
 
 // openEpoch prepares the next epoch on every server of the chain, collects
 // their group entries and signatures and opens the signed descriptor.
-func (s *Server) openEpoch(ctx context.Context, chain []peer.ID) (wire.Descriptor, [32]byte, error) {
-	s.mu.Lock()
-	number := s.number + 1
-	s.mu.Unlock()
+func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) (wire.Descriptor, [32]byte, error) {
 	var nonce [32]byte
 	if _, err := s.rand.Read(nonce[:]); err != nil {
 		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: epoch nonce: %w", err)

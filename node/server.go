@@ -96,6 +96,8 @@ type ServerConfig struct {
 	// Probation is P_prob in epochs (0: DefaultProbation; negative:
 	// none; eligible.go).
 	Probation int
+	// LeaderTimeout is T_lead (0: DefaultLeaderTimeout; rotate.go).
+	LeaderTimeout time.Duration
 }
 
 // DefaultPruneEvery is how often a server prunes its store by default.
@@ -134,6 +136,7 @@ type Server struct {
 	// banned: client peers excluded up to an epoch number (a culprit of a
 	// share fault, blame.go), known only to their primary.
 	banned map[peer.ID]uint64
+	turn   turnState // the leader rotation (rotate.go)
 
 	timing   timer    // where the time goes (Timing, riffle bench)
 	handlers gate     // stream handlers in flight
@@ -158,6 +161,9 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	if cfg.Params == (Params{}) {
 		cfg.Params = DefaultParams()
+	}
+	if cfg.LeaderTimeout <= 0 {
+		cfg.LeaderTimeout = DefaultLeaderTimeout
 	}
 	if cfg.PIRRate <= 0 {
 		cfg.PIRRate = DefaultPIRRate
@@ -214,6 +220,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		number: number,
 	}
 	s.who.init(&cfg, chains)
+	s.turn.progress = time.Now()
 	h.Network().Notify(s.departureNotifiee())
 	serve(cctx, h, &s.handlers, s.log, ProtoRoster, shortTimeout, anyPeer(s.rosterCaps), s.handleHello)
 	// Server protocols: big bodies only from server peers (asker.go).

@@ -1,0 +1,77 @@
+package node
+
+import (
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Rotating leaders (§3 (v3) "Epoch numbers and leaders";
+// docs/proto-node.md "Rotating leaders"). The leader of epoch number N is
+// chain[N mod |chain|] of the eligible chain (eligible.go), so that a low
+// peer id buys nothing; every server checks a Prepare's sender against its
+// own eligible chain. A silent leader costs one T_lead: a server that saw
+// no epoch prepared, opened or ended for T_lead while its eligible chain
+// was complete moves to the next number, whose leader is the next server.
+
+// DefaultLeaderTimeout is T_lead (§3).
+const DefaultLeaderTimeout = 30 * time.Second
+
+// leaderOf is the leader of epoch number n in chain (chain order).
+func leaderOf(n uint64, chain []peer.ID) peer.ID {
+	return chain[n%uint64(len(chain))]
+}
+
+// leader is the leader of the epoch v describes.
+func (v *view) leader() peer.ID { return leaderOf(v.desc.Number, v.chain) }
+
+// turnState is where a server is in the rotation. Guarded by Server.mu.
+type turnState struct {
+	// next is the number whose leader this server waits on, when above
+	// number+1 (after timeouts).
+	next uint64
+	// progress is when an epoch was last prepared, opened or ended here.
+	progress time.Time
+	// led counts the epochs this server opened as leader.
+	led int
+}
+
+// nextNumber is the number this server expects next. Call with s.mu held.
+func (s *Server) nextNumber() uint64 { return max(s.number+1, s.turn.next) }
+
+// progressed restarts the leader timeout. Call with s.mu held.
+func (s *Server) progressed() { s.turn.progress = time.Now() }
+
+// running reports whether an epoch runs here. Call with s.mu held.
+func (s *Server) running() bool {
+	for _, e := range s.epochs {
+		if !e.ended {
+			return true
+		}
+	}
+	return false
+}
+
+// turn decides, once per leader-loop tick, the number to lead (0: none)
+// and the chain to propose. While an epoch runs, or the eligible chain is
+// short, the timeout does not run; past it, the turn passes on.
+func (s *Server) takeTurn() (uint64, []peer.ID) {
+	full := s.eligibleChain()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(full) < s.cfg.MinServers || s.running() {
+		s.progressed()
+		return 0, nil
+	}
+	n := s.nextNumber()
+	if time.Since(s.turn.progress) > s.cfg.LeaderTimeout {
+		s.log.Info("leader silent, next number", "number", n, "leader", leaderOf(n, full).ShortString(), "next", n+1)
+		s.turn.next = n + 1
+		s.progressed()
+		n++
+	}
+	if leaderOf(n, full) != s.h.ID() {
+		return 0, nil
+	}
+	return n, full
+}

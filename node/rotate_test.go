@@ -1,0 +1,69 @@
+package node_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/riffle-net/riffle/internal/nodetest"
+	"github.com/riffle-net/riffle/node"
+)
+
+// waitLed waits until every server of tn opened an epoch as leader.
+func waitLed(t *testing.T, tn *nodetest.Net, within time.Duration, skip int) {
+	t.Helper()
+	end := time.Now().Add(within)
+	for {
+		all := true
+		for i, s := range tn.Servers {
+			all = all && (i == skip || s.Led() > 0)
+		}
+		if all {
+			return
+		}
+		if time.Now().After(end) {
+			var led []int
+			for _, s := range tn.Servers {
+				led = append(led, s.Led())
+			}
+			t.Fatalf("epochs led per server after %v: %v (last number %d)", within, led, tn.Servers[0].LastNumber())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRotatingLeader: the leader of epoch N is chain[N mod |chain|], so
+// that three servers running epochs 1, 2, 3 each lead one (before, the
+// lowest peer id led every epoch).
+func TestRotatingLeader(t *testing.T) {
+	tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 2, Params: node.TestParams(2)})
+	waitLed(t, tn, 40*time.Second, -1)
+}
+
+// TestSilentLeader: a leader that never leads costs one T_lead per turn.
+// The server with the lowest peer id asks for more servers than the group
+// has (--min-servers 4 of 3), so it follows but never leads: the others
+// move past its numbers after T_lead and run epochs (before, the lowest
+// id was the only leader and the group stalled).
+func TestSilentLeader(t *testing.T) {
+	dir := t.TempDir()
+	ids := serverIDs(t, dir, 3)
+	silent := 0
+	for i := range ids {
+		if bytes.Compare([]byte(ids[i]), []byte(ids[silent])) < 0 {
+			silent = i
+		}
+	}
+	tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 2, MinServers: 3, Dir: dir, Params: node.TestParams(2), Server: func(i int, c *node.ServerConfig) {
+		c.LeaderTimeout = time.Second
+		if i == silent {
+			c.MinServers = 4
+		}
+	}})
+	waitLed(t, tn, 40*time.Second, silent)
+	if tn.Servers[silent].Led() != 0 {
+		t.Fatal("the silent server led an epoch")
+	}
+	// Past the silent leader's turn: epochs go on.
+	waitNumber(t, tn.Servers[(silent+1)%3], 4, 30*time.Second)
+}
