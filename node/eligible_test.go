@@ -83,7 +83,6 @@ func testParams() node.Params {
 	return p
 }
 
-
 // TestProbation: a peer id that no chain of the last 4·m_max epochs held
 // serves P_prob epochs in the roster before it joins a chain. Three
 // servers run epochs with two clients; a fourth, new server starts when
