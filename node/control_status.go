@@ -53,8 +53,8 @@ type ClientStatus struct {
 	// included; Goodput counts only the chunks of its jobs.
 	Throughput float64 `json:"throughput_bytes_per_s"`
 	Goodput    float64 `json:"goodput_bytes_per_s"`
-	Waiting string  `json:"waiting,omitempty"` // why no epoch runs, if none does
-	Stats   Stats   `json:"stats"`
+	Waiting    string  `json:"waiting,omitempty"` // why no epoch runs, if none does
+	Stats      Stats   `json:"stats"`
 }
 
 // Status returns the client's status.
