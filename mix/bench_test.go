@@ -323,7 +323,7 @@ func BenchmarkVerifyPayloads(b *testing.B) {
 	b.SetBytes(int64(n * len(raws[0])))
 	b.ResetTimer()
 	for range b.N {
-		if bad := VerifyPayloads(epoch, 0, P, raws, rand); len(bad) != 0 {
+		if bad := VerifyPayloads(epoch, 0, P, raws, chunk, k, rand); len(bad) != 0 {
 			b.Fatal(bad)
 		}
 	}
@@ -353,6 +353,25 @@ func BenchmarkVerifyRegistrations(b *testing.B) {
 	b.Run("batched", func(b *testing.B) {
 		for range b.N {
 			if bad, err := VerifyRegistrations(epoch, pubs, X, regs, rand); err != nil || len(bad) != 0 {
+				b.Fatal(bad, err)
+			}
+		}
+	})
+	// As servers get them: parsed from their bytes, whose challenges hash
+	// those bytes instead of encoding every element again.
+	parsed := make([]*Registration, n)
+	for i, reg := range regs {
+		enc, err := reg.MarshalBinary()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if parsed[i], err = ParseRegistration(enc, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("batched-parsed", func(b *testing.B) {
+		for range b.N {
+			if bad, err := VerifyRegistrations(epoch, pubs, X, parsed, rand); err != nil || len(bad) != 0 {
 				b.Fatal(bad, err)
 			}
 		}

@@ -117,6 +117,8 @@ type Server struct {
 	pool     bufPool // large round buffers (bufpool.go)
 	wg       sync.WaitGroup
 
+	// mu guards the fields below it up to banned, and every epoch's and
+	// round's state (sepoch, sround) reached through them.
 	mu      sync.Mutex
 	changed chan struct{}
 	epochs  map[[32]byte]*sepoch
@@ -127,7 +129,7 @@ type Server struct {
 	// share fault, blame.go), known only to their primary.
 	banned map[peer.ID]uint64
 
-	timing   timer    // where the time goes (Bench)
+	timing   timer    // where the time goes (Timing, riffle bench)
 	handlers gate     // stream handlers in flight
 	obs      observer // roster log and round timing (server_status.go)
 }
