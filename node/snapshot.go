@@ -1,0 +1,248 @@
+package node
+
+import (
+	"context"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/riffle-net/riffle/chunker"
+)
+
+// Snapshots and job handles for local views of a running client or server
+// (the web UI of internal/webui). They read state the node already keeps;
+// nothing here sends a message, so a view changes nothing a client or
+// server does on the network.
+
+// ChainMember is one server of an epoch's chain, in chain order.
+type ChainMember struct {
+	PeerID  string
+	Nick    string
+	Primary bool // this client's primary
+	Pinned  bool // named by --require: the client refuses a chain without it
+}
+
+// ClientSnapshot is what a client knows of the network and itself.
+type ClientSnapshot struct {
+	InEpoch      bool // taking part in an epoch now
+	Epoch        [32]byte
+	Number       uint64 // the epoch's number (§3)
+	Chain        []ChainMember
+	AnonymitySet int
+	ChunkSize    int // b
+	K            int // requests per round
+	Rounds       int // R: rounds of the epoch
+	// Pins are the servers the client requires, with whether the current
+	// chain holds each.
+	Pins  []Pin
+	Stats Stats
+	// Queued is how many chunks wait to be uploaded (shares of this
+	// client); Wanted how many files it is fetching.
+	Queued, Wanted int
+}
+
+// Pin is a required server and whether the current chain holds it.
+type Pin struct {
+	PeerID  string
+	InChain bool
+}
+
+// Snapshot returns the client's current state.
+func (c *Client) Snapshot() ClientSnapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := ClientSnapshot{AnonymitySet: c.anon, Stats: c.stats, Queued: len(c.upQ), Wanted: len(c.wants)}
+	in := map[string]bool{}
+	if e := c.epoch; e != nil {
+		v := e.v
+		s.InEpoch, s.Epoch, s.Number = true, v.id, v.desc.Number
+		s.ChunkSize, s.K, s.Rounds = int(v.desc.Params.ChunkSize), int(v.desc.Params.K), int(v.desc.Params.Rounds)
+		for i, p := range v.chain {
+			m := ChainMember{PeerID: p.String(), Primary: p == c.primary}
+			if i < len(v.desc.Group) {
+				m.Nick = string(v.desc.Group[i].Nick)
+			}
+			for _, r := range c.cfg.Require {
+				m.Pinned = m.Pinned || r == p
+			}
+			in[m.PeerID] = true
+			s.Chain = append(s.Chain, m)
+		}
+	}
+	for _, r := range c.cfg.Require {
+		s.Pins = append(s.Pins, Pin{PeerID: r.String(), InChain: in[r.String()]})
+	}
+	return s
+}
+
+// Holds reports, for each id, whether this client holds the chunk: it
+// published or fetched it (of the last maxHeld such chunks).
+func (c *Client) Holds(ids [][32]byte) []bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]bool, len(ids))
+	for i, id := range ids {
+		out[i] = c.held[id]
+	}
+	return out
+}
+
+// GetProgress reports how far the running get job of the file whose link
+// has id is: data chunks held of total (0 while the root manifest is
+// awaited) and the file's name once known. ok is false when no get of that
+// file runs.
+func (c *Client) GetProgress(id chunker.ID) (held, total int, name string, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.wants[id]
+	if g == nil {
+		return 0, 0, "", false
+	}
+	if g.asm != nil {
+		held, total = g.asm.Progress()
+		name = g.asm.Name()
+	}
+	return held, total, name, true
+}
+
+// ShareHandle is a share job started by StartShare: its chunks are queued,
+// one goes out per round, and Done closes once all are in published lists.
+type ShareHandle struct {
+	Link  chunker.Link
+	Total int          // chunks to upload, data and manifest
+	IDs   []chunker.ID // every chunk of the file, upload order
+	c     *Client
+	job   *shareJob
+}
+
+// StartShare chunks r as a file named name and queues its chunks, as Share
+// does, but returns at once: the caller follows the job with Left and Done.
+// It waits for an epoch first (the chunk size is the epoch's).
+func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encrypt bool) (*ShareHandle, error) {
+	b, err := c.ChunkSize(ctx)
+	if err != nil {
+		return nil, err
+	}
+	job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{})}
+	h := &ShareHandle{c: c, job: job}
+	var items []upItem
+	link, err := chunker.Share(r, name, "", b, chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
+		if !job.left[id] {
+			job.left[id] = true
+			h.IDs = append(h.IDs, id)
+			items = append(items, upItem{c: StoredChunk{ID: id, Data: append([]byte(nil), chunk...)}, job: job})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	h.Link, h.Total = link, len(items)
+	c.mu.Lock()
+	c.upQ = append(c.upQ, items...)
+	if len(items) == 0 {
+		close(job.done)
+	}
+	c.mu.Unlock()
+	return h, nil
+}
+
+// Left returns how many of the job's chunks are not yet published.
+func (h *ShareHandle) Left() int {
+	h.c.mu.Lock()
+	defer h.c.mu.Unlock()
+	return len(h.job.left)
+}
+
+// Done is closed once every chunk of the job is in a published list.
+func (h *ShareHandle) Done() <-chan struct{} { return h.job.done }
+
+// RosterMember is a live server of a server's roster.
+type RosterMember struct {
+	PeerID string
+	Nick   string
+	Addrs  []string
+	Seen   time.Time
+}
+
+// EpochSnapshot is what a server knows of one epoch it keeps.
+type EpochSnapshot struct {
+	ID        [32]byte
+	Number    uint64
+	Position  int // this server's place in the chain
+	Chain     []string
+	Clients   int
+	Rounds    int // R
+	ChunkSize int
+	// Listed is how many rounds have a final request list here.
+	Listed    int
+	Ended     bool
+	Reason    string
+	VoidRound []uint32 // rounds voided by a bad batch (§5.2, §8)
+	// RoundChunks holds, for each round whose bulk state is still kept,
+	// how many chunks it published (covers not counted).
+	RoundChunks map[uint32]int
+}
+
+// ServerSnapshot is an operator's view of a server: public, aggregate
+// state only, nothing about any one client.
+type ServerSnapshot struct {
+	PeerID string
+	Nick   string
+	Roster []RosterMember
+	Chain  []string // live servers in chain order, this one included
+	Epochs []EpochSnapshot
+	Timing Timing
+	// StoreBytes is the chunk data stored, QuotaBytes its cap (0: none);
+	// both 0 for a store that does not count.
+	StoreBytes, QuotaBytes int64
+	// Excluded counts clients refused for an epoch after a setup share
+	// fault (their identities stay with their primary).
+	Excluded int
+}
+
+// Snapshot returns the server's current state, newest epoch first.
+func (s *Server) Snapshot() ServerSnapshot {
+	out := ServerSnapshot{PeerID: s.h.ID().String(), Nick: s.cfg.Nick, Timing: s.Timing(), QuotaBytes: s.cfg.StoreOptions.QuotaBytes}
+	for _, m := range s.roster.live() {
+		rm := RosterMember{PeerID: m.id.String(), Nick: m.nick, Seen: m.seen}
+		for _, a := range m.addrs {
+			rm.Addrs = append(rm.Addrs, a.String())
+		}
+		out.Roster = append(out.Roster, rm)
+	}
+	sort.Slice(out.Roster, func(i, j int) bool { return out.Roster[i].PeerID < out.Roster[j].PeerID })
+	for _, p := range s.chain() {
+		out.Chain = append(out.Chain, p.String())
+	}
+	if bs, ok := s.store.(*boltStore); ok {
+		out.StoreBytes = bs.st.Usage()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out.Excluded = len(s.banned)
+	for _, e := range s.epochs {
+		v := e.v
+		if e.final != nil {
+			v = e.final
+		}
+		es := EpochSnapshot{ID: v.id, Number: v.desc.Number, Position: e.pos, Clients: len(v.desc.Clients),
+			Rounds: int(v.desc.Params.Rounds), ChunkSize: int(v.desc.Params.ChunkSize), Listed: int(e.listHigh),
+			Ended: e.ended, Reason: e.reason, RoundChunks: map[uint32]int{}}
+		for _, p := range v.chain {
+			es.Chain = append(es.Chain, p.String())
+		}
+		for r := range e.evidence {
+			es.VoidRound = append(es.VoidRound, r)
+		}
+		sort.Slice(es.VoidRound, func(i, j int) bool { return es.VoidRound[i] < es.VoidRound[j] })
+		for r, x := range e.rounds {
+			if x.pubDone {
+				es.RoundChunks[r] = len(x.published)
+			}
+		}
+		out.Epochs = append(out.Epochs, es)
+	}
+	sort.Slice(out.Epochs, func(i, j int) bool { return out.Epochs[i].Number > out.Epochs[j].Number })
+	return out
+}
