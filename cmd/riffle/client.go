@@ -16,7 +16,7 @@ func init() {
 		Description: `A long-running participant: it joins every epoch through its primary and
 sends one onion and k PIR queries every round, giving cover to those who share
 and fetch. Progress (epochs, anonymity set) goes to stderr.`,
-		Flags:  clientFlags(),
+		Flags:  append(clientFlags(), uiFlags("")...),
 		Action: runClient,
 	})
 }
@@ -42,6 +42,14 @@ func runClient(c *cli.Context) error {
 			fmt.Fprintf(stderr(c), "riffle client: control socket: %v\n", err)
 		}
 	}()
+	if addr := c.String("ui"); addr != "" {
+		url, err := startClientUI(ctx, c, cl, addr, c.Bool("ui-public"), dir, filepath.Join(dir, uiDownloadsSubdir))
+		if err != nil {
+			cl.Close()
+			return err
+		}
+		fmt.Fprintln(stdout(c), url)
+	}
 	<-ctx.Done()
 	st := cl.Stats()
 	if err := cl.Close(); err != nil {

@@ -43,6 +43,7 @@ timing flags matter only there.`,
 			&cli.DurationFlag{Name: "reg-window", Usage: "registration window of an epoch, as leader (default: node's)"},
 			&cli.DurationFlag{Name: "round-limit", Usage: "a round not filled in this time ends the epoch, as leader (default: node's)"},
 			verboseFlag(),
+			uiFlag(""), uiPublicFlag(),
 		},
 		Action: runServer,
 	})
@@ -129,6 +130,14 @@ func runServer(c *cli.Context) error {
 	fmt.Fprintf(stderr(c), "riffle server %s up\n", s.ID())
 	for _, l := range lines {
 		fmt.Fprintf(stderr(c), "listening %s\n", l)
+	}
+	if addr := c.String("ui"); addr != "" {
+		url, err := startServerUI(ctx, c, s, addr, c.Bool("ui-public"))
+		if err != nil {
+			s.Close()
+			return err
+		}
+		fmt.Fprintf(stderr(c), "web ui %s\n", url)
 	}
 	<-ctx.Done()
 	fmt.Fprintln(stderr(c), "riffle server stopping")
