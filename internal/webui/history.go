@@ -47,8 +47,11 @@ func (h *history) observe(now time.Time, rounds int, epoch string) {
 func (h *history) observePIR(now time.Time, rounds int, epoch string, pir time.Duration, pirRounds int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	// The gap between epochs (registration, setup) is not a round: a new
+	// epoch starts the timing afresh.
 	if epoch != h.epoch {
 		h.epoch, h.epochStart = epoch, rounds
+		h.have = false
 	}
 	if !h.have || rounds < h.last {
 		h.have, h.last, h.lastAt = true, rounds, now

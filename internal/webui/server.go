@@ -126,7 +126,7 @@ type ServerView struct {
 	Nicks       map[string]string `json:"-"`
 	RoundTime   time.Duration     `json:"round_time_ns"`
 	PIRPerRound time.Duration     `json:"pir_per_round_ns"`
-	// ChunksPerRound averages the recent rounds of the newest epoch.
+	// ChunksPerRound averages the rounds whose state the server keeps.
 	ChunksPerRound float64       `json:"chunks_per_round"`
 	QuotaPercent   int           `json:"quota_percent"`
 	Samples        []roundSample `json:"round_times"`
@@ -147,12 +147,14 @@ func (u *ServerUI) view() ServerView {
 	if v.Samples == nil {
 		v.Samples = []roundSample{}
 	}
-	if len(st.Epochs) > 0 && len(st.Epochs[0].RecentChunks) > 0 {
-		n := 0
-		for _, rc := range st.Epochs[0].RecentChunks {
-			n += rc.Chunks
+	n, rounds := 0, 0
+	for _, e := range st.Epochs {
+		for _, rc := range e.RecentChunks {
+			n, rounds = n+rc.Chunks, rounds+1
 		}
-		v.ChunksPerRound = float64(n) / float64(len(st.Epochs[0].RecentChunks))
+	}
+	if rounds > 0 {
+		v.ChunksPerRound = float64(n) / float64(rounds)
 	}
 	if st.QuotaBytes > 0 {
 		v.QuotaPercent = int(100 * st.StoreBytes / st.QuotaBytes)

@@ -570,21 +570,21 @@ func TestHistoryAndChart(t *testing.T) {
 	at := t0
 	h.observe(at, 10, "e1")
 	h.observe(at.Add(time.Second), 12, "e1") // two rounds in 1 s
-	h.observe(at.Add(1500*time.Millisecond), 12, "e2")
-	h.observe(at.Add(2*time.Second), 13, "e2")
-	s, round := h.snapshot(13)
-	if len(s) != 3 || s[0].Time != 500*time.Millisecond || s[2].Time != time.Second || round != 1 {
+	h.observe(at.Add(1500*time.Millisecond), 12, "e2") // the gap between epochs is no round
+	h.observe(at.Add(3*time.Second), 14, "e2")
+	s, round := h.snapshot(14)
+	if len(s) != 4 || s[0].Time != 500*time.Millisecond || s[3].Time != 750*time.Millisecond || round != 2 {
 		t.Fatalf("samples %+v, round %d", s, round)
 	}
 	svg := string(chartSVG(s))
-	if !strings.Contains(svg, "<polyline") || !strings.Contains(svg, "1s") {
+	if !strings.Contains(svg, "<polyline") || !strings.Contains(svg, "750ms") {
 		t.Errorf("chart %s", svg)
 	}
 	if !strings.Contains(string(chartSVG(nil)), "no rounds") {
 		t.Errorf("empty chart")
 	}
 	for i := range 3 * maxSamples {
-		h.observe(at.Add(time.Duration(3+i)*time.Second), 14+i, "e2")
+		h.observe(at.Add(time.Duration(4+i)*time.Second), 15+i, "e2")
 	}
 	if s, _ := h.snapshot(0); len(s) != maxSamples {
 		t.Errorf("%d samples kept, want %d", len(s), maxSamples)
@@ -612,7 +612,7 @@ func TestServerUI(t *testing.T) {
 	u.ServeHTTP(w, r)
 	wantCode(t, w, 200, "server page")
 	body := w.Body.String()
-	for _, want := range []string{"12D3KooWOther", "other&lt;script&gt;", "&lt;i&gt;me&lt;/i&gt;", "512.0 MiB of 1.0 GiB (50%)", "2.0 (newest epoch", "ended: rounds done", "500ms", "20ms", "<svg"} {
+	for _, want := range []string{"12D3KooWOther", "other&lt;script&gt;", "&lt;i&gt;me&lt;/i&gt;", "512.0 MiB of 1.0 GiB (50%)", "2.0 (rounds still kept", "ended: rounds done", "500ms", "20ms", "<svg"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("server page lacks %q", want)
 		}
