@@ -20,7 +20,7 @@ import (
 // baseline measured in the same run (the raw primitives' throughput, the
 // unit cost of a scalar multiplication).
 
-// opCounts counts the group operations of setup (shuffle-proof.md §7 for the
+// opCounts counts the group operations of setup (docs/proto-shuffle.md §7 for the
 // shuffle, this package for the rest).
 type opCounts struct {
 	base, varBase   int // fixed-base and variable-base constant-time multiplications

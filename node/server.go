@@ -1,14 +1,3 @@
-// Package node is riffle's network layer (SPEC §3–§7): libp2p hosts for
-// servers and clients, the roster and chain of §3, the leader-driven epoch
-// life (descriptor, registration, the setup chain of §4.2), rounds (§5:
-// collect, peel, permute, forward, publish, verify, store, signed request
-// lists) and the multi-server PIR of §6 between primaries and their
-// clients. Messages are the binary codec of internal/wire; every stream has
-// a deadline, a size cap on every read and is reset on error. The byte
-// layouts and the departures from SPEC.md are in docs/proto-node.md.
-//
-// Logging goes to the *slog.Logger of the configuration (quiet when nil)
-// and never ties a client to a slot, a chunk or a request.
 package node
 
 import (

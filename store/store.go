@@ -14,7 +14,7 @@
 // ClientDB.ViewHeld, which hand out slices of the memory map for zero-copy
 // PIR and live only as long as their callback.
 //
-// Layout (measured, see docs/proto-store.md): each chunk is a nested
+// Layout (docs/proto-store.md, measured in docs/bench/store.md): each chunk is a nested
 // bucket holding one value, so that a chunk's 256 KiB (up to 4 MiB) lives
 // in its own run of overflow pages and putting or deleting a chunk never
 // rewrites a neighbour's bytes, as bbolt does for large values that share a

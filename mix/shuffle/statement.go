@@ -8,7 +8,7 @@ import (
 )
 
 // Caps on the statement, checked before anything is allocated from n or w
-// (shuffle-proof.md §5.1 item 1).
+// (docs/proto-shuffle.md §5.1 item 1).
 const (
 	// MaxN bounds the number of vectors (clients of one epoch).
 	MaxN = 1 << 20
@@ -87,7 +87,7 @@ func checkShape(keys []*group.Element, lists ...[][]group.Ciphertext) (n, w int,
 	return n, w, nil
 }
 
-// check validates the whole statement (shuffle-proof.md §5.1 item 1 and the
+// check validates the whole statement (docs/proto-shuffle.md §5.1 item 1 and the
 // key rule of item 4). Points are already canonical: they are decoded
 // elements, and every decoder in group is strict.
 func (st *Statement) check() (n, w int, err error) {

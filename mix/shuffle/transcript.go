@@ -7,7 +7,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 )
 
-// Domain tags of the Fiat–Shamir transcript (shuffle-proof.md §3.2 with the
+// Domain tags of the Fiat–Shamir transcript (docs/proto-shuffle.md §3.2, with the
 // project prefix). Each is distinct; the generator tag is group.GeneratorTag.
 const (
 	tagStatement = "riffle/v2/shuffle/statement"

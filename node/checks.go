@@ -1,0 +1,311 @@
+package node
+
+import (
+	"bytes"
+	"crypto/ecdh"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/group"
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/pir"
+)
+
+// view is what anyone derives from a descriptor after checking it (§3).
+type view struct {
+	id         [32]byte
+	desc       *wire.Descriptor
+	chain      []peer.ID
+	serverKeys []*group.Element
+	Y, Yp      [][]*group.Element // [server][round]
+	D          [][]byte
+	lim        wire.Limits
+}
+
+// genericLimits bound a descriptor before its parameters are known.
+func genericLimits() wire.Limits {
+	return wire.Limits{Servers: wire.MaxServers, Clients: MaxClientsCap, Rounds: MaxRounds, Rows: MaxRowsCap, K: MaxK, Chunk: MaxChunkSize,
+		Onion: mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers), Reg: mix.RegistrationSize(wire.MaxServers), Index: 1 << 20}
+}
+
+// limitsFor bounds every message of an epoch with m servers.
+func limitsFor(p wire.Params, m int) wire.Limits {
+	b, k := int(p.ChunkSize), int(p.K)
+	return wire.Limits{Servers: m, Clients: int(p.MaxClients), Rounds: int(p.Rounds), Rows: int(p.MaxRows), K: k, Chunk: b,
+		Onion: mix.OnionSize(b, k, m), Reg: mix.RegistrationSize(m), Step: mix.StepResultSize(int(p.MaxClients), m, 0),
+		Index: 1 << 20, MaskSize: pir.MaskBytes(int(p.MaxRows))}
+}
+
+// checkParams refuses parameters out of range or whose PIR work cannot fit
+// the round limit at rate bytes/s of XOR (§9: about (L/8)·(256 + n·k)·b
+// bytes per server and round, counted for the caps n and L).
+func checkParams(p wire.Params, rate float64) error {
+	switch {
+	case p.ChunkSize < MinChunkSize || p.ChunkSize > MaxChunkSize:
+		return fmt.Errorf("node: chunk size %d outside [%d, %d]", p.ChunkSize, MinChunkSize, MaxChunkSize)
+	case p.K < 1 || p.K > MaxK:
+		return fmt.Errorf("node: %d request slots outside [1, %d]", p.K, MaxK)
+	case p.Rounds < 1 || p.Rounds > MaxRounds:
+		return fmt.Errorf("node: %d rounds outside [1, %d]", p.Rounds, MaxRounds)
+	case p.W < 1 || uint32(p.W) > p.Rounds:
+		return fmt.Errorf("node: cover window %d outside [1, %d]", p.W, p.Rounds)
+	case p.MaxClients < 1 || p.MaxClients > MaxClientsCap:
+		return fmt.Errorf("node: client cap %d outside [1, %d]", p.MaxClients, MaxClientsCap)
+	case p.MaxRows < 1 || p.MaxRows > MaxRowsCap:
+		return fmt.Errorf("node: row cap %d outside [1, %d]", p.MaxRows, MaxRowsCap)
+	case p.RoundLimitMs < 100:
+		return fmt.Errorf("node: round limit %d ms too short", p.RoundLimitMs)
+	}
+	work := pirWork(int(p.MaxClients), int(p.K), int(p.MaxRows), int(p.ChunkSize))
+	if secs := work / rate; secs > float64(p.RoundLimitMs)/1000 {
+		return fmt.Errorf("node: PIR work of %.3g bytes (n=%d, k=%d, L=%d, b=%d) needs %.1f s at %.3g B/s, more than the round limit of %d ms",
+			work, p.MaxClients, p.K, p.MaxRows, p.ChunkSize, secs, rate, p.RoundLimitMs)
+	}
+	return nil
+}
+
+// pirWork is §9's XOR volume for one server and round.
+func pirWork(n, k, L, b int) float64 {
+	return float64(L) / 8 * float64(256+n*k) * float64(b)
+}
+
+func epochID(d *wire.Descriptor) [32]byte { return taggedHash(tagEpochID, d.MarshalGroup()) }
+
+func openDigest(d *wire.Descriptor) [32]byte {
+	id := epochID(d)
+	return taggedHash(tagDescOpen, id[:])
+}
+
+func finalDigest(d *wire.Descriptor) [32]byte {
+	id := epochID(d)
+	return taggedHash(tagDescFinal, id[:], d.Marshal())
+}
+
+// checkDescriptor verifies a descriptor's structure, parameters and every
+// server's key proof, and derives its view.
+func checkDescriptor(d *wire.Descriptor, rate float64) (*view, error) {
+	m := len(d.Group)
+	if m < 1 || m > wire.MaxServers {
+		return nil, fmt.Errorf("node: descriptor with %d servers", m)
+	}
+	if err := checkParams(d.Params, rate); err != nil {
+		return nil, err
+	}
+	v := &view{id: epochID(d), desc: d, lim: limitsFor(d.Params, m)}
+	R := int(d.Params.Rounds)
+	for j := range d.Group {
+		g := &d.Group[j]
+		id, err := peer.IDFromBytes(g.PeerID)
+		if err != nil {
+			return nil, fmt.Errorf("node: descriptor server %d peer id: %w", j, err)
+		}
+		if j > 0 && bytes.Compare([]byte(v.chain[j-1]), []byte(id)) >= 0 {
+			return nil, fmt.Errorf("node: descriptor chain not sorted at position %d", j)
+		}
+		v.chain = append(v.chain, id)
+		X, err := group.DecodeNonIdentity(g.X[:])
+		if err != nil {
+			return nil, fmt.Errorf("node: descriptor server %d key: %w", j, err)
+		}
+		if err := mix.VerifyKey(X, mix.KeyContext(d.Number, d.Nonce, g.PeerID), g.PoK); err != nil {
+			return nil, fmt.Errorf("node: descriptor server %d key proof: %w", j, err)
+		}
+		v.serverKeys = append(v.serverKeys, X)
+		if err := checkX25519(g.D[:]); err != nil {
+			return nil, fmt.Errorf("node: descriptor server %d x25519 key: %w", j, err)
+		}
+		v.D = append(v.D, append([]byte(nil), g.D[:]...))
+		if len(g.Y) != R || len(g.Yp) != R {
+			return nil, fmt.Errorf("node: descriptor server %d has %d/%d round keys, want %d", j, len(g.Y), len(g.Yp), R)
+		}
+		ys, yps := make([]*group.Element, R), make([]*group.Element, R)
+		for r := 0; r < R; r++ {
+			if ys[r], err = group.DecodeNonIdentity(g.Y[r][:]); err == nil {
+				yps[r], err = group.DecodeNonIdentity(g.Yp[r][:])
+			}
+			if err != nil {
+				return nil, fmt.Errorf("node: descriptor server %d round %d key: %w", j, r, err)
+			}
+		}
+		v.Y, v.Yp = append(v.Y, ys), append(v.Yp, yps)
+	}
+	if len(d.Clients) > int(d.Params.MaxClients) {
+		return nil, fmt.Errorf("node: descriptor with %d clients > cap %d", len(d.Clients), d.Params.MaxClients)
+	}
+	seen := map[[32]byte]bool{}
+	for i, c := range d.Clients {
+		if int(c.Primary) >= m {
+			return nil, fmt.Errorf("node: client %d has primary %d of %d servers", i, c.Primary, m)
+		}
+		if seen[c.RegKey] || seen[c.XKey] {
+			return nil, fmt.Errorf("node: client %d duplicates a key", i)
+		}
+		seen[c.RegKey], seen[c.XKey] = true, true
+	}
+	return v, nil
+}
+
+// lowOrderProbe is a fixed X25519 private key. A low-order public key
+// gives the all-zero shared secret with every private key, which
+// crypto/ecdh reports as an error: one ECDH with any fixed scalar detects
+// it (the technique of mix's client-key check, applied to the servers' D_j:
+// a D_j of low order would make every client's PIR seeds with that server
+// public, §6.2).
+var lowOrderProbe = func() *ecdh.PrivateKey {
+	k, err := ecdh.X25519().NewPrivateKey(bytes.Repeat([]byte{0x5a}, 32))
+	if err != nil {
+		panic(err) // unreachable: any 32 bytes are an X25519 private key
+	}
+	return k
+}()
+
+// checkX25519 rejects a malformed or low-order X25519 public key.
+func checkX25519(b []byte) error {
+	pk, err := ecdh.X25519().NewPublicKey(b)
+	if err != nil {
+		return err
+	}
+	if _, err := lowOrderProbe.ECDH(pk); err != nil {
+		return fmt.Errorf("key of low order: %w", group.ErrIdentity)
+	}
+	return nil
+}
+
+// checkSigned verifies a signed descriptor: structure and all m signatures.
+func checkSigned(sd *wire.Signed, rate float64) (*view, error) {
+	v, err := checkDescriptor(&sd.Desc, rate)
+	if err != nil {
+		return nil, err
+	}
+	if !sd.Final && len(sd.Desc.Clients) != 0 {
+		return nil, errors.New("node: open descriptor lists clients")
+	}
+	if len(sd.Sigs) != len(v.chain) {
+		return nil, fmt.Errorf("node: descriptor has %d signatures for %d servers", len(sd.Sigs), len(v.chain))
+	}
+	dg := openDigest(&sd.Desc)
+	if sd.Final {
+		dg = finalDigest(&sd.Desc)
+	}
+	for j, id := range v.chain {
+		if err := verifyPeerSig(id, dg, sd.Sigs[j]); err != nil {
+			return nil, fmt.Errorf("node: descriptor signature %d: %w", j, err)
+		}
+	}
+	return v, nil
+}
+
+func registerDigest(r *wire.Register) [32]byte {
+	return taggedHash(tagRegister, r.Epoch[:], r.XKey[:], r.Reg)
+}
+
+// parseRegister checks a registration's envelope against an epoch (its
+// signature by the registration key, its X25519 key) and parses it; the
+// proofs of knowledge are left to verifyRegs, batched.
+func parseRegister(v *view, r *wire.Register) (*mix.Registration, error) {
+	if r.Epoch != v.id {
+		return nil, errors.New("node: registration for another epoch")
+	}
+	dg := registerDigest(r)
+	if !ed25519.Verify(ed25519.PublicKey(r.RegKey[:]), dg[:], r.Sig[:]) {
+		return nil, errors.New("node: bad registration signature")
+	}
+	reg, err := mix.ParseRegistration(r.Reg, len(v.chain))
+	if err != nil {
+		return nil, fmt.Errorf("node: registration: %w", err)
+	}
+	if reg.PIRKey != r.XKey {
+		return nil, errors.New("node: registration x25519 key differs from its envelope")
+	}
+	return reg, nil
+}
+
+// verifyRegs verifies a list of registrations (§4.1): envelopes one by
+// one, then every proof of knowledge in one batch (mix.VerifyRegistrations).
+// It returns the parsed registrations (nil at a bad index) and the bad
+// indexes in order.
+func verifyRegs(v *view, regs []wire.Register, rnd io.Reader) ([]*mix.Registration, []int, error) {
+	parsed := make([]*mix.Registration, len(regs))
+	var bad, idx []int
+	var keys []ed25519.PublicKey
+	var cands []*mix.Registration
+	for i := range regs {
+		reg, err := parseRegister(v, &regs[i])
+		if err != nil {
+			bad = append(bad, i)
+			continue
+		}
+		idx, keys, cands = append(idx, i), append(keys, ed25519.PublicKey(regs[i].RegKey[:])), append(cands, reg)
+	}
+	if len(cands) > 0 {
+		pbad, err := mix.VerifyRegistrations(mix.EpochID(v.id), keys, v.serverKeys, cands, rnd)
+		if err != nil {
+			return nil, nil, fmt.Errorf("node: verify %d registrations: %w", len(cands), err)
+		}
+		isBad := map[int]bool{}
+		for _, b := range pbad {
+			isBad[b] = true
+		}
+		for c, i := range idx {
+			if isBad[c] {
+				bad = append(bad, i)
+			} else {
+				parsed[i] = cands[c]
+			}
+		}
+	}
+	sort.Ints(bad)
+	return parsed, bad, nil
+}
+
+// checkRegister verifies a registration against an epoch: its signature by
+// the registration key, its proofs (§4.1), and its X25519 key.
+func checkRegister(v *view, r *wire.Register) (*mix.Registration, error) {
+	reg, err := parseRegister(v, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := mix.VerifyRegistration(mix.EpochID(v.id), ed25519.PublicKey(r.RegKey[:]), v.serverKeys, reg); err != nil {
+		return nil, fmt.Errorf("node: registration: %w", err)
+	}
+	return reg, nil
+}
+
+// checkClientSigs checks that every input slot of the batch's round holds an
+// onion its client signed (§5.1, §5.2): the signature of slot i by the
+// registration key of slot i over the onion's hash, as S_0 received it.
+func checkClientSigs(e *sepoch, b *wire.Batch) error {
+	c := e.final.desc.Clients
+	if len(b.ClientSigs) != len(c) || len(b.ClientHashes) != len(c) {
+		return fmt.Errorf("%d client signatures and %d onion hashes for %d slots", len(b.ClientSigs), len(b.ClientHashes), len(c))
+	}
+	for i := range c {
+		if err := mix.VerifySubmissionDigest(ed25519.PublicKey(c[i].RegKey[:]), mix.EpochID(b.Epoch), uint64(b.Round), uint32(i), b.ClientHashes[i], b.ClientSigs[i][:]); err != nil {
+			return fmt.Errorf("slot %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// checkList verifies all m signatures of a request list.
+func checkList(v *view, rl *wire.RoundList) error {
+	if rl.Epoch != v.id || rl.Round >= v.desc.Params.Rounds {
+		return errors.New("node: request list of another epoch or round")
+	}
+	if len(rl.Sigs) != len(v.chain) {
+		return fmt.Errorf("node: request list with %d signatures for %d servers", len(rl.Sigs), len(v.chain))
+	}
+	dg := listDigest(rl)
+	for j, id := range v.chain {
+		if err := verifyPeerSig(id, dg, rl.Sigs[j]); err != nil {
+			return fmt.Errorf("node: request list signature %d: %w", j, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,153 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// ChunkSize waits for an epoch and returns its chunk size b.
+func (c *Client) ChunkSize(ctx context.Context) (int, error) {
+	for {
+		c.mu.Lock()
+		b, ch := c.b, c.changed
+		c.mu.Unlock()
+		if b > 0 {
+			return b, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// Share uploads the stream r as a file named name, one chunk per round,
+// and returns its link once every chunk is in a published list.
+func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bool) (chunker.Link, error) {
+	b, err := c.ChunkSize(ctx)
+	if err != nil {
+		return chunker.Link{}, err
+	}
+	job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{})}
+	var items []upItem
+	link, err := chunker.Share(r, name, "", b, chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
+		if !job.left[id] {
+			job.left[id] = true
+			items = append(items, upItem{c: StoredChunk{ID: id, Data: append([]byte(nil), chunk...)}, job: job})
+		}
+		return nil
+	})
+	if err != nil {
+		return link, err
+	}
+	total := len(items)
+	c.mu.Lock()
+	c.upQ = append(c.upQ, items...)
+	c.mu.Unlock()
+	start := time.Now()
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-job.done:
+			c.jobProgress(ctx, "shared %s: %d chunks in %s", name, total, time.Since(start).Round(time.Millisecond))
+			return link, nil
+		case <-ctx.Done():
+			return link, ctx.Err()
+		case <-t.C:
+			c.mu.Lock()
+			left := len(job.left)
+			rounds := c.stats.Rounds
+			c.mu.Unlock()
+			c.jobProgress(ctx, "share %s: %s", name, progressLine(total-left, total, rounds, b, time.Since(start)))
+		}
+	}
+}
+
+// progressLine says how far a job of total chunks of b bytes is after el:
+// chunks, round, rate and the time left at that rate.
+func progressLine(done, total, round, b int, el time.Duration) string {
+	eta := "?"
+	if done > 0 {
+		eta = (el / time.Duration(done) * time.Duration(total-done)).Round(time.Second).String()
+	}
+	return fmt.Sprintf("%d/%d chunks, round %d, %.1f KiB/s, eta %s", done, total, round, float64(done*b)/1024/el.Seconds(), eta)
+}
+
+// Get fetches the file of link into dir and returns its path. A partial
+// download in dir is resumed (the chunker verifies what is on disk).
+func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string, error) {
+	g := &getJob{link: link, dir: dir, root: true, done: make(chan struct{})}
+	c.mu.Lock()
+	c.wants[link.ID] = g
+	c.mu.Unlock()
+	start := time.Now()
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.done:
+			if g.err == nil {
+				c.jobProgress(ctx, "fetched %s in %s", g.path, time.Since(start).Round(time.Millisecond))
+			}
+			return g.path, g.err
+		case <-t.C:
+			c.mu.Lock()
+			held, total, rounds, b, name := 0, 0, c.stats.Rounds, c.b, ""
+			if g.asm != nil {
+				held, total = g.asm.Progress()
+				name = g.asm.Name()
+			}
+			c.mu.Unlock()
+			if total == 0 {
+				c.jobProgress(ctx, "get: waiting for the manifest, round %d", rounds)
+				continue
+			}
+			c.jobProgress(ctx, "get %s: %s", name, progressLine(held, total, rounds, b, time.Since(start)))
+		case <-ctx.Done():
+			c.mu.Lock()
+			if c.wants[link.ID] == g {
+				delete(c.wants, link.ID)
+			}
+			if g.asm != nil {
+				// The partial file stays: a later Get into the same
+				// directory verifies it and fetches only what is missing.
+				g.asm.Close()
+			}
+			c.mu.Unlock()
+			return "", ctx.Err()
+		}
+	}
+}
+
+// Index fetches the whole public index from the primary (§7: always all of
+// it, never per-file look-ups).
+func (c *Client) Index(ctx context.Context) ([]wire.IndexEntry, error) {
+	rep, err := c.call(ctx, ProtoClient, wire.TypeIndexReq, nil, wire.TypeIndex, 256<<20, shortTimeout)
+	if err != nil {
+		return nil, err
+	}
+	var idx wire.Index
+	if err := idx.Unmarshal(rep, 1<<20); err != nil {
+		return nil, err
+	}
+	return idx.Entries, nil
+}
+
+var _ network.Stream
+
+// SyncedIndex returns the public index as synced at the start of the
+// current epoch (§7), for local search without any look-up.
+func (c *Client) SyncedIndex() []wire.IndexEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]wire.IndexEntry(nil), c.index...)
+}

@@ -1,0 +1,369 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/pir"
+)
+
+// oneEpoch joins the next epoch and takes part until it ends.
+func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
+	ctx := c.ctx
+	v, pidx, err := c.openView(ctx, last)
+	if v == nil {
+		return last, err
+	}
+	if err != nil {
+		return v.id, err
+	}
+	e, fin, err := c.join(ctx, v, pidx)
+	if err != nil {
+		return v.id, err
+	}
+	defer e.cs.Close()
+	defer func() {
+		for _, k := range e.others {
+			k.Close()
+		}
+		clear(e.regKey)
+		clear(e.payloadBuf)
+	}()
+	fv := e.v
+	n := len(fin.Desc.Clients)
+	c.mu.Lock()
+	c.epoch, c.anon, c.b = e, n, int(fin.Desc.Params.ChunkSize)
+	c.stats.Epochs++
+	c.notify()
+	c.mu.Unlock()
+	names := ""
+	for i, g := range fin.Desc.Group {
+		names += fmt.Sprintf(" %s(%s)", string(g.Nick), fv.chain[i].String())
+	}
+	c.progress("epoch %x: %d servers [%s ], anonymity set %d clients", fv.id[:4], len(fv.chain), names, n)
+	// §7: every client syncs the whole public index once per epoch, on a
+	// fixed schedule that says nothing about what interests it.
+	if idx, err := c.Index(ctx); err == nil {
+		c.mu.Lock()
+		c.index = idx
+		c.mu.Unlock()
+	}
+	err = c.rounds(ctx, e)
+	if ctx.Err() == nil {
+		// A clean end (not a crash or a Close mid-epoch, after which the
+		// stored submissions are sent again at the next start).
+		c.dropSubmissions(fv.id)
+	}
+	c.leaveEpoch(e)
+	return v.id, err
+}
+
+// openView waits for the primary's next open descriptor after last and
+// checks it: signed, with the primary and every required server in its
+// chain. It returns the view and the primary's chain position; the view
+// is nil when no descriptor could be read.
+func (c *Client) openView(ctx context.Context, last [32]byte) (*view, int, error) {
+	rep, err := c.call(ctx, ProtoClient, wire.TypeWaitOpen, (&wire.EpochRef{Epoch: last}).Marshal(), wire.TypeSigned, 256<<20, pollTimeout)
+	if err != nil {
+		return nil, 0, err
+	}
+	var open wire.Signed
+	if err := open.Unmarshal(rep, genericLimits()); err != nil {
+		return nil, 0, err
+	}
+	v, err := checkSigned(&open, 1e30)
+	if err != nil || open.Final {
+		return nil, 0, fmt.Errorf("node: open descriptor: %v", err)
+	}
+	pidx := -1
+	for i, p := range v.chain {
+		if p == c.primary {
+			pidx = i
+		}
+	}
+	if pidx < 0 {
+		return v, 0, errors.New("node: epoch refused: the primary is not in its chain")
+	}
+	for _, r := range c.cfg.Require {
+		found := false
+		for _, p := range v.chain {
+			found = found || p == r
+		}
+		if !found {
+			return v, 0, fmt.Errorf("node: epoch refused: required server %s not in the chain", r.String())
+		}
+	}
+	return v, pidx, nil
+}
+
+// join registers with a fresh key in the epoch of v (§4.1), checks that
+// the final descriptor lists this client under its primary and derives
+// the PIR keys shared with the other servers (§6.2).
+func (c *Client) join(ctx context.Context, v *view, pidx int) (*cepoch, *wire.Signed, error) {
+	pub, priv, err := ed25519.GenerateKey(c.rand)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, reg, err := mix.Register(mix.EpochID(v.id), pub, v.serverKeys, c.rand)
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) (*cepoch, *wire.Signed, error) {
+		cs.Close()
+		return nil, nil, err
+	}
+	raw, err := reg.MarshalBinary()
+	if err != nil {
+		return fail(err)
+	}
+	msg := wire.Register{Epoch: v.id, XKey: reg.PIRKey, Reg: raw}
+	copy(msg.RegKey[:], pub)
+	dg := registerDigest(&msg)
+	copy(msg.Sig[:], ed25519.Sign(priv, dg[:]))
+	rep, err := c.call(ctx, ProtoClient, wire.TypeRegister, msg.Marshal(), wire.TypeSigned, 256<<20, pollTimeout)
+	if err != nil {
+		return fail(err)
+	}
+	var fin wire.Signed
+	if err := fin.Unmarshal(rep, genericLimits()); err != nil {
+		return fail(err)
+	}
+	fv, err := checkSigned(&fin, 1e30)
+	if err != nil || !fin.Final || fv.id != v.id {
+		return fail(fmt.Errorf("node: final descriptor: %v", err))
+	}
+	slot := -1
+	for i, ce := range fin.Desc.Clients {
+		if bytes.Equal(ce.RegKey[:], pub) {
+			slot = i
+		}
+	}
+	if slot < 0 || int(fin.Desc.Clients[slot].Primary) != pidx {
+		return fail(errors.New("node: this client is not in the final descriptor under its primary"))
+	}
+	pk, err := cs.PIRKey()
+	if err != nil {
+		return fail(err)
+	}
+	e := &cepoch{v: fv, slot: uint32(slot), regKey: priv, cs: cs, pidx: pidx, reqs: map[uint32][][32]byte{}, ups: map[uint32]*upItem{}, onions: map[uint32][]byte{},
+		answerBufs: make(chan []byte, queriesInFlight)}
+	for j := range fv.chain {
+		if j == pidx {
+			continue
+		}
+		k, err := pir.ClientKeys(pk, fv.id, fv.D[j])
+		if err != nil {
+			return fail(err)
+		}
+		e.others = append(e.others, k)
+	}
+	return e, &fin, nil
+}
+
+// leaveEpoch forgets the epoch's requests in flight and puts back the
+// uploads it did not finish.
+func (c *Client) leaveEpoch(e *cepoch) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.epoch = nil
+	// Requests in flight are forgotten; failed ids may be asked again in a
+	// later epoch (§6.3).
+	clear(c.inflight)
+	for id := range c.failed {
+		c.retry[id] = true
+	}
+	clear(c.failed)
+	for _, u := range e.ups {
+		if u != nil && u.job != nil && u.job.left[u.c.ID] {
+			c.upQ = append([]upItem{*u}, c.upQ...)
+		}
+	}
+}
+
+// rounds runs the client's side of §5 and §6 for one epoch. Round r's
+// PIR query runs while the client waits for round r+1's list, so that the
+// onion of round r+1+W goes out as soon as that list is final and the
+// chain always holds W rounds: every client does the same whatever its
+// user does, so the timing says nothing about anyone.
+func (c *Client) rounds(ctx context.Context, e *cepoch) error {
+	p := e.v.desc.Params
+	R, W := p.Rounds, uint32(p.W)
+	for r := uint32(0); r < min(W, R); r++ {
+		if err := c.submit(ctx, e, r); err != nil {
+			return err
+		}
+	}
+	// On an early return the queries in flight are cancelled first, then
+	// waited for (deferred calls run last to first).
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// At most queriesInFlight rounds' queries at once: a slow primary
+	// holds the client back instead of piling up requests.
+	sem := make(chan struct{}, queriesInFlight)
+	for r := uint32(0); r < R; r++ {
+		rep, err := c.call(ctx, ProtoClient, wire.TypeWaitList, (&wire.EpochRef{Epoch: e.v.id, Round: r}).Marshal(), wire.TypeRoundList, 64<<20, pollTimeout)
+		if err != nil {
+			// Typically the epoch's end: the queries of the rounds that
+			// did run still get their answers (the server bounds the wait).
+			wg.Wait()
+			return queryErr(ctx, err)
+		}
+		var rl wire.RoundList
+		if err := rl.Unmarshal(rep, e.v.lim); err != nil {
+			return err
+		}
+		if rl.Round != r {
+			return fmt.Errorf("node: list of round %d for round %d", rl.Round, r)
+		}
+		if err := checkList(e.v, &rl); err != nil {
+			return err
+		}
+		c.confirm(e, r, &rl)
+		// Round r is over: its onion is never sent again (the stored copy
+		// for a crash is dropped with the epoch).
+		e.onionDone(r)
+		if r+W < R {
+			if err := c.submit(ctx, e, r+W); err != nil {
+				return queryErr(ctx, err)
+			}
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return queryErr(ctx, ctx.Err())
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := c.query(ctx, e, r, &rl); err != nil {
+				cancel(err)
+				return
+			}
+			c.mu.Lock()
+			c.stats.Rounds++
+			c.mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return queryErr(ctx, nil)
+}
+
+// queriesInFlight bounds the rounds whose PIR queries a client has
+// outstanding at once.
+const queriesInFlight = 2
+
+// queryErr returns the error that ended a round's query (the cause of
+// ctx's cancellation), else err.
+func queryErr(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
+}
+
+// confirm checks that round r's upload was published; if not, it goes
+// back into the queue.
+func (c *Client) confirm(e *cepoch, r uint32, rl *wire.RoundList) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u := e.ups[r]
+	if u == nil {
+		return
+	}
+	delete(e.ups, r)
+	for _, id := range rl.Published {
+		if id == u.c.ID {
+			c.stats.Uploaded++
+			c.noteHeld(id)
+			if u.job != nil && u.job.left[id] {
+				delete(u.job.left, id)
+				if len(u.job.left) == 0 {
+					close(u.job.done)
+				}
+			}
+			c.notify()
+			return
+		}
+	}
+	c.upQ = append([]upItem{*u}, c.upQ...)
+}
+
+// submit seals and sends the onion of round r (§5.1): the next queued
+// chunk or cover, and up to k requests.
+func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
+	p := e.v.desc.Params
+	b, k := int(p.ChunkSize), int(p.K)
+	onion := e.onions[r]
+	if onion == nil {
+		pl := &mix.Payload{Kind: mix.KindCover, Requests: make([][32]byte, k)}
+		c.mu.Lock()
+		if len(c.upQ) > 0 {
+			u := c.upQ[0]
+			c.upQ = c.upQ[1:]
+			e.ups[r] = &u
+			pl.Kind, pl.Length, pl.Chunk = mix.KindChunk, uint32(len(u.c.Data)), u.c.Data
+		}
+		var reqs [][32]byte
+		for id, g := range c.wants {
+			if len(reqs) == k {
+				break
+			}
+			if g.root && !c.inflight[id] && !c.failed[id] && !c.retry[id] {
+				reqs = append(reqs, id)
+			}
+		}
+		for _, id := range c.neededIDs(k - len(reqs)) {
+			reqs = append(reqs, id)
+		}
+		reqs = c.backgroundRequests(reqs, k)
+		for i, id := range reqs {
+			pl.Requests[i] = id
+			c.inflight[id] = true
+		}
+		e.reqs[r] = reqs
+		c.mu.Unlock()
+		raw, err := mix.EncodePayloadInto(e.payloadBuf, pl, b, k, mix.EpochID(e.v.id), uint64(r), e.cs, c.rand)
+		if err != nil {
+			return err
+		}
+		e.payloadBuf = raw
+		keys, err := e.cs.LayerKeys(mix.EpochID(e.v.id), uint64(r), e.v.Y, e.v.Yp)
+		if err != nil {
+			return err
+		}
+		var buf []byte
+		onion, buf, err = mix.SealInto(e.onionScratch(), mix.EpochID(e.v.id), uint64(r), keys, raw)
+		mix.CloseLayerKeys(keys)
+		if err != nil {
+			return err
+		}
+		if e.onionBufs == nil {
+			e.onionBufs = map[uint32][]byte{}
+		}
+		e.onionBufs[r] = buf
+		// Sealed once and kept: a resend after an error sends these bytes
+		// again, never a second sealing (§5.1 v2).
+		e.onions[r] = onion
+	}
+	sub := wire.Submit{Epoch: e.v.id, Round: r, Slot: e.slot, Onion: onion}
+	copy(sub.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.id), uint64(r), e.slot, onion))
+	if err := c.keepSubmission(e, &sub); err != nil {
+		return fmt.Errorf("node: store onion of round %d before sending: %w", r, err)
+	}
+	var err error
+	for try := 0; try < 3; try++ {
+		if _, err = c.callSegments(ctx, ProtoClient, wire.TypeSubmit, sub.Segments(), wire.TypeAck, 16, bulkTimeout); err == nil {
+			return nil
+		}
+	}
+	return err
+}

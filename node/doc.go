@@ -1,0 +1,48 @@
+// Package node is riffle's network layer (docs/protocol.md §3–§7): libp2p
+// hosts for servers and clients, the roster and chain of §3, the leader-driven epoch
+// life (descriptor, registration, the setup chain of §4.2), rounds (§5:
+// collect, peel, permute, forward, publish, verify, store, signed request
+// lists) and the multi-server PIR of §6 between primaries and their
+// clients. Messages are the binary codec of internal/wire; every stream has
+// a deadline, a size cap on every read and is reset on error. The byte
+// layouts are in docs/proto-node.md.
+//
+// Logging goes to the *slog.Logger of the configuration (quiet when nil)
+// and never ties a client to a slot, a chunk or a request.
+//
+// # Files
+//
+// Discovery and hosts:
+//   - host.go: libp2p hosts and the identity key of a data directory.
+//   - lan.go: LAN discovery (mDNS), bounded and backed off.
+//   - roster.go: the roster of live servers and the chain it orders.
+//   - proto.go: protocol ids, framing, the one call path and serve path.
+//   - caps.go: the read caps of each protocol's requests.
+//
+// Server:
+//   - server.go: Server, its configuration and life cycle.
+//   - checks.go: pure checks over decoded messages (parameters, descriptor,
+//     registrations, request lists, client signatures); no libp2p.
+//   - epoch.go: a server's state of one epoch (sepoch), its end and erasure.
+//   - leader.go: the leader loop: prepare, open, close and finalise an epoch.
+//   - epoch_handlers.go: the epoch protocol's handlers on every server.
+//   - setup.go: the setup chain of verifiable shuffles (§4.2).
+//   - blame.go, departure.go: share faults at setup, departed clients.
+//   - round.go: a server's state of one round (sround) and its window.
+//   - intake.go: client protocol: registration and submissions (round intake).
+//   - mixing.go: the mix loop: peel, permute, forward, batches between servers.
+//   - roots.go: signed batch roots and their equivocation check (§5.2).
+//   - publish.go: publication, request lists proposed and signed (§5.3).
+//   - pirserve.go: PIR serving: padded answers and their combination (§6).
+//   - chunkstore.go, store_open.go: the server's chunk store.
+//   - bufpool.go: recycled round buffers.
+//   - bench.go: in-process benchmark of a whole network (riffle bench).
+//   - control.go: the local control socket of `riffle share`, `get`, `ls`.
+//
+// Client:
+//   - client.go: Client, its configuration and main loop.
+//   - client_epoch.go: joining an epoch, the rounds, submissions.
+//   - client_requests.go: request slots, background re-requests, PIR queries.
+//   - client_api.go: Share, Get and the index.
+//   - client_db.go: the client's database of sealed onions and jobs.
+package node

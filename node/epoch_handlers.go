@@ -1,0 +1,358 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdh"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/mix"
+)
+
+var ack = []byte{}
+
+// handleEpoch serves /riffle/1/epoch.
+func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
+	switch t {
+	case wire.TypePrepare:
+		return s.onPrepare(from, body)
+	case wire.TypeSignReq:
+		return s.onSignReq(from, body)
+	case wire.TypeSigned:
+		return s.onSigned(from, body)
+	case wire.TypeRegister:
+		return s.onForwardedRegister(body)
+	case wire.TypeCloseReq:
+		return s.onClose(from, body)
+	case wire.TypeRegList:
+		return s.onRegList(from, body)
+	case wire.TypeStep:
+		return s.onStep(from, body)
+	case wire.TypeRoute:
+		return s.onRoute(ctx, from, body)
+	case wire.TypeAbort:
+		var ref wire.EpochRef
+		if err := ref.Unmarshal(body); err != nil {
+			return 0, nil, err
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		e := s.epochs[ref.Epoch]
+		if e == nil {
+			return wire.TypeAck, ack, nil
+		}
+		inChain := false
+		for _, p := range e.v.chain {
+			inChain = inChain || p == from
+		}
+		if !inChain {
+			return 0, nil, errors.New("node: abort from outside the chain")
+		}
+		// Any server of the chain may end the epoch: a fault anywhere
+		// stops it for all (a malicious one can only deny service).
+		s.endQuiet(e, "ended by "+from.ShortString()+": "+string(ref.Reason))
+		return wire.TypeAck, ack, nil
+	}
+	return 0, nil, fmt.Errorf("node: unexpected epoch message %d", t)
+}
+
+func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var p wire.Prepare
+	if err := p.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	if err := checkParams(p.Params, s.cfg.PIRRate); err != nil {
+		return 0, nil, err
+	}
+	if len(p.Chain) < 1 || peer.ID(p.Chain[0]) != from {
+		return 0, nil, errors.New("node: prepare not from the head of its chain")
+	}
+	pos := -1
+	for i, c := range p.Chain {
+		id := peer.ID(c)
+		if i > 0 && bytes.Compare(p.Chain[i-1], c) >= 0 {
+			return 0, nil, errors.New("node: prepared chain not sorted")
+		}
+		if id == s.h.ID() {
+			pos = i
+		} else if s.roster.get(id) == nil && id != from {
+			return 0, nil, fmt.Errorf("node: prepared chain has %s, not a live server here", id.ShortString())
+		}
+	}
+	if pos < 0 {
+		return 0, nil, errors.New("node: this server is not in the prepared chain")
+	}
+	// Agree on the leader: nobody live here sorts before it.
+	if mine := s.chain(); bytes.Compare([]byte(mine[0]), []byte(from)) < 0 && len(mine) >= s.cfg.MinServers {
+		return 0, nil, fmt.Errorf("node: %s heads the chain here, not %s", mine[0].ShortString(), from.ShortString())
+	}
+	s.mu.Lock()
+	if p.Number <= s.number {
+		n := s.number
+		s.mu.Unlock()
+		return 0, nil, fmt.Errorf("node: epoch number %d not above %d", p.Number, n)
+	}
+	s.mu.Unlock()
+	sk, err := mix.NewServerSecret(s.rand)
+	if err != nil {
+		return 0, nil, err
+	}
+	rk, err := mix.NewRoundKeys(int(p.Params.Rounds), s.rand)
+	if err != nil {
+		sk.Close()
+		return 0, nil, err
+	}
+	dkey, err := ecdh.X25519().GenerateKey(s.rand)
+	if err != nil {
+		sk.Close()
+		rk.Close()
+		return 0, nil, fmt.Errorf("node: x25519 key: %w", err)
+	}
+	pid := []byte(s.h.ID())
+	pok, err := sk.ProveKey(mix.KeyContext(p.Number, p.Nonce, pid), s.rand)
+	if err != nil {
+		sk.Close()
+		rk.Close()
+		return 0, nil, err
+	}
+	g := wire.GroupEntry{PeerID: pid, Nick: []byte(s.cfg.Nick), PoK: pok}
+	for _, a := range s.h.Addrs() {
+		if len(g.Addrs) < wire.MaxAddrs {
+			g.Addrs = append(g.Addrs, a.Bytes())
+		}
+	}
+	copy(g.X[:], sk.Public().Encode(nil))
+	copy(g.D[:], dkey.PublicKey().Bytes())
+	Y, Yp := rk.Public()
+	for r := range Y {
+		var y, yp [32]byte
+		copy(y[:], Y[r].Encode(nil))
+		copy(yp[:], Yp[r].Encode(nil))
+		g.Y, g.Yp = append(g.Y, y), append(g.Yp, yp)
+	}
+	e := &sepoch{pos: pos, nonce: p.Nonce, sk: sk, rk: rk, dkey: dkey, entry: g}
+	s.mu.Lock()
+	// One epoch is prepared at a time (the leader runs them in turn): a
+	// preparation that never got its descriptor signed is dropped here,
+	// so that aborted epochs do not pile up.
+	for k, old := range s.prep {
+		old.erase()
+		delete(s.prep, k)
+	}
+	s.prep[p.Nonce] = e
+	s.mu.Unlock()
+	return wire.TypeEntry, g.Marshal(), nil
+}
+
+func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var sd wire.Signed
+	if err := sd.Unmarshal(body, genericLimits()); err != nil {
+		return 0, nil, err
+	}
+	v, err := checkDescriptor(&sd.Desc, s.cfg.PIRRate)
+	if err != nil {
+		return 0, nil, err
+	}
+	if v.chain[0] != from {
+		return 0, nil, errors.New("node: sign request not from the leader")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !sd.Final {
+		if len(sd.Desc.Clients) != 0 {
+			return 0, nil, errors.New("node: open descriptor lists clients")
+		}
+		e := s.prep[sd.Desc.Nonce]
+		if e == nil || e.pos >= len(v.chain) || v.chain[e.pos] != s.h.ID() {
+			return 0, nil, errors.New("node: no prepared epoch for this descriptor")
+		}
+		if !bytes.Equal(sd.Desc.Group[e.pos].Marshal(), e.entry.Marshal()) {
+			return 0, nil, errors.New("node: descriptor alters this server's entry")
+		}
+		delete(s.prep, sd.Desc.Nonce)
+		e.v = v
+		e.regs, e.fwd, e.stepMsgs, e.rounds = map[[32]byte]wire.Register{}, map[[32]byte]wire.Register{}, map[int]*wire.Step{}, map[uint32]*sround{}
+		s.epochs[v.id] = e
+		if sd.Desc.Number > s.number {
+			s.number = sd.Desc.Number
+		}
+		sig, err := sign(s.priv, openDigest(&sd.Desc))
+		if err != nil {
+			return 0, nil, err
+		}
+		return wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
+	}
+	e := s.epochs[v.id]
+	if e == nil || e.ended {
+		return 0, nil, errors.New("node: final descriptor of an unknown or ended epoch")
+	}
+	if len(e.slotRegs) != len(sd.Desc.Clients) {
+		return 0, nil, fmt.Errorf("node: final descriptor lists %d clients, %d registrations received", len(sd.Desc.Clients), len(e.slotRegs))
+	}
+	inFinal := map[[32]byte]bool{}
+	for i, c := range sd.Desc.Clients {
+		r := &e.slotRegs[i]
+		if r.RegKey != c.RegKey || r.XKey != c.XKey || sha256.Sum256(r.Reg) != c.RegHash {
+			return 0, nil, fmt.Errorf("node: final descriptor slot %d does not match its registration", i)
+		}
+		if int(c.Primary) == e.pos {
+			if _, ok := e.regs[c.RegKey]; !ok {
+				return 0, nil, fmt.Errorf("node: slot %d names this server as primary for a client it never registered", i)
+			}
+		}
+		inFinal[c.RegKey] = true
+	}
+	// (v2) sign only if every registration forwarded here is in.
+	for k := range e.regs {
+		if !inFinal[k] {
+			return 0, nil, errors.New("node: final descriptor drops a client registered here")
+		}
+	}
+	sig, err := sign(s.priv, finalDigest(&sd.Desc))
+	if err != nil {
+		return 0, nil, err
+	}
+	return wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
+}
+
+func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var rl wire.RegList
+	if err := rl.Unmarshal(body, genericLimits()); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	e := s.epochs[rl.Epoch]
+	s.mu.Unlock()
+	if e == nil || e.v.chain[0] != from {
+		return 0, nil, errors.New("node: registration list for an unknown epoch or not from its leader")
+	}
+	// Every server verifies every registration (§4.1) before it signs.
+	parsed, bad, err := verifyRegs(e.v, rl.Regs, s.rand)
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(bad) > 0 {
+		return 0, nil, fmt.Errorf("node: %d of %d registrations do not verify, first at slot %d", len(bad), len(rl.Regs), bad[0])
+	}
+	// §4.1: no key twice, registration or X25519, in any two slots.
+	seen := map[[32]byte]bool{}
+	for i := range rl.Regs {
+		rk, xk := rl.Regs[i].RegKey, rl.Regs[i].XKey
+		if seen[rk] || seen[xk] || rk == xk {
+			return 0, nil, fmt.Errorf("node: slot %d repeats a registration or x25519 key", i)
+		}
+		seen[rk], seen[xk] = true, true
+	}
+	if err := mix.CheckDistinct(parsed); err != nil {
+		return 0, nil, fmt.Errorf("node: registrations: %w", err)
+	}
+	s.mu.Lock()
+	e.slotRegs, e.parsed = rl.Regs, parsed
+	s.mu.Unlock()
+	return wire.TypeAck, ack, nil
+}
+
+func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var sd wire.Signed
+	if err := sd.Unmarshal(body, genericLimits()); err != nil {
+		return 0, nil, err
+	}
+	v, err := checkSigned(&sd, s.cfg.PIRRate)
+	if err != nil {
+		return 0, nil, err
+	}
+	if v.chain[0] != from {
+		return 0, nil, errors.New("node: descriptor not from its leader")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.epochs[v.id]
+	if e == nil || e.ended {
+		return 0, nil, errors.New("node: signed descriptor of an unknown or ended epoch")
+	}
+	if !sd.Final {
+		e.openBytes = body
+		// The leader opens an epoch only after the previous one ended;
+		// anything older still running here missed its end.
+		for _, old := range s.epochs {
+			if old != e && !old.ended && old.v.desc.Number < e.v.desc.Number {
+				s.endQuiet(old, "superseded")
+			}
+		}
+		s.open = e
+		// Ended epochs but the newest two are dropped now: without this
+		// every epoch's state (its last rounds' onions and answers, setup
+		// steps) stayed for the server's lifetime (found by TestSoak).
+		s.forget()
+		s.notify()
+		return wire.TypeAck, ack, nil
+	}
+	if e.final != nil {
+		return wire.TypeAck, ack, nil
+	}
+	e.final, e.finalBytes = v, body
+	e.regClosed = true
+	if s.open == e {
+		s.open = nil
+	}
+	s.notify()
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.setup(e) }()
+	if e.pos == 0 {
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.mixLoop(e) }()
+	}
+	return wire.TypeAck, ack, nil
+}
+
+func (s *Server) onForwardedRegister(body []byte) (wire.Type, []byte, error) {
+	var r wire.Register
+	if err := r.Unmarshal(body, genericLimits()); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	e := s.epochs[r.Epoch]
+	s.mu.Unlock()
+	if e == nil || e.pos != 0 {
+		return 0, nil, errors.New("node: forwarded registration for an epoch this server does not lead")
+	}
+	if _, err := checkRegister(e.v, &r); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.regClosed {
+		return 0, nil, errors.New("node: registration closed")
+	}
+	e.fwd[r.RegKey] = r
+	return wire.TypeAck, ack, nil
+}
+
+func (s *Server) onClose(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var ref wire.EpochRef
+	if err := ref.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.epochs[ref.Epoch]
+	if e == nil || e.v.chain[0] != from {
+		return 0, nil, errors.New("node: close of an unknown epoch or not from its leader")
+	}
+	e.regClosed = true
+	if s.open == e {
+		s.open = nil
+	}
+	rl := wire.RegList{Epoch: ref.Epoch}
+	for _, r := range e.regs {
+		rl.Regs = append(rl.Regs, r)
+	}
+	sort.Slice(rl.Regs, func(i, j int) bool { return bytes.Compare(rl.Regs[i].RegKey[:], rl.Regs[j].RegKey[:]) < 0 })
+	return wire.TypeRegList, rl.Marshal(), nil
+}

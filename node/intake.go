@@ -1,0 +1,291 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/mix"
+)
+
+// epochFor returns a finalised epoch by id.
+func (s *Server) epochFor(id [32]byte) (*sepoch, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.epochs[id]
+	if e == nil || e.final == nil {
+		return nil, errors.New("node: unknown epoch")
+	}
+	return e, nil
+}
+
+// epochWait bounds how long a primary's forwarded submissions wait for an
+// epoch that S_0 has not finalised yet. Servers finalise an epoch at slightly
+// different moments, and a primary's first forward can arrive before S_0 has
+// the final descriptor; refusing it at once would leave round 0 unfilled
+// until the round limit.
+const epochWait = 5 * time.Second
+
+// endGrace bounds how long a request for a round still in flight when its
+// epoch ended waits for the round's last parts.
+const endGrace = 2 * time.Second
+
+// epochForWait is epochFor, waiting up to epochWait for the epoch.
+func (s *Server) epochForWait(id [32]byte) (*sepoch, error) {
+	ctx, cancel := context.WithTimeout(s.ctx, epochWait)
+	defer cancel()
+	var e *sepoch
+	err := s.waitFor(ctx, func() bool {
+		e = s.epochs[id]
+		return e != nil && (e.final != nil || e.ended)
+	})
+	if err != nil || e == nil || e.final == nil {
+		return nil, errors.New("node: unknown epoch")
+	}
+	return e, nil
+}
+
+// handleClient serves /riffle/1/client.
+func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
+	switch t {
+	case wire.TypeWaitOpen:
+		var ref wire.EpochRef
+		if err := ref.Unmarshal(body); err != nil {
+			return 0, nil, err
+		}
+		var out []byte
+		err := s.waitFor(ctx, func() bool {
+			if s.open != nil && !s.open.regClosed && s.open.openBytes != nil && s.open.v.id != ref.Epoch {
+				out = s.open.openBytes
+				return true
+			}
+			return false
+		})
+		if err != nil {
+			return 0, nil, fmt.Errorf("node: no epoch opened: %w", err)
+		}
+		return wire.TypeSigned, out, nil
+	case wire.TypeRegister:
+		return s.onClientRegister(ctx, from, body)
+	case wire.TypeSubmit:
+		return s.onSubmit(from, body)
+	case wire.TypeWaitList:
+		var ref wire.EpochRef
+		if err := ref.Unmarshal(body); err != nil {
+			return 0, nil, err
+		}
+		e, err := s.epochFor(ref.Epoch)
+		if err != nil {
+			return 0, nil, err
+		}
+		out, err := s.waitBytes(ctx, e, func() []byte {
+			if x := e.rounds[ref.Round]; x != nil {
+				return x.listBytes
+			}
+			return nil
+		}, "epoch ended")
+		if err != nil {
+			return 0, nil, err
+		}
+		return wire.TypeRoundList, out, nil
+	case wire.TypeIndexReq:
+		idx, err := s.store.Index()
+		if err != nil {
+			return 0, nil, err
+		}
+		return wire.TypeIndex, (&wire.Index{Entries: idx}).Marshal(), nil
+	}
+	return 0, nil, fmt.Errorf("node: unexpected client message %d", t)
+}
+
+func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var r wire.Register
+	if err := r.Unmarshal(body, genericLimits()); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	e := s.open
+	s.mu.Unlock()
+	if e == nil || e.v.id != r.Epoch {
+		return 0, nil, errors.New("node: epoch not open for registration here")
+	}
+	if _, err := checkRegister(e.v, &r); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	if e.regClosed {
+		s.mu.Unlock()
+		return 0, nil, errors.New("node: registration closed")
+	}
+	if len(e.regs) >= int(e.v.desc.Params.MaxClients) {
+		s.mu.Unlock()
+		return 0, nil, errors.New("node: epoch full")
+	}
+	if until, ok := s.banned[from]; ok && e.v.desc.Number <= until {
+		s.mu.Unlock()
+		return 0, nil, errors.New("node: this client is excluded from this epoch (its share broke the last setup)")
+	}
+	e.regs[r.RegKey] = r
+	if e.regFrom == nil {
+		e.regFrom = map[[32]byte]peer.ID{}
+	}
+	e.regFrom[r.RegKey] = from
+	s.mu.Unlock()
+	// Forward to the leader (§4.1); the leader also collects every
+	// primary's list at the close, so a lost forward costs nothing.
+	leader := e.v.chain[0]
+	var err error
+	if leader == s.h.ID() {
+		_, _, err = s.onForwardedRegister(body)
+	} else {
+		_, err = call(ctx, s.h, leader, ProtoEpoch, wire.TypeRegister, body, wire.TypeAck, 16, shortTimeout)
+	}
+	if err != nil {
+		s.log.Debug("forward registration", "err", err)
+	}
+	out, err := s.waitBytes(ctx, e, func() []byte { return e.finalBytes }, "epoch did not start")
+	if err != nil {
+		return 0, nil, err
+	}
+	return wire.TypeSigned, out, nil
+}
+
+// waitBytes waits until get (called under s.mu) returns bytes, or e ends,
+// which is an error saying what did not happen and why.
+func (s *Server) waitBytes(ctx context.Context, e *sepoch, get func() []byte, what string) ([]byte, error) {
+	var out []byte
+	if err := s.waitFor(ctx, func() bool {
+		out = get()
+		return out != nil || e.ended
+	}); err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, fmt.Errorf("node: %s: %s", what, e.reason)
+	}
+	return out, nil
+}
+
+// onSubmit takes one onion from a client of this primary (§5.1, §5.4).
+func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var sub wire.Submit
+	if err := sub.Unmarshal(body, genericLimits()); err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(sub.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	b, k := e.bk()
+	m, n := len(e.final.chain), e.n()
+	if int(sub.Slot) >= n || int(e.final.desc.Clients[sub.Slot].Primary) != e.pos {
+		return 0, nil, errors.New("node: slot not served by this primary")
+	}
+	if sub.Round >= e.final.desc.Params.Rounds {
+		return 0, nil, fmt.Errorf("node: round %d beyond the epoch's %d", sub.Round, e.final.desc.Params.Rounds)
+	}
+	if len(sub.Onion) != mix.OnionSize(b, k, m) {
+		return 0, nil, fmt.Errorf("node: onion of %d bytes, want %d", len(sub.Onion), mix.OnionSize(b, k, m))
+	}
+	regKey := ed25519.PublicKey(e.final.desc.Clients[sub.Slot].RegKey[:])
+	digest := mix.SubmissionDigest(sub.Onion)
+	if err := mix.VerifySubmissionDigest(regKey, mix.EpochID(sub.Epoch), uint64(sub.Round), sub.Slot, digest, sub.Sig[:]); err != nil {
+		return 0, nil, fmt.Errorf("node: submission: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.ended {
+		return 0, nil, fmt.Errorf("node: epoch ended: %s", e.reason)
+	}
+	if err := e.admit(sub.Round); err != nil {
+		return 0, nil, err
+	}
+	x := e.round(sub.Round)
+	if old, ok := x.subs[sub.Slot]; ok {
+		if !bytes.Equal(old.Onion, sub.Onion) {
+			// §5.1: two different onions signed for one (round, slot)
+			// is evidence against the client; the round cannot run.
+			s.end(e, "two onions signed for one slot")
+			return 0, nil, errors.New("node: a different onion was already submitted for this round")
+		}
+		s.pool.put(body) // a resend: nothing refers to it
+		return wire.TypeAck, ack, nil
+	}
+	x.subs[sub.Slot] = sub
+	x.bodies = append(x.bodies, body)
+	if e.pos == 0 {
+		x.digests[sub.Slot] = digest
+		// S_0 holds its own clients' onions where the other primaries'
+		// batches land: wake its round driver.
+		s.notify()
+		return wire.TypeAck, ack, nil
+	}
+	mine := e.clientsOf(e.pos)
+	if !x.forwarded && len(x.subs) == len(mine) {
+		x.forwarded = true
+		batch := wire.SubmitBatch{Epoch: sub.Epoch, Round: sub.Round}
+		for _, sl := range mine {
+			batch.Subs = append(batch.Subs, x.subs[sl])
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.forwardSubs(e, &batch)
+		}()
+	}
+	return wire.TypeAck, ack, nil
+}
+
+func (s *Server) forwardSubs(e *sepoch, batch *wire.SubmitBatch) {
+	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	defer cancel()
+	if _, err := callSegments(ctx, s.h, e.final.chain[0], ProtoRound, wire.TypeSubmitBatch, batch.Segments(), wire.TypeAck, 16, bulkTimeout); err != nil {
+		s.log.Warn("forward submissions", "round", batch.Round, "err", err)
+	}
+}
+
+// takeSubs is the leader's intake of a primary's submissions.
+func (s *Server) takeSubs(from peer.ID, body []byte, batch *wire.SubmitBatch) error {
+	e, err := s.epochForWait(batch.Epoch)
+	if err != nil {
+		return err
+	}
+	if e.pos != 0 {
+		return errors.New("node: submissions sent to a server that is not S_0")
+	}
+	b, k := e.bk()
+	size := mix.OnionSize(b, k, len(e.final.chain))
+	digests := make([][32]byte, len(batch.Subs))
+	for i, sub := range batch.Subs {
+		c := e.final.desc.Clients
+		if int(sub.Slot) >= len(c) || e.final.chain[c[sub.Slot].Primary] != from || sub.Round != batch.Round || len(sub.Onion) != size {
+			return fmt.Errorf("node: submission for slot %d not from its primary", sub.Slot)
+		}
+		digests[i] = mix.SubmissionDigest(sub.Onion)
+		if err := mix.VerifySubmissionDigest(ed25519.PublicKey(c[sub.Slot].RegKey[:]), mix.EpochID(sub.Epoch), uint64(sub.Round), sub.Slot, digests[i], sub.Sig[:]); err != nil {
+			return fmt.Errorf("node: submission of slot %d: %w", sub.Slot, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := e.admit(batch.Round); err != nil {
+		return err
+	}
+	x := e.round(batch.Round)
+	for i, sub := range batch.Subs {
+		if old, ok := x.subs[sub.Slot]; ok && !bytes.Equal(old.Onion, sub.Onion) {
+			s.end(e, "two onions signed for one slot")
+			return errors.New("node: conflicting submissions")
+		}
+		x.subs[sub.Slot], x.digests[sub.Slot] = sub, digests[i]
+	}
+	x.bodies = append(x.bodies, body)
+	s.notify()
+	return nil
+}

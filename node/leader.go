@@ -1,0 +1,257 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// leaderLoop runs epochs while this server heads the chain of live servers.
+func (s *Server) leaderLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+		chain := s.chain()
+		if len(chain) < s.cfg.MinServers || chain[0] != s.h.ID() {
+			continue
+		}
+		if err := s.runEpoch(ctx, chain); err != nil && ctx.Err() == nil {
+			s.log.Warn("epoch failed", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}
+}
+
+func (s *Server) abortAll(ctx context.Context, chain []peer.ID, id [32]byte, reason string) {
+	body := (&wire.EpochRef{Epoch: id, Reason: []byte(reason)}).Marshal()
+	_, _ = s.each(context.WithoutCancel(ctx), chain, ProtoEpoch, wire.TypeAbort, body, wire.TypeAck, 16, shortTimeout)
+}
+
+// runEpoch drives one epoch as leader (§3, §4): prepare, sign and open the
+// descriptor, wait for registrations, close, sign the final descriptor; the
+// setup and the rounds then run from events until the epoch ends.
+func (s *Server) runEpoch(ctx context.Context, chain []peer.ID) error {
+	desc, id, err := s.openEpoch(ctx, chain)
+	if err != nil {
+		return err
+	}
+	s.log.Info("epoch open", "number", desc.Number, "epoch", fmt.Sprintf("%x", id[:6]), "servers", len(chain))
+	e, err := s.awaitRegistrations(ctx, chain, id, desc.Params)
+	if err != nil {
+		return err
+	}
+	all, primaryOf, err := s.closeRegistration(ctx, chain, id, e, desc.Params)
+	if err != nil {
+		return err
+	}
+	keys := slotOrder(all, primaryOf, desc.Params.MaxClients)
+	if len(keys) < s.cfg.MinClients {
+		s.abortAll(ctx, chain, id, "too few clients")
+		return fmt.Errorf("node: %d valid registrations < %d", len(keys), s.cfg.MinClients)
+	}
+	if err := s.finalizeEpoch(ctx, chain, id, desc, keys, all, primaryOf); err != nil {
+		return err
+	}
+	s.log.Info("epoch closed", "epoch", fmt.Sprintf("%x", id[:6]), "clients", len(keys))
+	// The epoch now runs from events; the leader waits for its end.
+	return s.waitFor(ctx, func() bool { return e.ended })
+}
+
+// openEpoch prepares the next epoch on every server of the chain, collects
+// their group entries and signatures and opens the signed descriptor.
+func (s *Server) openEpoch(ctx context.Context, chain []peer.ID) (wire.Descriptor, [32]byte, error) {
+	s.mu.Lock()
+	number := s.number + 1
+	s.mu.Unlock()
+	var nonce [32]byte
+	if _, err := s.rand.Read(nonce[:]); err != nil {
+		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: epoch nonce: %w", err)
+	}
+	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.cfg.Params}
+	for _, p := range chain {
+		prep.Chain = append(prep.Chain, []byte(p))
+	}
+	reps, err := s.each(ctx, chain, ProtoEpoch, wire.TypePrepare, prep.Marshal(), wire.TypeEntry, 1<<20, shortTimeout)
+	if err != nil {
+		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: prepare epoch %d: %w", number, err)
+	}
+	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.cfg.Params, Group: make([]wire.GroupEntry, len(chain))}
+	for i, r := range reps {
+		if err := desc.Group[i].Unmarshal(r, genericLimits()); err != nil {
+			return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: entry of server %d: %w", i, err)
+		}
+	}
+	sigs, err := s.collectSigs(ctx, chain, &wire.Signed{Desc: desc})
+	if err != nil {
+		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: sign open descriptor %d: %w", number, err)
+	}
+	open := &wire.Signed{Desc: desc, Sigs: sigs}
+	id := epochID(&desc)
+	if _, err := s.each(ctx, chain, ProtoEpoch, wire.TypeSigned, open.Marshal(), wire.TypeAck, 16, shortTimeout); err != nil {
+		s.abortAll(ctx, chain, id, "open failed")
+		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: open epoch %d: %w", number, err)
+	}
+	return desc, id, nil
+}
+
+// awaitRegistrations waits at least the registration window, and until
+// enough clients registered; it aborts the epoch if a server leaves.
+func (s *Server) awaitRegistrations(ctx context.Context, chain []peer.ID, id [32]byte, params wire.Params) (*sepoch, error) {
+	deadline := time.Now().Add(time.Duration(params.RegWindowMs) * time.Millisecond)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		for _, p := range chain {
+			if p != s.h.ID() && s.roster.get(p) == nil {
+				s.abortAll(ctx, chain, id, "server left")
+				return nil, fmt.Errorf("node: server %s left during registration", p.ShortString())
+			}
+		}
+		s.mu.Lock()
+		e := s.epochs[id]
+		count := 0
+		if e != nil {
+			count = len(e.fwd)
+		}
+		s.mu.Unlock()
+		if e == nil {
+			return nil, errors.New("node: epoch vanished during registration")
+		}
+		if time.Now().After(deadline) && count >= s.cfg.MinClients {
+			return e, nil
+		}
+	}
+}
+
+// closeRegistration closes registration on every server and gathers their
+// verified registration lists: every registration by key, and the primary
+// (chain position) of each one a server listed.
+func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]byte, e *sepoch, params wire.Params) (map[[32]byte]wire.Register, map[[32]byte]uint16, error) {
+	reps, err := s.each(ctx, chain, ProtoEpoch, wire.TypeCloseReq, (&wire.EpochRef{Epoch: id}).Marshal(), wire.TypeRegList, 256<<20, shortTimeout)
+	if err != nil {
+		s.abortAll(ctx, chain, id, "close failed")
+		return nil, nil, fmt.Errorf("node: close registration: %w", err)
+	}
+	s.mu.Lock()
+	all := map[[32]byte]wire.Register{}
+	for k, r := range e.fwd {
+		all[k] = r
+	}
+	s.mu.Unlock()
+	lim := limitsFor(params, len(chain))
+	primaryOf := map[[32]byte]uint16{}
+	for i, r := range reps {
+		var rl wire.RegList
+		if err := rl.Unmarshal(r, lim); err != nil {
+			s.abortAll(ctx, chain, id, "bad registration list")
+			return nil, nil, fmt.Errorf("node: registration list of server %d: %w", i, err)
+		}
+		parsed, _, err := verifyRegs(e.v, rl.Regs, s.rand)
+		if err != nil {
+			s.abortAll(ctx, chain, id, "registrations unverifiable")
+			return nil, nil, err
+		}
+		for j, reg := range rl.Regs {
+			if parsed[j] == nil {
+				continue
+			}
+			all[reg.RegKey] = reg
+			primaryOf[reg.RegKey] = uint16(i)
+		}
+	}
+	return all, primaryOf, nil
+}
+
+// slotOrder returns the registration keys of the final descriptor in slot
+// order: those a primary listed, sorted, without a repeated X25519 key, at
+// most maxClients.
+func slotOrder(all map[[32]byte]wire.Register, primaryOf map[[32]byte]uint16, maxClients uint32) [][32]byte {
+	keys := make([][32]byte, 0, len(all))
+	for k := range all {
+		if _, ok := primaryOf[k]; ok {
+			keys = append(keys, k)
+		}
+	}
+	// Slot order: by registration key, a public order nobody chooses
+	// (keys are fresh per epoch).
+	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i][:], keys[j][:]) < 0 })
+	// §4.1: duplicate keys are rejected. A second registration with an
+	// X25519 key already taken (by a lower registration key) is dropped,
+	// so that the list every server checks has none.
+	seenX := map[[32]byte]bool{}
+	kept := keys[:0]
+	for _, k := range keys {
+		x := all[k].XKey
+		if seenX[x] || seenX[k] {
+			continue
+		}
+		seenX[x], seenX[k] = true, true
+		kept = append(kept, k)
+	}
+	keys = kept
+	if len(keys) > int(maxClients) {
+		keys = keys[:maxClients]
+	}
+	return keys
+}
+
+// finalizeEpoch sends the ordered registrations, collects the signatures
+// of the final descriptor and delivers it to every server.
+func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte, desc wire.Descriptor, keys [][32]byte, all map[[32]byte]wire.Register, primaryOf map[[32]byte]uint16) error {
+	fin := desc
+	ordered := wire.RegList{Epoch: id}
+	for _, k := range keys {
+		r := all[k]
+		ordered.Regs = append(ordered.Regs, r)
+		fin.Clients = append(fin.Clients, wire.ClientEntry{RegKey: k, Primary: primaryOf[k], XKey: r.XKey, RegHash: sha256.Sum256(r.Reg)})
+	}
+	if _, err := s.each(ctx, chain, ProtoEpoch, wire.TypeRegList, ordered.Marshal(), wire.TypeAck, 16, bulkTimeout); err != nil {
+		s.abortAll(ctx, chain, id, "registration list refused")
+		return fmt.Errorf("node: send registrations: %w", err)
+	}
+	sigs, err := s.collectSigs(ctx, chain, &wire.Signed{Final: true, Desc: fin})
+	if err != nil {
+		s.abortAll(ctx, chain, id, "final descriptor refused")
+		return fmt.Errorf("node: sign final descriptor: %w", err)
+	}
+	final := &wire.Signed{Final: true, Desc: fin, Sigs: sigs}
+	if _, err := s.each(ctx, chain, ProtoEpoch, wire.TypeSigned, final.Marshal(), wire.TypeAck, 16, bulkTimeout); err != nil {
+		s.abortAll(ctx, chain, id, "final descriptor not delivered")
+		return fmt.Errorf("node: publish final descriptor: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) collectSigs(ctx context.Context, chain []peer.ID, req *wire.Signed) ([][64]byte, error) {
+	reps, err := s.each(ctx, chain, ProtoEpoch, wire.TypeSignReq, req.Marshal(), wire.TypeSig, 256, bulkTimeout)
+	if err != nil {
+		return nil, err
+	}
+	sigs := make([][64]byte, len(chain))
+	for i, r := range reps {
+		var sg wire.Sig
+		if err := sg.Unmarshal(r); err != nil || int(sg.Index) != i {
+			return nil, fmt.Errorf("node: signature reply of server %d malformed", i)
+		}
+		sigs[i] = sg.Sig
+	}
+	return sigs, nil
+}

@@ -1,0 +1,306 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/mix"
+)
+
+// mixDepth is how many rounds may be in the chain at once: S_0 mixes round
+// r once round r−mixDepth is published here, so that its sending of r
+// overlaps the later servers' work on r−1, as well as the PIR of earlier
+// rounds. With the cover window W = 2 the onions of r are in by then.
+const mixDepth = 2
+
+// mixLoop is S_0's round driver: round r is mixed once every slot has a
+// signed onion for it and round r-1 has been published, so that the upload
+// and mixing of r overlap the PIR of r-1 (pipelining).
+func (s *Server) mixLoop(e *sepoch) {
+	p := e.final.desc.Params
+	limit := time.Duration(p.RoundLimitMs) * time.Millisecond
+	n := e.n()
+	for r := uint32(0); r < p.Rounds; r++ {
+		ctx, cancel := context.WithTimeout(s.ctx, limit)
+		var ins [][]byte
+		var sigs [][64]byte
+		var hashes [][32]byte
+		err := s.waitFor(ctx, func() bool {
+			if e.ended || !e.setupDone {
+				return e.ended
+			}
+			x := e.round(r)
+			if len(x.subs) < n || (r >= mixDepth && !e.round(r-mixDepth).pubDone) {
+				return false
+			}
+			ins, sigs, hashes = make([][]byte, n), make([][64]byte, n), make([][32]byte, n)
+			for i := 0; i < n; i++ {
+				ins[i], sigs[i], hashes[i] = x.subs[uint32(i)].Onion, x.subs[uint32(i)].Sig, x.digests[uint32(i)]
+			}
+			x.mixed = true
+			return true
+		})
+		cancel()
+		if err != nil || ins == nil {
+			s.mu.Lock()
+			// §5.4: a round that cannot be filled ends the epoch.
+			s.end(e, fmt.Sprintf("round %d not filled", r))
+			s.mu.Unlock()
+			return
+		}
+		s.mixStep(e, r, ins, sigs, hashes)
+	}
+}
+
+// awaitSetup waits, up to the round limit, until this server has verified
+// the epoch's setup: S_0 starts round 0 once its own check is done, and a
+// later server's check (it verifies every step) can still be running when
+// round 0's batch arrives. It reports false if the epoch ended instead, or
+// ends it if the setup does not finish in time.
+func (s *Server) awaitSetup(e *sepoch) bool {
+	limit := time.Duration(e.final.desc.Params.RoundLimitMs) * time.Millisecond
+	ctx, cancel := context.WithTimeout(s.ctx, limit)
+	defer cancel()
+	err := s.waitFor(ctx, func() bool { return e.setupDone || e.ended })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil && !e.setupDone && !e.ended {
+		s.end(e, "setup not verified within the round limit")
+	}
+	return e.setupDone && !e.ended
+}
+
+// mixStep opens this server's layer of round r at every input position,
+// permutes by π_s and passes the batch on (§5.2).
+func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte, clientHashes [][32]byte) {
+	defer s.trace("mixStep", r)()
+	v := e.final
+	m := len(v.chain)
+	fail := func(reason string, err error) {
+		s.log.Warn("round void", "round", r, "err", err)
+		s.mu.Lock()
+		s.end(e, reason)
+		s.mu.Unlock()
+	}
+	if !s.awaitSetup(e) {
+		return
+	}
+	s.mu.Lock()
+	rk, U, fwd := e.rk, e.U, e.forward
+	ok := e.acquire()
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	defer func() {
+		s.mu.Lock()
+		e.release()
+		s.mu.Unlock()
+	}()
+	mixStart := time.Now()
+	keys, err := mix.ServerLayerKeys(mix.EpochID(v.id), e.pos, uint64(r), rk, U)
+	if err != nil {
+		fail("layer keys", err)
+		return
+	}
+	// Decrypt into this epoch's reused buffers (never in place: the input
+	// is the predecessor's signed batch, the evidence of a blame).
+	bufs := e.takeLayerBufs(len(in), len(in[0])-mix.TagSize)
+	defer e.putLayerBufs(s, bufs)
+	out, err := mix.OpenLayerInto(bufs, mix.EpochID(v.id), uint64(r), e.pos, keys, in)
+	mix.CloseLayerKeys(keys)
+	if err != nil {
+		// §5.2 (v2): any fault voids the round; nothing is forwarded. The
+		// input batch stays as the evidence for blame (§8).
+		s.mu.Lock()
+		e.keepEvidence(r, in)
+		s.mu.Unlock()
+		fail(fmt.Sprintf("round %d void: layer %d: %v", r, e.pos, err), err)
+		return
+	}
+	out = mix.Permute(fwd, out)
+	s.timing.add(&s.timing.mix, time.Since(mixStart))
+	b := wire.Batch{Epoch: v.id, Round: r, S: uint16(e.pos + 1), Entries: out, ClientSigs: clientSigs, ClientHashes: clientHashes}
+	if err := s.signBatch(&b); err != nil {
+		fail("sign batch", err)
+		return
+	}
+	s.announceRoot(e, &b)
+	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	defer cancel()
+	if e.pos == m-1 {
+		// Published payloads go out without their zero padding (a cover
+		// is all padding): every receiver puts it back before it checks
+		// the root (wire.ZeroRun). The bytes signed are the same.
+		bb, k := e.bk()
+		b.Zeros = make([]wire.ZeroRun, len(out))
+		for i, raw := range out {
+			at, n := mix.PaddingRun(raw, bb, k)
+			b.Zeros[i] = wire.ZeroRun{At: uint32(at), N: uint32(n)}
+		}
+		// The payloads go to every other server while this one publishes
+		// its own output in place: no copy of the batch, no second Merkle
+		// root of what it has just signed. The buffers stay ours until
+		// both are done.
+		others := make([]peer.ID, 0, m-1)
+		for _, p := range v.chain {
+			if p != s.h.ID() {
+				others = append(others, p)
+			}
+		}
+		sent := make(chan error, 1)
+		go func() {
+			_, err := s.eachSegments(ctx, others, ProtoRound, wire.TypeBatch, b.Segments(), wire.TypeAck, 16, bulkTimeout)
+			sent <- err
+		}()
+		s.publish(e, r, out)
+		if err := <-sent; err != nil {
+			s.log.Warn("publish", "round", r, "err", err)
+		}
+		return
+	}
+	if _, err := callSegments(ctx, s.h, v.chain[e.pos+1], ProtoRound, wire.TypeBatch, b.Segments(), wire.TypeAck, 16, bulkTimeout); err != nil {
+		fail("forward batch", err)
+	}
+}
+
+func batchDigest(b *wire.Batch) [32]byte {
+	var e wire.Enc
+	e.U32(b.Round)
+	e.U16(b.S)
+	return taggedHash(tagBatch, b.Epoch[:], e.B, b.Root[:])
+}
+
+func (s *Server) signBatch(b *wire.Batch) error {
+	b.Root = merkleRoot(b.Entries)
+	sig, err := sign(s.priv, batchDigest(b))
+	b.Sig = sig
+	return err
+}
+
+// handleRound serves /riffle/1/round (servers only).
+func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
+	if from != s.h.ID() && s.roster.get(from) == nil {
+		return 0, nil, errors.New("node: round messages are for chain servers")
+	}
+	switch t {
+	case wire.TypeSubmitBatch:
+		var b wire.SubmitBatch
+		if err := b.Unmarshal(body, genericLimits()); err != nil {
+			return 0, nil, err
+		}
+		if err := s.takeSubs(from, body, &b); err != nil {
+			return 0, nil, err
+		}
+		return wire.TypeAck, ack, nil
+	case wire.TypeBatch:
+		return s.onBatch(from, body)
+	case wire.TypeProposal:
+		return s.onProposal(ctx, from, body)
+	case wire.TypeRoundList:
+		return s.onRoundList(from, body)
+	case wire.TypePadAnswers:
+		return s.onPadAnswers(from, body)
+	case wire.TypeRoot:
+		return s.onRoot(from, body)
+	case wire.TypeGetChunk:
+		var c wire.Chunk
+		if err := c.Unmarshal(body, 0); err != nil {
+			return 0, nil, err
+		}
+		data, err := s.store.GetChunk(c.ID)
+		if err != nil {
+			return 0, nil, err
+		}
+		return wire.TypeChunk, (&wire.Chunk{ID: c.ID, Data: data}).Marshal(), nil
+	}
+	return 0, nil, fmt.Errorf("node: unexpected round message %d", t)
+}
+
+func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var b wire.Batch
+	// Entries sent without their zero padding are rebuilt in recycled
+	// buffers (a published round of covers is n·b bytes rebuilt).
+	var rebuilt [][]byte
+	alloc := func(n int) []byte {
+		x := s.pool.get(n)
+		rebuilt = append(rebuilt, x)
+		return x
+	}
+	if err := b.UnmarshalAlloc(body, genericLimits(), alloc); err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(b.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	v := e.final
+	m, n := len(v.chain), e.n()
+	S := int(b.S)
+	if S < 1 || S > m || v.chain[S-1] != from || (S < m && S != e.pos) {
+		return 0, nil, fmt.Errorf("node: batch for server %d not expected from %s", S, from.ShortString())
+	}
+	// The signature first: only a signed batch is evidence against its
+	// sender; then the root, which the signature covers.
+	if err := verifyPeerSig(from, batchDigest(&b), b.Sig); err != nil {
+		return 0, nil, err
+	}
+	if !s.noteRoot(e, &wire.Root{Epoch: b.Epoch, Round: b.Round, S: b.S, Root: b.Root, Sig: b.Sig}) {
+		return wire.TypeAck, ack, nil
+	}
+	if b.Round >= v.desc.Params.Rounds || merkleRoot(b.Entries) != b.Root {
+		return 0, nil, errors.New("node: malformed batch")
+	}
+	bb, k := e.bk()
+	want := mix.OnionSize(bb, k, m) - mix.TagSize*S
+	bad := len(b.Entries) != n
+	for _, x := range b.Entries {
+		bad = bad || len(x) != want
+	}
+	if bad {
+		// §5.2 (v2): a signed batch with a missing or wrong-size entry is
+		// a fault of its sender: the round is void (nothing forwarded,
+		// nothing published), the signed batch is kept as evidence, and
+		// the epoch ends for everyone. It is acknowledged: it was
+		// delivered, and refusing it would only hide the evidence.
+		s.mu.Lock()
+		e.keepEvidence(b.Round, b.Entries)
+		s.end(e, fmt.Sprintf("round %d void: batch from server %d malformed", b.Round, S-1))
+		s.mu.Unlock()
+		return wire.TypeAck, ack, nil
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		// The body and the rebuilt entries (every entry lives in one) go
+		// back to the pool once the round's work here is done: evidence is
+		// kept as a copy.
+		defer func() {
+			s.pool.put(body)
+			for _, x := range rebuilt {
+				s.pool.put(x)
+			}
+		}()
+		if err := checkClientSigs(e, &b); err != nil {
+			// §5.2 (v2): a slot without its client's signature is a fault
+			// of the sender, who passed it on: void, evidence kept.
+			s.log.Warn("round void", "round", b.Round, "err", err)
+			s.mu.Lock()
+			e.keepEvidence(b.Round, b.Entries)
+			s.end(e, fmt.Sprintf("round %d void: batch from server %d: %v", b.Round, S-1, err))
+			s.mu.Unlock()
+			return
+		}
+		if S < m {
+			s.mixStep(e, b.Round, b.Entries, b.ClientSigs, b.ClientHashes)
+		} else {
+			s.publish(e, b.Round, b.Entries)
+		}
+	}()
+	return wire.TypeAck, ack, nil
+}

@@ -1,0 +1,260 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/mix"
+)
+
+// publish checks, stores and indexes a round's payloads (§5.3, §7).
+func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte) {
+	defer s.trace("publish", r)()
+	v := e.final
+	if !s.awaitSetup(e) {
+		return
+	}
+	s.mu.Lock()
+	if e.ended {
+		s.mu.Unlock()
+		return
+	}
+	ps := e.pseudonyms
+	s.mu.Unlock()
+	b, k := e.bk()
+	verifyStart := time.Now()
+	bad := mix.VerifyPayloads(mix.EpochID(v.id), uint64(r), ps, payloads, s.rand)
+	s.timing.add(&s.timing.verify, time.Since(verifyStart))
+	badAt := make(map[int]bool, len(bad))
+	for _, q := range bad {
+		badAt[q] = true
+	}
+	var chunks []StoredChunk
+	var published [][32]byte
+	var index []wire.IndexEntry
+	requests := map[[32]byte]bool{}
+	now := time.Now().Unix()
+	for q, raw := range payloads {
+		if badAt[q] {
+			continue
+		}
+		p, err := mix.DecodePayload(raw, b, k)
+		if err != nil {
+			s.mu.Lock()
+			s.end(e, fmt.Sprintf("round %d: payload %d malformed", r, q))
+			s.mu.Unlock()
+			return
+		}
+		for _, rq := range p.Requests {
+			if rq != ([32]byte{}) {
+				requests[rq] = true
+			}
+		}
+		if p.Kind != mix.KindChunk {
+			continue
+		}
+		data := p.Chunk[:p.Length]
+		id := sha256.Sum256(data)
+		chunks = append(chunks, StoredChunk{ID: id, Data: data})
+		published = append(published, id)
+		if chunker.IsManifest(data) {
+			if man, err := chunker.DecodeManifest(data); err == nil && man.Root {
+				index = append(index, wire.IndexEntry{FileID: id, Name: []byte(man.Name), Size: uint64(man.Size), Chunks: uint32(man.NumChunks), Round: r, Time: now})
+			}
+		}
+	}
+	storeStart := time.Now()
+	err := s.store.PutRound(v.id, r, published, chunks, index)
+	s.timing.add(&s.timing.store, time.Since(storeStart))
+	s.timing.addRound()
+	if err == nil && len(bad) > 0 {
+		// §5.3: the payloads that verify, public already, are stored;
+		// the round is not acknowledged and blame starts at the first bad
+		// position (the walk itself is not implemented: the epoch ends).
+		s.mu.Lock()
+		s.end(e, fmt.Sprintf("round %d: bad pseudonym signature at %d of %d positions", r, len(bad), len(payloads)))
+		s.mu.Unlock()
+		return
+	}
+	if err != nil {
+		s.log.Error("store round", "round", r, "err", err)
+		s.mu.Lock()
+		s.end(e, "store failed")
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Lock()
+	x := e.round(r)
+	x.published, x.requests, x.pubDone = published, requests, true
+	s.notify()
+	s.mu.Unlock()
+	if e.pos == 0 {
+		s.proposeList(e, r)
+	}
+}
+
+// proposeList is the leader's request list for round r (§5.3 v2): the ids
+// requested this round that it holds, sorted, de-duplicated, cut to L_max,
+// with lengths; every server signs it.
+func (s *Server) proposeList(e *sepoch, r uint32) {
+	defer s.trace("proposeList", r)()
+	v := e.final
+	s.mu.Lock()
+	x := e.round(r)
+	var ids [][32]byte
+	for id := range x.requests {
+		ids = append(ids, id)
+	}
+	published := x.published
+	s.mu.Unlock()
+	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i][:], ids[j][:]) < 0 })
+	rl := wire.RoundList{Epoch: v.id, Round: r, Published: published}
+	// Ids not held are left out, never a zero row.
+	held, err := s.store.Held(ids)
+	if err != nil {
+		s.log.Warn("request list", "round", r, "err", err)
+	}
+	rl.Entries = held[:min(len(held), int(v.desc.Params.MaxRows))]
+	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	defer cancel()
+	reps, err := s.each(ctx, v.chain, ProtoRound, wire.TypeProposal, rl.Marshal(), wire.TypeSig, 256, bulkTimeout)
+	if err != nil {
+		s.log.Warn("request list refused", "round", r, "err", err)
+		s.mu.Lock()
+		s.end(e, fmt.Sprintf("round %d: request list refused", r))
+		s.mu.Unlock()
+		return
+	}
+	for i, rep := range reps {
+		var sg wire.Sig
+		if err := sg.Unmarshal(rep); err != nil || int(sg.Index) != i {
+			s.mu.Lock()
+			s.end(e, "bad list signature")
+			s.mu.Unlock()
+			return
+		}
+		rl.Sigs = append(rl.Sigs, sg.Sig)
+	}
+	if _, err := s.each(ctx, v.chain, ProtoRound, wire.TypeRoundList, rl.Marshal(), wire.TypeAck, 16, bulkTimeout); err != nil {
+		s.log.Warn("deliver request list", "round", r, "err", err)
+	}
+}
+
+func listDigest(rl *wire.RoundList) [32]byte { return taggedHash(tagList, rl.MarshalBody()) }
+
+func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var rl wire.RoundList
+	if err := rl.Unmarshal(body, genericLimits()); err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(rl.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	if e.final.chain[0] != from || len(rl.Sigs) != 0 || len(rl.Entries) > int(e.final.desc.Params.MaxRows) {
+		return 0, nil, errors.New("node: proposal not from the leader or malformed")
+	}
+	var x *sround
+	if err := s.waitFor(ctx, func() bool { x = e.round(rl.Round); return x.pubDone || e.ended }); err != nil || !x.pubDone {
+		return 0, nil, errors.New("node: round not published here")
+	}
+	s.mu.Lock()
+	samePub := len(x.published) == len(rl.Published)
+	for i := 0; samePub && i < len(x.published); i++ {
+		samePub = x.published[i] == rl.Published[i]
+	}
+	reqOK := true
+	for i, le := range rl.Entries {
+		if !x.requests[le.ID] || (i > 0 && bytes.Compare(rl.Entries[i-1].ID[:], le.ID[:]) >= 0) {
+			reqOK = false
+		}
+	}
+	s.mu.Unlock()
+	if !samePub {
+		return 0, nil, errors.New("node: proposal's published ids differ from this server's")
+	}
+	if !reqOK {
+		return 0, nil, errors.New("node: proposal lists an id nobody requested, or is not sorted")
+	}
+	// Fetch what this server lacks (chunks are public and self-verifying).
+	ids := make([][32]byte, len(rl.Entries))
+	for i, le := range rl.Entries {
+		ids[i] = le.ID
+	}
+	heldList, err := s.store.Held(ids)
+	if err != nil {
+		return 0, nil, fmt.Errorf("node: proposal: %w", err)
+	}
+	held := make(map[[32]byte]uint32, len(heldList))
+	for _, h := range heldList {
+		held[h.ID] = h.Len
+	}
+	for _, le := range rl.Entries {
+		if n, ok := held[le.ID]; ok {
+			if n != le.Len {
+				return 0, nil, fmt.Errorf("node: proposal length of %x is wrong", le.ID[:6])
+			}
+			continue
+		}
+		rep, err := call(ctx, s.h, from, ProtoRound, wire.TypeGetChunk, (&wire.Chunk{ID: le.ID}).Marshal(), wire.TypeChunk, MaxChunkSize+64, bulkTimeout)
+		if err != nil {
+			return 0, nil, fmt.Errorf("node: fetch %x: %w", le.ID[:6], err)
+		}
+		var c wire.Chunk
+		if err := c.Unmarshal(rep, MaxChunkSize); err != nil || c.ID != le.ID || sha256.Sum256(c.Data) != le.ID || len(c.Data) != int(le.Len) {
+			return 0, nil, fmt.Errorf("node: fetched chunk %x does not verify", le.ID[:6])
+		}
+		if err := s.store.PutChunks([]StoredChunk{{ID: c.ID, Data: c.Data}}); err != nil {
+			return 0, nil, err
+		}
+	}
+	sig, err := sign(s.priv, listDigest(&rl))
+	if err != nil {
+		return 0, nil, err
+	}
+	return wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
+}
+
+func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var rl wire.RoundList
+	if err := rl.Unmarshal(body, genericLimits()); err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(rl.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	if e.final.chain[0] != from {
+		return 0, nil, errors.New("node: request list not from the leader")
+	}
+	if err := checkList(e.final, &rl); err != nil {
+		return 0, nil, err
+	}
+	if err := s.store.PutRequests(rl.Epoch, rl.Round, rl.Entries); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	x := e.round(rl.Round)
+	first := x.list == nil
+	if first {
+		x.list, x.listBytes = &rl, body
+		e.listed(&s.pool, rl.Round)
+		s.notify()
+	}
+	s.mu.Unlock()
+	if first {
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.answerRound(e, rl.Round) }()
+		s.checkDepartures(e, rl.Round)
+	}
+	return wire.TypeAck, ack, nil
+}

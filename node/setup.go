@@ -1,0 +1,179 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/group"
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/pir"
+)
+
+// setup runs this server's part of §4.2 in chain order: verify every
+// earlier step, compute and broadcast its own, verify every later one.
+func (s *Server) setup(e *sepoch) {
+	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout*2)
+	defer cancel()
+	fail := func(err error) {
+		s.log.Warn("setup failed", "err", err)
+		s.mu.Lock()
+		s.end(e, "setup failed")
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	ok := e.acquire()
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	defer func() {
+		s.mu.Lock()
+		e.release()
+		s.mu.Unlock()
+	}()
+	v := e.final
+	m, n := len(v.chain), len(v.desc.Clients)
+	inputs := mix.InitialVectors(e.parsed)
+	for k := 0; k < m; k++ {
+		var res *mix.StepResult
+		var shareErr *mix.ShareError
+		var err error
+		if k == e.pos {
+			res, shareErr, err = s.ownStep(ctx, e, k, inputs)
+		} else {
+			res, shareErr, err = s.peerStep(ctx, e, k, inputs)
+		}
+		if err != nil {
+			fail(err)
+			return
+		}
+		s.mu.Lock()
+		e.steps = append(e.steps, res)
+		e.stepInputs = append(e.stepInputs, inputs)
+		s.mu.Unlock()
+		if shareErr != nil {
+			s.shareFault(ctx, e, shareErr)
+			return
+		}
+		if k < m-1 {
+			inputs = res.Next()
+		}
+	}
+	ps := e.steps[m-1].Pseudonyms()
+	// PIR keys for the clients of other primaries (§6.2).
+	keys := make([]*pir.Keys, n)
+	for i, c := range v.desc.Clients {
+		if int(c.Primary) == e.pos {
+			continue
+		}
+		k, err := pir.ServerKeys(e.dkey, v.id, c.XKey[:])
+		if err != nil {
+			fail(fmt.Errorf("node: pir keys of slot %d: %w", i, err))
+			return
+		}
+		keys[i] = k
+	}
+	s.mu.Lock()
+	e.pseudonyms, e.keys, e.setupDone = ps, keys, true
+	s.notify()
+	s.mu.Unlock()
+	s.log.Info("setup done", "epoch", fmt.Sprintf("%x", v.id[:6]), "clients", n)
+}
+
+// ownStep computes this server's setup step k, proves it and broadcasts it
+// to the others. A share fault (§4.2 step 3) is returned beside a complete
+// result, not as an error.
+func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group.Ciphertext) (*mix.StepResult, *mix.ShareError, error) {
+	v := e.final
+	var shareErr *mix.ShareError
+	r, sec, err := mix.SetupStep(mix.EpochID(v.id), k, v.serverKeys, e.sk, inputs, s.rand)
+	if sec != nil {
+		// Held by the epoch at once, so that erase closes it on
+		// every path, failed broadcasts included.
+		s.mu.Lock()
+		e.sec = sec
+		s.mu.Unlock()
+	}
+	if errors.As(err, &shareErr) && r != nil && sec != nil {
+		// §4.2 step 3: a client's U or P is the identity or
+		// repeated. The result is complete and proven: broadcast
+		// it anyway so that everyone can check the claim, then
+		// walk the position back to the client.
+		err = nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("node: setup step %d: %w", k, err)
+	}
+	// §3: x_s is erased as soon as setup no longer needs it.
+	e.sk.Close()
+	raw, err := r.MarshalBinary()
+	if err != nil {
+		return nil, nil, err
+	}
+	sig, err := sign(s.priv, taggedHash(tagStep, v.id[:], []byte{byte(k >> 8), byte(k)}, raw))
+	if err != nil {
+		return nil, nil, err
+	}
+	msg := (&wire.Step{Epoch: v.id, S: uint16(k), Result: raw, Sig: sig}).Marshal()
+	var others []peer.ID
+	for _, p := range v.chain {
+		if p != s.h.ID() {
+			others = append(others, p)
+		}
+	}
+	if _, err := s.each(ctx, others, ProtoEpoch, wire.TypeStep, msg, wire.TypeAck, 16, bulkTimeout); err != nil {
+		return nil, nil, fmt.Errorf("node: broadcast setup step %d: %w", k, err)
+	}
+	s.mu.Lock()
+	e.forward, e.U = sec.Forward(), r.U
+	s.mu.Unlock()
+	return r, shareErr, nil
+}
+
+// peerStep waits for server k's setup step and verifies it. A share fault
+// it proves is returned beside the result, not as an error.
+func (s *Server) peerStep(ctx context.Context, e *sepoch, k int, inputs [][]group.Ciphertext) (*mix.StepResult, *mix.ShareError, error) {
+	v := e.final
+	m, n := len(v.chain), len(v.desc.Clients)
+	var st *wire.Step
+	if err := s.waitFor(ctx, func() bool { st = e.stepMsgs[k]; return st != nil || e.ended }); err != nil || st == nil {
+		return nil, nil, fmt.Errorf("node: no setup step %d: %v", k, err)
+	}
+	if err := verifyPeerSig(v.chain[k], taggedHash(tagStep, v.id[:], []byte{byte(k >> 8), byte(k)}, st.Result), st.Sig); err != nil {
+		return nil, nil, fmt.Errorf("node: setup step %d: %w", k, err)
+	}
+	r, err := mix.ParseStepResult(st.Result, n, m, k)
+	if err != nil {
+		return nil, nil, fmt.Errorf("node: setup step %d: %w", k, err)
+	}
+	var shareErr *mix.ShareError
+	if err := mix.VerifyStep(mix.EpochID(v.id), k, v.serverKeys, inputs, r, s.rand); err != nil && !errors.As(err, &shareErr) {
+		return nil, nil, fmt.Errorf("node: setup step %d does not verify: %w", k, err)
+	}
+	return r, shareErr, nil
+}
+
+func (s *Server) onStep(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var st wire.Step
+	if err := st.Unmarshal(body, wire.Limits{Step: 512 << 20}); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.epochs[st.Epoch]
+	// The final descriptor may reach this server after the first step
+	// does (its server started setup on its own copy): check the sender
+	// against the open view, whose chain is the final one's.
+	if e == nil || e.ended || int(st.S) >= len(e.v.chain) || e.v.chain[st.S] != from {
+		return 0, nil, errors.New("node: setup step of an unknown epoch or from the wrong server")
+	}
+	if e.stepMsgs[int(st.S)] == nil {
+		e.stepMsgs[int(st.S)] = &st
+		s.notify()
+	}
+	return wire.TypeAck, ack, nil
+}
