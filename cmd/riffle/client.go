@@ -25,6 +25,9 @@ func runClient(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return fmt.Errorf("client takes no arguments, got %q", c.Args().First())
 	}
+	if err := checkUIFlags(c); err != nil {
+		return err
+	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
 	cl, err := startClient(ctx, c)

@@ -99,6 +99,9 @@ func runServer(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := checkUIFlags(c); err != nil {
+		return err
+	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
 	dir := c.String("data")

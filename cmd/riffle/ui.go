@@ -72,6 +72,16 @@ func runUI(c *cli.Context) error {
 	return runClient(c)
 }
 
+// checkUIFlags refuses a --ui address that is not loopback without
+// --ui-public before anything starts.
+func checkUIFlags(c *cli.Context) error {
+	if addr := c.String("ui"); addr != "" {
+		_, err := webui.CheckAddr(addr, c.Bool("ui-public"))
+		return err
+	}
+	return nil
+}
+
 // serveUI listens on addr (refused unless loopback or public) and serves h
 // until ctx ends. It returns the bound address.
 func serveUI(ctx context.Context, c *cli.Context, addr string, public bool, h func(bound string) (http.Handler, error)) (string, error) {
