@@ -569,7 +569,7 @@ func TestHistoryAndChart(t *testing.T) {
 	var h history
 	at := t0
 	h.observe(at, 10, "e1")
-	h.observe(at.Add(time.Second), 12, "e1") // two rounds in 1 s
+	h.observe(at.Add(time.Second), 12, "e1")           // two rounds in 1 s
 	h.observe(at.Add(1500*time.Millisecond), 12, "e2") // the gap between epochs is no round
 	h.observe(at.Add(3*time.Second), 14, "e2")
 	s, round := h.snapshot(14)
