@@ -25,7 +25,7 @@ const (
 	uiTokenFile       = "ui.token"
 	defaultClientUI   = "127.0.0.1:7777"
 	defaultServerUI   = "127.0.0.1:7778"
-	uiDownloadsSubdir = "downloads"
+	uiDownloadsSubdir = "ui-downloads"
 )
 
 func init() {
