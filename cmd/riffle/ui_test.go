@@ -75,6 +75,9 @@ func TestUIServe(t *testing.T) {
 	for _, p := range []string{"", "get", "share", "network", "api/status", "api/index"} {
 		httpGet(t, curl+p, 200)
 	}
+	if get := httpGet(t, curl+"get", 200); !strings.Contains(get, filepath.Join(cdir, uiDownloadsSubdir)) {
+		t.Errorf("the get page does not name %s", filepath.Join(cdir, uiDownloadsSubdir))
+	}
 	out := e.run(t, t.Context(), "ui", "--data", cdir)
 	if strings.TrimSpace(out) != curl {
 		t.Errorf("riffle ui printed %q, want %q", out, curl)

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,8 +85,19 @@ func TestBrowser(t *testing.T) {
 		peers = append(peers, s.Addrs()[0].String())
 	}
 	var clients []*node.Client
+	// The UI's client counts its index requests: the UI never sends one of
+	// its own, however often its pages are loaded.
+	var indexReqs atomic.Int64
 	for i := range nClients {
-		c, err := node.NewClient(ctx, node.ClientConfig{Server: peers[i%nServers]})
+		cfg := node.ClientConfig{Server: peers[i%nServers]}
+		if i == 1 {
+			cfg.OnSend = func(t wire.Type, _ int) {
+				if t == wire.TypeIndexReq {
+					indexReqs.Add(1)
+				}
+			}
+		}
+		c, err := node.NewClient(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,6 +287,11 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 	do("server", shot("server"))
+	// One index request per epoch joined (§7), none for the dozens of
+	// page loads above.
+	if n, epochs := indexReqs.Load(), mine.Stats().Epochs; n > int64(epochs) {
+		t.Errorf("the UI's client sent %d index requests in %d epochs", n, epochs)
+	}
 	t.Logf("screenshots in %s", shots)
 }
 
