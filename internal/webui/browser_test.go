@@ -67,7 +67,7 @@ func TestBrowser(t *testing.T) {
 	if chrome == "" {
 		t.Skip("SKIPPING THE BROWSER TEST: no Chromium found (install the Debian package chromium, or set RIFFLE_CHROMIUM)")
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
 
 	// The network.

@@ -255,8 +255,10 @@ func (g *guard) wrap(next http.Handler, readOnly bool) http.Handler {
 			httpError(w, r, http.StatusForbidden, "cross-origin request refused")
 			return
 		}
-		if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-			httpError(w, r, http.StatusForbidden, "cross-site request refused")
+		// A page on another port of this machine is "same-site", not
+		// "same-origin": only the UI's own pages (or no browser) may post.
+		if sfs := r.Header.Get("Sec-Fetch-Site"); sfs != "" && sfs != "same-origin" && sfs != "none" {
+			httpError(w, r, http.StatusForbidden, "%s request refused", sfs)
 			return
 		}
 		if g.tokenOK(r.Header.Get("X-Riffle-Token")) {

@@ -373,6 +373,21 @@ func TestHostileRequestsChangeNothing(t *testing.T) {
 			r.Header.Set("Sec-Fetch-Site", "cross-site")
 			return r
 		}, 403},
+		{"same-site fetch (another port)", func() *http.Request {
+			r := form(url.Values{"link": {link}, "csrf": {testToken}})
+			r.Header.Set("Sec-Fetch-Site", "same-site")
+			return r
+		}, 403},
+		{"other port origin", func() *http.Request {
+			r := form(url.Values{"link": {link}, "csrf": {testToken}})
+			r.Header.Set("Origin", "http://127.0.0.1:8080")
+			return r
+		}, 403},
+		{"null origin", func() *http.Request {
+			r := form(url.Values{"link": {link}, "csrf": {testToken}})
+			r.Header.Set("Origin", "null")
+			return r
+		}, 403},
 		{"malformed link", func() *http.Request { return form(url.Values{"link": {"riffle:nope"}, "csrf": {testToken}}) }, 400},
 		{"not a link", func() *http.Request { return form(url.Values{"link": {"http://x/<script>"}, "csrf": {testToken}}) }, 400},
 		{"empty link", func() *http.Request { return form(url.Values{"csrf": {testToken}}) }, 400},
