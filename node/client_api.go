@@ -32,42 +32,25 @@ func (c *Client) ChunkSize(ctx context.Context) (int, error) {
 // Share uploads the stream r as a file named name, one chunk per round,
 // and returns its link once every chunk is in a published list.
 func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bool) (chunker.Link, error) {
-	b, err := c.ChunkSize(ctx)
+	h, err := c.StartShare(ctx, r, name, encrypt)
 	if err != nil {
 		return chunker.Link{}, err
 	}
-	job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{})}
-	var items []upItem
-	link, err := chunker.Share(r, name, "", b, chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
-		if !job.left[id] {
-			job.left[id] = true
-			items = append(items, upItem{c: StoredChunk{ID: id, Data: append([]byte(nil), chunk...)}, job: job})
-		}
-		return nil
-	})
-	if err != nil {
-		return link, err
-	}
-	total := len(items)
-	c.mu.Lock()
-	c.upQ = append(c.upQ, items...)
-	c.mu.Unlock()
 	start := time.Now()
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
 	for {
 		select {
-		case <-job.done:
-			c.jobProgress(ctx, "shared %s: %d chunks in %s", name, total, time.Since(start).Round(time.Millisecond))
-			return link, nil
+		case <-h.Done():
+			c.jobProgress(ctx, "shared %s: %d chunks in %s", name, h.Total, time.Since(start).Round(time.Millisecond))
+			return h.Link, nil
 		case <-ctx.Done():
-			return link, ctx.Err()
+			return h.Link, ctx.Err()
 		case <-t.C:
 			c.mu.Lock()
-			left := len(job.left)
 			rounds := c.stats.Rounds
 			c.mu.Unlock()
-			c.jobProgress(ctx, "share %s: %s", name, progressLine(total-left, total, rounds, b, time.Since(start)))
+			c.jobProgress(ctx, "share %s: %s", name, progressLine(h.Total-h.Left(), h.Total, rounds, h.b, time.Since(start)))
 		}
 	}
 }

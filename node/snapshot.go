@@ -93,14 +93,18 @@ func (c *Client) Holds(ids [][32]byte) []bool {
 // file runs.
 func (c *Client) GetProgress(id chunker.ID) (held, total int, name string, ok bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	g := c.wants[id]
 	if g == nil {
+		c.mu.Unlock()
 		return 0, 0, "", false
 	}
-	if g.asm != nil {
-		held, total = g.asm.Progress()
-		name = g.asm.Name()
+	asm := g.asm
+	c.mu.Unlock()
+	// Outside the client's lock: the assembler's own may be held by a
+	// chunk being written.
+	if asm != nil {
+		held, total = asm.Progress()
+		name = asm.Name()
 	}
 	return held, total, name, true
 }
@@ -111,20 +115,22 @@ type ShareHandle struct {
 	Link  chunker.Link
 	Total int          // chunks to upload, data and manifest
 	IDs   []chunker.ID // every chunk of the file, upload order
+	b     int          // chunk size
 	c     *Client
 	job   *shareJob
 }
 
-// StartShare chunks r as a file named name and queues its chunks, as Share
-// does, but returns at once: the caller follows the job with Left and Done.
-// It waits for an epoch first (the chunk size is the epoch's).
+// StartShare chunks r as a file named name and queues its chunks; it
+// returns once r is read, and the caller follows the job with Left and Done
+// (Share is StartShare and a wait). It waits for an epoch first (the chunk
+// size is the epoch's).
 func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encrypt bool) (*ShareHandle, error) {
 	b, err := c.ChunkSize(ctx)
 	if err != nil {
 		return nil, err
 	}
 	job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{})}
-	h := &ShareHandle{c: c, job: job}
+	h := &ShareHandle{b: b, c: c, job: job}
 	var items []upItem
 	link, err := chunker.Share(r, name, "", b, chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
 		if !job.left[id] {
