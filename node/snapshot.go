@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/store"
 )
 
 // Snapshots and job handles for local views of a running client or server
@@ -136,7 +137,7 @@ func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encry
 		if !job.left[id] {
 			job.left[id] = true
 			h.IDs = append(h.IDs, id)
-			items = append(items, upItem{c: StoredChunk{ID: id, Data: append([]byte(nil), chunk...)}, job: job})
+			items = append(items, upItem{c: store.Chunk{ID: id, Data: append([]byte(nil), chunk...)}, job: job})
 		}
 		return nil
 	})

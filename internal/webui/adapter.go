@@ -38,7 +38,7 @@ func (n NodeClient) Index() []File {
 	idx := n.C.SyncedIndex()
 	out := make([]File, len(idx))
 	for i, e := range idx {
-		out[i] = File{ID: chunker.ID(e.FileID), Name: string(e.Name), Size: e.Size, Chunks: int(e.Chunks), Round: e.Round, Published: time.Unix(e.Time, 0)}
+		out[i] = File{ID: chunker.ID(e.FileID), Name: e.Name, Size: e.Size, Chunks: int(e.Chunks), Round: e.Round, Published: e.Time}
 	}
 	return out
 }

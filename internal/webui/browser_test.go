@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node"
 )
@@ -40,8 +40,8 @@ func findChromium() string {
 // browserParams keep the browser test short: 16 KiB chunks and epochs of
 // 16 rounds, so that a file shared in one epoch is in the index the
 // clients sync at the start of the next.
-func browserParams() wire.Params {
-	return wire.Params{ChunkSize: 16 << 10, K: 2, W: 2, Rounds: 16, MaxClients: 8, MaxRows: 64, RegWindowMs: 300, RoundLimitMs: 20000}
+func browserParams() node.Params {
+	return node.Params{ChunkSize: 16 << 10, K: 2, W: 2, Rounds: 16, MaxClients: 8, MaxRows: 64, RegWindowMs: 300, RoundLimitMs: 20000}
 }
 
 // serveTest serves h on a free loopback port and returns its base URL.
@@ -70,40 +70,22 @@ func TestBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
 	defer cancel()
 
-	// The network.
+	// The network: 3 servers and 4 clients; the UI's client counts its
+	// index requests: the UI never sends one of its own, however often its
+	// pages are loaded.
 	const nServers, nClients = 3, 4
-	var peers []string
-	var servers []*node.Server
-	for i := range nServers {
-		s, err := node.NewServer(ctx, node.ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: peers,
-			Nick: fmt.Sprintf("<s%d>", i), MinServers: nServers, MinClients: nClients, NoLAN: true, Params: browserParams()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		servers = append(servers, s)
-		peers = append(peers, s.Addrs()[0].String())
-	}
-	var clients []*node.Client
-	// The UI's client counts its index requests: the UI never sends one of
-	// its own, however often its pages are loaded.
 	var indexReqs atomic.Int64
-	for i := range nClients {
-		cfg := node.ClientConfig{Server: peers[i%nServers]}
-		if i == 1 {
-			cfg.OnSend = func(t wire.Type, _ int) {
-				if t == wire.TypeIndexReq {
-					indexReqs.Add(1)
+	tn := nodetest.New(t, nodetest.Config{Servers: nServers, Clients: nClients, Params: browserParams(), Nick: "<s",
+		Client: func(i int, c *node.ClientConfig) {
+			if i == 1 {
+				c.OnSend = func(t uint8, _ int) {
+					if wire.Type(t) == wire.TypeIndexReq {
+						indexReqs.Add(1)
+					}
 				}
 			}
-		}
-		c, err := node.NewClient(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		clients = append(clients, c)
-	}
+		}})
+	servers, clients := tn.Servers, tn.Clients
 	other, mine := clients[0], clients[1] // the UI is client 1's
 
 	// Client 0 shares a file the browser will find and fetch.
@@ -274,14 +256,14 @@ func TestBrowser(t *testing.T) {
 
 	// Network and server pages.
 	netText := until(base+"/network", "main", "anonymity set")
-	for _, want := range []string{"4 clients", "<s0>", "primary"} {
+	for _, want := range []string{"4 clients", "<s0", "primary"} {
 		if !strings.Contains(netText, want) {
 			t.Errorf("network page lacks %q", want)
 		}
 	}
 	do("network", shot("network"))
 	srv := until(sbase+"/", "main", "Epochs")
-	for _, want := range []string{"<s0>", "<s1>", "<s2>", "running"} {
+	for _, want := range []string{"<s0", "<s1", "<s2", "running"} {
 		if !strings.Contains(srv, want) {
 			t.Errorf("server page lacks %q", want)
 		}
