@@ -88,26 +88,36 @@ func (c *Client) Holds(ids [][32]byte) []bool {
 	return out
 }
 
+// GetStatus is how far a running get job is.
+type GetStatus struct {
+	Held, Total int    // data chunks held, of Total (0 while the root manifest is awaited)
+	Name        string // the file's name once the root manifest is in
+	// Chunks are the data chunk ids the root manifest lists, when it lists
+	// them itself (a file small enough for one manifest chunk).
+	Chunks []chunker.ID
+}
+
 // GetProgress reports how far the running get job of the file whose link
-// has id is: data chunks held of total (0 while the root manifest is
-// awaited) and the file's name once known. ok is false when no get of that
-// file runs.
-func (c *Client) GetProgress(id chunker.ID) (held, total int, name string, ok bool) {
+// has id is; ok is false when no get of that file runs.
+func (c *Client) GetProgress(id chunker.ID) (st GetStatus, ok bool) {
 	c.mu.Lock()
 	g := c.wants[id]
 	if g == nil {
 		c.mu.Unlock()
-		return 0, 0, "", false
+		return GetStatus{}, false
 	}
 	asm := g.asm
 	c.mu.Unlock()
 	// Outside the client's lock: the assembler's own may be held by a
 	// chunk being written.
 	if asm != nil {
-		held, total = asm.Progress()
-		name = asm.Name()
+		st.Held, st.Total = asm.Progress()
+		st.Name = asm.Name()
+		if m := asm.Manifest(); m != nil && m.Depth == 0 {
+			st.Chunks = append([]chunker.ID(nil), m.Chunks...)
+		}
 	}
-	return held, total, name, true
+	return st, true
 }
 
 // ShareHandle is a share job started by StartShare: its chunks are queued,

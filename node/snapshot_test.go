@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node"
@@ -54,7 +55,7 @@ func TestSnapshots(t *testing.T) {
 		t.Errorf("the other client holds a chunk it never fetched")
 	}
 
-	if _, _, _, ok := down.GetProgress(h.Link.ID); ok {
+	if _, ok := down.GetProgress(h.Link.ID); ok {
 		t.Fatal("progress of a get that does not run")
 	}
 	done := make(chan error, 1)
@@ -64,11 +65,12 @@ func TestSnapshots(t *testing.T) {
 		path, err = down.Get(ctx, h.Link, t.TempDir())
 		done <- err
 	}()
-	if err := wait.Until(ctx, time.Minute, func() bool { _, _, _, ok := down.GetProgress(h.Link.ID); return ok }); err != nil {
+	if err := wait.Until(ctx, time.Minute, func() bool { _, ok := down.GetProgress(h.Link.ID); return ok }); err != nil {
 		t.Fatal("the running get has no progress")
 	}
 	var maxHeld, total int
 	var name string
+	var chunks []chunker.ID
 	for running := true; running; {
 		select {
 		case err := <-done:
@@ -77,18 +79,18 @@ func TestSnapshots(t *testing.T) {
 			}
 			running = false
 		case <-time.After(20 * time.Millisecond):
-			if held, tot, n, ok := down.GetProgress(h.Link.ID); ok && tot > 0 {
-				maxHeld, total, name = max(maxHeld, held), tot, n
+			if st, ok := down.GetProgress(h.Link.ID); ok && st.Total > 0 {
+				maxHeld, total, name, chunks = max(maxHeld, st.Held), st.Total, st.Name, st.Chunks
 			}
 		}
 	}
 	if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
 		t.Fatal("fetched bytes differ")
 	}
-	if total != 3 || name != "snap.bin" || maxHeld > total {
-		t.Errorf("get progress: total %d, name %q, held up to %d", total, name, maxHeld)
+	if total != 3 || name != "snap.bin" || maxHeld > total || len(chunks) != 3 || chunks[0] != h.IDs[0] {
+		t.Errorf("get progress: total %d, name %q, held up to %d, chunks %v (shared %v)", total, name, maxHeld, chunks, h.IDs)
 	}
-	if _, _, _, ok := down.GetProgress(h.Link.ID); ok {
+	if _, ok := down.GetProgress(h.Link.ID); ok {
 		t.Error("progress of a finished get")
 	}
 	if held := down.Holds([][32]byte{h.IDs[0]}); !held[0] {

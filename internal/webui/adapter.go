@@ -10,8 +10,9 @@ import (
 	"github.com/riffle-net/riffle/node"
 )
 
-// pollEvery is how often the adapter reads a job's progress from the node.
-const pollEvery = 250 * time.Millisecond
+// pollEvery is how often the adapter reads a job's progress from the node:
+// often enough to see a small get's root manifest before the get ends.
+const pollEvery = 100 * time.Millisecond
 
 // NodeClient adapts a running *node.Client to Client. Jobs go through the
 // client's own job path (the one `riffle share` and `riffle get` hand to a
@@ -89,8 +90,12 @@ func (n NodeClient) Get(ctx context.Context, link chunker.Link, dir string, prog
 		case r := <-done:
 			return r.path, r.err
 		case <-t.C:
-			if held, total, name, ok := n.C.GetProgress(link.ID); ok {
-				progress(Progress{Done: held, Total: total, Name: name, Link: link})
+			if st, ok := n.C.GetProgress(link.ID); ok {
+				p := Progress{Done: st.Held, Total: st.Total, Name: st.Name, Link: link}
+				if st.Chunks != nil {
+					p.IDs = append([]chunker.ID{link.ID}, st.Chunks...)
+				}
+				progress(p)
 			}
 		}
 	}

@@ -148,7 +148,8 @@ func (js *jobs) list(kind string) []JobView {
 	return out
 }
 
-// chunksOf returns the chunk ids a share job of this UI knew for file id.
+// chunksOf returns the chunk ids a share or get job of this UI knew for
+// file id.
 func (js *jobs) chunksOf(id chunker.ID) []chunker.ID {
 	js.mu.Lock()
 	defer js.mu.Unlock()

@@ -324,9 +324,9 @@ type ChunkView struct {
 // FileDetail is a file's page: the entry and the chunks this client knows.
 type FileDetail struct {
 	File FileView `json:"file"`
-	// Chunks lists the root manifest and, when this client shared the
-	// file from this UI, every chunk; the rest of the list is in the
-	// manifest, which only a get fetches.
+	// Chunks lists the root manifest and, when this client shared or
+	// fetched the file from this UI, its chunks; otherwise the list is in
+	// the manifest, which only a get fetches.
 	Chunks  []ChunkView `json:"chunks"`
 	Listed  bool        `json:"all_chunks_listed"`
 	Fetched bool        `json:"fetched_here"`
@@ -446,6 +446,9 @@ func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
 				j.Done, j.Total = p.Done, p.Total
 				if p.Name != "" {
 					j.Name = display(p.Name)
+				}
+				if p.IDs != nil {
+					j.ids = p.IDs
 				}
 			})
 		})
