@@ -93,7 +93,7 @@ func (f *fakeClient) Get(ctx context.Context, link chunker.Link, dir string, pro
 	f.gets = append(f.gets, link.String())
 	block := f.block
 	f.mu.Unlock()
-	progress(Progress{Done: 1, Total: 4, Name: "got.bin"})
+	progress(Progress{Done: 1, Total: 4, Name: "got.bin", IDs: []chunker.ID{link.ID, fileID("g1"), fileID("g2")}})
 	if block != nil {
 		select {
 		case <-block:
@@ -315,6 +315,13 @@ func TestGetJobAndDownload(t *testing.T) {
 	}
 	if _, gets := f.counts(); gets != 1 {
 		t.Errorf("%d gets, want 1", gets)
+	}
+	// The file's page now lists the chunks the get learnt, and which are held.
+	f.held[fileID("g2")] = true
+	var d FileDetail
+	json.Unmarshal(get(t, u, "/api/files/"+fileID("a").String()).Body.Bytes(), &d)
+	if !d.Listed || !d.Fetched || len(d.Chunks) != 3 || d.Chunks[0].Role != "manifest" || d.Chunks[1].Held || !d.Chunks[2].Held {
+		t.Errorf("file detail after a get: %+v", d)
 	}
 	// The API answers with the job as JSON.
 	r := httptest.NewRequest("POST", "/api/get", strings.NewReader("link="+url.QueryEscape(chunker.Link{ID: fileID("c")}.String())))
