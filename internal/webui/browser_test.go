@@ -196,7 +196,11 @@ func TestBrowser(t *testing.T) {
 	if loc := str("search url", chromedp.Location()); !strings.Contains(loc, "q=REPORT") {
 		t.Fatalf("search went to %s", loc)
 	}
-	do("file page", chromedp.Click(css("#files tbody td.name a")), chromedp.WaitVisible(css("#chunks")), shot("file"))
+	do("file page", chromedp.Click(css("#files tbody td.name a")), chromedp.WaitVisible(css("#chunks")))
+	fileURL := str("file url", chromedp.Location())
+	if row := str("chunks", chromedp.Text(css("#chunks tbody tr"))); !strings.Contains(row, "not held") {
+		t.Errorf("before the get, the manifest row says %q", row)
+	}
 	if html := str("file page", chromedp.OuterHTML(css("main"))); !strings.Contains(html, theirLink.ID.String()) {
 		t.Fatalf("file page lacks the file id")
 	}
@@ -243,6 +247,11 @@ func TestBrowser(t *testing.T) {
 	path := str("path", chromedp.Text(css("#path")))
 	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, theirs) {
 		t.Fatalf("fetched file %s: %v, equal %v", path, err, bytes.Equal(got, theirs))
+	}
+	// Now the file's page shows its manifest held here.
+	do("file page after the get", chromedp.Navigate(fileURL), chromedp.WaitVisible(css("#chunks")), shot("file"))
+	if row := str("chunks", chromedp.Text(css("#chunks tbody tr"))); strings.Contains(row, "not held") || !strings.Contains(row, "held") {
+		t.Errorf("after the get, the manifest row says %q", row)
 	}
 	resp, err := http.Get(jobURL + "/file")
 	if err != nil {
