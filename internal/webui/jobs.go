@@ -1,7 +1,6 @@
 package webui
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"sort"
@@ -38,7 +37,6 @@ type job struct {
 	Finished time.Time
 	ids      []chunker.ID
 	fileID   chunker.ID
-	cancel   context.CancelFunc
 }
 
 // JobView is a job as the pages and the API show it.
@@ -159,6 +157,18 @@ func (js *jobs) chunksOf(id chunker.ID) []chunker.ID {
 		}
 	}
 	return nil
+}
+
+// runningGet returns the running get of file id, if any.
+func (js *jobs) runningGet(id chunker.ID) (JobView, bool) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	for _, j := range js.m {
+		if j.fileID == id && j.Kind == "get" && j.State == stateRunning {
+			return js.view(j), true
+		}
+	}
+	return JobView{}, false
 }
 
 // fetched reports whether a get of file id finished here.

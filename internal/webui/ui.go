@@ -420,11 +420,9 @@ func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// One get per file: the client follows a file by its id.
-	for _, j := range u.jobs.list("get") {
-		if j.State == stateRunning && j.Link == link.String() {
-			respondJob(w, r, j)
-			return
-		}
+	if v, ok := u.jobs.runningGet(link.ID); ok {
+		respondJob(w, r, v)
+		return
 	}
 	if err := os.MkdirAll(u.opts.DownloadDir, 0o700); err != nil {
 		httpError(w, r, http.StatusInternalServerError, "download directory: %v", err)
@@ -432,7 +430,7 @@ func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(u.ctx)
 	j := &job{ID: newJobID(), Kind: "get", Name: link.ID.String(), Link: link.String(), Private: link.Key != nil,
-		State: stateRunning, Started: u.opts.Now(), fileID: link.ID, cancel: cancel}
+		State: stateRunning, Started: u.opts.Now(), fileID: link.ID}
 	for _, f := range u.c.Index() {
 		if f.ID == link.ID {
 			j.Name = display(f.Name)
@@ -604,7 +602,7 @@ func (u *UI) sharePath(w http.ResponseWriter, r *http.Request, path string, priv
 // and queued it (or refused it: then no job is left behind).
 func (u *UI) shareStream(w http.ResponseWriter, r *http.Request, rd io.Reader, name string, private bool) {
 	ctx, cancel := context.WithCancel(u.ctx)
-	j := &job{ID: newJobID(), Kind: "share", Name: display(filepath.Base(name)), Private: private, State: stateRunning, Started: u.opts.Now(), cancel: cancel}
+	j := &job{ID: newJobID(), Kind: "share", Name: display(filepath.Base(name)), Private: private, State: stateRunning, Started: u.opts.Now()}
 	u.jobs.add(j)
 	queued := make(chan struct{})
 	ended := make(chan error, 1)
