@@ -121,10 +121,18 @@ func parseTemplates(pages ...string) (map[string]*template.Template, error) {
 	return out, nil
 }
 
+// handleStatic serves the embedded style sheet and script, one file per
+// name (no directory listing).
 func handleStatic(m *http.ServeMux) {
 	sub, _ := fs.Sub(assets, "static")
-	fsrv := http.FileServerFS(sub)
-	m.Handle("GET /static/", http.StripPrefix("/static/", fsrv))
+	m.HandleFunc("GET /static/{file}", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("file")
+		if st, err := fs.Stat(sub, name); err != nil || st.IsDir() {
+			httpError(w, r, http.StatusNotFound, "no such file")
+			return
+		}
+		http.ServeFileFS(w, r, sub, name)
+	})
 }
 
 // notFound answers a request no route takes: 405 if the path takes a POST
