@@ -266,6 +266,9 @@ func TestFilePage(t *testing.T) {
 		"/api/jobs/nope":                           404,
 		"/jobs/nope/file":                          404,
 		"/no/such/page":                            404,
+		"/static/":                                 404,
+		"/static/nope.js":                          404,
+		"/static/..%2fui.go":                       404,
 	} {
 		w := get(t, u, path)
 		wantCode(t, w, code, path)
