@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -42,11 +43,15 @@ func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bo
 	for {
 		select {
 		case <-h.Done():
-			c.jobProgress(ctx, "shared %s: %d chunks in %s", name, h.Total, time.Since(start).Round(time.Millisecond))
+			c.jobProgress(ctx, "shared %s: %d bytes in %d uploads (data and manifest chunks), %s", name, h.Bytes, h.Total, time.Since(start).Round(time.Millisecond))
 			return h.Link, nil
 		case <-ctx.Done():
-			return h.Link, ctx.Err()
+			return h.Link, h.Cancel(ctx.Err())
 		case <-t.C:
+			if why := c.waitReason(); why != "" {
+				c.jobProgress(ctx, "share %s: %s", name, why)
+				continue
+			}
 			c.mu.Lock()
 			rounds := c.stats.Rounds
 			c.mu.Unlock()
@@ -79,7 +84,7 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 		select {
 		case <-g.done:
 			if g.err == nil {
-				c.jobProgress(ctx, "fetched %s in %s", g.path, time.Since(start).Round(time.Millisecond))
+				c.jobProgress(ctx, "fetched %s in %s", filepath.Base(g.path), time.Since(start).Round(time.Millisecond))
 			}
 			return g.path, g.err
 		case <-t.C:
@@ -91,7 +96,13 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 			}
 			c.mu.Unlock()
 			if total == 0 {
-				c.jobProgress(ctx, "get: waiting for the manifest, round %d", rounds)
+				if why := c.notIndexed(link.ID); why != "" {
+					c.jobProgress(ctx, "get: %s", why)
+				} else if why := c.waitReason(); why != "" {
+					c.jobProgress(ctx, "get %s: %s", link.ID, why)
+				} else {
+					c.jobProgress(ctx, "get %s: waiting for the manifest, round %d", link.ID, rounds)
+				}
 				continue
 			}
 			c.jobProgress(ctx, "get %s: %s", name, progressLine(held, total, rounds, b, time.Since(start)))

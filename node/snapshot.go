@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/hex"
 	"io"
 	"sort"
 	"time"
@@ -15,30 +16,19 @@ import (
 // nothing here sends a message, so a view changes nothing a client or
 // server does on the network.
 
-// ChainMember is one server of an epoch's chain, in chain order.
-type ChainMember struct {
-	PeerID  string
-	Nick    string
-	Primary bool // this client's primary
-	Pinned  bool // named by --require: the client refuses a chain without it
-}
-
-// ClientSnapshot is what a client knows of the network and itself.
+// ClientSnapshot is the client's Status and what a local view adds: the
+// epoch's number and parameters, whether each required server is in the
+// chain, and how many jobs wait.
 type ClientSnapshot struct {
-	InEpoch      bool // taking part in an epoch now
-	Epoch        [32]byte
-	Number       uint64 // the epoch's number (§3)
-	Chain        []ChainMember
-	AnonymitySet int
-	ChunkSize    int // b
-	K            int // requests per round
-	Rounds       int // R: rounds of the epoch
+	ClientStatus
+	Number uint64 // the epoch's number (§3), 0 between epochs
+	K      int    // requests per round
+	Rounds int    // R: rounds of the epoch
 	// Pins are the servers the client requires, with whether the current
 	// chain holds each.
-	Pins  []Pin
-	Stats Stats
-	// Queued is how many chunks wait to be uploaded (shares of this
-	// client); Wanted how many files it is fetching.
+	Pins []Pin
+	// Queued is how many chunks of this client's shares wait to be
+	// uploaded; Wanted how many files it is fetching.
 	Queued, Wanted int
 }
 
@@ -50,28 +40,20 @@ type Pin struct {
 
 // Snapshot returns the client's current state.
 func (c *Client) Snapshot() ClientSnapshot {
+	s := ClientSnapshot{ClientStatus: c.Status()}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := ClientSnapshot{AnonymitySet: c.anon, Stats: c.stats, Queued: len(c.upQ), Wanted: len(c.wants)}
-	in := map[string]bool{}
-	if e := c.epoch; e != nil {
-		v := e.v
-		s.InEpoch, s.Epoch, s.Number = true, v.id, v.desc.Number
-		s.ChunkSize, s.K, s.Rounds = int(v.desc.Params.ChunkSize), int(v.desc.Params.K), int(v.desc.Params.Rounds)
-		for i, p := range v.chain {
-			m := ChainMember{PeerID: p.String(), Primary: p == c.primary}
-			if i < len(v.desc.Group) {
-				m.Nick = string(v.desc.Group[i].Nick)
-			}
-			for _, r := range c.cfg.Require {
-				m.Pinned = m.Pinned || r == p
-			}
-			in[m.PeerID] = true
-			s.Chain = append(s.Chain, m)
-		}
+	s.Queued, s.Wanted = len(c.upQ), len(c.wants)
+	if e := c.epoch; e != nil && hex.EncodeToString(e.v.id[:]) == s.Epoch {
+		p := e.v.desc.Params
+		s.Number, s.K, s.Rounds = e.v.desc.Number, int(p.K), int(p.Rounds)
 	}
-	for _, r := range c.cfg.Require {
-		s.Pins = append(s.Pins, Pin{PeerID: r.String(), InChain: in[r.String()]})
+	in := map[string]bool{}
+	for _, m := range s.Chain {
+		in[m.ID] = true
+	}
+	for _, r := range s.Require {
+		s.Pins = append(s.Pins, Pin{PeerID: r, InChain: in[r]})
 	}
 	return s
 }
@@ -125,6 +107,7 @@ func (c *Client) GetProgress(id chunker.ID) (st GetStatus, ok bool) {
 type ShareHandle struct {
 	Link  chunker.Link
 	Total int          // chunks to upload, data and manifest
+	Bytes int64        // bytes read from the stream
 	IDs   []chunker.ID // every chunk of the file, upload order
 	b     int          // chunk size
 	c     *Client
@@ -132,18 +115,19 @@ type ShareHandle struct {
 }
 
 // StartShare chunks r as a file named name and queues its chunks; it
-// returns once r is read, and the caller follows the job with Left and Done
-// (Share is StartShare and a wait). It waits for an epoch first (the chunk
-// size is the epoch's).
+// returns once r is read, and the caller follows the job with Left, Done
+// and Cancel (Share is StartShare and a wait). It waits for an epoch first
+// (the chunk size is the epoch's).
 func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encrypt bool) (*ShareHandle, error) {
-	b, err := c.ChunkSize(ctx)
+	b, err := c.chunkSizeWaiting(ctx, "share "+name)
 	if err != nil {
 		return nil, err
 	}
 	job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{})}
 	h := &ShareHandle{b: b, c: c, job: job}
 	var items []upItem
-	link, err := chunker.Share(r, name, "", b, chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
+	cr := &countReader{r: r}
+	link, err := chunker.Share(cr, name, "", b, chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
 		if !job.left[id] {
 			job.left[id] = true
 			h.IDs = append(h.IDs, id)
@@ -154,7 +138,7 @@ func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encry
 	if err != nil {
 		return nil, err
 	}
-	h.Link, h.Total = link, len(items)
+	h.Link, h.Total, h.Bytes = link, len(items), cr.n
 	c.mu.Lock()
 	c.upQ = append(c.upQ, items...)
 	if len(items) == 0 {
@@ -174,8 +158,14 @@ func (h *ShareHandle) Left() int {
 // Done is closed once every chunk of the job is in a published list.
 func (h *ShareHandle) Done() <-chan struct{} { return h.job.done }
 
-// RosterMember is a live server of a server's roster.
-type RosterMember struct {
+// Cancel withdraws the chunks of the job not yet sent and returns cause
+// wrapped with what became of the file (published anyway or not).
+func (h *ShareHandle) Cancel(cause error) error {
+	return h.c.cancelShare(h.job, h.Link, h.Total, cause)
+}
+
+// RosterEntry is a live server of a server's roster, with its addresses.
+type RosterEntry struct {
 	PeerID string
 	Nick   string
 	Addrs  []string
@@ -206,7 +196,7 @@ type EpochSnapshot struct {
 type ServerSnapshot struct {
 	PeerID string
 	Nick   string
-	Roster []RosterMember
+	Roster []RosterEntry
 	Chain  []string // live servers in chain order, this one included
 	Epochs []EpochSnapshot
 	Timing Timing
@@ -222,7 +212,7 @@ type ServerSnapshot struct {
 func (s *Server) Snapshot() ServerSnapshot {
 	out := ServerSnapshot{PeerID: s.h.ID().String(), Nick: s.cfg.Nick, Timing: s.Timing(), QuotaBytes: s.cfg.StoreOptions.QuotaBytes}
 	for _, m := range s.roster.live() {
-		rm := RosterMember{PeerID: m.id.String(), Nick: m.nick, Seen: m.seen}
+		rm := RosterEntry{PeerID: m.id.String(), Nick: m.nick, Seen: m.seen}
 		for _, a := range m.addrs {
 			rm.Addrs = append(rm.Addrs, a.String())
 		}

@@ -21,13 +21,18 @@ type NodeClient struct{ C *node.Client }
 
 func (n NodeClient) Status() Status {
 	s := n.C.Snapshot()
-	st := Status{InEpoch: s.InEpoch, Number: s.Number, AnonymitySet: s.AnonymitySet, ChunkSize: s.ChunkSize, K: s.K, Rounds: s.Rounds,
-		RoundsDone: s.Stats.Rounds, Epochs: s.Stats.Epochs, Uploaded: s.Stats.Uploaded, Fetched: s.Stats.Fetched}
-	if s.InEpoch {
-		st.Epoch = hex.EncodeToString(s.Epoch[:4])
+	st := Status{InEpoch: s.Epoch != "", Number: s.Number, AnonymitySet: s.AnonymitySet, ChunkSize: s.ChunkSize, K: s.K, Rounds: s.Rounds,
+		RoundsDone: s.Stats.Rounds, Epochs: s.Stats.Epochs, Uploaded: s.Stats.Uploaded, Fetched: s.Stats.Fetched,
+		Throughput: s.Throughput, Goodput: s.Goodput, Waiting: s.Waiting}
+	if len(s.Epoch) >= 8 {
+		st.Epoch = s.Epoch[:8]
+	}
+	pinned := map[string]bool{}
+	for _, r := range s.Require {
+		pinned[r] = true
 	}
 	for _, m := range s.Chain {
-		st.Chain = append(st.Chain, ChainServer{Nick: display(m.Nick), PeerID: m.PeerID, Primary: m.Primary, Pinned: m.Pinned})
+		st.Chain = append(st.Chain, ChainServer{Nick: display(m.Nick), PeerID: m.ID, Primary: m.ID == s.Primary, Pinned: pinned[m.ID]})
 	}
 	for _, p := range s.Pins {
 		st.Pins = append(st.Pins, Pin{PeerID: p.PeerID, InChain: p.InChain})
@@ -66,7 +71,7 @@ func (n NodeClient) Share(ctx context.Context, r io.Reader, name string, private
 			progress(Progress{Done: h.Total, Total: h.Total, Name: name, Link: h.Link})
 			return h.Link, nil
 		case <-ctx.Done():
-			return h.Link, ctx.Err()
+			return h.Link, h.Cancel(ctx.Err())
 		case <-t.C:
 			progress(Progress{Done: h.Total - h.Left(), Total: h.Total, Name: name, Link: h.Link})
 		}

@@ -105,7 +105,7 @@ func (u *UI) Run(ctx context.Context) {
 }
 
 func parseTemplates(pages ...string) (map[string]*template.Template, error) {
-	funcs := template.FuncMap{"bytes": bytesOf, "when": when, "dur": fmtDur}
+	funcs := template.FuncMap{"bytes": bytesOf, "rate": rateOf, "when": when, "dur": fmtDur}
 	base, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/jobs.html")
 	if err != nil {
 		return nil, fmt.Errorf("webui: templates: %w", err)
@@ -722,13 +722,12 @@ type NetworkView struct {
 	Status
 	Round     int           `json:"round"` // within the epoch
 	RoundTime time.Duration `json:"round_time_ns"`
-	// Goodput is what the client could move per second at the last round
-	// time: one chunk up, K chunks down a round.
-	UpPerSec, DownPerSec float64       `json:"-"`
-	UpGoodput            string        `json:"up_goodput"`
-	DownGoodput          string        `json:"down_goodput"`
-	Samples              []roundSample `json:"round_times"`
-	Chart                template.HTML `json:"-"`
+	// Capacity is what the client could move a second at the last round
+	// time: one chunk up and K chunks down a round.
+	UpCapacity   string        `json:"up_capacity"`
+	DownCapacity string        `json:"down_capacity"`
+	Samples      []roundSample `json:"round_times"`
+	Chart        template.HTML `json:"-"`
 }
 
 func (u *UI) network() NetworkView {
@@ -739,9 +738,8 @@ func (u *UI) network() NetworkView {
 		v.Samples = []roundSample{}
 	}
 	if v.RoundTime > 0 {
-		v.UpPerSec = float64(st.ChunkSize) / v.RoundTime.Seconds()
-		v.DownPerSec = float64(st.K*st.ChunkSize) / v.RoundTime.Seconds()
-		v.UpGoodput, v.DownGoodput = humanBytes(uint64(v.UpPerSec))+"/s", humanBytes(uint64(v.DownPerSec))+"/s"
+		up := float64(st.ChunkSize) / v.RoundTime.Seconds()
+		v.UpCapacity, v.DownCapacity = humanBytes(uint64(up))+"/s", humanBytes(uint64(up*float64(st.K)))+"/s"
 	}
 	return v
 }
@@ -780,6 +778,9 @@ func bytesOf(v any) string {
 	}
 	return fmt.Sprint(v)
 }
+
+// rateOf prints bytes a second.
+func rateOf(r float64) string { return humanBytes(uint64(max(r, 0))) + "/s" }
 
 // when prints a time for a table.
 func when(t time.Time) string {

@@ -72,6 +72,13 @@ type Status struct {
 	Epochs     int `json:"epochs"`
 	Uploaded   int `json:"uploaded"`
 	Fetched    int `json:"fetched"`
+	// Throughput is what the client's slot carries a second in this
+	// epoch (one upload and K requests a round, cover included); Goodput
+	// only the chunks of its jobs.
+	Throughput float64 `json:"throughput_bytes_per_s"`
+	Goodput    float64 `json:"goodput_bytes_per_s"`
+	// Waiting says why the client is in no epoch, if it is in none.
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // ChainServer is one server of the chain, in chain order.
