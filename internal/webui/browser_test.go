@@ -96,6 +96,12 @@ func TestBrowser(t *testing.T) {
 	}
 
 	dl := t.TempDir()
+	if os.Getenv("RIFFLE_UI_SCREENSHOTS") != "" {
+		// The committed screenshots show a path of no machine.
+		dl = filepath.Join(os.TempDir(), "riffle-ui-downloads")
+		os.RemoveAll(dl)
+		t.Cleanup(func() { os.RemoveAll(dl) })
+	}
 	base := serveTest(t, func(addr string) http.Handler {
 		u, err := New(ctx, NodeClient{C: mine}, Options{Addr: addr, DownloadDir: dl})
 		if err != nil {
