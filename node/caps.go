@@ -18,6 +18,10 @@ func (s *Server) epochCaps(t wire.Type) int {
 		return 64 + wire.MaxRouteProof
 	case wire.TypeStep:
 		return 512 << 20
+	case wire.TypeAccuse:
+		return mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers) + 4096
+	case wire.TypeBlameReq:
+		return 64
 	}
 	return 0
 }

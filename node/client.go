@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
@@ -71,6 +72,8 @@ type Client struct {
 	held  map[[32]byte]bool
 	stats Stats
 	index []wire.IndexEntry // synced once per epoch
+	// hooks are set by tests only (roundblame_after.go).
+	hooks atomic.Pointer[clientHooks]
 }
 
 // Stats counts what a client did.

@@ -340,6 +340,9 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 		if err != nil {
 			return err
 		}
+		if h := c.hooks.Load(); h != nil && h.layerKeys != nil {
+			h.layerKeys(e.v.id, r, e.slot, keys)
+		}
 		var buf []byte
 		onion, buf, err = mix.SealInto(e.onionScratch(), mix.EpochID(e.v.id), uint64(r), keys, raw)
 		mix.CloseLayerKeys(keys)

@@ -80,6 +80,10 @@ type sepoch struct {
 	evidence map[uint32][][]byte
 	// roots holds every signed batch root seen, by (round, S) (§5.2).
 	roots map[rootKey]wire.Root
+	// rb is the epoch's round blame, held the input batches of rounds not
+	// yet published here (roundblame.go).
+	rb   *rblame
+	held map[uint32]*heldInput
 	// layerBufs are OpenLayerInto's buffers, reused round after round.
 	bufMu     sync.Mutex
 	layerBufs [][]byte

@@ -127,7 +127,7 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: epoch full")
 	}
-	if until, ok := s.banned[from]; ok && e.v.desc.Number <= until {
+	if s.clientExcluded(from, e.v.desc.Number) {
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: this client is excluded from this epoch (its share broke the last setup)")
 	}

@@ -1,0 +1,202 @@
+package node
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/store"
+)
+
+// After a blame (docs/protocol.md §8 "After a blame"): every honest server
+// logs the culprit with its evidence, keeps a machine-readable record, and
+// forms the next epoch without it. A culprit server's peer id never returns
+// to this server's chain. A culprit client is refused by the primary that
+// served it, by peer id and by address, for a number of epochs that doubles
+// on each repeat; no other server learns its address.
+
+// maxExcludeShift caps the doubling: at most 2^10 epochs.
+const maxExcludeShift = 10
+
+// roundBlameState is a server's memory of round blames (guarded by s.mu,
+// hooks atomic).
+type roundBlameState struct {
+	// strikes counts how often a client of this primary was named, by
+	// "peer <id>" and by "ip <address>".
+	strikes map[string]int
+	// ipUntil excludes client addresses up to an epoch number.
+	ipUntil map[string]uint64
+	// servers are the culprit servers: never in a chain here again
+	// (guarded by smu alone: chain() runs without s.mu).
+	smu     sync.Mutex
+	servers map[peer.ID]bool
+	// hooks are set by tests only (a malicious cast); nil otherwise.
+	hooks atomic.Pointer[serverHooks]
+}
+
+// serverHooks let a test make a server misbehave. Never set outside tests.
+type serverHooks struct {
+	// corruptOut may alter this server's output batch of round r before
+	// it is signed.
+	corruptOut func(r uint32, out [][]byte)
+	// accuse may name an input position of round r as failing its MAC
+	// although it did not (a false accusation).
+	accuse func(r uint32) (int, bool)
+}
+
+// clientHooks let a test make a client misbehave. Never set outside tests.
+type clientHooks struct {
+	// layerKeys may alter the layer keys of the client's onion of round r
+	// in slot slot of the epoch before sealing.
+	layerKeys func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey)
+}
+
+// blameRecorder is a ChunkStore that keeps blame records.
+type blameRecorder interface {
+	PutBlame(store.BlameRecord) error
+	Blames() ([]store.BlameRecord, error)
+}
+
+func (b *boltStore) PutBlame(rec store.BlameRecord) error  { return b.st.PutBlame(rec) }
+func (b *boltStore) Blames() ([]store.BlameRecord, error) { return b.st.Blames() }
+
+// blameRecords returns the blame records kept here (tests, operators).
+func (s *Server) blameRecords() ([]store.BlameRecord, error) {
+	br, ok := s.store.(blameRecorder)
+	if !ok {
+		return nil, nil
+	}
+	return br.Blames()
+}
+
+// serverExcluded reports whether a peer was named as a culprit server.
+func (s *Server) serverExcluded(p peer.ID) bool {
+	s.rb.smu.Lock()
+	defer s.rb.smu.Unlock()
+	return s.rb.servers[p]
+}
+
+// clientExcluded reports whether this primary refuses a client peer in
+// epoch number: by its peer id, or by the address it connects from. Call
+// with s.mu held.
+func (s *Server) clientExcluded(p peer.ID, number uint64) bool {
+	if until, ok := s.banned[p]; ok && number <= until {
+		return true
+	}
+	for _, ip := range s.peerIPs(p) {
+		if until, ok := s.rb.ipUntil[ip]; ok && number <= until {
+			return true
+		}
+	}
+	return false
+}
+
+// peerIPs returns the addresses a peer is connected from, except loopback:
+// clients on this machine share one address (tests, a local demo), and
+// excluding it would exclude them all.
+func (s *Server) peerIPs(p peer.ID) []string {
+	var out []string
+	for _, c := range s.h.Network().ConnsToPeer(p) {
+		ip := remoteIP(c.RemoteMultiaddr())
+		if ip != nil && !ip.IsLoopback() {
+			out = append(out, ip.String())
+		}
+	}
+	return out
+}
+
+func remoteIP(a ma.Multiaddr) net.IP {
+	for _, code := range []int{ma.P_IP4, ma.P_IP6} {
+		if v, err := a.ValueForProtocol(code); err == nil {
+			return net.ParseIP(v)
+		}
+	}
+	return nil
+}
+
+// strike counts one more blame against key and returns until which epoch
+// number it is excluded: 1, 2, 4, … epochs after number. Call with s.mu held.
+func (s *Server) strike(key string, number uint64) uint64 {
+	if s.rb.strikes == nil {
+		s.rb.strikes = map[string]int{}
+	}
+	s.rb.strikes[key]++
+	shift := min(s.rb.strikes[key]-1, maxExcludeShift)
+	return number + uint64(excludeEpochs)<<shift
+}
+
+// conclude acts on a walk's result: log, record, exclusion.
+func (s *Server) conclude(e *sepoch, bl *rblame, c *culprit) {
+	v := e.final
+	epochHex := fmt.Sprintf("%x", v.id[:6])
+	if c == nil {
+		s.log.Warn("round blame: the walk did not finish; nobody is named", "epoch", epochHex, "round", bl.round)
+		return
+	}
+	rec := store.BlameRecord{Epoch: v.id, Number: v.desc.Number, Round: bl.round, Reason: c.why, Time: time.Now().Unix()}
+	if bl.acc != nil {
+		rec.Evidence = append(rec.Evidence, bl.acc.Marshal())
+	}
+	bl.mu.Lock()
+	for t := bl.start; t >= 0; t-- {
+		cell := bl.cells[t]
+		if cell == nil {
+			break
+		}
+		select {
+		case <-cell.done:
+			if cell.res.st != nil {
+				rec.Evidence = append(rec.Evidence, cell.res.st.Marshal())
+			}
+		default:
+		}
+	}
+	bl.mu.Unlock()
+	s.mu.Lock()
+	if c.server >= 0 {
+		p := v.chain[c.server]
+		rec.Role, rec.Server, rec.PeerID = "server", c.server, p.String()
+		s.rb.smu.Lock()
+		if s.rb.servers == nil {
+			s.rb.servers = map[peer.ID]bool{}
+		}
+		s.rb.servers[p] = true
+		s.rb.smu.Unlock()
+		s.log.Warn("round blame: culprit named; it is excluded from every chain here", "epoch", epochHex, "round", bl.round,
+			"culprit", fmt.Sprintf("server %d (%s)", c.server, p), "evidence", c.why)
+	} else {
+		rec.Role, rec.Slot = "client", c.slot
+		excluded := ""
+		if cl := v.desc.Clients[c.slot]; int(cl.Primary) == e.pos {
+			if p, ok := e.regFrom[cl.RegKey]; ok {
+				if s.banned == nil {
+					s.banned = map[peer.ID]uint64{}
+				}
+				until := s.strike("peer "+p.String(), v.desc.Number)
+				s.banned[p] = max(s.banned[p], until)
+				for _, ip := range s.peerIPs(p) {
+					if s.rb.ipUntil == nil {
+						s.rb.ipUntil = map[string]uint64{}
+					}
+					s.rb.ipUntil[ip] = max(s.rb.ipUntil[ip], s.strike("ip "+ip, v.desc.Number))
+				}
+				excluded = fmt.Sprintf("refused here up to epoch %d", until)
+			}
+		}
+		// The slot is the culprit's own; no honest client is tied to it.
+		s.log.Warn("round blame: culprit named", "epoch", epochHex, "round", bl.round,
+			"culprit", fmt.Sprintf("client in slot %d", c.slot), "evidence", c.why, "exclusion", excluded)
+	}
+	s.mu.Unlock()
+	if br, ok := s.store.(blameRecorder); ok {
+		if err := br.PutBlame(rec); err != nil {
+			s.log.Error("round blame: record not stored", "err", err)
+		}
+	}
+}

@@ -1,0 +1,258 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/store"
+)
+
+// A cast of malicious parties (docs/protocol.md §8): each test runs a real
+// network of m = 3 servers and 4 clients on 127.0.0.1, lets one party
+// disrupt one round of the first epoch it is in, and checks that every
+// honest server names exactly that party, from public evidence, and that
+// the honest clients' shares and gets complete byte-exact in a later epoch
+// without it.
+
+// blameNet is a network whose servers are indexed by chain position.
+type blameNet struct {
+	servers []*Server // by chain position
+	clients []*Client
+}
+
+// startBlameNet starts m servers that accept a chain of minServers and
+// waits until each knows all m, so that the first epoch's chain holds all
+// of them; then n clients, whose epochs need minClients.
+func startBlameNet(t *testing.T, m, minServers, n, minClients int) *blameNet {
+	t.Helper()
+	ctx := context.Background()
+	p := testParams(6)
+	var servers []*Server
+	var peers []string
+	for i := 0; i < m; i++ {
+		s, err := NewServer(ctx, ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: peers,
+			Nick: fmt.Sprintf("s%d", i), MinServers: minServers, MinClients: minClients, NoLAN: true, Params: p, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		servers = append(servers, s)
+		peers = append(peers, s.Addrs()[0].String())
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ok := true
+		for _, s := range servers {
+			ok = ok && len(s.chain()) == m
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("servers did not find each other")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	byID := map[peer.ID]*Server{}
+	for _, s := range servers {
+		byID[s.h.ID()] = s
+	}
+	bn := &blameNet{}
+	for _, id := range servers[0].chain() {
+		bn.servers = append(bn.servers, byID[id])
+	}
+	for i := 0; i < n; i++ {
+		c, err := NewClient(ctx, ClientConfig{Server: bn.servers[i%m].Addrs()[0].String(), Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		bn.clients = append(bn.clients, c)
+	}
+	return bn
+}
+
+// culpritRecords waits until every server in honest has a blame record and
+// returns them.
+func culpritRecords(t *testing.T, honest []*Server) []store.BlameRecord {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var recs []store.BlameRecord
+		for _, s := range honest {
+			rs, err := s.blameRecords()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) > 0 {
+				recs = append(recs, rs[0])
+			}
+			if len(rs) > 1 {
+				t.Fatalf("server %s has %d blame records: %+v", s.h.ID().ShortString(), len(rs), rs)
+			}
+		}
+		if len(recs) == len(honest) {
+			return recs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d honest servers named a culprit within 60 s", len(recs), len(honest))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// shareAndGet shares a file from one honest client and gets it through
+// another, byte-exact.
+func shareAndGet(t *testing.T, up, down *Client) time.Duration {
+	t.Helper()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	data := randBytes(t, 20<<10)
+	link, err := up.Share(ctx, bytes.NewReader(data), "after-blame.bin", false)
+	if err != nil {
+		t.Fatalf("share after the blame: %v", err)
+	}
+	path, err := down.Get(ctx, link, t.TempDir())
+	if err != nil {
+		t.Fatalf("get after the blame: %v", err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatal("fetched bytes differ after the blame")
+	}
+	return time.Since(start)
+}
+
+// TestRoundBlameClientMAC: a client whose onion fails its MAC at layer j
+// (it seals layer j under a wrong MAC key, so layers before j open) is
+// named by every server, and only its slot is walked.
+func TestRoundBlameClientMAC(t *testing.T) {
+	layers := []int{0, 1, 2}
+	if testing.Short() {
+		layers = []int{1}
+	}
+	for _, layer := range layers {
+		t.Run(fmt.Sprintf("layer%d", layer), func(t *testing.T) {
+			bn := startBlameNet(t, 3, 3, 4, 3)
+			bad := bn.clients[1]
+			var fired atomic.Bool
+			var mu sync.Mutex
+			var badEpoch [32]byte
+			var badSlot uint32
+			bad.hooks.Store(&clientHooks{layerKeys: func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
+				if r == 1 && fired.CompareAndSwap(false, true) {
+					keys[layer].MAC[0] ^= 1
+					mu.Lock()
+					badEpoch, badSlot = epoch, slot
+					mu.Unlock()
+				}
+			}})
+			start := time.Now()
+			recs := culpritRecords(t, bn.servers)
+			named := time.Since(start)
+			mu.Lock()
+			defer mu.Unlock()
+			for i, r := range recs {
+				if r.Role != "client" || r.Epoch != badEpoch || r.Slot != int(badSlot) {
+					t.Fatalf("server %d named %s %d/slot %d in epoch %x; the culprit is the client in slot %d of %x (%s)",
+						i, r.Role, r.Server, r.Slot, r.Epoch[:4], badSlot, badEpoch[:4], r.Reason)
+				}
+				// The walk reveals the accusation and one step per server
+				// before the accuser: one position of one round.
+				if want := 1 + layer; len(r.Evidence) != want {
+					t.Fatalf("server %d kept %d pieces of evidence, want %d", i, len(r.Evidence), want)
+				}
+			}
+			took := shareAndGet(t, bn.clients[0], bn.clients[2])
+			t.Logf("layer %d: named in %v; share and get after it in %v", layer, named.Round(time.Millisecond), took.Round(time.Millisecond))
+		})
+	}
+}
+
+// serverCase runs a malicious server at chain position k of m = 3 (the
+// honest ones accept a chain of 2, so the network forms again without it).
+func serverCase(t *testing.T, k int, hooks func(fired *atomic.Bool) *serverHooks) {
+	bn := startBlameNet(t, 3, 2, 4, 4)
+	var fired atomic.Bool
+	bad := bn.servers[k]
+	bad.rb.hooks.Store(hooks(&fired))
+	var honest []*Server
+	for j, s := range bn.servers {
+		if j != k {
+			honest = append(honest, s)
+		}
+	}
+	start := time.Now()
+	recs := culpritRecords(t, honest)
+	named := time.Since(start)
+	for i, r := range recs {
+		if r.Role != "server" || r.Server != k || r.PeerID != bad.h.ID().String() {
+			t.Fatalf("honest server %d named %s %d (slot %d): %s; the culprit is server %d", i, r.Role, r.Server, r.Slot, r.Reason, k)
+		}
+	}
+	for _, s := range honest {
+		if !s.serverExcluded(bad.h.ID()) {
+			t.Fatal("the culprit server is not excluded")
+		}
+		for _, id := range s.chain() {
+			if id == bad.h.ID() {
+				t.Fatal("the culprit server is still in an honest server's chain")
+			}
+		}
+	}
+	took := shareAndGet(t, bn.clients[0], bn.clients[2])
+	t.Logf("server %d: named in %v; share and get after it in %v", k, named.Round(time.Millisecond), took.Round(time.Millisecond))
+}
+
+// TestRoundBlameServerCorrupts: a server that alters one entry of its
+// output is named by every honest server (a MAC failure at the next
+// server, or a bad payload after the last), at each chain position.
+func TestRoundBlameServerCorrupts(t *testing.T) {
+	positions := []int{0, 1, 2}
+	if testing.Short() {
+		positions = []int{1}
+	}
+	for _, k := range positions {
+		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
+			serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
+				return &serverHooks{corruptOut: func(r uint32, out [][]byte) {
+					if r == 1 && fired.CompareAndSwap(false, true) {
+						out[0][0] ^= 1
+					}
+				}}
+			})
+		})
+	}
+}
+
+// TestRoundBlameFalseAccusation: a server that accuses its predecessor's
+// intact entry (or a client's intact onion, at S_0) is named by every
+// honest server, at each chain position.
+func TestRoundBlameFalseAccusation(t *testing.T) {
+	positions := []int{0, 1, 2}
+	if testing.Short() {
+		positions = []int{2}
+	}
+	for _, k := range positions {
+		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
+			serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
+				return &serverHooks{accuse: func(r uint32) (int, bool) {
+					return 0, r == 1 && fired.CompareAndSwap(false, true)
+				}}
+			})
+		})
+	}
+}
