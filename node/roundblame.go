@@ -521,7 +521,9 @@ func (s *Server) computeStep(ctx context.Context, e *sepoch, bl *rblame, t int) 
 		}
 	}
 	if c := s.checkStep(e, bl, t, out, outEntry, st); c != nil {
-		return stepResult{named: c}
+		// The step stays as evidence (and a server's own step, even one
+		// that names it, is what the others must check themselves).
+		return stepResult{st: st, named: c}
 	}
 	return stepResult{st: st}
 }
@@ -644,7 +646,7 @@ func (s *Server) onBlameReq(ctx context.Context, from peer.ID, body []byte) (wir
 	sctx, cancel := context.WithTimeout(ctx, time.Duration(bl.start+1)*blameStepTimeout)
 	defer cancel()
 	res := s.stepOf(sctx, e, bl, e.pos)
-	if res.named != nil || res.err != nil || res.st == nil {
+	if res.st == nil {
 		return 0, nil, errors.New("node: the walk does not reach this server")
 	}
 	if int(res.st.Out) != int(req.Out) {

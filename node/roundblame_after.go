@@ -63,7 +63,7 @@ type blameRecorder interface {
 	Blames() ([]store.BlameRecord, error)
 }
 
-func (b *boltStore) PutBlame(rec store.BlameRecord) error  { return b.st.PutBlame(rec) }
+func (b *boltStore) PutBlame(rec store.BlameRecord) error { return b.st.PutBlame(rec) }
 func (b *boltStore) Blames() ([]store.BlameRecord, error) { return b.st.Blames() }
 
 // blameRecords returns the blame records kept here (tests, operators).

@@ -185,7 +185,7 @@ func TestRoundBlameClientMAC(t *testing.T) {
 // serverCase runs a malicious server at chain position k of m = 3 (the
 // honest ones accept a chain of 2, so the network forms again without it).
 func serverCase(t *testing.T, k int, hooks func(fired *atomic.Bool) *serverHooks) {
-	bn := startBlameNet(t, 3, 2, 4, 4)
+	bn := startBlameNet(t, 3, 2, 4, 2)
 	var fired atomic.Bool
 	bad := bn.servers[k]
 	bad.rb.hooks.Store(hooks(&fired))
@@ -213,7 +213,14 @@ func serverCase(t *testing.T, k int, hooks func(fired *atomic.Bool) *serverHooks
 			}
 		}
 	}
-	took := shareAndGet(t, bn.clients[0], bn.clients[2])
+	// Clients keep their primary: two whose primary is honest share and get.
+	var up, down *Client
+	for i, c := range bn.clients {
+		if i%3 != k {
+			up, down = down, c
+		}
+	}
+	took := shareAndGet(t, up, down)
 	t.Logf("server %d: named in %v; share and get after it in %v", k, named.Round(time.Millisecond), took.Round(time.Millisecond))
 }
 
