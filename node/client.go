@@ -14,7 +14,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/riffle-net/riffle/chunker"
@@ -38,7 +37,7 @@ type ClientConfig struct {
 	// OnSend, if set, is called with the type of every request the client
 	// sends and the bytes written to its stream (the wire-size equality
 	// test records them).
-	OnSend func(t wire.Type, size int)
+	OnSend func(msgType uint8, size int)
 }
 
 // Client is a riffle client: it takes part in every epoch through its
@@ -71,7 +70,7 @@ type Client struct {
 	retry map[[32]byte]bool
 	held  map[[32]byte]bool
 	stats Stats
-	index []wire.IndexEntry // synced once per epoch
+	index []IndexEntry // synced once per epoch
 	// hooks are set by tests only (roundblame_after.go).
 	hooks atomic.Pointer[clientHooks]
 }
@@ -84,7 +83,7 @@ type Stats struct {
 }
 
 type upItem struct {
-	c   StoredChunk
+	c   store.Chunk
 	job *shareJob
 }
 
@@ -248,12 +247,13 @@ func (c *Client) jobProgress(ctx context.Context, format string, args ...any) {
 	c.progress(format, args...)
 }
 
-func (c *Client) call(ctx context.Context, proto protocol.ID, t wire.Type, body []byte, want wire.Type, max int, timeout time.Duration) ([]byte, error) {
-	return c.callSegments(ctx, proto, t, [][]byte{body}, want, max, timeout)
-}
-
-func (c *Client) callSegments(ctx context.Context, proto protocol.ID, t wire.Type, body [][]byte, want wire.Type, max int, timeout time.Duration) ([]byte, error) {
-	return callInto(ctx, c.h, c.primary, proto, t, body, want, max, timeout, c.cfg.OnSend, nil)
+// call sends r to the client's primary, reporting the bytes sent to
+// ClientConfig.OnSend.
+func (c *Client) call(ctx context.Context, r request) ([]byte, error) {
+	if c.cfg.OnSend != nil {
+		r.Sent = func(t wire.Type, n int) { c.cfg.OnSend(uint8(t), n) }
+	}
+	return call(ctx, c.h, c.primary, r)
 }
 
 func (c *Client) run() {

@@ -313,7 +313,7 @@ func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 		}
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
-	if _, err := s.each(ctx, others, ProtoEpoch, wire.TypeAccuse, a.Marshal(), wire.TypeAck, 16, shortTimeout); err != nil {
+	if _, err := s.each(ctx, others, request{Proto: ProtoEpoch, Type: wire.TypeAccuse, Body: a.Marshal(), Timeout: shortTimeout}); err != nil {
 		s.log.Warn("round blame: accusation not delivered everywhere", "round", r, "err", err)
 	}
 	cancel()
@@ -511,7 +511,7 @@ func (s *Server) computeStep(ctx context.Context, e *sepoch, bl *rblame, t int) 
 		}
 	} else {
 		req := wire.BlameReq{Epoch: v.id, Round: bl.round, T: uint16(t), Out: uint32(out)}
-		rep, err := call(ctx, s.h, v.chain[t], ProtoEpoch, wire.TypeBlameReq, req.Marshal(), wire.TypeBlameStep, e.entrySize(0)+4096, blameStepTimeout)
+		rep, err := call(ctx, s.h, v.chain[t], request{Proto: ProtoEpoch, Type: wire.TypeBlameReq, Body: req.Marshal(), Timeout: blameStepTimeout, Max: e.entrySize(0) + 4096})
 		if err != nil {
 			return stepResult{err: fmt.Errorf("step of server %d: %w", t, err)}
 		}

@@ -3,6 +3,8 @@ package node
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"log/slog"
 	"fmt"
 	"os"
 	"sync"
@@ -23,6 +25,14 @@ import (
 // the honest clients' shares and gets complete byte-exact in a later epoch
 // without it.
 
+// rbLogger logs to stderr when RIFFLE_DEBUG is set (quiet otherwise).
+func rbLogger() *slog.Logger {
+	if os.Getenv("RIFFLE_DEBUG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
 // blameNet is a network whose servers are indexed by chain position.
 type blameNet struct {
 	servers []*Server // by chain position
@@ -40,7 +50,7 @@ func startBlameNet(t *testing.T, m, minServers, n, minClients int) *blameNet {
 	var peers []string
 	for i := 0; i < m; i++ {
 		s, err := NewServer(ctx, ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: peers,
-			Nick: fmt.Sprintf("s%d", i), MinServers: minServers, MinClients: minClients, NoLAN: true, Params: p, Logger: testLogger(t)})
+			Nick: fmt.Sprintf("s%d", i), MinServers: minServers, MinClients: minClients, NoLAN: true, Params: p, Logger: rbLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +81,7 @@ func startBlameNet(t *testing.T, m, minServers, n, minClients int) *blameNet {
 		bn.servers = append(bn.servers, byID[id])
 	}
 	for i := 0; i < n; i++ {
-		c, err := NewClient(ctx, ClientConfig{Server: bn.servers[i%m].Addrs()[0].String(), Logger: testLogger(t)})
+		c, err := NewClient(ctx, ClientConfig{Server: bn.servers[i%m].Addrs()[0].String(), Logger: rbLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +127,10 @@ func shareAndGet(t *testing.T, up, down *Client) time.Duration {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	data := randBytes(t, 20<<10)
+	data := make([]byte, 20<<10)
+	if _, err := rand.Read(data); err != nil {
+		t.Fatal(err)
+	}
 	link, err := up.Share(ctx, bytes.NewReader(data), "after-blame.bin", false)
 	if err != nil {
 		t.Fatalf("share after the blame: %v", err)

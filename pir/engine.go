@@ -173,7 +173,7 @@ func (e *Engine) choose(Q, L, b int) plan {
 		// writes 2^g entries (two loads and a store each, and the stores
 		// evict: weighted 4 by measurement), and each query loads one entry
 		// per group, all shared by g rows. This picks g = 5 at Q = 200 and
-		// g = 6 at Q = 1000, the measured optima (docs/proto-pir.md).
+		// g = 6 at Q = 1000, the measured optima (docs/bench/pir.md).
 		best := 0.0
 		for g := 1; g <= 8; g++ {
 			c := float64(4<<g+Q) / float64(g)

@@ -231,7 +231,7 @@ func (c Ciphertext) Equal(d Ciphertext) bool { return c.A.Equal(d.A) == 1 && c.B
 // MSMChunk is the number of points per chunk of VarTimeMSMChunked. The
 // underlying Straus MSM costs ~9 µs a point at 256–1024 points and nearly
 // twice that at 16 384 (cache), so large Straus MSMs are split
-// (shuffle-proof.md §6.3).
+// (docs/proto-shuffle.md §6.3).
 const MSMChunk = 512
 
 // Thresholds of VarTimeMSM. BenchmarkMSMPaired (both methods alternated in

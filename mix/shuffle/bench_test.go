@@ -12,8 +12,8 @@ import (
 )
 
 // Benchmarks at n = 1000, w = 2 (SPEC's setup with a few servers), reported
-// per ciphertext (n·w), and the unit costs of shuffle-proof.md §7 measured in
-// the same run. TestPerformanceFloor (RIFFLE_LONG=1) prints measured/floor.
+// per ciphertext (n·w), and the operation counts of docs/proto-shuffle.md §7
+// priced at unit costs measured in the same run. TestPerformanceFloor (RIFFLE_LONG=1) prints measured/floor.
 
 const benchN, benchW = 1000, 2
 
@@ -166,7 +166,7 @@ func perOp(fn func(b *testing.B)) float64 {
 }
 
 // TestPerformanceFloor measures the unit costs and the three operations in
-// one run and prints measured/floor, the floor being shuffle-proof.md §7's
+// one run and prints measured/floor, the floor being docs/proto-shuffle.md §7's
 // operation count priced at the measured units (one core), divided by the
 // number of cores for the parallel code.
 func TestPerformanceFloor(t *testing.T) {

@@ -3,10 +3,10 @@
 // ciphertexts with one secret permutation, re-randomises every component
 // under that component's own key, and proves it with the Terelius–Wikström
 // proof of a shuffle in commitment form, made non-interactive with
-// Fiat–Shamir, exactly as written out in shuffle-proof.md (beside SPEC.md),
-// with the project's choices: generators of SPEC §2 (group.Generators), tags
-// "riffle/v2/shuffle/…", SPEC §2's u32 framing, and a u32 n, w proof header.
-// The byte encodings are fixed in docs/proto-shuffle.md.
+// Fiat–Shamir, exactly as docs/proto-shuffle.md writes it out step by step
+// (its § numbers are the ones cited in this package): generators of
+// docs/protocol.md §2 (group.Generators), tags "riffle/v2/shuffle/…", u32
+// framing, and a u32 n, w proof header.
 //
 // Conventions. Witness.Pi[i] is the INPUT position of OUTPUT i (the note's
 // π, Haenni et al.'s ψ); Witness.R[i][j] is the re-encryption scalar of output

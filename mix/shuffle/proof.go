@@ -11,7 +11,7 @@ import (
 // headerSize is the proof header: u32 n || u32 w, big-endian.
 const headerSize = 8
 
-// Proof is a shuffle proof in commitment form (shuffle-proof.md §4.3). It is
+// Proof is a shuffle proof in commitment form (docs/proto-shuffle.md §4.3). It is
 // immutable: it is made by Prove or Parse and keeps its canonical encoding,
 // which the verifier hashes as received (no re-encoding).
 type Proof struct {
@@ -125,7 +125,7 @@ func (p *Proof) encodeScalars() {
 }
 
 // Parse decodes a proof for a statement of n vectors of width w, taken from
-// the statement and never from the proof (shuffle-proof.md §5.1 items 2–5):
+// the statement and never from the proof (docs/proto-shuffle.md §5.1 items 2–5):
 // exact length, header equal to (n, w), every point canonical, C_k and Ĉ_i
 // not the identity, every scalar canonical (< ℓ).
 func Parse(b []byte, n, w int) (*Proof, error) {

@@ -134,7 +134,7 @@ func checkWitness(wit *Witness, n, w int) error {
 }
 
 // Prove proves that st.Outputs is a shuffle of st.Inputs with wit
-// (shuffle-proof.md §4.2), drawing nonces from rand (crypto/rand in
+// (docs/proto-shuffle.md §4.2), drawing nonces from rand (crypto/rand in
 // production; never reuse a reader's output, repeated nonces reveal π). It
 // verifies the proof before returning it and refuses to return a proof that
 // does not verify, so a wrong witness never leaks a publishable transcript.

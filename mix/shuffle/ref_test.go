@@ -8,9 +8,9 @@ import (
 )
 
 // This file holds a second, deliberately plain prover, written straight from
-// shuffle-proof.md §4.2 with the sequential chain and no parallelism. With
+// docs/proto-shuffle.md §4.2 with the sequential chain and no parallelism. With
 // its hooks left nil it must produce the same bytes as prove (POS-4); with
-// hooks set it is the "modified prover" of the MAL tests (§9.3), which
+// hooks set it is the "modified prover" of the MAL tests (docs/proto-shuffle.md §5.3), which
 // computes the Fiat–Shamir hashes honestly over what it publishes.
 
 type refConfig struct {

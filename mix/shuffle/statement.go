@@ -8,7 +8,7 @@ import (
 )
 
 // Caps on the statement, checked before anything is allocated from n or w
-// (shuffle-proof.md §5.1 item 1).
+// (docs/proto-shuffle.md §5.1 item 1).
 const (
 	// MaxN bounds the number of vectors (clients of one epoch).
 	MaxN = 1 << 20
@@ -44,6 +44,14 @@ type Statement struct {
 	Keys    []*group.Element     // w component keys, none the identity
 	Inputs  [][]group.Ciphertext // n × w
 	Outputs [][]group.Ciphertext // n × w
+
+	// InputsEnc and OutputsEnc optionally hold the canonical encodings of
+	// Inputs and Outputs, one slice of w·64 bytes per vector (ENC(A) ‖
+	// ENC(B) per component), for a caller that already has them (decoded
+	// from, or encoded for, the wire): σ then hashes them instead of
+	// encoding every element again. The caller vouches that they encode
+	// exactly Inputs and Outputs. A list of the wrong shape is ignored.
+	InputsEnc, OutputsEnc [][]byte
 }
 
 // checkShape validates the shape of keys and one n×w ciphertext list. It
@@ -87,7 +95,7 @@ func checkShape(keys []*group.Element, lists ...[][]group.Ciphertext) (n, w int,
 	return n, w, nil
 }
 
-// check validates the whole statement (shuffle-proof.md §5.1 item 1 and the
+// check validates the whole statement (docs/proto-shuffle.md §5.1 item 1 and the
 // key rule of item 4). Points are already canonical: they are decoded
 // elements, and every decoder in group is strict.
 func (st *Statement) check() (n, w int, err error) {

@@ -46,7 +46,7 @@ func prepare(st *Statement, p *Proof, s suite) (*challenges, error) {
 }
 
 // Verify checks a proof against a statement with the batched verifier of
-// shuffle-proof.md §6: one chunked multi-scalar multiplication over
+// docs/proto-shuffle.md §6: one chunked multi-scalar multiplication over
 // 4nw + 4n + 3w + 5 points, the equations weighted by fresh 128-bit weights
 // drawn from rand after the proof is fixed. rand nil means crypto/rand; tests
 // may inject a reader, production must not pass anything predictable.
