@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -187,6 +187,22 @@ func TestRoundBlameClientMAC(t *testing.T) {
 				// before the accuser: one position of one round.
 				if want := 1 + layer; len(r.Evidence) != want {
 					t.Fatalf("server %d kept %d pieces of evidence, want %d", i, len(r.Evidence), want)
+				}
+			}
+			// Its primary (client i's is server i mod 3) refuses its peer in
+			// the next epoch; no server is excluded anywhere.
+			primary := bn.servers[1]
+			primary.mu.Lock()
+			_, refused := primary.banned[bad.h.ID()]
+			primary.mu.Unlock()
+			if !refused {
+				t.Fatal("the culprit client's primary does not refuse it")
+			}
+			for _, s := range bn.servers {
+				for _, o := range bn.servers {
+					if s.serverExcluded(o.h.ID()) {
+						t.Fatal("an honest server was excluded")
+					}
 				}
 			}
 			took := shareAndGet(t, bn.clients[0], bn.clients[2])
