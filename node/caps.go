@@ -50,6 +50,8 @@ func (s *Server) roundCaps(t wire.Type) int {
 		return 64 << 20
 	case wire.TypeRoot:
 		return 256
+	case wire.TypeEquivocation:
+		return 512
 	case wire.TypeGetChunk:
 		return 64
 	}
@@ -113,13 +115,14 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeBlameReq: {wire.TypeBlameStep, 0},
 	},
 	ProtoRound: {
-		wire.TypeSubmitBatch: ackReply,
-		wire.TypeBatch:       ackReply,
-		wire.TypeRoot:        ackReply,
-		wire.TypePadAnswers:  ackReply,
-		wire.TypeProposal:    {wire.TypeSig, sigCap},
-		wire.TypeRoundList:   ackReply,
-		wire.TypeGetChunk:    {wire.TypeChunk, MaxChunkSize + 64},
+		wire.TypeSubmitBatch:  ackReply,
+		wire.TypeBatch:        ackReply,
+		wire.TypeRoot:         ackReply,
+		wire.TypeEquivocation: ackReply,
+		wire.TypePadAnswers:   ackReply,
+		wire.TypeProposal:     {wire.TypeSig, sigCap},
+		wire.TypeRoundList:    ackReply,
+		wire.TypeGetChunk:     {wire.TypeChunk, MaxChunkSize + 64},
 	},
 	ProtoClient: {
 		wire.TypeWaitOpen: {wire.TypeSigned, signedCap},

@@ -80,8 +80,9 @@ type sepoch struct {
 	roots map[rootKey]wire.Root
 	// rb is the epoch's round blame, held the input batches of rounds not
 	// yet published here (roundblame.go).
-	rb   *rblame
-	held map[uint32]*heldInput
+	rb         *rblame
+	held       map[uint32]*heldInput
+	equivNamed bool // a server's two signed roots were named here
 	// layerBufs are OpenLayerInto's buffers, reused round after round.
 	bufMu     sync.Mutex
 	layerBufs [][]byte

@@ -223,6 +223,8 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onPadAnswers(from, body)
 	case wire.TypeRoot:
 		return s.onRoot(from, body)
+	case wire.TypeEquivocation:
+		return s.onEquivocation(from, body)
 	case wire.TypeGetChunk:
 		var c wire.Chunk
 		if err := c.Unmarshal(body, 0); err != nil {

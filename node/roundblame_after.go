@@ -1,6 +1,8 @@
 package node
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -10,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/store"
 )
@@ -48,6 +51,9 @@ type serverHooks struct {
 	// accuse may name an input position of round r as failing its MAC
 	// although it did not (a false accusation).
 	accuse func(r uint32) (int, bool)
+	// equivocate may make this server announce, for round r, a second
+	// signed root that differs from its batch's, to every server.
+	equivocate func(r uint32) bool
 }
 
 // clientHooks let a test make a client misbehave. Never set outside tests.
@@ -134,14 +140,13 @@ func (s *Server) strike(key string, number uint64) uint64 {
 // conclude acts on a walk's result: log, record, exclusion.
 func (s *Server) conclude(e *sepoch, bl *rblame, c *culprit) {
 	v := e.final
-	epochHex := fmt.Sprintf("%x", v.id[:6])
 	if c == nil {
-		s.log.Warn("round blame: the walk did not finish; nobody is named", "epoch", epochHex, "round", bl.round)
+		s.log.Warn("round blame: the walk did not finish; nobody is named", "epoch", fmt.Sprintf("%x", v.id[:6]), "round", bl.round)
 		return
 	}
-	rec := store.BlameRecord{Epoch: v.id, Number: v.desc.Number, Round: bl.round, Reason: c.why, Time: time.Now().Unix()}
+	var evidence [][]byte
 	if bl.acc != nil {
-		rec.Evidence = append(rec.Evidence, bl.acc.Marshal())
+		evidence = append(evidence, bl.acc.Marshal())
 	}
 	bl.mu.Lock()
 	for t := bl.start; t >= 0; t-- {
@@ -152,12 +157,21 @@ func (s *Server) conclude(e *sepoch, bl *rblame, c *culprit) {
 		select {
 		case <-cell.done:
 			if cell.res.st != nil {
-				rec.Evidence = append(rec.Evidence, cell.res.st.Marshal())
+				evidence = append(evidence, cell.res.st.Marshal())
 			}
 		default:
 		}
 	}
 	bl.mu.Unlock()
+	s.name(e, bl.round, c, evidence)
+}
+
+// name logs a culprit with its evidence, records it in the store and
+// excludes it (§8 "After a blame").
+func (s *Server) name(e *sepoch, round uint32, c *culprit, evidence [][]byte) {
+	v := e.final
+	epochHex := fmt.Sprintf("%x", v.id[:6])
+	rec := store.BlameRecord{Epoch: v.id, Number: v.desc.Number, Round: round, Reason: c.why, Evidence: evidence, Time: time.Now().Unix()}
 	s.mu.Lock()
 	if c.server >= 0 {
 		p := v.chain[c.server]
@@ -168,7 +182,7 @@ func (s *Server) conclude(e *sepoch, bl *rblame, c *culprit) {
 		}
 		s.rb.servers[p] = true
 		s.rb.smu.Unlock()
-		s.log.Warn("round blame: culprit named; it is excluded from every chain here", "epoch", epochHex, "round", bl.round,
+		s.log.Warn("round blame: culprit named; it is excluded from every chain here", "epoch", epochHex, "round", round,
 			"culprit", fmt.Sprintf("server %d (%s)", c.server, p), "evidence", c.why)
 	} else {
 		rec.Role, rec.Slot = "client", c.slot
@@ -190,7 +204,7 @@ func (s *Server) conclude(e *sepoch, bl *rblame, c *culprit) {
 			}
 		}
 		// The slot is the culprit's own; no honest client is tied to it.
-		s.log.Warn("round blame: culprit named", "epoch", epochHex, "round", bl.round,
+		s.log.Warn("round blame: culprit named", "epoch", epochHex, "round", round,
 			"culprit", fmt.Sprintf("client in slot %d", c.slot), "evidence", c.why, "exclusion", excluded)
 	}
 	s.mu.Unlock()
@@ -199,4 +213,71 @@ func (s *Server) conclude(e *sepoch, bl *rblame, c *culprit) {
 			s.log.Error("round blame: record not stored", "err", err)
 		}
 	}
+}
+
+// equivocation names a server that signed two different roots for one
+// batch (§5.2): the two signed roots are public evidence, sent to every
+// chain server so that each checks and names it too. Called once per epoch
+// (noteRoot's first conflict), without s.mu.
+func (s *Server) equivocation(e *sepoch, a, b wire.Root) {
+	ev := wire.Equivocation{A: a, B: b}
+	body := ev.Marshal()
+	v := e.final
+	var others []peer.ID
+	for _, p := range v.chain {
+		if p != s.h.ID() {
+			others = append(others, p)
+		}
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
+	defer cancel()
+	if _, err := s.each(ctx, others, request{Proto: ProtoRound, Type: wire.TypeEquivocation, Body: body, Timeout: shortTimeout}); err != nil {
+		s.log.Debug("equivocation evidence not delivered everywhere", "err", err)
+	}
+	t := int(a.S) - 1
+	s.name(e, a.Round, serverCulprit(t, "server %d signed two roots for its output of round %d (equivocation)", t, a.Round), [][]byte{body})
+}
+
+// onEquivocation checks two signed roots of one batch that differ and
+// names their signer.
+func (s *Server) onEquivocation(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var ev wire.Equivocation
+	if err := ev.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(ev.A.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	v := e.final
+	a, b := ev.A, ev.B
+	if b.Epoch != a.Epoch || b.Round != a.Round || b.S != a.S || a.Root == b.Root || a.S < 1 || int(a.S) > len(v.chain) {
+		return 0, nil, errors.New("node: not two roots of one batch")
+	}
+	signer := v.chain[a.S-1]
+	for _, r := range []wire.Root{a, b} {
+		bt := wire.Batch{Epoch: r.Epoch, Round: r.Round, S: r.S, Root: r.Root}
+		if err := verifyPeerSig(signer, batchDigest(&bt), r.Sig); err != nil {
+			return 0, nil, err
+		}
+	}
+	s.mu.Lock()
+	first := !e.equivNamed
+	e.equivNamed = true
+	s.end(e, fmt.Sprintf("round %d: server %d signed two batch roots", a.Round, a.S-1))
+	s.mu.Unlock()
+	if first {
+		t := int(a.S) - 1
+		s.name(e, a.Round, serverCulprit(t, "server %d signed two roots for its output of round %d (equivocation)", t, a.Round), [][]byte{body})
+	}
+	return wire.TypeAck, ack, nil
+}
+
+// otherRoot is a test hook's equivocation: a signed root for b's batch
+// that is not b's.
+func (s *Server) otherRoot(b *wire.Batch) []byte {
+	o := *b
+	o.Root[0] ^= 1
+	o.Sig, _ = sign(s.priv, batchDigest(&o))
+	return (&wire.Root{Epoch: o.Epoch, Round: o.Round, S: o.S, Root: o.Root, Sig: o.Sig}).Marshal()
 }

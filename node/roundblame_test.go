@@ -292,3 +292,23 @@ func TestRoundBlameFalseAccusation(t *testing.T) {
 		})
 	}
 }
+
+// TestRoundBlameEquivocation: a server that signs two roots for one batch
+// (its batch to the next server, another root announced to all) is named
+// by every honest server from the two signed roots, at each position that
+// announces roots (the last server's batch is the publication itself).
+func TestRoundBlameEquivocation(t *testing.T) {
+	positions := []int{0, 1}
+	if testing.Short() {
+		positions = []int{0}
+	}
+	for _, k := range positions {
+		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
+			serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
+				return &serverHooks{equivocate: func(r uint32) bool {
+					return r == 1 && fired.CompareAndSwap(false, true)
+				}}
+			})
+		})
+	}
+}

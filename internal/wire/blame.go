@@ -181,3 +181,28 @@ func (m *BlameStep) Unmarshal(b []byte, maxEntry int) error {
 	m.Sig = d.Array64("signature")
 	return d.Done("blame step")
 }
+
+// TypeEquivocation carries two roots one server signed for one batch.
+const TypeEquivocation Type = 73
+
+// Equivocation is the evidence that a server signed two different roots
+// for one (epoch, round, S) (§5.2): both signed roots, as Root encodes them.
+type Equivocation struct {
+	A, B Root
+}
+
+// Marshal encodes the two roots, each at its fixed size.
+func (m *Equivocation) Marshal() []byte {
+	return append(m.A.Marshal(), m.B.Marshal()...)
+}
+
+// Unmarshal decodes two roots.
+func (m *Equivocation) Unmarshal(b []byte) error {
+	if len(b) != 2*rootSize {
+		return fmt.Errorf("wire: decode equivocation: %d bytes, want %d", len(b), 2*rootSize)
+	}
+	if err := m.A.Unmarshal(b[:rootSize]); err != nil {
+		return err
+	}
+	return m.B.Unmarshal(b[rootSize:])
+}

@@ -130,3 +130,18 @@ func FuzzBlameStep(f *testing.F) {
 		}
 	})
 }
+
+func TestEquivocationRoundTrip(t *testing.T) {
+	ev := Equivocation{A: Root{Epoch: fill32(1), Round: 3, S: 1, Root: fill32(2), Sig: fill64(3)}, B: Root{Epoch: fill32(1), Round: 3, S: 1, Root: fill32(4), Sig: fill64(5)}}
+	b := ev.Marshal()
+	if len(b) != 2*rootSize {
+		t.Fatalf("%d bytes", len(b))
+	}
+	var x Equivocation
+	if err := x.Unmarshal(b); err != nil || x != ev {
+		t.Fatalf("round trip: %v", err)
+	}
+	if x.Unmarshal(b[:len(b)-1]) == nil || x.Unmarshal(append(b, 0)) == nil {
+		t.Fatal("wrong length accepted")
+	}
+}
