@@ -50,7 +50,7 @@ func (s *Server) roundCaps(t wire.Type) int {
 		return 64 << 20
 	case wire.TypeRoot:
 		return 256
-	case wire.TypeEquivocation:
+	case wire.TypeEquivocation, wire.TypeDoubleSubmit:
 		return 512
 	case wire.TypeGetChunk:
 		return 64
@@ -119,6 +119,7 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeBatch:        ackReply,
 		wire.TypeRoot:         ackReply,
 		wire.TypeEquivocation: ackReply,
+		wire.TypeDoubleSubmit: ackReply,
 		wire.TypePadAnswers:   ackReply,
 		wire.TypeProposal:     {wire.TypeSig, sigCap},
 		wire.TypeRoundList:    ackReply,

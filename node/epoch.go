@@ -83,6 +83,8 @@ type sepoch struct {
 	rb         *rblame
 	held       map[uint32]*heldInput
 	equivNamed bool // a server's two signed roots were named here
+	// doubleNamed: a client's two onions for one slot were named here.
+	doubleNamed bool
 	// layerBufs are OpenLayerInto's buffers, reused round after round.
 	bufMu     sync.Mutex
 	layerBufs [][]byte

@@ -225,6 +225,8 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onRoot(from, body)
 	case wire.TypeEquivocation:
 		return s.onEquivocation(from, body)
+	case wire.TypeDoubleSubmit:
+		return s.onDoubleSubmit(from, body)
 	case wire.TypeGetChunk:
 		var c wire.Chunk
 		if err := c.Unmarshal(body, 0); err != nil {

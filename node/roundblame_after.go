@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"net"
@@ -61,6 +62,9 @@ type clientHooks struct {
 	// layerKeys may alter the layer keys of the client's onion of round r
 	// in slot slot of the epoch before sealing.
 	layerKeys func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey)
+	// secondOnion may make the client sign and send a second, different
+	// onion for round r of the epoch in slot slot.
+	secondOnion func(epoch [32]byte, r, slot uint32) bool
 }
 
 // blameRecorder is a ChunkStore that keeps blame records.
@@ -280,4 +284,87 @@ func (s *Server) otherRoot(b *wire.Batch) []byte {
 	o.Root[0] ^= 1
 	o.Sig, _ = sign(s.priv, batchDigest(&o))
 	return (&wire.Root{Epoch: o.Epoch, Round: o.Round, S: o.S, Root: o.Root, Sig: o.Sig}).Marshal()
+}
+
+// doubleSubmit names the client of a slot that signed two different onions
+// for one round (§5.1): the two signed hashes are public evidence, sent to
+// every chain server so that each checks and names it too. Without s.mu.
+func (s *Server) doubleSubmit(e *sepoch, d wire.DoubleSubmit) {
+	body := d.Marshal()
+	var others []peer.ID
+	for _, p := range e.final.chain {
+		if p != s.h.ID() {
+			others = append(others, p)
+		}
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
+	defer cancel()
+	if _, err := s.each(ctx, others, request{Proto: ProtoRound, Type: wire.TypeDoubleSubmit, Body: body, Timeout: shortTimeout}); err != nil {
+		s.log.Debug("double-submission evidence not delivered everywhere", "err", err)
+	}
+	s.nameDouble(e, d, body)
+}
+
+// noteDouble starts doubleSubmit once per epoch for two different
+// submissions of one slot. Call with s.mu held.
+func (s *Server) noteDouble(e *sepoch, a, b *wire.Submit) {
+	if e.doubleNamed {
+		return
+	}
+	e.doubleNamed = true
+	d := wire.DoubleSubmit{Epoch: a.Epoch, Round: a.Round, Slot: a.Slot, HashA: mix.SubmissionDigest(a.Onion), SigA: a.Sig, HashB: mix.SubmissionDigest(b.Onion), SigB: b.Sig}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.doubleSubmit(e, d)
+	}()
+}
+
+func (s *Server) nameDouble(e *sepoch, d wire.DoubleSubmit, body []byte) {
+	s.name(e, d.Round, &culprit{server: -1, slot: int(d.Slot), why: fmt.Sprintf("it signed two different onions for round %d", d.Round)}, [][]byte{body})
+}
+
+// onDoubleSubmit checks two signed submissions of one slot that differ and
+// names its client.
+func (s *Server) onDoubleSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var d wire.DoubleSubmit
+	if err := d.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(d.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	v := e.final
+	if int(d.Slot) >= e.n() || d.Round >= v.desc.Params.Rounds || d.HashA == d.HashB {
+		return 0, nil, errors.New("node: not two submissions of one slot")
+	}
+	key := ed25519.PublicKey(v.desc.Clients[d.Slot].RegKey[:])
+	for _, x := range []struct {
+		h   [32]byte
+		sig [64]byte
+	}{{d.HashA, d.SigA}, {d.HashB, d.SigB}} {
+		if err := mix.VerifySubmissionDigest(key, mix.EpochID(d.Epoch), uint64(d.Round), d.Slot, x.h, x.sig[:]); err != nil {
+			return 0, nil, err
+		}
+	}
+	s.mu.Lock()
+	first := !e.doubleNamed
+	e.doubleNamed = true
+	s.end(e, "two onions signed for one slot")
+	s.mu.Unlock()
+	if first {
+		s.nameDouble(e, d, body)
+	}
+	return wire.TypeAck, ack, nil
+}
+
+// sendSecondOnion is a test hook's misbehaviour: a second, different onion
+// signed for the same round and slot.
+func (c *Client) sendSecondOnion(ctx context.Context, e *cepoch, sub *wire.Submit) {
+	o := *sub
+	o.Onion = append([]byte(nil), sub.Onion...)
+	o.Onion[0] ^= 1
+	copy(o.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.id), uint64(o.Round), o.Slot, o.Onion))
+	_, _ = c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeSubmit, Segments: o.Segments(), Timeout: bulkTimeout})
 }

@@ -312,3 +312,32 @@ func TestRoundBlameEquivocation(t *testing.T) {
 		})
 	}
 }
+
+// TestRoundBlameSecondOnion: a client that signs a second, different onion
+// for one round is named by every server from its two signatures.
+func TestRoundBlameSecondOnion(t *testing.T) {
+	bn := startBlameNet(t, 3, 3, 4, 3)
+	bad := bn.clients[1]
+	var fired atomic.Bool
+	var mu sync.Mutex
+	var badEpoch [32]byte
+	var badSlot uint32
+	bad.hooks.Store(&clientHooks{secondOnion: func(epoch [32]byte, r, slot uint32) bool {
+		if r != 1 || !fired.CompareAndSwap(false, true) {
+			return false
+		}
+		mu.Lock()
+		badEpoch, badSlot = epoch, slot
+		mu.Unlock()
+		return true
+	}})
+	recs := culpritRecords(t, bn.servers)
+	mu.Lock()
+	defer mu.Unlock()
+	for i, r := range recs {
+		if r.Role != "client" || r.Epoch != badEpoch || r.Slot != int(badSlot) || len(r.Evidence) != 1 {
+			t.Fatalf("server %d named %s %d/slot %d (%d pieces of evidence); the culprit is the client in slot %d", i, r.Role, r.Server, r.Slot, len(r.Evidence), badSlot)
+		}
+	}
+	shareAndGet(t, bn.clients[0], bn.clients[2])
+}

@@ -206,3 +206,46 @@ func (m *Equivocation) Unmarshal(b []byte) error {
 	}
 	return m.B.Unmarshal(b[rootSize:])
 }
+
+// TypeDoubleSubmit carries two onions' signatures by one client for one slot.
+const TypeDoubleSubmit Type = 74
+
+// DoubleSubmit is the evidence that a client signed two different onions
+// for one (epoch, round, slot) (§5.1): the SHA-256 of each onion and the
+// client's submission signature over it.
+type DoubleSubmit struct {
+	Epoch [32]byte
+	Round uint32
+	Slot  uint32
+	HashA [32]byte
+	SigA  [64]byte
+	HashB [32]byte
+	SigB  [64]byte
+}
+
+// doubleSubmitSize is the fixed size of a DoubleSubmit.
+const doubleSubmitSize = 32 + 4 + 4 + 2*(32+64)
+
+func (m *DoubleSubmit) Marshal() []byte {
+	e := Enc{B: make([]byte, 0, doubleSubmitSize)}
+	e.Fixed(m.Epoch[:])
+	e.U32(m.Round)
+	e.U32(m.Slot)
+	e.Fixed(m.HashA[:])
+	e.Fixed(m.SigA[:])
+	e.Fixed(m.HashB[:])
+	e.Fixed(m.SigB[:])
+	return e.B
+}
+
+func (m *DoubleSubmit) Unmarshal(b []byte) error {
+	d := Dec{B: b}
+	m.Epoch = d.Array32("epoch id")
+	m.Round = d.U32("round")
+	m.Slot = d.U32("slot")
+	m.HashA = d.Array32("onion hash")
+	m.SigA = d.Array64("signature")
+	m.HashB = d.Array32("onion hash")
+	m.SigB = d.Array64("signature")
+	return d.Done("double submit")
+}

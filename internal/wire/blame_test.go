@@ -145,3 +145,19 @@ func TestEquivocationRoundTrip(t *testing.T) {
 		t.Fatal("wrong length accepted")
 	}
 }
+
+func TestDoubleSubmitRoundTrip(t *testing.T) {
+	m := DoubleSubmit{Epoch: fill32(1), Round: 3, Slot: 2, HashA: fill32(4), SigA: fill64(5), HashB: fill32(6), SigB: fill64(7)}
+	b := m.Marshal()
+	h := sha256.Sum256(b)
+	if len(b) != doubleSubmitSize || hex.EncodeToString(h[:]) != "7e479628900c25a06c6d74630addf0e74d3afdcb74f49825ec4f48fb88933538" {
+		t.Errorf("double submit: %d bytes, sha256 %x", len(b), h)
+	}
+	var x DoubleSubmit
+	if err := x.Unmarshal(b); err != nil || x != m {
+		t.Fatalf("round trip: %v", err)
+	}
+	if x.Unmarshal(b[:len(b)-1]) == nil || x.Unmarshal(append(b, 0)) == nil {
+		t.Fatal("wrong length accepted")
+	}
+}
