@@ -92,6 +92,21 @@ type rblame struct {
 
 	mu    sync.Mutex
 	cells map[int]*stepCell
+
+	// accOnce checks the accusation once; accNamed is the accuser if it
+	// does not hold. No step is revealed before it has held here.
+	accOnce  sync.Once
+	accNamed *culprit
+}
+
+// accusation returns the accuser as the culprit if its accusation does not
+// hold here (nil for a bad payload, which this server found itself).
+func (s *Server) accusation(e *sepoch, bl *rblame) *culprit {
+	if bl.acc == nil {
+		return nil
+	}
+	bl.accOnce.Do(func() { bl.accNamed = s.checkAccusation(e, bl.acc) })
+	return bl.accNamed
 }
 
 // heldInput is a mixing server's input batch of one round, kept until the
@@ -317,6 +332,11 @@ func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 		s.log.Warn("round blame: accusation not delivered everywhere", "round", r, "err", err)
 	}
 	cancel()
+	if h := s.rb.hooks.Load(); h != nil && h.probe != nil && e.pos > 0 {
+		req := wire.BlameReq{Epoch: v.id, Round: r, T: uint16(e.pos - 1), Out: uint32(pos)}
+		_, err := call(s.ctx, s.h, v.chain[e.pos-1], request{Proto: ProtoEpoch, Type: wire.TypeBlameReq, Body: req.Marshal(), Timeout: shortTimeout, Max: e.entrySize(0) + 4096})
+		h.probe(err)
+	}
 	c := s.walkRound(e, bl)
 	s.conclude(e, bl, c)
 	s.mu.Lock()
@@ -409,7 +429,7 @@ func (s *Server) payloadBlame(e *sepoch, r uint32, q int, payload []byte) {
 // could not finish (a step was not delivered: nobody is named).
 func (s *Server) walkRound(e *sepoch, bl *rblame) *culprit {
 	if bl.acc != nil {
-		if c := s.checkAccusation(e, bl.acc); c != nil {
+		if c := s.accusation(e, bl); c != nil {
 			return c
 		}
 		if bl.acc.S == 0 {
@@ -495,6 +515,10 @@ func (s *Server) computeStep(ctx context.Context, e *sepoch, bl *rblame, t int) 
 		return stepResult{err: fmt.Errorf("server %d is not on the walk", t)}
 	}
 	out, outEntry := bl.out, bl.outEntry
+	if t == bl.start && s.accusation(e, bl) != nil {
+		// A false accusation walks nowhere: nobody reveals a step for it.
+		return stepResult{err: errors.New("the accusation does not hold")}
+	}
 	if t < bl.start {
 		prev := s.stepOf(ctx, e, bl, t+1)
 		if prev.named != nil || prev.err != nil {

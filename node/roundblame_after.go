@@ -52,6 +52,10 @@ type serverHooks struct {
 	// accuse may name an input position of round r as failing its MAC
 	// although it did not (a false accusation).
 	accuse func(r uint32) (int, bool)
+	// probe, if set, is told whether this server, right after its
+	// accusation, got its predecessor's walk step (it must not, for an
+	// accusation that does not hold).
+	probe func(err error)
 	// equivocate may make this server announce, for round r, a second
 	// signed root that differs from its batch's, to every server.
 	equivocate func(r uint32) bool

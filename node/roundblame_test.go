@@ -231,6 +231,9 @@ func serverCase(t *testing.T, k int, hooks func(fired *atomic.Bool) *serverHooks
 		if r.Role != "server" || r.Server != k || r.PeerID != bad.h.ID().String() {
 			t.Fatalf("honest server %d named %s %d (slot %d): %s; the culprit is server %d", i, r.Role, r.Server, r.Slot, r.Reason, k)
 		}
+		if hooks := bad.rb.hooks.Load(); hooks.accuse != nil && len(r.Evidence) != 1 {
+			t.Fatalf("honest server %d kept %d pieces of evidence for a false accusation, want the accusation alone", i, len(r.Evidence))
+		}
 	}
 	for _, s := range honest {
 		if !s.serverExcluded(bad.h.ID()) {
@@ -284,11 +287,19 @@ func TestRoundBlameFalseAccusation(t *testing.T) {
 	}
 	for _, k := range positions {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
+			probed := make(chan error, 1)
 			serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
 				return &serverHooks{accuse: func(r uint32) (int, bool) {
 					return 0, r == 1 && fired.CompareAndSwap(false, true)
-				}}
+				}, probe: func(err error) { probed <- err }}
 			})
+			// The false accuser asked its predecessor for its step at
+			// once: refused (it would reveal an honest position's shares).
+			if k > 0 {
+				if err := <-probed; err == nil {
+					t.Fatal("a server revealed its walk step for a false accusation")
+				}
+			}
 		})
 	}
 }
