@@ -25,6 +25,24 @@ import (
 // the honest clients' shares and gets complete byte-exact in a later epoch
 // without it.
 
+// faultAt is when the current case's malicious party misbehaved (cases
+// run one at a time).
+var faultAt atomic.Int64
+
+// fire reports whether the one-shot misbehaviour runs now, and notes when.
+func fire(fired *atomic.Bool) bool {
+	if !fired.CompareAndSwap(false, true) {
+		return false
+	}
+	faultAt.Store(time.Now().UnixNano())
+	return true
+}
+
+// sinceFault is the time since the case's fault.
+func sinceFault() time.Duration {
+	return time.Since(time.Unix(0, faultAt.Load())).Round(time.Millisecond)
+}
+
 // rbLogger logs to stderr when RIFFLE_DEBUG is set (quiet otherwise).
 func rbLogger() *slog.Logger {
 	if os.Getenv("RIFFLE_DEBUG") == "" {
@@ -122,9 +140,8 @@ func culpritRecords(t *testing.T, honest []*Server) []store.BlameRecord {
 
 // shareAndGet shares a file from one honest client and gets it through
 // another, byte-exact.
-func shareAndGet(t *testing.T, up, down *Client) time.Duration {
+func shareAndGet(t *testing.T, up, down *Client) {
 	t.Helper()
-	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	data := make([]byte, 20<<10)
@@ -146,7 +163,7 @@ func shareAndGet(t *testing.T, up, down *Client) time.Duration {
 	if !bytes.Equal(got, data) {
 		t.Fatal("fetched bytes differ after the blame")
 	}
-	return time.Since(start)
+
 }
 
 // TestRoundBlameClientMAC: a client whose onion fails its MAC at layer j
@@ -166,16 +183,15 @@ func TestRoundBlameClientMAC(t *testing.T) {
 			var badEpoch [32]byte
 			var badSlot uint32
 			bad.hooks.Store(&clientHooks{layerKeys: func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
-				if r == 1 && fired.CompareAndSwap(false, true) {
+				if r == 1 && fire(&fired) {
 					keys[layer].MAC[0] ^= 1
 					mu.Lock()
 					badEpoch, badSlot = epoch, slot
 					mu.Unlock()
 				}
 			}})
-			start := time.Now()
 			recs := culpritRecords(t, bn.servers)
-			named := time.Since(start)
+			named := sinceFault()
 			mu.Lock()
 			defer mu.Unlock()
 			for i, r := range recs {
@@ -205,8 +221,8 @@ func TestRoundBlameClientMAC(t *testing.T) {
 					}
 				}
 			}
-			took := shareAndGet(t, bn.clients[0], bn.clients[2])
-			t.Logf("layer %d: named in %v; share and get after it in %v", layer, named.Round(time.Millisecond), took.Round(time.Millisecond))
+			shareAndGet(t, bn.clients[0], bn.clients[2])
+			t.Logf("layer %d: every server named the culprit %v after the fault; an honest share and get done %v after it", layer, named, sinceFault())
 		})
 	}
 }
@@ -224,9 +240,8 @@ func serverCase(t *testing.T, k int, hooks func(fired *atomic.Bool) *serverHooks
 			honest = append(honest, s)
 		}
 	}
-	start := time.Now()
 	recs := culpritRecords(t, honest)
-	named := time.Since(start)
+	named := sinceFault()
 	for i, r := range recs {
 		if r.Role != "server" || r.Server != k || r.PeerID != bad.h.ID().String() {
 			t.Fatalf("honest server %d named %s %d (slot %d): %s; the culprit is server %d", i, r.Role, r.Server, r.Slot, r.Reason, k)
@@ -252,8 +267,8 @@ func serverCase(t *testing.T, k int, hooks func(fired *atomic.Bool) *serverHooks
 			up, down = down, c
 		}
 	}
-	took := shareAndGet(t, up, down)
-	t.Logf("server %d: named in %v; share and get after it in %v", k, named.Round(time.Millisecond), took.Round(time.Millisecond))
+	shareAndGet(t, up, down)
+	t.Logf("server %d: every honest server named it %v after the fault; an honest share and get done %v after it", k, named, sinceFault())
 }
 
 // TestRoundBlameServerCorrupts: a server that alters one entry of its
@@ -268,7 +283,7 @@ func TestRoundBlameServerCorrupts(t *testing.T) {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
 			serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
 				return &serverHooks{corruptOut: func(r uint32, out [][]byte) {
-					if r == 1 && fired.CompareAndSwap(false, true) {
+					if r == 1 && fire(fired) {
 						out[0][0] ^= 1
 					}
 				}}
@@ -290,7 +305,7 @@ func TestRoundBlameFalseAccusation(t *testing.T) {
 			probed := make(chan error, 1)
 			serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
 				return &serverHooks{accuse: func(r uint32) (int, bool) {
-					return 0, r == 1 && fired.CompareAndSwap(false, true)
+					return 0, r == 1 && fire(fired)
 				}, probe: func(err error) { probed <- err }}
 			})
 			// The false accuser asked its predecessor for its step at
@@ -317,7 +332,7 @@ func TestRoundBlameEquivocation(t *testing.T) {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
 			serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
 				return &serverHooks{equivocate: func(r uint32) bool {
-					return r == 1 && fired.CompareAndSwap(false, true)
+					return r == 1 && fire(fired)
 				}}
 			})
 		})
@@ -334,7 +349,7 @@ func TestRoundBlameSecondOnion(t *testing.T) {
 	var badEpoch [32]byte
 	var badSlot uint32
 	bad.hooks.Store(&clientHooks{secondOnion: func(epoch [32]byte, r, slot uint32) bool {
-		if r != 1 || !fired.CompareAndSwap(false, true) {
+		if r != 1 || !fire(&fired) {
 			return false
 		}
 		mu.Lock()
@@ -343,6 +358,7 @@ func TestRoundBlameSecondOnion(t *testing.T) {
 		return true
 	}})
 	recs := culpritRecords(t, bn.servers)
+	named := sinceFault()
 	mu.Lock()
 	defer mu.Unlock()
 	for i, r := range recs {
@@ -351,4 +367,5 @@ func TestRoundBlameSecondOnion(t *testing.T) {
 		}
 	}
 	shareAndGet(t, bn.clients[0], bn.clients[2])
+	t.Logf("second onion: every server named the client %v after the fault; an honest share and get done %v after it", named, sinceFault())
 }
