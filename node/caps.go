@@ -44,7 +44,7 @@ func (s *Server) epochCaps(t wire.Type) int {
 
 func (s *Server) roundCaps(t wire.Type) int {
 	switch t {
-	case wire.TypeSubmitBatch, wire.TypeBatch, wire.TypePadAnswers:
+	case wire.TypeSubmitBatch, wire.TypeBatch, wire.TypePadAnswers, wire.TypeBadBatch:
 		return wire.MaxFrame
 	case wire.TypeProposal, wire.TypeRoundList:
 		return 64 << 20
@@ -120,6 +120,7 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeRoot:         ackReply,
 		wire.TypeEquivocation: ackReply,
 		wire.TypeDoubleSubmit: ackReply,
+		wire.TypeBadBatch:     ackReply,
 		wire.TypePadAnswers:   ackReply,
 		wire.TypeProposal:     {wire.TypeSig, sigCap},
 		wire.TypeRoundList:    ackReply,

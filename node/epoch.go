@@ -85,6 +85,8 @@ type sepoch struct {
 	equivNamed bool // a server's two signed roots were named here
 	// doubleNamed: a client's two onions for one slot were named here.
 	doubleNamed bool
+	// badNamed: a server's malformed signed batch was named here.
+	badNamed bool
 	// layerBufs are OpenLayerInto's buffers, reused round after round.
 	bufMu     sync.Mutex
 	layerBufs [][]byte

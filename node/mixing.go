@@ -139,6 +139,9 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 	if hooks != nil && hooks.corruptOut != nil {
 		hooks.corruptOut(r, out)
 	}
+	if hooks != nil && hooks.dropOut != nil && hooks.dropOut(r) {
+		out = out[:len(out)-1]
+	}
 	s.timing.add(&s.timing.mix, time.Since(mixStart))
 	b := wire.Batch{Epoch: v.id, Round: r, S: uint16(e.pos + 1), Entries: out, ClientSigs: clientSigs, ClientHashes: clientHashes}
 	if err := s.signBatch(&b); err != nil {
@@ -227,6 +230,8 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onEquivocation(from, body)
 	case wire.TypeDoubleSubmit:
 		return s.onDoubleSubmit(from, body)
+	case wire.TypeBadBatch:
+		return s.onBadBatch(from, body)
 	case wire.TypeGetChunk:
 		var c wire.Chunk
 		if err := c.Unmarshal(body, 0); err != nil {
@@ -298,6 +303,7 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		s.mu.Lock()
 		e.keepEvidence(b.Round, b.Entries)
 		s.end(e, fmt.Sprintf("round %d void: batch from server %d malformed", b.Round, S-1))
+		s.noteBadBatch(e, S-1, b.Round, body)
 		s.mu.Unlock()
 		return wire.TypeAck, ack, nil
 	}

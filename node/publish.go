@@ -81,7 +81,7 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte) {
 		// §5.3: the payloads that verify, public already, are stored;
 		// the round is not acknowledged and blame walks the first bad
 		// position (§8).
-		s.payloadBlame(e, r, bad[0], payloads[bad[0]])
+		s.payloadBlame(e, r, bad[0], payloads)
 		return
 	}
 	if err != nil {

@@ -404,15 +404,15 @@ func (s *Server) onAccuse(from peer.ID, body []byte) (wire.Type, []byte, error) 
 // payloadBlame starts the walk of a bad payload at output q of round r
 // (§5.3, §8): every server found it in S_{m-1}'s signed batch, so each
 // starts on its own.
-func (s *Server) payloadBlame(e *sepoch, r uint32, q int, payload []byte) {
+func (s *Server) payloadBlame(e *sepoch, r uint32, q int, payloads [][]byte) {
 	s.mu.Lock()
-	if e.rb != nil || !e.acquire() {
+	if q >= len(payloads) || e.rb != nil || !e.acquire() {
 		s.end(e, fmt.Sprintf("round %d: bad pseudonym signature", r))
 		s.mu.Unlock()
 		return
 	}
 	m := len(e.final.chain)
-	bl := &rblame{round: r, cells: map[int]*stepCell{}, start: m - 1, out: q, outEntry: append([]byte(nil), payload...)}
+	bl := &rblame{round: r, cells: map[int]*stepCell{}, start: m - 1, out: q, outEntry: append([]byte(nil), payloads[q]...)}
 	e.rb = bl
 	s.notify()
 	s.mu.Unlock()

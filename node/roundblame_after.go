@@ -56,6 +56,9 @@ type serverHooks struct {
 	// accusation, got its predecessor's walk step (it must not, for an
 	// accusation that does not hold).
 	probe func(err error)
+	// dropOut may make this server leave the last entry out of its
+	// output batch of round r (signed as it is).
+	dropOut func(r uint32) bool
 	// equivocate may make this server announce, for round r, a second
 	// signed root that differs from its batch's, to every server.
 	equivocate func(r uint32) bool
@@ -371,4 +374,83 @@ func (c *Client) sendSecondOnion(ctx context.Context, e *cepoch, sub *wire.Submi
 	o.Onion[0] ^= 1
 	copy(o.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.id), uint64(o.Round), o.Slot, o.Onion))
 	_, _ = c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeSubmit, Segments: o.Segments(), Timeout: bulkTimeout})
+}
+
+// noteBadBatch names, once per epoch, server t whose signed batch of round
+// r has entries that match its signed root but a wrong shape (a missing
+// entry or one of the wrong size, §5.2): the batch itself is the public
+// evidence, sent to every chain server so that each checks and names it.
+// Call with s.mu held.
+func (s *Server) noteBadBatch(e *sepoch, t int, r uint32, body []byte) {
+	if e.badNamed {
+		return
+	}
+	e.badNamed = true
+	body = append([]byte(nil), body...)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		var others []peer.ID
+		for _, p := range e.final.chain {
+			if p != s.h.ID() {
+				others = append(others, p)
+			}
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+		defer cancel()
+		if _, err := s.each(ctx, others, request{Proto: ProtoRound, Type: wire.TypeBadBatch, Body: body, Timeout: bulkTimeout}); err != nil {
+			s.log.Debug("malformed-batch evidence not delivered everywhere", "err", err)
+		}
+		s.name(e, r, serverCulprit(t, "server %d signed a batch of round %d with a missing or wrong-size entry", t, r), [][]byte{body})
+	}()
+}
+
+// onBadBatch checks a forwarded signed batch: its sender's signature, its
+// entries against the signed root (entries that do not match it are no
+// evidence: anyone could attach them), and its shape; a wrong shape names
+// the sender.
+func (s *Server) onBadBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	h, err := wire.PeekBatch(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(h.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	v := e.final
+	m, n := len(v.chain), e.n()
+	inChain := false
+	for _, p := range v.chain {
+		inChain = inChain || p == from
+	}
+	S := int(h.S)
+	if !inChain || S < 1 || S > m || h.Round >= v.desc.Params.Rounds {
+		return 0, nil, errors.New("node: malformed-batch evidence not from a chain server")
+	}
+	if err := verifyPeerSig(v.chain[S-1], batchDigest(&wire.Batch{Epoch: h.Epoch, Round: h.Round, S: h.S, Root: h.Root}), h.Sig); err != nil {
+		return 0, nil, err
+	}
+	var b wire.Batch
+	lim := limitsFor(v.desc.Params, m)
+	lim.Frame = s.roundCaps(wire.TypeBadBatch)
+	if err := b.Unmarshal(body, lim); err != nil {
+		return 0, nil, err
+	}
+	if merkleRoot(b.Entries) != b.Root {
+		return 0, nil, errors.New("node: the entries do not match the signed root")
+	}
+	want := e.entrySize(S)
+	bad := len(b.Entries) != n
+	for _, x := range b.Entries {
+		bad = bad || len(x) != want
+	}
+	if !bad {
+		return 0, nil, errors.New("node: the batch is well formed")
+	}
+	s.mu.Lock()
+	s.end(e, fmt.Sprintf("round %d void: batch from server %d malformed", b.Round, S-1))
+	s.noteBadBatch(e, S-1, b.Round, body)
+	s.mu.Unlock()
+	return wire.TypeAck, ack, nil
 }

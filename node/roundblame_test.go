@@ -369,3 +369,20 @@ func TestRoundBlameSecondOnion(t *testing.T) {
 	shareAndGet(t, bn.clients[0], bn.clients[2])
 	t.Logf("second onion: every server named the client %v after the fault; an honest share and get done %v after it", named, sinceFault())
 }
+
+// TestRoundBlameMissingEntry: a server that signs and sends a batch with
+// one entry left out is named by every honest server from the signed batch
+// itself, at each chain position.
+func TestRoundBlameMissingEntry(t *testing.T) {
+	positions := []int{0, 1, 2}
+	if testing.Short() {
+		positions = []int{1}
+	}
+	for _, k := range positions {
+		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
+			serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
+				return &serverHooks{dropOut: func(r uint32) bool { return r == 1 && fire(fired) }}
+			})
+		})
+	}
+}

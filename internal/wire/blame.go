@@ -207,6 +207,11 @@ func (m *Equivocation) Unmarshal(b []byte) error {
 	return m.B.Unmarshal(b[rootSize:])
 }
 
+// TypeBadBatch carries a signed batch whose entries match its signed root
+// but whose shape is wrong (a missing entry, or one of the wrong size): the
+// body is the Batch as its sender sent it.
+const TypeBadBatch Type = 75
+
 // TypeDoubleSubmit carries two onions' signatures by one client for one slot.
 const TypeDoubleSubmit Type = 74
 
