@@ -27,6 +27,9 @@ import (
 type ClientConfig struct {
 	Server  string    // the primary's multiaddr, with /p2p/<peer id>
 	Require []peer.ID // servers that must be in the chain besides the primary
+	// MinAnonymity holds share and get jobs (the client sends cover, as
+	// always) in epochs with fewer clients (0: no minimum).
+	MinAnonymity int
 	// DataDir holds the client DB of sealed onions (optional: without it
 	// they are kept in memory only).
 	DataDir string
@@ -73,6 +76,13 @@ type Client struct {
 	index []IndexEntry // synced once per epoch
 	// hooks are set by tests only (roundblame_after.go).
 	hooks atomic.Pointer[clientHooks]
+	// For Status: when the current epoch began, the round count then,
+	// and why no epoch runs (control_status.go).
+	epochAt      time.Time
+	epochRounds0 int
+	epochMoved0  int // chunks uploaded and fetched before the epoch
+	epochEnd     time.Time
+	waiting      string
 }
 
 // Stats counts what a client did.
@@ -267,6 +277,7 @@ func (c *Client) run() {
 		}
 		if err != nil && c.ctx.Err() == nil {
 			c.log.Info("epoch left", "err", err)
+			c.noteWait(waitLine(err))
 			select {
 			case <-c.ctx.Done():
 			case <-time.After(500 * time.Millisecond):

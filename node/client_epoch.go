@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
@@ -40,6 +41,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	c.mu.Lock()
 	c.epoch, c.anon, c.b = e, n, int(fin.Desc.Params.ChunkSize)
 	c.stats.Epochs++
+	c.noteEpoch()
 	c.notify()
 	c.mu.Unlock()
 	names := ""
@@ -172,6 +174,7 @@ func (c *Client) leaveEpoch(e *cepoch) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.epoch = nil
+	c.epochEnd = time.Now()
 	// Requests in flight are forgotten; failed ids may be asked again in a
 	// later epoch (§6.3).
 	clear(c.inflight)
@@ -306,7 +309,8 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 	if onion == nil {
 		pl := &mix.Payload{Kind: mix.KindCover, Requests: make([][32]byte, k)}
 		c.mu.Lock()
-		if len(c.upQ) > 0 {
+		hold := c.holdJobs()
+		if len(c.upQ) > 0 && !hold {
 			u := c.upQ[0]
 			c.upQ = c.upQ[1:]
 			e.ups[r] = &u
@@ -314,15 +318,15 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 		}
 		var reqs [][32]byte
 		for id, g := range c.wants {
-			if len(reqs) == k {
+			if len(reqs) == k || hold {
 				break
 			}
 			if g.root && !c.inflight[id] && !c.failed[id] && !c.retry[id] {
 				reqs = append(reqs, id)
 			}
 		}
-		for _, id := range c.neededIDs(k - len(reqs)) {
-			reqs = append(reqs, id)
+		if !hold {
+			reqs = append(reqs, c.neededIDs(k-len(reqs))...)
 		}
 		reqs = c.backgroundRequests(reqs, k)
 		for i, id := range reqs {
