@@ -111,8 +111,8 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeRoute:    {wire.TypeRoute, 64 + wire.MaxRouteProof},
 		wire.TypeAbort:    ackReply,
 		wire.TypeAccuse:   ackReply,
-		// a step holds one onion: the caller gives the epoch's cap.
-		wire.TypeBlameReq: {wire.TypeBlameStep, 0},
+		// a step holds one onion (the caller gives the epoch's tighter cap).
+		wire.TypeBlameReq: {wire.TypeBlameStep, mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers) + 4096},
 	},
 	ProtoRound: {
 		wire.TypeSubmitBatch:  ackReply,

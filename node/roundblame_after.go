@@ -181,6 +181,9 @@ func (s *Server) conclude(e *sepoch, bl *rblame, c *culprit) {
 // excludes it (§8 "After a blame").
 func (s *Server) name(e *sepoch, round uint32, c *culprit, evidence [][]byte) {
 	v := e.final
+	if v == nil || v.desc == nil || c.server >= len(v.chain) || c.slot >= len(v.desc.Clients) {
+		return // no final descriptor to name a party of
+	}
 	epochHex := fmt.Sprintf("%x", v.id[:6])
 	rec := store.BlameRecord{Epoch: v.id, Number: v.desc.Number, Round: round, Reason: c.why, Evidence: evidence, Time: time.Now().Unix()}
 	s.mu.Lock()
