@@ -40,6 +40,9 @@ type roundBlameState struct {
 	// (guarded by smu alone: chain() runs without s.mu).
 	smu     sync.Mutex
 	servers map[peer.ID]bool
+	// loaded: servers holds the culprits of the stored records too (a
+	// restart keeps them out).
+	loaded sync.Once
 	// hooks are set by tests only (a malicious cast); nil otherwise.
 	hooks atomic.Pointer[serverHooks]
 }
@@ -94,9 +97,35 @@ func (s *Server) blameRecords() ([]store.BlameRecord, error) {
 
 // serverExcluded reports whether a peer was named as a culprit server.
 func (s *Server) serverExcluded(p peer.ID) bool {
+	s.rb.loaded.Do(s.loadBlamed)
 	s.rb.smu.Lock()
 	defer s.rb.smu.Unlock()
 	return s.rb.servers[p]
+}
+
+// loadBlamed adds the culprit servers of the stored blame records.
+func (s *Server) loadBlamed() {
+	if s.store == nil {
+		return
+	}
+	recs, err := s.blameRecords()
+	if err != nil {
+		s.log.Error("round blame: stored records unreadable", "err", err)
+		return
+	}
+	s.rb.smu.Lock()
+	defer s.rb.smu.Unlock()
+	for _, r := range recs {
+		if r.Role != "server" {
+			continue
+		}
+		if p, err := peer.Decode(r.PeerID); err == nil {
+			if s.rb.servers == nil {
+				s.rb.servers = map[peer.ID]bool{}
+			}
+			s.rb.servers[p] = true
+		}
+	}
 }
 
 // clientExcluded reports whether this primary refuses a client peer in

@@ -1,8 +1,14 @@
 package node
 
 import (
+	"crypto/rand"
 	"fmt"
 	"testing"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/store"
 )
 
 // TestMerklePath: every entry of every batch size proves against the root
@@ -63,5 +69,41 @@ func TestStrikeDoubles(t *testing.T) {
 	}
 	if got := s.strike("peer a", 10); got != 10+1<<maxExcludeShift {
 		t.Fatalf("capped exclusion %d", got)
+	}
+}
+
+// TestBlamedServerSurvivesRestart: a culprit server recorded in the store
+// stays out of the chain after a restart (the record is read back).
+func TestBlamedServerSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := peer.IDFromPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := openStore(dir, store.Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bs.PutBlame(store.BlameRecord{Round: 1, Role: "server", Server: 1, PeerID: bad.String(), Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	bs.Close()
+	bs, err = openStore(dir, store.Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bs.Close()
+	s := &Server{store: bs, log: quietLogger()}
+	if !s.serverExcluded(bad) {
+		t.Fatal("a recorded culprit server is not excluded after a restart")
+	}
+	_, pub2, _ := crypto.GenerateEd25519Key(rand.Reader)
+	honest, _ := peer.IDFromPublicKey(pub2)
+	if s.serverExcluded(honest) {
+		t.Fatal("an unrecorded server is excluded")
 	}
 }
