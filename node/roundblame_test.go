@@ -230,6 +230,12 @@ func TestRoundBlameClientMAC(t *testing.T) {
 // serverCase runs a malicious server at chain position k of m = 3 (the
 // honest ones accept a chain of 2, so the network forms again without it).
 func serverCase(t *testing.T, k int, hooks func(fired *atomic.Bool) *serverHooks) {
+	serverCaseEvidence(t, k, 0, hooks)
+}
+
+// serverCaseEvidence is serverCase where each honest record must hold
+// wantEvidence signed messages (0: not checked).
+func serverCaseEvidence(t *testing.T, k, wantEvidence int, hooks func(fired *atomic.Bool) *serverHooks) {
 	bn := startBlameNet(t, 3, 2, 4, 2)
 	var fired atomic.Bool
 	bad := bn.servers[k]
@@ -250,6 +256,12 @@ func serverCase(t *testing.T, k int, hooks func(fired *atomic.Bool) *serverHooks
 		}
 		if hooks := bad.rb.hooks.Load(); hooks.accuse != nil && len(r.Evidence) != 1 {
 			t.Fatalf("honest server %d kept %d pieces of evidence for a false accusation, want the accusation alone", i, len(r.Evidence))
+		}
+		// A corrupting server: the accusation of the next server and the
+		// culprit's own step (a bad payload: the step alone); no honest
+		// server before it reveals anything.
+		if wantEvidence > 0 && len(r.Evidence) != wantEvidence {
+			t.Fatalf("honest server %d kept %d pieces of evidence, want %d", i, len(r.Evidence), wantEvidence)
 		}
 	}
 	for _, s := range honest {
@@ -283,7 +295,7 @@ func TestRoundBlameServerCorrupts(t *testing.T) {
 	}
 	for _, k := range positions {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
-			serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
+			serverCaseEvidence(t, k, map[int]int{0: 2, 1: 2, 2: 1}[k], func(fired *atomic.Bool) *serverHooks {
 				return &serverHooks{corruptOut: func(r uint32, out [][]byte) {
 					if r == 1 && fire(fired) {
 						out[0][0] ^= 1
