@@ -44,6 +44,8 @@
 //   - bufpool.go: recycled round buffers.
 //   - bench.go: in-process benchmark of a whole network (riffle bench).
 //   - control.go: the local control socket of `riffle share`, `get`, `ls`.
+//   - snapshot.go: read-only snapshots of a client and a server and share
+//     job handles, for local views (the web UI).
 //
 // Client:
 //   - client.go: Client, its configuration and main loop.

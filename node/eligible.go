@@ -263,16 +263,16 @@ func (s *Server) eligible(p peer.ID) error {
 }
 
 // eligibleChain returns this server and the live roster servers eligible
-// here, in chain order.
+// here (not named by a round blame, allowed, past probation), in chain
+// order.
 func (s *Server) eligibleChain() []peer.ID {
 	n := s.lastNumber()
-	ids := []peer.ID{s.h.ID()}
-	for _, m := range s.roster.live() {
-		if m.id != s.h.ID() && s.who.check(s.h.ID(), m.id, n) == nil {
-			ids = append(ids, m.id)
+	var ids []peer.ID
+	for _, p := range s.chain() {
+		if s.who.check(s.h.ID(), p, n) == nil {
+			ids = append(ids, p)
 		}
 	}
-	sortChain(ids)
 	return ids
 }
 

@@ -137,6 +137,8 @@ type Server struct {
 	// share fault, blame.go), known only to their primary.
 	banned map[peer.ID]uint64
 	turn   turnState // the leader rotation (rotate.go)
+	// rb is what round blames left here (roundblame_after.go).
+	rb roundBlameState
 
 	timing   timer    // where the time goes (Timing, riffle bench)
 	handlers gate     // stream handlers in flight
