@@ -105,15 +105,17 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, errors.New("node: prepare from outside its chain")
 	}
 	// Agree on the leader (rotate.go): the number's leader in the
-	// eligible chain here, whatever the proposed chain left out.
-	if mine := s.eligibleChain(); len(mine) >= s.cfg.MinServers && leaderOf(p.Number, mine) != from {
-		return 0, nil, fmt.Errorf("node: %s leads epoch %d here, not %s", leaderOf(p.Number, mine).ShortString(), p.Number, from.ShortString())
-	}
+	// eligible chain here, whatever the proposed chain left out. The
+	// number first: a refusal of a number too low says this server's
+	// last, from which a lagging leader catches up (epochnum.go).
 	s.mu.Lock()
 	last := s.number
 	s.mu.Unlock()
 	if err := checkEpochNumber(last, p.Number); err != nil {
 		return 0, nil, err
+	}
+	if mine := s.eligibleChain(); len(mine) >= s.cfg.MinServers && leaderOf(p.Number, mine) != from {
+		return 0, nil, fmt.Errorf("node: %s leads epoch %d here, not %s", leaderOf(p.Number, mine).ShortString(), p.Number, from.ShortString())
 	}
 	sk, err := mix.NewServerSecret(s.rand)
 	if err != nil {

@@ -1,0 +1,54 @@
+package node
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// TestPrepareFromNumbersLeader: a server prepares epoch N only for N's
+// leader in its own eligible chain, chain[N mod |chain|]; the other
+// server's Prepare for the same N is refused before any key is drawn, and
+// so is one from a sender outside its own chain.
+func TestPrepareFromNumbersLeader(t *testing.T) {
+	s, err := NewServer(context.Background(), ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a := newPeerID(t)
+	s.roster.saw(a, "a", nil)
+	chain := []peer.ID{a, s.ID()}
+	sortChain(chain)
+	prep := func(n uint64) []byte {
+		p := wire.Prepare{Number: n, Params: testParams(4).wire()}
+		for _, c := range chain {
+			p.Chain = append(p.Chain, []byte(c))
+		}
+		return p.Marshal()
+	}
+	// Numbers led by a, and by s.
+	na, ns := uint64(1), uint64(2)
+	if chain[1] != a {
+		na, ns = 2, 1
+	}
+	if _, _, err := s.onPrepare(a, prep(ns)); err == nil || !strings.Contains(err.Error(), "leads epoch") {
+		t.Fatalf("prepare of a number a does not lead: %v", err)
+	}
+	if _, _, err := s.onPrepare(newPeerID(t), prep(na)); err == nil || !strings.Contains(err.Error(), "outside its chain") {
+		t.Fatalf("prepare from outside its chain: %v", err)
+	}
+	s.mu.Lock()
+	held := len(s.prep)
+	s.mu.Unlock()
+	if held != 0 {
+		t.Fatalf("refused prepares left %d prepared epochs", held)
+	}
+	if _, _, err := s.onPrepare(a, prep(na)); err != nil {
+		t.Fatalf("prepare from the number's leader: %v", err)
+	}
+}
