@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"errors"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -53,27 +54,37 @@ func (s *Server) serverCaps(caps func(wire.Type) int) func(peer.ID, wire.Type) i
 
 // askedByLeader is the cheap check of a signed descriptor's sender, made
 // before its descriptor is checked (up to m·2R element decodes and m key
-// proofs): the sender is the leader of the descriptor's number in its
-// group (rotate.go), and the descriptor is
-// of an epoch this server prepared (open) or holds (final).
+// proofs): the sender is in the descriptor's group, the descriptor is of
+// an epoch this server prepared (open) or holds (final), and the sender is
+// the leader whose Prepare this server took (rotate.go).
 func (s *Server) askedByLeader(from peer.ID, sd *wire.Signed) error {
 	if len(sd.Desc.Group) == 0 {
 		return errors.New("node: descriptor without servers")
 	}
-	lead := sd.Desc.Group[sd.Desc.Number%uint64(len(sd.Desc.Group))].PeerID
-	if leader, err := peer.IDFromBytes(lead); err != nil || leader != from {
+	inGroup := false
+	for _, g := range sd.Desc.Group {
+		inGroup = inGroup || bytes.Equal(g.PeerID, []byte(from))
+	}
+	if !inGroup {
 		return errors.New("node: descriptor not from its leader")
 	}
 	id := epochID(&sd.Desc)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.epochs[id]; e != nil && !e.ended {
-		return nil
+	e := s.epochs[id]
+	if e == nil || e.ended {
+		e = nil
+		if !sd.Final {
+			e = s.prep[sd.Desc.Nonce]
+		}
 	}
-	if !sd.Final && s.prep[sd.Desc.Nonce] != nil {
-		return nil
+	if e == nil {
+		return errors.New("node: descriptor of an epoch not prepared or held here")
 	}
-	return errors.New("node: descriptor of an epoch not prepared or held here")
+	if e.leader != from {
+		return errors.New("node: descriptor not from its leader")
+	}
+	return nil
 }
 
 // anyPeer is a protocol's caps by type alone, whoever sends.

@@ -97,14 +97,16 @@ func (w *whoState) saw(p peer.ID, n uint64) {
 }
 
 // check says why p may not serve with this server at epoch number n (this
-// server's last number), or nil. self is this server.
-func (w *whoState) check(self, p peer.ID, n uint64) error {
+// server's last number), or nil. self is this server. pins: whether the
+// operator's pins count (the leader rotation follows the group's rules
+// alone, never one operator's taste).
+func (w *whoState) check(self, p peer.ID, n uint64, pins bool) error {
 	if p == self {
 		return nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.allow != nil && !w.allow[p] {
+	if pins && w.allow != nil && !w.allow[p] {
 		return fmt.Errorf("node: %s: server %s not allowed here (--allow-server)", withdrawMark, p.ShortString())
 	}
 	// Bootstrap: a server that never signed an epoch with a chain puts
@@ -259,17 +261,24 @@ func (s *Server) lastNumber() uint64 {
 
 // eligible says why p may not be in a chain this server joins, or nil.
 func (s *Server) eligible(p peer.ID) error {
-	return s.who.check(s.h.ID(), p, s.lastNumber())
+	return s.who.check(s.h.ID(), p, s.lastNumber(), true)
 }
 
 // eligibleChain returns this server and the live roster servers eligible
 // here (not named by a round blame, allowed, past probation), in chain
 // order.
-func (s *Server) eligibleChain() []peer.ID {
+func (s *Server) eligibleChain() []peer.ID { return s.filterChain(true) }
+
+// groupChain is eligibleChain by the group's rules alone (the operator's
+// pins left aside): the chain the leader rotation runs over (rotate.go),
+// so that servers with different pins agree on the leaders.
+func (s *Server) groupChain() []peer.ID { return s.filterChain(false) }
+
+func (s *Server) filterChain(pins bool) []peer.ID {
 	n := s.lastNumber()
 	var ids []peer.ID
 	for _, p := range s.chain() {
-		if s.who.check(s.h.ID(), p, n) == nil {
+		if s.who.check(s.h.ID(), p, n, pins) == nil {
 			ids = append(ids, p)
 		}
 	}

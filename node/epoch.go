@@ -28,6 +28,9 @@ type sepoch struct {
 	v     *view
 	pos   int
 	nonce [32]byte
+	// leader sent the Prepare (rotate.go): every later leader message of
+	// the epoch must come from it.
+	leader peer.ID
 	// final is the final descriptor's view (nil while registration runs).
 	final *view
 

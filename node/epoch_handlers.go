@@ -105,16 +105,20 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, errors.New("node: prepare from outside its chain")
 	}
 	// Agree on the leader (rotate.go): the number's leader in the
-	// eligible chain here, whatever the proposed chain left out. The
+	// group chain here, whatever the proposed chain left out. The
 	// number first: a refusal of a number too low says this server's
 	// last, from which a lagging leader catches up (epochnum.go).
 	s.mu.Lock()
 	last := s.number
+	busy := s.busy()
 	s.mu.Unlock()
 	if err := checkEpochNumber(last, p.Number); err != nil {
 		return 0, nil, err
 	}
-	if mine := s.eligibleChain(); len(mine) >= s.cfg.MinServers && leaderOf(p.Number, mine) != from {
+	if busy != nil {
+		return 0, nil, busy
+	}
+	if mine := s.groupChain(); len(mine) >= s.cfg.MinServers && leaderOf(p.Number, mine) != from {
 		return 0, nil, fmt.Errorf("node: %s leads epoch %d here, not %s", leaderOf(p.Number, mine).ShortString(), p.Number, from.ShortString())
 	}
 	sk, err := mix.NewServerSecret(s.rand)
@@ -154,7 +158,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		copy(yp[:], Yp[r].Encode(nil))
 		g.Y, g.Yp = append(g.Y, y), append(g.Yp, yp)
 	}
-	e := &sepoch{pos: pos, nonce: p.Nonce}
+	e := &sepoch{pos: pos, nonce: p.Nonce, leader: from}
 	e.sk, e.rk, e.dkey, e.entry = sk, rk, dkey, g
 	s.mu.Lock()
 	// One epoch is prepared at a time (the leader runs them in turn): a
@@ -181,9 +185,6 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	v, err := checkDescriptor(&sd.Desc, s.cfg.PIRRate)
 	if err != nil {
 		return 0, nil, err
-	}
-	if v.leader() != from {
-		return 0, nil, errors.New("node: sign request not from the leader")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -265,7 +266,7 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 	s.mu.Lock()
 	e := s.epochs[id]
 	s.mu.Unlock()
-	if e == nil || e.v.leader() != from {
+	if e == nil || e.leader != from {
 		return 0, nil, errors.New("node: registration list for an unknown epoch or not from its leader")
 	}
 	s.mu.Lock()
@@ -338,9 +339,6 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	if err != nil {
 		return 0, nil, err
 	}
-	if v.leader() != from {
-		return 0, nil, errors.New("node: descriptor not from its leader")
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.epochs[v.id]
@@ -390,7 +388,7 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 	s.mu.Lock()
 	e := s.epochs[r.Epoch]
 	s.mu.Unlock()
-	if e == nil || e.v.leader() != s.h.ID() {
+	if e == nil || e.leader != s.h.ID() {
 		return 0, nil, errors.New("node: forwarded registration for an epoch this server does not lead")
 	}
 	// Only a primary of the chain forwards (checked before the
@@ -422,7 +420,7 @@ func (s *Server) onClose(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.epochs[ref.Epoch]
-	if e == nil || e.v.leader() != from {
+	if e == nil || e.leader != from {
 		return 0, nil, errors.New("node: close of an unknown epoch or not from its leader")
 	}
 	e.regClosed = true

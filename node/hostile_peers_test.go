@@ -51,9 +51,8 @@ func fixtureEpoch(t testing.TB, s *Server, regFrom ...peer.ID) *sepoch {
 func fixtureChain(t testing.TB, s *Server, chain []peer.ID, pos int, regFrom ...peer.ID) *sepoch {
 	t.Helper()
 	p := testParams(8).wire()
-	// An even number: the leader of a two-server chain heads it (rotate.go).
-	desc := &wire.Descriptor{Number: 2, Params: p}
-	e := &sepoch{pos: pos}
+	desc := &wire.Descriptor{Number: 1, Params: p}
+	e := &sepoch{pos: pos, leader: chain[0]}
 	e.rounds, e.regs, e.regFrom = map[uint32]*sround{}, map[[32]byte]wire.Register{}, map[[32]byte]peer.ID{}
 	for i, from := range regFrom {
 		var c wire.ClientEntry
@@ -376,8 +375,7 @@ func TestRegListOnce(t *testing.T) {
 // leader, with keys that would not verify.
 func bigSigned(t testing.TB, leader peer.ID, final bool) []byte {
 	p := testParams(MaxRounds).wire()
-	// Number 8 of 8 servers: the first leads it (rotate.go).
-	d := wire.Descriptor{Number: 8, Params: p}
+	d := wire.Descriptor{Number: 9, Params: p}
 	ids := []peer.ID{leader}
 	for len(ids) < 8 {
 		ids = append(ids, newPeerID(t))

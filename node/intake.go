@@ -157,7 +157,7 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 	s.mu.Unlock()
 	// Forward to the leader (§4.1); the leader also collects every
 	// primary's list at the close, so a lost forward costs nothing.
-	leader := e.v.leader()
+	leader := e.leader
 	var err error
 	if leader == s.h.ID() {
 		_, _, err = s.onForwardedRegister(s.h.ID(), body)

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -8,11 +9,14 @@ import (
 
 // Rotating leaders (§3 (v3) "Epoch numbers and leaders";
 // docs/proto-node.md "Rotating leaders"). The leader of epoch number N is
-// chain[N mod |chain|] of the eligible chain (eligible.go), so that a low
-// peer id buys nothing; every server checks a Prepare's sender against its
-// own eligible chain. A silent leader costs one T_lead: a server that saw
-// no epoch prepared, opened or ended for T_lead while its eligible chain
-// was complete moves to the next number, whose leader is the next server.
+// chain[N mod |chain|] of the group chain (eligible.go: live, not blamed,
+// past probation; the operator's pins left aside, so that servers with
+// different pins agree), so that a low peer id buys nothing; every server
+// checks a Prepare's sender against its own group chain. The chain the
+// leader proposes is its eligible chain (pins applied) less the servers
+// that withdrew. A silent leader costs one T_lead: a server that saw no
+// epoch prepared, opened or ended for T_lead while its group chain was
+// complete moves to the next number, whose leader is the next server.
 
 // DefaultLeaderTimeout is T_lead (§3).
 const DefaultLeaderTimeout = 30 * time.Second
@@ -21,9 +25,6 @@ const DefaultLeaderTimeout = 30 * time.Second
 func leaderOf(n uint64, chain []peer.ID) peer.ID {
 	return chain[n%uint64(len(chain))]
 }
-
-// leader is the leader of the epoch v describes.
-func (v *view) leader() peer.ID { return leaderOf(v.desc.Number, v.chain) }
 
 // turnState is where a server is in the rotation. Guarded by Server.mu.
 type turnState struct {
@@ -34,6 +35,8 @@ type turnState struct {
 	progress time.Time
 	// led counts the epochs this server opened as leader.
 	led int
+	// active is when an epoch's state last changed here (notify).
+	active time.Time
 }
 
 // nextNumber is the number this server expects next. Call with s.mu held.
@@ -41,6 +44,17 @@ func (s *Server) nextNumber() uint64 { return max(s.number+1, s.turn.next) }
 
 // progressed restarts the leader timeout. Call with s.mu held.
 func (s *Server) progressed() { s.turn.progress = time.Now() }
+
+// busy says why this server takes no Prepare now: an epoch runs here and
+// changed within T_lead (a server outside the last chains does not know
+// that an epoch runs, and its turn must not cut it short; an epoch whose
+// end this server missed stops blocking after T_lead). Call with s.mu held.
+func (s *Server) busy() error {
+	if s.running() && time.Since(s.turn.active) < s.cfg.LeaderTimeout {
+		return errors.New("node: an epoch is running here")
+	}
+	return nil
+}
 
 // running reports whether an epoch runs here. Call with s.mu held.
 func (s *Server) running() bool {
@@ -52,11 +66,12 @@ func (s *Server) running() bool {
 	return false
 }
 
-// turn decides, once per leader-loop tick, the number to lead (0: none)
-// and the chain to propose. While an epoch runs, or the eligible chain is
+// takeTurn decides, once per leader-loop tick, the number to lead (0: none)
+// and the chain to propose. While an epoch runs, or the group chain is
 // short, the timeout does not run; past it, the turn passes on.
 func (s *Server) takeTurn() (uint64, []peer.ID) {
-	full := s.eligibleChain()
+	full := s.groupChain()
+	eligible := s.eligibleChain()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(full) < s.cfg.MinServers || s.running() {
@@ -73,5 +88,5 @@ func (s *Server) takeTurn() (uint64, []peer.ID) {
 	if leaderOf(n, full) != s.h.ID() {
 		return 0, nil
 	}
-	return n, full
+	return n, eligible
 }

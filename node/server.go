@@ -315,6 +315,7 @@ func (s *Server) Close() error {
 
 // notify wakes every waiter; call with s.mu held.
 func (s *Server) notify() {
+	s.turn.active = time.Now()
 	close(s.changed)
 	s.changed = make(chan struct{})
 }
