@@ -174,3 +174,29 @@ func FuzzVerifyShare(f *testing.F) {
 		}
 	})
 }
+
+// CheckAggregateKeys finds an identity sum at any (s, j), not only from
+// server 0.
+func TestCheckAggregateKeys(t *testing.T) {
+	_, X := testServers(t, 4, newDetRand("check aggregate"))
+	if err := CheckAggregateKeys(X); err != nil {
+		t.Fatalf("honest keys: %v", err)
+	}
+	// X_1 + X_2 + X_3 = 0 with X_3 = −(X_1 + X_2): found at (1, 3).
+	bad := append([]*group.Element(nil), X...)
+	bad[3] = group.NewElement().Add(X[1], X[2])
+	bad[3].Negate(bad[3])
+	if err := CheckAggregateKeys(bad); !errors.Is(err, group.ErrIdentity) {
+		t.Errorf("A_{1,3} = identity: %v", err)
+	}
+	if _, err := AggregateKeys(bad, 0); err != nil {
+		t.Errorf("from server 0 the sums are not the identity: %v", err)
+	}
+	if _, err := AggregateKeys(bad, 1); !errors.Is(err, group.ErrIdentity) {
+		t.Errorf("AggregateKeys(1): %v", err)
+	}
+	bad[3] = group.NewElement()
+	if err := CheckAggregateKeys(bad); !errors.Is(err, group.ErrIdentity) {
+		t.Errorf("single identity key: %v", err)
+	}
+}
