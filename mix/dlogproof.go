@@ -76,3 +76,34 @@ func VerifyShare(epoch EpochID, slot uint32, comp int, V *group.Element, proof [
 	}
 	return nil
 }
+
+// SealComponent encrypts the value M as component j of a registration
+// (SPEC §4.1): (r·G, M + r·K) under the component's key K (A_{0,j}, or
+// A_{0,m-1} for j = m) with fresh r, and the proof of knowledge of r bound
+// to the epoch and regKey. Register builds every component this way; a
+// test uses it to model a client that registers a copy of a value it did
+// not draw (one a malicious S_0 decrypted), which passes every
+// registration check and is caught only by the proof of its discrete log.
+func SealComponent(epoch EpochID, regKey []byte, serverKeys []*group.Element, j int, M *group.Element, rand io.Reader) (group.Ciphertext, [SchnorrProofSize]byte, error) {
+	var proof [SchnorrProofSize]byte
+	keys, err := AggregateKeys(serverKeys, 0)
+	if err != nil {
+		return group.Ciphertext{}, proof, err
+	}
+	if j < 0 || j >= len(keys) {
+		return group.Ciphertext{}, proof, fmt.Errorf("seal component %d of %d", j, len(keys))
+	}
+	r, err := nonZeroScalar(rand)
+	if err != nil {
+		return group.Ciphertext{}, proof, err
+	}
+	defer r.Zero()
+	ct := group.Ciphertext{A: group.NewElement().ScalarBaseMult(r), B: group.NewElement().ScalarMult(r, keys[j])}
+	ct.B.Add(ct.B, M)
+	p, err := proveSchnorr(r, ct.A, ctPoKStatement(epoch, regKey, j, keys[j], ct), tagCtPoK, rand)
+	if err != nil {
+		return group.Ciphertext{}, proof, err
+	}
+	copy(proof[:], p)
+	return ct, proof, nil
+}

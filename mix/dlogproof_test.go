@@ -200,3 +200,41 @@ func TestCheckAggregateKeys(t *testing.T) {
 		t.Errorf("single identity key: %v", err)
 	}
 }
+
+// A copy of another client's value, sealed under a new registration key,
+// passes every registration check, yet its holder cannot prove the value's
+// discrete log: only the proof of §4.1 v3 tells the two apart.
+func TestSealedCopyPassesRegistrationNotProof(t *testing.T) {
+	rand := newDetRand("sealed copy")
+	_, X := testServers(t, 2, rand)
+	epoch := testEpoch("sealed copy")
+	victimKey, copierKey := testRegKey(t, rand), testRegKey(t, rand)
+	victim, _, err := Register(epoch, victimKey.Public().(ed25519.PublicKey), X, rand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copier, reg, err := Register(epoch, copierKey.Public().(ed25519.PublicKey), X, rand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	U0, _ := victim.Share(0)
+	ct, pf, err := SealComponent(epoch, copierKey.Public().(ed25519.PublicKey), X, 0, U0, rand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Ciphertexts[0], reg.Proofs[0] = ct, pf
+	if err := VerifyRegistration(epoch, copierKey.Public().(ed25519.PublicKey), X, reg); err != nil {
+		t.Fatalf("the copy fails registration: %v", err)
+	}
+	vp, _ := victim.ProveShare(epoch, 4, 0, rand)
+	cp, _ := copier.ProveShare(epoch, 3, 0, rand)
+	if err := VerifyShare(epoch, 4, 0, U0, vp); err != nil {
+		t.Errorf("victim cannot prove: %v", err)
+	}
+	if VerifyShare(epoch, 3, 0, U0, cp) == nil {
+		t.Error("copier proves a value it did not draw")
+	}
+	if VerifyShare(epoch, 3, 0, U0, vp) == nil {
+		t.Error("the victim's proof replays at the copier's slot")
+	}
+}
