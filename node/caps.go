@@ -35,7 +35,7 @@ func (s *Server) epochCaps(t wire.Type) int {
 	case wire.TypeStep:
 		return 512 << 20
 	}
-	return 0
+	return dupEpochCaps(t)
 }
 
 func (s *Server) roundCaps(t wire.Type) int {
@@ -61,7 +61,7 @@ func (s *Server) clientCaps(t wire.Type) int {
 	case wire.TypeSubmit:
 		return mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers) + 256
 	}
-	return 0
+	return dupClientCaps(t)
 }
 
 func (s *Server) pirCaps(t wire.Type) int {

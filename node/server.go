@@ -127,7 +127,8 @@ type Server struct {
 	number  uint64               // highest epoch number signed (EpochNumberFile)
 	// banned: client peers excluded up to an epoch number (a culprit of a
 	// share fault, blame.go), known only to their primary.
-	banned map[peer.ID]uint64
+	banned    map[peer.ID]uint64
+	dupServer // duplicate-share verdicts (dupwalk.go)
 
 	timing   timer    // where the time goes (Timing, riffle bench)
 	handlers gate     // stream handlers in flight
