@@ -37,9 +37,7 @@ of the baseline's, the price of anonymity. Before the rows, the run measures the
 machine's ceilings (AES-GCM, SHA-256, XOR in cache, memcpy, a loopback libp2p
 stream); after each row it prints each stage's rate and its ratio to its ceiling.
 
---paper writes the paper-style report (Markdown and SVG plots) into --out;
---processes runs each server as its own process (this binary, riffle server) and
-the clients in another, and reports each server's CPU time and peak RSS.`,
+--paper writes the paper-style report (Markdown and SVG plots) into --out;`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "clients", Value: "16,64,200", Usage: "comma-separated crowd sizes n"},
 			&cli.IntFlag{Name: "rounds", Value: 8, Usage: "chunks each client shares (about one round each)"},
@@ -52,7 +50,6 @@ the clients in another, and reports each server's CPU time and peak RSS.`,
 			&cli.BoolFlag{Name: "quick", Usage: "with --paper: tiny sizes (for tests)"},
 			&cli.BoolFlag{Name: "setup-10k", Usage: "with --paper: also time setup at n = 10,000"},
 			&cli.StringFlag{Name: "out", Value: "docs/bench/paper", Usage: "with --paper: output directory"},
-			&cli.BoolFlag{Name: "processes", Usage: "run each server as a separate process and the clients in another"},
 			verboseFlag(),
 		},
 		Action: runBench,
@@ -99,6 +96,9 @@ func runBench(c *cli.Context) error {
 	ctx, stop := signalContext(c.Context)
 	defer stop()
 	out := stdout(c)
+	if c.Bool("paper") {
+		return runBenchPaper(ctx, c)
+	}
 	var ceil benchreport.Ceilings
 	if !c.Bool("no-ceilings") {
 		if ceil, err = benchreport.Measure(ctx, 300*time.Millisecond); err != nil {

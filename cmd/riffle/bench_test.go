@@ -1,10 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/riffle-net/riffle/internal/benchreport"
 )
 
 // TestBenchSmall runs `riffle bench` on a tiny network: the ceilings'
@@ -47,6 +55,72 @@ func TestBenchSmall(t *testing.T) {
 	for _, s := range []string{"chain mix", "verify", "store", "PIR", "network"} {
 		if !strings.Contains(lines[4], s+" ") {
 			t.Errorf("stages lack %s: %q", s, lines[4])
+		}
+	}
+}
+
+// TestBenchPaperQuick runs `riffle bench --paper --quick` into a temporary
+// directory and checks that every file exists and parses: the SVG plots as
+// XML with an <svg> root, data.json as the measured data with every sweep
+// filled, and report.md naming each plot and the comparison with the paper.
+func TestBenchPaperQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a loopback network")
+	}
+	dir := t.TempDir()
+	out, errOut, err := runBin(t, cleanEnv(t), "bench", "--paper", "--quick", "--out", dir)
+	if err != nil {
+		t.Fatalf("bench --paper: %v\n%s%s", err, out, errOut)
+	}
+	for _, name := range benchreport.Files {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch filepath.Ext(name) {
+		case ".svg":
+			dec := xml.NewDecoder(bytes.NewReader(b))
+			root := ""
+			for {
+				tok, err := dec.Token()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if se, ok := tok.(xml.StartElement); ok && root == "" {
+					root = se.Name.Local
+				}
+			}
+			if root != "svg" {
+				t.Errorf("%s: root element %q", name, root)
+			}
+		case ".json":
+			var d benchreport.PaperData
+			if err := json.Unmarshal(b, &d); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if !d.Quick || len(d.ByN) != 2 || len(d.ByB) != 2 || len(d.SetupN) != 2 || len(d.SetupM) != 2 ||
+				len(d.PIRQ) != 2 || len(d.PIRL) != 2 || d.Ceilings.AESGCM <= 0 || d.Ceilings.Loopback <= 0 {
+				t.Errorf("data.json: %+v", d)
+			}
+			for _, g := range d.ByN {
+				if g.Steady <= 0 || g.Baseline <= 0 || g.Rounds < 2 {
+					t.Errorf("goodput point %+v", g)
+				}
+			}
+		case ".md":
+			for _, want := range []string{"## Beside the paper", "just over 100 KB/s", "## Ceilings", "| n | b |"} {
+				if !bytes.Contains(b, []byte(want)) {
+					t.Errorf("report.md lacks %q", want)
+				}
+			}
+			for _, f := range benchreport.Files {
+				if filepath.Ext(f) == ".svg" && !bytes.Contains(b, []byte("("+f+")")) {
+					t.Errorf("report.md does not show %s", f)
+				}
+			}
 		}
 	}
 }
