@@ -37,7 +37,10 @@ of the baseline's, the price of anonymity. Before the rows, the run measures the
 machine's ceilings (AES-GCM, SHA-256, XOR in cache, memcpy, a loopback libp2p
 stream); after each row it prints each stage's rate and its ratio to its ceiling.
 
---paper writes the paper-style report (Markdown and SVG plots) into --out;`,
+--paper writes the paper-style report (Markdown and SVG plots) into --out.
+--processes runs each server as its own process (this binary, riffle server on
+127.0.0.1 with --no-mdns) and the clients in this one, and reports each server's
+CPU time and peak RSS (from /proc) beside the goodputs.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "clients", Value: "16,64,200", Usage: "comma-separated crowd sizes n"},
 			&cli.IntFlag{Name: "rounds", Value: 8, Usage: "chunks each client shares (about one round each)"},
@@ -50,6 +53,7 @@ stream); after each row it prints each stage's rate and its ratio to its ceiling
 			&cli.BoolFlag{Name: "quick", Usage: "with --paper: tiny sizes (for tests)"},
 			&cli.BoolFlag{Name: "setup-10k", Usage: "with --paper: also time setup at n = 10,000"},
 			&cli.StringFlag{Name: "out", Value: "docs/bench/paper", Usage: "with --paper: output directory"},
+			&cli.BoolFlag{Name: "processes", Usage: "run each server as a separate process (riffle server) and the clients in this one; report each server's CPU and peak RSS"},
 			verboseFlag(),
 		},
 		Action: runBench,
@@ -98,6 +102,9 @@ func runBench(c *cli.Context) error {
 	out := stdout(c)
 	if c.Bool("paper") {
 		return runBenchPaper(ctx, c)
+	}
+	if c.Bool("processes") {
+		return runBenchProcesses(ctx, c, counts, chunks, b, k)
 	}
 	var ceil benchreport.Ceilings
 	if !c.Bool("no-ceilings") {

@@ -124,3 +124,36 @@ func TestBenchPaperQuick(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchProcesses runs `riffle bench --processes` for n = 2: three
+// server processes and the clients here; the row has both goodputs and,
+// for each server and the clients, a CPU time and a peak RSS of at least
+// a megabyte (a Go process resides in more).
+func TestBenchProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a loopback network of processes")
+	}
+	out, errOut, err := runBin(t, cleanEnv(t), "bench", "--processes", "--clients", "2", "--rounds", "1", "--chunk-size", "16384")
+	if err != nil {
+		t.Fatalf("bench --processes: %v\n%s%s", err, out, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], "server 2 CPU / peak RSS") {
+		t.Fatalf("bench printed:\n%s", out)
+	}
+	// n, two rates (number and unit), wall, then four "CPU / RSS unit".
+	f := strings.Fields(lines[2])
+	if len(f) != 6+4*4 || f[0] != "2" {
+		t.Fatalf("row %q", lines[2])
+	}
+	for i := 6; i < len(f); i += 4 {
+		cpu, err := time.ParseDuration(f[i])
+		if err != nil || cpu < 0 || f[i+1] != "/" {
+			t.Fatalf("CPU %q in %q", f[i], lines[2])
+		}
+		rss, err := strconv.ParseFloat(f[i+2], 64)
+		if err != nil || rss <= 0 || (f[i+3] != "MiB" && f[i+3] != "GiB") {
+			t.Fatalf("peak RSS %q %q in %q", f[i+2], f[i+3], lines[2])
+		}
+	}
+}
