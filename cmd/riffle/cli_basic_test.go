@@ -476,4 +476,3 @@ func TestVerboseAnywhere(t *testing.T) {
 		}
 	}
 }
-
