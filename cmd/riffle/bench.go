@@ -40,7 +40,8 @@ stream); after each row it prints each stage's rate and its ratio to its ceiling
 --paper writes the paper-style report (Markdown and SVG plots) into --out.
 --processes runs each server as its own process (this binary, riffle server on
 127.0.0.1 with --no-mdns) and the clients in this one, and reports each server's
-CPU time and peak RSS (from /proc) beside the goodputs.`,
+CPU time and peak RSS (from /proc) beside the goodputs. --servers runs only the
+clients, against servers running elsewhere (make netns uses it).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "clients", Value: "16,64,200", Usage: "comma-separated crowd sizes n"},
 			&cli.IntFlag{Name: "rounds", Value: 8, Usage: "chunks each client shares (about one round each)"},
@@ -54,6 +55,7 @@ CPU time and peak RSS (from /proc) beside the goodputs.`,
 			&cli.BoolFlag{Name: "setup-10k", Usage: "with --paper: also time setup at n = 10,000"},
 			&cli.StringFlag{Name: "out", Value: "docs/bench/paper", Usage: "with --paper: output directory"},
 			&cli.BoolFlag{Name: "processes", Usage: "run each server as a separate process (riffle server) and the clients in this one; report each server's CPU and peak RSS"},
+			&cli.StringFlag{Name: "servers", Usage: "run only the clients, against these servers (comma-separated multiaddrs with /p2p/)"},
 			verboseFlag(),
 		},
 		Action: runBench,
@@ -102,6 +104,9 @@ func runBench(c *cli.Context) error {
 	out := stdout(c)
 	if c.Bool("paper") {
 		return runBenchPaper(ctx, c)
+	}
+	if c.IsSet("servers") {
+		return runBenchRemote(ctx, c, counts, chunks, k)
 	}
 	if c.Bool("processes") {
 		return runBenchProcesses(ctx, c, counts, chunks, b, k)

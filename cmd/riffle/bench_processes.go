@@ -205,3 +205,32 @@ func tail(path string) string {
 	}
 	return "; its log ends:\n" + strings.Join(lines, "\n")
 }
+
+// runBenchRemote is `riffle bench --servers A,B,C`: only the clients, in
+// this process, against servers running elsewhere (make netns runs one per
+// group of clients, each in its own network namespace). Every count in
+// --clients is one run; the epoch parameters are the servers'.
+func runBenchRemote(ctx context.Context, c *cli.Context, counts []int, chunks, k int) error {
+	var addrs []string
+	for _, a := range strings.Split(c.String("servers"), ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return fmt.Errorf("--servers: give the servers' multiaddrs with /p2p/, comma-separated")
+	}
+	out := stdout(c)
+	fmt.Fprintf(out, "riffle bench --servers: the clients only, against %d servers; every client shares %d chunks then fetches a file\n", len(addrs), chunks)
+	const rowFmt = "%5v %13v %13v %9v\n"
+	fmt.Fprintf(out, rowFmt, "n", "share/client", "get/client", "wall")
+	for _, n := range counts {
+		start := time.Now()
+		r, err := nodetest.BenchClients(ctx, addrs, nodetest.BenchConfig{Clients: n, K: k, Chunks: chunks, Logger: logger(c)})
+		if err != nil {
+			return fmt.Errorf("bench --servers n = %d: %w", n, err)
+		}
+		fmt.Fprintf(out, rowFmt, n, humanBytes(uint64(r.UploadGoodput))+"/s", humanBytes(uint64(r.DownloadGoodput))+"/s", time.Since(start).Round(100*time.Millisecond))
+	}
+	return nil
+}

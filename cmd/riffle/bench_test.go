@@ -157,3 +157,14 @@ func TestBenchProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchServersBad: --servers without an address, or with one that is
+// not a multiaddr, fails with one riffle: line and no row.
+func TestBenchServersBad(t *testing.T) {
+	for _, arg := range []string{"", "not-an-address"} {
+		out, errOut, err := runBin(t, cleanEnv(t), "bench", "--servers", arg, "--clients", "2")
+		if err == nil || strings.Count(errOut, "riffle: ") != 1 || strings.Contains(out, "share/client\n") {
+			t.Errorf("--servers %q: err %v, stdout %q, stderr %q", arg, err, out, errOut)
+		}
+	}
+}
