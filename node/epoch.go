@@ -71,6 +71,7 @@ type registration struct {
 	regClosed bool
 	fwd       map[[32]byte]wire.Register // leader: forwarded by primaries
 	slotRegs  []wire.Register            // final slot order
+	regListed bool                       // slotRegs taken (one list an epoch)
 	parsed    []*mix.Registration
 	// regFrom is, for this primary's own clients, the peer that sent each
 	// registration: only the primary sees it (§4.1), and only to exclude

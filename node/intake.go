@@ -54,6 +54,16 @@ func (s *Server) epochForWait(id [32]byte) (*sepoch, error) {
 // handleClient serves /riffle/1/client.
 func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
 	switch t {
+	case wire.TypeWaitOpen, wire.TypeRegister, wire.TypeWaitList:
+		// Long polls: bounded per peer and in all (polls.go).
+		pctx, release, err := s.enterPoll(ctx, from, t == wire.TypeWaitOpen)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer release()
+		ctx = pctx
+	}
+	switch t {
 	case wire.TypeWaitOpen:
 		var ref wire.EpochRef
 		if err := ref.Unmarshal(body); err != nil {
@@ -83,6 +93,14 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 		e, err := s.epochFor(ref.Epoch)
 		if err != nil {
 			return 0, nil, err
+		}
+		// Only a client that registered in the epoch here waits for its
+		// lists (anyone could otherwise hold a stream to the epoch's end).
+		s.mu.Lock()
+		mine := e.registeredBy(from)
+		s.mu.Unlock()
+		if !mine {
+			return 0, nil, errors.New("node: request lists go to the clients registered here")
 		}
 		out, err := s.waitBytes(ctx, e, func() []byte {
 			if x := e.rounds[ref.Round]; x != nil {
@@ -142,7 +160,7 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 	leader := e.v.chain[0]
 	var err error
 	if leader == s.h.ID() {
-		_, _, err = s.onForwardedRegister(body)
+		_, _, err = s.onForwardedRegister(s.h.ID(), body)
 	} else {
 		_, err = call(ctx, s.h, leader, request{Proto: ProtoEpoch, Type: wire.TypeRegister, Body: body, Timeout: shortTimeout})
 	}
