@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -28,8 +29,11 @@ func runBenchPaper(ctx context.Context, c *cli.Context) error {
 	if c.IsSet("out") {
 		args = append(args, "--out", dir)
 	}
+	if c.IsSet("note") {
+		args = append(args, "--note", strconv.Quote(c.String("note")))
+	}
 	d, err := benchreport.Paper(ctx, benchreport.PaperConfig{Out: dir, Quick: c.Bool("quick"), Setup10k: c.Bool("setup-10k"),
-		Command: strings.Join(args, " "), Logger: logger(c), Progress: os.Stderr})
+		Command: strings.Join(args, " "), Note: c.String("note"), Logger: logger(c), Progress: os.Stderr})
 	if err != nil {
 		return err
 	}

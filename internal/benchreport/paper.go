@@ -19,6 +19,7 @@ type PaperConfig struct {
 	Quick    bool   // tiny sizes, seconds in all (for tests)
 	Setup10k bool   // also time setup at n = 10,000
 	Command  string // the command line, quoted in the report
+	Note     string // a paragraph on the machine, e.g. what else ran on it
 	Logger   *slog.Logger
 	Progress io.Writer // one line per measurement (nil: none)
 }
@@ -44,6 +45,7 @@ type PaperData struct {
 	PIRL     []PIRPoint
 	Elapsed  time.Duration
 	Command  string
+	Note     string
 }
 
 // paperSizes are the sweeps of a paper run.
@@ -80,7 +82,7 @@ func sizesFor(cfg PaperConfig) paperSizes {
 func Paper(ctx context.Context, cfg PaperConfig) (PaperData, error) {
 	start := time.Now()
 	sz := sizesFor(cfg)
-	d := PaperData{Machine: DescribeMachine(), Quick: cfg.Quick, Command: cfg.Command}
+	d := PaperData{Machine: DescribeMachine(), Quick: cfg.Quick, Command: cfg.Command, Note: cfg.Note}
 	say := func(format string, a ...any) {
 		if cfg.Progress != nil {
 			fmt.Fprintf(cfg.Progress, "paper: "+format+"\n", a...)

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -49,7 +51,18 @@ func report(out io.Writer, d PaperData) error {
 	p("| --- | --- | --- | --- | --- | --- |")
 	p("| %s | %d | %s | %s %s/%s | %s | %s |", d.Machine.CPU, d.Machine.Cores, d.Machine.MemTotal, d.Machine.GoVersion, d.Machine.OS, d.Machine.Arch, d.Machine.LoadStart, d.Machine.LoadEnd)
 	p("")
-	p("A load average above the core count means other work shared the cores during the run: compare rows of one run, not runs.")
+	if busy(d.Machine.LoadStart, d.Machine.Cores) || busy(d.Machine.LoadEnd, d.Machine.Cores) {
+		p("**The machine was busy:** its load average (%s at start, %s at end) exceeded its %d cores, so this run got a fraction of them and every figure below is lower than the same code gives on an idle machine.",
+			first(d.Machine.LoadStart), first(d.Machine.LoadEnd), d.Machine.Cores)
+	} else {
+		p("A load average above the core count would mean other work shared the cores during the run.")
+	}
+	if d.Note != "" {
+		p("")
+		p("%s", d.Note)
+	}
+	p("")
+	p("Compare rows of one run, not runs.")
 	p("")
 	p("## Ceilings")
 	p("")
@@ -151,4 +164,18 @@ func abs(x int) int {
 		return -x
 	}
 	return x
+}
+
+// first is the first field of a load average ("1.00 0.50 0.20").
+func first(load string) string {
+	if f := strings.Fields(load); len(f) > 0 {
+		return f[0]
+	}
+	return load
+}
+
+// busy says whether a load average's 1-minute figure exceeds the cores.
+func busy(load string, cores int) bool {
+	v, err := strconv.ParseFloat(first(load), 64)
+	return err == nil && v > float64(cores)
 }
