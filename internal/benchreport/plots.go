@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 const kib = 1024.0
@@ -26,7 +27,7 @@ func plots(dir string, d PaperData) error {
 		return pts
 	}
 	// Goodput per client against n and against b.
-	goodput := func(pts []GoodputPoint, x func(GoodputPoint) float64, title, xlabel, name string) error {
+	goodput := func(pts []GoodputPoint, x func(GoodputPoint) float64, paper bool, title, xlabel, name string) error {
 		p := plot.New()
 		p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, xlabel, "KiB/s per client"
 		get := func(f func(GoodputPoint) float64) plotter.XYs {
@@ -39,14 +40,25 @@ func plots(dir string, d PaperData) error {
 		); err != nil {
 			return err
 		}
+		if paper {
+			// The paper's figure, for comparison: one point.
+			sc, err := plotter.NewScatter(plotter.XYs{{X: PaperClients, Y: PaperGoodput / kib}})
+			if err != nil {
+				return err
+			}
+			sc.GlyphStyle.Shape = draw.CrossGlyph{}
+			sc.GlyphStyle.Radius = vg.Points(5)
+			p.Add(sc)
+			p.Legend.Add("Riffle paper (separate machines)", sc)
+		}
 		p.Legend.Top = true
 		return save(p, name)
 	}
-	if err := goodput(d.ByN, func(g GoodputPoint) float64 { return float64(g.Clients) },
+	if err := goodput(d.ByN, func(g GoodputPoint) float64 { return float64(g.Clients) }, true,
 		"goodput per client against n (m = 3, k = 1)", "clients n", "goodput_n.svg"); err != nil {
 		return err
 	}
-	if err := goodput(d.ByB, func(g GoodputPoint) float64 { return float64(g.ChunkSize) / kib },
+	if err := goodput(d.ByB, func(g GoodputPoint) float64 { return float64(g.ChunkSize) / kib }, false,
 		"goodput per client against b", "chunk size b (KiB)", "goodput_b.svg"); err != nil {
 		return err
 	}
