@@ -137,7 +137,7 @@ func loopback(ctx context.Context) (float64, error) {
 	defer srv.Close()
 	done := make(chan error, 1)
 	srv.SetStreamHandler(loopProto, func(s network.Stream) {
-		n, err := io.Copy(io.Discard, s)
+		n, err := io.Copy(io.Discard, io.LimitReader(s, loopBytes+1)) // bounded: one byte more shows an overrun
 		if err == nil && n != loopBytes {
 			err = fmt.Errorf("loopback: got %d bytes, want %d", n, loopBytes)
 		}
