@@ -40,7 +40,10 @@ stream); after each row it prints each stage's rate and its ratio to its ceiling
 --paper writes the paper-style report (Markdown and SVG plots) into --out.
 --processes runs each server as its own process (this binary, riffle server on
 127.0.0.1 with --no-mdns) and the clients in this one, and reports each server's
-CPU time and peak RSS (from /proc) beside the goodputs. --servers runs only the
+CPU time and peak RSS (from /proc) beside the goodputs, then the baseline between
+a plain-libp2p server process and the clients' process; there "vs baseline" is
+the baseline's time to move each client's file up and a file down over riffle's
+share and get time. --servers runs only the
 clients, against servers running elsewhere (make netns uses it).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "clients", Value: "16,64,200", Usage: "comma-separated crowd sizes n"},
@@ -56,6 +59,7 @@ clients, against servers running elsewhere (make netns uses it).`,
 			&cli.StringFlag{Name: "out", Value: "docs/bench/paper", Usage: "with --paper: output directory"},
 			&cli.StringFlag{Name: "note", Usage: "with --paper: a paragraph on the machine for the report (what else ran on it)"},
 			&cli.BoolFlag{Name: "processes", Usage: "run each server as a separate process (riffle server) and the clients in this one; report each server's CPU and peak RSS"},
+			&cli.BoolFlag{Name: "baseline-serve", Hidden: true, Usage: "serve the plain-libp2p baseline on 127.0.0.1 (--processes starts it)"},
 			&cli.StringFlag{Name: "servers", Usage: "run only the clients, against these servers (comma-separated multiaddrs with /p2p/)"},
 			verboseFlag(),
 		},
@@ -105,6 +109,9 @@ func runBench(c *cli.Context) error {
 	out := stdout(c)
 	if c.Bool("paper") {
 		return runBenchPaper(ctx, c)
+	}
+	if c.Bool("baseline-serve") {
+		return runBaselineServe(ctx, c, b)
 	}
 	if c.IsSet("servers") {
 		return runBenchRemote(ctx, c, counts, chunks, k)

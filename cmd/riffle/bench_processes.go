@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/urfave/cli/v2"
 
 	"github.com/riffle-net/riffle/internal/benchreport"
@@ -47,8 +48,8 @@ func runBenchProcesses(ctx context.Context, c *cli.Context, counts []int, chunks
 	out := stdout(c)
 	fmt.Fprintf(out, "riffle bench --processes: %d servers, each its own process (riffle server on 127.0.0.1, no mDNS); the clients in this process (pid %d); b = %d B, k = %d, every client shares %d chunks then fetches a file\n",
 		procServers, os.Getpid(), b, k, chunks)
-	const rowFmt = "%5v %13v %13v %9v %24v %24v %24v %24v\n"
-	fmt.Fprintf(out, rowFmt, "n", "share/client", "get/client", "wall", "server 0 CPU / peak RSS", "server 1 CPU / peak RSS", "server 2 CPU / peak RSS", "clients CPU / peak RSS")
+	const rowFmt = "%5v %13v %13v %9v %24v %24v %24v %24v %15v %12v\n"
+	fmt.Fprintf(out, rowFmt, "n", "share/client", "get/client", "wall", "server 0 CPU / peak RSS", "server 1 CPU / peak RSS", "server 2 CPU / peak RSS", "clients CPU / peak RSS", "baseline/client", "vs baseline")
 	for _, n := range counts {
 		if n > int(node.DefaultParams().MaxClients) {
 			return fmt.Errorf("--processes: n = %d above the servers' client cap %d", n, node.DefaultParams().MaxClients)
@@ -126,7 +127,62 @@ func benchProcessesOnce(ctx context.Context, self string, n, chunks, b, k int) (
 	}
 	// The client process's peak is over its whole life (all n so far).
 	row = append(row, fmt.Sprintf("%.1fs / %s", (self1.CPU-self0.CPU).Seconds(), humanBytes(self1.PeakRSS)))
+	for _, p := range procs {
+		p.stop()
+	}
+	procs = nil
+	// The baseline between the same kinds of processes: a plain-libp2p
+	// server process and this one, moving each client's file up and a
+	// file down (chunks rounds of b each way).
+	bl, err := baselineProcess(ctx, self, n, r.ChunkSize, chunks)
+	if err != nil {
+		return nil, err
+	}
+	row = append(row, humanBytes(uint64(bl.Goodput))+"/s", fmt.Sprintf("%.3f", bl.Time.Seconds()/(r.ShareTime+r.GetTime).Seconds()))
 	return row, nil
+}
+
+// baselineProcess runs `riffle bench --baseline-serve` as a process and
+// the baseline's clients here against it.
+func baselineProcess(ctx context.Context, self string, n, b, rounds int) (nodetest.BaselineResult, error) {
+	cmd := exec.Command(self, "bench", "--baseline-serve", "--chunk-size", strconv.Itoa(b))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nodetest.BaselineResult{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nodetest.BaselineResult{}, fmt.Errorf("baseline server: %w", err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	line, err := bufio.NewReader(io.LimitReader(stdout, 4096)).ReadString('\n')
+	if err != nil {
+		return nodetest.BaselineResult{}, fmt.Errorf("baseline server: no address: %w", err)
+	}
+	ai, err := peer.AddrInfoFromString(strings.TrimSpace(line))
+	if err != nil {
+		return nodetest.BaselineResult{}, fmt.Errorf("baseline server: address %q: %w", line, err)
+	}
+	return nodetest.BaselineClients(ctx, *ai, n, b, rounds)
+}
+
+// runBaselineServe is `riffle bench --baseline-serve`: a plain-libp2p
+// baseline server on 127.0.0.1 until SIGINT or SIGTERM; its address is
+// the first line on stdout.
+func runBaselineServe(ctx context.Context, c *cli.Context, b int) error {
+	h, err := nodetest.NewPlainHost(true)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	if err := nodetest.ServeBaseline(h, b); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout(c), "%s/p2p/%s\n", h.Addrs()[0], h.ID())
+	<-ctx.Done()
+	return nil
 }
 
 // waitAddr waits for a server's address file and returns its 127.0.0.1

@@ -126,9 +126,9 @@ func TestBenchPaperQuick(t *testing.T) {
 }
 
 // TestBenchProcesses runs `riffle bench --processes` for n = 2: three
-// server processes and the clients here; the row has both goodputs and,
-// for each server and the clients, a CPU time and a peak RSS of at least
-// a megabyte (a Go process resides in more).
+// server processes and the clients here; the row has both goodputs, for
+// each server and the clients a CPU time and a peak RSS, and the baseline
+// (a plain-libp2p server process) with riffle's fraction of it in (0, 1).
 func TestBenchProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a loopback network of processes")
@@ -141,12 +141,16 @@ func TestBenchProcesses(t *testing.T) {
 	if len(lines) != 3 || !strings.Contains(lines[1], "server 2 CPU / peak RSS") {
 		t.Fatalf("bench printed:\n%s", out)
 	}
-	// n, two rates (number and unit), wall, then four "CPU / RSS unit".
+	// n, two rates (number and unit), wall, four "CPU / RSS unit", the
+	// baseline's rate (number and unit) and the fraction.
 	f := strings.Fields(lines[2])
-	if len(f) != 6+4*4 || f[0] != "2" {
+	if len(f) != 6+4*4+3 || f[0] != "2" {
 		t.Fatalf("row %q", lines[2])
 	}
-	for i := 6; i < len(f); i += 4 {
+	if frac, err := strconv.ParseFloat(f[len(f)-1], 64); err != nil || frac <= 0 || frac >= 1 {
+		t.Fatalf("vs baseline %q: %v", f[len(f)-1], err)
+	}
+	for i := 6; i < 6+4*4; i += 4 {
 		cpu, err := time.ParseDuration(f[i])
 		if err != nil || cpu < 0 || f[i+1] != "/" {
 			t.Fatalf("CPU %q in %q", f[i], lines[2])

@@ -65,6 +65,37 @@ type BaselineResult struct {
 	Goodput                    float64       // bytes per client per second, each way
 }
 
+// ServeBaseline answers the baseline's protocol on h: on each stream, for
+// every b bytes read, b bytes back, until the client closes its side.
+func ServeBaseline(h host.Host, b int) error {
+	if b < 1 {
+		return fmt.Errorf("nodetest: baseline chunk size %d", b)
+	}
+	// The server answers every request with the same b bytes: what it
+	// sends does not matter, only that it is b bytes a round.
+	answer := make([]byte, b)
+	if _, err := rand.Read(answer); err != nil {
+		return err
+	}
+	h.SetStreamHandler(baselineProto, func(s network.Stream) {
+		defer s.Close()
+		buf := make([]byte, b)
+		for {
+			if _, err := io.ReadFull(s, buf); err != nil {
+				if err != io.EOF {
+					s.Reset()
+				}
+				return
+			}
+			if _, err := s.Write(answer); err != nil {
+				s.Reset()
+				return
+			}
+		}
+	})
+	return nil
+}
+
 // Baseline is riffle's yardstick without anonymity: one server host and
 // clients hosts in this process on 127.0.0.1; every client, at once, for
 // rounds rounds, uploads b bytes to the server and downloads b bytes back
@@ -80,27 +111,18 @@ func Baseline(ctx context.Context, clients, b, rounds int) (BaselineResult, erro
 		return BaselineResult{}, err
 	}
 	defer srv.Close()
-	// The server answers every request with the same b bytes: what it
-	// sends does not matter, only that it is b bytes a round.
-	answer := make([]byte, b)
-	if _, err := rand.Read(answer); err != nil {
+	if err := ServeBaseline(srv, b); err != nil {
 		return BaselineResult{}, err
 	}
-	srv.SetStreamHandler(baselineProto, func(s network.Stream) {
-		defer s.Close()
-		buf := make([]byte, b)
-		for range rounds {
-			if _, err := io.ReadFull(s, buf); err != nil {
-				s.Reset()
-				return
-			}
-			if _, err := s.Write(answer); err != nil {
-				s.Reset()
-				return
-			}
-		}
-	})
-	info := peer.AddrInfo{ID: srv.ID(), Addrs: srv.Addrs()}
+	return BaselineClients(ctx, peer.AddrInfo{ID: srv.ID(), Addrs: srv.Addrs()}, clients, b, rounds)
+}
+
+// BaselineClients is the client half of Baseline against a server
+// (ServeBaseline) anywhere, e.g. in another process.
+func BaselineClients(ctx context.Context, info peer.AddrInfo, clients, b, rounds int) (BaselineResult, error) {
+	if clients < 1 || b < 1 || rounds < 1 {
+		return BaselineResult{}, fmt.Errorf("nodetest: baseline needs 1+ clients, b and rounds (got %d, %d, %d)", clients, b, rounds)
+	}
 	hosts := make([]host.Host, clients)
 	defer func() {
 		for _, h := range hosts {
