@@ -128,6 +128,8 @@ type Server struct {
 	// banned: client peers excluded up to an epoch number (a culprit of a
 	// share fault, blame.go), known only to their primary.
 	banned map[peer.ID]uint64
+	// rb is what round blames left here (roundblame_after.go).
+	rb roundBlameState
 
 	timing   timer    // where the time goes (Timing, riffle bench)
 	handlers gate     // stream handlers in flight
