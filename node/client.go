@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
@@ -75,6 +76,8 @@ type Client struct {
 	held  map[[32]byte]bool
 	stats Stats
 	index []IndexEntry // synced once per epoch
+	// hooks are set by tests only (roundblame_after.go).
+	hooks atomic.Pointer[clientHooks]
 	// For Status: when the current epoch began, the round count then,
 	// and why no epoch runs (control_status.go).
 	epochAt      time.Time

@@ -46,9 +46,10 @@ const tagDupAbort = "riffle/v3/dup-abort"
 type dupState struct {
 	abort  wire.DupAbort // Sigs: one per chain server, zero until seen
 	value  *group.Element
-	proved map[uint32]bool // slot → its proof verified
-	failed map[uint32]bool // slot → it answered with a proof that fails
-	done   bool            // verdict taken
+	proved map[uint32]bool   // slot → its proof verified
+	failed map[uint32]bool   // slot → it answered with a proof that fails
+	proofs map[uint32][]byte // slot → its DupProof, evidence for the record
+	done   bool              // verdict taken
 }
 
 // dupEpoch is the per-epoch part: the abort, signatures that arrived
@@ -65,10 +66,9 @@ type dupStep struct {
 }
 
 // dupServer is the server-wide part: peers left out of the next epoch
-// without a strike, and the culprits named (docs/protocol.md §8).
+// without a strike (docs/protocol.md §4.1).
 type dupServer struct {
-	leftOut  map[peer.ID]uint64
-	dupNamed []peer.ID
+	leftOut map[peer.ID]uint64
 }
 
 func dupDigest(a *wire.DupAbort) [32]byte {
@@ -255,59 +255,70 @@ func (s *Server) dupFault(ctx context.Context, e *sepoch, se *mix.ShareError) {
 		defer cancel()
 		_, _ = s.each(bctx, others, request{Proto: ProtoEpoch, Type: wire.TypeDupAbort, Body: own.Marshal(), Timeout: shortTimeout})
 	}()
+	// The clients' deadline runs from the moment the abort carries every
+	// server's signature (what a client waits for), or from a first
+	// window's end if a signature never comes.
+	sctx, scancel := context.WithTimeout(ctx, dupWindow)
+	_ = s.waitFor(sctx, func() bool {
+		for _, sg := range e.dup.abort.Sigs {
+			if sg == [64]byte{} {
+				return false
+			}
+		}
+		return true
+	})
+	scancel()
 	wctx, cancel := context.WithTimeout(ctx, dupWindow)
 	<-wctx.Done()
 	cancel()
 	s.dupVerdict(e)
 }
 
-// dupVerdict applies the rules to what was proven by the deadline; this
-// server acts on the slots it is the primary of (only it knows their
-// peers). Call without s.mu.
+// dupVerdict applies the rules to what was proven by the deadline. Every
+// server names the culprits (log, store record, §8 "After a blame"); the
+// primary of a slot, the only one that knows its peer, excludes it (a
+// culprit with a strike, a silent client for the next epoch only). Call
+// without s.mu.
 func (s *Server) dupVerdict(e *sepoch) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	ds := e.dup
 	ds.done = true
 	a, b := ds.abort.SlotA, ds.abort.SlotB
-	culprit := func(x, y uint32) bool { return ds.failed[x] || (ds.proved[x] && ds.proved[y]) }
-	named := 0
 	num := e.final.desc.Number
+	evidence := [][]byte{ds.abort.Marshal()}
+	var culprits []*culprit
 	for _, p := range [][2]uint32{{a, b}, {b, a}} {
-		slot := p[0]
-		c := e.final.desc.Clients[slot]
-		isCulprit := culprit(p[0], p[1])
-		if isCulprit {
-			named++
-		}
-		if int(c.Primary) != e.pos {
-			continue
-		}
-		from, ok := e.regFrom[c.RegKey]
-		if !ok {
-			continue
-		}
+		slot, other := p[0], p[1]
 		switch {
-		case isCulprit:
-			if s.banned == nil {
-				s.banned = map[peer.ID]uint64{}
-			}
-			s.banned[from] = num + excludeEpochs
-			s.dupNamed = append(s.dupNamed, from)
+		case ds.failed[slot]:
+			culprits = append(culprits, &culprit{server: -1, slot: int(slot), why: "setup: its share repeats another and its proof of knowledge does not verify"})
+		case ds.proved[slot] && ds.proved[other]:
+			culprits = append(culprits, &culprit{server: -1, slot: int(slot), why: "setup: it and another client both know the discrete log of one repeated share"})
 		case !ds.proved[slot]:
 			// Silent: left out of the retry, no strike.
-			if s.leftOut == nil {
-				s.leftOut = map[peer.ID]uint64{}
+			c := e.final.desc.Clients[slot]
+			if from, ok := e.regFrom[c.RegKey]; ok && int(c.Primary) == e.pos {
+				if s.leftOut == nil {
+					s.leftOut = map[peer.ID]uint64{}
+				}
+				s.leftOut[from] = num + 1
 			}
-			s.leftOut[from] = num + 1
+		}
+		if pr, ok := ds.proofs[slot]; ok {
+			evidence = append(evidence, pr)
 		}
 	}
-	if named > 0 {
-		s.log.Warn("setup duplicate share settled: a client that could not prove its share, or two that share one, excluded")
+	s.mu.Unlock()
+	for _, c := range culprits {
+		s.name(e, 0, c, evidence)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(culprits) > 0 {
 		s.endQuiet(e, "setup share fault: client excluded")
 		return
 	}
-	s.log.Warn("setup duplicate share settled: nobody named; silent clients left out of the next epoch")
+	s.log.Warn("setup duplicate share settled: nobody named; a silent client is left out of the next epoch")
 	s.endQuiet(e, "setup duplicate share: nobody named")
 }
 
@@ -435,6 +446,10 @@ func (s *Server) onDupProof(ctx context.Context, from peer.ID, body []byte, from
 		} else {
 			ds.failed[p.Slot] = true
 		}
+		if ds.proofs == nil {
+			ds.proofs = map[uint32][]byte{}
+		}
+		ds.proofs[p.Slot] = append([]byte(nil), body...)
 	}
 	chain := e.final.chain
 	s.mu.Unlock()

@@ -105,16 +105,18 @@ func dupNet(t *testing.T, answer node.DupAnswer) *nodetest.Net {
 		}})
 }
 
-// waitEnded waits until every server holds an epoch ended for reason.
+// waitEnded waits until every server has been seen holding an epoch
+// ended for reason (servers forget old epochs: each is noted when seen).
 func waitEnded(t *testing.T, tn *nodetest.Net, reason string) {
 	t.Helper()
+	seen := map[int]bool{}
 	err := wait.Until(context.Background(), 40*time.Second, func() bool {
-		for _, s := range tn.Servers {
-			if !s.EndedWith(reason) {
-				return false
+		for i, s := range tn.Servers {
+			if s.EndedWith(reason) {
+				seen[i] = true
 			}
 		}
-		return true
+		return len(seen) == len(tn.Servers)
 	})
 	if err != nil {
 		t.Fatalf("no setup ended with %q at every server within 40 s", reason)

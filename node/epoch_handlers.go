@@ -40,6 +40,10 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onDupAbort(from, body)
 	case wire.TypeDupProof:
 		return s.onDupProof(ctx, from, body, false)
+	case wire.TypeAccuse:
+		return s.onAccuse(from, body)
+	case wire.TypeBlameReq:
+		return s.onBlameReq(ctx, from, body)
 	case wire.TypeAbort:
 		var ref wire.EpochRef
 		if err := ref.Unmarshal(body); err != nil {
@@ -85,6 +89,8 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		}
 		if id == s.h.ID() {
 			pos = i
+		} else if s.serverExcluded(id) {
+			return 0, nil, fmt.Errorf("node: prepared chain has %s, named by a round blame", id.ShortString())
 		} else if s.roster.get(id) == nil && id != from {
 			return 0, nil, fmt.Errorf("node: prepared chain has %s, not a live server here", id.ShortString())
 		}

@@ -149,7 +149,7 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: epoch full")
 	}
-	if until, ok := s.banned[from]; ok && e.v.desc.Number <= until {
+	if s.clientExcluded(from, e.v.desc.Number) {
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: this client is excluded from this epoch (its share broke the last setup)")
 	}
@@ -240,6 +240,7 @@ func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		if !bytes.Equal(old.Onion, sub.Onion) {
 			// §5.1: two different onions signed for one (round, slot)
 			// is evidence against the client; the round cannot run.
+			s.noteDouble(e, &old, &sub)
 			s.end(e, "two onions signed for one slot")
 			return 0, nil, errors.New("node: a different onion was already submitted for this round")
 		}
@@ -309,6 +310,7 @@ func (s *Server) takeSubs(from peer.ID, body []byte, batch *wire.SubmitBatch) er
 	x := e.round(batch.Round)
 	for i, sub := range batch.Subs {
 		if old, ok := x.subs[sub.Slot]; ok && !bytes.Equal(old.Onion, sub.Onion) {
+			s.noteDouble(e, &old, &sub)
 			s.end(e, "two onions signed for one slot")
 			return errors.New("node: conflicting submissions")
 		}

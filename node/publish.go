@@ -80,11 +80,9 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 	s.timing.addRound()
 	if err == nil && len(bad) > 0 {
 		// §5.3: the payloads that verify, public already, are stored;
-		// the round is not acknowledged and blame starts at the first bad
-		// position (the walk itself is not implemented: the epoch ends).
-		s.mu.Lock()
-		s.end(e, fmt.Sprintf("round %d: bad pseudonym signature at %d of %d positions", r, len(bad), len(payloads)))
-		s.mu.Unlock()
+		// the round is not acknowledged and blame walks the first bad
+		// position (§8).
+		s.payloadBlame(e, r, bad[0], payloads)
 		return
 	}
 	if err != nil {
@@ -97,6 +95,7 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 	s.mu.Lock()
 	x := e.round(r)
 	x.published, x.requests, x.pubDone = published, requests, true
+	s.releaseInput(e, r)
 	s.notify()
 	s.mu.Unlock()
 	if e.pos == 0 {

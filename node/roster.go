@@ -81,7 +81,7 @@ func sortChain(ids []peer.ID) {
 func (s *Server) chain() []peer.ID {
 	ids := []peer.ID{s.h.ID()}
 	for _, m := range s.roster.live() {
-		if m.id != s.h.ID() {
+		if m.id != s.h.ID() && !s.serverExcluded(m.id) {
 			ids = append(ids, m.id)
 		}
 	}

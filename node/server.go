@@ -127,7 +127,9 @@ type Server struct {
 	number  uint64               // highest epoch number signed (EpochNumberFile)
 	// banned: client peers excluded up to an epoch number (a culprit of a
 	// share fault, blame.go), known only to their primary.
-	banned    map[peer.ID]uint64
+	banned map[peer.ID]uint64
+	// rb is what round blames left here (roundblame_after.go).
+	rb        roundBlameState
 	dupServer // duplicate-share verdicts (dupwalk.go)
 
 	timing   timer    // where the time goes (Timing, riffle bench)
