@@ -94,7 +94,8 @@ func contains(ps []peer.ID, p peer.ID) bool {
 func dupNet(t *testing.T, answer node.DupAnswer) *nodetest.Net {
 	l := newLeak()
 	low := lowKey()
-	return nodetest.New(t, nodetest.Config{Servers: 3, Clients: 4, Params: node.TestParams(8),
+	// MinClients 3: the next epochs run without the accomplice.
+	return nodetest.New(t, nodetest.Config{Servers: 3, Clients: 4, MinClients: 3, Params: node.TestParams(8),
 		Client: func(i int, c *node.ClientConfig) {
 			switch i {
 			case 0:
@@ -127,7 +128,8 @@ func waitEnded(t *testing.T, tn *nodetest.Net, reason string) {
 // U_{i,0} to an accomplice that registers a copy first (§4.1 v3). Both
 // slots are walked and asked to prove; the honest client proves, the
 // accomplice answers with a proof that fails. The accomplice is named,
-// the honest client never (walking only the later position named it).
+// the honest client never (walking only the later position named it), and
+// the honest client runs rounds in a later epoch.
 func TestDupFramedHonestClient(t *testing.T) {
 	tn := dupNet(t, node.DupForge)
 	victim, acc := tn.Clients[0].PeerID(), tn.Clients[1].PeerID()
@@ -144,6 +146,10 @@ func TestDupFramedHonestClient(t *testing.T) {
 	}
 	if !contains(banned, acc) {
 		t.Fatalf("the accomplice is not named (banned %v)", banned)
+	}
+	// The honest client takes part in a later epoch's rounds.
+	if err := wait.Until(context.Background(), 30*time.Second, func() bool { return tn.Clients[0].Stats().Rounds > 0 }); err != nil {
+		t.Fatal("the honest client ran no round in a later epoch within 30 s")
 	}
 }
 
