@@ -135,6 +135,10 @@ func checkDescriptor(d *wire.Descriptor, rate float64) (*view, error) {
 		}
 		v.Y, v.Yp = append(v.Y, ys), append(v.Yp, yps)
 	}
+	// §4.1 v3: every aggregate key, like every single key.
+	if err := mix.CheckAggregateKeys(v.serverKeys); err != nil {
+		return nil, fmt.Errorf("node: descriptor: %w", err)
+	}
 	if len(d.Clients) > int(d.Params.MaxClients) {
 		return nil, fmt.Errorf("node: descriptor with %d clients > cap %d", len(d.Clients), d.Params.MaxClients)
 	}

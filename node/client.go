@@ -41,6 +41,8 @@ type ClientConfig struct {
 	// sends and the bytes written to its stream (the wire-size equality
 	// test records them).
 	OnSend func(msgType uint8, size int)
+
+	dupTest *dupClientTest // test-only hooks (dupclient.go)
 }
 
 // Client is a riffle client: it takes part in every epoch through its

@@ -57,6 +57,13 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 		c.mu.Unlock()
 	}
 	err = c.rounds(ctx, e)
+	if err != nil && ctx.Err() == nil {
+		// Before the epoch's secrets are dropped: a setup aborted on a
+		// repeated share asks this client to prove its own (§4.1 v3).
+		if derr := c.answerDup(ctx, e); derr != nil {
+			c.log.Debug("no duplicate-share answer", "err", derr)
+		}
+	}
 	if ctx.Err() == nil {
 		// A clean end (not a crash or a Close mid-epoch, after which the
 		// stored submissions are sent again at the next start).
@@ -112,9 +119,16 @@ func (c *Client) join(ctx context.Context, v *view, pidx int) (*cepoch, *wire.Si
 	if err != nil {
 		return nil, nil, err
 	}
+	if h := c.cfg.dupTest; h != nil && h.regKey != nil {
+		priv = h.regKey()
+		pub = priv.Public().(ed25519.PublicKey)
+	}
 	cs, reg, err := mix.Register(mix.EpochID(v.id), pub, v.serverKeys, c.rand)
 	if err != nil {
 		return nil, nil, err
+	}
+	if h := c.cfg.dupTest; h != nil && h.register != nil {
+		h.register(v.id, v.serverKeys, pub, cs, reg)
 	}
 	fail := func(err error) (*cepoch, *wire.Signed, error) {
 		cs.Close()

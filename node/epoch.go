@@ -38,6 +38,7 @@ type sepoch struct {
 	epochLife
 	registration
 	setupState
+	dupEpoch // a duplicate share at setup (dupwalk.go)
 	roundsState
 	layerBuffers
 }

@@ -36,6 +36,10 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onStep(from, body)
 	case wire.TypeRoute:
 		return s.onRoute(ctx, from, body)
+	case wire.TypeDupAbort:
+		return s.onDupAbort(from, body)
+	case wire.TypeDupProof:
+		return s.onDupProof(ctx, from, body, false)
 	case wire.TypeAccuse:
 		return s.onAccuse(from, body)
 	case wire.TypeBlameReq:

@@ -138,7 +138,8 @@ type Server struct {
 	banned map[peer.ID]uint64
 	turn   turnState // the leader rotation (rotate.go)
 	// rb is what round blames left here (roundblame_after.go).
-	rb roundBlameState
+	rb        roundBlameState
+	dupServer // duplicate-share verdicts (dupwalk.go)
 
 	timing   timer    // where the time goes (Timing, riffle bench)
 	handlers gate     // stream handlers in flight
