@@ -110,7 +110,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	// One epoch holds the whole run when it can: shares, fetches (k per
 	// round) and slack for the cover window.
 	R := min(MaxRounds, 2*cfg.Chunks+cfg.Chunks/k+16)
-	p := wire.Params{ChunkSize: uint32(b), K: uint16(k), W: 2, Rounds: uint32(R), MaxClients: uint32(n),
+	p := wire.Params{ChunkSize: uint32(b), K: uint16(k), W: 2, Rounds: uint32(R), MaxClients: uint32(max(n, MinClientCap)),
 		MaxRows: uint32(min(MaxRowsCap, n*k)), RegWindowMs: 500, RoundLimitMs: 120000}
 	var servers []*Server
 	defer func() {
@@ -137,7 +137,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 		}
 	}()
 	for i := range clients {
-		c, err := NewClient(ctx, ClientConfig{Server: servers[i%m].Addrs()[0].String(), Logger: cfg.Logger})
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: servers[i%m].Addrs()[0].String(), Logger: cfg.Logger})
 		if err != nil {
 			return BenchResult{}, err
 		}

@@ -60,7 +60,7 @@ func TestShareFaultExcludesCulprit(t *testing.T) {
 	}
 	bad := map[peer.ID]bool{}
 	for i := 0; i < 4; i++ {
-		cfg := ClientConfig{Server: servers[i%3].Addrs()[0].String(), Logger: testLogger(t)}
+		cfg := ClientConfig{MinAnonymity: 1, Server: servers[i%3].Addrs()[0].String(), Logger: testLogger(t)}
 		if i == 1 || i == 2 {
 			cfg.Rand = &dupReader{}
 		}

@@ -26,7 +26,7 @@ func TestChurn(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		data := randBytes(t, 20000+i)
 		start := time.Now()
-		up, err := NewClient(ctx, ClientConfig{Server: tn.servers[i%3].Addrs()[0].String(), Logger: testLogger(t)})
+		up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[i%3].Addrs()[0].String(), Logger: testLogger(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func TestChurn(t *testing.T) {
 		}
 		t.Logf("share %d: %v", i, time.Since(start))
 		start = time.Now()
-		down, err := NewClient(ctx, ClientConfig{Server: tn.servers[(i+1)%3].Addrs()[0].String(), Logger: testLogger(t)})
+		down, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[(i+1)%3].Addrs()[0].String(), Logger: testLogger(t)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -38,6 +38,10 @@ type ClientConfig struct {
 	// sends and the bytes written to its stream (the wire-size equality
 	// test records them).
 	OnSend func(t wire.Type, size int)
+	// MinAnonymity is the smallest anonymity set the client takes part
+	// in (§3 v3): clients registered through servers it trusts (its
+	// primary and the required servers). 0 means DefaultMinAnonymity.
+	MinAnonymity int
 }
 
 // Client is a riffle client: it takes part in every epoch through its

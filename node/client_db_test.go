@@ -21,7 +21,7 @@ func TestOnionsStoredBeforeSending(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := ClientConfig{Server: tn.servers[0].Addrs()[0].String(), DataDir: dir}
+	cfg := ClientConfig{MinAnonymity: 1, Server: tn.servers[0].Addrs()[0].String(), DataDir: dir}
 	c, err := NewClient(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,9 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	}()
 	fv := e.v
 	n := len(fin.Desc.Clients)
+	if err := c.checkAnonymity(fv, &fin.Desc, pidx); err != nil {
+		return v.id, err
+	}
 	c.mu.Lock()
 	c.epoch, c.anon, c.b = e, n, int(fin.Desc.Params.ChunkSize)
 	c.stats.Epochs++

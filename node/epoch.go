@@ -39,9 +39,12 @@ type sepoch struct {
 
 	regs      map[[32]byte]wire.Register // accepted here as primary
 	regClosed bool
-	fwd       map[[32]byte]wire.Register // leader: forwarded by primaries
-	slotRegs  []wire.Register            // final slot order
-	parsed    []*mix.Registration
+	// regDeadline: when this server received the open descriptor plus
+	// the registration window; no close is taken before it.
+	regDeadline time.Time
+	fwd         map[[32]byte]wire.Register // leader: forwarded by primaries
+	slotRegs    []wire.Register            // final slot order
+	parsed      []*mix.Registration
 
 	stepMsgs   map[int]*wire.Step
 	steps      []*mix.StepResult

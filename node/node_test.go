@@ -18,7 +18,7 @@ import (
 
 // testParams keep end-to-end tests fast: 16 KiB chunks, 2 request slots.
 func testParams(R int) wire.Params {
-	return wire.Params{ChunkSize: 16 << 10, K: 2, W: 2, Rounds: uint32(R), MaxClients: 32, MaxRows: 64, RegWindowMs: 300, RoundLimitMs: 20000}
+	return wire.Params{ChunkSize: 16 << 10, K: 2, W: 2, Rounds: uint32(R), MaxClients: MinClientCap, MaxRows: 64, RegWindowMs: 300, RoundLimitMs: 20000}
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -54,7 +54,7 @@ func startNet(t testing.TB, m, n int, p wire.Params) *testNet {
 	}
 	for i := 0; i < n; i++ {
 		s := tn.servers[i%m]
-		c, err := NewClient(ctx, ClientConfig{Server: s.Addrs()[0].String(), Logger: testLogger(t)})
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: s.Addrs()[0].String(), Logger: testLogger(t)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,12 +24,12 @@ func TestRequireServer(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pinned, err := NewClient(ctx, ClientConfig{Server: tn.servers[1].Addrs()[0].String(), Require: []peer.ID{absent}})
+	pinned, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[1].Addrs()[0].String(), Require: []peer.ID{absent}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pinned.Close()
-	present, err := NewClient(ctx, ClientConfig{Server: tn.servers[2].Addrs()[0].String(), Require: []peer.ID{tn.servers[0].ID()}})
+	present, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[2].Addrs()[0].String(), Require: []peer.ID{tn.servers[0].ID()}})
 	if err != nil {
 		t.Fatal(err)
 	}

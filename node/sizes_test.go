@@ -57,7 +57,7 @@ func TestWireSizesEqual(t *testing.T) {
 	clients := make([]*Client, n)
 	for i := range clients {
 		recs[i] = &recorder{}
-		c, err := NewClient(ctx, ClientConfig{Server: servers[i%m].Addrs()[0].String(), OnSend: recs[i].add, Logger: testLogger(t)})
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: servers[i%m].Addrs()[0].String(), OnSend: recs[i].add, Logger: testLogger(t)})
 		if err != nil {
 			t.Fatal(err)
 		}

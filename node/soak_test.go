@@ -58,10 +58,10 @@ func TestSoak(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			// Newcomers that leave when done, at random primaries.
 			var err error
-			if up, err = NewClient(ctx, ClientConfig{Server: tn.servers[rng.IntN(3)].Addrs()[0].String()}); err != nil {
+			if up, err = NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[rng.IntN(3)].Addrs()[0].String()}); err != nil {
 				t.Fatal(err)
 			}
-			if down, err = NewClient(ctx, ClientConfig{Server: tn.servers[rng.IntN(3)].Addrs()[0].String()}); err != nil {
+			if down, err = NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[rng.IntN(3)].Addrs()[0].String()}); err != nil {
 				t.Fatal(err)
 			}
 			closers = append(closers, up.Close, down.Close)

@@ -31,7 +31,8 @@ func startClientProgress(ctx context.Context, c *cli.Context, w io.Writer) (*nod
 	// The data directory keeps the sealed onions (stored before they are
 	// sent, resent after a crash); without one they stay in memory.
 	data, _ := clientDataDir(c)
-	cl, err := node.NewClient(ctx, node.ClientConfig{Server: srv, Require: req, DataDir: data, Logger: logger(c), Progress: w})
+	cl, err := node.NewClient(ctx, node.ClientConfig{Server: srv, Require: req, DataDir: data, Logger: logger(c), Progress: w,
+		MinAnonymity: c.Int("min-anonymity")})
 	if err != nil {
 		return nil, fmt.Errorf("join through %s: %w", srv, err)
 	}

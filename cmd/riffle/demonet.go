@@ -79,6 +79,8 @@ func startDemoNet(ctx context.Context, cfg demoNetConfig) (*demoNet, error) {
 			}
 			dn.clients[i], errs[i] = node.NewClient(ctx, node.ClientConfig{
 				Server: peers[i%demoServers], Logger: cfg.Logger, Progress: prog,
+				// The demo counts what it runs: the clients of one primary.
+				MinAnonymity: max(1, cfg.Clients/demoServers),
 			})
 		}()
 	}
