@@ -67,14 +67,14 @@ type Client struct {
 	wants    map[[32]byte]*getJob
 	inflight map[[32]byte]bool
 	failed   map[[32]byte]bool
-	// retry holds ids whose answer was corrupted in an earlier epoch; they
-	// go out only in the background stream of re-requests (§6.3), never
-	// as a burst. held is what that stream re-requests otherwise: chunks
-	// this client fetched or published (at most maxHeld).
+	// retry holds ids whose answer was corrupted in an earlier epoch:
+	// never asked for on purpose again, taken only when a decoy draw
+	// lands on them (§6.3 v3).
 	retry map[[32]byte]bool
-	held  map[[32]byte]bool
-	stats Stats
-	index []wire.IndexEntry // synced once per epoch
+	// decoys is the public demand decoys are drawn from (decoys.go).
+	decoys decoyPool
+	stats  Stats
+	index  []wire.IndexEntry // synced once per epoch
 }
 
 // Stats counts what a client did.
@@ -82,6 +82,9 @@ type Stats struct {
 	Epochs, Rounds    int
 	Uploaded, Fetched int
 	BadAnswers        int
+	// CoverAttacks counts corrupted answers to cover queries (random
+	// rows and decoys the client does not want): targeted attacks.
+	CoverAttacks int
 }
 
 type upItem struct {
@@ -175,7 +178,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	c := &Client{cfg: cfg, log: log, rand: rnd, h: h, primary: ai.ID, ctx: cctx, cancel: cancel, done: make(chan struct{}),
 		changed: make(chan struct{}), wants: map[[32]byte]*getJob{}, inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{},
-		retry: map[[32]byte]bool{}, held: map[[32]byte]bool{}}
+		retry: map[[32]byte]bool{}}
 	if err := h.Connect(cctx, *ai); err != nil {
 		h.Close()
 		cancel()

@@ -178,6 +178,7 @@ func (c *Client) leaveEpoch(e *cepoch) {
 	// Requests in flight are forgotten; failed ids may be asked again in a
 	// later epoch (§6.3).
 	clear(c.inflight)
+	c.decoys.endEpoch()
 	for id := range c.failed {
 		c.retry[id] = true
 	}
@@ -230,6 +231,9 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 			return err
 		}
 		c.confirm(e, r, &rl)
+		c.mu.Lock()
+		c.decoys.note(&rl)
+		c.mu.Unlock()
 		// Round r is over: its onion is never sent again (the stored copy
 		// for a crash is dropped with the epoch).
 		e.onionDone(r)
@@ -286,7 +290,6 @@ func (c *Client) confirm(e *cepoch, r uint32, rl *wire.RoundList) {
 	for _, id := range rl.Published {
 		if id == u.c.ID {
 			c.stats.Uploaded++
-			c.noteHeld(id)
 			if u.job != nil && u.job.left[id] {
 				delete(u.job.left, id)
 				if len(u.job.left) == 0 {

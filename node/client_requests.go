@@ -2,84 +2,12 @@ package node
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"io"
 
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/pir"
 )
-
-// decoyOneIn sets the background rate of re-requests (§6.3): each request
-// slot that a round leaves empty carries, with probability 1/decoyOneIn, a
-// re-request of a chunk the client already holds, or of one whose answer
-// was corrupted in an earlier epoch. Every client draws the same way
-// whatever it does, so a re-request after a corrupted answer is one of a
-// stream that never stops. The rate costs the servers about n·k/decoyOneIn
-// more rows a round.
-const decoyOneIn = 16
-
-// maxHeld bounds the ids a client remembers for its re-requests.
-const maxHeld = 4096
-
-// noteHeld remembers a chunk the client holds; call with c.mu held.
-func (c *Client) noteHeld(id [32]byte) {
-	if len(c.held) >= maxHeld {
-		for old := range c.held { // map order: an arbitrary one goes
-			delete(c.held, old)
-			break
-		}
-	}
-	c.held[id] = true
-}
-
-// backgroundRequests fills the empty slots of a round's k requests from
-// the background stream; call with c.mu held.
-func (c *Client) backgroundRequests(reqs [][32]byte, k int) [][32]byte {
-	used := map[[32]byte]bool{}
-	for _, id := range reqs {
-		used[id] = true
-	}
-	for slot := len(reqs); slot < k; slot++ {
-		var coin [2]byte
-		if _, err := io.ReadFull(c.rand, coin[:]); err != nil || binary.BigEndian.Uint16(coin[:])%decoyOneIn != 0 {
-			continue
-		}
-		id, ok := c.pickRerequest(used)
-		if !ok {
-			continue
-		}
-		used[id] = true
-		reqs = append(reqs, id)
-	}
-	return reqs
-}
-
-// pickRerequest takes a retry id if there is one, else a random held
-// chunk not in used; call with c.mu held.
-func (c *Client) pickRerequest(used map[[32]byte]bool) ([32]byte, bool) {
-	for id := range c.retry {
-		if !used[id] && !c.inflight[id] {
-			delete(c.retry, id)
-			return id, true
-		}
-	}
-	var cands [][32]byte
-	for id := range c.held {
-		if !used[id] && !c.inflight[id] {
-			cands = append(cands, id)
-		}
-	}
-	if len(cands) == 0 {
-		return [32]byte{}, false
-	}
-	var r [4]byte
-	if _, err := io.ReadFull(c.rand, r[:]); err != nil {
-		return [32]byte{}, false
-	}
-	return cands[binary.BigEndian.Uint32(r[:])%uint32(len(cands))], true
-}
 
 // neededIDs returns up to n ids that get jobs need and that are neither in
 // flight nor failed in this epoch; call with c.mu held.
@@ -187,11 +115,20 @@ func (c *Client) query(ctx context.Context, e *cepoch, r uint32, rl *wire.RoundL
 		if err := pir.CheckRow(row, le.ID, int(le.Len)); err != nil {
 			c.mu.Lock()
 			c.stats.BadAnswers++
-			if t < len(reqs) && reqs[t] == le.ID {
+			real := t < len(reqs) && reqs[t] == le.ID && c.wanted(le.ID)
+			if real {
 				c.failed[le.ID] = true
+			} else {
+				c.stats.CoverAttacks++
 			}
 			c.mu.Unlock()
-			c.progress("warning: a server corrupted a PIR answer in round %d (nothing is reported; the chunk is asked again in a later epoch)", r)
+			if real {
+				c.progress("warning: a server corrupted a PIR answer in round %d (nothing is reported; the chunk stays wanted and is taken only when a later decoy draw lands on it)", r)
+			} else {
+				// (§6.3 v3) nobody gains from spoiling a cover answer
+				// but to watch how this client reacts.
+				c.progress("warning: attack: a server corrupted the answer to a cover query in round %d, a targeted attack on this client (nothing is reported to the servers)", r)
+			}
 			continue
 		}
 		if t < len(reqs) && reqs[t] == le.ID {
@@ -206,7 +143,7 @@ func (c *Client) deliver(id [32]byte, data []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stats.Fetched++
-	c.noteHeld(id)
+	delete(c.retry, id)
 	if g := c.wants[id]; g != nil && g.root {
 		delete(c.wants, id)
 		asm, err := chunker.NewAssembler(g.dir, g.link, data, chunker.AssembleOptions{Log: c.log})
