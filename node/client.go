@@ -75,6 +75,12 @@ type Client struct {
 	decoys decoyPool
 	stats  Stats
 	index  []wire.IndexEntry // synced once per epoch
+	// indexSynced: index holds a sync (ls waits for the first).
+	indexSynced bool
+
+	local     localQueue // local work (client_local.go)
+	localDone chan struct{}
+	localHook func(step string) // tests: called before each local step
 }
 
 // Stats counts what a client did.
@@ -98,13 +104,17 @@ type shareJob struct {
 }
 
 type getJob struct {
-	asm  *chunker.Assembler
-	link chunker.Link
-	dir  string
-	root bool // waiting for the root manifest
-	done chan struct{}
-	path string
-	err  error
+	asm *chunker.Assembler
+	// needed is asm's missing ids as of its last change (client_local.go):
+	// the round loop reads it under c.mu, never the assembler itself.
+	needed    [][32]byte
+	cancelled bool // Get returned; the worker drops the job
+	link      chunker.Link
+	dir       string
+	root      bool // waiting for the root manifest
+	done      chan struct{}
+	path      string
+	err       error
 }
 
 // cepoch is a client's state of one epoch.
@@ -178,7 +188,8 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	c := &Client{cfg: cfg, log: log, rand: rnd, h: h, primary: ai.ID, ctx: cctx, cancel: cancel, done: make(chan struct{}),
 		changed: make(chan struct{}), wants: map[[32]byte]*getJob{}, inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{},
-		retry: map[[32]byte]bool{}}
+		retry: map[[32]byte]bool{}, localDone: make(chan struct{})}
+	c.local.wake = make(chan struct{}, 1)
 	if err := h.Connect(cctx, *ai); err != nil {
 		h.Close()
 		cancel()
@@ -186,6 +197,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	}
 	c.openClientDB()
 	go c.run()
+	go c.localWorker()
 	return c, nil
 }
 
@@ -193,6 +205,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 func (c *Client) Close() error {
 	c.cancel()
 	<-c.done
+	<-c.localDone
 	var err error
 	if c.db != nil {
 		err = c.db.Close()

@@ -54,7 +54,8 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	// fixed schedule that says nothing about what interests it.
 	if idx, err := c.Index(ctx); err == nil {
 		c.mu.Lock()
-		c.index = idx
+		c.index, c.indexSynced = idx, true
+		c.notify()
 		c.mu.Unlock()
 	}
 	err = c.rounds(ctx, e)

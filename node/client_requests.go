@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/pir"
 )
@@ -21,7 +20,7 @@ func (c *Client) neededIDs(n int) [][32]byte {
 		if g.asm == nil {
 			continue
 		}
-		for _, id := range g.asm.Needed() {
+		for _, id := range g.needed {
 			if len(out) >= n {
 				break
 			}
@@ -138,42 +137,3 @@ func (c *Client) query(ctx context.Context, e *cepoch, r uint32, rl *wire.RoundL
 	return nil
 }
 
-// deliver hands a fetched chunk to the get jobs that need it.
-func (c *Client) deliver(id [32]byte, data []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.stats.Fetched++
-	delete(c.retry, id)
-	if g := c.wants[id]; g != nil && g.root {
-		delete(c.wants, id)
-		asm, err := chunker.NewAssembler(g.dir, g.link, data, chunker.AssembleOptions{Log: c.log})
-		if err != nil {
-			g.err = err
-			close(g.done)
-			c.notify()
-			return
-		}
-		g.asm, g.root = asm, false
-		c.wants[id] = g // keyed by file id from now on
-		c.checkDone(id, g)
-		return
-	}
-	for fid, g := range c.wants {
-		if g.asm == nil {
-			continue
-		}
-		if err := g.asm.Add(chunker.ID(id), data); err == nil {
-			c.checkDone(fid, g)
-		}
-	}
-}
-
-func (c *Client) checkDone(fid [32]byte, g *getJob) {
-	if len(g.asm.Needed()) != 0 {
-		return
-	}
-	g.path, g.err = g.asm.Finish()
-	delete(c.wants, fid)
-	close(g.done)
-	c.notify()
-}

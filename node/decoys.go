@@ -114,13 +114,8 @@ func (c *Client) wanted(id [32]byte) bool {
 		return true
 	}
 	for _, g := range c.wants {
-		if g.asm == nil {
-			continue
-		}
-		for _, n := range g.asm.Needed() {
-			if n == id {
-				return true
-			}
+		if g.asm != nil && g.needs(id) {
+			return true
 		}
 	}
 	return false
