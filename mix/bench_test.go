@@ -136,6 +136,17 @@ func benchSetup(b *testing.B, m, n int) {
 	epoch := testEpoch("bench")
 	sks, X := testServers(b, m, rand)
 	_, _, regs := testClients(b, epoch, X, n, rand)
+	// Servers receive registrations as bytes (SPEC §4.1) and parse them,
+	// as the node does.
+	for i, reg := range regs {
+		enc, err := reg.MarshalBinary()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if regs[i], err = ParseRegistration(enc, m); err != nil {
+			b.Fatal(err)
+		}
+	}
 	initial := InitialVectors(regs)
 	units := measureUnits()
 	cores := runtime.GOMAXPROCS(0)

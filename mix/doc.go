@@ -31,7 +31,7 @@
 //	     VerifyReencryption); step 2 and MAC-failure evidence: ProveRoundKey,
 //	     VerifyRoundKey (KeyKind EncKey, MACKey), ShareKey, CheckMAC; step 3:
 //	     DecryptLayer
-//	all  Simulate runs a whole epoch in one process, for tests and benchmarks.
+//	all  a whole epoch in one process (Simulate, in the tests).
 //
 // Conventions. Positions: π_s maps server s's input position p to its output
 // position π_s(p) (StepSecret.Forward, Permute: out[π_s(p)] = in[p]); the

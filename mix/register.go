@@ -66,6 +66,10 @@ type Registration struct {
 	Ciphertexts []group.Ciphertext
 	Proofs      [][SchnorrProofSize]byte
 	PIRKey      [PIRKeySize]byte
+
+	// ctEnc keeps the encodings of Ciphertexts that ParseRegistration
+	// decoded, for setup's first step (encoded.go).
+	ctEnc *encoded
 }
 
 // ctPoKStatement binds a component's proof to (epoch id, registration key,
@@ -305,6 +309,10 @@ func ParseRegistration(b []byte, m int) (*Registration, error) {
 		copy(reg.Proofs[j][:], e[group.CiphertextSize:])
 	}
 	copy(reg.PIRKey[:], b[(m+1)*registrationEntrySize:])
+	reg.ctEnc = &encoded{elems: flatVectors([][]group.Ciphertext{reg.Ciphertexts}), enc: make([]byte, 0, (m+1)*group.CiphertextSize)}
+	for j := 0; j <= m; j++ {
+		reg.ctEnc.enc = append(reg.ctEnc.enc, b[j*registrationEntrySize:j*registrationEntrySize+group.CiphertextSize]...)
+	}
 	if err := checkPIRKey(reg.PIRKey[:]); err != nil {
 		return nil, fmt.Errorf("registration: %w", err)
 	}
@@ -349,8 +357,12 @@ func (reg *Registration) CiphertextHash() [32]byte {
 	h.Write([]byte(tagRegHash))
 	putU32(l[:], uint32(len(reg.Ciphertexts)))
 	h.Write(l[:])
-	for _, ct := range reg.Ciphertexts {
-		h.Write(ct.Bytes())
+	if flat := flatVectors([][]group.Ciphertext{reg.Ciphertexts}); reg.ctEnc.of(flat) {
+		h.Write(reg.ctEnc.enc)
+	} else {
+		for _, ct := range reg.Ciphertexts {
+			h.Write(ct.Bytes())
+		}
 	}
 	var out [32]byte
 	h.Sum(out[:0])
@@ -367,6 +379,18 @@ func InitialVectors(regs []*Registration) [][]group.Ciphertext {
 			v[j] = group.Ciphertext{A: group.NewElement().Set(ct.A), B: group.NewElement().Set(ct.B)}
 		}
 		out[i] = v
+	}
+	// Setup's first step hashes these vectors: hand on the encodings the
+	// registrations were decoded from, if every one still has them.
+	var enc []byte
+	for _, reg := range regs {
+		if !reg.ctEnc.of(flatVectors([][]group.Ciphertext{reg.Ciphertexts})) {
+			return out
+		}
+		enc = append(enc, reg.ctEnc.enc...)
+	}
+	if len(out) > 0 {
+		rememberVectors(out, enc)
 	}
 	return out
 }

@@ -55,10 +55,19 @@ type StepResult struct {
 	DLEQ         []byte
 
 	// wire caches the encoding of a result made by SetupStep (which must
-	// not be modified afterwards). VerifyStep never uses it: it hashes
-	// what it checks.
+	// not be modified afterwards).
 	wire []byte
+	// elemEnc is the encoding of U, Shuffled and Stripped in wire order,
+	// as SetupStep encoded them or ParseStepResult decoded them; it is used
+	// only while those fields hold the very objects it was made from
+	// (encoded.go).
+	elemEnc *encoded
 }
+
+// A result from ParseStepResult is checked against the bytes it was parsed
+// from (the elements are decoded from them, so the two agree): change one
+// for a test by replacing elements, which VerifyStep notices, and not by
+// modifying an element in place.
 
 // StepSecret is what server s keeps from its setup step until the epoch's
 // end (SPEC §4.2 step 2, §8): π_s and the re-randomisation scalars. Never on
@@ -136,6 +145,7 @@ func SetupStep(epoch EpochID, s int, serverKeys []*group.Element, sk *ServerSecr
 		return nil, nil, fmt.Errorf("setup step %d: %w", s, err)
 	}
 	n, w := len(inputs), m-s
+	inEnc := encodeVectors(inputs)
 
 	// Step 1: open component s.
 	res := &StepResult{S: s, M: m, U: make([]*group.Element, n)}
@@ -158,12 +168,17 @@ func SetupStep(epoch EpochID, s int, serverKeys []*group.Element, sk *ServerSecr
 		ss.Close()
 		return nil, nil, fmt.Errorf("setup step %d: %w", s, err)
 	}
-	st := &shuffle.Statement{Context: shuffleContext(epoch, s), Keys: keys[1:], Inputs: rest, Outputs: shuffled}
+	// U and the outputs are encoded once, for the wire, σ and the DLEQ's
+	// digest alike.
+	res.Shuffled = shuffled
+	elems := make([]byte, 0, group.ElementSize*n*(1+3*w))
+	elems = append(elems, encodeAll(append(append([]*group.Element(nil), res.U...), flatVectors(shuffled)...))...)
+	st := &shuffle.Statement{Context: shuffleContext(epoch, s), Keys: keys[1:], Inputs: rest, Outputs: shuffled,
+		InputsEnc: vectorRows(inEnc, n, w+1, 1), OutputsEnc: vectorRows(elems[group.ElementSize*n:], n, w, 0)}
 	if res.ShuffleProof, err = shuffle.Prove(st, wit, rand); err != nil {
 		ss.Close()
 		return nil, nil, fmt.Errorf("setup step %d: %w", s, err)
 	}
-	res.Shuffled = shuffled
 
 	// Step 3: strip x_s.
 	res.Stripped = make([][]*group.Element, n)
@@ -177,8 +192,13 @@ func SetupStep(epoch EpochID, s int, serverKeys []*group.Element, sk *ServerSecr
 	})
 
 	// Steps 1 and 3 proven together (SPEC §4.4).
-	elems := res.encodeElements()
-	d := setupDigest(epoch, s, serverKeys, inputs, elems)
+	stripped := make([]*group.Element, 0, n*w)
+	for _, v := range res.Stripped {
+		stripped = append(stripped, v...)
+	}
+	elems = append(elems, encodeAll(stripped)...)
+	res.elemEnc = &encoded{elems: res.flatElements(), enc: elems}
+	d := setupDigest(epoch, s, serverKeys, n, inEnc, elems)
 	as, _ := setupPairs(inputs, res, false)
 	z := setupCoefficients(d[:], len(as))
 	abar := group.VarTimeMSM(z, as) // public points and coefficients
@@ -197,22 +217,16 @@ func SetupStep(epoch EpochID, s int, serverKeys []*group.Element, sk *ServerSecr
 }
 
 // setupDigest hashes the full statement of a setup step's batched DLEQ:
-// epoch id, s, m, n, every server key, every input ciphertext, then elems,
-// the encodings of U, the shuffled outputs and the stripped elements in wire
-// order (StepResult.encodeElements).
-func setupDigest(epoch EpochID, s int, serverKeys []*group.Element, inputs [][]group.Ciphertext, elems []byte) [64]byte {
+// epoch id, s, m, n, every server key, every input ciphertext (inEnc, from
+// encodeVectors), then elems, the encodings of U, the shuffled outputs and
+// the stripped elements in wire order (StepResult.encodeElements).
+func setupDigest(epoch EpochID, s int, serverKeys []*group.Element, n int, inEnc, elems []byte) [64]byte {
 	t := group.NewTranscript(tagSetupDLEQ).Fixed(epoch[:]).
-		U32(uint32(s)).U32(uint32(len(serverKeys))).U32(uint32(len(inputs)))
+		U32(uint32(s)).U32(uint32(len(serverKeys))).U32(uint32(n))
 	for _, X := range serverKeys {
 		t.Element(X)
 	}
-	flat := make([]*group.Element, 0, 2*len(inputs)*(len(serverKeys)-s+1))
-	for _, v := range inputs {
-		for _, ct := range v {
-			flat = append(flat, ct.A, ct.B)
-		}
-	}
-	return t.Fixed(encodeAll(flat)).Fixed(elems).Sum()
+	return t.Fixed(inEnc).Fixed(elems).Sum()
 }
 
 // encodeAll encodes elements in order, on all cores (an encoding costs about
@@ -228,9 +242,9 @@ func encodeAll(list []*group.Element) []byte {
 	return out
 }
 
-// encodeElements encodes U, the shuffled outputs and the stripped elements,
-// in wire order.
-func (res *StepResult) encodeElements() []byte {
+// flatElements lists U, the shuffled outputs and the stripped elements, in
+// wire order.
+func (res *StepResult) flatElements() []*group.Element {
 	n := len(res.U)
 	w := 0
 	if n > 0 {
@@ -238,15 +252,18 @@ func (res *StepResult) encodeElements() []byte {
 	}
 	flat := make([]*group.Element, 0, n*(1+3*w))
 	flat = append(flat, res.U...)
-	for _, v := range res.Shuffled {
-		for _, ct := range v {
-			flat = append(flat, ct.A, ct.B)
-		}
-	}
+	flat = append(flat, flatVectors(res.Shuffled)...)
 	for _, v := range res.Stripped {
 		flat = append(flat, v...)
 	}
-	return encodeAll(flat)
+	return flat
+}
+
+// encodeElements encodes U, the shuffled outputs and the stripped elements,
+// in wire order (the bytes kept from SetupStep or ParseStepResult if the
+// fields still hold the objects they encode).
+func (res *StepResult) encodeElements() []byte {
+	return res.elemEnc.encodeList(res.flatElements())
 }
 
 // setupPairs lists the DLEQ's pairs in order: first the openings (A_{p,s},
@@ -323,11 +340,18 @@ func VerifyStep(epoch EpochID, s int, serverKeys []*group.Element, inputs [][]gr
 	for p, v := range inputs {
 		rest[p] = v[1:]
 	}
-	st := &shuffle.Statement{Context: shuffleContext(epoch, s), Keys: keys[1:], Inputs: rest, Outputs: res.Shuffled}
+	// The bytes hashed are those the elements were decoded from (or are
+	// encoded now): canonical encodings are unique, so this is the same
+	// digest as encoding every element checked (encoded.go).
+	n, w := len(inputs), m-s
+	inEnc, elems := encodeVectors(inputs), res.encodeElements()
+	st := &shuffle.Statement{Context: shuffleContext(epoch, s), Keys: keys[1:], Inputs: rest, Outputs: res.Shuffled,
+		InputsEnc:  vectorRows(inEnc, n, w+1, 1),
+		OutputsEnc: vectorRows(elems[group.ElementSize*n:group.ElementSize*n+group.CiphertextSize*n*w], n, w, 0)}
 	if err := shuffle.Verify(st, res.ShuffleProof, rand); err != nil {
 		return fmt.Errorf("verify step %d: %w", s, err)
 	}
-	d := setupDigest(epoch, s, serverKeys, inputs, res.encodeElements())
+	d := setupDigest(epoch, s, serverKeys, n, inEnc, elems)
 	as, ds := setupPairs(inputs, res, true)
 	z := setupCoefficients(d[:], len(as))
 	var abar, dbar *group.Element
@@ -373,25 +397,33 @@ func (res *StepResult) checkShape(n, m, s int) error {
 }
 
 // checkShares applies SPEC §4.2 step 3's rule to U and, at the last server,
-// to the pseudonym list.
+// to the pseudonym list. It reads their encodings (kept or made now): the
+// identity is the only element encoded as 32 zero bytes, and equal
+// elements have equal canonical encodings.
 func (res *StepResult) checkShares() error {
-	if err := distinct(res.U, res.S, false); err != nil {
+	const e = group.ElementSize
+	enc := res.encodeElements()
+	n := len(res.U)
+	if err := distinct(n, func(p int) []byte { return enc[e*p : e*p+e] }, res.S, false); err != nil {
 		return err
 	}
-	if res.S == res.M-1 {
-		return distinct(res.Pseudonyms(), res.S, true)
+	if res.S == res.M-1 && n > 0 {
+		w := len(res.Stripped[0])
+		st := e*n + 2*e*n*w
+		return distinct(n, func(q int) []byte { return enc[st+e*q*w : st+e*q*w+e] }, res.S, true)
 	}
 	return nil
 }
 
-func distinct(list []*group.Element, s int, pseudonym bool) error {
-	seen := make(map[[group.ElementSize]byte]int, len(list))
-	for p, e := range list {
-		if group.IsIdentity(e) {
+var identityEncoding [group.ElementSize]byte
+
+func distinct(n int, enc func(int) []byte, s int, pseudonym bool) error {
+	seen := make(map[[group.ElementSize]byte]int, n)
+	for p := range n {
+		k := [group.ElementSize]byte(enc(p))
+		if k == identityEncoding {
 			return &ShareError{Server: s, Pseudonym: pseudonym, Position: p, Duplicate: -1}
 		}
-		var k [group.ElementSize]byte
-		e.Encode(k[:0])
 		if prev, ok := seen[k]; ok {
 			return &ShareError{Server: s, Pseudonym: pseudonym, Position: p, Duplicate: prev}
 		}
@@ -414,6 +446,18 @@ func (res *StepResult) Next() [][]group.Ciphertext {
 			row[j] = group.Ciphertext{A: ct.A, B: res.Stripped[q][j]}
 		}
 		out[q] = row
+	}
+	// The next step hashes these vectors: hand on their encodings.
+	if n := len(out); n > 0 && res.elemEnc.of(res.flatElements()) {
+		const e = group.ElementSize
+		w := len(out[0])
+		enc, sh, st := res.elemEnc.enc, e*n, e*n+2*e*n*w
+		next := make([]byte, 0, 2*e*n*w)
+		for i := range n * w {
+			next = append(next, enc[sh+2*e*i:sh+2*e*i+e]...)
+			next = append(next, enc[st+e*i:st+e*i+e]...)
+		}
+		rememberVectors(out, next)
 	}
 	return out
 }
@@ -501,7 +545,10 @@ func ParseStepResult(b []byte, n, m, s int) (*StepResult, error) {
 			return nil, fmt.Errorf("step result: %w", err)
 		}
 	}
-	res := &StepResult{S: s, M: m, U: elems[:n:n], Shuffled: make([][]group.Ciphertext, n), Stripped: make([][]*group.Element, n)}
+	res := &StepResult{S: s, M: m, U: elems[:n:n], Shuffled: make([][]group.Ciphertext, n), Stripped: make([][]*group.Element, n),
+		// A copy of the list: U shares elems' array, and replacing U[p]
+		// must not go unnoticed.
+		elemEnc: &encoded{elems: append([]*group.Element(nil), elems...), enc: append([]byte(nil), b[:count*e]...)}}
 	sh, st := elems[n:n+2*n*w], elems[n+2*n*w:]
 	for q := range n {
 		row := make([]group.Ciphertext, w)

@@ -73,7 +73,7 @@ func (s *Server) walkInput(ctx context.Context, e *sepoch, t int) (int, []byte, 
 		}
 	} else {
 		req := wire.Route{Epoch: v.id, S: uint16(t), Out: uint32(out)}
-		rep, err := call(ctx, s.h, v.chain[t], ProtoEpoch, wire.TypeRoute, req.Marshal(), wire.TypeRoute, 64+wire.MaxRouteProof, shortTimeout)
+		rep, err := call(ctx, s.h, v.chain[t], request{Proto: ProtoEpoch, Type: wire.TypeRoute, Body: req.Marshal(), Timeout: shortTimeout})
 		if err != nil {
 			return 0, nil, fmt.Errorf("node: route of server %d: %w", t, err)
 		}

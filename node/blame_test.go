@@ -1,15 +1,18 @@
-package node
+package node_test
 
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
 	"io"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/nodetest"
+	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/node"
 )
 
 // dupReader is crypto/rand except for the scalar u_{i,1} of every
@@ -44,64 +47,35 @@ func (d *dupReader) Read(p []byte) (int, error) {
 // proof (§8 step 1) and the culprit's primary refuses its peer in the next
 // epoch.
 func TestShareFaultExcludesCulprit(t *testing.T) {
-	ctx := context.Background()
-	p := testParams(8)
-	var servers []*Server
-	var peers []string
-	for i := 0; i < 3; i++ {
-		s, err := NewServer(ctx, ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: peers,
-			Nick: fmt.Sprintf("s%d", i), MinServers: 3, MinClients: 4, NoLAN: true, Params: p, Logger: testLogger(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		servers = append(servers, s)
-		peers = append(peers, s.Addrs()[0].String())
-	}
-	bad := map[peer.ID]bool{}
-	for i := 0; i < 4; i++ {
-		cfg := ClientConfig{MinAnonymity: 1, Server: servers[i%3].Addrs()[0].String(), Logger: testLogger(t)}
-		if i == 1 || i == 2 {
-			cfg.Rand = &dupReader{}
-		}
-		c, err := NewClient(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		if cfg.Rand != nil {
-			bad[c.h.ID()] = true
-		}
-	}
-	deadline := time.Now().Add(40 * time.Second)
+	tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 4, Params: node.TestParams(8),
+		Client: func(i int, c *node.ClientConfig) {
+			if i == 1 || i == 2 {
+				c.Rand = &dupReader{}
+			}
+		}})
+	bad := map[peer.ID]bool{tn.Clients[1].PeerID(): true, tn.Clients[2].PeerID(): true}
+	var banned []peer.ID
 	walked := map[int]bool{} // servers seen ending an epoch on the walk
-	for time.Now().Before(deadline) {
-		var banned []peer.ID
-		for i, s := range servers {
-			s.mu.Lock()
-			for p := range s.banned {
-				banned = append(banned, p)
+	err := wait.Until(context.Background(), 40*time.Second, func() bool {
+		banned = nil
+		for i, s := range tn.Servers {
+			banned = append(banned, s.Banned()...)
+			if s.EndedWith("setup share fault: client excluded") {
+				walked[i] = true
 			}
-			for _, e := range s.epochs {
-				if e.ended && e.reason == "setup share fault: client excluded" {
-					walked[i] = true
-				}
-			}
-			s.mu.Unlock()
 		}
-		if len(banned) > 0 && len(walked) == 3 {
-			// Each fault names one of the two duplicating clients (the
-			// later position); a second epoch that starts before the ban
-			// takes effect may name the other, which is a culprit too. An
-			// honest client must never be named.
-			for _, p := range banned {
-				if !bad[p] {
-					t.Fatalf("banned %v: %s is an honest client", banned, p)
-				}
-			}
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
+		return len(banned) > 0 && len(walked) == 3
+	})
+	if err != nil {
+		t.Fatal("no share fault walked back to a culprit within 40 s")
 	}
-	t.Fatal("no share fault walked back to a culprit within 40 s")
+	// Each fault names one of the two duplicating clients (the later
+	// position); a second epoch that starts before the ban takes effect
+	// may name the other, which is a culprit too. An honest client must
+	// never be named.
+	for _, p := range banned {
+		if !bad[p] {
+			t.Fatalf("banned %v: %s is an honest client", banned, p)
+		}
+	}
 }

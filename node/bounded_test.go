@@ -23,7 +23,7 @@ import (
 func TestLeaderTricksFail(t *testing.T) {
 	p := testParams(8)
 	p.RegWindowMs = 6000 // long enough to try an early close
-	tn := startNet(t, 3, 0, p)
+	tn := startAnonNet(t, 3, 0, 2, p, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// Wait for an epoch open on every server.
@@ -58,28 +58,28 @@ func TestLeaderTricksFail(t *testing.T) {
 	}
 	// A close right after the open (the first registration's arrival).
 	for _, h := range honest {
-		_, err := call(ctx, leader.h, h.ID(), ProtoEpoch, wire.TypeCloseReq, (&wire.EpochRef{Epoch: id}).Marshal(), wire.TypeRegList, 1<<20, shortTimeout)
+		_, err := call(ctx, leader.h, h.ID(), request{Proto: ProtoEpoch, Type: wire.TypeCloseReq, Body: (&wire.EpochRef{Epoch: id}).Marshal(), Timeout: shortTimeout})
 		if err == nil || !strings.Contains(err.Error(), "registration deadline") {
 			t.Fatalf("early close accepted by %s: %v", h.ID().ShortString(), err)
 		}
 	}
 	// Parameters the leader may not choose.
-	tricks := map[string]func(*wire.Params){
-		"client cap 1":               func(q *wire.Params) { q.MaxClients = 1 },
-		"client cap below floor":     func(q *wire.Params) { q.MaxClients = MinClientCap - 1 },
-		"client cap not the group's": func(q *wire.Params) { q.MaxClients = MinClientCap * 2 },
-		"rounds not the group's":     func(q *wire.Params) { q.Rounds = 4 },
-		"short registration window":  func(q *wire.Params) { q.RegWindowMs = 1 },
+	tricks := map[string]func(*Params){
+		"client cap 1":               func(q *Params) { q.MaxClients = 1 },
+		"client cap below floor":     func(q *Params) { q.MaxClients = MinClientCap - 1 },
+		"client cap not the group's": func(q *Params) { q.MaxClients = MinClientCap * 2 },
+		"rounds not the group's":     func(q *Params) { q.Rounds = 4 },
+		"short registration window":  func(q *Params) { q.RegWindowMs = 1 },
 	}
 	for name, trick := range tricks {
 		q := p
 		trick(&q)
-		prep := wire.Prepare{Number: 1 << 40, Params: q}
+		prep := wire.Prepare{Number: 1 << 40, Params: q.wire()}
 		for _, c := range chain {
 			prep.Chain = append(prep.Chain, []byte(c))
 		}
 		for _, h := range honest {
-			if _, err := call(ctx, leader.h, h.ID(), ProtoEpoch, wire.TypePrepare, prep.Marshal(), wire.TypeEntry, 1<<20, shortTimeout); err == nil {
+			if _, err := call(ctx, leader.h, h.ID(), request{Proto: ProtoEpoch, Type: wire.TypePrepare, Body: prep.Marshal(), Timeout: shortTimeout}); err == nil {
 				t.Fatalf("%s: prepare accepted by %s", name, h.ID().ShortString())
 			}
 		}
@@ -87,7 +87,7 @@ func TestLeaderTricksFail(t *testing.T) {
 	// A longer window is the leader's to choose.
 	q := p
 	q.RegWindowMs *= 2
-	if err := checkGroupParams(q, p); err != nil {
+	if err := checkGroupParams(q.wire(), p.wire()); err != nil {
 		t.Fatalf("longer window refused: %v", err)
 	}
 }
@@ -176,17 +176,17 @@ func (l *lockedBuf) String() string {
 // minimum, says why, and sends nothing in it; a client that trusts both
 // primaries counts both clients and takes part.
 func TestMinAnonymity(t *testing.T) {
-	tn := startNet(t, 3, 0, testParams(8))
+	tn := startAnonNet(t, 3, 0, 2, testParams(8), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var alone, pinned lockedBuf
-	a, err := NewClient(ctx, ClientConfig{MinAnonymity: 2, Server: tn.servers[0].Addrs()[0].String(), Progress: &alone, Logger: testLogger(t)})
+	a, err := NewClient(ctx, ClientConfig{MinAnonymity: 2, Server: tn.servers[0].Addrs()[0].String(), Progress: &alone, Logger: anonLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
 	b, err := NewClient(ctx, ClientConfig{MinAnonymity: 2, Server: tn.servers[1].Addrs()[0].String(), Require: []peer.ID{tn.servers[0].ID()},
-		Progress: &pinned, Logger: testLogger(t)})
+		Progress: &pinned, Logger: anonLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

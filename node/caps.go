@@ -1,10 +1,26 @@
 package node
 
 import (
+	"fmt"
+
+	"github.com/libp2p/go-libp2p/core/protocol"
+
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/pir"
 )
+
+// What every message may weigh. A server reads a request only up to the
+// cap of its type on its protocol (the serve side: epochCaps, roundCaps,
+// clientCaps, pirCaps; 0 refuses the type), and a caller reads a reply only
+// up to the cap replyTo gives for the request it sent.
+
+func (s *Server) rosterCaps(t wire.Type) int {
+	if t == wire.TypeHello {
+		return helloCap
+	}
+	return 0
+}
 
 func (s *Server) epochCaps(t wire.Type) int {
 	switch t {
@@ -53,4 +69,69 @@ func (s *Server) pirCaps(t wire.Type) int {
 		return 64 + MaxK*(8+pir.MaskBytes(MaxRowsCap))
 	}
 	return 0
+}
+
+// reply is what a request gets back: its type and a cap on its body.
+type reply struct {
+	t   wire.Type
+	max int
+}
+
+// Reply caps that several requests share.
+const (
+	ackCap       = 16        // an empty acknowledgement
+	helloCap     = 4096      // a roster hello, either way
+	sigCap       = 256       // one server signature (Sig)
+	signedCap    = 256 << 20 // a signed descriptor, open or final, with every client entry
+	regListCap   = 256 << 20 // a primary's registrations
+	roundListCap = 64 << 20  // a signed request list of up to MaxRowsCap entries
+)
+
+var ackReply = reply{wire.TypeAck, ackCap}
+
+// replies is the reply of every request, by protocol and request type.
+var replies = map[protocol.ID]map[wire.Type]reply{
+	ProtoRoster: {
+		wire.TypeHello: {wire.TypeHello, helloCap},
+	},
+	ProtoEpoch: {
+		wire.TypePrepare:  {wire.TypeEntry, 1 << 20},
+		wire.TypeSignReq:  {wire.TypeSig, sigCap},
+		wire.TypeSigned:   ackReply,
+		wire.TypeCloseReq: {wire.TypeRegList, regListCap},
+		wire.TypeRegList:  ackReply,
+		wire.TypeRegister: ackReply, // forwarded by a primary to the leader
+		wire.TypeStep:     ackReply,
+		wire.TypeRoute:    {wire.TypeRoute, 64 + wire.MaxRouteProof},
+		wire.TypeAbort:    ackReply,
+	},
+	ProtoRound: {
+		wire.TypeSubmitBatch: ackReply,
+		wire.TypeBatch:       ackReply,
+		wire.TypeRoot:        ackReply,
+		wire.TypePadAnswers:  ackReply,
+		wire.TypeProposal:    {wire.TypeSig, sigCap},
+		wire.TypeRoundList:   ackReply,
+		wire.TypeGetChunk:    {wire.TypeChunk, MaxChunkSize + 64},
+	},
+	ProtoClient: {
+		wire.TypeWaitOpen: {wire.TypeSigned, signedCap},
+		wire.TypeRegister: {wire.TypeSigned, signedCap},
+		wire.TypeSubmit:   ackReply,
+		wire.TypeWaitList: {wire.TypeRoundList, roundListCap},
+		wire.TypeIndexReq: {wire.TypeIndex, 256 << 20},
+	},
+	ProtoPIR: {
+		// k rows of b bytes: the caller gives the epoch's cap (request.Max).
+		wire.TypeQuery: {wire.TypeAnswer, 0},
+	},
+}
+
+// replyTo returns the reply type and cap of a request of type t on proto.
+func replyTo(proto protocol.ID, t wire.Type) (wire.Type, int, error) {
+	r, ok := replies[proto][t]
+	if !ok {
+		return 0, 0, fmt.Errorf("node: no reply known to %s message %d", proto, t)
+	}
+	return r.t, r.max, nil
 }

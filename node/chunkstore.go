@@ -8,32 +8,32 @@ import (
 	"sync"
 	"time"
 
-	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/store"
 )
 
-// StoredChunk is a public chunk with its id (SHA-256 of Data).
-type StoredChunk struct {
-	ID   [32]byte
-	Data []byte
-}
+// IndexEntry is one file of the public index (§7): its id (the root
+// manifest's chunk id), what the manifest says, and the epoch, round and
+// time of its first publication. The index a client fetches does not carry
+// the epoch (docs/proto-node.md): a client's entries have Epoch zero.
+type IndexEntry = store.IndexEntry
 
 // ChunkStore is what a server keeps (§7). The bbolt store implements it
 // through an adapter; memStore is the in-memory version for tests.
 type ChunkStore interface {
 	// PutRound stores a round's chunks, index entries and published ids in
 	// one transaction; the round is acknowledged only after it returns.
-	PutRound(epoch [32]byte, round uint32, published [][32]byte, chunks []StoredChunk, index []wire.IndexEntry) error
-	PutChunks(chunks []StoredChunk) error
-	PutRequests(epoch [32]byte, round uint32, list []wire.ListEntry) error
+	PutRound(epoch [32]byte, round uint32, published [][32]byte, chunks []store.Chunk, index []IndexEntry) error
+	PutChunks(chunks []store.Chunk) error
+	PutRequests(epoch [32]byte, round uint32, list []store.Request) error
 	GetChunk(id [32]byte) ([]byte, error)
 	HasChunk(id [32]byte) (bool, error)
 	// Held returns, in the order of ids, the id and length of each chunk
 	// held, skipping the others (no chunk is read).
-	Held(ids [][32]byte) ([]wire.ListEntry, error)
+	Held(ids [][32]byte) ([]store.Request, error)
 	// ViewChunks runs fn with the chunks of ids (zero-copy where the store
 	// allows: the slices die when fn returns).
 	ViewChunks(ids [][32]byte, fn func(rows [][]byte) error) error
-	Index() ([]wire.IndexEntry, error)
+	Index() ([]IndexEntry, error)
 	Close() error
 }
 
@@ -43,16 +43,16 @@ var ErrNoChunk = errors.New("node: no such chunk")
 type memStore struct {
 	mu     sync.RWMutex
 	chunks map[[32]byte][]byte
-	index  map[[32]byte]wire.IndexEntry
-	lists  map[[36]byte][]wire.ListEntry
+	index  map[[32]byte]IndexEntry
+	lists  map[[36]byte][]store.Request
 }
 
 // NewMemStore returns an in-memory ChunkStore (tests, the demo).
 func NewMemStore() ChunkStore {
-	return &memStore{chunks: map[[32]byte][]byte{}, index: map[[32]byte]wire.IndexEntry{}, lists: map[[36]byte][]wire.ListEntry{}}
+	return &memStore{chunks: map[[32]byte][]byte{}, index: map[[32]byte]IndexEntry{}, lists: map[[36]byte][]store.Request{}}
 }
 
-func (m *memStore) PutRound(epoch [32]byte, round uint32, published [][32]byte, chunks []StoredChunk, index []wire.IndexEntry) error {
+func (m *memStore) PutRound(epoch [32]byte, round uint32, published [][32]byte, chunks []store.Chunk, index []IndexEntry) error {
 	if err := m.PutChunks(chunks); err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (m *memStore) PutRound(epoch [32]byte, round uint32, published [][32]byte, 
 	return nil
 }
 
-func (m *memStore) PutChunks(chunks []StoredChunk) error {
+func (m *memStore) PutChunks(chunks []store.Chunk) error {
 	for _, c := range chunks {
 		if sha256.Sum256(c.Data) != c.ID {
 			return fmt.Errorf("node: chunk %x does not hash to its id", c.ID[:6])
@@ -82,12 +82,12 @@ func (m *memStore) PutChunks(chunks []StoredChunk) error {
 	return nil
 }
 
-func (m *memStore) PutRequests(epoch [32]byte, round uint32, list []wire.ListEntry) error {
+func (m *memStore) PutRequests(epoch [32]byte, round uint32, list []store.Request) error {
 	var k [36]byte
 	copy(k[:], epoch[:])
 	k[32], k[33], k[34], k[35] = byte(round>>24), byte(round>>16), byte(round>>8), byte(round)
 	m.mu.Lock()
-	m.lists[k] = append([]wire.ListEntry(nil), list...)
+	m.lists[k] = append([]store.Request(nil), list...)
 	m.mu.Unlock()
 	return nil
 }
@@ -102,13 +102,13 @@ func (m *memStore) GetChunk(id [32]byte) ([]byte, error) {
 	return append([]byte(nil), c...), nil
 }
 
-func (m *memStore) Held(ids [][32]byte) ([]wire.ListEntry, error) {
+func (m *memStore) Held(ids [][32]byte) ([]store.Request, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	var out []wire.ListEntry
+	var out []store.Request
 	for _, id := range ids {
 		if c, ok := m.chunks[id]; ok {
-			out = append(out, wire.ListEntry{ID: id, Len: uint32(len(c))})
+			out = append(out, store.Request{ID: id, Length: uint32(len(c))})
 		}
 	}
 	return out, nil
@@ -135,14 +135,14 @@ func (m *memStore) ViewChunks(ids [][32]byte, fn func(rows [][]byte) error) erro
 	return fn(rows)
 }
 
-func (m *memStore) Index() ([]wire.IndexEntry, error) {
+func (m *memStore) Index() ([]IndexEntry, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]wire.IndexEntry, 0, len(m.index))
+	out := make([]IndexEntry, 0, len(m.index))
 	for _, e := range m.index {
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Time < out[j].Time })
+	sort.Slice(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	return out, nil
 }
 

@@ -1,4 +1,4 @@
-package node
+package node_test
 
 import (
 	"bytes"
@@ -7,6 +7,9 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/riffle-net/riffle/internal/nodetest"
+	"github.com/riffle-net/riffle/node"
 )
 
 // TestChurn has clients join, act and leave one after another, as the CLI's
@@ -18,15 +21,15 @@ func TestChurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a loopback network")
 	}
-	p := testParams(16)
+	p := node.TestParams(16)
 	p.RoundLimitMs = 300000
-	tn := startNet(t, 3, 3, p)
+	tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 3, Params: p})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for i := 0; i < 3; i++ {
-		data := randBytes(t, 20000+i)
+		data := nodetest.RandBytes(t, 20000+i)
 		start := time.Now()
-		up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[i%3].Addrs()[0].String(), Logger: testLogger(t)})
+		up, err := tn.NewClient(ctx, i%3, node.ClientConfig{Logger: nodetest.Logger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +40,7 @@ func TestChurn(t *testing.T) {
 		}
 		t.Logf("share %d: %v", i, time.Since(start))
 		start = time.Now()
-		down, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[(i+1)%3].Addrs()[0].String(), Logger: testLogger(t)})
+		down, err := tn.NewClient(ctx, (i+1)%3, node.ClientConfig{Logger: nodetest.Logger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,10 +57,8 @@ func TestChurn(t *testing.T) {
 	}
 	// Every share and get above took an epoch or two: a server keeps only
 	// the newest ended epochs besides the running one, not all of them.
-	for i, s := range tn.servers {
-		s.mu.Lock()
-		kept, prep := len(s.epochs), len(s.prep)
-		s.mu.Unlock()
+	for i, s := range tn.Servers {
+		kept, prep := s.EpochsHeld()
 		if kept > 4 || prep > 1 {
 			t.Errorf("server %d holds %d epochs and %d prepared ones", i, kept, prep)
 		}

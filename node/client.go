@@ -13,7 +13,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/riffle-net/riffle/chunker"
@@ -37,7 +36,7 @@ type ClientConfig struct {
 	// OnSend, if set, is called with the type of every request the client
 	// sends and the bytes written to its stream (the wire-size equality
 	// test records them).
-	OnSend func(t wire.Type, size int)
+	OnSend func(msgType uint8, size int)
 	// MinAnonymity is the smallest anonymity set the client takes part
 	// in (§3 v3): clients registered through servers it trusts (its
 	// primary and the required servers). 0 means DefaultMinAnonymity.
@@ -74,7 +73,7 @@ type Client struct {
 	// decoys is the public demand decoys are drawn from (decoys.go).
 	decoys decoyPool
 	stats  Stats
-	index  []wire.IndexEntry // synced once per epoch
+	index  []IndexEntry // synced once per epoch
 	// indexSynced: index holds a sync (ls waits for the first).
 	indexSynced bool
 
@@ -94,7 +93,7 @@ type Stats struct {
 }
 
 type upItem struct {
-	c   StoredChunk
+	c   store.Chunk
 	job *shareJob
 }
 
@@ -265,12 +264,13 @@ func (c *Client) jobProgress(ctx context.Context, format string, args ...any) {
 	c.progress(format, args...)
 }
 
-func (c *Client) call(ctx context.Context, proto protocol.ID, t wire.Type, body []byte, want wire.Type, max int, timeout time.Duration) ([]byte, error) {
-	return c.callSegments(ctx, proto, t, [][]byte{body}, want, max, timeout)
-}
-
-func (c *Client) callSegments(ctx context.Context, proto protocol.ID, t wire.Type, body [][]byte, want wire.Type, max int, timeout time.Duration) ([]byte, error) {
-	return callInto(ctx, c.h, c.primary, proto, t, body, want, max, timeout, c.cfg.OnSend, nil)
+// call sends r to the client's primary, reporting the bytes sent to
+// ClientConfig.OnSend.
+func (c *Client) call(ctx context.Context, r request) ([]byte, error) {
+	if c.cfg.OnSend != nil {
+		r.Sent = func(t wire.Type, n int) { c.cfg.OnSend(uint8(t), n) }
+	}
+	return call(ctx, c.h, c.primary, r)
 }
 
 func (c *Client) run() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/store"
 )
 
 // ChunkSize waits for an epoch and returns its chunk size b.
@@ -41,7 +42,7 @@ func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bo
 	link, err := chunker.Share(r, name, "", b, chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
 		if !job.left[id] {
 			job.left[id] = true
-			items = append(items, upItem{c: StoredChunk{ID: id, Data: append([]byte(nil), chunk...)}, job: job})
+			items = append(items, upItem{c: store.Chunk{ID: id, Data: append([]byte(nil), chunk...)}, job: job})
 		}
 		return nil
 	})
@@ -134,8 +135,8 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 
 // Index fetches the whole public index from the primary (§7: always all of
 // it, never per-file look-ups).
-func (c *Client) Index(ctx context.Context) ([]wire.IndexEntry, error) {
-	rep, err := c.call(ctx, ProtoClient, wire.TypeIndexReq, nil, wire.TypeIndex, 256<<20, shortTimeout)
+func (c *Client) Index(ctx context.Context) ([]IndexEntry, error) {
+	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeIndexReq, Timeout: shortTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -143,27 +144,27 @@ func (c *Client) Index(ctx context.Context) ([]wire.IndexEntry, error) {
 	if err := idx.Unmarshal(rep, 1<<20); err != nil {
 		return nil, err
 	}
-	return idx.Entries, nil
+	return indexFromWire(idx.Entries), nil
 }
 
 var _ network.Stream
 
 // SyncedIndex returns the public index as synced at the start of the
 // current epoch (§7), for local search without any look-up.
-func (c *Client) SyncedIndex() []wire.IndexEntry {
+func (c *Client) SyncedIndex() []IndexEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]wire.IndexEntry(nil), c.index...)
+	return append([]IndexEntry(nil), c.index...)
 }
 
 // WaitSyncedIndex returns the synced index once there is one (the first
 // sync is at the start of the client's first epoch), without any request.
-func (c *Client) WaitSyncedIndex(ctx context.Context) ([]wire.IndexEntry, error) {
+func (c *Client) WaitSyncedIndex(ctx context.Context) ([]IndexEntry, error) {
 	for {
 		c.mu.Lock()
 		if c.indexSynced {
 			defer c.mu.Unlock()
-			return append([]wire.IndexEntry(nil), c.index...), nil
+			return append([]IndexEntry(nil), c.index...), nil
 		}
 		ch := c.changed
 		c.mu.Unlock()

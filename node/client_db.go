@@ -97,7 +97,7 @@ func (c *Client) resendPending(ctx context.Context) {
 		if err != nil {
 			continue
 		}
-		if _, err := c.call(ctx, ProtoClient, wire.TypeSubmit, frame, wire.TypeAck, 16, shortTimeout); err == nil {
+		if _, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeSubmit, Body: frame, Timeout: shortTimeout}); err == nil {
 			sent++
 		}
 	}

@@ -1,4 +1,4 @@
-package node
+package node_test
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riffle-net/riffle/internal/nodetest"
+	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/node"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -17,21 +20,18 @@ import (
 // stored submissions are there, and the next start sends them again and
 // forgets them (§5.1 v2, §5.4).
 func TestOnionsStoredBeforeSending(t *testing.T) {
-	tn := startNet(t, 3, 2, testParams(256))
+	tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 2, Params: node.TestParams(256)})
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := ClientConfig{MinAnonymity: 1, Server: tn.servers[0].Addrs()[0].String(), DataDir: dir}
-	c, err := NewClient(ctx, cfg)
+	cfg := node.ClientConfig{Server: tn.Addr(0), DataDir: dir, MinAnonymity: 1}
+	c, err := node.NewClient(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	marker := filepath.Join(dir, pendingFile)
-	for c.Stats().Rounds < 3 {
-		if ctx.Err() != nil {
-			t.Fatal("client never took part in rounds")
-		}
-		time.Sleep(20 * time.Millisecond)
+	marker := filepath.Join(dir, node.PendingFile)
+	if err := wait.Until(ctx, time.Minute, func() bool { return c.Stats().Rounds >= 3 }); err != nil {
+		t.Fatal("client never took part in rounds")
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestOnionsStoredBeforeSending(t *testing.T) {
 		t.Fatalf("marker %q", raw)
 	}
 	copy(id[:], b)
-	db, err := store.OpenClient(filepath.Join(dir, ClientDBFile), store.ClientOptions{})
+	db, err := store.OpenClient(filepath.Join(dir, node.ClientDBFile), store.ClientOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,19 +54,16 @@ func TestOnionsStoredBeforeSending(t *testing.T) {
 		t.Fatalf("round 0's submission not stored: %v", err)
 	}
 	db.Close()
-	c2, err := NewClient(ctx, cfg)
+	c2, err := node.NewClient(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c2.Close()
-	for {
+	if err := wait.Until(ctx, time.Minute, func() bool {
 		// Gone, or naming the next epoch the new client joined.
-		if now, err := os.ReadFile(marker); os.IsNotExist(err) || (err == nil && string(now) != string(raw)) {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("stored submissions never resent and dropped")
-		}
-		time.Sleep(20 * time.Millisecond)
+		now, err := os.ReadFile(marker)
+		return os.IsNotExist(err) || (err == nil && string(now) != string(raw))
+	}); err != nil {
+		t.Fatal("stored submissions never resent and dropped")
 	}
 }

@@ -73,7 +73,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 // chain. It returns the view and the primary's chain position; the view
 // is nil when no descriptor could be read.
 func (c *Client) openView(ctx context.Context, last [32]byte) (*view, int, error) {
-	rep, err := c.call(ctx, ProtoClient, wire.TypeWaitOpen, (&wire.EpochRef{Epoch: last}).Marshal(), wire.TypeSigned, 256<<20, pollTimeout)
+	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeWaitOpen, Body: (&wire.EpochRef{Epoch: last}).Marshal(), Timeout: pollTimeout})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -130,7 +130,7 @@ func (c *Client) join(ctx context.Context, v *view, pidx int) (*cepoch, *wire.Si
 	copy(msg.RegKey[:], pub)
 	dg := registerDigest(&msg)
 	copy(msg.Sig[:], ed25519.Sign(priv, dg[:]))
-	rep, err := c.call(ctx, ProtoClient, wire.TypeRegister, msg.Marshal(), wire.TypeSigned, 256<<20, pollTimeout)
+	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeRegister, Body: msg.Marshal(), Timeout: pollTimeout})
 	if err != nil {
 		return fail(err)
 	}
@@ -214,7 +214,7 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 	// holds the client back instead of piling up requests.
 	sem := make(chan struct{}, queriesInFlight)
 	for r := uint32(0); r < R; r++ {
-		rep, err := c.call(ctx, ProtoClient, wire.TypeWaitList, (&wire.EpochRef{Epoch: e.v.id, Round: r}).Marshal(), wire.TypeRoundList, 64<<20, pollTimeout)
+		rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeWaitList, Body: (&wire.EpochRef{Epoch: e.v.id, Round: r}).Marshal(), Timeout: pollTimeout})
 		if err != nil {
 			// Typically the epoch's end: the queries of the rounds that
 			// did run still get their answers (the server bounds the wait).
@@ -368,7 +368,7 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 	}
 	var err error
 	for try := 0; try < 3; try++ {
-		if _, err = c.callSegments(ctx, ProtoClient, wire.TypeSubmit, sub.Segments(), wire.TypeAck, 16, bulkTimeout); err == nil {
+		if _, err = c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeSubmit, Segments: sub.Segments(), Timeout: bulkTimeout}); err == nil {
 			return nil
 		}
 	}

@@ -87,7 +87,8 @@ func (c *Client) query(ctx context.Context, e *cepoch, r uint32, rl *wire.RoundL
 			}
 		}
 	}()
-	rep, err := callInto(ctx, c.h, c.primary, ProtoPIR, wire.TypeQuery, [][]byte{q.Marshal()}, wire.TypeAnswer, 64+k*(8+int(e.v.desc.Params.ChunkSize)), pollTimeout, c.cfg.OnSend, alloc)
+	rep, err := c.call(ctx, request{Proto: ProtoPIR, Type: wire.TypeQuery, Body: q.Marshal(), Timeout: pollTimeout,
+		Max: 64 + k*(8+int(e.v.desc.Params.ChunkSize)), Alloc: alloc})
 	c.mu.Lock()
 	for _, id := range reqs {
 		delete(c.inflight, id)
@@ -136,4 +137,3 @@ func (c *Client) query(ctx context.Context, e *cepoch, r uint32, rl *wire.RoundL
 	}
 	return nil
 }
-

@@ -153,7 +153,7 @@ func (c *Client) control(ctx context.Context, t wire.Type, body []byte) ([]byte,
 		if err != nil {
 			return nil, err
 		}
-		return (&wire.Index{Entries: idx}).Marshal(), nil
+		return (&wire.Index{Entries: indexToWire(idx)}).Marshal(), nil
 	}
 	return nil, fmt.Errorf("node: unknown control request %d", t)
 }
@@ -287,7 +287,7 @@ func ControlGet(ctx context.Context, sock string, link chunker.Link, dir string)
 }
 
 // ControlIndex asks the client serving sock for the public index.
-func ControlIndex(ctx context.Context, sock string) ([]wire.IndexEntry, error) {
+func ControlIndex(ctx context.Context, sock string) ([]IndexEntry, error) {
 	rep, err := controlCall(ctx, sock, ctlIndex, nil, 256<<20)
 	if err != nil {
 		return nil, fmt.Errorf("node: running client: %w", err)
@@ -296,5 +296,5 @@ func ControlIndex(ctx context.Context, sock string) ([]wire.IndexEntry, error) {
 	if err := idx.Unmarshal(rep, 1<<20); err != nil {
 		return nil, err
 	}
-	return idx.Entries, nil
+	return indexFromWire(idx.Entries), nil
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
@@ -152,7 +151,7 @@ func (s *Server) end(e *sepoch, reason string) {
 		defer s.wg.Done()
 		ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
 		defer cancel()
-		_, _ = s.each(ctx, others, ProtoEpoch, wire.TypeAbort, body, wire.TypeAck, 16, shortTimeout)
+		_, _ = s.each(ctx, others, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: shortTimeout})
 	}()
 }
 
@@ -189,18 +188,17 @@ func (s *Server) forget() {
 	}
 }
 
-// local runs a request against this server's own handler, as the leader
-// does for its own part of a broadcast.
-func (s *Server) each(ctx context.Context, chain []peer.ID, proto protocol.ID, t wire.Type, body []byte, want wire.Type, max int, timeout time.Duration) ([][]byte, error) {
-	return s.eachSegments(ctx, chain, proto, t, [][]byte{body}, want, max, timeout)
-}
-
-// eachSegments is each with the body as segments, written to the remote
-// servers without being joined. If chain holds this server, its own
-// handler gets the segments joined (a body of one segment as it is: each's
-// callers never reuse it, while a caller of several segments may reuse
+// each sends r to every server of chain at once and returns their replies
+// in chain order. If chain holds this server, its own handler gets the
+// request, the segments joined (a body of one segment as it is: callers
+// of one body never reuse it, while a caller of several segments may reuse
 // their buffers after the call, and the handler may keep parts of its body).
-func (s *Server) eachSegments(ctx context.Context, chain []peer.ID, proto protocol.ID, t wire.Type, segs [][]byte, want wire.Type, max int, timeout time.Duration) ([][]byte, error) {
+func (s *Server) each(ctx context.Context, chain []peer.ID, r request) ([][]byte, error) {
+	want, _, err := replyTo(r.Proto, r.Type)
+	if err != nil {
+		return nil, err
+	}
+	segs := r.segments()
 	out := make([][]byte, len(chain))
 	errs := make([]error, len(chain))
 	var wg sync.WaitGroup
@@ -210,7 +208,7 @@ func (s *Server) eachSegments(ctx context.Context, chain []peer.ID, proto protoc
 			defer wg.Done()
 			if p == s.h.ID() {
 				var h handlerFunc
-				switch proto {
+				switch r.Proto {
 				case ProtoEpoch:
 					h = s.handleEpoch
 				case ProtoRound:
@@ -220,14 +218,14 @@ func (s *Server) eachSegments(ctx context.Context, chain []peer.ID, proto protoc
 				if len(segs) != 1 {
 					local = bytes.Join(segs, nil)
 				}
-				rt, rep, err := h(ctx, p, t, local)
+				rt, rep, err := h(ctx, p, r.Type, local)
 				if err == nil && rt != want {
 					err = fmt.Errorf("node: local reply type %d, want %d", rt, want)
 				}
 				out[i], errs[i] = rep, err
 				return
 			}
-			out[i], errs[i] = callSegments(ctx, s.h, p, proto, t, segs, want, max, timeout)
+			out[i], errs[i] = call(ctx, s.h, p, r)
 		}()
 	}
 	wg.Wait()

@@ -72,7 +72,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, err
 	}
 	// (v3) every parameter but the times is a group constant.
-	if err := checkGroupParams(p.Params, s.cfg.Params); err != nil {
+	if err := checkGroupParams(p.Params, s.cfg.Params.wire()); err != nil {
 		return 0, nil, err
 	}
 	if len(p.Chain) < 1 || peer.ID(p.Chain[0]) != from {

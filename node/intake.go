@@ -99,7 +99,7 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 		if err != nil {
 			return 0, nil, err
 		}
-		return wire.TypeIndex, (&wire.Index{Entries: idx}).Marshal(), nil
+		return wire.TypeIndex, (&wire.Index{Entries: indexToWire(idx)}).Marshal(), nil
 	}
 	return 0, nil, fmt.Errorf("node: unexpected client message %d", t)
 }
@@ -144,7 +144,7 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 	if leader == s.h.ID() {
 		_, _, err = s.onForwardedRegister(body)
 	} else {
-		_, err = call(ctx, s.h, leader, ProtoEpoch, wire.TypeRegister, body, wire.TypeAck, 16, shortTimeout)
+		_, err = call(ctx, s.h, leader, request{Proto: ProtoEpoch, Type: wire.TypeRegister, Body: body, Timeout: shortTimeout})
 	}
 	if err != nil {
 		s.log.Debug("forward registration", "err", err)
@@ -245,7 +245,7 @@ func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) 
 func (s *Server) forwardSubs(e *sepoch, batch *wire.SubmitBatch) {
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
-	if _, err := callSegments(ctx, s.h, e.final.chain[0], ProtoRound, wire.TypeSubmitBatch, batch.Segments(), wire.TypeAck, 16, bulkTimeout); err != nil {
+	if _, err := call(ctx, s.h, e.final.chain[0], request{Proto: ProtoRound, Type: wire.TypeSubmitBatch, Segments: batch.Segments(), Timeout: bulkTimeout}); err != nil {
 		s.log.Warn("forward submissions", "round", batch.Round, "err", err)
 	}
 }

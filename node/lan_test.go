@@ -14,6 +14,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/riffle-net/riffle/internal/wait"
 )
 
 // beaconServer is a server on 127.0.0.1 with LAN discovery off, so that a
@@ -123,13 +125,9 @@ func TestLANFindAdmits(t *testing.T) {
 	n, c := testNotifee(t, s1, nil)
 	ai := peer.AddrInfo{ID: s2.ID(), Addrs: s2.h.Addrs()}
 	n.HandlePeerFound(ai)
-	deadline := time.Now().Add(10 * time.Second)
-	for s1.roster.get(s2.ID()) == nil {
-		if time.Now().After(deadline) {
-			started, _, errs := c.counts()
-			t.Fatalf("found server not in the roster after 10 s (%d hellos, %d failed)", started, errs)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := wait.Until(context.Background(), 10*time.Second, func() bool { return s1.roster.get(s2.ID()) != nil }); err != nil {
+		started, _, errs := c.counts()
+		t.Fatalf("found server not in the roster after 10 s (%d hellos, %d failed)", started, errs)
 	}
 	n.wg.Wait()
 	n.HandlePeerFound(ai)

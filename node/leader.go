@@ -39,7 +39,7 @@ func (s *Server) leaderLoop(ctx context.Context) {
 
 func (s *Server) abortAll(ctx context.Context, chain []peer.ID, id [32]byte, reason string) {
 	body := (&wire.EpochRef{Epoch: id, Reason: []byte(reason)}).Marshal()
-	_, _ = s.each(context.WithoutCancel(ctx), chain, ProtoEpoch, wire.TypeAbort, body, wire.TypeAck, 16, shortTimeout)
+	_, _ = s.each(context.WithoutCancel(ctx), chain, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: shortTimeout})
 }
 
 // runEpoch drives one epoch as leader (§3, §4): prepare, sign and open the
@@ -82,15 +82,15 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID) (wire.Descripto
 	if _, err := s.rand.Read(nonce[:]); err != nil {
 		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: epoch nonce: %w", err)
 	}
-	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.cfg.Params}
+	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.cfg.Params.wire()}
 	for _, p := range chain {
 		prep.Chain = append(prep.Chain, []byte(p))
 	}
-	reps, err := s.each(ctx, chain, ProtoEpoch, wire.TypePrepare, prep.Marshal(), wire.TypeEntry, 1<<20, shortTimeout)
+	reps, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypePrepare, Body: prep.Marshal(), Timeout: shortTimeout})
 	if err != nil {
 		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: prepare epoch %d: %w", number, err)
 	}
-	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.cfg.Params, Group: make([]wire.GroupEntry, len(chain))}
+	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.cfg.Params.wire(), Group: make([]wire.GroupEntry, len(chain))}
 	for i, r := range reps {
 		if err := desc.Group[i].Unmarshal(r, genericLimits()); err != nil {
 			return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: entry of server %d: %w", i, err)
@@ -102,7 +102,7 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID) (wire.Descripto
 	}
 	open := &wire.Signed{Desc: desc, Sigs: sigs}
 	id := epochID(&desc)
-	if _, err := s.each(ctx, chain, ProtoEpoch, wire.TypeSigned, open.Marshal(), wire.TypeAck, 16, shortTimeout); err != nil {
+	if _, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: open.Marshal(), Timeout: shortTimeout}); err != nil {
 		s.abortAll(ctx, chain, id, "open failed")
 		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: open epoch %d: %w", number, err)
 	}
@@ -145,7 +145,7 @@ func (s *Server) awaitRegistrations(ctx context.Context, chain []peer.ID, id [32
 // verified registration lists: every registration by key, and the primary
 // (chain position) of each one a server listed.
 func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]byte, e *sepoch, params wire.Params) (map[[32]byte]wire.Register, map[[32]byte]uint16, error) {
-	reps, err := s.each(ctx, chain, ProtoEpoch, wire.TypeCloseReq, (&wire.EpochRef{Epoch: id}).Marshal(), wire.TypeRegList, 256<<20, shortTimeout)
+	reps, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypeCloseReq, Body: (&wire.EpochRef{Epoch: id}).Marshal(), Timeout: shortTimeout})
 	if err != nil {
 		s.abortAll(ctx, chain, id, "close failed")
 		return nil, nil, fmt.Errorf("node: close registration: %w", err)
@@ -220,7 +220,7 @@ func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte
 		ordered.Regs = append(ordered.Regs, r)
 		fin.Clients = append(fin.Clients, wire.ClientEntry{RegKey: k, Primary: primaryOf[k], XKey: r.XKey, RegHash: sha256.Sum256(r.Reg)})
 	}
-	if _, err := s.each(ctx, chain, ProtoEpoch, wire.TypeRegList, ordered.Marshal(), wire.TypeAck, 16, bulkTimeout); err != nil {
+	if _, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypeRegList, Body: ordered.Marshal(), Timeout: bulkTimeout}); err != nil {
 		s.abortAll(ctx, chain, id, "registration list refused")
 		return fmt.Errorf("node: send registrations: %w", err)
 	}
@@ -230,7 +230,7 @@ func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte
 		return fmt.Errorf("node: sign final descriptor: %w", err)
 	}
 	final := &wire.Signed{Final: true, Desc: fin, Sigs: sigs}
-	if _, err := s.each(ctx, chain, ProtoEpoch, wire.TypeSigned, final.Marshal(), wire.TypeAck, 16, bulkTimeout); err != nil {
+	if _, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: final.Marshal(), Timeout: bulkTimeout}); err != nil {
 		s.abortAll(ctx, chain, id, "final descriptor not delivered")
 		return fmt.Errorf("node: publish final descriptor: %w", err)
 	}
@@ -238,7 +238,7 @@ func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte
 }
 
 func (s *Server) collectSigs(ctx context.Context, chain []peer.ID, req *wire.Signed) ([][64]byte, error) {
-	reps, err := s.each(ctx, chain, ProtoEpoch, wire.TypeSignReq, req.Marshal(), wire.TypeSig, 256, bulkTimeout)
+	reps, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypeSignReq, Body: req.Marshal(), Timeout: bulkTimeout})
 	if err != nil {
 		return nil, err
 	}

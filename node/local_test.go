@@ -24,9 +24,9 @@ type timedSend struct {
 	at time.Time
 }
 
-func (r *timedRecorder) add(t wire.Type, _ int) {
+func (r *timedRecorder) add(t uint8, _ int) {
 	r.mu.Lock()
-	r.log = append(r.log, timedSend{t, time.Now()})
+	r.log = append(r.log, timedSend{wire.Type(t), time.Now()})
 	r.mu.Unlock()
 }
 
@@ -74,16 +74,16 @@ func maxGap(log []timedSend, t wire.Type, from, to time.Time) time.Duration {
 // slow by a hook, the downloading client's submissions and queries go out
 // at the pace of the rounds throughout.
 func TestLocalWorkDoesNotDelay(t *testing.T) {
-	tn := startNet(t, 3, 0, testParams(256))
+	tn := startAnonNet(t, 3, 0, 2, testParams(256), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[0].Addrs()[0].String(), Logger: testLogger(t)})
+	up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer up.Close()
 	var rec timedRecorder
-	down, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[1].Addrs()[0].String(), OnSend: rec.add, Logger: testLogger(t)})
+	down, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[1].Addrs()[0].String(), OnSend: rec.add, Logger: anonLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestLocalWorkDoesNotDelay(t *testing.T) {
 		}
 	}
 	down.mu.Unlock()
-	data := randBytes(t, 40<<10)
+	data := anonRand(t, 40<<10)
 	link, err := up.Share(ctx, bytes.NewReader(data), "slow.bin", false)
 	if err != nil {
 		t.Fatal(err)
@@ -131,11 +131,11 @@ func TestLocalWorkDoesNotDelay(t *testing.T) {
 // TestLsReadsSyncedCopy (§7): the index through a running client's control
 // socket is its synced copy; asking for it sends nothing.
 func TestLsReadsSyncedCopy(t *testing.T) {
-	tn := startNet(t, 3, 1, testParams(32))
+	tn := startAnonNet(t, 3, 1, 2, testParams(32), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var rec timedRecorder
-	c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[1].Addrs()[0].String(), OnSend: rec.add, Logger: testLogger(t)})
+	c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[1].Addrs()[0].String(), OnSend: rec.add, Logger: anonLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

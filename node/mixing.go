@@ -155,7 +155,7 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		}
 		sent := make(chan error, 1)
 		go func() {
-			_, err := s.eachSegments(ctx, others, ProtoRound, wire.TypeBatch, b.Segments(), wire.TypeAck, 16, bulkTimeout)
+			_, err := s.each(ctx, others, request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
 			sent <- err
 		}()
 		s.publish(e, r, out)
@@ -164,7 +164,7 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		}
 		return
 	}
-	if _, err := callSegments(ctx, s.h, v.chain[e.pos+1], ProtoRound, wire.TypeBatch, b.Segments(), wire.TypeAck, 16, bulkTimeout); err != nil {
+	if _, err := call(ctx, s.h, v.chain[e.pos+1], request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout}); err != nil {
 		fail("forward batch", err)
 	}
 }
@@ -232,22 +232,30 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		rebuilt = append(rebuilt, x)
 		return x
 	}
-	if err := b.UnmarshalAlloc(body, genericLimits(), alloc); err != nil {
+	// Sender, epoch and signature are checked on the head alone, before
+	// the body costs anything: only then are entries rebuilt, bounded by
+	// this epoch's limits (§5.2; only a signed batch is evidence against
+	// its sender).
+	h, err := wire.PeekBatch(body)
+	if err != nil {
 		return 0, nil, err
 	}
-	e, err := s.epochFor(b.Epoch)
+	e, err := s.epochFor(h.Epoch)
 	if err != nil {
 		return 0, nil, err
 	}
 	v := e.final
 	m, n := len(v.chain), e.n()
-	S := int(b.S)
+	S := int(h.S)
 	if S < 1 || S > m || v.chain[S-1] != from || (S < m && S != e.pos) {
 		return 0, nil, fmt.Errorf("node: batch for server %d not expected from %s", S, from.ShortString())
 	}
-	// The signature first: only a signed batch is evidence against its
-	// sender; then the root, which the signature covers.
-	if err := verifyPeerSig(from, batchDigest(&b), b.Sig); err != nil {
+	if err := verifyPeerSig(from, batchDigest(&wire.Batch{Epoch: h.Epoch, Round: h.Round, S: h.S, Root: h.Root}), h.Sig); err != nil {
+		return 0, nil, err
+	}
+	lim := limitsFor(v.desc.Params, m)
+	lim.Frame = s.roundCaps(wire.TypeBatch)
+	if err := b.UnmarshalAlloc(body, lim, alloc); err != nil {
 		return 0, nil, err
 	}
 	if !s.noteRoot(e, &wire.Root{Epoch: b.Epoch, Round: b.Round, S: b.S, Root: b.Root, Sig: b.Sig}) {

@@ -114,7 +114,7 @@ func (s *Server) padAnswers(e *sepoch, r uint32, j int, ids [][32]byte, keys []*
 		defer s.wg.Done()
 		sctx, scancel := context.WithTimeout(s.ctx, bulkTimeout)
 		defer scancel()
-		if _, err := callSegments(sctx, s.h, p, ProtoRound, wire.TypePadAnswers, msg, wire.TypeAck, 16, bulkTimeout); err != nil {
+		if _, err := call(sctx, s.h, p, request{Proto: ProtoRound, Type: wire.TypePadAnswers, Segments: msg, Timeout: bulkTimeout}); err != nil {
 			s.log.Warn("padded answers", "round", r, "err", err)
 		}
 		s.pool.put(block)

@@ -127,18 +127,6 @@ func verifyPeerSig(id peer.ID, digest [32]byte, sig [64]byte) error {
 	return nil
 }
 
-// call opens a stream to p, sends one request frame and reads one reply of
-// type want of at most max bytes. The stream is reset on any error.
-func call(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID, t wire.Type, body []byte, want wire.Type, max int, timeout time.Duration) ([]byte, error) {
-	return callInto(ctx, h, p, proto, t, [][]byte{body}, want, max, timeout, nil, nil)
-}
-
-// callSegments is call with a request body given as segments (the bulk
-// messages' Segments), written to the stream without being joined.
-func callSegments(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID, t wire.Type, body [][]byte, want wire.Type, max int, timeout time.Duration) ([]byte, error) {
-	return callInto(ctx, h, p, proto, t, body, want, max, timeout, nil, nil)
-}
-
 // Stream buffers are pooled: a round opens a few streams per client, and a
 // fresh pair of 64 KiB buffers for each showed in the profiles.
 var (
@@ -174,16 +162,55 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// callInto is callSegments that reports, if sent is set, the bytes written
-// to the stream for the request (the wire-size equality test, §1: sizes
-// never depend on what a user does), and reads the reply into alloc(n) if
-// alloc is set.
-func callInto(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID, t wire.Type, body [][]byte, want wire.Type, max int, timeout time.Duration, sent func(t wire.Type, n int), alloc func(int) []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	s, err := h.NewStream(network.WithAllowLimitedConn(ctx, "riffle"), p, proto)
+// request is one call to a peer: a request frame and how long to wait.
+// The reply's type and size cap come from replyTo, by protocol and request
+// type, unless Max overrides the cap.
+type request struct {
+	Proto protocol.ID
+	Type  wire.Type
+	// Body is the request body; Segments, if set, replace it (the bulk
+	// messages' Segments, written to the stream without being joined).
+	Body     []byte
+	Segments [][]byte
+	Timeout  time.Duration
+	// Max, if not zero, is the reply's cap where it depends on the epoch
+	// (a PIR answer: k rows of b bytes).
+	Max int
+	// Sent, if set, is told the bytes written to the stream for the
+	// request (the wire-size equality test, §1: sizes never depend on what
+	// a user does).
+	Sent func(t wire.Type, n int)
+	// Alloc, if set, gives the buffer the reply is read into.
+	Alloc func(int) []byte
+}
+
+// segments is the request body as segments.
+func (r *request) segments() [][]byte {
+	if r.Segments != nil {
+		return r.Segments
+	}
+	return [][]byte{r.Body}
+}
+
+// call opens a stream to p, sends one request frame and reads one reply of
+// the type and at most the size that replyTo gives. The stream is reset on
+// any error.
+func call(ctx context.Context, h host.Host, p peer.ID, r request) ([]byte, error) {
+	want, max, err := replyTo(r.Proto, r.Type)
 	if err != nil {
-		return nil, fmt.Errorf("open %s to %s: %w", proto, p.ShortString(), err)
+		return nil, err
+	}
+	if r.Max != 0 {
+		max = r.Max
+	}
+	if max <= 0 {
+		return nil, fmt.Errorf("node: no reply cap for %s message %d", r.Proto, r.Type)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	s, err := h.NewStream(network.WithAllowLimitedConn(ctx, "riffle"), p, r.Proto)
+	if err != nil {
+		return nil, fmt.Errorf("open %s to %s: %w", r.Proto, p.ShortString(), err)
 	}
 	dl, _ := ctx.Deadline()
 	_ = s.SetDeadline(dl)
@@ -193,28 +220,28 @@ func callInto(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID, t 
 	defer stop()
 	cw := &countingWriter{w: s}
 	bw := getWriter(cw)
-	err = wire.WriteFrameSegments(bw, t, body)
+	err = wire.WriteFrameSegments(bw, r.Type, r.segments())
 	if err == nil {
 		err = bw.Flush()
 	}
 	putWriter(bw)
-	if sent != nil {
-		sent(t, cw.n)
+	if r.Sent != nil {
+		r.Sent(r.Type, cw.n)
 	}
 	if err != nil {
 		s.Reset()
-		return nil, fmt.Errorf("%s to %s: %w", proto, p.ShortString(), err)
+		return nil, fmt.Errorf("%s to %s: %w", r.Proto, p.ShortString(), err)
 	}
 	if err := s.CloseWrite(); err != nil {
 		s.Reset()
-		return nil, fmt.Errorf("%s to %s: close write: %w", proto, p.ShortString(), err)
+		return nil, fmt.Errorf("%s to %s: close write: %w", r.Proto, p.ShortString(), err)
 	}
 	br := getReader(s)
-	rep, err := wire.ReadFrameInto(br, want, max, alloc)
+	rep, err := wire.ReadFrameInto(br, want, max, r.Alloc)
 	putReader(br)
 	if err != nil {
 		s.Reset()
-		return nil, fmt.Errorf("%s to %s: %w", proto, p.ShortString(), err)
+		return nil, fmt.Errorf("%s to %s: %w", r.Proto, p.ShortString(), err)
 	}
 	s.Close()
 	return rep, nil

@@ -11,7 +11,7 @@ import (
 // ahead, so that an epoch's memory does not grow with its rounds.
 func TestRoundWindow(t *testing.T) {
 	p := testParams(256)
-	v := &view{desc: &wire.Descriptor{Params: p}}
+	v := &view{desc: &wire.Descriptor{Params: p.wire()}}
 	e := &sepoch{v: v, final: v, rounds: map[uint32]*sround{}}
 	var pool bufPool
 	for r := uint32(0); r < 21; r++ {

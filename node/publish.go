@@ -14,6 +14,7 @@ import (
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/store"
 )
 
 // publish checks, stores and indexes a round's payloads (§5.3, §7).
@@ -38,11 +39,11 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte) {
 	for _, q := range bad {
 		badAt[q] = true
 	}
-	var chunks []StoredChunk
+	var chunks []store.Chunk
 	var published [][32]byte
-	var index []wire.IndexEntry
+	var index []IndexEntry
 	requests := map[[32]byte]bool{}
-	now := time.Now().Unix()
+	now := time.Unix(time.Now().Unix(), 0) // the index keeps seconds
 	for q, raw := range payloads {
 		if badAt[q] {
 			continue
@@ -64,11 +65,11 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte) {
 		}
 		data := p.Chunk[:p.Length]
 		id := sha256.Sum256(data)
-		chunks = append(chunks, StoredChunk{ID: id, Data: data})
+		chunks = append(chunks, store.Chunk{ID: id, Data: data})
 		published = append(published, id)
 		if chunker.IsManifest(data) {
 			if man, err := chunker.DecodeManifest(data); err == nil && man.Root {
-				index = append(index, wire.IndexEntry{FileID: id, Name: []byte(man.Name), Size: uint64(man.Size), Chunks: uint32(man.NumChunks), Round: r, Time: now})
+				index = append(index, IndexEntry{FileID: id, Name: man.Name, Size: uint64(man.Size), Chunks: uint32(man.NumChunks), Epoch: v.id, Round: r, Time: now})
 			}
 		}
 	}
@@ -123,10 +124,10 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 	if err != nil {
 		s.log.Warn("request list", "round", r, "err", err)
 	}
-	rl.Entries = held[:min(len(held), int(v.desc.Params.MaxRows))]
+	rl.Entries = listEntries(held[:min(len(held), int(v.desc.Params.MaxRows))])
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
-	reps, err := s.each(ctx, v.chain, ProtoRound, wire.TypeProposal, rl.Marshal(), wire.TypeSig, 256, bulkTimeout)
+	reps, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: bulkTimeout})
 	if err != nil {
 		s.log.Warn("request list refused", "round", r, "err", err)
 		s.mu.Lock()
@@ -144,7 +145,7 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 		}
 		rl.Sigs = append(rl.Sigs, sg.Sig)
 	}
-	if _, err := s.each(ctx, v.chain, ProtoRound, wire.TypeRoundList, rl.Marshal(), wire.TypeAck, 16, bulkTimeout); err != nil {
+	if _, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: rl.Marshal(), Timeout: bulkTimeout}); err != nil {
 		s.log.Warn("deliver request list", "round", r, "err", err)
 	}
 }
@@ -196,7 +197,7 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 	}
 	held := make(map[[32]byte]uint32, len(heldList))
 	for _, h := range heldList {
-		held[h.ID] = h.Len
+		held[h.ID] = h.Length
 	}
 	for _, le := range rl.Entries {
 		if n, ok := held[le.ID]; ok {
@@ -205,7 +206,7 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 			}
 			continue
 		}
-		rep, err := call(ctx, s.h, from, ProtoRound, wire.TypeGetChunk, (&wire.Chunk{ID: le.ID}).Marshal(), wire.TypeChunk, MaxChunkSize+64, bulkTimeout)
+		rep, err := call(ctx, s.h, from, request{Proto: ProtoRound, Type: wire.TypeGetChunk, Body: (&wire.Chunk{ID: le.ID}).Marshal(), Timeout: bulkTimeout})
 		if err != nil {
 			return 0, nil, fmt.Errorf("node: fetch %x: %w", le.ID[:6], err)
 		}
@@ -213,7 +214,7 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 		if err := c.Unmarshal(rep, MaxChunkSize); err != nil || c.ID != le.ID || sha256.Sum256(c.Data) != le.ID || len(c.Data) != int(le.Len) {
 			return 0, nil, fmt.Errorf("node: fetched chunk %x does not verify", le.ID[:6])
 		}
-		if err := s.store.PutChunks([]StoredChunk{{ID: c.ID, Data: c.Data}}); err != nil {
+		if err := s.store.PutChunks([]store.Chunk{{ID: c.ID, Data: c.Data}}); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -239,7 +240,7 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	if err := checkList(e.final, &rl); err != nil {
 		return 0, nil, err
 	}
-	if err := s.store.PutRequests(rl.Epoch, rl.Round, rl.Entries); err != nil {
+	if err := s.store.PutRequests(rl.Epoch, rl.Round, requests(rl.Entries)); err != nil {
 		return 0, nil, err
 	}
 	s.mu.Lock()
@@ -257,4 +258,40 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 		s.checkDepartures(e, rl.Round)
 	}
 	return wire.TypeAck, ack, nil
+}
+
+// listEntries are held chunks as a request list carries them.
+func listEntries(held []store.Request) []wire.ListEntry {
+	out := make([]wire.ListEntry, len(held))
+	for i, h := range held {
+		out[i] = wire.ListEntry{ID: h.ID, Len: h.Length}
+	}
+	return out
+}
+
+// requests are a request list's entries as the store keeps them.
+func requests(list []wire.ListEntry) []store.Request {
+	out := make([]store.Request, len(list))
+	for i, le := range list {
+		out[i] = store.Request{ID: le.ID, Length: le.Len}
+	}
+	return out
+}
+
+// indexToWire is the index as the client protocol carries it (no epoch).
+func indexToWire(idx []IndexEntry) []wire.IndexEntry {
+	out := make([]wire.IndexEntry, len(idx))
+	for i, e := range idx {
+		out[i] = wire.IndexEntry{FileID: e.FileID, Name: []byte(e.Name), Size: e.Size, Chunks: e.Chunks, Round: e.Round, Time: e.Time.Unix()}
+	}
+	return out
+}
+
+// indexFromWire is a received index; its entries have Epoch zero.
+func indexFromWire(idx []wire.IndexEntry) []IndexEntry {
+	out := make([]IndexEntry, len(idx))
+	for i, e := range idx {
+		out[i] = IndexEntry{FileID: e.FileID, Name: string(e.Name), Size: e.Size, Chunks: e.Chunks, Round: e.Round, Time: time.Unix(e.Time, 0)}
+	}
+	return out
 }

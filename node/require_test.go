@@ -1,4 +1,4 @@
-package node
+package node_test
 
 import (
 	"context"
@@ -8,12 +8,16 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/nodetest"
+	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/node"
 )
 
 // TestRequireServer: a client pinned to a server that is not in the chain
 // refuses every epoch (§3 v2), while the others run.
 func TestRequireServer(t *testing.T) {
-	tn := startNet(t, 3, 2, testParams(16))
+	tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 2, Params: node.TestParams(16)})
 	_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -24,21 +28,20 @@ func TestRequireServer(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pinned, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[1].Addrs()[0].String(), Require: []peer.ID{absent}})
+	pinned, err := tn.NewClient(ctx, 1, node.ClientConfig{Require: []peer.ID{absent}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pinned.Close()
-	present, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[2].Addrs()[0].String(), Require: []peer.ID{tn.servers[0].ID()}})
+	present, err := tn.NewClient(ctx, 2, node.ClientConfig{Require: []peer.ID{tn.Servers[0].ID()}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer present.Close()
-	for present.Stats().Rounds < 3 || tn.clients[0].Stats().Epochs < 2 {
-		if ctx.Err() != nil {
-			t.Fatal("the network never ran")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := wait.Until(ctx, time.Minute, func() bool {
+		return present.Stats().Rounds >= 3 && tn.Clients[0].Stats().Epochs >= 2
+	}); err != nil {
+		t.Fatal("the network never ran")
 	}
 	if st := pinned.Stats(); st.Epochs != 0 || pinned.AnonymitySet() != 0 {
 		t.Fatalf("client pinned to an absent server joined %d epochs", st.Epochs)

@@ -1,4 +1,4 @@
-package node
+package node_test
 
 import (
 	"bytes"
@@ -7,33 +7,35 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/riffle-net/riffle/internal/nodetest"
+	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/node"
 )
 
 // TestResumableGet interrupts a download and starts it again into the same
 // directory: the second run fetches only what the partial file lacks.
 func TestResumableGet(t *testing.T) {
-	tn := startNet(t, 3, 4, testParams(64))
+	tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 4, Params: node.TestParams(64)})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const chunks = 12
-	data := randBytes(t, chunks*(16<<10))
-	link, err := tn.clients[0].Share(ctx, bytes.NewReader(data), "resume.bin", false)
+	data := nodetest.RandBytes(t, chunks*(16<<10))
+	link, err := tn.Clients[0].Share(ctx, bytes.NewReader(data), "resume.bin", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh := tn.clients[2]
+	fresh := tn.Clients[2]
 	f0 := fresh.Stats().Fetched
 	if _, err := fresh.Get(ctx, link, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("a fresh get fetched %d chunks", fresh.Stats().Fetched-f0)
-	dl := tn.clients[1]
+	dl := tn.Clients[1]
 	dir := t.TempDir()
 	gctx, gcancel := context.WithCancel(ctx)
 	go func() {
-		for dl.Stats().Fetched < 5 && gctx.Err() == nil {
-			time.Sleep(5 * time.Millisecond)
-		}
+		_ = wait.Until(gctx, 2*time.Minute, func() bool { return dl.Stats().Fetched >= 5 })
 		gcancel()
 	}()
 	if _, err := dl.Get(gctx, link, dir); err == nil {

@@ -60,7 +60,7 @@ func (s *Server) announceRoot(e *sepoch, b *wire.Batch) {
 		s.wg.Add(1)
 		go func(p peer.ID) {
 			defer s.wg.Done()
-			if _, err := call(s.ctx, s.h, p, ProtoRound, wire.TypeRoot, msg, wire.TypeAck, 16, shortTimeout); err != nil {
+			if _, err := call(s.ctx, s.h, p, request{Proto: ProtoRound, Type: wire.TypeRoot, Body: msg, Timeout: shortTimeout}); err != nil {
 				s.log.Debug("announce root", "round", b.Round, "err", err)
 			}
 		}(p)

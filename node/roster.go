@@ -167,7 +167,7 @@ func (s *Server) handleHello(_ context.Context, from peer.ID, _ wire.Type, body 
 
 // sayHello exchanges hellos with p.
 func (s *Server) sayHello(ctx context.Context, p peer.ID) error {
-	rep, err := call(ctx, s.h, p, ProtoRoster, wire.TypeHello, s.hello().Marshal(), wire.TypeHello, 4096, shortTimeout/2)
+	rep, err := call(ctx, s.h, p, request{Proto: ProtoRoster, Type: wire.TypeHello, Body: s.hello().Marshal(), Timeout: shortTimeout / 2})
 	if err != nil {
 		return err
 	}

@@ -1,46 +1,37 @@
-package node
+package node_test
 
 import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/riffle-net/riffle/internal/nodetest"
+	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/node"
 )
 
 // TestRosterGossip: two servers that know only a third learn each other
 // through its hellos, and all three agree on the chain.
 func TestRosterGossip(t *testing.T) {
-	ctx := context.Background()
-	var servers []*Server
-	var boot []string
-	for i := 0; i < 3; i++ {
-		s, err := NewServer(ctx, ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: boot,
-			MinServers: 9, NoLAN: true, Store: NewMemStore()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		servers = append(servers, s)
-		if i == 0 {
-			boot = []string{s.Addrs()[0].String()}
-		}
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ok := true
+	tn := nodetest.New(t, nodetest.Config{Servers: 3, MinServers: 9, Server: func(i int, c *node.ServerConfig) {
+		c.Peers = c.Peers[:min(1, len(c.Peers))] // server 0 only
+		c.Store = node.NewMemStore()
+	}})
+	servers := tn.Servers
+	err := wait.Until(context.Background(), 20*time.Second, func() bool {
 		for _, s := range servers {
-			ok = ok && len(s.chain()) == 3
+			if len(s.Chain()) != 3 {
+				return false
+			}
 		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("chains after 20 s: %d %d %d", len(servers[0].chain()), len(servers[1].chain()), len(servers[2].chain()))
-		}
-		time.Sleep(100 * time.Millisecond)
+		return true
+	})
+	if err != nil {
+		t.Fatalf("chains after 20 s: %d %d %d", len(servers[0].Chain()), len(servers[1].Chain()), len(servers[2].Chain()))
 	}
-	c0 := servers[0].chain()
+	c0 := servers[0].Chain()
 	for _, s := range servers[1:] {
-		for i, id := range s.chain() {
+		for i, id := range s.Chain() {
 			if id != c0[i] {
 				t.Fatalf("chains differ at %d", i)
 			}

@@ -41,6 +41,22 @@ const (
 	DefaultPIRRate = 8e9
 )
 
+// Params are the epoch parameters a leader publishes in its descriptor
+// (docs/protocol.md §3); the descriptor carries them in this order.
+type Params struct {
+	ChunkSize    uint32 // b, bytes of a chunk
+	K            uint16 // request slots per client and round
+	W            uint16 // cover window, rounds
+	Rounds       uint32 // R, rounds per epoch
+	MaxClients   uint32 // cap on n
+	MaxRows      uint32 // cap on L, the rows of a round's PIR database
+	RegWindowMs  uint32 // registration window after opening
+	RoundLimitMs uint32 // a round not filled in this time ends the epoch
+}
+
+// wire is p as the descriptor's encoding holds it.
+func (p Params) wire() wire.Params { return wire.Params(p) }
+
 // DefaultParams are the epoch parameters of a new leader: b = 256 KiB and
 // k = 1, chosen by the benchmark (docs/proto-node.md: the padded answers,
 // (m−1)·n·k·b bytes a round, dominate the round time, and k = 1 gave the
@@ -49,8 +65,8 @@ const (
 // round limit of 10 s bounds how long a departed client's empty slot holds
 // the epoch up (§5.4) once its cover window is spent, while leaving the PIR
 // work of the caps (about 1.6 s at 8 GB/s) well inside a round.
-func DefaultParams() wire.Params {
-	return wire.Params{ChunkSize: 256 << 10, K: 1, W: 2, Rounds: 256, MaxClients: 256, MaxRows: 512, RegWindowMs: 3000, RoundLimitMs: 10000}
+func DefaultParams() Params {
+	return Params{ChunkSize: 256 << 10, K: 1, W: 2, Rounds: 256, MaxClients: 256, MaxRows: 512, RegWindowMs: 3000, RoundLimitMs: 10000}
 }
 
 // ServerConfig configures a server.
@@ -62,8 +78,8 @@ type ServerConfig struct {
 	MinServers int // no epoch with fewer servers (default 3)
 	MinClients int // no epoch with fewer clients (default 2)
 	NoLAN      bool
-	Params     wire.Params // zero: DefaultParams
-	PIRRate    float64     // bytes/s of XOR assumed by the work check
+	Params     Params  // zero: DefaultParams
+	PIRRate    float64 // bytes/s of XOR assumed by the work check
 	Logger     *slog.Logger
 	Rand       io.Reader
 	// Store keeps chunks, the index and round records; nil: the bbolt
@@ -129,7 +145,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.MinClients <= 0 {
 		cfg.MinClients = DefaultMinClients
 	}
-	if cfg.Params == (wire.Params{}) {
+	if cfg.Params == (Params{}) {
 		cfg.Params = DefaultParams()
 	}
 	if cfg.PIRRate <= 0 {
@@ -178,12 +194,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		changed: make(chan struct{}), epochs: map[[32]byte]*sepoch{}, prep: map[[32]byte]*sepoch{},
 	}
 	h.Network().Notify(s.departureNotifiee())
-	serve(cctx, h, &s.handlers, s.log, ProtoRoster, shortTimeout, func(t wire.Type) int {
-		if t == wire.TypeHello {
-			return 4096
-		}
-		return 0
-	}, s.handleHello)
+	serve(cctx, h, &s.handlers, s.log, ProtoRoster, shortTimeout, s.rosterCaps, s.handleHello)
 	serve(cctx, h, &s.handlers, s.log, ProtoEpoch, bulkTimeout, s.epochCaps, s.handleEpoch)
 	servePooled(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.roundCaps, s.pool.get, s.handleRound)
 	servePooled(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, s.clientCaps, s.pool.get, s.handleClient)

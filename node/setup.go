@@ -125,7 +125,7 @@ func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group
 			others = append(others, p)
 		}
 	}
-	if _, err := s.each(ctx, others, ProtoEpoch, wire.TypeStep, msg, wire.TypeAck, 16, bulkTimeout); err != nil {
+	if _, err := s.each(ctx, others, request{Proto: ProtoEpoch, Type: wire.TypeStep, Body: msg, Timeout: bulkTimeout}); err != nil {
 		return nil, nil, fmt.Errorf("node: broadcast setup step %d: %w", k, err)
 	}
 	s.mu.Lock()

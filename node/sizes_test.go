@@ -1,4 +1,4 @@
-package node
+package node_test
 
 import (
 	"bytes"
@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node"
 )
 
 type sent struct {
@@ -38,33 +40,18 @@ func (r *recorder) snapshot() []sent {
 // of sizes (§1: sizes never depend on what a user does).
 func TestWireSizesEqual(t *testing.T) {
 	const m, n = 3, 6
-	p := testParams(32)
+	p := node.TestParams(32)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var servers []*Server
-	var peers []string
-	for i := 0; i < m; i++ {
-		s, err := NewServer(ctx, ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: peers,
-			MinServers: m, MinClients: n, NoLAN: true, Params: p, Store: NewMemStore(), Logger: testLogger(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		servers = append(servers, s)
-		peers = append(peers, s.Addrs()[0].String())
-	}
 	recs := make([]*recorder, n)
-	clients := make([]*Client, n)
-	for i := range clients {
+	for i := range recs {
 		recs[i] = &recorder{}
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: servers[i%m].Addrs()[0].String(), OnSend: recs[i].add, Logger: testLogger(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		clients[i] = c
 	}
-	data := randBytes(t, 40<<10)
+	tn := nodetest.New(t, nodetest.Config{Servers: m, Clients: n, Params: p,
+		Server: func(i int, c *node.ServerConfig) { c.Store = node.NewMemStore() },
+		Client: func(i int, c *node.ClientConfig) { c.OnSend = func(t uint8, n int) { recs[i].add(wire.Type(t), n) } }})
+	clients := tn.Clients
+	data := nodetest.RandBytes(t, 40<<10)
 	link, err := clients[0].Share(ctx, bytes.NewReader(data), "sizes.bin", false)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package node
+package node_test
 
 import (
 	"bytes"
@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/riffle-net/riffle/internal/nodetest"
+	"github.com/riffle-net/riffle/node"
 )
 
 // TestSoak runs a network for minutes (RIFFLE_SOAK=1, `make soak`;
@@ -27,9 +30,9 @@ func TestSoak(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("RIFFLE_SOAK_MINUTES")); err == nil && v > 0 {
 		minutes = v
 	}
-	p := testParams(24)
+	p := node.TestParams(24)
 	p.RoundLimitMs = 600000
-	tn := startNet(t, 3, 4, p)
+	tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 4, Params: p})
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	end := time.Now().Add(time.Duration(minutes) * time.Minute)
 	// The live heap without the servers' free recycled buffers (bounded by
@@ -39,10 +42,8 @@ func TestSoak(t *testing.T) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		h := ms.HeapInuse
-		for _, s := range tn.servers {
-			s.pool.mu.Lock()
-			h -= min(h, uint64(s.pool.bytes))
-			s.pool.mu.Unlock()
+		for _, s := range tn.Servers {
+			h -= min(h, uint64(s.PoolBytes()))
 		}
 		return h
 	}
@@ -51,17 +52,17 @@ func TestSoak(t *testing.T) {
 	ops, moved := 0, 0
 	for time.Now().Before(end) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		data := randBytes(t, rng.IntN(100<<10))
+		data := nodetest.RandBytes(t, rng.IntN(100<<10))
 		name := fmt.Sprintf("soak%d.bin", ops)
-		up, down := tn.clients[rng.IntN(4)], tn.clients[rng.IntN(4)]
+		up, down := tn.Clients[rng.IntN(4)], tn.Clients[rng.IntN(4)]
 		var closers []func() error
 		if rng.IntN(2) == 0 {
 			// Newcomers that leave when done, at random primaries.
 			var err error
-			if up, err = NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[rng.IntN(3)].Addrs()[0].String()}); err != nil {
+			if up, err = tn.NewClient(ctx, rng.IntN(3), node.ClientConfig{}); err != nil {
 				t.Fatal(err)
 			}
-			if down, err = NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[rng.IntN(3)].Addrs()[0].String()}); err != nil {
+			if down, err = tn.NewClient(ctx, rng.IntN(3), node.ClientConfig{}); err != nil {
 				t.Fatal(err)
 			}
 			closers = append(closers, up.Close, down.Close)
@@ -94,11 +95,11 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	rounds := 0
-	for _, s := range tn.servers {
+	for _, s := range tn.Servers {
 		rounds = max(rounds, s.Timing().Rounds)
 	}
 	t.Logf("%d operations, %d bytes shared and fetched, %d rounds, %d epochs seen by a staying client; heap in use at most %d MiB in the first half, %d MiB in the second",
-		ops, moved, rounds, tn.clients[0].Stats().Epochs, firstHalf>>20, secondHalf>>20)
+		ops, moved, rounds, tn.Clients[0].Stats().Epochs, firstHalf>>20, secondHalf>>20)
 	if secondHalf > firstHalf+firstHalf/2+16<<20 {
 		t.Fatalf("heap grew from %d MiB to %d MiB over the run", firstHalf>>20, secondHalf>>20)
 	}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -40,35 +39,16 @@ type boltStore struct{ st *store.Store }
 
 var _ ChunkStore = (*boltStore)(nil)
 
-func toStoreChunks(chunks []StoredChunk) []store.Chunk {
-	out := make([]store.Chunk, len(chunks))
-	for i, c := range chunks {
-		out[i] = store.Chunk{ID: c.ID, Data: c.Data}
-	}
-	return out
-}
-
-func (b *boltStore) PutRound(epoch [32]byte, round uint32, published [][32]byte, chunks []StoredChunk, index []wire.IndexEntry) error {
-	now := time.Now()
-	rec := store.RoundRecord{Epoch: epoch, Round: round, Time: now, Published: published}
-	idx := make([]store.IndexEntry, len(index))
-	for i, e := range index {
-		idx[i] = store.IndexEntry{FileID: e.FileID, Name: string(e.Name), Size: e.Size, Chunks: e.Chunks, Epoch: epoch, Round: e.Round, Time: time.Unix(e.Time, 0)}
-	}
+func (b *boltStore) PutRound(epoch [32]byte, round uint32, published [][32]byte, chunks []store.Chunk, index []IndexEntry) error {
+	rec := store.RoundRecord{Epoch: epoch, Round: round, Time: time.Now(), Published: published}
 	// The node computed every id from its data (publish): no second hash.
-	return b.st.PutRoundHashed(rec, toStoreChunks(chunks), idx)
+	return b.st.PutRoundHashed(rec, chunks, index)
 }
 
-func (b *boltStore) PutChunks(chunks []StoredChunk) error {
-	return b.st.PutChunks(toStoreChunks(chunks))
-}
+func (b *boltStore) PutChunks(chunks []store.Chunk) error { return b.st.PutChunks(chunks) }
 
-func (b *boltStore) PutRequests(epoch [32]byte, round uint32, list []wire.ListEntry) error {
-	reqs := make([]store.Request, len(list))
-	for i, le := range list {
-		reqs[i] = store.Request{ID: le.ID, Length: le.Len}
-	}
-	return b.st.PutRequests(epoch, round, reqs)
+func (b *boltStore) PutRequests(epoch [32]byte, round uint32, list []store.Request) error {
+	return b.st.PutRequests(epoch, round, list)
 }
 
 func (b *boltStore) GetChunk(id [32]byte) ([]byte, error) {
@@ -81,30 +61,16 @@ func (b *boltStore) GetChunk(id [32]byte) ([]byte, error) {
 
 func (b *boltStore) HasChunk(id [32]byte) (bool, error) { return b.st.HasChunk(id) }
 
-func (b *boltStore) Held(ids [][32]byte) ([]wire.ListEntry, error) {
-	sids := make([]store.ID, len(ids))
-	for i, id := range ids {
-		sids[i] = id
-	}
-	reqs, err := b.st.HeldRequests(sids)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]wire.ListEntry, len(reqs))
-	for i, r := range reqs {
-		out[i] = wire.ListEntry{ID: r.ID, Len: r.Length}
-	}
-	return out, nil
-}
+func (b *boltStore) Held(ids [][32]byte) ([]store.Request, error) { return b.st.HeldRequests(ids) }
 
 func (b *boltStore) ViewChunks(ids [][32]byte, fn func(rows [][]byte) error) error {
 	return b.st.ViewChunks(ids, fn)
 }
 
-func (b *boltStore) Index() ([]wire.IndexEntry, error) {
-	var out []wire.IndexEntry
-	err := b.st.Index(func(e store.IndexEntry) error {
-		out = append(out, wire.IndexEntry{FileID: e.FileID, Name: []byte(e.Name), Size: e.Size, Chunks: e.Chunks, Round: e.Round, Time: e.Time.Unix()})
+func (b *boltStore) Index() ([]IndexEntry, error) {
+	var out []IndexEntry
+	err := b.st.Index(func(e IndexEntry) error {
+		out = append(out, e)
 		return nil
 	})
 	return out, err

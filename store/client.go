@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/riffle-net/riffle/internal/wire"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -29,8 +30,9 @@ var clientBuckets = [][]byte{bucketShares, bucketDownloads, bucketNeed, bucketHa
 // others.
 const clientSchema = 1
 
-// clientMmapSize maps the client database ahead like the server's, smaller:
-// a client holds one or a few downloads in progress.
+// clientMmapSize maps the client database ahead, since ViewHeld holds a
+// read transaction while a download is assembled; a client holds one or a
+// few downloads in progress.
 const clientMmapSize = 256 << 20
 
 // MaxOnionSize bounds a stored onion: SPEC §5.1's P + 16·m is a chunk of
@@ -140,29 +142,29 @@ func (s *Share) validate() error {
 // encode: version ‖ file id ‖ link ‖ path ‖ u8 state ‖ u32 total ‖
 // u32 sent ‖ u64 created ‖ u64 updated.
 func (s *Share) encode() []byte {
-	w := enc{b: make([]byte, 0, 1+32+8+len(s.Link)+len(s.Path)+1+8+16)}
-	w.u8(recordVersion)
+	w := enc{wire.Enc{B: make([]byte, 0, 1+32+8+len(s.Link)+len(s.Path)+1+8+16)}}
+	w.U8(recordVersion)
 	w.id(s.FileID)
 	w.str(s.Link)
 	w.str(s.Path)
-	w.u8(uint8(s.State))
-	w.u32(s.ChunksTotal)
-	w.u32(s.ChunksSent)
+	w.U8(uint8(s.State))
+	w.U32(s.ChunksTotal)
+	w.U32(s.ChunksSent)
 	w.time(s.Created)
 	w.time(s.Updated)
-	return w.b
+	return w.B
 }
 
 func decodeShare(b []byte) (Share, error) {
-	d := dec{b: b, what: "share"}
+	d := dec{Dec: wire.Dec{B: b}, what: "share"}
 	var s Share
 	d.version()
 	s.FileID = d.id("file id")
 	s.Link = d.str("link", MaxTextBytes)
 	s.Path = d.str("path", MaxTextBytes)
-	s.State = ShareState(d.u8("state"))
-	s.ChunksTotal = d.u32("chunks total")
-	s.ChunksSent = d.u32("chunks sent")
+	s.State = ShareState(d.U8("state"))
+	s.ChunksTotal = d.U32("chunks total")
+	s.ChunksSent = d.U32("chunks sent")
 	s.Created = d.time("created")
 	s.Updated = d.time("updated")
 	return s, d.finish()
@@ -178,36 +180,36 @@ func (dl *Download) validate() error {
 // encode: version ‖ file id ‖ link ‖ output ‖ u32 needed ‖ u32 held ‖
 // u64 bytes ‖ u8 completed ‖ u64 created ‖ u64 updated.
 func (dl *Download) encode() []byte {
-	w := enc{b: make([]byte, 0, 1+32+8+len(dl.Link)+len(dl.Output)+16+1+16)}
-	w.u8(recordVersion)
+	w := enc{wire.Enc{B: make([]byte, 0, 1+32+8+len(dl.Link)+len(dl.Output)+16+1+16)}}
+	w.U8(recordVersion)
 	w.id(dl.FileID)
 	w.str(dl.Link)
 	w.str(dl.Output)
-	w.u32(dl.Needed)
-	w.u32(dl.Held)
-	w.u64(dl.Bytes)
+	w.U32(dl.Needed)
+	w.U32(dl.Held)
+	w.U64(dl.Bytes)
 	done := uint8(0)
 	if dl.Completed {
 		done = 1
 	}
-	w.u8(done)
+	w.U8(done)
 	w.time(dl.Created)
 	w.time(dl.Updated)
-	return w.b
+	return w.B
 }
 
 func decodeDownload(b []byte) (Download, error) {
-	d := dec{b: b, what: "download"}
+	d := dec{Dec: wire.Dec{B: b}, what: "download"}
 	var dl Download
 	d.version()
 	dl.FileID = d.id("file id")
 	dl.Link = d.str("link", MaxTextBytes)
 	dl.Output = d.str("output", MaxTextBytes)
-	dl.Needed = d.u32("needed")
-	dl.Held = d.u32("held")
-	dl.Bytes = d.u64("bytes")
-	switch done := d.u8("completed"); {
-	case d.err != nil:
+	dl.Needed = d.U32("needed")
+	dl.Held = d.U32("held")
+	dl.Bytes = d.U64("bytes")
+	switch done := d.U8("completed"); {
+	case d.Err != nil:
 	case done > 1:
 		d.fail("completed flag %d", done)
 	default:

@@ -6,13 +6,21 @@ import (
 	"fmt"
 	"time"
 	"unicode/utf8"
+
+	"github.com/riffle-net/riffle/internal/wire"
 )
 
 // Record encodings. Every value this package writes besides chunk bytes is
 // one of the records below, encoded as u8 record version, then fixed-size
 // big-endian fields and u32-length-prefixed variable fields, in the order
-// written in docs/proto-store.md. Decoders bound every count by the bytes
-// actually present before allocating, reject trailing bytes, and are fuzzed.
+// written in docs/proto-store.md. The primitives are internal/wire's Enc
+// and Dec, the codec of the network messages (one codec for the project):
+// the same big-endian integers, 32-byte ids and u32-prefixed fields, with
+// the same bounds on counts before any allocation. What is the store's
+// own, and kept here: the record version byte, times as Unix nanoseconds,
+// UTF-8 checks on texts, copying decoded bytes out of the (memory-mapped)
+// value, and errCorrupt wrapped around every decoding failure. Decoders
+// reject trailing bytes and are fuzzed.
 
 // recordVersion is the first byte of every encoded record. A database with
 // records of another version is refused rather than misread.
@@ -41,16 +49,13 @@ const (
 // errCorrupt is wrapped by every decoding failure.
 var errCorrupt = errors.New("store: corrupt record")
 
-// enc appends big-endian fields to a byte slice.
-type enc struct{ b []byte }
+// enc is wire.Enc with the store's field kinds.
+type enc struct{ wire.Enc }
 
-func (e *enc) u8(v uint8)       { e.b = append(e.b, v) }
-func (e *enc) u32(v uint32)     { e.b = binary.BigEndian.AppendUint32(e.b, v) }
-func (e *enc) u64(v uint64)     { e.b = binary.BigEndian.AppendUint64(e.b, v) }
-func (e *enc) id(v [32]byte)    { e.b = append(e.b, v[:]...) }
-func (e *enc) bytes(v []byte)   { e.u32(uint32(len(v))); e.b = append(e.b, v...) }
-func (e *enc) str(v string)     { e.u32(uint32(len(v))); e.b = append(e.b, v...) }
-func (e *enc) time(v time.Time) { e.u64(uint64(timeNanos(v))) }
+func (e *enc) id(v [32]byte)    { e.Fixed(v[:]) }
+func (e *enc) bytes(v []byte)   { e.Bytes(v) }
+func (e *enc) str(v string)     { e.U32(uint32(len(v))); e.B = append(e.B, v...) }
+func (e *enc) time(v time.Time) { e.U64(uint64(timeNanos(v))) }
 
 // timeNanos encodes a time as Unix nanoseconds, the zero time as 0.
 func timeNanos(t time.Time) int64 {
@@ -68,69 +73,27 @@ func nanosTime(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-// dec reads big-endian fields; the first failure sticks in err.
+// dec is wire.Dec (the first failure sticks in Err) reading one record
+// named what.
 type dec struct {
-	b    []byte
+	wire.Dec
 	what string
-	err  error
 }
 
 func (d *dec) fail(format string, args ...any) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s: %s", errCorrupt, d.what, fmt.Sprintf(format, args...))
+	if d.Err == nil {
+		d.Err = fmt.Errorf(format, args...)
 	}
 }
 
-func (d *dec) take(n int, field string) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if n < 0 || len(d.b) < n {
-		d.fail("%s needs %d bytes, %d left", field, n, len(d.b))
-		return nil
-	}
-	v := d.b[:n]
-	d.b = d.b[n:]
-	return v
-}
+func (d *dec) id(field string) [32]byte    { return d.Array32(field) }
+func (d *dec) time(field string) time.Time { return nanosTime(int64(d.U64(field))) }
 
-func (d *dec) u8(field string) uint8 {
-	if v := d.take(1, field); v != nil {
-		return v[0]
-	}
-	return 0
-}
-
-func (d *dec) u32(field string) uint32 {
-	if v := d.take(4, field); v != nil {
-		return binary.BigEndian.Uint32(v)
-	}
-	return 0
-}
-
-func (d *dec) u64(field string) uint64 {
-	if v := d.take(8, field); v != nil {
-		return binary.BigEndian.Uint64(v)
-	}
-	return 0
-}
-
-func (d *dec) id(field string) (out [32]byte) {
-	copy(out[:], d.take(32, field))
-	return out
-}
-
-func (d *dec) time(field string) time.Time { return nanosTime(int64(d.u64(field))) }
-
-// bytes reads a u32-prefixed field of at most max bytes, copied out.
+// bytes reads a u32-prefixed field of at most max bytes, copied out of
+// the value (which may be a memory map).
 func (d *dec) bytes(field string, max int) []byte {
-	n := d.u32(field + " length")
-	if d.err == nil && int64(n) > int64(max) {
-		d.fail("%s of %d bytes exceeds %d", field, n, max)
-		return nil
-	}
-	v := d.take(int(n), field)
-	if v == nil {
+	v := d.Bytes(max, field)
+	if len(v) == 0 {
 		return nil
 	}
 	return append([]byte(nil), v...)
@@ -138,42 +101,26 @@ func (d *dec) bytes(field string, max int) []byte {
 
 // str reads a u32-prefixed UTF-8 string of at most max bytes.
 func (d *dec) str(field string, max int) string {
-	v := d.bytes(field, max)
-	if d.err == nil && !utf8.Valid(v) {
+	v := d.Bytes(max, field)
+	if d.Err == nil && !utf8.Valid(v) {
 		d.fail("%s is not UTF-8", field)
 	}
 	return string(v)
 }
 
-// count reads a u32 element count and checks that count elements of size
-// bytes each can be present and that count ≤ max, before any allocation.
-func (d *dec) count(field string, size, max int) int {
-	n := d.u32(field + " count")
-	if d.err != nil {
-		return 0
-	}
-	if int64(n) > int64(max) {
-		d.fail("%d %s exceed %d", n, field, max)
-		return 0
-	}
-	if int64(n)*int64(size) > int64(len(d.b)) {
-		d.fail("%d %s need %d bytes, %d left", n, field, int64(n)*int64(size), len(d.b))
-		return 0
-	}
-	return int(n)
-}
-
 func (d *dec) version() {
-	if v := d.u8("version"); d.err == nil && v != recordVersion {
+	if v := d.U8("version"); d.Err == nil && v != recordVersion {
 		d.fail("record version %d, want %d", v, recordVersion)
 	}
 }
 
+// finish returns the first failure, or one for trailing bytes, as a
+// corrupt-record error.
 func (d *dec) finish() error {
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("%d trailing bytes", len(d.b))
+	if err := d.Done(d.what); err != nil {
+		return fmt.Errorf("%w: %w", errCorrupt, err)
 	}
-	return d.err
+	return nil
 }
 
 func validText(field, s string, max int) error {

@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 	"time"
+
+	"github.com/riffle-net/riffle/internal/wire"
 )
 
 // ID is a chunk id: the plain SHA-256 of the chunk's bytes (SPEC §2). A
@@ -66,28 +68,28 @@ type EpochRecord struct {
 // encode: version ‖ file id ‖ name ‖ u64 size ‖ u32 chunks ‖ epoch id ‖
 // u32 round ‖ u64 time.
 func (e *IndexEntry) encode() []byte {
-	w := enc{b: make([]byte, 0, 1+32+4+len(e.Name)+8+4+32+4+8)}
-	w.u8(recordVersion)
+	w := enc{wire.Enc{B: make([]byte, 0, 1+32+4+len(e.Name)+8+4+32+4+8)}}
+	w.U8(recordVersion)
 	w.id(e.FileID)
 	w.str(e.Name)
-	w.u64(e.Size)
-	w.u32(e.Chunks)
+	w.U64(e.Size)
+	w.U32(e.Chunks)
 	w.id(e.Epoch)
-	w.u32(e.Round)
+	w.U32(e.Round)
 	w.time(e.Time)
-	return w.b
+	return w.B
 }
 
 func decodeIndexEntry(b []byte) (IndexEntry, error) {
-	d := dec{b: b, what: "index entry"}
+	d := dec{Dec: wire.Dec{B: b}, what: "index entry"}
 	var e IndexEntry
 	d.version()
 	e.FileID = d.id("file id")
 	e.Name = d.str("name", MaxNameBytes)
-	e.Size = d.u64("size")
-	e.Chunks = d.u32("chunks")
+	e.Size = d.U64("size")
+	e.Chunks = d.U32("chunks")
 	e.Epoch = d.id("epoch")
-	e.Round = d.u32("round")
+	e.Round = d.U32("round")
 	e.Time = d.time("time")
 	return e, d.finish()
 }
@@ -111,42 +113,42 @@ func (r *RoundRecord) validate() error {
 // encode: version ‖ epoch id ‖ u32 round ‖ u64 time ‖ u32 n ‖ n ids ‖
 // u32 L ‖ L × (id ‖ u32 length).
 func (r *RoundRecord) encode() []byte {
-	w := enc{b: make([]byte, 0, 1+32+4+8+4+32*len(r.Published)+4+36*len(r.Requests))}
-	w.u8(recordVersion)
+	w := enc{wire.Enc{B: make([]byte, 0, 1+32+4+8+4+32*len(r.Published)+4+36*len(r.Requests))}}
+	w.U8(recordVersion)
 	w.id(r.Epoch)
-	w.u32(r.Round)
+	w.U32(r.Round)
 	w.time(r.Time)
-	w.u32(uint32(len(r.Published)))
+	w.U32(uint32(len(r.Published)))
 	for _, id := range r.Published {
 		w.id(id)
 	}
-	w.u32(uint32(len(r.Requests)))
+	w.U32(uint32(len(r.Requests)))
 	for _, q := range r.Requests {
 		w.id(q.ID)
-		w.u32(q.Length)
+		w.U32(q.Length)
 	}
-	return w.b
+	return w.B
 }
 
 func decodeRoundRecord(b []byte) (RoundRecord, error) {
-	d := dec{b: b, what: "round record"}
+	d := dec{Dec: wire.Dec{B: b}, what: "round record"}
 	var r RoundRecord
 	d.version()
 	r.Epoch = d.id("epoch")
-	r.Round = d.u32("round")
+	r.Round = d.U32("round")
 	r.Time = d.time("time")
-	if n := d.count("published ids", 32, MaxRoundIDs); n > 0 {
+	if n := d.Count(MaxRoundIDs, 32, "published ids"); n > 0 {
 		r.Published = make([]ID, n)
 		for i := range r.Published {
 			r.Published[i] = d.id("published id")
 		}
 	}
-	if n := d.count("requests", 36, MaxRoundIDs); n > 0 {
+	if n := d.Count(MaxRoundIDs, 36, "requests"); n > 0 {
 		r.Requests = make([]Request, n)
 		for i := range r.Requests {
 			r.Requests[i].ID = d.id("request id")
-			r.Requests[i].Length = d.u32("request length")
-			if d.err == nil && r.Requests[i].Length > MaxChunkSize {
+			r.Requests[i].Length = d.U32("request length")
+			if d.Err == nil && r.Requests[i].Length > MaxChunkSize {
 				d.fail("request %d length %d > %d", i, r.Requests[i].Length, MaxChunkSize)
 			}
 		}
@@ -167,27 +169,27 @@ func (e *EpochRecord) validate() error {
 // encode: version ‖ epoch id ‖ u64 number ‖ u64 started ‖ u64 ended ‖
 // u32 rounds ‖ end reason ‖ descriptor.
 func (e *EpochRecord) encode() []byte {
-	w := enc{b: make([]byte, 0, 1+32+8+8+8+4+4+len(e.EndReason)+4+len(e.Descriptor))}
-	w.u8(recordVersion)
+	w := enc{wire.Enc{B: make([]byte, 0, 1+32+8+8+8+4+4+len(e.EndReason)+4+len(e.Descriptor))}}
+	w.U8(recordVersion)
 	w.id(e.ID)
-	w.u64(e.Number)
+	w.U64(e.Number)
 	w.time(e.Started)
 	w.time(e.Ended)
-	w.u32(e.Rounds)
+	w.U32(e.Rounds)
 	w.str(e.EndReason)
 	w.bytes(e.Descriptor)
-	return w.b
+	return w.B
 }
 
 func decodeEpochRecord(b []byte) (EpochRecord, error) {
-	d := dec{b: b, what: "epoch record"}
+	d := dec{Dec: wire.Dec{B: b}, what: "epoch record"}
 	var e EpochRecord
 	d.version()
 	e.ID = d.id("epoch id")
-	e.Number = d.u64("number")
+	e.Number = d.U64("number")
 	e.Started = d.time("started")
 	e.Ended = d.time("ended")
-	e.Rounds = d.u32("rounds")
+	e.Rounds = d.U32("rounds")
 	e.EndReason = d.str("end reason", MaxTextBytes)
 	e.Descriptor = d.bytes("descriptor", MaxDescriptor)
 	return e, d.finish()

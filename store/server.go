@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
-	"math"
 	"strings"
 	"sync"
 	"time"
@@ -18,7 +17,7 @@ import (
 // Server bucket names. Keys and values are described in
 // docs/proto-store.md.
 var (
-	bucketChunks    = []byte("chunks")     // id → nested bucket {"d": bytes}
+	bucketChunks    = []byte("chunks")     // id → chunkLoc (bytes in a segment file)
 	bucketChunkMeta = []byte("chunk-meta") // id → chunkMeta
 	bucketChunkAge  = []byte("chunk-age")  // u64 touched ns ‖ id → present
 	bucketIndex     = []byte("index")      // file id → IndexEntry
@@ -30,7 +29,7 @@ var (
 )
 
 var serverBuckets = [][]byte{bucketChunks, bucketChunkMeta, bucketChunkAge, bucketIndex,
-	bucketRounds, bucketRoundAge, bucketEpochs, bucketEpochIDs, bucketMeta}
+	bucketRounds, bucketRoundAge, bucketEpochs, bucketEpochIDs, bucketMeta, bucketSegments}
 
 var (
 	metaSchema = []byte("schema") // u32 serverSchema
@@ -38,7 +37,9 @@ var (
 )
 
 // serverSchema is the version of the server layout; Open refuses others.
-const serverSchema = 1
+// Version 1 kept chunk bodies inside bbolt (nested buckets); version 2
+// keeps them in segment files.
+const serverSchema = 2
 
 // pruneBatch bounds the chunks deleted per Prune transaction, so that a
 // large prune does not hold the writer lock for long.
@@ -61,6 +62,7 @@ type Options struct {
 // Store is a server's database. Its methods are safe for concurrent use.
 type Store struct {
 	db   *bolt.DB
+	segs *segments
 	opts Options
 	log  *slog.Logger
 
@@ -85,14 +87,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.QuotaBytes < 0 || opts.Retention < 0 {
 		return nil, fmt.Errorf("store: negative quota %d or retention %v", opts.QuotaBytes, opts.Retention)
 	}
-	mmap := int64(defaultMmapSize)
-	if q := min(opts.QuotaBytes, maxMmapSize); q > 0 {
-		mmap = min(max(q+q/8, minMmapSize), maxMmapSize)
-	}
-	if math.MaxInt == math.MaxInt32 {
-		mmap = min(mmap, minMmapSize) // 32-bit address space
-	}
-	db, err := openBolt(path, int(mmap))
+	db, err := openBolt(path, serverMmapSize)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +100,9 @@ func Open(path string, opts Options) (*Store, error) {
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
-		if v := meta.Get(metaSchema); v == nil {
+		if v := meta.Get(metaSchema); len(v) == 4 && binary.BigEndian.Uint32(v) == 1 {
+			return fmt.Errorf("store: %s has schema 1 (chunk bodies inside bbolt), this build reads schema %d (chunk bodies in segment files, docs/proto-store.md); move the file aside and let the node fetch its chunks again", path, serverSchema)
+		} else if v == nil {
 			if err := meta.Put(metaSchema, binary.BigEndian.AppendUint32(nil, serverSchema)); err != nil {
 				return err
 			}
@@ -120,6 +117,10 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	if s.segs, err = openSegments(db, path); err != nil {
+		db.Close()
+		return nil, err
+	}
 	s.setUsage(0, usage)
 	s.log.Debug("store opened", "path", path, "usage", usage, "quota", opts.QuotaBytes, "retention", opts.Retention)
 	return s, nil
@@ -127,7 +128,9 @@ func Open(path string, opts Options) (*Store, error) {
 
 // Close closes the database; it waits for open transactions.
 func (s *Store) Close() error {
-	if err := s.db.Close(); err != nil {
+	err := s.db.Close()
+	s.segs.close()
+	if err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}
 	return nil
@@ -171,14 +174,17 @@ func checkChunk(c Chunk) error {
 type writer struct {
 	s                          *Store
 	chunks, meta, age, metaBkt *bolt.Bucket
+	segs                       *segWriter
 	usage                      int64
 	now                        time.Time
+	drop                       []uint32 // empty segments, set by finish
 }
 
 func (s *Store) newWriter(tx *bolt.Tx, now time.Time) (*writer, error) {
 	w := &writer{s: s, now: now,
 		chunks: tx.Bucket(bucketChunks), meta: tx.Bucket(bucketChunkMeta),
-		age: tx.Bucket(bucketChunkAge), metaBkt: tx.Bucket(bucketMeta)}
+		age: tx.Bucket(bucketChunkAge), metaBkt: tx.Bucket(bucketMeta),
+		segs: s.segs.writer(tx)}
 	var err error
 	w.usage, err = readUsage(w.metaBkt)
 	return w, err
@@ -214,20 +220,33 @@ func (w *writer) touch(id ID, length uint32) error {
 // put stores a verified chunk unless present (then only touches it), and
 // charges new bytes against the quota.
 func (w *writer) put(c Chunk) error {
-	if _, ok := getChunkTx(w.chunks, c.ID); !ok {
+	if w.chunks.Get(c.ID[:]) == nil {
 		if q := w.s.opts.QuotaBytes; q > 0 && w.usage+int64(len(c.Data)) > q {
 			return fmt.Errorf("%w: chunk %x of %d bytes on top of %d stored passes the quota of %d bytes",
 				ErrQuota, c.ID[:8], len(c.Data), w.usage, q)
 		}
-		if err := putChunkTx(w.chunks, c.ID, c.Data); err != nil {
+		loc, err := w.segs.append(c.Data)
+		if err != nil {
 			return err
+		}
+		if err := w.chunks.Put(c.ID[:], loc.encode()); err != nil {
+			return fmt.Errorf("store: put chunk %x: %w", c.ID[:8], err)
 		}
 		w.usage += int64(len(c.Data))
 	}
 	return w.touch(c.ID, uint32(len(c.Data)))
 }
 
-func (w *writer) finish() error { return writeUsage(w.metaBkt, w.usage) }
+// finish makes the transaction's segment bytes durable and records the
+// segments and the usage; the caller then commits.
+func (w *writer) finish() error {
+	drop, err := w.segs.finish()
+	if err != nil {
+		return err
+	}
+	w.drop = drop
+	return writeUsage(w.metaBkt, w.usage)
+}
 
 // PutChunks stores chunks (for instance fetched from other servers), in one
 // transaction: all or none. A chunk already stored is not stored or
@@ -327,7 +346,7 @@ func (s *Store) PutRoundHashed(rec RoundRecord, chunks []Chunk, index []IndexEnt
 			}
 		}
 		for _, id := range rec.Published {
-			if _, ok := getChunkTx(w.chunks, id); !ok {
+			if w.chunks.Get(id[:]) == nil {
 				return fmt.Errorf("%w: published chunk %x is neither given nor stored", ErrNotFound, id[:8])
 			}
 		}
@@ -337,7 +356,7 @@ func (s *Store) PutRoundHashed(rec RoundRecord, chunks []Chunk, index []IndexEnt
 		idx := tx.Bucket(bucketIndex)
 		for i := range index {
 			e := &index[i]
-			if _, ok := getChunkTx(w.chunks, e.FileID); !ok {
+			if w.chunks.Get(e.FileID[:]) == nil {
 				return fmt.Errorf("%w: index entry's root manifest %x is neither given nor stored", ErrNotFound, e.FileID[:8])
 			}
 			if idx.Get(e.FileID[:]) != nil {
@@ -459,12 +478,8 @@ func equalRequests(a, b []Request) bool {
 // GetChunk returns a copy of a chunk's bytes, or ErrNotFound.
 func (s *Store) GetChunk(id ID) ([]byte, error) {
 	var out []byte
-	err := s.db.View(func(tx *bolt.Tx) error {
-		v, ok := getChunkTx(tx.Bucket(bucketChunks), id)
-		if !ok {
-			return fmt.Errorf("%w: chunk %x", ErrNotFound, id[:8])
-		}
-		out = append(make([]byte, 0, len(v)), v...)
+	err := s.ViewChunks([]ID{id}, func(rows [][]byte) error {
+		out = append(make([]byte, 0, len(rows[0])), rows[0]...)
 		return nil
 	})
 	return out, err
@@ -504,29 +519,41 @@ func (s *Store) HeldRequests(ids []ID) ([]Request, error) {
 	return out, err
 }
 
-// ViewChunks calls fn inside one read transaction with the bytes of the
-// chunks ids, in order, straight from bbolt's memory map: no copy, however
-// big the rows. The slices are valid only until fn returns (the map may
-// move once the transaction ends) and are read-only (writing to them
-// faults). A missing id fails with ErrNotFound before fn is called. fn
-// may read from the store but must not write to it (a commit that had to
-// grow the map would wait for this very transaction). Hold the transaction
-// only as long as needed: a long read delays the reuse of freed pages,
-// though not commits (the map is sized in advance).
+// ViewChunks calls fn with the bytes of the chunks ids, in order, from
+// one snapshot, straight from the segments' memory maps: no copy, however
+// big the rows. The slices are valid only until fn returns (a pruned
+// chunk's bytes are given back once no reader needs them) and are
+// read-only (writing to them faults). A missing id fails with ErrNotFound
+// before fn is called. No bbolt transaction is held while fn runs, so fn
+// may use the store, writes included, and a long fn (a PIR pass) delays
+// only the reuse of pruned space.
 func (s *Store) ViewChunks(ids []ID, fn func(rows [][]byte) error) error {
-	return s.db.View(func(tx *bolt.Tx) error {
-		return viewChunks(tx.Bucket(bucketChunks), ids, fn)
-	})
-}
-
-func viewChunks(parent *bolt.Bucket, ids []ID, fn func(rows [][]byte) error) error {
-	rows := make([][]byte, len(ids))
-	for i, id := range ids {
-		v, ok := getChunkTx(parent, id)
-		if !ok {
-			return fmt.Errorf("%w: chunk %x (row %d of %d)", ErrNotFound, id[:8], i, len(ids))
+	g := s.segs.pin()
+	defer s.segs.unpin(g)
+	locs := make([]chunkLoc, len(ids))
+	err := s.db.View(func(tx *bolt.Tx) error {
+		chunks := tx.Bucket(bucketChunks)
+		for i, id := range ids {
+			v := chunks.Get(id[:])
+			if v == nil {
+				return fmt.Errorf("%w: chunk %x (row %d of %d)", ErrNotFound, id[:8], i, len(ids))
+			}
+			l, err := decodeChunkLoc(v)
+			if err != nil {
+				return fmt.Errorf("chunk %x: %w", id[:8], err)
+			}
+			locs[i] = l
 		}
-		rows[i] = v[:len(v):len(v)]
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	rows := make([][]byte, len(ids))
+	for i, l := range locs {
+		if rows[i], err = s.segs.read(l); err != nil {
+			return err
+		}
 	}
 	return fn(rows)
 }
@@ -732,6 +759,8 @@ func (s *Store) pruneChunks(cutoff time.Time) (n int, more bool, err error) {
 	var (
 		usage int64
 		txid  int
+		holes []chunkLoc
+		drop  []uint32
 	)
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		n, more = 0, false
@@ -741,6 +770,7 @@ func (s *Store) pruneChunks(cutoff time.Time) (n int, more bool, err error) {
 		}
 		idx := tx.Bucket(bucketIndex)
 		var dead [][]byte
+		holes = holes[:0]
 		c := w.age.Cursor()
 		for k, _ := c.First(); k != nil && expired(k, cutoff); k, _ = c.Next() {
 			if len(dead) == pruneBatch {
@@ -754,9 +784,17 @@ func (s *Store) pruneChunks(cutoff time.Time) (n int, more bool, err error) {
 				return fmt.Errorf("%w: chunk age key of %d bytes", errCorrupt, len(k))
 			}
 			id := k[8:]
-			if v, ok := getChunkTx(w.chunks, ID(id)); ok {
-				w.usage -= int64(len(v))
-				if err := w.chunks.DeleteBucket(id); err != nil {
+			if v := w.chunks.Get(id); v != nil {
+				l, err := decodeChunkLoc(v)
+				if err != nil {
+					return fmt.Errorf("chunk %x: %w", id[:4], err)
+				}
+				if err := w.segs.free(l); err != nil {
+					return err
+				}
+				w.usage -= int64(l.length)
+				holes = append(holes, l)
+				if err := w.chunks.Delete(id); err != nil {
 					return err
 				}
 			}
@@ -771,12 +809,16 @@ func (s *Store) pruneChunks(cutoff time.Time) (n int, more bool, err error) {
 			}
 			n++
 		}
-		usage, txid = w.usage, tx.ID()
-		return w.finish()
+		if err := w.finish(); err != nil {
+			return err
+		}
+		usage, txid, drop = w.usage, tx.ID(), w.drop
+		return nil
 	})
 	if err != nil {
 		return 0, false, err
 	}
 	s.setUsage(txid, usage)
+	s.segs.retire(holes, drop)
 	return n, more, nil
 }

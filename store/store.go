@@ -1,4 +1,5 @@
-// Package store is riffle's persistent storage on bbolt (SPEC §7).
+// Package store is riffle's persistent storage (SPEC §7;
+// docs/proto-store.md).
 //
 // A server's Store keeps the chunks published in rounds (by id), the public
 // index of files (file id → name, size, chunk count, first publication),
@@ -11,14 +12,21 @@
 // Every write is one bbolt transaction and returns only after the commit
 // is on disk: a chunk is acknowledged only once stored (SPEC §5.3). Values
 // returned by the API are copies, except in ViewChunks and
-// ClientDB.ViewHeld, which hand out slices of the memory map for zero-copy
-// PIR and live only as long as their callback.
+// ClientDB.ViewHeld, which hand out slices of a read-only memory map for
+// zero-copy PIR and live only as long as their callback.
 //
-// Layout (docs/proto-store.md, measured in docs/bench/store.md): each chunk is a nested
-// bucket holding one value, so that a chunk's 256 KiB (up to 4 MiB) lives
-// in its own run of overflow pages and putting or deleting a chunk never
-// rewrites a neighbour's bytes, as bbolt does for large values that share a
-// leaf. Pages are 4 KiB and the freelist is a hash map kept on disk.
+// Layout (measured, see docs/proto-store.md and docs/bench/store.md): the
+// server keeps chunk bodies in append-only segment files beside its bbolt
+// file, which holds their locations and every record (segment.go): a
+// round's chunks are written once, from the caller's buffers. The client
+// keeps chunk bytes inside bbolt, each chunk a nested bucket holding one
+// value, so that a chunk lives in its own run of overflow pages and
+// putting or deleting one never rewrites a neighbour's bytes. Pages are
+// 4 KiB and the freelist is a hash map kept on disk.
+//
+// Files: store.go (options shared by both files), server.go (Store),
+// segment.go (segment files), records.go and codec.go (record types and
+// their encoding), client.go (ClientDB).
 package store
 
 import (
@@ -61,16 +69,11 @@ const lockTimeout = 500 * time.Millisecond
 // same write speed, in TestLayoutMeasure.
 const pageSize = 4096
 
-// Mmap sizing: bbolt must wait for every open read transaction before it
-// can grow its memory map, and PIR holds one for a whole pass over the
-// round's rows. Mapping the whole expected database up front means a
-// commit never waits for PIR. Address space is cheap; the file itself
-// grows only as data is written.
-const (
-	defaultMmapSize = 1 << 30  // when no quota is set
-	maxMmapSize     = 64 << 30 // ceiling for very large quotas
-	minMmapSize     = 64 << 20
-)
+// serverMmapSize is the server database's initial map. It holds only
+// small records (chunk bodies are in segment files), and no reader holds
+// a transaction while it uses chunk bytes, so a commit that must grow the
+// map waits for short lookups only.
+const serverMmapSize = 64 << 20
 
 // lockedError is what Open returns for a database locked elsewhere.
 type lockedError struct{ path string }
@@ -117,8 +120,9 @@ func discardLogger(l *slog.Logger) *slog.Logger {
 // missing key in every case.
 var present = []byte{1}
 
-// Chunk bytes live in nested buckets: parent[id] is a bucket whose single
-// key chunkDataKey holds the bytes. See the package comment for why.
+// In the client file, chunk bytes live in nested buckets: parent[id] is a
+// bucket whose single key chunkDataKey holds the bytes. See the package
+// comment for why.
 var chunkDataKey = []byte{'d'}
 
 // getChunkTx returns a chunk's bytes from the nested layout and whether it
@@ -145,4 +149,18 @@ func putChunkTx(parent *bolt.Bucket, id ID, data []byte) error {
 		return fmt.Errorf("store: put chunk %x (%d bytes): %w", id[:8], len(data), err)
 	}
 	return nil
+}
+
+// viewChunks calls fn with the bytes of chunks ids of a nested-layout
+// bucket, in order, as slices of the transaction's memory map.
+func viewChunks(parent *bolt.Bucket, ids []ID, fn func(rows [][]byte) error) error {
+	rows := make([][]byte, len(ids))
+	for i, id := range ids {
+		v, ok := getChunkTx(parent, id)
+		if !ok {
+			return fmt.Errorf("%w: chunk %x (row %d of %d)", ErrNotFound, id[:8], i, len(ids))
+		}
+		rows[i] = v[:len(v):len(v)]
+	}
+	return fn(rows)
 }

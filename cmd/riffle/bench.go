@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/node"
 )
 
@@ -17,7 +18,7 @@ func init() {
 	register(&cli.Command{
 		Name:  "bench",
 		Usage: "measure per-client goodput, round time and where it goes on a loopback network",
-		Description: `For each n in --clients, node.Bench starts 3 servers and n clients on 127.0.0.1
+		Description: `For each n in --clients, the benchmark starts 3 servers and n clients on 127.0.0.1
 in this process; every client shares a file of --rounds chunks, then fetches
 another client's file. Reported per n: per-client goodput (chunk payload moved per
 client per second) of the shares and of the gets, the mean round time, and where
@@ -59,7 +60,7 @@ func runBench(c *cli.Context) error {
 	if chunks < 1 {
 		return fmt.Errorf("--rounds %d: want at least 1", chunks)
 	}
-	// Range checks with the flags' names; node.Bench checks again.
+	// Range checks with the flags' names; nodetest.Bench checks again.
 	if _, err := paramsWith(node.DefaultParams(), b, 0, k, 0, 0); err != nil {
 		return err
 	}
@@ -88,7 +89,7 @@ func runBench(c *cli.Context) error {
 	fmt.Fprintf(out, rowFmt, "n", "share/client", "get/client", "steady/client", "round", "chain mix", "verify", "store", "PIR", "other", "rounds")
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond)) }
 	for _, n := range counts {
-		r, err := node.Bench(ctx, node.BenchConfig{Clients: n, ChunkSize: b, K: k, Chunks: chunks, Logger: logger(c)})
+		r, err := nodetest.Bench(ctx, nodetest.BenchConfig{Clients: n, ChunkSize: b, K: k, Chunks: chunks, Logger: logger(c)})
 		if err != nil {
 			return fmt.Errorf("bench n = %d: %w", n, err)
 		}

@@ -2,29 +2,27 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
-	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/node"
 )
 
 // demoServers is the chain length of the demo and the benchmark: the
-// smallest chain node accepts by default (SPEC §3), so the anonymity
-// argument holds with one honest server among three.
-const demoServers = 3
+// smallest chain node accepts by default (docs/protocol.md §3), so the
+// anonymity argument holds with one honest server among three.
+const demoServers = nodetest.DefaultServers
 
 // demoNetConfig describes a loopback network run inside this process.
 type demoNetConfig struct {
 	Dir     string      // data directories of the servers go under it
 	Clients int         // cover clients, all in the anonymity set
-	Params  wire.Params // the leader's epoch parameters
+	Params  node.Params // the leader's epoch parameters
 	Logger  *slog.Logger
 	// Progress, if set, receives the progress lines of the first
 	// ProgressClients clients.
@@ -34,13 +32,15 @@ type demoNetConfig struct {
 
 // demoNet is 3 servers and a crowd of clients on 127.0.0.1.
 type demoNet struct {
+	net     *nodetest.Net
 	servers []*node.Server
 	clients []*node.Client
 }
 
-// startDemoNet starts the servers one after the other (each bootstraps
-// from those before it), then the clients, spread over the servers as
-// primaries. Every epoch waits for all clients: MinClients is the crowd.
+// startDemoNet starts the network of internal/nodetest: the servers one
+// after the other (each bootstraps from those before it), then the clients
+// in parallel, spread over the servers as primaries. Every epoch waits for
+// all clients: MinClients is the crowd.
 func startDemoNet(ctx context.Context, cfg demoNetConfig) (*demoNet, error) {
 	if cfg.Clients < node.DefaultMinClients {
 		return nil, fmt.Errorf("a network needs at least %d clients, got %d", node.DefaultMinClients, cfg.Clients)
@@ -49,70 +49,34 @@ func startDemoNet(ctx context.Context, cfg demoNetConfig) (*demoNet, error) {
 	if p.MaxClients < uint32(cfg.Clients) {
 		p.MaxClients = uint32(cfg.Clients)
 	}
-	dn := &demoNet{}
-	var peers []string
-	for i := 0; i < demoServers; i++ {
-		s, err := node.NewServer(ctx, node.ServerConfig{
-			DataDir: filepath.Join(cfg.Dir, fmt.Sprintf("server%d", i)), Listen: []string{"/ip4/127.0.0.1/tcp/0"},
-			Peers: append([]string(nil), peers...), Nick: fmt.Sprintf("demo%d", i),
-			MinServers: demoServers, MinClients: cfg.Clients, NoLAN: true, Params: p, Logger: cfg.Logger,
-		})
-		if err != nil {
-			dn.Close()
-			return nil, fmt.Errorf("start server %d: %w", i, err)
-		}
-		dn.servers = append(dn.servers, s)
-		peers = append(peers, s.Addrs()[0].String())
-	}
-	// Clients join in parallel: on a loaded machine, 200 sequential
-	// libp2p handshakes take longer than a registration window.
-	dn.clients = make([]*node.Client, cfg.Clients)
-	errs := make([]error, cfg.Clients)
-	var wg sync.WaitGroup
-	for i := range dn.clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var prog io.Writer
+	net, err := nodetest.Start(ctx, nodetest.Config{
+		Servers: demoServers, Clients: cfg.Clients, Params: p, Dir: cfg.Dir, Nick: "demo", Logger: cfg.Logger,
+		Client: func(i int, c *node.ClientConfig) {
 			if i < cfg.ProgressClients {
-				prog = cfg.Progress
+				c.Progress = cfg.Progress
 			}
-			dn.clients[i], errs[i] = node.NewClient(ctx, node.ClientConfig{
-				Server: peers[i%demoServers], Logger: cfg.Logger, Progress: prog,
-				// The demo counts what it runs: the clients of one primary.
-				MinAnonymity: max(1, cfg.Clients/demoServers),
-			})
-		}()
+			// The demo counts what it runs: the clients of one primary.
+			c.MinAnonymity = max(1, cfg.Clients/demoServers)
+		},
+	})
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		dn.Close()
-		return nil, fmt.Errorf("start clients: %w", err)
-	}
-	return dn, nil
+	return &demoNet{net: net, servers: net.Servers, clients: net.Clients}, nil
 }
 
 // primaryAddr is the full address of server i, for RIFFLE_SERVER.
-func (dn *demoNet) primaryAddr(i int) string { return dn.servers[i].Addrs()[0].String() }
+func (dn *demoNet) primaryAddr(i int) string { return dn.net.Addr(i) }
 
 // Close stops the clients (in parallel: each leaves its epoch), then the
 // servers.
 func (dn *demoNet) Close() error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(dn.clients)+len(dn.servers))
-	for i, c := range dn.clients {
-		if c == nil {
-			continue
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = c.Close() }()
+	if dn.net == nil {
+		return nil
 	}
-	wg.Wait()
-	for i, s := range dn.servers {
-		errs[len(dn.clients)+i] = s.Close()
-	}
-	dn.clients, dn.servers = nil, nil
-	return errors.Join(errs...)
+	err := dn.net.Close()
+	dn.net, dn.clients, dn.servers = nil, nil, nil
+	return err
 }
 
 // epochRecorder passes progress lines through to w and remembers the id

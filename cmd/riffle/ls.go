@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/riffle-net/riffle/chunker"
-	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node"
 )
 
@@ -39,7 +38,7 @@ type lsEntry struct {
 func runLs(c *cli.Context) error {
 	ctx, stop := signalContext(c.Context)
 	defer stop()
-	var idx []wire.IndexEntry
+	var idx []node.IndexEntry
 	var err error
 	if sock := runningClient(c); sock != "" {
 		idx, err = node.ControlIndex(ctx, sock)
@@ -57,9 +56,9 @@ func runLs(c *cli.Context) error {
 	rows := make([]lsEntry, 0, len(idx))
 	for _, e := range idx {
 		rows = append(rows, lsEntry{
-			Name: string(e.Name), Size: e.Size, Chunks: e.Chunks,
+			Name: e.Name, Size: e.Size, Chunks: e.Chunks,
 			Link:  chunker.Link{ID: chunker.ID(e.FileID)}.String(),
-			Round: e.Round, Time: time.Unix(e.Time, 0).UTC(),
+			Round: e.Round, Time: e.Time.UTC(),
 		})
 	}
 	w := stdout(c)

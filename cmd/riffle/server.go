@@ -9,7 +9,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node"
 )
 
@@ -49,13 +48,13 @@ timing flags matter only there.`,
 }
 
 // serverParams applies the leader parameter flags to node's defaults.
-func serverParams(c *cli.Context) (wire.Params, error) {
+func serverParams(c *cli.Context) (node.Params, error) {
 	return paramsWith(node.DefaultParams(), c.Int("chunk-size"), c.Int("rounds"), c.Int("k"), c.Duration("reg-window"), c.Duration("round-limit"))
 }
 
 // paramsWith overrides the non-zero settings of p, checking their ranges
 // (the server checks them again; this gives the flag's name in the error).
-func paramsWith(p wire.Params, chunk, rounds, k int, reg, limit time.Duration) (wire.Params, error) {
+func paramsWith(p node.Params, chunk, rounds, k int, reg, limit time.Duration) (node.Params, error) {
 	if chunk != 0 {
 		if chunk < node.MinChunkSize || chunk > node.MaxChunkSize {
 			return p, fmt.Errorf("chunk size %d bytes out of range [%d, %d]", chunk, node.MinChunkSize, node.MaxChunkSize)

@@ -4,8 +4,14 @@
 //
 // Every decoder here reads untrusted bytes: each one is bounded by a caller-
 // supplied maximum that the node computes from the epoch parameters, rejects
-// trailing bytes, and never allocates more than the bytes actually present
-// justify. The layouts are written down in docs/proto-node.md.
+// trailing bytes, and never allocates more than a small multiple of the
+// bytes actually present (TestDecodeAllocationBounded). The one message
+// that is larger decoded than sent, a Batch with zero runs, is rebuilt only
+// once its whole body has been read, and no further than its Limits allow
+// (Onion per entry, Frame in all); PeekBatch lets a receiver check its
+// sender and signature before that. The layouts are written down in
+// docs/proto-node.md; every message type's encoding is pinned in
+// testdata/vectors.txt (TestVectors).
 package wire
 
 import (

@@ -64,6 +64,7 @@ type Limits struct {
 	Step     int // setup step result bytes
 	Index    int // index entries
 	MaskSize int // bytes of one PIR mask
+	Frame    int // cap on a message rebuilt from its body (a Batch with its zero runs); 0: MaxFrame
 }
 
 // Params are the epoch parameters published in the descriptor (§3).
@@ -230,6 +231,10 @@ func decKeys(d *Dec, max int, what string) [][32]byte {
 	return out
 }
 
+// groupEntryMin is the smallest group entry: six empty byte strings or
+// lists (a u32 each) and the two 32-byte keys.
+const groupEntryMin = 6*4 + 32 + 32
+
 func (g *GroupEntry) dec(d *Dec, maxRounds int) {
 	g.PeerID = d.Bytes(MaxPeerID, "peer id")
 	g.Nick = d.Bytes(MaxNick, "nick")
@@ -304,7 +309,7 @@ func (m *Descriptor) dec(d *Dec, l Limits) {
 	m.Number = d.U64("number")
 	m.Nonce = d.Array32("nonce")
 	m.Params.dec(d)
-	n := d.Count(MaxServers, 100, "group entries")
+	n := d.Count(MaxServers, groupEntryMin, "group entries")
 	m.Group = make([]GroupEntry, n)
 	for i := range m.Group {
 		m.Group[i].dec(d, l.Rounds)
@@ -717,44 +722,53 @@ func (m *Batch) Unmarshal(b []byte, l Limits) error { return m.UnmarshalAlloc(b,
 // UnmarshalAlloc is Unmarshal with the entries whose zero runs it puts back
 // built in alloc(n) (a recycled buffer of length n, which it fills in
 // full), or new slices if alloc is nil. Other entries alias b.
+//
+// Nothing is rebuilt before the whole body has been read and found well
+// formed, and what is rebuilt is bounded by the limits, not by the body: at
+// most l.Clients entries of at most l.Onion bytes each, and all entries
+// together at most l.Frame bytes (MaxFrame if unset), so that a batch sent
+// without its zero runs never costs the receiver more memory than the same
+// batch sent whole in a frame under that cap. A few hundred bytes of zero
+// runs cannot make a receiver allocate gigabytes.
 func (m *Batch) UnmarshalAlloc(b []byte, l Limits, alloc func(n int) []byte) error {
 	d := Dec{B: b}
 	m.Epoch = d.Array32("epoch id")
 	m.Round = d.U32("round")
 	m.S = d.U16("server")
+	// An entry is at least 12 bytes (run offset, run length, bytes
+	// length), so the slice headers cost at most twice the body.
 	n := d.Count(l.Clients, 12, "entries")
-	m.Entries = make([][]byte, 0, n)
+	m.Entries = make([][]byte, n)
 	m.Zeros = nil
+	frame := int64(l.Frame)
+	if frame <= 0 || frame > MaxFrame {
+		frame = MaxFrame
+	}
+	var total int64 // the entries' size once rebuilt
 	for i := 0; i < n && d.Err == nil; i++ {
 		z := ZeroRun{At: d.U32("zero run offset"), N: d.U32("zero run length")}
 		rest := d.Bytes(l.Onion, "entry")
 		if d.Err != nil {
 			break
 		}
-		if z.N == 0 {
-			if z.At != 0 {
-				return fmt.Errorf("wire: decode batch: entry %d: empty zero run at %d", i, z.At)
-			}
-			m.Entries = append(m.Entries, rest)
-			continue
+		if z.N == 0 && z.At != 0 {
+			return fmt.Errorf("wire: decode batch: entry %d: empty zero run at %d", i, z.At)
 		}
 		if uint64(z.At) > uint64(len(rest)) || uint64(len(rest))+uint64(z.N) > uint64(l.Onion) {
 			return fmt.Errorf("wire: decode batch: entry %d: zero run of %d at %d with %d bytes sent (cap %d)", i, z.N, z.At, len(rest), l.Onion)
 		}
+		if total += int64(len(rest)) + int64(z.N); total > frame {
+			return fmt.Errorf("%w: batch entries rebuilt to more than %d bytes", ErrTooLarge, frame)
+		}
+		// The sent bytes only, for now: the run is put back below.
+		m.Entries[i] = rest
+		if z.N == 0 {
+			continue
+		}
 		if m.Zeros == nil {
-			m.Zeros = make([]ZeroRun, n)
+			m.Zeros = make([]ZeroRun, n) // 8 bytes per entry of at least 12
 		}
 		m.Zeros[i] = z
-		var x []byte
-		if alloc != nil {
-			x = alloc(len(rest) + int(z.N))
-			clear(x[z.At : z.At+z.N])
-		} else {
-			x = make([]byte, len(rest)+int(z.N))
-		}
-		copy(x, rest[:z.At])
-		copy(x[z.At+z.N:], rest[z.At:])
-		m.Entries = append(m.Entries, x)
 	}
 	m.ClientSigs = decSigs(&d, l.Clients)
 	nh := d.Count(l.Clients, 32, "onion hashes")
@@ -764,7 +778,62 @@ func (m *Batch) UnmarshalAlloc(b []byte, l Limits, alloc func(n int) []byte) err
 	}
 	m.Root = d.Array32("root")
 	m.Sig = d.Array64("signature")
-	return d.Done("batch")
+	if err := d.Done("batch"); err != nil {
+		return err
+	}
+	for i, z := range m.Zeros {
+		if z.N == 0 {
+			continue
+		}
+		rest := m.Entries[i]
+		var x []byte
+		if alloc != nil {
+			x = alloc(len(rest) + int(z.N))
+			clear(x[z.At : z.At+z.N])
+		} else {
+			x = make([]byte, len(rest)+int(z.N))
+		}
+		copy(x, rest[:z.At])
+		copy(x[z.At+z.N:], rest[z.At:])
+		m.Entries[i] = x
+	}
+	return nil
+}
+
+// BatchHead is what a receiver checks of a Batch before decoding it: the
+// epoch, round and sending position, and the root and signature that the
+// sender signed over them (§5.2).
+type BatchHead struct {
+	Epoch [32]byte
+	Round uint32
+	S     uint16
+	Root  [32]byte
+	Sig   [64]byte
+}
+
+// batchMin is the smallest Batch body: the head, three empty counts, the
+// root and the signature.
+const batchMin = 32 + 4 + 2 + 4 + 4 + 4 + 32 + 64
+
+// PeekBatch reads a Batch body's head without decoding or allocating
+// anything: the epoch, round and position at its start, and the root and
+// signature in its last 96 bytes (where every well-formed Batch has them;
+// a later UnmarshalAlloc that succeeds has read the same root and
+// signature). A receiver checks the sender, the epoch and the signature
+// with it before it lets the body cost anything.
+func PeekBatch(b []byte) (BatchHead, error) {
+	var h BatchHead
+	if len(b) < batchMin {
+		return h, fmt.Errorf("wire: peek batch: %w: %d bytes, at least %d", ErrShort, len(b), batchMin)
+	}
+	d := Dec{B: b[:32+4+2]}
+	h.Epoch = d.Array32("epoch id")
+	h.Round = d.U32("round")
+	h.S = d.U16("server")
+	t := Dec{B: b[len(b)-32-64:]}
+	h.Root = t.Array32("root")
+	h.Sig = t.Array64("signature")
+	return h, nil
 }
 
 // ListEntry is one row of a request list.

@@ -44,6 +44,14 @@ type Statement struct {
 	Keys    []*group.Element     // w component keys, none the identity
 	Inputs  [][]group.Ciphertext // n × w
 	Outputs [][]group.Ciphertext // n × w
+
+	// InputsEnc and OutputsEnc optionally hold the canonical encodings of
+	// Inputs and Outputs, one slice of w·64 bytes per vector (ENC(A) ‖
+	// ENC(B) per component), for a caller that already has them (decoded
+	// from, or encoded for, the wire): σ then hashes them instead of
+	// encoding every element again. The caller vouches that they encode
+	// exactly Inputs and Outputs. A list of the wrong shape is ignored.
+	InputsEnc, OutputsEnc [][]byte
 }
 
 // checkShape validates the shape of keys and one n×w ciphertext list. It

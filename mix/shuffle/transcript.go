@@ -35,8 +35,14 @@ const encodeRowsBlock = 256
 
 // hashCiphertexts feeds ENC(A_ij) || ENC(B_ij), vector by vector, to t. The
 // encodings (≈3 µs each) are computed on all cores; the hash stays serial.
-func hashCiphertexts(t *group.Transcript, rows [][]group.Ciphertext, w int) {
+func hashCiphertexts(t *group.Transcript, rows [][]group.Ciphertext, enc [][]byte, w int) {
 	rowBytes := w * group.CiphertextSize
+	if encodedRows(enc, len(rows), rowBytes) {
+		for _, r := range enc {
+			t.Fixed(r)
+		}
+		return
+	}
 	buf := make([]byte, encodeRowsBlock*rowBytes)
 	for lo := 0; lo < len(rows); lo += encodeRowsBlock {
 		hi := min(lo+encodeRowsBlock, len(rows))
@@ -52,6 +58,19 @@ func hashCiphertexts(t *group.Transcript, rows [][]group.Ciphertext, w int) {
 	}
 }
 
+// encodedRows reports whether enc has n rows of rowBytes bytes each.
+func encodedRows(enc [][]byte, n, rowBytes int) bool {
+	if len(enc) != n {
+		return false
+	}
+	for _, r := range enc {
+		if len(r) != rowBytes {
+			return false
+		}
+	}
+	return true
+}
+
 // statementDigest is σ = H(tag_stmt; LP(generator tag) || LP(context) ||
 // u32 n || u32 w || keys || inputs || outputs) (§3.3).
 func statementDigest(st *Statement, s suite, n, w int) [digestSize]byte {
@@ -62,8 +81,8 @@ func statementDigest(st *Statement, s suite, n, w int) [digestSize]byte {
 	for _, y := range st.Keys {
 		t.Element(y)
 	}
-	hashCiphertexts(t, st.Inputs, w)
-	hashCiphertexts(t, st.Outputs, w)
+	hashCiphertexts(t, st.Inputs, st.InputsEnc, w)
+	hashCiphertexts(t, st.Outputs, st.OutputsEnc, w)
 	return t.Sum()
 }
 

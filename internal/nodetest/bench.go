@@ -1,4 +1,4 @@
-package node
+package nodetest
 
 import (
 	"bytes"
@@ -10,41 +10,11 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/riffle-net/riffle/chunker"
-	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node"
 )
-
-// Timing is where a server's time went (§9), summed over the rounds it
-// published: opening its layer (keys, AES-CTR and GMAC, permutation),
-// checking the pseudonym signatures, the store transaction, and the PIR
-// answers (its own clients' and the padded ones).
-type Timing struct {
-	Rounds                  int
-	Mix, Verify, Store, PIR time.Duration
-}
-
-// timer accumulates a server's Timing from concurrent rounds.
-type timer struct {
-	mix, verify, store, pir, rounds atomic.Int64
-}
-
-func (t *timer) add(field *atomic.Int64, d time.Duration) { field.Add(int64(d)) }
-
-func (t *timer) addRound() { t.rounds.Add(1) }
-
-// Timing returns the server's accumulated timing.
-func (s *Server) Timing() Timing {
-	var out Timing
-	out.Rounds = int(s.timing.rounds.Load())
-	out.Mix = time.Duration(s.timing.mix.Load())
-	out.Verify = time.Duration(s.timing.verify.Load())
-	out.Store = time.Duration(s.timing.store.Load())
-	out.PIR = time.Duration(s.timing.pir.Load())
-	return out
-}
 
 // BenchConfig sets up a benchmark network on loopback in this process:
 // Servers servers (default 3) and Clients clients, chunk size ChunkSize
@@ -91,60 +61,25 @@ func (r BenchResult) String() string {
 // Bench runs a network on loopback and measures goodput and round time.
 func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	if cfg.Servers <= 0 {
-		cfg.Servers = 3
+		cfg.Servers = DefaultServers
 	}
-	if cfg.Clients < 2 || cfg.ChunkSize < MinChunkSize || cfg.K < 1 || cfg.Chunks < 1 {
-		return BenchResult{}, fmt.Errorf("node: bench needs 2+ clients, chunk size ≥ %d, k ≥ 1 and 1+ chunks (got n=%d b=%d k=%d chunks=%d)",
-			MinChunkSize, cfg.Clients, cfg.ChunkSize, cfg.K, cfg.Chunks)
-	}
-	dir := cfg.DataDir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "riffle-bench-")
-		if err != nil {
-			return BenchResult{}, fmt.Errorf("node: bench directory: %w", err)
-		}
-		defer os.RemoveAll(d)
-		dir = d
+	if cfg.Clients < 2 || cfg.ChunkSize < node.MinChunkSize || cfg.K < 1 || cfg.Chunks < 1 {
+		return BenchResult{}, fmt.Errorf("nodetest: bench needs 2+ clients, chunk size ≥ %d, k ≥ 1 and 1+ chunks (got n=%d b=%d k=%d chunks=%d)",
+			node.MinChunkSize, cfg.Clients, cfg.ChunkSize, cfg.K, cfg.Chunks)
 	}
 	m, n, b, k := cfg.Servers, cfg.Clients, cfg.ChunkSize, cfg.K
 	// One epoch holds the whole run when it can: shares, fetches (k per
 	// round) and slack for the cover window.
-	R := min(MaxRounds, 2*cfg.Chunks+cfg.Chunks/k+16)
-	p := wire.Params{ChunkSize: uint32(b), K: uint16(k), W: 2, Rounds: uint32(R), MaxClients: uint32(max(n, MinClientCap)),
-		MaxRows: uint32(min(MaxRowsCap, n*k)), RegWindowMs: 500, RoundLimitMs: 120000}
-	var servers []*Server
-	defer func() {
-		for _, s := range servers {
-			s.Close()
-		}
-	}()
-	var peers []string
-	for i := 0; i < m; i++ {
-		s, err := NewServer(ctx, ServerConfig{DataDir: fmt.Sprintf("%s/s%d", dir, i), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: peers,
-			Nick: fmt.Sprintf("bench%d", i), MinServers: m, MinClients: n, NoLAN: true, Params: p, Logger: cfg.Logger})
-		if err != nil {
-			return BenchResult{}, err
-		}
-		servers = append(servers, s)
-		peers = append(peers, s.Addrs()[0].String())
+	R := min(node.MaxRounds, 2*cfg.Chunks+cfg.Chunks/k+16)
+	p := node.Params{ChunkSize: uint32(b), K: uint16(k), W: 2, Rounds: uint32(R), MaxClients: uint32(max(n, node.MinClientCap)),
+		MaxRows: uint32(min(node.MaxRowsCap, n*k)), RegWindowMs: 500, RoundLimitMs: 120000}
+	net, err := Start(ctx, Config{Servers: m, Clients: n, Params: p, Dir: cfg.DataDir, Nick: "bench", Logger: cfg.Logger})
+	if err != nil {
+		return BenchResult{}, err
 	}
-	clients := make([]*Client, n)
-	defer func() {
-		for _, c := range clients {
-			if c != nil {
-				c.Close()
-			}
-		}
-	}()
-	for i := range clients {
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: servers[i%m].Addrs()[0].String(), Logger: cfg.Logger})
-		if err != nil {
-			return BenchResult{}, err
-		}
-		clients[i] = c
-	}
+	defer net.Close()
 	// Wait for the epoch, so that setup is not counted as goodput time.
-	for _, c := range clients {
+	for _, c := range net.Clients {
 		if _, err := c.ChunkSize(ctx); err != nil {
 			return BenchResult{}, err
 		}
@@ -157,12 +92,31 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 			return BenchResult{}, err
 		}
 	}
-	before := make([]Timing, m)
-	for i, s := range servers {
+	before := make([]node.Timing, m)
+	for i, s := range net.Servers {
 		before[i] = s.Timing()
 	}
-	links := make([]chunker.Link, n)
-	errs := make([]error, n)
+	links, shareTime, err := benchShare(ctx, net.Clients, files)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	getTime, err := benchGet(ctx, net.Clients, links)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	res := BenchResult{Servers: m, Clients: n, ChunkSize: b, K: k, ShareTime: shareTime, GetTime: getTime,
+		UploadGoodput: float64(size) / shareTime.Seconds(), DownloadGoodput: float64(size) / getTime.Seconds()}
+	if err := res.addTimings(net.Servers, before); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// benchShare has every client share its file at once; it returns the links
+// and the time until the last share ended.
+func benchShare(ctx context.Context, clients []*node.Client, files [][]byte) ([]chunker.Link, time.Duration, error) {
+	links := make([]chunker.Link, len(clients))
+	errs := make([]error, len(clients))
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i, c := range clients {
@@ -173,29 +127,41 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 		}()
 	}
 	wg.Wait()
-	shareTime := time.Since(start)
 	if err := errors.Join(errs...); err != nil {
-		return BenchResult{}, fmt.Errorf("node: bench share: %w", err)
+		return nil, 0, fmt.Errorf("nodetest: bench share: %w", err)
 	}
-	start = time.Now()
+	return links, time.Since(start), nil
+}
+
+// benchGet has client i fetch the file of client i+1, all at once, each
+// into a temporary directory; it returns the time until the last ended.
+func benchGet(ctx context.Context, clients []*node.Client, links []chunker.Link) (time.Duration, error) {
+	n := len(clients)
+	errs := make([]error, n)
+	start := time.Now()
+	var wg sync.WaitGroup
 	for i, c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := os.MkdirTemp(dir, "get-")
+			d, err := os.MkdirTemp("", "riffle-get-")
 			if err == nil {
+				defer os.RemoveAll(d)
 				_, err = c.Get(ctx, links[(i+1)%n], d)
 			}
 			errs[i] = err
 		}()
 	}
 	wg.Wait()
-	getTime := time.Since(start)
 	if err := errors.Join(errs...); err != nil {
-		return BenchResult{}, fmt.Errorf("node: bench get: %w", err)
+		return 0, fmt.Errorf("nodetest: bench get: %w", err)
 	}
-	res := BenchResult{Servers: m, Clients: n, ChunkSize: b, K: k, ShareTime: shareTime, GetTime: getTime,
-		UploadGoodput: float64(size) / shareTime.Seconds(), DownloadGoodput: float64(size) / getTime.Seconds()}
+	return time.Since(start), nil
+}
+
+// addTimings fills in the per-round figures from the servers' timing since
+// before.
+func (res *BenchResult) addTimings(servers []*node.Server, before []node.Timing) error {
 	var mix, ver, st, pir time.Duration
 	for i, s := range servers {
 		t := s.Timing()
@@ -210,11 +176,12 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 		pir += (t.PIR - before[i].PIR) / time.Duration(rounds)
 	}
 	if res.Rounds == 0 {
-		return res, errors.New("node: bench ran no rounds")
+		return errors.New("nodetest: bench ran no rounds")
 	}
-	res.RoundTime = (shareTime + getTime) / time.Duration(res.Rounds)
+	m := time.Duration(len(servers))
+	res.RoundTime = (res.ShareTime + res.GetTime) / time.Duration(res.Rounds)
 	res.ChainMix = mix
-	res.Verify, res.Store, res.PIR = ver/time.Duration(m), st/time.Duration(m), pir/time.Duration(m)
+	res.Verify, res.Store, res.PIR = ver/m, st/m, pir/m
 	res.Other = max(0, res.RoundTime-res.ChainMix-res.Verify-res.Store-res.PIR)
-	return res, nil
+	return nil
 }

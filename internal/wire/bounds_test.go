@@ -1,0 +1,235 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"runtime"
+	"testing"
+)
+
+// wideLimits let counts and lengths reach what the body itself allows, so
+// that only the decoders' own checks against the bytes present bound what
+// they allocate. Frame bounds what a Batch may rebuild.
+var wideLimits = Limits{Servers: MaxServers, Clients: 1 << 24, Rounds: 1 << 24, Rows: 1 << 24, K: 16, Chunk: 1 << 24,
+	Onion: 1 << 24, Reg: 1 << 24, Step: 1 << 24, Index: 1 << 24, MaskSize: 1 << 24, Frame: 1 << 16}
+
+// wideDecoders decode every message type under wideLimits.
+func wideDecoders() map[string]func([]byte) error {
+	l := wideLimits
+	return map[string]func([]byte) error{
+		"hello":       func(b []byte) error { var m Hello; return m.Unmarshal(b) },
+		"prepare":     func(b []byte) error { var m Prepare; return m.Unmarshal(b) },
+		"entry":       func(b []byte) error { var m GroupEntry; return m.Unmarshal(b, l) },
+		"descriptor":  func(b []byte) error { var m Descriptor; return m.Unmarshal(b, l) },
+		"signed":      func(b []byte) error { var m Signed; return m.Unmarshal(b, l) },
+		"sig":         func(b []byte) error { var m Sig; return m.Unmarshal(b) },
+		"register":    func(b []byte) error { var m Register; return m.Unmarshal(b, l) },
+		"reglist":     func(b []byte) error { var m RegList; return m.Unmarshal(b, l) },
+		"epochref":    func(b []byte) error { var m EpochRef; return m.Unmarshal(b) },
+		"route":       func(b []byte) error { var m Route; return m.Unmarshal(b) },
+		"step":        func(b []byte) error { var m Step; return m.Unmarshal(b, l) },
+		"submit":      func(b []byte) error { var m Submit; return m.Unmarshal(b, l) },
+		"submitbatch": func(b []byte) error { var m SubmitBatch; return m.Unmarshal(b, l) },
+		"batch":       func(b []byte) error { var m Batch; return m.Unmarshal(b, l) },
+		"roundlist":   func(b []byte) error { var m RoundList; return m.Unmarshal(b, l) },
+		"rows":        func(b []byte) error { var m Rows; return m.Unmarshal(b, 1<<24, 16, 1<<24) },
+		"chunk":       func(b []byte) error { var m Chunk; return m.Unmarshal(b, 1<<24) },
+		"index":       func(b []byte) error { var m Index; return m.Unmarshal(b, 1<<24) },
+		"root":        func(b []byte) error { var m Root; return m.Unmarshal(b) },
+	}
+}
+
+// TestDecodeAllocationBounded: no decoder allocates more than a small
+// multiple of the body it is given (plus, for a Batch, the Frame its zero
+// runs may rebuild), whatever its counts and lengths say. Every u32 of
+// every vector body is set in turn to counts that the body, padded with
+// zeros, could or could not hold; the bytes allocated are measured.
+func TestDecodeAllocationBounded(t *testing.T) {
+	const pad = 16 << 10
+	// The worst case: a [][]byte of 24-byte headers whose elements are
+	// 4-byte length prefixes (Rows, addresses).
+	const factor = 8
+	decs := wideDecoders()
+	bodies := map[string][][]byte{}
+	for _, v := range vectors() {
+		name := v.name
+		switch v.t {
+		case TypeSignReq, TypeSigned:
+			name = "signed"
+			bodies["descriptor"] = append(bodies["descriptor"], v.msg.(*Signed).Desc.Marshal())
+		case TypeCloseReq, TypeAbort, TypeWaitOpen, TypeWaitList:
+			name = "epochref"
+		case TypeBatch:
+			name = "batch"
+		case TypeProposal, TypeRoundList:
+			name = "roundlist"
+		case TypePadAnswers, TypeQuery, TypeAnswer:
+			name = "rows"
+		case TypeGetChunk, TypeChunk:
+			name = "chunk"
+		case TypeAck, TypeIndexReq, TypeError:
+			continue
+		}
+		bodies[name] = append(bodies[name], v.msg.Marshal())
+	}
+	for name := range decs {
+		if len(bodies[name]) == 0 {
+			t.Fatalf("%s: no vector body", name)
+		}
+	}
+	var worst float64
+	var worstName string
+	for name, bs := range bodies {
+		dec := decs[name]
+		for _, body := range bs {
+			b := make([]byte, len(body)+pad)
+			for off := 0; off+4 <= len(body); off++ {
+				for _, v := range []uint32{pad / 4, pad / 12, pad / 32, pad / 64, pad, 1 << 20, 1<<32 - 1} {
+					copy(b, body)
+					clear(b[len(body):])
+					binary.BigEndian.PutUint32(b[off:], v)
+					var a, c runtime.MemStats
+					runtime.ReadMemStats(&a)
+					_ = dec(b)
+					runtime.ReadMemStats(&c)
+					got := c.TotalAlloc - a.TotalAlloc
+					limit := uint64(factor*len(b)) + 4096
+					if name == "batch" {
+						limit += uint64(wideLimits.Frame)
+					}
+					if got > limit {
+						t.Errorf("%s: u32 at %d set to %d: %d bytes allocated for a %d-byte body (> %d)", name, off, v, got, len(b), limit)
+					}
+					if r := float64(got) / float64(len(b)); r > worst {
+						worst, worstName = r, name
+					}
+				}
+			}
+		}
+	}
+	t.Logf("most allocated: %.2f bytes per body byte (%s)", worst, worstName)
+}
+
+// TestOversized: one element or byte more than each cap is refused with
+// ErrTooLarge, for every count and length field of every decoder.
+func TestOversized(t *testing.T) {
+	l := testLimits
+	n := func(k int) [][]byte { return make([][]byte, k) }
+	big := func(k int) []byte { return make([]byte, k) }
+	desc := vectorDesc(true)
+	manyGroup := desc
+	manyGroup.Group = make([]GroupEntry, MaxServers+1)
+	manyClients := desc
+	manyClients.Clients = make([]ClientEntry, l.Clients+1)
+	entry := vectorEntry(1)
+	manyY := entry
+	manyY.Y = make([][32]byte, l.Rounds+1)
+	manyYp := entry
+	manyYp.Yp = make([][32]byte, l.Rounds+1)
+	bigPoK := entry
+	bigPoK.PoK = big(MaxPoK + 1)
+	sub := vectorSubmit(1)
+	bigOnion := sub
+	bigOnion.Onion = big(l.Onion + 1)
+	batch := func(f func(*Batch)) []byte {
+		b := Batch{Entries: [][]byte{{1}}, ClientSigs: make([][64]byte, 1), ClientHashes: make([][32]byte, 1)}
+		f(&b)
+		return b.Marshal()
+	}
+	list := func(f func(*RoundList)) []byte {
+		r := RoundList{Entries: []ListEntry{{}}, Published: make([][32]byte, 1)}
+		f(&r)
+		return r.Marshal()
+	}
+	cases := []struct {
+		name string
+		body []byte
+		dec  func([]byte) error
+	}{
+		{"hello nick", (&Hello{Nick: big(MaxNick + 1)}).Marshal(), func(b []byte) error { var m Hello; return m.Unmarshal(b) }},
+		{"hello addresses", (&Hello{Addrs: n(MaxAddrs + 1)}).Marshal(), func(b []byte) error { var m Hello; return m.Unmarshal(b) }},
+		{"hello address", (&Hello{Addrs: [][]byte{big(MaxAddr + 1)}}).Marshal(), func(b []byte) error { var m Hello; return m.Unmarshal(b) }},
+		{"hello gossip", (&Hello{Peers: n(MaxGossip + 1)}).Marshal(), func(b []byte) error { var m Hello; return m.Unmarshal(b) }},
+		{"prepare chain", (&Prepare{Chain: n(MaxServers + 1)}).Marshal(), func(b []byte) error { var m Prepare; return m.Unmarshal(b) }},
+		{"prepare peer id", (&Prepare{Chain: [][]byte{big(MaxPeerID + 1)}}).Marshal(), func(b []byte) error { var m Prepare; return m.Unmarshal(b) }},
+		{"entry round keys", manyY.Marshal(), func(b []byte) error { var m GroupEntry; return m.Unmarshal(b, l) }},
+		{"entry mac keys", manyYp.Marshal(), func(b []byte) error { var m GroupEntry; return m.Unmarshal(b, l) }},
+		{"entry key proof", bigPoK.Marshal(), func(b []byte) error { var m GroupEntry; return m.Unmarshal(b, l) }},
+		{"descriptor group", manyGroup.Marshal(), func(b []byte) error { var m Descriptor; return m.Unmarshal(b, l) }},
+		{"descriptor clients", manyClients.Marshal(), func(b []byte) error { var m Descriptor; return m.Unmarshal(b, l) }},
+		{"signed signatures", (&Signed{Desc: desc, Sigs: make([][64]byte, MaxServers+1)}).Marshal(), func(b []byte) error { var m Signed; return m.Unmarshal(b, l) }},
+		{"register", (&Register{Reg: big(l.Reg + 1)}).Marshal(), func(b []byte) error { var m Register; return m.Unmarshal(b, l) }},
+		{"reglist", (&RegList{Regs: make([]Register, l.Clients+1)}).Marshal(), func(b []byte) error { var m RegList; return m.Unmarshal(b, l) }},
+		{"epochref reason", (&EpochRef{Reason: big(MaxReason + 1)}).Marshal(), func(b []byte) error { var m EpochRef; return m.Unmarshal(b) }},
+		{"route proof", (&Route{Proof: big(MaxRouteProof + 1)}).Marshal(), func(b []byte) error { var m Route; return m.Unmarshal(b) }},
+		{"step result", (&Step{Result: big(l.Step + 1)}).Marshal(), func(b []byte) error { var m Step; return m.Unmarshal(b, l) }},
+		{"submit onion", bigOnion.Marshal(), func(b []byte) error { var m Submit; return m.Unmarshal(b, l) }},
+		{"submit batch", (&SubmitBatch{Subs: make([]Submit, l.Clients+1)}).Marshal(), func(b []byte) error { var m SubmitBatch; return m.Unmarshal(b, l) }},
+		{"batch entries", batch(func(b *Batch) { b.Entries = n(l.Clients + 1) }), func(b []byte) error { var m Batch; return m.Unmarshal(b, l) }},
+		{"batch entry", batch(func(b *Batch) { b.Entries = [][]byte{big(l.Onion + 1)} }), func(b []byte) error { var m Batch; return m.Unmarshal(b, l) }},
+		{"batch signatures", batch(func(b *Batch) { b.ClientSigs = make([][64]byte, l.Clients+1) }), func(b []byte) error { var m Batch; return m.Unmarshal(b, l) }},
+		{"batch hashes", batch(func(b *Batch) { b.ClientHashes = make([][32]byte, l.Clients+1) }), func(b []byte) error { var m Batch; return m.Unmarshal(b, l) }},
+		{"batch rebuilt", batch(func(b *Batch) { b.Entries = [][]byte{big(100), big(100)}; b.Zeros = []ZeroRun{{N: 100}, {N: 100}} }),
+			func(b []byte) error { var m Batch; c := l; c.Frame = 199; return m.Unmarshal(b, c) }},
+		{"list entries", list(func(r *RoundList) { r.Entries = make([]ListEntry, l.Rows+1) }), func(b []byte) error { var m RoundList; return m.Unmarshal(b, l) }},
+		{"list published", list(func(r *RoundList) { r.Published = make([][32]byte, l.Clients+1) }), func(b []byte) error { var m RoundList; return m.Unmarshal(b, l) }},
+		{"list signatures", list(func(r *RoundList) { r.Sigs = make([][64]byte, MaxServers+1) }), func(b []byte) error { var m RoundList; return m.Unmarshal(b, l) }},
+		{"rows slots", (&Rows{Slots: make([]uint32, 3), Rows: n(6)}).Marshal(), func(b []byte) error { var m Rows; return m.Unmarshal(b, 2, 2, 8) }},
+		{"rows rows", (&Rows{Slots: make([]uint32, 1), Rows: n(3)}).Marshal(), func(b []byte) error { var m Rows; return m.Unmarshal(b, 2, 2, 8) }},
+		{"rows row", (&Rows{Slots: make([]uint32, 1), Rows: [][]byte{big(9), {}}}).Marshal(), func(b []byte) error { var m Rows; return m.Unmarshal(b, 2, 2, 8) }},
+		{"chunk data", (&Chunk{Data: big(65)}).Marshal(), func(b []byte) error { var m Chunk; return m.Unmarshal(b, 64) }},
+		{"index entries", (&Index{Entries: make([]IndexEntry, 3)}).Marshal(), func(b []byte) error { var m Index; return m.Unmarshal(b, 2) }},
+		{"index name", (&Index{Entries: []IndexEntry{{Name: big(MaxName + 1)}}}).Marshal(), func(b []byte) error { var m Index; return m.Unmarshal(b, 2) }},
+	}
+	for _, c := range cases {
+		if err := c.dec(c.body); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("%s: %v, want ErrTooLarge", c.name, err)
+		}
+	}
+}
+
+// TestCountBeyondBody: a count within its cap that claims more elements
+// than the bytes left can hold is refused as truncated, before the
+// decoder allocates for it (one case per counted field).
+func TestCountBeyondBody(t *testing.T) {
+	// Each body is a valid vector with one count raised to what fits the
+	// cap but not the body.
+	for _, c := range []struct {
+		name string
+		body []byte
+		dec  func([]byte) error
+	}{
+		{"batch entries", func() []byte {
+			var e Enc
+			e.Fixed(make([]byte, 38))
+			e.U32(1000)
+			return e.B
+		}(), func(b []byte) error { var m Batch; return m.Unmarshal(b, wideLimits) }},
+		{"index entries", []byte{0, 0, 1, 0}, func(b []byte) error { var m Index; return m.Unmarshal(b, 1<<20) }},
+		{"list entries", append(make([]byte, 36), 0, 0, 1, 0), func(b []byte) error { var m RoundList; return m.Unmarshal(b, wideLimits) }},
+		{"reglist", append(make([]byte, 32), 0, 0, 1, 0), func(b []byte) error { var m RegList; return m.Unmarshal(b, wideLimits) }},
+		{"rows slots", append(make([]byte, 36), 0, 0, 1, 0), func(b []byte) error { var m Rows; return m.Unmarshal(b, 1<<20, 2, 8) }},
+	} {
+		if err := c.dec(c.body); !errors.Is(err, ErrShort) {
+			t.Errorf("%s: %v, want ErrShort", c.name, err)
+		}
+	}
+}
+
+// TestMinimalGroupEntry: a descriptor whose group entry has every list and
+// byte string empty (88 bytes, the smallest entry) decodes; the count
+// check must not ask for more bytes per entry than an entry can take.
+func TestMinimalGroupEntry(t *testing.T) {
+	d := Descriptor{Group: []GroupEntry{{PeerID: []byte{}, Nick: []byte{}, Addrs: [][]byte{}, PoK: []byte{}, Y: [][32]byte{}, Yp: [][32]byte{}}}, Clients: []ClientEntry{}}
+	if n := len(d.Group[0].Marshal()); n != groupEntryMin {
+		t.Fatalf("minimal group entry is %d bytes, groupEntryMin %d", n, groupEntryMin)
+	}
+	var got Descriptor
+	if err := got.Unmarshal(d.Marshal(), testLimits); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Marshal(), d.Marshal()) {
+		t.Fatal("minimal descriptor re-encodes differently")
+	}
+}
