@@ -41,6 +41,10 @@ type ClientConfig struct {
 	// in (§3 v3): clients registered through servers it trusts (its
 	// primary and the required servers). 0 means DefaultMinAnonymity.
 	MinAnonymity int
+
+	// observe is the anonymity tests' ground truth (observe.go); nil
+	// outside them.
+	observe *clientObserver
 }
 
 // Client is a riffle client: it takes part in every epoch through its

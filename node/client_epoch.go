@@ -40,6 +40,9 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	if err := c.checkAnonymity(fv, &fin.Desc, pidx); err != nil {
 		return v.id, err
 	}
+	if o := c.cfg.observe; o != nil && o.Joined != nil {
+		o.Joined(fv.id, e.slot, e.cs.Pseudonym().Encode(nil))
+	}
 	c.mu.Lock()
 	c.epoch, c.anon, c.b = e, n, int(fin.Desc.Params.ChunkSize)
 	c.stats.Epochs++

@@ -86,6 +86,9 @@ func (s *Server) padAnswers(e *sepoch, r uint32, j int, ids [][32]byte, keys []*
 	for _, sl := range slots {
 		for t := 0; t < k; t++ {
 			masks = append(masks, keys[sl].Mask(uint64(r), uint32(t), L))
+			if o := s.cfg.observe; o != nil && o.Mask != nil {
+				o.Mask(v.id, r, sl, t, masks[len(masks)-1], L)
+			}
 		}
 	}
 	// One recycled block for all the padded answers to primary j,
@@ -140,6 +143,11 @@ func (s *Server) answerOwn(ctx context.Context, e *sepoch, x *sround, r uint32, 
 		if q, ok := x.queries[sl]; ok {
 			slots = append(slots, sl)
 			masks = append(masks, q...)
+			if o := s.cfg.observe; o != nil && o.Mask != nil {
+				for t, mk := range q {
+					o.Mask(v.id, r, sl, t, mk, max(1, len(ids)))
+				}
+			}
 		}
 	}
 	s.mu.Unlock()
