@@ -111,27 +111,20 @@ func (c *Client) query(ctx context.Context, e *cepoch, r uint32, rl *wire.RoundL
 		}
 		pir.Unpad(e.others, uint64(r), uint32(t), row)
 		if len(rl.Entries) == 0 {
+			// An empty list's database is one zero row: the answer
+			// must be all zero, and it is a cover answer.
+			if !allZero(row) {
+				c.badAnswer(r, [32]byte{}, false)
+			}
 			continue
 		}
 		le := rl.Entries[rows[t]]
 		// The whole row of every answer, real or cover (§6.3 v2).
 		if err := pir.CheckRow(row, le.ID, int(le.Len)); err != nil {
 			c.mu.Lock()
-			c.stats.BadAnswers++
 			real := t < len(reqs) && reqs[t] == le.ID && c.wanted(le.ID)
-			if real {
-				c.failed[le.ID] = true
-			} else {
-				c.stats.CoverAttacks++
-			}
 			c.mu.Unlock()
-			if real {
-				c.progress("warning: a server corrupted a PIR answer in round %d (nothing is reported; the chunk stays wanted and is taken only when a later decoy draw lands on it)", r)
-			} else {
-				// (§6.3 v3) nobody gains from spoiling a cover answer
-				// but to watch how this client reacts.
-				c.progress("warning: attack: a server corrupted the answer to a cover query in round %d, a targeted attack on this client (nothing is reported to the servers)", r)
-			}
+			c.badAnswer(r, le.ID, real)
 			continue
 		}
 		if t < len(reqs) && reqs[t] == le.ID {
@@ -139,4 +132,34 @@ func (c *Client) query(ctx context.Context, e *cepoch, r uint32, rl *wire.RoundL
 		}
 	}
 	return nil
+}
+
+// badAnswer counts an answer that failed its check and tells the user: for
+// a real request the chunk stays wanted, never asked for on purpose
+// (§6.3); a spoiled cover answer (a random row, the zero row, or a decoy
+// the client does not want) can only be a targeted attack (§6.3 v3).
+// Nothing goes to the servers.
+func (c *Client) badAnswer(r uint32, id [32]byte, real bool) {
+	c.mu.Lock()
+	c.stats.BadAnswers++
+	if real {
+		c.failed[id] = true
+	} else {
+		c.stats.CoverAttacks++
+	}
+	c.mu.Unlock()
+	if real {
+		c.progress("warning: a server corrupted a PIR answer in round %d (nothing is reported; the chunk stays wanted and is taken only when a later decoy draw lands on it)", r)
+		return
+	}
+	c.progress("warning: attack: a server corrupted the answer to a cover query in round %d, a targeted attack on this client (nothing is reported to the servers)", r)
+}
+
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
 }

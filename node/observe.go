@@ -21,6 +21,9 @@ type observer struct {
 	Mask func(epoch [32]byte, r, slot uint32, t int, mask []byte, L int)
 	// Submit: a submission for (round, slot) arrived at this primary.
 	Submit func(epoch [32]byte, r, slot uint32, at time.Time)
+	// Corrupt (an active adversary): when it returns true this primary
+	// spoils its combined answer for (round, slot, t).
+	Corrupt func(epoch [32]byte, r, slot uint32, t int) bool
 }
 
 // clientObserver is what the anonymity tests learn from a client: the

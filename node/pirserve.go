@@ -174,13 +174,13 @@ func (s *Server) answerOwn(ctx context.Context, e *sepoch, x *sround, r uint32, 
 	for i, sl := range slots {
 		x.own[sl] = out[i*k : (i+1)*k]
 	}
-	s.combine(e, x)
+	s.combine(e, x, r)
 	return true
 }
 
 // combine finishes the answers whose own part and m-1 padded parts are in
 // (§6.3); call with s.mu held.
-func (s *Server) combine(e *sepoch, x *sround) {
+func (s *Server) combine(e *sepoch, x *sround, r uint32) {
 	m := len(e.final.chain)
 	if x.own == nil || len(x.padFrom) < m-1 {
 		return
@@ -192,6 +192,13 @@ func (s *Server) combine(e *sepoch, x *sround) {
 		if pads := x.pads[sl]; pads != nil {
 			for t := range own {
 				pir.XorInto(own[t], pads[t])
+			}
+		}
+		if o := s.cfg.observe; o != nil && o.Corrupt != nil {
+			for t := range own {
+				if len(own[t]) > 0 && o.Corrupt(e.final.id, r, sl, t) {
+					own[t][len(own[t])-1] ^= 1
+				}
 			}
 		}
 		x.answers[sl] = own
@@ -259,7 +266,7 @@ func (s *Server) onPadAnswers(from peer.ID, body []byte) (wire.Type, []byte, err
 			pir.XorInto(acc[t], rows.Rows[i*k+t])
 		}
 	}
-	s.combine(e, x)
+	s.combine(e, x, rows.Round)
 	return wire.TypeAck, ack, nil
 }
 
