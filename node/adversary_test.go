@@ -221,7 +221,7 @@ func TestAdversaryLinks(t *testing.T) {
 	defer cancel()
 	var clients []*Client
 	for i := 0; i < n; i++ {
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), observe: rec.client(i)})
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), observe: rec.client(i)})
 		if err != nil {
 			t.Fatal(err)
 		}

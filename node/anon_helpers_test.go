@@ -41,7 +41,7 @@ func startAnonNet(t testing.TB, m, n, minClients int, p Params, adjust func(i in
 		peers = append(peers, s.Addrs()[0].String())
 	}
 	for i := 0; i < n; i++ {
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: peers[i%m], Logger: anonLogger()})
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: peers[i%m], Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,12 +22,12 @@ func TestCorruptedCoverAnswerIsAttack(t *testing.T) {
 	defer cancel()
 	// The victim's primary is server 0, which spoils all its answers; the
 	// other client's primary is honest.
-	v, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[0].Addrs()[0].String(), Progress: &victim, Logger: anonLogger()})
+	v, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Progress: &victim, Logger: anonLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer v.Close()
-	o, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
+	o, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

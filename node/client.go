@@ -41,6 +41,10 @@ type ClientConfig struct {
 	// in (§3 v3): clients registered through servers it trusts (its
 	// primary and the required servers). 0 means DefaultMinAnonymity.
 	MinAnonymity int
+	// Now starts jobs at once instead of after the presence wait of §5.4
+	// (PresenceMin to PresenceMax full epochs from arrival): what a
+	// one-shot `--now` does, and tests. It reveals when a job ran.
+	Now bool
 
 	// observe is the anonymity tests' ground truth (observe.go); nil
 	// outside them.
@@ -84,6 +88,13 @@ type Client struct {
 	local     localQueue // local work (client_local.go)
 	localDone chan struct{}
 	localHook func(step string) // tests: called before each local step
+
+	// Presence (presence.go): full epochs since arrival, the wait drawn
+	// at arrival before jobs start, and the full epochs at the last one
+	// with a job.
+	fullEpochs, jobWait, lastJob int
+	hadJob                       bool
+	jobTraffic                   bool // a job sent real traffic this epoch
 }
 
 // Stats counts what a client did.
@@ -193,6 +204,11 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		changed: make(chan struct{}), wants: map[[32]byte]*getJob{}, inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{},
 		retry: map[[32]byte]bool{}, localDone: make(chan struct{})}
 	c.local.wake = make(chan struct{}, 1)
+	if c.jobWait, err = drawPresence(rnd); err != nil {
+		h.Close()
+		cancel()
+		return nil, fmt.Errorf("node: presence draw: %w", err)
+	}
 	if err := h.Connect(cctx, *ai); err != nil {
 		h.Close()
 		cancel()

@@ -46,6 +46,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	c.mu.Lock()
 	c.epoch, c.anon, c.b = e, n, int(fin.Desc.Params.ChunkSize)
 	c.stats.Epochs++
+	roundsBefore := c.stats.Rounds
 	c.notify()
 	c.mu.Unlock()
 	names := ""
@@ -66,6 +67,13 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 		// A clean end (not a crash or a Close mid-epoch, after which the
 		// stored submissions are sent again at the next start).
 		c.dropSubmissions(fv.id)
+		// §5.4: a full epoch, held from its first round (the client
+		// joined at registration) to its end, whatever ended it.
+		c.mu.Lock()
+		if c.stats.Rounds > roundsBefore {
+			c.fullEpoch()
+		}
+		c.mu.Unlock()
 	}
 	c.leaveEpoch(e)
 	return v.id, err
@@ -316,7 +324,10 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 	if onion == nil {
 		pl := &mix.Payload{Kind: mix.KindCover, Requests: make([][32]byte, k)}
 		c.mu.Lock()
-		if len(c.upQ) > 0 {
+		// §5.4 (v3): jobs wait for the client's presence; decoys and
+		// cover do not.
+		ready := c.jobsReady()
+		if ready && len(c.upQ) > 0 {
 			u := c.upQ[0]
 			c.upQ = c.upQ[1:]
 			e.ups[r] = &u
@@ -324,15 +335,18 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 		}
 		var reqs [][32]byte
 		for id, g := range c.wants {
-			if len(reqs) == k {
+			if !ready || len(reqs) == k {
 				break
 			}
 			if g.root && !c.inflight[id] && !c.failed[id] && !c.retry[id] {
 				reqs = append(reqs, id)
 			}
 		}
-		for _, id := range c.neededIDs(k - len(reqs)) {
-			reqs = append(reqs, id)
+		if ready {
+			reqs = append(reqs, c.neededIDs(k-len(reqs))...)
+		}
+		if pl.Kind == mix.KindChunk || len(reqs) > 0 {
+			c.jobTraffic = true
 		}
 		reqs = c.backgroundRequests(reqs, k)
 		for i, id := range reqs {

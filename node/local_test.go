@@ -77,13 +77,13 @@ func TestLocalWorkDoesNotDelay(t *testing.T) {
 	tn := startAnonNet(t, 3, 0, 2, testParams(256), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger()})
+	up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer up.Close()
 	var rec timedRecorder
-	down, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[1].Addrs()[0].String(), OnSend: rec.add, Logger: anonLogger()})
+	down, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), OnSend: rec.add, Logger: anonLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestLsReadsSyncedCopy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var rec timedRecorder
-	c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[1].Addrs()[0].String(), OnSend: rec.add, Logger: anonLogger()})
+	c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), OnSend: rec.add, Logger: anonLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

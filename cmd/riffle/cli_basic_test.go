@@ -57,7 +57,7 @@ func cleanEnv(t *testing.T) []string {
 	}
 	// The test networks are small: as the demo prints, clients take
 	// part whatever the anonymity set.
-	return append(env, "RIFFLE_MIN_ANONYMITY=1", "XDG_CONFIG_HOME="+t.TempDir())
+	return append(env, "RIFFLE_MIN_ANONYMITY=1", "RIFFLE_NOW=1", "XDG_CONFIG_HOME="+t.TempDir())
 }
 
 // runBin execs riffle with args and returns stdout, stderr and the error.

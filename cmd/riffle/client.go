@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 
@@ -25,9 +26,13 @@ func runClient(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return fmt.Errorf("client takes no arguments, got %q", c.Args().First())
 	}
+	// The client runs on a context of its own: an interrupt asks it to
+	// leave the way docs/protocol.md §5.4 says, a second one at once.
+	base, cancelBase := context.WithCancel(c.Context)
+	defer cancelBase()
 	ctx, stop := signalContext(c.Context)
 	defer stop()
-	cl, err := startClient(ctx, c)
+	cl, err := startClient(base, c)
 	if err != nil {
 		return err
 	}
@@ -43,8 +48,15 @@ func runClient(c *cli.Context) error {
 		}
 	}()
 	<-ctx.Done()
+	stop()
+	if !c.Bool("now") {
+		fmt.Fprintln(stderr(c), "riffle client: leaving once no job is left and a few full epochs after the last one, "+
+			"so that when it leaves says nothing about a job (interrupt again to leave now)")
+	}
+	lctx, lstop := signalContext(c.Context)
+	defer lstop()
 	st := cl.Stats()
-	if err := cl.Close(); err != nil {
+	if err := cl.Leave(lctx); err != nil {
 		return fmt.Errorf("close client: %w", err)
 	}
 	fmt.Fprintf(stderr(c), "riffle client stopped: %d epochs, %d rounds\n", st.Epochs, st.Rounds)

@@ -32,7 +32,7 @@ func startClientProgress(ctx context.Context, c *cli.Context, w io.Writer) (*nod
 	// sent, resent after a crash); without one they stay in memory.
 	data, _ := clientDataDir(c)
 	cl, err := node.NewClient(ctx, node.ClientConfig{Server: srv, Require: req, DataDir: data, Logger: logger(c), Progress: w,
-		MinAnonymity: c.Int("min-anonymity")})
+		MinAnonymity: c.Int("min-anonymity"), Now: c.Bool("now")})
 	if err != nil {
 		return nil, fmt.Errorf("join through %s: %w", srv, err)
 	}

@@ -97,6 +97,8 @@ func clientFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "require-server", Usage: "refuse epochs whose chain lacks this peer id (repeatable)"},
 		&cli.IntFlag{Name: "min-anonymity", Value: node.DefaultMinAnonymity, EnvVars: []string{"RIFFLE_MIN_ANONYMITY"},
 			Usage: "refuse epochs with fewer clients registered through the servers this client trusts (its primary and --require-server)"},
+		&cli.BoolFlag{Name: "now", EnvVars: []string{"RIFFLE_NOW"},
+			Usage: "without a running riffle client, join for this job alone (reveals when the job ran); riffle client: start jobs without the presence wait"},
 		&cli.StringFlag{Name: "data", Usage: "client data directory (partial downloads); default under the user config directory"},
 		verboseFlag(),
 	}

@@ -84,11 +84,15 @@ func runGet(c *cli.Context) error {
 			return node.ControlGet(withStderrProgress(ctx, c), sock, l, dir)
 		}
 	} else {
+		if err := oneShot(c, "get"); err != nil {
+			return err
+		}
 		cl, err := startClient(ctx, c)
 		if err != nil {
 			return err
 		}
 		defer cl.Close()
+		warnNow(c, "get")
 		get = cl.Get
 	}
 

@@ -53,11 +53,15 @@ func runShare(c *cli.Context) error {
 		}
 		return nil
 	}
+	if err := oneShot(c, "share"); err != nil {
+		return err
+	}
 	cl, err := startClient(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	warnNow(c, "share")
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {

@@ -106,10 +106,10 @@ func Start(ctx context.Context, cfg Config) (*Net, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// A harness network is small: its clients take part
-			// whatever the set (MinAnonymity 1); tests of the minimum
-			// set their own.
-			cc := node.ClientConfig{Server: peers[i%m], Logger: cfg.Logger, MinAnonymity: 1}
+			// A harness network is small and quick: its clients take
+			// part whatever the set (MinAnonymity 1) and start jobs at
+			// once (Now); tests of either set their own.
+			cc := node.ClientConfig{Server: peers[i%m], Logger: cfg.Logger, MinAnonymity: 1, Now: true}
 			if cfg.Client != nil {
 				cfg.Client(i, &cc)
 			}
@@ -153,6 +153,7 @@ func (n *Net) NewClient(ctx context.Context, primary int, cfg node.ClientConfig)
 	if cfg.MinAnonymity == 0 {
 		cfg.MinAnonymity = 1 // as Start's clients
 	}
+	cfg.Now = true // as Start's clients; presence tests use node.NewClient
 	return node.NewClient(ctx, cfg)
 }
 
