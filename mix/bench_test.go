@@ -323,7 +323,7 @@ func BenchmarkVerifyPayloads(b *testing.B) {
 	b.SetBytes(int64(n * len(raws[0])))
 	b.ResetTimer()
 	for range b.N {
-		if bad := VerifyPayloads(epoch, 0, P, raws, rand); len(bad) != 0 {
+		if bad := VerifyPayloads(epoch, 0, P, raws, chunk, k, rand); len(bad) != 0 {
 			b.Fatal(bad)
 		}
 	}

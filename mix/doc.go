@@ -26,7 +26,10 @@
 //	§5.1 PayloadSize, OnionSize, Payload, EncodePayload, DecodePayload, Seal,
 //	     SignSubmission, VerifySubmission
 //	§5.2 OpenLayer, OpenLayerInto (reused buffers), MACError, Permute
-//	§5.3 VerifyPayloads, VerifyPayload (pseudonym signatures, batched)
+//	§5.1 PayloadHash, HashPayload, HashPayloads (payload digest D and chunk
+//	     id, one pass over the chunk; version 3)
+//	§5.3 VerifyPayloads, VerifyPayloadsHashed, VerifyPayload (pseudonym
+//	     signatures over D, batched)
 //	§8   step 1: StepSecret.ProveRoute, VerifyRoute (ProveReencryption,
 //	     VerifyReencryption); step 2 and MAC-failure evidence: ProveRoundKey,
 //	     VerifyRoundKey (KeyKind EncKey, MACKey), ShareKey, CheckMAC; step 3:
@@ -38,7 +41,9 @@
 // shuffle package's Witness.Pi is the inverse and is converted in one place.
 // Components of a client's vector are numbered 0..m, m being the pseudonym;
 // server s receives components s..m. Every encoding, tag and transcript is
-// fixed in docs/proto-mix.md with test vectors in testdata/.
+// fixed in docs/proto-mix.md with test vectors in testdata/. Setup hashes
+// the encodings it parsed or produced instead of encoding elements again
+// (encoded.go).
 //
 // Side channels. Provers and every operation on a secret scalar use the
 // constant-time calls of the group library; variable-time multi-scalar

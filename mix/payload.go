@@ -19,8 +19,10 @@ const (
 	PayloadHeaderSize = 8
 	// RequestSize is one requested chunk id (SHA-256).
 	RequestSize = 32
-	// PayloadVersion is the version byte of SPEC §5.1.
-	PayloadVersion = 2
+	// PayloadVersion is the version byte of SPEC §5.1. Version 3 signs the
+	// payload digest D (PayloadHash) instead of the SHA-256 of the
+	// payload's bytes.
+	PayloadVersion = 3
 	// MaxChunkSize bounds b: the u32 length field allows more, but SPEC §5.1
 	// names 4 MiB as the largest chunk size.
 	MaxChunkSize = 4 << 20
@@ -118,7 +120,11 @@ func EncodePayloadInto(dst []byte, p *Payload, b, k int, epoch EpochID, round ui
 		return nil, err
 	}
 	body := out[:len(out)-SignatureSize]
-	sig, err := signPseudonym(cs.q, cs.P, epoch, round, body, rand)
+	h, err := hashPayload(out, b, k)
+	if err != nil {
+		return nil, fmt.Errorf("payload: %w", err)
+	}
+	sig, err := signPseudonym(cs.q, cs.P, epoch, round, h.Digest, rand)
 	if err != nil {
 		return nil, fmt.Errorf("payload: %w", err)
 	}
@@ -212,27 +218,67 @@ func nonZero(b []byte) int {
 	return -1
 }
 
-// pseudonymChallenge hashes (P, R, epoch id, round, SHA-256 of the body).
-// The body (up to 4 MiB) is pre-hashed with SHA-256, the fastest hash here.
-func pseudonymChallenge(P, R *group.Element, epoch EpochID, round uint64, body []byte) *group.Scalar {
-	return pseudonymChallengeDigest(P, R, epoch, round, sha256.Sum256(body))
+// PayloadHash is what one pass over a payload gives (SPEC §5.1, v3): the
+// chunk id, SHA-256 of the chunk's Length bytes, and the payload digest
+//
+//	D = SHA-256(u32 17 ‖ "riffle/v3/payload" ‖ header (8) ‖ requests (32k) ‖ chunk id)
+//
+// which stands for the whole payload: the padding after the chunk is zero
+// in every well-formed payload, so D, the signature and the sizes fix every
+// byte. The pseudonym signature signs D, the published batch's Merkle leaf
+// commits to D and the signature, and the store files the chunk under its
+// id: the chunk's bytes are hashed once, and a cover's not at all.
+type PayloadHash struct {
+	Digest  [32]byte
+	ChunkID [32]byte
 }
 
-// pseudonymChallengeDigest is pseudonymChallenge given the body's SHA-256,
-// so that the signer hashes its body once for the nonce and the challenge.
-func pseudonymChallengeDigest(P, R *group.Element, epoch EpochID, round uint64, d [32]byte) *group.Scalar {
+// HashPayload checks that raw is a well-formed payload of the epoch's
+// sizes (DecodePayload's rules) and returns its PayloadHash.
+func HashPayload(raw []byte, b, k int) (PayloadHash, error) { return hashPayload(raw, b, k) }
+
+func hashPayload(raw []byte, b, k int) (PayloadHash, error) {
+	p, err := DecodePayload(raw, b, k)
+	if err != nil {
+		return PayloadHash{}, err
+	}
+	var h PayloadHash
+	h.ChunkID = sha256.Sum256(p.Chunk)
+	d := sha256.New()
+	var l [4]byte
+	binary.BigEndian.PutUint32(l[:], uint32(len(tagPayload)))
+	d.Write(l[:])
+	d.Write([]byte(tagPayload))
+	d.Write(raw[:PayloadHeaderSize+k*RequestSize])
+	d.Write(h.ChunkID[:])
+	d.Sum(h.Digest[:0])
+	return h, nil
+}
+
+// HashPayloads is HashPayload of every payload, on all cores. A payload
+// that is not well formed gets ok[q] false.
+func HashPayloads(raws [][]byte, b, k int) (hs []PayloadHash, ok []bool) {
+	hs, ok = make([]PayloadHash, len(raws)), make([]bool, len(raws))
+	parallel(len(raws), func(q int) {
+		h, err := hashPayload(raws[q], b, k)
+		hs[q], ok[q] = h, err == nil
+	})
+	return hs, ok
+}
+
+// pseudonymChallenge hashes (P, R, epoch id, round, D).
+func pseudonymChallenge(P, R *group.Element, epoch EpochID, round uint64, d [32]byte) *group.Scalar {
 	return group.NewTranscript(tagPseudonymSig).Element(P).Element(R).Fixed(epoch[:]).U64(round).Fixed(d[:]).Challenge()
 }
 
-func signPseudonym(q *group.Scalar, P *group.Element, epoch EpochID, round uint64, body []byte, rand io.Reader) ([]byte, error) {
-	d := sha256.Sum256(body)
+func signPseudonym(q *group.Scalar, P *group.Element, epoch EpochID, round uint64, d [32]byte, rand io.Reader) ([]byte, error) {
 	st := group.NewTranscript(tagPseudonymSig).Element(P).Fixed(epoch[:]).U64(round).Fixed(d[:]).Sum()
 	k, err := proverNonce(rand, q, st[:])
 	if err != nil {
 		return nil, err
 	}
 	R := group.NewElement().ScalarBaseMult(k)
-	c := pseudonymChallengeDigest(P, R, epoch, round, d)
+	c := pseudonymChallenge(P, R, epoch, round, d)
 	s := group.NewScalar().Multiply(c, q)
 	s.Add(s, k)
 	k.Zero()
@@ -245,21 +291,22 @@ func signPseudonym(q *group.Scalar, P *group.Element, epoch EpochID, round uint6
 // guards callers whose list is wrong).
 func usablePseudonym(P *group.Element) bool { return P != nil && !group.IsIdentity(P) }
 
-// VerifyPayload checks one payload's pseudonym signature against P, which
-// must not be nil or the identity.
-func VerifyPayload(epoch EpochID, round uint64, P *group.Element, raw []byte) error {
+// VerifyPayload checks one payload of the epoch's sizes: well formed, and
+// its pseudonym signature against P, which must not be nil or the
+// identity.
+func VerifyPayload(epoch EpochID, round uint64, P *group.Element, raw []byte, b, k int) error {
 	if !usablePseudonym(P) {
 		return fmt.Errorf("payload signature: pseudonym: %w", group.ErrIdentity)
 	}
-	if len(raw) < SignatureSize {
-		return fmt.Errorf("payload of %d bytes: %w", len(raw), group.ErrLength)
+	h, err := hashPayload(raw, b, k)
+	if err != nil {
+		return err
 	}
-	body := raw[:len(raw)-SignatureSize]
-	R, s, err := parseSchnorr(raw[len(body):])
+	R, s, err := parseSchnorr(raw[len(raw)-SignatureSize:])
 	if err != nil {
 		return fmt.Errorf("payload signature: %w", err)
 	}
-	c := pseudonymChallenge(P, R, epoch, round, body)
+	c := pseudonymChallenge(P, R, epoch, round, h.Digest)
 	c.Negate(c)
 	if group.NewElement().VarTimeDoubleScalarBaseMult(c, P, s).Equal(R) != 1 {
 		return fmt.Errorf("payload signature: %w", ErrProof)
@@ -267,14 +314,23 @@ func VerifyPayload(epoch EpochID, round uint64, P *group.Element, raw []byte) er
 	return nil
 }
 
-// VerifyPayloads checks the pseudonym signature of the payload at every
-// output position q against P_q (SPEC §5.3 v2) and returns the failing
-// positions, in order (a missing payload, or a nil or identity pseudonym,
-// fails). It hashes on all cores and checks all signatures with one
-// multi-scalar multiplication under fresh 128-bit weights from rand; only if
-// that fails does it check one by one to name the culprits. A nil rand means crypto/rand; the weights must never be
+// VerifyPayloads checks the payload at every output position q (SPEC §5.3
+// v2): well formed, with a pseudonym signature by P_q. It returns the
+// failing positions, in order (a missing or malformed payload, or a nil or
+// identity pseudonym, fails). It hashes on all cores and checks all
+// signatures with one multi-scalar multiplication under fresh 128-bit
+// weights from rand; only if that fails does it check one by one to name
+// the culprits. A nil rand means crypto/rand; the weights must never be
 // predictable by whoever made the payloads.
-func VerifyPayloads(epoch EpochID, round uint64, pseudonyms []*group.Element, raws [][]byte, rand io.Reader) (bad []int) {
+func VerifyPayloads(epoch EpochID, round uint64, pseudonyms []*group.Element, raws [][]byte, b, k int, rand io.Reader) (bad []int) {
+	hs, ok := HashPayloads(raws, b, k)
+	return VerifyPayloadsHashed(epoch, round, pseudonyms, raws, hs, ok, rand)
+}
+
+// VerifyPayloadsHashed is VerifyPayloads given HashPayloads(raws, b, k),
+// which the receiver of a published batch has computed for its Merkle
+// root: no payload is hashed again.
+func VerifyPayloadsHashed(epoch EpochID, round uint64, pseudonyms []*group.Element, raws [][]byte, hs []PayloadHash, wellFormed []bool, rand io.Reader) (bad []int) {
 	if rand == nil {
 		rand = crand.Reader
 	}
@@ -284,16 +340,15 @@ func VerifyPayloads(epoch EpochID, round uint64, pseudonyms []*group.Element, ra
 	cs := make([]*group.Scalar, n)
 	ok := make([]bool, n)
 	parallel(n, func(q int) {
-		if q >= len(raws) || len(raws[q]) < SignatureSize || !usablePseudonym(pseudonyms[q]) {
+		if q >= len(raws) || q >= len(hs) || q >= len(wellFormed) || !wellFormed[q] || len(raws[q]) < SignatureSize || !usablePseudonym(pseudonyms[q]) {
 			return
 		}
 		raw := raws[q]
-		body := raw[:len(raw)-SignatureSize]
-		R, s, err := parseSchnorr(raw[len(body):])
+		R, s, err := parseSchnorr(raw[len(raw)-SignatureSize:])
 		if err != nil {
 			return
 		}
-		Rs[q], ss[q], cs[q], ok[q] = R, s, pseudonymChallenge(pseudonyms[q], R, epoch, round, body), true
+		Rs[q], ss[q], cs[q], ok[q] = R, s, pseudonymChallenge(pseudonyms[q], R, epoch, round, hs[q].Digest), true
 	})
 	// Σ w_q·(s_q·G − R_q − c_q·P_q) = O.
 	var scal []*group.Scalar

@@ -2,6 +2,7 @@ package mix
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"slices"
 	"testing"
@@ -34,7 +35,7 @@ func TestPayloadEncoding(t *testing.T) {
 	if len(raw) != PayloadSize(b, k) || PayloadSize(b, k) != 8+32*k+b+64 {
 		t.Fatalf("payload of %d bytes, want %d", len(raw), 8+32*k+b+64)
 	}
-	if raw[0] != KindChunk || raw[1] != 2 || raw[2] != 0 || raw[3] != 0 || binary.BigEndian.Uint32(raw[4:8]) != 5 {
+	if raw[0] != KindChunk || raw[1] != PayloadVersion || raw[2] != 0 || raw[3] != 0 || binary.BigEndian.Uint32(raw[4:8]) != 5 {
 		t.Fatalf("header % x", raw[:8])
 	}
 	got, err := DecodePayload(raw, b, k)
@@ -48,13 +49,13 @@ func TestPayloadEncoding(t *testing.T) {
 	if err != nil || !bytes.Equal(again, raw) {
 		t.Fatal("decode → encode changed the payload")
 	}
-	if err := VerifyPayload(epoch, 9, P[0], raw); err != nil {
+	if err := VerifyPayload(epoch, 9, P[0], raw, b, k); err != nil {
 		t.Fatal(err)
 	}
-	if VerifyPayload(epoch, 8, P[0], raw) == nil {
+	if VerifyPayload(epoch, 8, P[0], raw, b, k) == nil {
 		t.Fatal("signature verifies for another round")
 	}
-	if VerifyPayload(testEpoch("x"), 9, P[0], raw) == nil {
+	if VerifyPayload(testEpoch("x"), 9, P[0], raw, b, k) == nil {
 		t.Fatal("signature verifies for another epoch")
 	}
 	cover, err := EncodePayload(&Payload{Kind: KindCover}, b, k, epoch, 9, cs[0], rand)
@@ -108,10 +109,10 @@ func TestVerifyPayloads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if bad := VerifyPayloads(epoch, 4, P, raws, rand); len(bad) != 0 {
+	if bad := VerifyPayloads(epoch, 4, P, raws, b, k, rand); len(bad) != 0 {
 		t.Fatalf("honest payloads fail at %v", bad)
 	}
-	if bad := VerifyPayloads(epoch, 5, P, raws, rand); len(bad) != n {
+	if bad := VerifyPayloads(epoch, 5, P, raws, b, k, rand); len(bad) != n {
 		t.Fatalf("another round: %v fail, want all", bad)
 	}
 	tampered := slices.Clone(raws)
@@ -119,17 +120,17 @@ func TestVerifyPayloads(t *testing.T) {
 	tampered[2][8+32] ^= 1 // the chunk
 	tampered[5], tampered[6] = raws[6], raws[5]
 	tampered[7] = nil
-	if bad := VerifyPayloads(epoch, 4, P, tampered, rand); !slices.Equal(bad, []int{2, 5, 6, 7}) {
+	if bad := VerifyPayloads(epoch, 4, P, tampered, b, k, rand); !slices.Equal(bad, []int{2, 5, 6, 7}) {
 		t.Fatalf("bad positions %v, want [2 5 6 7]", bad)
 	}
-	if bad := VerifyPayloads(epoch, 4, P, raws[:6], rand); !slices.Equal(bad, []int{6, 7}) {
+	if bad := VerifyPayloads(epoch, 4, P, raws[:6], b, k, rand); !slices.Equal(bad, []int{6, 7}) {
 		t.Fatalf("missing payloads: %v, want [6 7]", bad)
 	}
 	// A signature by another client's pseudonym key fails at that position.
 	forged, _ := EncodePayload(&Payload{Kind: KindChunk, Length: 1, Chunk: []byte{3}}, b, k, epoch, 4, cs[0], rand)
 	tampered = slices.Clone(raws)
 	tampered[3] = forged
-	if bad := VerifyPayloads(epoch, 4, P, tampered, rand); !slices.Equal(bad, []int{3}) {
+	if bad := VerifyPayloads(epoch, 4, P, tampered, b, k, rand); !slices.Equal(bad, []int{3}) {
 		t.Fatalf("forged payload: %v, want [3]", bad)
 	}
 }
@@ -179,5 +180,62 @@ func TestPaddingRun(t *testing.T) {
 	}
 	if _, n := PaddingRun(make([]byte, 10), b, k); n != 0 {
 		t.Fatal("a run in a short buffer")
+	}
+}
+
+// TestHashPayload: one pass gives the chunk id (SHA-256 of the chunk's
+// Length bytes) and D = SHA-256(u32 17 ‖ "riffle/v3/payload" ‖ header ‖
+// requests ‖ chunk id), which changes with every byte that a well-formed
+// payload can vary; a payload with non-zero padding has no digest and
+// fails VerifyPayloads at its position.
+func TestHashPayload(t *testing.T) {
+	const b, k = 32, 2
+	epoch, cs, P := testPayloadClients(t, 3)
+	rand := newDetRand("hash payload")
+	raw, err := EncodePayload(&Payload{Kind: KindChunk, Length: 5, Chunk: []byte("hello"), Requests: [][32]byte{{7}}}, b, k, epoch, 1, cs[0], rand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := HashPayload(raw, b, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.ChunkID != sha256.Sum256([]byte("hello")) {
+		t.Fatal("chunk id is not the SHA-256 of the chunk")
+	}
+	want := sha256.Sum256(slices.Concat([]byte{0, 0, 0, 17}, []byte("riffle/v3/payload"), raw[:8+32*k], h.ChunkID[:]))
+	if h.Digest != want {
+		t.Fatalf("digest %x, want %x", h.Digest, want)
+	}
+	for _, at := range []int{4 + 3, 8 + 3, 8 + 32 + 1, 8 + 32*k + 2} { // length, request 0, request 1, chunk
+		x := slices.Clone(raw)
+		x[at] ^= 1
+		if g, err := HashPayload(x, b, k); err == nil && g.Digest == h.Digest {
+			t.Fatalf("byte %d changed, digest did not", at)
+		}
+	}
+	cover, err := EncodePayload(&Payload{Kind: KindCover}, b, k, epoch, 1, cs[1], rand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	padded := slices.Clone(cover)
+	padded[8+32*k+b-1] = 1 // the last padding byte
+	if _, err := HashPayload(padded, b, k); err == nil {
+		t.Fatal("a payload with non-zero padding has a digest")
+	}
+	cover2, err := EncodePayload(&Payload{Kind: KindCover}, b, k, epoch, 1, cs[2], rand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raws := [][]byte{raw, padded, cover2}
+	if bad := VerifyPayloads(epoch, 1, P, raws, b, k, rand); !slices.Equal(bad, []int{1}) {
+		t.Fatalf("bad %v, want [1]", bad)
+	}
+	hs, ok := HashPayloads(raws, b, k)
+	if !ok[0] || ok[1] || !ok[2] || hs[0] != h {
+		t.Fatalf("HashPayloads: ok %v", ok)
+	}
+	if bad := VerifyPayloadsHashed(epoch, 1, P, raws, hs, ok, rand); !slices.Equal(bad, []int{1}) {
+		t.Fatalf("hashed: bad %v, want [1]", bad)
 	}
 }

@@ -39,10 +39,10 @@ func TestPayloadIdentityPseudonym(t *testing.T) {
 	const b, k = 32, 1
 	epoch := testEpoch("identity pseudonym")
 	raw := forgeUnderIdentity(t, b, k)
-	if err := VerifyPayload(epoch, 0, group.NewElement(), raw); err == nil {
+	if err := VerifyPayload(epoch, 0, group.NewElement(), raw, b, k); err == nil {
 		t.Error("VerifyPayload accepts a forgery under the identity pseudonym")
 	}
-	if err := VerifyPayload(epoch, 0, nil, raw); err == nil {
+	if err := VerifyPayload(epoch, 0, nil, raw, b, k); err == nil {
 		t.Error("VerifyPayload accepts a nil pseudonym")
 	}
 	epoch2, cs, P := testPayloadClients(t, 2)
@@ -51,7 +51,7 @@ func TestPayloadIdentityPseudonym(t *testing.T) {
 		t.Fatal(err)
 	}
 	raws := [][]byte{good, forgeUnderIdentity(t, b, k)}
-	if bad := VerifyPayloads(epoch2, 0, []*group.Element{P[0], group.NewElement()}, raws, nil); len(bad) != 1 || bad[0] != 1 {
+	if bad := VerifyPayloads(epoch2, 0, []*group.Element{P[0], group.NewElement()}, raws, b, k, nil); len(bad) != 1 || bad[0] != 1 {
 		t.Errorf("VerifyPayloads with an identity pseudonym at 1: bad %v, want [1]", bad)
 	}
 }

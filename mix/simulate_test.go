@@ -204,7 +204,7 @@ func Simulate(m, n, R, b, k int, rand io.Reader) (*SimResult, error) {
 			}
 			onions = Permute(forward[s], opened)
 		}
-		if bad := VerifyPayloads(epoch, r, out.Pseudonyms, onions, rand); len(bad) != 0 {
+		if bad := VerifyPayloads(epoch, r, out.Pseudonyms, onions, b, k, rand); len(bad) != 0 {
 			return nil, fmt.Errorf("simulate: round %d: pseudonym signatures fail at outputs %v", r, bad)
 		}
 		seen := make([]int, n)

@@ -78,6 +78,12 @@ func vectors(t *testing.T) map[string]string {
 	}
 	out["pseudonym"] = h(cs.P.Encode(nil))
 	out["payload_b16_k1_round4"] = h(raw)
+	ph, err := HashPayload(raw, 16, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out["payload_b16_k1_round4_chunk_id"] = h(ph.ChunkID[:])
+	out["payload_b16_k1_round4_digest"] = h(ph.Digest[:])
 
 	// A single DLEQ of blame: MAC round key share at position 6.
 	rk, err := NewRoundKeys(1, rand)
@@ -147,7 +153,7 @@ func TestVectors(t *testing.T) {
 	if err := VerifyRegistration(epoch, dec("registration_key"), []*group.Element{el("server0_key"), el("server1_key")}, reg); err != nil {
 		t.Error(err)
 	}
-	if err := VerifyPayload(epoch, 4, el("pseudonym"), dec("payload_b16_k1_round4")); err != nil {
+	if err := VerifyPayload(epoch, 4, el("pseudonym"), dec("payload_b16_k1_round4"), 16, 1); err != nil {
 		t.Error(err)
 	}
 	// Peel the onion vector layer by layer with the listed keys.

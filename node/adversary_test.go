@@ -75,8 +75,8 @@ func newAdvRecord() *advRecord {
 		maskL: map[maskKey]int{}, arrive: map[[32]byte]map[uint32]time.Time{}, joined: map[[32]byte]map[int]joinTruth{}, rows: map[rowKey][2]int{}}
 }
 
-func (a *advRecord) server(i int) *observer {
-	return &observer{
+func (a *advRecord) server(i int) *testObserver {
+	return &testObserver{
 		Perm: func(epoch [32]byte, pos int, fwd []int) {
 			a.mu.Lock()
 			defer a.mu.Unlock()
@@ -116,8 +116,8 @@ func (a *advRecord) server(i int) *observer {
 	}
 }
 
-func (a *advRecord) client(i int) *clientObserver {
-	return &clientObserver{
+func (a *advRecord) client(i int) *testClientObserver {
+	return &testClientObserver{
 		Joined: func(epoch [32]byte, slot uint32, p []byte) {
 			a.mu.Lock()
 			defer a.mu.Unlock()

@@ -15,7 +15,7 @@ func TestCorruptedCoverAnswerIsAttack(t *testing.T) {
 	var victim lockedBuf
 	tn := startAnonNet(t, 3, 0, 2, testParams(16), func(i int, c *ServerConfig) {
 		if i == 0 {
-			c.observe = &observer{Corrupt: func([32]byte, uint32, uint32, int) bool { return true }}
+			c.observe = &testObserver{Corrupt: func([32]byte, uint32, uint32, int) bool { return true }}
 		}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

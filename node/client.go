@@ -37,9 +37,10 @@ type ClientConfig struct {
 	// sends and the bytes written to its stream (the wire-size equality
 	// test records them).
 	OnSend func(msgType uint8, size int)
-	// MinAnonymity is the smallest anonymity set the client takes part
-	// in (§3 v3): clients registered through servers it trusts (its
-	// primary and the required servers). 0 means DefaultMinAnonymity.
+	// MinAnonymity is the smallest anonymity set in which the client
+	// carries its jobs (§3 v3), counted over the clients registered
+	// through servers it trusts (its primary and the required servers);
+	// in a smaller epoch it sends cover only. 0 means DefaultMinAnonymity.
 	MinAnonymity int
 	// Now starts jobs at once instead of after the presence wait of §5.4
 	// (PresenceMin to PresenceMax full epochs from arrival): what a
@@ -48,7 +49,7 @@ type ClientConfig struct {
 
 	// observe is the anonymity tests' ground truth (observe.go); nil
 	// outside them.
-	observe *clientObserver
+	observe *testClientObserver
 }
 
 // Client is a riffle client: it takes part in every epoch through its
@@ -84,6 +85,9 @@ type Client struct {
 	index  []IndexEntry // synced once per epoch
 	// indexSynced: index holds a sync (ls waits for the first).
 	indexSynced bool
+	// trusted is the current epoch's anonymity set counted over the
+	// servers this client trusts (client_anon.go).
+	trusted int
 
 	local     localQueue // local work (client_local.go)
 	localDone chan struct{}
@@ -95,6 +99,14 @@ type Client struct {
 	fullEpochs, jobWait, lastJob int
 	hadJob                       bool
 	jobTraffic                   bool // a job sent real traffic this epoch
+
+	// For Status: when the current epoch began, the round count then,
+	// and why no epoch runs (control_status.go).
+	epochAt      time.Time
+	epochRounds0 int
+	epochMoved0  int // chunks uploaded and fetched before the epoch
+	epochEnd     time.Time
+	waiting      string
 }
 
 // Stats counts what a client did.
@@ -187,6 +199,9 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = quietLogger()
+	}
+	if cfg.MinAnonymity <= 0 {
+		cfg.MinAnonymity = DefaultMinAnonymity
 	}
 	rnd := cfg.Rand
 	if rnd == nil {
@@ -304,6 +319,7 @@ func (c *Client) run() {
 		}
 		if err != nil && c.ctx.Err() == nil {
 			c.log.Info("epoch left", "err", err)
+			c.noteWait(waitLine(err))
 			select {
 			case <-c.ctx.Done():
 			case <-time.After(500 * time.Millisecond):

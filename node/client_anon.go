@@ -42,21 +42,21 @@ func (c *Client) trustedSet(v *view, d *wire.Descriptor, pidx int) (int, string)
 	return total, b.String()
 }
 
-// checkAnonymity refuses an epoch whose trusted anonymity set is below the
-// client's minimum, and tells the user why: the client then sends nothing
-// in it (its slot stays empty, which ends the epoch) and waits for the
-// next.
-func (c *Client) checkAnonymity(v *view, d *wire.Descriptor, pidx int) error {
-	min := c.cfg.MinAnonymity
-	if min <= 0 {
-		min = DefaultMinAnonymity
-	}
+// checkAnonymity counts the epoch's trusted anonymity set and, when it is
+// below the client's minimum, tells the user that jobs wait: the client
+// takes part with cover only (holdJobs), so that nothing of its jobs goes
+// out in an epoch that small, and the epoch still runs for the others.
+// Call without c.mu.
+func (c *Client) checkAnonymity(v *view, d *wire.Descriptor, pidx int) {
 	n, per := c.trustedSet(v, d, pidx)
+	c.mu.Lock()
+	c.trusted = n
+	c.mu.Unlock()
+	min := c.cfg.MinAnonymity
 	if n >= min {
 		c.progress("epoch %x: %d clients through trusted servers (per primary, * trusted:%s)", v.id[:4], n, per)
-		return nil
+		return
 	}
-	c.progress("epoch %x refused: only %d clients registered through servers this client trusts (per primary, * trusted:%s), below the minimum anonymity set %d (--min-anonymity); waiting for the next epoch",
+	c.progress("epoch %x: jobs wait: only %d clients registered through servers this client trusts (per primary, * trusted:%s), below the minimum anonymity set %d (--min-anonymity); sending cover only until a larger epoch",
 		v.id[:4], n, per, min)
-	return fmt.Errorf("node: epoch refused: trusted anonymity set %d below %d", n, min)
 }

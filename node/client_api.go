@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -33,13 +34,14 @@ func (c *Client) ChunkSize(ctx context.Context) (int, error) {
 // Share uploads the stream r as a file named name, one chunk per round,
 // and returns its link once every chunk is in a published list.
 func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bool) (chunker.Link, error) {
-	b, err := c.ChunkSize(ctx)
+	b, err := c.chunkSizeWaiting(ctx, "share "+name)
 	if err != nil {
 		return chunker.Link{}, err
 	}
 	job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{})}
 	var items []upItem
-	link, err := chunker.Share(r, name, "", b, chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
+	cr := &countReader{r: r}
+	link, err := chunker.Share(cr, name, "", b, chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
 		if !job.left[id] {
 			job.left[id] = true
 			items = append(items, upItem{c: store.Chunk{ID: id, Data: append([]byte(nil), chunk...)}, job: job})
@@ -59,11 +61,15 @@ func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bo
 	for {
 		select {
 		case <-job.done:
-			c.jobProgress(ctx, "shared %s: %d chunks in %s", name, total, time.Since(start).Round(time.Millisecond))
+			c.jobProgress(ctx, "shared %s: %d bytes in %d uploads (data and manifest chunks), %s", name, cr.n, total, time.Since(start).Round(time.Millisecond))
 			return link, nil
 		case <-ctx.Done():
-			return link, ctx.Err()
+			return link, c.cancelShare(job, link, total, ctx.Err())
 		case <-t.C:
+			if why := c.waitReason(); why != "" {
+				c.jobProgress(ctx, "share %s: %s", name, why)
+				continue
+			}
 			c.mu.Lock()
 			left := len(job.left)
 			rounds := c.stats.Rounds
@@ -97,7 +103,7 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 		select {
 		case <-g.done:
 			if g.err == nil {
-				c.jobProgress(ctx, "fetched %s in %s", g.path, time.Since(start).Round(time.Millisecond))
+				c.jobProgress(ctx, "fetched %s in %s", filepath.Base(g.path), time.Since(start).Round(time.Millisecond))
 			}
 			return g.path, g.err
 		case <-t.C:
@@ -111,7 +117,13 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 				name = asm.Name()
 			}
 			if total == 0 {
-				c.jobProgress(ctx, "get: waiting for the manifest, round %d", rounds)
+				if why := c.notIndexed(link.ID); why != "" {
+					c.jobProgress(ctx, "get: %s", why)
+				} else if why := c.waitReason(); why != "" {
+					c.jobProgress(ctx, "get %s: %s", link.ID, why)
+				} else {
+					c.jobProgress(ctx, "get %s: waiting for the manifest, round %d", link.ID, rounds)
+				}
 				continue
 			}
 			c.jobProgress(ctx, "get %s: %s", name, progressLine(held, total, rounds, b, time.Since(start)))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
@@ -37,9 +38,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	}()
 	fv := e.v
 	n := len(fin.Desc.Clients)
-	if err := c.checkAnonymity(fv, &fin.Desc, pidx); err != nil {
-		return v.id, err
-	}
+	c.checkAnonymity(fv, &fin.Desc, pidx)
 	if o := c.cfg.observe; o != nil && o.Joined != nil {
 		o.Joined(fv.id, e.slot, e.cs.Pseudonym().Encode(nil))
 	}
@@ -47,6 +46,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	c.epoch, c.anon, c.b = e, n, int(fin.Desc.Params.ChunkSize)
 	c.stats.Epochs++
 	roundsBefore := c.stats.Rounds
+	c.noteEpoch()
 	c.notify()
 	c.mu.Unlock()
 	names := ""
@@ -187,6 +187,7 @@ func (c *Client) leaveEpoch(e *cepoch) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.epoch = nil
+	c.epochEnd = time.Now()
 	// Requests in flight are forgotten; failed ids may be asked again in a
 	// later epoch (§6.3).
 	clear(c.inflight)
@@ -324,9 +325,10 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 	if onion == nil {
 		pl := &mix.Payload{Kind: mix.KindCover, Requests: make([][32]byte, k)}
 		c.mu.Lock()
-		// §5.4 (v3): jobs wait for the client's presence; decoys and
-		// cover do not.
-		ready := c.jobsReady()
+		// Jobs wait for the client's presence (§5.4 v3) and for an
+		// epoch of the minimum anonymity set (§3 v3); decoys and cover
+		// do not.
+		ready := c.jobsReady() && !c.holdJobs()
 		if ready && len(c.upQ) > 0 {
 			u := c.upQ[0]
 			c.upQ = c.upQ[1:]

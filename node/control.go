@@ -76,9 +76,10 @@ func (c *Client) ServeControl(ctx context.Context, path string) error {
 func (c *Client) serveControlConn(ctx context.Context, conn net.Conn) {
 	defer conn.Close()
 	_ = conn.SetReadDeadline(time.Now().Add(shortTimeout))
-	t, body, err := wire.ReadAny(bufio.NewReader(conn), func(t wire.Type) int {
+	br := bufio.NewReader(conn)
+	t, body, err := wire.ReadAny(br, func(t wire.Type) int {
 		switch t {
-		case ctlShare, ctlGet, ctlIndex:
+		case ctlShare, ctlGet, ctlIndex, ctlStatus:
 			return 2 * (maxPath + maxLink)
 		}
 		return 0
@@ -87,6 +88,15 @@ func (c *Client) serveControlConn(ctx context.Context, conn net.Conn) {
 		return
 	}
 	_ = conn.SetReadDeadline(time.Time{})
+	// The asker sends nothing after its request: its end of the stream
+	// (Ctrl-C, a killed process) cancels the job.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		var b [1]byte
+		_, _ = br.Read(b[:])
+		cancel()
+	}()
 	// The job's progress goes to the command that asked for it. A slow or
 	// gone reader only loses lines: each write has a short deadline.
 	var mu sync.Mutex
@@ -155,7 +165,7 @@ func (c *Client) control(ctx context.Context, t wire.Type, body []byte) ([]byte,
 		}
 		return (&wire.Index{Entries: indexToWire(idx)}).Marshal(), nil
 	}
-	return nil, fmt.Errorf("node: unknown control request %d", t)
+	return c.controlMore(ctx, t, body)
 }
 
 // encCtlShare and parseCtlShare: u8 encrypt (0 or 1) ‖ bytes path.
@@ -209,7 +219,16 @@ func controlCall(ctx context.Context, sock string, t wire.Type, body []byte, max
 		return nil, err
 	}
 	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	// On cancel the asker closes its writing half: the running client
+	// cancels the job and says what became of it, which is read for a few
+	// seconds more.
+	stop := context.AfterFunc(ctx, func() {
+		if uc, ok := conn.(*net.UnixConn); ok && uc.CloseWrite() == nil {
+			_ = conn.SetReadDeadline(time.Now().Add(cancelGrace))
+			return
+		}
+		conn.Close()
+	})
 	defer stop()
 	// One write for the whole frame: the server may answer and close as
 	// soon as it has the request.

@@ -57,7 +57,7 @@ func TestControlSocket(t *testing.T) {
 	mu.Lock()
 	all := strings.Join(lines, "\n")
 	mu.Unlock()
-	if !strings.Contains(all, "shared ctl.bin:") || !strings.Contains(all, "fetched "+path) {
+	if !strings.Contains(all, "shared ctl.bin:") || !strings.Contains(all, "fetched "+filepath.Base(path)+" in") {
 		t.Fatalf("progress through the control socket: %q", all)
 	}
 	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, data) {

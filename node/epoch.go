@@ -17,24 +17,56 @@ import (
 	"github.com/riffle-net/riffle/pir"
 )
 
-// sepoch is a server's state of one epoch. Guarded by Server.mu, except the
-// read-only fields set before it is published in Server.epochs.
+// sepoch is a server's state of one epoch, grouped by what each part
+// belongs to. One lock guards it all, Server.mu (the epoch's parts change
+// together: a round's end can end the epoch, a registration reads the
+// setup's state), with two exceptions: the identity fields below are set
+// before the epoch is published in Server.epochs and final is set once,
+// after which both are read without the lock; layerBuffers has its own.
 type sepoch struct {
+	// Identity: the open descriptor's view, this server's chain position
+	// and the epoch's nonce.
 	v     *view
 	pos   int
 	nonce [32]byte
+	// final is the final descriptor's view (nil while registration runs).
+	final *view
 
-	// secrets: never on disk, erased by erase (§3 forward secrecy)
+	epochSecrets
+	epochLife
+	registration
+	setupState
+	roundsState
+	layerBuffers
+}
+
+// epochSecrets are never on disk and erased by erase (§3 forward secrecy).
+// Guarded by Server.mu; the users of epochLife hold them outside it.
+type epochSecrets struct {
 	sk   *mix.ServerSecret
 	rk   *mix.RoundKeys
 	dkey *ecdh.PrivateKey
 	sec  *mix.StepSecret
 	keys []*pir.Keys // per slot, nil for this server's own clients
+}
 
-	entry      wire.GroupEntry
-	openBytes  []byte
-	finalBytes []byte
-	final      *view
+// epochLife is the epoch's end and the uses of its secrets. Guarded by
+// Server.mu.
+type epochLife struct {
+	ended  bool
+	reason string
+	// users counts the goroutines working with the secrets outside s.mu
+	// (mixing, PIR): erasure at the epoch's end waits for the last.
+	users  int
+	erased bool
+}
+
+// registration is the epoch from preparation to the final descriptor
+// (§4.1). Guarded by Server.mu.
+type registration struct {
+	entry      wire.GroupEntry // this server's entry in the descriptor
+	openBytes  []byte          // the signed open descriptor, for clients
+	finalBytes []byte          // the signed final descriptor, for clients
 
 	regs      map[[32]byte]wire.Register // accepted here as primary
 	regClosed bool
@@ -44,27 +76,21 @@ type sepoch struct {
 	fwd         map[[32]byte]wire.Register // leader: forwarded by primaries
 	slotRegs    []wire.Register            // final slot order
 	parsed      []*mix.Registration
+	// regFrom is, for this primary's own clients, the peer that sent each
+	// registration: only the primary sees it (§4.1), and only to exclude
+	// a culprit from the next epoch.
+	regFrom map[[32]byte]peer.ID
+}
 
+// setupState is the setup chain of §4.2 and its blame walk (§8 step 1).
+// Guarded by Server.mu.
+type setupState struct {
 	stepMsgs   map[int]*wire.Step
 	steps      []*mix.StepResult
 	forward    []int
 	U          []*group.Element
 	pseudonyms []*group.Element
 	setupDone  bool
-
-	rounds map[uint32]*sround
-	// listHigh is one more than the newest round whose request list is
-	// final here; rounds below pruned have had their bulk state dropped
-	// (prune). Together they bound the rounds a peer can make this server
-	// hold state for.
-	listHigh, pruned uint32
-
-	ended  bool
-	reason string
-	// users counts the goroutines working with the secrets outside s.mu
-	// (mixing, PIR): erasure at the epoch's end waits for the last.
-	users  int
-	erased bool
 
 	// A share fault at setup (§4.2 step 3) and its walk back (§8 step 1):
 	// the inputs of every step, and per server t on the walk its input
@@ -73,16 +99,27 @@ type sepoch struct {
 	shareErr   *mix.ShareError
 	walkIn     map[int]int
 	walkProof  map[int][]byte
-	// regFrom is, for this primary's own clients, the peer that sent each
-	// registration: only the primary sees it (§4.1), and only to exclude
-	// a culprit from the next epoch.
-	regFrom map[[32]byte]peer.ID
+}
+
+// roundsState is the state of the epoch's rounds (§5, §6) and the
+// evidence of their faults (§8). Guarded by Server.mu.
+type roundsState struct {
+	rounds map[uint32]*sround
+	// listHigh is one more than the newest round whose request list is
+	// final here; rounds below pruned have had their bulk state dropped
+	// (prune). Together they bound the rounds a peer can make this server
+	// hold state for.
+	listHigh, pruned uint32
 
 	// evidence holds the input batch of each void round (§8).
 	evidence map[uint32][][]byte
 	// roots holds every signed batch root seen, by (round, S) (§5.2).
 	roots map[rootKey]wire.Root
-	// layerBufs are OpenLayerInto's buffers, reused round after round.
+}
+
+// layerBuffers are OpenLayerInto's buffers, reused round after round;
+// bufMu guards them (taken without Server.mu).
+type layerBuffers struct {
 	bufMu     sync.Mutex
 	layerBufs [][]byte
 }

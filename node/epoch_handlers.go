@@ -141,7 +141,8 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		copy(yp[:], Yp[r].Encode(nil))
 		g.Y, g.Yp = append(g.Y, y), append(g.Yp, yp)
 	}
-	e := &sepoch{pos: pos, nonce: p.Nonce, sk: sk, rk: rk, dkey: dkey, entry: g}
+	e := &sepoch{pos: pos, nonce: p.Nonce}
+	e.sk, e.rk, e.dkey, e.entry = sk, rk, dkey, g
 	s.mu.Lock()
 	// One epoch is prepared at a time (the leader runs them in turn): a
 	// preparation that never got its descriptor signed is dropped here,

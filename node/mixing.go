@@ -126,7 +126,12 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 	out = mix.Permute(fwd, out)
 	s.timing.add(&s.timing.mix, time.Since(mixStart))
 	b := wire.Batch{Epoch: v.id, Round: r, S: uint16(e.pos + 1), Entries: out, ClientSigs: clientSigs, ClientHashes: clientHashes}
-	if err := s.signBatch(&b); err != nil {
+	var ph *payloadHashes
+	if e.pos == m-1 {
+		bb, k := e.bk()
+		ph = hashPublished(out, bb, k)
+	}
+	if err := s.signBatch(&b, ph); err != nil {
 		fail("sign batch", err)
 		return
 	}
@@ -158,7 +163,7 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 			_, err := s.each(ctx, others, request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
 			sent <- err
 		}()
-		s.publish(e, r, out)
+		s.publish(e, r, out, ph)
 		if err := <-sent; err != nil {
 			s.log.Warn("publish", "round", r, "err", err)
 		}
@@ -176,8 +181,14 @@ func batchDigest(b *wire.Batch) [32]byte {
 	return taggedHash(tagBatch, b.Epoch[:], e.B, b.Root[:])
 }
 
-func (s *Server) signBatch(b *wire.Batch) error {
-	b.Root = merkleRoot(b.Entries)
+// signBatch sets the batch's root (publishedRoot if ph, the hashes of a
+// published batch, is given) and signs it.
+func (s *Server) signBatch(b *wire.Batch, ph *payloadHashes) error {
+	if ph != nil {
+		b.Root = publishedRoot(b.Entries, ph)
+	} else {
+		b.Root = merkleRoot(b.Entries)
+	}
 	sig, err := sign(s.priv, batchDigest(b))
 	b.Sig = sig
 	return err
@@ -261,7 +272,16 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if !s.noteRoot(e, &wire.Root{Epoch: b.Epoch, Round: b.Round, S: b.S, Root: b.Root, Sig: b.Sig}) {
 		return wire.TypeAck, ack, nil
 	}
-	if b.Round >= v.desc.Params.Rounds || merkleRoot(b.Entries) != b.Root {
+	var ph *payloadHashes
+	root := [32]byte{}
+	if S == m {
+		bb, k := e.bk()
+		ph = hashPublished(b.Entries, bb, k)
+		root = publishedRoot(b.Entries, ph)
+	} else {
+		root = merkleRoot(b.Entries)
+	}
+	if b.Round >= v.desc.Params.Rounds || root != b.Root {
 		return 0, nil, errors.New("node: malformed batch")
 	}
 	bb, k := e.bk()
@@ -307,7 +327,7 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		if S < m {
 			s.mixStep(e, b.Round, b.Entries, b.ClientSigs, b.ClientHashes)
 		} else {
-			s.publish(e, b.Round, b.Entries)
+			s.publish(e, b.Round, b.Entries, ph)
 		}
 	}()
 	return wire.TypeAck, ack, nil

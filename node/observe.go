@@ -2,14 +2,14 @@ package node
 
 import "time"
 
-// observer is what a server sees, handed to the linking adversary of the
+// testObserver is what a server sees, handed to the linking adversary of the
 // anonymity tests (docs/anonymity.md, "How it is tested"): nil in every
 // server outside those tests, where it costs one nil check per event. The
 // tests give the adversary the observers of the servers they treat as
 // corrupt only; the honest server's is read by the positive control
 // alone. Each field may be nil; calls come from the server's goroutines
 // concurrently.
-type observer struct {
+type testObserver struct {
 	// Perm: this server's setup permutation, forward[input position] =
 	// output position (§4).
 	Perm func(epoch [32]byte, pos int, forward []int)
@@ -26,10 +26,10 @@ type observer struct {
 	Corrupt func(epoch [32]byte, r, slot uint32, t int) bool
 }
 
-// clientObserver is what the anonymity tests learn from a client: the
+// testClientObserver is what the anonymity tests learn from a client: the
 // ground truth the adversary tries to guess (never given to it) and what
 // a global observer of the client's link sees.
-type clientObserver struct {
+type testClientObserver struct {
 	// Joined: the client's slot and its pseudonym (encoded) in an epoch.
 	Joined func(epoch [32]byte, slot uint32, pseudonym []byte)
 	// Row: the row the client's query for (round, t) asked for, of L.

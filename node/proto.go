@@ -18,6 +18,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/mix"
 )
 
 // Protocol ids, versioned: a change of any layout bumps the number.
@@ -48,6 +49,7 @@ const (
 	tagRegister  = "riffle/v2/register"
 	tagList      = "riffle/v2/request-list"
 	tagMerkleLf  = "riffle/v2/merkle-leaf"
+	tagMerkleLfP = "riffle/v3/merkle-leaf-payload"
 	tagMerkleNd  = "riffle/v2/merkle-node"
 	tagBatch     = "riffle/v2/batch"
 )
@@ -74,14 +76,51 @@ func taggedHash(tag string, parts ...[]byte) [32]byte {
 // leaf H(leaf tag, u32 position, entry), each node H(node tag, left, right),
 // an odd node promoted unchanged; the root of no entries is H(leaf tag).
 func merkleRoot(entries [][]byte) [32]byte {
-	if len(entries) == 0 {
-		return taggedHash(tagMerkleLf)
-	}
 	level := make([][32]byte, len(entries))
 	for i, e := range entries {
-		var pos wire.Enc
-		pos.U32(uint32(i))
-		level[i] = taggedHash(tagMerkleLf, pos.B, e)
+		level[i] = taggedHash(tagMerkleLf, leafPos(i), e)
+	}
+	return merkleUp(level)
+}
+
+// payloadHashes are mix.HashPayloads of a published batch, computed once
+// for its Merkle root and used again by publish: no payload is hashed twice.
+type payloadHashes struct {
+	hs []mix.PayloadHash
+	ok []bool
+}
+
+func hashPublished(entries [][]byte, b, k int) *payloadHashes {
+	hs, ok := mix.HashPayloads(entries, b, k)
+	return &payloadHashes{hs: hs, ok: ok}
+}
+
+// publishedRoot is merkleRoot of a published batch (§5.2, v3): the leaf of
+// a well-formed payload is H(payload leaf tag, u32 position, D, signature),
+// D its payload digest (mix.PayloadHash), which with the signature fixes
+// every byte of it; any other entry gets the ordinary leaf over its bytes.
+func publishedRoot(entries [][]byte, ph *payloadHashes) [32]byte {
+	level := make([][32]byte, len(entries))
+	for i, e := range entries {
+		if ph.ok[i] {
+			level[i] = taggedHash(tagMerkleLfP, leafPos(i), ph.hs[i].Digest[:], e[len(e)-mix.SignatureSize:])
+		} else {
+			level[i] = taggedHash(tagMerkleLf, leafPos(i), e)
+		}
+	}
+	return merkleUp(level)
+}
+
+func leafPos(i int) []byte {
+	var pos wire.Enc
+	pos.U32(uint32(i))
+	return pos.B
+}
+
+// merkleUp hashes a level of leaves up to the root.
+func merkleUp(level [][32]byte) [32]byte {
+	if len(level) == 0 {
+		return taggedHash(tagMerkleLf)
 	}
 	for len(level) > 1 {
 		next := level[:0:0]

@@ -12,7 +12,8 @@ import (
 func TestRoundWindow(t *testing.T) {
 	p := testParams(256)
 	v := &view{desc: &wire.Descriptor{Params: p.wire()}}
-	e := &sepoch{v: v, final: v, rounds: map[uint32]*sround{}}
+	e := &sepoch{v: v, final: v}
+	e.rounds = map[uint32]*sround{}
 	var pool bufPool
 	for r := uint32(0); r < 21; r++ {
 		x := e.round(r)

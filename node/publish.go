@@ -17,8 +17,9 @@ import (
 	"github.com/riffle-net/riffle/store"
 )
 
-// publish checks, stores and indexes a round's payloads (§5.3, §7).
-func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte) {
+// publish checks, stores and indexes a round's payloads (§5.3, §7), with
+// their hashes from the batch's Merkle root.
+func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHashes) {
 	defer s.trace("publish", r)()
 	v := e.final
 	if !s.awaitSetup(e) {
@@ -33,7 +34,7 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte) {
 	s.mu.Unlock()
 	b, k := e.bk()
 	verifyStart := time.Now()
-	bad := mix.VerifyPayloads(mix.EpochID(v.id), uint64(r), ps, payloads, s.rand)
+	bad := mix.VerifyPayloadsHashed(mix.EpochID(v.id), uint64(r), ps, payloads, ph.hs, ph.ok, s.rand)
 	s.timing.add(&s.timing.verify, time.Since(verifyStart))
 	badAt := make(map[int]bool, len(bad))
 	for _, q := range bad {
@@ -64,7 +65,7 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte) {
 			continue
 		}
 		data := p.Chunk[:p.Length]
-		id := sha256.Sum256(data)
+		id := ph.hs[q].ChunkID
 		chunks = append(chunks, store.Chunk{ID: id, Data: data})
 		published = append(published, id)
 		if chunker.IsManifest(data) {

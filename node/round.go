@@ -9,8 +9,10 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 )
 
-// sround is a server's state of one round of an epoch (guarded by s.mu).
+// sround is a server's state of one round of an epoch, grouped by the
+// round's stages. Guarded by Server.mu, as the epoch that holds it.
 type sround struct {
+	// Intake (intake.go) and mixing (mixing.go).
 	subs    map[uint32]wire.Submit // primary: its clients'; leader: all
 	digests map[uint32][32]byte    // leader: SHA-256 of each slot's onion
 	// bodies are the received frames the onions in subs alias (bufPool
@@ -19,13 +21,14 @@ type sround struct {
 	forwarded bool
 	mixed     bool
 
+	// Publication and the request list (publish.go).
 	published [][32]byte
 	requests  map[[32]byte]bool
 	pubDone   bool
-
 	list      *wire.RoundList
 	listBytes []byte
 
+	// PIR serving (pirserve.go).
 	queries map[uint32][][]byte // this server's clients' masks
 	pads    map[uint32][][]byte // XOR of the padded answers received
 	padFrom map[int]bool

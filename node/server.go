@@ -93,7 +93,7 @@ type ServerConfig struct {
 
 	// observe is the anonymity tests' view of what this server sees
 	// (observe.go); nil outside them.
-	observe *observer
+	observe *testObserver
 }
 
 // DefaultPruneEvery is how often a server prunes its store by default.
@@ -121,6 +121,8 @@ type Server struct {
 	pool     bufPool // large round buffers (bufpool.go)
 	wg       sync.WaitGroup
 
+	// mu guards the fields below it up to banned, and every epoch's and
+	// round's state (sepoch, sround) reached through them.
 	mu      sync.Mutex
 	changed chan struct{}
 	epochs  map[[32]byte]*sepoch
@@ -131,8 +133,9 @@ type Server struct {
 	// share fault, blame.go), known only to their primary.
 	banned map[peer.ID]uint64
 
-	timing   timer // where the time goes (Bench)
-	handlers gate  // stream handlers in flight
+	timing   timer    // where the time goes (Timing, riffle bench)
+	handlers gate     // stream handlers in flight
+	obs      observer // roster log and round timing (server_status.go)
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -217,6 +220,8 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.rosterLoop(cctx, boot) }()
 	go func() { defer s.wg.Done(); s.leaderLoop(cctx) }()
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.watch(cctx) }()
 	s.log.Info("server up", "peer", h.ID().String(), "addrs", fmt.Sprint(h.Addrs()))
 	return s, nil
 }

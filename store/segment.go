@@ -120,6 +120,7 @@ type segments struct {
 	dir string
 
 	mu      sync.Mutex // guards what follows
+	idle    *sync.Cond // on mu: signalled when the last reader unpins
 	files   map[uint32]*segFile
 	gen     uint64         // bumped by every retire
 	readers map[uint64]int // pinned readers by the gen they saw
@@ -139,6 +140,7 @@ func openSegments(db *bolt.DB, path string) (*segments, error) {
 		return nil, err
 	}
 	sg := &segments{dir: dir, files: map[uint32]*segFile{}, readers: map[uint64]int{}}
+	sg.idle = sync.NewCond(&sg.mu)
 	known := map[uint32]segRecord{}
 	err := db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketSegments).ForEach(func(k, v []byte) error {
@@ -296,6 +298,9 @@ func (sg *segments) unpin(g uint64) {
 	if sg.readers[g]--; sg.readers[g] == 0 {
 		delete(sg.readers, g)
 	}
+	if len(sg.readers) == 0 {
+		sg.idle.Broadcast()
+	}
 	sg.reclaimLocked()
 }
 
@@ -351,11 +356,14 @@ func (sf *segFile) close() {
 	sf.f.Close()
 }
 
-// close unmaps and closes every segment; readers must be gone.
+// close waits for every pinned reader (a ViewChunks callback may still be
+// reading a map), then unmaps and closes every segment.
 func (sg *segments) close() {
 	sg.mu.Lock()
 	defer sg.mu.Unlock()
-	sg.readers = map[uint64]int{}
+	for len(sg.readers) > 0 {
+		sg.idle.Wait()
+	}
 	sg.reclaimLocked()
 	for n, sf := range sg.files {
 		sf.close()

@@ -156,3 +156,37 @@ func TestSchemaOneRefused(t *testing.T) {
 		t.Fatalf("Open of a schema 1 file: %v", err)
 	}
 }
+
+// TestCloseWaitsForViews: Close does not unmap the segments under a
+// ViewChunks callback that is still reading them.
+func TestCloseWaitsForViews(t *testing.T) {
+	r := testRand(33)
+	s, _ := openTest(t, Options{})
+	c := mkChunk(r, 64<<10)
+	if err := s.PutChunks([]Chunk{c}); err != nil {
+		t.Fatal(err)
+	}
+	inside, closed := make(chan struct{}), make(chan struct{})
+	go func() {
+		<-inside
+		s.Close()
+		close(closed)
+	}()
+	err := s.ViewChunks([]ID{c.ID}, func(rows [][]byte) error {
+		close(inside)
+		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-closed:
+			t.Error("Close returned while a view was running")
+		default:
+		}
+		if string(rows[0]) != string(c.Data) {
+			t.Error("row changed")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-closed
+}

@@ -126,7 +126,8 @@ func Open(path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Close closes the database; it waits for open transactions.
+// Close closes the database; it waits for open transactions and for
+// ViewChunks callbacks to return.
 func (s *Store) Close() error {
 	err := s.db.Close()
 	s.segs.close()

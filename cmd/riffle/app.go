@@ -42,5 +42,28 @@ func newApp() *cli.App {
 		},
 	}
 	app.Commands = sortedCommands(append(app.Commands, extraCommands()...))
+	// `riffle bogus` is a usage error (exit 2), not a help topic.
+	app.Action = func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return usagef("unknown command %q (riffle --help lists the commands)", c.Args().First())
+		}
+		return cli.ShowAppHelp(c)
+	}
+	// A bad flag is one line and exit 2, not the whole help text.
+	onUsage := func(c *cli.Context, err error, _ bool) error {
+		name := "riffle"
+		if c.Command != nil && c.Command.Name != "" {
+			name += " " + c.Command.Name
+		}
+		return usagef("%v (%s --help lists the flags)", err, name)
+	}
+	app.OnUsageError = onUsage
+	for _, cmd := range app.Commands {
+		cmd.OnUsageError = onUsage
+		switch cmd.Name {
+		case "client", "share", "get", "ls", "server", "id":
+			cmd.Before = applyConfig
+		}
+	}
 	return app
 }

@@ -215,7 +215,7 @@ func TestCLI(t *testing.T) {
 	if err := lsCmd.Run(); err != nil {
 		t.Fatalf("ls through the running client: %v\n%s", err, lsErr.String())
 	}
-	if !strings.Contains(table.String(), "hello.bin") || !strings.Contains(lsErr.String(), "using the running riffle client") {
+	if !strings.Contains(table.String(), "hello.bin") || !strings.Contains(lsErr.String(), "handing the job to the riffle client") {
 		t.Fatalf("ls through the running client:\n%s\n%s", table.String(), lsErr.String())
 	}
 	// An operator follows the server's epochs without -v: the leader logs

@@ -23,8 +23,8 @@ and fetch. Progress (epochs, anonymity set) goes to stderr.`,
 }
 
 func runClient(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return fmt.Errorf("client takes no arguments, got %q", c.Args().First())
+	if err := noArgs(c); err != nil {
+		return err
 	}
 	// The client runs on a context of its own: an interrupt asks it to
 	// leave the way docs/protocol.md §5.4 says, a second one at once.
@@ -32,22 +32,35 @@ func runClient(c *cli.Context) error {
 	defer cancelBase()
 	ctx, stop := signalContext(c.Context)
 	defer stop()
-	cl, err := startClient(base, c)
-	if err != nil {
-		return err
-	}
 	dir, err := clientDataDir(c)
 	if err != nil {
-		cl.Close()
 		return err
 	}
-	// share, get and ls on this machine hand their jobs over this socket.
-	go func() {
-		if err := cl.ServeControl(ctx, filepath.Join(dir, node.ControlSocket)); err != nil {
-			fmt.Fprintf(stderr(c), "riffle client: control socket: %v\n", err)
+	// One client per data directory: a second would share its database
+	// and control socket.
+	sock := filepath.Join(dir, node.ControlSocket)
+	if node.ControlAvailable(sock) {
+		return fmt.Errorf("a riffle client already runs on data directory %s; stop it first, or give this one another --data", dir)
+	}
+	p := newProgress(c)
+	p.tty = false // a daemon's progress is a log
+	cl, err := startClient(base, c, p)
+	if err != nil {
+		return err
+	}
+	// share, get, ls and status on this machine hand their jobs over this
+	// socket; if it cannot be served, the client stops.
+	ctlErr := make(chan error, 1)
+	go func() { ctlErr <- cl.ServeControl(ctx, sock) }()
+	select {
+	case <-ctx.Done():
+	case err := <-ctlErr:
+		if err != nil {
+			cl.Close()
+			return fmt.Errorf("control socket: %w", err)
 		}
-	}()
-	<-ctx.Done()
+		<-ctx.Done()
+	}
 	stop()
 	if !c.Bool("now") {
 		fmt.Fprintln(stderr(c), "riffle client: leaving once no job is left and a few full epochs after the last one, "+

@@ -86,8 +86,25 @@ func stdout(c *cli.Context) io.Writer {
 
 // signalContext is cancelled on SIGINT or SIGTERM, so that long-running
 // commands close their hosts and stores cleanly instead of dying mid-write.
+// The signal is kept in interrupt for the exit code (130 or 143).
 func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-ch:
+			if sig, ok := s.(syscall.Signal); ok {
+				interrupt.Store(int32(sig))
+			}
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		cancel()
+	}
 }
 
 // clientFlags are the flags every client command shares.
@@ -96,10 +113,11 @@ func clientFlags() []cli.Flag {
 		&cli.StringFlag{Name: "server", Usage: "the primary server's multiaddr with /p2p/<peer id> (else $" + envServer + ", else the config file)"},
 		&cli.StringSliceFlag{Name: "require-server", Usage: "refuse epochs whose chain lacks this peer id (repeatable)"},
 		&cli.IntFlag{Name: "min-anonymity", Value: node.DefaultMinAnonymity, EnvVars: []string{"RIFFLE_MIN_ANONYMITY"},
-			Usage: "refuse epochs with fewer clients registered through the servers this client trusts (its primary and --require-server)"},
+			Usage: "hold jobs (sending cover only) in epochs with fewer clients registered through the servers this client trusts (its primary and --require-server)"},
 		&cli.BoolFlag{Name: "now", EnvVars: []string{"RIFFLE_NOW"},
 			Usage: "without a running riffle client, join for this job alone (reveals when the job ran); riffle client: start jobs without the presence wait"},
 		&cli.StringFlag{Name: "data", Usage: "client data directory (partial downloads); default under the user config directory"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print no progress, only results and errors"},
 		verboseFlag(),
 	}
 }
@@ -114,21 +132,27 @@ func configPath() (string, error) {
 	return filepath.Join(dir, configDirName, configFileName), nil
 }
 
-// readConfigServer returns the value of the last "server = ..." line of the
-// config file at path, "" if the file or the line is absent. Lines starting
-// with '#' are comments. The file is small by nature: reading stops at
-// maxConfigBytes so that a wrong path cannot make us read a disk image.
-func readConfigServer(path string) (string, error) {
+// configLine is one "key = value" line of the config file.
+type configLine struct {
+	key, val string
+	n        int // line number
+}
+
+// readConfig returns the "key = value" lines of the config file at path,
+// none if the file is absent. Lines starting with '#' are comments. The
+// file is small by nature: reading stops at maxConfigBytes so that a wrong
+// path cannot make us read a disk image.
+func readConfig(path string) ([]configLine, error) {
 	const maxConfigBytes = 64 << 10
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("read config: %w", err)
+		return nil, fmt.Errorf("read config: %w", err)
 	}
 	defer f.Close()
-	var server string
+	var out []configLine
 	sc := bufio.NewScanner(io.LimitReader(f, maxConfigBytes))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -137,14 +161,28 @@ func readConfigServer(path string) (string, error) {
 		}
 		key, val, ok := strings.Cut(line, "=")
 		if !ok {
-			return "", fmt.Errorf("config %s line %d: want key = value", path, n)
+			return nil, fmt.Errorf("config %s line %d: want key = value", path, n)
 		}
-		if strings.TrimSpace(key) == "server" {
-			server = strings.TrimSpace(val)
-		}
+		out = append(out, configLine{key: strings.TrimSpace(key), val: strings.TrimSpace(val), n: n})
 	}
 	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("read config %s: %w", path, err)
+		return nil, fmt.Errorf("read config %s: %w", path, err)
+	}
+	return out, nil
+}
+
+// readConfigServer returns the value of the last "server = ..." line of the
+// config file at path, "" if the file or the line is absent.
+func readConfigServer(path string) (string, error) {
+	lines, err := readConfig(path)
+	if err != nil {
+		return "", err
+	}
+	var server string
+	for _, l := range lines {
+		if l.key == "server" {
+			server = l.val
+		}
 	}
 	return server, nil
 }
@@ -158,7 +196,7 @@ func primary(c *cli.Context) (string, error) {
 		s, from = strings.TrimSpace(os.Getenv(envServer)), "$"+envServer
 	}
 	if s == "" {
-		path, err := configPath()
+		path, err := configFile()
 		if err != nil {
 			return "", err
 		}

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -19,7 +22,9 @@ import (
 
 // downloadsDir holds, inside the client data directory, one directory per
 // file id being fetched: the partial file lives there between runs, and
-// the chunker verifies and keeps what it holds when a get is resumed.
+// the chunker verifies and keeps what it holds when a get is resumed. A
+// finished get leaves "<file id>.done" there: where it wrote the file and
+// the file's hash, so that the same get run again says so and succeeds.
 const downloadsDir = "downloads"
 
 func init() {
@@ -30,23 +35,51 @@ func init() {
 		Description: `Joins the next epoch through the primary, fetches each file's chunks by PIR
 (up to k per round), verifies every chunk, and writes the file under its shared
 name in the current directory, or at -o PATH (a directory when several links are
-given). An interrupted get resumes where it stopped: partial files are kept in
-the client data directory (--data). Prints each written path on stdout.`,
-		Flags:  append(clientFlags(), &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "file to write, or directory to write into"}),
+given). The destination is checked before anything is fetched, and an existing
+file is never overwritten. An interrupted get resumes where it stopped: partial
+files are kept in the client data directory (--data); a get run again after it
+finished finds the file in place and says so. Prints each written path on stdout.
+
+A link to a file that is not (yet) published waits; the progress says whether
+the file is in the index the client synced, and --timeout bounds the wait.`,
+		Flags: append(clientFlags(),
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "file to write, or directory to write into"},
+			&cli.BoolFlag{Name: "json", Usage: `print one JSON object a link on stdout: {"link", "path", "already"}`},
+			timeoutFlag()),
 		Action: runGet,
 	})
+}
+
+// getResult is a line of `riffle get --json`.
+type getResult struct {
+	Link    string `json:"link"`
+	Path    string `json:"path"`
+	Already bool   `json:"already,omitempty"` // the file was there from an earlier get
+}
+
+// getter fetches a link into a directory: a node.Client's Get or the same
+// job handed to a running client.
+type getter func(ctx context.Context, link chunker.Link, dir string) (string, error)
+
+// destination is where a get writes: a file path, or a directory to write
+// the file into under its shared name.
+type destination struct {
+	path  string
+	isDir bool
+	mode  os.FileMode // of written files: 0666 less the umask
 }
 
 func runGet(c *cli.Context) error {
 	args := c.Args().Slice()
 	if len(args) == 0 {
-		return errors.New("get needs at least one LINK")
+		return usagef("get needs at least one LINK")
 	}
 	links := make([]chunker.Link, len(args))
 	seen := map[chunker.ID]int{}
 	for i, a := range args {
-		l, err := chunker.ParseLink(a)
+		l, err := chunker.ParseLink(strings.TrimSpace(a))
 		if err != nil {
+			// The link itself is not echoed: it may carry a key.
 			return fmt.Errorf("link %d: %w", i+1, err)
 		}
 		// The client keeps one download per file id: a repeated link
@@ -57,99 +90,285 @@ func runGet(c *cli.Context) error {
 		seen[l.ID] = i
 		links[i] = l
 	}
-	out := c.String("output")
-	outIsDir := out == "" || len(links) > 1
-	if st, err := os.Stat(out); out != "" && err == nil && st.IsDir() {
-		outIsDir = true
-	}
-	if out == "" {
-		out = "."
-	}
-	if outIsDir {
-		if st, err := os.Stat(out); err != nil || !st.IsDir() {
-			return fmt.Errorf("-o %s: with %d links it must be an existing directory", out, len(links))
-		}
+	dst, err := checkDestination(c.String("output"), len(links))
+	if err != nil {
+		return err
 	}
 	data, err := clientDataDir(c)
 	if err != nil {
 		return err
 	}
+	paths := make([]string, len(links))
+	already := make([]bool, len(links))
+	todo := 0
+	done := make([]bool, len(links))
+	errs := make([]error, len(links))
+	for i, l := range links {
+		if p, ok := fetchedBefore(data, l, dst); ok {
+			paths[i], already[i], done[i] = p, true, true
+			continue
+		}
+		if !dst.isDir {
+			if _, err := os.Lstat(dst.path); err == nil {
+				return fmt.Errorf("-o %s already exists; remove it or give another -o (nothing was fetched)", dst.path)
+			}
+		}
+		// A file fetched before whose move failed is moved without
+		// fetching again.
+		if got := finishedIn(filepath.Join(data, downloadsDir, l.ID.String())); got != "" {
+			paths[i], already[i], errs[i] = place(got, l, data, dst)
+			done[i] = true
+			continue
+		}
+		todo++
+	}
+	p := newProgress(c)
+	defer p.finish()
 	ctx, stop := signalContext(c.Context)
 	defer stop()
-	// A running client on this machine (same data directory) takes the
-	// jobs; otherwise this command joins epochs on its own.
-	var get getter
-	if sock := runningClient(c); sock != "" {
-		get = func(ctx context.Context, l chunker.Link, dir string) (string, error) {
-			return node.ControlGet(withStderrProgress(ctx, c), sock, l, dir)
-		}
-	} else {
-		if err := oneShot(c, "get"); err != nil {
-			return err
-		}
-		cl, err := startClient(ctx, c)
+	ctx, cancel := withTimeout(ctx, c)
+	defer cancel()
+	if todo > 0 {
+		// A running client on this machine (same data directory) takes
+		// the jobs; otherwise this command joins epochs on its own.
+		var get getter
+		sock, err := runningClient(ctx, c)
 		if err != nil {
 			return err
 		}
-		defer cl.Close()
-		warnNow(c, "get")
-		get = cl.Get
+		if sock != "" {
+			get = func(ctx context.Context, l chunker.Link, dir string) (string, error) {
+				return node.ControlGet(node.WithProgress(ctx, p.line), sock, l, dir)
+			}
+		} else {
+			if err := oneShot(c, "get"); err != nil {
+				return err
+			}
+			cl, err := startClient(ctx, c, p)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			warnNow(c, "get")
+			get = func(ctx context.Context, l chunker.Link, dir string) (string, error) {
+				return cl.Get(node.WithProgress(ctx, p.line), l, dir)
+			}
+		}
+		// All links are asked for at once: the client requests up to k
+		// chunks per round from whichever files still need them.
+		var wg sync.WaitGroup
+		for i, l := range links {
+			if done[i] {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				paths[i], already[i], errs[i] = fetchOne(ctx, get, l, data, dst)
+			}()
+		}
+		wg.Wait()
+		p.finish()
 	}
-
-	// All links are asked for at once: the client requests up to k chunks
-	// per round from whichever files still need them.
-	paths := make([]string, len(links))
-	errs := make([]error, len(links))
-	var wg sync.WaitGroup
-	for i, l := range links {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			paths[i], errs[i] = fetchOne(ctx, get, l, filepath.Join(data, downloadsDir, l.ID.String()), out, outIsDir)
-		}()
-	}
-	wg.Wait()
 	for i := range links {
 		if errs[i] != nil {
+			continue
+		}
+		if already[i] && !quiet(c) {
+			fmt.Fprintf(stderr(c), "%s already holds this file (fetched before); nothing to do\n", paths[i])
+		}
+		if c.Bool("json") {
+			b, _ := json.Marshal(getResult{Link: links[i].String(), Path: paths[i], Already: already[i]})
+			fmt.Fprintln(stdout(c), string(b))
 			continue
 		}
 		fmt.Fprintln(stdout(c), paths[i])
 	}
 	for i, err := range errs {
-		if err != nil {
-			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-				// Interrupted: say how to continue rather than "context canceled".
-				return fmt.Errorf("get %s: interrupted; partial download kept under %s, the same command resumes it", args[i], filepath.Join(data, downloadsDir))
-			}
-			return fmt.Errorf("get %s: %w", args[i], err)
+		if err == nil {
+			continue
 		}
+		what := fmt.Sprintf("get link %d (%s)", i+1, links[i].ID)
+		if ctx.Err() != nil && interrupt.Load() != 0 {
+			return fmt.Errorf("%s: interrupted; partial download kept under %s, the same command resumes it", what, filepath.Join(data, downloadsDir))
+		}
+		return jobError(ctx, c, what, err, p)
 	}
 	return nil
 }
 
-// fetchOne downloads link into its staging directory, then moves the file
-// to out (into it when outIsDir), never over an existing file.
-// getter fetches a link into a directory: a node.Client's Get or the same
-// job handed to a running client.
-type getter func(ctx context.Context, link chunker.Link, dir string) (string, error)
+// checkDestination checks -o before anything is fetched: a directory must
+// exist and take new files; a file must not exist (unless an earlier get
+// wrote it, which fetchedBefore finds) and its directory must take it.
+func checkDestination(out string, nlinks int) (destination, error) {
+	umask := syscall.Umask(0)
+	syscall.Umask(umask)
+	d := destination{path: out, mode: 0o666 &^ os.FileMode(umask)}
+	if out == "" {
+		d.path, d.isDir = ".", true
+	} else if st, err := os.Stat(out); err == nil && st.IsDir() {
+		d.isDir = true
+	} else if nlinks > 1 {
+		return d, fmt.Errorf("-o %s: with %d links it must be an existing directory", out, nlinks)
+	} else if err == nil && !st.Mode().IsRegular() {
+		return d, fmt.Errorf("-o %s exists and is not a regular file", out)
+	}
+	dir := d.path
+	if !d.isDir {
+		dir = filepath.Dir(d.path)
+		st, err := os.Stat(dir)
+		if err != nil {
+			return d, fmt.Errorf("-o %s: directory %s: %w", out, dir, err)
+		}
+		if !st.IsDir() {
+			return d, fmt.Errorf("-o %s: %s is not a directory", out, dir)
+		}
+	}
+	// Writable: a probe file, removed at once (permission bits lie for
+	// root and on some file systems).
+	f, err := os.CreateTemp(dir, ".riffle-probe-*")
+	if err != nil {
+		return d, fmt.Errorf("cannot write into %s: %w (nothing was fetched)", dir, errors.Unwrap(err))
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return d, nil
+}
 
-func fetchOne(ctx context.Context, get getter, link chunker.Link, stage, out string, outIsDir bool) (string, error) {
+// doneRecord is a finished get's "<file id>.done" file.
+type doneRecord struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	SHA256 []byte `json:"sha256"`
+}
+
+func donePath(data string, l chunker.Link) string {
+	return filepath.Join(data, downloadsDir, l.ID.String()+".done")
+}
+
+// fetchedBefore reports whether an earlier get of l with this data
+// directory wrote the file where this one would, and it still holds the
+// same bytes.
+func fetchedBefore(data string, l chunker.Link, dst destination) (string, bool) {
+	b, err := os.ReadFile(donePath(data, l))
+	if err != nil || len(b) > 64<<10 {
+		return "", false
+	}
+	var rec doneRecord
+	if json.Unmarshal(b, &rec) != nil {
+		return "", false
+	}
+	want := dst.path
+	if dst.isDir {
+		want = filepath.Join(dst.path, filepath.Base(rec.Path))
+	}
+	if !sameFile(want, rec.Path) {
+		return "", false
+	}
+	if size, sum, err := hashFile(want); err != nil || size != rec.Size || string(sum) != string(rec.SHA256) {
+		return "", false
+	}
+	return want, true
+}
+
+// sameFile reports whether paths a and b name the same file.
+func sameFile(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+func hashFile(path string) (int64, []byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	return n, h.Sum(nil), err
+}
+
+// fetchOne downloads link into its staging directory, then moves the file
+// to the destination, never over an existing file. A file that a failed
+// move left in the staging directory is complete and verified: it is moved
+// without fetching again.
+func fetchOne(ctx context.Context, get getter, link chunker.Link, data string, dst destination) (string, bool, error) {
+	stage := filepath.Join(data, downloadsDir, link.ID.String())
 	if err := os.MkdirAll(stage, 0o700); err != nil {
-		return "", fmt.Errorf("create download directory: %w", err)
+		return "", false, fmt.Errorf("create download directory: %w", err)
 	}
 	got, err := get(ctx, link, stage)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	dst := out
-	if outIsDir {
-		dst = filepath.Join(out, filepath.Base(got))
+	return place(got, link, data, dst)
+}
+
+// place moves a fetched file from its staging directory to the
+// destination; it reports whether the destination held those bytes already.
+func place(got string, link chunker.Link, data string, dst destination) (string, bool, error) {
+	stage := filepath.Dir(got)
+	target := dst.path
+	if dst.isDir {
+		target = filepath.Join(dst.path, filepath.Base(got))
 	}
-	if err := moveNoClobber(got, dst); err != nil {
-		return "", fmt.Errorf("downloaded to %s: %w", got, err)
+	if err := moveNoClobber(got, target); err != nil {
+		if same, _ := sameContent(got, target); same {
+			// The destination already holds these bytes.
+			os.Remove(got)
+			os.Remove(stage)
+			recordDone(data, link, target)
+			return target, true, nil
+		}
+		return "", false, fmt.Errorf("%w; the fetched file is kept at %s and the same command with another -o moves it there without fetching again", err, got)
 	}
+	_ = os.Chmod(target, dst.mode)
 	os.Remove(stage) // only if empty: anything else is kept
-	return dst, nil
+	recordDone(data, link, target)
+	return target, false, nil
+}
+
+// finishedIn returns a finished file in a staging directory ("" if none):
+// any regular file that is not a working file of the chunker.
+func finishedIn(stage string) string {
+	ents, err := os.ReadDir(stage)
+	if err != nil {
+		return ""
+	}
+	for _, e := range ents {
+		if e.Type().IsRegular() && !strings.HasSuffix(e.Name(), chunker.PartSuffix) && !strings.HasPrefix(e.Name(), ".") && !strings.Contains(e.Name(), ".riffle-") {
+			return filepath.Join(stage, e.Name())
+		}
+	}
+	return ""
+}
+
+// recordDone writes the "<file id>.done" record of a finished get.
+func recordDone(data string, link chunker.Link, path string) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return
+	}
+	size, sum, err := hashFile(abs)
+	if err != nil {
+		return
+	}
+	b, _ := json.Marshal(doneRecord{Path: abs, Size: size, SHA256: sum})
+	_ = writeFileAtomic(donePath(data, link), b, 0o600)
+}
+
+// sameContent reports whether files a and b hold the same bytes.
+func sameContent(a, b string) (bool, error) {
+	na, ha, err := hashFile(a)
+	if err != nil {
+		return false, err
+	}
+	nb, hb, err := hashFile(b)
+	if err != nil {
+		return false, err
+	}
+	return na == nb && string(ha) == string(hb), nil
 }
 
 // moveNoClobber moves src to dst, failing if dst exists. A hard link is

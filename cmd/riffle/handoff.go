@@ -3,8 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 	"github.com/urfave/cli/v2"
 
 	"github.com/riffle-net/riffle/node"
@@ -14,24 +19,52 @@ import (
 // with this command's data directory, or "" if none runs: share, get and ls
 // then hand their jobs to it instead of joining epochs on their own (one
 // long-lived participant gives better cover than many short ones).
-func runningClient(c *cli.Context) string {
+//
+// A job runs only under the flags its user gave: if --server (or
+// $RIFFLE_SERVER) names another primary, or a --require-server is not
+// required by the running client, the job is refused with the reason.
+func runningClient(ctx context.Context, c *cli.Context) (string, error) {
 	dir, err := clientDataDir(c)
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	sock := filepath.Join(dir, node.ControlSocket)
 	if !node.ControlAvailable(sock) {
-		return ""
+		return "", nil
 	}
-	fmt.Fprintf(stderr(c), "using the running riffle client (%s)\n", sock)
-	return sock
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := node.ControlStatus(sctx, sock)
+	if err != nil {
+		return "", fmt.Errorf("a riffle client runs on data directory %s but does not answer: %w", dir, err)
+	}
+	var want peer.ID
+	if c.String("server") != "" || strings.TrimSpace(os.Getenv(envServer)) != "" {
+		s, err := primary(c)
+		if err != nil {
+			return "", err
+		}
+		a, _ := ma.NewMultiaddr(s)
+		ai, _ := peer.AddrInfoFromP2pAddr(a)
+		want = ai.ID
+	}
+	req, err := requiredServers(c)
+	if err != nil {
+		return "", err
+	}
+	if err := node.CheckHandover(st, want, req, c.Int("min-anonymity")); err != nil {
+		return "", fmt.Errorf("%w: refusing to hand it this job; stop that client (it runs on data directory %s) or give this command another --data", err, dir)
+	}
+	if !quiet(c) {
+		fmt.Fprintf(stderr(c), "handing the job to the riffle client running on %s\n", dir)
+	}
+	return sock, nil
 }
 
 // withStderrProgress has the progress lines of a job handed to a running
 // client printed on this command's stderr, as if it ran here.
-func withStderrProgress(ctx context.Context, c *cli.Context) context.Context {
-	w := stderr(c)
-	return node.WithProgress(ctx, func(line string) { fmt.Fprintln(w, line) })
+func withStderrProgress(ctx context.Context, c *cli.Context, p *progress) context.Context {
+	return node.WithProgress(ctx, p.line)
 }
 
 // oneShot allows a command to join the network for its own job only with

@@ -24,7 +24,7 @@ func init() {
 0600, if the directory has none), then one full multiaddr a line: the addresses
 a running server bound, else those of --listen (default ` + strings.Join(node.DefaultListen, ", ") + `).`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "data", Required: true, Usage: "the server's data directory"},
+			&cli.StringFlag{Name: "data", Usage: "the server's data directory; required"},
 			&cli.StringSliceFlag{Name: "listen", Usage: "listen addresses to print when no server is running"},
 			verboseFlag(),
 		},
@@ -33,7 +33,13 @@ a running server bound, else those of --listen (default ` + strings.Join(node.De
 }
 
 func runID(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
 	dir := c.String("data")
+	if dir == "" {
+		return usagef("id needs --data DIR, the server's data directory")
+	}
 	_, statErr := os.Stat(filepath.Join(dir, node.IdentityFile))
 	priv, err := node.LoadIdentity(dir)
 	if err != nil {

@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -36,11 +38,18 @@ type lsEntry struct {
 }
 
 func runLs(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
 	var idx []node.IndexEntry
 	var err error
-	if sock := runningClient(c); sock != "" {
+	sock, err := runningClient(ctx, c)
+	if err != nil {
+		return err
+	}
+	if sock != "" {
 		idx, err = node.ControlIndex(ctx, sock)
 	} else {
 		if err := oneShot(c, "ls"); err != nil {
@@ -65,6 +74,13 @@ func runLs(c *cli.Context) error {
 			Round: e.Round, Time: e.Time.UTC(),
 		})
 	}
+	// By name, then newest first: what a reader looks for.
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].Name != rows[j].Name {
+			return rows[i].Name < rows[j].Name
+		}
+		return rows[i].Round > rows[j].Round
+	})
 	w := stdout(c)
 	if c.Bool("json") {
 		enc := json.NewEncoder(w)
@@ -74,7 +90,7 @@ func runLs(c *cli.Context) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSIZE\tLINK\tWHEN")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, humanBytes(r.Size), r.Link, r.Time.Format(time.RFC3339))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", lsName(r.Name), humanBytes(r.Size), r.Link, r.Time.Format(time.RFC3339))
 	}
 	return tw.Flush()
 }
@@ -91,4 +107,19 @@ func humanBytes(n uint64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// maxLsName is the width of the name column: a long name is cut (its
+// whole text is in --json) so that one name does not widen every row.
+const maxLsName = 48
+
+// lsName is a name as the table shows it: control characters escaped,
+// cut to maxLsName characters.
+func lsName(name string) string {
+	name = printable(name)
+	if utf8.RuneCountInString(name) <= maxLsName {
+		return name
+	}
+	r := []rune(name)
+	return string(r[:maxLsName-1]) + "…"
 }

@@ -2,14 +2,8 @@
 // network: it runs servers, clients, the demo and the benchmarks.
 package main
 
-import (
-	"fmt"
-	"os"
-)
+import "os"
 
 func main() {
-	if err := newApp().Run(os.Args); err != nil {
-		fmt.Fprintf(os.Stderr, "riffle: %v\n", err)
-		os.Exit(1)
-	}
+	os.Exit(run(newApp(), os.Args, os.Stderr))
 }

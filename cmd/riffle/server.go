@@ -19,6 +19,7 @@ import (
 const addrsFile = "addrs"
 
 func init() {
+	defaults := node.DefaultParams()
 	register(&cli.Command{
 		Name:  "server",
 		Usage: "run a riffle server until SIGINT or SIGTERM",
@@ -29,18 +30,20 @@ and give other servers' addresses (riffle id) with --peer. The leader (first
 server of the chain) fixes the epoch parameters; --chunk-size, --rounds and the
 timing flags matter only there.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "data", Required: true, Usage: "data directory (identity key, store)"},
+			&cli.StringFlag{Name: "data", Usage: "data directory (identity key, store); required"},
 			&cli.StringSliceFlag{Name: "listen", Usage: "multiaddr to listen on (repeatable; default " + strings.Join(node.DefaultListen, ", ") + ")"},
 			&cli.StringSliceFlag{Name: "peer", Usage: "bootstrap server multiaddr with /p2p/<peer id> (repeatable)"},
 			&cli.StringFlag{Name: "nick", Usage: "a short name shown to clients"},
 			&cli.IntFlag{Name: "min-servers", Value: node.DefaultMinServers, Usage: "no epoch starts with fewer servers in the chain"},
 			&cli.IntFlag{Name: "min-clients", Value: node.DefaultMinClients, Usage: "no epoch starts with a smaller anonymity set"},
 			&cli.BoolFlag{Name: "no-mdns", Usage: "do not discover servers on the local network"},
-			&cli.IntFlag{Name: "chunk-size", Usage: "epoch parameter b in bytes, as leader (default: node's)"},
-			&cli.IntFlag{Name: "rounds", Usage: "epoch parameter R, rounds per epoch, as leader (default: node's)"},
-			&cli.IntFlag{Name: "k", Usage: "epoch parameter k, request slots per client and round, as leader (default: node's)"},
-			&cli.DurationFlag{Name: "reg-window", Usage: "registration window of an epoch, as leader (default: node's)"},
-			&cli.DurationFlag{Name: "round-limit", Usage: "a round not filled in this time ends the epoch, as leader (default: node's)"},
+			&cli.StringFlag{Name: "quota", Usage: "cap on the chunk data stored, e.g. 20GiB (0: none; the file is about 2 % larger)"},
+			&cli.DurationFlag{Name: "retention", Usage: "drop chunks not published, fetched or requested for this long, e.g. 720h (0: keep forever)"},
+			&cli.IntFlag{Name: "chunk-size", Usage: "epoch parameter b in bytes, as leader", DefaultText: fmt.Sprint(defaults.ChunkSize)},
+			&cli.IntFlag{Name: "rounds", Usage: "epoch parameter R, rounds per epoch, as leader", DefaultText: fmt.Sprint(defaults.Rounds)},
+			&cli.IntFlag{Name: "k", Usage: "epoch parameter k, request slots per client and round, as leader", DefaultText: fmt.Sprint(defaults.K)},
+			&cli.DurationFlag{Name: "reg-window", Usage: "registration window of an epoch, as leader", DefaultText: (time.Duration(defaults.RegWindowMs) * time.Millisecond).String()},
+			&cli.DurationFlag{Name: "round-limit", Usage: "a round not filled in this time ends the epoch, as leader", DefaultText: (time.Duration(defaults.RoundLimitMs) * time.Millisecond).String()},
 			verboseFlag(),
 		},
 		Action: runServer,
@@ -90,26 +93,44 @@ func paramsWith(p node.Params, chunk, rounds, k int, reg, limit time.Duration) (
 }
 
 func runServer(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return fmt.Errorf("server takes no arguments, got %q", c.Args().First())
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	if c.String("data") == "" {
+		return usagef("server needs --data DIR (its identity key and store live there)")
 	}
 	params, err := serverParams(c)
 	if err != nil {
 		return err
 	}
+	quota, err := parseSize(c.String("quota"))
+	if err != nil {
+		return usagef("--quota: %v", err)
+	}
+	if c.Duration("retention") < 0 {
+		return usagef("--retention must not be negative")
+	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
 	dir := c.String("data")
+	listen := c.StringSlice("listen")
+	if len(listen) == 0 {
+		listen = node.DefaultListen
+	}
+	if err := checkPorts(listen); err != nil {
+		return err
+	}
 	s, err := node.NewServer(ctx, node.ServerConfig{
-		DataDir:    dir,
-		Listen:     c.StringSlice("listen"),
-		Peers:      c.StringSlice("peer"),
-		Nick:       c.String("nick"),
-		MinServers: c.Int("min-servers"),
-		MinClients: c.Int("min-clients"),
-		NoLAN:      c.Bool("no-mdns"),
-		Params:     params,
-		Logger:     serverLogger(c),
+		DataDir:      dir,
+		Listen:       c.StringSlice("listen"),
+		Peers:        c.StringSlice("peer"),
+		Nick:         c.String("nick"),
+		MinServers:   c.Int("min-servers"),
+		MinClients:   c.Int("min-clients"),
+		NoLAN:        c.Bool("no-mdns"),
+		Params:       params,
+		StoreOptions: node.StoreOptions{QuotaBytes: quota, Retention: c.Duration("retention")},
+		Logger:       serverLogger(c),
 	})
 	if err != nil {
 		return err
@@ -123,13 +144,16 @@ func runServer(c *cli.Context) error {
 		s.Close()
 		return err
 	}
-	// One line per address on stderr at start: an operator needs them to
-	// connect clients and peers, and scripts can read them.
-	fmt.Fprintf(stderr(c), "riffle server %s up\n", s.ID())
+	// One line per address on stderr at start (the log's "server up"
+	// line has them too, in one field): an operator needs them to connect
+	// clients and peers, and scripts can read them.
 	for _, l := range lines {
 		fmt.Fprintf(stderr(c), "listening %s\n", l)
 	}
+	statusDone := make(chan struct{})
+	go func() { defer close(statusDone); writeStatus(ctx, s, dir) }()
 	<-ctx.Done()
+	<-statusDone
 	fmt.Fprintln(stderr(c), "riffle server stopping")
 	os.Remove(path)
 	if err := s.Close(); err != nil {

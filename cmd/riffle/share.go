@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/node"
 )
 
@@ -20,16 +21,32 @@ func init() {
 		Description: `Joins the next epoch through the primary server, uploads each file's chunks
 and manifest one per round, waits until every chunk is in a published list, then
 prints the file's link (riffle:...) on stdout. Progress goes to stderr. With
---encrypt the file is encrypted under a fresh key that only the link carries.`,
-		Flags:  append(clientFlags(), &cli.BoolFlag{Name: "encrypt", Usage: "share privately: the link carries the decryption key"}),
+--encrypt the file is encrypted under a fresh key that only the link carries.
+
+An epoch opens only when the primary's chain has its servers and at least its
+--min-clients clients (2 by default): besides this command, another client (a
+"riffle client" with a data directory of its own) must take part.
+
+Interrupted (Ctrl-C, --timeout), share withdraws what it has not sent and says
+whether the file will be published anyway (its manifest already went out).`,
+		Flags: append(clientFlags(),
+			&cli.BoolFlag{Name: "encrypt", Usage: "share privately: the link carries the decryption key"},
+			&cli.BoolFlag{Name: "json", Usage: `print one JSON object a file on stdout: {"file", "link"}`},
+			timeoutFlag()),
 		Action: runShare,
 	})
+}
+
+// shareResult is a line of `riffle share --json`.
+type shareResult struct {
+	File string `json:"file"`
+	Link string `json:"link"`
 }
 
 func runShare(c *cli.Context) error {
 	files := c.Args().Slice()
 	if len(files) == 0 {
-		return errors.New("share needs at least one FILE")
+		return usagef("share needs at least one FILE")
 	}
 	// Check every file before joining: a typo must not cost an epoch.
 	for _, f := range files {
@@ -43,37 +60,48 @@ func runShare(c *cli.Context) error {
 	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
-	if sock := runningClient(c); sock != "" {
-		for _, name := range files {
-			link, err := node.ControlShare(withStderrProgress(ctx, c), sock, name, c.Bool("encrypt"))
-			if err != nil {
-				return fmt.Errorf("share %s: %w", name, err)
-			}
-			fmt.Fprintln(stdout(c), link.String())
-		}
-		return nil
-	}
-	if err := oneShot(c, "share"); err != nil {
-		return err
-	}
-	cl, err := startClient(ctx, c)
+	ctx, cancel := withTimeout(ctx, c)
+	defer cancel()
+	p := newProgress(c)
+	defer p.finish()
+	var share func(ctx context.Context, name string) (chunker.Link, error)
+	sock, err := runningClient(ctx, c)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	warnNow(c, "share")
-	for _, name := range files {
-		f, err := os.Open(name)
-		if err != nil {
-			return fmt.Errorf("share: %w", err)
+	if sock != "" {
+		share = func(ctx context.Context, name string) (chunker.Link, error) {
+			return node.ControlShare(node.WithProgress(ctx, p.line), sock, name, c.Bool("encrypt"))
 		}
-		link, err := cl.Share(ctx, f, filepath.Base(name), c.Bool("encrypt"))
-		f.Close()
+	} else {
+		if err := oneShot(c, "share"); err != nil {
+			return err
+		}
+		cl, err := startClient(ctx, c, p)
 		if err != nil {
-			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-				return fmt.Errorf("share %s: interrupted before every chunk was published; no link", name)
+			return err
+		}
+		defer cl.Close()
+		warnNow(c, "share")
+		share = func(ctx context.Context, name string) (chunker.Link, error) {
+			f, err := os.Open(name)
+			if err != nil {
+				return chunker.Link{}, err
 			}
-			return fmt.Errorf("share %s: %w", name, err)
+			defer f.Close()
+			return cl.Share(node.WithProgress(ctx, p.line), f, filepath.Base(name), c.Bool("encrypt"))
+		}
+	}
+	for _, name := range files {
+		link, err := share(ctx, name)
+		p.finish()
+		if err != nil {
+			return jobError(ctx, c, "share "+printable(name), err, p)
+		}
+		if c.Bool("json") {
+			b, _ := json.Marshal(shareResult{File: name, Link: link.String()})
+			fmt.Fprintln(stdout(c), string(b))
+			continue
 		}
 		fmt.Fprintln(stdout(c), link.String())
 	}

@@ -44,7 +44,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Server and Client, if set, adjust server i's or client i's
 	// configuration before it starts (Peers holds the addresses of the
-	// servers before i, Server the primary's address).
+	// servers before i, Server the primary's address). Client is called
+	// from the clients' goroutines at once.
 	Server func(i int, c *node.ServerConfig)
 	Client func(i int, c *node.ClientConfig)
 }

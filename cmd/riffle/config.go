@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// The config file (docs/proto-cli.md, "Config file") gives flags their
+// defaults. A key is a flag's name: bare keys (server, require-server,
+// data, min-anonymity, quiet) belong to the client commands, and keys
+// "server.NAME" (server.data, server.listen, server.peer, ...) to
+// `riffle server` and `riffle id`. A flag on the command line wins over
+// the file; a repeatable flag takes every line of its key. An unknown key
+// is an error naming its line: a typo must not be ignored silently.
+
+// configEnv names another config file than the default one.
+const configEnv = "RIFFLE_CONFIG"
+
+// serverPrefix marks the keys of `riffle server`.
+const serverPrefix = "server."
+
+// configFile returns the config file's path: $RIFFLE_CONFIG, else
+// configPath.
+func configFile() (string, error) {
+	if p := strings.TrimSpace(os.Getenv(configEnv)); p != "" {
+		return p, nil
+	}
+	return configPath()
+}
+
+// applyConfig sets the flags of c's command that the command line left
+// unset from the config file. "server" is read by primary itself, which
+// names the file in its errors.
+func applyConfig(c *cli.Context) error {
+	path, err := configFile()
+	if err != nil {
+		return nil // no config directory: nothing to apply
+	}
+	lines, err := readConfig(path)
+	if err != nil {
+		return err
+	}
+	name := c.Command.Name
+	serverSide := name == "server" || name == "id"
+	flags := map[string]bool{}
+	for _, f := range c.Command.Flags {
+		for _, n := range f.Names() {
+			flags[n] = true
+		}
+	}
+	for _, l := range lines {
+		if !knownConfigKey(l.key) {
+			return fmt.Errorf("config %s line %d: unknown key %q (known: %s)", path, l.n, l.key, strings.Join(configKeys(), ", "))
+		}
+		key, forServer := strings.CutPrefix(l.key, serverPrefix)
+		if forServer != serverSide || !flags[key] || (!forServer && key == "server") || c.IsSet(key) && !setFromConfig[key] {
+			continue
+		}
+		if err := c.Set(key, l.val); err != nil {
+			return fmt.Errorf("config %s line %d: %s: %w", path, l.n, l.key, err)
+		}
+		setFromConfig[key] = true
+	}
+	return nil
+}
+
+// setFromConfig marks flags set by applyConfig (so that a repeated key
+// adds to what an earlier line of the file set, not to the command line).
+var setFromConfig = map[string]bool{}
+
+// clientConfigKeys and serverConfigKeys are the keys the file may hold.
+var (
+	clientConfigKeys = []string{"server", "require-server", "data", "min-anonymity", "quiet"}
+	serverConfigKeys = []string{"data", "listen", "peer", "nick", "min-servers", "min-clients", "no-mdns",
+		"quota", "retention", "chunk-size", "rounds", "k", "reg-window", "round-limit"}
+)
+
+func configKeys() []string {
+	keys := append([]string(nil), clientConfigKeys...)
+	for _, k := range serverConfigKeys {
+		keys = append(keys, serverPrefix+k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func knownConfigKey(k string) bool {
+	for _, c := range configKeys() {
+		if c == k {
+			return true
+		}
+	}
+	return false
+}

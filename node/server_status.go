@@ -1,0 +1,165 @@
+package node
+
+import (
+	"context"
+	"encoding/hex"
+	"sort"
+	"time"
+)
+
+// An operator follows a server through its log and its status: the
+// roster's joins and departures are logged as they are seen (a server
+// that found no peer says nothing otherwise until an epoch opens), and
+// Status reports the roster, the chain and the current epoch with its
+// anonymity set, round time and goodput. Nothing names a client.
+
+// watchEvery is the period at which a server samples its roster and epoch.
+const watchEvery = time.Second
+
+// observer is what the watch loop keeps between samples.
+type observer struct {
+	members map[string]string // peer id → nick, as last logged
+	epoch   [32]byte          // the epoch being timed
+	since   time.Time         // when its first round was seen
+	rounds0 uint32            // its round count then
+	rounds  uint32
+	at      time.Time // when rounds was last seen to change
+}
+
+// RosterMember is a live server of the roster.
+type RosterMember struct {
+	ID   string        `json:"id"`
+	Nick string        `json:"nick"`
+	Seen time.Duration `json:"seen_ago_ns"`
+}
+
+// ServerStatus is a server's own view of the network.
+type ServerStatus struct {
+	ID         string         `json:"id"`
+	Nick       string         `json:"nick"`
+	Roster     []RosterMember `json:"roster"` // live peers, this server excluded
+	MinServers int            `json:"min_servers"`
+	MinClients int            `json:"min_clients"`
+	// The current epoch ("" when none runs), its chain in order, its
+	// anonymity set (clients), the rounds whose lists are final, the mean
+	// round time and the throughput: chunk bytes the chain carries a
+	// second (n clients × b a round). A server cannot tell chunks from
+	// cover, by design, so it cannot report goodput.
+	Epoch        string        `json:"epoch,omitempty"`
+	Chain        []ChainServer `json:"chain,omitempty"`
+	AnonymitySet int           `json:"anonymity_set"`
+	ChunkSize    int           `json:"chunk_size"`
+	Rounds       int           `json:"rounds"`
+	EpochRounds  int           `json:"epoch_rounds"`
+	RoundTime    time.Duration `json:"round_time_ns"`
+	Throughput   float64       `json:"throughput_bytes_per_s"`
+}
+
+// Status returns the server's status.
+func (s *Server) Status() ServerStatus {
+	st := ServerStatus{ID: s.h.ID().String(), Nick: s.cfg.Nick, Roster: []RosterMember{}, MinServers: s.cfg.MinServers, MinClients: s.cfg.MinClients}
+	for _, m := range s.roster.live() {
+		if m.id == s.h.ID() {
+			continue
+		}
+		st.Roster = append(st.Roster, RosterMember{ID: m.id.String(), Nick: m.nick, Seen: time.Since(m.seen).Round(time.Millisecond)})
+	}
+	sort.Slice(st.Roster, func(i, j int) bool { return st.Roster[i].ID < st.Roster[j].ID })
+	s.mu.Lock()
+	e := s.currentEpoch()
+	var high uint32
+	if e != nil {
+		st.Epoch = hex.EncodeToString(e.final.id[:])
+		for i, p := range e.final.chain {
+			cs := ChainServer{ID: p.String()}
+			if i < len(e.final.desc.Group) {
+				cs.Nick = string(e.final.desc.Group[i].Nick)
+			}
+			st.Chain = append(st.Chain, cs)
+		}
+		st.AnonymitySet = e.n()
+		st.ChunkSize = int(e.final.desc.Params.ChunkSize)
+		st.EpochRounds = int(e.final.desc.Params.Rounds)
+		high = e.listHigh
+	}
+	o := s.obs
+	s.mu.Unlock()
+	st.Rounds = int(high)
+	if e != nil && o.epoch == e.final.id && o.rounds > o.rounds0 {
+		el := o.at.Sub(o.since)
+		n := time.Duration(o.rounds - o.rounds0)
+		st.RoundTime = el / n
+		st.Throughput = float64(int(n)*st.AnonymitySet*st.ChunkSize) / el.Seconds()
+	}
+	return st
+}
+
+// currentEpoch is the newest final epoch that has not ended (s.mu held).
+func (s *Server) currentEpoch() *sepoch {
+	var cur *sepoch
+	for _, e := range s.epochs {
+		if e.final == nil || e.ended {
+			continue
+		}
+		if cur == nil || e.final.desc.Number > cur.final.desc.Number {
+			cur = e
+		}
+	}
+	return cur
+}
+
+// watch logs roster changes and times the current epoch's rounds.
+func (s *Server) watch(ctx context.Context) {
+	t := time.NewTicker(watchEvery)
+	defer t.Stop()
+	for {
+		s.watchRoster()
+		s.watchRounds()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Server) watchRoster() {
+	now := map[string]string{}
+	for _, m := range s.roster.live() {
+		if m.id != s.h.ID() {
+			now[m.id.String()] = m.nick
+		}
+	}
+	s.mu.Lock()
+	before := s.obs.members
+	s.obs.members = now
+	s.mu.Unlock()
+	for id, nick := range now {
+		if _, ok := before[id]; !ok {
+			s.log.Info("server joined the roster", "peer", id, "nick", nick, "roster", len(now)+1, "min_servers", s.cfg.MinServers)
+		}
+	}
+	for id, nick := range before {
+		if _, ok := now[id]; !ok {
+			s.log.Info("server left the roster", "peer", id, "nick", nick, "roster", len(now)+1, "min_servers", s.cfg.MinServers)
+		}
+	}
+}
+
+func (s *Server) watchRounds() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.currentEpoch()
+	if e == nil {
+		return
+	}
+	o := &s.obs
+	now := time.Now()
+	if o.epoch != e.final.id {
+		o.epoch, o.since, o.rounds0, o.rounds, o.at = e.final.id, now, e.listHigh, e.listHigh, now
+		return
+	}
+	if e.listHigh != o.rounds {
+		o.rounds, o.at = e.listHigh, now
+	}
+}
