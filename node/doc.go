@@ -48,6 +48,11 @@
 //   - decoys.go: decoys drawn from public demand (§6.3 v3).
 //   - client_anon.go: the minimum anonymity set a client accepts (§3 v3).
 //   - client_local.go: local work (assembling, writing) off the round path.
+//   - presence.go: the presence wait before jobs and before leaving (§5.4 v3).
+//
+// Tests:
+//   - observe.go: the observers through which the anonymity tests' linking
+//     adversary sees what servers see (nil outside those tests).
 //   - client_api.go: Share, Get and the index.
 //   - client_db.go: the client's database of sealed onions and jobs.
 package node
