@@ -154,36 +154,54 @@ func TestRegistration(t *testing.T) {
 }
 
 func TestVerifyRegistrations(t *testing.T) {
-	rand := newDetRand("registrations")
-	epoch := testEpoch("registrations")
-	_, X := testServers(t, 3, rand)
-	_, keys, regs := testClients(t, epoch, X, 6, rand)
-	pubs := make([]ed25519.PublicKey, len(keys))
-	for i, k := range keys {
-		pubs[i] = k.Public().(ed25519.PublicKey)
-	}
-	bad, err := VerifyRegistrations(epoch, pubs, X, regs, rand)
-	if err != nil || len(bad) != 0 {
-		t.Fatalf("honest registrations: bad %v, err %v", bad, err)
-	}
-	bad, _ = VerifyRegistrations(testEpoch("other"), pubs, X, regs, rand)
-	if len(bad) != 6 {
-		t.Fatalf("another epoch: bad %v, want all", bad)
-	}
-	regs[1].Proofs[2][9] ^= 1
-	pubs[4] = pubs[3]
-	regs[5] = &Registration{Ciphertexts: regs[5].Ciphertexts[:2], Proofs: regs[5].Proofs[:2]}
-	bad, err = VerifyRegistrations(epoch, pubs, X, regs, rand)
-	if err != nil || !slices.Equal(bad, []int{1, 4, 5}) {
-		t.Fatalf("bad %v (err %v), want [1 4 5]", bad, err)
-	}
-	for i, reg := range regs {
-		if single := VerifyRegistration(epoch, pubs[i], X, reg); (single == nil) == slices.Contains(bad, i) {
-			t.Fatalf("slot %d: batch and single verdicts differ", i)
+	// Made by Register, and parsed from their bytes as servers get them
+	// (whose challenges hash the parsed bytes).
+	for _, parsed := range []bool{false, true} {
+		rand := newDetRand("registrations")
+		epoch := testEpoch("registrations")
+		_, X := testServers(t, 3, rand)
+		_, keys, regs := testClients(t, epoch, X, 6, rand)
+		if parsed {
+			for i, reg := range regs {
+				b, err := reg.MarshalBinary()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if regs[i], err = ParseRegistration(b, 3); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
-	}
-	if _, err := VerifyRegistrations(epoch, pubs[:2], X, regs, rand); err == nil {
-		t.Fatal("mismatched lists accepted")
+		pubs := make([]ed25519.PublicKey, len(keys))
+		for i, k := range keys {
+			pubs[i] = k.Public().(ed25519.PublicKey)
+		}
+		bad, err := VerifyRegistrations(epoch, pubs, X, regs, rand)
+		if err != nil || len(bad) != 0 {
+			t.Fatalf("parsed %v: honest registrations: bad %v, err %v", parsed, bad, err)
+		}
+		bad, _ = VerifyRegistrations(testEpoch("other"), pubs, X, regs, rand)
+		if len(bad) != 6 {
+			t.Fatalf("parsed %v: another epoch: bad %v, want all", parsed, bad)
+		}
+		regs[1].Proofs[2][9] ^= 1
+		// A replaced element: a parsed registration's kept bytes no longer
+		// apply, and the proof fails.
+		regs[2].Ciphertexts[1].B = group.NewElement().Add(regs[2].Ciphertexts[1].B, group.Base())
+		pubs[4] = pubs[3]
+		regs[5] = &Registration{Ciphertexts: regs[5].Ciphertexts[:2], Proofs: regs[5].Proofs[:2]}
+		bad, err = VerifyRegistrations(epoch, pubs, X, regs, rand)
+		if err != nil || !slices.Equal(bad, []int{1, 2, 4, 5}) {
+			t.Fatalf("parsed %v: bad %v (err %v), want [1 2 4 5]", parsed, bad, err)
+		}
+		for i, reg := range regs {
+			if single := VerifyRegistration(epoch, pubs[i], X, reg); (single == nil) == slices.Contains(bad, i) {
+				t.Fatalf("parsed %v: slot %d: batch and single verdicts differ", parsed, i)
+			}
+		}
+		if _, err := VerifyRegistrations(epoch, pubs[:2], X, regs, rand); err == nil {
+			t.Fatal("mismatched lists accepted")
+		}
 	}
 }
 
