@@ -50,6 +50,13 @@ type advRecord struct {
 	arrive map[[32]byte]map[uint32]time.Time // epoch → slot → round 0 arrival
 	joined map[[32]byte]map[int]joinTruth    // epoch → client → slot, pseudonym
 	rows   map[rowKey][2]int                 // → row, L
+	reqs   map[reqKey][][32]byte             // published requests by output position
+}
+
+type reqKey struct {
+	epoch [32]byte
+	r     uint32
+	q     int
 }
 
 type maskKey struct {
@@ -72,7 +79,7 @@ type joinTruth struct {
 
 func newAdvRecord() *advRecord {
 	return &advRecord{perm: map[[32]byte]map[int][]int{}, pseud: map[[32]byte][][]byte{}, masks: map[maskKey]map[int][]byte{},
-		maskL: map[maskKey]int{}, arrive: map[[32]byte]map[uint32]time.Time{}, joined: map[[32]byte]map[int]joinTruth{}, rows: map[rowKey][2]int{}}
+		maskL: map[maskKey]int{}, arrive: map[[32]byte]map[uint32]time.Time{}, joined: map[[32]byte]map[int]joinTruth{}, rows: map[rowKey][2]int{}, reqs: map[reqKey][][32]byte{}}
 }
 
 func (a *advRecord) server(i int) *testObserver {
@@ -99,6 +106,11 @@ func (a *advRecord) server(i int) *testObserver {
 			}
 			a.masks[k][i] = append([]byte(nil), mask...)
 			a.maskL[k] = L
+		},
+		Requests: func(epoch [32]byte, r uint32, q int, ids [][32]byte) {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			a.reqs[reqKey{epoch, r, q}] = append([][32]byte(nil), ids...)
 		},
 		Submit: func(epoch [32]byte, r, slot uint32, at time.Time) {
 			if r != 0 {

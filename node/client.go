@@ -88,6 +88,9 @@ type Client struct {
 	// trusted is the current epoch's anonymity set counted over the
 	// servers this client trusts (client_anon.go).
 	trusted int
+	// testHeld: chunks published or fetched, for the negative control
+	// of the anonymity tests only (decoys.go, heldDraw).
+	testHeld [][32]byte
 
 	local     localQueue // local work (client_local.go)
 	localDone chan struct{}

@@ -303,6 +303,7 @@ func (c *Client) confirm(e *cepoch, r uint32, rl *wire.RoundList) {
 	for _, id := range rl.Published {
 		if id == u.c.ID {
 			c.stats.Uploaded++
+			c.noteHeldForTest(id)
 			if u.job != nil && u.job.left[id] {
 				delete(u.job.left, id)
 				if len(u.job.left) == 0 {

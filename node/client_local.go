@@ -81,6 +81,7 @@ func (c *Client) deliver(id [32]byte, data []byte) {
 	c.mu.Lock()
 	c.stats.Fetched++
 	delete(c.retry, id)
+	c.noteHeldForTest(id)
 	c.mu.Unlock()
 	buf := append([]byte(nil), data...)
 	c.local.push(func() { c.assemble(id, buf) })

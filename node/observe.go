@@ -21,6 +21,9 @@ type testObserver struct {
 	Mask func(epoch [32]byte, r, slot uint32, t int, mask []byte, L int)
 	// Submit: a submission for (round, slot) arrived at this primary.
 	Submit func(epoch [32]byte, r, slot uint32, at time.Time)
+	// Requests: the ids requested at output position q in round r (public
+	// once published).
+	Requests func(epoch [32]byte, r uint32, q int, ids [][32]byte)
 	// Corrupt (an active adversary): when it returns true this primary
 	// spoils its combined answer for (round, slot, t).
 	Corrupt func(epoch [32]byte, r, slot uint32, t int) bool
@@ -34,4 +37,8 @@ type testClientObserver struct {
 	Joined func(epoch [32]byte, slot uint32, pseudonym []byte)
 	// Row: the row the client's query for (round, t) asked for, of L.
 	Row func(epoch [32]byte, r uint32, t, row, L int)
+	// HeldDecoys breaks §6.3 (v3) on purpose, for the negative control
+	// of the cross-epoch adversary: decoys are drawn, at the same rate,
+	// from the chunks the client published or fetched (what v2 did).
+	HeldDecoys bool
 }
