@@ -34,18 +34,24 @@ func (s *Server) epochCaps(t wire.Type) int {
 		return 64 + wire.MaxRouteProof
 	case wire.TypeStep:
 		return 512 << 20
+	case wire.TypeAccuse:
+		return mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers) + 4096
+	case wire.TypeBlameReq:
+		return 64
 	}
 	return 0
 }
 
 func (s *Server) roundCaps(t wire.Type) int {
 	switch t {
-	case wire.TypeSubmitBatch, wire.TypeBatch, wire.TypePadAnswers:
+	case wire.TypeSubmitBatch, wire.TypeBatch, wire.TypePadAnswers, wire.TypeBadBatch:
 		return wire.MaxFrame
 	case wire.TypeProposal, wire.TypeRoundList:
 		return 64 << 20
 	case wire.TypeRoot:
 		return 256
+	case wire.TypeEquivocation, wire.TypeDoubleSubmit:
+		return 512
 	case wire.TypeGetChunk:
 		return 64
 	}
@@ -104,15 +110,21 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeStep:     ackReply,
 		wire.TypeRoute:    {wire.TypeRoute, 64 + wire.MaxRouteProof},
 		wire.TypeAbort:    ackReply,
+		wire.TypeAccuse:   ackReply,
+		// a step holds one onion (the caller gives the epoch's tighter cap).
+		wire.TypeBlameReq: {wire.TypeBlameStep, mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers) + 4096},
 	},
 	ProtoRound: {
-		wire.TypeSubmitBatch: ackReply,
-		wire.TypeBatch:       ackReply,
-		wire.TypeRoot:        ackReply,
-		wire.TypePadAnswers:  ackReply,
-		wire.TypeProposal:    {wire.TypeSig, sigCap},
-		wire.TypeRoundList:   ackReply,
-		wire.TypeGetChunk:    {wire.TypeChunk, MaxChunkSize + 64},
+		wire.TypeSubmitBatch:  ackReply,
+		wire.TypeBatch:        ackReply,
+		wire.TypeRoot:         ackReply,
+		wire.TypeEquivocation: ackReply,
+		wire.TypeDoubleSubmit: ackReply,
+		wire.TypeBadBatch:     ackReply,
+		wire.TypePadAnswers:   ackReply,
+		wire.TypeProposal:     {wire.TypeSig, sigCap},
+		wire.TypeRoundList:    ackReply,
+		wire.TypeGetChunk:     {wire.TypeChunk, MaxChunkSize + 64},
 	},
 	ProtoClient: {
 		wire.TypeWaitOpen: {wire.TypeSigned, signedCap},

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
@@ -88,9 +89,14 @@ type Client struct {
 	// trusted is the current epoch's anonymity set counted over the
 	// servers this client trusts (client_anon.go).
 	trusted int
-	// testHeld: chunks published or fetched, for the negative control
-	// of the anonymity tests only (decoys.go, heldDraw).
+	// held: chunks this client published or fetched (at most maxHeld),
+	// for local views only (Holds): they never choose a request.
+	held map[[32]byte]bool
+	// testHeld: the same as a list, for the negative control of the
+	// anonymity tests only (decoys.go, heldDraw).
 	testHeld [][32]byte
+	// hooks are set by tests only (roundblame_after.go).
+	hooks atomic.Pointer[clientHooks]
 
 	local     localQueue // local work (client_local.go)
 	localDone chan struct{}
@@ -220,7 +226,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	c := &Client{cfg: cfg, log: log, rand: rnd, h: h, primary: ai.ID, ctx: cctx, cancel: cancel, done: make(chan struct{}),
 		changed: make(chan struct{}), wants: map[[32]byte]*getJob{}, inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{},
-		retry: map[[32]byte]bool{}, localDone: make(chan struct{})}
+		retry: map[[32]byte]bool{}, held: map[[32]byte]bool{}, localDone: make(chan struct{})}
 	c.local.wake = make(chan struct{}, 1)
 	if c.jobWait, err = drawPresence(rnd); err != nil {
 		h.Close()

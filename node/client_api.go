@@ -11,7 +11,6 @@ import (
 
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/store"
 )
 
 // ChunkSize waits for an epoch and returns its chunk size b.
@@ -34,47 +33,29 @@ func (c *Client) ChunkSize(ctx context.Context) (int, error) {
 // Share uploads the stream r as a file named name, one chunk per round,
 // and returns its link once every chunk is in a published list.
 func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bool) (chunker.Link, error) {
-	b, err := c.chunkSizeWaiting(ctx, "share "+name)
+	h, err := c.StartShare(ctx, r, name, encrypt)
 	if err != nil {
 		return chunker.Link{}, err
 	}
-	job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{})}
-	var items []upItem
-	cr := &countReader{r: r}
-	link, err := chunker.Share(cr, name, "", b, chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
-		if !job.left[id] {
-			job.left[id] = true
-			items = append(items, upItem{c: store.Chunk{ID: id, Data: append([]byte(nil), chunk...)}, job: job})
-		}
-		return nil
-	})
-	if err != nil {
-		return link, err
-	}
-	total := len(items)
-	c.mu.Lock()
-	c.upQ = append(c.upQ, items...)
-	c.mu.Unlock()
 	start := time.Now()
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
 	for {
 		select {
-		case <-job.done:
-			c.jobProgress(ctx, "shared %s: %d bytes in %d uploads (data and manifest chunks), %s", name, cr.n, total, time.Since(start).Round(time.Millisecond))
-			return link, nil
+		case <-h.Done():
+			c.jobProgress(ctx, "shared %s: %d bytes in %d uploads (data and manifest chunks), %s", name, h.Bytes, h.Total, time.Since(start).Round(time.Millisecond))
+			return h.Link, nil
 		case <-ctx.Done():
-			return link, c.cancelShare(job, link, total, ctx.Err())
+			return h.Link, h.Cancel(ctx.Err())
 		case <-t.C:
 			if why := c.waitReason(); why != "" {
 				c.jobProgress(ctx, "share %s: %s", name, why)
 				continue
 			}
 			c.mu.Lock()
-			left := len(job.left)
 			rounds := c.stats.Rounds
 			c.mu.Unlock()
-			c.jobProgress(ctx, "share %s: %s", name, progressLine(total-left, total, rounds, b, time.Since(start)))
+			c.jobProgress(ctx, "share %s: %s", name, progressLine(h.Total-h.Left(), h.Total, rounds, h.b, time.Since(start)))
 		}
 	}
 }

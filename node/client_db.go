@@ -57,7 +57,14 @@ func (c *Client) keepSubmission(e *cepoch, sub *wire.Submit) error {
 		}
 		e.marked = true
 	}
-	return c.db.PutOnion(e.v.id, sub.Round, sub.Marshal())
+	// Rounds more than W+2 behind this one have final lists (§5.1: round
+	// r+1+W is sealed once round r+1's list is final): their onions are
+	// never sent again, so they leave the file now, not at the epoch's end.
+	keepFrom, behind := uint32(0), uint32(e.v.desc.Params.W)+2
+	if sub.Round > behind {
+		keepFrom = sub.Round - behind
+	}
+	return c.db.PutOnionPruned(e.v.id, sub.Round, sub.Marshal(), keepFrom)
 }
 
 // dropSubmissions forgets an ended epoch's stored submissions.

@@ -303,7 +303,7 @@ func (c *Client) confirm(e *cepoch, r uint32, rl *wire.RoundList) {
 	for _, id := range rl.Published {
 		if id == u.c.ID {
 			c.stats.Uploaded++
-			c.noteHeldForTest(id)
+			c.noteHeld(id)
 			if u.job != nil && u.job.left[id] {
 				delete(u.job.left, id)
 				if len(u.job.left) == 0 {
@@ -367,6 +367,9 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 		if err != nil {
 			return err
 		}
+		if h := c.hooks.Load(); h != nil && h.layerKeys != nil {
+			h.layerKeys(e.v.id, r, e.slot, keys)
+		}
 		var buf []byte
 		onion, buf, err = mix.SealInto(e.onionScratch(), mix.EpochID(e.v.id), uint64(r), keys, raw)
 		mix.CloseLayerKeys(keys)
@@ -389,8 +392,11 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 	var err error
 	for try := 0; try < 3; try++ {
 		if _, err = c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeSubmit, Segments: sub.Segments(), Timeout: bulkTimeout}); err == nil {
-			return nil
+			break
 		}
+	}
+	if h := c.hooks.Load(); err == nil && h != nil && h.secondOnion != nil && h.secondOnion(e.v.id, r, e.slot) {
+		c.sendSecondOnion(ctx, e, &sub)
 	}
 	return err
 }

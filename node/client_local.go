@@ -81,7 +81,7 @@ func (c *Client) deliver(id [32]byte, data []byte) {
 	c.mu.Lock()
 	c.stats.Fetched++
 	delete(c.retry, id)
-	c.noteHeldForTest(id)
+	c.noteHeld(id)
 	c.mu.Unlock()
 	buf := append([]byte(nil), data...)
 	c.local.push(func() { c.assemble(id, buf) })
@@ -171,4 +171,21 @@ func (g *getJob) needs(id [32]byte) bool {
 		}
 	}
 	return false
+}
+
+// maxHeld bounds the chunks a client remembers as held.
+const maxHeld = 4096
+
+// noteHeld remembers a chunk the client published or fetched, for local
+// views (Holds); decoys never come from it (decoys.go). Call with c.mu
+// held.
+func (c *Client) noteHeld(id [32]byte) {
+	if len(c.held) >= maxHeld {
+		for old := range c.held { // map order: an arbitrary one goes
+			delete(c.held, old)
+			break
+		}
+	}
+	c.held[id] = true
+	c.noteHeldForTest(id)
 }

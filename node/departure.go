@@ -91,6 +91,7 @@ func (s *Server) departureNotifiee() network.Notifiee {
 			go func() {
 				defer s.wg.Done()
 				s.onDisconnect(p)
+				s.onServerDisconnect(p)
 			}()
 		},
 		ListenF:      func(network.Network, ma.Multiaddr) {},

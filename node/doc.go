@@ -30,6 +30,12 @@
 //   - epoch_handlers.go: the epoch protocol's handlers on every server.
 //   - setup.go: the setup chain of verifiable shuffles (§4.2).
 //   - blame.go, departure.go: share faults at setup, departed clients.
+//   - serverdown.go: a server whose connection drops and that does not
+//     answer leaves the roster and ends its epochs.
+//   - epochnum.go: epoch numbers, bounded and kept in the data directory.
+//   - asker.go: who asks, checked before costly work; caps by sender.
+//   - polls.go: bounds on client long polls.
+//   - censor.go: request lists that omit a requested id held here.
 //   - round.go: a server's state of one round (sround) and its window.
 //   - intake.go: client protocol: registration and submissions (round intake).
 //   - mixing.go: the mix loop: peel, permute, forward, batches between servers.
@@ -40,6 +46,8 @@
 //   - bufpool.go: recycled round buffers.
 //   - bench.go: in-process benchmark of a whole network (riffle bench).
 //   - control.go: the local control socket of `riffle share`, `get`, `ls`.
+//   - snapshot.go: read-only snapshots of a client and a server and share
+//     job handles, for local views (the web UI).
 //
 // Client:
 //   - client.go: Client, its configuration and main loop.

@@ -75,6 +75,7 @@ type registration struct {
 	regDeadline time.Time
 	fwd         map[[32]byte]wire.Register // leader: forwarded by primaries
 	slotRegs    []wire.Register            // final slot order
+	regListed   bool                       // slotRegs taken (one list an epoch)
 	parsed      []*mix.Registration
 	// regFrom is, for this primary's own clients, the peer that sent each
 	// registration: only the primary sees it (§4.1), and only to exclude
@@ -115,6 +116,15 @@ type roundsState struct {
 	evidence map[uint32][][]byte
 	// roots holds every signed batch root seen, by (round, S) (§5.2).
 	roots map[rootKey]wire.Root
+	// rb is the epoch's round blame, held the input batches of rounds not
+	// yet published here (roundblame.go).
+	rb         *rblame
+	held       map[uint32]*heldInput
+	equivNamed bool // a server's two signed roots were named here
+	// doubleNamed: a client's two onions for one slot were named here.
+	doubleNamed bool
+	// badNamed: a server's malformed signed batch was named here.
+	badNamed bool
 }
 
 // layerBuffers are OpenLayerInto's buffers, reused round after round;

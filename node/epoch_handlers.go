@@ -28,7 +28,7 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeSigned:
 		return s.onSigned(from, body)
 	case wire.TypeRegister:
-		return s.onForwardedRegister(body)
+		return s.onForwardedRegister(from, body)
 	case wire.TypeCloseReq:
 		return s.onClose(from, body)
 	case wire.TypeRegList:
@@ -37,6 +37,10 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onStep(from, body)
 	case wire.TypeRoute:
 		return s.onRoute(ctx, from, body)
+	case wire.TypeAccuse:
+		return s.onAccuse(from, body)
+	case wire.TypeBlameReq:
+		return s.onBlameReq(ctx, from, body)
 	case wire.TypeAbort:
 		var ref wire.EpochRef
 		if err := ref.Unmarshal(body); err != nil {
@@ -86,6 +90,8 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		}
 		if id == s.h.ID() {
 			pos = i
+		} else if s.serverExcluded(id) {
+			return 0, nil, fmt.Errorf("node: prepared chain has %s, named by a round blame", id.ShortString())
 		} else if s.roster.get(id) == nil && id != from {
 			return 0, nil, fmt.Errorf("node: prepared chain has %s, not a live server here", id.ShortString())
 		}
@@ -98,12 +104,11 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, fmt.Errorf("node: %s heads the chain here, not %s", mine[0].ShortString(), from.ShortString())
 	}
 	s.mu.Lock()
-	if p.Number <= s.number {
-		n := s.number
-		s.mu.Unlock()
-		return 0, nil, fmt.Errorf("node: epoch number %d not above %d", p.Number, n)
-	}
+	last := s.number
 	s.mu.Unlock()
+	if err := checkEpochNumber(last, p.Number); err != nil {
+		return 0, nil, err
+	}
 	sk, err := mix.NewServerSecret(s.rand)
 	if err != nil {
 		return 0, nil, err
@@ -161,6 +166,9 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := sd.Unmarshal(body, genericLimits()); err != nil {
 		return 0, nil, err
 	}
+	if err := s.askedByLeader(from, &sd); err != nil {
+		return 0, nil, err
+	}
 	v, err := checkDescriptor(&sd.Desc, s.cfg.PIRRate)
 	if err != nil {
 		return 0, nil, err
@@ -181,13 +189,19 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		if !bytes.Equal(sd.Desc.Group[e.pos].Marshal(), e.entry.Marshal()) {
 			return 0, nil, errors.New("node: descriptor alters this server's entry")
 		}
+		if err := checkEpochNumber(s.number, sd.Desc.Number); err != nil {
+			return 0, nil, err
+		}
+		// The number is on disk before this server's signature leaves:
+		// a restart never offers or accepts it again.
+		if err := saveEpochNumber(s.cfg.DataDir, sd.Desc.Number); err != nil {
+			return 0, nil, err
+		}
+		s.number = sd.Desc.Number
 		delete(s.prep, sd.Desc.Nonce)
 		e.v = v
 		e.regs, e.fwd, e.stepMsgs, e.rounds = map[[32]byte]wire.Register{}, map[[32]byte]wire.Register{}, map[int]*wire.Step{}, map[uint32]*sround{}
 		s.epochs[v.id] = e
-		if sd.Desc.Number > s.number {
-			s.number = sd.Desc.Number
-		}
 		sig, err := sign(s.priv, openDigest(&sd.Desc))
 		if err != nil {
 			return 0, nil, err
@@ -228,15 +242,28 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 }
 
 func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	var rl wire.RegList
-	if err := rl.Unmarshal(body, genericLimits()); err != nil {
-		return 0, nil, err
+	// The epoch id leads the body: check the sender and the epoch's state
+	// before decoding up to the epoch's caps and verifying registrations.
+	if len(body) < 32 {
+		return 0, nil, errors.New("node: short registration list")
 	}
+	var id [32]byte
+	copy(id[:], body[:32])
 	s.mu.Lock()
-	e := s.epochs[rl.Epoch]
+	e := s.epochs[id]
 	s.mu.Unlock()
 	if e == nil || e.v.chain[0] != from {
 		return 0, nil, errors.New("node: registration list for an unknown epoch or not from its leader")
+	}
+	s.mu.Lock()
+	err := e.regListRefusal()
+	s.mu.Unlock()
+	if err != nil {
+		return 0, nil, err
+	}
+	var rl wire.RegList
+	if err := rl.Unmarshal(body, limitsFor(e.v.desc.Params, len(e.v.chain))); err != nil {
+		return 0, nil, err
 	}
 	// Every server verifies every registration (§4.1) before it signs.
 	parsed, bad, err := verifyRegs(e.v, rl.Regs, s.rand)
@@ -259,14 +286,39 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, fmt.Errorf("node: registrations: %w", err)
 	}
 	s.mu.Lock()
-	e.slotRegs, e.parsed = rl.Regs, parsed
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	// Checked again: another list may have been taken meanwhile.
+	if err := e.regListRefusal(); err != nil {
+		return 0, nil, err
+	}
+	e.slotRegs, e.parsed, e.regListed = rl.Regs, parsed, true
 	return wire.TypeAck, ack, nil
+}
+
+// regListRefusal says why e takes no registration list now, nil if it
+// does: only after the close, only once, and never after the final
+// descriptor (setup reads the list then, and a later one would change the
+// slots this server signed). Call with s.mu held.
+func (e *sepoch) regListRefusal() error {
+	switch {
+	case e.ended:
+		return errors.New("node: registration list for an ended epoch")
+	case e.final != nil:
+		return errors.New("node: registration list after the final descriptor")
+	case e.regListed:
+		return errors.New("node: a second registration list")
+	case !e.regClosed:
+		return errors.New("node: registration list before the close")
+	}
+	return nil
 }
 
 func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var sd wire.Signed
 	if err := sd.Unmarshal(body, genericLimits()); err != nil {
+		return 0, nil, err
+	}
+	if err := s.askedByLeader(from, &sd); err != nil {
 		return 0, nil, err
 	}
 	v, err := checkSigned(&sd, s.cfg.PIRRate)
@@ -323,7 +375,7 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	return wire.TypeAck, ack, nil
 }
 
-func (s *Server) onForwardedRegister(body []byte) (wire.Type, []byte, error) {
+func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var r wire.Register
 	if err := r.Unmarshal(body, genericLimits()); err != nil {
 		return 0, nil, err
@@ -333,6 +385,15 @@ func (s *Server) onForwardedRegister(body []byte) (wire.Type, []byte, error) {
 	s.mu.Unlock()
 	if e == nil || e.pos != 0 {
 		return 0, nil, errors.New("node: forwarded registration for an epoch this server does not lead")
+	}
+	// Only a primary of the chain forwards (checked before the
+	// registration's proofs).
+	inChain := false
+	for _, p := range e.v.chain {
+		inChain = inChain || p == from
+	}
+	if !inChain {
+		return 0, nil, errors.New("node: forwarded registration from outside the chain")
 	}
 	if _, err := checkRegister(e.v, &r); err != nil {
 		return 0, nil, err

@@ -56,3 +56,49 @@ func (s *Server) PoolBytes() int {
 
 // PeerID is the client's libp2p peer id.
 func (c *Client) PeerID() peer.ID { return c.h.ID() }
+
+// Crash stops s abruptly, as a kill would: its host goes first, so that no
+// goodbye, abort or reply leaves it, then its goroutines and store.
+func (s *Server) Crash() {
+	s.h.Close()
+	s.Close()
+}
+
+// InPhase reports whether s is in a phase of an epoch: "registration" (an
+// epoch open for registration), "setup" (final descriptor in, setup not
+// done here) or "round" (an epoch whose setup is done and whose first
+// request list is final).
+func (s *Server) InPhase(phase string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch phase {
+	case "registration":
+		return s.open != nil && !s.open.regClosed
+	case "setup":
+		for _, e := range s.epochs {
+			if !e.ended && e.final != nil && !e.setupDone {
+				return true
+			}
+		}
+	case "round":
+		for _, e := range s.epochs {
+			if !e.ended && e.setupDone && e.listHigh >= 1 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ForgetChunks drops every chunk of s's in-memory store (a server whose
+// store lacks what the others hold); false if s has another store.
+func (s *Server) ForgetChunks() bool {
+	m, ok := s.store.(*memStore)
+	if !ok {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	clear(m.chunks)
+	return true
+}

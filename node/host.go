@@ -11,8 +11,10 @@ import (
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
@@ -82,12 +84,26 @@ func LoadIdentity(dir string) (crypto.PrivKey, error) {
 // streams per peer, too few for a primary that the next server sends batches,
 // lists and padded answers to).
 const (
-	limitConnsInbound   = 4096
-	limitConns          = 8192
-	limitStreamsInbound = 65536
-	limitStreams        = 131072
-	limitPeerStreams    = 4096
-	limitFD             = 8192
+	limitConnsInbound = 4096
+	limitConns        = 8192
+	limitPeerStreams  = 4096
+	limitFD           = 8192
+)
+
+// Stream limits by protocol (docs/proto-node.md "Hostile peers and
+// crashes"): the server protocols (epoch, round) and the client protocols
+// (client, PIR) each have their own inbound budget, and the system's is
+// their sum, so that a flood of client streams, from any number of peer
+// ids, never takes the streams the chain needs. A client needs few streams
+// at once (its polls, W submissions, 2 queries): 64 per client protocol.
+const (
+	limitServerProtoStreams = 16384 // inbound, per server protocol
+	limitClientProtoStreams = 16384 // inbound, per client protocol
+	limitRosterStreams      = 1024  // inbound hellos
+	limitClientPeerStreams  = 64    // one peer's, per client protocol
+	limitTransientStreams   = 4096  // streams not yet bound to a protocol
+	limitStreamsInbound     = 2*limitServerProtoStreams + 2*limitClientProtoStreams + limitRosterStreams + limitTransientStreams
+	limitStreams            = 2 * limitStreamsInbound
 )
 
 // ResourceLimits returns the limit configuration riffle servers use.
@@ -103,12 +119,22 @@ func ResourceLimits() rcmgr.ConcreteLimitConfig {
 		FD: limitFD,
 	}
 	peer := rcmgr.ResourceLimits{StreamsInbound: limitPeerStreams, StreamsOutbound: limitPeerStreams, Streams: 2 * limitPeerStreams}
+	server := rcmgr.ResourceLimits{StreamsInbound: limitServerProtoStreams, Streams: 2 * limitServerProtoStreams}
+	client := rcmgr.ResourceLimits{StreamsInbound: limitClientProtoStreams, Streams: 2 * limitClientProtoStreams}
+	clientPeer := rcmgr.ResourceLimits{StreamsInbound: limitClientPeerStreams, StreamsOutbound: limitClientPeerStreams, Streams: 2 * limitClientPeerStreams}
 	part := rcmgr.PartialLimitConfig{
-		System:              sys,
-		Transient:           rcmgr.ResourceLimits{ConnsInbound: 1024, Conns: 2048, StreamsInbound: 4096, Streams: 8192, FD: limitFD / 2},
-		PeerDefault:         peer,
-		ProtocolDefault:     rcmgr.ResourceLimits{StreamsInbound: limitStreamsInbound, Streams: limitStreams},
+		System:      sys,
+		Transient:   rcmgr.ResourceLimits{ConnsInbound: 1024, Conns: 2048, StreamsInbound: limitTransientStreams, Streams: 2 * limitTransientStreams, FD: limitFD / 2},
+		PeerDefault: peer,
+		// Protocols riffle does not speak (identify, ping) share the
+		// roster's small budget.
+		ProtocolDefault: rcmgr.ResourceLimits{StreamsInbound: limitRosterStreams, Streams: 2 * limitRosterStreams},
+		Protocol: map[protocol.ID]rcmgr.ResourceLimits{
+			ProtoEpoch: server, ProtoRound: server, ProtoClient: client, ProtoPIR: client,
+			ProtoRoster: {StreamsInbound: limitRosterStreams, Streams: 2 * limitRosterStreams},
+		},
 		ProtocolPeerDefault: peer,
+		ProtocolPeer:        map[protocol.ID]rcmgr.ResourceLimits{ProtoClient: clientPeer, ProtoPIR: clientPeer},
 		ServiceDefault:      rcmgr.ResourceLimits{StreamsInbound: limitStreamsInbound, Streams: limitStreams},
 		ServicePeerDefault:  peer,
 	}
@@ -123,7 +149,16 @@ func newHost(priv crypto.PrivKey, listen []string) (host.Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: resource manager: %w", err)
 	}
+	// The connection manager trims connections only far above what a
+	// primary serves (libp2p's default trims above 192, clients and
+	// servers alike); roster servers' connections are protected.
+	cm, err := connmgr.NewConnManager(limitConnsInbound, limitConns)
+	if err != nil {
+		rm.Close()
+		return nil, fmt.Errorf("node: connection manager: %w", err)
+	}
 	opts := []libp2p.Option{
+		libp2p.ConnectionManager(cm),
 		libp2p.Transport(tcp.NewTCPTransport),
 		libp2p.Transport(quic.NewTransport),
 		libp2p.Security(libp2ptls.ID, libp2ptls.New),

@@ -471,17 +471,17 @@ func TestHostileEpochHandlers(t *testing.T) {
 		{name: "close/not the leader", run: func() error { return handlerErr(f.s.onClose(f.b.id, ref(f.open.v.id))) }},
 
 		{name: "forwarded registration/truncated", run: func() error {
-			return handlerErr(f.s.onForwardedRegister(truncated(f.register(t, led, f.clients[1]))))
+			return handlerErr(f.s.onForwardedRegister(f.a.id, truncated(f.register(t, led, f.clients[1]))))
 		}},
 		{name: "forwarded registration/unknown epoch", run: func() error {
 			e := &sepoch{v: &view{id: [32]byte{0xEE}}}
-			return handlerErr(f.s.onForwardedRegister(f.register(t, e, f.clients[1])))
+			return handlerErr(f.s.onForwardedRegister(f.a.id, f.register(t, e, f.clients[1])))
 		}},
 		{name: "forwarded registration/not led here", run: func() error {
-			return handlerErr(f.s.onForwardedRegister(f.register(t, f.open, f.clients[1])))
+			return handlerErr(f.s.onForwardedRegister(f.a.id, f.register(t, f.open, f.clients[1])))
 		}},
 		{name: "forwarded registration/unverifiable", run: func() error {
-			return handlerErr(f.s.onForwardedRegister(f.register(t, led, f.clients[1])))
+			return handlerErr(f.s.onForwardedRegister(f.a.id, f.register(t, led, f.clients[1])))
 		}},
 
 		{name: "step/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onStep(f.a.id, step(mid, 0))) },

@@ -54,6 +54,16 @@ func (s *Server) epochForWait(id [32]byte) (*sepoch, error) {
 // handleClient serves /riffle/1/client.
 func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
 	switch t {
+	case wire.TypeWaitOpen, wire.TypeRegister, wire.TypeWaitList:
+		// Long polls: bounded per peer and in all (polls.go).
+		pctx, release, err := s.enterPoll(ctx, from, t == wire.TypeWaitOpen)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer release()
+		ctx = pctx
+	}
+	switch t {
 	case wire.TypeWaitOpen:
 		var ref wire.EpochRef
 		if err := ref.Unmarshal(body); err != nil {
@@ -83,6 +93,14 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 		e, err := s.epochFor(ref.Epoch)
 		if err != nil {
 			return 0, nil, err
+		}
+		// Only a client that registered in the epoch here waits for its
+		// lists (anyone could otherwise hold a stream to the epoch's end).
+		s.mu.Lock()
+		mine := e.registeredBy(from)
+		s.mu.Unlock()
+		if !mine {
+			return 0, nil, errors.New("node: request lists go to the clients registered here")
 		}
 		out, err := s.waitBytes(ctx, e, func() []byte {
 			if x := e.rounds[ref.Round]; x != nil {
@@ -127,7 +145,7 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: epoch full")
 	}
-	if until, ok := s.banned[from]; ok && e.v.desc.Number <= until {
+	if s.clientExcluded(from, e.v.desc.Number) {
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: this client is excluded from this epoch (its share broke the last setup)")
 	}
@@ -142,7 +160,7 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 	leader := e.v.chain[0]
 	var err error
 	if leader == s.h.ID() {
-		_, _, err = s.onForwardedRegister(body)
+		_, _, err = s.onForwardedRegister(s.h.ID(), body)
 	} else {
 		_, err = call(ctx, s.h, leader, request{Proto: ProtoEpoch, Type: wire.TypeRegister, Body: body, Timeout: shortTimeout})
 	}
@@ -214,6 +232,7 @@ func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		if !bytes.Equal(old.Onion, sub.Onion) {
 			// §5.1: two different onions signed for one (round, slot)
 			// is evidence against the client; the round cannot run.
+			s.noteDouble(e, &old, &sub)
 			s.end(e, "two onions signed for one slot")
 			return 0, nil, errors.New("node: a different onion was already submitted for this round")
 		}
@@ -283,6 +302,7 @@ func (s *Server) takeSubs(from peer.ID, body []byte, batch *wire.SubmitBatch) er
 	x := e.round(batch.Round)
 	for i, sub := range batch.Subs {
 		if old, ok := x.subs[sub.Slot]; ok && !bytes.Equal(old.Onion, sub.Onion) {
+			s.noteDouble(e, &old, &sub)
 			s.end(e, "two onions signed for one slot")
 			return errors.New("node: conflicting submissions")
 		}

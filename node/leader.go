@@ -88,6 +88,9 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID) (wire.Descripto
 	}
 	reps, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypePrepare, Body: prep.Marshal(), Timeout: shortTimeout})
 	if err != nil {
+		// A server that refused the number as too low says its last:
+		// the next attempt starts above it.
+		s.catchUp(err)
 		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: prepare epoch %d: %w", number, err)
 	}
 	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.cfg.Params.wire(), Group: make([]wire.GroupEntry, len(chain))}

@@ -114,16 +114,34 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 	defer e.putLayerBufs(s, bufs)
 	out, err := mix.OpenLayerInto(bufs, mix.EpochID(v.id), uint64(r), e.pos, keys, in)
 	mix.CloseLayerKeys(keys)
+	hooks := s.rb.hooks.Load()
+	if hooks != nil && hooks.accuse != nil && err == nil {
+		if p, ok := hooks.accuse(r); ok {
+			err = &mix.MACError{Server: e.pos, Round: uint64(r), Positions: []int{p}}
+		}
+	}
 	if err != nil {
 		// §5.2 (v2): any fault voids the round; nothing is forwarded. The
-		// input batch stays as the evidence for blame (§8).
+		// input batch stays as the evidence for blame (§8), which walks
+		// the first failing position.
 		s.mu.Lock()
 		e.keepEvidence(r, in)
 		s.mu.Unlock()
+		var me *mix.MACError
+		if errors.As(err, &me) && len(me.Positions) > 0 {
+			s.accuse(e, r, me.Positions[0])
+			return
+		}
 		fail(fmt.Sprintf("round %d void: layer %d: %v", r, e.pos, err), err)
 		return
 	}
 	out = mix.Permute(fwd, out)
+	if hooks != nil && hooks.corruptOut != nil {
+		hooks.corruptOut(r, out)
+	}
+	if hooks != nil && hooks.dropOut != nil && hooks.dropOut(r) {
+		out = out[:len(out)-1]
+	}
 	s.timing.add(&s.timing.mix, time.Since(mixStart))
 	b := wire.Batch{Epoch: v.id, Round: r, S: uint16(e.pos + 1), Entries: out, ClientSigs: clientSigs, ClientHashes: clientHashes}
 	var ph *payloadHashes
@@ -219,6 +237,12 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onPadAnswers(from, body)
 	case wire.TypeRoot:
 		return s.onRoot(from, body)
+	case wire.TypeEquivocation:
+		return s.onEquivocation(from, body)
+	case wire.TypeDoubleSubmit:
+		return s.onDoubleSubmit(from, body)
+	case wire.TypeBadBatch:
+		return s.onBadBatch(from, body)
 	case wire.TypeGetChunk:
 		var c wire.Chunk
 		if err := c.Unmarshal(body, 0); err != nil {
@@ -299,6 +323,7 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		s.mu.Lock()
 		e.keepEvidence(b.Round, b.Entries)
 		s.end(e, fmt.Sprintf("round %d void: batch from server %d malformed", b.Round, S-1))
+		s.noteBadBatch(e, S-1, b.Round, body)
 		s.mu.Unlock()
 		return wire.TypeAck, ack, nil
 	}
@@ -306,9 +331,19 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	go func() {
 		defer s.wg.Done()
 		// The body and the rebuilt entries (every entry lives in one) go
-		// back to the pool once the round's work here is done: evidence is
-		// kept as a copy.
+		// back to the pool once the round's work here is done; a mixing
+		// server's input batch stays until the round is published here,
+		// the evidence of a later fault's walk (roundblame.go).
+		held := false
+		if S < m {
+			s.mu.Lock()
+			held = e.holdInput(b.Round, b.Entries, append(rebuilt, body))
+			s.mu.Unlock()
+		}
 		defer func() {
+			if held {
+				return
+			}
 			s.pool.put(body)
 			for _, x := range rebuilt {
 				s.pool.put(x)

@@ -295,6 +295,14 @@ func (s *Server) handlePIR(ctx context.Context, from peer.ID, t wire.Type, body 
 		return 0, nil, errors.New("node: slot not served by this primary")
 	}
 	s.mu.Lock()
+	// (v3, §6.1) a query for slot i is taken only from the peer that
+	// registered slot i: anyone else's first mask would be recorded and
+	// the owner's real query refused as "a different query".
+	owner, ok := e.regFrom[e.final.desc.Clients[sl].RegKey]
+	if !ok || owner != from {
+		s.mu.Unlock()
+		return 0, nil, errors.New("node: query for a slot this peer did not register")
+	}
 	err = e.admit(q.Round)
 	s.mu.Unlock()
 	if err != nil {

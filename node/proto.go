@@ -324,14 +324,14 @@ func (g *gate) close() {
 }
 
 // serve installs a request/response handler for proto with per-type caps.
-func serve(ctx context.Context, h host.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(wire.Type) int, fn handlerFunc) {
+func serve(ctx context.Context, h host.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, fn handlerFunc) {
 	servePooled(ctx, h, g, log, proto, timeout, caps, nil, fn)
 }
 
 // servePooled is serve with request bodies read into buffers from alloc
 // (bufPool.get; nil: new slices): a handler that is done with a body may
 // give it back.
-func servePooled(ctx context.Context, h host.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(wire.Type) int, alloc func(int) []byte, fn handlerFunc) {
+func servePooled(ctx context.Context, h host.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, alloc func(int) []byte, fn handlerFunc) {
 	serveSegments(ctx, h, g, log, proto, timeout, caps, alloc, func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
 		rt, rep, err := fn(ctx, from, t, body)
 		return rt, [][]byte{rep}, err
@@ -340,7 +340,7 @@ func servePooled(ctx context.Context, h host.Host, g *gate, log *slog.Logger, pr
 
 // serveSegments is serve for a handler whose replies are segments; alloc,
 // if set, provides the request bodies' buffers.
-func serveSegments(ctx context.Context, h host.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(wire.Type) int, alloc func(int) []byte, fn segHandlerFunc) {
+func serveSegments(ctx context.Context, h host.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, alloc func(int) []byte, fn segHandlerFunc) {
 	h.SetStreamHandler(proto, func(s network.Stream) {
 		if !g.enter() {
 			s.Reset()
@@ -350,7 +350,7 @@ func serveSegments(ctx context.Context, h host.Host, g *gate, log *slog.Logger, 
 		_ = s.SetDeadline(time.Now().Add(timeout))
 		from := s.Conn().RemotePeer()
 		br := getReader(s)
-		t, body, rerr := wire.ReadAnyInto(br, caps, alloc)
+		t, body, rerr := wire.ReadAnyInto(br, func(t wire.Type) int { return caps(from, t) }, alloc)
 		putReader(br)
 		if rerr != nil {
 			log.Debug("bad request", "proto", proto, "err", rerr)

@@ -83,11 +83,9 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 	s.timing.addRound()
 	if err == nil && len(bad) > 0 {
 		// §5.3: the payloads that verify, public already, are stored;
-		// the round is not acknowledged and blame starts at the first bad
-		// position (the walk itself is not implemented: the epoch ends).
-		s.mu.Lock()
-		s.end(e, fmt.Sprintf("round %d: bad pseudonym signature at %d of %d positions", r, len(bad), len(payloads)))
-		s.mu.Unlock()
+		// the round is not acknowledged and blame walks the first bad
+		// position (§8).
+		s.payloadBlame(e, r, bad[0], payloads)
 		return
 	}
 	if err != nil {
@@ -100,6 +98,7 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 	s.mu.Lock()
 	x := e.round(r)
 	x.published, x.requests, x.pubDone = published, requests, true
+	s.releaseInput(e, r)
 	s.notify()
 	s.mu.Unlock()
 	if e.pos == 0 {
@@ -122,16 +121,26 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 	published := x.published
 	s.mu.Unlock()
 	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i][:], ids[j][:]) < 0 })
-	rl := wire.RoundList{Epoch: v.id, Round: r, Published: published}
-	// Ids not held are left out, never a zero row.
-	held, err := s.store.Held(ids)
-	if err != nil {
-		s.log.Warn("request list", "round", r, "err", err)
-	}
-	rl.Entries = listEntries(held[:min(len(held), int(v.desc.Params.MaxRows))])
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
-	reps, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: bulkTimeout})
+	var rl wire.RoundList
+	var reps [][]byte
+	var err error
+	for try := 0; try < 2; try++ {
+		rl = wire.RoundList{Epoch: v.id, Round: r, Published: published}
+		// Ids not held are left out, never a zero row.
+		held, herr := s.store.Held(ids)
+		if herr != nil {
+			s.log.Warn("request list", "round", r, "err", herr)
+		}
+		rl.Entries = listEntries(held[:min(len(held), int(v.desc.Params.MaxRows))])
+		reps, err = s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: bulkTimeout})
+		// A server that holds a requested id this one lacks refuses the
+		// list (it omits the id): fetch what it names, propose again.
+		if err == nil || !s.fetchOmitted(ctx, e, refusedOmitted(err)) {
+			break
+		}
+	}
 	if err != nil {
 		s.log.Warn("request list refused", "round", r, "err", err)
 		s.mu.Lock()
@@ -189,6 +198,15 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 	}
 	if !reqOK {
 		return 0, nil, errors.New("node: proposal lists an id nobody requested, or is not sorted")
+	}
+	// (v3) no censorship: every requested id held here is in, unless the
+	// cut to L_max leaves it out.
+	omitted, err := s.omittedHeld(x, &rl, int(e.final.desc.Params.MaxRows))
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(omitted) > 0 {
+		return 0, nil, omitError(omitted)
 	}
 	// Fetch what this server lacks (chunks are public and self-verifying).
 	ids := make([][32]byte, len(rl.Entries))

@@ -37,9 +37,19 @@ func (s *Server) noteRoot(e *sepoch, r *wire.Root) bool {
 	if old.Root == r.Root {
 		return true
 	}
-	// Keep both signed roots as the evidence (the first stays in roots).
+	// Keep both signed roots as the evidence (the first stays in roots),
+	// and name their signer everywhere (roundblame_after.go).
 	e.keepEvidence(r.Round, [][]byte{old.Marshal(), r.Marshal()})
 	s.end(e, fmt.Sprintf("round %d: server %d signed two batch roots", r.Round, r.S-1))
+	if !e.equivNamed {
+		e.equivNamed = true
+		a, b := old, *r
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.equivocation(e, a, b)
+		}()
+	}
 	return false
 }
 
@@ -53,8 +63,12 @@ func (s *Server) announceRoot(e *sepoch, b *wire.Batch) {
 		return // the publication reaches every server anyway
 	}
 	msg := (&wire.Root{Epoch: b.Epoch, Round: b.Round, S: b.S, Root: b.Root, Sig: b.Sig}).Marshal()
+	equivocate := false
+	if h := s.rb.hooks.Load(); h != nil && h.equivocate != nil && h.equivocate(b.Round) {
+		msg, equivocate = s.otherRoot(b), true
+	}
 	for j, p := range v.chain {
-		if p == s.h.ID() || j == int(b.S) {
+		if p == s.h.ID() || (j == int(b.S) && !equivocate) {
 			continue
 		}
 		s.wg.Add(1)

@@ -81,7 +81,7 @@ func sortChain(ids []peer.ID) {
 func (s *Server) chain() []peer.ID {
 	ids := []peer.ID{s.h.ID()}
 	for _, m := range s.roster.live() {
-		if m.id != s.h.ID() {
+		if m.id != s.h.ID() && !s.serverExcluded(m.id) {
 			ids = append(ids, m.id)
 		}
 	}
@@ -158,7 +158,7 @@ func (s *Server) handleHello(_ context.Context, from peer.ID, _ wire.Type, body 
 		return 0, nil, err
 	}
 	if h.Role == roleServer {
-		s.roster.saw(from, string(h.Nick), addrs)
+		s.sawServer(from, string(h.Nick), addrs)
 		s.h.Peerstore().AddAddrs(from, addrs, rosterTTL*2)
 		s.learn(h)
 	}
@@ -176,7 +176,7 @@ func (s *Server) sayHello(ctx context.Context, p peer.ID) error {
 		return err
 	}
 	if h.Role == roleServer {
-		s.roster.saw(p, string(h.Nick), addrs)
+		s.sawServer(p, string(h.Nick), addrs)
 		s.learn(h)
 	}
 	return nil

@@ -128,14 +128,17 @@ type Server struct {
 	epochs  map[[32]byte]*sepoch
 	prep    map[[32]byte]*sepoch // by nonce, before the epoch id is known
 	open    *sepoch              // epoch accepting registrations here
-	number  uint64               // highest epoch number seen
+	number  uint64               // highest epoch number signed (EpochNumberFile)
 	// banned: client peers excluded up to an epoch number (a culprit of a
 	// share fault, blame.go), known only to their primary.
 	banned map[peer.ID]uint64
+	// rb is what round blames left here (roundblame_after.go).
+	rb roundBlameState
 
 	timing   timer    // where the time goes (Timing, riffle bench)
 	handlers gate     // stream handlers in flight
 	obs      observer // roster log and round timing (server_status.go)
+	polls    pollGate // client long polls in flight (polls.go)
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -177,6 +180,10 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	number, err := loadEpochNumber(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	st := cfg.Store
 	if st == nil {
 		bs, err := openStore(cfg.DataDir, cfg.StoreOptions, log)
@@ -199,13 +206,15 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		h: h, priv: priv, helloNow: make(chan struct{}, 1), store: st,
 		engine:  pir.NewEngine(pir.Options{}),
 		changed: make(chan struct{}), epochs: map[[32]byte]*sepoch{}, prep: map[[32]byte]*sepoch{},
+		number: number,
 	}
 	h.Network().Notify(s.departureNotifiee())
-	serve(cctx, h, &s.handlers, s.log, ProtoRoster, shortTimeout, s.rosterCaps, s.handleHello)
-	serve(cctx, h, &s.handlers, s.log, ProtoEpoch, bulkTimeout, s.epochCaps, s.handleEpoch)
-	servePooled(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.roundCaps, s.pool.get, s.handleRound)
-	servePooled(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, s.clientCaps, s.pool.get, s.handleClient)
-	serveSegments(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, s.pirCaps, nil, s.handlePIR)
+	serve(cctx, h, &s.handlers, s.log, ProtoRoster, shortTimeout, anyPeer(s.rosterCaps), s.handleHello)
+	// Server protocols: big bodies only from server peers (asker.go).
+	serve(cctx, h, &s.handlers, s.log, ProtoEpoch, bulkTimeout, s.serverCaps(s.epochCaps), s.handleEpoch)
+	servePooled(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.serverCaps(s.roundCaps), s.pool.get, s.handleRound)
+	servePooled(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, anyPeer(s.clientCaps), s.pool.get, s.handleClient)
+	serveSegments(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, anyPeer(s.pirCaps), nil, s.handlePIR)
 	if !cfg.NoLAN {
 		if err := s.startLAN(cctx); err != nil {
 			// LAN discovery is a convenience: a host without multicast

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -26,6 +27,7 @@ func (s *Server) setup(e *sepoch) {
 	}
 	s.mu.Lock()
 	ok := e.acquire()
+	parsed := e.parsed // read under s.mu: onRegList writes it under s.mu
 	s.mu.Unlock()
 	if !ok {
 		return
@@ -37,7 +39,7 @@ func (s *Server) setup(e *sepoch) {
 	}()
 	v := e.final
 	m, n := len(v.chain), len(v.desc.Clients)
-	inputs := mix.InitialVectors(e.parsed)
+	inputs := mix.InitialVectors(parsed)
 	for k := 0; k < m; k++ {
 		var res *mix.StepResult
 		var shareErr *mix.ShareError
@@ -168,13 +170,27 @@ func (s *Server) peerStep(ctx context.Context, e *sepoch, k int, inputs [][]grou
 }
 
 func (s *Server) onStep(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	// The epoch id and step number lead the body: the sender is checked
+	// before the step is decoded, then to the epoch's step size.
+	if len(body) < 34 {
+		return 0, nil, errors.New("node: short setup step")
+	}
+	var id [32]byte
+	copy(id[:], body[:32])
+	S := int(binary.BigEndian.Uint16(body[32:34]))
+	s.mu.Lock()
+	e := s.epochs[id]
+	ok := e != nil && !e.ended && S < len(e.v.chain) && e.v.chain[S] == from
+	s.mu.Unlock()
+	if !ok {
+		return 0, nil, errors.New("node: setup step of an unknown epoch or from the wrong server")
+	}
 	var st wire.Step
-	if err := st.Unmarshal(body, wire.Limits{Step: 512 << 20}); err != nil {
+	if err := st.Unmarshal(body, limitsFor(e.v.desc.Params, len(e.v.chain))); err != nil {
 		return 0, nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.epochs[st.Epoch]
 	// The final descriptor may reach this server after the first step
 	// does (its server started setup on its own copy): check the sender
 	// against the open view, whose chain is the final one's.

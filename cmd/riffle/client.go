@@ -17,13 +17,16 @@ func init() {
 		Description: `A long-running participant: it joins every epoch through its primary and
 sends one onion and k PIR queries every round, giving cover to those who share
 and fetch. Progress (epochs, anonymity set) goes to stderr.`,
-		Flags:  clientFlags(),
+		Flags:  append(clientFlags(), uiFlags("")...),
 		Action: runClient,
 	})
 }
 
 func runClient(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
+		return err
+	}
+	if err := checkUIFlags(c); err != nil {
 		return err
 	}
 	// The client runs on a context of its own: an interrupt asks it to
@@ -52,6 +55,14 @@ func runClient(c *cli.Context) error {
 	// socket; if it cannot be served, the client stops.
 	ctlErr := make(chan error, 1)
 	go func() { ctlErr <- cl.ServeControl(ctx, sock) }()
+	if addr := c.String("ui"); addr != "" {
+		url, err := startClientUI(ctx, c, cl, addr, c.Bool("ui-public"), dir, filepath.Join(dir, uiDownloadsSubdir))
+		if err != nil {
+			cl.Close()
+			return err
+		}
+		fmt.Fprintln(stdout(c), url)
+	}
 	select {
 	case <-ctx.Done():
 	case err := <-ctlErr:

@@ -52,6 +52,7 @@ it from another terminal.`,
 			&cli.IntFlag{Name: "chunk-size", Value: demoDefaultChunk, Usage: "epoch parameter b for the demo"},
 			&cli.IntFlag{Name: "rounds", Value: demoDefaultRounds, Usage: "rounds per epoch"},
 			&cli.BoolFlag{Name: "keep", Usage: "leave the network running until SIGINT and print how to use it"},
+			&cli.BoolFlag{Name: "ui", Usage: "with --keep: serve a client's web UI and a server's operator view on loopback"},
 			verboseFlag(),
 		},
 		Action: runDemo,
@@ -90,6 +91,9 @@ func runDemo(c *cli.Context) error {
 	// after --keep.
 	defer os.RemoveAll(base)
 	keep := c.Bool("keep")
+	if c.Bool("ui") && !keep {
+		return fmt.Errorf("demo --ui needs --keep")
+	}
 	// The two clients that act print their progress; the rest is cover.
 	rec := &epochRecorder{w: errw}
 	dn, err := startDemoNet(ctx, demoNetConfig{Dir: base, Clients: n, Params: params, Logger: logger(c), Progress: rec, ProgressClients: 2})
@@ -148,6 +152,11 @@ func runDemo(c *cli.Context) error {
 	if !keep {
 		fmt.Fprintln(out, "stopping")
 		return dn.Close()
+	}
+	if c.Bool("ui") {
+		if err := startDemoUI(ctx, c, dn, base); err != nil {
+			return err
+		}
 	}
 	bin := executable()
 	env := envServer + "=" + dn.primaryAddr(0)

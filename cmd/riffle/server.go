@@ -45,6 +45,7 @@ timing flags matter only there.`,
 			&cli.DurationFlag{Name: "reg-window", Usage: "registration window of an epoch, as leader", DefaultText: (time.Duration(defaults.RegWindowMs) * time.Millisecond).String()},
 			&cli.DurationFlag{Name: "round-limit", Usage: "a round not filled in this time ends the epoch, as leader", DefaultText: (time.Duration(defaults.RoundLimitMs) * time.Millisecond).String()},
 			verboseFlag(),
+			uiFlag(""), uiPublicFlag(),
 		},
 		Action: runServer,
 	})
@@ -110,6 +111,9 @@ func runServer(c *cli.Context) error {
 	if c.Duration("retention") < 0 {
 		return usagef("--retention must not be negative")
 	}
+	if err := checkUIFlags(c); err != nil {
+		return err
+	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
 	dir := c.String("data")
@@ -149,6 +153,14 @@ func runServer(c *cli.Context) error {
 	// clients and peers, and scripts can read them.
 	for _, l := range lines {
 		fmt.Fprintf(stderr(c), "listening %s\n", l)
+	}
+	if addr := c.String("ui"); addr != "" {
+		url, err := startServerUI(ctx, c, s, addr, c.Bool("ui-public"))
+		if err != nil {
+			s.Close()
+			return err
+		}
+		fmt.Fprintf(stderr(c), "web ui %s\n", url)
 	}
 	statusDone := make(chan struct{})
 	go func() { defer close(statusDone); writeStatus(ctx, s, dir) }()

@@ -1,0 +1,129 @@
+package webui
+
+import (
+	"context"
+	"encoding/hex"
+	"io"
+	"time"
+
+	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/node"
+)
+
+// pollEvery is how often the adapter reads a job's progress from the node:
+// often enough to see a small get's root manifest before the get ends.
+const pollEvery = 100 * time.Millisecond
+
+// NodeClient adapts a running *node.Client to Client. Jobs go through the
+// client's own job path (the one `riffle share` and `riffle get` hand to a
+// running client), so the UI adds nothing to what the client sends.
+type NodeClient struct{ C *node.Client }
+
+func (n NodeClient) Status() Status {
+	s := n.C.Snapshot()
+	st := Status{InEpoch: s.Epoch != "", Number: s.Number, AnonymitySet: s.AnonymitySet, ChunkSize: s.ChunkSize, K: s.K, Rounds: s.Rounds,
+		RoundsDone: s.Stats.Rounds, Epochs: s.Stats.Epochs, Uploaded: s.Stats.Uploaded, Fetched: s.Stats.Fetched,
+		Throughput: s.Throughput, Goodput: s.Goodput, Waiting: s.Waiting}
+	if len(s.Epoch) >= 8 {
+		st.Epoch = s.Epoch[:8]
+	}
+	pinned := map[string]bool{}
+	for _, r := range s.Require {
+		pinned[r] = true
+	}
+	for _, m := range s.Chain {
+		st.Chain = append(st.Chain, ChainServer{Nick: display(m.Nick), PeerID: m.ID, Primary: m.ID == s.Primary, Pinned: pinned[m.ID]})
+	}
+	for _, p := range s.Pins {
+		st.Pins = append(st.Pins, Pin{PeerID: p.PeerID, InChain: p.InChain})
+	}
+	return st
+}
+
+func (n NodeClient) Index() []File {
+	idx := n.C.SyncedIndex()
+	out := make([]File, len(idx))
+	for i, e := range idx {
+		out[i] = File{ID: chunker.ID(e.FileID), Name: e.Name, Size: e.Size, Chunks: int(e.Chunks), Round: e.Round, Published: e.Time}
+	}
+	return out
+}
+
+func (n NodeClient) Holds(ids []chunker.ID) []bool {
+	raw := make([][32]byte, len(ids))
+	for i, id := range ids {
+		raw[i] = id
+	}
+	return n.C.Holds(raw)
+}
+
+func (n NodeClient) Share(ctx context.Context, r io.Reader, name string, private bool, progress func(Progress)) (chunker.Link, error) {
+	h, err := n.C.StartShare(ctx, r, name, private)
+	if err != nil {
+		return chunker.Link{}, err
+	}
+	progress(Progress{Total: h.Total, Name: name, Link: h.Link, IDs: h.IDs})
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.Done():
+			progress(Progress{Done: h.Total, Total: h.Total, Name: name, Link: h.Link})
+			return h.Link, nil
+		case <-ctx.Done():
+			return h.Link, h.Cancel(ctx.Err())
+		case <-t.C:
+			progress(Progress{Done: h.Total - h.Left(), Total: h.Total, Name: name, Link: h.Link})
+		}
+	}
+}
+
+func (n NodeClient) Get(ctx context.Context, link chunker.Link, dir string, progress func(Progress)) (string, error) {
+	type result struct {
+		path string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		p, err := n.C.Get(ctx, link, dir)
+		done <- result{p, err}
+	}()
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case r := <-done:
+			return r.path, r.err
+		case <-t.C:
+			if st, ok := n.C.GetProgress(link.ID); ok {
+				p := Progress{Done: st.Held, Total: st.Total, Name: st.Name, Link: link}
+				if st.Chunks != nil {
+					p.IDs = append([]chunker.ID{link.ID}, st.Chunks...)
+				}
+				progress(p)
+			}
+		}
+	}
+}
+
+// NodeServer adapts a running *node.Server to Server.
+type NodeServer struct{ S *node.Server }
+
+func (n NodeServer) Status() ServerStatus {
+	s := n.S.Snapshot()
+	st := ServerStatus{PeerID: s.PeerID, Nick: s.Nick, Chain: s.Chain, TimedRounds: s.Timing.Rounds, Mix: s.Timing.Mix, Verify: s.Timing.Verify,
+		Store: s.Timing.Store, PIR: s.Timing.PIR, StoreBytes: s.StoreBytes, QuotaBytes: s.QuotaBytes, Excluded: s.Excluded}
+	for _, m := range s.Roster {
+		st.Roster = append(st.Roster, RosterEntry{PeerID: m.PeerID, Nick: m.Nick, Addrs: m.Addrs, Seen: m.Seen})
+	}
+	for _, e := range s.Epochs {
+		ei := EpochInfo{ID: hex.EncodeToString(e.ID[:4]), Number: e.Number, Position: e.Position, Clients: e.Clients, Rounds: e.Rounds,
+			ChunkSize: e.ChunkSize, Listed: e.Listed, Ended: e.Ended, Reason: e.Reason, Void: e.VoidRound}
+		for r, c := range e.RoundChunks {
+			ei.RecentChunks = append(ei.RecentChunks, RoundChunks{Round: r, Chunks: c})
+		}
+		sortRounds(ei.RecentChunks)
+		st.Epochs = append(st.Epochs, ei)
+	}
+	return st
+}

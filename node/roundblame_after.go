@@ -1,0 +1,488 @@
+package node
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/store"
+)
+
+// After a blame (docs/protocol.md §8 "After a blame"): every honest server
+// logs the culprit with its evidence, keeps a machine-readable record, and
+// forms the next epoch without it. A culprit server's peer id never returns
+// to this server's chain. A culprit client is refused by the primary that
+// served it, by peer id and by address, for a number of epochs that doubles
+// on each repeat; no other server learns its address.
+
+// maxExcludeShift caps the doubling: at most 2^10 epochs.
+const maxExcludeShift = 10
+
+// roundBlameState is a server's memory of round blames (guarded by s.mu,
+// hooks atomic).
+type roundBlameState struct {
+	// strikes counts how often a client of this primary was named, by
+	// "peer <id>" and by "ip <address>".
+	strikes map[string]int
+	// ipUntil excludes client addresses up to an epoch number.
+	ipUntil map[string]uint64
+	// servers are the culprit servers: never in a chain here again
+	// (guarded by smu alone: chain() runs without s.mu).
+	smu     sync.Mutex
+	servers map[peer.ID]bool
+	// loaded: servers holds the culprits of the stored records too (a
+	// restart keeps them out).
+	loaded sync.Once
+	// hooks are set by tests only (a malicious cast); nil otherwise.
+	hooks atomic.Pointer[serverHooks]
+}
+
+// serverHooks let a test make a server misbehave. Never set outside tests.
+type serverHooks struct {
+	// corruptOut may alter this server's output batch of round r before
+	// it is signed.
+	corruptOut func(r uint32, out [][]byte)
+	// accuse may name an input position of round r as failing its MAC
+	// although it did not (a false accusation).
+	accuse func(r uint32) (int, bool)
+	// probe, if set, is told whether this server, right after its
+	// accusation, got its predecessor's walk step (it must not, for an
+	// accusation that does not hold).
+	probe func(err error)
+	// dropOut may make this server leave the last entry out of its
+	// output batch of round r (signed as it is).
+	dropOut func(r uint32) bool
+	// equivocate may make this server announce, for round r, a second
+	// signed root that differs from its batch's, to every server.
+	equivocate func(r uint32) bool
+}
+
+// clientHooks let a test make a client misbehave. Never set outside tests.
+type clientHooks struct {
+	// layerKeys may alter the layer keys of the client's onion of round r
+	// in slot slot of the epoch before sealing.
+	layerKeys func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey)
+	// secondOnion may make the client sign and send a second, different
+	// onion for round r of the epoch in slot slot.
+	secondOnion func(epoch [32]byte, r, slot uint32) bool
+}
+
+// blameRecorder is a ChunkStore that keeps blame records.
+type blameRecorder interface {
+	PutBlame(store.BlameRecord) error
+	Blames() ([]store.BlameRecord, error)
+}
+
+func (b *boltStore) PutBlame(rec store.BlameRecord) error { return b.st.PutBlame(rec) }
+func (b *boltStore) Blames() ([]store.BlameRecord, error) { return b.st.Blames() }
+
+// blameRecords returns the blame records kept here (tests, operators).
+func (s *Server) blameRecords() ([]store.BlameRecord, error) {
+	br, ok := s.store.(blameRecorder)
+	if !ok {
+		return nil, nil
+	}
+	return br.Blames()
+}
+
+// serverExcluded reports whether a peer was named as a culprit server.
+func (s *Server) serverExcluded(p peer.ID) bool {
+	s.rb.loaded.Do(s.loadBlamed)
+	s.rb.smu.Lock()
+	defer s.rb.smu.Unlock()
+	return s.rb.servers[p]
+}
+
+// loadBlamed adds the culprit servers of the stored blame records.
+func (s *Server) loadBlamed() {
+	if s.store == nil {
+		return
+	}
+	recs, err := s.blameRecords()
+	if err != nil {
+		s.log.Error("round blame: stored records unreadable", "err", err)
+		return
+	}
+	s.rb.smu.Lock()
+	defer s.rb.smu.Unlock()
+	for _, r := range recs {
+		if r.Role != "server" {
+			continue
+		}
+		if p, err := peer.Decode(r.PeerID); err == nil {
+			if s.rb.servers == nil {
+				s.rb.servers = map[peer.ID]bool{}
+			}
+			s.rb.servers[p] = true
+		}
+	}
+}
+
+// clientExcluded reports whether this primary refuses a client peer in
+// epoch number: by its peer id, or by the address it connects from. Call
+// with s.mu held.
+func (s *Server) clientExcluded(p peer.ID, number uint64) bool {
+	if until, ok := s.banned[p]; ok && number <= until {
+		return true
+	}
+	for _, ip := range s.peerIPs(p) {
+		if until, ok := s.rb.ipUntil[ip]; ok && number <= until {
+			return true
+		}
+	}
+	return false
+}
+
+// peerIPs returns the addresses a peer is connected from, except loopback:
+// clients on this machine share one address (tests, a local demo), and
+// excluding it would exclude them all.
+func (s *Server) peerIPs(p peer.ID) []string {
+	var out []string
+	for _, c := range s.h.Network().ConnsToPeer(p) {
+		ip := remoteIP(c.RemoteMultiaddr())
+		if ip != nil && !ip.IsLoopback() {
+			out = append(out, ip.String())
+		}
+	}
+	return out
+}
+
+func remoteIP(a ma.Multiaddr) net.IP {
+	for _, code := range []int{ma.P_IP4, ma.P_IP6} {
+		if v, err := a.ValueForProtocol(code); err == nil {
+			return net.ParseIP(v)
+		}
+	}
+	return nil
+}
+
+// strike counts one more blame against key and returns until which epoch
+// number it is excluded: 1, 2, 4, … epochs after number. Call with s.mu held.
+func (s *Server) strike(key string, number uint64) uint64 {
+	if s.rb.strikes == nil {
+		s.rb.strikes = map[string]int{}
+	}
+	s.rb.strikes[key]++
+	shift := min(s.rb.strikes[key]-1, maxExcludeShift)
+	return number + uint64(excludeEpochs)<<shift
+}
+
+// conclude acts on a walk's result: log, record, exclusion.
+func (s *Server) conclude(e *sepoch, bl *rblame, c *culprit) {
+	v := e.final
+	if c == nil {
+		s.log.Warn("round blame: the walk did not finish; nobody is named", "epoch", fmt.Sprintf("%x", v.id[:6]), "round", bl.round)
+		return
+	}
+	var evidence [][]byte
+	if bl.acc != nil {
+		evidence = append(evidence, bl.acc.Marshal())
+	}
+	bl.mu.Lock()
+	for t := bl.start; t >= 0; t-- {
+		cell := bl.cells[t]
+		if cell == nil {
+			break
+		}
+		select {
+		case <-cell.done:
+			if cell.res.st != nil {
+				evidence = append(evidence, cell.res.st.Marshal())
+			}
+		default:
+		}
+	}
+	bl.mu.Unlock()
+	s.name(e, bl.round, c, evidence)
+}
+
+// name logs a culprit with its evidence, records it in the store and
+// excludes it (§8 "After a blame").
+func (s *Server) name(e *sepoch, round uint32, c *culprit, evidence [][]byte) {
+	v := e.final
+	if v == nil || v.desc == nil || c.server >= len(v.chain) || c.slot >= len(v.desc.Clients) {
+		return // no final descriptor to name a party of
+	}
+	epochHex := fmt.Sprintf("%x", v.id[:6])
+	rec := store.BlameRecord{Epoch: v.id, Number: v.desc.Number, Round: round, Reason: c.why, Evidence: evidence, Time: time.Now().Unix()}
+	s.mu.Lock()
+	if c.server >= 0 {
+		p := v.chain[c.server]
+		rec.Role, rec.Server, rec.PeerID = "server", c.server, p.String()
+		s.rb.smu.Lock()
+		if s.rb.servers == nil {
+			s.rb.servers = map[peer.ID]bool{}
+		}
+		s.rb.servers[p] = true
+		s.rb.smu.Unlock()
+		s.log.Warn("round blame: culprit named; it is excluded from every chain here", "epoch", epochHex, "round", round,
+			"culprit", fmt.Sprintf("server %d (%s)", c.server, p), "evidence", c.why)
+	} else {
+		rec.Role, rec.Slot = "client", c.slot
+		excluded := ""
+		if cl := v.desc.Clients[c.slot]; int(cl.Primary) == e.pos {
+			if p, ok := e.regFrom[cl.RegKey]; ok {
+				if s.banned == nil {
+					s.banned = map[peer.ID]uint64{}
+				}
+				until := s.strike("peer "+p.String(), v.desc.Number)
+				s.banned[p] = max(s.banned[p], until)
+				for _, ip := range s.peerIPs(p) {
+					if s.rb.ipUntil == nil {
+						s.rb.ipUntil = map[string]uint64{}
+					}
+					s.rb.ipUntil[ip] = max(s.rb.ipUntil[ip], s.strike("ip "+ip, v.desc.Number))
+				}
+				excluded = fmt.Sprintf("refused here up to epoch %d", until)
+			}
+		}
+		// The slot is the culprit's own; no honest client is tied to it.
+		s.log.Warn("round blame: culprit named", "epoch", epochHex, "round", round,
+			"culprit", fmt.Sprintf("client in slot %d", c.slot), "evidence", c.why, "exclusion", excluded)
+	}
+	s.mu.Unlock()
+	if br, ok := s.store.(blameRecorder); ok {
+		if err := br.PutBlame(rec); err != nil {
+			s.log.Error("round blame: record not stored", "err", err)
+		}
+	}
+}
+
+// equivocation names a server that signed two different roots for one
+// batch (§5.2): the two signed roots are public evidence, sent to every
+// chain server so that each checks and names it too. Called once per epoch
+// (noteRoot's first conflict), without s.mu.
+func (s *Server) equivocation(e *sepoch, a, b wire.Root) {
+	ev := wire.Equivocation{A: a, B: b}
+	body := ev.Marshal()
+	v := e.final
+	var others []peer.ID
+	for _, p := range v.chain {
+		if p != s.h.ID() {
+			others = append(others, p)
+		}
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
+	defer cancel()
+	if _, err := s.each(ctx, others, request{Proto: ProtoRound, Type: wire.TypeEquivocation, Body: body, Timeout: shortTimeout}); err != nil {
+		s.log.Debug("equivocation evidence not delivered everywhere", "err", err)
+	}
+	t := int(a.S) - 1
+	s.name(e, a.Round, serverCulprit(t, "server %d signed two roots for its output of round %d (equivocation)", t, a.Round), [][]byte{body})
+}
+
+// onEquivocation checks two signed roots of one batch that differ and
+// names their signer.
+func (s *Server) onEquivocation(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var ev wire.Equivocation
+	if err := ev.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(ev.A.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	v := e.final
+	a, b := ev.A, ev.B
+	if b.Epoch != a.Epoch || b.Round != a.Round || b.S != a.S || a.Root == b.Root || a.S < 1 || int(a.S) > len(v.chain) {
+		return 0, nil, errors.New("node: not two roots of one batch")
+	}
+	signer := v.chain[a.S-1]
+	for _, r := range []wire.Root{a, b} {
+		bt := wire.Batch{Epoch: r.Epoch, Round: r.Round, S: r.S, Root: r.Root}
+		if err := verifyPeerSig(signer, batchDigest(&bt), r.Sig); err != nil {
+			return 0, nil, err
+		}
+	}
+	s.mu.Lock()
+	first := !e.equivNamed
+	e.equivNamed = true
+	s.end(e, fmt.Sprintf("round %d: server %d signed two batch roots", a.Round, a.S-1))
+	s.mu.Unlock()
+	if first {
+		t := int(a.S) - 1
+		s.name(e, a.Round, serverCulprit(t, "server %d signed two roots for its output of round %d (equivocation)", t, a.Round), [][]byte{body})
+	}
+	return wire.TypeAck, ack, nil
+}
+
+// otherRoot is a test hook's equivocation: a signed root for b's batch
+// that is not b's.
+func (s *Server) otherRoot(b *wire.Batch) []byte {
+	o := *b
+	o.Root[0] ^= 1
+	o.Sig, _ = sign(s.priv, batchDigest(&o))
+	return (&wire.Root{Epoch: o.Epoch, Round: o.Round, S: o.S, Root: o.Root, Sig: o.Sig}).Marshal()
+}
+
+// doubleSubmit names the client of a slot that signed two different onions
+// for one round (§5.1): the two signed hashes are public evidence, sent to
+// every chain server so that each checks and names it too. Without s.mu.
+func (s *Server) doubleSubmit(e *sepoch, d wire.DoubleSubmit) {
+	body := d.Marshal()
+	var others []peer.ID
+	for _, p := range e.final.chain {
+		if p != s.h.ID() {
+			others = append(others, p)
+		}
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
+	defer cancel()
+	if _, err := s.each(ctx, others, request{Proto: ProtoRound, Type: wire.TypeDoubleSubmit, Body: body, Timeout: shortTimeout}); err != nil {
+		s.log.Debug("double-submission evidence not delivered everywhere", "err", err)
+	}
+	s.nameDouble(e, d, body)
+}
+
+// noteDouble starts doubleSubmit once per epoch for two different
+// submissions of one slot. Call with s.mu held.
+func (s *Server) noteDouble(e *sepoch, a, b *wire.Submit) {
+	if e.doubleNamed {
+		return
+	}
+	e.doubleNamed = true
+	d := wire.DoubleSubmit{Epoch: a.Epoch, Round: a.Round, Slot: a.Slot, HashA: mix.SubmissionDigest(a.Onion), SigA: a.Sig, HashB: mix.SubmissionDigest(b.Onion), SigB: b.Sig}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.doubleSubmit(e, d)
+	}()
+}
+
+func (s *Server) nameDouble(e *sepoch, d wire.DoubleSubmit, body []byte) {
+	s.name(e, d.Round, &culprit{server: -1, slot: int(d.Slot), why: fmt.Sprintf("it signed two different onions for round %d", d.Round)}, [][]byte{body})
+}
+
+// onDoubleSubmit checks two signed submissions of one slot that differ and
+// names its client.
+func (s *Server) onDoubleSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var d wire.DoubleSubmit
+	if err := d.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(d.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	v := e.final
+	if int(d.Slot) >= e.n() || d.Round >= v.desc.Params.Rounds || d.HashA == d.HashB {
+		return 0, nil, errors.New("node: not two submissions of one slot")
+	}
+	key := ed25519.PublicKey(v.desc.Clients[d.Slot].RegKey[:])
+	for _, x := range []struct {
+		h   [32]byte
+		sig [64]byte
+	}{{d.HashA, d.SigA}, {d.HashB, d.SigB}} {
+		if err := mix.VerifySubmissionDigest(key, mix.EpochID(d.Epoch), uint64(d.Round), d.Slot, x.h, x.sig[:]); err != nil {
+			return 0, nil, err
+		}
+	}
+	s.mu.Lock()
+	first := !e.doubleNamed
+	e.doubleNamed = true
+	s.end(e, "two onions signed for one slot")
+	s.mu.Unlock()
+	if first {
+		s.nameDouble(e, d, body)
+	}
+	return wire.TypeAck, ack, nil
+}
+
+// sendSecondOnion is a test hook's misbehaviour: a second, different onion
+// signed for the same round and slot.
+func (c *Client) sendSecondOnion(ctx context.Context, e *cepoch, sub *wire.Submit) {
+	o := *sub
+	o.Onion = append([]byte(nil), sub.Onion...)
+	o.Onion[0] ^= 1
+	copy(o.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.id), uint64(o.Round), o.Slot, o.Onion))
+	_, _ = c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeSubmit, Segments: o.Segments(), Timeout: bulkTimeout})
+}
+
+// noteBadBatch names, once per epoch, server t whose signed batch of round
+// r has entries that match its signed root but a wrong shape (a missing
+// entry or one of the wrong size, §5.2): the batch itself is the public
+// evidence, sent to every chain server so that each checks and names it.
+// Call with s.mu held.
+func (s *Server) noteBadBatch(e *sepoch, t int, r uint32, body []byte) {
+	if e.badNamed {
+		return
+	}
+	e.badNamed = true
+	body = append([]byte(nil), body...)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		var others []peer.ID
+		for _, p := range e.final.chain {
+			if p != s.h.ID() {
+				others = append(others, p)
+			}
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+		defer cancel()
+		if _, err := s.each(ctx, others, request{Proto: ProtoRound, Type: wire.TypeBadBatch, Body: body, Timeout: bulkTimeout}); err != nil {
+			s.log.Debug("malformed-batch evidence not delivered everywhere", "err", err)
+		}
+		s.name(e, r, serverCulprit(t, "server %d signed a batch of round %d with a missing or wrong-size entry", t, r), [][]byte{body})
+	}()
+}
+
+// onBadBatch checks a forwarded signed batch: its sender's signature, its
+// entries against the signed root (entries that do not match it are no
+// evidence: anyone could attach them), and its shape; a wrong shape names
+// the sender.
+func (s *Server) onBadBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	h, err := wire.PeekBatch(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(h.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	v := e.final
+	m, n := len(v.chain), e.n()
+	inChain := false
+	for _, p := range v.chain {
+		inChain = inChain || p == from
+	}
+	S := int(h.S)
+	if !inChain || S < 1 || S > m || h.Round >= v.desc.Params.Rounds {
+		return 0, nil, errors.New("node: malformed-batch evidence not from a chain server")
+	}
+	if err := verifyPeerSig(v.chain[S-1], batchDigest(&wire.Batch{Epoch: h.Epoch, Round: h.Round, S: h.S, Root: h.Root}), h.Sig); err != nil {
+		return 0, nil, err
+	}
+	var b wire.Batch
+	lim := limitsFor(v.desc.Params, m)
+	lim.Frame = s.roundCaps(wire.TypeBadBatch)
+	if err := b.Unmarshal(body, lim); err != nil {
+		return 0, nil, err
+	}
+	if merkleRoot(b.Entries) != b.Root {
+		return 0, nil, errors.New("node: the entries do not match the signed root")
+	}
+	want := e.entrySize(S)
+	bad := len(b.Entries) != n
+	for _, x := range b.Entries {
+		bad = bad || len(x) != want
+	}
+	if !bad {
+		return 0, nil, errors.New("node: the batch is well formed")
+	}
+	s.mu.Lock()
+	s.end(e, fmt.Sprintf("round %d void: batch from server %d malformed", b.Round, S-1))
+	s.noteBadBatch(e, S-1, b.Round, body)
+	s.mu.Unlock()
+	return wire.TypeAck, ack, nil
+}

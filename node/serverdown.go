@@ -1,0 +1,70 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// serverProbe is how long a server that lost its last connection to a
+// roster server waits for that server's hello before it takes it for gone.
+// Without the probe a dead server stayed live in the roster for rosterTTL
+// (12 s) and every epoch with it in its chain waited out a round limit.
+const serverProbe = 2 * time.Second
+
+// serverConnTag protects the connections to roster servers from the
+// connection manager's trimming: a crowd of client connections (from any
+// number of peer ids) must not get the chain's links closed.
+const serverConnTag = "riffle-server"
+
+// sawServer records a hello of server id in the roster and protects its
+// connections.
+func (s *Server) sawServer(id peer.ID, nick string, addrs []ma.Multiaddr) {
+	s.roster.saw(id, nick, addrs)
+	s.h.ConnManager().Protect(id, serverConnTag)
+}
+
+// expire marks id as not live, keeping it as a target of hellos (a server
+// that comes back is live again at its first answer).
+func (r *roster) expire(id peer.ID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m := r.m[id]; m != nil {
+		m.seen = time.Time{}
+	}
+}
+
+// onServerDisconnect runs when the last connection to p closed. If p is a
+// live roster server and does not answer a hello within serverProbe, it
+// leaves the roster, so that the chain re-forms without it (while
+// MinServers remain), and every running epoch with p in its chain ends
+// (§3: an epoch ends when a server leaves or fails).
+func (s *Server) onServerDisconnect(p peer.ID) {
+	if s.roster.get(p) == nil || s.h.Network().Connectedness(p) == network.Connected {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, serverProbe)
+	err := s.sayHello(ctx, p)
+	cancel()
+	if err == nil || s.ctx.Err() != nil {
+		return
+	}
+	s.roster.expire(p)
+	s.log.Info("server gone", "peer", p.ShortString(), "err", err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.epochs {
+		if e.ended {
+			continue
+		}
+		for _, q := range e.v.chain {
+			if q == p {
+				s.end(e, "server "+p.ShortString()+" left")
+				break
+			}
+		}
+	}
+}

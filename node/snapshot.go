@@ -1,0 +1,255 @@
+package node
+
+import (
+	"context"
+	"encoding/hex"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/store"
+)
+
+// Snapshots and job handles for local views of a running client or server
+// (the web UI of internal/webui). They read state the node already keeps;
+// nothing here sends a message, so a view changes nothing a client or
+// server does on the network.
+
+// ClientSnapshot is the client's Status and what a local view adds: the
+// epoch's number and parameters, whether each required server is in the
+// chain, and how many jobs wait.
+type ClientSnapshot struct {
+	ClientStatus
+	Number uint64 // the epoch's number (§3), 0 between epochs
+	K      int    // requests per round
+	Rounds int    // R: rounds of the epoch
+	// Pins are the servers the client requires, with whether the current
+	// chain holds each.
+	Pins []Pin
+	// Queued is how many chunks of this client's shares wait to be
+	// uploaded; Wanted how many files it is fetching.
+	Queued, Wanted int
+}
+
+// Pin is a required server and whether the current chain holds it.
+type Pin struct {
+	PeerID  string
+	InChain bool
+}
+
+// Snapshot returns the client's current state.
+func (c *Client) Snapshot() ClientSnapshot {
+	s := ClientSnapshot{ClientStatus: c.Status()}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.Queued, s.Wanted = len(c.upQ), len(c.wants)
+	if e := c.epoch; e != nil && hex.EncodeToString(e.v.id[:]) == s.Epoch {
+		p := e.v.desc.Params
+		s.Number, s.K, s.Rounds = e.v.desc.Number, int(p.K), int(p.Rounds)
+	}
+	in := map[string]bool{}
+	for _, m := range s.Chain {
+		in[m.ID] = true
+	}
+	for _, r := range s.Require {
+		s.Pins = append(s.Pins, Pin{PeerID: r, InChain: in[r]})
+	}
+	return s
+}
+
+// Holds reports, for each id, whether this client holds the chunk: it
+// published or fetched it (of the last maxHeld such chunks).
+func (c *Client) Holds(ids [][32]byte) []bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]bool, len(ids))
+	for i, id := range ids {
+		out[i] = c.held[id]
+	}
+	return out
+}
+
+// GetStatus is how far a running get job is.
+type GetStatus struct {
+	Held, Total int    // data chunks held, of Total (0 while the root manifest is awaited)
+	Name        string // the file's name once the root manifest is in
+	// Chunks are the data chunk ids the root manifest lists, when it lists
+	// them itself (a file small enough for one manifest chunk).
+	Chunks []chunker.ID
+}
+
+// GetProgress reports how far the running get job of the file whose link
+// has id is; ok is false when no get of that file runs.
+func (c *Client) GetProgress(id chunker.ID) (st GetStatus, ok bool) {
+	c.mu.Lock()
+	g := c.wants[id]
+	if g == nil {
+		c.mu.Unlock()
+		return GetStatus{}, false
+	}
+	asm := g.asm
+	c.mu.Unlock()
+	// Outside the client's lock: the assembler's own may be held by a
+	// chunk being written.
+	if asm != nil {
+		st.Held, st.Total = asm.Progress()
+		st.Name = asm.Name()
+		if m := asm.Manifest(); m != nil && m.Depth == 0 {
+			st.Chunks = append([]chunker.ID(nil), m.Chunks...)
+		}
+	}
+	return st, true
+}
+
+// ShareHandle is a share job started by StartShare: its chunks are queued,
+// one goes out per round, and Done closes once all are in published lists.
+type ShareHandle struct {
+	Link  chunker.Link
+	Total int          // chunks to upload, data and manifest
+	Bytes int64        // bytes read from the stream
+	IDs   []chunker.ID // every chunk of the file, upload order
+	b     int          // chunk size
+	c     *Client
+	job   *shareJob
+}
+
+// StartShare chunks r as a file named name and queues its chunks; it
+// returns once r is read, and the caller follows the job with Left, Done
+// and Cancel (Share is StartShare and a wait). It waits for an epoch first
+// (the chunk size is the epoch's).
+func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encrypt bool) (*ShareHandle, error) {
+	b, err := c.chunkSizeWaiting(ctx, "share "+name)
+	if err != nil {
+		return nil, err
+	}
+	job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{})}
+	h := &ShareHandle{b: b, c: c, job: job}
+	var items []upItem
+	cr := &countReader{r: r}
+	link, err := chunker.Share(cr, name, "", b, chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
+		if !job.left[id] {
+			job.left[id] = true
+			h.IDs = append(h.IDs, id)
+			items = append(items, upItem{c: store.Chunk{ID: id, Data: append([]byte(nil), chunk...)}, job: job})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	h.Link, h.Total, h.Bytes = link, len(items), cr.n
+	c.mu.Lock()
+	c.upQ = append(c.upQ, items...)
+	if len(items) == 0 {
+		close(job.done)
+	}
+	c.mu.Unlock()
+	return h, nil
+}
+
+// Left returns how many of the job's chunks are not yet published.
+func (h *ShareHandle) Left() int {
+	h.c.mu.Lock()
+	defer h.c.mu.Unlock()
+	return len(h.job.left)
+}
+
+// Done is closed once every chunk of the job is in a published list.
+func (h *ShareHandle) Done() <-chan struct{} { return h.job.done }
+
+// Cancel withdraws the chunks of the job not yet sent and returns cause
+// wrapped with what became of the file (published anyway or not).
+func (h *ShareHandle) Cancel(cause error) error {
+	return h.c.cancelShare(h.job, h.Link, h.Total, cause)
+}
+
+// RosterEntry is a live server of a server's roster, with its addresses.
+type RosterEntry struct {
+	PeerID string
+	Nick   string
+	Addrs  []string
+	Seen   time.Time
+}
+
+// EpochSnapshot is what a server knows of one epoch it keeps.
+type EpochSnapshot struct {
+	ID        [32]byte
+	Number    uint64
+	Position  int // this server's place in the chain
+	Chain     []string
+	Clients   int
+	Rounds    int // R
+	ChunkSize int
+	// Listed is how many rounds have a final request list here.
+	Listed    int
+	Ended     bool
+	Reason    string
+	VoidRound []uint32 // rounds voided by a bad batch (§5.2, §8)
+	// RoundChunks holds, for each round whose bulk state is still kept,
+	// how many chunks it published (covers not counted).
+	RoundChunks map[uint32]int
+}
+
+// ServerSnapshot is an operator's view of a server: public, aggregate
+// state only, nothing about any one client.
+type ServerSnapshot struct {
+	PeerID string
+	Nick   string
+	Roster []RosterEntry
+	Chain  []string // live servers in chain order, this one included
+	Epochs []EpochSnapshot
+	Timing Timing
+	// StoreBytes is the chunk data stored, QuotaBytes its cap (0: none);
+	// both 0 for a store that does not count.
+	StoreBytes, QuotaBytes int64
+	// Excluded counts clients refused for an epoch after a setup share
+	// fault (their identities stay with their primary).
+	Excluded int
+}
+
+// Snapshot returns the server's current state, newest epoch first.
+func (s *Server) Snapshot() ServerSnapshot {
+	out := ServerSnapshot{PeerID: s.h.ID().String(), Nick: s.cfg.Nick, Timing: s.Timing(), QuotaBytes: s.cfg.StoreOptions.QuotaBytes}
+	for _, m := range s.roster.live() {
+		rm := RosterEntry{PeerID: m.id.String(), Nick: m.nick, Seen: m.seen}
+		for _, a := range m.addrs {
+			rm.Addrs = append(rm.Addrs, a.String())
+		}
+		out.Roster = append(out.Roster, rm)
+	}
+	sort.Slice(out.Roster, func(i, j int) bool { return out.Roster[i].PeerID < out.Roster[j].PeerID })
+	for _, p := range s.chain() {
+		out.Chain = append(out.Chain, p.String())
+	}
+	if bs, ok := s.store.(*boltStore); ok {
+		out.StoreBytes = bs.st.Usage()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out.Excluded = len(s.banned)
+	for _, e := range s.epochs {
+		v := e.v
+		if e.final != nil {
+			v = e.final
+		}
+		es := EpochSnapshot{ID: v.id, Number: v.desc.Number, Position: e.pos, Clients: len(v.desc.Clients),
+			Rounds: int(v.desc.Params.Rounds), ChunkSize: int(v.desc.Params.ChunkSize), Listed: int(e.listHigh),
+			Ended: e.ended, Reason: e.reason, RoundChunks: map[uint32]int{}}
+		for _, p := range v.chain {
+			es.Chain = append(es.Chain, p.String())
+		}
+		for r := range e.evidence {
+			es.VoidRound = append(es.VoidRound, r)
+		}
+		sort.Slice(es.VoidRound, func(i, j int) bool { return es.VoidRound[i] < es.VoidRound[j] })
+		for r, x := range e.rounds {
+			if x.pubDone {
+				es.RoundChunks[r] = len(x.published)
+			}
+		}
+		out.Epochs = append(out.Epochs, es)
+	}
+	sort.Slice(out.Epochs, func(i, j int) bool { return out.Epochs[i].Number > out.Epochs[j].Number })
+	return out
+}
