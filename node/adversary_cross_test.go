@@ -138,14 +138,17 @@ func (a *advRecord) ended(id [32]byte, R uint32) bool {
 // cross-epoch adversary links an uploader's later pseudonyms no better
 // than chance; with decoys drawn from held chunks (v2, broken on purpose)
 // the same adversary links far above chance, which shows it has teeth.
-// Not under -short; RIFFLE_LONG=1 plays more epochs.
+// It runs two networks for many epochs (about 3.5 minutes), so only with
+// RIFFLE_LONG=1 (RIFFLE_ADVERSARY=1: a shorter run of 8 idle epochs).
 func TestAdversaryCrossEpoch(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs two networks for many epochs")
-	}
-	idle := 8
-	if os.Getenv("RIFFLE_LONG") != "" {
+	idle := 0
+	switch {
+	case os.Getenv("RIFFLE_LONG") != "":
 		idle = 30
+	case os.Getenv("RIFFLE_ADVERSARY") != "":
+		idle = 8
+	default:
+		t.Skip("RIFFLE_LONG=1 or RIFFLE_ADVERSARY=1 runs it")
 	}
 	v3 := crossEpoch(t, false, idle)
 	v2 := crossEpoch(t, true, idle)
