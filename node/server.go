@@ -90,6 +90,10 @@ type ServerConfig struct {
 	// PruneEvery is how often retention is applied (default
 	// DefaultPruneEvery; only with a retention set).
 	PruneEvery time.Duration
+
+	// observe is the anonymity tests' view of what this server sees
+	// (observe.go); nil outside them.
+	observe *testObserver
 }
 
 // DefaultPruneEvery is how often a server prunes its store by default.
