@@ -58,7 +58,7 @@ func TestProbationPersists(t *testing.T) {
 	// A leader proposing the newcomer gets a withdrawal.
 	lead := []peer.ID{old, s.ID(), fresh}
 	sortChain(lead)
-	prep := wire.Prepare{Number: 6, Params: testParams(4).wire()}
+	prep := wire.Prepare{Number: 6, Params: s.cfg.Params.wire()}
 	for _, p := range lead {
 		prep.Chain = append(prep.Chain, []byte(p))
 	}

@@ -227,6 +227,9 @@ func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	if err := mix.VerifySubmissionDigest(regKey, mix.EpochID(sub.Epoch), uint64(sub.Round), sub.Slot, digest, sub.Sig[:]); err != nil {
 		return 0, nil, fmt.Errorf("node: submission: %w", err)
 	}
+	if o := s.cfg.observe; o != nil && o.Submit != nil {
+		o.Submit(sub.Epoch, sub.Round, sub.Slot, time.Now())
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e.ended {

@@ -25,7 +25,7 @@ func TestPrepareFromNumbersLeader(t *testing.T) {
 	chain := []peer.ID{a, s.ID()}
 	sortChain(chain)
 	prep := func(n uint64) []byte {
-		p := wire.Prepare{Number: n, Params: testParams(4).wire()}
+		p := wire.Prepare{Number: n, Params: s.cfg.Params.wire()}
 		for _, c := range chain {
 			p.Chain = append(p.Chain, []byte(c))
 		}

@@ -98,6 +98,10 @@ type ServerConfig struct {
 	Probation int
 	// LeaderTimeout is T_lead (0: DefaultLeaderTimeout; rotate.go).
 	LeaderTimeout time.Duration
+
+	// observe is the anonymity tests' view of what this server sees
+	// (observe.go); nil outside them.
+	observe *testObserver
 }
 
 // DefaultPruneEvery is how often a server prunes its store by default.
