@@ -49,8 +49,12 @@ func TestLeaderTricksFail(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	chain := tn.servers[0].chain()
+	// The leader is whoever sent the open epoch's Prepare (leaders rotate).
+	tn.servers[0].mu.Lock()
+	lead := tn.servers[0].epochs[id].leader
+	tn.servers[0].mu.Unlock()
 	for _, s := range tn.servers {
-		if s.ID() == chain[0] {
+		if s.ID() == lead {
 			leader = s
 		} else {
 			honest = append(honest, s)
