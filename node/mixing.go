@@ -288,6 +288,17 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if err := verifyPeerSig(from, batchDigest(&wire.Batch{Epoch: h.Epoch, Round: h.Round, S: h.S, Root: h.Root}), h.Sig); err != nil {
 		return 0, nil, err
 	}
+	// A round outside the epoch or the kept window is refused before its
+	// root is recorded: nothing of it may stay here.
+	if h.Round >= v.desc.Params.Rounds {
+		return 0, nil, fmt.Errorf("node: batch for round %d beyond the epoch's %d", h.Round, v.desc.Params.Rounds)
+	}
+	s.mu.Lock()
+	err = e.admit(h.Round)
+	s.mu.Unlock()
+	if err != nil {
+		return 0, nil, err
+	}
 	lim := limitsFor(v.desc.Params, m)
 	lim.Frame = s.roundCaps(wire.TypeBatch)
 	if err := b.UnmarshalAlloc(body, lim, alloc); err != nil {
