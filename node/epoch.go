@@ -188,7 +188,10 @@ func (s *Server) end(e *sepoch, reason string) {
 			others = append(others, p)
 		}
 	}
-	body := (&wire.EpochRef{Epoch: e.v.id, Reason: []byte(reason)}).Marshal()
+	body := s.signAbortLocked(e, wire.AbortFault, reason)
+	if body == nil {
+		return
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

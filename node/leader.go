@@ -23,7 +23,7 @@ func (s *Server) leaderLoop(ctx context.Context) {
 		case <-time.After(500 * time.Millisecond):
 		}
 		chain := s.chain()
-		if len(chain) < s.cfg.MinServers || chain[0] != s.h.ID() {
+		if len(chain) < s.cfg.MinServers || chain[0] != s.h.ID() || (s.refusalOut(s.h.ID()) && len(chain) > s.cfg.MinServers) {
 			continue
 		}
 		if err := s.runEpoch(ctx, chain); err != nil && ctx.Err() == nil {
@@ -38,7 +38,7 @@ func (s *Server) leaderLoop(ctx context.Context) {
 }
 
 func (s *Server) abortAll(ctx context.Context, chain []peer.ID, id [32]byte, reason string) {
-	body := (&wire.EpochRef{Epoch: id, Reason: []byte(reason)}).Marshal()
+	body := s.abortBody(id, reason)
 	_, _ = s.each(context.WithoutCancel(ctx), chain, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: shortTimeout})
 }
 

@@ -130,6 +130,8 @@ type Server struct {
 	banned map[peer.ID]uint64
 	// rb is what round blames left here (roundblame_after.go).
 	rb roundBlameState
+	// ref counts aborts on private grounds (refusals.go).
+	ref refusalState
 
 	timing   timer    // where the time goes (Timing, riffle bench)
 	handlers gate     // stream handlers in flight
