@@ -41,6 +41,12 @@ const (
 	refusalKeep = 4
 	// seenKeep is how many epoch numbers back the relay memory reaches.
 	seenKeep = 16
+	// abortSettle is how long a server that ended an epoch waits before
+	// it signs its abort: if another server's abort comes meanwhile, its
+	// own fault was that one's consequence (a peer that already ended
+	// the epoch refuses its requests) and it sends nothing, so that it is
+	// not charged for another's refusal. Its own epoch ends at once.
+	abortSettle = time.Second
 )
 
 // refusal is one counted abort.
@@ -62,6 +68,53 @@ type refusalState struct {
 	// number for pruning.
 	seen map[[32]byte]map[peer.ID]bool
 	num  map[[32]byte]uint64
+}
+
+// broadcastAbort tells every other server of e's chain that e ended here
+// (§3: a failure ends the epoch for everyone; without the notice the
+// others' clients would wait for rounds that never come), with a signed
+// abort, after abortSettle and unless another server's abort came first.
+// Call with s.mu held.
+func (s *Server) broadcastAbort(e *sepoch, reason string) {
+	var others []peer.ID
+	for _, p := range e.v.chain {
+		if p != s.h.ID() {
+			others = append(others, p)
+		}
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(abortSettle):
+		}
+		s.mu.Lock()
+		var body []byte
+		if !s.abortedByOther(e) {
+			body = s.signAbortLocked(e, wire.AbortFault, reason)
+		}
+		s.mu.Unlock()
+		if body == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
+		defer cancel()
+		_, _ = s.each(ctx, others, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: shortTimeout})
+	}()
+}
+
+// abortedByOther reports whether another server's abort of e came here.
+func (s *Server) abortedByOther(e *sepoch) bool {
+	s.ref.mu.Lock()
+	defer s.ref.mu.Unlock()
+	for p := range s.ref.seen[e.v.id] {
+		if p != s.h.ID() {
+			return true
+		}
+	}
+	return false
 }
 
 func abortDigest(a *wire.Abort) [32]byte { return taggedHash(tagAbort, a.MarshalBody()) }

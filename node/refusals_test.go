@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"sync"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
 )
 
 // abortEveryEpoch makes s end, with free text, every epoch it is in once
@@ -30,7 +33,16 @@ func abortEveryEpoch(t *testing.T, s *Server) func() []uint64 {
 			s.mu.Lock()
 			for _, e := range s.epochs {
 				if !e.ended && e.final != nil {
-					s.end(e, "I do not like this epoch")
+					// At once, without the settle time of an honest end.
+					s.endQuiet(e, "I do not like this epoch")
+					body := s.signAbortLocked(e, wire.AbortFault, "I do not like this epoch")
+					var others []peer.ID
+					for _, p := range e.v.chain {
+						if p != s.h.ID() {
+							others = append(others, p)
+						}
+					}
+					go s.each(context.Background(), others, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: shortTimeout})
 					mu.Lock()
 					ended = append(ended, e.v.desc.Number)
 					mu.Unlock()
@@ -88,7 +100,7 @@ func TestRefusalBudget(t *testing.T) {
 			outAfter := time.Since(start).Round(time.Millisecond)
 			for _, s := range honest {
 				if inChain(s.chain(), bad.h.ID()) {
-					t.Fatal("the server out for its refusal budget is in an honest chain")
+					t.Fatalf("the server out for its refusal budget is in an honest chain (out %v, counts %v, number %d)", s.refusalOut(bad.h.ID()), s.refusalCounts(), s.number)
 				}
 			}
 			var up, down *Client
@@ -112,12 +124,26 @@ func TestRefusalBudget(t *testing.T) {
 				}
 				for p, n := range s.refusalCounts() {
 					if p != bad.h.ID() {
-						t.Fatalf("honest server %s charged with %d aborts", p.ShortString(), n)
+						s.ref.mu.Lock()
+						recs := append([]refusal(nil), s.ref.recs...)
+						s.ref.mu.Unlock()
+						t.Fatalf("honest server %s charged with %d aborts: %+v", p.ShortString(), n, recs)
 					}
 				}
 			}
+			// It returns after m chains without it, and aborts again.
+			deadline = time.Now().Add(40 * time.Second)
+			for len(aborted()) < 3 {
+				if time.Now().After(deadline) {
+					t.Fatalf("the server did not return after m epochs (it ended %v)", aborted())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
 			// Never m epoch numbers in a row all ended by it.
 			nums := aborted()
+			if nums[2] < nums[1]+4 {
+				t.Fatalf("the server was back before m = 3 epochs ran without it: it ended %v", nums)
+			}
 			for i := 0; i+2 < len(nums); i++ {
 				if nums[i+2]-nums[i] == 2 {
 					t.Fatalf("the aborting server ended 3 epochs in a row: %v", nums)
