@@ -68,6 +68,8 @@ type refusalState struct {
 	// number for pruning.
 	seen map[[32]byte]map[peer.ID]bool
 	num  map[[32]byte]uint64
+	// charged: servers already charged for an epoch (once each).
+	charged map[[32]byte]map[peer.ID]bool
 }
 
 // broadcastAbort tells every other server of e's chain that e ended here
@@ -76,6 +78,27 @@ type refusalState struct {
 // abort, after abortSettle and unless another server's abort came first.
 // Call with s.mu held.
 func (s *Server) broadcastAbort(e *sepoch, reason string) {
+	s.broadcastAbortKind(e, wire.AbortFault, 0, reason)
+}
+
+// endUnfilled ends e when round r could not be filled (§5.4). If the
+// publication of an earlier round is what it waits for, the abort says so
+// (AbortNoPub), so that it is charged to the last server when the others
+// lack it too. Call with s.mu held.
+func (s *Server) endUnfilled(e *sepoch, r uint32) {
+	if r >= mixDepth {
+		if x := e.rounds[r-mixDepth]; x == nil || !x.pubDone {
+			reason := fmt.Sprintf("round %d: no publication of round %d", r, r-mixDepth)
+			s.endQuiet(e, reason)
+			s.broadcastAbortKind(e, wire.AbortNoPub, r-mixDepth, reason)
+			return
+		}
+	}
+	s.end(e, fmt.Sprintf("round %d not filled", r))
+}
+
+// broadcastAbortKind is broadcastAbort with an abort kind and round.
+func (s *Server) broadcastAbortKind(e *sepoch, kind uint8, round uint32, reason string) {
 	var others []peer.ID
 	for _, p := range e.v.chain {
 		if p != s.h.ID() {
@@ -93,7 +116,7 @@ func (s *Server) broadcastAbort(e *sepoch, reason string) {
 		s.mu.Lock()
 		var body []byte
 		if !s.abortedByOther(e) {
-			body = s.signAbortLocked(e, wire.AbortFault, reason)
+			body = s.signAbortLocked(e, kind, round, reason)
 		}
 		s.mu.Unlock()
 		if body == nil {
@@ -122,8 +145,8 @@ func abortDigest(a *wire.Abort) [32]byte { return taggedHash(tagAbort, a.Marshal
 // signAbortLocked returns this server's signed abort of e and notes it
 // here as any other server will (nil if signing failed). Call with s.mu
 // held.
-func (s *Server) signAbortLocked(e *sepoch, kind uint8, reason string) []byte {
-	a := &wire.Abort{Epoch: e.v.id, Number: e.v.desc.Number, Kind: kind, Signer: []byte(s.h.ID()), Reason: []byte(reason)}
+func (s *Server) signAbortLocked(e *sepoch, kind uint8, round uint32, reason string) []byte {
+	a := &wire.Abort{Epoch: e.v.id, Number: e.v.desc.Number, Round: round, Kind: kind, Signer: []byte(s.h.ID()), Reason: []byte(reason)}
 	if len(a.Reason) > wire.MaxReason {
 		a.Reason = a.Reason[:wire.MaxReason]
 	}
@@ -143,7 +166,7 @@ func (s *Server) abortBody(id [32]byte, reason string) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.epochs[id]; e != nil && e.v != nil {
-		return s.signAbortLocked(e, wire.AbortCoord, reason)
+		return s.signAbortLocked(e, wire.AbortCoord, 0, reason)
 	}
 	a := &wire.Abort{Epoch: id, Kind: wire.AbortCoord, Signer: []byte(s.h.ID()), Reason: []byte(reason)}
 	sig, err := sign(s.priv, abortDigest(a))
@@ -175,7 +198,7 @@ func (s *Server) onAbort(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if !inChain(e.v.chain, signer) {
 		return 0, nil, errors.New("node: abort signed outside the chain")
 	}
-	if a.Kind == wire.AbortFault && a.Number != e.v.desc.Number {
+	if a.Kind != wire.AbortCoord && a.Number != e.v.desc.Number {
 		return 0, nil, fmt.Errorf("node: abort of epoch number %d, not %d", a.Number, e.v.desc.Number)
 	}
 	if err := verifyPeerSig(signer, abortDigest(&a), a.Sig); err != nil {
@@ -244,6 +267,7 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID) bool 
 			if n+seenKeep < e.v.desc.Number {
 				delete(rs.seen, id)
 				delete(rs.num, id)
+				delete(rs.charged, id)
 			}
 		}
 	}
@@ -255,14 +279,33 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID) bool 
 	if s.publicCause(e) {
 		return true
 	}
-	rec := refusal{Peer: signer.String(), Number: e.v.desc.Number, Window: uint64(len(e.v.chain)),
+	charged := signer
+	if a.Kind == wire.AbortNoPub && e.final != nil {
+		if x := e.rounds[a.Round]; x == nil || !x.pubDone {
+			charged = e.v.chain[len(e.v.chain)-1]
+		}
+	}
+	rs.mu.Lock()
+	if rs.charged == nil {
+		rs.charged = map[[32]byte]map[peer.ID]bool{}
+	}
+	if rs.charged[e.v.id] == nil {
+		rs.charged[e.v.id] = map[peer.ID]bool{}
+	}
+	again := rs.charged[e.v.id][charged]
+	rs.charged[e.v.id][charged] = true
+	rs.mu.Unlock()
+	if again {
+		return true
+	}
+	rec := refusal{Peer: charged.String(), Number: e.v.desc.Number, Window: uint64(len(e.v.chain)),
 		Epoch: hex.EncodeToString(e.v.id[:]), Reason: string(a.Reason)}
 	rs.mu.Lock()
 	rs.recs = append(rs.recs, rec)
 	rs.prune()
 	s.saveRefusalsLocked()
 	rs.mu.Unlock()
-	s.log.Info("abort on private grounds counted", "server", signer.ShortString(), "epoch", e.v.desc.Number, "reason", string(a.Reason))
+	s.log.Info("abort on private grounds counted", "server", charged.ShortString(), "signer", signer.ShortString(), "epoch", e.v.desc.Number, "reason", string(a.Reason))
 	s.wg.Add(1)
 	go s.watchCause(e, rec)
 	return true

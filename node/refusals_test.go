@@ -35,7 +35,7 @@ func abortEveryEpoch(t *testing.T, s *Server) func() []uint64 {
 				if !e.ended && e.final != nil {
 					// At once, without the settle time of an honest end.
 					s.endQuiet(e, "I do not like this epoch")
-					body := s.signAbortLocked(e, wire.AbortFault, "I do not like this epoch")
+					body := s.signAbortLocked(e, wire.AbortFault, 0, "I do not like this epoch")
 					var others []peer.ID
 					for _, p := range e.v.chain {
 						if p != s.h.ID() {

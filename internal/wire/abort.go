@@ -14,6 +14,11 @@ const (
 	// final descriptor; charged to nobody (a leader that never completes
 	// an epoch is a silent leader).
 	AbortCoord uint8 = 1
+	// AbortNoPub: the signer never got round Round's publication from
+	// the last server of the chain. A server that lacks it too charges
+	// the last server; one that has it charges the signer (§5.2 (v3):
+	// a claimant whose claim others can disprove pays for it).
+	AbortNoPub uint8 = 2
 )
 
 // Abort ends an epoch for every server of its chain (TypeAbort). It is
@@ -59,7 +64,7 @@ func (m *Abort) Unmarshal(b []byte) error {
 	if err := d.Done("abort"); err != nil {
 		return err
 	}
-	if m.Kind > AbortCoord {
+	if m.Kind > AbortNoPub {
 		return fmt.Errorf("wire: decode abort: unknown kind %d", m.Kind)
 	}
 	return nil
