@@ -65,7 +65,10 @@ func TestCastBadShuffleProof(t *testing.T) {
 // is left out of the next m chains and an honest share and get complete
 // byte-exact. The last position is the only one that publishes.
 func TestCastWithholdsPublication(t *testing.T) {
-	bn := startBlameNet(t, 3, 2, 4, 2)
+	// A short round limit: each withheld epoch ends when it runs out.
+	p := testParams(6)
+	p.RoundLimitMs = 4000
+	bn := startBlameNetParams(t, p, 3, 2, 4, 2)
 	k := 2
 	bad := bn.servers[k]
 	var mu sync.Mutex

@@ -62,8 +62,13 @@ type blameNet struct {
 // of them; then n clients, whose epochs need minClients.
 func startBlameNet(t *testing.T, m, minServers, n, minClients int) *blameNet {
 	t.Helper()
+	return startBlameNetParams(t, testParams(6), m, minServers, n, minClients)
+}
+
+// startBlameNetParams is startBlameNet with parameters p.
+func startBlameNetParams(t *testing.T, p Params, m, minServers, n, minClients int) *blameNet {
+	t.Helper()
 	ctx := context.Background()
-	p := testParams(6)
 	var servers []*Server
 	var peers []string
 	for i := 0; i < m; i++ {
