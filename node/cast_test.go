@@ -2,10 +2,13 @@ package node
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/riffle-net/riffle/mix"
 )
 
 // More of the malicious-server cast (docs/proto-node.md "Round blame"): a
@@ -46,13 +49,19 @@ func TestCastServerSwaps(t *testing.T) {
 func TestCastBadShuffleProof(t *testing.T) {
 	for _, k := range castPositions(0, 1, 2) {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
-			serverCaseEvidence(t, k, 1, func(fired *atomic.Bool) *serverHooks {
+			recs := serverCaseEvidence(t, k, 1, func(fired *atomic.Bool) *serverHooks {
 				return &serverHooks{badProof: func(raw []byte) {
 					if fire(fired) {
-						raw[len(raw)-40] ^= 1
+						// The shuffle proof's last byte (the DLEQ follows it).
+						raw[len(raw)-mix.DLEQProofSize-1] ^= 1
 					}
 				}}
 			})
+			for _, r := range recs {
+				if !strings.Contains(r.Reason, "shuffle proof does not verify") {
+					t.Fatalf("named for %q, not the shuffle proof", r.Reason)
+				}
+			}
 		})
 	}
 }

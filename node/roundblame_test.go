@@ -240,7 +240,7 @@ func serverCase(t *testing.T, k int, hooks func(fired *atomic.Bool) *serverHooks
 
 // serverCaseEvidence is serverCase where each honest record must hold
 // wantEvidence signed messages (0: not checked).
-func serverCaseEvidence(t *testing.T, k, wantEvidence int, hooks func(fired *atomic.Bool) *serverHooks) {
+func serverCaseEvidence(t *testing.T, k, wantEvidence int, hooks func(fired *atomic.Bool) *serverHooks) []store.BlameRecord {
 	bn := startBlameNet(t, 3, 2, 4, 2)
 	var fired atomic.Bool
 	bad := bn.servers[k]
@@ -288,6 +288,7 @@ func serverCaseEvidence(t *testing.T, k, wantEvidence int, hooks func(fired *ato
 	}
 	shareAndGet(t, up, down)
 	t.Logf("server %d: every honest server named it %v after the fault; an honest share and get done %v after it", k, named, sinceFault())
+	return recs
 }
 
 // TestRoundBlameServerCorrupts: a server that alters one entry of its
