@@ -4,7 +4,7 @@ BIN      := bin/riffle
 # Packages whose concurrency matters run under the race detector too.
 RACE_PKGS := ./store/... ./node/... ./pir/...
 
-.PHONY: all build demo test vet fmt-check bench soak fuzz clean
+.PHONY: all build demo test vet fmt-check bench soak fuzz clean netns
 
 all: build
 
@@ -30,6 +30,11 @@ test: vet fmt-check
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2x ./...
+
+# Servers and groups of clients each in their own Linux network namespace,
+# each server's link capped with tc tbf (needs root; skipped elsewhere).
+netns: build
+	sh scripts/netns.sh ./$(BIN)
 
 soak:
 	RIFFLE_SOAK=1 $(GO) test -count=1 -run Soak -timeout 60m ./...

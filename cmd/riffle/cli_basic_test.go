@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -475,34 +474,5 @@ func TestVerboseAnywhere(t *testing.T) {
 		if got != want {
 			t.Errorf("%s: verbose %v, want %v", args, got, want)
 		}
-	}
-}
-
-// TestBenchSmall runs `riffle bench` on a tiny network: a header with the
-// steady rate's column and one row for n = 2 with a measured round time
-// over at least two rounds.
-func TestBenchSmall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a loopback network")
-	}
-	out, errOut, err := runBin(t, cleanEnv(t), "bench", "--clients", "2", "--rounds", "1", "--chunk-size", "16384")
-	if err != nil {
-		t.Fatalf("bench: %v\n%s", err, errOut)
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[1], "steady/client") {
-		t.Fatalf("bench printed:\n%s", out)
-	}
-	// n, three rates (number and unit each), round, five parts, rounds.
-	f := strings.Fields(lines[2])
-	if len(f) != 14 || f[0] != "2" {
-		t.Fatalf("bench row %q", lines[2])
-	}
-	round, err := time.ParseDuration(f[7])
-	if err != nil || round <= 0 {
-		t.Fatalf("round %q: %v", f[7], err)
-	}
-	if rounds, err := strconv.Atoi(f[13]); err != nil || rounds < 2 {
-		t.Fatalf("rounds %q: %v", f[13], err)
 	}
 }
