@@ -23,7 +23,7 @@ func (s *Server) leaderLoop(ctx context.Context) {
 		case <-time.After(500 * time.Millisecond):
 		}
 		chain := s.chain()
-		if len(chain) < s.cfg.MinServers || chain[0] != s.h.ID() || (s.refusalOut(s.h.ID()) && len(chain) > s.cfg.MinServers) {
+		if len(chain) < s.cfg.MinServers || chain[0] != s.h.ID() {
 			continue
 		}
 		if err := s.runEpoch(ctx, chain); err != nil && ctx.Err() == nil {
