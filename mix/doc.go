@@ -11,11 +11,15 @@
 //	§3   NewServerSecret, ServerSecret.Public, .ProveKey, VerifyKey, KeyContext
 //	     (the PoK of x_j bound to number, nonce and peer id); NewRoundKeys,
 //	     RoundKeys.Public (Y_{s,r}, Y'_{s,r}); every .Close (forward secrecy)
-//	§4   AggregateKeys (A_{s,j}, the pseudonym under A_{s,m-1})
+//	§4   AggregateKeys (A_{s,j}, the pseudonym under A_{s,m-1}),
+//	     CheckAggregateKeys (no A_{s,j} is the identity; v3)
 //	§4.1 Register, VerifyRegistration, VerifyRegistrations (batched),
 //	     CheckDistinct, Registration.MarshalBinary, ParseRegistration,
 //	     RegistrationSize, Registration.CiphertextHash, InitialVectors,
-//	     ClientSecret.Pseudonym, .PIRKey (§6.2's X25519 key)
+//	     ClientSecret.Pseudonym, .PIRKey (§6.2's X25519 key), SealComponent;
+//	     a repeated U or P (v3): ClientSecret.Share, .ProveShare, VerifyShare
+//	     (proof of knowledge of the value's discrete log, bound to epoch,
+//	     slot and component)
 //	§4.2 SetupStep: step 1 (open U), step 2 (shuffle, mix/shuffle), step 3
 //	     (strip), one batched DLEQ for steps 1 and 3 (§4.4); VerifyStep (step
 //	     4, every other server); StepResult.Next, .Pseudonyms, MarshalBinary,

@@ -205,6 +205,12 @@ func AggregateKeys(serverKeys []*group.Element, s int) ([]*group.Element, error)
 			return nil, fmt.Errorf("aggregate keys: server %d key: %w", j, group.ErrIdentity)
 		}
 		acc.Add(acc, serverKeys[j])
+		// SPEC §4.1 v3: an aggregate key is checked like a single
+		// one. Keys X and −X from two colluding servers would sum to
+		// the identity, under which every ciphertext is plaintext.
+		if group.IsIdentity(acc) {
+			return nil, fmt.Errorf("aggregate keys: A_{%d,%d}: %w", s, j, group.ErrIdentity)
+		}
 		out = append(out, group.NewElement().Set(acc))
 	}
 	return append(out, group.NewElement().Set(acc)), nil

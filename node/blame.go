@@ -118,6 +118,9 @@ func (s *Server) onRoute(ctx context.Context, from peer.ID, body []byte) (wire.T
 	if se == nil || !inChain || int(req.S) != e.pos {
 		return 0, nil, errors.New("node: no share fault of this epoch to walk here")
 	}
+	if se.Duplicate >= 0 {
+		return s.onDupRoute(ctx, e, se, req)
+	}
 	t0, out := walkStart(se)
 	if e.pos < t0 {
 		var err error
@@ -145,6 +148,10 @@ func (s *Server) shareFault(ctx context.Context, e *sepoch, se *mix.ShareError) 
 	s.mu.Lock()
 	e.shareErr = se
 	s.mu.Unlock()
+	if se.Duplicate >= 0 {
+		s.dupFault(ctx, e, se) // both positions (§4.1 v3)
+		return
+	}
 	t0, slot := walkStart(se)
 	var err error
 	if t0 >= 0 {

@@ -39,7 +39,7 @@ func (s *Server) epochCaps(t wire.Type) int {
 	case wire.TypeBlameReq:
 		return 64
 	}
-	return 0
+	return dupEpochCaps(t)
 }
 
 func (s *Server) roundCaps(t wire.Type) int {
@@ -67,7 +67,7 @@ func (s *Server) clientCaps(t wire.Type) int {
 	case wire.TypeSubmit:
 		return mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers) + 256
 	}
-	return 0
+	return dupClientCaps(t)
 }
 
 func (s *Server) pirCaps(t wire.Type) int {

@@ -55,8 +55,9 @@ func checkParams(p wire.Params, rate float64) error {
 		return fmt.Errorf("node: %d rounds outside [1, %d]", p.Rounds, MaxRounds)
 	case p.W < 1 || uint32(p.W) > p.Rounds:
 		return fmt.Errorf("node: cover window %d outside [1, %d]", p.W, p.Rounds)
-	case p.MaxClients < 1 || p.MaxClients > MaxClientsCap:
-		return fmt.Errorf("node: client cap %d outside [1, %d]", p.MaxClients, MaxClientsCap)
+	case p.MaxClients < MinClientCap || p.MaxClients > MaxClientsCap:
+		// (v3) a floor, so that no leader can put a client alone (n−1).
+		return fmt.Errorf("node: client cap %d outside [%d, %d]", p.MaxClients, MinClientCap, MaxClientsCap)
 	case p.MaxRows < 1 || p.MaxRows > MaxRowsCap:
 		return fmt.Errorf("node: row cap %d outside [1, %d]", p.MaxRows, MaxRowsCap)
 	case p.RoundLimitMs < 100:
@@ -134,6 +135,10 @@ func checkDescriptor(d *wire.Descriptor, rate float64) (*view, error) {
 			}
 		}
 		v.Y, v.Yp = append(v.Y, ys), append(v.Yp, yps)
+	}
+	// §4.1 v3: every aggregate key, like every single key.
+	if err := mix.CheckAggregateKeys(v.serverKeys); err != nil {
+		return nil, fmt.Errorf("node: descriptor: %w", err)
 	}
 	if len(d.Clients) > int(d.Params.MaxClients) {
 		return nil, fmt.Errorf("node: descriptor with %d clients > cap %d", len(d.Clients), d.Params.MaxClients)

@@ -27,9 +27,6 @@ import (
 type ClientConfig struct {
 	Server  string    // the primary's multiaddr, with /p2p/<peer id>
 	Require []peer.ID // servers that must be in the chain besides the primary
-	// MinAnonymity holds share and get jobs (the client sends cover, as
-	// always) in epochs with fewer clients (0: no minimum).
-	MinAnonymity int
 	// DataDir holds the client DB of sealed onions (optional: without it
 	// they are kept in memory only).
 	DataDir string
@@ -41,6 +38,21 @@ type ClientConfig struct {
 	// sends and the bytes written to its stream (the wire-size equality
 	// test records them).
 	OnSend func(msgType uint8, size int)
+
+	// MinAnonymity is the smallest anonymity set in which the client
+	// carries its jobs (§3 v3), counted over the clients registered
+	// through servers it trusts (its primary and the required servers);
+	// in a smaller epoch it sends cover only. 0 means DefaultMinAnonymity.
+	MinAnonymity int
+	// Now starts jobs at once instead of after the presence wait of §5.4
+	// (PresenceMin to PresenceMax full epochs from arrival): what a
+	// one-shot `--now` does, and tests. It reveals when a job ran.
+	Now bool
+
+	// observe is the anonymity tests' ground truth (observe.go); nil
+	// outside them.
+	observe *testClientObserver
+	dupTest *dupClientTest // test-only hooks (dupclient.go)
 }
 
 // Client is a riffle client: it takes part in every epoch through its
@@ -66,16 +78,39 @@ type Client struct {
 	wants    map[[32]byte]*getJob
 	inflight map[[32]byte]bool
 	failed   map[[32]byte]bool
-	// retry holds ids whose answer was corrupted in an earlier epoch; they
-	// go out only in the background stream of re-requests (§6.3), never
-	// as a burst. held is what that stream re-requests otherwise: chunks
-	// this client fetched or published (at most maxHeld).
+	// retry holds ids whose answer was corrupted in an earlier epoch:
+	// never asked for on purpose again, taken only when a decoy draw
+	// lands on them (§6.3 v3).
 	retry map[[32]byte]bool
-	held  map[[32]byte]bool
-	stats Stats
-	index []IndexEntry // synced once per epoch
+	// decoys is the public demand decoys are drawn from (decoys.go).
+	decoys decoyPool
+	stats  Stats
+	index  []IndexEntry // synced once per epoch
+	// indexSynced: index holds a sync (ls waits for the first).
+	indexSynced bool
+	// trusted is the current epoch's anonymity set counted over the
+	// servers this client trusts (client_anon.go).
+	trusted int
+	// held: chunks this client published or fetched (at most maxHeld),
+	// for local views only (Holds): they never choose a request.
+	held map[[32]byte]bool
+	// testHeld: the same as a list, for the negative control of the
+	// anonymity tests only (decoys.go, heldDraw).
+	testHeld [][32]byte
 	// hooks are set by tests only (roundblame_after.go).
 	hooks atomic.Pointer[clientHooks]
+
+	local     localQueue // local work (client_local.go)
+	localDone chan struct{}
+	localHook func(step string) // tests: called before each local step
+
+	// Presence (presence.go): full epochs since arrival, the wait drawn
+	// at arrival before jobs start, and the full epochs at the last one
+	// with a job.
+	fullEpochs, jobWait, lastJob int
+	hadJob                       bool
+	jobTraffic                   bool // a job sent real traffic this epoch
+
 	// For Status: when the current epoch began, the round count then,
 	// and why no epoch runs (control_status.go).
 	epochAt      time.Time
@@ -90,6 +125,9 @@ type Stats struct {
 	Epochs, Rounds    int
 	Uploaded, Fetched int
 	BadAnswers        int
+	// CoverAttacks counts corrupted answers to cover queries (random
+	// rows and decoys the client does not want): targeted attacks.
+	CoverAttacks int
 }
 
 type upItem struct {
@@ -103,13 +141,17 @@ type shareJob struct {
 }
 
 type getJob struct {
-	asm  *chunker.Assembler
-	link chunker.Link
-	dir  string
-	root bool // waiting for the root manifest
-	done chan struct{}
-	path string
-	err  error
+	asm *chunker.Assembler
+	// needed is asm's missing ids as of its last change (client_local.go):
+	// the round loop reads it under c.mu, never the assembler itself.
+	needed    [][32]byte
+	cancelled bool // Get returned; the worker drops the job
+	link      chunker.Link
+	dir       string
+	root      bool // waiting for the root manifest
+	done      chan struct{}
+	path      string
+	err       error
 }
 
 // cepoch is a client's state of one epoch.
@@ -169,6 +211,9 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if log == nil {
 		log = quietLogger()
 	}
+	if cfg.MinAnonymity <= 0 {
+		cfg.MinAnonymity = DefaultMinAnonymity
+	}
 	rnd := cfg.Rand
 	if rnd == nil {
 		rnd = rand.Reader
@@ -183,7 +228,13 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	c := &Client{cfg: cfg, log: log, rand: rnd, h: h, primary: ai.ID, ctx: cctx, cancel: cancel, done: make(chan struct{}),
 		changed: make(chan struct{}), wants: map[[32]byte]*getJob{}, inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{},
-		retry: map[[32]byte]bool{}, held: map[[32]byte]bool{}}
+		retry: map[[32]byte]bool{}, held: map[[32]byte]bool{}, localDone: make(chan struct{})}
+	c.local.wake = make(chan struct{}, 1)
+	if c.jobWait, err = drawPresence(rnd); err != nil {
+		h.Close()
+		cancel()
+		return nil, fmt.Errorf("node: presence draw: %w", err)
+	}
 	if err := h.Connect(cctx, *ai); err != nil {
 		h.Close()
 		cancel()
@@ -191,6 +242,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	}
 	c.openClientDB()
 	go c.run()
+	go c.localWorker()
 	return c, nil
 }
 
@@ -198,6 +250,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 func (c *Client) Close() error {
 	c.cancel()
 	<-c.done
+	<-c.localDone
 	var err error
 	if c.db != nil {
 		err = c.db.Close()

@@ -89,12 +89,14 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 			return g.path, g.err
 		case <-t.C:
 			c.mu.Lock()
-			held, total, rounds, b, name := 0, 0, c.stats.Rounds, c.b, ""
-			if g.asm != nil {
-				held, total = g.asm.Progress()
-				name = g.asm.Name()
-			}
+			held, total, rounds, b, name, asm := 0, 0, c.stats.Rounds, c.b, "", g.asm
 			c.mu.Unlock()
+			// Outside the client's lock: the assembler's own lock may be
+			// held by a chunk being written.
+			if asm != nil {
+				held, total = asm.Progress()
+				name = asm.Name()
+			}
 			if total == 0 {
 				if why := c.notIndexed(link.ID); why != "" {
 					c.jobProgress(ctx, "get: %s", why)
@@ -111,12 +113,14 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 			if c.wants[link.ID] == g {
 				delete(c.wants, link.ID)
 			}
-			if g.asm != nil {
+			g.cancelled = true
+			asm := g.asm
+			c.mu.Unlock()
+			if asm != nil {
 				// The partial file stays: a later Get into the same
 				// directory verifies it and fetches only what is missing.
-				g.asm.Close()
+				asm.Close()
 			}
-			c.mu.Unlock()
 			return "", ctx.Err()
 		}
 	}
@@ -144,4 +148,23 @@ func (c *Client) SyncedIndex() []IndexEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]IndexEntry(nil), c.index...)
+}
+
+// WaitSyncedIndex returns the synced index once there is one (the first
+// sync is at the start of the client's first epoch), without any request.
+func (c *Client) WaitSyncedIndex(ctx context.Context) ([]IndexEntry, error) {
+	for {
+		c.mu.Lock()
+		if c.indexSynced {
+			defer c.mu.Unlock()
+			return append([]IndexEntry(nil), c.index...), nil
+		}
+		ch := c.changed
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }

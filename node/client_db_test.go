@@ -24,7 +24,7 @@ func TestOnionsStoredBeforeSending(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := node.ClientConfig{Server: tn.Addr(0), DataDir: dir}
+	cfg := node.ClientConfig{Server: tn.Addr(0), DataDir: dir, MinAnonymity: 1, Now: true}
 	c, err := node.NewClient(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

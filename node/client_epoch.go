@@ -38,9 +38,14 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	}()
 	fv := e.v
 	n := len(fin.Desc.Clients)
+	c.checkAnonymity(fv, &fin.Desc, pidx)
+	if o := c.cfg.observe; o != nil && o.Joined != nil {
+		o.Joined(fv.id, e.slot, e.cs.Pseudonym().Encode(nil))
+	}
 	c.mu.Lock()
 	c.epoch, c.anon, c.b = e, n, int(fin.Desc.Params.ChunkSize)
 	c.stats.Epochs++
+	roundsBefore := c.stats.Rounds
 	c.noteEpoch()
 	c.notify()
 	c.mu.Unlock()
@@ -53,14 +58,29 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	// fixed schedule that says nothing about what interests it.
 	if idx, err := c.Index(ctx); err == nil {
 		c.mu.Lock()
-		c.index = idx
+		c.index, c.indexSynced = idx, true
+		c.notify()
 		c.mu.Unlock()
 	}
 	err = c.rounds(ctx, e)
+	if err != nil && ctx.Err() == nil {
+		// Before the epoch's secrets are dropped: a setup aborted on a
+		// repeated share asks this client to prove its own (§4.1 v3).
+		if derr := c.answerDup(ctx, e); derr != nil {
+			c.log.Debug("no duplicate-share answer", "err", derr)
+		}
+	}
 	if ctx.Err() == nil {
 		// A clean end (not a crash or a Close mid-epoch, after which the
 		// stored submissions are sent again at the next start).
 		c.dropSubmissions(fv.id)
+		// §5.4: a full epoch, held from its first round (the client
+		// joined at registration) to its end, whatever ended it.
+		c.mu.Lock()
+		if c.stats.Rounds > roundsBefore {
+			c.fullEpoch()
+		}
+		c.mu.Unlock()
 	}
 	c.leaveEpoch(e)
 	return v.id, err
@@ -112,9 +132,16 @@ func (c *Client) join(ctx context.Context, v *view, pidx int) (*cepoch, *wire.Si
 	if err != nil {
 		return nil, nil, err
 	}
+	if h := c.cfg.dupTest; h != nil && h.regKey != nil {
+		priv = h.regKey()
+		pub = priv.Public().(ed25519.PublicKey)
+	}
 	cs, reg, err := mix.Register(mix.EpochID(v.id), pub, v.serverKeys, c.rand)
 	if err != nil {
 		return nil, nil, err
+	}
+	if h := c.cfg.dupTest; h != nil && h.register != nil {
+		h.register(v.id, v.serverKeys, pub, cs, reg)
 	}
 	fail := func(err error) (*cepoch, *wire.Signed, error) {
 		cs.Close()
@@ -178,6 +205,7 @@ func (c *Client) leaveEpoch(e *cepoch) {
 	// Requests in flight are forgotten; failed ids may be asked again in a
 	// later epoch (§6.3).
 	clear(c.inflight)
+	c.decoys.endEpoch()
 	for id := range c.failed {
 		c.retry[id] = true
 	}
@@ -230,6 +258,9 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 			return err
 		}
 		c.confirm(e, r, &rl)
+		c.mu.Lock()
+		c.decoys.note(&rl)
+		c.mu.Unlock()
 		// Round r is over: its onion is never sent again (the stored copy
 		// for a crash is dropped with the epoch).
 		e.onionDone(r)
@@ -309,8 +340,11 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 	if onion == nil {
 		pl := &mix.Payload{Kind: mix.KindCover, Requests: make([][32]byte, k)}
 		c.mu.Lock()
-		hold := c.holdJobs()
-		if len(c.upQ) > 0 && !hold {
+		// Jobs wait for the client's presence (§5.4 v3) and for an
+		// epoch of the minimum anonymity set (§3 v3); decoys and cover
+		// do not.
+		ready := c.jobsReady() && !c.holdJobs()
+		if ready && len(c.upQ) > 0 {
 			u := c.upQ[0]
 			c.upQ = c.upQ[1:]
 			e.ups[r] = &u
@@ -318,15 +352,18 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 		}
 		var reqs [][32]byte
 		for id, g := range c.wants {
-			if len(reqs) == k || hold {
+			if !ready || len(reqs) == k {
 				break
 			}
 			if g.root && !c.inflight[id] && !c.failed[id] && !c.retry[id] {
 				reqs = append(reqs, id)
 			}
 		}
-		if !hold {
+		if ready {
 			reqs = append(reqs, c.neededIDs(k-len(reqs))...)
+		}
+		if pl.Kind == mix.KindChunk || len(reqs) > 0 {
+			c.jobTraffic = true
 		}
 		reqs = c.backgroundRequests(reqs, k)
 		for i, id := range reqs {

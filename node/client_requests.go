@@ -2,84 +2,11 @@ package node
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"io"
 
-	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/pir"
 )
-
-// decoyOneIn sets the background rate of re-requests (§6.3): each request
-// slot that a round leaves empty carries, with probability 1/decoyOneIn, a
-// re-request of a chunk the client already holds, or of one whose answer
-// was corrupted in an earlier epoch. Every client draws the same way
-// whatever it does, so a re-request after a corrupted answer is one of a
-// stream that never stops. The rate costs the servers about n·k/decoyOneIn
-// more rows a round.
-const decoyOneIn = 16
-
-// maxHeld bounds the ids a client remembers for its re-requests.
-const maxHeld = 4096
-
-// noteHeld remembers a chunk the client holds; call with c.mu held.
-func (c *Client) noteHeld(id [32]byte) {
-	if len(c.held) >= maxHeld {
-		for old := range c.held { // map order: an arbitrary one goes
-			delete(c.held, old)
-			break
-		}
-	}
-	c.held[id] = true
-}
-
-// backgroundRequests fills the empty slots of a round's k requests from
-// the background stream; call with c.mu held.
-func (c *Client) backgroundRequests(reqs [][32]byte, k int) [][32]byte {
-	used := map[[32]byte]bool{}
-	for _, id := range reqs {
-		used[id] = true
-	}
-	for slot := len(reqs); slot < k; slot++ {
-		var coin [2]byte
-		if _, err := io.ReadFull(c.rand, coin[:]); err != nil || binary.BigEndian.Uint16(coin[:])%decoyOneIn != 0 {
-			continue
-		}
-		id, ok := c.pickRerequest(used)
-		if !ok {
-			continue
-		}
-		used[id] = true
-		reqs = append(reqs, id)
-	}
-	return reqs
-}
-
-// pickRerequest takes a retry id if there is one, else a random held
-// chunk not in used; call with c.mu held.
-func (c *Client) pickRerequest(used map[[32]byte]bool) ([32]byte, bool) {
-	for id := range c.retry {
-		if !used[id] && !c.inflight[id] {
-			delete(c.retry, id)
-			return id, true
-		}
-	}
-	var cands [][32]byte
-	for id := range c.held {
-		if !used[id] && !c.inflight[id] {
-			cands = append(cands, id)
-		}
-	}
-	if len(cands) == 0 {
-		return [32]byte{}, false
-	}
-	var r [4]byte
-	if _, err := io.ReadFull(c.rand, r[:]); err != nil {
-		return [32]byte{}, false
-	}
-	return cands[binary.BigEndian.Uint32(r[:])%uint32(len(cands))], true
-}
 
 // neededIDs returns up to n ids that get jobs need and that are neither in
 // flight nor failed in this epoch; call with c.mu held.
@@ -93,7 +20,7 @@ func (c *Client) neededIDs(n int) [][32]byte {
 		if g.asm == nil {
 			continue
 		}
-		for _, id := range g.asm.Needed() {
+		for _, id := range g.needed {
 			if len(out) >= n {
 				break
 			}
@@ -131,6 +58,9 @@ func (c *Client) query(ctx context.Context, e *cepoch, r uint32, rl *wire.RoundL
 				return err
 			}
 			rows[t] = cr
+		}
+		if o := c.cfg.observe; o != nil && o.Row != nil {
+			o.Row(e.v.id, r, t, rows[t], L)
 		}
 		mk, err := pir.Query(e.others, uint64(r), uint32(t), L, rows[t])
 		if err != nil {
@@ -181,18 +111,20 @@ func (c *Client) query(ctx context.Context, e *cepoch, r uint32, rl *wire.RoundL
 		}
 		pir.Unpad(e.others, uint64(r), uint32(t), row)
 		if len(rl.Entries) == 0 {
+			// An empty list's database is one zero row: the answer
+			// must be all zero, and it is a cover answer.
+			if !allZero(row) {
+				c.badAnswer(r, [32]byte{}, false)
+			}
 			continue
 		}
 		le := rl.Entries[rows[t]]
 		// The whole row of every answer, real or cover (§6.3 v2).
 		if err := pir.CheckRow(row, le.ID, int(le.Len)); err != nil {
 			c.mu.Lock()
-			c.stats.BadAnswers++
-			if t < len(reqs) && reqs[t] == le.ID {
-				c.failed[le.ID] = true
-			}
+			real := t < len(reqs) && reqs[t] == le.ID && c.wanted(le.ID)
 			c.mu.Unlock()
-			c.progress("warning: a server corrupted a PIR answer in round %d (nothing is reported; the chunk is asked again in a later epoch)", r)
+			c.badAnswer(r, le.ID, real)
 			continue
 		}
 		if t < len(reqs) && reqs[t] == le.ID {
@@ -202,42 +134,32 @@ func (c *Client) query(ctx context.Context, e *cepoch, r uint32, rl *wire.RoundL
 	return nil
 }
 
-// deliver hands a fetched chunk to the get jobs that need it.
-func (c *Client) deliver(id [32]byte, data []byte) {
+// badAnswer counts an answer that failed its check and tells the user: for
+// a real request the chunk stays wanted, never asked for on purpose
+// (§6.3); a spoiled cover answer (a random row, the zero row, or a decoy
+// the client does not want) can only be a targeted attack (§6.3 v3).
+// Nothing goes to the servers.
+func (c *Client) badAnswer(r uint32, id [32]byte, real bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.stats.Fetched++
-	c.noteHeld(id)
-	if g := c.wants[id]; g != nil && g.root {
-		delete(c.wants, id)
-		asm, err := chunker.NewAssembler(g.dir, g.link, data, chunker.AssembleOptions{Log: c.log})
-		if err != nil {
-			g.err = err
-			close(g.done)
-			c.notify()
-			return
-		}
-		g.asm, g.root = asm, false
-		c.wants[id] = g // keyed by file id from now on
-		c.checkDone(id, g)
+	c.stats.BadAnswers++
+	if real {
+		c.failed[id] = true
+	} else {
+		c.stats.CoverAttacks++
+	}
+	c.mu.Unlock()
+	if real {
+		c.progress("warning: a server corrupted a PIR answer in round %d (nothing is reported; the chunk stays wanted and is taken only when a later decoy draw lands on it)", r)
 		return
 	}
-	for fid, g := range c.wants {
-		if g.asm == nil {
-			continue
-		}
-		if err := g.asm.Add(chunker.ID(id), data); err == nil {
-			c.checkDone(fid, g)
-		}
-	}
+	c.progress("warning: attack: a server corrupted the answer to a cover query in round %d, a targeted attack on this client (nothing is reported to the servers)", r)
 }
 
-func (c *Client) checkDone(fid [32]byte, g *getJob) {
-	if len(g.asm.Needed()) != 0 {
-		return
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
 	}
-	g.path, g.err = g.asm.Finish()
-	delete(c.wants, fid)
-	close(g.done)
-	c.notify()
+	return true
 }

@@ -157,7 +157,9 @@ func (c *Client) control(ctx context.Context, t wire.Type, body []byte) ([]byte,
 		if len(body) != 0 {
 			return nil, errors.New("node: control index request has a body")
 		}
-		idx, err := c.Index(ctx)
+		// §7: ls reads the synced copy, never a request of its own
+		// (which would tell the primary when this user looks).
+		idx, err := c.WaitSyncedIndex(ctx)
 		if err != nil {
 			return nil, err
 		}

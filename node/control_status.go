@@ -112,7 +112,10 @@ func (c *Client) waitReason() string {
 	defer c.mu.Unlock()
 	if c.epoch != nil {
 		if c.holdJobs() {
-			return fmt.Sprintf("holding the job: this epoch's anonymity set is %d clients, below the minimum of %d asked for; sending cover until a larger epoch", c.anon, c.cfg.MinAnonymity)
+			return fmt.Sprintf("holding the job: this epoch has %d clients registered through servers this client trusts, below the minimum of %d asked for (--min-anonymity); sending cover until a larger epoch", c.trusted, c.cfg.MinAnonymity)
+		}
+		if !c.jobsReady() {
+			return fmt.Sprintf("holding the job: this client has been present %d of the %d full epochs it waits before any job, so that when a job runs says nothing about when it came; sending cover meanwhile", c.fullEpochs, c.jobWait)
 		}
 		return ""
 	}
@@ -274,8 +277,9 @@ func (c *countReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// holdJobs reports whether the current epoch's anonymity set is below the
+// holdJobs reports whether the current epoch's anonymity set, counted
+// over the servers this client trusts (client_anon.go), is below the
 // user's minimum: jobs then wait, and the client sends cover (c.mu held).
 func (c *Client) holdJobs() bool {
-	return c.cfg.MinAnonymity > 0 && c.anon < c.cfg.MinAnonymity
+	return c.trusted < c.cfg.MinAnonymity
 }

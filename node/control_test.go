@@ -63,9 +63,17 @@ func TestControlSocket(t *testing.T) {
 	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("fetched bytes differ: %v", err)
 	}
-	idx, err := node.ControlIndex(ctx, sock)
-	if err != nil || len(idx) == 0 {
-		t.Fatalf("index: %d entries, %v", len(idx), err)
+	// ls reads the synced copy: the file shows once the next epoch's
+	// sync has it.
+	for {
+		idx, err := node.ControlIndex(ctx, sock)
+		if err != nil {
+			t.Fatalf("index: %v", err)
+		}
+		if len(idx) > 0 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	if _, err := node.ControlShare(ctx, sock, filepath.Join(t.TempDir(), "missing"), false); err == nil {
 		t.Fatal("share of a missing file succeeded")

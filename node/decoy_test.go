@@ -1,62 +1,107 @@
 package node
 
 import (
-	"crypto/rand"
+	"math"
+	"math/rand/v2"
 	"testing"
+
+	"github.com/riffle-net/riffle/internal/wire"
 )
 
-// TestBackgroundRequests: empty request slots carry re-requests at the
-// background rate, retry ids (answers corrupted in an earlier epoch) go
-// out only through that stream, and a client that holds nothing and has
-// nothing to retry sends no decoy.
-func TestBackgroundRequests(t *testing.T) {
-	c := &Client{rand: rand.Reader, inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{},
-		retry: map[[32]byte]bool{}, held: map[[32]byte]bool{}, wants: map[[32]byte]*getJob{}}
-	const rounds = 16000
-	if n := len(c.backgroundRequests(nil, 1)); n != 0 {
-		t.Fatalf("%d decoys with nothing held", n)
-	}
-	for i := 0; i < 3; i++ {
-		c.noteHeld([32]byte{byte(i + 1)})
-	}
-	decoys := 0
-	for r := 0; r < rounds; r++ {
-		for _, id := range c.backgroundRequests(nil, 1) {
-			if !c.held[id] {
-				t.Fatalf("decoy %x is not held", id[:2])
+// seeded is a deterministic random reader (ChaCha8), so that two clients
+// given the same seed draw the same bytes.
+type seeded struct{ r *rand.ChaCha8 }
+
+func (s seeded) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+func newSeeded(seed byte) seeded { return seeded{rand.NewChaCha8([32]byte{seed})} }
+
+func decoyClient(seed byte) *Client {
+	return &Client{rand: newSeeded(seed), inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{},
+		retry: map[[32]byte]bool{}, wants: map[[32]byte]*getJob{}}
+}
+
+// feed gives a client the same public request lists: epochs of rounds,
+// each list with a few ids (some repeated across rounds and epochs).
+func feed(c *Client, epochs int) {
+	for e := range epochs {
+		for r := range 4 {
+			rl := wire.RoundList{Round: uint32(r)}
+			for i := range 5 {
+				rl.Entries = append(rl.Entries, wire.ListEntry{ID: [32]byte{byte(e), byte((r + i) % 7)}})
 			}
-			decoys++
+			c.decoys.note(&rl)
+		}
+		c.decoys.endEpoch()
+	}
+}
+
+// TestBackgroundRequests (§6.3 v3): decoys are drawn at rate ρ, uniformly
+// over the distinct ids of the last E_d epochs' public request lists, and
+// the draws are the same whatever the client holds, wants or failed to
+// fetch: two clients with the same random bytes and the same public lists
+// send the same decoys. A failed chunk is never a need (never requested on
+// purpose) and goes out only when a draw lands on it.
+func TestBackgroundRequests(t *testing.T) {
+	idle, busy := decoyClient(1), decoyClient(1)
+	if n := len(idle.backgroundRequests(nil, 1)); n != 0 {
+		t.Fatalf("%d decoys with no public lists", n)
+	}
+	idle, busy = decoyClient(1), decoyClient(1)
+	feed(idle, DecoyEpochs+2)
+	feed(busy, DecoyEpochs+2)
+	// The busy client failed to fetch one public id and had answers
+	// corrupted before; the idle one holds and wants nothing.
+	failed := [32]byte{byte(DecoyEpochs + 1), 3}
+	busy.failed[failed] = true
+	busy.retry[[32]byte{byte(DecoyEpochs), 1}] = true
+	if ids := busy.neededIDs(4); len(ids) != 0 {
+		t.Fatalf("failed ids are needs: %x", ids)
+	}
+	// Pool: the last E_d epochs, 7 distinct ids each.
+	if busy.decoys.size != DecoyEpochs*7 {
+		t.Fatalf("pool of %d ids, want %d", busy.decoys.size, DecoyEpochs*7)
+	}
+	const draws = 40000
+	count := map[[32]byte]int{}
+	total := 0
+	for range draws {
+		a, b := idle.backgroundRequests(nil, 1), busy.backgroundRequests(nil, 1)
+		if len(a) != len(b) || (len(a) == 1 && a[0] != b[0]) {
+			t.Fatalf("draws differ between an idle and a busy client: %x vs %x", a, b)
+		}
+		for _, id := range a {
+			if int(id[0]) < 2 {
+				t.Fatalf("decoy %x from an epoch older than E_d", id[:2])
+			}
+			count[id]++
+			total++
 		}
 	}
-	// 1000 expected; 5 standard deviations either way.
-	if want := rounds / decoyOneIn; decoys < want-160 || decoys > want+160 {
-		t.Fatalf("%d decoys in %d rounds, want about %d", decoys, rounds, want)
+	// Rate ρ: 5 standard deviations.
+	rho := float64(DecoyRateNum) / DecoyRateDen
+	if mean, sd := draws*rho, math.Sqrt(draws*rho*(1-rho)); math.Abs(float64(total)-mean) > 5*sd {
+		t.Fatalf("%d decoys in %d slots, want about %.0f", total, draws, mean)
 	}
-	// Full slots carry no decoy.
-	real := [][32]byte{{9}}
-	for r := 0; r < 1000; r++ {
-		if got := c.backgroundRequests(real, 1); len(got) != 1 {
+	// Uniform over the pool: every id within 5 standard deviations.
+	pool := busy.decoys.size
+	p := 1 / float64(pool)
+	for id, n := range count {
+		if mean, sd := float64(total)*p, math.Sqrt(float64(total)*p*(1-p)); math.Abs(float64(n)-mean) > 5*sd {
+			t.Fatalf("id %x drawn %d times, want about %.0f", id[:2], n, mean)
+		}
+	}
+	if len(count) != pool || count[failed] == 0 {
+		t.Fatalf("%d of %d pool ids drawn, failed id drawn %d times", len(count), pool, count[failed])
+	}
+	// Full slots carry no decoy; a draw on an id already requested leaves
+	// a cover row.
+	for range 1000 {
+		if got := busy.backgroundRequests([][32]byte{{9}}, 1); len(got) != 1 {
 			t.Fatalf("a full round got %d requests", len(got))
 		}
-	}
-	// A retry id goes before held ones, once, and is not a need meanwhile.
-	retry := [32]byte{0xee}
-	c.retry[retry] = true
-	if ids := c.neededIDs(4); len(ids) != 0 {
-		t.Fatalf("needed %v", ids)
-	}
-	var first [][32]byte
-	for len(first) == 0 {
-		first = c.backgroundRequests(nil, 1)
-	}
-	if first[0] != retry || c.retry[retry] {
-		t.Fatalf("first re-request %x, retry still queued %v", first[0][:1], c.retry[retry])
-	}
-	// Bounded memory.
-	for i := 0; i < maxHeld+100; i++ {
-		c.noteHeld([32]byte{0, byte(i), byte(i >> 8)})
-	}
-	if len(c.held) > maxHeld {
-		t.Fatalf("%d held ids remembered", len(c.held))
+		if got := busy.backgroundRequests([][32]byte{failed}, 2); len(got) == 2 && got[1] == failed {
+			t.Fatal("an id requested twice in one round")
+		}
 	}
 }

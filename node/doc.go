@@ -25,6 +25,8 @@
 //     registrations, request lists, client signatures); no libp2p.
 //   - epoch.go: a server's state of one epoch (sepoch), its end and erasure.
 //   - leader.go: the leader loop: prepare, open, close and finalise an epoch.
+//   - bounded.go: what bounds a leader (§3 v3): group constants, the
+//     client cap's floor, the client selection with per-primary quotas.
 //   - epoch_handlers.go: the epoch protocol's handlers on every server.
 //   - setup.go: the setup chain of verifiable shuffles (§4.2).
 //   - blame.go, departure.go: share faults at setup, departed clients.
@@ -53,7 +55,15 @@
 // Client:
 //   - client.go: Client, its configuration and main loop.
 //   - client_epoch.go: joining an epoch, the rounds, submissions.
-//   - client_requests.go: request slots, background re-requests, PIR queries.
+//   - client_requests.go: request slots, PIR queries.
+//   - decoys.go: decoys drawn from public demand (§6.3 v3).
+//   - client_anon.go: the minimum anonymity set a client accepts (§3 v3).
+//   - client_local.go: local work (assembling, writing) off the round path.
+//   - presence.go: the presence wait before jobs and before leaving (§5.4 v3).
+//
+// Tests:
+//   - observe.go: the observers through which the anonymity tests' linking
+//     adversary sees what servers see (nil outside those tests).
 //   - client_api.go: Share, Get and the index.
 //   - client_db.go: the client's database of sealed onions and jobs.
 package node

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -35,6 +36,7 @@ type sepoch struct {
 	epochLife
 	registration
 	setupState
+	dupEpoch // a duplicate share at setup (dupwalk.go)
 	roundsState
 	layerBuffers
 }
@@ -69,10 +71,13 @@ type registration struct {
 
 	regs      map[[32]byte]wire.Register // accepted here as primary
 	regClosed bool
-	fwd       map[[32]byte]wire.Register // leader: forwarded by primaries
-	slotRegs  []wire.Register            // final slot order
-	regListed bool                       // slotRegs taken (one list an epoch)
-	parsed    []*mix.Registration
+	// regDeadline: when this server received the open descriptor plus
+	// the registration window; no close is taken before it.
+	regDeadline time.Time
+	fwd         map[[32]byte]wire.Register // leader: forwarded by primaries
+	slotRegs    []wire.Register            // final slot order
+	regListed   bool                       // slotRegs taken (one list an epoch)
+	parsed      []*mix.Registration
 	// regFrom is, for this primary's own clients, the peer that sent each
 	// registration: only the primary sees it (§4.1), and only to exclude
 	// a culprit from the next epoch.

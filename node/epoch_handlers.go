@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -36,6 +37,10 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onStep(from, body)
 	case wire.TypeRoute:
 		return s.onRoute(ctx, from, body)
+	case wire.TypeDupAbort:
+		return s.onDupAbort(from, body)
+	case wire.TypeDupProof:
+		return s.onDupProof(ctx, from, body, false)
 	case wire.TypeAccuse:
 		return s.onAccuse(from, body)
 	case wire.TypeBlameReq:
@@ -52,6 +57,10 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, err
 	}
 	if err := checkParams(p.Params, s.cfg.PIRRate); err != nil {
+		return 0, nil, err
+	}
+	// (v3) every parameter but the times is a group constant.
+	if err := checkGroupParams(p.Params, s.cfg.Params.wire()); err != nil {
 		return 0, nil, err
 	}
 	if len(p.Chain) < 1 || peer.ID(p.Chain[0]) != from {
@@ -192,7 +201,9 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if len(e.slotRegs) != len(sd.Desc.Clients) {
 		return 0, nil, fmt.Errorf("node: final descriptor lists %d clients, %d registrations received", len(sd.Desc.Clients), len(e.slotRegs))
 	}
-	inFinal := map[[32]byte]bool{}
+	if len(sd.Desc.Clients) < s.cfg.MinClients {
+		return 0, nil, fmt.Errorf("node: final descriptor lists %d clients, fewer than %d", len(sd.Desc.Clients), s.cfg.MinClients)
+	}
 	for i, c := range sd.Desc.Clients {
 		r := &e.slotRegs[i]
 		if r.RegKey != c.RegKey || r.XKey != c.XKey || sha256.Sum256(r.Reg) != c.RegHash {
@@ -203,13 +214,11 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 				return 0, nil, fmt.Errorf("node: slot %d names this server as primary for a client it never registered", i)
 			}
 		}
-		inFinal[c.RegKey] = true
 	}
-	// (v2) sign only if every registration forwarded here is in.
-	for k := range e.regs {
-		if !inFinal[k] {
-			return 0, nil, errors.New("node: final descriptor drops a client registered here")
-		}
+	// (v2) sign only if every registration accepted here is in, (v3)
+	// unless the descriptor is full and keeps this primary's quota.
+	if err := checkPrimaryKept(sd.Desc.Clients, e.regs, sd.Desc.Params.MaxClients, len(v.chain)); err != nil {
+		return 0, nil, err
 	}
 	sig, err := sign(s.priv, finalDigest(&sd.Desc))
 	if err != nil {
@@ -312,6 +321,12 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		return 0, nil, errors.New("node: signed descriptor of an unknown or ended epoch")
 	}
 	if !sd.Final {
+		if e.openBytes == nil {
+			// (v3) the registration deadline as seen here: no close
+			// before it (onClose). The leader starts its own window
+			// only after every server has the open descriptor.
+			e.regDeadline = time.Now().Add(time.Duration(sd.Desc.Params.RegWindowMs) * time.Millisecond)
+		}
 		e.openBytes = body
 		// The leader opens an epoch only after the previous one ended;
 		// anything older still running here missed its end.
@@ -388,6 +403,11 @@ func (s *Server) onClose(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	e := s.epochs[ref.Epoch]
 	if e == nil || e.v.chain[0] != from {
 		return 0, nil, errors.New("node: close of an unknown epoch or not from its leader")
+	}
+	if e.regDeadline.IsZero() || time.Now().Before(e.regDeadline) {
+		// (v3) a close before the deadline would let a leader shut an
+		// epoch on its first registration (n−1).
+		return 0, nil, errors.New("node: close before the registration deadline")
 	}
 	e.regClosed = true
 	if s.open == e {

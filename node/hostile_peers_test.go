@@ -153,7 +153,9 @@ func TestEpochNumberBounds(t *testing.T) {
 	s := beaconServer(t)
 	leader := leaderBelow(t, s)
 	prep := func(n uint64) []byte {
-		p := wire.Prepare{Number: n, Params: testParams(4).wire(), Chain: [][]byte{[]byte(leader), []byte(s.ID())}}
+		// The server's own parameters: every one but the times is a
+		// group constant (bounded.go).
+		p := wire.Prepare{Number: n, Params: s.cfg.Params.wire(), Chain: [][]byte{[]byte(leader), []byte(s.ID())}}
 		return p.Marshal()
 	}
 	cases := []struct {

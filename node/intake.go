@@ -54,7 +54,7 @@ func (s *Server) epochForWait(id [32]byte) (*sepoch, error) {
 // handleClient serves /riffle/1/client.
 func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
 	switch t {
-	case wire.TypeWaitOpen, wire.TypeRegister, wire.TypeWaitList:
+	case wire.TypeWaitOpen, wire.TypeRegister, wire.TypeWaitList, wire.TypeDupQuery:
 		// Long polls: bounded per peer and in all (polls.go).
 		pctx, release, err := s.enterPoll(ctx, from, t == wire.TypeWaitOpen)
 		if err != nil {
@@ -85,6 +85,10 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 		return s.onClientRegister(ctx, from, body)
 	case wire.TypeSubmit:
 		return s.onSubmit(from, body)
+	case wire.TypeDupQuery:
+		return s.onDupQuery(ctx, from, body)
+	case wire.TypeDupProof:
+		return s.onDupProof(ctx, from, body, true)
 	case wire.TypeWaitList:
 		var ref wire.EpochRef
 		if err := ref.Unmarshal(body); err != nil {
@@ -149,6 +153,10 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: this client is excluded from this epoch (its share broke the last setup)")
 	}
+	if err := s.dupAdmit(e, from); err != nil {
+		s.mu.Unlock()
+		return 0, nil, err
+	}
 	e.regs[r.RegKey] = r
 	if e.regFrom == nil {
 		e.regFrom = map[[32]byte]peer.ID{}
@@ -180,9 +188,12 @@ func (s *Server) waitBytes(ctx context.Context, e *sepoch, get func() []byte, wh
 	var out []byte
 	if err := s.waitFor(ctx, func() bool {
 		out = get()
-		return out != nil || e.ended
+		return out != nil || e.ended || e.dup != nil
 	}); err != nil {
 		return nil, err
+	}
+	if out == nil && !e.ended {
+		return nil, fmt.Errorf("node: %s: setup aborted on a repeated share", what)
 	}
 	if out == nil {
 		return nil, fmt.Errorf("node: %s: %s", what, e.reason)
@@ -215,6 +226,9 @@ func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	digest := mix.SubmissionDigest(sub.Onion)
 	if err := mix.VerifySubmissionDigest(regKey, mix.EpochID(sub.Epoch), uint64(sub.Round), sub.Slot, digest, sub.Sig[:]); err != nil {
 		return 0, nil, fmt.Errorf("node: submission: %w", err)
+	}
+	if o := s.cfg.observe; o != nil && o.Submit != nil {
+		o.Submit(sub.Epoch, sub.Round, sub.Slot, time.Now())
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -59,7 +59,7 @@ func (s *Server) runEpoch(ctx context.Context, chain []peer.ID) error {
 	if err != nil {
 		return err
 	}
-	keys := slotOrder(all, primaryOf, desc.Params.MaxClients)
+	keys := slotOrder(id, all, primaryOf, desc.Params.MaxClients, len(chain))
 	if len(keys) < s.cfg.MinClients {
 		s.abortAll(ctx, chain, id, "too few clients")
 		return fmt.Errorf("node: %d valid registrations < %d", len(keys), s.cfg.MinClients)
@@ -185,8 +185,9 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 
 // slotOrder returns the registration keys of the final descriptor in slot
 // order: those a primary listed, sorted, without a repeated X25519 key, at
-// most maxClients.
-func slotOrder(all map[[32]byte]wire.Register, primaryOf map[[32]byte]uint16, maxClients uint32) [][32]byte {
+// most maxClients, chosen by the selection of §3 (bounded.go) when more
+// registered.
+func slotOrder(id [32]byte, all map[[32]byte]wire.Register, primaryOf map[[32]byte]uint16, maxClients uint32, m int) [][32]byte {
 	keys := make([][32]byte, 0, len(all))
 	for k := range all {
 		if _, ok := primaryOf[k]; ok {
@@ -209,11 +210,7 @@ func slotOrder(all map[[32]byte]wire.Register, primaryOf map[[32]byte]uint16, ma
 		seenX[x], seenX[k] = true, true
 		kept = append(kept, k)
 	}
-	keys = kept
-	if len(keys) > int(maxClients) {
-		keys = keys[:maxClients]
-	}
-	return keys
+	return selectClients(id, kept, primaryOf, maxClients, m)
 }
 
 // finalizeEpoch sends the ordered registrations, collects the signatures

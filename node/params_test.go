@@ -31,6 +31,7 @@ func TestCheckParams(t *testing.T) {
 		func(p *Params) { p.Rounds = MaxRounds + 1 },
 		func(p *Params) { p.W = 0 },
 		func(p *Params) { p.MaxRows = 0 },
+		func(p *Params) { p.MaxClients = MinClientCap - 1 }, // (v3) no n−1 by a small cap
 	} {
 		q := DefaultParams()
 		bad(&q)

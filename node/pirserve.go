@@ -86,6 +86,9 @@ func (s *Server) padAnswers(e *sepoch, r uint32, j int, ids [][32]byte, keys []*
 	for _, sl := range slots {
 		for t := 0; t < k; t++ {
 			masks = append(masks, keys[sl].Mask(uint64(r), uint32(t), L))
+			if o := s.cfg.observe; o != nil && o.Mask != nil {
+				o.Mask(v.id, r, sl, t, masks[len(masks)-1], L)
+			}
 		}
 	}
 	// One recycled block for all the padded answers to primary j,
@@ -140,6 +143,11 @@ func (s *Server) answerOwn(ctx context.Context, e *sepoch, x *sround, r uint32, 
 		if q, ok := x.queries[sl]; ok {
 			slots = append(slots, sl)
 			masks = append(masks, q...)
+			if o := s.cfg.observe; o != nil && o.Mask != nil {
+				for t, mk := range q {
+					o.Mask(v.id, r, sl, t, mk, max(1, len(ids)))
+				}
+			}
 		}
 	}
 	s.mu.Unlock()
@@ -166,13 +174,13 @@ func (s *Server) answerOwn(ctx context.Context, e *sepoch, x *sround, r uint32, 
 	for i, sl := range slots {
 		x.own[sl] = out[i*k : (i+1)*k]
 	}
-	s.combine(e, x)
+	s.combine(e, x, r)
 	return true
 }
 
 // combine finishes the answers whose own part and m-1 padded parts are in
 // (§6.3); call with s.mu held.
-func (s *Server) combine(e *sepoch, x *sround) {
+func (s *Server) combine(e *sepoch, x *sround, r uint32) {
 	m := len(e.final.chain)
 	if x.own == nil || len(x.padFrom) < m-1 {
 		return
@@ -184,6 +192,13 @@ func (s *Server) combine(e *sepoch, x *sround) {
 		if pads := x.pads[sl]; pads != nil {
 			for t := range own {
 				pir.XorInto(own[t], pads[t])
+			}
+		}
+		if o := s.cfg.observe; o != nil && o.Corrupt != nil {
+			for t := range own {
+				if len(own[t]) > 0 && o.Corrupt(e.final.id, r, sl, t) {
+					own[t][len(own[t])-1] ^= 1
+				}
 			}
 		}
 		x.answers[sl] = own
@@ -251,7 +266,7 @@ func (s *Server) onPadAnswers(from peer.ID, body []byte) (wire.Type, []byte, err
 			pir.XorInto(acc[t], rows.Rows[i*k+t])
 		}
 	}
-	s.combine(e, x)
+	s.combine(e, x, rows.Round)
 	return wire.TypeAck, ack, nil
 }
 

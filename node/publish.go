@@ -61,6 +61,9 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 				requests[rq] = true
 			}
 		}
+		if o := s.cfg.observe; o != nil && o.Requests != nil {
+			o.Requests(v.id, r, q, p.Requests)
+		}
 		if p.Kind != mix.KindChunk {
 			continue
 		}

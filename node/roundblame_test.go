@@ -104,7 +104,7 @@ func startBlameNetParams(t *testing.T, p Params, m, minServers, n, minClients in
 		bn.servers = append(bn.servers, byID[id])
 	}
 	for i := 0; i < n; i++ {
-		c, err := NewClient(ctx, ClientConfig{Server: bn.servers[i%m].Addrs()[0].String(), Logger: rbLogger()})
+		c, err := NewClient(ctx, ClientConfig{Server: bn.servers[i%m].Addrs()[0].String(), Logger: rbLogger(), MinAnonymity: 1, Now: true})
 		if err != nil {
 			t.Fatal(err)
 		}

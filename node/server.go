@@ -90,6 +90,10 @@ type ServerConfig struct {
 	// PruneEvery is how often retention is applied (default
 	// DefaultPruneEvery; only with a retention set).
 	PruneEvery time.Duration
+
+	// observe is the anonymity tests' view of what this server sees
+	// (observe.go); nil outside them.
+	observe *testObserver
 }
 
 // DefaultPruneEvery is how often a server prunes its store by default.
@@ -129,7 +133,8 @@ type Server struct {
 	// share fault, blame.go), known only to their primary.
 	banned map[peer.ID]uint64
 	// rb is what round blames left here (roundblame_after.go).
-	rb roundBlameState
+	rb        roundBlameState
+	dupServer // duplicate-share verdicts (dupwalk.go)
 	// ref counts aborts on private grounds (refusals.go).
 	ref refusalState
 

@@ -79,6 +79,13 @@ func (s *Server) setup(e *sepoch) {
 		}
 		keys[i] = k
 	}
+	if o := s.cfg.observe; o != nil && o.Pseudonyms != nil {
+		enc := make([][]byte, len(ps))
+		for i, p := range ps {
+			enc[i] = p.Encode(nil)
+		}
+		o.Pseudonyms(v.id, enc)
+	}
 	s.mu.Lock()
 	e.pseudonyms, e.keys, e.setupDone = ps, keys, true
 	s.notify()
@@ -136,6 +143,9 @@ func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group
 	s.mu.Lock()
 	e.forward, e.U = sec.Forward(), r.U
 	s.mu.Unlock()
+	if o := s.cfg.observe; o != nil && o.Perm != nil {
+		o.Perm(v.id, e.pos, sec.Forward())
+	}
 	return r, shareErr, nil
 }
 

@@ -262,10 +262,17 @@ func TestHandoffShareInterrupt(t *testing.T) {
 	if err != nil {
 		t.Fatalf("share after the interrupt: %v\n%s", err, errOut)
 	}
-	out, errOut, err := runBin(t, tn.env, "ls", "--data", data)
-	if err != nil {
-		t.Fatalf("ls: %v\n%s", err, errOut)
-	}
+	// ls through the running client reads its synced index, which has
+	// the share from the next epoch's sync on.
+	var out string
+	waitFor(t, 60*time.Second, "after.bin in the synced index", func() bool {
+		o, errOut, err := runBin(t, tn.env, "ls", "--data", data)
+		if err != nil {
+			t.Fatalf("ls: %v\n%s", err, errOut)
+		}
+		out = o
+		return strings.Contains(o, "after.bin")
+	})
 	if !strings.Contains(out, "after.bin") || strings.Contains(out, "cancelled.bin") || strings.Contains(out, "halfway.bin") {
 		t.Fatalf("after a cancelled share and %s, ls lists:\n%s", strings.TrimSpace(link), out)
 	}

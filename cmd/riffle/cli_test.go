@@ -120,7 +120,11 @@ func TestCLI(t *testing.T) {
 	}
 	e := &cliEnv{bin: buildRiffle(t)}
 	home := t.TempDir()
-	e.env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "RIFFLE_SERVER=")
+	e.env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "RIFFLE_SERVER=",
+		// Three clients over three primaries: each trusts one.
+		"RIFFLE_MIN_ANONYMITY=1",
+		// Its one-shot commands and daemons run jobs at once.
+		"RIFFLE_NOW=1")
 	var addrs []string
 	var dirs []string
 	var serverLogs []func() string

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 
@@ -28,6 +29,10 @@ func runClient(c *cli.Context) error {
 	if err := checkUIFlags(c); err != nil {
 		return err
 	}
+	// The client runs on a context of its own: an interrupt asks it to
+	// leave the way docs/protocol.md §5.4 says, a second one at once.
+	base, cancelBase := context.WithCancel(c.Context)
+	defer cancelBase()
 	ctx, stop := signalContext(c.Context)
 	defer stop()
 	dir, err := clientDataDir(c)
@@ -42,7 +47,7 @@ func runClient(c *cli.Context) error {
 	}
 	p := newProgress(c)
 	p.tty = false // a daemon's progress is a log
-	cl, err := startClient(ctx, c, p)
+	cl, err := startClient(base, c, p)
 	if err != nil {
 		return err
 	}
@@ -67,8 +72,15 @@ func runClient(c *cli.Context) error {
 		}
 		<-ctx.Done()
 	}
+	stop()
+	if !c.Bool("now") {
+		fmt.Fprintln(stderr(c), "riffle client: leaving once no job is left and a few full epochs after the last one, "+
+			"so that when it leaves says nothing about a job (interrupt again to leave now)")
+	}
+	lctx, lstop := signalContext(c.Context)
+	defer lstop()
 	st := cl.Stats()
-	if err := cl.Close(); err != nil {
+	if err := cl.Leave(lctx); err != nil {
 		return fmt.Errorf("close client: %w", err)
 	}
 	fmt.Fprintf(stderr(c), "riffle client stopped: %d epochs, %d rounds\n", st.Epochs, st.Rounds)

@@ -16,6 +16,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/urfave/cli/v2"
+
+	"github.com/riffle-net/riffle/node"
 )
 
 // Environment and file names through which a client finds its primary when
@@ -110,9 +112,12 @@ func clientFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "server", Usage: "the primary server's multiaddr with /p2p/<peer id> (else $" + envServer + ", else the config file)"},
 		&cli.StringSliceFlag{Name: "require-server", Usage: "refuse epochs whose chain lacks this peer id (repeatable)"},
+		&cli.IntFlag{Name: "min-anonymity", Value: node.DefaultMinAnonymity, EnvVars: []string{"RIFFLE_MIN_ANONYMITY"},
+			Usage: "hold jobs (sending cover only) in epochs with fewer clients registered through the servers this client trusts (its primary and --require-server)"},
+		&cli.BoolFlag{Name: "now", EnvVars: []string{"RIFFLE_NOW"},
+			Usage: "without a running riffle client, join for this job alone (reveals when the job ran); riffle client: start jobs without the presence wait"},
 		&cli.StringFlag{Name: "data", Usage: "client data directory (partial downloads); default under the user config directory"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print no progress, only results and errors"},
-		&cli.IntFlag{Name: "min-anonymity", Usage: "hold jobs (sending cover) in epochs with fewer clients than this; 0: no minimum"},
 		verboseFlag(),
 	}
 }

@@ -161,6 +161,9 @@ func runDemo(c *cli.Context) error {
 	bin := executable()
 	env := envServer + "=" + dn.primaryAddr(0)
 	fmt.Fprintf(out, "\nthe network keeps running (data in %s). From another terminal:\n", base)
+	// Its epochs hold the demo's few clients, below a client's default
+	// minimum anonymity set.
+	fmt.Fprintf(out, "  export RIFFLE_MIN_ANONYMITY=1 RIFFLE_NOW=1   # the demo's epochs are small; one-shot commands join at once\n")
 	fmt.Fprintf(out, "  %s %s ls\n", env, bin)
 	fmt.Fprintf(out, "  %s %s get -o sample.bin %s\n", env, bin, link)
 	fmt.Fprintf(out, "  %s %s share FILE\n", env, bin)

@@ -55,6 +55,10 @@ func startDemoNet(ctx context.Context, cfg demoNetConfig) (*demoNet, error) {
 			if i < cfg.ProgressClients {
 				c.Progress = cfg.Progress
 			}
+			// The demo counts what it runs: the clients of one primary.
+			c.MinAnonymity = max(1, cfg.Clients/demoServers)
+			// and runs its jobs at once.
+			c.Now = true
 		},
 	})
 	if err != nil {

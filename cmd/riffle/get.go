@@ -141,11 +141,15 @@ func runGet(c *cli.Context) error {
 				return node.ControlGet(node.WithProgress(ctx, p.line), sock, l, dir)
 			}
 		} else {
+			if err := oneShot(c, "get"); err != nil {
+				return err
+			}
 			cl, err := startClient(ctx, c, p)
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
+			warnNow(c, "get")
 			get = func(ctx context.Context, l chunker.Link, dir string) (string, error) {
 				return cl.Get(node.WithProgress(ctx, p.line), l, dir)
 			}

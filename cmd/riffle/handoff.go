@@ -66,3 +66,20 @@ func runningClient(ctx context.Context, c *cli.Context) (string, error) {
 func withStderrProgress(ctx context.Context, c *cli.Context, p *progress) context.Context {
 	return node.WithProgress(ctx, p.line)
 }
+
+// oneShot allows a command to join the network for its own job only with
+// --now (docs/protocol.md §5.4): a client present only for its job dates
+// the job, and through the published ids the file.
+func oneShot(c *cli.Context, what string) error {
+	if !c.Bool("now") {
+		return fmt.Errorf("no riffle client runs with this data directory: a one-shot %s joins the network only for its job, "+
+			"which tells anyone watching who is online when the job ran; start `riffle client` (same --data) and run %s again, or pass --now", what, what)
+	}
+	return nil
+}
+
+// warnNow says what a one-shot command's --now reveals, once it joined.
+func warnNow(c *cli.Context, what string) {
+	fmt.Fprintf(stderr(c), "warning: --now: this %s joins the network for its job alone and leaves when it is done; "+
+		"whoever watches who is online can tell when it ran and tie it to the files published or fetched then\n", what)
+}

@@ -52,11 +52,15 @@ func runLs(c *cli.Context) error {
 	if sock != "" {
 		idx, err = node.ControlIndex(ctx, sock)
 	} else {
+		if err := oneShot(c, "ls"); err != nil {
+			return err
+		}
 		cl, cerr := startClientProgress(ctx, c, nil)
 		if cerr != nil {
 			return cerr
 		}
 		defer cl.Close()
+		warnNow(c, "ls")
 		idx, err = cl.Index(ctx)
 	}
 	if err != nil {

@@ -74,11 +74,15 @@ func runShare(c *cli.Context) error {
 			return node.ControlShare(node.WithProgress(ctx, p.line), sock, name, c.Bool("encrypt"))
 		}
 	} else {
+		if err := oneShot(c, "share"); err != nil {
+			return err
+		}
 		cl, err := startClient(ctx, c, p)
 		if err != nil {
 			return err
 		}
 		defer cl.Close()
+		warnNow(c, "share")
 		share = func(ctx context.Context, name string) (chunker.Link, error) {
 			f, err := os.Open(name)
 			if err != nil {

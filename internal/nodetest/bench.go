@@ -71,7 +71,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	// One epoch holds the whole run when it can: shares, fetches (k per
 	// round) and slack for the cover window.
 	R := min(node.MaxRounds, 2*cfg.Chunks+cfg.Chunks/k+16)
-	p := node.Params{ChunkSize: uint32(b), K: uint16(k), W: 2, Rounds: uint32(R), MaxClients: uint32(n),
+	p := node.Params{ChunkSize: uint32(b), K: uint16(k), W: 2, Rounds: uint32(R), MaxClients: uint32(max(n, node.MinClientCap)),
 		MaxRows: uint32(min(node.MaxRowsCap, n*k)), RegWindowMs: 500, RoundLimitMs: 120000}
 	net, err := Start(ctx, Config{Servers: m, Clients: n, Params: p, Dir: cfg.DataDir, Nick: "bench", Logger: cfg.Logger})
 	if err != nil {

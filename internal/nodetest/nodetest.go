@@ -107,7 +107,10 @@ func Start(ctx context.Context, cfg Config) (*Net, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cc := node.ClientConfig{Server: peers[i%m], Logger: cfg.Logger}
+			// A harness network is small and quick: its clients take
+			// part whatever the set (MinAnonymity 1) and start jobs at
+			// once (Now); tests of either set their own.
+			cc := node.ClientConfig{Server: peers[i%m], Logger: cfg.Logger, MinAnonymity: 1, Now: true}
 			if cfg.Client != nil {
 				cfg.Client(i, &cc)
 			}
@@ -148,6 +151,10 @@ func (n *Net) Addr(i int) string { return n.Servers[i].Addrs()[0].String() }
 // set to it. The caller closes the client (Close does not).
 func (n *Net) NewClient(ctx context.Context, primary int, cfg node.ClientConfig) (*node.Client, error) {
 	cfg.Server = n.Addr(primary)
+	if cfg.MinAnonymity == 0 {
+		cfg.MinAnonymity = 1 // as Start's clients
+	}
+	cfg.Now = true // as Start's clients; presence tests use node.NewClient
 	return node.NewClient(ctx, cfg)
 }
 

@@ -1,0 +1,383 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The linking adversary (docs/anonymity.md, "How it is tested"). Real
+// epochs run with m = 3 servers and n = 8 clients; every server carries an
+// observer (observe.go) that records what it sees, and every client
+// records the ground truth (its pseudonym, the rows it queried). For each
+// choice of the honest server (first, middle, last in the chain) the
+// adversary gets the observers of the other two only, and plays passive
+// strategies:
+//
+//   - sender: for each client and epoch, guess its output position
+//     (pseudonym) from its input slot, n choices;
+//   - receiver: for each client, round and request slot, guess the row
+//     it fetched from the masks, L choices.
+//
+// Passive corrupt servers run the same code as honest ones, so one
+// recording serves every honest position: only what the adversary is
+// given changes. The positive control gives it every server's observer;
+// it must then link (almost) every trial, which shows that the records
+// are the real data flow and the strategies work.
+//
+// Independence (what the bound assumes): every epoch has a fresh
+// permutation at every server and every round fresh masks. Trials of one
+// epoch share the honest server's permutation; each strategy's successes
+// in an epoch are then like the fixed points of a random permutation
+// (mean 1, variance 1), so the variance is bounded by Σ p rather than
+// Σ p(1−p). Receiver trials use fresh masks each and are independent.
+
+// advRecord is everything the observers and the clients recorded.
+type advRecord struct {
+	mu     sync.Mutex
+	perm   map[[32]byte]map[int][]int        // epoch → chain position → forward
+	pseud  map[[32]byte][][]byte             // epoch → pseudonyms by output position
+	masks  map[maskKey]map[int][]byte        // → server index → mask
+	maskL  map[maskKey]int                   // → L
+	arrive map[[32]byte]map[uint32]time.Time // epoch → slot → round 0 arrival
+	joined map[[32]byte]map[int]joinTruth    // epoch → client → slot, pseudonym
+	rows   map[rowKey][2]int                 // → row, L
+	reqs   map[reqKey][][32]byte             // published requests by output position
+}
+
+type reqKey struct {
+	epoch [32]byte
+	r     uint32
+	q     int
+}
+
+type maskKey struct {
+	epoch   [32]byte
+	r, slot uint32
+	t       int
+}
+
+type rowKey struct {
+	epoch  [32]byte
+	client int
+	r      uint32
+	t      int
+}
+
+type joinTruth struct {
+	slot uint32
+	p    []byte
+}
+
+func newAdvRecord() *advRecord {
+	return &advRecord{perm: map[[32]byte]map[int][]int{}, pseud: map[[32]byte][][]byte{}, masks: map[maskKey]map[int][]byte{},
+		maskL: map[maskKey]int{}, arrive: map[[32]byte]map[uint32]time.Time{}, joined: map[[32]byte]map[int]joinTruth{}, rows: map[rowKey][2]int{}, reqs: map[reqKey][][32]byte{}}
+}
+
+func (a *advRecord) server(i int) *testObserver {
+	return &testObserver{
+		Perm: func(epoch [32]byte, pos int, fwd []int) {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if a.perm[epoch] == nil {
+				a.perm[epoch] = map[int][]int{}
+			}
+			a.perm[epoch][pos] = fwd
+		},
+		Pseudonyms: func(epoch [32]byte, ps [][]byte) {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			a.pseud[epoch] = ps
+		},
+		Mask: func(epoch [32]byte, r, slot uint32, t int, mask []byte, L int) {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			k := maskKey{epoch, r, slot, t}
+			if a.masks[k] == nil {
+				a.masks[k] = map[int][]byte{}
+			}
+			a.masks[k][i] = append([]byte(nil), mask...)
+			a.maskL[k] = L
+		},
+		Requests: func(epoch [32]byte, r uint32, q int, ids [][32]byte) {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			a.reqs[reqKey{epoch, r, q}] = append([][32]byte(nil), ids...)
+		},
+		Submit: func(epoch [32]byte, r, slot uint32, at time.Time) {
+			if r != 0 {
+				return
+			}
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if a.arrive[epoch] == nil {
+				a.arrive[epoch] = map[uint32]time.Time{}
+			}
+			if _, ok := a.arrive[epoch][slot]; !ok {
+				a.arrive[epoch][slot] = at
+			}
+		},
+	}
+}
+
+func (a *advRecord) client(i int) *testClientObserver {
+	return &testClientObserver{
+		Joined: func(epoch [32]byte, slot uint32, p []byte) {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if a.joined[epoch] == nil {
+				a.joined[epoch] = map[int]joinTruth{}
+			}
+			a.joined[epoch][i] = joinTruth{slot, p}
+		},
+		Row: func(epoch [32]byte, r uint32, t, row, L int) {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			a.rows[rowKey{epoch, i, r, t}] = [2]int{row, L}
+		},
+	}
+}
+
+// tally counts one strategy's successes against chance.
+type tally struct {
+	trials, wins int
+	mean, vari   float64 // Σ p and the variance bound of the null
+}
+
+func (t *tally) add(win bool, p float64, varBound float64) {
+	t.trials++
+	if win {
+		t.wins++
+	}
+	t.mean += p
+	t.vari += varBound
+}
+
+// bound is the z = 4 upper limit of successes under the null.
+func (t *tally) bound() float64 { return t.mean + 4*math.Sqrt(t.vari) }
+
+func (t *tally) String() string {
+	if t.trials == 0 {
+		return "no trials"
+	}
+	return fmt.Sprintf("%d/%d = %.3f (chance %.3f, z=4 bound %.3f)", t.wins, t.trials, float64(t.wins)/float64(t.trials),
+		t.mean/float64(t.trials), t.bound()/float64(t.trials))
+}
+
+// senderGuess plays a sender strategy for the client at input slot, with
+// the permutations of the corrupt chain positions: known steps are
+// followed, the honest step is guessed by step(p).
+func senderGuess(perm map[int][]int, m, slot int, corrupt func(int) bool, step func(p int) int) int {
+	p := slot
+	for s := 0; s < m; s++ {
+		if corrupt(s) {
+			p = perm[s][p]
+		} else {
+			p = step(p)
+		}
+	}
+	return p
+}
+
+// receiverGuess XORs the masks the adversary holds and takes a uniformly
+// random set bit among the L rows (a uniformly random row when none is
+// set): with every mask, the XOR is the row's unit vector.
+func receiverGuess(masks [][]byte, L int, rng *rand.Rand) int {
+	if len(masks) == 0 {
+		return rng.IntN(L)
+	}
+	x := make([]byte, len(masks[0]))
+	for _, mk := range masks {
+		for i := range x {
+			x[i] ^= mk[i]
+		}
+	}
+	var set []int
+	for i := 0; i < L; i++ {
+		if x[i/8]>>(i%8)&1 == 1 {
+			set = append(set, i)
+		}
+	}
+	if len(set) == 0 {
+		return rng.IntN(L)
+	}
+	return set[rng.IntN(len(set))]
+}
+
+// TestAdversaryLinks runs the passive linking adversary with the honest
+// server first, in the middle and last, and the positive control with no
+// honest server. RIFFLE_LONG=1 runs more epochs.
+func TestAdversaryLinks(t *testing.T) {
+	const m, n = 3, 8
+	// 16 epochs: 128 sender trials, so that a doubled success rate
+	// (2/n) would show at z = 4 (T/n = 16).
+	epochs, minTrials := 16, 100
+	switch {
+	case os.Getenv("RIFFLE_LONG") != "":
+		epochs, minTrials = 64, 400
+	case testing.Short():
+		epochs, minTrials = 5, 30
+	}
+	rec := newAdvRecord()
+	p := testParams(4)
+	tn := startAnonNet(t, m, 0, n, p, func(i int, c *ServerConfig) { c.observe = rec.server(i) })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var clients []*Client
+	for i := 0; i < n; i++ {
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), observe: rec.client(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	// Demand for rows: one client shares a file of a few chunks, three
+	// fetch it; decoys keep the lists filled afterwards.
+	link, err := clients[0].Share(ctx, bytes.NewReader(anonRand(t, 5*int(p.ChunkSize))), "demand.bin", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 1; i <= 3; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := clients[i].Get(ctx, link, t.TempDir()); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	// Run until enough complete epochs are recorded.
+	complete := func() [][32]byte {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		var out [][32]byte
+		for id, j := range rec.joined {
+			if len(j) == n && len(rec.perm[id]) == m && rec.pseud[id] != nil {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	for len(complete()) < epochs+1 {
+		if ctx.Err() != nil {
+			t.Fatalf("only %d complete epochs", len(complete()))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, c := range clients {
+		c.Close()
+	}
+	ids := complete()
+	chain := tn.servers[0].chain()
+	posOf := map[int]int{} // server index → chain position
+	for i, s := range tn.servers {
+		for j, pid := range chain {
+			if pid == s.ID() {
+				posOf[i] = j
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	type result struct {
+		name                   string
+		sender, ident, arrival tally
+		receiver               tally
+	}
+	var results []result
+	for _, honest := range []int{0, 1, 2, -1} { // -1: every server corrupt
+		corrupt := func(pos int) bool { return pos != honest }
+		res := result{name: map[int]string{0: "honest first", 1: "honest middle", 2: "honest last", -1: "control (none honest)"}[honest]}
+		for _, id := range ids {
+			perm, ps := rec.perm[id], rec.pseud[id]
+			// Arrival rank of each slot's first submission: what a
+			// global observer sees of the clients' sends.
+			var order []uint32
+			for sl := range rec.arrive[id] {
+				order = append(order, sl)
+			}
+			sort.Slice(order, func(a, b int) bool { return rec.arrive[id][order[a]].Before(rec.arrive[id][order[b]]) })
+			rank := map[int]int{}
+			for r, sl := range order {
+				rank[int(sl)] = r
+			}
+			for _, j := range rec.joined[id] {
+				truth := -1
+				for q, pq := range ps {
+					if bytes.Equal(pq, j.p) {
+						truth = q
+					}
+				}
+				if truth < 0 {
+					t.Fatalf("epoch %x: a client's pseudonym is not in the published list", id[:4])
+				}
+				pn := 1 / float64(n)
+				g := senderGuess(perm, m, int(j.slot), corrupt, func(int) int { return rng.IntN(n) })
+				res.sender.add(g == truth, pn, pn)
+				g = senderGuess(perm, m, int(j.slot), corrupt, func(p int) int { return p })
+				res.ident.add(g == truth, pn, pn)
+				g = senderGuess(perm, m, int(j.slot), corrupt, func(p int) int {
+					if r, ok := rank[p]; ok {
+						return r
+					}
+					return rng.IntN(n)
+				})
+				res.arrival.add(g == truth, pn, pn)
+			}
+		}
+		for k, rl := range rec.rows {
+			j, ok := rec.joined[k.epoch][k.client]
+			if !ok || rl[1] < 2 {
+				continue
+			}
+			mk := maskKey{k.epoch, k.r, j.slot, k.t}
+			all := rec.masks[mk]
+			if len(all) != m || rec.maskL[mk] != rl[1] {
+				continue // a round whose answers were not all computed
+			}
+			var held [][]byte
+			for si, mask := range all {
+				if corrupt(posOf[si]) {
+					held = append(held, mask)
+				}
+			}
+			pr := 1 / float64(rl[1])
+			res.receiver.add(receiverGuess(held, rl[1], rng) == rl[0], pr, pr*(1-pr))
+		}
+		results = append(results, res)
+	}
+	var report strings.Builder
+	for _, r := range results {
+		fmt.Fprintf(&report, "%s:\n  sender, random at the honest step: %s\n  sender, honest step as identity: %s\n  sender, arrival order: %s\n  receiver, XOR of held masks: %s\n",
+			r.name, &r.sender, &r.ident, &r.arrival, &r.receiver)
+	}
+	t.Logf("%d epochs, m = %d, n = %d\n%s", len(ids), m, n, report.String())
+	for _, r := range results[:3] {
+		for name, tl := range map[string]*tally{"sender random": &r.sender, "sender identity": &r.ident, "sender arrival": &r.arrival, "receiver": &r.receiver} {
+			if tl.trials < minTrials {
+				t.Fatalf("%s, %s: only %d trials", r.name, name, tl.trials)
+			}
+			if float64(tl.wins) > tl.bound() {
+				t.Errorf("%s, %s: the adversary links above chance: %s", r.name, name, tl)
+			}
+		}
+	}
+	ctl := results[3]
+	for name, tl := range map[string]*tally{"sender": &ctl.sender, "receiver": &ctl.receiver} {
+		if float64(tl.wins) < 0.9*float64(tl.trials) {
+			t.Errorf("positive control, %s: only %s; the adversary or the records are broken", name, tl)
+		}
+	}
+}

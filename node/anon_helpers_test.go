@@ -1,0 +1,62 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+)
+
+// Internal end-to-end helpers of the anonymity tests, which reach into
+// servers' and clients' state (internal/nodetest imports node, so an
+// internal test cannot use it).
+
+type anonNet struct {
+	servers []*Server
+	clients []*Client
+}
+
+// startAnonNet starts m servers on 127.0.0.1 (no mDNS) needing m servers
+// and minClients clients, then n clients (client i with primary i mod m,
+// MinAnonymity 1).
+func startAnonNet(t testing.TB, m, n, minClients int, p Params, adjust func(i int, c *ServerConfig)) *anonNet {
+	t.Helper()
+	ctx := context.Background()
+	tn := &anonNet{}
+	var peers []string
+	for i := 0; i < m; i++ {
+		sc := ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: append([]string(nil), peers...),
+			Nick: fmt.Sprintf("s%d", i), MinServers: m, MinClients: minClients, NoLAN: true, Params: p, Logger: anonLogger()}
+		if adjust != nil {
+			adjust(i, &sc)
+		}
+		s, err := NewServer(ctx, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		tn.servers = append(tn.servers, s)
+		peers = append(peers, s.Addrs()[0].String())
+	}
+	for i := 0; i < n; i++ {
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: peers[i%m], Logger: anonLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		tn.clients = append(tn.clients, c)
+	}
+	return tn
+}
+
+func anonLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func anonRand(t testing.TB, n int) []byte {
+	b := make([]byte, n)
+	if _, err := io.ReadFull(rand.Reader, b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

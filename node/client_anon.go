@@ -1,0 +1,62 @@
+package node
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// trustedSet counts the clients of a final descriptor registered through
+// servers this client trusts (its primary at chain position pidx and its
+// required servers), and says how many came through each (§3 v3):
+// registrations through a malicious primary cost the adversary nothing, so
+// only these count.
+func (c *Client) trustedSet(v *view, d *wire.Descriptor, pidx int) (int, string) {
+	trusted := map[int]bool{pidx: true}
+	for _, r := range c.cfg.Require {
+		for i, p := range v.chain {
+			if p == r {
+				trusted[i] = true
+			}
+		}
+	}
+	per := make([]int, len(v.chain))
+	total := 0
+	for _, ce := range d.Clients {
+		if int(ce.Primary) < len(per) {
+			per[ce.Primary]++
+		}
+		if trusted[int(ce.Primary)] {
+			total++
+		}
+	}
+	var b strings.Builder
+	for i, k := range per {
+		mark := ""
+		if trusted[i] {
+			mark = "*"
+		}
+		fmt.Fprintf(&b, " %s%s:%d", mark, string(d.Group[i].Nick), k)
+	}
+	return total, b.String()
+}
+
+// checkAnonymity counts the epoch's trusted anonymity set and, when it is
+// below the client's minimum, tells the user that jobs wait: the client
+// takes part with cover only (holdJobs), so that nothing of its jobs goes
+// out in an epoch that small, and the epoch still runs for the others.
+// Call without c.mu.
+func (c *Client) checkAnonymity(v *view, d *wire.Descriptor, pidx int) {
+	n, per := c.trustedSet(v, d, pidx)
+	c.mu.Lock()
+	c.trusted = n
+	c.mu.Unlock()
+	min := c.cfg.MinAnonymity
+	if n >= min {
+		c.progress("epoch %x: %d clients through trusted servers (per primary, * trusted:%s)", v.id[:4], n, per)
+		return
+	}
+	c.progress("epoch %x: jobs wait: only %d clients registered through servers this client trusts (per primary, * trusted:%s), below the minimum anonymity set %d (--min-anonymity); sending cover only until a larger epoch",
+		v.id[:4], n, per, min)
+}

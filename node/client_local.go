@@ -1,0 +1,191 @@
+package node
+
+import (
+	"sync"
+
+	"github.com/riffle-net/riffle/chunker"
+)
+
+// Local work (docs/protocol.md §5.4 v3): assembling, decrypting and
+// writing a fetched file never delays the client's next onion or query.
+// The query path only copies a fetched chunk and queues it; one worker
+// goroutine does the disk and crypto work, without the client's lock
+// held, and publishes what the round loop needs (each job's missing ids)
+// as a snapshot under the lock.
+
+// localQueue is the client's queue of local work: unbounded, so that the
+// query path never waits for the worker (it holds at most the chunks
+// fetched meanwhile: k a round).
+type localQueue struct {
+	mu    sync.Mutex
+	items []func()
+	wake  chan struct{} // one pending wake-up
+}
+
+func (q *localQueue) push(f func()) {
+	q.mu.Lock()
+	q.items = append(q.items, f)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *localQueue) pop() func() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.items) == 0 {
+		return nil
+	}
+	f := q.items[0]
+	q.items[0] = nil
+	q.items = q.items[1:]
+	return f
+}
+
+// localWorker runs the queued local work until the client stops.
+func (c *Client) localWorker() {
+	defer close(c.localDone)
+	for {
+		for f := c.local.pop(); f != nil; f = c.local.pop() {
+			if c.ctx.Err() != nil {
+				return
+			}
+			f()
+		}
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-c.local.wake:
+		}
+	}
+}
+
+// localHook, when set (tests), is called by the worker before each step
+// of local work: "manifest" (a root manifest opens an assembler, which
+// verifies a resumed file), "chunk" (one chunk written) or "finish" (the
+// file decrypted, written and synced).
+func (c *Client) hook(step string) {
+	c.mu.Lock()
+	h := c.localHook
+	c.mu.Unlock()
+	if h != nil {
+		h(step)
+	}
+}
+
+// deliver hands a fetched chunk to the get jobs that need it: counted
+// here, the work queued (data is copied: the answer buffer is recycled).
+func (c *Client) deliver(id [32]byte, data []byte) {
+	c.mu.Lock()
+	c.stats.Fetched++
+	delete(c.retry, id)
+	c.noteHeld(id)
+	c.mu.Unlock()
+	buf := append([]byte(nil), data...)
+	c.local.push(func() { c.assemble(id, buf) })
+}
+
+// assemble is deliver's local work, run by the worker.
+func (c *Client) assemble(id [32]byte, data []byte) {
+	c.mu.Lock()
+	if g := c.wants[id]; g != nil && g.root {
+		// Out of wants while the assembler opens: the manifest is not
+		// asked for again meanwhile.
+		delete(c.wants, id)
+		c.mu.Unlock()
+		c.hook("manifest")
+		asm, err := chunker.NewAssembler(g.dir, g.link, data, chunker.AssembleOptions{Log: c.log})
+		c.mu.Lock()
+		if err == nil && g.cancelled {
+			asm.Close()
+			c.mu.Unlock()
+			return
+		}
+		if err != nil {
+			g.err = err
+			close(g.done)
+			c.notify()
+			c.mu.Unlock()
+			return
+		}
+		g.asm, g.root = asm, false
+		c.wants[id] = g // keyed by file id from now on
+		c.mu.Unlock()
+		c.refresh(id, g)
+		return
+	}
+	type target struct {
+		fid [32]byte
+		g   *getJob
+	}
+	var ts []target
+	for fid, g := range c.wants {
+		if g.asm != nil && g.needs(id) {
+			ts = append(ts, target{fid, g})
+		}
+	}
+	c.mu.Unlock()
+	for _, t := range ts {
+		c.hook("chunk")
+		if err := t.g.asm.Add(chunker.ID(id), data); err == nil {
+			c.refresh(t.fid, t.g)
+		}
+	}
+}
+
+// refresh publishes g's missing ids to the round loop and finishes the
+// job when none is left; run by the worker.
+func (c *Client) refresh(fid [32]byte, g *getJob) {
+	var needed [][32]byte
+	for _, n := range g.asm.Needed() {
+		needed = append(needed, [32]byte(n))
+	}
+	c.mu.Lock()
+	if g.cancelled {
+		c.mu.Unlock()
+		return
+	}
+	g.needed = needed
+	if len(needed) != 0 {
+		c.mu.Unlock()
+		return
+	}
+	delete(c.wants, fid)
+	c.mu.Unlock()
+	c.hook("finish")
+	path, err := g.asm.Finish()
+	c.mu.Lock()
+	g.path, g.err = path, err
+	close(g.done)
+	c.notify()
+	c.mu.Unlock()
+}
+
+// needs reports whether id is among g's missing ids; call with c.mu held.
+func (g *getJob) needs(id [32]byte) bool {
+	for _, n := range g.needed {
+		if n == id {
+			return true
+		}
+	}
+	return false
+}
+
+// maxHeld bounds the chunks a client remembers as held.
+const maxHeld = 4096
+
+// noteHeld remembers a chunk the client published or fetched, for local
+// views (Holds); decoys never come from it (decoys.go). Call with c.mu
+// held.
+func (c *Client) noteHeld(id [32]byte) {
+	if len(c.held) >= maxHeld {
+		for old := range c.held { // map order: an arbitrary one goes
+			delete(c.held, old)
+			break
+		}
+	}
+	c.held[id] = true
+	c.noteHeldForTest(id)
+}

@@ -1,0 +1,94 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+
+	"github.com/riffle-net/riffle/internal/group"
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/mix"
+)
+
+// dupClientTest are test-only hooks of a client (export_test.go sets
+// them): register may change the registration before it is sent (to model
+// a client that registers a copy of another's value); answer chooses how
+// the client answers a duplicate-share abort.
+type dupClientTest struct {
+	register func(epoch [32]byte, serverKeys []*group.Element, regKey ed25519.PublicKey, cs *mix.ClientSecret, reg *mix.Registration)
+	answer   dupAnswerMode
+	regKey   func() ed25519.PrivateKey // a chosen registration key (slot order)
+}
+
+type dupAnswerMode int
+
+const (
+	dupHonest dupAnswerMode = iota // prove only a value this client holds
+	dupSilent                      // never answer
+	dupForge                       // answer every abort naming the slot, with a proof of its own value
+)
+
+// answerDup is the client's side of a duplicate share at setup
+// (docs/protocol.md §4.1 v3), run when an epoch ended before its rounds:
+// it asks its primary for the abort and answers only after checking it
+// (every chain server's signature, its own slot named, the named value
+// equal to its own), with a proof of knowledge of the value's discrete log
+// bound to the epoch and its slot. The epoch's secrets are dropped
+// afterwards and the next epoch draws new ones (u, q, registration and
+// X25519 keys: join).
+func (c *Client) answerDup(ctx context.Context, e *cepoch) error {
+	mode := dupHonest
+	if c.cfg.dupTest != nil {
+		mode = c.cfg.dupTest.answer
+	}
+	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeDupQuery, Body: (&wire.EpochRef{Epoch: e.v.id}).Marshal(), Timeout: pollTimeout})
+	if err != nil {
+		return err // typically: no duplicate in this epoch
+	}
+	var a wire.DupAbort
+	if err := a.Unmarshal(rep); err != nil {
+		return err
+	}
+	if err := checkDupAbort(e, &a); err != nil {
+		return err
+	}
+	own, err := e.cs.Share(int(a.Comp))
+	if err != nil {
+		return err
+	}
+	holds := bytes.Equal(own.Encode(nil), a.Value[:])
+	if mode == dupSilent || (!holds && mode != dupForge) {
+		return nil
+	}
+	proof, err := e.cs.ProveShare(mix.EpochID(e.v.id), e.slot, int(a.Comp), c.rand)
+	if err != nil {
+		return err
+	}
+	msg := wire.DupProof{Epoch: e.v.id, Slot: e.slot}
+	copy(msg.Proof[:], proof)
+	_, err = c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeDupProof, Body: msg.Marshal(), Timeout: shortTimeout})
+	return err
+}
+
+// checkDupAbort checks an abort against the epoch: its id, every chain
+// server's signature (each signs only after verifying the proven lists and
+// walking both positions back itself), and this client's slot among the
+// two named.
+func checkDupAbort(e *cepoch, a *wire.DupAbort) error {
+	v := e.v
+	if a.Epoch != v.id || len(a.Sigs) != len(v.chain) || int(a.Comp) > len(v.chain) || a.SlotA == a.SlotB {
+		return errors.New("node: duplicate abort malformed")
+	}
+	if a.SlotA != e.slot && a.SlotB != e.slot {
+		return errors.New("node: duplicate abort does not name this client")
+	}
+	d := dupDigest(a)
+	for j, p := range v.chain {
+		if err := verifyPeerSig(p, d, a.Sigs[j]); err != nil {
+			return fmt.Errorf("node: duplicate abort signature of server %d: %w", j, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,44 @@
+package node
+
+import "time"
+
+// testObserver is what a server sees, handed to the linking adversary of the
+// anonymity tests (docs/anonymity.md, "How it is tested"): nil in every
+// server outside those tests, where it costs one nil check per event. The
+// tests give the adversary the observers of the servers they treat as
+// corrupt only; the honest server's is read by the positive control
+// alone. Each field may be nil; calls come from the server's goroutines
+// concurrently.
+type testObserver struct {
+	// Perm: this server's setup permutation, forward[input position] =
+	// output position (§4).
+	Perm func(epoch [32]byte, pos int, forward []int)
+	// Pseudonyms: the pseudonym list by output position after setup
+	// (public to all servers), each encoded.
+	Pseudonyms func(epoch [32]byte, ps [][]byte)
+	// Mask: the PIR mask this server applies for (round, slot, request
+	// slot t): derived from its seed, or received by the primary.
+	Mask func(epoch [32]byte, r, slot uint32, t int, mask []byte, L int)
+	// Submit: a submission for (round, slot) arrived at this primary.
+	Submit func(epoch [32]byte, r, slot uint32, at time.Time)
+	// Requests: the ids requested at output position q in round r (public
+	// once published).
+	Requests func(epoch [32]byte, r uint32, q int, ids [][32]byte)
+	// Corrupt (an active adversary): when it returns true this primary
+	// spoils its combined answer for (round, slot, t).
+	Corrupt func(epoch [32]byte, r, slot uint32, t int) bool
+}
+
+// testClientObserver is what the anonymity tests learn from a client: the
+// ground truth the adversary tries to guess (never given to it) and what
+// a global observer of the client's link sees.
+type testClientObserver struct {
+	// Joined: the client's slot and its pseudonym (encoded) in an epoch.
+	Joined func(epoch [32]byte, slot uint32, pseudonym []byte)
+	// Row: the row the client's query for (round, t) asked for, of L.
+	Row func(epoch [32]byte, r uint32, t, row, L int)
+	// HeldDecoys breaks §6.3 (v3) on purpose, for the negative control
+	// of the cross-epoch adversary: decoys are drawn, at the same rate,
+	// from the chunks the client published or fetched (what v2 did).
+	HeldDecoys bool
+}
