@@ -49,7 +49,7 @@ func (s *Server) mixLoop(e *sepoch) {
 		if err != nil || ins == nil {
 			s.mu.Lock()
 			// §5.4: a round that cannot be filled ends the epoch.
-			s.end(e, fmt.Sprintf("round %d not filled", r))
+			s.endUnfilled(e, r)
 			s.mu.Unlock()
 			return
 		}
@@ -156,6 +156,9 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 	s.announceRoot(e, &b)
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
+	if e.pos == m-1 && hooks != nil && hooks.withhold != nil && hooks.withhold(r) {
+		return
+	}
 	if e.pos == m-1 {
 		// Published payloads go out without their zero padding (a cover
 		// is all padding): every receiver puts it back before it checks
