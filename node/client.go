@@ -39,7 +39,6 @@ type ClientConfig struct {
 	// test records them).
 	OnSend func(msgType uint8, size int)
 
-	dupTest *dupClientTest // test-only hooks (dupclient.go)
 	// MinAnonymity is the smallest anonymity set in which the client
 	// carries its jobs (§3 v3), counted over the clients registered
 	// through servers it trusts (its primary and the required servers);
@@ -53,6 +52,7 @@ type ClientConfig struct {
 	// observe is the anonymity tests' ground truth (observe.go); nil
 	// outside them.
 	observe *testClientObserver
+	dupTest *dupClientTest // test-only hooks (dupclient.go)
 }
 
 // Client is a riffle client: it takes part in every epoch through its

@@ -30,6 +30,9 @@
 //   - epoch_handlers.go: the epoch protocol's handlers on every server.
 //   - setup.go: the setup chain of verifiable shuffles (§4.2).
 //   - blame.go, departure.go: share faults at setup, departed clients.
+//   - setupblame.go: a signed setup step that does not verify names its
+//     server.
+//   - refusals.go: signed, relayed aborts and the refusal budget of §3.
 //   - serverdown.go: a server whose connection drops and that does not
 //     answer leaves the roster and ends its epochs.
 //   - epochnum.go: epoch numbers, bounded and kept in the data directory.

@@ -189,21 +189,7 @@ func (s *Server) end(e *sepoch, reason string) {
 		return
 	}
 	s.endQuiet(e, reason)
-	chain := e.v.chain
-	var others []peer.ID
-	for _, p := range chain {
-		if p != s.h.ID() {
-			others = append(others, p)
-		}
-	}
-	body := (&wire.EpochRef{Epoch: e.v.id, Reason: []byte(reason)}).Marshal()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
-		defer cancel()
-		_, _ = s.each(ctx, others, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: shortTimeout})
-	}()
+	s.broadcastAbort(e, reason)
 }
 
 // endQuiet marks the epoch over without telling anyone: on a notice from

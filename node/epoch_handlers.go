@@ -46,27 +46,7 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeBlameReq:
 		return s.onBlameReq(ctx, from, body)
 	case wire.TypeAbort:
-		var ref wire.EpochRef
-		if err := ref.Unmarshal(body); err != nil {
-			return 0, nil, err
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		e := s.epochs[ref.Epoch]
-		if e == nil {
-			return wire.TypeAck, ack, nil
-		}
-		inChain := false
-		for _, p := range e.v.chain {
-			inChain = inChain || p == from
-		}
-		if !inChain {
-			return 0, nil, errors.New("node: abort from outside the chain")
-		}
-		// Any server of the chain may end the epoch: a fault anywhere
-		// stops it for all (a malicious one can only deny service).
-		s.endQuiet(e, "ended by "+from.ShortString()+": "+string(ref.Reason))
-		return wire.TypeAck, ack, nil
+		return s.onAbort(from, body)
 	}
 	return 0, nil, fmt.Errorf("node: unexpected epoch message %d", t)
 }
@@ -98,6 +78,8 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 			pos = i
 		} else if s.serverExcluded(id) {
 			return 0, nil, fmt.Errorf("node: prepared chain has %s, named by a round blame", id.ShortString())
+		} else if len(p.Chain) > s.cfg.MinServers && s.refusalOut(id) {
+			return 0, nil, fmt.Errorf("node: prepared chain has %s, out for its refusal budget", id.ShortString())
 		} else if s.roster.get(id) == nil && id != from {
 			return 0, nil, fmt.Errorf("node: prepared chain has %s, not a live server here", id.ShortString())
 		}

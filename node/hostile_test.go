@@ -242,6 +242,8 @@ func TestHostileRoundHandlers(t *testing.T) {
 		{name: "batch/wrong position", run: func() error { return handlerErr(f.s.onBatch(f.b.id, f.batch(t, mid, 0, 3-1, f.b.priv))) }},
 		{name: "batch/position 0", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, mid, 0, 0, f.a.priv))) }},
 		{name: "batch/position beyond chain", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, mid, 0, 9, f.a.priv))) }},
+		{name: "batch/round beyond epoch", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, mid, R, 1, f.a.priv))) }},
+		{name: "batch/round far beyond epoch", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, mid, 1<<20, 1, f.a.priv))) }},
 		{name: "batch/wrong key", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, mid, 0, 1, f.b.priv))) }},
 
 		{name: "root/truncated", run: func() error { return handlerErr(f.s.onRoot(f.a.id, truncated(root(0, 1, f.a.priv)))) }},

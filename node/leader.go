@@ -42,7 +42,7 @@ func (s *Server) leaderLoop(ctx context.Context) {
 }
 
 func (s *Server) abortAll(ctx context.Context, chain []peer.ID, id [32]byte, reason string) {
-	body := (&wire.EpochRef{Epoch: id, Reason: []byte(reason)}).Marshal()
+	body := s.abortBody(id, reason)
 	_, _ = s.each(context.WithoutCancel(ctx), chain, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: shortTimeout})
 }
 

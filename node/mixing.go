@@ -49,7 +49,7 @@ func (s *Server) mixLoop(e *sepoch) {
 		if err != nil || ins == nil {
 			s.mu.Lock()
 			// §5.4: a round that cannot be filled ends the epoch.
-			s.end(e, fmt.Sprintf("round %d not filled", r))
+			s.endUnfilled(e, r)
 			s.mu.Unlock()
 			return
 		}
@@ -156,6 +156,9 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 	s.announceRoot(e, &b)
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
+	if e.pos == m-1 && hooks != nil && hooks.withhold != nil && hooks.withhold(r) {
+		return
+	}
 	if e.pos == m-1 {
 		// Published payloads go out without their zero padding (a cover
 		// is all padding): every receiver puts it back before it checks
@@ -286,6 +289,17 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		return 0, nil, fmt.Errorf("node: batch for server %d not expected from %s", S, from.ShortString())
 	}
 	if err := verifyPeerSig(from, batchDigest(&wire.Batch{Epoch: h.Epoch, Round: h.Round, S: h.S, Root: h.Root}), h.Sig); err != nil {
+		return 0, nil, err
+	}
+	// A round outside the epoch or the kept window is refused before its
+	// root is recorded: nothing of it may stay here.
+	if h.Round >= v.desc.Params.Rounds {
+		return 0, nil, fmt.Errorf("node: batch for round %d beyond the epoch's %d", h.Round, v.desc.Params.Rounds)
+	}
+	s.mu.Lock()
+	err = e.admit(h.Round)
+	s.mu.Unlock()
+	if err != nil {
 		return 0, nil, err
 	}
 	lim := limitsFor(v.desc.Params, m)

@@ -80,10 +80,20 @@ func sortChain(ids []peer.ID) {
 // chain returns the live servers and this one in chain order.
 func (s *Server) chain() []peer.ID {
 	ids := []peer.ID{s.h.ID()}
+	var out []peer.ID
 	for _, m := range s.roster.live() {
 		if m.id != s.h.ID() && !s.serverExcluded(m.id) {
+			if s.refusalOut(m.id) {
+				out = append(out, m.id)
+				continue
+			}
 			ids = append(ids, m.id)
 		}
+	}
+	// A server out for its refusal budget stays out only while a chain
+	// forms without it (refusals.go).
+	if len(ids) < s.cfg.MinServers {
+		ids = append(ids, out...)
 	}
 	sortChain(ids)
 	return ids

@@ -65,6 +65,12 @@ type serverHooks struct {
 	// equivocate may make this server announce, for round r, a second
 	// signed root that differs from its batch's, to every server.
 	equivocate func(r uint32) bool
+	// badProof may alter this server's setup step before it is signed
+	// (cast_test.go: a shuffle proof that does not verify).
+	badProof func(raw []byte)
+	// withhold may make the last server of the chain keep round r's
+	// payloads to itself: neither broadcast nor published.
+	withhold func(r uint32) bool
 }
 
 // clientHooks let a test make a client misbehave. Never set outside tests.

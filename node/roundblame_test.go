@@ -62,8 +62,13 @@ type blameNet struct {
 // of them; then n clients, whose epochs need minClients.
 func startBlameNet(t *testing.T, m, minServers, n, minClients int) *blameNet {
 	t.Helper()
+	return startBlameNetParams(t, testParams(6), m, minServers, n, minClients)
+}
+
+// startBlameNetParams is startBlameNet with parameters p.
+func startBlameNetParams(t *testing.T, p Params, m, minServers, n, minClients int) *blameNet {
+	t.Helper()
 	ctx := context.Background()
-	p := testParams(6)
 	var servers []*Server
 	var peers []string
 	for i := 0; i < m; i++ {
@@ -235,7 +240,7 @@ func serverCase(t *testing.T, k int, hooks func(fired *atomic.Bool) *serverHooks
 
 // serverCaseEvidence is serverCase where each honest record must hold
 // wantEvidence signed messages (0: not checked).
-func serverCaseEvidence(t *testing.T, k, wantEvidence int, hooks func(fired *atomic.Bool) *serverHooks) {
+func serverCaseEvidence(t *testing.T, k, wantEvidence int, hooks func(fired *atomic.Bool) *serverHooks) []store.BlameRecord {
 	bn := startBlameNet(t, 3, 2, 4, 2)
 	var fired atomic.Bool
 	bad := bn.servers[k]
@@ -283,6 +288,7 @@ func serverCaseEvidence(t *testing.T, k, wantEvidence int, hooks func(fired *ato
 	}
 	shareAndGet(t, up, down)
 	t.Logf("server %d: every honest server named it %v after the fault; an honest share and get done %v after it", k, named, sinceFault())
+	return recs
 }
 
 // TestRoundBlameServerCorrupts: a server that alters one entry of its

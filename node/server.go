@@ -144,6 +144,8 @@ type Server struct {
 	// rb is what round blames left here (roundblame_after.go).
 	rb        roundBlameState
 	dupServer // duplicate-share verdicts (dupwalk.go)
+	// ref counts aborts on private grounds (refusals.go).
+	ref refusalState
 
 	timing   timer    // where the time goes (Timing, riffle bench)
 	handlers gate     // stream handlers in flight

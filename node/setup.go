@@ -123,6 +123,9 @@ func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group
 	if err != nil {
 		return nil, nil, err
 	}
+	if h := s.rb.hooks.Load(); h != nil && h.badProof != nil {
+		h.badProof(raw)
+	}
 	sig, err := sign(s.priv, taggedHash(tagStep, v.id[:], []byte{byte(k >> 8), byte(k)}, raw))
 	if err != nil {
 		return nil, nil, err
@@ -160,10 +163,12 @@ func (s *Server) peerStep(ctx context.Context, e *sepoch, k int, inputs [][]grou
 	}
 	r, err := mix.ParseStepResult(st.Result, n, m, k)
 	if err != nil {
+		s.nameBadStep(e, k, st, err)
 		return nil, nil, fmt.Errorf("node: setup step %d: %w", k, err)
 	}
 	var shareErr *mix.ShareError
 	if err := mix.VerifyStep(mix.EpochID(v.id), k, v.serverKeys, inputs, r, s.rand); err != nil && !errors.As(err, &shareErr) {
+		s.nameBadStep(e, k, st, err)
 		return nil, nil, fmt.Errorf("node: setup step %d does not verify: %w", k, err)
 	}
 	return r, shareErr, nil

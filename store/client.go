@@ -573,29 +573,8 @@ func (c *ClientDB) Downloads(fn func(Download) error) error {
 // for a stored round fail with ErrConflict, so that a second sealing can
 // never reach the network through this store.
 func (c *ClientDB) PutOnion(epoch EpochID, round uint32, onion []byte) error {
-	if len(onion) > MaxOnionSize {
-		return fmt.Errorf("store: onion of %d bytes exceeds %d", len(onion), MaxOnionSize)
-	}
-	key := roundKey(epoch, round)
-	err := c.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketOnions)
-		if sub := b.Bucket(key); sub != nil {
-			if !bytes.Equal(sub.Get(chunkDataKey), onion) {
-				return ErrConflict
-			}
-			return nil
-		}
-		sub, err := b.CreateBucket(key)
-		if err != nil {
-			return err
-		}
-		sub.FillPercent = 1
-		return sub.Put(chunkDataKey, onion)
-	})
-	if err != nil {
-		return fmt.Errorf("store: put onion of round %d of epoch %x: %w", round, epoch[:8], err)
-	}
-	return nil
+	// Keeping every round from 0 prunes nothing: one write path.
+	return c.PutOnionPruned(epoch, round, onion, 0)
 }
 
 // Onion returns a copy of a stored onion, or ErrNotFound.

@@ -27,6 +27,7 @@ func wideDecoders() map[string]func([]byte) error {
 		"register":    func(b []byte) error { var m Register; return m.Unmarshal(b, l) },
 		"reglist":     func(b []byte) error { var m RegList; return m.Unmarshal(b, l) },
 		"epochref":    func(b []byte) error { var m EpochRef; return m.Unmarshal(b) },
+		"abort":       func(b []byte) error { var m Abort; return m.Unmarshal(b) },
 		"route":       func(b []byte) error { var m Route; return m.Unmarshal(b) },
 		"step":        func(b []byte) error { var m Step; return m.Unmarshal(b, l) },
 		"submit":      func(b []byte) error { var m Submit; return m.Unmarshal(b, l) },
@@ -58,7 +59,7 @@ func TestDecodeAllocationBounded(t *testing.T) {
 		case TypeSignReq, TypeSigned:
 			name = "signed"
 			bodies["descriptor"] = append(bodies["descriptor"], v.msg.(*Signed).Desc.Marshal())
-		case TypeCloseReq, TypeAbort, TypeWaitOpen, TypeWaitList:
+		case TypeCloseReq, TypeWaitOpen, TypeWaitList:
 			name = "epochref"
 		case TypeBatch:
 			name = "batch"

@@ -38,7 +38,8 @@ func FuzzPrepare(f *testing.F)     { fuzzDecoder(f, "prepare") }
 func FuzzGroupEntry(f *testing.F)  { fuzzDecoder(f, "entry") }
 func FuzzSigned(f *testing.F)      { fuzzDecoder(f, "signed", "signreq") }
 func FuzzSig(f *testing.F)         { fuzzDecoder(f, "sig") }
-func FuzzEpochRef(f *testing.F)    { fuzzDecoder(f, "abort", "closereq", "waitopen", "waitlist") }
+func FuzzEpochRef(f *testing.F)    { fuzzDecoder(f, "closereq", "waitopen", "waitlist") }
+func FuzzAbort(f *testing.F)       { fuzzDecoder(f, "abort") }
 func FuzzRegister(f *testing.F)    { fuzzDecoder(f, "register") }
 func FuzzRegList(f *testing.F)     { fuzzDecoder(f, "reglist") }
 func FuzzRoute(f *testing.F)       { fuzzDecoder(f, "route") }

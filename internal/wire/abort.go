@@ -1,0 +1,71 @@
+package wire
+
+import "fmt"
+
+// Abort kinds (docs/protocol.md §3, refusal budget).
+const (
+	// AbortFault: the signer ends the epoch for what it saw itself: a
+	// fault, a refusal on private grounds, free text. It counts against
+	// the signer's refusal budget unless the epoch's cause turns out
+	// public (a blame, a server of the chain gone).
+	AbortFault uint8 = 0
+	// AbortCoord: the leader ends an epoch whose registration it could not
+	// complete (a request to the chain failed). Accepted only before the
+	// final descriptor; charged to nobody (a leader that never completes
+	// an epoch is a silent leader).
+	AbortCoord uint8 = 1
+	// AbortNoPub: the signer never got round Round's publication from
+	// the last server of the chain. A server that lacks it too charges
+	// the last server; one that has it charges the signer (§5.2 (v3):
+	// a claimant whose claim others can disprove pays for it).
+	AbortNoPub uint8 = 2
+)
+
+// Abort ends an epoch for every server of its chain (TypeAbort). It is
+// signed by the server that ends it, over SHA-256("riffle/v2/abort", the
+// encoding before Sig), so that a server that gets it relays it and every
+// server charges the same signer.
+type Abort struct {
+	Epoch  [32]byte
+	Number uint64 // the epoch's number
+	Round  uint32 // the round it ends in (0 before the rounds)
+	Kind   uint8  // AbortFault or AbortCoord
+	Signer []byte // peer id of the server that ends the epoch
+	Reason []byte // free text, at most MaxReason
+	Sig    [64]byte
+}
+
+// MarshalBody is the signed part.
+func (m *Abort) MarshalBody() []byte {
+	var e Enc
+	e.Fixed(m.Epoch[:])
+	e.U64(m.Number)
+	e.U32(m.Round)
+	e.U8(m.Kind)
+	e.Bytes(m.Signer)
+	e.Bytes(m.Reason)
+	return e.B
+}
+
+func (m *Abort) Marshal() []byte {
+	b := m.MarshalBody()
+	return append(b, m.Sig[:]...)
+}
+
+func (m *Abort) Unmarshal(b []byte) error {
+	d := Dec{B: b}
+	m.Epoch = d.Array32("epoch id")
+	m.Number = d.U64("number")
+	m.Round = d.U32("round")
+	m.Kind = d.U8("kind")
+	m.Signer = d.Bytes(MaxPeerID, "signer")
+	m.Reason = d.Bytes(MaxReason, "reason")
+	m.Sig = d.Array64("signature")
+	if err := d.Done("abort"); err != nil {
+		return err
+	}
+	if m.Kind > AbortNoPub {
+		return fmt.Errorf("wire: decode abort: unknown kind %d", m.Kind)
+	}
+	return nil
+}

@@ -1,0 +1,484 @@
+package node
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// The refusal budget of docs/protocol.md §3: a server may end an epoch on
+// grounds only it can see (a refusal, free text) without being named, but
+// at most once per m epochs; a second such abort within m epoch numbers
+// of the first leaves it out of the next m chains (no blame, no
+// probation). Aborts are signed by the server that ends the epoch and
+// relayed once by every server that gets one, so that every honest server
+// charges the same signer; the counts are kept in the data directory, so
+// that a restart does not reset them.
+
+const (
+	// tagAbort is the domain tag of an abort's signature.
+	tagAbort = "riffle/v2/abort"
+	// RefusalFile holds the counted aborts in a data directory (JSON).
+	RefusalFile = "refusals"
+	// abortGrace is how long a counted abort may still turn out to have a
+	// public cause (a blame record for its epoch, a server of its chain
+	// gone from the roster), which takes the count back: a blame walk
+	// and a departed server's probe both finish well within it.
+	abortGrace = 20 * time.Second
+	// refusalKeep is how many counted aborts are kept per server (two
+	// decide; a few more for the operator).
+	refusalKeep = 4
+	// seenKeep is how many epoch numbers back the relay memory reaches.
+	seenKeep = 16
+	// abortSettle is how long a server that ended an epoch waits before
+	// it signs its abort: if another server's abort comes meanwhile, its
+	// own fault was that one's consequence (a peer that already ended
+	// the epoch refuses its requests) and it sends nothing, so that it is
+	// not charged for another's refusal. Its own epoch ends at once.
+	abortSettle = time.Second
+)
+
+// refusal is one counted abort.
+type refusal struct {
+	Peer   string `json:"peer"`
+	Number uint64 `json:"number"` // the aborted epoch's number
+	Window uint64 `json:"window"` // m of its chain
+	Epoch  string `json:"epoch"`  // hex
+	Reason string `json:"reason"`
+}
+
+// refusalState is a server's memory of aborts (its own lock: the chain
+// is computed without s.mu).
+type refusalState struct {
+	mu     sync.Mutex
+	loaded sync.Once
+	recs   []refusal
+	// seen: (epoch, signer) aborts already handled here, by the epoch's
+	// number for pruning.
+	seen map[[32]byte]map[peer.ID]bool
+	num  map[[32]byte]uint64
+	// charged: servers already charged for an epoch (once each).
+	charged map[[32]byte]map[peer.ID]bool
+}
+
+// broadcastAbort tells every other server of e's chain that e ended here
+// (§3: a failure ends the epoch for everyone; without the notice the
+// others' clients would wait for rounds that never come), with a signed
+// abort, after abortSettle and unless another server's abort came first.
+// Call with s.mu held.
+func (s *Server) broadcastAbort(e *sepoch, reason string) {
+	s.broadcastAbortKind(e, wire.AbortFault, 0, reason)
+}
+
+// endUnfilled ends e when round r could not be filled (§5.4). If the
+// publication of an earlier round is what it waits for, the abort says so
+// (AbortNoPub), so that it is charged to the last server when the others
+// lack it too. Call with s.mu held.
+func (s *Server) endUnfilled(e *sepoch, r uint32) {
+	if r >= mixDepth {
+		if x := e.rounds[r-mixDepth]; x == nil || !x.pubDone {
+			reason := fmt.Sprintf("round %d: no publication of round %d", r, r-mixDepth)
+			s.endQuiet(e, reason)
+			s.broadcastAbortKind(e, wire.AbortNoPub, r-mixDepth, reason)
+			return
+		}
+	}
+	s.end(e, fmt.Sprintf("round %d not filled", r))
+}
+
+// broadcastAbortKind is broadcastAbort with an abort kind and round.
+func (s *Server) broadcastAbortKind(e *sepoch, kind uint8, round uint32, reason string) {
+	var others []peer.ID
+	for _, p := range e.v.chain {
+		if p != s.h.ID() {
+			others = append(others, p)
+		}
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(abortSettle):
+		}
+		s.mu.Lock()
+		var body []byte
+		if !s.abortedByOther(e) {
+			body = s.signAbortLocked(e, kind, round, reason)
+		}
+		s.mu.Unlock()
+		if body == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
+		defer cancel()
+		_, _ = s.each(ctx, others, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: shortTimeout})
+	}()
+}
+
+// abortedByOther reports whether another server's abort of e came here.
+func (s *Server) abortedByOther(e *sepoch) bool {
+	s.ref.mu.Lock()
+	defer s.ref.mu.Unlock()
+	for p := range s.ref.seen[e.v.id] {
+		if p != s.h.ID() {
+			return true
+		}
+	}
+	return false
+}
+
+func abortDigest(a *wire.Abort) [32]byte { return taggedHash(tagAbort, a.MarshalBody()) }
+
+// signAbortLocked returns this server's signed abort of e and notes it
+// here as any other server will (nil if signing failed). Call with s.mu
+// held.
+func (s *Server) signAbortLocked(e *sepoch, kind uint8, round uint32, reason string) []byte {
+	a := &wire.Abort{Epoch: e.v.id, Number: e.v.desc.Number, Round: round, Kind: kind, Signer: []byte(s.h.ID()), Reason: []byte(reason)}
+	if len(a.Reason) > wire.MaxReason {
+		a.Reason = a.Reason[:wire.MaxReason]
+	}
+	sig, err := sign(s.priv, abortDigest(a))
+	if err != nil {
+		s.log.Error("abort unsigned", "err", err)
+		return nil
+	}
+	a.Sig = sig
+	s.noteAbortLocked(e, a, s.h.ID())
+	return a.Marshal()
+}
+
+// abortBody is the signed coordination abort of the leader for epoch id
+// (abortAll): charged to nobody, and only before the final descriptor.
+func (s *Server) abortBody(id [32]byte, reason string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.epochs[id]; e != nil && e.v != nil {
+		return s.signAbortLocked(e, wire.AbortCoord, 0, reason)
+	}
+	a := &wire.Abort{Epoch: id, Kind: wire.AbortCoord, Signer: []byte(s.h.ID()), Reason: []byte(reason)}
+	sig, err := sign(s.priv, abortDigest(a))
+	if err != nil {
+		return nil
+	}
+	a.Sig = sig
+	return a.Marshal()
+}
+
+// onAbort handles an abort sent or relayed by a server of the epoch's
+// chain: checked (sender, signer, number, signature), counted, relayed
+// once to the rest of the chain, and the epoch ended.
+func (s *Server) onAbort(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var a wire.Abort
+	if err := a.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.epochs[a.Epoch]
+	if e == nil {
+		return wire.TypeAck, ack, nil
+	}
+	signer := peer.ID(a.Signer)
+	if !inChain(e.v.chain, from) {
+		return 0, nil, errors.New("node: abort from outside the chain")
+	}
+	if !inChain(e.v.chain, signer) {
+		return 0, nil, errors.New("node: abort signed outside the chain")
+	}
+	if a.Kind != wire.AbortCoord && a.Number != e.v.desc.Number {
+		return 0, nil, fmt.Errorf("node: abort of epoch number %d, not %d", a.Number, e.v.desc.Number)
+	}
+	if err := verifyPeerSig(signer, abortDigest(&a), a.Sig); err != nil {
+		return 0, nil, err
+	}
+	if s.noteAbortLocked(e, &a, signer) && signer != s.h.ID() {
+		s.relayAbort(e, body, from, signer)
+	}
+	// Any server of the chain may end the epoch: a fault anywhere stops
+	// it for all (within the refusal budget when nobody is named).
+	s.endQuiet(e, "ended by "+signer.ShortString()+": "+string(a.Reason))
+	return wire.TypeAck, ack, nil
+}
+
+func inChain(chain []peer.ID, p peer.ID) bool {
+	for _, q := range chain {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// relayAbort sends a signed abort on to every server of the chain but this
+// one, the sender and the signer, so that one sent to a few reaches all.
+// Call with s.mu held.
+func (s *Server) relayAbort(e *sepoch, body []byte, from, signer peer.ID) {
+	var to []peer.ID
+	for _, p := range e.v.chain {
+		if p != s.h.ID() && p != from && p != signer {
+			to = append(to, p)
+		}
+	}
+	if len(to) == 0 {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
+		defer cancel()
+		_, _ = s.each(ctx, to, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: shortTimeout})
+	}()
+}
+
+// noteAbortLocked handles an abort the first time it is seen here and
+// reports whether it was new. A fault abort counts against its signer at
+// once; a coordination abort by the leader before the final descriptor
+// counts against nobody. A count is taken back if, within abortGrace, the
+// epoch's cause turns out public. Call with s.mu held.
+func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID) bool {
+	rs := &s.ref
+	rs.loaded.Do(s.loadRefusals)
+	rs.mu.Lock()
+	if rs.seen == nil {
+		rs.seen, rs.num = map[[32]byte]map[peer.ID]bool{}, map[[32]byte]uint64{}
+	}
+	if rs.seen[e.v.id][signer] {
+		rs.mu.Unlock()
+		return false
+	}
+	if rs.seen[e.v.id] == nil {
+		rs.seen[e.v.id] = map[peer.ID]bool{}
+		rs.num[e.v.id] = e.v.desc.Number
+		for id, n := range rs.num {
+			if n+seenKeep < e.v.desc.Number {
+				delete(rs.seen, id)
+				delete(rs.num, id)
+				delete(rs.charged, id)
+			}
+		}
+	}
+	rs.seen[e.v.id][signer] = true
+	rs.mu.Unlock()
+	if a.Kind == wire.AbortCoord && signer == e.leader && e.final == nil {
+		return true
+	}
+	if s.publicCause(e) {
+		return true
+	}
+	charged := signer
+	if a.Kind == wire.AbortNoPub && e.final != nil {
+		if x := e.rounds[a.Round]; x == nil || !x.pubDone {
+			charged = e.v.chain[len(e.v.chain)-1]
+		}
+	}
+	rs.mu.Lock()
+	if rs.charged == nil {
+		rs.charged = map[[32]byte]map[peer.ID]bool{}
+	}
+	if rs.charged[e.v.id] == nil {
+		rs.charged[e.v.id] = map[peer.ID]bool{}
+	}
+	again := rs.charged[e.v.id][charged]
+	rs.charged[e.v.id][charged] = true
+	rs.mu.Unlock()
+	if again {
+		return true
+	}
+	rec := refusal{Peer: charged.String(), Number: e.v.desc.Number, Window: uint64(len(e.v.chain)),
+		Epoch: hex.EncodeToString(e.v.id[:]), Reason: string(a.Reason)}
+	rs.mu.Lock()
+	rs.recs = append(rs.recs, rec)
+	rs.prune()
+	s.saveRefusalsLocked()
+	rs.mu.Unlock()
+	s.log.Info("abort on private grounds counted", "server", charged.ShortString(), "signer", signer.ShortString(), "epoch", e.v.desc.Number, "reason", string(a.Reason))
+	s.wg.Add(1)
+	go s.watchCause(e, rec)
+	return true
+}
+
+// publicCause reports whether e's end has a cause every server can see: a
+// blame record here names someone in it, or a server of its chain is gone
+// from the roster.
+func (s *Server) publicCause(e *sepoch) bool {
+	for _, p := range e.v.chain {
+		if p != s.h.ID() && (s.roster.get(p) == nil || s.serverExcluded(p)) {
+			return true
+		}
+	}
+	recs, _ := s.blameRecords()
+	for _, r := range recs {
+		if r.Epoch == e.v.id {
+			return true
+		}
+	}
+	return false
+}
+
+// watchCause takes rec back if e's cause turns out public within
+// abortGrace.
+func (s *Server) watchCause(e *sepoch, rec refusal) {
+	defer s.wg.Done()
+	deadline := time.Now().Add(abortGrace)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+		if !s.publicCause(e) {
+			continue
+		}
+		rs := &s.ref
+		rs.mu.Lock()
+		kept := rs.recs[:0]
+		for _, r := range rs.recs {
+			if r != rec {
+				kept = append(kept, r)
+			}
+		}
+		rs.recs = kept
+		s.saveRefusalsLocked()
+		rs.mu.Unlock()
+		s.log.Info("abort had a public cause: not counted", "server", rec.Peer, "epoch", rec.Number)
+		return
+	}
+}
+
+// prune keeps the newest refusalKeep records of each server. Call with
+// rs.mu held.
+func (rs *refusalState) prune() {
+	sort.SliceStable(rs.recs, func(i, j int) bool { return rs.recs[i].Number < rs.recs[j].Number })
+	count := map[string]int{}
+	for i := len(rs.recs) - 1; i >= 0; i-- {
+		count[rs.recs[i].Peer]++
+	}
+	kept := rs.recs[:0]
+	for _, r := range rs.recs {
+		if count[r.Peer] > refusalKeep {
+			count[r.Peer]--
+			continue
+		}
+		kept = append(kept, r)
+	}
+	rs.recs = kept
+}
+
+// outUntil returns the epoch number up to which p is left out of chains
+// (0 if it is not): two counted aborts less than m epoch numbers apart
+// leave it out of the m chains after the second.
+func (rs *refusalState) outUntil(p peer.ID) uint64 {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	var prev *refusal
+	var until uint64
+	id := p.String()
+	for i := range rs.recs {
+		r := &rs.recs[i]
+		if r.Peer != id {
+			continue
+		}
+		if prev != nil && r.Number > prev.Number && r.Number-prev.Number < r.Window {
+			until = max(until, r.Number+r.Window)
+		}
+		prev = r
+	}
+	return until
+}
+
+// refusalOut reports whether p is left out of the next chain for its
+// refusal budget. Never call with s.mu held.
+func (s *Server) refusalOut(p peer.ID) bool {
+	s.ref.loaded.Do(s.loadRefusals)
+	until := s.ref.outUntil(p)
+	if until == 0 {
+		return false
+	}
+	s.mu.Lock()
+	next := s.number + 1
+	s.mu.Unlock()
+	return next <= until
+}
+
+// refusalCounts returns how many aborts are counted here against each
+// server (tests, operators).
+func (s *Server) refusalCounts() map[peer.ID]int {
+	s.ref.loaded.Do(s.loadRefusals)
+	s.ref.mu.Lock()
+	defer s.ref.mu.Unlock()
+	out := map[peer.ID]int{}
+	for _, r := range s.ref.recs {
+		if p, err := peer.Decode(r.Peer); err == nil {
+			out[p]++
+		}
+	}
+	return out
+}
+
+// loadRefusals reads the counted aborts of the data directory.
+func (s *Server) loadRefusals() {
+	b, err := os.ReadFile(filepath.Join(s.cfg.DataDir, RefusalFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if err == nil {
+		var recs []refusal
+		if err = json.Unmarshal(b, &recs); err == nil {
+			s.ref.mu.Lock()
+			s.ref.recs = append(recs, s.ref.recs...)
+			s.ref.prune()
+			s.ref.mu.Unlock()
+			return
+		}
+	}
+	s.log.Error("refusal counts unreadable", "err", err)
+}
+
+// saveRefusalsLocked writes the counted aborts durably: a temporary file,
+// synced, renamed (a crash leaves the old or the new). Call with s.ref.mu
+// held (one writer at a time, newest last).
+func (s *Server) saveRefusalsLocked() {
+	if err := writeFileSync(filepath.Join(s.cfg.DataDir, RefusalFile), s.ref.recs); err != nil {
+		s.log.Error("refusal counts not saved", "err", err)
+	}
+}
+
+func writeFileSync(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("node: write %s: %w", filepath.Base(path), err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return fmt.Errorf("node: write %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
