@@ -103,24 +103,5 @@ func loadEpochNumber(dir string) (uint64, error) {
 // saveEpochNumber writes n to dir durably: a temporary file, synced, then
 // renamed over the old one, so that a crash leaves the old or the new.
 func saveEpochNumber(dir string, n uint64) error {
-	path := filepath.Join(dir, EpochNumberFile)
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("node: write epoch number: %w", err)
-	}
-	_, err = f.WriteString(strconv.FormatUint(n, 10) + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		return fmt.Errorf("node: write epoch number: %w", err)
-	}
-	return nil
+	return writeFileDurably(filepath.Join(dir, EpochNumberFile), []byte(strconv.FormatUint(n, 10)+"\n"))
 }
