@@ -41,7 +41,29 @@ func (s *Server) leaderLoop(ctx context.Context) {
 	}
 }
 
+// abortAll ends epoch id on every server of the chain with the leader's
+// signed coordination abort. If the epoch is known here and another
+// server's abort of it comes within abortSettle, the leader's failure was
+// that abort's consequence (a server that already ended the epoch refuses
+// the leader's requests) and it sends nothing: a coordination abort after
+// the final descriptor is charged to the leader, and it must not be
+// charged for another's refusal.
 func (s *Server) abortAll(ctx context.Context, chain []peer.ID, id [32]byte, reason string) {
+	s.mu.Lock()
+	e := s.epochs[id]
+	s.mu.Unlock()
+	if e != nil && e.v != nil {
+		if s.abortedByOther(e) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(abortSettle):
+		}
+		if s.abortedByOther(e) {
+			return
+		}
+	}
 	body := s.abortBody(id, reason)
 	_, _ = s.each(context.WithoutCancel(ctx), chain, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: shortTimeout})
 }
