@@ -20,12 +20,14 @@ const maxOmittedNamed = 8
 
 // omittedHeld returns, sorted, the ids requested in round x that this
 // server holds and that the proposal rl leaves out although the cut rule
-// keeps them (§5.3 as implemented: the requested ids that any server
-// holds, sorted by byte order, the first maxRows kept). An honest holder
-// of such an id refuses to sign: the leader would otherwise censor a
-// request by leaving it out. Call without s.mu; x.requests is final once
-// x.pubDone.
-func (s *Server) omittedHeld(x *sround, rl *wire.RoundList, maxRows int) ([][32]byte, error) {
+// keeps them (§5.3 v3: the round-robin cut of listcut.go over the ids any
+// server holds). An honest holder of such an id refuses to sign: the
+// leader would otherwise censor a request by leaving it out. It runs the
+// cut over the proposal's ids and its own held ones: ids the full cut
+// never takes do not change it, so an honest proposal comes out again and
+// any id of this server's that comes out besides is one left out. Call
+// without s.mu; x.requests and x.reqByPos are final once x.pubDone.
+func (s *Server) omittedHeld(e *sepoch, r uint32, x *sround, rl *wire.RoundList, maxRows int) ([][32]byte, error) {
 	in := make(map[[32]byte]bool, len(rl.Entries))
 	for _, le := range rl.Entries {
 		in[le.ID] = true
@@ -37,6 +39,7 @@ func (s *Server) omittedHeld(x *sround, rl *wire.RoundList, maxRows int) ([][32]
 			missing = append(missing, id)
 		}
 	}
+	byPos := x.reqByPos
 	s.mu.Unlock()
 	if len(missing) == 0 {
 		return nil, nil
@@ -46,14 +49,19 @@ func (s *Server) omittedHeld(x *sround, rl *wire.RoundList, maxRows int) ([][32]
 	if err != nil {
 		return nil, fmt.Errorf("node: proposal: %w", err)
 	}
-	var out [][32]byte
-	full := len(rl.Entries) >= maxRows
+	if len(held) == 0 {
+		return nil, nil
+	}
+	mine := make(map[[32]byte]bool, len(held))
 	for _, h := range held {
-		// A full list may leave out what sorts after its last entry.
-		if full && bytes.Compare(h.ID[:], rl.Entries[len(rl.Entries)-1].ID[:]) > 0 {
-			continue
+		mine[h.ID] = true
+	}
+	keep := roundRobinCut(listStart(e.final.id, r, len(byPos)), byPos, func(id [32]byte) bool { return in[id] || mine[id] }, maxRows)
+	var out [][32]byte
+	for _, id := range keep {
+		if !in[id] {
+			out = append(out, id)
 		}
-		out = append(out, h.ID)
 	}
 	return out, nil
 }

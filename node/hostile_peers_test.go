@@ -245,9 +245,11 @@ func TestEpochNumberPersists(t *testing.T) {
 }
 
 // TestProposalCensorship: (v3, §5.3) a server signs a request list only if
-// every id requested in the round that it holds is in, except what the cut
-// to L_max (the first L_max ids in byte order) leaves out. A leader that
-// leaves out a requested id is refused, and the refusal names the id.
+// every id requested in the round that it holds is in, except what the
+// round-robin cut to L_max leaves out. A leader that leaves out a
+// requested id is refused, and the refusal names the id; a leader that
+// cuts by byte order, letting one pseudonym's many requests push out
+// another's one, is refused too.
 func TestProposalCensorship(t *testing.T) {
 	s := beaconServer(t)
 	leader := leaderBelow(t, s)
@@ -268,6 +270,10 @@ func TestProposalCensorship(t *testing.T) {
 	x := e.round(r)
 	x.list, x.pubDone = nil, true
 	x.requests = map[[32]byte]bool{held[0].ID: true, held[1].ID: true, held[2].ID: true, nobody: true}
+	// Position 0 asks for two ids, position 1 for one, position 2 for
+	// one nobody holds: a cut to 2 keeps position 0's first and position
+	// 1's, whatever q_0.
+	x.reqByPos = [][][32]byte{{held[0].ID, held[1].ID}, {held[2].ID}, {nobody}}
 	s.mu.Unlock()
 	cases := []struct {
 		name    string
@@ -279,8 +285,9 @@ func TestProposalCensorship(t *testing.T) {
 		{"one left out", 64, []wire.ListEntry{held[0], held[2]}, false},
 		{"the last left out", 64, held[:2], false},
 		{"empty list", 64, nil, false},
-		{"cut to L_max keeps the first", 2, held[:2], true},
-		{"cut to L_max skips the first", 2, held[1:], false},
+		{"round-robin cut to L_max", 2, []wire.ListEntry{held[0], held[2]}, true},
+		{"byte-order cut to L_max", 2, held[:2], false},
+		{"cut to L_max skips a first request", 2, held[1:], false},
 	}
 	for _, c := range cases {
 		e.final.desc.Params.MaxRows = c.maxRows

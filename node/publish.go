@@ -44,6 +44,7 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 	var published [][32]byte
 	var index []IndexEntry
 	requests := map[[32]byte]bool{}
+	reqByPos := make([][][32]byte, len(payloads))
 	now := time.Unix(time.Now().Unix(), 0) // the index keeps seconds
 	for q, raw := range payloads {
 		if badAt[q] {
@@ -59,6 +60,7 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 		for _, rq := range p.Requests {
 			if rq != ([32]byte{}) {
 				requests[rq] = true
+				reqByPos[q] = append(reqByPos[q], rq)
 			}
 		}
 		if o := s.cfg.observe; o != nil && o.Requests != nil {
@@ -97,7 +99,7 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 	}
 	s.mu.Lock()
 	x := e.round(r)
-	x.published, x.requests, x.pubDone = published, requests, true
+	x.published, x.requests, x.reqByPos, x.pubDone = published, requests, reqByPos, true
 	s.releaseInput(e, r)
 	s.notify()
 	s.mu.Unlock()
@@ -107,8 +109,9 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 }
 
 // proposeList is the leader's request list for round r (§5.3 v2): the ids
-// requested this round that it holds, sorted, de-duplicated, cut to L_max,
-// with lengths; every server signs it.
+// requested this round that it holds, cut to L_max round-robin across
+// output positions (v3, listcut.go), sorted, with lengths; every server
+// signs it.
 func (s *Server) proposeList(e *sepoch, r uint32) {
 	defer s.trace("proposeList", r)()
 	v := e.final
@@ -118,9 +121,10 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 	for id := range x.requests {
 		ids = append(ids, id)
 	}
-	published := x.published
+	published, byPos := x.published, x.reqByPos
 	s.mu.Unlock()
 	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i][:], ids[j][:]) < 0 })
+	q0 := listStart(v.id, r, len(byPos))
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
 	var rl wire.RoundList
@@ -133,7 +137,16 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 		if herr != nil {
 			s.log.Warn("request list", "round", r, "err", herr)
 		}
-		rl.Entries = listEntries(held[:min(len(held), int(v.desc.Params.MaxRows))])
+		lens := make(map[[32]byte]uint32, len(held))
+		for _, h := range held {
+			lens[h.ID] = h.Length
+		}
+		keep := roundRobinCut(q0, byPos, func(id [32]byte) bool { _, ok := lens[id]; return ok }, int(v.desc.Params.MaxRows))
+		kept := make([]store.Request, len(keep))
+		for i, id := range keep {
+			kept[i] = store.Request{ID: id, Length: lens[id]}
+		}
+		rl.Entries = listEntries(kept)
 		reps, err = s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: bulkTimeout})
 		// A server that holds a requested id this one lacks refuses the
 		// list (it omits the id): fetch what it names, propose again.
@@ -200,8 +213,8 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 		return 0, nil, errors.New("node: proposal lists an id nobody requested, or is not sorted")
 	}
 	// (v3) no censorship: every requested id held here is in, unless the
-	// cut to L_max leaves it out.
-	omitted, err := s.omittedHeld(x, &rl, int(e.final.desc.Params.MaxRows))
+	// round-robin cut to L_max leaves it out.
+	omitted, err := s.omittedHeld(e, rl.Round, x, &rl, int(e.final.desc.Params.MaxRows))
 	if err != nil {
 		return 0, nil, err
 	}

@@ -24,6 +24,7 @@ type sround struct {
 	// Publication and the request list (publish.go).
 	published [][32]byte
 	requests  map[[32]byte]bool
+	reqByPos  [][][32]byte // per output position, its requested ids in order (listcut.go)
 	pubDone   bool
 	list      *wire.RoundList
 	listBytes []byte

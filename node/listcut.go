@@ -1,0 +1,63 @@
+package node
+
+import (
+	"bytes"
+	"encoding/binary"
+	"sort"
+)
+
+// tagListStart is the domain tag of the round-robin start q_0 (§5.3).
+const tagListStart = "riffle/v3/request-list-start"
+
+// listStart is q_0 = H(epoch id ‖ round) mod n of the round-robin cut of
+// a round's request list (docs/protocol.md §5.3): a public start nobody
+// chooses, n the round's output positions.
+func listStart(epoch [32]byte, round uint32, n int) int {
+	if n <= 0 {
+		return 0
+	}
+	var rb [4]byte
+	binary.BigEndian.PutUint32(rb[:], round)
+	h := taggedHash(tagListStart, epoch[:], rb[:])
+	return int(binary.BigEndian.Uint64(h[:8]) % uint64(n))
+}
+
+// roundRobinCut returns, sorted by byte order, the ids a round's request
+// list holds (§5.3): output positions take turns from q0 on, each turn
+// taking the position's first requested id (in its payload's order) that
+// is in held and not taken yet, until maxRows ids are taken or no
+// position has one left. So no pseudonym can push another's requests out
+// by asking for many ids: each gets its turn before any gets a second.
+//
+// A position's ids that are never taken do not change what is taken, so
+// running the cut over a subset of the ids held anywhere that contains
+// the list gives the list again: that is how a holder checks a proposal
+// (omittedHeld) without knowing what the other servers hold.
+func roundRobinCut(q0 int, byPos [][][32]byte, held func([32]byte) bool, maxRows int) [][32]byte {
+	n := len(byPos)
+	next := make([]int, n) // per position, the index of its next candidate
+	taken := map[[32]byte]bool{}
+	var out [][32]byte
+	for len(out) < maxRows {
+		progress := false
+		for t := 0; t < n && len(out) < maxRows; t++ {
+			q := (q0 + t) % n
+			ids := byPos[q]
+			for next[q] < len(ids) {
+				id := ids[next[q]]
+				next[q]++
+				if !taken[id] && held(id) {
+					taken[id] = true
+					out = append(out, id)
+					progress = true
+					break
+				}
+			}
+		}
+		if !progress {
+			break
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i][:], out[j][:]) < 0 })
+	return out
+}
