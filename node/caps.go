@@ -64,7 +64,7 @@ func (s *Server) clientCaps(t wire.Type) int {
 		return 1024
 	case wire.TypeRegister:
 		return 64 << 10
-	case wire.TypeSubmit:
+	case wire.TypeSubmit, wire.TypeHandover:
 		return mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers) + 256
 	}
 	return dupClientCaps(t)
@@ -130,6 +130,7 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeWaitOpen: {wire.TypeSigned, signedCap},
 		wire.TypeRegister: {wire.TypeSigned, signedCap},
 		wire.TypeSubmit:   ackReply,
+		wire.TypeHandover: ackReply,
 		wire.TypeWaitList: {wire.TypeRoundList, roundListCap},
 		wire.TypeIndexReq: {wire.TypeIndex, 256 << 20},
 	},

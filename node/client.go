@@ -165,6 +165,9 @@ type cepoch struct {
 	reqs   map[uint32][][32]byte
 	ups    map[uint32]*upItem
 	onions map[uint32][]byte // sealed once, kept to resend (§5.1)
+	// sealedNext is one more than the newest round sealed: a client that
+	// leaves hands over cover from there (handover.go).
+	sealedNext uint32
 	marked bool              // the pending-epoch marker names this epoch
 
 	// Buffers recycled round after round: the payload (free once sealed;

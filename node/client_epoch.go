@@ -70,6 +70,11 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 			c.log.Debug("no duplicate-share answer", "err", derr)
 		}
 	}
+	if ctx.Err() != nil && err != nil {
+		// Leaving mid-epoch: cover for the rounds ahead, so that the
+		// departure does not end the epoch (§5.4 v3).
+		c.handOver(e)
+	}
 	if ctx.Err() == nil {
 		// A clean end (not a crash or a Close mid-epoch, after which the
 		// stored submissions are sent again at the next start).
@@ -397,6 +402,7 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 		// Sealed once and kept: a resend after an error sends these bytes
 		// again, never a second sealing (§5.1 v2).
 		e.onions[r] = onion
+		e.sealedNext = max(e.sealedNext, r+1)
 	}
 	sub := wire.Submit{Epoch: e.v.id, Round: r, Slot: e.slot, Onion: onion}
 	copy(sub.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.id), uint64(r), e.slot, onion))

@@ -35,6 +35,9 @@ func (s *Server) checkDeparturesLocked(e *sepoch, r uint32) {
 				continue
 			}
 		}
+		if e.handedOver(uint32(i), r+1) {
+			continue
+		}
 		p, ok := e.regFrom[c.RegKey]
 		if !ok || s.h.Network().Connectedness(p) == network.Connected {
 			continue

@@ -129,6 +129,13 @@ type roundsState struct {
 	doubleNamed bool
 	// badNamed: a server's malformed signed batch was named here.
 	badNamed bool
+	// handover holds, by slot and round, the cover onions a leaving
+	// client of this primary handed over for rounds not yet admitted
+	// (handover.go).
+	handover map[uint32]map[uint32]wire.Submit
+	// departed marks the slots whose client handed over and left: their
+	// PIR queries never come, and nobody waits for them.
+	departed map[uint32]bool
 }
 
 // layerBuffers are OpenLayerInto's buffers, reused round after round;

@@ -85,6 +85,8 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 		return s.onClientRegister(ctx, from, body)
 	case wire.TypeSubmit:
 		return s.onSubmit(from, body)
+	case wire.TypeHandover:
+		return s.onHandover(body)
 	case wire.TypeDupQuery:
 		return s.onDupQuery(ctx, from, body)
 	case wire.TypeDupProof:
@@ -238,6 +240,14 @@ func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	if err := e.admit(sub.Round); err != nil {
 		return 0, nil, err
 	}
+	return s.takeSubmitLocked(e, sub, body, digest)
+}
+
+// takeSubmitLocked files a checked submission of one of this primary's
+// clients for an admitted round: S_0 keeps it for its round driver, any
+// other primary forwards its clients' onions of the round once it holds
+// all of them. body is the frame sub's onion aliases. Call with s.mu held.
+func (s *Server) takeSubmitLocked(e *sepoch, sub wire.Submit, body []byte, digest [32]byte) (wire.Type, []byte, error) {
 	x := e.round(sub.Round)
 	if old, ok := x.subs[sub.Slot]; ok {
 		if !bytes.Equal(old.Onion, sub.Onion) {
@@ -247,11 +257,15 @@ func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) 
 			s.end(e, "two onions signed for one slot")
 			return 0, nil, errors.New("node: a different onion was already submitted for this round")
 		}
-		s.pool.put(body) // a resend: nothing refers to it
+		if body != nil {
+			s.pool.put(body) // a resend: nothing refers to it
+		}
 		return wire.TypeAck, ack, nil
 	}
 	x.subs[sub.Slot] = sub
-	x.bodies = append(x.bodies, body)
+	if body != nil {
+		x.bodies = append(x.bodies, body)
+	}
 	if e.pos == 0 {
 		x.digests[sub.Slot] = digest
 		// S_0 holds its own clients' onions where the other primaries'

@@ -134,7 +134,7 @@ func (s *Server) answerOwn(ctx context.Context, e *sepoch, x *sround, r uint32, 
 	b, k := e.bk()
 	mine := e.clientsOf(e.pos)
 	wctx, wcancel := context.WithTimeout(ctx, time.Duration(v.desc.Params.RoundLimitMs)*time.Millisecond)
-	_ = s.waitFor(wctx, func() bool { return len(x.queries) == len(mine) || e.ended })
+	_ = s.waitFor(wctx, func() bool { return len(x.queries) >= e.queriesDue(mine) || e.ended })
 	wcancel()
 	s.mu.Lock()
 	var slots []uint32

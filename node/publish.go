@@ -284,6 +284,7 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	if first {
 		x.list, x.listBytes = &rl, body
 		e.listed(&s.pool, rl.Round)
+		s.releaseHandoverLocked(e)
 		s.notify()
 	}
 	s.mu.Unlock()

@@ -59,6 +59,8 @@ func TestDecodeAllocationBounded(t *testing.T) {
 		case TypeSignReq, TypeSigned:
 			name = "signed"
 			bodies["descriptor"] = append(bodies["descriptor"], v.msg.(*Signed).Desc.Marshal())
+		case TypeHandover:
+			name = "submit"
 		case TypeCloseReq, TypeWaitOpen, TypeWaitList:
 			name = "epochref"
 		case TypeBatch:

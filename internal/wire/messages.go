@@ -6,20 +6,24 @@ import (
 
 // Message types. Numbers are part of protocol version 1 (/riffle/1/...).
 const (
-	TypeHello       Type = 1  // roster hello, both directions
-	TypePrepare     Type = 10 // leader → server: start an epoch
-	TypeEntry       Type = 11 // server → leader: its group entry
-	TypeSignReq     Type = 12 // leader → server: sign this descriptor
-	TypeSig         Type = 13 // one server signature
-	TypeSigned      Type = 14 // a descriptor with all signatures (open or final)
-	TypeCloseReq    Type = 15 // leader → primary: close registration
-	TypeRegList     Type = 16 // primary → leader: every registration it accepted
-	TypeStep        Type = 18 // setup step result, broadcast by its server
-	TypeRoute       Type = 17 // blame step 1 of a setup share fault: request and proof
-	TypeAbort       Type = 19 // any chain server → all: the epoch ends
-	TypeWaitOpen    Type = 20 // client → primary: wait for an open descriptor
-	TypeRegister    Type = 30 // client → primary: registration
-	TypeSubmit      Type = 40 // client → primary: one onion
+	TypeHello    Type = 1  // roster hello, both directions
+	TypePrepare  Type = 10 // leader → server: start an epoch
+	TypeEntry    Type = 11 // server → leader: its group entry
+	TypeSignReq  Type = 12 // leader → server: sign this descriptor
+	TypeSig      Type = 13 // one server signature
+	TypeSigned   Type = 14 // a descriptor with all signatures (open or final)
+	TypeCloseReq Type = 15 // leader → primary: close registration
+	TypeRegList  Type = 16 // primary → leader: every registration it accepted
+	TypeStep     Type = 18 // setup step result, broadcast by its server
+	TypeRoute    Type = 17 // blame step 1 of a setup share fault: request and proof
+	TypeAbort    Type = 19 // any chain server → all: the epoch ends
+	TypeWaitOpen Type = 20 // client → primary: wait for an open descriptor
+	TypeRegister Type = 30 // client → primary: registration
+	TypeSubmit   Type = 40 // client → primary: one onion
+	// TypeHandover: client → primary, a cover onion for a later round
+	// that a client leaving mid-epoch hands over (§5.4); its body is a
+	// Submit's.
+	TypeHandover    Type = 58
 	TypeSubmitBatch Type = 41 // primary → S_0: its clients' onions of one round
 	TypeBatch       Type = 42 // S_s → S_{s+1}, and S_{m-1} → all (payloads)
 	TypeProposal    Type = 43 // leader → server: request list to sign

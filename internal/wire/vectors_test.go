@@ -131,6 +131,8 @@ func vectors() []vector {
 			with(func(m *Register, b []byte) error { return m.Unmarshal(b, l) })},
 		{"submit", TypeSubmit, func() *Submit { s := vectorSubmit(3); return &s }(),
 			with(func(m *Submit, b []byte) error { return m.Unmarshal(b, l) })},
+		{"handover", TypeHandover, func() *Submit { s := vectorSubmit(5); s.Round = 40; return &s }(),
+			with(func(m *Submit, b []byte) error { return m.Unmarshal(b, l) })},
 		{"submitbatch", TypeSubmitBatch, &SubmitBatch{Epoch: k32(1), Round: 1, Subs: []Submit{vectorSubmit(0), vectorSubmit(2)}},
 			with(func(m *SubmitBatch, b []byte) error { return m.Unmarshal(b, l) })},
 		{"batch", TypeBatch, &Batch{Epoch: k32(1), Round: 2, S: 1, Entries: [][]byte{{0xaa, 0xab}, {0xba, 0xbb}},
@@ -285,7 +287,7 @@ func typeName(t Type) string {
 	names := map[Type]string{
 		TypeHello: "hello", TypePrepare: "prepare", TypeEntry: "entry", TypeSignReq: "signreq", TypeSig: "sig",
 		TypeSigned: "signed", TypeCloseReq: "closereq", TypeRegList: "reglist", TypeStep: "step", TypeRoute: "route",
-		TypeAbort: "abort", TypeWaitOpen: "waitopen", TypeRegister: "register", TypeSubmit: "submit",
+		TypeAbort: "abort", TypeWaitOpen: "waitopen", TypeRegister: "register", TypeSubmit: "submit", TypeHandover: "handover",
 		TypeSubmitBatch: "submitbatch", TypeBatch: "batch", TypeProposal: "proposal", TypeRoundList: "roundlist",
 		TypePadAnswers: "padanswers", TypeQuery: "query", TypeAnswer: "answer", TypeGetChunk: "getchunk",
 		TypeChunk: "chunk", TypeWaitList: "waitlist", TypeIndexReq: "indexreq", TypeIndex: "index", TypeAck: "ack",

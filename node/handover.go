@@ -1,0 +1,219 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/mix"
+)
+
+// Handing over on leaving (docs/protocol.md §5.4 v3). A client that must
+// leave mid-epoch (a shutdown, an override) seals cover onions for the
+// rounds after the last one it sealed, at most handoverMax of them and
+// never beyond the epoch, their request slots filled with decoys, and
+// hands them to its primary, which submits each in its round as if the
+// client had sent it. The epoch then ends, if at all, only when those run
+// out, so that a client leaving does not end the epoch within W rounds of
+// its last upload or download: mostly crashes end epochs early.
+const (
+	// handoverMax is how many cover onions a leaving client hands over.
+	handoverMax = 32
+	// handoverTimeout bounds the whole handing over (the client is
+	// closing; a slow primary must not hold it).
+	handoverTimeout = 15 * time.Second
+)
+
+// onHandover takes one cover onion a leaving client of this primary hands
+// over for a later round: checked as a submission (slot served here,
+// size, the slot's registration key over epoch, round, slot and onion)
+// before anything is kept, at most handoverMax per slot, and submitted
+// when its round is admitted (releaseHandoverLocked).
+func (s *Server) onHandover(body []byte) (wire.Type, []byte, error) {
+	var sub wire.Submit
+	if err := sub.Unmarshal(body, genericLimits()); err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(sub.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	b, k := e.bk()
+	m, n := len(e.final.chain), e.n()
+	if int(sub.Slot) >= n || int(e.final.desc.Clients[sub.Slot].Primary) != e.pos {
+		return 0, nil, errors.New("node: slot not served by this primary")
+	}
+	if sub.Round >= e.final.desc.Params.Rounds {
+		return 0, nil, fmt.Errorf("node: round %d beyond the epoch's %d", sub.Round, e.final.desc.Params.Rounds)
+	}
+	if len(sub.Onion) != mix.OnionSize(b, k, m) {
+		return 0, nil, fmt.Errorf("node: onion of %d bytes, want %d", len(sub.Onion), mix.OnionSize(b, k, m))
+	}
+	regKey := ed25519.PublicKey(e.final.desc.Clients[sub.Slot].RegKey[:])
+	digest := mix.SubmissionDigest(sub.Onion)
+	if err := mix.VerifySubmissionDigest(regKey, mix.EpochID(sub.Epoch), uint64(sub.Round), sub.Slot, digest, sub.Sig[:]); err != nil {
+		return 0, nil, fmt.Errorf("node: handed-over onion: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.ended {
+		return 0, nil, fmt.Errorf("node: epoch ended: %s", e.reason)
+	}
+	if sub.Round < e.pruned {
+		return 0, nil, fmt.Errorf("node: round %d is over", sub.Round)
+	}
+	if x := e.rounds[sub.Round]; x != nil {
+		if old, ok := x.subs[sub.Slot]; ok {
+			if bytes.Equal(old.Onion, sub.Onion) {
+				return wire.TypeAck, ack, nil
+			}
+			return 0, nil, fmt.Errorf("node: round %d already holds this slot's onion", sub.Round)
+		}
+	}
+	if e.handover == nil {
+		e.handover = map[uint32]map[uint32]wire.Submit{}
+	}
+	held := e.handover[sub.Slot]
+	if held == nil {
+		held = map[uint32]wire.Submit{}
+		e.handover[sub.Slot] = held
+	}
+	if _, ok := held[sub.Round]; !ok && len(held) >= handoverMax {
+		return 0, nil, fmt.Errorf("node: more than %d onions handed over for one slot", handoverMax)
+	}
+	if e.departed == nil {
+		e.departed = map[uint32]bool{}
+	}
+	e.departed[sub.Slot] = true
+	s.notify() // a round may wait for this slot's queries
+	// A copy: the frame goes back to its pool, and the onion may wait
+	// for its round a while.
+	sub.Onion = bytes.Clone(sub.Onion)
+	held[sub.Round] = sub
+	s.releaseHandoverLocked(e)
+	return wire.TypeAck, ack, nil
+}
+
+// releaseHandoverLocked submits every handed-over onion whose round is
+// now admitted, in round order. Called when one comes and whenever a
+// round's list is final (the admitted window moves). Call with s.mu held.
+func (s *Server) releaseHandoverLocked(e *sepoch) {
+	for slot, held := range e.handover {
+		rounds := make([]uint32, 0, len(held))
+		for r := range held {
+			rounds = append(rounds, r)
+		}
+		sort.Slice(rounds, func(i, j int) bool { return rounds[i] < rounds[j] })
+		for _, r := range rounds {
+			if e.ended {
+				return
+			}
+			if r < e.pruned {
+				delete(held, r) // its round went by (the epoch ends anyway)
+				continue
+			}
+			if e.admit(r) != nil {
+				break
+			}
+			sub := held[r]
+			delete(held, r)
+			if _, _, err := s.takeSubmitLocked(e, sub, nil, mix.SubmissionDigest(sub.Onion)); err != nil {
+				s.log.Debug("handed-over onion not taken", "round", r, "err", err)
+			}
+		}
+		if len(held) == 0 {
+			delete(e.handover, slot)
+		}
+	}
+}
+
+// queriesDue counts the slots among mine whose PIR queries a round
+// waits for: all but those whose client handed over and left. Call with
+// s.mu held.
+func (e *sepoch) queriesDue(mine []uint32) int {
+	n := 0
+	for _, sl := range mine {
+		if !e.departed[sl] {
+			n++
+		}
+	}
+	return n
+}
+
+// handedOver reports whether a handed-over onion waits for (slot, r).
+// Call with s.mu held.
+func (e *sepoch) handedOver(slot, r uint32) bool {
+	_, ok := e.handover[slot][r]
+	return ok
+}
+
+// handOver seals cover onions for the rounds after the last one sealed,
+// at most handoverMax and never beyond the epoch, and hands them to the
+// primary (§5.4 v3). Called when the client leaves mid-epoch, before the
+// epoch's secrets are dropped; it gives up at the first refusal (the
+// epoch may have ended) and within handoverTimeout.
+func (c *Client) handOver(e *cepoch) {
+	p := e.v.desc.Params
+	b, k := int(p.ChunkSize), int(p.K)
+	first := e.sealedNext
+	last := min(p.Rounds, first+handoverMax)
+	if first >= last {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), handoverTimeout)
+	defer cancel()
+	send := func(r uint32, onion []byte) error {
+		sub := wire.Submit{Epoch: e.v.id, Round: r, Slot: e.slot, Onion: onion}
+		copy(sub.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.id), uint64(r), e.slot, onion))
+		_, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeHandover, Segments: sub.Segments(), Timeout: shortTimeout})
+		return err
+	}
+	// The onions sealed already whose rounds are not over: a send that
+	// the leave cut short may not have reached the primary. The same
+	// bytes again (§5.1 v2); one the primary holds is acknowledged.
+	var kept []uint32
+	for r := range e.onions {
+		kept = append(kept, r)
+	}
+	sort.Slice(kept, func(i, j int) bool { return kept[i] < kept[j] })
+	for _, r := range kept {
+		if err := send(r, e.onions[r]); err != nil {
+			c.log.Debug("hand over", "round", r, "err", err)
+		}
+	}
+	sent := 0
+	for r := first; r < last; r++ {
+		pl := &mix.Payload{Kind: mix.KindCover, Requests: make([][32]byte, k)}
+		c.mu.Lock()
+		copy(pl.Requests, c.backgroundRequests(nil, k))
+		c.mu.Unlock()
+		raw, err := mix.EncodePayload(pl, b, k, mix.EpochID(e.v.id), uint64(r), e.cs, c.rand)
+		if err != nil {
+			c.log.Debug("hand over", "err", err)
+			return
+		}
+		keys, err := e.cs.LayerKeys(mix.EpochID(e.v.id), uint64(r), e.v.Y, e.v.Yp)
+		if err != nil {
+			c.log.Debug("hand over", "err", err)
+			return
+		}
+		onion, err := mix.Seal(mix.EpochID(e.v.id), uint64(r), keys, raw)
+		mix.CloseLayerKeys(keys)
+		if err != nil {
+			c.log.Debug("hand over", "err", err)
+			return
+		}
+		e.sealedNext = r + 1 // sealed once: never again (§5.1 v2)
+		if err := send(r, onion); err != nil {
+			c.log.Debug("hand over", "round", r, "err", err)
+			break
+		}
+		sent++
+	}
+	c.log.Info("left mid-epoch: cover onions handed to the primary", "onions", sent)
+}
