@@ -168,7 +168,7 @@ type cepoch struct {
 	// sealedNext is one more than the newest round sealed: a client that
 	// leaves hands over cover from there (handover.go).
 	sealedNext uint32
-	marked bool              // the pending-epoch marker names this epoch
+	marked     bool // the pending-epoch marker names this epoch
 
 	// Buffers recycled round after round: the payload (free once sealed;
 	// cleared at the epoch's end, it holds the requests) and the onions'
