@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"testing"
 )
 
@@ -51,7 +52,12 @@ func startAnonNet(t testing.TB, m, n, minClients int, p Params, adjust func(i in
 	return tn
 }
 
-func anonLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+func anonLogger() *slog.Logger {
+	if os.Getenv("RIFFLE_DEBUG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
 
 func anonRand(t testing.TB, n int) []byte {
 	b := make([]byte, n)

@@ -79,6 +79,9 @@ func (s *Server) awaitSetup(e *sepoch) bool {
 // permutes by π_s and passes the batch on (§5.2).
 func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte, clientHashes [][32]byte) {
 	defer s.trace("mixStep", r)()
+	if o := s.cfg.observe; o != nil && o.Stage != nil {
+		o.Stage(e.final.id, r, "mix")
+	}
 	v := e.final
 	m := len(v.chain)
 	fail := func(reason string, err error) {
@@ -182,6 +185,9 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		sent := make(chan error, 1)
 		go func() {
 			_, err := s.each(ctx, others, request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
+			if err == nil && hooks != nil && hooks.repeatOut != nil && hooks.repeatOut(r) {
+				_, err = s.each(ctx, others, request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
+			}
 			sent <- err
 		}()
 		s.publish(e, r, out, ph)
@@ -192,6 +198,10 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 	}
 	if _, err := call(ctx, s.h, v.chain[e.pos+1], request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout}); err != nil {
 		fail("forward batch", err)
+		return
+	}
+	if hooks != nil && hooks.repeatOut != nil && hooks.repeatOut(r) {
+		_, _ = call(ctx, s.h, v.chain[e.pos+1], request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
 	}
 }
 
@@ -298,9 +308,20 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	}
 	s.mu.Lock()
 	err = e.admit(h.Round)
+	in := 0 // which batch of the round: the input, or the payloads
+	if S == m {
+		in = 1
+	}
+	taken := err == nil && e.round(h.Round).batchIn[in]
 	s.mu.Unlock()
 	if err != nil {
 		return 0, nil, err
+	}
+	if taken {
+		// A repeat (a retry, or a replay by the sender): one batch a
+		// round is mixed; a different one signed for the round is
+		// equivocation, which its root shows (noteRoot).
+		return s.repeatBatch(e, h)
 	}
 	lim := limitsFor(v.desc.Params, m)
 	lim.Frame = s.roundCaps(wire.TypeBatch)
@@ -321,6 +342,14 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	}
 	if b.Round >= v.desc.Params.Rounds || root != b.Root {
 		return 0, nil, errors.New("node: malformed batch")
+	}
+	s.mu.Lock()
+	x := e.round(b.Round)
+	taken = x.batchIn[in]
+	x.batchIn[in] = true
+	s.mu.Unlock()
+	if taken {
+		return wire.TypeAck, ack, nil // the same batch, delivered twice at once
 	}
 	bb, k := e.bk()
 	want := mix.OnionSize(bb, k, m) - mix.TagSize*S
@@ -379,5 +408,13 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 			s.publish(e, b.Round, b.Entries, ph)
 		}
 	}()
+	return wire.TypeAck, ack, nil
+}
+
+// repeatBatch answers a signed batch for a round whose batch was taken:
+// its root is recorded as any signed root is, so that a different root
+// names its signer (equivocation), and the batch itself is dropped.
+func (s *Server) repeatBatch(e *sepoch, h wire.BatchHead) (wire.Type, []byte, error) {
+	s.noteRoot(e, &wire.Root{Epoch: h.Epoch, Round: h.Round, S: h.S, Root: h.Root, Sig: h.Sig})
 	return wire.TypeAck, ack, nil
 }

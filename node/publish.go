@@ -22,6 +22,9 @@ import (
 func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHashes) {
 	defer s.trace("publish", r)()
 	v := e.final
+	if o := s.cfg.observe; o != nil && o.Stage != nil {
+		o.Stage(v.id, r, "publish")
+	}
 	if !s.awaitSetup(e) {
 		return
 	}

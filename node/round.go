@@ -20,6 +20,11 @@ type sround struct {
 	bodies    [][]byte
 	forwarded bool
 	mixed     bool
+	// batchIn: the signed batch of this round was taken (mixing.go
+	// onBatch), [0] the predecessor's input, [1] the last server's
+	// payloads; a repeat is acknowledged and dropped, never mixed or
+	// published again.
+	batchIn [2]bool
 
 	// Publication and the request list (publish.go).
 	published [][32]byte

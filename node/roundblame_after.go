@@ -71,6 +71,9 @@ type serverHooks struct {
 	// withhold may make the last server of the chain keep round r's
 	// payloads to itself: neither broadcast nor published.
 	withhold func(r uint32) bool
+	// repeatOut may make this server send its signed batch of round r
+	// twice (a retry or a replay: the receiver mixes it once).
+	repeatOut func(r uint32) bool
 }
 
 // clientHooks let a test make a client misbehave. Never set outside tests.

@@ -1,0 +1,289 @@
+package webui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/riffle-net/riffle/chunker"
+)
+
+// Get and share: the forms, the uploads and their bounds.
+
+func (u *UI) getPage(w http.ResponseWriter, r *http.Request) {
+	u.render(w, "get", page{Title: "Get", Nav: "get", Data: struct {
+		Link string
+		Jobs []JobView
+		Dir  string
+	}{r.URL.Query().Get("link"), u.jobs.list("get"), u.opts.DownloadDir}})
+}
+
+func (u *UI) sharePage(w http.ResponseWriter, r *http.Request) {
+	u.render(w, "share", page{Title: "Share", Nav: "share", Data: struct {
+		Jobs      []JobView
+		MaxUpload string
+	}{u.jobs.list("share"), humanBytes(uint64(u.opts.MaxUpload))}})
+}
+
+// respondJob answers a started job: JSON under /api/, else a redirect to
+// its page.
+func respondJob(w http.ResponseWriter, r *http.Request, v JobView) {
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		writeJSON(w, http.StatusAccepted, v)
+		return
+	}
+	http.Redirect(w, r, "/jobs/"+v.ID, http.StatusSeeOther)
+}
+
+func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if err := r.ParseForm(); err != nil {
+		httpError(w, r, http.StatusBadRequest, "bad form: %v", err)
+		return
+	}
+	s := strings.TrimSpace(r.PostForm.Get("link"))
+	if s == "" {
+		httpError(w, r, http.StatusBadRequest, "no link given")
+		return
+	}
+	link, err := chunker.ParseLink(s)
+	if err != nil {
+		httpError(w, r, http.StatusBadRequest, "%v", err)
+		return
+	}
+	// One get per file: the client follows a file by its id.
+	if v, ok := u.jobs.runningGet(link.ID); ok {
+		respondJob(w, r, v)
+		return
+	}
+	if err := os.MkdirAll(u.opts.DownloadDir, 0o700); err != nil {
+		httpError(w, r, http.StatusInternalServerError, "download directory: %v", err)
+		return
+	}
+	ctx, cancel := context.WithCancel(u.ctx)
+	j := &job{ID: newJobID(), Kind: "get", Name: link.ID.String(), Link: link.String(), Private: link.Key != nil,
+		State: stateRunning, Started: u.opts.Now(), fileID: link.ID}
+	for _, f := range u.c.Index() {
+		if f.ID == link.ID {
+			j.Name = display(f.Name)
+		}
+	}
+	u.jobs.add(j)
+	go func() {
+		defer cancel()
+		path, err := u.c.Get(ctx, link, u.opts.DownloadDir, func(p Progress) {
+			u.jobs.update(j.ID, func(j *job) {
+				j.Done, j.Total = p.Done, p.Total
+				if p.Name != "" {
+					j.Name = display(p.Name)
+				}
+				if p.IDs != nil {
+					j.ids = p.IDs
+				}
+			})
+		})
+		u.jobs.update(j.ID, func(j *job) {
+			j.Finished = u.opts.Now()
+			if err != nil {
+				j.State, j.Err = stateFailed, err.Error()
+				return
+			}
+			j.State, j.Path, j.Done = stateDone, path, j.Total
+			j.Name = display(filepath.Base(path))
+		})
+	}()
+	v, _ := u.jobs.get(j.ID)
+	respondJob(w, r, v)
+}
+
+// maxField bounds a text field of the share form.
+const maxField = 4096
+
+func (u *UI) postShare(w http.ResponseWriter, r *http.Request) {
+	tokenOK := checked(r)
+	var (
+		private bool
+		path    string
+	)
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+		if err := r.ParseForm(); err != nil {
+			httpError(w, r, http.StatusBadRequest, "bad form: %v", err)
+			return
+		}
+		u.sharePath(w, r, r.PostForm.Get("path"), formBool(r.PostForm.Get("private")))
+		return
+	}
+	// An upload is streamed into the client's chunker, never buffered
+	// whole here; the token must come before the file (the form puts its
+	// hidden field first).
+	r.Body = http.MaxBytesReader(w, r.Body, u.opts.MaxUpload+maxForm)
+	mr, err := r.MultipartReader()
+	if err != nil {
+		httpError(w, r, http.StatusBadRequest, "bad upload: %v", err)
+		return
+	}
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			httpError(w, r, uploadStatus(err), "bad upload: %v", err)
+			return
+		}
+		name := part.FormName()
+		if name == "file" {
+			if !tokenOK {
+				httpError(w, r, http.StatusForbidden, "missing or wrong CSRF token")
+				return
+			}
+			if part.FileName() == "" {
+				// An empty file input: fall through to the path, if any.
+				continue
+			}
+			u.shareStream(w, r, &capReader{r: part, left: u.opts.MaxUpload, max: u.opts.MaxUpload}, part.FileName(), private)
+			return
+		}
+		v, err := io.ReadAll(io.LimitReader(part, maxField+1))
+		if err != nil {
+			httpError(w, r, uploadStatus(err), "bad upload: %v", err)
+			return
+		}
+		if len(v) > maxField {
+			httpError(w, r, http.StatusRequestEntityTooLarge, "form field %q too long", name)
+			return
+		}
+		switch name {
+		case "csrf":
+			tokenOK = tokenOK || u.guard.tokenOK(string(v))
+		case "private":
+			private = formBool(string(v))
+		case "path":
+			path = string(v)
+		}
+	}
+	if !tokenOK {
+		httpError(w, r, http.StatusForbidden, "missing or wrong CSRF token")
+		return
+	}
+	u.sharePath(w, r, path, private)
+}
+
+func formBool(s string) bool { return s == "on" || s == "1" || s == "true" }
+
+func uploadStatus(err error) int {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) || errors.Is(err, errTooBig) {
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusBadRequest
+}
+
+// errTooBig is returned by a capReader past its bound.
+var errTooBig = errors.New("upload too large")
+
+// capReader fails once more than max bytes were read: the client's
+// chunker then refuses the whole file and queues nothing.
+type capReader struct {
+	r         io.Reader
+	left, max int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return 0, fmt.Errorf("%w: more than %d bytes", errTooBig, c.max)
+	}
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return 0, fmt.Errorf("%w: more than %d bytes", errTooBig, c.max)
+	}
+	return n, err
+}
+
+// sharePath shares a file of this machine by its absolute path (as `riffle
+// share` hands it to a running client).
+func (u *UI) sharePath(w http.ResponseWriter, r *http.Request, path string, private bool) {
+	if path == "" {
+		httpError(w, r, http.StatusBadRequest, "choose a file or give a path")
+		return
+	}
+	if !filepath.IsAbs(path) {
+		httpError(w, r, http.StatusBadRequest, "path %q is not absolute", path)
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		httpError(w, r, http.StatusBadRequest, "open: %v", err)
+		return
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		httpError(w, r, http.StatusBadRequest, "%s is not a regular file", path)
+		return
+	}
+	u.shareStream(w, r, f, filepath.Base(path), private)
+	f.Close()
+}
+
+// shareStream starts a share of rd and answers once the client has read
+// and queued it (or refused it: then no job is left behind).
+func (u *UI) shareStream(w http.ResponseWriter, r *http.Request, rd io.Reader, name string, private bool) {
+	ctx, cancel := context.WithCancel(u.ctx)
+	j := &job{ID: newJobID(), Kind: "share", Name: display(filepath.Base(name)), Private: private, State: stateRunning, Started: u.opts.Now()}
+	u.jobs.add(j)
+	queued := make(chan struct{})
+	ended := make(chan error, 1)
+	go func() {
+		defer cancel()
+		first := true
+		link, err := u.c.Share(ctx, rd, name, private, func(p Progress) {
+			u.jobs.update(j.ID, func(j *job) {
+				j.Done, j.Total = p.Done, p.Total
+				if p.Link.ID != (chunker.ID{}) {
+					j.Link, j.fileID = p.Link.String(), p.Link.ID
+				}
+				if p.IDs != nil {
+					j.ids = p.IDs
+				}
+			})
+			if first {
+				first = false
+				close(queued)
+			}
+		})
+		u.jobs.update(j.ID, func(j *job) {
+			j.Finished = u.opts.Now()
+			if err != nil {
+				j.State, j.Err = stateFailed, err.Error()
+				return
+			}
+			j.State, j.Link, j.fileID, j.Done = stateDone, link.String(), link.ID, j.Total
+		})
+		ended <- err
+	}()
+	select {
+	case <-queued:
+	case err := <-ended:
+		if err != nil {
+			u.jobs.remove(j.ID)
+			httpError(w, r, uploadStatus(err), "share: %v", err)
+			return
+		}
+	case <-r.Context().Done():
+		cancel()
+		u.jobs.remove(j.ID)
+		return
+	}
+	v, _ := u.jobs.get(j.ID)
+	respondJob(w, r, v)
+}
