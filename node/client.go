@@ -128,16 +128,52 @@ type Stats struct {
 	// CoverAttacks counts corrupted answers to cover queries (random
 	// rows and decoys the client does not want): targeted attacks.
 	CoverAttacks int
+	// Unconfirmed counts chunks that went out in a round that ended
+	// without a signed record of it, counted as published (§5.2 v3).
+	Unconfirmed int
 }
 
 type upItem struct {
 	c   store.Chunk
 	job *shareJob
+	// seen: the chunk went out in a round whose list, signed by all m
+	// servers, lacks it; whoever stopped it may have read it (§5.2 v3).
+	seen bool
+	// wait is the full epochs the chunk still waits before it may go
+	// out again (resend.go).
+	wait int
 }
 
 type shareJob struct {
-	left map[[32]byte]bool
-	done chan struct{}
+	left     map[[32]byte]bool
+	done     chan struct{}
+	finished bool // done is closed
+
+	name    string
+	b       int
+	private bool
+	// plain is a private file's plaintext, kept to encrypt it again
+	// under a fresh key when part of it was seen unpublished (resend.go).
+	plain []byte
+	// link, ids and total change when a private file is encrypted again.
+	link         chunker.Link
+	ids          []chunker.ID
+	total        int
+	reencrypting bool
+	reencrypted  int
+	// unconfirmed counts chunks counted as published without a record;
+	// warnings are the lines the user was shown about them.
+	unconfirmed int
+	warnings    []string
+	err         error
+}
+
+// finish closes the job's done channel once; call with c.mu held.
+func (j *shareJob) finish() {
+	if !j.finished {
+		j.finished = true
+		close(j.done)
+	}
 }
 
 type getJob struct {

@@ -43,8 +43,15 @@ func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bo
 	for {
 		select {
 		case <-h.Done():
-			c.jobProgress(ctx, "shared %s: %d bytes in %d uploads (data and manifest chunks), %s", name, h.Bytes, h.Total, time.Since(start).Round(time.Millisecond))
-			return h.Link, nil
+			link, total, warnings, err := h.Result()
+			if err != nil {
+				return chunker.Link{}, err
+			}
+			c.jobProgress(ctx, "shared %s: %d bytes in %d uploads (data and manifest chunks), %s", name, h.Bytes, total, time.Since(start).Round(time.Millisecond))
+			for _, w := range warnings {
+				c.jobProgress(ctx, "warning: %s", w)
+			}
+			return link, nil
 		case <-ctx.Done():
 			return h.Link, h.Cancel(ctx.Err())
 		case <-t.C:
@@ -55,7 +62,8 @@ func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bo
 			c.mu.Lock()
 			rounds := c.stats.Rounds
 			c.mu.Unlock()
-			c.jobProgress(ctx, "share %s: %s", name, progressLine(h.Total-h.Left(), h.Total, rounds, h.b, time.Since(start)))
+			_, total, _, _ := h.Result()
+			c.jobProgress(ctx, "share %s: %s", name, progressLine(total-h.Left(), total, rounds, h.b, time.Since(start)))
 		}
 	}
 }

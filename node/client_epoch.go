@@ -200,8 +200,8 @@ func (c *Client) join(ctx context.Context, v *view, pidx int) (*cepoch, *wire.Si
 	return e, &fin, nil
 }
 
-// leaveEpoch forgets the epoch's requests in flight and puts back the
-// uploads it did not finish.
+// leaveEpoch forgets the epoch's requests in flight and settles the
+// uploads it did not publish (resend.go).
 func (c *Client) leaveEpoch(e *cepoch) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -215,10 +215,9 @@ func (c *Client) leaveEpoch(e *cepoch) {
 		c.retry[id] = true
 	}
 	clear(c.failed)
-	for _, u := range e.ups {
-		if u != nil && u.job != nil && u.job.left[u.c.ID] {
-			c.upQ = append([]upItem{*u}, c.upQ...)
-		}
+	// §5.2 v3: what becomes of the chunks the epoch did not publish.
+	for _, j := range c.settleEpoch(e) {
+		go c.reencrypt(j)
 	}
 }
 
@@ -310,7 +309,7 @@ func queryErr(ctx context.Context, err error) error {
 }
 
 // confirm checks that round r's upload was published; if not, it goes
-// back into the queue.
+// back to the front of the queue, marked as seen.
 func (c *Client) confirm(e *cepoch, r uint32, rl *wire.RoundList) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -325,14 +324,18 @@ func (c *Client) confirm(e *cepoch, r uint32, rl *wire.RoundList) {
 			c.noteHeld(id)
 			if u.job != nil && u.job.left[id] {
 				delete(u.job.left, id)
-				if len(u.job.left) == 0 {
-					close(u.job.done)
+				if len(u.job.left) == 0 && !u.job.reencrypting {
+					u.job.finish()
 				}
 			}
 			c.notify()
 			return
 		}
 	}
+	// The list, signed by all m servers, lacks the chunk: it goes out
+	// again in this epoch, under the same pseudonym, which ties nothing
+	// new; if the epoch ends first, resendRule decides (§5.2 v3).
+	u.seen = true
 	c.upQ = append([]upItem{*u}, c.upQ...)
 }
 
@@ -349,11 +352,11 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 		// epoch of the minimum anonymity set (§3 v3); decoys and cover
 		// do not.
 		ready := c.jobsReady() && !c.holdJobs()
-		if ready && len(c.upQ) > 0 {
-			u := c.upQ[0]
-			c.upQ = c.upQ[1:]
-			e.ups[r] = &u
-			pl.Kind, pl.Length, pl.Chunk = mix.KindChunk, uint32(len(u.c.Data)), u.c.Data
+		if ready {
+			if u, ok := c.nextUpload(); ok {
+				e.ups[r] = &u
+				pl.Kind, pl.Length, pl.Chunk = mix.KindChunk, uint32(len(u.c.Data)), u.c.Data
+			}
 		}
 		var reqs [][32]byte
 		for id, g := range c.wants {

@@ -45,6 +45,7 @@ func (c *Client) jobsReady() bool {
 // job; call with c.mu held.
 func (c *Client) fullEpoch() {
 	c.fullEpochs++
+	c.waitedEpoch()
 	if c.jobTraffic || c.busy() {
 		c.lastJob, c.hadJob = c.fullEpochs, true
 	}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"io"
@@ -123,11 +124,19 @@ func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encry
 	if err != nil {
 		return nil, err
 	}
-	job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{})}
+	job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{}), name: name, b: b, private: encrypt}
 	h := &ShareHandle{b: b, c: c, job: job}
 	var items []upItem
 	cr := &countReader{r: r}
-	link, err := chunker.Share(cr, name, "", b, chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
+	var src io.Reader = cr
+	var plain bytes.Buffer
+	if encrypt {
+		// Kept to encrypt the file again under a fresh key if a round
+		// that carried part of it does not publish it (resend.go): the
+		// queued chunks take as much memory.
+		src = io.TeeReader(cr, &plain)
+	}
+	link, err := chunker.Share(src, name, "", b, chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
 		if !job.left[id] {
 			job.left[id] = true
 			h.IDs = append(h.IDs, id)
@@ -140,9 +149,13 @@ func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encry
 	}
 	h.Link, h.Total, h.Bytes = link, len(items), cr.n
 	c.mu.Lock()
+	job.link, job.ids, job.total = link, h.IDs, len(items)
+	if encrypt {
+		job.plain = plain.Bytes()
+	}
 	c.upQ = append(c.upQ, items...)
 	if len(items) == 0 {
-		close(job.done)
+		job.finish()
 	}
 	c.mu.Unlock()
 	return h, nil
@@ -155,13 +168,25 @@ func (h *ShareHandle) Left() int {
 	return len(h.job.left)
 }
 
-// Done is closed once every chunk of the job is in a published list.
+// Done is closed once every chunk of the job is in a published list or
+// counts as published (Result tells which).
 func (h *ShareHandle) Done() <-chan struct{} { return h.job.done }
+
+// Result returns the job's link and chunk count as they stand (a private
+// file encrypted again after a round that did not publish part of it has
+// a new link and new chunks: §5.2 v3), the lines the user was shown about
+// chunks counted as published without a record, and the job's error.
+func (h *ShareHandle) Result() (chunker.Link, int, []string, error) {
+	h.c.mu.Lock()
+	defer h.c.mu.Unlock()
+	return h.job.link, h.job.total, append([]string(nil), h.job.warnings...), h.job.err
+}
 
 // Cancel withdraws the chunks of the job not yet sent and returns cause
 // wrapped with what became of the file (published anyway or not).
 func (h *ShareHandle) Cancel(cause error) error {
-	return h.c.cancelShare(h.job, h.Link, h.Total, cause)
+	link, total, _, _ := h.Result()
+	return h.c.cancelShare(h.job, link, total, cause)
 }
 
 // RosterEntry is a live server of a server's roster, with its addresses.

@@ -68,8 +68,12 @@ func (n NodeClient) Share(ctx context.Context, r io.Reader, name string, private
 	for {
 		select {
 		case <-h.Done():
-			progress(Progress{Done: h.Total, Total: h.Total, Name: name, Link: h.Link})
-			return h.Link, nil
+			link, total, _, err := h.Result()
+			if err != nil {
+				return chunker.Link{}, err
+			}
+			progress(Progress{Done: total, Total: total, Name: name, Link: link})
+			return link, nil
 		case <-ctx.Done():
 			return h.Link, h.Cancel(ctx.Err())
 		case <-t.C:

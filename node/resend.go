@@ -1,0 +1,216 @@
+package node
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+
+	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/store"
+)
+
+// Re-sending the chunks of a round that did not publish them (docs/
+// protocol.md §5.2 v3, "a void round counts as seen"). Whoever stopped
+// the round may have read its payloads (the last servers see plaintexts),
+// so the same chunk sent again under another pseudonym would tie the two
+// pseudonyms together. Within one epoch a chunk goes out again under the
+// same pseudonym, which ties nothing new; when the epoch ends with it
+// unsent, resendRule decides.
+
+// roundRecord is what a client holds, signed by all m servers, about a
+// round whose chunk it did not see published.
+type roundRecord int
+
+const (
+	// recordNone: no signed record of the round (it was void or did not
+	// finish before the epoch ended, and no list came).
+	recordNone roundRecord = iota
+	// recordMissing: the round's list, signed by all m servers, lacks
+	// the chunk's id among the ids published.
+	recordMissing
+)
+
+// resendAction is what becomes of such a chunk once its epoch has ended.
+type resendAction int
+
+const (
+	// resendNever: the chunk counts as published and the user is told.
+	resendNever resendAction = iota
+	// resendLater: a public chunk goes out again after a wait of full
+	// epochs, so that the epoch right after says nothing.
+	resendLater
+	// resendReencrypt: a private file is encrypted again under a fresh
+	// key and sent whole; its link has not been shown yet, so the new
+	// chunks have nothing in common with the ones seen.
+	resendReencrypt
+)
+
+// ResendWaitMax caps the full epochs a public chunk waits before it is
+// sent again: 1 + G, G geometric with p = ½.
+const ResendWaitMax = 4
+
+// resendRule decides the fate of a chunk of a round that ended without
+// publishing it, once the epoch is over: without a record signed by all m
+// servers it counts as published; with one, a public chunk waits 1 + G
+// full epochs (the wait is returned) and a private file is encrypted
+// again.
+func resendRule(rec roundRecord, private bool, rnd io.Reader) (resendAction, int, error) {
+	if rec == recordNone {
+		return resendNever, 0, nil
+	}
+	if private {
+		return resendReencrypt, 0, nil
+	}
+	w := 1
+	var b [1]byte
+	for w < ResendWaitMax {
+		if _, err := io.ReadFull(rnd, b[:]); err != nil {
+			return 0, 0, fmt.Errorf("node: draw a re-send wait: %w", err)
+		}
+		if b[0]&1 == 0 {
+			break
+		}
+		w++
+	}
+	return resendLater, w, nil
+}
+
+// settleEpoch applies resendRule to the chunks of epoch e that were not
+// seen published, as the epoch ends; call with c.mu held. It returns the
+// private jobs to encrypt again (their chunks are out of the queue).
+func (c *Client) settleEpoch(e *cepoch) []*shareJob {
+	// Chunks whose round gave no list: no record, so they count as
+	// published.
+	lost := map[*shareJob]int{}
+	for _, u := range e.ups {
+		if u == nil || u.job == nil || !u.job.left[u.c.ID] {
+			continue
+		}
+		delete(u.job.left, u.c.ID)
+		u.job.unconfirmed++
+		lost[u.job]++
+		c.stats.Unconfirmed++
+	}
+	clear(e.ups)
+	for j, n := range lost {
+		c.warnUnconfirmed(j, n)
+	}
+	// Chunks a signed list showed missing and that did not go out again
+	// in this epoch.
+	var again []*shareJob
+	for i := range c.upQ {
+		u := &c.upQ[i]
+		if !u.seen || u.job == nil {
+			continue
+		}
+		act, w, err := resendRule(recordMissing, u.job.private, c.rand)
+		if err != nil {
+			// No randomness: the safe choice is not to send it at all.
+			act = resendNever
+		}
+		switch act {
+		case resendLater:
+			u.seen, u.wait = false, w
+		case resendReencrypt:
+			if !u.job.reencrypting {
+				u.job.reencrypting = true
+				again = append(again, u.job)
+			}
+		default:
+			delete(u.job.left, u.c.ID)
+			u.job.unconfirmed++
+			c.stats.Unconfirmed++
+			c.warnUnconfirmed(u.job, 1)
+			lost[u.job]++
+		}
+	}
+	kept := c.upQ[:0]
+	for _, u := range c.upQ {
+		if u.job != nil && (u.job.reencrypting || !u.job.left[u.c.ID]) {
+			continue
+		}
+		kept = append(kept, u)
+	}
+	clear(c.upQ[len(kept):])
+	c.upQ = kept
+	for _, j := range again {
+		clear(j.left)
+	}
+	for j := range lost {
+		if len(j.left) == 0 && !j.reencrypting {
+			j.finish()
+		}
+	}
+	return again
+}
+
+// warnUnconfirmed tells the user that n chunks of job j count as published
+// without a record that says so; call with c.mu held. The line names the
+// file and nothing about the round or the slot.
+func (c *Client) warnUnconfirmed(j *shareJob, n int) {
+	msg := fmt.Sprintf("share %s: %d chunk(s) went out in a round that ended without a record signed by every server; "+
+		"they count as published and are not sent again (a re-send under a new pseudonym could be linked to this one), "+
+		"so the file may be incomplete: share it again later if a get of its link does not finish", j.name, n)
+	j.warnings = append(j.warnings, msg)
+	c.log.Warn("unconfirmed upload counted as published", "chunks", n)
+	c.progress("%s", msg)
+}
+
+// reencrypt encrypts the plaintext of private job j again under a fresh
+// key and queues all its chunks (§5.2 v3): its link has not been shown,
+// and the chunks seen before have nothing in common with these. The
+// encryption runs without the client's lock.
+func (c *Client) reencrypt(j *shareJob) {
+	var items []upItem
+	left := map[[32]byte]bool{}
+	var ids []chunker.ID
+	link, err := chunker.Share(bytes.NewReader(j.plain), j.name, "", j.b, chunker.ShareOptions{Encrypt: true, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
+		if !left[id] {
+			left[id] = true
+			ids = append(ids, id)
+			items = append(items, upItem{c: store.Chunk{ID: id, Data: append([]byte(nil), chunk...)}, job: j})
+		}
+		return nil
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j.reencrypting = false
+	if err != nil {
+		j.err = fmt.Errorf("node: encrypt %s again: %w", j.name, err)
+		c.log.Warn("private share not encrypted again", "err", err)
+		j.finish()
+		return
+	}
+	j.left, j.link, j.ids, j.total = left, link, ids, len(items)
+	j.reencrypted++
+	c.upQ = append(c.upQ, items...)
+	c.progress("share %s: a round did not publish part of this private file; it is sent again whole under a fresh key", j.name)
+	c.notify()
+}
+
+// nextUpload takes the first queued chunk that is not waiting out epochs
+// after a round that did not publish it; call with c.mu held.
+func (c *Client) nextUpload() (upItem, bool) {
+	for i, u := range c.upQ {
+		if u.wait > 0 {
+			continue
+		}
+		if i == 0 {
+			c.upQ = c.upQ[1:]
+		} else {
+			c.upQ = append(c.upQ[:i], c.upQ[i+1:]...)
+		}
+		return u, true
+	}
+	return upItem{}, false
+}
+
+// waitedEpoch counts a full epoch off the waits of queued chunks; call
+// with c.mu held.
+func (c *Client) waitedEpoch() {
+	for i := range c.upQ {
+		if c.upQ[i].wait > 0 {
+			c.upQ[i].wait--
+		}
+	}
+}

@@ -1,0 +1,312 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/mix"
+)
+
+// TestResendRule: the decision for a chunk of a round that did not
+// publish it, once its epoch has ended (§5.2 v3). Without a record signed
+// by all m servers it counts as published; with one, a public chunk waits
+// 1 + G full epochs (at least one, at most ResendWaitMax) and a private
+// file is encrypted again.
+func TestResendRule(t *testing.T) {
+	for _, private := range []bool{false, true} {
+		act, _, err := resendRule(recordNone, private, rand.Reader)
+		if err != nil || act != resendNever {
+			t.Fatalf("no record, private %v: %v %v, want resendNever", private, act, err)
+		}
+	}
+	act, _, err := resendRule(recordMissing, true, rand.Reader)
+	if err != nil || act != resendReencrypt {
+		t.Fatalf("private with a record: %v %v, want resendReencrypt", act, err)
+	}
+	seen := map[int]bool{}
+	for range 400 {
+		act, w, err := resendRule(recordMissing, false, rand.Reader)
+		if err != nil || act != resendLater {
+			t.Fatalf("public with a record: %v %v, want resendLater", act, err)
+		}
+		if w < 1 || w > ResendWaitMax {
+			t.Fatalf("wait %d full epochs, want 1..%d", w, ResendWaitMax)
+		}
+		seen[w] = true
+	}
+	if !seen[1] || !seen[2] {
+		t.Fatalf("waits drawn %v: not random", seen)
+	}
+	// The draw of a wait: bytes with the low bit set extend it.
+	if _, w, _ := resendRule(recordMissing, false, bytes.NewReader([]byte{1, 1, 0})); w != 3 {
+		t.Fatalf("wait %d from bytes 1,1,0, want 3", w)
+	}
+	if _, w, _ := resendRule(recordMissing, false, bytes.NewReader([]byte{1, 1, 1, 1, 1})); w != ResendWaitMax {
+		t.Fatalf("wait %d from all ones, want the cap %d", w, ResendWaitMax)
+	}
+}
+
+// resendClient is a client with no network, for the queue's rules.
+func resendClient() *Client {
+	return &Client{log: quietLogger(), rand: rand.Reader, changed: make(chan struct{}), wants: map[[32]byte]*getJob{},
+		inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{}, retry: map[[32]byte]bool{}, held: map[[32]byte]bool{}}
+}
+
+// queueShare queues a share job of data as StartShare does, without an
+// epoch.
+func queueShare(t *testing.T, c *Client, data []byte, private bool) *ShareHandle {
+	t.Helper()
+	c.b = 4 << 10
+	h, err := c.StartShare(context.Background(), bytes.NewReader(data), "f.bin", private)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// sendRound takes the next chunk into round r of e as submit does.
+func sendRound(c *Client, e *cepoch, r uint32) *upItem {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u, ok := c.nextUpload()
+	if !ok {
+		return nil
+	}
+	e.ups[r] = &u
+	return &u
+}
+
+// TestResendQueue: the client's queue applies the rule. A chunk missing
+// from a round's signed list goes out again first in the same epoch; one
+// whose round gave no list counts as published, the job ends with a
+// warning that names the file; one still missing when the epoch ends
+// waits at least one full epoch (public), or the private file is
+// encrypted again under a fresh key, with new chunks and a new link, and
+// none of the old chunks goes out again. Before, every such chunk went
+// first into the next epoch, under a new pseudonym.
+func TestResendQueue(t *testing.T) {
+	data := make([]byte, 10<<10)
+	rand.Read(data)
+	ep := func() *cepoch { return &cepoch{ups: map[uint32]*upItem{}} }
+
+	t.Run("no record", func(t *testing.T) {
+		c := resendClient()
+		h := queueShare(t, c, data, false)
+		e := ep()
+		var sent []*upItem
+		for r := uint32(0); r < 2; r++ {
+			sent = append(sent, sendRound(c, e, r))
+		}
+		c.confirm(e, 0, &wire.RoundList{Published: [][32]byte{sent[0].c.ID}})
+		c.leaveEpoch(e)
+		c.mu.Lock()
+		queued := len(c.upQ)
+		for _, u := range c.upQ {
+			if u.c.ID == sent[1].c.ID {
+				t.Fatal("a chunk of a round without a list is queued again")
+			}
+		}
+		c.mu.Unlock()
+		if queued != h.Total-2 {
+			t.Fatalf("%d chunks queued, want %d", queued, h.Total-2)
+		}
+		if c.Stats().Unconfirmed != 1 {
+			t.Fatalf("unconfirmed %d, want 1", c.Stats().Unconfirmed)
+		}
+		_, _, warn, _ := h.Result()
+		if len(warn) != 1 || !strings.Contains(warn[0], "f.bin") || !strings.Contains(warn[0], "count as published") {
+			t.Fatalf("warnings %q", warn)
+		}
+	})
+
+	t.Run("public missing", func(t *testing.T) {
+		c := resendClient()
+		queueShare(t, c, data, false)
+		e := ep()
+		u := sendRound(c, e, 0)
+		c.confirm(e, 0, &wire.RoundList{}) // signed, without the id
+		if got := sendRound(c, e, 1); got.c.ID != u.c.ID {
+			t.Fatal("a chunk missing from a signed list is not sent again first in the same epoch")
+		}
+		c.confirm(e, 1, &wire.RoundList{})
+		c.mu.Lock()
+		c.fullEpoch()
+		c.mu.Unlock()
+		c.leaveEpoch(e)
+		// The next epoch: the chunk waits at least one full epoch.
+		e2 := ep()
+		for r := uint32(0); ; r++ {
+			got := sendRound(c, e2, r)
+			if got == nil {
+				break
+			}
+			if got.c.ID == u.c.ID {
+				t.Fatal("a chunk seen unpublished goes out in the epoch right after")
+			}
+			c.confirm(e2, r, &wire.RoundList{Published: [][32]byte{got.c.ID}})
+		}
+		// It goes out once its wait is over, within ResendWaitMax full
+		// epochs.
+		for n := 0; n < ResendWaitMax; n++ {
+			c.mu.Lock()
+			c.fullEpoch()
+			c.mu.Unlock()
+			if got := sendRound(c, ep(), 0); got != nil {
+				if got.c.ID != u.c.ID {
+					t.Fatal("unexpected chunk")
+				}
+				return
+			}
+		}
+		t.Fatalf("the chunk is not sent again within %d full epochs", ResendWaitMax)
+	})
+
+	t.Run("private missing", func(t *testing.T) {
+		c := resendClient()
+		h := queueShare(t, c, data, true)
+		link0, total0, _, _ := h.Result()
+		old := map[[32]byte]bool{}
+		for _, id := range h.IDs {
+			old[id] = true
+		}
+		e := ep()
+		u := sendRound(c, e, 0)
+		c.confirm(e, 0, &wire.RoundList{})
+		c.mu.Lock()
+		jobs := c.settleEpoch(e)
+		c.mu.Unlock()
+		if len(jobs) != 1 {
+			t.Fatalf("%d jobs to encrypt again, want 1", len(jobs))
+		}
+		c.mu.Lock()
+		for _, q := range c.upQ {
+			if q.c.ID == u.c.ID || old[q.c.ID] {
+				t.Fatal("a chunk of the first encryption is still queued")
+			}
+		}
+		c.mu.Unlock()
+		c.reencrypt(jobs[0])
+		link, total, _, err := h.Result()
+		if err != nil || link.Key == nil || *link.Key == *link0.Key || link.ID == link0.ID || total != total0 {
+			t.Fatalf("encrypted again: %v, same key %v, same id %v, %d chunks (were %d)", err, *link.Key == *link0.Key, link.ID == link0.ID, total, total0)
+		}
+		c.mu.Lock()
+		n := len(c.upQ)
+		for _, q := range c.upQ {
+			if old[q.c.ID] {
+				t.Fatal("a chunk of the first encryption is queued")
+			}
+		}
+		c.mu.Unlock()
+		if n != total {
+			t.Fatalf("%d chunks queued, want the whole file (%d)", n, total)
+		}
+		// Every new chunk published: the job is done, with the new link.
+		e2 := ep()
+		for r := uint32(0); ; r++ {
+			got := sendRound(c, e2, r)
+			if got == nil {
+				break
+			}
+			c.confirm(e2, r, &wire.RoundList{Published: [][32]byte{got.c.ID}})
+		}
+		select {
+		case <-h.Done():
+		default:
+			t.Fatal("the job is not done once its new chunks are published")
+		}
+	})
+}
+
+// TestVoidRoundNotResent: the last server reads a round carrying a
+// chunk and withholds it (nothing is published, no list is signed, the
+// epoch ends at the round limit). Without a record of that round the
+// uploader counts the chunk as published and says so; the chunk is
+// never sent again, under this pseudonym or the next epoch's. Before,
+// it went first into the next epoch, where the withholding server could
+// see the same bytes from a new pseudonym.
+func TestVoidRoundNotResent(t *testing.T) {
+	p := testParams(6)
+	p.RoundLimitMs = 4000
+	bn := startBlameNetParams(t, p, 3, 3, 2, 2)
+	bad := bn.servers[2]
+	b, k := int(p.ChunkSize), int(p.K)
+	var fired, withheld atomic.Bool
+	var mu sync.Mutex
+	var seenIDs [][32]byte
+	var voidRound uint32
+	bad.rb.hooks.Store(&serverHooks{
+		corruptOut: func(r uint32, out [][]byte) {
+			if fired.Load() {
+				return
+			}
+			var ids [][32]byte
+			for _, raw := range out {
+				if pl, err := mix.DecodePayload(raw, b, k); err == nil && pl.Kind == mix.KindChunk {
+					ids = append(ids, sha256.Sum256(pl.Chunk[:pl.Length]))
+				}
+			}
+			if len(ids) > 0 && fire(&fired) {
+				mu.Lock()
+				seenIDs, voidRound = ids, r
+				mu.Unlock()
+			}
+		},
+		withhold: func(r uint32) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return seenIDs != nil && r == voidRound && !withheld.Swap(true)
+		},
+	})
+	up := bn.clients[0]
+	data := make([]byte, 6*p.ChunkSize)
+	rand.Read(data)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	h, err := up.StartShare(ctx, bytes.NewReader(data), "void.bin", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Done():
+	case <-ctx.Done():
+		t.Fatal("the share did not end within 60 s")
+	}
+	_, _, warn, err := h.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	ids := seenIDs
+	mu.Unlock()
+	if len(ids) == 0 {
+		t.Fatal("no round was withheld")
+	}
+	if up.Stats().Unconfirmed == 0 || len(warn) == 0 {
+		t.Fatalf("unconfirmed %d, warnings %q: the user is not told", up.Stats().Unconfirmed, warn)
+	}
+	// A full epoch more for a re-send to show, had there been one.
+	epochs := up.Stats().Epochs
+	if err := wait.Until(context.Background(), 30*time.Second, func() bool { return up.Stats().Epochs >= epochs+2 }); err != nil {
+		t.Fatalf("no further epoch: %v", err)
+	}
+	for i, s := range bn.servers[:2] {
+		held, err := s.store.Held(ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(held) > 0 {
+			t.Fatalf("server %d holds %d chunk(s) of the withheld round: sent again", i, len(held))
+		}
+	}
+	t.Logf("round %d withheld with %d chunk(s); the job ended with %d unconfirmed and the warning %q", voidRound, len(ids), up.Stats().Unconfirmed, warn[0])
+}
