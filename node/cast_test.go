@@ -68,9 +68,9 @@ func TestCastBadShuffleProof(t *testing.T) {
 
 // TestCastWithholdsPublication: the last server never publishes (it signs
 // and keeps round 1's payloads, every epoch). Nothing public shows it, so
-// nobody is named; each epoch ends at the round limit with an abort that
-// says no publication came, which every server that lacks the publication
-// too charges to the last server's refusal budget. After its second, it
+// nobody is named; at the round limit the round is signed void (the epoch
+// goes on, §5.2 v3), which every server that lacks the publication too
+// charges to the last server's refusal budget. After its second, it
 // is left out of the next m chains and an honest share and get complete
 // byte-exact. The last position is the only one that publishes.
 func TestCastWithholdsPublication(t *testing.T) {

@@ -264,6 +264,15 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 		c.confirm(e, r, &rl)
 		c.mu.Lock()
 		c.decoys.note(&rl)
+		if rl.Void() {
+			// §5.2 v3: a void round, signed so by every server: its
+			// chunk went back to the queue (confirm) and its requests
+			// are asked again; there is no database to query.
+			for _, id := range e.reqs[r] {
+				delete(c.inflight, id)
+			}
+			delete(e.reqs, r)
+		}
 		c.mu.Unlock()
 		// Round r is over: its onion is never sent again (the stored copy
 		// for a crash is dropped with the epoch).
@@ -272,6 +281,9 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 			if err := c.submit(ctx, e, r+W); err != nil {
 				return queryErr(ctx, err)
 			}
+		}
+		if rl.Void() {
+			continue
 		}
 		select {
 		case sem <- struct{}{}:

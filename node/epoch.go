@@ -118,6 +118,9 @@ type roundsState struct {
 
 	// evidence holds the input batch of each void round (§8).
 	evidence map[uint32][][]byte
+	// voids counts the rounds signed void that left the epoch running
+	// (void.go): at most one; a second void ends the epoch.
+	voids int
 	// roots holds every signed batch root seen, by (round, S) (§5.2).
 	roots map[rootKey]wire.Root
 	// rb is the epoch's round blame, held the input batches of rounds not

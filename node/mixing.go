@@ -35,7 +35,7 @@ func (s *Server) mixLoop(e *sepoch) {
 				return e.ended
 			}
 			x := e.round(r)
-			if len(x.subs) < n || (r >= mixDepth && !e.round(r-mixDepth).pubDone) {
+			if len(x.subs) < n || (r >= mixDepth && !e.round(r-mixDepth).pubDone && !e.round(r-mixDepth).void) {
 				return false
 			}
 			ins, sigs, hashes = make([][]byte, n), make([][64]byte, n), make([][32]byte, n)
@@ -47,6 +47,13 @@ func (s *Server) mixLoop(e *sepoch) {
 		})
 		cancel()
 		if err != nil || ins == nil {
+			// §5.2 v3: a round whose publication never came is signed
+			// void by every server, once an epoch, and the epoch goes
+			// on; round r waits again.
+			if r >= mixDepth && s.ctx.Err() == nil && s.voidRound(e, r-mixDepth) {
+				r--
+				continue
+			}
 			s.mu.Lock()
 			// §5.4: a round that cannot be filled ends the epoch.
 			s.endUnfilled(e, r)
@@ -313,9 +320,15 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		in = 1
 	}
 	taken := err == nil && e.round(h.Round).batchIn[in]
+	void := err == nil && e.round(h.Round).void
 	s.mu.Unlock()
 	if err != nil {
 		return 0, nil, err
+	}
+	if void {
+		// §5.2 v3: the round was signed void here; nothing of it is
+		// mixed or published any more.
+		return wire.TypeAck, ack, nil
 	}
 	if taken {
 		// A repeat (a retry, or a replay by the sender): one batch a

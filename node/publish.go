@@ -29,12 +29,19 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 		return
 	}
 	s.mu.Lock()
-	if e.ended {
+	if e.ended || e.round(r).void {
+		// §5.2 v3: a round signed void here is never published.
 		s.mu.Unlock()
 		return
 	}
+	e.round(r).publishing = true
 	ps := e.pseudonyms
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		e.round(r).publishing = false
+		s.mu.Unlock()
+	}()
 	b, k := e.bk()
 	verifyStart := time.Now()
 	bad := mix.VerifyPayloadsHashed(mix.EpochID(v.id), uint64(r), ps, payloads, ph.hs, ph.ok, s.rand)
@@ -106,7 +113,7 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 	s.releaseInput(e, r)
 	s.notify()
 	s.mu.Unlock()
-	if e.pos == 0 {
+	if e.pos == 0 && !x.void {
 		s.proposeList(e, r)
 	}
 }
@@ -193,6 +200,9 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 	if e.final.chain[0] != from || len(rl.Sigs) != 0 || len(rl.Entries) > int(e.final.desc.Params.MaxRows) {
 		return 0, nil, errors.New("node: proposal not from the leader or malformed")
 	}
+	if rl.Void() {
+		return s.signVoid(e, &rl)
+	}
 	var x *sround
 	if err := s.waitFor(ctx, func() bool { x = e.round(rl.Round); return x.pubDone || e.ended }); err != nil || !x.pubDone {
 		return 0, nil, errors.New("node: round not published here")
@@ -278,8 +288,11 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	if err := checkList(e.final, &rl); err != nil {
 		return 0, nil, err
 	}
-	if err := s.store.PutRequests(rl.Epoch, rl.Round, requests(rl.Entries)); err != nil {
-		return 0, nil, err
+	// A void round has no round record and no requests (§5.2 v3).
+	if !rl.Void() {
+		if err := s.store.PutRequests(rl.Epoch, rl.Round, requests(rl.Entries)); err != nil {
+			return 0, nil, err
+		}
 	}
 	s.mu.Lock()
 	x := e.round(rl.Round)
@@ -292,8 +305,13 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	}
 	s.mu.Unlock()
 	if first {
-		s.wg.Add(1)
-		go func() { defer s.wg.Done(); s.answerRound(e, rl.Round) }()
+		if rl.Void() {
+			s.noteVoid(e, rl.Round)
+		} else {
+			// A void round has no database: clients query none.
+			s.wg.Add(1)
+			go func() { defer s.wg.Done(); s.answerRound(e, rl.Round) }()
+		}
 		s.checkDepartures(e, rl.Round)
 	}
 	return wire.TypeAck, ack, nil

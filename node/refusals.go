@@ -285,6 +285,16 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID) bool 
 			charged = e.v.chain[len(e.v.chain)-1]
 		}
 	}
+	s.chargeLocked(e, charged, signer, string(a.Reason))
+	return true
+}
+
+// chargeLocked counts an abort on private grounds against charged, once
+// per epoch, kept on disk, and watches for a public cause that takes it
+// back. Call with s.mu held.
+func (s *Server) chargeLocked(e *sepoch, charged, signer peer.ID, reason string) {
+	rs := &s.ref
+	rs.loaded.Do(s.loadRefusals)
 	rs.mu.Lock()
 	if rs.charged == nil {
 		rs.charged = map[[32]byte]map[peer.ID]bool{}
@@ -296,19 +306,18 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID) bool 
 	rs.charged[e.v.id][charged] = true
 	rs.mu.Unlock()
 	if again {
-		return true
+		return
 	}
 	rec := refusal{Peer: charged.String(), Number: e.v.desc.Number, Window: uint64(len(e.v.chain)),
-		Epoch: hex.EncodeToString(e.v.id[:]), Reason: string(a.Reason)}
+		Epoch: hex.EncodeToString(e.v.id[:]), Reason: reason}
 	rs.mu.Lock()
 	rs.recs = append(rs.recs, rec)
 	rs.prune()
 	s.saveRefusalsLocked()
 	rs.mu.Unlock()
-	s.log.Info("abort on private grounds counted", "server", charged.ShortString(), "signer", signer.ShortString(), "epoch", e.v.desc.Number, "reason", string(a.Reason))
+	s.log.Info("abort on private grounds counted", "server", charged.ShortString(), "signer", signer.ShortString(), "epoch", e.v.desc.Number, "reason", reason)
 	s.wg.Add(1)
 	go s.watchCause(e, rec)
-	return true
 }
 
 // publicCause reports whether e's end has a cause every server can see: a

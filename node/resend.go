@@ -26,7 +26,8 @@ const (
 	// finish before the epoch ended, and no list came).
 	recordNone roundRecord = iota
 	// recordMissing: the round's list, signed by all m servers, lacks
-	// the chunk's id among the ids published.
+	// the chunk's id among the ids published; a void list (ListVoid)
+	// lacks every id.
 	recordMissing
 )
 

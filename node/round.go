@@ -31,8 +31,11 @@ type sround struct {
 	requests  map[[32]byte]bool
 	reqByPos  [][][32]byte // per output position, its requested ids in order (listcut.go)
 	pubDone   bool
-	list      *wire.RoundList
-	listBytes []byte
+	// publishing: publish runs (void.go refuses to sign the round void);
+	// void: the round is void here (void.go), its publication is dropped.
+	publishing, void bool
+	list             *wire.RoundList
+	listBytes        []byte
 
 	// PIR serving (pirserve.go).
 	queries map[uint32][][]byte // this server's clients' masks

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"errors"
 	"fmt"
 )
 
@@ -854,8 +855,18 @@ type RoundList struct {
 	Round     uint32
 	Entries   []ListEntry
 	Published [][32]byte
-	Sigs      [][64]byte
+	// Flags (u8, after Published, signed with the rest): ListVoid marks
+	// a round that published nothing and is never run again (§5.2 v3);
+	// a void list has no entries and no published ids.
+	Flags uint8
+	Sigs  [][64]byte
 }
+
+// ListVoid is the RoundList flag of a void round; no other flag exists.
+const ListVoid uint8 = 1
+
+// Void reports whether the list records a void round.
+func (m *RoundList) Void() bool { return m.Flags&ListVoid != 0 }
 
 // MarshalBody encodes everything but the signatures.
 func (m *RoundList) MarshalBody() []byte {
@@ -871,6 +882,7 @@ func (m *RoundList) MarshalBody() []byte {
 	for _, x := range m.Published {
 		e.Fixed(x[:])
 	}
+	e.U8(m.Flags)
 	return e.B
 }
 
@@ -891,8 +903,18 @@ func (m *RoundList) Unmarshal(b []byte, l Limits) error {
 		m.Entries[i].Len = d.U32("chunk length")
 	}
 	m.Published = decKeys(&d, l.Clients, "published ids")
+	m.Flags = d.U8("list flags")
 	m.Sigs = decSigs(&d, MaxServers)
-	return d.Done("request list")
+	if err := d.Done("request list"); err != nil {
+		return err
+	}
+	if m.Flags&^ListVoid != 0 {
+		return fmt.Errorf("wire: request list: unknown flags %#x", m.Flags)
+	}
+	if m.Void() && (len(m.Entries) > 0 || len(m.Published) > 0) {
+		return errors.New("wire: request list: a void round with entries or published ids")
+	}
+	return nil
 }
 
 // Rows carries PIR masks (Query), answers (Answer) or padded answers

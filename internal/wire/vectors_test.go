@@ -145,6 +145,8 @@ func vectors() []vector {
 			with(func(m *RoundList, b []byte) error { return m.Unmarshal(b, l) })},
 		{"roundlist", TypeRoundList, &RoundList{Epoch: k32(1), Round: 2, Entries: []ListEntry{{ID: k32(0xd0), Len: 64}, {ID: k32(0xd1), Len: 5}}, Published: [][32]byte{k32(0xd1)}, Sigs: [][64]byte{k64(0x30), k64(0x31)}},
 			with(func(m *RoundList, b []byte) error { return m.Unmarshal(b, l) })},
+		{"roundlist-void", TypeRoundList, &RoundList{Epoch: k32(1), Round: 3, Entries: []ListEntry{}, Published: [][32]byte{}, Flags: ListVoid, Sigs: [][64]byte{k64(0x30), k64(0x31)}},
+			with(func(m *RoundList, b []byte) error { return m.Unmarshal(b, l) })},
 		{"padanswers", TypePadAnswers, &Rows{Epoch: k32(1), Round: 2, Slots: []uint32{0, 5}, Rows: [][]byte{{1, 2}, {3, 4}, {5, 6}, {7, 8}}}, rows(16, 2, 8)},
 		{"query", TypeQuery, &Rows{Epoch: k32(1), Round: 2, Slots: []uint32{5}, Rows: [][]byte{{0xf0}, {0x0f}}}, rows(1, 2, 4)},
 		{"answer", TypeAnswer, &Rows{Epoch: k32(1), Round: 2, Slots: []uint32{5}, Rows: [][]byte{{1, 2, 3}, {4, 5, 6}}}, rows(1, 2, 8)},

@@ -218,3 +218,28 @@ func TestBatchZeroRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundListFlags: a request list's flags are signed with it; a flag
+// other than ListVoid, or a void list with entries or published ids, is
+// refused.
+func TestRoundListFlags(t *testing.T) {
+	l := Limits{Rows: 4, Clients: 4}
+	ok := RoundList{Round: 1, Flags: ListVoid}
+	var m RoundList
+	if err := m.Unmarshal(ok.Marshal(), l); err != nil || !m.Void() {
+		t.Fatalf("void list: %v, void %v", err, m.Void())
+	}
+	plain := RoundList{Round: 1}
+	if string(plain.MarshalBody()) == string(ok.MarshalBody()) {
+		t.Fatal("the void flag is not in the signed body")
+	}
+	for name, bad := range map[string]RoundList{
+		"unknown flag":    {Flags: 2},
+		"void with entry": {Flags: ListVoid, Entries: []ListEntry{{}}},
+		"void, published": {Flags: ListVoid, Published: make([][32]byte, 1)},
+	} {
+		if err := m.Unmarshal(bad.Marshal(), l); err == nil {
+			t.Fatalf("%s: accepted", name)
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// A void that names nobody does not end the epoch (docs/protocol.md §5.2
+// v3). When S_0 cannot mix round r because round r − mixDepth's
+// publication never came within the round limit (the last server kept it,
+// or a batch was lost on the way), it proposes a void list for that round:
+// a RoundList with the ListVoid flag and nothing in it, which every server
+// signs only if it has not published the round (and from then on drops
+// its publication), so that all m signatures are the record a client
+// needs to send the round's chunks again. Clients send them in later
+// rounds of the same epoch, under the same pseudonym, and query nothing
+// for the void round. One such void an epoch: a second ends the epoch as
+// before. The void is charged, like the abort it replaces, to the last
+// server's refusal budget (§3).
+
+// voidRound has every server of the chain sign round r void and delivers
+// the signed list; it reports whether it did. S_0 only.
+func (s *Server) voidRound(e *sepoch, r uint32) bool {
+	v := e.final
+	s.mu.Lock()
+	x := e.round(r)
+	if e.ended || x.pubDone || x.publishing || (e.voids > 0 && !x.void) {
+		s.mu.Unlock()
+		return false
+	}
+	if x.list != nil {
+		s.mu.Unlock()
+		return true // signed void already
+	}
+	s.mu.Unlock()
+	rl := wire.RoundList{Epoch: v.id, Round: r, Flags: wire.ListVoid}
+	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	defer cancel()
+	reps, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: bulkTimeout})
+	if err != nil {
+		s.log.Warn("void list refused", "round", r, "err", err)
+		return false
+	}
+	for i, rep := range reps {
+		var sg wire.Sig
+		if err := sg.Unmarshal(rep); err != nil || int(sg.Index) != i {
+			s.log.Warn("void list: bad signature", "round", r)
+			return false
+		}
+		rl.Sigs = append(rl.Sigs, sg.Sig)
+	}
+	if _, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: rl.Marshal(), Timeout: bulkTimeout}); err != nil {
+		s.log.Warn("deliver void list", "round", r, "err", err)
+	}
+	return true
+}
+
+// signVoid signs a proposal of round r void, unless this server has
+// published the round or already holds another void of the epoch; from
+// then on the round's batches and publication are dropped here.
+func (s *Server) signVoid(e *sepoch, rl *wire.RoundList) (wire.Type, []byte, error) {
+	v := e.final
+	if rl.Round >= v.desc.Params.Rounds {
+		return 0, nil, fmt.Errorf("node: void round %d beyond the epoch's %d", rl.Round, v.desc.Params.Rounds)
+	}
+	s.mu.Lock()
+	if err := e.admit(rl.Round); err != nil {
+		s.mu.Unlock()
+		return 0, nil, err
+	}
+	x := e.round(rl.Round)
+	switch {
+	case e.ended:
+		s.mu.Unlock()
+		return 0, nil, errors.New("node: epoch ended")
+	case x.pubDone || x.publishing:
+		s.mu.Unlock()
+		return 0, nil, fmt.Errorf("node: round %d is published here, not void", rl.Round)
+	case e.voids > 0 && !x.void:
+		s.mu.Unlock()
+		return 0, nil, errors.New("node: a second void round ends the epoch")
+	}
+	if !x.void {
+		x.void = true
+		e.voids++
+		s.log.Warn("round void, epoch goes on", "round", rl.Round)
+		if !s.publicCause(e) {
+			last := v.chain[len(v.chain)-1]
+			s.chargeLocked(e, last, s.h.ID(), fmt.Sprintf("round %d void: no publication", rl.Round))
+		}
+	}
+	s.mu.Unlock()
+	sig, err := sign(s.priv, listDigest(rl))
+	if err != nil {
+		return 0, nil, err
+	}
+	return wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
+}
+
+// noteVoid marks round r void once its signed void list is here (a server
+// that signed it has already). Call without s.mu.
+func (s *Server) noteVoid(e *sepoch, r uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if x := e.round(r); !x.void {
+		x.void = true
+		e.voids++
+	}
+}
