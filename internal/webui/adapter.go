@@ -62,7 +62,15 @@ func (n NodeClient) Share(ctx context.Context, r io.Reader, name string, private
 	if err != nil {
 		return chunker.Link{}, err
 	}
-	progress(Progress{Total: h.Total, Name: name, Link: h.Link, IDs: h.IDs})
+	// A private file's link is shown only once its job is done: until
+	// then a round that does not publish part of it has the file encrypted
+	// again under a new key (node: §5.2 v3), and the first link would name
+	// a file that is never complete.
+	early := h.Link
+	if private {
+		early = chunker.Link{}
+	}
+	progress(Progress{Total: h.Total, Name: name, Link: early, IDs: h.IDs})
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
 	for {
@@ -77,7 +85,8 @@ func (n NodeClient) Share(ctx context.Context, r io.Reader, name string, private
 		case <-ctx.Done():
 			return h.Link, h.Cancel(ctx.Err())
 		case <-t.C:
-			progress(Progress{Done: h.Total - h.Left(), Total: h.Total, Name: name, Link: h.Link})
+			_, total, _, _ := h.Result()
+			progress(Progress{Done: total - h.Left(), Total: total, Name: name, Link: early})
 		}
 	}
 }
