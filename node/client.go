@@ -161,6 +161,7 @@ type shareJob struct {
 	total        int
 	reencrypting bool
 	reencrypted  int
+	cancelled    bool // withdrawn (cancelShare): nothing is queued again
 	// unconfirmed counts chunks counted as published without a record;
 	// warnings are the lines the user was shown about them.
 	unconfirmed int
@@ -172,6 +173,7 @@ type shareJob struct {
 func (j *shareJob) finish() {
 	if !j.finished {
 		j.finished = true
+		j.plain = nil
 		close(j.done)
 	}
 }

@@ -194,8 +194,10 @@ func (c *Client) cancelShare(job *shareJob, link chunker.Link, total int, cause 
 	}
 	clear(c.upQ[len(kept):])
 	c.upQ = kept
-	// Items sealed in this epoch's onions are not put back at its end.
+	// Items sealed in this epoch's onions are not put back at its end,
+	// nor is the file encrypted again (resend.go).
 	clear(job.left)
+	job.cancelled, job.plain = true, nil
 	c.mu.Unlock()
 	if rootDropped || total == 0 {
 		return fmt.Errorf("%w: share withdrawn, %d of %d chunks had been sent; the file is not published, no link", cause, total-dropped, total)

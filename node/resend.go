@@ -162,10 +162,13 @@ func (c *Client) warnUnconfirmed(j *shareJob, n int) {
 // and the chunks seen before have nothing in common with these. The
 // encryption runs without the client's lock.
 func (c *Client) reencrypt(j *shareJob) {
+	c.mu.Lock()
+	plain := j.plain
+	c.mu.Unlock()
 	var items []upItem
 	left := map[[32]byte]bool{}
 	var ids []chunker.ID
-	link, err := chunker.Share(bytes.NewReader(j.plain), j.name, "", j.b, chunker.ShareOptions{Encrypt: true, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
+	link, err := chunker.Share(bytes.NewReader(plain), j.name, "", j.b, chunker.ShareOptions{Encrypt: true, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
 		if !left[id] {
 			left[id] = true
 			ids = append(ids, id)
@@ -176,6 +179,9 @@ func (c *Client) reencrypt(j *shareJob) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	j.reencrypting = false
+	if j.cancelled {
+		return
+	}
 	if err != nil {
 		j.err = fmt.Errorf("node: encrypt %s again: %w", j.name, err)
 		c.log.Warn("private share not encrypted again", "err", err)
