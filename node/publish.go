@@ -307,6 +307,12 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	if first {
 		if rl.Void() {
 			s.noteVoid(e, rl.Round)
+			if rl.Round == e.final.desc.Params.Rounds-1 {
+				// No PIR round ends the epoch (answerRound does).
+				s.mu.Lock()
+				s.endQuiet(e, "complete")
+				s.mu.Unlock()
+			}
 		} else {
 			// A void round has no database: clients query none.
 			s.wg.Add(1)
