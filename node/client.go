@@ -86,6 +86,9 @@ type Client struct {
 	decoys decoyPool
 	stats  Stats
 	index  []IndexEntry // synced once per epoch
+	// manifests are the manifest chunks of the synced index, by id (§6.4
+	// v3): a get takes every manifest from here, never from an answer.
+	manifests map[[32]byte][]byte
 	// indexSynced: index holds a sync (ls waits for the first).
 	indexSynced bool
 	// trusted is the current epoch's anonymity set counted over the
@@ -133,6 +136,9 @@ type Stats struct {
 type upItem struct {
 	c   store.Chunk
 	job *shareJob
+	// manifest: the chunk parses as a manifest, which the index takes
+	// only up to manifestsPerPseudonym a pseudonym an epoch (§6.4 v3).
+	manifest bool
 }
 
 type shareJob struct {
@@ -142,13 +148,15 @@ type shareJob struct {
 
 type getJob struct {
 	asm *chunker.Assembler
-	// needed is asm's missing ids as of its last change (client_local.go):
-	// the round loop reads it under c.mu, never the assembler itself.
+	// needed is asm's missing data ids as of its last change
+	// (client_local.go): the round loop reads it under c.mu, never the
+	// assembler itself. Manifest nodes are never requested: they come
+	// from the synced index (§6.4 v3).
 	needed    [][32]byte
 	cancelled bool // Get returned; the worker drops the job
 	link      chunker.Link
 	dir       string
-	root      bool // waiting for the root manifest
+	root      bool // waiting for the root manifest (from a synced index)
 	done      chan struct{}
 	path      string
 	err       error
@@ -165,6 +173,10 @@ type cepoch struct {
 	reqs   map[uint32][][32]byte
 	ups    map[uint32]*upItem
 	onions map[uint32][]byte // sealed once, kept to resend (§5.1)
+	// manifestsSent counts the manifest chunks sent this epoch: past
+	// manifestsPerPseudonym the index would not take them, so they wait
+	// for the next epoch.
+	manifestsSent int
 	// sealedNext is one more than the newest round sealed: a client that
 	// leaves hands over cover from there (handover.go).
 	sealedNext uint32

@@ -56,11 +56,22 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	c.progress("epoch %x: %d servers [%s ], anonymity set %d clients", fv.id[:4], len(fv.chain), names, n)
 	// §7: every client syncs the whole public index once per epoch, on a
 	// fixed schedule that says nothing about what interests it.
-	if idx, err := c.Index(ctx); err == nil {
+	if idx, mans, err := c.syncIndex(ctx); err == nil {
 		c.mu.Lock()
-		c.index, c.indexSynced = idx, true
+		c.index, c.manifests, c.indexSynced = idx, mans, true
+		var gets []*getJob
+		for _, g := range c.wants {
+			gets = append(gets, g)
+		}
 		c.notify()
 		c.mu.Unlock()
+		// §6.4 (v3): the gets learn every manifest from this copy, so
+		// that no request of the epoch follows from one of its answers.
+		c.local.push(func() {
+			for _, g := range gets {
+				c.openFromIndex(g, mans)
+			}
+		})
 	}
 	err = c.rounds(ctx, e)
 	if err != nil && ctx.Err() == nil {
@@ -349,23 +360,27 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 		// epoch of the minimum anonymity set (§3 v3); decoys and cover
 		// do not.
 		ready := c.jobsReady() && !c.holdJobs()
-		if ready && len(c.upQ) > 0 {
-			u := c.upQ[0]
-			c.upQ = c.upQ[1:]
+		if i := c.nextUpload(e); ready && i >= 0 {
+			u := c.upQ[i]
+			if i == 0 {
+				c.upQ = c.upQ[1:]
+			} else {
+				c.upQ = append(c.upQ[:i:i], c.upQ[i+1:]...)
+			}
 			e.ups[r] = &u
+			if u.manifest {
+				e.manifestsSent++
+			}
 			pl.Kind, pl.Length, pl.Chunk = mix.KindChunk, uint32(len(u.c.Data)), u.c.Data
 		}
+		// Data chunks only, never a manifest (§6.4 v3: those come from
+		// the synced index).
 		var reqs [][32]byte
-		for id, g := range c.wants {
-			if !ready || len(reqs) == k {
-				break
-			}
-			if g.root && !c.inflight[id] && !c.failed[id] && !c.retry[id] {
-				reqs = append(reqs, id)
-			}
-		}
 		if ready {
-			reqs = append(reqs, c.neededIDs(k-len(reqs))...)
+			reqs = c.neededIDs(k)
+		}
+		if o := c.cfg.observe; o != nil && o.Requested != nil {
+			o.Requested(e.v.id, r, append([][32]byte(nil), reqs...))
 		}
 		if pl.Kind == mix.KindChunk || len(reqs) > 0 {
 			c.jobTraffic = true

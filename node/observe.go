@@ -40,6 +40,9 @@ type testClientObserver struct {
 	Joined func(epoch [32]byte, slot uint32, pseudonym []byte)
 	// Row: the row the client's query for (round, t) asked for, of L.
 	Row func(epoch [32]byte, r uint32, t, row, L int)
+	// Requested: the ids the client's jobs request in round r (decoys
+	// not included), in request slot order.
+	Requested func(epoch [32]byte, r uint32, ids [][32]byte)
 	// HeldDecoys breaks §6.3 (v3) on purpose, for the negative control
 	// of the cross-epoch adversary: decoys are drawn, at the same rate,
 	// from the chunks the client published or fetched (what v2 did).

@@ -11,7 +11,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/store"
@@ -44,11 +43,10 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 		badAt[q] = true
 	}
 	var chunks []store.Chunk
+	var chunkPos []int
 	var published [][32]byte
-	var index []IndexEntry
 	requests := map[[32]byte]bool{}
 	reqByPos := make([][][32]byte, len(payloads))
-	now := time.Unix(time.Now().Unix(), 0) // the index keeps seconds
 	for q, raw := range payloads {
 		if badAt[q] {
 			continue
@@ -75,17 +73,18 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 		data := p.Chunk[:p.Length]
 		id := ph.hs[q].ChunkID
 		chunks = append(chunks, store.Chunk{ID: id, Data: data})
+		chunkPos = append(chunkPos, q)
 		published = append(published, id)
-		if chunker.IsManifest(data) {
-			if man, err := chunker.DecodeManifest(data); err == nil && man.Root {
-				index = append(index, IndexEntry{FileID: id, Name: man.Name, Size: uint64(man.Size), Chunks: uint32(man.NumChunks), Epoch: v.id, Round: r, Time: now})
-			}
-		}
 	}
+	// Manifests are indexed apart, through the caps (manifests.go).
+	cands := manifestCands(chunkPos, chunks)
 	storeStart := time.Now()
-	err := s.store.PutRound(v.id, r, published, chunks, index)
+	err := s.store.PutRound(v.id, r, published, chunks, nil)
 	s.timing.add(&s.timing.store, time.Since(storeStart))
 	s.timing.addRound()
+	if err == nil {
+		s.indexManifests(e, r, cands)
+	}
 	if err == nil && len(bad) > 0 {
 		// §5.3: the payloads that verify, public already, are stored;
 		// the round is not acknowledged and blame walks the first bad

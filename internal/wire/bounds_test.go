@@ -183,6 +183,8 @@ func TestOversized(t *testing.T) {
 		{"rows row", (&Rows{Slots: make([]uint32, 1), Rows: [][]byte{big(9), {}}}).Marshal(), func(b []byte) error { var m Rows; return m.Unmarshal(b, 2, 2, 8) }},
 		{"chunk data", (&Chunk{Data: big(65)}).Marshal(), func(b []byte) error { var m Chunk; return m.Unmarshal(b, 64) }},
 		{"index entries", (&Index{Entries: make([]IndexEntry, 3)}).Marshal(), func(b []byte) error { var m Index; return m.Unmarshal(b, 2) }},
+		{"index manifests", (&Index{Manifests: [][]byte{big(MinManifest), big(MinManifest), big(MinManifest)}}).Marshal(), func(b []byte) error { var m Index; return m.Unmarshal(b, 2) }},
+		{"index manifest", (&Index{Manifests: [][]byte{big(MaxManifest + 1)}}).Marshal(), func(b []byte) error { var m Index; return m.Unmarshal(b, 2) }},
 		{"index name", (&Index{Entries: []IndexEntry{{Name: big(MaxName + 1)}}}).Marshal(), func(b []byte) error { var m Index; return m.Unmarshal(b, 2) }},
 	}
 	for _, c := range cases {

@@ -981,8 +981,23 @@ type IndexEntry struct {
 	Time   int64 // unix seconds, first publication
 }
 
-// Index is the whole public index.
-type Index struct{ Entries []IndexEntry }
+// MaxManifest bounds one manifest chunk of the index: the largest chunk
+// size b (§3). MinManifest is the shortest one, a continuation node's
+// header (docs/proto-chunker.md): a count of manifests is checked against
+// it before anything is allocated.
+const (
+	MaxManifest = 4 << 20
+	MinManifest = 19
+)
+
+// Index is the whole public index: the files (one entry per root
+// manifest) and the bytes of every indexed manifest chunk, roots and inner
+// nodes alike (§6.4 v3). A manifest's id is the SHA-256 of its bytes: the
+// receiver computes it, and checks that the bytes parse.
+type Index struct {
+	Entries   []IndexEntry
+	Manifests [][]byte
+}
 
 func (m *Index) Marshal() []byte {
 	var e Enc
@@ -995,9 +1010,16 @@ func (m *Index) Marshal() []byte {
 		e.U32(x.Round)
 		e.U64(uint64(x.Time))
 	}
+	e.U32(uint32(len(m.Manifests)))
+	for _, x := range m.Manifests {
+		e.Bytes(x)
+	}
 	return e.B
 }
 
+// Unmarshal decodes an index of at most max entries and max manifests,
+// each manifest of at most MaxManifest bytes; the caller bounds the whole
+// message (its reply cap).
 func (m *Index) Unmarshal(b []byte, max int) error {
 	d := Dec{B: b}
 	n := d.Count(max, 32+4+8+4+4+8, "index entries")
@@ -1010,6 +1032,17 @@ func (m *Index) Unmarshal(b []byte, max int) error {
 		x.Chunks = d.U32("chunks")
 		x.Round = d.U32("round")
 		x.Time = int64(d.U64("time"))
+	}
+	n = d.Count(max, 4+MinManifest, "index manifests")
+	m.Manifests = nil
+	if n > 0 {
+		m.Manifests = make([][]byte, n)
+		for i := range m.Manifests {
+			m.Manifests[i] = d.Bytes(MaxManifest, "manifest")
+			if d.Err == nil && len(m.Manifests[i]) < MinManifest {
+				d.Err = fmt.Errorf("%w: manifest of %d bytes < %d", ErrShort, len(m.Manifests[i]), MinManifest)
+			}
+		}
 	}
 	return d.Done("index")
 }

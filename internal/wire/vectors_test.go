@@ -157,7 +157,7 @@ func vectors() []vector {
 		{"root", TypeRoot, &Root{Epoch: k32(1), Round: 2, S: 1, Root: k32(9), Sig: k64(10)},
 			with(func(m *Root, b []byte) error { return m.Unmarshal(b) })},
 		{"indexreq", TypeIndexReq, raw{}, empty},
-		{"index", TypeIndex, &Index{Entries: []IndexEntry{{FileID: k32(0xe0), Name: []byte("f.txt"), Size: 9, Chunks: 1, Round: 2, Time: 1700000000}}},
+		{"index", TypeIndex, &Index{Entries: []IndexEntry{{FileID: k32(0xe0), Name: []byte("f.txt"), Size: 9, Chunks: 1, Round: 2, Time: 1700000000}}, Manifests: [][]byte{[]byte("\x89RIFFLEM\x01\x02\x01\x00\x00\x04\x00\x00\x00\x00\x00")}},
 			with(func(m *Index, b []byte) error { return m.Unmarshal(b, 100) })},
 		{"ack", TypeAck, raw{}, empty},
 		{"error", TypeError, raw("no such epoch"), func(b []byte) (message, error) {

@@ -1,0 +1,278 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/store"
+)
+
+// manifestFile is a file whose manifest spans a root and two inner nodes at
+// the smallest chunk size: 40 data chunks of 1 KiB.
+func manifestFile(t *testing.T) (data []byte, manifests, chunks map[[32]byte]bool, order [][32]byte) {
+	t.Helper()
+	data = make([]byte, 40<<10)
+	rand.Read(data)
+	manifests, chunks = map[[32]byte]bool{}, map[[32]byte]bool{}
+	_, err := chunker.Share(bytes.NewReader(data), "m.bin", "", MinChunkSize, chunker.ShareOptions{}, func(id chunker.ID, c []byte) error {
+		if isManifest(c) {
+			manifests[id] = true
+		} else if !chunks[id] {
+			chunks[id] = true
+			order = append(order, id)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(manifests) != 3 {
+		t.Fatalf("%d manifest chunks, want a root and two nodes", len(manifests))
+	}
+	return data, manifests, chunks, order
+}
+
+// requestLog records what clients' jobs request, per client and epoch.
+type requestLog struct {
+	mu  sync.Mutex
+	ids map[string]map[[32]byte][][32]byte
+}
+
+func (l *requestLog) observer(name string) *testClientObserver {
+	return &testClientObserver{Requested: func(epoch [32]byte, _ uint32, ids [][32]byte) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.ids == nil {
+			l.ids = map[string]map[[32]byte][][32]byte{}
+		}
+		if l.ids[name] == nil {
+			l.ids[name] = map[[32]byte][][32]byte{}
+		}
+		l.ids[name][epoch] = append(l.ids[name][epoch], ids...)
+	}}
+}
+
+func (l *requestLog) get(name string, epoch [32]byte) [][32]byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([][32]byte(nil), l.ids[name][epoch]...)
+}
+
+func manifestParams() Params {
+	p := testParams(24)
+	p.ChunkSize = MinChunkSize
+	return p
+}
+
+// TestGetTakesManifestsFromIndex (§6.4 v3): a get of a file whose manifest
+// spans a root and inner nodes takes every manifest chunk from the index it
+// synced: no output position ever requests a manifest id, and the file
+// arrives whole.
+func TestGetTakesManifestsFromIndex(t *testing.T) {
+	data, manifests, chunks, _ := manifestFile(t)
+	var mu sync.Mutex
+	asked := map[[32]byte]int{}
+	tn := startAnonNet(t, 3, 0, 2, manifestParams(), func(i int, c *ServerConfig) {
+		if i == 0 {
+			c.observe = &testObserver{Requests: func(_ [32]byte, _ uint32, _ int, ids [][32]byte) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, id := range ids {
+					asked[id]++
+				}
+			}}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	down, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer down.Close()
+	link, err := up.Share(ctx, bytes.NewReader(data), "m.bin", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := down.Get(ctx, link, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("fetched file differs (%v)", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id := range manifests {
+		if asked[id] != 0 {
+			t.Errorf("manifest %x requested %d times by PIR", id[:6], asked[id])
+		}
+	}
+	n := 0
+	for id := range chunks {
+		if asked[id] > 0 {
+			n++
+		}
+	}
+	if n != len(chunks) {
+		t.Fatalf("%d of %d data chunks requested", n, len(chunks))
+	}
+}
+
+// TestCorruptedAnswersChangeNoRequest (§6.4 v3): a primary that corrupts
+// every answer to one client learns nothing from what that client requests
+// next: in the epoch its get starts, the client requests the same ids, in
+// the same order, as a client of an honest primary getting the same file
+// (what it needs comes from the link and the synced index, never from an
+// answer).
+func TestCorruptedAnswersChangeNoRequest(t *testing.T) {
+	data, _, chunks, _ := manifestFile(t)
+	tn := startAnonNet(t, 3, 0, 2, manifestParams(), func(i int, c *ServerConfig) {
+		if i == 0 {
+			c.observe = &testObserver{Corrupt: func([32]byte, uint32, uint32, int) bool { return true }}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var log requestLog
+	client := func(server int, name string) *Client {
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[server].Addrs()[0].String(), Logger: anonLogger(), observe: log.observer(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	up, victim, honest := client(1, "up"), client(0, "victim"), client(2, "honest")
+	link, err := up.Share(ctx, bytes.NewReader(data), "m.bin", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go victim.Get(ctx, link, t.TempDir())
+	if _, err := honest.Get(ctx, link, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	// The first epoch in which the honest client's get requested chunks.
+	log.mu.Lock()
+	var epoch [32]byte
+	for ep, ids := range log.ids["honest"] {
+		if len(ids) > 0 && (epoch == [32]byte{} || len(ids) > len(log.ids["honest"][epoch])) {
+			epoch = ep
+		}
+	}
+	log.mu.Unlock()
+	h, v := log.get("honest", epoch), log.get("victim", epoch)
+	if len(v) < 10 {
+		t.Fatalf("the victim requested %d ids in the epoch, the honest client %d: its requests followed the corrupted answers", len(v), len(h))
+	}
+	short, long := v, h
+	if len(short) > len(long) {
+		short, long = long, short
+	}
+	for i := range short {
+		if short[i] != long[i] {
+			t.Fatalf("request %d differs: victim %x, honest %x", i, v[i][:6], h[i][:6])
+		}
+		if !chunks[short[i]] {
+			t.Fatalf("request %d (%x) is not a data chunk of the file", i, short[i][:6])
+		}
+	}
+	if st := victim.Stats(); st.BadAnswers == 0 {
+		t.Fatalf("no answer corrupted: %+v", st)
+	}
+}
+
+// TestManifestCaps (§6.4 v3): the index takes at most 4 manifest chunks of
+// one pseudonym and 64 of an epoch, in (round, output position) order,
+// whatever order the rounds are published in.
+func TestManifestCaps(t *testing.T) {
+	cand := func(pos int, tag byte) manifestCand {
+		return manifestCand{pos: pos, id: [32]byte{tag, byte(pos)}}
+	}
+	var mc manifestCaps
+	// Round 1 is published before round 0: it waits.
+	if got := mc.add(1, []manifestCand{cand(7, 1), cand(3, 1)}); len(got) != 0 {
+		t.Fatalf("round 1 taken before round 0: %v", got)
+	}
+	// Round 0, then round 1 that waited for it. A pseudonym publishes one
+	// chunk a round: position 3's fifth manifest comes in round 4.
+	got := mc.add(0, []manifestCand{cand(3, 0)})
+	if len(got) != 2 || got[0].round != 0 || got[1].round != 1 || len(got[1].cands) != 2 || got[1].cands[0].pos != 3 {
+		t.Fatalf("rounds 0 and 1: %+v", got)
+	}
+	for r := uint32(2); r <= 4; r++ {
+		got = mc.add(r, []manifestCand{cand(3, byte(r))})
+		if len(got) != 1 || len(got[0].cands) != map[bool]int{true: 1, false: 0}[r < 4] {
+			t.Fatalf("round %d: position 3 has %d taken: %+v", r, mc.perPos[3], got)
+		}
+	}
+	// 64 an epoch: 5 taken so far, so 59 of the next 70 go in, the
+	// lowest positions first.
+	var many []manifestCand
+	for pos := 79; pos >= 10; pos-- {
+		many = append(many, cand(pos, 9))
+	}
+	got = mc.add(5, many)
+	if n := len(got[0].cands); n != 59 || mc.total != manifestsPerEpoch || got[0].cands[58].pos != 68 {
+		t.Fatalf("%d taken in round 5, %d in all", n, mc.total)
+	}
+	// A round after a gap waits until the epoch ends.
+	if got := mc.add(9, []manifestCand{cand(99, 1)}); len(got) != 0 {
+		t.Fatal("round after a gap taken")
+	}
+	if got := mc.flush(); len(got) != 1 || got[0].round != 9 || len(got[0].cands) != 0 {
+		t.Fatalf("flush %+v", got)
+	}
+}
+
+// TestIndexCarriesManifests: a server's index holds the bytes of every
+// manifest chunk indexed, and a client keeps those that parse, by id.
+func TestIndexCarriesManifests(t *testing.T) {
+	var kept [][]byte
+	_, err := chunker.Share(bytes.NewReader(make([]byte, 40<<10)), "z", "", MinChunkSize, chunker.ShareOptions{}, func(id chunker.ID, c []byte) error {
+		if isManifest(c) {
+			kept = append(kept, append([]byte(nil), c...))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := NewMemStore()
+	var mans []store.Manifest
+	for _, b := range kept {
+		id := chunker.Sum(b)
+		if err := st.PutChunks([]store.Chunk{{ID: id, Data: b}}); err != nil {
+			t.Fatal(err)
+		}
+		mans = append(mans, store.Manifest{ID: id, Data: b})
+	}
+	if err := st.PutManifests(mans, nil); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := st.Manifests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw = append(raw, []byte("not a manifest, dropped by the client"))
+	got := syncedManifests(raw)
+	if len(got) != len(kept) {
+		t.Fatalf("client kept %d manifests of %d", len(got), len(kept))
+	}
+	for _, b := range kept {
+		if !bytes.Equal(got[chunker.Sum(b)], b) {
+			t.Fatal("manifest bytes differ")
+		}
+	}
+}
