@@ -107,7 +107,7 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 				} else if why := c.waitReason(); why != "" {
 					c.jobProgress(ctx, "get %s: %s", link.ID, why)
 				} else {
-					c.jobProgress(ctx, "get %s: waiting for the manifest, round %d", link.ID, rounds)
+					c.jobProgress(ctx, "get %s: waiting for its manifest in the index synced at the next epoch, round %d", link.ID, rounds)
 				}
 				continue
 			}
