@@ -89,6 +89,9 @@ type Client struct {
 	// manifests are the manifest chunks of the synced index, by id (§6.4
 	// v3): a get takes every manifest from here, never from an answer.
 	manifests map[[32]byte][]byte
+	// lastManifests are the manifest ids signed in the lists of the last
+	// epoch taken part in, checked against the next sync.
+	lastManifests [][32]byte
 	// indexSynced: index holds a sync (ls waits for the first).
 	indexSynced bool
 	// trusted is the current epoch's anonymity set counted over the
@@ -131,6 +134,9 @@ type Stats struct {
 	// CoverAttacks counts corrupted answers to cover queries (random
 	// rows and decoys the client does not want): targeted attacks.
 	CoverAttacks int
+	// IndexGaps counts manifests that a signed request list named and
+	// the next synced index lacked (§6.4 v3): the primary left them out.
+	IndexGaps int
 }
 
 type upItem struct {
@@ -177,6 +183,9 @@ type cepoch struct {
 	// manifestsPerPseudonym the index would not take them, so they wait
 	// for the next epoch.
 	manifestsSent int
+	// manifestIDs are the manifest ids of this epoch's signed request
+	// lists: the next sync must hold them all (§6.4 v3).
+	manifestIDs [][32]byte
 	// sealedNext is one more than the newest round sealed: a client that
 	// leaves hands over cover from there (handover.go).
 	sealedNext uint32

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,12 +60,23 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	if idx, mans, err := c.syncIndex(ctx); err == nil {
 		c.mu.Lock()
 		c.index, c.manifests, c.indexSynced = idx, mans, true
+		gaps := 0
+		for _, id := range c.lastManifests {
+			if _, ok := mans[id]; !ok {
+				gaps++
+			}
+		}
+		c.lastManifests = nil
+		c.stats.IndexGaps += gaps
 		var gets []*getJob
 		for _, g := range c.wants {
 			gets = append(gets, g)
 		}
 		c.notify()
 		c.mu.Unlock()
+		if gaps > 0 {
+			c.progress("warning: the index synced from the primary lacks %d manifests that the last epoch's signed request lists name: the primary may be testing which files this client wants", gaps)
+		}
 		// §6.4 (v3): the gets learn every manifest from this copy, so
 		// that no request of the epoch follows from one of its answers.
 		c.local.push(func() {
@@ -222,6 +234,7 @@ func (c *Client) leaveEpoch(e *cepoch) {
 	// later epoch (§6.3).
 	clear(c.inflight)
 	c.decoys.endEpoch()
+	c.lastManifests = e.manifestIDs
 	for id := range c.failed {
 		c.retry[id] = true
 	}
@@ -276,6 +289,7 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 		c.confirm(e, r, &rl)
 		c.mu.Lock()
 		c.decoys.note(&rl)
+		e.manifestIDs = append(e.manifestIDs, rl.Manifests...)
 		c.mu.Unlock()
 		// Round r is over: its onion is never sent again (the stored copy
 		// for a crash is dropped with the epoch).
@@ -330,6 +344,13 @@ func (c *Client) confirm(e *cepoch, r uint32, rl *wire.RoundList) {
 		return
 	}
 	delete(e.ups, r)
+	if u.manifest && slices.Contains(rl.Published, u.c.ID) && !slices.Contains(rl.Manifests, u.c.ID) {
+		// Published but left out of the index (the epoch's cap is full):
+		// sent again in a later epoch, none more in this one (§6.4 v3).
+		e.manifestsSent = manifestsPerPseudonym
+		c.upQ = append([]upItem{*u}, c.upQ...)
+		return
+	}
 	for _, id := range rl.Published {
 		if id == u.c.ID {
 			c.stats.Uploaded++

@@ -127,6 +127,9 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 		if err != nil {
 			return 0, nil, err
 		}
+		if o := s.cfg.observe; o != nil && o.IndexReply != nil {
+			mans = o.IndexReply(mans)
+		}
 		return wire.TypeIndex, (&wire.Index{Entries: indexToWire(idx), Manifests: mans}).Marshal(), nil
 	}
 	return 0, nil, fmt.Errorf("node: unexpected client message %d", t)

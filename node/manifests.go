@@ -140,8 +140,25 @@ func (s *Server) indexManifests(e *sepoch, r uint32, cands []manifestCand) {
 	if e.ended {
 		rs = append(rs, e.man.flush()...)
 	}
+	s.noteManifests(e, rs)
 	s.mu.Unlock()
 	s.storeManifests(e, rs)
+}
+
+// noteManifests records, per round, the ids the index took: the round's
+// request list carries them. Call with s.mu held.
+func (s *Server) noteManifests(e *sepoch, rs []manifestRound) {
+	for _, mr := range rs {
+		x := e.round(mr.round)
+		x.manifests = nil
+		for _, c := range mr.cands {
+			x.manifests = append(x.manifests, c.id)
+		}
+		x.manDone = true
+	}
+	if len(rs) > 0 {
+		s.notify()
+	}
 }
 
 // flushManifests indexes the rounds still waiting when the epoch ends.
@@ -151,6 +168,7 @@ func (s *Server) flushManifests(e *sepoch) {
 	if len(rs) == 0 {
 		return
 	}
+	s.noteManifests(e, rs)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

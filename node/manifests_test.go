@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -274,5 +275,54 @@ func TestIndexCarriesManifests(t *testing.T) {
 		if !bytes.Equal(got[chunker.Sum(b)], b) {
 			t.Fatal("manifest bytes differ")
 		}
+	}
+}
+
+// TestIndexGapDetected (§6.4 v3): the request list that every server signs
+// names the manifests indexed in its round, so a client whose primary
+// leaves manifests out of its copy of the index notices at its next sync
+// and warns its user; a client of an honest primary sees no gap.
+func TestIndexGapDetected(t *testing.T) {
+	data, _, _, _ := manifestFile(t)
+	tn := startAnonNet(t, 3, 0, 2, manifestParams(), func(i int, c *ServerConfig) {
+		if i == 0 {
+			c.observe = &testObserver{IndexReply: func([][]byte) [][]byte { return nil }}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var warned lockedBuf
+	up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	victim, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Progress: &warned, Logger: anonLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer victim.Close()
+	if _, err := up.Share(ctx, bytes.NewReader(data), "m.bin", false); err != nil {
+		t.Fatal(err)
+	}
+	for victim.Stats().IndexGaps == 0 {
+		if ctx.Err() != nil {
+			t.Fatalf("no gap noticed: %+v", victim.Stats())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(warned.String(), "lacks") {
+		t.Fatalf("the user was not told: %s", warned.String())
+	}
+	// The honest primary's client has synced since, and its copy holds
+	// every manifest the lists named.
+	for n := up.Stats().Epochs; up.Stats().Epochs < n+2; {
+		if ctx.Err() != nil {
+			t.Fatal("no more epochs")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st := up.Stats(); st.IndexGaps != 0 {
+		t.Fatalf("the client of an honest primary saw %d gaps", st.IndexGaps)
 	}
 }

@@ -27,6 +27,9 @@ type testObserver struct {
 	// Corrupt (an active adversary): when it returns true this primary
 	// spoils its combined answer for (round, slot, t).
 	Corrupt func(epoch [32]byte, r, slot uint32, t int) bool
+	// IndexReply (an active adversary): the manifests this server puts in
+	// its Index replies, from those it holds.
+	IndexReply func(mans [][]byte) [][]byte
 	// Stage: this server started stage "mix" (its layer of round r) or
 	// "publish" (storing round r's payloads).
 	Stage func(epoch [32]byte, r uint32, stage string)

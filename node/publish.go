@@ -117,8 +117,16 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 func (s *Server) proposeList(e *sepoch, r uint32) {
 	defer s.trace("proposeList", r)()
 	v := e.final
+	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	defer cancel()
+	// The list carries the round's indexed manifests (§6.4 v3): known
+	// once every earlier round is published here (manifests.go).
+	if err := s.waitFor(ctx, func() bool { return e.round(r).manDone || e.ended }); err != nil {
+		return
+	}
 	s.mu.Lock()
 	x := e.round(r)
+	manifests := x.manifests
 	var ids [][32]byte
 	for id := range x.requests {
 		ids = append(ids, id)
@@ -127,13 +135,11 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 	s.mu.Unlock()
 	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i][:], ids[j][:]) < 0 })
 	q0 := listStart(v.id, r, len(byPos))
-	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
-	defer cancel()
 	var rl wire.RoundList
 	var reps [][]byte
 	var err error
 	for try := 0; try < 2; try++ {
-		rl = wire.RoundList{Epoch: v.id, Round: r, Published: published}
+		rl = wire.RoundList{Epoch: v.id, Round: r, Published: published, Manifests: manifests}
 		// Ids not held are left out, never a zero row.
 		held, herr := s.store.Held(ids)
 		if herr != nil {
@@ -193,13 +199,16 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 		return 0, nil, errors.New("node: proposal not from the leader or malformed")
 	}
 	var x *sround
-	if err := s.waitFor(ctx, func() bool { x = e.round(rl.Round); return x.pubDone || e.ended }); err != nil || !x.pubDone {
+	if err := s.waitFor(ctx, func() bool { x = e.round(rl.Round); return (x.pubDone && x.manDone) || e.ended }); err != nil || !x.pubDone || !x.manDone {
 		return 0, nil, errors.New("node: round not published here")
 	}
 	s.mu.Lock()
-	samePub := len(x.published) == len(rl.Published)
+	samePub := len(x.published) == len(rl.Published) && len(x.manifests) == len(rl.Manifests)
 	for i := 0; samePub && i < len(x.published); i++ {
 		samePub = x.published[i] == rl.Published[i]
+	}
+	for i := 0; samePub && i < len(x.manifests); i++ {
+		samePub = x.manifests[i] == rl.Manifests[i]
 	}
 	reqOK := true
 	for i, le := range rl.Entries {
@@ -209,7 +218,7 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 	}
 	s.mu.Unlock()
 	if !samePub {
-		return 0, nil, errors.New("node: proposal's published ids differ from this server's")
+		return 0, nil, errors.New("node: proposal's published or manifest ids differ from this server's")
 	}
 	if !reqOK {
 		return 0, nil, errors.New("node: proposal lists an id nobody requested, or is not sorted")

@@ -31,6 +31,10 @@ type sround struct {
 	requests  map[[32]byte]bool
 	reqByPos  [][][32]byte // per output position, its requested ids in order (listcut.go)
 	pubDone   bool
+	// manifests: the published ids the index took as manifests (§6.4 v3,
+	// manifests.go), set once manDone; the request list carries them.
+	manifests [][32]byte
+	manDone   bool
 	list      *wire.RoundList
 	listBytes []byte
 

@@ -854,6 +854,10 @@ type RoundList struct {
 	Round     uint32
 	Entries   []ListEntry
 	Published [][32]byte
+	// Manifests are the published ids that the index took as manifests
+	// (§6.4 v3): signed with the rest, so that a client can check that
+	// the index it syncs holds every one of them.
+	Manifests [][32]byte
 	Sigs      [][64]byte
 }
 
@@ -869,6 +873,10 @@ func (m *RoundList) MarshalBody() []byte {
 	}
 	e.U32(uint32(len(m.Published)))
 	for _, x := range m.Published {
+		e.Fixed(x[:])
+	}
+	e.U32(uint32(len(m.Manifests)))
+	for _, x := range m.Manifests {
 		e.Fixed(x[:])
 	}
 	return e.B
@@ -891,6 +899,7 @@ func (m *RoundList) Unmarshal(b []byte, l Limits) error {
 		m.Entries[i].Len = d.U32("chunk length")
 	}
 	m.Published = decKeys(&d, l.Clients, "published ids")
+	m.Manifests = decKeys(&d, l.Clients, "manifest ids")
 	m.Sigs = decSigs(&d, MaxServers)
 	return d.Done("request list")
 }
