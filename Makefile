@@ -4,9 +4,11 @@ BIN      := bin/riffle
 # Packages whose concurrency matters run under the race detector too.
 RACE_PKGS := ./store/... ./node/... ./pir/...
 # Tests whose time goes mostly to waiting out epochs (presence draws,
-# probation, leader rotation) or to statistics run once, without the race
-# detector: under it they add minutes and no code path the others miss.
-RACE_SKIP := TestAdversaryLinks|TestControlSocket|TestLocalWorkDoesNotDelay|TestJobWaitsForPresence|TestProbation|TestAllowServer|TestRotatingLeader|TestSilentLeader|TestRequireServer|TestSnapshots
+# probation, leader rotation, a refusal budget spent over epochs), to
+# statistics, or to malicious-server cases whose blame code the round-blame
+# tests run under the detector too, run once, without it: under it they add
+# minutes to the suite and little that the others miss.
+RACE_SKIP := TestAdversaryLinks|TestRefusalBudget|TestCastServerSwaps|TestCastWithholdsPublication|TestControlSocket|TestLocalWorkDoesNotDelay|TestJobWaitsForPresence|TestProbation|TestAllowServer|TestRotatingLeader|TestSilentLeader|TestRequireServer|TestSnapshots
 
 .PHONY: all build demo test vet fmt-check bench soak fuzz clean netns
 

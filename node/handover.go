@@ -3,8 +3,6 @@ package node
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -35,29 +33,9 @@ const (
 // before anything is kept, at most handoverMax per slot, and submitted
 // when its round is admitted (releaseHandoverLocked).
 func (s *Server) onHandover(body []byte) (wire.Type, []byte, error) {
-	var sub wire.Submit
-	if err := sub.Unmarshal(body, genericLimits()); err != nil {
-		return 0, nil, err
-	}
-	e, err := s.epochFor(sub.Epoch)
+	sub, e, _, err := s.checkSubmission(body, "handed-over onion")
 	if err != nil {
 		return 0, nil, err
-	}
-	b, k := e.bk()
-	m, n := len(e.final.chain), e.n()
-	if int(sub.Slot) >= n || int(e.final.desc.Clients[sub.Slot].Primary) != e.pos {
-		return 0, nil, errors.New("node: slot not served by this primary")
-	}
-	if sub.Round >= e.final.desc.Params.Rounds {
-		return 0, nil, fmt.Errorf("node: round %d beyond the epoch's %d", sub.Round, e.final.desc.Params.Rounds)
-	}
-	if len(sub.Onion) != mix.OnionSize(b, k, m) {
-		return 0, nil, fmt.Errorf("node: onion of %d bytes, want %d", len(sub.Onion), mix.OnionSize(b, k, m))
-	}
-	regKey := ed25519.PublicKey(e.final.desc.Clients[sub.Slot].RegKey[:])
-	digest := mix.SubmissionDigest(sub.Onion)
-	if err := mix.VerifySubmissionDigest(regKey, mix.EpochID(sub.Epoch), uint64(sub.Round), sub.Slot, digest, sub.Sig[:]); err != nil {
-		return 0, nil, fmt.Errorf("node: handed-over onion: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

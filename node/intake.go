@@ -210,31 +210,43 @@ func (s *Server) waitBytes(ctx context.Context, e *sepoch, get func() []byte, wh
 	return out, nil
 }
 
-// onSubmit takes one onion from a client of this primary (§5.1, §5.4).
-func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) {
+// checkSubmission decodes one signed onion of a client of this primary and
+// checks it before anything is kept (§5.1): the slot is served here, the
+// round is within the epoch, the onion has the epoch's size and the slot's
+// registration key signed it. what names the message in errors.
+func (s *Server) checkSubmission(body []byte, what string) (wire.Submit, *sepoch, [32]byte, error) {
 	var sub wire.Submit
 	if err := sub.Unmarshal(body, genericLimits()); err != nil {
-		return 0, nil, err
+		return sub, nil, [32]byte{}, err
 	}
 	e, err := s.epochFor(sub.Epoch)
 	if err != nil {
-		return 0, nil, err
+		return sub, nil, [32]byte{}, err
 	}
 	b, k := e.bk()
 	m, n := len(e.final.chain), e.n()
 	if int(sub.Slot) >= n || int(e.final.desc.Clients[sub.Slot].Primary) != e.pos {
-		return 0, nil, errors.New("node: slot not served by this primary")
+		return sub, nil, [32]byte{}, errors.New("node: slot not served by this primary")
 	}
 	if sub.Round >= e.final.desc.Params.Rounds {
-		return 0, nil, fmt.Errorf("node: round %d beyond the epoch's %d", sub.Round, e.final.desc.Params.Rounds)
+		return sub, nil, [32]byte{}, fmt.Errorf("node: round %d beyond the epoch's %d", sub.Round, e.final.desc.Params.Rounds)
 	}
 	if len(sub.Onion) != mix.OnionSize(b, k, m) {
-		return 0, nil, fmt.Errorf("node: onion of %d bytes, want %d", len(sub.Onion), mix.OnionSize(b, k, m))
+		return sub, nil, [32]byte{}, fmt.Errorf("node: onion of %d bytes, want %d", len(sub.Onion), mix.OnionSize(b, k, m))
 	}
 	regKey := ed25519.PublicKey(e.final.desc.Clients[sub.Slot].RegKey[:])
 	digest := mix.SubmissionDigest(sub.Onion)
 	if err := mix.VerifySubmissionDigest(regKey, mix.EpochID(sub.Epoch), uint64(sub.Round), sub.Slot, digest, sub.Sig[:]); err != nil {
-		return 0, nil, fmt.Errorf("node: submission: %w", err)
+		return sub, nil, [32]byte{}, fmt.Errorf("node: %s: %w", what, err)
+	}
+	return sub, e, digest, nil
+}
+
+// onSubmit takes one onion from a client of this primary (§5.1, §5.4).
+func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	sub, e, digest, err := s.checkSubmission(body, "submission")
+	if err != nil {
+		return 0, nil, err
 	}
 	if o := s.cfg.observe; o != nil && o.Submit != nil {
 		o.Submit(sub.Epoch, sub.Round, sub.Slot, time.Now())

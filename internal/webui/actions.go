@@ -74,7 +74,9 @@ func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	u.jobs.add(j)
+	u.running.Add(1)
 	go func() {
+		defer u.running.Done()
 		defer cancel()
 		path, err := u.c.Get(ctx, link, u.opts.DownloadDir, func(p Progress) {
 			u.jobs.update(j.ID, func(j *job) {
@@ -243,7 +245,9 @@ func (u *UI) shareStream(w http.ResponseWriter, r *http.Request, rd io.Reader, n
 	u.jobs.add(j)
 	queued := make(chan struct{})
 	ended := make(chan error, 1)
+	u.running.Add(1)
 	go func() {
+		defer u.running.Done()
 		defer cancel()
 		first := true
 		link, err := u.c.Share(ctx, rd, name, private, func(p Progress) {

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 )
@@ -29,7 +30,16 @@ type UI struct {
 	tmpl  map[string]*template.Template
 	mux   *http.ServeMux
 	h     http.Handler
+
+	// running counts the share and get goroutines started from the UI, so
+	// that Wait can hold a shutdown until they have ended (with ctx).
+	running sync.WaitGroup
 }
+
+// Wait returns once every share and get started from the UI has ended.
+// Jobs end when the context given to New is cancelled; a caller cancels
+// it first, then waits, so that no job writes after the client closes.
+func (u *UI) Wait() { u.running.Wait() }
 
 // New returns the UI of c. Jobs started from it end with ctx; Run samples
 // the client's rounds for the network page.

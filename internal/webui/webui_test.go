@@ -121,6 +121,9 @@ func newTestUI(t *testing.T, f *fakeClient, mod func(*Options)) *UI {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Registered after t.TempDir: runs before the directory is removed,
+	// once t.Context is cancelled, so no job writes into it afterwards.
+	t.Cleanup(u.Wait)
 	return u
 }
 
