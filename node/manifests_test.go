@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -324,5 +325,62 @@ func TestIndexGapDetected(t *testing.T) {
 	}
 	if st := up.Stats(); st.IndexGaps != 0 {
 		t.Fatalf("the client of an honest primary saw %d gaps", st.IndexGaps)
+	}
+}
+
+// TestSharerKeepsManifestsForLaterEpochs (§6.4 v3): a sharer sends at most
+// 4 manifest chunks in an epoch, the index would take no more of its
+// pseudonym, and its data chunks go on meanwhile; a manifest published but
+// left out of the index (the epoch's 64 were full) goes back to the queue,
+// and no further manifest goes out in that epoch.
+func TestSharerKeepsManifestsForLaterEpochs(t *testing.T) {
+	job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{})}
+	c := &Client{}
+	for i := 0; i < 6; i++ {
+		c.upQ = append(c.upQ, upItem{c: store.Chunk{ID: [32]byte{byte(i)}}, job: job, manifest: true})
+	}
+	c.upQ = append(c.upQ, upItem{c: store.Chunk{ID: [32]byte{0xd}}, job: job})
+	for _, u := range c.upQ {
+		job.left[u.c.ID] = true
+	}
+	e := &cepoch{ups: map[uint32]*upItem{}}
+	var sent [][32]byte
+	for r := 0; r < 5; r++ {
+		i := c.nextUpload(e)
+		if i < 0 {
+			break
+		}
+		u := c.upQ[i]
+		c.upQ = append(c.upQ[:i:i], c.upQ[i+1:]...)
+		if u.manifest {
+			e.manifestsSent++
+		}
+		sent = append(sent, u.c.ID)
+	}
+	if len(sent) != 5 || sent[4] != ([32]byte{0xd}) || c.nextUpload(e) != -1 {
+		t.Fatalf("sent %v; %d left", sent, len(c.upQ))
+	}
+	// A new epoch: its manifests go out again.
+	e2 := &cepoch{ups: map[uint32]*upItem{}}
+	if i := c.nextUpload(e2); i != 0 || !c.upQ[0].manifest {
+		t.Fatalf("next epoch starts with %d", i)
+	}
+	// Published in round 3 of e2, not taken by the index.
+	u := c.upQ[0]
+	c.upQ = c.upQ[1:]
+	e2.ups[3] = &u
+	c.confirm(e2, 3, &wire.RoundList{Published: [][32]byte{u.c.ID}})
+	if len(c.upQ) != 2 || c.upQ[0].c.ID != u.c.ID || !job.left[u.c.ID] || c.nextUpload(e2) != -1 {
+		t.Fatalf("a manifest left out of the index: queue %d, left %v", len(c.upQ), job.left[u.c.ID])
+	}
+	// Taken: done with.
+	u = c.upQ[0]
+	c.upQ = c.upQ[1:]
+	e3 := &cepoch{ups: map[uint32]*upItem{3: &u}}
+	c.held = map[[32]byte]bool{}
+	c.changed = make(chan struct{})
+	c.confirm(e3, 3, &wire.RoundList{Published: [][32]byte{u.c.ID}, Manifests: [][32]byte{u.c.ID}})
+	if job.left[u.c.ID] {
+		t.Fatal("a manifest the index took is still left")
 	}
 }
