@@ -223,8 +223,9 @@ func isManifest(chunk []byte) bool {
 // epoch e, or -1: the first, unless it is a manifest beyond what the index
 // takes of one pseudonym in an epoch; call with c.mu held.
 func (c *Client) nextUpload(e *cepoch) int {
+	noCap := c.cfg.observe != nil && c.cfg.observe.NoManifestCap
 	for i := range c.upQ {
-		if !c.upQ[i].manifest || e.manifestsSent < manifestsPerPseudonym {
+		if !c.upQ[i].manifest || e.manifestsSent < manifestsPerPseudonym || noCap {
 			return i
 		}
 	}

@@ -384,3 +384,80 @@ func TestSharerKeepsManifestsForLaterEpochs(t *testing.T) {
 		t.Fatal("a manifest the index took is still left")
 	}
 }
+
+// TestIndexCapsPerPseudonym (§6.4 v3): of five files shared by one client
+// in one epoch, its sharing cap switched off, the index takes the manifests
+// of four; the fifth, left out of the signed list, is sent again and taken
+// in a later epoch.
+func TestIndexCapsPerPseudonym(t *testing.T) {
+	p := testParams(48)
+	p.ChunkSize = MinChunkSize
+	tn := startAnonNet(t, 3, 0, 2, p, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger(),
+		observe: &testClientObserver{NoManifestCap: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	other, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	// Start at an epoch's beginning: the ten uploads fit in its rounds.
+	for n := up.Stats().Epochs; up.Stats().Epochs <= n; {
+		if ctx.Err() != nil {
+			t.Fatal("no epoch")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var hs []*ShareHandle
+	for i := 0; i < 5; i++ {
+		h, err := up.StartShare(ctx, bytes.NewReader([]byte{byte(i), 1, 2, 3}), "f"+string(rune('a'+i)), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	for _, h := range hs {
+		select {
+		case <-h.Done():
+		case <-ctx.Done():
+			t.Fatalf("share not done: %d left", h.Left())
+		}
+	}
+	// Every server's index holds the five, at most four from one epoch.
+	for _, s := range tn.servers {
+		var idx []IndexEntry
+		for {
+			idx, err = s.store.Index()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(idx) >= 5 || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		byEpoch := map[[32]byte]int{}
+		found := 0
+		for _, e := range idx {
+			for _, h := range hs {
+				if e.FileID == [32]byte(h.Link.ID) {
+					found++
+					byEpoch[e.Epoch]++
+				}
+			}
+		}
+		if found != 5 || len(byEpoch) < 2 {
+			t.Fatalf("%d files indexed, in %d epochs", found, len(byEpoch))
+		}
+		for _, n := range byEpoch {
+			if n > manifestsPerPseudonym {
+				t.Fatalf("%d manifests of one pseudonym indexed in one epoch", n)
+			}
+		}
+	}
+}

@@ -46,6 +46,9 @@ type testClientObserver struct {
 	// Requested: the ids the client's jobs request in round r (decoys
 	// not included), in request slot order.
 	Requested func(epoch [32]byte, r uint32, ids [][32]byte)
+	// NoManifestCap breaks §6.4 (v3) on purpose, for the test of the
+	// servers' caps: the client sends all its manifests at once.
+	NoManifestCap bool
 	// HeldDecoys breaks §6.3 (v3) on purpose, for the negative control
 	// of the cross-epoch adversary: decoys are drawn, at the same rate,
 	// from the chunks the client published or fetched (what v2 did).
