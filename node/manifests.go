@@ -22,8 +22,11 @@ import (
 // per output position (pseudonym) per epoch and manifestsPerEpoch in all,
 // taken in (round, output position) order. Every server publishes the same
 // payloads, so every server indexes the same chunks: rounds published out
-// of order here wait for the earlier ones (a cursor), and what is left
-// waiting when the epoch ends is taken then, in order.
+// of order here wait for the earlier ones (a cursor); a round that has a
+// final request list without having been published here (a void round)
+// counts as one without manifests; and what is left waiting when the
+// epoch ends is taken then, in order. The request list of a round carries
+// the ids taken in it, so its proposal waits for the cursor.
 
 const (
 	manifestsPerPseudonym = 4

@@ -117,13 +117,14 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 func (s *Server) proposeList(e *sepoch, r uint32) {
 	defer s.trace("proposeList", r)()
 	v := e.final
-	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
-	defer cancel()
 	// The list carries the round's indexed manifests (§6.4 v3): known
-	// once every earlier round is published here (manifests.go).
-	if err := s.waitFor(ctx, func() bool { return e.round(r).manDone || e.ended }); err != nil {
+	// once every earlier round is published here or has a final list
+	// (manifests.go). No timeout of its own: the epoch's end frees it.
+	if err := s.waitFor(s.ctx, func() bool { return e.round(r).manDone || e.ended }); err != nil {
 		return
 	}
+	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	defer cancel()
 	s.mu.Lock()
 	x := e.round(r)
 	manifests := x.manifests
@@ -292,13 +293,23 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	s.mu.Lock()
 	x := e.round(rl.Round)
 	first := x.list == nil
+	var skipped []manifestRound
 	if first {
 		x.list, x.listBytes = &rl, body
 		e.listed(&s.pool, rl.Round)
 		s.releaseHandoverLocked(e)
+		if !x.pubDone {
+			// A final list for a round never published here (every
+			// server signs a normal list only once it has published the
+			// round): its manifests are none, and the index's cursor
+			// goes past it (manifests.go).
+			skipped = e.man.add(rl.Round, nil)
+			s.noteManifests(e, skipped)
+		}
 		s.notify()
 	}
 	s.mu.Unlock()
+	s.storeManifests(e, skipped)
 	if first {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.answerRound(e, rl.Round) }()
