@@ -15,6 +15,7 @@ import (
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
@@ -143,7 +144,8 @@ func ResourceLimits() rcmgr.ConcreteLimitConfig {
 
 // newHost builds the libp2p host: TCP and QUIC, TLS 1.3 first and Noise
 // second, yamux, riffle's resource limits, no relay, no port mapping, and
-// listening only where told.
+// listening only where told. It dials a peer's TCP addresses first and QUIC
+// only as a fallback (dialrank.go).
 func newHost(priv crypto.PrivKey, listen []string) (host.Host, error) {
 	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(ResourceLimits()))
 	if err != nil {
@@ -165,6 +167,7 @@ func newHost(priv crypto.PrivKey, listen []string) (host.Host, error) {
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
 		libp2p.ResourceManager(rm),
+		libp2p.SwarmOpts(swarm.WithDialRanker(tcpFirstRanker)),
 		libp2p.DisableRelay(),
 		libp2p.DisableMetrics(),
 		libp2p.UserAgent("riffle/1"),

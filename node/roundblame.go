@@ -321,17 +321,13 @@ func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 	e.rb = bl
 	s.mu.Unlock()
 	s.log.Warn("round void: MAC failure; blame starts", "round", r, "layer", e.pos)
-	var others []peer.ID
-	for _, p := range v.chain {
-		if p != s.h.ID() {
-			others = append(others, p)
-		}
-	}
-	ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
-	if _, err := s.each(ctx, others, request{Proto: ProtoEpoch, Type: wire.TypeAccuse, Body: a.Marshal(), Timeout: shortTimeout}); err != nil {
+	// The walk asks the others for their steps only once they hold the
+	// accusation: a lost delivery is retried, within the one short
+	// deadline a single attempt had (a server still without it by then
+	// stops the walk as a silent one does).
+	if err := s.sendToChain(e, ProtoEpoch, wire.TypeAccuse, a.Marshal(), shortTimeout, shortTimeout, -1); err != nil {
 		s.log.Warn("round blame: accusation not delivered everywhere", "round", r, "err", err)
 	}
-	cancel()
 	if h := s.rb.hooks.Load(); h != nil && h.probe != nil && e.pos > 0 {
 		req := wire.BlameReq{Epoch: v.id, Round: r, T: uint16(e.pos - 1), Out: uint32(pos)}
 		_, err := call(s.ctx, s.h, v.chain[e.pos-1], request{Proto: ProtoEpoch, Type: wire.TypeBlameReq, Body: req.Marshal(), Timeout: shortTimeout, Max: e.entrySize(0) + 4096})

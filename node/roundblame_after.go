@@ -74,6 +74,9 @@ type serverHooks struct {
 	// repeatOut may make this server send its signed batch of round r
 	// twice (a retry or a replay: the receiver mixes it once).
 	repeatOut func(r uint32) bool
+	// refuseEvidence may make this server refuse a delivery of fault
+	// evidence of type t, as if it were lost (its sender retries).
+	refuseEvidence func(t wire.Type) bool
 }
 
 // clientHooks let a test make a client misbehave. Never set outside tests.
@@ -274,20 +277,11 @@ func (s *Server) name(e *sepoch, round uint32, c *culprit, evidence [][]byte) {
 func (s *Server) equivocation(e *sepoch, a, b wire.Root) {
 	ev := wire.Equivocation{A: a, B: b}
 	body := ev.Marshal()
-	v := e.final
-	var others []peer.ID
-	for _, p := range v.chain {
-		if p != s.h.ID() {
-			others = append(others, p)
-		}
-	}
-	ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
-	defer cancel()
-	if _, err := s.each(ctx, others, request{Proto: ProtoRound, Type: wire.TypeEquivocation, Body: body, Timeout: shortTimeout}); err != nil {
-		s.log.Debug("equivocation evidence not delivered everywhere", "err", err)
-	}
 	t := int(a.S) - 1
 	s.name(e, a.Round, serverCulprit(t, "server %d signed two roots for its output of round %d (equivocation)", t, a.Round), [][]byte{body})
+	if err := s.sendEvidence(e, wire.TypeEquivocation, body, shortTimeout, t); err != nil {
+		s.log.Warn("equivocation evidence not delivered everywhere", "err", err)
+	}
 }
 
 // onEquivocation checks two signed roots of one batch that differ and
@@ -302,6 +296,12 @@ func (s *Server) onEquivocation(from peer.ID, body []byte) (wire.Type, []byte, e
 		return 0, nil, err
 	}
 	v := e.final
+	if !fromChain(e, from) {
+		return 0, nil, errors.New("node: equivocation evidence not from a chain server")
+	}
+	if s.refuseEvidence(wire.TypeEquivocation) {
+		return 0, nil, errors.New("node: evidence refused (test hook)")
+	}
 	a, b := ev.A, ev.B
 	if b.Epoch != a.Epoch || b.Round != a.Round || b.S != a.S || a.Root == b.Root || a.S < 1 || int(a.S) > len(v.chain) {
 		return 0, nil, errors.New("node: not two roots of one batch")
@@ -339,18 +339,10 @@ func (s *Server) otherRoot(b *wire.Batch) []byte {
 // every chain server so that each checks and names it too. Without s.mu.
 func (s *Server) doubleSubmit(e *sepoch, d wire.DoubleSubmit) {
 	body := d.Marshal()
-	var others []peer.ID
-	for _, p := range e.final.chain {
-		if p != s.h.ID() {
-			others = append(others, p)
-		}
-	}
-	ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
-	defer cancel()
-	if _, err := s.each(ctx, others, request{Proto: ProtoRound, Type: wire.TypeDoubleSubmit, Body: body, Timeout: shortTimeout}); err != nil {
-		s.log.Debug("double-submission evidence not delivered everywhere", "err", err)
-	}
 	s.nameDouble(e, d, body)
+	if err := s.sendEvidence(e, wire.TypeDoubleSubmit, body, shortTimeout, -1); err != nil {
+		s.log.Warn("double-submission evidence not delivered everywhere", "err", err)
+	}
 }
 
 // noteDouble starts doubleSubmit once per epoch for two different
@@ -384,6 +376,12 @@ func (s *Server) onDoubleSubmit(from peer.ID, body []byte) (wire.Type, []byte, e
 		return 0, nil, err
 	}
 	v := e.final
+	if !fromChain(e, from) {
+		return 0, nil, errors.New("node: double-submission evidence not from a chain server")
+	}
+	if s.refuseEvidence(wire.TypeDoubleSubmit) {
+		return 0, nil, errors.New("node: evidence refused (test hook)")
+	}
 	if int(d.Slot) >= e.n() || d.Round >= v.desc.Params.Rounds || d.HashA == d.HashB {
 		return 0, nil, errors.New("node: not two submissions of one slot")
 	}
@@ -431,18 +429,10 @@ func (s *Server) noteBadBatch(e *sepoch, t int, r uint32, body []byte) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		var others []peer.ID
-		for _, p := range e.final.chain {
-			if p != s.h.ID() {
-				others = append(others, p)
-			}
-		}
-		ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
-		defer cancel()
-		if _, err := s.each(ctx, others, request{Proto: ProtoRound, Type: wire.TypeBadBatch, Body: body, Timeout: bulkTimeout}); err != nil {
-			s.log.Debug("malformed-batch evidence not delivered everywhere", "err", err)
-		}
 		s.name(e, r, serverCulprit(t, "server %d signed a batch of round %d with a missing or wrong-size entry", t, r), [][]byte{body})
+		if err := s.sendEvidence(e, wire.TypeBadBatch, body, bulkTimeout, t); err != nil {
+			s.log.Warn("malformed-batch evidence not delivered everywhere", "err", err)
+		}
 	}()
 }
 
@@ -468,6 +458,9 @@ func (s *Server) onBadBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 	S := int(h.S)
 	if !inChain || S < 1 || S > m || h.Round >= v.desc.Params.Rounds {
 		return 0, nil, errors.New("node: malformed-batch evidence not from a chain server")
+	}
+	if s.refuseEvidence(wire.TypeBadBatch) {
+		return 0, nil, errors.New("node: evidence refused (test hook)")
 	}
 	if err := verifyPeerSig(v.chain[S-1], batchDigest(&wire.Batch{Epoch: h.Epoch, Round: h.Round, S: h.S, Root: h.Root}), h.Sig); err != nil {
 		return 0, nil, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/store"
 )
@@ -360,18 +361,22 @@ func TestRoundBlameEquivocation(t *testing.T) {
 }
 
 // TestRoundBlameSecondOnion: a client that signs a second, different onion
-// for one round is named by every server from its two signatures.
-//
-// It runs with RIFFLE_LONG=1 only: in one full-suite run of four on a
-// loaded machine, one of three honest servers had not named the client
-// within 60 s (the evidence is sent to the other servers once, best
-// effort). Until that delivery is made reliable, the default suite does
-// not depend on it.
+// for one round is named by every server from its two signatures, even
+// though every server refuses the first delivery of the evidence (a lost
+// delivery: the sender retries until each acknowledges).
 func TestRoundBlameSecondOnion(t *testing.T) {
-	if os.Getenv("RIFFLE_LONG") == "" {
-		t.Skip("RIFFLE_LONG=1 runs it (evidence delivery is best effort; see the comment)")
-	}
 	bn := startBlameNet(t, 3, 3, 4, 3)
+	var refused atomic.Int32
+	for _, s := range bn.servers {
+		var once atomic.Bool
+		s.rb.hooks.Store(&serverHooks{refuseEvidence: func(typ wire.Type) bool {
+			if typ != wire.TypeDoubleSubmit || !once.CompareAndSwap(false, true) {
+				return false
+			}
+			refused.Add(1)
+			return true
+		}})
+	}
 	bad := bn.clients[1]
 	var fired atomic.Bool
 	var mu sync.Mutex
@@ -395,8 +400,11 @@ func TestRoundBlameSecondOnion(t *testing.T) {
 			t.Fatalf("server %d named %s %d/slot %d (%d pieces of evidence); the culprit is the client in slot %d", i, r.Role, r.Server, r.Slot, len(r.Evidence), badSlot)
 		}
 	}
+	if refused.Load() == 0 {
+		t.Fatal("no delivery of the evidence was refused: the retry went untested")
+	}
 	shareAndGet(t, bn.clients[0], bn.clients[2])
-	t.Logf("second onion: every server named the client %v after the fault; an honest share and get done %v after it", named, sinceFault())
+	t.Logf("second onion: %d first deliveries refused; every server named the client %v after the fault; an honest share and get done %v after it", refused.Load(), named, sinceFault())
 }
 
 // TestRoundBlameMissingEntry: a server that signs and sends a batch with

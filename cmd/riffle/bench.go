@@ -37,6 +37,11 @@ of the baseline's, the price of anonymity. Before the rows, the run measures the
 machine's ceilings (AES-GCM, SHA-256, XOR in cache, memcpy, a loopback libp2p
 stream); after each row it prints each stage's rate and its ratio to its ceiling.
 
+--quic runs each n twice, over TCP and then with the servers listening on
+QUIC only (rows "n/tcp" and "n/quic"), each row followed by the process's CPU
+time over the shares and gets, and after the pair the QUIC run's round time and
+CPU as multiples of the TCP run's; the baseline runs with the TCP row only.
+
 --paper writes the paper-style report (Markdown and SVG plots) into --out.
 --processes runs each server as its own process (this binary, riffle server on
 127.0.0.1 with --no-mdns) and the clients in this one, and reports each server's
@@ -52,6 +57,7 @@ clients, against servers running elsewhere (make netns uses it).`,
 			&cli.IntFlag{Name: "k", Value: int(node.DefaultParams().K), Usage: "epoch parameter k"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole run to `FILE` (go tool pprof)"},
 			&cli.BoolFlag{Name: "no-baseline", Usage: "skip the plain-libp2p baseline"},
+			&cli.BoolFlag{Name: "quic", Usage: "run each n over TCP and over QUIC and compare their round time and CPU"},
 			&cli.BoolFlag{Name: "no-ceilings", Usage: "skip measuring the machine's ceilings"},
 			&cli.BoolFlag{Name: "paper", Usage: "write the paper-style report and plots into --out"},
 			&cli.BoolFlag{Name: "quick", Usage: "with --paper: tiny sizes (for tests)"},
@@ -135,27 +141,55 @@ func runBench(c *cli.Context) error {
 	// pipeline's fill.
 	const rowFmt = "%5v %13v %13v %13v %10v %10v %10v %10v %10v %10v %7v %15v %12v\n"
 	fmt.Fprintf(out, rowFmt, "n", "share/client", "get/client", "steady/client", "round", "chain mix", "verify", "store", "PIR", "other", "rounds", "baseline/client", "vs baseline")
+	transports := []string{"tcp"}
+	if c.Bool("quic") {
+		transports = append(transports, "quic")
+	}
 	for _, n := range counts {
-		r, err := nodetest.Bench(ctx, nodetest.BenchConfig{Clients: n, ChunkSize: b, K: k, Chunks: chunks, Logger: logger(c)})
-		if err != nil {
-			return fmt.Errorf("bench n = %d: %w", n, err)
-		}
-		steady := float64(b) / r.RoundTime.Seconds()
-		base, vs := "-", "-"
-		if !c.Bool("no-baseline") {
-			bl, err := nodetest.Baseline(ctx, n, b, r.Rounds)
+		var byTransport []nodetest.BenchResult
+		for _, tr := range transports {
+			r, err := nodetest.Bench(ctx, nodetest.BenchConfig{Clients: n, ChunkSize: b, K: k, Chunks: chunks, QUIC: tr == "quic", Logger: logger(c)})
 			if err != nil {
-				return fmt.Errorf("baseline n = %d: %w", n, err)
+				return fmt.Errorf("bench n = %d over %s: %w", n, tr, err)
 			}
-			base, vs = humanBytes(uint64(bl.Goodput))+"/s", fmt.Sprintf("%.3f", steady/bl.Goodput)
+			byTransport = append(byTransport, r)
+			steady := float64(b) / r.RoundTime.Seconds()
+			base, vs := "-", "-"
+			if !c.Bool("no-baseline") && tr == "tcp" {
+				bl, err := nodetest.Baseline(ctx, n, b, r.Rounds)
+				if err != nil {
+					return fmt.Errorf("baseline n = %d: %w", n, err)
+				}
+				base, vs = humanBytes(uint64(bl.Goodput))+"/s", fmt.Sprintf("%.3f", steady/bl.Goodput)
+			}
+			label := fmt.Sprint(r.Clients)
+			if len(transports) > 1 {
+				label += "/" + tr
+			}
+			fmt.Fprintf(out, rowFmt, label, humanBytes(uint64(r.UploadGoodput))+"/s", humanBytes(uint64(r.DownloadGoodput))+"/s",
+				humanBytes(uint64(steady))+"/s", ms(r.RoundTime), ms(r.ChainMix), ms(r.Verify), ms(r.Store), ms(r.PIR), ms(r.Other), r.Rounds, base, vs)
+			if !c.Bool("no-ceilings") {
+				printStages(out, benchreport.Stages(roundOf(r), ceil))
+			}
+			if len(transports) > 1 {
+				fmt.Fprintf(out, "      cpu over share and get: %.2fs\n", r.CPU.Seconds())
+			}
 		}
-		fmt.Fprintf(out, rowFmt, r.Clients, humanBytes(uint64(r.UploadGoodput))+"/s", humanBytes(uint64(r.DownloadGoodput))+"/s",
-			humanBytes(uint64(steady))+"/s", ms(r.RoundTime), ms(r.ChainMix), ms(r.Verify), ms(r.Store), ms(r.PIR), ms(r.Other), r.Rounds, base, vs)
-		if !c.Bool("no-ceilings") {
-			printStages(out, benchreport.Stages(roundOf(r), ceil))
+		if len(byTransport) == 2 {
+			t, q := byTransport[0], byTransport[1]
+			fmt.Fprintf(out, "      quic/tcp: round time %.2f, share time %.2f, get time %.2f, cpu %.2f\n",
+				ratio(q.RoundTime, t.RoundTime), ratio(q.ShareTime, t.ShareTime), ratio(q.GetTime, t.GetTime), ratio(q.CPU, t.CPU))
 		}
 	}
 	return nil
+}
+
+// ratio is a/b, or 0 if b is zero.
+func ratio(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond)) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -170,5 +171,33 @@ func TestBenchServersBad(t *testing.T) {
 		if err == nil || strings.Count(errOut, "riffle: ") != 1 || strings.Contains(out, "share/client\n") {
 			t.Errorf("--servers %q: err %v, stdout %q, stderr %q", arg, err, out, errOut)
 		}
+	}
+}
+
+// TestBenchQUIC: `riffle bench --quic` runs n over TCP and over QUIC in one
+// invocation: a row for each, each row's CPU time, and the QUIC run's
+// round time and CPU as positive multiples of the TCP run's.
+func TestBenchQUIC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two loopback networks")
+	}
+	out, errOut, err := runBin(t, cleanEnv(t), "bench", "--quic", "--no-ceilings", "--no-baseline", "--clients", "2", "--rounds", "1", "--chunk-size", "16384")
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 7 || !strings.HasPrefix(strings.TrimSpace(lines[2]), "2/tcp ") || !strings.HasPrefix(strings.TrimSpace(lines[4]), "2/quic ") {
+		t.Fatalf("bench printed:\n%s", out)
+	}
+	for _, i := range []int{3, 5} {
+		var cpu float64
+		if _, err := fmt.Sscanf(strings.TrimSpace(lines[i]), "cpu over share and get: %fs", &cpu); err != nil || cpu <= 0 {
+			t.Fatalf("cpu line %q: %v", lines[i], err)
+		}
+	}
+	var round, share, get, cpu float64
+	if _, err := fmt.Sscanf(strings.TrimSpace(lines[6]), "quic/tcp: round time %f, share time %f, get time %f, cpu %f", &round, &share, &get, &cpu); err != nil ||
+		round <= 0 || share <= 0 || get <= 0 || cpu <= 0 {
+		t.Fatalf("ratio line %q: %v", lines[6], err)
 	}
 }

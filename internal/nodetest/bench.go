@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/riffle-net/riffle/chunker"
@@ -26,6 +27,9 @@ type BenchConfig struct {
 	ChunkSize int
 	K         int
 	Chunks    int
+	// QUIC makes the servers listen on QUIC only (on TCP only otherwise),
+	// so that every connection of the run is of one transport.
+	QUIC bool
 	// DataDir holds the servers' stores (a temporary directory if empty).
 	DataDir string
 	Logger  *slog.Logger
@@ -46,6 +50,9 @@ type BenchResult struct {
 	RoundTime                      time.Duration
 	ChainMix, Verify, Store, PIR   time.Duration
 	Other                          time.Duration
+	// CPU is this process's CPU time (user and system; servers and
+	// clients alike) over the shares and the gets.
+	CPU time.Duration
 }
 
 // String is a one-paragraph report.
@@ -73,7 +80,11 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	R := min(node.MaxRounds, 2*cfg.Chunks+cfg.Chunks/k+16)
 	p := node.Params{ChunkSize: uint32(b), K: uint16(k), W: 2, Rounds: uint32(R), MaxClients: uint32(max(n, node.MinClientCap)),
 		MaxRows: uint32(min(node.MaxRowsCap, n*k)), RegWindowMs: 500, RoundLimitMs: 120000}
-	net, err := Start(ctx, Config{Servers: m, Clients: n, Params: p, Dir: cfg.DataDir, Nick: "bench", Logger: cfg.Logger})
+	nc := Config{Servers: m, Clients: n, Params: p, Dir: cfg.DataDir, Nick: "bench", Logger: cfg.Logger}
+	if cfg.QUIC {
+		nc.Server = func(_ int, sc *node.ServerConfig) { sc.Listen = []string{loopbackQUIC} }
+	}
+	net, err := Start(ctx, nc)
 	if err != nil {
 		return BenchResult{}, err
 	}
@@ -96,6 +107,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	for i, s := range net.Servers {
 		before[i] = s.Timing()
 	}
+	cpu0 := processCPU()
 	links, shareTime, err := benchShare(ctx, net.Clients, files)
 	if err != nil {
 		return BenchResult{}, err
@@ -104,7 +116,8 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	if err != nil {
 		return BenchResult{}, err
 	}
-	res := BenchResult{Servers: m, Clients: n, ChunkSize: b, K: k, ShareTime: shareTime, GetTime: getTime,
+	cpu := processCPU() - cpu0
+	res := BenchResult{Servers: m, Clients: n, ChunkSize: b, K: k, ShareTime: shareTime, GetTime: getTime, CPU: cpu,
 		UploadGoodput: float64(size) / shareTime.Seconds(), DownloadGoodput: float64(size) / getTime.Seconds()}
 	if err := res.addTimings(net.Servers, before); err != nil {
 		return res, err
@@ -184,4 +197,14 @@ func (res *BenchResult) addTimings(servers []*node.Server, before []node.Timing)
 	res.Verify, res.Store, res.PIR = ver/m, st/m, pir/m
 	res.Other = max(0, res.RoundTime-res.ChainMix-res.Verify-res.Store-res.PIR)
 	return nil
+}
+
+// processCPU is this process's user plus system CPU time so far (zero if
+// the system does not tell).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

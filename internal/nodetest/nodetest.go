@@ -27,6 +27,9 @@ const DefaultServers = node.DefaultMinServers
 // on 127.0.0.1.
 const loopback = "/ip4/127.0.0.1/tcp/0"
 
+// loopbackQUIC is loopback over QUIC (BenchConfig.QUIC).
+const loopbackQUIC = "/ip4/127.0.0.1/udp/0/quic-v1"
+
 // Config describes a network. Zero fields take the defaults given.
 type Config struct {
 	Servers int // m (default DefaultServers)
