@@ -311,9 +311,17 @@ func (a *Assembler) resume() error {
 // once. It is empty once every chunk is held. Ids of lower levels appear as
 // the nodes that list them arrive.
 func (a *Assembler) Needed() []ID {
+	nodes, data := a.Missing()
+	return append(nodes, data...)
+}
+
+// Missing is Needed split in two: the missing manifest nodes (top level
+// first) and the missing data chunks known so far. A client takes the
+// nodes from the public index it synced, never from a PIR answer of the
+// epoch (docs/protocol.md §6.4), and requests data chunks only.
+func (a *Assembler) Missing() (nodes, data []ID) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var out []ID
 	seen := make(map[ID]bool)
 	for l := len(a.levels) - 1; l >= 0; l-- {
 		for i := 0; i < a.levels[l]; i++ {
@@ -332,10 +340,14 @@ func (a *Assembler) Needed() []ID {
 				}
 				seen[id] = true
 			}
-			out = append(out, id)
+			if l > 0 {
+				nodes = append(nodes, id)
+			} else {
+				data = append(data, id)
+			}
 		}
 	}
-	return out
+	return nodes, data
 }
 
 // Add stores one chunk. It returns an error wrapping ErrCorrupt if the

@@ -34,6 +34,12 @@ type ChunkStore interface {
 	// allows: the slices die when fn returns).
 	ViewChunks(ids [][32]byte, fn func(rows [][]byte) error) error
 	Index() ([]IndexEntry, error)
+	// PutManifests indexes manifest chunks, already stored, with the
+	// entries of the roots among them (§6.4 v3); the first publication of
+	// an id wins.
+	PutManifests(mans []store.Manifest, index []IndexEntry) error
+	// Manifests returns the bytes of every indexed manifest chunk.
+	Manifests() ([][]byte, error)
 	Close() error
 }
 
@@ -44,12 +50,13 @@ type memStore struct {
 	mu     sync.RWMutex
 	chunks map[[32]byte][]byte
 	index  map[[32]byte]IndexEntry
+	mans   map[[32]byte][]byte
 	lists  map[[36]byte][]store.Request
 }
 
 // NewMemStore returns an in-memory ChunkStore (tests, the demo).
 func NewMemStore() ChunkStore {
-	return &memStore{chunks: map[[32]byte][]byte{}, index: map[[32]byte]IndexEntry{}, lists: map[[36]byte][]store.Request{}}
+	return &memStore{chunks: map[[32]byte][]byte{}, index: map[[32]byte]IndexEntry{}, mans: map[[32]byte][]byte{}, lists: map[[36]byte][]store.Request{}}
 }
 
 func (m *memStore) PutRound(epoch [32]byte, round uint32, published [][32]byte, chunks []store.Chunk, index []IndexEntry) error {
@@ -143,6 +150,38 @@ func (m *memStore) Index() ([]IndexEntry, error) {
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out, nil
+}
+
+func (m *memStore) PutManifests(mans []store.Manifest, index []IndexEntry) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, x := range mans {
+		if sha256.Sum256(x.Data) != x.ID {
+			return fmt.Errorf("node: manifest %x does not hash to its id", x.ID[:6])
+		}
+		if _, ok := m.chunks[x.ID]; !ok {
+			return fmt.Errorf("%w: manifest %x", ErrNoChunk, x.ID[:6])
+		}
+		if _, ok := m.mans[x.ID]; !ok {
+			m.mans[x.ID] = append([]byte(nil), x.Data...)
+		}
+	}
+	for _, e := range index {
+		if _, ok := m.index[e.FileID]; !ok {
+			m.index[e.FileID] = e
+		}
+	}
+	return nil
+}
+
+func (m *memStore) Manifests() ([][]byte, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([][]byte, 0, len(m.mans))
+	for _, b := range m.mans {
+		out = append(out, b)
+	}
 	return out, nil
 }
 

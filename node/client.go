@@ -86,6 +86,12 @@ type Client struct {
 	decoys decoyPool
 	stats  Stats
 	index  []IndexEntry // synced once per epoch
+	// manifests are the manifest chunks of the synced index, by id (§6.4
+	// v3): a get takes every manifest from here, never from an answer.
+	manifests map[[32]byte][]byte
+	// lastManifests are the manifest ids signed in the lists of the last
+	// epoch taken part in, checked against the next sync.
+	lastManifests [][32]byte
 	// indexSynced: index holds a sync (ls waits for the first).
 	indexSynced bool
 	// trusted is the current epoch's anonymity set counted over the
@@ -128,6 +134,9 @@ type Stats struct {
 	// CoverAttacks counts corrupted answers to cover queries (random
 	// rows and decoys the client does not want): targeted attacks.
 	CoverAttacks int
+	// IndexGaps counts manifests that a signed request list named and
+	// the next synced index lacked (§6.4 v3): the primary left them out.
+	IndexGaps int
 	// Unconfirmed counts chunks that went out in a round that ended
 	// without a signed record of it, counted as published (§5.2 v3).
 	Unconfirmed int
@@ -136,6 +145,9 @@ type Stats struct {
 type upItem struct {
 	c   store.Chunk
 	job *shareJob
+	// manifest: the chunk parses as a manifest, which the index takes
+	// only up to manifestsPerPseudonym a pseudonym an epoch (§6.4 v3).
+	manifest bool
 	// seen: the chunk went out in a round whose list, signed by all m
 	// servers, lacks it; whoever stopped it may have read it (§5.2 v3).
 	seen bool
@@ -180,13 +192,15 @@ func (j *shareJob) finish() {
 
 type getJob struct {
 	asm *chunker.Assembler
-	// needed is asm's missing ids as of its last change (client_local.go):
-	// the round loop reads it under c.mu, never the assembler itself.
+	// needed is asm's missing data ids as of its last change
+	// (client_local.go): the round loop reads it under c.mu, never the
+	// assembler itself. Manifest nodes are never requested: they come
+	// from the synced index (§6.4 v3).
 	needed    [][32]byte
 	cancelled bool // Get returned; the worker drops the job
 	link      chunker.Link
 	dir       string
-	root      bool // waiting for the root manifest
+	root      bool // waiting for the root manifest (from a synced index)
 	done      chan struct{}
 	path      string
 	err       error
@@ -203,6 +217,13 @@ type cepoch struct {
 	reqs   map[uint32][][32]byte
 	ups    map[uint32]*upItem
 	onions map[uint32][]byte // sealed once, kept to resend (§5.1)
+	// manifestsSent counts the manifest chunks sent this epoch: past
+	// manifestsPerPseudonym the index would not take them, so they wait
+	// for the next epoch.
+	manifestsSent int
+	// manifestIDs are the manifest ids of this epoch's signed request
+	// lists: the next sync must hold them all (§6.4 v3).
+	manifestIDs [][32]byte
 	// sealedNext is one more than the newest round sealed: a client that
 	// leaves hands over cover from there (handover.go).
 	sealedNext uint32

@@ -84,7 +84,11 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 	g := &getJob{link: link, dir: dir, root: true, done: make(chan struct{})}
 	c.mu.Lock()
 	c.wants[link.ID] = g
+	mans := c.manifests
 	c.mu.Unlock()
+	// Every manifest of the file comes from the synced index (§6.4 v3):
+	// the one synced already, else the next.
+	c.local.push(func() { c.openFromIndex(g, mans) })
 	start := time.Now()
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
@@ -111,7 +115,7 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 				} else if why := c.waitReason(); why != "" {
 					c.jobProgress(ctx, "get %s: %s", link.ID, why)
 				} else {
-					c.jobProgress(ctx, "get %s: waiting for the manifest, round %d", link.ID, rounds)
+					c.jobProgress(ctx, "get %s: waiting for its manifest in the index synced at the next epoch, round %d", link.ID, rounds)
 				}
 				continue
 			}
@@ -137,15 +141,22 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 // Index fetches the whole public index from the primary (§7: always all of
 // it, never per-file look-ups).
 func (c *Client) Index(ctx context.Context) ([]IndexEntry, error) {
+	idx, _, err := c.syncIndex(ctx)
+	return idx, err
+}
+
+// syncIndex fetches the whole public index: the files, and the manifest
+// chunks that parse, by id (§6.4 v3).
+func (c *Client) syncIndex(ctx context.Context) ([]IndexEntry, map[[32]byte][]byte, error) {
 	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeIndexReq, Timeout: shortTimeout})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var idx wire.Index
-	if err := idx.Unmarshal(rep, 1<<20); err != nil {
-		return nil, err
+	if err := idx.Unmarshal(rep, maxIndexItems); err != nil {
+		return nil, nil, err
 	}
-	return indexFromWire(idx.Entries), nil
+	return indexFromWire(idx.Entries), syncedManifests(idx.Manifests), nil
 }
 
 var _ network.Stream

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -56,11 +57,33 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	c.progress("epoch %x: %d servers [%s ], anonymity set %d clients", fv.id[:4], len(fv.chain), names, n)
 	// §7: every client syncs the whole public index once per epoch, on a
 	// fixed schedule that says nothing about what interests it.
-	if idx, err := c.Index(ctx); err == nil {
+	if idx, mans, err := c.syncIndex(ctx); err == nil {
 		c.mu.Lock()
-		c.index, c.indexSynced = idx, true
+		c.index, c.manifests, c.indexSynced = idx, mans, true
+		gaps := 0
+		for _, id := range c.lastManifests {
+			if _, ok := mans[id]; !ok {
+				gaps++
+			}
+		}
+		c.lastManifests = nil
+		c.stats.IndexGaps += gaps
+		var gets []*getJob
+		for _, g := range c.wants {
+			gets = append(gets, g)
+		}
 		c.notify()
 		c.mu.Unlock()
+		if gaps > 0 {
+			c.progress("warning: the index synced from the primary lacks %d manifests that the last epoch's signed request lists name: the primary may be testing which files this client wants", gaps)
+		}
+		// §6.4 (v3): the gets learn every manifest from this copy, so
+		// that no request of the epoch follows from one of its answers.
+		c.local.push(func() {
+			for _, g := range gets {
+				c.openFromIndex(g, mans)
+			}
+		})
 	}
 	err = c.rounds(ctx, e)
 	if err != nil && ctx.Err() == nil {
@@ -211,6 +234,7 @@ func (c *Client) leaveEpoch(e *cepoch) {
 	// later epoch (§6.3).
 	clear(c.inflight)
 	c.decoys.endEpoch()
+	c.lastManifests = e.manifestIDs
 	for id := range c.failed {
 		c.retry[id] = true
 	}
@@ -264,6 +288,7 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 		c.confirm(e, r, &rl)
 		c.mu.Lock()
 		c.decoys.note(&rl)
+		e.manifestIDs = append(e.manifestIDs, rl.Manifests...)
 		if rl.Void() {
 			// §5.2 v3: a void round, signed so by every server: its
 			// chunk went back to the queue (confirm) and its requests
@@ -330,6 +355,13 @@ func (c *Client) confirm(e *cepoch, r uint32, rl *wire.RoundList) {
 		return
 	}
 	delete(e.ups, r)
+	if u.manifest && slices.Contains(rl.Published, u.c.ID) && !slices.Contains(rl.Manifests, u.c.ID) {
+		// Published but left out of the index (the epoch's cap is full):
+		// sent again in a later epoch, none more in this one (§6.4 v3).
+		e.manifestsSent = manifestsPerPseudonym
+		c.upQ = append([]upItem{*u}, c.upQ...)
+		return
+	}
 	for _, id := range rl.Published {
 		if id == u.c.ID {
 			c.stats.Uploaded++
@@ -364,23 +396,27 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 		// epoch of the minimum anonymity set (§3 v3); decoys and cover
 		// do not.
 		ready := c.jobsReady() && !c.holdJobs()
-		if ready {
-			if u, ok := c.nextUpload(); ok {
-				e.ups[r] = &u
-				pl.Kind, pl.Length, pl.Chunk = mix.KindChunk, uint32(len(u.c.Data)), u.c.Data
+		if i := c.nextUpload(e); ready && i >= 0 {
+			u := c.upQ[i]
+			if i == 0 {
+				c.upQ = c.upQ[1:]
+			} else {
+				c.upQ = append(c.upQ[:i:i], c.upQ[i+1:]...)
 			}
+			e.ups[r] = &u
+			if u.manifest {
+				e.manifestsSent++
+			}
+			pl.Kind, pl.Length, pl.Chunk = mix.KindChunk, uint32(len(u.c.Data)), u.c.Data
 		}
+		// Data chunks only, never a manifest (§6.4 v3: those come from
+		// the synced index).
 		var reqs [][32]byte
-		for id, g := range c.wants {
-			if !ready || len(reqs) == k {
-				break
-			}
-			if g.root && !c.inflight[id] && !c.failed[id] && !c.retry[id] {
-				reqs = append(reqs, id)
-			}
-		}
 		if ready {
-			reqs = append(reqs, c.neededIDs(k-len(reqs))...)
+			reqs = c.neededIDs(k)
+		}
+		if o := c.cfg.observe; o != nil && o.Requested != nil {
+			o.Requested(e.v.id, r, append([][32]byte(nil), reqs...))
 		}
 		if pl.Kind == mix.KindChunk || len(reqs) > 0 {
 			c.jobTraffic = true

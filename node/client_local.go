@@ -87,35 +87,12 @@ func (c *Client) deliver(id [32]byte, data []byte) {
 	c.local.push(func() { c.assemble(id, buf) })
 }
 
-// assemble is deliver's local work, run by the worker.
+// assemble is deliver's local work, run by the worker: a fetched data
+// chunk goes to the jobs that need it. A chunk from an answer never opens
+// a job or adds a manifest node (§6.4 v3): those come from the synced
+// index only (openFromIndex).
 func (c *Client) assemble(id [32]byte, data []byte) {
 	c.mu.Lock()
-	if g := c.wants[id]; g != nil && g.root {
-		// Out of wants while the assembler opens: the manifest is not
-		// asked for again meanwhile.
-		delete(c.wants, id)
-		c.mu.Unlock()
-		c.hook("manifest")
-		asm, err := chunker.NewAssembler(g.dir, g.link, data, chunker.AssembleOptions{Log: c.log})
-		c.mu.Lock()
-		if err == nil && g.cancelled {
-			asm.Close()
-			c.mu.Unlock()
-			return
-		}
-		if err != nil {
-			g.err = err
-			close(g.done)
-			c.notify()
-			c.mu.Unlock()
-			return
-		}
-		g.asm, g.root = asm, false
-		c.wants[id] = g // keyed by file id from now on
-		c.mu.Unlock()
-		c.refresh(id, g)
-		return
-	}
 	type target struct {
 		fid [32]byte
 		g   *getJob
@@ -135,11 +112,71 @@ func (c *Client) assemble(id [32]byte, data []byte) {
 	}
 }
 
-// refresh publishes g's missing ids to the round loop and finishes the
-// job when none is left; run by the worker.
+// openFromIndex gives get job g what the synced index mans holds of its
+// file (§6.4 v3): the root manifest, which opens the assembler, then every
+// manifest node below it that the index has. A manifest the index lacks
+// waits for a later sync, never for a PIR answer. Run by the worker.
+func (c *Client) openFromIndex(g *getJob, mans map[[32]byte][]byte) {
+	fid := g.link.ID
+	c.mu.Lock()
+	if g.cancelled || c.wants[fid] != g {
+		c.mu.Unlock()
+		return
+	}
+	asm := g.asm
+	c.mu.Unlock()
+	if asm == nil {
+		root, ok := mans[fid]
+		if !ok {
+			return
+		}
+		c.hook("manifest")
+		var err error
+		asm, err = chunker.NewAssembler(g.dir, g.link, root, chunker.AssembleOptions{Log: c.log})
+		c.mu.Lock()
+		if err == nil && g.cancelled {
+			asm.Close()
+			c.mu.Unlock()
+			return
+		}
+		if err != nil {
+			delete(c.wants, fid)
+			g.err = err
+			close(g.done)
+			c.notify()
+			c.mu.Unlock()
+			return
+		}
+		g.asm, g.root = asm, false
+		c.mu.Unlock()
+	}
+	// A node's children are known once the node is in: go down level by
+	// level while the index has what is missing.
+	got := [][32]byte{fid}
+	for more := true; more; {
+		more = false
+		nodes, _ := asm.Missing()
+		for _, id := range nodes {
+			if b, ok := mans[[32]byte(id)]; ok && asm.Add(id, b) == nil {
+				got = append(got, [32]byte(id))
+				more = true
+			}
+		}
+	}
+	c.mu.Lock()
+	for _, id := range got {
+		c.noteHeld(id)
+	}
+	c.mu.Unlock()
+	c.refresh(fid, g)
+}
+
+// refresh publishes g's missing data ids to the round loop and finishes
+// the job when nothing is missing; run by the worker.
 func (c *Client) refresh(fid [32]byte, g *getJob) {
+	nodes, data := g.asm.Missing()
 	var needed [][32]byte
-	for _, n := range g.asm.Needed() {
+	for _, n := range data {
 		needed = append(needed, [32]byte(n))
 	}
 	c.mu.Lock()
@@ -148,7 +185,7 @@ func (c *Client) refresh(fid [32]byte, g *getJob) {
 		return
 	}
 	g.needed = needed
-	if len(needed) != 0 {
+	if len(needed) != 0 || len(nodes) != 0 {
 		c.mu.Unlock()
 		return
 	}

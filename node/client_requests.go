@@ -8,8 +8,10 @@ import (
 	"github.com/riffle-net/riffle/pir"
 )
 
-// neededIDs returns up to n ids that get jobs need and that are neither in
-// flight nor failed in this epoch; call with c.mu held.
+// neededIDs returns up to n data chunk ids that get jobs need and that
+// were not requested yet in this epoch (in flight, answered or failed: an
+// id is requested at most once an epoch, so that what a client requests
+// never depends on the epoch's answers, §6.4 v3); call with c.mu held.
 func (c *Client) neededIDs(n int) [][32]byte {
 	var out [][32]byte
 	seen := map[[32]byte]bool{}
@@ -92,11 +94,8 @@ func (c *Client) query(ctx context.Context, e *cepoch, r uint32, rl *wire.RoundL
 	}()
 	rep, err := c.call(ctx, request{Proto: ProtoPIR, Type: wire.TypeQuery, Body: q.Marshal(), Timeout: pollTimeout,
 		Max: 64 + k*(8+int(e.v.desc.Params.ChunkSize)), Alloc: alloc})
-	c.mu.Lock()
-	for _, id := range reqs {
-		delete(c.inflight, id)
-	}
-	c.mu.Unlock()
+	// The ids stay in flight until the epoch ends: answered, corrupted or
+	// lost, none is requested again in this epoch (§6.4 v3).
 	if err != nil {
 		return err
 	}

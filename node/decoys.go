@@ -111,12 +111,9 @@ func (c *Client) backgroundRequests(reqs [][32]byte, k int) [][32]byte {
 	return reqs
 }
 
-// wanted reports whether a get job needs id (a root manifest or a chunk);
-// call with c.mu held.
+// wanted reports whether a get job needs data chunk id; call with c.mu
+// held.
 func (c *Client) wanted(id [32]byte) bool {
-	if g := c.wants[id]; g != nil && g.root {
-		return true
-	}
 	for _, g := range c.wants {
 		if g.asm != nil && g.needs(id) {
 			return true

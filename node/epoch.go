@@ -34,6 +34,9 @@ type sepoch struct {
 	leader peer.ID
 	// final is the final descriptor's view (nil while registration runs).
 	final *view
+	// man: which published manifest chunks the index takes (§6.4 v3,
+	// manifests.go).
+	man manifestCaps
 
 	epochSecrets
 	epochLife
@@ -210,6 +213,7 @@ func (s *Server) endQuiet(e *sepoch, reason string) {
 		return
 	}
 	e.ended, e.reason = true, reason
+	s.flushManifests(e)
 	if e.users == 0 {
 		e.erase()
 	}

@@ -268,7 +268,7 @@ func TestProposalCensorship(t *testing.T) {
 	const r = 2
 	s.mu.Lock()
 	x := e.round(r)
-	x.list, x.pubDone = nil, true
+	x.list, x.pubDone, x.manDone = nil, true, true
 	x.requests = map[[32]byte]bool{held[0].ID: true, held[1].ID: true, held[2].ID: true, nobody: true}
 	// Position 0 asks for two ids, position 1 for one, position 2 for
 	// one nobody holds: a cut to 2 keeps position 0's first and position

@@ -123,7 +123,14 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 		if err != nil {
 			return 0, nil, err
 		}
-		return wire.TypeIndex, (&wire.Index{Entries: indexToWire(idx)}).Marshal(), nil
+		mans, err := s.store.Manifests()
+		if err != nil {
+			return 0, nil, err
+		}
+		if o := s.cfg.observe; o != nil && o.IndexReply != nil {
+			mans = o.IndexReply(mans)
+		}
+		return wire.TypeIndex, (&wire.Index{Entries: indexToWire(idx), Manifests: mans}).Marshal(), nil
 	}
 	return 0, nil, fmt.Errorf("node: unexpected client message %d", t)
 }

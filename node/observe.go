@@ -27,6 +27,9 @@ type testObserver struct {
 	// Corrupt (an active adversary): when it returns true this primary
 	// spoils its combined answer for (round, slot, t).
 	Corrupt func(epoch [32]byte, r, slot uint32, t int) bool
+	// IndexReply (an active adversary): the manifests this server puts in
+	// its Index replies, from those it holds.
+	IndexReply func(mans [][]byte) [][]byte
 	// Stage: this server started stage "mix" (its layer of round r) or
 	// "publish" (storing round r's payloads).
 	Stage func(epoch [32]byte, r uint32, stage string)
@@ -40,6 +43,12 @@ type testClientObserver struct {
 	Joined func(epoch [32]byte, slot uint32, pseudonym []byte)
 	// Row: the row the client's query for (round, t) asked for, of L.
 	Row func(epoch [32]byte, r uint32, t, row, L int)
+	// Requested: the ids the client's jobs request in round r (decoys
+	// not included), in request slot order.
+	Requested func(epoch [32]byte, r uint32, ids [][32]byte)
+	// NoManifestCap breaks §6.4 (v3) on purpose, for the test of the
+	// servers' caps: the client sends all its manifests at once.
+	NoManifestCap bool
 	// HeldDecoys breaks §6.3 (v3) on purpose, for the negative control
 	// of the cross-epoch adversary: decoys are drawn, at the same rate,
 	// from the chunks the client published or fetched (what v2 did).

@@ -11,7 +11,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/store"
@@ -51,11 +50,10 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 		badAt[q] = true
 	}
 	var chunks []store.Chunk
+	var chunkPos []int
 	var published [][32]byte
-	var index []IndexEntry
 	requests := map[[32]byte]bool{}
 	reqByPos := make([][][32]byte, len(payloads))
-	now := time.Unix(time.Now().Unix(), 0) // the index keeps seconds
 	for q, raw := range payloads {
 		if badAt[q] {
 			continue
@@ -82,17 +80,18 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 		data := p.Chunk[:p.Length]
 		id := ph.hs[q].ChunkID
 		chunks = append(chunks, store.Chunk{ID: id, Data: data})
+		chunkPos = append(chunkPos, q)
 		published = append(published, id)
-		if chunker.IsManifest(data) {
-			if man, err := chunker.DecodeManifest(data); err == nil && man.Root {
-				index = append(index, IndexEntry{FileID: id, Name: man.Name, Size: uint64(man.Size), Chunks: uint32(man.NumChunks), Epoch: v.id, Round: r, Time: now})
-			}
-		}
 	}
+	// Manifests are indexed apart, through the caps (manifests.go).
+	cands := manifestCands(chunkPos, chunks)
 	storeStart := time.Now()
-	err := s.store.PutRound(v.id, r, published, chunks, index)
+	err := s.store.PutRound(v.id, r, published, chunks, nil)
 	s.timing.add(&s.timing.store, time.Since(storeStart))
 	s.timing.addRound()
+	if err == nil {
+		s.indexManifests(e, r, cands)
+	}
 	if err == nil && len(bad) > 0 {
 		// §5.3: the payloads that verify, public already, are stored;
 		// the round is not acknowledged and blame walks the first bad
@@ -125,8 +124,17 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 func (s *Server) proposeList(e *sepoch, r uint32) {
 	defer s.trace("proposeList", r)()
 	v := e.final
+	// The list carries the round's indexed manifests (§6.4 v3): known
+	// once every earlier round is published here or has a final list
+	// (manifests.go). No timeout of its own: the epoch's end frees it.
+	if err := s.waitFor(s.ctx, func() bool { return e.round(r).manDone || e.ended }); err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	defer cancel()
 	s.mu.Lock()
 	x := e.round(r)
+	manifests := x.manifests
 	var ids [][32]byte
 	for id := range x.requests {
 		ids = append(ids, id)
@@ -135,13 +143,11 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 	s.mu.Unlock()
 	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i][:], ids[j][:]) < 0 })
 	q0 := listStart(v.id, r, len(byPos))
-	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
-	defer cancel()
 	var rl wire.RoundList
 	var reps [][]byte
 	var err error
 	for try := 0; try < 2; try++ {
-		rl = wire.RoundList{Epoch: v.id, Round: r, Published: published}
+		rl = wire.RoundList{Epoch: v.id, Round: r, Published: published, Manifests: manifests}
 		// Ids not held are left out, never a zero row.
 		held, herr := s.store.Held(ids)
 		if herr != nil {
@@ -204,13 +210,16 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 		return s.signVoid(e, &rl)
 	}
 	var x *sround
-	if err := s.waitFor(ctx, func() bool { x = e.round(rl.Round); return x.pubDone || e.ended }); err != nil || !x.pubDone {
+	if err := s.waitFor(ctx, func() bool { x = e.round(rl.Round); return (x.pubDone && x.manDone) || e.ended }); err != nil || !x.pubDone || !x.manDone {
 		return 0, nil, errors.New("node: round not published here")
 	}
 	s.mu.Lock()
-	samePub := len(x.published) == len(rl.Published)
+	samePub := len(x.published) == len(rl.Published) && len(x.manifests) == len(rl.Manifests)
 	for i := 0; samePub && i < len(x.published); i++ {
 		samePub = x.published[i] == rl.Published[i]
+	}
+	for i := 0; samePub && i < len(x.manifests); i++ {
+		samePub = x.manifests[i] == rl.Manifests[i]
 	}
 	reqOK := true
 	for i, le := range rl.Entries {
@@ -220,7 +229,7 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 	}
 	s.mu.Unlock()
 	if !samePub {
-		return 0, nil, errors.New("node: proposal's published ids differ from this server's")
+		return 0, nil, errors.New("node: proposal's published or manifest ids differ from this server's")
 	}
 	if !reqOK {
 		return 0, nil, errors.New("node: proposal lists an id nobody requested, or is not sorted")
@@ -297,13 +306,23 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	s.mu.Lock()
 	x := e.round(rl.Round)
 	first := x.list == nil
+	var skipped []manifestRound
 	if first {
 		x.list, x.listBytes = &rl, body
 		e.listed(&s.pool, rl.Round)
 		s.releaseHandoverLocked(e)
+		if !x.pubDone {
+			// A final list for a round never published here (every
+			// server signs a normal list only once it has published the
+			// round): its manifests are none, and the index's cursor
+			// goes past it (manifests.go).
+			skipped = e.man.add(rl.Round, nil)
+			s.noteManifests(e, skipped)
+		}
 		s.notify()
 	}
 	s.mu.Unlock()
+	s.storeManifests(e, skipped)
 	if first {
 		if rl.Void() {
 			s.noteVoid(e, rl.Round)

@@ -172,7 +172,7 @@ func (c *Client) reencrypt(j *shareJob) {
 		if !left[id] {
 			left[id] = true
 			ids = append(ids, id)
-			items = append(items, upItem{c: store.Chunk{ID: id, Data: append([]byte(nil), chunk...)}, job: j})
+			items = append(items, upItem{c: store.Chunk{ID: id, Data: append([]byte(nil), chunk...)}, job: j, manifest: isManifest(chunk)})
 		}
 		return nil
 	})
@@ -193,23 +193,6 @@ func (c *Client) reencrypt(j *shareJob) {
 	c.upQ = append(c.upQ, items...)
 	c.progress("share %s: a round did not publish part of this private file; it is sent again whole under a fresh key", j.name)
 	c.notify()
-}
-
-// nextUpload takes the first queued chunk that is not waiting out epochs
-// after a round that did not publish it; call with c.mu held.
-func (c *Client) nextUpload() (upItem, bool) {
-	for i, u := range c.upQ {
-		if u.wait > 0 {
-			continue
-		}
-		if i == 0 {
-			c.upQ = c.upQ[1:]
-		} else {
-			c.upQ = append(c.upQ[:i], c.upQ[i+1:]...)
-		}
-		return u, true
-	}
-	return upItem{}, false
 }
 
 // waitedEpoch counts a full epoch off the waits of queued chunks; call

@@ -79,12 +79,27 @@ func queueShare(t *testing.T, c *Client, data []byte, private bool) *ShareHandle
 func sendRound(c *Client, e *cepoch, r uint32) *upItem {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	u, ok := c.nextUpload()
-	if !ok {
+	i := c.nextUpload(e)
+	if i < 0 {
 		return nil
 	}
+	u := c.upQ[i]
+	c.upQ = append(c.upQ[:i:i], c.upQ[i+1:]...)
 	e.ups[r] = &u
+	if u.manifest {
+		e.manifestsSent++
+	}
 	return &u
+}
+
+// publishedList is a signed list that published u (and indexed it, if a
+// manifest).
+func publishedList(u *upItem) *wire.RoundList {
+	rl := &wire.RoundList{Published: [][32]byte{u.c.ID}}
+	if u.manifest {
+		rl.Manifests = rl.Published
+	}
+	return rl
 }
 
 // TestResendQueue: the client's queue applies the rule. A chunk missing
@@ -108,7 +123,7 @@ func TestResendQueue(t *testing.T) {
 		for r := uint32(0); r < 2; r++ {
 			sent = append(sent, sendRound(c, e, r))
 		}
-		c.confirm(e, 0, &wire.RoundList{Published: [][32]byte{sent[0].c.ID}})
+		c.confirm(e, 0, publishedList(sent[0]))
 		c.leaveEpoch(e)
 		c.mu.Lock()
 		queued := len(c.upQ)
@@ -154,7 +169,7 @@ func TestResendQueue(t *testing.T) {
 			if got.c.ID == u.c.ID {
 				t.Fatal("a chunk seen unpublished goes out in the epoch right after")
 			}
-			c.confirm(e2, r, &wire.RoundList{Published: [][32]byte{got.c.ID}})
+			c.confirm(e2, r, publishedList(got))
 		}
 		// It goes out once its wait is over, within ResendWaitMax full
 		// epochs.
@@ -219,7 +234,7 @@ func TestResendQueue(t *testing.T) {
 			if got == nil {
 				break
 			}
-			c.confirm(e2, r, &wire.RoundList{Published: [][32]byte{got.c.ID}})
+			c.confirm(e2, r, publishedList(got))
 		}
 		select {
 		case <-h.Done():

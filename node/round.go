@@ -34,8 +34,12 @@ type sround struct {
 	// publishing: publish runs (void.go refuses to sign the round void);
 	// void: the round is void here (void.go), its publication is dropped.
 	publishing, void bool
-	list             *wire.RoundList
-	listBytes        []byte
+	// manifests: the published ids the index took as manifests (§6.4 v3,
+	// manifests.go), set once manDone; the request list carries them.
+	manifests [][32]byte
+	manDone   bool
+	list      *wire.RoundList
+	listBytes []byte
 
 	// PIR serving (pirserve.go).
 	queries map[uint32][][]byte // this server's clients' masks

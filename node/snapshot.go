@@ -140,7 +140,7 @@ func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encry
 		if !job.left[id] {
 			job.left[id] = true
 			h.IDs = append(h.IDs, id)
-			items = append(items, upItem{c: store.Chunk{ID: id, Data: append([]byte(nil), chunk...)}, job: job})
+			items = append(items, upItem{c: store.Chunk{ID: id, Data: append([]byte(nil), chunk...)}, job: job, manifest: isManifest(chunk)})
 		}
 		return nil
 	})

@@ -76,6 +76,19 @@ func (b *boltStore) Index() ([]IndexEntry, error) {
 	return out, err
 }
 
+func (b *boltStore) PutManifests(mans []store.Manifest, index []IndexEntry) error {
+	return b.st.PutManifests(mans, index)
+}
+
+func (b *boltStore) Manifests() ([][]byte, error) {
+	var out [][]byte
+	err := b.st.Manifests(func(m store.Manifest) error {
+		out = append(out, m.Data)
+		return nil
+	})
+	return out, err
+}
+
 // Prune drops what retention lets go (§7); the server calls it
 // periodically.
 func (b *boltStore) Prune(now time.Time) (int, error) { return b.st.Prune(now) }

@@ -31,6 +31,14 @@ func FuzzIndexEntry(f *testing.F) {
 	})
 }
 
+func FuzzManifest(f *testing.F) {
+	f.Add((&Manifest{Epoch: EpochID{1}, Round: 2, Pos: 3, Data: []byte("manifest")}).encode())
+	f.Add((&Manifest{}).encode())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		roundTrip(t, b, func(b []byte) (Manifest, error) { return decodeManifest(ID{}, b) }, (*Manifest).encode)
+	})
+}
+
 func FuzzRoundRecord(f *testing.F) {
 	f.Add((&RoundRecord{Epoch: EpochID{1}, Round: 2, Time: fuzzTime, Published: []ID{{3}, {4}},
 		Requests: []Request{{ID{3}, 100}}}).encode())

@@ -34,6 +34,21 @@ type IndexEntry struct {
 	Time   time.Time // first publication
 }
 
+// Manifest is one manifest chunk of the public index (SPEC §6.4 v3): its
+// id and bytes, with the epoch, round and output position (pseudonym) of
+// its first publication. Every manifest chunk of a file, root and inner
+// nodes alike, is indexed with its bytes, so that a client learns every
+// chunk id of a file from the index it syncs whole, never from a PIR
+// answer. The node decides which chunks are indexed (they parse, within
+// the caps per pseudonym and per epoch).
+type Manifest struct {
+	ID    ID
+	Epoch EpochID
+	Round uint32
+	Pos   uint32 // output position in its round
+	Data  []byte // at most MaxChunkSize
+}
+
 // Request is one entry of a round's request list (SPEC §5.3): a chunk id
 // and the chunk's length in bytes.
 type Request struct {
@@ -92,6 +107,30 @@ func decodeIndexEntry(b []byte) (IndexEntry, error) {
 	e.Round = d.U32("round")
 	e.Time = d.time("time")
 	return e, d.finish()
+}
+
+// encode: version ‖ epoch id ‖ u32 round ‖ u32 position ‖ bytes.
+func (m *Manifest) encode() []byte {
+	w := enc{wire.Enc{B: make([]byte, 0, 1+32+4+4+4+len(m.Data))}}
+	w.U8(recordVersion)
+	w.id(m.Epoch)
+	w.U32(m.Round)
+	w.U32(m.Pos)
+	w.bytes(m.Data)
+	return w.B
+}
+
+// decodeManifest decodes a manifest record of the chunk id; the bytes are
+// copied out of the value.
+func decodeManifest(id ID, b []byte) (Manifest, error) {
+	d := dec{Dec: wire.Dec{B: b}, what: "manifest record"}
+	m := Manifest{ID: id}
+	d.version()
+	m.Epoch = d.id("epoch")
+	m.Round = d.U32("round")
+	m.Pos = d.U32("position")
+	m.Data = d.bytes("manifest", MaxChunkSize)
+	return m, d.finish()
 }
 
 func (r *RoundRecord) validate() error {

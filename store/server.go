@@ -21,6 +21,7 @@ var (
 	bucketChunkMeta = []byte("chunk-meta") // id → chunkMeta
 	bucketChunkAge  = []byte("chunk-age")  // u64 touched ns ‖ id → present
 	bucketIndex     = []byte("index")      // file id → IndexEntry
+	bucketManifests = []byte("manifests")  // chunk id → Manifest (SPEC §6.4 v3)
 	bucketRounds    = []byte("rounds")     // epoch id ‖ u32 round → RoundRecord
 	bucketRoundAge  = []byte("round-age")  // u64 time ns ‖ epoch id ‖ u32 round → present
 	bucketEpochs    = []byte("epochs")     // u64 number ‖ epoch id → EpochRecord
@@ -28,7 +29,7 @@ var (
 	bucketMeta      = []byte("meta")       // metaSchema, metaUsage
 )
 
-var serverBuckets = [][]byte{bucketChunks, bucketChunkMeta, bucketChunkAge, bucketIndex,
+var serverBuckets = [][]byte{bucketChunks, bucketChunkMeta, bucketChunkAge, bucketIndex, bucketManifests,
 	bucketRounds, bucketRoundAge, bucketEpochs, bucketEpochIDs, bucketMeta, bucketSegments}
 
 var (
@@ -383,6 +384,76 @@ func (s *Store) PutRoundHashed(rec RoundRecord, chunks []Chunk, index []IndexEnt
 	s.log.Debug("round stored", "epoch", fmt.Sprintf("%x", rec.Epoch[:8]), "round", rec.Round,
 		"chunks", len(chunks), "published", len(rec.Published), "requests", len(rec.Requests), "index", len(index))
 	return nil
+}
+
+// PutManifests indexes manifest chunks in one transaction (SPEC §6.4 v3):
+// the bytes of each, and the index entries of the roots among them. Every
+// chunk must be stored already (its round was put) and hash to its id; an
+// id or file id already indexed keeps its first publication. The node
+// chooses what is indexed: chunks that parse as manifests, within the caps
+// per pseudonym and per epoch.
+func (s *Store) PutManifests(mans []Manifest, index []IndexEntry) error {
+	for _, m := range mans {
+		if len(m.Data) > MaxChunkSize {
+			return fmt.Errorf("store: manifest %x: %w: %d bytes > %d", m.ID[:8], ErrBadChunk, len(m.Data), MaxChunkSize)
+		}
+		if sha256.Sum256(m.Data) != m.ID {
+			return fmt.Errorf("store: manifest %x: %w: bytes do not hash to the id", m.ID[:8], ErrBadChunk)
+		}
+	}
+	index = append([]IndexEntry(nil), index...)
+	for i := range index {
+		index[i].Name = cleanName(index[i].Name)
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		chunks, mb, idx := tx.Bucket(bucketChunks), tx.Bucket(bucketManifests), tx.Bucket(bucketIndex)
+		for i := range mans {
+			m := &mans[i]
+			if chunks.Get(m.ID[:]) == nil {
+				return fmt.Errorf("%w: manifest %x is not stored", ErrNotFound, m.ID[:8])
+			}
+			if mb.Get(m.ID[:]) != nil {
+				continue // first publication wins
+			}
+			if err := mb.Put(m.ID[:], m.encode()); err != nil {
+				return err
+			}
+		}
+		for i := range index {
+			e := &index[i]
+			if chunks.Get(e.FileID[:]) == nil {
+				return fmt.Errorf("%w: index entry's root manifest %x is not stored", ErrNotFound, e.FileID[:8])
+			}
+			if idx.Get(e.FileID[:]) != nil {
+				continue
+			}
+			if err := idx.Put(e.FileID[:], e.encode()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: put manifests: %w", err)
+	}
+	return nil
+}
+
+// Manifests calls fn for every indexed manifest chunk, in id order, inside
+// one read transaction. An error from fn stops the walk and is returned.
+func (s *Store) Manifests(fn func(Manifest) error) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketManifests).ForEach(func(k, v []byte) error {
+			if len(k) != 32 {
+				return fmt.Errorf("%w: manifest key of %d bytes", errCorrupt, len(k))
+			}
+			m, err := decodeManifest(ID(k), v)
+			if err != nil {
+				return err
+			}
+			return fn(m)
+		})
+	})
 }
 
 // cleanName makes an uploader's file name fit the index: invalid UTF-8
@@ -769,7 +840,7 @@ func (s *Store) pruneChunks(cutoff time.Time) (n int, more bool, err error) {
 		if err != nil {
 			return err
 		}
-		idx := tx.Bucket(bucketIndex)
+		idx, mb := tx.Bucket(bucketIndex), tx.Bucket(bucketManifests)
 		var dead [][]byte
 		holes = holes[:0]
 		c := w.age.Cursor()
@@ -803,6 +874,7 @@ func (s *Store) pruneChunks(cutoff time.Time) (n int, more bool, err error) {
 				func() error { return w.meta.Delete(id) },
 				func() error { return w.age.Delete(k) },
 				func() error { return idx.Delete(id) },
+				func() error { return mb.Delete(id) },
 			} {
 				if err := del(); err != nil {
 					return err

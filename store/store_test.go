@@ -780,3 +780,51 @@ func TestIndexNameCleaned(t *testing.T) {
 		t.Fatalf("cut inside a character: %d bytes", len(got))
 	}
 }
+
+// TestManifests (SPEC §6.4 v3): manifest chunks are indexed with their
+// bytes once their chunk is stored, the first publication wins, a chunk
+// whose bytes do not hash to its id or that is not stored is refused, and
+// pruning the chunk drops its manifest record with its index entry.
+func TestManifests(t *testing.T) {
+	r := testRand(11)
+	s, _ := openTest(t, Options{Retention: time.Minute})
+	t0 := time.Unix(1_800_000_000, 0)
+	a, b := mkChunk(r, 100), mkChunk(r, 60)
+	if err := s.PutRound(RoundRecord{Time: t0, Published: ids([]Chunk{a, b})}, []Chunk{a, b}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutManifests([]Manifest{{ID: a.ID, Round: 1, Pos: 2, Data: a.Data}}, []IndexEntry{{FileID: a.ID, Name: "f", Round: 1, Time: t0}}); err != nil {
+		t.Fatal(err)
+	}
+	// Again from a later round: the first publication stays.
+	if err := s.PutManifests([]Manifest{{ID: a.ID, Round: 9, Pos: 0, Data: a.Data}, {ID: b.ID, Round: 9, Data: b.Data}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	bad := mkChunk(r, 10)
+	if err := s.PutManifests([]Manifest{{ID: bad.ID, Data: bad.Data}}, nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a manifest never stored as a chunk: %v", err)
+	}
+	if err := s.PutManifests([]Manifest{{ID: a.ID, Data: b.Data}}, nil); !errors.Is(err, ErrBadChunk) {
+		t.Fatalf("bytes of another chunk: %v", err)
+	}
+	got := map[ID]Manifest{}
+	if err := s.Manifests(func(m Manifest) error { got[m.ID] = m; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[a.ID].Round != 1 || got[a.ID].Pos != 2 || !bytes.Equal(got[a.ID].Data, a.Data) || !bytes.Equal(got[b.ID].Data, b.Data) {
+		t.Fatalf("manifests %+v", got)
+	}
+	if _, ok, _ := s.IndexEntry(a.ID); !ok {
+		t.Fatal("root not in the index")
+	}
+	if _, err := s.Prune(t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	if err := s.Manifests(func(Manifest) error { n++; return nil }); err != nil || n != 0 {
+		t.Fatalf("%d manifests after the prune: %v", n, err)
+	}
+	if _, ok, _ := s.IndexEntry(a.ID); ok {
+		t.Fatal("index entry left after the prune")
+	}
+}

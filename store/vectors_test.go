@@ -24,6 +24,8 @@ func TestVectors(t *testing.T) {
 			"01" + "ee" + z31 + "00000007" + "18fae27693b40000" + "00000001" + "aa" + z31 + "00000001" + "aa" + z31 + "000003e8"},
 		{"epoch record", (&EpochRecord{ID: ep, Number: 3, Started: tm, Descriptor: []byte{1, 2}}).encode(),
 			"01" + "ee" + z31 + "0000000000000003" + "18fae27693b40000" + "0000000000000000" + "00000000" + "00000000" + "00000002" + "0102"},
+		{"manifest", (&Manifest{ID: fid, Epoch: ep, Round: 7, Pos: 3, Data: []byte{0x89, 0x52}}).encode(),
+			"01" + "ee" + z31 + "00000007" + "00000003" + "00000002" + "8952"},
 		{"chunk meta", chunkMeta{touched: tm, length: 262144}.encode(), "18fae27693b40000" + "00040000"},
 		{"share", (&Share{FileID: fid, Link: "riffle:x", Path: "/a", State: ShareUploading, ChunksTotal: 3, ChunksSent: 1, Created: tm, Updated: tm}).encode(),
 			"01" + "aa" + z31 + "00000008" + "726966666c653a78" + "00000002" + "2f61" + "02" + "00000003" + "00000001" + "18fae27693b40000" + "18fae27693b40000"},

@@ -177,12 +177,15 @@ func TestOversized(t *testing.T) {
 			func(b []byte) error { var m Batch; c := l; c.Frame = 199; return m.Unmarshal(b, c) }},
 		{"list entries", list(func(r *RoundList) { r.Entries = make([]ListEntry, l.Rows+1) }), func(b []byte) error { var m RoundList; return m.Unmarshal(b, l) }},
 		{"list published", list(func(r *RoundList) { r.Published = make([][32]byte, l.Clients+1) }), func(b []byte) error { var m RoundList; return m.Unmarshal(b, l) }},
+		{"list manifests", list(func(r *RoundList) { r.Manifests = make([][32]byte, l.Clients+1) }), func(b []byte) error { var m RoundList; return m.Unmarshal(b, l) }},
 		{"list signatures", list(func(r *RoundList) { r.Sigs = make([][64]byte, MaxServers+1) }), func(b []byte) error { var m RoundList; return m.Unmarshal(b, l) }},
 		{"rows slots", (&Rows{Slots: make([]uint32, 3), Rows: n(6)}).Marshal(), func(b []byte) error { var m Rows; return m.Unmarshal(b, 2, 2, 8) }},
 		{"rows rows", (&Rows{Slots: make([]uint32, 1), Rows: n(3)}).Marshal(), func(b []byte) error { var m Rows; return m.Unmarshal(b, 2, 2, 8) }},
 		{"rows row", (&Rows{Slots: make([]uint32, 1), Rows: [][]byte{big(9), {}}}).Marshal(), func(b []byte) error { var m Rows; return m.Unmarshal(b, 2, 2, 8) }},
 		{"chunk data", (&Chunk{Data: big(65)}).Marshal(), func(b []byte) error { var m Chunk; return m.Unmarshal(b, 64) }},
 		{"index entries", (&Index{Entries: make([]IndexEntry, 3)}).Marshal(), func(b []byte) error { var m Index; return m.Unmarshal(b, 2) }},
+		{"index manifests", (&Index{Manifests: [][]byte{big(MinManifest), big(MinManifest), big(MinManifest)}}).Marshal(), func(b []byte) error { var m Index; return m.Unmarshal(b, 2) }},
+		{"index manifest", (&Index{Manifests: [][]byte{big(MaxManifest + 1)}}).Marshal(), func(b []byte) error { var m Index; return m.Unmarshal(b, 2) }},
 		{"index name", (&Index{Entries: []IndexEntry{{Name: big(MaxName + 1)}}}).Marshal(), func(b []byte) error { var m Index; return m.Unmarshal(b, 2) }},
 	}
 	for _, c := range cases {

@@ -855,9 +855,13 @@ type RoundList struct {
 	Round     uint32
 	Entries   []ListEntry
 	Published [][32]byte
-	// Flags (u8, after Published, signed with the rest): ListVoid marks
+	// Manifests are the published ids that the index took as manifests
+	// (§6.4 v3): signed with the rest, so that a client can check that
+	// the index it syncs holds every one of them.
+	Manifests [][32]byte
+	// Flags (u8, after Manifests, signed with the rest): ListVoid marks
 	// a round that published nothing and is never run again (§5.2 v3);
-	// a void list has no entries and no published ids.
+	// a void list has no entries, published ids or manifests.
 	Flags uint8
 	Sigs  [][64]byte
 }
@@ -882,6 +886,10 @@ func (m *RoundList) MarshalBody() []byte {
 	for _, x := range m.Published {
 		e.Fixed(x[:])
 	}
+	e.U32(uint32(len(m.Manifests)))
+	for _, x := range m.Manifests {
+		e.Fixed(x[:])
+	}
 	e.U8(m.Flags)
 	return e.B
 }
@@ -903,6 +911,7 @@ func (m *RoundList) Unmarshal(b []byte, l Limits) error {
 		m.Entries[i].Len = d.U32("chunk length")
 	}
 	m.Published = decKeys(&d, l.Clients, "published ids")
+	m.Manifests = decKeys(&d, l.Clients, "manifest ids")
 	m.Flags = d.U8("list flags")
 	m.Sigs = decSigs(&d, MaxServers)
 	if err := d.Done("request list"); err != nil {
@@ -911,8 +920,8 @@ func (m *RoundList) Unmarshal(b []byte, l Limits) error {
 	if m.Flags&^ListVoid != 0 {
 		return fmt.Errorf("wire: request list: unknown flags %#x", m.Flags)
 	}
-	if m.Void() && (len(m.Entries) > 0 || len(m.Published) > 0) {
-		return errors.New("wire: request list: a void round with entries or published ids")
+	if m.Void() && (len(m.Entries) > 0 || len(m.Published) > 0 || len(m.Manifests) > 0) {
+		return errors.New("wire: request list: a void round with entries, published ids or manifests")
 	}
 	return nil
 }
@@ -1003,8 +1012,23 @@ type IndexEntry struct {
 	Time   int64 // unix seconds, first publication
 }
 
-// Index is the whole public index.
-type Index struct{ Entries []IndexEntry }
+// MaxManifest bounds one manifest chunk of the index: the largest chunk
+// size b (§3). MinManifest is the shortest one, a continuation node's
+// header (docs/proto-chunker.md): a count of manifests is checked against
+// it before anything is allocated.
+const (
+	MaxManifest = 4 << 20
+	MinManifest = 19
+)
+
+// Index is the whole public index: the files (one entry per root
+// manifest) and the bytes of every indexed manifest chunk, roots and inner
+// nodes alike (§6.4 v3). A manifest's id is the SHA-256 of its bytes: the
+// receiver computes it, and checks that the bytes parse.
+type Index struct {
+	Entries   []IndexEntry
+	Manifests [][]byte
+}
 
 func (m *Index) Marshal() []byte {
 	var e Enc
@@ -1017,9 +1041,16 @@ func (m *Index) Marshal() []byte {
 		e.U32(x.Round)
 		e.U64(uint64(x.Time))
 	}
+	e.U32(uint32(len(m.Manifests)))
+	for _, x := range m.Manifests {
+		e.Bytes(x)
+	}
 	return e.B
 }
 
+// Unmarshal decodes an index of at most max entries and max manifests,
+// each manifest of at most MaxManifest bytes; the caller bounds the whole
+// message (its reply cap).
 func (m *Index) Unmarshal(b []byte, max int) error {
 	d := Dec{B: b}
 	n := d.Count(max, 32+4+8+4+4+8, "index entries")
@@ -1032,6 +1063,17 @@ func (m *Index) Unmarshal(b []byte, max int) error {
 		x.Chunks = d.U32("chunks")
 		x.Round = d.U32("round")
 		x.Time = int64(d.U64("time"))
+	}
+	n = d.Count(max, 4+MinManifest, "index manifests")
+	m.Manifests = nil
+	if n > 0 {
+		m.Manifests = make([][]byte, n)
+		for i := range m.Manifests {
+			m.Manifests[i] = d.Bytes(MaxManifest, "manifest")
+			if d.Err == nil && len(m.Manifests[i]) < MinManifest {
+				d.Err = fmt.Errorf("%w: manifest of %d bytes < %d", ErrShort, len(m.Manifests[i]), MinManifest)
+			}
+		}
 	}
 	return d.Done("index")
 }
