@@ -78,31 +78,9 @@ func manifestParams() Params {
 // arrives whole.
 func TestGetTakesManifestsFromIndex(t *testing.T) {
 	data, manifests, chunks, _ := manifestFile(t)
-	var mu sync.Mutex
-	asked := map[[32]byte]int{}
-	tn := startAnonNet(t, 3, 0, 2, manifestParams(), func(i int, c *ServerConfig) {
-		if i == 0 {
-			c.observe = &testObserver{Requests: func(_ [32]byte, _ uint32, _ int, ids [][32]byte) {
-				mu.Lock()
-				defer mu.Unlock()
-				for _, id := range ids {
-					asked[id]++
-				}
-			}}
-		}
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.Close()
-	down, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer down.Close()
+	up, down, asked := requestNet(t, ctx)
 	link, err := up.Share(ctx, bytes.NewReader(data), "m.bin", false)
 	if err != nil {
 		t.Fatal(err)
@@ -114,21 +92,54 @@ func TestGetTakesManifestsFromIndex(t *testing.T) {
 	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("fetched file differs (%v)", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	for id := range manifests {
-		if asked[id] != 0 {
-			t.Errorf("manifest %x requested %d times by PIR", id[:6], asked[id])
+		if n := asked(id); n != 0 {
+			t.Errorf("manifest %x requested %d times by PIR", id[:6], n)
 		}
 	}
 	n := 0
 	for id := range chunks {
-		if asked[id] > 0 {
+		if asked(id) > 0 {
 			n++
 		}
 	}
 	if n != len(chunks) {
 		t.Fatalf("%d of %d data chunks requested", n, len(chunks))
+	}
+}
+
+// requestNet starts three servers and two cover clients, server 0 counting
+// the ids requested of it, with an uploader whose primary is server 1 and a
+// downloader whose primary is server 0; asked reads the counts.
+func requestNet(t *testing.T, ctx context.Context) (up, down *Client, asked func([32]byte) int) {
+	t.Helper()
+	var mu sync.Mutex
+	counts := map[[32]byte]int{}
+	tn := startAnonNet(t, 3, 0, 2, manifestParams(), func(i int, c *ServerConfig) {
+		if i == 0 {
+			c.observe = &testObserver{Requests: func(_ [32]byte, _ uint32, _ int, ids [][32]byte) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, id := range ids {
+					counts[id]++
+				}
+			}}
+		}
+	})
+	up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { up.Close() })
+	down, err = NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { down.Close() })
+	return up, down, func(id [32]byte) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return counts[id]
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,31 +20,9 @@ import (
 func TestPrivateShareSealedIndex(t *testing.T) {
 	data := make([]byte, 40<<10) // a root and two nodes at 1 KiB chunks
 	rand.Read(data)
-	var mu sync.Mutex
-	asked := map[[32]byte]int{}
-	tn := startAnonNet(t, 3, 0, 2, manifestParams(), func(i int, c *ServerConfig) {
-		if i == 0 {
-			c.observe = &testObserver{Requests: func(_ [32]byte, _ uint32, _ int, ids [][32]byte) {
-				mu.Lock()
-				defer mu.Unlock()
-				for _, id := range ids {
-					asked[id]++
-				}
-			}}
-		}
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.Close()
-	down, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer down.Close()
+	up, down, asked := requestNet(t, ctx)
 	link, err := up.Share(ctx, bytes.NewReader(data), "secret-plan.bin", true)
 	if err != nil {
 		t.Fatal(err)
@@ -107,11 +84,9 @@ func TestPrivateShareSealedIndex(t *testing.T) {
 			t.Fatalf("indexed manifest decodes as %+v, %v; want opaque", om, err)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	for _, id := range manIDs {
-		if asked[id] != 0 {
-			t.Errorf("manifest %x requested %d times by PIR", id[:6], asked[id])
+		if n := asked(id); n != 0 {
+			t.Errorf("manifest %x requested %d times by PIR", id[:6], n)
 		}
 	}
 }
