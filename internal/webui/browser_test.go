@@ -194,13 +194,21 @@ func TestBrowser(t *testing.T) {
 	until(base+"/", "#files tbody", "report & notes (q1).pdf")
 	do("index", shot("index"),
 		chromedp.SetValue(css("#q"), "REPORT"),
-		chromedp.Click(css("#search")),
-		chromedp.WaitVisible(css("#files")))
+		chromedp.Click(css("#search")))
+	// The click starts a navigation: the old page's #files is still there
+	// until the search's page has loaded, so wait for its URL first.
+	loc := ""
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if loc = str("search url", chromedp.Location()); strings.Contains(loc, "q=REPORT") {
+			break
+		}
+	}
+	if !strings.Contains(loc, "q=REPORT") {
+		t.Fatalf("search went to %s", loc)
+	}
+	do("search", chromedp.WaitVisible(css("#files")))
 	if rows := str("search", chromedp.Text(css("#files tbody"))); !strings.Contains(rows, "report & notes (q1).pdf") {
 		t.Fatalf("search: %q", rows)
-	}
-	if loc := str("search url", chromedp.Location()); !strings.Contains(loc, "q=REPORT") {
-		t.Fatalf("search went to %s", loc)
 	}
 	do("file page", chromedp.Click(css("#files tbody td.name a")), chromedp.WaitVisible(css("#chunks")))
 	fileURL := str("file url", chromedp.Location())
