@@ -55,7 +55,7 @@ type ClientConfig struct {
 	// jobEpochs, if set, replaces JobEpochs (J) for this client: the
 	// tests' short runs.
 	jobEpochs int
-	dupTest *dupClientTest // test-only hooks (dupclient.go)
+	dupTest   *dupClientTest // test-only hooks (dupclient.go)
 }
 
 // Client is a riffle client: it takes part in every epoch through its
