@@ -287,3 +287,16 @@ func (e *cepoch) epochID() [32]byte {
 	}
 	return e.v.id
 }
+
+// PauseReason says why the job of the file whose id is id paused and what
+// its user may do, or "" if no job of that file is paused.
+func (c *Client) PauseReason(id chunker.ID) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.pausedJobs() {
+		if p.ID == id.String() {
+			return p.Reason
+		}
+	}
+	return ""
+}

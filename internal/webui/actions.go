@@ -80,7 +80,7 @@ func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		path, err := u.c.Get(ctx, link, u.opts.DownloadDir, func(p Progress) {
 			u.jobs.update(j.ID, func(j *job) {
-				j.Done, j.Total = p.Done, p.Total
+				j.Done, j.Total, j.Paused = p.Done, p.Total, p.Paused
 				if p.Name != "" {
 					j.Name = display(p.Name)
 				}
@@ -252,7 +252,10 @@ func (u *UI) shareStream(w http.ResponseWriter, r *http.Request, rd io.Reader, n
 		first := true
 		link, err := u.c.Share(ctx, rd, name, private, func(p Progress) {
 			u.jobs.update(j.ID, func(j *job) {
-				j.Done, j.Total = p.Done, p.Total
+				j.Done, j.Total, j.Paused = p.Done, p.Total, p.Paused
+				if p.File != (chunker.ID{}) {
+					j.resumeID = p.File
+				}
 				if p.Link.ID != (chunker.ID{}) {
 					j.Link, j.fileID = p.Link.String(), p.Link.ID
 				}

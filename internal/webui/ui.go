@@ -79,6 +79,8 @@ func New(ctx context.Context, c Client, opts Options) (*UI, error) {
 	m.HandleFunc("GET /api/jobs/{id}", u.apiJob)
 	m.HandleFunc("POST /api/get", u.postGet)
 	m.HandleFunc("POST /api/share", u.postShare)
+	m.HandleFunc("POST /jobs/{id}/resume", u.postResume)
+	m.HandleFunc("POST /api/jobs/{id}/resume", u.postResume)
 	handleStatic(m)
 	m.HandleFunc("/", notFound(m))
 	u.h = u.guard.wrap(m, false)
