@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -168,15 +169,37 @@ func TestLongJobPauses(t *testing.T) {
 		t.Fatalf("get ended while paused: %v", r.err)
 	default:
 	}
-	if n := down.Resume(link.ID.String()); n != 1 {
-		t.Fatalf("resumed %d jobs", n)
+	// Resumed the way `riffle resume` does it: over the control socket,
+	// whose status lists the paused job.
+	sock := filepath.Join(t.TempDir(), ControlSocket)
+	go down.ServeControl(ctx, sock)
+	until(t, ctx, 10*time.Second, func() bool { return ControlAvailable(sock) }, "no control socket")
+	cst, err := ControlStatus(ctx, sock)
+	if err != nil || len(cst.Paused) != 1 || cst.Paused[0].ID != link.ID.String() {
+		t.Fatalf("control status: %v %+v", err, cst)
 	}
+	if n, err := ControlResume(ctx, sock, link.ID.String()); err != nil || n != 1 {
+		t.Fatalf("resumed %d jobs: %v", n, err)
+	}
+	// J = 1 more epoch at each resume: the job may pause again before
+	// it is done, and is resumed again.
 	var r res
-	select {
-	case r = <-done:
-	case <-ctx.Done():
-		t.Fatal("resumed get did not finish")
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	resumes := 1
+	for got := false; !got; {
+		select {
+		case r = <-done:
+			got = true
+		case <-tick.C:
+			if down.Resume("") > 0 {
+				resumes++
+			}
+		case <-ctx.Done():
+			t.Fatal("resumed get did not finish")
+		}
 	}
+	t.Logf("resumed %d times", resumes)
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
