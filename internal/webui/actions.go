@@ -67,7 +67,7 @@ func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(u.ctx)
 	j := &job{ID: newJobID(), Kind: "get", Name: link.ID.String(), Link: link.String(), Private: link.Key != nil,
-		State: stateRunning, Started: u.opts.Now(), fileID: link.ID}
+		State: stateRunning, Started: u.opts.Now(), fileID: link.ID, cancel: cancel}
 	for _, f := range u.c.Index() {
 		if f.ID == link.ID {
 			j.Name = display(f.Name)
@@ -241,7 +241,7 @@ func (u *UI) sharePath(w http.ResponseWriter, r *http.Request, path string, priv
 // and queued it (or refused it: then no job is left behind).
 func (u *UI) shareStream(w http.ResponseWriter, r *http.Request, rd io.Reader, name string, private bool) {
 	ctx, cancel := context.WithCancel(u.ctx)
-	j := &job{ID: newJobID(), Kind: "share", Name: display(filepath.Base(name)), Private: private, State: stateRunning, Started: u.opts.Now()}
+	j := &job{ID: newJobID(), Kind: "share", Name: display(filepath.Base(name)), Private: private, State: stateRunning, Started: u.opts.Now(), cancel: cancel}
 	u.jobs.add(j)
 	queued := make(chan struct{})
 	ended := make(chan error, 1)

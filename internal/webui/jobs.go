@@ -40,6 +40,7 @@ type job struct {
 	ids      []chunker.ID
 	fileID   chunker.ID
 	resumeID chunker.ID // the id the client follows the job by (Resume)
+	cancel   func()     // ends the job's context: the client withdraws it
 }
 
 // JobView is a job as the pages and the API show it.
@@ -118,6 +119,23 @@ func (js *jobs) resume(id string, c Client) (JobView, int) {
 		return js.view(j), http.StatusConflict
 	}
 	j.Paused = ""
+	return js.view(j), http.StatusOK
+}
+
+// stop cancels the paused running job id: the client withdraws it, and
+// the job ends as failed with what became of the file. 404: no such job;
+// 409: it is not paused.
+func (js *jobs) stop(id string) (JobView, int) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	j := js.m[id]
+	if j == nil {
+		return JobView{}, http.StatusNotFound
+	}
+	if j.State != stateRunning || j.Paused == "" || j.cancel == nil {
+		return js.view(j), http.StatusConflict
+	}
+	j.cancel()
 	return js.view(j), http.StatusOK
 }
 

@@ -81,6 +81,8 @@ func New(ctx context.Context, c Client, opts Options) (*UI, error) {
 	m.HandleFunc("POST /api/share", u.postShare)
 	m.HandleFunc("POST /jobs/{id}/resume", u.postResume)
 	m.HandleFunc("POST /api/jobs/{id}/resume", u.postResume)
+	m.HandleFunc("POST /jobs/{id}/cancel", u.postCancel)
+	m.HandleFunc("POST /api/jobs/{id}/cancel", u.postCancel)
 	handleStatic(m)
 	m.HandleFunc("/", notFound(m))
 	u.h = u.guard.wrap(m, false)

@@ -750,6 +750,41 @@ func TestResumePausedJob(t *testing.T) {
 		t.Fatalf("still paused after resume: %+v", v)
 	}
 	wantCode(t, postForm(t, u, loc+"/resume", url.Values{"csrf": {testToken}}), http.StatusConflict, "resume of a job not paused")
+	wantCode(t, postForm(t, u, loc+"/cancel", url.Values{"csrf": {testToken}}), http.StatusConflict, "cancel of a job not paused")
 	close(f.block)
 	waitJob(t, u, id)
+}
+
+// TestCancelPausedJob: a paused job's page offers to cancel it instead; the
+// cancel needs the token and ends the job's context, so the client
+// withdraws it.
+func TestCancelPausedJob(t *testing.T) {
+	f := newFake()
+	f.block = make(chan struct{})
+	defer close(f.block)
+	f.pause = "paused: this job sent real traffic in 8 epochs"
+	u := newTestUI(t, f, nil)
+	w := postForm(t, u, "/get", url.Values{"csrf": {testToken}, "link": {chunker.Link{ID: fileID("a")}.String()}})
+	wantCode(t, w, http.StatusSeeOther, "post get")
+	loc := w.Header().Get("Location")
+	id := strings.TrimPrefix(loc, "/jobs/")
+	deadline := time.Now().Add(10 * time.Second)
+	for v, _ := u.jobs.get(id); v.Paused == ""; v, _ = u.jobs.get(id) {
+		if time.Now().After(deadline) {
+			t.Fatal("the job never showed its pause")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if page := get(t, u, loc).Body.String(); !strings.Contains(page, `action="/jobs/`+id+`/cancel"`) {
+		t.Fatalf("paused job page without a cancel form: %s", page)
+	}
+	wantCode(t, postForm(t, u, loc+"/cancel", url.Values{}), http.StatusForbidden, "cancel without token")
+	if v, _ := u.jobs.get(id); v.State != stateRunning {
+		t.Fatalf("a cancel without the token ended the job: %+v", v)
+	}
+	wantCode(t, postForm(t, u, loc+"/cancel", url.Values{"csrf": {testToken}}), http.StatusSeeOther, "cancel")
+	v := waitJob(t, u, id)
+	if v.State != stateFailed || !strings.Contains(v.Error, "canceled") {
+		t.Fatalf("cancelled job %+v", v)
+	}
 }
