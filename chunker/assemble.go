@@ -92,6 +92,19 @@ func NewAssembler(dir string, link Link, root []byte, opts AssembleOptions) (*As
 	if err != nil {
 		return nil, err
 	}
+	var fc *fileCipher
+	if m.Opaque {
+		// A private file's root: only the link's key opens it.
+		if link.Key == nil {
+			return nil, fmt.Errorf("%w: file %s is encrypted and the link carries no key", ErrBadLink, link.ID)
+		}
+		if fc, err = newFileCipher(link.Key); err != nil {
+			return nil, fmt.Errorf("riffle: assemble %s: %w", link.ID, err)
+		}
+		if m, err = fc.openManifest(root, 0, 0); err != nil {
+			return nil, fmt.Errorf("riffle: assemble %s: %w", link.ID, err)
+		}
+	}
 	if !m.Root {
 		return nil, fmt.Errorf("%w: link %s names a continuation node, not a root", ErrBadManifest, link.ID)
 	}
@@ -106,9 +119,7 @@ func NewAssembler(dir string, link Link, root []byte, opts AssembleOptions) (*As
 	case m.Scheme == SchemeNone && link.Key != nil:
 		return nil, fmt.Errorf("%w: link carries a key but file %s is not encrypted", ErrBadLink, link.ID)
 	case m.Scheme == SchemeStream:
-		if a.fc, err = newFileCipher(link.Key); err != nil {
-			return nil, fmt.Errorf("riffle: assemble %s: %w", link.ID, err)
-		}
+		a.fc = fc
 		if a.name, a.mediaType, err = a.fc.openMeta(m); err != nil {
 			return nil, fmt.Errorf("riffle: assemble %s: %w", link.ID, err)
 		}
@@ -125,8 +136,8 @@ func NewAssembler(dir string, link Link, root []byte, opts AssembleOptions) (*As
 	}
 	a.part = filepath.Join(cleanDir, truncateUTF8(name, MaxNameBytes-len(PartSuffix))+PartSuffix)
 
-	a.capN = nodeCap(a.b)
-	a.levels, err = treeLevels(m.NumChunks, a.capN, rootCap(a.b, m.Name, m.MediaType, len(m.SealedMeta)))
+	a.capN = nodeCap(a.b, m.Sealed)
+	a.levels, err = treeLevels(m.NumChunks, a.capN, rootCap(a.b, m.Sealed, m.Name, m.MediaType, len(m.SealedMeta)))
 	if err != nil {
 		return nil, err
 	}
@@ -214,6 +225,9 @@ func (a *Assembler) itemLen(r ref) int {
 		}
 		return a.b
 	}
+	if a.root.Sealed {
+		return a.b // padded to a whole chunk
+	}
 	below := a.levels[r.level-1]
 	return nodeHeaderSize + IDSize*min(a.capN, below-int(r.idx)*a.capN)
 }
@@ -236,7 +250,12 @@ func (a *Assembler) accept(r ref, chunk []byte, write bool) error {
 	var node *Manifest
 	if r.level > 0 {
 		var err error
-		if node, err = DecodeManifest(chunk); err != nil {
+		if a.fc != nil {
+			node, err = a.fc.openManifest(chunk, int(r.level), int(r.idx))
+		} else {
+			node, err = DecodeManifest(chunk)
+		}
+		if err != nil {
 			return fmt.Errorf("%s: %w", r, err)
 		}
 		// itemLen already fixed the id count; the level and chunk size

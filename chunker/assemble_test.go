@@ -17,22 +17,25 @@ func dataIDs(s *store, n int) []ID { return append([]ID(nil), s.order[:n]...) }
 
 // rebuild makes a new root over ids, as a hostile sharer could, keeping the
 // metadata of m (sealed metadata too unless reseal is given).
-func rebuild(t *testing.T, m *Manifest, ids []ID, size int64, s *store, reseal *FileKey) Link {
+func rebuild(t *testing.T, m *Manifest, ids []ID, size int64, s *store, key *FileKey, resealMeta bool) Link {
 	t.Helper()
 	r := *m
 	r.Chunks, r.Continuations, r.NumChunks, r.Size = nil, nil, len(ids), size
-	if reseal != nil {
-		fc, err := newFileCipher(reseal)
-		if err != nil {
+	var fc *fileCipher
+	if key != nil {
+		var err error
+		if fc, err = newFileCipher(key); err != nil {
 			t.Fatal(err)
 		}
-		r.SealedMeta = fc.sealMeta("f.txt", "text/plain", r.ChunkSize, size, len(ids))
+		if resealMeta {
+			r.SealedMeta = fc.sealMeta("f.txt", "text/plain", r.ChunkSize, size, len(ids))
+		}
 	}
-	id, err := emitTree(&r, ids, s.emit)
+	id, err := emitTree(&r, ids, fc, s.emit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Link{ID: id, Key: reseal}
+	return Link{ID: id, Key: key}
 }
 
 func addAll(t *testing.T, a *Assembler, s *store) {
@@ -54,7 +57,7 @@ func TestEncryptedFailures(t *testing.T) {
 	b := MinChunkSize
 	data := randBytes(4, 4*b)
 	l, s := share(t, data, "f.txt", "text/plain", b, true)
-	m, _ := DecodeManifest(s.chunks[l.ID])
+	m := rootManifest(t, s, l)
 	n := m.NumChunks
 	ids := dataIDs(s, n)
 
@@ -91,7 +94,7 @@ func TestEncryptedFailures(t *testing.T) {
 		s.emit(Sum(c), c)
 		bad := append([]ID(nil), ids...)
 		bad[2] = Sum(c)
-		l2 := rebuild(t, m, bad, m.Size, s, nil)
+		l2 := rebuild(t, m, bad, m.Size, s, l.Key, false)
 		l2.Key = l.Key
 		a, err := NewAssembler(t.TempDir(), l2, s.chunks[l2.ID], AssembleOptions{})
 		if err != nil {
@@ -105,7 +108,7 @@ func TestEncryptedFailures(t *testing.T) {
 	t.Run("reordered", func(t *testing.T) {
 		bad := append([]ID(nil), ids...)
 		bad[0], bad[1] = bad[1], bad[0]
-		l2 := rebuild(t, m, bad, m.Size, s, nil)
+		l2 := rebuild(t, m, bad, m.Size, s, l.Key, false)
 		l2.Key = l.Key
 		a, err := NewAssembler(t.TempDir(), l2, s.chunks[l2.ID], AssembleOptions{})
 		if err != nil {
@@ -120,12 +123,12 @@ func TestEncryptedFailures(t *testing.T) {
 	// resealed, the new last chunk lacks the last-segment flag.
 	t.Run("truncated", func(t *testing.T) {
 		short := ids[:n-1]
-		l2 := rebuild(t, m, short, int64(n-1)*int64(b), s, nil)
+		l2 := rebuild(t, m, short, int64(n-1)*int64(b), s, l.Key, false)
 		l2.Key = l.Key
 		if _, err := NewAssembler(t.TempDir(), l2, s.chunks[l2.ID], AssembleOptions{}); !errors.Is(err, ErrDecrypt) {
 			t.Fatalf("truncated, old metadata: %v", err)
 		}
-		l3 := rebuild(t, m, short, int64(n-1)*int64(b), s, l.Key)
+		l3 := rebuild(t, m, short, int64(n-1)*int64(b), s, l.Key, true)
 		a, err := NewAssembler(t.TempDir(), l3, s.chunks[l3.ID], AssembleOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -141,7 +144,7 @@ func TestAssemblerErrors(t *testing.T) {
 	b := MinChunkSize
 	data := randBytes(5, 3*b+7)
 	l, s := share(t, data, "f.txt", "", b, false)
-	m, _ := DecodeManifest(s.chunks[l.ID])
+	m := rootManifest(t, s, l)
 	dir := t.TempDir()
 	if _, err := NewAssembler(dir, Link{ID: Sum([]byte("other"))}, s.chunks[l.ID], AssembleOptions{}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("root of another link: %v", err)
@@ -303,7 +306,7 @@ func TestNeededOrder(t *testing.T) {
 func TestHostileNames(t *testing.T) {
 	for _, name := range []string{"../../etc/passwd", "/abs", ".hidden", "..", "a\x00b", `..\..\x`, "con"} {
 		l, s := share(t, []byte("payload"), name, "", MinChunkSize, false)
-		m, _ := DecodeManifest(s.chunks[l.ID])
+		m := rootManifest(t, s, l)
 		if m.Name != SanitizeName(name) {
 			t.Fatalf("manifest name %q for %q", m.Name, name)
 		}

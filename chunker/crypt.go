@@ -28,10 +28,11 @@ const (
 var ErrDecrypt = errors.New("riffle: decryption failed (wrong key or tampered data)")
 
 // fileCipher holds the two AEADs derived from one file key. The data key
-// seals the segments, the metadata key seals the real name and media type;
-// being distinct keys, their nonces never collide.
+// seals the segments, the metadata key seals the real name and media type,
+// the manifest key seals the manifest chunks (sealed.go); being distinct
+// keys, their nonces never collide.
 type fileCipher struct {
-	data, meta cipher.AEAD
+	data, meta, man cipher.AEAD
 }
 
 func newFileCipher(k *FileKey) (*fileCipher, error) {
@@ -43,13 +44,21 @@ func newFileCipher(k *FileKey) (*fileCipher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("derive metadata key: %w", err)
 	}
+	nk, err := hkdf.Key(sha256.New, k[:], nil, infoManifest, 32)
+	if err != nil {
+		return nil, fmt.Errorf("derive manifest key: %w", err)
+	}
 	defer clear(dk)
 	defer clear(mk)
+	defer clear(nk)
 	fc := &fileCipher{}
 	if fc.data, err = newGCM(dk); err != nil {
 		return nil, err
 	}
 	if fc.meta, err = newGCM(mk); err != nil {
+		return nil, err
+	}
+	if fc.man, err = newGCM(nk); err != nil {
 		return nil, err
 	}
 	return fc, nil

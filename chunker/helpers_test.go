@@ -102,3 +102,21 @@ func roundTrip(t testing.TB, data []byte, b int, encrypt bool, rng *rand.Rand) {
 		t.Fatalf("working files left behind: %v", ents)
 	}
 }
+
+// openRoot decodes the root manifest of link l, opening it with the link's
+// key if the file is private.
+func openRoot(s *store, l Link) (*Manifest, error) {
+	if l.Key != nil {
+		return OpenManifest(s.chunks[l.ID], l.Key, 0, 0)
+	}
+	return DecodeManifest(s.chunks[l.ID])
+}
+
+func rootManifest(t testing.TB, s *store, l Link) *Manifest {
+	t.Helper()
+	m, err := openRoot(s, l)
+	if err != nil {
+		t.Fatalf("root manifest: %v", err)
+	}
+	return m
+}

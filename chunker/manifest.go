@@ -36,6 +36,9 @@ const ManifestVersion = 1
 const (
 	kindRoot = 1 // the root: file metadata and the top level of ids
 	kindNode = 2 // a continuation: one node of the tree below the root
+	// kindSealed: a private file's manifest chunk (root or node alike), its
+	// body sealed under the file key (sealed.go).
+	kindSealed = 3
 )
 
 // Header sizes of the two kinds (docs/proto-chunker.md).
@@ -93,6 +96,11 @@ type Manifest struct {
 	Depth      int    // 0: the root lists the data chunks; d: the root lists nodes of level d
 	SealedMeta []byte // SchemeStream: real name and media type, sealed under the file key
 
+	// Sealed: the chunk is a private file's, its body sealed under the file
+	// key (SchemeStream roots and the nodes below them). Opaque: decoded
+	// without the key, so only ChunkSize is known (what servers see).
+	Sealed, Opaque bool
+
 	// Node only: 1 if it lists data chunks, ℓ > 1 if it lists nodes of level ℓ-1.
 	Level int
 
@@ -107,12 +115,22 @@ func IsManifest(chunk []byte) bool {
 	return len(chunk) >= len(manifestMagic)+2 && [8]byte(chunk[:8]) == manifestMagic && chunk[8] == ManifestVersion
 }
 
+// room is the most bytes that the cleartext encoding of a manifest chunk
+// of chunk size b may take: b, or less the sealing overhead in a sealed
+// chunk.
+func room(b int, sealed bool) int {
+	if sealed {
+		return b - sealedOverhead
+	}
+	return b
+}
+
 // nodeCap is the number of ids that fit in one node of chunk size b.
-func nodeCap(b int) int { return (b - nodeHeaderSize) / IDSize }
+func nodeCap(b int, sealed bool) int { return (room(b, sealed) - nodeHeaderSize) / IDSize }
 
 // rootCap is the number of ids that fit in a root with these metadata.
-func rootCap(b int, name, mediaType string, sealed int) int {
-	return (b - rootFixedSize - len(name) - len(mediaType) - sealed) / IDSize
+func rootCap(b int, sealed bool, name, mediaType string, sealedMeta int) int {
+	return (room(b, sealed) - rootFixedSize - len(name) - len(mediaType) - sealedMeta) / IDSize
 }
 
 // treeLevels returns c_0..c_depth of the canonical manifest tree of n data
@@ -173,8 +191,19 @@ func (m *Manifest) validate() error {
 	if err := checkChunkSize(m.ChunkSize); err != nil {
 		return err
 	}
+	if m.Opaque {
+		if !m.Sealed || m.Root || m.Level != 0 || m.Name != "" || m.MediaType != "" || m.Size != 0 || m.Scheme != 0 ||
+			m.NumChunks != 0 || m.Depth != 0 || len(m.SealedMeta) != 0 || len(m.Chunks) != 0 || len(m.Continuations) != 0 {
+			return errors.New("opaque manifest carries fields")
+		}
+		return nil
+	}
 	if !m.Root {
 		return m.validateNode()
+	}
+	// A private file's manifest is sealed, a public file's never is.
+	if m.Sealed != (m.Scheme == SchemeStream) {
+		return fmt.Errorf("root of scheme %s is sealed=%t, want sealed exactly for encrypted files", m.Scheme, m.Sealed)
 	}
 	if m.Level != 0 {
 		return fmt.Errorf("root carries node level %d", m.Level)
@@ -202,7 +231,7 @@ func (m *Manifest) validate() error {
 			return fmt.Errorf("sealed metadata of %d bytes outside [%d, %d]", len(m.SealedMeta), minSealedMeta, maxSealedMeta)
 		}
 	}
-	levels, err := treeLevels(m.NumChunks, nodeCap(m.ChunkSize), rootCap(m.ChunkSize, m.Name, m.MediaType, len(m.SealedMeta)))
+	levels, err := treeLevels(m.NumChunks, nodeCap(m.ChunkSize, m.Sealed), rootCap(m.ChunkSize, m.Sealed, m.Name, m.MediaType, len(m.SealedMeta)))
 	if err != nil {
 		return err
 	}
@@ -236,7 +265,7 @@ func (m *Manifest) validateNode() error {
 	} else if len(m.Chunks) != 0 {
 		return fmt.Errorf("level-%d node lists %d data chunks", m.Level, len(m.Chunks))
 	}
-	if c := nodeCap(m.ChunkSize); len(ids) < 1 || len(ids) > c {
+	if c := nodeCap(m.ChunkSize, m.Sealed); len(ids) < 1 || len(ids) > c {
 		return fmt.Errorf("node lists %d ids, want 1 to %d for chunk size %d", len(ids), c, m.ChunkSize)
 	}
 	return nil
@@ -251,8 +280,18 @@ func (m *Manifest) ids() []ID {
 }
 
 // Encode returns the manifest chunk's bytes, or an error if the manifest
-// breaks an invariant that DecodeManifest checks.
+// breaks an invariant that DecodeManifest checks. A sealed manifest needs
+// its file key and its position: Share makes those.
 func (m *Manifest) Encode() ([]byte, error) {
+	if m.Sealed || m.Opaque {
+		return nil, fmt.Errorf("%w: a sealed manifest is encoded with its file key", ErrBadManifest)
+	}
+	return m.encode()
+}
+
+// encode returns the cleartext encoding: the chunk of a public file's
+// manifest, the sealed body of a private one's.
+func (m *Manifest) encode() ([]byte, error) {
 	if err := m.validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadManifest, err)
 	}
@@ -280,8 +319,8 @@ func (m *Manifest) Encode() ([]byte, error) {
 	for i := range ids {
 		out = append(out, ids[i][:]...)
 	}
-	if len(out) > m.ChunkSize {
-		return nil, fmt.Errorf("%w: manifest chunk of %d bytes exceeds chunk size %d", ErrBadManifest, len(out), m.ChunkSize)
+	if r := room(m.ChunkSize, m.Sealed); len(out) > r {
+		return nil, fmt.Errorf("%w: manifest chunk of %d bytes exceeds its room of %d bytes (chunk size %d)", ErrBadManifest, len(out), r, m.ChunkSize)
 	}
 	return out, nil
 }
@@ -335,16 +374,21 @@ func (r *reader) u64(what string) uint64 {
 
 // DecodeManifest decodes and fully validates one manifest chunk (a root or a
 // continuation node). It allocates no more than the chunk's own length and
-// accepts only canonical encodings: Encode gives back the same bytes.
+// accepts only canonical encodings: Encode gives back the same bytes. A
+// private file's sealed manifest chunk decodes as Opaque (its header and
+// exact length b checked, nothing else known); NewAssembler opens it with
+// the file key.
 func DecodeManifest(chunk []byte) (*Manifest, error) {
-	m, err := decodeManifest(chunk)
+	m, err := decodeManifest(chunk, false)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadManifest, err)
 	}
 	return m, nil
 }
 
-func decodeManifest(chunk []byte) (*Manifest, error) {
+// decodeManifest decodes a manifest chunk, or (inner) the opened body of
+// a sealed one, which has the cleartext form within a smaller room.
+func decodeManifest(chunk []byte, inner bool) (*Manifest, error) {
 	if len(chunk) > MaxChunkSize {
 		return nil, fmt.Errorf("%d bytes, larger than any chunk (%d)", len(chunk), MaxChunkSize)
 	}
@@ -359,8 +403,24 @@ func decodeManifest(chunk []byte) (*Manifest, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	m := &Manifest{}
+	m := &Manifest{Sealed: inner}
 	switch kind {
+	case kindSealed:
+		if inner {
+			return nil, errors.New("sealed manifest within a sealed manifest")
+		}
+		b := int(r.u32("chunk size"))
+		if r.err != nil {
+			return nil, r.err
+		}
+		if err := checkChunkSize(b); err != nil {
+			return nil, err
+		}
+		// Padded to a whole chunk: its length says nothing.
+		if len(chunk) != b {
+			return nil, fmt.Errorf("sealed manifest of %d bytes, want its chunk size %d", len(chunk), b)
+		}
+		return &Manifest{Sealed: true, Opaque: true, ChunkSize: b}, nil
 	case kindRoot:
 		m.Root = true
 		m.ChunkSize = int(r.u32("chunk size"))
@@ -405,8 +465,8 @@ func decodeManifest(chunk []byte) (*Manifest, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	if len(chunk) > m.ChunkSize {
-		return nil, fmt.Errorf("%d bytes exceed its chunk size %d", len(chunk), m.ChunkSize)
+	if rm := room(m.ChunkSize, inner); len(chunk) > rm {
+		return nil, fmt.Errorf("%d bytes exceed its room of %d bytes (chunk size %d)", len(chunk), rm, m.ChunkSize)
 	}
 	if uint64(count)*IDSize != uint64(len(r.b)) {
 		return nil, fmt.Errorf("claims %d ids but %d bytes follow", count, len(r.b))

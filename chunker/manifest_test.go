@@ -13,7 +13,7 @@ func rootOf(t testing.TB, data []byte, b int, enc bool) (*Manifest, []byte, *sto
 	t.Helper()
 	l, s := share(t, data, "f.txt", "text/plain", b, enc)
 	raw := s.chunks[l.ID]
-	m, err := DecodeManifest(raw)
+	m, err := openRoot(s, l)
 	if err != nil {
 		t.Fatalf("DecodeManifest of a fresh root: %v", err)
 	}
@@ -46,7 +46,7 @@ func TestManifestFields(t *testing.T) {
 // Every manifest chunk Share emits decodes and re-encodes to its bytes.
 func TestManifestReencode(t *testing.T) {
 	b := MinChunkSize
-	_, _, s := rootOf(t, randBytes(2, 1000*b), b, true)
+	_, _, s := rootOf(t, randBytes(2, 1000*b), b, false)
 	n := 0
 	for id, c := range s.chunks {
 		if !IsManifest(c) {
@@ -103,7 +103,7 @@ func TestDecodeManifestRejects(t *testing.T) {
 		{"trailing", append(bytes.Clone(raw), 0), "claims 4 ids but 129 bytes follow"},
 		{"header cut", raw[:20], "size needs 8 bytes, 6 left"},
 		{"name", mutate(raw, func(c []byte) []byte { copy(c[30:], "../"); return c }), "not a safe file name"},
-		{"too long for chunk", append(bytes.Clone(raw), make([]byte, b)...), "exceed its chunk size"},
+		{"too long for chunk", append(bytes.Clone(raw), make([]byte, b)...), "exceed its room of 1024 bytes"},
 		{"encrypted without sealed", mutate(raw, func(c []byte) []byte { c[22] = 1; return c }), "encrypted"},
 	}
 	for _, tc := range cases {
@@ -119,7 +119,7 @@ func TestEncodeRejectsInconsistent(t *testing.T) {
 	if _, err := m.Encode(); err == nil || !strings.Contains(err.Error(), "at most") {
 		t.Fatalf("Encode of 2^30 chunks: %v", err)
 	}
-	node := &Manifest{ChunkSize: MinChunkSize, Level: 1, Chunks: make([]ID, nodeCap(MinChunkSize)+1)}
+	node := &Manifest{ChunkSize: MinChunkSize, Level: 1, Chunks: make([]ID, nodeCap(MinChunkSize, false)+1)}
 	if _, err := node.Encode(); err == nil || !strings.Contains(err.Error(), "want 1 to 31") {
 		t.Fatalf("Encode of an overfull node: %v", err)
 	}
@@ -143,6 +143,13 @@ func FuzzDecodeManifest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		m, err := DecodeManifest(in)
 		if err != nil {
+			return
+		}
+		if m.Opaque {
+			// A sealed chunk: only its clear header and length are read.
+			if !IsManifest(in) || len(in) != m.ChunkSize || m.Root {
+				t.Fatalf("opaque manifest of %d bytes taken as %+v", len(in), m)
+			}
 			return
 		}
 		out, err := m.Encode()

@@ -44,7 +44,7 @@ func TestRoundTripDeepTree(t *testing.T) {
 	copy(data[7*b:], randBytes(1, 900*b)) // zero chunks repeat, the middle does not
 	for _, enc := range []bool{false, true} {
 		l, s := share(t, data, "deep", "", b, enc)
-		m, err := DecodeManifest(s.chunks[l.ID])
+		m, err := openRoot(s, l)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -63,11 +63,11 @@ func Share(r io.Reader, name, mediaType string, chunkSize int, opts ShareOptions
 	root := &Manifest{Root: true, ChunkSize: chunkSize, Name: name, MediaType: mediaType,
 		Size: size, NumChunks: len(ids)}
 	if fc != nil {
-		root.Scheme = SchemeStream
+		root.Scheme, root.Sealed = SchemeStream, true
 		root.Name, root.MediaType = EncryptedName, EncryptedMediaType
 		root.SealedMeta = fc.sealMeta(name, mediaType, chunkSize, size, len(ids))
 	}
-	if link.ID, err = emitTree(root, ids, emit); err != nil {
+	if link.ID, err = emitTree(root, ids, fc, emit); err != nil {
 		return Link{}, fmt.Errorf("riffle: share %q: %w", name, err)
 	}
 	return link, nil
@@ -161,26 +161,34 @@ func splitEncrypted(r io.Reader, b int, fc *fileCipher, emit EmitFunc) ([]ID, in
 
 // emitTree builds the canonical manifest tree over ids (docs/proto-chunker.md:
 // level ℓ packs level ℓ-1 into full nodes), emits its nodes level by level
-// and the root last, and returns the root's id.
-func emitTree(root *Manifest, ids []ID, emit EmitFunc) (ID, error) {
+// and the root last, and returns the root's id. With fc (a private file)
+// every manifest chunk is sealed at its position (sealed.go).
+func emitTree(root *Manifest, ids []ID, fc *fileCipher, emit EmitFunc) (ID, error) {
 	b := root.ChunkSize
-	levels, err := treeLevels(len(ids), nodeCap(b), rootCap(b, root.Name, root.MediaType, len(root.SealedMeta)))
+	sealed := fc != nil
+	levels, err := treeLevels(len(ids), nodeCap(b, sealed), rootCap(b, sealed, root.Name, root.MediaType, len(root.SealedMeta)))
 	if err != nil {
 		return ID{}, err
 	}
 	cur := ids
-	capN := nodeCap(b)
+	capN := nodeCap(b, sealed)
+	encode := func(m *Manifest, idx int) ([]byte, error) {
+		if sealed {
+			return fc.sealManifest(m, idx)
+		}
+		return m.Encode()
+	}
 	for level := 1; level < len(levels); level++ {
 		next := make([]ID, 0, levels[level])
 		for off := 0; off < len(cur); off += capN {
-			node := &Manifest{ChunkSize: b, Level: level}
+			node := &Manifest{ChunkSize: b, Level: level, Sealed: sealed}
 			part := cur[off:min(off+capN, len(cur))]
 			if level == 1 {
 				node.Chunks = part
 			} else {
 				node.Continuations = part
 			}
-			enc, err := node.Encode()
+			enc, err := encode(node, len(next))
 			if err != nil {
 				return ID{}, err
 			}
@@ -198,7 +206,7 @@ func emitTree(root *Manifest, ids []ID, emit EmitFunc) (ID, error) {
 	} else {
 		root.Continuations = cur
 	}
-	enc, err := root.Encode()
+	enc, err := encode(root, 0)
 	if err != nil {
 		return ID{}, err
 	}

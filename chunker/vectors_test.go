@@ -70,6 +70,7 @@ func TestVectors(t *testing.T) {
 		{Case: "three chunks encrypted", FileName: "vector.txt", MediaType: "text/plain; charset=utf-8", ChunkSize: MinChunkSize, Length: 2600, Encrypt: true},
 		{Case: "empty encrypted", FileName: "empty", ChunkSize: MinChunkSize, Encrypt: true},
 		{Case: "depth 1", FileName: "tree.bin", ChunkSize: MinChunkSize, Length: 40 * MinChunkSize},
+		{Case: "depth 1 encrypted", FileName: "tree.bin", ChunkSize: MinChunkSize, Length: 40 * MinChunkSize, Encrypt: true},
 	}
 	var got []vector
 	for _, c := range cases {
@@ -104,8 +105,19 @@ func TestVectors(t *testing.T) {
 				t.Errorf("vector %q: %v", want[i].Case, err)
 			}
 		}
-		if l, err := ParseLink(want[i].Link); err != nil || l.String() != want[i].Link {
+		l, err := ParseLink(want[i].Link)
+		if err != nil || l.String() != want[i].Link {
 			t.Errorf("vector %q: link %v", want[i].Case, err)
+			continue
+		}
+		// A private root opens with the link's key, and is padded to b.
+		if l.Key != nil && len(want[i].Manifests) > 0 {
+			c, _ := hex.DecodeString(want[i].Manifests[len(want[i].Manifests)-1])
+			if m, err := OpenManifest(c, l.Key, 0, 0); err != nil || len(c) != want[i].ChunkSize {
+				t.Errorf("vector %q: root of %d bytes: %v", want[i].Case, len(c), err)
+			} else if m.Name != EncryptedName {
+				t.Errorf("vector %q: root shows %q", want[i].Case, m.Name)
+			}
 		}
 	}
 }

@@ -294,6 +294,11 @@ func (c *Client) notIndexed(id chunker.ID) string {
 	if c.index == nil {
 		return ""
 	}
+	// A private file has no entry (its sealed root names nothing), only
+	// its manifest chunks.
+	if _, ok := c.manifests[[32]byte(id)]; ok {
+		return ""
+	}
 	for _, e := range c.index {
 		if e.FileID == [32]byte(id) {
 			return ""

@@ -63,15 +63,27 @@ func TestControlSocket(t *testing.T) {
 	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("fetched bytes differ: %v", err)
 	}
-	// ls reads the synced copy: the file shows once the next epoch's
-	// sync has it.
-	for {
+	// ls reads the synced copy: a public file shows once the next
+	// epoch's sync has it; the private one never does (its manifest is
+	// sealed, §6.4).
+	pub := filepath.Join(t.TempDir(), "public.bin")
+	if err := os.WriteFile(pub, data[:3<<10], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plink, err := node.ControlShare(ctx, sock, pub, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for shown := false; !shown; {
 		idx, err := node.ControlIndex(ctx, sock)
 		if err != nil {
 			t.Fatalf("index: %v", err)
 		}
-		if len(idx) > 0 {
-			break
+		for _, e := range idx {
+			if e.FileID == link.ID {
+				t.Fatalf("ls shows the private file: %+v", e)
+			}
+			shown = shown || e.FileID == plink.ID
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

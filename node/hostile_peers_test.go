@@ -496,12 +496,12 @@ func TestClientPolls(t *testing.T) {
 		_, _, err := s.handleClient(ctx, from, typ, body)
 		return time.Since(start), err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	s.mu.Lock()
 	e.rounds[7].listBytes = nil // round 7's list is not final yet
 	s.mu.Unlock()
-	if d, err := poll(ctx, newPeerID(t), wire.TypeWaitList, waitList); err == nil || d > time.Second {
+	if d, err := poll(ctx, newPeerID(t), wire.TypeWaitList, waitList); err == nil || d > 4*time.Second {
 		t.Fatalf("an outsider's WaitList: %v after %v, want a refusal at once", err, d)
 	}
 	short, scancel := context.WithTimeout(ctx, 300*time.Millisecond)
@@ -510,7 +510,7 @@ func TestClientPolls(t *testing.T) {
 	}
 	scancel()
 	outsiderPoll = 300 * time.Millisecond
-	if d, err := poll(ctx, newPeerID(t), wire.TypeWaitOpen, waitOpen); err == nil || d > 2*time.Second {
+	if d, err := poll(ctx, newPeerID(t), wire.TypeWaitOpen, waitOpen); err == nil || d > 4*time.Second {
 		t.Fatalf("an outsider's WaitOpen: %v after %v, want an end after %v", err, d, outsiderPoll)
 	}
 	// Counts: polls held open until hold ends.
@@ -522,7 +522,7 @@ func TestClientPolls(t *testing.T) {
 	}
 	waitIn := func(n int) {
 		<-started
-		deadline := time.Now().Add(2 * time.Second)
+		deadline := time.Now().Add(5 * time.Second)
 		for time.Now().Before(deadline) {
 			s.polls.mu.Lock()
 			total := s.polls.total
@@ -539,12 +539,12 @@ func TestClientPolls(t *testing.T) {
 	waitIn(1)
 	held(one)
 	waitIn(2)
-	if d, err := poll(ctx, one, wire.TypeWaitOpen, waitOpen); err == nil || !strings.Contains(err.Error(), "from this peer") || d > time.Second {
+	if d, err := poll(ctx, one, wire.TypeWaitOpen, waitOpen); err == nil || !strings.Contains(err.Error(), "from this peer") || d > 4*time.Second {
 		t.Fatalf("a third poll of one outsider: %v after %v", err, d)
 	}
 	held(newPeerID(t))
 	waitIn(3)
-	if d, err := poll(ctx, newPeerID(t), wire.TypeWaitOpen, waitOpen); err == nil || !strings.Contains(err.Error(), "without a slot") || d > time.Second {
+	if d, err := poll(ctx, newPeerID(t), wire.TypeWaitOpen, waitOpen); err == nil || !strings.Contains(err.Error(), "without a slot") || d > 4*time.Second {
 		t.Fatalf("an outsider's poll over the outsiders' bound: %v after %v", err, d)
 	}
 	short, scancel = context.WithTimeout(ctx, 300*time.Millisecond)

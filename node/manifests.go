@@ -27,6 +27,12 @@ import (
 // counts as one without manifests; and what is left waiting when the
 // epoch ends is taken then, in order. The request list of a round carries
 // the ids taken in it, so its proposal waits for the cursor.
+//
+// A private file's manifest chunks are sealed under its file key (chunker:
+// a clear header, the rest padded to b). They parse as opaque manifests:
+// indexed with their bytes under the same caps, with no index entry (the
+// server knows neither root from node nor name nor size); a client whose
+// link carries the key opens them from its synced copy (openFromIndex).
 
 const (
 	manifestsPerPseudonym = 4

@@ -260,7 +260,11 @@ func TestLockOtherProcess(t *testing.T) {
 
 func checkLocked(t *testing.T, err error, path string, start time.Time) {
 	t.Helper()
-	if took := time.Since(start); took > time.Second {
+	// The lock is given up after lockTimeout (0.5 s); the bound here
+	// only checks that Open does not wait for the other process, which
+	// holds the lock until told to let go. A tighter bound measured
+	// the machine's load (5.7 s once under a loaded race pass).
+	if took := time.Since(start); took > 20*time.Second {
 		t.Errorf("locked open took %v", took)
 	}
 	if !errors.Is(err, ErrLocked) {

@@ -20,8 +20,8 @@ func init() {
 		Usage: "list the public index of shared files",
 		Description: `Fetches the whole public index from the primary (never a per-file look-up,
 so the primary learns nothing about what interests you) and prints name, size,
-link and publication time. A privately shared file shows its placeholder name,
-and its link here lacks the key.`,
+link and publication time. A privately shared file is not listed: its manifest
+is sealed under the key that only its link carries.`,
 		Flags:  append(clientFlags(), &cli.BoolFlag{Name: "json", Usage: "print a JSON array"}),
 		Action: runLs,
 	})
