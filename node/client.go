@@ -52,7 +52,10 @@ type ClientConfig struct {
 	// observe is the anonymity tests' ground truth (observe.go); nil
 	// outside them.
 	observe *testClientObserver
-	dupTest *dupClientTest // test-only hooks (dupclient.go)
+	// jobEpochs, if set, replaces JobEpochs (J) for this client: the
+	// tests' short runs.
+	jobEpochs int
+	dupTest   *dupClientTest // test-only hooks (dupclient.go)
 }
 
 // Client is a riffle client: it takes part in every epoch through its
@@ -179,6 +182,7 @@ type shareJob struct {
 	unconfirmed int
 	warnings    []string
 	err         error
+	ep          jobEpochs // epochs with real traffic (presence.go)
 }
 
 // finish closes the job's done channel once; call with c.mu held.
@@ -204,6 +208,7 @@ type getJob struct {
 	done      chan struct{}
 	path      string
 	err       error
+	ep        jobEpochs // epochs with real traffic (presence.go)
 }
 
 // cepoch is a client's state of one epoch.

@@ -40,6 +40,7 @@ func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bo
 	start := time.Now()
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
+	paused := false
 	for {
 		select {
 		case <-h.Done():
@@ -55,6 +56,16 @@ func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bo
 		case <-ctx.Done():
 			return h.Link, h.Cancel(ctx.Err())
 		case <-t.C:
+			link, _, _, _ := h.Result()
+			if why := c.jobPaused(&h.job.ep, link.ID); why != "" {
+				// Said once a pause: the job waits for its user.
+				if !paused {
+					c.jobProgress(ctx, "share %s: %s", name, why)
+				}
+				paused = true
+				continue
+			}
+			paused = false
 			if why := c.waitReason(); why != "" {
 				c.jobProgress(ctx, "share %s: %s", name, why)
 				continue
@@ -81,7 +92,7 @@ func progressLine(done, total, round, b int, el time.Duration) string {
 // Get fetches the file of link into dir and returns its path. A partial
 // download in dir is resumed (the chunker verifies what is on disk).
 func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string, error) {
-	g := &getJob{link: link, dir: dir, root: true, done: make(chan struct{})}
+	g := &getJob{link: link, dir: dir, root: true, done: make(chan struct{}), ep: c.newJobEpochs(maxEpochsOf(ctx))}
 	c.mu.Lock()
 	c.wants[link.ID] = g
 	mans := c.manifests
@@ -92,6 +103,7 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 	start := time.Now()
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
+	paused := false
 	for {
 		select {
 		case <-g.done:
@@ -100,6 +112,14 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 			}
 			return g.path, g.err
 		case <-t.C:
+			if why := c.jobPaused(&g.ep, link.ID); why != "" {
+				if !paused {
+					c.jobProgress(ctx, "get %s: %s", link.ID, why)
+				}
+				paused = true
+				continue
+			}
+			paused = false
 			c.mu.Lock()
 			held, total, rounds, b, name, asm := 0, 0, c.stats.Rounds, c.b, "", g.asm
 			c.mu.Unlock()

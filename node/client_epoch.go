@@ -383,6 +383,33 @@ func (c *Client) confirm(e *cepoch, r uint32, rl *wire.RoundList) {
 	c.upQ = append([]upItem{*u}, c.upQ...)
 }
 
+// takeUpload takes the next chunk to upload out of the queue into round r
+// of e and counts the epoch for its job (§5.4 v3), or returns nil: cover.
+// Jobs send nothing unless ready. Call with c.mu held.
+func (c *Client) takeUpload(e *cepoch, r uint32, ready bool) *upItem {
+	if !ready {
+		return nil
+	}
+	i := c.nextUpload(e)
+	if i < 0 {
+		return nil
+	}
+	u := c.upQ[i]
+	if i == 0 {
+		c.upQ = c.upQ[1:]
+	} else {
+		c.upQ = append(c.upQ[:i:i], c.upQ[i+1:]...)
+	}
+	e.ups[r] = &u
+	if u.job != nil {
+		u.job.ep.sent(e.epochID())
+	}
+	if u.manifest {
+		e.manifestsSent++
+	}
+	return &u
+}
+
 // submit seals and sends the onion of round r (§5.1): the next queued
 // chunk or cover, and up to k requests.
 func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
@@ -396,24 +423,14 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 		// epoch of the minimum anonymity set (§3 v3); decoys and cover
 		// do not.
 		ready := c.jobsReady() && !c.holdJobs()
-		if i := c.nextUpload(e); ready && i >= 0 {
-			u := c.upQ[i]
-			if i == 0 {
-				c.upQ = c.upQ[1:]
-			} else {
-				c.upQ = append(c.upQ[:i:i], c.upQ[i+1:]...)
-			}
-			e.ups[r] = &u
-			if u.manifest {
-				e.manifestsSent++
-			}
+		if u := c.takeUpload(e, r, ready); u != nil {
 			pl.Kind, pl.Length, pl.Chunk = mix.KindChunk, uint32(len(u.c.Data)), u.c.Data
 		}
 		// Data chunks only, never a manifest (§6.4 v3: those come from
 		// the synced index).
 		var reqs [][32]byte
 		if ready {
-			reqs = c.neededIDs(k)
+			reqs = c.neededIDsIn(e.epochID(), k)
 		}
 		if o := c.cfg.observe; o != nil && o.Requested != nil {
 			o.Requested(e.v.id, r, append([][32]byte(nil), reqs...))

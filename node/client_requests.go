@@ -13,15 +13,23 @@ import (
 // id is requested at most once an epoch, so that what a client requests
 // never depends on the epoch's answers, §6.4 v3); call with c.mu held.
 func (c *Client) neededIDs(n int) [][32]byte {
+	return c.neededIDsIn([32]byte{}, n)
+}
+
+// neededIDsIn is neededIDs in epoch id: a job past its allowance of
+// epochs asks for nothing (paused, presence.go), and a job that asks
+// counts the epoch; call with c.mu held.
+func (c *Client) neededIDsIn(epoch [32]byte, n int) [][32]byte {
 	var out [][32]byte
 	seen := map[[32]byte]bool{}
 	for _, g := range c.wants {
 		if len(out) >= n {
 			break
 		}
-		if g.asm == nil {
+		if g.asm == nil || len(g.needed) == 0 || !g.ep.may(epoch) {
 			continue
 		}
+		before := len(out)
 		for _, id := range g.needed {
 			if len(out) >= n {
 				break
@@ -30,6 +38,9 @@ func (c *Client) neededIDs(n int) [][32]byte {
 				seen[id] = true
 				out = append(out, id)
 			}
+		}
+		if len(out) > before {
+			g.ep.sent(epoch)
 		}
 	}
 	return out

@@ -25,8 +25,8 @@ import (
 const (
 	ControlSocket = "control.sock"
 
-	ctlShare wire.Type = 100 // u8 encrypt ‖ bytes absolute file path
-	ctlGet   wire.Type = 101 // bytes link ‖ bytes absolute directory
+	ctlShare wire.Type = 100 // u8 encrypt ‖ bytes absolute file path ‖ u8 max epochs
+	ctlGet   wire.Type = 101 // bytes link ‖ bytes absolute directory ‖ u8 max epochs
 	ctlIndex wire.Type = 102 // empty
 	ctlOK    wire.Type = 110 // bytes result: a link, a path, or an Index
 	// ctlProgress frames (a UTF-8 line of the job's progress, at most
@@ -79,7 +79,7 @@ func (c *Client) serveControlConn(ctx context.Context, conn net.Conn) {
 	br := bufio.NewReader(conn)
 	t, body, err := wire.ReadAny(br, func(t wire.Type) int {
 		switch t {
-		case ctlShare, ctlGet, ctlIndex, ctlStatus:
+		case ctlShare, ctlGet, ctlIndex, ctlStatus, ctlResume:
 			return 2 * (maxPath + maxLink)
 		}
 		return 0
@@ -123,7 +123,7 @@ func (c *Client) serveControlConn(ctx context.Context, conn net.Conn) {
 func (c *Client) control(ctx context.Context, t wire.Type, body []byte) ([]byte, error) {
 	switch t {
 	case ctlShare:
-		path, encrypt, err := parseCtlShare(body)
+		path, encrypt, maxEp, err := parseCtlShare(body)
 		if err != nil {
 			return nil, err
 		}
@@ -135,16 +135,17 @@ func (c *Client) control(ctx context.Context, t wire.Type, body []byte) ([]byte,
 			return nil, err
 		}
 		defer f.Close()
-		link, err := c.Share(ctx, f, filepath.Base(path), encrypt)
+		link, err := c.Share(WithMaxEpochs(ctx, maxEp), f, filepath.Base(path), encrypt)
 		if err != nil {
 			return nil, err
 		}
 		return []byte(link.String()), nil
 	case ctlGet:
-		link, dir, err := parseCtlGet(body)
+		link, dir, maxEp, err := parseCtlGet(body)
 		if err != nil {
 			return nil, err
 		}
+		ctx = WithMaxEpochs(ctx, maxEp)
 		if !filepath.IsAbs(dir) {
 			return nil, errors.New("node: control get needs an absolute directory")
 		}
@@ -168,8 +169,9 @@ func (c *Client) control(ctx context.Context, t wire.Type, body []byte) ([]byte,
 	return c.controlMore(ctx, t, body)
 }
 
-// encCtlShare and parseCtlShare: u8 encrypt (0 or 1) ‖ bytes path.
-func encCtlShare(path string, encrypt bool) []byte {
+// encCtlShare and parseCtlShare: u8 encrypt (0 or 1) ‖ bytes path ‖ u8
+// max epochs (0: J; at most JobEpochs).
+func encCtlShare(path string, encrypt bool, maxEpochs int) []byte {
 	var e wire.Enc
 	if encrypt {
 		e.U8(1)
@@ -177,39 +179,49 @@ func encCtlShare(path string, encrypt bool) []byte {
 		e.U8(0)
 	}
 	e.Bytes([]byte(path))
+	e.U8(uint8(maxEpochs))
 	return e.B
 }
 
-func parseCtlShare(b []byte) (string, bool, error) {
+func parseCtlShare(b []byte) (string, bool, int, error) {
 	d := wire.Dec{B: b}
 	enc := d.U8("encrypt flag")
 	path := string(d.Bytes(maxPath, "path"))
+	maxEp := d.U8("max epochs")
 	if err := d.Done("control share"); err != nil {
-		return "", false, err
+		return "", false, 0, err
 	}
 	if enc > 1 {
-		return "", false, fmt.Errorf("node: control share: encrypt flag %d", enc)
+		return "", false, 0, fmt.Errorf("node: control share: encrypt flag %d", enc)
 	}
-	return path, enc == 1, nil
+	if maxEp > JobEpochs {
+		return "", false, 0, fmt.Errorf("node: control share: max epochs %d above %d", maxEp, JobEpochs)
+	}
+	return path, enc == 1, int(maxEp), nil
 }
 
-// encCtlGet and parseCtlGet: bytes link ‖ bytes directory.
-func encCtlGet(link chunker.Link, dir string) []byte {
+// encCtlGet and parseCtlGet: bytes link ‖ bytes directory ‖ u8 max epochs.
+func encCtlGet(link chunker.Link, dir string, maxEpochs int) []byte {
 	var e wire.Enc
 	e.Bytes([]byte(link.String()))
 	e.Bytes([]byte(dir))
+	e.U8(uint8(maxEpochs))
 	return e.B
 }
 
-func parseCtlGet(b []byte) (chunker.Link, string, error) {
+func parseCtlGet(b []byte) (chunker.Link, string, int, error) {
 	d := wire.Dec{B: b}
 	ls := string(d.Bytes(maxLink, "link"))
 	dir := string(d.Bytes(maxPath, "directory"))
+	maxEp := d.U8("max epochs")
 	if err := d.Done("control get"); err != nil {
-		return chunker.Link{}, "", err
+		return chunker.Link{}, "", 0, err
+	}
+	if maxEp > JobEpochs {
+		return chunker.Link{}, "", 0, fmt.Errorf("node: control get: max epochs %d above %d", maxEp, JobEpochs)
 	}
 	link, err := chunker.ParseLink(ls)
-	return link, dir, err
+	return link, dir, int(maxEp), err
 }
 
 func controlCall(ctx context.Context, sock string, t wire.Type, body []byte, max int) ([]byte, error) {
@@ -285,7 +297,7 @@ func ControlShare(ctx context.Context, sock, path string, encrypt bool) (chunker
 	if err != nil {
 		return chunker.Link{}, err
 	}
-	rep, err := controlCall(ctx, sock, ctlShare, encCtlShare(abs, encrypt), maxLink)
+	rep, err := controlCall(ctx, sock, ctlShare, encCtlShare(abs, encrypt, maxEpochsOf(ctx)), maxLink)
 	if err != nil {
 		return chunker.Link{}, fmt.Errorf("node: running client: %w", err)
 	}
@@ -298,7 +310,7 @@ func ControlGet(ctx context.Context, sock string, link chunker.Link, dir string)
 	if err != nil {
 		return "", err
 	}
-	rep, err := controlCall(ctx, sock, ctlGet, encCtlGet(link, abs), maxPath)
+	rep, err := controlCall(ctx, sock, ctlGet, encCtlGet(link, abs, maxEpochsOf(ctx)), maxPath)
 	if err != nil {
 		return "", fmt.Errorf("node: running client: %w", err)
 	}

@@ -12,14 +12,14 @@ import (
 // FuzzControl: the control requests decode without panics, and an accepted
 // request re-encodes to the same bytes.
 func FuzzControl(f *testing.F) {
-	f.Add(uint8(0), encCtlShare("/tmp/a file", true))
-	f.Add(uint8(1), encCtlGet(chunker.Link{ID: chunker.Sum([]byte("x"))}, "/tmp/out"))
+	f.Add(uint8(0), encCtlShare("/tmp/a file", true, 3))
+	f.Add(uint8(1), encCtlGet(chunker.Link{ID: chunker.Sum([]byte("x"))}, "/tmp/out", 0))
 	key := chunker.FileKey{1}
-	f.Add(uint8(1), encCtlGet(chunker.Link{ID: chunker.Sum([]byte("y")), Key: &key}, "/d"))
+	f.Add(uint8(1), encCtlGet(chunker.Link{ID: chunker.Sum([]byte("y")), Key: &key}, "/d", 8))
 	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
 		if which%2 == 0 {
-			path, enc, err := parseCtlShare(b)
-			if err == nil && !bytes.Equal(encCtlShare(path, enc), b) {
+			path, enc, maxEp, err := parseCtlShare(b)
+			if err == nil && !bytes.Equal(encCtlShare(path, enc, maxEp), b) {
 				t.Fatal("share request decode→encode differs")
 			}
 			return
@@ -28,11 +28,11 @@ func FuzzControl(f *testing.F) {
 		// case) and normalised to lower case: a request re-encodes to the
 		// same bytes but for the letter case of its link, and the
 		// re-encoded request decodes to the same job.
-		link, dir, err := parseCtlGet(b)
+		link, dir, maxEp, err := parseCtlGet(b)
 		if err != nil {
 			return
 		}
-		re := encCtlGet(link, dir)
+		re := encCtlGet(link, dir, maxEp)
 		if !bytes.Equal(re, b) {
 			d := wire.Dec{B: b}
 			text := string(d.Bytes(maxLink, "link"))
@@ -40,8 +40,8 @@ func FuzzControl(f *testing.F) {
 				t.Fatalf("get request decode→encode differs beyond letter case: link %q", text)
 			}
 		}
-		l2, d2, err := parseCtlGet(re)
-		if err != nil || l2.String() != link.String() || d2 != dir {
+		l2, d2, m2, err := parseCtlGet(re)
+		if err != nil || l2.String() != link.String() || d2 != dir || m2 != maxEp {
 			t.Fatal("a re-encoded get request decodes to another job")
 		}
 	})

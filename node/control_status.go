@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +24,10 @@ import (
 const (
 	ctlStatus wire.Type = 103
 	maxStatus           = 64 << 10
+	// ctlResume resumes paused jobs (§5.4 v3): bytes file id ("" for
+	// every paused job), at most maxLink; the reply is the count resumed
+	// as decimal text.
+	ctlResume wire.Type = 104
 )
 
 // ChainServer is one server of an epoch's chain, in chain order.
@@ -55,6 +60,9 @@ type ClientStatus struct {
 	Goodput    float64 `json:"goodput_bytes_per_s"`
 	Waiting    string  `json:"waiting,omitempty"` // why no epoch runs, if none does
 	Stats      Stats   `json:"stats"`
+	// Paused are the jobs paused after their allowance of epochs with
+	// real traffic (§5.4 v3), waiting for their user.
+	Paused []PausedJob `json:"paused,omitempty"`
 }
 
 // Status returns the client's status.
@@ -66,6 +74,7 @@ func (c *Client) Status() ClientStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st.Stats = c.stats
+	st.Paused = c.pausedJobs()
 	st.AnonymitySet, st.ChunkSize, st.Waiting = c.anon, c.b, c.waiting
 	if e := c.epoch; e != nil {
 		st.Epoch = hex.EncodeToString(e.v.id[:])
@@ -136,6 +145,20 @@ func (c *Client) controlMore(_ context.Context, t wire.Type, body []byte) ([]byt
 			return nil, errors.New("node: control status request has a body")
 		}
 		return json.Marshal(c.Status())
+	case ctlResume:
+		d := wire.Dec{B: body}
+		id := string(d.Bytes(maxLink, "file id"))
+		if err := d.Done("control resume"); err != nil {
+			return nil, err
+		}
+		if id != "" {
+			fid, err := chunker.ParseID(id)
+			if err != nil {
+				return nil, fmt.Errorf("node: control resume: %w", err)
+			}
+			id = fid.String()
+		}
+		return []byte(strconv.Itoa(c.Resume(id))), nil
 	}
 	return nil, fmt.Errorf("node: unknown control request %d", t)
 }
@@ -151,6 +174,19 @@ func ControlStatus(ctx context.Context, sock string) (*ClientStatus, error) {
 		return nil, fmt.Errorf("node: running client status: %w", err)
 	}
 	return &st, nil
+}
+
+// ControlResume asks the client serving sock to resume its paused jobs of
+// the file whose id is id (every paused job if id is ""), each for J more
+// epochs; it returns how many it resumed.
+func ControlResume(ctx context.Context, sock, id string) (int, error) {
+	var e wire.Enc
+	e.Bytes([]byte(id))
+	rep, err := controlCall(ctx, sock, ctlResume, e.B, 16)
+	if err != nil {
+		return 0, fmt.Errorf("node: running client: %w", err)
+	}
+	return strconv.Atoi(string(rep))
 }
 
 // CheckHandover reports why a job asking for primary (a peer id, "" for

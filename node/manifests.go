@@ -239,6 +239,10 @@ func (c *Client) nextUpload(e *cepoch) int {
 			// Seen unpublished: it waits out full epochs (resend.go).
 			continue
 		}
+		if j := c.upQ[i].job; j != nil && !j.ep.may(e.epochID()) {
+			// Past its allowance of epochs: paused (presence.go).
+			continue
+		}
 		if !c.upQ[i].manifest || e.manifestsSent < manifestsPerPseudonym || noCap {
 			return i
 		}

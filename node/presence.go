@@ -2,7 +2,11 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"sort"
+
+	"github.com/riffle-net/riffle/chunker"
 )
 
 // Presence independent of the job (docs/protocol.md §5.4 v3): a client
@@ -106,4 +110,193 @@ func (c *Client) Leave(ctx context.Context) error {
 		}
 	}
 	return c.Close()
+}
+
+// Long jobs and short epochs (docs/protocol.md §5.4 v3): a job that spans
+// epochs is linkable across them by its content, and the intersection of
+// those epochs' memberships is its anonymity set; an adversary that ends
+// epochs early makes a job span more of them. So a job sends real traffic
+// (its chunks, or requests for them) in at most JobEpochs epochs, then
+// pauses, sending cover only, until its user resumes it (JobEpochs more) or
+// cancels it.
+//
+// JobEpochs is J, the same for every client so that it is no fingerprint
+// (a user may lower it for one job). 8 epochs of the default parameters
+// (R = 256 rounds of one 256 KiB chunk and k = 1 request) carry about
+// 512 MiB each way, more than most jobs need, and it matches the longest
+// presence wait (PresenceMax), so that a job needs no more epochs than a
+// client waits before its first.
+const JobEpochs = 8
+
+// jobEpochs is a job's count of epochs with real traffic and its
+// allowance (c.mu held for all of its methods).
+type jobEpochs struct {
+	used  int      // epochs in which the job sent real traffic
+	last  [32]byte // id of the last of them
+	limit int      // the allowance: it pauses rather than exceed it
+	// paused: it was refused an epoch beyond its allowance and waits for
+	// its user; cover goes out in its place.
+	paused bool
+}
+
+// newJobEpochs returns the count of a new job whose user asked for at
+// most max epochs (0: the client's J; more than J: J).
+func (c *Client) newJobEpochs(max int) jobEpochs {
+	j := c.jobJ()
+	if max <= 0 || max > j {
+		max = j
+	}
+	return jobEpochs{limit: max}
+}
+
+// jobJ is the client's J: JobEpochs, or the tests' smaller value.
+func (c *Client) jobJ() int {
+	if c.cfg.jobEpochs > 0 {
+		return c.cfg.jobEpochs
+	}
+	return JobEpochs
+}
+
+// may reports whether the job may send real traffic in epoch id: in an
+// epoch it counted already, or in a new one within its allowance. A job
+// refused a new epoch pauses.
+func (j *jobEpochs) may(id [32]byte) bool {
+	if j.used > 0 && j.last == id {
+		return true
+	}
+	limit := j.limit
+	if limit == 0 {
+		limit = JobEpochs // a job made without newJobEpochs
+	}
+	if j.used >= limit {
+		j.paused = true
+		return false
+	}
+	return !j.paused
+}
+
+// sent counts epoch id as one with real traffic of the job.
+func (j *jobEpochs) sent(id [32]byte) {
+	if j.used == 0 || j.last != id {
+		j.used++
+		j.last = id
+	}
+}
+
+// resume lets a paused job go on for add more epochs.
+func (j *jobEpochs) resume(add int) {
+	if j.limit == 0 {
+		j.limit = JobEpochs
+	}
+	j.limit = max(j.limit, j.used) + add
+	j.paused = false
+}
+
+// pauseLine says why a job paused and what its user may do.
+func pauseLine(used int, id chunker.ID) string {
+	return fmt.Sprintf("paused: this job sent real traffic in %d epochs; going on links more epochs' memberships, "+
+		"whose intersection is its anonymity set (sending cover only meanwhile); run `riffle resume %s` to allow it %d more epochs, or interrupt it to cancel",
+		used, id, JobEpochs)
+}
+
+// maxEpochsKey carries a job's lowered allowance in its context.
+type maxEpochsKey struct{}
+
+// WithMaxEpochs returns ctx with the share or get job run under it
+// allowed at most n epochs with real traffic before it pauses (n at most
+// JobEpochs; 0 is JobEpochs).
+func WithMaxEpochs(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, maxEpochsKey{}, n)
+}
+
+func maxEpochsOf(ctx context.Context) int {
+	n, _ := ctx.Value(maxEpochsKey{}).(int)
+	return n
+}
+
+// PausedJob is a job paused after its allowance of epochs.
+type PausedJob struct {
+	ID     string `json:"id"`     // the file's id (its link's id)
+	Kind   string `json:"kind"`   // "share" or "get"
+	Name   string `json:"name"`   // the file's name, if known
+	Epochs int    `json:"epochs"` // epochs in which it sent real traffic
+	Reason string `json:"reason"`
+}
+
+// pausedJobs lists the paused jobs; call with c.mu held.
+func (c *Client) pausedJobs() []PausedJob {
+	var out []PausedJob
+	seen := map[*shareJob]bool{}
+	for _, u := range c.upQ {
+		if j := u.job; j != nil && !seen[j] && j.ep.paused {
+			seen[j] = true
+			out = append(out, PausedJob{ID: j.link.ID.String(), Kind: "share", Name: j.name, Epochs: j.ep.used, Reason: pauseLine(j.ep.used, j.link.ID)})
+		}
+	}
+	for id, g := range c.wants {
+		if g.ep.paused {
+			out = append(out, PausedJob{ID: chunker.ID(id).String(), Kind: "get", Epochs: g.ep.used, Reason: pauseLine(g.ep.used, chunker.ID(id))})
+		}
+	}
+	sort.Slice(out, func(i, k int) bool { return out[i].ID < out[k].ID })
+	return out
+}
+
+// Resume lets the paused jobs of the file whose id is id (every paused job
+// if id is "") send real traffic in J more epochs, and returns how many it
+// resumed.
+func (c *Client) Resume(id string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	j := c.jobJ()
+	seen := map[*shareJob]bool{}
+	for _, u := range c.upQ {
+		if s := u.job; s != nil && !seen[s] && s.ep.paused && (id == "" || s.link.ID.String() == id) {
+			seen[s] = true
+			s.ep.resume(j)
+			n++
+		}
+	}
+	for fid, g := range c.wants {
+		if g.ep.paused && (id == "" || chunker.ID(fid).String() == id) {
+			g.ep.resume(j)
+			n++
+		}
+	}
+	if n > 0 {
+		c.notify()
+	}
+	return n
+}
+
+// jobPaused returns the pause line of a paused job, or "" (c.mu not held).
+func (c *Client) jobPaused(ep *jobEpochs, id chunker.ID) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !ep.paused {
+		return ""
+	}
+	return pauseLine(ep.used, id)
+}
+
+// epochID is e's id (zero for the unit tests' bare epochs).
+func (e *cepoch) epochID() [32]byte {
+	if e.v == nil {
+		return [32]byte{}
+	}
+	return e.v.id
+}
+
+// PauseReason says why the job of the file whose id is id paused and what
+// its user may do, or "" if no job of that file is paused.
+func (c *Client) PauseReason(id chunker.ID) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.pausedJobs() {
+		if p.ID == id.String() {
+			return p.Reason
+		}
+	}
+	return ""
 }

@@ -79,17 +79,7 @@ func queueShare(t *testing.T, c *Client, data []byte, private bool) *ShareHandle
 func sendRound(c *Client, e *cepoch, r uint32) *upItem {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	i := c.nextUpload(e)
-	if i < 0 {
-		return nil
-	}
-	u := c.upQ[i]
-	c.upQ = append(c.upQ[:i:i], c.upQ[i+1:]...)
-	e.ups[r] = &u
-	if u.manifest {
-		e.manifestsSent++
-	}
-	return &u
+	return c.takeUpload(e, r, true)
 }
 
 // publishedList is a signed list that published u (and indexed it, if a

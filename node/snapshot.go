@@ -124,7 +124,7 @@ func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encry
 	if err != nil {
 		return nil, err
 	}
-	job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{}), name: name, b: b, private: encrypt}
+	job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{}), name: name, b: b, private: encrypt, ep: c.newJobEpochs(maxEpochsOf(ctx))}
 	h := &ShareHandle{b: b, c: c, job: job}
 	var items []upItem
 	cr := &countReader{r: r}

@@ -89,7 +89,7 @@ func TestHelpListsCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cmd := range []string{"server", "id", "share", "get", "ls", "client", "status", "demo", "bench", "version"} {
+	for _, cmd := range []string{"server", "id", "share", "get", "ls", "client", "status", "resume", "demo", "bench", "version"} {
 		if !helpLists(out, cmd) {
 			t.Errorf("--help does not list %q:\n%s", cmd, out)
 		}

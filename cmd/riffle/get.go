@@ -41,11 +41,14 @@ files are kept in the client data directory (--data); a get run again after it
 finished finds the file in place and says so. Prints each written path on stdout.
 
 A link to a file that is not (yet) published waits; the progress says whether
-the file is in the index the client synced, and --timeout bounds the wait.`,
+the file is in the index the client synced, and --timeout bounds the wait.
+
+A job that has requested chunks in J epochs (8; lower it with --max-epochs)
+pauses, sending cover only, and says so: "riffle resume" lets it go on for J more.`,
 		Flags: append(clientFlags(),
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "file to write, or directory to write into"},
 			&cli.BoolFlag{Name: "json", Usage: `print one JSON object a link on stdout: {"link", "path", "already"}`},
-			timeoutFlag()),
+			maxEpochsFlag(), timeoutFlag()),
 		Action: runGet,
 	})
 }
@@ -73,6 +76,10 @@ func runGet(c *cli.Context) error {
 	args := c.Args().Slice()
 	if len(args) == 0 {
 		return usagef("get needs at least one LINK")
+	}
+	jctx, err := withMaxEpochs(c.Context, c)
+	if err != nil {
+		return err
 	}
 	links := make([]chunker.Link, len(args))
 	seen := map[chunker.ID]int{}
@@ -124,7 +131,7 @@ func runGet(c *cli.Context) error {
 	}
 	p := newProgress(c)
 	defer p.finish()
-	ctx, stop := signalContext(c.Context)
+	ctx, stop := signalContext(jctx)
 	defer stop()
 	ctx, cancel := withTimeout(ctx, c)
 	defer cancel()

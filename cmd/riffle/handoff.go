@@ -83,3 +83,22 @@ func warnNow(c *cli.Context, what string) {
 	fmt.Fprintf(stderr(c), "warning: --now: this %s joins the network for its job alone and leaves when it is done; "+
 		"whoever watches who is online can tell when it ran and tie it to the files published or fetched then\n", what)
 }
+
+// maxEpochsFlag lowers, for the jobs of one share or get, the epochs with
+// real traffic a job may span before it pauses and asks its user
+// (docs/protocol.md §5.4).
+func maxEpochsFlag() cli.Flag {
+	return &cli.IntFlag{Name: "max-epochs", Usage: fmt.Sprintf("pause each job after it sent real traffic in N epochs (1 to %d, the network's J; default J): a job spanning more epochs is linkable across them", node.JobEpochs)}
+}
+
+// withMaxEpochs checks --max-epochs and puts it in ctx for the jobs.
+func withMaxEpochs(ctx context.Context, c *cli.Context) (context.Context, error) {
+	if !c.IsSet("max-epochs") {
+		return ctx, nil
+	}
+	n := c.Int("max-epochs")
+	if n < 1 || n > node.JobEpochs {
+		return ctx, usagef("--max-epochs %d: give 1 to %d (a job may not span more epochs than the network's J)", n, node.JobEpochs)
+	}
+	return node.WithMaxEpochs(ctx, n), nil
+}

@@ -28,11 +28,14 @@ An epoch opens only when the primary's chain has its servers and at least its
 "riffle client" with a data directory of its own) must take part.
 
 Interrupted (Ctrl-C, --timeout), share withdraws what it has not sent and says
-whether the file will be published anyway (its manifest already went out).`,
+whether the file will be published anyway (its manifest already went out).
+
+A job that has sent chunks in J epochs (8; lower it with --max-epochs) pauses,
+sending cover only, and says so: "riffle resume" lets it go on for J more.`,
 		Flags: append(clientFlags(),
 			&cli.BoolFlag{Name: "encrypt", Usage: "share privately: the link carries the decryption key"},
 			&cli.BoolFlag{Name: "json", Usage: `print one JSON object a file on stdout: {"file", "link"}`},
-			timeoutFlag()),
+			maxEpochsFlag(), timeoutFlag()),
 		Action: runShare,
 	})
 }
@@ -48,7 +51,12 @@ func runShare(c *cli.Context) error {
 	if len(files) == 0 {
 		return usagef("share needs at least one FILE")
 	}
-	// Check every file before joining: a typo must not cost an epoch.
+	// Check every file and flag before joining: a typo must not cost an
+	// epoch.
+	ctx, err := withMaxEpochs(c.Context, c)
+	if err != nil {
+		return err
+	}
 	for _, f := range files {
 		st, err := os.Stat(f)
 		if err != nil {
@@ -58,7 +66,7 @@ func runShare(c *cli.Context) error {
 			return fmt.Errorf("share: %s is not a regular file", f)
 		}
 	}
-	ctx, stop := signalContext(c.Context)
+	ctx, stop := signalContext(ctx)
 	defer stop()
 	ctx, cancel := withTimeout(ctx, c)
 	defer cancel()

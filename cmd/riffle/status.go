@@ -75,6 +75,13 @@ func runStatus(c *cli.Context) error {
 	if st.Waiting != "" {
 		fmt.Fprintf(tw, "waiting\t%s\n", st.Waiting)
 	}
+	for _, j := range st.Paused {
+		name := j.Name
+		if name == "" {
+			name = j.ID
+		}
+		fmt.Fprintf(tw, "paused\t%s %s: %s\n", j.Kind, printable(name), j.Reason)
+	}
 	fmt.Fprintf(tw, "done\t%d epochs, %d rounds, %d chunks uploaded, %d fetched\n", st.Stats.Epochs, st.Stats.Rounds, st.Stats.Uploaded, st.Stats.Fetched)
 	return tw.Flush()
 }

@@ -67,7 +67,7 @@ func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(u.ctx)
 	j := &job{ID: newJobID(), Kind: "get", Name: link.ID.String(), Link: link.String(), Private: link.Key != nil,
-		State: stateRunning, Started: u.opts.Now(), fileID: link.ID}
+		State: stateRunning, Started: u.opts.Now(), fileID: link.ID, cancel: cancel}
 	for _, f := range u.c.Index() {
 		if f.ID == link.ID {
 			j.Name = display(f.Name)
@@ -80,7 +80,7 @@ func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		path, err := u.c.Get(ctx, link, u.opts.DownloadDir, func(p Progress) {
 			u.jobs.update(j.ID, func(j *job) {
-				j.Done, j.Total = p.Done, p.Total
+				j.Done, j.Total, j.Paused = p.Done, p.Total, p.Paused
 				if p.Name != "" {
 					j.Name = display(p.Name)
 				}
@@ -241,7 +241,7 @@ func (u *UI) sharePath(w http.ResponseWriter, r *http.Request, path string, priv
 // and queued it (or refused it: then no job is left behind).
 func (u *UI) shareStream(w http.ResponseWriter, r *http.Request, rd io.Reader, name string, private bool) {
 	ctx, cancel := context.WithCancel(u.ctx)
-	j := &job{ID: newJobID(), Kind: "share", Name: display(filepath.Base(name)), Private: private, State: stateRunning, Started: u.opts.Now()}
+	j := &job{ID: newJobID(), Kind: "share", Name: display(filepath.Base(name)), Private: private, State: stateRunning, Started: u.opts.Now(), cancel: cancel}
 	u.jobs.add(j)
 	queued := make(chan struct{})
 	ended := make(chan error, 1)
@@ -252,7 +252,10 @@ func (u *UI) shareStream(w http.ResponseWriter, r *http.Request, rd io.Reader, n
 		first := true
 		link, err := u.c.Share(ctx, rd, name, private, func(p Progress) {
 			u.jobs.update(j.ID, func(j *job) {
-				j.Done, j.Total = p.Done, p.Total
+				j.Done, j.Total, j.Paused = p.Done, p.Total, p.Paused
+				if p.File != (chunker.ID{}) {
+					j.resumeID = p.File
+				}
 				if p.Link.ID != (chunker.ID{}) {
 					j.Link, j.fileID = p.Link.String(), p.Link.ID
 				}

@@ -85,8 +85,8 @@ func (n NodeClient) Share(ctx context.Context, r io.Reader, name string, private
 		case <-ctx.Done():
 			return h.Link, h.Cancel(ctx.Err())
 		case <-t.C:
-			_, total, _, _ := h.Result()
-			progress(Progress{Done: total - h.Left(), Total: total, Name: name, Link: early})
+			link, total, _, _ := h.Result()
+			progress(Progress{Done: total - h.Left(), Total: total, Name: name, Link: early, Paused: n.C.PauseReason(link.ID), File: link.ID})
 		}
 	}
 }
@@ -109,7 +109,7 @@ func (n NodeClient) Get(ctx context.Context, link chunker.Link, dir string, prog
 			return r.path, r.err
 		case <-t.C:
 			if st, ok := n.C.GetProgress(link.ID); ok {
-				p := Progress{Done: st.Held, Total: st.Total, Name: st.Name, Link: link}
+				p := Progress{Done: st.Held, Total: st.Total, Name: st.Name, Link: link, Paused: n.C.PauseReason(link.ID), File: link.ID}
 				if st.Chunks != nil {
 					p.IDs = append([]chunker.ID{link.ID}, st.Chunks...)
 				}
@@ -118,6 +118,8 @@ func (n NodeClient) Get(ctx context.Context, link chunker.Link, dir string, prog
 		}
 	}
 }
+
+func (n NodeClient) Resume(id chunker.ID) int { return n.C.Resume(id.String()) }
 
 // NodeServer adapts a running *node.Server to Server.
 type NodeServer struct{ S *node.Server }

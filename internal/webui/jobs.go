@@ -3,6 +3,7 @@ package webui
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -31,12 +32,15 @@ type job struct {
 	State    string
 	Err      string
 	Path     string // a finished get's file
+	Paused   string // why a running job paused, waiting for its user
 	Done     int
 	Total    int
 	Started  time.Time
 	Finished time.Time
 	ids      []chunker.ID
 	fileID   chunker.ID
+	resumeID chunker.ID // the id the client follows the job by (Resume)
+	cancel   func()     // ends the job's context: the client withdraws it
 }
 
 // JobView is a job as the pages and the API show it.
@@ -49,6 +53,7 @@ type JobView struct {
 	State    string    `json:"state"`
 	Error    string    `json:"error,omitempty"`
 	Path     string    `json:"path,omitempty"`
+	Paused   string    `json:"paused,omitempty"` // why a running job waits for its user
 	Done     int       `json:"done"`
 	Total    int       `json:"total"`
 	Percent  int       `json:"percent"`
@@ -95,6 +100,43 @@ func (js *jobs) remove(id string) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	delete(js.m, id)
+}
+
+// resume resumes the paused running job id through c and says why not if
+// it cannot: no such job (404), or it is not paused (409).
+func (js *jobs) resume(id string, c Client) (JobView, int) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	j := js.m[id]
+	if j == nil {
+		return JobView{}, http.StatusNotFound
+	}
+	fid := j.resumeID
+	if fid == (chunker.ID{}) {
+		fid = j.fileID
+	}
+	if j.State != stateRunning || j.Paused == "" || c.Resume(fid) == 0 {
+		return js.view(j), http.StatusConflict
+	}
+	j.Paused = ""
+	return js.view(j), http.StatusOK
+}
+
+// stop cancels the paused running job id: the client withdraws it, and
+// the job ends as failed with what became of the file. 404: no such job;
+// 409: it is not paused.
+func (js *jobs) stop(id string) (JobView, int) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	j := js.m[id]
+	if j == nil {
+		return JobView{}, http.StatusNotFound
+	}
+	if j.State != stateRunning || j.Paused == "" || j.cancel == nil {
+		return js.view(j), http.StatusConflict
+	}
+	j.cancel()
+	return js.view(j), http.StatusOK
 }
 
 // update runs fn on job id under the lock.
@@ -191,7 +233,7 @@ func (js *jobs) view(j *job) JobView {
 	}
 	el := end.Sub(j.Started)
 	v := JobView{ID: j.ID, Kind: j.Kind, Name: j.Name, Link: j.Link, Private: j.Private, State: j.State, Error: j.Err,
-		Path: j.Path, Done: j.Done, Total: j.Total, Started: j.Started, Finished: j.Finished, Elapsed: el.Round(time.Second).String()}
+		Path: j.Path, Paused: j.Paused, Done: j.Done, Total: j.Total, Started: j.Started, Finished: j.Finished, Elapsed: el.Round(time.Second).String()}
 	if j.Total > 0 {
 		v.Percent = 100 * j.Done / j.Total
 	}

@@ -32,6 +32,34 @@ func (u *UI) jobPage(w http.ResponseWriter, r *http.Request) {
 	u.render(w, "job", page{Title: v.Kind + " " + v.Name, Nav: v.Kind, Refresh: refresh, Data: v})
 }
 
+// postResume lets a paused job go on for J more epochs (docs/protocol.md
+// §5.4); the guard has checked the token, as for every POST.
+func (u *UI) postResume(w http.ResponseWriter, r *http.Request) {
+	v, code := u.jobs.resume(r.PathValue("id"), u.c)
+	switch code {
+	case http.StatusNotFound:
+		httpError(w, r, code, "no job %q", r.PathValue("id"))
+	case http.StatusConflict:
+		httpError(w, r, code, "job %s is not paused", v.ID)
+	default:
+		respondJob(w, r, v)
+	}
+}
+
+// postCancel cancels a paused job instead of resuming it (§5.4); the
+// guard has checked the token.
+func (u *UI) postCancel(w http.ResponseWriter, r *http.Request) {
+	v, code := u.jobs.stop(r.PathValue("id"))
+	switch code {
+	case http.StatusNotFound:
+		httpError(w, r, code, "no job %q", r.PathValue("id"))
+	case http.StatusConflict:
+		httpError(w, r, code, "job %s is not paused", v.ID)
+	default:
+		respondJob(w, r, v)
+	}
+}
+
 func (u *UI) apiJob(w http.ResponseWriter, r *http.Request) {
 	if v, ok := u.jobView(w, r); ok {
 		writeJSON(w, http.StatusOK, v)

@@ -46,6 +46,10 @@ type Client interface {
 	// Get fetches link into dir and returns the file's path, calling
 	// progress as chunks arrive.
 	Get(ctx context.Context, link chunker.Link, dir string, progress func(Progress)) (string, error)
+	// Resume lets the paused jobs of file id (docs/protocol.md §5.4: a
+	// job pauses after sending in J epochs) send in J more epochs, and
+	// returns how many it resumed.
+	Resume(id chunker.ID) int
 }
 
 // Progress is how far a share or get job is.
@@ -54,6 +58,12 @@ type Progress struct {
 	Name        string
 	Link        chunker.Link
 	IDs         []chunker.ID // a share's chunks, when known
+	// Paused says why the job paused and waits for its user (§5.4), or
+	// is "" while it runs.
+	Paused string
+	// File is the id the client follows the job by (for Resume; a
+	// private share's, until it is done, is not shown).
+	File chunker.ID
 }
 
 // Status is a client's view of the network.

@@ -40,6 +40,10 @@ type fakeClient struct {
 	gets   []string // links fetched
 	// block, if set, holds gets until closed.
 	block chan struct{}
+	// pause, if set, is the pause reason of every get; resumed records
+	// Resume's calls.
+	pause   string
+	resumed []chunker.ID
 }
 
 func fileID(s string) chunker.ID { return chunker.ID(sha256.Sum256([]byte(s))) }
@@ -93,7 +97,7 @@ func (f *fakeClient) Get(ctx context.Context, link chunker.Link, dir string, pro
 	f.gets = append(f.gets, link.String())
 	block := f.block
 	f.mu.Unlock()
-	progress(Progress{Done: 1, Total: 4, Name: "got.bin", IDs: []chunker.ID{link.ID, fileID("g1"), fileID("g2")}})
+	progress(Progress{Done: 1, Total: 4, Name: "got.bin", IDs: []chunker.ID{link.ID, fileID("g1"), fileID("g2")}, Paused: f.pause, File: link.ID})
 	if block != nil {
 		select {
 		case <-block:
@@ -103,6 +107,13 @@ func (f *fakeClient) Get(ctx context.Context, link chunker.Link, dir string, pro
 	}
 	p := filepath.Join(dir, "got.bin")
 	return p, os.WriteFile(p, []byte("fetched bytes"), 0o600)
+}
+
+func (f *fakeClient) Resume(id chunker.ID) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.resumed = append(f.resumed, id)
+	return 1
 }
 
 func (f *fakeClient) counts() (int, int) {
@@ -688,3 +699,92 @@ func TestJobsBounded(t *testing.T) {
 }
 
 var _ = errors.New
+
+// TestResumePausedJob (docs/protocol.md §5.4): a paused job's page says
+// why and offers a resume form; the resume is a POST that needs the token,
+// reaches the client with the job's file id, and clears the pause; a job
+// not paused is not resumed.
+func TestResumePausedJob(t *testing.T) {
+	f := newFake()
+	f.block = make(chan struct{})
+	f.pause = "paused: this job sent real traffic in 8 epochs; run `riffle resume`"
+	u := newTestUI(t, f, nil)
+	link := chunker.Link{ID: fileID("a")}
+	w := postForm(t, u, "/get", url.Values{"csrf": {testToken}, "link": {link.String()}})
+	wantCode(t, w, http.StatusSeeOther, "post get")
+	loc := w.Header().Get("Location")
+	id := strings.TrimPrefix(loc, "/jobs/")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v, _ := u.jobs.get(id)
+		if v.Paused != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the job never showed its pause")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	page := get(t, u, loc).Body.String()
+	if !strings.Contains(page, "sent real traffic in 8 epochs") || !strings.Contains(page, `action="/jobs/`+id+`/resume"`) || !strings.Contains(page, `name="csrf" value="`+testToken+`"`) {
+		t.Fatalf("paused job page: %s", page)
+	}
+	wantCode(t, postForm(t, u, loc+"/resume", url.Values{}), http.StatusForbidden, "resume without token")
+	wantCode(t, postForm(t, u, loc+"/resume", url.Values{"csrf": {"guess"}}), http.StatusForbidden, "resume with a wrong token")
+	f.mu.Lock()
+	n := len(f.resumed)
+	f.mu.Unlock()
+	if n != 0 {
+		t.Fatal("a resume without the token reached the client")
+	}
+	wantCode(t, postForm(t, u, "/jobs/nope/resume", url.Values{"csrf": {testToken}}), http.StatusNotFound, "resume of no job")
+	w = postForm(t, u, loc+"/resume", url.Values{"csrf": {testToken}})
+	wantCode(t, w, http.StatusSeeOther, "resume")
+	f.mu.Lock()
+	resumed := append([]chunker.ID(nil), f.resumed...)
+	f.mu.Unlock()
+	if len(resumed) != 1 || resumed[0] != link.ID || w.Header().Get("Location") != loc {
+		t.Fatalf("resumed %v, redirect %q", resumed, w.Header().Get("Location"))
+	}
+	if v, _ := u.jobs.get(id); v.Paused != "" {
+		t.Fatalf("still paused after resume: %+v", v)
+	}
+	wantCode(t, postForm(t, u, loc+"/resume", url.Values{"csrf": {testToken}}), http.StatusConflict, "resume of a job not paused")
+	wantCode(t, postForm(t, u, loc+"/cancel", url.Values{"csrf": {testToken}}), http.StatusConflict, "cancel of a job not paused")
+	close(f.block)
+	waitJob(t, u, id)
+}
+
+// TestCancelPausedJob: a paused job's page offers to cancel it instead; the
+// cancel needs the token and ends the job's context, so the client
+// withdraws it.
+func TestCancelPausedJob(t *testing.T) {
+	f := newFake()
+	f.block = make(chan struct{})
+	defer close(f.block)
+	f.pause = "paused: this job sent real traffic in 8 epochs"
+	u := newTestUI(t, f, nil)
+	w := postForm(t, u, "/get", url.Values{"csrf": {testToken}, "link": {chunker.Link{ID: fileID("a")}.String()}})
+	wantCode(t, w, http.StatusSeeOther, "post get")
+	loc := w.Header().Get("Location")
+	id := strings.TrimPrefix(loc, "/jobs/")
+	deadline := time.Now().Add(10 * time.Second)
+	for v, _ := u.jobs.get(id); v.Paused == ""; v, _ = u.jobs.get(id) {
+		if time.Now().After(deadline) {
+			t.Fatal("the job never showed its pause")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if page := get(t, u, loc).Body.String(); !strings.Contains(page, `action="/jobs/`+id+`/cancel"`) {
+		t.Fatalf("paused job page without a cancel form: %s", page)
+	}
+	wantCode(t, postForm(t, u, loc+"/cancel", url.Values{}), http.StatusForbidden, "cancel without token")
+	if v, _ := u.jobs.get(id); v.State != stateRunning {
+		t.Fatalf("a cancel without the token ended the job: %+v", v)
+	}
+	wantCode(t, postForm(t, u, loc+"/cancel", url.Values{"csrf": {testToken}}), http.StatusSeeOther, "cancel")
+	v := waitJob(t, u, id)
+	if v.State != stateFailed || !strings.Contains(v.Error, "canceled") {
+		t.Fatalf("cancelled job %+v", v)
+	}
+}

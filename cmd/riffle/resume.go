@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/node"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:      "resume",
+		Usage:     "let paused jobs of the running client go on for J more epochs",
+		ArgsUsage: "[FILE-ID]",
+		Description: fmt.Sprintf(`A share or get that has sent real traffic in J epochs (%d, the same for every
+client; lower with --max-epochs) pauses: it sends cover only, because going on
+would tie it to the clients present in every epoch it spans, fewer each time.
+"riffle status" lists paused jobs and why. resume lets the job of FILE-ID (the
+id in its link; every paused job without one) send in J more epochs. To cancel
+a job instead, interrupt the share or get that waits on it.`, node.JobEpochs),
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "data", Usage: "the client's data directory (default under the user config directory)"},
+		},
+		Action: runResume,
+	})
+}
+
+func runResume(c *cli.Context) error {
+	if c.NArg() > 1 {
+		return usagef("resume takes at most one FILE-ID")
+	}
+	id := strings.TrimSpace(c.Args().First())
+	if id != "" {
+		fid, err := chunker.ParseID(strings.TrimPrefix(id, "riffle:"))
+		if err != nil {
+			return usagef("resume: %q is not a file id: %v", id, err)
+		}
+		id = fid.String()
+	}
+	dir, err := clientDataDir(c)
+	if err != nil {
+		return err
+	}
+	sock := filepath.Join(dir, node.ControlSocket)
+	if !node.ControlAvailable(sock) {
+		return fmt.Errorf("no riffle client runs on data directory %s: nothing to resume", dir)
+	}
+	ctx, stop := signalContext(c.Context)
+	defer stop()
+	n, err := node.ControlResume(ctx, sock, id)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		if id != "" {
+			return fmt.Errorf("no paused job of file %s (riffle status lists paused jobs)", id)
+		}
+		return fmt.Errorf("no paused job (riffle status lists paused jobs)")
+	}
+	fmt.Fprintf(stdout(c), "resumed %d job(s) for %d more epochs\n", n, node.JobEpochs)
+	return nil
+}
