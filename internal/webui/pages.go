@@ -36,20 +36,18 @@ func (u *UI) jobPage(w http.ResponseWriter, r *http.Request) {
 // §5.4); the guard has checked the token, as for every POST.
 func (u *UI) postResume(w http.ResponseWriter, r *http.Request) {
 	v, code := u.jobs.resume(r.PathValue("id"), u.c)
-	switch code {
-	case http.StatusNotFound:
-		httpError(w, r, code, "no job %q", r.PathValue("id"))
-	case http.StatusConflict:
-		httpError(w, r, code, "job %s is not paused", v.ID)
-	default:
-		respondJob(w, r, v)
-	}
+	respondPaused(w, r, v, code)
 }
 
 // postCancel cancels a paused job instead of resuming it (§5.4); the
 // guard has checked the token.
 func (u *UI) postCancel(w http.ResponseWriter, r *http.Request) {
 	v, code := u.jobs.stop(r.PathValue("id"))
+	respondPaused(w, r, v, code)
+}
+
+// respondPaused answers an action on a paused job: the job, or why not.
+func respondPaused(w http.ResponseWriter, r *http.Request, v JobView, code int) {
 	switch code {
 	case http.StatusNotFound:
 		httpError(w, r, code, "no job %q", r.PathValue("id"))
