@@ -25,6 +25,7 @@ func TestEndToEnd(t *testing.T) {
 	type res struct {
 		data []byte
 		path string
+		id   [32]byte // the file id of the link
 		err  error
 	}
 	var wg sync.WaitGroup
@@ -43,7 +44,7 @@ func TestEndToEnd(t *testing.T) {
 			}
 			dir := t.TempDir()
 			path, err := down.Get(ctx, link, dir)
-			out[i] = res{data: data, path: path, err: err}
+			out[i] = res{data: data, path: path, id: link.ID, err: err}
 		}()
 	}
 	wg.Wait()
@@ -65,8 +66,15 @@ func TestEndToEnd(t *testing.T) {
 	if a := tn.Clients[0].AnonymitySet(); a != 8 {
 		t.Fatalf("anonymity set %d, want 8", a)
 	}
+	// Every public file is indexed; the private one (i == 2) is not: its
+	// manifests are sealed and the index shows nothing of it (§6.4).
 	idx, err := tn.Clients[1].Index(ctx)
-	if err != nil || len(idx) < len(sizes) {
+	if err != nil || len(idx) < len(sizes)-1 {
 		t.Fatalf("index: %d entries, %v", len(idx), err)
+	}
+	for _, e := range idx {
+		if e.FileID == out[2].id {
+			t.Fatalf("the private file is in the index: %+v", e)
+		}
 	}
 }
