@@ -28,7 +28,7 @@ func (s *Server) epochCaps(t wire.Type) int {
 		return 64 << 10
 	case wire.TypeSignReq, wire.TypeSigned, wire.TypeRegList:
 		return 256 << 20
-	case wire.TypeRegister:
+	case wire.TypeForward:
 		return 64 << 10
 	case wire.TypeRoute:
 		return 64 + wire.MaxRouteProof
@@ -50,7 +50,7 @@ func (s *Server) roundCaps(t wire.Type) int {
 		return 64 << 20
 	case wire.TypeRoot:
 		return 256
-	case wire.TypeEquivocation, wire.TypeDoubleSubmit:
+	case wire.TypeEquivocation, wire.TypeDoubleSubmit, wire.TypeKeyEvidence:
 		return 512
 	case wire.TypeGetChunk:
 		return 64
@@ -106,7 +106,7 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeSigned:   ackReply,
 		wire.TypeCloseReq: {wire.TypeRegList, regListCap},
 		wire.TypeRegList:  ackReply,
-		wire.TypeRegister: ackReply, // forwarded by a primary to the leader
+		wire.TypeForward:  ackReply, // a primary's signed registration, to the leader
 		wire.TypeStep:     ackReply,
 		wire.TypeRoute:    {wire.TypeRoute, 64 + wire.MaxRouteProof},
 		wire.TypeAbort:    ackReply,
@@ -120,6 +120,7 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeRoot:         ackReply,
 		wire.TypeEquivocation: ackReply,
 		wire.TypeDoubleSubmit: ackReply,
+		wire.TypeKeyEvidence:  ackReply,
 		wire.TypeBadBatch:     ackReply,
 		wire.TypePadAnswers:   ackReply,
 		wire.TypeProposal:     {wire.TypeSig, sigCap},
