@@ -155,4 +155,3 @@ func ipRange(ip net.IP) string {
 	}
 	return ip.Mask(net.CIDRMask(48, 128)).String() + "/48"
 }
-

@@ -34,7 +34,7 @@ type ClientConfig struct {
 	// LongTermKey, if set, is the client's long-term key instead of the
 	// one of DataDir (tests: one key across clients and runs).
 	LongTermKey *LongTermKey
-	Logger  *slog.Logger
+	Logger      *slog.Logger
 	// Progress receives human-readable progress lines (nil: none).
 	Progress io.Writer
 	Rand     io.Reader

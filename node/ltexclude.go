@@ -57,7 +57,7 @@ func (b *boltStore) KeyExclusions() (map[[32]byte]store.KeyExclusion, error) {
 	return b.st.KeyExclusions()
 }
 func (b *boltStore) PutKeySeen(k [32]byte, r store.KeySeen) error { return b.st.PutKeySeen(k, r) }
-func (b *boltStore) DeleteKeySeen(k [32]byte) error              { return b.st.DeleteKeySeen(k) }
+func (b *boltStore) DeleteKeySeen(k [32]byte) error               { return b.st.DeleteKeySeen(k) }
 func (b *boltStore) KeysSeen() (map[[32]byte]store.KeySeen, error) {
 	return b.st.KeysSeen()
 }

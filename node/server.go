@@ -144,7 +144,7 @@ type Server struct {
 	// rb is what round blames left here (roundblame_after.go).
 	rb        roundBlameState
 	keys      keyState // long-term client keys (ltexclude.go)
-	dupServer // duplicate-share verdicts (dupwalk.go)
+	dupServer          // duplicate-share verdicts (dupwalk.go)
 	// ref counts aborts on private grounds (refusals.go).
 	ref refusalState
 
