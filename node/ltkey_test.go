@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -420,5 +421,55 @@ func TestReturningClientsFirst(t *testing.T) {
 	}
 	if err := checkPrimaryKept(swapped, e.regs, e.order, n, m); err == nil {
 		t.Fatal("a full descriptor that drops a returning client for a first-timer was accepted")
+	}
+}
+
+// TestForwardedRegistrationSigned: primaries sign what they forward. A
+// registration list whose entry does not carry its named primary's
+// signature is refused before any proof is checked; one that carries it
+// but whose proofs fail is refused with a logged reason that names that
+// primary (evidence against it), at every server taking the leader's list
+// and at the leader taking a forward. Neither changes the epoch.
+func TestForwardedRegistrationSigned(t *testing.T) {
+	f := newHostileFixture(t)
+	var logBuf lockedBuf
+	f.s.log = slog.New(slog.NewTextHandler(&logBuf, nil))
+	e := f.open // chain a, s, b
+	f.s.mu.Lock()
+	e.leader, e.regClosed = f.a.id, true
+	f.led.leader = f.s.ID()
+	f.s.mu.Unlock()
+	rl := wire.RegList{Epoch: e.v.id, Regs: []wire.Forwarded{f.forwarded(t, e, f.clients[0], 2, f.a)}}
+	if _, _, err := f.s.onRegList(f.a.id, rl.Marshal()); err == nil || !strings.Contains(err.Error(), "not signed by its primary") {
+		t.Fatalf("an entry signed by the leader for primary 2: %v", err)
+	}
+	rl.Regs = []wire.Forwarded{f.forwarded(t, e, f.clients[0], 0, f.a)}
+	if _, _, err := f.s.onRegList(f.a.id, rl.Marshal()); err == nil || !strings.Contains(err.Error(), "signed by primary 0") {
+		t.Fatalf("an entry signed by its primary whose proofs fail: %v", err)
+	}
+	if !strings.Contains(logBuf.String(), "registration evidence") || !strings.Contains(logBuf.String(), f.a.id.String()) {
+		t.Fatalf("no logged evidence naming the primary: %s", logBuf.String())
+	}
+	f.s.mu.Lock()
+	listed := e.regListed
+	f.s.mu.Unlock()
+	if listed {
+		t.Fatal("a refused list was taken")
+	}
+	// At the leader: a forward by a (chain position 1 of led).
+	fw := f.forwarded(t, f.led, f.clients[1], 1, f.a)
+	if _, _, err := f.s.onForwardedRegister(f.a.id, fw.Marshal()); err == nil {
+		t.Fatal("a forwarded registration whose proofs fail was taken")
+	}
+	if strings.Count(logBuf.String(), "registration evidence") != 2 {
+		t.Fatalf("the leader logged no evidence against the forwarding primary: %s", logBuf.String())
+	}
+	fw.Sig[0] ^= 1
+	if _, _, err := f.s.onForwardedRegister(f.a.id, fw.Marshal()); err == nil || !strings.Contains(err.Error(), "bad signature") {
+		t.Fatalf("a forward with a bad primary signature: %v", err)
+	}
+	fw.Sig[0] ^= 1
+	if _, _, err := f.s.onForwardedRegister(f.b.id, fw.Marshal()); err == nil || !strings.Contains(err.Error(), "not from the primary it names") {
+		t.Fatalf("a forward relayed by another server: %v", err)
 	}
 }
