@@ -112,9 +112,11 @@ func (s *Server) admissionOrder(e *sepoch) [][32]byte {
 	for k := range e.regs {
 		c := candidate{reg: k, rng: e.regRange[k]}
 		if lt, ok := e.lt[k]; ok {
+			// A record exists once the key ended an epoch here
+			// cleanly or ran dry (ltexclude.go).
 			if seen, ok := s.keySeen(lt.key); ok {
 				c.dry = seen.Dry > 0
-				c.returning = seen.Clean > 0 && seen.Dry == 0
+				c.returning = seen.Dry == 0
 			}
 		}
 		cs = append(cs, c)
