@@ -42,9 +42,10 @@ type candidate struct {
 // first-time keys of ranges with fewer: a quarter of the quota, at least 1.
 func rangeCap(quota int) int { return max(1, quota/4) }
 
-// orderAdmission orders candidates as the list above says, drawing its
+// orderAdmission orders candidates as the list above says, at most
+// perRange first-time keys of one range before the overflow, drawing its
 // lotteries from rnd.
-func orderAdmission(cs []candidate, cap int, rnd io.Reader) ([][32]byte, error) {
+func orderAdmission(cs []candidate, perRange int, rnd io.Reader) ([][32]byte, error) {
 	var seed [32]byte
 	if _, err := io.ReadFull(rnd, seed[:]); err != nil {
 		return nil, fmt.Errorf("node: admission lottery: %w", err)
@@ -86,7 +87,7 @@ func orderAdmission(cs []candidate, cap int, rnd io.Reader) ([][32]byte, error) 
 	for _, g := range ranges {
 		shuffle(byRange[g])
 	}
-	for turn := 0; turn < cap; turn++ {
+	for turn := 0; turn < perRange; turn++ {
 		for _, g := range ranges {
 			if turn < len(byRange[g]) {
 				out = append(out, byRange[g][turn].reg)
@@ -94,8 +95,8 @@ func orderAdmission(cs []candidate, cap int, rnd io.Reader) ([][32]byte, error) 
 		}
 	}
 	for _, g := range ranges {
-		if len(byRange[g]) > cap {
-			over = append(over, byRange[g][cap:]...)
+		if len(byRange[g]) > perRange {
+			over = append(over, byRange[g][perRange:]...)
 		}
 	}
 	shuffle(over)
