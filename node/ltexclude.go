@@ -178,7 +178,12 @@ func (s *Server) noteClientEnd(key [32]byte, number uint64, dry bool) {
 
 // recordClients notes, at an epoch's end, how each client of this primary
 // ended it (§5.4: a dry slot lowers its key's priority; a clean epoch makes
-// it a returning client). An epoch in which no round ran judges nobody.
+// it a returning client). An epoch in which no round ran judges nobody. A
+// slot ran dry when its client left with its cover window spent (e.dry),
+// or, in an epoch that ended before its last round, when it holds no onion
+// for the first round without a final list (a client that submits W rounds
+// ahead has sent it long before) and its client did not hand over cover
+// and leave.
 func (s *Server) recordClients(e *sepoch) {
 	s.mu.Lock()
 	if e.final == nil || e.listHigh == 0 {
@@ -190,13 +195,27 @@ func (s *Server) recordClients(e *sepoch) {
 		dry bool
 	}
 	var ends []end
+	next, rounds := e.listHigh, e.final.desc.Params.Rounds
 	for i, c := range e.final.desc.Clients {
 		if int(c.Primary) != e.pos || e.named[i] {
 			continue
 		}
-		if lt, ok := e.lt[c.RegKey]; ok {
-			ends = append(ends, end{lt.key, e.dry[uint32(i)]})
+		lt, ok := e.lt[c.RegKey]
+		if !ok {
+			continue
 		}
+		sl := uint32(i)
+		dry := e.dry[sl]
+		if !dry && next < rounds && !e.departed[sl] && !e.handedOver(sl, next) {
+			x := e.rounds[next]
+			if x == nil {
+				dry = true
+			} else {
+				_, has := x.subs[sl]
+				dry = !has
+			}
+		}
+		ends = append(ends, end{lt.key, dry})
 	}
 	number := e.final.desc.Number
 	s.mu.Unlock()

@@ -302,18 +302,27 @@ func TestReturningClientsFirst(t *testing.T) {
 		return reg, lt
 	}
 	// Earlier epochs, as recordClients saw them end: 20 clients held their
-	// slots cleanly, 5 more once clean ran dry since.
+	// slots cleanly, 5 more once clean ran dry since (4 left with their
+	// cover window spent; 1, connected, sent no onion for round 3, the
+	// first without a list, when the epoch of 10 rounds ended).
 	prev := &sepoch{pos: 0}
 	prev.roundsState.listHigh = 3
 	prev.lt, prev.dry = map[[32]byte]ltEntry{}, map[uint32]bool{}
-	prevDesc := &wire.Descriptor{Number: 4}
+	prev.rounds = map[uint32]*sround{}
+	next := prev.round(3)
+	prevDesc := &wire.Descriptor{Number: 4, Params: wire.Params{Rounds: 10}}
 	returning, dry := map[[32]byte]bool{}, map[[32]byte]bool{}
 	for i := range 25 {
 		reg, lt := add("198.51.100.0/24")
 		prevDesc.Clients = append(prevDesc.Clients, wire.ClientEntry{RegKey: reg})
 		prev.lt[reg] = ltEntry{key: lt}
+		if i < 24 {
+			next.subs[uint32(i)] = wire.Submit{}
+		}
 		if i >= 20 {
-			prev.dry[uint32(i)] = true
+			if i < 24 {
+				prev.dry[uint32(i)] = true
+			}
 			dry[reg] = true
 			s.noteClientEnd(lt, 3, false) // clean once, before
 		} else {
