@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -114,7 +115,10 @@ type pruner interface {
 
 // Server is a riffle server.
 type Server struct {
-	ctx      context.Context
+	// indexServing counts the index pages being read and sent
+	// (indexserve.go), at most maxIndexServing at once.
+	indexServing atomic.Int32
+	ctx          context.Context
 	cancel   context.CancelFunc
 	cfg      ServerConfig
 	log      *slog.Logger

@@ -22,6 +22,8 @@ var (
 	bucketChunkAge  = []byte("chunk-age")  // u64 touched ns ‖ id → present
 	bucketIndex     = []byte("index")      // file id → IndexEntry
 	bucketManifests = []byte("manifests")  // chunk id → Manifest (SPEC §6.4 v3)
+	bucketIndexLog  = []byte("index-log")  // u64 sequence → u8 op ‖ id (the index's changes, in order)
+	bucketIndexSeq  = []byte("index-seq")  // id → u64 sequence of its live add record
 	bucketRounds    = []byte("rounds")     // epoch id ‖ u32 round → RoundRecord
 	bucketRoundAge  = []byte("round-age")  // u64 time ns ‖ epoch id ‖ u32 round → present
 	bucketEpochs    = []byte("epochs")     // u64 number ‖ epoch id → EpochRecord
@@ -29,7 +31,7 @@ var (
 	bucketMeta      = []byte("meta")       // metaSchema, metaUsage
 )
 
-var serverBuckets = [][]byte{bucketChunks, bucketChunkMeta, bucketChunkAge, bucketIndex, bucketManifests,
+var serverBuckets = [][]byte{bucketChunks, bucketChunkMeta, bucketChunkAge, bucketIndex, bucketManifests, bucketIndexLog, bucketIndexSeq,
 	bucketRounds, bucketRoundAge, bucketEpochs, bucketEpochIDs, bucketMeta, bucketSegments}
 
 var (
@@ -109,6 +111,9 @@ func Open(path string, opts Options) (*Store, error) {
 			}
 		} else if len(v) != 4 || binary.BigEndian.Uint32(v) != serverSchema {
 			return fmt.Errorf("store: %s has schema %x, this build reads %d", path, v, serverSchema)
+		}
+		if err := backfillIndexLog(tx); err != nil {
+			return err
 		}
 		var err error
 		usage, err = readUsage(meta)
@@ -367,6 +372,9 @@ func (s *Store) PutRoundHashed(rec RoundRecord, chunks []Chunk, index []IndexEnt
 			if err := idx.Put(e.FileID[:], e.encode()); err != nil {
 				return err
 			}
+			if err := logIndex(tx, indexAdd, e.FileID); err != nil {
+				return err
+			}
 		}
 		if err := rounds.Put(key, value); err != nil {
 			return err
@@ -418,6 +426,9 @@ func (s *Store) PutManifests(mans []Manifest, index []IndexEntry) error {
 			if err := mb.Put(m.ID[:], m.encode()); err != nil {
 				return err
 			}
+			if err := logIndex(tx, indexAdd, m.ID); err != nil {
+				return err
+			}
 		}
 		for i := range index {
 			e := &index[i]
@@ -428,6 +439,9 @@ func (s *Store) PutManifests(mans []Manifest, index []IndexEntry) error {
 				continue
 			}
 			if err := idx.Put(e.FileID[:], e.encode()); err != nil {
+				return err
+			}
+			if err := logIndex(tx, indexAdd, e.FileID); err != nil {
 				return err
 			}
 		}
@@ -867,6 +881,11 @@ func (s *Store) pruneChunks(cutoff time.Time) (n int, more bool, err error) {
 				w.usage -= int64(l.length)
 				holes = append(holes, l)
 				if err := w.chunks.Delete(id); err != nil {
+					return err
+				}
+			}
+			if idx.Get(id) != nil || mb.Get(id) != nil {
+				if err := logIndex(tx, indexRemove, ID(id)); err != nil {
 					return err
 				}
 			}
