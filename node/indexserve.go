@@ -34,7 +34,11 @@ func (s *Server) onIndexReq(ctx context.Context, from peer.ID, body []byte) (wir
 	if err := ctx.Err(); err != nil {
 		return 0, nil, err
 	}
-	ch, err := s.store.IndexSince(req.Cursor, wire.IndexPageBytes)
+	budget := wire.IndexPageBytes
+	if s.cfg.indexPage > 0 {
+		budget = s.cfg.indexPage
+	}
+	ch, err := s.store.IndexSince(req.Cursor, budget)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -103,6 +103,9 @@ type ServerConfig struct {
 	// observe is the anonymity tests' view of what this server sees
 	// (observe.go); nil outside them.
 	observe *testObserver
+	// indexPage, if set, replaces wire.IndexPageBytes as the budget of
+	// one index page (tests: many pages from a small index).
+	indexPage int
 }
 
 // DefaultPruneEvery is how often a server prunes its store by default.
@@ -119,19 +122,19 @@ type Server struct {
 	// (indexserve.go), at most maxIndexServing at once.
 	indexServing atomic.Int32
 	ctx          context.Context
-	cancel   context.CancelFunc
-	cfg      ServerConfig
-	log      *slog.Logger
-	rand     io.Reader
-	h        host.Host
-	priv     crypto.PrivKey
-	roster   roster
-	helloNow chan struct{}
-	closers  []func() error
-	store    ChunkStore
-	engine   *pir.Engine
-	pool     bufPool // large round buffers (bufpool.go)
-	wg       sync.WaitGroup
+	cancel       context.CancelFunc
+	cfg          ServerConfig
+	log          *slog.Logger
+	rand         io.Reader
+	h            host.Host
+	priv         crypto.PrivKey
+	roster       roster
+	helloNow     chan struct{}
+	closers      []func() error
+	store        ChunkStore
+	engine       *pir.Engine
+	pool         bufPool // large round buffers (bufpool.go)
+	wg           sync.WaitGroup
 
 	// mu guards the fields below it up to banned, and every epoch's and
 	// round's state (sepoch, sround) reached through them.

@@ -1,0 +1,258 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"math"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/store"
+)
+
+// indexServer is a real server on 127.0.0.1 with a bbolt store and no
+// peers, so it never runs an epoch: it only serves its index.
+func indexServer(t *testing.T, page int) *Server {
+	t.Helper()
+	s, err := NewServer(context.Background(), ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"},
+		NoLAN: true, MinServers: 3, Params: testParams(8), Logger: anonLogger(), indexPage: page})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// indexFiles indexes n public files of 40 chunks of 1 KiB at s (a root and
+// two inner manifest nodes each), as publication would, and returns the
+// ids of the manifests added.
+func indexFiles(t *testing.T, s *Server, n int) [][32]byte {
+	t.Helper()
+	var ids [][32]byte
+	for i := 0; i < n; i++ {
+		data := make([]byte, 40<<10)
+		rand.Read(data)
+		var mans []store.Manifest
+		var chunks []store.Chunk
+		link, err := chunker.Share(bytes.NewReader(data), fmt.Sprintf("f%d.bin", i), "", MinChunkSize, chunker.ShareOptions{}, func(id chunker.ID, c []byte) error {
+			c = append([]byte(nil), c...)
+			chunks = append(chunks, store.Chunk{ID: id, Data: c})
+			if isManifest(c) {
+				mans = append(mans, store.Manifest{ID: id, Round: uint32(i), Data: c})
+				ids = append(ids, id)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.store.PutChunks(chunks); err != nil {
+			t.Fatal(err)
+		}
+		entry := IndexEntry{FileID: link.ID, Name: fmt.Sprintf("f%d.bin", i), Size: uint64(len(data)), Chunks: 40, Round: uint32(i), Time: time.Unix(1700000000+int64(i), 0)}
+		if err := s.store.PutManifests(mans, []IndexEntry{entry}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ids
+}
+
+// bareClient is a client of primary s that runs no epoch: only its index
+// sync, called by the test. dir is its data directory ("" for none).
+func bareClient(t *testing.T, s *Server, dir string) *Client {
+	t.Helper()
+	h, err := newHost(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Peerstore().AddAddrs(s.ID(), s.Addrs(), time.Hour)
+	c := &Client{cfg: ClientConfig{DataDir: dir}, log: anonLogger(), h: h, primary: s.ID()}
+	c.openClientDB()
+	t.Cleanup(func() {
+		if c.db != nil {
+			c.db.Close()
+		}
+		h.Close()
+	})
+	return c
+}
+
+// serverCopy is what server s indexes: its entries' file ids and its
+// manifests, sorted.
+func serverCopy(t *testing.T, s *Server) (entries []string, mans []string) {
+	t.Helper()
+	idx, err := s.store.Index()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range idx {
+		entries = append(entries, fmt.Sprintf("%x %s %d", e.FileID, e.Name, e.Size))
+	}
+	raw, err := s.store.Manifests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range raw {
+		mans = append(mans, fmt.Sprintf("%x", b))
+	}
+	sort.Strings(entries)
+	sort.Strings(mans)
+	return entries, mans
+}
+
+// clientCopy is c's synced copy in the same form.
+func clientCopy(c *Client) (entries []string, mans []string) {
+	for _, e := range c.icopy.entries {
+		entries = append(entries, fmt.Sprintf("%x %s %d", e.FileID, e.Name, e.Size))
+	}
+	for _, b := range c.icopy.mans {
+		mans = append(mans, fmt.Sprintf("%x", b))
+	}
+	sort.Strings(entries)
+	sort.Strings(mans)
+	return entries, mans
+}
+
+func sameCopy(t *testing.T, s *Server, c *Client) {
+	t.Helper()
+	se, sm := serverCopy(t, s)
+	ce, cm := clientCopy(c)
+	if fmt.Sprint(se) != fmt.Sprint(ce) || fmt.Sprint(sm) != fmt.Sprint(cm) {
+		t.Fatalf("synced copy differs from the server's index: %d/%d entries, %d/%d manifests", len(ce), len(se), len(cm), len(sm))
+	}
+}
+
+// TestIndexSyncPages (§7 v3): an index larger than one page is synced
+// across pages, each within the page budget, and the client's copy equals
+// the server's index.
+func TestIndexSyncPages(t *testing.T) {
+	const page = 2 << 10
+	s := indexServer(t, page)
+	ids := indexFiles(t, s, 12)
+	c := bareClient(t, s, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c.syncMu.Lock()
+	res, err := c.syncIndexFrom(ctx, s.ID())
+	c.syncMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 36 manifests and 12 entries of about 18 KiB in all: at least 8
+	// pages of 2 KiB.
+	if res.pages < 8 || res.mans != len(ids) || res.entries != 12 {
+		t.Fatalf("synced %+v, want ≥ 8 pages, %d manifests, 12 entries", res, len(ids))
+	}
+	if res.bytes > res.pages*(page+wire.MaxManifest) {
+		t.Fatalf("%d bytes in %d pages", res.bytes, res.pages)
+	}
+	sameCopy(t, s, c)
+	// Synced again: one page, nothing new.
+	c.syncMu.Lock()
+	res, err = c.syncIndexFrom(ctx, s.ID())
+	c.syncMu.Unlock()
+	if err != nil || res.pages != 1 || res.mans+res.entries+res.removed != 0 {
+		t.Fatalf("second sync read %+v (%v)", res, err)
+	}
+}
+
+// TestIndexSyncResumes (§7 v3): a client restarted with its database asks
+// only for the changes after its stored cursor: the few manifests indexed
+// since, not the whole index again.
+func TestIndexSyncResumes(t *testing.T) {
+	s := indexServer(t, 0)
+	indexFiles(t, s, 10)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := bareClient(t, s, dir)
+	c.syncMu.Lock()
+	first, err := c.syncIndexFrom(ctx, s.ID())
+	c.syncMu.Unlock()
+	if err != nil || first.mans != 30 {
+		t.Fatalf("first sync: %+v, %v", first, err)
+	}
+	c.db.Close()
+	c.db = nil
+	indexFiles(t, s, 1)
+	// A new process: a fresh libp2p identity, the same database.
+	again := bareClient(t, s, dir)
+	again.syncMu.Lock()
+	res, err := again.syncIndexFrom(ctx, s.ID())
+	again.syncMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.mans != 3 || res.entries != 1 || res.bytes*5 > first.bytes {
+		t.Fatalf("restarted sync read %+v (first %+v): not only what is new", res, first)
+	}
+	sameCopy(t, s, again)
+}
+
+// TestIndexReqHostile: a page request with a cursor past the log gets an
+// empty page that ends at the log's end; one longer than its fixed size
+// is refused unread; a server whose page does not move the cursor on
+// ends the client's sync.
+func TestIndexReqHostile(t *testing.T) {
+	s := indexServer(t, 0)
+	indexFiles(t, s, 2)
+	h, err := newHost(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	h.Peerstore().AddAddrs(s.ID(), s.Addrs(), time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rep, err := call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{Cursor: math.MaxUint64}).Marshal(), Timeout: shortTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pg wire.Index
+	if err := pg.Unmarshal(rep, wire.MaxIndexPageItems); err != nil {
+		t.Fatal(err)
+	}
+	if pg.More || pg.Next != 8 || len(pg.Entries)+len(pg.Manifests)+len(pg.Removed) != 0 {
+		t.Fatalf("page for a cursor past the log: next %d more %v, %d items", pg.Next, pg.More, len(pg.Entries)+len(pg.Manifests))
+	}
+	for _, body := range [][]byte{make([]byte, wire.IndexReqSize+1), make([]byte, 1<<20), nil} {
+		if _, err := call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: body, Timeout: shortTimeout}); err == nil {
+			t.Fatalf("index request of %d bytes answered", len(body))
+		}
+	}
+	// The server still answers a well-formed request.
+	if _, err := call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{}).Marshal(), Timeout: shortTimeout}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A hostile server: every page says more follows, at the same cursor.
+	bad, err := newHost(nil, []string{"/ip4/127.0.0.1/tcp/0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	var asked int
+	serve(ctx, bad, &gate{}, anonLogger(), ProtoClient, shortTimeout, func(peer.ID, wire.Type) int { return 64 }, func(_ context.Context, _ peer.ID, _ wire.Type, body []byte) (wire.Type, []byte, error) {
+		asked++
+		var req wire.IndexReq
+		if err := req.Unmarshal(body); err != nil {
+			return 0, nil, err
+		}
+		return wire.TypeIndex, (&wire.Index{Next: req.Cursor, More: true}).Marshal(), nil
+	})
+	c := bareClient(t, s, "")
+	c.h.Peerstore().AddAddrs(bad.ID(), bad.Addrs(), time.Hour)
+	c.syncMu.Lock()
+	_, err = c.syncIndexFrom(ctx, bad.ID())
+	c.syncMu.Unlock()
+	if err == nil || asked != 1 {
+		t.Fatalf("a page that does not move the cursor: %v after %d requests", err, asked)
+	}
+}
