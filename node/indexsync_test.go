@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -254,5 +256,65 @@ func TestIndexReqHostile(t *testing.T) {
 	c.syncMu.Unlock()
 	if err == nil || asked != 1 {
 		t.Fatalf("a page that does not move the cursor: %v after %d requests", err, asked)
+	}
+}
+
+// TestIndexGapFilledFromAnotherServer (§6.4, §7 v3): a primary that leaves
+// a file's manifests out of one client's copy of the index is caught by
+// the signed request lists, and the client completes its copy from
+// another server of the chain; the user is told of the gap.
+func TestIndexGapFilledFromAnotherServer(t *testing.T) {
+	data, manifests, _, _ := manifestFile(t)
+	var victimID atomic.Value
+	victimID.Store(peer.ID(""))
+	tn := startAnonNet(t, 3, 0, 2, manifestParams(), func(i int, c *ServerConfig) {
+		if i == 0 {
+			c.observe = &testObserver{IndexReply: func(to peer.ID, mans []store.Manifest) []store.Manifest {
+				if to == victimID.Load().(peer.ID) {
+					return nil
+				}
+				return mans
+			}}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var warned lockedBuf
+	up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	victim, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Progress: &warned, Logger: anonLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer victim.Close()
+	victimID.Store(victim.h.ID())
+	if _, err := up.Share(ctx, bytes.NewReader(data), "m.bin", false); err != nil {
+		t.Fatal(err)
+	}
+	for victim.Stats().IndexGaps == 0 {
+		if ctx.Err() != nil {
+			t.Fatalf("no gap noticed: %+v", victim.Stats())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st := victim.Stats(); st.IndexFilled != st.IndexGaps {
+		t.Fatalf("%d gaps, %d filled from another server", st.IndexGaps, st.IndexFilled)
+	}
+	victim.mu.Lock()
+	held := 0
+	for id := range manifests {
+		if _, ok := victim.manifests[id]; ok {
+			held++
+		}
+	}
+	victim.mu.Unlock()
+	if held != len(manifests) {
+		t.Fatalf("the victim's copy holds %d of the file's %d manifests", held, len(manifests))
+	}
+	if !strings.Contains(warned.String(), "lacks") {
+		t.Fatalf("the user was not told: %s", warned.String())
 	}
 }
