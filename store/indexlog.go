@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -71,6 +72,7 @@ func backfillIndexLog(tx *bolt.Tx) error {
 			return err
 		}
 	}
+	now := time.Now()
 	for _, id := range ids {
 		if tx.Bucket(bucketIndexSeq).Get(id[:]) != nil {
 			continue
@@ -78,8 +80,66 @@ func backfillIndexLog(tx *bolt.Tx) error {
 		if err := logIndex(tx, indexAdd, id); err != nil {
 			return err
 		}
+		// Its index retention starts now.
+		if err := tx.Bucket(bucketIndexAge).Put(ageKey(now, id[:]), present); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// pruneIndex removes the manifests indexed before cutoff, with their
+// index entries, and logs each removal, up to pruneBatch a transaction.
+func (s *Store) pruneIndex(cutoff time.Time) error {
+	for {
+		more := false
+		n := 0
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			more, n = false, 0
+			age := tx.Bucket(bucketIndexAge)
+			mb, ib := tx.Bucket(bucketManifests), tx.Bucket(bucketIndex)
+			var dead [][]byte
+			c := age.Cursor()
+			for k, _ := c.First(); k != nil && expired(k, cutoff); k, _ = c.Next() {
+				if len(dead) == pruneBatch {
+					more = true
+					break
+				}
+				dead = append(dead, append([]byte(nil), k...))
+			}
+			for _, k := range dead {
+				if len(k) != 8+32 {
+					return fmt.Errorf("%w: index age key of %d bytes", errCorrupt, len(k))
+				}
+				id := ID(k[8:])
+				if mb.Get(id[:]) != nil || ib.Get(id[:]) != nil {
+					if err := logIndex(tx, indexRemove, id); err != nil {
+						return err
+					}
+					n++
+				}
+				for _, del := range []func() error{
+					func() error { return age.Delete(k) },
+					func() error { return mb.Delete(id[:]) },
+					func() error { return ib.Delete(id[:]) },
+				} {
+					if err := del(); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("store: prune index before %v: %w", cutoff, err)
+		}
+		if n > 0 {
+			s.log.Info("index pruned", "manifests", n)
+		}
+		if !more {
+			return nil
+		}
+	}
 }
 
 // IndexChanges is one page of the index log: the manifest chunks and

@@ -17,7 +17,7 @@ import (
 // log gets an empty page ending at the log's end.
 func TestIndexLog(t *testing.T) {
 	r := testRand(21)
-	s, path := openTest(t, Options{Retention: time.Minute})
+	s, path := openTest(t, Options{Retention: time.Minute, IndexRetention: time.Minute})
 	t0 := time.Unix(1_800_000_000, 0)
 	// Five manifests of 3 MiB: two to a page of wire.IndexPageBytes.
 	var cs []Chunk
@@ -156,5 +156,47 @@ func TestClientSyncedIndex(t *testing.T) {
 	}
 	if n, _ := db.IndexCursor(srv); n != 5 {
 		t.Fatalf("a refused page moved the cursor to %d", n)
+	}
+}
+
+// TestIndexRetention (SPEC §7 v3): the index's retention is its own (a
+// group constant the node passes on), not the operator's chunk retention:
+// with chunk retention only, a prune drops data chunks and keeps every
+// indexed manifest with its chunk; with index retention, the manifests
+// indexed before it leave, logged as removed, and their chunks go with
+// the next chunk prune.
+func TestIndexRetention(t *testing.T) {
+	r := testRand(23)
+	t0 := time.Unix(1_800_000_000, 0)
+	for _, idxRet := range []time.Duration{0, time.Minute} {
+		s, _ := openTest(t, Options{Retention: time.Minute, IndexRetention: idxRet})
+		man, data := mkChunk(r, 500), mkChunk(r, 600)
+		if err := s.PutRound(RoundRecord{Time: t0, Published: ids([]Chunk{man, data})}, []Chunk{man, data}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutManifests([]Manifest{{ID: man.ID, Data: man.Data}}, []IndexEntry{{FileID: man.ID, Name: "m", Time: t0}}); err != nil {
+			t.Fatal(err)
+		}
+		end, _ := s.IndexLogEnd()
+		if _, err := s.Prune(t0.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		hasData, _ := s.HasChunk(data.ID)
+		hasMan, _ := s.HasChunk(man.ID)
+		_, indexed, _ := s.IndexEntry(man.ID)
+		n := 0
+		s.Manifests(func(Manifest) error { n++; return nil })
+		ch, err := s.IndexSince(end, wire.IndexPageBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case hasData:
+			t.Fatalf("index retention %v: the data chunk outlived the chunk retention", idxRet)
+		case idxRet == 0 && (!hasMan || !indexed || n != 1 || len(ch.Removed) != 0):
+			t.Fatalf("chunk retention only: manifest chunk %v, entry %v, %d manifests, %d removed", hasMan, indexed, n, len(ch.Removed))
+		case idxRet > 0 && (hasMan || indexed || n != 0 || len(ch.Removed) != 1 || ch.Removed[0] != man.ID):
+			t.Fatalf("index retention: manifest chunk %v, entry %v, %d manifests, removed %v", hasMan, indexed, n, ch.Removed)
+		}
 	}
 }

@@ -82,9 +82,15 @@ type Params struct {
 	MaxRows      uint32 // cap on L
 	RegWindowMs  uint32 // registration window after opening
 	RoundLimitMs uint32 // a round not filled in this time ends the epoch
+	// IndexHours is how long a manifest stays in the public index after
+	// it was indexed, in hours (0: for good): a group constant, so that
+	// every server holds the same index (§7 v3).
+	IndexHours uint32
 }
 
-const paramsSize = 4 + 2 + 2 + 4 + 4 + 4 + 4 + 4
+// paramsSize: u32 chunk size, u16 k, u16 w, u32 rounds, u32 max clients,
+// u32 max rows, u32 registration window, u32 round limit, u32 index hours.
+const paramsSize = 4 + 2 + 2 + 4 + 4 + 4 + 4 + 4 + 4
 
 func (p *Params) enc(e *Enc) {
 	e.U32(p.ChunkSize)
@@ -95,6 +101,7 @@ func (p *Params) enc(e *Enc) {
 	e.U32(p.MaxRows)
 	e.U32(p.RegWindowMs)
 	e.U32(p.RoundLimitMs)
+	e.U32(p.IndexHours)
 }
 
 func (p *Params) dec(d *Dec) {
@@ -106,6 +113,7 @@ func (p *Params) dec(d *Dec) {
 	p.MaxRows = d.U32("max rows")
 	p.RegWindowMs = d.U32("registration window")
 	p.RoundLimitMs = d.U32("round limit")
+	p.IndexHours = d.U32("index hours")
 }
 
 func encAddrs(e *Enc, addrs [][]byte) {
