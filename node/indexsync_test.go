@@ -155,6 +155,7 @@ func TestIndexSyncPages(t *testing.T) {
 	if res.bytes > res.pages*(page+wire.MaxManifest) {
 		t.Fatalf("%d bytes in %d pages", res.bytes, res.pages)
 	}
+	t.Logf("%d manifests, %d entries in %d pages, %d bytes", res.mans, res.entries, res.pages, res.bytes)
 	sameCopy(t, s, c)
 	// Synced again: one page, nothing new.
 	c.syncMu.Lock()
@@ -192,6 +193,7 @@ func TestIndexSyncResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("first sync: %d pages, %d bytes; after the restart: %d pages, %d bytes", first.pages, first.bytes, res.pages, res.bytes)
 	if res.mans != 3 || res.entries != 1 || res.bytes*5 > first.bytes {
 		t.Fatalf("restarted sync read %+v (first %+v): not only what is new", res, first)
 	}
