@@ -83,21 +83,6 @@ func (m *memStore) logIndex(id [32]byte, removed bool) {
 	}
 }
 
-// Drop removes manifests from the index as pruning would (tests).
-func (m *memStore) Drop(ids ...[32]byte) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, id := range ids {
-		_, a := m.mans[id]
-		_, b := m.index[id]
-		if a || b {
-			delete(m.mans, id)
-			delete(m.index, id)
-			m.logIndex(id, true)
-		}
-	}
-}
-
 func (m *memStore) IndexSince(cursor uint64, budget int) (store.IndexChanges, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()

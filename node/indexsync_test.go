@@ -23,8 +23,10 @@ import (
 // peers, so it never runs an epoch: it only serves its index.
 func indexServer(t *testing.T, page int) *Server {
 	t.Helper()
+	p := testParams(8)
+	p.IndexHours = 1
 	s, err := NewServer(context.Background(), ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"},
-		NoLAN: true, MinServers: 3, Params: testParams(8), Logger: anonLogger(), indexPage: page})
+		NoLAN: true, MinServers: 3, Params: p, Logger: anonLogger(), indexPage: page})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +166,18 @@ func TestIndexSyncPages(t *testing.T) {
 	if err != nil || res.pages != 1 || res.mans+res.entries+res.removed != 0 {
 		t.Fatalf("second sync read %+v (%v)", res, err)
 	}
+	// The index retention lets every manifest go: the next sync removes
+	// them from the copy.
+	if _, err := s.store.(pruner).Prune(time.Now().Add(2 * time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	c.syncMu.Lock()
+	res, err = c.syncIndexFrom(ctx, s.ID())
+	c.syncMu.Unlock()
+	if err != nil || res.removed != len(ids) || len(c.icopy.mans)+len(c.icopy.entries) != 0 {
+		t.Fatalf("after the index retention: %+v (%v), %d manifests left", res, err, len(c.icopy.mans))
+	}
+	sameCopy(t, s, c)
 }
 
 // TestIndexSyncResumes (§7 v3): a client restarted with its database asks
@@ -318,5 +332,52 @@ func TestIndexGapFilledFromAnotherServer(t *testing.T) {
 	}
 	if !strings.Contains(warned.String(), "lacks") {
 		t.Fatalf("the user was not told: %s", warned.String())
+	}
+}
+
+// TestMemStoreIndexSince: the in-memory store (tests, the demo) logs and
+// pages the index as the bbolt store does.
+func TestMemStoreIndexSince(t *testing.T) {
+	st := NewMemStore()
+	var want [][32]byte
+	for i := range 5 {
+		b := make([]byte, 1000)
+		rand.Read(b)
+		id := chunker.Sum(b)
+		if err := st.PutChunks([]store.Chunk{{ID: id, Data: b}}); err != nil {
+			t.Fatal(err)
+		}
+		var idx []IndexEntry
+		if i == 0 {
+			idx = []IndexEntry{{FileID: id, Name: "root"}}
+		}
+		if err := st.PutManifests([]store.Manifest{{ID: id, Data: b}}, idx); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, id)
+	}
+	var got [][32]byte
+	cur, pages, entries := uint64(0), 0, 0
+	for {
+		ch, err := st.IndexSince(cur, 2100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, m := range ch.Manifests {
+			got = append(got, m.ID)
+		}
+		entries += len(ch.Entries)
+		cur = ch.Next
+		if !ch.More {
+			break
+		}
+	}
+	// In the order indexed, about two 1000-byte manifests a page.
+	if pages != 3 || fmt.Sprint(got) != fmt.Sprint(want) || entries != 1 {
+		t.Fatalf("%d pages, %d manifests, %d entries", pages, len(got), entries)
+	}
+	if ch, _ := st.IndexSince(math.MaxUint64, 2100); ch.Next != cur || ch.More || len(ch.Manifests) != 0 {
+		t.Fatalf("cursor past the log: %+v", ch)
 	}
 }
