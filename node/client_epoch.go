@@ -61,7 +61,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	c.mu.Lock()
 	want := c.lastManifests
 	c.mu.Unlock()
-	if idx, mans, gaps, filled, err := c.syncIndexEpoch(ctx, fin.Desc.Group, want); err == nil {
+	if idx, mans, gaps, filled, err := c.syncIndexEpoch(ctx, fin.Desc.Group, fin.Desc.Params.IndexHours, want); err == nil {
 		c.mu.Lock()
 		c.index, c.manifests, c.indexSynced = idx, mans, true
 		c.lastManifests = nil

@@ -33,6 +33,14 @@ import (
 // when the primary's copy lacks a manifest that a signed request list
 // named (§6.4 v3) or the sync fails, another server of the epoch's chain
 // drawn at random.
+//
+// The index retention is a group constant (Params.IndexHours), so a
+// client knows when a manifest is due to leave: it applies a server's
+// removal only once the retention, less a tenth, has run since it first
+// held the id (an early removal would be a way to take a manifest out of
+// one client's copy), and drops by itself what it has held for the
+// retention and a tenth (a server that never sends the removal cannot
+// keep the copy growing).
 
 // Bounds on one sync, whatever a server sends.
 const (
@@ -44,6 +52,14 @@ const (
 	indexFallbacks = 2
 )
 
+// removalDue and expired give the retention's bounds for an id first
+// held at seen, with a tenth of slack for the servers' clocks and when
+// each client synced.
+func removalDue(seen, now time.Time, hours uint32) bool {
+	ret := time.Duration(hours) * time.Hour
+	return hours > 0 && now.Sub(seen) >= ret-ret/10
+}
+
 // indexCopy is a client's synced copy of the public index. It is touched
 // by one sync at a time (Client.syncMu); the maps it hands out are copies.
 type indexCopy struct {
@@ -51,7 +67,20 @@ type indexCopy struct {
 	synced  bool // a sync of this run succeeded
 	entries map[[32]byte]IndexEntry
 	mans    map[[32]byte][]byte
+	seen    map[[32]byte]time.Time // when each id was first held
 	cursors map[peer.ID]uint64
+	// hours is the group's index retention, from the last descriptor
+	// (0: unknown or for good: no removal is applied).
+	hours uint32
+	// clock, if set, replaces time.Now (tests).
+	clock func() time.Time
+}
+
+func (ic *indexCopy) now() time.Time {
+	if ic.clock != nil {
+		return ic.clock()
+	}
+	return time.Now()
 }
 
 // syncResult says what one sync from one server read.
@@ -59,6 +88,7 @@ type syncResult struct {
 	pages, bytes   int
 	entries, mans  int
 	removed, reset int
+	early          int // removals not applied: the retention has not run
 }
 
 // loadIndexCopy loads the stored copy once (the client database, if any).
@@ -69,10 +99,11 @@ func (c *Client) loadIndexCopy() {
 	}
 	ic.loaded = true
 	ic.entries, ic.mans, ic.cursors = map[[32]byte]IndexEntry{}, map[[32]byte][]byte{}, map[peer.ID]uint64{}
+	ic.seen = map[[32]byte]time.Time{}
 	if c.db == nil {
 		return
 	}
-	entries, mans, err := c.db.SyncedIndex()
+	entries, mans, seen, err := c.db.SyncedIndex()
 	if err != nil {
 		c.log.Warn("stored index copy unreadable; syncing it again", "err", err)
 		return
@@ -81,6 +112,31 @@ func (c *Client) loadIndexCopy() {
 		ic.entries[e.FileID] = e
 	}
 	maps.Copy(ic.mans, mans)
+	maps.Copy(ic.seen, seen)
+}
+
+// expireIndex drops from the copy what it has held for the group's index
+// retention and a tenth.
+func (c *Client) expireIndex() {
+	ic := &c.icopy
+	if ic.hours == 0 {
+		return
+	}
+	ret := time.Duration(ic.hours) * time.Hour
+	before := ic.now().Add(-(ret + ret/10))
+	if c.db != nil {
+		if _, err := c.db.ExpireIndex(before); err != nil {
+			c.log.Warn("expire the synced index", "err", err)
+			return
+		}
+	}
+	for id, t := range ic.seen {
+		if t.Before(before) {
+			delete(ic.seen, id)
+			delete(ic.mans, id)
+			delete(ic.entries, id)
+		}
+	}
 }
 
 // cursorOf returns the cursor of server p.
@@ -157,25 +213,39 @@ func (c *Client) syncIndexFrom(ctx context.Context, p peer.ID) (syncResult, erro
 			mans = append(mans, store.Manifest{ID: id, Data: b})
 		}
 		entries := indexFromWire(pg.Entries)
-		removed := make([]store.ID, len(pg.Removed))
-		copy(removed, pg.Removed)
+		now := ic.now()
+		var removed []store.ID
+		for _, id := range pg.Removed {
+			if seen, ok := ic.seen[id]; ok && removalDue(seen, now, ic.hours) {
+				removed = append(removed, id)
+			} else if ok {
+				res.early++
+			}
+		}
 		if c.db != nil {
-			if err := c.db.ApplyIndex([]byte(p), pg.Next, entries, mans, removed); err != nil {
+			if err := c.db.ApplyIndex([]byte(p), pg.Next, now, entries, mans, removed); err != nil {
 				return res, err
 			}
 		}
 		for _, id := range removed {
 			delete(ic.mans, id)
 			delete(ic.entries, id)
+			delete(ic.seen, id)
 		}
 		for _, m := range mans {
 			if _, ok := ic.mans[m.ID]; !ok {
 				ic.mans[m.ID] = m.Data
 			}
+			if _, ok := ic.seen[m.ID]; !ok {
+				ic.seen[m.ID] = now
+			}
 		}
 		for _, e := range entries {
 			if _, ok := ic.entries[e.FileID]; !ok {
 				ic.entries[e.FileID] = e
+			}
+			if _, ok := ic.seen[e.FileID]; !ok {
+				ic.seen[e.FileID] = now
 			}
 		}
 		res.entries += len(entries)
@@ -206,15 +276,18 @@ func (c *Client) missingFrom(want [][32]byte) [][32]byte {
 // (group: the epoch's descriptor, for their addresses). It returns the
 // copy's entries and manifests, the gaps the primary left and how many of
 // them other servers filled.
-func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, want [][32]byte) (idx []IndexEntry, mans map[[32]byte][]byte, gaps, filled int, err error) {
+func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, hours uint32, want [][32]byte) (idx []IndexEntry, mans map[[32]byte][]byte, gaps, filled int, err error) {
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
+	c.loadIndexCopy()
+	c.icopy.hours = hours
+	c.expireIndex()
 	start := time.Now()
 	res, err := c.syncIndexFrom(ctx, c.primary)
 	if err != nil {
 		c.log.Info("index sync from the primary failed", "err", err)
 	} else {
-		c.log.Debug("index synced", "pages", res.pages, "bytes", res.bytes, "manifests", res.mans, "took", time.Since(start))
+		c.log.Debug("index synced", "pages", res.pages, "bytes", res.bytes, "manifests", res.mans, "removed", res.removed, "early removals", res.early, "took", time.Since(start))
 	}
 	missing := c.missingFrom(want)
 	gaps = len(missing)

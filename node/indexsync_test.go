@@ -166,18 +166,44 @@ func TestIndexSyncPages(t *testing.T) {
 	if err != nil || res.pages != 1 || res.mans+res.entries+res.removed != 0 {
 		t.Fatalf("second sync read %+v (%v)", res, err)
 	}
-	// The index retention lets every manifest go: the next sync removes
-	// them from the copy.
+	// A second client, synced before the retention runs out.
+	c2 := bareClient(t, s, "")
+	c2.syncMu.Lock()
+	_, err = c2.syncIndexFrom(ctx, s.ID())
+	c2.syncMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The index retention (1 h here) lets every manifest go at the
+	// server, which logs the removals. A client applies a removal only
+	// once the retention has about run since it first held the id: at
+	// once, it keeps its copy (a server cannot take a manifest out of one
+	// client's copy early), and drops it by itself later.
 	if _, err := s.store.(pruner).Prune(time.Now().Add(2 * time.Hour)); err != nil {
 		t.Fatal(err)
 	}
+	now := time.Now()
+	c.icopy.hours, c2.icopy.hours = 1, 1
+	c.icopy.clock = func() time.Time { return now }
 	c.syncMu.Lock()
 	res, err = c.syncIndexFrom(ctx, s.ID())
 	c.syncMu.Unlock()
-	if err != nil || res.removed != len(ids) || len(c.icopy.mans)+len(c.icopy.entries) != 0 {
-		t.Fatalf("after the index retention: %+v (%v), %d manifests left", res, err, len(c.icopy.mans))
+	if err != nil || res.removed != 0 || res.early != len(ids) || len(c.icopy.mans) != len(ids) {
+		t.Fatalf("early removals: %+v (%v), %d manifests left", res, err, len(c.icopy.mans))
 	}
+	c.icopy.clock = func() time.Time { return now.Add(2 * time.Hour) }
+	c.expireIndex()
 	sameCopy(t, s, c)
+	// The second client syncs once the retention has about run: it
+	// applies the removals.
+	c2.icopy.clock = func() time.Time { return now.Add(55 * time.Minute) }
+	c2.syncMu.Lock()
+	res, err = c2.syncIndexFrom(ctx, s.ID())
+	c2.syncMu.Unlock()
+	if err != nil || res.removed != len(ids) || len(c2.icopy.mans)+len(c2.icopy.entries) != 0 {
+		t.Fatalf("after the index retention: %+v (%v), %d manifests left", res, err, len(c2.icopy.mans))
+	}
+	sameCopy(t, s, c2)
 }
 
 // TestIndexSyncResumes (§7 v3): a client restarted with its database asks

@@ -27,10 +27,11 @@ var (
 	bucketSyncEntries = []byte("sync-index")     // file id → IndexEntry
 	bucketSyncMans    = []byte("sync-manifests") // chunk id → manifest bytes
 	bucketSyncCursors = []byte("sync-cursors")   // server peer id → u64 cursor
+	bucketSyncSeen    = []byte("sync-seen")      // id → u64 ns first held
 )
 
 var clientBuckets = [][]byte{bucketShares, bucketDownloads, bucketNeed, bucketHave, bucketOnions, bucketClient,
-	bucketSyncEntries, bucketSyncMans, bucketSyncCursors}
+	bucketSyncEntries, bucketSyncMans, bucketSyncCursors, bucketSyncSeen}
 
 // clientSchema is the version of the client layout; OpenClient refuses
 // others.

@@ -120,9 +120,10 @@ func TestIndexLog(t *testing.T) {
 	}
 }
 
-// TestClientSyncedIndex: the client's synced copy and its cursors are
-// stored page by page; removed ids leave the copy; a manifest that does
-// not hash to its id is refused.
+// TestClientSyncedIndex: the client's synced copy, the time each id was
+// first held and the cursors are stored page by page; removed ids leave
+// the copy; ids held before a time expire; a manifest that does not hash
+// to its id is refused.
 func TestClientSyncedIndex(t *testing.T) {
 	r := testRand(22)
 	db, err := OpenClient(t.TempDir()+"/client.db", ClientOptions{})
@@ -130,15 +131,16 @@ func TestClientSyncedIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	a, b := mkChunk(r, 100), mkChunk(r, 200)
+	a, b, c := mkChunk(r, 100), mkChunk(r, 200), mkChunk(r, 300)
+	t0 := time.Unix(1_800_000_000, 0)
 	srv := []byte("server-1")
 	if n, err := db.IndexCursor(srv); err != nil || n != 0 {
 		t.Fatalf("cursor before any sync: %d, %v", n, err)
 	}
-	if err := db.ApplyIndex(srv, 4, []IndexEntry{{FileID: a.ID, Name: "a", Time: time.Unix(1, 0)}}, []Manifest{{ID: a.ID, Data: a.Data}, {ID: b.ID, Data: b.Data}}, nil); err != nil {
+	if err := db.ApplyIndex(srv, 4, t0, []IndexEntry{{FileID: a.ID, Name: "a", Time: time.Unix(1, 0)}}, []Manifest{{ID: a.ID, Data: a.Data}, {ID: b.ID, Data: b.Data}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.ApplyIndex(srv, 5, nil, nil, []ID{b.ID}); err != nil {
+	if err := db.ApplyIndex(srv, 5, t0.Add(time.Hour), nil, []Manifest{{ID: c.ID, Data: c.Data}, {ID: a.ID, Data: a.Data}}, []ID{b.ID}); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := db.IndexCursor(srv); err != nil || n != 5 {
@@ -147,15 +149,26 @@ func TestClientSyncedIndex(t *testing.T) {
 	if n, _ := db.IndexCursor([]byte("server-2")); n != 0 {
 		t.Fatalf("another server's cursor %d", n)
 	}
-	entries, mans, err := db.SyncedIndex()
-	if err != nil || len(entries) != 1 || entries[0].Name != "a" || len(mans) != 1 || !bytes.Equal(mans[a.ID], a.Data) {
+	entries, mans, seen, err := db.SyncedIndex()
+	if err != nil || len(entries) != 1 || entries[0].Name != "a" || len(mans) != 2 || !bytes.Equal(mans[a.ID], a.Data) {
 		t.Fatalf("copy %+v, %d manifests, %v", entries, len(mans), err)
 	}
-	if err := db.ApplyIndex(srv, 6, nil, []Manifest{{ID: a.ID, Data: b.Data}}, nil); err == nil {
+	if !seen[a.ID].Equal(t0) || !seen[c.ID].Equal(t0.Add(time.Hour)) || len(seen) != 2 {
+		t.Fatalf("first held %v", seen)
+	}
+	if err := db.ApplyIndex(srv, 6, t0, nil, []Manifest{{ID: a.ID, Data: b.Data}}, nil); err == nil {
 		t.Fatal("a manifest under another id was stored")
 	}
 	if n, _ := db.IndexCursor(srv); n != 5 {
 		t.Fatalf("a refused page moved the cursor to %d", n)
+	}
+	dead, err := db.ExpireIndex(t0.Add(time.Minute))
+	if err != nil || len(dead) != 1 || dead[0] != a.ID {
+		t.Fatalf("expired %v, %v", dead, err)
+	}
+	entries, mans, _, _ = db.SyncedIndex()
+	if len(entries) != 0 || len(mans) != 1 || mans[c.ID] == nil {
+		t.Fatalf("after the expiry: %d entries, %d manifests", len(entries), len(mans))
 	}
 }
 
