@@ -276,6 +276,19 @@ func TestIndexReqHostile(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A client whose cursor is past the server's log (the server's store
+	// was replaced) reads the log again from the start.
+	fresh := bareClient(t, s, "")
+	fresh.loadIndexCopy()
+	fresh.icopy.cursors[s.ID()] = 1000
+	fresh.syncMu.Lock()
+	res, err := fresh.syncIndexFrom(ctx, s.ID())
+	fresh.syncMu.Unlock()
+	if err != nil || res.reset != 1 || res.mans != 6 {
+		t.Fatalf("cursor past the log: %+v, %v", res, err)
+	}
+	sameCopy(t, s, fresh)
+
 	// A hostile server: every page says more follows, at the same cursor.
 	bad, err := newHost(nil, []string{"/ip4/127.0.0.1/tcp/0"})
 	if err != nil {
