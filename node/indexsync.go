@@ -290,7 +290,11 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 		c.log.Debug("index synced", "pages", res.pages, "bytes", res.bytes, "manifests", res.mans, "removed", res.removed, "early removals", res.early, "took", time.Since(start))
 	}
 	missing := c.missingFrom(want)
-	gaps = len(missing)
+	if err == nil {
+		// Gaps are the primary's only when its sync went through.
+		gaps = len(missing)
+	}
+	before := len(missing)
 	if err != nil || gaps > 0 {
 		var others []int
 		for i, g := range group {
@@ -312,10 +316,7 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 			err = nil
 			missing = c.missingFrom(want)
 		}
-		filled = gaps - len(missing)
-		if filled < 0 {
-			filled = 0
-		}
+		filled = min(gaps, before-len(missing))
 	}
 	if err != nil && !c.icopy.synced {
 		return nil, nil, gaps, filled, err
