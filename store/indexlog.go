@@ -88,14 +88,34 @@ func backfillIndexLog(tx *bolt.Tx) error {
 	return nil
 }
 
-// pruneIndex removes the manifests indexed before cutoff, with their
+// pruneIndex removes the manifests indexed before now − ret, with their
 // index entries, and logs each removal, up to pruneBatch a transaction.
-func (s *Store) pruneIndex(cutoff time.Time) error {
+// A remove record itself lives for ret: a client that has not synced
+// since drops the manifest by itself (it knows the group's retention).
+func (s *Store) pruneIndex(now time.Time, ret time.Duration) error {
+	cutoff := now.Add(-ret)
 	for {
 		more := false
 		n := 0
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			more, n = false, 0
+			gone, lb := tx.Bucket(bucketIndexGone), tx.Bucket(bucketIndexLog)
+			var old [][]byte
+			gc := gone.Cursor()
+			for k, _ := gc.First(); k != nil && expired(k, cutoff); k, _ = gc.Next() {
+				old = append(old, append([]byte(nil), k...))
+			}
+			for _, k := range old {
+				if len(k) != 16 {
+					return fmt.Errorf("%w: index gone key of %d bytes", errCorrupt, len(k))
+				}
+				if err := lb.Delete(k[8:]); err != nil {
+					return err
+				}
+				if err := gone.Delete(k); err != nil {
+					return err
+				}
+			}
 			age := tx.Bucket(bucketIndexAge)
 			mb, ib := tx.Bucket(bucketManifests), tx.Bucket(bucketIndex)
 			var dead [][]byte
@@ -114,6 +134,11 @@ func (s *Store) pruneIndex(cutoff time.Time) error {
 				id := ID(k[8:])
 				if mb.Get(id[:]) != nil || ib.Get(id[:]) != nil {
 					if err := logIndex(tx, indexRemove, id); err != nil {
+						return err
+					}
+					// When the remove record was made, and its number.
+					key := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(now.UnixNano()))
+					if err := gone.Put(binary.BigEndian.AppendUint64(key, lb.Sequence()), present); err != nil {
 						return err
 					}
 					n++

@@ -177,7 +177,7 @@ func TestClientSyncedIndex(t *testing.T) {
 // with chunk retention only, a prune drops data chunks and keeps every
 // indexed manifest with its chunk; with index retention, the manifests
 // indexed before it leave, logged as removed, and their chunks go with
-// the next chunk prune.
+// the next chunk prune; a remove record leaves after one index retention.
 func TestIndexRetention(t *testing.T) {
 	r := testRand(23)
 	t0 := time.Unix(1_800_000_000, 0)
@@ -210,6 +210,16 @@ func TestIndexRetention(t *testing.T) {
 			t.Fatalf("chunk retention only: manifest chunk %v, entry %v, %d manifests, %d removed", hasMan, indexed, n, len(ch.Removed))
 		case idxRet > 0 && (hasMan || indexed || n != 0 || len(ch.Removed) != 1 || ch.Removed[0] != man.ID):
 			t.Fatalf("index retention: manifest chunk %v, entry %v, %d manifests, removed %v", hasMan, indexed, n, ch.Removed)
+		}
+		if idxRet > 0 {
+			// A remove record lives for one index retention: the log
+			// does not grow with every manifest that ever left.
+			if _, err := s.Prune(t0.Add(time.Hour + 2*idxRet)); err != nil {
+				t.Fatal(err)
+			}
+			if ch, err := s.IndexSince(0, wire.IndexPageBytes); err != nil || len(ch.Removed)+len(ch.Manifests) != 0 {
+				t.Fatalf("old remove records kept: %+v, %v", ch, err)
+			}
 		}
 	}
 }

@@ -25,6 +25,7 @@ var (
 	bucketIndexLog  = []byte("index-log")  // u64 sequence → u8 op ‖ id (the index's changes, in order)
 	bucketIndexSeq  = []byte("index-seq")  // id → u64 sequence of its live add record
 	bucketIndexAge  = []byte("index-age")  // u64 indexed ns ‖ manifest id → present
+	bucketIndexGone = []byte("index-gone") // u64 removed ns ‖ u64 sequence of the remove record → present
 	bucketRounds    = []byte("rounds")     // epoch id ‖ u32 round → RoundRecord
 	bucketRoundAge  = []byte("round-age")  // u64 time ns ‖ epoch id ‖ u32 round → present
 	bucketEpochs    = []byte("epochs")     // u64 number ‖ epoch id → EpochRecord
@@ -33,7 +34,7 @@ var (
 )
 
 var serverBuckets = [][]byte{bucketChunks, bucketChunkMeta, bucketChunkAge, bucketIndex, bucketManifests, bucketIndexLog, bucketIndexSeq,
-	bucketIndexAge,
+	bucketIndexAge, bucketIndexGone,
 	bucketRounds, bucketRoundAge, bucketEpochs, bucketEpochIDs, bucketMeta, bucketSegments}
 
 var (
@@ -781,7 +782,7 @@ func (s *Store) Epochs(from uint64, fn func(EpochRecord) error) error {
 // consistent on its own: a crash mid-prune leaves whole entries only.
 func (s *Store) Prune(now time.Time) (removed int, err error) {
 	if s.opts.IndexRetention > 0 {
-		if err := s.pruneIndex(now.Add(-s.opts.IndexRetention)); err != nil {
+		if err := s.pruneIndex(now, s.opts.IndexRetention); err != nil {
 			return 0, err
 		}
 	}
