@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/store"
 )
@@ -242,8 +243,8 @@ func TestIndexSyncResumes(t *testing.T) {
 
 // TestIndexReqHostile: a page request with a cursor past the log gets an
 // empty page that ends at the log's end; one longer than its fixed size
-// is refused unread; a server whose page does not move the cursor on
-// ends the client's sync.
+// is refused unread; pages in flight are bounded; a server whose page does
+// not move the cursor on ends the client's sync.
 func TestIndexReqHostile(t *testing.T) {
 	s := indexServer(t, 0)
 	indexFiles(t, s, 2)
@@ -274,6 +275,32 @@ func TestIndexReqHostile(t *testing.T) {
 	// The server still answers a well-formed request.
 	if _, err := call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{}).Marshal(), Timeout: shortTimeout}); err != nil {
 		t.Fatal(err)
+	}
+
+	// Pages in flight are bounded: peers with no slot here share
+	// maxOutsiderIndex, and a slot comes back when its stream ends.
+	var cancels []context.CancelFunc
+	for i := range maxOutsiderIndex + 1 {
+		sctx, scancel := context.WithCancel(ctx)
+		cancels = append(cancels, scancel)
+		err := s.enterIndex(sctx, h.ID())
+		if (i < maxOutsiderIndex) != (err == nil) {
+			t.Fatalf("outsider page %d: %v", i, err)
+		}
+	}
+	if _, err := call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{}).Marshal(), Timeout: shortTimeout}); err == nil {
+		t.Fatal("a page beyond the outsiders' slots was served")
+	}
+	for _, f := range cancels {
+		f()
+	}
+	err = wait.Until(ctx, 10*time.Second, func() bool {
+		s.indexSlots.mu.Lock()
+		defer s.indexSlots.mu.Unlock()
+		return s.indexSlots.all == 0
+	})
+	if err != nil {
+		t.Fatalf("slots not given back: %v", err)
 	}
 
 	// A client whose cursor is past the server's log (the server's store
@@ -349,11 +376,8 @@ func TestIndexGapFilledFromAnotherServer(t *testing.T) {
 	if _, err := up.Share(ctx, bytes.NewReader(data), "m.bin", false); err != nil {
 		t.Fatal(err)
 	}
-	for victim.Stats().IndexGaps == 0 {
-		if ctx.Err() != nil {
-			t.Fatalf("no gap noticed: %+v", victim.Stats())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := wait.Until(ctx, 80*time.Second, func() bool { return victim.Stats().IndexGaps > 0 }); err != nil {
+		t.Fatalf("no gap noticed: %+v", victim.Stats())
 	}
 	if st := victim.Stats(); st.IndexFilled != st.IndexGaps {
 		t.Fatalf("%d gaps, %d filled from another server", st.IndexGaps, st.IndexFilled)

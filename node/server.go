@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -128,23 +127,23 @@ type pruner interface {
 
 // Server is a riffle server.
 type Server struct {
-	// indexServing counts the index pages being read and sent
-	// (indexserve.go), at most maxIndexServing at once.
-	indexServing atomic.Int32
-	ctx          context.Context
-	cancel       context.CancelFunc
-	cfg          ServerConfig
-	log          *slog.Logger
-	rand         io.Reader
-	h            host.Host
-	priv         crypto.PrivKey
-	roster       roster
-	helloNow     chan struct{}
-	closers      []func() error
-	store        ChunkStore
-	engine       *pir.Engine
-	pool         bufPool // large round buffers (bufpool.go)
-	wg           sync.WaitGroup
+	// indexSlots counts the index pages being read and sent
+	// (indexserve.go).
+	indexSlots indexSlots
+	ctx        context.Context
+	cancel     context.CancelFunc
+	cfg        ServerConfig
+	log        *slog.Logger
+	rand       io.Reader
+	h          host.Host
+	priv       crypto.PrivKey
+	roster     roster
+	helloNow   chan struct{}
+	closers    []func() error
+	store      ChunkStore
+	engine     *pir.Engine
+	pool       bufPool // large round buffers (bufpool.go)
+	wg         sync.WaitGroup
 
 	// mu guards the fields below it up to banned, and every epoch's and
 	// round's state (sepoch, sround) reached through them.
