@@ -28,7 +28,7 @@ func (s *Server) epochCaps(t wire.Type) int {
 		return 64 << 10
 	case wire.TypeSignReq, wire.TypeSigned, wire.TypeRegList:
 		return 256 << 20
-	case wire.TypeForward:
+	case wire.TypeForward, wire.TypeBadForward:
 		return 64 << 10
 	case wire.TypeRoute:
 		return 64 + wire.MaxRouteProof
@@ -109,6 +109,7 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeCloseReq: {wire.TypeRegList, regListCap},
 		wire.TypeRegList:  ackReply,
 		wire.TypeForward:  ackReply, // a primary's signed registration, to the leader
+		wire.TypeBadForward: ackReply,
 		wire.TypeStep:     ackReply,
 		wire.TypeRoute:    {wire.TypeRoute, 64 + wire.MaxRouteProof},
 		wire.TypeAbort:    ackReply,

@@ -101,6 +101,9 @@ type registration struct {
 	regRange map[[32]byte]string
 	// order is this primary's admission order, fixed at its close.
 	order [][32]byte
+	// fwdNamed: a primary was named here for a signed registration
+	// that does not verify (badforward.go).
+	fwdNamed bool
 	// regFrom is, for this primary's own clients, the peer that sent each
 	// registration: only the primary sees it (§4.1), and only to exclude
 	// a culprit from the next epoch.

@@ -29,6 +29,8 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onSigned(from, body)
 	case wire.TypeForward:
 		return s.onForwardedRegister(from, body)
+	case wire.TypeBadForward:
+		return s.onBadForward(from, body)
 	case wire.TypeCloseReq:
 		return s.onClose(from, body)
 	case wire.TypeRegList:
@@ -277,11 +279,8 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 	prims := make([]uint16, len(rl.Regs))
 	for i := range rl.Regs {
 		f := &rl.Regs[i]
-		if int(f.Primary) >= len(e.v.chain) {
-			return 0, nil, fmt.Errorf("node: slot %d names primary %d of %d servers", i, f.Primary, len(e.v.chain))
-		}
-		if err := verifyPeerSig(e.v.chain[f.Primary], forwardDigest(f), f.Sig); err != nil {
-			return 0, nil, fmt.Errorf("node: slot %d: registration not signed by its primary: %w", i, err)
+		if err := checkForwardSigned(e, f); err != nil {
+			return 0, nil, fmt.Errorf("node: slot %d: %w", i, err)
 		}
 		regs[i], prims[i] = f.Reg, f.Primary
 	}
@@ -292,11 +291,14 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	if len(bad) > 0 {
 		// A registration signed by its primary whose proofs fail is
-		// evidence against that primary (§8); this server refuses the
-		// list and says whose signature it carries.
-		f := &rl.Regs[bad[0]]
-		s.log.Warn("registration evidence: a primary signed a registration that does not verify; the list is refused",
-			"epoch", fmt.Sprintf("%x", id[:6]), "primary", fmt.Sprintf("server %d (%s)", f.Primary, e.v.chain[f.Primary]), "forwarded", fmt.Sprintf("%x", f.Marshal()))
+		// evidence against that primary (§8): named here and sent on.
+		f := rl.Regs[bad[0]]
+		_, why := checkRegister(e.v, &f.Reg)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.nameForwarder(e, &f, why, true)
+		}()
 		return 0, nil, fmt.Errorf("node: %d of %d registrations do not verify, first at slot %d, signed by primary %d", len(bad), len(rl.Regs), bad[0], f.Primary)
 	}
 	// §4.1: no key twice, registration or X25519, in any two slots.
@@ -423,8 +425,11 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 	}
 	if _, err := checkRegister(e.v, r); err != nil {
 		// Signed by its primary: evidence against it (§8).
-		s.log.Warn("registration evidence: a primary signed a registration that does not verify; it is refused",
-			"epoch", fmt.Sprintf("%x", r.Epoch[:6]), "primary", fmt.Sprintf("server %d (%s)", f.Primary, from), "err", err, "forwarded", fmt.Sprintf("%x", body))
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.nameForwarder(e, &f, err, true)
+		}()
 		return 0, nil, err
 	}
 	s.mu.Lock()

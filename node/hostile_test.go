@@ -491,10 +491,10 @@ func TestHostileEpochHandlers(t *testing.T) {
 			return handlerErr(f.s.onRegList(f.a.id, (&wire.RegList{Epoch: [32]byte{0xEE}}).Marshal()))
 		}},
 		{name: "registration list/not the leader", run: func() error { return handlerErr(f.s.onRegList(f.b.id, regList(mid))) }},
-		{name: "registration list/unverifiable", run: func() error {
+		{name: "registration list/not signed by its primary", run: func() error {
 			var rl wire.RegList
 			rl.Epoch = mid.v.id
-			rl.Regs = []wire.Forwarded{f.forwarded(t, mid, f.clients[0], 0, f.a)}
+			rl.Regs = []wire.Forwarded{f.forwarded(t, mid, f.clients[0], 2, f.a)}
 			return handlerErr(f.s.onRegList(f.a.id, rl.Marshal()))
 		}},
 
@@ -512,8 +512,9 @@ func TestHostileEpochHandlers(t *testing.T) {
 		{name: "forwarded registration/not led here", run: func() error {
 			return handlerErr(f.s.onForwardedRegister(f.a.id, fwd(f.open)))
 		}},
-		{name: "forwarded registration/unverifiable", run: func() error {
-			return handlerErr(f.s.onForwardedRegister(f.a.id, fwd(led)))
+		{name: "forwarded registration/not signed by its primary", run: func() error {
+			fw := f.forwarded(t, led, f.clients[1], 1, f.b)
+			return handlerErr(f.s.onForwardedRegister(f.a.id, fw.Marshal()))
 		}},
 
 		{name: "step/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onStep(f.a.id, step(mid, 0))) },

@@ -212,10 +212,13 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 			s.abortAll(ctx, chain, id, "registrations unverifiable")
 			return nil, nil, nil, err
 		}
-		for _, j := range bad {
-			// Signed by its primary: evidence against it (§8).
-			s.log.Warn("registration evidence: a primary signed a registration that does not verify; it is left out",
-				"epoch", fmt.Sprintf("%x", id[:6]), "primary", fmt.Sprintf("server %d (%s)", i, chain[i]), "forwarded", fmt.Sprintf("%x", fs[j].Marshal()))
+		if len(bad) > 0 {
+			// Signed by its primary: evidence against it (§8). The
+			// primary is named and the epoch ends.
+			f := fs[bad[0]]
+			_, why := checkRegister(e.v, &f.Reg)
+			s.nameForwarder(e, &f, why, true)
+			return nil, nil, nil, fmt.Errorf("node: server %d signed a registration that does not verify", i)
 		}
 		for j, f := range fs {
 			if parsed[j] == nil {

@@ -64,6 +64,8 @@ func TestDecodeAllocationBounded(t *testing.T) {
 			bodies["descriptor"] = append(bodies["descriptor"], v.msg.(*Signed).Desc.Marshal())
 		case TypeHandover:
 			name = "submit"
+		case TypeBadForward:
+			name = "forward"
 		case TypeCloseReq, TypeWaitOpen, TypeWaitList:
 			name = "epochref"
 		case TypeBatch:

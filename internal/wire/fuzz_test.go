@@ -42,7 +42,7 @@ func FuzzEpochRef(f *testing.F)    { fuzzDecoder(f, "closereq", "waitopen", "wai
 func FuzzAbort(f *testing.F)       { fuzzDecoder(f, "abort") }
 func FuzzRegister(f *testing.F)    { fuzzDecoder(f, "register") }
 func FuzzRegList(f *testing.F)     { fuzzDecoder(f, "reglist") }
-func FuzzForwarded(f *testing.F)   { fuzzDecoder(f, "forward") }
+func FuzzForwarded(f *testing.F)   { fuzzDecoder(f, "forward", "badforward") }
 func FuzzKeyEvidence(f *testing.F) { fuzzDecoder(f, "keyevidence") }
 func FuzzRoute(f *testing.F)       { fuzzDecoder(f, "route") }
 func FuzzStep(f *testing.F)        { fuzzDecoder(f, "step") }

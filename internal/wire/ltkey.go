@@ -11,6 +11,10 @@ const (
 	// after a blame named the client's slot: the long-term key and its
 	// signature over the slot's registration key.
 	TypeKeyEvidence Type = 76
+	// TypeBadForward: any chain server → the others, a Forwarded whose
+	// primary signed it and whose registration does not verify: the
+	// evidence that names that primary.
+	TypeBadForward Type = 77
 )
 
 // LongTermSize is the fixed trailer a client adds to its registration for

@@ -133,6 +133,9 @@ func vectors() []vector {
 		{"forward", TypeForward, &Forwarded{Primary: 1, Reg: Register{Epoch: k32(1), RegKey: k32(0xa0), XKey: k32(0xb0), Reg: []byte("reg0"), Sig: k64(0x60)},
 			Sig: k64(0x68)},
 			with(func(m *Forwarded, b []byte) error { return m.Unmarshal(b, l) })},
+		{"badforward", TypeBadForward, &Forwarded{Primary: 0, Reg: Register{Epoch: k32(1), RegKey: k32(0xa1), XKey: k32(0xb1), Reg: []byte("bad"), Sig: k64(0x61)},
+			Sig: k64(0x69)},
+			with(func(m *Forwarded, b []byte) error { return m.Unmarshal(b, l) })},
 		{"submit", TypeSubmit, func() *Submit { s := vectorSubmit(3); return &s }(),
 			with(func(m *Submit, b []byte) error { return m.Unmarshal(b, l) })},
 		{"handover", TypeHandover, func() *Submit { s := vectorSubmit(5); s.Round = 40; return &s }(),
@@ -300,7 +303,7 @@ func typeName(t Type) string {
 		TypeSubmitBatch: "submitbatch", TypeBatch: "batch", TypeProposal: "proposal", TypeRoundList: "roundlist",
 		TypePadAnswers: "padanswers", TypeQuery: "query", TypeAnswer: "answer", TypeGetChunk: "getchunk",
 		TypeChunk: "chunk", TypeWaitList: "waitlist", TypeIndexReq: "indexreq", TypeIndex: "index", TypeAck: "ack",
-		TypeRoot: "root", TypeError: "error", TypeForward: "forward", TypeKeyEvidence: "keyevidence",
+		TypeRoot: "root", TypeError: "error", TypeForward: "forward", TypeKeyEvidence: "keyevidence", TypeBadForward: "badforward",
 	}
 	return names[t]
 }
