@@ -103,17 +103,17 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeHello: {wire.TypeHello, helloCap},
 	},
 	ProtoEpoch: {
-		wire.TypePrepare:  {wire.TypeEntry, 1 << 20},
-		wire.TypeSignReq:  {wire.TypeSig, sigCap},
-		wire.TypeSigned:   ackReply,
-		wire.TypeCloseReq: {wire.TypeRegList, regListCap},
-		wire.TypeRegList:  ackReply,
-		wire.TypeForward:  ackReply, // a primary's signed registration, to the leader
+		wire.TypePrepare:    {wire.TypeEntry, 1 << 20},
+		wire.TypeSignReq:    {wire.TypeSig, sigCap},
+		wire.TypeSigned:     ackReply,
+		wire.TypeCloseReq:   {wire.TypeRegList, regListCap},
+		wire.TypeRegList:    ackReply,
+		wire.TypeForward:    ackReply, // a primary's signed registration, to the leader
 		wire.TypeBadForward: ackReply,
-		wire.TypeStep:     ackReply,
-		wire.TypeRoute:    {wire.TypeRoute, 64 + wire.MaxRouteProof},
-		wire.TypeAbort:    ackReply,
-		wire.TypeAccuse:   ackReply,
+		wire.TypeStep:       ackReply,
+		wire.TypeRoute:      {wire.TypeRoute, 64 + wire.MaxRouteProof},
+		wire.TypeAbort:      ackReply,
+		wire.TypeAccuse:     ackReply,
 		// a step holds one onion (the caller gives the epoch's tighter cap).
 		wire.TypeBlameReq: {wire.TypeBlameStep, mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers) + 4096},
 	},
