@@ -77,9 +77,15 @@ func (s *Server) nameForwarder(e *sepoch, f *wire.Forwarded, why error, send boo
 	}
 }
 
-// checkForwardSigned checks that f names a primary of e's chain and
-// carries its signature (cheap, before any proof).
+// checkForwardSigned checks that f is a registration of e, names a
+// primary of e's chain and carries its signature (cheap, before any
+// proof). A registration of another epoch is no evidence: a leader could
+// replay one an honest primary signed then, which fails here only for its
+// epoch id.
 func checkForwardSigned(e *sepoch, f *wire.Forwarded) error {
+	if f.Reg.Epoch != e.v.id {
+		return errors.New("node: forwarded registration of another epoch")
+	}
 	if int(f.Primary) >= len(e.v.chain) {
 		return fmt.Errorf("node: forwarded registration names primary %d of %d servers", f.Primary, len(e.v.chain))
 	}

@@ -201,7 +201,7 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 		var regs []wire.Register
 		var fs []wire.Forwarded
 		for _, f := range rl.Regs {
-			if int(f.Primary) != i || verifyPeerSig(chain[i], forwardDigest(&f), f.Sig) != nil {
+			if int(f.Primary) != i || f.Reg.Epoch != id || verifyPeerSig(chain[i], forwardDigest(&f), f.Sig) != nil {
 				s.log.Warn("registration list: an entry not signed by the server that lists it is left out", "server", i)
 				continue
 			}

@@ -457,6 +457,15 @@ func TestForwardedRegistrationSigned(t *testing.T) {
 	if f.s.serverExcluded(f.b.id) || f.s.serverExcluded(f.a.id) || strings.Contains(logBuf.String(), "culprit named") {
 		t.Fatal("a registration the leader signed for another named someone")
 	}
+	// A registration primary 0 genuinely signed in another epoch (it
+	// fails here for its epoch id alone): no evidence.
+	rl.Regs = []wire.Forwarded{f.forwarded(t, f.mid, f.clients[0], 0, f.a)}
+	if _, _, err := f.s.onRegList(f.a.id, rl.Marshal()); err == nil || !strings.Contains(err.Error(), "another epoch") {
+		t.Fatalf("a registration of another epoch: %v", err)
+	}
+	if f.s.serverExcluded(f.a.id) || strings.Contains(logBuf.String(), "culprit named") {
+		t.Fatal("a replayed registration of another epoch named its primary")
+	}
 	rl.Regs = []wire.Forwarded{f.forwarded(t, e, f.clients[0], 0, f.a)}
 	if _, _, err := f.s.onRegList(f.a.id, rl.Marshal()); err == nil || !strings.Contains(err.Error(), "signed by primary 0") {
 		t.Fatalf("an entry signed by its primary whose proofs fail: %v", err)
