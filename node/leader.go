@@ -217,7 +217,11 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 			// primary is named and the epoch ends.
 			f := fs[bad[0]]
 			_, why := checkRegister(e.v, &f.Reg)
-			s.nameForwarder(e, &f, why, true)
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.nameForwarder(e, &f, why, true)
+			}()
 			return nil, nil, nil, fmt.Errorf("node: server %d signed a registration that does not verify", i)
 		}
 		for j, f := range fs {
