@@ -108,7 +108,7 @@ func TestCrash(t *testing.T) {
 	type tc struct {
 		role, phase string
 		restart     bool
-		lost        bool // the restarted server lost its epoch number file
+		lost        bool // the restarted server lost its epoch number and certificates
 	}
 	var cases []tc
 	for _, role := range []string{"leader", "middle", "last", "primary"} {
@@ -121,7 +121,8 @@ func TestCrash(t *testing.T) {
 	if os.Getenv("RIFFLE_LONG") == "" {
 		cases = []tc{{"leader", "round", true, false}, {"last", "registration", false, false}}
 	}
-	// A leader that lost its record catches up from the others' refusals.
+	// A leader that lost its record catches up from the others'
+	// certificates (certs.go).
 	cases = append(cases, tc{"leader", "round", true, true})
 	for _, c := range cases {
 		name := fmt.Sprintf("%s/%s/restart=%v", c.role, c.phase, c.restart)
@@ -172,6 +173,9 @@ func crashCase(t *testing.T, role, phase string, restart, lost bool) {
 		time.Sleep(200 * time.Millisecond)
 		if lost {
 			if err := os.Remove(filepath.Join(cn.cfgs[victim].DataDir, node.EpochNumberFile)); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.RemoveAll(filepath.Join(cn.cfgs[victim].DataDir, node.CertDir)); err != nil {
 				t.Fatal(err)
 			}
 		}
