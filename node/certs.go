@@ -57,6 +57,9 @@ const (
 	// certSyncEvery is how often an idle server asks a roster server for
 	// certificates above its last.
 	certSyncEvery = 5 * time.Second
+	// certSyncStart is how often a server that just started asks, until a
+	// roster server answered.
+	certSyncStart = 500 * time.Millisecond
 	// maxSyncPages bounds the pages one catch-up reads (then the next one
 	// goes on).
 	maxSyncPages = 8
@@ -575,26 +578,29 @@ func (s *Server) pokeSync() {
 	}
 }
 
-// certLoop catches up from roster servers' certificates at start, when
-// poked (a refused Prepare, a vote or certificate ahead) and every
-// certSyncEvery while no epoch runs here.
+// certLoop catches up from roster servers' certificates at start (as soon
+// as one answers), when poked (a refused Prepare, a vote or certificate
+// ahead) and every certSyncEvery while no epoch runs here.
 func (s *Server) certLoop(ctx context.Context) {
-	t := time.NewTicker(certSyncEvery)
-	defer t.Stop()
+	asked := false
 	for {
+		every := certSyncEvery
+		if !asked {
+			every = certSyncStart
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.cert.poke:
-		case <-t.C:
+		case <-time.After(every):
 			s.mu.Lock()
 			run := s.running()
 			s.mu.Unlock()
-			if run {
+			if run && asked {
 				continue
 			}
 		}
-		s.syncCerts(ctx)
+		asked = s.syncCerts(ctx) || asked
 	}
 }
 
@@ -602,8 +608,9 @@ func (s *Server) certLoop(ctx context.Context) {
 // for the certificates after this server's last, verifies them and moves
 // its number: each certificate after the first of a catch-up must be of
 // the number after the one before (a chain), and the first stays within
-// the bounds of checkEpochNumber above this server's last number.
-func (s *Server) syncCerts(ctx context.Context) {
+// the bounds of checkEpochNumber above this server's last number. It
+// reports whether a roster server answered.
+func (s *Server) syncCerts(ctx context.Context) bool {
 	var peers []peer.ID
 	for _, p := range s.chain() {
 		if p != s.h.ID() {
@@ -611,39 +618,45 @@ func (s *Server) syncCerts(ctx context.Context) {
 		}
 	}
 	if len(peers) == 0 {
-		return
+		return false
 	}
 	s.cert.mu.Lock()
 	s.cert.ask++
 	start := s.cert.ask
 	s.cert.mu.Unlock()
+	answered := false
 	for i := range min(len(peers), 3) {
 		p := peers[(start+i)%len(peers)]
-		if s.syncFrom(ctx, p) {
-			return
+		got, ok := s.syncFrom(ctx, p)
+		answered = answered || ok
+		if got {
+			break
 		}
 	}
+	return answered
 }
 
 // syncFrom catches up from p; it reports whether p had any certificate
-// past this server's last.
-func (s *Server) syncFrom(ctx context.Context, p peer.ID) bool {
-	got := false
+// past this server's last, and whether it answered.
+func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered bool) {
 	first := true
 	for range maxSyncPages {
 		top := s.certTop()
+		ctx, cancel := context.WithTimeout(ctx, shortTimeout)
 		rep, err := call(ctx, s.h, p, request{Proto: ProtoEpoch, Type: wire.TypeCertReq, Body: (&wire.CertReq{From: top + 1}).Marshal(), Timeout: shortTimeout})
+		cancel()
 		if err != nil {
 			s.log.Debug("certificates not fetched", "peer", p.ShortString(), "err", err)
-			return got
+			return got, answered
 		}
+		answered = true
 		var page wire.Certs
 		if err := page.Unmarshal(rep); err != nil {
 			s.log.Warn("certificates malformed", "peer", p.ShortString(), "err", err)
-			return got
+			return got, answered
 		}
 		if len(page.Certs) == 0 {
-			return got
+			return got, answered
 		}
 		known := s.knownServers()
 		for i := range page.Certs {
@@ -654,15 +667,15 @@ func (s *Server) syncFrom(ctx context.Context, p peer.ID) bool {
 			if first {
 				if err := checkEpochNumber(s.lastNumber(), c.Number); c.Number != top+1 && err != nil {
 					s.log.Warn("certificate out of bounds", "peer", p.ShortString(), "err", err)
-					return got
+					return got, answered
 				}
 			} else if c.Number != top+1 {
 				s.log.Warn("certificates not a chain", "peer", p.ShortString(), "number", c.Number, "after", top)
-				return got
+				return got, answered
 			}
 			if err := verifyCert(c, known); err != nil {
 				s.log.Warn("certificate refused", "peer", p.ShortString(), "err", err)
-				return got
+				return got, answered
 			}
 			s.addCert(c)
 			for _, q := range c.Chain {
@@ -671,8 +684,8 @@ func (s *Server) syncFrom(ctx context.Context, p peer.ID) bool {
 			top, first, got = c.Number, false, true
 		}
 		if len(page.Certs) < wire.MaxCertPage {
-			return got
+			return got, answered
 		}
 	}
-	return got
+	return got, answered
 }

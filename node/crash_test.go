@@ -37,8 +37,14 @@ func crashParams() node.Params {
 // server, client i with primary server i.
 func startCrashNet(t *testing.T, m int) *crashNet {
 	t.Helper()
+	return startCrashNetWith(t, m, crashParams())
+}
+
+// startCrashNetWith is startCrashNet with the epoch parameters p.
+func startCrashNetWith(t *testing.T, m int, p node.Params) *crashNet {
+	t.Helper()
 	cn := &crashNet{t: t, cfgs: make([]node.ServerConfig, m)}
-	cn.net = nodetest.New(t, nodetest.Config{Servers: m, Clients: m, Params: crashParams(), MinServers: m - 1, MinClients: 2,
+	cn.net = nodetest.New(t, nodetest.Config{Servers: m, Clients: m, Params: p, MinServers: m - 1, MinClients: 2,
 		Server: func(i int, c *node.ServerConfig) { cn.cfgs[i] = *c }})
 	var addrs []string
 	for i, s := range cn.net.Servers {

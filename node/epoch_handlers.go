@@ -167,7 +167,8 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		delete(s.prep, k)
 	}
 	s.prep[p.Nonce] = e
-	s.progressed()
+	// No progress yet (rotate.go): a leader that prepares and never opens
+	// is a silent one.
 	s.mu.Unlock()
 	return wire.TypeEntry, g.Marshal(), nil
 }

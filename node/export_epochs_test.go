@@ -25,3 +25,16 @@ func (s *Server) Led() int {
 	defer s.mu.Unlock()
 	return s.turn.led
 }
+
+// CertTop returns the highest epoch number certified at s.
+func (s *Server) CertTop() uint64 { return s.certTop() }
+
+// CertKind returns the kind of s's certificate of number n (wire.CertNone
+// if it holds none).
+func (s *Server) CertKind(n uint64) uint8 {
+	c, ok := s.certOf(n)
+	if !ok {
+		return 0
+	}
+	return c.Kind
+}

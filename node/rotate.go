@@ -15,7 +15,7 @@ import (
 // checks a Prepare's sender against its own group chain. The chain the
 // leader proposes is its eligible chain (pins applied) less the servers
 // that withdrew. A silent leader costs one T_lead: a server that saw no
-// epoch prepared, opened or ended for T_lead while its group chain was
+// epoch opened, ended or certified for T_lead while its group chain was
 // complete signs a timeout of the number (certs.go); once more than half
 // of the servers other than the leader did, the timeout certificate moves
 // every server to the next number, whose leader is the next server. A
@@ -32,7 +32,9 @@ func leaderOf(n uint64, chain []peer.ID) peer.ID {
 
 // turnState is where a server is in the rotation. Guarded by Server.mu.
 type turnState struct {
-	// progress is when an epoch was last prepared, opened or ended here.
+	// progress is when an epoch was last opened, ended or certified here
+	// (a Prepare is no progress: a leader that prepares and never opens
+	// is silent).
 	progress time.Time
 	// led counts the epochs this server opened as leader.
 	led int
