@@ -418,15 +418,20 @@ func (s *Server) checkPrevious(n uint64, c *wire.Cert) error {
 	if c.Number != n-1 {
 		return fmt.Errorf("node: epoch %d with the certificate of %d", n, c.Number)
 	}
-	if _, ok := s.certOf(c.Number); !ok {
-		if err := verifyCert(c, s.knownServers()); err != nil {
-			return err
-		}
-		s.addCert(c)
-		s.pokeSync()
+	if mine, ok := s.certOf(c.Number); ok && bytes.Equal(mine.Marshal(), c.Marshal()) {
+		// Kept here: verified when it came.
 		return nil
 	}
-	// Already kept here: verified when it came.
+	// Another certificate of a number certified here may be as good (a
+	// timeout and an abort of one attempt), but it goes into the
+	// descriptor: it must verify too.
+	if err := verifyCert(c, s.knownServers()); err != nil {
+		return err
+	}
+	if c.Number > s.certTop() {
+		s.pokeSync()
+	}
+	s.addCert(c)
 	return nil
 }
 

@@ -223,6 +223,11 @@ func TestCertForged(t *testing.T) {
 	if s.certTop() != N-1 || s.lastNumber() != N-1 {
 		t.Fatalf("a valid certificate of %d: certified %d, number %d", N-1, s.certTop(), s.lastNumber())
 	}
+	// The number is certified here now; a forged certificate of it is
+	// still refused (it would go into the descriptor).
+	if _, _, err := s.onPrepare(leader, prep(timeoutOf(N-1, notLeading(N - 1)[0]))); err == nil {
+		t.Error("a forged certificate of a number certified here: Prepare accepted")
+	}
 }
 
 func sortKeys(ks []certKey) {

@@ -13,6 +13,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/riffle-net/riffle/internal/nodetest"
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node"
 )
 
@@ -175,6 +176,7 @@ func crashCase(t *testing.T, role, phase string, restart, lost bool) {
 	cn.phase((victim+3)%m, phase, 60*time.Second)
 	cn.net.Servers[victim].Crash()
 	killed := time.Now()
+	var certified uint64 // the others' highest certified number at the restart
 	if restart {
 		time.Sleep(200 * time.Millisecond)
 		if lost {
@@ -183,6 +185,11 @@ func crashCase(t *testing.T, role, phase string, restart, lost bool) {
 			}
 			if err := os.RemoveAll(filepath.Join(cn.cfgs[victim].DataDir, node.CertDir)); err != nil {
 				t.Fatal(err)
+			}
+		}
+		for i, s := range cn.net.Servers {
+			if i != victim {
+				certified = max(certified, s.CertTop())
 			}
 		}
 		cn.restart(victim)
@@ -198,4 +205,12 @@ func crashCase(t *testing.T, role, phase string, restart, lost bool) {
 		t.Fatalf("fetched bytes differ (%v)", err)
 	}
 	t.Logf("%s killed in %s (restart %v): fetched %d bytes %v after the kill", role, phase, restart, len(data), time.Since(killed).Round(time.Millisecond))
+	if restart {
+		// The restarted server holds the certificates of the numbers
+		// the others had certified, its last number past them.
+		v := cn.net.Servers[victim]
+		if err := wait.Until(ctx, 20*time.Second, func() bool { return v.CertTop() >= certified && v.LastNumber() >= certified }); err != nil {
+			t.Fatalf("restarted %s certified up to %d (number %d), the others %d: %v", role, v.CertTop(), v.LastNumber(), certified, err)
+		}
+	}
 }
