@@ -167,8 +167,14 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		delete(s.prep, k)
 	}
 	s.prep[p.Nonce] = e
-	// No progress yet (rotate.go): a leader that prepares and never opens
-	// is a silent one.
+	// The first Prepare of a number restarts the leader timeout, once
+	// (rotate.go): the leader gets T_lead to open it (a withdrawal costs
+	// it a retry), and a leader that prepares and never opens is silent
+	// after at most twice T_lead.
+	if p.Number != s.turn.prepared {
+		s.turn.prepared = p.Number
+		s.progressed()
+	}
 	s.mu.Unlock()
 	return wire.TypeEntry, g.Marshal(), nil
 }

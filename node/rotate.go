@@ -15,7 +15,8 @@ import (
 // checks a Prepare's sender against its own group chain. The chain the
 // leader proposes is its eligible chain (pins applied) less the servers
 // that withdrew. A silent leader costs one T_lead: a server that saw no
-// epoch opened, ended or certified for T_lead while its group chain was
+// epoch opened, ended or certified (nor a number's first Prepare) for
+// T_lead while its group chain was
 // complete signs a timeout of the number (certs.go); once more than half
 // of the servers other than the leader did, the timeout certificate moves
 // every server to the next number, whose leader is the next server. A
@@ -32,10 +33,12 @@ func leaderOf(n uint64, chain []peer.ID) peer.ID {
 
 // turnState is where a server is in the rotation. Guarded by Server.mu.
 type turnState struct {
-	// progress is when an epoch was last opened, ended or certified here
-	// (a Prepare is no progress: a leader that prepares and never opens
-	// is silent).
+	// progress is when an epoch was last opened, ended or certified here,
+	// or the first Prepare of a number came (a leader that prepares again
+	// and again, never opening, gains nothing by it).
 	progress time.Time
+	// prepared is the number of the last Prepare taken here.
+	prepared uint64
 	// led counts the epochs this server opened as leader.
 	led int
 	// active is when an epoch's state last changed here (notify).
