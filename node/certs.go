@@ -50,10 +50,11 @@ const (
 	// maxVoteAhead bounds the numbers above this server's next one for
 	// which it keeps timeout votes (a vote further ahead makes it catch
 	// up instead).
-	maxVoteAhead = 16
-	// maxVoteChains bounds the distinct chains of votes kept per number
-	// (servers whose rosters disagree sign different chains).
-	maxVoteChains = 4
+	maxVoteAhead = 8
+	// maxVoters bounds the signers whose votes are kept per number, one
+	// vote each (its latest): servers whose rosters disagree sign
+	// different chains, and a hostile one cannot crowd out the others'.
+	maxVoters = wire.MaxServers
 	// certSyncEvery is how often an idle server asks a roster server for
 	// certificates above its last.
 	certSyncEvery = 5 * time.Second
@@ -71,9 +72,16 @@ type certState struct {
 	mu    sync.Mutex
 	top   uint64            // the highest certified number
 	certs map[uint64][]byte // encoded certificates, the newest certKeep
-	votes map[uint64]map[[32]byte]*voteSet
+	votes map[uint64]*numVotes
 	poke  chan struct{}
 	ask   int // rotates the roster server asked
+}
+
+// numVotes is the timeout votes of one number: by chain, and each
+// signer's chain.
+type numVotes struct {
+	sets map[[32]byte]*voteSet
+	by   map[string][32]byte
 }
 
 // voteSet is the timeout votes of one number over one chain.
@@ -509,21 +517,44 @@ func (s *Server) onTimeoutVote(from peer.ID, body []byte) (wire.Type, []byte, er
 // noteVote adds a verified vote and, once its chain has a quorum that
 // verifies here, keeps the timeout certificate.
 func (s *Server) noteVote(v *wire.Cert) {
-	h := sha256.Sum256(bytes.Join(v.Chain, []byte{0}))
+	var e wire.Enc
+	for _, p := range v.Chain {
+		e.Bytes(p)
+	}
+	h := sha256.Sum256(e.B)
+	signer := string(v.Chain[v.Sigs[0].Index])
 	var c *wire.Cert
 	s.cert.mu.Lock()
 	if s.cert.votes == nil {
-		s.cert.votes = map[uint64]map[[32]byte]*voteSet{}
+		s.cert.votes = map[uint64]*numVotes{}
 	}
-	byChain := s.cert.votes[v.Number]
-	if byChain == nil {
-		byChain = map[[32]byte]*voteSet{}
-		s.cert.votes[v.Number] = byChain
+	nv := s.cert.votes[v.Number]
+	if nv == nil {
+		nv = &numVotes{sets: map[[32]byte]*voteSet{}, by: map[string][32]byte{}}
+		s.cert.votes[v.Number] = nv
 	}
-	vs := byChain[h]
-	if vs == nil && len(byChain) < maxVoteChains {
-		vs = &voteSet{chain: v.Chain, sigs: map[uint16][64]byte{}}
-		byChain[h] = vs
+	// One vote a signer: a new one replaces its last.
+	if old, ok := nv.by[signer]; ok && old != h {
+		if prev := nv.sets[old]; prev != nil {
+			for i, p := range prev.chain {
+				if string(p) == signer {
+					delete(prev.sigs, uint16(i))
+				}
+			}
+			if len(prev.sigs) == 0 {
+				delete(nv.sets, old)
+			}
+		}
+		delete(nv.by, signer)
+	}
+	var vs *voteSet
+	if _, ok := nv.by[signer]; ok || len(nv.by) < maxVoters {
+		nv.by[signer] = h
+		vs = nv.sets[h]
+		if vs == nil {
+			vs = &voteSet{chain: v.Chain, sigs: map[uint16][64]byte{}}
+			nv.sets[h] = vs
+		}
 	}
 	if vs != nil {
 		vs.sigs[v.Sigs[0].Index] = v.Sigs[0].Sig

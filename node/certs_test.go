@@ -246,3 +246,91 @@ func sortKeys(ks []certKey) {
 	}
 	copy(ks, out)
 }
+
+// TestTimeoutVotes: a server makes a timeout certificate from roster
+// servers' votes once more than half of the servers other than the
+// number's leader signed, and not before; a vote by the leader, one sent by
+// another than its signer and one for a number already certified are not
+// counted, and a hostile voter that signs many chains keeps one vote and
+// does not crowd out the others'.
+func TestTimeoutVotes(t *testing.T) {
+	s, err := NewServer(context.Background(), ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	keys := newCertKeys(t, 5)
+	for _, k := range keys {
+		s.roster.saw(k.id, "k", nil)
+	}
+	chain := make([][]byte, len(keys))
+	for i, k := range keys {
+		chain[i] = []byte(k.id)
+	}
+	const n = 1
+	lead := n % len(keys)
+	vote := func(i int, ch [][]byte) []byte {
+		pos := -1
+		for j, p := range ch {
+			if string(p) == string(keys[i].id) {
+				pos = j
+			}
+		}
+		v := wire.Cert{Kind: wire.CertTimeout, Number: n, Chain: ch, Sigs: []wire.CertSig{{Index: uint16(pos), Sig: certSign(t, keys[i], timeoutDigest(n, ch))}}}
+		return v.Marshal()
+	}
+	var others []int
+	for i := range keys {
+		if i != lead {
+			others = append(others, i)
+		}
+	}
+	if _, _, err := s.onTimeoutVote(keys[lead].id, vote(lead, chain)); err == nil {
+		t.Error("the leader's own timeout vote taken")
+	}
+	if _, _, err := s.onTimeoutVote(keys[others[1]].id, vote(others[0], chain)); err == nil {
+		t.Error("a vote sent by another than its signer taken")
+	}
+	// A hostile voter signs many chains (itself and made-up servers).
+	hostile := others[0]
+	for range 10 {
+		fake := newCertKeys(t, 2)
+		ch := [][]byte{[]byte(keys[hostile].id), []byte(fake[0].id), []byte(fake[1].id)}
+		sortChainBytes(ch)
+		// (refused where it would lead its made-up chain)
+		_, _, _ = s.onTimeoutVote(keys[hostile].id, vote(hostile, ch))
+	}
+	// Quorum of 5: ⌊4/2⌋ + 1 = 3 of the four others.
+	for i, o := range others[1:3] {
+		if _, _, err := s.onTimeoutVote(keys[o].id, vote(o, chain)); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 && s.certTop() != 0 {
+			t.Fatal("certified with one vote")
+		}
+	}
+	if s.certTop() != 0 {
+		t.Fatal("certified with two votes of the chain (the hostile one voted other chains)")
+	}
+	if _, _, err := s.onTimeoutVote(keys[hostile].id, vote(hostile, chain)); err != nil {
+		t.Fatal(err)
+	}
+	if s.certTop() != n || s.CertKind(n) != wire.CertTimeout || s.lastNumber() != n {
+		t.Fatalf("after three votes: certified %d (kind %d), number %d", s.certTop(), s.CertKind(n), s.lastNumber())
+	}
+	c, _ := s.certOf(n)
+	if err := verifyCert(c, s.knownServers()); err != nil || len(c.Sigs) != 3 {
+		t.Fatalf("the timeout certificate made: %v, %d signatures", err, len(c.Sigs))
+	}
+}
+
+func sortChainBytes(ch [][]byte) {
+	ids := make([]peer.ID, len(ch))
+	for i := range ch {
+		ids[i] = peer.ID(ch[i])
+	}
+	sortChain(ids)
+	for i := range ids {
+		ch[i] = []byte(ids[i])
+	}
+}
