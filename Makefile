@@ -10,7 +10,7 @@ RACE_PKGS := ./store/... ./node/... ./pir/...
 # minutes to the suite and little that the others miss.
 RACE_SKIP := TestAdversaryLinks|TestRefusalBudget|TestCastServerSwaps|TestCastWithholdsPublication|TestControlSocket|TestLocalWorkDoesNotDelay|TestJobWaitsForPresence|TestProbation|TestAllowServer|TestRotatingLeader|TestSilentLeader|TestRequireServer|TestSnapshots
 
-.PHONY: all build demo test vet fmt-check bench soak fuzz clean netns
+.PHONY: all build demo test test-serial vet fmt-check bench soak fuzz clean netns
 
 all: build
 
@@ -27,10 +27,14 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
-# Packages run one at a time (-p 1): the end-to-end tests of node and
-# cmd/riffle each run a whole network on this machine's cores, and running
-# them side by side only makes both slower and their round limits tighter.
+# The suite runs in three streams side by side (scripts/test.sh): its
+# end-to-end tests mostly wait out epochs on loopback. Within a stream,
+# packages run one at a time (-p 1).
 test: vet fmt-check
+	sh scripts/test.sh '$(GO)' '$(RACE_SKIP)'
+
+# The same tests, one after another (about twice as long).
+test-serial: vet fmt-check
 	$(GO) test -count=1 -p 1 ./...
 	$(GO) test -count=1 -p 1 -race -short -skip '$(RACE_SKIP)' $(RACE_PKGS)
 

@@ -55,12 +55,19 @@ func runClient(c *cli.Context) error {
 	// socket; if it cannot be served, the client stops.
 	ctlErr := make(chan error, 1)
 	go func() { ctlErr <- cl.ServeControl(ctx, sock) }()
+	// The UI, and the jobs started from it, last as long as the client:
+	// a get started in the browser is a job the client finishes before it
+	// leaves, like one handed over by `riffle get`. On a second interrupt
+	// the client closes at once and the UI's jobs return with its error;
+	// the command returns only after them.
+	uiWait := func() {}
 	if addr := c.String("ui"); addr != "" {
-		url, err := startClientUI(ctx, c, cl, addr, c.Bool("ui-public"), dir, filepath.Join(dir, uiDownloadsSubdir))
+		url, wait, err := startClientUI(base, c, cl, addr, c.Bool("ui-public"), dir, filepath.Join(dir, uiDownloadsSubdir))
 		if err != nil {
 			cl.Close()
 			return err
 		}
+		uiWait = wait
 		fmt.Fprintln(stdout(c), url)
 	}
 	select {
@@ -80,7 +87,10 @@ func runClient(c *cli.Context) error {
 	lctx, lstop := signalContext(c.Context)
 	defer lstop()
 	st := cl.Stats()
-	if err := cl.Leave(lctx); err != nil {
+	err = cl.Leave(lctx)
+	cancelBase()
+	uiWait()
+	if err != nil {
 		return fmt.Errorf("close client: %w", err)
 	}
 	fmt.Fprintf(stderr(c), "riffle client stopped: %d epochs, %d rounds\n", st.Epochs, st.Rounds)

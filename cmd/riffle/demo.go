@@ -153,8 +153,16 @@ func runDemo(c *cli.Context) error {
 		fmt.Fprintln(out, "stopping")
 		return dn.Close()
 	}
+	uiWait := func() {}
 	if c.Bool("ui") {
-		if err := startDemoUI(ctx, c, dn, base); err != nil {
+		w, err := startDemoUI(ctx, c, dn, base)
+		if w != nil {
+			uiWait = w
+		}
+		if err != nil {
+			<-ctx.Done()
+			uiWait()
+			dn.Close()
 			return err
 		}
 	}
@@ -170,5 +178,7 @@ func runDemo(c *cli.Context) error {
 	fmt.Fprintln(out, "Ctrl-C stops it and removes its data.")
 	<-ctx.Done()
 	fmt.Fprintln(out, "stopping")
+	// The UI's jobs end with ctx; the clients close after them.
+	uiWait()
 	return dn.Close()
 }

@@ -129,8 +129,10 @@ func uiURL(bound, token string, public bool) string {
 
 // startClientUI serves the web UI of cl on addr, fetching into
 // dataDir/downloads, and returns its URL. With dataDir set, the URL and
-// token are written there for `riffle ui` and curl.
-func startClientUI(ctx context.Context, c *cli.Context, cl *node.Client, addr string, public bool, dataDir, downloads string) (string, error) {
+// token are written there for `riffle ui` and curl. The UI serves, and its
+// jobs run, until ctx ends; wait returns once every job it started has
+// returned, so that the caller closes the client after them.
+func startClientUI(ctx context.Context, c *cli.Context, cl *node.Client, addr string, public bool, dataDir, downloads string) (url string, wait func(), err error) {
 	var ui *webui.UI
 	bound, err := serveUI(ctx, c, addr, public, func(bound string) (http.Handler, error) {
 		var err error
@@ -138,16 +140,16 @@ func startClientUI(ctx context.Context, c *cli.Context, cl *node.Client, addr st
 		return ui, err
 	})
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	go ui.Run(ctx)
-	url := uiURL(bound, ui.Token(), public)
+	url = uiURL(bound, ui.Token(), public)
 	if dataDir != "" {
 		if err := writeFileAtomic(filepath.Join(dataDir, uiTokenFile), []byte(ui.Token()+"\n"), 0o600); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if err := writeFileAtomic(filepath.Join(dataDir, uiURLFile), []byte(url+"\n"), 0o600); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		go func() {
 			<-ctx.Done()
@@ -155,7 +157,7 @@ func startClientUI(ctx context.Context, c *cli.Context, cl *node.Client, addr st
 			os.Remove(filepath.Join(dataDir, uiTokenFile))
 		}()
 	}
-	return url, nil
+	return url, ui.Wait, nil
 }
 
 // startServerUI serves the read-only operator view of s on addr.
@@ -175,8 +177,9 @@ func startServerUI(ctx context.Context, c *cli.Context, s *node.Server, addr str
 
 // startDemoUI serves the web UI of one demo client and the operator view
 // of the first server, on their usual ports or, when those are taken, on
-// free ones. It prints both URLs.
-func startDemoUI(ctx context.Context, c *cli.Context, dn *demoNet, base string) error {
+// free ones. It prints both URLs, and returns a wait for the client UI's
+// jobs (see startClientUI).
+func startDemoUI(ctx context.Context, c *cli.Context, dn *demoNet, base string) (func(), error) {
 	try := func(addr string, start func(string) (string, error)) (string, error) {
 		url, err := start(addr)
 		if err != nil {
@@ -185,17 +188,22 @@ func startDemoUI(ctx context.Context, c *cli.Context, dn *demoNet, base string) 
 		return url, err
 	}
 	dl := filepath.Join(base, "ui-downloads")
+	wait := func() {}
 	curl, err := try(defaultClientUI, func(a string) (string, error) {
-		return startClientUI(ctx, c, dn.clients[0], a, false, "", dl)
+		url, w, err := startClientUI(ctx, c, dn.clients[0], a, false, "", dl)
+		if err == nil {
+			wait = w
+		}
+		return url, err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	surl, err := try(defaultServerUI, func(a string) (string, error) { return startServerUI(ctx, c, dn.servers[0], a, false) })
 	if err != nil {
-		return err
+		return wait, err
 	}
 	fmt.Fprintf(stdout(c), "web UI of client 0: %s (fetched files go to %s)\n", curl, dl)
 	fmt.Fprintf(stdout(c), "operator view of server 0: %s\n", surl)
-	return nil
+	return wait, nil
 }
