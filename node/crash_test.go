@@ -38,15 +38,21 @@ func crashParams() node.Params {
 // server, client i with primary server i.
 func startCrashNet(t *testing.T, m int) *crashNet {
 	t.Helper()
-	return startCrashNetWith(t, m, crashParams())
+	return startCrashNetWith(t, m, crashParams(), nil)
 }
 
-// startCrashNetWith is startCrashNet with the epoch parameters p.
-func startCrashNetWith(t *testing.T, m int, p node.Params) *crashNet {
+// startCrashNetWith is startCrashNet with the epoch parameters p, and
+// adjust (if set) applied to every server's configuration.
+func startCrashNetWith(t *testing.T, m int, p node.Params, adjust func(c *node.ServerConfig)) *crashNet {
 	t.Helper()
 	cn := &crashNet{t: t, cfgs: make([]node.ServerConfig, m)}
 	cn.net = nodetest.New(t, nodetest.Config{Servers: m, Clients: m, Params: p, MinServers: m - 1, MinClients: 2,
-		Server: func(i int, c *node.ServerConfig) { cn.cfgs[i] = *c }})
+		Server: func(i int, c *node.ServerConfig) {
+			if adjust != nil {
+				adjust(c)
+			}
+			cn.cfgs[i] = *c
+		}})
 	var addrs []string
 	for i, s := range cn.net.Servers {
 		p2p, err := ma.NewComponent("p2p", s.ID().String())
