@@ -38,3 +38,16 @@ func (s *Server) CertKind(n uint64) uint8 {
 	}
 	return c.Kind
 }
+
+// RunningLeader returns the leader of an epoch running at s whose setup is
+// done ("" if none).
+func (s *Server) RunningLeader() peer.ID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.epochs {
+		if !e.ended && e.setupDone {
+			return e.leader
+		}
+	}
+	return ""
+}
