@@ -436,7 +436,8 @@ func (s *Server) checkPrevious(n uint64, c *wire.Cert) error {
 	if err := verifyCert(c, s.knownServers()); err != nil {
 		return err
 	}
-	if c.Number > s.certTop() {
+	if c.Number > s.certTop()+1 {
+		// Numbers between are missing here: fetch them meanwhile.
 		s.pokeSync()
 	}
 	s.addCert(c)
