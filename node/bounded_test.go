@@ -69,11 +69,12 @@ func TestLeaderTricksFail(t *testing.T) {
 	}
 	// Parameters the leader may not choose.
 	tricks := map[string]func(*Params){
-		"client cap 1":               func(q *Params) { q.MaxClients = 1 },
-		"client cap below floor":     func(q *Params) { q.MaxClients = MinClientCap - 1 },
-		"client cap not the group's": func(q *Params) { q.MaxClients = MinClientCap * 2 },
-		"rounds not the group's":     func(q *Params) { q.Rounds = 4 },
-		"short registration window":  func(q *Params) { q.RegWindowMs = 1 },
+		"client cap 1":                    func(q *Params) { q.MaxClients = 1 },
+		"client cap below floor":          func(q *Params) { q.MaxClients = MinClientCap - 1 },
+		"client cap not the group's":      func(q *Params) { q.MaxClients = MinClientCap * 2 },
+		"rounds not the group's":          func(q *Params) { q.Rounds = 4 },
+		"index retention not the group's": func(q *Params) { q.IndexHours++ },
+		"short registration window":       func(q *Params) { q.RegWindowMs = 1 },
 	}
 	for name, trick := range tricks {
 		q := p

@@ -64,8 +64,10 @@ func (s *Server) roundCaps(t wire.Type) int {
 
 func (s *Server) clientCaps(t wire.Type) int {
 	switch t {
-	case wire.TypeWaitOpen, wire.TypeWaitList, wire.TypeIndexReq:
+	case wire.TypeWaitOpen, wire.TypeWaitList:
 		return 1024
+	case wire.TypeIndexReq:
+		return wire.IndexReqSize
 	case wire.TypeRegister:
 		return 64 << 10
 	case wire.TypeSubmit, wire.TypeHandover:
@@ -139,7 +141,7 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeSubmit:   ackReply,
 		wire.TypeHandover: ackReply,
 		wire.TypeWaitList: {wire.TypeRoundList, roundListCap},
-		wire.TypeIndexReq: {wire.TypeIndex, 256 << 20},
+		wire.TypeIndexReq: {wire.TypeIndex, wire.MaxIndexPage},
 	},
 	ProtoPIR: {
 		// k rows of b bytes: the caller gives the epoch's cap (request.Max).

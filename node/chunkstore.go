@@ -40,6 +40,9 @@ type ChunkStore interface {
 	PutManifests(mans []store.Manifest, index []IndexEntry) error
 	// Manifests returns the bytes of every indexed manifest chunk.
 	Manifests() ([][]byte, error)
+	// IndexSince returns the index changes logged after cursor, up to
+	// budget bytes as the wire counts them (store.Store.IndexSince).
+	IndexSince(cursor uint64, budget int) (store.IndexChanges, error)
 	Close() error
 }
 
@@ -52,6 +55,80 @@ type memStore struct {
 	index  map[[32]byte]IndexEntry
 	mans   map[[32]byte][]byte
 	lists  map[[36]byte][]store.Request
+	// log is the index log (store index-log): log[i] is change i+1;
+	// logged maps an id to its live add record's number.
+	log    []memChange
+	logged map[[32]byte]uint64
+}
+
+// memChange is one change of the index log: an id added or removed.
+type memChange struct {
+	id      [32]byte
+	removed bool
+	dead    bool // replaced by a later record of the same id
+}
+
+// logIndex appends a change of id; call with m.mu held.
+func (m *memStore) logIndex(id [32]byte, removed bool) {
+	if m.logged == nil {
+		m.logged = map[[32]byte]uint64{}
+	}
+	if n, ok := m.logged[id]; ok {
+		m.log[n-1].dead = true
+		delete(m.logged, id)
+	}
+	m.log = append(m.log, memChange{id: id, removed: removed})
+	if !removed {
+		m.logged[id] = uint64(len(m.log))
+	}
+}
+
+func (m *memStore) IndexSince(cursor uint64, budget int) (store.IndexChanges, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	last := uint64(len(m.log))
+	out := store.IndexChanges{Next: cursor}
+	if cursor >= last {
+		out.Next = last
+		return out, nil
+	}
+	used := 0
+	for n := cursor + 1; n <= last; n++ {
+		c := m.log[n-1]
+		if c.dead {
+			continue
+		}
+		size := 32
+		e, hasE := m.index[c.id]
+		b, hasM := m.mans[c.id]
+		if !c.removed {
+			size = 0
+			if hasE {
+				size += store.IndexEntryWireSize(&e)
+			}
+			if hasM {
+				size += 4 + len(b)
+			}
+		}
+		if used > 0 && used+size > budget {
+			out.More = true
+			return out, nil
+		}
+		used += size
+		out.Next = n
+		switch {
+		case c.removed:
+			out.Removed = append(out.Removed, c.id)
+		default:
+			if hasE {
+				out.Entries = append(out.Entries, e)
+			}
+			if hasM {
+				out.Manifests = append(out.Manifests, store.Manifest{ID: c.id, Data: b})
+			}
+		}
+	}
+	return out, nil
 }
 
 // NewMemStore returns an in-memory ChunkStore (tests, the demo).
@@ -68,6 +145,7 @@ func (m *memStore) PutRound(epoch [32]byte, round uint32, published [][32]byte, 
 	for _, e := range index {
 		if _, ok := m.index[e.FileID]; !ok {
 			m.index[e.FileID] = e
+			m.logIndex(e.FileID, false)
 		}
 	}
 	return nil
@@ -165,11 +243,13 @@ func (m *memStore) PutManifests(mans []store.Manifest, index []IndexEntry) error
 		}
 		if _, ok := m.mans[x.ID]; !ok {
 			m.mans[x.ID] = append([]byte(nil), x.Data...)
+			m.logIndex(x.ID, false)
 		}
 	}
 	for _, e := range index {
 		if _, ok := m.index[e.FileID]; !ok {
 			m.index[e.FileID] = e
+			m.logIndex(e.FileID, false)
 		}
 	}
 	return nil

@@ -88,7 +88,11 @@ type Client struct {
 	// decoys is the public demand decoys are drawn from (decoys.go).
 	decoys decoyPool
 	stats  Stats
-	index  []IndexEntry // synced once per epoch
+	index  []IndexEntry // the synced copy, as of the last epoch's start
+	// icopy is the synced copy of the index with its cursors, touched by
+	// one sync at a time (syncMu; indexsync.go).
+	icopy  indexCopy
+	syncMu sync.Mutex
 	// manifests are the manifest chunks of the synced index, by id (§6.4
 	// v3): a get takes every manifest from here, never from an answer.
 	manifests map[[32]byte][]byte
@@ -138,8 +142,10 @@ type Stats struct {
 	// rows and decoys the client does not want): targeted attacks.
 	CoverAttacks int
 	// IndexGaps counts manifests that a signed request list named and
-	// the next synced index lacked (§6.4 v3): the primary left them out.
-	IndexGaps int
+	// the primary's copy of the index lacked at the next sync (§6.4 v3):
+	// the primary left them out. IndexFilled counts those of them that
+	// the copy synced from another server then held.
+	IndexGaps, IndexFilled int
 	// Unconfirmed counts chunks that went out in a round that ended
 	// without a signed record of it, counted as published (§5.2 v3).
 	Unconfirmed int

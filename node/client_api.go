@@ -10,7 +10,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/riffle-net/riffle/chunker"
-	"github.com/riffle-net/riffle/internal/wire"
 )
 
 // ChunkSize waits for an epoch and returns its chunk size b.
@@ -158,25 +157,20 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 	}
 }
 
-// Index fetches the whole public index from the primary (§7: always all of
-// it, never per-file look-ups).
+// Index syncs the public index from the primary (§7: always all of it,
+// never per-file look-ups; from the cursor this client holds) and returns
+// its entries.
 func (c *Client) Index(ctx context.Context) ([]IndexEntry, error) {
-	idx, _, err := c.syncIndex(ctx)
-	return idx, err
-}
-
-// syncIndex fetches the whole public index: the files, and the manifest
-// chunks that parse, by id (§6.4 v3).
-func (c *Client) syncIndex(ctx context.Context) ([]IndexEntry, map[[32]byte][]byte, error) {
-	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeIndexReq, Timeout: shortTimeout})
-	if err != nil {
-		return nil, nil, err
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	if _, err := c.syncIndexFrom(ctx, c.primary); err != nil {
+		return nil, err
 	}
-	var idx wire.Index
-	if err := idx.Unmarshal(rep, maxIndexItems); err != nil {
-		return nil, nil, err
+	out := make([]IndexEntry, 0, len(c.icopy.entries))
+	for _, e := range c.icopy.entries {
+		out = append(out, e)
 	}
-	return indexFromWire(idx.Entries), syncedManifests(idx.Manifests), nil
+	return out, nil
 }
 
 var _ network.Stream

@@ -55,19 +55,18 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 		names += fmt.Sprintf(" %s(%s)", string(g.Nick), fv.chain[i].String())
 	}
 	c.progress("epoch %x: %d servers [%s ], anonymity set %d clients", fv.id[:4], len(fv.chain), names, n)
-	// §7: every client syncs the whole public index once per epoch, on a
-	// fixed schedule that says nothing about what interests it.
-	if idx, mans, err := c.syncIndex(ctx); err == nil {
+	// §7: every client syncs the whole public index at each epoch's
+	// start, on a fixed schedule that says nothing about what interests
+	// it, incrementally from its cursors (indexsync.go).
+	c.mu.Lock()
+	want := c.lastManifests
+	c.mu.Unlock()
+	if idx, mans, gaps, filled, err := c.syncIndexEpoch(ctx, fin.Desc.Group, fin.Desc.Params.IndexHours, want); err == nil {
 		c.mu.Lock()
 		c.index, c.manifests, c.indexSynced = idx, mans, true
-		gaps := 0
-		for _, id := range c.lastManifests {
-			if _, ok := mans[id]; !ok {
-				gaps++
-			}
-		}
 		c.lastManifests = nil
 		c.stats.IndexGaps += gaps
+		c.stats.IndexFilled += filled
 		var gets []*getJob
 		for _, g := range c.wants {
 			gets = append(gets, g)
@@ -75,7 +74,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 		c.notify()
 		c.mu.Unlock()
 		if gaps > 0 {
-			c.progress("warning: the index synced from the primary lacks %d manifests that the last epoch's signed request lists name: the primary may be testing which files this client wants", gaps)
+			c.progress("warning: the index synced from the primary lacks %d manifests that the last epoch's signed request lists name (the primary may be testing which files this client wants); %d of them synced from another server", gaps, filled)
 		}
 		// §6.4 (v3): the gets learn every manifest from this copy, so
 		// that no request of the epoch follows from one of its answers.
@@ -84,6 +83,8 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 				c.openFromIndex(g, mans)
 			}
 		})
+	} else {
+		c.log.Info("index not synced", "err", err)
 	}
 	err = c.rounds(ctx, e)
 	if err != nil && ctx.Err() == nil {

@@ -119,18 +119,7 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 		}
 		return wire.TypeRoundList, out, nil
 	case wire.TypeIndexReq:
-		idx, err := s.store.Index()
-		if err != nil {
-			return 0, nil, err
-		}
-		mans, err := s.store.Manifests()
-		if err != nil {
-			return 0, nil, err
-		}
-		if o := s.cfg.observe; o != nil && o.IndexReply != nil {
-			mans = o.IndexReply(mans)
-		}
-		return wire.TypeIndex, (&wire.Index{Entries: indexToWire(idx), Manifests: mans}).Marshal(), nil
+		return s.onIndexReq(ctx, from, body)
 	}
 	return 0, nil, fmt.Errorf("node: unexpected client message %d", t)
 }

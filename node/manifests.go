@@ -37,8 +37,8 @@ import (
 const (
 	manifestsPerPseudonym = 4
 	manifestsPerEpoch     = 64
-	// maxIndexItems bounds the entries, and the manifests, of an index a
-	// client accepts (its whole message is bounded by the reply cap).
+	// maxIndexItems bounds the entries, and the manifests, of a client's
+	// synced copy of the index (each page is bounded by its reply cap).
 	maxIndexItems = 1 << 20
 )
 

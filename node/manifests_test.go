@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/store"
@@ -298,7 +300,7 @@ func TestIndexGapDetected(t *testing.T) {
 	data, _, _, _ := manifestFile(t)
 	tn := startAnonNet(t, 3, 0, 2, manifestParams(), func(i int, c *ServerConfig) {
 		if i == 0 {
-			c.observe = &testObserver{IndexReply: func([][]byte) [][]byte { return nil }}
+			c.observe = &testObserver{IndexReply: func(peer.ID, []store.Manifest) []store.Manifest { return nil }}
 		}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

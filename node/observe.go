@@ -1,6 +1,12 @@
 package node
 
-import "time"
+import (
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/store"
+)
 
 // testObserver is what a server sees, handed to the linking adversary of the
 // anonymity tests (docs/anonymity.md, "How it is tested"): nil in every
@@ -28,8 +34,8 @@ type testObserver struct {
 	// spoils its combined answer for (round, slot, t).
 	Corrupt func(epoch [32]byte, r, slot uint32, t int) bool
 	// IndexReply (an active adversary): the manifests this server puts in
-	// its Index replies, from those it holds.
-	IndexReply func(mans [][]byte) [][]byte
+	// an index page it sends to peer to, from those the page would hold.
+	IndexReply func(to peer.ID, mans []store.Manifest) []store.Manifest
 	// Stage: this server started stage "mix" (its layer of round r) or
 	// "publish" (storing round r's payloads).
 	Stage func(epoch [32]byte, r uint32, stage string)

@@ -52,6 +52,10 @@ type Params struct {
 	MaxRows      uint32 // cap on L, the rows of a round's PIR database
 	RegWindowMs  uint32 // registration window after opening
 	RoundLimitMs uint32 // a round not filled in this time ends the epoch
+	// IndexHours is the index retention in hours (0: for good), a group
+	// constant: a manifest leaves every server's index this long after it
+	// was indexed, whatever each keeps of chunk bodies (§7 v3).
+	IndexHours uint32
 }
 
 // wire is p as the descriptor's encoding holds it.
@@ -66,8 +70,14 @@ func (p Params) wire() wire.Params { return wire.Params(p) }
 // the epoch up (§5.4) once its cover window is spent, while leaving the PIR
 // work of the caps (about 1.6 s at 8 GB/s) well inside a round.
 func DefaultParams() Params {
-	return Params{ChunkSize: 256 << 10, K: 1, W: 2, Rounds: 256, MaxClients: 256, MaxRows: 512, RegWindowMs: 3000, RoundLimitMs: 10000}
+	return Params{ChunkSize: 256 << 10, K: 1, W: 2, Rounds: 256, MaxClients: 256, MaxRows: 512, RegWindowMs: 3000, RoundLimitMs: 10000,
+		IndexHours: DefaultIndexHours}
 }
+
+// DefaultIndexHours is the default index retention: 90 days. The index
+// grows by at most manifestsPerEpoch chunks of b bytes an epoch, and a
+// client syncs only what changed since its last sync.
+const DefaultIndexHours = 90 * 24
 
 // ServerConfig configures a server.
 type ServerConfig struct {
@@ -102,6 +112,9 @@ type ServerConfig struct {
 	// observe is the anonymity tests' view of what this server sees
 	// (observe.go); nil outside them.
 	observe *testObserver
+	// indexPage, if set, replaces wire.IndexPageBytes as the budget of
+	// one index page (tests: many pages from a small index).
+	indexPage int
 }
 
 // DefaultPruneEvery is how often a server prunes its store by default.
@@ -114,20 +127,23 @@ type pruner interface {
 
 // Server is a riffle server.
 type Server struct {
-	ctx      context.Context
-	cancel   context.CancelFunc
-	cfg      ServerConfig
-	log      *slog.Logger
-	rand     io.Reader
-	h        host.Host
-	priv     crypto.PrivKey
-	roster   roster
-	helloNow chan struct{}
-	closers  []func() error
-	store    ChunkStore
-	engine   *pir.Engine
-	pool     bufPool // large round buffers (bufpool.go)
-	wg       sync.WaitGroup
+	// indexSlots counts the index pages being read and sent
+	// (indexserve.go).
+	indexSlots indexSlots
+	ctx        context.Context
+	cancel     context.CancelFunc
+	cfg        ServerConfig
+	log        *slog.Logger
+	rand       io.Reader
+	h          host.Host
+	priv       crypto.PrivKey
+	roster     roster
+	helloNow   chan struct{}
+	closers    []func() error
+	store      ChunkStore
+	engine     *pir.Engine
+	pool       bufPool // large round buffers (bufpool.go)
+	wg         sync.WaitGroup
 
 	// mu guards the fields below it up to banned, and every epoch's and
 	// round's state (sepoch, sround) reached through them.
@@ -215,7 +231,9 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	number = max(number, top)
 	st := cfg.Store
 	if st == nil {
-		bs, err := openStore(cfg.DataDir, cfg.StoreOptions, log)
+		opts := cfg.StoreOptions
+		opts.IndexRetention = time.Duration(cfg.Params.IndexHours) * time.Hour
+		bs, err := openStore(cfg.DataDir, opts, log)
 		if err != nil {
 			return nil, err
 		}
@@ -254,7 +272,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			s.log.Warn("lan discovery off", "err", err)
 		}
 	}
-	if p, ok := st.(pruner); ok && cfg.StoreOptions.Retention > 0 {
+	if p, ok := st.(pruner); ok && (cfg.StoreOptions.Retention > 0 || cfg.Params.IndexHours > 0) {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.pruneLoop(cctx, p) }()
 	}

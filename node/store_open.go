@@ -89,6 +89,10 @@ func (b *boltStore) Manifests() ([][]byte, error) {
 	return out, err
 }
 
+func (b *boltStore) IndexSince(cursor uint64, budget int) (store.IndexChanges, error) {
+	return b.st.IndexSince(cursor, budget)
+}
+
 // Prune drops what retention lets go (§7); the server calls it
 // periodically.
 func (b *boltStore) Prune(now time.Time) (int, error) { return b.st.Prune(now) }

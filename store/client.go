@@ -22,9 +22,16 @@ var (
 	bucketHave      = []byte("dl-have")   // file id → bucket {chunk id → bucket {"d": bytes}}
 	bucketOnions    = []byte("onions")    // epoch id ‖ u32 round → bucket {"d": onion}
 	bucketClient    = []byte("meta")      // metaSchema
+	// The synced copy of the public index (SPEC §7 v3) and, per server
+	// synced from, the cursor of its index log reached.
+	bucketSyncEntries = []byte("sync-index")     // file id → IndexEntry
+	bucketSyncMans    = []byte("sync-manifests") // chunk id → manifest bytes
+	bucketSyncCursors = []byte("sync-cursors")   // server peer id → u64 cursor
+	bucketSyncSeen    = []byte("sync-seen")      // id → u64 ns first held
 )
 
-var clientBuckets = [][]byte{bucketShares, bucketDownloads, bucketNeed, bucketHave, bucketOnions, bucketClient}
+var clientBuckets = [][]byte{bucketShares, bucketDownloads, bucketNeed, bucketHave, bucketOnions, bucketClient,
+	bucketSyncEntries, bucketSyncMans, bucketSyncCursors, bucketSyncSeen}
 
 // clientSchema is the version of the client layout; OpenClient refuses
 // others.

@@ -22,6 +22,10 @@ var (
 	bucketChunkAge  = []byte("chunk-age")  // u64 touched ns ‖ id → present
 	bucketIndex     = []byte("index")      // file id → IndexEntry
 	bucketManifests = []byte("manifests")  // chunk id → Manifest (SPEC §6.4 v3)
+	bucketIndexLog  = []byte("index-log")  // u64 sequence → u8 op ‖ id (the index's changes, in order)
+	bucketIndexSeq  = []byte("index-seq")  // id → u64 sequence of its live add record
+	bucketIndexAge  = []byte("index-age")  // u64 indexed ns ‖ manifest id → present
+	bucketIndexGone = []byte("index-gone") // u64 removed ns ‖ u64 sequence of the remove record → present
 	bucketRounds    = []byte("rounds")     // epoch id ‖ u32 round → RoundRecord
 	bucketRoundAge  = []byte("round-age")  // u64 time ns ‖ epoch id ‖ u32 round → present
 	bucketEpochs    = []byte("epochs")     // u64 number ‖ epoch id → EpochRecord
@@ -29,7 +33,8 @@ var (
 	bucketMeta      = []byte("meta")       // metaSchema, metaUsage
 )
 
-var serverBuckets = [][]byte{bucketChunks, bucketChunkMeta, bucketChunkAge, bucketIndex, bucketManifests,
+var serverBuckets = [][]byte{bucketChunks, bucketChunkMeta, bucketChunkAge, bucketIndex, bucketManifests, bucketIndexLog, bucketIndexSeq,
+	bucketIndexAge, bucketIndexGone,
 	bucketRounds, bucketRoundAge, bucketEpochs, bucketEpochIDs, bucketMeta, bucketSegments}
 
 var (
@@ -56,6 +61,12 @@ type Options struct {
 	// fetched or listed in a request list, and a round or epoch record
 	// after its time (0: forever).
 	Retention time.Duration
+	// IndexRetention is how long a manifest stays in the public index,
+	// with its index entry, after it was indexed (0: for good). It is a
+	// group constant (SPEC §7 v3) that the node passes on, so that every
+	// server holds the same index; the chunk bodies' Retention, an
+	// operator's setting, does not touch the index.
+	IndexRetention time.Duration
 	// Logger receives debug and info events; nil is quiet.
 	Logger *slog.Logger
 }
@@ -85,8 +96,8 @@ func (s *Store) setUsage(txid int, usage int64) {
 // Open opens or creates the server database at path. If another process
 // holds it, Open fails within a second with an error matching ErrLocked.
 func Open(path string, opts Options) (*Store, error) {
-	if opts.QuotaBytes < 0 || opts.Retention < 0 {
-		return nil, fmt.Errorf("store: negative quota %d or retention %v", opts.QuotaBytes, opts.Retention)
+	if opts.QuotaBytes < 0 || opts.Retention < 0 || opts.IndexRetention < 0 {
+		return nil, fmt.Errorf("store: negative quota %d or retention %v, %v", opts.QuotaBytes, opts.Retention, opts.IndexRetention)
 	}
 	db, err := openBolt(path, serverMmapSize)
 	if err != nil {
@@ -109,6 +120,9 @@ func Open(path string, opts Options) (*Store, error) {
 			}
 		} else if len(v) != 4 || binary.BigEndian.Uint32(v) != serverSchema {
 			return fmt.Errorf("store: %s has schema %x, this build reads %d", path, v, serverSchema)
+		}
+		if err := backfillIndexLog(tx); err != nil {
+			return err
 		}
 		var err error
 		usage, err = readUsage(meta)
@@ -367,6 +381,12 @@ func (s *Store) PutRoundHashed(rec RoundRecord, chunks []Chunk, index []IndexEnt
 			if err := idx.Put(e.FileID[:], e.encode()); err != nil {
 				return err
 			}
+			if err := logIndex(tx, indexAdd, e.FileID); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketIndexAge).Put(ageKey(now, e.FileID[:]), present); err != nil {
+				return err
+			}
 		}
 		if err := rounds.Put(key, value); err != nil {
 			return err
@@ -405,6 +425,7 @@ func (s *Store) PutManifests(mans []Manifest, index []IndexEntry) error {
 	for i := range index {
 		index[i].Name = cleanName(index[i].Name)
 	}
+	now := time.Now()
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		chunks, mb, idx := tx.Bucket(bucketChunks), tx.Bucket(bucketManifests), tx.Bucket(bucketIndex)
 		for i := range mans {
@@ -418,6 +439,12 @@ func (s *Store) PutManifests(mans []Manifest, index []IndexEntry) error {
 			if err := mb.Put(m.ID[:], m.encode()); err != nil {
 				return err
 			}
+			if err := logIndex(tx, indexAdd, m.ID); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketIndexAge).Put(ageKey(now, m.ID[:]), present); err != nil {
+				return err
+			}
 		}
 		for i := range index {
 			e := &index[i]
@@ -428,6 +455,9 @@ func (s *Store) PutManifests(mans []Manifest, index []IndexEntry) error {
 				continue
 			}
 			if err := idx.Put(e.FileID[:], e.encode()); err != nil {
+				return err
+			}
+			if err := logIndex(tx, indexAdd, e.FileID); err != nil {
 				return err
 			}
 		}
@@ -743,13 +773,19 @@ func (s *Store) Epochs(from uint64, fn func(EpochRecord) error) error {
 	})
 }
 
-// Prune deletes what retention lets go as of now: chunks not put or used
-// for Retention (with the index entry of a file whose root manifest goes),
+// Prune deletes what retention lets go as of now: manifests and index
+// entries indexed more than IndexRetention ago (logged as removed); chunks
+// not put or used for Retention, except those the index still holds;
 // round records older than Retention, and epoch records that ended (or, if
 // still open, started) before then. It returns the number of chunks
 // removed. With no retention set it does nothing. Each transaction is
 // consistent on its own: a crash mid-prune leaves whole entries only.
 func (s *Store) Prune(now time.Time) (removed int, err error) {
+	if s.opts.IndexRetention > 0 {
+		if err := s.pruneIndex(now, s.opts.IndexRetention); err != nil {
+			return 0, err
+		}
+	}
 	if s.opts.Retention == 0 {
 		return 0, nil
 	}
@@ -840,14 +876,20 @@ func (s *Store) pruneChunks(cutoff time.Time) (n int, more bool, err error) {
 		if err != nil {
 			return err
 		}
-		idx, mb := tx.Bucket(bucketIndex), tx.Bucket(bucketManifests)
 		var dead [][]byte
 		holes = holes[:0]
+		idx, mb := tx.Bucket(bucketIndex), tx.Bucket(bucketManifests)
 		c := w.age.Cursor()
 		for k, _ := c.First(); k != nil && expired(k, cutoff); k, _ = c.Next() {
 			if len(dead) == pruneBatch {
 				more = true
 				break
+			}
+			// An indexed chunk (a manifest, a file's root) stays while
+			// the index holds it: the index's retention is the group's,
+			// not this operator's (SPEC §7 v3; pruneIndex).
+			if len(k) == 8+32 && (idx.Get(k[8:]) != nil || mb.Get(k[8:]) != nil) {
+				continue
 			}
 			dead = append(dead, append([]byte(nil), k...))
 		}
@@ -873,8 +915,6 @@ func (s *Store) pruneChunks(cutoff time.Time) (n int, more bool, err error) {
 			for _, del := range []func() error{
 				func() error { return w.meta.Delete(id) },
 				func() error { return w.age.Delete(k) },
-				func() error { return idx.Delete(id) },
-				func() error { return mb.Delete(id) },
 			} {
 				if err := del(); err != nil {
 					return err

@@ -350,7 +350,7 @@ func TestQuota(t *testing.T) {
 
 func TestRetention(t *testing.T) {
 	r := testRand(6)
-	s, _ := openTest(t, Options{Retention: time.Hour})
+	s, _ := openTest(t, Options{Retention: time.Hour, IndexRetention: time.Hour})
 	t0 := time.Unix(1_800_000_000, 0)
 	old := []Chunk{mkChunk(r, 3000), mkChunk(r, 4000)}
 	fresh := []Chunk{mkChunk(r, 5000)}
@@ -787,7 +787,7 @@ func TestIndexNameCleaned(t *testing.T) {
 // pruning the chunk drops its manifest record with its index entry.
 func TestManifests(t *testing.T) {
 	r := testRand(11)
-	s, _ := openTest(t, Options{Retention: time.Minute})
+	s, _ := openTest(t, Options{Retention: time.Minute, IndexRetention: time.Minute})
 	t0 := time.Unix(1_800_000_000, 0)
 	a, b := mkChunk(r, 100), mkChunk(r, 60)
 	if err := s.PutRound(RoundRecord{Time: t0, Published: ids([]Chunk{a, b})}, []Chunk{a, b}, nil); err != nil {

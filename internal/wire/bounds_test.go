@@ -40,6 +40,7 @@ func wideDecoders() map[string]func([]byte) error {
 		"rows":        func(b []byte) error { var m Rows; return m.Unmarshal(b, 1<<24, 16, 1<<24) },
 		"chunk":       func(b []byte) error { var m Chunk; return m.Unmarshal(b, 1<<24) },
 		"index":       func(b []byte) error { var m Index; return m.Unmarshal(b, 1<<24) },
+		"indexreq":    func(b []byte) error { var m IndexReq; return m.Unmarshal(b) },
 		"root":        func(b []byte) error { var m Root; return m.Unmarshal(b) },
 	}
 }
@@ -74,7 +75,7 @@ func TestDecodeAllocationBounded(t *testing.T) {
 			name = "rows"
 		case TypeGetChunk, TypeChunk:
 			name = "chunk"
-		case TypeAck, TypeIndexReq, TypeError:
+		case TypeAck, TypeError:
 			continue
 		}
 		bodies[name] = append(bodies[name], v.msg.Marshal())
@@ -189,6 +190,7 @@ func TestOversized(t *testing.T) {
 		{"index entries", (&Index{Entries: make([]IndexEntry, 3)}).Marshal(), func(b []byte) error { var m Index; return m.Unmarshal(b, 2) }},
 		{"index manifests", (&Index{Manifests: [][]byte{big(MinManifest), big(MinManifest), big(MinManifest)}}).Marshal(), func(b []byte) error { var m Index; return m.Unmarshal(b, 2) }},
 		{"index manifest", (&Index{Manifests: [][]byte{big(MaxManifest + 1)}}).Marshal(), func(b []byte) error { var m Index; return m.Unmarshal(b, 2) }},
+		{"index removed", (&Index{Removed: make([][32]byte, 3)}).Marshal(), func(b []byte) error { var m Index; return m.Unmarshal(b, 2) }},
 		{"index name", (&Index{Entries: []IndexEntry{{Name: big(MaxName + 1)}}}).Marshal(), func(b []byte) error { var m Index; return m.Unmarshal(b, 2) }},
 	}
 	for _, c := range cases {
@@ -215,7 +217,7 @@ func TestCountBeyondBody(t *testing.T) {
 			e.U32(1000)
 			return e.B
 		}(), func(b []byte) error { var m Batch; return m.Unmarshal(b, wideLimits) }},
-		{"index entries", []byte{0, 0, 1, 0}, func(b []byte) error { var m Index; return m.Unmarshal(b, 1<<20) }},
+		{"index entries", []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0}, func(b []byte) error { var m Index; return m.Unmarshal(b, 1<<20) }},
 		{"list entries", append(make([]byte, 36), 0, 0, 1, 0), func(b []byte) error { var m RoundList; return m.Unmarshal(b, wideLimits) }},
 		{"reglist", append(make([]byte, 32), 0, 0, 1, 0), func(b []byte) error { var m RegList; return m.Unmarshal(b, wideLimits) }},
 		{"rows slots", append(make([]byte, 36), 0, 0, 1, 0), func(b []byte) error { var m Rows; return m.Unmarshal(b, 1<<20, 2, 8) }},
@@ -240,5 +242,27 @@ func TestMinimalGroupEntry(t *testing.T) {
 	}
 	if !bytes.Equal(got.Marshal(), d.Marshal()) {
 		t.Fatal("minimal descriptor re-encodes differently")
+	}
+}
+
+// TestIndexPageRefuses: an index page whose more flag is neither 0 nor 1,
+// or an index request that is not exactly IndexReqSize bytes, is refused
+// (each decodes to one encoding only).
+func TestIndexPageRefuses(t *testing.T) {
+	var p Index
+	if err := p.Unmarshal(append([]byte{0, 0, 0, 0, 0, 0, 0, 0, 2}, make([]byte, 12)...), 2); err == nil {
+		t.Error("more flag 2 accepted")
+	}
+	if err := p.Unmarshal(append([]byte{0, 0, 0, 0, 0, 0, 0, 0, 1}, make([]byte, 12)...), 2); err != nil || !p.More {
+		t.Errorf("more flag 1: %v", err)
+	}
+	var r IndexReq
+	for _, n := range []int{0, IndexReqSize - 1, IndexReqSize + 1} {
+		if err := r.Unmarshal(make([]byte, n)); err == nil {
+			t.Errorf("index request of %d bytes accepted", n)
+		}
+	}
+	if err := r.Unmarshal(make([]byte, IndexReqSize)); err != nil {
+		t.Error(err)
 	}
 }

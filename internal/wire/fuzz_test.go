@@ -53,6 +53,7 @@ func FuzzRoundList(f *testing.F)   { fuzzDecoder(f, "roundlist", "proposal") }
 func FuzzRows(f *testing.F)        { fuzzDecoder(f, "padanswers", "query", "answer") }
 func FuzzChunk(f *testing.F)       { fuzzDecoder(f, "chunk", "getchunk") }
 func FuzzIndex(f *testing.F)       { fuzzDecoder(f, "index") }
+func FuzzIndexReq(f *testing.F)    { fuzzDecoder(f, "indexreq") }
 func FuzzRoot(f *testing.F)        { fuzzDecoder(f, "root") }
 
 // FuzzDescriptor fuzzes the descriptor decoder on its own (inside a

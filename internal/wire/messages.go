@@ -35,8 +35,8 @@ const (
 	TypeGetChunk    Type = 48 // fetch a public chunk by id
 	TypeChunk       Type = 49
 	TypeWaitList    Type = 50 // client → primary: wait for a round's list
-	TypeIndexReq    Type = 60
-	TypeIndex       Type = 61
+	TypeIndexReq    Type = 60 // client → any server: the index changes after a cursor (IndexReq)
+	TypeIndex       Type = 61 // server → client: one page of them (Index)
 	TypeAck         Type = 62 // empty acknowledgement
 	TypeRoot        Type = 51 // a signed batch root, broadcast to every server (§5.2)
 )
@@ -82,9 +82,15 @@ type Params struct {
 	MaxRows      uint32 // cap on L
 	RegWindowMs  uint32 // registration window after opening
 	RoundLimitMs uint32 // a round not filled in this time ends the epoch
+	// IndexHours is how long a manifest stays in the public index after
+	// it was indexed, in hours (0: for good): a group constant, so that
+	// every server holds the same index (§7 v3).
+	IndexHours uint32
 }
 
-const paramsSize = 4 + 2 + 2 + 4 + 4 + 4 + 4 + 4
+// paramsSize: u32 chunk size, u16 k, u16 w, u32 rounds, u32 max clients,
+// u32 max rows, u32 registration window, u32 round limit, u32 index hours.
+const paramsSize = 4 + 2 + 2 + 4 + 4 + 4 + 4 + 4 + 4
 
 func (p *Params) enc(e *Enc) {
 	e.U32(p.ChunkSize)
@@ -95,6 +101,7 @@ func (p *Params) enc(e *Enc) {
 	e.U32(p.MaxRows)
 	e.U32(p.RegWindowMs)
 	e.U32(p.RoundLimitMs)
+	e.U32(p.IndexHours)
 }
 
 func (p *Params) dec(d *Dec) {
@@ -106,6 +113,7 @@ func (p *Params) dec(d *Dec) {
 	p.MaxRows = d.U32("max rows")
 	p.RegWindowMs = d.U32("registration window")
 	p.RoundLimitMs = d.U32("round limit")
+	p.IndexHours = d.U32("index hours")
 }
 
 func encAddrs(e *Enc, addrs [][]byte) {
@@ -1030,17 +1038,71 @@ const (
 	MinManifest = 19
 )
 
-// Index is the whole public index: the files (one entry per root
-// manifest) and the bytes of every indexed manifest chunk, roots and inner
-// nodes alike (§6.4 v3). A manifest's id is the SHA-256 of its bytes: the
-// receiver computes it, and checks that the bytes parse.
+// Index sync (§7 v3): a client asks any server for the changes to the
+// public index after a cursor, and reads them page by page.
+const (
+	// IndexReqSize is an IndexReq's fixed size: u64 cursor.
+	IndexReqSize = 8
+	// IndexPageBytes bounds what a server puts in one page: the entries,
+	// manifests and removed ids it adds stop once the next would pass it
+	// (a page holds at least one). A single manifest (at most MaxManifest)
+	// with its entry always fits.
+	IndexPageBytes = 8 << 20
+	// MaxIndexPage caps the body of one Index page: IndexPageBytes, the
+	// page header (u64 next, u8 more, three u32 counts) and slack.
+	MaxIndexPage = IndexPageBytes + 1024
+	// indexEntryMin is an entry's size with an empty name: file id 32,
+	// name length 4, size 8, chunks 4, round 4, time 8.
+	indexEntryMin = 32 + 4 + 8 + 4 + 4 + 8
+)
+
+// IndexReq asks for the index changes a server logged after Cursor (0: all
+// of them). Fixed size: IndexReqSize.
+type IndexReq struct {
+	Cursor uint64
+}
+
+func (m *IndexReq) Marshal() []byte {
+	var e Enc
+	e.U64(m.Cursor)
+	return e.B
+}
+
+func (m *IndexReq) Unmarshal(b []byte) error {
+	d := Dec{B: b}
+	m.Cursor = d.U64("cursor")
+	return d.Done("index request")
+}
+
+// Index is one page of the public index (§7): the files (one entry per
+// root manifest in clear), the bytes of the manifest chunks indexed, roots
+// and inner nodes alike (§6.4 v3), and the ids of manifests that left the
+// index, all logged by the server after the request's cursor and up to
+// Next. More says that changes follow Next. A manifest's id is the SHA-256
+// of its bytes: the receiver computes it, and checks that the bytes parse.
+// The local control socket sends the whole index of entries as one Index
+// with Next 0 and no manifests.
+//
+//	u64 next ‖ u8 more (0 or 1)
+//	‖ u32 n ‖ n × (file id 32 ‖ bytes name ‖ u64 size ‖ u32 chunks ‖ u32 round ‖ u64 unix time)
+//	‖ u32 n ‖ n × bytes manifest
+//	‖ u32 n ‖ n × removed manifest id 32
 type Index struct {
+	Next      uint64
+	More      bool
 	Entries   []IndexEntry
 	Manifests [][]byte
+	Removed   [][32]byte
 }
 
 func (m *Index) Marshal() []byte {
 	var e Enc
+	e.U64(m.Next)
+	if m.More {
+		e.U8(1)
+	} else {
+		e.U8(0)
+	}
 	e.U32(uint32(len(m.Entries)))
 	for _, x := range m.Entries {
 		e.Fixed(x.FileID[:])
@@ -1054,16 +1116,30 @@ func (m *Index) Marshal() []byte {
 	for _, x := range m.Manifests {
 		e.Bytes(x)
 	}
+	e.U32(uint32(len(m.Removed)))
+	for _, x := range m.Removed {
+		e.Fixed(x[:])
+	}
 	return e.B
 }
 
-// Unmarshal decodes an index of at most max entries and max manifests,
-// each manifest of at most MaxManifest bytes; the caller bounds the whole
-// message (its reply cap).
+// Unmarshal decodes an index page of at most max entries, max manifests
+// and max removed ids, each manifest of at most MaxManifest bytes; every
+// count is checked against the bytes left before anything is allocated,
+// and the caller bounds the whole message (its reply cap).
 func (m *Index) Unmarshal(b []byte, max int) error {
 	d := Dec{B: b}
-	n := d.Count(max, 32+4+8+4+4+8, "index entries")
-	m.Entries = make([]IndexEntry, n)
+	m.Next = d.U64("next")
+	more := d.U8("more flag")
+	if d.Err == nil && more > 1 {
+		return fmt.Errorf("wire: decode index: more flag %d", more)
+	}
+	m.More = more == 1
+	n := d.Count(max, indexEntryMin, "index entries")
+	m.Entries = nil
+	if n > 0 {
+		m.Entries = make([]IndexEntry, n)
+	}
 	for i := range m.Entries {
 		x := &m.Entries[i]
 		x.FileID = d.Array32("file id")
@@ -1084,8 +1160,20 @@ func (m *Index) Unmarshal(b []byte, max int) error {
 			}
 		}
 	}
+	n = d.Count(max, IDSize, "removed manifests")
+	m.Removed = nil
+	if n > 0 {
+		m.Removed = make([][32]byte, n)
+		for i := range m.Removed {
+			m.Removed[i] = d.Array32("removed id")
+		}
+	}
 	return d.Done("index")
 }
+
+// MaxIndexPageItems bounds the items of one page of at most MaxIndexPage
+// bytes: no entry, manifest or removed id is shorter than MinManifest+4.
+const MaxIndexPageItems = MaxIndexPage / (MinManifest + 4)
 
 // Root is a server's signed Merkle root of one batch (§5.2), broadcast to
 // every chain server so that two different roots signed for one (round,

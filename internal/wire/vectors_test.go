@@ -23,7 +23,7 @@ const vectorFile = "testdata/vectors.txt"
 // message is what every wire message has in common.
 type message interface{ Marshal() []byte }
 
-// raw is a body with no fields of its own (TypeAck, TypeIndexReq) or a
+// raw is a body with no fields of its own (TypeAck) or a
 // refusal's text (TypeError).
 type raw []byte
 
@@ -185,8 +185,9 @@ func vectors() []vector {
 			with(func(m *EpochRef, b []byte) error { return m.Unmarshal(b) })},
 		{"root", TypeRoot, &Root{Epoch: k32(1), Round: 2, S: 1, Root: k32(9), Sig: k64(10)},
 			with(func(m *Root, b []byte) error { return m.Unmarshal(b) })},
-		{"indexreq", TypeIndexReq, raw{}, empty},
-		{"index", TypeIndex, &Index{Entries: []IndexEntry{{FileID: k32(0xe0), Name: []byte("f.txt"), Size: 9, Chunks: 1, Round: 2, Time: 1700000000}}, Manifests: [][]byte{[]byte("\x89RIFFLEM\x01\x02\x01\x00\x00\x04\x00\x00\x00\x00\x00")}},
+		{"indexreq", TypeIndexReq, &IndexReq{Cursor: 0x0102030405060708},
+			with(func(m *IndexReq, b []byte) error { return m.Unmarshal(b) })},
+		{"index", TypeIndex, &Index{Next: 7, More: true, Entries: []IndexEntry{{FileID: k32(0xe0), Name: []byte("f.txt"), Size: 9, Chunks: 1, Round: 2, Time: 1700000000}}, Manifests: [][]byte{[]byte("\x89RIFFLEM\x01\x02\x01\x00\x00\x04\x00\x00\x00\x00\x00")}, Removed: [][32]byte{k32(0xf0)}},
 			with(func(m *Index, b []byte) error { return m.Unmarshal(b, 100) })},
 		{"ack", TypeAck, raw{}, empty},
 		{"error", TypeError, raw("no such epoch"), func(b []byte) (message, error) {
