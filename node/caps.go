@@ -38,6 +38,10 @@ func (s *Server) epochCaps(t wire.Type) int {
 		return mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers) + 4096
 	case wire.TypeBlameReq:
 		return 64
+	case wire.TypeTimeoutVote:
+		return wire.MaxCertSize
+	case wire.TypeCertReq:
+		return 64
 	}
 	return dupEpochCaps(t)
 }
@@ -114,6 +118,9 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeRoute:      {wire.TypeRoute, 64 + wire.MaxRouteProof},
 		wire.TypeAbort:      ackReply,
 		wire.TypeAccuse:     ackReply,
+		// certs.go: a vote is acknowledged; a request gets one page.
+		wire.TypeTimeoutVote: ackReply,
+		wire.TypeCertReq:     {wire.TypeCerts, wire.MaxCertsSize},
 		// a step holds one onion (the caller gives the epoch's tighter cap).
 		wire.TypeBlameReq: {wire.TypeBlameStep, mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers) + 4096},
 	},

@@ -32,6 +32,9 @@ type sepoch struct {
 	// leader sent the Prepare (rotate.go): every later leader message of
 	// the epoch must come from it.
 	leader peer.ID
+	// prev is the Prepare's certificate of the number before (certs.go):
+	// the descriptor signed must carry the same.
+	prev []byte
 	// final is the final descriptor's view (nil while registration runs).
 	final *view
 	// man: which published manifest chunks the index takes (§6.4 v3,
@@ -73,6 +76,7 @@ type epochLife struct {
 type registration struct {
 	entry      wire.GroupEntry // this server's entry in the descriptor
 	openBytes  []byte          // the signed open descriptor, for clients
+	openSigs   [][64]byte      // its signatures: an abort's certificate (certs.go)
 	finalBytes []byte          // the signed final descriptor, for clients
 
 	regs      map[[32]byte]wire.Register // accepted here as primary

@@ -49,6 +49,10 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onBlameReq(ctx, from, body)
 	case wire.TypeAbort:
 		return s.onAbort(from, body)
+	case wire.TypeTimeoutVote:
+		return s.onTimeoutVote(from, body)
+	case wire.TypeCertReq:
+		return s.onCertReq(from, body)
 	}
 	return 0, nil, fmt.Errorf("node: unexpected epoch message %d", t)
 }
@@ -99,8 +103,8 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	// Agree on the leader (rotate.go): the number's leader in the
 	// group chain here, whatever the proposed chain left out. The
-	// number first: a refusal of a number too low says this server's
-	// last, from which a lagging leader catches up (epochnum.go).
+	// number's bounds first (epochnum.go), then the leader, then the
+	// certificate of the number before (certs.go).
 	s.mu.Lock()
 	last := s.number
 	busy := s.busy()
@@ -113,6 +117,9 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	if mine := s.groupChain(); len(mine) >= s.cfg.MinServers && leaderOf(p.Number, mine) != from {
 		return 0, nil, fmt.Errorf("node: %s leads epoch %d here, not %s", leaderOf(p.Number, mine).ShortString(), p.Number, from.ShortString())
+	}
+	if err := s.checkPrevious(p.Number, &p.Previous); err != nil {
+		return 0, nil, err
 	}
 	sk, err := mix.NewServerSecret(s.rand)
 	if err != nil {
@@ -151,7 +158,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		copy(yp[:], Yp[r].Encode(nil))
 		g.Y, g.Yp = append(g.Y, y), append(g.Yp, yp)
 	}
-	e := &sepoch{pos: pos, nonce: p.Nonce, leader: from}
+	e := &sepoch{pos: pos, nonce: p.Nonce, leader: from, prev: p.Previous.Marshal()}
 	e.sk, e.rk, e.dkey, e.entry = sk, rk, dkey, g
 	s.mu.Lock()
 	// One epoch is prepared at a time (the leader runs them in turn): a
@@ -162,7 +169,14 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		delete(s.prep, k)
 	}
 	s.prep[p.Nonce] = e
-	s.progressed()
+	// The first Prepare of a number restarts the leader timeout, once
+	// (rotate.go): the leader gets T_lead to open it (a withdrawal costs
+	// it a retry), and a leader that prepares and never opens is silent
+	// after at most twice T_lead.
+	if p.Number != s.turn.prepared {
+		s.turn.prepared = p.Number
+		s.progressed()
+	}
 	s.mu.Unlock()
 	return wire.TypeEntry, g.Marshal(), nil
 }
@@ -191,6 +205,9 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		}
 		if !bytes.Equal(sd.Desc.Group[e.pos].Marshal(), e.entry.Marshal()) {
 			return 0, nil, errors.New("node: descriptor alters this server's entry")
+		}
+		if !bytes.Equal(sd.Desc.Previous.Marshal(), e.prev) {
+			return 0, nil, errors.New("node: descriptor's previous certificate is not the prepared one")
 		}
 		if err := checkEpochNumber(s.number, sd.Desc.Number); err != nil {
 			return 0, nil, err
@@ -366,7 +383,7 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 			// only after every server has the open descriptor.
 			e.regDeadline = time.Now().Add(time.Duration(sd.Desc.Params.RegWindowMs) * time.Millisecond)
 		}
-		e.openBytes = body
+		e.openBytes, e.openSigs = body, sd.Sigs
 		// The leader opens an epoch only after the previous one ended;
 		// anything older still running here missed its end.
 		for _, old := range s.epochs {
@@ -387,6 +404,8 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	}
 	e.final, e.finalBytes = v, body
 	e.regClosed = true
+	// The final descriptor certifies its number (certs.go).
+	s.addCertLocked(finalCert(&sd, v))
 	if s.open == e {
 		s.open = nil
 	}

@@ -108,19 +108,21 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 	if _, err := s.rand.Read(nonce[:]); err != nil {
 		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: epoch nonce: %w", err)
 	}
-	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.cfg.Params.wire()}
-	for _, p := range chain {
-		prep.Chain = append(prep.Chain, []byte(p))
+	prev, err := s.previousCert(number)
+	if err != nil {
+		s.pokeSync()
+		return wire.Descriptor{}, [32]byte{}, err
 	}
+	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.cfg.Params.wire(), Chain: chainIDs(chain), Previous: prev}
 	reps, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypePrepare, Body: prep.Marshal(), Timeout: shortTimeout})
 	if err != nil {
-		// A server that refused the number as too low says its last:
-		// the next attempt starts above it.
-		s.catchUp(err)
+		// A server that refused may know numbers this one does not:
+		// catch up from the certificates (certs.go).
+		s.pokeSync()
 		s.noteWithdrawal(err)
 		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: prepare epoch %d: %w", number, err)
 	}
-	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.cfg.Params.wire(), Group: make([]wire.GroupEntry, len(chain))}
+	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.cfg.Params.wire(), Group: make([]wire.GroupEntry, len(chain)), Previous: prev}
 	for i, r := range reps {
 		if err := desc.Group[i].Unmarshal(r, genericLimits()); err != nil {
 			return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: entry of server %d: %w", i, err)

@@ -44,8 +44,8 @@ const (
 // Domain tags of the hashes the servers sign (docs/proto-node.md).
 const (
 	tagEpochID   = "riffle/v2/epoch-id"
-	tagDescOpen  = "riffle/v2/descriptor-open"
-	tagDescFinal = "riffle/v2/descriptor-final"
+	tagDescOpen  = "riffle/v3/descriptor-open"
+	tagDescFinal = "riffle/v3/descriptor-final"
 	tagStep      = "riffle/v2/step"
 	tagRegister  = "riffle/v2/register"
 	tagList      = "riffle/v2/request-list"

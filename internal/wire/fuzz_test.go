@@ -40,6 +40,9 @@ func FuzzSigned(f *testing.F)      { fuzzDecoder(f, "signed", "signreq") }
 func FuzzSig(f *testing.F)         { fuzzDecoder(f, "sig") }
 func FuzzEpochRef(f *testing.F)    { fuzzDecoder(f, "closereq", "waitopen", "waitlist") }
 func FuzzAbort(f *testing.F)       { fuzzDecoder(f, "abort") }
+func FuzzCert(f *testing.F)        { fuzzDecoder(f, "timeoutvote") }
+func FuzzCertReq(f *testing.F)     { fuzzDecoder(f, "certreq") }
+func FuzzCerts(f *testing.F)       { fuzzDecoder(f, "certs") }
 func FuzzRegister(f *testing.F)    { fuzzDecoder(f, "register") }
 func FuzzRegList(f *testing.F)     { fuzzDecoder(f, "reglist") }
 func FuzzForwarded(f *testing.F)   { fuzzDecoder(f, "forward", "badforward") }

@@ -63,8 +63,28 @@ func vectorEntry(x byte) GroupEntry {
 		X: k32(x), PoK: []byte{x, x + 1, x + 2}, D: k32(x + 0x40), Y: [][32]byte{k32(x + 1), k32(x + 2)}, Yp: [][32]byte{k32(x + 3), k32(x + 4)}}
 }
 
+// vectorCert is a certificate of number 6 of each kind (signatures are
+// arbitrary bytes: the codec does not verify them).
+func vectorCert(kind uint8) Cert {
+	c := Cert{Kind: kind, Number: 6, Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}, {0, 0x24, 0x30}},
+		Sigs: []CertSig{{0, k64(0x40)}, {1, k64(0x41)}, {2, k64(0x42)}}, Abort: []byte{}}
+	switch kind {
+	case CertFinal:
+		c.Epoch, c.Digest = k32(0x50), k32(0x60)
+	case CertAbort:
+		c.Epoch = k32(0x50)
+		a := Abort{Epoch: k32(0x50), Number: 6, Kind: AbortCoord, Signer: []byte{0, 0x24, 0x20}, Reason: []byte("open failed"), Sig: k64(0x70)}
+		c.Abort = a.Marshal()
+	case CertTimeout:
+		c.Sigs = []CertSig{{0, k64(0x40)}, {2, k64(0x42)}}
+	case CertNone:
+		c = Cert{Chain: [][]byte{}, Sigs: []CertSig{}, Abort: []byte{}}
+	}
+	return c
+}
+
 func vectorDesc(final bool) Descriptor {
-	d := Descriptor{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Group: []GroupEntry{vectorEntry(0x10), vectorEntry(0x20)}, Clients: []ClientEntry{}}
+	d := Descriptor{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Group: []GroupEntry{vectorEntry(0x10), vectorEntry(0x20)}, Previous: vectorCert(CertAbort), Clients: []ClientEntry{}}
 	if final {
 		d.Clients = []ClientEntry{{RegKey: k32(0xa0), Primary: 1, XKey: k32(0xb0), RegHash: k32(0xc0)}}
 	}
@@ -103,7 +123,7 @@ func vectors() []vector {
 	return []vector{
 		{"hello", TypeHello, &Hello{Version: 1, Role: 1, Nick: []byte("alpha"), Addrs: [][]byte{{4, 127, 0, 0, 1}}, Peers: [][]byte{{4, 10, 0, 0, 2}, {4, 10, 0, 0, 3}}},
 			with(func(m *Hello, b []byte) error { return m.Unmarshal(b) })},
-		{"prepare", TypePrepare, &Prepare{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}}},
+		{"prepare", TypePrepare, &Prepare{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}}, Previous: vectorCert(CertTimeout)},
 			with(func(m *Prepare, b []byte) error { return m.Unmarshal(b) })},
 		{"entry", TypeEntry, func() *GroupEntry { g := vectorEntry(0x10); return &g }(),
 			with(func(m *GroupEntry, b []byte) error { return m.Unmarshal(b, l) })},
@@ -125,6 +145,13 @@ func vectors() []vector {
 			with(func(m *Step, b []byte) error { return m.Unmarshal(b, l) })},
 		{"abort", TypeAbort, &Abort{Epoch: k32(1), Number: 9, Round: 3, Kind: AbortFault, Signer: []byte{0, 0x24, 0x10}, Reason: []byte("round 3 void"), Sig: k64(0x31)},
 			with(func(m *Abort, b []byte) error { return m.Unmarshal(b) })},
+		{"timeoutvote", TypeTimeoutVote, &Cert{Kind: CertTimeout, Number: 6, Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}, {0, 0x24, 0x30}},
+			Sigs: []CertSig{{2, k64(0x42)}}, Abort: []byte{}},
+			with(func(m *Cert, b []byte) error { return m.Unmarshal(b) })},
+		{"certreq", TypeCertReq, &CertReq{From: 6},
+			with(func(m *CertReq, b []byte) error { return m.Unmarshal(b) })},
+		{"certs", TypeCerts, &Certs{Certs: []Cert{vectorCert(CertFinal)}},
+			with(func(m *Certs, b []byte) error { return m.Unmarshal(b) })},
 		{"waitopen", TypeWaitOpen, &EpochRef{Epoch: k32(2), Reason: []byte{}},
 			with(func(m *EpochRef, b []byte) error { return m.Unmarshal(b) })},
 		{"register", TypeRegister, &ClientRegister{Reg: Register{Epoch: k32(1), RegKey: k32(0xa0), XKey: k32(0xb0), Reg: []byte("reg0"), Sig: k64(0x60)},
@@ -299,7 +326,7 @@ func typeName(t Type) string {
 	names := map[Type]string{
 		TypeHello: "hello", TypePrepare: "prepare", TypeEntry: "entry", TypeSignReq: "signreq", TypeSig: "sig",
 		TypeSigned: "signed", TypeCloseReq: "closereq", TypeRegList: "reglist", TypeStep: "step", TypeRoute: "route",
-		TypeAbort: "abort", TypeWaitOpen: "waitopen", TypeRegister: "register", TypeSubmit: "submit", TypeHandover: "handover",
+		TypeAbort: "abort", TypeTimeoutVote: "timeoutvote", TypeCertReq: "certreq", TypeCerts: "certs", TypeWaitOpen: "waitopen", TypeRegister: "register", TypeSubmit: "submit", TypeHandover: "handover",
 		TypeSubmitBatch: "submitbatch", TypeBatch: "batch", TypeProposal: "proposal", TypeRoundList: "roundlist",
 		TypePadAnswers: "padanswers", TypeQuery: "query", TypeAnswer: "answer", TypeGetChunk: "getchunk",
 		TypeChunk: "chunk", TypeWaitList: "waitlist", TypeIndexReq: "indexreq", TypeIndex: "index", TypeAck: "ack",
