@@ -7,7 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -27,8 +27,10 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onSignReq(from, body)
 	case wire.TypeSigned:
 		return s.onSigned(from, body)
-	case wire.TypeRegister:
+	case wire.TypeForward:
 		return s.onForwardedRegister(from, body)
+	case wire.TypeBadForward:
+		return s.onBadForward(from, body)
 	case wire.TypeCloseReq:
 		return s.onClose(from, body)
 	case wire.TypeRegList:
@@ -231,7 +233,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		}
 		delete(s.prep, sd.Desc.Nonce)
 		e.v = v
-		e.regs, e.fwd, e.stepMsgs, e.rounds = map[[32]byte]wire.Register{}, map[[32]byte]wire.Register{}, map[int]*wire.Step{}, map[uint32]*sround{}
+		e.regs, e.fwd, e.stepMsgs, e.rounds = map[[32]byte]wire.Register{}, map[[32]byte]wire.Forwarded{}, map[int]*wire.Step{}, map[uint32]*sround{}
 		s.epochs[v.id] = e
 		sig, err := sign(s.priv, openDigest(&sd.Desc))
 		if err != nil {
@@ -251,7 +253,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	for i, c := range sd.Desc.Clients {
 		r := &e.slotRegs[i]
-		if r.RegKey != c.RegKey || r.XKey != c.XKey || sha256.Sum256(r.Reg) != c.RegHash {
+		if r.RegKey != c.RegKey || r.XKey != c.XKey || sha256.Sum256(r.Reg) != c.RegHash || e.slotPrim[i] != c.Primary {
 			return 0, nil, fmt.Errorf("node: final descriptor slot %d does not match its registration", i)
 		}
 		if int(c.Primary) == e.pos {
@@ -262,7 +264,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	// (v2) sign only if every registration accepted here is in, (v3)
 	// unless the descriptor is full and keeps this primary's quota.
-	if err := checkPrimaryKept(sd.Desc.Clients, e.regs, sd.Desc.Params.MaxClients, len(v.chain)); err != nil {
+	if err := checkPrimaryKept(sd.Desc.Clients, e.regs, e.order, sd.Desc.Params.MaxClients, len(v.chain)); err != nil {
 		return 0, nil, err
 	}
 	sig, err := sign(s.priv, finalDigest(&sd.Desc))
@@ -296,18 +298,39 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := rl.Unmarshal(body, limitsFor(e.v.desc.Params, len(e.v.chain))); err != nil {
 		return 0, nil, err
 	}
+	// Each registration carries its primary's signature (§8), checked
+	// before the costly proofs: a leader cannot pass off a registration
+	// as a primary's.
+	regs := make([]wire.Register, len(rl.Regs))
+	prims := make([]uint16, len(rl.Regs))
+	for i := range rl.Regs {
+		f := &rl.Regs[i]
+		if err := checkForwardSigned(e, f); err != nil {
+			return 0, nil, fmt.Errorf("node: slot %d: %w", i, err)
+		}
+		regs[i], prims[i] = f.Reg, f.Primary
+	}
 	// Every server verifies every registration (§4.1) before it signs.
-	parsed, bad, err := verifyRegs(e.v, rl.Regs, s.rand)
+	parsed, bad, err := verifyRegs(e.v, regs, s.rand)
 	if err != nil {
 		return 0, nil, err
 	}
 	if len(bad) > 0 {
-		return 0, nil, fmt.Errorf("node: %d of %d registrations do not verify, first at slot %d", len(bad), len(rl.Regs), bad[0])
+		// A registration signed by its primary whose proofs fail is
+		// evidence against that primary (§8): named here and sent on.
+		f := rl.Regs[bad[0]]
+		_, why := checkRegister(e.v, &f.Reg)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.nameForwarder(e, &f, why, true)
+		}()
+		return 0, nil, fmt.Errorf("node: %d of %d registrations do not verify, first at slot %d, signed by primary %d", len(bad), len(rl.Regs), bad[0], f.Primary)
 	}
 	// §4.1: no key twice, registration or X25519, in any two slots.
 	seen := map[[32]byte]bool{}
-	for i := range rl.Regs {
-		rk, xk := rl.Regs[i].RegKey, rl.Regs[i].XKey
+	for i := range regs {
+		rk, xk := regs[i].RegKey, regs[i].XKey
 		if seen[rk] || seen[xk] || rk == xk {
 			return 0, nil, fmt.Errorf("node: slot %d repeats a registration or x25519 key", i)
 		}
@@ -322,7 +345,7 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := e.regListRefusal(); err != nil {
 		return 0, nil, err
 	}
-	e.slotRegs, e.parsed, e.regListed = rl.Regs, parsed, true
+	e.slotRegs, e.slotPrim, e.parsed, e.regListed = regs, prims, parsed, true
 	return wire.TypeAck, ack, nil
 }
 
@@ -406,26 +429,35 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 }
 
 func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	var r wire.Register
-	if err := r.Unmarshal(body, genericLimits()); err != nil {
+	var f wire.Forwarded
+	if err := f.Unmarshal(body, genericLimits()); err != nil {
 		return 0, nil, err
 	}
+	r := &f.Reg
 	s.mu.Lock()
 	e := s.epochs[r.Epoch]
 	s.mu.Unlock()
-	if e == nil || e.leader != s.h.ID() {
+	if e == nil || e.leader != s.h.ID() || e.v == nil {
 		return 0, nil, errors.New("node: forwarded registration for an epoch this server does not lead")
 	}
-	// Only a primary of the chain forwards (checked before the
-	// registration's proofs).
-	inChain := false
-	for _, p := range e.v.chain {
-		inChain = inChain || p == from
-	}
-	if !inChain {
+	// Only a primary of the chain forwards, and signs what it forwards
+	// (checked before the registration's proofs).
+	if !slices.Contains(e.v.chain, from) {
 		return 0, nil, errors.New("node: forwarded registration from outside the chain")
 	}
-	if _, err := checkRegister(e.v, &r); err != nil {
+	if int(f.Primary) >= len(e.v.chain) || e.v.chain[f.Primary] != from {
+		return 0, nil, errors.New("node: forwarded registration not from the primary it names")
+	}
+	if err := verifyPeerSig(from, forwardDigest(&f), f.Sig); err != nil {
+		return 0, nil, fmt.Errorf("node: forwarded registration: %w", err)
+	}
+	if _, err := checkRegister(e.v, r); err != nil {
+		// Signed by its primary: evidence against it (§8).
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.nameForwarder(e, &f, err, true)
+		}()
 		return 0, nil, err
 	}
 	s.mu.Lock()
@@ -433,7 +465,7 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 	if e.regClosed {
 		return 0, nil, errors.New("node: registration closed")
 	}
-	e.fwd[r.RegKey] = r
+	e.fwd[r.RegKey] = f
 	return wire.TypeAck, ack, nil
 }
 
@@ -457,10 +489,12 @@ func (s *Server) onClose(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if s.open == e {
 		s.open = nil
 	}
+	// The list goes in this primary's own admission order (§3, §8): the
+	// leader fills its quota from the front.
+	e.order = s.admissionOrder(e)
 	rl := wire.RegList{Epoch: ref.Epoch}
-	for _, r := range e.regs {
-		rl.Regs = append(rl.Regs, r)
+	for _, k := range e.order {
+		rl.Regs = append(rl.Regs, wire.Forwarded{Primary: uint16(e.pos), Reg: e.regs[k], Sig: e.regSig[k]})
 	}
-	sort.Slice(rl.Regs, func(i, j int) bool { return bytes.Compare(rl.Regs[i].RegKey[:], rl.Regs[j].RegKey[:]) < 0 })
 	return wire.TypeRegList, rl.Marshal(), nil
 }

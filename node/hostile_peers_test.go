@@ -619,7 +619,7 @@ func TestStepAndForwardSenderFirst(t *testing.T) {
 	if pos != 0 {
 		e = fixtureChain(t, s, []peer.ID{s.ID()}, 0)
 	}
-	reg := (&wire.Register{Epoch: e.v.id}).Marshal()
+	reg := (&wire.Forwarded{Reg: wire.Register{Epoch: e.v.id}}).Marshal()
 	_, _, err := s.onForwardedRegister(newPeerID(t), reg)
 	if err == nil || !strings.Contains(err.Error(), "outside the chain") {
 		t.Fatalf("a registration forwarded by an outsider: %v, want refused before its check", err)

@@ -159,7 +159,8 @@ type Server struct {
 	turn   turnState // the leader rotation (rotate.go)
 	// rb is what round blames left here (roundblame_after.go).
 	rb        roundBlameState
-	dupServer // duplicate-share verdicts (dupwalk.go)
+	keys      keyState // long-term client keys (ltexclude.go)
+	dupServer          // duplicate-share verdicts (dupwalk.go)
 	// ref counts aborts on private grounds (refusals.go).
 	ref refusalState
 	// cert holds the certificates of epoch numbers (certs.go).

@@ -464,10 +464,12 @@ func (m *Register) Unmarshal(b []byte, l Limits) error {
 	return d.Done("registration")
 }
 
-// RegList is a primary's answer to the close of registration.
+// RegList is a primary's answer to the close of registration (its
+// registrations in its own order, §3) and the leader's list of the chosen
+// ones in slot order: each a Forwarded, signed by its primary.
 type RegList struct {
 	Epoch [32]byte
-	Regs  []Register
+	Regs  []Forwarded
 }
 
 func (m *RegList) Marshal() []byte {
@@ -483,8 +485,8 @@ func (m *RegList) Marshal() []byte {
 func (m *RegList) Unmarshal(b []byte, l Limits) error {
 	d := Dec{B: b}
 	m.Epoch = d.Array32("epoch id")
-	n := d.Count(l.Clients, 32*3+4+64, "registrations")
-	m.Regs = make([]Register, n)
+	n := d.Count(l.Clients, forwardedMin, "registrations")
+	m.Regs = make([]Forwarded, n)
 	for i := range m.Regs {
 		m.Regs[i].dec(&d, l)
 	}

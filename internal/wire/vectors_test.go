@@ -135,9 +135,9 @@ func vectors() []vector {
 			with(func(m *Signed, b []byte) error { return m.Unmarshal(b, l) })},
 		{"closereq", TypeCloseReq, &EpochRef{Epoch: k32(1), Reason: []byte{}},
 			with(func(m *EpochRef, b []byte) error { return m.Unmarshal(b) })},
-		{"reglist", TypeRegList, &RegList{Epoch: k32(1), Regs: []Register{
-			{Epoch: k32(1), RegKey: k32(0xa0), XKey: k32(0xb0), Reg: []byte("reg0"), Sig: k64(0x60)},
-			{Epoch: k32(1), RegKey: k32(0xa1), XKey: k32(0xb1), Reg: []byte("reg1"), Sig: k64(0x61)}}},
+		{"reglist", TypeRegList, &RegList{Epoch: k32(1), Regs: []Forwarded{
+			{Primary: 0, Reg: Register{Epoch: k32(1), RegKey: k32(0xa0), XKey: k32(0xb0), Reg: []byte("reg0"), Sig: k64(0x60)}, Sig: k64(0x68)},
+			{Primary: 1, Reg: Register{Epoch: k32(1), RegKey: k32(0xa1), XKey: k32(0xb1), Reg: []byte("reg1"), Sig: k64(0x61)}, Sig: k64(0x69)}}},
 			with(func(m *RegList, b []byte) error { return m.Unmarshal(b, l) })},
 		{"route", TypeRoute, &Route{Epoch: k32(1), S: 1, Out: 2, In: 3, Proof: []byte{9, 9}},
 			with(func(m *Route, b []byte) error { return m.Unmarshal(b) })},
@@ -154,8 +154,15 @@ func vectors() []vector {
 			with(func(m *Certs, b []byte) error { return m.Unmarshal(b) })},
 		{"waitopen", TypeWaitOpen, &EpochRef{Epoch: k32(2), Reason: []byte{}},
 			with(func(m *EpochRef, b []byte) error { return m.Unmarshal(b) })},
-		{"register", TypeRegister, &Register{Epoch: k32(1), RegKey: k32(0xa0), XKey: k32(0xb0), Reg: []byte("reg0"), Sig: k64(0x60)},
-			with(func(m *Register, b []byte) error { return m.Unmarshal(b, l) })},
+		{"register", TypeRegister, &ClientRegister{Reg: Register{Epoch: k32(1), RegKey: k32(0xa0), XKey: k32(0xb0), Reg: []byte("reg0"), Sig: k64(0x60)},
+			LTKey: k32(0xd0), LTSig: k64(0xe0)},
+			with(func(m *ClientRegister, b []byte) error { return m.Unmarshal(b, l) })},
+		{"forward", TypeForward, &Forwarded{Primary: 1, Reg: Register{Epoch: k32(1), RegKey: k32(0xa0), XKey: k32(0xb0), Reg: []byte("reg0"), Sig: k64(0x60)},
+			Sig: k64(0x68)},
+			with(func(m *Forwarded, b []byte) error { return m.Unmarshal(b, l) })},
+		{"badforward", TypeBadForward, &Forwarded{Primary: 0, Reg: Register{Epoch: k32(1), RegKey: k32(0xa1), XKey: k32(0xb1), Reg: []byte("bad"), Sig: k64(0x61)},
+			Sig: k64(0x69)},
+			with(func(m *Forwarded, b []byte) error { return m.Unmarshal(b, l) })},
 		{"submit", TypeSubmit, func() *Submit { s := vectorSubmit(3); return &s }(),
 			with(func(m *Submit, b []byte) error { return m.Unmarshal(b, l) })},
 		{"handover", TypeHandover, func() *Submit { s := vectorSubmit(5); s.Round = 40; return &s }(),
@@ -185,6 +192,8 @@ func vectors() []vector {
 			with(func(m *EpochRef, b []byte) error { return m.Unmarshal(b) })},
 		{"root", TypeRoot, &Root{Epoch: k32(1), Round: 2, S: 1, Root: k32(9), Sig: k64(10)},
 			with(func(m *Root, b []byte) error { return m.Unmarshal(b) })},
+		{"keyevidence", TypeKeyEvidence, &KeyEvidence{Epoch: k32(1), Slot: 3, LTKey: k32(0xd0), LTSig: k64(0xe0)},
+			with(func(m *KeyEvidence, b []byte) error { return m.Unmarshal(b) })},
 		{"indexreq", TypeIndexReq, &IndexReq{Cursor: 0x0102030405060708},
 			with(func(m *IndexReq, b []byte) error { return m.Unmarshal(b) })},
 		{"index", TypeIndex, &Index{Next: 7, More: true, Entries: []IndexEntry{{FileID: k32(0xe0), Name: []byte("f.txt"), Size: 9, Chunks: 1, Round: 2, Time: 1700000000}}, Manifests: [][]byte{[]byte("\x89RIFFLEM\x01\x02\x01\x00\x00\x04\x00\x00\x00\x00\x00")}, Removed: [][32]byte{k32(0xf0)}},
@@ -321,7 +330,7 @@ func typeName(t Type) string {
 		TypeSubmitBatch: "submitbatch", TypeBatch: "batch", TypeProposal: "proposal", TypeRoundList: "roundlist",
 		TypePadAnswers: "padanswers", TypeQuery: "query", TypeAnswer: "answer", TypeGetChunk: "getchunk",
 		TypeChunk: "chunk", TypeWaitList: "waitlist", TypeIndexReq: "indexreq", TypeIndex: "index", TypeAck: "ack",
-		TypeRoot: "root", TypeError: "error",
+		TypeRoot: "root", TypeError: "error", TypeForward: "forward", TypeKeyEvidence: "keyevidence", TypeBadForward: "badforward",
 	}
 	return names[t]
 }
