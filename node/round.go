@@ -25,6 +25,14 @@ type sround struct {
 	// payloads; a repeat is acknowledged and dropped, never mixed or
 	// published again.
 	batchIn [2]bool
+	// A missing input batch (lack.go): kept is this server's signed
+	// batch that its successor did not take, served on request for a
+	// while; watching: the wait for this server's input runs; lacked:
+	// this server gave its input up (a late batch is dropped); lackBy:
+	// the S of the server that claimed the lack, 0 if none.
+	kept             []byte
+	watching, lacked bool
+	lackBy           uint16
 
 	// Publication and the request list (publish.go).
 	published [][32]byte
