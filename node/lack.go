@@ -106,6 +106,10 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 		return
 	}
 	s.mu.Lock()
+	if e.admit(r) != nil {
+		s.mu.Unlock()
+		return
+	}
 	x := e.round(r)
 	if x.watching || x.batchIn[0] || x.void || e.ended {
 		s.mu.Unlock()

@@ -95,7 +95,7 @@ func (e *sepoch) listed(pool *bufPool, r uint32) {
 			for _, b := range x.bodies {
 				pool.put(b)
 			}
-			x.bodies = nil
+			x.bodies, x.kept = nil, nil
 			x.subs, x.digests, x.queries = map[uint32]wire.Submit{}, map[uint32][32]byte{}, map[uint32][][]byte{}
 			x.pads, x.own, x.answers, x.padFrom = map[uint32][][]byte{}, nil, map[uint32][][]byte{}, map[int]bool{}
 			x.pruned = true
