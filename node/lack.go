@@ -28,6 +28,17 @@ import (
 // abort that names nobody. One void an epoch, as for a missing
 // publication (void.go): a second ends the epoch.
 
+// errDelivering answers a fetch of a batch whose delivery still runs: the
+// asker waits on, up to the delivery's own deadline, rather than claim a
+// lack that is only a slow transfer (and no second copy is sent).
+var errDelivering = errors.New("node: batch still being delivered")
+
+// delivering reports whether err is the predecessor's errDelivering.
+func delivering(err error) bool {
+	var re *wire.RemoteError
+	return errors.As(err, &re) && re.Text == errDelivering.Error()
+}
+
 // lackWindow is how long, from the root's arrival, a server waits for and
 // fetches its input batch before it claims the lack: the hop (fetchGrace)
 // plus one round interval, both taken from the round limit, so that the
@@ -89,7 +100,11 @@ func (s *Server) onGetBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 	if err := e.admit(q.Round); err != nil {
 		return 0, nil, err
 	}
-	raw := e.round(q.Round).kept
+	x := e.round(q.Round)
+	raw := x.kept
+	if raw == nil && x.sending {
+		return 0, nil, errDelivering
+	}
 	if raw == nil {
 		return 0, nil, fmt.Errorf("node: no undelivered batch of round %d", q.Round)
 	}
@@ -120,7 +135,8 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		deadline := time.Now().Add(lackWindow(e))
+		start := time.Now()
+		deadline := start.Add(lackWindow(e))
 		settled := func() bool { x := e.round(r); return x.batchIn[0] || x.void || e.ended }
 		ctx, cancel := context.WithTimeout(s.ctx, fetchGrace(e))
 		_ = s.waitFor(ctx, settled)
@@ -147,6 +163,14 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 				if _, _, err = s.onBatch(pred, raw); err == nil {
 					s.log.Info("missing batch fetched", "round", r)
 					continue
+				}
+			}
+			if delivering(err) {
+				// Still on its way: wait on, up to the delivery's
+				// own deadline (a predecessor that keeps saying so
+				// leaves the round to the publication's void).
+				if later := time.Now().Add(fetchGrace(e)); later.After(deadline) && later.Before(start.Add(bulkTimeout)) {
+					deadline = later
 				}
 			}
 			s.log.Debug("fetch batch", "round", r, "err", err)

@@ -209,7 +209,13 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 	case hooks != nil && hooks.loseOut != nil && hooks.loseOut(r):
 		err = errors.New("lost in transit (test)")
 	default:
+		s.mu.Lock()
+		e.round(r).sending = true
+		s.mu.Unlock()
 		_, err = call(ctx, s.h, v.chain[e.pos+1], request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
+		s.mu.Lock()
+		e.round(r).sending = false
+		s.mu.Unlock()
 	}
 	if err != nil {
 		// §5.2 v3: the successor fetches what it did not get (lack.go);

@@ -29,10 +29,11 @@ type sround struct {
 	// batch that its successor did not take, served on request for a
 	// while; watching: the wait for this server's input runs; lacked:
 	// this server gave its input up (a late batch is dropped); lackBy:
-	// the S of the server that claimed the lack, 0 if none.
-	kept             []byte
-	watching, lacked bool
-	lackBy           uint16
+	// the S of the server that claimed the lack, 0 if none; sending:
+	// this server's delivery of its batch runs.
+	kept                      []byte
+	watching, lacked, sending bool
+	lackBy                    uint16
 
 	// Publication and the request list (publish.go).
 	published [][32]byte
