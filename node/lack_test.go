@@ -175,3 +175,76 @@ func TestWithheldBatchVoidCharged(t *testing.T) {
 	}
 	t.Logf("round %d withheld by S_0: void, charged to S_1, the epoch ran to its end", r)
 }
+
+// TestWithheldBatchTwiceEndsEpoch: S_0 withholds its batch of two rounds
+// of one epoch. The first is void and the epoch goes on; the second ends
+// the epoch (one void an epoch), and its abort too is counted against S_1,
+// the claimant, never the last server. Before, the ending abort was
+// charged to the last server.
+func TestWithheldBatchTwiceEndsEpoch(t *testing.T) {
+	p := testParams(8)
+	p.RoundLimitMs = 4000
+	bn := startBlameNetParams(t, p, 3, 3, 2, 2)
+	var mu sync.Mutex
+	var rounds []uint32
+	var epoch [32]byte
+	bad := bn.servers[0]
+	bad.rb.hooks.Store(&serverHooks{hideOut: func(r uint32) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if r < 1 || len(rounds) == 2 {
+			return false
+		}
+		bad.mu.Lock()
+		var cur [32]byte
+		for id, e := range bad.epochs {
+			if !e.ended && e.final != nil {
+				cur = id
+			}
+		}
+		bad.mu.Unlock()
+		if len(rounds) == 1 && cur != epoch {
+			return false
+		}
+		epoch = cur
+		rounds = append(rounds, r)
+		return true
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := wait.Until(ctx, 60*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(rounds) < 2 {
+			return false
+		}
+		for _, es := range bn.servers[1].Snapshot().Epochs {
+			if es.ID == epoch {
+				return es.Ended
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("two rounds withheld and the epoch ended: %v (rounds %v)", err, rounds)
+	}
+	claimant := bn.servers[1].h.ID()
+	for i, s := range bn.servers {
+		for _, es := range s.Snapshot().Epochs {
+			if es.ID == epoch && es.Listed == es.Rounds {
+				t.Fatalf("server %d: the epoch ran to its end after a second void", i)
+			}
+		}
+		if err := wait.Until(ctx, 10*time.Second, func() bool { return s.refusalCounts()[claimant] == 1 }); err != nil {
+			t.Fatalf("server %d counts %v; want one against the claimant %s", i, s.refusalCounts(), claimant.ShortString())
+		}
+	}
+	// The epoch's abort is signed after abortSettle: give it that and
+	// more to charge anyone else.
+	for i, s := range bn.servers {
+		if wait.Until(ctx, abortSettle+2*time.Second, func() bool { return len(s.refusalCounts()) != 1 }) == nil {
+			t.Fatalf("server %d counts %v; want one, against the claimant %s only", i, s.refusalCounts(), claimant.ShortString())
+		}
+	}
+	t.Logf("rounds %v withheld by S_0: the first void, the second ended the epoch; both charged to S_1", rounds)
+}

@@ -284,7 +284,11 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID) bool 
 	}
 	charged := signer
 	if a.Kind == wire.AbortNoPub && e.final != nil {
-		if x := e.rounds[a.Round]; x == nil || !x.pubDone {
+		if x := e.rounds[a.Round]; x != nil && !x.pubDone && x.lackBy > 0 && int(x.lackBy) < len(e.v.chain) {
+			// A server said it lacked its input of the round (lack.go):
+			// its own abort, as a void would have been.
+			charged = e.v.chain[x.lackBy]
+		} else if x == nil || !x.pubDone {
 			charged = e.v.chain[len(e.v.chain)-1]
 		}
 	}
