@@ -40,6 +40,8 @@ func (s *Server) epochCaps(t wire.Type) int {
 		return 64
 	case wire.TypeTimeoutVote:
 		return wire.MaxCertSize
+	case wire.TypeWouldServe:
+		return 64 << 10
 	case wire.TypeCertReq:
 		return 64
 	}
@@ -123,6 +125,7 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		// certs.go: a vote is acknowledged; a request gets one page.
 		wire.TypeTimeoutVote: ackReply,
 		wire.TypeCertReq:     {wire.TypeCerts, wire.MaxCertsSize},
+		wire.TypeWouldServe:  ackReply,
 		// a step holds one onion (the caller gives the epoch's tighter cap).
 		wire.TypeBlameReq: {wire.TypeBlameStep, mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers) + 4096},
 	},
