@@ -84,7 +84,8 @@ func (s *Server) broadcastAbort(e *sepoch, reason string) {
 // endUnfilled ends e when round r could not be filled (§5.4). If the
 // publication of an earlier round is what it waits for, the abort says so
 // (AbortNoPub), so that it is charged to the last server when the others
-// lack it too. Call with s.mu held.
+// lack it too (or to a server that claimed it lacked its input of the
+// round, lack.go). Call with s.mu held.
 func (s *Server) endUnfilled(e *sepoch, r uint32) {
 	if r >= mixDepth {
 		if x := e.rounds[r-mixDepth]; x == nil || !x.pubDone {
@@ -284,7 +285,11 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID) bool 
 	}
 	charged := signer
 	if a.Kind == wire.AbortNoPub && e.final != nil {
-		if x := e.rounds[a.Round]; x == nil || !x.pubDone {
+		if x := e.rounds[a.Round]; x != nil && !x.pubDone && x.lackBy > 0 && int(x.lackBy) < len(e.v.chain) {
+			// A server said it lacked its input of the round (lack.go):
+			// its own abort, as a void would have been.
+			charged = e.v.chain[x.lackBy]
+		} else if x == nil || !x.pubDone {
 			charged = e.v.chain[len(e.v.chain)-1]
 		}
 	}
