@@ -181,6 +181,13 @@ func (s *Server) shareFault(ctx context.Context, e *sepoch, se *mix.ShareError) 
 				s.banned[p] = e.final.desc.Number + excludeEpochs
 			}
 		}
+		// Every server walked to this slot itself: its long-term key
+		// is excluded as after a round blame (ltexclude.go).
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.clientNamed(e, slot)
+		}()
 	}
 	s.log.Warn("setup aborted: a client's share is the identity or repeated; it is excluded from the next epoch")
 	s.endQuiet(e, "setup share fault: client excluded")

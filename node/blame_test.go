@@ -78,4 +78,22 @@ func TestShareFaultExcludesCulprit(t *testing.T) {
 			t.Fatalf("banned %v: %s is an honest client", banned, p)
 		}
 	}
+	// The culprit's long-term key is refused at every server (§8); the
+	// two culprits drew theirs from one repeating reader, so it is one
+	// key. An honest client's is refused nowhere.
+	if err := wait.Until(context.Background(), 20*time.Second, func() bool {
+		for _, s := range tn.Servers {
+			if !s.KeyExcludedNext(tn.Clients[1].LongTermPublic()) {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		t.Fatal("the culprit's long-term key is not excluded at every server")
+	}
+	for _, s := range tn.Servers {
+		if s.KeyExcludedNext(tn.Clients[0].LongTermPublic()) || s.KeyExcludedNext(tn.Clients[3].LongTermPublic()) {
+			t.Fatal("an honest client's long-term key is excluded")
+		}
+	}
 }

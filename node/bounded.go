@@ -69,20 +69,29 @@ func selectionHash(epoch [32]byte, regKey [32]byte) [32]byte {
 }
 
 // selectClients is the client selection of §3: each primary's
-// registrations (in registration-key order) up to its quota, then what
+// registrations in its own order (rank: the place in its list; a key
+// without one goes last, by registration key) up to its quota, then what
 // remains in selection-hash order up to the cap n. keys must be free of
 // duplicates; the result is in slot order (by registration key).
-func selectClients(epoch [32]byte, keys [][32]byte, primaryOf map[[32]byte]uint16, n uint32, m int) [][32]byte {
+func selectClients(epoch [32]byte, keys [][32]byte, primaryOf map[[32]byte]uint16, rank map[[32]byte]int, n uint32, m int) [][32]byte {
 	if len(keys) <= int(n) {
 		return keys
 	}
 	quota := primaryQuota(n, m)
 	sorted := append([][32]byte(nil), keys...)
 	sort.Slice(sorted, func(i, j int) bool { return bytes.Compare(sorted[i][:], sorted[j][:]) < 0 })
+	byRank := append([][32]byte(nil), sorted...)
+	rankOf := func(k [32]byte) int {
+		if r, ok := rank[k]; ok {
+			return r
+		}
+		return int(^uint(0) >> 1)
+	}
+	sort.SliceStable(byRank, func(i, j int) bool { return rankOf(byRank[i]) < rankOf(byRank[j]) })
 	taken := map[[32]byte]bool{}
 	per := map[uint16]int{}
 	var rest [][32]byte
-	for _, k := range sorted {
+	for _, k := range byRank {
 		p := primaryOf[k]
 		if per[p] < quota && len(taken) < int(n) {
 			per[p]++
@@ -112,8 +121,9 @@ func selectClients(epoch [32]byte, keys [][32]byte, primaryOf map[[32]byte]uint1
 
 // checkPrimaryKept is a primary's check of a final descriptor (§4.1): all
 // of its registrations are in, or the descriptor is full and holds at
-// least its quota of them. clients is the final descriptor's list.
-func checkPrimaryKept(clients []wire.ClientEntry, regs map[[32]byte]wire.Register, n uint32, m int) error {
+// least its quota of them, the first of its own order (§3, §8: returning
+// clean clients first). clients is the final descriptor's list.
+func checkPrimaryKept(clients []wire.ClientEntry, regs map[[32]byte]wire.Register, order [][32]byte, n uint32, m int) error {
 	in := map[[32]byte]bool{}
 	for _, c := range clients {
 		in[c.RegKey] = true
@@ -134,6 +144,11 @@ func checkPrimaryKept(clients []wire.ClientEntry, regs map[[32]byte]wire.Registe
 	}
 	if kept < primaryQuota(n, m) {
 		return fmt.Errorf("node: final descriptor keeps %d clients registered here, below the quota %d", kept, primaryQuota(n, m))
+	}
+	for i, k := range order[:min(len(order), primaryQuota(n, m))] {
+		if !in[k] {
+			return fmt.Errorf("node: final descriptor drops the client at place %d of this primary's order, within its quota %d", i, primaryQuota(n, m))
+		}
 	}
 	return nil
 }

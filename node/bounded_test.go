@@ -118,7 +118,7 @@ func TestClientSelection(t *testing.T) {
 		keys = append(keys, k)
 	}
 	n, m := uint32(MinClientCap), 2
-	sel := selectClients(id, keys, primaryOf, n, m)
+	sel := selectClients(id, keys, primaryOf, nil, n, m)
 	if len(sel) != int(n) {
 		t.Fatalf("%d selected, cap %d", len(sel), n)
 	}
@@ -135,12 +135,12 @@ func TestClientSelection(t *testing.T) {
 		t.Fatalf("per primary %v, quota %d", per, primaryQuota(n, m))
 	}
 	for p := range regs {
-		if err := checkPrimaryKept(final, regs[p], n, m); err != nil {
+		if err := checkPrimaryKept(final, regs[p], nil, n, m); err != nil {
 			t.Fatalf("primary %d refuses the selection: %v", p, err)
 		}
 	}
 	// The n−1 attack: the small primary's clients dropped but one.
-	if err := checkPrimaryKept(final[:1], regs[1], n, m); err == nil {
+	if err := checkPrimaryKept(final[:1], regs[1], nil, n, m); err == nil {
 		t.Fatal("a descriptor that drops clients and is not full was accepted")
 	}
 	// Full, but below the big primary's quota.
@@ -149,11 +149,11 @@ func TestClientSelection(t *testing.T) {
 		k := sha256.Sum256([]byte(fmt.Sprint("sybil", i)))
 		stuffed = append(stuffed, wire.ClientEntry{RegKey: k, Primary: 1})
 	}
-	if err := checkPrimaryKept(stuffed, regs[0], n, m); err == nil {
+	if err := checkPrimaryKept(stuffed, regs[0], nil, n, m); err == nil {
 		t.Fatal("a full descriptor below the quota was accepted")
 	}
 	// Under the cap nothing is dropped.
-	if got := selectClients(id, keys[:10], primaryOf, n, m); len(got) != 10 {
+	if got := selectClients(id, keys[:10], primaryOf, nil, n, m); len(got) != 10 {
 		t.Fatalf("%d of 10 kept under the cap", len(got))
 	}
 }

@@ -28,7 +28,7 @@ func (s *Server) epochCaps(t wire.Type) int {
 		return 64 << 10
 	case wire.TypeSignReq, wire.TypeSigned, wire.TypeRegList:
 		return 256 << 20
-	case wire.TypeRegister:
+	case wire.TypeForward, wire.TypeBadForward:
 		return 64 << 10
 	case wire.TypeRoute:
 		return 64 + wire.MaxRouteProof
@@ -37,6 +37,10 @@ func (s *Server) epochCaps(t wire.Type) int {
 	case wire.TypeAccuse:
 		return mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers) + 4096
 	case wire.TypeBlameReq:
+		return 64
+	case wire.TypeTimeoutVote:
+		return wire.MaxCertSize
+	case wire.TypeCertReq:
 		return 64
 	}
 	return dupEpochCaps(t)
@@ -50,7 +54,7 @@ func (s *Server) roundCaps(t wire.Type) int {
 		return 64 << 20
 	case wire.TypeRoot:
 		return 256
-	case wire.TypeEquivocation, wire.TypeDoubleSubmit:
+	case wire.TypeEquivocation, wire.TypeDoubleSubmit, wire.TypeKeyEvidence:
 		return 512
 	case wire.TypeGetChunk:
 		return 64
@@ -103,16 +107,20 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeHello: {wire.TypeHello, helloCap},
 	},
 	ProtoEpoch: {
-		wire.TypePrepare:  {wire.TypeEntry, 1 << 20},
-		wire.TypeSignReq:  {wire.TypeSig, sigCap},
-		wire.TypeSigned:   ackReply,
-		wire.TypeCloseReq: {wire.TypeRegList, regListCap},
-		wire.TypeRegList:  ackReply,
-		wire.TypeRegister: ackReply, // forwarded by a primary to the leader
-		wire.TypeStep:     ackReply,
-		wire.TypeRoute:    {wire.TypeRoute, 64 + wire.MaxRouteProof},
-		wire.TypeAbort:    ackReply,
-		wire.TypeAccuse:   ackReply,
+		wire.TypePrepare:    {wire.TypeEntry, 1 << 20},
+		wire.TypeSignReq:    {wire.TypeSig, sigCap},
+		wire.TypeSigned:     ackReply,
+		wire.TypeCloseReq:   {wire.TypeRegList, regListCap},
+		wire.TypeRegList:    ackReply,
+		wire.TypeForward:    ackReply, // a primary's signed registration, to the leader
+		wire.TypeBadForward: ackReply,
+		wire.TypeStep:       ackReply,
+		wire.TypeRoute:      {wire.TypeRoute, 64 + wire.MaxRouteProof},
+		wire.TypeAbort:      ackReply,
+		wire.TypeAccuse:     ackReply,
+		// certs.go: a vote is acknowledged; a request gets one page.
+		wire.TypeTimeoutVote: ackReply,
+		wire.TypeCertReq:     {wire.TypeCerts, wire.MaxCertsSize},
 		// a step holds one onion (the caller gives the epoch's tighter cap).
 		wire.TypeBlameReq: {wire.TypeBlameStep, mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers) + 4096},
 	},
@@ -122,6 +130,7 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeRoot:         ackReply,
 		wire.TypeEquivocation: ackReply,
 		wire.TypeDoubleSubmit: ackReply,
+		wire.TypeKeyEvidence:  ackReply,
 		wire.TypeBadBatch:     ackReply,
 		wire.TypePadAnswers:   ackReply,
 		wire.TypeProposal:     {wire.TypeSig, sigCap},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ecdh"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -78,14 +79,16 @@ func pirWork(n, k, L, b int) float64 {
 
 func epochID(d *wire.Descriptor) [32]byte { return taggedHash(tagEpochID, d.MarshalGroup()) }
 
-func openDigest(d *wire.Descriptor) [32]byte {
-	id := epochID(d)
-	return taggedHash(tagDescOpen, id[:])
-}
+// openDigest is what every server signs for the open descriptor: the
+// number and the epoch id (an abort certificate carries these signatures,
+// certs.go).
+func openDigest(d *wire.Descriptor) [32]byte { return openCertDigest(d.Number, epochID(d)) }
 
+// finalDigest is what every server signs for the final descriptor: the
+// number, the epoch id and the SHA-256 of the whole encoding (a final
+// certificate carries these signatures, certs.go).
 func finalDigest(d *wire.Descriptor) [32]byte {
-	id := epochID(d)
-	return taggedHash(tagDescFinal, id[:], d.Marshal())
+	return finalCertDigest(d.Number, epochID(d), sha256.Sum256(d.Marshal()))
 }
 
 // checkDescriptor verifies a descriptor's structure, parameters and every

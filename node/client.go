@@ -27,10 +27,14 @@ import (
 type ClientConfig struct {
 	Server  string    // the primary's multiaddr, with /p2p/<peer id>
 	Require []peer.ID // servers that must be in the chain besides the primary
-	// DataDir holds the client DB of sealed onions (optional: without it
-	// they are kept in memory only).
+	// DataDir holds the client DB of sealed onions and the long-term key
+	// (optional: without it they are kept in memory only, and the client
+	// is a first-time client at every start).
 	DataDir string
-	Logger  *slog.Logger
+	// LongTermKey, if set, is the client's long-term key instead of the
+	// one of DataDir (tests: one key across clients and runs).
+	LongTermKey *LongTermKey
+	Logger      *slog.Logger
 	// Progress receives human-readable progress lines (nil: none).
 	Progress io.Writer
 	Rand     io.Reader
@@ -63,6 +67,7 @@ type ClientConfig struct {
 // and carries share and get jobs.
 type Client struct {
 	cfg     ClientConfig
+	ltKey   *LongTermKey // signs each registration for the primary (ltkey.go)
 	db      *store.ClientDB
 	log     *slog.Logger
 	rand    io.Reader
@@ -291,15 +296,31 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if rnd == nil {
 		rnd = rand.Reader
 	}
-	// A client's libp2p identity is fresh per process: nothing links its
-	// connections across runs.
+	// The long-term key (§8 "After a blame") links this client's
+	// registrations at its primary, and only there; without a data
+	// directory it is fresh per run.
+	lt := cfg.LongTermKey
+	switch {
+	case lt != nil:
+	case cfg.DataDir != "":
+		if lt, err = LoadLongTermKey(cfg.DataDir, rnd); err != nil {
+			return nil, err
+		}
+	default:
+		if lt, err = NewLongTermKey(rnd); err != nil {
+			return nil, err
+		}
+	}
+	// A client's libp2p identity is fresh per process: nothing but the
+	// long-term key, which only the primary sees, links its connections
+	// across runs.
 	h, err := newHost(nil, nil)
 	if err != nil {
 		return nil, err
 	}
 	h.Peerstore().AddAddrs(ai.ID, ai.Addrs, time.Hour)
 	cctx, cancel := context.WithCancel(ctx)
-	c := &Client{cfg: cfg, log: log, rand: rnd, h: h, primary: ai.ID, ctx: cctx, cancel: cancel, done: make(chan struct{}),
+	c := &Client{cfg: cfg, ltKey: lt, log: log, rand: rnd, h: h, primary: ai.ID, ctx: cctx, cancel: cancel, done: make(chan struct{}),
 		changed: make(chan struct{}), wants: map[[32]byte]*getJob{}, inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{},
 		retry: map[[32]byte]bool{}, held: map[[32]byte]bool{}, localDone: make(chan struct{})}
 	c.local.wake = make(chan struct{}, 1)

@@ -184,7 +184,9 @@ func (c *Client) join(ctx context.Context, v *view, pidx int) (*cepoch, *wire.Si
 	copy(msg.RegKey[:], pub)
 	dg := registerDigest(&msg)
 	copy(msg.Sig[:], ed25519.Sign(priv, dg[:]))
-	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeRegister, Body: msg.Marshal(), Timeout: pollTimeout})
+	// The long-term key's signature goes to the primary only (§8).
+	cr := wire.ClientRegister{Reg: msg, LTKey: c.ltKey.Public(), LTSig: c.ltKey.sign(msg.Epoch, msg.RegKey)}
+	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeRegister, Body: cr.Marshal(), Timeout: pollTimeout})
 	if err != nil {
 		return fail(err)
 	}

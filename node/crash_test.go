@@ -13,6 +13,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/riffle-net/riffle/internal/nodetest"
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node"
 )
 
@@ -37,9 +38,21 @@ func crashParams() node.Params {
 // server, client i with primary server i.
 func startCrashNet(t *testing.T, m int) *crashNet {
 	t.Helper()
+	return startCrashNetWith(t, m, crashParams(), nil)
+}
+
+// startCrashNetWith is startCrashNet with the epoch parameters p, and
+// adjust (if set) applied to every server's configuration.
+func startCrashNetWith(t *testing.T, m int, p node.Params, adjust func(c *node.ServerConfig)) *crashNet {
+	t.Helper()
 	cn := &crashNet{t: t, cfgs: make([]node.ServerConfig, m)}
-	cn.net = nodetest.New(t, nodetest.Config{Servers: m, Clients: m, Params: crashParams(), MinServers: m - 1, MinClients: 2,
-		Server: func(i int, c *node.ServerConfig) { cn.cfgs[i] = *c }})
+	cn.net = nodetest.New(t, nodetest.Config{Servers: m, Clients: m, Params: p, MinServers: m - 1, MinClients: 2,
+		Server: func(i int, c *node.ServerConfig) {
+			if adjust != nil {
+				adjust(c)
+			}
+			cn.cfgs[i] = *c
+		}})
 	var addrs []string
 	for i, s := range cn.net.Servers {
 		p2p, err := ma.NewComponent("p2p", s.ID().String())
@@ -108,7 +121,7 @@ func TestCrash(t *testing.T) {
 	type tc struct {
 		role, phase string
 		restart     bool
-		lost        bool // the restarted server lost its epoch number file
+		lost        bool // the restarted server lost its epoch number and certificates
 	}
 	var cases []tc
 	for _, role := range []string{"leader", "middle", "last", "primary"} {
@@ -121,7 +134,8 @@ func TestCrash(t *testing.T) {
 	if os.Getenv("RIFFLE_LONG") == "" {
 		cases = []tc{{"leader", "round", true, false}, {"last", "registration", false, false}}
 	}
-	// A leader that lost its record catches up from the others' refusals.
+	// A leader that lost its record catches up from the others'
+	// certificates (certs.go).
 	cases = append(cases, tc{"leader", "round", true, true})
 	for _, c := range cases {
 		name := fmt.Sprintf("%s/%s/restart=%v", c.role, c.phase, c.restart)
@@ -168,11 +182,20 @@ func crashCase(t *testing.T, role, phase string, restart, lost bool) {
 	cn.phase((victim+3)%m, phase, 60*time.Second)
 	cn.net.Servers[victim].Crash()
 	killed := time.Now()
+	var certified uint64 // the others' highest certified number at the restart
 	if restart {
 		time.Sleep(200 * time.Millisecond)
 		if lost {
 			if err := os.Remove(filepath.Join(cn.cfgs[victim].DataDir, node.EpochNumberFile)); err != nil {
 				t.Fatal(err)
+			}
+			if err := os.RemoveAll(filepath.Join(cn.cfgs[victim].DataDir, node.CertDir)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, s := range cn.net.Servers {
+			if i != victim {
+				certified = max(certified, s.CertTop())
 			}
 		}
 		cn.restart(victim)
@@ -188,4 +211,12 @@ func crashCase(t *testing.T, role, phase string, restart, lost bool) {
 		t.Fatalf("fetched bytes differ (%v)", err)
 	}
 	t.Logf("%s killed in %s (restart %v): fetched %d bytes %v after the kill", role, phase, restart, len(data), time.Since(killed).Round(time.Millisecond))
+	if restart {
+		// The restarted server holds the certificates of the numbers
+		// the others had certified, its last number past them.
+		v := cn.net.Servers[victim]
+		if err := wait.Until(ctx, 20*time.Second, func() bool { return v.CertTop() >= certified && v.LastNumber() >= certified }); err != nil {
+			t.Fatalf("restarted %s certified up to %d (number %d), the others %d: %v", role, v.CertTop(), v.LastNumber(), certified, err)
+		}
+	}
 }

@@ -42,6 +42,12 @@ func (s *Server) checkDeparturesLocked(e *sepoch, r uint32) {
 		if !ok || s.h.Network().Connectedness(p) == network.Connected {
 			continue
 		}
+		// §5.4: a slot that ran dry lowers its key's admission
+		// priority here (ltexclude.go, at the epoch's end).
+		if e.dry == nil {
+			e.dry = map[uint32]bool{}
+		}
+		e.dry[uint32(i)] = true
 		s.end(e, "a client left and its cover window is spent")
 		return
 	}

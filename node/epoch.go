@@ -32,6 +32,9 @@ type sepoch struct {
 	// leader sent the Prepare (rotate.go): every later leader message of
 	// the epoch must come from it.
 	leader peer.ID
+	// prev is the Prepare's certificate of the number before (certs.go):
+	// the descriptor signed must carry the same.
+	prev []byte
 	// final is the final descriptor's view (nil while registration runs).
 	final *view
 	// man: which published manifest chunks the index takes (§6.4 v3,
@@ -73,6 +76,7 @@ type epochLife struct {
 type registration struct {
 	entry      wire.GroupEntry // this server's entry in the descriptor
 	openBytes  []byte          // the signed open descriptor, for clients
+	openSigs   [][64]byte      // its signatures: an abort's certificate (certs.go)
 	finalBytes []byte          // the signed final descriptor, for clients
 
 	regs      map[[32]byte]wire.Register // accepted here as primary
@@ -80,10 +84,30 @@ type registration struct {
 	// regDeadline: when this server received the open descriptor plus
 	// the registration window; no close is taken before it.
 	regDeadline time.Time
-	fwd         map[[32]byte]wire.Register // leader: forwarded by primaries
-	slotRegs    []wire.Register            // final slot order
-	regListed   bool                       // slotRegs taken (one list an epoch)
+	fwd         map[[32]byte]wire.Forwarded // leader: forwarded by primaries
+	slotRegs    []wire.Register             // final slot order
+	slotPrim    []uint16                    // the primary of each slot, as it signed
+	regListed   bool                        // slotRegs taken (one list an epoch)
 	parsed      []*mix.Registration
+	// regSig is this primary's signature of each registration it took
+	// (§8: a forwarded registration whose proofs fail is evidence
+	// against its primary).
+	regSig map[[32]byte][64]byte
+	// lt is, for this primary's own clients, each registration's
+	// long-term key and signature, by registration key: kept here and
+	// published only when a blame names the slot (ltexclude.go).
+	lt map[[32]byte]ltEntry
+	// ltTaken: the long-term keys registered here this epoch (one
+	// registration each).
+	ltTaken map[[32]byte]bool
+	// regRange is the address range each registration here came from,
+	// for the admission lottery (admission.go).
+	regRange map[[32]byte]string
+	// order is this primary's admission order, fixed at its close.
+	order [][32]byte
+	// fwdNamed: a primary was named here for a signed registration
+	// that does not verify (badforward.go).
+	fwdNamed bool
 	// regFrom is, for this primary's own clients, the peer that sent each
 	// registration: only the primary sees it (§4.1), and only to exclude
 	// a culprit from the next epoch.
@@ -142,6 +166,15 @@ type roundsState struct {
 	// departed marks the slots whose client handed over and left: their
 	// PIR queries never come, and nobody waits for them.
 	departed map[uint32]bool
+	// named: client slots a blame named here; keyEv: checked long-term
+	// key evidence by slot, waiting for this server's own verdict;
+	// keyDone: slots whose long-term key was excluded here (once).
+	named   map[int]bool
+	keyEv   map[int]wire.KeyEvidence
+	keyDone map[int]bool
+	// dry: this primary's slots that ran dry (§5.4), which lowers their
+	// keys' admission priority here.
+	dry map[uint32]bool
 }
 
 // layerBuffers are OpenLayerInto's buffers, reused round after round;
@@ -214,6 +247,13 @@ func (s *Server) endQuiet(e *sepoch, reason string) {
 	}
 	e.ended, e.reason = true, reason
 	s.flushManifests(e)
+	if e.final != nil && len(e.lt) > 0 && s.ctx.Err() == nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.recordClients(e)
+		}()
+	}
 	if e.users == 0 {
 		e.erase()
 	}

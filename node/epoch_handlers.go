@@ -7,7 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -27,8 +27,10 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onSignReq(from, body)
 	case wire.TypeSigned:
 		return s.onSigned(from, body)
-	case wire.TypeRegister:
+	case wire.TypeForward:
 		return s.onForwardedRegister(from, body)
+	case wire.TypeBadForward:
+		return s.onBadForward(from, body)
 	case wire.TypeCloseReq:
 		return s.onClose(from, body)
 	case wire.TypeRegList:
@@ -47,6 +49,10 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onBlameReq(ctx, from, body)
 	case wire.TypeAbort:
 		return s.onAbort(from, body)
+	case wire.TypeTimeoutVote:
+		return s.onTimeoutVote(from, body)
+	case wire.TypeCertReq:
+		return s.onCertReq(from, body)
 	}
 	return 0, nil, fmt.Errorf("node: unexpected epoch message %d", t)
 }
@@ -97,8 +103,8 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	// Agree on the leader (rotate.go): the number's leader in the
 	// group chain here, whatever the proposed chain left out. The
-	// number first: a refusal of a number too low says this server's
-	// last, from which a lagging leader catches up (epochnum.go).
+	// number's bounds first (epochnum.go), then the leader, then the
+	// certificate of the number before (certs.go).
 	s.mu.Lock()
 	last := s.number
 	busy := s.busy()
@@ -111,6 +117,9 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	if mine := s.groupChain(); len(mine) >= s.cfg.MinServers && leaderOf(p.Number, mine) != from {
 		return 0, nil, fmt.Errorf("node: %s leads epoch %d here, not %s", leaderOf(p.Number, mine).ShortString(), p.Number, from.ShortString())
+	}
+	if err := s.checkPrevious(p.Number, &p.Previous); err != nil {
+		return 0, nil, err
 	}
 	sk, err := mix.NewServerSecret(s.rand)
 	if err != nil {
@@ -149,7 +158,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		copy(yp[:], Yp[r].Encode(nil))
 		g.Y, g.Yp = append(g.Y, y), append(g.Yp, yp)
 	}
-	e := &sepoch{pos: pos, nonce: p.Nonce, leader: from}
+	e := &sepoch{pos: pos, nonce: p.Nonce, leader: from, prev: p.Previous.Marshal()}
 	e.sk, e.rk, e.dkey, e.entry = sk, rk, dkey, g
 	s.mu.Lock()
 	// One epoch is prepared at a time (the leader runs them in turn): a
@@ -160,7 +169,14 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		delete(s.prep, k)
 	}
 	s.prep[p.Nonce] = e
-	s.progressed()
+	// The first Prepare of a number restarts the leader timeout, once
+	// (rotate.go): the leader gets T_lead to open it (a withdrawal costs
+	// it a retry), and a leader that prepares and never opens is silent
+	// after at most twice T_lead.
+	if p.Number != s.turn.prepared {
+		s.turn.prepared = p.Number
+		s.progressed()
+	}
 	s.mu.Unlock()
 	return wire.TypeEntry, g.Marshal(), nil
 }
@@ -190,6 +206,9 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		if !bytes.Equal(sd.Desc.Group[e.pos].Marshal(), e.entry.Marshal()) {
 			return 0, nil, errors.New("node: descriptor alters this server's entry")
 		}
+		if !bytes.Equal(sd.Desc.Previous.Marshal(), e.prev) {
+			return 0, nil, errors.New("node: descriptor's previous certificate is not the prepared one")
+		}
 		if err := checkEpochNumber(s.number, sd.Desc.Number); err != nil {
 			return 0, nil, err
 		}
@@ -205,7 +224,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		}
 		delete(s.prep, sd.Desc.Nonce)
 		e.v = v
-		e.regs, e.fwd, e.stepMsgs, e.rounds = map[[32]byte]wire.Register{}, map[[32]byte]wire.Register{}, map[int]*wire.Step{}, map[uint32]*sround{}
+		e.regs, e.fwd, e.stepMsgs, e.rounds = map[[32]byte]wire.Register{}, map[[32]byte]wire.Forwarded{}, map[int]*wire.Step{}, map[uint32]*sround{}
 		s.epochs[v.id] = e
 		sig, err := sign(s.priv, openDigest(&sd.Desc))
 		if err != nil {
@@ -225,7 +244,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	for i, c := range sd.Desc.Clients {
 		r := &e.slotRegs[i]
-		if r.RegKey != c.RegKey || r.XKey != c.XKey || sha256.Sum256(r.Reg) != c.RegHash {
+		if r.RegKey != c.RegKey || r.XKey != c.XKey || sha256.Sum256(r.Reg) != c.RegHash || e.slotPrim[i] != c.Primary {
 			return 0, nil, fmt.Errorf("node: final descriptor slot %d does not match its registration", i)
 		}
 		if int(c.Primary) == e.pos {
@@ -236,7 +255,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	// (v2) sign only if every registration accepted here is in, (v3)
 	// unless the descriptor is full and keeps this primary's quota.
-	if err := checkPrimaryKept(sd.Desc.Clients, e.regs, sd.Desc.Params.MaxClients, len(v.chain)); err != nil {
+	if err := checkPrimaryKept(sd.Desc.Clients, e.regs, e.order, sd.Desc.Params.MaxClients, len(v.chain)); err != nil {
 		return 0, nil, err
 	}
 	sig, err := sign(s.priv, finalDigest(&sd.Desc))
@@ -270,18 +289,39 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := rl.Unmarshal(body, limitsFor(e.v.desc.Params, len(e.v.chain))); err != nil {
 		return 0, nil, err
 	}
+	// Each registration carries its primary's signature (§8), checked
+	// before the costly proofs: a leader cannot pass off a registration
+	// as a primary's.
+	regs := make([]wire.Register, len(rl.Regs))
+	prims := make([]uint16, len(rl.Regs))
+	for i := range rl.Regs {
+		f := &rl.Regs[i]
+		if err := checkForwardSigned(e, f); err != nil {
+			return 0, nil, fmt.Errorf("node: slot %d: %w", i, err)
+		}
+		regs[i], prims[i] = f.Reg, f.Primary
+	}
 	// Every server verifies every registration (§4.1) before it signs.
-	parsed, bad, err := verifyRegs(e.v, rl.Regs, s.rand)
+	parsed, bad, err := verifyRegs(e.v, regs, s.rand)
 	if err != nil {
 		return 0, nil, err
 	}
 	if len(bad) > 0 {
-		return 0, nil, fmt.Errorf("node: %d of %d registrations do not verify, first at slot %d", len(bad), len(rl.Regs), bad[0])
+		// A registration signed by its primary whose proofs fail is
+		// evidence against that primary (§8): named here and sent on.
+		f := rl.Regs[bad[0]]
+		_, why := checkRegister(e.v, &f.Reg)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.nameForwarder(e, &f, why, true)
+		}()
+		return 0, nil, fmt.Errorf("node: %d of %d registrations do not verify, first at slot %d, signed by primary %d", len(bad), len(rl.Regs), bad[0], f.Primary)
 	}
 	// §4.1: no key twice, registration or X25519, in any two slots.
 	seen := map[[32]byte]bool{}
-	for i := range rl.Regs {
-		rk, xk := rl.Regs[i].RegKey, rl.Regs[i].XKey
+	for i := range regs {
+		rk, xk := regs[i].RegKey, regs[i].XKey
 		if seen[rk] || seen[xk] || rk == xk {
 			return 0, nil, fmt.Errorf("node: slot %d repeats a registration or x25519 key", i)
 		}
@@ -296,7 +336,7 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := e.regListRefusal(); err != nil {
 		return 0, nil, err
 	}
-	e.slotRegs, e.parsed, e.regListed = rl.Regs, parsed, true
+	e.slotRegs, e.slotPrim, e.parsed, e.regListed = regs, prims, parsed, true
 	return wire.TypeAck, ack, nil
 }
 
@@ -343,7 +383,7 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 			// only after every server has the open descriptor.
 			e.regDeadline = time.Now().Add(time.Duration(sd.Desc.Params.RegWindowMs) * time.Millisecond)
 		}
-		e.openBytes = body
+		e.openBytes, e.openSigs = body, sd.Sigs
 		// The leader opens an epoch only after the previous one ended;
 		// anything older still running here missed its end.
 		for _, old := range s.epochs {
@@ -364,6 +404,8 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	}
 	e.final, e.finalBytes = v, body
 	e.regClosed = true
+	// The final descriptor certifies its number (certs.go).
+	s.addCertLocked(finalCert(&sd, v))
 	if s.open == e {
 		s.open = nil
 	}
@@ -378,26 +420,35 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 }
 
 func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	var r wire.Register
-	if err := r.Unmarshal(body, genericLimits()); err != nil {
+	var f wire.Forwarded
+	if err := f.Unmarshal(body, genericLimits()); err != nil {
 		return 0, nil, err
 	}
+	r := &f.Reg
 	s.mu.Lock()
 	e := s.epochs[r.Epoch]
 	s.mu.Unlock()
-	if e == nil || e.leader != s.h.ID() {
+	if e == nil || e.leader != s.h.ID() || e.v == nil {
 		return 0, nil, errors.New("node: forwarded registration for an epoch this server does not lead")
 	}
-	// Only a primary of the chain forwards (checked before the
-	// registration's proofs).
-	inChain := false
-	for _, p := range e.v.chain {
-		inChain = inChain || p == from
-	}
-	if !inChain {
+	// Only a primary of the chain forwards, and signs what it forwards
+	// (checked before the registration's proofs).
+	if !slices.Contains(e.v.chain, from) {
 		return 0, nil, errors.New("node: forwarded registration from outside the chain")
 	}
-	if _, err := checkRegister(e.v, &r); err != nil {
+	if int(f.Primary) >= len(e.v.chain) || e.v.chain[f.Primary] != from {
+		return 0, nil, errors.New("node: forwarded registration not from the primary it names")
+	}
+	if err := verifyPeerSig(from, forwardDigest(&f), f.Sig); err != nil {
+		return 0, nil, fmt.Errorf("node: forwarded registration: %w", err)
+	}
+	if _, err := checkRegister(e.v, r); err != nil {
+		// Signed by its primary: evidence against it (§8).
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.nameForwarder(e, &f, err, true)
+		}()
 		return 0, nil, err
 	}
 	s.mu.Lock()
@@ -405,7 +456,7 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 	if e.regClosed {
 		return 0, nil, errors.New("node: registration closed")
 	}
-	e.fwd[r.RegKey] = r
+	e.fwd[r.RegKey] = f
 	return wire.TypeAck, ack, nil
 }
 
@@ -429,10 +480,12 @@ func (s *Server) onClose(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if s.open == e {
 		s.open = nil
 	}
+	// The list goes in this primary's own admission order (§3, §8): the
+	// leader fills its quota from the front.
+	e.order = s.admissionOrder(e)
 	rl := wire.RegList{Epoch: ref.Epoch}
-	for _, r := range e.regs {
-		rl.Regs = append(rl.Regs, r)
+	for _, k := range e.order {
+		rl.Regs = append(rl.Regs, wire.Forwarded{Primary: uint16(e.pos), Reg: e.regs[k], Sig: e.regSig[k]})
 	}
-	sort.Slice(rl.Regs, func(i, j int) bool { return bytes.Compare(rl.Regs[i].RegKey[:], rl.Regs[j].RegKey[:]) < 0 })
 	return wire.TypeRegList, rl.Marshal(), nil
 }

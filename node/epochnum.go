@@ -6,16 +6,17 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 )
 
 // Epoch numbers (docs/proto-node.md "Hostile peers and crashes"). A server
-// keeps the highest epoch number it signed an open descriptor for in its
-// data directory, so that a restart never counts from 1 again, and it
-// accepts a proposed number N only in a bounded window above it: a leader
-// cannot spend the number space (2^64−1 would leave no epoch after it).
+// keeps the highest epoch number it signed an open descriptor for, or saw
+// certified (certs.go), in its data directory, so that a restart never
+// counts from 1 again, and it accepts a proposed number N only in a
+// bounded window above it: a leader cannot spend the number space
+// (2^64−1 would leave no epoch after it). The certificate of N−1 is the
+// first check; these bounds are the second.
 const (
 	// EpochNumberFile holds the last epoch number in a data directory
 	// (decimal, one line), written before this server signs the epoch's
@@ -44,44 +45,6 @@ func checkEpochNumber(last, n uint64) error {
 		return fmt.Errorf("node: epoch number %d more than %d above %d", n, maxEpochGap, last)
 	}
 	return nil
-}
-
-// notAbove finds the refuser's last number in a refusal of checkEpochNumber
-// ("not above L").
-var notAbove = regexp.MustCompile(`epoch number \d+ not above (\d+)`)
-
-// refusedBelow returns the last number a server reported when it refused a
-// number as too low; false if err is no such refusal.
-func refusedBelow(err error) (uint64, bool) {
-	if err == nil {
-		return 0, false
-	}
-	m := notAbove.FindStringSubmatch(err.Error())
-	if m == nil {
-		return 0, false
-	}
-	n, perr := strconv.ParseUint(m[1], 10, 64)
-	return n, perr == nil
-}
-
-// catchUp raises the leader's last number to a refuser's last, so that its
-// next proposal is above it: a leader that restarted without its record,
-// or that was away while others led, catches up. The jump is bounded as
-// every server bounds what it accepts (a lying refuser moves the numbers
-// by at most maxEpochGap−1 an attempt). It reports whether it moved.
-func (s *Server) catchUp(err error) bool {
-	l, ok := refusedBelow(err)
-	if !ok {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if l <= s.number || checkEpochNumber(s.number, l+1) != nil {
-		return false
-	}
-	s.log.Info("epoch number catches up", "from", s.number, "to", l)
-	s.number = l
-	return true
 }
 
 // loadEpochNumber reads the last epoch number of dir (0 if none).

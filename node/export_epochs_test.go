@@ -25,3 +25,29 @@ func (s *Server) Led() int {
 	defer s.mu.Unlock()
 	return s.turn.led
 }
+
+// CertTop returns the highest epoch number certified at s.
+func (s *Server) CertTop() uint64 { return s.certTop() }
+
+// CertKind returns the kind of s's certificate of number n (wire.CertNone
+// if it holds none).
+func (s *Server) CertKind(n uint64) uint8 {
+	c, ok := s.certOf(n)
+	if !ok {
+		return 0
+	}
+	return c.Kind
+}
+
+// RunningLeader returns the leader of an epoch running at s whose setup is
+// done ("" if none).
+func (s *Server) RunningLeader() peer.ID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.epochs {
+		if !e.ended && e.setupDone {
+			return e.leader
+		}
+	}
+	return ""
+}

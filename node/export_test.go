@@ -102,3 +102,16 @@ func (s *Server) ForgetChunks() bool {
 	clear(m.chunks)
 	return true
 }
+
+// LongTermPublic is the client's long-term public key (ltkey.go).
+func (c *Client) LongTermPublic() [32]byte { return c.ltKey.Public() }
+
+// KeyExcludedNext reports whether this server refuses a long-term key at
+// the epoch after its last (ltexclude.go).
+func (s *Server) KeyExcludedNext(key [32]byte) bool {
+	s.mu.Lock()
+	n := s.number
+	s.mu.Unlock()
+	_, ok := s.keyExcluded(key, n)
+	return ok
+}

@@ -86,7 +86,7 @@ func newHostileFixture(t *testing.T) *hostileFixture {
 		desc := &wire.Descriptor{Number: uint64(tag), Params: p.wire(), Clients: entries}
 		v := &view{id: [32]byte{tag}, desc: desc, chain: chain}
 		e := &sepoch{v: v, pos: pos}
-		e.regs, e.fwd = map[[32]byte]wire.Register{}, map[[32]byte]wire.Register{}
+		e.regs, e.fwd = map[[32]byte]wire.Register{}, map[[32]byte]wire.Forwarded{}
 		e.stepMsgs, e.rounds = map[int]*wire.Step{}, map[uint32]*sround{}
 		if final {
 			e.final, e.regClosed = v, true
@@ -375,13 +375,13 @@ func TestHostileIntake(t *testing.T) {
 		{name: "query/round outside window", run: func() error { return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, query(mid, 1<<30, 1))) }},
 
 		{name: "register/truncated", run: func() error {
-			return handlerErr(f.s.onClientRegister(ctx, f.stranger.id, truncated(f.register(t, f.open, f.clients[1]))))
+			return handlerErr(f.s.onClientRegister(ctx, f.stranger.id, truncated(f.clientRegister(t, f.open, f.clients[1]))))
 		}},
 		{name: "register/epoch not open", run: func() error {
-			return handlerErr(f.s.onClientRegister(ctx, f.stranger.id, f.register(t, mid, f.clients[1])))
+			return handlerErr(f.s.onClientRegister(ctx, f.stranger.id, f.clientRegister(t, mid, f.clients[1])))
 		}},
 		{name: "register/unverifiable", run: func() error {
-			return handlerErr(f.s.onClientRegister(ctx, f.stranger.id, f.register(t, f.open, f.clients[1])))
+			return handlerErr(f.s.onClientRegister(ctx, f.stranger.id, f.clientRegister(t, f.open, f.clients[1])))
 		}},
 		{name: "wait list/truncated", run: func() error {
 			return handlerErr(f.s.handleClient(ctx, f.stranger.id, wire.TypeWaitList, truncated((&wire.EpochRef{Epoch: mid.v.id}).Marshal())))
@@ -400,6 +400,34 @@ func (f *hostileFixture) register(t *testing.T, e *sepoch, key ed25519.PrivateKe
 	dg := registerDigest(&r)
 	copy(r.Sig[:], ed25519.Sign(key, dg[:]))
 	return r.Marshal()
+}
+
+// clientRegister is register as a client sends it, with a valid
+// long-term key signature.
+func (f *hostileFixture) clientRegister(t *testing.T, e *sepoch, key ed25519.PrivateKey) []byte {
+	var cr wire.ClientRegister
+	if err := cr.Reg.Unmarshal(f.register(t, e, key), genericLimits()); err != nil {
+		t.Fatal(err)
+	}
+	lt, err := NewLongTermKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr.LTKey, cr.LTSig = lt.Public(), lt.sign(cr.Reg.Epoch, cr.Reg.RegKey)
+	return cr.Marshal()
+}
+
+// forwarded is register as primary pos signs it with pk.
+func (f *hostileFixture) forwarded(t *testing.T, e *sepoch, key ed25519.PrivateKey, pos uint16, pk peerKey) wire.Forwarded {
+	fw := wire.Forwarded{Primary: pos}
+	if err := fw.Reg.Unmarshal(f.register(t, e, key), genericLimits()); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if fw.Sig, err = sign(pk.priv, forwardDigest(&fw)); err != nil {
+		t.Fatal(err)
+	}
+	return fw
 }
 
 func TestHostileEpochHandlers(t *testing.T) {
@@ -423,6 +451,12 @@ func TestHostileEpochHandlers(t *testing.T) {
 		return (&wire.Step{Epoch: e.v.id, S: S, Result: []byte("a step result")}).Marshal()
 	}
 	regList := func(e *sepoch) []byte { return (&wire.RegList{Epoch: e.v.id}).Marshal() }
+	// fwd is a registration for e forwarded and signed by a at chain
+	// position 1 (led's chain).
+	fwd := func(e *sepoch) []byte {
+		fw := f.forwarded(t, e, f.clients[1], 1, f.a)
+		return fw.Marshal()
+	}
 	ctx := context.Background()
 	runHostile(t, f, []hostileCase{
 		{name: "prepare/truncated", run: func() error { return handlerErr(f.s.onPrepare(head, truncated(prepare(0xD0, chain)))) }},
@@ -457,14 +491,10 @@ func TestHostileEpochHandlers(t *testing.T) {
 			return handlerErr(f.s.onRegList(f.a.id, (&wire.RegList{Epoch: [32]byte{0xEE}}).Marshal()))
 		}},
 		{name: "registration list/not the leader", run: func() error { return handlerErr(f.s.onRegList(f.b.id, regList(mid))) }},
-		{name: "registration list/unverifiable", run: func() error {
+		{name: "registration list/not signed by its primary", run: func() error {
 			var rl wire.RegList
 			rl.Epoch = mid.v.id
-			var r wire.Register
-			if err := r.Unmarshal(f.register(t, mid, f.clients[0]), genericLimits()); err != nil {
-				return fmt.Errorf("fixture: %w", err)
-			}
-			rl.Regs = []wire.Register{r}
+			rl.Regs = []wire.Forwarded{f.forwarded(t, mid, f.clients[0], 2, f.a)}
 			return handlerErr(f.s.onRegList(f.a.id, rl.Marshal()))
 		}},
 
@@ -473,17 +503,18 @@ func TestHostileEpochHandlers(t *testing.T) {
 		{name: "close/not the leader", run: func() error { return handlerErr(f.s.onClose(f.b.id, ref(f.open.v.id))) }},
 
 		{name: "forwarded registration/truncated", run: func() error {
-			return handlerErr(f.s.onForwardedRegister(f.a.id, truncated(f.register(t, led, f.clients[1]))))
+			return handlerErr(f.s.onForwardedRegister(f.a.id, truncated(fwd(led))))
 		}},
 		{name: "forwarded registration/unknown epoch", run: func() error {
 			e := &sepoch{v: &view{id: [32]byte{0xEE}}}
-			return handlerErr(f.s.onForwardedRegister(f.a.id, f.register(t, e, f.clients[1])))
+			return handlerErr(f.s.onForwardedRegister(f.a.id, fwd(e)))
 		}},
 		{name: "forwarded registration/not led here", run: func() error {
-			return handlerErr(f.s.onForwardedRegister(f.a.id, f.register(t, f.open, f.clients[1])))
+			return handlerErr(f.s.onForwardedRegister(f.a.id, fwd(f.open)))
 		}},
-		{name: "forwarded registration/unverifiable", run: func() error {
-			return handlerErr(f.s.onForwardedRegister(f.a.id, f.register(t, led, f.clients[1])))
+		{name: "forwarded registration/not signed by its primary", run: func() error {
+			fw := f.forwarded(t, led, f.clients[1], 1, f.b)
+			return handlerErr(f.s.onForwardedRegister(f.a.id, fw.Marshal()))
 		}},
 
 		{name: "step/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onStep(f.a.id, step(mid, 0))) },

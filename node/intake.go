@@ -125,19 +125,37 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 }
 
 func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
-	var r wire.Register
-	if err := r.Unmarshal(body, genericLimits()); err != nil {
+	var cr wire.ClientRegister
+	if err := cr.Unmarshal(body, genericLimits()); err != nil {
 		return 0, nil, err
 	}
+	r := cr.Reg
 	s.mu.Lock()
 	e := s.open
 	s.mu.Unlock()
 	if e == nil || e.v.id != r.Epoch {
 		return 0, nil, errors.New("node: epoch not open for registration here")
 	}
+	// The long-term key (§8 "After a blame"): its signature and its
+	// exclusion are checked before the registration's costly proofs.
+	if err := verifyLongTerm(cr.LTKey, r.Epoch, r.RegKey, cr.LTSig); err != nil {
+		return 0, nil, err
+	}
+	if until, ok := s.keyExcluded(cr.LTKey, e.v.desc.Number); ok {
+		return 0, nil, fmt.Errorf("node: this client's long-term key is excluded up to epoch %d: a blame named it", until)
+	}
 	if _, err := checkRegister(e.v, &r); err != nil {
 		return 0, nil, err
 	}
+	// Signed as forwarded (§8): a registration whose proofs fail would be
+	// evidence against this primary.
+	fwd := wire.Forwarded{Primary: uint16(e.pos), Reg: r}
+	sig, err := sign(s.priv, forwardDigest(&fwd))
+	if err != nil {
+		return 0, nil, err
+	}
+	fwd.Sig = sig
+	rng := s.addrRange(from)
 	s.mu.Lock()
 	if e.regClosed {
 		s.mu.Unlock()
@@ -155,20 +173,34 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 		s.mu.Unlock()
 		return 0, nil, err
 	}
-	e.regs[r.RegKey] = r
+	if e.ltTaken[cr.LTKey] {
+		s.mu.Unlock()
+		return 0, nil, errors.New("node: this long-term key already registered in this epoch")
+	}
 	if e.regFrom == nil {
 		e.regFrom = map[[32]byte]peer.ID{}
 	}
+	if e.lt == nil {
+		e.regSig, e.lt, e.ltTaken, e.regRange = map[[32]byte][64]byte{}, map[[32]byte]ltEntry{}, map[[32]byte]bool{}, map[[32]byte]string{}
+	}
+	e.regs[r.RegKey] = r
 	e.regFrom[r.RegKey] = from
+	e.regSig[r.RegKey] = fwd.Sig
+	// Kept here only: the long-term signature goes to no other server
+	// unless a blame names this client's slot (ltexclude.go).
+	e.lt[r.RegKey] = ltEntry{key: cr.LTKey, sig: cr.LTSig}
+	e.ltTaken[cr.LTKey] = true
+	e.regRange[r.RegKey] = rng
 	s.mu.Unlock()
-	// Forward to the leader (§4.1); the leader also collects every
-	// primary's list at the close, so a lost forward costs nothing.
+	// Forward to the leader (§4.1), without the long-term key; the leader
+	// also collects every primary's list at the close, so a lost forward
+	// costs nothing.
 	leader := e.leader
-	var err error
+	fb := fwd.Marshal()
 	if leader == s.h.ID() {
-		_, _, err = s.onForwardedRegister(s.h.ID(), body)
+		_, _, err = s.onForwardedRegister(s.h.ID(), fb)
 	} else {
-		_, err = call(ctx, s.h, leader, request{Proto: ProtoEpoch, Type: wire.TypeRegister, Body: body, Timeout: shortTimeout})
+		_, err = call(ctx, s.h, leader, request{Proto: ProtoEpoch, Type: wire.TypeForward, Body: fb, Timeout: shortTimeout})
 	}
 	if err != nil {
 		s.log.Debug("forward registration", "err", err)

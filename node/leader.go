@@ -84,11 +84,11 @@ func (s *Server) runEpoch(ctx context.Context, chain []peer.ID, number uint64) e
 	if err != nil {
 		return err
 	}
-	all, primaryOf, err := s.closeRegistration(ctx, chain, id, e, desc.Params)
+	all, primaryOf, rank, err := s.closeRegistration(ctx, chain, id, e, desc.Params)
 	if err != nil {
 		return err
 	}
-	keys := slotOrder(id, all, primaryOf, desc.Params.MaxClients, len(chain))
+	keys := slotOrder(id, all, primaryOf, rank, desc.Params.MaxClients, len(chain))
 	if len(keys) < s.cfg.MinClients {
 		s.abortAll(ctx, chain, id, "too few clients")
 		return fmt.Errorf("node: %d valid registrations < %d", len(keys), s.cfg.MinClients)
@@ -108,19 +108,21 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 	if _, err := s.rand.Read(nonce[:]); err != nil {
 		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: epoch nonce: %w", err)
 	}
-	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.cfg.Params.wire()}
-	for _, p := range chain {
-		prep.Chain = append(prep.Chain, []byte(p))
+	prev, err := s.previousCert(number)
+	if err != nil {
+		s.pokeSync()
+		return wire.Descriptor{}, [32]byte{}, err
 	}
+	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.cfg.Params.wire(), Chain: chainIDs(chain), Previous: prev}
 	reps, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypePrepare, Body: prep.Marshal(), Timeout: shortTimeout})
 	if err != nil {
-		// A server that refused the number as too low says its last:
-		// the next attempt starts above it.
-		s.catchUp(err)
+		// A server that refused may know numbers this one does not:
+		// catch up from the certificates (certs.go).
+		s.pokeSync()
 		s.noteWithdrawal(err)
 		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: prepare epoch %d: %w", number, err)
 	}
-	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.cfg.Params.wire(), Group: make([]wire.GroupEntry, len(chain))}
+	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.cfg.Params.wire(), Group: make([]wire.GroupEntry, len(chain)), Previous: prev}
 	for i, r := range reps {
 		if err := desc.Group[i].Unmarshal(r, genericLimits()); err != nil {
 			return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: entry of server %d: %w", i, err)
@@ -172,49 +174,75 @@ func (s *Server) awaitRegistrations(ctx context.Context, chain []peer.ID, id [32
 }
 
 // closeRegistration closes registration on every server and gathers their
-// verified registration lists: every registration by key, and the primary
-// (chain position) of each one a server listed.
-func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]byte, e *sepoch, params wire.Params) (map[[32]byte]wire.Register, map[[32]byte]uint16, error) {
+// verified registration lists: every registration by key (as its primary
+// signed it), the primary (chain position) of each one a server listed,
+// and its place in that primary's own order (rank).
+func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]byte, e *sepoch, params wire.Params) (map[[32]byte]wire.Forwarded, map[[32]byte]uint16, map[[32]byte]int, error) {
 	reps, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypeCloseReq, Body: (&wire.EpochRef{Epoch: id}).Marshal(), Timeout: shortTimeout})
 	if err != nil {
 		s.abortAll(ctx, chain, id, "close failed")
-		return nil, nil, fmt.Errorf("node: close registration: %w", err)
+		return nil, nil, nil, fmt.Errorf("node: close registration: %w", err)
 	}
 	s.mu.Lock()
-	all := map[[32]byte]wire.Register{}
+	all := map[[32]byte]wire.Forwarded{}
 	for k, r := range e.fwd {
 		all[k] = r
 	}
 	s.mu.Unlock()
 	lim := limitsFor(params, len(chain))
 	primaryOf := map[[32]byte]uint16{}
+	rank := map[[32]byte]int{}
 	for i, r := range reps {
 		var rl wire.RegList
 		if err := rl.Unmarshal(r, lim); err != nil {
 			s.abortAll(ctx, chain, id, "bad registration list")
-			return nil, nil, fmt.Errorf("node: registration list of server %d: %w", i, err)
+			return nil, nil, nil, fmt.Errorf("node: registration list of server %d: %w", i, err)
 		}
-		parsed, _, err := verifyRegs(e.v, rl.Regs, s.rand)
+		// Each entry must carry server i's signature as its primary;
+		// one that does not is left out (server i sent it itself).
+		var regs []wire.Register
+		var fs []wire.Forwarded
+		for _, f := range rl.Regs {
+			if int(f.Primary) != i || f.Reg.Epoch != id || verifyPeerSig(chain[i], forwardDigest(&f), f.Sig) != nil {
+				s.log.Warn("registration list: an entry not signed by the server that lists it is left out", "server", i)
+				continue
+			}
+			regs, fs = append(regs, f.Reg), append(fs, f)
+		}
+		parsed, bad, err := verifyRegs(e.v, regs, s.rand)
 		if err != nil {
 			s.abortAll(ctx, chain, id, "registrations unverifiable")
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		for j, reg := range rl.Regs {
+		if len(bad) > 0 {
+			// Signed by its primary: evidence against it (§8). The
+			// primary is named and the epoch ends.
+			f := fs[bad[0]]
+			_, why := checkRegister(e.v, &f.Reg)
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.nameForwarder(e, &f, why, true)
+			}()
+			return nil, nil, nil, fmt.Errorf("node: server %d signed a registration that does not verify", i)
+		}
+		for j, f := range fs {
 			if parsed[j] == nil {
 				continue
 			}
-			all[reg.RegKey] = reg
-			primaryOf[reg.RegKey] = uint16(i)
+			all[f.Reg.RegKey] = f
+			primaryOf[f.Reg.RegKey] = uint16(i)
+			rank[f.Reg.RegKey] = j
 		}
 	}
-	return all, primaryOf, nil
+	return all, primaryOf, rank, nil
 }
 
 // slotOrder returns the registration keys of the final descriptor in slot
 // order: those a primary listed, sorted, without a repeated X25519 key, at
 // most maxClients, chosen by the selection of §3 (bounded.go) when more
 // registered.
-func slotOrder(id [32]byte, all map[[32]byte]wire.Register, primaryOf map[[32]byte]uint16, maxClients uint32, m int) [][32]byte {
+func slotOrder(id [32]byte, all map[[32]byte]wire.Forwarded, primaryOf map[[32]byte]uint16, rank map[[32]byte]int, maxClients uint32, m int) [][32]byte {
 	keys := make([][32]byte, 0, len(all))
 	for k := range all {
 		if _, ok := primaryOf[k]; ok {
@@ -230,25 +258,25 @@ func slotOrder(id [32]byte, all map[[32]byte]wire.Register, primaryOf map[[32]by
 	seenX := map[[32]byte]bool{}
 	kept := keys[:0]
 	for _, k := range keys {
-		x := all[k].XKey
+		x := all[k].Reg.XKey
 		if seenX[x] || seenX[k] {
 			continue
 		}
 		seenX[x], seenX[k] = true, true
 		kept = append(kept, k)
 	}
-	return selectClients(id, kept, primaryOf, maxClients, m)
+	return selectClients(id, kept, primaryOf, rank, maxClients, m)
 }
 
 // finalizeEpoch sends the ordered registrations, collects the signatures
 // of the final descriptor and delivers it to every server.
-func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte, desc wire.Descriptor, keys [][32]byte, all map[[32]byte]wire.Register, primaryOf map[[32]byte]uint16) error {
+func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte, desc wire.Descriptor, keys [][32]byte, all map[[32]byte]wire.Forwarded, primaryOf map[[32]byte]uint16) error {
 	fin := desc
 	ordered := wire.RegList{Epoch: id}
 	for _, k := range keys {
-		r := all[k]
-		ordered.Regs = append(ordered.Regs, r)
-		fin.Clients = append(fin.Clients, wire.ClientEntry{RegKey: k, Primary: primaryOf[k], XKey: r.XKey, RegHash: sha256.Sum256(r.Reg)})
+		f := all[k]
+		ordered.Regs = append(ordered.Regs, f)
+		fin.Clients = append(fin.Clients, wire.ClientEntry{RegKey: k, Primary: primaryOf[k], XKey: f.Reg.XKey, RegHash: sha256.Sum256(f.Reg.Reg)})
 	}
 	if _, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypeRegList, Body: ordered.Marshal(), Timeout: bulkTimeout}); err != nil {
 		s.abortAll(ctx, chain, id, "registration list refused")

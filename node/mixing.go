@@ -261,6 +261,8 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onEquivocation(from, body)
 	case wire.TypeDoubleSubmit:
 		return s.onDoubleSubmit(from, body)
+	case wire.TypeKeyEvidence:
+		return s.onKeyEvidence(from, body)
 	case wire.TypeBadBatch:
 		return s.onBadBatch(from, body)
 	case wire.TypeGetChunk:

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -43,8 +44,8 @@ const (
 // Domain tags of the hashes the servers sign (docs/proto-node.md).
 const (
 	tagEpochID   = "riffle/v2/epoch-id"
-	tagDescOpen  = "riffle/v2/descriptor-open"
-	tagDescFinal = "riffle/v2/descriptor-final"
+	tagDescOpen  = "riffle/v3/descriptor-open"
+	tagDescFinal = "riffle/v3/descriptor-final"
 	tagStep      = "riffle/v2/step"
 	tagRegister  = "riffle/v2/register"
 	tagList      = "riffle/v2/request-list"
@@ -282,9 +283,17 @@ func call(ctx context.Context, h host.Host, p peer.ID, r request) ([]byte, error
 		s.Reset()
 		return nil, fmt.Errorf("%s to %s: %w", r.Proto, p.ShortString(), err)
 	}
+	if f := recvHook.Load(); f != nil {
+		(*f)(h.ID(), want, rep)
+	}
 	s.Close()
 	return rep, nil
 }
+
+// recvHook, set by tests only, sees every frame body a host of this
+// package receives: each request (serveSegments) and each reply (call).
+// self is the receiving host. Nil outside those tests.
+var recvHook atomic.Pointer[func(self peer.ID, t wire.Type, body []byte)]
 
 // handlerFunc answers one request; it returns the reply type and body.
 type handlerFunc func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error)
@@ -356,6 +365,9 @@ func serveSegments(ctx context.Context, h host.Host, g *gate, log *slog.Logger, 
 			log.Debug("bad request", "proto", proto, "err", rerr)
 			s.Reset()
 			return
+		}
+		if f := recvHook.Load(); f != nil {
+			(*f)(h.ID(), t, body)
 		}
 		sctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()

@@ -273,6 +273,9 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID) bool 
 	}
 	rs.seen[e.v.id][signer] = true
 	rs.mu.Unlock()
+	// An opened epoch that ends before its final descriptor is certified
+	// by its open signatures and this abort (certs.go).
+	s.certifyAbortLocked(e, a)
 	if a.Kind == wire.AbortCoord && signer == e.leader && e.final == nil {
 		return true
 	}

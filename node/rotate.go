@@ -15,8 +15,13 @@ import (
 // checks a Prepare's sender against its own group chain. The chain the
 // leader proposes is its eligible chain (pins applied) less the servers
 // that withdrew. A silent leader costs one T_lead: a server that saw no
-// epoch prepared, opened or ended for T_lead while its group chain was
-// complete moves to the next number, whose leader is the next server.
+// epoch opened, ended or certified (nor a number's first Prepare) for
+// T_lead while its group chain was
+// complete signs a timeout of the number (certs.go); once more than half
+// of the servers other than the leader did, the timeout certificate moves
+// every server to the next number, whose leader is the next server. A
+// server that lacks a number's certificate waits for it (or catches up)
+// rather than move on alone.
 
 // DefaultLeaderTimeout is T_lead (§3).
 const DefaultLeaderTimeout = 30 * time.Second
@@ -28,19 +33,21 @@ func leaderOf(n uint64, chain []peer.ID) peer.ID {
 
 // turnState is where a server is in the rotation. Guarded by Server.mu.
 type turnState struct {
-	// next is the number whose leader this server waits on, when above
-	// number+1 (after timeouts).
-	next uint64
-	// progress is when an epoch was last prepared, opened or ended here.
+	// progress is when an epoch was last opened, ended or certified here,
+	// or the first Prepare of a number came (a leader that prepares again
+	// and again, never opening, gains nothing by it).
 	progress time.Time
+	// prepared is the number of the last Prepare taken here.
+	prepared uint64
 	// led counts the epochs this server opened as leader.
 	led int
 	// active is when an epoch's state last changed here (notify).
 	active time.Time
 }
 
-// nextNumber is the number this server expects next. Call with s.mu held.
-func (s *Server) nextNumber() uint64 { return max(s.number+1, s.turn.next) }
+// nextNumber is the number this server expects next: the one after the
+// last certified here.
+func (s *Server) nextNumber() uint64 { return s.certTop() + 1 }
 
 // progressed restarts the leader timeout. Call with s.mu held.
 func (s *Server) progressed() { s.turn.progress = time.Now() }
@@ -68,24 +75,29 @@ func (s *Server) running() bool {
 
 // takeTurn decides, once per leader-loop tick, the number to lead (0: none)
 // and the chain to propose. While an epoch runs, or the group chain is
-// short, the timeout does not run; past it, the turn passes on.
+// short, the timeout does not run; past it, this server signs a timeout of
+// the number (once every T_lead until it is certified).
 func (s *Server) takeTurn() (uint64, []peer.ID) {
 	full := s.groupChain()
 	eligible := s.eligibleChain()
+	n := s.nextNumber()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if len(full) < s.cfg.MinServers || s.running() {
 		s.progressed()
+		s.mu.Unlock()
 		return 0, nil
 	}
-	n := s.nextNumber()
 	if time.Since(s.turn.progress) > s.cfg.LeaderTimeout {
-		s.log.Info("leader silent, next number", "number", n, "leader", leaderOf(n, full).ShortString(), "next", n+1)
-		s.turn.next = n + 1
 		s.progressed()
-		n++
+		s.mu.Unlock()
+		s.voteTimeout(n, full)
+		return 0, nil
 	}
-	if leaderOf(n, full) != s.h.ID() {
+	// A number this server signed an open descriptor of is never led
+	// again: it ends in a certificate first.
+	mine := leaderOf(n, full) == s.h.ID() && n > s.number
+	s.mu.Unlock()
+	if !mine {
 		return 0, nil
 	}
 	return n, eligible

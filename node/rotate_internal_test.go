@@ -24,8 +24,12 @@ func TestPrepareFromNumbersLeader(t *testing.T) {
 	s.roster.saw(a, "a", nil)
 	chain := []peer.ID{a, s.ID()}
 	sortChain(chain)
+	var one wire.Cert
 	prep := func(n uint64) []byte {
 		p := wire.Prepare{Number: n, Params: s.cfg.Params.wire()}
+		if n == 2 {
+			p.Previous = one
+		}
 		for _, c := range chain {
 			p.Chain = append(p.Chain, []byte(c))
 		}
@@ -35,6 +39,12 @@ func TestPrepareFromNumbersLeader(t *testing.T) {
 	na, ns := uint64(1), uint64(2)
 	if chain[1] != a {
 		na, ns = 2, 1
+	}
+	// The certificate of epoch 1, kept here as if certified: a Prepare of
+	// 2 carries it (certs.go).
+	one = wire.Cert{Kind: wire.CertTimeout, Number: 1, Chain: [][]byte{[]byte(chain[0]), []byte(chain[1])}}
+	if na == 2 && !s.keepCert(&one) {
+		t.Fatal("certificate of 1 not kept")
 	}
 	if _, _, err := s.onPrepare(a, prep(ns)); err == nil || !strings.Contains(err.Error(), "leads epoch") {
 		t.Fatalf("prepare of a number a does not lead: %v", err)

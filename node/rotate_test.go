@@ -2,10 +2,13 @@ package node_test
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
 	"github.com/riffle-net/riffle/internal/nodetest"
+	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node"
 )
 
@@ -43,8 +46,10 @@ func TestRotatingLeader(t *testing.T) {
 // TestSilentLeader: a leader that never leads costs one T_lead per turn.
 // The server with the lowest peer id asks for more servers than the group
 // has (--min-servers 4 of 3), so it follows but never leads: the others
-// move past its numbers after T_lead and run epochs (before, the lowest
-// id was the only leader and the group stalled).
+// sign a timeout of its number 3 after T_lead, and the timeout certificate
+// lets the next leader run number 4, which every server, the silent one
+// included, takes with that certificate (certs.go; before, each server
+// moved past the number on its own, and nothing was certified).
 func TestSilentLeader(t *testing.T) {
 	dir := t.TempDir()
 	ids := serverIDs(t, dir, 3)
@@ -66,4 +71,17 @@ func TestSilentLeader(t *testing.T) {
 	}
 	// Past the silent leader's turn: epochs go on.
 	waitNumber(t, tn.Servers[(silent+1)%3], 4, 30*time.Second)
+	for i, s := range tn.Servers {
+		if err := wait.Until(context.Background(), 30*time.Second, func() bool { return s.CertTop() >= 4 }); err != nil {
+			t.Fatalf("server %d: numbers certified up to %d, want 4", i, s.CertTop())
+		}
+		// The group chain is sorted: the silent server is first, so it
+		// leads 3 (3 mod 3 = 0), whose certificate is a timeout.
+		if k := s.CertKind(3); k != wire.CertTimeout {
+			t.Errorf("server %d: certificate of the silent leader's number 3 of kind %d, want a timeout", i, k)
+		}
+		if k := s.CertKind(4); k != wire.CertFinal {
+			t.Errorf("server %d: certificate of number 4 of kind %d, want a final descriptor", i, k)
+		}
+	}
 }

@@ -268,6 +268,15 @@ func (s *Server) name(e *sepoch, round uint32, c *culprit, evidence [][]byte) {
 			s.log.Error("round blame: record not stored", "err", err)
 		}
 	}
+	if c.server < 0 {
+		// The long-term key (ltexclude.go): published by the slot's
+		// primary, excluded everywhere it is checked.
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.clientNamed(e, c.slot)
+		}()
+	}
 }
 
 // equivocation names a server that signed two different roots for one

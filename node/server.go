@@ -159,9 +159,12 @@ type Server struct {
 	turn   turnState // the leader rotation (rotate.go)
 	// rb is what round blames left here (roundblame_after.go).
 	rb        roundBlameState
-	dupServer // duplicate-share verdicts (dupwalk.go)
+	keys      keyState // long-term client keys (ltexclude.go)
+	dupServer          // duplicate-share verdicts (dupwalk.go)
 	// ref counts aborts on private grounds (refusals.go).
 	ref refusalState
+	// cert holds the certificates of epoch numbers (certs.go).
+	cert certState
 
 	timing   timer    // where the time goes (Timing, riffle bench)
 	handlers gate     // stream handlers in flight
@@ -220,6 +223,13 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	certs, top, err := loadCerts(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	// A certified number is over: never signed again, whatever the number
+	// file says (it may be lost).
+	number = max(number, top)
 	st := cfg.Store
 	if st == nil {
 		opts := cfg.StoreOptions
@@ -246,6 +256,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		changed: make(chan struct{}), epochs: map[[32]byte]*sepoch{}, prep: map[[32]byte]*sepoch{},
 		number: number,
 	}
+	s.cert.certs, s.cert.top, s.cert.poke = certs, top, make(chan struct{}, 1)
 	s.who.init(&cfg, chains)
 	s.turn.progress = time.Now()
 	h.Network().Notify(s.departureNotifiee())
@@ -270,6 +281,8 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.rosterLoop(cctx, boot) }()
 	go func() { defer s.wg.Done(); s.leaderLoop(cctx) }()
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.certLoop(cctx) }()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.watch(cctx) }()
 	s.log.Info("server up", "peer", h.ID().String(), "addrs", fmt.Sprint(h.Addrs()))

@@ -24,10 +24,15 @@ func wideDecoders() map[string]func([]byte) error {
 		"descriptor":  func(b []byte) error { var m Descriptor; return m.Unmarshal(b, l) },
 		"signed":      func(b []byte) error { var m Signed; return m.Unmarshal(b, l) },
 		"sig":         func(b []byte) error { var m Sig; return m.Unmarshal(b) },
-		"register":    func(b []byte) error { var m Register; return m.Unmarshal(b, l) },
+		"register":    func(b []byte) error { var m ClientRegister; return m.Unmarshal(b, l) },
+		"forward":     func(b []byte) error { var m Forwarded; return m.Unmarshal(b, l) },
+		"keyevidence": func(b []byte) error { var m KeyEvidence; return m.Unmarshal(b) },
 		"reglist":     func(b []byte) error { var m RegList; return m.Unmarshal(b, l) },
 		"epochref":    func(b []byte) error { var m EpochRef; return m.Unmarshal(b) },
 		"abort":       func(b []byte) error { var m Abort; return m.Unmarshal(b) },
+		"timeoutvote": func(b []byte) error { var m Cert; return m.Unmarshal(b) },
+		"certreq":     func(b []byte) error { var m CertReq; return m.Unmarshal(b) },
+		"certs":       func(b []byte) error { var m Certs; return m.Unmarshal(b) },
 		"route":       func(b []byte) error { var m Route; return m.Unmarshal(b) },
 		"step":        func(b []byte) error { var m Step; return m.Unmarshal(b, l) },
 		"submit":      func(b []byte) error { var m Submit; return m.Unmarshal(b, l) },
@@ -62,6 +67,8 @@ func TestDecodeAllocationBounded(t *testing.T) {
 			bodies["descriptor"] = append(bodies["descriptor"], v.msg.(*Signed).Desc.Marshal())
 		case TypeHandover:
 			name = "submit"
+		case TypeBadForward:
+			name = "forward"
 		case TypeCloseReq, TypeWaitOpen, TypeWaitList:
 			name = "epochref"
 		case TypeBatch:
@@ -164,7 +171,8 @@ func TestOversized(t *testing.T) {
 		{"descriptor clients", manyClients.Marshal(), func(b []byte) error { var m Descriptor; return m.Unmarshal(b, l) }},
 		{"signed signatures", (&Signed{Desc: desc, Sigs: make([][64]byte, MaxServers+1)}).Marshal(), func(b []byte) error { var m Signed; return m.Unmarshal(b, l) }},
 		{"register", (&Register{Reg: big(l.Reg + 1)}).Marshal(), func(b []byte) error { var m Register; return m.Unmarshal(b, l) }},
-		{"reglist", (&RegList{Regs: make([]Register, l.Clients+1)}).Marshal(), func(b []byte) error { var m RegList; return m.Unmarshal(b, l) }},
+		{"clientreg", (&ClientRegister{Reg: Register{Reg: big(l.Reg + 1)}}).Marshal(), func(b []byte) error { var m ClientRegister; return m.Unmarshal(b, l) }},
+		{"reglist", (&RegList{Regs: make([]Forwarded, l.Clients+1)}).Marshal(), func(b []byte) error { var m RegList; return m.Unmarshal(b, l) }},
 		{"epochref reason", (&EpochRef{Reason: big(MaxReason + 1)}).Marshal(), func(b []byte) error { var m EpochRef; return m.Unmarshal(b) }},
 		{"route proof", (&Route{Proof: big(MaxRouteProof + 1)}).Marshal(), func(b []byte) error { var m Route; return m.Unmarshal(b) }},
 		{"step result", (&Step{Result: big(l.Step + 1)}).Marshal(), func(b []byte) error { var m Step; return m.Unmarshal(b, l) }},
@@ -239,6 +247,28 @@ func TestMinimalGroupEntry(t *testing.T) {
 	}
 	if !bytes.Equal(got.Marshal(), d.Marshal()) {
 		t.Fatal("minimal descriptor re-encodes differently")
+	}
+}
+
+// TestLongTermSizes: the fixed sizes of the long-term key messages are
+// what their constants say (a Forwarded with an empty registration is the
+// smallest, which the list's count check relies on).
+func TestLongTermSizes(t *testing.T) {
+	f := Forwarded{Reg: Register{Reg: []byte{}}}
+	if n := len(f.Marshal()); n != forwardedMin {
+		t.Fatalf("minimal forwarded registration is %d bytes, forwardedMin %d", n, forwardedMin)
+	}
+	if n := len((&KeyEvidence{}).Marshal()); n != keyEvidenceSize {
+		t.Fatalf("key evidence is %d bytes, want %d", n, keyEvidenceSize)
+	}
+	r := Register{Reg: []byte("x")}
+	c := ClientRegister{Reg: r}
+	if len(c.Marshal()) != len(r.Marshal())+LongTermSize {
+		t.Fatal("the long-term trailer is not LongTermSize bytes")
+	}
+	var k KeyEvidence
+	if err := k.Unmarshal(make([]byte, keyEvidenceSize+1)); err == nil {
+		t.Fatal("trailing byte accepted")
 	}
 }
 

@@ -40,8 +40,13 @@ func FuzzSigned(f *testing.F)      { fuzzDecoder(f, "signed", "signreq") }
 func FuzzSig(f *testing.F)         { fuzzDecoder(f, "sig") }
 func FuzzEpochRef(f *testing.F)    { fuzzDecoder(f, "closereq", "waitopen", "waitlist") }
 func FuzzAbort(f *testing.F)       { fuzzDecoder(f, "abort") }
+func FuzzCert(f *testing.F)        { fuzzDecoder(f, "timeoutvote") }
+func FuzzCertReq(f *testing.F)     { fuzzDecoder(f, "certreq") }
+func FuzzCerts(f *testing.F)       { fuzzDecoder(f, "certs") }
 func FuzzRegister(f *testing.F)    { fuzzDecoder(f, "register") }
 func FuzzRegList(f *testing.F)     { fuzzDecoder(f, "reglist") }
+func FuzzForwarded(f *testing.F)   { fuzzDecoder(f, "forward", "badforward") }
+func FuzzKeyEvidence(f *testing.F) { fuzzDecoder(f, "keyevidence") }
 func FuzzRoute(f *testing.F)       { fuzzDecoder(f, "route") }
 func FuzzStep(f *testing.F)        { fuzzDecoder(f, "step") }
 func FuzzSubmit(f *testing.F)      { fuzzDecoder(f, "submit") }

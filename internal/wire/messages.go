@@ -176,6 +176,9 @@ type Prepare struct {
 	Nonce  [32]byte
 	Params Params
 	Chain  [][]byte // peer ids in chain order
+	// Previous is the certificate of Number−1 (CertNone for number 1):
+	// a server prepares N only when it verifies (§3 (v3)).
+	Previous Cert
 }
 
 func (m *Prepare) Marshal() []byte {
@@ -184,6 +187,7 @@ func (m *Prepare) Marshal() []byte {
 	e.Fixed(m.Nonce[:])
 	m.Params.enc(&e)
 	encAddrs2(&e, m.Chain)
+	m.Previous.enc(&e)
 	return e.B
 }
 
@@ -204,6 +208,7 @@ func (m *Prepare) Unmarshal(b []byte) error {
 	for i := 0; i < n && d.Err == nil; i++ {
 		m.Chain = append(m.Chain, d.Bytes(MaxPeerID, "peer id"))
 	}
+	m.Previous.dec(&d)
 	return d.Done("prepare")
 }
 
@@ -285,15 +290,17 @@ const clientEntrySize = 32 + 2 + 32 + 32
 // Descriptor is the epoch descriptor of §3. Clients is empty in the open
 // descriptor and filled in the final one.
 type Descriptor struct {
-	Number  uint64
-	Nonce   [32]byte
-	Params  Params
-	Group   []GroupEntry
-	Clients []ClientEntry
+	Number uint64
+	Nonce  [32]byte
+	Params Params
+	Group  []GroupEntry
+	// Previous is the certificate of Number−1 (v3; CertNone for 1).
+	Previous Cert
+	Clients  []ClientEntry
 }
 
 // MarshalGroup encodes the part hashed into the epoch id: number, nonce,
-// parameters and group (no clients).
+// parameters, group and the previous number's certificate (no clients).
 func (m *Descriptor) MarshalGroup() []byte {
 	var e Enc
 	e.U64(m.Number)
@@ -303,6 +310,7 @@ func (m *Descriptor) MarshalGroup() []byte {
 	for i := range m.Group {
 		m.Group[i].enc(&e)
 	}
+	m.Previous.enc(&e)
 	return e.B
 }
 
@@ -327,6 +335,7 @@ func (m *Descriptor) dec(d *Dec, l Limits) {
 	for i := range m.Group {
 		m.Group[i].dec(d, l.Rounds)
 	}
+	m.Previous.dec(d)
 	c := d.Count(l.Clients, clientEntrySize, "clients")
 	m.Clients = make([]ClientEntry, c)
 	for i := range m.Clients {
@@ -455,10 +464,12 @@ func (m *Register) Unmarshal(b []byte, l Limits) error {
 	return d.Done("registration")
 }
 
-// RegList is a primary's answer to the close of registration.
+// RegList is a primary's answer to the close of registration (its
+// registrations in its own order, §3) and the leader's list of the chosen
+// ones in slot order: each a Forwarded, signed by its primary.
 type RegList struct {
 	Epoch [32]byte
-	Regs  []Register
+	Regs  []Forwarded
 }
 
 func (m *RegList) Marshal() []byte {
@@ -474,8 +485,8 @@ func (m *RegList) Marshal() []byte {
 func (m *RegList) Unmarshal(b []byte, l Limits) error {
 	d := Dec{B: b}
 	m.Epoch = d.Array32("epoch id")
-	n := d.Count(l.Clients, 32*3+4+64, "registrations")
-	m.Regs = make([]Register, n)
+	n := d.Count(l.Clients, forwardedMin, "registrations")
+	m.Regs = make([]Forwarded, n)
 	for i := range m.Regs {
 		m.Regs[i].dec(&d, l)
 	}

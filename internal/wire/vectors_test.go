@@ -63,8 +63,28 @@ func vectorEntry(x byte) GroupEntry {
 		X: k32(x), PoK: []byte{x, x + 1, x + 2}, D: k32(x + 0x40), Y: [][32]byte{k32(x + 1), k32(x + 2)}, Yp: [][32]byte{k32(x + 3), k32(x + 4)}}
 }
 
+// vectorCert is a certificate of number 6 of each kind (signatures are
+// arbitrary bytes: the codec does not verify them).
+func vectorCert(kind uint8) Cert {
+	c := Cert{Kind: kind, Number: 6, Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}, {0, 0x24, 0x30}},
+		Sigs: []CertSig{{0, k64(0x40)}, {1, k64(0x41)}, {2, k64(0x42)}}, Abort: []byte{}}
+	switch kind {
+	case CertFinal:
+		c.Epoch, c.Digest = k32(0x50), k32(0x60)
+	case CertAbort:
+		c.Epoch = k32(0x50)
+		a := Abort{Epoch: k32(0x50), Number: 6, Kind: AbortCoord, Signer: []byte{0, 0x24, 0x20}, Reason: []byte("open failed"), Sig: k64(0x70)}
+		c.Abort = a.Marshal()
+	case CertTimeout:
+		c.Sigs = []CertSig{{0, k64(0x40)}, {2, k64(0x42)}}
+	case CertNone:
+		c = Cert{Chain: [][]byte{}, Sigs: []CertSig{}, Abort: []byte{}}
+	}
+	return c
+}
+
 func vectorDesc(final bool) Descriptor {
-	d := Descriptor{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Group: []GroupEntry{vectorEntry(0x10), vectorEntry(0x20)}, Clients: []ClientEntry{}}
+	d := Descriptor{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Group: []GroupEntry{vectorEntry(0x10), vectorEntry(0x20)}, Previous: vectorCert(CertAbort), Clients: []ClientEntry{}}
 	if final {
 		d.Clients = []ClientEntry{{RegKey: k32(0xa0), Primary: 1, XKey: k32(0xb0), RegHash: k32(0xc0)}}
 	}
@@ -103,7 +123,7 @@ func vectors() []vector {
 	return []vector{
 		{"hello", TypeHello, &Hello{Version: 1, Role: 1, Nick: []byte("alpha"), Addrs: [][]byte{{4, 127, 0, 0, 1}}, Peers: [][]byte{{4, 10, 0, 0, 2}, {4, 10, 0, 0, 3}}},
 			with(func(m *Hello, b []byte) error { return m.Unmarshal(b) })},
-		{"prepare", TypePrepare, &Prepare{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}}},
+		{"prepare", TypePrepare, &Prepare{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}}, Previous: vectorCert(CertTimeout)},
 			with(func(m *Prepare, b []byte) error { return m.Unmarshal(b) })},
 		{"entry", TypeEntry, func() *GroupEntry { g := vectorEntry(0x10); return &g }(),
 			with(func(m *GroupEntry, b []byte) error { return m.Unmarshal(b, l) })},
@@ -115,9 +135,9 @@ func vectors() []vector {
 			with(func(m *Signed, b []byte) error { return m.Unmarshal(b, l) })},
 		{"closereq", TypeCloseReq, &EpochRef{Epoch: k32(1), Reason: []byte{}},
 			with(func(m *EpochRef, b []byte) error { return m.Unmarshal(b) })},
-		{"reglist", TypeRegList, &RegList{Epoch: k32(1), Regs: []Register{
-			{Epoch: k32(1), RegKey: k32(0xa0), XKey: k32(0xb0), Reg: []byte("reg0"), Sig: k64(0x60)},
-			{Epoch: k32(1), RegKey: k32(0xa1), XKey: k32(0xb1), Reg: []byte("reg1"), Sig: k64(0x61)}}},
+		{"reglist", TypeRegList, &RegList{Epoch: k32(1), Regs: []Forwarded{
+			{Primary: 0, Reg: Register{Epoch: k32(1), RegKey: k32(0xa0), XKey: k32(0xb0), Reg: []byte("reg0"), Sig: k64(0x60)}, Sig: k64(0x68)},
+			{Primary: 1, Reg: Register{Epoch: k32(1), RegKey: k32(0xa1), XKey: k32(0xb1), Reg: []byte("reg1"), Sig: k64(0x61)}, Sig: k64(0x69)}}},
 			with(func(m *RegList, b []byte) error { return m.Unmarshal(b, l) })},
 		{"route", TypeRoute, &Route{Epoch: k32(1), S: 1, Out: 2, In: 3, Proof: []byte{9, 9}},
 			with(func(m *Route, b []byte) error { return m.Unmarshal(b) })},
@@ -125,10 +145,24 @@ func vectors() []vector {
 			with(func(m *Step, b []byte) error { return m.Unmarshal(b, l) })},
 		{"abort", TypeAbort, &Abort{Epoch: k32(1), Number: 9, Round: 3, Kind: AbortFault, Signer: []byte{0, 0x24, 0x10}, Reason: []byte("round 3 void"), Sig: k64(0x31)},
 			with(func(m *Abort, b []byte) error { return m.Unmarshal(b) })},
+		{"timeoutvote", TypeTimeoutVote, &Cert{Kind: CertTimeout, Number: 6, Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}, {0, 0x24, 0x30}},
+			Sigs: []CertSig{{2, k64(0x42)}}, Abort: []byte{}},
+			with(func(m *Cert, b []byte) error { return m.Unmarshal(b) })},
+		{"certreq", TypeCertReq, &CertReq{From: 6},
+			with(func(m *CertReq, b []byte) error { return m.Unmarshal(b) })},
+		{"certs", TypeCerts, &Certs{Certs: []Cert{vectorCert(CertFinal)}},
+			with(func(m *Certs, b []byte) error { return m.Unmarshal(b) })},
 		{"waitopen", TypeWaitOpen, &EpochRef{Epoch: k32(2), Reason: []byte{}},
 			with(func(m *EpochRef, b []byte) error { return m.Unmarshal(b) })},
-		{"register", TypeRegister, &Register{Epoch: k32(1), RegKey: k32(0xa0), XKey: k32(0xb0), Reg: []byte("reg0"), Sig: k64(0x60)},
-			with(func(m *Register, b []byte) error { return m.Unmarshal(b, l) })},
+		{"register", TypeRegister, &ClientRegister{Reg: Register{Epoch: k32(1), RegKey: k32(0xa0), XKey: k32(0xb0), Reg: []byte("reg0"), Sig: k64(0x60)},
+			LTKey: k32(0xd0), LTSig: k64(0xe0)},
+			with(func(m *ClientRegister, b []byte) error { return m.Unmarshal(b, l) })},
+		{"forward", TypeForward, &Forwarded{Primary: 1, Reg: Register{Epoch: k32(1), RegKey: k32(0xa0), XKey: k32(0xb0), Reg: []byte("reg0"), Sig: k64(0x60)},
+			Sig: k64(0x68)},
+			with(func(m *Forwarded, b []byte) error { return m.Unmarshal(b, l) })},
+		{"badforward", TypeBadForward, &Forwarded{Primary: 0, Reg: Register{Epoch: k32(1), RegKey: k32(0xa1), XKey: k32(0xb1), Reg: []byte("bad"), Sig: k64(0x61)},
+			Sig: k64(0x69)},
+			with(func(m *Forwarded, b []byte) error { return m.Unmarshal(b, l) })},
 		{"submit", TypeSubmit, func() *Submit { s := vectorSubmit(3); return &s }(),
 			with(func(m *Submit, b []byte) error { return m.Unmarshal(b, l) })},
 		{"handover", TypeHandover, func() *Submit { s := vectorSubmit(5); s.Round = 40; return &s }(),
@@ -158,6 +192,8 @@ func vectors() []vector {
 			with(func(m *EpochRef, b []byte) error { return m.Unmarshal(b) })},
 		{"root", TypeRoot, &Root{Epoch: k32(1), Round: 2, S: 1, Root: k32(9), Sig: k64(10)},
 			with(func(m *Root, b []byte) error { return m.Unmarshal(b) })},
+		{"keyevidence", TypeKeyEvidence, &KeyEvidence{Epoch: k32(1), Slot: 3, LTKey: k32(0xd0), LTSig: k64(0xe0)},
+			with(func(m *KeyEvidence, b []byte) error { return m.Unmarshal(b) })},
 		{"indexreq", TypeIndexReq, &IndexReq{Cursor: 0x0102030405060708},
 			with(func(m *IndexReq, b []byte) error { return m.Unmarshal(b) })},
 		{"index", TypeIndex, &Index{Next: 7, More: true, Entries: []IndexEntry{{FileID: k32(0xe0), Name: []byte("f.txt"), Size: 9, Chunks: 1, Round: 2, Time: 1700000000}}, Manifests: [][]byte{[]byte("\x89RIFFLEM\x01\x02\x01\x00\x00\x04\x00\x00\x00\x00\x00")}, Removed: [][32]byte{k32(0xf0)}},
@@ -290,11 +326,11 @@ func typeName(t Type) string {
 	names := map[Type]string{
 		TypeHello: "hello", TypePrepare: "prepare", TypeEntry: "entry", TypeSignReq: "signreq", TypeSig: "sig",
 		TypeSigned: "signed", TypeCloseReq: "closereq", TypeRegList: "reglist", TypeStep: "step", TypeRoute: "route",
-		TypeAbort: "abort", TypeWaitOpen: "waitopen", TypeRegister: "register", TypeSubmit: "submit", TypeHandover: "handover",
+		TypeAbort: "abort", TypeTimeoutVote: "timeoutvote", TypeCertReq: "certreq", TypeCerts: "certs", TypeWaitOpen: "waitopen", TypeRegister: "register", TypeSubmit: "submit", TypeHandover: "handover",
 		TypeSubmitBatch: "submitbatch", TypeBatch: "batch", TypeProposal: "proposal", TypeRoundList: "roundlist",
 		TypePadAnswers: "padanswers", TypeQuery: "query", TypeAnswer: "answer", TypeGetChunk: "getchunk",
 		TypeChunk: "chunk", TypeWaitList: "waitlist", TypeIndexReq: "indexreq", TypeIndex: "index", TypeAck: "ack",
-		TypeRoot: "root", TypeError: "error",
+		TypeRoot: "root", TypeError: "error", TypeForward: "forward", TypeKeyEvidence: "keyevidence", TypeBadForward: "badforward",
 	}
 	return names[t]
 }

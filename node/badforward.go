@@ -1,0 +1,123 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/store"
+)
+
+// A forwarded registration whose proofs fail is evidence against its
+// primary (docs/protocol.md §8 "After a blame"): the primary signed it
+// (H("riffle/v3/forward", …)) and an honest primary verifies every
+// registration before it signs, with the same checks every server runs.
+// The server that finds one names the primary for good, as a round blame
+// names a server, ends the epoch, and sends the signed registration
+// (BadForward) to every other chain server, which checks the signature and
+// the failure itself before it names anyone.
+
+// nameForwarder names primary f.Primary of e for its signed registration f
+// that does not verify (why), once an epoch: log, store record, the peer
+// id out of every chain here, the epoch ended; send delivers the evidence
+// to the other chain servers. Without s.mu.
+func (s *Server) nameForwarder(e *sepoch, f *wire.Forwarded, why error, send bool) {
+	v := e.v
+	pos := int(f.Primary)
+	p := v.chain[pos]
+	body := f.Marshal()
+	s.mu.Lock()
+	first := !e.fwdNamed
+	e.fwdNamed = true
+	if first {
+		s.end(e, fmt.Sprintf("server %d forwarded a registration that does not verify", pos))
+	}
+	s.mu.Unlock()
+	if !first {
+		return
+	}
+	s.rb.loaded.Do(s.loadBlamed)
+	s.rb.smu.Lock()
+	if s.rb.servers == nil {
+		s.rb.servers = map[peer.ID]bool{}
+	}
+	s.rb.servers[p] = true
+	s.rb.smu.Unlock()
+	reason := fmt.Sprintf("it signed a forwarded registration that does not verify: %v", why)
+	s.log.Warn("registration blame: culprit named; it is excluded from every chain here", "epoch", fmt.Sprintf("%x", v.id[:6]),
+		"culprit", fmt.Sprintf("server %d (%s)", pos, p), "evidence", reason, "forwarded", fmt.Sprintf("%x", body))
+	if br, ok := s.store.(blameRecorder); ok {
+		rec := store.BlameRecord{Epoch: v.id, Number: v.desc.Number, Role: "server", Server: pos, PeerID: p.String(),
+			Reason: reason, Evidence: [][]byte{body}, Time: time.Now().Unix()}
+		if err := br.PutBlame(rec); err != nil {
+			s.log.Error("registration blame: record not stored", "err", err)
+		}
+	}
+	if !send {
+		return
+	}
+	var others []peer.ID
+	for i, q := range v.chain {
+		if q != s.h.ID() && i != pos {
+			others = append(others, q)
+		}
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, evidenceDeadline)
+	defer cancel()
+	if err := deliverAll(ctx, others, evidenceBackoff, evidenceBackoffMax, func(ctx context.Context, q peer.ID) error {
+		_, err := call(ctx, s.h, q, request{Proto: ProtoEpoch, Type: wire.TypeBadForward, Body: body, Timeout: shortTimeout})
+		return err
+	}); err != nil {
+		s.log.Warn("registration evidence not delivered everywhere", "err", err)
+	}
+}
+
+// checkForwardSigned checks that f is a registration of e, names a
+// primary of e's chain and carries its signature (cheap, before any
+// proof). A registration of another epoch is no evidence: a leader could
+// replay one an honest primary signed then, which fails here only for its
+// epoch id.
+func checkForwardSigned(e *sepoch, f *wire.Forwarded) error {
+	if f.Reg.Epoch != e.v.id {
+		return errors.New("node: forwarded registration of another epoch")
+	}
+	if int(f.Primary) >= len(e.v.chain) {
+		return fmt.Errorf("node: forwarded registration names primary %d of %d servers", f.Primary, len(e.v.chain))
+	}
+	if err := verifyPeerSig(e.v.chain[f.Primary], forwardDigest(f), f.Sig); err != nil {
+		return fmt.Errorf("node: registration not signed by its primary: %w", err)
+	}
+	return nil
+}
+
+// onBadForward takes a chain server's evidence against a primary: named
+// only if the primary's signature verifies and the registration does not.
+func (s *Server) onBadForward(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var f wire.Forwarded
+	if err := f.Unmarshal(body, genericLimits()); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	e := s.epochs[f.Reg.Epoch]
+	s.mu.Unlock()
+	if e == nil || e.v == nil {
+		return 0, nil, errors.New("node: registration evidence for an unknown epoch")
+	}
+	if !slices.Contains(e.v.chain, from) {
+		return 0, nil, errors.New("node: registration evidence not from a chain server")
+	}
+	if err := checkForwardSigned(e, &f); err != nil {
+		return 0, nil, err
+	}
+	_, err := checkRegister(e.v, &f.Reg)
+	if err == nil {
+		return 0, nil, errors.New("node: the forwarded registration verifies: no evidence")
+	}
+	s.nameForwarder(e, &f, err, false)
+	return wire.TypeAck, ack, nil
+}

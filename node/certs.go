@@ -1,0 +1,728 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// Certified epoch numbers (§3 (v3) "Epoch numbers and leaders";
+// docs/proto-node.md "Certified epoch numbers"). Every setup attempt of a
+// number N ends in a certificate signed by servers:
+//
+//   - final: every chain server's signature of N's final descriptor;
+//   - abort: every chain server's signature of N's open descriptor, with
+//     the signed Abort of one of them (refusals.go);
+//   - timeout: more than half of the servers of a group chain C, other than
+//     N's leader in C, each signed that no open descriptor of N came
+//     within T_lead.
+//
+// The Prepare and the descriptor of N carry the certificate of N−1, and a
+// server prepares N only when it verifies against the servers it knows
+// (verifyCert). A server that restarted or was away asks roster servers
+// for the certificates after its last (syncCerts) and moves its number
+// along the verified chain. Certificates are kept in the data directory
+// (CertDir), the newest certKeep of them.
+const (
+	// CertDir is the directory of a data directory that holds one file
+	// per certified number (the file name is the number, in decimal).
+	CertDir = "certs"
+	// certKeep is how many certificates a server keeps: the window a
+	// server away for longer than it catches up from (at 30 s an epoch,
+	// over 8 hours).
+	certKeep = 1024
+	// tagTimeout is the domain tag of a timeout signature.
+	tagTimeout = "riffle/v3/timeout"
+	// maxVoteAhead bounds the numbers above this server's next one for
+	// which it keeps timeout votes (a vote further ahead makes it catch
+	// up instead).
+	maxVoteAhead = 8
+	// maxVoters bounds the signers whose votes are kept per number, one
+	// vote each (its latest): servers whose rosters disagree sign
+	// different chains, and a hostile one cannot crowd out the others'.
+	maxVoters = wire.MaxServers
+	// certSyncEvery is how often an idle server asks a roster server for
+	// certificates above its last.
+	certSyncEvery = 5 * time.Second
+	// certSyncStart is how often a server that just started asks, until a
+	// roster server answered.
+	certSyncStart = 500 * time.Millisecond
+	// maxSyncPages bounds the pages one catch-up reads (then the next one
+	// goes on).
+	maxSyncPages = 8
+)
+
+// certState is a server's certificates and the timeout votes it holds. Its
+// own lock: never take Server.mu while holding it.
+type certState struct {
+	mu    sync.Mutex
+	top   uint64            // the highest certified number
+	certs map[uint64][]byte // encoded certificates, the newest certKeep
+	votes map[uint64]*numVotes
+	poke  chan struct{}
+	ask   int // rotates the roster server asked
+}
+
+// numVotes is the timeout votes of one number: by chain, and each
+// signer's chain.
+type numVotes struct {
+	sets map[[32]byte]*voteSet
+	by   map[string][32]byte
+}
+
+// voteSet is the timeout votes of one number over one chain.
+type voteSet struct {
+	chain [][]byte
+	sigs  map[uint16][64]byte
+}
+
+func u64(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+
+// openCertDigest is what a server signs for the open descriptor of number
+// n with epoch id id.
+func openCertDigest(n uint64, id [32]byte) [32]byte {
+	return taggedHash(tagDescOpen, u64(n), id[:])
+}
+
+// finalCertDigest is what a server signs for the final descriptor of
+// number n, epoch id id, whose encoding hashes to dg: a final certificate
+// carries the three and is checked without the descriptor.
+func finalCertDigest(n uint64, id, dg [32]byte) [32]byte {
+	return taggedHash(tagDescFinal, u64(n), id[:], dg[:])
+}
+
+// timeoutDigest is what a server signs when no open descriptor of n came
+// within T_lead, chain being its group chain.
+func timeoutDigest(n uint64, chain [][]byte) [32]byte {
+	return taggedHash(tagTimeout, append([][]byte{u64(n)}, chain...)...)
+}
+
+// timeoutQuorum is the signatures a timeout certificate over a chain of m
+// servers needs: more than half of the m−1 servers other than the
+// number's leader. A silent leader cannot stop it (its signature does not
+// count), and one server alone can neither make it (it needs at least two
+// signers from m = 3 on) nor stop it (at least one of the others' votes
+// is spare from m = 4 on; at m = 3 both others must sign). At m = 2 the
+// one other server decides, as it could by refusing anyway.
+func timeoutQuorum(m int) int { return (m-1)/2 + 1 }
+
+func chainIDs(chain []peer.ID) [][]byte {
+	out := make([][]byte, len(chain))
+	for i, p := range chain {
+		out[i] = []byte(p)
+	}
+	return out
+}
+
+// knownServers is the group a certificate is verified against: this
+// server, the live roster servers eligible by the group's rules, every
+// server of a chain this server signed in the probation window, and every
+// server of the certificates it keeps of that window. Never call with s.mu
+// held.
+func (s *Server) knownServers() map[peer.ID]bool {
+	known := map[peer.ID]bool{s.h.ID(): true}
+	for _, p := range s.groupChain() {
+		known[p] = true
+	}
+	s.who.mu.Lock()
+	for _, c := range s.who.chains {
+		for _, p := range c.ids {
+			known[p] = true
+		}
+	}
+	s.who.mu.Unlock()
+	s.cert.mu.Lock()
+	for n, b := range s.cert.certs {
+		if n+seenWindow <= s.cert.top {
+			continue
+		}
+		var c wire.Cert
+		if c.Unmarshal(b) != nil {
+			continue
+		}
+		for _, p := range c.Chain {
+			known[peer.ID(p)] = true
+		}
+	}
+	s.cert.mu.Unlock()
+	for p := range known {
+		if s.serverExcluded(p) {
+			delete(known, p)
+		}
+	}
+	return known
+}
+
+// verifyCert checks a certificate against the known servers: a majority of
+// its chain known here, and the signatures its kind needs (every chain
+// server's for final and abort, timeoutQuorum known servers' other than
+// the leader for a timeout), each by its chain position's key.
+func verifyCert(c *wire.Cert, known map[peer.ID]bool) error {
+	if c.Kind == wire.CertNone {
+		return errors.New("node: no certificate")
+	}
+	if err := c.Unmarshal(c.Marshal()); err != nil {
+		return fmt.Errorf("node: certificate: %w", err)
+	}
+	m := len(c.Chain)
+	chain := make([]peer.ID, m)
+	nKnown := 0
+	for i, b := range c.Chain {
+		p, err := peer.IDFromBytes(b)
+		if err != nil {
+			return fmt.Errorf("node: certificate peer id %d: %w", i, err)
+		}
+		chain[i] = p
+		if known[p] {
+			nKnown++
+		}
+	}
+	if nKnown < m/2+1 {
+		return fmt.Errorf("node: certificate of %d: %d of its %d servers known here", c.Number, nKnown, m)
+	}
+	var dg [32]byte
+	switch c.Kind {
+	case wire.CertFinal:
+		dg = finalCertDigest(c.Number, c.Epoch, c.Digest)
+	case wire.CertAbort:
+		dg = openCertDigest(c.Number, c.Epoch)
+	}
+	if c.Kind == wire.CertTimeout {
+		if m < 2 {
+			return errors.New("node: timeout certificate of one server")
+		}
+		dg = timeoutDigest(c.Number, c.Chain)
+		lead := int(c.Number % uint64(m))
+		n := 0
+		for _, sg := range c.Sigs {
+			p := chain[sg.Index]
+			if int(sg.Index) == lead {
+				return fmt.Errorf("node: timeout certificate of %d signed by its leader", c.Number)
+			}
+			if !known[p] {
+				return fmt.Errorf("node: timeout certificate of %d signed by %s, unknown here", c.Number, p.ShortString())
+			}
+			n++
+		}
+		if n < timeoutQuorum(m) {
+			return fmt.Errorf("node: timeout certificate of %d has %d signatures, needs %d", c.Number, n, timeoutQuorum(m))
+		}
+	} else if len(c.Sigs) != m {
+		return fmt.Errorf("node: certificate of %d has %d signatures for %d servers", c.Number, len(c.Sigs), m)
+	}
+	for _, sg := range c.Sigs {
+		if err := verifyPeerSig(chain[sg.Index], dg, sg.Sig); err != nil {
+			return fmt.Errorf("node: certificate of %d: %w", c.Number, err)
+		}
+	}
+	if c.Kind == wire.CertAbort {
+		var a wire.Abort
+		if err := a.Unmarshal(c.Abort); err != nil {
+			return fmt.Errorf("node: certificate abort: %w", err)
+		}
+		signer := peer.ID(a.Signer)
+		if a.Epoch != c.Epoch || a.Number != c.Number || !inChain(chain, signer) {
+			return fmt.Errorf("node: certificate of %d holds an abort of another epoch or signer", c.Number)
+		}
+		if err := verifyPeerSig(signer, abortDigest(&a), a.Sig); err != nil {
+			return fmt.Errorf("node: certificate abort: %w", err)
+		}
+	}
+	return nil
+}
+
+// certOf returns the kept certificate of n.
+func (s *Server) certOf(n uint64) (*wire.Cert, bool) {
+	s.cert.mu.Lock()
+	b := s.cert.certs[n]
+	s.cert.mu.Unlock()
+	if b == nil {
+		return nil, false
+	}
+	var c wire.Cert
+	if c.Unmarshal(b) != nil {
+		return nil, false
+	}
+	return &c, true
+}
+
+// certTop is the highest certified number here.
+func (s *Server) certTop() uint64 {
+	s.cert.mu.Lock()
+	defer s.cert.mu.Unlock()
+	return s.cert.top
+}
+
+// keepCert stores a verified certificate (the first of its number wins:
+// any one proves the attempt over) and reports whether it was new.
+func (s *Server) keepCert(c *wire.Cert) bool {
+	b := c.Marshal()
+	s.cert.mu.Lock()
+	defer s.cert.mu.Unlock()
+	if _, ok := s.cert.certs[c.Number]; ok || c.Number+certKeep <= s.cert.top {
+		return false
+	}
+	dir := filepath.Join(s.cfg.DataDir, CertDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		s.log.Error("certificate not saved", "err", err)
+		return false
+	}
+	if err := writeFileDurably(filepath.Join(dir, strconv.FormatUint(c.Number, 10)), b); err != nil {
+		s.log.Error("certificate not saved", "err", err)
+		return false
+	}
+	s.cert.certs[c.Number] = b
+	if c.Number > s.cert.top {
+		s.cert.top = c.Number
+	}
+	for n := range s.cert.certs {
+		if n+certKeep <= s.cert.top {
+			delete(s.cert.certs, n)
+			_ = os.Remove(filepath.Join(dir, strconv.FormatUint(n, 10)))
+		}
+	}
+	for n := range s.cert.votes {
+		if n <= s.cert.top {
+			delete(s.cert.votes, n)
+		}
+	}
+	s.log.Info("epoch number certified", "number", c.Number, "kind", c.Kind)
+	return true
+}
+
+// addCert keeps a verified certificate and moves this server's number up
+// to it: it never signs an open descriptor of a certified number. Call
+// without s.mu.
+func (s *Server) addCert(c *wire.Cert) {
+	if !s.keepCert(c) {
+		return
+	}
+	s.mu.Lock()
+	s.raiseNumberLocked(c.Number)
+	s.mu.Unlock()
+}
+
+// addCertLocked is addCert with s.mu held.
+func (s *Server) addCertLocked(c *wire.Cert) {
+	if s.keepCert(c) {
+		s.raiseNumberLocked(c.Number)
+	}
+}
+
+// raiseNumberLocked moves the last number to n if above, on disk first,
+// and restarts the leader timeout (a number ended). Call with s.mu held.
+func (s *Server) raiseNumberLocked(n uint64) {
+	if n > s.number {
+		if err := saveEpochNumber(s.cfg.DataDir, n); err != nil {
+			s.log.Error("epoch number not saved", "err", err)
+			return
+		}
+		s.number = n
+	}
+	s.progressed()
+	s.notify()
+}
+
+// loadCerts reads the certificates of dir (the newest certKeep).
+func loadCerts(dir string) (map[uint64][]byte, uint64, error) {
+	out := map[uint64][]byte{}
+	ents, err := os.ReadDir(filepath.Join(dir, CertDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("node: read certificates: %w", err)
+	}
+	var nums []uint64
+	for _, e := range ents {
+		if n, err := strconv.ParseUint(e.Name(), 10, 64); err == nil && n > 0 {
+			nums = append(nums, n)
+		}
+	}
+	sort.Slice(nums, func(i, j int) bool { return nums[i] > nums[j] })
+	var top uint64
+	for _, n := range nums[:min(len(nums), certKeep)] {
+		path := filepath.Join(dir, CertDir, strconv.FormatUint(n, 10))
+		if fi, err := os.Stat(path); err != nil || fi.Size() > wire.MaxCertSize {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		var c wire.Cert
+		if err != nil || c.Unmarshal(b) != nil || c.Number != n {
+			continue
+		}
+		out[n] = b
+		top = max(top, n)
+	}
+	return out, top, nil
+}
+
+// finalCert is the certificate of a final descriptor whose signatures
+// checkSigned verified.
+func finalCert(sd *wire.Signed, v *view) *wire.Cert {
+	c := &wire.Cert{Kind: wire.CertFinal, Number: sd.Desc.Number, Epoch: v.id, Digest: sha256.Sum256(sd.Desc.Marshal()), Chain: chainIDs(v.chain)}
+	for i, sg := range sd.Sigs {
+		c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: sg})
+	}
+	return c
+}
+
+// certifyAbortLocked keeps the abort certificate of e, which a's signer
+// ended: only for an epoch opened here (its open signatures are the
+// certificate's) and not finalised (its final descriptor is). Call with
+// s.mu held.
+func (s *Server) certifyAbortLocked(e *sepoch, a *wire.Abort) {
+	if e.final != nil || e.openSigs == nil || a.Number != e.v.desc.Number || a.Epoch != e.v.id {
+		return
+	}
+	c := &wire.Cert{Kind: wire.CertAbort, Number: a.Number, Epoch: e.v.id, Chain: chainIDs(e.v.chain), Abort: a.Marshal()}
+	for i, sg := range e.openSigs {
+		c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: sg})
+	}
+	s.addCertLocked(c)
+}
+
+// previousCert is the certificate a Prepare of n carries: that of n−1
+// (none for 1).
+func (s *Server) previousCert(n uint64) (wire.Cert, error) {
+	if n <= 1 {
+		return wire.Cert{}, nil
+	}
+	c, ok := s.certOf(n - 1)
+	if !ok {
+		return wire.Cert{}, fmt.Errorf("node: no certificate of epoch %d here", n-1)
+	}
+	return *c, nil
+}
+
+// checkPrevious is the certificate rule of a Prepare of n: the certificate
+// of n−1 verifies against the servers known here (number 1 has none, and
+// only a server with no certificate takes it). A verified certificate is
+// kept. Never call with s.mu held.
+func (s *Server) checkPrevious(n uint64, c *wire.Cert) error {
+	if n == 1 {
+		if c.Kind != wire.CertNone {
+			return errors.New("node: epoch 1 with a previous certificate")
+		}
+		if s.certTop() > 0 {
+			return errors.New("node: epoch 1 after certified epochs")
+		}
+		return nil
+	}
+	if c.Number != n-1 {
+		return fmt.Errorf("node: epoch %d with the certificate of %d", n, c.Number)
+	}
+	if mine, ok := s.certOf(c.Number); ok && bytes.Equal(mine.Marshal(), c.Marshal()) {
+		// Kept here: verified when it came.
+		return nil
+	}
+	// Another certificate of a number certified here may be as good (a
+	// timeout and an abort of one attempt), but it goes into the
+	// descriptor: it must verify too.
+	if err := verifyCert(c, s.knownServers()); err != nil {
+		return err
+	}
+	if c.Number > s.certTop()+1 {
+		// Numbers between are missing here: fetch them meanwhile.
+		s.pokeSync()
+	}
+	s.addCert(c)
+	return nil
+}
+
+// voteTimeout signs that no open descriptor of n came within T_lead here,
+// keeps the vote and sends it to the other servers of chain.
+func (s *Server) voteTimeout(n uint64, chain []peer.ID) {
+	ids := chainIDs(chain)
+	pos := -1
+	for i, p := range chain {
+		if p == s.h.ID() {
+			pos = i
+		}
+	}
+	if pos < 0 || pos == int(n%uint64(len(chain))) {
+		return
+	}
+	sig, err := sign(s.priv, timeoutDigest(n, ids))
+	if err != nil {
+		s.log.Error("timeout unsigned", "err", err)
+		return
+	}
+	v := &wire.Cert{Kind: wire.CertTimeout, Number: n, Chain: ids, Sigs: []wire.CertSig{{Index: uint16(pos), Sig: sig}}}
+	s.log.Info("leader silent: timeout signed", "number", n, "leader", leaderOf(n, chain).ShortString())
+	s.noteVote(v)
+	body := v.Marshal()
+	var others []peer.ID
+	for _, p := range chain {
+		if p != s.h.ID() {
+			others = append(others, p)
+		}
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
+		defer cancel()
+		_, _ = s.each(ctx, others, request{Proto: ProtoEpoch, Type: wire.TypeTimeoutVote, Body: body, Timeout: shortTimeout})
+	}()
+}
+
+// onTimeoutVote takes a roster server's own signed timeout of a number: the
+// sender is its signer and the number is this server's next (or a little
+// ahead) before the signature is checked.
+func (s *Server) onTimeoutVote(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var v wire.Cert
+	if err := v.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	if v.Kind != wire.CertTimeout || len(v.Sigs) != 1 || len(v.Chain) < 2 {
+		return 0, nil, errors.New("node: a timeout vote is one server's timeout signature")
+	}
+	if peer.ID(v.Chain[v.Sigs[0].Index]) != from || s.roster.get(from) == nil {
+		return 0, nil, errors.New("node: timeout vote not from its signer, a roster server")
+	}
+	top := s.certTop()
+	switch {
+	case v.Number <= top:
+		return wire.TypeAck, ack, nil
+	case v.Number > top+maxVoteAhead:
+		s.pokeSync()
+		return wire.TypeAck, ack, nil
+	case v.Number > top+1:
+		s.pokeSync()
+	}
+	if int(v.Sigs[0].Index) == int(v.Number%uint64(len(v.Chain))) {
+		return 0, nil, errors.New("node: timeout vote by the number's leader")
+	}
+	if err := verifyPeerSig(from, timeoutDigest(v.Number, v.Chain), v.Sigs[0].Sig); err != nil {
+		return 0, nil, err
+	}
+	s.noteVote(&v)
+	return wire.TypeAck, ack, nil
+}
+
+// noteVote adds a verified vote and, once its chain has a quorum that
+// verifies here, keeps the timeout certificate.
+func (s *Server) noteVote(v *wire.Cert) {
+	var e wire.Enc
+	for _, p := range v.Chain {
+		e.Bytes(p)
+	}
+	h := sha256.Sum256(e.B)
+	signer := string(v.Chain[v.Sigs[0].Index])
+	var c *wire.Cert
+	s.cert.mu.Lock()
+	if s.cert.votes == nil {
+		s.cert.votes = map[uint64]*numVotes{}
+	}
+	nv := s.cert.votes[v.Number]
+	if nv == nil {
+		nv = &numVotes{sets: map[[32]byte]*voteSet{}, by: map[string][32]byte{}}
+		s.cert.votes[v.Number] = nv
+	}
+	// One vote a signer: a new one replaces its last.
+	if old, ok := nv.by[signer]; ok && old != h {
+		if prev := nv.sets[old]; prev != nil {
+			for i, p := range prev.chain {
+				if string(p) == signer {
+					delete(prev.sigs, uint16(i))
+				}
+			}
+			if len(prev.sigs) == 0 {
+				delete(nv.sets, old)
+			}
+		}
+		delete(nv.by, signer)
+	}
+	var vs *voteSet
+	if _, ok := nv.by[signer]; ok || len(nv.by) < maxVoters {
+		nv.by[signer] = h
+		vs = nv.sets[h]
+		if vs == nil {
+			vs = &voteSet{chain: v.Chain, sigs: map[uint16][64]byte{}}
+			nv.sets[h] = vs
+		}
+	}
+	if vs != nil {
+		vs.sigs[v.Sigs[0].Index] = v.Sigs[0].Sig
+		if len(vs.sigs) >= timeoutQuorum(len(vs.chain)) {
+			c = &wire.Cert{Kind: wire.CertTimeout, Number: v.Number, Chain: vs.chain}
+			for i, sg := range vs.sigs {
+				c.Sigs = append(c.Sigs, wire.CertSig{Index: i, Sig: sg})
+			}
+			sort.Slice(c.Sigs, func(i, j int) bool { return c.Sigs[i].Index < c.Sigs[j].Index })
+		}
+	}
+	s.cert.mu.Unlock()
+	if c == nil {
+		return
+	}
+	if err := verifyCert(c, s.knownServers()); err != nil {
+		s.log.Debug("timeout votes do not certify yet", "number", c.Number, "err", err)
+		return
+	}
+	s.addCert(c)
+}
+
+// onCertReq serves a roster server's request for the kept certificates
+// from a number on: one page, oldest first.
+func (s *Server) onCertReq(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var r wire.CertReq
+	if err := r.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	if s.roster.get(from) == nil {
+		return 0, nil, errors.New("node: certificates only for roster servers")
+	}
+	s.cert.mu.Lock()
+	var nums []uint64
+	for n := range s.cert.certs {
+		if n >= r.From {
+			nums = append(nums, n)
+		}
+	}
+	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
+	var page wire.Certs
+	for _, n := range nums[:min(len(nums), wire.MaxCertPage)] {
+		var c wire.Cert
+		if c.Unmarshal(s.cert.certs[n]) == nil {
+			page.Certs = append(page.Certs, c)
+		}
+	}
+	s.cert.mu.Unlock()
+	return wire.TypeCerts, page.Marshal(), nil
+}
+
+// pokeSync asks the certificate loop for a catch-up now.
+func (s *Server) pokeSync() {
+	select {
+	case s.cert.poke <- struct{}{}:
+	default:
+	}
+}
+
+// certLoop catches up from roster servers' certificates at start (as soon
+// as one answers), when poked (a refused Prepare, a vote or certificate
+// ahead) and every certSyncEvery while no epoch runs here.
+func (s *Server) certLoop(ctx context.Context) {
+	asked := false
+	for {
+		every := certSyncEvery
+		if !asked {
+			every = certSyncStart
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.cert.poke:
+		case <-time.After(every):
+			s.mu.Lock()
+			run := s.running()
+			s.mu.Unlock()
+			if run && asked {
+				continue
+			}
+		}
+		asked = s.syncCerts(ctx) || asked
+	}
+}
+
+// syncCerts asks roster servers, one after the other until one has any,
+// for the certificates after this server's last, verifies them and moves
+// its number: each certificate after the first of a catch-up must be of
+// the number after the one before (a chain), and the first stays within
+// the bounds of checkEpochNumber above this server's last number. It
+// reports whether a roster server answered.
+func (s *Server) syncCerts(ctx context.Context) bool {
+	var peers []peer.ID
+	for _, p := range s.chain() {
+		if p != s.h.ID() {
+			peers = append(peers, p)
+		}
+	}
+	if len(peers) == 0 {
+		return false
+	}
+	s.cert.mu.Lock()
+	s.cert.ask++
+	start := s.cert.ask
+	s.cert.mu.Unlock()
+	answered := false
+	for i := range min(len(peers), 3) {
+		p := peers[(start+i)%len(peers)]
+		got, ok := s.syncFrom(ctx, p)
+		answered = answered || ok
+		if got {
+			break
+		}
+	}
+	return answered
+}
+
+// syncFrom catches up from p; it reports whether p had any certificate
+// past this server's last, and whether it answered.
+func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered bool) {
+	first := true
+	for range maxSyncPages {
+		top := s.certTop()
+		ctx, cancel := context.WithTimeout(ctx, shortTimeout)
+		rep, err := call(ctx, s.h, p, request{Proto: ProtoEpoch, Type: wire.TypeCertReq, Body: (&wire.CertReq{From: top + 1}).Marshal(), Timeout: shortTimeout})
+		cancel()
+		if err != nil {
+			s.log.Debug("certificates not fetched", "peer", p.ShortString(), "err", err)
+			return got, answered
+		}
+		answered = true
+		var page wire.Certs
+		if err := page.Unmarshal(rep); err != nil {
+			s.log.Warn("certificates malformed", "peer", p.ShortString(), "err", err)
+			return got, answered
+		}
+		if len(page.Certs) == 0 {
+			return got, answered
+		}
+		known := s.knownServers()
+		for i := range page.Certs {
+			c := &page.Certs[i]
+			if c.Number <= top {
+				continue
+			}
+			if first {
+				if err := checkEpochNumber(s.lastNumber(), c.Number); c.Number != top+1 && err != nil {
+					s.log.Warn("certificate out of bounds", "peer", p.ShortString(), "err", err)
+					return got, answered
+				}
+			} else if c.Number != top+1 {
+				s.log.Warn("certificates not a chain", "peer", p.ShortString(), "number", c.Number, "after", top)
+				return got, answered
+			}
+			if err := verifyCert(c, known); err != nil {
+				s.log.Warn("certificate refused", "peer", p.ShortString(), "err", err)
+				return got, answered
+			}
+			s.addCert(c)
+			for _, q := range c.Chain {
+				known[peer.ID(q)] = true
+			}
+			top, first, got = c.Number, false, true
+		}
+		if len(page.Certs) < wire.MaxCertPage {
+			return got, answered
+		}
+	}
+	return got, answered
+}

@@ -1,0 +1,322 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/store"
+)
+
+// Exclusion by long-term key (docs/protocol.md §8 "After a blame"). When a
+// blame names a client's slot, its primary publishes the long-term key
+// evidence it kept (KeyEvidence); every server checks the signature
+// against the slot's registration key in the final descriptor and, once it
+// has named that slot itself, excludes the key for 1, 2, 4, … epochs on
+// each repeat, on disk (store bucket key-excluded). Every server refuses
+// registrations from an excluded key when it is a primary. A primary also
+// keeps a small record of its own clients' keys (key-seen): the last epoch
+// each held its slot to the end unnamed, and how often its slot ran dry;
+// the admission order (admission.go) reads it.
+
+// maxKeysSeen bounds a primary's record of its clients' keys; beyond it
+// the key with the oldest clean epoch is dropped.
+const maxKeysSeen = 1 << 14
+
+// ltEntry is what a primary keeps of one registration's long-term key.
+type ltEntry struct {
+	key [32]byte
+	sig [64]byte
+}
+
+// keyState is the long-term key records, cached from the store. mu is a
+// leaf lock: nothing is locked while holding it.
+type keyState struct {
+	mu       sync.Mutex
+	loaded   bool
+	excluded map[[32]byte]store.KeyExclusion
+	seen     map[[32]byte]store.KeySeen
+}
+
+// keyRecorder is a ChunkStore that keeps long-term key records.
+type keyRecorder interface {
+	PutKeyExclusion([32]byte, store.KeyExclusion) error
+	KeyExclusions() (map[[32]byte]store.KeyExclusion, error)
+	PutKeySeen([32]byte, store.KeySeen) error
+	DeleteKeySeen([32]byte) error
+	KeysSeen() (map[[32]byte]store.KeySeen, error)
+}
+
+func (b *boltStore) PutKeyExclusion(k [32]byte, x store.KeyExclusion) error {
+	return b.st.PutKeyExclusion(k, x)
+}
+func (b *boltStore) KeyExclusions() (map[[32]byte]store.KeyExclusion, error) {
+	return b.st.KeyExclusions()
+}
+func (b *boltStore) PutKeySeen(k [32]byte, r store.KeySeen) error { return b.st.PutKeySeen(k, r) }
+func (b *boltStore) DeleteKeySeen(k [32]byte) error               { return b.st.DeleteKeySeen(k) }
+func (b *boltStore) KeysSeen() (map[[32]byte]store.KeySeen, error) {
+	return b.st.KeysSeen()
+}
+
+// keysLocked loads the records once. Call with s.keys.mu held.
+func (s *Server) keysLocked() {
+	ks := &s.keys
+	if ks.loaded {
+		return
+	}
+	ks.loaded = true
+	ks.excluded, ks.seen = map[[32]byte]store.KeyExclusion{}, map[[32]byte]store.KeySeen{}
+	kr, ok := s.store.(keyRecorder)
+	if !ok {
+		return
+	}
+	x, err := kr.KeyExclusions()
+	if err != nil {
+		s.log.Error("long-term key exclusions unreadable", "err", err)
+	} else {
+		ks.excluded = x
+	}
+	seen, err := kr.KeysSeen()
+	if err != nil {
+		s.log.Error("long-term key records unreadable", "err", err)
+	} else {
+		ks.seen = seen
+	}
+}
+
+// keyExcluded reports whether a long-term key is refused in epoch number,
+// and up to which epoch.
+func (s *Server) keyExcluded(key [32]byte, number uint64) (uint64, bool) {
+	s.keys.mu.Lock()
+	defer s.keys.mu.Unlock()
+	s.keysLocked()
+	x, ok := s.keys.excluded[key]
+	return x.Until, ok && number <= x.Until
+}
+
+// keySeen returns this primary's record of one of its clients' keys.
+func (s *Server) keySeen(key [32]byte) (store.KeySeen, bool) {
+	s.keys.mu.Lock()
+	defer s.keys.mu.Unlock()
+	s.keysLocked()
+	r, ok := s.keys.seen[key]
+	return r, ok
+}
+
+// strikeKey counts one more blame against a long-term key named in epoch
+// number and returns until which epoch number it is excluded: 1, 2, 4, …
+// epochs after number, capped at 2^maxExcludeShift. The record, with the
+// evidence, is on disk before this returns; the key loses its clean record.
+func (s *Server) strikeKey(key [32]byte, number uint64, evidence []byte) uint64 {
+	s.keys.mu.Lock()
+	defer s.keys.mu.Unlock()
+	s.keysLocked()
+	x := s.keys.excluded[key]
+	x.Strikes++
+	shift := min(int(x.Strikes)-1, maxExcludeShift)
+	x.Until = max(x.Until, number+uint64(excludeEpochs)<<shift)
+	x.Evidence = append([]byte(nil), evidence...)
+	s.keys.excluded[key] = x
+	_, hadSeen := s.keys.seen[key]
+	delete(s.keys.seen, key)
+	if kr, ok := s.store.(keyRecorder); ok {
+		if err := kr.PutKeyExclusion(key, x); err != nil {
+			s.log.Error("long-term key exclusion not stored", "err", err)
+		}
+		if hadSeen {
+			if err := kr.DeleteKeySeen(key); err != nil {
+				s.log.Error("long-term key record not dropped", "err", err)
+			}
+		}
+	}
+	return x.Until
+}
+
+// noteClientEnd records how a client of this primary ended epoch number:
+// its slot ran dry (dry), or it held it to the end unnamed (a clean
+// epoch, which also halves its dry count). An excluded key gets no record.
+func (s *Server) noteClientEnd(key [32]byte, number uint64, dry bool) {
+	s.keys.mu.Lock()
+	defer s.keys.mu.Unlock()
+	s.keysLocked()
+	if x, ok := s.keys.excluded[key]; ok && number <= x.Until {
+		return
+	}
+	r, known := s.keys.seen[key]
+	if dry {
+		r.Dry++
+	} else {
+		r.Clean, r.Dry = number, r.Dry/2
+	}
+	kr, _ := s.store.(keyRecorder)
+	if !known && len(s.keys.seen) >= maxKeysSeen {
+		var oldest [32]byte
+		first := true
+		for k, v := range s.keys.seen {
+			if first || v.Clean < s.keys.seen[oldest].Clean {
+				oldest, first = k, false
+			}
+		}
+		delete(s.keys.seen, oldest)
+		if kr != nil {
+			if err := kr.DeleteKeySeen(oldest); err != nil {
+				s.log.Error("long-term key record not dropped", "err", err)
+			}
+		}
+	}
+	s.keys.seen[key] = r
+	if kr != nil {
+		if err := kr.PutKeySeen(key, r); err != nil {
+			s.log.Error("long-term key record not stored", "err", err)
+		}
+	}
+}
+
+// recordClients notes, at an epoch's end, how each client of this primary
+// ended it (§5.4: a dry slot lowers its key's priority; a clean epoch makes
+// it a returning client). An epoch in which no round ran judges nobody. A
+// slot ran dry when its client left with its cover window spent (e.dry),
+// or, in an epoch that ended before its last round, when it holds no onion
+// for the first round without a final list (a client that submits W rounds
+// ahead has sent it long before) and its client did not hand over cover
+// and leave.
+func (s *Server) recordClients(e *sepoch) {
+	s.mu.Lock()
+	if e.final == nil || e.listHigh == 0 {
+		s.mu.Unlock()
+		return
+	}
+	type end struct {
+		key [32]byte
+		dry bool
+	}
+	var ends []end
+	next, rounds := e.listHigh, e.final.desc.Params.Rounds
+	for i, c := range e.final.desc.Clients {
+		if int(c.Primary) != e.pos || e.named[i] {
+			continue
+		}
+		lt, ok := e.lt[c.RegKey]
+		if !ok {
+			continue
+		}
+		sl := uint32(i)
+		dry := e.dry[sl]
+		if !dry && next < rounds && !e.departed[sl] && !e.handedOver(sl, next) {
+			x := e.rounds[next]
+			if x == nil {
+				dry = true
+			} else {
+				_, has := x.subs[sl]
+				dry = !has
+			}
+		}
+		ends = append(ends, end{lt.key, dry})
+	}
+	number := e.final.desc.Number
+	s.mu.Unlock()
+	for _, x := range ends {
+		s.noteClientEnd(x.key, number, x.dry)
+	}
+}
+
+// clientNamed follows a blame that named client slot slot of e here: the
+// slot's primary publishes the long-term key evidence it kept, and every
+// server that holds checked evidence for the slot excludes the key.
+// Without s.mu.
+func (s *Server) clientNamed(e *sepoch, slot int) {
+	s.mu.Lock()
+	if e.named == nil {
+		e.named, e.keyDone = map[int]bool{}, map[int]bool{}
+	}
+	e.named[slot] = true
+	if e.keyDone[slot] {
+		s.mu.Unlock()
+		return
+	}
+	var ev *wire.KeyEvidence
+	own := false
+	cl := e.final.desc.Clients[slot]
+	if lt, ok := e.lt[cl.RegKey]; ok && int(cl.Primary) == e.pos {
+		ev, own = &wire.KeyEvidence{Epoch: e.final.id, Slot: uint32(slot), LTKey: lt.key, LTSig: lt.sig}, true
+	} else if p, ok := e.keyEv[slot]; ok {
+		ev = &p
+	}
+	if ev != nil {
+		e.keyDone[slot] = true
+	}
+	s.mu.Unlock()
+	if ev == nil {
+		return
+	}
+	body := ev.Marshal()
+	s.excludeKey(e, ev, body)
+	if own {
+		if err := s.sendEvidence(e, wire.TypeKeyEvidence, body, shortTimeout, -1); err != nil {
+			s.log.Warn("long-term key evidence not delivered everywhere", "err", err)
+		}
+	}
+}
+
+// excludeKey applies checked key evidence of a slot named here.
+func (s *Server) excludeKey(e *sepoch, ev *wire.KeyEvidence, body []byte) {
+	until := s.strikeKey(ev.LTKey, e.final.desc.Number, body)
+	// The slot is the culprit's own; no honest client is tied to it.
+	s.log.Warn("round blame: the culprit client's long-term key is excluded", "epoch", fmt.Sprintf("%x", e.final.id[:6]),
+		"culprit", fmt.Sprintf("client in slot %d", ev.Slot), "key", fmt.Sprintf("%x", ev.LTKey[:8]), "until", until, "evidence", fmt.Sprintf("%x", body))
+}
+
+// onKeyEvidence takes a primary's long-term key evidence for a slot: the
+// signature must verify over (epoch id, the slot's registration key of the
+// final descriptor), or it is refused and excludes nobody. The key is
+// excluded once this server has itself named the slot.
+func (s *Server) onKeyEvidence(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var ev wire.KeyEvidence
+	if err := ev.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(ev.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	if !fromChain(e, from) {
+		return 0, nil, errors.New("node: key evidence not from a chain server")
+	}
+	if s.refuseEvidence(wire.TypeKeyEvidence) {
+		return 0, nil, errors.New("node: evidence refused (test hook)")
+	}
+	if int(ev.Slot) >= e.n() {
+		return 0, nil, errors.New("node: key evidence for a slot beyond the epoch's")
+	}
+	if err := verifyLongTerm(ev.LTKey, ev.Epoch, e.final.desc.Clients[ev.Slot].RegKey, ev.LTSig); err != nil {
+		return 0, nil, fmt.Errorf("node: key evidence: %w", err)
+	}
+	slot := int(ev.Slot)
+	s.mu.Lock()
+	if e.named == nil {
+		e.named, e.keyDone = map[int]bool{}, map[int]bool{}
+	}
+	if e.keyDone[slot] {
+		s.mu.Unlock()
+		return wire.TypeAck, ack, nil
+	}
+	if !e.named[slot] {
+		// Not named here (yet): kept until this server's own verdict.
+		if e.keyEv == nil {
+			e.keyEv = map[int]wire.KeyEvidence{}
+		}
+		if _, ok := e.keyEv[slot]; !ok {
+			e.keyEv[slot] = ev
+		}
+		s.mu.Unlock()
+		return wire.TypeAck, ack, nil
+	}
+	e.keyDone[slot] = true
+	s.mu.Unlock()
+	s.excludeKey(e, &ev, body)
+	return wire.TypeAck, ack, nil
+}
