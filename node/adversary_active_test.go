@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/store"
 )
 
 // The active linking adversary (docs/anonymity.md, "How it is tested"):
@@ -290,5 +293,195 @@ func TestAdversarySpoiledAnswers(t *testing.T) {
 	}
 	if float64(ctl.wins) <= ctl.bound() {
 		t.Errorf("control: repeats of spoiled chunks are not exploited: %s; the adversary is broken", ctl)
+	}
+}
+
+// gapTrial is one file of the index-gap adversary.
+type gapTrial struct {
+	id              [32]byte // the file's data chunk
+	victim, fetcher int
+	pub             int // epochs joined when its share returned
+}
+
+// TestAdversaryIndexGap (§7 v3): the victims' primaries, two corrupt
+// servers of three, leave a fresh file's manifest out of the index they
+// send one victim, and guess that the victim is the file's fetcher if
+// nobody asks for the file's chunk in the two epochs after it was
+// published. The test makes the victim the fetcher with probability ½
+// (else another client), so chance is ½. Victims 0, 1, 6 and 7 complete
+// their copy from another server when the signed lists name a manifest
+// their primary left out (indexsync.go); victims 3 and 4, the positive
+// control, take their primary's copy as whole (NoGapFill, switched on in
+// the test only), and their fetch never starts. Every client shares a
+// file of one chunk after another; a trial is one file. Trials are
+// independent coins (variance p(1−p)).
+func TestAdversaryIndexGap(t *testing.T) {
+	const m, n = 3, 8
+	target := 28 // trials of each kind: 28 coins have a z = 4 bound of 0.88
+	switch {
+	case os.Getenv("RIFFLE_LONG") != "":
+		target = 300
+	case testing.Short():
+		target = 24
+	}
+	p := testParams(4)
+	honest, control := []int{0, 1, 6, 7}, []int{3, 4}
+	isControl := map[int]bool{3: true, 4: true}
+	rec := newAdvRecord()
+	var (
+		mu     sync.Mutex
+		order  [][32]byte
+		omit   = map[peer.ID][][32]byte{} // victim → data chunks whose manifests are left out
+		trials []gapTrial
+		ids    = make([]peer.ID, n)
+	)
+	tn := startAnonNet(t, m, 0, 0, p, func(i int, c *ServerConfig) {
+		o := rec.server(i)
+		if i < 2 {
+			o.IndexReply = func(to peer.ID, mans []store.Manifest) []store.Manifest {
+				mu.Lock()
+				defer mu.Unlock()
+				var out []store.Manifest
+			next:
+				for _, mf := range mans {
+					for _, id := range omit[to] {
+						if bytes.Contains(mf.Data, id[:]) {
+							continue next
+						}
+					}
+					out = append(out, mf)
+				}
+				return out
+			}
+		}
+		c.observe = o
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var clients []*Client
+	for i := 0; i < n; i++ {
+		o := rec.client(i)
+		joined := o.Joined
+		o.Joined = func(epoch [32]byte, slot uint32, ps []byte) {
+			joined(epoch, slot, ps)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, e := range order {
+				if e == epoch {
+					return
+				}
+			}
+			order = append(order, epoch)
+		}
+		o.NoGapFill = isControl[i]
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), observe: o, jobEpochs: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clients = append(clients, c)
+		ids[i] = c.h.ID()
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }()
+	for u := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(u), 7))
+			for k := 0; runCtx.Err() == nil; k++ {
+				pool := honest
+				if k%2 == 1 {
+					pool = control
+				}
+				v := pool[rng.IntN(len(pool))]
+				if v == u {
+					continue
+				}
+				f := v
+				if rng.IntN(2) == 1 {
+					for f == v || f == u {
+						f = rng.IntN(n)
+					}
+				}
+				data := anonRand(t, int(p.ChunkSize)/2)
+				id := [32]byte(chunker.Sum(data))
+				mu.Lock()
+				omit[ids[v]] = append(omit[ids[v]], id)
+				mu.Unlock()
+				link, err := clients[u].Share(runCtx, bytes.NewReader(data), fmt.Sprintf("g%d-%d.bin", u, k), false)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				trials = append(trials, gapTrial{id: id, victim: v, fetcher: f, pub: len(order)})
+				mu.Unlock()
+				dir := t.TempDir()
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					clients[f].Get(runCtx, link, dir) // a control victim's never starts
+				}()
+			}
+		}()
+	}
+	play := func() (null, ctl *tally) {
+		null, ctl = &tally{}, &tally{}
+		mu.Lock()
+		defer mu.Unlock()
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		asked := map[[32]byte]map[[32]byte]bool{} // epoch → ids requested
+		for k, l := range rec.reqs {
+			if asked[k.epoch] == nil {
+				asked[k.epoch] = map[[32]byte]bool{}
+			}
+			for _, id := range l {
+				asked[k.epoch][id] = true
+			}
+		}
+		for _, tr := range trials {
+			if tr.pub+2 > len(order) || !rec.ended(order[tr.pub], p.Rounds) || !rec.ended(order[tr.pub+1], p.Rounds) {
+				continue
+			}
+			requested := asked[order[tr.pub]][tr.id] || asked[order[tr.pub+1]][tr.id]
+			tl := null
+			if isControl[tr.victim] {
+				tl = ctl
+			}
+			tl.add(!requested == (tr.fetcher == tr.victim), 0.5, 0.25)
+		}
+		return null, ctl
+	}
+	var null, ctl *tally
+	for {
+		null, ctl = play()
+		if null.trials >= target && ctl.trials >= target {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("only %d and %d trials", null.trials, ctl.trials)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	stop()
+	mu.Lock()
+	epochs := len(order)
+	mu.Unlock()
+	gaps, filled := 0, 0
+	for _, v := range honest {
+		st := clients[v].Stats()
+		gaps, filled = gaps+st.IndexGaps, filled+st.IndexFilled
+	}
+	t.Logf("index gap, m = %d, n = %d, %d epochs: victims that fill the gap %s (%d gaps, %d filled); victims that do not (control) %s", m, n, epochs, null, gaps, filled, ctl)
+	if gaps == 0 || filled != gaps {
+		t.Errorf("the victims that fill gaps saw %d and filled %d: the adversary left nothing out", gaps, filled)
+	}
+	if float64(null.wins) > null.bound() {
+		t.Errorf("the adversary tells from an index gap who fetches, above chance: %s", null)
+	}
+	if float64(ctl.wins) <= ctl.bound() {
+		t.Errorf("control: a gap left unfilled is not exploited: %s; the adversary is broken", ctl)
 	}
 }

@@ -70,6 +70,11 @@ type testClientObserver struct {
 	// corrupted is asked for again in the next epoch, as a naive client
 	// would.
 	RetryCorrupted bool
+	// NoGapFill breaks §7 (v3) on purpose, for the positive control of
+	// the active adversary that leaves a manifest out of one client's
+	// index: the client takes its primary's copy as whole and completes
+	// it from no other server.
+	NoGapFill bool
 }
 
 // observeClient returns the handlers of the client and PIR protocols,
