@@ -66,3 +66,23 @@ func anonRand(t testing.TB, n int) []byte {
 	}
 	return b
 }
+
+// startPair starts two clients that join at once: up with primary 1 and
+// down with primary 0, whose progress lines go to progress (nil: none).
+// Both close when the test ends.
+func (tn *anonNet) startPair(ctx context.Context, t testing.TB, progress io.Writer) (up, down *Client) {
+	t.Helper()
+	for i, c := range []**Client{&up, &down} {
+		cfg := ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1-i].Addrs()[0].String(), Logger: anonLogger()}
+		if i == 1 {
+			cfg.Progress = progress
+		}
+		cl, err := NewClient(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cl.Close() })
+		*c = cl
+	}
+	return up, down
+}

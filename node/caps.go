@@ -40,6 +40,8 @@ func (s *Server) epochCaps(t wire.Type) int {
 		return 64
 	case wire.TypeTimeoutVote:
 		return wire.MaxCertSize
+	case wire.TypeWouldServe:
+		return 64 << 10
 	case wire.TypeCertReq:
 		return 64
 	}
@@ -54,6 +56,8 @@ func (s *Server) roundCaps(t wire.Type) int {
 		return 64 << 20
 	case wire.TypeRoot:
 		return 256
+	case wire.TypeGetBatch, wire.TypeLack:
+		return wire.BatchRefSize
 	case wire.TypeEquivocation, wire.TypeDoubleSubmit, wire.TypeKeyEvidence:
 		return 512
 	case wire.TypeGetChunk:
@@ -121,6 +125,7 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		// certs.go: a vote is acknowledged; a request gets one page.
 		wire.TypeTimeoutVote: ackReply,
 		wire.TypeCertReq:     {wire.TypeCerts, wire.MaxCertsSize},
+		wire.TypeWouldServe:  ackReply,
 		// a step holds one onion (the caller gives the epoch's tighter cap).
 		wire.TypeBlameReq: {wire.TypeBlameStep, mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers) + 4096},
 	},
@@ -136,6 +141,8 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeProposal:     {wire.TypeSig, sigCap},
 		wire.TypeRoundList:    ackReply,
 		wire.TypeGetChunk:     {wire.TypeChunk, MaxChunkSize + 64},
+		wire.TypeGetBatch:     {wire.TypeBatch, wire.MaxFrame},
+		wire.TypeLack:         ackReply,
 	},
 	ProtoClient: {
 		wire.TypeWaitOpen: {wire.TypeSigned, signedCap},

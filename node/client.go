@@ -109,6 +109,10 @@ type Client struct {
 	// trusted is the current epoch's anonymity set counted over the
 	// servers this client trusts (client_anon.go).
 	trusted int
+	// lastGroup is the chain of the last open descriptor taken (its
+	// previous certificate verified): what the next one's verifies
+	// against (clientCheckPrevious).
+	lastGroup []peer.ID
 	// held: chunks this client published or fetched (at most maxHeld),
 	// for local views only (Holds): they never choose a request.
 	held map[[32]byte]bool

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/pir"
@@ -150,7 +152,53 @@ func (c *Client) openView(ctx context.Context, last [32]byte) (*view, int, error
 			return v, 0, fmt.Errorf("node: epoch refused: required server %s not in the chain", r.String())
 		}
 	}
+	c.mu.Lock()
+	group := c.lastGroup
+	c.mu.Unlock()
+	if err := clientCheckPrevious(&open.Desc, v.chain, group, c.primary, c.cfg.Require); err != nil {
+		return v, 0, fmt.Errorf("node: epoch refused: %w", err)
+	}
+	c.mu.Lock()
+	c.lastGroup = v.chain
+	c.mu.Unlock()
 	return v, pidx, nil
+}
+
+// clientCheckPrevious is a client's check of the certificate a descriptor
+// carries (§3 "Epoch numbers and leaders"): none for number 1, else the
+// certificate of number − 1, verifying against the servers this client
+// knows: the group of the last descriptor it took (last), its primary and
+// its required servers. A client that took no descriptor yet knows the
+// group of this one instead, every server of which (its primary among
+// them) signed it with the certificate inside.
+func clientCheckPrevious(d *wire.Descriptor, chain, last []peer.ID, primary peer.ID, require []peer.ID) error {
+	c := &d.Previous
+	if d.Number <= 1 {
+		if c.Kind != wire.CertNone {
+			return errors.New("epoch 1 carries a previous certificate")
+		}
+		return nil
+	}
+	if c.Kind == wire.CertNone {
+		return fmt.Errorf("epoch number %d carries no certificate of %d", d.Number, d.Number-1)
+	}
+	if c.Number != d.Number-1 {
+		return fmt.Errorf("epoch number %d carries the certificate of %d", d.Number, c.Number)
+	}
+	known := map[peer.ID]bool{primary: true}
+	for _, p := range require {
+		known[p] = true
+	}
+	if last == nil {
+		last = chain
+	}
+	for _, p := range last {
+		known[p] = true
+	}
+	if err := verifyCert(c, known); err != nil {
+		return fmt.Errorf("previous certificate: %w", err)
+	}
+	return nil
 }
 
 // join registers with a fresh key in the epoch of v (§4.1), checks that
@@ -197,6 +245,10 @@ func (c *Client) join(ctx context.Context, v *view, pidx int) (*cepoch, *wire.Si
 	fv, err := checkSigned(&fin, 1e30)
 	if err != nil || !fin.Final || fv.id != v.id {
 		return fail(fmt.Errorf("node: final descriptor: %v", err))
+	}
+	if !bytes.Equal(fin.Desc.Previous.Marshal(), v.desc.Previous.Marshal()) {
+		// The epoch id does not cover it: the open one's was checked.
+		return fail(errors.New("node: epoch refused: the final descriptor carries another previous certificate"))
 	}
 	slot := -1
 	for i, ce := range fin.Desc.Clients {

@@ -2,7 +2,6 @@ package node
 
 import (
 	"bytes"
-	"crypto/rand"
 	"fmt"
 	"net"
 	"sort"
@@ -11,7 +10,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/store"
 )
 
 // TestReturningDisruptorCost measures what a disrupting client that comes
@@ -60,12 +58,7 @@ func TestReturningDisruptorCost(t *testing.T) {
 // disruptorRun plays epochs 1..epochs and returns how many the disruptor
 // spoiled.
 func disruptorRun(t *testing.T, epochs int, freshKey, newAddr, full bool) int {
-	bs, err := openStore(t.TempDir(), store.Options{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bs.Close()
-	s := &Server{store: bs, log: quietLogger(), rand: rand.Reader}
+	s := storeServer(t)
 	n, m := uint32(MinClientCap), 2
 	var seq uint32
 	fresh := func() [32]byte {

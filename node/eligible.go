@@ -285,6 +285,19 @@ func (s *Server) filterChain(pins bool) []peer.ID {
 	return ids
 }
 
+// pinned is chain less the servers the operator's pins leave out.
+func (s *Server) pinned(chain []peer.ID) []peer.ID {
+	s.who.mu.Lock()
+	defer s.who.mu.Unlock()
+	var out []peer.ID
+	for _, p := range chain {
+		if p == s.h.ID() || s.who.allow == nil || s.who.allow[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // proposedChain is the chain a leader proposes: the eligible chain less
 // the servers that withdrew lately.
 func (s *Server) proposedChain(eligible []peer.ID) []peer.ID {

@@ -53,6 +53,8 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onTimeoutVote(from, body)
 	case wire.TypeCertReq:
 		return s.onCertReq(from, body)
+	case wire.TypeWouldServe:
+		return s.onWouldServe(from, body)
 	}
 	return 0, nil, fmt.Errorf("node: unexpected epoch message %d", t)
 }
@@ -102,9 +104,9 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, errors.New("node: prepare from outside its chain")
 	}
 	// Agree on the leader (rotate.go): the number's leader in the
-	// group chain here, whatever the proposed chain left out. The
-	// number's bounds first (epochnum.go), then the leader, then the
-	// certificate of the number before (certs.go).
+	// chain derived here from the certificate of the number before,
+	// whatever the proposed chain left out. The number's bounds first
+	// (epochnum.go), then the leader, then that certificate (certs.go).
 	s.mu.Lock()
 	last := s.number
 	busy := s.busy()
@@ -115,10 +117,17 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if busy != nil {
 		return 0, nil, busy
 	}
-	if mine := s.groupChain(); len(mine) >= s.cfg.MinServers && leaderOf(p.Number, mine) != from {
+	// The roster of N follows from N−1's certificate (derive.go): its
+	// leader (the certificate adds only live servers here, and is
+	// verified next, before any cost), and no server of that certificate
+	// left out without cause.
+	if mine := s.derivedChain(&p.Previous); len(mine) >= s.cfg.MinServers && leaderOf(p.Number, mine) != from {
 		return 0, nil, fmt.Errorf("node: %s leads epoch %d here, not %s", leaderOf(p.Number, mine).ShortString(), p.Number, from.ShortString())
 	}
 	if err := s.checkPrevious(p.Number, &p.Previous); err != nil {
+		return 0, nil, err
+	}
+	if err := s.checkLeftOut(&p); err != nil {
 		return 0, nil, err
 	}
 	sk, err := mix.NewServerSecret(s.rand)

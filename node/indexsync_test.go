@@ -362,16 +362,7 @@ func TestIndexGapFilledFromAnotherServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var warned lockedBuf
-	up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.Close()
-	victim, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Progress: &warned, Logger: anonLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer victim.Close()
+	up, victim := tn.startPair(ctx, t, &warned)
 	victimID.Store(victim.h.ID())
 	if _, err := up.Share(ctx, bytes.NewReader(data), "m.bin", false); err != nil {
 		t.Fatal(err)

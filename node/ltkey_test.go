@@ -281,12 +281,7 @@ func TestLongTermSigOnlyToPrimary(t *testing.T) {
 // drops a returning client for a first-timer. The clean and dry records
 // come from the epochs' ends (recordClients).
 func TestReturningClientsFirst(t *testing.T) {
-	bs, err := openStore(t.TempDir(), store.Options{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bs.Close()
-	s := &Server{store: bs, log: quietLogger(), rand: rand.Reader}
+	s := storeServer(t)
 	n, m := uint32(MinClientCap), 2
 	quota := primaryQuota(n, m)
 	e := &sepoch{pos: 0}
@@ -563,4 +558,16 @@ func TestBadForwardNeedsFailure(t *testing.T) {
 			t.Fatalf("server %d named %+v", i, recs)
 		}
 	}
+}
+
+// storeServer is a Server with only a store (closed when the test ends), a
+// logger and randomness: enough for the admission and exclusion rules.
+func storeServer(t testing.TB) *Server {
+	t.Helper()
+	bs, err := openStore(t.TempDir(), store.Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bs.Close() })
+	return &Server{store: bs, log: quietLogger(), rand: rand.Reader}
 }

@@ -128,16 +128,7 @@ func requestNet(t *testing.T, ctx context.Context) (up, down *Client, asked func
 			}}
 		}
 	})
-	up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { up.Close() })
-	down, err = NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { down.Close() })
+	up, down = tn.startPair(ctx, t, nil)
 	return up, down, func(id [32]byte) int {
 		mu.Lock()
 		defer mu.Unlock()
@@ -306,16 +297,7 @@ func TestIndexGapDetected(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var warned lockedBuf
-	up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.Close()
-	victim, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Progress: &warned, Logger: anonLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer victim.Close()
+	up, victim := tn.startPair(ctx, t, &warned)
 	if _, err := up.Share(ctx, bytes.NewReader(data), "m.bin", false); err != nil {
 		t.Fatal(err)
 	}

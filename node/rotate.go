@@ -9,10 +9,12 @@ import (
 
 // Rotating leaders (§3 (v3) "Epoch numbers and leaders";
 // docs/proto-node.md "Rotating leaders"). The leader of epoch number N is
-// chain[N mod |chain|] of the group chain (eligible.go: live, not blamed,
-// past probation; the operator's pins left aside, so that servers with
-// different pins agree), so that a low peer id buys nothing; every server
-// checks a Prepare's sender against its own group chain. The chain the
+// chain[N mod |chain|] of the chain derived from N−1's certificate
+// (derive.go: the group chain of eligible.go, live, not blamed, past
+// probation, the operator's pins left aside so that servers with different
+// pins agree, with the live servers of that certificate), so that a low
+// peer id buys nothing; every server checks a Prepare's sender against its
+// own derived chain. The chain the
 // leader proposes is its eligible chain (pins applied) less the servers
 // that withdrew. A silent leader costs one T_lead: a server that saw no
 // epoch opened, ended or certified (nor a number's first Prepare) for
@@ -78,9 +80,9 @@ func (s *Server) running() bool {
 // short, the timeout does not run; past it, this server signs a timeout of
 // the number (once every T_lead until it is certified).
 func (s *Server) takeTurn() (uint64, []peer.ID) {
-	full := s.groupChain()
-	eligible := s.eligibleChain()
 	n := s.nextNumber()
+	full := s.takenChain(n)
+	eligible := s.pinned(full)
 	s.mu.Lock()
 	if len(full) < s.cfg.MinServers || s.running() {
 		s.progressed()

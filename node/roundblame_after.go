@@ -71,6 +71,12 @@ type serverHooks struct {
 	// withhold may make the last server of the chain keep round r's
 	// payloads to itself: neither broadcast nor published.
 	withhold func(r uint32) bool
+	// loseOut may make this server's batch of round r lost on its way to
+	// the successor (not sent; kept for a fetch, lack.go).
+	loseOut func(r uint32) bool
+	// hideOut may make this server withhold its batch of round r from
+	// its successor: not sent, not kept, its root announced all the same.
+	hideOut func(r uint32) bool
 	// repeatOut may make this server send its signed batch of round r
 	// twice (a retry or a replay: the receiver mixes it once).
 	repeatOut func(r uint32) bool

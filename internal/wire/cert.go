@@ -36,6 +36,11 @@ const (
 	TypeCertReq Type = 22
 	// TypeCerts: the reply to TypeCertReq, one page of certificates.
 	TypeCerts Type = 23
+	// TypeWouldServe: server → a server of the previous certificate that a
+	// Prepare left out, that Prepare with the asked server added to its
+	// chain (a Prepare encoding, Previous empty). The answer is an ack when
+	// the asked server would serve in that chain, else its withdrawal.
+	TypeWouldServe Type = 24
 )
 
 // Fixed sizes of a certificate.

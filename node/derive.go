@@ -1,0 +1,140 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// The roster of an epoch follows from the certificate of the number before
+// (§3 (v3) "Epoch numbers and leaders"; docs/proto-node.md "Chains derived
+// from certificates"). The chain a server expects for number N is its group
+// chain (live roster servers, not blamed, past probation, the operator's
+// pins left aside) joined with the live servers of N−1's certificate that
+// are neither blamed nor out for their refusal budget: a server of the
+// last certified chain serves no probation anywhere, and a server that
+// missed epochs still counts it. The leader of N is that chain's
+// [N mod |chain|], the rotation every server checks a Prepare's sender
+// against. A Prepare may leave out a server of N−1's certificate only with
+// a cause each server checks alone: blamed, out for its refusal budget, not
+// live here, or its own withdrawal, which each server asks of it
+// (TypeWouldServe) rather than take the leader's word.
+
+// wouldServeTimeout bounds the question to a left-out server: well within
+// the leader's Prepare timeout, and a server that does not answer in time
+// is not live here.
+const wouldServeTimeout = 4 * time.Second
+
+// derivedChain is the chain of the number after prev's, in chain order.
+// Never call with s.mu held.
+func (s *Server) derivedChain(prev *wire.Cert) []peer.ID {
+	ids := s.groupChain()
+	if prev == nil || prev.Kind == wire.CertNone {
+		return ids
+	}
+	have := map[peer.ID]bool{}
+	for _, p := range ids {
+		have[p] = true
+	}
+	live := map[peer.ID]bool{}
+	for _, p := range s.chain() {
+		live[p] = true
+	}
+	for _, b := range prev.Chain {
+		p := peer.ID(b)
+		if !have[p] && live[p] && !s.refusalOut(p) {
+			have[p] = true
+			ids = append(ids, p)
+		}
+	}
+	sortChain(ids)
+	return ids
+}
+
+// takenChain is derivedChain from the certificate of n−1 kept here.
+func (s *Server) takenChain(n uint64) []peer.ID {
+	if n > 1 {
+		if c, ok := s.certOf(n - 1); ok {
+			return s.derivedChain(c)
+		}
+	}
+	return s.groupChain()
+}
+
+// checkLeftOut refuses a Prepare whose chain leaves out a server of its
+// previous certificate without a cause that holds here. A full chain
+// (wire.MaxServers) leaves servers out by its size. Never call with s.mu
+// held.
+func (s *Server) checkLeftOut(p *wire.Prepare) error {
+	if p.Previous.Kind == wire.CertNone || len(p.Chain) >= wire.MaxServers {
+		return nil
+	}
+	in := map[string]bool{}
+	for _, b := range p.Chain {
+		in[string(b)] = true
+	}
+	live := map[peer.ID]bool{}
+	for _, q := range s.chain() {
+		live[q] = true
+	}
+	for _, b := range p.Previous.Chain {
+		d := peer.ID(b)
+		if in[string(b)] || d == s.h.ID() || !live[d] || s.refusalOut(d) {
+			continue
+		}
+		ids := make([]peer.ID, 0, len(p.Chain)+1)
+		for _, c := range p.Chain {
+			ids = append(ids, peer.ID(c))
+		}
+		ids = append(ids, d)
+		sortChain(ids)
+		q := wire.Prepare{Number: p.Number, Nonce: p.Nonce, Params: p.Params, Chain: chainIDs(ids)}
+		ctx, cancel := context.WithTimeout(s.ctx, wouldServeTimeout)
+		_, err := call(ctx, s.h, d, request{Proto: ProtoEpoch, Type: wire.TypeWouldServe, Body: q.Marshal(), Timeout: wouldServeTimeout})
+		cancel()
+		switch {
+		case err == nil:
+			return fmt.Errorf("node: prepared chain leaves out %s of epoch %d's certificate, which would serve", d.ShortString(), p.Previous.Number)
+		case strings.Contains(err.Error(), withdrawMark):
+			s.log.Debug("left-out server withdraws", "peer", d.ShortString(), "number", p.Number)
+		default:
+			// Not reachable from here: as good as not live.
+			s.log.Debug("left-out server did not answer", "peer", d.ShortString(), "err", err)
+		}
+	}
+	return nil
+}
+
+// onWouldServe answers a roster server that asks whether this server would
+// serve in a chain (a Prepare left it out): an ack, or the withdrawal it
+// would send the leader (eligible.go).
+func (s *Server) onWouldServe(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	if s.roster.get(from) == nil {
+		return 0, nil, errors.New("node: would-serve question only from roster servers")
+	}
+	var p wire.Prepare
+	if err := p.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	self := false
+	for _, b := range p.Chain {
+		id := peer.ID(b)
+		if id == s.h.ID() {
+			self = true
+			continue
+		}
+		if err := s.eligible(id); err != nil {
+			return 0, nil, err
+		}
+	}
+	if !self {
+		return 0, nil, errors.New("node: would-serve chain without this server")
+	}
+	return wire.TypeAck, ack, nil
+}
