@@ -236,13 +236,7 @@ func (s *Server) relayAbort(e *sepoch, body []byte, from, signer peer.ID) {
 	if len(to) == 0 {
 		return
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
-		defer cancel()
-		_, _ = s.each(ctx, to, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: shortTimeout})
-	}()
+	s.notifyAll(to, wire.TypeAbort, body)
 }
 
 // noteAbortLocked handles an abort the first time it is seen here and
