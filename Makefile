@@ -8,7 +8,7 @@ RACE_PKGS := ./store/... ./node/... ./pir/...
 # statistics, or to malicious-server cases whose blame code the round-blame
 # tests run under the detector too, run once, without it: under it they add
 # minutes to the suite and little that the others miss.
-RACE_SKIP := TestAdversaryLinks|TestRefusalBudget|TestCastServerSwaps|TestCastWithholdsPublication|TestControlSocket|TestLocalWorkDoesNotDelay|TestJobWaitsForPresence|TestProbation|TestAllowServer|TestRotatingLeader|TestSilentLeader|TestRequireServer|TestSnapshots
+RACE_SKIP := TestAdversaryLinks|TestAdversarySpoiledAnswers|TestAdversaryIndexGap|TestRefusalBudget|TestCastServerSwaps|TestCastWithholdsPublication|TestControlSocket|TestLocalWorkDoesNotDelay|TestJobWaitsForPresence|TestProbation|TestAllowServer|TestRotatingLeader|TestSilentLeader|TestRequireServer|TestSnapshots
 
 .PHONY: all build demo test test-serial vet fmt-check bench soak fuzz clean netns
 

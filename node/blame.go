@@ -169,16 +169,17 @@ func (s *Server) shareFault(ctx context.Context, e *sepoch, se *mix.ShareError) 
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	<-wctx.Done()
 	cancel()
+	var strikes []strikeRec
+	defer func() { s.saveStrikes(strikes) }() // after s.mu's unlock
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if slot >= 0 && slot < len(e.final.desc.Clients) {
 		c := e.final.desc.Clients[slot]
 		if int(c.Primary) == e.pos {
 			if p, ok := e.regFrom[c.RegKey]; ok {
-				if s.banned == nil {
-					s.banned = map[peer.ID]uint64{}
-				}
-				s.banned[p] = e.final.desc.Number + excludeEpochs
+				// Excluded as after a round blame (§8): doubling, by
+				// peer id and address, kept on disk.
+				_, strikes = s.strikeClient(p, s.peerIPs(p), e.final.desc.Number)
 			}
 		}
 		// Every server walked to this slot itself: its long-term key

@@ -56,6 +56,8 @@ func (s *Server) roundCaps(t wire.Type) int {
 		return 64 << 20
 	case wire.TypeRoot:
 		return 256
+	case wire.TypeGetBatch, wire.TypeLack:
+		return wire.BatchRefSize
 	case wire.TypeEquivocation, wire.TypeDoubleSubmit, wire.TypeKeyEvidence:
 		return 512
 	case wire.TypeGetChunk:
@@ -139,6 +141,8 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeProposal:     {wire.TypeSig, sigCap},
 		wire.TypeRoundList:    ackReply,
 		wire.TypeGetChunk:     {wire.TypeChunk, MaxChunkSize + 64},
+		wire.TypeGetBatch:     {wire.TypeBatch, wire.MaxFrame},
+		wire.TypeLack:         ackReply,
 	},
 	ProtoClient: {
 		wire.TypeWaitOpen: {wire.TypeSigned, signedCap},

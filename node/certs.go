@@ -472,13 +472,7 @@ func (s *Server) voteTimeout(n uint64, chain []peer.ID) {
 			others = append(others, p)
 		}
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
-		defer cancel()
-		_, _ = s.each(ctx, others, request{Proto: ProtoEpoch, Type: wire.TypeTimeoutVote, Body: body, Timeout: shortTimeout})
-	}()
+	s.notifyAll(others, wire.TypeTimeoutVote, body)
 }
 
 // onTimeoutVote takes a roster server's own signed timeout of a number: the

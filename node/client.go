@@ -48,6 +48,11 @@ type ClientConfig struct {
 	// through servers it trusts (its primary and the required servers);
 	// in a smaller epoch it sends cover only. 0 means DefaultMinAnonymity.
 	MinAnonymity int
+	// AcceptBudgetDrops lets the client take an epoch whose chain dropped
+	// a server of its previous chain for that server's refusal budget
+	// (§3 "Who may serve", client_budget.go); without it the client
+	// refuses such an epoch, says why and waits.
+	AcceptBudgetDrops bool
 	// Now starts jobs at once instead of after the presence wait of §5.4
 	// (PresenceMin to PresenceMax full epochs from arrival): what a
 	// one-shot `--now` does, and tests. It reveals when a job ran.
@@ -113,6 +118,9 @@ type Client struct {
 	// previous certificate verified): what the next one's verifies
 	// against (clientCheckPrevious).
 	lastGroup []peer.ID
+	// budget is what this client saw of the servers' refusal budgets
+	// (client_budget.go).
+	budget budgetState
 	// held: chunks this client published or fetched (at most maxHeld),
 	// for local views only (Holds): they never choose a request.
 	held map[[32]byte]bool

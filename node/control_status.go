@@ -46,6 +46,9 @@ type ClientStatus struct {
 	// MinAnonymity: jobs wait for epochs of at least this many clients.
 	MinAnonymity int    `json:"min_anonymity"`
 	DataDir      string `json:"data_dir,omitempty"`
+	// AcceptBudgetDrops: the client takes chains that dropped a server of
+	// its previous chain for its refusal budget (client_budget.go).
+	AcceptBudgetDrops bool `json:"accept_budget_drops,omitempty"`
 
 	Epoch        string        `json:"epoch,omitempty"` // hex id of the current epoch, "" between epochs
 	Chain        []ChainServer `json:"chain,omitempty"`
@@ -67,7 +70,7 @@ type ClientStatus struct {
 
 // Status returns the client's status.
 func (c *Client) Status() ClientStatus {
-	st := ClientStatus{Server: c.cfg.Server, Primary: c.primary.String(), Require: []string{}, DataDir: c.cfg.DataDir, MinAnonymity: c.cfg.MinAnonymity}
+	st := ClientStatus{Server: c.cfg.Server, Primary: c.primary.String(), Require: []string{}, DataDir: c.cfg.DataDir, MinAnonymity: c.cfg.MinAnonymity, AcceptBudgetDrops: c.cfg.AcceptBudgetDrops}
 	for _, r := range c.cfg.Require {
 		st.Require = append(st.Require, r.String())
 	}
@@ -208,6 +211,17 @@ func CheckHandover(st *ClientStatus, primary peer.ID, req []peer.ID, minAnonymit
 		if !ok {
 			return fmt.Errorf("node: the running client does not require server %s (it requires %v)", r, append([]string{st.Primary}, st.Require...))
 		}
+	}
+	return nil
+}
+
+// CheckBudgetHandover reports why a job that does (accept) or does not
+// take chains that dropped a server for its refusal budget may not go to
+// the running client of status st: a client that takes them would run the
+// job in chains its user did not accept (client_budget.go).
+func CheckBudgetHandover(st *ClientStatus, accept bool) error {
+	if st.AcceptBudgetDrops && !accept {
+		return errors.New("node: the running client takes chains that dropped a server for its refusal budget (--accept-budget-drops); this job does not")
 	}
 	return nil
 }

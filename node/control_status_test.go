@@ -34,3 +34,15 @@ func TestCheckHandover(t *testing.T) {
 		}
 	}
 }
+
+// A job that does not take chains that dropped a server for its refusal
+// budget is not handed to a running client that takes them; the other
+// way round it is.
+func TestCheckBudgetHandover(t *testing.T) {
+	for _, tc := range []struct{ running, job, ok bool }{{false, false, true}, {false, true, true}, {true, true, true}, {true, false, false}} {
+		err := CheckBudgetHandover(&ClientStatus{AcceptBudgetDrops: tc.running}, tc.job)
+		if (err == nil) != tc.ok || err != nil && !strings.Contains(err.Error(), "--accept-budget-drops") {
+			t.Errorf("running %v, job %v: %v", tc.running, tc.job, err)
+		}
+	}
+}

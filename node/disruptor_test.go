@@ -92,7 +92,7 @@ func disruptorRun(t *testing.T, epochs int, freshKey, newAddr, full bool) int {
 		// The primary's refusals at registration (intake.go): the key,
 		// then the address (roundblame_after.go).
 		_, keyOut := s.keyExcluded(badKey, number)
-		addrOut := number <= s.rb.ipUntil[addr]
+		addrOut := number <= s.rb.clients["ip "+addr].Until
 		e := &sepoch{pos: 0}
 		e.v = &view{desc: &wire.Descriptor{Number: number, Params: wire.Params{MaxClients: n}}, chain: make([]peer.ID, m)}
 		e.regs, e.lt, e.regRange = map[[32]byte]wire.Register{}, map[[32]byte]ltEntry{}, map[[32]byte]string{}
@@ -138,10 +138,7 @@ func disruptorRun(t *testing.T, epochs int, freshKey, newAddr, full bool) int {
 		// excluded everywhere, its address at this primary.
 		spoiled++
 		s.strikeKey(badKey, number, nil)
-		if s.rb.ipUntil == nil {
-			s.rb.ipUntil = map[string]uint64{}
-		}
-		s.rb.ipUntil[addr] = max(s.rb.ipUntil[addr], s.strike("ip "+addr, number))
+		s.strike("ip "+addr, number)
 	}
 	return spoiled
 }

@@ -45,6 +45,8 @@
 //   - intake.go: client protocol: registration and submissions (round intake).
 //   - mixing.go: the mix loop: peel, permute, forward, batches between servers.
 //   - roots.go: signed batch roots and their equivocation check (§5.2).
+//   - lack.go: a missing input batch, fetched from the predecessor or
+//     claimed, its void the claimant's (§5.2 v3).
 //   - publish.go: publication, request lists proposed and signed (§5.3).
 //   - pirserve.go: PIR serving: padded answers and their combination (§6).
 //   - chunkstore.go, store_open.go: the server's chunk store.

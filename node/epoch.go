@@ -280,6 +280,20 @@ func (s *Server) forget() {
 	}
 }
 
+// notifyAll sends a small epoch message to every server of to in the
+// background, once, within shortTimeout, and ignores the replies: what it
+// carries is signed and each receiver acts on it alone, so a server that
+// misses it costs nothing but its own view. The server's close waits for it.
+func (s *Server) notifyAll(to []peer.ID, t wire.Type, body []byte) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
+		defer cancel()
+		_, _ = s.each(ctx, to, request{Proto: ProtoEpoch, Type: t, Body: body, Timeout: shortTimeout})
+	}()
+}
+
 // each sends r to every server of chain at once and returns their replies
 // in chain order. If chain holds this server, its own handler gets the
 // request, the segments joined (a body of one segment as it is: callers

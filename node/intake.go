@@ -165,9 +165,9 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: epoch full")
 	}
-	if s.clientExcluded(from, e.v.desc.Number) {
+	if err := s.clientRefusal(from, e.v.desc.Number); err != nil {
 		s.mu.Unlock()
-		return 0, nil, errors.New("node: this client is excluded from this epoch (its share broke the last setup)")
+		return 0, nil, err
 	}
 	if err := s.dupAdmit(e, from); err != nil {
 		s.mu.Unlock()

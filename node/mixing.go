@@ -203,8 +203,25 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		}
 		return
 	}
-	if _, err := call(ctx, s.h, v.chain[e.pos+1], request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout}); err != nil {
-		fail("forward batch", err)
+	switch {
+	case hooks != nil && hooks.hideOut != nil && hooks.hideOut(r):
+		return // withheld: neither sent nor kept for a fetch
+	case hooks != nil && hooks.loseOut != nil && hooks.loseOut(r):
+		err = errors.New("lost in transit (test)")
+	default:
+		s.mu.Lock()
+		e.round(r).sending = true
+		s.mu.Unlock()
+		_, err = call(ctx, s.h, v.chain[e.pos+1], request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
+		s.mu.Lock()
+		e.round(r).sending = false
+		s.mu.Unlock()
+	}
+	if err != nil {
+		// §5.2 v3: the successor fetches what it did not get (lack.go);
+		// if it cannot, it claims the lack and the void is its own.
+		s.log.Warn("forward batch: kept for a fetch", "round", r, "err", err)
+		s.keepUndelivered(e, r, &b)
 		return
 	}
 	if hooks != nil && hooks.repeatOut != nil && hooks.repeatOut(r) {
@@ -257,6 +274,10 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onPadAnswers(from, body)
 	case wire.TypeRoot:
 		return s.onRoot(from, body)
+	case wire.TypeGetBatch:
+		return s.onGetBatch(from, body)
+	case wire.TypeLack:
+		return s.onLack(from, body)
 	case wire.TypeEquivocation:
 		return s.onEquivocation(from, body)
 	case wire.TypeDoubleSubmit:
@@ -322,14 +343,14 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		in = 1
 	}
 	taken := err == nil && e.round(h.Round).batchIn[in]
-	void := err == nil && e.round(h.Round).void
+	void := err == nil && (e.round(h.Round).void || (in == 0 && e.round(h.Round).lacked))
 	s.mu.Unlock()
 	if err != nil {
 		return 0, nil, err
 	}
 	if void {
-		// §5.2 v3: the round was signed void here; nothing of it is
-		// mixed or published any more.
+		// §5.2 v3: the round was signed void here, or its input given
+		// up (lack.go); nothing of it is mixed or published any more.
 		return wire.TypeAck, ack, nil
 	}
 	if taken {

@@ -1,10 +1,12 @@
 package node
 
 import (
+	"context"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -36,6 +38,10 @@ type testObserver struct {
 	// IndexReply (an active adversary): the manifests this server puts in
 	// an index page it sends to peer to, from those the page would hold.
 	IndexReply func(to peer.ID, mans []store.Manifest) []store.Manifest
+	// Received: a request from a client (or any peer) on the client and
+	// PIR protocols, as this server read it: what the primary sees of a
+	// client's sends. body must not be kept.
+	Received func(from peer.ID, t wire.Type, body []byte)
 	// Stage: this server started stage "mix" (its layer of round r) or
 	// "publish" (storing round r's payloads).
 	Stage func(epoch [32]byte, r uint32, stage string)
@@ -59,4 +65,30 @@ type testClientObserver struct {
 	// of the cross-epoch adversary: decoys are drawn, at the same rate,
 	// from the chunks the client published or fetched (what v2 did).
 	HeldDecoys bool
+	// RetryCorrupted breaks §6.3 on purpose, for the positive control of
+	// the active adversary that spoils answers: a chunk whose answer was
+	// corrupted is asked for again in the next epoch, as a naive client
+	// would.
+	RetryCorrupted bool
+	// NoGapFill breaks §7 (v3) on purpose, for the positive control of
+	// the active adversary that leaves a manifest out of one client's
+	// index: the client takes its primary's copy as whole and completes
+	// it from no other server.
+	NoGapFill bool
+}
+
+// observeClient returns the handlers of the client and PIR protocols,
+// wrapped to call the observer's Received first when it has one.
+func (s *Server) observeClient() (handlerFunc, segHandlerFunc) {
+	o := s.cfg.observe
+	if o == nil || o.Received == nil {
+		return s.handleClient, s.handlePIR
+	}
+	return func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
+			o.Received(from, t, body)
+			return s.handleClient(ctx, from, t, body)
+		}, func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
+			o.Received(from, t, body)
+			return s.handlePIR(ctx, from, t, body)
+		}
 }

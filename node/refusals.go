@@ -84,7 +84,8 @@ func (s *Server) broadcastAbort(e *sepoch, reason string) {
 // endUnfilled ends e when round r could not be filled (§5.4). If the
 // publication of an earlier round is what it waits for, the abort says so
 // (AbortNoPub), so that it is charged to the last server when the others
-// lack it too. Call with s.mu held.
+// lack it too (or to a server that claimed it lacked its input of the
+// round, lack.go). Call with s.mu held.
 func (s *Server) endUnfilled(e *sepoch, r uint32) {
 	if r >= mixDepth {
 		if x := e.rounds[r-mixDepth]; x == nil || !x.pubDone {
@@ -235,13 +236,7 @@ func (s *Server) relayAbort(e *sepoch, body []byte, from, signer peer.ID) {
 	if len(to) == 0 {
 		return
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
-		defer cancel()
-		_, _ = s.each(ctx, to, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: shortTimeout})
-	}()
+	s.notifyAll(to, wire.TypeAbort, body)
 }
 
 // noteAbortLocked handles an abort the first time it is seen here and
@@ -284,7 +279,11 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID) bool 
 	}
 	charged := signer
 	if a.Kind == wire.AbortNoPub && e.final != nil {
-		if x := e.rounds[a.Round]; x == nil || !x.pubDone {
+		if x := e.rounds[a.Round]; x != nil && !x.pubDone && x.lackBy > 0 && int(x.lackBy) < len(e.v.chain) {
+			// A server said it lacked its input of the round (lack.go):
+			// its own abort, as a void would have been.
+			charged = e.v.chain[x.lackBy]
+		} else if x == nil || !x.pubDone {
 			charged = e.v.chain[len(e.v.chain)-1]
 		}
 	}

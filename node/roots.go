@@ -53,9 +53,11 @@ func (s *Server) noteRoot(e *sepoch, r *wire.Root) bool {
 	return false
 }
 
-// announceRoot sends a batch's signed root to every chain server that does
-// not receive the batch itself (best effort: a lost announcement only
-// weakens the evidence, never the round).
+// announceRoot sends a batch's signed root to every other chain server,
+// the receiver of the batch too: the root tells it a batch is on its way,
+// which it fetches if it does not come (lack.go). Best effort: a lost
+// announcement only weakens the evidence, or leaves a lost batch to the
+// publication's void (void.go).
 func (s *Server) announceRoot(e *sepoch, b *wire.Batch) {
 	v := e.final
 	m := len(v.chain)
@@ -63,12 +65,11 @@ func (s *Server) announceRoot(e *sepoch, b *wire.Batch) {
 		return // the publication reaches every server anyway
 	}
 	msg := (&wire.Root{Epoch: b.Epoch, Round: b.Round, S: b.S, Root: b.Root, Sig: b.Sig}).Marshal()
-	equivocate := false
 	if h := s.rb.hooks.Load(); h != nil && h.equivocate != nil && h.equivocate(b.Round) {
-		msg, equivocate = s.otherRoot(b), true
+		msg = s.otherRoot(b)
 	}
-	for j, p := range v.chain {
-		if p == s.h.ID() || (j == int(b.S) && !equivocate) {
+	for _, p := range v.chain {
+		if p == s.h.ID() {
 			continue
 		}
 		s.wg.Add(1)
@@ -98,6 +99,9 @@ func (s *Server) onRoot(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if err := verifyPeerSig(from, batchDigest(&b), r.Sig); err != nil {
 		return 0, nil, err
 	}
-	s.noteRoot(e, &r)
+	if s.noteRoot(e, &r) && int(r.S) == e.pos {
+		// Our own input: fetch it if it does not come (lack.go).
+		s.watchInput(e, r.Round)
+	}
 	return wire.TypeAck, ack, nil
 }

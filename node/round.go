@@ -25,6 +25,15 @@ type sround struct {
 	// payloads; a repeat is acknowledged and dropped, never mixed or
 	// published again.
 	batchIn [2]bool
+	// A missing input batch (lack.go): kept is this server's signed
+	// batch that its successor did not take, served on request for a
+	// while; watching: the wait for this server's input runs; lacked:
+	// this server gave its input up (a late batch is dropped); lackBy:
+	// the S of the server that claimed the lack, 0 if none; sending:
+	// this server's delivery of its batch runs.
+	kept                      []byte
+	watching, lacked, sending bool
+	lackBy                    uint16
 
 	// Publication and the request list (publish.go).
 	published [][32]byte
@@ -87,7 +96,7 @@ func (e *sepoch) listed(pool *bufPool, r uint32) {
 			for _, b := range x.bodies {
 				pool.put(b)
 			}
-			x.bodies = nil
+			x.bodies, x.kept = nil, nil
 			x.subs, x.digests, x.queries = map[uint32]wire.Submit{}, map[uint32][32]byte{}, map[uint32][][]byte{}
 			x.pads, x.own, x.answers, x.padFrom = map[uint32][][]byte{}, nil, map[uint32][][]byte{}, map[int]bool{}
 			x.pruned = true

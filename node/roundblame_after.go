@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,11 +32,12 @@ const maxExcludeShift = 10
 // roundBlameState is a server's memory of round blames (guarded by s.mu,
 // hooks atomic).
 type roundBlameState struct {
-	// strikes counts how often a client of this primary was named, by
-	// "peer <id>" and by "ip <address>".
-	strikes map[string]int
-	// ipUntil excludes client addresses up to an epoch number.
-	ipUntil map[string]uint64
+	// clients are this primary's strikes against its clients, by "peer
+	// <id>" and by "ip <address>": how often each was named here and up
+	// to which epoch number it is refused. Kept on disk too (store bucket
+	// client-strikes, loadStrikes), so that a restart neither forgives a
+	// client nor resets its doubling; at most store.MaxClientStrikes.
+	clients map[string]store.ClientStrike
 	// servers are the culprit servers: never in a chain here again
 	// (guarded by smu alone: chain() runs without s.mu).
 	smu     sync.Mutex
@@ -71,6 +73,12 @@ type serverHooks struct {
 	// withhold may make the last server of the chain keep round r's
 	// payloads to itself: neither broadcast nor published.
 	withhold func(r uint32) bool
+	// loseOut may make this server's batch of round r lost on its way to
+	// the successor (not sent; kept for a fetch, lack.go).
+	loseOut func(r uint32) bool
+	// hideOut may make this server withhold its batch of round r from
+	// its successor: not sent, not kept, its root announced all the same.
+	hideOut func(r uint32) bool
 	// repeatOut may make this server send its signed batch of round r
 	// twice (a retry or a replay: the receiver mixes it once).
 	repeatOut func(r uint32) bool
@@ -140,19 +148,28 @@ func (s *Server) loadBlamed() {
 	}
 }
 
-// clientExcluded reports whether this primary refuses a client peer in
-// epoch number: by its peer id, or by the address it connects from. Call
+// clientRefusal says why this primary refuses a client peer in epoch
+// number, by its peer id or by the address it connects from, or nil. Call
 // with s.mu held.
-func (s *Server) clientExcluded(p peer.ID, number uint64) bool {
-	if until, ok := s.banned[p]; ok && number <= until {
-		return true
-	}
-	for _, ip := range s.peerIPs(p) {
-		if until, ok := s.rb.ipUntil[ip]; ok && number <= until {
-			return true
+func (s *Server) clientRefusal(p peer.ID, number uint64) error {
+	return s.refusalFor(p, s.peerIPs(p), number)
+}
+
+// refusalFor is clientRefusal for a peer connected from the addresses ips.
+// The reason names neither the address nor the blame's epoch: the client
+// knows both. Call with s.mu held.
+func (s *Server) refusalFor(p peer.ID, ips []string, number uint64) error {
+	until, ok := s.banned[p]
+	ok = ok && number <= until
+	for _, ip := range ips {
+		if x, hit := s.rb.clients["ip "+ip]; hit && number <= x.Until {
+			until, ok = max(until, x.Until), true
 		}
 	}
-	return false
+	if !ok {
+		return nil
+	}
+	return fmt.Errorf("node: this client is refused here up to epoch %d: a blame named it or its address", until)
 }
 
 // peerIPs returns the addresses a peer is connected from, except loopback:
@@ -178,15 +195,118 @@ func remoteIP(a ma.Multiaddr) net.IP {
 	return nil
 }
 
-// strike counts one more blame against key and returns until which epoch
-// number it is excluded: 1, 2, 4, … epochs after number. Call with s.mu held.
-func (s *Server) strike(key string, number uint64) uint64 {
-	if s.rb.strikes == nil {
-		s.rb.strikes = map[string]int{}
+// strikeClient counts one more blame against a client peer of this
+// primary, and against each address ips it connects from, and returns
+// until which epoch number the peer is refused: 1, 2, 4, … epochs after
+// number, doubling on each repeat up to 2^maxExcludeShift. Call with s.mu
+// held; the records it returns go to the store after (saveStrikes).
+func (s *Server) strikeClient(p peer.ID, ips []string, number uint64) (uint64, []strikeRec) {
+	if s.banned == nil {
+		s.banned = map[peer.ID]uint64{}
 	}
-	s.rb.strikes[key]++
-	shift := min(s.rb.strikes[key]-1, maxExcludeShift)
-	return number + uint64(excludeEpochs)<<shift
+	pk := "peer " + p.String()
+	until := s.strike(pk, number)
+	s.banned[p] = until
+	recs := []strikeRec{{pk, s.rb.clients[pk]}}
+	for _, ip := range ips {
+		k := "ip " + ip
+		s.strike(k, number)
+		recs = append(recs, strikeRec{k, s.rb.clients[k]})
+	}
+	return until, recs
+}
+
+// strikeRec is one record for the store.
+type strikeRec struct {
+	key string
+	x   store.ClientStrike
+}
+
+// strike counts one more blame against key and returns until which epoch
+// number it is refused. Call with s.mu held.
+func (s *Server) strike(key string, number uint64) uint64 {
+	if s.rb.clients == nil {
+		s.rb.clients = map[string]store.ClientStrike{}
+	}
+	x, known := s.rb.clients[key]
+	if !known && len(s.rb.clients) >= store.MaxClientStrikes {
+		s.dropLowestStrike()
+	}
+	x.Strikes++
+	shift := min(int(x.Strikes)-1, maxExcludeShift)
+	x.Until = max(x.Until, number+uint64(excludeEpochs)<<shift)
+	s.rb.clients[key] = x
+	return x.Until
+}
+
+// dropLowestStrike forgets the record whose exclusion ended first, as the
+// store does when full. Call with s.mu held.
+func (s *Server) dropLowestStrike() {
+	low, first := "", true
+	for k, x := range s.rb.clients {
+		if first || x.Until < s.rb.clients[low].Until {
+			low, first = k, false
+		}
+	}
+	delete(s.rb.clients, low)
+	if p, err := peer.Decode(strings.TrimPrefix(low, "peer ")); err == nil && strings.HasPrefix(low, "peer ") {
+		delete(s.banned, p)
+	}
+}
+
+// clientStriker is a ChunkStore that keeps a primary's client strikes.
+type clientStriker interface {
+	PutClientStrike(string, store.ClientStrike) (store.ClientStrike, error)
+	ClientStrikes() (map[string]store.ClientStrike, error)
+}
+
+func (b *boltStore) PutClientStrike(k string, x store.ClientStrike) (store.ClientStrike, error) {
+	return b.st.PutClientStrike(k, x)
+}
+func (b *boltStore) ClientStrikes() (map[string]store.ClientStrike, error) {
+	return b.st.ClientStrikes()
+}
+
+// saveStrikes writes strike records to the store, without s.mu (the store
+// keeps the larger of each field, so writes that race in any order end
+// right).
+func (s *Server) saveStrikes(recs []strikeRec) {
+	cs, ok := s.store.(clientStriker)
+	if !ok {
+		return
+	}
+	for _, r := range recs {
+		if _, err := cs.PutClientStrike(r.key, r.x); err != nil {
+			s.log.Error("client strike not stored; a restart would forget it", "err", err)
+		}
+	}
+}
+
+// loadStrikes takes the stored strikes in, at start: a struck client
+// stays refused across a restart, and its next strike doubles on.
+func (s *Server) loadStrikes() {
+	cs, ok := s.store.(clientStriker)
+	if !ok {
+		return
+	}
+	recs, err := cs.ClientStrikes()
+	if err != nil {
+		s.log.Error("client strikes unreadable; struck clients are forgiven", "err", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.banned == nil {
+		s.banned = map[peer.ID]uint64{}
+	}
+	s.rb.clients = recs
+	for k, x := range recs {
+		if id, ok := strings.CutPrefix(k, "peer "); ok {
+			if p, err := peer.Decode(id); err == nil {
+				s.banned[p] = max(s.banned[p], x.Until)
+			}
+		}
+	}
 }
 
 // conclude acts on a walk's result: log, record, exclusion.
@@ -226,6 +346,7 @@ func (s *Server) name(e *sepoch, round uint32, c *culprit, evidence [][]byte) {
 		return // no final descriptor to name a party of
 	}
 	epochHex := fmt.Sprintf("%x", v.id[:6])
+	var strikes []strikeRec
 	rec := store.BlameRecord{Epoch: v.id, Number: v.desc.Number, Round: round, Reason: c.why, Evidence: evidence, Time: time.Now().Unix()}
 	s.mu.Lock()
 	if c.server >= 0 {
@@ -244,17 +365,8 @@ func (s *Server) name(e *sepoch, round uint32, c *culprit, evidence [][]byte) {
 		excluded := ""
 		if cl := v.desc.Clients[c.slot]; int(cl.Primary) == e.pos {
 			if p, ok := e.regFrom[cl.RegKey]; ok {
-				if s.banned == nil {
-					s.banned = map[peer.ID]uint64{}
-				}
-				until := s.strike("peer "+p.String(), v.desc.Number)
-				s.banned[p] = max(s.banned[p], until)
-				for _, ip := range s.peerIPs(p) {
-					if s.rb.ipUntil == nil {
-						s.rb.ipUntil = map[string]uint64{}
-					}
-					s.rb.ipUntil[ip] = max(s.rb.ipUntil[ip], s.strike("ip "+ip, v.desc.Number))
-				}
+				var until uint64
+				until, strikes = s.strikeClient(p, s.peerIPs(p), v.desc.Number)
 				excluded = fmt.Sprintf("refused here up to epoch %d", until)
 			}
 		}
@@ -263,6 +375,7 @@ func (s *Server) name(e *sepoch, round uint32, c *culprit, evidence [][]byte) {
 			"culprit", fmt.Sprintf("client in slot %d", c.slot), "evidence", c.why, "exclusion", excluded)
 	}
 	s.mu.Unlock()
+	s.saveStrikes(strikes)
 	if br, ok := s.store.(blameRecorder); ok {
 		if err := br.PutBlame(rec); err != nil {
 			s.log.Error("round blame: record not stored", "err", err)

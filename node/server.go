@@ -154,7 +154,8 @@ type Server struct {
 	open    *sepoch              // epoch accepting registrations here
 	number  uint64               // highest epoch number signed (EpochNumberFile)
 	// banned: client peers excluded up to an epoch number (a culprit of a
-	// share fault, blame.go), known only to their primary.
+	// blame, roundblame_after.go), known only to their primary; also on
+	// disk with their strikes (rb.clients).
 	banned map[peer.ID]uint64
 	turn   turnState // the leader rotation (rotate.go)
 	// rb is what round blames left here (roundblame_after.go).
@@ -257,6 +258,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		number: number,
 	}
 	s.cert.certs, s.cert.top, s.cert.poke = certs, top, make(chan struct{}, 1)
+	s.loadStrikes()
 	s.who.init(&cfg, chains)
 	s.turn.progress = time.Now()
 	h.Network().Notify(s.departureNotifiee())
@@ -264,8 +266,9 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	// Server protocols: big bodies only from server peers (asker.go).
 	serve(cctx, h, &s.handlers, s.log, ProtoEpoch, bulkTimeout, s.serverCaps(s.epochCaps), s.handleEpoch)
 	servePooled(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.serverCaps(s.roundCaps), s.pool.get, s.handleRound)
-	servePooled(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, anyPeer(s.clientCaps), s.pool.get, s.handleClient)
-	serveSegments(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, anyPeer(s.pirCaps), nil, s.handlePIR)
+	handleClient, handlePIR := s.observeClient()
+	servePooled(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, anyPeer(s.clientCaps), s.pool.get, handleClient)
+	serveSegments(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, anyPeer(s.pirCaps), nil, handlePIR)
 	if !cfg.NoLAN {
 		if err := s.startLAN(cctx); err != nil {
 			// LAN discovery is a convenience: a host without multicast

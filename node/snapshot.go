@@ -228,8 +228,8 @@ type ServerSnapshot struct {
 	// StoreBytes is the chunk data stored, QuotaBytes its cap (0: none);
 	// both 0 for a store that does not count.
 	StoreBytes, QuotaBytes int64
-	// Excluded counts clients refused for an epoch after a setup share
-	// fault (their identities stay with their primary).
+	// Excluded counts the client peers this primary refuses at its next
+	// epoch after a blame named them (their identities stay with it).
 	Excluded int
 }
 
@@ -252,7 +252,11 @@ func (s *Server) Snapshot() ServerSnapshot {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out.Excluded = len(s.banned)
+	for _, until := range s.banned {
+		if until > s.number {
+			out.Excluded++
+		}
+	}
 	for _, e := range s.epochs {
 		v := e.v
 		if e.final != nil {

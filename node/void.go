@@ -19,7 +19,9 @@ import (
 // rounds of the same epoch, under the same pseudonym, and query nothing
 // for the void round. One such void an epoch: a second ends the epoch as
 // before. The void is charged, like the abort it replaces, to the last
-// server's refusal budget (§3).
+// server's refusal budget (§3), or, if a server claimed it lacks its
+// input batch of the round (lack.go), to that server's. S_0 proposes the
+// void at once on such a claim.
 
 // voidRound has every server of the chain sign round r void and delivers
 // the signed list; it reports whether it did. S_0 only.
@@ -87,7 +89,13 @@ func (s *Server) signVoid(e *sepoch, rl *wire.RoundList) (wire.Type, []byte, err
 		x.void = true
 		e.voids++
 		s.log.Warn("round void, epoch goes on", "round", rl.Round)
-		if !s.publicCause(e) {
+		switch {
+		case s.publicCause(e):
+		case x.lackBy > 0:
+			// A server that claimed it lacks its input (lack.go): its
+			// private abort, whoever was at fault.
+			s.chargeLocked(e, v.chain[x.lackBy], s.h.ID(), fmt.Sprintf("round %d void: server %d lacks its input", rl.Round, x.lackBy))
+		default:
 			last := v.chain[len(v.chain)-1]
 			s.chargeLocked(e, last, s.h.ID(), fmt.Sprintf("round %d void: no publication", rl.Round))
 		}

@@ -18,8 +18,8 @@
 set -u
 GO=${1:-go}
 RACE_SKIP=${2:-}
-LONG='^(TestAdversaryLinks|TestRefusalBudget|TestEndToEnd|TestLongJobPauses|TestLocalWorkDoesNotDelay|TestVoidRoundNotResent|TestCastServerSwaps|TestChurn|TestRoundBlameClientMAC|TestCastWithholdsPublication|TestAllowServer)$'
-RACE2='^(TestCastBadShuffleProof|TestRoundBlameMissingEntry|TestRoundBlameFalseAccusation|TestRoundBlameServerCorrupts|TestIndexGapDetected|TestRoundBlameEquivocation|TestVoidRoundGoesOn|TestCorruptedAnswersChangeNoRequest)$'
+LONG='^(TestAdversaryLinks|TestRefusalBudget|TestEndToEnd|TestLongJobPauses|TestLocalWorkDoesNotDelay|TestVoidRoundNotResent|TestCastServerSwaps|TestChurn|TestRoundBlameClientMAC|TestCastWithholdsPublication|TestAllowServer|TestAdversarySpoiledAnswers|TestAdversaryIndexGap)$'
+RACE2='^(TestCastBadShuffleProof|TestRoundBlameMissingEntry|TestRoundBlameFalseAccusation|TestRoundBlameServerCorrupts|TestIndexGapDetected|TestRoundBlameEquivocation|TestVoidRoundGoesOn|TestCorruptedAnswersChangeNoRequest|TestRoundBlameSecondOnion|TestGetTakesManifestsFromIndex|TestPrivateShareSealedIndex)$'
 RSKIP="$LONG|$RACE2"
 if [ -n "$RACE_SKIP" ]; then
 	RSKIP="$RACE_SKIP|$RSKIP"

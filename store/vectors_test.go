@@ -31,6 +31,7 @@ func TestVectors(t *testing.T) {
 			"01" + "aa" + z31 + "00000008" + "726966666c653a78" + "00000002" + "2f61" + "02" + "00000003" + "00000001" + "18fae27693b40000" + "18fae27693b40000"},
 		{"download", (&Download{FileID: fid, Link: "riffle:x", Output: "/o", Needed: 4, Held: 2, Bytes: 1700, Created: tm, Updated: tm}).encode(),
 			"01" + "aa" + z31 + "00000008" + "726966666c653a78" + "00000002" + "2f6f" + "00000004" + "00000002" + "00000000000006a4" + "00" + "18fae27693b40000" + "18fae27693b40000"},
+		{"client strike", ClientStrike{Strikes: 3, Until: 19}.encode(), "00000003" + "0000000000000013"},
 	}
 	for _, c := range cases {
 		if got := hex.EncodeToString(c.got); got != c.want {

@@ -490,7 +490,7 @@ func TestConfigKeys(t *testing.T) {
 		}
 	}
 	write("# test\nserver.data = " + srvDir + "\nserver.listen = /ip4/10.1.2.3/tcp/7\nserver.listen = /ip4/10.1.2.3/udp/7/quic-v1\n" +
-		"data = " + notDir + "\nmin-anonymity = 3\n")
+		"data = " + notDir + "\nmin-anonymity = 3\naccept-budget-drops = true\n")
 	out, errOut, err := runBin(t, env, "id")
 	if err != nil || !strings.Contains(out, "/ip4/10.1.2.3/tcp/7/p2p/") || !strings.Contains(out, "/ip4/10.1.2.3/udp/7/quic-v1/p2p/") {
 		t.Fatalf("id with server.data and server.listen from the config: %v\n%s%s", err, out, errOut)

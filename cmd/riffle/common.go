@@ -114,6 +114,8 @@ func clientFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "require-server", Usage: "refuse epochs whose chain lacks this peer id (repeatable)"},
 		&cli.IntFlag{Name: "min-anonymity", Value: node.DefaultMinAnonymity, EnvVars: []string{"RIFFLE_MIN_ANONYMITY"},
 			Usage: "hold jobs (sending cover only) in epochs with fewer clients registered through the servers this client trusts (its primary and --require-server)"},
+		&cli.BoolFlag{Name: "accept-budget-drops", EnvVars: []string{"RIFFLE_ACCEPT_BUDGET_DROPS"},
+			Usage: "take epochs whose chain dropped a server of the previous chain for its refusal budget (else the client refuses them, says so and waits)"},
 		&cli.BoolFlag{Name: "now", EnvVars: []string{"RIFFLE_NOW"},
 			Usage: "without a running riffle client, join for this job alone (reveals when the job ran); riffle client: start jobs without the presence wait"},
 		&cli.StringFlag{Name: "data", Usage: "client data directory (partial downloads); default under the user config directory"},

@@ -11,9 +11,9 @@ import (
 
 // The config file (docs/proto-cli.md, "Config file") gives flags their
 // defaults. A key is a flag's name: bare keys (server, require-server,
-// data, min-anonymity, quiet) belong to the client commands, and keys
-// "server.NAME" (server.data, server.listen, server.peer, ...) to
-// `riffle server` and `riffle id`. A flag on the command line wins over
+// data, min-anonymity, accept-budget-drops, quiet) belong to the client
+// commands, and keys "server.NAME" (server.data, server.listen,
+// server.peer, ...) to `riffle server` and `riffle id`. A flag on the command line wins over
 // the file; a repeatable flag takes every line of its key. An unknown key
 // is an error naming its line: a typo must not be ignored silently.
 
@@ -74,7 +74,7 @@ var setFromConfig = map[string]bool{}
 
 // clientConfigKeys and serverConfigKeys are the keys the file may hold.
 var (
-	clientConfigKeys = []string{"server", "require-server", "data", "min-anonymity", "quiet"}
+	clientConfigKeys = []string{"server", "require-server", "data", "min-anonymity", "accept-budget-drops", "quiet"}
 	serverConfigKeys = []string{"data", "listen", "peer", "nick", "min-servers", "min-clients", "no-mdns", "allow-server",
 		"quota", "retention", "chunk-size", "rounds", "k", "reg-window", "round-limit"}
 )

@@ -52,7 +52,11 @@ func runningClient(ctx context.Context, c *cli.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := node.CheckHandover(st, want, req, c.Int("min-anonymity")); err != nil {
+	err = node.CheckHandover(st, want, req, c.Int("min-anonymity"))
+	if err == nil {
+		err = node.CheckBudgetHandover(st, c.Bool("accept-budget-drops"))
+	}
+	if err != nil {
 		return "", fmt.Errorf("%w: refusing to hand it this job; stop that client (it runs on data directory %s) or give this command another --data", err, dir)
 	}
 	if !quiet(c) {

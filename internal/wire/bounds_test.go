@@ -44,6 +44,8 @@ func wideDecoders() map[string]func([]byte) error {
 		"index":       func(b []byte) error { var m Index; return m.Unmarshal(b, 1<<24) },
 		"indexreq":    func(b []byte) error { var m IndexReq; return m.Unmarshal(b) },
 		"root":        func(b []byte) error { var m Root; return m.Unmarshal(b) },
+		"getbatch":    func(b []byte) error { var m BatchRef; return m.Unmarshal(b) },
+		"lack":        func(b []byte) error { var m BatchRef; return m.Unmarshal(b) },
 	}
 }
 
@@ -257,6 +259,9 @@ func TestLongTermSizes(t *testing.T) {
 	f := Forwarded{Reg: Register{Reg: []byte{}}}
 	if n := len(f.Marshal()); n != forwardedMin {
 		t.Fatalf("minimal forwarded registration is %d bytes, forwardedMin %d", n, forwardedMin)
+	}
+	if n := len((&BatchRef{}).Marshal()); n != BatchRefSize {
+		t.Fatalf("batch reference is %d bytes, want %d", n, BatchRefSize)
 	}
 	if n := len((&KeyEvidence{}).Marshal()); n != keyEvidenceSize {
 		t.Fatalf("key evidence is %d bytes, want %d", n, keyEvidenceSize)

@@ -57,6 +57,7 @@ func FuzzChunk(f *testing.F)       { fuzzDecoder(f, "chunk", "getchunk") }
 func FuzzIndex(f *testing.F)       { fuzzDecoder(f, "index") }
 func FuzzIndexReq(f *testing.F)    { fuzzDecoder(f, "indexreq") }
 func FuzzRoot(f *testing.F)        { fuzzDecoder(f, "root") }
+func FuzzBatchRef(f *testing.F)    { fuzzDecoder(f, "getbatch", "lack") }
 
 // FuzzDescriptor fuzzes the descriptor decoder on its own (inside a
 // Signed, it is one length-prefixed field).

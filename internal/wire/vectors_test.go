@@ -190,6 +190,10 @@ func vectors() []vector {
 			with(func(m *Chunk, b []byte) error { return m.Unmarshal(b, 64) })},
 		{"waitlist", TypeWaitList, &EpochRef{Epoch: k32(1), Round: 4, Reason: []byte{}},
 			with(func(m *EpochRef, b []byte) error { return m.Unmarshal(b) })},
+		{"getbatch", TypeGetBatch, &BatchRef{Epoch: k32(1), Round: 2, S: 1},
+			with(func(m *BatchRef, b []byte) error { return m.Unmarshal(b) })},
+		{"lack", TypeLack, &BatchRef{Epoch: k32(1), Round: 2, S: 1},
+			with(func(m *BatchRef, b []byte) error { return m.Unmarshal(b) })},
 		{"root", TypeRoot, &Root{Epoch: k32(1), Round: 2, S: 1, Root: k32(9), Sig: k64(10)},
 			with(func(m *Root, b []byte) error { return m.Unmarshal(b) })},
 		{"keyevidence", TypeKeyEvidence, &KeyEvidence{Epoch: k32(1), Slot: 3, LTKey: k32(0xd0), LTSig: k64(0xe0)},
@@ -331,6 +335,7 @@ func typeName(t Type) string {
 		TypePadAnswers: "padanswers", TypeQuery: "query", TypeAnswer: "answer", TypeGetChunk: "getchunk",
 		TypeChunk: "chunk", TypeWaitList: "waitlist", TypeIndexReq: "indexreq", TypeIndex: "index", TypeAck: "ack",
 		TypeRoot: "root", TypeError: "error", TypeForward: "forward", TypeKeyEvidence: "keyevidence", TypeBadForward: "badforward",
+		TypeGetBatch: "getbatch", TypeLack: "lack",
 	}
 	return names[t]
 }

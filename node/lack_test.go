@@ -1,0 +1,250 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riffle-net/riffle/internal/wait"
+)
+
+// lackCase is the round a hook of a lack test fired in, and its epoch.
+type lackCase struct {
+	mu    sync.Mutex
+	bad   *Server
+	fired bool
+	epoch [32]byte
+	round uint32
+}
+
+// once reports true for the first round r ≥ 1 it is asked about (round 0
+// may still race the setup's end at the receiver).
+func (c *lackCase) once(r uint32) bool {
+	if r < 1 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fired {
+		return false
+	}
+	c.fired, c.round = true, r
+	c.bad.mu.Lock()
+	for id, e := range c.bad.epochs {
+		if !e.ended && e.final != nil {
+			c.epoch = id
+		}
+	}
+	c.bad.mu.Unlock()
+	return true
+}
+
+func (c *lackCase) get(t *testing.T) ([32]byte, uint32) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.fired {
+		t.Fatal("the hook never fired")
+	}
+	return c.epoch, c.round
+}
+
+// lackShare shares a file from bn's first client and fetches it whole
+// from the second, byte-exact.
+func lackShare(t *testing.T, bn *blameNet, size int) {
+	t.Helper()
+	up, down := bn.clients[0], bn.clients[1]
+	data := make([]byte, size)
+	rand.Read(data)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	h, err := up.StartShare(ctx, bytes.NewReader(data), "lack.bin", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Done():
+	case <-ctx.Done():
+		t.Fatal("the share did not end within 60 s")
+	}
+	link, _, warn, err := h.Result()
+	if err != nil || len(warn) > 0 || up.Stats().Unconfirmed > 0 {
+		t.Fatalf("share: %v, warnings %q, %d unconfirmed", err, warn, up.Stats().Unconfirmed)
+	}
+	path, err := down.Get(ctx, link, t.TempDir())
+	if err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("fetched bytes differ (%v)", err)
+	}
+}
+
+// epochRanOn waits until epoch id has ended at s after its last round and
+// returns its count of void rounds.
+func epochRanOn(t *testing.T, s *Server, id [32]byte) int {
+	t.Helper()
+	err := wait.Until(context.Background(), 30*time.Second, func() bool {
+		for _, es := range s.Snapshot().Epochs {
+			if es.ID == id {
+				return es.Ended && es.Listed == es.Rounds
+			}
+		}
+		return false
+	})
+	if err != nil {
+		for _, es := range s.Snapshot().Epochs {
+			if es.ID == id {
+				t.Fatalf("the epoch ended after %d of %d rounds: %s", es.Listed, es.Rounds, es.Reason)
+			}
+		}
+		t.Fatalf("the epoch is not kept: %v", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.epochs[id].voids
+}
+
+// TestLostBatchFetched: the middle server's batch of one round is lost on
+// its way to the last server. The last server, told of the batch by its
+// broadcast root, fetches it from the middle server, and the round is
+// published as if nothing had happened: the epoch runs to its last round
+// with no void, and the shared file is fetched whole. Before, the failed
+// delivery ended the epoch.
+func TestLostBatchFetched(t *testing.T) {
+	p := testParams(8)
+	p.RoundLimitMs = 4000
+	bn := startBlameNetParams(t, p, 3, 3, 2, 2)
+	c := &lackCase{bad: bn.servers[1]}
+	c.bad.rb.hooks.Store(&serverHooks{loseOut: c.once})
+	lackShare(t, bn, 3*int(p.ChunkSize)+100)
+	epoch, r := c.get(t)
+	for i, s := range bn.servers {
+		if v := epochRanOn(t, s, epoch); v != 0 {
+			t.Fatalf("server %d: %d void round(s), want none", i, v)
+		}
+		bs, ok := s.store.(*boltStore)
+		if !ok {
+			t.Fatal("no bolt store")
+		}
+		if _, err := bs.st.Round(epoch, r); err != nil {
+			t.Fatalf("server %d: the lost round %d was not published: %v", i, r, err)
+		}
+	}
+	for i, s := range bn.servers {
+		if n := len(s.refusalCounts()); n != 0 {
+			t.Fatalf("server %d counts %d refusals, want none", i, n)
+		}
+	}
+	t.Logf("round %d lost in transit, fetched and published; the epoch ran to its end", r)
+}
+
+// TestWithheldBatchVoidCharged: S_0 announces its signed root of one
+// round and withholds the batch. S_1 asks for it in vain and, after the
+// fetch window, claims the lack: the round is void everywhere, nobody is
+// named, the void is counted against S_1 (the claimant) and not the last
+// server, the epoch runs on, and the file is fetched whole. Before, the
+// round's missing publication charged the last server.
+func TestWithheldBatchVoidCharged(t *testing.T) {
+	p := testParams(8)
+	p.RoundLimitMs = 4000
+	bn := startBlameNetParams(t, p, 3, 3, 2, 2)
+	c := &lackCase{bad: bn.servers[0]}
+	c.bad.rb.hooks.Store(&serverHooks{hideOut: c.once})
+	lackShare(t, bn, 3*int(p.ChunkSize)+100)
+	epoch, r := c.get(t)
+	claimant, last := bn.servers[1].h.ID(), bn.servers[2].h.ID()
+	for i, s := range bn.servers {
+		if v := epochRanOn(t, s, epoch); v != 1 {
+			t.Fatalf("server %d: %d void round(s), want 1", i, v)
+		}
+		if recs, _ := s.blameRecords(); len(recs) != 0 {
+			t.Fatalf("server %d named someone: %+v", i, recs)
+		}
+	}
+	for i, s := range bn.servers {
+		err := wait.Until(context.Background(), 10*time.Second, func() bool { return s.refusalCounts()[claimant] == 1 })
+		if got := s.refusalCounts(); err != nil || got[last] != 0 || len(got) != 1 {
+			t.Fatalf("server %d counts %v; want one, against the claimant %s", i, got, claimant.ShortString())
+		}
+	}
+	t.Logf("round %d withheld by S_0: void, charged to S_1, the epoch ran to its end", r)
+}
+
+// TestWithheldBatchTwiceEndsEpoch: S_0 withholds its batch of two rounds
+// of one epoch. The first is void and the epoch goes on; the second ends
+// the epoch (one void an epoch), and its abort too is counted against S_1,
+// the claimant, never the last server. Before, the ending abort was
+// charged to the last server.
+func TestWithheldBatchTwiceEndsEpoch(t *testing.T) {
+	p := testParams(8)
+	p.RoundLimitMs = 4000
+	bn := startBlameNetParams(t, p, 3, 3, 2, 2)
+	var mu sync.Mutex
+	var rounds []uint32
+	var epoch [32]byte
+	bad := bn.servers[0]
+	bad.rb.hooks.Store(&serverHooks{hideOut: func(r uint32) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if r < 1 || len(rounds) == 2 {
+			return false
+		}
+		bad.mu.Lock()
+		var cur [32]byte
+		for id, e := range bad.epochs {
+			if !e.ended && e.final != nil {
+				cur = id
+			}
+		}
+		bad.mu.Unlock()
+		if len(rounds) == 1 && cur != epoch {
+			return false
+		}
+		epoch = cur
+		rounds = append(rounds, r)
+		return true
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := wait.Until(ctx, 60*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(rounds) < 2 {
+			return false
+		}
+		for _, es := range bn.servers[1].Snapshot().Epochs {
+			if es.ID == epoch {
+				return es.Ended
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("two rounds withheld and the epoch ended: %v (rounds %v)", err, rounds)
+	}
+	claimant := bn.servers[1].h.ID()
+	for i, s := range bn.servers {
+		for _, es := range s.Snapshot().Epochs {
+			if es.ID == epoch && es.Listed == es.Rounds {
+				t.Fatalf("server %d: the epoch ran to its end after a second void", i)
+			}
+		}
+		if err := wait.Until(ctx, 10*time.Second, func() bool { return s.refusalCounts()[claimant] == 1 }); err != nil {
+			t.Fatalf("server %d counts %v; want one against the claimant %s", i, s.refusalCounts(), claimant.ShortString())
+		}
+	}
+	// The epoch's abort is signed after abortSettle: give it that and
+	// more to charge anyone else.
+	for i, s := range bn.servers {
+		if wait.Until(ctx, abortSettle+2*time.Second, func() bool { return len(s.refusalCounts()) != 1 }) == nil {
+			t.Fatalf("server %d counts %v; want one, against the claimant %s only", i, s.refusalCounts(), claimant.ShortString())
+		}
+	}
+	t.Logf("rounds %v withheld by S_0: the first void, the second ended the epoch; both charged to S_1", rounds)
+}
