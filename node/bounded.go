@@ -55,13 +55,15 @@ func primaryQuota(n uint32, m int) int {
 	return max(q, DefaultMinAnonymity)
 }
 
-// selectionHash orders the registrations beyond the quotas: a hash of the
-// epoch id and the registration key (fresh per epoch, so no client picks
-// its place after the epoch id is known).
-func selectionHash(epoch [32]byte, regKey [32]byte) [32]byte {
+// selectionHash orders the registrations beyond the quotas:
+// H(epoch id ‖ β ‖ registration key), β the hash of the servers' reveals
+// (reveal.go). A registration key is chosen after the epoch id is known,
+// β only after the deadline: no client grinds its place.
+func selectionHash(epoch, beta [32]byte, regKey [32]byte) [32]byte {
 	h := sha256.New()
 	h.Write([]byte("riffle/v3/select"))
 	h.Write(epoch[:])
+	h.Write(beta[:])
 	h.Write(regKey[:])
 	var out [32]byte
 	h.Sum(out[:0])
@@ -71,9 +73,9 @@ func selectionHash(epoch [32]byte, regKey [32]byte) [32]byte {
 // selectClients is the client selection of §3: each primary's
 // registrations in its own order (rank: the place in its list; a key
 // without one goes last, by registration key) up to its quota, then what
-// remains in selection-hash order up to the cap n. keys must be free of
+// remains in selection-hash order (with β) up to the cap n. keys must be free of
 // duplicates; the result is in slot order (by registration key).
-func selectClients(epoch [32]byte, keys [][32]byte, primaryOf map[[32]byte]uint16, rank map[[32]byte]int, n uint32, m int) [][32]byte {
+func selectClients(epoch, beta [32]byte, keys [][32]byte, primaryOf map[[32]byte]uint16, rank map[[32]byte]int, n uint32, m int) [][32]byte {
 	if len(keys) <= int(n) {
 		return keys
 	}
@@ -101,7 +103,7 @@ func selectClients(epoch [32]byte, keys [][32]byte, primaryOf map[[32]byte]uint1
 		}
 	}
 	sort.Slice(rest, func(i, j int) bool {
-		hi, hj := selectionHash(epoch, rest[i]), selectionHash(epoch, rest[j])
+		hi, hj := selectionHash(epoch, beta, rest[i]), selectionHash(epoch, beta, rest[j])
 		return bytes.Compare(hi[:], hj[:]) < 0
 	})
 	for _, k := range rest {

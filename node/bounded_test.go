@@ -118,7 +118,7 @@ func TestClientSelection(t *testing.T) {
 		keys = append(keys, k)
 	}
 	n, m := uint32(MinClientCap), 2
-	sel := selectClients(id, keys, primaryOf, nil, n, m)
+	sel := selectClients(id, [32]byte{}, keys, primaryOf, nil, n, m)
 	if len(sel) != int(n) {
 		t.Fatalf("%d selected, cap %d", len(sel), n)
 	}
@@ -153,7 +153,7 @@ func TestClientSelection(t *testing.T) {
 		t.Fatal("a full descriptor below the quota was accepted")
 	}
 	// Under the cap nothing is dropped.
-	if got := selectClients(id, keys[:10], primaryOf, nil, n, m); len(got) != 10 {
+	if got := selectClients(id, [32]byte{}, keys[:10], primaryOf, nil, n, m); len(got) != 10 {
 		t.Fatalf("%d of 10 kept under the cap", len(got))
 	}
 }

@@ -194,6 +194,15 @@ func checkSigned(sd *wire.Signed, rate float64) (*view, error) {
 	if !sd.Final && len(sd.Desc.Clients) != 0 {
 		return nil, errors.New("node: open descriptor lists clients")
 	}
+	// (v3) the reveals of §3: none before the deadline, all after.
+	if !sd.Final && len(sd.Desc.Reveals) != 0 {
+		return nil, errRevealsInOpen
+	}
+	if sd.Final {
+		if err := checkReveals(&sd.Desc); err != nil {
+			return nil, err
+		}
+	}
 	if len(sd.Sigs) != len(v.chain) {
 		return nil, fmt.Errorf("node: descriptor has %d signatures for %d servers", len(sd.Sigs), len(v.chain))
 	}

@@ -58,6 +58,9 @@ type epochSecrets struct {
 	dkey *ecdh.PrivateKey
 	sec  *mix.StepSecret
 	keys []*pir.Keys // per slot, nil for this server's own clients
+	// reveal is r_j of the selection (§3 v3, reveal.go): drawn fresh at
+	// every Prepare, kept secret until the close.
+	reveal [wire.CommitSize]byte
 }
 
 // epochLife is the epoch's end and the uses of its secrets. Guarded by

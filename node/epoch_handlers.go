@@ -152,7 +152,15 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		rk.Close()
 		return 0, nil, err
 	}
-	g := wire.GroupEntry{PeerID: pid, Nick: []byte(s.cfg.Nick), PoK: pok}
+	// (v3) a fresh r_j for every attempt, never reused: its
+	// commitment goes into the entry the epoch id covers (reveal.go).
+	var r [wire.CommitSize]byte
+	if _, err := s.rand.Read(r[:]); err != nil {
+		sk.Close()
+		rk.Close()
+		return 0, nil, fmt.Errorf("node: selection value: %w", err)
+	}
+	g := wire.GroupEntry{PeerID: pid, Nick: []byte(s.cfg.Nick), PoK: pok, Commit: commitment(r)}
 	for _, a := range s.h.Addrs() {
 		if len(g.Addrs) < wire.MaxAddrs {
 			g.Addrs = append(g.Addrs, a.Bytes())
@@ -168,7 +176,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		g.Y, g.Yp = append(g.Y, y), append(g.Yp, yp)
 	}
 	e := &sepoch{pos: pos, nonce: p.Nonce, leader: from, prev: p.Previous.Marshal()}
-	e.sk, e.rk, e.dkey, e.entry = sk, rk, dkey, g
+	e.sk, e.rk, e.dkey, e.entry, e.reveal = sk, rk, dkey, g, r
 	s.mu.Lock()
 	// One epoch is prepared at a time (the leader runs them in turn): a
 	// preparation that never got its descriptor signed is dropped here,
@@ -208,6 +216,9 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		if len(sd.Desc.Clients) != 0 {
 			return 0, nil, errors.New("node: open descriptor lists clients")
 		}
+		if len(sd.Desc.Reveals) != 0 {
+			return 0, nil, errRevealsInOpen
+		}
 		e := s.prep[sd.Desc.Nonce]
 		if e == nil || e.pos >= len(v.chain) || v.chain[e.pos] != s.h.ID() {
 			return 0, nil, errors.New("node: no prepared epoch for this descriptor")
@@ -244,6 +255,15 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	e := s.epochs[v.id]
 	if e == nil || e.ended {
 		return 0, nil, errors.New("node: final descriptor of an unknown or ended epoch")
+	}
+	// (v3) every reveal matches its commitment, and this server's is
+	// the r_j it drew (§3): otherwise the selection is not the one
+	// committed to before registration.
+	if err := checkReveals(&sd.Desc); err != nil {
+		return 0, nil, err
+	}
+	if sd.Desc.Reveals[e.pos] != e.reveal {
+		return 0, nil, errors.New("node: final descriptor carries another reveal for this server")
 	}
 	if len(e.slotRegs) != len(sd.Desc.Clients) {
 		return 0, nil, fmt.Errorf("node: final descriptor lists %d clients, %d registrations received", len(sd.Desc.Clients), len(e.slotRegs))
@@ -492,7 +512,8 @@ func (s *Server) onClose(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	// The list goes in this primary's own admission order (§3, §8): the
 	// leader fills its quota from the front.
 	e.order = s.admissionOrder(e)
-	rl := wire.RegList{Epoch: ref.Epoch}
+	// (v3) r_j is revealed now, after the deadline (reveal.go).
+	rl := wire.RegList{Epoch: ref.Epoch, Reveal: e.reveal}
 	for _, k := range e.order {
 		rl.Regs = append(rl.Regs, wire.Forwarded{Primary: uint16(e.pos), Reg: e.regs[k], Sig: e.regSig[k]})
 	}

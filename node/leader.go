@@ -84,11 +84,12 @@ func (s *Server) runEpoch(ctx context.Context, chain []peer.ID, number uint64) e
 	if err != nil {
 		return err
 	}
-	all, primaryOf, rank, err := s.closeRegistration(ctx, chain, id, e, desc.Params)
+	all, primaryOf, rank, reveals, err := s.closeRegistration(ctx, chain, id, e, desc)
 	if err != nil {
 		return err
 	}
-	keys := slotOrder(id, all, primaryOf, rank, desc.Params.MaxClients, len(chain))
+	desc.Reveals = reveals
+	keys := slotOrder(id, selectionBeta(reveals), all, primaryOf, rank, desc.Params.MaxClients, len(chain))
 	if len(keys) < s.cfg.MinClients {
 		s.abortAll(ctx, chain, id, "too few clients")
 		return fmt.Errorf("node: %d valid registrations < %d", len(keys), s.cfg.MinClients)
@@ -176,13 +177,16 @@ func (s *Server) awaitRegistrations(ctx context.Context, chain []peer.ID, id [32
 // closeRegistration closes registration on every server and gathers their
 // verified registration lists: every registration by key (as its primary
 // signed it), the primary (chain position) of each one a server listed,
-// and its place in that primary's own order (rank).
-func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]byte, e *sepoch, params wire.Params) (map[[32]byte]wire.Forwarded, map[[32]byte]uint16, map[[32]byte]int, error) {
+// and its place in that primary's own order (rank), and the servers'
+// reveals r_j (§3 v3), checked against their commitments in desc.
+func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]byte, e *sepoch, desc wire.Descriptor) (map[[32]byte]wire.Forwarded, map[[32]byte]uint16, map[[32]byte]int, [][wire.CommitSize]byte, error) {
+	params := desc.Params
 	reps, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypeCloseReq, Body: (&wire.EpochRef{Epoch: id}).Marshal(), Timeout: shortTimeout})
 	if err != nil {
 		s.abortAll(ctx, chain, id, "close failed")
-		return nil, nil, nil, fmt.Errorf("node: close registration: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("node: close registration: %w", err)
 	}
+	reveals := make([][wire.CommitSize]byte, len(chain))
 	s.mu.Lock()
 	all := map[[32]byte]wire.Forwarded{}
 	for k, r := range e.fwd {
@@ -196,8 +200,9 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 		var rl wire.RegList
 		if err := rl.Unmarshal(r, lim); err != nil {
 			s.abortAll(ctx, chain, id, "bad registration list")
-			return nil, nil, nil, fmt.Errorf("node: registration list of server %d: %w", i, err)
+			return nil, nil, nil, nil, fmt.Errorf("node: registration list of server %d: %w", i, err)
 		}
+		reveals[i] = rl.Reveal
 		// Each entry must carry server i's signature as its primary;
 		// one that does not is left out (server i sent it itself).
 		var regs []wire.Register
@@ -212,7 +217,7 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 		parsed, bad, err := verifyRegs(e.v, regs, s.rand)
 		if err != nil {
 			s.abortAll(ctx, chain, id, "registrations unverifiable")
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		if len(bad) > 0 {
 			// Signed by its primary: evidence against it (§8). The
@@ -224,7 +229,7 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 				defer s.wg.Done()
 				s.nameForwarder(e, &f, why, true)
 			}()
-			return nil, nil, nil, fmt.Errorf("node: server %d signed a registration that does not verify", i)
+			return nil, nil, nil, nil, fmt.Errorf("node: server %d signed a registration that does not verify", i)
 		}
 		for j, f := range fs {
 			if parsed[j] == nil {
@@ -235,14 +240,20 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 			rank[f.Reg.RegKey] = j
 		}
 	}
-	return all, primaryOf, rank, nil
+	if _, err := revealsOf(&desc, reveals); err != nil {
+		// A server revealed nothing or not its committed r_j: the
+		// selection cannot be computed, the epoch aborts (§3).
+		s.abortAll(ctx, chain, id, "bad reveal")
+		return nil, nil, nil, nil, err
+	}
+	return all, primaryOf, rank, reveals, nil
 }
 
 // slotOrder returns the registration keys of the final descriptor in slot
 // order: those a primary listed, sorted, without a repeated X25519 key, at
 // most maxClients, chosen by the selection of §3 (bounded.go) when more
-// registered.
-func slotOrder(id [32]byte, all map[[32]byte]wire.Forwarded, primaryOf map[[32]byte]uint16, rank map[[32]byte]int, maxClients uint32, m int) [][32]byte {
+// registered, β being the hash of the servers' reveals.
+func slotOrder(id, beta [32]byte, all map[[32]byte]wire.Forwarded, primaryOf map[[32]byte]uint16, rank map[[32]byte]int, maxClients uint32, m int) [][32]byte {
 	keys := make([][32]byte, 0, len(all))
 	for k := range all {
 		if _, ok := primaryOf[k]; ok {
@@ -265,7 +276,7 @@ func slotOrder(id [32]byte, all map[[32]byte]wire.Forwarded, primaryOf map[[32]b
 		seenX[x], seenX[k] = true, true
 		kept = append(kept, k)
 	}
-	return selectClients(id, kept, primaryOf, rank, maxClients, m)
+	return selectClients(id, beta, kept, primaryOf, rank, maxClients, m)
 }
 
 // finalizeEpoch sends the ordered registrations, collects the signatures

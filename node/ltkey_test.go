@@ -390,7 +390,7 @@ func TestReturningClientsFirst(t *testing.T) {
 		primaryOf[k], rank[k] = 1, i
 		keys = append(keys, k)
 	}
-	sel := selectClients([32]byte{9}, keys, primaryOf, rank, n, m)
+	sel := selectClients([32]byte{9}, [32]byte{}, keys, primaryOf, rank, n, m)
 	in := map[[32]byte]bool{}
 	var final []wire.ClientEntry
 	for _, k := range sel {

@@ -221,7 +221,14 @@ type GroupEntry struct {
 	PoK    []byte   // Schnorr proof of x bound to (number, nonce, peer id)
 	D      [32]byte // X25519 key of this epoch
 	Y, Yp  [][32]byte
+	// Commit is H(r_j) of the selection of §3 (v3): a commitment to the
+	// server's fresh random value, revealed after the deadline.
+	Commit [CommitSize]byte
 }
+
+// CommitSize is the size of a commitment H(r_j) and of a revealed r_j
+// (§3): 32 bytes each.
+const CommitSize = 32
 
 func (g *GroupEntry) enc(e *Enc) {
 	e.Bytes(g.PeerID)
@@ -238,6 +245,7 @@ func (g *GroupEntry) enc(e *Enc) {
 	for i := range g.Yp {
 		e.Fixed(g.Yp[i][:])
 	}
+	e.Fixed(g.Commit[:])
 }
 
 func decKeys(d *Dec, max int, what string) [][32]byte {
@@ -250,8 +258,8 @@ func decKeys(d *Dec, max int, what string) [][32]byte {
 }
 
 // groupEntryMin is the smallest group entry: six empty byte strings or
-// lists (a u32 each) and the two 32-byte keys.
-const groupEntryMin = 6*4 + 32 + 32
+// lists (a u32 each), the two 32-byte keys and the commitment.
+const groupEntryMin = 6*4 + 32 + 32 + CommitSize
 
 func (g *GroupEntry) dec(d *Dec, maxRounds int) {
 	g.PeerID = d.Bytes(MaxPeerID, "peer id")
@@ -262,6 +270,7 @@ func (g *GroupEntry) dec(d *Dec, maxRounds int) {
 	g.D = d.Array32("x25519 key")
 	g.Y = decKeys(d, maxRounds, "round keys")
 	g.Yp = decKeys(d, maxRounds, "mac round keys")
+	g.Commit = d.Array32("commitment")
 }
 
 // Marshal encodes a group entry alone (the reply to Prepare).
@@ -287,8 +296,8 @@ type ClientEntry struct {
 
 const clientEntrySize = 32 + 2 + 32 + 32
 
-// Descriptor is the epoch descriptor of §3. Clients is empty in the open
-// descriptor and filled in the final one.
+// Descriptor is the epoch descriptor of §3. Clients and Reveals are
+// empty in the open descriptor and filled in the final one.
 type Descriptor struct {
 	Number uint64
 	Nonce  [32]byte
@@ -297,6 +306,10 @@ type Descriptor struct {
 	// Previous is the certificate of Number−1 (v3; CertNone for 1).
 	Previous Cert
 	Clients  []ClientEntry
+	// Reveals are the servers' r_j in chain order (v3, §3), each
+	// CommitSize bytes, after the clients: not in the epoch id, which
+	// covers their commitments.
+	Reveals [][CommitSize]byte
 }
 
 // MarshalGroup encodes the part hashed into the epoch id: number, nonce,
@@ -323,6 +336,10 @@ func (m *Descriptor) Marshal() []byte {
 		e.Fixed(c.XKey[:])
 		e.Fixed(c.RegHash[:])
 	}
+	e.U32(uint32(len(m.Reveals)))
+	for i := range m.Reveals {
+		e.Fixed(m.Reveals[i][:])
+	}
 	return e.B
 }
 
@@ -344,6 +361,7 @@ func (m *Descriptor) dec(d *Dec, l Limits) {
 		m.Clients[i].XKey = d.Array32("x25519 key")
 		m.Clients[i].RegHash = d.Array32("registration hash")
 	}
+	m.Reveals = decKeys(d, MaxServers, "reveals")
 }
 
 func (m *Descriptor) Unmarshal(b []byte, l Limits) error {
@@ -469,12 +487,17 @@ func (m *Register) Unmarshal(b []byte, l Limits) error {
 // ones in slot order: each a Forwarded, signed by its primary.
 type RegList struct {
 	Epoch [32]byte
-	Regs  []Forwarded
+	// Reveal is the replying server's r_j (v3, §3) in its reply to the
+	// close, CommitSize bytes after the epoch id; zero in the leader's
+	// ordered list.
+	Reveal [CommitSize]byte
+	Regs   []Forwarded
 }
 
 func (m *RegList) Marshal() []byte {
 	var e Enc
 	e.Fixed(m.Epoch[:])
+	e.Fixed(m.Reveal[:])
 	e.U32(uint32(len(m.Regs)))
 	for i := range m.Regs {
 		m.Regs[i].enc(&e)
@@ -485,6 +508,7 @@ func (m *RegList) Marshal() []byte {
 func (m *RegList) Unmarshal(b []byte, l Limits) error {
 	d := Dec{B: b}
 	m.Epoch = d.Array32("epoch id")
+	m.Reveal = d.Array32("reveal")
 	n := d.Count(l.Clients, forwardedMin, "registrations")
 	m.Regs = make([]Forwarded, n)
 	for i := range m.Regs {

@@ -60,7 +60,7 @@ func vectorParams() Params {
 
 func vectorEntry(x byte) GroupEntry {
 	return GroupEntry{PeerID: []byte{0, 0x24, x}, Nick: []byte("s"), Addrs: [][]byte{{4, 127, 0, 0, 1, 6, 0x10, x}},
-		X: k32(x), PoK: []byte{x, x + 1, x + 2}, D: k32(x + 0x40), Y: [][32]byte{k32(x + 1), k32(x + 2)}, Yp: [][32]byte{k32(x + 3), k32(x + 4)}}
+		X: k32(x), PoK: []byte{x, x + 1, x + 2}, D: k32(x + 0x40), Y: [][32]byte{k32(x + 1), k32(x + 2)}, Yp: [][32]byte{k32(x + 3), k32(x + 4)}, Commit: k32(x + 5)}
 }
 
 // vectorCert is a certificate of number 6 of each kind (signatures are
@@ -84,9 +84,10 @@ func vectorCert(kind uint8) Cert {
 }
 
 func vectorDesc(final bool) Descriptor {
-	d := Descriptor{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Group: []GroupEntry{vectorEntry(0x10), vectorEntry(0x20)}, Previous: vectorCert(CertAbort), Clients: []ClientEntry{}}
+	d := Descriptor{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Group: []GroupEntry{vectorEntry(0x10), vectorEntry(0x20)}, Previous: vectorCert(CertAbort), Clients: []ClientEntry{}, Reveals: [][32]byte{}}
 	if final {
 		d.Clients = []ClientEntry{{RegKey: k32(0xa0), Primary: 1, XKey: k32(0xb0), RegHash: k32(0xc0)}}
+		d.Reveals = [][32]byte{k32(0xd0), k32(0xd1)}
 	}
 	return d
 }
@@ -135,7 +136,7 @@ func vectors() []vector {
 			with(func(m *Signed, b []byte) error { return m.Unmarshal(b, l) })},
 		{"closereq", TypeCloseReq, &EpochRef{Epoch: k32(1), Reason: []byte{}},
 			with(func(m *EpochRef, b []byte) error { return m.Unmarshal(b) })},
-		{"reglist", TypeRegList, &RegList{Epoch: k32(1), Regs: []Forwarded{
+		{"reglist", TypeRegList, &RegList{Epoch: k32(1), Reveal: k32(0xd0), Regs: []Forwarded{
 			{Primary: 0, Reg: Register{Epoch: k32(1), RegKey: k32(0xa0), XKey: k32(0xb0), Reg: []byte("reg0"), Sig: k64(0x60)}, Sig: k64(0x68)},
 			{Primary: 1, Reg: Register{Epoch: k32(1), RegKey: k32(0xa1), XKey: k32(0xb1), Reg: []byte("reg1"), Sig: k64(0x61)}, Sig: k64(0x69)}}},
 			with(func(m *RegList, b []byte) error { return m.Unmarshal(b, l) })},
