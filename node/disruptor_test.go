@@ -128,7 +128,7 @@ func disruptorRun(t *testing.T, epochs int, freshKey, newAddr, full bool) int {
 			keys = append(keys, k)
 		}
 		admitted := false
-		for _, k := range selectClients(e.v.id, [32]byte{}, sortedKeys(keys), primaryOf, rank, n, m) {
+		for _, k := range selectClients(e.v.id, fresh(), sortedKeys(keys), primaryOf, rank, n, m) {
 			admitted = admitted || (badReg != [32]byte{} && k == badReg)
 		}
 		if !admitted {
