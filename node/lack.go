@@ -196,16 +196,25 @@ func (s *Server) claimLack(e *sepoch, r uint32) {
 	s.mu.Unlock()
 	s.log.Warn("input batch missing after the fetch window: round passes on nothing", "round", r)
 	body := (&wire.BatchRef{Epoch: v.id, Round: r, S: uint16(e.pos)}).Marshal()
-	others := make([]peer.ID, 0, len(v.chain)-1)
-	for _, p := range v.chain {
+	// S_0 proposes the void as soon as it has the notice, and a server
+	// asked to sign a void it has no notice for charges the last server:
+	// so the others get the notice first (each has it once it acks), and
+	// S_0 last. (A claimant is never S_0.)
+	others := make([]peer.ID, 0, len(v.chain)-2)
+	for _, p := range v.chain[1:] {
 		if p != s.h.ID() {
 			others = append(others, p)
 		}
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
 	defer cancel()
-	if _, err := s.each(ctx, others, request{Proto: ProtoRound, Type: wire.TypeLack, Body: body, Timeout: shortTimeout}); err != nil {
-		s.log.Debug("lack notice", "round", r, "err", err)
+	for _, to := range [][]peer.ID{others, v.chain[:1]} {
+		if len(to) == 0 {
+			continue
+		}
+		if _, err := s.each(ctx, to, request{Proto: ProtoRound, Type: wire.TypeLack, Body: body, Timeout: shortTimeout}); err != nil {
+			s.log.Debug("lack notice", "round", r, "err", err)
+		}
 	}
 }
 

@@ -62,6 +62,51 @@ func (s *Server) mixLoop(e *sepoch) {
 		}
 		s.mixStep(e, r, ins, sigs, hashes)
 	}
+	s.awaitLastRounds(e)
+}
+
+// awaitLastRounds waits, after the epoch's last round is mixed, for the
+// publication of its last mixDepth rounds, which no later round's wait
+// covers: each gets the round limit, as if rounds R and R+1 were to be
+// mixed. The first still missing is signed void (one void an epoch, §5.2
+// v3); a void last round ends the epoch as complete (onRoundList), an
+// earlier one lets the last round's PIR end it, and a second missing one
+// ends the epoch with an abort for the missing publication, charged to the
+// last server (§3). Without this wait a last server that kept one of the
+// two last rounds left the epoch, and with it every server and client of
+// the chain, waiting for ever. S_0 only.
+func (s *Server) awaitLastRounds(e *sepoch) {
+	p := e.final.desc.Params
+	limit := time.Duration(p.RoundLimitMs) * time.Millisecond
+	for q := max(p.Rounds, mixDepth) - mixDepth; q < p.Rounds; q++ {
+		ctx, cancel := context.WithTimeout(s.ctx, limit)
+		err := s.waitFor(ctx, func() bool {
+			x := e.round(q)
+			return e.ended || x.pubDone || x.void
+		})
+		cancel()
+		if s.ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			s.mu.Lock()
+			ended := e.ended
+			s.mu.Unlock()
+			if ended {
+				return
+			}
+			continue
+		}
+		if s.voidRound(e, q) {
+			continue
+		}
+		s.mu.Lock()
+		if !e.ended {
+			s.endNoPub(e, q, fmt.Sprintf("epoch's end: no publication of round %d", q))
+		}
+		s.mu.Unlock()
+		return
+	}
 }
 
 // awaitSetup waits, up to the round limit, until this server has verified

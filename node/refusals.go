@@ -89,13 +89,18 @@ func (s *Server) broadcastAbort(e *sepoch, reason string) {
 func (s *Server) endUnfilled(e *sepoch, r uint32) {
 	if r >= mixDepth {
 		if x := e.rounds[r-mixDepth]; x == nil || !x.pubDone {
-			reason := fmt.Sprintf("round %d: no publication of round %d", r, r-mixDepth)
-			s.endQuiet(e, reason)
-			s.broadcastAbortKind(e, wire.AbortNoPub, r-mixDepth, reason)
+			s.endNoPub(e, r-mixDepth, fmt.Sprintf("round %d: no publication of round %d", r, r-mixDepth))
 			return
 		}
 	}
 	s.end(e, fmt.Sprintf("round %d not filled", r))
+}
+
+// endNoPub ends e for the missing publication of round q with an abort
+// that says so (AbortNoPub). Call with s.mu held.
+func (s *Server) endNoPub(e *sepoch, q uint32, reason string) {
+	s.endQuiet(e, reason)
+	s.broadcastAbortKind(e, wire.AbortNoPub, q, reason)
 }
 
 // broadcastAbortKind is broadcastAbort with an abort kind and round.
