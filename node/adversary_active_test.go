@@ -272,17 +272,7 @@ func TestAdversarySpoiledAnswers(t *testing.T) {
 		}
 		return null, ctl
 	}
-	var null, ctl *tally
-	for {
-		null, ctl = play()
-		if null.trials >= target && ctl.trials >= target {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("only %d and %d trials", null.trials, ctl.trials)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	null, ctl := playUntil(ctx, t, target, play)
 	stop()
 	mu.Lock()
 	epochs := len(order)
@@ -454,17 +444,7 @@ func TestAdversaryIndexGap(t *testing.T) {
 		}
 		return null, ctl
 	}
-	var null, ctl *tally
-	for {
-		null, ctl = play()
-		if null.trials >= target && ctl.trials >= target {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("only %d and %d trials", null.trials, ctl.trials)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	null, ctl := playUntil(ctx, t, target, play)
 	stop()
 	mu.Lock()
 	epochs := len(order)
@@ -483,5 +463,22 @@ func TestAdversaryIndexGap(t *testing.T) {
 	}
 	if float64(ctl.wins) <= ctl.bound() {
 		t.Errorf("control: a gap left unfilled is not exploited: %s; the adversary is broken", ctl)
+	}
+}
+
+// playUntil scores the epochs played so far, again and again, until both
+// the null and the control tallies hold target trials (the test fails
+// when ctx ends first).
+func playUntil(ctx context.Context, t *testing.T, target int, play func() (null, ctl *tally)) (null, ctl *tally) {
+	t.Helper()
+	for {
+		null, ctl = play()
+		if null.trials >= target && ctl.trials >= target {
+			return null, ctl
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("only %d and %d trials", null.trials, ctl.trials)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

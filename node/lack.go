@@ -82,11 +82,7 @@ func (s *Server) keepUndelivered(e *sepoch, r uint32, b *wire.Batch) {
 
 // onGetBatch serves a kept batch to the server it was for.
 func (s *Server) onGetBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	var q wire.BatchRef
-	if err := q.Unmarshal(body); err != nil {
-		return 0, nil, err
-	}
-	e, err := s.epochFor(q.Epoch)
+	q, e, err := s.batchRef(body)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -222,11 +218,7 @@ func (s *Server) claimLack(e *sepoch, r uint32) {
 // round: the round's void is charged to it (signVoid). S_0 has the round
 // signed void at once.
 func (s *Server) onLack(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	var q wire.BatchRef
-	if err := q.Unmarshal(body); err != nil {
-		return 0, nil, err
-	}
-	e, err := s.epochFor(q.Epoch)
+	q, e, err := s.batchRef(body)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -253,4 +245,14 @@ func (s *Server) onLack(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		}()
 	}
 	return wire.TypeAck, ack, nil
+}
+
+// batchRef decodes a GetBatch or Lack body and finds its epoch.
+func (s *Server) batchRef(body []byte) (wire.BatchRef, *sepoch, error) {
+	var q wire.BatchRef
+	if err := q.Unmarshal(body); err != nil {
+		return q, nil, err
+	}
+	e, err := s.epochFor(q.Epoch)
+	return q, e, err
 }
