@@ -37,7 +37,8 @@
 //     answer leaves the roster and ends its epochs.
 //   - epochnum.go: epoch numbers, bounded and kept in the data directory.
 //   - certs.go: certified epoch numbers (§3 v3): final, abort and timeout
-//     certificates, timeout votes, catch-up from roster servers.
+//     certificates, timeout votes; certs_sync.go: catch-up from roster
+//     servers.
 //   - asker.go: who asks, checked before costly work; caps by sender.
 //   - polls.go: bounds on client long polls.
 //   - censor.go: request lists that omit a requested id held here.

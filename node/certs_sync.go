@@ -1,0 +1,165 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// Catching up on certified epoch numbers (§3 (v3)): a server that
+// restarted or was away asks roster servers for the certificates after
+// its last one, page by page, and takes each that verifies (certs.go).
+
+// onCertReq serves a roster server's request for the kept certificates
+// from a number on: one page, oldest first.
+func (s *Server) onCertReq(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var r wire.CertReq
+	if err := r.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	if s.roster.get(from) == nil {
+		return 0, nil, errors.New("node: certificates only for roster servers")
+	}
+	s.cert.mu.Lock()
+	var nums []uint64
+	for n := range s.cert.certs {
+		if n >= r.From {
+			nums = append(nums, n)
+		}
+	}
+	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
+	var page wire.Certs
+	for _, n := range nums[:min(len(nums), wire.MaxCertPage)] {
+		var c wire.Cert
+		if c.Unmarshal(s.cert.certs[n]) == nil {
+			page.Certs = append(page.Certs, c)
+		}
+	}
+	s.cert.mu.Unlock()
+	return wire.TypeCerts, page.Marshal(), nil
+}
+
+// pokeSync asks the certificate loop for a catch-up now.
+func (s *Server) pokeSync() {
+	select {
+	case s.cert.poke <- struct{}{}:
+	default:
+	}
+}
+
+// certLoop catches up from roster servers' certificates at start (as soon
+// as one answers), when poked (a refused Prepare, a vote or certificate
+// ahead) and every certSyncEvery while no epoch runs here.
+func (s *Server) certLoop(ctx context.Context) {
+	asked := false
+	for {
+		every := certSyncEvery
+		if !asked {
+			every = certSyncStart
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.cert.poke:
+		case <-time.After(every):
+			s.mu.Lock()
+			run := s.running()
+			s.mu.Unlock()
+			if run && asked {
+				continue
+			}
+		}
+		asked = s.syncCerts(ctx) || asked
+	}
+}
+
+// syncCerts asks roster servers, one after the other until one has any,
+// for the certificates after this server's last, verifies them and moves
+// its number: each certificate after the first of a catch-up must be of
+// the number after the one before (a chain), and the first stays within
+// the bounds of checkEpochNumber above this server's last number. It
+// reports whether a roster server answered.
+func (s *Server) syncCerts(ctx context.Context) bool {
+	var peers []peer.ID
+	for _, p := range s.chain() {
+		if p != s.h.ID() {
+			peers = append(peers, p)
+		}
+	}
+	if len(peers) == 0 {
+		return false
+	}
+	s.cert.mu.Lock()
+	s.cert.ask++
+	start := s.cert.ask
+	s.cert.mu.Unlock()
+	answered := false
+	for i := range min(len(peers), 3) {
+		p := peers[(start+i)%len(peers)]
+		got, ok := s.syncFrom(ctx, p)
+		answered = answered || ok
+		if got {
+			break
+		}
+	}
+	return answered
+}
+
+// syncFrom catches up from p; it reports whether p had any certificate
+// past this server's last, and whether it answered.
+func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered bool) {
+	first := true
+	for range maxSyncPages {
+		top := s.certTop()
+		ctx, cancel := context.WithTimeout(ctx, shortTimeout)
+		rep, err := call(ctx, s.h, p, request{Proto: ProtoEpoch, Type: wire.TypeCertReq, Body: (&wire.CertReq{From: top + 1}).Marshal(), Timeout: shortTimeout})
+		cancel()
+		if err != nil {
+			s.log.Debug("certificates not fetched", "peer", p.ShortString(), "err", err)
+			return got, answered
+		}
+		answered = true
+		var page wire.Certs
+		if err := page.Unmarshal(rep); err != nil {
+			s.log.Warn("certificates malformed", "peer", p.ShortString(), "err", err)
+			return got, answered
+		}
+		if len(page.Certs) == 0 {
+			return got, answered
+		}
+		known := s.knownServers()
+		for i := range page.Certs {
+			c := &page.Certs[i]
+			if c.Number <= top {
+				continue
+			}
+			if first {
+				if err := checkEpochNumber(s.lastNumber(), c.Number); c.Number != top+1 && err != nil {
+					s.log.Warn("certificate out of bounds", "peer", p.ShortString(), "err", err)
+					return got, answered
+				}
+			} else if c.Number != top+1 {
+				s.log.Warn("certificates not a chain", "peer", p.ShortString(), "number", c.Number, "after", top)
+				return got, answered
+			}
+			if err := verifyCert(c, known); err != nil {
+				s.log.Warn("certificate refused", "peer", p.ShortString(), "err", err)
+				return got, answered
+			}
+			s.addCert(c)
+			for _, q := range c.Chain {
+				known[peer.ID(q)] = true
+			}
+			top, first, got = c.Number, false, true
+		}
+		if len(page.Certs) < wire.MaxCertPage {
+			return got, answered
+		}
+	}
+	return got, answered
+}
