@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wait"
 )
 
@@ -62,19 +63,7 @@ func lackShare(t *testing.T, bn *blameNet, size int) {
 	rand.Read(data)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	h, err := up.StartShare(ctx, bytes.NewReader(data), "lack.bin", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-h.Done():
-	case <-ctx.Done():
-		t.Fatal("the share did not end within 60 s")
-	}
-	link, _, warn, err := h.Result()
-	if err != nil || len(warn) > 0 || up.Stats().Unconfirmed > 0 {
-		t.Fatalf("share: %v, warnings %q, %d unconfirmed", err, warn, up.Stats().Unconfirmed)
-	}
+	link := shareConfirmed(ctx, t, up, data, "lack.bin")
 	path, err := down.Get(ctx, link, t.TempDir())
 	if err != nil {
 		t.Fatalf("get: %v", err)
@@ -247,4 +236,25 @@ func TestWithheldBatchTwiceEndsEpoch(t *testing.T) {
 		}
 	}
 	t.Logf("rounds %v withheld by S_0: the first void, the second ended the epoch; both charged to S_1", rounds)
+}
+
+// shareConfirmed shares data from up and waits, within ctx, for the share
+// to end with every chunk confirmed published and no warning; it returns
+// the link.
+func shareConfirmed(ctx context.Context, t *testing.T, up *Client, data []byte, name string) chunker.Link {
+	t.Helper()
+	h, err := up.StartShare(ctx, bytes.NewReader(data), name, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Done():
+	case <-ctx.Done():
+		t.Fatal("the share did not end in time")
+	}
+	link, _, warn, err := h.Result()
+	if err != nil || len(warn) > 0 || up.Stats().Unconfirmed > 0 {
+		t.Fatalf("share: %v, warnings %q, %d unconfirmed", err, warn, up.Stats().Unconfirmed)
+	}
+	return link
 }

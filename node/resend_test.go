@@ -395,19 +395,7 @@ func TestVoidRoundGoesOn(t *testing.T) {
 	rand.Read(data)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	h, err := up.StartShare(ctx, bytes.NewReader(data), "goes-on.bin", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-h.Done():
-	case <-ctx.Done():
-		t.Fatal("the share did not end within 90 s")
-	}
-	link, _, warn, err := h.Result()
-	if err != nil || len(warn) > 0 || up.Stats().Unconfirmed > 0 {
-		t.Fatalf("share: %v, warnings %q, %d unconfirmed", err, warn, up.Stats().Unconfirmed)
-	}
+	link := shareConfirmed(ctx, t, up, data, "goes-on.bin")
 	w.mu.Lock()
 	epoch, rounds, all := w.epoch, w.rounds, w.ids
 	w.mu.Unlock()
