@@ -278,7 +278,16 @@ func TestIndexReqHostile(t *testing.T) {
 	}
 
 	// Pages in flight are bounded: peers with no slot here share
-	// maxOutsiderIndex, and a slot comes back when its stream ends.
+	// maxOutsiderIndex, and a slot comes back when its stream ends (the
+	// requests above give theirs back once their streams are done).
+	slotsFree := func() bool {
+		s.indexSlots.mu.Lock()
+		defer s.indexSlots.mu.Unlock()
+		return s.indexSlots.all == 0
+	}
+	if err := wait.Until(ctx, 10*time.Second, slotsFree); err != nil {
+		t.Fatalf("the requests above kept their slots: %v", err)
+	}
 	var cancels []context.CancelFunc
 	for i := range maxOutsiderIndex + 1 {
 		sctx, scancel := context.WithCancel(ctx)
@@ -294,11 +303,7 @@ func TestIndexReqHostile(t *testing.T) {
 	for _, f := range cancels {
 		f()
 	}
-	err = wait.Until(ctx, 10*time.Second, func() bool {
-		s.indexSlots.mu.Lock()
-		defer s.indexSlots.mu.Unlock()
-		return s.indexSlots.all == 0
-	})
+	err = wait.Until(ctx, 10*time.Second, slotsFree)
 	if err != nil {
 		t.Fatalf("slots not given back: %v", err)
 	}
