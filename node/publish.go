@@ -209,8 +209,15 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 	if rl.Void() {
 		return s.signVoid(e, &rl)
 	}
+	// Whether the round is done here is read under the lock, in the
+	// condition: publish sets it concurrently.
 	var x *sround
-	if err := s.waitFor(ctx, func() bool { x = e.round(rl.Round); return (x.pubDone && x.manDone) || e.ended }); err != nil || !x.pubDone || !x.manDone {
+	done := false
+	if err := s.waitFor(ctx, func() bool {
+		x = e.round(rl.Round)
+		done = x.pubDone && x.manDone
+		return done || e.ended
+	}); err != nil || !done {
 		return 0, nil, errors.New("node: round not published here")
 	}
 	s.mu.Lock()
