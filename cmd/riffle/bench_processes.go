@@ -138,7 +138,7 @@ func benchProcessesOnce(ctx context.Context, self string, n, chunks, b, k int) (
 	if err != nil {
 		return nil, err
 	}
-	row = append(row, humanBytes(uint64(bl.Goodput))+"/s", fmt.Sprintf("%.3f", bl.Time.Seconds()/(r.ShareTime+r.GetTime).Seconds()))
+	row = append(row, humanBytes(uint64(bl.Goodput))+"/s", fmt.Sprintf("%.3g", bl.Time.Seconds()/(r.ShareTime+r.GetTime).Seconds()))
 	return row, nil
 }
 
