@@ -73,7 +73,15 @@ func TestRefusalBudget(t *testing.T) {
 	}
 	for _, k := range positions {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
-			bn := startBlameNet(t, 3, 2, 4, 2)
+			// The clients take chains that dropped the aborting server
+			// (--accept-budget-drops): this test is about the servers.
+			// An abort that reaches the others before the final
+			// descriptor lands in an abort certificate, which clients
+			// count (client_budget.go); whether it does depends on
+			// timing, and a client that refused the chains without it
+			// would wait out every epoch (TestClientRefusesBudgetDrop
+			// tests that rule).
+			bn := startBlameNet(t, 3, 2, 4, 2, func(c *ClientConfig) { c.AcceptBudgetDrops = true })
 			bad := bn.servers[k]
 			start := time.Now()
 			aborted := abortEveryEpoch(t, bad)

@@ -61,13 +61,14 @@ type blameNet struct {
 // startBlameNet starts m servers that accept a chain of minServers and
 // waits until each knows all m, so that the first epoch's chain holds all
 // of them; then n clients, whose epochs need minClients.
-func startBlameNet(t *testing.T, m, minServers, n, minClients int) *blameNet {
+func startBlameNet(t *testing.T, m, minServers, n, minClients int, opts ...func(*ClientConfig)) *blameNet {
 	t.Helper()
-	return startBlameNetParams(t, testParams(6), m, minServers, n, minClients)
+	return startBlameNetParams(t, testParams(6), m, minServers, n, minClients, opts...)
 }
 
-// startBlameNetParams is startBlameNet with parameters p.
-func startBlameNetParams(t *testing.T, p Params, m, minServers, n, minClients int) *blameNet {
+// startBlameNetParams is startBlameNet with parameters p. Each of opts may
+// change every client's configuration.
+func startBlameNetParams(t *testing.T, p Params, m, minServers, n, minClients int, opts ...func(*ClientConfig)) *blameNet {
 	t.Helper()
 	ctx := context.Background()
 	var servers []*Server
@@ -105,7 +106,11 @@ func startBlameNetParams(t *testing.T, p Params, m, minServers, n, minClients in
 		bn.servers = append(bn.servers, byID[id])
 	}
 	for i := 0; i < n; i++ {
-		c, err := NewClient(ctx, ClientConfig{Server: bn.servers[i%m].Addrs()[0].String(), Logger: rbLogger(), MinAnonymity: 1, Now: true})
+		cfg := ClientConfig{Server: bn.servers[i%m].Addrs()[0].String(), Logger: rbLogger(), MinAnonymity: 1, Now: true}
+		for _, o := range opts {
+			o(&cfg)
+		}
+		c, err := NewClient(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
