@@ -199,7 +199,14 @@ func TestBrowser(t *testing.T) {
 	// until the search's page has loaded, so wait for its URL first.
 	loc := ""
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if loc = str("search url", chromedp.Location()); strings.Contains(loc, "q=REPORT") {
+		// Reading the location while the page navigates may fail with
+		// "Inspected target navigated or closed": that is the navigation
+		// under way, so read again.
+		l, err := chromedp.Run(bctx, chromedp.Location())
+		if err != nil {
+			continue
+		}
+		if loc = l; strings.Contains(loc, "q=REPORT") {
 			break
 		}
 	}
