@@ -155,7 +155,10 @@ type roundsState struct {
 	roots map[rootKey]wire.Root
 	// rb is the epoch's round blame, held the input batches of rounds not
 	// yet published here (roundblame.go).
-	rb         *rblame
+	rb *rblame
+	// dead are the slots a round blame named, dead for the rest of the
+	// epoch, with their routes (deadslot.go).
+	dead       []deadRoute
 	held       map[uint32]*heldInput
 	equivNamed bool // a server's two signed roots were named here
 	// doubleNamed: a client's two onions for one slot were named here.

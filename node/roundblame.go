@@ -81,8 +81,10 @@ type stepCell struct {
 	res  stepResult
 }
 
-// rblame is one epoch's round blame (at most one: the first fault ends the
-// epoch). Guarded by its own mutex.
+// rblame is one epoch's round blame (at most one: a blame that names a
+// client leaves the epoch running with the slot dead, deadslot.go; any
+// other outcome, or a second blame, ends the epoch). Guarded by its own
+// mutex.
 type rblame struct {
 	round    uint32
 	acc      *wire.Accuse // nil for a bad payload
@@ -97,6 +99,15 @@ type rblame struct {
 	// does not hold. No step is revealed before it has held here.
 	accOnce  sync.Once
 	accNamed *culprit
+
+	// The dead slot (deadslot.go), guarded by Server.mu: slot is the
+	// client slot the walk named here (once slotKnown); settled once
+	// the blame's outcome is in (dropped: the slot is dead and the
+	// epoch goes on; else the epoch ended). dcells are the drop steps,
+	// guarded by mu.
+	slotKnown, settled, dropped bool
+	slot                        int
+	dcells                      map[int]*dropCell
 }
 
 // accusation returns the accuser as the culprit if its accusation does not
@@ -335,9 +346,10 @@ func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 	}
 	c := s.walkRound(e, bl)
 	s.conclude(e, bl, c)
+	// A named client's slot dies and the epoch goes on; otherwise the
+	// accuser's notice ends the epoch where the accusation did not.
+	s.settleBlame(e, bl, c, true)
 	s.mu.Lock()
-	// The accuser's notice ends the epoch where the accusation did not.
-	s.end(e, "round blame done")
 	e.release()
 	s.mu.Unlock()
 }
@@ -389,8 +401,8 @@ func (s *Server) onAccuse(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		defer s.wg.Done()
 		c := s.walkRound(e, bl)
 		s.conclude(e, bl, c)
+		s.settleBlame(e, bl, c, false)
 		s.mu.Lock()
-		s.endQuiet(e, "round blame done")
 		e.release()
 		s.mu.Unlock()
 	}()
@@ -415,8 +427,8 @@ func (s *Server) payloadBlame(e *sepoch, r uint32, q int, payloads [][]byte) {
 	s.log.Warn("round void: bad pseudonym signature; blame starts", "round", r)
 	c := s.walkRound(e, bl)
 	s.conclude(e, bl, c)
+	s.settleBlame(e, bl, c, false)
 	s.mu.Lock()
-	s.endQuiet(e, "round blame done")
 	e.release()
 	s.mu.Unlock()
 }

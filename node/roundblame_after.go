@@ -85,6 +85,9 @@ type serverHooks struct {
 	// refuseEvidence may make this server refuse a delivery of fault
 	// evidence of type t, as if it were lost (its sender retries).
 	refuseEvidence func(t wire.Type) bool
+	// lieDrop may make this server reveal a false drop step for the
+	// dead slot of round r's blame (deadslot.go).
+	lieDrop func(r uint32) bool
 }
 
 // clientHooks let a test make a client misbehave. Never set outside tests.
@@ -95,6 +98,9 @@ type clientHooks struct {
 	// secondOnion may make the client sign and send a second, different
 	// onion for round r of the epoch in slot slot.
 	secondOnion func(epoch [32]byte, r, slot uint32) bool
+	// payload may alter the client's encoded payload of round r before
+	// sealing (a payload whose pseudonym signature fails).
+	payload func(epoch [32]byte, r, slot uint32, raw []byte)
 }
 
 // blameRecorder is a ChunkStore that keeps blame records.
