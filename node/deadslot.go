@@ -33,8 +33,10 @@ import (
 // step whose route proof does not verify names its server, and the epoch
 // ends (a lying server cannot move the dead position onto an honest
 // client's route: the proof is against its published shuffle); a step
-// that cannot be had ends the epoch naming nobody. A second blame in the
-// same epoch ends it, as every blame did before.
+// that cannot be had ends the epoch naming nobody. A later blame in the
+// same epoch works the same once the one before has settled (several dead
+// slots, each round void); a blame that starts while another runs ends
+// the epoch, as every blame did before.
 
 const tagDropStep = "riffle/v3/drop-step"
 
@@ -88,6 +90,34 @@ func (e *sepoch) isDead(slot uint32) bool {
 // blamePending reports whether a round blame runs that has not settled
 // (rounds in flight wait for it). Call with s.mu held.
 func (e *sepoch) blamePending() bool { return e.rb != nil && !e.rb.settled }
+
+// blameBusy reports whether a new round blame must end the epoch instead
+// of starting: one runs, or one ended the epoch. After blames that each
+// dropped a slot, another may start. Call with s.mu held.
+func (e *sepoch) blameBusy() bool { return e.rb != nil && !(e.rb.settled && e.rb.dropped) }
+
+// startBlame makes bl the epoch's round blame, keeping the settled ones
+// before it (each voided its round). Call with s.mu held, after blameBusy.
+func (e *sepoch) startBlame(bl *rblame) {
+	if e.rb != nil {
+		e.blames = append(e.blames, e.rb)
+	}
+	e.rb = bl
+}
+
+// blameOf returns the epoch's round blame of round r, or nil. Call with
+// s.mu held.
+func (e *sepoch) blameOf(r uint32) *rblame {
+	if e.rb != nil && e.rb.round == r {
+		return e.rb
+	}
+	for _, bl := range e.blames {
+		if bl.round == r {
+			return bl
+		}
+	}
+	return nil
+}
 
 // awaitSettled waits until no round blame of e is unsettled and returns
 // the dead positions at server t's input; false if the epoch ended.
@@ -315,11 +345,11 @@ func (s *Server) onDropReq(ctx context.Context, from peer.ID, body []byte) (wire
 	defer cancel()
 	var bl *rblame
 	_ = s.waitFor(wctx, func() bool {
-		bl = e.rb
-		return e.ended || (bl != nil && bl.round == req.Round && (bl.slotKnown || bl.settled))
+		bl = e.blameOf(req.Round)
+		return e.ended || (bl != nil && (bl.slotKnown || bl.settled))
 	})
 	s.mu.Lock()
-	ok := bl != nil && bl.round == req.Round && bl.slotKnown && !e.ended
+	ok := bl != nil && bl.slotKnown && !e.ended
 	s.mu.Unlock()
 	if !ok {
 		return 0, nil, errors.New("node: no client named here for this round")
@@ -373,9 +403,9 @@ func (s *Server) blameVoid(e *sepoch, r uint32) {
 // false for any other round (the ordinary void rules apply).
 func (s *Server) signBlameVoid(ctx context.Context, e *sepoch, rl *wire.RoundList) (handled bool, t wire.Type, body []byte, err error) {
 	s.mu.Lock()
-	bl := e.rb
+	bl := e.blameOf(rl.Round)
 	s.mu.Unlock()
-	if bl == nil || bl.round != rl.Round {
+	if bl == nil {
 		return false, 0, nil, nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(len(e.final.chain)+1)*blameStepTimeout)
@@ -401,7 +431,8 @@ func (s *Server) signBlameVoid(ctx context.Context, e *sepoch, rl *wire.RoundLis
 // blameVoided reports whether round r is the round of a blame that dropped
 // a slot here (its void counts against nothing). Call with s.mu held.
 func (e *sepoch) blameVoided(r uint32) bool {
-	return e.rb != nil && e.rb.round == r && e.rb.dropped
+	bl := e.blameOf(r)
+	return bl != nil && bl.dropped
 }
 
 // liveCount counts the slots among mine that are not dead and, of those,

@@ -156,6 +156,9 @@ type roundsState struct {
 	// rb is the epoch's round blame, held the input batches of rounds not
 	// yet published here (roundblame.go).
 	rb *rblame
+	// blames are the epoch's earlier round blames, each of which
+	// dropped a slot (deadslot.go).
+	blames []*rblame
 	// dead are the slots a round blame named, dead for the rest of the
 	// epoch, with their routes (deadslot.go).
 	dead       []deadRoute

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -199,10 +198,8 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		// A blame that started meanwhile (this round was in flight) may
 		// name the failing position's client: once it settles, the
 		// round opens again without the dead positions.
-		s.mu.Lock()
-		blamed := e.rb != nil
-		s.mu.Unlock()
-		if now, ok := s.awaitSettled(e, e.pos); blamed && ok && len(now) > len(dead) && allIn(me.Positions, now) {
+		// What still fails then is walked (a second culprit).
+		if now, ok := s.awaitSettled(e, e.pos); ok && len(now) > len(dead) {
 			out, err = mix.OpenLayerSkipInto(bufs, mix.EpochID(v.id), uint64(r), e.pos, keys, in, now)
 		}
 	}
@@ -303,16 +300,6 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 	if hooks != nil && hooks.repeatOut != nil && hooks.repeatOut(r) {
 		_, _ = call(ctx, s.h, v.chain[e.pos+1], request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
 	}
-}
-
-// allIn reports whether every position of ps is in set.
-func allIn(ps, set []int) bool {
-	for _, p := range ps {
-		if !slices.Contains(set, p) {
-			return false
-		}
-	}
-	return true
 }
 
 func batchDigest(b *wire.Batch) [32]byte {

@@ -148,7 +148,7 @@ func (e *sepoch) holdInput(r uint32, entries [][]byte, bufs [][]byte) bool {
 // is published here and no blame walks it. Call with s.mu held.
 func (s *Server) releaseInput(e *sepoch, r uint32) {
 	h := e.held[r]
-	if h == nil || (e.rb != nil && e.rb.round == r) {
+	if h == nil || e.blameOf(r) != nil {
 		return
 	}
 	delete(e.held, r)
@@ -296,7 +296,7 @@ func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 	v := e.final
 	id := mix.EpochID(v.id)
 	s.mu.Lock()
-	if e.rb != nil || !e.acquire() {
+	if e.blameBusy() || !e.acquire() {
 		s.end(e, fmt.Sprintf("round %d void: MAC failure at layer %d", r, e.pos))
 		s.mu.Unlock()
 		return
@@ -329,7 +329,7 @@ func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 	}
 	bl := newBlame(e, r, a)
 	s.mu.Lock()
-	e.rb = bl
+	e.startBlame(bl)
 	s.mu.Unlock()
 	s.log.Warn("round void: MAC failure; blame starts", "round", r, "layer", e.pos)
 	// The walk asks the others for their steps only once they hold the
@@ -388,12 +388,12 @@ func (s *Server) onAccuse(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		return 0, nil, err
 	}
 	s.mu.Lock()
-	if e.rb != nil || !e.acquire() {
+	if e.blameBusy() || !e.acquire() {
 		s.mu.Unlock()
 		return wire.TypeAck, ack, nil // one blame per epoch
 	}
 	bl := newBlame(e, a.Round, &a)
-	e.rb = bl
+	e.startBlame(bl)
 	s.notify()
 	s.mu.Unlock()
 	s.wg.Add(1)
@@ -414,14 +414,14 @@ func (s *Server) onAccuse(from peer.ID, body []byte) (wire.Type, []byte, error) 
 // starts on its own.
 func (s *Server) payloadBlame(e *sepoch, r uint32, q int, payloads [][]byte) {
 	s.mu.Lock()
-	if q >= len(payloads) || e.rb != nil || !e.acquire() {
+	if q >= len(payloads) || e.blameBusy() || !e.acquire() {
 		s.end(e, fmt.Sprintf("round %d: bad pseudonym signature", r))
 		s.mu.Unlock()
 		return
 	}
 	m := len(e.final.chain)
 	bl := &rblame{round: r, cells: map[int]*stepCell{}, start: m - 1, out: q, outEntry: append([]byte(nil), payloads[q]...)}
-	e.rb = bl
+	e.startBlame(bl)
 	s.notify()
 	s.mu.Unlock()
 	s.log.Warn("round void: bad pseudonym signature; blame starts", "round", r)
