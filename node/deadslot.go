@@ -105,6 +105,13 @@ func (e *sepoch) startBlame(bl *rblame) {
 	e.rb = bl
 }
 
+// roundBlamed reports whether round r is the round of a walk (void once
+// it settles with a dead slot). Call with s.mu held.
+func (e *sepoch) roundBlamed(r uint32) bool {
+	bl := e.blameOf(r)
+	return bl != nil && !bl.double
+}
+
 // blameOf returns the epoch's round blame of round r, or nil. Call with
 // s.mu held.
 func (e *sepoch) blameOf(r uint32) *rblame {
@@ -154,7 +161,7 @@ func (s *Server) settleBlame(e *sepoch, bl *rblame, c *culprit, abort bool) {
 			s.forwardPending(e)
 			s.notify()
 			s.mu.Unlock()
-			if e.pos == 0 {
+			if e.pos == 0 && !bl.double {
 				s.blameVoid(e, bl.round)
 			}
 			return
@@ -176,6 +183,11 @@ func (s *Server) settleBlame(e *sepoch, bl *rblame, c *culprit, abort bool) {
 // had), which ends the epoch.
 func (s *Server) dropSlot(e *sepoch, bl *rblame) bool {
 	m := len(e.final.chain)
+	// The steps are checked against the setup's shuffles (a second
+	// onion can be named before this server has verified the setup).
+	if !s.awaitSetup(e) {
+		return false
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, time.Duration(m)*blameStepTimeout)
 	defer cancel()
 	pos := make([]int, m+1)
@@ -269,6 +281,9 @@ func (s *Server) computeDrop(ctx context.Context, e *sepoch, bl *rblame, t int) 
 			return dropResult{named: serverCulprit(t, "its drop step of round %d is malformed: %v", bl.round, err)}
 		}
 	}
+	if h := s.rb.hooks.Load(); t == e.pos && h != nil && h.lieDrop != nil {
+		return dropResult{st: st} // a liar takes its own step as it is
+	}
 	if c := s.checkDrop(e, bl, t, in, st); c != nil {
 		return dropResult{st: st, named: c}
 	}
@@ -354,6 +369,9 @@ func (s *Server) onDropReq(ctx context.Context, from peer.ID, body []byte) (wire
 	if !ok {
 		return 0, nil, errors.New("node: no client named here for this round")
 	}
+	if !s.awaitSetup(e) {
+		return 0, nil, errors.New("node: setup not verified here")
+	}
 	res := s.dropOf(wctx, e, bl, e.pos)
 	if res.st == nil {
 		return 0, nil, errors.New("node: the reveal does not reach this server")
@@ -362,6 +380,31 @@ func (s *Server) onDropReq(ctx context.Context, from peer.ID, body []byte) (wire
 		return 0, nil, fmt.Errorf("node: drop step asked at input %d, the route reaches %d here", req.In, res.st.In)
 	}
 	return wire.TypeDropStep, res.st.Marshal(), nil
+}
+
+// dropDouble kills the slot of a client that signed two onions for one
+// round (§5.1, DoubleSubmit): no walk, the evidence names it; the forward
+// reveal runs as after a walk. The round is not void: the slot's first
+// onion, or the filler, stands in it. Without s.mu.
+func (s *Server) dropDouble(e *sepoch, d wire.DoubleSubmit) {
+	s.mu.Lock()
+	if e.ended || e.isDead(d.Slot) {
+		s.mu.Unlock()
+		return
+	}
+	if e.blameBusy() || !e.acquire() {
+		s.end(e, "two onions signed for one slot")
+		s.mu.Unlock()
+		return
+	}
+	bl := &rblame{round: d.Round, cells: map[int]*stepCell{}, start: -1, double: true}
+	e.startBlame(bl)
+	s.notify()
+	s.mu.Unlock()
+	s.settleBlame(e, bl, &culprit{server: -1, slot: int(d.Slot)}, true)
+	s.mu.Lock()
+	e.release()
+	s.mu.Unlock()
 }
 
 // blameVoid has every server sign the blamed round void, as a void that
@@ -405,7 +448,7 @@ func (s *Server) signBlameVoid(ctx context.Context, e *sepoch, rl *wire.RoundLis
 	s.mu.Lock()
 	bl := e.blameOf(rl.Round)
 	s.mu.Unlock()
-	if bl == nil {
+	if bl == nil || bl.double {
 		return false, 0, nil, nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(len(e.final.chain)+1)*blameStepTimeout)
@@ -432,7 +475,7 @@ func (s *Server) signBlameVoid(ctx context.Context, e *sepoch, rl *wire.RoundLis
 // a slot here (its void counts against nothing). Call with s.mu held.
 func (e *sepoch) blameVoided(r uint32) bool {
 	bl := e.blameOf(r)
-	return bl != nil && bl.dropped
+	return bl != nil && bl.dropped && !bl.double
 }
 
 // liveCount counts the slots among mine that are not dead and, of those,

@@ -164,8 +164,9 @@ type roundsState struct {
 	dead       []deadRoute
 	held       map[uint32]*heldInput
 	equivNamed bool // a server's two signed roots were named here
-	// doubleNamed: a client's two onions for one slot were named here.
-	doubleNamed bool
+	// doubleNamed: the slots whose client's two onions for one round
+	// were named here.
+	doubleNamed map[uint32]bool
 	// badNamed: a server's malformed signed batch was named here.
 	badNamed bool
 	// handover holds, by slot and round, the cover onions a leaving

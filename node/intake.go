@@ -296,9 +296,9 @@ func (s *Server) takeSubmitLocked(e *sepoch, sub wire.Submit, body []byte, diges
 	if old, ok := x.subs[sub.Slot]; ok {
 		if !bytes.Equal(old.Onion, sub.Onion) {
 			// §5.1: two different onions signed for one (round, slot)
-			// is evidence against the client; the round cannot run.
+			// is evidence against the client: named, its slot dies
+			// (deadslot.go), and the first onion stays.
 			s.noteDouble(e, &old, &sub)
-			s.end(e, "two onions signed for one slot")
 			return 0, nil, errors.New("node: a different onion was already submitted for this round")
 		}
 		if body != nil {
@@ -362,9 +362,10 @@ func (s *Server) takeSubs(from peer.ID, body []byte, batch *wire.SubmitBatch) er
 			continue // deadslot.go: its filler is mixed instead
 		}
 		if old, ok := x.subs[sub.Slot]; ok && !bytes.Equal(old.Onion, sub.Onion) {
+			// The client is named and its slot dies; the batch's
+			// other onions are taken.
 			s.noteDouble(e, &old, &sub)
-			s.end(e, "two onions signed for one slot")
-			return errors.New("node: conflicting submissions")
+			continue
 		}
 		x.subs[sub.Slot], x.digests[sub.Slot] = sub, digests[i]
 	}

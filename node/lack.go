@@ -136,7 +136,7 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 		// A round under a round blame is the blame's to void.
 		settled := func() bool {
 			x := e.round(r)
-			return x.batchIn[0] || x.void || e.ended || e.blameOf(r) != nil
+			return x.batchIn[0] || x.void || e.ended || e.roundBlamed(r)
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, fetchGrace(e))
 		_ = s.waitFor(ctx, settled)
@@ -188,7 +188,7 @@ func (s *Server) claimLack(e *sepoch, r uint32) {
 	v := e.final
 	s.mu.Lock()
 	x := e.round(r)
-	if x.batchIn[0] || x.void || e.ended || e.blameOf(r) != nil {
+	if x.batchIn[0] || x.void || e.ended || e.roundBlamed(r) {
 		s.mu.Unlock()
 		return
 	}

@@ -105,9 +105,11 @@ type rblame struct {
 	// the blame's outcome is in (dropped: the slot is dead and the
 	// epoch goes on; else the epoch ended). dcells are the drop steps,
 	// guarded by mu.
-	slotKnown, settled, dropped bool
-	slot                        int
-	dcells                      map[int]*dropCell
+	// double: a second onion for one slot named the client, no walk
+	// (its round is not void).
+	slotKnown, settled, dropped, double bool
+	slot                                int
+	dcells                              map[int]*dropCell
 }
 
 // accusation returns the accuser as the culprit if its accusation does not
@@ -148,7 +150,7 @@ func (e *sepoch) holdInput(r uint32, entries [][]byte, bufs [][]byte) bool {
 // is published here and no blame walks it. Call with s.mu held.
 func (s *Server) releaseInput(e *sepoch, r uint32) {
 	h := e.held[r]
-	if h == nil || e.blameOf(r) != nil {
+	if h == nil || e.roundBlamed(r) {
 		return
 	}
 	delete(e.held, r)
