@@ -272,6 +272,23 @@ func OpenLayer(epoch EpochID, round uint64, s int, keys []LayerKey, onions [][]b
 // (dst == nil allocates per position). On success it returns dst resliced
 // to the plaintexts; on failure their content is unspecified.
 func OpenLayerInto(dst [][]byte, epoch EpochID, round uint64, s int, keys []LayerKey, onions [][]byte) ([][]byte, error) {
+	return OpenLayerSkipInto(dst, epoch, round, s, keys, onions, nil)
+}
+
+// OpenLayerSkip is OpenLayer for a batch with dead input positions (a slot
+// that a round blame named, docs/protocol.md §8 "A dead slot"): a dead
+// position is treated as absent. Its entry is neither checked nor
+// decrypted, whatever it holds, and its output is the fixed filler, all
+// zeros of the batch's plaintext length, so that the batch keeps its
+// shape and the filler lands, after the permutation, at the dead position
+// of the next server's input. Only the live positions can fail.
+func OpenLayerSkip(epoch EpochID, round uint64, s int, keys []LayerKey, onions [][]byte, dead []int) ([][]byte, error) {
+	return OpenLayerSkipInto(nil, epoch, round, s, keys, onions, dead)
+}
+
+// OpenLayerSkipInto is OpenLayerSkip writing into caller-owned buffers, as
+// OpenLayerInto does.
+func OpenLayerSkipInto(dst [][]byte, epoch EpochID, round uint64, s int, keys []LayerKey, onions [][]byte, dead []int) ([][]byte, error) {
 	n := len(onions)
 	if len(keys) != n {
 		return nil, fmt.Errorf("open layer %d: %d keys for %d onions", s, len(keys), n)
@@ -284,6 +301,16 @@ func OpenLayerInto(dst [][]byte, epoch EpochID, round uint64, s int, keys []Laye
 	}
 	size := commonLength(onions)
 	out := make([][]byte, n)
+	skip := make(map[int]bool, len(dead))
+	for _, p := range dead {
+		if p < 0 || p >= n {
+			return nil, fmt.Errorf("open layer %d: dead position %d of %d", s, p, n)
+		}
+		skip[p] = true
+	}
+	if size < TagSize && len(skip) > 0 {
+		return nil, fmt.Errorf("open layer %d: entries of %d bytes", s, size)
+	}
 	var mu sync.Mutex
 	var bad []int
 	fail := func(p int) {
@@ -305,6 +332,21 @@ func OpenLayerInto(dst [][]byte, epoch EpochID, round uint64, s int, keys []Laye
 					return
 				}
 				o := onions[p]
+				if skip[p] {
+					body := size - TagSize
+					var d []byte
+					if dst == nil {
+						d = make([]byte, body)
+					} else if cap(dst[p]) >= body {
+						d = dst[p][:body]
+						clear(d)
+					} else {
+						fail(p)
+						continue
+					}
+					out[p] = d
+					continue
+				}
 				if len(o) != size || len(o) < TagSize {
 					fail(p)
 					continue

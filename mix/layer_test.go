@@ -408,3 +408,68 @@ func TestSealIntoRecycled(t *testing.T) {
 		t.Fatalf("payload encoded into a used buffer differs: %v", err)
 	}
 }
+
+// TestOpenLayerSkip: a dead slot's route, skipped at every layer, carries
+// the zero filler to the final output whatever the slot's onion holds (a
+// bad MAC, garbage, a previous filler), while every live payload comes out
+// as with OpenLayer; a dead position that is not skipped still fails, and
+// one out of range is refused.
+func TestOpenLayerSkip(t *testing.T) {
+	const m, n, dead = 3, 5, 2
+	f := newRoundFixture(t, m, n, 3, "skip")
+	r := uint64(1)
+	payloads := make([][]byte, n)
+	onions := make([][]byte, n)
+	for i := range n {
+		payloads[i] = bytes.Repeat([]byte{byte(i + 1)}, 100)
+		onions[i] = f.seal(t, i, r, payloads[i])
+	}
+	onions[dead] = bytes.Repeat([]byte{0xee}, len(onions[dead])) // fails its MAC
+	if _, err := f.open(t, 0, r, onions); err == nil {
+		t.Fatal("a bad onion opened without a skip")
+	}
+	pos := dead
+	for s := range m {
+		keys, err := ServerLayerKeys(f.epoch, s, r, f.rks[s], f.U[s])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := OpenLayerSkip(f.epoch, r, s, keys, onions, []int{pos})
+		if err != nil {
+			t.Fatalf("layer %d: %v", s, err)
+		}
+		if !bytes.Equal(out[pos], make([]byte, len(onions[pos])-TagSize)) {
+			t.Fatalf("layer %d: the dead position's output is not the zero filler", s)
+		}
+		onions = Permute(f.forward[s], out)
+		pos = f.forward[s][pos]
+	}
+	for i := range n {
+		if i == dead {
+			if pos != f.final[i] || !bytes.Equal(onions[pos], make([]byte, 100)) {
+				t.Fatal("the filler is not at the dead slot's final output")
+			}
+			continue
+		}
+		if !bytes.Equal(onions[f.final[i]], payloads[i]) {
+			t.Fatalf("client %d's payload is not at output %d", i, f.final[i])
+		}
+	}
+	keys, _ := ServerLayerKeys(f.epoch, 0, r, f.rks[0], f.U[0])
+	if _, err := OpenLayerSkip(f.epoch, r, 0, keys, onions, []int{n}); err == nil {
+		t.Fatal("a dead position out of range was taken")
+	}
+	// Into caller buffers that held something: the filler is zeros still.
+	in := make([][]byte, n)
+	for i := range n {
+		in[i] = f.seal(t, i, r, payloads[i])
+	}
+	dst := make([][]byte, n)
+	for i := range dst {
+		dst[i] = bytes.Repeat([]byte{0x5a}, len(in[i])-TagSize)
+	}
+	out, err := OpenLayerSkipInto(dst, f.epoch, r, 0, keys, in, []int{1})
+	if err != nil || !bytes.Equal(out[1], make([]byte, len(in[1])-TagSize)) {
+		t.Fatalf("into reused buffers: %v", err)
+	}
+}

@@ -38,6 +38,8 @@ func (s *Server) epochCaps(t wire.Type) int {
 		return mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers) + 4096
 	case wire.TypeBlameReq:
 		return 64
+	case wire.TypeDropReq:
+		return wire.DropReqSize
 	case wire.TypeTimeoutVote:
 		return wire.MaxCertSize
 	case wire.TypeWouldServe:
@@ -128,6 +130,7 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeWouldServe:  ackReply,
 		// a step holds one onion (the caller gives the epoch's tighter cap).
 		wire.TypeBlameReq: {wire.TypeBlameStep, mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers) + 4096},
+		wire.TypeDropReq:  {wire.TypeDropStep, wire.DropStepSize},
 	},
 	ProtoRound: {
 		wire.TypeSubmitBatch:  ackReply,

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -297,12 +298,15 @@ func checkRegister(v *view, r *wire.Register) (*mix.Registration, error) {
 // checkClientSigs checks that every input slot of the batch's round holds an
 // onion its client signed (§5.1, §5.2): the signature of slot i by the
 // registration key of slot i over the onion's hash, as S_0 received it.
-func checkClientSigs(e *sepoch, b *wire.Batch) error {
+func checkClientSigs(e *sepoch, b *wire.Batch, dead []int) error {
 	c := e.final.desc.Clients
 	if len(b.ClientSigs) != len(c) || len(b.ClientHashes) != len(c) {
 		return fmt.Errorf("%d client signatures and %d onion hashes for %d slots", len(b.ClientSigs), len(b.ClientHashes), len(c))
 	}
 	for i := range c {
+		if slices.Contains(dead, i) {
+			continue
+		}
 		if err := mix.VerifySubmissionDigest(ed25519.PublicKey(c[i].RegKey[:]), mix.EpochID(b.Epoch), uint64(b.Round), uint32(i), b.ClientHashes[i], b.ClientSigs[i][:]); err != nil {
 			return fmt.Errorf("slot %d: %w", i, err)
 		}

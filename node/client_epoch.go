@@ -508,6 +508,9 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 			return err
 		}
 		e.payloadBuf = raw
+		if h := c.hooks.Load(); h != nil && h.payload != nil {
+			h.payload(e.v.id, r, e.slot, raw)
+		}
 		keys, err := e.cs.LayerKeys(mix.EpochID(e.v.id), uint64(r), e.v.Y, e.v.Yp)
 		if err != nil {
 			return err

@@ -36,7 +36,7 @@ func TestCheckClientSigs(t *testing.T) {
 		}
 		return b
 	}
-	if err := checkClientSigs(e, good()); err != nil {
+	if err := checkClientSigs(e, good(), nil); err != nil {
 		t.Fatalf("valid signatures refused: %v", err)
 	}
 	bad := map[string]func(b *wire.Batch){
@@ -55,7 +55,7 @@ func TestCheckClientSigs(t *testing.T) {
 	for name, f := range bad {
 		b := good()
 		f(b)
-		if err := checkClientSigs(e, b); err == nil {
+		if err := checkClientSigs(e, b, nil); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}

@@ -27,7 +27,7 @@ func (s *Server) checkDeparturesLocked(e *sepoch, r uint32) {
 	}
 	next := e.rounds[r+1]
 	for i, c := range e.final.desc.Clients {
-		if int(c.Primary) != e.pos {
+		if int(c.Primary) != e.pos || e.isDead(uint32(i)) {
 			continue
 		}
 		if next != nil {

@@ -155,11 +155,18 @@ type roundsState struct {
 	roots map[rootKey]wire.Root
 	// rb is the epoch's round blame, held the input batches of rounds not
 	// yet published here (roundblame.go).
-	rb         *rblame
+	rb *rblame
+	// blames are the epoch's earlier round blames, each of which
+	// dropped a slot (deadslot.go).
+	blames []*rblame
+	// dead are the slots a round blame named, dead for the rest of the
+	// epoch, with their routes (deadslot.go).
+	dead       []deadRoute
 	held       map[uint32]*heldInput
 	equivNamed bool // a server's two signed roots were named here
-	// doubleNamed: a client's two onions for one slot were named here.
-	doubleNamed bool
+	// doubleNamed: the slots whose client's two onions for one round
+	// were named here.
+	doubleNamed map[uint32]bool
 	// badNamed: a server's malformed signed batch was named here.
 	badNamed bool
 	// handover holds, by slot and round, the cover onions a leaving

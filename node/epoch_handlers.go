@@ -47,6 +47,8 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onAccuse(from, body)
 	case wire.TypeBlameReq:
 		return s.onBlameReq(ctx, from, body)
+	case wire.TypeDropReq:
+		return s.onDropReq(ctx, from, body)
 	case wire.TypeAbort:
 		return s.onAbort(from, body)
 	case wire.TypeTimeoutVote:

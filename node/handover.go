@@ -116,7 +116,7 @@ func (s *Server) releaseHandoverLocked(e *sepoch) {
 func (e *sepoch) queriesDue(mine []uint32) int {
 	n := 0
 	for _, sl := range mine {
-		if !e.departed[sl] {
+		if !e.departed[sl] && !e.isDead(sl) {
 			n++
 		}
 	}

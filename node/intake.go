@@ -289,12 +289,16 @@ func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) 
 // all of them. body is the frame sub's onion aliases. Call with s.mu held.
 func (s *Server) takeSubmitLocked(e *sepoch, sub wire.Submit, body []byte, digest [32]byte) (wire.Type, []byte, error) {
 	x := e.round(sub.Round)
+	if e.isDead(sub.Slot) {
+		// deadslot.go: a slot a blame named takes nothing more.
+		return 0, nil, errors.New("node: this slot is dead for the rest of the epoch")
+	}
 	if old, ok := x.subs[sub.Slot]; ok {
 		if !bytes.Equal(old.Onion, sub.Onion) {
 			// §5.1: two different onions signed for one (round, slot)
-			// is evidence against the client; the round cannot run.
+			// is evidence against the client: named, its slot dies
+			// (deadslot.go), and the first onion stays.
 			s.noteDouble(e, &old, &sub)
-			s.end(e, "two onions signed for one slot")
 			return 0, nil, errors.New("node: a different onion was already submitted for this round")
 		}
 		if body != nil {
@@ -313,19 +317,7 @@ func (s *Server) takeSubmitLocked(e *sepoch, sub wire.Submit, body []byte, diges
 		s.notify()
 		return wire.TypeAck, ack, nil
 	}
-	mine := e.clientsOf(e.pos)
-	if !x.forwarded && len(x.subs) == len(mine) {
-		x.forwarded = true
-		batch := wire.SubmitBatch{Epoch: sub.Epoch, Round: sub.Round}
-		for _, sl := range mine {
-			batch.Subs = append(batch.Subs, x.subs[sl])
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.forwardSubs(e, &batch)
-		}()
-	}
+	s.forwardIfReady(e, sub.Round)
 	return wire.TypeAck, ack, nil
 }
 
@@ -366,10 +358,14 @@ func (s *Server) takeSubs(from peer.ID, body []byte, batch *wire.SubmitBatch) er
 	}
 	x := e.round(batch.Round)
 	for i, sub := range batch.Subs {
+		if e.isDead(sub.Slot) {
+			continue // deadslot.go: its filler is mixed instead
+		}
 		if old, ok := x.subs[sub.Slot]; ok && !bytes.Equal(old.Onion, sub.Onion) {
+			// The client is named and its slot dies; the batch's
+			// other onions are taken.
 			s.noteDouble(e, &old, &sub)
-			s.end(e, "two onions signed for one slot")
-			return errors.New("node: conflicting submissions")
+			continue
 		}
 		x.subs[sub.Slot], x.digests[sub.Slot] = sub, digests[i]
 	}

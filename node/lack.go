@@ -133,7 +133,11 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 		defer s.wg.Done()
 		start := time.Now()
 		deadline := start.Add(lackWindow(e))
-		settled := func() bool { x := e.round(r); return x.batchIn[0] || x.void || e.ended }
+		// A round under a round blame is the blame's to void.
+		settled := func() bool {
+			x := e.round(r)
+			return x.batchIn[0] || x.void || e.ended || e.roundBlamed(r)
+		}
 		ctx, cancel := context.WithTimeout(s.ctx, fetchGrace(e))
 		_ = s.waitFor(ctx, settled)
 		cancel()
@@ -184,7 +188,7 @@ func (s *Server) claimLack(e *sepoch, r uint32) {
 	v := e.final
 	s.mu.Lock()
 	x := e.round(r)
-	if x.batchIn[0] || x.void || e.ended {
+	if x.batchIn[0] || x.void || e.ended || e.roundBlamed(r) {
 		s.mu.Unlock()
 		return
 	}

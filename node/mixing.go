@@ -25,6 +25,12 @@ func (s *Server) mixLoop(e *sepoch) {
 	p := e.final.desc.Params
 	limit := time.Duration(p.RoundLimitMs) * time.Millisecond
 	n := e.n()
+	all := make([]uint32, n)
+	for i := range all {
+		all[i] = uint32(i)
+	}
+	bb, k := e.bk()
+	onionSize := mix.OnionSize(bb, k, len(e.final.chain))
 	for r := uint32(0); r < p.Rounds; r++ {
 		ctx, cancel := context.WithTimeout(s.ctx, limit)
 		var ins [][]byte
@@ -35,11 +41,17 @@ func (s *Server) mixLoop(e *sepoch) {
 				return e.ended
 			}
 			x := e.round(r)
-			if len(x.subs) < n || (r >= mixDepth && !e.round(r-mixDepth).pubDone && !e.round(r-mixDepth).void) {
+			// A dead slot (deadslot.go) is not waited for: it holds
+			// the zero filler, with no client signature.
+			if live, in := e.liveCount(x, all); in < live || (r >= mixDepth && !e.round(r-mixDepth).pubDone && !e.round(r-mixDepth).void) {
 				return false
 			}
 			ins, sigs, hashes = make([][]byte, n), make([][64]byte, n), make([][32]byte, n)
 			for i := 0; i < n; i++ {
+				if e.isDead(uint32(i)) {
+					ins[i] = make([]byte, onionSize)
+					continue
+				}
 				ins[i], sigs[i], hashes[i] = x.subs[uint32(i)].Onion, x.subs[uint32(i)].Sig, x.digests[uint32(i)]
 			}
 			x.mixed = true
@@ -164,17 +176,34 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		return
 	}
 	// Decrypt into this epoch's reused buffers (never in place: the input
-	// is the predecessor's signed batch, the evidence of a blame).
+	// is the predecessor's signed batch, the evidence of a blame). A
+	// round blame under way is waited for: its dead slot, if it names a
+	// client, is absent from this round too (deadslot.go).
 	bufs := e.takeLayerBufs(len(in), len(in[0])-mix.TagSize)
 	defer e.putLayerBufs(s, bufs)
-	out, err := mix.OpenLayerInto(bufs, mix.EpochID(v.id), uint64(r), e.pos, keys, in)
-	mix.CloseLayerKeys(keys)
+	dead, live := s.awaitSettled(e, e.pos)
+	if !live {
+		mix.CloseLayerKeys(keys)
+		return
+	}
+	out, err := mix.OpenLayerSkipInto(bufs, mix.EpochID(v.id), uint64(r), e.pos, keys, in, dead)
 	hooks := s.rb.hooks.Load()
 	if hooks != nil && hooks.accuse != nil && err == nil {
 		if p, ok := hooks.accuse(r); ok {
 			err = &mix.MACError{Server: e.pos, Round: uint64(r), Positions: []int{p}}
 		}
 	}
+	var me *mix.MACError
+	if errors.As(err, &me) {
+		// A blame that started meanwhile (this round was in flight) may
+		// name the failing position's client: once it settles, the
+		// round opens again without the dead positions.
+		// What still fails then is walked (a second culprit).
+		if now, ok := s.awaitSettled(e, e.pos); ok && len(now) > len(dead) {
+			out, err = mix.OpenLayerSkipInto(bufs, mix.EpochID(v.id), uint64(r), e.pos, keys, in, now)
+		}
+	}
+	mix.CloseLayerKeys(keys)
 	if err != nil {
 		// §5.2 (v2): any fault voids the round; nothing is forwarded. The
 		// input batch stays as the evidence for blame (§8), which walks
@@ -182,7 +211,6 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		s.mu.Lock()
 		e.keepEvidence(r, in)
 		s.mu.Unlock()
-		var me *mix.MACError
 		if errors.As(err, &me) && len(me.Positions) > 0 {
 			s.accuse(e, r, me.Positions[0])
 			return
@@ -473,7 +501,13 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 				s.pool.put(x)
 			}
 		}()
-		if err := checkClientSigs(e, &b); err != nil {
+		// Dead slots carry no client signature; a blame under way may
+		// have made one dead (deadslot.go).
+		deadSlots, live := s.awaitSettled(e, 0)
+		if !live {
+			return
+		}
+		if err := checkClientSigs(e, &b, deadSlots); err != nil {
 			// §5.2 (v2): a slot without its client's signature is a fault
 			// of the sender, who passed it on: void, evidence kept.
 			s.log.Warn("round void", "round", b.Round, "err", err)

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -48,6 +49,23 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 	badAt := make(map[int]bool, len(bad))
 	for _, q := range bad {
 		badAt[q] = true
+	}
+	if len(bad) > 0 {
+		// A payload at a dead slot's output that fails is absent (the
+		// filler, or the culprit's onion of a round in flight); one that
+		// verifies is published as any other (deadslot.go). A blame
+		// under way is waited for first.
+		m := len(v.chain)
+		s.mu.Lock()
+		pending := e.rb != nil
+		s.mu.Unlock()
+		if pending {
+			deadOut, ok := s.awaitSettled(e, m)
+			if !ok {
+				return
+			}
+			bad = slices.DeleteFunc(bad, func(q int) bool { return slices.Contains(deadOut, q) })
+		}
 	}
 	var chunks []store.Chunk
 	var chunkPos []int
@@ -207,7 +225,7 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 		return 0, nil, errors.New("node: proposal not from the leader or malformed")
 	}
 	if rl.Void() {
-		return s.signVoid(e, &rl)
+		return s.signVoid(ctx, e, &rl)
 	}
 	// Whether the round is done here is read under the lock, in the
 	// condition: publish sets it concurrently.

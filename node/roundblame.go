@@ -81,8 +81,10 @@ type stepCell struct {
 	res  stepResult
 }
 
-// rblame is one epoch's round blame (at most one: the first fault ends the
-// epoch). Guarded by its own mutex.
+// rblame is one epoch's round blame (at most one: a blame that names a
+// client leaves the epoch running with the slot dead, deadslot.go; any
+// other outcome, or a second blame, ends the epoch). Guarded by its own
+// mutex.
 type rblame struct {
 	round    uint32
 	acc      *wire.Accuse // nil for a bad payload
@@ -97,6 +99,17 @@ type rblame struct {
 	// does not hold. No step is revealed before it has held here.
 	accOnce  sync.Once
 	accNamed *culprit
+
+	// The dead slot (deadslot.go), guarded by Server.mu: slot is the
+	// client slot the walk named here (once slotKnown); settled once
+	// the blame's outcome is in (dropped: the slot is dead and the
+	// epoch goes on; else the epoch ended). dcells are the drop steps,
+	// guarded by mu.
+	// double: a second onion for one slot named the client, no walk
+	// (its round is not void).
+	slotKnown, settled, dropped, double bool
+	slot                                int
+	dcells                              map[int]*dropCell
 }
 
 // accusation returns the accuser as the culprit if its accusation does not
@@ -137,7 +150,7 @@ func (e *sepoch) holdInput(r uint32, entries [][]byte, bufs [][]byte) bool {
 // is published here and no blame walks it. Call with s.mu held.
 func (s *Server) releaseInput(e *sepoch, r uint32) {
 	h := e.held[r]
-	if h == nil || (e.rb != nil && e.rb.round == r) {
+	if h == nil || e.roundBlamed(r) {
 		return
 	}
 	delete(e.held, r)
@@ -285,7 +298,7 @@ func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 	v := e.final
 	id := mix.EpochID(v.id)
 	s.mu.Lock()
-	if e.rb != nil || !e.acquire() {
+	if e.blameBusy() || !e.acquire() {
 		s.end(e, fmt.Sprintf("round %d void: MAC failure at layer %d", r, e.pos))
 		s.mu.Unlock()
 		return
@@ -318,7 +331,7 @@ func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 	}
 	bl := newBlame(e, r, a)
 	s.mu.Lock()
-	e.rb = bl
+	e.startBlame(bl)
 	s.mu.Unlock()
 	s.log.Warn("round void: MAC failure; blame starts", "round", r, "layer", e.pos)
 	// The walk asks the others for their steps only once they hold the
@@ -335,9 +348,10 @@ func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 	}
 	c := s.walkRound(e, bl)
 	s.conclude(e, bl, c)
+	// A named client's slot dies and the epoch goes on; otherwise the
+	// accuser's notice ends the epoch where the accusation did not.
+	s.settleBlame(e, bl, c, true)
 	s.mu.Lock()
-	// The accuser's notice ends the epoch where the accusation did not.
-	s.end(e, "round blame done")
 	e.release()
 	s.mu.Unlock()
 }
@@ -376,12 +390,12 @@ func (s *Server) onAccuse(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		return 0, nil, err
 	}
 	s.mu.Lock()
-	if e.rb != nil || !e.acquire() {
+	if e.blameBusy() || !e.acquire() {
 		s.mu.Unlock()
 		return wire.TypeAck, ack, nil // one blame per epoch
 	}
 	bl := newBlame(e, a.Round, &a)
-	e.rb = bl
+	e.startBlame(bl)
 	s.notify()
 	s.mu.Unlock()
 	s.wg.Add(1)
@@ -389,8 +403,8 @@ func (s *Server) onAccuse(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		defer s.wg.Done()
 		c := s.walkRound(e, bl)
 		s.conclude(e, bl, c)
+		s.settleBlame(e, bl, c, false)
 		s.mu.Lock()
-		s.endQuiet(e, "round blame done")
 		e.release()
 		s.mu.Unlock()
 	}()
@@ -402,21 +416,21 @@ func (s *Server) onAccuse(from peer.ID, body []byte) (wire.Type, []byte, error) 
 // starts on its own.
 func (s *Server) payloadBlame(e *sepoch, r uint32, q int, payloads [][]byte) {
 	s.mu.Lock()
-	if q >= len(payloads) || e.rb != nil || !e.acquire() {
+	if q >= len(payloads) || e.blameBusy() || !e.acquire() {
 		s.end(e, fmt.Sprintf("round %d: bad pseudonym signature", r))
 		s.mu.Unlock()
 		return
 	}
 	m := len(e.final.chain)
 	bl := &rblame{round: r, cells: map[int]*stepCell{}, start: m - 1, out: q, outEntry: append([]byte(nil), payloads[q]...)}
-	e.rb = bl
+	e.startBlame(bl)
 	s.notify()
 	s.mu.Unlock()
 	s.log.Warn("round void: bad pseudonym signature; blame starts", "round", r)
 	c := s.walkRound(e, bl)
 	s.conclude(e, bl, c)
+	s.settleBlame(e, bl, c, false)
 	s.mu.Lock()
-	s.endQuiet(e, "round blame done")
 	e.release()
 	s.mu.Unlock()
 }

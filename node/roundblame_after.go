@@ -85,6 +85,9 @@ type serverHooks struct {
 	// refuseEvidence may make this server refuse a delivery of fault
 	// evidence of type t, as if it were lost (its sender retries).
 	refuseEvidence func(t wire.Type) bool
+	// lieDrop may make this server reveal a false drop step for the
+	// dead slot of round r's blame (deadslot.go).
+	lieDrop func(r uint32) bool
 }
 
 // clientHooks let a test make a client misbehave. Never set outside tests.
@@ -95,6 +98,9 @@ type clientHooks struct {
 	// secondOnion may make the client sign and send a second, different
 	// onion for round r of the epoch in slot slot.
 	secondOnion func(epoch [32]byte, r, slot uint32) bool
+	// payload may alter the client's encoded payload of round r before
+	// sealing (a payload whose pseudonym signature fails).
+	payload func(epoch [32]byte, r, slot uint32, raw []byte)
 }
 
 // blameRecorder is a ChunkStore that keeps blame records.
@@ -462,18 +468,26 @@ func (s *Server) otherRoot(b *wire.Batch) []byte {
 func (s *Server) doubleSubmit(e *sepoch, d wire.DoubleSubmit) {
 	body := d.Marshal()
 	s.nameDouble(e, d, body)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.dropDouble(e, d)
+	}()
 	if err := s.sendEvidence(e, wire.TypeDoubleSubmit, body, shortTimeout, -1); err != nil {
 		s.log.Warn("double-submission evidence not delivered everywhere", "err", err)
 	}
 }
 
-// noteDouble starts doubleSubmit once per epoch for two different
+// noteDouble starts doubleSubmit once per slot for two different
 // submissions of one slot. Call with s.mu held.
 func (s *Server) noteDouble(e *sepoch, a, b *wire.Submit) {
-	if e.doubleNamed {
+	if e.doubleNamed[a.Slot] {
 		return
 	}
-	e.doubleNamed = true
+	if e.doubleNamed == nil {
+		e.doubleNamed = map[uint32]bool{}
+	}
+	e.doubleNamed[a.Slot] = true
 	d := wire.DoubleSubmit{Epoch: a.Epoch, Round: a.Round, Slot: a.Slot, HashA: mix.SubmissionDigest(a.Onion), SigA: a.Sig, HashB: mix.SubmissionDigest(b.Onion), SigB: b.Sig}
 	s.wg.Add(1)
 	go func() {
@@ -517,12 +531,19 @@ func (s *Server) onDoubleSubmit(from peer.ID, body []byte) (wire.Type, []byte, e
 		}
 	}
 	s.mu.Lock()
-	first := !e.doubleNamed
-	e.doubleNamed = true
-	s.end(e, "two onions signed for one slot")
+	first := !e.doubleNamed[d.Slot]
+	if e.doubleNamed == nil {
+		e.doubleNamed = map[uint32]bool{}
+	}
+	e.doubleNamed[d.Slot] = true
 	s.mu.Unlock()
 	if first {
 		s.nameDouble(e, d, body)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.dropDouble(e, d)
+		}()
 	}
 	return wire.TypeAck, ack, nil
 }

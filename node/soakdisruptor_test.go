@@ -55,13 +55,14 @@ func TestSoakDisruptor(t *testing.T) {
 		minutes = v
 	}
 	// floor is the least disturbed/undisturbed ratio of honest goodput.
-	// The issue aimed at one half; measured, it is 0 (docs/anonymity.md):
-	// below the group cap a disruptor that comes back at once under a
-	// fresh key from the same address spoils every epoch, so the floor
-	// asserted is what was measured, and the test checks instead that
+	// A disruptor named in an epoch costs that epoch one void round, not
+	// the epoch (its slot is dead for the rest of it, docs/protocol.md §8
+	// "A dead slot"), so although it comes back at once under a fresh key
+	// in every epoch, the honest clients keep at least half their goodput
+	// (measured: about 1, docs/anonymity.md). The test checks too that
 	// every culprit named is the disruptor and that no identity of it is
 	// named in two epochs (its exclusion holds per key).
-	const floor = 0.0
+	const floor = 0.5
 	length := time.Duration(minutes) * time.Minute
 	var runs [2]soakRun
 	for i, disrupt := range []bool{false, true} {

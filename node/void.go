@@ -63,8 +63,11 @@ func (s *Server) voidRound(e *sepoch, r uint32) bool {
 // signVoid signs a proposal of round r void, unless this server has
 // published the round or already holds another void of the epoch; from
 // then on the round's batches and publication are dropped here.
-func (s *Server) signVoid(e *sepoch, rl *wire.RoundList) (wire.Type, []byte, error) {
+func (s *Server) signVoid(ctx context.Context, e *sepoch, rl *wire.RoundList) (wire.Type, []byte, error) {
 	v := e.final
+	if done, t, body, err := s.signBlameVoid(ctx, e, rl); done {
+		return t, body, err
+	}
 	if rl.Round >= v.desc.Params.Rounds {
 		return 0, nil, fmt.Errorf("node: void round %d beyond the epoch's %d", rl.Round, v.desc.Params.Rounds)
 	}
@@ -115,6 +118,8 @@ func (s *Server) noteVoid(e *sepoch, r uint32) {
 	defer s.mu.Unlock()
 	if x := e.round(r); !x.void {
 		x.void = true
-		e.voids++
+		if !e.blameVoided(r) {
+			e.voids++
+		}
 	}
 }

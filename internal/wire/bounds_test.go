@@ -27,6 +27,8 @@ func wideDecoders() map[string]func([]byte) error {
 		"register":    func(b []byte) error { var m ClientRegister; return m.Unmarshal(b, l) },
 		"forward":     func(b []byte) error { var m Forwarded; return m.Unmarshal(b, l) },
 		"keyevidence": func(b []byte) error { var m KeyEvidence; return m.Unmarshal(b) },
+		"dropreq":     func(b []byte) error { var m DropReq; return m.Unmarshal(b) },
+		"dropstep":    func(b []byte) error { var m DropStep; return m.Unmarshal(b) },
 		"reglist":     func(b []byte) error { var m RegList; return m.Unmarshal(b, l) },
 		"epochref":    func(b []byte) error { var m EpochRef; return m.Unmarshal(b) },
 		"abort":       func(b []byte) error { var m Abort; return m.Unmarshal(b) },
@@ -262,6 +264,16 @@ func TestLongTermSizes(t *testing.T) {
 	}
 	if n := len((&BatchRef{}).Marshal()); n != BatchRefSize {
 		t.Fatalf("batch reference is %d bytes, want %d", n, BatchRefSize)
+	}
+	if n := len((&DropReq{}).Marshal()); n != DropReqSize {
+		t.Fatalf("drop request is %d bytes, want %d", n, DropReqSize)
+	}
+	if n := len((&DropStep{}).Marshal()); n != DropStepSize {
+		t.Fatalf("drop step is %d bytes, want %d", n, DropStepSize)
+	}
+	var ds DropStep
+	if err := ds.Unmarshal(make([]byte, DropStepSize+1)); err == nil {
+		t.Fatal("drop step: trailing byte accepted")
 	}
 	if n := len((&KeyEvidence{}).Marshal()); n != keyEvidenceSize {
 		t.Fatalf("key evidence is %d bytes, want %d", n, keyEvidenceSize)

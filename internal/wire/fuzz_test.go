@@ -58,6 +58,8 @@ func FuzzIndex(f *testing.F)       { fuzzDecoder(f, "index") }
 func FuzzIndexReq(f *testing.F)    { fuzzDecoder(f, "indexreq") }
 func FuzzRoot(f *testing.F)        { fuzzDecoder(f, "root") }
 func FuzzBatchRef(f *testing.F)    { fuzzDecoder(f, "getbatch", "lack") }
+func FuzzDropReq(f *testing.F)     { fuzzDecoder(f, "dropreq") }
+func FuzzDropStep(f *testing.F)    { fuzzDecoder(f, "dropstep") }
 
 // FuzzDescriptor fuzzes the descriptor decoder on its own (inside a
 // Signed, it is one length-prefixed field).

@@ -199,6 +199,10 @@ func vectors() []vector {
 			with(func(m *Root, b []byte) error { return m.Unmarshal(b) })},
 		{"keyevidence", TypeKeyEvidence, &KeyEvidence{Epoch: k32(1), Slot: 3, LTKey: k32(0xd0), LTSig: k64(0xe0)},
 			with(func(m *KeyEvidence, b []byte) error { return m.Unmarshal(b) })},
+		{"dropreq", TypeDropReq, &DropReq{Epoch: k32(1), Round: 1, T: 2, In: 5},
+			with(func(m *DropReq, b []byte) error { return m.Unmarshal(b) })},
+		{"dropstep", TypeDropStep, &DropStep{Epoch: k32(1), Round: 1, T: 2, In: 5, Out: 3, Route: k64(0x40), Sig: k64(0x80)},
+			with(func(m *DropStep, b []byte) error { return m.Unmarshal(b) })},
 		{"indexreq", TypeIndexReq, &IndexReq{Cursor: 0x0102030405060708},
 			with(func(m *IndexReq, b []byte) error { return m.Unmarshal(b) })},
 		{"index", TypeIndex, &Index{Next: 7, More: true, Entries: []IndexEntry{{FileID: k32(0xe0), Name: []byte("f.txt"), Size: 9, Chunks: 1, Round: 2, Time: 1700000000}}, Manifests: [][]byte{[]byte("\x89RIFFLEM\x01\x02\x01\x00\x00\x04\x00\x00\x00\x00\x00")}, Removed: [][32]byte{k32(0xf0)}},
@@ -336,7 +340,7 @@ func typeName(t Type) string {
 		TypePadAnswers: "padanswers", TypeQuery: "query", TypeAnswer: "answer", TypeGetChunk: "getchunk",
 		TypeChunk: "chunk", TypeWaitList: "waitlist", TypeIndexReq: "indexreq", TypeIndex: "index", TypeAck: "ack",
 		TypeRoot: "root", TypeError: "error", TypeForward: "forward", TypeKeyEvidence: "keyevidence", TypeBadForward: "badforward",
-		TypeGetBatch: "getbatch", TypeLack: "lack",
+		TypeGetBatch: "getbatch", TypeLack: "lack", TypeDropReq: "dropreq", TypeDropStep: "dropstep",
 	}
 	return names[t]
 }

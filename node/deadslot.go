@@ -1,0 +1,536 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/mix"
+)
+
+// A dead slot (docs/protocol.md §8 "A dead slot"): a round blame that
+// names a client voids its round, as before, but no longer ends the epoch.
+// The named slot is dead for the rest of the epoch instead: its route
+// through the chain is revealed forward, S_0 first, each server proving
+// against its setup shuffle where its permutation sends the dead position
+// (a DropStep, with the same route proof as a walk step), and every
+// server from then on treats the dead position at its input as absent
+// (mix.OpenLayerSkip: a zero filler that the permutation carries to the
+// dead position of the next server's input). S_0 mixes a filler in the
+// slot without waiting for its client, no server checks the slot's
+// client signature, the slot's primary takes no more onions for it, and a
+// payload at the dead output that fails its pseudonym signature (the
+// filler, or the culprit's last onions) is absent from the publication.
+// The culprit's further onions, or its silence, void nothing any more.
+//
+// Only the named slot's route is revealed, and only after the walk named
+// it: a server reveals its step only once it has itself concluded the
+// walk with that slot and checked every earlier step of the reveal. A
+// step whose route proof does not verify names its server, and the epoch
+// ends (a lying server cannot move the dead position onto an honest
+// client's route: the proof is against its published shuffle); a step
+// that cannot be had ends the epoch naming nobody. A later blame in the
+// same epoch works the same once the one before has settled (several dead
+// slots, each round void); a blame that starts while another runs ends
+// the epoch, as every blame did before.
+
+const tagDropStep = "riffle/v3/drop-step"
+
+// The route proof of a drop step is a DLEQ proof of fixed size.
+var _ [wire.DropRouteSize - mix.DLEQProofSize]struct{}
+var _ [mix.DLEQProofSize - wire.DropRouteSize]struct{}
+
+// deadRoute is one dead slot's route: pos[t] is its position at server
+// t's input (pos[0] the slot), pos[m] at the last server's output.
+type deadRoute struct {
+	slot int
+	pos  []int
+}
+
+type dropResult struct {
+	st    *wire.DropStep
+	named *culprit
+	err   error
+}
+
+type dropCell struct {
+	done chan struct{}
+	res  dropResult
+}
+
+func dropStepDigest(st *wire.DropStep) [32]byte {
+	b := st.Marshal()
+	return taggedHash(tagDropStep, b[:len(b)-64])
+}
+
+// deadIn returns the dead positions at server t's input (t = m: the last
+// server's output). Call with s.mu held.
+func (e *sepoch) deadIn(t int) []int {
+	var out []int
+	for _, d := range e.dead {
+		out = append(out, d.pos[t])
+	}
+	return out
+}
+
+// isDead reports whether a slot is dead. Call with s.mu held.
+func (e *sepoch) isDead(slot uint32) bool {
+	for _, d := range e.dead {
+		if d.slot == int(slot) {
+			return true
+		}
+	}
+	return false
+}
+
+// blamePending reports whether a round blame runs that has not settled
+// (rounds in flight wait for it). Call with s.mu held.
+func (e *sepoch) blamePending() bool { return e.rb != nil && !e.rb.settled }
+
+// blameBusy reports whether a new round blame must end the epoch instead
+// of starting: one runs, or one ended the epoch. After blames that each
+// dropped a slot, another may start. Call with s.mu held.
+func (e *sepoch) blameBusy() bool { return e.rb != nil && !(e.rb.settled && e.rb.dropped) }
+
+// startBlame makes bl the epoch's round blame, keeping the settled ones
+// before it (each voided its round). Call with s.mu held, after blameBusy.
+func (e *sepoch) startBlame(bl *rblame) {
+	if e.rb != nil {
+		e.blames = append(e.blames, e.rb)
+	}
+	e.rb = bl
+}
+
+// roundBlamed reports whether round r is the round of a walk (void once
+// it settles with a dead slot). Call with s.mu held.
+func (e *sepoch) roundBlamed(r uint32) bool {
+	bl := e.blameOf(r)
+	return bl != nil && !bl.double
+}
+
+// blameOf returns the epoch's round blame of round r, or nil. Call with
+// s.mu held.
+func (e *sepoch) blameOf(r uint32) *rblame {
+	if e.rb != nil && e.rb.round == r {
+		return e.rb
+	}
+	for _, bl := range e.blames {
+		if bl.round == r {
+			return bl
+		}
+	}
+	return nil
+}
+
+// awaitSettled waits until no round blame of e is unsettled and returns
+// the dead positions at server t's input; false if the epoch ended.
+func (s *Server) awaitSettled(e *sepoch, t int) ([]int, bool) {
+	var dead []int
+	ended := false
+	_ = s.waitFor(s.ctx, func() bool {
+		if e.ended {
+			ended = true
+			return true
+		}
+		if e.blamePending() {
+			return false
+		}
+		dead = e.deadIn(t)
+		return true
+	})
+	return dead, !ended && s.ctx.Err() == nil
+}
+
+// settleBlame follows a walk's result at this server: a client named here
+// has its slot dropped and the round void, and the epoch goes on;
+// anything else ends the epoch as before (abort: whether to tell the
+// others). Call without s.mu, while holding the epoch's secrets.
+func (s *Server) settleBlame(e *sepoch, bl *rblame, c *culprit, abort bool) {
+	if c != nil && c.server < 0 {
+		s.mu.Lock()
+		bl.slotKnown, bl.slot = true, c.slot
+		s.notify()
+		s.mu.Unlock()
+		if s.dropSlot(e, bl) {
+			s.mu.Lock()
+			bl.settled, bl.dropped = true, true
+			s.forwardPending(e)
+			s.notify()
+			s.mu.Unlock()
+			if e.pos == 0 && !bl.double {
+				s.blameVoid(e, bl.round)
+			}
+			return
+		}
+	}
+	s.mu.Lock()
+	bl.settled = true
+	if abort {
+		s.end(e, "round blame done")
+	} else {
+		s.endQuiet(e, "round blame done")
+	}
+	s.notify()
+	s.mu.Unlock()
+}
+
+// dropSlot runs the forward reveal of the slot the walk named and records
+// its route; false if it did not finish (a server named, or a step not
+// had), which ends the epoch.
+func (s *Server) dropSlot(e *sepoch, bl *rblame) bool {
+	m := len(e.final.chain)
+	// The steps are checked against the setup's shuffles (a second
+	// onion can be named before this server has verified the setup).
+	if !s.awaitSetup(e) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, time.Duration(m)*blameStepTimeout)
+	defer cancel()
+	pos := make([]int, m+1)
+	pos[0] = bl.slot
+	var evidence [][]byte
+	for t := 0; t < m; t++ {
+		res := s.dropOf(ctx, e, bl, t)
+		if res.st != nil {
+			evidence = append(evidence, res.st.Marshal())
+		}
+		if res.named != nil {
+			s.name(e, bl.round, res.named, evidence)
+			return false
+		}
+		if res.err != nil {
+			s.log.Warn("dead slot: route reveal stopped, nobody named", "round", bl.round, "server", t, "err", res.err)
+			return false
+		}
+		pos[t+1] = int(res.st.Out)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.ended {
+		return false
+	}
+	e.dead = append(e.dead, deadRoute{slot: bl.slot, pos: pos})
+	// The slot is the culprit's own; no honest client is tied to it.
+	s.log.Warn("round void, epoch goes on: the named client's slot is dead for the rest of the epoch", "round", bl.round, "slot", bl.slot)
+	return true
+}
+
+// dropOf returns server t's checked drop step, computed once per blame.
+func (s *Server) dropOf(ctx context.Context, e *sepoch, bl *rblame, t int) dropResult {
+	bl.mu.Lock()
+	if bl.dcells == nil {
+		bl.dcells = map[int]*dropCell{}
+	}
+	c, ok := bl.dcells[t]
+	if !ok {
+		c = &dropCell{done: make(chan struct{})}
+		bl.dcells[t] = c
+	}
+	bl.mu.Unlock()
+	if ok {
+		select {
+		case <-c.done:
+			return c.res
+		case <-ctx.Done():
+			return dropResult{err: ctx.Err()}
+		}
+	}
+	cctx, cancel := context.WithTimeout(s.ctx, time.Duration(t+1)*blameStepTimeout)
+	c.res = s.computeDrop(cctx, e, bl, t)
+	cancel()
+	close(c.done)
+	return c.res
+}
+
+func (s *Server) computeDrop(ctx context.Context, e *sepoch, bl *rblame, t int) dropResult {
+	v := e.final
+	if t < 0 || t >= len(v.chain) {
+		return dropResult{err: fmt.Errorf("server %d is not on the chain", t)}
+	}
+	s.mu.Lock()
+	in, known := bl.slot, bl.slotKnown
+	s.mu.Unlock()
+	if !known {
+		return dropResult{err: errors.New("no client named here")}
+	}
+	if t > 0 {
+		prev := s.dropOf(ctx, e, bl, t-1)
+		if prev.named != nil || prev.err != nil {
+			return dropResult{err: errors.New("the reveal stopped at an earlier server")}
+		}
+		in = int(prev.st.Out)
+	}
+	var st *wire.DropStep
+	if t == e.pos {
+		var err error
+		if st, err = s.ownDropStep(e, bl, in); err != nil {
+			return dropResult{err: err}
+		}
+	} else {
+		req := wire.DropReq{Epoch: v.id, Round: bl.round, T: uint16(t), In: uint32(in)}
+		rep, err := call(ctx, s.h, v.chain[t], request{Proto: ProtoEpoch, Type: wire.TypeDropReq, Body: req.Marshal(), Timeout: blameStepTimeout, Max: wire.DropStepSize})
+		if err != nil {
+			return dropResult{err: fmt.Errorf("drop step of server %d: %w", t, err)}
+		}
+		st = &wire.DropStep{}
+		if err := st.Unmarshal(rep); err != nil {
+			return dropResult{named: serverCulprit(t, "its drop step of round %d is malformed: %v", bl.round, err)}
+		}
+	}
+	if h := s.rb.hooks.Load(); t == e.pos && h != nil && h.lieDrop != nil {
+		return dropResult{st: st} // a liar takes its own step as it is
+	}
+	if c := s.checkDrop(e, bl, t, in, st); c != nil {
+		return dropResult{st: st, named: c}
+	}
+	return dropResult{st: st}
+}
+
+// ownDropStep is this server's drop step at input position in: where its
+// permutation sends it, with the route proof at that output.
+func (s *Server) ownDropStep(e *sepoch, bl *rblame, in int) (*wire.DropStep, error) {
+	v := e.final
+	id := mix.EpochID(v.id)
+	t := e.pos
+	s.mu.Lock()
+	sec, fwd := e.sec, e.forward
+	s.mu.Unlock()
+	if sec == nil || in < 0 || in >= len(fwd) {
+		return nil, errors.New("node: drop step: secrets gone or position out of range")
+	}
+	out := fwd[in]
+	got, proof, err := sec.ProveRoute(id, v.serverKeys, e.stepInputs[t], e.steps[t], out, s.rand)
+	if err != nil {
+		return nil, fmt.Errorf("node: drop step: %w", err)
+	}
+	if got != in || len(proof) != wire.DropRouteSize {
+		return nil, errors.New("node: drop step: the route proof does not match the permutation")
+	}
+	st := &wire.DropStep{Epoch: v.id, Round: bl.round, T: uint16(t), In: uint32(in), Out: uint32(out)}
+	copy(st.Route[:], proof)
+	if h := s.rb.hooks.Load(); h != nil && h.lieDrop != nil && h.lieDrop(bl.round) {
+		// A lying server: another output position, under the proof of
+		// the true one.
+		st.Out = uint32((out + 1) % len(fwd))
+	}
+	if st.Sig, err = sign(s.priv, dropStepDigest(st)); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// checkDrop checks server t's drop step at input position in; it names t
+// if the step is not its, answers another question, or its route proof
+// does not verify against t's setup shuffle.
+func (s *Server) checkDrop(e *sepoch, bl *rblame, t, in int, st *wire.DropStep) *culprit {
+	v := e.final
+	if err := verifyPeerSig(v.chain[t], dropStepDigest(st), st.Sig); err != nil {
+		return serverCulprit(t, "its drop step of round %d is not signed by it: %v", bl.round, err)
+	}
+	if st.Epoch != v.id || st.Round != bl.round || int(st.T) != t || int(st.In) != in {
+		return serverCulprit(t, "its drop step answers another question (round %d, server %d, input %d)", st.Round, st.T, st.In)
+	}
+	if err := mix.VerifyRoute(mix.EpochID(v.id), t, v.serverKeys, e.stepInputs[t], e.steps[t], int(st.Out), in, st.Route[:]); err != nil {
+		return serverCulprit(t, "its drop step sends input %d of the dead slot to output %d, which its setup shuffle does not prove: %v", in, st.Out, err)
+	}
+	return nil
+}
+
+// onDropReq answers a drop step request: only once this server's own walk
+// named the slot the route starts at, and it has checked every earlier
+// step of the reveal itself.
+func (s *Server) onDropReq(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var req wire.DropReq
+	if err := req.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(req.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	if !fromChain(e, from) || int(req.T) != e.pos {
+		return 0, nil, errors.New("node: drop step asked of the wrong server")
+	}
+	m := len(e.final.chain)
+	wctx, cancel := context.WithTimeout(ctx, time.Duration(m+1)*blameStepTimeout)
+	defer cancel()
+	var bl *rblame
+	_ = s.waitFor(wctx, func() bool {
+		bl = e.blameOf(req.Round)
+		return e.ended || (bl != nil && (bl.slotKnown || bl.settled))
+	})
+	s.mu.Lock()
+	ok := bl != nil && bl.slotKnown && !e.ended
+	s.mu.Unlock()
+	if !ok {
+		return 0, nil, errors.New("node: no client named here for this round")
+	}
+	if !s.awaitSetup(e) {
+		return 0, nil, errors.New("node: setup not verified here")
+	}
+	res := s.dropOf(wctx, e, bl, e.pos)
+	if res.st == nil {
+		return 0, nil, errors.New("node: the reveal does not reach this server")
+	}
+	if int(res.st.In) != int(req.In) {
+		return 0, nil, fmt.Errorf("node: drop step asked at input %d, the route reaches %d here", req.In, res.st.In)
+	}
+	return wire.TypeDropStep, res.st.Marshal(), nil
+}
+
+// dropDouble kills the slot of a client that signed two onions for one
+// round (§5.1, DoubleSubmit): no walk, the evidence names it; the forward
+// reveal runs as after a walk. The round is not void: the slot's first
+// onion, or the filler, stands in it. Without s.mu.
+func (s *Server) dropDouble(e *sepoch, d wire.DoubleSubmit) {
+	s.mu.Lock()
+	if e.ended || e.isDead(d.Slot) {
+		s.mu.Unlock()
+		return
+	}
+	if e.blameBusy() || !e.acquire() {
+		s.end(e, "two onions signed for one slot")
+		s.mu.Unlock()
+		return
+	}
+	bl := &rblame{round: d.Round, cells: map[int]*stepCell{}, start: -1, double: true}
+	e.startBlame(bl)
+	s.notify()
+	s.mu.Unlock()
+	s.settleBlame(e, bl, &culprit{server: -1, slot: int(d.Slot)}, true)
+	s.mu.Lock()
+	e.release()
+	s.mu.Unlock()
+}
+
+// blameVoid has every server sign the blamed round void, as a void that
+// names nobody is (void.go), except that it is not counted against the
+// epoch's one such void and charges nobody: the culprit is named. S_0 only,
+// once its own reveal has settled; the epoch ends if it fails.
+func (s *Server) blameVoid(e *sepoch, r uint32) {
+	v := e.final
+	rl := wire.RoundList{Epoch: v.id, Round: r, Flags: wire.ListVoid}
+	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	defer cancel()
+	reps, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: bulkTimeout})
+	if err == nil {
+		for i, rep := range reps {
+			var sg wire.Sig
+			if err = sg.Unmarshal(rep); err == nil && int(sg.Index) != i {
+				err = errors.New("signature of another server")
+			}
+			if err != nil {
+				break
+			}
+			rl.Sigs = append(rl.Sigs, sg.Sig)
+		}
+	}
+	if err != nil {
+		s.log.Warn("void list of a blamed round refused", "round", r, "err", err)
+		s.mu.Lock()
+		s.end(e, fmt.Sprintf("round %d: the blamed round was not signed void", r))
+		s.mu.Unlock()
+		return
+	}
+	if _, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: rl.Marshal(), Timeout: bulkTimeout}); err != nil {
+		s.log.Warn("deliver void list", "round", r, "err", err)
+	}
+}
+
+// signBlameVoid signs a void proposal of the round under blame here, once
+// this server's own reveal has settled with the slot dropped. Handled is
+// false for any other round (the ordinary void rules apply).
+func (s *Server) signBlameVoid(ctx context.Context, e *sepoch, rl *wire.RoundList) (handled bool, t wire.Type, body []byte, err error) {
+	s.mu.Lock()
+	bl := e.blameOf(rl.Round)
+	s.mu.Unlock()
+	if bl == nil || bl.double {
+		return false, 0, nil, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Duration(len(e.final.chain)+1)*blameStepTimeout)
+	defer cancel()
+	_ = s.waitFor(wctx, func() bool { return e.ended || bl.settled })
+	s.mu.Lock()
+	if e.ended || !bl.dropped {
+		s.mu.Unlock()
+		return true, 0, nil, errors.New("node: the blamed round's slot was not dropped here")
+	}
+	if x := e.round(rl.Round); !x.void {
+		x.void = true
+		s.log.Warn("round void (a client was named), epoch goes on", "round", rl.Round)
+	}
+	s.mu.Unlock()
+	sig, err := sign(s.priv, listDigest(rl))
+	if err != nil {
+		return true, 0, nil, err
+	}
+	return true, wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
+}
+
+// blameVoided reports whether round r is the round of a blame that dropped
+// a slot here (its void counts against nothing). Call with s.mu held.
+func (e *sepoch) blameVoided(r uint32) bool {
+	bl := e.blameOf(r)
+	return bl != nil && bl.dropped && !bl.double
+}
+
+// liveCount counts the slots among mine that are not dead and, of those,
+// how many have a submission in x. Call with s.mu held.
+func (e *sepoch) liveCount(x *sround, mine []uint32) (live, in int) {
+	for _, sl := range mine {
+		if e.isDead(sl) {
+			continue
+		}
+		live++
+		if _, ok := x.subs[sl]; ok {
+			in++
+		}
+	}
+	return live, in
+}
+
+// forwardPending forwards, once a slot died, the rounds whose live
+// submissions are all in at this primary (the dead slot's no longer
+// awaited). Call with s.mu held.
+func (s *Server) forwardPending(e *sepoch) {
+	if e.pos == 0 || e.ended {
+		return
+	}
+	for r := range e.rounds {
+		if r >= e.pruned {
+			s.forwardIfReady(e, r)
+		}
+	}
+}
+
+// forwardIfReady forwards this primary's clients' onions of round r once
+// every live one is in. Call with s.mu held.
+func (s *Server) forwardIfReady(e *sepoch, r uint32) {
+	x := e.round(r)
+	mine := e.clientsOf(e.pos)
+	if x.forwarded {
+		return
+	}
+	if live, in := e.liveCount(x, mine); in < live {
+		return
+	}
+	x.forwarded = true
+	batch := wire.SubmitBatch{Epoch: e.final.id, Round: r}
+	for _, sl := range mine {
+		if sub, ok := x.subs[sl]; ok && !e.isDead(sl) {
+			batch.Subs = append(batch.Subs, sub)
+		}
+	}
+	if len(batch.Subs) == 0 {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.forwardSubs(e, &batch)
+	}()
+}
