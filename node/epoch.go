@@ -108,6 +108,11 @@ type registration struct {
 	regRange map[[32]byte]string
 	// order is this primary's admission order, fixed at its close.
 	order [][32]byte
+	// orders and rest: the leader's list's signed orders of every
+	// primary and the registrations it did not select (orders.go,
+	// selection.go).
+	orders []wire.Order
+	rest   []wire.Forwarded
 	// fwdNamed: a primary was named here for a signed registration
 	// that does not verify (badforward.go).
 	fwdNamed bool

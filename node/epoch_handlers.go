@@ -318,6 +318,12 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := rl.Unmarshal(body, limitsFor(e.v.desc.Params, len(e.v.chain))); err != nil {
 		return 0, nil, err
 	}
+	// (v3) every primary's order, signed by it as a whole, and every
+	// registration of the list in its primary's order: checked before
+	// the costly proofs (orders.go).
+	if _, err := checkOrders(rl.Orders, id, e.v.chain, rl.Regs, rl.Rest); err != nil {
+		return 0, nil, err
+	}
 	// Each registration carries its primary's signature (§8), checked
 	// before the costly proofs: a leader cannot pass off a registration
 	// as a primary's.
@@ -366,6 +372,7 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, err
 	}
 	e.slotRegs, e.slotPrim, e.parsed, e.regListed = regs, prims, parsed, true
+	e.orders, e.rest = rl.Orders, rl.Rest
 	return wire.TypeAck, ack, nil
 }
 
@@ -512,8 +519,13 @@ func (s *Server) onClose(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	// The list goes in this primary's own admission order (§3, §8): the
 	// leader fills its quota from the front.
 	e.order = s.admissionOrder(e)
-	// (v3) r_j is revealed now, after the deadline (reveal.go).
-	rl := wire.RegList{Epoch: ref.Epoch, Reveal: e.reveal}
+	// (v3) r_j is revealed now, after the deadline (reveal.go), and the
+	// order goes signed as a whole (orders.go).
+	o, err := s.signOrder(e)
+	if err != nil {
+		return 0, nil, err
+	}
+	rl := wire.RegList{Epoch: ref.Epoch, Reveal: e.reveal, Orders: []wire.Order{o}}
 	for _, k := range e.order {
 		rl.Regs = append(rl.Regs, wire.Forwarded{Primary: uint16(e.pos), Reg: e.regs[k], Sig: e.regSig[k]})
 	}
