@@ -268,6 +268,12 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if len(e.slotRegs) != len(sd.Desc.Clients) {
 		return 0, nil, fmt.Errorf("node: final descriptor lists %d clients, %d registrations received", len(sd.Desc.Clients), len(e.slotRegs))
 	}
+	// (v3) every registration receipted here is in, unless the
+	// descriptor is full and keeps its primary's quota (receipts.go).
+	if err := checkReceipted(sd.Desc.Clients, e.fwd, e.orders, sd.Desc.Params.MaxClients, len(v.chain)); err != nil {
+		s.log.Warn("final descriptor refused", "err", err)
+		return 0, nil, err
+	}
 	if len(sd.Desc.Clients) < s.cfg.MinClients {
 		return 0, nil, fmt.Errorf("node: final descriptor lists %d clients, fewer than %d", len(sd.Desc.Clients), s.cfg.MinClients)
 	}
@@ -455,6 +461,12 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	return wire.TypeAck, ack, nil
 }
 
+// onForwardedRegister takes a primary's signed registration (§3 v3) at
+// any chain server until its registration closes, and answers with this
+// server's signed receipt. The sender, its chain position and its
+// signature are checked before anything costly; the leader alone also
+// checks the registration's proofs at once (every server verifies the
+// chosen ones in the leader's list).
 func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var f wire.Forwarded
 	if err := f.Unmarshal(body, genericLimits()); err != nil {
@@ -464,8 +476,8 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 	s.mu.Lock()
 	e := s.epochs[r.Epoch]
 	s.mu.Unlock()
-	if e == nil || e.leader != s.h.ID() || e.v == nil {
-		return 0, nil, errors.New("node: forwarded registration for an epoch this server does not lead")
+	if e == nil || e.v == nil || e.ended {
+		return 0, nil, errors.New("node: forwarded registration for an epoch not open here")
 	}
 	// Only a primary of the chain forwards, and signs what it forwards
 	// (checked before the registration's proofs).
@@ -475,16 +487,31 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 	if int(f.Primary) >= len(e.v.chain) || e.v.chain[f.Primary] != from {
 		return 0, nil, errors.New("node: forwarded registration not from the primary it names")
 	}
+	if len(r.Reg) != mix.RegistrationSize(len(e.v.chain)) {
+		return 0, nil, fmt.Errorf("node: forwarded registration of %d bytes, want %d", len(r.Reg), mix.RegistrationSize(len(e.v.chain)))
+	}
 	if err := verifyPeerSig(from, forwardDigest(&f), f.Sig); err != nil {
 		return 0, nil, fmt.Errorf("node: forwarded registration: %w", err)
 	}
-	if _, err := checkRegister(e.v, r); err != nil {
-		// Signed by its primary: evidence against it (§8).
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.nameForwarder(e, &f, err, true)
-		}()
+	s.mu.Lock()
+	closed := e.regClosed
+	s.mu.Unlock()
+	if closed {
+		return 0, nil, errors.New("node: registration closed")
+	}
+	if e.leader == s.h.ID() {
+		if _, err := checkRegister(e.v, r); err != nil {
+			// Signed by its primary: evidence against it (§8).
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.nameForwarder(e, &f, err, true)
+			}()
+			return 0, nil, err
+		}
+	}
+	rc, err := s.receipt(e, &f)
+	if err != nil {
 		return 0, nil, err
 	}
 	s.mu.Lock()
@@ -492,8 +519,21 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 	if e.regClosed {
 		return 0, nil, errors.New("node: registration closed")
 	}
+	if old, ok := e.fwd[r.RegKey]; ok {
+		if !bytes.Equal(old.Reg.Marshal(), r.Marshal()) || old.Primary != f.Primary {
+			return 0, nil, errors.New("node: another registration under this key was receipted")
+		}
+		return wire.TypeReceipt, rc.Marshal(), nil
+	}
+	if e.fwdPer == nil {
+		e.fwdPer = map[uint16]int{}
+	}
+	if e.fwdPer[f.Primary] >= int(e.v.desc.Params.MaxClients) {
+		return 0, nil, errors.New("node: this primary forwarded as many registrations as the client cap")
+	}
+	e.fwdPer[f.Primary]++
 	e.fwd[r.RegKey] = f
-	return wire.TypeAck, ack, nil
+	return wire.TypeReceipt, rc.Marshal(), nil
 }
 
 func (s *Server) onClose(from peer.ID, body []byte) (wire.Type, []byte, error) {
