@@ -10,4 +10,7 @@ type leaderCheat struct {
 	keys func(keys [][32]byte, cl *closed) [][32]byte
 	// list, if set, changes the leader's list before it is sent.
 	list func(rl *wire.RegList)
+	// noReceipt makes this server, when it does not lead, take no
+	// forwarded registration (as if every forward to it were lost).
+	noReceipt bool
 }

@@ -274,6 +274,12 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		s.log.Warn("final descriptor refused", "err", err)
 		return 0, nil, err
 	}
+	// (v3) the client list is the selection of the rule, recomputed
+	// here from the leader's list (selection.go).
+	if err := checkSelection(v.id, selectionBeta(sd.Desc.Reveals), sd.Desc.Clients, e.slotRegs, e.slotPrim, e.rest, e.orders, sd.Desc.Params.MaxClients, len(v.chain)); err != nil {
+		s.log.Warn("final descriptor refused", "err", err)
+		return 0, nil, err
+	}
 	if len(sd.Desc.Clients) < s.cfg.MinClients {
 		return 0, nil, fmt.Errorf("node: final descriptor lists %d clients, fewer than %d", len(sd.Desc.Clients), s.cfg.MinClients)
 	}
@@ -341,6 +347,14 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 			return 0, nil, fmt.Errorf("node: slot %d: %w", i, err)
 		}
 		regs[i], prims[i] = f.Reg, f.Primary
+	}
+	// (v3) the unselected ones too: the selection is recomputed from
+	// them (selection.go); their proofs are not checked, as none of them
+	// takes a slot.
+	for i := range rl.Rest {
+		if err := checkForwardSigned(e, &rl.Rest[i]); err != nil {
+			return 0, nil, fmt.Errorf("node: unselected registration %d: %w", i, err)
+		}
 	}
 	// Every server verifies every registration (§4.1) before it signs.
 	parsed, bad, err := verifyRegs(e.v, regs, s.rand)
@@ -509,6 +523,9 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 			}()
 			return 0, nil, err
 		}
+	}
+	if c := s.cfg.cheat; c != nil && c.noReceipt && e.leader != s.h.ID() {
+		return 0, nil, errors.New("node: forwards lost (test)")
 	}
 	rc, err := s.receipt(e, &f)
 	if err != nil {

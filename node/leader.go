@@ -1,12 +1,10 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -89,7 +87,7 @@ func (s *Server) runEpoch(ctx context.Context, chain []peer.ID, number uint64) e
 		return err
 	}
 	desc.Reveals = cl.reveals
-	keys := slotOrder(id, selectionBeta(cl.reveals), cl.all, cl.primaryOf, cl.rank, desc.Params.MaxClients, len(chain))
+	keys := selectCandidates(id, selectionBeta(cl.reveals), cl.all, cl.primaryOf, cl.rank, desc.Params.MaxClients, len(chain))
 	if len(keys) < s.cfg.MinClients {
 		s.abortAll(ctx, chain, id, "too few clients")
 		return fmt.Errorf("node: %d valid registrations < %d", len(keys), s.cfg.MinClients)
@@ -269,36 +267,6 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 	return &closed{all: all, primaryOf: primaryOf, rank: rank, orders: orders, reveals: reveals}, nil
 }
 
-// slotOrder returns the registration keys of the final descriptor in slot
-// order: those a primary listed, sorted, without a repeated X25519 key, at
-// most maxClients, chosen by the selection of §3 (bounded.go) when more
-// registered, β being the hash of the servers' reveals.
-func slotOrder(id, beta [32]byte, all map[[32]byte]wire.Forwarded, primaryOf map[[32]byte]uint16, rank map[[32]byte]int, maxClients uint32, m int) [][32]byte {
-	keys := make([][32]byte, 0, len(all))
-	for k := range all {
-		if _, ok := primaryOf[k]; ok {
-			keys = append(keys, k)
-		}
-	}
-	// Slot order: by registration key, a public order nobody chooses
-	// (keys are fresh per epoch).
-	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i][:], keys[j][:]) < 0 })
-	// §4.1: duplicate keys are rejected. A second registration with an
-	// X25519 key already taken (by a lower registration key) is dropped,
-	// so that the list every server checks has none.
-	seenX := map[[32]byte]bool{}
-	kept := keys[:0]
-	for _, k := range keys {
-		x := all[k].Reg.XKey
-		if seenX[x] || seenX[k] {
-			continue
-		}
-		seenX[x], seenX[k] = true, true
-		kept = append(kept, k)
-	}
-	return selectClients(id, beta, kept, primaryOf, rank, maxClients, m)
-}
-
 // finalizeEpoch sends the ordered registrations, collects the signatures
 // of the final descriptor and delivers it to every server.
 func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte, desc wire.Descriptor, keys [][32]byte, cl *closed) error {
@@ -313,6 +281,9 @@ func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte
 		ordered.Regs = append(ordered.Regs, f)
 		fin.Clients = append(fin.Clients, wire.ClientEntry{RegKey: k, Primary: cl.primaryOf[k], XKey: f.Reg.XKey, RegHash: sha256.Sum256(f.Reg.Reg)})
 	}
+	// (v3) and every listed registration it did not select, so that
+	// every server recomputes the selection (selection.go).
+	ordered.Rest = unselected(keys, cl)
 	if c := s.cfg.cheat; c != nil && c.list != nil {
 		c.list(&ordered)
 	}
