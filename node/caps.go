@@ -76,6 +76,8 @@ func (s *Server) clientCaps(t wire.Type) int {
 		return wire.IndexReqSize
 	case wire.TypeRegister:
 		return 64 << 10
+	case wire.TypeReceiptSet:
+		return wire.ReceiptSetSize(0)
 	case wire.TypeSubmit, wire.TypeHandover:
 		return mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers) + 256
 	}
@@ -118,7 +120,7 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeSigned:     ackReply,
 		wire.TypeCloseReq:   {wire.TypeRegList, regListCap},
 		wire.TypeRegList:    ackReply,
-		wire.TypeForward:    ackReply, // a primary's signed registration, to the leader
+		wire.TypeForward:    {wire.TypeReceipt, wire.ReceiptSize}, // a primary's signed registration, to every chain server
 		wire.TypeBadForward: ackReply,
 		wire.TypeStep:       ackReply,
 		wire.TypeRoute:      {wire.TypeRoute, 64 + wire.MaxRouteProof},
@@ -148,12 +150,13 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeLack:         ackReply,
 	},
 	ProtoClient: {
-		wire.TypeWaitOpen: {wire.TypeSigned, signedCap},
-		wire.TypeRegister: {wire.TypeSigned, signedCap},
-		wire.TypeSubmit:   ackReply,
-		wire.TypeHandover: ackReply,
-		wire.TypeWaitList: {wire.TypeRoundList, roundListCap},
-		wire.TypeIndexReq: {wire.TypeIndex, wire.MaxIndexPage},
+		wire.TypeWaitOpen:   {wire.TypeSigned, signedCap},
+		wire.TypeRegister:   {wire.TypeSigned, signedCap},
+		wire.TypeReceiptSet: {wire.TypeReceiptSet, wire.ReceiptSetSize(wire.MaxServers)},
+		wire.TypeSubmit:     ackReply,
+		wire.TypeHandover:   ackReply,
+		wire.TypeWaitList:   {wire.TypeRoundList, roundListCap},
+		wire.TypeIndexReq:   {wire.TypeIndex, wire.MaxIndexPage},
 	},
 	ProtoPIR: {
 		// k rows of b bytes: the caller gives the epoch's cap (request.Max).

@@ -236,15 +236,19 @@ type getJob struct {
 
 // cepoch is a client's state of one epoch.
 type cepoch struct {
-	v      *view
-	slot   uint32
-	regKey ed25519.PrivateKey
-	cs     *mix.ClientSecret
-	others []*pir.Keys // non-primaries' keys, chain order without the primary
-	pidx   int
-	reqs   map[uint32][][32]byte
-	ups    map[uint32]*upItem
-	onions map[uint32][]byte // sealed once, kept to resend (§5.1)
+	v    *view
+	slot uint32
+	// receipts: the chain servers' signed receipts of this client's
+	// registration (§3 v3), checked; evidence if a selection leaves it
+	// out.
+	receipts []wire.Receipt
+	regKey   ed25519.PrivateKey
+	cs       *mix.ClientSecret
+	others   []*pir.Keys // non-primaries' keys, chain order without the primary
+	pidx     int
+	reqs     map[uint32][][32]byte
+	ups      map[uint32]*upItem
+	onions   map[uint32][]byte // sealed once, kept to resend (§5.1)
 	// manifestsSent counts the manifest chunks sent this epoch: past
 	// manifestsPerPseudonym the index would not take them, so they wait
 	// for the next epoch.

@@ -250,6 +250,9 @@ func (c *Client) join(ctx context.Context, v *view, pidx int) (*cepoch, *wire.Si
 		// The epoch id does not cover it: the open one's was checked.
 		return fail(errors.New("node: epoch refused: the final descriptor carries another previous certificate"))
 	}
+	// (v3) the receipts its primary gathered from every chain server
+	// (receipts.go): kept, each checked.
+	receipts := c.fetchReceipts(ctx, v, &msg)
 	slot := -1
 	for i, ce := range fin.Desc.Clients {
 		if bytes.Equal(ce.RegKey[:], pub) {
@@ -257,13 +260,13 @@ func (c *Client) join(ctx context.Context, v *view, pidx int) (*cepoch, *wire.Si
 		}
 	}
 	if slot < 0 || int(fin.Desc.Clients[slot].Primary) != pidx {
-		return fail(errors.New("node: this client is not in the final descriptor under its primary"))
+		return fail(fmt.Errorf("node: this client is not in the final descriptor under its primary (its registration was receipted by %d of %d servers)", len(receipts), len(v.chain)))
 	}
 	pk, err := cs.PIRKey()
 	if err != nil {
 		return fail(err)
 	}
-	e := &cepoch{v: fv, slot: uint32(slot), regKey: priv, cs: cs, pidx: pidx, reqs: map[uint32][][32]byte{}, ups: map[uint32]*upItem{}, onions: map[uint32][]byte{},
+	e := &cepoch{v: fv, slot: uint32(slot), receipts: receipts, regKey: priv, cs: cs, pidx: pidx, reqs: map[uint32][][32]byte{}, ups: map[uint32]*upItem{}, onions: map[uint32][]byte{},
 		answerBufs: make(chan []byte, queriesInFlight)}
 	for j := range fv.chain {
 		if j == pidx {
@@ -548,4 +551,30 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 		c.sendSecondOnion(ctx, e, &sub)
 	}
 	return err
+}
+
+// fetchReceipts asks the primary for the receipts of this client's
+// registration reg and keeps those that verify (§3 v3), one per server.
+func (c *Client) fetchReceipts(ctx context.Context, v *view, reg *wire.Register) []wire.Receipt {
+	q := wire.ReceiptSet{Epoch: v.id, RegKey: reg.RegKey}
+	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeReceiptSet, Body: q.Marshal(), Timeout: shortTimeout})
+	if err != nil {
+		c.log.Debug("receipts", "err", err)
+		return nil
+	}
+	var set wire.ReceiptSet
+	if err := set.Unmarshal(rep); err != nil || set.Epoch != v.id || set.RegKey != reg.RegKey {
+		c.log.Debug("receipts: malformed answer", "err", err)
+		return nil
+	}
+	seen := map[uint16]bool{}
+	var out []wire.Receipt
+	for _, r := range set.Receipts {
+		if seen[r.Server] || checkReceipt(&r, v.id, reg, v.chain) != nil {
+			continue
+		}
+		seen[r.Server] = true
+		out = append(out, r)
+	}
+	return out
 }

@@ -87,7 +87,7 @@ type registration struct {
 	// regDeadline: when this server received the open descriptor plus
 	// the registration window; no close is taken before it.
 	regDeadline time.Time
-	fwd         map[[32]byte]wire.Forwarded // leader: forwarded by primaries
+	fwd         map[[32]byte]wire.Forwarded // forwarded by primaries and receipted here
 	slotRegs    []wire.Register             // final slot order
 	slotPrim    []uint16                    // the primary of each slot, as it signed
 	regListed   bool                        // slotRegs taken (one list an epoch)
@@ -108,6 +108,17 @@ type registration struct {
 	regRange map[[32]byte]string
 	// order is this primary's admission order, fixed at its close.
 	order [][32]byte
+	// orders and rest: the leader's list's signed orders of every
+	// primary and the registrations it did not select (orders.go,
+	// selection.go).
+	orders []wire.Order
+	rest   []wire.Forwarded
+	// receipts: for this primary's own clients, the chain servers'
+	// receipts of each registration, by registration key (receipts.go).
+	receipts map[[32]byte][]wire.Receipt
+	// fwdPer counts the registrations receipted here per primary (at
+	// most the client cap each).
+	fwdPer map[uint16]int
 	// fwdNamed: a primary was named here for a signed registration
 	// that does not verify (badforward.go).
 	fwdNamed bool

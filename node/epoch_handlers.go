@@ -270,6 +270,18 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if len(e.slotRegs) != len(sd.Desc.Clients) {
 		return 0, nil, fmt.Errorf("node: final descriptor lists %d clients, %d registrations received", len(sd.Desc.Clients), len(e.slotRegs))
 	}
+	// (v3) every registration receipted here is in, unless the
+	// descriptor is full and keeps its primary's quota (receipts.go).
+	if err := checkReceipted(sd.Desc.Clients, e.fwd, e.orders, sd.Desc.Params.MaxClients, len(v.chain)); err != nil {
+		s.log.Warn("final descriptor refused", "err", err)
+		return 0, nil, err
+	}
+	// (v3) the client list is the selection of the rule, recomputed
+	// here from the leader's list (selection.go).
+	if err := checkSelection(v.id, selectionBeta(sd.Desc.Reveals), sd.Desc.Clients, e.slotRegs, e.slotPrim, e.rest, e.orders, sd.Desc.Params.MaxClients, len(v.chain)); err != nil {
+		s.log.Warn("final descriptor refused", "err", err)
+		return 0, nil, err
+	}
 	if len(sd.Desc.Clients) < s.cfg.MinClients {
 		return 0, nil, fmt.Errorf("node: final descriptor lists %d clients, fewer than %d", len(sd.Desc.Clients), s.cfg.MinClients)
 	}
@@ -320,6 +332,12 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := rl.Unmarshal(body, limitsFor(e.v.desc.Params, len(e.v.chain))); err != nil {
 		return 0, nil, err
 	}
+	// (v3) every primary's order, signed by it as a whole, and every
+	// registration of the list in its primary's order: checked before
+	// the costly proofs (orders.go).
+	if _, err := checkOrders(rl.Orders, id, e.v.chain, rl.Regs, rl.Rest); err != nil {
+		return 0, nil, err
+	}
 	// Each registration carries its primary's signature (§8), checked
 	// before the costly proofs: a leader cannot pass off a registration
 	// as a primary's.
@@ -331,6 +349,14 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 			return 0, nil, fmt.Errorf("node: slot %d: %w", i, err)
 		}
 		regs[i], prims[i] = f.Reg, f.Primary
+	}
+	// (v3) the unselected ones too: the selection is recomputed from
+	// them (selection.go); their proofs are not checked, as none of them
+	// takes a slot.
+	for i := range rl.Rest {
+		if err := checkForwardSigned(e, &rl.Rest[i]); err != nil {
+			return 0, nil, fmt.Errorf("node: unselected registration %d: %w", i, err)
+		}
 	}
 	// Every server verifies every registration (§4.1) before it signs.
 	parsed, bad, err := verifyRegs(e.v, regs, s.rand)
@@ -368,6 +394,7 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, err
 	}
 	e.slotRegs, e.slotPrim, e.parsed, e.regListed = regs, prims, parsed, true
+	e.orders, e.rest = rl.Orders, rl.Rest
 	return wire.TypeAck, ack, nil
 }
 
@@ -450,6 +477,12 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	return wire.TypeAck, ack, nil
 }
 
+// onForwardedRegister takes a primary's signed registration (§3 v3) at
+// any chain server until its registration closes, and answers with this
+// server's signed receipt. The sender, its chain position and its
+// signature are checked before anything costly; the leader alone also
+// checks the registration's proofs at once (every server verifies the
+// chosen ones in the leader's list).
 func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var f wire.Forwarded
 	if err := f.Unmarshal(body, genericLimits()); err != nil {
@@ -459,8 +492,8 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 	s.mu.Lock()
 	e := s.epochs[r.Epoch]
 	s.mu.Unlock()
-	if e == nil || e.leader != s.h.ID() || e.v == nil {
-		return 0, nil, errors.New("node: forwarded registration for an epoch this server does not lead")
+	if e == nil || e.v == nil || e.ended {
+		return 0, nil, errors.New("node: forwarded registration for an epoch not open here")
 	}
 	// Only a primary of the chain forwards, and signs what it forwards
 	// (checked before the registration's proofs).
@@ -470,16 +503,34 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 	if int(f.Primary) >= len(e.v.chain) || e.v.chain[f.Primary] != from {
 		return 0, nil, errors.New("node: forwarded registration not from the primary it names")
 	}
+	if len(r.Reg) != mix.RegistrationSize(len(e.v.chain)) {
+		return 0, nil, fmt.Errorf("node: forwarded registration of %d bytes, want %d", len(r.Reg), mix.RegistrationSize(len(e.v.chain)))
+	}
 	if err := verifyPeerSig(from, forwardDigest(&f), f.Sig); err != nil {
 		return 0, nil, fmt.Errorf("node: forwarded registration: %w", err)
 	}
-	if _, err := checkRegister(e.v, r); err != nil {
-		// Signed by its primary: evidence against it (§8).
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.nameForwarder(e, &f, err, true)
-		}()
+	s.mu.Lock()
+	closed := e.regClosed
+	s.mu.Unlock()
+	if closed {
+		return 0, nil, errors.New("node: registration closed")
+	}
+	if e.leader == s.h.ID() {
+		if _, err := checkRegister(e.v, r); err != nil {
+			// Signed by its primary: evidence against it (§8).
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.nameForwarder(e, &f, err, true)
+			}()
+			return 0, nil, err
+		}
+	}
+	if c := s.cfg.cheat; c != nil && c.noReceipt && e.leader != s.h.ID() {
+		return 0, nil, errors.New("node: forwards lost (test)")
+	}
+	rc, err := s.receipt(e, &f)
+	if err != nil {
 		return 0, nil, err
 	}
 	s.mu.Lock()
@@ -487,8 +538,21 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 	if e.regClosed {
 		return 0, nil, errors.New("node: registration closed")
 	}
+	if old, ok := e.fwd[r.RegKey]; ok {
+		if !bytes.Equal(old.Reg.Marshal(), r.Marshal()) || old.Primary != f.Primary {
+			return 0, nil, errors.New("node: another registration under this key was receipted")
+		}
+		return wire.TypeReceipt, rc.Marshal(), nil
+	}
+	if e.fwdPer == nil {
+		e.fwdPer = map[uint16]int{}
+	}
+	if e.fwdPer[f.Primary] >= int(e.v.desc.Params.MaxClients) {
+		return 0, nil, errors.New("node: this primary forwarded as many registrations as the client cap")
+	}
+	e.fwdPer[f.Primary]++
 	e.fwd[r.RegKey] = f
-	return wire.TypeAck, ack, nil
+	return wire.TypeReceipt, rc.Marshal(), nil
 }
 
 func (s *Server) onClose(from peer.ID, body []byte) (wire.Type, []byte, error) {
@@ -514,8 +578,13 @@ func (s *Server) onClose(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	// The list goes in this primary's own admission order (§3, §8): the
 	// leader fills its quota from the front.
 	e.order = s.admissionOrder(e)
-	// (v3) r_j is revealed now, after the deadline (reveal.go).
-	rl := wire.RegList{Epoch: ref.Epoch, Reveal: e.reveal}
+	// (v3) r_j is revealed now, after the deadline (reveal.go), and the
+	// order goes signed as a whole (orders.go).
+	o, err := s.signOrder(e)
+	if err != nil {
+		return 0, nil, err
+	}
+	rl := wire.RegList{Epoch: ref.Epoch, Reveal: e.reveal, Orders: []wire.Order{o}}
 	for _, k := range e.order {
 		rl.Regs = append(rl.Regs, wire.Forwarded{Primary: uint16(e.pos), Reg: e.regs[k], Sig: e.regSig[k]})
 	}

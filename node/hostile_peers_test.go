@@ -307,13 +307,16 @@ func TestProposalCensorship(t *testing.T) {
 // decoded. A refused list changes nothing.
 func TestRegListOnce(t *testing.T) {
 	s := beaconServer(t)
-	leader := leaderBelow(t, s)
+	lk := leaderKeyBelow(t, s)
+	leader := lk.id
 	e := fixtureChain(t, s, []peer.ID{leader, s.ID()}, 1)
 	final := e.final
 	s.mu.Lock()
 	e.final = nil
 	s.mu.Unlock()
-	list := (&wire.RegList{Epoch: e.v.id}).Marshal()
+	rl := wire.RegList{Epoch: e.v.id}
+	signOrders(t, &rl, e.v.id, []crypto.PrivKey{lk.priv, s.priv})
+	list := rl.Marshal()
 	send := func(from peer.ID, body []byte) error {
 		_, _, err := s.onRegList(from, body)
 		return err

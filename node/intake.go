@@ -120,6 +120,8 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 		return wire.TypeRoundList, out, nil
 	case wire.TypeIndexReq:
 		return s.onIndexReq(ctx, from, body)
+	case wire.TypeReceiptSet:
+		return s.onReceiptSet(from, body)
 	}
 	return 0, nil, fmt.Errorf("node: unexpected client message %d", t)
 }
@@ -192,19 +194,11 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 	e.ltTaken[cr.LTKey] = true
 	e.regRange[r.RegKey] = rng
 	s.mu.Unlock()
-	// Forward to the leader (§4.1), without the long-term key; the leader
-	// also collects every primary's list at the close, so a lost forward
-	// costs nothing.
-	leader := e.leader
-	fb := fwd.Marshal()
-	if leader == s.h.ID() {
-		_, _, err = s.onForwardedRegister(s.h.ID(), fb)
-	} else {
-		_, err = call(ctx, s.h, leader, request{Proto: ProtoEpoch, Type: wire.TypeForward, Body: fb, Timeout: shortTimeout})
-	}
-	if err != nil {
-		s.log.Debug("forward registration", "err", err)
-	}
+	// (v3) Forward to every chain server (§3), without the long-term
+	// key, and keep their receipts for the client (receipts.go); the
+	// leader also collects every primary's list at the close, so a lost
+	// forward costs nothing.
+	s.fanOut(ctx, e, &fwd)
 	out, err := s.waitBytes(ctx, e, func() []byte { return e.finalBytes }, "epoch did not start")
 	if err != nil {
 		return 0, nil, err

@@ -1,12 +1,10 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -84,17 +82,17 @@ func (s *Server) runEpoch(ctx context.Context, chain []peer.ID, number uint64) e
 	if err != nil {
 		return err
 	}
-	all, primaryOf, rank, reveals, err := s.closeRegistration(ctx, chain, id, e, desc)
+	cl, err := s.closeRegistration(ctx, chain, id, e, desc)
 	if err != nil {
 		return err
 	}
-	desc.Reveals = reveals
-	keys := slotOrder(id, selectionBeta(reveals), all, primaryOf, rank, desc.Params.MaxClients, len(chain))
+	desc.Reveals = cl.reveals
+	keys := selectCandidates(id, selectionBeta(cl.reveals), cl.all, cl.primaryOf, cl.rank, desc.Params.MaxClients, len(chain))
 	if len(keys) < s.cfg.MinClients {
 		s.abortAll(ctx, chain, id, "too few clients")
 		return fmt.Errorf("node: %d valid registrations < %d", len(keys), s.cfg.MinClients)
 	}
-	if err := s.finalizeEpoch(ctx, chain, id, desc, keys, all, primaryOf); err != nil {
+	if err := s.finalizeEpoch(ctx, chain, id, desc, keys, cl); err != nil {
 		return err
 	}
 	s.log.Info("epoch closed", "epoch", fmt.Sprintf("%x", id[:6]), "clients", len(keys))
@@ -174,17 +172,29 @@ func (s *Server) awaitRegistrations(ctx context.Context, chain []peer.ID, id [32
 	}
 }
 
+// closed is what the leader gathers at the close (closeRegistration).
+type closed struct {
+	// all: every registration by key, as its primary signed it.
+	all map[[32]byte]wire.Forwarded
+	// primaryOf: the primary (chain position) of each one a server
+	// listed; rank: its place in that primary's signed order.
+	primaryOf map[[32]byte]uint16
+	rank      map[[32]byte]int
+	// orders: every primary's signed order, in chain order.
+	orders []wire.Order
+	// reveals: the servers' r_j (§3 v3), checked against their
+	// commitments.
+	reveals [][wire.CommitSize]byte
+}
+
 // closeRegistration closes registration on every server and gathers their
-// verified registration lists: every registration by key (as its primary
-// signed it), the primary (chain position) of each one a server listed,
-// and its place in that primary's own order (rank), and the servers'
-// reveals r_j (§3 v3), checked against their commitments in desc.
-func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]byte, e *sepoch, desc wire.Descriptor) (map[[32]byte]wire.Forwarded, map[[32]byte]uint16, map[[32]byte]int, [][wire.CommitSize]byte, error) {
+// verified registration lists, their signed orders and their reveals.
+func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]byte, e *sepoch, desc wire.Descriptor) (*closed, error) {
 	params := desc.Params
 	reps, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypeCloseReq, Body: (&wire.EpochRef{Epoch: id}).Marshal(), Timeout: shortTimeout})
 	if err != nil {
 		s.abortAll(ctx, chain, id, "close failed")
-		return nil, nil, nil, nil, fmt.Errorf("node: close registration: %w", err)
+		return nil, fmt.Errorf("node: close registration: %w", err)
 	}
 	reveals := make([][wire.CommitSize]byte, len(chain))
 	s.mu.Lock()
@@ -196,28 +206,36 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 	lim := limitsFor(params, len(chain))
 	primaryOf := map[[32]byte]uint16{}
 	rank := map[[32]byte]int{}
+	orders := make([]wire.Order, len(chain))
 	for i, r := range reps {
 		var rl wire.RegList
 		if err := rl.Unmarshal(r, lim); err != nil {
 			s.abortAll(ctx, chain, id, "bad registration list")
-			return nil, nil, nil, nil, fmt.Errorf("node: registration list of server %d: %w", i, err)
+			return nil, fmt.Errorf("node: registration list of server %d: %w", i, err)
 		}
 		reveals[i] = rl.Reveal
-		// Each entry must carry server i's signature as its primary;
-		// one that does not is left out (server i sent it itself).
+		// (v3) its signed order lists exactly its entries, in order.
+		o, err := orderOfReply(&rl, id, i, chain)
+		if err != nil {
+			s.abortAll(ctx, chain, id, "bad order")
+			return nil, err
+		}
+		orders[i] = o
+		// Each entry must carry server i's signature as its primary:
+		// server i sent it itself, and its order lists it.
 		var regs []wire.Register
 		var fs []wire.Forwarded
 		for _, f := range rl.Regs {
 			if int(f.Primary) != i || f.Reg.Epoch != id || verifyPeerSig(chain[i], forwardDigest(&f), f.Sig) != nil {
-				s.log.Warn("registration list: an entry not signed by the server that lists it is left out", "server", i)
-				continue
+				s.abortAll(ctx, chain, id, "bad registration list")
+				return nil, fmt.Errorf("node: registration list of server %d: an entry not signed by it", i)
 			}
 			regs, fs = append(regs, f.Reg), append(fs, f)
 		}
 		parsed, bad, err := verifyRegs(e.v, regs, s.rand)
 		if err != nil {
 			s.abortAll(ctx, chain, id, "registrations unverifiable")
-			return nil, nil, nil, nil, err
+			return nil, err
 		}
 		if len(bad) > 0 {
 			// Signed by its primary: evidence against it (§8). The
@@ -229,7 +247,7 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 				defer s.wg.Done()
 				s.nameForwarder(e, &f, why, true)
 			}()
-			return nil, nil, nil, nil, fmt.Errorf("node: server %d signed a registration that does not verify", i)
+			return nil, fmt.Errorf("node: server %d signed a registration that does not verify", i)
 		}
 		for j, f := range fs {
 			if parsed[j] == nil {
@@ -244,50 +262,30 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 		// A server revealed nothing or not its committed r_j: the
 		// selection cannot be computed, the epoch aborts (§3).
 		s.abortAll(ctx, chain, id, "bad reveal")
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
-	return all, primaryOf, rank, reveals, nil
-}
-
-// slotOrder returns the registration keys of the final descriptor in slot
-// order: those a primary listed, sorted, without a repeated X25519 key, at
-// most maxClients, chosen by the selection of §3 (bounded.go) when more
-// registered, β being the hash of the servers' reveals.
-func slotOrder(id, beta [32]byte, all map[[32]byte]wire.Forwarded, primaryOf map[[32]byte]uint16, rank map[[32]byte]int, maxClients uint32, m int) [][32]byte {
-	keys := make([][32]byte, 0, len(all))
-	for k := range all {
-		if _, ok := primaryOf[k]; ok {
-			keys = append(keys, k)
-		}
-	}
-	// Slot order: by registration key, a public order nobody chooses
-	// (keys are fresh per epoch).
-	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i][:], keys[j][:]) < 0 })
-	// §4.1: duplicate keys are rejected. A second registration with an
-	// X25519 key already taken (by a lower registration key) is dropped,
-	// so that the list every server checks has none.
-	seenX := map[[32]byte]bool{}
-	kept := keys[:0]
-	for _, k := range keys {
-		x := all[k].Reg.XKey
-		if seenX[x] || seenX[k] {
-			continue
-		}
-		seenX[x], seenX[k] = true, true
-		kept = append(kept, k)
-	}
-	return selectClients(id, beta, kept, primaryOf, rank, maxClients, m)
+	return &closed{all: all, primaryOf: primaryOf, rank: rank, orders: orders, reveals: reveals}, nil
 }
 
 // finalizeEpoch sends the ordered registrations, collects the signatures
 // of the final descriptor and delivers it to every server.
-func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte, desc wire.Descriptor, keys [][32]byte, all map[[32]byte]wire.Forwarded, primaryOf map[[32]byte]uint16) error {
+func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte, desc wire.Descriptor, keys [][32]byte, cl *closed) error {
+	if c := s.cfg.cheat; c != nil && c.keys != nil {
+		keys = c.keys(keys, cl)
+	}
 	fin := desc
-	ordered := wire.RegList{Epoch: id}
+	// (v3) every primary's signed order goes with the list (orders.go).
+	ordered := wire.RegList{Epoch: id, Orders: cl.orders}
 	for _, k := range keys {
-		f := all[k]
+		f := cl.all[k]
 		ordered.Regs = append(ordered.Regs, f)
-		fin.Clients = append(fin.Clients, wire.ClientEntry{RegKey: k, Primary: primaryOf[k], XKey: f.Reg.XKey, RegHash: sha256.Sum256(f.Reg.Reg)})
+		fin.Clients = append(fin.Clients, wire.ClientEntry{RegKey: k, Primary: cl.primaryOf[k], XKey: f.Reg.XKey, RegHash: sha256.Sum256(f.Reg.Reg)})
+	}
+	// (v3) and every listed registration it did not select, so that
+	// every server recomputes the selection (selection.go).
+	ordered.Rest = unselected(keys, cl)
+	if c := s.cfg.cheat; c != nil && c.list != nil {
+		c.list(&ordered)
 	}
 	if _, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypeRegList, Body: ordered.Marshal(), Timeout: bulkTimeout}); err != nil {
 		s.abortAll(ctx, chain, id, "registration list refused")

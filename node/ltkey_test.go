@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wait"
@@ -445,7 +446,9 @@ func TestForwardedRegistrationSigned(t *testing.T) {
 	f.s.mu.Lock()
 	e.leader, e.regClosed = f.a.id, true
 	f.s.mu.Unlock()
+	privs := []crypto.PrivKey{f.a.priv, f.s.priv, f.b.priv}
 	rl := wire.RegList{Epoch: e.v.id, Regs: []wire.Forwarded{f.forwarded(t, e, f.clients[0], 2, f.a)}}
+	signOrders(t, &rl, e.v.id, privs)
 	if _, _, err := f.s.onRegList(f.a.id, rl.Marshal()); err == nil || !strings.Contains(err.Error(), "not signed by its primary") {
 		t.Fatalf("an entry signed by the leader for primary 2: %v", err)
 	}
@@ -455,6 +458,7 @@ func TestForwardedRegistrationSigned(t *testing.T) {
 	// A registration primary 0 genuinely signed in another epoch (it
 	// fails here for its epoch id alone): no evidence.
 	rl.Regs = []wire.Forwarded{f.forwarded(t, f.mid, f.clients[0], 0, f.a)}
+	signOrders(t, &rl, e.v.id, privs)
 	if _, _, err := f.s.onRegList(f.a.id, rl.Marshal()); err == nil || !strings.Contains(err.Error(), "another epoch") {
 		t.Fatalf("a registration of another epoch: %v", err)
 	}
@@ -462,6 +466,7 @@ func TestForwardedRegistrationSigned(t *testing.T) {
 		t.Fatal("a replayed registration of another epoch named its primary")
 	}
 	rl.Regs = []wire.Forwarded{f.forwarded(t, e, f.clients[0], 0, f.a)}
+	signOrders(t, &rl, e.v.id, privs)
 	if _, _, err := f.s.onRegList(f.a.id, rl.Marshal()); err == nil || !strings.Contains(err.Error(), "signed by primary 0") {
 		t.Fatalf("an entry signed by its primary whose proofs fail: %v", err)
 	}

@@ -112,6 +112,9 @@ type ServerConfig struct {
 	// observe is the anonymity tests' view of what this server sees
 	// (observe.go); nil outside them.
 	observe *testObserver
+	// cheat, set by tests only, makes this server a leader that breaks
+	// the selection's rules (cheat.go); nil outside them.
+	cheat *leaderCheat
 	// indexPage, if set, replaces wire.IndexPageBytes as the budget of
 	// one index page (tests: many pages from a small index).
 	indexPage int

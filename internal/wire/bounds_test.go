@@ -48,6 +48,8 @@ func wideDecoders() map[string]func([]byte) error {
 		"root":        func(b []byte) error { var m Root; return m.Unmarshal(b) },
 		"getbatch":    func(b []byte) error { var m BatchRef; return m.Unmarshal(b) },
 		"lack":        func(b []byte) error { var m BatchRef; return m.Unmarshal(b) },
+		"receipt":     func(b []byte) error { var m Receipt; return m.Unmarshal(b) },
+		"receiptset":  func(b []byte) error { var m ReceiptSet; return m.Unmarshal(b) },
 	}
 }
 

@@ -60,6 +60,23 @@ func FuzzRoot(f *testing.F)        { fuzzDecoder(f, "root") }
 func FuzzBatchRef(f *testing.F)    { fuzzDecoder(f, "getbatch", "lack") }
 func FuzzDropReq(f *testing.F)     { fuzzDecoder(f, "dropreq") }
 func FuzzDropStep(f *testing.F)    { fuzzDecoder(f, "dropstep") }
+func FuzzReceipt(f *testing.F)     { fuzzDecoder(f, "receipt") }
+func FuzzReceiptSet(f *testing.F)  { fuzzDecoder(f, "receiptset") }
+
+// FuzzOrder fuzzes a primary's signed order on its own (inside a RegList,
+// FuzzRegList reaches it too).
+func FuzzOrder(f *testing.F) {
+	f.Add((&Order{Epoch: k32(1), Primary: 1, Keys: [][32]byte{k32(0xa0), k32(0xa1)}, Sig: k64(0x6a)}).Marshal())
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var m Order
+		if m.Unmarshal(body, testLimits) != nil {
+			return
+		}
+		if !bytes.Equal(m.Marshal(), body) {
+			t.Fatal("order: decode→encode changed the bytes")
+		}
+	})
+}
 
 // FuzzDescriptor fuzzes the descriptor decoder on its own (inside a
 // Signed, it is one length-prefixed field).

@@ -483,8 +483,11 @@ func (m *Register) Unmarshal(b []byte, l Limits) error {
 }
 
 // RegList is a primary's answer to the close of registration (its
-// registrations in its own order, §3) and the leader's list of the chosen
-// ones in slot order: each a Forwarded, signed by its primary.
+// registrations in its own order, §3, with its signed Order) and the
+// leader's list of the chosen ones in slot order: each a Forwarded, signed
+// by its primary. (v3) The leader's list also carries every primary's
+// signed Order and, in Rest, every listed registration it did not choose,
+// so that every server recomputes the selection.
 type RegList struct {
 	Epoch [32]byte
 	// Reveal is the replying server's r_j (v3, §3) in its reply to the
@@ -492,6 +495,14 @@ type RegList struct {
 	// ordered list.
 	Reveal [CommitSize]byte
 	Regs   []Forwarded
+	// Orders: the replying primary's own Order in its reply to the
+	// close; every primary's in the leader's list (at most one per
+	// server, each of at most Limits.Clients keys).
+	Orders []Order
+	// Rest: in the leader's list, the registrations of the Orders that
+	// the selection leaves out (at most Servers·Clients); empty in a
+	// reply to the close.
+	Rest []Forwarded
 }
 
 func (m *RegList) Marshal() []byte {
@@ -501,6 +512,14 @@ func (m *RegList) Marshal() []byte {
 	e.U32(uint32(len(m.Regs)))
 	for i := range m.Regs {
 		m.Regs[i].enc(&e)
+	}
+	e.U32(uint32(len(m.Orders)))
+	for i := range m.Orders {
+		m.Orders[i].enc(&e)
+	}
+	e.U32(uint32(len(m.Rest)))
+	for i := range m.Rest {
+		m.Rest[i].enc(&e)
 	}
 	return e.B
 }
@@ -513,6 +532,16 @@ func (m *RegList) Unmarshal(b []byte, l Limits) error {
 	m.Regs = make([]Forwarded, n)
 	for i := range m.Regs {
 		m.Regs[i].dec(&d, l)
+	}
+	n = d.Count(l.Servers, orderMin, "orders")
+	m.Orders = make([]Order, n)
+	for i := range m.Orders {
+		m.Orders[i].dec(&d, l.Clients)
+	}
+	n = d.Count(l.Servers*l.Clients, forwardedMin, "unselected registrations")
+	m.Rest = make([]Forwarded, n)
+	for i := range m.Rest {
+		m.Rest[i].dec(&d, l)
 	}
 	return d.Done("registration list")
 }

@@ -138,7 +138,9 @@ func vectors() []vector {
 			with(func(m *EpochRef, b []byte) error { return m.Unmarshal(b) })},
 		{"reglist", TypeRegList, &RegList{Epoch: k32(1), Reveal: k32(0xd0), Regs: []Forwarded{
 			{Primary: 0, Reg: Register{Epoch: k32(1), RegKey: k32(0xa0), XKey: k32(0xb0), Reg: []byte("reg0"), Sig: k64(0x60)}, Sig: k64(0x68)},
-			{Primary: 1, Reg: Register{Epoch: k32(1), RegKey: k32(0xa1), XKey: k32(0xb1), Reg: []byte("reg1"), Sig: k64(0x61)}, Sig: k64(0x69)}}},
+			{Primary: 1, Reg: Register{Epoch: k32(1), RegKey: k32(0xa1), XKey: k32(0xb1), Reg: []byte("reg1"), Sig: k64(0x61)}, Sig: k64(0x69)}},
+			Orders: []Order{{Epoch: k32(1), Primary: 0, Keys: [][32]byte{k32(0xa0), k32(0xa2)}, Sig: k64(0x6a)}, {Epoch: k32(1), Primary: 1, Keys: [][32]byte{k32(0xa1)}, Sig: k64(0x6b)}},
+			Rest:   []Forwarded{{Primary: 0, Reg: Register{Epoch: k32(1), RegKey: k32(0xa2), XKey: k32(0xb2), Reg: []byte("reg2"), Sig: k64(0x62)}, Sig: k64(0x6c)}}},
 			with(func(m *RegList, b []byte) error { return m.Unmarshal(b, l) })},
 		{"route", TypeRoute, &Route{Epoch: k32(1), S: 1, Out: 2, In: 3, Proof: []byte{9, 9}},
 			with(func(m *Route, b []byte) error { return m.Unmarshal(b) })},
@@ -197,6 +199,11 @@ func vectors() []vector {
 			with(func(m *BatchRef, b []byte) error { return m.Unmarshal(b) })},
 		{"root", TypeRoot, &Root{Epoch: k32(1), Round: 2, S: 1, Root: k32(9), Sig: k64(10)},
 			with(func(m *Root, b []byte) error { return m.Unmarshal(b) })},
+		{"receipt", TypeReceipt, &Receipt{Epoch: k32(1), Server: 2, RegKey: k32(0xa0), RegHash: k32(0xc0), Sig: k64(0x6d)},
+			with(func(m *Receipt, b []byte) error { return m.Unmarshal(b) })},
+		{"receiptset", TypeReceiptSet, &ReceiptSet{Epoch: k32(1), RegKey: k32(0xa0), Receipts: []Receipt{
+			{Epoch: k32(1), Server: 0, RegKey: k32(0xa0), RegHash: k32(0xc0), Sig: k64(0x6e)}, {Epoch: k32(1), Server: 1, RegKey: k32(0xa0), RegHash: k32(0xc0), Sig: k64(0x6f)}}},
+			with(func(m *ReceiptSet, b []byte) error { return m.Unmarshal(b) })},
 		{"keyevidence", TypeKeyEvidence, &KeyEvidence{Epoch: k32(1), Slot: 3, LTKey: k32(0xd0), LTSig: k64(0xe0)},
 			with(func(m *KeyEvidence, b []byte) error { return m.Unmarshal(b) })},
 		{"dropreq", TypeDropReq, &DropReq{Epoch: k32(1), Round: 1, T: 2, In: 5},
@@ -341,6 +348,7 @@ func typeName(t Type) string {
 		TypeChunk: "chunk", TypeWaitList: "waitlist", TypeIndexReq: "indexreq", TypeIndex: "index", TypeAck: "ack",
 		TypeRoot: "root", TypeError: "error", TypeForward: "forward", TypeKeyEvidence: "keyevidence", TypeBadForward: "badforward",
 		TypeGetBatch: "getbatch", TypeLack: "lack", TypeDropReq: "dropreq", TypeDropStep: "dropstep",
+		TypeReceipt: "receipt", TypeReceiptSet: "receiptset",
 	}
 	return names[t]
 }

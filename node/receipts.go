@@ -1,0 +1,154 @@
+package node
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// Receipts of registrations (docs/protocol.md §3 v3). A primary sends each
+// registration it takes, signed by it, to every chain server; each answers
+// with a signed receipt until its registration closes (the leader's close,
+// after the deadline and only once enough clients are in). The primary
+// keeps the receipts for its client, which fetches them; a server refuses
+// a final descriptor that leaves out a registration it receipted when the
+// selection took less than that registration's primary's quota
+// (checkReceipted).
+
+const tagReceipt = "riffle/v3/receipt"
+
+// receiptDigest is what server j signs for a receipt.
+func receiptDigest(r *wire.Receipt) [32]byte {
+	var srv [2]byte
+	srv[0], srv[1] = byte(r.Server>>8), byte(r.Server)
+	return taggedHash(tagReceipt, r.Epoch[:], srv[:], r.RegKey[:], r.RegHash[:])
+}
+
+// regHash is the hash a receipt names: SHA-256 of the Register encoding.
+func regHash(r *wire.Register) [32]byte { return sha256.Sum256(r.Marshal()) }
+
+// checkReceipt checks r as server j's receipt of reg in epoch id.
+func checkReceipt(r *wire.Receipt, id [32]byte, reg *wire.Register, chain []peer.ID) error {
+	if r.Epoch != id || r.RegKey != reg.RegKey || r.RegHash != regHash(reg) {
+		return errors.New("node: receipt of another registration")
+	}
+	if int(r.Server) >= len(chain) {
+		return errors.New("node: receipt of a server outside the chain")
+	}
+	return verifyPeerSig(chain[r.Server], receiptDigest(r), r.Sig)
+}
+
+// receipt signs this server's receipt of f in e.
+func (s *Server) receipt(e *sepoch, f *wire.Forwarded) (wire.Receipt, error) {
+	r := wire.Receipt{Epoch: e.v.id, Server: uint16(e.pos), RegKey: f.Reg.RegKey, RegHash: regHash(&f.Reg)}
+	sig, err := sign(s.priv, receiptDigest(&r))
+	r.Sig = sig
+	return r, err
+}
+
+// fanOut sends this primary's signed registration f to every chain server
+// of e (itself included) and keeps the receipts that verify for its
+// client. A server that does not answer gives no receipt; that is no
+// ground to refuse anything.
+func (s *Server) fanOut(ctx context.Context, e *sepoch, f *wire.Forwarded) {
+	fb := f.Marshal()
+	chain := e.v.chain
+	var mu sync.Mutex
+	var got []wire.Receipt
+	var wg sync.WaitGroup
+	for j, p := range chain {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var rep []byte
+			var err error
+			if p == s.h.ID() {
+				_, rep, err = s.onForwardedRegister(p, fb)
+			} else {
+				rep, err = call(ctx, s.h, p, request{Proto: ProtoEpoch, Type: wire.TypeForward, Body: fb, Timeout: shortTimeout})
+			}
+			var r wire.Receipt
+			if err == nil {
+				err = r.Unmarshal(rep)
+			}
+			if err == nil && int(r.Server) != j {
+				err = errors.New("node: receipt of another chain position")
+			}
+			if err == nil {
+				err = checkReceipt(&r, e.v.id, &f.Reg, chain)
+			}
+			if err != nil {
+				s.log.Debug("registration receipt", "server", j, "err", err)
+				return
+			}
+			mu.Lock()
+			got = append(got, r)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.receipts == nil {
+		e.receipts = map[[32]byte][]wire.Receipt{}
+	}
+	e.receipts[f.Reg.RegKey] = got
+}
+
+// onReceiptSet answers a client's request for the receipts of the
+// registration it sent here (only the peer that registered it asks).
+func (s *Server) onReceiptSet(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var q wire.ReceiptSet
+	if err := q.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	if len(q.Receipts) != 0 {
+		return 0, nil, errors.New("node: a receipt request carries receipts")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.epochs[q.Epoch]
+	if e == nil || e.regFrom[q.RegKey] != from {
+		return 0, nil, errors.New("node: no registration of this peer in that epoch")
+	}
+	q.Receipts = e.receipts[q.RegKey]
+	return wire.TypeReceiptSet, q.Marshal(), nil
+}
+
+// checkReceipted is a server's check of a final descriptor against the
+// registrations it receipted (§3 v3): for each primary, those left out
+// are allowed only if the descriptor is full and keeps the primary's
+// quota, the first of its signed order (checkPrimaryKept). orders are the
+// leader's list's signed orders. Call with s.mu held.
+func checkReceipted(clients []wire.ClientEntry, fwd map[[32]byte]wire.Forwarded, orders []wire.Order, n uint32, m int) error {
+	per := make([]map[[32]byte]wire.Register, m)
+	for k, f := range fwd {
+		p := int(f.Primary)
+		if p >= m {
+			continue
+		}
+		if per[p] == nil {
+			per[p] = map[[32]byte]wire.Register{}
+		}
+		per[p][k] = f.Reg
+	}
+	for p := range per {
+		if per[p] == nil {
+			continue
+		}
+		var order [][32]byte
+		if p < len(orders) {
+			order = orders[p].Keys
+		}
+		if err := checkPrimaryKept(clients, per[p], order, n, m); err != nil {
+			return fmt.Errorf("node: a registration of primary %d receipted here is left out: %w", p, err)
+		}
+	}
+	return nil
+}
