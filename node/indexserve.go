@@ -93,5 +93,6 @@ func indexPage(ch store.IndexChanges) *wire.Index {
 		p.Manifests = append(p.Manifests, m.Data)
 	}
 	p.Removed = append(p.Removed, ch.Removed...)
+	p.Closings = ch.Closings
 	return p
 }

@@ -33,31 +33,33 @@ func fuzzDecoder(f *testing.F, names ...string) {
 	})
 }
 
-func FuzzHello(f *testing.F)       { fuzzDecoder(f, "hello") }
-func FuzzPrepare(f *testing.F)     { fuzzDecoder(f, "prepare") }
-func FuzzGroupEntry(f *testing.F)  { fuzzDecoder(f, "entry") }
-func FuzzSigned(f *testing.F)      { fuzzDecoder(f, "signed", "signreq") }
-func FuzzSig(f *testing.F)         { fuzzDecoder(f, "sig") }
-func FuzzEpochRef(f *testing.F)    { fuzzDecoder(f, "closereq", "waitopen", "waitlist") }
-func FuzzAbort(f *testing.F)       { fuzzDecoder(f, "abort") }
-func FuzzCert(f *testing.F)        { fuzzDecoder(f, "timeoutvote") }
-func FuzzCertReq(f *testing.F)     { fuzzDecoder(f, "certreq") }
-func FuzzCerts(f *testing.F)       { fuzzDecoder(f, "certs") }
-func FuzzRegister(f *testing.F)    { fuzzDecoder(f, "register") }
-func FuzzRegList(f *testing.F)     { fuzzDecoder(f, "reglist") }
-func FuzzForwarded(f *testing.F)   { fuzzDecoder(f, "forward", "badforward") }
-func FuzzKeyEvidence(f *testing.F) { fuzzDecoder(f, "keyevidence") }
-func FuzzRoute(f *testing.F)       { fuzzDecoder(f, "route") }
-func FuzzStep(f *testing.F)        { fuzzDecoder(f, "step") }
-func FuzzSubmit(f *testing.F)      { fuzzDecoder(f, "submit") }
-func FuzzSubmitBatch(f *testing.F) { fuzzDecoder(f, "submitbatch") }
-func FuzzRoundList(f *testing.F)   { fuzzDecoder(f, "roundlist", "proposal") }
-func FuzzRows(f *testing.F)        { fuzzDecoder(f, "padanswers", "query", "answer") }
-func FuzzChunk(f *testing.F)       { fuzzDecoder(f, "chunk", "getchunk") }
-func FuzzIndex(f *testing.F)       { fuzzDecoder(f, "index") }
-func FuzzIndexReq(f *testing.F)    { fuzzDecoder(f, "indexreq") }
-func FuzzRoot(f *testing.F)        { fuzzDecoder(f, "root") }
-func FuzzBatchRef(f *testing.F)    { fuzzDecoder(f, "getbatch", "lack") }
+func FuzzHello(f *testing.F)           { fuzzDecoder(f, "hello") }
+func FuzzPrepare(f *testing.F)         { fuzzDecoder(f, "prepare") }
+func FuzzGroupEntry(f *testing.F)      { fuzzDecoder(f, "entry") }
+func FuzzSigned(f *testing.F)          { fuzzDecoder(f, "signed", "signreq") }
+func FuzzSig(f *testing.F)             { fuzzDecoder(f, "sig") }
+func FuzzEpochRef(f *testing.F)        { fuzzDecoder(f, "closereq", "waitopen", "waitlist") }
+func FuzzAbort(f *testing.F)           { fuzzDecoder(f, "abort") }
+func FuzzCert(f *testing.F)            { fuzzDecoder(f, "timeoutvote") }
+func FuzzCertReq(f *testing.F)         { fuzzDecoder(f, "certreq") }
+func FuzzCerts(f *testing.F)           { fuzzDecoder(f, "certs") }
+func FuzzRegister(f *testing.F)        { fuzzDecoder(f, "register") }
+func FuzzRegList(f *testing.F)         { fuzzDecoder(f, "reglist") }
+func FuzzForwarded(f *testing.F)       { fuzzDecoder(f, "forward", "badforward") }
+func FuzzKeyEvidence(f *testing.F)     { fuzzDecoder(f, "keyevidence") }
+func FuzzRoute(f *testing.F)           { fuzzDecoder(f, "route") }
+func FuzzStep(f *testing.F)            { fuzzDecoder(f, "step") }
+func FuzzSubmit(f *testing.F)          { fuzzDecoder(f, "submit") }
+func FuzzSubmitBatch(f *testing.F)     { fuzzDecoder(f, "submitbatch") }
+func FuzzRoundList(f *testing.F)       { fuzzDecoder(f, "roundlist", "proposal") }
+func FuzzRows(f *testing.F)            { fuzzDecoder(f, "padanswers", "query", "answer") }
+func FuzzChunk(f *testing.F)           { fuzzDecoder(f, "chunk", "getchunk") }
+func FuzzIndex(f *testing.F)           { fuzzDecoder(f, "index") }
+func FuzzIndexReq(f *testing.F)        { fuzzDecoder(f, "indexreq") }
+func FuzzRoot(f *testing.F)            { fuzzDecoder(f, "root") }
+func FuzzBatchRef(f *testing.F)        { fuzzDecoder(f, "getbatch", "lack") }
+func FuzzClosing(f *testing.F)         { fuzzDecoder(f, "closing") }
+func FuzzClosingProposal(f *testing.F) { fuzzDecoder(f, "closingproposal") }
 
 // FuzzDescriptor fuzzes the descriptor decoder on its own (inside a
 // Signed, it is one length-prefixed field).
