@@ -69,6 +69,11 @@ type indexCopy struct {
 	mans    map[[32]byte][]byte
 	seen    map[[32]byte]time.Time // when each id was first held
 	cursors map[peer.ID]uint64
+	// closings are the closing records synced (§7 v3), by epoch id, the
+	// last maxClosings of them (closingOrder, oldest first); checked
+	// against an epoch's chain only when used (closing_client.go).
+	closings     map[[32]byte]*wire.Closing
+	closingOrder [][32]byte
 	// hours is the group's index retention, from the last descriptor
 	// (0: unknown or for good: no removal is applied).
 	hours uint32
@@ -88,6 +93,7 @@ type syncResult struct {
 	pages, bytes   int
 	entries, mans  int
 	removed, reset int
+	closings       int
 	early          int // removals not applied: the retention has not run
 }
 
@@ -189,7 +195,7 @@ func (c *Client) syncIndexFrom(ctx context.Context, p peer.ID) (syncResult, erro
 		}
 		res.pages++
 		res.bytes += len(rep)
-		items := len(pg.Entries) + len(pg.Manifests) + len(pg.Removed)
+		items := len(pg.Entries) + len(pg.Manifests) + len(pg.Removed) + len(pg.Closings)
 		if pg.Next < cur && items == 0 {
 			// The server's log is shorter than this cursor: its store
 			// was replaced. Read it again from the start (once).
@@ -248,6 +254,10 @@ func (c *Client) syncIndexFrom(ctx context.Context, p peer.ID) (syncResult, erro
 				ic.seen[e.FileID] = now
 			}
 		}
+		for _, b := range pg.Closings {
+			ic.addClosing(b)
+		}
+		res.closings += len(pg.Closings)
 		res.entries += len(entries)
 		res.mans += len(mans)
 		res.removed += len(removed)

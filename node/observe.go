@@ -45,6 +45,9 @@ type testObserver struct {
 	// Stage: this server started stage "mix" (its layer of round r) or
 	// "publish" (storing round r's payloads).
 	Stage func(epoch [32]byte, r uint32, stage string)
+	// Closing (S_0, broken on purpose when it returns false): the closing
+	// record S_0 is about to propose; false withholds it.
+	Closing func(c *wire.Closing) bool
 }
 
 // testClientObserver is what the anonymity tests learn from a client: the

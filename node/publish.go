@@ -124,6 +124,8 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 func (s *Server) proposeList(e *sepoch, r uint32) {
 	defer s.trace("proposeList", r)()
 	v := e.final
+	s.listingStart(e)
+	defer s.listingDone(e)
 	// The list carries the round's indexed manifests (§6.4 v3): known
 	// once every earlier round is published here or has a final list
 	// (manifests.go). No timeout of its own: the epoch's end frees it.
@@ -289,10 +291,14 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 			return 0, nil, err
 		}
 	}
-	sig, err := sign(s.priv, listDigest(&rl))
+	dg := listDigest(&rl)
+	sig, err := sign(s.priv, dg)
 	if err != nil {
 		return 0, nil, err
 	}
+	s.mu.Lock()
+	x.signed, x.signedState = dg, wire.ClosedPublished
+	s.mu.Unlock()
 	return wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
 }
 
