@@ -50,3 +50,78 @@ func (c *Client) closingFor(v *view) *wire.Closing {
 	}
 	return rec
 }
+
+// missingClosings returns the epochs of want whose records the copy lacks.
+func (ic *indexCopy) missingClosings(want [][32]byte) [][32]byte {
+	var out [][32]byte
+	for _, id := range want {
+		if ic.closings[id] == nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// maxPastViews bounds the ended epochs whose chains a client keeps, to
+// check their closing records: the decoy window and the wait of an
+// unpublished chunk.
+const maxPastViews = DecoyEpochs + closeWaitMax + 1
+
+// notePastView keeps the chain of an epoch the client took part in; call
+// with c.mu held.
+func (c *Client) notePastView(v *view) {
+	if v == nil {
+		return
+	}
+	for _, p := range c.pastViews {
+		if p.id == v.id {
+			return
+		}
+	}
+	c.pastViews = append(c.pastViews, v)
+	if len(c.pastViews) > maxPastViews {
+		c.pastViews = c.pastViews[len(c.pastViews)-maxPastViews:]
+	}
+}
+
+// closingWants returns the past epochs whose closing records are still
+// wanted (for decoys or for a chunk that waits), and of them those to ask
+// other servers for when the primary lacks them: all but the epoch just
+// ended, whose record S_0 may not have had signed yet. What it returns
+// depends only on the epochs the client took part in and the records
+// synced, never on its jobs. Call with c.mu held.
+func (c *Client) closingWants() (views []*view, others [][32]byte) {
+	for i, v := range c.pastViews {
+		if c.decoys.closedEpoch(v.id) {
+			continue
+		}
+		views = append(views, v)
+		if i < len(c.pastViews)-1 {
+			others = append(others, v.id)
+		}
+	}
+	return views, others
+}
+
+// useClosings checks the synced closing records of views against their
+// chains, admits their epochs to the decoy pool and settles the chunks
+// that wait for them (resend.go).
+func (c *Client) useClosings(views []*view) {
+	recs := map[[32]byte]*wire.Closing{}
+	c.syncMu.Lock()
+	for _, v := range views {
+		if rec := c.closingFor(v); rec != nil {
+			recs[v.id] = rec
+		}
+	}
+	c.syncMu.Unlock()
+	c.mu.Lock()
+	for _, rec := range recs {
+		c.decoys.admit(rec)
+	}
+	again := c.settleClosings(recs)
+	c.mu.Unlock()
+	for _, j := range again {
+		go c.reencrypt(j)
+	}
+}

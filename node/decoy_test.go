@@ -41,6 +41,7 @@ func feed(c *Client, epochs int) {
 		}
 		c.decoys.endEpoch()
 	}
+	c.closeAllDecoys()
 }
 
 // TestBackgroundRequests (§6.3 v3): decoys are drawn at rate ρ, uniformly
@@ -172,4 +173,55 @@ func (c *Client) closeAllDecoys() {
 		e.closed = true
 	}
 	c.decoys.resize()
+}
+
+// closingOfLists is the closing record of epoch ep that shows each of
+// lists published (and every other round of R without a list).
+func closingOfLists(ep [32]byte, R int, lists ...*wire.RoundList) *wire.Closing {
+	rec := &wire.Closing{Epoch: ep, Rounds: make([]wire.ClosingRound, R)}
+	for _, rl := range lists {
+		rec.Rounds[rl.Round] = wire.ClosingRound{State: wire.ClosedPublished, List: listDigest(rl)}
+	}
+	return rec
+}
+
+// TestDecoysNeedClosing (§6.3 v3): an ended epoch's pairs are drawn only
+// once its closing record came, and only those of rounds the record shows
+// published with the list the client checked: every client of the epoch
+// draws from the same rounds, whatever lists its primary gave it.
+func TestDecoysNeedClosing(t *testing.T) {
+	c := decoyClient(3)
+	ep := [32]byte{0xee, 1}
+	var lists []*wire.RoundList
+	for r := range 3 {
+		rl := &wire.RoundList{Epoch: ep, Round: uint32(r), Entries: []wire.ListEntry{{ID: [32]byte{byte(r + 1)}}}, Pairs: []wire.ListPair{{Pos: 0, Entry: 0}}}
+		c.decoys.note(rl)
+		lists = append(lists, rl)
+	}
+	c.decoys.endEpoch()
+	for range 200 {
+		if got := c.backgroundRequests(nil, 1); len(got) != 0 {
+			t.Fatalf("decoy %x drawn from an epoch without a closing record", got[0][:1])
+		}
+	}
+	if c.decoys.closedEpoch(ep) {
+		t.Fatal("an epoch without a record counts as closed")
+	}
+	// The record shows rounds 0 and 2 published; round 1 with another
+	// list than the one this client was shown.
+	other := *lists[1]
+	other.Entries = []wire.ListEntry{{ID: [32]byte{9}}}
+	c.decoys.admit(closingOfLists(ep, 4, lists[0], &other, lists[2]))
+	if !c.decoys.closedEpoch(ep) || c.decoys.size != 2 {
+		t.Fatalf("closed %v, pool of %d pairs, want 2", c.decoys.closedEpoch(ep), c.decoys.size)
+	}
+	count := map[byte]int{}
+	for range 2000 {
+		for _, id := range c.backgroundRequests(nil, 1) {
+			count[id[0]]++
+		}
+	}
+	if count[1] == 0 || count[3] == 0 || count[2] != 0 || len(count) != 2 {
+		t.Fatalf("draws %v, want ids 1 and 3 only", count)
+	}
 }

@@ -92,8 +92,42 @@ func (p *decoyPool) resize() {
 	}
 }
 
-// usable reports whether draws take from ended epoch e.
-func (p *decoyPool) usable(e *decoyEpoch) bool { return true }
+// usable reports whether draws take from ended epoch e: only once its
+// closing record, signed by all m servers, came (§6.3 v3), so that every
+// client of the epoch draws from the same rounds.
+func (p *decoyPool) usable(e *decoyEpoch) bool { return e.closed }
+
+// admit takes an epoch's pairs into the draws on its closing record
+// (checked by the caller): only the pairs of rounds that the record shows
+// published with the very list this client checked.
+func (p *decoyPool) admit(rec *wire.Closing) {
+	for _, e := range p.ended {
+		if e.id != rec.Epoch || e.closed {
+			continue
+		}
+		kept := e.pairs[:0]
+		for _, k := range e.pairs {
+			r := e.from[k]
+			if int(r) < len(rec.Rounds) && rec.Rounds[r].State == wire.ClosedPublished && rec.Rounds[r].List == e.rounds[r] {
+				kept = append(kept, k)
+			}
+		}
+		e.pairs, e.closed = kept, true
+		e.seen, e.from = nil, nil
+	}
+	p.resize()
+}
+
+// closedEpoch reports whether epoch id's pairs were admitted, or the
+// epoch left the window (nothing more to want for it).
+func (p *decoyPool) closedEpoch(id [32]byte) bool {
+	for _, e := range p.ended {
+		if e.id == id {
+			return e.closed
+		}
+	}
+	return true
+}
 
 // at returns the i-th id of the pool (0 ≤ i < size).
 func (p *decoyPool) at(i int) [32]byte {

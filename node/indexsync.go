@@ -286,7 +286,12 @@ func (c *Client) missingFrom(want [][32]byte) [][32]byte {
 // (group: the epoch's descriptor, for their addresses). It returns the
 // copy's entries and manifests, the gaps the primary left and how many of
 // them other servers filled.
-func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, hours uint32, want [][32]byte) (idx []IndexEntry, mans map[[32]byte][]byte, gaps, filled int, err error) {
+//
+// wantClosings are the epochs whose closing records (§7 v3) the client
+// asks other servers for when the primary's log lacks them: the epochs it
+// took part in, but the one just ended, that have none yet (the same for
+// every client of those epochs, whatever its jobs).
+func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, hours uint32, want, wantClosings [][32]byte) (idx []IndexEntry, mans map[[32]byte][]byte, gaps, filled int, err error) {
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
 	c.loadIndexCopy()
@@ -308,7 +313,7 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 		gaps = len(missing)
 	}
 	before := len(missing)
-	if err != nil || gaps > 0 {
+	if err != nil || gaps > 0 || len(c.icopy.missingClosings(wantClosings)) > 0 {
 		var others []int
 		for i, g := range group {
 			if p, perr := peer.IDFromBytes(g.PeerID); perr == nil && p != c.primary && p != c.h.ID() {
@@ -317,7 +322,7 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 		}
 		rand.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
 		for n, i := range others {
-			if n >= indexFallbacks || (err == nil && len(missing) == 0) {
+			if n >= indexFallbacks || (err == nil && len(missing) == 0 && len(c.icopy.missingClosings(wantClosings)) == 0) {
 				break
 			}
 			p, _ := peer.IDFromBytes(group[i].PeerID)
