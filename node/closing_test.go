@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 )
@@ -77,5 +79,36 @@ func TestClosingRecordSynced(t *testing.T) {
 		return up.closingFor(v) != nil
 	}); err != nil {
 		t.Fatal("the client did not sync the closing record")
+	}
+}
+
+// TestClosingFromOtherServer (§5.2 v3): a primary that leaves the closing
+// records out of its index pages does not keep them from its client: the
+// client asks another server of the chain for the record of an epoch
+// before the one just ended. Without the fallback it never gets one.
+func TestClosingFromOtherServer(t *testing.T) {
+	p := testParams(4)
+	tn := startAnonNet(t, 2, 0, 2, p, func(i int, c *ServerConfig) {
+		if i == 1 {
+			c.observe = &testObserver{IndexClosings: func(peer.ID, [][]byte) [][]byte { return nil }}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	up, _ := tn.startPair(ctx, t, nil) // up's primary is server 1
+	if err := wait.Until(ctx, 45*time.Second, func() bool {
+		up.mu.Lock()
+		views := append([]*view(nil), up.pastViews...)
+		up.mu.Unlock()
+		up.syncMu.Lock()
+		defer up.syncMu.Unlock()
+		for _, v := range views {
+			if up.closingFor(v) != nil {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatal("the client got no closing record past a primary that withholds them")
 	}
 }

@@ -83,6 +83,9 @@ func (s *Server) onIndexReq(ctx context.Context, from peer.ID, body []byte) (wir
 	if o := s.cfg.observe; o != nil && o.IndexReply != nil {
 		ch.Manifests = o.IndexReply(from, ch.Manifests)
 	}
+	if o := s.cfg.observe; o != nil && o.IndexClosings != nil {
+		ch.Closings = o.IndexClosings(from, ch.Closings)
+	}
 	return wire.TypeIndex, indexPage(ch).Marshal(), nil
 }
 

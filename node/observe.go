@@ -38,6 +38,9 @@ type testObserver struct {
 	// IndexReply (an active adversary): the manifests this server puts in
 	// an index page it sends to peer to, from those the page would hold.
 	IndexReply func(to peer.ID, mans []store.Manifest) []store.Manifest
+	// IndexClosings (an active adversary): the closing records this
+	// server puts in an index page it sends to peer to.
+	IndexClosings func(to peer.ID, recs [][]byte) [][]byte
 	// Received: a request from a client (or any peer) on the client and
 	// PIR protocols, as this server read it: what the primary sees of a
 	// client's sends. body must not be kept.
