@@ -175,9 +175,9 @@ func closedCovers(rec *wire.Closing, s seenRound) bool {
 	return (x.State == wire.ClosedVoid || x.State == wire.ClosedPublished) && x.List == s.list
 }
 
-// awaitingClose reports whether a chunk waits for epoch id's closing
+// awaitClose reports whether a chunk waits for epoch id's closing
 // record; call with c.mu held.
-func (c *Client) awaitingClose(id [32]byte) bool {
+func (c *Client) awaitClose(id [32]byte) bool {
 	for i := range c.upQ {
 		if c.upQ[i].awaiting && c.upQ[i].seenAt.epoch == id {
 			return true

@@ -539,6 +539,12 @@ func TestResendNeedsClosing(t *testing.T) {
 			t.Fatal("the chunk crossed to another epoch without a closing record")
 		}
 		c.mu.Lock()
+		waits := c.awaitClose(ep)
+		c.mu.Unlock()
+		if !waits {
+			t.Fatal("the chunk does not wait for its epoch's closing record")
+		}
+		c.mu.Lock()
 		c.settleClosings(voidRec(wire.ClosedVoid, listDigest(&wire.RoundList{Flags: wire.ListVoid})))
 		c.mu.Unlock()
 		if !sentIn(c, ResendWaitMax+1, u.c.ID) {
