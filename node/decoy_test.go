@@ -45,7 +45,8 @@ func feed(c *Client, epochs int) {
 }
 
 // TestBackgroundRequests (§6.3 v3): decoys are drawn at rate ρ, uniformly
-// over the distinct ids of the last E_d epochs' public request lists, and
+// over the distinct (position, id) pairs of the last E_d epochs' public
+// request lists (here one position per id), and
 // the draws are the same whatever the client holds, wants or failed to
 // fetch: two clients with the same random bytes and the same public lists
 // send the same decoys. A failed chunk is never a need (never requested on

@@ -16,7 +16,8 @@ import (
 // so the same chunk sent again under another pseudonym would tie the two
 // pseudonyms together. Within one epoch a chunk goes out again under the
 // same pseudonym, which ties nothing new; when the epoch ends with it
-// unsent, resendRule decides.
+// unsent, it waits for the epoch's closing record (closing.go) and
+// resendRule decides.
 
 // roundRecord is what a client holds, signed by all m servers, about a
 // round whose chunk it did not see published.
@@ -77,9 +78,11 @@ func resendRule(rec roundRecord, private bool, rnd io.Reader) (resendAction, int
 	return resendLater, w, nil
 }
 
-// settleEpoch applies resendRule to the chunks of epoch e that were not
-// seen published, as the epoch ends; call with c.mu held. It returns the
-// private jobs to encrypt again (their chunks are out of the queue).
+// settleEpoch settles the chunks of epoch e that were not seen published,
+// as the epoch ends; call with c.mu held: a chunk whose round gave no list
+// counts as published, and one that a signed list lacked waits for the
+// epoch's closing record (settleClosings). It returns the private jobs to
+// encrypt again (their chunks are out of the queue).
 func (c *Client) settleEpoch(e *cepoch) []*shareJob {
 	// Chunks whose round gave no list: no record, so they count as
 	// published.
