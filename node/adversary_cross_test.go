@@ -16,11 +16,15 @@ import (
 // is tested"): every one of n clients shares a file and the next client
 // fetches it; then, in each of idle later epochs, for each client the
 // adversary guesses which pseudonym is the uploader of file i as the one
-// that asked for file i's root manifest most often (published requests
+// that asked for a chunk of file i (manifest or data) most often (published requests
 // are public; ties and no request: at random). heldDecoys breaks §6.3
 // (v3) on purpose, drawing decoys from the chunks each client published
 // or fetched, as v2 did.
-func crossEpoch(t *testing.T, heldDecoys bool, idle int) *tally {
+//
+// It also returns how many requests for the files' chunks the idle
+// epochs published (decoys only: no job runs then) and the fewest epochs
+// any client admitted to its decoy pool on a closing record.
+func crossEpoch(t *testing.T, heldDecoys bool, idle int) (*tally, int, int) {
 	const m, n = 3, 8
 	rec := newAdvRecord()
 	p := testParams(4)
@@ -38,18 +42,32 @@ func crossEpoch(t *testing.T, heldDecoys bool, idle int) *tally {
 		defer c.Close()
 		clients = append(clients, c)
 	}
-	roots := make([][32]byte, n)
+	files := make([]map[[32]byte]bool, n)
 	var wg sync.WaitGroup
 	for i := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			link, err := clients[i].Share(ctx, bytes.NewReader(anonRand(t, 2*int(p.ChunkSize))), fmt.Sprintf("f%d.bin", i), false)
+			h, err := clients[i].StartShare(ctx, bytes.NewReader(anonRand(t, 2*int(p.ChunkSize))), fmt.Sprintf("f%d.bin", i), false)
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			roots[i] = [32]byte(link.ID)
+			select {
+			case <-h.Done():
+			case <-ctx.Done():
+				t.Error("share not done")
+				return
+			}
+			link, _, _, err := h.Result()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			files[i] = map[[32]byte]bool{}
+			for _, id := range h.IDs {
+				files[i][id] = true
+			}
 			if _, err := clients[(i+1)%n].Get(ctx, link, t.TempDir()); err != nil {
 				t.Error(err)
 			}
@@ -81,6 +99,20 @@ func crossEpoch(t *testing.T, heldDecoys bool, idle int) *tally {
 		}
 		rec.mu.Unlock()
 	}
+	closed := -1
+	for _, c := range clients {
+		c.mu.Lock()
+		n := 0
+		for _, e := range c.decoys.ended {
+			if e.closed {
+				n++
+			}
+		}
+		c.mu.Unlock()
+		if closed < 0 || n < closed {
+			closed = n
+		}
+	}
 	for _, c := range clients {
 		c.Close()
 	}
@@ -88,6 +120,7 @@ func crossEpoch(t *testing.T, heldDecoys bool, idle int) *tally {
 	defer rec.mu.Unlock()
 	rng := rand.New(rand.NewPCG(3, 4))
 	tl := &tally{}
+	asked := 0
 	for _, id := range idleIDs {
 		ps := rec.pseud[id]
 		for i, j := range rec.joined[id] {
@@ -103,8 +136,9 @@ func crossEpoch(t *testing.T, heldDecoys bool, idle int) *tally {
 					continue
 				}
 				for _, x := range ids {
-					if x == roots[i] {
+					if files[i][x] {
 						count[k.q]++
+						asked++
 					}
 				}
 			}
@@ -121,7 +155,7 @@ func crossEpoch(t *testing.T, heldDecoys bool, idle int) *tally {
 			tl.add(best[rng.IntN(len(best))] == truth, pn, pn)
 		}
 	}
-	return tl
+	return tl, asked, closed
 }
 
 // ended reports whether all R rounds of epoch id published requests.
@@ -134,9 +168,10 @@ func (a *advRecord) ended(id [32]byte, R uint32) bool {
 	return false
 }
 
-// TestAdversaryCrossEpoch: with decoys from public demand (§6.3 v3) the
-// cross-epoch adversary links an uploader's later pseudonyms no better
-// than chance; with decoys drawn from held chunks (v2, broken on purpose)
+// TestAdversaryCrossEpoch: with decoys from public demand (§6.3 v3: the
+// (position, id) pairs of epochs admitted by their closing records, which
+// do ask for the shared files in the idle epochs) the cross-epoch
+// adversary links an uploader's later pseudonyms no better than chance; with decoys drawn from held chunks (v2, broken on purpose)
 // the same adversary links far above chance, which shows it has teeth.
 // It runs two networks for many epochs (about 3.5 minutes), so only with
 // RIFFLE_LONG=1 (RIFFLE_ADVERSARY=1: a shorter run of 8 idle epochs).
@@ -150,9 +185,15 @@ func TestAdversaryCrossEpoch(t *testing.T) {
 	default:
 		t.Skip("RIFFLE_LONG=1 or RIFFLE_ADVERSARY=1 runs it")
 	}
-	v3 := crossEpoch(t, false, idle)
-	v2 := crossEpoch(t, true, idle)
-	t.Logf("cross-epoch, %d idle epochs, n = 8: public decoys %s; decoys from held chunks (control) %s", idle, v3, v2)
+	v3, asked, closed := crossEpoch(t, false, idle)
+	v2, _, _ := crossEpoch(t, true, idle)
+	t.Logf("cross-epoch, %d idle epochs, n = 8: public decoys %s (%d decoy requests for the files' chunks, every client's pool with at least %d closed epochs); decoys from held chunks (control) %s", idle, v3, asked, closed, v2)
+	// The public decoys were there to be read: drawn from epochs that
+	// their closing records admitted (§6.3 v3), they asked for the
+	// files' chunks, so chance is not the mere absence of decoys.
+	if closed < 1 || asked == 0 {
+		t.Errorf("public decoys: %d decoy requests for the files' chunks, %d closed epochs in the poorest pool: the closing records did not admit the decoy epochs", asked, closed)
+	}
 	if float64(v3.wins) > v3.bound() {
 		t.Errorf("public decoys: the adversary links across epochs above chance: %s", v3)
 	}

@@ -60,6 +60,8 @@ func (s *Server) roundCaps(t wire.Type) int {
 		return 256
 	case wire.TypeGetBatch, wire.TypeLack:
 		return wire.BatchRefSize
+	case wire.TypeClosingProposal, wire.TypeClosing:
+		return wire.MaxClosing
 	case wire.TypeEquivocation, wire.TypeDoubleSubmit, wire.TypeKeyEvidence:
 		return 512
 	case wire.TypeGetChunk:
@@ -135,19 +137,21 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeDropReq:  {wire.TypeDropStep, wire.DropStepSize},
 	},
 	ProtoRound: {
-		wire.TypeSubmitBatch:  ackReply,
-		wire.TypeBatch:        ackReply,
-		wire.TypeRoot:         ackReply,
-		wire.TypeEquivocation: ackReply,
-		wire.TypeDoubleSubmit: ackReply,
-		wire.TypeKeyEvidence:  ackReply,
-		wire.TypeBadBatch:     ackReply,
-		wire.TypePadAnswers:   ackReply,
-		wire.TypeProposal:     {wire.TypeSig, sigCap},
-		wire.TypeRoundList:    ackReply,
-		wire.TypeGetChunk:     {wire.TypeChunk, MaxChunkSize + 64},
-		wire.TypeGetBatch:     {wire.TypeBatch, wire.MaxFrame},
-		wire.TypeLack:         ackReply,
+		wire.TypeSubmitBatch:     ackReply,
+		wire.TypeBatch:           ackReply,
+		wire.TypeRoot:            ackReply,
+		wire.TypeEquivocation:    ackReply,
+		wire.TypeDoubleSubmit:    ackReply,
+		wire.TypeKeyEvidence:     ackReply,
+		wire.TypeBadBatch:        ackReply,
+		wire.TypePadAnswers:      ackReply,
+		wire.TypeProposal:        {wire.TypeSig, sigCap},
+		wire.TypeRoundList:       ackReply,
+		wire.TypeGetChunk:        {wire.TypeChunk, MaxChunkSize + 64},
+		wire.TypeGetBatch:        {wire.TypeBatch, wire.MaxFrame},
+		wire.TypeLack:            ackReply,
+		wire.TypeClosingProposal: {wire.TypeSig, sigCap},
+		wire.TypeClosing:         ackReply,
 	},
 	ProtoClient: {
 		wire.TypeWaitOpen:   {wire.TypeSigned, signedCap},

@@ -43,6 +43,13 @@ type ChunkStore interface {
 	// IndexSince returns the index changes logged after cursor, up to
 	// budget bytes as the wire counts them (store.Store.IndexSince).
 	IndexSince(cursor uint64, budget int) (store.IndexChanges, error)
+	// PutPairs keeps the (output position, requested id) pairs of a
+	// round's final request list (§7 v3).
+	PutPairs(epoch [32]byte, round uint32, ps []store.Pair) error
+	// PutClosing keeps an epoch's closing record, checked, and logs it
+	// in the index log (§7 v3); Closing returns it (store.ErrNotFound).
+	PutClosing(epoch [32]byte, rec []byte) error
+	Closing(epoch [32]byte) ([]byte, error)
 	Close() error
 }
 
@@ -59,6 +66,9 @@ type memStore struct {
 	// logged maps an id to its live add record's number.
 	log    []memChange
 	logged map[[32]byte]uint64
+	// pairs and closings: chunkstore_demand.go.
+	pairs    map[[36]byte][]store.Pair
+	closings map[[32]byte][]byte
 }
 
 // memChange is one change of the index log: an id added or removed.
@@ -66,6 +76,7 @@ type memChange struct {
 	id      [32]byte
 	removed bool
 	dead    bool // replaced by a later record of the same id
+	closing bool // id is an epoch whose closing record was kept
 }
 
 // logIndex appends a change of id; call with m.mu held.
@@ -101,7 +112,10 @@ func (m *memStore) IndexSince(cursor uint64, budget int) (store.IndexChanges, er
 		size := 32
 		e, hasE := m.index[c.id]
 		b, hasM := m.mans[c.id]
-		if !c.removed {
+		if c.closing {
+			size = 4 + len(m.closings[c.id])
+			hasE, hasM = false, false
+		} else if !c.removed {
 			size = 0
 			if hasE {
 				size += store.IndexEntryWireSize(&e)
@@ -117,6 +131,8 @@ func (m *memStore) IndexSince(cursor uint64, budget int) (store.IndexChanges, er
 		used += size
 		out.Next = n
 		switch {
+		case c.closing:
+			out.Closings = append(out.Closings, m.closings[c.id])
 		case c.removed:
 			out.Removed = append(out.Removed, c.id)
 		default:

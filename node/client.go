@@ -95,6 +95,9 @@ type Client struct {
 	// never asked for on purpose again, taken only when a decoy draw
 	// lands on them (§6.3 v3).
 	retry map[[32]byte]bool
+	// pastViews are the chains of the last epochs this client took part
+	// in, oldest first, to check their closing records (closing_client.go).
+	pastViews []*view
 	// decoys is the public demand decoys are drawn from (decoys.go).
 	decoys decoyPool
 	stats  Stats
@@ -180,6 +183,20 @@ type upItem struct {
 	// wait is the full epochs the chunk still waits before it may go
 	// out again (resend.go).
 	wait int
+	// seenAt is the round of its epoch that last left it out, with the
+	// digest of that round's list (resend.go); awaiting: its epoch ended
+	// with it unsent and it waits for the epoch's closing record, for
+	// waited index syncs so far.
+	seenAt   seenRound
+	awaiting bool
+	waited   int
+}
+
+// seenRound names the round whose signed list lacked a chunk.
+type seenRound struct {
+	epoch [32]byte
+	round uint32
+	list  [32]byte
 }
 
 type shareJob struct {

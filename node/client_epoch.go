@@ -62,8 +62,13 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	// it, incrementally from its cursors (indexsync.go).
 	c.mu.Lock()
 	want := c.lastManifests
+	views, wantClosings := c.closingWants()
 	c.mu.Unlock()
-	if idx, mans, gaps, filled, err := c.syncIndexEpoch(ctx, fin.Desc.Group, fin.Desc.Params.IndexHours, want); err == nil {
+	idx, mans, gaps, filled, err := c.syncIndexEpoch(ctx, fin.Desc.Group, fin.Desc.Params.IndexHours, want, wantClosings)
+	// §5.2, §6.3 v3: the closing records synced admit decoy epochs and
+	// settle the chunks that wait for them.
+	c.useClosings(views)
+	if err == nil {
 		c.mu.Lock()
 		c.index, c.manifests, c.indexSynced = idx, mans, true
 		c.lastManifests = nil
@@ -292,6 +297,7 @@ func (c *Client) leaveEpoch(e *cepoch) {
 	// later epoch (§6.3).
 	clear(c.inflight)
 	c.decoys.endEpoch()
+	c.notePastView(e.v)
 	c.lastManifests = e.manifestIDs
 	for id := range c.failed {
 		if o := c.cfg.observe; o != nil && o.RetryCorrupted {
@@ -441,6 +447,7 @@ func (c *Client) confirm(e *cepoch, r uint32, rl *wire.RoundList) {
 	// again in this epoch, under the same pseudonym, which ties nothing
 	// new; if the epoch ends first, resendRule decides (§5.2 v3).
 	u.seen = true
+	u.seenAt = seenRound{epoch: e.epochID(), round: r, list: listDigest(rl)}
 	c.upQ = append([]upItem{*u}, c.upQ...)
 }
 

@@ -3,6 +3,7 @@ package node
 import (
 	"math"
 	"math/rand/v2"
+	"sort"
 	"testing"
 
 	"github.com/riffle-net/riffle/internal/wire"
@@ -26,18 +27,26 @@ func decoyClient(seed byte) *Client {
 func feed(c *Client, epochs int) {
 	for e := range epochs {
 		for r := range 4 {
-			rl := wire.RoundList{Round: uint32(r)}
+			rl := wire.RoundList{Epoch: [32]byte{0xee, byte(e)}, Round: uint32(r)}
 			for i := range 5 {
 				rl.Entries = append(rl.Entries, wire.ListEntry{ID: [32]byte{byte(e), byte((r + i) % 7)}})
 			}
+			// Each id asked for by one position, the same in every
+			// round it is listed.
+			for i := range 5 {
+				rl.Pairs = append(rl.Pairs, wire.ListPair{Pos: uint32((r + i) % 7), Entry: uint32(i)})
+			}
+			sortPairs(rl.Pairs)
 			c.decoys.note(&rl)
 		}
 		c.decoys.endEpoch()
 	}
+	c.closeAllDecoys()
 }
 
 // TestBackgroundRequests (§6.3 v3): decoys are drawn at rate ρ, uniformly
-// over the distinct ids of the last E_d epochs' public request lists, and
+// over the distinct (position, id) pairs of the last E_d epochs' public
+// request lists (here one position per id), and
 // the draws are the same whatever the client holds, wants or failed to
 // fetch: two clients with the same random bytes and the same public lists
 // send the same decoys. A failed chunk is never a need (never requested on
@@ -103,5 +112,117 @@ func TestBackgroundRequests(t *testing.T) {
 		if got := busy.backgroundRequests([][32]byte{failed}, 2); len(got) == 2 && got[1] == failed {
 			t.Fatal("an id requested twice in one round")
 		}
+	}
+}
+
+func sortPairs(ps []wire.ListPair) {
+	sort.Slice(ps, func(i, j int) bool {
+		return ps[i].Pos < ps[j].Pos || (ps[i].Pos == ps[j].Pos && ps[i].Entry < ps[j].Entry)
+	})
+}
+
+// TestDecoyPairsOncePerEpoch (§6.3 v3): the pool counts each (output
+// position, id) pair of an epoch once, however many rounds list it, and
+// an id that k positions asked for counts k times: one pseudonym that
+// asks for an id in every round weighs it no more than one that asked
+// once, and decoys follow how many pseudonyms asked.
+func TestDecoyPairsOncePerEpoch(t *testing.T) {
+	c := decoyClient(7)
+	popular, loner := [32]byte{1}, [32]byte{2}
+	ep := [32]byte{0xee}
+	for r := range 6 {
+		rl := wire.RoundList{Epoch: ep, Round: uint32(r), Entries: []wire.ListEntry{{ID: popular}, {ID: loner}}}
+		// Position 0 asks for the loner in every round; positions 1 to 3
+		// ask for the popular id, each in one round only.
+		rl.Pairs = []wire.ListPair{{Pos: 0, Entry: 1}}
+		if r < 3 {
+			rl.Pairs = append(rl.Pairs, wire.ListPair{Pos: uint32(1 + r), Entry: 0})
+		}
+		c.decoys.note(&rl)
+	}
+	c.decoys.endEpoch()
+	c.closeAllDecoys()
+	if c.decoys.size != 4 {
+		t.Fatalf("pool of %d pairs, want 4 (three positions for one id, one for the other)", c.decoys.size)
+	}
+	count := map[[32]byte]int{}
+	const draws = 40000
+	for range draws {
+		for _, id := range c.backgroundRequests(nil, 1) {
+			count[id]++
+		}
+	}
+	total := count[popular] + count[loner]
+	// The popular id is 3/4 of the draws: 5 standard deviations.
+	p := 0.75
+	if mean, sd := float64(total)*p, math.Sqrt(float64(total)*p*(1-p)); math.Abs(float64(count[popular])-mean) > 5*sd {
+		t.Fatalf("popular id drawn %d of %d times, want about %.0f", count[popular], total, mean)
+	}
+	// The next epoch counts its pairs again.
+	rl := wire.RoundList{Epoch: [32]byte{0xef}, Entries: []wire.ListEntry{{ID: loner}}, Pairs: []wire.ListPair{{Pos: 0, Entry: 0}}}
+	c.decoys.note(&rl)
+	c.decoys.endEpoch()
+	c.closeAllDecoys()
+	if c.decoys.size != 5 {
+		t.Fatalf("pool of %d pairs after a second epoch, want 5", c.decoys.size)
+	}
+}
+
+// closeAllDecoys admits every ended epoch's pairs (tests).
+func (c *Client) closeAllDecoys() {
+	for _, e := range c.decoys.ended {
+		e.closed = true
+	}
+	c.decoys.resize()
+}
+
+// closingOfLists is the closing record of epoch ep that shows each of
+// lists published (and every other round of R without a list).
+func closingOfLists(ep [32]byte, R int, lists ...*wire.RoundList) *wire.Closing {
+	rec := &wire.Closing{Epoch: ep, Rounds: make([]wire.ClosingRound, R)}
+	for _, rl := range lists {
+		rec.Rounds[rl.Round] = wire.ClosingRound{State: wire.ClosedPublished, List: listDigest(rl)}
+	}
+	return rec
+}
+
+// TestDecoysNeedClosing (§6.3 v3): an ended epoch's pairs are drawn only
+// once its closing record came, and only those of rounds the record shows
+// published with the list the client checked: every client of the epoch
+// draws from the same rounds, whatever lists its primary gave it.
+func TestDecoysNeedClosing(t *testing.T) {
+	c := decoyClient(3)
+	ep := [32]byte{0xee, 1}
+	var lists []*wire.RoundList
+	for r := range 3 {
+		rl := &wire.RoundList{Epoch: ep, Round: uint32(r), Entries: []wire.ListEntry{{ID: [32]byte{byte(r + 1)}}}, Pairs: []wire.ListPair{{Pos: 0, Entry: 0}}}
+		c.decoys.note(rl)
+		lists = append(lists, rl)
+	}
+	c.decoys.endEpoch()
+	for range 200 {
+		if got := c.backgroundRequests(nil, 1); len(got) != 0 {
+			t.Fatalf("decoy %x drawn from an epoch without a closing record", got[0][:1])
+		}
+	}
+	if c.decoys.closedEpoch(ep) {
+		t.Fatal("an epoch without a record counts as closed")
+	}
+	// The record shows rounds 0 and 2 published; round 1 with another
+	// list than the one this client was shown.
+	other := *lists[1]
+	other.Entries = []wire.ListEntry{{ID: [32]byte{9}}}
+	c.decoys.admit(closingOfLists(ep, 4, lists[0], &other, lists[2]))
+	if !c.decoys.closedEpoch(ep) || c.decoys.size != 2 {
+		t.Fatalf("closed %v, pool of %d pairs, want 2", c.decoys.closedEpoch(ep), c.decoys.size)
+	}
+	count := map[byte]int{}
+	for range 2000 {
+		for _, id := range c.backgroundRequests(nil, 1) {
+			count[id[0]]++
+		}
+	}
+	if count[1] == 0 || count[3] == 0 || count[2] != 0 || len(count) != 2 {
+		t.Fatalf("draws %v, want ids 1 and 3 only", count)
 	}
 }

@@ -9,12 +9,15 @@ import (
 
 // Decoys (docs/protocol.md §6.3 v3). Each request slot that a round leaves
 // empty carries, with probability ρ, an id drawn uniformly from the public
-// demand of the last E_d epochs: the ids of the request lists that every
-// client of those epochs received and checked against all m signatures,
-// each id counted once per epoch. The draw never looks at what the client
-// holds, wants or failed to fetch, so it is no fingerprint; a chunk whose
-// answer failed is never asked for on purpose, only when a draw lands on
-// it.
+// demand of the last E_d epochs: the (output position, requested id)
+// pairs of the request lists that every client of those epochs received
+// and checked against all m signatures, each pair counted once per epoch.
+// An id that many pseudonyms asked for weighs more than one that a single
+// pseudonym asked for in every round: decoys follow demand, and no
+// pseudonym can weigh them by asking again. The draw never looks at what
+// the client holds, wants or failed to fetch, so it is no fingerprint; a
+// chunk whose answer failed is never asked for on purpose, only when a
+// draw lands on it.
 const (
 	// DecoyRateNum / DecoyRateDen is ρ = ½, a constant of every group:
 	// the least rate at which a failed chunk's later draw hides among
@@ -24,47 +27,118 @@ const (
 	DecoyEpochs = 4
 )
 
+// decoyPair is one (output position, requested id) pair of an epoch.
+type decoyPair struct {
+	pos uint32
+	id  [32]byte
+}
+
+// decoyEpoch is the public demand of one epoch, as its lists gave it.
+type decoyEpoch struct {
+	id     [32]byte
+	seen   map[decoyPair]bool
+	pairs  []decoyPair          // distinct, in the order first seen
+	rounds map[uint32][32]byte  // round → digest of its list
+	from   map[decoyPair]uint32 // pair → the first round that listed it
+	closed bool                 // admitted by its closing record
+}
+
 // decoyPool is the public demand a client draws decoys from. The lists
 // are public and the same for every client of an epoch.
 type decoyPool struct {
-	epochs [][][32]byte // distinct requested ids of each completed epoch, oldest first
-	cur    map[[32]byte]bool
-	curIDs [][32]byte
-	size   int // total ids over epochs
+	ended []*decoyEpoch // the last DecoyEpochs ended epochs, oldest first
+	cur   *decoyEpoch
+	size  int // pairs over the admitted epochs
 }
 
-// note records the ids of a checked request list of the current epoch.
+// note records the pairs of a checked request list of the current epoch.
 func (p *decoyPool) note(rl *wire.RoundList) {
-	if p.cur == nil {
-		p.cur = map[[32]byte]bool{}
+	if p.cur == nil || p.cur.id != rl.Epoch {
+		p.cur = &decoyEpoch{id: rl.Epoch, seen: map[decoyPair]bool{}, rounds: map[uint32][32]byte{}, from: map[decoyPair]uint32{}}
 	}
-	for _, le := range rl.Entries {
-		if !p.cur[le.ID] {
-			p.cur[le.ID] = true
-			p.curIDs = append(p.curIDs, le.ID)
+	e := p.cur
+	e.rounds[rl.Round] = listDigest(rl)
+	for i, x := range rl.Pairs {
+		k := decoyPair{pos: x.Pos, id: rl.PairID(i)}
+		if !e.seen[k] {
+			e.seen[k] = true
+			e.pairs = append(e.pairs, k)
+			e.from[k] = rl.Round
 		}
 	}
 }
 
-// endEpoch moves the current epoch's ids into the pool, dropping epochs
-// older than DecoyEpochs.
+// endEpoch moves the current epoch's pairs among the ended epochs,
+// dropping epochs older than DecoyEpochs.
 func (p *decoyPool) endEpoch() {
-	p.epochs = append(p.epochs, p.curIDs)
-	p.size += len(p.curIDs)
-	for len(p.epochs) > DecoyEpochs {
-		p.size -= len(p.epochs[0])
-		p.epochs = p.epochs[1:]
+	if p.cur == nil {
+		return
 	}
-	p.cur, p.curIDs = nil, nil
+	p.ended = append(p.ended, p.cur)
+	p.cur = nil
+	if len(p.ended) > DecoyEpochs {
+		p.ended = p.ended[len(p.ended)-DecoyEpochs:]
+	}
+	p.resize()
+}
+
+// resize counts the pairs that draws take from.
+func (p *decoyPool) resize() {
+	p.size = 0
+	for _, e := range p.ended {
+		if p.usable(e) {
+			p.size += len(e.pairs)
+		}
+	}
+}
+
+// usable reports whether draws take from ended epoch e: only once its
+// closing record, signed by all m servers, came (§6.3 v3), so that every
+// client of the epoch draws from the same rounds.
+func (p *decoyPool) usable(e *decoyEpoch) bool { return e.closed }
+
+// admit takes an epoch's pairs into the draws on its closing record
+// (checked by the caller): only the pairs of rounds that the record shows
+// published with the very list this client checked.
+func (p *decoyPool) admit(rec *wire.Closing) {
+	for _, e := range p.ended {
+		if e.id != rec.Epoch || e.closed {
+			continue
+		}
+		kept := e.pairs[:0]
+		for _, k := range e.pairs {
+			r := e.from[k]
+			if int(r) < len(rec.Rounds) && rec.Rounds[r].State == wire.ClosedPublished && rec.Rounds[r].List == e.rounds[r] {
+				kept = append(kept, k)
+			}
+		}
+		e.pairs, e.closed = kept, true
+		e.seen, e.from = nil, nil
+	}
+	p.resize()
+}
+
+// closedEpoch reports whether epoch id's pairs were admitted, or the
+// epoch left the window (nothing more to want for it).
+func (p *decoyPool) closedEpoch(id [32]byte) bool {
+	for _, e := range p.ended {
+		if e.id == id {
+			return e.closed
+		}
+	}
+	return true
 }
 
 // at returns the i-th id of the pool (0 ≤ i < size).
 func (p *decoyPool) at(i int) [32]byte {
-	for _, ids := range p.epochs {
-		if i < len(ids) {
-			return ids[i]
+	for _, e := range p.ended {
+		if !p.usable(e) {
+			continue
 		}
-		i -= len(ids)
+		if i < len(e.pairs) {
+			return e.pairs[i].id
+		}
+		i -= len(e.pairs)
 	}
 	panic("node: decoy index out of range")
 }

@@ -49,8 +49,13 @@
 //   - lack.go: a missing input batch, fetched from the predecessor or
 //     claimed, its void the claimant's (§5.2 v3).
 //   - publish.go: publication, request lists proposed and signed (§5.3).
+//   - listcut.go: the request list's round-robin cut and its (position, id)
+//     pairs (§5.3, §6.3 v3).
+//   - closing.go: the closing record of an epoch, signed by every chain
+//     server and logged in the index log (§5.2, §7 v3).
 //   - pirserve.go: PIR serving: padded answers and their combination (§6).
-//   - chunkstore.go, store_open.go: the server's chunk store.
+//   - chunkstore.go, chunkstore_demand.go, store_open.go: the server's chunk
+//     store, with the rounds' pairs and the epochs' closing records.
 //   - bufpool.go: recycled round buffers.
 //   - bench.go: in-process benchmark of a whole network (riffle bench).
 //   - control.go: the local control socket of `riffle share`, `get`, `ls`.
@@ -62,6 +67,9 @@
 //   - client_epoch.go: joining an epoch, the rounds, submissions.
 //   - client_requests.go: request slots, PIR queries.
 //   - decoys.go: decoys drawn from public demand (§6.3 v3).
+//   - closing_client.go: closing records synced, checked and used (decoys,
+//     re-sends across epochs; §5.2, §6.3 v3).
+//   - resend.go: chunks a round did not publish (§5.2 v3).
 //   - client_anon.go: the minimum anonymity set a client accepts (§3 v3).
 //   - client_local.go: local work (assembling, writing) off the round path.
 //   - presence.go: the presence wait before jobs and before leaving (§5.4 v3).

@@ -24,6 +24,9 @@ import (
 // before the epoch is published in Server.epochs and final is set once,
 // after which both are read without the lock; layerBuffers has its own.
 type sepoch struct {
+	// listing counts S_0's request and void lists being signed; the
+	// closing record waits for them (closing.go).
+	listing int
 	// Identity: the open descriptor's view, this server's chain position
 	// and the epoch's nonce.
 	v     *view
@@ -273,6 +276,14 @@ func (s *Server) endQuiet(e *sepoch, reason string) {
 		go func() {
 			defer s.wg.Done()
 			s.recordClients(e)
+		}()
+	}
+	if e.final != nil && e.pos == 0 && s.ctx.Err() == nil {
+		// §5.2, §7 v3: S_0 has the epoch's closing record signed.
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.closeEpoch(e)
 		}()
 	}
 	if e.users == 0 {

@@ -276,6 +276,7 @@ func TestProposalCensorship(t *testing.T) {
 	for _, c := range cases {
 		e.final.desc.Params.MaxRows = c.maxRows
 		rl := wire.RoundList{Epoch: e.v.id, Round: r, Entries: c.entries}
+		rl.Pairs = listPairs(x.reqByPos, c.entries)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		rt, rep, err := s.onProposal(ctx, leader, rl.Marshal())
 		cancel()
@@ -296,6 +297,22 @@ func TestProposalCensorship(t *testing.T) {
 					t.Errorf("%s: refusal names an id nobody holds", c.name)
 				}
 			}
+		}
+	}
+	// (§6.3 v3) the pairs are checked like the ids: a list whose pairs
+	// leave out a position's request, or add one, is refused.
+	e.final.desc.Params.MaxRows = 64
+	for name, pairs := range map[string][]wire.ListPair{
+		"no pairs":   nil,
+		"a pair out": listPairs(x.reqByPos, held)[1:],
+		"a pair in":  append(listPairs(x.reqByPos, held), wire.ListPair{Pos: 2, Entry: 0}),
+	} {
+		rl := wire.RoundList{Epoch: e.v.id, Round: r, Entries: held, Pairs: pairs}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, _, err := s.onProposal(ctx, leader, rl.Marshal())
+		cancel()
+		if err == nil {
+			t.Errorf("pairs %s: signed", name)
 		}
 	}
 }

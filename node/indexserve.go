@@ -83,6 +83,9 @@ func (s *Server) onIndexReq(ctx context.Context, from peer.ID, body []byte) (wir
 	if o := s.cfg.observe; o != nil && o.IndexReply != nil {
 		ch.Manifests = o.IndexReply(from, ch.Manifests)
 	}
+	if o := s.cfg.observe; o != nil && o.IndexClosings != nil {
+		ch.Closings = o.IndexClosings(from, ch.Closings)
+	}
 	return wire.TypeIndex, indexPage(ch).Marshal(), nil
 }
 
@@ -93,5 +96,6 @@ func indexPage(ch store.IndexChanges) *wire.Index {
 		p.Manifests = append(p.Manifests, m.Data)
 	}
 	p.Removed = append(p.Removed, ch.Removed...)
+	p.Closings = ch.Closings
 	return p
 }

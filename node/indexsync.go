@@ -69,6 +69,11 @@ type indexCopy struct {
 	mans    map[[32]byte][]byte
 	seen    map[[32]byte]time.Time // when each id was first held
 	cursors map[peer.ID]uint64
+	// closings are the closing records synced (§7 v3), by epoch id, the
+	// last maxClosings of them (closingOrder, oldest first); checked
+	// against an epoch's chain only when used (closing_client.go).
+	closings     map[[32]byte]*wire.Closing
+	closingOrder [][32]byte
 	// hours is the group's index retention, from the last descriptor
 	// (0: unknown or for good: no removal is applied).
 	hours uint32
@@ -88,6 +93,7 @@ type syncResult struct {
 	pages, bytes   int
 	entries, mans  int
 	removed, reset int
+	closings       int
 	early          int // removals not applied: the retention has not run
 }
 
@@ -189,7 +195,7 @@ func (c *Client) syncIndexFrom(ctx context.Context, p peer.ID) (syncResult, erro
 		}
 		res.pages++
 		res.bytes += len(rep)
-		items := len(pg.Entries) + len(pg.Manifests) + len(pg.Removed)
+		items := len(pg.Entries) + len(pg.Manifests) + len(pg.Removed) + len(pg.Closings)
 		if pg.Next < cur && items == 0 {
 			// The server's log is shorter than this cursor: its store
 			// was replaced. Read it again from the start (once).
@@ -248,6 +254,10 @@ func (c *Client) syncIndexFrom(ctx context.Context, p peer.ID) (syncResult, erro
 				ic.seen[e.FileID] = now
 			}
 		}
+		for _, b := range pg.Closings {
+			ic.addClosing(b)
+		}
+		res.closings += len(pg.Closings)
 		res.entries += len(entries)
 		res.mans += len(mans)
 		res.removed += len(removed)
@@ -276,7 +286,12 @@ func (c *Client) missingFrom(want [][32]byte) [][32]byte {
 // (group: the epoch's descriptor, for their addresses). It returns the
 // copy's entries and manifests, the gaps the primary left and how many of
 // them other servers filled.
-func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, hours uint32, want [][32]byte) (idx []IndexEntry, mans map[[32]byte][]byte, gaps, filled int, err error) {
+//
+// wantClosings are the epochs whose closing records (§7 v3) the client
+// asks other servers for when the primary's log lacks them: the epochs it
+// took part in, but the one just ended, that have none yet (the same for
+// every client of those epochs, whatever its jobs).
+func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, hours uint32, want, wantClosings [][32]byte) (idx []IndexEntry, mans map[[32]byte][]byte, gaps, filled int, err error) {
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
 	c.loadIndexCopy()
@@ -298,7 +313,7 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 		gaps = len(missing)
 	}
 	before := len(missing)
-	if err != nil || gaps > 0 {
+	if err != nil || gaps > 0 || len(c.icopy.missingClosings(wantClosings)) > 0 {
 		var others []int
 		for i, g := range group {
 			if p, perr := peer.IDFromBytes(g.PeerID); perr == nil && p != c.primary && p != c.h.ID() {
@@ -307,7 +322,7 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 		}
 		rand.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
 		for n, i := range others {
-			if n >= indexFallbacks || (err == nil && len(missing) == 0) {
+			if n >= indexFallbacks || (err == nil && len(missing) == 0 && len(c.icopy.missingClosings(wantClosings)) == 0) {
 				break
 			}
 			p, _ := peer.IDFromBytes(group[i].PeerID)

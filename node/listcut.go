@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"sort"
+
+	"github.com/riffle-net/riffle/internal/wire"
 )
 
 // tagListStart is the domain tag of the round-robin start q_0 (§5.3).
@@ -60,4 +62,44 @@ func roundRobinCut(q0 int, byPos [][][32]byte, held func([32]byte) bool, maxRows
 	}
 	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i][:], out[j][:]) < 0 })
 	return out
+}
+
+// listPairs returns a request list's (output position, entry) pairs
+// (§6.3 v3): for each position in order, each listed id its payload
+// requested, once, by entry index. Every server computes them from the
+// payloads it published, so a proposal's pairs are checked like its ids.
+func listPairs(byPos [][][32]byte, entries []wire.ListEntry) []wire.ListPair {
+	at := make(map[[32]byte]uint32, len(entries))
+	for i, le := range entries {
+		at[le.ID] = uint32(i)
+	}
+	var out []wire.ListPair
+	for q, ids := range byPos {
+		var mine []uint32
+		seen := map[uint32]bool{}
+		for _, id := range ids {
+			if i, ok := at[id]; ok && !seen[i] {
+				seen[i] = true
+				mine = append(mine, i)
+			}
+		}
+		sort.Slice(mine, func(a, b int) bool { return mine[a] < mine[b] })
+		for _, i := range mine {
+			out = append(out, wire.ListPair{Pos: uint32(q), Entry: i})
+		}
+	}
+	return out
+}
+
+// samePairs reports whether a and b are the same pairs.
+func samePairs(a, b []wire.ListPair) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -235,8 +235,9 @@ func isManifest(chunk []byte) bool {
 func (c *Client) nextUpload(e *cepoch) int {
 	noCap := c.cfg.observe != nil && c.cfg.observe.NoManifestCap
 	for i := range c.upQ {
-		if c.upQ[i].wait > 0 {
-			// Seen unpublished: it waits out full epochs (resend.go).
+		if c.upQ[i].wait > 0 || c.upQ[i].awaiting {
+			// Seen unpublished: it waits for its epoch's closing
+			// record, then out full epochs (resend.go).
 			continue
 		}
 		if j := c.upQ[i].job; j != nil && !j.ep.may(e.epochID()) {

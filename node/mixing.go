@@ -351,6 +351,10 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onGetBatch(from, body)
 	case wire.TypeLack:
 		return s.onLack(from, body)
+	case wire.TypeClosingProposal:
+		return s.onClosingProposal(ctx, from, body)
+	case wire.TypeClosing:
+		return s.onClosing(from, body)
 	case wire.TypeEquivocation:
 		return s.onEquivocation(from, body)
 	case wire.TypeDoubleSubmit:

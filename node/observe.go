@@ -38,6 +38,9 @@ type testObserver struct {
 	// IndexReply (an active adversary): the manifests this server puts in
 	// an index page it sends to peer to, from those the page would hold.
 	IndexReply func(to peer.ID, mans []store.Manifest) []store.Manifest
+	// IndexClosings (an active adversary): the closing records this
+	// server puts in an index page it sends to peer to.
+	IndexClosings func(to peer.ID, recs [][]byte) [][]byte
 	// Received: a request from a client (or any peer) on the client and
 	// PIR protocols, as this server read it: what the primary sees of a
 	// client's sends. body must not be kept.
@@ -45,6 +48,9 @@ type testObserver struct {
 	// Stage: this server started stage "mix" (its layer of round r) or
 	// "publish" (storing round r's payloads).
 	Stage func(epoch [32]byte, r uint32, stage string)
+	// Closing (S_0, broken on purpose when it returns false): the closing
+	// record S_0 is about to propose; false withholds it.
+	Closing func(c *wire.Closing) bool
 }
 
 // testClientObserver is what the anonymity tests learn from a client: the

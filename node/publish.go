@@ -142,6 +142,8 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 func (s *Server) proposeList(e *sepoch, r uint32) {
 	defer s.trace("proposeList", r)()
 	v := e.final
+	s.listingStart(e)
+	defer s.listingDone(e)
 	// The list carries the round's indexed manifests (§6.4 v3): known
 	// once every earlier round is published here or has a final list
 	// (manifests.go). No timeout of its own: the epoch's end frees it.
@@ -181,6 +183,7 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 			kept[i] = store.Request{ID: id, Length: lens[id]}
 		}
 		rl.Entries = listEntries(kept)
+		rl.Pairs = listPairs(byPos, rl.Entries)
 		reps, err = s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: bulkTimeout})
 		// A server that holds a requested id this one lacks refuses the
 		// list (it omits the id): fetch what it names, propose again.
@@ -252,6 +255,8 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 			reqOK = false
 		}
 	}
+	// (§6.3 v3) the pairs are the demand this server saw published.
+	pairsOK := reqOK && samePairs(rl.Pairs, listPairs(x.reqByPos, rl.Entries))
 	s.mu.Unlock()
 	if !samePub {
 		return 0, nil, errors.New("node: proposal's published or manifest ids differ from this server's")
@@ -259,6 +264,7 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 	if !reqOK {
 		return 0, nil, errors.New("node: proposal lists an id nobody requested, or is not sorted")
 	}
+
 	// (v3) no censorship: every requested id held here is in, unless the
 	// round-robin cut to L_max leaves it out.
 	omitted, err := s.omittedHeld(e, rl.Round, x, &rl, int(e.final.desc.Params.MaxRows))
@@ -267,6 +273,9 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 	}
 	if len(omitted) > 0 {
 		return 0, nil, omitError(omitted)
+	}
+	if !pairsOK {
+		return 0, nil, errors.New("node: proposal's (position, id) pairs differ from the published requests")
 	}
 	// Fetch what this server lacks (chunks are public and self-verifying).
 	ids := make([][32]byte, len(rl.Entries))
@@ -300,10 +309,14 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 			return 0, nil, err
 		}
 	}
-	sig, err := sign(s.priv, listDigest(&rl))
+	dg := listDigest(&rl)
+	sig, err := sign(s.priv, dg)
 	if err != nil {
 		return 0, nil, err
 	}
+	s.mu.Lock()
+	x.signed, x.signedState = dg, wire.ClosedPublished
+	s.mu.Unlock()
 	return wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
 }
 
@@ -325,6 +338,14 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	// A void round has no round record and no requests (§5.2 v3).
 	if !rl.Void() {
 		if err := s.store.PutRequests(rl.Epoch, rl.Round, requests(rl.Entries)); err != nil {
+			return 0, nil, err
+		}
+		// §7 v3: the round's public demand, which decoys follow.
+		ps := make([]store.Pair, len(rl.Pairs))
+		for i, p := range rl.Pairs {
+			ps[i] = store.Pair{Pos: p.Pos, ID: rl.PairID(i)}
+		}
+		if err := s.store.PutPairs(rl.Epoch, rl.Round, ps); err != nil {
 			return 0, nil, err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -15,7 +16,8 @@ import (
 // so the same chunk sent again under another pseudonym would tie the two
 // pseudonyms together. Within one epoch a chunk goes out again under the
 // same pseudonym, which ties nothing new; when the epoch ends with it
-// unsent, resendRule decides.
+// unsent, it waits for the epoch's closing record (closing.go) and
+// resendRule decides.
 
 // roundRecord is what a client holds, signed by all m servers, about a
 // round whose chunk it did not see published.
@@ -76,9 +78,11 @@ func resendRule(rec roundRecord, private bool, rnd io.Reader) (resendAction, int
 	return resendLater, w, nil
 }
 
-// settleEpoch applies resendRule to the chunks of epoch e that were not
-// seen published, as the epoch ends; call with c.mu held. It returns the
-// private jobs to encrypt again (their chunks are out of the queue).
+// settleEpoch settles the chunks of epoch e that were not seen published,
+// as the epoch ends; call with c.mu held: a chunk whose round gave no list
+// counts as published, and one that a signed list lacked waits for the
+// epoch's closing record (settleClosings). It returns the private jobs to
+// encrypt again (their chunks are out of the queue).
 func (c *Client) settleEpoch(e *cepoch) []*shareJob {
 	// Chunks whose round gave no list: no record, so they count as
 	// published.
@@ -97,17 +101,53 @@ func (c *Client) settleEpoch(e *cepoch) []*shareJob {
 		c.warnUnconfirmed(j, n)
 	}
 	// Chunks a signed list showed missing and that did not go out again
-	// in this epoch.
+	// in this epoch cross to another epoch only on the epoch's closing
+	// record (settleClosings): until it comes, they wait.
+	for i := range c.upQ {
+		u := &c.upQ[i]
+		if u.seen && u.job != nil && !u.awaiting {
+			u.awaiting, u.waited = true, 0
+		}
+	}
+	return c.dropSettled(lost, nil)
+}
+
+// closeWaitMax bounds the index syncs (one an epoch) a chunk waits for its
+// epoch's closing record: without one by then, it counts as published.
+const closeWaitMax = 3
+
+// settleClosings applies the closing records at hand (checked against
+// their epochs' chains, by epoch id) to the chunks that await one, after
+// an index sync; call with c.mu held. A record that shows the chunk's
+// round void, or published with the very list that lacked the chunk, lets
+// resendRule decide; a record that shows anything else, or no record
+// after closeWaitMax syncs, leaves the chunk counted as published, and the
+// user is told. It returns the private jobs to encrypt again.
+func (c *Client) settleClosings(recs map[[32]byte]*wire.Closing) []*shareJob {
+	lost := map[*shareJob]int{}
 	var again []*shareJob
 	for i := range c.upQ {
 		u := &c.upQ[i]
-		if !u.seen || u.job == nil {
+		if !u.awaiting || u.job == nil {
 			continue
 		}
-		act, w, err := resendRule(recordMissing, u.job.private, c.rand)
-		if err != nil {
-			// No randomness: the safe choice is not to send it at all.
-			act = resendNever
+		rec := recs[u.seenAt.epoch]
+		if rec == nil {
+			u.waited++
+			if u.waited < closeWaitMax {
+				continue
+			}
+		}
+		u.awaiting = false
+		act := resendNever
+		w := 0
+		if rec != nil && closedCovers(rec, u.seenAt) {
+			var err error
+			act, w, err = resendRule(recordMissing, u.job.private, c.rand)
+			if err != nil {
+				// No randomness: the safe choice is not to send it at all.
+				act = resendNever
+			}
 		}
 		switch act {
 		case resendLater:
@@ -125,6 +165,34 @@ func (c *Client) settleEpoch(e *cepoch) []*shareJob {
 			lost[u.job]++
 		}
 	}
+	return c.dropSettled(lost, again)
+}
+
+// closedCovers reports whether closing record rec shows the round of s
+// void, or published with the list that lacked the chunk.
+func closedCovers(rec *wire.Closing, s seenRound) bool {
+	if int(s.round) >= len(rec.Rounds) {
+		return false
+	}
+	x := rec.Rounds[s.round]
+	return (x.State == wire.ClosedVoid || x.State == wire.ClosedPublished) && x.List == s.list
+}
+
+// awaitClose reports whether a chunk waits for epoch id's closing
+// record; call with c.mu held.
+func (c *Client) awaitClose(id [32]byte) bool {
+	for i := range c.upQ {
+		if c.upQ[i].awaiting && c.upQ[i].seenAt.epoch == id {
+			return true
+		}
+	}
+	return false
+}
+
+// dropSettled takes out of the queue the chunks that count as published
+// and the jobs to encrypt again, and ends the jobs with nothing left;
+// call with c.mu held.
+func (c *Client) dropSettled(lost map[*shareJob]int, again []*shareJob) []*shareJob {
 	kept := c.upQ[:0]
 	for _, u := range c.upQ {
 		if u.job != nil && (u.job.reencrypting || !u.job.left[u.c.ID]) {

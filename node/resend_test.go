@@ -149,6 +149,13 @@ func TestResendQueue(t *testing.T) {
 		c.fullEpoch()
 		c.mu.Unlock()
 		c.leaveEpoch(e)
+		// The epoch's closing record shows round 1 published with the
+		// list that lacked the chunk (closing.go).
+		c.mu.Lock()
+		rec := &wire.Closing{Rounds: make([]wire.ClosingRound, 2)}
+		rec.Rounds[1] = wire.ClosingRound{State: wire.ClosedPublished, List: listDigest(&wire.RoundList{})}
+		c.settleClosings(map[[32]byte]*wire.Closing{{}: rec})
+		c.mu.Unlock()
 		// The next epoch: the chunk waits at least one full epoch.
 		e2 := ep()
 		for r := uint32(0); ; r++ {
@@ -189,7 +196,10 @@ func TestResendQueue(t *testing.T) {
 		u := sendRound(c, e, 0)
 		c.confirm(e, 0, &wire.RoundList{})
 		c.mu.Lock()
-		jobs := c.settleEpoch(e)
+		if jobs := c.settleEpoch(e); len(jobs) != 0 {
+			t.Fatal("a private file encrypted again before the epoch's closing record")
+		}
+		jobs := c.settleClosings(map[[32]byte]*wire.Closing{{}: closingOfLists([32]byte{}, 1, &wire.RoundList{})})
 		c.mu.Unlock()
 		if len(jobs) != 1 {
 			t.Fatalf("%d jobs to encrypt again, want 1", len(jobs))
@@ -449,5 +459,136 @@ func TestVoidRoundGoesOn(t *testing.T) {
 			}
 		}
 	}
+	// The epoch's closing record, signed by all m servers, shows the
+	// round void (closing.go).
+	for i, s := range bn.servers[:2] {
+		var rec []byte
+		if err := wait.Until(ctx, 20*time.Second, func() bool {
+			b, err := s.store.Closing(epoch)
+			rec = b
+			return err == nil
+		}); err != nil {
+			t.Fatalf("server %d: no closing record of the void epoch", i)
+		}
+		var c wire.Closing
+		if err := c.Unmarshal(rec, int(p.Rounds)); err != nil || len(c.Sigs) != 3 {
+			t.Fatalf("server %d: closing record: %v, %d signatures", i, err, len(c.Sigs))
+		}
+		for r, x := range c.Rounds {
+			if want := map[bool]uint8{true: wire.ClosedVoid, false: wire.ClosedPublished}[uint32(r) == rounds[0]]; x.State != want {
+				t.Fatalf("server %d: round %d closed as %d, want %d", i, r, x.State, want)
+			}
+		}
+	}
 	t.Logf("round %d withheld and signed void; the epoch ran on and the file (%d bytes) was fetched whole", rounds[0], len(data))
+}
+
+// TestResendNeedsClosing (§5.2 v3): a chunk that its epoch ended with
+// unpublished crosses to another epoch only on the epoch's closing
+// record, signed by all m servers, that shows its round void or
+// published with the list that lacked it. Until the record comes it waits
+// and goes out in no epoch; a record that shows the round otherwise, or
+// no record after closeWaitMax index syncs, leaves it counted as
+// published, and the user is told. Before, the chunk crossed on the
+// round's list alone.
+func TestResendNeedsClosing(t *testing.T) {
+	data := make([]byte, 4<<10) // one data chunk and its manifest
+	rand.Read(data)
+	ep := [32]byte{}
+	seenOnce := func(t *testing.T) (*Client, *ShareHandle, *upItem) {
+		c := resendClient()
+		h := queueShare(t, c, data, false)
+		e := &cepoch{ups: map[uint32]*upItem{}}
+		// Every chunk goes out; round 0's is void, the others are
+		// published; the epoch ends.
+		var sent []*upItem
+		for r := uint32(0); ; r++ {
+			got := sendRound(c, e, r)
+			if got == nil {
+				break
+			}
+			sent = append(sent, got)
+		}
+		u := sent[0]
+		c.confirm(e, 0, &wire.RoundList{Flags: wire.ListVoid})
+		for r, got := range sent[1:] {
+			c.confirm(e, uint32(r+1), publishedList(got))
+		}
+		c.leaveEpoch(e)
+		return c, h, u
+	}
+	voidRec := func(state uint8, list [32]byte) map[[32]byte]*wire.Closing {
+		rec := &wire.Closing{Rounds: make([]wire.ClosingRound, 4)}
+		rec.Rounds[0] = wire.ClosingRound{State: state, List: list}
+		return map[[32]byte]*wire.Closing{ep: rec}
+	}
+	sentIn := func(c *Client, epochs int, id [32]byte) bool {
+		for range epochs {
+			c.mu.Lock()
+			c.fullEpoch()
+			c.mu.Unlock()
+			if got := sendRound(c, &cepoch{ups: map[uint32]*upItem{}}, 0); got != nil && got.c.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	t.Run("record shows the round void", func(t *testing.T) {
+		c, _, u := seenOnce(t)
+		if sentIn(c, ResendWaitMax+1, u.c.ID) {
+			t.Fatal("the chunk crossed to another epoch without a closing record")
+		}
+		c.mu.Lock()
+		waits := c.awaitClose(ep)
+		c.mu.Unlock()
+		if !waits {
+			t.Fatal("the chunk does not wait for its epoch's closing record")
+		}
+		c.mu.Lock()
+		c.settleClosings(voidRec(wire.ClosedVoid, listDigest(&wire.RoundList{Flags: wire.ListVoid})))
+		c.mu.Unlock()
+		if !sentIn(c, ResendWaitMax+1, u.c.ID) {
+			t.Fatal("the chunk is not sent again on a closing record that shows its round void")
+		}
+		if c.Stats().Unconfirmed != 0 {
+			t.Fatal("counted unconfirmed")
+		}
+	})
+	for name, recs := range map[string]func() map[[32]byte]*wire.Closing{
+		"record shows another list": func() map[[32]byte]*wire.Closing {
+			return voidRec(wire.ClosedPublished, listDigest(&wire.RoundList{Published: [][32]byte{{1}}}))
+		},
+		"record shows no list": func() map[[32]byte]*wire.Closing { return voidRec(wire.ClosedNone, [32]byte{}) },
+		"no record":            func() map[[32]byte]*wire.Closing { return nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, h, u := seenOnce(t)
+			syncs := 1
+			if name == "no record" {
+				syncs = closeWaitMax
+			}
+			for i := range syncs {
+				if c.Stats().Unconfirmed != 0 {
+					t.Fatalf("counted published after %d syncs", i)
+				}
+				c.mu.Lock()
+				c.settleClosings(recs())
+				c.mu.Unlock()
+			}
+			if c.Stats().Unconfirmed != 1 {
+				t.Fatalf("unconfirmed %d, want 1", c.Stats().Unconfirmed)
+			}
+			if sentIn(c, ResendWaitMax+1, u.c.ID) {
+				t.Fatal("the chunk crossed to another epoch")
+			}
+			select {
+			case <-h.Done():
+			default:
+				t.Fatal("the job does not end")
+			}
+			if _, _, warn, _ := h.Result(); len(warn) != 1 || !strings.Contains(warn[0], "count as published") {
+				t.Fatalf("warnings %q", warn)
+			}
+		})
+	}
 }

@@ -49,6 +49,10 @@ type sround struct {
 	manDone   bool
 	list      *wire.RoundList
 	listBytes []byte
+	// signed, signedState: the digest of the list this server signed for
+	// the round and whether it was void (closing.go).
+	signed      [32]byte
+	signedState uint8
 
 	// PIR serving (pirserve.go).
 	queries map[uint32][][]byte // this server's clients' masks

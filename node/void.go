@@ -38,6 +38,8 @@ func (s *Server) voidRound(e *sepoch, r uint32) bool {
 		return true // signed void already
 	}
 	s.mu.Unlock()
+	s.listingStart(e)
+	defer s.listingDone(e)
 	rl := wire.RoundList{Epoch: v.id, Round: r, Flags: wire.ListVoid}
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
@@ -103,8 +105,10 @@ func (s *Server) signVoid(ctx context.Context, e *sepoch, rl *wire.RoundList) (w
 			s.chargeLocked(e, last, s.h.ID(), fmt.Sprintf("round %d void: no publication", rl.Round))
 		}
 	}
+	dg := listDigest(rl)
+	x.signed, x.signedState = dg, wire.ClosedVoid
 	s.mu.Unlock()
-	sig, err := sign(s.priv, listDigest(rl))
+	sig, err := sign(s.priv, dg)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -122,4 +126,19 @@ func (s *Server) noteVoid(e *sepoch, r uint32) {
 			e.voids++
 		}
 	}
+}
+
+// listingStart and listingDone count S_0's lists being signed (closing.go
+// waits for them).
+func (s *Server) listingStart(e *sepoch) {
+	s.mu.Lock()
+	e.listing++
+	s.mu.Unlock()
+}
+
+func (s *Server) listingDone(e *sepoch) {
+	s.mu.Lock()
+	e.listing--
+	s.notify()
+	s.mu.Unlock()
 }

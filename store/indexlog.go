@@ -21,6 +21,9 @@ import (
 const (
 	indexAdd    = 1 // the manifest bytes and index entry of the id, as stored now
 	indexRemove = 2 // the id left the index
+	// indexClosing: the closing record of the epoch whose id the record
+	// holds (bucket closing), signed by all m servers (SPEC §7 v3).
+	indexClosing = 3
 )
 
 // indexRecordSize is a log record's size: u8 op ‖ id 32.
@@ -176,6 +179,8 @@ type IndexChanges struct {
 	Entries   []IndexEntry
 	Manifests []Manifest
 	Removed   []ID
+	// Closings are epochs' closing records, as signed (SPEC §7 v3).
+	Closings [][]byte
 }
 
 // IndexEntryWireSize is what an index entry weighs on the wire: file id,
@@ -184,7 +189,7 @@ func IndexEntryWireSize(e *IndexEntry) int { return 32 + 4 + len(e.Name) + 8 + 4
 
 // IndexSince returns the index changes logged after cursor, in log order,
 // up to budget bytes as the wire counts them (IndexEntryWireSize, 4 + the
-// bytes of a manifest, 32 for a removed id); a page holds at least one
+// bytes of a manifest or of a closing record, 32 for a removed id); a page holds at least one
 // change when there is one. A cursor beyond the log (a client that synced
 // from a store since replaced) gets an empty page whose Next is the log's
 // end, below its cursor: the caller starts again from 0.
@@ -207,9 +212,10 @@ func (s *Store) IndexSince(cursor uint64, budget int) (IndexChanges, error) {
 			}
 			id := ID(v[1:])
 			var (
-				ent  *IndexEntry
-				man  *Manifest
-				size int
+				ent     *IndexEntry
+				man     *Manifest
+				closing []byte
+				size    int
 			)
 			switch v[0] {
 			case indexAdd:
@@ -231,6 +237,11 @@ func (s *Store) IndexSince(cursor uint64, budget int) (IndexChanges, error) {
 				}
 			case indexRemove:
 				size = 32
+			case indexClosing:
+				if cb := tx.Bucket(bucketClosing); cb != nil {
+					closing = append([]byte(nil), cb.Get(id[:])...)
+				}
+				size = 4 + len(closing)
 			default:
 				return fmt.Errorf("%w: index log operation %d", errCorrupt, v[0])
 			}
@@ -248,6 +259,9 @@ func (s *Store) IndexSince(cursor uint64, budget int) (IndexChanges, error) {
 			}
 			if man != nil {
 				out.Manifests = append(out.Manifests, *man)
+			}
+			if len(closing) > 0 {
+				out.Closings = append(out.Closings, closing)
 			}
 		}
 		return nil

@@ -35,7 +35,7 @@ var (
 
 var serverBuckets = [][]byte{bucketChunks, bucketChunkMeta, bucketChunkAge, bucketIndex, bucketManifests, bucketIndexLog, bucketIndexSeq,
 	bucketIndexAge, bucketIndexGone,
-	bucketRounds, bucketRoundAge, bucketEpochs, bucketEpochIDs, bucketMeta, bucketSegments}
+	bucketRounds, bucketRoundAge, bucketEpochs, bucketEpochIDs, bucketMeta, bucketSegments, bucketPairs, bucketClosing}
 
 var (
 	metaSchema = []byte("schema") // u32 serverSchema
@@ -811,6 +811,9 @@ func (s *Store) Prune(now time.Time) (removed int, err error) {
 		}
 		for _, k := range dead {
 			if err := rb.Delete(k[8:]); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketPairs).Delete(k[8:]); err != nil {
 				return err
 			}
 			if err := age.Delete(k); err != nil {

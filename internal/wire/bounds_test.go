@@ -18,38 +18,40 @@ var wideLimits = Limits{Servers: MaxServers, Clients: 1 << 24, Rounds: 1 << 24, 
 func wideDecoders() map[string]func([]byte) error {
 	l := wideLimits
 	return map[string]func([]byte) error{
-		"hello":       func(b []byte) error { var m Hello; return m.Unmarshal(b) },
-		"prepare":     func(b []byte) error { var m Prepare; return m.Unmarshal(b) },
-		"entry":       func(b []byte) error { var m GroupEntry; return m.Unmarshal(b, l) },
-		"descriptor":  func(b []byte) error { var m Descriptor; return m.Unmarshal(b, l) },
-		"signed":      func(b []byte) error { var m Signed; return m.Unmarshal(b, l) },
-		"sig":         func(b []byte) error { var m Sig; return m.Unmarshal(b) },
-		"register":    func(b []byte) error { var m ClientRegister; return m.Unmarshal(b, l) },
-		"forward":     func(b []byte) error { var m Forwarded; return m.Unmarshal(b, l) },
-		"keyevidence": func(b []byte) error { var m KeyEvidence; return m.Unmarshal(b) },
-		"dropreq":     func(b []byte) error { var m DropReq; return m.Unmarshal(b) },
-		"dropstep":    func(b []byte) error { var m DropStep; return m.Unmarshal(b) },
-		"reglist":     func(b []byte) error { var m RegList; return m.Unmarshal(b, l) },
-		"epochref":    func(b []byte) error { var m EpochRef; return m.Unmarshal(b) },
-		"abort":       func(b []byte) error { var m Abort; return m.Unmarshal(b) },
-		"timeoutvote": func(b []byte) error { var m Cert; return m.Unmarshal(b) },
-		"certreq":     func(b []byte) error { var m CertReq; return m.Unmarshal(b) },
-		"certs":       func(b []byte) error { var m Certs; return m.Unmarshal(b) },
-		"route":       func(b []byte) error { var m Route; return m.Unmarshal(b) },
-		"step":        func(b []byte) error { var m Step; return m.Unmarshal(b, l) },
-		"submit":      func(b []byte) error { var m Submit; return m.Unmarshal(b, l) },
-		"submitbatch": func(b []byte) error { var m SubmitBatch; return m.Unmarshal(b, l) },
-		"batch":       func(b []byte) error { var m Batch; return m.Unmarshal(b, l) },
-		"roundlist":   func(b []byte) error { var m RoundList; return m.Unmarshal(b, l) },
-		"rows":        func(b []byte) error { var m Rows; return m.Unmarshal(b, 1<<24, 16, 1<<24) },
-		"chunk":       func(b []byte) error { var m Chunk; return m.Unmarshal(b, 1<<24) },
-		"index":       func(b []byte) error { var m Index; return m.Unmarshal(b, 1<<24) },
-		"indexreq":    func(b []byte) error { var m IndexReq; return m.Unmarshal(b) },
-		"root":        func(b []byte) error { var m Root; return m.Unmarshal(b) },
-		"getbatch":    func(b []byte) error { var m BatchRef; return m.Unmarshal(b) },
-		"lack":        func(b []byte) error { var m BatchRef; return m.Unmarshal(b) },
-		"receipt":     func(b []byte) error { var m Receipt; return m.Unmarshal(b) },
-		"receiptset":  func(b []byte) error { var m ReceiptSet; return m.Unmarshal(b) },
+		"hello":           func(b []byte) error { var m Hello; return m.Unmarshal(b) },
+		"prepare":         func(b []byte) error { var m Prepare; return m.Unmarshal(b) },
+		"entry":           func(b []byte) error { var m GroupEntry; return m.Unmarshal(b, l) },
+		"descriptor":      func(b []byte) error { var m Descriptor; return m.Unmarshal(b, l) },
+		"signed":          func(b []byte) error { var m Signed; return m.Unmarshal(b, l) },
+		"sig":             func(b []byte) error { var m Sig; return m.Unmarshal(b) },
+		"register":        func(b []byte) error { var m ClientRegister; return m.Unmarshal(b, l) },
+		"forward":         func(b []byte) error { var m Forwarded; return m.Unmarshal(b, l) },
+		"keyevidence":     func(b []byte) error { var m KeyEvidence; return m.Unmarshal(b) },
+		"dropreq":         func(b []byte) error { var m DropReq; return m.Unmarshal(b) },
+		"dropstep":        func(b []byte) error { var m DropStep; return m.Unmarshal(b) },
+		"reglist":         func(b []byte) error { var m RegList; return m.Unmarshal(b, l) },
+		"epochref":        func(b []byte) error { var m EpochRef; return m.Unmarshal(b) },
+		"abort":           func(b []byte) error { var m Abort; return m.Unmarshal(b) },
+		"timeoutvote":     func(b []byte) error { var m Cert; return m.Unmarshal(b) },
+		"certreq":         func(b []byte) error { var m CertReq; return m.Unmarshal(b) },
+		"certs":           func(b []byte) error { var m Certs; return m.Unmarshal(b) },
+		"route":           func(b []byte) error { var m Route; return m.Unmarshal(b) },
+		"step":            func(b []byte) error { var m Step; return m.Unmarshal(b, l) },
+		"submit":          func(b []byte) error { var m Submit; return m.Unmarshal(b, l) },
+		"submitbatch":     func(b []byte) error { var m SubmitBatch; return m.Unmarshal(b, l) },
+		"batch":           func(b []byte) error { var m Batch; return m.Unmarshal(b, l) },
+		"roundlist":       func(b []byte) error { var m RoundList; return m.Unmarshal(b, l) },
+		"rows":            func(b []byte) error { var m Rows; return m.Unmarshal(b, 1<<24, 16, 1<<24) },
+		"chunk":           func(b []byte) error { var m Chunk; return m.Unmarshal(b, 1<<24) },
+		"index":           func(b []byte) error { var m Index; return m.Unmarshal(b, 1<<24) },
+		"indexreq":        func(b []byte) error { var m IndexReq; return m.Unmarshal(b) },
+		"root":            func(b []byte) error { var m Root; return m.Unmarshal(b) },
+		"getbatch":        func(b []byte) error { var m BatchRef; return m.Unmarshal(b) },
+		"lack":            func(b []byte) error { var m BatchRef; return m.Unmarshal(b) },
+		"receipt":         func(b []byte) error { var m Receipt; return m.Unmarshal(b) },
+		"receiptset":      func(b []byte) error { var m ReceiptSet; return m.Unmarshal(b) },
+		"closing":         func(b []byte) error { var m Closing; return m.Unmarshal(b, 1<<20) },
+		"closingproposal": func(b []byte) error { var m ClosingProposal; return m.Unmarshal(b, 1<<20) },
 	}
 }
 
@@ -296,10 +298,10 @@ func TestLongTermSizes(t *testing.T) {
 // (each decodes to one encoding only).
 func TestIndexPageRefuses(t *testing.T) {
 	var p Index
-	if err := p.Unmarshal(append([]byte{0, 0, 0, 0, 0, 0, 0, 0, 2}, make([]byte, 12)...), 2); err == nil {
+	if err := p.Unmarshal(append([]byte{0, 0, 0, 0, 0, 0, 0, 0, 2}, make([]byte, 16)...), 2); err == nil {
 		t.Error("more flag 2 accepted")
 	}
-	if err := p.Unmarshal(append([]byte{0, 0, 0, 0, 0, 0, 0, 0, 1}, make([]byte, 12)...), 2); err != nil || !p.More {
+	if err := p.Unmarshal(append([]byte{0, 0, 0, 0, 0, 0, 0, 0, 1}, make([]byte, 16)...), 2); err != nil || !p.More {
 		t.Errorf("more flag 1: %v", err)
 	}
 	var r IndexReq

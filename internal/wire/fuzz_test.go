@@ -77,6 +77,8 @@ func FuzzOrder(f *testing.F) {
 		}
 	})
 }
+func FuzzClosing(f *testing.F)         { fuzzDecoder(f, "closing") }
+func FuzzClosingProposal(f *testing.F) { fuzzDecoder(f, "closingproposal") }
 
 // FuzzDescriptor fuzzes the descriptor decoder on its own (inside a
 // Signed, it is one length-prefixed field).

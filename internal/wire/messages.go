@@ -935,8 +935,24 @@ type RoundList struct {
 	// a round that published nothing and is never run again (§5.2 v3);
 	// a void list has no entries, published ids or manifests.
 	Flags uint8
+	// Pairs (after Flags, signed with the rest; §6.3 v3) are the round's
+	// public demand: for each output position, in order, each listed id
+	// that its payload requested, as (position, index into Entries),
+	// sorted by position then index, each pair once. Decoys are drawn
+	// from them. A void list has none.
+	Pairs []ListPair
 	Sigs  [][64]byte
 }
+
+// ListPair is one (output position, requested id) pair of a request list:
+// Entry indexes the list's Entries.
+type ListPair struct {
+	Pos   uint32
+	Entry uint32
+}
+
+// PairID returns the id of pair i.
+func (m *RoundList) PairID(i int) [32]byte { return m.Entries[m.Pairs[i].Entry].ID }
 
 // ListVoid is the RoundList flag of a void round; no other flag exists.
 const ListVoid uint8 = 1
@@ -963,6 +979,11 @@ func (m *RoundList) MarshalBody() []byte {
 		e.Fixed(x[:])
 	}
 	e.U8(m.Flags)
+	e.U32(uint32(len(m.Pairs)))
+	for _, x := range m.Pairs {
+		e.U32(x.Pos)
+		e.U32(x.Entry)
+	}
 	return e.B
 }
 
@@ -985,6 +1006,15 @@ func (m *RoundList) Unmarshal(b []byte, l Limits) error {
 	m.Published = decKeys(&d, l.Clients, "published ids")
 	m.Manifests = decKeys(&d, l.Clients, "manifest ids")
 	m.Flags = d.U8("list flags")
+	np := d.Count(l.Clients*l.K, 8, "list pairs")
+	m.Pairs = nil
+	if np > 0 {
+		m.Pairs = make([]ListPair, np)
+	}
+	for i := range m.Pairs {
+		m.Pairs[i].Pos = d.U32("pair position")
+		m.Pairs[i].Entry = d.U32("pair entry")
+	}
 	m.Sigs = decSigs(&d, MaxServers)
 	if err := d.Done("request list"); err != nil {
 		return err
@@ -994,6 +1024,16 @@ func (m *RoundList) Unmarshal(b []byte, l Limits) error {
 	}
 	if m.Void() && (len(m.Entries) > 0 || len(m.Published) > 0 || len(m.Manifests) > 0) {
 		return errors.New("wire: request list: a void round with entries, published ids or manifests")
+	}
+	for i, x := range m.Pairs {
+		if int(x.Pos) >= l.Clients || int(x.Entry) >= len(m.Entries) {
+			return fmt.Errorf("wire: request list: pair %d (%d, %d) out of range", i, x.Pos, x.Entry)
+		}
+		if i > 0 {
+			if p := m.Pairs[i-1]; p.Pos > x.Pos || (p.Pos == x.Pos && p.Entry >= x.Entry) {
+				return fmt.Errorf("wire: request list: pair %d not after pair %d", i, i-1)
+			}
+		}
 	}
 	return nil
 }
@@ -1142,12 +1182,14 @@ func (m *IndexReq) Unmarshal(b []byte) error {
 //	‖ u32 n ‖ n × (file id 32 ‖ bytes name ‖ u64 size ‖ u32 chunks ‖ u32 round ‖ u64 unix time)
 //	‖ u32 n ‖ n × bytes manifest
 //	‖ u32 n ‖ n × removed manifest id 32
+//	‖ u32 n ‖ n × bytes closing record (§7 v3, Closing)
 type Index struct {
 	Next      uint64
 	More      bool
 	Entries   []IndexEntry
 	Manifests [][]byte
 	Removed   [][32]byte
+	Closings  [][]byte
 }
 
 func (m *Index) Marshal() []byte {
@@ -1174,6 +1216,10 @@ func (m *Index) Marshal() []byte {
 	e.U32(uint32(len(m.Removed)))
 	for _, x := range m.Removed {
 		e.Fixed(x[:])
+	}
+	e.U32(uint32(len(m.Closings)))
+	for _, x := range m.Closings {
+		e.Bytes(x)
 	}
 	return e.B
 }
@@ -1221,6 +1267,18 @@ func (m *Index) Unmarshal(b []byte, max int) error {
 		m.Removed = make([][32]byte, n)
 		for i := range m.Removed {
 			m.Removed[i] = d.Array32("removed id")
+		}
+	}
+	// A closing record is at least an epoch id and two counts.
+	n = d.Count(max, 4+32+8, "closing records")
+	m.Closings = nil
+	if n > 0 {
+		m.Closings = make([][]byte, n)
+		for i := range m.Closings {
+			m.Closings[i] = d.Bytes(MaxClosing, "closing record")
+			if d.Err == nil && len(m.Closings[i]) < 32+8 {
+				d.Err = fmt.Errorf("%w: closing record of %d bytes", ErrShort, len(m.Closings[i]))
+			}
 		}
 	}
 	return d.Done("index")

@@ -180,7 +180,7 @@ func vectors() []vector {
 			with(func(m *Batch, b []byte) error { return m.Unmarshal(b, l) })},
 		{"proposal", TypeProposal, &RoundList{Epoch: k32(1), Round: 2, Entries: []ListEntry{{ID: k32(0xd0), Len: 64}, {ID: k32(0xd1), Len: 5}}, Published: [][32]byte{k32(0xd1)}, Manifests: [][32]byte{}, Sigs: [][64]byte{}},
 			with(func(m *RoundList, b []byte) error { return m.Unmarshal(b, l) })},
-		{"roundlist", TypeRoundList, &RoundList{Epoch: k32(1), Round: 2, Entries: []ListEntry{{ID: k32(0xd0), Len: 64}, {ID: k32(0xd1), Len: 5}}, Published: [][32]byte{k32(0xd1)}, Manifests: [][32]byte{k32(0xd1)}, Sigs: [][64]byte{k64(0x30), k64(0x31)}},
+		{"roundlist", TypeRoundList, &RoundList{Epoch: k32(1), Round: 2, Entries: []ListEntry{{ID: k32(0xd0), Len: 64}, {ID: k32(0xd1), Len: 5}}, Published: [][32]byte{k32(0xd1)}, Manifests: [][32]byte{k32(0xd1)}, Pairs: []ListPair{{Pos: 0, Entry: 1}, {Pos: 2, Entry: 0}, {Pos: 2, Entry: 1}}, Sigs: [][64]byte{k64(0x30), k64(0x31)}},
 			with(func(m *RoundList, b []byte) error { return m.Unmarshal(b, l) })},
 		{"roundlist-void", TypeRoundList, &RoundList{Epoch: k32(1), Round: 3, Entries: []ListEntry{}, Published: [][32]byte{}, Manifests: [][32]byte{}, Flags: ListVoid, Sigs: [][64]byte{k64(0x30), k64(0x31)}},
 			with(func(m *RoundList, b []byte) error { return m.Unmarshal(b, l) })},
@@ -197,6 +197,10 @@ func vectors() []vector {
 			with(func(m *BatchRef, b []byte) error { return m.Unmarshal(b) })},
 		{"lack", TypeLack, &BatchRef{Epoch: k32(1), Round: 2, S: 1},
 			with(func(m *BatchRef, b []byte) error { return m.Unmarshal(b) })},
+		{"closingproposal", TypeClosingProposal, &ClosingProposal{Closing{Epoch: k32(1), Rounds: []ClosingRound{{ClosedPublished, k32(0xa0)}, {ClosedVoid, k32(0xa1)}, {}}}},
+			with(func(m *ClosingProposal, b []byte) error { return m.Unmarshal(b, 8) })},
+		{"closing", TypeClosing, &Closing{Epoch: k32(1), Rounds: []ClosingRound{{ClosedPublished, k32(0xa0)}, {ClosedVoid, k32(0xa1)}, {}}, Sigs: [][64]byte{k64(0x30), k64(0x31)}},
+			with(func(m *Closing, b []byte) error { return m.Unmarshal(b, 8) })},
 		{"root", TypeRoot, &Root{Epoch: k32(1), Round: 2, S: 1, Root: k32(9), Sig: k64(10)},
 			with(func(m *Root, b []byte) error { return m.Unmarshal(b) })},
 		{"receipt", TypeReceipt, &Receipt{Epoch: k32(1), Server: 2, RegKey: k32(0xa0), RegHash: k32(0xc0), Sig: k64(0x6d)},
@@ -212,7 +216,7 @@ func vectors() []vector {
 			with(func(m *DropStep, b []byte) error { return m.Unmarshal(b) })},
 		{"indexreq", TypeIndexReq, &IndexReq{Cursor: 0x0102030405060708},
 			with(func(m *IndexReq, b []byte) error { return m.Unmarshal(b) })},
-		{"index", TypeIndex, &Index{Next: 7, More: true, Entries: []IndexEntry{{FileID: k32(0xe0), Name: []byte("f.txt"), Size: 9, Chunks: 1, Round: 2, Time: 1700000000}}, Manifests: [][]byte{[]byte("\x89RIFFLEM\x01\x02\x01\x00\x00\x04\x00\x00\x00\x00\x00")}, Removed: [][32]byte{k32(0xf0)}},
+		{"index", TypeIndex, &Index{Next: 7, More: true, Entries: []IndexEntry{{FileID: k32(0xe0), Name: []byte("f.txt"), Size: 9, Chunks: 1, Round: 2, Time: 1700000000}}, Manifests: [][]byte{[]byte("\x89RIFFLEM\x01\x02\x01\x00\x00\x04\x00\x00\x00\x00\x00")}, Removed: [][32]byte{k32(0xf0)}, Closings: [][]byte{(&Closing{Epoch: k32(1), Rounds: []ClosingRound{{ClosedPublished, k32(0xa0)}}, Sigs: [][64]byte{k64(0x30)}}).Marshal()}},
 			with(func(m *Index, b []byte) error { return m.Unmarshal(b, 100) })},
 		{"ack", TypeAck, raw{}, empty},
 		{"error", TypeError, raw("no such epoch"), func(b []byte) (message, error) {
@@ -349,6 +353,7 @@ func typeName(t Type) string {
 		TypeRoot: "root", TypeError: "error", TypeForward: "forward", TypeKeyEvidence: "keyevidence", TypeBadForward: "badforward",
 		TypeGetBatch: "getbatch", TypeLack: "lack", TypeDropReq: "dropreq", TypeDropStep: "dropstep",
 		TypeReceipt: "receipt", TypeReceiptSet: "receiptset",
+		TypeClosingProposal: "closingproposal", TypeClosing: "closing",
 	}
 	return names[t]
 }

@@ -243,3 +243,34 @@ func TestRoundListFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundListPairs (§6.3 v3): a request list's (position, entry) pairs
+// are signed with it and come back as sent; a pair naming no entry or a
+// position past the clients' cap, a pair out of order or twice, and a
+// void list with a pair are refused.
+func TestRoundListPairs(t *testing.T) {
+	l := Limits{Rows: 4, Clients: 4, K: 2}
+	ok := RoundList{Round: 1, Entries: []ListEntry{{ID: [32]byte{1}}, {ID: [32]byte{2}}}, Pairs: []ListPair{{0, 1}, {3, 0}, {3, 1}}}
+	var m RoundList
+	if err := m.Unmarshal(ok.Marshal(), l); err != nil || len(m.Pairs) != 3 || m.Pairs[1] != (ListPair{3, 0}) || m.PairID(2) != [32]byte{2} {
+		t.Fatalf("pairs: %v, %v", err, m.Pairs)
+	}
+	bare := ok
+	bare.Pairs = nil
+	if string(bare.MarshalBody()) == string(ok.MarshalBody()) {
+		t.Fatal("the pairs are not in the signed body")
+	}
+	ents := ok.Entries
+	for name, bad := range map[string]RoundList{
+		"no such entry":   {Entries: ents, Pairs: []ListPair{{0, 2}}},
+		"position beyond": {Entries: ents, Pairs: []ListPair{{4, 0}}},
+		"out of order":    {Entries: ents, Pairs: []ListPair{{1, 0}, {0, 0}}},
+		"twice":           {Entries: ents, Pairs: []ListPair{{1, 0}, {1, 0}}},
+		"void with pair":  {Flags: ListVoid, Pairs: []ListPair{{0, 0}}},
+		"too many":        {Entries: ents, Pairs: make([]ListPair, l.Clients*l.K+1)},
+	} {
+		if err := m.Unmarshal(bad.Marshal(), l); err == nil {
+			t.Fatalf("%s: accepted", name)
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package node
+
+import (
+	"fmt"
+
+	"github.com/riffle-net/riffle/store"
+)
+
+// The public demand of rounds and the closing records of epochs in the
+// in-memory store (store/demand.go is the bbolt one).
+
+func roundKey36(epoch [32]byte, round uint32) [36]byte {
+	var k [36]byte
+	copy(k[:], epoch[:])
+	k[32], k[33], k[34], k[35] = byte(round>>24), byte(round>>16), byte(round>>8), byte(round)
+	return k
+}
+
+func (m *memStore) PutPairs(epoch [32]byte, round uint32, ps []store.Pair) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pairs == nil {
+		m.pairs = map[[36]byte][]store.Pair{}
+	}
+	m.pairs[roundKey36(epoch, round)] = append([]store.Pair(nil), ps...)
+	return nil
+}
+
+func (m *memStore) PutClosing(epoch [32]byte, rec []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closings == nil {
+		m.closings = map[[32]byte][]byte{}
+	}
+	if old, ok := m.closings[epoch]; ok {
+		if string(old) != string(rec) {
+			return fmt.Errorf("%w: another closing record of epoch %x", store.ErrConflict, epoch[:6])
+		}
+		return nil
+	}
+	m.closings[epoch] = append([]byte(nil), rec...)
+	m.log = append(m.log, memChange{id: epoch, closing: true})
+	return nil
+}
+
+func (m *memStore) Closing(epoch [32]byte) ([]byte, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	rec, ok := m.closings[epoch]
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	return append([]byte(nil), rec...), nil
+}
+
+func (b *boltStore) PutPairs(epoch [32]byte, round uint32, ps []store.Pair) error {
+	return b.st.PutPairs(epoch, round, ps)
+}
+
+func (b *boltStore) PutClosing(epoch [32]byte, rec []byte) error { return b.st.PutClosing(epoch, rec) }
+
+func (b *boltStore) Closing(epoch [32]byte) ([]byte, error) { return b.st.Closing(epoch) }

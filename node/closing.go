@@ -1,0 +1,180 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// The closing record of an epoch (docs/protocol.md §5.2 and §7 v3). Once
+// an epoch has ended, its first chain server S_0 proposes, for each round,
+// whether its final request list was published, void or never came, with
+// the digest of the list; every chain server signs only what agrees with
+// the lists it holds or signed, once its own epoch has ended; S_0 hands
+// the record with all m signatures to every chain server, which checks
+// the signatures, stores it and logs it in the index log, so that clients
+// get it with their index sync. A client carries a chunk over to another
+// epoch only on a record that shows its round void or its id missing
+// (resend.go), and draws decoys only from epochs with a record (decoys.go).
+
+// tagClosing is the domain tag of the signed closing record.
+const tagClosing = "riffle/v3/closing"
+
+// closingDigest is what each server signs: the record without signatures.
+func closingDigest(c *wire.Closing) [32]byte { return taggedHash(tagClosing, c.MarshalBody()) }
+
+// closingOf is this server's view of epoch e's rounds; call with s.mu
+// held.
+func closingOf(e *sepoch) wire.Closing {
+	v := e.final
+	c := wire.Closing{Epoch: v.id, Rounds: make([]wire.ClosingRound, v.desc.Params.Rounds)}
+	for r := range c.Rounds {
+		x := e.rounds[uint32(r)]
+		if x == nil || x.list == nil {
+			continue
+		}
+		c.Rounds[r] = wire.ClosingRound{State: wire.ClosedPublished, List: listDigest(x.list)}
+		if x.list.Void() {
+			c.Rounds[r].State = wire.ClosedVoid
+		}
+	}
+	return c
+}
+
+// closeEpoch runs at S_0 once epoch e has ended: it waits for the lists
+// it still proposes, then has every chain server sign the closing record
+// and delivers it.
+func (s *Server) closeEpoch(e *sepoch) {
+	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	defer cancel()
+	if err := s.waitFor(ctx, func() bool { return e.listing == 0 }); err != nil {
+		return
+	}
+	v := e.final
+	s.mu.Lock()
+	c := closingOf(e)
+	s.mu.Unlock()
+	if o := s.cfg.observe; o != nil && o.Closing != nil {
+		if !o.Closing(&c) {
+			return // broken on purpose: no closing record
+		}
+	}
+	prop := wire.ClosingProposal{Closing: c}
+	reps, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeClosingProposal, Body: prop.Marshal(), Timeout: bulkTimeout})
+	if err != nil {
+		s.log.Warn("closing record refused", "epoch", fmt.Sprintf("%x", v.id[:6]), "err", err)
+		return
+	}
+	for i, rep := range reps {
+		var sg wire.Sig
+		if err := sg.Unmarshal(rep); err != nil || int(sg.Index) != i {
+			s.log.Warn("closing record: bad signature", "epoch", fmt.Sprintf("%x", v.id[:6]))
+			return
+		}
+		c.Sigs = append(c.Sigs, sg.Sig)
+	}
+	if _, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeClosing, Body: c.Marshal(), Timeout: bulkTimeout}); err != nil {
+		s.log.Warn("deliver closing record", "epoch", fmt.Sprintf("%x", v.id[:6]), "err", err)
+	}
+}
+
+// peekClosingEpoch checks a closing message's sender, the epoch's S_0,
+// before its body is decoded.
+func (s *Server) peekClosingEpoch(from peer.ID, body []byte) (*sepoch, error) {
+	if len(body) < 32 {
+		return nil, errors.New("node: closing message too short")
+	}
+	e, err := s.epochFor([32]byte(body[:32]))
+	if err != nil {
+		return nil, err
+	}
+	if e.final.chain[0] != from {
+		return nil, errors.New("node: closing message not from the epoch's first server")
+	}
+	return e, nil
+}
+
+// onClosingProposal signs S_0's closing record of an epoch once the epoch
+// has ended here, if every round agrees with what this server holds: a
+// round stated published or void has the list this server holds or
+// signed, and a round stated without a list has no final list here.
+func (s *Server) onClosingProposal(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
+	e, err := s.peekClosingEpoch(from, body)
+	if err != nil {
+		return 0, nil, err
+	}
+	v := e.final
+	var p wire.ClosingProposal
+	if err := p.Unmarshal(body, int(v.desc.Params.Rounds)); err != nil {
+		return 0, nil, err
+	}
+	if len(p.Rounds) != int(v.desc.Params.Rounds) {
+		return 0, nil, fmt.Errorf("node: closing of %d rounds for %d", len(p.Rounds), v.desc.Params.Rounds)
+	}
+	if err := s.waitFor(ctx, func() bool { return e.ended }); err != nil {
+		return 0, nil, errors.New("node: closing proposed for an epoch still running here")
+	}
+	s.mu.Lock()
+	mine := closingOf(e)
+	for r, pr := range p.Rounds {
+		x := e.rounds[uint32(r)]
+		switch have := mine.Rounds[r]; {
+		case pr == have:
+		case have.State == wire.ClosedNone && x != nil && x.signedState == pr.State && x.signed == pr.List:
+			// Signed here, the final list not delivered here yet: every
+			// server signed it, S_0 holds it.
+		default:
+			s.mu.Unlock()
+			return 0, nil, fmt.Errorf("node: closing states round %d as %d, this server holds %d", r, pr.State, have.State)
+		}
+	}
+	s.mu.Unlock()
+	sig, err := sign(s.priv, closingDigest(&p.Closing))
+	if err != nil {
+		return 0, nil, err
+	}
+	return wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
+}
+
+// onClosing stores an epoch's closing record signed by all its chain
+// servers and logs it in the index log.
+func (s *Server) onClosing(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	e, err := s.peekClosingEpoch(from, body)
+	if err != nil {
+		return 0, nil, err
+	}
+	v := e.final
+	var c wire.Closing
+	if err := c.Unmarshal(body, int(v.desc.Params.Rounds)); err != nil {
+		return 0, nil, err
+	}
+	if err := checkClosing(v, &c); err != nil {
+		return 0, nil, err
+	}
+	if err := s.store.PutClosing(c.Epoch, body); err != nil {
+		return 0, nil, err
+	}
+	return wire.TypeAck, ack, nil
+}
+
+// checkClosing verifies a closing record against its epoch's chain: one
+// round per round of the epoch and all m signatures.
+func checkClosing(v *view, c *wire.Closing) error {
+	if c.Epoch != v.id || len(c.Rounds) != int(v.desc.Params.Rounds) {
+		return errors.New("node: closing record of another epoch or length")
+	}
+	if len(c.Sigs) != len(v.chain) {
+		return fmt.Errorf("node: closing record with %d signatures for %d servers", len(c.Sigs), len(v.chain))
+	}
+	dg := closingDigest(c)
+	for j, id := range v.chain {
+		if err := verifyPeerSig(id, dg, c.Sigs[j]); err != nil {
+			return fmt.Errorf("node: closing record signature %d: %w", j, err)
+		}
+	}
+	return nil
+}
