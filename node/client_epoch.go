@@ -538,6 +538,9 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 			e.onionBufs = map[uint32][]byte{}
 		}
 		e.onionBufs[r] = buf
+		if h := c.hooks.Load(); h != nil && h.onion != nil {
+			h.onion(e.v.id, r, e.slot, onion)
+		}
 		// Sealed once and kept: a resend after an error sends these bytes
 		// again, never a second sealing (§5.1 v2).
 		e.onions[r] = onion

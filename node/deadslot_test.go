@@ -181,6 +181,32 @@ func TestDeadSlotBadPayload(t *testing.T) {
 	deadSlotRun(t, bn, d)
 }
 
+// TestDeadSlotReplay: a client that signs, as its own, an onion another
+// client sealed for the same epoch (a replay) is named by every server
+// (the onion fails its MAC at S_0, under the replayer's layer keys); the
+// client whose onion was copied is never named, the replayer's slot dies
+// and the epoch goes on.
+func TestDeadSlotReplay(t *testing.T) {
+	bn := startBlameNetParams(t, testParams(16), 3, 3, 4, 3)
+	d := &deadCase{}
+	var mu sync.Mutex
+	seen := map[[32]byte][]byte{} // the copied client's latest onion per epoch
+	bn.clients[0].hooks.Store(&clientHooks{onion: func(epoch [32]byte, r, slot uint32, onion []byte) {
+		mu.Lock()
+		seen[epoch] = append([]byte(nil), onion...)
+		mu.Unlock()
+	}})
+	bn.clients[1].hooks.Store(&clientHooks{onion: func(epoch [32]byte, r, slot uint32, onion []byte) {
+		mu.Lock()
+		other := seen[epoch]
+		mu.Unlock()
+		if other != nil && len(other) == len(onion) && d.fires(epoch, r, slot) {
+			copy(onion, other)
+		}
+	}})
+	deadSlotRun(t, bn, d)
+}
+
 // TestDeadSlotSecondOnion: a client that signs a second, different onion
 // for every round from round 1 on is named from its two signatures; its
 // slot dies with no round void (the first onion stands), and the epoch
@@ -265,4 +291,61 @@ func TestDeadSlotBadForward(t *testing.T) {
 		t.Fatal("no honest server named the lying server")
 	}
 	t.Logf("the false drop step named its server at %d of 2 honest servers, %v after the fault", namers, sinceFault())
+}
+
+// TestDeadSlotTwoCulprits: two clients whose onions fail their MAC at the
+// middle layer from round 1 on, in the same epoch: both are named, each
+// slot dies in turn (the second is found in a round already in flight,
+// reopened without the first), the epoch runs to its last round with two
+// void rounds, and an honest share and get complete byte-exact.
+func TestDeadSlotTwoCulprits(t *testing.T) {
+	bn := startBlameNetParams(t, testParams(16), 3, 3, 5, 3)
+	var mu sync.Mutex
+	var epoch [32]byte
+	slots := map[uint32]bool{}
+	for _, c := range []*Client{bn.clients[1], bn.clients[3]} {
+		c.hooks.Store(&clientHooks{layerKeys: func(e [32]byte, r, slot uint32, keys []mix.LayerKey) {
+			mu.Lock()
+			defer mu.Unlock()
+			if r < 1 || (len(slots) > 0 && e != epoch) {
+				return
+			}
+			epoch, slots[slot] = e, true
+			keys[1].MAC[0] ^= 1
+		}})
+	}
+	up, down := bn.clients[0], bn.clients[2]
+	data := make([]byte, 4*int(bn.servers[0].cfg.Params.ChunkSize)+100)
+	rand.Read(data)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	link := shareConfirmed(ctx, t, up, data, "two-culprits.bin")
+	path, err := down.Get(ctx, link, t.TempDir())
+	if err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("fetched bytes differ (%v)", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, s := range bn.servers {
+		if v := epochRanOn(t, s, epoch); v != 0 {
+			t.Fatalf("server %d: %d void(s) that name nobody", i, v)
+		}
+		if n := voidRounds(s, epoch); n != 2 {
+			t.Fatalf("server %d: %d void rounds in the culprits' epoch, want 2", i, n)
+		}
+		rs, _ := s.blameRecords()
+		named := map[uint32]bool{}
+		for _, r := range rs {
+			if r.Role != "client" || r.Epoch != epoch || !slots[uint32(r.Slot)] {
+				t.Fatalf("server %d named %s %d/slot %d: %s", i, r.Role, r.Server, r.Slot, r.Reason)
+			}
+			named[uint32(r.Slot)] = true
+		}
+		if len(named) != 2 || len(rs) != 2 {
+			t.Fatalf("server %d: %d records naming %d slots, want both culprits once", i, len(rs), len(named))
+		}
+	}
 }

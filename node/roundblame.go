@@ -672,9 +672,12 @@ func (s *Server) onBlameReq(ctx context.Context, from peer.ID, body []byte) (wir
 	}
 	wctx, cancel := context.WithTimeout(ctx, blameStepWait)
 	var bl *rblame
-	_ = s.waitFor(wctx, func() bool { bl = e.rb; return bl != nil })
+	// Wait for this round's own blame: the accusation may reach this
+	// server after the request, and an earlier blame of the epoch (a
+	// dead slot's) is not this one.
+	_ = s.waitFor(wctx, func() bool { bl = e.blameOf(req.Round); return bl != nil || e.ended })
 	cancel()
-	if bl == nil || bl.round != req.Round {
+	if bl == nil {
 		return 0, nil, errors.New("node: no round blame of this round here")
 	}
 	sctx, cancel := context.WithTimeout(ctx, time.Duration(bl.start+1)*blameStepTimeout)

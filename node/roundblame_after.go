@@ -101,6 +101,9 @@ type clientHooks struct {
 	// payload may alter the client's encoded payload of round r before
 	// sealing (a payload whose pseudonym signature fails).
 	payload func(epoch [32]byte, r, slot uint32, raw []byte)
+	// onion may read or overwrite, in place, the client's sealed onion of
+	// round r before it is signed (a replay of another client's onion).
+	onion func(epoch [32]byte, r, slot uint32, onion []byte)
 }
 
 // blameRecorder is a ChunkStore that keeps blame records.
