@@ -14,6 +14,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/store"
@@ -159,9 +160,32 @@ func shareAndGet(t *testing.T, up, down *Client) {
 	if _, err := rand.Read(data); err != nil {
 		t.Fatal(err)
 	}
-	link, err := up.Share(ctx, bytes.NewReader(data), "after-blame.bin", false)
-	if err != nil {
-		t.Fatalf("share after the blame: %v", err)
+	// A share whose chunks went out in an epoch that a malicious server
+	// then ended warns that the file may be incomplete (its chunks count
+	// as published); the user shares again, as the warning says.
+	var link chunker.Link
+	for try := 0; ; try++ {
+		h, err := up.StartShare(ctx, bytes.NewReader(data), "after-blame.bin", false)
+		if err != nil {
+			t.Fatalf("share after the blame: %v", err)
+		}
+		select {
+		case <-h.Done():
+		case <-ctx.Done():
+			t.Fatal("share after the blame did not end in time")
+		}
+		var warn []string
+		link, _, warn, err = h.Result()
+		if err != nil {
+			t.Fatalf("share after the blame: %v", err)
+		}
+		if len(warn) == 0 {
+			break
+		}
+		if try == 2 {
+			t.Fatalf("share after the blame: still incomplete after %d tries: %q", try+1, warn)
+		}
+		t.Logf("share after the blame warned, shared again: %q", warn)
 	}
 	path, err := down.Get(ctx, link, t.TempDir())
 	if err != nil {
