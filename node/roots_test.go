@@ -10,7 +10,8 @@ import (
 // root signed for one (round, S) ends the epoch and is kept as evidence.
 func TestRootEquivocation(t *testing.T) {
 	s := beaconServer(t)
-	v := &view{chain: nil}
+	// A descriptor, as every final view has (S_0 closes the ended epoch).
+	v := &view{desc: &wire.Descriptor{}}
 	e := &sepoch{v: v, final: v}
 	r1 := wire.Root{Round: 4, S: 1, Root: [32]byte{1}}
 	if !s.noteRoot(e, &r1) || !s.noteRoot(e, &r1) {
