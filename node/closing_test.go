@@ -112,3 +112,23 @@ func TestClosingFromOtherServer(t *testing.T) {
 		t.Fatal("the client got no closing record past a primary that withholds them")
 	}
 }
+
+// storedClosing waits, within ctx, for server s's closing record of epoch
+// and returns it decoded, checking that it carries m signatures; i names
+// the server in failures.
+func storedClosing(ctx context.Context, t *testing.T, s *Server, i int, epoch [32]byte, m int) wire.Closing {
+	t.Helper()
+	var rec []byte
+	if err := wait.Until(ctx, 30*time.Second, func() bool {
+		b, err := s.store.Closing(epoch)
+		rec = b
+		return err == nil
+	}); err != nil {
+		t.Fatalf("server %d: no closing record of epoch %x", i, epoch[:4])
+	}
+	var c wire.Closing
+	if err := c.Unmarshal(rec, int(s.cfg.Params.Rounds)); err != nil || len(c.Sigs) != m {
+		t.Fatalf("server %d: closing record: %v, %d signatures, want %d", i, err, len(c.Sigs), m)
+	}
+	return c
+}

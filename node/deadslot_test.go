@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/store"
@@ -113,20 +112,8 @@ func deadSlotRunVoids(t *testing.T, bn *blameNet, d *deadCase, wantVoid int) {
 	}
 	// The culprit's epoch closes with a record signed by all m servers
 	// that shows the blamed round void and no other (closing.go).
-	m := len(bn.servers)
 	for i, s := range bn.servers {
-		var rec []byte
-		if err := wait.Until(ctx, 30*time.Second, func() bool {
-			b, err := s.store.Closing(epoch)
-			rec = b
-			return err == nil
-		}); err != nil {
-			t.Fatalf("server %d: no closing record of the culprit's epoch", i)
-		}
-		var c wire.Closing
-		if err := c.Unmarshal(rec, int(s.cfg.Params.Rounds)); err != nil || len(c.Sigs) != m {
-			t.Fatalf("server %d: closing record: %v, %d signatures", i, err, len(c.Sigs))
-		}
+		c := storedClosing(ctx, t, s, i, epoch, len(bn.servers))
 		void := 0
 		for _, x := range c.Rounds {
 			if x.State == wire.ClosedVoid {

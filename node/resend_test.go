@@ -462,18 +462,7 @@ func TestVoidRoundGoesOn(t *testing.T) {
 	// The epoch's closing record, signed by all m servers, shows the
 	// round void (closing.go).
 	for i, s := range bn.servers[:2] {
-		var rec []byte
-		if err := wait.Until(ctx, 20*time.Second, func() bool {
-			b, err := s.store.Closing(epoch)
-			rec = b
-			return err == nil
-		}); err != nil {
-			t.Fatalf("server %d: no closing record of the void epoch", i)
-		}
-		var c wire.Closing
-		if err := c.Unmarshal(rec, int(p.Rounds)); err != nil || len(c.Sigs) != 3 {
-			t.Fatalf("server %d: closing record: %v, %d signatures", i, err, len(c.Sigs))
-		}
+		c := storedClosing(ctx, t, s, i, epoch, 3)
 		for r, x := range c.Rounds {
 			if want := map[bool]uint8{true: wire.ClosedVoid, false: wire.ClosedPublished}[uint32(r) == rounds[0]]; x.State != want {
 				t.Fatalf("server %d: round %d closed as %d, want %d", i, r, x.State, want)
