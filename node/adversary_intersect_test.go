@@ -1,0 +1,285 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riffle-net/riffle/chunker"
+)
+
+// intersectGuess is the intersection adversary's guess (docs/anonymity.md,
+// "How it is tested"): what a global observer, or the servers, see of who
+// is online, set against the public request lists. member[x] is the set of
+// clients present in the x-th epoch (in time order), firstJoin the epoch
+// in which each client first appeared, req the epochs (indices, any order)
+// whose published request lists asked for one of the file's chunks.
+//
+// The first request for a file's chunks is its fetcher's (a decoy draws
+// only from the lists of epochs with a closing record, which comes two
+// epochs later at the earliest, §6.3), and so is every request of the
+// epoch after: the fetcher was present in both. The candidates are the
+// clients present in every such epoch; among them the adversary takes
+// those that arrived last (a client that came for the job arrived just
+// before it). It returns them, and the chance baseline: how many clients
+// were present when the fetch began.
+func intersectGuess(member []map[int]bool, firstJoin map[int]int, req []int) (best []int, present int) {
+	if len(req) == 0 {
+		return nil, 0
+	}
+	x0 := req[0]
+	for _, x := range req {
+		x0 = min(x0, x)
+	}
+	var span []int
+	for _, x := range req {
+		if x <= x0+1 {
+			span = append(span, x)
+		}
+	}
+	last := -1
+	for c := range member[x0] {
+		in := true
+		for _, x := range span {
+			in = in && member[x][c]
+		}
+		if !in {
+			continue
+		}
+		switch f := firstJoin[c]; {
+		case f > last:
+			best, last = []int{c}, f
+		case f == last:
+			best = append(best, c)
+		}
+	}
+	sort.Ints(best)
+	return best, len(member[x0])
+}
+
+// TestIntersectGuess pins the adversary's rule on hand-made memberships.
+func TestIntersectGuess(t *testing.T) {
+	stay := func(extra ...int) map[int]bool {
+		m := map[int]bool{0: true, 1: true, 2: true}
+		for _, c := range extra {
+			m[c] = true
+		}
+		return m
+	}
+	// Clients 0–2 stay throughout; 7 comes in epoch 2 for a job and
+	// leaves after epoch 3; 8 comes in epoch 3 and stays.
+	member := []map[int]bool{stay(), stay(), stay(7), stay(7, 8), stay(8), stay(8)}
+	first := map[int]int{0: 0, 1: 0, 2: 0, 7: 2, 8: 3}
+	for _, tc := range []struct {
+		name    string
+		req     []int
+		best    []int
+		present int
+	}{
+		{"one-shot fetcher", []int{2, 3}, []int{7}, 4},
+		{"decoys later do not widen the span", []int{5, 2, 3}, []int{7}, 4},
+		{"a fetch in the newcomer's first epoch", []int{3, 4}, []int{8}, 5},
+		{"long-running clients tie", []int{0, 1}, []int{0, 1, 2}, 3},
+		{"nobody asked", nil, nil, 0},
+	} {
+		best, present := intersectGuess(member, first, tc.req)
+		if fmt.Sprint(best) != fmt.Sprint(tc.best) || present != tc.present {
+			t.Errorf("%s: candidates %v of %d present, want %v of %d", tc.name, best, present, tc.best, tc.present)
+		}
+	}
+}
+
+// intersectRun plays the intersection adversary over real epochs forced
+// short (R = 2, what ending epochs early does to a get: it spans more of
+// them) with m = 3 servers and six clients that stay throughout, two of
+// which share files one after another. In each trial one file is fetched,
+// one trial after another: with oneShot false by a long-running client
+// drawn at random (not the file's owner), whose jobs start only after its
+// presence wait (§5.4); with oneShot true, the positive control, by a
+// fresh client that joins at once for the get and leaves when it is done,
+// as `get --now` does. The adversary guesses the fetcher by
+// intersectGuess, at random among its candidates.
+func intersectRun(t *testing.T, oneShot bool, trials int) *tally {
+	const m, stay = 3, 6
+	p := testParams(2)
+	p.K = 1 // a get of a few chunks spans two epochs or more
+	rec := newAdvRecord()
+	tn := startAnonNet(t, m, 0, stay, p, func(i int, c *ServerConfig) { c.observe = rec.server(i) })
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	var (
+		mu        sync.Mutex
+		order     [][32]byte // epochs in the order first joined
+		member    []map[int]bool
+		firstJoin = map[int]int{}
+	)
+	newClient := func(idx int, now bool) *Client {
+		o := rec.client(idx)
+		joined := o.Joined
+		o.Joined = func(epoch [32]byte, slot uint32, ps []byte) {
+			joined(epoch, slot, ps)
+			mu.Lock()
+			defer mu.Unlock()
+			x := -1
+			for k, e := range order {
+				if e == epoch {
+					x = k
+				}
+			}
+			if x < 0 {
+				order, member = append(order, epoch), append(member, map[int]bool{})
+				x = len(order) - 1
+			}
+			if _, ok := firstJoin[idx]; !ok {
+				firstJoin[idx] = x
+			}
+			member[x][idx] = true
+		}
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: now, Server: tn.servers[idx%m].Addrs()[0].String(), Logger: anonLogger(), observe: o, jobEpochs: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	var clients []*Client
+	for i := 0; i < stay; i++ {
+		c := newClient(i, oneShot)
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	type file struct {
+		owner int
+		link  chunker.Link
+		ids   map[[32]byte]bool
+	}
+	files := make(chan file, 64)
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }()
+	for u := 0; u < 2; u++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; runCtx.Err() == nil; k++ {
+				h, err := clients[u].StartShare(runCtx, bytes.NewReader(anonRand(t, 3*int(p.ChunkSize)-300)), fmt.Sprintf("u%d-%d.bin", u, k), false)
+				if err != nil {
+					return
+				}
+				select {
+				case <-h.Done():
+				case <-runCtx.Done():
+					return
+				}
+				if _, _, _, err := h.Result(); err != nil {
+					return
+				}
+				ids := map[[32]byte]bool{}
+				for _, id := range h.IDs {
+					ids[id] = true
+				}
+				files <- file{u, h.Link, ids}
+			}
+		}()
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	type trial struct {
+		fetcher int
+		ids     map[[32]byte]bool
+	}
+	var done []trial
+	for j := 0; j < trials; j++ {
+		var f file
+		select {
+		case f = <-files:
+		case <-ctx.Done():
+			t.Fatalf("%d trials of %d: no file shared in time", j, trials)
+		}
+		v := f.owner
+		for v == f.owner {
+			v = rng.IntN(stay)
+		}
+		c := clients[v]
+		if oneShot {
+			v = stay + j
+			c = newClient(v, true)
+		}
+		if _, err := c.Get(ctx, f.link, t.TempDir()); err != nil {
+			t.Fatalf("trial %d: get: %v", j, err)
+		}
+		if oneShot {
+			c.Close()
+		}
+		done = append(done, trial{v, f.ids})
+	}
+	// Let the last fetch's epochs publish all their lists.
+	time.Sleep(3 * time.Second)
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	index := map[[32]byte]int{}
+	for x, e := range order {
+		index[e] = x
+	}
+	tl := &tally{}
+	for j, tr := range done {
+		reqSet := map[int]bool{}
+		for k, ids := range rec.reqs {
+			x, ok := index[k.epoch]
+			if !ok {
+				continue
+			}
+			for _, id := range ids {
+				if tr.ids[id] {
+					reqSet[x] = true
+				}
+			}
+		}
+		var req []int
+		for x := range reqSet {
+			req = append(req, x)
+		}
+		best, present := intersectGuess(member, firstJoin, req)
+		if present == 0 {
+			t.Fatalf("trial %d: no published request for the fetched file", j)
+		}
+		pn := 1 / float64(present)
+		tl.add(best[rng.IntN(len(best))] == tr.fetcher, pn, pn*(1-pn))
+	}
+	return tl
+}
+
+// TestAdversaryIntersect (§5.4 v3): the intersection adversary links the
+// fetcher of a file no better than chance when fetchers are long-running
+// clients, and links one-shot fetchers, which come for the job and leave
+// after it, in nearly every trial (the positive control). Trials are
+// independent coins (variance p(1−p)). It runs two networks for some
+// minutes, so only with RIFFLE_ADVERSARY=1 (8 trials of each kind) or
+// RIFFLE_LONG=1 (24).
+func TestAdversaryIntersect(t *testing.T) {
+	trials := 0
+	switch {
+	case os.Getenv("RIFFLE_LONG") != "":
+		trials = 24
+	case os.Getenv("RIFFLE_ADVERSARY") != "":
+		trials = 8
+	default:
+		t.Skip("RIFFLE_ADVERSARY=1 or RIFFLE_LONG=1 runs it")
+	}
+	long := intersectRun(t, false, trials)
+	ctl := intersectRun(t, true, trials)
+	t.Logf("intersection, R = 2, m = 3: long-running fetchers %s; one-shot fetchers (control) %s", long, ctl)
+	if float64(long.wins) > long.bound() {
+		t.Errorf("long-running fetchers are linked by their presence above chance: %s", long)
+	}
+	if float64(ctl.wins) <= ctl.bound() {
+		t.Errorf("control: one-shot fetchers are not linked by their presence: %s; the adversary is broken", ctl)
+	}
+}
