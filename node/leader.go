@@ -273,6 +273,9 @@ func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte
 	if c := s.cfg.cheat; c != nil && c.keys != nil {
 		keys = c.keys(keys, cl)
 	}
+	if c := s.cfg.cheat; c != nil && c.shrink != nil {
+		keys = c.shrink(chain, keys, cl)
+	}
 	fin := desc
 	// (v3) every primary's signed order goes with the list (orders.go).
 	ordered := wire.RegList{Epoch: id, Orders: cl.orders}
