@@ -308,6 +308,9 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 	if o := c.cfg.observe; o != nil && o.NoGapFill {
 		missing = nil // broken on purpose: the primary's copy is taken as whole
 	}
+	if o := c.cfg.observe; o != nil && o.NoClosingFill {
+		wantClosings = nil // broken on purpose: the primary's records are taken as all
+	}
 	if err == nil {
 		// Gaps are the primary's only when its sync went through.
 		gaps = len(missing)

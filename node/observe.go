@@ -81,6 +81,11 @@ type testClientObserver struct {
 	// index: the client takes its primary's copy as whole and completes
 	// it from no other server.
 	NoGapFill bool
+	// NoClosingFill breaks §7 (v3) on purpose, for the positive control
+	// of the active adversary that withholds closing records from one
+	// client: the client asks no other server for a record its primary
+	// lacks.
+	NoClosingFill bool
 }
 
 // observeClient returns the handlers of the client and PIR protocols,
