@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"sync"
 	"testing"
@@ -117,18 +116,11 @@ func withheldRun(t *testing.T, fill bool, epochs int) *tally {
 		}
 		return out
 	}
-	for {
+	waitCount(ctx, t, "epochs with decoys under way", epochs, func() int {
 		rec.mu.Lock()
-		got := len(counts())
-		rec.mu.Unlock()
-		if got >= epochs {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("%d epochs with decoys under way of %d", got, epochs)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		defer rec.mu.Unlock()
+		return len(counts())
+	})
 	for _, c := range clients {
 		c.Close()
 	}
@@ -175,22 +167,9 @@ func withheldRun(t *testing.T, fill bool, epochs int) *tally {
 // linked far above chance. Only with RIFFLE_ADVERSARY=1 (12 epochs of
 // each kind, 24 trials) or RIFFLE_LONG=1 (40 epochs).
 func TestAdversaryWithheldRecord(t *testing.T) {
-	epochs := 0
-	switch {
-	case os.Getenv("RIFFLE_LONG") != "":
-		epochs = 40
-	case os.Getenv("RIFFLE_ADVERSARY") != "":
-		epochs = 12
-	default:
-		t.Skip("RIFFLE_ADVERSARY=1 or RIFFLE_LONG=1 runs it")
-	}
+	epochs := adversaryTrials(t, 12, 40)
 	def := withheldRun(t, true, epochs)
 	ctl := withheldRun(t, false, epochs)
 	t.Logf("withheld closing records, m = 3, n = 8: victims that ask another server %s; victims that take their primary's records as all (control) %s", def, ctl)
-	if float64(def.wins) > def.bound() {
-		t.Errorf("a victim of withheld records is linked above chance: %s", def)
-	}
-	if float64(ctl.wins) <= ctl.bound() {
-		t.Errorf("control: victims without records are not linked: %s; the adversary is broken", ctl)
-	}
+	checkLinks(t, "victims of withheld closing records", def, ctl)
 }

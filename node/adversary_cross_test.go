@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -176,15 +174,7 @@ func (a *advRecord) ended(id [32]byte, R uint32) bool {
 // It runs two networks for many epochs (about 3.5 minutes), so only with
 // RIFFLE_LONG=1 (RIFFLE_ADVERSARY=1: a shorter run of 8 idle epochs).
 func TestAdversaryCrossEpoch(t *testing.T) {
-	idle := 0
-	switch {
-	case os.Getenv("RIFFLE_LONG") != "":
-		idle = 30
-	case os.Getenv("RIFFLE_ADVERSARY") != "":
-		idle = 8
-	default:
-		t.Skip("RIFFLE_LONG=1 or RIFFLE_ADVERSARY=1 runs it")
-	}
+	idle := adversaryTrials(t, 8, 30)
 	v3, asked, closed := crossEpoch(t, false, idle)
 	v2, _, _ := crossEpoch(t, true, idle)
 	t.Logf("cross-epoch, %d idle epochs, n = 8: public decoys %s (%d decoy requests for the files' chunks, every client's pool with at least %d closed epochs); decoys from held chunks (control) %s", idle, v3, asked, closed, v2)
@@ -194,10 +184,5 @@ func TestAdversaryCrossEpoch(t *testing.T) {
 	if closed < 1 || asked == 0 {
 		t.Errorf("public decoys: %d decoy requests for the files' chunks, %d closed epochs in the poorest pool: the closing records did not admit the decoy epochs", asked, closed)
 	}
-	if float64(v3.wins) > v3.bound() {
-		t.Errorf("public decoys: the adversary links across epochs above chance: %s", v3)
-	}
-	if float64(v2.wins) <= v2.bound() || math.IsNaN(v2.bound()) {
-		t.Errorf("control: decoys from held chunks are not exploited: %s; the adversary is broken", v2)
-	}
+	checkLinks(t, "decoys across epochs", v3, v2)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"sync"
 	"testing"
@@ -264,22 +263,9 @@ func intersectRun(t *testing.T, oneShot bool, trials int) *tally {
 // minutes, so only with RIFFLE_ADVERSARY=1 (8 trials of each kind) or
 // RIFFLE_LONG=1 (24).
 func TestAdversaryIntersect(t *testing.T) {
-	trials := 0
-	switch {
-	case os.Getenv("RIFFLE_LONG") != "":
-		trials = 24
-	case os.Getenv("RIFFLE_ADVERSARY") != "":
-		trials = 8
-	default:
-		t.Skip("RIFFLE_ADVERSARY=1 or RIFFLE_LONG=1 runs it")
-	}
+	trials := adversaryTrials(t, 8, 24)
 	long := intersectRun(t, false, trials)
 	ctl := intersectRun(t, true, trials)
 	t.Logf("intersection, R = 2, m = 3: long-running fetchers %s; one-shot fetchers (control) %s", long, ctl)
-	if float64(long.wins) > long.bound() {
-		t.Errorf("long-running fetchers are linked by their presence above chance: %s", long)
-	}
-	if float64(ctl.wins) <= ctl.bound() {
-		t.Errorf("control: one-shot fetchers are not linked by their presence: %s; the adversary is broken", ctl)
-	}
+	checkLinks(t, "fetchers by their presence", long, ctl)
 }

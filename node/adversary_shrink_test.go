@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"sync"
 	"testing"
@@ -148,12 +147,7 @@ func shrinkRun(t *testing.T, control bool, trials int) (tl *tally, shrunk, epoch
 		}
 		return n
 	}
-	for count() < trials {
-		if ctx.Err() != nil {
-			t.Fatalf("%d trials of %d", count(), trials)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitCount(ctx, t, "trials", trials, count)
 	stop()
 	mu.Lock()
 	defer mu.Unlock()
@@ -207,15 +201,7 @@ func shrinkRun(t *testing.T, control bool, trials int) (tl *tally, shrunk, epoch
 // far above chance. Only with RIFFLE_ADVERSARY=1 (20 trials of each kind)
 // or RIFFLE_LONG=1 (60).
 func TestAdversaryShrink(t *testing.T) {
-	trials := 0
-	switch {
-	case os.Getenv("RIFFLE_LONG") != "":
-		trials = 60
-	case os.Getenv("RIFFLE_ADVERSARY") != "":
-		trials = 20
-	default:
-		t.Skip("RIFFLE_ADVERSARY=1 or RIFFLE_LONG=1 runs it")
-	}
+	trials := adversaryTrials(t, 20, 60)
 	def, dShrunk, dEpochs := shrinkRun(t, false, trials)
 	ctl, cShrunk, cEpochs := shrinkRun(t, true, trials)
 	t.Logf("a leader that shrinks epochs, m = 3, 6 Sybils, 4 honest clients: with the v3 checks %d of %d epochs ran with one honest client, linked %s; without them (control) %d of %d ran shrunk, linked %s",
@@ -223,10 +209,5 @@ func TestAdversaryShrink(t *testing.T) {
 	if dShrunk > 0 {
 		t.Errorf("%d epochs ran with one honest client alone", dShrunk)
 	}
-	if float64(def.wins) > def.bound() {
-		t.Errorf("the shrink adversary links above chance: %s", def)
-	}
-	if float64(ctl.wins) <= ctl.bound() {
-		t.Errorf("control: shrunk epochs are not exploited: %s; the adversary is broken", ctl)
-	}
+	checkLinks(t, "the shrink adversary", def, ctl)
 }

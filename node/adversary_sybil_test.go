@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -141,22 +140,12 @@ func sybilRun(t *testing.T, control bool, trials int) sybilResult {
 		return n
 	}
 	if !control {
-		for victimEpochs() < 5 {
-			if ctx.Err() != nil {
-				t.Fatal("the victim joined no epochs")
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitCount(ctx, t, "epochs with the victim alone", 5, victimEpochs)
 		for i := 1; i <= 2; i++ {
 			start(victim+i, 2, ClientConfig{MinAnonymity: 1})
 		}
 	}
-	for jobEpochs() < trials {
-		if ctx.Err() != nil {
-			t.Fatalf("%d epochs with the victim's requests of %d", jobEpochs(), trials)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitCount(ctx, t, "epochs with the victim's requests", trials, jobEpochs)
 	stop()
 	mu.Lock()
 	defer mu.Unlock()
@@ -206,15 +195,7 @@ func sybilRun(t *testing.T, control bool, trials int) sybilResult {
 // for some minutes, so only with RIFFLE_ADVERSARY=1 (12 trials of each
 // kind) or RIFFLE_LONG=1 (40).
 func TestAdversarySybil(t *testing.T) {
-	trials := 0
-	switch {
-	case os.Getenv("RIFFLE_LONG") != "":
-		trials = 40
-	case os.Getenv("RIFFLE_ADVERSARY") != "":
-		trials = 12
-	default:
-		t.Skip("RIFFLE_ADVERSARY=1 or RIFFLE_LONG=1 runs it")
-	}
+	trials := adversaryTrials(t, 12, 40)
 	def := sybilRun(t, false, trials)
 	ctl := sybilRun(t, true, trials)
 	t.Logf("Sybils through corrupt primaries, m = 3, 5 Sybils, --min-anonymity 3: victim trusting its primary: alone through it in %d epochs, carried its jobs only with at least %d trusted clients, linked %s; victim trusting the corrupt servers (control): linked %s",
@@ -225,10 +206,5 @@ func TestAdversarySybil(t *testing.T) {
 	if def.held < 3 {
 		t.Errorf("the victim was alone through its primary in only %d epochs: the test did not try it", def.held)
 	}
-	if float64(def.tl.wins) > def.tl.bound() {
-		t.Errorf("the victim is linked above chance: %s", def.tl)
-	}
-	if float64(ctl.tl.wins) <= ctl.tl.bound() {
-		t.Errorf("control: a victim among Sybils alone is not linked: %s; the adversary is broken", ctl.tl)
-	}
+	checkLinks(t, "a victim among Sybils", def.tl, ctl.tl)
 }

@@ -172,6 +172,50 @@ func (t *tally) String() string {
 		t.mean/float64(t.trials), t.bound()/float64(t.trials))
 }
 
+// adversaryTrials is how many trials an adversary test that runs whole
+// networks for minutes plays: short with RIFFLE_ADVERSARY=1, long with
+// RIFFLE_LONG=1; without either it skips the test.
+func adversaryTrials(t *testing.T, short, long int) int {
+	t.Helper()
+	switch {
+	case os.Getenv("RIFFLE_LONG") != "":
+		return long
+	case os.Getenv("RIFFLE_ADVERSARY") != "":
+		return short
+	}
+	t.Skip("RIFFLE_ADVERSARY=1 or RIFFLE_LONG=1 runs it")
+	return 0
+}
+
+// checkLinks fails t when the defended run links above its bound, or the
+// positive control does not (then the adversary is broken and the first
+// result means nothing).
+func checkLinks(t *testing.T, what string, def, ctl *tally) {
+	t.Helper()
+	if float64(def.wins) > def.bound() {
+		t.Errorf("%s: linked above chance: %s", what, def)
+	}
+	if float64(ctl.wins) <= ctl.bound() || math.IsNaN(ctl.bound()) {
+		t.Errorf("%s, control: not linked: %s; the adversary is broken", what, ctl)
+	}
+}
+
+// waitCount polls have until it reaches want; the test fails when ctx
+// ends first.
+func waitCount(ctx context.Context, t *testing.T, what string, want int, have func() int) {
+	t.Helper()
+	for {
+		n := have()
+		if n >= want {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%d %s of %d", n, what, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // senderGuess plays a sender strategy for the client at input slot, with
 // the permutations of the corrupt chain positions: known steps are
 // followed, the honest step is guessed by step(p).
