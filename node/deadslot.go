@@ -348,12 +348,9 @@ func (s *Server) onDropReq(ctx context.Context, from peer.ID, body []byte) (wire
 	if err := req.Unmarshal(body); err != nil {
 		return 0, nil, err
 	}
-	e, err := s.epochFor(req.Epoch)
+	e, err := s.stepEpoch(req.Epoch, from, req.T, "drop")
 	if err != nil {
 		return 0, nil, err
-	}
-	if !fromChain(e, from) || int(req.T) != e.pos {
-		return 0, nil, errors.New("node: drop step asked of the wrong server")
 	}
 	m := len(e.final.chain)
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(m+1)*blameStepTimeout)

@@ -99,6 +99,20 @@ func fromChain(e *sepoch, p peer.ID) bool {
 	return false
 }
 
+// stepEpoch is the epoch of a step request (a walk's or a reveal's) and
+// checks who asks: a server of its chain, asking this server for its own
+// position t.
+func (s *Server) stepEpoch(id [32]byte, from peer.ID, t uint16, what string) (*sepoch, error) {
+	e, err := s.epochFor(id)
+	if err != nil {
+		return nil, err
+	}
+	if !fromChain(e, from) || int(t) != e.pos {
+		return nil, fmt.Errorf("node: %s step asked of the wrong server", what)
+	}
+	return e, nil
+}
+
 // refuseEvidence reports whether a test hook makes this server refuse a
 // delivery of evidence of type t (a lost delivery, to be retried).
 func (s *Server) refuseEvidence(t wire.Type) bool {

@@ -659,16 +659,9 @@ func (s *Server) onBlameReq(ctx context.Context, from peer.ID, body []byte) (wir
 	if err := req.Unmarshal(body); err != nil {
 		return 0, nil, err
 	}
-	e, err := s.epochFor(req.Epoch)
+	e, err := s.stepEpoch(req.Epoch, from, req.T, "blame")
 	if err != nil {
 		return 0, nil, err
-	}
-	inChain := false
-	for _, p := range e.final.chain {
-		inChain = inChain || p == from
-	}
-	if !inChain || int(req.T) != e.pos {
-		return 0, nil, errors.New("node: blame step asked of the wrong server")
 	}
 	wctx, cancel := context.WithTimeout(ctx, blameStepWait)
 	var bl *rblame

@@ -24,9 +24,11 @@
 // putting or deleting one never rewrites a neighbour's bytes. Pages are
 // 4 KiB and the freelist is a hash map kept on disk.
 //
-// Files: store.go (options shared by both files), server.go (Store),
-// segment.go (segment files), records.go and codec.go (record types and
-// their encoding), client.go (ClientDB).
+// Files: store.go (options shared by both stores), server.go (Store: open,
+// writes), read.go (its reads), epochs.go (epoch records), prune.go
+// (retention), indexlog.go (the index log), segment.go (segment files),
+// records.go and codec.go (record types and their encoding), client.go
+// (ClientDB).
 package store
 
 import (
