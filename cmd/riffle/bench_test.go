@@ -16,6 +16,20 @@ import (
 	"github.com/riffle-net/riffle/internal/benchreport"
 )
 
+// benchLimit is a bench's deadline in tests: a bench starts a network per
+// row (two under --quic), and each may wait out a round limit when the
+// machine is loaded. The benches run under --verbose, so that a failure
+// shows where the network stood (lastBytes of its log).
+const benchLimit = 240 * time.Second
+
+// lastBytes is the end of a long log, at most n bytes of it.
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
 // TestBenchSmall runs `riffle bench` on a tiny network: the ceilings'
 // line, the header, one row for n = 2 with a measured round time over at
 // least two rounds and the baseline beside it, and the stages' ratios.
@@ -23,9 +37,9 @@ func TestBenchSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a loopback network")
 	}
-	out, errOut, err := runBin(t, cleanEnv(t), "bench", "--clients", "2", "--rounds", "1", "--chunk-size", "16384")
+	out, errOut, err := runBinFor(t, benchLimit, cleanEnv(t), "bench", "--verbose", "--clients", "2", "--rounds", "1", "--chunk-size", "16384")
 	if err != nil {
-		t.Fatalf("bench: %v\n%s", err, errOut)
+		t.Fatalf("bench: %v\n%s", err, lastBytes(errOut, 16<<10))
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 5 || !strings.HasPrefix(lines[0], "machine ceilings") || !strings.Contains(lines[2], "vs baseline") {
@@ -69,7 +83,7 @@ func TestBenchPaperQuick(t *testing.T) {
 		t.Skip("runs a loopback network")
 	}
 	dir := t.TempDir()
-	out, errOut, err := runBin(t, cleanEnv(t), "bench", "--paper", "--quick", "--out", dir)
+	out, errOut, err := runBinFor(t, benchLimit, cleanEnv(t), "bench", "--paper", "--quick", "--out", dir)
 	if err != nil {
 		t.Fatalf("bench --paper: %v\n%s%s", err, out, errOut)
 	}
@@ -134,9 +148,9 @@ func TestBenchProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a loopback network of processes")
 	}
-	out, errOut, err := runBin(t, cleanEnv(t), "bench", "--processes", "--clients", "2", "--rounds", "1", "--chunk-size", "16384")
+	out, errOut, err := runBinFor(t, benchLimit, cleanEnv(t), "bench", "--verbose", "--processes", "--clients", "2", "--rounds", "1", "--chunk-size", "16384")
 	if err != nil {
-		t.Fatalf("bench --processes: %v\n%s%s", err, out, errOut)
+		t.Fatalf("bench --processes: %v\n%s%s", err, out, lastBytes(errOut, 16<<10))
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 3 || !strings.Contains(lines[1], "server 2 CPU / peak RSS") {
@@ -181,9 +195,9 @@ func TestBenchQUIC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two loopback networks")
 	}
-	out, errOut, err := runBin(t, cleanEnv(t), "bench", "--quic", "--no-ceilings", "--no-baseline", "--clients", "2", "--rounds", "1", "--chunk-size", "16384")
+	out, errOut, err := runBinFor(t, benchLimit, cleanEnv(t), "bench", "--verbose", "--quic", "--no-ceilings", "--no-baseline", "--clients", "2", "--rounds", "1", "--chunk-size", "16384")
 	if err != nil {
-		t.Fatalf("bench: %v\n%s", err, errOut)
+		t.Fatalf("bench: %v\n%s", err, lastBytes(errOut, 16<<10))
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 7 || !strings.HasPrefix(strings.TrimSpace(lines[2]), "2/tcp ") || !strings.HasPrefix(strings.TrimSpace(lines[4]), "2/quic ") {

@@ -64,7 +64,14 @@ func runBin(t *testing.T, env []string, args ...string) (string, string, error) 
 	t.Helper()
 	// Generous: a network command may wait out a round limit (10 s and
 	// more) when the network loses a round under load.
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	return runBinFor(t, 90*time.Second, env, args...)
+}
+
+// runBinFor is runBin with its own deadline: a bench runs whole networks
+// one after another, each of which may wait out a round limit under load.
+func runBinFor(t *testing.T, limit time.Duration, env []string, args ...string) (string, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, riffleBin, args...)
 	cmd.Env = env

@@ -65,6 +65,17 @@ func (r BenchResult) String() string {
 		r.PIR.Round(time.Microsecond), r.Other.Round(time.Microsecond), r.Rounds)
 }
 
+// benchRoundLimit is the round limit of a bench: room for a round's PIR
+// work at a slow 100 MB/s of XOR, three times over, between 15 s and 120 s.
+// A lost round under load then costs seconds on a small network, not the
+// two minutes that the largest ones need.
+func benchRoundLimit(n, k, b int) time.Duration {
+	L, capN := min(node.MaxRowsCap, n*k), max(n, node.MinClientCap)
+	work := float64(L) / 8 * float64(256+capN*k) * float64(b)
+	d := time.Duration(3 * work / 1e8 * float64(time.Second))
+	return min(max(d, 15*time.Second), 120*time.Second)
+}
+
 // Bench runs a network on loopback and measures goodput and round time.
 func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	if cfg.Servers <= 0 {
@@ -79,7 +90,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	// round) and slack for the cover window.
 	R := min(node.MaxRounds, 2*cfg.Chunks+cfg.Chunks/k+16)
 	p := node.Params{ChunkSize: uint32(b), K: uint16(k), W: 2, Rounds: uint32(R), MaxClients: uint32(max(n, node.MinClientCap)),
-		MaxRows: uint32(min(node.MaxRowsCap, n*k)), RegWindowMs: 500, RoundLimitMs: 120000}
+		MaxRows: uint32(min(node.MaxRowsCap, n*k)), RegWindowMs: 500, RoundLimitMs: uint32(benchRoundLimit(n, k, b) / time.Millisecond)}
 	nc := Config{Servers: m, Clients: n, Params: p, Dir: cfg.DataDir, Nick: "bench", Logger: cfg.Logger}
 	if cfg.QUIC {
 		nc.Server = func(_ int, sc *node.ServerConfig) { sc.Listen = []string{loopbackQUIC} }
