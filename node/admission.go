@@ -140,8 +140,8 @@ func (s *Server) admissionOrder(e *sepoch) [][32]byte {
 // addrRange is the address range a peer connects from (IPv4 /24, IPv6
 // /48); every loopback client is in one range.
 func (s *Server) addrRange(p peer.ID) string {
-	for _, c := range s.h.Network().ConnsToPeer(p) {
-		if ip := remoteIP(c.RemoteMultiaddr()); ip != nil {
+	for _, a := range s.h.RemoteAddrs(p) {
+		if ip := remoteIP(a); ip != nil {
 			return ipRange(ip)
 		}
 	}

@@ -12,12 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/pir"
 	"github.com/riffle-net/riffle/store"
@@ -57,6 +57,8 @@ type ClientConfig struct {
 	// (PresenceMin to PresenceMax full epochs from arrival): what a
 	// one-shot `--now` does, and tests. It reveals when a job ran.
 	Now bool
+	// Network carries the client's streams (nil: libp2p).
+	Network transport.Network
 
 	// observe is the anonymity tests' ground truth (observe.go); nil
 	// outside them.
@@ -65,6 +67,14 @@ type ClientConfig struct {
 	// tests' short runs.
 	jobEpochs int
 	dupTest   *dupClientTest // test-only hooks (dupclient.go)
+}
+
+// network is the configured network, libp2p by default.
+func (c *ClientConfig) network() transport.Network {
+	if c.Network == nil {
+		return transport.Libp2p{}
+	}
+	return c.Network
 }
 
 // Client is a riffle client: it takes part in every epoch through its
@@ -76,7 +86,7 @@ type Client struct {
 	db      *store.ClientDB
 	log     *slog.Logger
 	rand    io.Reader
-	h       host.Host
+	h       transport.Host
 	primary peer.ID
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -347,11 +357,11 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	// A client's libp2p identity is fresh per process: nothing but the
 	// long-term key, which only the primary sees, links its connections
 	// across runs.
-	h, err := newHost(nil, nil)
+	h, err := cfg.network().NewHost(nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	h.Peerstore().AddAddrs(ai.ID, ai.Addrs, time.Hour)
+	h.AddAddrs(ai.ID, ai.Addrs, time.Hour)
 	cctx, cancel := context.WithCancel(ctx)
 	c := &Client{cfg: cfg, ltKey: lt, log: log, rand: rnd, h: h, primary: ai.ID, ctx: cctx, cancel: cancel, done: make(chan struct{}),
 		changed: make(chan struct{}), wants: map[[32]byte]*getJob{}, inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{},

@@ -1,9 +1,7 @@
 package node
 
 import (
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	ma "github.com/multiformats/go-multiaddr"
 )
 
 // checkDepartures ends the epoch as soon as a departed client's cover
@@ -39,7 +37,7 @@ func (s *Server) checkDeparturesLocked(e *sepoch, r uint32) {
 			continue
 		}
 		p, ok := e.regFrom[c.RegKey]
-		if !ok || s.h.Network().Connectedness(p) == network.Connected {
+		if !ok || s.h.Connected(p) {
 			continue
 		}
 		// §5.4: a slot that ran dry lowers its key's admission
@@ -59,7 +57,7 @@ func (s *Server) checkDeparturesLocked(e *sepoch, r uint32) {
 // later list comes to look again. The check is the same, run now for the
 // newest final list of every epoch this server is a primary in.
 func (s *Server) onDisconnect(p peer.ID) {
-	if s.h.Network().Connectedness(p) == network.Connected {
+	if s.h.Connected(p) {
 		return
 	}
 	s.mu.Lock()
@@ -88,22 +86,15 @@ func (s *Server) onDisconnect(p peer.ID) {
 	}
 }
 
-// departureNotifiee feeds connection ends to onDisconnect.
-func (s *Server) departureNotifiee() network.Notifiee {
-	return &network.NotifyBundle{
-		DisconnectedF: func(_ network.Network, c network.Conn) {
-			p := c.RemotePeer()
-			if s.ctx.Err() != nil {
-				return
-			}
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				s.onDisconnect(p)
-				s.onServerDisconnect(p)
-			}()
-		},
-		ListenF:      func(network.Network, ma.Multiaddr) {},
-		ListenCloseF: func(network.Network, ma.Multiaddr) {},
+// onConnEnd feeds connection ends to onDisconnect and onServerDisconnect.
+func (s *Server) onConnEnd(p peer.ID) {
+	if s.ctx.Err() != nil {
+		return
 	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.onDisconnect(p)
+		s.onServerDisconnect(p)
+	}()
 }

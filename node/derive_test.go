@@ -47,7 +47,7 @@ func TestLeftOutRefused(t *testing.T) {
 		}
 		b.roster.saw(a.id, "a", nil)
 		b.roster.saw(c.h.ID(), "c", nil)
-		b.h.Peerstore().AddAddrs(c.h.ID(), c.h.Addrs(), time.Hour)
+		b.h.AddAddrs(c.h.ID(), c.h.Addrs(), time.Hour)
 		c.roster.saw(b.h.ID(), "b", nil)
 		keys := []certKey{a, {b.h.ID(), b.priv}, {c.h.ID(), c.priv}}
 		sortKeys(keys)

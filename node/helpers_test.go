@@ -3,6 +3,11 @@ package node
 import (
 	"context"
 	"maps"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // testParams keep end-to-end tests fast: 16 KiB chunks, 2 request slots.
@@ -23,4 +28,18 @@ func (c *Client) syncIndex(ctx context.Context) ([]IndexEntry, map[[32]byte][]by
 		out = append(out, e)
 	}
 	return out, maps.Clone(c.icopy.mans), nil
+}
+
+// newHost is a libp2p host as riffle builds them.
+func newHost(priv crypto.PrivKey, listen []string) (transport.Host, error) {
+	return transport.Libp2p{}.NewHost(priv, listen)
+}
+
+// lp is the libp2p host under h.
+func lp(h transport.Host) host.Host {
+	l, ok := transport.Libp2pOf(h)
+	if !ok {
+		panic("not a libp2p host")
+	}
+	return l
 }

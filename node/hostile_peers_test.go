@@ -20,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
 	"github.com/riffle-net/riffle/store"
 )
@@ -469,7 +470,7 @@ func TestOutsiderCapOnStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	h.Peerstore().AddAddrs(s.ID(), s.h.Addrs(), time.Minute)
+	h.AddAddrs(s.ID(), s.h.Addrs(), time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err = call(ctx, h, s.ID(), request{Proto: ProtoEpoch, Type: wire.TypeSignReq, Body: make([]byte, outsiderCap+1), Timeout: 5 * time.Second})
@@ -563,7 +564,7 @@ func TestClientPolls(t *testing.T) {
 // from as many peer ids as it takes, is stopped by the client protocols'
 // own budget while the chain's protocols still open streams (they shared
 // one system budget with everyone); one peer gets at most
-// limitClientPeerStreams per client protocol.
+// transport.LimitClientPeerStreams per client protocol.
 func TestStreamLimitsSeparate(t *testing.T) {
 	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(ResourceLimits()))
 	if err != nil {
@@ -583,27 +584,27 @@ func TestStreamLimitsSeparate(t *testing.T) {
 	}
 	flooder := newPeerID(t)
 	n := 0
-	for ; n < 10*limitClientPeerStreams; n++ {
+	for ; n < 10*transport.LimitClientPeerStreams; n++ {
 		if open(flooder, ProtoClient) != nil {
 			break
 		}
 	}
-	if n != limitClientPeerStreams {
-		t.Fatalf("one peer opened %d client streams, want %d", n, limitClientPeerStreams)
+	if n != transport.LimitClientPeerStreams {
+		t.Fatalf("one peer opened %d client streams, want %d", n, transport.LimitClientPeerStreams)
 	}
 	total := 0
-	for total < 4*limitStreamsInbound {
+	for total < 4*transport.LimitStreamsInbound {
 		p := newPeerID(t)
 		k := 0
-		for ; k < limitClientPeerStreams && open(p, ProtoPIR) == nil; k++ {
+		for ; k < transport.LimitClientPeerStreams && open(p, ProtoPIR) == nil; k++ {
 		}
 		total += k
-		if k < limitClientPeerStreams {
+		if k < transport.LimitClientPeerStreams {
 			break
 		}
 	}
-	if total != limitClientProtoStreams {
-		t.Fatalf("the PIR protocol took %d streams, want its budget %d", total, limitClientProtoStreams)
+	if total != transport.LimitClientProtoStreams {
+		t.Fatalf("the PIR protocol took %d streams, want its budget %d", total, transport.LimitClientProtoStreams)
 	}
 	for _, proto := range []protocol.ID{ProtoEpoch, ProtoRound, ProtoRoster, ProtoClient} {
 		if err := open(newPeerID(t), proto); err != nil {
@@ -658,20 +659,20 @@ func TestStepAndForwardSenderFirst(t *testing.T) {
 // connections of roster servers are protected from trimming either way.
 func TestServerConnsProtected(t *testing.T) {
 	s, s2 := beaconServer(t), beaconServer(t)
-	cm, ok := s.h.ConnManager().(*connmgr.BasicConnMgr)
+	cm, ok := lp(s.h).ConnManager().(*connmgr.BasicConnMgr)
 	if !ok {
-		t.Fatalf("connection manager %T", s.h.ConnManager())
+		t.Fatalf("connection manager %T", lp(s.h).ConnManager())
 	}
-	if info := cm.GetInfo(); info.LowWater < limitConnsInbound || info.HighWater < limitConns {
-		t.Fatalf("connections trimmed from %d down to %d, want at least %d/%d", info.HighWater, info.LowWater, limitConns, limitConnsInbound)
+	if info := cm.GetInfo(); info.LowWater < transport.LimitConnsInbound || info.HighWater < transport.LimitConns {
+		t.Fatalf("connections trimmed from %d down to %d, want at least %d/%d", info.HighWater, info.LowWater, transport.LimitConns, transport.LimitConnsInbound)
 	}
-	s2.h.Peerstore().AddAddrs(s.ID(), s.h.Addrs(), time.Minute)
+	s2.h.AddAddrs(s.ID(), s.h.Addrs(), time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s2.sayHello(ctx, s.ID()); err != nil {
 		t.Fatal(err)
 	}
-	if !s.h.ConnManager().IsProtected(s2.ID(), serverConnTag) || !s2.h.ConnManager().IsProtected(s.ID(), serverConnTag) {
+	if !lp(s.h).ConnManager().IsProtected(s2.ID(), serverConnTag) || !lp(s2.h).ConnManager().IsProtected(s.ID(), serverConnTag) {
 		t.Fatal("a roster server's connection is not protected")
 	}
 }

@@ -358,5 +358,5 @@ func (c *Client) addAddrs(p peer.ID, addrs [][]byte) {
 			out = append(out, a)
 		}
 	}
-	c.h.Peerstore().AddAddrs(p, out, time.Hour)
+	c.h.AddAddrs(p, out, time.Hour)
 }

@@ -77,7 +77,7 @@ func bareClient(t *testing.T, s *Server, dir string) *Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Peerstore().AddAddrs(s.ID(), s.Addrs(), time.Hour)
+	h.AddAddrs(s.ID(), s.Addrs(), time.Hour)
 	c := &Client{cfg: ClientConfig{DataDir: dir}, log: anonLogger(), h: h, primary: s.ID()}
 	c.openClientDB()
 	t.Cleanup(func() {
@@ -253,7 +253,7 @@ func TestIndexReqHostile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	h.Peerstore().AddAddrs(s.ID(), s.Addrs(), time.Hour)
+	h.AddAddrs(s.ID(), s.Addrs(), time.Hour)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	rep, err := call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{Cursor: math.MaxUint64}).Marshal(), Timeout: shortTimeout})
@@ -337,7 +337,7 @@ func TestIndexReqHostile(t *testing.T) {
 		return wire.TypeIndex, (&wire.Index{Next: req.Cursor, More: true}).Marshal(), nil
 	})
 	c := bareClient(t, s, "")
-	c.h.Peerstore().AddAddrs(bad.ID(), bad.Addrs(), time.Hour)
+	c.h.AddAddrs(bad.ID(), bad.Addrs(), time.Hour)
 	c.syncMu.Lock()
 	_, err = c.syncIndexFrom(ctx, bad.ID())
 	c.syncMu.Unlock()

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // LAN discovery is libp2p's mDNS service (docs/proto-node.md). An answer is
@@ -72,8 +74,12 @@ func (s *Server) newLANNotifee(ctx context.Context) *lanNotifee {
 // startLAN advertises this server over mDNS and says hello to the servers
 // it finds, until the server closes.
 func (s *Server) startLAN(ctx context.Context) error {
+	lh, ok := transport.Libp2pOf(s.h)
+	if !ok {
+		return errors.New("node: LAN discovery needs libp2p")
+	}
 	n := s.newLANNotifee(ctx)
-	svc := mdns.NewMdnsService(s.h, mdnsService, n)
+	svc := mdns.NewMdnsService(lh, mdnsService, n)
 	if err := svc.Start(); err != nil {
 		svc.Close()
 		return fmt.Errorf("node: mdns: %w", err)
@@ -149,7 +155,7 @@ func (n *lanNotifee) HandlePeerFound(ai peer.AddrInfo) {
 	n.wg.Add(1)
 	n.mu.Unlock()
 
-	s.h.Peerstore().AddAddrs(ai.ID, addrs, rosterTTL*2)
+	s.h.AddAddrs(ai.ID, addrs, rosterTTL*2)
 	go func() {
 		defer n.wg.Done()
 		defer func() { <-n.sem }()

@@ -156,7 +156,7 @@ func TestLANAddrCap(t *testing.T) {
 	}
 	n.HandlePeerFound(peer.AddrInfo{ID: id, Addrs: addrs})
 	n.wg.Wait()
-	got := s.h.Peerstore().Addrs(id)
+	got := lp(s.h).Peerstore().Addrs(id)
 	if len(got) != lanMaxAddrs {
 		t.Fatalf("%d addresses in the peerstore, want %d", len(got), lanMaxAddrs)
 	}

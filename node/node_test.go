@@ -12,10 +12,18 @@ import (
 
 	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/transport"
+	"github.com/riffle-net/riffle/node/transport/memnet"
 )
 
 func TestEndToEnd(t *testing.T) {
-	tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 8, Params: node.TestParams(64)})
+	nodetest.Virtual(t, func(t *testing.T, net *memnet.Net) { endToEnd(t, net) })
+}
+
+func TestEndToEndLibp2p(t *testing.T) { endToEnd(t, nil) }
+
+func endToEnd(t *testing.T, net transport.Network) {
+	tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 8, Params: node.TestParams(64), Network: net})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sizes := []int{0, 1, 16 << 10, 16<<10 + 1}

@@ -13,22 +13,21 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/mix"
 )
 
-// Protocol ids, versioned: a change of any layout bumps the number.
+// Protocol ids (transport.Proto*).
 const (
-	ProtoRoster protocol.ID = "/riffle/1/roster" // server hello
-	ProtoEpoch  protocol.ID = "/riffle/1/epoch"  // epoch setup between servers
-	ProtoRound  protocol.ID = "/riffle/1/round"  // mixing, lists, padded answers, chunk fetch
-	ProtoClient protocol.ID = "/riffle/1/client" // client ↔ primary: join, register, submit, lists, index
-	ProtoPIR    protocol.ID = "/riffle/1/pir"    // client ↔ primary: queries and answers
+	ProtoRoster = transport.ProtoRoster
+	ProtoEpoch  = transport.ProtoEpoch
+	ProtoRound  = transport.ProtoRound
+	ProtoClient = transport.ProtoClient
+	ProtoPIR    = transport.ProtoPIR
 )
 
 // ProtocolVersion is carried in Hello.
@@ -235,7 +234,7 @@ func (r *request) segments() [][]byte {
 // call opens a stream to p, sends one request frame and reads one reply of
 // the type and at most the size that replyTo gives. The stream is reset on
 // any error.
-func call(ctx context.Context, h host.Host, p peer.ID, r request) ([]byte, error) {
+func call(ctx context.Context, h transport.Host, p peer.ID, r request) ([]byte, error) {
 	want, max, err := replyTo(r.Proto, r.Type)
 	if err != nil {
 		return nil, err
@@ -248,7 +247,7 @@ func call(ctx context.Context, h host.Host, p peer.ID, r request) ([]byte, error
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
-	s, err := h.NewStream(network.WithAllowLimitedConn(ctx, "riffle"), p, r.Proto)
+	s, err := h.NewStream(ctx, p, r.Proto)
 	if err != nil {
 		return nil, fmt.Errorf("open %s to %s: %w", r.Proto, p.ShortString(), err)
 	}
@@ -333,14 +332,14 @@ func (g *gate) close() {
 }
 
 // serve installs a request/response handler for proto with per-type caps.
-func serve(ctx context.Context, h host.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, fn handlerFunc) {
+func serve(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, fn handlerFunc) {
 	servePooled(ctx, h, g, log, proto, timeout, caps, nil, fn)
 }
 
 // servePooled is serve with request bodies read into buffers from alloc
 // (bufPool.get; nil: new slices): a handler that is done with a body may
 // give it back.
-func servePooled(ctx context.Context, h host.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, alloc func(int) []byte, fn handlerFunc) {
+func servePooled(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, alloc func(int) []byte, fn handlerFunc) {
 	serveSegments(ctx, h, g, log, proto, timeout, caps, alloc, func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
 		rt, rep, err := fn(ctx, from, t, body)
 		return rt, [][]byte{rep}, err
@@ -349,15 +348,15 @@ func servePooled(ctx context.Context, h host.Host, g *gate, log *slog.Logger, pr
 
 // serveSegments is serve for a handler whose replies are segments; alloc,
 // if set, provides the request bodies' buffers.
-func serveSegments(ctx context.Context, h host.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, alloc func(int) []byte, fn segHandlerFunc) {
-	h.SetStreamHandler(proto, func(s network.Stream) {
+func serveSegments(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, alloc func(int) []byte, fn segHandlerFunc) {
+	h.SetStreamHandler(proto, func(s transport.Stream) {
 		if !g.enter() {
 			s.Reset()
 			return
 		}
 		defer g.leave()
 		_ = s.SetDeadline(time.Now().Add(timeout))
-		from := s.Conn().RemotePeer()
+		from := s.RemotePeer()
 		br := getReader(s)
 		t, body, rerr := wire.ReadAnyInto(br, func(t wire.Type) int { return caps(from, t) }, alloc)
 		putReader(br)

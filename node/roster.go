@@ -138,7 +138,7 @@ func (s *Server) learn(h *wire.Hello) {
 		}
 		if len(s.roster.candidates) < maxCandidates && s.roster.m[ai.ID] == nil {
 			s.roster.candidates[ai.ID] = true
-			s.h.Peerstore().AddAddrs(ai.ID, ai.Addrs, rosterTTL*2)
+			s.h.AddAddrs(ai.ID, ai.Addrs, rosterTTL*2)
 		}
 		s.roster.mu.Unlock()
 	}
@@ -169,7 +169,7 @@ func (s *Server) handleHello(_ context.Context, from peer.ID, _ wire.Type, body 
 	}
 	if h.Role == roleServer {
 		s.sawServer(from, string(h.Nick), addrs)
-		s.h.Peerstore().AddAddrs(from, addrs, rosterTTL*2)
+		s.h.AddAddrs(from, addrs, rosterTTL*2)
 		s.learn(h)
 	}
 	return wire.TypeHello, s.hello().Marshal(), nil
@@ -201,7 +201,7 @@ func (s *Server) rosterLoop(ctx context.Context, boot []peer.AddrInfo) {
 		targets := map[peer.ID]bool{}
 		for _, b := range boot {
 			if b.ID != s.h.ID() {
-				s.h.Peerstore().AddAddrs(b.ID, b.Addrs, rosterTTL*2)
+				s.h.AddAddrs(b.ID, b.Addrs, rosterTTL*2)
 				targets[b.ID] = true
 			}
 		}

@@ -186,8 +186,8 @@ func (s *Server) refusalFor(p peer.ID, ips []string, number uint64) error {
 // excluding it would exclude them all.
 func (s *Server) peerIPs(p peer.ID) []string {
 	var out []string
-	for _, c := range s.h.Network().ConnsToPeer(p) {
-		ip := remoteIP(c.RemoteMultiaddr())
+	for _, a := range s.h.RemoteAddrs(p) {
+		ip := remoteIP(a)
 		if ip != nil && !ip.IsLoopback() {
 			out = append(out, ip.String())
 		}

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
 )
 
@@ -108,6 +108,8 @@ type ServerConfig struct {
 	Probation int
 	// LeaderTimeout is T_lead (0: DefaultLeaderTimeout; rotate.go).
 	LeaderTimeout time.Duration
+	// Network carries the server's streams (nil: libp2p).
+	Network transport.Network
 
 	// observe is the anonymity tests' view of what this server sees
 	// (observe.go); nil outside them.
@@ -118,6 +120,14 @@ type ServerConfig struct {
 	// indexPage, if set, replaces wire.IndexPageBytes as the budget of
 	// one index page (tests: many pages from a small index).
 	indexPage int
+}
+
+// network is the configured network, libp2p by default.
+func (c *ServerConfig) network() transport.Network {
+	if c.Network == nil {
+		return transport.Libp2p{}
+	}
+	return c.Network
 }
 
 // DefaultPruneEvery is how often a server prunes its store by default.
@@ -138,7 +148,7 @@ type Server struct {
 	cfg        ServerConfig
 	log        *slog.Logger
 	rand       io.Reader
-	h          host.Host
+	h          transport.Host
 	priv       crypto.PrivKey
 	roster     roster
 	helloNow   chan struct{}
@@ -247,7 +257,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.PruneEvery <= 0 {
 		cfg.PruneEvery = DefaultPruneEvery
 	}
-	h, err := newHost(priv, cfg.Listen)
+	h, err := cfg.network().NewHost(priv, cfg.Listen)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -264,7 +274,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.loadStrikes()
 	s.who.init(&cfg, chains)
 	s.turn.progress = time.Now()
-	h.Network().Notify(s.departureNotifiee())
+	h.OnDisconnect(s.onConnEnd)
 	serve(cctx, h, &s.handlers, s.log, ProtoRoster, shortTimeout, anyPeer(s.rosterCaps), s.handleHello)
 	// Server protocols: big bodies only from server peers (asker.go).
 	serve(cctx, h, &s.handlers, s.log, ProtoEpoch, bulkTimeout, s.serverCaps(s.epochCaps), s.handleEpoch)
@@ -316,7 +326,7 @@ func (s *Server) ID() peer.ID { return s.h.ID() }
 // Addrs returns the server's full multiaddrs, with /p2p/<id>.
 func (s *Server) Addrs() []ma.Multiaddr { return fullAddrs(s.h) }
 
-func fullAddrs(h host.Host) []ma.Multiaddr {
+func fullAddrs(h transport.Host) []ma.Multiaddr {
 	p2p, _ := ma.NewComponent("p2p", h.ID().String())
 	var out []ma.Multiaddr
 	for _, a := range h.Addrs() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 )
@@ -25,7 +24,7 @@ const serverConnTag = "riffle-server"
 func (s *Server) sawServer(id peer.ID, nick string, addrs []ma.Multiaddr) {
 	s.roster.saw(id, nick, addrs)
 	s.who.saw(id, s.lastNumber())
-	s.h.ConnManager().Protect(id, serverConnTag)
+	s.h.Protect(id, serverConnTag)
 }
 
 // expire marks id as not live, keeping it as a target of hellos (a server
@@ -44,7 +43,7 @@ func (r *roster) expire(id peer.ID) {
 // MinServers remain), and every running epoch with p in its chain ends
 // (§3: an epoch ends when a server leaves or fails).
 func (s *Server) onServerDisconnect(p peer.ID) {
-	if s.roster.get(p) == nil || s.h.Network().Connectedness(p) == network.Connected {
+	if s.roster.get(p) == nil || s.h.Connected(p) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, serverProbe)

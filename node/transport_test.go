@@ -16,6 +16,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // protoBulkTest is the benchmark's echo-digest protocol: the dialer sends
@@ -33,9 +35,9 @@ var transportListen = map[string]string{
 // bulkPair starts a listener host on one transport only and a dialer host
 // (riffle's host either way) connected to it, the listener serving
 // protoBulkTest.
-func bulkPair(tb testing.TB, transport string) (dialer host.Host, to peer.ID) {
+func bulkPair(tb testing.TB, kind string) (dialer host.Host, to peer.ID) {
 	tb.Helper()
-	srv, err := newHost(nil, []string{transportListen[transport]})
+	srv, err := transport.NewLibp2pHost(nil, []string{transportListen[kind]})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -62,7 +64,7 @@ func bulkPair(tb testing.TB, transport string) (dialer host.Host, to peer.ID) {
 			}
 		}
 	})
-	cl, err := newHost(nil, []string{transportListen[transport]})
+	cl, err := transport.NewLibp2pHost(nil, []string{transportListen[kind]})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -200,14 +202,14 @@ func BenchmarkBulkCall(b *testing.B) {
 // whose TCP address refuses connections.
 func TestDialTCPFirst(t *testing.T) {
 	both := []string{transportListen["tcp"], transportListen["quic"]}
-	srv, err := newHost(nil, both)
+	srv, err := transport.NewLibp2pHost(nil, both)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
 	var tcpAddr, quicAddr ma.Multiaddr
 	for _, a := range srv.Addrs() {
-		if isPlainTCP(a) {
+		if transport.IsPlainTCP(a) {
 			tcpAddr = a
 		} else {
 			quicAddr = a
@@ -219,7 +221,7 @@ func TestDialTCPFirst(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for i := range 3 {
-		cl, err := newHost(nil, both)
+		cl, err := transport.NewLibp2pHost(nil, both)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,13 +234,13 @@ func TestDialTCPFirst(t *testing.T) {
 		}
 	}
 	// A TCP port nobody listens on: the dial fails at once, QUIC follows.
-	dead, err := newHost(nil, []string{transportListen["tcp"]})
+	dead, err := transport.NewLibp2pHost(nil, []string{transportListen["tcp"]})
 	if err != nil {
 		t.Fatal(err)
 	}
 	deadAddr := dead.Addrs()[0]
 	dead.Close()
-	cl, err := newHost(nil, nil)
+	cl, err := transport.NewLibp2pHost(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,15 +256,15 @@ func TestDialTCPFirst(t *testing.T) {
 }
 
 // TestTCPFirstRanker: TCP addresses are ranked before QUIC ones, which
-// wait quicFallbackDelay; with no TCP address QUIC is dialed at once.
+// wait transport.QUICFallbackDelay; with no TCP address QUIC is dialed at once.
 func TestTCPFirstRanker(t *testing.T) {
 	tcp := ma.StringCast("/ip4/10.0.0.1/tcp/4433")
 	quic := ma.StringCast("/ip4/10.0.0.1/udp/4433/quic-v1")
-	got := tcpFirstRanker([]ma.Multiaddr{quic, tcp})
-	if len(got) != 2 || !got[0].Addr.Equal(tcp) || got[0].Delay != 0 || !got[1].Addr.Equal(quic) || got[1].Delay < quicFallbackDelay {
+	got := transport.TCPFirstRanker([]ma.Multiaddr{quic, tcp})
+	if len(got) != 2 || !got[0].Addr.Equal(tcp) || got[0].Delay != 0 || !got[1].Addr.Equal(quic) || got[1].Delay < transport.QUICFallbackDelay {
 		t.Fatalf("ranked %v", got)
 	}
-	got = tcpFirstRanker([]ma.Multiaddr{quic})
+	got = transport.TCPFirstRanker([]ma.Multiaddr{quic})
 	if len(got) != 1 || got[0].Delay != 0 {
 		t.Fatalf("QUIC alone ranked %v", got)
 	}

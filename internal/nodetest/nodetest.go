@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // DefaultServers is the chain length when Config.Servers is zero: the
@@ -51,12 +52,18 @@ type Config struct {
 	// from the clients' goroutines at once.
 	Server func(i int, c *node.ServerConfig)
 	Client func(i int, c *node.ClientConfig)
+	// Network carries every host's streams (nil: libp2p on loopback).
+	// With a memnet.Net inside a testing/synctest bubble the network runs
+	// in virtual time (Virtual).
+	Network transport.Network
 }
 
 // Net is a running network.
 type Net struct {
 	Servers []*node.Server
 	Clients []*node.Client
+	// Network is the network of cfg (nil: libp2p).
+	Network transport.Network
 	tmp     string // removed by Close
 }
 
@@ -78,7 +85,7 @@ func Start(ctx context.Context, cfg Config) (*Net, error) {
 	if cfg.Nick == "" {
 		cfg.Nick = "s"
 	}
-	n := &Net{}
+	n := &Net{Network: cfg.Network}
 	dir := cfg.Dir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "riffle-net-")
@@ -91,7 +98,7 @@ func Start(ctx context.Context, cfg Config) (*Net, error) {
 	for i := 0; i < m; i++ {
 		sc := node.ServerConfig{DataDir: filepath.Join(dir, fmt.Sprintf("s%d", i)), Listen: []string{loopback},
 			Peers: append([]string(nil), peers...), Nick: fmt.Sprintf("%s%d", cfg.Nick, i),
-			MinServers: cfg.MinServers, MinClients: cfg.MinClients, NoLAN: true, Params: cfg.Params, Logger: cfg.Logger}
+			MinServers: cfg.MinServers, MinClients: cfg.MinClients, NoLAN: true, Params: cfg.Params, Logger: cfg.Logger, Network: cfg.Network}
 		if cfg.Server != nil {
 			cfg.Server(i, &sc)
 		}
@@ -113,7 +120,7 @@ func Start(ctx context.Context, cfg Config) (*Net, error) {
 			// A harness network is small and quick: its clients take
 			// part whatever the set (MinAnonymity 1) and start jobs at
 			// once (Now); tests of either set their own.
-			cc := node.ClientConfig{Server: peers[i%m], Logger: cfg.Logger, MinAnonymity: 1, Now: true}
+			cc := node.ClientConfig{Server: peers[i%m], Logger: cfg.Logger, MinAnonymity: 1, Now: true, Network: cfg.Network}
 			if cfg.Client != nil {
 				cfg.Client(i, &cc)
 			}
@@ -154,6 +161,9 @@ func (n *Net) Addr(i int) string { return n.Servers[i].Addrs()[0].String() }
 // set to it. The caller closes the client (Close does not).
 func (n *Net) NewClient(ctx context.Context, primary int, cfg node.ClientConfig) (*node.Client, error) {
 	cfg.Server = n.Addr(primary)
+	if cfg.Network == nil {
+		cfg.Network = n.Network
+	}
 	if cfg.MinAnonymity == 0 {
 		cfg.MinAnonymity = 1 // as Start's clients
 	}

@@ -1,4 +1,4 @@
-package node
+package transport
 
 import (
 	"time"
@@ -8,22 +8,22 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 )
 
-// quicFallbackDelay is how long a dial waits for its TCP addresses before
+// QUICFallbackDelay is how long a dial waits for its TCP addresses before
 // trying the peer's QUIC ones. libp2p's default ranker prefers QUIC; riffle
 // moves most of its bytes in bulk messages (batches, padded answers), for
 // which QUIC cost about 2.4 times the CPU of TCP with TLS and yamux per
 // byte on loopback (docs/bench/transport.md). A TCP dial that fails
 // outright starts the QUIC dials at once (the swarm dials the next
 // addresses as soon as none is in flight).
-const quicFallbackDelay = 500 * time.Millisecond
+const QUICFallbackDelay = 500 * time.Millisecond
 
-// tcpFirstRanker ranks a peer's addresses for dialing: TCP addresses first,
+// TCPFirstRanker ranks a peer's addresses for dialing: TCP addresses first,
 // in libp2p's default order among themselves, then the others (QUIC) in
-// the default order, quicFallbackDelay after the last TCP dial.
-func tcpFirstRanker(addrs []ma.Multiaddr) []network.AddrDelay {
+// the default order, QUICFallbackDelay after the last TCP dial.
+func TCPFirstRanker(addrs []ma.Multiaddr) []network.AddrDelay {
 	var tcp, rest []ma.Multiaddr
 	for _, a := range addrs {
-		if isPlainTCP(a) {
+		if IsPlainTCP(a) {
 			tcp = append(tcp, a)
 		} else {
 			rest = append(rest, a)
@@ -38,15 +38,15 @@ func tcpFirstRanker(addrs []ma.Multiaddr) []network.AddrDelay {
 		last = max(last, r.Delay)
 	}
 	for _, r := range swarm.DefaultDialRanker(rest) {
-		r.Delay += last + quicFallbackDelay
+		r.Delay += last + QUICFallbackDelay
 		res = append(res, r)
 	}
 	return res
 }
 
-// isPlainTCP reports whether a is a direct TCP address (not a relay and not
+// IsPlainTCP reports whether a is a direct TCP address (not a relay and not
 // a websocket over TCP).
-func isPlainTCP(a ma.Multiaddr) bool {
+func IsPlainTCP(a ma.Multiaddr) bool {
 	tcp := false
 	for _, c := range a {
 		switch c.Protocol().Code {

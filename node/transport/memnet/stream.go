@@ -1,0 +1,250 @@
+package memnet
+
+import (
+	"io"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// lane is one direction of a connection: its bytes leave one after the
+// other at the link's bandwidth.
+type lane struct {
+	mu   sync.Mutex
+	free time.Time // when the last byte queued has left
+}
+
+// reserve queues n bytes and returns when the last of them has left.
+func (l *lane) reserve(n int, bw int64) time.Time {
+	now := time.Now()
+	if bw <= 0 {
+		return now
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	start := l.free
+	if start.Before(now) {
+		start = now
+	}
+	l.free = start.Add(time.Duration(float64(n) / float64(bw) * float64(time.Second)))
+	return l.free
+}
+
+// seg is a write, readable from at.
+type seg struct {
+	b  []byte
+	at time.Time
+}
+
+// pipe is one direction of a stream.
+type pipe struct {
+	link Link
+	lane *lane
+
+	mu      sync.Mutex
+	segs    []seg
+	size    int       // bytes in segs
+	eof     bool      // the writer closed
+	rclosed bool      // the reader closed: writes fail
+	err     error     // reset
+	rdl     time.Time // the reader's deadline
+	wdl     time.Time // the writer's deadline
+	wake    chan struct{}
+}
+
+func newPipe(l Link, ln *lane) *pipe {
+	return &pipe{link: l, lane: ln, wake: make(chan struct{})}
+}
+
+// signalLocked wakes every waiter.
+func (p *pipe) signalLocked() {
+	close(p.wake)
+	p.wake = make(chan struct{})
+}
+
+// wait blocks until ch closes or d passes (d ≤ 0: no timer).
+func wait(ch chan struct{}, d time.Duration) {
+	if d <= 0 {
+		<-ch
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	}
+}
+
+func untilDeadline(dl, now time.Time, d time.Duration) time.Duration {
+	if dl.IsZero() {
+		return d
+	}
+	left := dl.Sub(now)
+	if d <= 0 || left < d {
+		return left
+	}
+	return d
+}
+
+func (p *pipe) read(b []byte) (int, error) {
+	for {
+		p.mu.Lock()
+		if p.err != nil {
+			p.mu.Unlock()
+			return 0, p.err
+		}
+		if p.rclosed {
+			p.mu.Unlock()
+			return 0, ErrClosed
+		}
+		now := time.Now()
+		if !p.rdl.IsZero() && !now.Before(p.rdl) {
+			p.mu.Unlock()
+			return 0, ErrDeadline
+		}
+		if len(p.segs) > 0 && !p.segs[0].at.After(now) {
+			n := 0
+			for len(p.segs) > 0 && n < len(b) && !p.segs[0].at.After(now) {
+				c := copy(b[n:], p.segs[0].b)
+				n += c
+				p.segs[0].b = p.segs[0].b[c:]
+				if len(p.segs[0].b) == 0 {
+					p.segs[0] = seg{}
+					p.segs = p.segs[1:]
+				}
+			}
+			p.size -= n
+			p.signalLocked()
+			p.mu.Unlock()
+			return n, nil
+		}
+		if len(p.segs) == 0 && p.eof {
+			p.mu.Unlock()
+			return 0, io.EOF
+		}
+		var d time.Duration
+		if len(p.segs) > 0 {
+			d = p.segs[0].at.Sub(now)
+		}
+		d = untilDeadline(p.rdl, now, d)
+		ch := p.wake
+		p.mu.Unlock()
+		wait(ch, d)
+	}
+}
+
+func (p *pipe) write(b []byte) (int, error) {
+	total := 0
+	for len(b) > 0 {
+		p.mu.Lock()
+		if p.err != nil {
+			p.mu.Unlock()
+			return total, p.err
+		}
+		if p.eof || p.rclosed {
+			p.mu.Unlock()
+			return total, ErrClosed
+		}
+		now := time.Now()
+		if !p.wdl.IsZero() && !now.Before(p.wdl) {
+			p.mu.Unlock()
+			return total, ErrDeadline
+		}
+		if p.size >= Window {
+			d := untilDeadline(p.wdl, now, 0)
+			ch := p.wake
+			p.mu.Unlock()
+			wait(ch, d)
+			continue
+		}
+		n := min(len(b), Window-p.size)
+		at := p.lane.reserve(n, p.link.Bandwidth).Add(p.link.Latency)
+		p.segs = append(p.segs, seg{b: append([]byte(nil), b[:n]...), at: at})
+		p.size += n
+		p.signalLocked()
+		p.mu.Unlock()
+		b = b[n:]
+		total += n
+	}
+	return total, nil
+}
+
+func (p *pipe) closeWrite() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.eof = true
+	p.signalLocked()
+}
+
+func (p *pipe) closeRead() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rclosed = true
+	p.segs, p.size = nil, 0
+	p.signalLocked()
+}
+
+func (p *pipe) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.segs, p.size = nil, 0
+	p.signalLocked()
+}
+
+func (p *pipe) setReadDeadline(t time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rdl = t
+	p.signalLocked()
+}
+
+func (p *pipe) setWriteDeadline(t time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.wdl = t
+	p.signalLocked()
+}
+
+// stream is one end of a stream: it reads in and writes out, and the
+// other end the reverse.
+type stream struct {
+	conn    *conn
+	remote  peer.ID
+	in, out *pipe
+	peer    *stream
+}
+
+func (s *stream) Read(b []byte) (int, error)  { return s.in.read(b) }
+func (s *stream) Write(b []byte) (int, error) { return s.out.write(b) }
+func (s *stream) RemotePeer() peer.ID         { return s.remote }
+
+func (s *stream) CloseWrite() error {
+	s.out.closeWrite()
+	return nil
+}
+
+func (s *stream) Close() error {
+	s.out.closeWrite()
+	s.in.closeRead()
+	s.conn.forget(s)
+	return nil
+}
+
+func (s *stream) Reset() error {
+	s.in.fail(ErrReset)
+	s.out.fail(ErrReset)
+	s.conn.forget(s)
+	s.conn.forget(s.peer)
+	return nil
+}
+
+func (s *stream) SetDeadline(t time.Time) error {
+	s.in.setReadDeadline(t)
+	s.out.setWriteDeadline(t)
+	return nil
+}
