@@ -17,8 +17,8 @@ import (
 
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
 	"github.com/riffle-net/riffle/store"
 )

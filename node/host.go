@@ -72,4 +72,3 @@ func LoadIdentity(dir string) (crypto.PrivKey, error) {
 	}
 	return k, f.Close()
 }
-

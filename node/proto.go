@@ -17,8 +17,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // Protocol ids (transport.Proto*).
