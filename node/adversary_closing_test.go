@@ -167,9 +167,11 @@ func withheldRun(t *testing.T, fill bool, epochs int) *tally {
 // linked far above chance. Only with RIFFLE_ADVERSARY=1 (12 epochs of
 // each kind, 24 trials) or RIFFLE_LONG=1 (40 epochs).
 func TestAdversaryWithheldRecord(t *testing.T) {
-	epochs := adversaryTrials(t, 12, 40)
-	def := withheldRun(t, true, epochs)
-	ctl := withheldRun(t, false, epochs)
-	t.Logf("withheld closing records, m = 3, n = 8: victims that ask another server %s; victims that take their primary's records as all (control) %s", def, ctl)
-	checkLinks(t, "victims of withheld closing records", def, ctl)
+	virtual(t, func(t *testing.T) {
+		epochs := adversaryTrials(t, 12, 40)
+		def := withheldRun(t, true, epochs)
+		ctl := withheldRun(t, false, epochs)
+		t.Logf("withheld closing records, m = 3, n = 8: victims that ask another server %s; victims that take their primary's records as all (control) %s", def, ctl)
+		checkLinks(t, "victims of withheld closing records", def, ctl)
+	})
 }

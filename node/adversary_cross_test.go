@@ -174,15 +174,17 @@ func (a *advRecord) ended(id [32]byte, R uint32) bool {
 // It runs two networks for many epochs (about 3.5 minutes), so only with
 // RIFFLE_LONG=1 (RIFFLE_ADVERSARY=1: a shorter run of 8 idle epochs).
 func TestAdversaryCrossEpoch(t *testing.T) {
-	idle := adversaryTrials(t, 8, 30)
-	v3, asked, closed := crossEpoch(t, false, idle)
-	v2, _, _ := crossEpoch(t, true, idle)
-	t.Logf("cross-epoch, %d idle epochs, n = 8: public decoys %s (%d decoy requests for the files' chunks, every client's pool with at least %d closed epochs); decoys from held chunks (control) %s", idle, v3, asked, closed, v2)
-	// The public decoys were there to be read: drawn from epochs that
-	// their closing records admitted (§6.3 v3), they asked for the
-	// files' chunks, so chance is not the mere absence of decoys.
-	if closed < 1 || asked == 0 {
-		t.Errorf("public decoys: %d decoy requests for the files' chunks, %d closed epochs in the poorest pool: the closing records did not admit the decoy epochs", asked, closed)
-	}
-	checkLinks(t, "decoys across epochs", v3, v2)
+	virtual(t, func(t *testing.T) {
+		idle := adversaryTrials(t, 8, 30)
+		v3, asked, closed := crossEpoch(t, false, idle)
+		v2, _, _ := crossEpoch(t, true, idle)
+		t.Logf("cross-epoch, %d idle epochs, n = 8: public decoys %s (%d decoy requests for the files' chunks, every client's pool with at least %d closed epochs); decoys from held chunks (control) %s", idle, v3, asked, closed, v2)
+		// The public decoys were there to be read: drawn from epochs that
+		// their closing records admitted (§6.3 v3), they asked for the
+		// files' chunks, so chance is not the mere absence of decoys.
+		if closed < 1 || asked == 0 {
+			t.Errorf("public decoys: %d decoy requests for the files' chunks, %d closed epochs in the poorest pool: the closing records did not admit the decoy epochs", asked, closed)
+		}
+		checkLinks(t, "decoys across epochs", v3, v2)
+	})
 }

@@ -64,34 +64,36 @@ func intersectGuess(member []map[int]bool, firstJoin map[int]int, req []int) (be
 
 // TestIntersectGuess pins the adversary's rule on hand-made memberships.
 func TestIntersectGuess(t *testing.T) {
-	stay := func(extra ...int) map[int]bool {
-		m := map[int]bool{0: true, 1: true, 2: true}
-		for _, c := range extra {
-			m[c] = true
+	virtual(t, func(t *testing.T) {
+		stay := func(extra ...int) map[int]bool {
+			m := map[int]bool{0: true, 1: true, 2: true}
+			for _, c := range extra {
+				m[c] = true
+			}
+			return m
 		}
-		return m
-	}
-	// Clients 0–2 stay throughout; 7 comes in epoch 2 for a job and
-	// leaves after epoch 3; 8 comes in epoch 3 and stays.
-	member := []map[int]bool{stay(), stay(), stay(7), stay(7, 8), stay(8), stay(8)}
-	first := map[int]int{0: 0, 1: 0, 2: 0, 7: 2, 8: 3}
-	for _, tc := range []struct {
-		name    string
-		req     []int
-		best    []int
-		present int
-	}{
-		{"one-shot fetcher", []int{2, 3}, []int{7}, 4},
-		{"decoys later do not widen the span", []int{5, 2, 3}, []int{7}, 4},
-		{"a fetch in the newcomer's first epoch", []int{3, 4}, []int{8}, 5},
-		{"long-running clients tie", []int{0, 1}, []int{0, 1, 2}, 3},
-		{"nobody asked", nil, nil, 0},
-	} {
-		best, present := intersectGuess(member, first, tc.req)
-		if fmt.Sprint(best) != fmt.Sprint(tc.best) || present != tc.present {
-			t.Errorf("%s: candidates %v of %d present, want %v of %d", tc.name, best, present, tc.best, tc.present)
+		// Clients 0–2 stay throughout; 7 comes in epoch 2 for a job and
+		// leaves after epoch 3; 8 comes in epoch 3 and stays.
+		member := []map[int]bool{stay(), stay(), stay(7), stay(7, 8), stay(8), stay(8)}
+		first := map[int]int{0: 0, 1: 0, 2: 0, 7: 2, 8: 3}
+		for _, tc := range []struct {
+			name    string
+			req     []int
+			best    []int
+			present int
+		}{
+			{"one-shot fetcher", []int{2, 3}, []int{7}, 4},
+			{"decoys later do not widen the span", []int{5, 2, 3}, []int{7}, 4},
+			{"a fetch in the newcomer's first epoch", []int{3, 4}, []int{8}, 5},
+			{"long-running clients tie", []int{0, 1}, []int{0, 1, 2}, 3},
+			{"nobody asked", nil, nil, 0},
+		} {
+			best, present := intersectGuess(member, first, tc.req)
+			if fmt.Sprint(best) != fmt.Sprint(tc.best) || present != tc.present {
+				t.Errorf("%s: candidates %v of %d present, want %v of %d", tc.name, best, present, tc.best, tc.present)
+			}
 		}
-	}
+	})
 }
 
 // intersectRun plays the intersection adversary over real epochs forced
@@ -263,9 +265,11 @@ func intersectRun(t *testing.T, oneShot bool, trials int) *tally {
 // minutes, so only with RIFFLE_ADVERSARY=1 (8 trials of each kind) or
 // RIFFLE_LONG=1 (24).
 func TestAdversaryIntersect(t *testing.T) {
-	trials := adversaryTrials(t, 8, 24)
-	long := intersectRun(t, false, trials)
-	ctl := intersectRun(t, true, trials)
-	t.Logf("intersection, R = 2, m = 3: long-running fetchers %s; one-shot fetchers (control) %s", long, ctl)
-	checkLinks(t, "fetchers by their presence", long, ctl)
+	virtual(t, func(t *testing.T) {
+		trials := adversaryTrials(t, 8, 24)
+		long := intersectRun(t, false, trials)
+		ctl := intersectRun(t, true, trials)
+		t.Logf("intersection, R = 2, m = 3: long-running fetchers %s; one-shot fetchers (control) %s", long, ctl)
+		checkLinks(t, "fetchers by their presence", long, ctl)
+	})
 }

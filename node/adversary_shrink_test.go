@@ -201,13 +201,15 @@ func shrinkRun(t *testing.T, control bool, trials int) (tl *tally, shrunk, epoch
 // far above chance. Only with RIFFLE_ADVERSARY=1 (20 trials of each kind)
 // or RIFFLE_LONG=1 (60).
 func TestAdversaryShrink(t *testing.T) {
-	trials := adversaryTrials(t, 20, 60)
-	def, dShrunk, dEpochs := shrinkRun(t, false, trials)
-	ctl, cShrunk, cEpochs := shrinkRun(t, true, trials)
-	t.Logf("a leader that shrinks epochs, m = 3, 6 Sybils, 4 honest clients: with the v3 checks %d of %d epochs ran with one honest client, linked %s; without them (control) %d of %d ran shrunk, linked %s",
-		dShrunk, dEpochs, def, cShrunk, cEpochs, ctl)
-	if dShrunk > 0 {
-		t.Errorf("%d epochs ran with one honest client alone", dShrunk)
-	}
-	checkLinks(t, "the shrink adversary", def, ctl)
+	virtual(t, func(t *testing.T) {
+		trials := adversaryTrials(t, 20, 60)
+		def, dShrunk, dEpochs := shrinkRun(t, false, trials)
+		ctl, cShrunk, cEpochs := shrinkRun(t, true, trials)
+		t.Logf("a leader that shrinks epochs, m = 3, 6 Sybils, 4 honest clients: with the v3 checks %d of %d epochs ran with one honest client, linked %s; without them (control) %d of %d ran shrunk, linked %s",
+			dShrunk, dEpochs, def, cShrunk, cEpochs, ctl)
+		if dShrunk > 0 {
+			t.Errorf("%d epochs ran with one honest client alone", dShrunk)
+		}
+		checkLinks(t, "the shrink adversary", def, ctl)
+	})
 }

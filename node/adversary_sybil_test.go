@@ -195,16 +195,18 @@ func sybilRun(t *testing.T, control bool, trials int) sybilResult {
 // for some minutes, so only with RIFFLE_ADVERSARY=1 (12 trials of each
 // kind) or RIFFLE_LONG=1 (40).
 func TestAdversarySybil(t *testing.T) {
-	trials := adversaryTrials(t, 12, 40)
-	def := sybilRun(t, false, trials)
-	ctl := sybilRun(t, true, trials)
-	t.Logf("Sybils through corrupt primaries, m = 3, 5 Sybils, --min-anonymity 3: victim trusting its primary: alone through it in %d epochs, carried its jobs only with at least %d trusted clients, linked %s; victim trusting the corrupt servers (control): linked %s",
-		def.held, def.small, def.tl, ctl.tl)
-	if def.small < 3 {
-		t.Errorf("the victim carried its jobs in an epoch with %d clients through servers it trusts, below its minimum 3", def.small)
-	}
-	if def.held < 3 {
-		t.Errorf("the victim was alone through its primary in only %d epochs: the test did not try it", def.held)
-	}
-	checkLinks(t, "a victim among Sybils", def.tl, ctl.tl)
+	virtual(t, func(t *testing.T) {
+		trials := adversaryTrials(t, 12, 40)
+		def := sybilRun(t, false, trials)
+		ctl := sybilRun(t, true, trials)
+		t.Logf("Sybils through corrupt primaries, m = 3, 5 Sybils, --min-anonymity 3: victim trusting its primary: alone through it in %d epochs, carried its jobs only with at least %d trusted clients, linked %s; victim trusting the corrupt servers (control): linked %s",
+			def.held, def.small, def.tl, ctl.tl)
+		if def.small < 3 {
+			t.Errorf("the victim carried its jobs in an epoch with %d clients through servers it trusts, below its minimum 3", def.small)
+		}
+		if def.held < 3 {
+			t.Errorf("the victim was alone through its primary in only %d epochs: the test did not try it", def.held)
+		}
+		checkLinks(t, "a victim among Sybils", def.tl, ctl.tl)
+	})
 }

@@ -260,168 +260,170 @@ func receiverGuess(masks [][]byte, L int, rng *rand.Rand) int {
 // server first, in the middle and last, and the positive control with no
 // honest server. RIFFLE_LONG=1 runs more epochs.
 func TestAdversaryLinks(t *testing.T) {
-	const m, n = 3, 8
-	// 16 epochs: 128 sender trials, so that a doubled success rate
-	// (2/n) would show at z = 4 (T/n = 16).
-	epochs, minTrials := 16, 100
-	switch {
-	case os.Getenv("RIFFLE_LONG") != "":
-		epochs, minTrials = 64, 400
-	case testing.Short():
-		epochs, minTrials = 5, 30
-	}
-	rec := newAdvRecord()
-	p := testParams(4)
-	tn := startAnonNet(t, m, 0, n, p, func(i int, c *ServerConfig) { c.observe = rec.server(i) })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	var clients []*Client
-	for i := 0; i < n; i++ {
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), observe: rec.client(i)})
+	virtual(t, func(t *testing.T) {
+		const m, n = 3, 8
+		// 16 epochs: 128 sender trials, so that a doubled success rate
+		// (2/n) would show at z = 4 (T/n = 16).
+		epochs, minTrials := 16, 100
+		switch {
+		case os.Getenv("RIFFLE_LONG") != "":
+			epochs, minTrials = 64, 400
+		case testing.Short():
+			epochs, minTrials = 5, 30
+		}
+		rec := newAdvRecord()
+		p := testParams(4)
+		tn := startAnonNet(t, m, 0, n, p, func(i int, c *ServerConfig) { c.observe = rec.server(i) })
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		var clients []*Client
+		for i := 0; i < n; i++ {
+			c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), observe: rec.client(i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			clients = append(clients, c)
+		}
+		// Demand for rows: one client shares a file of a few chunks, three
+		// fetch it; decoys keep the lists filled afterwards.
+		link, err := clients[0].Share(ctx, bytes.NewReader(anonRand(t, 5*int(p.ChunkSize))), "demand.bin", false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-		clients = append(clients, c)
-	}
-	// Demand for rows: one client shares a file of a few chunks, three
-	// fetch it; decoys keep the lists filled afterwards.
-	link, err := clients[0].Share(ctx, bytes.NewReader(anonRand(t, 5*int(p.ChunkSize))), "demand.bin", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	for i := 1; i <= 3; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := clients[i].Get(ctx, link, t.TempDir()); err != nil {
-				t.Error(err)
+		var wg sync.WaitGroup
+		for i := 1; i <= 3; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := clients[i].Get(ctx, link, t.TempDir()); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		// Run until enough complete epochs are recorded.
+		complete := func() [][32]byte {
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			var out [][32]byte
+			for id, j := range rec.joined {
+				if len(j) == n && len(rec.perm[id]) == m && rec.pseud[id] != nil {
+					out = append(out, id)
+				}
 			}
-		}()
-	}
-	wg.Wait()
-	// Run until enough complete epochs are recorded.
-	complete := func() [][32]byte {
+			return out
+		}
+		for len(complete()) < epochs+1 {
+			if ctx.Err() != nil {
+				t.Fatalf("only %d complete epochs", len(complete()))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		for _, c := range clients {
+			c.Close()
+		}
+		ids := complete()
+		chain := tn.servers[0].chain()
+		posOf := map[int]int{} // server index → chain position
+		for i, s := range tn.servers {
+			for j, pid := range chain {
+				if pid == s.ID() {
+					posOf[i] = j
+				}
+			}
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
-		var out [][32]byte
-		for id, j := range rec.joined {
-			if len(j) == n && len(rec.perm[id]) == m && rec.pseud[id] != nil {
-				out = append(out, id)
-			}
+		type result struct {
+			name                   string
+			sender, ident, arrival tally
+			receiver               tally
 		}
-		return out
-	}
-	for len(complete()) < epochs+1 {
-		if ctx.Err() != nil {
-			t.Fatalf("only %d complete epochs", len(complete()))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	for _, c := range clients {
-		c.Close()
-	}
-	ids := complete()
-	chain := tn.servers[0].chain()
-	posOf := map[int]int{} // server index → chain position
-	for i, s := range tn.servers {
-		for j, pid := range chain {
-			if pid == s.ID() {
-				posOf[i] = j
+		var results []result
+		for _, honest := range []int{0, 1, 2, -1} { // -1: every server corrupt
+			corrupt := func(pos int) bool { return pos != honest }
+			res := result{name: map[int]string{0: "honest first", 1: "honest middle", 2: "honest last", -1: "control (none honest)"}[honest]}
+			for _, id := range ids {
+				perm, ps := rec.perm[id], rec.pseud[id]
+				// Arrival rank of each slot's first submission: what a
+				// global observer sees of the clients' sends.
+				var order []uint32
+				for sl := range rec.arrive[id] {
+					order = append(order, sl)
+				}
+				sort.Slice(order, func(a, b int) bool { return rec.arrive[id][order[a]].Before(rec.arrive[id][order[b]]) })
+				rank := map[int]int{}
+				for r, sl := range order {
+					rank[int(sl)] = r
+				}
+				for _, j := range rec.joined[id] {
+					truth := -1
+					for q, pq := range ps {
+						if bytes.Equal(pq, j.p) {
+							truth = q
+						}
+					}
+					if truth < 0 {
+						t.Fatalf("epoch %x: a client's pseudonym is not in the published list", id[:4])
+					}
+					pn := 1 / float64(n)
+					g := senderGuess(perm, m, int(j.slot), corrupt, func(int) int { return rng.IntN(n) })
+					res.sender.add(g == truth, pn, pn)
+					g = senderGuess(perm, m, int(j.slot), corrupt, func(p int) int { return p })
+					res.ident.add(g == truth, pn, pn)
+					g = senderGuess(perm, m, int(j.slot), corrupt, func(p int) int {
+						if r, ok := rank[p]; ok {
+							return r
+						}
+						return rng.IntN(n)
+					})
+					res.arrival.add(g == truth, pn, pn)
+				}
 			}
-		}
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	type result struct {
-		name                   string
-		sender, ident, arrival tally
-		receiver               tally
-	}
-	var results []result
-	for _, honest := range []int{0, 1, 2, -1} { // -1: every server corrupt
-		corrupt := func(pos int) bool { return pos != honest }
-		res := result{name: map[int]string{0: "honest first", 1: "honest middle", 2: "honest last", -1: "control (none honest)"}[honest]}
-		for _, id := range ids {
-			perm, ps := rec.perm[id], rec.pseud[id]
-			// Arrival rank of each slot's first submission: what a
-			// global observer sees of the clients' sends.
-			var order []uint32
-			for sl := range rec.arrive[id] {
-				order = append(order, sl)
-			}
-			sort.Slice(order, func(a, b int) bool { return rec.arrive[id][order[a]].Before(rec.arrive[id][order[b]]) })
-			rank := map[int]int{}
-			for r, sl := range order {
-				rank[int(sl)] = r
-			}
-			for _, j := range rec.joined[id] {
-				truth := -1
-				for q, pq := range ps {
-					if bytes.Equal(pq, j.p) {
-						truth = q
+			for k, rl := range rec.rows {
+				j, ok := rec.joined[k.epoch][k.client]
+				if !ok || rl[1] < 2 {
+					continue
+				}
+				mk := maskKey{k.epoch, k.r, j.slot, k.t}
+				all := rec.masks[mk]
+				if len(all) != m || rec.maskL[mk] != rl[1] {
+					continue // a round whose answers were not all computed
+				}
+				var held [][]byte
+				for si, mask := range all {
+					if corrupt(posOf[si]) {
+						held = append(held, mask)
 					}
 				}
-				if truth < 0 {
-					t.Fatalf("epoch %x: a client's pseudonym is not in the published list", id[:4])
-				}
-				pn := 1 / float64(n)
-				g := senderGuess(perm, m, int(j.slot), corrupt, func(int) int { return rng.IntN(n) })
-				res.sender.add(g == truth, pn, pn)
-				g = senderGuess(perm, m, int(j.slot), corrupt, func(p int) int { return p })
-				res.ident.add(g == truth, pn, pn)
-				g = senderGuess(perm, m, int(j.slot), corrupt, func(p int) int {
-					if r, ok := rank[p]; ok {
-						return r
-					}
-					return rng.IntN(n)
-				})
-				res.arrival.add(g == truth, pn, pn)
+				pr := 1 / float64(rl[1])
+				res.receiver.add(receiverGuess(held, rl[1], rng) == rl[0], pr, pr*(1-pr))
 			}
+			results = append(results, res)
 		}
-		for k, rl := range rec.rows {
-			j, ok := rec.joined[k.epoch][k.client]
-			if !ok || rl[1] < 2 {
-				continue
-			}
-			mk := maskKey{k.epoch, k.r, j.slot, k.t}
-			all := rec.masks[mk]
-			if len(all) != m || rec.maskL[mk] != rl[1] {
-				continue // a round whose answers were not all computed
-			}
-			var held [][]byte
-			for si, mask := range all {
-				if corrupt(posOf[si]) {
-					held = append(held, mask)
+		var report strings.Builder
+		for _, r := range results {
+			fmt.Fprintf(&report, "%s:\n  sender, random at the honest step: %s\n  sender, honest step as identity: %s\n  sender, arrival order: %s\n  receiver, XOR of held masks: %s\n",
+				r.name, &r.sender, &r.ident, &r.arrival, &r.receiver)
+		}
+		t.Logf("%d epochs, m = %d, n = %d\n%s", len(ids), m, n, report.String())
+		for _, r := range results[:3] {
+			for name, tl := range map[string]*tally{"sender random": &r.sender, "sender identity": &r.ident, "sender arrival": &r.arrival, "receiver": &r.receiver} {
+				if tl.trials < minTrials {
+					t.Fatalf("%s, %s: only %d trials", r.name, name, tl.trials)
+				}
+				if float64(tl.wins) > tl.bound() {
+					t.Errorf("%s, %s: the adversary links above chance: %s", r.name, name, tl)
 				}
 			}
-			pr := 1 / float64(rl[1])
-			res.receiver.add(receiverGuess(held, rl[1], rng) == rl[0], pr, pr*(1-pr))
 		}
-		results = append(results, res)
-	}
-	var report strings.Builder
-	for _, r := range results {
-		fmt.Fprintf(&report, "%s:\n  sender, random at the honest step: %s\n  sender, honest step as identity: %s\n  sender, arrival order: %s\n  receiver, XOR of held masks: %s\n",
-			r.name, &r.sender, &r.ident, &r.arrival, &r.receiver)
-	}
-	t.Logf("%d epochs, m = %d, n = %d\n%s", len(ids), m, n, report.String())
-	for _, r := range results[:3] {
-		for name, tl := range map[string]*tally{"sender random": &r.sender, "sender identity": &r.ident, "sender arrival": &r.arrival, "receiver": &r.receiver} {
-			if tl.trials < minTrials {
-				t.Fatalf("%s, %s: only %d trials", r.name, name, tl.trials)
-			}
-			if float64(tl.wins) > tl.bound() {
-				t.Errorf("%s, %s: the adversary links above chance: %s", r.name, name, tl)
+		ctl := results[3]
+		for name, tl := range map[string]*tally{"sender": &ctl.sender, "receiver": &ctl.receiver} {
+			if float64(tl.wins) < 0.9*float64(tl.trials) {
+				t.Errorf("positive control, %s: only %s; the adversary or the records are broken", name, tl)
 			}
 		}
-	}
-	ctl := results[3]
-	for name, tl := range map[string]*tally{"sender": &ctl.sender, "receiver": &ctl.receiver} {
-		if float64(tl.wins) < 0.9*float64(tl.trials) {
-			t.Errorf("positive control, %s: only %s; the adversary or the records are broken", name, tl)
-		}
-	}
+	})
 }

@@ -34,60 +34,62 @@ func (r *scalarReader) Read(p []byte) (int, error) {
 // checkDescriptor, which clients (at registration) and servers run on
 // every descriptor (docs/protocol.md §4).
 func TestDescriptorAggregateIdentity(t *testing.T) {
-	p := testParams(2).wire()
-	build := func(colluding bool) *wire.Descriptor {
-		d := &wire.Descriptor{Number: 7, Params: p}
-		rand.Read(d.Nonce[:])
-		var xs []*group.Scalar
-		var ids [][]byte
-		for range 3 {
-			k := newPeerKey(t)
-			ids = append(ids, []byte(k.id))
-		}
-		sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i], ids[j]) < 0 })
-		for j := range 3 {
-			var r *scalarReader
-			if colluding && j == 2 {
-				x := group.NewScalar().Add(xs[0], xs[1])
-				x.Negate(x)
-				r = &scalarReader{first: x.Encode(nil)}
-			} else {
-				x, err := group.RandomScalar(rand.Reader)
+	virtual(t, func(t *testing.T) {
+		p := testParams(2).wire()
+		build := func(colluding bool) *wire.Descriptor {
+			d := &wire.Descriptor{Number: 7, Params: p}
+			rand.Read(d.Nonce[:])
+			var xs []*group.Scalar
+			var ids [][]byte
+			for range 3 {
+				k := newPeerKey(t)
+				ids = append(ids, []byte(k.id))
+			}
+			sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i], ids[j]) < 0 })
+			for j := range 3 {
+				var r *scalarReader
+				if colluding && j == 2 {
+					x := group.NewScalar().Add(xs[0], xs[1])
+					x.Negate(x)
+					r = &scalarReader{first: x.Encode(nil)}
+				} else {
+					x, err := group.RandomScalar(rand.Reader)
+					if err != nil {
+						t.Fatal(err)
+					}
+					xs = append(xs, x)
+					r = &scalarReader{first: x.Encode(nil)}
+				}
+				sk, err := mix.NewServerSecret(r)
 				if err != nil {
 					t.Fatal(err)
 				}
-				xs = append(xs, x)
-				r = &scalarReader{first: x.Encode(nil)}
+				pok, err := sk.ProveKey(mix.KeyContext(d.Number, d.Nonce, ids[j]), rand.Reader)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dk, err := ecdh.X25519().GenerateKey(rand.Reader)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g := wire.GroupEntry{PeerID: ids[j], Nick: []byte("s"), PoK: pok}
+				copy(g.X[:], sk.Public().Encode(nil))
+				copy(g.D[:], dk.PublicKey().Bytes())
+				for range p.Rounds {
+					var y, yp [32]byte
+					copy(y[:], group.NewElement().ScalarBaseMult(group.ScalarFromUint64(3)).Encode(nil))
+					copy(yp[:], group.NewElement().ScalarBaseMult(group.ScalarFromUint64(5)).Encode(nil))
+					g.Y, g.Yp = append(g.Y, y), append(g.Yp, yp)
+				}
+				d.Group = append(d.Group, g)
 			}
-			sk, err := mix.NewServerSecret(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pok, err := sk.ProveKey(mix.KeyContext(d.Number, d.Nonce, ids[j]), rand.Reader)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dk, err := ecdh.X25519().GenerateKey(rand.Reader)
-			if err != nil {
-				t.Fatal(err)
-			}
-			g := wire.GroupEntry{PeerID: ids[j], Nick: []byte("s"), PoK: pok}
-			copy(g.X[:], sk.Public().Encode(nil))
-			copy(g.D[:], dk.PublicKey().Bytes())
-			for range p.Rounds {
-				var y, yp [32]byte
-				copy(y[:], group.NewElement().ScalarBaseMult(group.ScalarFromUint64(3)).Encode(nil))
-				copy(yp[:], group.NewElement().ScalarBaseMult(group.ScalarFromUint64(5)).Encode(nil))
-				g.Y, g.Yp = append(g.Y, y), append(g.Yp, yp)
-			}
-			d.Group = append(d.Group, g)
+			return d
 		}
-		return d
-	}
-	if _, err := checkDescriptor(build(false), DefaultPIRRate); err != nil {
-		t.Fatalf("honest descriptor refused: %v", err)
-	}
-	if _, err := checkDescriptor(build(true), DefaultPIRRate); !errors.Is(err, group.ErrIdentity) {
-		t.Fatalf("descriptor with A_{0,2} = identity: %v", err)
-	}
+		if _, err := checkDescriptor(build(false), DefaultPIRRate); err != nil {
+			t.Fatalf("honest descriptor refused: %v", err)
+		}
+		if _, err := checkDescriptor(build(true), DefaultPIRRate); !errors.Is(err, group.ErrIdentity) {
+			t.Fatalf("descriptor with A_{0,2} = identity: %v", err)
+		}
+	})
 }

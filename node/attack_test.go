@@ -12,37 +12,39 @@ import (
 // as a targeted attack; nothing goes to the servers, and the client goes
 // on sending its queries.
 func TestCorruptedCoverAnswerIsAttack(t *testing.T) {
-	var victim lockedBuf
-	tn := startAnonNet(t, 3, 0, 2, testParams(16), func(i int, c *ServerConfig) {
-		if i == 0 {
-			c.observe = &testObserver{Corrupt: func([32]byte, uint32, uint32, int) bool { return true }}
+	virtual(t, func(t *testing.T) {
+		var victim lockedBuf
+		tn := startAnonNet(t, 3, 0, 2, testParams(16), func(i int, c *ServerConfig) {
+			if i == 0 {
+				c.observe = &testObserver{Corrupt: func([32]byte, uint32, uint32, int) bool { return true }}
+			}
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		// The victim's primary is server 0, which spoils all its answers; the
+		// other client's primary is honest.
+		v, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Progress: &victim, Logger: anonLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		o, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+		// Reported, and the victim goes on querying round after round.
+		for st := v.Stats(); st.CoverAttacks < 8 || st.Rounds < 8; st = v.Stats() {
+			if ctx.Err() != nil {
+				t.Fatalf("no attack reported: %+v\n%s", v.Stats(), victim.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !strings.Contains(victim.String(), "targeted attack") {
+			t.Fatalf("the user was not told: %s", victim.String())
+		}
+		if st := o.Stats(); st.BadAnswers != 0 || st.CoverAttacks != 0 {
+			t.Fatalf("the client of an honest primary saw %+v", st)
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	// The victim's primary is server 0, which spoils all its answers; the
-	// other client's primary is honest.
-	v, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Progress: &victim, Logger: anonLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.Close()
-	o, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	// Reported, and the victim goes on querying round after round.
-	for st := v.Stats(); st.CoverAttacks < 8 || st.Rounds < 8; st = v.Stats() {
-		if ctx.Err() != nil {
-			t.Fatalf("no attack reported: %+v\n%s", v.Stats(), victim.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if !strings.Contains(victim.String(), "targeted attack") {
-		t.Fatalf("the user was not told: %s", victim.String())
-	}
-	if st := o.Stats(); st.BadAnswers != 0 || st.CoverAttacks != 0 {
-		t.Fatalf("the client of an honest primary saw %+v", st)
-	}
 }

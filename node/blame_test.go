@@ -47,53 +47,55 @@ func (d *dupReader) Read(p []byte) (int, error) {
 // proof (§8 step 1) and the culprit's primary refuses its peer in the next
 // epoch.
 func TestShareFaultExcludesCulprit(t *testing.T) {
-	tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 4, Params: node.TestParams(8),
-		Client: func(i int, c *node.ClientConfig) {
-			if i == 1 || i == 2 {
-				c.Rand = &dupReader{}
+	node.Virtual(t, func(t *testing.T) {
+		tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 4, Params: node.TestParams(8),
+			Client: func(i int, c *node.ClientConfig) {
+				if i == 1 || i == 2 {
+					c.Rand = &dupReader{}
+				}
+			}})
+		bad := map[peer.ID]bool{tn.Clients[1].PeerID(): true, tn.Clients[2].PeerID(): true}
+		var banned []peer.ID
+		walked := map[int]bool{} // servers seen ending an epoch on the walk
+		err := wait.Until(context.Background(), 40*time.Second, func() bool {
+			banned = nil
+			for i, s := range tn.Servers {
+				banned = append(banned, s.Banned()...)
+				if s.EndedWith("setup share fault: client excluded") {
+					walked[i] = true
+				}
 			}
-		}})
-	bad := map[peer.ID]bool{tn.Clients[1].PeerID(): true, tn.Clients[2].PeerID(): true}
-	var banned []peer.ID
-	walked := map[int]bool{} // servers seen ending an epoch on the walk
-	err := wait.Until(context.Background(), 40*time.Second, func() bool {
-		banned = nil
-		for i, s := range tn.Servers {
-			banned = append(banned, s.Banned()...)
-			if s.EndedWith("setup share fault: client excluded") {
-				walked[i] = true
+			return len(banned) > 0 && len(walked) == 3
+		})
+		if err != nil {
+			t.Fatal("no share fault walked back to a culprit within 40 s")
+		}
+		// Each fault names one of the two duplicating clients (the later
+		// position); a second epoch that starts before the ban takes effect
+		// may name the other, which is a culprit too. An honest client must
+		// never be named.
+		for _, p := range banned {
+			if !bad[p] {
+				t.Fatalf("banned %v: %s is an honest client", banned, p)
 			}
 		}
-		return len(banned) > 0 && len(walked) == 3
-	})
-	if err != nil {
-		t.Fatal("no share fault walked back to a culprit within 40 s")
-	}
-	// Each fault names one of the two duplicating clients (the later
-	// position); a second epoch that starts before the ban takes effect
-	// may name the other, which is a culprit too. An honest client must
-	// never be named.
-	for _, p := range banned {
-		if !bad[p] {
-			t.Fatalf("banned %v: %s is an honest client", banned, p)
+		// The culprit's long-term key is refused at every server (§8); the
+		// two culprits drew theirs from one repeating reader, so it is one
+		// key. An honest client's is refused nowhere.
+		if err := wait.Until(context.Background(), 20*time.Second, func() bool {
+			for _, s := range tn.Servers {
+				if !s.KeyExcludedNext(tn.Clients[1].LongTermPublic()) {
+					return false
+				}
+			}
+			return true
+		}); err != nil {
+			t.Fatal("the culprit's long-term key is not excluded at every server")
 		}
-	}
-	// The culprit's long-term key is refused at every server (§8); the
-	// two culprits drew theirs from one repeating reader, so it is one
-	// key. An honest client's is refused nowhere.
-	if err := wait.Until(context.Background(), 20*time.Second, func() bool {
 		for _, s := range tn.Servers {
-			if !s.KeyExcludedNext(tn.Clients[1].LongTermPublic()) {
-				return false
+			if s.KeyExcludedNext(tn.Clients[0].LongTermPublic()) || s.KeyExcludedNext(tn.Clients[3].LongTermPublic()) {
+				t.Fatal("an honest client's long-term key is excluded")
 			}
 		}
-		return true
-	}); err != nil {
-		t.Fatal("the culprit's long-term key is not excluded at every server")
-	}
-	for _, s := range tn.Servers {
-		if s.KeyExcludedNext(tn.Clients[0].LongTermPublic()) || s.KeyExcludedNext(tn.Clients[3].LongTermPublic()) {
-			t.Fatal("an honest client's long-term key is excluded")
-		}
-	}
+	})
 }

@@ -12,28 +12,30 @@ import (
 // a cap (PIR's is per epoch), and the server side of its protocol accepts
 // the request type; an unknown request has no reply.
 func TestReplyTable(t *testing.T) {
-	s := &Server{}
-	serveCaps := map[protocol.ID]func(wire.Type) int{
-		ProtoRoster: s.rosterCaps, ProtoEpoch: s.epochCaps, ProtoRound: s.roundCaps,
-		ProtoClient: s.clientCaps, ProtoPIR: s.pirCaps,
-	}
-	if len(replies) != len(serveCaps) {
-		t.Fatalf("reply table covers %d protocols, servers serve %d", len(replies), len(serveCaps))
-	}
-	for proto, types := range replies {
-		for rt, r := range types {
-			if serveCaps[proto](rt) <= 0 {
-				t.Errorf("%s: servers refuse request type %d that the reply table lists", proto, rt)
-			}
-			if r.max <= 0 && proto != ProtoPIR {
-				t.Errorf("%s: reply to %d has no cap", proto, rt)
-			}
-			if want, _, err := replyTo(proto, rt); err != nil || want != r.t {
-				t.Errorf("%s: replyTo(%d) = %d, %v", proto, rt, want, err)
+	virtual(t, func(t *testing.T) {
+		s := &Server{}
+		serveCaps := map[protocol.ID]func(wire.Type) int{
+			ProtoRoster: s.rosterCaps, ProtoEpoch: s.epochCaps, ProtoRound: s.roundCaps,
+			ProtoClient: s.clientCaps, ProtoPIR: s.pirCaps,
+		}
+		if len(replies) != len(serveCaps) {
+			t.Fatalf("reply table covers %d protocols, servers serve %d", len(replies), len(serveCaps))
+		}
+		for proto, types := range replies {
+			for rt, r := range types {
+				if serveCaps[proto](rt) <= 0 {
+					t.Errorf("%s: servers refuse request type %d that the reply table lists", proto, rt)
+				}
+				if r.max <= 0 && proto != ProtoPIR {
+					t.Errorf("%s: reply to %d has no cap", proto, rt)
+				}
+				if want, _, err := replyTo(proto, rt); err != nil || want != r.t {
+					t.Errorf("%s: replyTo(%d) = %d, %v", proto, rt, want, err)
+				}
 			}
 		}
-	}
-	if _, _, err := replyTo(ProtoRound, wire.TypeHello); err == nil {
-		t.Fatal("a hello on the round protocol has a reply")
-	}
+		if _, _, err := replyTo(ProtoRound, wire.TypeHello); err == nil {
+			t.Fatal("a hello on the round protocol has a reply")
+		}
+	})
 }

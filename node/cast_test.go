@@ -32,12 +32,14 @@ func castPositions(all ...int) []int {
 func TestCastServerSwaps(t *testing.T) {
 	for _, k := range castPositions(0, 1, 2) {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
-			serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
-				return &serverHooks{corruptOut: func(r uint32, out [][]byte) {
-					if r == 1 && len(out) > 1 && fire(fired) {
-						out[0], out[1] = out[1], out[0]
-					}
-				}}
+			virtual(t, func(t *testing.T) {
+				serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
+					return &serverHooks{corruptOut: func(r uint32, out [][]byte) {
+						if r == 1 && len(out) > 1 && fire(fired) {
+							out[0], out[1] = out[1], out[0]
+						}
+					}}
+				})
 			})
 		})
 	}
@@ -49,19 +51,21 @@ func TestCastServerSwaps(t *testing.T) {
 func TestCastBadShuffleProof(t *testing.T) {
 	for _, k := range castPositions(0, 1, 2) {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
-			recs := serverCaseEvidence(t, k, 1, func(fired *atomic.Bool) *serverHooks {
-				return &serverHooks{badProof: func(raw []byte) {
-					if fire(fired) {
-						// The shuffle proof's last byte (the DLEQ follows it).
-						raw[len(raw)-mix.DLEQProofSize-1] ^= 1
+			virtual(t, func(t *testing.T) {
+				recs := serverCaseEvidence(t, k, 1, func(fired *atomic.Bool) *serverHooks {
+					return &serverHooks{badProof: func(raw []byte) {
+						if fire(fired) {
+							// The shuffle proof's last byte (the DLEQ follows it).
+							raw[len(raw)-mix.DLEQProofSize-1] ^= 1
+						}
+					}}
+				})
+				for _, r := range recs {
+					if !strings.Contains(r.Reason, "shuffle proof does not verify") {
+						t.Fatalf("named for %q, not the shuffle proof", r.Reason)
 					}
-				}}
-			})
-			for _, r := range recs {
-				if !strings.Contains(r.Reason, "shuffle proof does not verify") {
-					t.Fatalf("named for %q, not the shuffle proof", r.Reason)
 				}
-			}
+			})
 		})
 	}
 }
@@ -74,85 +78,87 @@ func TestCastBadShuffleProof(t *testing.T) {
 // is left out of the next m chains and an honest share and get complete
 // byte-exact. The last position is the only one that publishes.
 func TestCastWithholdsPublication(t *testing.T) {
-	// A short round limit: each withheld epoch ends when it runs out.
-	p := testParams(6)
-	p.RoundLimitMs = 4000
-	bn := startBlameNetParams(t, p, 3, 2, 4, 2)
-	k := 2
-	bad := bn.servers[k]
-	var mu sync.Mutex
-	var epochs int
-	var lastEpoch [32]byte
-	start := time.Now()
-	bad.rb.hooks.Store(&serverHooks{withhold: func(r uint32) bool {
-		if r != 1 {
-			return false
-		}
-		// One withheld round per epoch (the hook runs in the mix loop of
-		// one epoch at a time).
-		bad.mu.Lock()
-		var cur [32]byte
-		for id, e := range bad.epochs {
-			if !e.ended {
-				cur = id
+	virtual(t, func(t *testing.T) {
+		// A short round limit: each withheld epoch ends when it runs out.
+		p := testParams(6)
+		p.RoundLimitMs = 4000
+		bn := startBlameNetParams(t, p, 3, 2, 4, 2)
+		k := 2
+		bad := bn.servers[k]
+		var mu sync.Mutex
+		var epochs int
+		var lastEpoch [32]byte
+		start := time.Now()
+		bad.rb.hooks.Store(&serverHooks{withhold: func(r uint32) bool {
+			if r != 1 {
+				return false
+			}
+			// One withheld round per epoch (the hook runs in the mix loop of
+			// one epoch at a time).
+			bad.mu.Lock()
+			var cur [32]byte
+			for id, e := range bad.epochs {
+				if !e.ended {
+					cur = id
+				}
+			}
+			bad.mu.Unlock()
+			mu.Lock()
+			if cur != lastEpoch {
+				lastEpoch = cur
+				epochs++
+			}
+			mu.Unlock()
+			return true
+		}})
+		var honest []*Server
+		for j, s := range bn.servers {
+			if j != k {
+				honest = append(honest, s)
 			}
 		}
-		bad.mu.Unlock()
-		mu.Lock()
-		if cur != lastEpoch {
-			lastEpoch = cur
-			epochs++
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			out := true
+			for _, s := range honest {
+				out = out && s.refusalOut(bad.h.ID())
+			}
+			if out {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the withholding server is not left out within 60 s")
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		mu.Unlock()
-		return true
-	}})
-	var honest []*Server
-	for j, s := range bn.servers {
-		if j != k {
-			honest = append(honest, s)
+		outAfter := time.Since(start).Round(time.Millisecond)
+		var up, down *Client
+		for i, c := range bn.clients {
+			if i%3 != k {
+				up, down = down, c
+			}
 		}
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		out := true
+		shareAndGet(t, up, down)
 		for _, s := range honest {
-			out = out && s.refusalOut(bad.h.ID())
-		}
-		if out {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the withholding server is not left out within 60 s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	outAfter := time.Since(start).Round(time.Millisecond)
-	var up, down *Client
-	for i, c := range bn.clients {
-		if i%3 != k {
-			up, down = down, c
-		}
-	}
-	shareAndGet(t, up, down)
-	for _, s := range honest {
-		recs, err := s.blameRecords()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(recs) > 0 {
-			t.Fatalf("a withheld publication named someone: %+v", recs[0])
-		}
-		counts := s.refusalCounts()
-		for p, n := range counts {
-			if p != bad.h.ID() {
-				t.Fatalf("honest server %s charged with %d aborts", p.ShortString(), n)
+			recs, err := s.blameRecords()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) > 0 {
+				t.Fatalf("a withheld publication named someone: %+v", recs[0])
+			}
+			counts := s.refusalCounts()
+			for p, n := range counts {
+				if p != bad.h.ID() {
+					t.Fatalf("honest server %s charged with %d aborts", p.ShortString(), n)
+				}
+			}
+			if counts[bad.h.ID()] < 2 {
+				t.Fatalf("the withholding server is charged %d times", counts[bad.h.ID()])
 			}
 		}
-		if counts[bad.h.ID()] < 2 {
-			t.Fatalf("the withholding server is charged %d times", counts[bad.h.ID()])
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	t.Logf("withheld publication in %d epochs; left out %v after the start; honest share and get done %v after the start", epochs, outAfter, time.Since(start).Round(time.Millisecond))
+		mu.Lock()
+		defer mu.Unlock()
+		t.Logf("withheld publication in %d epochs; left out %v after the start; honest share and get done %v after the start", epochs, outAfter, time.Since(start).Round(time.Millisecond))
+	})
 }

@@ -77,157 +77,159 @@ func finalCertBy(t *testing.T, chain []certKey, signers []certKey, n uint64) *wi
 // that carries one (which then leaves nothing behind), and the valid ones
 // of each kind pass.
 func TestCertForged(t *testing.T) {
-	s, err := NewServer(context.Background(), ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	keys := newCertKeys(t, 3) // known: in the roster
-	for _, k := range keys {
-		s.roster.saw(k.id, "k", nil)
-	}
-	strangers := newCertKeys(t, 3) // never seen here
-	known := s.knownServers()
-
-	// Final: every chain server's signature.
-	if err := verifyCert(finalCertBy(t, keys, keys, 5), known); err != nil {
-		t.Fatalf("valid final certificate: %v", err)
-	}
-	wrong := append([]certKey{}, keys...)
-	wrong[1] = strangers[0]
-	if err := verifyCert(finalCertBy(t, keys, wrong, 5), known); err == nil {
-		t.Error("a final certificate with a signature by the wrong key verified")
-	}
-	if err := verifyCert(finalCertBy(t, strangers, strangers, 5), known); err == nil || !strings.Contains(err.Error(), "known here") {
-		t.Errorf("a final certificate of unknown servers: %v", err)
-	}
-	chain := []certKey{keys[0], strangers[1], strangers[2]}
-	sortKeys(chain)
-	if err := verifyCert(finalCertBy(t, chain, chain, 5), known); err == nil {
-		t.Error("a final certificate with one known server of three verified")
-	}
-	relabel := finalCertBy(t, keys, keys, 5)
-	relabel.Number = 6
-	if err := verifyCert(relabel, known); err == nil {
-		t.Error("a final certificate relabelled to another number verified")
-	}
-	short := finalCertBy(t, keys, keys, 5)
-	short.Sigs = short.Sigs[:2]
-	if err := verifyCert(short, known); err == nil {
-		t.Error("a final certificate missing a signature verified")
-	}
-
-	// Timeout: more than half of the servers other than the leader.
-	timeoutOf := func(n uint64, signers ...int) *wire.Cert {
-		c := &wire.Cert{Kind: wire.CertTimeout, Number: n}
+	virtual(t, func(t *testing.T) {
+		s, err := NewServer(context.Background(), ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		keys := newCertKeys(t, 3) // known: in the roster
 		for _, k := range keys {
-			c.Chain = append(c.Chain, []byte(k.id))
+			s.roster.saw(k.id, "k", nil)
 		}
-		for _, i := range signers {
-			c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, keys[i], timeoutDigest(n, c.Chain))})
+		strangers := newCertKeys(t, 3) // never seen here
+		known := s.knownServers()
+
+		// Final: every chain server's signature.
+		if err := verifyCert(finalCertBy(t, keys, keys, 5), known); err != nil {
+			t.Fatalf("valid final certificate: %v", err)
 		}
-		return c
-	}
-	notLeading := func(n uint64) []int {
-		var out []int
-		for i := range keys {
-			if uint64(i) != n%3 {
-				out = append(out, i)
+		wrong := append([]certKey{}, keys...)
+		wrong[1] = strangers[0]
+		if err := verifyCert(finalCertBy(t, keys, wrong, 5), known); err == nil {
+			t.Error("a final certificate with a signature by the wrong key verified")
+		}
+		if err := verifyCert(finalCertBy(t, strangers, strangers, 5), known); err == nil || !strings.Contains(err.Error(), "known here") {
+			t.Errorf("a final certificate of unknown servers: %v", err)
+		}
+		chain := []certKey{keys[0], strangers[1], strangers[2]}
+		sortKeys(chain)
+		if err := verifyCert(finalCertBy(t, chain, chain, 5), known); err == nil {
+			t.Error("a final certificate with one known server of three verified")
+		}
+		relabel := finalCertBy(t, keys, keys, 5)
+		relabel.Number = 6
+		if err := verifyCert(relabel, known); err == nil {
+			t.Error("a final certificate relabelled to another number verified")
+		}
+		short := finalCertBy(t, keys, keys, 5)
+		short.Sigs = short.Sigs[:2]
+		if err := verifyCert(short, known); err == nil {
+			t.Error("a final certificate missing a signature verified")
+		}
+
+		// Timeout: more than half of the servers other than the leader.
+		timeoutOf := func(n uint64, signers ...int) *wire.Cert {
+			c := &wire.Cert{Kind: wire.CertTimeout, Number: n}
+			for _, k := range keys {
+				c.Chain = append(c.Chain, []byte(k.id))
+			}
+			for _, i := range signers {
+				c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, keys[i], timeoutDigest(n, c.Chain))})
+			}
+			return c
+		}
+		notLeading := func(n uint64) []int {
+			var out []int
+			for i := range keys {
+				if uint64(i) != n%3 {
+					out = append(out, i)
+				}
+			}
+			return out
+		}
+		const n = 7
+		others := notLeading(n)
+		if err := verifyCert(timeoutOf(n, others...), known); err != nil {
+			t.Fatalf("timeout signed by both servers other than the leader: %v", err)
+		}
+		if err := verifyCert(timeoutOf(n, others[0]), known); err == nil {
+			t.Error("a timeout signed by one server of three verified")
+		}
+		withLeader := []int{others[0], n % 3}
+		if withLeader[1] < withLeader[0] {
+			withLeader[0], withLeader[1] = withLeader[1], withLeader[0]
+		}
+		if err := verifyCert(timeoutOf(n, withLeader...), known); err == nil || !strings.Contains(err.Error(), "its leader") {
+			t.Errorf("a timeout the leader signed: %v", err)
+		}
+		other := timeoutOf(n, others...)
+		other.Number = n + 1
+		if err := verifyCert(other, known); err == nil {
+			t.Error("a timeout relabelled to another number verified")
+		}
+
+		// Abort: every server's open signature and a chain server's abort.
+		abortCert := func(by certKey, epoch [32]byte) *wire.Cert {
+			id := [32]byte{9}
+			c := &wire.Cert{Kind: wire.CertAbort, Number: 5, Epoch: id}
+			for i, k := range keys {
+				c.Chain = append(c.Chain, []byte(k.id))
+				c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, openCertDigest(5, id))})
+			}
+			a := wire.Abort{Epoch: epoch, Number: 5, Kind: wire.AbortCoord, Signer: []byte(by.id), Reason: []byte("open failed")}
+			a.Sig = certSign(t, by, abortDigest(&a))
+			c.Abort = a.Marshal()
+			return c
+		}
+		if err := verifyCert(abortCert(keys[1], [32]byte{9}), known); err != nil {
+			t.Fatalf("valid abort certificate: %v", err)
+		}
+		if err := verifyCert(abortCert(strangers[0], [32]byte{9}), known); err == nil {
+			t.Error("an abort certificate whose abort is signed outside the chain verified")
+		}
+		if err := verifyCert(abortCert(keys[1], [32]byte{8}), known); err == nil {
+			t.Error("an abort certificate holding another epoch's abort verified")
+		}
+
+		// A Prepare of N from its leader in s's group chain, with a forged
+		// certificate of N−1: refused, nothing prepared, no number moved.
+		group := []peer.ID{s.ID(), keys[0].id, keys[1].id, keys[2].id}
+		sortChain(group)
+		N := uint64(6)
+		for leaderOf(N, group) == s.ID() {
+			N++
+		}
+		leader := leaderOf(N, group)
+		prep := func(prev *wire.Cert) []byte {
+			p := wire.Prepare{Number: N, Params: s.cfg.Params.wire(), Previous: *prev}
+			for _, id := range group {
+				p.Chain = append(p.Chain, []byte(id))
+			}
+			return p.Marshal()
+		}
+		relabelled := finalCertBy(t, keys, keys, N-2)
+		relabelled.Number = N - 1
+		forged := []*wire.Cert{
+			finalCertBy(t, keys, wrong, N-1),
+			finalCertBy(t, strangers, strangers, N-1),
+			relabelled,
+			timeoutOf(N-1, notLeading(N - 1)[0]),
+			{},
+		}
+		for i, c := range forged {
+			if _, _, err := s.onPrepare(leader, prep(c)); err == nil {
+				t.Errorf("forged certificate %d: Prepare accepted", i)
 			}
 		}
-		return out
-	}
-	const n = 7
-	others := notLeading(n)
-	if err := verifyCert(timeoutOf(n, others...), known); err != nil {
-		t.Fatalf("timeout signed by both servers other than the leader: %v", err)
-	}
-	if err := verifyCert(timeoutOf(n, others[0]), known); err == nil {
-		t.Error("a timeout signed by one server of three verified")
-	}
-	withLeader := []int{others[0], n % 3}
-	if withLeader[1] < withLeader[0] {
-		withLeader[0], withLeader[1] = withLeader[1], withLeader[0]
-	}
-	if err := verifyCert(timeoutOf(n, withLeader...), known); err == nil || !strings.Contains(err.Error(), "its leader") {
-		t.Errorf("a timeout the leader signed: %v", err)
-	}
-	other := timeoutOf(n, others...)
-	other.Number = n + 1
-	if err := verifyCert(other, known); err == nil {
-		t.Error("a timeout relabelled to another number verified")
-	}
-
-	// Abort: every server's open signature and a chain server's abort.
-	abortCert := func(by certKey, epoch [32]byte) *wire.Cert {
-		id := [32]byte{9}
-		c := &wire.Cert{Kind: wire.CertAbort, Number: 5, Epoch: id}
-		for i, k := range keys {
-			c.Chain = append(c.Chain, []byte(k.id))
-			c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, openCertDigest(5, id))})
+		s.mu.Lock()
+		held, last := len(s.prep), s.number
+		s.mu.Unlock()
+		if held != 0 || last != 0 || s.certTop() != 0 {
+			t.Fatalf("forged certificates left %d preparations, number %d, certified %d", held, last, s.certTop())
 		}
-		a := wire.Abort{Epoch: epoch, Number: 5, Kind: wire.AbortCoord, Signer: []byte(by.id), Reason: []byte("open failed")}
-		a.Sig = certSign(t, by, abortDigest(&a))
-		c.Abort = a.Marshal()
-		return c
-	}
-	if err := verifyCert(abortCert(keys[1], [32]byte{9}), known); err != nil {
-		t.Fatalf("valid abort certificate: %v", err)
-	}
-	if err := verifyCert(abortCert(strangers[0], [32]byte{9}), known); err == nil {
-		t.Error("an abort certificate whose abort is signed outside the chain verified")
-	}
-	if err := verifyCert(abortCert(keys[1], [32]byte{8}), known); err == nil {
-		t.Error("an abort certificate holding another epoch's abort verified")
-	}
-
-	// A Prepare of N from its leader in s's group chain, with a forged
-	// certificate of N−1: refused, nothing prepared, no number moved.
-	group := []peer.ID{s.ID(), keys[0].id, keys[1].id, keys[2].id}
-	sortChain(group)
-	N := uint64(6)
-	for leaderOf(N, group) == s.ID() {
-		N++
-	}
-	leader := leaderOf(N, group)
-	prep := func(prev *wire.Cert) []byte {
-		p := wire.Prepare{Number: N, Params: s.cfg.Params.wire(), Previous: *prev}
-		for _, id := range group {
-			p.Chain = append(p.Chain, []byte(id))
+		if _, _, err := s.onPrepare(leader, prep(timeoutOf(N-1, notLeading(N-1)...))); err != nil {
+			t.Fatalf("Prepare with a valid certificate: %v", err)
 		}
-		return p.Marshal()
-	}
-	relabelled := finalCertBy(t, keys, keys, N-2)
-	relabelled.Number = N - 1
-	forged := []*wire.Cert{
-		finalCertBy(t, keys, wrong, N-1),
-		finalCertBy(t, strangers, strangers, N-1),
-		relabelled,
-		timeoutOf(N-1, notLeading(N - 1)[0]),
-		{},
-	}
-	for i, c := range forged {
-		if _, _, err := s.onPrepare(leader, prep(c)); err == nil {
-			t.Errorf("forged certificate %d: Prepare accepted", i)
+		if s.certTop() != N-1 || s.lastNumber() != N-1 {
+			t.Fatalf("a valid certificate of %d: certified %d, number %d", N-1, s.certTop(), s.lastNumber())
 		}
-	}
-	s.mu.Lock()
-	held, last := len(s.prep), s.number
-	s.mu.Unlock()
-	if held != 0 || last != 0 || s.certTop() != 0 {
-		t.Fatalf("forged certificates left %d preparations, number %d, certified %d", held, last, s.certTop())
-	}
-	if _, _, err := s.onPrepare(leader, prep(timeoutOf(N-1, notLeading(N-1)...))); err != nil {
-		t.Fatalf("Prepare with a valid certificate: %v", err)
-	}
-	if s.certTop() != N-1 || s.lastNumber() != N-1 {
-		t.Fatalf("a valid certificate of %d: certified %d, number %d", N-1, s.certTop(), s.lastNumber())
-	}
-	// The number is certified here now; a forged certificate of it is
-	// still refused (it would go into the descriptor).
-	if _, _, err := s.onPrepare(leader, prep(timeoutOf(N-1, notLeading(N - 1)[0]))); err == nil {
-		t.Error("a forged certificate of a number certified here: Prepare accepted")
-	}
+		// The number is certified here now; a forged certificate of it is
+		// still refused (it would go into the descriptor).
+		if _, _, err := s.onPrepare(leader, prep(timeoutOf(N-1, notLeading(N - 1)[0]))); err == nil {
+			t.Error("a forged certificate of a number certified here: Prepare accepted")
+		}
+	})
 }
 
 func sortKeys(ks []certKey) {
@@ -254,74 +256,76 @@ func sortKeys(ks []certKey) {
 // counted, and a hostile voter that signs many chains keeps one vote and
 // does not crowd out the others'.
 func TestTimeoutVotes(t *testing.T) {
-	s, err := NewServer(context.Background(), ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	keys := newCertKeys(t, 5)
-	for _, k := range keys {
-		s.roster.saw(k.id, "k", nil)
-	}
-	chain := make([][]byte, len(keys))
-	for i, k := range keys {
-		chain[i] = []byte(k.id)
-	}
-	const n = 1
-	lead := n % len(keys)
-	vote := func(i int, ch [][]byte) []byte {
-		pos := -1
-		for j, p := range ch {
-			if string(p) == string(keys[i].id) {
-				pos = j
-			}
-		}
-		v := wire.Cert{Kind: wire.CertTimeout, Number: n, Chain: ch, Sigs: []wire.CertSig{{Index: uint16(pos), Sig: certSign(t, keys[i], timeoutDigest(n, ch))}}}
-		return v.Marshal()
-	}
-	var others []int
-	for i := range keys {
-		if i != lead {
-			others = append(others, i)
-		}
-	}
-	if _, _, err := s.onTimeoutVote(keys[lead].id, vote(lead, chain)); err == nil {
-		t.Error("the leader's own timeout vote taken")
-	}
-	if _, _, err := s.onTimeoutVote(keys[others[1]].id, vote(others[0], chain)); err == nil {
-		t.Error("a vote sent by another than its signer taken")
-	}
-	// A hostile voter signs many chains (itself and made-up servers).
-	hostile := others[0]
-	for range 10 {
-		fake := newCertKeys(t, 2)
-		ch := [][]byte{[]byte(keys[hostile].id), []byte(fake[0].id), []byte(fake[1].id)}
-		sortChainBytes(ch)
-		// (refused where it would lead its made-up chain)
-		_, _, _ = s.onTimeoutVote(keys[hostile].id, vote(hostile, ch))
-	}
-	// Quorum of 5: ⌊4/2⌋ + 1 = 3 of the four others.
-	for i, o := range others[1:3] {
-		if _, _, err := s.onTimeoutVote(keys[o].id, vote(o, chain)); err != nil {
+	virtual(t, func(t *testing.T) {
+		s, err := NewServer(context.Background(), ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2})
+		if err != nil {
 			t.Fatal(err)
 		}
-		if i == 0 && s.certTop() != 0 {
-			t.Fatal("certified with one vote")
+		defer s.Close()
+		keys := newCertKeys(t, 5)
+		for _, k := range keys {
+			s.roster.saw(k.id, "k", nil)
 		}
-	}
-	if s.certTop() != 0 {
-		t.Fatal("certified with two votes of the chain (the hostile one voted other chains)")
-	}
-	if _, _, err := s.onTimeoutVote(keys[hostile].id, vote(hostile, chain)); err != nil {
-		t.Fatal(err)
-	}
-	if s.certTop() != n || s.CertKind(n) != wire.CertTimeout || s.lastNumber() != n {
-		t.Fatalf("after three votes: certified %d (kind %d), number %d", s.certTop(), s.CertKind(n), s.lastNumber())
-	}
-	c, _ := s.certOf(n)
-	if err := verifyCert(c, s.knownServers()); err != nil || len(c.Sigs) != 3 {
-		t.Fatalf("the timeout certificate made: %v, %d signatures", err, len(c.Sigs))
-	}
+		chain := make([][]byte, len(keys))
+		for i, k := range keys {
+			chain[i] = []byte(k.id)
+		}
+		const n = 1
+		lead := n % len(keys)
+		vote := func(i int, ch [][]byte) []byte {
+			pos := -1
+			for j, p := range ch {
+				if string(p) == string(keys[i].id) {
+					pos = j
+				}
+			}
+			v := wire.Cert{Kind: wire.CertTimeout, Number: n, Chain: ch, Sigs: []wire.CertSig{{Index: uint16(pos), Sig: certSign(t, keys[i], timeoutDigest(n, ch))}}}
+			return v.Marshal()
+		}
+		var others []int
+		for i := range keys {
+			if i != lead {
+				others = append(others, i)
+			}
+		}
+		if _, _, err := s.onTimeoutVote(keys[lead].id, vote(lead, chain)); err == nil {
+			t.Error("the leader's own timeout vote taken")
+		}
+		if _, _, err := s.onTimeoutVote(keys[others[1]].id, vote(others[0], chain)); err == nil {
+			t.Error("a vote sent by another than its signer taken")
+		}
+		// A hostile voter signs many chains (itself and made-up servers).
+		hostile := others[0]
+		for range 10 {
+			fake := newCertKeys(t, 2)
+			ch := [][]byte{[]byte(keys[hostile].id), []byte(fake[0].id), []byte(fake[1].id)}
+			sortChainBytes(ch)
+			// (refused where it would lead its made-up chain)
+			_, _, _ = s.onTimeoutVote(keys[hostile].id, vote(hostile, ch))
+		}
+		// Quorum of 5: ⌊4/2⌋ + 1 = 3 of the four others.
+		for i, o := range others[1:3] {
+			if _, _, err := s.onTimeoutVote(keys[o].id, vote(o, chain)); err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 && s.certTop() != 0 {
+				t.Fatal("certified with one vote")
+			}
+		}
+		if s.certTop() != 0 {
+			t.Fatal("certified with two votes of the chain (the hostile one voted other chains)")
+		}
+		if _, _, err := s.onTimeoutVote(keys[hostile].id, vote(hostile, chain)); err != nil {
+			t.Fatal(err)
+		}
+		if s.certTop() != n || s.CertKind(n) != wire.CertTimeout || s.lastNumber() != n {
+			t.Fatalf("after three votes: certified %d (kind %d), number %d", s.certTop(), s.CertKind(n), s.lastNumber())
+		}
+		c, _ := s.certOf(n)
+		if err := verifyCert(c, s.knownServers()); err != nil || len(c.Sigs) != 3 {
+			t.Fatalf("the timeout certificate made: %v, %d signatures", err, len(c.Sigs))
+		}
+	})
 }
 
 func sortChainBytes(ch [][]byte) {

@@ -72,7 +72,7 @@ type ClientConfig struct {
 // network is the configured network, libp2p by default.
 func (c *ClientConfig) network() transport.Network {
 	if c.Network == nil {
-		return transport.Libp2p{}
+		return defaultNetwork
 	}
 	return c.Network
 }

@@ -20,59 +20,61 @@ import (
 // stored submissions are there, and the next start sends them again and
 // forgets them (§5.1 v2, §5.4).
 func TestOnionsStoredBeforeSending(t *testing.T) {
-	tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 2, Params: node.TestParams(256)})
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cfg := node.ClientConfig{Server: tn.Addr(0), DataDir: dir, MinAnonymity: 1, Now: true}
-	c, err := node.NewClient(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	marker := filepath.Join(dir, node.PendingFile)
-	if err := wait.Until(ctx, time.Minute, func() bool { return c.Stats().Rounds >= 3 }); err != nil {
-		t.Fatal("client never took part in rounds")
-	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(marker)
-	if err != nil {
-		t.Fatalf("no pending-epoch marker after an interruption: %v", err)
-	}
-	var id [32]byte
-	b, err := hex.DecodeString(strings.Fields(string(raw))[0])
-	if err != nil || len(b) != 32 {
-		t.Fatalf("marker %q", raw)
-	}
-	copy(id[:], b)
-	db, err := store.OpenClient(filepath.Join(dir, node.ClientDBFile), store.ClientOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The onions of the last rounds are stored; those of rounds more than
-	// W+2 behind the newest are pruned as the epoch goes (store's
-	// PutOnionPruned), so the file holds a few at a time.
-	stored := 0
-	for r := uint32(0); r < 256; r++ {
-		if _, err := db.Onion(id, r); err == nil {
-			stored++
+	node.Virtual(t, func(t *testing.T) {
+		tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 2, Params: node.TestParams(256)})
+		dir := t.TempDir()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cfg := node.ClientConfig{Server: tn.Addr(0), DataDir: dir, MinAnonymity: 1, Now: true}
+		c, err := node.NewClient(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if w := int(node.TestParams(256).W); stored < 1 || stored > w+3 {
-		t.Fatalf("%d submissions stored after an interruption, want 1 to W+3 = %d", stored, w+3)
-	}
-	db.Close()
-	c2, err := node.NewClient(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	if err := wait.Until(ctx, time.Minute, func() bool {
-		// Gone, or naming the next epoch the new client joined.
-		now, err := os.ReadFile(marker)
-		return os.IsNotExist(err) || (err == nil && string(now) != string(raw))
-	}); err != nil {
-		t.Fatal("stored submissions never resent and dropped")
-	}
+		marker := filepath.Join(dir, node.PendingFile)
+		if err := wait.Until(ctx, time.Minute, func() bool { return c.Stats().Rounds >= 3 }); err != nil {
+			t.Fatal("client never took part in rounds")
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(marker)
+		if err != nil {
+			t.Fatalf("no pending-epoch marker after an interruption: %v", err)
+		}
+		var id [32]byte
+		b, err := hex.DecodeString(strings.Fields(string(raw))[0])
+		if err != nil || len(b) != 32 {
+			t.Fatalf("marker %q", raw)
+		}
+		copy(id[:], b)
+		db, err := store.OpenClient(filepath.Join(dir, node.ClientDBFile), store.ClientOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The onions of the last rounds are stored; those of rounds more than
+		// W+2 behind the newest are pruned as the epoch goes (store's
+		// PutOnionPruned), so the file holds a few at a time.
+		stored := 0
+		for r := uint32(0); r < 256; r++ {
+			if _, err := db.Onion(id, r); err == nil {
+				stored++
+			}
+		}
+		if w := int(node.TestParams(256).W); stored < 1 || stored > w+3 {
+			t.Fatalf("%d submissions stored after an interruption, want 1 to W+3 = %d", stored, w+3)
+		}
+		db.Close()
+		c2, err := node.NewClient(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c2.Close()
+		if err := wait.Until(ctx, time.Minute, func() bool {
+			// Gone, or naming the next epoch the new client joined.
+			now, err := os.ReadFile(marker)
+			return os.IsNotExist(err) || (err == nil && string(now) != string(raw))
+		}); err != nil {
+			t.Fatal("stored submissions never resent and dropped")
+		}
+	})
 }

@@ -16,70 +16,72 @@ import (
 // every round published; it is in the index log, and a client gets it
 // with its next index sync.
 func TestClosingRecordSynced(t *testing.T) {
-	p := testParams(4)
-	tn := startAnonNet(t, 2, 0, 2, p, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
-	defer cancel()
-	up, _ := tn.startPair(ctx, t, nil)
-	// An epoch that ran to its end at S_0 (its first server).
-	var ep [32]byte
-	var v *view
-	if err := wait.Until(ctx, 40*time.Second, func() bool {
-		for _, s := range tn.servers {
-			for _, es := range s.Snapshot().Epochs {
-				if es.Position == 0 && es.Ended && es.Listed == es.Rounds {
-					ep = es.ID
-					s.mu.Lock()
-					v = s.epochs[ep].final
-					s.mu.Unlock()
-					return true
+	virtual(t, func(t *testing.T) {
+		p := testParams(4)
+		tn := startAnonNet(t, 2, 0, 2, p, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+		defer cancel()
+		up, _ := tn.startPair(ctx, t, nil)
+		// An epoch that ran to its end at S_0 (its first server).
+		var ep [32]byte
+		var v *view
+		if err := wait.Until(ctx, 40*time.Second, func() bool {
+			for _, s := range tn.servers {
+				for _, es := range s.Snapshot().Epochs {
+					if es.Position == 0 && es.Ended && es.Listed == es.Rounds {
+						ep = es.ID
+						s.mu.Lock()
+						v = s.epochs[ep].final
+						s.mu.Unlock()
+						return true
+					}
 				}
 			}
-		}
-		return false
-	}); err != nil {
-		t.Fatal("no epoch ran to its end")
-	}
-	for i, s := range tn.servers {
-		var rec []byte
-		if err := wait.Until(ctx, 20*time.Second, func() bool {
-			b, err := s.store.Closing(ep)
-			rec = b
-			return err == nil
+			return false
 		}); err != nil {
-			t.Fatalf("server %d holds no closing record of the epoch", i)
+			t.Fatal("no epoch ran to its end")
 		}
-		var c wire.Closing
-		if err := c.Unmarshal(rec, int(p.Rounds)); err != nil {
-			t.Fatal(err)
-		}
-		if err := checkClosing(v, &c); err != nil {
-			t.Fatalf("server %d: %v", i, err)
-		}
-		for r, x := range c.Rounds {
-			if x.State != wire.ClosedPublished {
-				t.Fatalf("server %d: round %d of a complete epoch closed as %d", i, r, x.State)
+		for i, s := range tn.servers {
+			var rec []byte
+			if err := wait.Until(ctx, 20*time.Second, func() bool {
+				b, err := s.store.Closing(ep)
+				rec = b
+				return err == nil
+			}); err != nil {
+				t.Fatalf("server %d holds no closing record of the epoch", i)
+			}
+			var c wire.Closing
+			if err := c.Unmarshal(rec, int(p.Rounds)); err != nil {
+				t.Fatal(err)
+			}
+			if err := checkClosing(v, &c); err != nil {
+				t.Fatalf("server %d: %v", i, err)
+			}
+			for r, x := range c.Rounds {
+				if x.State != wire.ClosedPublished {
+					t.Fatalf("server %d: round %d of a complete epoch closed as %d", i, r, x.State)
+				}
+			}
+			ch, err := s.store.IndexSince(0, 1<<30)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, b := range ch.Closings {
+				found = found || string(b) == string(rec)
+			}
+			if !found {
+				t.Fatalf("server %d: the closing record is not in the index log", i)
 			}
 		}
-		ch, err := s.store.IndexSince(0, 1<<30)
-		if err != nil {
-			t.Fatal(err)
+		if err := wait.Until(ctx, 30*time.Second, func() bool {
+			up.syncMu.Lock()
+			defer up.syncMu.Unlock()
+			return up.closingFor(v) != nil
+		}); err != nil {
+			t.Fatal("the client did not sync the closing record")
 		}
-		found := false
-		for _, b := range ch.Closings {
-			found = found || string(b) == string(rec)
-		}
-		if !found {
-			t.Fatalf("server %d: the closing record is not in the index log", i)
-		}
-	}
-	if err := wait.Until(ctx, 30*time.Second, func() bool {
-		up.syncMu.Lock()
-		defer up.syncMu.Unlock()
-		return up.closingFor(v) != nil
-	}); err != nil {
-		t.Fatal("the client did not sync the closing record")
-	}
+	})
 }
 
 // TestClosingFromOtherServer (§5.2 v3): a primary that leaves the closing
@@ -87,30 +89,32 @@ func TestClosingRecordSynced(t *testing.T) {
 // client asks another server of the chain for the record of an epoch
 // before the one just ended. Without the fallback it never gets one.
 func TestClosingFromOtherServer(t *testing.T) {
-	p := testParams(4)
-	tn := startAnonNet(t, 2, 0, 2, p, func(i int, c *ServerConfig) {
-		if i == 1 {
-			c.observe = &testObserver{IndexClosings: func(peer.ID, [][]byte) [][]byte { return nil }}
+	virtual(t, func(t *testing.T) {
+		p := testParams(4)
+		tn := startAnonNet(t, 2, 0, 2, p, func(i int, c *ServerConfig) {
+			if i == 1 {
+				c.observe = &testObserver{IndexClosings: func(peer.ID, [][]byte) [][]byte { return nil }}
+			}
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+		defer cancel()
+		up, _ := tn.startPair(ctx, t, nil) // up's primary is server 1
+		if err := wait.Until(ctx, 45*time.Second, func() bool {
+			up.mu.Lock()
+			views := append([]*view(nil), up.pastViews...)
+			up.mu.Unlock()
+			up.syncMu.Lock()
+			defer up.syncMu.Unlock()
+			for _, v := range views {
+				if up.closingFor(v) != nil {
+					return true
+				}
+			}
+			return false
+		}); err != nil {
+			t.Fatal("the client got no closing record past a primary that withholds them")
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
-	defer cancel()
-	up, _ := tn.startPair(ctx, t, nil) // up's primary is server 1
-	if err := wait.Until(ctx, 45*time.Second, func() bool {
-		up.mu.Lock()
-		views := append([]*view(nil), up.pastViews...)
-		up.mu.Unlock()
-		up.syncMu.Lock()
-		defer up.syncMu.Unlock()
-		for _, v := range views {
-			if up.closingFor(v) != nil {
-				return true
-			}
-		}
-		return false
-	}); err != nil {
-		t.Fatal("the client got no closing record past a primary that withholds them")
-	}
 }
 
 // storedClosing waits, within ctx, for server s's closing record of epoch

@@ -142,7 +142,9 @@ func TestCrash(t *testing.T) {
 		if c.lost {
 			name += "/number-lost"
 		}
-		t.Run(name, func(t *testing.T) { crashCase(t, c.role, c.phase, c.restart, c.lost) })
+		t.Run(name, func(t *testing.T) {
+			node.Virtual(t, func(t *testing.T) { crashCase(t, c.role, c.phase, c.restart, c.lost) })
+		})
 	}
 }
 

@@ -145,27 +145,31 @@ func deadSlotRunVoids(t *testing.T, bn *blameNet, d *deadCase, wantVoid int) {
 // and an honest share and get complete byte-exact. Before, the blame
 // ended the epoch.
 func TestDeadSlotEpochGoesOn(t *testing.T) {
-	bn := startBlameNetParams(t, testParams(16), 3, 3, 4, 3)
-	d := &deadCase{}
-	bn.clients[1].hooks.Store(&clientHooks{layerKeys: func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
-		if d.fires(epoch, r, slot) {
-			keys[1].MAC[0] ^= 1
-		}
-	}})
-	deadSlotRun(t, bn, d)
+	virtual(t, func(t *testing.T) {
+		bn := startBlameNetParams(t, testParams(16), 3, 3, 4, 3)
+		d := &deadCase{}
+		bn.clients[1].hooks.Store(&clientHooks{layerKeys: func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
+			if d.fires(epoch, r, slot) {
+				keys[1].MAC[0] ^= 1
+			}
+		}})
+		deadSlotRun(t, bn, d)
+	})
 }
 
 // TestDeadSlotBadPayload: the same for a client whose payloads' pseudonym
 // signatures fail (found at publication, walked from the last server).
 func TestDeadSlotBadPayload(t *testing.T) {
-	bn := startBlameNetParams(t, testParams(16), 3, 3, 4, 3)
-	d := &deadCase{}
-	bn.clients[1].hooks.Store(&clientHooks{payload: func(epoch [32]byte, r, slot uint32, raw []byte) {
-		if d.fires(epoch, r, slot) {
-			raw[len(raw)/2] ^= 1
-		}
-	}})
-	deadSlotRun(t, bn, d)
+	virtual(t, func(t *testing.T) {
+		bn := startBlameNetParams(t, testParams(16), 3, 3, 4, 3)
+		d := &deadCase{}
+		bn.clients[1].hooks.Store(&clientHooks{payload: func(epoch [32]byte, r, slot uint32, raw []byte) {
+			if d.fires(epoch, r, slot) {
+				raw[len(raw)/2] ^= 1
+			}
+		}})
+		deadSlotRun(t, bn, d)
+	})
 }
 
 // TestDeadSlotReplay: a client that signs, as its own, an onion another
@@ -174,24 +178,26 @@ func TestDeadSlotBadPayload(t *testing.T) {
 // client whose onion was copied is never named, the replayer's slot dies
 // and the epoch goes on.
 func TestDeadSlotReplay(t *testing.T) {
-	bn := startBlameNetParams(t, testParams(16), 3, 3, 4, 3)
-	d := &deadCase{}
-	var mu sync.Mutex
-	seen := map[[32]byte][]byte{} // the copied client's latest onion per epoch
-	bn.clients[0].hooks.Store(&clientHooks{onion: func(epoch [32]byte, r, slot uint32, onion []byte) {
-		mu.Lock()
-		seen[epoch] = append([]byte(nil), onion...)
-		mu.Unlock()
-	}})
-	bn.clients[1].hooks.Store(&clientHooks{onion: func(epoch [32]byte, r, slot uint32, onion []byte) {
-		mu.Lock()
-		other := seen[epoch]
-		mu.Unlock()
-		if other != nil && len(other) == len(onion) && d.fires(epoch, r, slot) {
-			copy(onion, other)
-		}
-	}})
-	deadSlotRun(t, bn, d)
+	virtual(t, func(t *testing.T) {
+		bn := startBlameNetParams(t, testParams(16), 3, 3, 4, 3)
+		d := &deadCase{}
+		var mu sync.Mutex
+		seen := map[[32]byte][]byte{} // the copied client's latest onion per epoch
+		bn.clients[0].hooks.Store(&clientHooks{onion: func(epoch [32]byte, r, slot uint32, onion []byte) {
+			mu.Lock()
+			seen[epoch] = append([]byte(nil), onion...)
+			mu.Unlock()
+		}})
+		bn.clients[1].hooks.Store(&clientHooks{onion: func(epoch [32]byte, r, slot uint32, onion []byte) {
+			mu.Lock()
+			other := seen[epoch]
+			mu.Unlock()
+			if other != nil && len(other) == len(onion) && d.fires(epoch, r, slot) {
+				copy(onion, other)
+			}
+		}})
+		deadSlotRun(t, bn, d)
+	})
 }
 
 // TestDeadSlotSecondOnion: a client that signs a second, different onion
@@ -199,12 +205,14 @@ func TestDeadSlotReplay(t *testing.T) {
 // slot dies with no round void (the first onion stands), and the epoch
 // runs to its end. Before, the evidence ended the epoch.
 func TestDeadSlotSecondOnion(t *testing.T) {
-	bn := startBlameNetParams(t, testParams(16), 3, 3, 4, 3)
-	d := &deadCase{}
-	bn.clients[1].hooks.Store(&clientHooks{secondOnion: func(epoch [32]byte, r, slot uint32) bool {
-		return d.fires(epoch, r, slot)
-	}})
-	deadSlotRunVoids(t, bn, d, 0)
+	virtual(t, func(t *testing.T) {
+		bn := startBlameNetParams(t, testParams(16), 3, 3, 4, 3)
+		d := &deadCase{}
+		bn.clients[1].hooks.Store(&clientHooks{secondOnion: func(epoch [32]byte, r, slot uint32) bool {
+			return d.fires(epoch, r, slot)
+		}})
+		deadSlotRunVoids(t, bn, d, 0)
+	})
 }
 
 // TestDeadSlotBadForward: the middle server reveals a false drop step for
@@ -213,71 +221,73 @@ func TestDeadSlotSecondOnion(t *testing.T) {
 // that does not (the liar's epoch may end first) ends the epoch naming
 // nobody; no honest party is named, and the epoch ends early everywhere.
 func TestDeadSlotBadForward(t *testing.T) {
-	bn := startBlameNetParams(t, testParams(16), 3, 2, 4, 2)
-	d := &deadCase{}
-	bn.clients[1].hooks.Store(&clientHooks{layerKeys: func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
-		if d.fires(epoch, r, slot) {
-			keys[2].MAC[0] ^= 1
+	virtual(t, func(t *testing.T) {
+		bn := startBlameNetParams(t, testParams(16), 3, 2, 4, 2)
+		d := &deadCase{}
+		bn.clients[1].hooks.Store(&clientHooks{layerKeys: func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
+			if d.fires(epoch, r, slot) {
+				keys[2].MAC[0] ^= 1
+			}
+		}})
+		liar := bn.servers[1]
+		liar.rb.hooks.Store(&serverHooks{lieDrop: func(uint32) bool { return true }})
+		honest := []*Server{bn.servers[0], bn.servers[2]}
+		ended := func(s *Server, epoch [32]byte) bool {
+			for _, es := range s.Snapshot().Epochs {
+				if es.ID == epoch {
+					return es.Ended && es.Listed < es.Rounds
+				}
+			}
+			return false
 		}
-	}})
-	liar := bn.servers[1]
-	liar.rb.hooks.Store(&serverHooks{lieDrop: func(uint32) bool { return true }})
-	honest := []*Server{bn.servers[0], bn.servers[2]}
-	ended := func(s *Server, epoch [32]byte) bool {
-		for _, es := range s.Snapshot().Epochs {
-			if es.ID == epoch {
-				return es.Ended && es.Listed < es.Rounds
+		namers := 0
+		deadline := time.Now().Add(60 * time.Second)
+		for i, s := range honest {
+			for {
+				epoch, slot, _ := d.get()
+				rs, err := s.blameRecords()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var server *store.BlameRecord
+				for i, r := range rs {
+					if r.Role == "server" {
+						server = &rs[i]
+					}
+					if r.Role == "server" && r.PeerID != liar.h.ID().String() {
+						t.Fatalf("an honest server was named: server %d, %s", r.Server, r.Reason)
+					}
+					if r.Role == "client" && r.Slot != int(slot) {
+						t.Fatalf("an honest client was named: slot %d, %s", r.Slot, r.Reason)
+					}
+				}
+				if server != nil {
+					var st wire.DropStep
+					if len(server.Evidence) == 0 || st.Unmarshal(server.Evidence[len(server.Evidence)-1]) != nil || int(st.T) != 1 {
+						t.Fatalf("the liar is named without its signed drop step as evidence: %d pieces", len(server.Evidence))
+					}
+					if !s.serverExcluded(liar.h.ID()) {
+						t.Fatal("the lying server is not excluded")
+					}
+					namers++
+				}
+				if ended(s, epoch) && (server != nil || len(rs) == 1) {
+					if server == nil {
+						t.Logf("honest server %d did not get the false step: the epoch ended, nobody named", i)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("honest server %d: the epoch did not end early after the false step (%d records)", i, len(rs))
+				}
+				time.Sleep(100 * time.Millisecond)
 			}
 		}
-		return false
-	}
-	namers := 0
-	deadline := time.Now().Add(60 * time.Second)
-	for i, s := range honest {
-		for {
-			epoch, slot, _ := d.get()
-			rs, err := s.blameRecords()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var server *store.BlameRecord
-			for i, r := range rs {
-				if r.Role == "server" {
-					server = &rs[i]
-				}
-				if r.Role == "server" && r.PeerID != liar.h.ID().String() {
-					t.Fatalf("an honest server was named: server %d, %s", r.Server, r.Reason)
-				}
-				if r.Role == "client" && r.Slot != int(slot) {
-					t.Fatalf("an honest client was named: slot %d, %s", r.Slot, r.Reason)
-				}
-			}
-			if server != nil {
-				var st wire.DropStep
-				if len(server.Evidence) == 0 || st.Unmarshal(server.Evidence[len(server.Evidence)-1]) != nil || int(st.T) != 1 {
-					t.Fatalf("the liar is named without its signed drop step as evidence: %d pieces", len(server.Evidence))
-				}
-				if !s.serverExcluded(liar.h.ID()) {
-					t.Fatal("the lying server is not excluded")
-				}
-				namers++
-			}
-			if ended(s, epoch) && (server != nil || len(rs) == 1) {
-				if server == nil {
-					t.Logf("honest server %d did not get the false step: the epoch ended, nobody named", i)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("honest server %d: the epoch did not end early after the false step (%d records)", i, len(rs))
-			}
-			time.Sleep(100 * time.Millisecond)
+		if namers == 0 {
+			t.Fatal("no honest server named the lying server")
 		}
-	}
-	if namers == 0 {
-		t.Fatal("no honest server named the lying server")
-	}
-	t.Logf("the false drop step named its server at %d of 2 honest servers, %v after the fault", namers, sinceFault())
+		t.Logf("the false drop step named its server at %d of 2 honest servers, %v after the fault", namers, sinceFault())
+	})
 }
 
 // TestDeadSlotTwoCulprits: two clients whose onions fail their MAC at the
@@ -286,53 +296,55 @@ func TestDeadSlotBadForward(t *testing.T) {
 // reopened without the first), the epoch runs to its last round with two
 // void rounds, and an honest share and get complete byte-exact.
 func TestDeadSlotTwoCulprits(t *testing.T) {
-	bn := startBlameNetParams(t, testParams(16), 3, 3, 5, 3)
-	var mu sync.Mutex
-	var epoch [32]byte
-	slots := map[uint32]bool{}
-	for _, c := range []*Client{bn.clients[1], bn.clients[3]} {
-		c.hooks.Store(&clientHooks{layerKeys: func(e [32]byte, r, slot uint32, keys []mix.LayerKey) {
-			mu.Lock()
-			defer mu.Unlock()
-			if r < 1 || (len(slots) > 0 && e != epoch) {
-				return
+	virtual(t, func(t *testing.T) {
+		bn := startBlameNetParams(t, testParams(16), 3, 3, 5, 3)
+		var mu sync.Mutex
+		var epoch [32]byte
+		slots := map[uint32]bool{}
+		for _, c := range []*Client{bn.clients[1], bn.clients[3]} {
+			c.hooks.Store(&clientHooks{layerKeys: func(e [32]byte, r, slot uint32, keys []mix.LayerKey) {
+				mu.Lock()
+				defer mu.Unlock()
+				if r < 1 || (len(slots) > 0 && e != epoch) {
+					return
+				}
+				epoch, slots[slot] = e, true
+				keys[1].MAC[0] ^= 1
+			}})
+		}
+		up, down := bn.clients[0], bn.clients[2]
+		data := make([]byte, 4*int(bn.servers[0].cfg.Params.ChunkSize)+100)
+		rand.Read(data)
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		link := shareConfirmed(ctx, t, up, data, "two-culprits.bin")
+		path, err := down.Get(ctx, link, t.TempDir())
+		if err != nil {
+			t.Fatalf("get: %v", err)
+		}
+		if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("fetched bytes differ (%v)", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for i, s := range bn.servers {
+			if v := epochRanOn(t, s, epoch); v != 0 {
+				t.Fatalf("server %d: %d void(s) that name nobody", i, v)
 			}
-			epoch, slots[slot] = e, true
-			keys[1].MAC[0] ^= 1
-		}})
-	}
-	up, down := bn.clients[0], bn.clients[2]
-	data := make([]byte, 4*int(bn.servers[0].cfg.Params.ChunkSize)+100)
-	rand.Read(data)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	link := shareConfirmed(ctx, t, up, data, "two-culprits.bin")
-	path, err := down.Get(ctx, link, t.TempDir())
-	if err != nil {
-		t.Fatalf("get: %v", err)
-	}
-	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("fetched bytes differ (%v)", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	for i, s := range bn.servers {
-		if v := epochRanOn(t, s, epoch); v != 0 {
-			t.Fatalf("server %d: %d void(s) that name nobody", i, v)
-		}
-		if n := voidRounds(s, epoch); n != 2 {
-			t.Fatalf("server %d: %d void rounds in the culprits' epoch, want 2", i, n)
-		}
-		rs, _ := s.blameRecords()
-		named := map[uint32]bool{}
-		for _, r := range rs {
-			if r.Role != "client" || r.Epoch != epoch || !slots[uint32(r.Slot)] {
-				t.Fatalf("server %d named %s %d/slot %d: %s", i, r.Role, r.Server, r.Slot, r.Reason)
+			if n := voidRounds(s, epoch); n != 2 {
+				t.Fatalf("server %d: %d void rounds in the culprits' epoch, want 2", i, n)
 			}
-			named[uint32(r.Slot)] = true
+			rs, _ := s.blameRecords()
+			named := map[uint32]bool{}
+			for _, r := range rs {
+				if r.Role != "client" || r.Epoch != epoch || !slots[uint32(r.Slot)] {
+					t.Fatalf("server %d named %s %d/slot %d: %s", i, r.Role, r.Server, r.Slot, r.Reason)
+				}
+				named[uint32(r.Slot)] = true
+			}
+			if len(named) != 2 || len(rs) != 2 {
+				t.Fatalf("server %d: %d records naming %d slots, want both culprits once", i, len(rs), len(named))
+			}
 		}
-		if len(named) != 2 || len(rs) != 2 {
-			t.Fatalf("server %d: %d records naming %d slots, want both culprits once", i, len(rs), len(named))
-		}
-	}
+	})
 }

@@ -17,60 +17,62 @@ import (
 // (its pins exclude the leader) or is not live. The leader is the one of
 // the chain derived from the certificate.
 func TestLeftOutRefused(t *testing.T) {
-	newSrv := func(allow []peer.ID) *Server {
-		s, err := NewServer(context.Background(), ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2, AllowServers: allow})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	// A prepares number 2 to B with the chain {A, B}, the certificate of
-	// 1 being over {A, B, C}; A is a key only, B and C are servers.
-	run := func(cPins bool, cLive bool) error {
-		b := newSrv(nil)
-		var a certKey
-		var allow []peer.ID
-		var c *Server
-		for {
-			a = newCertKeys(t, 1)[0]
-			if cPins {
-				allow = []peer.ID{b.h.ID()} // not A
+	virtual(t, func(t *testing.T) {
+		newSrv := func(allow []peer.ID) *Server {
+			s, err := NewServer(context.Background(), ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2, AllowServers: allow})
+			if err != nil {
+				t.Fatal(err)
 			}
-			c = newSrv(allow)
-			ids := []peer.ID{a.id, b.h.ID(), c.h.ID()}
-			sortChain(ids)
-			if leaderOf(2, ids) == a.id {
-				break
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+		// A prepares number 2 to B with the chain {A, B}, the certificate of
+		// 1 being over {A, B, C}; A is a key only, B and C are servers.
+		run := func(cPins bool, cLive bool) error {
+			b := newSrv(nil)
+			var a certKey
+			var allow []peer.ID
+			var c *Server
+			for {
+				a = newCertKeys(t, 1)[0]
+				if cPins {
+					allow = []peer.ID{b.h.ID()} // not A
+				}
+				c = newSrv(allow)
+				ids := []peer.ID{a.id, b.h.ID(), c.h.ID()}
+				sortChain(ids)
+				if leaderOf(2, ids) == a.id {
+					break
+				}
+				c.Close()
 			}
-			c.Close()
+			b.roster.saw(a.id, "a", nil)
+			b.roster.saw(c.h.ID(), "c", nil)
+			b.h.AddAddrs(c.h.ID(), c.h.Addrs(), time.Hour)
+			c.roster.saw(b.h.ID(), "b", nil)
+			keys := []certKey{a, {b.h.ID(), b.priv}, {c.h.ID(), c.priv}}
+			sortKeys(keys)
+			prev := finalCertBy(t, keys, keys, 1)
+			if !cLive {
+				c.Close()
+			}
+			ch := []peer.ID{a.id, b.h.ID()}
+			sortChain(ch)
+			p := wire.Prepare{Number: 2, Nonce: [32]byte{9}, Params: b.cfg.Params.wire(), Chain: chainIDs(ch), Previous: *prev}
+			if d := b.derivedChain(prev); len(d) != 3 || leaderOf(2, d) != a.id {
+				t.Fatalf("derived chain %v, want A, B and C led by A", d)
+			}
+			_, _, err := b.onPrepare(a.id, p.Marshal())
+			return err
 		}
-		b.roster.saw(a.id, "a", nil)
-		b.roster.saw(c.h.ID(), "c", nil)
-		b.h.AddAddrs(c.h.ID(), c.h.Addrs(), time.Hour)
-		c.roster.saw(b.h.ID(), "b", nil)
-		keys := []certKey{a, {b.h.ID(), b.priv}, {c.h.ID(), c.priv}}
-		sortKeys(keys)
-		prev := finalCertBy(t, keys, keys, 1)
-		if !cLive {
-			c.Close()
+		if err := run(false, true); err == nil || !strings.Contains(err.Error(), "leaves out") {
+			t.Errorf("a chain leaving out an honest live server of the certificate: %v", err)
 		}
-		ch := []peer.ID{a.id, b.h.ID()}
-		sortChain(ch)
-		p := wire.Prepare{Number: 2, Nonce: [32]byte{9}, Params: b.cfg.Params.wire(), Chain: chainIDs(ch), Previous: *prev}
-		if d := b.derivedChain(prev); len(d) != 3 || leaderOf(2, d) != a.id {
-			t.Fatalf("derived chain %v, want A, B and C led by A", d)
+		if err := run(true, true); err != nil {
+			t.Errorf("a chain leaving out a server that withdraws: %v", err)
 		}
-		_, _, err := b.onPrepare(a.id, p.Marshal())
-		return err
-	}
-	if err := run(false, true); err == nil || !strings.Contains(err.Error(), "leaves out") {
-		t.Errorf("a chain leaving out an honest live server of the certificate: %v", err)
-	}
-	if err := run(true, true); err != nil {
-		t.Errorf("a chain leaving out a server that withdraws: %v", err)
-	}
-	if err := run(false, false); err != nil {
-		t.Errorf("a chain leaving out a server that is down: %v", err)
-	}
+		if err := run(false, false); err != nil {
+			t.Errorf("a chain leaving out a server that is down: %v", err)
+		}
+	})
 }

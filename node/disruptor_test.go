@@ -25,34 +25,36 @@ import (
 // primary has 24 returning clients of clean record and 40 first-time
 // clients from 10 other /24 ranges, the other primary 40 returning).
 func TestReturningDisruptorCost(t *testing.T) {
-	const epochs = 100
-	type scenario struct {
-		name              string
-		freshKey, newAddr bool
-	}
-	scenarios := []scenario{
-		{"same long-term key, same address", false, false},
-		{"fresh key, same address", true, false},
-		{"fresh key, new address range", true, true},
-	}
-	for _, full := range []bool{false, true} {
-		for _, sc := range scenarios {
-			spoiled := disruptorRun(t, epochs, sc.freshKey, sc.newAddr, full)
-			load := "under the cap"
-			if full {
-				load = "full"
-			}
-			t.Logf("%-34s %-13s spoils %3d of %d epochs", sc.name, load, spoiled, epochs)
-			switch {
-			case !sc.newAddr && spoiled > 8:
-				t.Errorf("%s: %d epochs spoiled, want at most 8 (doubling exclusion)", sc.name, spoiled)
-			case sc.newAddr && !full && spoiled != epochs:
-				t.Errorf("%s under the cap: %d, the model admits every registration", sc.name, spoiled)
-			case sc.newAddr && full && spoiled >= epochs:
-				t.Errorf("%s, full: every epoch spoiled: the range lottery did nothing", sc.name)
+	virtual(t, func(t *testing.T) {
+		const epochs = 100
+		type scenario struct {
+			name              string
+			freshKey, newAddr bool
+		}
+		scenarios := []scenario{
+			{"same long-term key, same address", false, false},
+			{"fresh key, same address", true, false},
+			{"fresh key, new address range", true, true},
+		}
+		for _, full := range []bool{false, true} {
+			for _, sc := range scenarios {
+				spoiled := disruptorRun(t, epochs, sc.freshKey, sc.newAddr, full)
+				load := "under the cap"
+				if full {
+					load = "full"
+				}
+				t.Logf("%-34s %-13s spoils %3d of %d epochs", sc.name, load, spoiled, epochs)
+				switch {
+				case !sc.newAddr && spoiled > 8:
+					t.Errorf("%s: %d epochs spoiled, want at most 8 (doubling exclusion)", sc.name, spoiled)
+				case sc.newAddr && !full && spoiled != epochs:
+					t.Errorf("%s under the cap: %d, the model admits every registration", sc.name, spoiled)
+				case sc.newAddr && full && spoiled >= epochs:
+					t.Errorf("%s, full: every epoch spoiled: the range lottery did nothing", sc.name)
+				}
 			}
 		}
-	}
+	})
 }
 
 // disruptorRun plays epochs 1..epochs and returns how many the disruptor

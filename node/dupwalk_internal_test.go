@@ -73,152 +73,160 @@ func (f *dupFixture) proof(t *testing.T, cs *mix.ClientSecret, slot uint32) []by
 // slot, or from the primary of the slot; only for a slot the abort names;
 // once a slot; and every server verifies it itself.
 func TestDupProofSenders(t *testing.T) {
-	f := newDupFixture(t)
-	ctx := context.Background()
-	s, ds := f.s, f.mid.dup
-	good := f.proof(t, f.holder, 1)
-	refused := map[string]func() error{
-		"stranger for slot 1": func() error { return handlerErr(s.onDupProof(ctx, f.stranger.id, good, true)) },
-		"server a for slot 1": func() error { return handlerErr(s.onDupProof(ctx, f.a.id, good, false)) },
-		"client for slot 0":   func() error { return handlerErr(s.onDupProof(ctx, f.client.id, f.proof(t, f.holder, 0), true)) },
-		"server a for slot 2": func() error { return handlerErr(s.onDupProof(ctx, f.a.id, f.proof(t, f.copier, 2), false)) },
-		"truncated":           func() error { return handlerErr(s.onDupProof(ctx, f.client.id, truncated(good), true)) },
-		"oversized":           func() error { return handlerErr(s.onDupProof(ctx, f.client.id, oversized(good), true)) },
-		"other epoch (led)": func() error {
-			return handlerErr(s.onDupProof(ctx, f.client.id, append([]byte{0xA0}, good[1:]...), true))
-		},
-		"client on server path": func() error { return handlerErr(s.onDupProof(ctx, f.client.id, good, false)) },
-	}
-	for name, fn := range refused {
-		if fn() == nil {
-			t.Errorf("%s: accepted", name)
+	virtual(t, func(t *testing.T) {
+		f := newDupFixture(t)
+		ctx := context.Background()
+		s, ds := f.s, f.mid.dup
+		good := f.proof(t, f.holder, 1)
+		refused := map[string]func() error{
+			"stranger for slot 1": func() error { return handlerErr(s.onDupProof(ctx, f.stranger.id, good, true)) },
+			"server a for slot 1": func() error { return handlerErr(s.onDupProof(ctx, f.a.id, good, false)) },
+			"client for slot 0":   func() error { return handlerErr(s.onDupProof(ctx, f.client.id, f.proof(t, f.holder, 0), true)) },
+			"server a for slot 2": func() error { return handlerErr(s.onDupProof(ctx, f.a.id, f.proof(t, f.copier, 2), false)) },
+			"truncated":           func() error { return handlerErr(s.onDupProof(ctx, f.client.id, truncated(good), true)) },
+			"oversized":           func() error { return handlerErr(s.onDupProof(ctx, f.client.id, oversized(good), true)) },
+			"other epoch (led)": func() error {
+				return handlerErr(s.onDupProof(ctx, f.client.id, append([]byte{0xA0}, good[1:]...), true))
+			},
+			"client on server path": func() error { return handlerErr(s.onDupProof(ctx, f.client.id, good, false)) },
 		}
-	}
-	if len(ds.proved)+len(ds.failed) != 0 {
-		t.Fatalf("a refused proof was recorded: %v %v", ds.proved, ds.failed)
-	}
-	// The copier's proof, relayed by b (slot 2's primary), fails.
-	if err := handlerErr(s.onDupProof(ctx, f.b.id, f.proof(t, f.copier, 2), false)); err != nil {
-		t.Fatal(err)
-	}
-	if err := handlerErr(s.onDupProof(ctx, f.client.id, good, true)); err != nil {
-		t.Fatal(err)
-	}
-	if !ds.proved[1] || ds.failed[1] || ds.proved[2] || !ds.failed[2] {
-		t.Fatalf("proved %v failed %v", ds.proved, ds.failed)
-	}
-	// A second answer changes nothing.
-	if err := handlerErr(s.onDupProof(ctx, f.b.id, f.proof(t, f.holder, 2), false)); err != nil || ds.proved[2] {
-		t.Fatalf("second answer: %v, proved %v", err, ds.proved)
-	}
+		for name, fn := range refused {
+			if fn() == nil {
+				t.Errorf("%s: accepted", name)
+			}
+		}
+		if len(ds.proved)+len(ds.failed) != 0 {
+			t.Fatalf("a refused proof was recorded: %v %v", ds.proved, ds.failed)
+		}
+		// The copier's proof, relayed by b (slot 2's primary), fails.
+		if err := handlerErr(s.onDupProof(ctx, f.b.id, f.proof(t, f.copier, 2), false)); err != nil {
+			t.Fatal(err)
+		}
+		if err := handlerErr(s.onDupProof(ctx, f.client.id, good, true)); err != nil {
+			t.Fatal(err)
+		}
+		if !ds.proved[1] || ds.failed[1] || ds.proved[2] || !ds.failed[2] {
+			t.Fatalf("proved %v failed %v", ds.proved, ds.failed)
+		}
+		// A second answer changes nothing.
+		if err := handlerErr(s.onDupProof(ctx, f.b.id, f.proof(t, f.holder, 2), false)); err != nil || ds.proved[2] {
+			t.Fatalf("second answer: %v, proved %v", err, ds.proved)
+		}
+	})
 }
 
 // Another server's abort signature is taken only from a chain server, over
 // this server's own statement.
 func TestDupAbortSignatures(t *testing.T) {
-	f := newDupFixture(t)
-	s := f.s
-	msg := func(j int, sig [64]byte, slotB uint32) []byte {
-		a := f.abort
-		a.SlotB = slotB
-		a.Sigs = make([][64]byte, 3)
-		a.Sigs[j] = sig
-		return a.Marshal()
-	}
-	other := f.abort
-	other.SlotB = 0
-	sigOther := mustSign(t, f.a.priv, dupDigest(&other))
-	for name, err := range map[string]error{
-		"stranger":           handlerErr(s.onDupAbort(f.stranger.id, msg(0, f.sigA, 2))),
-		"b's signature by a": handlerErr(s.onDupAbort(f.a.id, msg(0, f.sigB, 2))),
-		"other statement":    handlerErr(s.onDupAbort(f.a.id, msg(0, sigOther, 0))),
-		"own position":       handlerErr(s.onDupAbort(f.a.id, msg(1, f.sigA, 2))),
-		"truncated":          handlerErr(s.onDupAbort(f.a.id, truncated(msg(0, f.sigA, 2)))),
-	} {
-		if err == nil {
-			t.Errorf("%s: accepted", name)
+	virtual(t, func(t *testing.T) {
+		f := newDupFixture(t)
+		s := f.s
+		msg := func(j int, sig [64]byte, slotB uint32) []byte {
+			a := f.abort
+			a.SlotB = slotB
+			a.Sigs = make([][64]byte, 3)
+			a.Sigs[j] = sig
+			return a.Marshal()
 		}
-	}
-	if err := handlerErr(s.onDupAbort(f.a.id, msg(0, f.sigA, 2))); err != nil {
-		t.Fatal(err)
-	}
-	if f.mid.dup.abort.Sigs[0] != f.sigA {
-		t.Error("a's signature not kept")
-	}
+		other := f.abort
+		other.SlotB = 0
+		sigOther := mustSign(t, f.a.priv, dupDigest(&other))
+		for name, err := range map[string]error{
+			"stranger":           handlerErr(s.onDupAbort(f.stranger.id, msg(0, f.sigA, 2))),
+			"b's signature by a": handlerErr(s.onDupAbort(f.a.id, msg(0, f.sigB, 2))),
+			"other statement":    handlerErr(s.onDupAbort(f.a.id, msg(0, sigOther, 0))),
+			"own position":       handlerErr(s.onDupAbort(f.a.id, msg(1, f.sigA, 2))),
+			"truncated":          handlerErr(s.onDupAbort(f.a.id, truncated(msg(0, f.sigA, 2)))),
+		} {
+			if err == nil {
+				t.Errorf("%s: accepted", name)
+			}
+		}
+		if err := handlerErr(s.onDupAbort(f.a.id, msg(0, f.sigA, 2))); err != nil {
+			t.Fatal(err)
+		}
+		if f.mid.dup.abort.Sigs[0] != f.sigA {
+			t.Error("a's signature not kept")
+		}
+	})
 }
 
 // The verdict rules (§4.1 v3), at the primary of slot 1.
 func TestDupVerdictRules(t *testing.T) {
-	for _, c := range []struct {
-		name           string
-		proved, failed []uint32
-		named, leftOut bool
-	}{
-		{"proves, other silent", []uint32{1}, nil, false, false},
-		{"proves, other fails", []uint32{1}, []uint32{2}, false, false},
-		{"both prove", []uint32{1, 2}, nil, true, false},
-		{"fails", nil, []uint32{1}, true, false},
-		{"silent, other proves", []uint32{2}, nil, false, true},
-		{"both silent", nil, nil, false, true},
-	} {
-		f := newDupFixture(t)
-		for _, s := range c.proved {
-			f.mid.dup.proved[s] = true
+	virtual(t, func(t *testing.T) {
+		for _, c := range []struct {
+			name           string
+			proved, failed []uint32
+			named, leftOut bool
+		}{
+			{"proves, other silent", []uint32{1}, nil, false, false},
+			{"proves, other fails", []uint32{1}, []uint32{2}, false, false},
+			{"both prove", []uint32{1, 2}, nil, true, false},
+			{"fails", nil, []uint32{1}, true, false},
+			{"silent, other proves", []uint32{2}, nil, false, true},
+			{"both silent", nil, nil, false, true},
+		} {
+			f := newDupFixture(t)
+			for _, s := range c.proved {
+				f.mid.dup.proved[s] = true
+			}
+			for _, s := range c.failed {
+				f.mid.dup.failed[s] = true
+			}
+			f.s.dupVerdict(f.mid)
+			_, banned := f.s.banned[f.client.id]
+			_, left := f.s.leftOut[f.client.id]
+			if banned != c.named || left != c.leftOut {
+				t.Errorf("%s: named %v left out %v, want %v %v", c.name, banned, left, c.named, c.leftOut)
+			}
+			if !f.mid.ended {
+				t.Errorf("%s: epoch not ended by the verdict", c.name)
+			}
+			// The next epoch refuses a silent client (a named one meets the
+			// ban instead), and only the next.
+			next := func(n uint64) *sepoch {
+				d := *f.mid.v.desc
+				d.Number = n
+				return &sepoch{v: &view{desc: &d}}
+			}
+			f.s.mu.Lock()
+			err := f.s.dupAdmit(next(f.mid.v.desc.Number+1), f.client.id)
+			later := f.s.dupAdmit(next(f.mid.v.desc.Number+2), f.client.id)
+			f.s.mu.Unlock()
+			if (err != nil) != c.leftOut || later != nil {
+				t.Errorf("%s: next epoch %v, the one after %v", c.name, err, later)
+			}
 		}
-		for _, s := range c.failed {
-			f.mid.dup.failed[s] = true
-		}
-		f.s.dupVerdict(f.mid)
-		_, banned := f.s.banned[f.client.id]
-		_, left := f.s.leftOut[f.client.id]
-		if banned != c.named || left != c.leftOut {
-			t.Errorf("%s: named %v left out %v, want %v %v", c.name, banned, left, c.named, c.leftOut)
-		}
-		if !f.mid.ended {
-			t.Errorf("%s: epoch not ended by the verdict", c.name)
-		}
-		// The next epoch refuses a silent client (a named one meets the
-		// ban instead), and only the next.
-		next := func(n uint64) *sepoch {
-			d := *f.mid.v.desc
-			d.Number = n
-			return &sepoch{v: &view{desc: &d}}
-		}
-		f.s.mu.Lock()
-		err := f.s.dupAdmit(next(f.mid.v.desc.Number+1), f.client.id)
-		later := f.s.dupAdmit(next(f.mid.v.desc.Number+2), f.client.id)
-		f.s.mu.Unlock()
-		if (err != nil) != c.leftOut || later != nil {
-			t.Errorf("%s: next epoch %v, the one after %v", c.name, err, later)
-		}
-	}
+	})
 }
 
 // A client answers only an abort signed by every chain server that names
 // its slot.
 func TestCheckDupAbort(t *testing.T) {
-	f := newDupFixture(t)
-	e := &cepoch{v: f.mid.final, slot: 1}
-	a := f.abort
-	a.Sigs = [][64]byte{f.sigA, f.sigS, f.sigB}
-	if err := checkDupAbort(e, &a); err != nil {
-		t.Fatalf("good abort: %v", err)
-	}
-	for name, mut := range map[string]func(x *wire.DupAbort){
-		"missing signature":  func(x *wire.DupAbort) { x.Sigs[2] = [64]byte{} },
-		"swapped signatures": func(x *wire.DupAbort) { x.Sigs[0], x.Sigs[2] = x.Sigs[2], x.Sigs[0] },
-		"two signatures":     func(x *wire.DupAbort) { x.Sigs = x.Sigs[:2] },
-		"other slot":         func(x *wire.DupAbort) { x.SlotA = 0 },
-		"other value":        func(x *wire.DupAbort) { x.Value[0] ^= 1 },
-		"other epoch":        func(x *wire.DupAbort) { x.Epoch[0] ^= 1 },
-		"component > m":      func(x *wire.DupAbort) { x.Comp = 4 },
-		"equal slots":        func(x *wire.DupAbort) { x.SlotB = x.SlotA },
-	} {
-		x := a
-		x.Sigs = append([][64]byte(nil), a.Sigs...)
-		mut(&x)
-		if checkDupAbort(e, &x) == nil {
-			t.Errorf("%s: accepted", name)
+	virtual(t, func(t *testing.T) {
+		f := newDupFixture(t)
+		e := &cepoch{v: f.mid.final, slot: 1}
+		a := f.abort
+		a.Sigs = [][64]byte{f.sigA, f.sigS, f.sigB}
+		if err := checkDupAbort(e, &a); err != nil {
+			t.Fatalf("good abort: %v", err)
 		}
-	}
+		for name, mut := range map[string]func(x *wire.DupAbort){
+			"missing signature":  func(x *wire.DupAbort) { x.Sigs[2] = [64]byte{} },
+			"swapped signatures": func(x *wire.DupAbort) { x.Sigs[0], x.Sigs[2] = x.Sigs[2], x.Sigs[0] },
+			"two signatures":     func(x *wire.DupAbort) { x.Sigs = x.Sigs[:2] },
+			"other slot":         func(x *wire.DupAbort) { x.SlotA = 0 },
+			"other value":        func(x *wire.DupAbort) { x.Value[0] ^= 1 },
+			"other epoch":        func(x *wire.DupAbort) { x.Epoch[0] ^= 1 },
+			"component > m":      func(x *wire.DupAbort) { x.Comp = 4 },
+			"equal slots":        func(x *wire.DupAbort) { x.SlotB = x.SlotA },
+		} {
+			x := a
+			x.Sigs = append([][64]byte(nil), a.Sigs...)
+			mut(&x)
+			if checkDupAbort(e, &x) == nil {
+				t.Errorf("%s: accepted", name)
+			}
+		}
+	})
 }

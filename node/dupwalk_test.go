@@ -131,64 +131,70 @@ func waitEnded(t *testing.T, tn *nodetest.Net, reason string) {
 // the honest client never (walking only the later position named it), and
 // the honest client runs rounds in a later epoch.
 func TestDupFramedHonestClient(t *testing.T) {
-	tn := dupNet(t, node.DupForge)
-	victim, acc := tn.Clients[0].PeerID(), tn.Clients[1].PeerID()
-	waitEnded(t, tn, "setup share fault: client excluded")
-	var banned []peer.ID
-	for _, s := range tn.Servers {
-		banned = append(banned, s.Banned()...)
-		if contains(s.LeftOut(), victim) {
-			t.Error("the honest client is left out")
+	node.Virtual(t, func(t *testing.T) {
+		tn := dupNet(t, node.DupForge)
+		victim, acc := tn.Clients[0].PeerID(), tn.Clients[1].PeerID()
+		waitEnded(t, tn, "setup share fault: client excluded")
+		var banned []peer.ID
+		for _, s := range tn.Servers {
+			banned = append(banned, s.Banned()...)
+			if contains(s.LeftOut(), victim) {
+				t.Error("the honest client is left out")
+			}
 		}
-	}
-	if contains(banned, victim) {
-		t.Fatalf("the honest client is named (banned %v)", banned)
-	}
-	if !contains(banned, acc) {
-		t.Fatalf("the accomplice is not named (banned %v)", banned)
-	}
-	// The honest client takes part in a later epoch's rounds.
-	if err := wait.Until(context.Background(), 30*time.Second, func() bool { return tn.Clients[0].Stats().Rounds > 0 }); err != nil {
-		t.Fatal("the honest client ran no round in a later epoch within 30 s")
-	}
+		if contains(banned, victim) {
+			t.Fatalf("the honest client is named (banned %v)", banned)
+		}
+		if !contains(banned, acc) {
+			t.Fatalf("the accomplice is not named (banned %v)", banned)
+		}
+		// The honest client takes part in a later epoch's rounds.
+		if err := wait.Until(context.Background(), 30*time.Second, func() bool { return tn.Clients[0].Stats().Rounds > 0 }); err != nil {
+			t.Fatal("the honest client ran no round in a later epoch within 30 s")
+		}
+	})
 }
 
 // TestDupBothProve: two clients that hold one discrete log (u_{i,1}
 // drawn equal) both prove it; both are culprits, named in the same setup.
 func TestDupBothProve(t *testing.T) {
-	tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 4, Params: node.TestParams(8),
-		Client: func(i int, c *node.ClientConfig) {
-			if i == 1 || i == 2 {
-				c.Rand = &dupReader{}
-			}
-		}})
-	waitEnded(t, tn, "setup share fault: client excluded")
-	var banned []peer.ID
-	for _, s := range tn.Servers {
-		banned = append(banned, s.Banned()...)
-	}
-	for i, c := range tn.Clients {
-		if bad := i == 1 || i == 2; bad != contains(banned, c.PeerID()) {
-			t.Errorf("client %d: culprit %v, banned %v", i, bad, contains(banned, c.PeerID()))
+	node.Virtual(t, func(t *testing.T) {
+		tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 4, Params: node.TestParams(8),
+			Client: func(i int, c *node.ClientConfig) {
+				if i == 1 || i == 2 {
+					c.Rand = &dupReader{}
+				}
+			}})
+		waitEnded(t, tn, "setup share fault: client excluded")
+		var banned []peer.ID
+		for _, s := range tn.Servers {
+			banned = append(banned, s.Banned()...)
 		}
-	}
+		for i, c := range tn.Clients {
+			if bad := i == 1 || i == 2; bad != contains(banned, c.PeerID()) {
+				t.Errorf("client %d: culprit %v, banned %v", i, bad, contains(banned, c.PeerID()))
+			}
+		}
+	})
 }
 
 // TestDupSilent: the accomplice does not answer. Nobody is named; the
 // silent client is only left out of the next epoch, the honest one is
 // not.
 func TestDupSilent(t *testing.T) {
-	tn := dupNet(t, node.DupSilent)
-	victim, acc := tn.Clients[0].PeerID(), tn.Clients[1].PeerID()
-	waitEnded(t, tn, "setup duplicate share: nobody named")
-	var left []peer.ID
-	for _, s := range tn.Servers {
-		if b := s.Banned(); len(b) > 0 {
-			t.Errorf("named %v after a silent client", b)
+	node.Virtual(t, func(t *testing.T) {
+		tn := dupNet(t, node.DupSilent)
+		victim, acc := tn.Clients[0].PeerID(), tn.Clients[1].PeerID()
+		waitEnded(t, tn, "setup duplicate share: nobody named")
+		var left []peer.ID
+		for _, s := range tn.Servers {
+			if b := s.Banned(); len(b) > 0 {
+				t.Errorf("named %v after a silent client", b)
+			}
+			left = append(left, s.LeftOut()...)
 		}
-		left = append(left, s.LeftOut()...)
-	}
-	if contains(left, victim) || !contains(left, acc) {
-		t.Errorf("left out %v: want the accomplice %s only", left, acc)
-	}
+		if contains(left, victim) || !contains(left, acc) {
+			t.Errorf("left out %v: want the accomplice %s only", left, acc)
+		}
+	})
 }

@@ -61,57 +61,59 @@ func waitOpen(t *testing.T, s *node.Server, within time.Duration) []peer.ID {
 // after the first while server 3 serves, and its turns cost T_lead (here 3 s, about an
 // epoch).
 func TestAllowServer(t *testing.T) {
-	dir := t.TempDir()
-	ids := serverIDs(t, dir, 4)
-	tn := nodetest.New(t, nodetest.Config{Servers: 4, Clients: 4, MinServers: 3, MinClients: 2, Dir: dir, Params: node.TestParams(2), Server: func(i int, c *node.ServerConfig) {
-		// No probation: server 0, left out of the first chains by its
-		// pins, would otherwise be new to the others (TestProbation).
-		c.Probation = -1
-		c.LeaderTimeout = 3 * time.Second
-		if i == 0 {
-			c.AllowServers = []peer.ID{ids[1], ids[2]}
-		}
-	}})
-	const epochs = 5
-	end := time.Now().Add(40 * time.Second)
-	with, without := 0, 0
-	seen := map[uint64]bool{}
-	last := func() uint64 {
-		var n uint64
-		for _, s := range tn.Servers {
-			n = max(n, s.LastNumber())
-		}
-		return n
-	}
-	for last() < epochs {
-		if time.Now().After(end) {
-			t.Fatalf("epoch %d after 40 s, want %d", last(), epochs)
-		}
-		for _, s := range tn.Servers {
-			c := s.OpenChain()
-			if c == nil {
-				continue
+	node.Virtual(t, func(t *testing.T) {
+		dir := t.TempDir()
+		ids := serverIDs(t, dir, 4)
+		tn := nodetest.New(t, nodetest.Config{Servers: 4, Clients: 4, MinServers: 3, MinClients: 2, Dir: dir, Params: node.TestParams(2), Server: func(i int, c *node.ServerConfig) {
+			// No probation: server 0, left out of the first chains by its
+			// pins, would otherwise be new to the others (TestProbation).
+			c.Probation = -1
+			c.LeaderTimeout = 3 * time.Second
+			if i == 0 {
+				c.AllowServers = []peer.ID{ids[1], ids[2]}
 			}
-			if slices.Contains(c, ids[0]) && slices.Contains(c, ids[3]) {
-				t.Fatalf("server 0 serves in a chain with a server it does not allow: %v", c)
+		}})
+		const epochs = 5
+		end := time.Now().Add(40 * time.Second)
+		with, without := 0, 0
+		seen := map[uint64]bool{}
+		last := func() uint64 {
+			var n uint64
+			for _, s := range tn.Servers {
+				n = max(n, s.LastNumber())
 			}
-			if n := s.LastNumber(); !seen[n] {
-				seen[n] = true
-				// Number 1 follows no certificate: its leader's
-				// chain is unconstrained.
-				if slices.Contains(c, ids[0]) && n > 1 {
-					with++
-				} else {
-					without++
+			return n
+		}
+		for last() < epochs {
+			if time.Now().After(end) {
+				t.Fatalf("epoch %d after 40 s, want %d", last(), epochs)
+			}
+			for _, s := range tn.Servers {
+				c := s.OpenChain()
+				if c == nil {
+					continue
+				}
+				if slices.Contains(c, ids[0]) && slices.Contains(c, ids[3]) {
+					t.Fatalf("server 0 serves in a chain with a server it does not allow: %v", c)
+				}
+				if n := s.LastNumber(); !seen[n] {
+					seen[n] = true
+					// Number 1 follows no certificate: its leader's
+					// chain is unconstrained.
+					if slices.Contains(c, ids[0]) && n > 1 {
+						with++
+					} else {
+						without++
+					}
 				}
 			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Logf("epochs seen open: %d with server 0, %d without; led %d %d %d %d", with, without, tn.Servers[0].Led(), tn.Servers[1].Led(), tn.Servers[2].Led(), tn.Servers[3].Led())
-	if with != 0 || without == 0 {
-		t.Fatal("server 0 should withdraw from every chain, its own turns' included, while server 3 serves")
-	}
+		t.Logf("epochs seen open: %d with server 0, %d without; led %d %d %d %d", with, without, tn.Servers[0].Led(), tn.Servers[1].Led(), tn.Servers[2].Led(), tn.Servers[3].Led())
+		if with != 0 || without == 0 {
+			t.Fatal("server 0 should withdraw from every chain, its own turns' included, while server 3 serves")
+		}
+	})
 }
 
 // testParams are small epoch parameters for tests that only open epochs.
@@ -127,37 +129,39 @@ func testParams() node.Params {
 // their last number is n0: no chain holds it before epoch n0 + P_prob + 1
 // (before, it joined the next epoch), and it does join one after.
 func TestProbation(t *testing.T) {
-	const prob = 2
-	p := node.TestParams(2)
-	tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 2, MinServers: 3, Params: p, Server: func(_ int, c *node.ServerConfig) { c.Probation = prob }})
-	waitNumber(t, tn.Servers[0], 1, 30*time.Second)
-	n0 := tn.Servers[0].LastNumber()
-	var peers []string
-	for i := range tn.Servers {
-		peers = append(peers, tn.Addr(i))
-	}
-	ns, err := node.NewServer(context.Background(), node.ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: peers,
-		NoLAN: true, MinServers: 3, MinClients: 2, Params: p, Probation: prob, Logger: nodetest.Logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	end := time.Now().Add(60 * time.Second)
-	for time.Now().Before(end) {
-		for _, s := range tn.Servers {
-			c := s.OpenChain()
-			if !slices.Contains(c, ns.ID()) {
-				continue
-			}
-			if n := s.LastNumber(); n < n0+prob+1 {
-				t.Fatalf("the new server joined epoch %d, in the roster since epoch %d, probation %d", n, n0, prob)
-			}
-			t.Logf("new server joined epoch %d (in the roster from epoch %d)", s.LastNumber(), n0)
-			return
+	node.Virtual(t, func(t *testing.T) {
+		const prob = 2
+		p := node.TestParams(2)
+		tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 2, MinServers: 3, Params: p, Server: func(_ int, c *node.ServerConfig) { c.Probation = prob }})
+		waitNumber(t, tn.Servers[0], 1, 30*time.Second)
+		n0 := tn.Servers[0].LastNumber()
+		var peers []string
+		for i := range tn.Servers {
+			peers = append(peers, tn.Addr(i))
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("the new server never joined a chain (last epoch %d, from %d)", tn.Servers[0].LastNumber(), n0)
+		ns, err := node.NewServer(context.Background(), node.ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: peers,
+			NoLAN: true, MinServers: 3, MinClients: 2, Params: p, Probation: prob, Logger: nodetest.Logger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ns.Close()
+		end := time.Now().Add(60 * time.Second)
+		for time.Now().Before(end) {
+			for _, s := range tn.Servers {
+				c := s.OpenChain()
+				if !slices.Contains(c, ns.ID()) {
+					continue
+				}
+				if n := s.LastNumber(); n < n0+prob+1 {
+					t.Fatalf("the new server joined epoch %d, in the roster since epoch %d, probation %d", n, n0, prob)
+				}
+				t.Logf("new server joined epoch %d (in the roster from epoch %d)", s.LastNumber(), n0)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("the new server never joined a chain (last epoch %d, from %d)", tn.Servers[0].LastNumber(), n0)
+	})
 }
 
 // waitNumber waits until s signed epoch number n.

@@ -5,7 +5,12 @@ package node
 // only an external test package can use it).
 
 import (
+	"testing"
+	"testing/synctest"
+	"time"
+
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/riffle-net/riffle/node/transport/memnet"
 )
 
 // TestParams are the fast epoch parameters of the tests.
@@ -115,3 +120,19 @@ func (s *Server) KeyExcludedNext(key [32]byte) bool {
 	_, ok := s.keyExcluded(key, n)
 	return ok
 }
+
+// virtual runs f in a synctest bubble on a fresh in-memory network (one
+// millisecond each way, as nodetest.Virtual's), which every server and
+// client that names no network uses: the network runs in virtual time. f's t must not call Run or Parallel.
+func virtual(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		old := defaultNetwork
+		defaultNetwork = memnet.New(memnet.Link{Latency: time.Millisecond}, 1)
+		defer func() { defaultNetwork = old }()
+		f(t)
+	})
+}
+
+// Virtual is virtual for the package's external tests.
+func Virtual(t *testing.T, f func(t *testing.T)) { virtual(t, f) }

@@ -16,57 +16,59 @@ import (
 // same epoch for well over W rounds after the leave, and the epoch ends
 // only when the handed-over onions run out.
 func TestHandoverOnLeave(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a loopback network")
-	}
-	p := node.TestParams(64)
-	p.RoundLimitMs = 300000 // a round waiting for the slot fails the test
-	tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 3, Params: p})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	leaver, err := tn.NewClient(ctx, 1, node.ClientConfig{Logger: nodetest.Logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stay := tn.Clients[0]
-	// Wait until the leaver is in an epoch with the others and a few
-	// rounds ran.
-	deadline := time.Now().Add(60 * time.Second)
-	for leaver.Stats().Rounds < 3 {
-		if time.Now().After(deadline) {
-			t.Fatal("the leaving client ran no rounds")
+	node.Virtual(t, func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("runs a loopback network")
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := leaver.Close(); err != nil {
-		t.Fatal(err)
-	}
-	before := stay.Stats()
-	// Well beyond W = 2 rounds, and within the 32 handed over.
-	const beyond = 12
-	deadline = time.Now().Add(60 * time.Second)
-	for {
-		now := stay.Stats()
-		if now.Epochs != before.Epochs {
-			t.Fatalf("the epoch ended %d rounds after a client left (want more than %d)", now.Rounds-before.Rounds, beyond)
+		p := node.TestParams(64)
+		p.RoundLimitMs = 300000 // a round waiting for the slot fails the test
+		tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 3, Params: p})
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		leaver, err := tn.NewClient(ctx, 1, node.ClientConfig{Logger: nodetest.Logger()})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if now.Rounds >= before.Rounds+beyond {
-			break
+		stay := tn.Clients[0]
+		// Wait until the leaver is in an epoch with the others and a few
+		// rounds ran.
+		deadline := time.Now().Add(60 * time.Second)
+		for leaver.Stats().Rounds < 3 {
+			if time.Now().After(deadline) {
+				t.Fatal("the leaving client ran no rounds")
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d rounds in 60 s after the leave", now.Rounds-before.Rounds)
+		if err := leaver.Close(); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	// The onions run out: the epoch ends, and the next forms without it.
-	deadline = time.Now().Add(90 * time.Second)
-	for stay.Stats().Epochs == before.Epochs {
-		if time.Now().After(deadline) {
-			t.Fatal("the epoch did not end after the handed-over onions ran out")
+		before := stay.Stats()
+		// Well beyond W = 2 rounds, and within the 32 handed over.
+		const beyond = 12
+		deadline = time.Now().Add(60 * time.Second)
+		for {
+			now := stay.Stats()
+			if now.Epochs != before.Epochs {
+				t.Fatalf("the epoch ended %d rounds after a client left (want more than %d)", now.Rounds-before.Rounds, beyond)
+			}
+			if now.Rounds >= before.Rounds+beyond {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d rounds in 60 s after the leave", now.Rounds-before.Rounds)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if got := stay.Stats().Rounds - before.Rounds; got > 32+4 {
-		t.Errorf("%d rounds after the leave: more than the handed-over onions cover", got)
-	}
+		// The onions run out: the epoch ends, and the next forms without it.
+		deadline = time.Now().Add(90 * time.Second)
+		for stay.Stats().Epochs == before.Epochs {
+			if time.Now().After(deadline) {
+				t.Fatal("the epoch did not end after the handed-over onions ran out")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if got := stay.Stats().Rounds - before.Rounds; got > 32+4 {
+			t.Errorf("%d rounds after the leave: more than the handed-over onions cover", got)
+		}
+	})
 }

@@ -30,9 +30,10 @@ func (c *Client) syncIndex(ctx context.Context) ([]IndexEntry, map[[32]byte][]by
 	return out, maps.Clone(c.icopy.mans), nil
 }
 
-// newHost is a libp2p host as riffle builds them.
+// newHost is a host of the network of the test (libp2p, or memnet in
+// virtual time).
 func newHost(priv crypto.PrivKey, listen []string) (transport.Host, error) {
-	return transport.Libp2p{}.NewHost(priv, listen)
+	return defaultNetwork.NewHost(priv, listen)
 }
 
 // lp is the libp2p host under h.

@@ -161,25 +161,25 @@ type hostileCase struct {
 
 func runHostile(t *testing.T, f *hostileFixture, cases []hostileCase) {
 	t.Helper()
+	// No subtests: the cases run inside a synctest bubble, which allows
+	// none; each failure names its case.
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if c.setup != nil {
-				if err := c.setup(); err != nil {
-					t.Fatalf("setup: %v", err)
-				}
+		if c.setup != nil {
+			if err := c.setup(); err != nil {
+				t.Fatalf("%s: setup: %v", c.name, err)
 			}
-			before := f.state()
-			err := c.run()
-			if c.repeat && err != nil {
-				t.Fatalf("a repeat refused: %v", err)
-			}
-			if !c.repeat && err == nil {
-				t.Fatal("accepted")
-			}
-			if after := f.state(); after != before {
-				t.Fatalf("error %q, but the state changed:\nbefore %s\nafter  %s", err, before, after)
-			}
-		})
+		}
+		before := f.state()
+		err := c.run()
+		if c.repeat && err != nil {
+			t.Fatalf("%s: a repeat refused: %v", c.name, err)
+		}
+		if !c.repeat && err == nil {
+			t.Fatalf("%s: accepted", c.name)
+		}
+		if after := f.state(); after != before {
+			t.Fatalf("%s: error %q, but the state changed:\nbefore %s\nafter  %s", c.name, err, before, after)
+		}
 	}
 }
 
@@ -208,187 +208,191 @@ func (f *hostileFixture) batch(t *testing.T, e *sepoch, r uint32, S uint16, k cr
 }
 
 func TestHostileRoundHandlers(t *testing.T) {
-	f := newHostileFixture(t)
-	mid, R := f.mid, f.p.Rounds
-	good := f.batch(t, mid, 0, 1, f.a.priv)
-	unknown := sepoch{v: &view{id: [32]byte{0xEE}}}
-	root := func(r uint32, S uint16, k crypto.PrivKey) []byte {
-		b := wire.Batch{Epoch: mid.v.id, Round: r, S: S, Root: [32]byte{9}}
-		return (&wire.Root{Epoch: mid.v.id, Round: r, S: S, Root: b.Root, Sig: mustSign(t, k, batchDigest(&b))}).Marshal()
-	}
-	list := func(e *sepoch, r uint32, entries int, sigs int) []byte {
-		rl := wire.RoundList{Epoch: e.v.id, Round: r, Entries: make([]wire.ListEntry, entries), Sigs: make([][64]byte, sigs)}
-		for i := range rl.Entries {
-			rl.Entries[i].ID[0], rl.Entries[i].Len = byte(i), 1
+	virtual(t, func(t *testing.T) {
+		f := newHostileFixture(t)
+		mid, R := f.mid, f.p.Rounds
+		good := f.batch(t, mid, 0, 1, f.a.priv)
+		unknown := sepoch{v: &view{id: [32]byte{0xEE}}}
+		root := func(r uint32, S uint16, k crypto.PrivKey) []byte {
+			b := wire.Batch{Epoch: mid.v.id, Round: r, S: S, Root: [32]byte{9}}
+			return (&wire.Root{Epoch: mid.v.id, Round: r, S: S, Root: b.Root, Sig: mustSign(t, k, batchDigest(&b))}).Marshal()
 		}
-		return rl.Marshal()
-	}
-	pads := func(e *sepoch, r uint32, slots []uint32) []byte {
-		rows := wire.Rows{Epoch: e.v.id, Round: r, Slots: slots}
-		for range slots {
-			for t := 0; t < int(f.p.K); t++ {
-				rows.Rows = append(rows.Rows, make([]byte, f.p.ChunkSize))
+		list := func(e *sepoch, r uint32, entries int, sigs int) []byte {
+			rl := wire.RoundList{Epoch: e.v.id, Round: r, Entries: make([]wire.ListEntry, entries), Sigs: make([][64]byte, sigs)}
+			for i := range rl.Entries {
+				rl.Entries[i].ID[0], rl.Entries[i].Len = byte(i), 1
 			}
+			return rl.Marshal()
 		}
-		return rows.Marshal()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	runHostile(t, f, []hostileCase{
-		{name: "batch/truncated", run: func() error { return handlerErr(f.s.onBatch(f.a.id, truncated(good))) }},
-		{name: "batch/oversized", run: func() error { return handlerErr(f.s.onBatch(f.a.id, oversized(good))) }},
-		{name: "batch/unknown epoch", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, &unknown, 0, 1, f.a.priv))) }},
-		{name: "batch/unknown sender", run: func() error { return handlerErr(f.s.onBatch(f.stranger.id, f.batch(t, mid, 0, 1, f.stranger.priv))) }},
-		{name: "batch/wrong position", run: func() error { return handlerErr(f.s.onBatch(f.b.id, f.batch(t, mid, 0, 3-1, f.b.priv))) }},
-		{name: "batch/position 0", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, mid, 0, 0, f.a.priv))) }},
-		{name: "batch/position beyond chain", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, mid, 0, 9, f.a.priv))) }},
-		{name: "batch/round beyond epoch", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, mid, R, 1, f.a.priv))) }},
-		{name: "batch/round far beyond epoch", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, mid, 1<<20, 1, f.a.priv))) }},
-		{name: "batch/wrong key", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, mid, 0, 1, f.b.priv))) }},
+		pads := func(e *sepoch, r uint32, slots []uint32) []byte {
+			rows := wire.Rows{Epoch: e.v.id, Round: r, Slots: slots}
+			for range slots {
+				for t := 0; t < int(f.p.K); t++ {
+					rows.Rows = append(rows.Rows, make([]byte, f.p.ChunkSize))
+				}
+			}
+			return rows.Marshal()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		runHostile(t, f, []hostileCase{
+			{name: "batch/truncated", run: func() error { return handlerErr(f.s.onBatch(f.a.id, truncated(good))) }},
+			{name: "batch/oversized", run: func() error { return handlerErr(f.s.onBatch(f.a.id, oversized(good))) }},
+			{name: "batch/unknown epoch", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, &unknown, 0, 1, f.a.priv))) }},
+			{name: "batch/unknown sender", run: func() error { return handlerErr(f.s.onBatch(f.stranger.id, f.batch(t, mid, 0, 1, f.stranger.priv))) }},
+			{name: "batch/wrong position", run: func() error { return handlerErr(f.s.onBatch(f.b.id, f.batch(t, mid, 0, 3-1, f.b.priv))) }},
+			{name: "batch/position 0", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, mid, 0, 0, f.a.priv))) }},
+			{name: "batch/position beyond chain", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, mid, 0, 9, f.a.priv))) }},
+			{name: "batch/round beyond epoch", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, mid, R, 1, f.a.priv))) }},
+			{name: "batch/round far beyond epoch", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, mid, 1<<20, 1, f.a.priv))) }},
+			{name: "batch/wrong key", run: func() error { return handlerErr(f.s.onBatch(f.a.id, f.batch(t, mid, 0, 1, f.b.priv))) }},
 
-		{name: "root/truncated", run: func() error { return handlerErr(f.s.onRoot(f.a.id, truncated(root(0, 1, f.a.priv)))) }},
-		{name: "root/oversized", run: func() error { return handlerErr(f.s.onRoot(f.a.id, oversized(root(0, 1, f.a.priv)))) }},
-		{name: "root/unknown sender", run: func() error { return handlerErr(f.s.onRoot(f.stranger.id, root(0, 1, f.stranger.priv))) }},
-		{name: "root/round beyond epoch", run: func() error { return handlerErr(f.s.onRoot(f.a.id, root(R, 1, f.a.priv))) }},
-		{name: "root/wrong key", run: func() error { return handlerErr(f.s.onRoot(f.a.id, root(0, 1, f.b.priv))) }},
+			{name: "root/truncated", run: func() error { return handlerErr(f.s.onRoot(f.a.id, truncated(root(0, 1, f.a.priv)))) }},
+			{name: "root/oversized", run: func() error { return handlerErr(f.s.onRoot(f.a.id, oversized(root(0, 1, f.a.priv)))) }},
+			{name: "root/unknown sender", run: func() error { return handlerErr(f.s.onRoot(f.stranger.id, root(0, 1, f.stranger.priv))) }},
+			{name: "root/round beyond epoch", run: func() error { return handlerErr(f.s.onRoot(f.a.id, root(R, 1, f.a.priv))) }},
+			{name: "root/wrong key", run: func() error { return handlerErr(f.s.onRoot(f.a.id, root(0, 1, f.b.priv))) }},
 
-		{name: "proposal/truncated", run: func() error { return handlerErr(f.s.onProposal(ctx, f.a.id, truncated(list(mid, 0, 1, 0)))) }},
-		{name: "proposal/unknown epoch", run: func() error { return handlerErr(f.s.onProposal(ctx, f.a.id, list(&unknown, 0, 1, 0))) }},
-		{name: "proposal/not the leader", run: func() error { return handlerErr(f.s.onProposal(ctx, f.b.id, list(mid, 0, 1, 0))) }},
-		{name: "proposal/signed already", run: func() error { return handlerErr(f.s.onProposal(ctx, f.a.id, list(mid, 0, 1, 3))) }},
-		{name: "proposal/too many rows", run: func() error {
-			return handlerErr(f.s.onProposal(ctx, f.a.id, list(mid, 0, int(f.p.MaxRows)+1, 0)))
-		}},
+			{name: "proposal/truncated", run: func() error { return handlerErr(f.s.onProposal(ctx, f.a.id, truncated(list(mid, 0, 1, 0)))) }},
+			{name: "proposal/unknown epoch", run: func() error { return handlerErr(f.s.onProposal(ctx, f.a.id, list(&unknown, 0, 1, 0))) }},
+			{name: "proposal/not the leader", run: func() error { return handlerErr(f.s.onProposal(ctx, f.b.id, list(mid, 0, 1, 0))) }},
+			{name: "proposal/signed already", run: func() error { return handlerErr(f.s.onProposal(ctx, f.a.id, list(mid, 0, 1, 3))) }},
+			{name: "proposal/too many rows", run: func() error {
+				return handlerErr(f.s.onProposal(ctx, f.a.id, list(mid, 0, int(f.p.MaxRows)+1, 0)))
+			}},
 
-		{name: "list/truncated", run: func() error { return handlerErr(f.s.onRoundList(f.a.id, truncated(list(mid, 0, 1, 3)))) }},
-		{name: "list/unknown epoch", run: func() error { return handlerErr(f.s.onRoundList(f.a.id, list(&unknown, 0, 1, 3))) }},
-		{name: "list/not the leader", run: func() error { return handlerErr(f.s.onRoundList(f.b.id, list(mid, 0, 1, 3))) }},
-		{name: "list/wrong signatures", run: func() error { return handlerErr(f.s.onRoundList(f.a.id, list(mid, 0, 1, 3))) }},
-		{name: "list/unsigned", run: func() error { return handlerErr(f.s.onRoundList(f.a.id, list(mid, 0, 1, 0))) }},
+			{name: "list/truncated", run: func() error { return handlerErr(f.s.onRoundList(f.a.id, truncated(list(mid, 0, 1, 3)))) }},
+			{name: "list/unknown epoch", run: func() error { return handlerErr(f.s.onRoundList(f.a.id, list(&unknown, 0, 1, 3))) }},
+			{name: "list/not the leader", run: func() error { return handlerErr(f.s.onRoundList(f.b.id, list(mid, 0, 1, 3))) }},
+			{name: "list/wrong signatures", run: func() error { return handlerErr(f.s.onRoundList(f.a.id, list(mid, 0, 1, 3))) }},
+			{name: "list/unsigned", run: func() error { return handlerErr(f.s.onRoundList(f.a.id, list(mid, 0, 1, 0))) }},
 
-		{name: "pads/truncated", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, truncated(pads(mid, 0, []uint32{1})))) }},
-		{name: "pads/short", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, make([]byte, 20))) }},
-		{name: "pads/oversized", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, oversized(pads(mid, 0, []uint32{1})))) }},
-		{name: "pads/unknown epoch", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(&unknown, 0, []uint32{1}))) }},
-		{name: "pads/unknown sender", run: func() error { return handlerErr(f.s.onPadAnswers(f.stranger.id, pads(mid, 0, []uint32{1}))) }},
-		{name: "pads/from itself", run: func() error { return handlerErr(f.s.onPadAnswers(f.s.ID(), pads(mid, 0, []uint32{1}))) }},
-		{name: "pads/another primary's slots", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(mid, 0, []uint32{0}))) }},
-		{name: "pads/round outside window", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(mid, 1<<30, []uint32{1}))) }},
-		{name: "pads/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(mid, 2, []uint32{1}))) },
-			run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(mid, 2, []uint32{1}))) }},
-		{name: "root/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onRoot(f.b.id, root(1, 3, f.b.priv))) },
-			run: func() error { return handlerErr(f.s.onRoot(f.b.id, root(1, 3, f.b.priv))) }},
+			{name: "pads/truncated", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, truncated(pads(mid, 0, []uint32{1})))) }},
+			{name: "pads/short", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, make([]byte, 20))) }},
+			{name: "pads/oversized", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, oversized(pads(mid, 0, []uint32{1})))) }},
+			{name: "pads/unknown epoch", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(&unknown, 0, []uint32{1}))) }},
+			{name: "pads/unknown sender", run: func() error { return handlerErr(f.s.onPadAnswers(f.stranger.id, pads(mid, 0, []uint32{1}))) }},
+			{name: "pads/from itself", run: func() error { return handlerErr(f.s.onPadAnswers(f.s.ID(), pads(mid, 0, []uint32{1}))) }},
+			{name: "pads/another primary's slots", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(mid, 0, []uint32{0}))) }},
+			{name: "pads/round outside window", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(mid, 1<<30, []uint32{1}))) }},
+			{name: "pads/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(mid, 2, []uint32{1}))) },
+				run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(mid, 2, []uint32{1}))) }},
+			{name: "root/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onRoot(f.b.id, root(1, 3, f.b.priv))) },
+				run: func() error { return handlerErr(f.s.onRoot(f.b.id, root(1, 3, f.b.priv))) }},
 
-		{name: "round protocol/unknown sender", run: func() error {
-			return handlerErr(f.s.handleRound(ctx, f.stranger.id, wire.TypeBatch, f.batch(t, mid, 0, 1, f.stranger.priv)))
-		}},
+			{name: "round protocol/unknown sender", run: func() error {
+				return handlerErr(f.s.handleRound(ctx, f.stranger.id, wire.TypeBatch, f.batch(t, mid, 0, 1, f.stranger.priv)))
+			}},
+		})
 	})
 }
 
 func TestHostileIntake(t *testing.T) {
-	f := newHostileFixture(t)
-	led, mid, R := f.led, f.mid, f.p.Rounds
-	size := mix.OnionSize(int(f.p.ChunkSize), int(f.p.K), 3)
-	submit := func(e *sepoch, r, slot uint32, key ed25519.PrivateKey, n int) wire.Submit {
-		sub := wire.Submit{Epoch: e.v.id, Round: r, Slot: slot, Onion: make([]byte, n)}
-		copy(sub.Sig[:], mix.SignSubmission(key, mix.EpochID(e.v.id), uint64(r), slot, sub.Onion))
-		return sub
-	}
-	subBody := func(sub wire.Submit) []byte { return bytes.Join(sub.Segments(), nil) }
-	batchBody := func(e *sepoch, r uint32, subs ...wire.Submit) []byte {
-		b := wire.SubmitBatch{Epoch: e.v.id, Round: r, Subs: subs}
-		return bytes.Join(b.Segments(), nil)
-	}
-	takeSubs := func(from peer.ID, body []byte) error {
-		var b wire.SubmitBatch
-		if err := b.Unmarshal(body, genericLimits()); err != nil {
-			return err
+	virtual(t, func(t *testing.T) {
+		f := newHostileFixture(t)
+		led, mid, R := f.led, f.mid, f.p.Rounds
+		size := mix.OnionSize(int(f.p.ChunkSize), int(f.p.K), 3)
+		submit := func(e *sepoch, r, slot uint32, key ed25519.PrivateKey, n int) wire.Submit {
+			sub := wire.Submit{Epoch: e.v.id, Round: r, Slot: slot, Onion: make([]byte, n)}
+			copy(sub.Sig[:], mix.SignSubmission(key, mix.EpochID(e.v.id), uint64(r), slot, sub.Onion))
+			return sub
 		}
-		return f.s.takeSubs(from, body, &b)
-	}
-	query := func(e *sepoch, r uint32, slots ...uint32) []byte {
-		q := wire.Rows{Epoch: e.v.id, Round: r, Slots: slots}
-		for range slots {
-			for t := 0; t < int(f.p.K); t++ {
-				q.Rows = append(q.Rows, make([]byte, 8))
+		subBody := func(sub wire.Submit) []byte { return bytes.Join(sub.Segments(), nil) }
+		batchBody := func(e *sepoch, r uint32, subs ...wire.Submit) []byte {
+			b := wire.SubmitBatch{Epoch: e.v.id, Round: r, Subs: subs}
+			return bytes.Join(b.Segments(), nil)
+		}
+		takeSubs := func(from peer.ID, body []byte) error {
+			var b wire.SubmitBatch
+			if err := b.Unmarshal(body, genericLimits()); err != nil {
+				return err
 			}
+			return f.s.takeSubs(from, body, &b)
 		}
-		return q.Marshal()
-	}
-	pirErr := func(_ wire.Type, _ [][]byte, err error) error { return err }
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	unknown := sepoch{v: &view{id: [32]byte{0xEE}}}
-	// mid: this server is slot 1's primary; led: slot 0's and S_0.
-	good := submit(mid, 0, 1, f.clients[1], size)
-	runHostile(t, f, []hostileCase{
-		{name: "submit/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onSubmit(f.stranger.id, subBody(good))) },
-			run: func() error { return handlerErr(f.s.onSubmit(f.stranger.id, subBody(good))) }},
-		{name: "submit/truncated", run: func() error { return handlerErr(f.s.onSubmit(f.stranger.id, truncated(subBody(good)))) }},
-		{name: "submit/oversized", run: func() error { return handlerErr(f.s.onSubmit(f.stranger.id, oversized(subBody(good)))) }},
-		{name: "submit/unknown epoch", run: func() error {
-			return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(&unknown, 0, 1, f.clients[1], size))))
-		}},
-		{name: "submit/another primary's slot", run: func() error {
-			return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, 0, 0, f.clients[0], size))))
-		}},
-		{name: "submit/round beyond epoch", run: func() error {
-			return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, R, 1, f.clients[1], size))))
-		}},
-		{name: "submit/round outside window", run: func() error {
-			return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, R-1, 1, f.clients[1], size))))
-		}},
-		{name: "submit/wrong size", run: func() error {
-			return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, 0, 1, f.clients[1], size-1))))
-		}},
-		{name: "submit/wrong key", run: func() error {
-			return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, 0, 1, f.clients[2], size))))
-		}},
+		query := func(e *sepoch, r uint32, slots ...uint32) []byte {
+			q := wire.Rows{Epoch: e.v.id, Round: r, Slots: slots}
+			for range slots {
+				for t := 0; t < int(f.p.K); t++ {
+					q.Rows = append(q.Rows, make([]byte, 8))
+				}
+			}
+			return q.Marshal()
+		}
+		pirErr := func(_ wire.Type, _ [][]byte, err error) error { return err }
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		unknown := sepoch{v: &view{id: [32]byte{0xEE}}}
+		// mid: this server is slot 1's primary; led: slot 0's and S_0.
+		good := submit(mid, 0, 1, f.clients[1], size)
+		runHostile(t, f, []hostileCase{
+			{name: "submit/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onSubmit(f.stranger.id, subBody(good))) },
+				run: func() error { return handlerErr(f.s.onSubmit(f.stranger.id, subBody(good))) }},
+			{name: "submit/truncated", run: func() error { return handlerErr(f.s.onSubmit(f.stranger.id, truncated(subBody(good)))) }},
+			{name: "submit/oversized", run: func() error { return handlerErr(f.s.onSubmit(f.stranger.id, oversized(subBody(good)))) }},
+			{name: "submit/unknown epoch", run: func() error {
+				return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(&unknown, 0, 1, f.clients[1], size))))
+			}},
+			{name: "submit/another primary's slot", run: func() error {
+				return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, 0, 0, f.clients[0], size))))
+			}},
+			{name: "submit/round beyond epoch", run: func() error {
+				return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, R, 1, f.clients[1], size))))
+			}},
+			{name: "submit/round outside window", run: func() error {
+				return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, R-1, 1, f.clients[1], size))))
+			}},
+			{name: "submit/wrong size", run: func() error {
+				return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, 0, 1, f.clients[1], size-1))))
+			}},
+			{name: "submit/wrong key", run: func() error {
+				return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, 0, 1, f.clients[2], size))))
+			}},
 
-		{name: "submit batch/truncated", run: func() error {
-			return takeSubs(f.a.id, truncated(batchBody(led, 0, submit(led, 0, 1, f.clients[1], size))))
-		}},
-		{name: "submit batch/unknown epoch", run: func() error {
-			return takeSubs(f.a.id, batchBody(&unknown, 0, submit(&unknown, 0, 1, f.clients[1], size)))
-		}},
-		{name: "submit batch/not S_0", run: func() error { return takeSubs(f.a.id, batchBody(mid, 0, submit(mid, 0, 0, f.clients[0], size))) }},
-		{name: "submit batch/not the slot's primary", run: func() error {
-			return takeSubs(f.b.id, batchBody(led, 0, submit(led, 0, 1, f.clients[1], size)))
-		}},
-		{name: "submit batch/round mismatch", run: func() error {
-			return takeSubs(f.a.id, batchBody(led, 0, submit(led, 1, 1, f.clients[1], size)))
-		}},
-		{name: "submit batch/wrong key", run: func() error { return takeSubs(f.a.id, batchBody(led, 0, submit(led, 0, 1, f.clients[2], size))) }},
-		{name: "submit batch/round outside window", run: func() error {
-			return takeSubs(f.a.id, batchBody(led, R-1, submit(led, R-1, 1, f.clients[1], size)))
-		}},
+			{name: "submit batch/truncated", run: func() error {
+				return takeSubs(f.a.id, truncated(batchBody(led, 0, submit(led, 0, 1, f.clients[1], size))))
+			}},
+			{name: "submit batch/unknown epoch", run: func() error {
+				return takeSubs(f.a.id, batchBody(&unknown, 0, submit(&unknown, 0, 1, f.clients[1], size)))
+			}},
+			{name: "submit batch/not S_0", run: func() error { return takeSubs(f.a.id, batchBody(mid, 0, submit(mid, 0, 0, f.clients[0], size))) }},
+			{name: "submit batch/not the slot's primary", run: func() error {
+				return takeSubs(f.b.id, batchBody(led, 0, submit(led, 0, 1, f.clients[1], size)))
+			}},
+			{name: "submit batch/round mismatch", run: func() error {
+				return takeSubs(f.a.id, batchBody(led, 0, submit(led, 1, 1, f.clients[1], size)))
+			}},
+			{name: "submit batch/wrong key", run: func() error { return takeSubs(f.a.id, batchBody(led, 0, submit(led, 0, 1, f.clients[2], size))) }},
+			{name: "submit batch/round outside window", run: func() error {
+				return takeSubs(f.a.id, batchBody(led, R-1, submit(led, R-1, 1, f.clients[1], size)))
+			}},
 
-		{name: "query/short", run: func() error { return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, make([]byte, 20))) }},
-		{name: "query/truncated", run: func() error {
-			return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, truncated(query(mid, 0, 1))))
-		}},
-		{name: "query/oversized", run: func() error {
-			return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, oversized(query(mid, 0, 1))))
-		}},
-		{name: "query/unknown epoch", run: func() error { return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, query(&unknown, 0, 1))) }},
-		{name: "query/another primary's slot", run: func() error { return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, query(mid, 0, 0))) }},
-		{name: "query/round outside window", run: func() error { return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, query(mid, 1<<30, 1))) }},
+			{name: "query/short", run: func() error { return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, make([]byte, 20))) }},
+			{name: "query/truncated", run: func() error {
+				return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, truncated(query(mid, 0, 1))))
+			}},
+			{name: "query/oversized", run: func() error {
+				return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, oversized(query(mid, 0, 1))))
+			}},
+			{name: "query/unknown epoch", run: func() error { return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, query(&unknown, 0, 1))) }},
+			{name: "query/another primary's slot", run: func() error { return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, query(mid, 0, 0))) }},
+			{name: "query/round outside window", run: func() error { return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, query(mid, 1<<30, 1))) }},
 
-		{name: "register/truncated", run: func() error {
-			return handlerErr(f.s.onClientRegister(ctx, f.stranger.id, truncated(f.clientRegister(t, f.open, f.clients[1]))))
-		}},
-		{name: "register/epoch not open", run: func() error {
-			return handlerErr(f.s.onClientRegister(ctx, f.stranger.id, f.clientRegister(t, mid, f.clients[1])))
-		}},
-		{name: "register/unverifiable", run: func() error {
-			return handlerErr(f.s.onClientRegister(ctx, f.stranger.id, f.clientRegister(t, f.open, f.clients[1])))
-		}},
-		{name: "wait list/truncated", run: func() error {
-			return handlerErr(f.s.handleClient(ctx, f.stranger.id, wire.TypeWaitList, truncated((&wire.EpochRef{Epoch: mid.v.id}).Marshal())))
-		}},
-		{name: "wait list/unknown epoch", run: func() error {
-			return handlerErr(f.s.handleClient(ctx, f.stranger.id, wire.TypeWaitList, (&wire.EpochRef{Epoch: [32]byte{0xEE}}).Marshal()))
-		}},
+			{name: "register/truncated", run: func() error {
+				return handlerErr(f.s.onClientRegister(ctx, f.stranger.id, truncated(f.clientRegister(t, f.open, f.clients[1]))))
+			}},
+			{name: "register/epoch not open", run: func() error {
+				return handlerErr(f.s.onClientRegister(ctx, f.stranger.id, f.clientRegister(t, mid, f.clients[1])))
+			}},
+			{name: "register/unverifiable", run: func() error {
+				return handlerErr(f.s.onClientRegister(ctx, f.stranger.id, f.clientRegister(t, f.open, f.clients[1])))
+			}},
+			{name: "wait list/truncated", run: func() error {
+				return handlerErr(f.s.handleClient(ctx, f.stranger.id, wire.TypeWaitList, truncated((&wire.EpochRef{Epoch: mid.v.id}).Marshal())))
+			}},
+			{name: "wait list/unknown epoch", run: func() error {
+				return handlerErr(f.s.handleClient(ctx, f.stranger.id, wire.TypeWaitList, (&wire.EpochRef{Epoch: [32]byte{0xEE}}).Marshal()))
+			}},
+		})
 	})
 }
 
@@ -431,130 +435,132 @@ func (f *hostileFixture) forwarded(t *testing.T, e *sepoch, key ed25519.PrivateK
 }
 
 func TestHostileEpochHandlers(t *testing.T) {
-	f := newHostileFixture(t)
-	led, mid := f.led, f.mid
-	ref := func(id [32]byte) []byte { return (&wire.EpochRef{Epoch: id}).Marshal() }
-	sorted := func(ids ...peer.ID) [][]byte {
-		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-		var out [][]byte
-		for _, id := range ids {
-			out = append(out, []byte(id))
+	virtual(t, func(t *testing.T) {
+		f := newHostileFixture(t)
+		led, mid := f.led, f.mid
+		ref := func(id [32]byte) []byte { return (&wire.EpochRef{Epoch: id}).Marshal() }
+		sorted := func(ids ...peer.ID) [][]byte {
+			sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+			var out [][]byte
+			for _, id := range ids {
+				out = append(out, []byte(id))
+			}
+			return out
 		}
-		return out
-	}
-	prepare := func(number uint64, chain [][]byte) []byte {
-		return (&wire.Prepare{Number: number, Params: f.p.wire(), Chain: chain}).Marshal()
-	}
-	chain := sorted(f.s.ID(), f.a.id)
-	head := peer.ID(chain[0])
-	step := func(e *sepoch, S uint16) []byte {
-		return (&wire.Step{Epoch: e.v.id, S: S, Result: []byte("a step result")}).Marshal()
-	}
-	regList := func(e *sepoch) []byte { return (&wire.RegList{Epoch: e.v.id}).Marshal() }
-	// fwd is a registration for e forwarded and signed by a at chain
-	// position 1 (led's chain).
-	fwd := func(e *sepoch) []byte {
-		fw := f.forwarded(t, e, f.clients[1], 1, f.a)
-		return fw.Marshal()
-	}
-	ctx := context.Background()
-	runHostile(t, f, []hostileCase{
-		{name: "prepare/truncated", run: func() error { return handlerErr(f.s.onPrepare(head, truncated(prepare(0xD0, chain)))) }},
-		{name: "prepare/oversized", run: func() error { return handlerErr(f.s.onPrepare(head, oversized(prepare(0xD0, chain)))) }},
-		{name: "prepare/not the head", run: func() error { return handlerErr(f.s.onPrepare(f.b.id, prepare(0xD0, chain))) }},
-		{name: "prepare/this server not in the chain", run: func() error {
-			c := sorted(f.a.id, f.b.id)
-			return handlerErr(f.s.onPrepare(peer.ID(c[0]), prepare(0xD0, c)))
-		}},
-		{name: "prepare/chain not sorted", run: func() error {
-			c := [][]byte{chain[0], chain[1], chain[0]}
-			return handlerErr(f.s.onPrepare(head, prepare(0xD0, c)))
-		}},
-		{name: "prepare/stranger in the chain", run: func() error {
-			c := sorted(f.s.ID(), f.a.id, f.stranger.id)
-			return handlerErr(f.s.onPrepare(peer.ID(c[0]), prepare(0xD0, c)))
-		}},
-		{name: "prepare/replayed number", run: func() error { return handlerErr(f.s.onPrepare(head, prepare(0xC0, chain))) }},
-		{name: "prepare/bad parameters", run: func() error {
-			p := f.p.wire()
-			p.K = 0
-			return handlerErr(f.s.onPrepare(head, (&wire.Prepare{Number: 0xD0, Params: p, Chain: chain}).Marshal()))
-		}},
+		prepare := func(number uint64, chain [][]byte) []byte {
+			return (&wire.Prepare{Number: number, Params: f.p.wire(), Chain: chain}).Marshal()
+		}
+		chain := sorted(f.s.ID(), f.a.id)
+		head := peer.ID(chain[0])
+		step := func(e *sepoch, S uint16) []byte {
+			return (&wire.Step{Epoch: e.v.id, S: S, Result: []byte("a step result")}).Marshal()
+		}
+		regList := func(e *sepoch) []byte { return (&wire.RegList{Epoch: e.v.id}).Marshal() }
+		// fwd is a registration for e forwarded and signed by a at chain
+		// position 1 (led's chain).
+		fwd := func(e *sepoch) []byte {
+			fw := f.forwarded(t, e, f.clients[1], 1, f.a)
+			return fw.Marshal()
+		}
+		ctx := context.Background()
+		runHostile(t, f, []hostileCase{
+			{name: "prepare/truncated", run: func() error { return handlerErr(f.s.onPrepare(head, truncated(prepare(0xD0, chain)))) }},
+			{name: "prepare/oversized", run: func() error { return handlerErr(f.s.onPrepare(head, oversized(prepare(0xD0, chain)))) }},
+			{name: "prepare/not the head", run: func() error { return handlerErr(f.s.onPrepare(f.b.id, prepare(0xD0, chain))) }},
+			{name: "prepare/this server not in the chain", run: func() error {
+				c := sorted(f.a.id, f.b.id)
+				return handlerErr(f.s.onPrepare(peer.ID(c[0]), prepare(0xD0, c)))
+			}},
+			{name: "prepare/chain not sorted", run: func() error {
+				c := [][]byte{chain[0], chain[1], chain[0]}
+				return handlerErr(f.s.onPrepare(head, prepare(0xD0, c)))
+			}},
+			{name: "prepare/stranger in the chain", run: func() error {
+				c := sorted(f.s.ID(), f.a.id, f.stranger.id)
+				return handlerErr(f.s.onPrepare(peer.ID(c[0]), prepare(0xD0, c)))
+			}},
+			{name: "prepare/replayed number", run: func() error { return handlerErr(f.s.onPrepare(head, prepare(0xC0, chain))) }},
+			{name: "prepare/bad parameters", run: func() error {
+				p := f.p.wire()
+				p.K = 0
+				return handlerErr(f.s.onPrepare(head, (&wire.Prepare{Number: 0xD0, Params: p, Chain: chain}).Marshal()))
+			}},
 
-		{name: "sign request/truncated", run: func() error { return handlerErr(f.s.onSignReq(f.a.id, truncated(f.open.v.desc.Marshal()))) }},
-		{name: "sign request/garbage", run: func() error { return handlerErr(f.s.onSignReq(f.a.id, bytes.Repeat([]byte{0xff}, 200))) }},
-		{name: "signed/truncated", run: func() error { return handlerErr(f.s.onSigned(f.a.id, truncated(f.open.v.desc.Marshal()))) }},
-		{name: "signed/garbage", run: func() error { return handlerErr(f.s.onSigned(f.a.id, bytes.Repeat([]byte{0xff}, 200))) }},
+			{name: "sign request/truncated", run: func() error { return handlerErr(f.s.onSignReq(f.a.id, truncated(f.open.v.desc.Marshal()))) }},
+			{name: "sign request/garbage", run: func() error { return handlerErr(f.s.onSignReq(f.a.id, bytes.Repeat([]byte{0xff}, 200))) }},
+			{name: "signed/truncated", run: func() error { return handlerErr(f.s.onSigned(f.a.id, truncated(f.open.v.desc.Marshal()))) }},
+			{name: "signed/garbage", run: func() error { return handlerErr(f.s.onSigned(f.a.id, bytes.Repeat([]byte{0xff}, 200))) }},
 
-		{name: "registration list/truncated", run: func() error { return handlerErr(f.s.onRegList(f.a.id, truncated(regList(mid)))) }},
-		{name: "registration list/unknown epoch", run: func() error {
-			return handlerErr(f.s.onRegList(f.a.id, (&wire.RegList{Epoch: [32]byte{0xEE}}).Marshal()))
-		}},
-		{name: "registration list/not the leader", run: func() error { return handlerErr(f.s.onRegList(f.b.id, regList(mid))) }},
-		{name: "registration list/not signed by its primary", run: func() error {
-			var rl wire.RegList
-			rl.Epoch = mid.v.id
-			rl.Regs = []wire.Forwarded{f.forwarded(t, mid, f.clients[0], 2, f.a)}
-			return handlerErr(f.s.onRegList(f.a.id, rl.Marshal()))
-		}},
+			{name: "registration list/truncated", run: func() error { return handlerErr(f.s.onRegList(f.a.id, truncated(regList(mid)))) }},
+			{name: "registration list/unknown epoch", run: func() error {
+				return handlerErr(f.s.onRegList(f.a.id, (&wire.RegList{Epoch: [32]byte{0xEE}}).Marshal()))
+			}},
+			{name: "registration list/not the leader", run: func() error { return handlerErr(f.s.onRegList(f.b.id, regList(mid))) }},
+			{name: "registration list/not signed by its primary", run: func() error {
+				var rl wire.RegList
+				rl.Epoch = mid.v.id
+				rl.Regs = []wire.Forwarded{f.forwarded(t, mid, f.clients[0], 2, f.a)}
+				return handlerErr(f.s.onRegList(f.a.id, rl.Marshal()))
+			}},
 
-		{name: "close/truncated", run: func() error { return handlerErr(f.s.onClose(f.a.id, truncated(ref(f.open.v.id)))) }},
-		{name: "close/unknown epoch", run: func() error { return handlerErr(f.s.onClose(f.a.id, ref([32]byte{0xEE}))) }},
-		{name: "close/not the leader", run: func() error { return handlerErr(f.s.onClose(f.b.id, ref(f.open.v.id))) }},
+			{name: "close/truncated", run: func() error { return handlerErr(f.s.onClose(f.a.id, truncated(ref(f.open.v.id)))) }},
+			{name: "close/unknown epoch", run: func() error { return handlerErr(f.s.onClose(f.a.id, ref([32]byte{0xEE}))) }},
+			{name: "close/not the leader", run: func() error { return handlerErr(f.s.onClose(f.b.id, ref(f.open.v.id))) }},
 
-		{name: "forwarded registration/truncated", run: func() error {
-			return handlerErr(f.s.onForwardedRegister(f.a.id, truncated(fwd(led))))
-		}},
-		{name: "forwarded registration/unknown epoch", run: func() error {
-			e := &sepoch{v: &view{id: [32]byte{0xEE}}}
-			return handlerErr(f.s.onForwardedRegister(f.a.id, fwd(e)))
-		}},
-		{name: "forwarded registration/not led here", run: func() error {
-			return handlerErr(f.s.onForwardedRegister(f.a.id, fwd(f.open)))
-		}},
-		{name: "forwarded registration/not signed by its primary", run: func() error {
-			fw := f.forwarded(t, led, f.clients[1], 1, f.b)
-			return handlerErr(f.s.onForwardedRegister(f.a.id, fw.Marshal()))
-		}},
+			{name: "forwarded registration/truncated", run: func() error {
+				return handlerErr(f.s.onForwardedRegister(f.a.id, truncated(fwd(led))))
+			}},
+			{name: "forwarded registration/unknown epoch", run: func() error {
+				e := &sepoch{v: &view{id: [32]byte{0xEE}}}
+				return handlerErr(f.s.onForwardedRegister(f.a.id, fwd(e)))
+			}},
+			{name: "forwarded registration/not led here", run: func() error {
+				return handlerErr(f.s.onForwardedRegister(f.a.id, fwd(f.open)))
+			}},
+			{name: "forwarded registration/not signed by its primary", run: func() error {
+				fw := f.forwarded(t, led, f.clients[1], 1, f.b)
+				return handlerErr(f.s.onForwardedRegister(f.a.id, fw.Marshal()))
+			}},
 
-		{name: "step/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onStep(f.a.id, step(mid, 0))) },
-			run: func() error { return handlerErr(f.s.onStep(f.a.id, step(mid, 0))) }},
-		{name: "step/truncated", run: func() error { return handlerErr(f.s.onStep(f.a.id, truncated(step(mid, 0)))) }},
-		{name: "step/unknown epoch", run: func() error {
-			return handlerErr(f.s.onStep(f.a.id, (&wire.Step{Epoch: [32]byte{0xEE}}).Marshal()))
-		}},
-		{name: "step/wrong sender", run: func() error { return handlerErr(f.s.onStep(f.b.id, step(mid, 0))) }},
-		{name: "step/unknown sender", run: func() error { return handlerErr(f.s.onStep(f.stranger.id, step(mid, 0))) }},
-		{name: "step/position beyond chain", run: func() error { return handlerErr(f.s.onStep(f.a.id, step(mid, 7))) }},
+			{name: "step/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onStep(f.a.id, step(mid, 0))) },
+				run: func() error { return handlerErr(f.s.onStep(f.a.id, step(mid, 0))) }},
+			{name: "step/truncated", run: func() error { return handlerErr(f.s.onStep(f.a.id, truncated(step(mid, 0)))) }},
+			{name: "step/unknown epoch", run: func() error {
+				return handlerErr(f.s.onStep(f.a.id, (&wire.Step{Epoch: [32]byte{0xEE}}).Marshal()))
+			}},
+			{name: "step/wrong sender", run: func() error { return handlerErr(f.s.onStep(f.b.id, step(mid, 0))) }},
+			{name: "step/unknown sender", run: func() error { return handlerErr(f.s.onStep(f.stranger.id, step(mid, 0))) }},
+			{name: "step/position beyond chain", run: func() error { return handlerErr(f.s.onStep(f.a.id, step(mid, 7))) }},
 
-		{name: "route/truncated", run: func() error {
-			return handlerErr(f.s.onRoute(ctx, f.a.id, truncated((&wire.Route{Epoch: mid.v.id, S: 1}).Marshal())))
-		}},
-		{name: "route/unknown epoch", run: func() error {
-			return handlerErr(f.s.onRoute(ctx, f.a.id, (&wire.Route{Epoch: [32]byte{0xEE}, S: 1}).Marshal()))
-		}},
-		{name: "route/unknown sender", run: func() error {
-			return handlerErr(f.s.onRoute(ctx, f.stranger.id, (&wire.Route{Epoch: mid.v.id, S: 1}).Marshal()))
-		}},
-		{name: "route/no share fault", run: func() error {
-			return handlerErr(f.s.onRoute(ctx, f.a.id, (&wire.Route{Epoch: mid.v.id, S: 1}).Marshal()))
-		}},
-		{name: "hello/truncated", run: func() error {
-			return handlerErr(f.s.handleHello(ctx, f.stranger.id, wire.TypeHello, truncated(f.s.hello().Marshal())))
-		}},
-		{name: "hello/garbage", run: func() error {
-			return handlerErr(f.s.handleHello(ctx, f.stranger.id, wire.TypeHello, bytes.Repeat([]byte{0xff}, 64)))
-		}},
-		{name: "get chunk/truncated", run: func() error {
-			return handlerErr(f.s.handleRound(ctx, f.s.ID(), wire.TypeGetChunk, truncated((&wire.Chunk{ID: [32]byte{1}}).Marshal())))
-		}},
-		{name: "get chunk/unknown chunk", run: func() error {
-			return handlerErr(f.s.handleRound(ctx, f.s.ID(), wire.TypeGetChunk, (&wire.Chunk{ID: [32]byte{1}}).Marshal()))
-		}},
-		{name: "abort/truncated", run: func() error {
-			return handlerErr(f.s.handleEpoch(ctx, f.a.id, wire.TypeAbort, truncated(ref(mid.v.id))))
-		}},
-		{name: "abort/unknown sender", run: func() error { return handlerErr(f.s.handleEpoch(ctx, f.stranger.id, wire.TypeAbort, ref(mid.v.id))) }},
-		{name: "epoch protocol/unknown type", run: func() error { return handlerErr(f.s.handleEpoch(ctx, f.a.id, wire.TypeBatch, ref(mid.v.id))) }},
+			{name: "route/truncated", run: func() error {
+				return handlerErr(f.s.onRoute(ctx, f.a.id, truncated((&wire.Route{Epoch: mid.v.id, S: 1}).Marshal())))
+			}},
+			{name: "route/unknown epoch", run: func() error {
+				return handlerErr(f.s.onRoute(ctx, f.a.id, (&wire.Route{Epoch: [32]byte{0xEE}, S: 1}).Marshal()))
+			}},
+			{name: "route/unknown sender", run: func() error {
+				return handlerErr(f.s.onRoute(ctx, f.stranger.id, (&wire.Route{Epoch: mid.v.id, S: 1}).Marshal()))
+			}},
+			{name: "route/no share fault", run: func() error {
+				return handlerErr(f.s.onRoute(ctx, f.a.id, (&wire.Route{Epoch: mid.v.id, S: 1}).Marshal()))
+			}},
+			{name: "hello/truncated", run: func() error {
+				return handlerErr(f.s.handleHello(ctx, f.stranger.id, wire.TypeHello, truncated(f.s.hello().Marshal())))
+			}},
+			{name: "hello/garbage", run: func() error {
+				return handlerErr(f.s.handleHello(ctx, f.stranger.id, wire.TypeHello, bytes.Repeat([]byte{0xff}, 64)))
+			}},
+			{name: "get chunk/truncated", run: func() error {
+				return handlerErr(f.s.handleRound(ctx, f.s.ID(), wire.TypeGetChunk, truncated((&wire.Chunk{ID: [32]byte{1}}).Marshal())))
+			}},
+			{name: "get chunk/unknown chunk", run: func() error {
+				return handlerErr(f.s.handleRound(ctx, f.s.ID(), wire.TypeGetChunk, (&wire.Chunk{ID: [32]byte{1}}).Marshal()))
+			}},
+			{name: "abort/truncated", run: func() error {
+				return handlerErr(f.s.handleEpoch(ctx, f.a.id, wire.TypeAbort, truncated(ref(mid.v.id))))
+			}},
+			{name: "abort/unknown sender", run: func() error { return handlerErr(f.s.handleEpoch(ctx, f.stranger.id, wire.TypeAbort, ref(mid.v.id))) }},
+			{name: "epoch protocol/unknown type", run: func() error { return handlerErr(f.s.handleEpoch(ctx, f.a.id, wire.TypeBatch, ref(mid.v.id))) }},
+		})
 	})
 }

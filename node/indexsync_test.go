@@ -138,107 +138,111 @@ func sameCopy(t *testing.T, s *Server, c *Client) {
 // across pages, each within the page budget, and the client's copy equals
 // the server's index.
 func TestIndexSyncPages(t *testing.T) {
-	const page = 2 << 10
-	s := indexServer(t, page)
-	ids := indexFiles(t, s, 12)
-	c := bareClient(t, s, "")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c.syncMu.Lock()
-	res, err := c.syncIndexFrom(ctx, s.ID())
-	c.syncMu.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// 36 manifests and 12 entries of about 18 KiB in all: at least 8
-	// pages of 2 KiB.
-	if res.pages < 8 || res.mans != len(ids) || res.entries != 12 {
-		t.Fatalf("synced %+v, want ≥ 8 pages, %d manifests, 12 entries", res, len(ids))
-	}
-	if res.bytes > res.pages*(page+wire.MaxManifest) {
-		t.Fatalf("%d bytes in %d pages", res.bytes, res.pages)
-	}
-	t.Logf("%d manifests, %d entries in %d pages, %d bytes", res.mans, res.entries, res.pages, res.bytes)
-	sameCopy(t, s, c)
-	// Synced again: one page, nothing new.
-	c.syncMu.Lock()
-	res, err = c.syncIndexFrom(ctx, s.ID())
-	c.syncMu.Unlock()
-	if err != nil || res.pages != 1 || res.mans+res.entries+res.removed != 0 {
-		t.Fatalf("second sync read %+v (%v)", res, err)
-	}
-	// A second client, synced before the retention runs out.
-	c2 := bareClient(t, s, "")
-	c2.syncMu.Lock()
-	_, err = c2.syncIndexFrom(ctx, s.ID())
-	c2.syncMu.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The index retention (1 h here) lets every manifest go at the
-	// server, which logs the removals. A client applies a removal only
-	// once the retention has about run since it first held the id: at
-	// once, it keeps its copy (a server cannot take a manifest out of one
-	// client's copy early), and drops it by itself later.
-	if _, err := s.store.(pruner).Prune(time.Now().Add(2 * time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	c.icopy.hours, c2.icopy.hours = 1, 1
-	c.icopy.clock = func() time.Time { return now }
-	c.syncMu.Lock()
-	res, err = c.syncIndexFrom(ctx, s.ID())
-	c.syncMu.Unlock()
-	if err != nil || res.removed != 0 || res.early != len(ids) || len(c.icopy.mans) != len(ids) {
-		t.Fatalf("early removals: %+v (%v), %d manifests left", res, err, len(c.icopy.mans))
-	}
-	c.icopy.clock = func() time.Time { return now.Add(2 * time.Hour) }
-	c.expireIndex()
-	sameCopy(t, s, c)
-	// The second client syncs once the retention has about run: it
-	// applies the removals.
-	c2.icopy.clock = func() time.Time { return now.Add(55 * time.Minute) }
-	c2.syncMu.Lock()
-	res, err = c2.syncIndexFrom(ctx, s.ID())
-	c2.syncMu.Unlock()
-	if err != nil || res.removed != len(ids) || len(c2.icopy.mans)+len(c2.icopy.entries) != 0 {
-		t.Fatalf("after the index retention: %+v (%v), %d manifests left", res, err, len(c2.icopy.mans))
-	}
-	sameCopy(t, s, c2)
+	virtual(t, func(t *testing.T) {
+		const page = 2 << 10
+		s := indexServer(t, page)
+		ids := indexFiles(t, s, 12)
+		c := bareClient(t, s, "")
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		c.syncMu.Lock()
+		res, err := c.syncIndexFrom(ctx, s.ID())
+		c.syncMu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 36 manifests and 12 entries of about 18 KiB in all: at least 8
+		// pages of 2 KiB.
+		if res.pages < 8 || res.mans != len(ids) || res.entries != 12 {
+			t.Fatalf("synced %+v, want ≥ 8 pages, %d manifests, 12 entries", res, len(ids))
+		}
+		if res.bytes > res.pages*(page+wire.MaxManifest) {
+			t.Fatalf("%d bytes in %d pages", res.bytes, res.pages)
+		}
+		t.Logf("%d manifests, %d entries in %d pages, %d bytes", res.mans, res.entries, res.pages, res.bytes)
+		sameCopy(t, s, c)
+		// Synced again: one page, nothing new.
+		c.syncMu.Lock()
+		res, err = c.syncIndexFrom(ctx, s.ID())
+		c.syncMu.Unlock()
+		if err != nil || res.pages != 1 || res.mans+res.entries+res.removed != 0 {
+			t.Fatalf("second sync read %+v (%v)", res, err)
+		}
+		// A second client, synced before the retention runs out.
+		c2 := bareClient(t, s, "")
+		c2.syncMu.Lock()
+		_, err = c2.syncIndexFrom(ctx, s.ID())
+		c2.syncMu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The index retention (1 h here) lets every manifest go at the
+		// server, which logs the removals. A client applies a removal only
+		// once the retention has about run since it first held the id: at
+		// once, it keeps its copy (a server cannot take a manifest out of one
+		// client's copy early), and drops it by itself later.
+		if _, err := s.store.(pruner).Prune(time.Now().Add(2 * time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		c.icopy.hours, c2.icopy.hours = 1, 1
+		c.icopy.clock = func() time.Time { return now }
+		c.syncMu.Lock()
+		res, err = c.syncIndexFrom(ctx, s.ID())
+		c.syncMu.Unlock()
+		if err != nil || res.removed != 0 || res.early != len(ids) || len(c.icopy.mans) != len(ids) {
+			t.Fatalf("early removals: %+v (%v), %d manifests left", res, err, len(c.icopy.mans))
+		}
+		c.icopy.clock = func() time.Time { return now.Add(2 * time.Hour) }
+		c.expireIndex()
+		sameCopy(t, s, c)
+		// The second client syncs once the retention has about run: it
+		// applies the removals.
+		c2.icopy.clock = func() time.Time { return now.Add(55 * time.Minute) }
+		c2.syncMu.Lock()
+		res, err = c2.syncIndexFrom(ctx, s.ID())
+		c2.syncMu.Unlock()
+		if err != nil || res.removed != len(ids) || len(c2.icopy.mans)+len(c2.icopy.entries) != 0 {
+			t.Fatalf("after the index retention: %+v (%v), %d manifests left", res, err, len(c2.icopy.mans))
+		}
+		sameCopy(t, s, c2)
+	})
 }
 
 // TestIndexSyncResumes (§7 v3): a client restarted with its database asks
 // only for the changes after its stored cursor: the few manifests indexed
 // since, not the whole index again.
 func TestIndexSyncResumes(t *testing.T) {
-	s := indexServer(t, 0)
-	indexFiles(t, s, 10)
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c := bareClient(t, s, dir)
-	c.syncMu.Lock()
-	first, err := c.syncIndexFrom(ctx, s.ID())
-	c.syncMu.Unlock()
-	if err != nil || first.mans != 30 {
-		t.Fatalf("first sync: %+v, %v", first, err)
-	}
-	c.db.Close()
-	c.db = nil
-	indexFiles(t, s, 1)
-	// A new process: a fresh libp2p identity, the same database.
-	again := bareClient(t, s, dir)
-	again.syncMu.Lock()
-	res, err := again.syncIndexFrom(ctx, s.ID())
-	again.syncMu.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("first sync: %d pages, %d bytes; after the restart: %d pages, %d bytes", first.pages, first.bytes, res.pages, res.bytes)
-	if res.mans != 3 || res.entries != 1 || res.bytes*5 > first.bytes {
-		t.Fatalf("restarted sync read %+v (first %+v): not only what is new", res, first)
-	}
-	sameCopy(t, s, again)
+	virtual(t, func(t *testing.T) {
+		s := indexServer(t, 0)
+		indexFiles(t, s, 10)
+		dir := t.TempDir()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		c := bareClient(t, s, dir)
+		c.syncMu.Lock()
+		first, err := c.syncIndexFrom(ctx, s.ID())
+		c.syncMu.Unlock()
+		if err != nil || first.mans != 30 {
+			t.Fatalf("first sync: %+v, %v", first, err)
+		}
+		c.db.Close()
+		c.db = nil
+		indexFiles(t, s, 1)
+		// A new process: a fresh libp2p identity, the same database.
+		again := bareClient(t, s, dir)
+		again.syncMu.Lock()
+		res, err := again.syncIndexFrom(ctx, s.ID())
+		again.syncMu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("first sync: %d pages, %d bytes; after the restart: %d pages, %d bytes", first.pages, first.bytes, res.pages, res.bytes)
+		if res.mans != 3 || res.entries != 1 || res.bytes*5 > first.bytes {
+			t.Fatalf("restarted sync read %+v (first %+v): not only what is new", res, first)
+		}
+		sameCopy(t, s, again)
+	})
 }
 
 // TestIndexReqHostile: a page request with a cursor past the log gets an
@@ -246,104 +250,106 @@ func TestIndexSyncResumes(t *testing.T) {
 // is refused unread; pages in flight are bounded; a server whose page does
 // not move the cursor on ends the client's sync.
 func TestIndexReqHostile(t *testing.T) {
-	s := indexServer(t, 0)
-	indexFiles(t, s, 2)
-	h, err := newHost(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	h.AddAddrs(s.ID(), s.Addrs(), time.Hour)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	rep, err := call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{Cursor: math.MaxUint64}).Marshal(), Timeout: shortTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pg wire.Index
-	if err := pg.Unmarshal(rep, wire.MaxIndexPageItems); err != nil {
-		t.Fatal(err)
-	}
-	if pg.More || pg.Next != 8 || len(pg.Entries)+len(pg.Manifests)+len(pg.Removed) != 0 {
-		t.Fatalf("page for a cursor past the log: next %d more %v, %d items", pg.Next, pg.More, len(pg.Entries)+len(pg.Manifests))
-	}
-	for _, body := range [][]byte{make([]byte, wire.IndexReqSize+1), make([]byte, 1<<20), nil} {
-		if _, err := call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: body, Timeout: shortTimeout}); err == nil {
-			t.Fatalf("index request of %d bytes answered", len(body))
+	virtual(t, func(t *testing.T) {
+		s := indexServer(t, 0)
+		indexFiles(t, s, 2)
+		h, err := newHost(nil, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	// The server still answers a well-formed request.
-	if _, err := call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{}).Marshal(), Timeout: shortTimeout}); err != nil {
-		t.Fatal(err)
-	}
-
-	// Pages in flight are bounded: peers with no slot here share
-	// maxOutsiderIndex, and a slot comes back when its stream ends (the
-	// requests above give theirs back once their streams are done).
-	slotsFree := func() bool {
-		s.indexSlots.mu.Lock()
-		defer s.indexSlots.mu.Unlock()
-		return s.indexSlots.all == 0
-	}
-	if err := wait.Until(ctx, 10*time.Second, slotsFree); err != nil {
-		t.Fatalf("the requests above kept their slots: %v", err)
-	}
-	var cancels []context.CancelFunc
-	for i := range maxOutsiderIndex + 1 {
-		sctx, scancel := context.WithCancel(ctx)
-		cancels = append(cancels, scancel)
-		err := s.enterIndex(sctx, h.ID())
-		if (i < maxOutsiderIndex) != (err == nil) {
-			t.Fatalf("outsider page %d: %v", i, err)
+		defer h.Close()
+		h.AddAddrs(s.ID(), s.Addrs(), time.Hour)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		rep, err := call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{Cursor: math.MaxUint64}).Marshal(), Timeout: shortTimeout})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if _, err := call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{}).Marshal(), Timeout: shortTimeout}); err == nil {
-		t.Fatal("a page beyond the outsiders' slots was served")
-	}
-	for _, f := range cancels {
-		f()
-	}
-	err = wait.Until(ctx, 10*time.Second, slotsFree)
-	if err != nil {
-		t.Fatalf("slots not given back: %v", err)
-	}
-
-	// A client whose cursor is past the server's log (the server's store
-	// was replaced) reads the log again from the start.
-	fresh := bareClient(t, s, "")
-	fresh.loadIndexCopy()
-	fresh.icopy.cursors[s.ID()] = 1000
-	fresh.syncMu.Lock()
-	res, err := fresh.syncIndexFrom(ctx, s.ID())
-	fresh.syncMu.Unlock()
-	if err != nil || res.reset != 1 || res.mans != 6 {
-		t.Fatalf("cursor past the log: %+v, %v", res, err)
-	}
-	sameCopy(t, s, fresh)
-
-	// A hostile server: every page says more follows, at the same cursor.
-	bad, err := newHost(nil, []string{"/ip4/127.0.0.1/tcp/0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bad.Close()
-	var asked int
-	serve(ctx, bad, &gate{}, anonLogger(), ProtoClient, shortTimeout, func(peer.ID, wire.Type) int { return 64 }, func(_ context.Context, _ peer.ID, _ wire.Type, body []byte) (wire.Type, []byte, error) {
-		asked++
-		var req wire.IndexReq
-		if err := req.Unmarshal(body); err != nil {
-			return 0, nil, err
+		var pg wire.Index
+		if err := pg.Unmarshal(rep, wire.MaxIndexPageItems); err != nil {
+			t.Fatal(err)
 		}
-		return wire.TypeIndex, (&wire.Index{Next: req.Cursor, More: true}).Marshal(), nil
+		if pg.More || pg.Next != 8 || len(pg.Entries)+len(pg.Manifests)+len(pg.Removed) != 0 {
+			t.Fatalf("page for a cursor past the log: next %d more %v, %d items", pg.Next, pg.More, len(pg.Entries)+len(pg.Manifests))
+		}
+		for _, body := range [][]byte{make([]byte, wire.IndexReqSize+1), make([]byte, 1<<20), nil} {
+			if _, err := call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: body, Timeout: shortTimeout}); err == nil {
+				t.Fatalf("index request of %d bytes answered", len(body))
+			}
+		}
+		// The server still answers a well-formed request.
+		if _, err := call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{}).Marshal(), Timeout: shortTimeout}); err != nil {
+			t.Fatal(err)
+		}
+
+		// Pages in flight are bounded: peers with no slot here share
+		// maxOutsiderIndex, and a slot comes back when its stream ends (the
+		// requests above give theirs back once their streams are done).
+		slotsFree := func() bool {
+			s.indexSlots.mu.Lock()
+			defer s.indexSlots.mu.Unlock()
+			return s.indexSlots.all == 0
+		}
+		if err := wait.Until(ctx, 10*time.Second, slotsFree); err != nil {
+			t.Fatalf("the requests above kept their slots: %v", err)
+		}
+		var cancels []context.CancelFunc
+		for i := range maxOutsiderIndex + 1 {
+			sctx, scancel := context.WithCancel(ctx)
+			cancels = append(cancels, scancel)
+			err := s.enterIndex(sctx, h.ID())
+			if (i < maxOutsiderIndex) != (err == nil) {
+				t.Fatalf("outsider page %d: %v", i, err)
+			}
+		}
+		if _, err := call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{}).Marshal(), Timeout: shortTimeout}); err == nil {
+			t.Fatal("a page beyond the outsiders' slots was served")
+		}
+		for _, f := range cancels {
+			f()
+		}
+		err = wait.Until(ctx, 10*time.Second, slotsFree)
+		if err != nil {
+			t.Fatalf("slots not given back: %v", err)
+		}
+
+		// A client whose cursor is past the server's log (the server's store
+		// was replaced) reads the log again from the start.
+		fresh := bareClient(t, s, "")
+		fresh.loadIndexCopy()
+		fresh.icopy.cursors[s.ID()] = 1000
+		fresh.syncMu.Lock()
+		res, err := fresh.syncIndexFrom(ctx, s.ID())
+		fresh.syncMu.Unlock()
+		if err != nil || res.reset != 1 || res.mans != 6 {
+			t.Fatalf("cursor past the log: %+v, %v", res, err)
+		}
+		sameCopy(t, s, fresh)
+
+		// A hostile server: every page says more follows, at the same cursor.
+		bad, err := newHost(nil, []string{"/ip4/127.0.0.1/tcp/0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bad.Close()
+		var asked int
+		serve(ctx, bad, &gate{}, anonLogger(), ProtoClient, shortTimeout, func(peer.ID, wire.Type) int { return 64 }, func(_ context.Context, _ peer.ID, _ wire.Type, body []byte) (wire.Type, []byte, error) {
+			asked++
+			var req wire.IndexReq
+			if err := req.Unmarshal(body); err != nil {
+				return 0, nil, err
+			}
+			return wire.TypeIndex, (&wire.Index{Next: req.Cursor, More: true}).Marshal(), nil
+		})
+		c := bareClient(t, s, "")
+		c.h.AddAddrs(bad.ID(), bad.Addrs(), time.Hour)
+		c.syncMu.Lock()
+		_, err = c.syncIndexFrom(ctx, bad.ID())
+		c.syncMu.Unlock()
+		if err == nil || asked != 1 {
+			t.Fatalf("a page that does not move the cursor: %v after %d requests", err, asked)
+		}
 	})
-	c := bareClient(t, s, "")
-	c.h.AddAddrs(bad.ID(), bad.Addrs(), time.Hour)
-	c.syncMu.Lock()
-	_, err = c.syncIndexFrom(ctx, bad.ID())
-	c.syncMu.Unlock()
-	if err == nil || asked != 1 {
-		t.Fatalf("a page that does not move the cursor: %v after %d requests", err, asked)
-	}
 }
 
 // TestIndexGapFilledFromAnotherServer (§6.4, §7 v3): a primary that leaves
@@ -351,92 +357,96 @@ func TestIndexReqHostile(t *testing.T) {
 // the signed request lists, and the client completes its copy from
 // another server of the chain; the user is told of the gap.
 func TestIndexGapFilledFromAnotherServer(t *testing.T) {
-	data, manifests, _, _ := manifestFile(t)
-	var victimID atomic.Value
-	victimID.Store(peer.ID(""))
-	tn := startAnonNet(t, 3, 0, 2, manifestParams(), func(i int, c *ServerConfig) {
-		if i == 0 {
-			c.observe = &testObserver{IndexReply: func(to peer.ID, mans []store.Manifest) []store.Manifest {
-				if to == victimID.Load().(peer.ID) {
-					return nil
-				}
-				return mans
-			}}
+	virtual(t, func(t *testing.T) {
+		data, manifests, _, _ := manifestFile(t)
+		var victimID atomic.Value
+		victimID.Store(peer.ID(""))
+		tn := startAnonNet(t, 3, 0, 2, manifestParams(), func(i int, c *ServerConfig) {
+			if i == 0 {
+				c.observe = &testObserver{IndexReply: func(to peer.ID, mans []store.Manifest) []store.Manifest {
+					if to == victimID.Load().(peer.ID) {
+						return nil
+					}
+					return mans
+				}}
+			}
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		var warned lockedBuf
+		up, victim := tn.startPair(ctx, t, &warned)
+		victimID.Store(victim.h.ID())
+		if _, err := up.Share(ctx, bytes.NewReader(data), "m.bin", false); err != nil {
+			t.Fatal(err)
+		}
+		if err := wait.Until(ctx, 80*time.Second, func() bool { return victim.Stats().IndexGaps > 0 }); err != nil {
+			t.Fatalf("no gap noticed: %+v", victim.Stats())
+		}
+		if st := victim.Stats(); st.IndexFilled != st.IndexGaps {
+			t.Fatalf("%d gaps, %d filled from another server", st.IndexGaps, st.IndexFilled)
+		}
+		victim.mu.Lock()
+		held := 0
+		for id := range manifests {
+			if _, ok := victim.manifests[id]; ok {
+				held++
+			}
+		}
+		victim.mu.Unlock()
+		if held != len(manifests) {
+			t.Fatalf("the victim's copy holds %d of the file's %d manifests", held, len(manifests))
+		}
+		if !strings.Contains(warned.String(), "lacks") {
+			t.Fatalf("the user was not told: %s", warned.String())
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	var warned lockedBuf
-	up, victim := tn.startPair(ctx, t, &warned)
-	victimID.Store(victim.h.ID())
-	if _, err := up.Share(ctx, bytes.NewReader(data), "m.bin", false); err != nil {
-		t.Fatal(err)
-	}
-	if err := wait.Until(ctx, 80*time.Second, func() bool { return victim.Stats().IndexGaps > 0 }); err != nil {
-		t.Fatalf("no gap noticed: %+v", victim.Stats())
-	}
-	if st := victim.Stats(); st.IndexFilled != st.IndexGaps {
-		t.Fatalf("%d gaps, %d filled from another server", st.IndexGaps, st.IndexFilled)
-	}
-	victim.mu.Lock()
-	held := 0
-	for id := range manifests {
-		if _, ok := victim.manifests[id]; ok {
-			held++
-		}
-	}
-	victim.mu.Unlock()
-	if held != len(manifests) {
-		t.Fatalf("the victim's copy holds %d of the file's %d manifests", held, len(manifests))
-	}
-	if !strings.Contains(warned.String(), "lacks") {
-		t.Fatalf("the user was not told: %s", warned.String())
-	}
 }
 
 // TestMemStoreIndexSince: the in-memory store (tests, the demo) logs and
 // pages the index as the bbolt store does.
 func TestMemStoreIndexSince(t *testing.T) {
-	st := NewMemStore()
-	var want [][32]byte
-	for i := range 5 {
-		b := make([]byte, 1000)
-		rand.Read(b)
-		id := chunker.Sum(b)
-		if err := st.PutChunks([]store.Chunk{{ID: id, Data: b}}); err != nil {
-			t.Fatal(err)
+	virtual(t, func(t *testing.T) {
+		st := NewMemStore()
+		var want [][32]byte
+		for i := range 5 {
+			b := make([]byte, 1000)
+			rand.Read(b)
+			id := chunker.Sum(b)
+			if err := st.PutChunks([]store.Chunk{{ID: id, Data: b}}); err != nil {
+				t.Fatal(err)
+			}
+			var idx []IndexEntry
+			if i == 0 {
+				idx = []IndexEntry{{FileID: id, Name: "root"}}
+			}
+			if err := st.PutManifests([]store.Manifest{{ID: id, Data: b}}, idx); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, id)
 		}
-		var idx []IndexEntry
-		if i == 0 {
-			idx = []IndexEntry{{FileID: id, Name: "root"}}
+		var got [][32]byte
+		cur, pages, entries := uint64(0), 0, 0
+		for {
+			ch, err := st.IndexSince(cur, 2100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages++
+			for _, m := range ch.Manifests {
+				got = append(got, m.ID)
+			}
+			entries += len(ch.Entries)
+			cur = ch.Next
+			if !ch.More {
+				break
+			}
 		}
-		if err := st.PutManifests([]store.Manifest{{ID: id, Data: b}}, idx); err != nil {
-			t.Fatal(err)
+		// In the order indexed, about two 1000-byte manifests a page.
+		if pages != 3 || fmt.Sprint(got) != fmt.Sprint(want) || entries != 1 {
+			t.Fatalf("%d pages, %d manifests, %d entries", pages, len(got), entries)
 		}
-		want = append(want, id)
-	}
-	var got [][32]byte
-	cur, pages, entries := uint64(0), 0, 0
-	for {
-		ch, err := st.IndexSince(cur, 2100)
-		if err != nil {
-			t.Fatal(err)
+		if ch, _ := st.IndexSince(math.MaxUint64, 2100); ch.Next != cur || ch.More || len(ch.Manifests) != 0 {
+			t.Fatalf("cursor past the log: %+v", ch)
 		}
-		pages++
-		for _, m := range ch.Manifests {
-			got = append(got, m.ID)
-		}
-		entries += len(ch.Entries)
-		cur = ch.Next
-		if !ch.More {
-			break
-		}
-	}
-	// In the order indexed, about two 1000-byte manifests a page.
-	if pages != 3 || fmt.Sprint(got) != fmt.Sprint(want) || entries != 1 {
-		t.Fatalf("%d pages, %d manifests, %d entries", pages, len(got), entries)
-	}
-	if ch, _ := st.IndexSince(math.MaxUint64, 2100); ch.Next != cur || ch.More || len(ch.Manifests) != 0 {
-		t.Fatalf("cursor past the log: %+v", ch)
-	}
+	})
 }

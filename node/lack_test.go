@@ -106,31 +106,33 @@ func epochRanOn(t *testing.T, s *Server, id [32]byte) int {
 // with no void, and the shared file is fetched whole. Before, the failed
 // delivery ended the epoch.
 func TestLostBatchFetched(t *testing.T) {
-	p := testParams(8)
-	p.RoundLimitMs = 4000
-	bn := startBlameNetParams(t, p, 3, 3, 2, 2)
-	c := &lackCase{bad: bn.servers[1]}
-	c.bad.rb.hooks.Store(&serverHooks{loseOut: c.once})
-	lackShare(t, bn, 3*int(p.ChunkSize)+100)
-	epoch, r := c.get(t)
-	for i, s := range bn.servers {
-		if v := epochRanOn(t, s, epoch); v != 0 {
-			t.Fatalf("server %d: %d void round(s), want none", i, v)
+	virtual(t, func(t *testing.T) {
+		p := testParams(8)
+		p.RoundLimitMs = 4000
+		bn := startBlameNetParams(t, p, 3, 3, 2, 2)
+		c := &lackCase{bad: bn.servers[1]}
+		c.bad.rb.hooks.Store(&serverHooks{loseOut: c.once})
+		lackShare(t, bn, 3*int(p.ChunkSize)+100)
+		epoch, r := c.get(t)
+		for i, s := range bn.servers {
+			if v := epochRanOn(t, s, epoch); v != 0 {
+				t.Fatalf("server %d: %d void round(s), want none", i, v)
+			}
+			bs, ok := s.store.(*boltStore)
+			if !ok {
+				t.Fatal("no bolt store")
+			}
+			if _, err := bs.st.Round(epoch, r); err != nil {
+				t.Fatalf("server %d: the lost round %d was not published: %v", i, r, err)
+			}
 		}
-		bs, ok := s.store.(*boltStore)
-		if !ok {
-			t.Fatal("no bolt store")
+		for i, s := range bn.servers {
+			if n := len(s.refusalCounts()); n != 0 {
+				t.Fatalf("server %d counts %d refusals, want none", i, n)
+			}
 		}
-		if _, err := bs.st.Round(epoch, r); err != nil {
-			t.Fatalf("server %d: the lost round %d was not published: %v", i, r, err)
-		}
-	}
-	for i, s := range bn.servers {
-		if n := len(s.refusalCounts()); n != 0 {
-			t.Fatalf("server %d counts %d refusals, want none", i, n)
-		}
-	}
-	t.Logf("round %d lost in transit, fetched and published; the epoch ran to its end", r)
+		t.Logf("round %d lost in transit, fetched and published; the epoch ran to its end", r)
+	})
 }
 
 // TestWithheldBatchVoidCharged: S_0 announces its signed root of one
@@ -140,29 +142,31 @@ func TestLostBatchFetched(t *testing.T) {
 // server, the epoch runs on, and the file is fetched whole. Before, the
 // round's missing publication charged the last server.
 func TestWithheldBatchVoidCharged(t *testing.T) {
-	p := testParams(8)
-	p.RoundLimitMs = 4000
-	bn := startBlameNetParams(t, p, 3, 3, 2, 2)
-	c := &lackCase{bad: bn.servers[0]}
-	c.bad.rb.hooks.Store(&serverHooks{hideOut: c.once})
-	lackShare(t, bn, 3*int(p.ChunkSize)+100)
-	epoch, r := c.get(t)
-	claimant, last := bn.servers[1].h.ID(), bn.servers[2].h.ID()
-	for i, s := range bn.servers {
-		if v := epochRanOn(t, s, epoch); v != 1 {
-			t.Fatalf("server %d: %d void round(s), want 1", i, v)
+	virtual(t, func(t *testing.T) {
+		p := testParams(8)
+		p.RoundLimitMs = 4000
+		bn := startBlameNetParams(t, p, 3, 3, 2, 2)
+		c := &lackCase{bad: bn.servers[0]}
+		c.bad.rb.hooks.Store(&serverHooks{hideOut: c.once})
+		lackShare(t, bn, 3*int(p.ChunkSize)+100)
+		epoch, r := c.get(t)
+		claimant, last := bn.servers[1].h.ID(), bn.servers[2].h.ID()
+		for i, s := range bn.servers {
+			if v := epochRanOn(t, s, epoch); v != 1 {
+				t.Fatalf("server %d: %d void round(s), want 1", i, v)
+			}
+			if recs, _ := s.blameRecords(); len(recs) != 0 {
+				t.Fatalf("server %d named someone: %+v", i, recs)
+			}
 		}
-		if recs, _ := s.blameRecords(); len(recs) != 0 {
-			t.Fatalf("server %d named someone: %+v", i, recs)
+		for i, s := range bn.servers {
+			err := wait.Until(context.Background(), 10*time.Second, func() bool { return s.refusalCounts()[claimant] == 1 })
+			if got := s.refusalCounts(); err != nil || got[last] != 0 || len(got) != 1 {
+				t.Fatalf("server %d counts %v; want one, against the claimant %s", i, got, claimant.ShortString())
+			}
 		}
-	}
-	for i, s := range bn.servers {
-		err := wait.Until(context.Background(), 10*time.Second, func() bool { return s.refusalCounts()[claimant] == 1 })
-		if got := s.refusalCounts(); err != nil || got[last] != 0 || len(got) != 1 {
-			t.Fatalf("server %d counts %v; want one, against the claimant %s", i, got, claimant.ShortString())
-		}
-	}
-	t.Logf("round %d withheld by S_0: void, charged to S_1, the epoch ran to its end", r)
+		t.Logf("round %d withheld by S_0: void, charged to S_1, the epoch ran to its end", r)
+	})
 }
 
 // TestWithheldBatchTwiceEndsEpoch: S_0 withholds its batch of two rounds
@@ -171,71 +175,73 @@ func TestWithheldBatchVoidCharged(t *testing.T) {
 // the claimant, never the last server. Before, the ending abort was
 // charged to the last server.
 func TestWithheldBatchTwiceEndsEpoch(t *testing.T) {
-	p := testParams(8)
-	p.RoundLimitMs = 4000
-	bn := startBlameNetParams(t, p, 3, 3, 2, 2)
-	var mu sync.Mutex
-	var rounds []uint32
-	var epoch [32]byte
-	bad := bn.servers[0]
-	bad.rb.hooks.Store(&serverHooks{hideOut: func(r uint32) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if r < 1 || len(rounds) == 2 {
+	virtual(t, func(t *testing.T) {
+		p := testParams(8)
+		p.RoundLimitMs = 4000
+		bn := startBlameNetParams(t, p, 3, 3, 2, 2)
+		var mu sync.Mutex
+		var rounds []uint32
+		var epoch [32]byte
+		bad := bn.servers[0]
+		bad.rb.hooks.Store(&serverHooks{hideOut: func(r uint32) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if r < 1 || len(rounds) == 2 {
+				return false
+			}
+			bad.mu.Lock()
+			var cur [32]byte
+			for id, e := range bad.epochs {
+				if !e.ended && e.final != nil {
+					cur = id
+				}
+			}
+			bad.mu.Unlock()
+			if len(rounds) == 1 && cur != epoch {
+				return false
+			}
+			epoch = cur
+			rounds = append(rounds, r)
+			return true
+		}})
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		err := wait.Until(ctx, 60*time.Second, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(rounds) < 2 {
+				return false
+			}
+			for _, es := range bn.servers[1].Snapshot().Epochs {
+				if es.ID == epoch {
+					return es.Ended
+				}
+			}
 			return false
+		})
+		if err != nil {
+			t.Fatalf("two rounds withheld and the epoch ended: %v (rounds %v)", err, rounds)
 		}
-		bad.mu.Lock()
-		var cur [32]byte
-		for id, e := range bad.epochs {
-			if !e.ended && e.final != nil {
-				cur = id
+		claimant := bn.servers[1].h.ID()
+		for i, s := range bn.servers {
+			for _, es := range s.Snapshot().Epochs {
+				if es.ID == epoch && es.Listed == es.Rounds {
+					t.Fatalf("server %d: the epoch ran to its end after a second void", i)
+				}
+			}
+			if err := wait.Until(ctx, 10*time.Second, func() bool { return s.refusalCounts()[claimant] == 1 }); err != nil {
+				t.Fatalf("server %d counts %v; want one against the claimant %s", i, s.refusalCounts(), claimant.ShortString())
 			}
 		}
-		bad.mu.Unlock()
-		if len(rounds) == 1 && cur != epoch {
-			return false
-		}
-		epoch = cur
-		rounds = append(rounds, r)
-		return true
-	}})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	err := wait.Until(ctx, 60*time.Second, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(rounds) < 2 {
-			return false
-		}
-		for _, es := range bn.servers[1].Snapshot().Epochs {
-			if es.ID == epoch {
-				return es.Ended
+		// The epoch's abort is signed after abortSettle: give it that and
+		// more to charge anyone else.
+		for i, s := range bn.servers {
+			if wait.Until(ctx, abortSettle+2*time.Second, func() bool { return len(s.refusalCounts()) != 1 }) == nil {
+				t.Fatalf("server %d counts %v; want one, against the claimant %s only", i, s.refusalCounts(), claimant.ShortString())
 			}
 		}
-		return false
+		t.Logf("rounds %v withheld by S_0: the first void, the second ended the epoch; both charged to S_1", rounds)
 	})
-	if err != nil {
-		t.Fatalf("two rounds withheld and the epoch ended: %v (rounds %v)", err, rounds)
-	}
-	claimant := bn.servers[1].h.ID()
-	for i, s := range bn.servers {
-		for _, es := range s.Snapshot().Epochs {
-			if es.ID == epoch && es.Listed == es.Rounds {
-				t.Fatalf("server %d: the epoch ran to its end after a second void", i)
-			}
-		}
-		if err := wait.Until(ctx, 10*time.Second, func() bool { return s.refusalCounts()[claimant] == 1 }); err != nil {
-			t.Fatalf("server %d counts %v; want one against the claimant %s", i, s.refusalCounts(), claimant.ShortString())
-		}
-	}
-	// The epoch's abort is signed after abortSettle: give it that and
-	// more to charge anyone else.
-	for i, s := range bn.servers {
-		if wait.Until(ctx, abortSettle+2*time.Second, func() bool { return len(s.refusalCounts()) != 1 }) == nil {
-			t.Fatalf("server %d counts %v; want one, against the claimant %s only", i, s.refusalCounts(), claimant.ShortString())
-		}
-	}
-	t.Logf("rounds %v withheld by S_0: the first void, the second ended the epoch; both charged to S_1", rounds)
 }
 
 // shareConfirmed shares data from up and waits, within ctx, for the share

@@ -74,59 +74,61 @@ func maxGap(log []timedSend, t wire.Type, from, to time.Time) time.Duration {
 // slow by a hook, the downloading client's submissions and queries go out
 // at the pace of the rounds throughout.
 func TestLocalWorkDoesNotDelay(t *testing.T) {
-	tn := startAnonNet(t, 3, 0, 2, testParams(256), nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.Close()
-	var rec timedRecorder
-	down, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), OnSend: rec.add, Logger: anonLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer down.Close()
-	// A round takes well under slow/2 even on a loaded machine.
-	const slow = 6 * time.Second
-	var hmu sync.Mutex
-	steps := map[string]int{}
-	down.mu.Lock()
-	down.localHook = func(step string) {
+	virtual(t, func(t *testing.T) {
+		tn := startAnonNet(t, 3, 0, 2, testParams(256), nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer up.Close()
+		var rec timedRecorder
+		down, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), OnSend: rec.add, Logger: anonLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer down.Close()
+		// A round takes well under slow/2 even on a loaded machine.
+		const slow = 6 * time.Second
+		var hmu sync.Mutex
+		steps := map[string]int{}
+		down.mu.Lock()
+		down.localHook = func(step string) {
+			hmu.Lock()
+			steps[step]++
+			hmu.Unlock()
+			if step == "manifest" || step == "finish" {
+				time.Sleep(slow)
+			}
+		}
+		down.mu.Unlock()
+		data := anonRand(t, 40<<10)
+		link, err := up.Share(ctx, bytes.NewReader(data), "slow.bin", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		path, err := down.Get(ctx, link, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := time.Now()
+		if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("fetched bytes differ: %v", err)
+		}
 		hmu.Lock()
-		steps[step]++
+		if steps["manifest"] != 1 || steps["finish"] != 1 || steps["chunk"] == 0 {
+			t.Fatalf("local steps %v", steps)
+		}
 		hmu.Unlock()
-		if step == "manifest" || step == "finish" {
-			time.Sleep(slow)
+		log := rec.snapshot()
+		for _, typ := range []wire.Type{wire.TypeSubmit, wire.TypeQuery} {
+			if gap := maxGap(log, typ, start, end); gap >= slow/2 {
+				t.Fatalf("a %d message waited %v for local work (slow steps of %v)", typ, gap, slow)
+			}
 		}
-	}
-	down.mu.Unlock()
-	data := anonRand(t, 40<<10)
-	link, err := up.Share(ctx, bytes.NewReader(data), "slow.bin", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	path, err := down.Get(ctx, link, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	end := time.Now()
-	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("fetched bytes differ: %v", err)
-	}
-	hmu.Lock()
-	if steps["manifest"] != 1 || steps["finish"] != 1 || steps["chunk"] == 0 {
-		t.Fatalf("local steps %v", steps)
-	}
-	hmu.Unlock()
-	log := rec.snapshot()
-	for _, typ := range []wire.Type{wire.TypeSubmit, wire.TypeQuery} {
-		if gap := maxGap(log, typ, start, end); gap >= slow/2 {
-			t.Fatalf("a %d message waited %v for local work (slow steps of %v)", typ, gap, slow)
-		}
-	}
+	})
 }
 
 // TestLsReadsSyncedCopy (§7): the index through a running client's control

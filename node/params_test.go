@@ -8,35 +8,37 @@ import (
 // TestCheckParams: the defaults fit; parameters whose PIR work (§9) cannot
 // fit the round limit at the assumed XOR rate are refused, naming the work.
 func TestCheckParams(t *testing.T) {
-	if err := checkParams(DefaultParams().wire(), DefaultPIRRate); err != nil {
-		t.Fatalf("defaults refused: %v", err)
-	}
-	p := DefaultParams()
-	p.MaxClients, p.K, p.MaxRows, p.ChunkSize = 4096, 16, 1<<16, 4<<20
-	err := checkParams(p.wire(), DefaultPIRRate)
-	if err == nil || !strings.Contains(err.Error(), "PIR work") {
-		t.Fatalf("oversized PIR work accepted: %v", err)
-	}
-	// The same parameters pass with a round limit long enough for them.
-	need := pirWork(int(p.MaxClients), int(p.K), int(p.MaxRows), int(p.ChunkSize)) / DefaultPIRRate
-	if need*1000 < 1<<32-1 {
-		p.RoundLimitMs = uint32(need*1000) + 1000
-		if err := checkParams(p.wire(), DefaultPIRRate); err != nil {
-			t.Fatalf("work that fits refused: %v", err)
+	virtual(t, func(t *testing.T) {
+		if err := checkParams(DefaultParams().wire(), DefaultPIRRate); err != nil {
+			t.Fatalf("defaults refused: %v", err)
 		}
-	}
-	for _, bad := range []func(*Params){
-		func(p *Params) { p.ChunkSize = 100 },
-		func(p *Params) { p.K = 0 },
-		func(p *Params) { p.Rounds = MaxRounds + 1 },
-		func(p *Params) { p.W = 0 },
-		func(p *Params) { p.MaxRows = 0 },
-		func(p *Params) { p.MaxClients = MinClientCap - 1 }, // (v3) no n−1 by a small cap
-	} {
-		q := DefaultParams()
-		bad(&q)
-		if checkParams(q.wire(), DefaultPIRRate) == nil {
-			t.Fatalf("bad parameters accepted: %+v", q)
+		p := DefaultParams()
+		p.MaxClients, p.K, p.MaxRows, p.ChunkSize = 4096, 16, 1<<16, 4<<20
+		err := checkParams(p.wire(), DefaultPIRRate)
+		if err == nil || !strings.Contains(err.Error(), "PIR work") {
+			t.Fatalf("oversized PIR work accepted: %v", err)
 		}
-	}
+		// The same parameters pass with a round limit long enough for them.
+		need := pirWork(int(p.MaxClients), int(p.K), int(p.MaxRows), int(p.ChunkSize)) / DefaultPIRRate
+		if need*1000 < 1<<32-1 {
+			p.RoundLimitMs = uint32(need*1000) + 1000
+			if err := checkParams(p.wire(), DefaultPIRRate); err != nil {
+				t.Fatalf("work that fits refused: %v", err)
+			}
+		}
+		for _, bad := range []func(*Params){
+			func(p *Params) { p.ChunkSize = 100 },
+			func(p *Params) { p.K = 0 },
+			func(p *Params) { p.Rounds = MaxRounds + 1 },
+			func(p *Params) { p.W = 0 },
+			func(p *Params) { p.MaxRows = 0 },
+			func(p *Params) { p.MaxClients = MinClientCap - 1 }, // (v3) no n−1 by a small cap
+		} {
+			q := DefaultParams()
+			bad(&q)
+			if checkParams(q.wire(), DefaultPIRRate) == nil {
+				t.Fatalf("bad parameters accepted: %+v", q)
+			}
+		}
+	})
 }

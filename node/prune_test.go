@@ -10,37 +10,39 @@ import (
 // rounds only, and takes no state for rounds that are over or too far
 // ahead, so that an epoch's memory does not grow with its rounds.
 func TestRoundWindow(t *testing.T) {
-	p := testParams(256)
-	v := &view{desc: &wire.Descriptor{Params: p.wire()}}
-	e := &sepoch{v: v, final: v}
-	e.rounds = map[uint32]*sround{}
-	var pool bufPool
-	for r := uint32(0); r < 21; r++ {
-		x := e.round(r)
-		body := make([]byte, poolMin)
-		x.subs[0] = wire.Submit{Onion: body[10:100]}
-		x.bodies = append(x.bodies, body)
-		x.answers[0] = [][]byte{make([]byte, 100)}
-		e.listed(&pool, r)
-	}
-	// The dropped rounds' frames went back to the pool.
-	if pool.bytes != int(e.pruned)*poolMin {
-		t.Fatalf("pool holds %d bytes, want the %d dropped rounds' frames", pool.bytes, e.pruned)
-	}
-	if e.listHigh != 21 || e.pruned != 21-roundsKept {
-		t.Fatalf("listHigh %d pruned %d, want 21 and %d", e.listHigh, e.pruned, 21-roundsKept)
-	}
-	for r := uint32(0); r < 21; r++ {
-		x := e.rounds[r]
-		gone := len(x.subs) == 0 && len(x.answers) == 0 && x.pruned
-		if want := r < e.pruned; gone != want {
-			t.Fatalf("round %d: dropped %v, want %v", r, gone, want)
+	virtual(t, func(t *testing.T) {
+		p := testParams(256)
+		v := &view{desc: &wire.Descriptor{Params: p.wire()}}
+		e := &sepoch{v: v, final: v}
+		e.rounds = map[uint32]*sround{}
+		var pool bufPool
+		for r := uint32(0); r < 21; r++ {
+			x := e.round(r)
+			body := make([]byte, poolMin)
+			x.subs[0] = wire.Submit{Onion: body[10:100]}
+			x.bodies = append(x.bodies, body)
+			x.answers[0] = [][]byte{make([]byte, 100)}
+			e.listed(&pool, r)
 		}
-	}
-	ahead := e.listHigh + uint32(p.W) + roundsAhead
-	for r, ok := range map[uint32]bool{0: false, e.pruned - 1: false, e.pruned: true, 20: true, ahead - 1: true, ahead: false, 1 << 30: false} {
-		if err := e.admit(r); (err == nil) != ok {
-			t.Errorf("admit(%d) = %v, want ok %v", r, err, ok)
+		// The dropped rounds' frames went back to the pool.
+		if pool.bytes != int(e.pruned)*poolMin {
+			t.Fatalf("pool holds %d bytes, want the %d dropped rounds' frames", pool.bytes, e.pruned)
 		}
-	}
+		if e.listHigh != 21 || e.pruned != 21-roundsKept {
+			t.Fatalf("listHigh %d pruned %d, want 21 and %d", e.listHigh, e.pruned, 21-roundsKept)
+		}
+		for r := uint32(0); r < 21; r++ {
+			x := e.rounds[r]
+			gone := len(x.subs) == 0 && len(x.answers) == 0 && x.pruned
+			if want := r < e.pruned; gone != want {
+				t.Fatalf("round %d: dropped %v, want %v", r, gone, want)
+			}
+		}
+		ahead := e.listHigh + uint32(p.W) + roundsAhead
+		for r, ok := range map[uint32]bool{0: false, e.pruned - 1: false, e.pruned: true, 20: true, ahead - 1: true, ahead: false, 1 << 30: false} {
+			if err := e.admit(r); (err == nil) != ok {
+				t.Errorf("admit(%d) = %v, want ok %v", r, err, ok)
+			}
+		}
+	})
 }

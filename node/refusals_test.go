@@ -73,91 +73,93 @@ func TestRefusalBudget(t *testing.T) {
 	}
 	for _, k := range positions {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
-			// The clients take chains that dropped the aborting server
-			// (--accept-budget-drops): this test is about the servers.
-			// An abort that reaches the others before the final
-			// descriptor lands in an abort certificate, which clients
-			// count (client_budget.go); whether it does depends on
-			// timing, and a client that refused the chains without it
-			// would wait out every epoch (TestClientRefusesBudgetDrop
-			// tests that rule).
-			bn := startBlameNet(t, 3, 2, 4, 2, func(c *ClientConfig) { c.AcceptBudgetDrops = true })
-			bad := bn.servers[k]
-			start := time.Now()
-			aborted := abortEveryEpoch(t, bad)
-			var honest []*Server
-			for j, s := range bn.servers {
-				if j != k {
-					honest = append(honest, s)
-				}
-			}
-			deadline := time.Now().Add(60 * time.Second)
-			for {
-				out := true
-				for _, s := range honest {
-					out = out && s.refusalOut(bad.h.ID())
-				}
-				if out {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the aborting server is not left out within 60 s (it ended epochs %v)", aborted())
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-			outAfter := time.Since(start).Round(time.Millisecond)
-			for _, s := range honest {
-				if inChain(s.chain(), bad.h.ID()) {
-					t.Fatalf("the server out for its refusal budget is in an honest chain (out %v, counts %v, number %d)", s.refusalOut(bad.h.ID()), s.refusalCounts(), s.number)
-				}
-			}
-			var up, down *Client
-			for i, c := range bn.clients {
-				if i%3 != k {
-					up, down = down, c
-				}
-			}
-			shareAndGet(t, up, down)
-			// Nobody is named, and only the aborting server is charged.
-			for _, s := range honest {
-				recs, err := s.blameRecords()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(recs) > 0 {
-					t.Fatalf("a refusal named someone: %+v", recs[0])
-				}
-				if s.serverExcluded(bad.h.ID()) {
-					t.Fatal("a refusal got the server blamed")
-				}
-				for p, n := range s.refusalCounts() {
-					if p != bad.h.ID() {
-						s.ref.mu.Lock()
-						recs := append([]refusal(nil), s.ref.recs...)
-						s.ref.mu.Unlock()
-						t.Fatalf("honest server %s charged with %d aborts: %+v", p.ShortString(), n, recs)
+			virtual(t, func(t *testing.T) {
+				// The clients take chains that dropped the aborting server
+				// (--accept-budget-drops): this test is about the servers.
+				// An abort that reaches the others before the final
+				// descriptor lands in an abort certificate, which clients
+				// count (client_budget.go); whether it does depends on
+				// timing, and a client that refused the chains without it
+				// would wait out every epoch (TestClientRefusesBudgetDrop
+				// tests that rule).
+				bn := startBlameNet(t, 3, 2, 4, 2, func(c *ClientConfig) { c.AcceptBudgetDrops = true })
+				bad := bn.servers[k]
+				start := time.Now()
+				aborted := abortEveryEpoch(t, bad)
+				var honest []*Server
+				for j, s := range bn.servers {
+					if j != k {
+						honest = append(honest, s)
 					}
 				}
-			}
-			// It returns after m chains without it, and aborts again.
-			deadline = time.Now().Add(40 * time.Second)
-			for len(aborted()) < 3 {
-				if time.Now().After(deadline) {
-					t.Fatalf("the server did not return after m epochs (it ended %v)", aborted())
+				deadline := time.Now().Add(60 * time.Second)
+				for {
+					out := true
+					for _, s := range honest {
+						out = out && s.refusalOut(bad.h.ID())
+					}
+					if out {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("the aborting server is not left out within 60 s (it ended epochs %v)", aborted())
+					}
+					time.Sleep(50 * time.Millisecond)
 				}
-				time.Sleep(50 * time.Millisecond)
-			}
-			// Never m epoch numbers in a row all ended by it.
-			nums := aborted()
-			if nums[2] < nums[1]+4 {
-				t.Fatalf("the server was back before m = 3 epochs ran without it: it ended %v", nums)
-			}
-			for i := 0; i+2 < len(nums); i++ {
-				if nums[i+2]-nums[i] == 2 {
-					t.Fatalf("the aborting server ended 3 epochs in a row: %v", nums)
+				outAfter := time.Since(start).Round(time.Millisecond)
+				for _, s := range honest {
+					if inChain(s.chain(), bad.h.ID()) {
+						t.Fatalf("the server out for its refusal budget is in an honest chain (out %v, counts %v, number %d)", s.refusalOut(bad.h.ID()), s.refusalCounts(), s.number)
+					}
 				}
-			}
-			t.Logf("pos %d: left out %v after its first abort; ended epochs %v; honest share and get done %v after the start", k, outAfter, nums, time.Since(start).Round(time.Millisecond))
+				var up, down *Client
+				for i, c := range bn.clients {
+					if i%3 != k {
+						up, down = down, c
+					}
+				}
+				shareAndGet(t, up, down)
+				// Nobody is named, and only the aborting server is charged.
+				for _, s := range honest {
+					recs, err := s.blameRecords()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(recs) > 0 {
+						t.Fatalf("a refusal named someone: %+v", recs[0])
+					}
+					if s.serverExcluded(bad.h.ID()) {
+						t.Fatal("a refusal got the server blamed")
+					}
+					for p, n := range s.refusalCounts() {
+						if p != bad.h.ID() {
+							s.ref.mu.Lock()
+							recs := append([]refusal(nil), s.ref.recs...)
+							s.ref.mu.Unlock()
+							t.Fatalf("honest server %s charged with %d aborts: %+v", p.ShortString(), n, recs)
+						}
+					}
+				}
+				// It returns after m chains without it, and aborts again.
+				deadline = time.Now().Add(40 * time.Second)
+				for len(aborted()) < 3 {
+					if time.Now().After(deadline) {
+						t.Fatalf("the server did not return after m epochs (it ended %v)", aborted())
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				// Never m epoch numbers in a row all ended by it.
+				nums := aborted()
+				if nums[2] < nums[1]+4 {
+					t.Fatalf("the server was back before m = 3 epochs ran without it: it ended %v", nums)
+				}
+				for i := 0; i+2 < len(nums); i++ {
+					if nums[i+2]-nums[i] == 2 {
+						t.Fatalf("the aborting server ended 3 epochs in a row: %v", nums)
+					}
+				}
+				t.Logf("pos %d: left out %v after its first abort; ended epochs %v; honest share and get done %v after the start", k, outAfter, nums, time.Since(start).Round(time.Millisecond))
+			})
 		})
 	}
 }
@@ -165,39 +167,41 @@ func TestRefusalBudget(t *testing.T) {
 // TestRefusalCountsSurviveRestart: the counted aborts are in the data
 // directory, so a restarted server still leaves the same server out.
 func TestRefusalCountsSurviveRestart(t *testing.T) {
-	dir := t.TempDir()
-	priv, err := LoadIdentity(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad, err := peer.IDFromPrivateKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &Server{cfg: ServerConfig{DataDir: dir}, log: quietLogger()}
-	s.ref.loaded.Do(s.loadRefusals)
-	s.ref.mu.Lock()
-	s.ref.recs = []refusal{
-		{Peer: bad.String(), Number: 7, Window: 3, Reason: "no"},
-		{Peer: bad.String(), Number: 9, Window: 3, Reason: "no"},
-	}
-	s.saveRefusalsLocked()
-	s.ref.mu.Unlock()
-	s.number = 9
-
-	again := &Server{cfg: ServerConfig{DataDir: dir}, log: quietLogger()}
-	for n, want := range map[uint64]bool{9: true, 11: true, 12: false} {
-		again.number = n
-		if got := again.refusalOut(bad); got != want {
-			t.Fatalf("after epoch %d: out = %v, want %v (excluded for epochs 10..12)", n, got, want)
+	virtual(t, func(t *testing.T) {
+		dir := t.TempDir()
+		priv, err := LoadIdentity(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if c := again.refusalCounts()[bad]; c != 2 {
-		t.Fatalf("restarted server counts %d aborts, want 2", c)
-	}
-	// Two aborts m or more numbers apart are within the budget.
-	within := &refusalState{recs: []refusal{{Peer: bad.String(), Number: 7, Window: 3}, {Peer: bad.String(), Number: 10, Window: 3}}}
-	if u := within.outUntil(bad); u != 0 {
-		t.Fatalf("aborts 3 epochs apart leave the server out until %d", u)
-	}
+		bad, err := peer.IDFromPrivateKey(priv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &Server{cfg: ServerConfig{DataDir: dir}, log: quietLogger()}
+		s.ref.loaded.Do(s.loadRefusals)
+		s.ref.mu.Lock()
+		s.ref.recs = []refusal{
+			{Peer: bad.String(), Number: 7, Window: 3, Reason: "no"},
+			{Peer: bad.String(), Number: 9, Window: 3, Reason: "no"},
+		}
+		s.saveRefusalsLocked()
+		s.ref.mu.Unlock()
+		s.number = 9
+
+		again := &Server{cfg: ServerConfig{DataDir: dir}, log: quietLogger()}
+		for n, want := range map[uint64]bool{9: true, 11: true, 12: false} {
+			again.number = n
+			if got := again.refusalOut(bad); got != want {
+				t.Fatalf("after epoch %d: out = %v, want %v (excluded for epochs 10..12)", n, got, want)
+			}
+		}
+		if c := again.refusalCounts()[bad]; c != 2 {
+			t.Fatalf("restarted server counts %d aborts, want 2", c)
+		}
+		// Two aborts m or more numbers apart are within the budget.
+		within := &refusalState{recs: []refusal{{Peer: bad.String(), Number: 7, Window: 3}, {Peer: bad.String(), Number: 10, Window: 3}}}
+		if u := within.outUntil(bad); u != 0 {
+			t.Fatalf("aborts 3 epochs apart leave the server out until %d", u)
+		}
+	})
 }

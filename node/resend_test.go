@@ -24,37 +24,39 @@ import (
 // 1 + G full epochs (at least one, at most ResendWaitMax) and a private
 // file is encrypted again.
 func TestResendRule(t *testing.T) {
-	for _, private := range []bool{false, true} {
-		act, _, err := resendRule(recordNone, private, rand.Reader)
-		if err != nil || act != resendNever {
-			t.Fatalf("no record, private %v: %v %v, want resendNever", private, act, err)
+	virtual(t, func(t *testing.T) {
+		for _, private := range []bool{false, true} {
+			act, _, err := resendRule(recordNone, private, rand.Reader)
+			if err != nil || act != resendNever {
+				t.Fatalf("no record, private %v: %v %v, want resendNever", private, act, err)
+			}
 		}
-	}
-	act, _, err := resendRule(recordMissing, true, rand.Reader)
-	if err != nil || act != resendReencrypt {
-		t.Fatalf("private with a record: %v %v, want resendReencrypt", act, err)
-	}
-	seen := map[int]bool{}
-	for range 400 {
-		act, w, err := resendRule(recordMissing, false, rand.Reader)
-		if err != nil || act != resendLater {
-			t.Fatalf("public with a record: %v %v, want resendLater", act, err)
+		act, _, err := resendRule(recordMissing, true, rand.Reader)
+		if err != nil || act != resendReencrypt {
+			t.Fatalf("private with a record: %v %v, want resendReencrypt", act, err)
 		}
-		if w < 1 || w > ResendWaitMax {
-			t.Fatalf("wait %d full epochs, want 1..%d", w, ResendWaitMax)
+		seen := map[int]bool{}
+		for range 400 {
+			act, w, err := resendRule(recordMissing, false, rand.Reader)
+			if err != nil || act != resendLater {
+				t.Fatalf("public with a record: %v %v, want resendLater", act, err)
+			}
+			if w < 1 || w > ResendWaitMax {
+				t.Fatalf("wait %d full epochs, want 1..%d", w, ResendWaitMax)
+			}
+			seen[w] = true
 		}
-		seen[w] = true
-	}
-	if !seen[1] || !seen[2] {
-		t.Fatalf("waits drawn %v: not random", seen)
-	}
-	// The draw of a wait: bytes with the low bit set extend it.
-	if _, w, _ := resendRule(recordMissing, false, bytes.NewReader([]byte{1, 1, 0})); w != 3 {
-		t.Fatalf("wait %d from bytes 1,1,0, want 3", w)
-	}
-	if _, w, _ := resendRule(recordMissing, false, bytes.NewReader([]byte{1, 1, 1, 1, 1})); w != ResendWaitMax {
-		t.Fatalf("wait %d from all ones, want the cap %d", w, ResendWaitMax)
-	}
+		if !seen[1] || !seen[2] {
+			t.Fatalf("waits drawn %v: not random", seen)
+		}
+		// The draw of a wait: bytes with the low bit set extend it.
+		if _, w, _ := resendRule(recordMissing, false, bytes.NewReader([]byte{1, 1, 0})); w != 3 {
+			t.Fatalf("wait %d from bytes 1,1,0, want 3", w)
+		}
+		if _, w, _ := resendRule(recordMissing, false, bytes.NewReader([]byte{1, 1, 1, 1, 1})); w != ResendWaitMax {
+			t.Fatalf("wait %d from all ones, want the cap %d", w, ResendWaitMax)
+		}
+	})
 }
 
 // resendClient is a client with no network, for the queue's rules.
@@ -315,77 +317,79 @@ func (w *withholder) hooks(b, k int) *serverHooks {
 // first into the next epoch, where the withholding server could see the
 // same bytes from a new pseudonym.
 func TestVoidRoundNotResent(t *testing.T) {
-	p := testParams(6)
-	p.RoundLimitMs = 4000
-	bn := startBlameNetParams(t, p, 3, 3, 2, 2)
-	w := &withholder{bad: bn.servers[2], max: 2}
-	w.bad.rb.hooks.Store(w.hooks(int(p.ChunkSize), int(p.K)))
-	up := bn.clients[0]
-	data := make([]byte, 6*p.ChunkSize)
-	rand.Read(data)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	// The job's own progress lines: what `riffle share` prints.
-	var lmu sync.Mutex
-	var warn []string
-	pctx := WithProgress(ctx, func(line string) {
+	virtual(t, func(t *testing.T) {
+		p := testParams(6)
+		p.RoundLimitMs = 4000
+		bn := startBlameNetParams(t, p, 3, 3, 2, 2)
+		w := &withholder{bad: bn.servers[2], max: 2}
+		w.bad.rb.hooks.Store(w.hooks(int(p.ChunkSize), int(p.K)))
+		up := bn.clients[0]
+		data := make([]byte, 6*p.ChunkSize)
+		rand.Read(data)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		// The job's own progress lines: what `riffle share` prints.
+		var lmu sync.Mutex
+		var warn []string
+		pctx := WithProgress(ctx, func(line string) {
+			lmu.Lock()
+			defer lmu.Unlock()
+			if strings.HasPrefix(line, "warning: share void.bin: ") && strings.Contains(line, "count as published") {
+				warn = append(warn, line)
+			}
+		})
+		if _, err := up.Share(pctx, bytes.NewReader(data), "void.bin", false); err != nil {
+			t.Fatalf("share: %v", err)
+		}
 		lmu.Lock()
 		defer lmu.Unlock()
-		if strings.HasPrefix(line, "warning: share void.bin: ") && strings.Contains(line, "count as published") {
-			warn = append(warn, line)
+		w.mu.Lock()
+		rounds, all := w.rounds, w.ids
+		w.mu.Unlock()
+		if len(rounds) != 2 {
+			t.Fatalf("%d rounds withheld, want 2", len(rounds))
 		}
-	})
-	if _, err := up.Share(pctx, bytes.NewReader(data), "void.bin", false); err != nil {
-		t.Fatalf("share: %v", err)
-	}
-	lmu.Lock()
-	defer lmu.Unlock()
-	w.mu.Lock()
-	rounds, all := w.rounds, w.ids
-	w.mu.Unlock()
-	if len(rounds) != 2 {
-		t.Fatalf("%d rounds withheld, want 2", len(rounds))
-	}
-	if up.Stats().Unconfirmed == 0 || len(warn) == 0 {
-		t.Fatalf("unconfirmed %d, warnings %q: the user is not told", up.Stats().Unconfirmed, warn)
-	}
-	// Two epochs more for a re-send to show, had there been one.
-	epochs := up.Stats().Epochs
-	if err := wait.Until(context.Background(), 30*time.Second, func() bool { return up.Stats().Epochs >= epochs+2 }); err != nil {
-		t.Fatalf("no further epoch: %v", err)
-	}
-	// The later round ends the epoch (the earlier one is the epoch's
-	// void); the last server may mix the two in either order.
-	ids := all[1]
-	if rounds[0] > rounds[1] {
-		ids = all[0]
-	}
-	for i, s := range bn.servers[:2] {
-		held, err := s.store.Held(ids)
-		if err != nil {
-			t.Fatal(err)
+		if up.Stats().Unconfirmed == 0 || len(warn) == 0 {
+			t.Fatalf("unconfirmed %d, warnings %q: the user is not told", up.Stats().Unconfirmed, warn)
 		}
-		if len(held) > 0 {
-			where := ""
-			if bs, ok := s.store.(*boltStore); ok {
-				for _, es := range s.Snapshot().Epochs {
-					for r := uint32(0); r < uint32(es.Rounds); r++ {
-						rec, err := bs.st.Round(es.ID, r)
-						if err != nil {
-							continue
-						}
-						for _, id := range rec.Published {
-							if id == held[0].ID {
-								where += fmt.Sprintf(" epoch %x round %d (void epoch %v);", es.ID[:4], r, es.ID == w.epoch)
+		// Two epochs more for a re-send to show, had there been one.
+		epochs := up.Stats().Epochs
+		if err := wait.Until(context.Background(), 30*time.Second, func() bool { return up.Stats().Epochs >= epochs+2 }); err != nil {
+			t.Fatalf("no further epoch: %v", err)
+		}
+		// The later round ends the epoch (the earlier one is the epoch's
+		// void); the last server may mix the two in either order.
+		ids := all[1]
+		if rounds[0] > rounds[1] {
+			ids = all[0]
+		}
+		for i, s := range bn.servers[:2] {
+			held, err := s.store.Held(ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(held) > 0 {
+				where := ""
+				if bs, ok := s.store.(*boltStore); ok {
+					for _, es := range s.Snapshot().Epochs {
+						for r := uint32(0); r < uint32(es.Rounds); r++ {
+							rec, err := bs.st.Round(es.ID, r)
+							if err != nil {
+								continue
+							}
+							for _, id := range rec.Published {
+								if id == held[0].ID {
+									where += fmt.Sprintf(" epoch %x round %d (void epoch %v);", es.ID[:4], r, es.ID == w.epoch)
+								}
 							}
 						}
 					}
 				}
+				t.Fatalf("server %d holds %d chunk(s) of the later withheld round (rounds %v, ids %x): sent again, published in%s", i, len(held), rounds, all, where)
 			}
-			t.Fatalf("server %d holds %d chunk(s) of the later withheld round (rounds %v, ids %x): sent again, published in%s", i, len(held), rounds, all, where)
 		}
-	}
-	t.Logf("rounds %v withheld; the job ended with %d unconfirmed and the warning %q", rounds, up.Stats().Unconfirmed, warn[0])
+		t.Logf("rounds %v withheld; the job ended with %d unconfirmed and the warning %q", rounds, up.Stats().Unconfirmed, warn[0])
+	})
 }
 
 // TestVoidRoundGoesOn: the last server reads one round carrying a chunk
@@ -395,81 +399,83 @@ func TestVoidRoundNotResent(t *testing.T) {
 // Before, the void ended the epoch and the chunk went out under the next
 // epoch's pseudonym.
 func TestVoidRoundGoesOn(t *testing.T) {
-	p := testParams(8)
-	p.RoundLimitMs = 4000
-	bn := startBlameNetParams(t, p, 3, 3, 2, 2)
-	w := &withholder{bad: bn.servers[2], max: 1}
-	w.bad.rb.hooks.Store(w.hooks(int(p.ChunkSize), int(p.K)))
-	up, down := bn.clients[0], bn.clients[1]
-	data := make([]byte, 4*p.ChunkSize+100)
-	rand.Read(data)
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
-	defer cancel()
-	link := shareConfirmed(ctx, t, up, data, "goes-on.bin")
-	w.mu.Lock()
-	epoch, rounds, all := w.epoch, w.rounds, w.ids
-	w.mu.Unlock()
-	if len(rounds) != 1 {
-		t.Fatalf("%d rounds withheld, want 1", len(rounds))
-	}
-	path, err := down.Get(ctx, link, t.TempDir())
-	if err != nil {
-		t.Fatalf("get: %v", err)
-	}
-	got, err := os.ReadFile(path)
-	if err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("fetched bytes differ (%v)", err)
-	}
-	// The void epoch ran to its last round at every honest server.
-	for i, s := range bn.servers[:2] {
-		if err := wait.Until(ctx, 30*time.Second, func() bool {
-			for _, es := range s.Snapshot().Epochs {
-				if es.ID == epoch {
-					return es.Ended && es.Listed == es.Rounds
+	virtual(t, func(t *testing.T) {
+		p := testParams(8)
+		p.RoundLimitMs = 4000
+		bn := startBlameNetParams(t, p, 3, 3, 2, 2)
+		w := &withholder{bad: bn.servers[2], max: 1}
+		w.bad.rb.hooks.Store(w.hooks(int(p.ChunkSize), int(p.K)))
+		up, down := bn.clients[0], bn.clients[1]
+		data := make([]byte, 4*p.ChunkSize+100)
+		rand.Read(data)
+		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+		defer cancel()
+		link := shareConfirmed(ctx, t, up, data, "goes-on.bin")
+		w.mu.Lock()
+		epoch, rounds, all := w.epoch, w.rounds, w.ids
+		w.mu.Unlock()
+		if len(rounds) != 1 {
+			t.Fatalf("%d rounds withheld, want 1", len(rounds))
+		}
+		path, err := down.Get(ctx, link, t.TempDir())
+		if err != nil {
+			t.Fatalf("get: %v", err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("fetched bytes differ (%v)", err)
+		}
+		// The void epoch ran to its last round at every honest server.
+		for i, s := range bn.servers[:2] {
+			if err := wait.Until(ctx, 30*time.Second, func() bool {
+				for _, es := range s.Snapshot().Epochs {
+					if es.ID == epoch {
+						return es.Ended && es.Listed == es.Rounds
+					}
+				}
+				return false
+			}); err != nil {
+				for _, es := range s.Snapshot().Epochs {
+					if es.ID == epoch {
+						t.Fatalf("server %d: the void epoch ended after %d of %d rounds: %s", i, es.Listed, es.Rounds, es.Reason)
+					}
+				}
+				t.Fatalf("server %d: the void epoch is not kept: %v", i, err)
+			}
+			// Each withheld chunk is published again in a later round of
+			// the void epoch.
+			bs, ok := s.store.(*boltStore)
+			if !ok {
+				t.Fatal("no bolt store")
+			}
+			again := map[[32]byte]bool{}
+			for r := rounds[0] + 1; r < p.Rounds; r++ {
+				rec, err := bs.st.Round(epoch, r)
+				if err != nil {
+					continue
+				}
+				for _, id := range rec.Published {
+					again[id] = true
 				}
 			}
-			return false
-		}); err != nil {
-			for _, es := range s.Snapshot().Epochs {
-				if es.ID == epoch {
-					t.Fatalf("server %d: the void epoch ended after %d of %d rounds: %s", i, es.Listed, es.Rounds, es.Reason)
+			for _, id := range all[0] {
+				if !again[id] {
+					t.Fatalf("server %d: withheld chunk %x not published again in the void epoch", i, id[:6])
 				}
 			}
-			t.Fatalf("server %d: the void epoch is not kept: %v", i, err)
 		}
-		// Each withheld chunk is published again in a later round of
-		// the void epoch.
-		bs, ok := s.store.(*boltStore)
-		if !ok {
-			t.Fatal("no bolt store")
-		}
-		again := map[[32]byte]bool{}
-		for r := rounds[0] + 1; r < p.Rounds; r++ {
-			rec, err := bs.st.Round(epoch, r)
-			if err != nil {
-				continue
-			}
-			for _, id := range rec.Published {
-				again[id] = true
+		// The epoch's closing record, signed by all m servers, shows the
+		// round void (closing.go).
+		for i, s := range bn.servers[:2] {
+			c := storedClosing(ctx, t, s, i, epoch, 3)
+			for r, x := range c.Rounds {
+				if want := map[bool]uint8{true: wire.ClosedVoid, false: wire.ClosedPublished}[uint32(r) == rounds[0]]; x.State != want {
+					t.Fatalf("server %d: round %d closed as %d, want %d", i, r, x.State, want)
+				}
 			}
 		}
-		for _, id := range all[0] {
-			if !again[id] {
-				t.Fatalf("server %d: withheld chunk %x not published again in the void epoch", i, id[:6])
-			}
-		}
-	}
-	// The epoch's closing record, signed by all m servers, shows the
-	// round void (closing.go).
-	for i, s := range bn.servers[:2] {
-		c := storedClosing(ctx, t, s, i, epoch, 3)
-		for r, x := range c.Rounds {
-			if want := map[bool]uint8{true: wire.ClosedVoid, false: wire.ClosedPublished}[uint32(r) == rounds[0]]; x.State != want {
-				t.Fatalf("server %d: round %d closed as %d, want %d", i, r, x.State, want)
-			}
-		}
-	}
-	t.Logf("round %d withheld and signed void; the epoch ran on and the file (%d bytes) was fetched whole", rounds[0], len(data))
+		t.Logf("round %d withheld and signed void; the epoch ran on and the file (%d bytes) was fetched whole", rounds[0], len(data))
+	})
 }
 
 // TestResendNeedsClosing (§5.2 v3): a chunk that its epoch ended with

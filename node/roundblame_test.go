@@ -211,53 +211,55 @@ func TestRoundBlameClientMAC(t *testing.T) {
 	}
 	for _, layer := range layers {
 		t.Run(fmt.Sprintf("layer%d", layer), func(t *testing.T) {
-			bn := startBlameNet(t, 3, 3, 4, 3)
-			bad := bn.clients[1]
-			var fired atomic.Bool
-			var mu sync.Mutex
-			var badEpoch [32]byte
-			var badSlot uint32
-			bad.hooks.Store(&clientHooks{layerKeys: func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
-				if r == 1 && fire(&fired) {
-					keys[layer].MAC[0] ^= 1
-					mu.Lock()
-					badEpoch, badSlot = epoch, slot
-					mu.Unlock()
-				}
-			}})
-			recs := culpritRecords(t, bn.servers)
-			named := sinceFault()
-			mu.Lock()
-			defer mu.Unlock()
-			for i, r := range recs {
-				if r.Role != "client" || r.Epoch != badEpoch || r.Slot != int(badSlot) {
-					t.Fatalf("server %d named %s %d/slot %d in epoch %x; the culprit is the client in slot %d of %x (%s)",
-						i, r.Role, r.Server, r.Slot, r.Epoch[:4], badSlot, badEpoch[:4], r.Reason)
-				}
-				// The walk reveals the accusation and one step per server
-				// before the accuser: one position of one round.
-				if want := 1 + layer; len(r.Evidence) != want {
-					t.Fatalf("server %d kept %d pieces of evidence, want %d", i, len(r.Evidence), want)
-				}
-			}
-			// Its primary (client i's is server i mod 3) refuses its peer in
-			// the next epoch; no server is excluded anywhere.
-			primary := bn.servers[1]
-			primary.mu.Lock()
-			_, refused := primary.banned[bad.h.ID()]
-			primary.mu.Unlock()
-			if !refused {
-				t.Fatal("the culprit client's primary does not refuse it")
-			}
-			for _, s := range bn.servers {
-				for _, o := range bn.servers {
-					if s.serverExcluded(o.h.ID()) {
-						t.Fatal("an honest server was excluded")
+			virtual(t, func(t *testing.T) {
+				bn := startBlameNet(t, 3, 3, 4, 3)
+				bad := bn.clients[1]
+				var fired atomic.Bool
+				var mu sync.Mutex
+				var badEpoch [32]byte
+				var badSlot uint32
+				bad.hooks.Store(&clientHooks{layerKeys: func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
+					if r == 1 && fire(&fired) {
+						keys[layer].MAC[0] ^= 1
+						mu.Lock()
+						badEpoch, badSlot = epoch, slot
+						mu.Unlock()
+					}
+				}})
+				recs := culpritRecords(t, bn.servers)
+				named := sinceFault()
+				mu.Lock()
+				defer mu.Unlock()
+				for i, r := range recs {
+					if r.Role != "client" || r.Epoch != badEpoch || r.Slot != int(badSlot) {
+						t.Fatalf("server %d named %s %d/slot %d in epoch %x; the culprit is the client in slot %d of %x (%s)",
+							i, r.Role, r.Server, r.Slot, r.Epoch[:4], badSlot, badEpoch[:4], r.Reason)
+					}
+					// The walk reveals the accusation and one step per server
+					// before the accuser: one position of one round.
+					if want := 1 + layer; len(r.Evidence) != want {
+						t.Fatalf("server %d kept %d pieces of evidence, want %d", i, len(r.Evidence), want)
 					}
 				}
-			}
-			shareAndGet(t, bn.clients[0], bn.clients[2])
-			t.Logf("layer %d: every server named the culprit %v after the fault; an honest share and get done %v after it", layer, named, sinceFault())
+				// Its primary (client i's is server i mod 3) refuses its peer in
+				// the next epoch; no server is excluded anywhere.
+				primary := bn.servers[1]
+				primary.mu.Lock()
+				_, refused := primary.banned[bad.h.ID()]
+				primary.mu.Unlock()
+				if !refused {
+					t.Fatal("the culprit client's primary does not refuse it")
+				}
+				for _, s := range bn.servers {
+					for _, o := range bn.servers {
+						if s.serverExcluded(o.h.ID()) {
+							t.Fatal("an honest server was excluded")
+						}
+					}
+				}
+				shareAndGet(t, bn.clients[0], bn.clients[2])
+				t.Logf("layer %d: every server named the culprit %v after the fault; an honest share and get done %v after it", layer, named, sinceFault())
+			})
 		})
 	}
 }
@@ -331,12 +333,14 @@ func TestRoundBlameServerCorrupts(t *testing.T) {
 	}
 	for _, k := range positions {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
-			serverCaseEvidence(t, k, map[int]int{0: 2, 1: 2, 2: 1}[k], func(fired *atomic.Bool) *serverHooks {
-				return &serverHooks{corruptOut: func(r uint32, out [][]byte) {
-					if r == 1 && fire(fired) {
-						out[0][0] ^= 1
-					}
-				}}
+			virtual(t, func(t *testing.T) {
+				serverCaseEvidence(t, k, map[int]int{0: 2, 1: 2, 2: 1}[k], func(fired *atomic.Bool) *serverHooks {
+					return &serverHooks{corruptOut: func(r uint32, out [][]byte) {
+						if r == 1 && fire(fired) {
+							out[0][0] ^= 1
+						}
+					}}
+				})
 			})
 		})
 	}
@@ -352,19 +356,21 @@ func TestRoundBlameFalseAccusation(t *testing.T) {
 	}
 	for _, k := range positions {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
-			probed := make(chan error, 1)
-			serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
-				return &serverHooks{accuse: func(r uint32) (int, bool) {
-					return 0, r == 1 && fire(fired)
-				}, probe: func(err error) { probed <- err }}
-			})
-			// The false accuser asked its predecessor for its step at
-			// once: refused (it would reveal an honest position's shares).
-			if k > 0 {
-				if err := <-probed; err == nil {
-					t.Fatal("a server revealed its walk step for a false accusation")
+			virtual(t, func(t *testing.T) {
+				probed := make(chan error, 1)
+				serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
+					return &serverHooks{accuse: func(r uint32) (int, bool) {
+						return 0, r == 1 && fire(fired)
+					}, probe: func(err error) { probed <- err }}
+				})
+				// The false accuser asked its predecessor for its step at
+				// once: refused (it would reveal an honest position's shares).
+				if k > 0 {
+					if err := <-probed; err == nil {
+						t.Fatal("a server revealed its walk step for a false accusation")
+					}
 				}
-			}
+			})
 		})
 	}
 }
@@ -380,10 +386,12 @@ func TestRoundBlameEquivocation(t *testing.T) {
 	}
 	for _, k := range positions {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
-			serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
-				return &serverHooks{equivocate: func(r uint32) bool {
-					return r == 1 && fire(fired)
-				}}
+			virtual(t, func(t *testing.T) {
+				serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
+					return &serverHooks{equivocate: func(r uint32) bool {
+						return r == 1 && fire(fired)
+					}}
+				})
 			})
 		})
 	}
@@ -394,46 +402,48 @@ func TestRoundBlameEquivocation(t *testing.T) {
 // though every server refuses the first delivery of the evidence (a lost
 // delivery: the sender retries until each acknowledges).
 func TestRoundBlameSecondOnion(t *testing.T) {
-	bn := startBlameNet(t, 3, 3, 4, 3)
-	var refused atomic.Int32
-	for _, s := range bn.servers {
-		var once atomic.Bool
-		s.rb.hooks.Store(&serverHooks{refuseEvidence: func(typ wire.Type) bool {
-			if typ != wire.TypeDoubleSubmit || !once.CompareAndSwap(false, true) {
+	virtual(t, func(t *testing.T) {
+		bn := startBlameNet(t, 3, 3, 4, 3)
+		var refused atomic.Int32
+		for _, s := range bn.servers {
+			var once atomic.Bool
+			s.rb.hooks.Store(&serverHooks{refuseEvidence: func(typ wire.Type) bool {
+				if typ != wire.TypeDoubleSubmit || !once.CompareAndSwap(false, true) {
+					return false
+				}
+				refused.Add(1)
+				return true
+			}})
+		}
+		bad := bn.clients[1]
+		var fired atomic.Bool
+		var mu sync.Mutex
+		var badEpoch [32]byte
+		var badSlot uint32
+		bad.hooks.Store(&clientHooks{secondOnion: func(epoch [32]byte, r, slot uint32) bool {
+			if r != 1 || !fire(&fired) {
 				return false
 			}
-			refused.Add(1)
+			mu.Lock()
+			badEpoch, badSlot = epoch, slot
+			mu.Unlock()
 			return true
 		}})
-	}
-	bad := bn.clients[1]
-	var fired atomic.Bool
-	var mu sync.Mutex
-	var badEpoch [32]byte
-	var badSlot uint32
-	bad.hooks.Store(&clientHooks{secondOnion: func(epoch [32]byte, r, slot uint32) bool {
-		if r != 1 || !fire(&fired) {
-			return false
-		}
+		recs := culpritRecords(t, bn.servers)
+		named := sinceFault()
 		mu.Lock()
-		badEpoch, badSlot = epoch, slot
-		mu.Unlock()
-		return true
-	}})
-	recs := culpritRecords(t, bn.servers)
-	named := sinceFault()
-	mu.Lock()
-	defer mu.Unlock()
-	for i, r := range recs {
-		if r.Role != "client" || r.Epoch != badEpoch || r.Slot != int(badSlot) || len(r.Evidence) != 1 {
-			t.Fatalf("server %d named %s %d/slot %d (%d pieces of evidence); the culprit is the client in slot %d", i, r.Role, r.Server, r.Slot, len(r.Evidence), badSlot)
+		defer mu.Unlock()
+		for i, r := range recs {
+			if r.Role != "client" || r.Epoch != badEpoch || r.Slot != int(badSlot) || len(r.Evidence) != 1 {
+				t.Fatalf("server %d named %s %d/slot %d (%d pieces of evidence); the culprit is the client in slot %d", i, r.Role, r.Server, r.Slot, len(r.Evidence), badSlot)
+			}
 		}
-	}
-	if refused.Load() == 0 {
-		t.Fatal("no delivery of the evidence was refused: the retry went untested")
-	}
-	shareAndGet(t, bn.clients[0], bn.clients[2])
-	t.Logf("second onion: %d first deliveries refused; every server named the client %v after the fault; an honest share and get done %v after it", refused.Load(), named, sinceFault())
+		if refused.Load() == 0 {
+			t.Fatal("no delivery of the evidence was refused: the retry went untested")
+		}
+		shareAndGet(t, bn.clients[0], bn.clients[2])
+		t.Logf("second onion: %d first deliveries refused; every server named the client %v after the fault; an honest share and get done %v after it", refused.Load(), named, sinceFault())
+	})
 }
 
 // TestRoundBlameMissingEntry: a server that signs and sends a batch with
@@ -446,8 +456,10 @@ func TestRoundBlameMissingEntry(t *testing.T) {
 	}
 	for _, k := range positions {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
-			serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
-				return &serverHooks{dropOut: func(r uint32) bool { return r == 1 && fire(fired) }}
+			virtual(t, func(t *testing.T) {
+				serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
+					return &serverHooks{dropOut: func(r uint32) bool { return r == 1 && fire(fired) }}
+				})
 			})
 		})
 	}

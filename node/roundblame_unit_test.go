@@ -14,96 +14,102 @@ import (
 // TestMerklePath: every entry of every batch size proves against the root
 // of merkleRoot, and nothing else does.
 func TestMerklePath(t *testing.T) {
-	for n := 1; n <= 17; n++ {
-		entries := make([][]byte, n)
-		for i := range entries {
-			entries[i] = []byte(fmt.Sprintf("entry %d of %d", i, n))
-		}
-		root := merkleRoot(entries)
-		for i := range entries {
-			path := merklePath(entries, i)
-			if !merkleCheck(n, i, entries[i], path, root) {
-				t.Fatalf("n=%d: entry %d does not prove", n, i)
+	virtual(t, func(t *testing.T) {
+		for n := 1; n <= 17; n++ {
+			entries := make([][]byte, n)
+			for i := range entries {
+				entries[i] = []byte(fmt.Sprintf("entry %d of %d", i, n))
 			}
-			if merkleCheck(n, i, []byte("other"), path, root) {
-				t.Fatalf("n=%d: a changed entry %d proves", n, i)
-			}
-			if n > 1 && merkleCheck(n, (i+1)%n, entries[i], path, root) {
-				t.Fatalf("n=%d: entry %d proves at another position", n, i)
-			}
-			if len(path) > 0 {
-				bad := append([][32]byte(nil), path...)
-				bad[0][0] ^= 1
-				if merkleCheck(n, i, entries[i], bad, root) {
-					t.Fatalf("n=%d: a changed path proves entry %d", n, i)
+			root := merkleRoot(entries)
+			for i := range entries {
+				path := merklePath(entries, i)
+				if !merkleCheck(n, i, entries[i], path, root) {
+					t.Fatalf("n=%d: entry %d does not prove", n, i)
 				}
-				if merkleCheck(n, i, entries[i], path[:len(path)-1], root) {
-					t.Fatalf("n=%d: a short path proves entry %d", n, i)
+				if merkleCheck(n, i, []byte("other"), path, root) {
+					t.Fatalf("n=%d: a changed entry %d proves", n, i)
+				}
+				if n > 1 && merkleCheck(n, (i+1)%n, entries[i], path, root) {
+					t.Fatalf("n=%d: entry %d proves at another position", n, i)
+				}
+				if len(path) > 0 {
+					bad := append([][32]byte(nil), path...)
+					bad[0][0] ^= 1
+					if merkleCheck(n, i, entries[i], bad, root) {
+						t.Fatalf("n=%d: a changed path proves entry %d", n, i)
+					}
+					if merkleCheck(n, i, entries[i], path[:len(path)-1], root) {
+						t.Fatalf("n=%d: a short path proves entry %d", n, i)
+					}
+				}
+				if merkleCheck(n, i, entries[i], append(path, root), root) {
+					t.Fatalf("n=%d: a long path proves entry %d", n, i)
 				}
 			}
-			if merkleCheck(n, i, entries[i], append(path, root), root) {
-				t.Fatalf("n=%d: a long path proves entry %d", n, i)
+			if merkleCheck(n, n, entries[0], nil, root) || merkleCheck(n, -1, entries[0], nil, root) {
+				t.Fatalf("n=%d: a position out of range proves", n)
 			}
 		}
-		if merkleCheck(n, n, entries[0], nil, root) || merkleCheck(n, -1, entries[0], nil, root) {
-			t.Fatalf("n=%d: a position out of range proves", n)
-		}
-	}
+	})
 }
 
 // TestStrikeDoubles: a culprit client's exclusion doubles on each repeat
 // (1, 2, 4, … epochs), capped, per key.
 func TestStrikeDoubles(t *testing.T) {
-	s := &Server{}
-	want := []uint64{11, 12, 14, 18, 26}
-	for i, w := range want {
-		if got := s.strike("peer a", 10); got != w {
-			t.Fatalf("strike %d: excluded up to %d, want %d", i+1, got, w)
+	virtual(t, func(t *testing.T) {
+		s := &Server{}
+		want := []uint64{11, 12, 14, 18, 26}
+		for i, w := range want {
+			if got := s.strike("peer a", 10); got != w {
+				t.Fatalf("strike %d: excluded up to %d, want %d", i+1, got, w)
+			}
 		}
-	}
-	if got := s.strike("ip 192.0.2.1", 10); got != 11 {
-		t.Fatalf("another key starts at one epoch: %d", got)
-	}
-	for range 20 {
-		s.strike("peer a", 10)
-	}
-	if got := s.strike("peer a", 10); got != 10+1<<maxExcludeShift {
-		t.Fatalf("capped exclusion %d", got)
-	}
+		if got := s.strike("ip 192.0.2.1", 10); got != 11 {
+			t.Fatalf("another key starts at one epoch: %d", got)
+		}
+		for range 20 {
+			s.strike("peer a", 10)
+		}
+		if got := s.strike("peer a", 10); got != 10+1<<maxExcludeShift {
+			t.Fatalf("capped exclusion %d", got)
+		}
+	})
 }
 
 // TestBlamedServerSurvivesRestart: a culprit server recorded in the store
 // stays out of the chain after a restart (the record is read back).
 func TestBlamedServerSurvivesRestart(t *testing.T) {
-	dir := t.TempDir()
-	_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad, err := peer.IDFromPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bs, err := openStore(dir, store.Options{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bs.PutBlame(store.BlameRecord{Round: 1, Role: "server", Server: 1, PeerID: bad.String(), Reason: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	bs.Close()
-	bs, err = openStore(dir, store.Options{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bs.Close()
-	s := &Server{store: bs, log: quietLogger()}
-	if !s.serverExcluded(bad) {
-		t.Fatal("a recorded culprit server is not excluded after a restart")
-	}
-	_, pub2, _ := crypto.GenerateEd25519Key(rand.Reader)
-	honest, _ := peer.IDFromPublicKey(pub2)
-	if s.serverExcluded(honest) {
-		t.Fatal("an unrecorded server is excluded")
-	}
+	virtual(t, func(t *testing.T) {
+		dir := t.TempDir()
+		_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad, err := peer.IDFromPublicKey(pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs, err := openStore(dir, store.Options{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bs.PutBlame(store.BlameRecord{Round: 1, Role: "server", Server: 1, PeerID: bad.String(), Reason: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		bs.Close()
+		bs, err = openStore(dir, store.Options{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bs.Close()
+		s := &Server{store: bs, log: quietLogger()}
+		if !s.serverExcluded(bad) {
+			t.Fatal("a recorded culprit server is not excluded after a restart")
+		}
+		_, pub2, _ := crypto.GenerateEd25519Key(rand.Reader)
+		honest, _ := peer.IDFromPublicKey(pub2)
+		if s.serverExcluded(honest) {
+			t.Fatal("an unrecorded server is excluded")
+		}
+	})
 }

@@ -74,19 +74,21 @@ func noFinal(t *testing.T, tn *anonNet) {
 // refused by the other servers before any registration's proofs, and no
 // final descriptor is signed.
 func TestLeaderReordersOrder(t *testing.T) {
-	tn, logs := cheatNet(t, &leaderCheat{list: func(rl *wire.RegList) {
-		for i := range rl.Orders {
-			if k := rl.Orders[i].Keys; len(k) >= 2 {
-				k[0], k[1] = k[1], k[0]
-				return
+	virtual(t, func(t *testing.T) {
+		tn, logs := cheatNet(t, &leaderCheat{list: func(rl *wire.RegList) {
+			for i := range rl.Orders {
+				if k := rl.Orders[i].Keys; len(k) >= 2 {
+					k[0], k[1] = k[1], k[0]
+					return
+				}
 			}
+		}})
+		out := waitLogs(t, logs, 40*time.Second, "epoch failed", "not signed by it")
+		if !strings.Contains(out, "order of primary") {
+			t.Fatalf("refused for another reason: %s", out)
 		}
-	}})
-	out := waitLogs(t, logs, 40*time.Second, "epoch failed", "not signed by it")
-	if !strings.Contains(out, "order of primary") {
-		t.Fatalf("refused for another reason: %s", out)
-	}
-	noFinal(t, tn)
+		noFinal(t, tn)
+	})
 }
 
 // selectionCase is a selection over the cap: 100 registrations of
@@ -153,62 +155,64 @@ func (c *selectionCase) check(keys [][32]byte) error {
 // registration out of a selection under the cap, from the leader's list
 // alone.
 func TestSelectionRecomputed(t *testing.T) {
-	c := newSelectionCase(t)
-	honest := selectCandidates(c.id, c.beta, c.all, c.primaryOf, c.rank, MinClientCap, 2)
-	if len(honest) != MinClientCap {
-		t.Fatalf("%d selected", len(honest))
-	}
-	if err := c.check(honest); err != nil {
-		t.Fatalf("the rule's selection refused: %v", err)
-	}
-	// Swap a selected registration of primary 0 beyond its quota (not
-	// in the first 32 of its order) for an unselected one.
-	in := map[[32]byte]bool{}
-	for _, k := range honest {
-		in[k] = true
-	}
-	var out, beyond [32]byte
-	for _, k := range c.orders[0].Keys[primaryQuota(MinClientCap, 2):] {
-		if in[k] && beyond == ([32]byte{}) {
-			beyond = k
+	virtual(t, func(t *testing.T) {
+		c := newSelectionCase(t)
+		honest := selectCandidates(c.id, c.beta, c.all, c.primaryOf, c.rank, MinClientCap, 2)
+		if len(honest) != MinClientCap {
+			t.Fatalf("%d selected", len(honest))
 		}
-		if !in[k] && out == ([32]byte{}) {
-			out = k
+		if err := c.check(honest); err != nil {
+			t.Fatalf("the rule's selection refused: %v", err)
 		}
-	}
-	swapped := slices.DeleteFunc(slices.Clone(honest), func(k [32]byte) bool { return k == beyond })
-	swapped = append(swapped, out)
-	slices.SortFunc(swapped, func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
-	if err := c.check(swapped); err == nil || !strings.Contains(err.Error(), "not the selection") {
-		t.Fatalf("a swapped selection: %v", err)
-	}
-	// Another β.
-	other := selectCandidates(c.id, selectionBeta(randomReveals(t, 2)), c.all, c.primaryOf, c.rank, MinClientCap, 2)
-	if err := c.check(other); err == nil {
-		t.Fatal("a selection under another β was accepted")
-	}
-	// The leader ranks primary 0 from the back of its signed order.
-	back := map[[32]byte]int{}
-	for k, r := range c.rank {
-		back[k] = -r
-	}
-	if err := c.check(selectCandidates(c.id, c.beta, c.all, c.primaryOf, back, MinClientCap, 2)); err == nil {
-		t.Fatal("a selection against the signed order was accepted")
-	}
-	// A registration of an order missing from the list.
-	clients, regs, prims, rest := c.list(honest)
-	if err := checkSelection(c.id, c.beta, clients, regs, prims, rest[1:], c.orders, MinClientCap, 2); err == nil || !strings.Contains(err.Error(), "leaves out") {
-		t.Fatalf("a list without an ordered registration: %v", err)
-	}
+		// Swap a selected registration of primary 0 beyond its quota (not
+		// in the first 32 of its order) for an unselected one.
+		in := map[[32]byte]bool{}
+		for _, k := range honest {
+			in[k] = true
+		}
+		var out, beyond [32]byte
+		for _, k := range c.orders[0].Keys[primaryQuota(MinClientCap, 2):] {
+			if in[k] && beyond == ([32]byte{}) {
+				beyond = k
+			}
+			if !in[k] && out == ([32]byte{}) {
+				out = k
+			}
+		}
+		swapped := slices.DeleteFunc(slices.Clone(honest), func(k [32]byte) bool { return k == beyond })
+		swapped = append(swapped, out)
+		slices.SortFunc(swapped, func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
+		if err := c.check(swapped); err == nil || !strings.Contains(err.Error(), "not the selection") {
+			t.Fatalf("a swapped selection: %v", err)
+		}
+		// Another β.
+		other := selectCandidates(c.id, selectionBeta(randomReveals(t, 2)), c.all, c.primaryOf, c.rank, MinClientCap, 2)
+		if err := c.check(other); err == nil {
+			t.Fatal("a selection under another β was accepted")
+		}
+		// The leader ranks primary 0 from the back of its signed order.
+		back := map[[32]byte]int{}
+		for k, r := range c.rank {
+			back[k] = -r
+		}
+		if err := c.check(selectCandidates(c.id, c.beta, c.all, c.primaryOf, back, MinClientCap, 2)); err == nil {
+			t.Fatal("a selection against the signed order was accepted")
+		}
+		// A registration of an order missing from the list.
+		clients, regs, prims, rest := c.list(honest)
+		if err := checkSelection(c.id, c.beta, clients, regs, prims, rest[1:], c.orders, MinClientCap, 2); err == nil || !strings.Contains(err.Error(), "leaves out") {
+			t.Fatalf("a list without an ordered registration: %v", err)
+		}
 
-	// Over the wire: server 0 receipts nothing when it does not lead.
-	drop := func(keys [][32]byte, _ *closed) [][32]byte { return keys[:len(keys)-1] }
-	logs := make([]*lockedBuf, 3)
-	tn := startAnonNet(t, 3, 6, 6, testParams(8), func(i int, sc *ServerConfig) {
-		logs[i] = &lockedBuf{}
-		sc.Logger = slog.New(slog.NewTextHandler(logs[i], &slog.HandlerOptions{Level: slog.LevelWarn}))
-		sc.cheat = &leaderCheat{keys: drop, noReceipt: i == 0}
+		// Over the wire: server 0 receipts nothing when it does not lead.
+		drop := func(keys [][32]byte, _ *closed) [][32]byte { return keys[:len(keys)-1] }
+		logs := make([]*lockedBuf, 3)
+		tn := startAnonNet(t, 3, 6, 6, testParams(8), func(i int, sc *ServerConfig) {
+			logs[i] = &lockedBuf{}
+			sc.Logger = slog.New(slog.NewTextHandler(logs[i], &slog.HandlerOptions{Level: slog.LevelWarn}))
+			sc.cheat = &leaderCheat{keys: drop, noReceipt: i == 0}
+		})
+		waitLogs(t, logs[:1], 60*time.Second, "final descriptor refused", "not the selection of the rule")
+		noFinal(t, tn)
 	})
-	waitLogs(t, logs[:1], 60*time.Second, "final descriptor refused", "not the selection of the rule")
-	noFinal(t, tn)
 }

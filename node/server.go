@@ -125,7 +125,7 @@ type ServerConfig struct {
 // network is the configured network, libp2p by default.
 func (c *ServerConfig) network() transport.Network {
 	if c.Network == nil {
-		return transport.Libp2p{}
+		return defaultNetwork
 	}
 	return c.Network
 }

@@ -17,71 +17,73 @@ import (
 // reason, and the next strike doubles the span instead of starting over
 // (docs/protocol.md §8 "After a blame"; store bucket client-strikes).
 func TestClientStrikesSurviveRestart(t *testing.T) {
-	dir := t.TempDir()
-	start := func() *Server {
-		s, err := NewServer(context.Background(), ServerConfig{DataDir: dir, Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, MinServers: 2})
-		if err != nil {
+	virtual(t, func(t *testing.T) {
+		dir := t.TempDir()
+		start := func() *Server {
+			s, err := NewServer(context.Background(), ServerConfig{DataDir: dir, Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, MinServers: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		newPeer := func() peer.ID {
+			_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := peer.IDFromPublicKey(pub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		bad, other, sameAddr := newPeer(), newPeer(), newPeer()
+		const addr = "198.51.100.7"
+		const number = 5
+		// A round blame names bad's slot in epoch 5 at its primary (name, the
+		// path every blame takes); other is struck from addr.
+		s := start()
+		regKey := [32]byte{1}
+		e := &sepoch{pos: 0}
+		e.regFrom = map[[32]byte]peer.ID{regKey: bad}
+		e.final = &view{id: [32]byte{9}, chain: []peer.ID{s.ID(), newPeer()},
+			desc: &wire.Descriptor{Number: number, Clients: []wire.ClientEntry{{RegKey: regKey, Primary: 0}}}}
+		s.name(e, 1, &culprit{server: -1, slot: 0, why: "test"}, nil)
+		s.mu.Lock()
+		_, recs := s.strikeClient(other, []string{addr}, number)
+		before := s.clientRefusal(bad, number+1)
+		s.mu.Unlock()
+		s.saveStrikes(recs)
+		if before == nil {
+			t.Fatal("the named client is not refused before the restart")
+		}
+		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		return s
-	}
-	newPeer := func() peer.ID {
-		_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := peer.IDFromPublicKey(pub)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	bad, other, sameAddr := newPeer(), newPeer(), newPeer()
-	const addr = "198.51.100.7"
-	const number = 5
-	// A round blame names bad's slot in epoch 5 at its primary (name, the
-	// path every blame takes); other is struck from addr.
-	s := start()
-	regKey := [32]byte{1}
-	e := &sepoch{pos: 0}
-	e.regFrom = map[[32]byte]peer.ID{regKey: bad}
-	e.final = &view{id: [32]byte{9}, chain: []peer.ID{s.ID(), newPeer()},
-		desc: &wire.Descriptor{Number: number, Clients: []wire.ClientEntry{{RegKey: regKey, Primary: 0}}}}
-	s.name(e, 1, &culprit{server: -1, slot: 0, why: "test"}, nil)
-	s.mu.Lock()
-	_, recs := s.strikeClient(other, []string{addr}, number)
-	before := s.clientRefusal(bad, number+1)
-	s.mu.Unlock()
-	s.saveStrikes(recs)
-	if before == nil {
-		t.Fatal("the named client is not refused before the restart")
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
 
-	s = start()
-	defer s.Close()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	after := s.clientRefusal(bad, number+1)
-	if after == nil || after.Error() != before.Error() {
-		t.Fatalf("after a restart the named client is refused with %v, want %v", after, before)
-	}
-	if s.clientRefusal(bad, number+excludeEpochs+1) != nil {
-		t.Fatal("refused beyond its first span")
-	}
-	if s.refusalFor(sameAddr, []string{addr}, number+1) == nil {
-		t.Fatal("after a restart a fresh peer id from the struck address is let in")
-	}
-	if s.refusalFor(sameAddr, []string{"198.51.100.8"}, number+1) != nil || s.clientRefusal(newPeer(), number+1) != nil {
-		t.Fatal("an unstruck peer or address is refused")
-	}
-	// The next blame doubles: 2 epochs, then 4, from where it is named.
-	for i, span := range []uint64{2 * excludeEpochs, 4 * excludeEpochs} {
-		n := uint64(number + 10*(i+1))
-		if until, _ := s.strikeClient(bad, nil, n); until != n+span {
-			t.Fatalf("strike %d after a restart: refused up to %d, want %d", i+2, until, n+span)
+		s = start()
+		defer s.Close()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		after := s.clientRefusal(bad, number+1)
+		if after == nil || after.Error() != before.Error() {
+			t.Fatalf("after a restart the named client is refused with %v, want %v", after, before)
 		}
-	}
+		if s.clientRefusal(bad, number+excludeEpochs+1) != nil {
+			t.Fatal("refused beyond its first span")
+		}
+		if s.refusalFor(sameAddr, []string{addr}, number+1) == nil {
+			t.Fatal("after a restart a fresh peer id from the struck address is let in")
+		}
+		if s.refusalFor(sameAddr, []string{"198.51.100.8"}, number+1) != nil || s.clientRefusal(newPeer(), number+1) != nil {
+			t.Fatal("an unstruck peer or address is refused")
+		}
+		// The next blame doubles: 2 epochs, then 4, from where it is named.
+		for i, span := range []uint64{2 * excludeEpochs, 4 * excludeEpochs} {
+			n := uint64(number + 10*(i+1))
+			if until, _ := s.strikeClient(bad, nil, n); until != n+span {
+				t.Fatalf("strike %d after a restart: refused up to %d, want %d", i+2, until, n+span)
+			}
+		}
+	})
 }

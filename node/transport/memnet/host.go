@@ -45,6 +45,10 @@ func (h *Host) AddAddrs(p peer.ID, addrs []ma.Multiaddr, _ time.Duration) {
 	have := h.book[p]
 next:
 	for _, a := range addrs {
+		// As libp2p's peerstore: a /p2p/ suffix names the peer, not a place.
+		if t, _ := peer.SplitAddr(a); t != nil {
+			a = t
+		}
 		for _, b := range have {
 			if a.Equal(b) {
 				continue next
