@@ -3,6 +3,8 @@ package node
 import (
 	"math/bits"
 	"sync"
+
+	"github.com/riffle-net/riffle/internal/wire"
 )
 
 // bufPool recycles the large buffers of a round: frame bodies of the
@@ -77,4 +79,11 @@ func (p *bufPool) put(b []byte) {
 	}
 	p.free[c] = append(p.free[c], b[:0])
 	p.bytes += c
+}
+
+// buffers is the pool as frame bodies' buffers: a body grows through
+// recycled buffers as its bytes arrive (wire.BodyStart), each smaller one
+// given back, so that a header alone takes nothing big from the pool.
+func (p *bufPool) buffers() *wire.Buffers {
+	return &wire.Buffers{Get: p.get, Put: p.put}
 }

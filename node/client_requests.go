@@ -104,7 +104,7 @@ func (c *Client) query(ctx context.Context, e *cepoch, r uint32, rl *wire.RoundL
 		}
 	}()
 	rep, err := c.call(ctx, request{Proto: ProtoPIR, Type: wire.TypeQuery, Body: q.Marshal(), Timeout: pollTimeout,
-		Max: 64 + k*(8+int(e.v.desc.Params.ChunkSize)), Alloc: alloc})
+		Max: 64 + k*(8+int(e.v.desc.Params.ChunkSize)), Bufs: &wire.Buffers{Get: alloc}})
 	// The ids stay in flight until the epoch ends: answered, corrupted or
 	// lost, none is requested again in this epoch (§6.4 v3).
 	if err != nil {

@@ -57,17 +57,76 @@ type whoState struct {
 	probation int              // P_prob; 0: none
 	chains    []seenChain      // oldest first, at most seenWindow
 	// since is this server's epoch number when it first saw each peer in
-	// its roster: probation counts from it (kept in memory only; after a
-	// restart probation starts again, which only errs on the safe side).
-	since map[peer.ID]uint64
+	// its roster, and when it last did: probation counts from the first
+	// (kept in memory only; after a restart, or once the peer was not seen
+	// for rosterForget, probation starts again, which only errs on the
+	// safe side).
+	since map[peer.ID]sighting
 	// withdrawn are servers that withdrew from a chain this server
 	// proposed, until a time.
 	withdrawn map[peer.ID]time.Time
+	// clock, if set, replaces time.Now (tests).
+	clock func() time.Time
+}
+
+// sighting is a peer's first epoch number here and its last hello.
+type sighting struct {
+	number uint64
+	last   time.Time
 }
 
 // maxSince bounds the peers whose first sighting is kept (the roster
-// admits only authenticated hellos, yet peer ids are free).
+// admits only authenticated hellos, yet peer ids are free). A full table
+// makes room by forgetting the peers not seen the longest, so that a
+// genuine newcomer, seen at every hello, always gets its entry.
 const maxSince = 4096
+
+func (w *whoState) now() time.Time {
+	if w.clock != nil {
+		return w.clock()
+	}
+	return time.Now()
+}
+
+// prune forgets the sightings of peers not seen for rosterForget and the
+// withdrawals that ended.
+func (w *whoState) prune() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pruneLocked(w.now())
+}
+
+func (w *whoState) pruneLocked(now time.Time) {
+	for p, s := range w.since {
+		if now.Sub(s.last) >= rosterForget {
+			delete(w.since, p)
+		}
+	}
+	for p, until := range w.withdrawn {
+		if now.After(until) {
+			delete(w.withdrawn, p)
+		}
+	}
+}
+
+// sightLocked records a first sighting of p at n, making room if the
+// table is full: the stale first, then the one not seen the longest.
+func (w *whoState) sightLocked(p peer.ID, n uint64, now time.Time) {
+	if len(w.since) >= maxSince {
+		w.pruneLocked(now)
+	}
+	if len(w.since) >= maxSince {
+		var oldest peer.ID
+		var at time.Time
+		for q, s := range w.since {
+			if oldest == "" || s.last.Before(at) {
+				oldest, at = q, s.last
+			}
+		}
+		delete(w.since, oldest)
+	}
+	w.since[p] = sighting{number: n, last: now}
+}
 
 func (w *whoState) init(cfg *ServerConfig, chains []seenChain) {
 	if len(cfg.AllowServers) > 0 {
@@ -83,17 +142,22 @@ func (w *whoState) init(cfg *ServerConfig, chains []seenChain) {
 		w.probation = cfg.Probation
 	}
 	w.chains = chains
-	w.since = map[peer.ID]uint64{}
+	w.since = map[peer.ID]sighting{}
 	w.withdrawn = map[peer.ID]time.Time{}
 }
 
-// saw records the first sighting of p at epoch number n.
+// saw records a hello of p at epoch number n: its first sighting, or the
+// last one of a peer already sighted.
 func (w *whoState) saw(p peer.ID, n uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.since[p]; !ok && len(w.since) < maxSince {
-		w.since[p] = n
+	now := w.now()
+	if s, ok := w.since[p]; ok {
+		s.last = now
+		w.since[p] = s
+		return
 	}
+	w.sightLocked(p, n, now)
 }
 
 // check says why p may not serve with this server at epoch number n (this
@@ -125,14 +189,12 @@ func (w *whoState) check(self, p peer.ID, n uint64, pins bool) error {
 			}
 		}
 	}
-	since, ok := w.since[p]
+	s, ok := w.since[p]
 	if !ok {
-		since = n
-		if len(w.since) < maxSince {
-			w.since[p] = n
-		}
+		s.number = n
+		w.sightLocked(p, n, w.now())
 	}
-	if end := since + uint64(w.probation); n < end {
+	if end := s.number + uint64(w.probation); n < end {
 		return fmt.Errorf("node: %s: server %s on probation here until epoch %d", withdrawMark, p.ShortString(), end)
 	}
 	return nil
@@ -143,8 +205,12 @@ func (w *whoState) check(self, p peer.ID, n uint64, pins bool) error {
 func (w *whoState) withdraw(p peer.ID, ttl time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	now := w.now()
+	if len(w.withdrawn) >= maxSince {
+		w.pruneLocked(now)
+	}
 	if len(w.withdrawn) < maxSince {
-		w.withdrawn[p] = time.Now().Add(ttl)
+		w.withdrawn[p] = now.Add(ttl)
 	}
 }
 
@@ -153,7 +219,7 @@ func (w *whoState) hasWithdrawn(p peer.ID) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	until, ok := w.withdrawn[p]
-	if ok && time.Now().After(until) {
+	if ok && w.now().After(until) {
 		delete(w.withdrawn, p)
 		return false
 	}

@@ -219,8 +219,8 @@ type request struct {
 	// request (the wire-size equality test, §1: sizes never depend on what
 	// a user does).
 	Sent func(t wire.Type, n int)
-	// Alloc, if set, gives the buffer the reply is read into.
-	Alloc func(int) []byte
+	// Bufs, if set, gives the buffers the reply is read into.
+	Bufs *wire.Buffers
 }
 
 // segments is the request body as segments.
@@ -276,7 +276,7 @@ func call(ctx context.Context, h transport.Host, p peer.ID, r request) ([]byte, 
 		return nil, fmt.Errorf("%s to %s: close write: %w", r.Proto, p.ShortString(), err)
 	}
 	br := getReader(s)
-	rep, err := wire.ReadFrameInto(br, want, max, r.Alloc)
+	rep, err := wire.ReadFrameInto(br, want, max, r.Bufs)
 	putReader(br)
 	if err != nil {
 		s.Reset()
@@ -336,19 +336,21 @@ func serve(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, pro
 	servePooled(ctx, h, g, log, proto, timeout, caps, nil, fn)
 }
 
-// servePooled is serve with request bodies read into buffers from alloc
-// (bufPool.get; nil: new slices): a handler that is done with a body may
-// give it back.
-func servePooled(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, alloc func(int) []byte, fn handlerFunc) {
-	serveSegments(ctx, h, g, log, proto, timeout, caps, alloc, func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
+// servePooled is serve with request bodies read into buffers from bufs
+// (the server's bufPool; nil: new slices): a handler that is done with a
+// body may give it back.
+func servePooled(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, bufs *wire.Buffers, fn handlerFunc) {
+	serveSegments(ctx, h, g, log, proto, timeout, caps, bufs, func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
 		rt, rep, err := fn(ctx, from, t, body)
 		return rt, [][]byte{rep}, err
 	})
 }
 
-// serveSegments is serve for a handler whose replies are segments; alloc,
-// if set, provides the request bodies' buffers.
-func serveSegments(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, alloc func(int) []byte, fn segHandlerFunc) {
+// serveSegments is serve for a handler whose replies are segments; bufs,
+// if set, provides the request bodies' buffers. A body is read as its
+// bytes arrive (wire.BodyStart): a header alone reserves nothing big,
+// whatever the sender's cap.
+func serveSegments(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, bufs *wire.Buffers, fn segHandlerFunc) {
 	h.SetStreamHandler(proto, func(s transport.Stream) {
 		if !g.enter() {
 			s.Reset()
@@ -358,7 +360,7 @@ func serveSegments(ctx context.Context, h transport.Host, g *gate, log *slog.Log
 		_ = s.SetDeadline(time.Now().Add(timeout))
 		from := s.RemotePeer()
 		br := getReader(s)
-		t, body, rerr := wire.ReadAnyInto(br, func(t wire.Type) int { return caps(from, t) }, alloc)
+		t, body, rerr := wire.ReadAnyInto(br, func(t wire.Type) int { return caps(from, t) }, bufs)
 		putReader(br)
 		if rerr != nil {
 			log.Debug("bad request", "proto", proto, "err", rerr)

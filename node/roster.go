@@ -20,13 +20,22 @@ const (
 	helloEvery = 3 * time.Second
 	rosterTTL  = 12 * time.Second
 	roleServer = 1
+	// rosterForget is how long a member may stay silent before it is
+	// forgotten: no more hellos go to it (bootstrap peers excepted), and
+	// it is back only by a hello of its own or by gossip.
+	rosterForget = 10 * time.Minute
+	// maxRoster bounds the members (any peer may say hello as a server).
+	// A member is evicted for a newcomer only once it is not live, the
+	// stalest first; while every member is live, newcomers wait.
+	maxRoster = 1024
 )
 
 type member struct {
 	id    peer.ID
 	nick  string
 	addrs []ma.Multiaddr
-	seen  time.Time
+	seen  time.Time // its last hello
+	gone  bool      // taken for gone (serverdown.go) until its next hello
 }
 
 // roster is the set of live server peers (§3).
@@ -36,27 +45,71 @@ type roster struct {
 	// candidates are servers that others gossiped and that have not yet
 	// answered a hello; they join m only by answering (authenticated).
 	candidates map[peer.ID]bool
+	// clock, if set, replaces time.Now (tests).
+	clock func() time.Time
 }
 
 // maxCandidates bounds the gossiped servers waiting for a first hello.
 const maxCandidates = 256
 
-func (r *roster) saw(id peer.ID, nick string, addrs []ma.Multiaddr) {
+func (r *roster) now() time.Time {
+	if r.clock != nil {
+		return r.clock()
+	}
+	return time.Now()
+}
+
+// isLive reports whether m is live at now. Call with r.mu held.
+func (m *member) isLive(now time.Time) bool { return !m.gone && now.Sub(m.seen) < rosterTTL }
+
+// saw records a hello of id; it reports whether id is a member now (false:
+// the roster is full of live members).
+func (r *roster) saw(id peer.ID, nick string, addrs []ma.Multiaddr) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
 		r.m = make(map[peer.ID]*member)
 	}
-	r.m[id] = &member{id: id, nick: nick, addrs: addrs, seen: time.Now()}
+	now := r.now()
+	if r.m[id] == nil && len(r.m) >= maxRoster {
+		var stale *member
+		for _, m := range r.m {
+			if !m.isLive(now) && (stale == nil || m.seen.Before(stale.seen)) {
+				stale = m
+			}
+		}
+		if stale == nil {
+			return false
+		}
+		delete(r.m, stale.id)
+	}
+	r.m[id] = &member{id: id, nick: nick, addrs: addrs, seen: now}
+	return true
+}
+
+// forget drops the members silent for rosterForget and returns them.
+func (r *roster) forget() []peer.ID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	var out []peer.ID
+	for id, m := range r.m {
+		if now.Sub(m.seen) >= rosterForget {
+			delete(r.m, id)
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // live returns the live members.
 func (r *roster) live() []*member {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	now := r.now()
 	var out []*member
 	for _, m := range r.m {
-		if time.Since(m.seen) < rosterTTL {
+		if m.isLive(now) {
 			out = append(out, m)
 		}
 	}
@@ -66,7 +119,7 @@ func (r *roster) live() []*member {
 func (r *roster) get(id peer.ID) *member {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if m := r.m[id]; m != nil && time.Since(m.seen) < rosterTTL {
+	if m := r.m[id]; m != nil && m.isLive(r.now()) {
 		return m
 	}
 	return nil
@@ -205,6 +258,12 @@ func (s *Server) rosterLoop(ctx context.Context, boot []peer.AddrInfo) {
 				targets[b.ID] = true
 			}
 		}
+		// A server silent for rosterForget gets no more hellos.
+		for _, id := range s.roster.forget() {
+			s.h.Unprotect(id, serverConnTag)
+			s.log.Debug("server forgotten", "peer", id.ShortString())
+		}
+		s.who.prune()
 		s.roster.mu.Lock()
 		for id := range s.roster.m {
 			targets[id] = true

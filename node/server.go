@@ -278,9 +278,9 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	serve(cctx, h, &s.handlers, s.log, ProtoRoster, shortTimeout, anyPeer(s.rosterCaps), s.handleHello)
 	// Server protocols: big bodies only from server peers (asker.go).
 	serve(cctx, h, &s.handlers, s.log, ProtoEpoch, bulkTimeout, s.serverCaps(s.epochCaps), s.handleEpoch)
-	servePooled(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.serverCaps(s.roundCaps), s.pool.get, s.handleRound)
+	servePooled(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.serverCaps(s.roundCaps), s.pool.buffers(), s.handleRound)
 	handleClient, handlePIR := s.observeClient()
-	servePooled(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, anyPeer(s.clientCaps), s.pool.get, handleClient)
+	servePooled(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, anyPeer(s.clientCaps), s.pool.buffers(), handleClient)
 	serveSegments(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, anyPeer(s.pirCaps), nil, handlePIR)
 	if !cfg.NoLAN {
 		if err := s.startLAN(cctx); err != nil {

@@ -22,7 +22,9 @@ const serverConnTag = "riffle-server"
 // sawServer records a hello of server id in the roster and protects its
 // connections.
 func (s *Server) sawServer(id peer.ID, nick string, addrs []ma.Multiaddr) {
-	s.roster.saw(id, nick, addrs)
+	if !s.roster.saw(id, nick, addrs) {
+		return // full of live servers: it is not sighted until admitted
+	}
 	s.who.saw(id, s.lastNumber())
 	s.h.Protect(id, serverConnTag)
 }
@@ -33,7 +35,7 @@ func (r *roster) expire(id peer.ID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if m := r.m[id]; m != nil {
-		m.seen = time.Time{}
+		m.gone = true
 	}
 }
 

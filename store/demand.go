@@ -121,7 +121,11 @@ func (s *Store) PutClosing(epoch EpochID, rec []byte) error {
 		if err := bk.Put(epoch[:], rec); err != nil {
 			return err
 		}
-		return logIndex(tx, indexClosing, ID(epoch))
+		if err := logIndex(tx, indexClosing, ID(epoch)); err != nil {
+			return err
+		}
+		// Its index retention starts now (pruneIndex).
+		return tx.Bucket(bucketClosingAge).Put(closingAgeKey(s.now(), tx.Bucket(bucketIndexLog).Sequence()), epoch[:])
 	})
 	if err != nil {
 		return fmt.Errorf("store: put the closing record of epoch %x: %w", epoch[:8], err)

@@ -91,10 +91,44 @@ func backfillIndexLog(tx *bolt.Tx) error {
 	return nil
 }
 
+// removalKept is how long a remove record stays in the log: the index
+// retention and a tenth, the time after which a client drops by itself an
+// id it has held (node's expireIndex). A client that first held an id
+// before its removal and syncs only after the record left has held it
+// longer than that, so it drops the id at that sync: compaction never
+// leaves a cursor's view with an id the server removed.
+func removalKept(ret time.Duration) time.Duration { return ret + ret/10 }
+
+// closingAgeKey is a closing-age key: when the record was kept ‖ the
+// number of its log record.
+func closingAgeKey(t time.Time, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(t.UnixNano())), seq)
+}
+
+// backfillClosingAge starts the index retention of the closing records
+// kept before their age was (closing-age empty, closing not), once.
+func backfillClosingAge(tx *bolt.Tx, now time.Time) error {
+	ab := tx.Bucket(bucketClosingAge)
+	if k, _ := ab.Cursor().First(); k != nil {
+		return nil
+	}
+	if k, _ := tx.Bucket(bucketClosing).Cursor().First(); k == nil {
+		return nil
+	}
+	return tx.Bucket(bucketIndexLog).ForEach(func(k, v []byte) error {
+		if len(k) != 8 || len(v) != indexRecordSize || v[0] != indexClosing {
+			return nil
+		}
+		return ab.Put(closingAgeKey(now, binary.BigEndian.Uint64(k)), v[1:])
+	})
+}
+
 // pruneIndex removes the manifests indexed before now − ret, with their
 // index entries, and logs each removal, up to pruneBatch a transaction.
-// A remove record itself lives for ret: a client that has not synced
-// since drops the manifest by itself (it knows the group's retention).
+// It compacts the log: a remove record leaves after removalKept(ret), and
+// a closing record kept before now − ret leaves with its bytes (clients
+// use the last few epochs' only, §6.3), so that the log holds the live
+// ids, the recent removals and the recent closings, not every change ever.
 func (s *Store) pruneIndex(now time.Time, ret time.Duration) error {
 	cutoff := now.Add(-ret)
 	for {
@@ -105,7 +139,7 @@ func (s *Store) pruneIndex(now time.Time, ret time.Duration) error {
 			gone, lb := tx.Bucket(bucketIndexGone), tx.Bucket(bucketIndexLog)
 			var old [][]byte
 			gc := gone.Cursor()
-			for k, _ := gc.First(); k != nil && expired(k, cutoff); k, _ = gc.Next() {
+			for k, _ := gc.First(); k != nil && expired(k, now.Add(-removalKept(ret))); k, _ = gc.Next() {
 				old = append(old, append([]byte(nil), k...))
 			}
 			for _, k := range old {
@@ -116,6 +150,27 @@ func (s *Store) pruneIndex(now time.Time, ret time.Duration) error {
 					return err
 				}
 				if err := gone.Delete(k); err != nil {
+					return err
+				}
+			}
+			ab, cb := tx.Bucket(bucketClosingAge), tx.Bucket(bucketClosing)
+			old = old[:0]
+			ac := ab.Cursor()
+			for k, _ := ac.First(); k != nil && expired(k, cutoff); k, _ = ac.Next() {
+				old = append(old, append([]byte(nil), k...))
+			}
+			for _, k := range old {
+				epoch := ab.Get(k)
+				if len(k) != 16 || len(epoch) != 32 {
+					return fmt.Errorf("%w: closing age of %d+%d bytes", errCorrupt, len(k), len(epoch))
+				}
+				if err := cb.Delete(epoch); err != nil {
+					return err
+				}
+				if err := lb.Delete(k[8:]); err != nil {
+					return err
+				}
+				if err := ab.Delete(k); err != nil {
 					return err
 				}
 			}

@@ -15,7 +15,8 @@ import (
 const pruneBatch = 1024
 
 // Prune deletes what retention lets go as of now: manifests and index
-// entries indexed more than IndexRetention ago (logged as removed); chunks
+// entries indexed more than IndexRetention ago (logged as removed), and
+// the index log's old remove and closing records (pruneIndex); chunks
 // not put or used for Retention, except those the index still holds;
 // round records older than Retention, and epoch records that ended (or, if
 // still open, started) before then. It returns the number of chunks

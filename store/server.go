@@ -17,24 +17,25 @@ import (
 // Server bucket names. Keys and values are described in
 // docs/proto-store.md.
 var (
-	bucketChunks    = []byte("chunks")     // id → chunkLoc (bytes in a segment file)
-	bucketChunkMeta = []byte("chunk-meta") // id → chunkMeta
-	bucketChunkAge  = []byte("chunk-age")  // u64 touched ns ‖ id → present
-	bucketIndex     = []byte("index")      // file id → IndexEntry
-	bucketManifests = []byte("manifests")  // chunk id → Manifest (SPEC §6.4 v3)
-	bucketIndexLog  = []byte("index-log")  // u64 sequence → u8 op ‖ id (the index's changes, in order)
-	bucketIndexSeq  = []byte("index-seq")  // id → u64 sequence of its live add record
-	bucketIndexAge  = []byte("index-age")  // u64 indexed ns ‖ manifest id → present
-	bucketIndexGone = []byte("index-gone") // u64 removed ns ‖ u64 sequence of the remove record → present
-	bucketRounds    = []byte("rounds")     // epoch id ‖ u32 round → RoundRecord
-	bucketRoundAge  = []byte("round-age")  // u64 time ns ‖ epoch id ‖ u32 round → present
-	bucketEpochs    = []byte("epochs")     // u64 number ‖ epoch id → EpochRecord
-	bucketEpochIDs  = []byte("epoch-ids")  // epoch id → u64 number
-	bucketMeta      = []byte("meta")       // metaSchema, metaUsage
+	bucketChunks     = []byte("chunks")      // id → chunkLoc (bytes in a segment file)
+	bucketChunkMeta  = []byte("chunk-meta")  // id → chunkMeta
+	bucketChunkAge   = []byte("chunk-age")   // u64 touched ns ‖ id → present
+	bucketIndex      = []byte("index")       // file id → IndexEntry
+	bucketManifests  = []byte("manifests")   // chunk id → Manifest (SPEC §6.4 v3)
+	bucketIndexLog   = []byte("index-log")   // u64 sequence → u8 op ‖ id (the index's changes, in order)
+	bucketIndexSeq   = []byte("index-seq")   // id → u64 sequence of its live add record
+	bucketIndexAge   = []byte("index-age")   // u64 indexed ns ‖ manifest id → present
+	bucketIndexGone  = []byte("index-gone")  // u64 removed ns ‖ u64 sequence of the remove record → present
+	bucketClosingAge = []byte("closing-age") // u64 kept ns ‖ u64 sequence of the closing's log record → epoch id
+	bucketRounds     = []byte("rounds")      // epoch id ‖ u32 round → RoundRecord
+	bucketRoundAge   = []byte("round-age")   // u64 time ns ‖ epoch id ‖ u32 round → present
+	bucketEpochs     = []byte("epochs")      // u64 number ‖ epoch id → EpochRecord
+	bucketEpochIDs   = []byte("epoch-ids")   // epoch id → u64 number
+	bucketMeta       = []byte("meta")        // metaSchema, metaUsage
 )
 
 var serverBuckets = [][]byte{bucketChunks, bucketChunkMeta, bucketChunkAge, bucketIndex, bucketManifests, bucketIndexLog, bucketIndexSeq,
-	bucketIndexAge, bucketIndexGone,
+	bucketIndexAge, bucketIndexGone, bucketClosingAge,
 	bucketRounds, bucketRoundAge, bucketEpochs, bucketEpochIDs, bucketMeta, bucketSegments, bucketPairs, bucketClosing}
 
 var (
@@ -77,6 +78,17 @@ type Store struct {
 	mu      sync.Mutex
 	usage   int64 // mirror of metaUsage as of write transaction usageTx
 	usageTx int
+
+	// clock, if set, replaces time.Now for the times that start an index
+	// retention (tests).
+	clock func() time.Time
+}
+
+func (s *Store) now() time.Time {
+	if s.clock != nil {
+		return s.clock()
+	}
+	return time.Now()
 }
 
 // setUsage records the usage committed by write transaction txid. Commits
@@ -118,6 +130,9 @@ func Open(path string, opts Options) (*Store, error) {
 			return fmt.Errorf("store: %s has schema %x, this build reads %d", path, v, serverSchema)
 		}
 		if err := backfillIndexLog(tx); err != nil {
+			return err
+		}
+		if err := backfillClosingAge(tx, time.Now()); err != nil {
 			return err
 		}
 		var err error
@@ -421,7 +436,7 @@ func (s *Store) PutManifests(mans []Manifest, index []IndexEntry) error {
 	for i := range index {
 		index[i].Name = cleanName(index[i].Name)
 	}
-	now := time.Now()
+	now := s.now()
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		chunks, mb, idx := tx.Bucket(bucketChunks), tx.Bucket(bucketManifests), tx.Bucket(bucketIndex)
 		for i := range mans {

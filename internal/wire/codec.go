@@ -1,6 +1,9 @@
 // Package wire is the binary codec of riffle's network messages (SPEC §3–§6):
 // length-framed messages (u8 type, u32 big-endian body length, body) and
 // explicit, bounded field layouts for every message the node exchanges.
+// A body is read as its bytes arrive, into a buffer that starts at
+// BodyStart and at most doubles (TestFrameHeaderReservesLittle): a header
+// costs what was sent, not what it claims.
 //
 // Every decoder here reads untrusted bytes: each one is bounded by a caller-
 // supplied maximum that the node computes from the epoch parameters, rejects
@@ -61,9 +64,9 @@ func ReadFrame(r io.Reader, want Type, max int) ([]byte, error) {
 	return ReadFrameInto(r, want, max, nil)
 }
 
-// ReadFrameInto is ReadFrame with the body read into alloc(n) (a recycled
-// buffer of length n, filled in full), or a new slice if alloc is nil.
-func ReadFrameInto(r io.Reader, want Type, max int, alloc func(n int) []byte) ([]byte, error) {
+// ReadFrameInto is ReadFrame with the body read into buffers from bufs
+// (nil: new slices).
+func ReadFrameInto(r io.Reader, want Type, max int, bufs *Buffers) ([]byte, error) {
 	var h [HeaderSize]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return nil, fmt.Errorf("wire: read header (want type %d): %w", want, err)
@@ -86,16 +89,66 @@ func ReadFrameInto(r io.Reader, want Type, max int, alloc func(n int) []byte) ([
 	if n > int64(max) || n > MaxFrame {
 		return nil, fmt.Errorf("%w: type %d body of %d bytes > cap %d", ErrTooLarge, t, n, max)
 	}
-	var b []byte
-	if alloc != nil {
-		b = alloc(int(n))
-	} else {
-		b = make([]byte, n)
-	}
-	if _, err := io.ReadFull(io.LimitReader(r, n), b); err != nil {
+	b, err := readBody(r, int(n), bufs)
+	if err != nil {
 		return nil, fmt.Errorf("wire: read body of type %d (%d bytes): %w", t, n, err)
 	}
 	return b, nil
+}
+
+// Buffers recycles the buffers frame bodies are read into. Get returns a
+// buffer of length n (its bytes need not be zero); Put takes back one
+// from Get that the reader no longer uses. A nil Put keeps nothing.
+type Buffers struct {
+	Get func(n int) []byte
+	Put func(b []byte)
+}
+
+func (bs *Buffers) get(n int) []byte {
+	if bs == nil || bs.Get == nil {
+		return make([]byte, n)
+	}
+	return bs.Get(n)
+}
+
+func (bs *Buffers) put(b []byte) {
+	if bs != nil && bs.Put != nil {
+		bs.Put(b)
+	}
+}
+
+// BodyStart is the buffer a body's first bytes are read into. A header
+// alone reserves no more: the buffer doubles only once it is full, so a
+// reader holds at most about twice the bytes its peer really sent (§3
+// "Identify first, work later"), not the length the header claims.
+const BodyStart = 64 << 10
+
+// readBody reads a body of n bytes as they arrive. Each larger buffer comes
+// from bufs and the one it replaces goes back, so that a pool keeps its
+// worth for honest senders (the copies add up to less than n bytes).
+func readBody(r io.Reader, n int, bufs *Buffers) ([]byte, error) {
+	c := min(n, BodyStart)
+	b := bufs.get(c)
+	got := 0
+	for {
+		m, err := io.ReadFull(r, b[got:c])
+		got += m
+		if err != nil {
+			bufs.put(b)
+			if errors.Is(err, io.EOF) && n > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		if got == n {
+			return b[:n], nil
+		}
+		c = min(2*c, n)
+		nb := bufs.get(c)
+		copy(nb, b[:got])
+		bufs.put(b)
+		b = nb
+	}
 }
 
 // TypeError carries a refusal with its reason instead of the expected reply.
@@ -339,9 +392,9 @@ func ReadAny(r io.Reader, max func(Type) int) (Type, []byte, error) {
 	return ReadAnyInto(r, max, nil)
 }
 
-// ReadAnyInto is ReadAny with the body read into alloc(n) (a recycled
-// buffer of length n, filled in full), or a new slice if alloc is nil.
-func ReadAnyInto(r io.Reader, max func(Type) int, alloc func(n int) []byte) (Type, []byte, error) {
+// ReadAnyInto is ReadAny with the body read into buffers from bufs (nil:
+// new slices).
+func ReadAnyInto(r io.Reader, max func(Type) int, bufs *Buffers) (Type, []byte, error) {
 	var h [HeaderSize]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return 0, nil, fmt.Errorf("wire: read header: %w", err)
@@ -355,13 +408,8 @@ func ReadAnyInto(r io.Reader, max func(Type) int, alloc func(n int) []byte) (Typ
 	if n > int64(c) || n > MaxFrame {
 		return t, nil, fmt.Errorf("%w: type %d body of %d bytes > cap %d", ErrTooLarge, t, n, c)
 	}
-	var b []byte
-	if alloc != nil {
-		b = alloc(int(n))
-	} else {
-		b = make([]byte, n)
-	}
-	if _, err := io.ReadFull(io.LimitReader(r, n), b); err != nil {
+	b, err := readBody(r, int(n), bufs)
+	if err != nil {
 		return t, nil, fmt.Errorf("wire: read body of type %d (%d bytes): %w", t, n, err)
 	}
 	return t, b, nil

@@ -194,6 +194,8 @@ func (l *libp2pHost) OnDisconnect(f func(peer.ID)) {
 
 func (l *libp2pHost) Protect(p peer.ID, tag string) { l.h.ConnManager().Protect(p, tag) }
 
+func (l *libp2pHost) Unprotect(p peer.ID, tag string) { l.h.ConnManager().Unprotect(p, tag) }
+
 func (l *libp2pHost) NewStream(ctx context.Context, p peer.ID, proto protocol.ID) (Stream, error) {
 	s, err := l.h.NewStream(network.WithAllowLimitedConn(ctx, "riffle"), p, proto)
 	if err != nil {

@@ -65,6 +65,8 @@ type Host interface {
 	OnDisconnect(f func(peer.ID))
 	// Protect keeps the connections to p from being trimmed.
 	Protect(p peer.ID, tag string)
+	// Unprotect undoes Protect.
+	Unprotect(p peer.ID, tag string)
 	// NewStream opens a stream to p for proto, dialling p if needed.
 	NewStream(ctx context.Context, p peer.ID, proto protocol.ID) (Stream, error)
 	// SetStreamHandler serves inbound streams of proto.

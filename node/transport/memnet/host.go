@@ -91,6 +91,13 @@ func (h *Host) Protect(p peer.ID, _ string) {
 	h.protected[p] = true
 }
 
+// Unprotect implements transport.Host.
+func (h *Host) Unprotect(p peer.ID, _ string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.protected, p)
+}
+
 // SetStreamHandler implements transport.Host.
 func (h *Host) SetStreamHandler(proto protocol.ID, f transport.Handler) {
 	h.mu.Lock()
