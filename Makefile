@@ -3,14 +3,10 @@ GO       ?= go
 BIN      := bin/riffle
 # Packages whose concurrency matters run under the race detector too.
 RACE_PKGS := ./store/... ./node/... ./pir/...
-# Tests whose time goes mostly to waiting out epochs (presence draws,
-# probation, leader rotation, a refusal budget spent over epochs), to
-# statistics, or to malicious-server cases whose blame code the round-blame
-# tests run under the detector too, run once, without it: under it they add
-# minutes to the suite and little that the others miss.
-RACE_SKIP := TestAdversaryLinks|TestAdversarySpoiledAnswers|TestAdversaryIndexGap|TestRefusalBudget|TestCastServerSwaps|TestCastWithholdsPublication|TestControlSocket|TestLocalWorkDoesNotDelay|TestJobWaitsForPresence|TestProbation|TestAllowServer|TestRotatingLeader|TestSilentLeader|TestRequireServer|TestSnapshots
+# How many seeds `make swarm` runs.
+SEEDS    ?= 100
 
-.PHONY: all build demo test test-serial vet fmt-check bench soak fuzz clean netns
+.PHONY: all build demo test test-serial vet fmt-check bench soak swarm fuzz clean netns
 
 all: build
 
@@ -27,16 +23,24 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
-# The suite runs in three streams side by side (scripts/test.sh): its
-# end-to-end tests mostly wait out epochs on loopback. Within a stream,
-# packages run one at a time (-p 1).
+# Every test, then the race detector over the packages whose concurrency
+# matters (in -short mode). node's network tests run in virtual time on an
+# in-memory network (internal/nodetest.Virtual); a few run real libp2p on
+# loopback, and cmd/riffle's run real processes.
 test: vet fmt-check
-	sh scripts/test.sh '$(GO)' '$(RACE_SKIP)'
+	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race -short $(RACE_PKGS)
 
-# The same tests, one after another (about twice as long).
+# The same, one package at a time.
 test-serial: vet fmt-check
 	$(GO) test -count=1 -p 1 ./...
-	$(GO) test -count=1 -p 1 -race -short -skip '$(RACE_SKIP)' $(RACE_PKGS)
+	$(GO) test -count=1 -p 1 -race -short $(RACE_PKGS)
+
+# Seeded runs of whole networks under random faults, in virtual time
+# (node/swarm_test.go): seeds 1..SEEDS; a failure prints the command that
+# replays its seed.
+swarm:
+	RIFFLE_SWARM_SEEDS=$(SEEDS) $(GO) test -count=1 -run '^TestSwarm$$' -timeout 0 -v ./node/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2x ./...

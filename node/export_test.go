@@ -5,6 +5,9 @@ package node
 // only an external test package can use it).
 
 import (
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -128,7 +131,7 @@ func virtual(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
 	synctest.Test(t, func(t *testing.T) {
 		old := defaultNetwork
-		defaultNetwork = memnet.New(memnet.Link{Latency: time.Millisecond}, 1)
+		defaultNetwork = memnet.New(virtualLink(t), 1)
 		defer func() { defaultNetwork = old }()
 		f(t)
 	})
@@ -136,3 +139,25 @@ func virtual(t *testing.T, f func(t *testing.T)) {
 
 // Virtual is virtual for the package's external tests.
 func Virtual(t *testing.T, f func(t *testing.T)) { virtual(t, f) }
+
+// virtualLink is the link of virtual's networks: a millisecond each way,
+// or RIFFLE_VIRTUAL_LINK=latency[,bytes/s] (the suite under slow links).
+func virtualLink(t *testing.T) memnet.Link {
+	l := memnet.Link{Latency: time.Millisecond}
+	v := os.Getenv("RIFFLE_VIRTUAL_LINK")
+	if v == "" {
+		return l
+	}
+	lat, bw, _ := strings.Cut(v, ",")
+	d, err := time.ParseDuration(lat)
+	if err != nil {
+		t.Fatalf("RIFFLE_VIRTUAL_LINK=%q: %v", v, err)
+	}
+	l.Latency = d
+	if bw != "" {
+		if l.Bandwidth, err = strconv.ParseInt(bw, 10, 64); err != nil {
+			t.Fatalf("RIFFLE_VIRTUAL_LINK=%q: %v", v, err)
+		}
+	}
+	return l
+}

@@ -153,9 +153,16 @@ func (h *Host) dial(ctx context.Context, p peer.ID) (*conn, error) {
 	}
 	l, cut := h.net.link(h.id, p)
 	if cut {
-		// A black hole: the dial times out.
-		<-ctx.Done()
-		return nil, fmt.Errorf("memnet: dial %s: %w", p.ShortString(), ctx.Err())
+		// A black hole: the dial times out, after its context or libp2p's
+		// dial timeout, whichever comes first.
+		t := time.NewTimer(DialTimeout)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("memnet: dial %s: %w", p.ShortString(), ctx.Err())
+		case <-t.C:
+			return nil, fmt.Errorf("memnet: dial %s: %w", p.ShortString(), ErrDialTimeout)
+		}
 	}
 	if err := sleep(ctx, 2*l.Latency); err != nil {
 		return nil, fmt.Errorf("memnet: dial %s: %w", p.ShortString(), err)

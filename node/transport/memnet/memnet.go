@@ -8,8 +8,8 @@
 // hosts, opened by a dial and closed when either host closes; a stream's
 // CloseWrite gives the peer EOF, Reset fails both ends, a deadline fails
 // reads and writes after it; a writer blocks while Window bytes are in
-// flight. A dial to a partitioned peer hangs until its context ends, as a
-// dial into a black hole does.
+// flight. A dial to a partitioned peer hangs until DialTimeout or its
+// context ends, as a dial into a black hole does.
 package memnet
 
 import (
@@ -41,6 +41,9 @@ type Link struct {
 // write blocks (libp2p's yamux window is of this order).
 const Window = 16 << 20
 
+// DialTimeout bounds a dial that gets no answer, as libp2p's swarm does.
+const DialTimeout = 15 * time.Second
+
 // Errors of the network, as a libp2p stream would give them.
 var (
 	ErrReset    = errors.New("memnet: stream reset")
@@ -48,6 +51,8 @@ var (
 	ErrDeadline = errors.New("memnet: i/o deadline reached")
 	ErrNoProto  = errors.New("memnet: protocol not supported")
 	ErrHostDown = errors.New("memnet: host closed")
+	// ErrDialTimeout is a dial into a partition that gave up.
+	ErrDialTimeout = errors.New("memnet: dial timed out")
 )
 
 // Net is an in-memory network. Its zero value is not usable: call New.
@@ -91,7 +96,7 @@ func pair(a, b peer.ID) [2]peer.ID {
 }
 
 // Partition cuts every link between a host of a and a host of b: their
-// connections close and dials between them hang until Heal.
+// connections close and dials between them time out until Heal.
 func (n *Net) Partition(a, b []peer.ID) {
 	var drop []*conn
 	n.mu.Lock()

@@ -71,7 +71,8 @@ func TestBandwidthAndLatency(t *testing.T) {
 }
 
 // TestPartition: a partition drops the connection at once and a dial
-// across it hangs until its context ends; Heal lets it through again.
+// across it hangs until its context ends or DialTimeout; Heal lets it
+// through again.
 func TestPartition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := New(Link{Latency: time.Millisecond}, 1)
@@ -82,12 +83,16 @@ func TestPartition(t *testing.T) {
 		if p := <-down; p != cl.ID() || srv.Connected(cl.ID()) {
 			t.Fatalf("disconnect of %s, connected %v", p, srv.Connected(cl.ID()))
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		start := time.Now()
 		err := send(ctx, cl, srv.ID(), 10)
 		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 30*time.Second {
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 5*time.Second {
 			t.Fatalf("dial across a partition: %v after %v", err, time.Since(start))
+		}
+		start = time.Now()
+		if err := send(context.Background(), cl, srv.ID(), 10); !errors.Is(err, ErrDialTimeout) || time.Since(start) != DialTimeout {
+			t.Fatalf("dial across a partition, no deadline: %v after %v", err, time.Since(start))
 		}
 		n.Heal()
 		if err := send(context.Background(), cl, srv.ID(), 10); err != nil {

@@ -1,0 +1,462 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/node/transport/memnet"
+)
+
+// The swarm: seeded, reproducible runs of a whole network in virtual time
+// under a random schedule of faults (kill -9 and restart, partitions, slow
+// and lossy links), checking after every step that no honest party is
+// excluded or struck, that epochs keep completing once the faults end,
+// that each server's memory stays bounded, and at the end that every
+// acknowledged file comes back byte-exact through every server.
+//
+// `go test -run TestSwarm ./node/` runs swarmCISeeds; RIFFLE_SWARM_SEEDS=N
+// runs seeds 1..N (make swarm), RIFFLE_SWARM_SEED=S replays one, and
+// RIFFLE_SWARM_BIG=1 draws the larger networks (m up to 8, n up to 64).
+
+// Bounds the swarm holds a network to.
+const (
+	// swarmStep is the virtual time between two steps of the schedule.
+	swarmStep = 2 * time.Second
+	// swarmProgress is how long, once every fault has ended, the network
+	// may go without completing an epoch.
+	swarmProgress = 90 * time.Second
+	// swarmFetch is how long, once the faults have ended, an acknowledged
+	// file may take to come back.
+	swarmFetch = 3 * time.Minute
+	// swarmPoolMax bounds a server's free round buffers.
+	swarmPoolMax = 64 << 20
+	// swarmEpochsMax bounds the epochs a server keeps in memory.
+	swarmEpochsMax = 64
+	// swarmDiskMax bounds a server's data directory.
+	swarmDiskMax = 256 << 20
+)
+
+// swarmCISeeds are the seeds `make test` runs: each found nothing when it
+// was added, and each fault a seed finds is fixed and its seed added here.
+var swarmCISeeds = []uint64{1, 2, 3}
+
+func swarmSeeds(t *testing.T) []uint64 {
+	if s := os.Getenv("RIFFLE_SWARM_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("RIFFLE_SWARM_SEED=%q: %v", s, err)
+		}
+		return []uint64{v}
+	}
+	if s := os.Getenv("RIFFLE_SWARM_SEEDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("RIFFLE_SWARM_SEEDS=%q: want a count", s)
+		}
+		out := make([]uint64, n)
+		for i := range out {
+			out[i] = uint64(i + 1)
+		}
+		return out
+	}
+	if testing.Short() {
+		return swarmCISeeds[:1]
+	}
+	return swarmCISeeds
+}
+
+func TestSwarm(t *testing.T) {
+	for _, seed := range swarmSeeds(t) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			start := time.Now()
+			synctest.Test(t, func(t *testing.T) { runSwarm(t, seed) })
+			t.Logf("seed %d: %v of wall time", seed, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+// swarm is one seeded run.
+type swarm struct {
+	t     *testing.T
+	seed  uint64
+	rng   *rand.Rand
+	net   *memnet.Net
+	p     Params
+	start time.Time
+	ctx   context.Context
+
+	servers []*swarmServer
+	clients []*Client
+
+	// mu guards the fields below: jobs report from goroutines.
+	mu       sync.Mutex
+	acked    []swarmFile
+	events   []string
+	jobs     sync.WaitGroup
+	shares   int
+	gets     int
+	faults   int
+	restarts int
+}
+
+type swarmServer struct {
+	cfg  ServerConfig
+	s    *Server // nil while down
+	id   peer.ID
+	addr string
+}
+
+type swarmFile struct {
+	link chunker.Link
+	data []byte
+	by   int // the sharing client
+}
+
+// fault is one fault in force: it ends at until.
+type fault struct {
+	kind   string
+	server int
+	until  time.Time
+}
+
+func (w *swarm) logf(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.events = append(w.events, fmt.Sprintf("%8.1fs ", time.Since(w.start).Seconds())+fmt.Sprintf(format, args...))
+}
+
+// fail ends the run with the schedule so far and the line that replays it.
+func (w *swarm) fail(format string, args ...any) {
+	w.t.Helper()
+	w.mu.Lock()
+	ev := strings.Join(w.events, "\n")
+	w.mu.Unlock()
+	w.t.Fatalf("seed %d: %s\nevents:\n%s\nreplay: RIFFLE_SWARM_SEED=%d go test -count=1 -run 'TestSwarm' ./node/",
+		w.seed, fmt.Sprintf(format, args...), ev, w.seed)
+}
+
+func runSwarm(t *testing.T, seed uint64) {
+	w := &swarm{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed)), start: time.Now()}
+	w.net = memnet.New(memnet.Link{Latency: time.Millisecond}, seed)
+	m, n := 3+w.rng.IntN(3), 4+w.rng.IntN(9)
+	if os.Getenv("RIFFLE_SWARM_BIG") != "" {
+		m, n = 3+w.rng.IntN(6), 8+w.rng.IntN(57)
+	}
+	w.p = testParams([]int{8, 16}[w.rng.IntN(2)])
+	steps := 60 + w.rng.IntN(60)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w.ctx = ctx
+	w.logf("m=%d n=%d R=%d steps=%d", m, n, w.p.Rounds, steps)
+
+	var peers []string
+	for i := range m {
+		cfg := ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: append([]string(nil), peers...),
+			Nick: fmt.Sprintf("s%d", i), MinServers: DefaultMinServers, MinClients: 2, NoLAN: true, Params: w.p,
+			Logger: anonLogger(), Network: w.net}
+		s, err := NewServer(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := s.Addrs()[0]
+		// A restart listens where the server did.
+		cfg.Listen = []string{strings.TrimSuffix(addr.String(), "/p2p/"+s.ID().String())}
+		w.servers = append(w.servers, &swarmServer{cfg: cfg, s: s, id: s.ID(), addr: addr.String()})
+		peers = append(peers, addr.String())
+	}
+	// Every server knows every other, so that a restart finds the group.
+	for _, sv := range w.servers {
+		sv.cfg.Peers = peers
+	}
+	for i := range n {
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: peers[i%m], Logger: anonLogger(), Network: w.net})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.clients = append(w.clients, c)
+	}
+	defer w.close()
+
+	var faults []fault
+	lastFault := time.Now() // the start counts as a fault: the group forms
+	lastEpochs, lastProgress := 0, time.Now()
+	for step := range steps {
+		time.Sleep(swarmStep)
+		now := time.Now()
+		// Faults end.
+		kept := faults[:0]
+		for _, f := range faults {
+			if now.Before(f.until) {
+				kept = append(kept, f)
+				continue
+			}
+			w.endFault(f)
+			lastFault = now
+		}
+		faults = kept
+		// New work and new faults.
+		switch r := w.rng.Float64(); {
+		case r < 0.25:
+			w.share()
+		case r < 0.45:
+			w.get()
+		case r < 0.60 && len(faults) == 0 && step < steps-30:
+			faults = append(faults, w.startFault())
+			lastFault = now
+		}
+		w.check()
+		if step%10 == 0 {
+			w.t.Logf("step %d/%d at %v: %d epochs, %d faults in force", step, steps, now.Sub(w.start).Round(time.Second), w.epochs(), len(faults))
+		}
+		// Liveness: epochs complete once the faults have ended.
+		if e := w.epochs(); e > lastEpochs {
+			lastEpochs, lastProgress = e, now
+		}
+		if len(faults) == 0 && now.Sub(lastFault) > swarmProgress && now.Sub(lastProgress) > swarmProgress {
+			w.fail("no epoch completed for %v, %v after the last fault ended", now.Sub(lastProgress), now.Sub(lastFault))
+		}
+	}
+	for _, f := range faults {
+		w.endFault(f)
+	}
+	w.jobs.Wait()
+	w.check()
+	w.fetchAll()
+	w.mu.Lock()
+	t.Logf("seed %d: m=%d n=%d R=%d, %d epochs in %v of virtual time: %d shares acknowledged of %d, %d gets, %d faults, %d restarts",
+		seed, m, n, w.p.Rounds, w.epochs(), time.Since(w.start).Round(time.Second), len(w.acked), w.shares, w.gets, w.faults, w.restarts)
+	w.mu.Unlock()
+}
+
+// epochs is the most epochs any client has taken part in.
+func (w *swarm) epochs() int {
+	best := 0
+	for _, c := range w.clients {
+		best = max(best, c.Stats().Epochs)
+	}
+	return best
+}
+
+func (w *swarm) close() {
+	for _, c := range w.clients {
+		c.Close()
+	}
+	for _, sv := range w.servers {
+		if sv.s != nil {
+			sv.s.Close()
+		}
+	}
+}
+
+// share starts a share of a random file from a random client; a share
+// that returns its link is acknowledged.
+func (w *swarm) share() {
+	by := w.rng.IntN(len(w.clients))
+	size := w.rng.IntN(3*int(w.p.ChunkSize) + 1)
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(w.rng.Uint32())
+	}
+	name := fmt.Sprintf("f%d.bin", w.rng.Uint32())
+	w.mu.Lock()
+	w.shares++
+	w.mu.Unlock()
+	w.jobs.Add(1)
+	go func() {
+		defer w.jobs.Done()
+		ctx, cancel := context.WithTimeout(w.ctx, 5*time.Minute)
+		defer cancel()
+		link, err := w.clients[by].Share(ctx, bytes.NewReader(data), name, false)
+		if err != nil {
+			w.logf("share by c%d of %d B: %v", by, size, err)
+			return
+		}
+		w.mu.Lock()
+		w.acked = append(w.acked, swarmFile{link: link, data: data, by: by})
+		w.mu.Unlock()
+		w.logf("share by c%d of %d B acknowledged", by, size)
+	}()
+}
+
+// get fetches an acknowledged file through another client; a fetch that
+// completes must be byte-exact (one that times out under faults is not a
+// fault of the network: fetchAll checks every file at the end).
+func (w *swarm) get() {
+	w.mu.Lock()
+	if len(w.acked) == 0 {
+		w.mu.Unlock()
+		return
+	}
+	f := w.acked[w.rng.IntN(len(w.acked))]
+	w.gets++
+	w.mu.Unlock()
+	by := (f.by + 1 + w.rng.IntN(len(w.clients)-1)) % len(w.clients)
+	w.jobs.Add(1)
+	go func() {
+		defer w.jobs.Done()
+		ctx, cancel := context.WithTimeout(w.ctx, swarmFetch)
+		defer cancel()
+		if err := w.fetch(ctx, by, f); err != nil {
+			w.logf("get by c%d: %v", by, err)
+		}
+	}()
+}
+
+func (w *swarm) fetch(ctx context.Context, by int, f swarmFile) error {
+	path, err := w.clients[by].Get(ctx, f.link, w.t.TempDir())
+	if err != nil {
+		return err
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(got, f.data) {
+		w.fail("client %d fetched %d bytes that differ from the %d shared", by, len(got), len(f.data))
+	}
+	return nil
+}
+
+// fetchAll fetches every acknowledged file through a client of every
+// server, byte-exact, once the faults have ended.
+func (w *swarm) fetchAll() {
+	w.mu.Lock()
+	files := append([]swarmFile(nil), w.acked...)
+	w.mu.Unlock()
+	ctx, cancel := context.WithTimeout(w.ctx, swarmFetch)
+	defer cancel()
+	m := len(w.servers)
+	var wg sync.WaitGroup
+	errs := make([]error, len(files)*m)
+	for i, f := range files {
+		for j := range m {
+			// Clients are spread over the servers (client c has primary
+			// c mod m): client j+m·k has server j as its primary.
+			by := j
+			if by == f.by && by+m < len(w.clients) {
+				by += m
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i*m+j] = w.fetch(ctx, by, f)
+			}()
+		}
+	}
+	wg.Wait()
+	for k, err := range errs {
+		if err != nil {
+			w.fail("acknowledged file %d not fetched through server %d: %v", k/m, k%m, err)
+		}
+	}
+}
+
+// startFault draws a fault on one server.
+func (w *swarm) startFault() fault {
+	i := w.rng.IntN(len(w.servers))
+	sv := w.servers[i]
+	f := fault{server: i, until: time.Now().Add(time.Duration(5+w.rng.IntN(40)) * time.Second)}
+	w.faults++
+	switch w.rng.IntN(4) {
+	case 0:
+		f.kind = "crash"
+		sv.s.Crash()
+		sv.s = nil
+	case 1:
+		f.kind = "partition"
+		var others []peer.ID
+		for _, id := range w.net.Hosts() {
+			if id != sv.id {
+				others = append(others, id)
+			}
+		}
+		w.net.Partition([]peer.ID{sv.id}, others)
+	case 2:
+		f.kind = "slow"
+		w.setLinks(sv.id, memnet.Link{Latency: time.Duration(50+w.rng.IntN(250)) * time.Millisecond, Bandwidth: 4 << 20})
+	case 3:
+		f.kind = "lossy"
+		w.setLinks(sv.id, memnet.Link{Latency: time.Millisecond, Loss: 0.01 + 0.04*w.rng.Float64()})
+	}
+	w.logf("fault: %s of s%d until %.1fs", f.kind, i, f.until.Sub(w.start).Seconds())
+	return f
+}
+
+func (w *swarm) setLinks(id peer.ID, l memnet.Link) {
+	for _, o := range w.net.Hosts() {
+		if o != id {
+			w.net.SetLink(id, o, l)
+			w.net.SetLink(o, id, l)
+		}
+	}
+}
+
+func (w *swarm) endFault(f fault) {
+	sv := w.servers[f.server]
+	switch f.kind {
+	case "crash":
+		s, err := NewServer(w.ctx, sv.cfg)
+		if err != nil {
+			w.fail("restart of s%d: %v", f.server, err)
+		}
+		sv.s = s
+		w.restarts++
+	case "partition":
+		w.net.Heal()
+	case "slow", "lossy":
+		w.setLinks(sv.id, memnet.Link{Latency: time.Millisecond})
+	}
+	w.logf("fault ends: %s of s%d", f.kind, f.server)
+}
+
+// check holds the invariants every step: no honest server named a culprit
+// or client refused (every party of the swarm is honest), and bounded
+// memory and disk.
+func (w *swarm) check() {
+	for i, a := range w.servers {
+		if a.s == nil {
+			continue
+		}
+		for j, b := range w.servers {
+			if i != j && a.s.serverExcluded(b.id) {
+				w.fail("s%d excludes honest s%d as a culprit", i, j)
+			}
+		}
+		if b := a.s.Banned(); len(b) > 0 {
+			w.fail("s%d refuses %d honest clients", i, len(b))
+		}
+		if pb := a.s.PoolBytes(); pb > swarmPoolMax {
+			w.fail("s%d holds %d B of free round buffers", i, pb)
+		}
+		if kept, prep := a.s.EpochsHeld(); kept+prep > swarmEpochsMax {
+			w.fail("s%d holds %d epochs and %d prepared", i, kept, prep)
+		}
+		if d := dirBytes(a.cfg.DataDir); d > swarmDiskMax {
+			w.fail("s%d's data directory holds %d B", i, d)
+		}
+	}
+}
+
+func dirBytes(dir string) int64 {
+	var n int64
+	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
