@@ -60,8 +60,7 @@ func newApp() *cli.App {
 	app.OnUsageError = onUsage
 	for _, cmd := range app.Commands {
 		cmd.OnUsageError = onUsage
-		switch cmd.Name {
-		case "client", "share", "get", "ls", "server", "id":
+		if takesConfig(cmd) {
 			cmd.Before = applyConfig
 		}
 	}
