@@ -4,8 +4,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -110,4 +112,63 @@ func TestConfigBooleans(t *testing.T) {
 	if got, err := run("quiet = yes\n", "--quiet=false"); err != nil || got {
 		t.Errorf("--quiet=false over quiet = yes: %v, %v", got, err)
 	}
+}
+
+// withoutEnv returns env less the variables named.
+func withoutEnv(env []string, names ...string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(names, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// Point 3: a command handed to a running client takes that client's
+// settings and says so; only a flag the user set that the client does not
+// honour refuses the job, and the refusal names the flag.
+func TestHandoverTakesClientSettings(t *testing.T) {
+	tn := startNet(t, 1, 2)
+	data := t.TempDir()
+	tn.startClientDaemon(t, 0, data, "--min-anonymity", "3", "--accept-budget-drops")
+	file, _ := writeRandom(t, "f.bin", 100)
+	// No $RIFFLE_MIN_ANONYMITY: the command's own default (8) is more than
+	// the client's 3, and the client's setting is taken.
+	env := withoutEnv(tn.env, "RIFFLE_MIN_ANONYMITY")
+	handed := func(env []string, args ...string) {
+		t.Helper()
+		p := start(t, env, args...)
+		waitFor(t, 20*time.Second, "riffle "+args[0]+" to hand its job over or fail", func() bool {
+			return strings.Contains(p.errb.String(), "handing the job") || p.wait(0) >= 0
+		})
+		e := p.errb.String()
+		if !strings.Contains(e, "under its settings: server ") || !strings.Contains(e, "min-anonymity 3") || !strings.Contains(e, "accept-budget-drops") {
+			t.Errorf("riffle %q: stderr %q; want the job handed over under the client's settings, said", args, e)
+		}
+	}
+	handed(env, "share", "--data", data, file)
+	handed(env, "ls", "--data", data)
+	// The config file gives defaults, not an explicit wish.
+	writeConfig(t, env, "min-anonymity = 8\naccept-budget-drops = no\n")
+	handed(env, "share", "--data", data, file)
+	// Stricter than the client asked for explicitly: refused, naming the
+	// flag (or the variable).
+	for _, tc := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{env, []string{"share", "--data", data, "--min-anonymity", "8", file}, "--min-anonymity 8:"},
+		{append(env, "RIFFLE_MIN_ANONYMITY=9"), []string{"share", "--data", data, file}, "$RIFFLE_MIN_ANONYMITY 9:"},
+		{env, []string{"ls", "--data", data, "--accept-budget-drops=false"}, "--accept-budget-drops=false:"},
+	} {
+		_, errOut, err := runBin(t, tc.env, tc.args...)
+		if exitCodeOf(err) != 1 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "refusing") {
+			t.Errorf("riffle %q: %v, stderr %q; want a refusal naming %q", tc.args, err, errOut, tc.want)
+		}
+	}
+	// A weaker wish than the client's is no conflict.
+	handed(env, "ls", "--data", data, "--min-anonymity", "2")
 }
