@@ -114,6 +114,9 @@ type Client struct {
 	lastManifests [][32]byte
 	// indexSynced: index holds a sync (ls waits for the first).
 	indexSynced bool
+	// indexSyncs counts the syncs taken, so that a get can tell how many
+	// lacked its file (unlisted.go).
+	indexSyncs int
 	// trusted is the current epoch's anonymity set counted over the
 	// servers this client trusts (client_anon.go).
 	trusted int

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/node"
 )
 
@@ -171,4 +172,57 @@ func TestHandoverTakesClientSettings(t *testing.T) {
 	}
 	// A weaker wish than the client's is no conflict.
 	handed(env, "ls", "--data", data, "--min-anonymity", "2")
+}
+
+// Point 5: a one-character typo in a link is refused at once, and says to
+// check the link.
+func TestLinkTypoRefused(t *testing.T) {
+	env := cleanEnv(t)
+	link := chunker.Link{ID: chunker.Sum([]byte("typo"))}.String()
+	i := len(link) / 2
+	c := byte('a')
+	if link[i] == c {
+		c = 'b'
+	}
+	typo := link[:i] + string(c) + link[i+1:]
+	t0 := time.Now()
+	_, errOut, err := runBin(t, env, "get", "--server", "/ip4/127.0.0.1/tcp/1/p2p/12D3KooWEUbcN5uGcp14c1WytkD63tKzr8uSb5sSGsUGvPedroqY",
+		"--data", t.TempDir(), "-o", t.TempDir(), typo)
+	if exitCodeOf(err) != 1 || !strings.Contains(errOut, "checksum does not match") || !strings.Contains(errOut, "check the link") || time.Since(t0) > 10*time.Second {
+		t.Fatalf("get of a mistyped link: %v after %v, stderr %q; want a refusal at once that says to check the link", err, time.Since(t0), errOut)
+	}
+	// A link cut short says so too.
+	_, errOut, err = runBin(t, env, "get", "--data", t.TempDir(), "-o", t.TempDir(), link[:len(link)-1])
+	if exitCodeOf(err) != 1 || !strings.Contains(errOut, "check the link") {
+		t.Fatalf("get of a link cut short: %v, stderr %q", err, errOut)
+	}
+}
+
+// Point 5: a get of an id that the index lacks gives up after a bound of
+// epochs, with a hint, instead of waiting forever; handed to a running
+// client too.
+func TestGetUnlistedGivesUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out epochs")
+	}
+	tn := startNet(t, 1, 2)
+	// Two running clients: epochs open whatever the gets do.
+	cover := t.TempDir()
+	tn.startClientDaemon(t, 0, cover)
+	tn.startClientDaemon(t, 0, t.TempDir())
+	link := chunker.Link{ID: chunker.Sum([]byte("nobody shared this"))}.String()
+	for _, args := range [][]string{
+		{"get", "--server", tn.addrs[0], "--data", t.TempDir(), "-o", t.TempDir(), "--timeout", "90s", link},
+		{"get", "--data", cover, "-o", t.TempDir(), "--unlisted-epochs", "1", "--timeout", "90s", link},
+	} {
+		t0 := time.Now()
+		_, errOut, err := runBin(t, tn.env, args...)
+		el := time.Since(t0)
+		if exitCodeOf(err) != 1 || !strings.Contains(errOut, "is not in the index synced at the start of") ||
+			!strings.Contains(errOut, "check the link") || strings.Contains(errOut, "timed out") {
+			t.Fatalf("riffle %q: %v after %v, stderr:\n%s\nwant it to give up before --timeout and say to check the link", args, err, el, errOut)
+		}
+		lines := strings.Split(strings.TrimSpace(errOut), "\n")
+		t.Logf("riffle %s gave up after %v: %s", strings.Join(args[1:4], " "), el.Round(100*time.Millisecond), lines[len(lines)-1])
+	}
 }

@@ -41,13 +41,17 @@ files are kept in the client data directory (--data); a get run again after it
 finished finds the file in place and says so. Prints each written path on stdout.
 
 A link to a file that is not (yet) published waits; the progress says whether
-the file is in the index the client synced, and --timeout bounds the wait.
+the file is in the index the client synced. Once the index synced at the start
+of --unlisted-epochs epochs (2) since the get began lacked the file, the get
+gives up and asks to check the link; --timeout bounds any wait.
 
 A job that has requested chunks in J epochs (8; lower it with --max-epochs)
 pauses, sending cover only, and says so: "riffle resume" lets it go on for J more.`,
 		Flags: append(clientFlags(),
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "file to write, or directory to write into"},
 			&cli.BoolFlag{Name: "json", Usage: `print one JSON object a link on stdout: {"link", "path", "already"}`},
+			&cli.IntFlag{Name: "unlisted-epochs", Value: node.DefaultUnlistedEpochs,
+				Usage: "give up once the index synced at the start of N epochs since the get began lacked the file (0: wait until --timeout or Ctrl-C)"},
 			maxEpochsFlag(), timeoutFlag()),
 		Action: runGet,
 	})
@@ -81,12 +85,19 @@ func runGet(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if n := c.Int("unlisted-epochs"); n < 0 || n > 255 {
+		return usagef("--unlisted-epochs %d: give 0 to 255", n)
+	}
+	jctx = node.WithUnlistedEpochs(jctx, c.Int("unlisted-epochs"))
 	links := make([]chunker.Link, len(args))
 	seen := map[chunker.ID]int{}
 	for i, a := range args {
 		l, err := chunker.ParseLink(strings.TrimSpace(a))
 		if err != nil {
 			// The link itself is not echoed: it may carry a key.
+			if !strings.Contains(err.Error(), "check the link") {
+				err = fmt.Errorf("%w; check the link", err)
+			}
 			return fmt.Errorf("link %d: %w", i+1, err)
 		}
 		// The client keeps one download per file id: a repeated link
@@ -198,6 +209,10 @@ func runGet(c *cli.Context) error {
 		what := fmt.Sprintf("get link %d (%s)", i+1, links[i].ID)
 		if ctx.Err() != nil && interrupt.Load() != 0 {
 			return fmt.Errorf("%s: interrupted; partial download kept under %s, the same command resumes it", what, filepath.Join(data, downloadsDir))
+		}
+		if strings.Contains(err.Error(), node.ErrNotListed.Error()) {
+			return fmt.Errorf("%s: %s: check the link (one wrong character names a file nobody shared); "+
+				"if it was shared only just now, run get again after the next epoch, or give --unlisted-epochs N to wait longer", what, jobMessage(err))
 		}
 		return jobError(ctx, c, what, err, p)
 	}

@@ -35,7 +35,9 @@ func runResume(c *cli.Context) error {
 	}
 	id := strings.TrimSpace(c.Args().First())
 	if id != "" {
-		fid, err := chunker.ParseID(strings.TrimPrefix(id, "riffle:"))
+		// The id alone, or a link's id part (its key is not needed).
+		text, _, _ := strings.Cut(strings.TrimPrefix(strings.ToLower(id), chunker.LinkScheme), "#")
+		fid, err := chunker.ParseID(text)
 		if err != nil {
 			return usagef("resume: %q is not a file id: %v", id, err)
 		}
