@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/webui"
 	"github.com/riffle-net/riffle/node"
 )
 
@@ -224,5 +228,116 @@ func TestGetUnlistedGivesUp(t *testing.T) {
 		}
 		lines := strings.Split(strings.TrimSpace(errOut), "\n")
 		t.Logf("riffle %s gave up after %v: %s", strings.Join(args[1:4], " "), el.Round(100*time.Millisecond), lines[len(lines)-1])
+	}
+}
+
+// jsonKeys returns every object key in the JSON encoding of v, at any
+// depth.
+func jsonKeys(t *testing.T, v any) []string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x any
+	if err := json.Unmarshal(b, &x); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	var walk func(any)
+	walk = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			for k, v := range x {
+				keys = append(keys, k)
+				walk(v)
+			}
+		case []any:
+			for _, v := range x {
+				walk(v)
+			}
+		}
+	}
+	walk(x)
+	sort.Strings(keys)
+	return keys
+}
+
+// Point 9: `status --json` has the snake_case keys of the web UI's JSON
+// API, to the last one.
+func TestStatusJSONKeys(t *testing.T) {
+	snake := regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+	client := node.ClientStatus{Require: []string{"x"}, Epoch: "e", Chain: []node.ChainServer{{ID: "a"}}, DataDir: "d",
+		AcceptBudgetDrops: true, Waiting: "w", Stats: node.Stats{Epochs: 1}, Paused: []node.PausedJob{{ID: "p"}}}
+	server := node.ServerStatus{Roster: []node.RosterMember{{ID: "r"}}, Epoch: "e", Chain: []node.ChainServer{{ID: "a"}}}
+	for _, v := range []any{client, server} {
+		for _, k := range jsonKeys(t, v) {
+			if !snake.MatchString(k) {
+				t.Errorf("%T: JSON key %q is not snake_case", v, k)
+			}
+		}
+	}
+}
+
+// Point 9: `ls --json` has the keys of a file in the web UI's JSON API
+// (published, not time), and `get --json` always says "already".
+func TestListAndGetJSON(t *testing.T) {
+	ls, api := jsonKeys(t, lsEntry{}), jsonKeys(t, webui.FileView{})
+	if !slices.Equal(ls, api) {
+		t.Errorf("ls --json keys %q, the API's %q", ls, api)
+	}
+	b, _ := json.Marshal(getResult{Link: "riffle:x", Path: "p"})
+	if !strings.Contains(string(b), `"already":false`) {
+		t.Errorf("get --json of a fresh fetch: %s; want \"already\":false", b)
+	}
+}
+
+// Point 9: `-o out/` names a directory, made when missing; a file in a
+// missing directory says how to ask for one.
+func TestGetOutputNewDirectory(t *testing.T) {
+	base := t.TempDir()
+	for _, out := range []string{filepath.Join(base, "out") + "/", filepath.Join(base, "a", "b") + "/"} {
+		d, err := checkDestination(out, 2)
+		if st, serr := os.Stat(out); err != nil || !d.isDir || !d.created || serr != nil || !st.IsDir() {
+			t.Errorf("-o %s: %+v, %v; want the directory made", out, d, err)
+		}
+	}
+	if _, err := checkDestination(filepath.Join(base, "missing", "f.txt"), 1); err == nil || !strings.Contains(err.Error(), "end -o with /") {
+		t.Errorf("-o into a missing directory: %v; want a hint to end -o with /", err)
+	}
+	if _, err := checkDestination(filepath.Join(base, "nodir"), 2); err == nil || !strings.Contains(err.Error(), "to have it created") {
+		t.Errorf("-o missing with two links: %v", err)
+	}
+	// A get that fails takes back the directory it made.
+	env := cleanEnv(t)
+	out := filepath.Join(base, "taken-back") + "/"
+	link := chunker.Link{ID: chunker.Sum([]byte("d"))}.String()
+	_, errOut, err := runBin(t, env, "get", "--data", t.TempDir(), "-o", out, link)
+	if _, serr := os.Stat(out); exitCodeOf(err) != 1 || !strings.Contains(errOut, "no server") || serr == nil {
+		t.Errorf("get -o %s without a server: %v, %q, stat %v; want it past the destination check and the directory gone", out, err, errOut, serr)
+	}
+}
+
+// Point 9: `riffle server` (and `riffle id`) refuse a client's data
+// directory instead of writing into it.
+func TestServerRefusesClientData(t *testing.T) {
+	env := cleanEnv(t)
+	for _, name := range []string{node.LongTermKeyFile, node.ClientDBFile} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"server", "--data", dir, "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns"},
+			{"id", "--data", dir},
+		} {
+			_, errOut, err := runBinFor(t, 20*time.Second, env, args...)
+			if exitCodeOf(err) != 1 || !strings.Contains(errOut, "client's data directory") || !strings.Contains(errOut, name) {
+				t.Errorf("riffle %s on a client's directory (%s): %v, stderr %q; want a refusal", args[0], name, err, errOut)
+			}
+			if _, err := os.Stat(filepath.Join(dir, node.IdentityFile)); err == nil {
+				t.Errorf("riffle %s wrote an identity into a client's directory", args[0])
+			}
+		}
 	}
 }

@@ -61,7 +61,7 @@ pauses, sending cover only, and says so: "riffle resume" lets it go on for J mor
 type getResult struct {
 	Link    string `json:"link"`
 	Path    string `json:"path"`
-	Already bool   `json:"already,omitempty"` // the file was there from an earlier get
+	Already bool   `json:"already"` // the file was there from an earlier get
 }
 
 // getter fetches a link into a directory: a node.Client's Get or the same
@@ -71,12 +71,13 @@ type getter func(ctx context.Context, link chunker.Link, dir string) (string, er
 // destination is where a get writes: a file path, or a directory to write
 // the file into under its shared name.
 type destination struct {
-	path  string
-	isDir bool
-	mode  os.FileMode // of written files: 0666 less the umask
+	path    string
+	isDir   bool
+	created bool        // the directory was made by checkDestination
+	mode    os.FileMode // of written files: 0666 less the umask
 }
 
-func runGet(c *cli.Context) error {
+func runGet(c *cli.Context) (err error) {
 	args := c.Args().Slice()
 	if len(args) == 0 {
 		return usagef("get needs at least one LINK")
@@ -111,6 +112,15 @@ func runGet(c *cli.Context) error {
 	dst, err := checkDestination(c.String("output"), len(links))
 	if err != nil {
 		return err
+	}
+	if dst.created {
+		// A directory made for this get goes again if the get failed
+		// with nothing in it.
+		defer func() {
+			if err != nil {
+				os.Remove(dst.path)
+			}
+		}()
 	}
 	data, err := clientDataDir(c)
 	if err != nil {
@@ -222,23 +232,35 @@ func runGet(c *cli.Context) error {
 // checkDestination checks -o before anything is fetched: a directory must
 // exist and take new files; a file must not exist (unless an earlier get
 // wrote it, which fetchedBefore finds) and its directory must take it.
+// A path ending in a slash names a directory, made if missing, as cp and
+// rsync take it.
 func checkDestination(out string, nlinks int) (destination, error) {
 	umask := syscall.Umask(0)
 	syscall.Umask(umask)
 	d := destination{path: out, mode: 0o666 &^ os.FileMode(umask)}
-	if out == "" {
+	st, statErr := os.Stat(out)
+	switch {
+	case out == "":
 		d.path, d.isDir = ".", true
-	} else if st, err := os.Stat(out); err == nil && st.IsDir() {
+	case statErr == nil && st.IsDir():
 		d.isDir = true
-	} else if nlinks > 1 {
-		return d, fmt.Errorf("-o %s: with %d links it must be an existing directory", out, nlinks)
-	} else if err == nil && !st.Mode().IsRegular() {
+	case errors.Is(statErr, fs.ErrNotExist) && strings.HasSuffix(out, string(filepath.Separator)):
+		if err := os.MkdirAll(out, 0o777); err != nil {
+			return d, fmt.Errorf("-o %s: create the directory: %w (nothing was fetched)", out, errors.Unwrap(err))
+		}
+		d.isDir, d.created = true, true
+	case nlinks > 1:
+		return d, fmt.Errorf("-o %s: with %d links it must be a directory (end it with %c to have it created)", out, nlinks, filepath.Separator)
+	case statErr == nil && !st.Mode().IsRegular():
 		return d, fmt.Errorf("-o %s exists and is not a regular file", out)
 	}
 	dir := d.path
 	if !d.isDir {
 		dir = filepath.Dir(d.path)
 		st, err := os.Stat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return d, fmt.Errorf("-o %s: directory %s does not exist (to write into a new directory, end -o with %c)", out, dir, filepath.Separator)
+		}
 		if err != nil {
 			return d, fmt.Errorf("-o %s: directory %s: %w", out, dir, err)
 		}
