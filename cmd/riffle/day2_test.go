@@ -195,6 +195,13 @@ func TestLinkTypoRefused(t *testing.T) {
 	if exitCodeOf(err) != 1 || !strings.Contains(errOut, "checksum does not match") || !strings.Contains(errOut, "check the link") || time.Since(t0) > 10*time.Second {
 		t.Fatalf("get of a mistyped link: %v after %v, stderr %q; want a refusal at once that says to check the link", err, time.Since(t0), errOut)
 	}
+	// resume takes a link with its checksums, or its id alone.
+	for _, arg := range []string{link, strings.TrimPrefix(link, chunker.LinkScheme), chunker.Sum([]byte("typo")).String()} {
+		_, errOut, err := runBin(t, env, "resume", "--data", t.TempDir(), arg)
+		if exitCodeOf(err) != 1 || !strings.Contains(errOut, "nothing to resume") {
+			t.Errorf("resume %s: %v, stderr %q; want the id taken (and no client found)", arg, err, errOut)
+		}
+	}
 	// A link cut short says so too.
 	_, errOut, err = runBin(t, env, "get", "--data", t.TempDir(), "-o", t.TempDir(), link[:len(link)-1])
 	if exitCodeOf(err) != 1 || !strings.Contains(errOut, "check the link") {
