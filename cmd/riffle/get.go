@@ -42,7 +42,7 @@ finished finds the file in place and says so. Prints each written path on stdout
 
 A link to a file that is not (yet) published waits; the progress says whether
 the file is in the index the client synced. Once the index synced at the start
-of --unlisted-epochs epochs (2) since the get began lacked the file, the get
+of --unlisted-epochs epochs (4) since the get began lacked the file, the get
 gives up and asks to check the link; --timeout bounds any wait.
 
 A job that has requested chunks in J epochs (8; lower it with --max-epochs)
