@@ -124,6 +124,9 @@ type Client struct {
 	lastManifests [][32]byte
 	// indexSynced: index holds a sync (ls waits for the first).
 	indexSynced bool
+	// indexSyncs counts the syncs taken, so that a get can tell how many
+	// lacked its file (unlisted.go).
+	indexSyncs int
 	// trusted is the current epoch's anonymity set counted over the
 	// servers this client trusts (client_anon.go).
 	trusted int
@@ -164,21 +167,26 @@ type Client struct {
 }
 
 // Stats counts what a client did.
+// Its JSON keys are snake_case, as every status the CLI and the web UI
+// print.
 type Stats struct {
-	Epochs, Rounds    int
-	Uploaded, Fetched int
-	BadAnswers        int
+	Epochs     int `json:"epochs"`
+	Rounds     int `json:"rounds"`
+	Uploaded   int `json:"uploaded"`
+	Fetched    int `json:"fetched"`
+	BadAnswers int `json:"bad_answers"`
 	// CoverAttacks counts corrupted answers to cover queries (random
 	// rows and decoys the client does not want): targeted attacks.
-	CoverAttacks int
+	CoverAttacks int `json:"cover_attacks"`
 	// IndexGaps counts manifests that a signed request list named and
 	// the primary's copy of the index lacked at the next sync (§6.4 v3):
 	// the primary left them out. IndexFilled counts those of them that
 	// the copy synced from another server then held.
-	IndexGaps, IndexFilled int
+	IndexGaps   int `json:"index_gaps"`
+	IndexFilled int `json:"index_filled"`
 	// Unconfirmed counts chunks that went out in a round that ended
 	// without a signed record of it, counted as published (§5.2 v3).
-	Unconfirmed int
+	Unconfirmed int `json:"unconfirmed"`
 }
 
 type upItem struct {

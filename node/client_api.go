@@ -94,8 +94,9 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 	g := &getJob{link: link, dir: dir, root: true, done: make(chan struct{}), ep: c.newJobEpochs(maxEpochsOf(ctx))}
 	c.mu.Lock()
 	c.wants[link.ID] = g
-	mans := c.manifests
+	mans, syncs0 := c.manifests, c.indexSyncs
 	c.mu.Unlock()
+	unlisted, bounded := unlistedEpochsOf(ctx)
 	// Every manifest of the file comes from the synced index (§6.4 v3):
 	// the one synced already, else the next.
 	c.local.push(func() { c.openFromIndex(g, mans) })
@@ -130,6 +131,10 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 			}
 			if total == 0 {
 				if why := c.notIndexed(link.ID); why != "" {
+					if err := c.unlisted(link.ID, syncs0, unlisted, bounded); err != nil {
+						c.dropGet(g)
+						return "", err
+					}
 					c.jobProgress(ctx, "get: %s", why)
 				} else if why := c.waitReason(); why != "" {
 					c.jobProgress(ctx, "get %s: %s", link.ID, why)
@@ -140,20 +145,25 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 			}
 			c.jobProgress(ctx, "get %s: %s", name, progressLine(held, total, rounds, b, time.Since(start)))
 		case <-ctx.Done():
-			c.mu.Lock()
-			if c.wants[link.ID] == g {
-				delete(c.wants, link.ID)
-			}
-			g.cancelled = true
-			asm := g.asm
-			c.mu.Unlock()
-			if asm != nil {
-				// The partial file stays: a later Get into the same
-				// directory verifies it and fetches only what is missing.
-				asm.Close()
-			}
+			c.dropGet(g)
 			return "", ctx.Err()
 		}
+	}
+}
+
+// dropGet withdraws a get that its asker gave up.
+func (c *Client) dropGet(g *getJob) {
+	c.mu.Lock()
+	if c.wants[g.link.ID] == g {
+		delete(c.wants, g.link.ID)
+	}
+	g.cancelled = true
+	asm := g.asm
+	c.mu.Unlock()
+	if asm != nil {
+		// The partial file stays: a later Get into the same directory
+		// verifies it and fetches only what is missing.
+		asm.Close()
 	}
 }
 

@@ -71,6 +71,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	if err == nil {
 		c.mu.Lock()
 		c.index, c.manifests, c.indexSynced = idx, mans, true
+		c.indexSyncs++
 		c.lastManifests = nil
 		c.stats.IndexGaps += gaps
 		c.stats.IndexFilled += filled

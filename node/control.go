@@ -26,7 +26,7 @@ const (
 	ControlSocket = "control.sock"
 
 	ctlShare wire.Type = 100 // u8 encrypt ‖ bytes absolute file path ‖ u8 max epochs
-	ctlGet   wire.Type = 101 // bytes link ‖ bytes absolute directory ‖ u8 max epochs
+	ctlGet   wire.Type = 101 // bytes link ‖ bytes absolute directory ‖ u8 max epochs [‖ u8 unlisted epochs]
 	ctlIndex wire.Type = 102 // empty
 	ctlOK    wire.Type = 110 // bytes result: a link, a path, or an Index
 	// ctlProgress frames (a UTF-8 line of the job's progress, at most
@@ -141,11 +141,11 @@ func (c *Client) control(ctx context.Context, t wire.Type, body []byte) ([]byte,
 		}
 		return []byte(link.String()), nil
 	case ctlGet:
-		link, dir, maxEp, err := parseCtlGet(body)
+		link, dir, maxEp, unlisted, err := parseCtlGet(body)
 		if err != nil {
 			return nil, err
 		}
-		ctx = WithMaxEpochs(ctx, maxEp)
+		ctx = WithUnlistedEpochs(WithMaxEpochs(ctx, maxEp), unlisted)
 		if !filepath.IsAbs(dir) {
 			return nil, errors.New("node: control get needs an absolute directory")
 		}
@@ -200,28 +200,42 @@ func parseCtlShare(b []byte) (string, bool, int, error) {
 	return path, enc == 1, int(maxEp), nil
 }
 
-// encCtlGet and parseCtlGet: bytes link ‖ bytes directory ‖ u8 max epochs.
-func encCtlGet(link chunker.Link, dir string, maxEpochs int) []byte {
+// encCtlGet and parseCtlGet: bytes link ‖ bytes directory ‖ u8 max
+// epochs ‖ u8 unlisted epochs (unlisted.go), absent when it is
+// DefaultUnlistedEpochs. The link goes without checksums, which a client
+// from before them reads too; it was checked when parsed.
+func encCtlGet(link chunker.Link, dir string, maxEpochs, unlisted int) []byte {
+	text := chunker.LinkScheme + link.ID.String()
+	if link.Key != nil {
+		text += "#" + link.Key.String()
+	}
 	var e wire.Enc
-	e.Bytes([]byte(link.String()))
+	e.Bytes([]byte(text))
 	e.Bytes([]byte(dir))
 	e.U8(uint8(maxEpochs))
+	if unlisted != DefaultUnlistedEpochs {
+		e.U8(uint8(unlisted))
+	}
 	return e.B
 }
 
-func parseCtlGet(b []byte) (chunker.Link, string, int, error) {
+func parseCtlGet(b []byte) (chunker.Link, string, int, int, error) {
 	d := wire.Dec{B: b}
 	ls := string(d.Bytes(maxLink, "link"))
 	dir := string(d.Bytes(maxPath, "directory"))
 	maxEp := d.U8("max epochs")
+	unlisted := DefaultUnlistedEpochs
+	if d.Err == nil && len(d.B) > 0 {
+		unlisted = int(d.U8("unlisted epochs"))
+	}
 	if err := d.Done("control get"); err != nil {
-		return chunker.Link{}, "", 0, err
+		return chunker.Link{}, "", 0, 0, err
 	}
 	if maxEp > JobEpochs {
-		return chunker.Link{}, "", 0, fmt.Errorf("node: control get: max epochs %d above %d", maxEp, JobEpochs)
+		return chunker.Link{}, "", 0, 0, fmt.Errorf("node: control get: max epochs %d above %d", maxEp, JobEpochs)
 	}
 	link, err := chunker.ParseLink(ls)
-	return link, dir, int(maxEp), err
+	return link, dir, int(maxEp), unlisted, err
 }
 
 func controlCall(ctx context.Context, sock string, t wire.Type, body []byte, max int) ([]byte, error) {
@@ -304,13 +318,18 @@ func ControlShare(ctx context.Context, sock, path string, encrypt bool) (chunker
 	return chunker.ParseLink(string(rep))
 }
 
-// ControlGet asks the client serving sock to fetch link into dir.
+// ControlGet asks the client serving sock to fetch link into dir, under
+// the bound of WithUnlistedEpochs in ctx (none if ctx has none).
 func ControlGet(ctx context.Context, sock string, link chunker.Link, dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
 	}
-	rep, err := controlCall(ctx, sock, ctlGet, encCtlGet(link, abs, maxEpochsOf(ctx)), maxPath)
+	unlisted, bounded := unlistedEpochsOf(ctx)
+	if !bounded {
+		unlisted = 0
+	}
+	rep, err := controlCall(ctx, sock, ctlGet, encCtlGet(link, abs, maxEpochsOf(ctx), unlisted), maxPath)
 	if err != nil {
 		return "", fmt.Errorf("node: running client: %w", err)
 	}

@@ -305,7 +305,7 @@ const progressEvery = 5 * time.Second
 func (c *Client) notIndexed(id chunker.ID) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.index == nil {
+	if !c.indexSynced {
 		return ""
 	}
 	// A private file has no entry (its sealed root names nothing), only

@@ -30,8 +30,14 @@ const (
 	ProtoPIR    = transport.ProtoPIR
 )
 
-// ProtocolVersion is carried in Hello.
+// ProtocolVersion is carried in Hello: the wire version, the number in
+// the protocol ids above.
 const ProtocolVersion = 1
+
+// DesignVersion is the version of docs/protocol.md that the code
+// implements ("SPEC v3"). Its second and third versions changed checks
+// and behaviour, not encodings, so the wire version stayed 1.
+const DesignVersion = 3
 
 // Deadlines. Every stream gets one; long polls get the longest.
 const (

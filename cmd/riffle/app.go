@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/riffle-net/riffle/node"
 )
 
 // version is set at link time with -ldflags "-X main.version=...".
@@ -19,7 +21,11 @@ func versionString() string {
 			v = bi.Main.Version
 		}
 	}
-	return fmt.Sprintf("riffle %s (%s, %s/%s, protocol v2)", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	// Two protocol numbers, each named: the design (docs/protocol.md) and
+	// the wire version of the stream ids, which a server must share with
+	// its chain.
+	return fmt.Sprintf("riffle %s (%s, %s/%s); protocol design v%d (docs/protocol.md), wire protocol /riffle/%d",
+		v, runtime.Version(), runtime.GOOS, runtime.GOARCH, node.DesignVersion, node.ProtocolVersion)
 }
 
 func newApp() *cli.App {
@@ -60,8 +66,7 @@ func newApp() *cli.App {
 	app.OnUsageError = onUsage
 	for _, cmd := range app.Commands {
 		cmd.OnUsageError = onUsage
-		switch cmd.Name {
-		case "client", "share", "get", "ls", "server", "id":
+		if takesConfig(cmd) {
 			cmd.Before = applyConfig
 		}
 	}

@@ -86,8 +86,22 @@ func TestVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(out, "riffle ") || !strings.Contains(out, "protocol v2") {
+	// One version story (issue 27, point 10): the design version of
+	// docs/protocol.md and the wire version of the stream ids, each
+	// labelled.
+	wire := fmt.Sprintf("/riffle/%d", node.ProtocolVersion)
+	if !strings.HasPrefix(out, "riffle ") || strings.Count(out, "\n") != 1 || strings.Contains(out, "protocol v2") ||
+		!strings.Contains(out, fmt.Sprintf("protocol design v%d", node.DesignVersion)) || !strings.Contains(out, "wire protocol "+wire) {
 		t.Fatalf("version printed %q", out)
+	}
+	for _, p := range []string{string(node.ProtoRoster), string(node.ProtoEpoch), string(node.ProtoRound), string(node.ProtoClient), string(node.ProtoPIR)} {
+		if !strings.HasPrefix(p, wire+"/") {
+			t.Errorf("stream protocol %s is not under %s", p, wire)
+		}
+	}
+	spec, err := os.ReadFile("../../docs/protocol.md")
+	if err != nil || !strings.HasPrefix(string(spec), fmt.Sprintf("# The riffle protocol, version %d\n", node.DesignVersion)) {
+		t.Errorf("docs/protocol.md does not say version %d in its title: %v", node.DesignVersion, err)
 	}
 }
 

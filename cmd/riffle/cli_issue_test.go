@@ -390,7 +390,7 @@ func TestGetOfNothing(t *testing.T) {
 	tn := startNet(t, 1, 2)
 	tn.startClientDaemon(t, 0, t.TempDir())
 	const link = "riffle:ty4uvsii5v7k4m3kp7a5ys373bmpez3hzhvjj5242iqyqbffsdzq"
-	_, errOut, err := runBin(t, tn.env, "get", "--server", tn.addrs[0], "--data", t.TempDir(), "-o", t.TempDir(), "--timeout", "10s", link)
+	_, errOut, err := runBin(t, tn.env, "get", "--server", tn.addrs[0], "--data", t.TempDir(), "-o", t.TempDir(), "--unlisted-epochs", "0", "--timeout", "10s", link)
 	if exitCodeOf(err) != 1 || !strings.Contains(errOut, "is not in the index synced") || !strings.Contains(errOut, "timed out after 10s") {
 		t.Fatalf("get of nothing: %v\n%s", err, errOut)
 	}

@@ -57,11 +57,7 @@ func withTimeout(ctx context.Context, c *cli.Context) (context.Context, context.
 // jobError words the error of a share or get job: an interrupt or a
 // timeout says so and what became of the job, not "context canceled".
 func jobError(ctx context.Context, c *cli.Context, what string, err error, p *progress) error {
-	msg := err.Error()
-	for _, s := range []string{"node: running client: ", "peer refused: ", "context canceled: ", "context deadline exceeded: ", "context canceled", "context deadline exceeded"} {
-		msg = strings.Replace(msg, s, "", 1)
-	}
-	msg = strings.TrimPrefix(msg, ": ")
+	msg := jobMessage(err)
 	switch {
 	case interrupt.Load() != 0:
 		if msg == "" {
@@ -78,6 +74,16 @@ func jobError(ctx context.Context, c *cli.Context, what string, err error, p *pr
 		return fmt.Errorf("%s: timed out after %v: %s", what, c.Duration("timeout"), msg)
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// jobMessage is a job's error without the prefixes of the layers it came
+// through.
+func jobMessage(err error) string {
+	msg := err.Error()
+	for _, s := range []string{"node: running client: ", "peer refused: ", "context canceled: ", "context deadline exceeded: ", "context canceled", "context deadline exceeded"} {
+		msg = strings.Replace(msg, s, "", 1)
+	}
+	return strings.TrimPrefix(msg, ": ")
 }
 
 // joinError words a failure to reach the primary: libp2p lists every

@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -44,12 +46,11 @@ func applyConfig(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	name := c.Command.Name
-	serverSide := name == "server" || name == "id"
-	flags := map[string]bool{}
+	serverSide := serverSideCommand(c.Command.Name)
+	flags := map[string]cli.Flag{}
 	for _, f := range c.Command.Flags {
 		for _, n := range f.Names() {
-			flags[n] = true
+			flags[n] = f
 		}
 	}
 	for _, l := range lines {
@@ -57,15 +58,55 @@ func applyConfig(c *cli.Context) error {
 			return fmt.Errorf("config %s line %d: unknown key %q (known: %s)", path, l.n, l.key, strings.Join(configKeys(), ", "))
 		}
 		key, forServer := strings.CutPrefix(l.key, serverPrefix)
-		if forServer != serverSide || !flags[key] || (!forServer && key == "server") || c.IsSet(key) && !setFromConfig[key] {
+		if forServer != serverSide || flags[key] == nil || (!forServer && key == "server") || c.IsSet(key) && !setFromConfig[key] {
 			continue
 		}
-		if err := c.Set(key, l.val); err != nil {
+		val := l.val
+		if _, ok := flags[key].(*cli.BoolFlag); ok {
+			b, err := parseConfigBool(val)
+			if err != nil {
+				return fmt.Errorf("config %s line %d: %s: %w", path, l.n, l.key, err)
+			}
+			val = strconv.FormatBool(b)
+		}
+		if err := c.Set(key, val); err != nil {
 			return fmt.Errorf("config %s line %d: %s: %w", path, l.n, l.key, err)
 		}
 		setFromConfig[key] = true
 	}
 	return nil
+}
+
+// parseConfigBool reads a boolean as people write one in a config file.
+func parseConfigBool(s string) (bool, error) {
+	switch strings.ToLower(s) {
+	case "yes", "on", "true", "1":
+		return true, nil
+	case "no", "off", "false", "0":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is not a boolean (yes/no, on/off, true/false or 1/0)", s)
+}
+
+// serverSideCommand reports whether the command takes the "server." keys.
+func serverSideCommand(name string) bool { return name == "server" || name == "id" }
+
+// takesConfig reports whether cmd has a flag that the config file can
+// set: every such command reads the file, so that no command looks at
+// another data directory or server than its siblings do.
+func takesConfig(cmd *cli.Command) bool {
+	keys := clientConfigKeys
+	if serverSideCommand(cmd.Name) {
+		keys = serverConfigKeys
+	}
+	for _, f := range cmd.Flags {
+		for _, n := range f.Names() {
+			if slices.Contains(keys, n) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // setFromConfig marks flags set by applyConfig (so that a repeated key

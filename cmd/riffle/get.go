@@ -41,13 +41,17 @@ files are kept in the client data directory (--data); a get run again after it
 finished finds the file in place and says so. Prints each written path on stdout.
 
 A link to a file that is not (yet) published waits; the progress says whether
-the file is in the index the client synced, and --timeout bounds the wait.
+the file is in the index the client synced. Once the index synced at the start
+of --unlisted-epochs epochs (4) since the get began lacked the file, the get
+gives up and asks to check the link; --timeout bounds any wait.
 
 A job that has requested chunks in J epochs (8; lower it with --max-epochs)
 pauses, sending cover only, and says so: "riffle resume" lets it go on for J more.`,
 		Flags: append(clientFlags(),
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "file to write, or directory to write into"},
 			&cli.BoolFlag{Name: "json", Usage: `print one JSON object a link on stdout: {"link", "path", "already"}`},
+			&cli.IntFlag{Name: "unlisted-epochs", Value: node.DefaultUnlistedEpochs,
+				Usage: "give up once the index synced at the start of N epochs since the get began lacked the file (0: wait until --timeout or Ctrl-C)"},
 			maxEpochsFlag(), timeoutFlag()),
 		Action: runGet,
 	})
@@ -57,7 +61,7 @@ pauses, sending cover only, and says so: "riffle resume" lets it go on for J mor
 type getResult struct {
 	Link    string `json:"link"`
 	Path    string `json:"path"`
-	Already bool   `json:"already,omitempty"` // the file was there from an earlier get
+	Already bool   `json:"already"` // the file was there from an earlier get
 }
 
 // getter fetches a link into a directory: a node.Client's Get or the same
@@ -67,12 +71,13 @@ type getter func(ctx context.Context, link chunker.Link, dir string) (string, er
 // destination is where a get writes: a file path, or a directory to write
 // the file into under its shared name.
 type destination struct {
-	path  string
-	isDir bool
-	mode  os.FileMode // of written files: 0666 less the umask
+	path    string
+	isDir   bool
+	created bool        // the directory was made by checkDestination
+	mode    os.FileMode // of written files: 0666 less the umask
 }
 
-func runGet(c *cli.Context) error {
+func runGet(c *cli.Context) (err error) {
 	args := c.Args().Slice()
 	if len(args) == 0 {
 		return usagef("get needs at least one LINK")
@@ -81,12 +86,19 @@ func runGet(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if n := c.Int("unlisted-epochs"); n < 0 || n > 255 {
+		return usagef("--unlisted-epochs %d: give 0 to 255", n)
+	}
+	jctx = node.WithUnlistedEpochs(jctx, c.Int("unlisted-epochs"))
 	links := make([]chunker.Link, len(args))
 	seen := map[chunker.ID]int{}
 	for i, a := range args {
 		l, err := chunker.ParseLink(strings.TrimSpace(a))
 		if err != nil {
 			// The link itself is not echoed: it may carry a key.
+			if !strings.Contains(err.Error(), "check the link") {
+				err = fmt.Errorf("%w; check the link", err)
+			}
 			return fmt.Errorf("link %d: %w", i+1, err)
 		}
 		// The client keeps one download per file id: a repeated link
@@ -100,6 +112,15 @@ func runGet(c *cli.Context) error {
 	dst, err := checkDestination(c.String("output"), len(links))
 	if err != nil {
 		return err
+	}
+	if dst.created {
+		// A directory made for this get goes again if the get failed
+		// with nothing in it.
+		defer func() {
+			if err != nil {
+				os.Remove(dst.path)
+			}
+		}()
 	}
 	data, err := clientDataDir(c)
 	if err != nil {
@@ -199,6 +220,10 @@ func runGet(c *cli.Context) error {
 		if ctx.Err() != nil && interrupt.Load() != 0 {
 			return fmt.Errorf("%s: interrupted; partial download kept under %s, the same command resumes it", what, filepath.Join(data, downloadsDir))
 		}
+		if strings.Contains(err.Error(), node.ErrNotListed.Error()) {
+			return fmt.Errorf("%s: %s: check the link (one wrong character names a file nobody shared); "+
+				"if it was shared only just now, run get again after the next epoch, or give --unlisted-epochs N to wait longer", what, jobMessage(err))
+		}
 		return jobError(ctx, c, what, err, p)
 	}
 	return nil
@@ -207,23 +232,35 @@ func runGet(c *cli.Context) error {
 // checkDestination checks -o before anything is fetched: a directory must
 // exist and take new files; a file must not exist (unless an earlier get
 // wrote it, which fetchedBefore finds) and its directory must take it.
+// A path ending in a slash names a directory, made if missing, as cp and
+// rsync take it.
 func checkDestination(out string, nlinks int) (destination, error) {
 	umask := syscall.Umask(0)
 	syscall.Umask(umask)
 	d := destination{path: out, mode: 0o666 &^ os.FileMode(umask)}
-	if out == "" {
+	st, statErr := os.Stat(out)
+	switch {
+	case out == "":
 		d.path, d.isDir = ".", true
-	} else if st, err := os.Stat(out); err == nil && st.IsDir() {
+	case statErr == nil && st.IsDir():
 		d.isDir = true
-	} else if nlinks > 1 {
-		return d, fmt.Errorf("-o %s: with %d links it must be an existing directory", out, nlinks)
-	} else if err == nil && !st.Mode().IsRegular() {
+	case errors.Is(statErr, fs.ErrNotExist) && strings.HasSuffix(out, string(filepath.Separator)):
+		if err := os.MkdirAll(out, 0o777); err != nil {
+			return d, fmt.Errorf("-o %s: create the directory: %w (nothing was fetched)", out, errors.Unwrap(err))
+		}
+		d.isDir, d.created = true, true
+	case nlinks > 1:
+		return d, fmt.Errorf("-o %s: with %d links it must be a directory (end it with %c to have it created)", out, nlinks, filepath.Separator)
+	case statErr == nil && !st.Mode().IsRegular():
 		return d, fmt.Errorf("-o %s exists and is not a regular file", out)
 	}
 	dir := d.path
 	if !d.isDir {
 		dir = filepath.Dir(d.path)
 		st, err := os.Stat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return d, fmt.Errorf("-o %s: directory %s does not exist (to write into a new directory, end -o with %c)", out, dir, filepath.Separator)
+		}
 		if err != nil {
 			return d, fmt.Errorf("-o %s: directory %s: %w", out, dir, err)
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,9 +22,10 @@ import (
 // then hand their jobs to it instead of joining epochs on their own (one
 // long-lived participant gives better cover than many short ones).
 //
-// A job runs only under the flags its user gave: if --server (or
-// $RIFFLE_SERVER) names another primary, or a --require-server is not
-// required by the running client, the job is refused with the reason.
+// The job runs under the running client's settings, and the command says
+// which. Only a flag the user set for this command (on the command line
+// or in the environment; the config file gives defaults) that the client
+// does not honour refuses the job, naming the flag.
 func runningClient(ctx context.Context, c *cli.Context) (string, error) {
 	dir, err := clientDataDir(c)
 	if err != nil {
@@ -38,31 +41,99 @@ func runningClient(ctx context.Context, c *cli.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("a riffle client runs on data directory %s but does not answer: %w", dir, err)
 	}
-	var want peer.ID
-	if c.String("server") != "" || strings.TrimSpace(os.Getenv(envServer)) != "" {
+	if err := handoverConflict(c, st); err != nil {
+		return "", fmt.Errorf("%w: refusing to hand it this job; drop the flag to run the job under that client's settings, "+
+			"or stop that client (it runs on data directory %s), or give this command another --data", err, dir)
+	}
+	if !quiet(c) {
+		fmt.Fprintf(stderr(c), "handing the job to the riffle client running on %s, under its settings: %s\n", dir, clientSettings(st))
+	}
+	return sock, nil
+}
+
+// clientSettings says what a running client's jobs run under.
+func clientSettings(st *node.ClientStatus) string {
+	s := fmt.Sprintf("server %s, min-anonymity %d", st.Primary, st.MinAnonymity)
+	if len(st.Require) > 0 {
+		s += ", require-server " + strings.Join(st.Require, " ")
+	}
+	if st.AcceptBudgetDrops {
+		s += ", accept-budget-drops"
+	}
+	return s
+}
+
+// handoverConflict names the flag the user set for this command that the
+// running client of status st does not honour (nil: none). A stricter
+// client is no conflict: it requires more servers, or a larger anonymity
+// set, than the user asked for.
+func handoverConflict(c *cli.Context, st *node.ClientStatus) error {
+	if src := explicitFlag(c, "server"); src != "" {
 		s, err := primary(c)
 		if err != nil {
-			return "", err
+			return err
 		}
 		a, _ := ma.NewMultiaddr(s)
 		ai, _ := peer.AddrInfoFromP2pAddr(a)
-		want = ai.ID
+		if ai.ID.String() != st.Primary {
+			return fmt.Errorf("%s names server %s, but the running client joins through server %s, not %s", src, ai.ID, st.Primary, ai.ID)
+		}
 	}
-	req, err := requiredServers(c)
-	if err != nil {
-		return "", err
+	if src := explicitFlag(c, "require-server"); src != "" {
+		req, err := requiredServers(c)
+		if err != nil {
+			return err
+		}
+		for _, r := range req {
+			if r.String() != st.Primary && !slices.Contains(st.Require, r.String()) {
+				return fmt.Errorf("%s %s: the running client does not require server %s (it requires %s)", src, r, r, strings.Join(append([]string{st.Primary}, st.Require...), ", "))
+			}
+		}
 	}
-	err = node.CheckHandover(st, want, req, c.Int("min-anonymity"))
-	if err == nil {
-		err = node.CheckBudgetHandover(st, c.Bool("accept-budget-drops"))
+	if src := explicitFlag(c, "min-anonymity"); src != "" && c.Int("min-anonymity") > st.MinAnonymity {
+		return fmt.Errorf("%s %d: the running client holds jobs only for an anonymity set of at least %d clients", src, c.Int("min-anonymity"), st.MinAnonymity)
 	}
-	if err != nil {
-		return "", fmt.Errorf("%w: refusing to hand it this job; stop that client (it runs on data directory %s) or give this command another --data", err, dir)
+	if src := explicitFlag(c, "accept-budget-drops"); src != "" && !c.Bool("accept-budget-drops") && st.AcceptBudgetDrops {
+		return fmt.Errorf("%s=false: the running client takes chains that dropped a server for its refusal budget (it runs with --accept-budget-drops)", src)
 	}
-	if !quiet(c) {
-		fmt.Fprintf(stderr(c), "handing the job to the riffle client running on %s\n", dir)
+	return nil
+}
+
+// explicitFlag returns how the user set flag name for this command:
+// "--name" on the command line, "$VAR" in the environment, or "" when the
+// flag has its default or the config file's value.
+func explicitFlag(c *cli.Context, name string) string {
+	if name == "server" {
+		// $RIFFLE_SERVER is read by primary, not by the flag.
+		if c.String("server") != "" {
+			return "--server"
+		}
+		if strings.TrimSpace(os.Getenv(envServer)) != "" {
+			return "$" + envServer
+		}
+		return ""
 	}
-	return sock, nil
+	if !c.IsSet(name) || setFromConfig[name] {
+		return ""
+	}
+	for _, f := range c.Command.Flags {
+		ef, ok := f.(interface{ GetEnvVars() []string })
+		if !ok || !slices.Contains(f.Names(), name) {
+			continue
+		}
+		// The command line wins over the environment: the variable is
+		// named only when the value is its.
+		for _, e := range ef.GetEnvVars() {
+			v := strings.TrimSpace(os.Getenv(e))
+			if v == "" {
+				continue
+			}
+			if b, err := strconv.ParseBool(v); err == nil && c.Value(name) == b || v == fmt.Sprint(c.Value(name)) {
+				return "$" + e
+			}
+		}
+	}
+	return "--" + name
 }
 
 // withStderrProgress has the progress lines of a job handed to a running

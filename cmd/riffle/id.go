@@ -40,6 +40,9 @@ func runID(c *cli.Context) error {
 	if dir == "" {
 		return usagef("id needs --data DIR, the server's data directory")
 	}
+	if err := notClientData(dir); err != nil {
+		return err
+	}
 	_, statErr := os.Stat(filepath.Join(dir, node.IdentityFile))
 	priv, err := node.LoadIdentity(dir)
 	if err != nil {

@@ -27,14 +27,16 @@ is sealed under the key that only its link carries.`,
 	})
 }
 
-// lsEntry is one row of `riffle ls --json`.
+// lsEntry is one row of `riffle ls --json`: the keys of a file in the
+// web UI's JSON API (webui.FileView).
 type lsEntry struct {
-	Name   string    `json:"name"`
-	Size   uint64    `json:"size"`
-	Chunks uint32    `json:"chunks"`
-	Link   string    `json:"link"`
-	Round  uint32    `json:"round"`
-	Time   time.Time `json:"time"`
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Size      uint64    `json:"size"`
+	Chunks    uint32    `json:"chunks"`
+	Round     uint32    `json:"round"`
+	Published time.Time `json:"published"`
+	Link      string    `json:"link"`
 }
 
 func runLs(c *cli.Context) error {
@@ -69,9 +71,9 @@ func runLs(c *cli.Context) error {
 	rows := make([]lsEntry, 0, len(idx))
 	for _, e := range idx {
 		rows = append(rows, lsEntry{
-			Name: e.Name, Size: e.Size, Chunks: e.Chunks,
+			ID: chunker.ID(e.FileID).String(), Name: e.Name, Size: e.Size, Chunks: e.Chunks,
 			Link:  chunker.Link{ID: chunker.ID(e.FileID)}.String(),
-			Round: e.Round, Time: e.Time.UTC(),
+			Round: e.Round, Published: e.Time.UTC(),
 		})
 	}
 	// By name, then newest first: what a reader looks for.
@@ -90,7 +92,7 @@ func runLs(c *cli.Context) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSIZE\tLINK\tWHEN")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", lsName(r.Name), humanBytes(r.Size), r.Link, r.Time.Format(time.RFC3339))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", lsName(r.Name), humanBytes(r.Size), r.Link, r.Published.Format(time.RFC3339))
 	}
 	return tw.Flush()
 }

@@ -35,8 +35,14 @@ func runResume(c *cli.Context) error {
 	}
 	id := strings.TrimSpace(c.Args().First())
 	if id != "" {
-		fid, err := chunker.ParseID(strings.TrimPrefix(id, "riffle:"))
+		// The id alone, or a link's id part (its key is not needed).
+		text, _, _ := strings.Cut(strings.TrimPrefix(strings.ToLower(id), chunker.LinkScheme), "#")
+		fid, err := chunker.ParseID(text)
 		if err != nil {
+			// Not echoed if it is a private link: it carries a key.
+			if strings.Contains(id, "#") {
+				return usagef("resume: not a file id: %v", err)
+			}
 			return usagef("resume: %q is not a file id: %v", id, err)
 		}
 		id = fid.String()

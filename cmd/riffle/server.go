@@ -102,6 +102,9 @@ func runServer(c *cli.Context) error {
 	if c.String("data") == "" {
 		return usagef("server needs --data DIR (its identity key and store live there)")
 	}
+	if err := notClientData(c.String("data")); err != nil {
+		return err
+	}
 	params, err := serverParams(c)
 	if err != nil {
 		return err
@@ -181,6 +184,18 @@ func runServer(c *cli.Context) error {
 	os.Remove(path)
 	if err := s.Close(); err != nil {
 		return fmt.Errorf("close server: %w", err)
+	}
+	return nil
+}
+
+// notClientData refuses a client's data directory as a server's: the
+// server would write its identity and store among the client's files.
+// A client's directory is known by the files a client writes there.
+func notClientData(dir string) error {
+	for _, name := range []string{node.LongTermKeyFile, node.ClientDBFile, node.ControlSocket} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return fmt.Errorf("%s is a riffle client's data directory (it holds %s): give the server a directory of its own", dir, name)
+		}
 	}
 	return nil
 }

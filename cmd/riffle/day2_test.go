@@ -1,0 +1,350 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/webui"
+	"github.com/riffle-net/riffle/node"
+)
+
+// Tests of issue 27, "day two": what a user meets after the first share.
+
+// writeConfig writes the config file of env (cleanEnv's XDG directory).
+func writeConfig(t *testing.T, env []string, text string) string {
+	t.Helper()
+	xdg := strings.TrimPrefix(env[len(env)-1], "XDG_CONFIG_HOME=")
+	path := filepath.Join(xdg, configDirName, configFileName)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Point 2: every command that takes a flag the config file can set reads
+// the file; status, resume and ui once looked at the default data
+// directory whatever the file said.
+func TestConfigAppliesToEveryCommand(t *testing.T) {
+	for _, cmd := range newApp().Commands {
+		if takesConfig(cmd) && cmd.Before == nil {
+			t.Errorf("riffle %s takes config flags but does not read the config file", cmd.Name)
+		}
+	}
+	for _, name := range []string{"status", "resume", "ui", "share", "get", "ls", "client", "server", "id"} {
+		var found bool
+		for _, cmd := range newApp().Commands {
+			if cmd.Name == name {
+				found = takesConfig(cmd)
+			}
+		}
+		if !found {
+			t.Errorf("riffle %s does not count as taking the config file", name)
+		}
+	}
+
+	env := cleanEnv(t)
+	data := filepath.Join(t.TempDir(), "configured")
+	writeConfig(t, env, "data = "+data+"\n")
+	for _, cmd := range []string{"status", "resume"} {
+		_, errOut, err := runBin(t, env, cmd)
+		if exitCodeOf(err) != 1 || !strings.Contains(errOut, "no riffle client runs on data directory "+data) {
+			t.Errorf("riffle %s with data in the config: %v, stderr %q; want it to look at %s", cmd, err, errOut, data)
+		}
+	}
+	// ui finds the client that runs on the configured directory (here a
+	// listening socket and the URL file such a client writes) instead of
+	// starting a second client elsewhere.
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", filepath.Join(data, node.ControlSocket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	const url = "http://127.0.0.1:7777/"
+	if err := os.WriteFile(filepath.Join(data, uiURLFile), []byte(url+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runBin(t, env, "ui")
+	if err != nil || strings.TrimSpace(out) != url {
+		t.Errorf("riffle ui with data in the config: %v, stdout %q, stderr %q; want %s", err, out, errOut, url)
+	}
+}
+
+// Point 9: a boolean in the config file is written as people write one.
+func TestConfigBooleans(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config")
+	t.Setenv(configEnv, cfg)
+	run := func(text string, args ...string) (bool, error) {
+		t.Helper()
+		if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		clear(setFromConfig)
+		var got bool
+		app := &cli.App{Name: "riffle", Writer: &strings.Builder{}, ErrWriter: &strings.Builder{}, Commands: []*cli.Command{{
+			Name: "probe", Flags: clientFlags(), Before: applyConfig,
+			Action: func(c *cli.Context) error { got = c.Bool("quiet"); return nil },
+		}}}
+		err := app.Run(append([]string{"riffle", "probe"}, args...))
+		return got, err
+	}
+	for val, want := range map[string]bool{"yes": true, "Yes": true, "on": true, "true": true, "1": true, "no": false, "OFF": false, "false": false, "0": false} {
+		got, err := run("quiet = " + val + "\n")
+		if err != nil || got != want {
+			t.Errorf("quiet = %s: %v, %v; want %v", val, got, err, want)
+		}
+	}
+	if _, err := run("# c\nquiet = maybe\n"); err == nil || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), "yes/no") {
+		t.Errorf("quiet = maybe: %v; want an error naming line 2 and the words accepted", err)
+	}
+	// The command line still wins.
+	if got, err := run("quiet = yes\n", "--quiet=false"); err != nil || got {
+		t.Errorf("--quiet=false over quiet = yes: %v, %v", got, err)
+	}
+}
+
+// withoutEnv returns env less the variables named.
+func withoutEnv(env []string, names ...string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(names, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// Point 3: a command handed to a running client takes that client's
+// settings and says so; only a flag the user set that the client does not
+// honour refuses the job, and the refusal names the flag.
+func TestHandoverTakesClientSettings(t *testing.T) {
+	tn := startNet(t, 1, 2)
+	data := t.TempDir()
+	tn.startClientDaemon(t, 0, data, "--min-anonymity", "3", "--accept-budget-drops")
+	file, _ := writeRandom(t, "f.bin", 100)
+	// No $RIFFLE_MIN_ANONYMITY: the command's own default (8) is more than
+	// the client's 3, and the client's setting is taken.
+	env := withoutEnv(tn.env, "RIFFLE_MIN_ANONYMITY")
+	handed := func(env []string, args ...string) {
+		t.Helper()
+		p := start(t, env, args...)
+		waitFor(t, 20*time.Second, "riffle "+args[0]+" to hand its job over or fail", func() bool {
+			return strings.Contains(p.errb.String(), "handing the job") || p.wait(0) >= 0
+		})
+		e := p.errb.String()
+		if !strings.Contains(e, "under its settings: server ") || !strings.Contains(e, "min-anonymity 3") || !strings.Contains(e, "accept-budget-drops") {
+			t.Errorf("riffle %q: stderr %q; want the job handed over under the client's settings, said", args, e)
+		}
+	}
+	handed(env, "share", "--data", data, file)
+	handed(env, "ls", "--data", data)
+	// The config file gives defaults, not an explicit wish.
+	writeConfig(t, env, "min-anonymity = 8\naccept-budget-drops = no\n")
+	handed(env, "share", "--data", data, file)
+	// Stricter than the client asked for explicitly: refused, naming the
+	// flag (or the variable).
+	for _, tc := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{env, []string{"share", "--data", data, "--min-anonymity", "8", file}, "--min-anonymity 8:"},
+		{append(env, "RIFFLE_MIN_ANONYMITY=9"), []string{"share", "--data", data, file}, "$RIFFLE_MIN_ANONYMITY 9:"},
+		{env, []string{"ls", "--data", data, "--accept-budget-drops=false"}, "--accept-budget-drops=false:"},
+	} {
+		_, errOut, err := runBin(t, tc.env, tc.args...)
+		if exitCodeOf(err) != 1 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "refusing") {
+			t.Errorf("riffle %q: %v, stderr %q; want a refusal naming %q", tc.args, err, errOut, tc.want)
+		}
+	}
+	// A weaker wish than the client's is no conflict.
+	handed(env, "ls", "--data", data, "--min-anonymity", "2")
+}
+
+// Point 5: a one-character typo in a link is refused at once, and says to
+// check the link.
+func TestLinkTypoRefused(t *testing.T) {
+	env := cleanEnv(t)
+	link := chunker.Link{ID: chunker.Sum([]byte("typo"))}.String()
+	i := len(link) / 2
+	c := byte('a')
+	if link[i] == c {
+		c = 'b'
+	}
+	typo := link[:i] + string(c) + link[i+1:]
+	t0 := time.Now()
+	_, errOut, err := runBin(t, env, "get", "--server", "/ip4/127.0.0.1/tcp/1/p2p/12D3KooWEUbcN5uGcp14c1WytkD63tKzr8uSb5sSGsUGvPedroqY",
+		"--data", t.TempDir(), "-o", t.TempDir(), typo)
+	if exitCodeOf(err) != 1 || !strings.Contains(errOut, "checksum does not match") || !strings.Contains(errOut, "check the link") || time.Since(t0) > 10*time.Second {
+		t.Fatalf("get of a mistyped link: %v after %v, stderr %q; want a refusal at once that says to check the link", err, time.Since(t0), errOut)
+	}
+	// resume takes a link with its checksums, or its id alone.
+	for _, arg := range []string{link, strings.TrimPrefix(link, chunker.LinkScheme), chunker.Sum([]byte("typo")).String()} {
+		_, errOut, err := runBin(t, env, "resume", "--data", t.TempDir(), arg)
+		if exitCodeOf(err) != 1 || !strings.Contains(errOut, "nothing to resume") {
+			t.Errorf("resume %s: %v, stderr %q; want the id taken (and no client found)", arg, err, errOut)
+		}
+	}
+	// A link cut short says so too.
+	_, errOut, err = runBin(t, env, "get", "--data", t.TempDir(), "-o", t.TempDir(), link[:len(link)-1])
+	if exitCodeOf(err) != 1 || !strings.Contains(errOut, "check the link") {
+		t.Fatalf("get of a link cut short: %v, stderr %q", err, errOut)
+	}
+}
+
+// Point 5: a get of an id that the index lacks gives up after a bound of
+// epochs, with a hint, instead of waiting forever; handed to a running
+// client too.
+func TestGetUnlistedGivesUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out epochs")
+	}
+	tn := startNet(t, 1, 2)
+	// Two running clients: epochs open whatever the gets do.
+	cover := t.TempDir()
+	tn.startClientDaemon(t, 0, cover)
+	tn.startClientDaemon(t, 0, t.TempDir())
+	link := chunker.Link{ID: chunker.Sum([]byte("nobody shared this"))}.String()
+	for _, args := range [][]string{
+		{"get", "--server", tn.addrs[0], "--data", t.TempDir(), "-o", t.TempDir(), "--timeout", "90s", link},
+		{"get", "--data", cover, "-o", t.TempDir(), "--unlisted-epochs", "1", "--timeout", "90s", link},
+	} {
+		t0 := time.Now()
+		_, errOut, err := runBin(t, tn.env, args...)
+		el := time.Since(t0)
+		if exitCodeOf(err) != 1 || !strings.Contains(errOut, "is not in the index synced at the start of") ||
+			!strings.Contains(errOut, "check the link") || strings.Contains(errOut, "timed out") {
+			t.Fatalf("riffle %q: %v after %v, stderr:\n%s\nwant it to give up before --timeout and say to check the link", args, err, el, errOut)
+		}
+		lines := strings.Split(strings.TrimSpace(errOut), "\n")
+		t.Logf("riffle %s gave up after %v: %s", strings.Join(args[1:4], " "), el.Round(100*time.Millisecond), lines[len(lines)-1])
+	}
+}
+
+// jsonKeys returns every object key in the JSON encoding of v, at any
+// depth.
+func jsonKeys(t *testing.T, v any) []string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x any
+	if err := json.Unmarshal(b, &x); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	var walk func(any)
+	walk = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			for k, v := range x {
+				keys = append(keys, k)
+				walk(v)
+			}
+		case []any:
+			for _, v := range x {
+				walk(v)
+			}
+		}
+	}
+	walk(x)
+	sort.Strings(keys)
+	return keys
+}
+
+// Point 9: `status --json` has the snake_case keys of the web UI's JSON
+// API, to the last one.
+func TestStatusJSONKeys(t *testing.T) {
+	snake := regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+	client := node.ClientStatus{Require: []string{"x"}, Epoch: "e", Chain: []node.ChainServer{{ID: "a"}}, DataDir: "d",
+		AcceptBudgetDrops: true, Waiting: "w", Stats: node.Stats{Epochs: 1}, Paused: []node.PausedJob{{ID: "p"}}}
+	server := node.ServerStatus{Roster: []node.RosterMember{{ID: "r"}}, Epoch: "e", Chain: []node.ChainServer{{ID: "a"}}}
+	for _, v := range []any{client, server} {
+		for _, k := range jsonKeys(t, v) {
+			if !snake.MatchString(k) {
+				t.Errorf("%T: JSON key %q is not snake_case", v, k)
+			}
+		}
+	}
+}
+
+// Point 9: `ls --json` has the keys of a file in the web UI's JSON API
+// (published, not time), and `get --json` always says "already".
+func TestListAndGetJSON(t *testing.T) {
+	ls, api := jsonKeys(t, lsEntry{}), jsonKeys(t, webui.FileView{})
+	if !slices.Equal(ls, api) {
+		t.Errorf("ls --json keys %q, the API's %q", ls, api)
+	}
+	b, _ := json.Marshal(getResult{Link: "riffle:x", Path: "p"})
+	if !strings.Contains(string(b), `"already":false`) {
+		t.Errorf("get --json of a fresh fetch: %s; want \"already\":false", b)
+	}
+}
+
+// Point 9: `-o out/` names a directory, made when missing; a file in a
+// missing directory says how to ask for one.
+func TestGetOutputNewDirectory(t *testing.T) {
+	base := t.TempDir()
+	for _, out := range []string{filepath.Join(base, "out") + "/", filepath.Join(base, "a", "b") + "/"} {
+		d, err := checkDestination(out, 2)
+		if st, serr := os.Stat(out); err != nil || !d.isDir || !d.created || serr != nil || !st.IsDir() {
+			t.Errorf("-o %s: %+v, %v; want the directory made", out, d, err)
+		}
+	}
+	if _, err := checkDestination(filepath.Join(base, "missing", "f.txt"), 1); err == nil || !strings.Contains(err.Error(), "end -o with /") {
+		t.Errorf("-o into a missing directory: %v; want a hint to end -o with /", err)
+	}
+	if _, err := checkDestination(filepath.Join(base, "nodir"), 2); err == nil || !strings.Contains(err.Error(), "to have it created") {
+		t.Errorf("-o missing with two links: %v", err)
+	}
+	// A get that fails takes back the directory it made.
+	env := cleanEnv(t)
+	out := filepath.Join(base, "taken-back") + "/"
+	link := chunker.Link{ID: chunker.Sum([]byte("d"))}.String()
+	_, errOut, err := runBin(t, env, "get", "--data", t.TempDir(), "-o", out, link)
+	if _, serr := os.Stat(out); exitCodeOf(err) != 1 || !strings.Contains(errOut, "no server") || serr == nil {
+		t.Errorf("get -o %s without a server: %v, %q, stat %v; want it past the destination check and the directory gone", out, err, errOut, serr)
+	}
+}
+
+// Point 9: `riffle server` (and `riffle id`) refuse a client's data
+// directory instead of writing into it.
+func TestServerRefusesClientData(t *testing.T) {
+	env := cleanEnv(t)
+	for _, name := range []string{node.LongTermKeyFile, node.ClientDBFile} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"server", "--data", dir, "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns"},
+			{"id", "--data", dir},
+		} {
+			_, errOut, err := runBinFor(t, 20*time.Second, env, args...)
+			if exitCodeOf(err) != 1 || !strings.Contains(errOut, "client's data directory") || !strings.Contains(errOut, name) {
+				t.Errorf("riffle %s on a client's directory (%s): %v, stderr %q; want a refusal", args[0], name, err, errOut)
+			}
+			if _, err := os.Stat(filepath.Join(dir, node.IdentityFile)); err == nil {
+				t.Errorf("riffle %s wrote an identity into a client's directory", args[0])
+			}
+		}
+	}
+}
