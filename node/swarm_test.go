@@ -3,10 +3,13 @@ package node
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,8 +18,11 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/node/transport/memnet"
 )
 
@@ -47,6 +53,9 @@ const (
 	swarmEpochsMax = 64
 	// swarmDiskMax bounds a server's data directory.
 	swarmDiskMax = 256 << 20
+	// swarmHeapMax bounds the heap of the whole process: every server and
+	// client of the swarm.
+	swarmHeapMax = 2 << 30
 )
 
 // swarmCISeeds are the seeds `make test` runs: each found nothing when it
@@ -130,6 +139,7 @@ type fault struct {
 	kind   string
 	server int
 	until  time.Time
+	stop   func() // an outsider's end
 }
 
 func (w *swarm) logf(format string, args ...any) {
@@ -370,7 +380,23 @@ func (w *swarm) startFault() fault {
 	sv := w.servers[i]
 	f := fault{server: i, until: time.Now().Add(time.Duration(5+w.rng.IntN(40)) * time.Second)}
 	w.faults++
-	switch w.rng.IntN(4) {
+	k := w.rng.IntN(4 + len(swarmOutsiders))
+	if only := os.Getenv("RIFFLE_SWARM_FAULTS"); only != "" {
+		// Only the kinds named (a comma-separated list of crash,
+		// partition, slow, lossy and outsiders' names).
+		names := append([]string{"crash", "partition", "slow", "lossy"}, outsiderNames()...)
+		var allowed []int
+		for x, n := range names {
+			if slices.Contains(strings.Split(only, ","), n) {
+				allowed = append(allowed, x)
+			}
+		}
+		if len(allowed) == 0 {
+			w.fail("RIFFLE_SWARM_FAULTS=%q names no fault of %v", only, names)
+		}
+		k = allowed[w.rng.IntN(len(allowed))]
+	}
+	switch k {
 	case 0:
 		f.kind = "crash"
 		sv.s.Crash()
@@ -390,8 +416,12 @@ func (w *swarm) startFault() fault {
 	case 3:
 		f.kind = "lossy"
 		w.setLinks(sv.id, memnet.Link{Latency: time.Millisecond, Loss: 0.01 + 0.04*w.rng.Float64()})
+	default:
+		o := swarmOutsiders[k-4]
+		f.kind, f.server = o.name, -1
+		f.stop = o.start(w)
 	}
-	w.logf("fault: %s of s%d until %.1fs", f.kind, i, f.until.Sub(w.start).Seconds())
+	w.logf("fault: %s of s%d until %.1fs", f.kind, f.server, f.until.Sub(w.start).Seconds())
 	return f
 }
 
@@ -405,6 +435,11 @@ func (w *swarm) setLinks(id peer.ID, l memnet.Link) {
 }
 
 func (w *swarm) endFault(f fault) {
+	if f.stop != nil {
+		f.stop()
+		w.logf("outsider ends: %s", f.kind)
+		return
+	}
 	sv := w.servers[f.server]
 	switch f.kind {
 	case "crash":
@@ -448,6 +483,11 @@ func (w *swarm) check() {
 			w.fail("s%d's data directory holds %d B", i, d)
 		}
 	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if ms.HeapInuse > swarmHeapMax {
+		w.fail("the process holds %d B of heap", ms.HeapInuse)
+	}
 }
 
 func dirBytes(dir string) int64 {
@@ -459,4 +499,144 @@ func dirBytes(dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// An outsider is a party with no role: hosts of its own on the swarm's
+// network, doing what any peer may try. Each runs while its fault lasts.
+type swarmOutsider struct {
+	name  string
+	start func(w *swarm) (stop func())
+}
+
+// swarmOutsiders is the catalog the swarm draws from: every strategy in
+// it leaves an honest group live and every honest party unnamed. The
+// strategies of swarmOpen, found by review and not yet defended (issue
+// 25's control-plane log), run only with RIFFLE_SWARM_OPEN=1.
+var swarmOutsiders = []swarmOutsider{
+	{"headers", outsiderHeaders},
+}
+
+func outsiderNames() []string {
+	var out []string
+	for _, o := range swarmOutsiders {
+		out = append(out, o.name)
+	}
+	return out
+}
+
+func init() {
+	if os.Getenv("RIFFLE_SWARM_OPEN") != "" {
+		swarmOutsiders = append(swarmOutsiders, swarmOpen...)
+	}
+}
+
+var swarmOpen = []swarmOutsider{
+	{"live-hello-flood", outsiderHelloFlood},
+}
+
+// outsiderLoop runs f every swarmStep/2 on its own goroutine until stop.
+func outsiderLoop(w *swarm, f func(ctx context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(w.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			f(ctx)
+			select {
+			case <-ctx.Done():
+			case <-time.After(swarmStep / 2):
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// outsiderHeaders opens streams to the servers whose frame headers
+// declare bodies at their caps (client submissions, from a peer with no
+// role) and sends a few bytes of each, holding them open: the servers
+// must read as bytes arrive and keep serving (§3 "Identify first").
+func outsiderHeaders(w *swarm) func() {
+	h, err := w.net.NewHost(nil, nil)
+	if err != nil {
+		w.fail("outsider host: %v", err)
+	}
+	var open []transport.Stream
+	stop := outsiderLoop(w, func(ctx context.Context) {
+		// What libp2p lets one peer hold open on a client protocol
+		// (transport.LimitClientPeerStreams); memnet has no such limit.
+		for len(open) > transport.LimitClientPeerStreams*len(w.servers) {
+			open[0].Reset()
+			open = open[1:]
+		}
+		for _, sv := range w.servers {
+			if sv.s == nil {
+				continue
+			}
+			h.AddAddrs(sv.id, []ma.Multiaddr{ma.StringCast(sv.cfg.Listen[0])}, time.Hour)
+			for range 8 {
+				st, err := h.NewStream(ctx, sv.id, ProtoClient)
+				if err != nil {
+					return
+				}
+				hd := []byte{byte(wire.TypeSubmit), 0, 0, 0, 0}
+				binary.BigEndian.PutUint32(hd[1:], uint32(sv.s.clientCaps(wire.TypeSubmit)))
+				st.Write(append(hd, make([]byte, 1000)...))
+				open = append(open, st)
+			}
+		}
+	})
+	return func() {
+		stop()
+		for _, st := range open {
+			st.Reset()
+		}
+		h.Close()
+	}
+}
+
+// outsiderHelloFlood starts 16 fresh ids that say hello as servers to
+// every server and answer hellos, so that each looks like a live server,
+// and take no part in any epoch.
+func outsiderHelloFlood(w *swarm) func() {
+	var hosts []transport.Host
+	for range 16 {
+		h, err := w.net.NewHost(nil, []string{"/ip4/127.0.0.1/tcp/0"})
+		if err != nil {
+			w.fail("outsider host: %v", err)
+		}
+		hello := func() []byte {
+			hl := &wire.Hello{Version: ProtocolVersion, Role: roleServer, Nick: []byte("outsider")}
+			for _, a := range h.Addrs() {
+				hl.Addrs = append(hl.Addrs, a.Bytes())
+			}
+			return hl.Marshal()
+		}
+		var g gate
+		serve(w.ctx, h, &g, quietLogger(), ProtoRoster, shortTimeout, func(peer.ID, wire.Type) int { return 64 << 10 },
+			func(context.Context, peer.ID, wire.Type, []byte) (wire.Type, []byte, error) {
+				return wire.TypeHello, hello(), nil
+			})
+		hosts = append(hosts, h)
+	}
+	stop := outsiderLoop(w, func(ctx context.Context) {
+		for _, h := range hosts {
+			for _, sv := range w.servers {
+				if sv.s == nil {
+					continue
+				}
+				h.AddAddrs(sv.id, []ma.Multiaddr{ma.StringCast(sv.cfg.Listen[0])}, time.Hour)
+				hl := &wire.Hello{Version: ProtocolVersion, Role: roleServer, Nick: []byte("outsider")}
+				for _, a := range h.Addrs() {
+					hl.Addrs = append(hl.Addrs, a.Bytes())
+				}
+				call(ctx, h, sv.id, request{Proto: ProtoRoster, Type: wire.TypeHello, Body: hl.Marshal(), Timeout: shortTimeout})
+			}
+		}
+	})
+	return func() {
+		stop()
+		for _, h := range hosts {
+			h.Close()
+		}
+	}
 }
