@@ -31,6 +31,15 @@ func TestDispatchFollowsTable(t *testing.T) {
 		if len(handlers) != len(wireProto) {
 			t.Fatalf("%d handlers for %d protocols", len(handlers), len(wireProto))
 		}
+		served := map[wire.Proto]bool{wire.ProtoAny: true}
+		for _, p := range wireProto {
+			served[p] = true
+		}
+		for _, m := range wire.Messages {
+			if !served[m.Proto] {
+				t.Errorf("the table's %s protocol has no handler here", m.Proto)
+			}
+		}
 		for proto, h := range handlers {
 			for ty := range 256 {
 				_, listed := wire.Lookup(wireProto[proto], wire.Request, wire.Type(ty))

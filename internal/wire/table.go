@@ -24,9 +24,6 @@ const (
 	ProtoAny Proto = "any"
 )
 
-// Protos are the node protocols, in the order the table lists them.
-var Protos = []Proto{ProtoRoster, ProtoEpoch, ProtoRound, ProtoClient, ProtoPIR}
-
 // Dir is which way a message goes on its protocol.
 type Dir uint8
 
