@@ -17,7 +17,8 @@
 //   - lan.go: LAN discovery (mDNS), bounded and backed off.
 //   - roster.go: the roster of live servers and the chain it orders.
 //   - proto.go: protocol ids, framing, the one call path and serve path.
-//   - caps.go: the read caps of each protocol's requests.
+//   - caps.go: the read caps, replies and accepted types of each protocol,
+//     from wire's message table.
 //
 // Server:
 //   - server.go: Server, its configuration and life cycle.

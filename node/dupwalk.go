@@ -475,31 +475,3 @@ func (s *Server) dupAdmit(e *sepoch, from peer.ID) error {
 	}
 	return nil
 }
-
-// Caps and replies of the duplicate-share messages.
-func dupEpochCaps(t wire.Type) int {
-	switch t {
-	case wire.TypeDupAbort:
-		return wire.DupAbortSize(wire.MaxServers)
-	case wire.TypeDupProof:
-		return 64 + wire.DupProofSize
-	}
-	return 0
-}
-
-func dupClientCaps(t wire.Type) int {
-	switch t {
-	case wire.TypeDupQuery:
-		return 1024
-	case wire.TypeDupProof:
-		return 64 + wire.DupProofSize
-	}
-	return 0
-}
-
-func init() {
-	replies[ProtoEpoch][wire.TypeDupAbort] = ackReply
-	replies[ProtoEpoch][wire.TypeDupProof] = ackReply
-	replies[ProtoClient][wire.TypeDupQuery] = reply{wire.TypeDupAbort, wire.DupAbortSize(wire.MaxServers)}
-	replies[ProtoClient][wire.TypeDupProof] = ackReply
-}

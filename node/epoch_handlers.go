@@ -20,6 +20,9 @@ var ack = []byte{}
 
 // handleEpoch serves /riffle/1/epoch.
 func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
+	if err := takes(ProtoEpoch, t); err != nil {
+		return 0, nil, err
+	}
 	switch t {
 	case wire.TypePrepare:
 		return s.onPrepare(from, body)
@@ -58,7 +61,7 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeWouldServe:
 		return s.onWouldServe(from, body)
 	}
-	return 0, nil, fmt.Errorf("node: unexpected epoch message %d", t)
+	return 0, nil, unhandled(ProtoEpoch, t)
 }
 
 func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error) {

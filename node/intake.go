@@ -53,6 +53,9 @@ func (s *Server) epochForWait(id [32]byte) (*sepoch, error) {
 
 // handleClient serves /riffle/1/client.
 func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
+	if err := takes(ProtoClient, t); err != nil {
+		return 0, nil, err
+	}
 	switch t {
 	case wire.TypeWaitOpen, wire.TypeRegister, wire.TypeWaitList, wire.TypeDupQuery:
 		// Long polls: bounded per peer and in all (polls.go).
@@ -123,7 +126,7 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 	case wire.TypeReceiptSet:
 		return s.onReceiptSet(from, body)
 	}
-	return 0, nil, fmt.Errorf("node: unexpected client message %d", t)
+	return 0, nil, unhandled(ProtoClient, t)
 }
 
 func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {

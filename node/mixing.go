@@ -324,6 +324,9 @@ func (s *Server) signBatch(b *wire.Batch, ph *payloadHashes) error {
 
 // handleRound serves /riffle/1/round (servers only).
 func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
+	if err := takes(ProtoRound, t); err != nil {
+		return 0, nil, err
+	}
 	if from != s.h.ID() && s.roster.get(from) == nil {
 		return 0, nil, errors.New("node: round messages are for chain servers")
 	}
@@ -374,7 +377,7 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		}
 		return wire.TypeChunk, (&wire.Chunk{ID: c.ID, Data: data}).Marshal(), nil
 	}
-	return 0, nil, fmt.Errorf("node: unexpected round message %d", t)
+	return 0, nil, unhandled(ProtoRound, t)
 }
 
 func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {

@@ -273,6 +273,9 @@ func (s *Server) onPadAnswers(from peer.ID, body []byte) (wire.Type, []byte, err
 // handlePIR serves a client's k masks for a round and returns its k
 // combined answers (§6.3).
 func (s *Server) handlePIR(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
+	if err := takes(ProtoPIR, t); err != nil {
+		return 0, nil, err
+	}
 	if len(body) < 36 {
 		return 0, nil, errors.New("node: short query")
 	}

@@ -215,7 +215,10 @@ func parseHello(b []byte) (*wire.Hello, []ma.Multiaddr, error) {
 }
 
 // handleHello answers a roster hello and records a server peer.
-func (s *Server) handleHello(_ context.Context, from peer.ID, _ wire.Type, body []byte) (wire.Type, []byte, error) {
+func (s *Server) handleHello(_ context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
+	if err := takes(ProtoRoster, t); err != nil {
+		return 0, nil, err
+	}
 	h, addrs, err := parseHello(body)
 	if err != nil {
 		return 0, nil, err

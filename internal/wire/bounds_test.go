@@ -52,6 +52,13 @@ func wideDecoders() map[string]func([]byte) error {
 		"receiptset":      func(b []byte) error { var m ReceiptSet; return m.Unmarshal(b) },
 		"closing":         func(b []byte) error { var m Closing; return m.Unmarshal(b, 1<<20) },
 		"closingproposal": func(b []byte) error { var m ClosingProposal; return m.Unmarshal(b, 1<<20) },
+		"accuse":          func(b []byte) error { var m Accuse; return m.Unmarshal(b, 1<<24) },
+		"blamereq":        func(b []byte) error { var m BlameReq; return m.Unmarshal(b) },
+		"blamestep":       func(b []byte) error { var m BlameStep; return m.Unmarshal(b, 1<<24) },
+		"equivocation":    func(b []byte) error { var m Equivocation; return m.Unmarshal(b) },
+		"doublesubmit":    func(b []byte) error { var m DoubleSubmit; return m.Unmarshal(b) },
+		"dupabort":        func(b []byte) error { var m DupAbort; return m.Unmarshal(b) },
+		"dupproof":        func(b []byte) error { var m DupProof; return m.Unmarshal(b) },
 	}
 }
 
@@ -77,9 +84,11 @@ func TestDecodeAllocationBounded(t *testing.T) {
 			name = "submit"
 		case TypeBadForward:
 			name = "forward"
-		case TypeCloseReq, TypeWaitOpen, TypeWaitList:
+		case TypeWouldServe:
+			name = "prepare"
+		case TypeCloseReq, TypeWaitOpen, TypeWaitList, TypeDupQuery:
 			name = "epochref"
-		case TypeBatch:
+		case TypeBatch, TypeBadBatch:
 			name = "batch"
 		case TypeProposal, TypeRoundList:
 			name = "roundlist"

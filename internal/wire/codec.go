@@ -13,7 +13,8 @@
 // once its whole body has been read, and no further than its Limits allow
 // (Onion per entry, Frame in all); PeekBatch lets a receiver check its
 // sender and signature before that. The layouts are written down in
-// docs/proto-node.md; every message type's encoding is pinned in
+// docs/proto-node.md; the message table (table.go) lists every type with
+// its protocol, cap and decoder, and every one's encoding is pinned in
 // testdata/vectors.txt (TestVectors).
 package wire
 

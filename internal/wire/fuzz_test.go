@@ -8,7 +8,7 @@ import (
 // fuzzDecoder fuzzes the decoder of the named vectors, seeded with their
 // bodies: a body that decodes re-encodes to the same bytes.
 func fuzzDecoder(f *testing.F, names ...string) {
-	var dec func([]byte) (message, error)
+	var dec func([]byte) (Body, error)
 	for _, v := range vectors() {
 		for _, n := range names {
 			if v.name == n {
