@@ -264,7 +264,16 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		}
 		sent := make(chan error, 1)
 		go func() {
-			_, err := s.each(ctx, others, request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
+			// Retried within the round limit: a publication lost on its
+			// way to one server would leave that server without the
+			// round's chunks for good, while the others serve them
+			// (TestSwarm seed 3). A repeat is acknowledged like the first.
+			rctx, rcancel := context.WithTimeout(ctx, time.Duration(v.desc.Params.RoundLimitMs)*time.Millisecond)
+			err := deliverAll(rctx, others, evidenceBackoff, evidenceBackoffMax, func(ctx context.Context, p peer.ID) error {
+				_, err := call(ctx, s.h, p, request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
+				return err
+			})
+			rcancel()
 			if err == nil && hooks != nil && hooks.repeatOut != nil && hooks.repeatOut(r) {
 				_, err = s.each(ctx, others, request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
 			}
