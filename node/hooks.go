@@ -22,7 +22,9 @@ import (
 // binary holds neither a hook nor a branch for one. Builds with the tag
 // riffletest (make test) take hooks_riffletest.go instead, where each
 // calls the hooks a test set. Arguments are only what the call site has
-// at hand: anything a hook needs computed is computed there.
+// at hand: anything a hook needs computed is computed there. Methods, not
+// an interface the tests implement: an interface call is never inlined
+// away, and the hooks need the server's and client's internals.
 
 const hooksBuilt = false
 
