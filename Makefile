@@ -17,7 +17,7 @@ demo: build
 	./$(BIN) demo
 
 vet:
-	$(GO) vet ./...
+	$(GO) vet -tags riffletest ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -26,24 +26,25 @@ fmt-check:
 # Every test, then the race detector over the packages whose concurrency
 # matters (in -short mode). node's network tests run in virtual time on an
 # in-memory network (internal/nodetest.Virtual); a few run real libp2p on
-# loopback, and cmd/riffle's run real processes.
+# loopback, and cmd/riffle's run real processes. Tests that need node's
+# hooks carry the riffletest build tag (node/hooks.go).
 test: vet fmt-check
-	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -race -short $(RACE_PKGS)
+	$(GO) test -tags riffletest -count=1 ./...
+	$(GO) test -tags riffletest -count=1 -race -short $(RACE_PKGS)
 
 # The same, one package at a time.
 test-serial: vet fmt-check
-	$(GO) test -count=1 -p 1 ./...
-	$(GO) test -count=1 -p 1 -race -short $(RACE_PKGS)
+	$(GO) test -tags riffletest -count=1 -p 1 ./...
+	$(GO) test -tags riffletest -count=1 -p 1 -race -short $(RACE_PKGS)
 
 # Seeded runs of whole networks under random faults, in virtual time
 # (node/swarm_test.go): seeds 1..SEEDS; a failure prints the command that
 # replays its seed.
 swarm:
-	RIFFLE_SWARM_SEEDS=$(SEEDS) $(GO) test -count=1 -run '^TestSwarm$$' -timeout 0 -v ./node/
+	RIFFLE_SWARM_SEEDS=$(SEEDS) $(GO) test -tags riffletest -count=1 -run '^TestSwarm$$' -timeout 0 -v ./node/
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2x ./...
+	$(GO) test -tags riffletest -run '^$$' -bench . -benchtime 2x ./...
 
 # Servers and groups of clients each in their own Linux network namespace,
 # each server's link capped with tc tbf (needs root; skipped elsewhere).
@@ -51,12 +52,12 @@ netns: build
 	sh scripts/netns.sh ./$(BIN)
 
 soak:
-	RIFFLE_SOAK=1 $(GO) test -count=1 -run Soak -timeout 60m ./...
+	RIFFLE_SOAK=1 $(GO) test -tags riffletest -count=1 -run Soak -timeout 60m ./...
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \
-	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
-	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 20s $$pkg || exit 1; \
+	  for f in $$($(GO) test -tags riffletest -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$f"; $(GO) test -tags riffletest -run '^$$' -fuzz "^$$f$$" -fuzztime 20s $$pkg || exit 1; \
 	  done; \
 	done
 

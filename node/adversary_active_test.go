@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -134,7 +136,7 @@ func TestAdversarySpoiledAnswers(t *testing.T) {
 				realReq[epoch][i][r] += len(ids)
 			}
 			o.RetryCorrupted = control[i]
-			c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), observe: o, jobEpochs: 1000})
+			c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1000}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -367,7 +369,7 @@ func TestAdversaryIndexGap(t *testing.T) {
 				order = append(order, epoch)
 			}
 			o.NoGapFill = isControl[i]
-			c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), observe: o, jobEpochs: 1000})
+			c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1000}})
 			if err != nil {
 				t.Fatal(err)
 			}

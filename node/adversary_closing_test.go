@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -55,7 +57,7 @@ func withheldRun(t *testing.T, fill bool, epochs int) *tally {
 	for i := 0; i < n; i++ {
 		o := rec.client(i)
 		o.NoClosingFill = i < 2 && !fill
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), observe: o})
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -33,7 +35,7 @@ func crossEpoch(t *testing.T, heldDecoys bool, idle int) (*tally, int, int) {
 	for i := 0; i < n; i++ {
 		o := rec.client(i)
 		o.HeldDecoys = heldDecoys
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), observe: o})
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
 		if err != nil {
 			t.Fatal(err)
 		}

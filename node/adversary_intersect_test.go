@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -142,7 +144,7 @@ func intersectRun(t *testing.T, oneShot bool, trials int) *tally {
 			}
 			member[x][idx] = true
 		}
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: now, Server: tn.servers[idx%m].Addrs()[0].String(), Logger: anonLogger(), observe: o, jobEpochs: 1000})
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: now, Server: tn.servers[idx%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1000}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -84,7 +86,7 @@ func shrinkRun(t *testing.T, control bool, trials int) (tl *tally, shrunk, epoch
 				realReq[epoch][idx] += len(ids)
 			}
 		}
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[primary].Addrs()[0].String(), Logger: anonLogger(), observe: o})
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[primary].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -278,7 +280,7 @@ func TestAdversaryLinks(t *testing.T) {
 		defer cancel()
 		var clients []*Client
 		for i := 0; i < n; i++ {
-			c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), observe: rec.client(i)})
+			c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: rec.client(i)}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -89,7 +91,7 @@ func TestCastWithholdsPublication(t *testing.T) {
 		var epochs int
 		var lastEpoch [32]byte
 		start := time.Now()
-		bad.rb.hooks.Store(&serverHooks{withhold: func(r uint32) bool {
+		bad.hooks.Store(&serverHooks{withhold: func(r uint32) bool {
 			if r != 1 {
 				return false
 			}

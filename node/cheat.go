@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -7,8 +9,7 @@ import (
 )
 
 // leaderCheat makes a leader break the selection's rules, for the tests
-// of the bounded leader (docs/protocol.md §3 v3): ServerConfig.cheat is
-// unexported and nil outside them.
+// of the bounded leader (docs/protocol.md §3 v3): nil outside them.
 type leaderCheat struct {
 	// keys, if set, replaces the selection the leader computed.
 	keys func(keys [][32]byte, cl *closed) [][32]byte

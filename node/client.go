@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -60,13 +59,8 @@ type ClientConfig struct {
 	// Network carries the client's streams (nil: libp2p).
 	Network transport.Network
 
-	// observe is the anonymity tests' ground truth (observe.go); nil
-	// outside them.
-	observe *testClientObserver
-	// jobEpochs, if set, replaces JobEpochs (J) for this client: the
-	// tests' short runs.
-	jobEpochs int
-	dupTest   *dupClientTest // test-only hooks (dupclient.go)
+	// The tests' hooks (hooks_riffletest.go); empty in the binary.
+	clientHookCfg
 }
 
 // network is the configured network, libp2p by default.
@@ -140,15 +134,11 @@ type Client struct {
 	// held: chunks this client published or fetched (at most maxHeld),
 	// for local views only (Holds): they never choose a request.
 	held map[[32]byte]bool
-	// testHeld: the same as a list, for the negative control of the
-	// anonymity tests only (decoys.go, heldDraw).
-	testHeld [][32]byte
-	// hooks are set by tests only (roundblame_after.go).
-	hooks atomic.Pointer[clientHooks]
+	// The tests' hooks (hooks_riffletest.go); empty in the binary.
+	clientHookState
 
 	local     localQueue // local work (client_local.go)
 	localDone chan struct{}
-	localHook func(step string) // tests: called before each local step
 
 	// Presence (presence.go): full epochs since arrival, the wait drawn
 	// at arrival before jobs start, and the full epochs at the last one

@@ -42,9 +42,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	fv := e.v
 	n := len(fin.Desc.Clients)
 	c.checkAnonymity(fv, &fin.Desc, pidx)
-	if o := c.cfg.observe; o != nil && o.Joined != nil {
-		o.Joined(fv.id, e.slot, e.cs.Pseudonym().Encode(nil))
-	}
+	c.hookJoined(fv.id, e.slot, e.cs)
 	c.mu.Lock()
 	c.epoch, c.anon, c.b = e, n, int(fin.Desc.Params.ChunkSize)
 	c.stats.Epochs++
@@ -215,17 +213,15 @@ func (c *Client) join(ctx context.Context, v *view, pidx int) (*cepoch, *wire.Si
 	if err != nil {
 		return nil, nil, err
 	}
-	if h := c.cfg.dupTest; h != nil && h.regKey != nil {
-		priv = h.regKey()
+	if k := c.hookRegKey(); k != nil {
+		priv = k
 		pub = priv.Public().(ed25519.PublicKey)
 	}
 	cs, reg, err := mix.Register(mix.EpochID(v.id), pub, v.serverKeys, c.rand)
 	if err != nil {
 		return nil, nil, err
 	}
-	if h := c.cfg.dupTest; h != nil && h.register != nil {
-		h.register(v.id, v.serverKeys, pub, cs, reg)
-	}
+	c.hookRegister(v.id, v.serverKeys, pub, cs, reg)
 	fail := func(err error) (*cepoch, *wire.Signed, error) {
 		cs.Close()
 		return nil, nil, err
@@ -301,7 +297,7 @@ func (c *Client) leaveEpoch(e *cepoch) {
 	c.notePastView(e.v)
 	c.lastManifests = e.manifestIDs
 	for id := range c.failed {
-		if o := c.cfg.observe; o != nil && o.RetryCorrupted {
+		if c.hookRetryCorrupted() {
 			continue // broken on purpose: asked for again at once
 		}
 		c.retry[id] = true
@@ -501,9 +497,7 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 		if ready {
 			reqs = c.neededIDsIn(e.epochID(), k)
 		}
-		if o := c.cfg.observe; o != nil && o.Requested != nil {
-			o.Requested(e.v.id, r, append([][32]byte(nil), reqs...))
-		}
+		c.hookRequested(e.v.id, r, reqs)
 		if pl.Kind == mix.KindChunk || len(reqs) > 0 {
 			c.jobTraffic = true
 		}
@@ -519,16 +513,12 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 			return err
 		}
 		e.payloadBuf = raw
-		if h := c.hooks.Load(); h != nil && h.payload != nil {
-			h.payload(e.v.id, r, e.slot, raw)
-		}
+		c.hookPayload(e.v.id, r, e.slot, raw)
 		keys, err := e.cs.LayerKeys(mix.EpochID(e.v.id), uint64(r), e.v.Y, e.v.Yp)
 		if err != nil {
 			return err
 		}
-		if h := c.hooks.Load(); h != nil && h.layerKeys != nil {
-			h.layerKeys(e.v.id, r, e.slot, keys)
-		}
+		c.hookLayerKeys(e.v.id, r, e.slot, keys)
 		var buf []byte
 		onion, buf, err = mix.SealInto(e.onionScratch(), mix.EpochID(e.v.id), uint64(r), keys, raw)
 		mix.CloseLayerKeys(keys)
@@ -539,9 +529,7 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 			e.onionBufs = map[uint32][]byte{}
 		}
 		e.onionBufs[r] = buf
-		if h := c.hooks.Load(); h != nil && h.onion != nil {
-			h.onion(e.v.id, r, e.slot, onion)
-		}
+		c.hookOnion(e.v.id, r, e.slot, onion)
 		// Sealed once and kept: a resend after an error sends these bytes
 		// again, never a second sealing (§5.1 v2).
 		e.onions[r] = onion
@@ -558,8 +546,8 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 			break
 		}
 	}
-	if h := c.hooks.Load(); err == nil && h != nil && h.secondOnion != nil && h.secondOnion(e.v.id, r, e.slot) {
-		c.sendSecondOnion(ctx, e, &sub)
+	if err == nil {
+		c.hookSecondOnion(ctx, e, &sub)
 	}
 	return err
 }

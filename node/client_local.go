@@ -62,19 +62,6 @@ func (c *Client) localWorker() {
 	}
 }
 
-// localHook, when set (tests), is called by the worker before each step
-// of local work: "manifest" (a root manifest opens an assembler, which
-// verifies a resumed file), "chunk" (one chunk written) or "finish" (the
-// file decrypted, written and synced).
-func (c *Client) hook(step string) {
-	c.mu.Lock()
-	h := c.localHook
-	c.mu.Unlock()
-	if h != nil {
-		h(step)
-	}
-}
-
 // deliver hands a fetched chunk to the get jobs that need it: counted
 // here, the work queued (data is copied: the answer buffer is recycled).
 func (c *Client) deliver(id [32]byte, data []byte) {
@@ -105,7 +92,7 @@ func (c *Client) assemble(id [32]byte, data []byte) {
 	}
 	c.mu.Unlock()
 	for _, t := range ts {
-		c.hook("chunk")
+		c.hookLocal("chunk")
 		if err := t.g.asm.Add(chunker.ID(id), data); err == nil {
 			c.refresh(t.fid, t.g)
 		}
@@ -130,7 +117,7 @@ func (c *Client) openFromIndex(g *getJob, mans map[[32]byte][]byte) {
 		if !ok {
 			return
 		}
-		c.hook("manifest")
+		c.hookLocal("manifest")
 		var err error
 		asm, err = chunker.NewAssembler(g.dir, g.link, root, chunker.AssembleOptions{Log: c.log})
 		c.mu.Lock()
@@ -191,7 +178,7 @@ func (c *Client) refresh(fid [32]byte, g *getJob) {
 	}
 	delete(c.wants, fid)
 	c.mu.Unlock()
-	c.hook("finish")
+	c.hookLocal("finish")
 	path, err := g.asm.Finish()
 	c.mu.Lock()
 	g.path, g.err = path, err
@@ -224,5 +211,5 @@ func (c *Client) noteHeld(id [32]byte) {
 		}
 	}
 	c.held[id] = true
-	c.noteHeldForTest(id)
+	c.hookNoteHeld(id)
 }

@@ -72,9 +72,7 @@ func (c *Client) query(ctx context.Context, e *cepoch, r uint32, rl *wire.RoundL
 			}
 			rows[t] = cr
 		}
-		if o := c.cfg.observe; o != nil && o.Row != nil {
-			o.Row(e.v.id, r, t, rows[t], L)
-		}
+		c.hookRow(e.v.id, r, t, rows[t], L)
 		mk, err := pir.Query(e.others, uint64(r), uint32(t), L, rows[t])
 		if err != nil {
 			return err

@@ -58,10 +58,8 @@ func (s *Server) closeEpoch(e *sepoch) {
 	s.mu.Lock()
 	c := closingOf(e)
 	s.mu.Unlock()
-	if o := s.cfg.observe; o != nil && o.Closing != nil {
-		if !o.Closing(&c) {
-			return // broken on purpose: no closing record
-		}
+	if s.hookWithholdClosing(&c) {
+		return // broken on purpose: no closing record
 	}
 	prop := wire.ClosingProposal{Closing: c}
 	reps, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeClosingProposal, Body: prop.Marshal(), Timeout: bulkTimeout})

@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -230,7 +232,7 @@ func TestDeadSlotBadForward(t *testing.T) {
 			}
 		}})
 		liar := bn.servers[1]
-		liar.rb.hooks.Store(&serverHooks{lieDrop: func(uint32) bool { return true }})
+		liar.hooks.Store(&serverHooks{lieDrop: func(uint32) bool { return true }})
 		honest := []*Server{bn.servers[0], bn.servers[2]}
 		ended := func(s *Server, epoch [32]byte) bool {
 			for _, es := range s.Snapshot().Epochs {

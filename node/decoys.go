@@ -172,8 +172,8 @@ func (c *Client) backgroundRequests(reqs [][32]byte, k int) [][32]byte {
 	}
 	for slot := len(reqs); slot < k; slot++ {
 		draw := c.decoys.draw
-		if o := c.cfg.observe; o != nil && o.HeldDecoys {
-			draw = c.heldDraw
+		if d := c.hookHeldDraw(); d != nil {
+			draw = d
 		}
 		id, ok := draw(c.rand)
 		if !ok || used[id] {
@@ -194,25 +194,4 @@ func (c *Client) wanted(id [32]byte) bool {
 		}
 	}
 	return false
-}
-
-// heldDraw is the decoy draw of v2, kept for the anonymity tests' negative
-// control only (testClientObserver.HeldDecoys): the coin of ρ, then a chunk
-// the client published or fetched. Call with c.mu held.
-func (c *Client) heldDraw(rnd io.Reader) ([32]byte, bool) {
-	var b [8]byte
-	if _, err := io.ReadFull(rnd, b[:]); err != nil || binary.BigEndian.Uint64(b[:])%DecoyRateDen >= DecoyRateNum || len(c.testHeld) == 0 {
-		return [32]byte{}, false
-	}
-	if _, err := io.ReadFull(rnd, b[:]); err != nil {
-		return [32]byte{}, false
-	}
-	return c.testHeld[binary.BigEndian.Uint64(b[:])%uint64(len(c.testHeld))], true
-}
-
-// noteHeldForTest records a chunk for heldDraw; call with c.mu held.
-func (c *Client) noteHeldForTest(id [32]byte) {
-	if o := c.cfg.observe; o != nil && o.HeldDecoys {
-		c.testHeld = append(c.testHeld, id)
-	}
 }

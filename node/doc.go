@@ -74,10 +74,15 @@
 //   - client_anon.go: the minimum anonymity set a client accepts (§3 v3).
 //   - client_local.go: local work (assembling, writing) off the round path.
 //   - presence.go: the presence wait before jobs and before leaving (§5.4 v3).
-//
-// Tests:
-//   - observe.go: the observers through which the anonymity tests' linking
-//     adversary sees what servers see (nil outside those tests).
 //   - client_api.go: Share, Get and the index.
 //   - client_db.go: the client's database of sealed onions and jobs.
+//
+// Tests:
+//   - hooks.go: the tests' hook points, empty and inlined away in the
+//     binary; hooks_riffletest.go, observe.go (the observers through which
+//     the anonymity tests' linking adversary sees what servers see) and
+//     cheat.go hold the hooks, built only with the tag riffletest.
+//
+// The tests that need hooks carry the riffletest build tag, which `make
+// test` sets; `go test ./...` without it still compiles and leaves them out.
 package node

@@ -3,31 +3,11 @@ package node
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 
-	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
-)
-
-// dupClientTest are test-only hooks of a client (export_test.go sets
-// them): register may change the registration before it is sent (to model
-// a client that registers a copy of another's value); answer chooses how
-// the client answers a duplicate-share abort.
-type dupClientTest struct {
-	register func(epoch [32]byte, serverKeys []*group.Element, regKey ed25519.PublicKey, cs *mix.ClientSecret, reg *mix.Registration)
-	answer   dupAnswerMode
-	regKey   func() ed25519.PrivateKey // a chosen registration key (slot order)
-}
-
-type dupAnswerMode int
-
-const (
-	dupHonest dupAnswerMode = iota // prove only a value this client holds
-	dupSilent                      // never answer
-	dupForge                       // answer every abort naming the slot, with a proof of its own value
 )
 
 // answerDup is the client's side of a duplicate share at setup
@@ -39,10 +19,6 @@ const (
 // afterwards and the next epoch draws new ones (u, q, registration and
 // X25519 keys: join).
 func (c *Client) answerDup(ctx context.Context, e *cepoch) error {
-	mode := dupHonest
-	if c.cfg.dupTest != nil {
-		mode = c.cfg.dupTest.answer
-	}
 	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeDupQuery, Body: (&wire.EpochRef{Epoch: e.v.id}).Marshal(), Timeout: pollTimeout})
 	if err != nil {
 		return err // typically: no duplicate in this epoch
@@ -58,8 +34,10 @@ func (c *Client) answerDup(ctx context.Context, e *cepoch) error {
 	if err != nil {
 		return err
 	}
+	// Only a value this client holds is proven (a test's client may
+	// answer otherwise).
 	holds := bytes.Equal(own.Encode(nil), a.Value[:])
-	if mode == dupSilent || (!holds && mode != dupForge) {
+	if !c.hookDupAnswers(holds) {
 		return nil
 	}
 	proof, err := e.cs.ProveShare(mix.EpochID(e.v.id), e.slot, int(a.Comp), c.rand)

@@ -273,7 +273,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if len(e.slotRegs) != len(sd.Desc.Clients) {
 		return 0, nil, fmt.Errorf("node: final descriptor lists %d clients, %d registrations received", len(sd.Desc.Clients), len(e.slotRegs))
 	}
-	signAny := s.cfg.cheat != nil && s.cfg.cheat.signAny
+	signAny := s.hookSignAny()
 	// (v3) every registration receipted here is in, unless the
 	// descriptor is full and keeps its primary's quota (receipts.go).
 	if err := checkReceipted(sd.Desc.Clients, e.fwd, e.orders, sd.Desc.Params.MaxClients, len(v.chain)); err != nil && !signAny {
@@ -530,7 +530,7 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 			return 0, nil, err
 		}
 	}
-	if c := s.cfg.cheat; c != nil && c.noReceipt && e.leader != s.h.ID() {
+	if s.hookNoReceipt() && e.leader != s.h.ID() {
 		return 0, nil, errors.New("node: forwards lost (test)")
 	}
 	rc, err := s.receipt(e, &f)

@@ -112,10 +112,3 @@ func (s *Server) stepEpoch(id [32]byte, from peer.ID, t uint16, what string) (*s
 	}
 	return e, nil
 }
-
-// refuseEvidence reports whether a test hook makes this server refuse a
-// delivery of evidence of type t (a lost delivery, to be retried).
-func (s *Server) refuseEvidence(t wire.Type) bool {
-	h := s.rb.hooks.Load()
-	return h != nil && h.refuseEvidence != nil && h.refuseEvidence(t)
-}

@@ -73,19 +73,15 @@ func (s *Server) onIndexReq(ctx context.Context, from peer.ID, body []byte) (wir
 		return 0, nil, err
 	}
 	budget := wire.IndexPageBytes
-	if s.cfg.indexPage > 0 {
-		budget = s.cfg.indexPage
+	if p := s.hookIndexPage(); p > 0 {
+		budget = p
 	}
 	ch, err := s.store.IndexSince(req.Cursor, budget)
 	if err != nil {
 		return 0, nil, err
 	}
-	if o := s.cfg.observe; o != nil && o.IndexReply != nil {
-		ch.Manifests = o.IndexReply(from, ch.Manifests)
-	}
-	if o := s.cfg.observe; o != nil && o.IndexClosings != nil {
-		ch.Closings = o.IndexClosings(from, ch.Closings)
-	}
+	ch.Manifests = s.hookIndexReply(from, ch.Manifests)
+	ch.Closings = s.hookIndexClosings(from, ch.Closings)
 	return wire.TypeIndex, indexPage(ch).Marshal(), nil
 }
 

@@ -305,10 +305,10 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 		c.log.Debug("index synced", "pages", res.pages, "bytes", res.bytes, "manifests", res.mans, "removed", res.removed, "early removals", res.early, "took", time.Since(start))
 	}
 	missing := c.missingFrom(want)
-	if o := c.cfg.observe; o != nil && o.NoGapFill {
+	if c.hookNoGapFill() {
 		missing = nil // broken on purpose: the primary's copy is taken as whole
 	}
-	if o := c.cfg.observe; o != nil && o.NoClosingFill {
+	if c.hookNoClosingFill() {
 		wantClosings = nil // broken on purpose: the primary's records are taken as all
 	}
 	if err == nil {

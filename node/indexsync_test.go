@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -27,7 +29,7 @@ func indexServer(t *testing.T, page int) *Server {
 	p := testParams(8)
 	p.IndexHours = 1
 	s, err := NewServer(context.Background(), ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"},
-		NoLAN: true, MinServers: 3, Params: p, Logger: anonLogger(), indexPage: page})
+		NoLAN: true, MinServers: 3, Params: p, Logger: anonLogger(), serverHookCfg: serverHookCfg{indexPage: page}})
 	if err != nil {
 		t.Fatal(err)
 	}

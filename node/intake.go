@@ -266,9 +266,7 @@ func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	if err != nil {
 		return 0, nil, err
 	}
-	if o := s.cfg.observe; o != nil && o.Submit != nil {
-		o.Submit(sub.Epoch, sub.Round, sub.Slot, time.Now())
-	}
+	s.hookSubmit(sub.Epoch, sub.Round, sub.Slot)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e.ended {

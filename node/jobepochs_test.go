@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -20,7 +22,7 @@ import (
 // queued behind it still goes), and a resume allows J more.
 func TestJobEpochsCount(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		c := &Client{cfg: ClientConfig{jobEpochs: 3}}
+		c := &Client{cfg: ClientConfig{clientHookCfg: clientHookCfg{jobEpochs: 3}}}
 		if ep := c.newJobEpochs(0); ep.limit != 3 {
 			t.Fatalf("default allowance %d, want J = 3", ep.limit)
 		}
@@ -102,7 +104,7 @@ func TestLongJobPauses(t *testing.T) {
 		}
 		reqEpochs[epoch] += len(ids)
 	}}
-	down, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger(), observe: o, jobEpochs: 1})
+	down, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

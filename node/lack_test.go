@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -111,7 +113,7 @@ func TestLostBatchFetched(t *testing.T) {
 		p.RoundLimitMs = 4000
 		bn := startBlameNetParams(t, p, 3, 3, 2, 2)
 		c := &lackCase{bad: bn.servers[1]}
-		c.bad.rb.hooks.Store(&serverHooks{loseOut: c.once})
+		c.bad.hooks.Store(&serverHooks{loseOut: c.once})
 		lackShare(t, bn, 3*int(p.ChunkSize)+100)
 		epoch, r := c.get(t)
 		for i, s := range bn.servers {
@@ -147,7 +149,7 @@ func TestWithheldBatchVoidCharged(t *testing.T) {
 		p.RoundLimitMs = 4000
 		bn := startBlameNetParams(t, p, 3, 3, 2, 2)
 		c := &lackCase{bad: bn.servers[0]}
-		c.bad.rb.hooks.Store(&serverHooks{hideOut: c.once})
+		c.bad.hooks.Store(&serverHooks{hideOut: c.once})
 		lackShare(t, bn, 3*int(p.ChunkSize)+100)
 		epoch, r := c.get(t)
 		claimant, last := bn.servers[1].h.ID(), bn.servers[2].h.ID()
@@ -183,7 +185,7 @@ func TestWithheldBatchTwiceEndsEpoch(t *testing.T) {
 		var rounds []uint32
 		var epoch [32]byte
 		bad := bn.servers[0]
-		bad.rb.hooks.Store(&serverHooks{hideOut: func(r uint32) bool {
+		bad.hooks.Store(&serverHooks{hideOut: func(r uint32) bool {
 			mu.Lock()
 			defer mu.Unlock()
 			if r < 1 || len(rounds) == 2 {

@@ -270,12 +270,7 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 // finalizeEpoch sends the ordered registrations, collects the signatures
 // of the final descriptor and delivers it to every server.
 func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte, desc wire.Descriptor, keys [][32]byte, cl *closed) error {
-	if c := s.cfg.cheat; c != nil && c.keys != nil {
-		keys = c.keys(keys, cl)
-	}
-	if c := s.cfg.cheat; c != nil && c.shrink != nil {
-		keys = c.shrink(chain, keys, cl)
-	}
+	keys = s.hookCheatKeys(chain, keys, cl)
 	fin := desc
 	// (v3) every primary's signed order goes with the list (orders.go).
 	ordered := wire.RegList{Epoch: id, Orders: cl.orders}
@@ -287,9 +282,7 @@ func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte
 	// (v3) and every listed registration it did not select, so that
 	// every server recomputes the selection (selection.go).
 	ordered.Rest = unselected(keys, cl)
-	if c := s.cfg.cheat; c != nil && c.list != nil {
-		c.list(&ordered)
-	}
+	s.hookCheatList(&ordered)
 	if _, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypeRegList, Body: ordered.Marshal(), Timeout: bulkTimeout}); err != nil {
 		s.abortAll(ctx, chain, id, "registration list refused")
 		return fmt.Errorf("node: send registrations: %w", err)

@@ -233,7 +233,7 @@ func isManifest(chunk []byte) bool {
 // takes of one pseudonym in an epoch, or waits out full epochs after a
 // round that did not publish it (resend.go); call with c.mu held.
 func (c *Client) nextUpload(e *cepoch) int {
-	noCap := c.cfg.observe != nil && c.cfg.observe.NoManifestCap
+	noCap := c.hookNoManifestCap()
 	for i := range c.upQ {
 		if c.upQ[i].wait > 0 || c.upQ[i].awaiting {
 			// Seen unpublished: it waits for its epoch's closing

@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -156,7 +158,7 @@ func TestCorruptedAnswersChangeNoRequest(t *testing.T) {
 		defer cancel()
 		var log requestLog
 		client := func(server int, name string) *Client {
-			c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[server].Addrs()[0].String(), Logger: anonLogger(), observe: log.observer(name)})
+			c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[server].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: log.observer(name)}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -404,7 +406,7 @@ func TestIndexCapsPerPseudonym(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
 		up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger(),
-			observe: &testClientObserver{NoManifestCap: true}})
+			clientHookCfg: clientHookCfg{observe: &testClientObserver{NoManifestCap: true}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -143,9 +143,7 @@ func (s *Server) awaitSetup(e *sepoch) bool {
 // permutes by π_s and passes the batch on (§5.2).
 func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte, clientHashes [][32]byte) {
 	defer s.trace("mixStep", r)()
-	if o := s.cfg.observe; o != nil && o.Stage != nil {
-		o.Stage(e.final.id, r, "mix")
-	}
+	s.hookStage(e.final.id, r, "mix")
 	v := e.final
 	m := len(v.chain)
 	fail := func(reason string, err error) {
@@ -187,9 +185,8 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		return
 	}
 	out, err := mix.OpenLayerSkipInto(bufs, mix.EpochID(v.id), uint64(r), e.pos, keys, in, dead)
-	hooks := s.rb.hooks.Load()
-	if hooks != nil && hooks.accuse != nil && err == nil {
-		if p, ok := hooks.accuse(r); ok {
+	if err == nil {
+		if p, ok := s.hookAccuse(r); ok {
 			err = &mix.MACError{Server: e.pos, Round: uint64(r), Positions: []int{p}}
 		}
 	}
@@ -219,10 +216,8 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		return
 	}
 	out = mix.Permute(fwd, out)
-	if hooks != nil && hooks.corruptOut != nil {
-		hooks.corruptOut(r, out)
-	}
-	if hooks != nil && hooks.dropOut != nil && hooks.dropOut(r) {
+	s.hookCorruptOut(r, out)
+	if s.hookDropOut(r) {
 		out = out[:len(out)-1]
 	}
 	s.timing.add(&s.timing.mix, time.Since(mixStart))
@@ -239,7 +234,7 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 	s.announceRoot(e, &b)
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
-	if e.pos == m-1 && hooks != nil && hooks.withhold != nil && hooks.withhold(r) {
+	if e.pos == m-1 && s.hookWithhold(r) {
 		return
 	}
 	if e.pos == m-1 {
@@ -274,7 +269,7 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 				return err
 			})
 			rcancel()
-			if err == nil && hooks != nil && hooks.repeatOut != nil && hooks.repeatOut(r) {
+			if err == nil && s.hookRepeatOut(r) {
 				_, err = s.each(ctx, others, request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
 			}
 			sent <- err
@@ -286,9 +281,9 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		return
 	}
 	switch {
-	case hooks != nil && hooks.hideOut != nil && hooks.hideOut(r):
+	case s.hookHideOut(r):
 		return // withheld: neither sent nor kept for a fetch
-	case hooks != nil && hooks.loseOut != nil && hooks.loseOut(r):
+	case s.hookLoseOut(r):
 		err = errors.New("lost in transit (test)")
 	default:
 		s.mu.Lock()
@@ -306,7 +301,7 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		s.keepUndelivered(e, r, &b)
 		return
 	}
-	if hooks != nil && hooks.repeatOut != nil && hooks.repeatOut(r) {
+	if s.hookRepeatOut(r) {
 		_, _ = call(ctx, s.h, v.chain[e.pos+1], request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
 	}
 }

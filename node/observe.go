@@ -1,7 +1,8 @@
+//go:build riffletest
+
 package node
 
 import (
-	"context"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -12,8 +13,7 @@ import (
 
 // testObserver is what a server sees, handed to the linking adversary of the
 // anonymity tests (docs/anonymity.md, "How it is tested"): nil in every
-// server outside those tests, where it costs one nil check per event. The
-// tests give the adversary the observers of the servers they treat as
+// server outside those tests. The tests give the adversary the observers of the servers they treat as
 // corrupt only; the honest server's is read by the positive control
 // alone. Each field may be nil; calls come from the server's goroutines
 // concurrently.
@@ -86,20 +86,4 @@ type testClientObserver struct {
 	// client: the client asks no other server for a record its primary
 	// lacks.
 	NoClosingFill bool
-}
-
-// observeClient returns the handlers of the client and PIR protocols,
-// wrapped to call the observer's Received first when it has one.
-func (s *Server) observeClient() (handlerFunc, segHandlerFunc) {
-	o := s.cfg.observe
-	if o == nil || o.Received == nil {
-		return s.handleClient, s.handlePIR
-	}
-	return func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
-			o.Received(from, t, body)
-			return s.handleClient(ctx, from, t, body)
-		}, func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
-			o.Received(from, t, body)
-			return s.handlePIR(ctx, from, t, body)
-		}
 }

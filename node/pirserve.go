@@ -86,9 +86,7 @@ func (s *Server) padAnswers(e *sepoch, r uint32, j int, ids [][32]byte, keys []*
 	for _, sl := range slots {
 		for t := 0; t < k; t++ {
 			masks = append(masks, keys[sl].Mask(uint64(r), uint32(t), L))
-			if o := s.cfg.observe; o != nil && o.Mask != nil {
-				o.Mask(v.id, r, sl, t, masks[len(masks)-1], L)
-			}
+			s.hookMask(v.id, r, sl, t, masks[len(masks)-1], L)
 		}
 	}
 	// One recycled block for all the padded answers to primary j,
@@ -143,11 +141,7 @@ func (s *Server) answerOwn(ctx context.Context, e *sepoch, x *sround, r uint32, 
 		if q, ok := x.queries[sl]; ok {
 			slots = append(slots, sl)
 			masks = append(masks, q...)
-			if o := s.cfg.observe; o != nil && o.Mask != nil {
-				for t, mk := range q {
-					o.Mask(v.id, r, sl, t, mk, max(1, len(ids)))
-				}
-			}
+			s.hookMasks(v.id, r, sl, q, max(1, len(ids)))
 		}
 	}
 	s.mu.Unlock()
@@ -194,13 +188,7 @@ func (s *Server) combine(e *sepoch, x *sround, r uint32) {
 				pir.XorInto(own[t], pads[t])
 			}
 		}
-		if o := s.cfg.observe; o != nil && o.Corrupt != nil {
-			for t := range own {
-				if len(own[t]) > 0 && o.Corrupt(e.final.id, r, sl, t) {
-					own[t][len(own[t])-1] ^= 1
-				}
-			}
-		}
+		s.hookCorrupt(e.final.id, r, sl, own)
 		x.answers[sl] = own
 	}
 	x.pirDone = true

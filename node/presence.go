@@ -151,8 +151,8 @@ func (c *Client) newJobEpochs(max int) jobEpochs {
 
 // jobJ is the client's J: JobEpochs, or the tests' smaller value.
 func (c *Client) jobJ() int {
-	if c.cfg.jobEpochs > 0 {
-		return c.cfg.jobEpochs
+	if j := c.hookJobEpochs(); j > 0 {
+		return j
 	}
 	return JobEpochs
 }

@@ -22,9 +22,7 @@ import (
 func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHashes) {
 	defer s.trace("publish", r)()
 	v := e.final
-	if o := s.cfg.observe; o != nil && o.Stage != nil {
-		o.Stage(v.id, r, "publish")
-	}
+	s.hookStage(v.id, r, "publish")
 	if !s.awaitSetup(e) {
 		return
 	}
@@ -89,9 +87,7 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 				reqByPos[q] = append(reqByPos[q], rq)
 			}
 		}
-		if o := s.cfg.observe; o != nil && o.Requests != nil {
-			o.Requests(v.id, r, q, p.Requests)
-		}
+		s.hookRequests(v.id, r, q, p.Requests)
 		if p.Kind != mix.KindChunk {
 			continue
 		}

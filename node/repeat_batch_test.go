@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -28,7 +30,7 @@ func TestRepeatedBatchMixedOnce(t *testing.T) {
 			}}
 		})
 		for _, s := range tn.servers {
-			s.rb.hooks.Store(&serverHooks{repeatOut: func(uint32) bool { return true }})
+			s.hooks.Store(&serverHooks{repeatOut: func(uint32) bool { return true }})
 		}
 		deadline := time.Now().Add(60 * time.Second)
 		for tn.clients[0].Stats().Rounds < 5 {

@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -322,7 +324,7 @@ func TestVoidRoundNotResent(t *testing.T) {
 		p.RoundLimitMs = 4000
 		bn := startBlameNetParams(t, p, 3, 3, 2, 2)
 		w := &withholder{bad: bn.servers[2], max: 2}
-		w.bad.rb.hooks.Store(w.hooks(int(p.ChunkSize), int(p.K)))
+		w.bad.hooks.Store(w.hooks(int(p.ChunkSize), int(p.K)))
 		up := bn.clients[0]
 		data := make([]byte, 6*p.ChunkSize)
 		rand.Read(data)
@@ -404,7 +406,7 @@ func TestVoidRoundGoesOn(t *testing.T) {
 		p.RoundLimitMs = 4000
 		bn := startBlameNetParams(t, p, 3, 3, 2, 2)
 		w := &withholder{bad: bn.servers[2], max: 1}
-		w.bad.rb.hooks.Store(w.hooks(int(p.ChunkSize), int(p.K)))
+		w.bad.hooks.Store(w.hooks(int(p.ChunkSize), int(p.K)))
 		up, down := bn.clients[0], bn.clients[1]
 		data := make([]byte, 4*p.ChunkSize+100)
 		rand.Read(data)

@@ -65,9 +65,7 @@ func (s *Server) announceRoot(e *sepoch, b *wire.Batch) {
 		return // the publication reaches every server anyway
 	}
 	msg := (&wire.Root{Epoch: b.Epoch, Round: b.Round, S: b.S, Root: b.Root, Sig: b.Sig}).Marshal()
-	if h := s.rb.hooks.Load(); h != nil && h.equivocate != nil && h.equivocate(b.Round) {
-		msg = s.otherRoot(b)
-	}
+	msg = s.hookRoot(b, msg)
 	for _, p := range v.chain {
 		if p == s.h.ID() {
 			continue

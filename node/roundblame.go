@@ -341,11 +341,7 @@ func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 	if err := s.sendToChain(e, ProtoEpoch, wire.TypeAccuse, a.Marshal(), shortTimeout, shortTimeout, -1); err != nil {
 		s.log.Warn("round blame: accusation not delivered everywhere", "round", r, "err", err)
 	}
-	if h := s.rb.hooks.Load(); h != nil && h.probe != nil && e.pos > 0 {
-		req := wire.BlameReq{Epoch: v.id, Round: r, T: uint16(e.pos - 1), Out: uint32(pos)}
-		_, err := call(s.ctx, s.h, v.chain[e.pos-1], request{Proto: ProtoEpoch, Type: wire.TypeBlameReq, Body: req.Marshal(), Timeout: shortTimeout, Max: e.entrySize(0) + 4096})
-		h.probe(err)
-	}
+	s.hookProbe(e, r, pos)
 	c := s.walkRound(e, bl)
 	s.conclude(e, bl, c)
 	// A named client's slot dies and the epoch goes on; otherwise the

@@ -1,14 +1,12 @@
 package node
 
 import (
-	"context"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"net"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -29,8 +27,7 @@ import (
 // maxExcludeShift caps the doubling: at most 2^10 epochs.
 const maxExcludeShift = 10
 
-// roundBlameState is a server's memory of round blames (guarded by s.mu,
-// hooks atomic).
+// roundBlameState is a server's memory of round blames (guarded by s.mu).
 type roundBlameState struct {
 	// clients are this primary's strikes against its clients, by "peer
 	// <id>" and by "ip <address>": how often each was named here and up
@@ -45,65 +42,6 @@ type roundBlameState struct {
 	// loaded: servers holds the culprits of the stored records too (a
 	// restart keeps them out).
 	loaded sync.Once
-	// hooks are set by tests only (a malicious cast); nil otherwise.
-	hooks atomic.Pointer[serverHooks]
-}
-
-// serverHooks let a test make a server misbehave. Never set outside tests.
-type serverHooks struct {
-	// corruptOut may alter this server's output batch of round r before
-	// it is signed.
-	corruptOut func(r uint32, out [][]byte)
-	// accuse may name an input position of round r as failing its MAC
-	// although it did not (a false accusation).
-	accuse func(r uint32) (int, bool)
-	// probe, if set, is told whether this server, right after its
-	// accusation, got its predecessor's walk step (it must not, for an
-	// accusation that does not hold).
-	probe func(err error)
-	// dropOut may make this server leave the last entry out of its
-	// output batch of round r (signed as it is).
-	dropOut func(r uint32) bool
-	// equivocate may make this server announce, for round r, a second
-	// signed root that differs from its batch's, to every server.
-	equivocate func(r uint32) bool
-	// badProof may alter this server's setup step before it is signed
-	// (cast_test.go: a shuffle proof that does not verify).
-	badProof func(raw []byte)
-	// withhold may make the last server of the chain keep round r's
-	// payloads to itself: neither broadcast nor published.
-	withhold func(r uint32) bool
-	// loseOut may make this server's batch of round r lost on its way to
-	// the successor (not sent; kept for a fetch, lack.go).
-	loseOut func(r uint32) bool
-	// hideOut may make this server withhold its batch of round r from
-	// its successor: not sent, not kept, its root announced all the same.
-	hideOut func(r uint32) bool
-	// repeatOut may make this server send its signed batch of round r
-	// twice (a retry or a replay: the receiver mixes it once).
-	repeatOut func(r uint32) bool
-	// refuseEvidence may make this server refuse a delivery of fault
-	// evidence of type t, as if it were lost (its sender retries).
-	refuseEvidence func(t wire.Type) bool
-	// lieDrop may make this server reveal a false drop step for the
-	// dead slot of round r's blame (deadslot.go).
-	lieDrop func(r uint32) bool
-}
-
-// clientHooks let a test make a client misbehave. Never set outside tests.
-type clientHooks struct {
-	// layerKeys may alter the layer keys of the client's onion of round r
-	// in slot slot of the epoch before sealing.
-	layerKeys func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey)
-	// secondOnion may make the client sign and send a second, different
-	// onion for round r of the epoch in slot slot.
-	secondOnion func(epoch [32]byte, r, slot uint32) bool
-	// payload may alter the client's encoded payload of round r before
-	// sealing (a payload whose pseudonym signature fails).
-	payload func(epoch [32]byte, r, slot uint32, raw []byte)
-	// onion may read or overwrite, in place, the client's sealed onion of
-	// round r before it is signed (a replay of another client's onion).
-	onion func(epoch [32]byte, r, slot uint32, onion []byte)
 }
 
 // blameRecorder is a ChunkStore that keeps blame records.
@@ -430,7 +368,7 @@ func (s *Server) onEquivocation(from peer.ID, body []byte) (wire.Type, []byte, e
 	if !fromChain(e, from) {
 		return 0, nil, errors.New("node: equivocation evidence not from a chain server")
 	}
-	if s.refuseEvidence(wire.TypeEquivocation) {
+	if s.hookRefuseEvidence(wire.TypeEquivocation) {
 		return 0, nil, errors.New("node: evidence refused (test hook)")
 	}
 	a, b := ev.A, ev.B
@@ -454,15 +392,6 @@ func (s *Server) onEquivocation(from peer.ID, body []byte) (wire.Type, []byte, e
 		s.name(e, a.Round, serverCulprit(t, "server %d signed two roots for its output of round %d (equivocation)", t, a.Round), [][]byte{body})
 	}
 	return wire.TypeAck, ack, nil
-}
-
-// otherRoot is a test hook's equivocation: a signed root for b's batch
-// that is not b's.
-func (s *Server) otherRoot(b *wire.Batch) []byte {
-	o := *b
-	o.Root[0] ^= 1
-	o.Sig, _ = sign(s.priv, batchDigest(&o))
-	return (&wire.Root{Epoch: o.Epoch, Round: o.Round, S: o.S, Root: o.Root, Sig: o.Sig}).Marshal()
 }
 
 // doubleSubmit names the client of a slot that signed two different onions
@@ -518,7 +447,7 @@ func (s *Server) onDoubleSubmit(from peer.ID, body []byte) (wire.Type, []byte, e
 	if !fromChain(e, from) {
 		return 0, nil, errors.New("node: double-submission evidence not from a chain server")
 	}
-	if s.refuseEvidence(wire.TypeDoubleSubmit) {
+	if s.hookRefuseEvidence(wire.TypeDoubleSubmit) {
 		return 0, nil, errors.New("node: evidence refused (test hook)")
 	}
 	if int(d.Slot) >= e.n() || d.Round >= v.desc.Params.Rounds || d.HashA == d.HashB {
@@ -549,16 +478,6 @@ func (s *Server) onDoubleSubmit(from peer.ID, body []byte) (wire.Type, []byte, e
 		}()
 	}
 	return wire.TypeAck, ack, nil
-}
-
-// sendSecondOnion is a test hook's misbehaviour: a second, different onion
-// signed for the same round and slot.
-func (c *Client) sendSecondOnion(ctx context.Context, e *cepoch, sub *wire.Submit) {
-	o := *sub
-	o.Onion = append([]byte(nil), sub.Onion...)
-	o.Onion[0] ^= 1
-	copy(o.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.id), uint64(o.Round), o.Slot, o.Onion))
-	_, _ = c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeSubmit, Segments: o.Segments(), Timeout: bulkTimeout})
 }
 
 // noteBadBatch names, once per epoch, server t whose signed batch of round
@@ -605,7 +524,7 @@ func (s *Server) onBadBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 	if !inChain || S < 1 || S > m || h.Round >= v.desc.Params.Rounds {
 		return 0, nil, errors.New("node: malformed-batch evidence not from a chain server")
 	}
-	if s.refuseEvidence(wire.TypeBadBatch) {
+	if s.hookRefuseEvidence(wire.TypeBadBatch) {
 		return 0, nil, errors.New("node: evidence refused (test hook)")
 	}
 	if err := verifyPeerSig(v.chain[S-1], batchDigest(&wire.Batch{Epoch: h.Epoch, Round: h.Round, S: h.S, Root: h.Root}), h.Sig); err != nil {

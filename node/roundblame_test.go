@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -276,7 +278,7 @@ func serverCaseEvidence(t *testing.T, k, wantEvidence int, hooks func(fired *ato
 	bn := startBlameNet(t, 3, 2, 4, 2)
 	var fired atomic.Bool
 	bad := bn.servers[k]
-	bad.rb.hooks.Store(hooks(&fired))
+	bad.hooks.Store(hooks(&fired))
 	var honest []*Server
 	for j, s := range bn.servers {
 		if j != k {
@@ -291,7 +293,7 @@ func serverCaseEvidence(t *testing.T, k, wantEvidence int, hooks func(fired *ato
 		if r.Role != "server" || r.PeerID != bad.h.ID().String() {
 			t.Fatalf("honest server %d named %s %d (slot %d): %s; the culprit is server %d", i, r.Role, r.Server, r.Slot, r.Reason, k)
 		}
-		if hooks := bad.rb.hooks.Load(); hooks.accuse != nil && len(r.Evidence) != 1 {
+		if hooks := bad.hooks.Load(); hooks.accuse != nil && len(r.Evidence) != 1 {
 			t.Fatalf("honest server %d kept %d pieces of evidence for a false accusation, want the accusation alone", i, len(r.Evidence))
 		}
 		// A corrupting server: the accusation of the next server and the
@@ -407,7 +409,7 @@ func TestRoundBlameSecondOnion(t *testing.T) {
 		var refused atomic.Int32
 		for _, s := range bn.servers {
 			var once atomic.Bool
-			s.rb.hooks.Store(&serverHooks{refuseEvidence: func(typ wire.Type) bool {
+			s.hooks.Store(&serverHooks{refuseEvidence: func(typ wire.Type) bool {
 				if typ != wire.TypeDoubleSubmit || !once.CompareAndSwap(false, true) {
 					return false
 				}

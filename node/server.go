@@ -111,15 +111,8 @@ type ServerConfig struct {
 	// Network carries the server's streams (nil: libp2p).
 	Network transport.Network
 
-	// observe is the anonymity tests' view of what this server sees
-	// (observe.go); nil outside them.
-	observe *testObserver
-	// cheat, set by tests only, makes this server a leader that breaks
-	// the selection's rules (cheat.go); nil outside them.
-	cheat *leaderCheat
-	// indexPage, if set, replaces wire.IndexPageBytes as the budget of
-	// one index page (tests: many pages from a small index).
-	indexPage int
+	// The tests' hooks (hooks_riffletest.go); empty in the binary.
+	serverHookCfg
 }
 
 // network is the configured network, libp2p by default.
@@ -157,6 +150,8 @@ type Server struct {
 	engine     *pir.Engine
 	pool       bufPool // large round buffers (bufpool.go)
 	wg         sync.WaitGroup
+	// The tests' hooks (hooks_riffletest.go); empty in the binary.
+	serverHookState
 
 	// mu guards the fields below it up to banned, and every epoch's and
 	// round's state (sepoch, sround) reached through them.
@@ -279,7 +274,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	// Server protocols: big bodies only from server peers (asker.go).
 	serve(cctx, h, &s.handlers, s.log, ProtoEpoch, bulkTimeout, s.serverCaps(s.epochCaps), s.handleEpoch)
 	servePooled(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.serverCaps(s.roundCaps), s.pool.buffers(), s.handleRound)
-	handleClient, handlePIR := s.observeClient()
+	handleClient, handlePIR := s.hookClientHandlers(s.handleClient, s.handlePIR)
 	servePooled(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, anyPeer(s.clientCaps), s.pool.buffers(), handleClient)
 	serveSegments(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, anyPeer(s.pirCaps), nil, handlePIR)
 	if !cfg.NoLAN {

@@ -79,13 +79,7 @@ func (s *Server) setup(e *sepoch) {
 		}
 		keys[i] = k
 	}
-	if o := s.cfg.observe; o != nil && o.Pseudonyms != nil {
-		enc := make([][]byte, len(ps))
-		for i, p := range ps {
-			enc[i] = p.Encode(nil)
-		}
-		o.Pseudonyms(v.id, enc)
-	}
+	s.hookPseudonyms(v.id, ps)
 	s.mu.Lock()
 	e.pseudonyms, e.keys, e.setupDone = ps, keys, true
 	s.notify()
@@ -123,9 +117,7 @@ func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group
 	if err != nil {
 		return nil, nil, err
 	}
-	if h := s.rb.hooks.Load(); h != nil && h.badProof != nil {
-		h.badProof(raw)
-	}
+	s.hookBadProof(raw)
 	sig, err := sign(s.priv, taggedHash(tagStep, v.id[:], []byte{byte(k >> 8), byte(k)}, raw))
 	if err != nil {
 		return nil, nil, err
@@ -143,9 +135,7 @@ func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group
 	s.mu.Lock()
 	e.forward, e.U = sec.Forward(), r.U
 	s.mu.Unlock()
-	if o := s.cfg.observe; o != nil && o.Perm != nil {
-		o.Perm(v.id, e.pos, sec.Forward())
-	}
+	s.hookPerm(v.id, e.pos, sec)
 	return r, shareErr, nil
 }
 

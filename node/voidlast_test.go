@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -35,7 +37,7 @@ func TestVoidLastRounds(t *testing.T) {
 				p.RoundLimitMs = 3000
 				bn := startBlameNetParams(t, p, 3, 3, 2, 2)
 				bad := bn.servers[2]
-				bad.rb.hooks.Store(&serverHooks{withhold: func(r uint32) bool { return r+uint32(tc.last) >= p.Rounds }})
+				bad.hooks.Store(&serverHooks{withhold: func(r uint32) bool { return r+uint32(tc.last) >= p.Rounds }})
 				const want = 2
 				ended := func(s *Server) []EpochSnapshot {
 					var out []EpochSnapshot

@@ -1,0 +1,95 @@
+//go:build !riffletest
+
+package node
+
+import (
+	"context"
+	"crypto/ed25519"
+	"io"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/group"
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/transport"
+	"github.com/riffle-net/riffle/store"
+)
+
+// The tests' hook points (observers, cheats, misbehaviours), failpoint
+// style: production code calls these methods, which here are empty or
+// return their neutral value, so the compiler inlines them away and the
+// binary holds neither a hook nor a branch for one. Builds with the tag
+// riffletest (make test) take hooks_riffletest.go instead, where each
+// calls the hooks a test set. Arguments are only what the call site has
+// at hand: anything a hook needs computed is computed there. Methods, not
+// an interface the tests implement: an interface call is never inlined
+// away, and the hooks need the server's and client's internals.
+
+const hooksBuilt = false
+
+// The hooks' state in configs, servers and clients: empty here.
+type (
+	serverHookCfg   struct{}
+	clientHookCfg   struct{}
+	serverHookState struct{}
+	clientHookState struct{}
+)
+
+func hookRecv(transport.Host, wire.Type, []byte) {}
+
+func (s *Server) hookClientHandlers(c handlerFunc, p segHandlerFunc) (handlerFunc, segHandlerFunc) {
+	return c, p
+}
+
+func (*Server) hookStage([32]byte, uint32, string)                            {}
+func (*Server) hookPseudonyms([32]byte, []*group.Element)                     {}
+func (*Server) hookPerm([32]byte, int, *mix.StepSecret)                       {}
+func (*Server) hookMask([32]byte, uint32, uint32, int, []byte, int)           {}
+func (*Server) hookMasks([32]byte, uint32, uint32, [][]byte, int)             {}
+func (*Server) hookCorrupt([32]byte, uint32, uint32, [][]byte)                {}
+func (*Server) hookSubmit([32]byte, uint32, uint32)                           {}
+func (*Server) hookRequests([32]byte, uint32, int, [][32]byte)                {}
+func (*Server) hookWithholdClosing(*wire.Closing) bool                        { return false }
+func (*Server) hookIndexPage() int                                            { return 0 }
+func (*Server) hookIndexReply(_ peer.ID, m []store.Manifest) []store.Manifest { return m }
+func (*Server) hookIndexClosings(_ peer.ID, r [][]byte) [][]byte              { return r }
+
+func (*Server) hookCheatKeys(_ []peer.ID, keys [][32]byte, _ *closed) [][32]byte { return keys }
+func (*Server) hookCheatList(*wire.RegList)                                      {}
+func (*Server) hookSignAny() bool                                                { return false }
+func (*Server) hookNoReceipt() bool                                              { return false }
+
+func (*Server) hookAccuse(uint32) (int, bool)             { return 0, false }
+func (*Server) hookCorruptOut(uint32, [][]byte)           {}
+func (*Server) hookDropOut(uint32) bool                   { return false }
+func (*Server) hookWithhold(uint32) bool                  { return false }
+func (*Server) hookRepeatOut(uint32) bool                 { return false }
+func (*Server) hookHideOut(uint32) bool                   { return false }
+func (*Server) hookLoseOut(uint32) bool                   { return false }
+func (*Server) hookProbe(*sepoch, uint32, int)            {}
+func (*Server) hookRefuseEvidence(wire.Type) bool         { return false }
+func (*Server) hookLiar() bool                            { return false }
+func (*Server) hookLieDrop(uint32) bool                   { return false }
+func (*Server) hookBadProof([]byte)                       {}
+func (*Server) hookRoot(_ *wire.Batch, msg []byte) []byte { return msg }
+
+func (*Client) hookJoined([32]byte, uint32, *mix.ClientSecret) {}
+func (*Client) hookRow([32]byte, uint32, int, int, int)        {}
+func (*Client) hookRequested([32]byte, uint32, [][32]byte)     {}
+func (*Client) hookRetryCorrupted() bool                       { return false }
+func (*Client) hookNoManifestCap() bool                        { return false }
+func (*Client) hookNoGapFill() bool                            { return false }
+func (*Client) hookNoClosingFill() bool                        { return false }
+func (*Client) hookHeldDraw() func(io.Reader) ([32]byte, bool) { return nil }
+func (*Client) hookNoteHeld([32]byte)                          {}
+func (*Client) hookJobEpochs() int                             { return 0 }
+func (*Client) hookLocal(string)                               {}
+func (*Client) hookRegKey() ed25519.PrivateKey                 { return nil }
+func (*Client) hookRegister([32]byte, []*group.Element, ed25519.PublicKey, *mix.ClientSecret, *mix.Registration) {
+}
+func (*Client) hookDupAnswers(holds bool) bool                         { return holds }
+func (*Client) hookPayload([32]byte, uint32, uint32, []byte)           {}
+func (*Client) hookLayerKeys([32]byte, uint32, uint32, []mix.LayerKey) {}
+func (*Client) hookOnion([32]byte, uint32, uint32, []byte)             {}
+func (*Client) hookSecondOnion(context.Context, *cepoch, *wire.Submit) {}

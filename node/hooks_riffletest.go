@@ -1,0 +1,485 @@
+//go:build riffletest
+
+package node
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/binary"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/group"
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/transport"
+	"github.com/riffle-net/riffle/store"
+)
+
+// The tests' hook points (hooks.go has the empty ones of the binary): each
+// calls what a test set in the config (observe.go, cheat.go, the fields
+// below) or in a running server or client (serverHooks, clientHooks).
+
+const hooksBuilt = true
+
+// serverHookCfg is what a test sets in a ServerConfig.
+type serverHookCfg struct {
+	// observe is the anonymity tests' view of what this server sees
+	// (observe.go).
+	observe *testObserver
+	// cheat makes this server a leader that breaks the selection's rules
+	// (cheat.go).
+	cheat *leaderCheat
+	// indexPage, if set, replaces wire.IndexPageBytes as the budget of
+	// one index page (many pages from a small index).
+	indexPage int
+}
+
+// clientHookCfg is what a test sets in a ClientConfig.
+type clientHookCfg struct {
+	// observe is the anonymity tests' ground truth (observe.go).
+	observe *testClientObserver
+	// jobEpochs, if set, replaces JobEpochs (J) for this client: the
+	// tests' short runs.
+	jobEpochs int
+	dupTest   *dupClientTest
+}
+
+// serverHookState: hooks are set by a test on a running server (a
+// malicious cast).
+type serverHookState struct {
+	hooks atomic.Pointer[serverHooks]
+}
+
+// clientHookState: hooks are set by a test on a running client.
+type clientHookState struct {
+	hooks atomic.Pointer[clientHooks]
+	// testHeld: the chunks this client published or fetched, for the
+	// negative control of the anonymity tests (heldDraw).
+	testHeld [][32]byte
+	// localHook is called by the local worker before each step (guarded
+	// by c.mu; hookLocal).
+	localHook func(step string)
+}
+
+// serverHooks let a test make a server misbehave.
+type serverHooks struct {
+	// corruptOut may alter this server's output batch of round r before
+	// it is signed.
+	corruptOut func(r uint32, out [][]byte)
+	// accuse may name an input position of round r as failing its MAC
+	// although it did not (a false accusation).
+	accuse func(r uint32) (int, bool)
+	// probe, if set, is told whether this server, right after its
+	// accusation, got its predecessor's walk step (it must not, for an
+	// accusation that does not hold).
+	probe func(err error)
+	// dropOut may make this server leave the last entry out of its
+	// output batch of round r (signed as it is).
+	dropOut func(r uint32) bool
+	// equivocate may make this server announce, for round r, a second
+	// signed root that differs from its batch's, to every server.
+	equivocate func(r uint32) bool
+	// badProof may alter this server's setup step before it is signed
+	// (cast_test.go: a shuffle proof that does not verify).
+	badProof func(raw []byte)
+	// withhold may make the last server of the chain keep round r's
+	// payloads to itself: neither broadcast nor published.
+	withhold func(r uint32) bool
+	// loseOut may make this server's batch of round r lost on its way to
+	// the successor (not sent; kept for a fetch, lack.go).
+	loseOut func(r uint32) bool
+	// hideOut may make this server withhold its batch of round r from
+	// its successor: not sent, not kept, its root announced all the same.
+	hideOut func(r uint32) bool
+	// repeatOut may make this server send its signed batch of round r
+	// twice (a retry or a replay: the receiver mixes it once).
+	repeatOut func(r uint32) bool
+	// refuseEvidence may make this server refuse a delivery of fault
+	// evidence of type t, as if it were lost (its sender retries).
+	refuseEvidence func(t wire.Type) bool
+	// lieDrop may make this server reveal a false drop step for the
+	// dead slot of round r's blame (deadslot.go).
+	lieDrop func(r uint32) bool
+}
+
+// clientHooks let a test make a client misbehave.
+type clientHooks struct {
+	// layerKeys may alter the layer keys of the client's onion of round r
+	// in slot slot of the epoch before sealing.
+	layerKeys func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey)
+	// secondOnion may make the client sign and send a second, different
+	// onion for round r of the epoch in slot slot.
+	secondOnion func(epoch [32]byte, r, slot uint32) bool
+	// payload may alter the client's encoded payload of round r before
+	// sealing (a payload whose pseudonym signature fails).
+	payload func(epoch [32]byte, r, slot uint32, raw []byte)
+	// onion may read or overwrite, in place, the client's sealed onion of
+	// round r before it is signed (a replay of another client's onion).
+	onion func(epoch [32]byte, r, slot uint32, onion []byte)
+}
+
+// recvHook sees every frame body a host of this package receives: each
+// request (serveSegments) and each reply (call). self is the receiving
+// host.
+var recvHook atomic.Pointer[func(self peer.ID, t wire.Type, body []byte)]
+
+func hookRecv(h transport.Host, t wire.Type, body []byte) {
+	if f := recvHook.Load(); f != nil {
+		(*f)(h.ID(), t, body)
+	}
+}
+
+// hookClientHandlers wraps the handlers of the client and PIR protocols
+// to call the observer's Received first when it has one.
+func (s *Server) hookClientHandlers(c handlerFunc, p segHandlerFunc) (handlerFunc, segHandlerFunc) {
+	o := s.cfg.observe
+	if o == nil || o.Received == nil {
+		return c, p
+	}
+	return func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
+			o.Received(from, t, body)
+			return c(ctx, from, t, body)
+		}, func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
+			o.Received(from, t, body)
+			return p(ctx, from, t, body)
+		}
+}
+
+func (s *Server) hookStage(epoch [32]byte, r uint32, stage string) {
+	if o := s.cfg.observe; o != nil && o.Stage != nil {
+		o.Stage(epoch, r, stage)
+	}
+}
+
+func (s *Server) hookPseudonyms(epoch [32]byte, ps []*group.Element) {
+	if o := s.cfg.observe; o != nil && o.Pseudonyms != nil {
+		enc := make([][]byte, len(ps))
+		for i, p := range ps {
+			enc[i] = p.Encode(nil)
+		}
+		o.Pseudonyms(epoch, enc)
+	}
+}
+
+func (s *Server) hookPerm(epoch [32]byte, pos int, sec *mix.StepSecret) {
+	if o := s.cfg.observe; o != nil && o.Perm != nil {
+		o.Perm(epoch, pos, sec.Forward())
+	}
+}
+
+func (s *Server) hookMask(epoch [32]byte, r, slot uint32, t int, mask []byte, L int) {
+	if o := s.cfg.observe; o != nil && o.Mask != nil {
+		o.Mask(epoch, r, slot, t, mask, L)
+	}
+}
+
+func (s *Server) hookMasks(epoch [32]byte, r, slot uint32, masks [][]byte, L int) {
+	for t, mk := range masks {
+		s.hookMask(epoch, r, slot, t, mk, L)
+	}
+}
+
+// hookCorrupt spoils the combined answers own of (round, slot) that the
+// active adversary picks.
+func (s *Server) hookCorrupt(epoch [32]byte, r, slot uint32, own [][]byte) {
+	if o := s.cfg.observe; o != nil && o.Corrupt != nil {
+		for t := range own {
+			if len(own[t]) > 0 && o.Corrupt(epoch, r, slot, t) {
+				own[t][len(own[t])-1] ^= 1
+			}
+		}
+	}
+}
+
+func (s *Server) hookSubmit(epoch [32]byte, r, slot uint32) {
+	if o := s.cfg.observe; o != nil && o.Submit != nil {
+		o.Submit(epoch, r, slot, time.Now())
+	}
+}
+
+func (s *Server) hookRequests(epoch [32]byte, r uint32, q int, ids [][32]byte) {
+	if o := s.cfg.observe; o != nil && o.Requests != nil {
+		o.Requests(epoch, r, q, ids)
+	}
+}
+
+func (s *Server) hookWithholdClosing(c *wire.Closing) bool {
+	o := s.cfg.observe
+	return o != nil && o.Closing != nil && !o.Closing(c)
+}
+
+func (s *Server) hookIndexPage() int { return s.cfg.indexPage }
+
+func (s *Server) hookIndexReply(to peer.ID, mans []store.Manifest) []store.Manifest {
+	if o := s.cfg.observe; o != nil && o.IndexReply != nil {
+		return o.IndexReply(to, mans)
+	}
+	return mans
+}
+
+func (s *Server) hookIndexClosings(to peer.ID, recs [][]byte) [][]byte {
+	if o := s.cfg.observe; o != nil && o.IndexClosings != nil {
+		return o.IndexClosings(to, recs)
+	}
+	return recs
+}
+
+func (s *Server) hookCheatKeys(chain []peer.ID, keys [][32]byte, cl *closed) [][32]byte {
+	if c := s.cfg.cheat; c != nil && c.keys != nil {
+		keys = c.keys(keys, cl)
+	}
+	if c := s.cfg.cheat; c != nil && c.shrink != nil {
+		keys = c.shrink(chain, keys, cl)
+	}
+	return keys
+}
+
+func (s *Server) hookCheatList(rl *wire.RegList) {
+	if c := s.cfg.cheat; c != nil && c.list != nil {
+		c.list(rl)
+	}
+}
+
+func (s *Server) hookSignAny() bool   { return s.cfg.cheat != nil && s.cfg.cheat.signAny }
+func (s *Server) hookNoReceipt() bool { return s.cfg.cheat != nil && s.cfg.cheat.noReceipt }
+
+func (s *Server) hookAccuse(r uint32) (int, bool) {
+	if h := s.hooks.Load(); h != nil && h.accuse != nil {
+		return h.accuse(r)
+	}
+	return 0, false
+}
+
+func (s *Server) hookCorruptOut(r uint32, out [][]byte) {
+	if h := s.hooks.Load(); h != nil && h.corruptOut != nil {
+		h.corruptOut(r, out)
+	}
+}
+
+func (s *Server) hookDropOut(r uint32) bool {
+	h := s.hooks.Load()
+	return h != nil && h.dropOut != nil && h.dropOut(r)
+}
+
+func (s *Server) hookWithhold(r uint32) bool {
+	h := s.hooks.Load()
+	return h != nil && h.withhold != nil && h.withhold(r)
+}
+
+func (s *Server) hookRepeatOut(r uint32) bool {
+	h := s.hooks.Load()
+	return h != nil && h.repeatOut != nil && h.repeatOut(r)
+}
+
+func (s *Server) hookHideOut(r uint32) bool {
+	h := s.hooks.Load()
+	return h != nil && h.hideOut != nil && h.hideOut(r)
+}
+
+func (s *Server) hookLoseOut(r uint32) bool {
+	h := s.hooks.Load()
+	return h != nil && h.loseOut != nil && h.loseOut(r)
+}
+
+// hookProbe asks the predecessor for its walk step right after this
+// server's accusation of input position pos and tells the probe whether it
+// got one.
+func (s *Server) hookProbe(e *sepoch, r uint32, pos int) {
+	if h := s.hooks.Load(); h != nil && h.probe != nil && e.pos > 0 {
+		v := e.final
+		req := wire.BlameReq{Epoch: v.id, Round: r, T: uint16(e.pos - 1), Out: uint32(pos)}
+		_, err := call(s.ctx, s.h, v.chain[e.pos-1], request{Proto: ProtoEpoch, Type: wire.TypeBlameReq, Body: req.Marshal(), Timeout: shortTimeout, Max: e.entrySize(0) + 4096})
+		h.probe(err)
+	}
+}
+
+// hookRefuseEvidence reports whether this server refuses a delivery of
+// evidence of type t (a lost delivery, to be retried).
+func (s *Server) hookRefuseEvidence(t wire.Type) bool {
+	h := s.hooks.Load()
+	return h != nil && h.refuseEvidence != nil && h.refuseEvidence(t)
+}
+
+// hookLiar: this server lies about drop steps (and so takes its own as it
+// is).
+func (s *Server) hookLiar() bool {
+	h := s.hooks.Load()
+	return h != nil && h.lieDrop != nil
+}
+
+func (s *Server) hookLieDrop(r uint32) bool {
+	h := s.hooks.Load()
+	return h != nil && h.lieDrop != nil && h.lieDrop(r)
+}
+
+func (s *Server) hookBadProof(raw []byte) {
+	if h := s.hooks.Load(); h != nil && h.badProof != nil {
+		h.badProof(raw)
+	}
+}
+
+// hookRoot is the root message this server announces for b: msg, or
+// another signed root for the same batch (an equivocation).
+func (s *Server) hookRoot(b *wire.Batch, msg []byte) []byte {
+	if h := s.hooks.Load(); h != nil && h.equivocate != nil && h.equivocate(b.Round) {
+		o := *b
+		o.Root[0] ^= 1
+		o.Sig, _ = sign(s.priv, batchDigest(&o))
+		return (&wire.Root{Epoch: o.Epoch, Round: o.Round, S: o.S, Root: o.Root, Sig: o.Sig}).Marshal()
+	}
+	return msg
+}
+
+func (c *Client) hookJoined(epoch [32]byte, slot uint32, cs *mix.ClientSecret) {
+	if o := c.cfg.observe; o != nil && o.Joined != nil {
+		o.Joined(epoch, slot, cs.Pseudonym().Encode(nil))
+	}
+}
+
+func (c *Client) hookRow(epoch [32]byte, r uint32, t, row, L int) {
+	if o := c.cfg.observe; o != nil && o.Row != nil {
+		o.Row(epoch, r, t, row, L)
+	}
+}
+
+func (c *Client) hookRequested(epoch [32]byte, r uint32, reqs [][32]byte) {
+	if o := c.cfg.observe; o != nil && o.Requested != nil {
+		o.Requested(epoch, r, append([][32]byte(nil), reqs...))
+	}
+}
+
+func (c *Client) hookRetryCorrupted() bool {
+	return c.cfg.observe != nil && c.cfg.observe.RetryCorrupted
+}
+
+func (c *Client) hookNoManifestCap() bool {
+	return c.cfg.observe != nil && c.cfg.observe.NoManifestCap
+}
+
+func (c *Client) hookNoGapFill() bool { return c.cfg.observe != nil && c.cfg.observe.NoGapFill }
+
+func (c *Client) hookNoClosingFill() bool {
+	return c.cfg.observe != nil && c.cfg.observe.NoClosingFill
+}
+
+// hookHeldDraw is heldDraw for the negative control that draws decoys
+// from held chunks (testClientObserver.HeldDecoys), else nil.
+func (c *Client) hookHeldDraw() func(io.Reader) ([32]byte, bool) {
+	if o := c.cfg.observe; o != nil && o.HeldDecoys {
+		return c.heldDraw
+	}
+	return nil
+}
+
+// heldDraw is the decoy draw of v2, kept for the anonymity tests' negative
+// control only: the coin of ρ, then a chunk the client published or
+// fetched. Call with c.mu held.
+func (c *Client) heldDraw(rnd io.Reader) ([32]byte, bool) {
+	var b [8]byte
+	if _, err := io.ReadFull(rnd, b[:]); err != nil || binary.BigEndian.Uint64(b[:])%DecoyRateDen >= DecoyRateNum || len(c.testHeld) == 0 {
+		return [32]byte{}, false
+	}
+	if _, err := io.ReadFull(rnd, b[:]); err != nil {
+		return [32]byte{}, false
+	}
+	return c.testHeld[binary.BigEndian.Uint64(b[:])%uint64(len(c.testHeld))], true
+}
+
+// hookNoteHeld records a chunk for heldDraw; call with c.mu held.
+func (c *Client) hookNoteHeld(id [32]byte) {
+	if o := c.cfg.observe; o != nil && o.HeldDecoys {
+		c.testHeld = append(c.testHeld, id)
+	}
+}
+
+func (c *Client) hookJobEpochs() int { return c.cfg.jobEpochs }
+
+// hookLocal calls the test's localHook, if set, with a step of local work:
+// "manifest" (a root manifest opens an assembler, which verifies a resumed
+// file), "chunk" (one chunk written) or "finish" (the file decrypted,
+// written and synced).
+func (c *Client) hookLocal(step string) {
+	c.mu.Lock()
+	h := c.localHook
+	c.mu.Unlock()
+	if h != nil {
+		h(step)
+	}
+}
+
+// dupClientTest are hooks of a client for the duplicate-share tests
+// (dupexport_test.go sets them): register may change the registration
+// before it is sent (to model a client that registers a copy of another's
+// value); answer chooses how the client answers a duplicate-share abort.
+type dupClientTest struct {
+	register func(epoch [32]byte, serverKeys []*group.Element, regKey ed25519.PublicKey, cs *mix.ClientSecret, reg *mix.Registration)
+	answer   dupAnswerMode
+	regKey   func() ed25519.PrivateKey // a chosen registration key (slot order)
+}
+
+type dupAnswerMode int
+
+const (
+	dupHonest dupAnswerMode = iota // prove only a value this client holds
+	dupSilent                      // never answer
+	dupForge                       // answer every abort naming the slot, with a proof of its own value
+)
+
+func (c *Client) hookRegKey() ed25519.PrivateKey {
+	if h := c.cfg.dupTest; h != nil && h.regKey != nil {
+		return h.regKey()
+	}
+	return nil
+}
+
+func (c *Client) hookRegister(epoch [32]byte, serverKeys []*group.Element, regKey ed25519.PublicKey, cs *mix.ClientSecret, reg *mix.Registration) {
+	if h := c.cfg.dupTest; h != nil && h.register != nil {
+		h.register(epoch, serverKeys, regKey, cs, reg)
+	}
+}
+
+// hookDupAnswers reports whether the client answers a duplicate abort,
+// holds telling whether the named value is its own.
+func (c *Client) hookDupAnswers(holds bool) bool {
+	mode := dupHonest
+	if c.cfg.dupTest != nil {
+		mode = c.cfg.dupTest.answer
+	}
+	return mode != dupSilent && (holds || mode == dupForge)
+}
+
+func (c *Client) hookPayload(epoch [32]byte, r, slot uint32, raw []byte) {
+	if h := c.hooks.Load(); h != nil && h.payload != nil {
+		h.payload(epoch, r, slot, raw)
+	}
+}
+
+func (c *Client) hookLayerKeys(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
+	if h := c.hooks.Load(); h != nil && h.layerKeys != nil {
+		h.layerKeys(epoch, r, slot, keys)
+	}
+}
+
+func (c *Client) hookOnion(epoch [32]byte, r, slot uint32, onion []byte) {
+	if h := c.hooks.Load(); h != nil && h.onion != nil {
+		h.onion(epoch, r, slot, onion)
+	}
+}
+
+// hookSecondOnion, after a submission went out, may send a second,
+// different onion signed for the same round and slot.
+func (c *Client) hookSecondOnion(ctx context.Context, e *cepoch, sub *wire.Submit) {
+	h := c.hooks.Load()
+	if h == nil || h.secondOnion == nil || !h.secondOnion(e.v.id, sub.Round, e.slot) {
+		return
+	}
+	o := *sub
+	o.Onion = append([]byte(nil), sub.Onion...)
+	o.Onion[0] ^= 1
+	copy(o.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.id), uint64(o.Round), o.Slot, o.Onion))
+	_, _ = c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeSubmit, Segments: o.Segments(), Timeout: bulkTimeout})
+}

@@ -1,0 +1,141 @@
+package node
+
+import (
+	"go/ast"
+	"go/build/constraint"
+	"go/parser"
+	"go/token"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestBinaryHasNoTestHooks builds the binary as a user does and reads its
+// symbols: none of this package's may be one that only riffletest builds
+// declare (observers, cheats, misbehaviours), and none a hook point
+// (hook*), which there must be empty and inlined away.
+func TestBinaryHasNoTestHooks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	forbidden := hookOnlyNames(t)
+	for _, name := range []string{"testObserver", "testClientObserver", "leaderCheat", "serverHooks", "clientHooks", "dupClientTest", "recvHook", "heldDraw"} {
+		if !forbidden[name] {
+			t.Fatalf("%s is not declared in a riffletest-only file", name)
+		}
+	}
+	if found := hookSymbols(t, buildRiffle(t, ""), forbidden); len(found) > 0 {
+		t.Errorf("the binary links test hooks:\n%s", strings.Join(found, "\n"))
+	}
+	// Positive control: built with the tag, it holds them. (A test
+	// binary that go test runs has no symbol table to look at.)
+	found := strings.Join(hookSymbols(t, buildRiffle(t, "riffletest"), forbidden), "\n")
+	for _, want := range []string{"serverHooks", "clientHooks", "heldDraw", "hookClientHandlers"} {
+		if !strings.Contains(found, want) {
+			t.Errorf("the scan does not see %s in a riffletest build", want)
+		}
+	}
+}
+
+// buildRiffle builds cmd/riffle with tags into a temporary directory; the
+// -tags flag overrides any tags in GOFLAGS.
+func buildRiffle(t *testing.T, tags string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "riffle")
+	out, err := exec.Command("go", "build", "-tags="+tags, "-o", bin, "github.com/riffle-net/riffle/cmd/riffle").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build -tags=%s: %v\n%s", tags, err, out)
+	}
+	return bin
+}
+
+// hookOnlyNames are the top-level names declared in this package's files
+// built only with the riffletest tag and in none of the others.
+func hookOnlyNames(t *testing.T) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tagged, untagged := map[string]bool{}, map[string]bool{}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		with, without := true, true
+		for _, cg := range f.Comments {
+			if cg.Pos() > f.Package {
+				break
+			}
+			for _, c := range cg.List {
+				if expr, err := constraint.Parse(c.Text); err == nil {
+					with = expr.Eval(func(tag string) bool { return tag == "riffletest" })
+					without = expr.Eval(func(string) bool { return false })
+				}
+			}
+		}
+		if !with {
+			continue // a production-only file
+		}
+		into := untagged
+		if !without {
+			into = tagged
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				into[d.Name.Name] = true
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						into[s.Name.Name] = true
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							into[n.Name] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	for name := range untagged {
+		delete(tagged, name) // an empty stub of the binary's (hooks.go)
+	}
+	return tagged
+}
+
+// hookSymbols returns the symbols of binary bin that name a forbidden
+// identifier or a hook point of this package.
+func hookSymbols(t *testing.T, bin string, forbidden map[string]bool) []string {
+	t.Helper()
+	out, err := exec.Command("go", "tool", "nm", bin).Output()
+	if err != nil {
+		t.Fatalf("go tool nm %s: %v", bin, err)
+	}
+	// What follows the package path up to the end of the symbol, e.g.
+	// "(*Server).hookStage" or "serverHooks]).Load".
+	sym := regexp.MustCompile(`github\.com/riffle-net/riffle/node\.(\S+)`)
+	ident := regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+	var found []string
+	for _, line := range strings.Split(string(out), "\n") {
+		for _, m := range sym.FindAllStringSubmatch(line, -1) {
+			bad := false
+			for _, id := range ident.FindAllString(m[1], -1) {
+				bad = bad || forbidden[id] || strings.HasPrefix(id, "hook")
+			}
+			if bad {
+				found = append(found, strings.TrimSpace(line))
+				break
+			}
+		}
+	}
+	return found
+}
