@@ -76,6 +76,8 @@ func (s *Server) clientCaps(t wire.Type) int {
 		return 1024
 	case wire.TypeIndexReq:
 		return wire.IndexReqSize
+	case wire.TypeWindowReq:
+		return 32 + 8 + 4 + 32*wire.MaxWindowItems
 	case wire.TypeRegister:
 		return 64 << 10
 	case wire.TypeReceiptSet:
@@ -161,6 +163,7 @@ var replies = map[protocol.ID]map[wire.Type]reply{
 		wire.TypeHandover:   ackReply,
 		wire.TypeWaitList:   {wire.TypeRoundList, roundListCap},
 		wire.TypeIndexReq:   {wire.TypeIndex, wire.MaxIndexPage},
+		wire.TypeWindowReq:  {wire.TypeWindow, windowReplyCap},
 	},
 	ProtoPIR: {
 		// k rows of b bytes: the caller gives the epoch's cap (request.Max).

@@ -52,6 +52,9 @@ func wideDecoders() map[string]func([]byte) error {
 		"receiptset":      func(b []byte) error { var m ReceiptSet; return m.Unmarshal(b) },
 		"closing":         func(b []byte) error { var m Closing; return m.Unmarshal(b, 1<<20) },
 		"closingproposal": func(b []byte) error { var m ClosingProposal; return m.Unmarshal(b, 1<<20) },
+		"windowreq":       func(b []byte) error { var m WindowReq; return m.Unmarshal(b) },
+		"window":          func(b []byte) error { var m Window; return m.Unmarshal(b) },
+		"decoypool":       func(b []byte) error { var m DecoyPool; return m.Unmarshal(b) },
 	}
 }
 

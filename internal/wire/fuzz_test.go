@@ -79,6 +79,9 @@ func FuzzOrder(f *testing.F) {
 }
 func FuzzClosing(f *testing.F)         { fuzzDecoder(f, "closing") }
 func FuzzClosingProposal(f *testing.F) { fuzzDecoder(f, "closingproposal") }
+func FuzzWindowReq(f *testing.F)       { fuzzDecoder(f, "windowreq") }
+func FuzzWindow(f *testing.F)          { fuzzDecoder(f, "window") }
+func FuzzDecoyPool(f *testing.F)       { fuzzDecoder(f, "decoypool") }
 
 // FuzzDescriptor fuzzes the descriptor decoder on its own (inside a
 // Signed, it is one length-prefixed field).

@@ -197,10 +197,16 @@ func vectors() []vector {
 			with(func(m *BatchRef, b []byte) error { return m.Unmarshal(b) })},
 		{"lack", TypeLack, &BatchRef{Epoch: k32(1), Round: 2, S: 1},
 			with(func(m *BatchRef, b []byte) error { return m.Unmarshal(b) })},
-		{"closingproposal", TypeClosingProposal, &ClosingProposal{Closing{Epoch: k32(1), Rounds: []ClosingRound{{ClosedPublished, k32(0xa0)}, {ClosedVoid, k32(0xa1)}, {}}}},
+		{"closingproposal", TypeClosingProposal, &ClosingProposal{Closing{Epoch: k32(1), Rounds: []ClosingRound{{ClosedPublished, k32(0xa0)}, {ClosedVoid, k32(0xa1)}, {}}, Pairs: 7, Pool: k32(0xa2)}},
 			with(func(m *ClosingProposal, b []byte) error { return m.Unmarshal(b, 8) })},
-		{"closing", TypeClosing, &Closing{Epoch: k32(1), Rounds: []ClosingRound{{ClosedPublished, k32(0xa0)}, {ClosedVoid, k32(0xa1)}, {}}, Sigs: [][64]byte{k64(0x30), k64(0x31)}},
+		{"closing", TypeClosing, &Closing{Epoch: k32(1), Rounds: []ClosingRound{{ClosedPublished, k32(0xa0)}, {ClosedVoid, k32(0xa1)}, {}}, Pairs: 7, Pool: k32(0xa2), Sigs: [][64]byte{k64(0x30), k64(0x31)}},
 			with(func(m *Closing, b []byte) error { return m.Unmarshal(b, 8) })},
+		{"windowreq", TypeWindowReq, &WindowReq{Epoch: k32(1), Number: 9, Held: [][32]byte{k32(0xb0)}},
+			with(func(m *WindowReq, b []byte) error { return m.Unmarshal(b) })},
+		{"window", TypeWindow, &Window{Items: []WindowItem{{Number: 8, Epoch: k32(0xb1), Group: []byte("descriptor"), Closing: []byte("record"), Pool: []byte("pool")}, {Number: 7, Epoch: k32(0xb0), Group: []byte{}, Closing: []byte{}, Pool: []byte{}}}},
+			with(func(m *Window, b []byte) error { return m.Unmarshal(b) })},
+		{"decoypool", TypeWindow, &DecoyPool{Epoch: k32(0xb1), Total: 9, Sample: []PoolPair{{Pos: 3, ID: k32(0xc1)}, {Pos: 0, ID: k32(0xc2)}}},
+			with(func(m *DecoyPool, b []byte) error { return m.Unmarshal(b) })},
 		{"root", TypeRoot, &Root{Epoch: k32(1), Round: 2, S: 1, Root: k32(9), Sig: k64(10)},
 			with(func(m *Root, b []byte) error { return m.Unmarshal(b) })},
 		{"receipt", TypeReceipt, &Receipt{Epoch: k32(1), Server: 2, RegKey: k32(0xa0), RegHash: k32(0xc0), Sig: k64(0x6d)},
@@ -354,6 +360,7 @@ func typeName(t Type) string {
 		TypeGetBatch: "getbatch", TypeLack: "lack", TypeDropReq: "dropreq", TypeDropStep: "dropstep",
 		TypeReceipt: "receipt", TypeReceiptSet: "receiptset",
 		TypeClosingProposal: "closingproposal", TypeClosing: "closing",
+		TypeWindowReq: "windowreq", TypeWindow: "window",
 	}
 	return names[t]
 }
