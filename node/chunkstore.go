@@ -50,6 +50,10 @@ type ChunkStore interface {
 	// in the index log (§7 v3); Closing returns it (store.ErrNotFound).
 	PutClosing(epoch [32]byte, rec []byte) error
 	Closing(epoch [32]byte) ([]byte, error)
+	// PutWindowItem keeps what a client needs to check an epoch this
+	// server served in (§6.3 v3); WindowItem returns it (store.ErrNotFound).
+	PutWindowItem(number uint64, epoch [32]byte, item []byte) error
+	WindowItem(number uint64, epoch [32]byte) ([]byte, error)
 	Close() error
 }
 
@@ -69,6 +73,7 @@ type memStore struct {
 	// pairs and closings: chunkstore_demand.go.
 	pairs    map[[36]byte][]store.Pair
 	closings map[[32]byte][]byte
+	window   map[[32]byte][]byte
 }
 
 // memChange is one change of the index log: an id added or removed.

@@ -60,3 +60,31 @@ func (b *boltStore) PutPairs(epoch [32]byte, round uint32, ps []store.Pair) erro
 func (b *boltStore) PutClosing(epoch [32]byte, rec []byte) error { return b.st.PutClosing(epoch, rec) }
 
 func (b *boltStore) Closing(epoch [32]byte) ([]byte, error) { return b.st.Closing(epoch) }
+
+func (m *memStore) PutWindowItem(number uint64, epoch [32]byte, item []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.window == nil {
+		m.window = map[[32]byte][]byte{}
+	}
+	m.window[epoch] = append([]byte(nil), item...)
+	return nil
+}
+
+func (m *memStore) WindowItem(_ uint64, epoch [32]byte) ([]byte, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	b, ok := m.window[epoch]
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	return append([]byte(nil), b...), nil
+}
+
+func (b *boltStore) PutWindowItem(number uint64, epoch [32]byte, item []byte) error {
+	return b.st.PutWindowItem(number, epoch, item)
+}
+
+func (b *boltStore) WindowItem(number uint64, epoch [32]byte) ([]byte, error) {
+	return b.st.WindowItem(number, epoch)
+}

@@ -102,10 +102,16 @@ type Client struct {
 	// pastViews are the chains of the last epochs this client took part
 	// in, oldest first, to check their closing records (closing_client.go).
 	pastViews []*view
-	// decoys is the public demand decoys are drawn from (decoys.go).
+	// decoys is the group's window decoys are drawn from (decoys.go,
+	// window_client.go); window holds its checked items by epoch id.
 	decoys decoyPool
-	stats  Stats
-	index  []IndexEntry // the synced copy, as of the last epoch's start
+	window map[[32]byte]*wire.WindowItem
+	// own is the old rule's pool, for the tests' controls only.
+	own ownPool
+	// closingSeen: past epochs whose closing record was used.
+	closingSeen map[[32]byte]bool
+	stats       Stats
+	index       []IndexEntry // the synced copy, as of the last epoch's start
 	// icopy is the synced copy of the index with its cursors, touched by
 	// one sync at a time (syncMu; indexsync.go).
 	icopy  indexCopy

@@ -27,6 +27,9 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	if err != nil {
 		return v.id, err
 	}
+	if err := c.holdWindow(ctx, v); err != nil {
+		return v.id, err
+	}
 	e, fin, err := c.join(ctx, v, pidx)
 	if err != nil {
 		return v.id, err
@@ -293,7 +296,9 @@ func (c *Client) leaveEpoch(e *cepoch) {
 	// Requests in flight are forgotten; failed ids may be asked again in a
 	// later epoch (§6.3).
 	clear(c.inflight)
-	c.decoys.endEpoch()
+	if c.ownRule() {
+		c.own.endEpoch()
+	}
 	c.notePastView(e.v)
 	c.lastManifests = e.manifestIDs
 	for id := range c.failed {
@@ -351,7 +356,9 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 		}
 		c.confirm(e, r, &rl)
 		c.mu.Lock()
-		c.decoys.note(&rl)
+		if c.ownRule() {
+			c.own.note(&rl)
+		}
 		e.manifestIDs = append(e.manifestIDs, rl.Manifests...)
 		if rl.Void() {
 			// §5.2 v3: a void round, signed so by every server: its

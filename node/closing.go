@@ -57,6 +57,7 @@ func (s *Server) closeEpoch(e *sepoch) {
 	v := e.final
 	s.mu.Lock()
 	c := closingOf(e)
+	_, _ = setPool(e, &c) // S_0 holds the lists it states
 	s.mu.Unlock()
 	if s.hookWithholdClosing(&c) {
 		return // broken on purpose: no closing record
@@ -130,6 +131,12 @@ func (s *Server) onClosingProposal(ctx context.Context, from peer.ID, body []byt
 			return 0, nil, fmt.Errorf("node: closing states round %d as %d, this server holds %d", r, pr.State, have.State)
 		}
 	}
+	// §6.3 v3: the pool is computed here from the lists held or signed.
+	mine.Rounds = p.Rounds
+	if _, ok := setPool(e, &mine); !ok || mine.Pairs != p.Pairs || mine.Pool != p.Pool {
+		s.mu.Unlock()
+		return 0, nil, errors.New("node: closing record's decoy pool differs from the lists held here")
+	}
 	s.mu.Unlock()
 	sig, err := sign(s.priv, closingDigest(&p.Closing))
 	if err != nil {
@@ -156,6 +163,7 @@ func (s *Server) onClosing(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := s.store.PutClosing(c.Epoch, body); err != nil {
 		return 0, nil, err
 	}
+	s.keepWindowItem(e, &wire.Closing{Epoch: c.Epoch, Rounds: c.Rounds})
 	return wire.TypeAck, ack, nil
 }
 

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"slices"
+
 	"github.com/riffle-net/riffle/internal/wire"
 )
 
@@ -92,7 +94,7 @@ func (c *Client) notePastView(v *view) {
 // synced, never on its jobs. Call with c.mu held.
 func (c *Client) closingWants() (views []*view, others [][32]byte) {
 	for i, v := range c.pastViews {
-		if c.decoys.closedEpoch(v.id) {
+		if c.closingSeen[v.id] && c.own.closedEpoch(v.id) {
 			continue
 		}
 		views = append(views, v)
@@ -116,8 +118,17 @@ func (c *Client) useClosings(views []*view) {
 	}
 	c.syncMu.Unlock()
 	c.mu.Lock()
-	for _, rec := range recs {
-		c.decoys.admit(rec)
+	if c.closingSeen == nil {
+		c.closingSeen = map[[32]byte]bool{}
+	}
+	for id, rec := range recs {
+		c.own.admit(rec)
+		c.closingSeen[id] = true
+	}
+	for id := range c.closingSeen {
+		if !slices.ContainsFunc(c.pastViews, func(v *view) bool { return v.id == id }) {
+			delete(c.closingSeen, id)
+		}
 	}
 	again := c.settleClosings(recs)
 	c.mu.Unlock()

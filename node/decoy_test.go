@@ -1,8 +1,10 @@
 package node
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 
@@ -22,12 +24,16 @@ func decoyClient(seed byte) *Client {
 		retry: map[[32]byte]bool{}, wants: map[[32]byte]*getJob{}}
 }
 
-// feed gives a client the same public request lists: epochs of rounds,
-// each list with a few ids (some repeated across rounds and epochs).
+// feed gives a client the same public demand: epochs of rounds, each
+// list with a few ids (some repeated across rounds and epochs), the last
+// E_d of them as the window.
 func feed(c *Client, epochs int) {
+	var eps []*poolEpoch
 	for e := range epochs {
+		ep := [32]byte{0xee, byte(e)}
+		var lists []*wire.RoundList
 		for r := range 4 {
-			rl := wire.RoundList{Epoch: [32]byte{0xee, byte(e)}, Round: uint32(r)}
+			rl := &wire.RoundList{Epoch: ep, Round: uint32(r)}
 			for i := range 5 {
 				rl.Entries = append(rl.Entries, wire.ListEntry{ID: [32]byte{byte(e), byte((r + i) % 7)}})
 			}
@@ -37,11 +43,29 @@ func feed(c *Client, epochs int) {
 				rl.Pairs = append(rl.Pairs, wire.ListPair{Pos: uint32((r + i) % 7), Entry: uint32(i)})
 			}
 			sortPairs(rl.Pairs)
-			c.decoys.note(&rl)
+			lists = append(lists, rl)
 		}
-		c.decoys.endEpoch()
+		eps = append([]*poolEpoch{testPoolEpoch(ep, 4, lists...)}, eps...)
 	}
-	c.closeAllDecoys()
+	c.decoys.set(eps[:min(len(eps), DecoyEpochs)])
+}
+
+// testPoolEpoch is epoch ep's pool as its closing record fixes it, the
+// lists published.
+func testPoolEpoch(ep [32]byte, R int, lists ...*wire.RoundList) *poolEpoch {
+	rec := closingOfLists(ep, R, lists...)
+	seen := map[wire.PoolPair]bool{}
+	var pairs []wire.PoolPair
+	for _, rl := range lists {
+		for _, p := range listPoolPairs(rl) {
+			if !seen[p] {
+				seen[p] = true
+				pairs = append(pairs, p)
+			}
+		}
+	}
+	pool := samplePool(rec, pairs)
+	return &poolEpoch{id: ep, total: pool.Total, sample: pool.Sample}
 }
 
 // TestBackgroundRequests (§6.3 v3): decoys are drawn at rate ρ, uniformly
@@ -69,8 +93,8 @@ func TestBackgroundRequests(t *testing.T) {
 			t.Fatalf("failed ids are needs: %x", ids)
 		}
 		// Pool: the last E_d epochs, 7 distinct ids each.
-		if busy.decoys.size != DecoyEpochs*7 {
-			t.Fatalf("pool of %d ids, want %d", busy.decoys.size, DecoyEpochs*7)
+		if busy.decoys.weight != DecoyEpochs*7 {
+			t.Fatalf("pool of %d ids, want %d", busy.decoys.weight, DecoyEpochs*7)
 		}
 		const draws = 40000
 		count := map[[32]byte]int{}
@@ -94,7 +118,7 @@ func TestBackgroundRequests(t *testing.T) {
 			t.Fatalf("%d decoys in %d slots, want about %.0f", total, draws, mean)
 		}
 		// Uniform over the pool: every id within 5 standard deviations.
-		pool := busy.decoys.size
+		pool := int(busy.decoys.weight)
 		p := 1 / float64(pool)
 		for id, n := range count {
 			if mean, sd := float64(total)*p, math.Sqrt(float64(total)*p*(1-p)); math.Abs(float64(n)-mean) > 5*sd {
@@ -133,20 +157,21 @@ func TestDecoyPairsOncePerEpoch(t *testing.T) {
 		c := decoyClient(7)
 		popular, loner := [32]byte{1}, [32]byte{2}
 		ep := [32]byte{0xee}
+		var lists []*wire.RoundList
 		for r := range 6 {
-			rl := wire.RoundList{Epoch: ep, Round: uint32(r), Entries: []wire.ListEntry{{ID: popular}, {ID: loner}}}
+			rl := &wire.RoundList{Epoch: ep, Round: uint32(r), Entries: []wire.ListEntry{{ID: popular}, {ID: loner}}}
 			// Position 0 asks for the loner in every round; positions 1 to 3
 			// ask for the popular id, each in one round only.
 			rl.Pairs = []wire.ListPair{{Pos: 0, Entry: 1}}
 			if r < 3 {
 				rl.Pairs = append(rl.Pairs, wire.ListPair{Pos: uint32(1 + r), Entry: 0})
 			}
-			c.decoys.note(&rl)
+			lists = append(lists, rl)
 		}
-		c.decoys.endEpoch()
-		c.closeAllDecoys()
-		if c.decoys.size != 4 {
-			t.Fatalf("pool of %d pairs, want 4 (three positions for one id, one for the other)", c.decoys.size)
+		first := testPoolEpoch(ep, 6, lists...)
+		c.decoys.set([]*poolEpoch{first})
+		if c.decoys.weight != 4 {
+			t.Fatalf("pool of %d pairs, want 4 (three positions for one id, one for the other)", c.decoys.weight)
 		}
 		count := map[[32]byte]int{}
 		const draws = 40000
@@ -162,22 +187,12 @@ func TestDecoyPairsOncePerEpoch(t *testing.T) {
 			t.Fatalf("popular id drawn %d of %d times, want about %.0f", count[popular], total, mean)
 		}
 		// The next epoch counts its pairs again.
-		rl := wire.RoundList{Epoch: [32]byte{0xef}, Entries: []wire.ListEntry{{ID: loner}}, Pairs: []wire.ListPair{{Pos: 0, Entry: 0}}}
-		c.decoys.note(&rl)
-		c.decoys.endEpoch()
-		c.closeAllDecoys()
-		if c.decoys.size != 5 {
-			t.Fatalf("pool of %d pairs after a second epoch, want 5", c.decoys.size)
+		rl := &wire.RoundList{Epoch: [32]byte{0xef}, Entries: []wire.ListEntry{{ID: loner}}, Pairs: []wire.ListPair{{Pos: 0, Entry: 0}}}
+		c.decoys.set([]*poolEpoch{testPoolEpoch([32]byte{0xef}, 1, rl), first})
+		if c.decoys.weight != 5 {
+			t.Fatalf("pool of %d pairs after a second epoch, want 5", c.decoys.weight)
 		}
 	})
-}
-
-// closeAllDecoys admits every ended epoch's pairs (tests).
-func (c *Client) closeAllDecoys() {
-	for _, e := range c.decoys.ended {
-		e.closed = true
-	}
-	c.decoys.resize()
 }
 
 // closingOfLists is the closing record of epoch ep that shows each of
@@ -190,45 +205,78 @@ func closingOfLists(ep [32]byte, R int, lists ...*wire.RoundList) *wire.Closing 
 	return rec
 }
 
-// TestDecoysNeedClosing (§6.3 v3): an ended epoch's pairs are drawn only
-// once its closing record came, and only those of rounds the record shows
-// published with the list the client checked: every client of the epoch
-// draws from the same rounds, whatever lists its primary gave it.
-func TestDecoysNeedClosing(t *testing.T) {
-	virtual(t, func(t *testing.T) {
-		c := decoyClient(3)
-		ep := [32]byte{0xee, 1}
-		var lists []*wire.RoundList
-		for r := range 3 {
-			rl := &wire.RoundList{Epoch: ep, Round: uint32(r), Entries: []wire.ListEntry{{ID: [32]byte{byte(r + 1)}}}, Pairs: []wire.ListPair{{Pos: 0, Entry: 0}}}
-			c.decoys.note(rl)
-			lists = append(lists, rl)
+// TestPoolCanonical (§6.3 v3): an epoch's pool is fixed by its closing
+// record alone: the lowest sampling keys, whatever order the pairs came
+// in, at most MaxPoolPairs of them however many the epoch had, with the
+// epoch's weight kept (its pairs, not its sample); a pool that differs
+// from the record's digest in a pair or a count is refused, and another
+// record (other lists) samples other pairs.
+func TestPoolCanonical(t *testing.T) {
+	ep := [32]byte{0xee, 2}
+	rec := &wire.Closing{Epoch: ep, Rounds: []wire.ClosingRound{{State: wire.ClosedPublished, List: [32]byte{1}}, {State: wire.ClosedVoid, List: [32]byte{2}}}}
+	var pairs []wire.PoolPair
+	for i := range 3 * wire.MaxPoolPairs {
+		pairs = append(pairs, wire.PoolPair{Pos: uint32(i % 64), ID: [32]byte{byte(i), byte(i >> 8)}})
+	}
+	a := samplePool(rec, pairs)
+	rev := slices.Clone(pairs)
+	slices.Reverse(rev)
+	b := samplePool(rec, rev)
+	if a.Total != uint32(len(pairs)) || len(a.Sample) != wire.MaxPoolPairs || poolDigest(a) != poolDigest(b) {
+		t.Fatalf("pool of %d pairs, sample %d, same whatever the order: %v", a.Total, len(a.Sample), poolDigest(a) == poolDigest(b))
+	}
+	seed := poolSeed(rec)
+	last := poolKey(seed, a.Sample[len(a.Sample)-1])
+	inSample := map[wire.PoolPair]bool{}
+	for _, p := range a.Sample {
+		inSample[p] = true
+	}
+	for _, p := range pairs {
+		k := poolKey(seed, p)
+		if !inSample[p] && bytes.Compare(k[:], last[:]) < 0 {
+			t.Fatalf("pair %v has a lower key than the sample's highest and is left out", p)
 		}
-		c.decoys.endEpoch()
-		for range 200 {
-			if got := c.backgroundRequests(nil, 1); len(got) != 0 {
-				t.Fatalf("decoy %x drawn from an epoch without a closing record", got[0][:1])
+	}
+	rec.Pairs, rec.Pool = a.Total, poolDigest(a)
+	if err := checkPool(rec, a); err != nil {
+		t.Fatal(err)
+	}
+	bad := *a
+	bad.Sample = slices.Clone(a.Sample)
+	bad.Sample[0].ID[31] ^= 1
+	if checkPool(rec, &bad) == nil {
+		t.Fatal("a pool with another pair is taken")
+	}
+	bad = *a
+	bad.Total--
+	if checkPool(rec, &bad) == nil {
+		t.Fatal("a pool with another weight is taken")
+	}
+	other := *rec
+	other.Rounds = slices.Clone(rec.Rounds)
+	other.Rounds[0].List[0] ^= 1
+	if c := samplePool(&other, pairs); slices.Equal(c.Sample, a.Sample) {
+		t.Fatal("another record's lists sample the same pairs")
+	}
+	// Draws weigh the epoch by its pairs: against a small epoch of
+	// MaxPoolPairs/3 pairs it takes about 9/10 of them.
+	small := make([]wire.PoolPair, wire.MaxPoolPairs/3)
+	for i := range small {
+		small[i] = wire.PoolPair{ID: [32]byte{0xff, byte(i), byte(i >> 8)}}
+	}
+	sp := samplePool(&wire.Closing{Epoch: [32]byte{3}}, small)
+	c := decoyClient(5)
+	c.decoys.set([]*poolEpoch{{total: a.Total, sample: a.Sample}, {total: sp.Total, sample: sp.Sample}})
+	big, n := 0, 0
+	for range 20000 {
+		for _, id := range c.backgroundRequests(nil, 1) {
+			n++
+			if id[0] != 0xff {
+				big++
 			}
 		}
-		if c.decoys.closedEpoch(ep) {
-			t.Fatal("an epoch without a record counts as closed")
-		}
-		// The record shows rounds 0 and 2 published; round 1 with another
-		// list than the one this client was shown.
-		other := *lists[1]
-		other.Entries = []wire.ListEntry{{ID: [32]byte{9}}}
-		c.decoys.admit(closingOfLists(ep, 4, lists[0], &other, lists[2]))
-		if !c.decoys.closedEpoch(ep) || c.decoys.size != 2 {
-			t.Fatalf("closed %v, pool of %d pairs, want 2", c.decoys.closedEpoch(ep), c.decoys.size)
-		}
-		count := map[byte]int{}
-		for range 2000 {
-			for _, id := range c.backgroundRequests(nil, 1) {
-				count[id[0]]++
-			}
-		}
-		if count[1] == 0 || count[3] == 0 || count[2] != 0 || len(count) != 2 {
-			t.Fatalf("draws %v, want ids 1 and 3 only", count)
-		}
-	})
+	}
+	if p := float64(big) / float64(n); math.Abs(p-0.9) > 0.02 {
+		t.Fatalf("the large epoch took %.3f of the draws, want 0.9", p)
+	}
 }

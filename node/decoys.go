@@ -8,10 +8,10 @@ import (
 )
 
 // Decoys (docs/protocol.md §6.3 v3). Each request slot that a round leaves
-// empty carries, with probability ρ, an id drawn uniformly from the public
-// demand of the last E_d epochs: the (output position, requested id)
-// pairs of the request lists that every client of those epochs received
-// and checked against all m signatures, each pair counted once per epoch.
+// empty carries, with probability ρ, an id drawn from the group's public
+// demand of the window's E_d epochs (window.go): the (output position,
+// requested id) pairs of their published lists, each pair counted once
+// per epoch, as the epochs' closing records fix them.
 // An id that many pseudonyms asked for weighs more than one that a single
 // pseudonym asked for in every round: decoys follow demand, and no
 // pseudonym can weigh them by asking again. The draw never looks at what
@@ -26,6 +26,63 @@ const (
 	// DecoyEpochs is E_d: the epochs whose request lists make the pool.
 	DecoyEpochs = 4
 )
+
+// poolEpoch is one epoch of the window, checked against its record.
+type poolEpoch struct {
+	number uint64
+	id     [32]byte
+	total  uint32
+	sample []wire.PoolPair
+}
+
+// decoyPool is the window a client draws from: the same for every client
+// of an epoch, whatever its history (window_client.go).
+type decoyPool struct {
+	epochs []*poolEpoch // newest first
+	weight uint64       // Σ total over epochs with a sample
+}
+
+func (p *decoyPool) set(eps []*poolEpoch) {
+	p.epochs, p.weight = eps, 0
+	for _, e := range eps {
+		if len(e.sample) > 0 {
+			p.weight += uint64(e.total)
+		}
+	}
+}
+
+// draw returns a decoy for one empty request slot, or false: a coin of
+// probability ρ, then an epoch with weight its pairs and a pair uniform
+// over its sample (the sample is uniform over the epoch's pairs, so each
+// pair of the window weighs the same). What it reads from rnd depends
+// only on the pool.
+func (p *decoyPool) draw(rnd io.Reader) ([32]byte, bool) {
+	var b [8]byte
+	if _, err := io.ReadFull(rnd, b[:]); err != nil {
+		return [32]byte{}, false
+	}
+	if binary.BigEndian.Uint64(b[:])%DecoyRateDen >= DecoyRateNum || p.weight == 0 {
+		return [32]byte{}, false
+	}
+	if _, err := io.ReadFull(rnd, b[:]); err != nil {
+		return [32]byte{}, false
+	}
+	x := binary.BigEndian.Uint64(b[:]) % p.weight
+	for _, e := range p.epochs {
+		if len(e.sample) == 0 {
+			continue
+		}
+		if x >= uint64(e.total) {
+			x -= uint64(e.total)
+			continue
+		}
+		if _, err := io.ReadFull(rnd, b[:]); err != nil {
+			return [32]byte{}, false
+		}
+		return e.sample[binary.BigEndian.Uint64(b[:])%uint64(len(e.sample))].ID, true
+	}
+	return [32]byte{}, false
+}
 
 // decoyPair is one (output position, requested id) pair of an epoch.
 type decoyPair struct {
@@ -43,16 +100,17 @@ type decoyEpoch struct {
 	closed bool                 // admitted by its closing record
 }
 
-// decoyPool is the public demand a client draws decoys from. The lists
-// are public and the same for every client of an epoch.
-type decoyPool struct {
+// ownPool is the old rule, kept for the anonymity tests' positive
+// controls only (testClientObserver.OwnDecoys): the demand of the lists
+// this client received itself, of the epochs it attended.
+type ownPool struct {
 	ended []*decoyEpoch // the last DecoyEpochs ended epochs, oldest first
 	cur   *decoyEpoch
 	size  int // pairs over the admitted epochs
 }
 
 // note records the pairs of a checked request list of the current epoch.
-func (p *decoyPool) note(rl *wire.RoundList) {
+func (p *ownPool) note(rl *wire.RoundList) {
 	if p.cur == nil || p.cur.id != rl.Epoch {
 		p.cur = &decoyEpoch{id: rl.Epoch, seen: map[decoyPair]bool{}, rounds: map[uint32][32]byte{}, from: map[decoyPair]uint32{}}
 	}
@@ -70,7 +128,7 @@ func (p *decoyPool) note(rl *wire.RoundList) {
 
 // endEpoch moves the current epoch's pairs among the ended epochs,
 // dropping epochs older than DecoyEpochs.
-func (p *decoyPool) endEpoch() {
+func (p *ownPool) endEpoch() {
 	if p.cur == nil {
 		return
 	}
@@ -83,7 +141,7 @@ func (p *decoyPool) endEpoch() {
 }
 
 // resize counts the pairs that draws take from.
-func (p *decoyPool) resize() {
+func (p *ownPool) resize() {
 	p.size = 0
 	for _, e := range p.ended {
 		if p.usable(e) {
@@ -95,12 +153,12 @@ func (p *decoyPool) resize() {
 // usable reports whether draws take from ended epoch e: only once its
 // closing record, signed by all m servers, came (§6.3 v3), so that every
 // client of the epoch draws from the same rounds.
-func (p *decoyPool) usable(e *decoyEpoch) bool { return e.closed }
+func (p *ownPool) usable(e *decoyEpoch) bool { return e.closed }
 
 // admit takes an epoch's pairs into the draws on its closing record
 // (checked by the caller): only the pairs of rounds that the record shows
 // published with the very list this client checked.
-func (p *decoyPool) admit(rec *wire.Closing) {
+func (p *ownPool) admit(rec *wire.Closing) {
 	for _, e := range p.ended {
 		if e.id != rec.Epoch || e.closed {
 			continue
@@ -120,7 +178,7 @@ func (p *decoyPool) admit(rec *wire.Closing) {
 
 // closedEpoch reports whether epoch id's pairs were admitted, or the
 // epoch left the window (nothing more to want for it).
-func (p *decoyPool) closedEpoch(id [32]byte) bool {
+func (p *ownPool) closedEpoch(id [32]byte) bool {
 	for _, e := range p.ended {
 		if e.id == id {
 			return e.closed
@@ -130,7 +188,7 @@ func (p *decoyPool) closedEpoch(id [32]byte) bool {
 }
 
 // at returns the i-th id of the pool (0 ≤ i < size).
-func (p *decoyPool) at(i int) [32]byte {
+func (p *ownPool) at(i int) [32]byte {
 	for _, e := range p.ended {
 		if !p.usable(e) {
 			continue
@@ -143,10 +201,9 @@ func (p *decoyPool) at(i int) [32]byte {
 	panic("node: decoy index out of range")
 }
 
-// draw returns a decoy for one empty request slot, or false: a coin of
-// probability ρ, then an id uniform over the pool. What it reads from rnd
-// depends only on the pool.
-func (p *decoyPool) draw(rnd io.Reader) ([32]byte, bool) {
+// draw is the old rule's draw: a coin of probability ρ, then an id
+// uniform over the pool.
+func (p *ownPool) draw(rnd io.Reader) ([32]byte, bool) {
 	var b [8]byte
 	if _, err := io.ReadFull(rnd, b[:]); err != nil {
 		return [32]byte{}, false

@@ -82,6 +82,8 @@ func (*Client) hookNoManifestCap() bool                        { return false }
 func (*Client) hookNoGapFill() bool                            { return false }
 func (*Client) hookNoClosingFill() bool                        { return false }
 func (*Client) hookHeldDraw() func(io.Reader) ([32]byte, bool) { return nil }
+func (*Client) ownRule() bool                                  { return false }
+func (*Client) hookWindow([32]byte)                            {}
 func (*Client) hookNoteHeld([32]byte)                          {}
 func (*Client) hookJobEpochs() int                             { return 0 }
 func (*Client) hookLocal(string)                               {}

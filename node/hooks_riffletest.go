@@ -366,11 +366,14 @@ func (c *Client) hookNoClosingFill() bool {
 	return c.cfg.observe != nil && c.cfg.observe.NoClosingFill
 }
 
-// hookHeldDraw is heldDraw for the negative control that draws decoys
-// from held chunks (testClientObserver.HeldDecoys), else nil.
+// hookHeldDraw is the decoy draw of a control: heldDraw, from held chunks
+// (testClientObserver.HeldDecoys), or the client's own lists
+// (OwnDecoys); else nil.
 func (c *Client) hookHeldDraw() func(io.Reader) ([32]byte, bool) {
 	if o := c.cfg.observe; o != nil && o.HeldDecoys {
 		return c.heldDraw
+	} else if o != nil && o.OwnDecoys {
+		return c.own.draw
 	}
 	return nil
 }
@@ -482,4 +485,26 @@ func (c *Client) hookSecondOnion(ctx context.Context, e *cepoch, sub *wire.Submi
 	o.Onion[0] ^= 1
 	copy(o.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.id), uint64(o.Round), o.Slot, o.Onion))
 	_, _ = c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeSubmit, Segments: o.Segments(), Timeout: bulkTimeout})
+}
+
+// ownRule reports whether the tests' control of the old decoy rule (the
+// client's own lists, OwnDecoys) is on.
+func (c *Client) ownRule() bool {
+	o := c.cfg.observe
+	return o != nil && o.OwnDecoys
+}
+
+// hookWindow tells the observer which epochs the client's window holds.
+func (c *Client) hookWindow(epoch [32]byte) {
+	o := c.cfg.observe
+	if o == nil || o.Window == nil {
+		return
+	}
+	c.mu.Lock()
+	ids := make([][32]byte, len(c.decoys.epochs))
+	for i, e := range c.decoys.epochs {
+		ids[i] = e.id
+	}
+	c.mu.Unlock()
+	o.Window(epoch, ids)
 }

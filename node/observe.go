@@ -86,4 +86,13 @@ type testClientObserver struct {
 	// client: the client asks no other server for a record its primary
 	// lacks.
 	NoClosingFill bool
+	// OwnDecoys breaks §6.3 (v3) on purpose, for the positive controls of
+	// the late-record, newcomer and restart adversaries: decoys come from
+	// the lists this client received itself, of the epochs it attended,
+	// admitted as their closing records reach it (the rule before the
+	// group's window), and no window is fetched.
+	OwnDecoys bool
+	// Window: the epochs of the window the client holds for an epoch,
+	// newest first, once it holds it.
+	Window func(epoch [32]byte, window [][32]byte)
 }

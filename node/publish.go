@@ -312,6 +312,7 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 	}
 	s.mu.Lock()
 	x.signed, x.signedState = dg, wire.ClosedPublished
+	x.signedPairs = listPoolPairs(&rl)
 	s.mu.Unlock()
 	return wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
 }

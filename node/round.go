@@ -53,6 +53,9 @@ type sround struct {
 	// the round and whether it was void (closing.go).
 	signed      [32]byte
 	signedState uint8
+	// signedPairs: the pairs of the list signed published, for the
+	// decoy pool while its final list has not come (window.go).
+	signedPairs []wire.PoolPair
 
 	// PIR serving (pirserve.go).
 	queries map[uint32][][]byte // this server's clients' masks

@@ -59,6 +59,8 @@ func wideDecoders() map[string]func([]byte) error {
 		"doublesubmit":    func(b []byte) error { var m DoubleSubmit; return m.Unmarshal(b) },
 		"dupabort":        func(b []byte) error { var m DupAbort; return m.Unmarshal(b) },
 		"dupproof":        func(b []byte) error { var m DupProof; return m.Unmarshal(b) },
+		"windowreq":       func(b []byte) error { var m WindowReq; return m.Unmarshal(b) },
+		"window":          func(b []byte) error { var m Window; return m.Unmarshal(b) },
 	}
 }
 

@@ -42,31 +42,39 @@ type ClosingRound struct {
 const MaxClosingRounds = 1 << 12
 
 // MaxClosing bounds a closing record's encoding: epoch id, u32 count and
-// MaxClosingRounds rounds of 33 bytes, u32 count and MaxServers
-// signatures.
-const MaxClosing = 32 + 4 + 33*MaxClosingRounds + 4 + 64*MaxServers
+// MaxClosingRounds rounds of 33 bytes, the decoy pool's count and digest,
+// u32 count and MaxServers signatures.
+const MaxClosing = 32 + 4 + 33*MaxClosingRounds + 4 + 32 + 4 + 64*MaxServers
 
 // Closing is an epoch's closing record:
 //
-//	epoch id 32 ‖ u32 R ‖ R × (u8 state ‖ list digest 32) ‖ u32 m ‖ m × signature 64
+//	epoch id 32 ‖ u32 R ‖ R × (u8 state ‖ list digest 32)
+//	‖ u32 pairs ‖ pool digest 32 ‖ u32 m ‖ m × signature 64
 //
-// The signatures are over the tagged hash of everything before them
+// pairs counts the distinct (position, id) pairs of the published lists
+// and the pool digest is that of the epoch's decoy pool (DecoyPool, §6.3
+// v3), both computed by every signer from the lists it holds. The
+// signatures are over the tagged hash of everything before them
 // (ClosingProposal's encoding), one per chain position.
 type Closing struct {
 	Epoch  [32]byte
 	Rounds []ClosingRound
+	Pairs  uint32
+	Pool   [32]byte
 	Sigs   [][64]byte
 }
 
 // MarshalBody encodes everything but the signatures: the proposal.
 func (m *Closing) MarshalBody() []byte {
-	e := Enc{B: make([]byte, 0, 32+4+33*len(m.Rounds)+4+64*len(m.Sigs))}
+	e := Enc{B: make([]byte, 0, 32+4+33*len(m.Rounds)+36+4+64*len(m.Sigs))}
 	e.Fixed(m.Epoch[:])
 	e.U32(uint32(len(m.Rounds)))
 	for _, r := range m.Rounds {
 		e.U8(r.State)
 		e.Fixed(r.List[:])
 	}
+	e.U32(m.Pairs)
+	e.Fixed(m.Pool[:])
 	return e.B
 }
 
@@ -95,6 +103,8 @@ func (m *Closing) decBody(d *Dec, maxRounds int) {
 			}
 		}
 	}
+	m.Pairs = d.U32("pool pairs")
+	m.Pool = d.Array32("pool digest")
 }
 
 // Unmarshal decodes a closing record of at most maxRounds rounds.

@@ -104,6 +104,8 @@ var (
 	decGetChunk     = decoder(func(m *Chunk, b []byte, _ Limits) error { return m.Unmarshal(b, 0) })
 	decChunk        = decoder(func(m *Chunk, b []byte, l Limits) error { return m.Unmarshal(b, l.Chunk) })
 	decIndexReq     = decoder(func(m *IndexReq, b []byte, _ Limits) error { return m.Unmarshal(b) })
+	decWindowReq    = decoder(func(m *WindowReq, b []byte, _ Limits) error { return m.Unmarshal(b) })
+	decWindow       = decoder(func(m *Window, b []byte, _ Limits) error { return m.Unmarshal(b) })
 	decIndex        = decoder(func(m *Index, b []byte, l Limits) error { return m.Unmarshal(b, l.Index) })
 	decAccuse       = decoder(func(m *Accuse, b []byte, l Limits) error { return m.Unmarshal(b, l.Onion) })
 	decBlameReq     = decoder(func(m *BlameReq, b []byte, _ Limits) error { return m.Unmarshal(b) })
@@ -212,10 +214,12 @@ var Messages = []Message{
 	req(ProtoClient, TypeWaitList, "WaitList", size(1024), TypeRoundList, decEpochRef),
 	req(ProtoClient, TypeIndexReq, "IndexReq", size(IndexReqSize), TypeIndex, decIndexReq),
 	req(ProtoClient, TypeReceiptSet, "ReceiptSet", size(ReceiptSetSize(0)), TypeReceiptSet, decReceiptSet),
+	req(ProtoClient, TypeWindowReq, "WindowReq", size(32+8+4+32*MaxWindowItems), TypeWindow, decWindowReq),
 	rep(ProtoClient, TypeSigned, "Signed", signedCap, decSigned),
 	rep(ProtoClient, TypeDupAbort, "DupAbort", size(DupAbortSize(MaxServers)), decDupAbort),
 	rep(ProtoClient, TypeRoundList, "RoundList", listCap, decRoundList),
 	rep(ProtoClient, TypeIndex, "Index", size(MaxIndexPage), decIndex),
+	rep(ProtoClient, TypeWindow, "Window", size(64<<20), decWindow),
 	rep(ProtoClient, TypeReceiptSet, "ReceiptSet", size(ReceiptSetSize(MaxServers)), decReceiptSet),
 	rep(ProtoClient, TypeAck, "Ack", ackCap, decEmpty),
 

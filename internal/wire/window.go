@@ -1,0 +1,160 @@
+package wire
+
+// The decoy window (docs/protocol.md §6.3 v3). A client asks every server
+// of its epoch's chain for the epochs before it: for each, the descriptor
+// without its clients (which links it to the one before, through the
+// certificate it carries), its closing record and its decoy pool. The
+// client checks each against what it already holds (the link from the
+// epoch after, the record's signatures, the record's pool digest), so a
+// server can leave things out but cannot make anything up.
+
+const (
+	// TypeWindowReq: client → any chain server, a WindowReq; the reply is
+	// a Window.
+	TypeWindowReq Type = 92
+	// TypeWindow: the reply to TypeWindowReq.
+	TypeWindow Type = 93
+)
+
+// Bounds of the decoy window's messages.
+const (
+	// MaxWindowItems bounds the epochs of one Window (and the ids a
+	// WindowReq says it holds).
+	MaxWindowItems = 32
+	// MaxPoolPairs bounds an epoch's decoy pool: whatever demand an epoch
+	// had, a client fetches at most this many pairs for it.
+	MaxPoolPairs = 4096
+	// MaxPool bounds a DecoyPool's encoding.
+	MaxPool = 32 + 4 + 4 + 36*MaxPoolPairs
+	// MaxWindowGroup bounds a descriptor without clients in a Window.
+	MaxWindowGroup = 1 << 22
+	// MaxWindow bounds a Window's encoding.
+	MaxWindow = 4 + MaxWindowItems*(8+32+4+MaxWindowGroup+4+MaxClosing+4+MaxPool)
+)
+
+// WindowReq asks for the epochs before the open epoch Epoch of number
+// Number:
+//
+//	epoch id 32 ‖ u64 number ‖ u32 n ‖ n × epoch id 32
+//
+// Held lists epochs whose items the client holds already: the server
+// leaves their descriptor, record and pool out.
+type WindowReq struct {
+	Epoch  [32]byte
+	Number uint64
+	Held   [][32]byte
+}
+
+func (m *WindowReq) Marshal() []byte {
+	e := Enc{B: make([]byte, 0, 32+8+4+32*len(m.Held))}
+	e.Fixed(m.Epoch[:])
+	e.U64(m.Number)
+	e.U32(uint32(len(m.Held)))
+	for _, h := range m.Held {
+		e.Fixed(h[:])
+	}
+	return e.B
+}
+
+func (m *WindowReq) Unmarshal(b []byte) error {
+	d := Dec{B: b}
+	m.Epoch = d.Array32("epoch id")
+	m.Number = d.U64("number")
+	n := d.Count(MaxWindowItems, 32, "held epochs")
+	m.Held = make([][32]byte, n)
+	for i := range m.Held {
+		m.Held[i] = d.Array32("held epoch")
+	}
+	return d.Done("window request")
+}
+
+// WindowItem is one epoch of a Window: its number and id, the descriptor
+// of that id without clients or reveals (a Descriptor encoding; empty if
+// the server lacks it or the client holds it), its closing record and its
+// decoy pool (each empty if the server lacks it).
+type WindowItem struct {
+	Number  uint64
+	Epoch   [32]byte
+	Group   []byte
+	Closing []byte
+	Pool    []byte
+}
+
+// Window is the reply to a WindowReq, newest epoch first:
+//
+//	u32 n ‖ n × (u64 number ‖ epoch id 32 ‖ u32 len ‖ group
+//	           ‖ u32 len ‖ closing ‖ u32 len ‖ pool)
+type Window struct {
+	Items []WindowItem
+}
+
+func (m *Window) Marshal() []byte {
+	var e Enc
+	e.U32(uint32(len(m.Items)))
+	for _, it := range m.Items {
+		e.U64(it.Number)
+		e.Fixed(it.Epoch[:])
+		e.Bytes(it.Group)
+		e.Bytes(it.Closing)
+		e.Bytes(it.Pool)
+	}
+	return e.B
+}
+
+func (m *Window) Unmarshal(b []byte) error {
+	d := Dec{B: b}
+	n := d.Count(MaxWindowItems, 8+32+12, "window items")
+	m.Items = make([]WindowItem, n)
+	for i := range m.Items {
+		it := &m.Items[i]
+		it.Number = d.U64("number")
+		it.Epoch = d.Array32("epoch id")
+		it.Group = d.Bytes(MaxWindowGroup, "descriptor")
+		it.Closing = d.Bytes(MaxClosing, "closing record")
+		it.Pool = d.Bytes(MaxPool, "decoy pool")
+	}
+	return d.Done("window")
+}
+
+// PoolPair is one (output position, requested id) pair of a decoy pool.
+type PoolPair struct {
+	Pos uint32
+	ID  [32]byte
+}
+
+// DecoyPool is an epoch's decoy pool (§6.3 v3): of the distinct
+// (position, id) pairs of its published lists, the Pairs (Closing.Pairs)
+// of them, the at most MaxPoolPairs with the lowest sampling keys, in key
+// order:
+//
+//	epoch id 32 ‖ u32 pairs ‖ u32 n ‖ n × (u32 position ‖ id 32)
+type DecoyPool struct {
+	Epoch  [32]byte
+	Total  uint32
+	Sample []PoolPair
+}
+
+func (m *DecoyPool) Marshal() []byte {
+	e := Enc{B: make([]byte, 0, 32+8+36*len(m.Sample))}
+	e.Fixed(m.Epoch[:])
+	e.U32(m.Total)
+	e.U32(uint32(len(m.Sample)))
+	for _, p := range m.Sample {
+		e.U32(p.Pos)
+		e.Fixed(p.ID[:])
+	}
+	return e.B
+}
+
+func (m *DecoyPool) Unmarshal(b []byte) error {
+	d := Dec{B: b}
+	m.Epoch = d.Array32("epoch id")
+	m.Total = d.U32("pool pairs")
+	n := d.Count(MaxPoolPairs, 36, "pool pairs")
+	m.Sample = make([]PoolPair, n)
+	for i := range m.Sample {
+		m.Sample[i].Pos = d.U32("position")
+		m.Sample[i].ID = d.Array32("id")
+	}
+	return d.Done("decoy pool")
+}
