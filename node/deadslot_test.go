@@ -298,6 +298,7 @@ func TestDeadSlotBadForward(t *testing.T) {
 // reopened without the first), the epoch runs to its last round with two
 // void rounds, and an honest share and get complete byte-exact.
 func TestDeadSlotTwoCulprits(t *testing.T) {
+	long(t)
 	virtual(t, func(t *testing.T) {
 		bn := startBlameNetParams(t, testParams(16), 3, 3, 5, 3)
 		var mu sync.Mutex

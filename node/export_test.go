@@ -161,3 +161,16 @@ func virtualLink(t *testing.T) memnet.Link {
 	}
 	return l
 }
+
+// long skips t in -short mode, the race pass of make test: the tests it
+// marks are long under the race detector (statistics, many epochs, real
+// sockets and real time) and the full pass runs them.
+func long(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("long: the full pass runs it, -short (the race pass) leaves it out")
+	}
+}
+
+// Long is long for the package's external tests.
+func Long(t *testing.T) { t.Helper(); long(t) }

@@ -359,6 +359,7 @@ func TestIndexReqHostile(t *testing.T) {
 // the signed request lists, and the client completes its copy from
 // another server of the chain; the user is told of the gap.
 func TestIndexGapFilledFromAnotherServer(t *testing.T) {
+	long(t)
 	virtual(t, func(t *testing.T) {
 		data, manifests, _, _ := manifestFile(t)
 		var victimID atomic.Value

@@ -89,6 +89,7 @@ func TestJobEpochsCount(t *testing.T) {
 // pauses, says why, and requests nothing (its slot carries cover) for the
 // epochs it waits; resumed, it finishes with the file's bytes.
 func TestLongJobPauses(t *testing.T) {
+	long(t)
 	tn := startAnonNet(t, 3, 1, 2, testParams(8), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

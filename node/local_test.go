@@ -76,6 +76,7 @@ func maxGap(log []timedSend, t wire.Type, from, to time.Time) time.Duration {
 // slow by a hook, the downloading client's submissions and queries go out
 // at the pace of the rounds throughout.
 func TestLocalWorkDoesNotDelay(t *testing.T) {
+	long(t)
 	virtual(t, func(t *testing.T) {
 		tn := startAnonNet(t, 3, 0, 2, testParams(256), nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -147,6 +147,7 @@ func requestNet(t *testing.T, ctx context.Context) (up, down *Client, asked func
 // (what it needs comes from the link and the synced index, never from an
 // answer).
 func TestCorruptedAnswersChangeNoRequest(t *testing.T) {
+	long(t)
 	virtual(t, func(t *testing.T) {
 		data, _, chunks, _ := manifestFile(t)
 		tn := startAnonNet(t, 3, 0, 2, manifestParams(), func(i int, c *ServerConfig) {
@@ -298,6 +299,7 @@ func TestIndexCarriesManifests(t *testing.T) {
 // leaves manifests out of its copy of the index notices at its next sync
 // and warns its user; a client of an honest primary sees no gap.
 func TestIndexGapDetected(t *testing.T) {
+	long(t)
 	virtual(t, func(t *testing.T) {
 		data, _, _, _ := manifestFile(t)
 		tn := startAnonNet(t, 3, 0, 2, manifestParams(), func(i int, c *ServerConfig) {

@@ -20,7 +20,10 @@ func TestEndToEnd(t *testing.T) {
 	nodetest.Virtual(t, func(t *testing.T, net *memnet.Net) { endToEnd(t, net) })
 }
 
-func TestEndToEndLibp2p(t *testing.T) { endToEnd(t, nil) }
+func TestEndToEndLibp2p(t *testing.T) {
+	node.Long(t)
+	endToEnd(t, nil)
+}
 
 func endToEnd(t *testing.T, net transport.Network) {
 	tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 8, Params: node.TestParams(64), Network: net})

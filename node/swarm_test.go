@@ -82,13 +82,11 @@ func swarmSeeds(t *testing.T) []uint64 {
 		}
 		return out
 	}
-	if testing.Short() {
-		return swarmCISeeds[:1]
-	}
 	return swarmCISeeds
 }
 
 func TestSwarm(t *testing.T) {
+	long(t)
 	for _, seed := range swarmSeeds(t) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			start := time.Now()
