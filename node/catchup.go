@@ -27,7 +27,8 @@ import (
 //     and pages), for the closing records it lacks;
 //  2. it takes a closing record only for an epoch whose final certificate
 //     it holds (certs.go: signed by every chain server, checked when
-//     taken) and only with a valid signature of every server of that
+//     taken; those of the epochs it skipped are fetched first, fillCerts)
+//     and only with a valid signature of every server of that
 //     certificate's chain;
 //  3. for each round the record states published it asks for the round's
 //     final request list (ListReq) and takes it only if it hashes to the
@@ -414,6 +415,7 @@ func (s *Server) catchupRound(ctx context.Context, srcs []peer.ID, rl *wire.Roun
 			return err
 		}
 	}
+	// The entry's time is when this server took it: the record signs none.
 	now := time.Unix(time.Now().Unix(), 0) // the index keeps seconds
 	var mans []store.Manifest
 	var index []IndexEntry
