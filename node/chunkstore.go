@@ -54,6 +54,15 @@ type ChunkStore interface {
 	// server served in (§6.3 v3); WindowItem returns it (store.ErrNotFound).
 	PutWindowItem(number uint64, epoch [32]byte, item []byte) error
 	WindowItem(number uint64, epoch [32]byte) ([]byte, error)
+	// PutList keeps a round's final request list as signed; List returns
+	// it (store.ErrNotFound): what a server out of the epoch's chain
+	// checks against the closing record (catchup.go).
+	PutList(epoch [32]byte, round uint32, list []byte) error
+	List(epoch [32]byte, round uint32) ([]byte, error)
+	// CatchupCursor and PutCatchupCursor keep, per peer, the number of
+	// the last index change read there by the catch-up (catchup.go).
+	CatchupCursor(peer []byte) (uint64, error)
+	PutCatchupCursor(peer []byte, n uint64) error
 	Close() error
 }
 
@@ -74,6 +83,9 @@ type memStore struct {
 	pairs    map[[36]byte][]store.Pair
 	closings map[[32]byte][]byte
 	window   map[[32]byte][]byte
+	// finals and cursors: chunkstore_demand.go.
+	finals  map[[36]byte][]byte
+	cursors map[string]uint64
 }
 
 // memChange is one change of the index log: an id added or removed.

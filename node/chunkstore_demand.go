@@ -88,3 +88,60 @@ func (b *boltStore) PutWindowItem(number uint64, epoch [32]byte, item []byte) er
 func (b *boltStore) WindowItem(number uint64, epoch [32]byte) ([]byte, error) {
 	return b.st.WindowItem(number, epoch)
 }
+
+func (m *memStore) PutList(epoch [32]byte, round uint32, list []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.finals == nil {
+		m.finals = map[[36]byte][]byte{}
+	}
+	k := roundKey36(epoch, round)
+	if old, ok := m.finals[k]; ok {
+		if string(old) != string(list) {
+			return fmt.Errorf("%w: another list of round %d", store.ErrConflict, round)
+		}
+		return nil
+	}
+	m.finals[k] = append([]byte(nil), list...)
+	return nil
+}
+
+func (m *memStore) List(epoch [32]byte, round uint32) ([]byte, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	b, ok := m.finals[roundKey36(epoch, round)]
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	return append([]byte(nil), b...), nil
+}
+
+func (m *memStore) CatchupCursor(peer []byte) (uint64, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.cursors[string(peer)], nil
+}
+
+func (m *memStore) PutCatchupCursor(peer []byte, n uint64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cursors == nil {
+		m.cursors = map[string]uint64{}
+	}
+	m.cursors[string(peer)] = n
+	return nil
+}
+
+func (b *boltStore) PutList(epoch [32]byte, round uint32, list []byte) error {
+	return b.st.PutList(epoch, round, list)
+}
+
+func (b *boltStore) List(epoch [32]byte, round uint32) ([]byte, error) {
+	return b.st.List(epoch, round)
+}
+
+func (b *boltStore) CatchupCursor(peer []byte) (uint64, error) { return b.st.CatchupCursor(peer) }
+
+func (b *boltStore) PutCatchupCursor(peer []byte, n uint64) error {
+	return b.st.PutCatchupCursor(peer, n)
+}

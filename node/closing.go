@@ -173,14 +173,8 @@ func checkClosing(v *view, c *wire.Closing) error {
 	if c.Epoch != v.id || len(c.Rounds) != int(v.desc.Params.Rounds) {
 		return errors.New("node: closing record of another epoch or length")
 	}
-	if len(c.Sigs) != len(v.chain) {
-		return fmt.Errorf("node: closing record with %d signatures for %d servers", len(c.Sigs), len(v.chain))
-	}
-	dg := closingDigest(c)
-	for j, id := range v.chain {
-		if err := verifyPeerSig(id, dg, c.Sigs[j]); err != nil {
-			return fmt.Errorf("node: closing record signature %d: %w", j, err)
-		}
+	if err := checkChainSigs(v.chain, closingDigest(c), c.Sigs); err != nil {
+		return fmt.Errorf("node: closing record: %w", err)
 	}
 	return nil
 }

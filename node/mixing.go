@@ -380,6 +380,8 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 			return 0, nil, err
 		}
 		return wire.TypeChunk, (&wire.Chunk{ID: c.ID, Data: data}).Marshal(), nil
+	case wire.TypeListReq:
+		return s.onListReq(body)
 	}
 	return 0, nil, unhandled(ProtoRound, t)
 }

@@ -345,6 +345,10 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 		if err := s.store.PutPairs(rl.Epoch, rl.Round, ps); err != nil {
 			return 0, nil, err
 		}
+		// §7 v3: kept as signed, for a server catching up (catchup.go).
+		if err := s.store.PutList(rl.Epoch, rl.Round, body); err != nil {
+			return 0, nil, err
+		}
 	}
 	s.mu.Lock()
 	x := e.round(rl.Round)

@@ -174,6 +174,8 @@ type Server struct {
 	ref refusalState
 	// cert holds the certificates of epoch numbers (certs.go).
 	cert certState
+	// catch is the catch-up's state (catchup.go).
+	catch catchState
 
 	timing   timer    // where the time goes (Timing, riffle bench)
 	handlers gate     // stream handlers in flight
@@ -266,6 +268,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		number: number,
 	}
 	s.cert.certs, s.cert.top, s.cert.poke = certs, top, make(chan struct{}, 1)
+	s.catch.poke = make(chan struct{}, 1)
 	s.loadStrikes()
 	s.who.init(&cfg, chains)
 	s.turn.progress = time.Now()
@@ -293,6 +296,8 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	go func() { defer s.wg.Done(); s.leaderLoop(cctx) }()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.certLoop(cctx) }()
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.catchupLoop(cctx) }()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.watch(cctx) }()
 	s.log.Info("server up", "peer", h.ID().String(), "addrs", fmt.Sprint(h.Addrs()))

@@ -58,6 +58,9 @@ func (s *Store) Prune(now time.Time) (removed int, err error) {
 			if err := tx.Bucket(bucketPairs).Delete(k[8:]); err != nil {
 				return err
 			}
+			if err := tx.Bucket(bucketLists).Delete(k[8:]); err != nil {
+				return err
+			}
 			if err := age.Delete(k); err != nil {
 				return err
 			}

@@ -36,7 +36,8 @@ var (
 
 var serverBuckets = [][]byte{bucketChunks, bucketChunkMeta, bucketChunkAge, bucketIndex, bucketManifests, bucketIndexLog, bucketIndexSeq,
 	bucketIndexAge, bucketIndexGone, bucketClosingAge,
-	bucketRounds, bucketRoundAge, bucketEpochs, bucketEpochIDs, bucketMeta, bucketSegments, bucketPairs, bucketClosing}
+	bucketRounds, bucketRoundAge, bucketEpochs, bucketEpochIDs, bucketMeta, bucketSegments, bucketPairs, bucketClosing,
+	bucketLists, bucketCatchup}
 
 var (
 	metaSchema = []byte("schema") // u32 serverSchema

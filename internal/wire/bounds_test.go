@@ -88,7 +88,7 @@ func TestDecodeAllocationBounded(t *testing.T) {
 			name = "forward"
 		case TypeWouldServe:
 			name = "prepare"
-		case TypeCloseReq, TypeWaitOpen, TypeWaitList, TypeDupQuery:
+		case TypeCloseReq, TypeWaitOpen, TypeWaitList, TypeListReq, TypeDupQuery:
 			name = "epochref"
 		case TypeBatch, TypeBadBatch:
 			name = "batch"

@@ -200,9 +200,12 @@ var Messages = []Message{
 	req(ProtoRound, TypeKeyEvidence, "KeyEvidence", size(512), TypeAck, decKeyEvidence),
 	req(ProtoRound, TypeBadBatch, "BadBatch", size(MaxFrame), TypeAck, decBatch),
 	req(ProtoRound, TypeGetChunk, "GetChunk", size(64), TypeChunk, decGetChunk),
+	// A round's final list, to a server catching up (§7 v3).
+	req(ProtoRound, TypeListReq, "ListReq", size(1024), TypeRoundList, decEpochRef),
 	rep(ProtoRound, TypeSig, "Sig", sigCap, decSig),
 	rep(ProtoRound, TypeChunk, "Chunk", func(l Limits) int { return l.Chunk + 64 }, decChunk),
 	rep(ProtoRound, TypeBatch, "Batch", size(MaxFrame), decBatch),
+	rep(ProtoRound, TypeRoundList, "RoundList", listCap, decRoundList),
 	rep(ProtoRound, TypeAck, "Ack", ackCap, decEmpty),
 
 	req(ProtoClient, TypeWaitOpen, "WaitOpen", size(1024), TypeSigned, decEpochRef),

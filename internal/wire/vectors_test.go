@@ -145,6 +145,7 @@ func vectors() []vector {
 		{"getchunk", TypeGetChunk, &Chunk{ID: k32(0xd0), Data: []byte{}}},
 		{"chunk", TypeChunk, &Chunk{ID: k32(0xd0), Data: []byte("chunk data")}},
 		{"waitlist", TypeWaitList, &EpochRef{Epoch: k32(1), Round: 4, Reason: []byte{}}},
+		{"listreq", TypeListReq, &EpochRef{Epoch: k32(1), Round: 4, Reason: []byte{}}},
 		{"getbatch", TypeGetBatch, &BatchRef{Epoch: k32(1), Round: 2, S: 1}},
 		{"lack", TypeLack, &BatchRef{Epoch: k32(1), Round: 2, S: 1}},
 		{"closingproposal", TypeClosingProposal, &ClosingProposal{Closing{Epoch: k32(1), Rounds: []ClosingRound{{ClosedPublished, k32(0xa0)}, {ClosedVoid, k32(0xa1)}, {}}, Pairs: 7, Pool: k32(0xa2)}}},

@@ -1,0 +1,282 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport/memnet"
+	"github.com/riffle-net/riffle/store"
+)
+
+// TestCatchupAfterPartition (§7 v3): a server partitioned from the group
+// while a file is shared is out of those epochs' chains and misses the
+// file; once the partition heals it catches up from the others: it holds
+// the file's root and every chunk and indexes the file, and a client
+// whose primary it is fetches the file byte-exact.
+func TestCatchupAfterPartition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net := memnet.New(memnet.Link{Latency: time.Millisecond}, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		const m, n = 4, 5
+		p := testParams(8)
+		var peers []string
+		var servers []*Server
+		for i := range m {
+			s, err := NewServer(ctx, ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: append([]string(nil), peers...),
+				Nick: fmt.Sprintf("s%d", i), MinServers: 3, MinClients: 2, NoLAN: true, Params: p, Logger: anonLogger(), Network: net})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			servers = append(servers, s)
+			peers = append(peers, s.Addrs()[0].String())
+		}
+		var clients []*Client
+		for i := range n {
+			c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: peers[i%m], Logger: anonLogger(), Network: net})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			clients = append(clients, c)
+		}
+		out := servers[m-1]
+		if err := wait.Until(ctx, 2*time.Minute, func() bool { return len(out.Chain()) == m && clients[0].Stats().Epochs > 0 }); err != nil {
+			t.Fatal("the group did not form")
+		}
+		var others []peer.ID
+		for _, id := range net.Hosts() {
+			if id != out.ID() {
+				others = append(others, id)
+			}
+		}
+		net.Partition([]peer.ID{out.ID()}, others)
+		// The epoch the partition broke ends; the others go on without it.
+		e0 := clients[0].Stats().Epochs
+		if err := wait.Until(ctx, 2*time.Minute, func() bool { return clients[0].Stats().Epochs > e0+1 }); err != nil {
+			t.Fatal("no epoch without the partitioned server")
+		}
+		data := make([]byte, 2*int(p.ChunkSize)+100)
+		for i := range data {
+			data[i] = byte(i*7 + i/251)
+		}
+		sctx, scancel := context.WithTimeout(ctx, 3*time.Minute)
+		link, err := clients[0].Share(sctx, bytes.NewReader(data), "missed.bin", false)
+		scancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := out.store.HasChunk(link.ID); ok {
+			t.Fatal("the partitioned server holds the file before the partition heals")
+		}
+		net.Heal()
+		indexed := func() bool {
+			_, ok, _ := indexEntryOf(out, link.ID)
+			return ok
+		}
+		if err := wait.Until(ctx, 3*time.Minute, indexed); err != nil {
+			t.Fatal("the server did not catch up: the file is not indexed there")
+		}
+		fctx, fcancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer fcancel()
+		path, err := clients[m-1].Get(fctx, link, t.TempDir())
+		if err != nil {
+			t.Fatalf("a client of the server that caught up: %v", err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("fetched %d bytes (%v), not the %d shared", len(got), err, len(data))
+		}
+	})
+}
+
+// indexEntryOf returns s's index entry of a file.
+func indexEntryOf(s *Server, id [32]byte) (IndexEntry, bool, error) {
+	idx, err := s.store.Index()
+	for _, e := range idx {
+		if e.FileID == id {
+			return e, true, err
+		}
+	}
+	return IndexEntry{}, false, err
+}
+
+// TestCatchupRefusesForgeries (§7 v3): a peer that serves a server's
+// catch-up a closing record not signed by every chain server of its
+// certified epoch, a list that is not the one the record signed, or chunk
+// bodies that do not hash to their ids, gets nothing stored (no chunk,
+// manifest, index entry or closing record) and is left alone; index
+// entries and manifests of its pages are never taken. An honest peer
+// serving the same epoch gets it all taken.
+func TestCatchupRefusesForgeries(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		s, err := NewServer(ctx, ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Nick: "victim",
+			MinServers: 3, MinClients: 2, NoLAN: true, Params: testParams(8), Logger: anonLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+
+		// A file, published in round 0 of an epoch of a two-server chain
+		// whose keys the test holds.
+		var chunks []store.Chunk
+		link, err := chunker.Share(bytes.NewReader(bytes.Repeat([]byte("catch up "), 3000)), "f.bin", "", MinChunkSize, chunker.ShareOptions{},
+			func(id chunker.ID, c []byte) error {
+				chunks = append(chunks, store.Chunk{ID: id, Data: append([]byte(nil), c...)})
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rl := wire.RoundList{Epoch: [32]byte{0xe1}, Round: 0}
+		for _, c := range chunks {
+			rl.Published = append(rl.Published, c.ID)
+			if isManifest(c.Data) {
+				rl.Manifests = append(rl.Manifests, c.ID)
+			}
+		}
+		var keys []crypto.PrivKey
+		var chain [][]byte
+		for range 2 {
+			k, _, _ := crypto.GenerateEd25519Key(nil)
+			id, _ := peer.IDFromPrivateKey(k)
+			keys = append(keys, k)
+			chain = append(chain, []byte(id))
+		}
+		if bytes.Compare(chain[0], chain[1]) > 0 { // a certificate's chain is sorted
+			keys[0], keys[1], chain[0], chain[1] = keys[1], keys[0], chain[1], chain[0]
+		}
+		closing := wire.Closing{Epoch: rl.Epoch, Rounds: []wire.ClosingRound{{State: wire.ClosedPublished, List: listDigest(&rl)}, {}}}
+		for _, k := range keys {
+			sg, err := sign(k, closingDigest(&closing))
+			if err != nil {
+				t.Fatal(err)
+			}
+			closing.Sigs = append(closing.Sigs, sg)
+		}
+		s.cert.mu.Lock()
+		s.cert.certs[5] = (&wire.Cert{Kind: wire.CertFinal, Number: 5, Epoch: rl.Epoch, Chain: chain, Abort: []byte{}}).Marshal()
+		s.cert.top = 5 + catchupRecent
+		s.cert.mu.Unlock()
+
+		// A fake file in the pages, named by no list.
+		fake := bytes.Repeat([]byte{0x42}, 64)
+		fakeID := chunker.Sum(fake)
+		serveAs := func(mode string) peer.ID {
+			h, err := defaultNetwork.NewHost(nil, []string{"/ip4/127.0.0.1/tcp/0"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { h.Close() })
+			rec := closing
+			if mode == "closing" {
+				rec.Sigs = [][64]byte{closing.Sigs[0], closing.Sigs[0]}
+			}
+			page := wire.Index{Next: 3, Entries: []wire.IndexEntry{{FileID: fakeID, Name: []byte("fake"), Size: 64, Chunks: 1}},
+				Manifests: [][]byte{fake}, Closings: [][]byte{rec.Marshal()}}
+			var g gate
+			caps := func(peer.ID, wire.Type) int { return 64 << 10 }
+			serve(ctx, h, &g, quietLogger(), ProtoClient, shortTimeout, caps, func(_ context.Context, _ peer.ID, t wire.Type, _ []byte) (wire.Type, []byte, error) {
+				return wire.TypeIndex, page.Marshal(), nil
+			})
+			serve(ctx, h, &g, quietLogger(), ProtoRound, shortTimeout, caps, func(_ context.Context, _ peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
+				switch t {
+				case wire.TypeListReq:
+					l := rl
+					if mode == "list" {
+						l.Manifests = append([][32]byte{fakeID}, l.Manifests...)
+					}
+					return wire.TypeRoundList, l.Marshal(), nil
+				case wire.TypeGetChunk:
+					var c wire.Chunk
+					if err := c.Unmarshal(body, 0); err != nil {
+						return 0, nil, err
+					}
+					for _, ch := range chunks {
+						if ch.ID == c.ID {
+							data := ch.Data
+							if mode == "chunk" {
+								data = append([]byte{1}, data[1:]...)
+							}
+							return wire.TypeChunk, (&wire.Chunk{ID: c.ID, Data: data}).Marshal(), nil
+						}
+					}
+					return 0, nil, errors.New("no such chunk")
+				}
+				return 0, nil, errors.New("not served")
+			})
+			s.h.AddAddrs(h.ID(), h.Addrs(), time.Hour)
+			return h.ID()
+		}
+		stored := func() string {
+			var held []string
+			for _, c := range chunks {
+				if ok, _ := s.store.HasChunk(c.ID); ok {
+					held = append(held, fmt.Sprintf("chunk %x", c.ID[:4]))
+				}
+			}
+			if ok, _ := s.store.HasChunk(fakeID); ok {
+				held = append(held, "the fake chunk")
+			}
+			if idx, _ := s.store.Index(); len(idx) > 0 {
+				held = append(held, fmt.Sprintf("%d index entries", len(idx)))
+			}
+			if mans, _ := s.store.Manifests(); len(mans) > 0 {
+				held = append(held, fmt.Sprintf("%d manifests", len(mans)))
+			}
+			if _, err := s.store.Closing(rl.Epoch); err == nil {
+				held = append(held, "the closing record")
+			}
+			return strings.Join(held, ", ")
+		}
+		for _, mode := range []string{"closing", "list", "chunk"} {
+			p := serveAs(mode)
+			want, _ := s.lacking()
+			if len(want) != 1 {
+				t.Fatalf("%s: %d epochs lacking, want 1", mode, len(want))
+			}
+			s.catchupFrom(ctx, p, want)
+			if got := stored(); got != "" {
+				t.Fatalf("a peer forging the %s got stored: %s", mode, got)
+			}
+			if !s.shunned(p) {
+				t.Fatalf("a peer forging the %s is not left alone", mode)
+			}
+		}
+		p := serveAs("honest")
+		want, _ := s.lacking()
+		s.catchupFrom(ctx, p, want)
+		if len(want) != 0 || s.shunned(p) {
+			t.Fatalf("an honest peer: %d epochs left, shunned %v", len(want), s.shunned(p))
+		}
+		e, ok, _ := indexEntryOf(s, link.ID)
+		if !ok || e.Name != "f.bin" {
+			t.Fatalf("the file is not indexed from the honest peer: %+v", e)
+		}
+		if got := stored(); strings.Contains(got, "fake") || !strings.Contains(got, "closing") {
+			t.Fatalf("from the honest peer: %s", got)
+		}
+		if idx, _ := s.store.Index(); len(idx) != 1 {
+			t.Fatalf("%d index entries, want the file's alone", len(idx))
+		}
+		if n, _ := s.store.CatchupCursor([]byte(p)); n != 3 {
+			t.Fatalf("cursor %d after the honest page, want 3", n)
+		}
+	})
+}
