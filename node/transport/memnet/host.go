@@ -210,7 +210,7 @@ func (h *Host) NewStream(ctx context.Context, p peer.ID, proto protocol.ID) (tra
 	if fn == nil {
 		return nil, fmt.Errorf("memnet: %s at %s: %w", proto, p.ShortString(), ErrNoProto)
 	}
-	out, in := c.newStreams(h)
+	out, in := c.newStreams(h, proto)
 	if out == nil {
 		return nil, fmt.Errorf("memnet: stream to %s: %w", p.ShortString(), ErrReset)
 	}
@@ -240,7 +240,7 @@ func (c *conn) other(h *Host) *Host {
 }
 
 // newStreams opens a stream from h: h's end and the other's.
-func (c *conn) newStreams(h *Host) (*stream, *stream) {
+func (c *conn) newStreams(h *Host, proto protocol.ID) (*stream, *stream) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -255,8 +255,8 @@ func (c *conn) newStreams(h *Host) (*stream, *stream) {
 	}
 	toR := newPipe(lout, fwd)
 	toH := newPipe(lin, back)
-	out := &stream{conn: c, remote: r.id, in: toH, out: toR}
-	in := &stream{conn: c, remote: h.id, in: toR, out: toH}
+	out := &stream{conn: c, remote: r.id, in: toH, out: toR, proto: proto, opener: true, reqType: -1}
+	in := &stream{conn: c, remote: h.id, in: toR, out: toH, proto: proto, net: h.net, local: r.id}
 	out.peer, in.peer = in, out
 	c.streams[out], c.streams[in] = true, true
 	return out, in

@@ -65,6 +65,10 @@ type Net struct {
 	links  map[[2]peer.ID]Link // by (from, to)
 	cut    map[[2]peer.ID]bool // unordered pairs, lower id first
 	rnd    *rand.Rand
+	// loseReply, if set, is asked once per stream when its server end
+	// first writes: true resets the stream instead, so that the request
+	// was taken and its reply lost.
+	loseReply func(server, client peer.ID, proto protocol.ID, reqType byte) bool
 }
 
 // New returns an empty network whose links cost def unless SetLink says
@@ -119,6 +123,22 @@ func (n *Net) Partition(a, b []peer.ID) {
 	for _, c := range drop {
 		c.close()
 	}
+}
+
+// LoseReplies makes f decide, for each stream, whether the reply is lost
+// after the request was taken (the first byte a riffle request writes is
+// its message type); nil stops it.
+func (n *Net) LoseReplies(f func(server, client peer.ID, proto protocol.ID, reqType byte) bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.loseReply = f
+}
+
+func (n *Net) replyLost(server, client peer.ID, proto protocol.ID, reqType byte) bool {
+	n.mu.Lock()
+	f := n.loseReply
+	n.mu.Unlock()
+	return f != nil && f(server, client, proto, reqType)
 }
 
 // Heal removes every partition.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 )
 
 // lane is one direction of a connection: its bytes leave one after the
@@ -217,11 +218,36 @@ type stream struct {
 	remote  peer.ID
 	in, out *pipe
 	peer    *stream
+	proto   protocol.ID
+	opener  bool
+	reqType int // the opener's: the first byte it wrote, -1 before
+
+	// The server end asks its network, at its first write, whether the
+	// reply is lost (Net.LoseReplies).
+	net     *Net
+	local   peer.ID
+	written bool
 }
 
-func (s *stream) Read(b []byte) (int, error)  { return s.in.read(b) }
-func (s *stream) Write(b []byte) (int, error) { return s.out.write(b) }
-func (s *stream) RemotePeer() peer.ID         { return s.remote }
+func (s *stream) Read(b []byte) (int, error) {
+	n, err := s.in.read(b)
+	if n > 0 && !s.opener && s.peer.reqType < 0 {
+		s.peer.reqType = int(b[0])
+	}
+	return n, err
+}
+
+func (s *stream) Write(b []byte) (int, error) {
+	if !s.opener && !s.written {
+		s.written = true
+		if t := s.peer.reqType; t >= 0 && s.net.replyLost(s.local, s.remote, s.proto, byte(t)) {
+			s.Reset()
+			return 0, ErrReset
+		}
+	}
+	return s.out.write(b)
+}
+func (s *stream) RemotePeer() peer.ID { return s.remote }
 
 func (s *stream) CloseWrite() error {
 	s.out.closeWrite()
