@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,9 @@ type UI struct {
 	tmpl  map[string]*template.Template
 	mux   *http.ServeMux
 	h     http.Handler
+	// shareDirs and dataDir are Options' resolved (EvalSymlinks).
+	shareDirs []string
+	dataDir   string
 
 	// running counts the share and get goroutines started from the UI, so
 	// that Wait can hold a shutdown until they have ended (with ctx).
@@ -60,7 +64,22 @@ func New(ctx context.Context, c Client, opts Options) (*UI, error) {
 	if err != nil {
 		return nil, err
 	}
-	u := &UI{ctx: ctx, c: c, opts: opts, guard: newGuard(opts.Addr, opts.Token, opts.Public), tmpl: tm, mux: http.NewServeMux()}
+	shareDirs, err := resolveDirs(opts.ShareDirs)
+	if err != nil {
+		return nil, err
+	}
+	u := &UI{ctx: ctx, c: c, opts: opts, guard: newGuard(opts.Addr, opts.Token, opts.Public), tmpl: tm, mux: http.NewServeMux(), shareDirs: shareDirs}
+	if opts.DataDir != "" {
+		// A data directory not made yet holds nothing to refuse; its
+		// cleaned path still is.
+		u.dataDir = filepath.Clean(opts.DataDir)
+		if real, err := filepath.EvalSymlinks(opts.DataDir); err == nil {
+			u.dataDir = real
+		}
+		if abs, err := filepath.Abs(u.dataDir); err == nil {
+			u.dataDir = abs
+		}
+	}
 	u.jobs.now = opts.Now
 	m := u.mux
 	m.HandleFunc("GET /{$}", u.indexPage)

@@ -357,7 +357,9 @@ func TestGetJobAndDownload(t *testing.T) {
 // with a clear 4xx, and checks that no job was started.
 func TestHostileRequestsChangeNothing(t *testing.T) {
 	f := newFake()
-	u := newTestUI(t, f, nil)
+	// Path shares allowed under the temp directory: the path cases below
+	// are refused for what they are, not for the allow-list.
+	u := newTestUI(t, f, func(o *Options) { o.ShareDirs = []string{os.TempDir()} })
 	link := chunker.Link{ID: fileID("a")}.String()
 	form := func(v url.Values) *http.Request {
 		r := httptest.NewRequest("POST", "/get", strings.NewReader(v.Encode()))
@@ -508,7 +510,8 @@ func uploadFileFirst(t *testing.T, data []byte) *http.Request {
 
 func TestShareUploadAndPath(t *testing.T) {
 	f := newFake()
-	u := newTestUI(t, f, nil)
+	dir := t.TempDir()
+	u := newTestUI(t, f, func(o *Options) { o.ShareDirs = []string{dir} })
 	data := []byte("hello riffle")
 	w := do(t, u, upload(t, testToken, "../../etc/<evil>.txt", data))
 	wantCode(t, w, http.StatusSeeOther, "upload")
@@ -531,7 +534,7 @@ func TestShareUploadAndPath(t *testing.T) {
 	}
 
 	// By path, through the API with the header token.
-	p := filepath.Join(t.TempDir(), "local.txt")
+	p := filepath.Join(dir, "local.txt")
 	os.WriteFile(p, []byte("from disk"), 0o600)
 	r := httptest.NewRequest("POST", "/api/share", strings.NewReader("path="+url.QueryEscape(p)))
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -786,5 +789,79 @@ func TestCancelPausedJob(t *testing.T) {
 	v := waitJob(t, u, id)
 	if v.State != stateFailed || !strings.Contains(v.Error, "canceled") {
 		t.Fatalf("cancelled job %+v", v)
+	}
+}
+
+// TestSharePathAllowList: a path share works only under a --share-dir
+// (symlinks resolved first), never inside the data directory: the UI's
+// token file, a path outside the allowed directories and a link out of one
+// are refused with a reason, and nothing is shared; an allowed file is.
+func TestSharePathAllowList(t *testing.T) {
+	root := t.TempDir()
+	home, allowed, outside := filepath.Join(root, "home"), filepath.Join(root, "allowed"), filepath.Join(root, "outside")
+	data := filepath.Join(home, ".riffle")
+	for _, d := range []string{data, allowed, outside} {
+		os.MkdirAll(d, 0o700)
+	}
+	token := filepath.Join(data, "ui.token")
+	os.WriteFile(token, []byte(testToken+"\n"), 0o600)
+	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("secret"), 0o600)
+	os.WriteFile(filepath.Join(allowed, "ok.txt"), []byte("shared on purpose"), 0o600)
+	if err := os.Symlink(token, filepath.Join(allowed, "token-link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(allowed, "dir-link")); err != nil {
+		t.Fatal(err)
+	}
+	sharePath := func(u *UI, p string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", "/api/share", strings.NewReader("path="+url.QueryEscape(p)))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.Header.Set("X-Riffle-Token", testToken)
+		return do(t, u, r)
+	}
+	refused := func(u *UI, p, want string) {
+		t.Helper()
+		w := sharePath(u, p)
+		var e map[string]string
+		json.Unmarshal(w.Body.Bytes(), &e)
+		if w.Code != http.StatusForbidden || !strings.Contains(e["error"], want) {
+			t.Errorf("share %s: %d %q, want 403 saying %q", p, w.Code, e["error"], want)
+		}
+	}
+
+	// By default (no --share-dir) no path is shared, not even the token.
+	f := newFake()
+	u := newTestUI(t, f, func(o *Options) { o.DataDir = data })
+	refused(u, token, "--share-dir")
+	if page := get(t, u, "/share").Body.String(); strings.Contains(page, `name="path"`) || !strings.Contains(page, "Sharing by path is off") {
+		t.Errorf("share page without --share-dir offers a path field")
+	}
+
+	// The data directory is refused even when a share directory holds it.
+	f2 := newFake()
+	u2 := newTestUI(t, f2, func(o *Options) { o.DataDir, o.ShareDirs = data, []string{allowed, home} })
+	refused(u2, token, "data directory")
+	refused(u2, filepath.Join(allowed, "token-link"), "data directory")
+	refused(u2, filepath.Join(outside, "secret.txt"), "not under a directory allowed")
+	refused(u2, filepath.Join(allowed, "dir-link", "secret.txt"), "not under a directory allowed")
+	refused(u2, filepath.Join(allowed, "..", "outside", "secret.txt"), "not under a directory allowed")
+	if s, _ := f.counts(); s != 0 {
+		t.Errorf("%d shares by default, want 0", s)
+	}
+	if s, _ := f2.counts(); s != 0 {
+		t.Errorf("%d refused shares reached the client", s)
+	}
+	w := sharePath(u2, filepath.Join(allowed, "ok.txt"))
+	wantCode(t, w, http.StatusAccepted, "share of an allowed file")
+	var j JobView
+	json.Unmarshal(w.Body.Bytes(), &j)
+	if v := waitJob(t, u2, j.ID); v.Name != "ok.txt" || v.State != stateDone {
+		t.Errorf("allowed share %+v", v)
+	}
+	if page := get(t, u2, "/share").Body.String(); !strings.Contains(page, `name="path"`) || !strings.Contains(page, allowed) {
+		t.Errorf("share page does not name the allowed directories")
+	}
+	if _, err := New(t.Context(), newFake(), Options{Addr: testAddr, DownloadDir: t.TempDir(), ShareDirs: []string{filepath.Join(outside, "missing")}}); err == nil {
+		t.Errorf("a missing share directory was accepted")
 	}
 }
