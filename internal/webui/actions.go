@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/riffle-net/riffle/chunker"
 )
@@ -71,7 +72,7 @@ func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
 		State: stateRunning, Started: u.opts.Now(), fileID: link.ID, cancel: cancel}
 	for _, f := range u.c.Index() {
 		if f.ID == link.ID {
-			j.Name = display(f.Name)
+			j.Name, j.size = display(f.Name), f.Size
 		}
 	}
 	u.jobs.add(j)
@@ -81,7 +82,8 @@ func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		path, err := u.c.Get(ctx, link, u.opts.DownloadDir, func(p Progress) {
 			u.jobs.update(j.ID, func(j *job) {
-				j.Done, j.Total, j.Paused = p.Done, p.Total, p.Paused
+				j.observe(u.opts.Now(), p.Done, p.Total)
+				j.Paused = p.Paused
 				if p.Name != "" {
 					j.Name = display(p.Name)
 				}
@@ -308,6 +310,10 @@ func (u *UI) shareStream(w http.ResponseWriter, r *http.Request, rd io.Reader, n
 	u.jobs.add(j)
 	queued := make(chan struct{})
 	ended := make(chan error, 1)
+	// The client reads the whole file before it reports it queued: then
+	// the count is the file's size.
+	cr := &countReader{r: rd}
+	rd = cr
 	u.running.Add(1)
 	go func() {
 		defer u.running.Done()
@@ -315,7 +321,11 @@ func (u *UI) shareStream(w http.ResponseWriter, r *http.Request, rd io.Reader, n
 		first := true
 		link, err := u.c.Share(ctx, rd, name, private, func(p Progress) {
 			u.jobs.update(j.ID, func(j *job) {
-				j.Done, j.Total, j.Paused = p.Done, p.Total, p.Paused
+				if j.size == 0 {
+					j.size = uint64(cr.n.Load())
+				}
+				j.observe(u.opts.Now(), p.Done, p.Total)
+				j.Paused = p.Paused
 				if p.File != (chunker.ID{}) {
 					j.resumeID = p.File
 				}
@@ -356,4 +366,16 @@ func (u *UI) shareStream(w http.ResponseWriter, r *http.Request, rd io.Reader, n
 	}
 	v, _ := u.jobs.get(j.ID)
 	respondJob(w, r, v)
+}
+
+// countReader counts the bytes read through it.
+type countReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,6 +45,8 @@ type fakeClient struct {
 	// Resume's calls.
 	pause   string
 	resumed []chunker.ID
+	// epochs moves the epoch number on (the network page's live test).
+	epochs atomic.Uint64
 }
 
 func fileID(s string) chunker.ID { return chunker.ID(sha256.Sum256([]byte(s))) }
@@ -60,7 +63,7 @@ func newFake() *fakeClient {
 }
 
 func (f *fakeClient) Status() Status {
-	return Status{InEpoch: true, Epoch: "0a0b0c0d", Number: 7, AnonymitySet: 16, ChunkSize: 64 << 10, K: 1, Rounds: 64, RoundsDone: 40,
+	return Status{InEpoch: true, Epoch: "0a0b0c0d", Number: 7 + f.epochs.Load(), AnonymitySet: 16, ChunkSize: 64 << 10, K: 1, Rounds: 64, RoundsDone: 40,
 		Chain: []ChainServer{{Nick: "<b>nick</b>", PeerID: "12D3KooWA", Primary: true}, {Nick: "two", PeerID: "12D3KooWB", Pinned: true}},
 		Pins:  []Pin{{PeerID: "12D3KooWB", InChain: true}}}
 }
@@ -212,10 +215,24 @@ func TestPagesRenderAndEscape(t *testing.T) {
 		}
 	}
 	net := get(t, u, "/network").Body.String()
-	for _, want := range []string{"#7", "16 clients", "12D3KooWA", "primary", "pinned", "in the chain", "<svg"} {
+	for _, want := range []string{"#7", "16 clients", "12D3KooWA", "primary", "pinned", "in the chain", `src="/network/chart.svg"`, `data-api="/api/status"`} {
 		if !strings.Contains(net, want) {
 			t.Errorf("network page lacks %q", want)
 		}
+	}
+	// The network page updates in place (ui.js), it does not reload.
+	if strings.Contains(net, `http-equiv="refresh"`) {
+		t.Errorf("the network page reloads itself")
+	}
+	if w := get(t, u, "/network/chart.svg"); w.Header().Get("Content-Type") != "image/svg+xml" || !strings.HasPrefix(w.Body.String(), "<svg") {
+		t.Errorf("chart: %q %.80q", w.Header().Get("Content-Type"), w.Body.String())
+	}
+	var st struct {
+		Text map[string]string `json:"text"`
+	}
+	json.Unmarshal(get(t, u, "/api/status").Body.Bytes(), &st)
+	if st.Text["epoch"] != "#7 0a0b0c0d" || st.Text["anonymity"] != "16 clients" {
+		t.Errorf("api status text: %v", st.Text)
 	}
 }
 
@@ -863,5 +880,60 @@ func TestSharePathAllowList(t *testing.T) {
 	}
 	if _, err := New(t.Context(), newFake(), Options{Addr: testAddr, DownloadDir: t.TempDir(), ShareDirs: []string{filepath.Join(outside, "missing")}}); err == nil {
 		t.Errorf("a missing share directory was accepted")
+	}
+}
+
+// TestErrorPage: a refused page request gets an HTML page with the reason
+// (escaped) and a way back, a bad link back to the Get form with the link
+// kept for its correction (issue 27 point 9: a bare "400" text page); the
+// API keeps its JSON errors.
+func TestErrorPage(t *testing.T) {
+	u := newTestUI(t, newFake(), nil)
+	bad := "riffle:nope<script>alert(1)</script>"
+	w := postForm(t, u, "/get", url.Values{"csrf": {testToken}, "link": {bad}})
+	wantCode(t, w, http.StatusBadRequest, "bad link")
+	body := w.Body.String()
+	if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+		t.Errorf("bad link: Content-Type %q", ct)
+	}
+	for _, want := range []string{"<!doctype html>", `id="reason"`, "bad link", `id="back"`, `href="/get?link=riffle%3anope%3cscript%3ealert%281%29%3c%2fscript%3e"`, "correct the link"} {
+		if !strings.Contains(strings.ToLower(body), strings.ToLower(want)) {
+			t.Errorf("error page lacks %s:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "<script>alert") {
+		t.Errorf("error page does not escape the reason:\n%s", body)
+	}
+	// Following the way back fills the form with the link.
+	if page := get(t, u, "/get?link="+url.QueryEscape(bad)).Body.String(); !strings.Contains(page, `value="riffle:nope&lt;script&gt;`) {
+		t.Errorf("the Get form does not keep the link")
+	}
+	w = get(t, u, "/no/such/page")
+	if !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") || !strings.Contains(w.Body.String(), `href="/"`) || !strings.Contains(w.Body.String(), "no such page") {
+		t.Errorf("404 page: %s", w.Body.String())
+	}
+	w = get(t, u, "/api/files/not-an-id")
+	if !strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
+		t.Errorf("API error: %s", w.Body.String())
+	}
+}
+
+// TestManifestShownAsManifest: a file's page shows its root manifest as
+// the list of the file's chunks, and a chunk not fetched here in plain
+// grey, not in the red of a fault (issue 27 point 9).
+func TestManifestShownAsManifest(t *testing.T) {
+	u := newTestUI(t, newFake(), nil)
+	page := get(t, u, "/file/"+fileID("c").String()).Body.String()
+	i := strings.Index(page, `<table id="chunks">`)
+	if i < 0 {
+		t.Fatalf("no chunks table:\n%s", page)
+	}
+	rows := page[i:]
+	if !strings.Contains(rows, "manifest: the list of the file") || !strings.Contains(rows, "not fetched here") || strings.Contains(rows, `class="no"`) {
+		t.Errorf("manifest row: %s", rows)
+	}
+	// A held chunk still says so.
+	if rows := get(t, u, "/file/"+fileID("a").String()).Body.String(); !strings.Contains(rows, `<span class="yes">held</span>`) {
+		t.Errorf("held manifest row: %s", rows)
 	}
 }
