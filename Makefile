@@ -6,18 +6,27 @@ RACE_PKGS := ./store/... ./node/... ./pir/...
 # How many seeds `make swarm` runs.
 SEEDS    ?= 100
 
-.PHONY: all build demo test test-serial vet fmt-check bench soak swarm fuzz clean netns
+.PHONY: all build paper demo test test-serial vet fmt-check bench soak swarm fuzz clean netns
 
 all: build
 
+# The first build fetches the modules and compiles libp2p and the rest
+# with nothing to show for minutes: say so first (figures in README.md).
 build:
+	@echo "building riffle (first build fetches modules and compiles: about 2 minutes on 2 cores, more on a loaded machine)…"
 	$(GO) build -trimpath -o $(BIN) ./cmd/riffle
+
+# riffle with `riffle bench --paper`: the report's plots link gonum's
+# plotting, which no other build needs (internal/benchreport/plots.go).
+paper:
+	$(GO) build -trimpath -tags paper -o $(BIN) ./cmd/riffle
 
 demo: build
 	./$(BIN) demo
 
 vet:
 	$(GO) vet -tags riffletest ./...
+	$(GO) vet -tags riffletest,paper ./internal/benchreport/
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/riffle-net/riffle/internal/benchreport"
-	"github.com/riffle-net/riffle/internal/nodetest"
+	"github.com/riffle-net/riffle/internal/localnet"
 	"github.com/riffle-net/riffle/node"
 )
 
@@ -42,7 +42,9 @@ QUIC only (rows "n/tcp" and "n/quic"), each row followed by the process's CPU
 time over the shares and gets, and after the pair the QUIC run's round time and
 CPU as multiples of the TCP run's; the baseline runs with the TCP row only.
 
---paper writes the paper-style report (Markdown and SVG plots) into --out.
+--paper writes the paper-style report (Markdown and SVG plots) into --out; only
+a binary built with "make paper" draws the plots (they link a plotting library
+no other command needs).
 --processes runs each server as its own process (this binary, riffle server on
 127.0.0.1 with --no-mdns) and the clients in this one, and reports each server's
 CPU time and peak RSS (from /proc) beside the goodputs, then the baseline between
@@ -59,7 +61,7 @@ clients, against servers running elsewhere (make netns uses it).`,
 			&cli.BoolFlag{Name: "no-baseline", Usage: "skip the plain-libp2p baseline"},
 			&cli.BoolFlag{Name: "quic", Usage: "run each n over TCP and over QUIC and compare their round time and CPU"},
 			&cli.BoolFlag{Name: "no-ceilings", Usage: "skip measuring the machine's ceilings"},
-			&cli.BoolFlag{Name: "paper", Usage: "write the paper-style report and plots into --out"},
+			&cli.BoolFlag{Name: "paper", Usage: "write the paper-style report and plots into --out (a binary built with make paper)"},
 			&cli.BoolFlag{Name: "quick", Usage: "with --paper: tiny sizes (for tests)"},
 			&cli.BoolFlag{Name: "setup-10k", Usage: "with --paper: also time setup at n = 10,000"},
 			&cli.StringFlag{Name: "out", Value: "docs/bench/paper", Usage: "with --paper: output directory"},
@@ -95,7 +97,7 @@ func runBench(c *cli.Context) error {
 	if chunks < 1 {
 		return fmt.Errorf("--rounds %d: want at least 1", chunks)
 	}
-	// Range checks with the flags' names; nodetest.Bench checks again.
+	// Range checks with the flags' names; localnet.Bench checks again.
 	if _, err := paramsWith(node.DefaultParams(), b, 0, k, 0, 0); err != nil {
 		return err
 	}
@@ -146,9 +148,9 @@ func runBench(c *cli.Context) error {
 		transports = append(transports, "quic")
 	}
 	for _, n := range counts {
-		var byTransport []nodetest.BenchResult
+		var byTransport []localnet.BenchResult
 		for _, tr := range transports {
-			r, err := nodetest.Bench(ctx, nodetest.BenchConfig{Clients: n, ChunkSize: b, K: k, Chunks: chunks, QUIC: tr == "quic", Logger: logger(c)})
+			r, err := localnet.Bench(ctx, localnet.BenchConfig{Clients: n, ChunkSize: b, K: k, Chunks: chunks, QUIC: tr == "quic", Logger: logger(c)})
 			if err != nil {
 				return fmt.Errorf("bench n = %d over %s: %w", n, tr, err)
 			}
@@ -156,7 +158,7 @@ func runBench(c *cli.Context) error {
 			steady := float64(b) / r.RoundTime.Seconds()
 			base, vs := "-", "-"
 			if !c.Bool("no-baseline") && tr == "tcp" {
-				bl, err := nodetest.Baseline(ctx, n, b, r.Rounds)
+				bl, err := localnet.Baseline(ctx, n, b, r.Rounds)
 				if err != nil {
 					return fmt.Errorf("baseline n = %d: %w", n, err)
 				}
@@ -195,7 +197,7 @@ func ratio(a, b time.Duration) float64 {
 func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond)) }
 
 // roundOf is the round part of a bench result.
-func roundOf(r nodetest.BenchResult) benchreport.Round {
+func roundOf(r localnet.BenchResult) benchreport.Round {
 	return benchreport.Round{Servers: r.Servers, Clients: r.Clients, ChunkSize: r.ChunkSize, K: r.K,
 		ChainMix: r.ChainMix, Verify: r.Verify, Store: r.Store, PIR: r.PIR, Other: r.Other}
 }

@@ -18,13 +18,13 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/riffle-net/riffle/internal/benchreport"
-	"github.com/riffle-net/riffle/internal/nodetest"
+	"github.com/riffle-net/riffle/internal/localnet"
 	"github.com/riffle-net/riffle/node"
 )
 
 // procServers is the chain length of --processes, as in the in-process
 // bench.
-const procServers = nodetest.DefaultServers
+const procServers = localnet.DefaultServers
 
 // procAddrWait bounds the wait for a server process to write its address.
 const procAddrWait = 60 * time.Second
@@ -108,7 +108,7 @@ func benchProcessesOnce(ctx context.Context, self string, n, chunks, b, k int) (
 	if err != nil {
 		return nil, err
 	}
-	r, err := nodetest.BenchClients(ctx, addrs, nodetest.BenchConfig{Clients: n, K: k, Chunks: chunks})
+	r, err := localnet.BenchClients(ctx, addrs, localnet.BenchConfig{Clients: n, K: k, Chunks: chunks})
 	if err != nil {
 		return nil, err
 	}
@@ -144,14 +144,14 @@ func benchProcessesOnce(ctx context.Context, self string, n, chunks, b, k int) (
 
 // baselineProcess runs `riffle bench --baseline-serve` as a process and
 // the baseline's clients here against it.
-func baselineProcess(ctx context.Context, self string, n, b, rounds int) (nodetest.BaselineResult, error) {
+func baselineProcess(ctx context.Context, self string, n, b, rounds int) (localnet.BaselineResult, error) {
 	cmd := exec.Command(self, "bench", "--baseline-serve", "--chunk-size", strconv.Itoa(b))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nodetest.BaselineResult{}, err
+		return localnet.BaselineResult{}, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nodetest.BaselineResult{}, fmt.Errorf("baseline server: %w", err)
+		return localnet.BaselineResult{}, fmt.Errorf("baseline server: %w", err)
 	}
 	defer func() {
 		cmd.Process.Signal(syscall.SIGTERM)
@@ -159,25 +159,25 @@ func baselineProcess(ctx context.Context, self string, n, b, rounds int) (nodete
 	}()
 	line, err := bufio.NewReader(io.LimitReader(stdout, 4096)).ReadString('\n')
 	if err != nil {
-		return nodetest.BaselineResult{}, fmt.Errorf("baseline server: no address: %w", err)
+		return localnet.BaselineResult{}, fmt.Errorf("baseline server: no address: %w", err)
 	}
 	ai, err := peer.AddrInfoFromString(strings.TrimSpace(line))
 	if err != nil {
-		return nodetest.BaselineResult{}, fmt.Errorf("baseline server: address %q: %w", line, err)
+		return localnet.BaselineResult{}, fmt.Errorf("baseline server: address %q: %w", line, err)
 	}
-	return nodetest.BaselineClients(ctx, *ai, n, b, rounds)
+	return localnet.BaselineClients(ctx, *ai, n, b, rounds)
 }
 
 // runBaselineServe is `riffle bench --baseline-serve`: a plain-libp2p
 // baseline server on 127.0.0.1 until SIGINT or SIGTERM; its address is
 // the first line on stdout.
 func runBaselineServe(ctx context.Context, c *cli.Context, b int) error {
-	h, err := nodetest.NewPlainHost(true)
+	h, err := localnet.NewPlainHost(true)
 	if err != nil {
 		return err
 	}
 	defer h.Close()
-	if err := nodetest.ServeBaseline(h, b); err != nil {
+	if err := localnet.ServeBaseline(h, b); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout(c), "%s/p2p/%s\n", h.Addrs()[0], h.ID())
@@ -282,7 +282,7 @@ func runBenchRemote(ctx context.Context, c *cli.Context, counts []int, chunks, k
 	fmt.Fprintf(out, rowFmt, "n", "share/client", "get/client", "wall")
 	for _, n := range counts {
 		start := time.Now()
-		r, err := nodetest.BenchClients(ctx, addrs, nodetest.BenchConfig{Clients: n, K: k, Chunks: chunks, Logger: logger(c)})
+		r, err := localnet.BenchClients(ctx, addrs, localnet.BenchConfig{Clients: n, K: k, Chunks: chunks, Logger: logger(c)})
 		if err != nil {
 			return fmt.Errorf("bench --servers n = %d: %w", n, err)
 		}

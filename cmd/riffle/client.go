@@ -62,7 +62,7 @@ func runClient(c *cli.Context) error {
 	// the command returns only after them.
 	uiWait := func() {}
 	if addr := c.String("ui"); addr != "" {
-		url, wait, err := startClientUI(base, c, cl, addr, c.Bool("ui-public"), dir, filepath.Join(dir, uiDownloadsSubdir))
+		url, wait, err := startClientUI(base, c, cl, addr, c.Bool("ui-public"), dir, filepath.Join(dir, uiDownloadsSubdir), c.StringSlice("share-dir"))
 		if err != nil {
 			cl.Close()
 			return err

@@ -9,14 +9,14 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/riffle-net/riffle/internal/nodetest"
+	"github.com/riffle-net/riffle/internal/localnet"
 	"github.com/riffle-net/riffle/node"
 )
 
 // demoServers is the chain length of the demo and the benchmark: the
 // smallest chain node accepts by default (docs/protocol.md §3), so the
 // anonymity argument holds with one honest server among three.
-const demoServers = nodetest.DefaultServers
+const demoServers = localnet.DefaultServers
 
 // demoNetConfig describes a loopback network run inside this process.
 type demoNetConfig struct {
@@ -32,12 +32,12 @@ type demoNetConfig struct {
 
 // demoNet is 3 servers and a crowd of clients on 127.0.0.1.
 type demoNet struct {
-	net     *nodetest.Net
+	net     *localnet.Net
 	servers []*node.Server
 	clients []*node.Client
 }
 
-// startDemoNet starts the network of internal/nodetest: the servers one
+// startDemoNet starts the network of internal/localnet: the servers one
 // after the other (each bootstraps from those before it), then the clients
 // in parallel, spread over the servers as primaries. Every epoch waits for
 // all clients: MinClients is the crowd.
@@ -49,7 +49,7 @@ func startDemoNet(ctx context.Context, cfg demoNetConfig) (*demoNet, error) {
 	if p.MaxClients < uint32(cfg.Clients) {
 		p.MaxClients = uint32(cfg.Clients)
 	}
-	net, err := nodetest.Start(ctx, nodetest.Config{
+	net, err := localnet.Start(ctx, localnet.Config{
 		Servers: demoServers, Clients: cfg.Clients, Params: p, Dir: cfg.Dir, Nick: "demo", Logger: cfg.Logger,
 		Client: func(i int, c *node.ClientConfig) {
 			if i < cfg.ProgressClients {

@@ -41,9 +41,16 @@ Nothing is opened: paste the URL into a browser.`,
 	})
 }
 
-// uiFlags are the web UI flags of client and server; def is --ui's value
-// when the command serves a UI by default ("" for none).
-func uiFlags(def string) []cli.Flag { return []cli.Flag{uiFlag(def), uiPublicFlag()} }
+// uiFlags are the web UI flags of a client; def is --ui's value when the
+// command serves a UI by default ("" for none).
+func uiFlags(def string) []cli.Flag { return []cli.Flag{uiFlag(def), uiPublicFlag(), shareDirFlag()} }
+
+// shareDirFlag allows the UI's share form to take paths under a
+// directory; without it the form takes uploads only (a path share from a
+// public UI would publish any file the client can read).
+func shareDirFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "share-dir", Usage: "let the web UI share files by path under `DIR` (repeatable; default: uploads only; the data directory never)"}
+}
 
 func uiFlag(def string) cli.Flag {
 	return &cli.StringFlag{Name: "ui", Value: def, Usage: "serve the web UI on this host:port (loopback unless --ui-public)"}
@@ -73,8 +80,14 @@ func runUI(c *cli.Context) error {
 }
 
 // checkUIFlags refuses a --ui address that is not loopback without
-// --ui-public before anything starts.
+// --ui-public, and a --share-dir that is no directory, before anything
+// starts.
 func checkUIFlags(c *cli.Context) error {
+	for _, d := range c.StringSlice("share-dir") {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return fmt.Errorf("--share-dir %s: not a directory", d)
+		}
+	}
 	if addr := c.String("ui"); addr != "" {
 		_, err := webui.CheckAddr(addr, c.Bool("ui-public"))
 		return err
@@ -128,15 +141,16 @@ func uiURL(bound, token string, public bool) string {
 }
 
 // startClientUI serves the web UI of cl on addr, fetching into
-// dataDir/downloads, and returns its URL. With dataDir set, the URL and
+// dataDir/downloads and sharing by path only under shareDirs, and returns
+// its URL. With dataDir set, the URL and
 // token are written there for `riffle ui` and curl. The UI serves, and its
 // jobs run, until ctx ends; wait returns once every job it started has
 // returned, so that the caller closes the client after them.
-func startClientUI(ctx context.Context, c *cli.Context, cl *node.Client, addr string, public bool, dataDir, downloads string) (url string, wait func(), err error) {
+func startClientUI(ctx context.Context, c *cli.Context, cl *node.Client, addr string, public bool, dataDir, downloads string, shareDirs []string) (url string, wait func(), err error) {
 	var ui *webui.UI
 	bound, err := serveUI(ctx, c, addr, public, func(bound string) (http.Handler, error) {
 		var err error
-		ui, err = webui.New(ctx, webui.NodeClient{C: cl}, webui.Options{Addr: bound, Public: public, DownloadDir: downloads})
+		ui, err = webui.New(ctx, webui.NodeClient{C: cl}, webui.Options{Addr: bound, Public: public, DownloadDir: downloads, ShareDirs: shareDirs, DataDir: dataDir})
 		return ui, err
 	})
 	if err != nil {
@@ -190,7 +204,7 @@ func startDemoUI(ctx context.Context, c *cli.Context, dn *demoNet, base string) 
 	dl := filepath.Join(base, "ui-downloads")
 	wait := func() {}
 	curl, err := try(defaultClientUI, func(a string) (string, error) {
-		url, w, err := startClientUI(ctx, c, dn.clients[0], a, false, "", dl)
+		url, w, err := startClientUI(ctx, c, dn.clients[0], a, false, "", dl, nil)
 		if err == nil {
 			wait = w
 		}

@@ -26,6 +26,12 @@ func TestUIFlagsRefusePublic(t *testing.T) {
 			t.Errorf("riffle %s: %v, stderr %q", strings.Join(args, " "), err, errOut)
 		}
 	}
+	// A --share-dir that is no directory is refused before the client
+	// starts.
+	_, errOut, err := runBin(t, env, "ui", "--data", t.TempDir(), "--share-dir", filepath.Join(t.TempDir(), "missing"))
+	if err == nil || !strings.Contains(errOut, "--share-dir") {
+		t.Errorf("riffle ui --share-dir MISSING: %v, stderr %q", err, errOut)
+	}
 	if _, errOut, err := runBin(t, env, "demo", "--ui"); err == nil || !strings.Contains(errOut, "--keep") {
 		t.Errorf("demo --ui without --keep: %v %q", err, errOut)
 	}
@@ -100,6 +106,22 @@ func TestUIServe(t *testing.T) {
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 400 {
 		t.Fatalf("POST of a bad link with the token: %v %v", resp.StatusCode, err)
+	}
+	// Without --share-dir no path is shared: not the UI's own token file
+	// (issue 27 point 8), which a public UI would otherwise publish.
+	req, _ = http.NewRequest("POST", curl+"api/share", strings.NewReader(url.Values{"path": {filepath.Join(cdir, uiTokenFile)}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Riffle-Token", strings.TrimSpace(string(tok)))
+	// Bounded: a share that is taken waits to be queued, without an epoch
+	// for ever.
+	resp, err = (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("share of the token file by path: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 403 || !strings.Contains(string(b), "--share-dir") {
+		t.Fatalf("share of the token file by path: %d %s", resp.StatusCode, b)
 	}
 	if jobs := httpGet(t, curl+"api/jobs", 200); !strings.Contains(jobs, `"jobs": []`) {
 		t.Errorf("refused requests started jobs: %s", jobs)

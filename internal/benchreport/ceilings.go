@@ -21,7 +21,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/riffle-net/riffle/internal/nodetest"
+	"github.com/riffle-net/riffle/internal/localnet"
 )
 
 // Sizes of the ceiling measurements.
@@ -130,7 +130,7 @@ const loopProto = "/riffle-bench/loopback/1"
 // loopback moves loopBytes over one libp2p stream between two hosts of
 // this process and returns bytes per second.
 func loopback(ctx context.Context) (float64, error) {
-	srv, err := nodetest.NewPlainHost(true)
+	srv, err := localnet.NewPlainHost(true)
 	if err != nil {
 		return 0, err
 	}
@@ -145,7 +145,7 @@ func loopback(ctx context.Context) (float64, error) {
 		s.Close()
 		done <- err
 	})
-	cl, err := nodetest.NewPlainHost(false)
+	cl, err := localnet.NewPlainHost(false)
 	if err != nil {
 		return 0, err
 	}

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/riffle-net/riffle/internal/nodetest"
+	"github.com/riffle-net/riffle/internal/localnet"
 )
 
 // PaperConfig sets what Paper measures and where it writes.
@@ -80,6 +80,10 @@ func sizesFor(cfg PaperConfig) paperSizes {
 // Paper measures the paper's figures on this machine and writes into
 // cfg.Out: report.md, data.json and the SVG plots.
 func Paper(ctx context.Context, cfg PaperConfig) (PaperData, error) {
+	if !PlotsBuilt {
+		// Say so before minutes of measuring, not after.
+		return PaperData{}, plots("", PaperData{})
+	}
 	start := time.Now()
 	sz := sizesFor(cfg)
 	d := PaperData{Machine: DescribeMachine(), Quick: cfg.Quick, Command: cfg.Command, Note: cfg.Note}
@@ -101,11 +105,11 @@ func Paper(ctx context.Context, cfg PaperConfig) (PaperData, error) {
 	}
 	say("ceilings measured")
 	run := func(n, b int) (GoodputPoint, error) {
-		r, err := nodetest.Bench(ctx, nodetest.BenchConfig{Clients: n, ChunkSize: b, K: 1, Chunks: sz.chunks, Logger: cfg.Logger})
+		r, err := localnet.Bench(ctx, localnet.BenchConfig{Clients: n, ChunkSize: b, K: 1, Chunks: sz.chunks, Logger: cfg.Logger})
 		if err != nil {
 			return GoodputPoint{}, fmt.Errorf("bench n = %d b = %d: %w", n, b, err)
 		}
-		bl, err := nodetest.Baseline(ctx, n, b, r.Rounds)
+		bl, err := localnet.Baseline(ctx, n, b, r.Rounds)
 		if err != nil {
 			return GoodputPoint{}, fmt.Errorf("baseline n = %d b = %d: %w", n, b, err)
 		}

@@ -1,3 +1,8 @@
+//go:build paper
+
+// The plots link gonum's plotting (fonts, PDF, EPS, SVG): built only with
+// the paper tag (make paper), so that every other build of riffle skips it.
+
 package benchreport
 
 import (
@@ -12,9 +17,10 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-const kib = 1024.0
-
 // plots draws the SVG figures of d into dir.
+// PlotsBuilt says whether this build draws the paper report's plots.
+const PlotsBuilt = true
+
 func plots(dir string, d PaperData) error {
 	save := func(p *plot.Plot, name string) error {
 		return p.Save(6*vg.Inch, 4*vg.Inch, filepath.Join(dir, name))

@@ -9,6 +9,9 @@ import (
 	"time"
 )
 
+// kib is a KiB, in the figures of the report and the plots.
+const kib = 1024.0
+
 // PaperGoodput is the Riffle paper's figure for file sharing: just over
 // 100 KB/s per client at 200 clients, servers and clients on separate
 // machines.

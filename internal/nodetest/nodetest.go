@@ -1,139 +1,34 @@
-// Package nodetest starts a riffle network inside one process on
-// 127.0.0.1: m servers, each bootstrapping from those before it, with no
-// LAN discovery, and n clients spread over them as primaries. node's
-// end-to-end tests, `riffle bench` (Bench) and `riffle demo` run on it;
-// internal/wait holds the poll helper they share.
+// Package nodetest holds the test-only helpers over internal/localnet, the
+// in-process network on 127.0.0.1: New (a network closed when the test
+// ends), Virtual (one in virtual time) and RandBytes. It imports testing,
+// so only tests import it: the riffle binary uses localnet directly
+// (TestBinaryDeps in cmd/riffle).
 package nodetest
 
 import (
 	"context"
 	"crypto/rand"
-	"errors"
-	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 
-	"github.com/riffle-net/riffle/node"
-	"github.com/riffle-net/riffle/node/transport"
+	"github.com/riffle-net/riffle/internal/localnet"
 )
 
-// DefaultServers is the chain length when Config.Servers is zero: the
-// smallest chain node accepts by default (docs/protocol.md §3).
-const DefaultServers = node.DefaultMinServers
+// The network's types and defaults, as localnet has them: node's tests
+// name them here.
+type (
+	Config = localnet.Config
+	Net    = localnet.Net
+)
 
-// loopback is where every host of a harness network listens: a fresh port
-// on 127.0.0.1.
-const loopback = "/ip4/127.0.0.1/tcp/0"
+// DefaultServers is localnet.DefaultServers.
+const DefaultServers = localnet.DefaultServers
 
-// loopbackQUIC is loopback over QUIC (BenchConfig.QUIC).
-const loopbackQUIC = "/ip4/127.0.0.1/udp/0/quic-v1"
+// Start is localnet.Start.
+func Start(ctx context.Context, cfg Config) (*Net, error) { return localnet.Start(ctx, cfg) }
 
-// Config describes a network. Zero fields take the defaults given.
-type Config struct {
-	Servers int // m (default DefaultServers)
-	Clients int // n, started in parallel, client i with primary i mod m
-	// Params are the leader's epoch parameters (zero: node's defaults).
-	Params node.Params
-	// MinServers and MinClients are every server's minimums for an epoch
-	// (default: all m servers, all n clients).
-	MinServers, MinClients int
-	// Dir holds the servers' data directories (<Dir>/s<i>); empty: a
-	// temporary directory that Close removes.
-	Dir string
-	// Nick prefixes the servers' nicks (<Nick><i>; default "s").
-	Nick   string
-	Logger *slog.Logger
-	// Server and Client, if set, adjust server i's or client i's
-	// configuration before it starts (Peers holds the addresses of the
-	// servers before i, Server the primary's address). Client is called
-	// from the clients' goroutines at once.
-	Server func(i int, c *node.ServerConfig)
-	Client func(i int, c *node.ClientConfig)
-	// Network carries every host's streams (nil: libp2p on loopback).
-	// With a memnet.Net inside a testing/synctest bubble the network runs
-	// in virtual time (Virtual).
-	Network transport.Network
-}
-
-// Net is a running network.
-type Net struct {
-	Servers []*node.Server
-	Clients []*node.Client
-	// Network is the network of cfg (nil: libp2p).
-	Network transport.Network
-	tmp     string // removed by Close
-}
-
-// Start starts cfg's servers one after the other, then its clients in
-// parallel (on a loaded machine, hundreds of sequential libp2p handshakes
-// take longer than a registration window). On error, what was started is
-// closed.
-func Start(ctx context.Context, cfg Config) (*Net, error) {
-	m := cfg.Servers
-	if m <= 0 {
-		m = DefaultServers
-	}
-	if cfg.MinServers == 0 {
-		cfg.MinServers = m
-	}
-	if cfg.MinClients == 0 {
-		cfg.MinClients = cfg.Clients
-	}
-	if cfg.Nick == "" {
-		cfg.Nick = "s"
-	}
-	n := &Net{Network: cfg.Network}
-	dir := cfg.Dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "riffle-net-")
-		if err != nil {
-			return nil, fmt.Errorf("nodetest: data directory: %w", err)
-		}
-		dir, n.tmp = d, d
-	}
-	var peers []string
-	for i := 0; i < m; i++ {
-		sc := node.ServerConfig{DataDir: filepath.Join(dir, fmt.Sprintf("s%d", i)), Listen: []string{loopback},
-			Peers: append([]string(nil), peers...), Nick: fmt.Sprintf("%s%d", cfg.Nick, i),
-			MinServers: cfg.MinServers, MinClients: cfg.MinClients, NoLAN: true, Params: cfg.Params, Logger: cfg.Logger, Network: cfg.Network}
-		if cfg.Server != nil {
-			cfg.Server(i, &sc)
-		}
-		s, err := node.NewServer(ctx, sc)
-		if err != nil {
-			n.Close()
-			return nil, fmt.Errorf("nodetest: start server %d: %w", i, err)
-		}
-		n.Servers = append(n.Servers, s)
-		peers = append(peers, n.Addr(i))
-	}
-	n.Clients = make([]*node.Client, cfg.Clients)
-	errs := make([]error, cfg.Clients)
-	var wg sync.WaitGroup
-	for i := range n.Clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// A harness network is small and quick: its clients take
-			// part whatever the set (MinAnonymity 1) and start jobs at
-			// once (Now); tests of either set their own.
-			cc := node.ClientConfig{Server: peers[i%m], Logger: cfg.Logger, MinAnonymity: 1, Now: true, Network: cfg.Network}
-			if cfg.Client != nil {
-				cfg.Client(i, &cc)
-			}
-			n.Clients[i], errs[i] = node.NewClient(ctx, cc)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		n.Close()
-		return nil, fmt.Errorf("nodetest: start clients: %w", err)
-	}
-	return n, nil
-}
+// Logger is localnet.Logger: quiet unless RIFFLE_DEBUG is set.
+func Logger() *slog.Logger { return localnet.Logger() }
 
 // New starts a network for a test: its data under t.TempDir(), the logger
 // of Logger when cfg has none, closed when the test ends; a failure to
@@ -152,60 +47,6 @@ func New(t testing.TB, cfg Config) *Net {
 	}
 	t.Cleanup(func() { n.Close() })
 	return n
-}
-
-// Addr is the full address (with /p2p/) of server i.
-func (n *Net) Addr(i int) string { return n.Servers[i].Addrs()[0].String() }
-
-// NewClient starts one more client with primary server i; cfg.Server is
-// set to it. The caller closes the client (Close does not).
-func (n *Net) NewClient(ctx context.Context, primary int, cfg node.ClientConfig) (*node.Client, error) {
-	cfg.Server = n.Addr(primary)
-	if cfg.Network == nil {
-		cfg.Network = n.Network
-	}
-	if cfg.MinAnonymity == 0 {
-		cfg.MinAnonymity = 1 // as Start's clients
-	}
-	cfg.Now = true // as Start's clients; presence tests use node.NewClient
-	return node.NewClient(ctx, cfg)
-}
-
-// Close stops the clients (in parallel: each leaves its epoch), then the
-// servers, and removes a temporary data directory.
-func (n *Net) Close() error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(n.Clients)+len(n.Servers)+1)
-	for i, c := range n.Clients {
-		if c == nil {
-			continue
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = c.Close() }()
-	}
-	wg.Wait()
-	for i, s := range n.Servers {
-		errs[len(n.Clients)+i] = s.Close()
-	}
-	n.Clients, n.Servers = nil, nil
-	if n.tmp != "" {
-		errs[len(errs)-1] = os.RemoveAll(n.tmp)
-		n.tmp = ""
-	}
-	return errors.Join(errs...)
-}
-
-// Logger is the logger of tests: quiet, unless RIFFLE_DEBUG is set ("info"
-// for info level, anything else for debug), then to stderr.
-func Logger() *slog.Logger {
-	switch os.Getenv("RIFFLE_DEBUG") {
-	case "":
-		return nil
-	case "info":
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	default:
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
 }
 
 // RandBytes returns n random bytes.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/riffle-net/riffle/chunker"
 )
@@ -27,7 +28,8 @@ func (u *UI) sharePage(w http.ResponseWriter, r *http.Request) {
 	u.render(w, "share", page{Title: "Share", Nav: "share", Data: struct {
 		Jobs      []JobView
 		MaxUpload string
-	}{u.jobs.list("share"), humanBytes(uint64(u.opts.MaxUpload))}})
+		ShareDirs []string
+	}{u.jobs.list("share"), humanBytes(uint64(u.opts.MaxUpload)), u.shareDirs}})
 }
 
 // respondJob answers a started job: JSON under /api/, else a redirect to
@@ -70,7 +72,7 @@ func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
 		State: stateRunning, Started: u.opts.Now(), fileID: link.ID, cancel: cancel}
 	for _, f := range u.c.Index() {
 		if f.ID == link.ID {
-			j.Name = display(f.Name)
+			j.Name, j.size = display(f.Name), f.Size
 		}
 	}
 	u.jobs.add(j)
@@ -80,7 +82,8 @@ func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		path, err := u.c.Get(ctx, link, u.opts.DownloadDir, func(p Progress) {
 			u.jobs.update(j.ID, func(j *job) {
-				j.Done, j.Total, j.Paused = p.Done, p.Total, p.Paused
+				j.observe(u.opts.Now(), p.Done, p.Total)
+				j.Paused = p.Paused
 				if p.Name != "" {
 					j.Name = display(p.Name)
 				}
@@ -213,28 +216,90 @@ func (c *capReader) Read(p []byte) (int, error) {
 }
 
 // sharePath shares a file of this machine by its absolute path (as `riffle
-// share` hands it to a running client).
+// share` hands it to a running client), only under a directory the user
+// allowed (Options.ShareDirs) and never from the data directory: anyone
+// with the token, from afar with --ui-public, could otherwise publish any
+// file the client can read, its own ui.token included.
 func (u *UI) sharePath(w http.ResponseWriter, r *http.Request, path string, private bool) {
 	if path == "" {
 		httpError(w, r, http.StatusBadRequest, "choose a file or give a path")
+		return
+	}
+	if len(u.shareDirs) == 0 {
+		httpError(w, r, http.StatusForbidden, "sharing by path is off: upload the file, or start the client with --share-dir DIR to allow paths under DIR")
 		return
 	}
 	if !filepath.IsAbs(path) {
 		httpError(w, r, http.StatusBadRequest, "path %q is not absolute", path)
 		return
 	}
-	f, err := os.Open(path)
+	// Symlinks are resolved first: a link inside an allowed directory
+	// must not reach a file outside it.
+	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		httpError(w, r, http.StatusBadRequest, "open: %v", err)
 		return
 	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+	if err := u.pathAllowed(real); err != nil {
+		httpError(w, r, http.StatusForbidden, "%s: %v", path, err)
+		return
+	}
+	f, err := os.Open(real)
+	if err != nil {
+		httpError(w, r, http.StatusBadRequest, "open: %v", err)
+		return
+	}
+	// The file opened must be the one checked (a link swapped in between
+	// would not be).
+	st, err := f.Stat()
+	if lst, lerr := os.Lstat(real); err != nil || lerr != nil || !os.SameFile(st, lst) || !st.Mode().IsRegular() {
 		f.Close()
 		httpError(w, r, http.StatusBadRequest, "%s is not a regular file", path)
 		return
 	}
 	u.shareStream(w, r, f, filepath.Base(path), private)
 	f.Close()
+}
+
+// pathAllowed says why a resolved path may not be shared, if it may not.
+func (u *UI) pathAllowed(real string) error {
+	if u.dataDir != "" && within(real, u.dataDir) {
+		return errors.New("is in the client's data directory, whose files are never shared")
+	}
+	for _, d := range u.shareDirs {
+		if within(real, d) {
+			return nil
+		}
+	}
+	return fmt.Errorf("is not under a directory allowed with --share-dir (%s)", strings.Join(u.shareDirs, ", "))
+}
+
+// within reports whether path is dir or under it; both are resolved and
+// clean.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// resolveDirs resolves the allowed directories once: a missing one is an
+// error at start, not a refusal later.
+func resolveDirs(dirs []string) ([]string, error) {
+	var out []string
+	for _, d := range dirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, fmt.Errorf("webui: share directory %q: %w", d, err)
+		}
+		real, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return nil, fmt.Errorf("webui: share directory %q: %w", d, err)
+		}
+		if st, err := os.Stat(real); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("webui: share directory %q is not a directory", d)
+		}
+		out = append(out, real)
+	}
+	return out, nil
 }
 
 // shareStream starts a share of rd and answers once the client has read
@@ -245,6 +310,10 @@ func (u *UI) shareStream(w http.ResponseWriter, r *http.Request, rd io.Reader, n
 	u.jobs.add(j)
 	queued := make(chan struct{})
 	ended := make(chan error, 1)
+	// The client reads the whole file before it reports it queued: then
+	// the count is the file's size.
+	cr := &countReader{r: rd}
+	rd = cr
 	u.running.Add(1)
 	go func() {
 		defer u.running.Done()
@@ -252,7 +321,11 @@ func (u *UI) shareStream(w http.ResponseWriter, r *http.Request, rd io.Reader, n
 		first := true
 		link, err := u.c.Share(ctx, rd, name, private, func(p Progress) {
 			u.jobs.update(j.ID, func(j *job) {
-				j.Done, j.Total, j.Paused = p.Done, p.Total, p.Paused
+				if j.size == 0 {
+					j.size = uint64(cr.n.Load())
+				}
+				j.observe(u.opts.Now(), p.Done, p.Total)
+				j.Paused = p.Paused
 				if p.File != (chunker.ID{}) {
 					j.resumeID = p.File
 				}
@@ -293,4 +366,16 @@ func (u *UI) shareStream(w http.ResponseWriter, r *http.Request, rd io.Reader, n
 	}
 	v, _ := u.jobs.get(j.ID)
 	respondJob(w, r, v)
+}
+
+// countReader counts the bytes read through it.
+type countReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }

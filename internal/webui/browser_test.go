@@ -219,7 +219,7 @@ func TestBrowser(t *testing.T) {
 	}
 	do("file page", chromedp.Click(css("#files tbody td.name a")), chromedp.WaitVisible(css("#chunks")))
 	fileURL := str("file url", chromedp.Location())
-	if row := str("chunks", chromedp.Text(css("#chunks tbody tr"))); !strings.Contains(row, "not held") {
+	if row := str("chunks", chromedp.Text(css("#chunks tbody tr"))); !strings.Contains(row, "manifest") || !strings.Contains(row, "not fetched here") {
 		t.Errorf("before the get, the manifest row says %q", row)
 	}
 	if html := str("file page", chromedp.OuterHTML(css("main"))); !strings.Contains(html, theirLink.ID.String()) {
@@ -271,7 +271,7 @@ func TestBrowser(t *testing.T) {
 	}
 	// Now the file's page shows its manifest held here.
 	do("file page after the get", chromedp.Navigate(fileURL), chromedp.WaitVisible(css("#chunks")), shot("file"))
-	if row := str("chunks", chromedp.Text(css("#chunks tbody tr"))); strings.Contains(row, "not held") || !strings.Contains(row, "held") {
+	if row := str("chunks", chromedp.Text(css("#chunks tbody tr"))); strings.Contains(row, "not fetched") || !strings.Contains(row, "held") {
 		t.Errorf("after the get, the manifest row says %q", row)
 	}
 	resp, err := http.Get(jobURL + "/file")

@@ -41,27 +41,53 @@ type job struct {
 	fileID   chunker.ID
 	resumeID chunker.ID // the id the client follows the job by (Resume)
 	cancel   func()     // ends the job's context: the client withdraws it
+	// size is the file's bytes, when known: rates are in bytes, which
+	// users expect, not chunks.
+	size uint64
+	// firstAt and firstDone are the first progress seen: the rate counts
+	// from there, so chunks held before (a resumed get) or queued at once
+	// do not show as a burst of thousands a second.
+	firstAt   time.Time
+	firstDone int
 }
+
+// observe records a progress report of done chunks at now.
+func (j *job) observe(now time.Time, done, total int) {
+	if j.firstAt.IsZero() {
+		j.firstAt, j.firstDone = now, done
+	}
+	j.Done, j.Total = done, total
+}
+
+// minRateSpan is how long a job runs before a rate is shown: over less,
+// one chunk more makes a wild figure.
+const minRateSpan = time.Second
 
 // JobView is a job as the pages and the API show it.
 type JobView struct {
-	ID       string    `json:"id"`
-	Kind     string    `json:"kind"`
-	Name     string    `json:"name"`
-	Link     string    `json:"link,omitempty"`
-	Private  bool      `json:"private"`
-	State    string    `json:"state"`
-	Error    string    `json:"error,omitempty"`
-	Path     string    `json:"path,omitempty"`
-	Paused   string    `json:"paused,omitempty"` // why a running job waits for its user
-	Done     int       `json:"done"`
-	Total    int       `json:"total"`
-	Percent  int       `json:"percent"`
-	Rate     float64   `json:"rate_chunks_per_s"`
-	ETA      string    `json:"eta,omitempty"`
-	Started  time.Time `json:"started"`
-	Finished time.Time `json:"finished,omitzero"`
-	Elapsed  string    `json:"elapsed"`
+	ID      string  `json:"id"`
+	Kind    string  `json:"kind"`
+	Name    string  `json:"name"`
+	Link    string  `json:"link,omitempty"`
+	Private bool    `json:"private"`
+	State   string  `json:"state"`
+	Error   string  `json:"error,omitempty"`
+	Path    string  `json:"path,omitempty"`
+	Paused  string  `json:"paused,omitempty"` // why a running job waits for its user
+	Done    int     `json:"done"`
+	Total   int     `json:"total"`
+	Percent int     `json:"percent"`
+	Rate    float64 `json:"rate_chunks_per_s"`
+	// Size is the file's bytes (0: not known yet), BytesDone about how
+	// many of them are done (Size in proportion to the chunks), ByteRate
+	// their rate since the first progress.
+	Size      uint64    `json:"size,omitempty"`
+	BytesDone uint64    `json:"bytes_done,omitempty"`
+	ByteRate  float64   `json:"rate_bytes_per_s"`
+	ETA       string    `json:"eta,omitempty"`
+	Started   time.Time `json:"started"`
+	Finished  time.Time `json:"finished,omitzero"`
+	Elapsed   string    `json:"elapsed"`
 }
 
 type jobs struct {
@@ -236,9 +262,15 @@ func (js *jobs) view(j *job) JobView {
 		Path: j.Path, Paused: j.Paused, Done: j.Done, Total: j.Total, Started: j.Started, Finished: j.Finished, Elapsed: el.Round(time.Second).String()}
 	if j.Total > 0 {
 		v.Percent = 100 * j.Done / j.Total
+		v.Size = j.size
+		v.BytesDone = uint64(float64(j.size) * float64(j.Done) / float64(j.Total))
 	}
-	if el > 0 && j.Done > 0 {
-		v.Rate = float64(j.Done) / el.Seconds()
+	span := end.Sub(j.firstAt)
+	if !j.firstAt.IsZero() && span >= minRateSpan && j.Done > j.firstDone {
+		v.Rate = float64(j.Done-j.firstDone) / span.Seconds()
+		if j.Total > 0 {
+			v.ByteRate = v.Rate * float64(j.size) / float64(j.Total)
+		}
 		if j.State == stateRunning && j.Total > j.Done {
 			v.ETA = (time.Duration(float64(j.Total-j.Done) / v.Rate * float64(time.Second))).Round(time.Second).String()
 		}

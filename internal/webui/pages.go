@@ -1,7 +1,9 @@
 package webui
 
 import (
+	"fmt"
 	"html/template"
+	"io"
 	"mime"
 	"net/http"
 	"os"
@@ -107,6 +109,9 @@ type NetworkView struct {
 	DownCapacity string        `json:"down_capacity"`
 	Samples      []roundSample `json:"round_times"`
 	Chart        template.HTML `json:"-"`
+	// Text is what the page shows, formatted once here: its script
+	// updates the page in place from it (data-text names a key).
+	Text map[string]string `json:"text"`
 }
 
 func (u *UI) network() NetworkView {
@@ -120,11 +125,40 @@ func (u *UI) network() NetworkView {
 		up := float64(st.ChunkSize) / v.RoundTime.Seconds()
 		v.UpCapacity, v.DownCapacity = humanBytes(uint64(up))+"/s", humanBytes(uint64(up*float64(st.K)))+"/s"
 	}
+	rt, capacity := "–", "–"
+	if v.RoundTime > 0 {
+		rt = fmtDur(v.RoundTime)
+		capacity = v.UpCapacity + " up, " + v.DownCapacity + " down at the last round time"
+	}
+	waiting := ""
+	if st.Waiting != "" {
+		waiting = ": " + st.Waiting
+	}
+	v.Text = map[string]string{
+		"epoch":      fmt.Sprintf("#%d %s", st.Number, st.Epoch),
+		"anonymity":  fmt.Sprintf("%d clients", st.AnonymitySet),
+		"round":      fmt.Sprintf("%d of %d", round, st.Rounds),
+		"round_time": rt,
+		"goodput":    rateOf(st.Goodput),
+		"throughput": rateOf(st.Throughput),
+		"capacity":   capacity,
+		"params":     fmt.Sprintf("b = %s, k = %d", humanBytes(uint64(max(st.ChunkSize, 0))), st.K),
+		"waiting":    waiting,
+		"totals":     fmt.Sprintf("%d epochs, %d rounds, %d chunks uploaded, %d fetched by this client.", st.Epochs, st.RoundsDone, st.Uploaded, st.Fetched),
+	}
 	return v
 }
 
+// networkChart is the network page's chart alone, which its script
+// reloads as an image.
+func (u *UI) networkChart(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "image/svg+xml")
+	io.WriteString(w, string(u.network().Chart))
+}
+
 func (u *UI) networkPage(w http.ResponseWriter, r *http.Request) {
-	u.render(w, "network", page{Title: "Network", Nav: "network", Refresh: 3, Data: u.network()})
+	// No reload: ui.js updates the page in place from /api/status.
+	u.render(w, "network", page{Title: "Network", Nav: "network", Data: u.network()})
 }
 
 func (u *UI) apiStatus(w http.ResponseWriter, r *http.Request) {

@@ -10,6 +10,8 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +32,9 @@ type UI struct {
 	tmpl  map[string]*template.Template
 	mux   *http.ServeMux
 	h     http.Handler
+	// shareDirs and dataDir are Options' resolved (EvalSymlinks).
+	shareDirs []string
+	dataDir   string
 
 	// running counts the share and get goroutines started from the UI, so
 	// that Wait can hold a shutdown until they have ended (with ctx).
@@ -60,7 +65,22 @@ func New(ctx context.Context, c Client, opts Options) (*UI, error) {
 	if err != nil {
 		return nil, err
 	}
-	u := &UI{ctx: ctx, c: c, opts: opts, guard: newGuard(opts.Addr, opts.Token, opts.Public), tmpl: tm, mux: http.NewServeMux()}
+	shareDirs, err := resolveDirs(opts.ShareDirs)
+	if err != nil {
+		return nil, err
+	}
+	u := &UI{ctx: ctx, c: c, opts: opts, guard: newGuard(opts.Addr, opts.Token, opts.Public), tmpl: tm, mux: http.NewServeMux(), shareDirs: shareDirs}
+	if opts.DataDir != "" {
+		// A data directory not made yet holds nothing to refuse; its
+		// cleaned path still is.
+		u.dataDir = filepath.Clean(opts.DataDir)
+		if real, err := filepath.EvalSymlinks(opts.DataDir); err == nil {
+			u.dataDir = real
+		}
+		if abs, err := filepath.Abs(u.dataDir); err == nil {
+			u.dataDir = abs
+		}
+	}
 	u.jobs.now = opts.Now
 	m := u.mux
 	m.HandleFunc("GET /{$}", u.indexPage)
@@ -72,6 +92,7 @@ func New(ctx context.Context, c Client, opts Options) (*UI, error) {
 	m.HandleFunc("GET /jobs/{id}", u.jobPage)
 	m.HandleFunc("GET /jobs/{id}/file", u.download)
 	m.HandleFunc("GET /network", u.networkPage)
+	m.HandleFunc("GET /network/chart.svg", u.networkChart)
 	m.HandleFunc("GET /api/status", u.apiStatus)
 	m.HandleFunc("GET /api/index", u.apiIndex)
 	m.HandleFunc("GET /api/files/{id}", u.apiFile)
@@ -112,7 +133,8 @@ func (u *UI) Run(ctx context.Context) {
 }
 
 func parseTemplates(pages ...string) (map[string]*template.Template, error) {
-	funcs := template.FuncMap{"bytes": bytesOf, "rate": rateOf, "when": when, "dur": fmtDur}
+	funcs := template.FuncMap{"bytes": bytesOf, "rate": rateOf, "when": when, "dur": fmtDur,
+		"chartW": func() int { return chartW }, "chartH": func() int { return chartH }}
 	base, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/jobs.html")
 	if err != nil {
 		return nil, fmt.Errorf("webui: templates: %w", err)
@@ -184,16 +206,67 @@ func renderTemplate(w http.ResponseWriter, t *template.Template, p any) {
 }
 
 // httpError answers with a status and a one-line reason: JSON under /api/,
-// plain text elsewhere (never HTML: the reason may quote the request).
+// else an HTML page (the reason escaped: it may quote the request) with a
+// way back to where the user was.
 func httpError(w http.ResponseWriter, r *http.Request, code int, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if strings.HasPrefix(r.URL.Path, "/api/") {
 		writeJSON(w, code, map[string]string{"error": msg})
 		return
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	t, err := errorTemplate()
+	if err != nil {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(code)
+		fmt.Fprintf(w, "%d %s: %s\n", code, http.StatusText(code), msg)
+		return
+	}
+	back, text := backOf(r)
+	var b strings.Builder
+	t.ExecuteTemplate(&b, "layout.html", page{Title: http.StatusText(code), Nav: "error",
+		Data: errorView{Code: code, Status: http.StatusText(code), Msg: msg, Back: back, BackText: text}})
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
-	fmt.Fprintf(w, "%d %s: %s\n", code, http.StatusText(code), msg)
+	io.WriteString(w, b.String())
+}
+
+// errorView is the error page's data.
+type errorView struct {
+	Code           int
+	Status, Msg    string
+	Back, BackText string
+}
+
+// errorTemplate is parsed once: httpError also serves the guard and the
+// server view, which have no UI of their own to hold it.
+var errorTemplate = sync.OnceValues(func() (*template.Template, error) {
+	m, err := parseTemplates("error")
+	return m["error"], err
+})
+
+// backOf is where an error page leads back to: the form the request came
+// from, a link given to Get kept for its correction.
+func backOf(r *http.Request) (href, text string) {
+	p := r.URL.Path
+	switch {
+	case r.Method == http.MethodPost && p == "/get":
+		link := ""
+		if r.PostForm != nil {
+			link = r.PostForm.Get("link")
+		}
+		if len(link) > 512 {
+			link = ""
+		}
+		if link == "" {
+			return "/get", "Back to Get"
+		}
+		return "/get?link=" + url.QueryEscape(link), "Back to Get, to correct the link"
+	case r.Method == http.MethodPost && p == "/share":
+		return "/share", "Back to Share"
+	case r.Method == http.MethodPost && strings.HasPrefix(p, "/jobs/") && r.PathValue("id") != "":
+		return "/jobs/" + url.PathEscape(r.PathValue("id")), "Back to the job"
+	}
+	return "/", "Go to the index"
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -130,6 +130,13 @@ type Options struct {
 	Token string
 	// DownloadDir receives fetched files.
 	DownloadDir string
+	// ShareDirs are the directories under which the share form takes a
+	// path (symlinks resolved); none: path shares are refused, uploads
+	// only.
+	ShareDirs []string
+	// DataDir is the client's data directory: no file in it is shared by
+	// path, whatever ShareDirs say (it holds the UI's token).
+	DataDir string
 	// MaxUpload bounds a browser upload (default DefaultMaxUpload).
 	MaxUpload int64
 	// Now is the clock (time.Now if nil); tests fix it.
@@ -217,7 +224,7 @@ func (g *guard) requestToken(r *http.Request) string {
 
 // securityHeaders are sent with every response.
 func securityHeaders(h http.Header) {
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	// same-origin, not no-referrer: with no-referrer a browser sends

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,6 +45,8 @@ type fakeClient struct {
 	// Resume's calls.
 	pause   string
 	resumed []chunker.ID
+	// epochs moves the epoch number on (the network page's live test).
+	epochs atomic.Uint64
 }
 
 func fileID(s string) chunker.ID { return chunker.ID(sha256.Sum256([]byte(s))) }
@@ -60,7 +63,7 @@ func newFake() *fakeClient {
 }
 
 func (f *fakeClient) Status() Status {
-	return Status{InEpoch: true, Epoch: "0a0b0c0d", Number: 7, AnonymitySet: 16, ChunkSize: 64 << 10, K: 1, Rounds: 64, RoundsDone: 40,
+	return Status{InEpoch: true, Epoch: "0a0b0c0d", Number: 7 + f.epochs.Load(), AnonymitySet: 16, ChunkSize: 64 << 10, K: 1, Rounds: 64, RoundsDone: 40,
 		Chain: []ChainServer{{Nick: "<b>nick</b>", PeerID: "12D3KooWA", Primary: true}, {Nick: "two", PeerID: "12D3KooWB", Pinned: true}},
 		Pins:  []Pin{{PeerID: "12D3KooWB", InChain: true}}}
 }
@@ -212,10 +215,24 @@ func TestPagesRenderAndEscape(t *testing.T) {
 		}
 	}
 	net := get(t, u, "/network").Body.String()
-	for _, want := range []string{"#7", "16 clients", "12D3KooWA", "primary", "pinned", "in the chain", "<svg"} {
+	for _, want := range []string{"#7", "16 clients", "12D3KooWA", "primary", "pinned", "in the chain", `src="/network/chart.svg"`, `data-api="/api/status"`} {
 		if !strings.Contains(net, want) {
 			t.Errorf("network page lacks %q", want)
 		}
+	}
+	// The network page updates in place (ui.js), it does not reload.
+	if strings.Contains(net, `http-equiv="refresh"`) {
+		t.Errorf("the network page reloads itself")
+	}
+	if w := get(t, u, "/network/chart.svg"); w.Header().Get("Content-Type") != "image/svg+xml" || !strings.HasPrefix(w.Body.String(), "<svg") {
+		t.Errorf("chart: %q %.80q", w.Header().Get("Content-Type"), w.Body.String())
+	}
+	var st struct {
+		Text map[string]string `json:"text"`
+	}
+	json.Unmarshal(get(t, u, "/api/status").Body.Bytes(), &st)
+	if st.Text["epoch"] != "#7 0a0b0c0d" || st.Text["anonymity"] != "16 clients" {
+		t.Errorf("api status text: %v", st.Text)
 	}
 }
 
@@ -357,7 +374,9 @@ func TestGetJobAndDownload(t *testing.T) {
 // with a clear 4xx, and checks that no job was started.
 func TestHostileRequestsChangeNothing(t *testing.T) {
 	f := newFake()
-	u := newTestUI(t, f, nil)
+	// Path shares allowed under the temp directory: the path cases below
+	// are refused for what they are, not for the allow-list.
+	u := newTestUI(t, f, func(o *Options) { o.ShareDirs = []string{os.TempDir()} })
 	link := chunker.Link{ID: fileID("a")}.String()
 	form := func(v url.Values) *http.Request {
 		r := httptest.NewRequest("POST", "/get", strings.NewReader(v.Encode()))
@@ -508,7 +527,8 @@ func uploadFileFirst(t *testing.T, data []byte) *http.Request {
 
 func TestShareUploadAndPath(t *testing.T) {
 	f := newFake()
-	u := newTestUI(t, f, nil)
+	dir := t.TempDir()
+	u := newTestUI(t, f, func(o *Options) { o.ShareDirs = []string{dir} })
 	data := []byte("hello riffle")
 	w := do(t, u, upload(t, testToken, "../../etc/<evil>.txt", data))
 	wantCode(t, w, http.StatusSeeOther, "upload")
@@ -531,7 +551,7 @@ func TestShareUploadAndPath(t *testing.T) {
 	}
 
 	// By path, through the API with the header token.
-	p := filepath.Join(t.TempDir(), "local.txt")
+	p := filepath.Join(dir, "local.txt")
 	os.WriteFile(p, []byte("from disk"), 0o600)
 	r := httptest.NewRequest("POST", "/api/share", strings.NewReader("path="+url.QueryEscape(p)))
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -786,5 +806,134 @@ func TestCancelPausedJob(t *testing.T) {
 	v := waitJob(t, u, id)
 	if v.State != stateFailed || !strings.Contains(v.Error, "canceled") {
 		t.Fatalf("cancelled job %+v", v)
+	}
+}
+
+// TestSharePathAllowList: a path share works only under a --share-dir
+// (symlinks resolved first), never inside the data directory: the UI's
+// token file, a path outside the allowed directories and a link out of one
+// are refused with a reason, and nothing is shared; an allowed file is.
+func TestSharePathAllowList(t *testing.T) {
+	root := t.TempDir()
+	home, allowed, outside := filepath.Join(root, "home"), filepath.Join(root, "allowed"), filepath.Join(root, "outside")
+	data := filepath.Join(home, ".riffle")
+	for _, d := range []string{data, allowed, outside} {
+		os.MkdirAll(d, 0o700)
+	}
+	token := filepath.Join(data, "ui.token")
+	os.WriteFile(token, []byte(testToken+"\n"), 0o600)
+	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("secret"), 0o600)
+	os.WriteFile(filepath.Join(allowed, "ok.txt"), []byte("shared on purpose"), 0o600)
+	if err := os.Symlink(token, filepath.Join(allowed, "token-link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(allowed, "dir-link")); err != nil {
+		t.Fatal(err)
+	}
+	sharePath := func(u *UI, p string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", "/api/share", strings.NewReader("path="+url.QueryEscape(p)))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.Header.Set("X-Riffle-Token", testToken)
+		return do(t, u, r)
+	}
+	refused := func(u *UI, p, want string) {
+		t.Helper()
+		w := sharePath(u, p)
+		var e map[string]string
+		json.Unmarshal(w.Body.Bytes(), &e)
+		if w.Code != http.StatusForbidden || !strings.Contains(e["error"], want) {
+			t.Errorf("share %s: %d %q, want 403 saying %q", p, w.Code, e["error"], want)
+		}
+	}
+
+	// By default (no --share-dir) no path is shared, not even the token.
+	f := newFake()
+	u := newTestUI(t, f, func(o *Options) { o.DataDir = data })
+	refused(u, token, "--share-dir")
+	if page := get(t, u, "/share").Body.String(); strings.Contains(page, `name="path"`) || !strings.Contains(page, "Sharing by path is off") {
+		t.Errorf("share page without --share-dir offers a path field")
+	}
+
+	// The data directory is refused even when a share directory holds it.
+	f2 := newFake()
+	u2 := newTestUI(t, f2, func(o *Options) { o.DataDir, o.ShareDirs = data, []string{allowed, home} })
+	refused(u2, token, "data directory")
+	refused(u2, filepath.Join(allowed, "token-link"), "data directory")
+	refused(u2, filepath.Join(outside, "secret.txt"), "not under a directory allowed")
+	refused(u2, filepath.Join(allowed, "dir-link", "secret.txt"), "not under a directory allowed")
+	refused(u2, filepath.Join(allowed, "..", "outside", "secret.txt"), "not under a directory allowed")
+	if s, _ := f.counts(); s != 0 {
+		t.Errorf("%d shares by default, want 0", s)
+	}
+	if s, _ := f2.counts(); s != 0 {
+		t.Errorf("%d refused shares reached the client", s)
+	}
+	w := sharePath(u2, filepath.Join(allowed, "ok.txt"))
+	wantCode(t, w, http.StatusAccepted, "share of an allowed file")
+	var j JobView
+	json.Unmarshal(w.Body.Bytes(), &j)
+	if v := waitJob(t, u2, j.ID); v.Name != "ok.txt" || v.State != stateDone {
+		t.Errorf("allowed share %+v", v)
+	}
+	if page := get(t, u2, "/share").Body.String(); !strings.Contains(page, `name="path"`) || !strings.Contains(page, allowed) {
+		t.Errorf("share page does not name the allowed directories")
+	}
+	if _, err := New(t.Context(), newFake(), Options{Addr: testAddr, DownloadDir: t.TempDir(), ShareDirs: []string{filepath.Join(outside, "missing")}}); err == nil {
+		t.Errorf("a missing share directory was accepted")
+	}
+}
+
+// TestErrorPage: a refused page request gets an HTML page with the reason
+// (escaped) and a way back, a bad link back to the Get form with the link
+// kept for its correction (issue 27 point 9: a bare "400" text page); the
+// API keeps its JSON errors.
+func TestErrorPage(t *testing.T) {
+	u := newTestUI(t, newFake(), nil)
+	bad := "riffle:nope<script>alert(1)</script>"
+	w := postForm(t, u, "/get", url.Values{"csrf": {testToken}, "link": {bad}})
+	wantCode(t, w, http.StatusBadRequest, "bad link")
+	body := w.Body.String()
+	if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+		t.Errorf("bad link: Content-Type %q", ct)
+	}
+	for _, want := range []string{"<!doctype html>", `id="reason"`, "bad link", `id="back"`, `href="/get?link=riffle%3anope%3cscript%3ealert%281%29%3c%2fscript%3e"`, "correct the link"} {
+		if !strings.Contains(strings.ToLower(body), strings.ToLower(want)) {
+			t.Errorf("error page lacks %s:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "<script>alert") {
+		t.Errorf("error page does not escape the reason:\n%s", body)
+	}
+	// Following the way back fills the form with the link.
+	if page := get(t, u, "/get?link="+url.QueryEscape(bad)).Body.String(); !strings.Contains(page, `value="riffle:nope&lt;script&gt;`) {
+		t.Errorf("the Get form does not keep the link")
+	}
+	w = get(t, u, "/no/such/page")
+	if !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") || !strings.Contains(w.Body.String(), `href="/"`) || !strings.Contains(w.Body.String(), "no such page") {
+		t.Errorf("404 page: %s", w.Body.String())
+	}
+	w = get(t, u, "/api/files/not-an-id")
+	if !strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
+		t.Errorf("API error: %s", w.Body.String())
+	}
+}
+
+// TestManifestShownAsManifest: a file's page shows its root manifest as
+// the list of the file's chunks, and a chunk not fetched here in plain
+// grey, not in the red of a fault (issue 27 point 9).
+func TestManifestShownAsManifest(t *testing.T) {
+	u := newTestUI(t, newFake(), nil)
+	page := get(t, u, "/file/"+fileID("c").String()).Body.String()
+	i := strings.Index(page, `<table id="chunks">`)
+	if i < 0 {
+		t.Fatalf("no chunks table:\n%s", page)
+	}
+	rows := page[i:]
+	if !strings.Contains(rows, "manifest: the list of the file") || !strings.Contains(rows, "not fetched here") || strings.Contains(rows, `class="no"`) {
+		t.Errorf("manifest row: %s", rows)
+	}
+	// A held chunk still says so.
+	if rows := get(t, u, "/file/"+fileID("a").String()).Body.String(); !strings.Contains(rows, `<span class="yes">held</span>`) {
+		t.Errorf("held manifest row: %s", rows)
 	}
 }

@@ -1,4 +1,4 @@
-package nodetest
+package localnet
 
 import (
 	"context"

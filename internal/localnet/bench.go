@@ -1,4 +1,4 @@
-package nodetest
+package localnet
 
 import (
 	"bytes"
@@ -82,7 +82,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 		cfg.Servers = DefaultServers
 	}
 	if cfg.Clients < 2 || cfg.ChunkSize < node.MinChunkSize || cfg.K < 1 || cfg.Chunks < 1 {
-		return BenchResult{}, fmt.Errorf("nodetest: bench needs 2+ clients, chunk size ≥ %d, k ≥ 1 and 1+ chunks (got n=%d b=%d k=%d chunks=%d)",
+		return BenchResult{}, fmt.Errorf("localnet: bench needs 2+ clients, chunk size ≥ %d, k ≥ 1 and 1+ chunks (got n=%d b=%d k=%d chunks=%d)",
 			node.MinChunkSize, cfg.Clients, cfg.ChunkSize, cfg.K, cfg.Chunks)
 	}
 	m, n, b, k := cfg.Servers, cfg.Clients, cfg.ChunkSize, cfg.K
@@ -152,7 +152,7 @@ func benchShare(ctx context.Context, clients []*node.Client, files [][]byte) ([]
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, 0, fmt.Errorf("nodetest: bench share: %w", err)
+		return nil, 0, fmt.Errorf("localnet: bench share: %w", err)
 	}
 	return links, time.Since(start), nil
 }
@@ -178,7 +178,7 @@ func benchGet(ctx context.Context, clients []*node.Client, links []chunker.Link)
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return 0, fmt.Errorf("nodetest: bench get: %w", err)
+		return 0, fmt.Errorf("localnet: bench get: %w", err)
 	}
 	return time.Since(start), nil
 }
@@ -200,7 +200,7 @@ func (res *BenchResult) addTimings(servers []*node.Server, before []node.Timing)
 		pir += (t.PIR - before[i].PIR) / time.Duration(rounds)
 	}
 	if res.Rounds == 0 {
-		return errors.New("nodetest: bench ran no rounds")
+		return errors.New("localnet: bench ran no rounds")
 	}
 	m := time.Duration(len(servers))
 	res.RoundTime = (res.ShareTime + res.GetTime) / time.Duration(res.Rounds)

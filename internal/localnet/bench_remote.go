@@ -1,4 +1,4 @@
-package nodetest
+package localnet
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // visible from here).
 func BenchClients(ctx context.Context, addrs []string, cfg BenchConfig) (BenchResult, error) {
 	if len(addrs) == 0 || cfg.Clients < 2 || cfg.Chunks < 1 {
-		return BenchResult{}, fmt.Errorf("nodetest: bench clients need servers, 2+ clients and 1+ chunks (got %d, %d, %d)", len(addrs), cfg.Clients, cfg.Chunks)
+		return BenchResult{}, fmt.Errorf("localnet: bench clients need servers, 2+ clients and 1+ chunks (got %d, %d, %d)", len(addrs), cfg.Clients, cfg.Chunks)
 	}
 	n := cfg.Clients
 	clients := make([]*node.Client, n)
@@ -43,7 +43,7 @@ func BenchClients(ctx context.Context, addrs []string, cfg BenchConfig) (BenchRe
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return BenchResult{}, fmt.Errorf("nodetest: start clients: %w", err)
+		return BenchResult{}, fmt.Errorf("localnet: start clients: %w", err)
 	}
 	var b int
 	for _, c := range clients {

@@ -1,4 +1,4 @@
-package nodetest
+package localnet
 
 import (
 	"context"
@@ -33,7 +33,7 @@ const baselineProto = protocol.ID("/riffle-bench/baseline/1")
 func NewPlainHost(listen bool) (host.Host, error) {
 	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(node.ResourceLimits()))
 	if err != nil {
-		return nil, fmt.Errorf("nodetest: resource manager: %w", err)
+		return nil, fmt.Errorf("localnet: resource manager: %w", err)
 	}
 	opts := []libp2p.Option{
 		libp2p.Transport(tcp.NewTCPTransport),
@@ -51,7 +51,7 @@ func NewPlainHost(listen bool) (host.Host, error) {
 	h, err := libp2p.New(opts...)
 	if err != nil {
 		rm.Close()
-		return nil, fmt.Errorf("nodetest: libp2p host: %w", err)
+		return nil, fmt.Errorf("localnet: libp2p host: %w", err)
 	}
 	return h, nil
 }
@@ -69,7 +69,7 @@ type BaselineResult struct {
 // every b bytes read, b bytes back, until the client closes its side.
 func ServeBaseline(h host.Host, b int) error {
 	if b < 1 {
-		return fmt.Errorf("nodetest: baseline chunk size %d", b)
+		return fmt.Errorf("localnet: baseline chunk size %d", b)
 	}
 	// The server answers every request with the same b bytes: what it
 	// sends does not matter, only that it is b bytes a round.
@@ -104,7 +104,7 @@ func ServeBaseline(h host.Host, b int) error {
 // hosts, with no mixing, no PIR, no store and no chain.
 func Baseline(ctx context.Context, clients, b, rounds int) (BaselineResult, error) {
 	if clients < 1 || b < 1 || rounds < 1 {
-		return BaselineResult{}, fmt.Errorf("nodetest: baseline needs 1+ clients, b and rounds (got %d, %d, %d)", clients, b, rounds)
+		return BaselineResult{}, fmt.Errorf("localnet: baseline needs 1+ clients, b and rounds (got %d, %d, %d)", clients, b, rounds)
 	}
 	srv, err := NewPlainHost(true)
 	if err != nil {
@@ -121,7 +121,7 @@ func Baseline(ctx context.Context, clients, b, rounds int) (BaselineResult, erro
 // (ServeBaseline) anywhere, e.g. in another process.
 func BaselineClients(ctx context.Context, info peer.AddrInfo, clients, b, rounds int) (BaselineResult, error) {
 	if clients < 1 || b < 1 || rounds < 1 {
-		return BaselineResult{}, fmt.Errorf("nodetest: baseline needs 1+ clients, b and rounds (got %d, %d, %d)", clients, b, rounds)
+		return BaselineResult{}, fmt.Errorf("localnet: baseline needs 1+ clients, b and rounds (got %d, %d, %d)", clients, b, rounds)
 	}
 	hosts := make([]host.Host, clients)
 	defer func() {
@@ -152,7 +152,7 @@ func BaselineClients(ctx context.Context, info peer.AddrInfo, clients, b, rounds
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return BaselineResult{}, fmt.Errorf("nodetest: baseline connect: %w", err)
+		return BaselineResult{}, fmt.Errorf("localnet: baseline connect: %w", err)
 	}
 	up := make([]byte, b)
 	if _, err := rand.Read(up); err != nil {
@@ -178,7 +178,7 @@ func BaselineClients(ctx context.Context, info peer.AddrInfo, clients, b, rounds
 	wg.Wait()
 	elapsed := time.Since(start)
 	if err := errors.Join(errs...); err != nil {
-		return BaselineResult{}, fmt.Errorf("nodetest: baseline rounds: %w", err)
+		return BaselineResult{}, fmt.Errorf("localnet: baseline rounds: %w", err)
 	}
 	return BaselineResult{Clients: clients, ChunkSize: b, Rounds: rounds, Time: elapsed,
 		RoundTime: elapsed / time.Duration(rounds), Goodput: float64(b*rounds) / elapsed.Seconds()}, nil
