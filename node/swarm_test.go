@@ -174,6 +174,9 @@ func runSwarm(t *testing.T, seed uint64) {
 	if v := os.Getenv("RIFFLE_SWARM_N"); v != "" {
 		n, _ = strconv.Atoi(v)
 	}
+	// A client per server and one more, so that every server is some
+	// client's primary and a file is fetched by another than its sharer.
+	n = max(n, m+1)
 	w.p = testParams([]int{8, 16}[w.rng.IntN(2)])
 	steps := 60 + w.rng.IntN(60)
 	ctx, cancel := context.WithCancel(context.Background())
