@@ -110,8 +110,9 @@ type swarm struct {
 	start time.Time
 	ctx   context.Context
 
-	servers []*swarmServer
-	clients []*Client
+	servers  []*swarmServer
+	clients  []*Client
+	progress swarmProgressLog // every client's progress lines
 
 	// mu guards the fields below: jobs report from goroutines.
 	mu       sync.Mutex
@@ -122,6 +123,7 @@ type swarm struct {
 	gets     int
 	faults   int
 	restarts int
+	warned   int // shares linked with the warning that they may be incomplete
 }
 
 type swarmServer struct {
@@ -204,7 +206,8 @@ func runSwarm(t *testing.T, seed uint64) {
 		sv.cfg.Peers = peers
 	}
 	for i := range n {
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: peers[i%m], Logger: anonLogger(), Network: w.net})
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: peers[i%m], Logger: anonLogger(), Network: w.net,
+			Progress: &w.progress})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,8 +266,8 @@ func runSwarm(t *testing.T, seed uint64) {
 	w.check()
 	w.fetchAll()
 	w.mu.Lock()
-	t.Logf("seed %d: m=%d n=%d R=%d, %d epochs in %v of virtual time: %d shares acknowledged of %d, %d gets, %d faults, %d restarts",
-		seed, m, n, w.p.Rounds, w.epochs(), time.Since(w.start).Round(time.Second), len(w.acked), w.shares, w.gets, w.faults, w.restarts)
+	t.Logf("seed %d: m=%d n=%d R=%d, %d epochs in %v of virtual time: %d shares acknowledged of %d (%d warned incomplete), %d gets, %d faults, %d restarts",
+		seed, m, n, w.p.Rounds, w.epochs(), time.Since(w.start).Round(time.Second), len(w.acked), w.shares, w.warned, w.gets, w.faults, w.restarts)
 	w.mu.Unlock()
 }
 
@@ -306,9 +309,20 @@ func (w *swarm) share() {
 		defer w.jobs.Done()
 		ctx, cancel := context.WithTimeout(w.ctx, 5*time.Minute)
 		defer cancel()
+		// A share whose chunks went out in an epoch that a fault broke
+		// (no closing record) counts them as published after three syncs
+		// and warns that the file may be incomplete (§5.2 v3): a warned
+		// share is not acknowledged.
 		link, err := w.clients[by].Share(ctx, bytes.NewReader(data), name, false)
 		if err != nil {
 			w.logf("share by c%d of %d B: %v", by, size, err)
+			return
+		}
+		if w.progress.warned(name) {
+			w.mu.Lock()
+			w.warned++
+			w.mu.Unlock()
+			w.logf("share by c%d of %d B: linked with the warning that it may be incomplete", by, size)
 			return
 		}
 		w.mu.Lock()
@@ -675,4 +689,31 @@ func (w *swarm) where(f swarmFile) string {
 		fmt.Fprintf(&b, "s%d: root held %v (%v), indexed %v of %d entries (%v)\n", i, held, err, indexed, len(idx), ierr)
 	}
 	return b.String()
+}
+
+// swarmProgressLog keeps the share names that a client's progress warned
+// may be incomplete.
+type swarmProgressLog struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (p *swarmProgressLog) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range strings.Split(string(b), "\n") {
+		if name, rest, ok := strings.Cut(strings.TrimPrefix(l, "share "), ": "); ok && strings.HasPrefix(l, "share ") && strings.Contains(rest, "may be incomplete") {
+			if p.seen == nil {
+				p.seen = map[string]bool{}
+			}
+			p.seen[name] = true
+		}
+	}
+	return len(b), nil
+}
+
+func (p *swarmProgressLog) warned(name string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seen[name]
 }
