@@ -60,9 +60,10 @@ const (
 	swarmHeapMax = 2 << 30
 )
 
-// swarmCISeeds are the seeds `make test` runs: each found nothing when it
-// was added, and each fault a seed finds is fixed and its seed added here.
-var swarmCISeeds = []uint64{1, 2,
+// swarmCISeeds are the seeds `make test` runs: a quick one that found
+// nothing, and each seed that found a fault, once it is fixed. `make swarm`
+// runs the others.
+var swarmCISeeds = []uint64{1,
 	3, // a server out of the chains of epochs after a lossy link never got their files: server catch-up (catchup.go)
 	6, // one open-descriptor signature lost to a lossy link held the group at its number for good: the leader aborts (TestOpenSignatureLost)
 }
