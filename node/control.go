@@ -32,9 +32,9 @@ const (
 	// ctlProgress frames (a UTF-8 line of the job's progress, at most
 	// maxProgress bytes) may precede the reply of a share or get.
 	ctlProgress wire.Type = 111
-	maxProgress           = 1024
-	maxPath               = 4096
-	maxLink               = 512
+	maxProgress int       = 1024
+	maxPath     int       = 4096
+	maxLink     int       = 512
 )
 
 // ServeControl serves the control socket at path until ctx ends.

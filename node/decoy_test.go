@@ -77,11 +77,11 @@ func testPoolEpoch(ep [32]byte, R int, lists ...*wire.RoundList) *poolEpoch {
 // purpose) and goes out only when a draw lands on it.
 func TestBackgroundRequests(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		idle, busy := decoyClient(1), decoyClient(1)
+		idle := decoyClient(1)
 		if n := len(idle.backgroundRequests(nil, 1)); n != 0 {
 			t.Fatalf("%d decoys with no public lists", n)
 		}
-		idle, busy = decoyClient(1), decoyClient(1)
+		idle, busy := decoyClient(1), decoyClient(1)
 		feed(idle, DecoyEpochs+2)
 		feed(busy, DecoyEpochs+2)
 		// The busy client failed to fetch one public id and had answers

@@ -34,21 +34,6 @@ func serverIDs(t *testing.T, dir string, m int) []peer.ID {
 	return ids
 }
 
-// waitOpen waits until server s has an epoch open for registration and
-// returns its chain.
-func waitOpen(t *testing.T, s *node.Server, within time.Duration) []peer.ID {
-	t.Helper()
-	end := time.Now().Add(within)
-	for time.Now().Before(end) {
-		if c := s.OpenChain(); c != nil {
-			return c
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("no epoch opened at %s within %v", s.ID().ShortString(), within)
-	return nil
-}
-
 // TestAllowServer: a server with --allow-server never joins a chain with
 // a server it does not allow; it withdraws from such a chain and the
 // leader forms the epoch without it. Four servers, server 0 allowing 1 and
@@ -114,13 +99,6 @@ func TestAllowServer(t *testing.T) {
 			t.Fatal("server 0 should withdraw from every chain, its own turns' included, while server 3 serves")
 		}
 	})
-}
-
-// testParams are small epoch parameters for tests that only open epochs.
-func testParams() node.Params {
-	p := node.DefaultParams()
-	p.ChunkSize, p.Rounds, p.MaxRows = 4<<10, 8, 64
-	return p
 }
 
 // TestProbation: a peer id that no chain of the last 4·m_max epochs held

@@ -15,7 +15,8 @@ func TestRootEquivocation(t *testing.T) {
 		v := &view{desc: &wire.Descriptor{}}
 		e := &sepoch{v: v, final: v}
 		r1 := wire.Root{Round: 4, S: 1, Root: [32]byte{1}}
-		if !s.noteRoot(e, &r1) || !s.noteRoot(e, &r1) {
+		first, again := s.noteRoot(e, &r1), s.noteRoot(e, &r1)
+		if !first || !again {
 			t.Fatal("a repeated identical root was taken as equivocation")
 		}
 		if !s.noteRoot(e, &wire.Root{Round: 4, S: 2, Root: [32]byte{2}}) {

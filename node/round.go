@@ -133,12 +133,6 @@ func (e *sepoch) clientsOf(j int) []uint32 {
 	return out
 }
 
-func (e *sepoch) lim() wire.Limits {
-	l := limitsFor(e.final.desc.Params, len(e.final.chain))
-	l.Clients = e.n()
-	return l
-}
-
 func (e *sepoch) bk() (int, int) {
 	return int(e.final.desc.Params.ChunkSize), int(e.final.desc.Params.K)
 }

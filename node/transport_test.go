@@ -99,13 +99,14 @@ func bulkCall(s network.Stream, msg []byte) error {
 
 // connTransport is the transport of the connection between h and p.
 func connTransport(h host.Host, p peer.ID) string {
-	for _, c := range h.Network().ConnsToPeer(p) {
-		if _, err := c.RemoteMultiaddr().ValueForProtocol(ma.P_QUIC_V1); err == nil {
-			return "quic"
-		}
-		return "tcp"
+	conns := h.Network().ConnsToPeer(p)
+	if len(conns) == 0 {
+		return "none"
 	}
-	return "none"
+	if _, err := conns[0].RemoteMultiaddr().ValueForProtocol(ma.P_QUIC_V1); err == nil {
+		return "quic"
+	}
+	return "tcp"
 }
 
 // TestBulkTransports: 256 KiB and 4 MiB messages arrive intact over TCP

@@ -30,8 +30,6 @@ const (
 	tagPool     = "riffle/v3/decoy-pool"
 	// WindowLookback bounds the epoch numbers a window looks back over.
 	WindowLookback = 2*DecoyEpochs + 2
-	// windowReplyCap bounds a Window reply as a client reads it.
-	windowReplyCap = 64 << 20
 )
 
 // poolSeed hashes the record's rounds: the sampling keys' seed.

@@ -187,7 +187,6 @@ func TestCheckRow(t *testing.T) {
 		}
 	}
 	bad := append([]byte(nil), row...)
-	bad = append([]byte(nil), row...)
 	bad[0] ^= 1
 	if err := CheckRow(bad, id, 11); !errors.Is(err, ErrBadRow) {
 		t.Errorf("corrupted chunk: %v", err)

@@ -136,12 +136,6 @@ func explicitFlag(c *cli.Context, name string) string {
 	return "--" + name
 }
 
-// withStderrProgress has the progress lines of a job handed to a running
-// client printed on this command's stderr, as if it ran here.
-func withStderrProgress(ctx context.Context, c *cli.Context, p *progress) context.Context {
-	return node.WithProgress(ctx, p.line)
-}
-
 // oneShot allows a command to join the network for its own job only with
 // --now (docs/protocol.md §5.4): a client present only for its job dates
 // the job, and through the published ids the file.

@@ -18,7 +18,6 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -234,10 +233,6 @@ func securityHeaders(h http.Header) {
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 }
-
-// errMultipartToken marks a multipart POST whose token is checked by its
-// handler, in the form's first part (the body is streamed, not buffered).
-var errMultipartToken = errors.New("token in the multipart body")
 
 // wrap applies the guard to next. readOnly refuses every POST.
 func (g *guard) wrap(next http.Handler, readOnly bool) http.Handler {

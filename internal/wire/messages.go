@@ -87,10 +87,6 @@ type Params struct {
 	IndexHours uint32
 }
 
-// paramsSize: u32 chunk size, u16 k, u16 w, u32 rounds, u32 max clients,
-// u32 max rows, u32 registration window, u32 round limit, u32 index hours.
-const paramsSize = 4 + 2 + 2 + 4 + 4 + 4 + 4 + 4 + 4
-
 func (p *Params) enc(e *Enc) {
 	e.U32(p.ChunkSize)
 	e.U16(p.K)
