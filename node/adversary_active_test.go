@@ -58,12 +58,14 @@ func TestAdversarySpoiledAnswers(t *testing.T) {
 		// that even 5 clear the bound (4 of 5 at chance 1/8).
 		target := 8
 		switch {
+		case advFull():
+			target = 200
 		case os.Getenv("RIFFLE_LONG") != "":
 			target = 100
 		case testing.Short():
 			target = 5
 		}
-		p := testParams(4)
+		p := advParams(4)
 		// victim client → the round whose answers its primary spoils; small
 		// files (4 data chunks: rounds 0 and 1) for the §6.3 victims, large
 		// ones (8: every round) for the control's, which fetch every other
@@ -95,7 +97,7 @@ func TestAdversarySpoiledAnswers(t *testing.T) {
 			}
 			c.observe = o
 		})
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), advTimeout(10*time.Minute))
 		defer cancel()
 		type file struct {
 			owner int
@@ -314,12 +316,14 @@ func TestAdversaryIndexGap(t *testing.T) {
 		const m, n = 3, 8
 		target := 28 // trials of each kind: 28 coins have a z = 4 bound of 0.88
 		switch {
+		case advFull():
+			target = 200
 		case os.Getenv("RIFFLE_LONG") != "":
 			target = 300
 		case testing.Short():
 			target = 24
 		}
-		p := testParams(4)
+		p := advParams(4)
 		honest, control := []int{0, 1, 6, 7}, []int{3, 4}
 		isControl := map[int]bool{3: true, 4: true}
 		rec := newAdvRecord()
@@ -351,7 +355,7 @@ func TestAdversaryIndexGap(t *testing.T) {
 			}
 			c.observe = o
 		})
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), advTimeout(10*time.Minute))
 		defer cancel()
 		var clients []*Client
 		for i := 0; i < n; i++ {
