@@ -481,10 +481,15 @@ func TestAdversaryIndexGap(t *testing.T) {
 // when ctx ends first).
 func playUntil(ctx context.Context, t *testing.T, target int, play func() (null, ctl *tally)) (null, ctl *tally) {
 	t.Helper()
+	last := -1
 	for {
 		null, ctl = play()
 		if null.trials >= target && ctl.trials >= target {
 			return null, ctl
+		}
+		if n := min(null.trials, ctl.trials); advFull() && n/10 != last/10 {
+			t.Logf("%d and %d trials of %d", null.trials, ctl.trials, target) // full runs take hours: show progress
+			last = n
 		}
 		if ctx.Err() != nil {
 			t.Fatalf("only %d and %d trials", null.trials, ctl.trials)

@@ -219,6 +219,9 @@ func intersectRun(t *testing.T, oneShot bool, trials int) *tally {
 			c.Close()
 		}
 		done = append(done, trial{v, f.ids})
+		if advFull() && j%10 == 9 {
+			t.Logf("%d trials of %d", j+1, trials)
+		}
 	}
 	// Let the last fetch's epochs publish all their lists (at R = 256 an
 	// epoch outlasts the 3 s that cover R = 2: wait for two more).

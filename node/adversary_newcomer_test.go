@@ -123,6 +123,9 @@ func newcomerRun(t *testing.T, own, restart bool, trials int) *tally {
 		}
 		pn := 1 / float64(len(ps))
 		tl.add(best[rng.IntN(len(best))] == truth, pn, pn)
+		if advFull() && k%10 == 9 {
+			t.Logf("%d trials of %d: %s", k+1, trials, tl)
+		}
 		if restart {
 			c.Close()
 		} else {

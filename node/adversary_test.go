@@ -238,11 +238,16 @@ func checkLinks(t *testing.T, what string, def, ctl *tally) {
 // ends first.
 func waitCount(ctx context.Context, t *testing.T, what string, want int, have func() int) {
 	t.Helper()
+	last := -1
 	for {
 		n := have()
 		if n >= want {
 			return
 		}
+		if advFull() && n/10 != last/10 {
+			t.Logf("%d %s of %d", n, what, want) // full runs take hours: show progress
+		}
+		last = n
 		if ctx.Err() != nil {
 			t.Fatalf("%d %s of %d", n, what, want)
 		}
