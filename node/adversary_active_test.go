@@ -191,7 +191,13 @@ func TestAdversarySpoiledAnswers(t *testing.T) {
 					select {
 					case f := <-src:
 						if f.owner == v {
-							src <- f // another victim's
+							// Another victim's; dropped when the queue
+							// is full (at R = 256 shares outrun gets,
+							// and a blocking put back hung the victim).
+							select {
+							case src <- f:
+							default:
+							}
 							continue
 						}
 						skip = control[v]
@@ -488,7 +494,7 @@ func playUntil(ctx context.Context, t *testing.T, target int, play func() (null,
 			return null, ctl
 		}
 		if n := min(null.trials, ctl.trials); advFull() && n/10 != last/10 {
-			t.Logf("%d and %d trials of %d", null.trials, ctl.trials, target) // full runs take hours: show progress
+			t.Logf("%d and %d trials of %d: %s; control %s", null.trials, ctl.trials, target, null, ctl) // full runs take hours: show progress
 			last = n
 		}
 		if ctx.Err() != nil {
