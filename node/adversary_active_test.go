@@ -223,6 +223,21 @@ func TestAdversarySpoiledAnswers(t *testing.T) {
 			for x, e := range order {
 				before[e] = x
 			}
+			// Where each id was first asked for (epoch index, round), in
+			// one pass: a pass a trial grew with the square of the epochs.
+			type at struct {
+				x int
+				r uint32
+			}
+			first := map[[32]byte]at{}
+			for k, ids := range rec.reqs {
+				a := at{before[k.epoch], k.r}
+				for _, id := range ids {
+					if f, ok := first[id]; !ok || a.x < f.x || a.x == f.x && a.r < f.r {
+						first[id] = a
+					}
+				}
+			}
 			for x := 0; x+1 < len(order); x++ {
 				e, e1 := order[x], order[x+1]
 				if len(rec.joined[e]) != n || len(rec.joined[e1]) != n || rec.pseud[e1] == nil || !rec.ended(e, p.Rounds) || !rec.ended(e1, p.Rounds) {
@@ -238,13 +253,8 @@ func TestAdversarySpoiledAnswers(t *testing.T) {
 					asked := map[[32]byte]bool{}
 					for q := 0; q < n; q++ {
 						for _, id := range rec.reqs[reqKey{e, r, q}] {
-							asked[id] = true
-						}
-					}
-					for k, ids := range rec.reqs {
-						if before[k.epoch] < x || (k.epoch == e && k.r < r) {
-							for _, id := range ids {
-								delete(asked, id)
+							if first[id] == (at{x, r}) {
+								asked[id] = true
 							}
 						}
 					}

@@ -96,11 +96,11 @@ func withheldRun(t *testing.T, fill bool, epochs int) *tally {
 				continue
 			}
 			c := make([]int, n)
-			for k, ids := range rec.reqs {
-				if k.epoch != id || k.q >= n {
+			for _, k := range rec.byEpoch[id] {
+				if k.q >= n {
 					continue
 				}
-				for _, x := range ids {
+				for _, x := range rec.reqs[k] {
 					if x != ([32]byte{}) {
 						c[k.q]++ // an empty slot is all zero
 					}

@@ -126,11 +126,8 @@ func crossEpoch(t *testing.T, heldDecoys bool, idle int) (*tally, int, int) {
 				}
 			}
 			count := make([]int, n)
-			for k, ids := range rec.reqs {
-				if k.epoch != id {
-					continue
-				}
-				for _, x := range ids {
+			for _, k := range rec.byEpoch[id] {
+				for _, x := range rec.reqs[k] {
 					if files[i][x] {
 						count[k.q]++
 						asked++
@@ -155,8 +152,8 @@ func crossEpoch(t *testing.T, heldDecoys bool, idle int) (*tally, int, int) {
 
 // ended reports whether all R rounds of epoch id published requests.
 func (a *advRecord) ended(id [32]byte, R uint32) bool {
-	for k := range a.reqs {
-		if k.epoch == id && k.r == R-1 {
+	for _, k := range a.byEpoch[id] {
+		if k.r == R-1 {
 			return true
 		}
 	}

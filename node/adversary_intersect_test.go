@@ -243,18 +243,25 @@ func intersectRun(t *testing.T, oneShot bool, trials int) *tally {
 	for x, e := range order {
 		index[e] = x
 	}
+	askedIn := map[[32]byte]map[int]bool{} // id → epochs (indices) that asked for it
+	for k, ids := range rec.reqs {
+		x, ok := index[k.epoch]
+		if !ok {
+			continue
+		}
+		for _, id := range ids {
+			if askedIn[id] == nil {
+				askedIn[id] = map[int]bool{}
+			}
+			askedIn[id][x] = true
+		}
+	}
 	tl := &tally{}
 	for j, tr := range done {
 		reqSet := map[int]bool{}
-		for k, ids := range rec.reqs {
-			x, ok := index[k.epoch]
-			if !ok {
-				continue
-			}
-			for _, id := range ids {
-				if tr.ids[id] {
-					reqSet[x] = true
-				}
+		for id := range tr.ids {
+			for x := range askedIn[id] {
+				reqSet[x] = true
 			}
 		}
 		var req []int

@@ -100,11 +100,11 @@ func newcomerRun(t *testing.T, own, restart bool, trials int) *tally {
 			}
 		}
 		count := make([]int, len(ps))
-		for key, ids := range rec.reqs {
-			if key.epoch != ep || key.q >= len(ps) {
+		for _, key := range rec.byEpoch[ep] {
+			if key.q >= len(ps) {
 				continue
 			}
-			for _, x := range ids {
+			for _, x := range rec.reqs[key] {
 				if x != ([32]byte{}) {
 					count[key.q]++
 				}

@@ -53,6 +53,9 @@ type advRecord struct {
 	joined map[[32]byte]map[int]joinTruth    // epoch → client → slot, pseudonym
 	rows   map[rowKey][2]int                 // → row, L
 	reqs   map[reqKey][][32]byte             // published requests by output position
+	// byEpoch lists reqs' keys by epoch: scans of one epoch over all of
+	// reqs grew with the square of the epochs, hours at R = 256.
+	byEpoch map[[32]byte][]reqKey
 }
 
 type reqKey struct {
@@ -81,7 +84,8 @@ type joinTruth struct {
 
 func newAdvRecord() *advRecord {
 	return &advRecord{perm: map[[32]byte]map[int][]int{}, pseud: map[[32]byte][][]byte{}, masks: map[maskKey]map[int][]byte{},
-		maskL: map[maskKey]int{}, arrive: map[[32]byte]map[uint32]time.Time{}, joined: map[[32]byte]map[int]joinTruth{}, rows: map[rowKey][2]int{}, reqs: map[reqKey][][32]byte{}}
+		maskL: map[maskKey]int{}, arrive: map[[32]byte]map[uint32]time.Time{}, joined: map[[32]byte]map[int]joinTruth{}, rows: map[rowKey][2]int{}, reqs: map[reqKey][][32]byte{},
+		byEpoch: map[[32]byte][]reqKey{}}
 }
 
 func (a *advRecord) server(i int) *testObserver {
@@ -112,7 +116,11 @@ func (a *advRecord) server(i int) *testObserver {
 		Requests: func(epoch [32]byte, r uint32, q int, ids [][32]byte) {
 			a.mu.Lock()
 			defer a.mu.Unlock()
-			a.reqs[reqKey{epoch, r, q}] = append([][32]byte(nil), ids...)
+			k := reqKey{epoch, r, q}
+			if _, ok := a.reqs[k]; !ok {
+				a.byEpoch[epoch] = append(a.byEpoch[epoch], k)
+			}
+			a.reqs[k] = append([][32]byte(nil), ids...)
 		},
 		Submit: func(epoch [32]byte, r, slot uint32, at time.Time) {
 			if r != 0 {
