@@ -75,3 +75,10 @@ fuzz:
 
 clean:
 	rm -rf bin
+
+# Every adversary test (node/adversary_*_test.go) at the default R = 256
+# and k = 1, chunks kept at 16 KiB, at least 200 trials a strategy, one
+# test at a time; hours of CPU (docs/bench/anonymity.md).
+.PHONY: adversary
+adversary:
+	RIFFLE_ADVERSARY_FULL=1 $(GO) test -tags riffletest -count=1 -p 1 -run '^TestAdversary' -timeout 0 -v ./node/

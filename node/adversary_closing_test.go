@@ -32,7 +32,7 @@ import (
 func withheldRun(t *testing.T, fill bool, epochs int) *tally {
 	const m, n = 3, 8
 	rec := newAdvRecord()
-	p := testParams(4)
+	p := advParams(4)
 	var (
 		vmu     sync.Mutex
 		victims = map[peer.ID]bool{}
@@ -51,7 +51,7 @@ func withheldRun(t *testing.T, fill bool, epochs int) *tally {
 		}
 		c.observe = o
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), advTimeout(8*time.Minute))
 	defer cancel()
 	var clients []*Client
 	for i := 0; i < n; i++ {
@@ -96,11 +96,11 @@ func withheldRun(t *testing.T, fill bool, epochs int) *tally {
 				continue
 			}
 			c := make([]int, n)
-			for k, ids := range rec.reqs {
-				if k.epoch != id || k.q >= n {
+			for _, k := range rec.byEpoch[id] {
+				if k.q >= n {
 					continue
 				}
-				for _, x := range ids {
+				for _, x := range rec.reqs[k] {
 					if x != ([32]byte{}) {
 						c[k.q]++ // an empty slot is all zero
 					}
@@ -167,10 +167,11 @@ func withheldRun(t *testing.T, fill bool, epochs int) *tally {
 // client takes them from another server; a client that takes its
 // primary's records as all (the positive control) sends no decoys and is
 // linked far above chance. Only with RIFFLE_ADVERSARY=1 (12 epochs of
-// each kind, 24 trials) or RIFFLE_LONG=1 (40 epochs).
+// each kind, 24 trials), RIFFLE_LONG=1 (40 epochs) or
+// RIFFLE_ADVERSARY_FULL=1 (100 epochs, 200 trials).
 func TestAdversaryWithheldRecord(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		epochs := adversaryTrials(t, 12, 40)
+		epochs := adversaryTrials(t, 12, 40, 100)
 		def := withheldRun(t, true, epochs)
 		ctl := withheldRun(t, false, epochs)
 		t.Logf("withheld closing records, m = 3, n = 8: victims that ask another server %s; victims that take their primary's records as all (control) %s", def, ctl)

@@ -27,9 +27,9 @@ import (
 func crossEpoch(t *testing.T, heldDecoys bool, idle int) (*tally, int, int) {
 	const m, n = 3, 8
 	rec := newAdvRecord()
-	p := testParams(4)
+	p := advParams(4)
 	tn := startAnonNet(t, m, 0, n, p, func(i int, c *ServerConfig) { c.observe = rec.server(i) })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), advTimeout(10*time.Minute))
 	defer cancel()
 	var clients []*Client
 	for i := 0; i < n; i++ {
@@ -126,11 +126,8 @@ func crossEpoch(t *testing.T, heldDecoys bool, idle int) (*tally, int, int) {
 				}
 			}
 			count := make([]int, n)
-			for k, ids := range rec.reqs {
-				if k.epoch != id {
-					continue
-				}
-				for _, x := range ids {
+			for _, k := range rec.byEpoch[id] {
+				for _, x := range rec.reqs[k] {
 					if files[i][x] {
 						count[k.q]++
 						asked++
@@ -155,8 +152,8 @@ func crossEpoch(t *testing.T, heldDecoys bool, idle int) (*tally, int, int) {
 
 // ended reports whether all R rounds of epoch id published requests.
 func (a *advRecord) ended(id [32]byte, R uint32) bool {
-	for k := range a.reqs {
-		if k.epoch == id && k.r == R-1 {
+	for _, k := range a.byEpoch[id] {
+		if k.r == R-1 {
 			return true
 		}
 	}
@@ -169,10 +166,11 @@ func (a *advRecord) ended(id [32]byte, R uint32) bool {
 // adversary links an uploader's later pseudonyms no better than chance; with decoys drawn from held chunks (v2, broken on purpose)
 // the same adversary links far above chance, which shows it has teeth.
 // It runs two networks for many epochs (about 3.5 minutes), so only with
-// RIFFLE_LONG=1 (RIFFLE_ADVERSARY=1: a shorter run of 8 idle epochs).
+// RIFFLE_LONG=1 (RIFFLE_ADVERSARY=1: a shorter run of 8 idle epochs;
+// RIFFLE_ADVERSARY_FULL=1: 25, 200 trials).
 func TestAdversaryCrossEpoch(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		idle := adversaryTrials(t, 8, 30)
+		idle := adversaryTrials(t, 8, 30, 25)
 		v3, asked, closed := crossEpoch(t, false, idle)
 		v2, _, _ := crossEpoch(t, true, idle)
 		t.Logf("cross-epoch, %d idle epochs, n = 8: public decoys %s (%d decoy requests for the files' chunks, every client's pool with at least %d closed epochs); decoys from held chunks (control) %s", idle, v3, asked, closed, v2)

@@ -110,11 +110,11 @@ func TestIntersectGuess(t *testing.T) {
 // intersectGuess, at random among its candidates.
 func intersectRun(t *testing.T, oneShot bool, trials int) *tally {
 	const m, stay = 3, 6
-	p := testParams(2)
-	p.K = 1 // a get of a few chunks spans two epochs or more
+	p := advParams(2)
+	p.K = 1 // a get of a few chunks spans two epochs or more (R = 2)
 	rec := newAdvRecord()
 	tn := startAnonNet(t, m, 0, stay, p, func(i int, c *ServerConfig) { c.observe = rec.server(i) })
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), advTimeout(8*time.Minute))
 	defer cancel()
 	var (
 		mu        sync.Mutex
@@ -219,9 +219,21 @@ func intersectRun(t *testing.T, oneShot bool, trials int) *tally {
 			c.Close()
 		}
 		done = append(done, trial{v, f.ids})
+		if advFull() && j%10 == 9 {
+			t.Logf("%d trials of %d", j+1, trials)
+		}
 	}
-	// Let the last fetch's epochs publish all their lists.
+	// Let the last fetch's epochs publish all their lists (at R = 256 an
+	// epoch outlasts the 3 s that cover R = 2: wait for two more).
 	time.Sleep(3 * time.Second)
+	if advFull() {
+		epochs := func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(order)
+		}
+		waitCount(ctx, t, "epochs after the last get", epochs()+2, epochs)
+	}
 	stop()
 	mu.Lock()
 	defer mu.Unlock()
@@ -231,18 +243,25 @@ func intersectRun(t *testing.T, oneShot bool, trials int) *tally {
 	for x, e := range order {
 		index[e] = x
 	}
+	askedIn := map[[32]byte]map[int]bool{} // id → epochs (indices) that asked for it
+	for k, ids := range rec.reqs {
+		x, ok := index[k.epoch]
+		if !ok {
+			continue
+		}
+		for _, id := range ids {
+			if askedIn[id] == nil {
+				askedIn[id] = map[int]bool{}
+			}
+			askedIn[id][x] = true
+		}
+	}
 	tl := &tally{}
 	for j, tr := range done {
 		reqSet := map[int]bool{}
-		for k, ids := range rec.reqs {
-			x, ok := index[k.epoch]
-			if !ok {
-				continue
-			}
-			for _, id := range ids {
-				if tr.ids[id] {
-					reqSet[x] = true
-				}
+		for id := range tr.ids {
+			for x := range askedIn[id] {
+				reqSet[x] = true
 			}
 		}
 		var req []int
@@ -265,10 +284,11 @@ func intersectRun(t *testing.T, oneShot bool, trials int) *tally {
 // after it, in nearly every trial (the positive control). Trials are
 // independent coins (variance p(1−p)). It runs two networks for some
 // minutes, so only with RIFFLE_ADVERSARY=1 (8 trials of each kind) or
-// RIFFLE_LONG=1 (24).
+// RIFFLE_LONG=1 (24); RIFFLE_ADVERSARY_FULL=1 plays 200 at the default
+// R = 256, where a get fits in one epoch.
 func TestAdversaryIntersect(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		trials := adversaryTrials(t, 8, 24)
+		trials := adversaryTrials(t, 8, 24, 200)
 		long := intersectRun(t, false, trials)
 		ctl := intersectRun(t, true, trials)
 		t.Logf("intersection, R = 2, m = 3: long-running fetchers %s; one-shot fetchers (control) %s", long, ctl)

@@ -23,7 +23,7 @@ import (
 func newcomerRun(t *testing.T, own, restart bool, trials int) *tally {
 	const m, long = 3, 7
 	rec := newAdvRecord()
-	p := testParams(256)
+	p := advParams(256)
 	p.K, p.ChunkSize = 1, 1<<10
 	tn := startAnonNet(t, m, 0, 4, p, func(i int, c *ServerConfig) { c.observe = rec.server(i) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(trials+20)*10*time.Minute)
@@ -100,11 +100,11 @@ func newcomerRun(t *testing.T, own, restart bool, trials int) *tally {
 			}
 		}
 		count := make([]int, len(ps))
-		for key, ids := range rec.reqs {
-			if key.epoch != ep || key.q >= len(ps) {
+		for _, key := range rec.byEpoch[ep] {
+			if key.q >= len(ps) {
 				continue
 			}
-			for _, x := range ids {
+			for _, x := range rec.reqs[key] {
 				if x != ([32]byte{}) {
 					count[key.q]++
 				}
@@ -123,6 +123,9 @@ func newcomerRun(t *testing.T, own, restart bool, trials int) *tally {
 		}
 		pn := 1 / float64(len(ps))
 		tl.add(best[rng.IntN(len(best))] == truth, pn, pn)
+		if advFull() && k%10 == 9 {
+			t.Logf("%d trials of %d: %s", k+1, trials, tl)
+		}
 		if restart {
 			c.Close()
 		} else {
@@ -175,10 +178,10 @@ func (a *advRecord) newEpochOf(i int, before map[[32]byte]bool) ([32]byte, bool)
 // adversary links it at chance; with the old rule (own lists, the
 // positive control) its empty pool gives it away. R = 256, k = 1. Only
 // with RIFFLE_ADVERSARY=1 (6 trials an arm, about 3 minutes) or
-// RIFFLE_LONG=1 (200 trials).
+// RIFFLE_LONG=1 or RIFFLE_ADVERSARY_FULL=1 (200 trials).
 func TestAdversaryNewcomer(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		trials := adversaryTrials(t, 6, 200)
+		trials := adversaryTrials(t, 6, 200, 200)
 		def := newcomerRun(t, false, false, trials)
 		ctl := newcomerRun(t, true, false, trials)
 		t.Logf("newcomer, R = 256, k = 1, n = 8: group window %s; own lists (control) %s", def, ctl)
@@ -190,7 +193,7 @@ func TestAdversaryNewcomer(t *testing.T) {
 // directory (its window is kept there and fetched again).
 func TestAdversaryRestart(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		trials := adversaryTrials(t, 6, 200)
+		trials := adversaryTrials(t, 6, 200, 200)
 		def := newcomerRun(t, false, true, trials)
 		ctl := newcomerRun(t, true, true, trials)
 		t.Logf("restart, R = 256, k = 1, n = 8: group window %s; own lists (control) %s", def, ctl)

@@ -38,7 +38,7 @@ import (
 func shrinkRun(t *testing.T, control bool, trials int) (tl *tally, shrunk, epochs int) {
 	const m, sybils, honest = 3, 6, 4
 	rec := newAdvRecord()
-	p := testParams(4)
+	p := advParams(4)
 	var tn *anonNet
 	shrink := func(chain []peer.ID, keys [][32]byte, cl *closed) [][32]byte {
 		hp := -1
@@ -67,7 +67,7 @@ func shrinkRun(t *testing.T, control bool, trials int) (tl *tally, shrunk, epoch
 			c.cheat = &leaderCheat{signAny: true}
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), advTimeout(8*time.Minute))
 	defer cancel()
 	var (
 		mu      sync.Mutex
@@ -201,10 +201,10 @@ func shrinkRun(t *testing.T, control bool, trials int) (tl *tally, shrunk, epoch
 // than chance; with the honest server signing what the leader selects
 // (the positive control) the shrunk epochs run and the adversary links
 // far above chance. Only with RIFFLE_ADVERSARY=1 (20 trials of each kind)
-// or RIFFLE_LONG=1 (60).
+// RIFFLE_LONG=1 (60) or RIFFLE_ADVERSARY_FULL=1 (200).
 func TestAdversaryShrink(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		trials := adversaryTrials(t, 20, 60)
+		trials := adversaryTrials(t, 20, 60, 200)
 		def, dShrunk, dEpochs := shrinkRun(t, false, trials)
 		ctl, cShrunk, cEpochs := shrinkRun(t, true, trials)
 		t.Logf("a leader that shrinks epochs, m = 3, 6 Sybils, 4 honest clients: with the v3 checks %d of %d epochs ran with one honest client, linked %s; without them (control) %d of %d ran shrunk, linked %s",

@@ -48,9 +48,9 @@ func sybilRun(t *testing.T, control bool, trials int) sybilResult {
 	const m, sybils, minAnon = 3, 5, 3
 	victim := sybils
 	rec := newAdvRecord()
-	p := testParams(4)
+	p := advParams(4)
 	tn := startAnonNet(t, m, 0, sybils+1, p, func(i int, c *ServerConfig) { c.observe = rec.server(i) })
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), advTimeout(8*time.Minute))
 	defer cancel()
 	var (
 		mu      sync.Mutex
@@ -195,10 +195,10 @@ func sybilRun(t *testing.T, control bool, trials int) sybilResult {
 // trusts the corrupt servers (the positive control) carries its jobs
 // among Sybils alone and is linked in every trial. It runs two networks
 // for some minutes, so only with RIFFLE_ADVERSARY=1 (12 trials of each
-// kind) or RIFFLE_LONG=1 (40).
+// kind), RIFFLE_LONG=1 (40) or RIFFLE_ADVERSARY_FULL=1 (200).
 func TestAdversarySybil(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		trials := adversaryTrials(t, 12, 40)
+		trials := adversaryTrials(t, 12, 40, 200)
 		def := sybilRun(t, false, trials)
 		ctl := sybilRun(t, true, trials)
 		t.Logf("Sybils through corrupt primaries, m = 3, 5 Sybils, --min-anonymity 3: victim trusting its primary: alone through it in %d epochs, carried its jobs only with at least %d trusted clients, linked %s; victim trusting the corrupt servers (control): linked %s",

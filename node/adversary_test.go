@@ -53,6 +53,9 @@ type advRecord struct {
 	joined map[[32]byte]map[int]joinTruth    // epoch → client → slot, pseudonym
 	rows   map[rowKey][2]int                 // → row, L
 	reqs   map[reqKey][][32]byte             // published requests by output position
+	// byEpoch lists reqs' keys by epoch: scans of one epoch over all of
+	// reqs grew with the square of the epochs, hours at R = 256.
+	byEpoch map[[32]byte][]reqKey
 }
 
 type reqKey struct {
@@ -81,7 +84,8 @@ type joinTruth struct {
 
 func newAdvRecord() *advRecord {
 	return &advRecord{perm: map[[32]byte]map[int][]int{}, pseud: map[[32]byte][][]byte{}, masks: map[maskKey]map[int][]byte{},
-		maskL: map[maskKey]int{}, arrive: map[[32]byte]map[uint32]time.Time{}, joined: map[[32]byte]map[int]joinTruth{}, rows: map[rowKey][2]int{}, reqs: map[reqKey][][32]byte{}}
+		maskL: map[maskKey]int{}, arrive: map[[32]byte]map[uint32]time.Time{}, joined: map[[32]byte]map[int]joinTruth{}, rows: map[rowKey][2]int{}, reqs: map[reqKey][][32]byte{},
+		byEpoch: map[[32]byte][]reqKey{}}
 }
 
 func (a *advRecord) server(i int) *testObserver {
@@ -112,7 +116,11 @@ func (a *advRecord) server(i int) *testObserver {
 		Requests: func(epoch [32]byte, r uint32, q int, ids [][32]byte) {
 			a.mu.Lock()
 			defer a.mu.Unlock()
-			a.reqs[reqKey{epoch, r, q}] = append([][32]byte(nil), ids...)
+			k := reqKey{epoch, r, q}
+			if _, ok := a.reqs[k]; !ok {
+				a.byEpoch[epoch] = append(a.byEpoch[epoch], k)
+			}
+			a.reqs[k] = append([][32]byte(nil), ids...)
 		},
 		Submit: func(epoch [32]byte, r, slot uint32, at time.Time) {
 			if r != 0 {
@@ -174,19 +182,51 @@ func (t *tally) String() string {
 		t.mean/float64(t.trials), t.bound()/float64(t.trials))
 }
 
-// adversaryTrials is how many trials an adversary test that runs whole
-// networks for minutes plays: short with RIFFLE_ADVERSARY=1, long with
-// RIFFLE_LONG=1; without either it skips the test.
-func adversaryTrials(t *testing.T, short, long int) int {
+// adversaryTrials is how many trials (or epochs, in the test's own unit)
+// an adversary test that runs whole networks for minutes plays: short with
+// RIFFLE_ADVERSARY=1, long with RIFFLE_LONG=1, full (at least 200 trials,
+// at advParams' default R and k) with RIFFLE_ADVERSARY_FULL=1; without
+// any it skips the test.
+func adversaryTrials(t *testing.T, short, long, full int) int {
 	t.Helper()
 	switch {
+	case advFull():
+		return full
 	case os.Getenv("RIFFLE_LONG") != "":
 		return long
 	case os.Getenv("RIFFLE_ADVERSARY") != "":
 		return short
 	}
-	t.Skip("RIFFLE_ADVERSARY=1 or RIFFLE_LONG=1 runs it")
+	t.Skip("RIFFLE_ADVERSARY=1, RIFFLE_LONG=1 or RIFFLE_ADVERSARY_FULL=1 runs it")
 	return 0
+}
+
+// advFull reports whether RIFFLE_ADVERSARY_FULL=1 (make adversary) asks
+// for the default R and k and at least 200 trials a strategy.
+func advFull() bool { return os.Getenv("RIFFLE_ADVERSARY_FULL") != "" }
+
+// advParams are the parameters of every adversary test: testParams(R)
+// (R small, k = 2, so that a run takes minutes), or with
+// RIFFLE_ADVERSARY_FULL=1 the defaults' R = 256 and k = 1, the two that
+// shape what an adversary sees of the lists. Chunks stay small: their
+// size changes the CPU a round costs, not who asks for what.
+func advParams(R int) Params {
+	p := testParams(R)
+	if advFull() {
+		d := DefaultParams()
+		p.Rounds, p.K = d.Rounds, d.K
+	}
+	return p
+}
+
+// advTimeout is an adversary test's deadline: d, or long enough for 200
+// trials of 256 rounds with RIFFLE_ADVERSARY_FULL=1. It is virtual time,
+// which costs nothing while the network works.
+func advTimeout(d time.Duration) time.Duration {
+	if advFull() {
+		return 100 * d
+	}
+	return d
 }
 
 // checkLinks fails t when the defended run links above its bound, or the
@@ -206,11 +246,16 @@ func checkLinks(t *testing.T, what string, def, ctl *tally) {
 // ends first.
 func waitCount(ctx context.Context, t *testing.T, what string, want int, have func() int) {
 	t.Helper()
+	last := -1
 	for {
 		n := have()
 		if n >= want {
 			return
 		}
+		if advFull() && n/10 != last/10 {
+			t.Logf("%d %s of %d", n, what, want) // full runs take hours: show progress
+		}
+		last = n
 		if ctx.Err() != nil {
 			t.Fatalf("%d %s of %d", n, what, want)
 		}
@@ -260,7 +305,8 @@ func receiverGuess(masks [][]byte, L int, rng *rand.Rand) int {
 
 // TestAdversaryLinks runs the passive linking adversary with the honest
 // server first, in the middle and last, and the positive control with no
-// honest server. RIFFLE_LONG=1 runs more epochs.
+// honest server. RIFFLE_LONG=1 runs more epochs, RIFFLE_ADVERSARY_FULL=1
+// the default R and k.
 func TestAdversaryLinks(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		const m, n = 3, 8
@@ -268,15 +314,17 @@ func TestAdversaryLinks(t *testing.T) {
 		// (2/n) would show at z = 4 (T/n = 16).
 		epochs, minTrials := 16, 100
 		switch {
+		case advFull(): // 200 sender trials a position at R = 256, k = 1
+			epochs, minTrials = 25, 200
 		case os.Getenv("RIFFLE_LONG") != "":
 			epochs, minTrials = 64, 400
 		case testing.Short():
 			epochs, minTrials = 5, 30
 		}
 		rec := newAdvRecord()
-		p := testParams(4)
+		p := advParams(4)
 		tn := startAnonNet(t, m, 0, n, p, func(i int, c *ServerConfig) { c.observe = rec.server(i) })
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), advTimeout(10*time.Minute))
 		defer cancel()
 		var clients []*Client
 		for i := 0; i < n; i++ {
