@@ -52,6 +52,7 @@ type spoiledTrial struct {
 // clients; as in TestAdversaryLinks the variance bound is Σ p, not
 // Σ p(1−p).
 func TestAdversarySpoiledAnswers(t *testing.T) {
+	long(t)
 	virtual(t, func(t *testing.T) {
 		const m, n = 3, 8
 		// Trials of each kind; the control links nearly every trial, so
@@ -328,6 +329,7 @@ type gapTrial struct {
 // file of one chunk after another; a trial is one file. Trials are
 // independent coins (variance p(1−p)).
 func TestAdversaryIndexGap(t *testing.T) {
+	long(t)
 	virtual(t, func(t *testing.T) {
 		const m, n = 3, 8
 		target := 28 // trials of each kind: 28 coins have a z = 4 bound of 0.88

@@ -308,6 +308,7 @@ func receiverGuess(masks [][]byte, L int, rng *rand.Rand) int {
 // honest server. RIFFLE_LONG=1 runs more epochs, RIFFLE_ADVERSARY_FULL=1
 // the default R and k.
 func TestAdversaryLinks(t *testing.T) {
+	long(t)
 	virtual(t, func(t *testing.T) {
 		const m, n = 3, 8
 		// 16 epochs: 128 sender trials, so that a doubled success rate
