@@ -32,17 +32,15 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
-# Every test, and beside it the race detector over the packages whose
-# concurrency matters (in -short mode, docs/testing.md): cmd/riffle's tests
-# mostly wait on real processes, which leaves a core to the race pass.
-# node's network tests run in virtual time on an in-memory network; a few
-# run real libp2p on loopback. Tests that need node's hooks carry the
+# Every test, then the race detector over the packages whose concurrency
+# matters (in -short mode, docs/testing.md). node's network tests run in
+# virtual time on an in-memory network; a few run real libp2p on loopback,
+# and cmd/riffle's run real processes in real time, which is why the race
+# pass does not run beside them. Tests that need node's hooks carry the
 # riffletest build tag (node/hooks.go).
 test: vet fmt-check
-	@$(GO) test -tags riffletest -count=1 -race -short $(RACE_PKGS) >.race.log 2>&1 & race=$$!; \
-	$(GO) test -tags riffletest -count=1 ./...; all=$$?; \
-	wait $$race; r=$$?; echo "== race pass (-race -short $(RACE_PKGS))"; cat .race.log; rm -f .race.log; \
-	exit $$((all | r))
+	$(GO) test -tags riffletest -count=1 ./...
+	$(GO) test -tags riffletest -count=1 -race -short $(RACE_PKGS)
 
 # The same, one package at a time.
 test-serial: vet fmt-check
