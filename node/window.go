@@ -161,9 +161,16 @@ func (s *Server) keepWindowItem(e *sepoch, c *wire.Closing) {
 // number: for each number below it, back WindowLookback numbers, the
 // certified epoch's descriptor without clients, closing record and pool
 // as far as this server holds them. The client checks every part.
-func (s *Server) onWindowReq(_ context.Context, _ peer.ID, body []byte) (wire.Type, []byte, error) {
+func (s *Server) onWindowReq(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var q wire.WindowReq
 	if err := q.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	// Any peer may ask, before it registers: a window costs what a few
+	// index pages cost, so it takes one of their slots (at most
+	// maxOutsiderIndex for peers that are not clients here), held until
+	// the reply is written.
+	if err := s.enterIndex(ctx, from); err != nil {
 		return 0, nil, err
 	}
 	held := map[[32]byte]bool{}
