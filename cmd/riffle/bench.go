@@ -162,7 +162,7 @@ func runBench(c *cli.Context) error {
 				if err != nil {
 					return fmt.Errorf("baseline n = %d: %w", n, err)
 				}
-				base, vs = humanBytes(uint64(bl.Goodput))+"/s", fmt.Sprintf("%.3f", steady/bl.Goodput)
+				base, vs = humanBytes(uint64(bl.Goodput))+"/s", fmt.Sprintf("%.3g", steady/bl.Goodput)
 			}
 			label := fmt.Sprint(r.Clients)
 			if len(transports) > 1 {
