@@ -221,6 +221,7 @@ func TestServerPortInUse(t *testing.T) {
 // command exits 130 and says the file is not published, and it is not,
 // though the client then runs epochs.
 func TestHandoffShareInterrupt(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("waits out epochs and timeouts")
 	}
@@ -282,6 +283,7 @@ func TestHandoffShareInterrupt(t *testing.T) {
 // state that blocks a retry, and a get run again after it finished says so
 // and succeeds.
 func TestGetDestination(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	tn := startNet(t, 1, 2)
 	tn.startClientDaemon(t, 0, t.TempDir())
 	file, want := writeRandom(t, "f.bin", 9000)
@@ -357,6 +359,7 @@ func TestGetDestination(t *testing.T) {
 // Problem 6: a share that cannot start says what it waits for and what
 // to do, and --timeout ends it with the reason.
 func TestShareSaysWhatItWaitsFor(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("waits out epochs and timeouts")
 	}
@@ -384,6 +387,7 @@ func TestShareSaysWhatItWaitsFor(t *testing.T) {
 // Problem 7: a get of a well-formed link to nothing says that the file is
 // not in the synced index, and --timeout ends it.
 func TestGetOfNothing(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("waits out epochs and timeouts")
 	}
@@ -398,6 +402,7 @@ func TestGetOfNothing(t *testing.T) {
 
 // Problem 8: servers log roster joins and departures.
 func TestServerLogsRoster(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("waits out epochs and timeouts")
 	}

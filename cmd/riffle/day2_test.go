@@ -213,6 +213,7 @@ func TestLinkTypoRefused(t *testing.T) {
 // epochs, with a hint, instead of waiting forever; handed to a running
 // client too.
 func TestGetUnlistedGivesUp(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("waits out epochs")
 	}
