@@ -159,7 +159,12 @@ type Client struct {
 	epochRounds0 int
 	epochMoved0  int // chunks uploaded and fetched before the epoch
 	epochEnd     time.Time
+	epochLen     time.Duration // how long the last epoch taken part in lasted
 	waiting      string
+	// group is the primary's last answer on the group's state, at
+	// groupAt (waitstate.go).
+	group   wire.State
+	groupAt time.Time
 }
 
 // Stats counts what a client did.

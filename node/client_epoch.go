@@ -129,7 +129,10 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 // chain. It returns the view and the primary's chain position; the view
 // is nil when no descriptor could be read.
 func (c *Client) openView(ctx context.Context, last [32]byte) (*view, int, error) {
+	sctx, stop := context.WithCancel(ctx)
+	go c.askState(sctx)
 	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeWaitOpen, Body: (&wire.EpochRef{Epoch: last}).Marshal(), Timeout: pollTimeout})
+	stop()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -293,6 +296,9 @@ func (c *Client) leaveEpoch(e *cepoch) {
 	defer c.mu.Unlock()
 	c.epoch = nil
 	c.epochEnd = time.Now()
+	if !c.epochAt.IsZero() {
+		c.epochLen = c.epochEnd.Sub(c.epochAt)
+	}
 	// Requests in flight are forgotten; failed ids may be asked again in a
 	// later epoch (§6.3).
 	clear(c.inflight)

@@ -370,7 +370,7 @@ func TestShareSaysWhatItWaitsFor(t *testing.T) {
 	if exitCodeOf(err) != 1 || time.Since(t0) > 30*time.Second {
 		t.Fatalf("lonely share: %v after %v\n%s", err, time.Since(t0), errOut)
 	}
-	for _, want := range []string{"waiting for the primary to open an epoch", "clients", "timed out after 7s", "not published"} {
+	for _, want := range []string{"at least 2 clients", "timed out after 7s", "not published"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("lonely share's stderr lacks %q:\n%s", want, errOut)
 		}
