@@ -74,7 +74,7 @@ type JobView struct {
 	State   string  `json:"state"`
 	Error   string  `json:"error,omitempty"`
 	Path    string  `json:"path,omitempty"`
-	Paused  string  `json:"paused,omitempty"` // why a running job waits for its user
+	Paused  string  `json:"paused,omitempty"`  // why a running job waits for its user
 	Waiting string  `json:"waiting,omitempty"` // what a running job waits for (an epoch, presence), and about how long
 	Done    int     `json:"done"`
 	Total   int     `json:"total"`
