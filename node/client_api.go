@@ -171,6 +171,10 @@ func (c *Client) dropGet(g *getJob) {
 // never per-file look-ups; from the cursor this client holds) and returns
 // its entries.
 func (c *Client) Index(ctx context.Context) ([]IndexEntry, error) {
+	// Not into another network's copy (netbind.go).
+	if err := c.waitBound(ctx); err != nil {
+		return nil, err
+	}
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
 	if _, err := c.syncIndexFrom(ctx, c.primary); err != nil {

@@ -168,6 +168,9 @@ func (c *Client) openView(ctx context.Context, last [32]byte) (*view, int, error
 	if err := c.takeChain(&open.Desc, v.chain, group); err != nil {
 		return v, 0, fmt.Errorf("node: epoch refused: %w", err)
 	}
+	// Before anything of the epoch reads the database: it must be this
+	// network's (netbind.go).
+	c.bindNetwork(v.chain)
 	return v, pidx, nil
 }
 

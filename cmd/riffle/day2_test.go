@@ -348,3 +348,74 @@ func TestServerRefusesClientData(t *testing.T) {
 		}
 	}
 }
+
+// lsNames runs `riffle ls --json` with args and returns the names listed
+// and stderr.
+func lsNames(t *testing.T, env []string, args ...string) ([]string, string) {
+	t.Helper()
+	out, errOut, err := runBin(t, env, append([]string{"ls", "--json"}, args...)...)
+	if err != nil {
+		t.Fatalf("riffle ls %q: %v\n%s", args, err, errOut)
+	}
+	var rows []lsEntry
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("ls --json: %v\n%s", err, out)
+	}
+	var names []string
+	for _, r := range rows {
+		names = append(names, r.Name)
+	}
+	return names, errOut
+}
+
+// Point 1: a data directory is bound to the network its state came from.
+// Used on another network it shows none of the first one's index, a get
+// of the first one's link gives up as for any unlisted id, and the first
+// network's state comes back when the directory is used there again.
+func TestDataDirBoundToNetwork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two networks")
+	}
+	a, b := startNet(t, 1, 2), startNet(t, 1, 2)
+	a.startClientDaemon(t, 0, t.TempDir())
+	b.startClientDaemon(t, 0, t.TempDir())
+	fa, _ := writeRandom(t, "only-on-a.bin", 5000)
+	fb, _ := writeRandom(t, "only-on-b.bin", 3000)
+	share := func(tn *testNet, file string) string {
+		t.Helper()
+		out, errOut, err := runBin(t, tn.env, "share", "--server", tn.addrs[0], "--data", t.TempDir(), "--quiet", file)
+		if err != nil {
+			t.Fatalf("share %s: %v\n%s", file, err, errOut)
+		}
+		return strings.TrimSpace(out)
+	}
+	linkA := share(a, fa)
+	share(b, fb)
+	data := t.TempDir()
+	if names, _ := lsNames(t, a.env, "--server", a.addrs[0], "--data", data); !slices.Contains(names, "only-on-a.bin") {
+		t.Fatalf("ls on network A: %q", names)
+	}
+	names, errOut := lsNames(t, b.env, "--server", b.addrs[0], "--data", data)
+	if slices.Contains(names, "only-on-a.bin") || !slices.Contains(names, "only-on-b.bin") {
+		t.Errorf("ls on network B with A's data directory: %q; want B's files only", names)
+	}
+	if !strings.Contains(errOut, "held the state of another network") || !strings.Contains(errOut, filepath.Join(data, node.NetworksDir)) {
+		t.Errorf("moving to network B said: %q; want one line saying where A's state is kept", errOut)
+	}
+	t0 := time.Now()
+	_, errOut, err := runBin(t, b.env, "get", "--server", b.addrs[0], "--data", data, "-o", t.TempDir(), "--unlisted-epochs", "1", "--timeout", "80s", linkA)
+	if exitCodeOf(err) != 1 || !strings.Contains(errOut, "check the link") || strings.Contains(errOut, "timed out") {
+		t.Errorf("get of A's link on network B: %v after %v, stderr:\n%s\nwant it to give up and say to check the link", err, time.Since(t0), errOut)
+	}
+	names, errOut = lsNames(t, a.env, "--server", a.addrs[0], "--data", data)
+	if !slices.Contains(names, "only-on-a.bin") || slices.Contains(names, "only-on-b.bin") {
+		t.Errorf("ls back on network A: %q; want A's files only", names)
+	}
+	if !strings.Contains(errOut, "the state kept for this network is back") {
+		t.Errorf("back on network A: %q; want A's state brought back", errOut)
+	}
+	kept, _ := os.ReadDir(filepath.Join(data, node.NetworksDir))
+	if len(kept) != 1 {
+		t.Errorf("%s holds %d networks' state; want B's alone", node.NetworksDir, len(kept))
+	}
+}
