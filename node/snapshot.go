@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/riffle-net/riffle/chunker"
@@ -136,7 +137,11 @@ func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encry
 		// queued chunks take as much memory.
 		src = io.TeeReader(cr, &plain)
 	}
-	link, err := chunker.Share(src, name, "", b, chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
+	mediaType := ""
+	if strings.HasSuffix(name, chunker.TreeSuffix) {
+		mediaType = chunker.TreeMediaType // a folder (chunker/tree.go)
+	}
+	link, err := chunker.Share(src, name, mediaType, b, chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
 		if !job.left[id] {
 			job.left[id] = true
 			h.IDs = append(h.IDs, id)

@@ -419,3 +419,100 @@ func TestDataDirBoundToNetwork(t *testing.T) {
 		t.Errorf("%s holds %d networks' state; want B's alone", node.NetworksDir, len(kept))
 	}
 }
+
+// makeFolder writes a folder with nested files, an empty file, an empty
+// subfolder and a link out of it; it returns the folder and its files
+// (path → bytes; a path ending in / is an empty folder).
+func makeFolder(t *testing.T) (string, map[string][]byte) {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "album")
+	files := map[string][]byte{"cover.txt": []byte("a cover\n"), "empty.txt": {}, "disc 1/track.bin": nil,
+		"disc 1/notes/deep.txt": []byte("deep"), "disc 2/": nil}
+	_, files["disc 1/track.bin"] = writeRandom(t, "x", 9000)
+	for p, b := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if strings.HasSuffix(p, "/") {
+			if err := os.MkdirAll(full, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret, _ := writeRandom(t, "secret.txt", 100)
+	if err := os.Symlink(secret, filepath.Join(root, "link-out")); err != nil {
+		t.Fatal(err)
+	}
+	return root, files
+}
+
+// checkFolder compares the folder at dir with files.
+func checkFolder(t *testing.T, dir string, files map[string][]byte) {
+	t.Helper()
+	for p, want := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if strings.HasSuffix(p, "/") {
+			if st, err := os.Stat(full); err != nil || !st.IsDir() {
+				t.Errorf("%s: want an empty folder: %v", full, err)
+			}
+			continue
+		}
+		if got, err := os.ReadFile(full); err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: %d bytes (%v), want %d", full, len(got), err, len(want))
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "link-out")); err == nil {
+		t.Errorf("the link was shared")
+	}
+}
+
+// Point 7: a folder is shared as one link, beside a file in the same
+// share, and `get` restores it as a tree, byte for byte; links and special
+// files are skipped and named.
+func TestShareFolder(t *testing.T) {
+	tn := startNet(t, 1, 2)
+	tn.startClientDaemon(t, 0, t.TempDir())
+	root, files := makeFolder(t)
+	single, singleBytes := writeRandom(t, "single.bin", 3000)
+	out, errOut, err := runBin(t, tn.env, "share", "--server", tn.addrs[0], "--data", t.TempDir(), "--quiet", single, root)
+	if err != nil {
+		t.Fatalf("share of a file and a folder: %v\n%s", err, errOut)
+	}
+	if !strings.Contains(errOut, "skipping link-out (a symbolic link") {
+		t.Errorf("share of a folder with a link: stderr %q; want the link named as skipped", errOut)
+	}
+	links := strings.Fields(out)
+	if len(links) != 2 {
+		t.Fatalf("share printed %q; want two links", out)
+	}
+	dest := filepath.Join(t.TempDir(), "out") + "/"
+	data := t.TempDir()
+	out, errOut, err = runBin(t, tn.env, "get", "--server", tn.addrs[0], "--data", data, "-o", dest, "--unlisted-epochs", "0", "--timeout", "80s", links[0], links[1])
+	if err != nil {
+		t.Fatalf("get of a file and a folder: %v\n%s", err, errOut)
+	}
+	paths := strings.Fields(out)
+	if len(paths) != 2 || paths[1] != filepath.Join(dest, "album") {
+		t.Fatalf("get printed %q; want the file and %s", out, filepath.Join(dest, "album"))
+	}
+	if b, err := os.ReadFile(paths[0]); err != nil || !slices.Equal(b, singleBytes) {
+		t.Errorf("the file: %v, bytes differ", err)
+	}
+	checkFolder(t, paths[1], files)
+	// Run again: the folder is there, with the same contents.
+	_, errOut, err = runBin(t, tn.env, "get", "--server", tn.addrs[0], "--data", data, "-o", dest, links[1])
+	if err != nil || !strings.Contains(errOut, "already holds this file") {
+		t.Errorf("get of the folder again: %v, %q; want it found in place", err, errOut)
+	}
+	// A folder changed since is not "already there", and not overwritten.
+	os.WriteFile(filepath.Join(paths[1], "cover.txt"), []byte("changed"), 0o644)
+	_, errOut, err = runBin(t, tn.env, "get", "--server", tn.addrs[0], "--data", data, "-o", dest, "--unlisted-epochs", "0", "--timeout", "80s", links[1])
+	if exitCodeOf(err) != 1 || !strings.Contains(errOut, "already exists") {
+		t.Errorf("get of the folder over a changed copy: %v, %q; want a refusal", err, errOut)
+	}
+}
