@@ -247,6 +247,11 @@ type shareJob struct {
 	warnings    []string
 	err         error
 	ep          jobEpochs // epochs with real traffic (presence.go)
+	// resume is the key of the job's resume record (share_resume.go),
+	// nil without one; resumed counts the chunks that went out in an
+	// earlier run.
+	resume  *[32]byte
+	resumed int
 }
 
 // finish closes the job's done channel once; call with c.mu held.

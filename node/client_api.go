@@ -47,7 +47,11 @@ func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bo
 			if err != nil {
 				return chunker.Link{}, err
 			}
-			c.jobProgress(ctx, "shared %s: %d bytes in %d uploads (data and manifest chunks), %s", name, h.Bytes, total, time.Since(start).Round(time.Millisecond))
+			earlier := ""
+			if n := h.resumed(); n > 0 {
+				earlier = fmt.Sprintf(", %d of them in an earlier run", n)
+			}
+			c.jobProgress(ctx, "shared %s: %d bytes in %d uploads (data and manifest chunks%s), %s", name, h.Bytes, total, earlier, time.Since(start).Round(time.Millisecond))
 			for _, w := range warnings {
 				c.jobProgress(ctx, "warning: %s", w)
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -514,5 +515,77 @@ func TestShareFolder(t *testing.T) {
 	_, errOut, err = runBin(t, tn.env, "get", "--server", tn.addrs[0], "--data", data, "-o", dest, "--unlisted-epochs", "0", "--timeout", "80s", links[1])
 	if exitCodeOf(err) != 1 || !strings.Contains(errOut, "already exists") {
 		t.Errorf("get of the folder over a changed copy: %v, %q; want a refusal", err, errOut)
+	}
+}
+
+// chunksDone is the largest d of the "d/t chunks" progress lines in s.
+func chunksDone(s string) (done, total int) {
+	for _, m := range regexp.MustCompile(`(\d+)/(\d+) chunks`).FindAllStringSubmatch(s, -1) {
+		var d, n int
+		fmt.Sscan(m[1], &d)
+		fmt.Sscan(m[2], &n)
+		if d > done {
+			done, total = d, n
+		}
+	}
+	return done, total
+}
+
+// killedShare starts a share of file on data, waits until it reports some
+// chunks published, and kills it (SIGKILL: no clean-up of any kind).
+func killedShare(t *testing.T, tn *testNet, data, file string) int {
+	t.Helper()
+	p := start(t, tn.env, "share", "--server", tn.addrs[0], "--data", data, file)
+	var done int
+	waitFor(t, 60*time.Second, "the share to report progress", func() bool {
+		done, _ = chunksDone(p.errb.String())
+		return done > 0 || p.wait(0) >= 0
+	})
+	if p.wait(0) >= 0 {
+		t.Fatalf("the share ended before it could be killed: %s", p.errb.String())
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(10 * time.Second)
+	return done
+}
+
+// Point 6: a share killed partway resumes when run again: it sends only
+// what did not go out, says so, and the link fetches byte for byte.
+func TestShareResumesAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out epochs")
+	}
+	tn := startNet(t, 1, 2)
+	tn.startClientDaemon(t, 0, t.TempDir())
+	file, want := writeRandom(t, "big.bin", 40*4096+100)
+	data := t.TempDir()
+	before := killedShare(t, tn, data, file)
+	out, errOut, err := runBin(t, tn.env, "share", "--server", tn.addrs[0], "--data", data, file)
+	if err != nil {
+		t.Fatalf("share run again: %v\n%s", err, errOut)
+	}
+	m := regexp.MustCompile(`resuming: (\d+) of (\d+) chunks went out in an earlier run`).FindStringSubmatch(errOut)
+	if m == nil {
+		t.Fatalf("share run again says nothing of a resume:\n%s", errOut)
+	}
+	var sent, total int
+	fmt.Sscan(m[1], &sent)
+	fmt.Sscan(m[2], &total)
+	if sent < before || sent >= total || !strings.Contains(errOut, fmt.Sprintf("%d of them in an earlier run", sent)) {
+		t.Errorf("resumed with %d of %d chunks gone out (the killed run reported %d published):\n%s", sent, total, before, errOut)
+	}
+	if first, _ := chunksDone(errOut); first != 0 && first < sent {
+		t.Errorf("progress of the resumed share went back to %d", first)
+	}
+	t.Logf("killed after %d chunks published; resumed with %d of %d gone out", before, sent, total)
+	link := strings.TrimSpace(out)
+	got, errOut, err := runBin(t, tn.env, "get", "--server", tn.addrs[0], "--data", t.TempDir(), "-o", filepath.Join(t.TempDir(), "copy.bin"), "--unlisted-epochs", "0", "--timeout", "80s", link)
+	if err != nil {
+		t.Fatalf("get of the resumed share: %v\n%s", err, errOut)
+	}
+	if b, err := os.ReadFile(strings.TrimSpace(got)); err != nil || !slices.Equal(b, want) {
+		t.Fatalf("the resumed share fetched back differs (%v)", err)
 	}
 }

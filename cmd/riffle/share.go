@@ -34,7 +34,9 @@ An epoch opens only when the primary's chain has its servers and at least its
 "riffle client" with a data directory of its own) must take part.
 
 Interrupted (Ctrl-C, --timeout), share withdraws what it has not sent and says
-whether the file will be published anyway (its manifest already went out).
+whether the file will be published anyway (its manifest already went out). Run
+again with the same data directory after any interruption (a crash too), it
+resumes: only the chunks that did not go out are sent.
 
 A job that has sent chunks in J epochs (8; lower it with --max-epochs) pauses,
 sending cover only, and says so: "riffle resume" lets it go on for J more.`,
