@@ -143,7 +143,7 @@ func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encry
 		}
 		src = bytes.NewReader(plain)
 		res = c.findResumable(privateResumeKey(plain, name, b), true)
-		if res.key != nil {
+		if res.found {
 			opts.Rand = bytes.NewReader(res.fileKey)
 		}
 	}

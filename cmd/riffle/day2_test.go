@@ -589,3 +589,75 @@ func TestShareResumesAfterKill(t *testing.T) {
 		t.Fatalf("the resumed share fetched back differs (%v)", err)
 	}
 }
+
+// The "second day" walk of issue 27, as a user meets it: a set-up from
+// the config file alone, a folder shared, a private share killed and run
+// again, a mistyped link, the data directory moved to another network and
+// back.
+func TestSecondDayWalk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two networks (about a minute)")
+	}
+	t0 := time.Now()
+	a, b := startNet(t, 1, 2), startNet(t, 1, 2)
+	a.startClientDaemon(t, 0, t.TempDir())
+	b.startClientDaemon(t, 0, t.TempDir())
+	env := a.env
+	data := t.TempDir()
+	writeConfig(t, env, "# the second day\nserver = "+a.addrs[0]+"\ndata = "+data+"\nquiet = yes\n")
+	run := func(args ...string) (string, string) {
+		t.Helper()
+		out, errOut, err := runBin(t, env, args...)
+		if err != nil {
+			t.Fatalf("riffle %q: %v\n%s", args, err, errOut)
+		}
+		return strings.TrimSpace(out), errOut
+	}
+	// A folder, from the config alone.
+	root, files := makeFolder(t)
+	folderLink, _ := run("share", root)
+	// A private share killed partway, run again: it resumes.
+	file, want := writeRandom(t, "private.bin", 30*4096)
+	p := start(t, env, "share", "--encrypt", "--quiet=false", file)
+	waitFor(t, 60*time.Second, "the private share to report progress", func() bool {
+		d, _ := chunksDone(p.errb.String())
+		return d > 0 || p.wait(0) >= 0
+	})
+	if p.wait(0) >= 0 {
+		t.Fatalf("the private share ended before it could be killed:\n%s", p.errb.String())
+	}
+	p.cmd.Process.Kill()
+	p.wait(10 * time.Second)
+	privLink, errOut := run("share", "--encrypt", "--quiet=false", file)
+	if !strings.Contains(errOut, "resuming: ") || !strings.Contains(privLink, "#") {
+		t.Errorf("the private share run again: link %q, stderr:\n%s\nwant it resumed", privLink, errOut)
+	}
+	// A typo in a link is refused at once.
+	typo := []byte(folderLink)
+	typo[20] ^= 1
+	if _, errOut, err := runBin(t, env, "get", "-o", t.TempDir(), string(typo)); exitCodeOf(err) != 1 || !strings.Contains(errOut, "check the link") {
+		t.Errorf("get of a mistyped link: %v, %q", err, errOut)
+	}
+	// Both links fetched byte for byte.
+	dest := filepath.Join(t.TempDir(), "got") + "/"
+	out, _ := run("get", "-o", dest, "--unlisted-epochs", "0", "--timeout", "80s", folderLink, privLink)
+	paths := strings.Fields(out)
+	if len(paths) != 2 {
+		t.Fatalf("get printed %q", out)
+	}
+	checkFolder(t, paths[0], files)
+	if got, err := os.ReadFile(paths[1]); err != nil || !slices.Equal(got, want) {
+		t.Errorf("the resumed private file differs (%v)", err)
+	}
+	// The data directory on network B: A's index is not shown, and comes
+	// back on A.
+	names, errOut := lsNames(t, env, "--server", b.addrs[0])
+	if slices.Contains(names, "album.rtree") || !strings.Contains(errOut, "held the state of another network") {
+		t.Errorf("ls on network B: %q, %q; want A's state moved aside and said", names, errOut)
+	}
+	names, errOut = lsNames(t, env)
+	if !slices.Contains(names, "album.rtree") || !strings.Contains(errOut, "is back from") {
+		t.Errorf("ls back on network A: %q, %q", names, errOut)
+	}
+	t.Logf("second-day walk: %v", time.Since(t0).Round(time.Second))
+}
