@@ -132,4 +132,3 @@ func (c *ClientDB) PutOnionMarked(epoch EpochID, round uint32, onion []byte, kee
 	}
 	return c.putOnion(epoch, round, onion, keepFrom, func(tx *bolt.Tx) error { return markShare(tx, *mark, ChunkSent) })
 }
-
