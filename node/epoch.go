@@ -43,6 +43,9 @@ type sepoch struct {
 	// man: which published manifest chunks the index takes (§6.4 v3,
 	// manifests.go).
 	man manifestCaps
+	// paceNext is the earliest time this server may start its part of
+	// the next round (pace.go).
+	paceNext time.Time
 
 	epochSecrets
 	epochLife
