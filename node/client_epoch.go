@@ -141,6 +141,9 @@ func (c *Client) openView(ctx context.Context, last [32]byte) (*view, int, error
 	if err != nil || open.Final {
 		return nil, 0, fmt.Errorf("node: open descriptor: %v", err)
 	}
+	if err := c.checkGroup(open.Desc.Params); err != nil {
+		return v, 0, err
+	}
 	pidx := -1
 	for i, p := range v.chain {
 		if p == c.primary {
