@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
@@ -208,4 +209,39 @@ func formatBytes(x float64) string {
 		return fmt.Sprintf("%.0f %s", x, units[i])
 	}
 	return fmt.Sprintf("%.1f %s", x, units[i])
+}
+
+// Rows of docs/operator.md's cost table.
+var (
+	costTablePaces  = []uint32{200, DefaultRoundIntervalMs, 2000, 10_000}
+	costTableCrowds = []int{16, 64, 200}
+)
+
+// costTable is docs/operator.md's table of what a client and a server
+// move a day, at the default parameters but the pace, for chains of three
+// servers: the client's figure at the pace with full epochs (a client
+// that stays, busy or idle: cover costs what jobs do) and its worst case
+// (GroupCost), the server's per crowd (ServerCost).
+func costTable() string {
+	var b bytes.Buffer
+	d := DefaultParams()
+	fmt.Fprintf(&b, "| pace | client sends / day | client receives / day | client worst case / day (more of the two) | goodput cap | n | server sends / day | server receives / day |\n")
+	fmt.Fprintf(&b, "| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, iv := range costTablePaces {
+		p := d
+		p.RoundIntervalMs = iv
+		c := GroupCost(p)
+		pace := time.Duration(iv) * time.Millisecond
+		for i, n := range costTableCrowds {
+			s := ServerCost(p, n, 3)
+			if i == 0 {
+				fmt.Fprintf(&b, "| %v | %s | %s | %s | %s/s |", pace, formatBytes(24*c.Idle.SendPerHour), formatBytes(24*c.Idle.RecvPerHour),
+					formatBytes(24*3600*c.Worst.Max()), formatBytes(float64(p.ChunkSize)/pace.Seconds()))
+			} else {
+				fmt.Fprintf(&b, "| | | | | |")
+			}
+			fmt.Fprintf(&b, " %d | %s | %s |\n", n, formatBytes(24*s.SendPerHour), formatBytes(24*s.RecvPerHour))
+		}
+	}
+	return b.String()
 }
