@@ -622,3 +622,25 @@ func TestMaxRateRefused(t *testing.T) {
 	}
 	check(append(env, configEnv+"="+cfg))
 }
+
+// TestRateAndIntervalFlags: --max-rate reads a size a second or an hour;
+// --round-interval is refused outside the pace's range, naming it.
+func TestRateAndIntervalFlags(t *testing.T) {
+	for in, want := range map[string]float64{"": 0, "1KiB/s": 1024, "1KiB": 1024, "3600KiB/h": 1024, "2MB/s": 2e6} {
+		if got, err := parseRate(in); err != nil || got != want {
+			t.Errorf("parseRate(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	if _, err := parseRate("fast"); err == nil {
+		t.Error("parseRate(fast) accepted")
+	}
+	p := node.DefaultParams()
+	if q, err := paramsInterval(p, 2*time.Second); err != nil || q.RoundIntervalMs != 2000 {
+		t.Fatalf("2s: %+v, %v", q, err)
+	}
+	for _, d := range []time.Duration{time.Millisecond, 61 * time.Second, 1500 * time.Microsecond} {
+		if _, err := paramsInterval(p, d); err == nil || !strings.Contains(err.Error(), "round interval") {
+			t.Errorf("round interval %v: %v", d, err)
+		}
+	}
+}
