@@ -32,7 +32,8 @@ const (
 
 // checkGroupParams refuses a leader's parameters that differ from this
 // server's own in anything but the times: chunk size, request slots,
-// cover window, rounds and the caps are group constants. The registration
+// cover window, rounds, the caps, the index retention and the pace
+// (pace.go) are group constants. The registration
 // window may be longer than this server's, never shorter, so that a leader
 // cannot close registration before clients had the window to register.
 func checkGroupParams(got, own wire.Params) error {

@@ -21,6 +21,11 @@ import (
 // oneEpoch joins the next epoch and takes part until it ends.
 func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	ctx := c.ctx
+	// Until it holds an epoch's final descriptor, the client asks what
+	// the group does, for its user (waitstate.go).
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go c.askState(sctx)
 	v, pidx, err := c.openView(ctx, last)
 	if v == nil {
 		return last, err
@@ -32,6 +37,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 		return v.id, err
 	}
 	e, fin, err := c.join(ctx, v, pidx)
+	stop()
 	if err != nil {
 		return v.id, err
 	}
@@ -130,10 +136,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 // chain. It returns the view and the primary's chain position; the view
 // is nil when no descriptor could be read.
 func (c *Client) openView(ctx context.Context, last [32]byte) (*view, int, error) {
-	sctx, stop := context.WithCancel(ctx)
-	go c.askState(sctx)
 	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeWaitOpen, Body: (&wire.EpochRef{Epoch: last}).Marshal(), Timeout: pollTimeout})
-	stop()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -144,6 +147,9 @@ func (c *Client) openView(ctx context.Context, last [32]byte) (*view, int, error
 	v, err := checkSigned(&open, 1e30)
 	if err != nil || open.Final {
 		return nil, 0, fmt.Errorf("node: open descriptor: %v", err)
+	}
+	if err := c.checkGroup(open.Desc.Params); err != nil {
+		return v, 0, err
 	}
 	pidx := -1
 	for i, p := range v.chain {

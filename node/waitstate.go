@@ -73,7 +73,7 @@ func (c *Client) askState(ctx context.Context) {
 			var st wire.State
 			if st.Unmarshal(rep) == nil {
 				c.mu.Lock()
-				c.group, c.groupAt = st, time.Now()
+				c.gstate, c.gstateAt = st, time.Now()
 				c.mu.Unlock()
 			}
 		}
@@ -91,10 +91,10 @@ const stateFresh = 3 * stateEvery
 // groupWait says what the group's state makes a client in no epoch wait
 // for, and about how long; "" when no fresh state says. Call with c.mu held.
 func (c *Client) groupWait() string {
-	if c.groupAt.IsZero() || time.Since(c.groupAt) > stateFresh {
+	if c.gstateAt.IsZero() || time.Since(c.gstateAt) > stateFresh {
 		return ""
 	}
-	st := c.group
+	st := c.gstate
 	switch st.Phase {
 	case wire.PhaseRounds:
 		line := fmt.Sprintf("waiting for the next epoch: epoch %d is running at the primary (round %d of %d", st.Number, st.Done, st.Rounds)
@@ -106,7 +106,10 @@ func (c *Client) groupWait() string {
 	case wire.PhaseSetup:
 		return fmt.Sprintf("waiting for the next epoch: epoch %d is in its setup at the primary and then runs %d rounds; this client joins the one after it", st.Number, st.Rounds)
 	case wire.PhaseOpen:
-		return fmt.Sprintf("epoch %d is open for registrations at the primary (%d registered there so far): it runs if at least %d clients register, else another opens", st.Number, st.Registered, st.MinClients)
+		if st.Registered < st.MinClients {
+			return fmt.Sprintf("waiting for clients: epoch %d is open for registrations at the primary (%d registered there so far); it runs once at least %d clients register", st.Number, st.Registered, st.MinClients)
+		}
+		return fmt.Sprintf("epoch %d is open for registrations at the primary (%d registered there so far); it starts when the registration window closes", st.Number, st.Registered)
 	}
 	if st.Live < st.MinServers {
 		return fmt.Sprintf("waiting for servers: the primary sees %d of the %d servers a chain needs (--min-servers); an epoch opens once enough are up", st.Live, st.MinServers)

@@ -55,7 +55,7 @@ func k64(x byte) (a [64]byte) {
 }
 
 func vectorParams() Params {
-	return Params{ChunkSize: 64, K: 2, W: 2, Rounds: 2, MaxClients: 16, MaxRows: 32, RegWindowMs: 1000, RoundLimitMs: 5000}
+	return Params{ChunkSize: 64, K: 2, W: 2, Rounds: 2, MaxClients: 16, MaxRows: 32, RegWindowMs: 1000, RoundLimitMs: 5000, RoundIntervalMs: 250}
 }
 
 func vectorEntry(x byte) GroupEntry {
