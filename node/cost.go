@@ -105,15 +105,19 @@ func GroupCost(p Params) ClientCost {
 	window := 4 + 8 + 32 + 3*4 + len(group) + closing + pool
 	index := manifestsPerEpoch*(b+64) + closing
 	pages := int64(index/wire.IndexPageBytes + 2) // the last page says the log is done
-	c.Epoch = Traffic{
-		Send: frame(ref) + frame(reg) + frame(receipts[:wire.ReceiptSetSize(0)]) + frame(windowReq) +
-			pages*frame(make([]byte, wire.IndexReqSize)) + frame(ref),
-		Recv: frame(open.Marshal()) + frame(final.Marshal()) + frame(receipts) + int64(frameHeader+window) +
-			pages*frameHeader + int64(index) + frame(make([]byte, wire.DupAbortSize(m))),
-	}
-
 	iv := time.Duration(p.RoundIntervalMs) * time.Millisecond
 	rw := time.Duration(p.RegWindowMs) * time.Millisecond
+	// State requests until the final descriptor (waitstate.go): one at
+	// the attempt's start, then at least stateEvery/2 apart through the
+	// registration window.
+	states := int64(1 + rw/(stateEvery/2))
+	c.Epoch = Traffic{
+		Send: frame(ref) + frame(reg) + frame(receipts[:wire.ReceiptSetSize(0)]) + frame(windowReq) +
+			pages*frame(make([]byte, wire.IndexReqSize)) + frame(ref) + states*frame(nil),
+		Recv: frame(open.Marshal()) + frame(final.Marshal()) + frame(receipts) + int64(frameHeader+window) +
+			pages*frameHeader + int64(index) + frame(make([]byte, wire.DupAbortSize(m))) + states*frame(make([]byte, wire.StateSize)),
+	}
+
 	perHour := func(t Traffic, d time.Duration) Rate {
 		h := float64(time.Hour) / float64(max(d, time.Millisecond))
 		return Rate{float64(t.Send) * h, float64(t.Recv) * h}
