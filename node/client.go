@@ -185,6 +185,12 @@ type Client struct {
 	// gstateAt (waitstate.go).
 	gstate   wire.State
 	gstateAt time.Time
+	// joining is the number of the epoch this client registers in, until
+	// it holds the final descriptor or gives up (0: none).
+	joining uint64
+	// tookPart is the number of the last epoch this client held the
+	// final descriptor of.
+	tookPart uint64
 }
 
 // Stats counts what a client did.

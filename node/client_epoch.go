@@ -33,6 +33,14 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	if err != nil {
 		return v.id, err
 	}
+	c.mu.Lock()
+	c.joining = v.desc.Number
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.joining = 0
+		c.mu.Unlock()
+	}()
 	if err := c.holdWindow(ctx, v); err != nil {
 		return v.id, err
 	}
@@ -55,6 +63,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	c.hookJoined(fv.id, e.slot, e.cs)
 	c.mu.Lock()
 	c.epoch, c.anon, c.b = e, n, int(fin.Desc.Params.ChunkSize)
+	c.tookPart = max(c.tookPart, fin.Desc.Number)
 	c.stats.Epochs++
 	roundsBefore := c.stats.Rounds
 	c.noteEpoch()

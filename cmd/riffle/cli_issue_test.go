@@ -249,9 +249,13 @@ func TestHandoffShareInterrupt(t *testing.T) {
 	tn.startClientDaemon(t, 0, t.TempDir())
 	big, _ := writeRandom(t, "halfway.bin", 400<<10)
 	p = start(t, tn.env, "share", "--data", data, big)
-	waitFor(t, 60*time.Second, "the share to send chunks", func() bool {
-		return regexp.MustCompile(`share halfway.bin: [1-9][0-9]*/[0-9]+ chunks`).MatchString(p.errb.String())
-	})
+	sending := time.Now().Add(60 * time.Second)
+	for !regexp.MustCompile(`share halfway.bin: [1-9][0-9]*/[0-9]+ chunks`).MatchString(p.errb.String()) {
+		if p.wait(0) >= 0 || time.Now().After(sending) {
+			t.Fatalf("the share sent no chunks within 60 s:\n%s", p.errb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	_ = p.cmd.Process.Signal(syscall.SIGINT)
 	if code := p.wait(20 * time.Second); code != exitInterrupted || !strings.Contains(p.errb.String(), "share withdrawn") || !strings.Contains(p.errb.String(), "not published") {
 		t.Fatalf("share interrupted halfway: exit %d; stderr:\n%s", code, p.errb.String())
