@@ -114,7 +114,8 @@ func documentedMessages(t *testing.T, file, section string) map[string]bool {
 }
 
 // TestLogMessagesDocumented: every Info, Warn and Error message of node,
-// its subpackages, cmd/riffle and internal is in the table of the
+// its subpackages, cmd/riffle, internal and store (whose server logs to the
+// server's log) is in the table of the
 // server's log (docs/operator.md, "The log") or, for a client's, of the
 // client's log (docs/proto-cli.md, "The client's log"), and every message
 // in those tables is still logged.
@@ -132,7 +133,7 @@ func TestLogMessagesDocumented(t *testing.T) {
 	}
 	logged := map[bool]map[string]bool{false: {}, true: {}}
 	var missing []string
-	for _, m := range logMessages(t, ".", "../cmd/riffle", "../internal") {
+	for _, m := range logMessages(t, ".", "../cmd/riffle", "../internal", "../store") {
 		logged[m.client][m.msg] = true
 		if d := docs[m.client]; !d.msgs[m.msg] {
 			missing = append(missing, m.where+": "+strconv.Quote(m.msg)+" is not in "+d.file+", \""+d.section+"\"")
