@@ -426,11 +426,9 @@ func (s *Server) pruneLoop(ctx context.Context, p pruner) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			n, err := p.Prune(now)
-			if err != nil {
+			// The store logs what it removed.
+			if _, err := p.Prune(now); err != nil {
 				s.log.Error("prune store", "err", err)
-			} else if n > 0 {
-				s.log.Info("store pruned", "chunks", n)
 			}
 		}
 	}
