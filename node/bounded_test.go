@@ -214,7 +214,7 @@ func TestMinAnonymity(t *testing.T) {
 		if _, err := b.Share(ctx, bytes.NewReader([]byte("carried")), "carried.bin", false); err != nil {
 			t.Fatalf("the pinned client's job: %v", err)
 		}
-		if !strings.Contains(pinned.String(), "2 clients through trusted servers") {
+		if !strings.Contains(pinned.String(), "2 through trusted servers") {
 			t.Fatalf("pinned client: %s", pinned.String())
 		}
 		for a.Stats().Rounds < 8 {

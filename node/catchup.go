@@ -269,7 +269,7 @@ func (s *Server) fillCerts(ctx context.Context, p peer.ID) {
 func (s *Server) catchupFrom(ctx context.Context, p peer.ID, want map[[32]byte][]peer.ID) {
 	cur, err := s.store.CatchupCursor([]byte(p))
 	if err != nil {
-		s.log.Warn("catch-up cursor unreadable", "err", err)
+		s.log.Error("catch-up cursor unreadable", "err", err)
 		return
 	}
 	reset := false
@@ -313,7 +313,7 @@ func (s *Server) catchupFrom(ctx context.Context, p peer.ID, want map[[32]byte][
 		}
 		cur = pg.Next
 		if err := s.store.PutCatchupCursor([]byte(p), cur); err != nil {
-			s.log.Warn("catch-up cursor not kept", "err", err)
+			s.log.Error("catch-up cursor not kept", "err", err)
 			return
 		}
 		if !pg.More || len(want) == 0 {

@@ -300,7 +300,13 @@ func (s *Server) keepCert(c *wire.Cert) bool {
 			delete(s.cert.votes, n)
 		}
 	}
-	s.log.Info("epoch number certified", "number", c.Number, "kind", c.Kind)
+	// A final certificate is the epoch that every server logs as opened
+	// and closed; a number that ended otherwise is worth a line.
+	if c.Kind == wire.CertFinal {
+		s.log.Debug("epoch number certified", "number", c.Number, "kind", certKind(c.Kind))
+	} else {
+		s.log.Info("epoch number certified", "number", c.Number, "kind", certKind(c.Kind))
+	}
 	return true
 }
 
@@ -570,4 +576,17 @@ func (s *Server) noteVote(v *wire.Cert) {
 		return
 	}
 	s.addCert(c)
+}
+
+// certKind names a certificate's kind for the log.
+func certKind(k uint8) string {
+	switch k {
+	case wire.CertFinal:
+		return "final"
+	case wire.CertAbort:
+		return "abort"
+	case wire.CertTimeout:
+		return "timeout"
+	}
+	return fmt.Sprint(k)
 }

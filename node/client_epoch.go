@@ -69,11 +69,6 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	c.noteEpoch()
 	c.notify()
 	c.mu.Unlock()
-	names := ""
-	for i, g := range fin.Desc.Group {
-		names += fmt.Sprintf(" %s(%s)", string(g.Nick), fv.chain[i].String())
-	}
-	c.progress("epoch %x: %d servers [%s ], anonymity set %d clients", fv.id[:4], len(fv.chain), names, n)
 	// §7: every client syncs the whole public index at each epoch's
 	// start, on a fixed schedule that says nothing about what interests
 	// it, incrementally from its cursors (indexsync.go).

@@ -203,7 +203,7 @@ func (s *Server) dropSlot(e *sepoch, bl *rblame) bool {
 			return false
 		}
 		if res.err != nil {
-			s.log.Warn("dead slot: route reveal stopped, nobody named", "round", bl.round, "server", t, "err", res.err)
+			s.log.Warn("dead slot: route reveal stopped, nobody named", "round", bl.round, "position", t, "err", res.err)
 			return false
 		}
 		pos[t+1] = int(res.st.Out)

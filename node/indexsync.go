@@ -296,7 +296,7 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 	if err != nil {
 		c.log.Info("index sync from the primary failed", "err", err)
 	} else {
-		c.log.Debug("index synced", "pages", res.pages, "bytes", res.bytes, "manifests", res.mans, "removed", res.removed, "early removals", res.early, "took", time.Since(start))
+		c.log.Debug("index synced", "pages", res.pages, "bytes", res.bytes, "manifests", res.mans, "removed", res.removed, "early_removals", res.early, "took", time.Since(start))
 	}
 	missing := c.missingFrom(want)
 	if c.hookNoGapFill() {

@@ -29,7 +29,11 @@ func (s *Server) leaderLoop(ctx context.Context) {
 			continue
 		}
 		if err := s.runEpoch(ctx, chain, number); err != nil && ctx.Err() == nil {
-			s.log.Warn("epoch failed", "err", err)
+			if t := (*turnTaking)(nil); errors.As(err, &t) {
+				s.log.Debug("epoch put off", "err", err)
+			} else {
+				s.log.Warn("epoch failed", "err", err)
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -38,6 +42,13 @@ func (s *Server) leaderLoop(ctx context.Context) {
 		}
 	}
 }
+
+// turnTaking is a Prepare refused for no fault: a server still in its
+// own epoch (errBusy: the leader's ended a moment before), or one that
+// withdrew (logged by noteWithdrawal). The leader tries again later.
+type turnTaking struct{ error }
+
+func (t *turnTaking) Unwrap() error { return t.error }
 
 // abortAll ends epoch id on every server of the chain with the leader's
 // signed coordination abort. If the epoch is known here and another
@@ -118,8 +129,12 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 		// A server that refused may know numbers this one does not:
 		// catch up from the certificates (certs.go).
 		s.pokeSync()
-		s.noteWithdrawal(err)
-		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: prepare epoch %d: %w", number, err)
+		withdrew := s.noteWithdrawal(err)
+		err = fmt.Errorf("node: prepare epoch %d: %w", number, err)
+		if withdrew || errors.Is(err, errBusy) {
+			err = &turnTaking{err}
+		}
+		return wire.Descriptor{}, [32]byte{}, err
 	}
 	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.cfg.Params.wire(), Group: make([]wire.GroupEntry, len(chain)), Previous: prev}
 	for i, r := range reps {

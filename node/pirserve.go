@@ -99,7 +99,7 @@ func (s *Server) padAnswers(e *sepoch, r uint32, j int, ids [][32]byte, keys []*
 	err := s.store.ViewChunks(ids, func(rows [][]byte) error { return s.engine.Answer(dbRows(rows), b, masks, out) })
 	s.timing.add(&s.timing.pir, time.Since(pirStart))
 	if err != nil {
-		s.log.Warn("pir answer", "round", r, "err", err)
+		s.log.Error("pir answer", "round", r, "err", err)
 		return false
 	}
 	for i, sl := range slots {
@@ -156,7 +156,7 @@ func (s *Server) answerOwn(ctx context.Context, e *sepoch, x *sround, r uint32, 
 	err := s.store.ViewChunks(ids, func(rows [][]byte) error { return s.engine.Answer(dbRows(rows), b, masks, out) })
 	s.timing.add(&s.timing.pir, time.Since(pirStart))
 	if err != nil {
-		s.log.Warn("pir answer", "round", r, "err", err)
+		s.log.Error("pir answer", "round", r, "err", err)
 		return false
 	}
 	s.mu.Lock()

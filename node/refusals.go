@@ -322,7 +322,7 @@ func (s *Server) chargeLocked(e *sepoch, charged, signer peer.ID, reason string)
 	rs.prune()
 	s.saveRefusalsLocked()
 	rs.mu.Unlock()
-	s.log.Info("abort on private grounds counted", "server", charged.ShortString(), "signer", signer.ShortString(), "epoch", e.v.desc.Number, "reason", reason)
+	s.log.Info("abort on private grounds counted", "peer", charged.ShortString(), "signer", signer.ShortString(), "number", e.v.desc.Number, "reason", reason)
 	s.wg.Add(1)
 	go s.watchCause(e, rec)
 }
@@ -370,7 +370,11 @@ func (s *Server) watchCause(e *sepoch, rec refusal) {
 		rs.recs = kept
 		s.saveRefusalsLocked()
 		rs.mu.Unlock()
-		s.log.Info("abort had a public cause: not counted", "server", rec.Peer, "epoch", rec.Number)
+		who := rec.Peer
+		if id, err := peer.Decode(rec.Peer); err == nil {
+			who = id.ShortString()
+		}
+		s.log.Info("abort had a public cause: not counted", "peer", who, "number", rec.Number)
 		return
 	}
 }

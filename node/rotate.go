@@ -1,10 +1,11 @@
 package node
 
 import (
-	"errors"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
 )
 
 // Rotating leaders (§3 (v3) "Epoch numbers and leaders";
@@ -60,10 +61,15 @@ func (s *Server) progressed() { s.turn.progress = time.Now() }
 // end this server missed stops blocking after T_lead). Call with s.mu held.
 func (s *Server) busy() error {
 	if s.running() && time.Since(s.turn.active) < s.cfg.LeaderTimeout {
-		return errors.New("node: an epoch is running here")
+		return errBusy
 	}
 	return nil
 }
+
+// errBusy is busy's refusal of a Prepare: turn-taking, not a fault (the
+// leader's own epoch ended a moment before this server's). The leader
+// recognises it, as sent, by errors.Is (wire.Refusal).
+const errBusy = wire.Refusal("node: an epoch is running here")
 
 // running reports whether an epoch runs here. Call with s.mu held.
 func (s *Server) running() bool {

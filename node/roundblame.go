@@ -451,7 +451,7 @@ func (s *Server) walkRound(e *sepoch, bl *rblame) *culprit {
 			return res.named
 		}
 		if res.err != nil {
-			s.log.Warn("round blame: walk stopped, nobody named", "round", bl.round, "server", t, "err", res.err)
+			s.log.Warn("round blame: walk stopped, nobody named", "round", bl.round, "position", t, "err", res.err)
 			return nil
 		}
 		last = res.st

@@ -109,8 +109,11 @@ type ServerConfig struct {
 	NoLAN      bool
 	Params     Params  // zero: DefaultParams
 	PIRRate    float64 // bytes/s of XOR assumed by the work check
-	Logger     *slog.Logger
-	Rand       io.Reader
+	// Logger is the server's log; its lines do not name this server (a
+	// process runs one, and "server up" gives its id): a process running
+	// several gives each a logger With an attribute of its own ("self").
+	Logger *slog.Logger
+	Rand   io.Reader
 	// Store keeps chunks, the index and round records; nil: the bbolt
 	// store in DataDir (§7). NewMemStore only when asked for.
 	Store ChunkStore
@@ -281,7 +284,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	s := &Server{
-		ctx: cctx, cancel: cancel, cfg: cfg, log: log.With("server", h.ID().ShortString()), rand: rnd,
+		ctx: cctx, cancel: cancel, cfg: cfg, log: log, rand: rnd,
 		h: h, priv: priv, helloNow: make(chan struct{}, 1), store: st,
 		engine:  pir.NewEngine(pir.Options{}),
 		changed: make(chan struct{}), epochs: map[[32]byte]*sepoch{}, prep: map[[32]byte]*sepoch{},
@@ -320,7 +323,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	go func() { defer s.wg.Done(); s.catchupLoop(cctx) }()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.watch(cctx) }()
-	s.log.Info("server up", "peer", h.ID().String(), "addrs", fmt.Sprint(h.Addrs()))
+	s.log.Info("server up", "id", h.ID().String(), "addrs", fmt.Sprint(h.Addrs()))
 	return s, nil
 }
 
@@ -423,11 +426,9 @@ func (s *Server) pruneLoop(ctx context.Context, p pruner) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			n, err := p.Prune(now)
-			if err != nil {
-				s.log.Warn("prune store", "err", err)
-			} else if n > 0 {
-				s.log.Info("store pruned", "chunks", n)
+			// The store logs what it removed.
+			if _, err := p.Prune(now); err != nil {
+				s.log.Error("prune store", "err", err)
 			}
 		}
 	}

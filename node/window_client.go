@@ -86,7 +86,7 @@ func (c *Client) fetchWindow(ctx context.Context, v *view) error {
 				err = w.Unmarshal(rep)
 			}
 			if err != nil {
-				c.log.Info("decoy window from a chain server failed", "server", p.ShortString(), "err", err)
+				c.log.Info("decoy window from a chain server failed", "peer", p.ShortString(), "err", err)
 				return
 			}
 			mu.Lock()

@@ -417,6 +417,16 @@ func TestServerLogsRoster(t *testing.T) {
 	if l := tn.logs[0].errb.String(); !strings.Contains(l, "nick=s1") {
 		t.Fatalf("join logged without the peer's nick:\n%s", l)
 	}
+	// One id a line: the server's own once, in "server up"; a line about
+	// another server names it as peer.
+	for _, l := range strings.Split(tn.logs[0].errb.String(), "\n") {
+		if strings.Contains(l, " server=") || strings.Contains(l, " self=") {
+			t.Errorf("a line names the server itself: %s", l)
+		}
+		if strings.Contains(l, `msg="server up"`) && !strings.Contains(l, " id=12D3") {
+			t.Errorf("server up without the server's id: %s", l)
+		}
+	}
 	_ = tn.logs[1].cmd.Process.Signal(syscall.SIGINT)
 	tn.logs[1].wait(15 * time.Second)
 	waitFor(t, 60*time.Second, "a departure in the first server's log", func() bool {

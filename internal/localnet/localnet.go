@@ -98,6 +98,10 @@ func Start(ctx context.Context, cfg Config) (*Net, error) {
 		sc := node.ServerConfig{DataDir: filepath.Join(dir, fmt.Sprintf("s%d", i)), Listen: []string{loopback},
 			Peers: append([]string(nil), peers...), Nick: fmt.Sprintf("%s%d", cfg.Nick, i),
 			MinServers: cfg.MinServers, MinClients: cfg.MinClients, NoLAN: true, Params: cfg.Params, Logger: cfg.Logger, Network: cfg.Network}
+		if sc.Logger != nil {
+			// Several servers share the log: each line says whose.
+			sc.Logger = sc.Logger.With("self", sc.Nick)
+		}
 		if cfg.Server != nil {
 			cfg.Server(i, &sc)
 		}
