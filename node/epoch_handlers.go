@@ -105,6 +105,15 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if pos < 0 {
 		return 0, nil, errors.New("node: this server is not in the prepared chain")
 	}
+	if p.Number == 1 {
+		ids := make([]peer.ID, len(p.Chain))
+		for i, b := range p.Chain {
+			ids[i] = peer.ID(b)
+		}
+		if err := s.checkFounding(ids); err != nil {
+			return 0, nil, err
+		}
+	}
 	if !inChain {
 		return 0, nil, errors.New("node: prepare from outside its chain")
 	}

@@ -83,8 +83,9 @@ func (s *Server) takeTurn() (uint64, []peer.ID) {
 	n := s.nextNumber()
 	full := s.takenChain(n)
 	eligible := s.pinned(full)
+	short := len(full) < s.cfg.MinServers || (n == 1 && s.checkFounding(full) != nil)
 	s.mu.Lock()
-	if len(full) < s.cfg.MinServers || s.running() {
+	if short || s.running() {
 		s.progressed()
 		s.mu.Unlock()
 		return 0, nil
