@@ -279,7 +279,6 @@ func TestOutsidersCertifyAhead(t *testing.T) {
 		}
 		fn.addClient(t)
 		fn.addClient(t)
-		t.Logf("before clients: epochs %d numbers %v", fn.epochs(), fn.numbers())
 		took := fn.waitEpochs(t, 0, 2*time.Minute)
 		fn.shareFetch(t, 5*time.Minute)
 		if held := fn.certsHolding(ids...); len(held) > 0 {
@@ -297,7 +296,7 @@ func TestOutsidersCertifyAhead(t *testing.T) {
 		if n := fn.charged(honest...); n != 0 {
 			t.Errorf("%d aborts charged to honest servers", n)
 		}
-		t.Logf("first epoch %v after the clients came; numbers %v", took.Round(time.Second), fn.numbers())
+		t.Logf("first epoch %v after the clients came; numbers %v", took.Round(100*time.Millisecond), fn.numbers())
 	})
 }
 
@@ -409,4 +408,60 @@ func TestTimeoutVoteFlood(t *testing.T) {
 	})
 }
 
-
+// TestLeaderHoldsOpen (issue 25 point 4): a leader that opens its epoch
+// and never closes the registration held every server of its chain for
+// good (each signed the open descriptor, so none votes the number's
+// timeout, and the leader timeout did not run while an epoch ran). Now a
+// server that holds its clients and had no close within T_lead of its
+// registration deadline aborts (AbortNoClose); the open signatures with
+// that abort certify the number and every server charges the leader (its
+// turns are m numbers apart, so its budget of one abort per m numbers
+// lets it cost one registration window and T_lead a turn, as a silent
+// leader costs T_lead). Epochs go on, no honest server is charged, and a
+// share acknowledged meanwhile is fetched.
+func TestLeaderHoldsOpen(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		fn := startFounded(t, 4, 4, 2, testParams(2), func(i int, c *ServerConfig) {
+			c.LeaderTimeout = 2 * time.Second
+			c.MinServers = 3
+		})
+		fn.waitEpochs(t, 0, 2*time.Minute)
+		bad := fn.servers[0]
+		bad.hooks.Store(&serverHooks{holdOpen: func() bool { return true }})
+		e0 := fn.epochs()
+		n0 := fn.servers[1].certTop()
+		start := time.Now()
+		// The bad server leads one number in four: eight more epochs pass
+		// two of its turns.
+		if err := wait.Until(context.Background(), 3*time.Minute, func() bool { return fn.epochs() >= e0+8 }); err != nil {
+			t.Fatalf("epochs with a leader that holds its registration open: %d after %d, numbers %v", fn.epochs(), e0, fn.numbers())
+		}
+		took := time.Since(start)
+		fn.shareFetch(t, 5*time.Minute)
+		aborts := 0
+		for n := n0 + 1; n <= fn.servers[1].certTop(); n++ {
+			if c, ok := fn.servers[1].certOf(n); ok && c.Kind == wire.CertAbort {
+				var a wire.Abort
+				if a.Unmarshal(c.Abort) == nil && a.Kind == wire.AbortNoClose {
+					aborts++
+				}
+			}
+		}
+		if aborts == 0 {
+			t.Errorf("no number %d–%d certified by a no-close abort", n0+1, fn.servers[1].certTop())
+		}
+		for i, s := range fn.servers[1:] {
+			if n := s.refusalCounts()[bad.ID()]; n < 2 {
+				t.Errorf("server %d charged the leader that held its registration %d times, want 2", i+1, n)
+			}
+		}
+		var honest []peer.ID
+		for _, s := range fn.servers[1:] {
+			honest = append(honest, s.ID())
+		}
+		if n := fn.charged(honest...); n != 0 {
+			t.Errorf("%d aborts charged to honest servers", n)
+		}
+		t.Logf("8 epochs in %v with a leader holding its registration open (%d no-close aborts); numbers %v", took.Round(100*time.Millisecond), aborts, fn.numbers())
+	})
+}

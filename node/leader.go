@@ -162,15 +162,19 @@ func (s *Server) awaitRegistrations(ctx context.Context, chain []peer.ID, id [32
 		}
 		s.mu.Lock()
 		e := s.epochs[id]
-		count := 0
+		count, ended := 0, false
 		if e != nil {
-			count = len(e.fwd)
+			count, ended = len(e.fwd), e.ended
 		}
 		s.mu.Unlock()
 		if e == nil {
 			return nil, errors.New("node: epoch vanished during registration")
 		}
-		if time.Now().After(deadline) && count >= s.cfg.MinClients {
+		if ended {
+			// Another server's abort (a close overdue there, §3).
+			return nil, errors.New("node: epoch ended during registration")
+		}
+		if time.Now().After(deadline) && count >= s.cfg.MinClients && !s.hookHoldOpen() {
 			return e, nil
 		}
 	}
