@@ -3,18 +3,24 @@ package node
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -71,10 +77,17 @@ func startFounded(t *testing.T, m, n, minClients int, p Params, adjust func(i in
 	return fn
 }
 
-func (fn *foundedNet) addClient(t *testing.T) *Client {
+func (fn *foundedNet) addClient(t *testing.T) *Client { return fn.addClientCfg(t, nil) }
+
+// addClientCfg adds a client that adjust may configure.
+func (fn *foundedNet) addClientCfg(t *testing.T, adjust func(c *ClientConfig)) *Client {
 	t.Helper()
 	i := len(fn.clients)
-	c, err := NewClient(context.Background(), ClientConfig{MinAnonymity: 1, Now: true, Server: fn.addrs[i%len(fn.addrs)], Logger: anonLogger()})
+	cfg := ClientConfig{MinAnonymity: 1, Now: true, Server: fn.addrs[i%len(fn.addrs)], Logger: anonLogger()}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	c, err := NewClient(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,5 +476,136 @@ func TestLeaderHoldsOpen(t *testing.T) {
 			t.Errorf("%d aborts charged to honest servers", n)
 		}
 		t.Logf("8 epochs in %v with a leader holding its registration open (%d no-close aborts); numbers %v", took.Round(100*time.Millisecond), aborts, fn.numbers())
+	})
+}
+
+// TestFreshKeysAtWindowOpen (issue 25 point 8): at the window's open, an
+// attacker registers 64 fresh keys (n_max) with its primary from one
+// address range, before a returning client of clean record registers
+// there half a second later. "Epoch full" was applied at intake, first
+// come, before the admission order: the returning client was refused.
+// Now one range holds at most n_max/2 of the intake (refused before the
+// proofs), and the primary orders its registrations at its deadline
+// before it forwards them: the returning client is in the final
+// descriptor, nobody is charged.
+func TestFreshKeysAtWindowOpen(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		p := testParams(2)
+		p.RegWindowMs = 2000
+		fn := startFounded(t, 3, 0, 2, p, nil)
+		var late atomic.Bool
+		c0 := fn.addClientCfg(t, func(c *ClientConfig) {
+			c.dupTest = &dupClientTest{register: func([32]byte, []*group.Element, ed25519.PublicKey, *mix.ClientSecret, *mix.Registration) {
+				if late.Load() {
+					time.Sleep(500 * time.Millisecond)
+				}
+			}}
+		})
+		fn.addClient(t)
+		s0 := fn.servers[0]
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool {
+			seen, ok := s0.keySeen(c0.ltKey.Public())
+			return ok && seen.Dry == 0
+		}); err != nil {
+			t.Fatal("client 0 never returning at its primary")
+		}
+		late.Store(true)
+		s0.mu.Lock()
+		before := map[[32]byte]bool{}
+		for id := range s0.epochs {
+			before[id] = true
+		}
+		s0.mu.Unlock()
+		var e *sepoch
+		if err := wait.Until(context.Background(), time.Minute, func() bool {
+			s0.mu.Lock()
+			defer s0.mu.Unlock()
+			if o := s0.open; o != nil && o.openBytes != nil && !before[o.v.id] {
+				e = o
+			}
+			return e != nil
+		}); err != nil {
+			t.Fatal("no epoch opened")
+		}
+		// The flood: 64 valid registrations of fresh keys at once.
+		const flood = 64
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		errs := map[string]int{}
+		for range flood {
+			pub, priv, err := ed25519.GenerateKey(rand.Reader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, reg, err := mix.Register(mix.EpochID(e.v.id), pub, e.v.serverKeys, rand.Reader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := reg.MarshalBinary()
+			msg := wire.Register{Epoch: e.v.id, XKey: reg.PIRKey, Reg: raw}
+			copy(msg.RegKey[:], pub)
+			dg := registerDigest(&msg)
+			copy(msg.Sig[:], ed25519.Sign(priv, dg[:]))
+			lt, err := NewLongTermKey(rand.Reader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cr := wire.ClientRegister{Reg: msg, LTKey: lt.Public(), LTSig: lt.sign(msg.Epoch, msg.RegKey)}
+			from := newPeerKey(t).id
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				_, _, err := s0.onClientRegister(ctx, from, cr.Marshal())
+				kind := "in the final descriptor"
+				if err != nil {
+					kind = err.Error()
+					if i := strings.Index(kind, ":"); i > 0 && strings.HasPrefix(kind, "node: registrations from") {
+						kind = "range full"
+					}
+				}
+				mu.Lock()
+				errs[kind]++
+				mu.Unlock()
+			}()
+		}
+		if err := wait.Until(context.Background(), time.Minute, func() bool {
+			s0.mu.Lock()
+			defer s0.mu.Unlock()
+			return e.final != nil || e.ended
+		}); err != nil {
+			t.Fatal("the flooded epoch never closed")
+		}
+		s0.mu.Lock()
+		in, floodIn := false, 0
+		if e.final != nil {
+			for _, c := range e.final.desc.Clients {
+				if from, ok := e.regFrom[c.RegKey]; ok {
+					if from == c0.PeerID() {
+						in = true
+					} else {
+						floodIn++
+					}
+				}
+			}
+		}
+		final := e.final != nil
+		s0.mu.Unlock()
+		wg.Wait()
+		if !final || !in {
+			t.Fatalf("the returning client in the flooded epoch's final descriptor: %v (final %v); flood: %v", in, final, errs)
+		}
+		if floodIn > flood/2 {
+			t.Errorf("%d fresh keys of one range in the final descriptor, want at most %d", floodIn, flood/2)
+		}
+		var honest []peer.ID
+		for _, s := range fn.servers {
+			honest = append(honest, s.ID())
+		}
+		if n := fn.charged(honest...); n != 0 {
+			t.Errorf("%d aborts charged to honest servers", n)
+		}
+		t.Logf("returning client kept; %d of the %d fresh keys in the final descriptor; outcomes %v", floodIn, flood, errs)
 	})
 }

@@ -589,8 +589,9 @@ func (s *Server) onClose(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		s.open = nil
 	}
 	// The list goes in this primary's own admission order (§3, §8): the
-	// leader fills its quota from the front.
-	e.order = s.admissionOrder(e)
+	// leader fills its quota from the front. Fixed at the deadline when
+	// registrations waited for it (intake.go).
+	s.fixOrderLocked(e)
 	// (v3) r_j is revealed now, after the deadline (reveal.go), and the
 	// order goes signed as a whole (orders.go).
 	o, err := s.signOrder(e)
