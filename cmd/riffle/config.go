@@ -117,7 +117,7 @@ var setFromConfig = map[string]bool{}
 var (
 	clientConfigKeys = []string{"server", "require-server", "data", "min-anonymity", "accept-budget-drops", "quiet"}
 	serverConfigKeys = []string{"data", "listen", "peer", "nick", "min-servers", "min-clients", "no-mdns", "allow-server",
-		"quota", "retention", "chunk-size", "rounds", "k", "reg-window", "round-limit"}
+		"founder", "quota", "retention", "chunk-size", "rounds", "k", "reg-window", "round-limit"}
 )
 
 func configKeys() []string {

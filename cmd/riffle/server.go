@@ -39,6 +39,7 @@ timing flags matter only there.`,
 			&cli.IntFlag{Name: "min-clients", Value: node.DefaultMinClients, Usage: "no epoch starts with a smaller anonymity set"},
 			&cli.BoolFlag{Name: "no-mdns", Usage: "do not discover servers on the local network"},
 			&cli.StringSliceFlag{Name: "allow-server", Usage: "serve only in chains whose other servers all have these peer ids (repeatable; default: any server)"},
+			&cli.StringSliceFlag{Name: "founder", Usage: "peer id of a founder of the group, this server's own included: the same list on every server (repeatable; none: any server may found it)"},
 			&cli.StringFlag{Name: "quota", Usage: "cap on the chunk data stored, e.g. 20GiB (0: none; the file is about 2 % larger)"},
 			&cli.DurationFlag{Name: "retention", Usage: "drop chunks not published, fetched or requested for this long, e.g. 720h (0: keep forever)"},
 			&cli.IntFlag{Name: "chunk-size", Usage: "epoch parameter b in bytes, as leader", DefaultText: fmt.Sprint(defaults.ChunkSize)},
@@ -124,6 +125,14 @@ func runServer(c *cli.Context) error {
 		}
 		allow = append(allow, id)
 	}
+	var founders []peer.ID
+	for _, a := range c.StringSlice("founder") {
+		id, err := peer.Decode(strings.TrimSpace(a))
+		if err != nil {
+			return usagef("--founder %q: %v", a, err)
+		}
+		founders = append(founders, id)
+	}
 	if err := checkUIFlags(c); err != nil {
 		return err
 	}
@@ -146,6 +155,7 @@ func runServer(c *cli.Context) error {
 		MinClients:   c.Int("min-clients"),
 		NoLAN:        c.Bool("no-mdns"),
 		AllowServers: allow,
+		Founders:     founders,
 		Params:       params,
 		StoreOptions: node.StoreOptions{QuotaBytes: quota, Retention: c.Duration("retention")},
 		Logger:       serverLogger(c),
