@@ -609,3 +609,45 @@ func TestFreshKeysAtWindowOpen(t *testing.T) {
 		t.Logf("returning client kept; %d of the %d fresh keys in the final descriptor; outcomes %v", floodIn, flood, errs)
 	})
 }
+
+// TestPrepareRefuser (issue 25 point 3): one server of four refuses every
+// Prepare (its client cap differs from the group's). Leaders kept
+// proposing it and the servers kept refusing a chain that left it out
+// (it would serve, it said): timeout certificates only, no epoch. Now a
+// leader leaves a refuser out of its next attempt at the same number, and
+// every other server accepts its absence once it refuses the question
+// "would you serve" for those parameters too: epochs run without it.
+func TestPrepareRefuser(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		const refuser = 3 // no client has it as primary
+		fn := startFounded(t, 4, 3, 2, testParams(2), func(i int, c *ServerConfig) {
+			c.LeaderTimeout = 2 * time.Second
+			c.MinServers = 3
+			if i == refuser {
+				c.Params.MaxClients *= 2
+			}
+		})
+		took := fn.waitEpochs(t, 2, 2*time.Minute)
+		fn.shareFetch(t, 5*time.Minute)
+		bad := fn.servers[refuser].ID()
+		for i, s := range fn.servers[:refuser] {
+			for n := uint64(1); n <= s.certTop(); n++ {
+				if c, ok := s.certOf(n); ok && c.Kind == wire.CertFinal {
+					for _, p := range c.Chain {
+						if peer.ID(p) == bad {
+							t.Errorf("server %d: the refuser in the chain of final %d", i, n)
+						}
+					}
+				}
+			}
+		}
+		var honest []peer.ID
+		for _, s := range fn.servers[:refuser] {
+			honest = append(honest, s.ID())
+		}
+		if n := fn.charged(honest...); n != 0 {
+			t.Errorf("%d aborts charged to honest servers", n)
+		}
+		t.Logf("3 epochs for every client in %v with a Prepare refuser; numbers %v", took.Round(100*time.Millisecond), fn.numbers())
+	})
+}

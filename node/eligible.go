@@ -389,11 +389,26 @@ func (s *Server) proposedChain(eligible []peer.ID) []peer.ID {
 	return out
 }
 
-// noteWithdrawal records the server whose refusal in err is a withdrawal;
-// it reports whether there was one.
+// noteWithdrawal records the server whose refusal in err is a withdrawal,
+// or that refused on another ground; it reports whether there was one
+// (the leader then tries again at once without it).
 func (s *Server) noteWithdrawal(err error) bool {
 	var ce *chainErr
-	if !errors.As(err, &ce) || !strings.Contains(ce.Err.Error(), withdrawMark) {
+	if !errors.As(err, &ce) {
+		return false
+	}
+	if !strings.Contains(ce.Err.Error(), withdrawMark) {
+		// (issue 25 point 3) a server that refused the Prepare on any
+		// other ground is left out of the next attempt at this number
+		// for a moment: every other server asks it whether it would
+		// serve (derive.go) and accepts its absence only if it refuses
+		// that question too, so a refuser no longer halts the group and
+		// an honest server a wrong leader dropped is not left out.
+		if ce.Peer != s.h.ID() {
+			s.log.Info("server refused the prepare: next attempt without it", "peer", ce.Peer.ShortString(), "reason", ce.Err.Error())
+			s.who.withdraw(ce.Peer, helloEvery)
+			return true
+		}
 		return false
 	}
 	s.log.Info("server withdrew", "peer", ce.Peer.ShortString(), "reason", ce.Err.Error())

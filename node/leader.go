@@ -30,6 +30,11 @@ func (s *Server) leaderLoop(ctx context.Context) {
 		}
 		if err := s.runEpoch(ctx, chain, number); err != nil && ctx.Err() == nil {
 			s.log.Warn("epoch failed", "err", err)
+			if errors.Is(err, errRetryWithout) {
+				// The same number at once without the server that
+				// refused (§3): well within T_lead.
+				continue
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -38,6 +43,10 @@ func (s *Server) leaderLoop(ctx context.Context) {
 		}
 	}
 }
+
+// errRetryWithout marks a Prepare that a server of the chain refused:
+// the leader tries the number again at once without it.
+var errRetryWithout = errors.New("node: a server refused the prepare")
 
 // abortAll ends epoch id on every server of the chain with the leader's
 // signed coordination abort. If the epoch is known here and another
@@ -118,7 +127,9 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 		// A server that refused may know numbers this one does not:
 		// catch up from the certificates (certs.go).
 		s.pokeSync()
-		s.noteWithdrawal(err)
+		if s.noteWithdrawal(err) {
+			err = errors.Join(errRetryWithout, err)
+		}
 		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: prepare epoch %d: %w", number, err)
 	}
 	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.cfg.Params.wire(), Group: make([]wire.GroupEntry, len(chain)), Previous: prev}
