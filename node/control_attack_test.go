@@ -651,3 +651,71 @@ func TestPrepareRefuser(t *testing.T) {
 		t.Logf("3 epochs for every client in %v with a Prepare refuser; numbers %v", took.Round(100*time.Millisecond), fn.numbers())
 	})
 }
+
+// TestEarlyNoPubCharged (issue 25 point 5): a server that is not the last
+// signs a "no publication" abort, or S_0 proposes a void, for a round
+// whose publication is not yet due: every receiver charged the last
+// server, which two such epochs left out of the chains, and never the
+// signer. Now a claim counts against the last server only where the
+// round's part went on at least half a round limit ago; else its signer
+// (the void's proposer) is charged. Epochs go on and a share acknowledged
+// after is fetched.
+func TestEarlyNoPubCharged(t *testing.T) {
+	for _, kind := range []string{"abort", "void"} {
+		t.Run(kind, func(t *testing.T) {
+			virtual(t, func(t *testing.T) {
+				fn := startFounded(t, 3, 3, 3, testParams(16), nil)
+				byID := map[peer.ID]*Server{}
+				for _, s := range fn.servers {
+					byID[s.ID()] = s
+				}
+				// An epoch in its rounds, at every server.
+				var id [32]byte
+				var chain []peer.ID
+				if err := wait.Until(context.Background(), 2*time.Minute, func() bool {
+					s := fn.servers[0]
+					s.mu.Lock()
+					defer s.mu.Unlock()
+					for eid, e := range s.epochs {
+						if e.final != nil && e.setupDone && !e.ended && e.listHigh >= 1 {
+							id, chain = eid, e.final.chain
+							return true
+						}
+					}
+					return false
+				}); err != nil {
+					t.Fatal("no epoch reached its rounds")
+				}
+				last := chain[len(chain)-1]
+				culprit := byID[chain[0]] // S_0: not the last server
+				culprit.mu.Lock()
+				e := culprit.epochs[id]
+				q := e.listHigh + uint32(e.final.desc.Params.W) + roundsAhead - 1
+				culprit.mu.Unlock()
+				if q >= e.final.desc.Params.Rounds {
+					t.Fatalf("round %d beyond the epoch", q)
+				}
+				if kind == "abort" {
+					culprit.mu.Lock()
+					culprit.endNoPub(e, q, fmt.Sprintf("round %d: no publication", q))
+					culprit.mu.Unlock()
+				} else if !culprit.voidRound(e, q) {
+					t.Fatalf("the void of round %d not signed", q)
+				}
+				e0 := fn.epochs()
+				took := fn.waitEpochs(t, e0, 2*time.Minute)
+				fn.shareFetch(t, 5*time.Minute)
+				for i, s := range fn.servers {
+					counts := s.refusalCounts()
+					if counts[last] != 0 {
+						t.Errorf("server %d charged the last server %d times", i, counts[last])
+					}
+					if counts[culprit.ID()] < 1 {
+						t.Errorf("server %d did not charge the %s's signer", i, kind)
+					}
+				}
+				t.Logf("%s of round %d (not due): next epoch in %v", kind, q, took.Round(100*time.Millisecond))
+			})
+		})
+	}
+}

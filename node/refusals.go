@@ -293,7 +293,7 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID) bool 
 			// A server said it lacked its input of the round (lack.go):
 			// its own abort, as a void would have been.
 			charged = e.v.chain[x.lackBy]
-		} else if x == nil || !x.pubDone {
+		} else if (x == nil || !x.pubDone) && e.pubDue(a.Round) {
 			charged = e.v.chain[len(e.v.chain)-1]
 		}
 	}
