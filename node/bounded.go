@@ -32,9 +32,10 @@ const (
 
 // checkGroupParams refuses a leader's parameters that differ from this
 // server's own in anything but the round limit: chunk size, request slots,
-// cover window, rounds, the caps and the registration window are group
-// constants. A leader that chose the window could close registration
-// before clients had it, or hold an epoch open for 2^30 ms (issue 25).
+// cover window, rounds, the caps, the index retention, the pace (pace.go)
+// and the registration window are group constants. A leader that chose
+// the window could close registration before clients had it, or hold an
+// epoch open for 2^30 ms (issue 25).
 func checkGroupParams(got, own wire.Params) error {
 	a, b := got, own
 	a.RoundLimitMs, b.RoundLimitMs = 0, 0

@@ -76,6 +76,8 @@ func TestLeaderTricksFail(t *testing.T) {
 			"client cap not the group's":      func(q *Params) { q.MaxClients = MinClientCap * 2 },
 			"rounds not the group's":          func(q *Params) { q.Rounds = 4 },
 			"index retention not the group's": func(q *Params) { q.IndexHours++ },
+			"pace not the group's":            func(q *Params) { q.RoundIntervalMs++ },
+			"pace below the floor":            func(q *Params) { q.RoundIntervalMs = 0 },
 			"short registration window":       func(q *Params) { q.RegWindowMs = 1 },
 			// (issue 25 point 4) a leader held an epoch open this long.
 			"2^30 ms registration window": func(q *Params) { q.RegWindowMs = 1 << 30 },
@@ -88,8 +90,10 @@ func TestLeaderTricksFail(t *testing.T) {
 				prep.Chain = append(prep.Chain, []byte(c))
 			}
 			for _, h := range honest {
-				if _, err := call(ctx, leader.h, h.ID(), request{Proto: ProtoEpoch, Type: wire.TypePrepare, Body: prep.Marshal(), Timeout: shortTimeout}); err == nil {
-					t.Fatalf("%s: prepare accepted by %s", name, h.ID().ShortString())
+				// Refused for its parameters, not for a later check.
+				_, err := call(ctx, leader.h, h.ID(), request{Proto: ProtoEpoch, Type: wire.TypePrepare, Body: prep.Marshal(), Timeout: shortTimeout})
+				if err == nil || !strings.Contains(err.Error(), "group's") && !strings.Contains(err.Error(), "outside") {
+					t.Fatalf("%s: prepare not refused for its parameters by %s: %v", name, h.ID().ShortString(), err)
 				}
 			}
 		}

@@ -36,7 +36,11 @@ type ClientConfig struct {
 	Logger      *slog.Logger
 	// Progress receives human-readable progress lines (nil: none).
 	Progress io.Writer
-	Rand     io.Reader
+	// Notices receives the few lines the user must see even without
+	// progress, such as a data directory moved to another network's
+	// state (netbind.go); nil: Progress.
+	Notices io.Writer
+	Rand    io.Reader
 	// OnSend, if set, is called with the type of every request the client
 	// sends and the bytes written to its stream (the wire-size equality
 	// test records them).
@@ -52,6 +56,11 @@ type ClientConfig struct {
 	// (§3 "Who may serve", client_budget.go); without it the client
 	// refuses such an epoch, says why and waits.
 	AcceptBudgetDrops bool
+	// MaxRate, if not zero, is the most bytes a second, each way, the
+	// client agrees to move: it refuses a group whose constants allow more
+	// (GroupCost's worst case), checked once per group, never per epoch,
+	// and stops with ErrOverBudget (group.go).
+	MaxRate float64
 	// Now starts jobs at once instead of after the presence wait of §5.4
 	// (PresenceMin to PresenceMax full epochs from arrival): what a
 	// one-shot `--now` does, and tests. It reveals when a job ran.
@@ -75,9 +84,15 @@ func (c *ClientConfig) network() transport.Network {
 // primary, sending one onion and k queries every round (cover when idle),
 // and carries share and get jobs.
 type Client struct {
-	cfg     ClientConfig
-	ltKey   *LongTermKey // signs each registration for the primary (ltkey.go)
-	db      *store.ClientDB
+	cfg   ClientConfig
+	ltKey *LongTermKey // signs each registration for the primary (ltkey.go)
+	db    *store.ClientDB
+	// The data directory's network (netbind.go): bound is closed once db
+	// is this network's; until then the database opened at start waits
+	// in unbound. netRec: the servers recorded as its network.
+	bound   chan struct{}
+	unbound *store.ClientDB
+	netRec  map[peer.ID]bool
 	log     *slog.Logger
 	rand    io.Reader
 	h       transport.Host
@@ -137,6 +152,11 @@ type Client struct {
 	// budget is what this client saw of the servers' refusal budgets
 	// (client_budget.go).
 	budget budgetState
+	// group is the group's constants this client checked against
+	// MaxRate, with their cost, and what it moved (group.go).
+	group groupState
+	// fatal is why the client stopped by itself (Err).
+	fatal error
 	// held: chunks this client published or fetched (at most maxHeld),
 	// for local views only (Holds): they never choose a request.
 	held map[[32]byte]bool
@@ -159,7 +179,12 @@ type Client struct {
 	epochRounds0 int
 	epochMoved0  int // chunks uploaded and fetched before the epoch
 	epochEnd     time.Time
+	epochLen     time.Duration // how long the last epoch taken part in lasted
 	waiting      string
+	// gstate is the primary's last answer on the group's state, at
+	// gstateAt (waitstate.go).
+	gstate   wire.State
+	gstateAt time.Time
 }
 
 // Stats counts what a client did.
@@ -237,6 +262,11 @@ type shareJob struct {
 	warnings    []string
 	err         error
 	ep          jobEpochs // epochs with real traffic (presence.go)
+	// resume is the key of the job's resume record (share_resume.go),
+	// nil without one; resumed counts the chunks that went out in an
+	// earlier run.
+	resume  *[32]byte
+	resumed int
 }
 
 // finish closes the job's done channel once; call with c.mu held.
@@ -369,8 +399,9 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	c := &Client{cfg: cfg, ltKey: lt, log: log, rand: rnd, h: h, primary: ai.ID, ctx: cctx, cancel: cancel, done: make(chan struct{}),
 		changed: make(chan struct{}), wants: map[[32]byte]*getJob{}, inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{},
-		retry: map[[32]byte]bool{}, held: map[[32]byte]bool{}, localDone: make(chan struct{})}
+		retry: map[[32]byte]bool{}, held: map[[32]byte]bool{}, localDone: make(chan struct{}), bound: make(chan struct{})}
 	c.local.wake = make(chan struct{}, 1)
+	c.group.since = time.Now()
 	if c.jobWait, err = drawPresence(rnd); err != nil {
 		h.Close()
 		cancel()
@@ -382,6 +413,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		return nil, fmt.Errorf("node: connect to %s: %w", cfg.Server, err)
 	}
 	c.openClientDB()
+	c.bindAtStart()
 	go c.run()
 	go c.localWorker()
 	return c, nil
@@ -395,6 +427,9 @@ func (c *Client) Close() error {
 	var err error
 	if c.db != nil {
 		err = c.db.Close()
+	}
+	if c.unbound != nil {
+		err = errors.Join(err, c.unbound.Close())
 	}
 	return errors.Join(c.h.Close(), err)
 }
@@ -454,10 +489,24 @@ func (c *Client) jobProgress(ctx context.Context, format string, args ...any) {
 // call sends r to the client's primary, reporting the bytes sent to
 // ClientConfig.OnSend.
 func (c *Client) call(ctx context.Context, r request) ([]byte, error) {
-	if c.cfg.OnSend != nil {
-		r.Sent = func(t wire.Type, n int) { c.cfg.OnSend(uint8(t), n) }
+	return c.callTo(ctx, c.primary, r)
+}
+
+// callTo sends r to server p, counting the bytes each way (Status) and
+// reporting those sent to ClientConfig.OnSend.
+func (c *Client) callTo(ctx context.Context, p peer.ID, r request) ([]byte, error) {
+	onSend := c.cfg.OnSend
+	r.Sent = func(t wire.Type, n int) {
+		c.group.sent.Add(int64(n))
+		if onSend != nil {
+			onSend(uint8(t), n)
+		}
 	}
-	return call(ctx, c.h, c.primary, r)
+	rep, err := call(ctx, c.h, p, r)
+	if err == nil {
+		c.group.recv.Add(int64(frameHeader + len(rep)))
+	}
+	return rep, err
 }
 
 func (c *Client) run() {
@@ -465,16 +514,34 @@ func (c *Client) run() {
 	c.resendPending(c.ctx)
 	var last [32]byte
 	for c.ctx.Err() == nil {
+		began := time.Now()
 		id, err := c.oneEpoch(last)
 		if id != ([32]byte{}) {
 			last = id
 		}
+		if errors.Is(err, ErrOverBudget) {
+			c.log.Warn("client stops", "err", err)
+			c.mu.Lock()
+			c.fatal = err
+			c.notify()
+			c.mu.Unlock()
+			return
+		}
+		// Epoch attempts start at least the group's registration window
+		// apart, so that what aborted setups cost is bounded by the
+		// constants too (GroupCost); a failed one waits half a second.
+		next := began.Add(c.attemptGap())
 		if err != nil && c.ctx.Err() == nil {
 			c.log.Info("epoch left", "err", err)
 			c.noteWait(waitLine(err))
+			if at := time.Now().Add(500 * time.Millisecond); at.After(next) {
+				next = at
+			}
+		}
+		if d := time.Until(next); d > 0 {
 			select {
 			case <-c.ctx.Done():
-			case <-time.After(500 * time.Millisecond):
+			case <-time.After(d):
 			}
 		}
 	}

@@ -62,7 +62,16 @@ type ClientStatus struct {
 	Throughput float64 `json:"throughput_bytes_per_s"`
 	Goodput    float64 `json:"goodput_bytes_per_s"`
 	Waiting    string  `json:"waiting,omitempty"` // why no epoch runs, if none does
-	Stats      Stats   `json:"stats"`
+	// What this client moves an hour: the group's worst case from its
+	// constants (GroupCost; 0 before the first descriptor), and what it
+	// sent and received since it started (every request and reply).
+	GroupSendPerHour float64 `json:"group_send_bytes_per_hour"`
+	GroupRecvPerHour float64 `json:"group_recv_bytes_per_hour"`
+	SentPerHour      float64 `json:"sent_bytes_per_hour"`
+	RecvPerHour      float64 `json:"recv_bytes_per_hour"`
+	// MaxRate is --max-rate, bytes a second each way (0: none).
+	MaxRate float64 `json:"max_rate_bytes_per_s,omitempty"`
+	Stats   Stats   `json:"stats"`
 	// Paused are the jobs paused after their allowance of epochs with
 	// real traffic (§5.4 v3), waiting for their user.
 	Paused []PausedJob `json:"paused,omitempty"`
@@ -78,7 +87,17 @@ func (c *Client) Status() ClientStatus {
 	defer c.mu.Unlock()
 	st.Stats = c.stats
 	st.Paused = c.pausedJobs()
-	st.AnonymitySet, st.ChunkSize, st.Waiting = c.anon, c.b, c.waiting
+	st.AnonymitySet, st.ChunkSize = c.anon, c.b
+	if c.epoch == nil {
+		st.Waiting = c.waitReasonLocked()
+	}
+	st.MaxRate = c.cfg.MaxRate
+	if c.group.checked {
+		st.GroupSendPerHour, st.GroupRecvPerHour = c.group.cost.Worst.SendPerHour, c.group.cost.Worst.RecvPerHour
+	}
+	if h := time.Since(c.group.since).Hours(); h > 0 {
+		st.SentPerHour, st.RecvPerHour = float64(c.group.sent.Load())/h, float64(c.group.recv.Load())/h
+	}
 	if e := c.epoch; e != nil {
 		st.Epoch = hex.EncodeToString(e.v.id[:])
 		for i, p := range e.v.chain {
@@ -122,14 +141,37 @@ func (c *Client) noteWait(why string) {
 func (c *Client) waitReason() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.waitReasonLocked()
+}
+
+// WaitReason says what a job of this client waits for, if it waits: an
+// epoch to open (and about how long), or the presence and anonymity rules
+// that hold jobs; "" while jobs run.
+func (c *Client) WaitReason() string { return c.waitReason() }
+
+// waitReasonLocked is waitReason with c.mu held.
+func (c *Client) waitReasonLocked() string {
 	if c.epoch != nil {
 		if c.holdJobs() {
 			return fmt.Sprintf("holding the job: this epoch has %d clients registered through servers this client trusts, below the minimum of %d asked for (--min-anonymity); sending cover until a larger epoch", c.trusted, c.cfg.MinAnonymity)
 		}
 		if !c.jobsReady() {
-			return fmt.Sprintf("holding the job: this client has been present %d of the %d full epochs it waits before any job, so that when a job runs says nothing about when it came; sending cover meanwhile", c.fullEpochs, c.jobWait)
+			line := fmt.Sprintf("holding the job: this client has been present %d of the %d full epochs it waits before any job, so that when a job runs says nothing about when it came; sending cover meanwhile", c.fullEpochs, c.jobWait)
+			if c.epochLen > 0 {
+				line += fmt.Sprintf(" (about %s more: epochs here last about %s)", roundUp(time.Duration(c.jobWait-c.fullEpochs)*c.epochLen), roundUp(c.epochLen))
+			}
+			return line
 		}
 		return ""
+	}
+	// A refusal of this client's own settings (a required server
+	// missing, a budget drop) says more than the group's state; any other
+	// failed attempt says less.
+	if c.waiting != "" && strings.Contains(c.waiting, "refused") {
+		return c.waiting
+	}
+	if !c.gstateAt.IsZero() && time.Since(c.gstateAt) <= stateFresh {
+		return c.groupWait()
 	}
 	if c.waiting != "" {
 		return c.waiting

@@ -43,6 +43,9 @@ type sepoch struct {
 	// man: which published manifest chunks the index takes (§6.4 v3,
 	// manifests.go).
 	man manifestCaps
+	// paceNext is the earliest time this server may start its part of
+	// the next round (pace.go).
+	paceNext time.Time
 
 	epochSecrets
 	epochLife
@@ -274,6 +277,10 @@ func (s *Server) endQuiet(e *sepoch, reason string) {
 		return
 	}
 	e.ended, e.reason = true, reason
+	if e.setupDone {
+		// An epoch that ran, not a registration that came to nothing.
+		s.lastEnd = time.Now()
+	}
 	s.flushManifests(e)
 	if e.final != nil && len(e.lt) > 0 && s.ctx.Err() == nil {
 		s.wg.Add(1)

@@ -71,6 +71,7 @@ func (*Server) hookLoseOut(uint32) bool                   { return false }
 func (*Server) hookProbe(*sepoch, uint32, int)            {}
 func (*Server) hookRefuseEvidence(wire.Type) bool         { return false }
 func (*Server) hookLiar() bool                            { return false }
+func (*Server) hookNoPace() bool                          { return false }
 func (*Server) hookLieDrop(uint32) bool                   { return false }
 func (*Server) hookBadProof([]byte)                       {}
 func (*Server) hookRoot(_ *wire.Batch, msg []byte) []byte { return msg }

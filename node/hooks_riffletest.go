@@ -67,6 +67,9 @@ type clientHookState struct {
 
 // serverHooks let a test make a server misbehave.
 type serverHooks struct {
+	// noPace makes this server start its layers without the group
+	// pace (a malicious server that runs rounds fast; pace.go).
+	noPace bool
 	// corruptOut may alter this server's output batch of round r before
 	// it is signed.
 	corruptOut func(r uint32, out [][]byte)
@@ -309,6 +312,11 @@ func (s *Server) hookRefuseEvidence(t wire.Type) bool {
 
 // hookLiar: this server lies about drop steps (and so takes its own as it
 // is).
+func (s *Server) hookNoPace() bool {
+	h := s.hooks.Load()
+	return h != nil && h.noPace
+}
+
 func (s *Server) hookLiar() bool {
 	h := s.hooks.Load()
 	return h != nil && h.lieDrop != nil

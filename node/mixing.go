@@ -142,6 +142,9 @@ func (s *Server) awaitSetup(e *sepoch) bool {
 // mixStep opens this server's layer of round r at every input position,
 // permutes by π_s and passes the batch on (§5.2).
 func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte, clientHashes [][32]byte) {
+	if !s.awaitPace(e) {
+		return
+	}
 	defer s.trace("mixStep", r)()
 	s.hookStage(e.final.id, r, "mix")
 	v := e.final

@@ -56,6 +56,12 @@ type Params struct {
 	// constant: a manifest leaves every server's index this long after it
 	// was indexed, whatever each keeps of chunk bodies (§7 v3).
 	IndexHours uint32
+	// RoundIntervalMs is the group pace (§5 v3): no server starts its
+	// part of a round before it started its part of the previous one plus
+	// this interval, within [MinRoundIntervalMs, MaxRoundIntervalMs]. A
+	// group constant like b and k, so that what a client sends and
+	// receives an hour follows from the constants alone (GroupCost).
+	RoundIntervalMs uint32
 }
 
 // wire is p as the descriptor's encoding holds it.
@@ -71,8 +77,21 @@ func (p Params) wire() wire.Params { return wire.Params(p) }
 // work of the caps (about 1.6 s at 8 GB/s) well inside a round.
 func DefaultParams() Params {
 	return Params{ChunkSize: 256 << 10, K: 1, W: 2, Rounds: 256, MaxClients: 256, MaxRows: 512, RegWindowMs: 3000, RoundLimitMs: 10000,
-		IndexHours: DefaultIndexHours}
+		IndexHours: DefaultIndexHours, RoundIntervalMs: DefaultRoundIntervalMs}
 }
+
+// The group pace's range and default (docs/operator.md, "What a group
+// costs"). The floor keeps every group's figure finite; the ceiling keeps
+// an epoch of MaxRounds rounds within a day, and a round's wait far
+// inside a client's long poll (pollTimeout).
+const (
+	MinRoundIntervalMs = 10
+	MaxRoundIntervalMs = 60_000
+	// DefaultRoundIntervalMs caps a client's goodput at b per interval,
+	// 320 KiB/s at the default b, above the 300 KB/s a client is meant
+	// to reach, and costs an idle client GroupCost's figure an hour.
+	DefaultRoundIntervalMs = 800
+)
 
 // DefaultIndexHours is the default index retention: 90 days. The index
 // grows by at most manifestsPerEpoch chunks of b bytes an epoch, and a
@@ -167,6 +186,7 @@ type Server struct {
 	prep    map[[32]byte]*sepoch // by nonce, before the epoch id is known
 	open    *sepoch              // epoch accepting registrations here
 	number  uint64               // highest epoch number signed (EpochNumberFile)
+	lastEnd time.Time            // when an epoch last ended here (waitstate.go)
 	// banned: client peers excluded up to an epoch number (a culprit of a
 	// blame, roundblame_after.go), known only to their primary; also on
 	// disk with their strikes (rb.clients).

@@ -95,7 +95,7 @@ func startNet(t *testing.T, n, minClients int) *testNet {
 		dir := t.TempDir()
 		args := []string{"server", "--data", dir, "--listen", "/ip4/127.0.0.1/tcp/0", "--nick", fmt.Sprintf("s%d", i),
 			"--min-servers", fmt.Sprint(n), "--min-clients", fmt.Sprint(minClients), "--no-mdns",
-			"--chunk-size", "4096", "--rounds", "12", "--reg-window", "300ms", "--round-limit", "3s"}
+			"--chunk-size", "4096", "--rounds", "12", "--reg-window", "300ms", "--round-limit", "3s", "--round-interval", "10ms"}
 		for _, a := range tn.addrs {
 			args = append(args, "--peer", a)
 		}
@@ -221,6 +221,7 @@ func TestServerPortInUse(t *testing.T) {
 // command exits 130 and says the file is not published, and it is not,
 // though the client then runs epochs.
 func TestHandoffShareInterrupt(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("waits out epochs and timeouts")
 	}
@@ -282,6 +283,7 @@ func TestHandoffShareInterrupt(t *testing.T) {
 // state that blocks a retry, and a get run again after it finished says so
 // and succeeds.
 func TestGetDestination(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	tn := startNet(t, 1, 2)
 	tn.startClientDaemon(t, 0, t.TempDir())
 	file, want := writeRandom(t, "f.bin", 9000)
@@ -357,6 +359,7 @@ func TestGetDestination(t *testing.T) {
 // Problem 6: a share that cannot start says what it waits for and what
 // to do, and --timeout ends it with the reason.
 func TestShareSaysWhatItWaitsFor(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("waits out epochs and timeouts")
 	}
@@ -367,7 +370,7 @@ func TestShareSaysWhatItWaitsFor(t *testing.T) {
 	if exitCodeOf(err) != 1 || time.Since(t0) > 30*time.Second {
 		t.Fatalf("lonely share: %v after %v\n%s", err, time.Since(t0), errOut)
 	}
-	for _, want := range []string{"waiting for the primary to open an epoch", "clients", "timed out after 7s", "not published"} {
+	for _, want := range []string{"at least 2 clients", "timed out after 7s", "not published"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("lonely share's stderr lacks %q:\n%s", want, errOut)
 		}
@@ -384,6 +387,7 @@ func TestShareSaysWhatItWaitsFor(t *testing.T) {
 // Problem 7: a get of a well-formed link to nothing says that the file is
 // not in the synced index, and --timeout ends it.
 func TestGetOfNothing(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("waits out epochs and timeouts")
 	}
@@ -398,6 +402,7 @@ func TestGetOfNothing(t *testing.T) {
 
 // Problem 8: servers log roster joins and departures.
 func TestServerLogsRoster(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("waits out epochs and timeouts")
 	}
@@ -591,5 +596,56 @@ func TestProgressModes(t *testing.T) {
 	}
 	if none.Len() != 0 || pq.lastLine() != lines[3] {
 		t.Errorf("quiet mode printed %q, kept %q", none.String(), pq.lastLine())
+	}
+}
+
+// TestMaxRateRefused: `riffle client --max-rate` below what the group's
+// constants allow stops at the group's first descriptor, exit status 1,
+// naming the figure and the flag; the config file's key does the same.
+func TestMaxRateRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs servers")
+	}
+	tn := startNet(t, 3, 2)
+	check := func(env []string, args ...string) {
+		t.Helper()
+		out, errOut, err := runBinFor(t, 60*time.Second, env, append([]string{"client", "--server", tn.addrs[0], "--data", t.TempDir()}, args...)...)
+		if code := exitCodeOf(err); code != 1 {
+			t.Fatalf("client over budget: exit %d (%v), want 1\nstdout %s\nstderr %s", code, err, out, errOut)
+		}
+		for _, want := range []string{"over the client's budget", "/h sent", "--max-rate 1.0 KiB/s"} {
+			if !strings.Contains(errOut, want) {
+				t.Fatalf("stderr lacks %q:\n%s", want, errOut)
+			}
+		}
+	}
+	check(tn.env, "--max-rate", "1KiB/s")
+	env := append([]string(nil), tn.env...)
+	cfg := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(cfg, []byte("max-rate = 3600KiB/h\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check(append(env, configEnv+"="+cfg))
+}
+
+// TestRateAndIntervalFlags: --max-rate reads a size a second or an hour;
+// --round-interval is refused outside the pace's range, naming it.
+func TestRateAndIntervalFlags(t *testing.T) {
+	for in, want := range map[string]float64{"": 0, "1KiB/s": 1024, "1KiB": 1024, "3600KiB/h": 1024, "2MB/s": 2e6} {
+		if got, err := parseRate(in); err != nil || got != want {
+			t.Errorf("parseRate(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	if _, err := parseRate("fast"); err == nil {
+		t.Error("parseRate(fast) accepted")
+	}
+	p := node.DefaultParams()
+	if q, err := paramsInterval(p, 2*time.Second); err != nil || q.RoundIntervalMs != 2000 {
+		t.Fatalf("2s: %+v, %v", q, err)
+	}
+	for _, d := range []time.Duration{time.Millisecond, 61 * time.Second, 1500 * time.Microsecond} {
+		if _, err := paramsInterval(p, d); err == nil || !strings.Contains(err.Error(), "round interval") {
+			t.Errorf("round interval %v: %v", d, err)
+		}
 	}
 }

@@ -47,6 +47,8 @@ timing flags matter only there.`,
 			&cli.IntFlag{Name: "k", Usage: "epoch parameter k, request slots per client and round, as leader", DefaultText: fmt.Sprint(defaults.K)},
 			&cli.DurationFlag{Name: "reg-window", Usage: "registration window of an epoch, a group constant (every server of the group sets the same)", DefaultText: (time.Duration(defaults.RegWindowMs) * time.Millisecond).String()},
 			&cli.DurationFlag{Name: "round-limit", Usage: "a round not filled in this time ends the epoch, as leader", DefaultText: (time.Duration(defaults.RoundLimitMs) * time.Millisecond).String()},
+			&cli.DurationFlag{Name: "round-interval", Usage: "the group pace: no round starts sooner than this after the previous one (a group constant: set it alike on every server)",
+				DefaultText: (time.Duration(defaults.RoundIntervalMs) * time.Millisecond).String()},
 			verboseFlag(),
 			uiFlag(""), uiPublicFlag(),
 		},
@@ -56,7 +58,25 @@ timing flags matter only there.`,
 
 // serverParams applies the leader parameter flags to node's defaults.
 func serverParams(c *cli.Context) (node.Params, error) {
-	return paramsWith(node.DefaultParams(), c.Int("chunk-size"), c.Int("rounds"), c.Int("k"), c.Duration("reg-window"), c.Duration("round-limit"))
+	p, err := paramsWith(node.DefaultParams(), c.Int("chunk-size"), c.Int("rounds"), c.Int("k"), c.Duration("reg-window"), c.Duration("round-limit"))
+	if err != nil {
+		return p, err
+	}
+	return paramsInterval(p, c.Duration("round-interval"))
+}
+
+// paramsInterval sets the group pace to d unless d is 0, checking its
+// range (docs/protocol.md §5).
+func paramsInterval(p node.Params, d time.Duration) (node.Params, error) {
+	if d == 0 {
+		return p, nil
+	}
+	lo, hi := time.Duration(node.MinRoundIntervalMs)*time.Millisecond, time.Duration(node.MaxRoundIntervalMs)*time.Millisecond
+	if d < lo || d > hi || d%time.Millisecond != 0 {
+		return p, fmt.Errorf("round interval %v out of range [%v, %v] (whole milliseconds)", d, lo, hi)
+	}
+	p.RoundIntervalMs = uint32(d.Milliseconds())
+	return p, nil
 }
 
 // paramsWith overrides the non-zero settings of p, checking their ranges

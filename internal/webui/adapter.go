@@ -23,7 +23,8 @@ func (n NodeClient) Status() Status {
 	s := n.C.Snapshot()
 	st := Status{InEpoch: s.Epoch != "", Number: s.Number, AnonymitySet: s.AnonymitySet, ChunkSize: s.ChunkSize, K: s.K, Rounds: s.Rounds,
 		RoundsDone: s.Stats.Rounds, Epochs: s.Stats.Epochs, Uploaded: s.Stats.Uploaded, Fetched: s.Stats.Fetched,
-		Throughput: s.Throughput, Goodput: s.Goodput, Waiting: s.Waiting}
+		Throughput: s.Throughput, Goodput: s.Goodput, Waiting: s.Waiting,
+		GroupSendPerHour: s.GroupSendPerHour, GroupRecvPerHour: s.GroupRecvPerHour, SentPerHour: s.SentPerHour, RecvPerHour: s.RecvPerHour}
 	if len(s.Epoch) >= 8 {
 		st.Epoch = s.Epoch[:8]
 	}
@@ -86,7 +87,7 @@ func (n NodeClient) Share(ctx context.Context, r io.Reader, name string, private
 			return h.Link, h.Cancel(ctx.Err())
 		case <-t.C:
 			link, total, _, _ := h.Result()
-			progress(Progress{Done: total - h.Left(), Total: total, Name: name, Link: early, Paused: n.C.PauseReason(link.ID), File: link.ID})
+			progress(Progress{Done: total - h.Left(), Total: total, Name: name, Link: early, Paused: n.C.PauseReason(link.ID), Waiting: n.C.WaitReason(), File: link.ID})
 		}
 	}
 }
@@ -108,13 +109,16 @@ func (n NodeClient) Get(ctx context.Context, link chunker.Link, dir string, prog
 		case r := <-done:
 			return r.path, r.err
 		case <-t.C:
+			// Before the client holds the job (no epoch yet) the
+			// page still says what the get waits for.
+			p := Progress{Link: link, Waiting: n.C.WaitReason(), File: link.ID}
 			if st, ok := n.C.GetProgress(link.ID); ok {
-				p := Progress{Done: st.Held, Total: st.Total, Name: st.Name, Link: link, Paused: n.C.PauseReason(link.ID), File: link.ID}
+				p.Done, p.Total, p.Name, p.Paused = st.Held, st.Total, st.Name, n.C.PauseReason(link.ID)
 				if st.Chunks != nil {
 					p.IDs = append([]chunker.ID{link.ID}, st.Chunks...)
 				}
-				progress(p)
 			}
+			progress(p)
 		}
 	}
 }

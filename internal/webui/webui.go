@@ -60,6 +60,9 @@ type Progress struct {
 	// Paused says why the job paused and waits for its user (§5.4), or
 	// is "" while it runs.
 	Paused string
+	// Waiting says what a running job waits for (an epoch, the presence
+	// rule), and about how long, or "" while it moves.
+	Waiting string
 	// File is the id the client follows the job by (for Resume; a
 	// private share's, until it is done, is not shown).
 	File chunker.ID
@@ -88,6 +91,12 @@ type Status struct {
 	Goodput    float64 `json:"goodput_bytes_per_s"`
 	// Waiting says why the client is in no epoch, if it is in none.
 	Waiting string `json:"waiting,omitempty"`
+	// What the client moves an hour: the group's worst case from its
+	// constants (0 before the first descriptor) and what it measured.
+	GroupSendPerHour float64 `json:"group_send_bytes_per_hour"`
+	GroupRecvPerHour float64 `json:"group_recv_bytes_per_hour"`
+	SentPerHour      float64 `json:"sent_bytes_per_hour"`
+	RecvPerHour      float64 `json:"recv_bytes_per_hour"`
 }
 
 // ChainServer is one server of the chain, in chain order.
