@@ -18,8 +18,9 @@ import (
 // TestLeaderTricksFail plays the leader's n−1 tricks of a bounded leader
 // (docs/protocol.md §3) against honest servers over the wire, with the
 // leader's own host: a client cap of 1, other group constants changed, a
-// registration window cut short, and a close before the registration
-// deadline. Every honest server refuses each of them.
+// registration window cut short or stretched to 2^30 ms (the window is a
+// group constant), and a close before the registration deadline. Every
+// honest server refuses each of them.
 func TestLeaderTricksFail(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		p := testParams(8)
@@ -78,6 +79,8 @@ func TestLeaderTricksFail(t *testing.T) {
 			"pace not the group's":            func(q *Params) { q.RoundIntervalMs++ },
 			"pace below the floor":            func(q *Params) { q.RoundIntervalMs = 0 },
 			"short registration window":       func(q *Params) { q.RegWindowMs = 1 },
+			// (issue 25 point 4) a leader held an epoch open this long.
+			"2^30 ms registration window": func(q *Params) { q.RegWindowMs = 1 << 30 },
 		}
 		for name, trick := range tricks {
 			q := p
@@ -94,11 +97,17 @@ func TestLeaderTricksFail(t *testing.T) {
 				}
 			}
 		}
-		// A longer window is the leader's to choose.
+		// The window is a group constant: a longer one is refused too, the
+		// round limit is the leader's to choose.
 		q := p
 		q.RegWindowMs *= 2
+		if err := checkGroupParams(q.wire(), p.wire()); err == nil {
+			t.Fatal("a longer registration window taken")
+		}
+		q = p
+		q.RoundLimitMs *= 2
 		if err := checkGroupParams(q.wire(), p.wire()); err != nil {
-			t.Fatalf("longer window refused: %v", err)
+			t.Fatalf("another round limit refused: %v", err)
 		}
 	})
 }

@@ -243,14 +243,13 @@ func (s *Server) fillCerts(ctx context.Context, p peer.ID) {
 			s.shunPeer(p, err)
 			return
 		}
-		known := s.knownServers()
 		took := false
 		for i := range page.Certs {
 			c := &page.Certs[i]
 			if c.Number < from || c.Number > s.certTop() {
 				continue
 			}
-			if err := verifyCert(c, known); err != nil {
+			if err := s.checkCert(c); err != nil {
 				s.log.Info("catch-up: certificate refused", "peer", p.ShortString(), "err", err)
 				continue
 			}

@@ -122,6 +122,14 @@ func (s *Server) onWouldServe(from peer.ID, body []byte) (wire.Type, []byte, err
 	if err := p.Unmarshal(body); err != nil {
 		return 0, nil, err
 	}
+	// The parameters too, as its Prepare would be checked: a server that
+	// would refuse them refuses to serve, and may be left out.
+	if err := checkParams(p.Params, s.cfg.PIRRate); err != nil {
+		return 0, nil, err
+	}
+	if err := checkGroupParams(p.Params, s.cfg.Params.wire()); err != nil {
+		return 0, nil, err
+	}
 	self := false
 	for _, b := range p.Chain {
 		id := peer.ID(b)

@@ -112,8 +112,12 @@ type registration struct {
 	// regRange is the address range each registration here came from,
 	// for the admission lottery (admission.go).
 	regRange map[[32]byte]string
-	// order is this primary's admission order, fixed at its close.
+	// order is this primary's admission order, fixed at its
+	// registration deadline or its close (intake.go), at most n_max.
 	order [][32]byte
+	// rangeN counts the first-time keys registered here per address
+	// range (intake.go).
+	rangeN map[string]int
 	// orders and rest: the leader's list's signed orders of every
 	// primary and the registrations it did not select (orders.go,
 	// selection.go).

@@ -105,6 +105,15 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if pos < 0 {
 		return 0, nil, errors.New("node: this server is not in the prepared chain")
 	}
+	if p.Number == 1 {
+		ids := make([]peer.ID, len(p.Chain))
+		for i, b := range p.Chain {
+			ids[i] = peer.ID(b)
+		}
+		if err := s.checkFounding(ids); err != nil {
+			return 0, nil, err
+		}
+	}
 	if !inChain {
 		return 0, nil, errors.New("node: prepare from outside its chain")
 	}
@@ -580,8 +589,9 @@ func (s *Server) onClose(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		s.open = nil
 	}
 	// The list goes in this primary's own admission order (§3, §8): the
-	// leader fills its quota from the front.
-	e.order = s.admissionOrder(e)
+	// leader fills its quota from the front. Fixed at the deadline when
+	// registrations waited for it (intake.go).
+	s.fixOrderLocked(e)
 	// (v3) r_j is revealed now, after the deadline (reveal.go), and the
 	// order goes signed as a whole (orders.go).
 	o, err := s.signOrder(e)

@@ -59,6 +59,7 @@ func (*Server) hookCheatKeys(_ []peer.ID, keys [][32]byte, _ *closed) [][32]byte
 func (*Server) hookCheatList(*wire.RegList)                                      {}
 func (*Server) hookSignAny() bool                                                { return false }
 func (*Server) hookNoReceipt() bool                                              { return false }
+func (*Server) hookHoldOpen() bool                                               { return false }
 
 func (*Server) hookAccuse(uint32) (int, bool)             { return 0, false }
 func (*Server) hookCorruptOut(uint32, [][]byte)           {}

@@ -107,6 +107,9 @@ type serverHooks struct {
 	// lieDrop may make this server reveal a false drop step for the
 	// dead slot of round r's blame (deadslot.go).
 	lieDrop func(r uint32) bool
+	// holdOpen may make this server, as leader, never close the
+	// registration of an epoch it opened.
+	holdOpen func() bool
 }
 
 // clientHooks let a test make a client misbehave.
@@ -515,4 +518,11 @@ func (c *Client) hookWindow(epoch [32]byte) {
 	}
 	c.mu.Unlock()
 	o.Window(epoch, ids)
+}
+
+// hookHoldOpen reports whether this leader holds its open epoch's
+// registration for good.
+func (s *Server) hookHoldOpen() bool {
+	h := s.hooks.Load()
+	return h != nil && h.holdOpen != nil && h.holdOpen()
 }

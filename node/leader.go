@@ -34,6 +34,11 @@ func (s *Server) leaderLoop(ctx context.Context) {
 			} else {
 				s.log.Warn("epoch failed", "err", err)
 			}
+			if errors.Is(err, errRetryWithout) {
+				// The same number at once without the server that
+				// refused (§3): well within T_lead.
+				continue
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -49,6 +54,10 @@ func (s *Server) leaderLoop(ctx context.Context) {
 type turnTaking struct{ error }
 
 func (t *turnTaking) Unwrap() error { return t.error }
+
+// errRetryWithout marks a Prepare that a server of the chain refused:
+// the leader tries the number again at once without it.
+var errRetryWithout = errors.New("node: a server refused the prepare")
 
 // abortAll ends epoch id on every server of the chain with the leader's
 // signed coordination abort. If the epoch is known here and another
@@ -131,6 +140,9 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 		s.pokeSync()
 		withdrew := s.noteWithdrawal(err)
 		err = fmt.Errorf("node: prepare epoch %d: %w", number, err)
+		if withdrew {
+			err = errors.Join(errRetryWithout, err)
+		}
 		if withdrew || errors.Is(err, errBusy) {
 			err = &turnTaking{err}
 		}
@@ -177,15 +189,19 @@ func (s *Server) awaitRegistrations(ctx context.Context, chain []peer.ID, id [32
 		}
 		s.mu.Lock()
 		e := s.epochs[id]
-		count := 0
+		count, ended := 0, false
 		if e != nil {
-			count = len(e.fwd)
+			count, ended = len(e.fwd), e.ended
 		}
 		s.mu.Unlock()
 		if e == nil {
 			return nil, errors.New("node: epoch vanished during registration")
 		}
-		if time.Now().After(deadline) && count >= s.cfg.MinClients {
+		if ended {
+			// Another server's abort (a close overdue there, §3).
+			return nil, errors.New("node: epoch ended during registration")
+		}
+		if time.Now().After(deadline) && count >= s.cfg.MinClients && !s.hookHoldOpen() {
 			return e, nil
 		}
 	}

@@ -54,7 +54,7 @@ func (s *Server) mixLoop(e *sepoch) {
 				}
 				ins[i], sigs[i], hashes[i] = x.subs[uint32(i)].Onion, x.subs[uint32(i)].Sig, x.digests[uint32(i)]
 			}
-			x.mixed = true
+			x.mixed, x.inAt = true, time.Now()
 			return true
 		})
 		cancel()
@@ -472,6 +472,9 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	x := e.round(b.Round)
 	taken = x.batchIn[in]
 	x.batchIn[in] = true
+	if in == 0 && !taken {
+		x.inAt = time.Now()
+	}
 	s.mu.Unlock()
 	if taken {
 		return wire.TypeAck, ack, nil // the same batch, delivered twice at once

@@ -283,12 +283,17 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID) bool 
 		return true
 	}
 	charged := signer
+	if a.Kind == wire.AbortNoClose && signer != e.leader && e.final == nil && !e.regClosed &&
+		!e.regDeadline.IsZero() && time.Since(e.regDeadline) >= s.cfg.LeaderTimeout/2 {
+		// No close here either, well past the deadline: the leader's.
+		charged = e.leader
+	}
 	if a.Kind == wire.AbortNoPub && e.final != nil {
 		if x := e.rounds[a.Round]; x != nil && !x.pubDone && x.lackBy > 0 && int(x.lackBy) < len(e.v.chain) {
 			// A server said it lacked its input of the round (lack.go):
 			// its own abort, as a void would have been.
 			charged = e.v.chain[x.lackBy]
-		} else if x == nil || !x.pubDone {
+		} else if (x == nil || !x.pubDone) && e.pubDue(a.Round) {
 			charged = e.v.chain[len(e.v.chain)-1]
 		}
 	}

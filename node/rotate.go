@@ -89,8 +89,10 @@ func (s *Server) takeTurn() (uint64, []peer.ID) {
 	n := s.nextNumber()
 	full := s.takenChain(n)
 	eligible := s.pinned(full)
+	short := len(full) < s.cfg.MinServers || (n == 1 && s.checkFounding(full) != nil)
 	s.mu.Lock()
-	if len(full) < s.cfg.MinServers || s.running() {
+	s.endUnclosedLocked()
+	if short || s.running() {
 		s.progressed()
 		s.mu.Unlock()
 		return 0, nil
@@ -109,4 +111,27 @@ func (s *Server) takeTurn() (uint64, []peer.ID) {
 		return 0, nil
 	}
 	return n, eligible
+}
+
+// endUnclosedLocked ends the open epoch of another leader that did not
+// close its registration within T_lead after this server's registration
+// deadline although the clients this server needs had registered: a
+// leader silent after opening otherwise held every server of its chain
+// for good (it signed the open descriptor, so it never votes the number's
+// timeout). The signed abort (AbortNoClose) with the open signatures
+// certifies the number, and every server that had no close either by
+// its own deadline plus half of T_lead charges the leader (refusals.go).
+// Call with s.mu held.
+func (s *Server) endUnclosedLocked() {
+	e := s.open
+	if e == nil || e.ended || e.regClosed || e.final != nil || e.regDeadline.IsZero() || e.leader == s.h.ID() {
+		return
+	}
+	if time.Since(e.regDeadline) < s.cfg.LeaderTimeout || len(e.fwd) < s.cfg.MinClients {
+		return
+	}
+	const reason = "registration not closed within T_lead of its deadline"
+	s.log.Warn("leader silent after opening: epoch aborted", "number", e.v.desc.Number, "leader", e.leader.ShortString())
+	s.endQuiet(e, reason)
+	s.broadcastAbortKind(e, wire.AbortNoClose, 0, reason)
 }

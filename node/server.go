@@ -128,6 +128,12 @@ type ServerConfig struct {
 	// Probation is P_prob in epochs (0: DefaultProbation; negative:
 	// none; eligible.go).
 	Probation int
+	// Founders are the servers of the group's number 1 (--founder), the
+	// same list in every server's configuration: number 1's chain holds
+	// only founders, more than half of them, and its timeout votes count
+	// only from them (certs.go). Empty: any live roster server may found
+	// the group (a bootstrap an outsider can disrupt, §3).
+	Founders []peer.ID
 	// LeaderTimeout is T_lead (0: DefaultLeaderTimeout; rotate.go).
 	LeaderTimeout time.Duration
 	// Network carries the server's streams (nil: libp2p).

@@ -100,6 +100,9 @@ func (s *Server) signVoid(ctx context.Context, e *sepoch, rl *wire.RoundList) (w
 			// A server that claimed it lacks its input (lack.go): its
 			// private abort, whoever was at fault.
 			s.chargeLocked(e, v.chain[x.lackBy], s.h.ID(), fmt.Sprintf("round %d void: server %d lacks its input", rl.Round, x.lackBy))
+		case !e.pubDue(rl.Round):
+			// A void of a round not yet due here: its proposer's.
+			s.chargeLocked(e, v.chain[0], s.h.ID(), fmt.Sprintf("round %d void before its publication was due", rl.Round))
 		default:
 			last := v.chain[len(v.chain)-1]
 			s.chargeLocked(e, last, s.h.ID(), fmt.Sprintf("round %d void: no publication", rl.Round))

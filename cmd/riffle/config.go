@@ -117,7 +117,7 @@ var setFromConfig = map[string]bool{}
 var (
 	clientConfigKeys = []string{"server", "require-server", "data", "min-anonymity", "accept-budget-drops", "max-rate", "quiet"}
 	serverConfigKeys = []string{"data", "listen", "peer", "nick", "min-servers", "min-clients", "no-mdns", "allow-server",
-		"quota", "retention", "chunk-size", "rounds", "k", "reg-window", "round-limit", "round-interval"}
+		"founder", "quota", "retention", "chunk-size", "rounds", "k", "reg-window", "round-limit", "round-interval"}
 )
 
 func configKeys() []string {
