@@ -89,3 +89,61 @@ func completedWithout(s *Server, p peer.ID, from uint64) bool {
 	}
 	return false
 }
+
+// TestTwoOutForBudget (§3 refusal budget): two servers out for their
+// budget at once, and the chain without them below --min-servers: both
+// stay in, at every server, themselves included. Each used to keep itself
+// in its own chain and leave the other out (a chain of min-servers, so no
+// one was added back), refuse the others' chain with both and lead its
+// own, which the others refused: no epoch ran until the windows ended, and
+// these, counted in numbers, ended only if timeouts moved the numbers
+// (TestSwarm seed 809, once the first fix let it past its first stall).
+func TestTwoOutForBudget(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		bn := startBlameNet(t, 4, 3, 4, 2, func(c *ClientConfig) { c.AcceptBudgetDrops = true })
+		a, b := bn.servers[0], bn.servers[1]
+		ctx := context.Background()
+		outAt := func(p peer.ID, at []*Server) func() bool {
+			return func() bool {
+				for _, s := range at {
+					if !s.refusalOut(p) {
+						return false
+					}
+				}
+				return true
+			}
+		}
+		abortedA := abortEpochs(t, a, 2)
+		if err := wait.Until(ctx, 60*time.Second, outAt(a.h.ID(), bn.servers)); err != nil {
+			t.Fatalf("a is not out (it ended epochs %v)", abortedA())
+		}
+		abortedB := abortEpochs(t, b, 2)
+		if err := wait.Until(ctx, 60*time.Second, outAt(b.h.ID(), bn.servers[1:])); err != nil {
+			t.Fatalf("b is not out (it ended epochs %v, a ended %v)", abortedB(), abortedA())
+		}
+		if !a.refusalOut(a.h.ID()) {
+			t.Skipf("a's window ended before b's second abort (a ended %v, b %v)", abortedA(), abortedB())
+		}
+		from := bn.servers[2].lastNumber()
+		// An epoch with both completes while both are out.
+		if err := wait.Until(ctx, 2*time.Minute, func() bool {
+			for _, s := range bn.servers[2:] {
+				s.mu.Lock()
+				for _, e := range s.epochs {
+					if e.ended && e.reason == "complete" && e.v.desc.Number > from && inChain(e.v.chain, a.h.ID()) && inChain(e.v.chain, b.h.ID()) {
+						s.mu.Unlock()
+						return true
+					}
+				}
+				s.mu.Unlock()
+			}
+			return false
+		}); err != nil {
+			var views []string
+			for _, s := range bn.servers {
+				views = append(views, fmt.Sprintf("%d servers at number %d", len(s.chain()), s.lastNumber()))
+			}
+			t.Fatalf("no epoch completed after number %d with both servers out (a ended %v, b %v): chains %v", from, abortedA(), abortedB(), views)
+		}
+	})
+}
