@@ -384,8 +384,9 @@ func (s *Server) budgetEvidence() [][]byte {
 }
 
 // handEvidence sends the budget's evidence to the servers of chain, each
-// abort once, within shortTimeout; the replies do not matter (a server
-// that did not take it refuses the Prepare, and the leader tries again).
+// abort once, all at once, within shortTimeout (as long as the Prepare
+// may take); the replies do not matter (a server that did not take it
+// refuses the Prepare, and the leader tries again).
 func (s *Server) handEvidence(ctx context.Context, chain []peer.ID) {
 	ev := s.budgetEvidence()
 	if len(ev) == 0 {
@@ -399,9 +400,15 @@ func (s *Server) handEvidence(ctx context.Context, chain []peer.ID) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, shortTimeout)
 	defer cancel()
+	var wg sync.WaitGroup
 	for _, b := range ev {
-		_, _ = s.each(ctx, others, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: b, Timeout: shortTimeout})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = s.each(ctx, others, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: b, Timeout: shortTimeout})
+		}()
 	}
+	wg.Wait()
 }
 
 // evidenceLocked counts a fault abort of an epoch not run here, or handed
