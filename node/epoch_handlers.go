@@ -79,6 +79,15 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if len(p.Chain) < 1 {
 		return 0, nil, errors.New("node: prepare without a chain")
 	}
+	// Servers out for their refusal budget stay in a chain that would
+	// fall below --min-servers without them, as in chain().
+	nOut := 0
+	for _, c := range p.Chain {
+		if s.refusalOut(peer.ID(c)) {
+			nOut++
+		}
+	}
+	cutOut := len(p.Chain)-nOut >= s.cfg.MinServers
 	inChain := false
 	pos := -1
 	for i, c := range p.Chain {
@@ -91,7 +100,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 			pos = i
 		} else if s.serverExcluded(id) {
 			return 0, nil, fmt.Errorf("node: prepared chain has %s, named by a round blame", id.ShortString())
-		} else if len(p.Chain) > s.cfg.MinServers && s.refusalOut(id) {
+		} else if cutOut && s.refusalOut(id) {
 			return 0, nil, fmt.Errorf("node: prepared chain has %s, out for its refusal budget", id.ShortString())
 		} else if s.roster.get(id) == nil && id != from {
 			return 0, nil, fmt.Errorf("node: prepared chain has %s, not a live server here", id.ShortString())

@@ -133,6 +133,10 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 		return wire.Descriptor{}, [32]byte{}, err
 	}
 	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.cfg.Params.wire(), Chain: chainIDs(chain), Previous: prev}
+	// The servers this chain leaves out for their refusal budget are out
+	// at every server only if every server has the aborts that count
+	// (refusals.go).
+	s.handEvidence(ctx, chain)
 	reps, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypePrepare, Body: prep.Marshal(), Timeout: shortTimeout})
 	if err != nil {
 		// A server that refused may know numbers this one does not:
