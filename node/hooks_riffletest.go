@@ -110,6 +110,10 @@ type serverHooks struct {
 	// holdOpen may make this server, as leader, never close the
 	// registration of an epoch it opened.
 	holdOpen func() bool
+	// openLate may make this server, as leader, send its signed open
+	// descriptor to server p only after a delay (the registration
+	// deadline each server counts from its own receipt of it).
+	openLate func(p peer.ID) time.Duration
 }
 
 // clientHooks let a test make a client misbehave.
@@ -525,4 +529,14 @@ func (c *Client) hookWindow(epoch [32]byte) {
 func (s *Server) hookHoldOpen() bool {
 	h := s.hooks.Load()
 	return h != nil && h.holdOpen != nil && h.holdOpen()
+}
+
+// hookOpenLate is how long this leader holds back its signed open
+// descriptor from p.
+func (s *Server) hookOpenLate(p peer.ID) time.Duration {
+	h := s.hooks.Load()
+	if h == nil || h.openLate == nil {
+		return 0
+	}
+	return h.openLate(p)
 }
