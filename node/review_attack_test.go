@@ -72,3 +72,52 @@ func TestStaggeredOpenFramesSigner(t *testing.T) {
 		}
 	})
 }
+
+// TestSilentMiddleFramesLast: the middle server of three passes nothing on
+// for round 1 of each epoch, neither its batch nor its signed root. The last server,
+// told of no batch, never watches for its input nor claims a lack; S_0
+// waits the round limit for the publication and has the round signed
+// void. Each server judges "due" on its own clock (round.go pubDue): S_0
+// and the middle server took their part of the round long ago and charge
+// the last server, the last server took nothing and charges S_0, the
+// void's proposer. One corrupt server gets both honest servers charged,
+// the honest servers disagree, and it is never charged itself; two such
+// epochs leave the last server out at S_0 and S_0 out at the last.
+func TestSilentMiddleFramesLast(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		p := testParams(8)
+		p.RoundLimitMs = 4000
+		bn := startBlameNetParams(t, p, 3, 3, 2, 2)
+		c := &lackCase{bad: bn.servers[1]}
+		// Asked twice a round (root, then batch): the same answer.
+		silent := func(r uint32) bool {
+			c.mu.Lock()
+			fired, at := c.fired, c.round
+			c.mu.Unlock()
+			if fired {
+				return r == at
+			}
+			return c.once(r)
+		}
+		c.bad.hooks.Store(&serverHooks{silentOut: silent})
+		lackShare(t, bn, 3*int(p.ChunkSize)+100)
+		epoch, r := c.get(t)
+		for i, s := range bn.servers {
+			if v := epochRanOn(t, s, epoch); v != 1 {
+				t.Fatalf("server %d: %d void round(s), want 1", i, v)
+			}
+		}
+		time.Sleep(5 * time.Second)
+		s0, last := bn.servers[0].h.ID(), bn.servers[2].h.ID()
+		for i, s := range bn.servers {
+			got := s.refusalCounts()
+			t.Logf("server %d counts: S_0 %d, S_1 %d, last %d; out for the budget: S_0 %v, last %v", i, got[s0], got[c.bad.h.ID()], got[last], s.refusalOut(s0), s.refusalOut(last))
+		}
+		for _, i := range []int{0, 2} {
+			got := bn.servers[i].refusalCounts()
+			if got[s0] != 0 || got[last] != 0 {
+				t.Errorf("server %d charged an honest server for round %d that the middle server kept: %v", i, r, got)
+			}
+		}
+	})
+}
