@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"io"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -60,6 +61,7 @@ func (*Server) hookCheatList(*wire.RegList)                                     
 func (*Server) hookSignAny() bool                                                { return false }
 func (*Server) hookNoReceipt() bool                                              { return false }
 func (*Server) hookHoldOpen() bool                                               { return false }
+func (*Server) hookOpenLate(peer.ID) time.Duration                               { return 0 }
 
 func (*Server) hookAccuse(uint32) (int, bool)             { return 0, false }
 func (*Server) hookCorruptOut(uint32, [][]byte)           {}

@@ -98,6 +98,9 @@ type serverHooks struct {
 	// hideOut may make this server withhold its batch of round r from
 	// its successor: not sent, not kept, its root announced all the same.
 	hideOut func(r uint32) bool
+	// silentOut may make this server pass nothing on for round r: no
+	// batch, and no root announced either.
+	silentOut func(r uint32) bool
 	// repeatOut may make this server send its signed batch of round r
 	// twice (a retry or a replay: the receiver mixes it once).
 	repeatOut func(r uint32) bool
@@ -110,6 +113,10 @@ type serverHooks struct {
 	// holdOpen may make this server, as leader, never close the
 	// registration of an epoch it opened.
 	holdOpen func() bool
+	// openLate may make this server, as leader, send its signed open
+	// descriptor to server p only after a delay (the registration
+	// deadline each server counts from its own receipt of it).
+	openLate func(p peer.ID) time.Duration
 }
 
 // clientHooks let a test make a client misbehave.
@@ -283,7 +290,7 @@ func (s *Server) hookRepeatOut(r uint32) bool {
 
 func (s *Server) hookHideOut(r uint32) bool {
 	h := s.hooks.Load()
-	return h != nil && h.hideOut != nil && h.hideOut(r)
+	return h != nil && (h.hideOut != nil && h.hideOut(r) || h.silentOut != nil && h.silentOut(r))
 }
 
 func (s *Server) hookLoseOut(r uint32) bool {
@@ -336,6 +343,9 @@ func (s *Server) hookBadProof(raw []byte) {
 // hookRoot is the root message this server announces for b: msg, or
 // another signed root for the same batch (an equivocation).
 func (s *Server) hookRoot(b *wire.Batch, msg []byte) []byte {
+	if h := s.hooks.Load(); h != nil && h.silentOut != nil && h.silentOut(b.Round) {
+		return nil
+	}
 	if h := s.hooks.Load(); h != nil && h.equivocate != nil && h.equivocate(b.Round) {
 		o := *b
 		o.Root[0] ^= 1
@@ -525,4 +535,14 @@ func (c *Client) hookWindow(epoch [32]byte) {
 func (s *Server) hookHoldOpen() bool {
 	h := s.hooks.Load()
 	return h != nil && h.holdOpen != nil && h.holdOpen()
+}
+
+// hookOpenLate is how long this leader holds back its signed open
+// descriptor from p.
+func (s *Server) hookOpenLate(p peer.ID) time.Duration {
+	h := s.hooks.Load()
+	if h == nil || h.openLate == nil {
+		return 0
+	}
+	return h.openLate(p)
 }

@@ -168,7 +168,23 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 	}
 	open := &wire.Signed{Desc: desc, Sigs: sigs}
 	id := epochID(&desc)
-	if _, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: open.Marshal(), Timeout: shortTimeout}); err != nil {
+	now := chain
+	if hooksBuilt {
+		now = nil
+		for _, p := range chain {
+			if d := s.hookOpenLate(p); d > 0 {
+				s.wg.Add(1)
+				go func() {
+					defer s.wg.Done()
+					time.Sleep(d)
+					_, _ = s.each(s.ctx, []peer.ID{p}, request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: open.Marshal(), Timeout: shortTimeout})
+				}()
+				continue
+			}
+			now = append(now, p)
+		}
+	}
+	if _, err := s.each(ctx, now, request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: open.Marshal(), Timeout: shortTimeout}); err != nil {
 		s.abortAll(ctx, chain, id, "open failed")
 		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: open epoch %d: %w", number, err)
 	}
