@@ -19,8 +19,10 @@ import (
 // (shortTimeout, bulkTimeout, pollTimeout: both ends of a stream use them),
 // the roster's helloEvery and rosterTTL (others judge a server live by its
 // hellos), a client's state requests (stateEvery: one period for every
-// client), dupWindow (what a duplicate's clients are given), and the
-// bounds of tables (rosterForget).
+// client), dupWindow (what a duplicate's clients are given). Also left:
+// the bounds of tables (rosterForget), the re-check periods inside a wait
+// (fractions of a second) and the periods of the lines a user reads
+// (progressEvery).
 type Tunables struct {
 	// Server side.
 
