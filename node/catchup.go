@@ -47,16 +47,13 @@ import (
 // signed lists alone, exactly what every chain server indexed.
 //
 // A peer whose reply is malformed or fails a check is left alone for
-// catchupShun; an epoch that no peer completes is given up after
+// Tunables.CatchupShun; an epoch that no peer completes is given up after
 // catchupTries passes. Passes run at each new certificate and every
-// catchupEvery, without the server's mutex, one request at a time.
+// Tunables.CatchupEvery, paced by Tunables.CatchupGap (the rate bound),
+// without the server's mutex, one request at a time.
 const (
-	catchupEvery = time.Minute
 	// catchupPages bounds the index pages read from one peer in a pass.
 	catchupPages = 64
-	// catchupGap paces the lists and chunks fetched: the rate bound.
-	catchupGap   = 20 * time.Millisecond
-	catchupShun  = 10 * time.Minute
 	catchupTries = 8
 	// catchupRecent: the newest certified numbers, whose epochs may still
 	// run or wait for their closing record, are left for later passes.
@@ -90,7 +87,7 @@ func (s *Server) catchupLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-s.catch.poke:
-		case <-time.After(catchupEvery):
+		case <-time.After(s.cfg.Timing.CatchupEvery):
 		}
 		s.catchupPass(ctx)
 	}
@@ -102,7 +99,7 @@ func (s *Server) shunPeer(p peer.ID, why error) {
 	if s.catch.shun == nil {
 		s.catch.shun = map[peer.ID]time.Time{}
 	}
-	s.catch.shun[p] = time.Now().Add(catchupShun)
+	s.catch.shun[p] = time.Now().Add(s.cfg.Timing.CatchupShun)
 	s.catch.mu.Unlock()
 }
 
@@ -368,11 +365,11 @@ func checkChainSigs(chain []peer.ID, dg [32]byte, sigs [][64]byte) error {
 	return nil
 }
 
-// pace waits catchupGap between two fetches.
-func pace(ctx context.Context) {
+// pace waits Tunables.CatchupGap between two fetches.
+func (s *Server) pace(ctx context.Context) {
 	select {
 	case <-ctx.Done():
-	case <-time.After(catchupGap):
+	case <-time.After(s.cfg.Timing.CatchupGap):
 	}
 }
 
@@ -384,7 +381,7 @@ func (s *Server) catchupList(ctx context.Context, srcs []peer.ID, epoch [32]byte
 			continue
 		}
 		rep, err := call(ctx, s.h, q, request{Proto: ProtoRound, Type: wire.TypeListReq, Body: (&wire.EpochRef{Epoch: epoch, Round: r}).Marshal(), Timeout: shortTimeout})
-		pace(ctx)
+		s.pace(ctx)
 		if err != nil {
 			continue
 		}
@@ -447,7 +444,7 @@ func (s *Server) catchupChunk(ctx context.Context, srcs []peer.ID, id [32]byte) 
 			continue
 		}
 		rep, err := call(ctx, s.h, q, request{Proto: ProtoRound, Type: wire.TypeGetChunk, Body: (&wire.Chunk{ID: id}).Marshal(), Timeout: bulkTimeout})
-		pace(ctx)
+		s.pace(ctx)
 		if err != nil {
 			continue
 		}

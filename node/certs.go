@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -50,12 +49,6 @@ const (
 	// vote each (its latest): servers whose rosters disagree sign
 	// different chains, and a hostile one cannot crowd out the others'.
 	maxVoters = wire.MaxServers
-	// certSyncEvery is how often an idle server asks a roster server for
-	// certificates above its last.
-	certSyncEvery = 5 * time.Second
-	// certSyncStart is how often a server that just started asks, until a
-	// roster server answered.
-	certSyncStart = 500 * time.Millisecond
 	// maxSyncPages bounds the pages one catch-up reads (then the next one
 	// goes on).
 	maxSyncPages = 8

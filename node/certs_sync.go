@@ -54,13 +54,13 @@ func (s *Server) pokeSync() {
 
 // certLoop catches up from roster servers' certificates at start (as soon
 // as one answers), when poked (a refused Prepare, a vote or certificate
-// ahead) and every certSyncEvery while no epoch runs here.
+// ahead) and every CertSyncEvery while no epoch runs here.
 func (s *Server) certLoop(ctx context.Context) {
 	asked := false
 	for {
-		every := certSyncEvery
+		every := s.cfg.Timing.CertSyncEvery
 		if !asked {
-			every = certSyncStart
+			every = s.cfg.Timing.CertSyncStart
 		}
 		select {
 		case <-ctx.Done():

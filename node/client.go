@@ -67,6 +67,9 @@ type ClientConfig struct {
 	Now bool
 	// Network carries the client's streams (nil: libp2p).
 	Network transport.Network
+	// Timing holds the client's timeouts (zero fields: DefaultTunables;
+	// for tests and embedders).
+	Timing Tunables
 
 	// The tests' hooks (hooks_riffletest.go); empty in the binary.
 	clientHookCfg
@@ -375,6 +378,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if cfg.MinAnonymity <= 0 {
 		cfg.MinAnonymity = DefaultMinAnonymity
 	}
+	cfg.Timing = cfg.Timing.withDefaults()
 	rnd := cfg.Rand
 	if rnd == nil {
 		rnd = rand.Reader
@@ -540,7 +544,7 @@ func (c *Client) run() {
 		if err != nil && c.ctx.Err() == nil {
 			c.log.Info("epoch left", "err", err)
 			c.noteWait(waitLine(err))
-			if at := time.Now().Add(500 * time.Millisecond); at.After(next) {
+			if at := time.Now().Add(c.cfg.Timing.AttemptRetry); at.After(next) {
 				next = at
 			}
 		}

@@ -35,10 +35,6 @@ const (
 	// seenWindow epochs this server signed an open descriptor for, one a
 	// line: the number, then the peer ids in chain order.
 	ChainsFile = "chains"
-	// withdrawTTL is how long a leader leaves a server that withdrew out
-	// of the chains it proposes (about five rosterTTL: a withdrawal for
-	// probation ends, a pin may be changed by its operator).
-	withdrawTTL = 60 * time.Second
 	// withdrawMark begins every withdrawal's reason.
 	withdrawMark = "withdraws from the chain"
 )
@@ -420,7 +416,7 @@ func (s *Server) noteWithdrawal(err error) bool {
 	s.log.Info("server withdrew", "peer", ce.Peer.ShortString(), "reason", ce.Err.Error())
 	// A probation ends after epochs the withdrawer counts, not here: its
 	// withdrawal is kept only until the next hellos.
-	ttl := withdrawTTL
+	ttl := s.cfg.Timing.WithdrawTTL
 	if strings.Contains(ce.Err.Error(), "probation") {
 		ttl = helloEvery
 	}

@@ -25,20 +25,14 @@ func (s *Server) epochFor(id [32]byte) (*sepoch, error) {
 	return e, nil
 }
 
-// epochWait bounds how long a primary's forwarded submissions wait for an
-// epoch that S_0 has not finalised yet. Servers finalise an epoch at slightly
-// different moments, and a primary's first forward can arrive before S_0 has
-// the final descriptor; refusing it at once would leave round 0 unfilled
-// until the round limit.
-const epochWait = 5 * time.Second
-
-// endGrace bounds how long a request for a round still in flight when its
-// epoch ended waits for the round's last parts.
-const endGrace = 2 * time.Second
-
-// epochForWait is epochFor, waiting up to epochWait for the epoch.
+// epochForWait is epochFor, waiting up to Tunables.EpochWait for the epoch:
+// a primary's forwarded submissions wait for an epoch that S_0 has not
+// finalised yet. Servers finalise an epoch at slightly different moments,
+// and a primary's first forward can arrive before S_0 has the final
+// descriptor; refusing it at once would leave round 0 unfilled until the
+// round limit.
 func (s *Server) epochForWait(id [32]byte) (*sepoch, error) {
-	ctx, cancel := context.WithTimeout(s.ctx, epochWait)
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timing.EpochWait)
 	defer cancel()
 	var e *sepoch
 	err := s.waitFor(ctx, func() bool {

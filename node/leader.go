@@ -18,7 +18,7 @@ func (s *Server) leaderLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(s.cfg.Timing.LeaderPoll):
 		}
 		number, full := s.takeTurn()
 		if number == 0 {
@@ -42,7 +42,7 @@ func (s *Server) leaderLoop(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(2 * time.Second):
+			case <-time.After(s.cfg.Timing.LeaderRetry):
 			}
 		}
 	}
@@ -61,7 +61,7 @@ var errRetryWithout = errors.New("node: a server refused the prepare")
 
 // abortAll ends epoch id on every server of the chain with the leader's
 // signed coordination abort. If the epoch is known here and another
-// server's abort of it comes within abortSettle, the leader's failure was
+// server's abort of it comes within AbortSettle, the leader's failure was
 // that abort's consequence (a server that already ended the epoch refuses
 // the leader's requests) and it sends nothing: a coordination abort after
 // the final descriptor is charged to the leader, and it must not be
@@ -76,7 +76,7 @@ func (s *Server) abortAll(ctx context.Context, chain []peer.ID, id [32]byte, rea
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(abortSettle):
+		case <-time.After(s.cfg.Timing.AbortSettle):
 		}
 		if s.abortedByOther(e) {
 			return

@@ -267,7 +267,7 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 			// round's chunks for good, while the others serve them
 			// (TestSwarm seed 3). A repeat is acknowledged like the first.
 			rctx, rcancel := context.WithTimeout(ctx, time.Duration(v.desc.Params.RoundLimitMs)*time.Millisecond)
-			err := deliverAll(rctx, others, evidenceBackoff, evidenceBackoffMax, func(ctx context.Context, p peer.ID) error {
+			err := deliverAll(rctx, others, s.cfg.Timing.EvidenceBackoff, s.cfg.Timing.EvidenceBackoffMax, func(ctx context.Context, p peer.ID) error {
 				_, err := call(ctx, s.h, p, request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
 				return err
 			})

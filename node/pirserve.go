@@ -62,7 +62,7 @@ func (s *Server) answerRound(e *sepoch, r uint32) {
 	}
 	if r == v.desc.Params.Rounds-1 {
 		// Give the last round's answers time to reach their clients.
-		time.AfterFunc(2*time.Second, func() {
+		time.AfterFunc(s.cfg.Timing.LastRoundLinger, func() {
 			s.mu.Lock()
 			s.endQuiet(e, "complete")
 			s.mu.Unlock()
@@ -335,7 +335,7 @@ func (s *Server) handlePIR(ctx context.Context, from peer.ID, t wire.Type, body 
 		// answers may still be on their way, or may never come (a server
 		// that saw the end first stops answering). Wait a bounded grace,
 		// never the client's whole poll.
-		gctx, cancel := context.WithTimeout(ctx, endGrace)
+		gctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.EndGrace)
 		_ = s.waitFor(gctx, func() bool { ans = x.answers[sl]; return ans != nil })
 		cancel()
 	}

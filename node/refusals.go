@@ -31,22 +31,21 @@ const (
 	tagAbort = "riffle/v2/abort"
 	// RefusalFile holds the counted aborts in a data directory (JSON).
 	RefusalFile = "refusals"
-	// abortGrace is how long a counted abort may still turn out to have a
-	// public cause (a blame record for its epoch, a server of its chain
-	// gone from the roster), which takes the count back: a blame walk
-	// and a departed server's probe both finish well within it.
-	abortGrace = 20 * time.Second
+	// Tunables.AbortGrace is how long a counted abort may still turn
+	// out to have a public cause (a blame record for its epoch, a server
+	// of its chain gone from the roster), which takes the count back: a
+	// blame walk and a departed server's probe both finish well within it.
 	// refusalKeep is how many counted aborts are kept per server (two
 	// decide; a few more for the operator).
 	refusalKeep = 4
 	// seenKeep is how many epoch numbers back the relay memory reaches.
 	seenKeep = 16
-	// abortSettle is how long a server that ended an epoch waits before
-	// it signs its abort: if another server's abort comes meanwhile, its
-	// own fault was that one's consequence (a peer that already ended
-	// the epoch refuses its requests) and it sends nothing, so that it is
-	// not charged for another's refusal. Its own epoch ends at once.
-	abortSettle = time.Second
+	// Tunables.AbortSettle is how long a server that ended an epoch
+	// waits before it signs its abort: if another server's abort comes
+	// meanwhile, its own fault was that one's consequence (a peer that
+	// already ended the epoch refuses its requests) and it sends nothing,
+	// so that it is not charged for another's refusal. Its own epoch ends
+	// at once.
 )
 
 // refusal is one counted abort.
@@ -79,7 +78,7 @@ type refusalState struct {
 // broadcastAbort tells every other server of e's chain that e ended here
 // (§3: a failure ends the epoch for everyone; without the notice the
 // others' clients would wait for rounds that never come), with a signed
-// abort, after abortSettle and unless another server's abort came first.
+// abort, after AbortSettle and unless another server's abort came first.
 // Call with s.mu held.
 func (s *Server) broadcastAbort(e *sepoch, reason string) {
 	s.broadcastAbortKind(e, wire.AbortFault, 0, reason)
@@ -121,7 +120,7 @@ func (s *Server) broadcastAbortKind(e *sepoch, kind uint8, round uint32, reason 
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-time.After(abortSettle):
+		case <-time.After(s.cfg.Timing.AbortSettle):
 		}
 		s.mu.Lock()
 		var body []byte
@@ -250,7 +249,7 @@ func (s *Server) relayAbort(e *sepoch, body []byte, from, signer peer.ID) {
 // noteAbortLocked handles an abort the first time it is seen here and
 // reports whether it was new. A fault abort counts against its signer at
 // once; a coordination abort by the leader before the final descriptor
-// counts against nobody. A count is taken back if, within abortGrace, the
+// counts against nobody. A count is taken back if, within AbortGrace, the
 // epoch's cause turns out public. Call with s.mu held.
 func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID) bool {
 	rs := &s.ref
@@ -479,10 +478,10 @@ func (s *Server) publicCause(e *sepoch) bool {
 }
 
 // watchCause takes rec back if e's cause turns out public within
-// abortGrace.
+// AbortGrace.
 func (s *Server) watchCause(e *sepoch, rec refusal) {
 	defer s.wg.Done()
-	deadline := time.Now().Add(abortGrace)
+	deadline := time.Now().Add(s.cfg.Timing.AbortGrace)
 	for time.Now().Before(deadline) {
 		select {
 		case <-s.ctx.Done():

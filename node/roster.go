@@ -15,7 +15,8 @@ import (
 )
 
 // Roster timing: a server is live while its last hello is younger than
-// rosterTTL; hellos are repeated every helloEvery.
+// rosterTTL; hellos are repeated every helloEvery. Other servers judge a
+// server live by its hellos, so both are protocol rules, not Tunables.
 const (
 	helloEvery = 3 * time.Second
 	rosterTTL  = 12 * time.Second

@@ -138,6 +138,9 @@ type ServerConfig struct {
 	LeaderTimeout time.Duration
 	// Network carries the server's streams (nil: libp2p).
 	Network transport.Network
+	// Timing holds the server's timeouts and periods (zero fields:
+	// DefaultTunables; for tests and embedders).
+	Timing Tunables
 
 	// The tests' hooks (hooks_riffletest.go); empty in the binary.
 	serverHookCfg
@@ -233,6 +236,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.LeaderTimeout <= 0 {
 		cfg.LeaderTimeout = DefaultLeaderTimeout
 	}
+	cfg.Timing = cfg.Timing.withDefaults()
 	if cfg.PIRRate <= 0 {
 		cfg.PIRRate = DefaultPIRRate
 	}
