@@ -322,6 +322,7 @@ func TestOutsidersCertifyAhead(t *testing.T) {
 // numbers still end in the group's timeout certificates and epochs go on,
 // nobody is charged, and a share acknowledged meanwhile is fetched.
 func TestTimeoutVoteFlood(t *testing.T) {
+	long(t) // whole networks over many epochs: the full pass runs it, the race pass would take half a minute
 	virtual(t, func(t *testing.T) {
 		const silent = 0
 		fn := startFounded(t, 3, 2, 2, testParams(2), func(i int, c *ServerConfig) {
@@ -433,6 +434,7 @@ func TestTimeoutVoteFlood(t *testing.T) {
 // leader costs T_lead). Epochs go on, no honest server is charged, and a
 // share acknowledged meanwhile is fetched.
 func TestLeaderHoldsOpen(t *testing.T) {
+	long(t) // whole networks over many epochs: the full pass runs it, the race pass would take half a minute
 	virtual(t, func(t *testing.T) {
 		fn := startFounded(t, 4, 4, 2, testParams(2), func(i int, c *ServerConfig) {
 			c.LeaderTimeout = 2 * time.Second
@@ -661,6 +663,7 @@ func TestPrepareRefuser(t *testing.T) {
 // (the void's proposer) is charged. Epochs go on and a share acknowledged
 // after is fetched.
 func TestEarlyNoPubCharged(t *testing.T) {
+	long(t) // whole networks over many epochs: the full pass runs it, the race pass would take half a minute
 	for _, kind := range []string{"abort", "void"} {
 		t.Run(kind, func(t *testing.T) {
 			virtual(t, func(t *testing.T) {

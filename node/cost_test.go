@@ -57,6 +57,7 @@ func TestGroupCost(t *testing.T) {
 // is under that figure stops with ErrOverBudget before it registers,
 // one above it runs.
 func TestGroupCostHolds(t *testing.T) {
+	long(t) // whole networks over many epochs: the full pass runs it, the race pass would take half a minute
 	virtual(t, func(t *testing.T) {
 		// Epochs long enough that their rounds, not their setups, make
 		// what a client moves.

@@ -22,6 +22,7 @@ import (
 // turn-taking, logged at debug. A client's progress says each epoch in
 // one line without the chain's ids.
 func TestHealthyNetworkLogsNoWarning(t *testing.T) {
+	long(t) // whole networks over many epochs: the full pass runs it, the race pass would take half a minute
 	virtual(t, func(t *testing.T) {
 		var logs lockedBuf
 		logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
