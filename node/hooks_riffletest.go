@@ -63,6 +63,8 @@ type clientHookState struct {
 	// localHook is called by the local worker before each step (guarded
 	// by c.mu; hookLocal).
 	localHook func(step string)
+	// own is the old decoy rule, the controls' (decoys_own_riffletest.go).
+	own ownRule
 }
 
 // serverHooks let a test make a server misbehave.
@@ -228,6 +230,12 @@ func (s *Server) hookIndexClosings(to peer.ID, recs [][]byte) [][]byte {
 	return recs
 }
 
+func (s *Server) hookWindowReply(to peer.ID, w *wire.Window) {
+	if o := s.cfg.observe; o != nil && o.WindowReply != nil {
+		o.WindowReply(to, w)
+	}
+}
+
 func (s *Server) hookCheatKeys(chain []peer.ID, keys [][32]byte, cl *closed) [][32]byte {
 	if c := s.cfg.cheat; c != nil && c.keys != nil {
 		keys = c.keys(keys, cl)
@@ -372,10 +380,8 @@ func (c *Client) hookNoClosingFill() bool {
 func (c *Client) hookHeldDraw() func(io.Reader) ([32]byte, bool) {
 	if o := c.cfg.observe; o != nil && o.HeldDecoys {
 		return c.heldDraw
-	} else if o != nil && o.OwnDecoys {
-		return c.own.draw
 	}
-	return nil
+	return c.ownDraw()
 }
 
 // heldDraw is the decoy draw of v2, kept for the anonymity tests' negative
@@ -489,10 +495,7 @@ func (c *Client) hookSecondOnion(ctx context.Context, e *cepoch, sub *wire.Submi
 
 // ownRule reports whether the tests' control of the old decoy rule (the
 // client's own lists, OwnDecoys) is on.
-func (c *Client) ownRule() bool {
-	o := c.cfg.observe
-	return o != nil && o.OwnDecoys
-}
+func (c *Client) ownRule() bool { return c.useOwnRule() }
 
 // hookWindow tells the observer which epochs the client's window holds.
 func (c *Client) hookWindow(epoch [32]byte) {

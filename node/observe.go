@@ -41,6 +41,9 @@ type testObserver struct {
 	// IndexClosings (an active adversary): the closing records this
 	// server puts in an index page it sends to peer to.
 	IndexClosings func(to peer.ID, recs [][]byte) [][]byte
+	// WindowReply (an active adversary): may change the window this
+	// server is about to send peer to (leave records or pools out).
+	WindowReply func(to peer.ID, w *wire.Window)
 	// Received: a request from a client (or any peer) on the client and
 	// PIR protocols, as this server read it: what the primary sees of a
 	// client's sends. body must not be kept.
