@@ -55,6 +55,7 @@ func (*Server) hookIndexPage() int                                            { 
 func (*Server) hookIndexReply(_ peer.ID, m []store.Manifest) []store.Manifest { return m }
 func (*Server) hookIndexClosings(_ peer.ID, r [][]byte) [][]byte              { return r }
 func (*Server) hookWindowReply(peer.ID, *wire.Window)                         {}
+func (*Server) hookWindowRefuse(peer.ID) bool                                 { return false }
 
 func (*Server) hookCheatKeys(_ []peer.ID, keys [][32]byte, _ *closed) [][32]byte { return keys }
 func (*Server) hookCheatList(*wire.RegList)                                      {}

@@ -236,6 +236,11 @@ func (s *Server) hookWindowReply(to peer.ID, w *wire.Window) {
 	}
 }
 
+func (s *Server) hookWindowRefuse(to peer.ID) bool {
+	o := s.cfg.observe
+	return o != nil && o.WindowRefuse != nil && o.WindowRefuse(to)
+}
+
 func (s *Server) hookCheatKeys(chain []peer.ID, keys [][32]byte, cl *closed) [][32]byte {
 	if c := s.cfg.cheat; c != nil && c.keys != nil {
 		keys = c.keys(keys, cl)

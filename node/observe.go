@@ -44,6 +44,9 @@ type testObserver struct {
 	// WindowReply (an active adversary): may change the window this
 	// server is about to send peer to (leave records or pools out).
 	WindowReply func(to peer.ID, w *wire.Window)
+	// WindowRefuse (an active adversary): when it returns true this
+	// server answers peer to's window request with an error.
+	WindowRefuse func(to peer.ID) bool
 	// Received: a request from a client (or any peer) on the client and
 	// PIR protocols, as this server read it: what the primary sees of a
 	// client's sends. body must not be kept.

@@ -166,6 +166,9 @@ func (s *Server) onWindowReq(ctx context.Context, from peer.ID, body []byte) (wi
 	if err := q.Unmarshal(body); err != nil {
 		return 0, nil, err
 	}
+	if s.hookWindowRefuse(from) {
+		return 0, nil, errors.New("node: window request refused")
+	}
 	// Any peer may ask, before it registers: a window costs what a few
 	// index pages cost, so it takes one of their slots (at most
 	// maxOutsiderIndex for peers that are not clients here), held until

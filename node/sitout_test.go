@@ -1,0 +1,154 @@
+//go:build riffletest
+
+package node
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// lockedBuffer is a progress sink read while the client writes to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestSitOutPausesJobs (§6.3 v3, issue 26): when every server refuses a
+// client the decoy window, the client sits the epoch out, tells its user
+// that this may be a targeted exclusion, and its running get pauses: no
+// request of the job goes out, in the epochs after either, until the user
+// resumes it; resumed, it finishes with the file's bytes.
+func TestSitOutPausesJobs(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		var refuse atomic.Bool
+		var victim atomic.Pointer[peer.ID]
+		tn := startAnonNet(t, 2, 0, 2, testParams(4), func(i int, c *ServerConfig) {
+			c.observe = &testObserver{WindowRefuse: func(to peer.ID) bool {
+				v := victim.Load()
+				return refuse.Load() && v != nil && *v == to
+			}}
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		var (
+			mu     sync.Mutex
+			asked  = map[[32]byte]int{} // job requests by epoch
+			epochs [][32]byte           // epochs joined, in order
+		)
+		o := &testClientObserver{
+			Requested: func(epoch [32]byte, _ uint32, ids [][32]byte) {
+				mu.Lock()
+				defer mu.Unlock()
+				asked[epoch] += len(ids)
+			},
+			Joined: func(epoch [32]byte, _ uint32, _ []byte) {
+				mu.Lock()
+				defer mu.Unlock()
+				epochs = append(epochs, epoch)
+			},
+		}
+		progress := &lockedBuffer{}
+		down, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger(), Progress: progress, clientHookCfg: clientHookCfg{observe: o}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer down.Close()
+		id := down.h.ID()
+		victim.Store(&id)
+		up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer up.Close()
+		// A third client, so that epochs run while the victim sits out.
+		idle, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer idle.Close()
+		// 24 data chunks, k = 2 requests a round, 4 rounds: three epochs
+		// of requests at least.
+		data := anonRand(t, 24*(16<<10)-300)
+		link, err := up.Share(ctx, bytes.NewReader(data), "sitout.bin", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type res struct {
+			path string
+			err  error
+		}
+		done := make(chan res, 1)
+		go func() {
+			p, err := down.Get(ctx, link, t.TempDir())
+			done <- res{p, err}
+		}()
+		total := func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			n := 0
+			for _, x := range asked {
+				n += x
+			}
+			return n
+		}
+		until(t, ctx, 5*time.Minute, func() bool { return total() > 0 }, "the get sent no request")
+		refuse.Store(true)
+		until(t, ctx, 5*time.Minute, func() bool { return strings.Contains(progress.String(), "targeted exclusion") }, "no line tells the user it sat out")
+		refuse.Store(false)
+		until(t, ctx, time.Minute, func() bool { return len(down.Status().Paused) == 1 }, "the get did not pause")
+		if p := down.Status().Paused[0]; p.Kind != "get" || !strings.Contains(p.Reason, "targeted exclusion") || !strings.Contains(p.Reason, "riffle resume "+link.ID.String()) {
+			t.Fatalf("paused job %+v", p)
+		}
+		// Two epochs go by with the window back: no request of the job.
+		mu.Lock()
+		seen, before := len(epochs), 0
+		for _, x := range asked {
+			before += x
+		}
+		mu.Unlock()
+		until(t, ctx, 5*time.Minute, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(epochs) >= seen+2
+		}, "no two epochs after the sit-out")
+		if total() != before {
+			t.Fatalf("the paused get sent %d requests", total()-before)
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the get ended while paused: %v", r.err)
+		default:
+		}
+		if n := down.Resume(link.ID.String()); n != 1 {
+			t.Fatalf("resumed %d jobs", n)
+		}
+		r := <-done
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		got, err := os.ReadFile(r.path)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("fetched file differs (%v)", err)
+		}
+	})
+}
