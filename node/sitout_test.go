@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
 )
 
 // lockedBuffer is a progress sink read while the client writes to it.
@@ -149,6 +151,69 @@ func TestSitOutPausesJobs(t *testing.T) {
 		got, err := os.ReadFile(r.path)
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("fetched file differs (%v)", err)
+		}
+	})
+}
+
+// TestWindowRequestSame (§6.3 v3, issue 26): every client of an epoch, a
+// long-running one and one in its first epoch alike, sends every server of
+// the chain the same window request, byte for byte: nothing in it says
+// what the client held before. (A list of the epochs it held told a
+// newcomer from the others.)
+func TestWindowRequestSame(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		const m = 3
+		var mu sync.Mutex
+		got := map[string]map[peer.ID]map[int]bool{} // body → client → servers asked
+		first := map[peer.ID]string{}                // client → its first request
+		tn := startAnonNet(t, m, 2, 2, testParams(4), func(i int, c *ServerConfig) {
+			c.observe = &testObserver{Received: func(from peer.ID, ty wire.Type, body []byte) {
+				if ty != wire.TypeWindowReq {
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				k := string(body)
+				if _, ok := first[from]; !ok {
+					first[from] = k
+				}
+				if got[k] == nil {
+					got[k] = map[peer.ID]map[int]bool{}
+				}
+				if got[k][from] == nil {
+					got[k][from] = map[int]bool{}
+				}
+				got[k][from][i] = true
+			}}
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		// The two clients of startAnonNet run for a few epochs, then a
+		// newcomer comes.
+		until(t, ctx, 5*time.Minute, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got) >= DecoyEpochs+2
+		}, "no epochs")
+		late, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[2].Addrs()[0].String(), Logger: anonLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer late.Close()
+		var body string
+		until(t, ctx, 5*time.Minute, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			k, ok := first[late.h.ID()]
+			body = k
+			return ok && len(got[k]) == 3
+		}, "the newcomer's first window request is not the others'")
+		mu.Lock()
+		defer mu.Unlock()
+		for p, servers := range got[body] {
+			if len(servers) != m {
+				t.Errorf("client %s asked %d servers of %d", p.ShortString(), len(servers), m)
+			}
 		}
 	})
 }
