@@ -27,8 +27,10 @@ import (
 //
 // What a client asks never depends on what its user wants: every client
 // syncs everything, at the start of every epoch, from its primary; the
-// cursor only says how much of that server's log this client already
-// read, which follows from when it synced before, not from any file.
+// cursor only says how much of the primary's log this client already
+// read, which follows from when it synced before, not from any file, and
+// which the primary, which knows its client, learns nothing from. A sync
+// from another server starts from 0 (cursorOf).
 // The servers it syncs from are chosen the same way: its primary, and,
 // when the primary's copy lacks a manifest that a signed request list
 // named (§6.4 v3) or the sync fails, another server of the epoch's chain
@@ -140,8 +142,15 @@ func (c *Client) expireIndex() {
 	}
 }
 
-// cursorOf returns the cursor of server p.
+// cursorOf returns the cursor of server p: the primary's, or 0 for any
+// other server. A cursor at another server would be where this client's
+// last sync from it ended, a number of that server's log that links the
+// client's syncs there across its runs (its peer id is fresh each run);
+// from 0, every client's sync from another server reads alike.
 func (c *Client) cursorOf(p peer.ID) uint64 {
+	if p != c.primary {
+		return 0
+	}
 	ic := &c.icopy
 	if n, ok := ic.cursors[p]; ok {
 		return n

@@ -17,24 +17,6 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 )
 
-// lockedBuffer is a progress sink read while the client writes to it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestSitOutPausesJobs (§6.3 v3, issue 26): when every server refuses a
 // client the decoy window, the client sits the epoch out, tells its user
 // that this may be a targeted exclusion, and its running get pauses: no
@@ -69,7 +51,7 @@ func TestSitOutPausesJobs(t *testing.T) {
 				epochs = append(epochs, epoch)
 			},
 		}
-		progress := &lockedBuffer{}
+		progress := &lockedBuf{}
 		down, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger(), Progress: progress, clientHookCfg: clientHookCfg{observe: o}})
 		if err != nil {
 			t.Fatal(err)
