@@ -105,6 +105,9 @@ type Client struct {
 	// (closing_client.go).
 	decoys     decoyPool
 	windowRecs map[[32]byte]*wire.Closing
+	// windowBudget is what the window's walk shows of the servers'
+	// refusal budgets (client_budget.go).
+	windowBudget budgetView
 	stats      Stats
 	index      []IndexEntry // the synced copy, as of the last epoch's start
 	// icopy is the synced copy of the index with its cursors, touched by
@@ -129,9 +132,6 @@ type Client struct {
 	// previous certificate verified): what the next one's verifies
 	// against (clientCheckPrevious).
 	lastGroup []peer.ID
-	// budget is what this client saw of the servers' refusal budgets
-	// (client_budget.go).
-	budget budgetState
 	// held: chunks this client published or fetched (at most maxHeld),
 	// for local views only (Holds): they never choose a request.
 	held map[[32]byte]bool

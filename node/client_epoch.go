@@ -165,9 +165,6 @@ func (c *Client) openView(ctx context.Context, last [32]byte) (*view, int, error
 	if err := clientCheckPrevious(&open.Desc, v.chain, group, c.primary, c.cfg.Require); err != nil {
 		return v, 0, fmt.Errorf("node: epoch refused: %w", err)
 	}
-	if err := c.takeChain(&open.Desc, v.chain, group); err != nil {
-		return v, 0, fmt.Errorf("node: epoch refused: %w", err)
-	}
 	return v, pidx, nil
 }
 

@@ -94,10 +94,11 @@ func (c *Client) fetchWindow(ctx context.Context, v *view) error {
 	if answers == 0 {
 		return errNoWindow
 	}
-	eps, recs := walkWindow(v.desc, got)
+	w := walkWindow(v.desc, got)
 	c.mu.Lock()
-	c.decoys.set(eps)
-	c.windowRecs = recs
+	c.decoys.set(w.pools)
+	c.windowRecs = w.recs
+	c.windowBudget = w.budget
 	c.mu.Unlock()
 	return nil
 }
@@ -119,19 +120,28 @@ func previousGroup(d *wire.Descriptor, items []wire.WindowItem) *wire.Descriptor
 	return nil
 }
 
+// windowWalk is what a walk back from an open descriptor found, all of it
+// pinned by that descriptor: the window (newest first), the checked
+// records of its epochs by id, and what the walked descriptors show of the
+// servers' refusal budgets (client_budget.go).
+type windowWalk struct {
+	pools  []*poolEpoch
+	recs   map[[32]byte]*wire.Closing
+	budget budgetView
+}
+
 // walkWindow walks back from descriptor d through the certificates the
-// descriptors carry, taking each part (descriptor, record, pool) from got
-// only if it checks, and returns the window (newest first) and the
-// checked records of its epochs, by id.
-func walkWindow(d *wire.Descriptor, got []wire.WindowItem) ([]*poolEpoch, map[[32]byte]*wire.Closing) {
+// descriptors carry, at most WindowLookback numbers, taking each part
+// (descriptor, record, pool) from got only if it checks.
+func walkWindow(d *wire.Descriptor, got []wire.WindowItem) windowWalk {
 	cands := map[[32]byte][]*wire.WindowItem{}
 	for i := range got {
 		cands[got[i].Epoch] = append(cands[got[i].Epoch], &got[i])
 	}
-	recs := map[[32]byte]*wire.Closing{}
-	var win []*poolEpoch
+	w := windowWalk{recs: map[[32]byte]*wire.Closing{}, budget: budgetView{chains: map[uint64][]peer.ID{}}}
 	prev := d.Previous
-	for step := 0; step < WindowLookback && len(win) < DecoyEpochs; step++ {
+	w.budget.certs = append(w.budget.certs, prev)
+	for step := 0; step < WindowLookback; step++ {
 		if prev.Kind != wire.CertFinal && prev.Kind != wire.CertAbort {
 			break
 		}
@@ -145,16 +155,33 @@ func walkWindow(d *wire.Descriptor, got []wire.WindowItem) ([]*poolEpoch, map[[3
 		if gd == nil {
 			break // the walk cannot go further back
 		}
-		if prev.Kind == wire.CertFinal && num+2 <= d.Number {
+		if prev.Kind == wire.CertFinal && num+2 <= d.Number && len(w.pools) < DecoyEpochs {
 			if pe, rec := checkedPool(gd, id, cands[id]); pe != nil {
 				pe.number = num
-				win = append(win, pe)
-				recs[id] = rec
+				w.pools = append(w.pools, pe)
+				w.recs[id] = rec
 			}
 		}
+		if ch, err := descChain(gd); err == nil {
+			w.budget.chains[num] = ch
+		}
 		prev = gd.Previous
+		w.budget.certs = append(w.budget.certs, prev)
 	}
-	return win, recs
+	return w
+}
+
+// descChain returns a descriptor's chain.
+func descChain(d *wire.Descriptor) ([]peer.ID, error) {
+	out := make([]peer.ID, 0, len(d.Group))
+	for _, g := range d.Group {
+		p, err := peer.IDFromBytes(g.PeerID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // linkedDescriptor decodes a descriptor without clients and returns it if
@@ -174,14 +201,11 @@ func linkedDescriptor(b []byte, id [32]byte, num uint64) *wire.Descriptor {
 // candidates whose record verifies against the epoch's chain and whose
 // pool matches it.
 func checkedPool(d *wire.Descriptor, id [32]byte, cands []*wire.WindowItem) (*poolEpoch, *wire.Closing) {
-	v := &view{id: id, desc: d}
-	for _, g := range d.Group {
-		p, err := peer.IDFromBytes(g.PeerID)
-		if err != nil {
-			return nil, nil
-		}
-		v.chain = append(v.chain, p)
+	chain, err := descChain(d)
+	if err != nil {
+		return nil, nil
 	}
+	v := &view{id: id, desc: d, chain: chain}
 	var rec *wire.Closing
 	for _, x := range cands {
 		var c wire.Closing
@@ -215,11 +239,17 @@ func sitOutLine(id [32]byte) string {
 // its jobs (sitOut).
 func (c *Client) holdWindow(ctx context.Context, v *view) error {
 	if c.ownRule() {
-		return nil // the old rule: no window
+		return c.takeChain(v.desc, v.chain, budgetView{}) // the old rule: no window
 	}
 	if err := c.fetchWindow(ctx, v); err != nil {
 		c.sitOut(v.id)
 		return err
+	}
+	c.mu.Lock()
+	bv := c.windowBudget
+	c.mu.Unlock()
+	if err := c.takeChain(v.desc, v.chain, bv); err != nil {
+		return fmt.Errorf("node: epoch refused: %w", err)
 	}
 	c.hookWindow(v.id)
 	var b [8]byte
