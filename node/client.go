@@ -108,8 +108,8 @@ type Client struct {
 	// windowBudget is what the window's walk shows of the servers'
 	// refusal budgets (client_budget.go).
 	windowBudget budgetView
-	stats      Stats
-	index      []IndexEntry // the synced copy, as of the last epoch's start
+	stats        Stats
+	index        []IndexEntry // the synced copy, as of the last epoch's start
 	// icopy is the synced copy of the index with its cursors, touched by
 	// one sync at a time (syncMu; indexsync.go).
 	icopy  indexCopy
