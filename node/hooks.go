@@ -84,7 +84,7 @@ func (*Client) hookNoManifestCap() bool                        { return false }
 func (*Client) hookNoGapFill() bool                            { return false }
 func (*Client) hookHeldDraw() func(io.Reader) ([32]byte, bool) { return nil }
 func (*Client) ownRule() bool                                  { return false }
-func (*Client) hookWindow([32]byte)                            {}
+func (*Client) hookWindow(*view)                               {}
 func (*Client) hookNoteHeld([32]byte)                          {}
 func (*Client) hookOwnNote(*wire.RoundList)                    {}
 func (*Client) hookOwnEnd(*view)                               {}

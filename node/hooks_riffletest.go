@@ -503,16 +503,22 @@ func (c *Client) hookSecondOnion(ctx context.Context, e *cepoch, sub *wire.Submi
 func (c *Client) ownRule() bool { return c.useOwnRule() }
 
 // hookWindow tells the observer which epochs the client's window holds.
-func (c *Client) hookWindow(epoch [32]byte) {
+func (c *Client) hookWindow(v *view) {
 	o := c.cfg.observe
-	if o == nil || o.Window == nil {
+	if o == nil || (o.Window == nil && o.WindowAt == nil) {
 		return
 	}
 	c.mu.Lock()
 	ids := make([][32]byte, len(c.decoys.epochs))
+	nums := make([]uint64, len(c.decoys.epochs))
 	for i, e := range c.decoys.epochs {
-		ids[i] = e.id
+		ids[i], nums[i] = e.id, e.number
 	}
 	c.mu.Unlock()
-	o.Window(epoch, ids)
+	if o.Window != nil {
+		o.Window(v.id, ids)
+	}
+	if o.WindowAt != nil {
+		o.WindowAt(v.desc.Number, nums)
+	}
 }

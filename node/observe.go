@@ -99,6 +99,7 @@ type testClientObserver struct {
 	// group's window), and no window is fetched.
 	OwnDecoys bool
 	// Window: the epochs of the window the client holds for an epoch,
-	// newest first, once it holds it.
-	Window func(epoch [32]byte, window [][32]byte)
+	// newest first, once it holds it; WindowAt: the same by number.
+	Window   func(epoch [32]byte, window [][32]byte)
+	WindowAt func(n uint64, window []uint64)
 }

@@ -251,7 +251,7 @@ func (c *Client) holdWindow(ctx context.Context, v *view) error {
 	if err := c.takeChain(v.desc, v.chain, bv); err != nil {
 		return fmt.Errorf("node: epoch refused: %w", err)
 	}
-	c.hookWindow(v.id)
+	c.hookWindow(v)
 	var b [8]byte
 	if _, err := io.ReadFull(c.rand, b[:]); err != nil {
 		return err

@@ -199,3 +199,43 @@ func TestWindowRequestSame(t *testing.T) {
 		}
 	})
 }
+
+// TestWindowTwoNumbersOn (§6.3 v3): the window of epoch N holds epochs of
+// number at most N − 2, and the newest is N − 2 itself while epochs run to
+// their end: an epoch enters the window two numbers on, for every client
+// alike, whenever its record reached any of them.
+func TestWindowTwoNumbersOn(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		var mu sync.Mutex
+		newest := map[uint64]uint64{} // N → the window's newest number
+		o := &testClientObserver{WindowAt: func(n uint64, nums []uint64) {
+			mu.Lock()
+			defer mu.Unlock()
+			top := uint64(0)
+			for _, x := range nums {
+				top = max(top, x)
+			}
+			newest[n] = top
+		}}
+		tn := startAnonNet(t, 2, 1, 2, testParams(4), nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		until(t, ctx, 5*time.Minute, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(newest) >= 6
+		}, "no six windows")
+		mu.Lock()
+		defer mu.Unlock()
+		for n, top := range newest {
+			if n >= 3 && top != n-2 {
+				t.Errorf("the window of epoch %d: newest epoch %d, want %d", n, top, n-2)
+			}
+		}
+	})
+}
