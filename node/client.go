@@ -36,7 +36,11 @@ type ClientConfig struct {
 	Logger      *slog.Logger
 	// Progress receives human-readable progress lines (nil: none).
 	Progress io.Writer
-	Rand     io.Reader
+	// Notices receives the few lines the user must see even without
+	// progress, such as a data directory moved to another network's
+	// state (netbind.go); nil: Progress.
+	Notices io.Writer
+	Rand    io.Reader
 	// OnSend, if set, is called with the type of every request the client
 	// sends and the bytes written to its stream (the wire-size equality
 	// test records them).
@@ -75,9 +79,15 @@ func (c *ClientConfig) network() transport.Network {
 // primary, sending one onion and k queries every round (cover when idle),
 // and carries share and get jobs.
 type Client struct {
-	cfg     ClientConfig
-	ltKey   *LongTermKey // signs each registration for the primary (ltkey.go)
-	db      *store.ClientDB
+	cfg   ClientConfig
+	ltKey *LongTermKey // signs each registration for the primary (ltkey.go)
+	db    *store.ClientDB
+	// The data directory's network (netbind.go): bound is closed once db
+	// is this network's; until then the database opened at start waits
+	// in unbound. netRec: the servers recorded as its network.
+	bound   chan struct{}
+	unbound *store.ClientDB
+	netRec  map[peer.ID]bool
 	log     *slog.Logger
 	rand    io.Reader
 	h       transport.Host
@@ -154,7 +164,12 @@ type Client struct {
 	epochRounds0 int
 	epochMoved0  int // chunks uploaded and fetched before the epoch
 	epochEnd     time.Time
+	epochLen     time.Duration // how long the last epoch taken part in lasted
 	waiting      string
+	// group is the primary's last answer on the group's state, at
+	// groupAt (waitstate.go).
+	group   wire.State
+	groupAt time.Time
 }
 
 // Stats counts what a client did.
@@ -231,6 +246,11 @@ type shareJob struct {
 	warnings    []string
 	err         error
 	ep          jobEpochs // epochs with real traffic (presence.go)
+	// resume is the key of the job's resume record (share_resume.go),
+	// nil without one; resumed counts the chunks that went out in an
+	// earlier run.
+	resume  *[32]byte
+	resumed int
 }
 
 // finish closes the job's done channel once; call with c.mu held.
@@ -363,7 +383,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	c := &Client{cfg: cfg, ltKey: lt, log: log, rand: rnd, h: h, primary: ai.ID, ctx: cctx, cancel: cancel, done: make(chan struct{}),
 		changed: make(chan struct{}), wants: map[[32]byte]*getJob{}, inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{},
-		retry: map[[32]byte]bool{}, held: map[[32]byte]bool{}, localDone: make(chan struct{})}
+		retry: map[[32]byte]bool{}, held: map[[32]byte]bool{}, localDone: make(chan struct{}), bound: make(chan struct{})}
 	c.local.wake = make(chan struct{}, 1)
 	if c.jobWait, err = drawPresence(rnd); err != nil {
 		h.Close()
@@ -376,6 +396,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		return nil, fmt.Errorf("node: connect to %s: %w", cfg.Server, err)
 	}
 	c.openClientDB()
+	c.bindAtStart()
 	go c.run()
 	go c.localWorker()
 	return c, nil
@@ -389,6 +410,9 @@ func (c *Client) Close() error {
 	var err error
 	if c.db != nil {
 		err = c.db.Close()
+	}
+	if c.unbound != nil {
+		err = errors.Join(err, c.unbound.Close())
 	}
 	return errors.Join(c.h.Close(), err)
 }

@@ -47,7 +47,11 @@ func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bo
 			if err != nil {
 				return chunker.Link{}, err
 			}
-			c.jobProgress(ctx, "shared %s: %d bytes in %d uploads (data and manifest chunks), %s", name, h.Bytes, total, time.Since(start).Round(time.Millisecond))
+			earlier := ""
+			if n := h.resumed(); n > 0 {
+				earlier = fmt.Sprintf(", %d of them in an earlier run", n)
+			}
+			c.jobProgress(ctx, "shared %s: %d bytes in %d uploads (data and manifest chunks%s), %s", name, h.Bytes, total, earlier, time.Since(start).Round(time.Millisecond))
 			for _, w := range warnings {
 				c.jobProgress(ctx, "warning: %s", w)
 			}
@@ -171,6 +175,10 @@ func (c *Client) dropGet(g *getJob) {
 // never per-file look-ups; from the cursor this client holds) and returns
 // its entries.
 func (c *Client) Index(ctx context.Context) ([]IndexEntry, error) {
+	// Not into another network's copy (netbind.go).
+	if err := c.waitBound(ctx); err != nil {
+		return nil, err
+	}
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
 	if _, err := c.syncIndexFrom(ctx, c.primary); err != nil {

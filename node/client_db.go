@@ -46,7 +46,9 @@ func (c *Client) openClientDB() {
 }
 
 // keepSubmission stores a round's signed submission before it is sent.
-func (c *Client) keepSubmission(e *cepoch, sub *wire.Submit) error {
+// mark, if any, is the chunk the onion carries, kept as sent in the same
+// transaction (share_resume.go).
+func (c *Client) keepSubmission(e *cepoch, sub *wire.Submit, mark *store.ShareMark) error {
 	if c.db == nil {
 		return nil
 	}
@@ -64,7 +66,7 @@ func (c *Client) keepSubmission(e *cepoch, sub *wire.Submit) error {
 	if sub.Round > behind {
 		keepFrom = sub.Round - behind
 	}
-	return c.db.PutOnionPruned(e.v.id, sub.Round, sub.Marshal(), keepFrom)
+	return c.db.PutOnionMarked(e.v.id, sub.Round, sub.Marshal(), keepFrom, mark)
 }
 
 // dropSubmissions forgets an ended epoch's stored submissions.

@@ -15,6 +15,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/pir"
+	"github.com/riffle-net/riffle/store"
 )
 
 // oneEpoch joins the next epoch and takes part until it ends.
@@ -129,7 +130,10 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 // chain. It returns the view and the primary's chain position; the view
 // is nil when no descriptor could be read.
 func (c *Client) openView(ctx context.Context, last [32]byte) (*view, int, error) {
+	sctx, stop := context.WithCancel(ctx)
+	go c.askState(sctx)
 	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeWaitOpen, Body: (&wire.EpochRef{Epoch: last}).Marshal(), Timeout: pollTimeout})
+	stop()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -165,6 +169,9 @@ func (c *Client) openView(ctx context.Context, last [32]byte) (*view, int, error
 	if err := clientCheckPrevious(&open.Desc, v.chain, group, c.primary, c.cfg.Require); err != nil {
 		return v, 0, fmt.Errorf("node: epoch refused: %w", err)
 	}
+	// Before anything of the epoch reads the database: it must be this
+	// network's (netbind.go).
+	c.bindNetwork(v.chain)
 	return v, pidx, nil
 }
 
@@ -290,6 +297,9 @@ func (c *Client) leaveEpoch(e *cepoch) {
 	defer c.mu.Unlock()
 	c.epoch = nil
 	c.epochEnd = time.Now()
+	if !c.epochAt.IsZero() {
+		c.epochLen = c.epochEnd.Sub(c.epochAt)
+	}
 	// Requests in flight are forgotten; failed ids may be asked again in a
 	// later epoch (§6.3).
 	clear(c.inflight)
@@ -431,7 +441,9 @@ func (c *Client) confirm(e *cepoch, r uint32, rl *wire.RoundList) {
 			c.noteHeld(id)
 			if u.job != nil && u.job.left[id] {
 				delete(u.job.left, id)
+				c.markPublished(u.job, id)
 				if len(u.job.left) == 0 && !u.job.reencrypting {
+					c.finishResumable(u.job)
 					u.job.finish()
 				}
 			}
@@ -480,6 +492,9 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 	p := e.v.desc.Params
 	b, k := int(p.ChunkSize), int(p.K)
 	onion := e.onions[r]
+	// The chunk the onion carries, kept as sent with the onion
+	// (share_resume.go); nil for cover and for a round sealed before.
+	var mark *store.ShareMark
 	if onion == nil {
 		pl := &mix.Payload{Kind: mix.KindCover, Requests: make([][32]byte, k)}
 		c.mu.Lock()
@@ -489,6 +504,7 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 		ready := c.jobsReady() && !c.holdJobs()
 		if u := c.takeUpload(e, r, ready); u != nil {
 			pl.Kind, pl.Length, pl.Chunk = mix.KindChunk, uint32(len(u.c.Data)), u.c.Data
+			mark = shareMark(u)
 		}
 		// Data chunks only, never a manifest (§6.4 v3: those come from
 		// the synced index).
@@ -536,7 +552,7 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 	}
 	sub := wire.Submit{Epoch: e.v.id, Round: r, Slot: e.slot, Onion: onion}
 	copy(sub.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.id), uint64(r), e.slot, onion))
-	if err := c.keepSubmission(e, &sub); err != nil {
+	if err := c.keepSubmission(e, &sub, mark); err != nil {
 		return fmt.Errorf("node: store onion of round %d before sending: %w", r, err)
 	}
 	var err error

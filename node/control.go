@@ -130,12 +130,14 @@ func (c *Client) control(ctx context.Context, t wire.Type, body []byte) ([]byte,
 		if !filepath.IsAbs(path) {
 			return nil, errors.New("node: control share needs an absolute path")
 		}
-		f, err := os.Open(path)
+		// A folder goes as its tree archive (the command that asked said
+		// what it skips).
+		f, name, _, err := chunker.OpenShare(path)
 		if err != nil {
 			return nil, err
 		}
 		defer f.Close()
-		link, err := c.Share(WithMaxEpochs(ctx, maxEp), f, filepath.Base(path), encrypt)
+		link, err := c.Share(WithMaxEpochs(ctx, maxEp), f, name, encrypt)
 		if err != nil {
 			return nil, err
 		}

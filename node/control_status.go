@@ -78,7 +78,10 @@ func (c *Client) Status() ClientStatus {
 	defer c.mu.Unlock()
 	st.Stats = c.stats
 	st.Paused = c.pausedJobs()
-	st.AnonymitySet, st.ChunkSize, st.Waiting = c.anon, c.b, c.waiting
+	st.AnonymitySet, st.ChunkSize = c.anon, c.b
+	if c.epoch == nil {
+		st.Waiting = c.waitReasonLocked()
+	}
 	if e := c.epoch; e != nil {
 		st.Epoch = hex.EncodeToString(e.v.id[:])
 		for i, p := range e.v.chain {
@@ -122,17 +125,34 @@ func (c *Client) noteWait(why string) {
 func (c *Client) waitReason() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.waitReasonLocked()
+}
+
+// WaitReason says what a job of this client waits for, if it waits: an
+// epoch to open (and about how long), or the presence and anonymity rules
+// that hold jobs; "" while jobs run.
+func (c *Client) WaitReason() string { return c.waitReason() }
+
+// waitReasonLocked is waitReason with c.mu held.
+func (c *Client) waitReasonLocked() string {
 	if c.epoch != nil {
 		if c.holdJobs() {
 			return fmt.Sprintf("holding the job: this epoch has %d clients registered through servers this client trusts, below the minimum of %d asked for (--min-anonymity); sending cover until a larger epoch", c.trusted, c.cfg.MinAnonymity)
 		}
 		if !c.jobsReady() {
-			return fmt.Sprintf("holding the job: this client has been present %d of the %d full epochs it waits before any job, so that when a job runs says nothing about when it came; sending cover meanwhile", c.fullEpochs, c.jobWait)
+			line := fmt.Sprintf("holding the job: this client has been present %d of the %d full epochs it waits before any job, so that when a job runs says nothing about when it came; sending cover meanwhile", c.fullEpochs, c.jobWait)
+			if c.epochLen > 0 {
+				line += fmt.Sprintf(" (about %s more: epochs here last about %s)", roundUp(time.Duration(c.jobWait-c.fullEpochs)*c.epochLen), roundUp(c.epochLen))
+			}
+			return line
 		}
 		return ""
 	}
 	if c.waiting != "" {
 		return c.waiting
+	}
+	if !c.groupAt.IsZero() && time.Since(c.groupAt) <= stateFresh {
+		return c.groupWait()
 	}
 	if !c.epochEnd.IsZero() && time.Since(c.epochEnd) < betweenEpochs {
 		return "" // the next epoch is on its way

@@ -17,6 +17,7 @@ import (
 
 // TestControlSocket hands share, get and ls jobs to a running client.
 func TestControlSocket(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	node.Long(t)
 	tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 3, Params: node.TestParams(64)})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -270,6 +270,7 @@ func (s *Server) endQuiet(e *sepoch, reason string) {
 		return
 	}
 	e.ended, e.reason = true, reason
+	s.lastEnd = time.Now()
 	s.flushManifests(e)
 	if e.final != nil && len(e.lt) > 0 && s.ctx.Err() == nil {
 		s.wg.Add(1)

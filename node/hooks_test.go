@@ -17,6 +17,7 @@ import (
 // declare (observers, cheats, misbehaviours), and none a hook point
 // (hook*), which there must be empty and inlined away.
 func TestBinaryHasNoTestHooks(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

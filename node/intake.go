@@ -125,6 +125,8 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 		return s.onIndexReq(ctx, from, body)
 	case wire.TypeWindowReq:
 		return s.onWindowReq(ctx, from, body)
+	case wire.TypeStateReq:
+		return s.onStateReq(ctx, from)
 	case wire.TypeReceiptSet:
 		return s.onReceiptSet(from, body)
 	}

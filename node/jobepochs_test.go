@@ -89,6 +89,7 @@ func TestJobEpochsCount(t *testing.T) {
 // pauses, says why, and requests nothing (its slot carries cover) for the
 // epochs it waits; resumed, it finishes with the file's bytes.
 func TestLongJobPauses(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	long(t)
 	tn := startAnonNet(t, 3, 1, 2, testParams(8), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -137,6 +137,7 @@ func TestLocalWorkDoesNotDelay(t *testing.T) {
 // TestLsReadsSyncedCopy (§7): the index through a running client's control
 // socket is its synced copy; asking for it sends nothing.
 func TestLsReadsSyncedCopy(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	tn := startAnonNet(t, 3, 1, 2, testParams(32), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -21,6 +21,7 @@ func TestEndToEnd(t *testing.T) {
 }
 
 func TestEndToEndLibp2p(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	node.Long(t)
 	endToEnd(t, nil)
 }

@@ -37,6 +37,7 @@ type pollGate struct {
 	mu        sync.Mutex
 	total     int
 	outsiders int
+	waitOpen  int // WaitOpen polls: clients waiting for an epoch (waitstate.go)
 	per       map[peer.ID]int
 }
 
@@ -91,6 +92,9 @@ func (s *Server) enterPoll(ctx context.Context, p peer.ID, short bool) (context.
 	}
 	g.total++
 	g.per[p]++
+	if short {
+		g.waitOpen++
+	}
 	cancel := context.CancelFunc(func() {})
 	if !client {
 		g.outsiders++
@@ -103,6 +107,9 @@ func (s *Server) enterPoll(ctx context.Context, p peer.ID, short bool) (context.
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		g.total--
+		if short {
+			g.waitOpen--
+		}
 		if !client {
 			g.outsiders--
 		}

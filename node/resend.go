@@ -258,6 +258,8 @@ func (c *Client) reencrypt(j *shareJob) {
 	}
 	j.left, j.link, j.ids, j.total = left, link, ids, len(items)
 	j.reencrypted++
+	// A new key: the record of the old link resumes nothing.
+	c.finishResumable(j)
 	c.upQ = append(c.upQ, items...)
 	c.progress("share %s: a round did not publish part of this private file; it is sent again whole under a fresh key", j.name)
 	c.notify()

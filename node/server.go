@@ -161,6 +161,7 @@ type Server struct {
 	prep    map[[32]byte]*sepoch // by nonce, before the epoch id is known
 	open    *sepoch              // epoch accepting registrations here
 	number  uint64               // highest epoch number signed (EpochNumberFile)
+	lastEnd time.Time            // when an epoch last ended here (waitstate.go)
 	// banned: client peers excluded up to an epoch number (a culprit of a
 	// blame, roundblame_after.go), known only to their primary; also on
 	// disk with their strikes (rb.clients).

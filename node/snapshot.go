@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/riffle-net/riffle/chunker"
@@ -129,14 +130,28 @@ func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encry
 	var items []upItem
 	cr := &countReader{r: r}
 	var src io.Reader = cr
-	var plain bytes.Buffer
+	opts := chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}
+	var plain []byte
+	var res resumable
 	if encrypt {
 		// Kept to encrypt the file again under a fresh key if a round
 		// that carried part of it does not publish it (resend.go): the
-		// queued chunks take as much memory.
-		src = io.TeeReader(cr, &plain)
+		// queued chunks take as much memory. Read first: an interrupted
+		// share of the same bytes resumes under the same key.
+		if plain, err = io.ReadAll(cr); err != nil {
+			return nil, err
+		}
+		src = bytes.NewReader(plain)
+		res = c.findResumable(privateResumeKey(plain, name, b), true)
+		if res.found {
+			opts.Rand = bytes.NewReader(res.fileKey)
+		}
 	}
-	link, err := chunker.Share(src, name, "", b, chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}, func(id chunker.ID, chunk []byte) error {
+	mediaType := ""
+	if strings.HasSuffix(name, chunker.TreeSuffix) {
+		mediaType = chunker.TreeMediaType // a folder (chunker/tree.go)
+	}
+	link, err := chunker.Share(src, name, mediaType, b, opts, func(id chunker.ID, chunk []byte) error {
 		if !job.left[id] {
 			job.left[id] = true
 			h.IDs = append(h.IDs, id)
@@ -147,18 +162,32 @@ func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encry
 	if err != nil {
 		return nil, err
 	}
-	h.Link, h.Total, h.Bytes = link, len(items), cr.n
+	if !encrypt {
+		res = c.findResumable(link.ID, false)
+	}
+	// What went out in an interrupted run of this share is not queued
+	// again (resume.go).
+	items = c.resumeShare(ctx, job, &res, link, items)
+	h.Link, h.Total, h.Bytes = link, len(h.IDs), cr.n
 	c.mu.Lock()
-	job.link, job.ids, job.total = link, h.IDs, len(items)
+	job.link, job.ids, job.total = link, h.IDs, len(h.IDs)
 	if encrypt {
-		job.plain = plain.Bytes()
+		job.plain = plain
 	}
 	c.upQ = append(c.upQ, items...)
-	if len(items) == 0 {
+	if len(job.left) == 0 {
+		c.finishResumable(job)
 		job.finish()
 	}
 	c.mu.Unlock()
 	return h, nil
+}
+
+// resumed returns how many of the job's chunks went out in an earlier run.
+func (h *ShareHandle) resumed() int {
+	h.c.mu.Lock()
+	defer h.c.mu.Unlock()
+	return h.job.resumed
 }
 
 // Left returns how many of the job's chunks are not yet published.

@@ -94,6 +94,8 @@ func TestSwarm(t *testing.T) {
 	long(t)
 	for _, seed := range swarmSeeds(t) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			// Seeds share nothing but the process: run them side by side.
+			t.Parallel()
 			start := time.Now()
 			synctest.Test(t, func(t *testing.T) { runSwarm(t, seed) })
 			t.Logf("seed %d: %v of wall time", seed, time.Since(start).Round(time.Millisecond))

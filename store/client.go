@@ -31,7 +31,7 @@ var (
 )
 
 var clientBuckets = [][]byte{bucketShares, bucketDownloads, bucketNeed, bucketHave, bucketOnions, bucketClient,
-	bucketSyncEntries, bucketSyncMans, bucketSyncCursors, bucketSyncSeen}
+	bucketSyncEntries, bucketSyncMans, bucketSyncCursors, bucketSyncSeen, bucketResume}
 
 // clientSchema is the version of the client layout; OpenClient refuses
 // others.

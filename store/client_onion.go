@@ -14,6 +14,11 @@ import (
 // it reuses freed ones). With pruning, a client's file holds a few onions
 // at a time and stays at that size. One transaction, so no extra sync.
 func (c *ClientDB) PutOnionPruned(epoch EpochID, round uint32, onion []byte, keepFrom uint32) error {
+	return c.putOnion(epoch, round, onion, keepFrom, nil)
+}
+
+// putOnion is PutOnionPruned with more to do in the same transaction.
+func (c *ClientDB) putOnion(epoch EpochID, round uint32, onion []byte, keepFrom uint32, also func(*bolt.Tx) error) error {
 	if len(onion) > MaxOnionSize {
 		return fmt.Errorf("store: onion of %d bytes exceeds %d", len(onion), MaxOnionSize)
 	}
@@ -30,6 +35,11 @@ func (c *ClientDB) PutOnionPruned(epoch EpochID, round uint32, onion []byte, kee
 		}
 		for _, k := range old {
 			if err := b.DeleteBucket(k); err != nil {
+				return err
+			}
+		}
+		if also != nil {
+			if err := also(tx); err != nil {
 				return err
 			}
 		}

@@ -36,6 +36,7 @@ func lastBytes(s string, n int) string {
 // line, the header, one row for n = 2 with a measured round time over at
 // least two rounds and the baseline beside it, and the stages' ratios.
 func TestBenchSmall(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("runs a loopback network")
 	}
@@ -81,6 +82,7 @@ func TestBenchSmall(t *testing.T) {
 // XML with an <svg> root, data.json as the measured data with every sweep
 // filled, and report.md naming each plot and the comparison with the paper.
 func TestBenchPaperQuick(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("runs a loopback network")
 	}
@@ -158,6 +160,7 @@ func TestBenchPaperQuick(t *testing.T) {
 // each server and the clients a CPU time and a peak RSS, and the baseline
 // (a plain-libp2p server process) with riffle's fraction of it in (0, 1).
 func TestBenchProcesses(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("runs a loopback network of processes")
 	}
@@ -205,6 +208,7 @@ func TestBenchServersBad(t *testing.T) {
 // invocation: a row for each, each row's CPU time, and the QUIC run's
 // round time and CPU as positive multiples of the TCP run's.
 func TestBenchQUIC(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("runs two loopback networks")
 	}

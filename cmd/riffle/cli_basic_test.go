@@ -301,6 +301,7 @@ func TestSampleDeterministic(t *testing.T) {
 // TestDemo runs a small demo end to end through the binary: 3 servers and
 // 4 clients on loopback share and fetch a 100 000-byte sample.
 func TestDemo(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("runs a loopback network")
 	}
@@ -331,6 +332,7 @@ func TestParseCounts(t *testing.T) {
 // another process: ls lists the sample, get fetches it, and SIGINT stops
 // the network cleanly.
 func TestDemoKeep(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("runs a loopback network")
 	}

@@ -115,6 +115,7 @@ func waitAddrs(t *testing.T, dir string) []string {
 // TestCLI runs real servers and clients as processes: server, id, client,
 // share, get and ls.
 func TestCLI(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -179,11 +180,23 @@ func TestCLI(t *testing.T) {
 	if err := os.WriteFile(file2, data2, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	shareCmd := e.cmd(ctx, "share", file2)
+	// A round that ends without a record signed by every server (a round
+	// limit passed on a loaded machine) leaves its chunks counted as
+	// published, and the share says the file may be incomplete and to
+	// share it again (§5.2 v3): the test does what the user is told.
 	var shareOut, shareErr bytes.Buffer
-	shareCmd.Stdout, shareCmd.Stderr = &shareOut, &shareErr
-	if err := shareCmd.Run(); err != nil {
-		t.Fatalf("share through the running client: %v\n%s", err, shareErr.String())
+	for try := 1; ; try++ {
+		shareOut.Reset()
+		shareErr.Reset()
+		shareCmd := e.cmd(ctx, "share", file2)
+		shareCmd.Stdout, shareCmd.Stderr = &shareOut, &shareErr
+		if err := shareCmd.Run(); err != nil {
+			t.Fatalf("share through the running client: %v\n%s", err, shareErr.String())
+		}
+		if !strings.Contains(shareErr.String(), "may be incomplete") || try == 3 {
+			break
+		}
+		t.Logf("share %d said the file may be incomplete; sharing again:\n%s", try, shareErr.String())
 	}
 	// The job's progress comes back from the daemon to this command.
 	if !strings.Contains(shareErr.String(), "shared second.txt:") {
@@ -194,7 +207,13 @@ func TestCLI(t *testing.T) {
 	// (--unlisted-epochs 0): on a loaded machine this loopback network's
 	// short epochs can pass four before the index that the get's primary
 	// serves lists a file shared a moment ago (issue 27 point 4).
-	got2 := strings.TrimSpace(e.run(t, ctx, "get", "--data", dataB, "--unlisted-epochs", "0", "-o", filepath.Join(outDir, "second-copy.txt"), link2))
+	getCmd := e.cmd(ctx, "get", "--data", dataB, "--unlisted-epochs", "0", "-o", filepath.Join(outDir, "second-copy.txt"), link2)
+	var getOut, getErr bytes.Buffer
+	getCmd.Stdout, getCmd.Stderr = &getOut, &getErr
+	if err := getCmd.Run(); err != nil {
+		t.Fatalf("get through the running client: %v\nget's stderr (last lines):\n%s\nthe share's stderr:\n%s", err, lastBytes(getErr.String(), 2048), shareErr.String())
+	}
+	got2 := strings.TrimSpace(getOut.String())
 	if b, err := os.ReadFile(got2); err != nil || !bytes.Equal(b, data2) {
 		t.Fatalf("get through the running client wrote %q (%v): bytes differ", got2, err)
 	}

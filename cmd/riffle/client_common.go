@@ -34,7 +34,7 @@ func startClientProgress(ctx context.Context, c *cli.Context, w io.Writer) (*nod
 	// The data directory keeps the sealed onions (stored before they are
 	// sent, resent after a crash); without one they stay in memory.
 	data, _ := clientDataDir(c)
-	cl, err := node.NewClient(ctx, node.ClientConfig{Server: srv, Require: req, MinAnonymity: c.Int("min-anonymity"), AcceptBudgetDrops: c.Bool("accept-budget-drops"), Now: c.Bool("now"), DataDir: data, Logger: logger(c), Progress: w})
+	cl, err := node.NewClient(ctx, node.ClientConfig{Server: srv, Require: req, MinAnonymity: c.Int("min-anonymity"), AcceptBudgetDrops: c.Bool("accept-budget-drops"), Now: c.Bool("now"), DataDir: data, Logger: logger(c), Progress: w, Notices: stderr(c)})
 	if err != nil {
 		return nil, joinError(srv, err)
 	}

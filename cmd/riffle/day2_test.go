@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -213,6 +214,7 @@ func TestLinkTypoRefused(t *testing.T) {
 // epochs, with a hint, instead of waiting forever; handed to a running
 // client too.
 func TestGetUnlistedGivesUp(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("waits out epochs")
 	}
@@ -347,4 +349,316 @@ func TestServerRefusesClientData(t *testing.T) {
 			}
 		}
 	}
+}
+
+// lsNames runs `riffle ls --json` with args and returns the names listed
+// and stderr.
+func lsNames(t *testing.T, env []string, args ...string) ([]string, string) {
+	t.Helper()
+	out, errOut, err := runBin(t, env, append([]string{"ls", "--json"}, args...)...)
+	if err != nil {
+		t.Fatalf("riffle ls %q: %v\n%s", args, err, errOut)
+	}
+	var rows []lsEntry
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("ls --json: %v\n%s", err, out)
+	}
+	var names []string
+	for _, r := range rows {
+		names = append(names, r.Name)
+	}
+	return names, errOut
+}
+
+// Point 1: a data directory is bound to the network its state came from.
+// Used on another network it shows none of the first one's index, a get
+// of the first one's link gives up as for any unlisted id, and the first
+// network's state comes back when the directory is used there again.
+func TestDataDirBoundToNetwork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two networks")
+	}
+	a, b := startNet(t, 1, 2), startNet(t, 1, 2)
+	a.startClientDaemon(t, 0, t.TempDir())
+	b.startClientDaemon(t, 0, t.TempDir())
+	fa, _ := writeRandom(t, "only-on-a.bin", 5000)
+	fb, _ := writeRandom(t, "only-on-b.bin", 3000)
+	share := func(tn *testNet, file string) string {
+		t.Helper()
+		out, errOut, err := runBin(t, tn.env, "share", "--server", tn.addrs[0], "--data", t.TempDir(), "--quiet", file)
+		if err != nil {
+			t.Fatalf("share %s: %v\n%s", file, err, errOut)
+		}
+		return strings.TrimSpace(out)
+	}
+	linkA := share(a, fa)
+	share(b, fb)
+	data := t.TempDir()
+	if names, _ := lsNames(t, a.env, "--server", a.addrs[0], "--data", data); !slices.Contains(names, "only-on-a.bin") {
+		t.Fatalf("ls on network A: %q", names)
+	}
+	names, errOut := lsNames(t, b.env, "--server", b.addrs[0], "--data", data)
+	if slices.Contains(names, "only-on-a.bin") || !slices.Contains(names, "only-on-b.bin") {
+		t.Errorf("ls on network B with A's data directory: %q; want B's files only", names)
+	}
+	if !strings.Contains(errOut, "held the state of another network") || !strings.Contains(errOut, filepath.Join(data, node.NetworksDir)) {
+		t.Errorf("moving to network B said: %q; want one line saying where A's state is kept", errOut)
+	}
+	t0 := time.Now()
+	_, errOut, err := runBin(t, b.env, "get", "--server", b.addrs[0], "--data", data, "-o", t.TempDir(), "--unlisted-epochs", "1", "--timeout", "80s", linkA)
+	if exitCodeOf(err) != 1 || !strings.Contains(errOut, "check the link") || strings.Contains(errOut, "timed out") {
+		t.Errorf("get of A's link on network B: %v after %v, stderr:\n%s\nwant it to give up and say to check the link", err, time.Since(t0), errOut)
+	}
+	names, errOut = lsNames(t, a.env, "--server", a.addrs[0], "--data", data)
+	if !slices.Contains(names, "only-on-a.bin") || slices.Contains(names, "only-on-b.bin") {
+		t.Errorf("ls back on network A: %q; want A's files only", names)
+	}
+	if !strings.Contains(errOut, "the state kept for this network is back") {
+		t.Errorf("back on network A: %q; want A's state brought back", errOut)
+	}
+	kept, _ := os.ReadDir(filepath.Join(data, node.NetworksDir))
+	if len(kept) != 1 {
+		t.Errorf("%s holds %d networks' state; want B's alone", node.NetworksDir, len(kept))
+	}
+}
+
+// makeFolder writes a folder with nested files, an empty file, an empty
+// subfolder and a link out of it; it returns the folder and its files
+// (path → bytes; a path ending in / is an empty folder).
+func makeFolder(t *testing.T) (string, map[string][]byte) {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "album")
+	files := map[string][]byte{"cover.txt": []byte("a cover\n"), "empty.txt": {}, "disc 1/track.bin": nil,
+		"disc 1/notes/deep.txt": []byte("deep"), "disc 2/": nil}
+	_, files["disc 1/track.bin"] = writeRandom(t, "x", 9000)
+	for p, b := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if strings.HasSuffix(p, "/") {
+			if err := os.MkdirAll(full, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret, _ := writeRandom(t, "secret.txt", 100)
+	if err := os.Symlink(secret, filepath.Join(root, "link-out")); err != nil {
+		t.Fatal(err)
+	}
+	return root, files
+}
+
+// checkFolder compares the folder at dir with files.
+func checkFolder(t *testing.T, dir string, files map[string][]byte) {
+	t.Helper()
+	for p, want := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if strings.HasSuffix(p, "/") {
+			if st, err := os.Stat(full); err != nil || !st.IsDir() {
+				t.Errorf("%s: want an empty folder: %v", full, err)
+			}
+			continue
+		}
+		if got, err := os.ReadFile(full); err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: %d bytes (%v), want %d", full, len(got), err, len(want))
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "link-out")); err == nil {
+		t.Errorf("the link was shared")
+	}
+}
+
+// Point 7: a folder is shared as one link, beside a file in the same
+// share, and `get` restores it as a tree, byte for byte; links and special
+// files are skipped and named.
+func TestShareFolder(t *testing.T) {
+	tn := startNet(t, 1, 2)
+	tn.startClientDaemon(t, 0, t.TempDir())
+	root, files := makeFolder(t)
+	single, singleBytes := writeRandom(t, "single.bin", 3000)
+	out, errOut, err := runBin(t, tn.env, "share", "--server", tn.addrs[0], "--data", t.TempDir(), "--quiet", single, root)
+	if err != nil {
+		t.Fatalf("share of a file and a folder: %v\n%s", err, errOut)
+	}
+	if !strings.Contains(errOut, "skipping link-out (a symbolic link") {
+		t.Errorf("share of a folder with a link: stderr %q; want the link named as skipped", errOut)
+	}
+	links := strings.Fields(out)
+	if len(links) != 2 {
+		t.Fatalf("share printed %q; want two links", out)
+	}
+	dest := filepath.Join(t.TempDir(), "out") + "/"
+	data := t.TempDir()
+	out, errOut, err = runBin(t, tn.env, "get", "--server", tn.addrs[0], "--data", data, "-o", dest, "--unlisted-epochs", "0", "--timeout", "80s", links[0], links[1])
+	if err != nil {
+		t.Fatalf("get of a file and a folder: %v\n%s", err, errOut)
+	}
+	paths := strings.Fields(out)
+	if len(paths) != 2 || paths[1] != filepath.Join(dest, "album") {
+		t.Fatalf("get printed %q; want the file and %s", out, filepath.Join(dest, "album"))
+	}
+	if b, err := os.ReadFile(paths[0]); err != nil || !slices.Equal(b, singleBytes) {
+		t.Errorf("the file: %v, bytes differ", err)
+	}
+	checkFolder(t, paths[1], files)
+	// Run again: the folder is there, with the same contents.
+	_, errOut, err = runBin(t, tn.env, "get", "--server", tn.addrs[0], "--data", data, "-o", dest, links[1])
+	if err != nil || !strings.Contains(errOut, "already holds this file") {
+		t.Errorf("get of the folder again: %v, %q; want it found in place", err, errOut)
+	}
+	// A folder changed since is not "already there", and not overwritten.
+	os.WriteFile(filepath.Join(paths[1], "cover.txt"), []byte("changed"), 0o644)
+	_, errOut, err = runBin(t, tn.env, "get", "--server", tn.addrs[0], "--data", data, "-o", dest, "--unlisted-epochs", "0", "--timeout", "80s", links[1])
+	if exitCodeOf(err) != 1 || !strings.Contains(errOut, "already exists") {
+		t.Errorf("get of the folder over a changed copy: %v, %q; want a refusal", err, errOut)
+	}
+}
+
+// chunksDone is the largest d of the "d/t chunks" progress lines in s.
+func chunksDone(s string) (done, total int) {
+	for _, m := range regexp.MustCompile(`(\d+)/(\d+) chunks`).FindAllStringSubmatch(s, -1) {
+		var d, n int
+		fmt.Sscan(m[1], &d)
+		fmt.Sscan(m[2], &n)
+		if d > done {
+			done, total = d, n
+		}
+	}
+	return done, total
+}
+
+// killedShare starts a share of file on data, waits until it reports some
+// chunks published, and kills it (SIGKILL: no clean-up of any kind).
+func killedShare(t *testing.T, tn *testNet, data, file string) int {
+	t.Helper()
+	p := start(t, tn.env, "share", "--server", tn.addrs[0], "--data", data, file)
+	var done int
+	waitFor(t, 60*time.Second, "the share to report progress", func() bool {
+		done, _ = chunksDone(p.errb.String())
+		return done > 0 || p.wait(0) >= 0
+	})
+	if p.wait(0) >= 0 {
+		t.Fatalf("the share ended before it could be killed: %s", p.errb.String())
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(10 * time.Second)
+	return done
+}
+
+// Point 6: a share killed partway resumes when run again: it sends only
+// what did not go out, says so, and the link fetches byte for byte.
+func TestShareResumesAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out epochs")
+	}
+	tn := startNet(t, 1, 2)
+	tn.startClientDaemon(t, 0, t.TempDir())
+	file, want := writeRandom(t, "big.bin", 40*4096+100)
+	data := t.TempDir()
+	before := killedShare(t, tn, data, file)
+	out, errOut, err := runBin(t, tn.env, "share", "--server", tn.addrs[0], "--data", data, file)
+	if err != nil {
+		t.Fatalf("share run again: %v\n%s", err, errOut)
+	}
+	m := regexp.MustCompile(`resuming: (\d+) of (\d+) chunks went out in an earlier run`).FindStringSubmatch(errOut)
+	if m == nil {
+		t.Fatalf("share run again says nothing of a resume:\n%s", errOut)
+	}
+	var sent, total int
+	fmt.Sscan(m[1], &sent)
+	fmt.Sscan(m[2], &total)
+	if sent < before || sent >= total || !strings.Contains(errOut, fmt.Sprintf("%d of them in an earlier run", sent)) {
+		t.Errorf("resumed with %d of %d chunks gone out (the killed run reported %d published):\n%s", sent, total, before, errOut)
+	}
+	if first, _ := chunksDone(errOut); first != 0 && first < sent {
+		t.Errorf("progress of the resumed share went back to %d", first)
+	}
+	t.Logf("killed after %d chunks published; resumed with %d of %d gone out", before, sent, total)
+	link := strings.TrimSpace(out)
+	got, errOut, err := runBin(t, tn.env, "get", "--server", tn.addrs[0], "--data", t.TempDir(), "-o", filepath.Join(t.TempDir(), "copy.bin"), "--unlisted-epochs", "0", "--timeout", "80s", link)
+	if err != nil {
+		t.Fatalf("get of the resumed share: %v\n%s", err, errOut)
+	}
+	if b, err := os.ReadFile(strings.TrimSpace(got)); err != nil || !slices.Equal(b, want) {
+		t.Fatalf("the resumed share fetched back differs (%v)", err)
+	}
+}
+
+// The "second day" walk of issue 27, as a user meets it: a set-up from
+// the config file alone, a folder shared, a private share killed and run
+// again, a mistyped link, the data directory moved to another network and
+// back.
+func TestSecondDayWalk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two networks (about a minute)")
+	}
+	t0 := time.Now()
+	a, b := startNet(t, 1, 2), startNet(t, 1, 2)
+	a.startClientDaemon(t, 0, t.TempDir())
+	b.startClientDaemon(t, 0, t.TempDir())
+	env := a.env
+	data := t.TempDir()
+	writeConfig(t, env, "# the second day\nserver = "+a.addrs[0]+"\ndata = "+data+"\nquiet = yes\n")
+	run := func(args ...string) (string, string) {
+		t.Helper()
+		out, errOut, err := runBin(t, env, args...)
+		if err != nil {
+			t.Fatalf("riffle %q: %v\n%s", args, err, errOut)
+		}
+		return strings.TrimSpace(out), errOut
+	}
+	// A folder, from the config alone.
+	root, files := makeFolder(t)
+	folderLink, _ := run("share", root)
+	// A private share killed partway, run again: it resumes.
+	file, want := writeRandom(t, "private.bin", 30*4096)
+	p := start(t, env, "share", "--encrypt", "--quiet=false", file)
+	waitFor(t, 60*time.Second, "the private share to report progress", func() bool {
+		d, _ := chunksDone(p.errb.String())
+		return d > 0 || p.wait(0) >= 0
+	})
+	if p.wait(0) >= 0 {
+		t.Fatalf("the private share ended before it could be killed:\n%s", p.errb.String())
+	}
+	p.cmd.Process.Kill()
+	p.wait(10 * time.Second)
+	privLink, errOut := run("share", "--encrypt", "--quiet=false", file)
+	if !strings.Contains(errOut, "resuming: ") || !strings.Contains(privLink, "#") {
+		t.Errorf("the private share run again: link %q, stderr:\n%s\nwant it resumed", privLink, errOut)
+	}
+	// A typo in a link is refused at once.
+	typo := []byte(folderLink)
+	typo[20] ^= 1
+	if _, errOut, err := runBin(t, env, "get", "-o", t.TempDir(), string(typo)); exitCodeOf(err) != 1 || !strings.Contains(errOut, "check the link") {
+		t.Errorf("get of a mistyped link: %v, %q", err, errOut)
+	}
+	// Both links fetched byte for byte.
+	dest := filepath.Join(t.TempDir(), "got") + "/"
+	out, _ := run("get", "-o", dest, "--unlisted-epochs", "0", "--timeout", "80s", folderLink, privLink)
+	paths := strings.Fields(out)
+	if len(paths) != 2 {
+		t.Fatalf("get printed %q", out)
+	}
+	checkFolder(t, paths[0], files)
+	if got, err := os.ReadFile(paths[1]); err != nil || !slices.Equal(got, want) {
+		t.Errorf("the resumed private file differs (%v)", err)
+	}
+	// The data directory on network B: A's index is not shown, and comes
+	// back on A.
+	names, errOut := lsNames(t, env, "--server", b.addrs[0])
+	if slices.Contains(names, "album.rtree") || !strings.Contains(errOut, "held the state of another network") {
+		t.Errorf("ls on network B: %q, %q; want A's state moved aside and said", names, errOut)
+	}
+	names, errOut = lsNames(t, env)
+	if !slices.Contains(names, "album.rtree") || !strings.Contains(errOut, "is back from") {
+		t.Errorf("ls back on network A: %q, %q", names, errOut)
+	}
+	t.Logf("second-day walk: %v", time.Since(t0).Round(time.Second))
 }

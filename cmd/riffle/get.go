@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -35,7 +36,9 @@ func init() {
 		Description: `Joins the next epoch through the primary, fetches each file's chunks by PIR
 (up to k per round), verifies every chunk, and writes the file under its shared
 name in the current directory, or at -o PATH (a directory when several links are
-given). The destination is checked before anything is fetched, and an existing
+given). A shared folder (a ".rtree" archive) is unpacked as a folder of its name,
+or at -o PATH: every path is checked before anything is written, and nothing is
+written outside that folder. The destination is checked before anything is fetched, and an existing
 file is never overwritten. An interrupted get resumes where it stopped: partial
 files are kept in the client data directory (--data); a get run again after it
 finished finds the file in place and says so. Prints each written path on stdout.
@@ -75,6 +78,7 @@ type destination struct {
 	isDir   bool
 	created bool        // the directory was made by checkDestination
 	mode    os.FileMode // of written files: 0666 less the umask
+	dirMode os.FileMode // of folders unpacked: 0777 less the umask
 }
 
 func runGet(c *cli.Context) (err error) {
@@ -237,7 +241,7 @@ func runGet(c *cli.Context) (err error) {
 func checkDestination(out string, nlinks int) (destination, error) {
 	umask := syscall.Umask(0)
 	syscall.Umask(umask)
-	d := destination{path: out, mode: 0o666 &^ os.FileMode(umask)}
+	d := destination{path: out, mode: 0o666 &^ os.FileMode(umask), dirMode: 0o777 &^ os.FileMode(umask)}
 	st, statErr := os.Stat(out)
 	switch {
 	case out == "":
@@ -284,6 +288,9 @@ type doneRecord struct {
 	Path   string `json:"path"`
 	Size   int64  `json:"size"`
 	SHA256 []byte `json:"sha256"`
+	// Tree: Path is a folder unpacked from a tree archive, SHA256 the
+	// archive's, which the folder as it stands must give again.
+	Tree bool `json:"tree,omitempty"`
 }
 
 func donePath(data string, l chunker.Link) string {
@@ -308,6 +315,12 @@ func fetchedBefore(data string, l chunker.Link, dst destination) (string, bool) 
 	}
 	if !sameFile(want, rec.Path) {
 		return "", false
+	}
+	if rec.Tree {
+		if sum, err := hashTree(want); err != nil || string(sum) != string(rec.SHA256) {
+			return "", false
+		}
+		return want, true
 	}
 	if size, sum, err := hashFile(want); err != nil || size != rec.Size || string(sum) != string(rec.SHA256) {
 		return "", false
@@ -352,6 +365,9 @@ func fetchOne(ctx context.Context, get getter, link chunker.Link, data string, d
 // place moves a fetched file from its staging directory to the
 // destination; it reports whether the destination held those bytes already.
 func place(got string, link chunker.Link, data string, dst destination) (string, bool, error) {
+	if strings.HasSuffix(got, chunker.TreeSuffix) && chunker.IsTree(got) {
+		return placeTree(got, link, data, dst)
+	}
 	stage := filepath.Dir(got)
 	target := dst.path
 	if dst.isDir {
@@ -447,4 +463,79 @@ func moveNoClobber(src, dst string) error {
 		return fmt.Errorf("copy to %s: %w", dst, err)
 	}
 	return os.Remove(src)
+}
+
+// hashTree is the SHA-256 of the archive the folder at path would be
+// shared as.
+func hashTree(path string) ([]byte, error) {
+	h := sha256.New()
+	if err := chunker.TreeDigest(path, h); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
+}
+
+// placeTree unpacks a fetched folder archive at the destination: into a
+// new hidden folder beside it (every path checked before anything is
+// written, nothing written outside it: chunker.UnpackTree), then renamed
+// into place, never over an existing one.
+func placeTree(got string, link chunker.Link, data string, dst destination) (string, bool, error) {
+	stage := filepath.Dir(got)
+	target := dst.path
+	if dst.isDir {
+		target = filepath.Join(dst.path, strings.TrimSuffix(filepath.Base(got), chunker.TreeSuffix))
+	}
+	_, sum, err := hashFile(got)
+	if err != nil {
+		return "", false, err
+	}
+	kept := fmt.Sprintf("the fetched folder is kept at %s and the same command with another -o unpacks it there without fetching again", got)
+	if _, err := os.Lstat(target); err == nil {
+		if have, err := hashTree(target); err == nil && string(have) == string(sum) {
+			os.Remove(got)
+			os.Remove(stage)
+			recordDoneTree(data, link, target, sum)
+			return target, true, nil
+		}
+		return "", false, fmt.Errorf("%s already exists; %s", target, kept)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(target), ".riffle-folder-*")
+	if err != nil {
+		return "", false, fmt.Errorf("unpack the folder: %w; %s", err, kept)
+	}
+	f, err := os.Open(got)
+	if err == nil {
+		err = chunker.UnpackTree(bufio.NewReaderSize(f, 64<<10), tmp, dst.mode)
+		f.Close()
+	}
+	if err == nil {
+		err = os.Chmod(tmp, dst.dirMode)
+	}
+	if err == nil {
+		// Checked again just before: rename(2) would replace an empty
+		// folder made meanwhile.
+		if _, lerr := os.Lstat(target); lerr == nil {
+			err = fmt.Errorf("%s already exists", target)
+		} else {
+			err = os.Rename(tmp, target)
+		}
+	}
+	if err != nil {
+		os.RemoveAll(tmp) // made here, holding only what was unpacked
+		return "", false, fmt.Errorf("unpack the folder: %w; %s", err, kept)
+	}
+	os.Remove(got)
+	os.Remove(stage)
+	recordDoneTree(data, link, target, sum)
+	return target, false, nil
+}
+
+// recordDoneTree writes the "<file id>.done" record of a fetched folder.
+func recordDoneTree(data string, link chunker.Link, path string, sum []byte) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return
+	}
+	b, _ := json.Marshal(doneRecord{Path: abs, SHA256: sum, Tree: true})
+	_ = writeFileAtomic(donePath(data, link), b, 0o600)
 }

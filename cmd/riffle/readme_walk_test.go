@@ -17,6 +17,7 @@ import (
 // line it does not know fails the test, so that README and test cannot
 // drift apart.
 func TestReadmeWalk(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("a whole network with default epoch parameters")
 	}

@@ -82,8 +82,12 @@ func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		path, err := u.c.Get(ctx, link, u.opts.DownloadDir, func(p Progress) {
 			u.jobs.update(j.ID, func(j *job) {
-				j.observe(u.opts.Now(), p.Done, p.Total)
-				j.Paused = p.Paused
+				// The rate counts from the get's first figures, not from
+				// a wait for an epoch before the client held the job.
+				if p.Total > 0 || j.Total > 0 {
+					j.observe(u.opts.Now(), p.Done, p.Total)
+				}
+				j.Paused, j.Waiting = p.Paused, p.Waiting
 				if p.Name != "" {
 					j.Name = display(p.Name)
 				}
@@ -325,7 +329,7 @@ func (u *UI) shareStream(w http.ResponseWriter, r *http.Request, rd io.Reader, n
 					j.size = uint64(cr.n.Load())
 				}
 				j.observe(u.opts.Now(), p.Done, p.Total)
-				j.Paused = p.Paused
+				j.Paused, j.Waiting = p.Paused, p.Waiting
 				if p.File != (chunker.ID{}) {
 					j.resumeID = p.File
 				}

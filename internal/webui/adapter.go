@@ -86,7 +86,7 @@ func (n NodeClient) Share(ctx context.Context, r io.Reader, name string, private
 			return h.Link, h.Cancel(ctx.Err())
 		case <-t.C:
 			link, total, _, _ := h.Result()
-			progress(Progress{Done: total - h.Left(), Total: total, Name: name, Link: early, Paused: n.C.PauseReason(link.ID), File: link.ID})
+			progress(Progress{Done: total - h.Left(), Total: total, Name: name, Link: early, Paused: n.C.PauseReason(link.ID), Waiting: n.C.WaitReason(), File: link.ID})
 		}
 	}
 }
@@ -108,13 +108,16 @@ func (n NodeClient) Get(ctx context.Context, link chunker.Link, dir string, prog
 		case r := <-done:
 			return r.path, r.err
 		case <-t.C:
+			// Before the client holds the job (no epoch yet) the
+			// page still says what the get waits for.
+			p := Progress{Link: link, Waiting: n.C.WaitReason(), File: link.ID}
 			if st, ok := n.C.GetProgress(link.ID); ok {
-				p := Progress{Done: st.Held, Total: st.Total, Name: st.Name, Link: link, Paused: n.C.PauseReason(link.ID), File: link.ID}
+				p.Done, p.Total, p.Name, p.Paused = st.Held, st.Total, st.Name, n.C.PauseReason(link.ID)
 				if st.Chunks != nil {
 					p.IDs = append([]chunker.ID{link.ID}, st.Chunks...)
 				}
-				progress(p)
 			}
+			progress(p)
 		}
 	}
 }

@@ -33,6 +33,7 @@ type job struct {
 	Err      string
 	Path     string // a finished get's file
 	Paused   string // why a running job paused, waiting for its user
+	Waiting  string // what a running job waits for, if it waits
 	Done     int
 	Total    int
 	Started  time.Time
@@ -73,7 +74,8 @@ type JobView struct {
 	State   string  `json:"state"`
 	Error   string  `json:"error,omitempty"`
 	Path    string  `json:"path,omitempty"`
-	Paused  string  `json:"paused,omitempty"` // why a running job waits for its user
+	Paused  string  `json:"paused,omitempty"`  // why a running job waits for its user
+	Waiting string  `json:"waiting,omitempty"` // what a running job waits for (an epoch, presence), and about how long
 	Done    int     `json:"done"`
 	Total   int     `json:"total"`
 	Percent int     `json:"percent"`
@@ -259,7 +261,7 @@ func (js *jobs) view(j *job) JobView {
 	}
 	el := end.Sub(j.Started)
 	v := JobView{ID: j.ID, Kind: j.Kind, Name: j.Name, Link: j.Link, Private: j.Private, State: j.State, Error: j.Err,
-		Path: j.Path, Paused: j.Paused, Done: j.Done, Total: j.Total, Started: j.Started, Finished: j.Finished, Elapsed: el.Round(time.Second).String()}
+		Path: j.Path, Paused: j.Paused, Waiting: j.Waiting, Done: j.Done, Total: j.Total, Started: j.Started, Finished: j.Finished, Elapsed: el.Round(time.Second).String()}
 	if j.Total > 0 {
 		v.Percent = 100 * j.Done / j.Total
 		v.Size = j.size

@@ -60,6 +60,9 @@ type Progress struct {
 	// Paused says why the job paused and waits for its user (§5.4), or
 	// is "" while it runs.
 	Paused string
+	// Waiting says what a running job waits for (an epoch, the presence
+	// rule), and about how long, or "" while it moves.
+	Waiting string
 	// File is the id the client follows the job by (for Resume; a
 	// private share's, until it is done, is not shown).
 	File chunker.ID

@@ -45,6 +45,9 @@ type fakeClient struct {
 	// Resume's calls.
 	pause   string
 	resumed []chunker.ID
+	// waiting, if set, is what every get waits for before its first
+	// figures.
+	waiting string
 	// epochs moves the epoch number on (the network page's live test).
 	epochs atomic.Uint64
 }
@@ -99,7 +102,19 @@ func (f *fakeClient) Get(ctx context.Context, link chunker.Link, dir string, pro
 	f.mu.Lock()
 	f.gets = append(f.gets, link.String())
 	block := f.block
+	waiting := f.waiting
 	f.mu.Unlock()
+	if waiting != "" {
+		progress(Progress{Link: link, Waiting: waiting, File: link.ID})
+		if block != nil {
+			select {
+			case <-block:
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
+		block = nil
+	}
 	progress(Progress{Done: 1, Total: 4, Name: "got.bin", IDs: []chunker.ID{link.ID, fileID("g1"), fileID("g2")}, Paused: f.pause, File: link.ID})
 	if block != nil {
 		select {
@@ -773,6 +788,38 @@ func TestResumePausedJob(t *testing.T) {
 	wantCode(t, postForm(t, u, loc+"/cancel", url.Values{"csrf": {testToken}}), http.StatusConflict, "cancel of a job not paused")
 	close(f.block)
 	waitJob(t, u, id)
+}
+
+// TestJobSaysWhatItWaitsFor (issue 27 point 4): a get that waits for an
+// epoch before its first figures says so on its page and in the API, not
+// "0/0 chunks" alone; once it moves, the line goes.
+func TestJobSaysWhatItWaitsFor(t *testing.T) {
+	f := newFake()
+	f.block = make(chan struct{})
+	f.waiting = "waiting for the next epoch: epoch 9 is running at the primary (round 3 of 64, about 40s left); this client joins the one after it"
+	u := newTestUI(t, f, nil)
+	w := postForm(t, u, "/get", url.Values{"csrf": {testToken}, "link": {chunker.Link{ID: fileID("a")}.String()}})
+	wantCode(t, w, http.StatusSeeOther, "post get")
+	loc := w.Header().Get("Location")
+	id := strings.TrimPrefix(loc, "/jobs/")
+	deadline := time.Now().Add(10 * time.Second)
+	for v, _ := u.jobs.get(id); v.Waiting == ""; v, _ = u.jobs.get(id) {
+		if time.Now().After(deadline) {
+			t.Fatal("the job never said what it waits for")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if page := get(t, u, loc).Body.String(); !strings.Contains(page, `id="waiting"`) || !strings.Contains(page, "about 40s left") {
+		t.Fatalf("waiting job page: %s", page)
+	}
+	if v, _ := u.jobs.get(id); v.Total != 0 || v.Rate != 0 {
+		t.Fatalf("a waiting get shows figures: %+v", v)
+	}
+	close(f.block)
+	waitJob(t, u, id)
+	if page := get(t, u, loc).Body.String(); strings.Contains(page, `id="waiting"`) {
+		t.Fatalf("a finished job still says it waits: %s", page)
+	}
 }
 
 // TestCancelPausedJob: a paused job's page offers to cancel it instead; the

@@ -61,6 +61,7 @@ func wideDecoders() map[string]func([]byte) error {
 		"dupproof":        func(b []byte) error { var m DupProof; return m.Unmarshal(b) },
 		"windowreq":       func(b []byte) error { var m WindowReq; return m.Unmarshal(b) },
 		"window":          func(b []byte) error { var m Window; return m.Unmarshal(b) },
+		"state":           func(b []byte) error { var m State; return m.Unmarshal(b) },
 	}
 }
 

@@ -82,6 +82,7 @@ func FuzzClosing(f *testing.F)         { fuzzDecoder(f, "closing") }
 func FuzzClosingProposal(f *testing.F) { fuzzDecoder(f, "closingproposal") }
 func FuzzWindowReq(f *testing.F)       { fuzzDecoder(f, "windowreq") }
 func FuzzWindow(f *testing.F)          { fuzzDecoder(f, "window") }
+func FuzzState(f *testing.F)           { fuzzDecoder(f, "state") }
 
 // FuzzDecoyPool fuzzes the pool encoding a Window carries (not a frame of
 // its own, so not in the vector file).

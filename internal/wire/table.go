@@ -106,6 +106,7 @@ var (
 	decIndexReq     = decoder(func(m *IndexReq, b []byte, _ Limits) error { return m.Unmarshal(b) })
 	decWindowReq    = decoder(func(m *WindowReq, b []byte, _ Limits) error { return m.Unmarshal(b) })
 	decWindow       = decoder(func(m *Window, b []byte, _ Limits) error { return m.Unmarshal(b) })
+	decState        = decoder(func(m *State, b []byte, _ Limits) error { return m.Unmarshal(b) })
 	decIndex        = decoder(func(m *Index, b []byte, l Limits) error { return m.Unmarshal(b, l.Index) })
 	decAccuse       = decoder(func(m *Accuse, b []byte, l Limits) error { return m.Unmarshal(b, l.Onion) })
 	decBlameReq     = decoder(func(m *BlameReq, b []byte, _ Limits) error { return m.Unmarshal(b) })
@@ -218,11 +219,14 @@ var Messages = []Message{
 	req(ProtoClient, TypeIndexReq, "IndexReq", size(IndexReqSize), TypeIndex, decIndexReq),
 	req(ProtoClient, TypeReceiptSet, "ReceiptSet", size(ReceiptSetSize(0)), TypeReceiptSet, decReceiptSet),
 	req(ProtoClient, TypeWindowReq, "WindowReq", size(32+8), TypeWindow, decWindowReq),
+	// What the group is doing, for a client in no epoch (state.go).
+	req(ProtoClient, TypeStateReq, "StateReq", ackCap, TypeState, decEmpty),
 	rep(ProtoClient, TypeSigned, "Signed", signedCap, decSigned),
 	rep(ProtoClient, TypeDupAbort, "DupAbort", size(DupAbortSize(MaxServers)), decDupAbort),
 	rep(ProtoClient, TypeRoundList, "RoundList", listCap, decRoundList),
 	rep(ProtoClient, TypeIndex, "Index", size(MaxIndexPage), decIndex),
 	rep(ProtoClient, TypeWindow, "Window", size(64<<20), decWindow),
+	rep(ProtoClient, TypeState, "State", size(StateSize), decState),
 	rep(ProtoClient, TypeReceiptSet, "ReceiptSet", size(ReceiptSetSize(MaxServers)), decReceiptSet),
 	rep(ProtoClient, TypeAck, "Ack", ackCap, decEmpty),
 
