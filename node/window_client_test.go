@@ -5,6 +5,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // TestSitOutPausesJobs (§6.3 v3, issue 26): when every server refuses a
@@ -235,6 +237,74 @@ func TestWindowTwoNumbersOn(t *testing.T) {
 		for n, top := range newest {
 			if n >= 3 && top != n-2 {
 				t.Errorf("the window of epoch %d: newest epoch %d, want %d", n, top, n-2)
+			}
+		}
+	})
+}
+
+// TestWindowAsksPreviousChain (§6.3 v3): a client asks for N's window
+// every server of N's chain and, once an answer gives N − 1's descriptor
+// (pinned by N's certificate), every server of N − 1's chain too, with the
+// same request: the servers that served the window's epochs hold their
+// records, and N's chain may be new. Three stand-in servers answer: s1
+// and s2 are N's chain, s2 and s3 N − 1's.
+func TestWindowAsksPreviousChain(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var hosts []transport.Host
+		for i := range 4 {
+			var listen []string
+			if i < 3 {
+				listen = []string{"/ip4/127.0.0.1/tcp/0"}
+			}
+			h, err := defaultNetwork.NewHost(nil, listen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			hosts = append(hosts, h)
+		}
+		entry := func(h transport.Host) wire.GroupEntry {
+			var addrs [][]byte
+			for _, a := range h.Addrs() {
+				addrs = append(addrs, a.Bytes())
+			}
+			return wire.GroupEntry{PeerID: []byte(h.ID()), Nick: []byte("s"), Addrs: addrs}
+		}
+		prev := &wire.Descriptor{Number: 4, Params: testParams(4).wire(), Group: []wire.GroupEntry{entry(hosts[1]), entry(hosts[2])}}
+		d := &wire.Descriptor{Number: 5, Params: testParams(4).wire(), Group: []wire.GroupEntry{entry(hosts[0]), entry(hosts[1])},
+			Previous: wire.Cert{Kind: wire.CertFinal, Number: 4, Epoch: epochID(prev)}}
+		reply := (&wire.Window{Items: []wire.WindowItem{{Number: 4, Epoch: epochID(prev), Group: groupBytes(prev)}}}).Marshal()
+		var mu sync.Mutex
+		asked := map[int][]byte{}
+		var g gate
+		for i, h := range hosts[:3] {
+			serve(ctx, h, &g, quietLogger(), ProtoClient, time.Minute, anyPeer(func(wire.Type) int { return 1 << 20 }),
+				func(_ context.Context, _ peer.ID, ty wire.Type, body []byte) (wire.Type, []byte, error) {
+					mu.Lock()
+					asked[i] = append([]byte(nil), body...)
+					mu.Unlock()
+					if ty != wire.TypeWindowReq {
+						return 0, nil, errors.New("not a window request")
+					}
+					if i == 2 {
+						return wire.TypeWindow, (&wire.Window{}).Marshal(), nil
+					}
+					return wire.TypeWindow, reply, nil
+				})
+		}
+		c := &Client{h: hosts[3], primary: hosts[0].ID(), log: quietLogger(), ctx: ctx}
+		v := &view{id: epochID(d), desc: d, chain: []peer.ID{hosts[0].ID(), hosts[1].ID()}}
+		if err := c.fetchWindow(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		want := (&wire.WindowReq{Epoch: v.id, Number: 5}).Marshal()
+		for i := range 3 {
+			if !bytes.Equal(asked[i], want) {
+				t.Errorf("server %d was asked %x, want %x", i, asked[i], want)
 			}
 		}
 	})
