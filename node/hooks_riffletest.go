@@ -500,7 +500,7 @@ func (c *Client) hookSecondOnion(ctx context.Context, e *cepoch, sub *wire.Submi
 
 // ownRule reports whether the tests' control of the old decoy rule (the
 // client's own lists, OwnDecoys) is on.
-func (c *Client) ownRule() bool { return c.useOwnRule() }
+func (c *Client) hookOwnRule() bool { return c.useOwnRule() }
 
 // hookWindow tells the observer which epochs the client's window holds.
 func (c *Client) hookWindow(v *view) {

@@ -238,7 +238,7 @@ func sitOutLine(id [32]byte) string {
 // fails. If every server fails, the client sits the epoch out and pauses
 // its jobs (sitOut).
 func (c *Client) holdWindow(ctx context.Context, v *view) error {
-	if c.ownRule() {
+	if c.hookOwnRule() {
 		return c.takeChain(v.desc, v.chain, budgetView{}) // the old rule: no window
 	}
 	if err := c.fetchWindow(ctx, v); err != nil {
