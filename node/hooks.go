@@ -83,7 +83,7 @@ func (*Client) hookRetryCorrupted() bool                       { return false }
 func (*Client) hookNoManifestCap() bool                        { return false }
 func (*Client) hookNoGapFill() bool                            { return false }
 func (*Client) hookHeldDraw() func(io.Reader) ([32]byte, bool) { return nil }
-func (*Client) hookOwnRule() bool                                  { return false }
+func (*Client) hookOwnRule() bool                              { return false }
 func (*Client) hookWindow(*view)                               {}
 func (*Client) hookNoteHeld([32]byte)                          {}
 func (*Client) hookOwnNote(*wire.RoundList)                    {}
