@@ -498,7 +498,7 @@ func (c *Client) hookSecondOnion(ctx context.Context, e *cepoch, sub *wire.Submi
 	_, _ = c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeSubmit, Segments: o.Segments(), Timeout: bulkTimeout})
 }
 
-// ownRule reports whether the tests' control of the old decoy rule (the
+// hookOwnRule reports whether the tests' control of the old decoy rule (the
 // client's own lists, OwnDecoys) is on.
 func (c *Client) hookOwnRule() bool { return c.useOwnRule() }
 
