@@ -29,7 +29,7 @@ func startAnonNet(t testing.TB, m, n, minClients int, p Params, adjust func(i in
 	var peers []string
 	for i := 0; i < m; i++ {
 		sc := ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: append([]string(nil), peers...),
-			Nick: fmt.Sprintf("s%d", i), MinServers: m, MinClients: minClients, NoLAN: true, Params: p, Logger: anonLogger()}
+			Nick: fmt.Sprintf("s%d", i), MinServers: m, MinClients: minClients, NoLAN: true, Params: p, Logger: anonLogger().With("self", fmt.Sprintf("s%d", i))}
 		if adjust != nil {
 			adjust(i, &sc)
 		}

@@ -69,7 +69,7 @@ func (s *Server) nameForwarder(e *sepoch, f *wire.Forwarded, why error, send boo
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, evidenceDeadline)
 	defer cancel()
-	if err := deliverAll(ctx, others, evidenceBackoff, evidenceBackoffMax, func(ctx context.Context, q peer.ID) error {
+	if err := deliverAll(ctx, others, s.cfg.Timing.EvidenceBackoff, s.cfg.Timing.EvidenceBackoffMax, func(ctx context.Context, q peer.ID) error {
 		_, err := call(ctx, s.h, q, request{Proto: ProtoEpoch, Type: wire.TypeBadForward, Body: body, Timeout: shortTimeout})
 		return err
 	}); err != nil {

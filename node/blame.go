@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -166,7 +165,7 @@ func (s *Server) shareFault(ctx context.Context, e *sepoch, se *mix.ShareError) 
 	}
 	// Let later walkers fetch this server's cached route before the
 	// epoch ends (the cache answers without the secret).
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.RouteLinger)
 	<-wctx.Done()
 	cancel()
 	var strikes []strikeRec

@@ -31,18 +31,19 @@ const (
 )
 
 // checkGroupParams refuses a leader's parameters that differ from this
-// server's own in anything but the times: chunk size, request slots,
-// cover window, rounds and the caps are group constants. The registration
-// window may be longer than this server's, never shorter, so that a leader
-// cannot close registration before clients had the window to register.
+// server's own in anything but the round limit: chunk size, request slots,
+// cover window, rounds, the caps, the index retention, the pace (pace.go)
+// and the registration window are group constants. A leader that chose
+// the window could close registration before clients had it, or hold an
+// epoch open for 2^30 ms (issue 25).
 func checkGroupParams(got, own wire.Params) error {
 	a, b := got, own
-	a.RegWindowMs, a.RoundLimitMs, b.RegWindowMs, b.RoundLimitMs = 0, 0, 0, 0
+	a.RoundLimitMs, b.RoundLimitMs = 0, 0
+	if a.RegWindowMs != b.RegWindowMs {
+		return fmt.Errorf("node: registration window %d ms, not this group's %d ms", got.RegWindowMs, own.RegWindowMs)
+	}
 	if a != b {
 		return fmt.Errorf("node: epoch parameters %+v differ from this group's constants %+v", a, b)
-	}
-	if got.RegWindowMs < own.RegWindowMs {
-		return fmt.Errorf("node: registration window %d ms shorter than this group's %d ms", got.RegWindowMs, own.RegWindowMs)
 	}
 	return nil
 }

@@ -18,8 +18,9 @@ import (
 // TestLeaderTricksFail plays the leader's n−1 tricks of a bounded leader
 // (docs/protocol.md §3) against honest servers over the wire, with the
 // leader's own host: a client cap of 1, other group constants changed, a
-// registration window cut short, and a close before the registration
-// deadline. Every honest server refuses each of them.
+// registration window cut short or stretched to 2^30 ms (the window is a
+// group constant), and a close before the registration deadline. Every
+// honest server refuses each of them.
 func TestLeaderTricksFail(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		p := testParams(8)
@@ -75,7 +76,11 @@ func TestLeaderTricksFail(t *testing.T) {
 			"client cap not the group's":      func(q *Params) { q.MaxClients = MinClientCap * 2 },
 			"rounds not the group's":          func(q *Params) { q.Rounds = 4 },
 			"index retention not the group's": func(q *Params) { q.IndexHours++ },
+			"pace not the group's":            func(q *Params) { q.RoundIntervalMs++ },
+			"pace below the floor":            func(q *Params) { q.RoundIntervalMs = 0 },
 			"short registration window":       func(q *Params) { q.RegWindowMs = 1 },
+			// (issue 25 point 4) a leader held an epoch open this long.
+			"2^30 ms registration window": func(q *Params) { q.RegWindowMs = 1 << 30 },
 		}
 		for name, trick := range tricks {
 			q := p
@@ -85,16 +90,24 @@ func TestLeaderTricksFail(t *testing.T) {
 				prep.Chain = append(prep.Chain, []byte(c))
 			}
 			for _, h := range honest {
-				if _, err := call(ctx, leader.h, h.ID(), request{Proto: ProtoEpoch, Type: wire.TypePrepare, Body: prep.Marshal(), Timeout: shortTimeout}); err == nil {
-					t.Fatalf("%s: prepare accepted by %s", name, h.ID().ShortString())
+				// Refused for its parameters, not for a later check.
+				_, err := call(ctx, leader.h, h.ID(), request{Proto: ProtoEpoch, Type: wire.TypePrepare, Body: prep.Marshal(), Timeout: shortTimeout})
+				if err == nil || !strings.Contains(err.Error(), "group's") && !strings.Contains(err.Error(), "outside") {
+					t.Fatalf("%s: prepare not refused for its parameters by %s: %v", name, h.ID().ShortString(), err)
 				}
 			}
 		}
-		// A longer window is the leader's to choose.
+		// The window is a group constant: a longer one is refused too, the
+		// round limit is the leader's to choose.
 		q := p
 		q.RegWindowMs *= 2
+		if err := checkGroupParams(q.wire(), p.wire()); err == nil {
+			t.Fatal("a longer registration window taken")
+		}
+		q = p
+		q.RoundLimitMs *= 2
 		if err := checkGroupParams(q.wire(), p.wire()); err != nil {
-			t.Fatalf("longer window refused: %v", err)
+			t.Fatalf("another round limit refused: %v", err)
 		}
 	})
 }
@@ -210,7 +223,7 @@ func TestMinAnonymity(t *testing.T) {
 		if _, err := b.Share(ctx, bytes.NewReader([]byte("carried")), "carried.bin", false); err != nil {
 			t.Fatalf("the pinned client's job: %v", err)
 		}
-		if !strings.Contains(pinned.String(), "2 clients through trusted servers") {
+		if !strings.Contains(pinned.String(), "2 through trusted servers") {
 			t.Fatalf("pinned client: %s", pinned.String())
 		}
 		for a.Stats().Rounds < 8 {

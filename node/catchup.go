@@ -47,16 +47,13 @@ import (
 // signed lists alone, exactly what every chain server indexed.
 //
 // A peer whose reply is malformed or fails a check is left alone for
-// catchupShun; an epoch that no peer completes is given up after
+// Tunables.CatchupShun; an epoch that no peer completes is given up after
 // catchupTries passes. Passes run at each new certificate and every
-// catchupEvery, without the server's mutex, one request at a time.
+// Tunables.CatchupEvery, paced by Tunables.CatchupGap (the rate bound),
+// without the server's mutex, one request at a time.
 const (
-	catchupEvery = time.Minute
 	// catchupPages bounds the index pages read from one peer in a pass.
 	catchupPages = 64
-	// catchupGap paces the lists and chunks fetched: the rate bound.
-	catchupGap   = 20 * time.Millisecond
-	catchupShun  = 10 * time.Minute
 	catchupTries = 8
 	// catchupRecent: the newest certified numbers, whose epochs may still
 	// run or wait for their closing record, are left for later passes.
@@ -90,7 +87,7 @@ func (s *Server) catchupLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-s.catch.poke:
-		case <-time.After(catchupEvery):
+		case <-time.After(s.cfg.Timing.CatchupEvery):
 		}
 		s.catchupPass(ctx)
 	}
@@ -102,7 +99,7 @@ func (s *Server) shunPeer(p peer.ID, why error) {
 	if s.catch.shun == nil {
 		s.catch.shun = map[peer.ID]time.Time{}
 	}
-	s.catch.shun[p] = time.Now().Add(catchupShun)
+	s.catch.shun[p] = time.Now().Add(s.cfg.Timing.CatchupShun)
 	s.catch.mu.Unlock()
 }
 
@@ -243,14 +240,13 @@ func (s *Server) fillCerts(ctx context.Context, p peer.ID) {
 			s.shunPeer(p, err)
 			return
 		}
-		known := s.knownServers()
 		took := false
 		for i := range page.Certs {
 			c := &page.Certs[i]
 			if c.Number < from || c.Number > s.certTop() {
 				continue
 			}
-			if err := verifyCert(c, known); err != nil {
+			if err := s.checkCert(c); err != nil {
 				s.log.Info("catch-up: certificate refused", "peer", p.ShortString(), "err", err)
 				continue
 			}
@@ -269,7 +265,7 @@ func (s *Server) fillCerts(ctx context.Context, p peer.ID) {
 func (s *Server) catchupFrom(ctx context.Context, p peer.ID, want map[[32]byte][]peer.ID) {
 	cur, err := s.store.CatchupCursor([]byte(p))
 	if err != nil {
-		s.log.Warn("catch-up cursor unreadable", "err", err)
+		s.log.Error("catch-up cursor unreadable", "err", err)
 		return
 	}
 	reset := false
@@ -313,7 +309,7 @@ func (s *Server) catchupFrom(ctx context.Context, p peer.ID, want map[[32]byte][
 		}
 		cur = pg.Next
 		if err := s.store.PutCatchupCursor([]byte(p), cur); err != nil {
-			s.log.Warn("catch-up cursor not kept", "err", err)
+			s.log.Error("catch-up cursor not kept", "err", err)
 			return
 		}
 		if !pg.More || len(want) == 0 {
@@ -369,11 +365,11 @@ func checkChainSigs(chain []peer.ID, dg [32]byte, sigs [][64]byte) error {
 	return nil
 }
 
-// pace waits catchupGap between two fetches.
-func pace(ctx context.Context) {
+// pace waits Tunables.CatchupGap between two fetches.
+func (s *Server) pace(ctx context.Context) {
 	select {
 	case <-ctx.Done():
-	case <-time.After(catchupGap):
+	case <-time.After(s.cfg.Timing.CatchupGap):
 	}
 }
 
@@ -385,7 +381,7 @@ func (s *Server) catchupList(ctx context.Context, srcs []peer.ID, epoch [32]byte
 			continue
 		}
 		rep, err := call(ctx, s.h, q, request{Proto: ProtoRound, Type: wire.TypeListReq, Body: (&wire.EpochRef{Epoch: epoch, Round: r}).Marshal(), Timeout: shortTimeout})
-		pace(ctx)
+		s.pace(ctx)
 		if err != nil {
 			continue
 		}
@@ -448,7 +444,7 @@ func (s *Server) catchupChunk(ctx context.Context, srcs []peer.ID, id [32]byte) 
 			continue
 		}
 		rep, err := call(ctx, s.h, q, request{Proto: ProtoRound, Type: wire.TypeGetChunk, Body: (&wire.Chunk{ID: id}).Marshal(), Timeout: bulkTimeout})
-		pace(ctx)
+		s.pace(ctx)
 		if err != nil {
 			continue
 		}

@@ -27,6 +27,7 @@ import (
 // the file's root and every chunk and indexes the file, and a client
 // whose primary it is fetches the file byte-exact.
 func TestCatchupAfterPartition(t *testing.T) {
+	long(t) // whole networks over many epochs: the full pass runs it, the race pass would take half a minute
 	synctest.Test(t, func(t *testing.T) {
 		net := memnet.New(memnet.Link{Latency: time.Millisecond}, 1)
 		ctx, cancel := context.WithCancel(context.Background())

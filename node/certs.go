@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -46,20 +45,10 @@ const (
 	certKeep = 1024
 	// tagTimeout is the domain tag of a timeout signature.
 	tagTimeout = "riffle/v3/timeout"
-	// maxVoteAhead bounds the numbers above this server's next one for
-	// which it keeps timeout votes (a vote further ahead makes it catch
-	// up instead).
-	maxVoteAhead = 8
 	// maxVoters bounds the signers whose votes are kept per number, one
 	// vote each (its latest): servers whose rosters disagree sign
 	// different chains, and a hostile one cannot crowd out the others'.
 	maxVoters = wire.MaxServers
-	// certSyncEvery is how often an idle server asks a roster server for
-	// certificates above its last.
-	certSyncEvery = 5 * time.Second
-	// certSyncStart is how often a server that just started asks, until a
-	// roster server answered.
-	certSyncStart = 500 * time.Millisecond
 	// maxSyncPages bounds the pages one catch-up reads (then the next one
 	// goes on).
 	maxSyncPages = 8
@@ -127,11 +116,12 @@ func chainIDs(chain []peer.ID) [][]byte {
 	return out
 }
 
-// knownServers is the group a certificate is verified against: this
-// server, the live roster servers eligible by the group's rules, every
-// server of a chain this server signed in the probation window, and every
-// server of the certificates it keeps of that window. Never call with s.mu
-// held.
+// knownServers is the group a certificate is verified against when this
+// server holds neither the certificate before it nor founders (certGroup):
+// this server, the live roster servers eligible by the group's rules and
+// every server of a chain this server signed in the probation window. A
+// certificate never makes its signers known (an outsider's own timeout
+// certificate made it known again, issue 25). Never call with s.mu held.
 func (s *Server) knownServers() map[peer.ID]bool {
 	known := map[peer.ID]bool{s.h.ID(): true}
 	for _, p := range s.groupChain() {
@@ -144,20 +134,6 @@ func (s *Server) knownServers() map[peer.ID]bool {
 		}
 	}
 	s.who.mu.Unlock()
-	s.cert.mu.Lock()
-	for n, b := range s.cert.certs {
-		if n+seenWindow <= s.cert.top {
-			continue
-		}
-		var c wire.Cert
-		if c.Unmarshal(b) != nil {
-			continue
-		}
-		for _, p := range c.Chain {
-			known[peer.ID(p)] = true
-		}
-	}
-	s.cert.mu.Unlock()
 	for p := range known {
 		if s.serverExcluded(p) {
 			delete(known, p)
@@ -166,26 +142,120 @@ func (s *Server) knownServers() map[peer.ID]bool {
 	return known
 }
 
+// certGroup is the group certified for number n, whose signatures alone
+// count for n's certificates and timeout votes: the founders for 1, the
+// chain of n−1's certificate after. ok is false when it is not known
+// here (no founders configured, or n−1's certificate not kept).
+func (s *Server) certGroup(n uint64) (map[peer.ID]bool, bool) {
+	if n <= 1 {
+		s.who.mu.Lock()
+		defer s.who.mu.Unlock()
+		return s.who.founders, s.who.founders != nil
+	}
+	c, ok := s.certOf(n - 1)
+	if !ok {
+		return nil, false
+	}
+	g := make(map[peer.ID]bool, len(c.Chain))
+	for _, b := range c.Chain {
+		g[peer.ID(b)] = true
+	}
+	return g, true
+}
+
+// foundersSet reports whether this server's configuration names founders.
+func (s *Server) foundersSet() bool {
+	s.who.mu.Lock()
+	defer s.who.mu.Unlock()
+	return s.who.founders != nil
+}
+
+// checkFounding is the rule of number 1's chain when the group has
+// founders: founders only, more than half of them (so that its
+// certificate verifies against them everywhere).
+func (s *Server) checkFounding(chain []peer.ID) error {
+	s.who.mu.Lock()
+	defer s.who.mu.Unlock()
+	f := s.who.founders
+	if f == nil {
+		return nil
+	}
+	for _, p := range chain {
+		if !f[p] {
+			return fmt.Errorf("node: epoch 1's chain holds %s, not a founder", p.ShortString())
+		}
+	}
+	if 2*len(chain) <= len(f) {
+		return fmt.Errorf("node: epoch 1's chain holds %d of the %d founders, not more than half", len(chain), len(f))
+	}
+	return nil
+}
+
+// checkCert verifies c against the group certified for its number
+// (verifyCertIn). Without that group here, a server with founders takes
+// no certificate (it catches up from number 1, each certificate checked
+// against the one before); one without founders checks c against the
+// servers it knows (verifyCert), trusting its roster on first use.
+func (s *Server) checkCert(c *wire.Cert) error {
+	if g, ok := s.certGroup(c.Number); ok {
+		return verifyCertIn(c, g)
+	}
+	if s.foundersSet() {
+		return fmt.Errorf("node: certificate of %d: the certificate of %d is not here to check it against", c.Number, c.Number-1)
+	}
+	return verifyCert(c, s.knownServers())
+}
+
+// verifyCertIn checks c against group, the group certified for its
+// number: more than half of group in c's chain, and for a timeout,
+// signers of group only, other than the number's leader, more than half
+// of group's servers other than it; then every signature, as verifyCert.
+func verifyCertIn(c *wire.Cert, group map[peer.ID]bool) error {
+	chain, err := certChain(c)
+	if err != nil {
+		return err
+	}
+	in := 0
+	for _, p := range chain {
+		if group[p] {
+			in++
+		}
+	}
+	if 2*in <= len(group) {
+		return fmt.Errorf("node: certificate of %d: %d of the %d servers certified for it in its chain", c.Number, in, len(group))
+	}
+	if c.Kind == wire.CertTimeout && len(c.Chain) >= 2 {
+		lead := chain[c.Number%uint64(len(chain))]
+		voters := len(group)
+		if group[lead] {
+			voters--
+		}
+		n := 0
+		for _, sg := range c.Sigs {
+			if p := chain[sg.Index]; !group[p] {
+				return fmt.Errorf("node: timeout certificate of %d signed by %s, outside the group certified for it", c.Number, p.ShortString())
+			}
+			n++
+		}
+		if 2*n <= voters {
+			return fmt.Errorf("node: timeout certificate of %d has %d signatures of the group's %d voters", c.Number, n, voters)
+		}
+	}
+	return checkCertSigs(c, chain)
+}
+
 // verifyCert checks a certificate against the known servers: a majority of
 // its chain known here, and the signatures its kind needs (every chain
 // server's for final and abort, timeoutQuorum known servers' other than
 // the leader for a timeout), each by its chain position's key.
 func verifyCert(c *wire.Cert, known map[peer.ID]bool) error {
-	if c.Kind == wire.CertNone {
-		return errors.New("node: no certificate")
+	chain, err := certChain(c)
+	if err != nil {
+		return err
 	}
-	if err := c.Unmarshal(c.Marshal()); err != nil {
-		return fmt.Errorf("node: certificate: %w", err)
-	}
-	m := len(c.Chain)
-	chain := make([]peer.ID, m)
+	m := len(chain)
 	nKnown := 0
-	for i, b := range c.Chain {
-		p, err := peer.IDFromBytes(b)
-		if err != nil {
-			return fmt.Errorf("node: certificate peer id %d: %w", i, err)
-		}
-		chain[i] = p
+	for _, p := range chain {
 		if known[p] {
 			nKnown++
 		}
@@ -193,6 +263,46 @@ func verifyCert(c *wire.Cert, known map[peer.ID]bool) error {
 	if nKnown < m/2+1 {
 		return fmt.Errorf("node: certificate of %d: %d of its %d servers known here", c.Number, nKnown, m)
 	}
+	if c.Kind == wire.CertTimeout && m >= 2 {
+		n := 0
+		for _, sg := range c.Sigs {
+			if p := chain[sg.Index]; !known[p] {
+				return fmt.Errorf("node: timeout certificate of %d signed by %s, unknown here", c.Number, p.ShortString())
+			}
+			n++
+		}
+		if n < timeoutQuorum(m) {
+			return fmt.Errorf("node: timeout certificate of %d has %d signatures, needs %d", c.Number, n, timeoutQuorum(m))
+		}
+	}
+	return checkCertSigs(c, chain)
+}
+
+// certChain decodes c's chain after checking its encoding.
+func certChain(c *wire.Cert) ([]peer.ID, error) {
+	if c.Kind == wire.CertNone {
+		return nil, errors.New("node: no certificate")
+	}
+	if err := c.Unmarshal(c.Marshal()); err != nil {
+		return nil, fmt.Errorf("node: certificate: %w", err)
+	}
+	chain := make([]peer.ID, len(c.Chain))
+	for i, b := range c.Chain {
+		p, err := peer.IDFromBytes(b)
+		if err != nil {
+			return nil, fmt.Errorf("node: certificate peer id %d: %w", i, err)
+		}
+		chain[i] = p
+	}
+	return chain, nil
+}
+
+// checkCertSigs checks what a certificate's kind needs whoever counts:
+// every chain server's signature for final and abort (with a chain
+// server's signed abort), none by the leader for a timeout, each by its
+// chain position's key.
+func checkCertSigs(c *wire.Cert, chain []peer.ID) error {
+	m := len(chain)
 	var dg [32]byte
 	switch c.Kind {
 	case wire.CertFinal:
@@ -206,19 +316,10 @@ func verifyCert(c *wire.Cert, known map[peer.ID]bool) error {
 		}
 		dg = timeoutDigest(c.Number, c.Chain)
 		lead := int(c.Number % uint64(m))
-		n := 0
 		for _, sg := range c.Sigs {
-			p := chain[sg.Index]
 			if int(sg.Index) == lead {
 				return fmt.Errorf("node: timeout certificate of %d signed by its leader", c.Number)
 			}
-			if !known[p] {
-				return fmt.Errorf("node: timeout certificate of %d signed by %s, unknown here", c.Number, p.ShortString())
-			}
-			n++
-		}
-		if n < timeoutQuorum(m) {
-			return fmt.Errorf("node: timeout certificate of %d has %d signatures, needs %d", c.Number, n, timeoutQuorum(m))
 		}
 	} else if len(c.Sigs) != m {
 		return fmt.Errorf("node: certificate of %d has %d signatures for %d servers", c.Number, len(c.Sigs), m)
@@ -300,7 +401,13 @@ func (s *Server) keepCert(c *wire.Cert) bool {
 			delete(s.cert.votes, n)
 		}
 	}
-	s.log.Info("epoch number certified", "number", c.Number, "kind", c.Kind)
+	// A final certificate is the epoch that every server logs as opened
+	// and closed; a number that ended otherwise is worth a line.
+	if c.Kind == wire.CertFinal {
+		s.log.Debug("epoch number certified", "number", c.Number, "kind", certKind(c.Kind))
+	} else {
+		s.log.Info("epoch number certified", "number", c.Number, "kind", certKind(c.Kind))
+	}
 	return true
 }
 
@@ -432,13 +539,14 @@ func (s *Server) checkPrevious(n uint64, c *wire.Cert) error {
 	}
 	// Another certificate of a number certified here may be as good (a
 	// timeout and an abort of one attempt), but it goes into the
-	// descriptor: it must verify too.
-	if err := verifyCert(c, s.knownServers()); err != nil {
-		return err
-	}
+	// descriptor: it must verify too, against the group certified for
+	// its number.
 	if c.Number > s.certTop()+1 {
 		// Numbers between are missing here: fetch them meanwhile.
 		s.pokeSync()
+	}
+	if err := s.checkCert(c); err != nil {
+		return err
 	}
 	s.addCert(c)
 	return nil
@@ -475,9 +583,11 @@ func (s *Server) voteTimeout(n uint64, chain []peer.ID) {
 	s.notifyAll(others, wire.TypeTimeoutVote, body)
 }
 
-// onTimeoutVote takes a roster server's own signed timeout of a number: the
-// sender is its signer and the number is this server's next (or a little
-// ahead) before the signature is checked.
+// onTimeoutVote takes a signed timeout vote of a server of the group
+// certified for its number (certGroup), sent by its signer, for this
+// server's next number: anything else is dropped before it is stored
+// (outsiders' votes crowded out the group's, issue 25), and a vote ahead
+// makes this server catch up instead.
 func (s *Server) onTimeoutVote(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var v wire.Cert
 	if err := v.Unmarshal(body); err != nil {
@@ -493,11 +603,16 @@ func (s *Server) onTimeoutVote(from peer.ID, body []byte) (wire.Type, []byte, er
 	switch {
 	case v.Number <= top:
 		return wire.TypeAck, ack, nil
-	case v.Number > top+maxVoteAhead:
-		s.pokeSync()
-		return wire.TypeAck, ack, nil
 	case v.Number > top+1:
 		s.pokeSync()
+		return wire.TypeAck, ack, nil
+	}
+	if g, ok := s.certGroup(v.Number); ok {
+		if !g[from] {
+			return 0, nil, fmt.Errorf("node: timeout vote of %d by %s, outside the group certified for it", v.Number, from.ShortString())
+		}
+	} else if s.foundersSet() || !s.knownServers()[from] {
+		return 0, nil, fmt.Errorf("node: timeout vote of %d by %s, not known here", v.Number, from.ShortString())
 	}
 	if int(v.Sigs[0].Index) == int(v.Number%uint64(len(v.Chain))) {
 		return 0, nil, errors.New("node: timeout vote by the number's leader")
@@ -565,9 +680,22 @@ func (s *Server) noteVote(v *wire.Cert) {
 	if c == nil {
 		return
 	}
-	if err := verifyCert(c, s.knownServers()); err != nil {
+	if err := s.checkCert(c); err != nil {
 		s.log.Debug("timeout votes do not certify yet", "number", c.Number, "err", err)
 		return
 	}
 	s.addCert(c)
+}
+
+// certKind names a certificate's kind for the log.
+func certKind(k uint8) string {
+	switch k {
+	case wire.CertFinal:
+		return "final"
+	case wire.CertAbort:
+		return "abort"
+	case wire.CertTimeout:
+		return "timeout"
+	}
+	return fmt.Sprint(k)
 }

@@ -54,13 +54,13 @@ func (s *Server) pokeSync() {
 
 // certLoop catches up from roster servers' certificates at start (as soon
 // as one answers), when poked (a refused Prepare, a vote or certificate
-// ahead) and every certSyncEvery while no epoch runs here.
+// ahead) and every CertSyncEvery while no epoch runs here.
 func (s *Server) certLoop(ctx context.Context) {
 	asked := false
 	for {
-		every := certSyncEvery
+		every := s.cfg.Timing.CertSyncEvery
 		if !asked {
-			every = certSyncStart
+			every = s.cfg.Timing.CertSyncStart
 		}
 		select {
 		case <-ctx.Done():
@@ -132,7 +132,6 @@ func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered bool) {
 		if len(page.Certs) == 0 {
 			return got, answered
 		}
-		known := s.knownServers()
 		for i := range page.Certs {
 			c := &page.Certs[i]
 			if c.Number <= top {
@@ -147,14 +146,13 @@ func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered bool) {
 				s.log.Warn("certificates not a chain", "peer", p.ShortString(), "number", c.Number, "after", top)
 				return got, answered
 			}
-			if err := verifyCert(c, known); err != nil {
+			// Each against the group certified for its number: the
+			// chain of the one before, once kept.
+			if err := s.checkCert(c); err != nil {
 				s.log.Warn("certificate refused", "peer", p.ShortString(), "err", err)
 				return got, answered
 			}
 			s.addCert(c)
-			for _, q := range c.Chain {
-				known[peer.ID(q)] = true
-			}
 			top, first, got = c.Number, false, true
 		}
 		if len(page.Certs) < wire.MaxCertPage {

@@ -64,6 +64,8 @@ func checkParams(p wire.Params, rate float64) error {
 		return fmt.Errorf("node: row cap %d outside [1, %d]", p.MaxRows, MaxRowsCap)
 	case p.RoundLimitMs < 100:
 		return fmt.Errorf("node: round limit %d ms too short", p.RoundLimitMs)
+	case p.RoundIntervalMs < MinRoundIntervalMs || p.RoundIntervalMs > MaxRoundIntervalMs:
+		return fmt.Errorf("node: round interval %d ms outside [%d, %d]", p.RoundIntervalMs, MinRoundIntervalMs, MaxRoundIntervalMs)
 	}
 	work := pirWork(int(p.MaxClients), int(p.K), int(p.MaxRows), int(p.ChunkSize))
 	if secs := work / rate; secs > float64(p.RoundLimitMs)/1000 {

@@ -56,12 +56,20 @@ type ClientConfig struct {
 	// (§3 "Who may serve", client_budget.go); without it the client
 	// refuses such an epoch, says why and waits.
 	AcceptBudgetDrops bool
+	// MaxRate, if not zero, is the most bytes a second, each way, the
+	// client agrees to move: it refuses a group whose constants allow more
+	// (GroupCost's worst case), checked once per group, never per epoch,
+	// and stops with ErrOverBudget (group.go).
+	MaxRate float64
 	// Now starts jobs at once instead of after the presence wait of §5.4
 	// (PresenceMin to PresenceMax full epochs from arrival): what a
 	// one-shot `--now` does, and tests. It reveals when a job ran.
 	Now bool
 	// Network carries the client's streams (nil: libp2p).
 	Network transport.Network
+	// Timing holds the client's timeouts (zero fields: DefaultTunables;
+	// for tests and embedders).
+	Timing Tunables
 
 	// The tests' hooks (hooks_riffletest.go); empty in the binary.
 	clientHookCfg
@@ -142,6 +150,11 @@ type Client struct {
 	// previous certificate verified): what the next one's verifies
 	// against (clientCheckPrevious).
 	lastGroup []peer.ID
+	// group is the group's constants this client checked against
+	// MaxRate, with their cost, and what it moved (group.go).
+	group groupState
+	// fatal is why the client stopped by itself (Err).
+	fatal error
 	// held: chunks this client published or fetched (at most maxHeld),
 	// for local views only (Holds): they never choose a request.
 	held map[[32]byte]bool
@@ -166,10 +179,16 @@ type Client struct {
 	epochEnd     time.Time
 	epochLen     time.Duration // how long the last epoch taken part in lasted
 	waiting      string
-	// group is the primary's last answer on the group's state, at
-	// groupAt (waitstate.go).
-	group   wire.State
-	groupAt time.Time
+	// gstate is the primary's last answer on the group's state, at
+	// gstateAt (waitstate.go).
+	gstate   wire.State
+	gstateAt time.Time
+	// joining is the number of the epoch this client registers in, until
+	// it holds the final descriptor or gives up (0: none).
+	joining uint64
+	// tookPart is the number of the last epoch this client held the
+	// final descriptor of.
+	tookPart uint64
 }
 
 // Stats counts what a client did.
@@ -353,6 +372,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if cfg.MinAnonymity <= 0 {
 		cfg.MinAnonymity = DefaultMinAnonymity
 	}
+	cfg.Timing = cfg.Timing.withDefaults()
 	rnd := cfg.Rand
 	if rnd == nil {
 		rnd = rand.Reader
@@ -385,6 +405,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		changed: make(chan struct{}), wants: map[[32]byte]*getJob{}, inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{},
 		retry: map[[32]byte]bool{}, held: map[[32]byte]bool{}, localDone: make(chan struct{}), bound: make(chan struct{})}
 	c.local.wake = make(chan struct{}, 1)
+	c.group.since = time.Now()
 	if c.jobWait, err = drawPresence(rnd); err != nil {
 		h.Close()
 		cancel()
@@ -472,10 +493,24 @@ func (c *Client) jobProgress(ctx context.Context, format string, args ...any) {
 // call sends r to the client's primary, reporting the bytes sent to
 // ClientConfig.OnSend.
 func (c *Client) call(ctx context.Context, r request) ([]byte, error) {
-	if c.cfg.OnSend != nil {
-		r.Sent = func(t wire.Type, n int) { c.cfg.OnSend(uint8(t), n) }
+	return c.callTo(ctx, c.primary, r)
+}
+
+// callTo sends r to server p, counting the bytes each way (Status) and
+// reporting those sent to ClientConfig.OnSend.
+func (c *Client) callTo(ctx context.Context, p peer.ID, r request) ([]byte, error) {
+	onSend := c.cfg.OnSend
+	r.Sent = func(t wire.Type, n int) {
+		c.group.sent.Add(int64(n))
+		if onSend != nil {
+			onSend(uint8(t), n)
+		}
 	}
-	return call(ctx, c.h, c.primary, r)
+	rep, err := call(ctx, c.h, p, r)
+	if err == nil {
+		c.group.recv.Add(int64(frameHeader + len(rep)))
+	}
+	return rep, err
 }
 
 func (c *Client) run() {
@@ -483,16 +518,34 @@ func (c *Client) run() {
 	c.resendPending(c.ctx)
 	var last [32]byte
 	for c.ctx.Err() == nil {
+		began := time.Now()
 		id, err := c.oneEpoch(last)
 		if id != ([32]byte{}) {
 			last = id
 		}
+		if errors.Is(err, ErrOverBudget) {
+			c.log.Warn("client stops", "err", err)
+			c.mu.Lock()
+			c.fatal = err
+			c.notify()
+			c.mu.Unlock()
+			return
+		}
+		// Epoch attempts start at least the group's registration window
+		// apart, so that what aborted setups cost is bounded by the
+		// constants too (GroupCost); a failed one waits half a second.
+		next := began.Add(c.attemptGap())
 		if err != nil && c.ctx.Err() == nil {
 			c.log.Info("epoch left", "err", err)
 			c.noteWait(waitLine(err))
+			if at := time.Now().Add(c.cfg.Timing.AttemptRetry); at.After(next) {
+				next = at
+			}
+		}
+		if d := time.Until(next); d > 0 {
 			select {
 			case <-c.ctx.Done():
-			case <-time.After(500 * time.Millisecond):
+			case <-time.After(d):
 			}
 		}
 	}

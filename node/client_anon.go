@@ -42,21 +42,27 @@ func (c *Client) trustedSet(v *view, d *wire.Descriptor, pidx int) (int, string)
 	return total, b.String()
 }
 
-// checkAnonymity counts the epoch's trusted anonymity set and, when it is
-// below the client's minimum, tells the user that jobs wait: the client
-// takes part with cover only (holdJobs), so that nothing of its jobs goes
-// out in an epoch that small, and the epoch still runs for the others.
-// Call without c.mu.
+// checkAnonymity counts the epoch's trusted anonymity set and tells the
+// user in one line: the chain's size and the set, or, when the trusted set
+// is below the client's minimum, that jobs wait: the client takes part
+// with cover only (holdJobs), so that nothing of its jobs goes out in an
+// epoch that small, and the epoch still runs for the others. The chain and
+// the count through each primary go to the debug log. Call without c.mu.
 func (c *Client) checkAnonymity(v *view, d *wire.Descriptor, pidx int) {
 	n, per := c.trustedSet(v, d, pidx)
 	c.mu.Lock()
 	c.trusted = n
 	c.mu.Unlock()
+	var chain strings.Builder
+	for i, g := range d.Group {
+		fmt.Fprintf(&chain, " %s(%s)", string(g.Nick), v.chain[i].ShortString())
+	}
+	c.log.Debug("epoch joined", "epoch", fmt.Sprintf("%x", v.id[:6]), "chain", strings.TrimSpace(chain.String()), "per_primary", strings.TrimSpace(per))
 	min := c.cfg.MinAnonymity
 	if n >= min {
-		c.progress("epoch %x: %d clients through trusted servers (per primary, * trusted:%s)", v.id[:4], n, per)
+		c.progress("epoch %x: %d servers, anonymity set %d clients, %d through trusted servers", v.id[:4], len(v.chain), len(d.Clients), n)
 		return
 	}
-	c.progress("epoch %x: jobs wait: only %d clients registered through servers this client trusts (per primary, * trusted:%s), below the minimum anonymity set %d (--min-anonymity); sending cover only until a larger epoch",
-		v.id[:4], n, per, min)
+	c.progress("epoch %x: jobs wait: only %d clients registered through servers this client trusts, below the minimum anonymity set %d (--min-anonymity); sending cover only until a larger epoch",
+		v.id[:4], n, min)
 }

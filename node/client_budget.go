@@ -64,6 +64,10 @@ func (b *budgetState) note(c *wire.Cert, now uint64) {
 	if a.Kind == wire.AbortCoord && len(c.Chain) > 0 && signer == peer.ID(c.Chain[int(c.Number%uint64(len(c.Chain)))]) {
 		return // the leader's coordination abort is charged to nobody
 	}
+	if a.Kind == wire.AbortNoClose && len(c.Chain) > 0 {
+		// A registration never closed: the servers charge its leader.
+		signer = peer.ID(c.Chain[int(c.Number%uint64(len(c.Chain)))])
+	}
 	if b.aborts == nil {
 		b.aborts = map[peer.ID][]budgetAbort{}
 	}

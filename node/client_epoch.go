@@ -21,6 +21,11 @@ import (
 // oneEpoch joins the next epoch and takes part until it ends.
 func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	ctx := c.ctx
+	// Until it holds an epoch's final descriptor, the client asks what
+	// the group does, for its user (waitstate.go).
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go c.askState(sctx)
 	v, pidx, err := c.openView(ctx, last)
 	if v == nil {
 		return last, err
@@ -28,12 +33,21 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	if err != nil {
 		return v.id, err
 	}
+	c.mu.Lock()
+	c.joining = v.desc.Number
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.joining = 0
+		c.mu.Unlock()
+	}()
 	if err := c.holdWindow(ctx, v); err != nil {
 		return v.id, err
 	}
 	// §5.2 v3: the window's records settle the chunks that wait for one.
 	c.useClosings(v)
 	e, fin, err := c.join(ctx, v, pidx)
+	stop()
 	if err != nil {
 		return v.id, err
 	}
@@ -51,16 +65,12 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	c.hookJoined(fv.id, e.slot, e.cs)
 	c.mu.Lock()
 	c.epoch, c.anon, c.b = e, n, int(fin.Desc.Params.ChunkSize)
+	c.tookPart = max(c.tookPart, fin.Desc.Number)
 	c.stats.Epochs++
 	roundsBefore := c.stats.Rounds
 	c.noteEpoch()
 	c.notify()
 	c.mu.Unlock()
-	names := ""
-	for i, g := range fin.Desc.Group {
-		names += fmt.Sprintf(" %s(%s)", string(g.Nick), fv.chain[i].String())
-	}
-	c.progress("epoch %x: %d servers [%s ], anonymity set %d clients", fv.id[:4], len(fv.chain), names, n)
 	// §7: every client syncs the whole public index at each epoch's
 	// start, on a fixed schedule that says nothing about what interests
 	// it, incrementally from its cursors (indexsync.go).
@@ -130,10 +140,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 // chain. It returns the view and the primary's chain position; the view
 // is nil when no descriptor could be read.
 func (c *Client) openView(ctx context.Context, last [32]byte) (*view, int, error) {
-	sctx, stop := context.WithCancel(ctx)
-	go c.askState(sctx)
 	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeWaitOpen, Body: (&wire.EpochRef{Epoch: last}).Marshal(), Timeout: pollTimeout})
-	stop()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -144,6 +151,9 @@ func (c *Client) openView(ctx context.Context, last [32]byte) (*view, int, error
 	v, err := checkSigned(&open, 1e30)
 	if err != nil || open.Final {
 		return nil, 0, fmt.Errorf("node: open descriptor: %v", err)
+	}
+	if err := c.checkGroup(open.Desc.Params); err != nil {
+		return v, 0, err
 	}
 	pidx := -1
 	for i, p := range v.chain {

@@ -62,7 +62,16 @@ type ClientStatus struct {
 	Throughput float64 `json:"throughput_bytes_per_s"`
 	Goodput    float64 `json:"goodput_bytes_per_s"`
 	Waiting    string  `json:"waiting,omitempty"` // why no epoch runs, if none does
-	Stats      Stats   `json:"stats"`
+	// What this client moves an hour: the group's worst case from its
+	// constants (GroupCost; 0 before the first descriptor), and what it
+	// sent and received since it started (every request and reply).
+	GroupSendPerHour float64 `json:"group_send_bytes_per_hour"`
+	GroupRecvPerHour float64 `json:"group_recv_bytes_per_hour"`
+	SentPerHour      float64 `json:"sent_bytes_per_hour"`
+	RecvPerHour      float64 `json:"recv_bytes_per_hour"`
+	// MaxRate is --max-rate, bytes a second each way (0: none).
+	MaxRate float64 `json:"max_rate_bytes_per_s,omitempty"`
+	Stats   Stats   `json:"stats"`
 	// Paused are the jobs paused after their allowance of epochs with
 	// real traffic (§5.4 v3), waiting for their user.
 	Paused []PausedJob `json:"paused,omitempty"`
@@ -81,6 +90,13 @@ func (c *Client) Status() ClientStatus {
 	st.AnonymitySet, st.ChunkSize = c.anon, c.b
 	if c.epoch == nil {
 		st.Waiting = c.waitReasonLocked()
+	}
+	st.MaxRate = c.cfg.MaxRate
+	if c.group.checked {
+		st.GroupSendPerHour, st.GroupRecvPerHour = c.group.cost.Worst.SendPerHour, c.group.cost.Worst.RecvPerHour
+	}
+	if h := time.Since(c.group.since).Hours(); h > 0 {
+		st.SentPerHour, st.RecvPerHour = float64(c.group.sent.Load())/h, float64(c.group.recv.Load())/h
 	}
 	if e := c.epoch; e != nil {
 		st.Epoch = hex.EncodeToString(e.v.id[:])
@@ -148,11 +164,17 @@ func (c *Client) waitReasonLocked() string {
 		}
 		return ""
 	}
-	if c.waiting != "" {
+	// A refusal of this client's own settings (a required server
+	// missing, a budget drop) says more than the group's state; any other
+	// failed attempt says less.
+	if c.waiting != "" && strings.Contains(c.waiting, "refused") {
 		return c.waiting
 	}
-	if !c.groupAt.IsZero() && time.Since(c.groupAt) <= stateFresh {
+	if !c.gstateAt.IsZero() && time.Since(c.gstateAt) <= stateFresh {
 		return c.groupWait()
+	}
+	if c.waiting != "" {
+		return c.waiting
 	}
 	if !c.epochEnd.IsZero() && time.Since(c.epochEnd) < betweenEpochs {
 		return "" // the next epoch is on its way

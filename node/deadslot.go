@@ -188,7 +188,7 @@ func (s *Server) dropSlot(e *sepoch, bl *rblame) bool {
 	if !s.awaitSetup(e) {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, time.Duration(m)*blameStepTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, time.Duration(m)*s.cfg.Timing.BlameStepTimeout)
 	defer cancel()
 	pos := make([]int, m+1)
 	pos[0] = bl.slot
@@ -203,7 +203,7 @@ func (s *Server) dropSlot(e *sepoch, bl *rblame) bool {
 			return false
 		}
 		if res.err != nil {
-			s.log.Warn("dead slot: route reveal stopped, nobody named", "round", bl.round, "server", t, "err", res.err)
+			s.log.Warn("dead slot: route reveal stopped, nobody named", "round", bl.round, "position", t, "err", res.err)
 			return false
 		}
 		pos[t+1] = int(res.st.Out)
@@ -239,7 +239,7 @@ func (s *Server) dropOf(ctx context.Context, e *sepoch, bl *rblame, t int) dropR
 			return dropResult{err: ctx.Err()}
 		}
 	}
-	cctx, cancel := context.WithTimeout(s.ctx, time.Duration(t+1)*blameStepTimeout)
+	cctx, cancel := context.WithTimeout(s.ctx, time.Duration(t+1)*s.cfg.Timing.BlameStepTimeout)
 	c.res = s.computeDrop(cctx, e, bl, t)
 	cancel()
 	close(c.done)
@@ -272,7 +272,7 @@ func (s *Server) computeDrop(ctx context.Context, e *sepoch, bl *rblame, t int) 
 		}
 	} else {
 		req := wire.DropReq{Epoch: v.id, Round: bl.round, T: uint16(t), In: uint32(in)}
-		rep, err := call(ctx, s.h, v.chain[t], request{Proto: ProtoEpoch, Type: wire.TypeDropReq, Body: req.Marshal(), Timeout: blameStepTimeout, Max: wire.DropStepSize})
+		rep, err := call(ctx, s.h, v.chain[t], request{Proto: ProtoEpoch, Type: wire.TypeDropReq, Body: req.Marshal(), Timeout: s.cfg.Timing.BlameStepTimeout, Max: wire.DropStepSize})
 		if err != nil {
 			return dropResult{err: fmt.Errorf("drop step of server %d: %w", t, err)}
 		}
@@ -353,7 +353,7 @@ func (s *Server) onDropReq(ctx context.Context, from peer.ID, body []byte) (wire
 		return 0, nil, err
 	}
 	m := len(e.final.chain)
-	wctx, cancel := context.WithTimeout(ctx, time.Duration(m+1)*blameStepTimeout)
+	wctx, cancel := context.WithTimeout(ctx, time.Duration(m+1)*s.cfg.Timing.BlameStepTimeout)
 	defer cancel()
 	var bl *rblame
 	_ = s.waitFor(wctx, func() bool {
@@ -448,7 +448,7 @@ func (s *Server) signBlameVoid(ctx context.Context, e *sepoch, rl *wire.RoundLis
 	if bl == nil || bl.double {
 		return false, 0, nil, nil
 	}
-	wctx, cancel := context.WithTimeout(ctx, time.Duration(len(e.final.chain)+1)*blameStepTimeout)
+	wctx, cancel := context.WithTimeout(ctx, time.Duration(len(e.final.chain)+1)*s.cfg.Timing.BlameStepTimeout)
 	defer cancel()
 	_ = s.waitFor(wctx, func() bool { return e.ended || bl.settled })
 	s.mu.Lock()

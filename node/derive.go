@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -25,11 +24,6 @@ import (
 // a cause each server checks alone: blamed, out for its refusal budget, not
 // live here, or its own withdrawal, which each server asks of it
 // (TypeWouldServe) rather than take the leader's word.
-
-// wouldServeTimeout bounds the question to a left-out server: well within
-// the leader's Prepare timeout, and a server that does not answer in time
-// is not live here.
-const wouldServeTimeout = 4 * time.Second
 
 // derivedChain is the chain of the number after prev's, in chain order.
 // Never call with s.mu held.
@@ -95,8 +89,8 @@ func (s *Server) checkLeftOut(p *wire.Prepare) error {
 		ids = append(ids, d)
 		sortChain(ids)
 		q := wire.Prepare{Number: p.Number, Nonce: p.Nonce, Params: p.Params, Chain: chainIDs(ids)}
-		ctx, cancel := context.WithTimeout(s.ctx, wouldServeTimeout)
-		_, err := call(ctx, s.h, d, request{Proto: ProtoEpoch, Type: wire.TypeWouldServe, Body: q.Marshal(), Timeout: wouldServeTimeout})
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timing.WouldServeTimeout)
+		_, err := call(ctx, s.h, d, request{Proto: ProtoEpoch, Type: wire.TypeWouldServe, Body: q.Marshal(), Timeout: s.cfg.Timing.WouldServeTimeout})
 		cancel()
 		switch {
 		case err == nil:
@@ -120,6 +114,14 @@ func (s *Server) onWouldServe(from peer.ID, body []byte) (wire.Type, []byte, err
 	}
 	var p wire.Prepare
 	if err := p.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	// The parameters too, as its Prepare would be checked: a server that
+	// would refuse them refuses to serve, and may be left out.
+	if err := checkParams(p.Params, s.cfg.PIRRate); err != nil {
+		return 0, nil, err
+	}
+	if err := checkGroupParams(p.Params, s.cfg.Params.wire()); err != nil {
 		return 0, nil, err
 	}
 	self := false

@@ -33,11 +33,9 @@ import (
 // The epoch ends when the verdict is in, so that the next epoch's
 // registrations meet it.
 
-// dupWindow is how long the two clients of a duplicate have to prove.
+// dupWindow is how long the two clients of a duplicate have to prove: what
+// every server gives them, so a protocol rule, not a Tunables field.
 const dupWindow = 3 * time.Second
-
-// dupRouteWait bounds how long a walker asks a server for its route.
-const dupRouteWait = 5 * time.Second
 
 // tagDupAbort signs a duplicate-share abort (wire.DupAbort).
 const tagDupAbort = "riffle/v3/dup-abort"
@@ -131,7 +129,7 @@ func (s *Server) dupStepAt(ctx context.Context, e *sepoch, t, out int) (dupStep,
 		req := wire.Route{Epoch: v.id, S: uint16(t), Out: uint32(out)}
 		// Server t may not have verified the step that shows the fault
 		// yet (it refuses a walk it has not seen): ask again for a while.
-		rctx, cancel := context.WithTimeout(ctx, dupRouteWait)
+		rctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.DupRouteWait)
 		defer cancel()
 		var rep []byte
 		var err error

@@ -35,10 +35,6 @@ const (
 	// seenWindow epochs this server signed an open descriptor for, one a
 	// line: the number, then the peer ids in chain order.
 	ChainsFile = "chains"
-	// withdrawTTL is how long a leader leaves a server that withdrew out
-	// of the chains it proposes (about five rosterTTL: a withdrawal for
-	// probation ends, a pin may be changed by its operator).
-	withdrawTTL = 60 * time.Second
 	// withdrawMark begins every withdrawal's reason.
 	withdrawMark = "withdraws from the chain"
 )
@@ -54,6 +50,7 @@ type seenChain struct {
 type whoState struct {
 	mu        sync.Mutex
 	allow     map[peer.ID]bool // nil: every server allowed
+	founders  map[peer.ID]bool // nil: none configured (ServerConfig.Founders)
 	probation int              // P_prob; 0: none
 	chains    []seenChain      // oldest first, at most seenWindow
 	// since is this server's epoch number when it first saw each peer in
@@ -141,6 +138,12 @@ func (w *whoState) init(cfg *ServerConfig, chains []seenChain) {
 	case cfg.Probation > 0:
 		w.probation = cfg.Probation
 	}
+	if len(cfg.Founders) > 0 {
+		w.founders = map[peer.ID]bool{}
+		for _, p := range cfg.Founders {
+			w.founders[p] = true
+		}
+	}
 	w.chains = chains
 	w.since = map[peer.ID]sighting{}
 	w.withdrawn = map[peer.ID]time.Time{}
@@ -172,6 +175,12 @@ func (w *whoState) check(self, p peer.ID, n uint64, pins bool) error {
 	defer w.mu.Unlock()
 	if pins && w.allow != nil && !w.allow[p] {
 		return fmt.Errorf("node: %s: server %s not allowed here (--allow-server)", withdrawMark, p.ShortString())
+	}
+	// Number 1 (no number signed or certified here): only founders,
+	// when the group has them, so that outsiders that said hello before
+	// the first epoch hold no seat (nor vote) in it.
+	if n == 0 && w.founders != nil && !w.founders[p] {
+		return fmt.Errorf("node: %s: server %s is not a founder of this group", withdrawMark, p.ShortString())
 	}
 	// Bootstrap: a server that never signed an epoch with a chain puts
 	// nobody on probation, so that a brand-new group (every server new)
@@ -376,17 +385,38 @@ func (s *Server) proposedChain(eligible []peer.ID) []peer.ID {
 	return out
 }
 
-// noteWithdrawal records the server whose refusal in err is a withdrawal;
-// it reports whether there was one.
+// noteWithdrawal records the server whose refusal in err is a withdrawal,
+// or that refused on another ground; it reports whether there was one
+// (the leader then tries again at once without it).
 func (s *Server) noteWithdrawal(err error) bool {
 	var ce *chainErr
-	if !errors.As(err, &ce) || !strings.Contains(ce.Err.Error(), withdrawMark) {
+	if !errors.As(err, &ce) {
+		return false
+	}
+	if errors.Is(ce.Err, errBusy) {
+		// Turn-taking, no refusal: the server's own epoch ended a
+		// moment after the leader's; the leader tries again later
+		// with it (leader.go).
+		return false
+	}
+	if !strings.Contains(ce.Err.Error(), withdrawMark) {
+		// (issue 25 point 3) a server that refused the Prepare on any
+		// other ground is left out of the next attempt at this number
+		// for a moment: every other server asks it whether it would
+		// serve (derive.go) and accepts its absence only if it refuses
+		// that question too, so a refuser no longer halts the group and
+		// an honest server a wrong leader dropped is not left out.
+		if ce.Peer != s.h.ID() {
+			s.log.Info("server refused the prepare: next attempt without it", "peer", ce.Peer.ShortString(), "reason", ce.Err.Error())
+			s.who.withdraw(ce.Peer, helloEvery)
+			return true
+		}
 		return false
 	}
 	s.log.Info("server withdrew", "peer", ce.Peer.ShortString(), "reason", ce.Err.Error())
 	// A probation ends after epochs the withdrawer counts, not here: its
 	// withdrawal is kept only until the next hellos.
-	ttl := withdrawTTL
+	ttl := s.cfg.Timing.WithdrawTTL
 	if strings.Contains(ce.Err.Error(), "probation") {
 		ttl = helloEvery
 	}

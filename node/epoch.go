@@ -43,6 +43,9 @@ type sepoch struct {
 	// man: which published manifest chunks the index takes (§6.4 v3,
 	// manifests.go).
 	man manifestCaps
+	// paceNext is the earliest time this server may start its part of
+	// the next round (pace.go).
+	paceNext time.Time
 
 	epochSecrets
 	epochLife
@@ -109,8 +112,12 @@ type registration struct {
 	// regRange is the address range each registration here came from,
 	// for the admission lottery (admission.go).
 	regRange map[[32]byte]string
-	// order is this primary's admission order, fixed at its close.
+	// order is this primary's admission order, fixed at its
+	// registration deadline or its close (intake.go), at most n_max.
 	order [][32]byte
+	// rangeN counts the first-time keys registered here per address
+	// range (intake.go).
+	rangeN map[string]int
 	// orders and rest: the leader's list's signed orders of every
 	// primary and the registrations it did not select (orders.go,
 	// selection.go).
@@ -270,7 +277,10 @@ func (s *Server) endQuiet(e *sepoch, reason string) {
 		return
 	}
 	e.ended, e.reason = true, reason
-	s.lastEnd = time.Now()
+	if e.setupDone {
+		// An epoch that ran, not a registration that came to nothing.
+		s.lastEnd = time.Now()
+	}
 	s.flushManifests(e)
 	if e.final != nil && len(e.lt) > 0 && s.ctx.Err() == nil {
 		s.wg.Add(1)

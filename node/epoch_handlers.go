@@ -79,6 +79,15 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if len(p.Chain) < 1 {
 		return 0, nil, errors.New("node: prepare without a chain")
 	}
+	// Servers out for their refusal budget stay in a chain that would
+	// fall below --min-servers without them, as in chain().
+	nOut := 0
+	for _, c := range p.Chain {
+		if s.refusalOut(peer.ID(c)) {
+			nOut++
+		}
+	}
+	cutOut := len(p.Chain)-nOut >= s.cfg.MinServers
 	inChain := false
 	pos := -1
 	for i, c := range p.Chain {
@@ -91,7 +100,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 			pos = i
 		} else if s.serverExcluded(id) {
 			return 0, nil, fmt.Errorf("node: prepared chain has %s, named by a round blame", id.ShortString())
-		} else if len(p.Chain) > s.cfg.MinServers && s.refusalOut(id) {
+		} else if cutOut && s.refusalOut(id) {
 			return 0, nil, fmt.Errorf("node: prepared chain has %s, out for its refusal budget", id.ShortString())
 		} else if s.roster.get(id) == nil && id != from {
 			return 0, nil, fmt.Errorf("node: prepared chain has %s, not a live server here", id.ShortString())
@@ -104,6 +113,15 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	if pos < 0 {
 		return 0, nil, errors.New("node: this server is not in the prepared chain")
+	}
+	if p.Number == 1 {
+		ids := make([]peer.ID, len(p.Chain))
+		for i, b := range p.Chain {
+			ids[i] = peer.ID(b)
+		}
+		if err := s.checkFounding(ids); err != nil {
+			return 0, nil, err
+		}
 	}
 	if !inChain {
 		return 0, nil, errors.New("node: prepare from outside its chain")
@@ -580,8 +598,9 @@ func (s *Server) onClose(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		s.open = nil
 	}
 	// The list goes in this primary's own admission order (§3, §8): the
-	// leader fills its quota from the front.
-	e.order = s.admissionOrder(e)
+	// leader fills its quota from the front. Fixed at the deadline when
+	// registrations waited for it (intake.go).
+	s.fixOrderLocked(e)
 	// (v3) r_j is revealed now, after the deadline (reveal.go), and the
 	// order goes signed as a whole (orders.go).
 	o, err := s.signOrder(e)

@@ -18,13 +18,10 @@ import (
 // chain server so that each checks it and names the culprit itself. One
 // attempt is not enough: a loaded or briefly unreachable server would
 // never name the culprit, so delivery is retried with backoff until every
-// server acknowledges or evidenceDeadline passes. Receivers acknowledge a
+// server acknowledges or evidenceDeadline passes (the back-off:
+// Tunables.EvidenceBackoff, EvidenceBackoffMax). Receivers acknowledge a
 // repeat without acting on it again (the epoch's named flags).
-const (
-	evidenceDeadline   = bulkTimeout            // all attempts to one server
-	evidenceBackoff    = 250 * time.Millisecond // wait after the first failure
-	evidenceBackoffMax = 8 * time.Second        // longest wait between attempts
-)
+const evidenceDeadline = bulkTimeout // all attempts to one server
 
 // deliverAll runs send for every peer concurrently, retrying each until it
 // succeeds or ctx ends (backoff from first, doubling up to most, between
@@ -82,7 +79,7 @@ func (s *Server) sendToChain(e *sepoch, proto protocol.ID, typ wire.Type, body [
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, deadline)
 	defer cancel()
-	return deliverAll(ctx, others, evidenceBackoff, evidenceBackoffMax, func(ctx context.Context, p peer.ID) error {
+	return deliverAll(ctx, others, s.cfg.Timing.EvidenceBackoff, s.cfg.Timing.EvidenceBackoffMax, func(ctx context.Context, p peer.ID) error {
 		_, err := call(ctx, s.h, p, request{Proto: proto, Type: typ, Body: body, Timeout: perTry})
 		return err
 	})

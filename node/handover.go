@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
@@ -22,9 +21,6 @@ import (
 const (
 	// handoverMax is how many cover onions a leaving client hands over.
 	handoverMax = 32
-	// handoverTimeout bounds the whole handing over (the client is
-	// closing; a slow primary must not hold it).
-	handoverTimeout = 15 * time.Second
 )
 
 // onHandover takes one cover onion a leaving client of this primary hands
@@ -134,7 +130,7 @@ func (e *sepoch) handedOver(slot, r uint32) bool {
 // at most handoverMax and never beyond the epoch, and hands them to the
 // primary (§5.4 v3). Called when the client leaves mid-epoch, before the
 // epoch's secrets are dropped; it gives up at the first refusal (the
-// epoch may have ended) and within handoverTimeout.
+// epoch may have ended) and within Tunables.HandoverTimeout.
 func (c *Client) handOver(e *cepoch) {
 	p := e.v.desc.Params
 	b, k := int(p.ChunkSize), int(p.K)
@@ -143,7 +139,7 @@ func (c *Client) handOver(e *cepoch) {
 	if first >= last {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), handoverTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timing.HandoverTimeout)
 	defer cancel()
 	send := func(r uint32, onion []byte) error {
 		sub := wire.Submit{Epoch: e.v.id, Round: r, Slot: e.slot, Onion: onion}

@@ -20,7 +20,6 @@ import (
 // headers of 1 GiB on the round protocol from a peer that said hello as a
 // server (it reserved 276 MiB and 4 GiB, held for the streams' deadlines).
 func TestHeadersOnStreamReserveLittle(t *testing.T) {
-	t.Parallel() // real processes or sockets in real time: overlap their waits
 	s := beaconServer(t)
 	h, err := newHost(nil, nil)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"io"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -61,6 +62,8 @@ func (*Server) hookCheatKeys(_ []peer.ID, keys [][32]byte, _ *closed) [][32]byte
 func (*Server) hookCheatList(*wire.RegList)                                      {}
 func (*Server) hookSignAny() bool                                                { return false }
 func (*Server) hookNoReceipt() bool                                              { return false }
+func (*Server) hookHoldOpen() bool                                               { return false }
+func (*Server) hookOpenLate(peer.ID) time.Duration                               { return 0 }
 
 func (*Server) hookAccuse(uint32) (int, bool)             { return 0, false }
 func (*Server) hookCorruptOut(uint32, [][]byte)           {}
@@ -72,6 +75,7 @@ func (*Server) hookLoseOut(uint32) bool                   { return false }
 func (*Server) hookProbe(*sepoch, uint32, int)            {}
 func (*Server) hookRefuseEvidence(wire.Type) bool         { return false }
 func (*Server) hookLiar() bool                            { return false }
+func (*Server) hookNoPace() bool                          { return false }
 func (*Server) hookLieDrop(uint32) bool                   { return false }
 func (*Server) hookBadProof([]byte)                       {}
 func (*Server) hookRoot(_ *wire.Batch, msg []byte) []byte { return msg }

@@ -69,6 +69,9 @@ type clientHookState struct {
 
 // serverHooks let a test make a server misbehave.
 type serverHooks struct {
+	// noPace makes this server start its layers without the group
+	// pace (a malicious server that runs rounds fast; pace.go).
+	noPace bool
 	// corruptOut may alter this server's output batch of round r before
 	// it is signed.
 	corruptOut func(r uint32, out [][]byte)
@@ -97,6 +100,9 @@ type serverHooks struct {
 	// hideOut may make this server withhold its batch of round r from
 	// its successor: not sent, not kept, its root announced all the same.
 	hideOut func(r uint32) bool
+	// silentOut may make this server pass nothing on for round r: no
+	// batch, and no root announced either.
+	silentOut func(r uint32) bool
 	// repeatOut may make this server send its signed batch of round r
 	// twice (a retry or a replay: the receiver mixes it once).
 	repeatOut func(r uint32) bool
@@ -106,6 +112,13 @@ type serverHooks struct {
 	// lieDrop may make this server reveal a false drop step for the
 	// dead slot of round r's blame (deadslot.go).
 	lieDrop func(r uint32) bool
+	// holdOpen may make this server, as leader, never close the
+	// registration of an epoch it opened.
+	holdOpen func() bool
+	// openLate may make this server, as leader, send its signed open
+	// descriptor to server p only after a delay (the registration
+	// deadline each server counts from its own receipt of it).
+	openLate func(p peer.ID) time.Duration
 }
 
 // clientHooks let a test make a client misbehave.
@@ -290,7 +303,7 @@ func (s *Server) hookRepeatOut(r uint32) bool {
 
 func (s *Server) hookHideOut(r uint32) bool {
 	h := s.hooks.Load()
-	return h != nil && h.hideOut != nil && h.hideOut(r)
+	return h != nil && (h.hideOut != nil && h.hideOut(r) || h.silentOut != nil && h.silentOut(r))
 }
 
 func (s *Server) hookLoseOut(r uint32) bool {
@@ -319,6 +332,11 @@ func (s *Server) hookRefuseEvidence(t wire.Type) bool {
 
 // hookLiar: this server lies about drop steps (and so takes its own as it
 // is).
+func (s *Server) hookNoPace() bool {
+	h := s.hooks.Load()
+	return h != nil && h.noPace
+}
+
 func (s *Server) hookLiar() bool {
 	h := s.hooks.Load()
 	return h != nil && h.lieDrop != nil
@@ -338,6 +356,9 @@ func (s *Server) hookBadProof(raw []byte) {
 // hookRoot is the root message this server announces for b: msg, or
 // another signed root for the same batch (an equivocation).
 func (s *Server) hookRoot(b *wire.Batch, msg []byte) []byte {
+	if h := s.hooks.Load(); h != nil && h.silentOut != nil && h.silentOut(b.Round) {
+		return nil
+	}
 	if h := s.hooks.Load(); h != nil && h.equivocate != nil && h.equivocate(b.Round) {
 		o := *b
 		o.Root[0] ^= 1
@@ -521,4 +542,21 @@ func (c *Client) hookWindow(v *view) {
 	if o.WindowAt != nil {
 		o.WindowAt(v.desc.Number, nums)
 	}
+}
+
+// hookHoldOpen reports whether this leader holds its open epoch's
+// registration for good.
+func (s *Server) hookHoldOpen() bool {
+	h := s.hooks.Load()
+	return h != nil && h.holdOpen != nil && h.holdOpen()
+}
+
+// hookOpenLate is how long this leader holds back its signed open
+// descriptor from p.
+func (s *Server) hookOpenLate(p peer.ID) time.Duration {
+	h := s.hooks.Load()
+	if h == nil || h.openLate == nil {
+		return 0
+	}
+	return h.openLate(p)
 }

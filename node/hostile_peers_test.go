@@ -486,14 +486,14 @@ func TestOutsiderCapOnStream(t *testing.T) {
 // TestClientPolls: long polls on the client protocol are bounded. A
 // WaitList from a peer that registered no slot in the epoch here is
 // refused at once (it held a stream to the epoch's end); an outsider's
-// WaitOpen waits at most outsiderPoll (it waited 10 minutes); an outsider
+// WaitOpen waits at most Tunables.OutsiderPoll (it waited 10 minutes); an outsider
 // has at most outsiderPollsPerPeer polls in flight and all outsiders at
 // most maxOutsiderPolls, while a registered client is still admitted.
 func TestClientPolls(t *testing.T) {
 	s := beaconServer(t)
 	victim := newPeerID(t)
 	e := fixtureEpoch(t, s, victim)
-	defer func(p time.Duration, n int) { outsiderPoll, maxOutsiderPolls = p, n }(outsiderPoll, maxOutsiderPolls)
+	defer func(n int) { maxOutsiderPolls = n }(maxOutsiderPolls)
 	waitList := (&wire.EpochRef{Epoch: e.v.id, Round: 7}).Marshal()
 	waitOpen := (&wire.EpochRef{}).Marshal()
 	poll := func(ctx context.Context, from peer.ID, typ wire.Type, body []byte) (time.Duration, error) {
@@ -514,12 +514,12 @@ func TestClientPolls(t *testing.T) {
 		t.Fatalf("the registered client's WaitList: %v after %v, want a wait", err, d)
 	}
 	scancel()
-	outsiderPoll = 300 * time.Millisecond
+	s.cfg.Timing.OutsiderPoll = 300 * time.Millisecond
 	if d, err := poll(ctx, newPeerID(t), wire.TypeWaitOpen, waitOpen); err == nil || d > 4*time.Second {
-		t.Fatalf("an outsider's WaitOpen: %v after %v, want an end after %v", err, d, outsiderPoll)
+		t.Fatalf("an outsider's WaitOpen: %v after %v, want an end after %v", err, d, s.cfg.Timing.OutsiderPoll)
 	}
 	// Counts: polls held open until hold ends.
-	outsiderPoll, maxOutsiderPolls = time.Minute, 3
+	s.cfg.Timing.OutsiderPoll, maxOutsiderPolls = time.Minute, 3
 	hold, release := context.WithCancel(ctx)
 	started := make(chan struct{}, 8)
 	held := func(from peer.ID) {

@@ -169,13 +169,7 @@ func (c *Client) cursorOf(p peer.ID) uint64 {
 // callPeer sends a request to server p (the primary or another server of
 // the chain, whose addresses the descriptor gives).
 func (c *Client) callPeer(ctx context.Context, p peer.ID, r request) ([]byte, error) {
-	if p == c.primary {
-		return c.call(ctx, r)
-	}
-	if c.cfg.OnSend != nil {
-		r.Sent = func(t wire.Type, n int) { c.cfg.OnSend(uint8(t), n) }
-	}
-	return call(ctx, c.h, p, r)
+	return c.callTo(ctx, p, r)
 }
 
 // syncIndexFrom reads every index change server p logged after this
@@ -303,7 +297,7 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 	if err != nil {
 		c.log.Info("index sync from the primary failed", "err", err)
 	} else {
-		c.log.Debug("index synced", "pages", res.pages, "bytes", res.bytes, "manifests", res.mans, "removed", res.removed, "early removals", res.early, "took", time.Since(start))
+		c.log.Debug("index synced", "pages", res.pages, "bytes", res.bytes, "manifests", res.mans, "removed", res.removed, "early_removals", res.early, "took", time.Since(start))
 	}
 	missing := c.missingFrom(want)
 	if c.hookNoGapFill() {

@@ -25,20 +25,14 @@ func (s *Server) epochFor(id [32]byte) (*sepoch, error) {
 	return e, nil
 }
 
-// epochWait bounds how long a primary's forwarded submissions wait for an
-// epoch that S_0 has not finalised yet. Servers finalise an epoch at slightly
-// different moments, and a primary's first forward can arrive before S_0 has
-// the final descriptor; refusing it at once would leave round 0 unfilled
-// until the round limit.
-const epochWait = 5 * time.Second
-
-// endGrace bounds how long a request for a round still in flight when its
-// epoch ended waits for the round's last parts.
-const endGrace = 2 * time.Second
-
-// epochForWait is epochFor, waiting up to epochWait for the epoch.
+// epochForWait is epochFor, waiting up to Tunables.EpochWait for the epoch:
+// a primary's forwarded submissions wait for an epoch that S_0 has not
+// finalised yet. Servers finalise an epoch at slightly different moments,
+// and a primary's first forward can arrive before S_0 has the final
+// descriptor; refusing it at once would leave round 0 unfilled until the
+// round limit.
 func (s *Server) epochForWait(id [32]byte) (*sepoch, error) {
-	ctx, cancel := context.WithTimeout(s.ctx, epochWait)
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timing.EpochWait)
 	defer cancel()
 	var e *sepoch
 	err := s.waitFor(ctx, func() bool {
@@ -153,6 +147,19 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 	if until, ok := s.keyExcluded(cr.LTKey, e.v.desc.Number); ok {
 		return 0, nil, fmt.Errorf("node: this client's long-term key is excluded up to epoch %d: a blame named it", until)
 	}
+	// (issue 25 point 8) the intake's bounds before the proofs: the
+	// registrations held, and a first-time key's address range.
+	rng := s.addrRange(from)
+	returning := false
+	if seen, ok := s.keySeen(cr.LTKey); ok {
+		returning = seen.Dry == 0
+	}
+	s.mu.Lock()
+	err := e.intakeRoom(rng, returning)
+	s.mu.Unlock()
+	if err != nil {
+		return 0, nil, err
+	}
 	if _, err := checkRegister(e.v, &r); err != nil {
 		return 0, nil, err
 	}
@@ -164,13 +171,17 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 		return 0, nil, err
 	}
 	fwd.Sig = sig
-	rng := s.addrRange(from)
 	s.mu.Lock()
 	if e.regClosed {
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: registration closed")
 	}
-	if len(e.regs) >= int(e.v.desc.Params.MaxClients) {
+	if err := e.intakeRoom(rng, returning); err != nil {
+		s.mu.Unlock()
+		return 0, nil, err
+	}
+	if e.order != nil && len(e.order) >= int(e.v.desc.Params.MaxClients) {
+		// Past the deadline, the admission order is fixed and full.
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: epoch full")
 	}
@@ -200,7 +211,25 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 	e.lt[r.RegKey] = ltEntry{key: cr.LTKey, sig: cr.LTSig}
 	e.ltTaken[cr.LTKey] = true
 	e.regRange[r.RegKey] = rng
+	if !returning {
+		if e.rangeN == nil {
+			e.rangeN = map[string]int{}
+		}
+		e.rangeN[rng]++
+	}
+	if e.order != nil {
+		// Past the deadline: after the ordered ones, in arrival order.
+		e.order = append(e.order, r.RegKey)
+	}
 	s.mu.Unlock()
+	// (issue 25 point 8) the primary orders its registrations before it
+	// forwards them: until its registration deadline it only holds them;
+	// then the first n_max of its admission order go on and the rest are
+	// refused, so that fresh keys at the window's open cannot push
+	// returning clients out.
+	if err := s.awaitOrder(ctx, e, r.RegKey); err != nil {
+		return 0, nil, err
+	}
 	// (v3) Forward to every chain server (§3), without the long-term
 	// key, and keep their receipts for the client (receipts.go); the
 	// leader also collects every primary's list at the close, so a lost
@@ -370,5 +399,72 @@ func (s *Server) takeSubs(from peer.ID, body []byte, batch *wire.SubmitBatch) er
 	}
 	x.bodies = append(x.bodies, body)
 	s.notify()
+	return nil
+}
+
+// intakeRoom says whether e takes one more registration of a first-time
+// key from address range rng, or of a returning client, before its
+// proofs are checked: at most 2·n_max held until the admission order
+// (returning clients first) picks n_max, and at most n_max/2 first-time
+// keys of one range (IPv4 /24, IPv6 /48), so that one range cannot fill
+// the intake. Call with s.mu held.
+func (e *sepoch) intakeRoom(rng string, returning bool) error {
+	n := int(e.v.desc.Params.MaxClients)
+	if len(e.regs) >= 2*n {
+		return errors.New("node: epoch full")
+	}
+	if !returning && e.rangeN[rng] >= max(1, n/2) {
+		return fmt.Errorf("node: registrations from address range %s full in this epoch", rng)
+	}
+	return nil
+}
+
+// fixOrderLocked fixes e's admission order once, at this primary's
+// registration deadline or its close: its first n_max registrations by
+// the order of admission.go; the rest are dropped (their clients are told
+// the epoch is full). Call with s.mu held.
+func (s *Server) fixOrderLocked(e *sepoch) {
+	if e.order != nil {
+		return
+	}
+	order := s.admissionOrder(e)
+	if n := int(e.v.desc.Params.MaxClients); len(order) > n {
+		for _, k := range order[n:] {
+			delete(e.regs, k)
+			delete(e.regFrom, k)
+			delete(e.regSig, k)
+			delete(e.lt, k)
+			delete(e.regRange, k)
+		}
+		order = order[:n]
+	}
+	e.order = append(make([][32]byte, 0, len(order)), order...)
+}
+
+// awaitOrder holds a registration of e until this primary's registration
+// deadline, fixes the admission order, and says whether the registration
+// is in it.
+func (s *Server) awaitOrder(ctx context.Context, e *sepoch, key [32]byte) error {
+	s.mu.Lock()
+	wait := time.Until(e.regDeadline)
+	s.mu.Unlock()
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.ended {
+		return fmt.Errorf("node: epoch did not start: %s", e.reason)
+	}
+	s.fixOrderLocked(e)
+	if _, ok := e.regs[key]; !ok {
+		return errors.New("node: epoch full: this registration is past the admission order's n_max")
+	}
 	return nil
 }

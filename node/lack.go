@@ -240,7 +240,7 @@ func (s *Server) onLack(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		x.lackBy = q.S
 	}
 	s.mu.Unlock()
-	s.log.Warn("a server lacks its input batch", "round", q.Round, "server", q.S)
+	s.log.Warn("a server lacks its input batch", "round", q.Round, "position", q.S)
 	if e.pos == 0 {
 		s.wg.Add(1)
 		go func() {

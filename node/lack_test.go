@@ -235,10 +235,10 @@ func TestWithheldBatchTwiceEndsEpoch(t *testing.T) {
 				t.Fatalf("server %d counts %v; want one against the claimant %s", i, s.refusalCounts(), claimant.ShortString())
 			}
 		}
-		// The epoch's abort is signed after abortSettle: give it that and
+		// The epoch's abort is signed after AbortSettle: give it that and
 		// more to charge anyone else.
 		for i, s := range bn.servers {
-			if wait.Until(ctx, abortSettle+2*time.Second, func() bool { return len(s.refusalCounts()) != 1 }) == nil {
+			if wait.Until(ctx, s.cfg.Timing.AbortSettle+2*time.Second, func() bool { return len(s.refusalCounts()) != 1 }) == nil {
 				t.Fatalf("server %d counts %v; want one, against the claimant %s only", i, s.refusalCounts(), claimant.ShortString())
 			}
 		}

@@ -39,17 +39,15 @@ const (
 	// answered hello is enough to join a LAN's servers, since hellos
 	// gossip the rest.
 	lanHellosPerMinute = 32
-	// lanRetry is how long a found peer is not tried again, whatever
+	// A found peer is not tried again for Tunables.LANRetry, whatever
 	// came of the last try: mDNS repeats answers, and a server that
 	// answered a hello stays in the roster through the roster's own
 	// hellos.
-	lanRetry = 30 * time.Second
 	// lanMaxTracked bounds the per-peer retry map; a flood of fresh peer
 	// ids evicts the oldest entries, and still meets the budget above.
 	lanMaxTracked = 1024
-	// lanHelloTimeout bounds one hello to a found peer: on a LAN it
-	// answers in milliseconds or not at all.
-	lanHelloTimeout = 5 * time.Second
+	// Tunables.LANHelloTimeout bounds one hello to a found peer: on a
+	// LAN it answers in milliseconds or not at all.
 )
 
 // lanNotifee turns mDNS answers into bounded hello attempts.
@@ -62,7 +60,7 @@ type lanNotifee struct {
 
 	mu       sync.Mutex
 	closed   bool
-	tried    map[peer.ID]time.Time // last hello attempt, for lanRetry
+	tried    map[peer.ID]time.Time // last hello attempt, for LANRetry
 	winStart time.Time             // start of the current budget minute
 	winCount int                   // hellos started in it
 }
@@ -132,7 +130,7 @@ func (n *lanNotifee) HandlePeerFound(ai peer.AddrInfo) {
 		n.mu.Unlock()
 		return
 	}
-	if t, ok := n.tried[ai.ID]; ok && now.Sub(t) < lanRetry {
+	if t, ok := n.tried[ai.ID]; ok && now.Sub(t) < n.s.cfg.Timing.LANRetry {
 		n.mu.Unlock()
 		return
 	}
@@ -159,7 +157,7 @@ func (n *lanNotifee) HandlePeerFound(ai peer.AddrInfo) {
 	go func() {
 		defer n.wg.Done()
 		defer func() { <-n.sem }()
-		ctx, cancel := context.WithTimeout(n.ctx, lanHelloTimeout)
+		ctx, cancel := context.WithTimeout(n.ctx, n.s.cfg.Timing.LANHelloTimeout)
 		defer cancel()
 		if err := n.hello(ctx, ai.ID); err != nil {
 			s.log.Debug("lan hello failed", "peer", ai.ID.ShortString(), "err", err)
@@ -179,7 +177,7 @@ func (n *lanNotifee) HandlePeerFound(ai peer.AddrInfo) {
 func (n *lanNotifee) track(id peer.ID, now time.Time) {
 	if len(n.tried) >= lanMaxTracked {
 		for p, t := range n.tried {
-			if now.Sub(t) >= lanRetry {
+			if now.Sub(t) >= n.s.cfg.Timing.LANRetry {
 				delete(n.tried, p)
 			}
 		}

@@ -171,7 +171,7 @@ func TestLANAddrCap(t *testing.T) {
 }
 
 // TestLANBackoff: an unreachable peer found again and again is tried once
-// per lanRetry, however many answers name it.
+// per Tunables.LANRetry, however many answers name it.
 func TestLANBackoff(t *testing.T) {
 	s := beaconServer(t)
 	n, c := testNotifee(t, s, nil)

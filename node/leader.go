@@ -18,7 +18,7 @@ func (s *Server) leaderLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(s.cfg.Timing.LeaderPoll):
 		}
 		number, full := s.takeTurn()
 		if number == 0 {
@@ -29,19 +29,39 @@ func (s *Server) leaderLoop(ctx context.Context) {
 			continue
 		}
 		if err := s.runEpoch(ctx, chain, number); err != nil && ctx.Err() == nil {
-			s.log.Warn("epoch failed", "err", err)
+			if t := (*turnTaking)(nil); errors.As(err, &t) {
+				s.log.Debug("epoch put off", "err", err)
+			} else {
+				s.log.Warn("epoch failed", "err", err)
+			}
+			if errors.Is(err, errRetryWithout) {
+				// The same number at once without the server that
+				// refused (§3): well within T_lead.
+				continue
+			}
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(2 * time.Second):
+			case <-time.After(s.cfg.Timing.LeaderRetry):
 			}
 		}
 	}
 }
 
+// turnTaking is a Prepare refused for no fault: a server still in its
+// own epoch (errBusy: the leader's ended a moment before), or one that
+// withdrew (logged by noteWithdrawal). The leader tries again later.
+type turnTaking struct{ error }
+
+func (t *turnTaking) Unwrap() error { return t.error }
+
+// errRetryWithout marks a Prepare that a server of the chain refused:
+// the leader tries the number again at once without it.
+var errRetryWithout = errors.New("node: a server refused the prepare")
+
 // abortAll ends epoch id on every server of the chain with the leader's
 // signed coordination abort. If the epoch is known here and another
-// server's abort of it comes within abortSettle, the leader's failure was
+// server's abort of it comes within AbortSettle, the leader's failure was
 // that abort's consequence (a server that already ended the epoch refuses
 // the leader's requests) and it sends nothing: a coordination abort after
 // the final descriptor is charged to the leader, and it must not be
@@ -56,7 +76,7 @@ func (s *Server) abortAll(ctx context.Context, chain []peer.ID, id [32]byte, rea
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(abortSettle):
+		case <-time.After(s.cfg.Timing.AbortSettle):
 		}
 		if s.abortedByOther(e) {
 			return
@@ -113,13 +133,24 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 		return wire.Descriptor{}, [32]byte{}, err
 	}
 	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.cfg.Params.wire(), Chain: chainIDs(chain), Previous: prev}
+	// The servers this chain leaves out for their refusal budget are out
+	// at every server only if every server has the aborts that count
+	// (refusals.go).
+	s.handEvidence(ctx, chain)
 	reps, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypePrepare, Body: prep.Marshal(), Timeout: shortTimeout})
 	if err != nil {
 		// A server that refused may know numbers this one does not:
 		// catch up from the certificates (certs.go).
 		s.pokeSync()
-		s.noteWithdrawal(err)
-		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: prepare epoch %d: %w", number, err)
+		withdrew := s.noteWithdrawal(err)
+		err = fmt.Errorf("node: prepare epoch %d: %w", number, err)
+		if withdrew {
+			err = errors.Join(errRetryWithout, err)
+		}
+		if withdrew || errors.Is(err, errBusy) {
+			err = &turnTaking{err}
+		}
+		return wire.Descriptor{}, [32]byte{}, err
 	}
 	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.cfg.Params.wire(), Group: make([]wire.GroupEntry, len(chain)), Previous: prev}
 	for i, r := range reps {
@@ -137,7 +168,23 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 	}
 	open := &wire.Signed{Desc: desc, Sigs: sigs}
 	id := epochID(&desc)
-	if _, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: open.Marshal(), Timeout: shortTimeout}); err != nil {
+	now := chain
+	if hooksBuilt {
+		now = nil
+		for _, p := range chain {
+			if d := s.hookOpenLate(p); d > 0 {
+				s.wg.Add(1)
+				go func() {
+					defer s.wg.Done()
+					time.Sleep(d)
+					_, _ = s.each(s.ctx, []peer.ID{p}, request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: open.Marshal(), Timeout: shortTimeout})
+				}()
+				continue
+			}
+			now = append(now, p)
+		}
+	}
+	if _, err := s.each(ctx, now, request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: open.Marshal(), Timeout: shortTimeout}); err != nil {
 		s.abortAll(ctx, chain, id, "open failed")
 		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: open epoch %d: %w", number, err)
 	}
@@ -162,15 +209,19 @@ func (s *Server) awaitRegistrations(ctx context.Context, chain []peer.ID, id [32
 		}
 		s.mu.Lock()
 		e := s.epochs[id]
-		count := 0
+		count, ended := 0, false
 		if e != nil {
-			count = len(e.fwd)
+			count, ended = len(e.fwd), e.ended
 		}
 		s.mu.Unlock()
 		if e == nil {
 			return nil, errors.New("node: epoch vanished during registration")
 		}
-		if time.Now().After(deadline) && count >= s.cfg.MinClients {
+		if ended {
+			// Another server's abort (a close overdue there, §3).
+			return nil, errors.New("node: epoch ended during registration")
+		}
+		if time.Now().After(deadline) && count >= s.cfg.MinClients && !s.hookHoldOpen() {
 			return e, nil
 		}
 	}

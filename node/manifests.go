@@ -200,7 +200,7 @@ func (s *Server) storeManifests(e *sepoch, rs []manifestRound) {
 			}
 		}
 		if err := s.store.PutManifests(mans, index); err != nil {
-			s.log.Warn("index manifests", "round", mr.round, "err", err)
+			s.log.Error("index manifests", "round", mr.round, "err", err)
 		}
 	}
 }

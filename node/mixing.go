@@ -54,7 +54,7 @@ func (s *Server) mixLoop(e *sepoch) {
 				}
 				ins[i], sigs[i], hashes[i] = x.subs[uint32(i)].Onion, x.subs[uint32(i)].Sig, x.digests[uint32(i)]
 			}
-			x.mixed = true
+			x.mixed, x.inAt = true, time.Now()
 			return true
 		})
 		cancel()
@@ -142,6 +142,9 @@ func (s *Server) awaitSetup(e *sepoch) bool {
 // mixStep opens this server's layer of round r at every input position,
 // permutes by π_s and passes the batch on (§5.2).
 func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte, clientHashes [][32]byte) {
+	if !s.awaitPace(e) {
+		return
+	}
 	defer s.trace("mixStep", r)()
 	s.hookStage(e.final.id, r, "mix")
 	v := e.final
@@ -264,7 +267,7 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 			// round's chunks for good, while the others serve them
 			// (TestSwarm seed 3). A repeat is acknowledged like the first.
 			rctx, rcancel := context.WithTimeout(ctx, time.Duration(v.desc.Params.RoundLimitMs)*time.Millisecond)
-			err := deliverAll(rctx, others, evidenceBackoff, evidenceBackoffMax, func(ctx context.Context, p peer.ID) error {
+			err := deliverAll(rctx, others, s.cfg.Timing.EvidenceBackoff, s.cfg.Timing.EvidenceBackoffMax, func(ctx context.Context, p peer.ID) error {
 				_, err := call(ctx, s.h, p, request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
 				return err
 			})
@@ -469,6 +472,9 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	x := e.round(b.Round)
 	taken = x.batchIn[in]
 	x.batchIn[in] = true
+	if in == 0 && !taken {
+		x.inAt = time.Now()
+	}
 	s.mu.Unlock()
 	if taken {
 		return wire.TypeAck, ack, nil // the same batch, delivered twice at once

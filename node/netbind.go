@@ -252,7 +252,7 @@ func (c *Client) notice(format string, args ...any) {
 	if w != nil {
 		fmt.Fprintf(w, format+"\n", args...)
 	}
-	c.log.Warn(fmt.Sprintf(format, args...))
+	c.log.Warn("notice", "text", fmt.Sprintf(format, args...))
 }
 
 func peerSet(ids [][]byte) map[peer.ID]bool {

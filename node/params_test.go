@@ -26,6 +26,14 @@ func TestCheckParams(t *testing.T) {
 				t.Fatalf("work that fits refused: %v", err)
 			}
 		}
+		// The pace's range is closed at both ends.
+		for _, iv := range []uint32{MinRoundIntervalMs, MaxRoundIntervalMs} {
+			q := DefaultParams()
+			q.RoundIntervalMs = iv
+			if err := checkParams(q.wire(), DefaultPIRRate); err != nil {
+				t.Fatalf("round interval %d ms refused: %v", iv, err)
+			}
+		}
 		for _, bad := range []func(*Params){
 			func(p *Params) { p.ChunkSize = 100 },
 			func(p *Params) { p.K = 0 },
@@ -33,6 +41,9 @@ func TestCheckParams(t *testing.T) {
 			func(p *Params) { p.W = 0 },
 			func(p *Params) { p.MaxRows = 0 },
 			func(p *Params) { p.MaxClients = MinClientCap - 1 }, // (v3) no n−1 by a small cap
+			func(p *Params) { p.RoundIntervalMs = 0 },           // a group without a pace
+			func(p *Params) { p.RoundIntervalMs = MinRoundIntervalMs - 1 },
+			func(p *Params) { p.RoundIntervalMs = MaxRoundIntervalMs + 1 },
 		} {
 			q := DefaultParams()
 			bad(&q)

@@ -62,7 +62,7 @@ func (s *Server) answerRound(e *sepoch, r uint32) {
 	}
 	if r == v.desc.Params.Rounds-1 {
 		// Give the last round's answers time to reach their clients.
-		time.AfterFunc(2*time.Second, func() {
+		time.AfterFunc(s.cfg.Timing.LastRoundLinger, func() {
 			s.mu.Lock()
 			s.endQuiet(e, "complete")
 			s.mu.Unlock()
@@ -99,7 +99,7 @@ func (s *Server) padAnswers(e *sepoch, r uint32, j int, ids [][32]byte, keys []*
 	err := s.store.ViewChunks(ids, func(rows [][]byte) error { return s.engine.Answer(dbRows(rows), b, masks, out) })
 	s.timing.add(&s.timing.pir, time.Since(pirStart))
 	if err != nil {
-		s.log.Warn("pir answer", "round", r, "err", err)
+		s.log.Error("pir answer", "round", r, "err", err)
 		return false
 	}
 	for i, sl := range slots {
@@ -156,7 +156,7 @@ func (s *Server) answerOwn(ctx context.Context, e *sepoch, x *sround, r uint32, 
 	err := s.store.ViewChunks(ids, func(rows [][]byte) error { return s.engine.Answer(dbRows(rows), b, masks, out) })
 	s.timing.add(&s.timing.pir, time.Since(pirStart))
 	if err != nil {
-		s.log.Warn("pir answer", "round", r, "err", err)
+		s.log.Error("pir answer", "round", r, "err", err)
 		return false
 	}
 	s.mu.Lock()
@@ -335,7 +335,7 @@ func (s *Server) handlePIR(ctx context.Context, from peer.ID, t wire.Type, body 
 		// answers may still be on their way, or may never come (a server
 		// that saw the end first stops answering). Wait a bounded grace,
 		// never the client's whole poll.
-		gctx, cancel := context.WithTimeout(ctx, endGrace)
+		gctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.EndGrace)
 		_ = s.waitFor(gctx, func() bool { ans = x.answers[sl]; return ans != nil })
 		cancel()
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 )
@@ -16,9 +15,8 @@ import (
 // of them together are bounded (docs/proto-node.md "Hostile peers and
 // crashes").
 var (
-	// outsiderPoll is how long an outsider's poll may wait (a client
+	// An outsider's poll waits at most Tunables.OutsiderPoll (a client
 	// waiting for the next epoch asks again).
-	outsiderPoll = 60 * time.Second
 	// maxOutsiderPolls bounds the outsiders' polls in flight at once.
 	maxOutsiderPolls = 1024
 	// maxPolls bounds every poll in flight at once: a registered client
@@ -66,7 +64,7 @@ func (e *sepoch) registeredBy(p peer.ID) bool {
 }
 
 // enterPoll admits a long poll from p, or refuses it at once; with short
-// set, the context it returns bounds an outsider's wait to outsiderPoll
+// set, the context it returns bounds an outsider's wait to Tunables.OutsiderPoll
 // (WaitOpen; a Register waits for its epoch's close, which its signed
 // registration and the epoch's cap on clients bound). Call release when
 // the poll ends.
@@ -99,7 +97,7 @@ func (s *Server) enterPoll(ctx context.Context, p peer.ID, short bool) (context.
 	if !client {
 		g.outsiders++
 		if short {
-			ctx, cancel = context.WithTimeout(ctx, outsiderPoll)
+			ctx, cancel = context.WithTimeout(ctx, s.cfg.Timing.OutsiderPoll)
 		}
 	}
 	release := func() {

@@ -38,7 +38,8 @@ const ProtocolVersion = 1
 // and behaviour, not encodings, so the wire version stayed 1.
 const DesignVersion = 3
 
-// Deadlines. Every stream gets one; long polls get the longest.
+// Deadlines. Every stream gets one; long polls get the longest. Both ends
+// of a stream count on them, so they are protocol rules, not Tunables.
 const (
 	shortTimeout = 20 * time.Second  // request/response between live peers
 	bulkTimeout  = 120 * time.Second // batches and padded answers of a round

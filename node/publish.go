@@ -167,7 +167,7 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 		// Ids not held are left out, never a zero row.
 		held, herr := s.store.Held(ids)
 		if herr != nil {
-			s.log.Warn("request list", "round", r, "err", herr)
+			s.log.Error("request list", "round", r, "err", herr)
 		}
 		lens := make(map[[32]byte]uint32, len(held))
 		for _, h := range held {

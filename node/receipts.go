@@ -84,7 +84,7 @@ func (s *Server) fanOut(ctx context.Context, e *sepoch, f *wire.Forwarded) {
 				err = checkReceipt(&r, e.v.id, &f.Reg, chain)
 			}
 			if err != nil {
-				s.log.Debug("registration receipt", "server", j, "err", err)
+				s.log.Debug("registration receipt", "position", j, "err", err)
 				return
 			}
 			mu.Lock()

@@ -31,22 +31,21 @@ const (
 	tagAbort = "riffle/v2/abort"
 	// RefusalFile holds the counted aborts in a data directory (JSON).
 	RefusalFile = "refusals"
-	// abortGrace is how long a counted abort may still turn out to have a
-	// public cause (a blame record for its epoch, a server of its chain
-	// gone from the roster), which takes the count back: a blame walk
-	// and a departed server's probe both finish well within it.
-	abortGrace = 20 * time.Second
+	// Tunables.AbortGrace is how long a counted abort may still turn
+	// out to have a public cause (a blame record for its epoch, a server
+	// of its chain gone from the roster), which takes the count back: a
+	// blame walk and a departed server's probe both finish well within it.
 	// refusalKeep is how many counted aborts are kept per server (two
 	// decide; a few more for the operator).
 	refusalKeep = 4
 	// seenKeep is how many epoch numbers back the relay memory reaches.
 	seenKeep = 16
-	// abortSettle is how long a server that ended an epoch waits before
-	// it signs its abort: if another server's abort comes meanwhile, its
-	// own fault was that one's consequence (a peer that already ended
-	// the epoch refuses its requests) and it sends nothing, so that it is
-	// not charged for another's refusal. Its own epoch ends at once.
-	abortSettle = time.Second
+	// Tunables.AbortSettle is how long a server that ended an epoch
+	// waits before it signs its abort: if another server's abort comes
+	// meanwhile, its own fault was that one's consequence (a peer that
+	// already ended the epoch refuses its requests) and it sends nothing,
+	// so that it is not charged for another's refusal. Its own epoch ends
+	// at once.
 )
 
 // refusal is one counted abort.
@@ -56,6 +55,10 @@ type refusal struct {
 	Window uint64 `json:"window"` // m of its chain
 	Epoch  string `json:"epoch"`  // hex
 	Reason string `json:"reason"`
+	// Abort is the signed abort when it is its own evidence (a fault
+	// abort charged to its signer): a leader that leaves the server out
+	// hands it to the servers that missed it (budgetEvidence).
+	Abort []byte `json:"abort,omitempty"`
 }
 
 // refusalState is a server's memory of aborts (its own lock: the chain
@@ -75,7 +78,7 @@ type refusalState struct {
 // broadcastAbort tells every other server of e's chain that e ended here
 // (§3: a failure ends the epoch for everyone; without the notice the
 // others' clients would wait for rounds that never come), with a signed
-// abort, after abortSettle and unless another server's abort came first.
+// abort, after AbortSettle and unless another server's abort came first.
 // Call with s.mu held.
 func (s *Server) broadcastAbort(e *sepoch, reason string) {
 	s.broadcastAbortKind(e, wire.AbortFault, 0, reason)
@@ -117,7 +120,7 @@ func (s *Server) broadcastAbortKind(e *sepoch, kind uint8, round uint32, reason 
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-time.After(abortSettle):
+		case <-time.After(s.cfg.Timing.AbortSettle):
 		}
 		s.mu.Lock()
 		var body []byte
@@ -194,13 +197,12 @@ func (s *Server) onAbort(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.epochs[a.Epoch]
-	if e == nil {
-		return wire.TypeAck, ack, nil
+	if e == nil || !inChain(e.v.chain, from) {
+		// Not an epoch of this server's (or no longer held), or handed
+		// on from outside its chain: the evidence of a budget.
+		return s.evidenceLocked(from, &a)
 	}
 	signer := peer.ID(a.Signer)
-	if !inChain(e.v.chain, from) {
-		return 0, nil, errors.New("node: abort from outside the chain")
-	}
 	if !inChain(e.v.chain, signer) {
 		return 0, nil, errors.New("node: abort signed outside the chain")
 	}
@@ -247,7 +249,7 @@ func (s *Server) relayAbort(e *sepoch, body []byte, from, signer peer.ID) {
 // noteAbortLocked handles an abort the first time it is seen here and
 // reports whether it was new. A fault abort counts against its signer at
 // once; a coordination abort by the leader before the final descriptor
-// counts against nobody. A count is taken back if, within abortGrace, the
+// counts against nobody. A count is taken back if, within AbortGrace, the
 // epoch's cause turns out public. Call with s.mu held.
 func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID) bool {
 	rs := &s.ref
@@ -283,48 +285,178 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID) bool 
 		return true
 	}
 	charged := signer
+	if a.Kind == wire.AbortNoClose && signer != e.leader && e.final == nil && !e.regClosed &&
+		!e.regDeadline.IsZero() && time.Since(e.regDeadline) >= s.cfg.LeaderTimeout/2 {
+		// No close here either, well past the deadline: the leader's.
+		charged = e.leader
+	}
 	if a.Kind == wire.AbortNoPub && e.final != nil {
 		if x := e.rounds[a.Round]; x != nil && !x.pubDone && x.lackBy > 0 && int(x.lackBy) < len(e.v.chain) {
 			// A server said it lacked its input of the round (lack.go):
 			// its own abort, as a void would have been.
 			charged = e.v.chain[x.lackBy]
-		} else if x == nil || !x.pubDone {
+		} else if (x == nil || !x.pubDone) && e.pubDue(a.Round) {
 			charged = e.v.chain[len(e.v.chain)-1]
 		}
 	}
-	s.chargeLocked(e, charged, signer, string(a.Reason))
+	s.chargeLocked(e, charged, signer, string(a.Reason), a)
 	return true
 }
 
 // chargeLocked counts an abort on private grounds against charged, once
 // per epoch, kept on disk, and watches for a public cause that takes it
-// back. Call with s.mu held.
-func (s *Server) chargeLocked(e *sepoch, charged, signer peer.ID, reason string) {
+// back. a is the signed abort (nil for a void, void.go). Call with s.mu
+// held.
+func (s *Server) chargeLocked(e *sepoch, charged, signer peer.ID, reason string, a *wire.Abort) {
+	rec := refusal{Peer: charged.String(), Number: e.v.desc.Number, Window: uint64(len(e.v.chain)),
+		Epoch: hex.EncodeToString(e.v.id[:]), Reason: reason}
+	if a != nil && a.Kind == wire.AbortFault && charged == signer {
+		rec.Abort = a.Marshal()
+	}
+	if !s.countLocked(e.v.id, charged, rec) {
+		return
+	}
+	s.log.Info("abort on private grounds counted", "peer", charged.ShortString(), "signer", signer.ShortString(), "number", e.v.desc.Number, "reason", reason)
+	s.wg.Add(1)
+	go s.watchCause(e, rec)
+}
+
+// countLocked keeps rec, the charge of epoch id against charged, unless
+// that server was charged for that epoch here already (once an epoch), and
+// reports whether it did. Call with s.mu held.
+func (s *Server) countLocked(id [32]byte, charged peer.ID, rec refusal) bool {
 	rs := &s.ref
 	rs.loaded.Do(s.loadRefusals)
 	rs.mu.Lock()
+	defer rs.mu.Unlock()
 	if rs.charged == nil {
 		rs.charged = map[[32]byte]map[peer.ID]bool{}
 	}
-	if rs.charged[e.v.id] == nil {
-		rs.charged[e.v.id] = map[peer.ID]bool{}
+	if rs.num == nil {
+		rs.seen, rs.num = map[[32]byte]map[peer.ID]bool{}, map[[32]byte]uint64{}
 	}
-	again := rs.charged[e.v.id][charged]
-	rs.charged[e.v.id][charged] = true
-	rs.mu.Unlock()
-	if again {
-		return
+	if rs.charged[id] == nil {
+		rs.charged[id] = map[peer.ID]bool{}
+		// Pruned with the relay memory (noteAbortLocked).
+		if _, ok := rs.num[id]; !ok {
+			rs.num[id] = rec.Number
+		}
 	}
-	rec := refusal{Peer: charged.String(), Number: e.v.desc.Number, Window: uint64(len(e.v.chain)),
-		Epoch: hex.EncodeToString(e.v.id[:]), Reason: reason}
-	rs.mu.Lock()
+	if rs.charged[id][charged] {
+		return false
+	}
+	rs.charged[id][charged] = true
 	rs.recs = append(rs.recs, rec)
 	rs.prune()
 	s.saveRefusalsLocked()
-	rs.mu.Unlock()
-	s.log.Info("abort on private grounds counted", "server", charged.ShortString(), "signer", signer.ShortString(), "epoch", e.v.desc.Number, "reason", reason)
-	s.wg.Add(1)
-	go s.watchCause(e, rec)
+	return true
+}
+
+// The evidence of a budget (§3): the aborts that leave a server out reach
+// only the servers of the aborted epochs' chains, so a server outside them
+// (out for its own budget, down, cut off) kept the server in its derived
+// chain and disagreed with the others on the chain and the leader of the
+// next numbers; where the leaders split so that neither side's timeout
+// had a quorum, the group stayed at one number for good, and the budget
+// window, counted in numbers, never ended (TestSwarm seed 809,
+// TestBudgetDropEvidenceShared). A leader that leaves servers out for
+// their budget therefore hands the signed aborts that count to its chain
+// before the Prepare, and a server counts a fault abort from any roster
+// server once it verifies against the certificate of its number: the
+// signer's own signature is the evidence, whoever carries it.
+
+// budgetEvidence is the signed fault aborts counted here against the
+// servers out for their refusal budget. Never call with s.mu held.
+func (s *Server) budgetEvidence() [][]byte {
+	s.ref.loaded.Do(s.loadRefusals)
+	s.ref.mu.Lock()
+	by := map[string][][]byte{}
+	for _, r := range s.ref.recs {
+		if r.Abort != nil {
+			by[r.Peer] = append(by[r.Peer], r.Abort)
+		}
+	}
+	s.ref.mu.Unlock()
+	var out [][]byte
+	for id, aborts := range by {
+		p, err := peer.Decode(id)
+		if err == nil && p != s.h.ID() && s.refusalOut(p) {
+			out = append(out, aborts...)
+		}
+	}
+	return out
+}
+
+// handEvidence sends the budget's evidence to the servers of chain, each
+// abort once, all at once, within shortTimeout (as long as the Prepare
+// may take); the replies do not matter (a server that did not take it
+// refuses the Prepare, and the leader tries again).
+func (s *Server) handEvidence(ctx context.Context, chain []peer.ID) {
+	ev := s.budgetEvidence()
+	if len(ev) == 0 {
+		return
+	}
+	var others []peer.ID
+	for _, p := range chain {
+		if p != s.h.ID() {
+			others = append(others, p)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, shortTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, b := range ev {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = s.each(ctx, others, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: b, Timeout: shortTimeout})
+		}()
+	}
+	wg.Wait()
+}
+
+// evidenceLocked counts a fault abort of an epoch not run here, or handed
+// on by a server outside its chain (handEvidence): from a roster server,
+// of an epoch whose certificate is kept here, signed by a server of that
+// certificate's chain, recent enough to leave it out of a next chain.
+// Anything else is acknowledged and dropped. Call with s.mu held.
+func (s *Server) evidenceLocked(from peer.ID, a *wire.Abort) (wire.Type, []byte, error) {
+	signer := peer.ID(a.Signer)
+	if a.Kind != wire.AbortFault || signer == s.h.ID() {
+		// Only a fault abort is charged to its signer alone; an own
+		// abort was counted when it was signed.
+		return wire.TypeAck, ack, nil
+	}
+	if s.roster.get(from) == nil {
+		return 0, nil, errors.New("node: abort from outside the roster")
+	}
+	c, ok := s.certOf(a.Number)
+	if !ok || c.Kind == wire.CertTimeout || c.Epoch != a.Epoch {
+		return wire.TypeAck, ack, nil
+	}
+	window := uint64(len(c.Chain))
+	if a.Number+2*window <= s.number {
+		// Too old to leave anyone out of the next chain.
+		return wire.TypeAck, ack, nil
+	}
+	if chain, err := certChain(c); err != nil || !inChain(chain, signer) {
+		return 0, nil, errors.New("node: abort signed outside its epoch's chain")
+	}
+	s.ref.mu.Lock()
+	done := s.ref.charged[a.Epoch][signer]
+	s.ref.mu.Unlock()
+	if done {
+		return wire.TypeAck, ack, nil
+	}
+	if err := verifyPeerSig(signer, abortDigest(a), a.Sig); err != nil {
+		return 0, nil, err
+	}
+	rec := refusal{Peer: signer.String(), Number: a.Number, Window: window, Epoch: hex.EncodeToString(a.Epoch[:]),
+		Reason: string(a.Reason), Abort: a.Marshal()}
+	if s.countLocked(a.Epoch, signer, rec) {
+		s.log.Info("abort on private grounds counted from its evidence", "peer", signer.ShortString(), "from", from.ShortString(), "number", a.Number, "reason", string(a.Reason))
+	}
+	return wire.TypeAck, ack, nil
 }
 
 // publicCause reports whether e's end has a cause every server can see: a
@@ -346,10 +478,10 @@ func (s *Server) publicCause(e *sepoch) bool {
 }
 
 // watchCause takes rec back if e's cause turns out public within
-// abortGrace.
+// AbortGrace.
 func (s *Server) watchCause(e *sepoch, rec refusal) {
 	defer s.wg.Done()
-	deadline := time.Now().Add(abortGrace)
+	deadline := time.Now().Add(s.cfg.Timing.AbortGrace)
 	for time.Now().Before(deadline) {
 		select {
 		case <-s.ctx.Done():
@@ -363,14 +495,18 @@ func (s *Server) watchCause(e *sepoch, rec refusal) {
 		rs.mu.Lock()
 		kept := rs.recs[:0]
 		for _, r := range rs.recs {
-			if r != rec {
+			if r.Peer != rec.Peer || r.Epoch != rec.Epoch {
 				kept = append(kept, r)
 			}
 		}
 		rs.recs = kept
 		s.saveRefusalsLocked()
 		rs.mu.Unlock()
-		s.log.Info("abort had a public cause: not counted", "server", rec.Peer, "epoch", rec.Number)
+		who := rec.Peer
+		if id, err := peer.Decode(rec.Peer); err == nil {
+			who = id.ShortString()
+		}
+		s.log.Info("abort had a public cause: not counted", "peer", who, "number", rec.Number)
 		return
 	}
 }

@@ -19,7 +19,10 @@ import (
 // its final descriptor is there (a refusal on private grounds), and
 // returns the numbers of the epochs it ended. The behaviour lives in the
 // test: it calls the same end an honest server calls on a fault.
-func abortEveryEpoch(t *testing.T, s *Server) func() []uint64 {
+func abortEveryEpoch(t *testing.T, s *Server) func() []uint64 { return abortEpochs(t, s, 0) }
+
+// abortEpochs is abortEveryEpoch for the first limit epochs (0: every one).
+func abortEpochs(t *testing.T, s *Server, limit int) func() []uint64 {
 	var mu sync.Mutex
 	var ended []uint64
 	stop := make(chan struct{})
@@ -34,7 +37,10 @@ func abortEveryEpoch(t *testing.T, s *Server) func() []uint64 {
 			}
 			s.mu.Lock()
 			for _, e := range s.epochs {
-				if !e.ended && e.final != nil {
+				mu.Lock()
+				full := limit > 0 && len(ended) >= limit
+				mu.Unlock()
+				if !full && !e.ended && e.final != nil {
 					// At once, without the settle time of an honest end.
 					s.endQuiet(e, "I do not like this epoch")
 					body := s.signAbortLocked(e, wire.AbortFault, 0, "I do not like this epoch")

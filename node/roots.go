@@ -66,6 +66,9 @@ func (s *Server) announceRoot(e *sepoch, b *wire.Batch) {
 	}
 	msg := (&wire.Root{Epoch: b.Epoch, Round: b.Round, S: b.S, Root: b.Root, Sig: b.Sig}).Marshal()
 	msg = s.hookRoot(b, msg)
+	if msg == nil {
+		return // a test's silent server (hookRoot)
+	}
 	for _, p := range v.chain {
 		if p == s.h.ID() {
 			continue

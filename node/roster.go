@@ -15,7 +15,8 @@ import (
 )
 
 // Roster timing: a server is live while its last hello is younger than
-// rosterTTL; hellos are repeated every helloEvery.
+// rosterTTL; hellos are repeated every helloEvery. Other servers judge a
+// server live by its hellos, so both are protocol rules, not Tunables.
 const (
 	helloEvery = 3 * time.Second
 	rosterTTL  = 12 * time.Second
@@ -132,19 +133,24 @@ func sortChain(ids []peer.ID) {
 
 // chain returns the live servers and this one in chain order.
 func (s *Server) chain() []peer.ID {
-	ids := []peer.ID{s.h.ID()}
-	var out []peer.ID
+	all := []peer.ID{s.h.ID()}
 	for _, m := range s.roster.live() {
 		if m.id != s.h.ID() && !s.serverExcluded(m.id) {
-			if s.refusalOut(m.id) {
-				out = append(out, m.id)
-				continue
-			}
-			ids = append(ids, m.id)
+			all = append(all, m.id)
 		}
 	}
 	// A server out for its refusal budget stays out only while a chain
-	// forms without it (refusals.go).
+	// forms without it (refusals.go); this one too, as at every other
+	// server: kept in its own chain, two servers out at once each left
+	// the other out and the rest kept both (TestTwoOutForBudget).
+	var ids, out []peer.ID
+	for _, p := range all {
+		if s.refusalOut(p) {
+			out = append(out, p)
+		} else {
+			ids = append(ids, p)
+		}
+	}
 	if len(ids) < s.cfg.MinServers {
 		ids = append(ids, out...)
 	}

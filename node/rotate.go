@@ -1,10 +1,11 @@
 package node
 
 import (
-	"errors"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
 )
 
 // Rotating leaders (§3 (v3) "Epoch numbers and leaders";
@@ -60,10 +61,15 @@ func (s *Server) progressed() { s.turn.progress = time.Now() }
 // end this server missed stops blocking after T_lead). Call with s.mu held.
 func (s *Server) busy() error {
 	if s.running() && time.Since(s.turn.active) < s.cfg.LeaderTimeout {
-		return errors.New("node: an epoch is running here")
+		return errBusy
 	}
 	return nil
 }
+
+// errBusy is busy's refusal of a Prepare: turn-taking, not a fault (the
+// leader's own epoch ended a moment before this server's). The leader
+// recognises it, as sent, by errors.Is (wire.Refusal).
+const errBusy = wire.Refusal("node: an epoch is running here")
 
 // running reports whether an epoch runs here. Call with s.mu held.
 func (s *Server) running() bool {
@@ -83,8 +89,10 @@ func (s *Server) takeTurn() (uint64, []peer.ID) {
 	n := s.nextNumber()
 	full := s.takenChain(n)
 	eligible := s.pinned(full)
+	short := len(full) < s.cfg.MinServers || (n == 1 && s.checkFounding(full) != nil)
 	s.mu.Lock()
-	if len(full) < s.cfg.MinServers || s.running() {
+	s.endUnclosedLocked()
+	if short || s.running() {
 		s.progressed()
 		s.mu.Unlock()
 		return 0, nil
@@ -103,4 +111,27 @@ func (s *Server) takeTurn() (uint64, []peer.ID) {
 		return 0, nil
 	}
 	return n, eligible
+}
+
+// endUnclosedLocked ends the open epoch of another leader that did not
+// close its registration within T_lead after this server's registration
+// deadline although the clients this server needs had registered: a
+// leader silent after opening otherwise held every server of its chain
+// for good (it signed the open descriptor, so it never votes the number's
+// timeout). The signed abort (AbortNoClose) with the open signatures
+// certifies the number, and every server that had no close either by
+// its own deadline plus half of T_lead charges the leader (refusals.go).
+// Call with s.mu held.
+func (s *Server) endUnclosedLocked() {
+	e := s.open
+	if e == nil || e.ended || e.regClosed || e.final != nil || e.regDeadline.IsZero() || e.leader == s.h.ID() {
+		return
+	}
+	if time.Since(e.regDeadline) < s.cfg.LeaderTimeout || len(e.fwd) < s.cfg.MinClients {
+		return
+	}
+	const reason = "registration not closed within T_lead of its deadline"
+	s.log.Warn("leader silent after opening: epoch aborted", "number", e.v.desc.Number, "leader", e.leader.ShortString())
+	s.endQuiet(e, reason)
+	s.broadcastAbortKind(e, wire.AbortNoClose, 0, reason)
 }

@@ -42,13 +42,9 @@ const (
 	tagBlameStep = "riffle/v2/blame-step"
 )
 
-// blameStepWait bounds how long a server asked for its step waits to learn
-// of the blame itself (the accusation, or its own check of the published
-// payloads), and blameStepTimeout one step's fetch.
-const (
-	blameStepWait    = 5 * time.Second
-	blameStepTimeout = 30 * time.Second
-)
+// Tunables.BlameStepWait bounds how long a server asked for its step waits
+// to learn of the blame itself (the accusation, or its own check of the
+// published payloads), and Tunables.BlameStepTimeout one step's fetch.
 
 // culprit is the party a walk named.
 type culprit struct {
@@ -442,7 +438,7 @@ func (s *Server) walkRound(e *sepoch, bl *rblame) *culprit {
 			return &culprit{server: -1, slot: int(bl.acc.Pos), why: fmt.Sprintf("its signed onion of round %d fails its MAC at layer 0", bl.round)}
 		}
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, time.Duration(bl.start+1)*blameStepTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, time.Duration(bl.start+1)*s.cfg.Timing.BlameStepTimeout)
 	defer cancel()
 	var last *wire.BlameStep
 	for t := bl.start; t >= 0; t-- {
@@ -451,7 +447,7 @@ func (s *Server) walkRound(e *sepoch, bl *rblame) *culprit {
 			return res.named
 		}
 		if res.err != nil {
-			s.log.Warn("round blame: walk stopped, nobody named", "round", bl.round, "server", t, "err", res.err)
+			s.log.Warn("round blame: walk stopped, nobody named", "round", bl.round, "position", t, "err", res.err)
 			return nil
 		}
 		last = res.st
@@ -509,7 +505,7 @@ func (s *Server) stepOf(ctx context.Context, e *sepoch, bl *rblame, t int) stepR
 	}
 	// Computed under this server's own deadline, not the asker's: the
 	// result is shared by every later asker.
-	cctx, cancel := context.WithTimeout(s.ctx, time.Duration(bl.start-t+1)*blameStepTimeout)
+	cctx, cancel := context.WithTimeout(s.ctx, time.Duration(bl.start-t+1)*s.cfg.Timing.BlameStepTimeout)
 	c.res = s.computeStep(cctx, e, bl, t)
 	cancel()
 	close(c.done)
@@ -541,7 +537,7 @@ func (s *Server) computeStep(ctx context.Context, e *sepoch, bl *rblame, t int) 
 		}
 	} else {
 		req := wire.BlameReq{Epoch: v.id, Round: bl.round, T: uint16(t), Out: uint32(out)}
-		rep, err := call(ctx, s.h, v.chain[t], request{Proto: ProtoEpoch, Type: wire.TypeBlameReq, Body: req.Marshal(), Timeout: blameStepTimeout, Max: e.entrySize(0) + 4096})
+		rep, err := call(ctx, s.h, v.chain[t], request{Proto: ProtoEpoch, Type: wire.TypeBlameReq, Body: req.Marshal(), Timeout: s.cfg.Timing.BlameStepTimeout, Max: e.entrySize(0) + 4096})
 		if err != nil {
 			return stepResult{err: fmt.Errorf("step of server %d: %w", t, err)}
 		}
@@ -659,7 +655,7 @@ func (s *Server) onBlameReq(ctx context.Context, from peer.ID, body []byte) (wir
 	if err != nil {
 		return 0, nil, err
 	}
-	wctx, cancel := context.WithTimeout(ctx, blameStepWait)
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.BlameStepWait)
 	var bl *rblame
 	// Wait for this round's own blame: the accusation may reach this
 	// server after the request, and an earlier blame of the epoch (a
@@ -669,7 +665,7 @@ func (s *Server) onBlameReq(ctx context.Context, from peer.ID, body []byte) (wir
 	if bl == nil {
 		return 0, nil, errors.New("node: no round blame of this round here")
 	}
-	sctx, cancel := context.WithTimeout(ctx, time.Duration(bl.start+1)*blameStepTimeout)
+	sctx, cancel := context.WithTimeout(ctx, time.Duration(bl.start+1)*s.cfg.Timing.BlameStepTimeout)
 	defer cancel()
 	res := s.stepOf(sctx, e, bl, e.pos)
 	if res.st == nil {

@@ -56,6 +56,12 @@ type Params struct {
 	// constant: a manifest leaves every server's index this long after it
 	// was indexed, whatever each keeps of chunk bodies (§7 v3).
 	IndexHours uint32
+	// RoundIntervalMs is the group pace (§5 v3): no server starts its
+	// part of a round before it started its part of the previous one plus
+	// this interval, within [MinRoundIntervalMs, MaxRoundIntervalMs]. A
+	// group constant like b and k, so that what a client sends and
+	// receives an hour follows from the constants alone (GroupCost).
+	RoundIntervalMs uint32
 }
 
 // wire is p as the descriptor's encoding holds it.
@@ -71,8 +77,21 @@ func (p Params) wire() wire.Params { return wire.Params(p) }
 // work of the caps (about 1.6 s at 8 GB/s) well inside a round.
 func DefaultParams() Params {
 	return Params{ChunkSize: 256 << 10, K: 1, W: 2, Rounds: 256, MaxClients: 256, MaxRows: 512, RegWindowMs: 3000, RoundLimitMs: 10000,
-		IndexHours: DefaultIndexHours}
+		IndexHours: DefaultIndexHours, RoundIntervalMs: DefaultRoundIntervalMs}
 }
+
+// The group pace's range and default (docs/operator.md, "What a group
+// costs"). The floor keeps every group's figure finite; the ceiling keeps
+// an epoch of MaxRounds rounds within a day, and a round's wait far
+// inside a client's long poll (pollTimeout).
+const (
+	MinRoundIntervalMs = 10
+	MaxRoundIntervalMs = 60_000
+	// DefaultRoundIntervalMs caps a client's goodput at b per interval,
+	// 320 KiB/s at the default b, above the 300 KB/s a client is meant
+	// to reach, and costs an idle client GroupCost's figure an hour.
+	DefaultRoundIntervalMs = 800
+)
 
 // DefaultIndexHours is the default index retention: 90 days. The index
 // grows by at most manifestsPerEpoch chunks of b bytes an epoch, and a
@@ -90,8 +109,11 @@ type ServerConfig struct {
 	NoLAN      bool
 	Params     Params  // zero: DefaultParams
 	PIRRate    float64 // bytes/s of XOR assumed by the work check
-	Logger     *slog.Logger
-	Rand       io.Reader
+	// Logger is the server's log; its lines do not name this server (a
+	// process runs one, and "server up" gives its id): a process running
+	// several gives each a logger With an attribute of its own ("self").
+	Logger *slog.Logger
+	Rand   io.Reader
 	// Store keeps chunks, the index and round records; nil: the bbolt
 	// store in DataDir (§7). NewMemStore only when asked for.
 	Store ChunkStore
@@ -106,10 +128,19 @@ type ServerConfig struct {
 	// Probation is P_prob in epochs (0: DefaultProbation; negative:
 	// none; eligible.go).
 	Probation int
+	// Founders are the servers of the group's number 1 (--founder), the
+	// same list in every server's configuration: number 1's chain holds
+	// only founders, more than half of them, and its timeout votes count
+	// only from them (certs.go). Empty: any live roster server may found
+	// the group (a bootstrap an outsider can disrupt, §3).
+	Founders []peer.ID
 	// LeaderTimeout is T_lead (0: DefaultLeaderTimeout; rotate.go).
 	LeaderTimeout time.Duration
 	// Network carries the server's streams (nil: libp2p).
 	Network transport.Network
+	// Timing holds the server's timeouts and periods (zero fields:
+	// DefaultTunables; for tests and embedders).
+	Timing Tunables
 
 	// The tests' hooks (hooks_riffletest.go); empty in the binary.
 	serverHookCfg
@@ -205,6 +236,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.LeaderTimeout <= 0 {
 		cfg.LeaderTimeout = DefaultLeaderTimeout
 	}
+	cfg.Timing = cfg.Timing.withDefaults()
 	if cfg.PIRRate <= 0 {
 		cfg.PIRRate = DefaultPIRRate
 	}
@@ -262,7 +294,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	s := &Server{
-		ctx: cctx, cancel: cancel, cfg: cfg, log: log.With("server", h.ID().ShortString()), rand: rnd,
+		ctx: cctx, cancel: cancel, cfg: cfg, log: log, rand: rnd,
 		h: h, priv: priv, helloNow: make(chan struct{}, 1), store: st,
 		engine:  pir.NewEngine(pir.Options{}),
 		changed: make(chan struct{}), epochs: map[[32]byte]*sepoch{}, prep: map[[32]byte]*sepoch{},
@@ -301,7 +333,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	go func() { defer s.wg.Done(); s.catchupLoop(cctx) }()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.watch(cctx) }()
-	s.log.Info("server up", "peer", h.ID().String(), "addrs", fmt.Sprint(h.Addrs()))
+	s.log.Info("server up", "id", h.ID().String(), "addrs", fmt.Sprint(h.Addrs()))
 	return s, nil
 }
 
@@ -404,11 +436,9 @@ func (s *Server) pruneLoop(ctx context.Context, p pruner) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			n, err := p.Prune(now)
-			if err != nil {
-				s.log.Warn("prune store", "err", err)
-			} else if n > 0 {
-				s.log.Info("store pruned", "chunks", n)
+			// The store logs what it removed.
+			if _, err := p.Prune(now); err != nil {
+				s.log.Error("prune store", "err", err)
 			}
 		}
 	}

@@ -13,9 +13,6 @@ import (
 // Status reports the roster, the chain and the current epoch with its
 // anonymity set, round time and goodput. Nothing names a client.
 
-// watchEvery is the period at which a server samples its roster and epoch.
-const watchEvery = time.Second
-
 // observer is what the watch loop keeps between samples.
 type observer struct {
 	members map[string]string // peer id → nick, as last logged
@@ -110,7 +107,7 @@ func (s *Server) currentEpoch() *sepoch {
 
 // watch logs roster changes and times the current epoch's rounds.
 func (s *Server) watch(ctx context.Context) {
-	t := time.NewTicker(watchEvery)
+	t := time.NewTicker(s.cfg.Timing.WatchEvery)
 	defer t.Stop()
 	for {
 		s.watchRoster()

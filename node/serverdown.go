@@ -2,17 +2,16 @@ package node
 
 import (
 	"context"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 )
 
-// serverProbe is how long a server that lost its last connection to a
-// roster server waits for that server's hello before it takes it for gone.
+// Tunables.ServerProbe is how long a server that lost its last connection
+// to a roster server waits for that server's hello before it takes it for
+// gone.
 // Without the probe a dead server stayed live in the roster for rosterTTL
 // (12 s) and every epoch with it in its chain waited out a round limit.
-const serverProbe = 2 * time.Second
 
 // serverConnTag protects the connections to roster servers from the
 // connection manager's trimming: a crowd of client connections (from any
@@ -40,7 +39,7 @@ func (r *roster) expire(id peer.ID) {
 }
 
 // onServerDisconnect runs when the last connection to p closed. If p is a
-// live roster server and does not answer a hello within serverProbe, it
+// live roster server and does not answer a hello within ServerProbe, it
 // leaves the roster, so that the chain re-forms without it (while
 // MinServers remain), and every running epoch with p in its chain ends
 // (§3: an epoch ends when a server leaves or fails).
@@ -48,7 +47,7 @@ func (s *Server) onServerDisconnect(p peer.ID) {
 	if s.roster.get(p) == nil || s.h.Connected(p) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, serverProbe)
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timing.ServerProbe)
 	err := s.sayHello(ctx, p)
 	cancel()
 	if err == nil || s.ctx.Err() != nil {

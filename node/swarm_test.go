@@ -17,6 +17,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -566,6 +567,113 @@ func init() {
 
 var swarmOpen = []swarmOutsider{
 	{"live-hello-flood", outsiderHelloFlood},
+}
+
+// swarmControl are the control-plane attacks of issue 25 that are
+// defended (docs/testing.md, "Attacks on the control plane"), drawn only
+// with RIFFLE_SWARM_CONTROL=1 so that the seeds' schedules of the other
+// kinds stay as they were.
+var swarmControl = []swarmOutsider{
+	{"timeout-votes", outsiderTimeoutVotes},
+}
+
+func init() {
+	if os.Getenv("RIFFLE_SWARM_CONTROL") != "" {
+		swarmOutsiders = append(swarmOutsiders, swarmControl...)
+	}
+}
+
+// outsiderTimeoutVotes starts 8 ids that say hello as servers and, every
+// half step, vote "timeout" for the next 8 numbers of every server over
+// chains of themselves and that server, never as the number's leader
+// (issue 25 points 1 and 2): no vote of theirs may be stored, nor any
+// certificate made over their chains.
+func outsiderTimeoutVotes(w *swarm) func() {
+	type voter struct {
+		h    transport.Host
+		priv crypto.PrivKey
+	}
+	var vs []voter
+	for range 8 {
+		k, _, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			w.fail("outsider key: %v", err)
+		}
+		h, err := w.net.NewHost(k, []string{"/ip4/127.0.0.1/tcp/0"})
+		if err != nil {
+			w.fail("outsider host: %v", err)
+		}
+		vs = append(vs, voter{h, k})
+	}
+	hello := func(h transport.Host) []byte {
+		hl := &wire.Hello{Version: ProtocolVersion, Role: roleServer, Nick: []byte("outsider")}
+		for _, a := range h.Addrs() {
+			hl.Addrs = append(hl.Addrs, a.Bytes())
+		}
+		return hl.Marshal()
+	}
+	stop := outsiderLoop(w, func(ctx context.Context) {
+		for _, v := range vs {
+			for _, sv := range w.servers {
+				if sv.s == nil {
+					continue
+				}
+				v.h.AddAddrs(sv.id, []ma.Multiaddr{ma.StringCast(sv.cfg.Listen[0])}, time.Hour)
+				call(ctx, v.h, sv.id, request{Proto: ProtoRoster, Type: wire.TypeHello, Body: hello(v.h), Timeout: shortTimeout})
+				top := sv.s.certTop()
+				for n := top + 1; n <= top+8; n++ {
+					chain := []peer.ID{v.h.ID(), sv.id}
+					sortChain(chain)
+					if leaderOf(n, chain) == v.h.ID() {
+						continue
+					}
+					ids := chainIDs(chain)
+					sig, err := sign(v.priv, timeoutDigest(n, ids))
+					if err != nil {
+						continue
+					}
+					pos := uint16(0)
+					if chain[1] == v.h.ID() {
+						pos = 1
+					}
+					vote := wire.Cert{Kind: wire.CertTimeout, Number: n, Chain: ids, Sigs: []wire.CertSig{{Index: pos, Sig: sig}}}
+					call(ctx, v.h, sv.id, request{Proto: ProtoEpoch, Type: wire.TypeTimeoutVote, Body: vote.Marshal(), Timeout: shortTimeout})
+				}
+			}
+		}
+		for i, sv := range w.servers {
+			if sv.s == nil {
+				continue
+			}
+			sv.s.cert.mu.Lock()
+			var bad []uint64
+			for n, b := range sv.s.cert.certs {
+				var c wire.Cert
+				if c.Unmarshal(b) != nil {
+					continue
+				}
+				for _, p := range c.Chain {
+					for _, v := range vs {
+						if peer.ID(p) == v.h.ID() {
+							bad = append(bad, n)
+						}
+					}
+				}
+			}
+			sv.s.cert.mu.Unlock()
+			if len(bad) > 0 {
+				// Not the test's goroutine: an error, not a Fatal.
+				w.logf("s%d: certificates over an outsider's chain: %v", i, bad)
+				w.t.Errorf("seed %d: s%d: certificates of %v hold an outsider's chain", w.seed, i, bad)
+			}
+		}
+	})
+	return func() {
+		stop()
+		for _, v := range vs {
+			v.h.Close()
+		}
+	}
 }
 
 // outsiderLoop runs f every swarmStep/2 on its own goroutine until stop.

@@ -99,10 +99,13 @@ func (s *Server) signVoid(ctx context.Context, e *sepoch, rl *wire.RoundList) (w
 		case x.lackBy > 0:
 			// A server that claimed it lacks its input (lack.go): its
 			// private abort, whoever was at fault.
-			s.chargeLocked(e, v.chain[x.lackBy], s.h.ID(), fmt.Sprintf("round %d void: server %d lacks its input", rl.Round, x.lackBy))
+			s.chargeLocked(e, v.chain[x.lackBy], s.h.ID(), fmt.Sprintf("round %d void: server %d lacks its input", rl.Round, x.lackBy), nil)
+		case !e.pubDue(rl.Round):
+			// A void of a round not yet due here: its proposer's.
+			s.chargeLocked(e, v.chain[0], s.h.ID(), fmt.Sprintf("round %d void before its publication was due", rl.Round), nil)
 		default:
 			last := v.chain[len(v.chain)-1]
-			s.chargeLocked(e, last, s.h.ID(), fmt.Sprintf("round %d void: no publication", rl.Round))
+			s.chargeLocked(e, last, s.h.ID(), fmt.Sprintf("round %d void: no publication", rl.Round), nil)
 		}
 	}
 	dg := listDigest(rl)

@@ -18,7 +18,8 @@ import (
 // job or not, so the question tells nobody anything; the answer only reaches
 // the user (waitReason), never what the client sends.
 
-// stateEvery is the mean period of a waiting client's state requests.
+// stateEvery is the mean period of a waiting client's state requests: one
+// for every client (anonymity), so a protocol rule, not a Tunables field.
 const stateEvery = 5 * time.Second
 
 // onStateReq answers a State. Any peer may ask (a client asks before it
@@ -73,7 +74,7 @@ func (c *Client) askState(ctx context.Context) {
 			var st wire.State
 			if st.Unmarshal(rep) == nil {
 				c.mu.Lock()
-				c.group, c.groupAt = st, time.Now()
+				c.gstate, c.gstateAt = st, time.Now()
 				c.mu.Unlock()
 			}
 		}
@@ -91,12 +92,29 @@ const stateFresh = 3 * stateEvery
 // groupWait says what the group's state makes a client in no epoch wait
 // for, and about how long; "" when no fresh state says. Call with c.mu held.
 func (c *Client) groupWait() string {
-	if c.groupAt.IsZero() || time.Since(c.groupAt) > stateFresh {
+	if c.gstateAt.IsZero() || time.Since(c.gstateAt) > stateFresh {
 		return ""
 	}
-	st := c.group
+	st := c.gstate
+	if c.joining != 0 && st.Number == c.joining && st.Phase != wire.PhaseIdle {
+		// Its own registration: say only what keeps the epoch from
+		// starting.
+		if st.Phase == wire.PhaseOpen && st.Registered < st.MinClients {
+			return fmt.Sprintf("waiting for clients: registered in epoch %d (%d registered at the primary so far); it runs once at least %d clients register", st.Number, st.Registered, st.MinClients)
+		}
+		return ""
+	}
+	recent := !c.epochEnd.IsZero() && time.Since(c.epochEnd) < betweenEpochs
+	if st.Phase != wire.PhaseIdle && st.Number <= c.tookPart {
+		// The epoch this client took part in, not over at the primary
+		// yet: the state is older than what the client knows.
+		return ""
+	}
 	switch st.Phase {
 	case wire.PhaseRounds:
+		if recent {
+			return ""
+		}
 		line := fmt.Sprintf("waiting for the next epoch: epoch %d is running at the primary (round %d of %d", st.Number, st.Done, st.Rounds)
 		if st.RoundMillis > 0 {
 			left := time.Duration(st.Rounds-st.Done) * time.Duration(st.RoundMillis) * time.Millisecond
@@ -104,14 +122,23 @@ func (c *Client) groupWait() string {
 		}
 		return line + "); this client joins the one after it"
 	case wire.PhaseSetup:
+		if recent {
+			return "" // between two epochs: the next is on its way
+		}
 		return fmt.Sprintf("waiting for the next epoch: epoch %d is in its setup at the primary and then runs %d rounds; this client joins the one after it", st.Number, st.Rounds)
 	case wire.PhaseOpen:
-		return fmt.Sprintf("epoch %d is open for registrations at the primary (%d registered there so far): it runs if at least %d clients register, else another opens", st.Number, st.Registered, st.MinClients)
+		if recent {
+			return ""
+		}
+		if st.Registered < st.MinClients {
+			return fmt.Sprintf("waiting for clients: epoch %d is open for registrations at the primary (%d registered there so far); it runs once at least %d clients register", st.Number, st.Registered, st.MinClients)
+		}
+		return fmt.Sprintf("epoch %d is open for registrations at the primary (%d registered there so far); it starts when the registration window closes", st.Number, st.Registered)
 	}
 	if st.Live < st.MinServers {
 		return fmt.Sprintf("waiting for servers: the primary sees %d of the %d servers a chain needs (--min-servers); an epoch opens once enough are up", st.Live, st.MinServers)
 	}
-	if st.SinceEnd != wire.NoEnd && time.Duration(st.SinceEnd)*time.Millisecond < betweenEpochs {
+	if recent || st.SinceEnd != wire.NoEnd && time.Duration(st.SinceEnd)*time.Millisecond < betweenEpochs {
 		return "" // the next epoch is on its way
 	}
 	return fmt.Sprintf("waiting for clients: the primary opens an epoch once at least %d clients wait for one (%d wait there now: this one, and each other client with a data directory of its own)", st.MinClients, st.Waiting)

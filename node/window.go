@@ -153,7 +153,7 @@ func (s *Server) keepWindowItem(e *sepoch, c *wire.Closing) {
 	}
 	it := wire.WindowItem{Number: v.desc.Number, Epoch: v.id, Group: groupBytes(v.desc), Pool: pool.Marshal()}
 	if err := s.store.PutWindowItem(v.desc.Number, v.id, (&wire.Window{Items: []wire.WindowItem{it}}).Marshal()); err != nil {
-		s.log.Warn("keep window item", "err", err)
+		s.log.Error("keep window item", "err", err)
 	}
 }
 

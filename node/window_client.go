@@ -74,7 +74,7 @@ func (c *Client) fetchWindow(ctx context.Context, v *view) error {
 	for ; pending > 0; pending-- {
 		r := <-res
 		if r.err != nil {
-			c.log.Info("decoy window from a chain server failed", "server", r.p.ShortString(), "err", r.err)
+			c.log.Info("decoy window from a chain server failed", "peer", r.p.ShortString(), "err", r.err)
 			continue
 		}
 		answers++

@@ -100,7 +100,7 @@ func (s *Store) Prune(now time.Time) (removed int, err error) {
 		return removed, fmt.Errorf("store: prune records before %v: %w", cutoff, err)
 	}
 	if removed+rounds+epochs > 0 {
-		s.log.Info("pruned", "chunks", removed, "rounds", rounds, "epochs", epochs, "usage", s.Usage())
+		s.log.Info("store pruned", "chunks", removed, "rounds", rounds, "epochs", epochs, "usage", s.Usage())
 	}
 	return removed, nil
 }

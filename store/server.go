@@ -413,7 +413,7 @@ func (s *Store) PutRoundHashed(rec RoundRecord, chunks []Chunk, index []IndexEnt
 		return fmt.Errorf("store: put round %d of epoch %x: %w", rec.Round, rec.Epoch[:8], err)
 	}
 	s.setUsage(txid, usage)
-	s.log.Debug("round stored", "epoch", fmt.Sprintf("%x", rec.Epoch[:8]), "round", rec.Round,
+	s.log.Debug("round stored", "epoch", fmt.Sprintf("%x", rec.Epoch[:6]), "round", rec.Round,
 		"chunks", len(chunks), "published", len(rec.Published), "requests", len(rec.Requests), "index", len(index))
 	return nil
 }

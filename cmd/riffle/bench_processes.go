@@ -83,7 +83,10 @@ func benchProcessesOnce(ctx context.Context, self string, n, chunks, b, k int) (
 		args := []string{"server", "--data", data, "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--nick", fmt.Sprintf("p%d", i),
 			"--min-servers", strconv.Itoa(procServers), "--min-clients", strconv.Itoa(n),
 			"--chunk-size", strconv.Itoa(b), "--k", strconv.Itoa(k), "--rounds", strconv.Itoa(R),
-			"--reg-window", "500ms", "--round-limit", "2m"}
+			"--reg-window", "500ms", "--round-limit", "2m",
+			// The floor of the pace, as in the in-process bench: the run
+			// measures the machine, not the group pace.
+			"--round-interval", fmt.Sprintf("%dms", node.MinRoundIntervalMs)}
 		for _, a := range addrs {
 			args = append(args, "--peer", a)
 		}

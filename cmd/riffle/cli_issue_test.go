@@ -95,7 +95,7 @@ func startNet(t *testing.T, n, minClients int) *testNet {
 		dir := t.TempDir()
 		args := []string{"server", "--data", dir, "--listen", "/ip4/127.0.0.1/tcp/0", "--nick", fmt.Sprintf("s%d", i),
 			"--min-servers", fmt.Sprint(n), "--min-clients", fmt.Sprint(minClients), "--no-mdns",
-			"--chunk-size", "4096", "--rounds", "12", "--reg-window", "300ms", "--round-limit", "3s"}
+			"--chunk-size", "4096", "--rounds", "12", "--reg-window", "300ms", "--round-limit", "3s", "--round-interval", "10ms"}
 		for _, a := range tn.addrs {
 			args = append(args, "--peer", a)
 		}
@@ -249,9 +249,13 @@ func TestHandoffShareInterrupt(t *testing.T) {
 	tn.startClientDaemon(t, 0, t.TempDir())
 	big, _ := writeRandom(t, "halfway.bin", 400<<10)
 	p = start(t, tn.env, "share", "--data", data, big)
-	waitFor(t, 60*time.Second, "the share to send chunks", func() bool {
-		return regexp.MustCompile(`share halfway.bin: [1-9][0-9]*/[0-9]+ chunks`).MatchString(p.errb.String())
-	})
+	sending := time.Now().Add(60 * time.Second)
+	for !regexp.MustCompile(`share halfway.bin: [1-9][0-9]*/[0-9]+ chunks`).MatchString(p.errb.String()) {
+		if p.wait(0) >= 0 || time.Now().After(sending) {
+			t.Fatalf("the share sent no chunks within 60 s:\n%s", p.errb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	_ = p.cmd.Process.Signal(syscall.SIGINT)
 	if code := p.wait(20 * time.Second); code != exitInterrupted || !strings.Contains(p.errb.String(), "share withdrawn") || !strings.Contains(p.errb.String(), "not published") {
 		t.Fatalf("share interrupted halfway: exit %d; stderr:\n%s", code, p.errb.String())
@@ -412,6 +416,16 @@ func TestServerLogsRoster(t *testing.T) {
 	})
 	if l := tn.logs[0].errb.String(); !strings.Contains(l, "nick=s1") {
 		t.Fatalf("join logged without the peer's nick:\n%s", l)
+	}
+	// One id a line: the server's own once, in "server up"; a line about
+	// another server names it as peer.
+	for _, l := range strings.Split(tn.logs[0].errb.String(), "\n") {
+		if strings.Contains(l, " server=") || strings.Contains(l, " self=") {
+			t.Errorf("a line names the server itself: %s", l)
+		}
+		if strings.Contains(l, `msg="server up"`) && !strings.Contains(l, " id=12D3") {
+			t.Errorf("server up without the server's id: %s", l)
+		}
 	}
 	_ = tn.logs[1].cmd.Process.Signal(syscall.SIGINT)
 	tn.logs[1].wait(15 * time.Second)
@@ -596,5 +610,56 @@ func TestProgressModes(t *testing.T) {
 	}
 	if none.Len() != 0 || pq.lastLine() != lines[3] {
 		t.Errorf("quiet mode printed %q, kept %q", none.String(), pq.lastLine())
+	}
+}
+
+// TestMaxRateRefused: `riffle client --max-rate` below what the group's
+// constants allow stops at the group's first descriptor, exit status 1,
+// naming the figure and the flag; the config file's key does the same.
+func TestMaxRateRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs servers")
+	}
+	tn := startNet(t, 3, 2)
+	check := func(env []string, args ...string) {
+		t.Helper()
+		out, errOut, err := runBinFor(t, 60*time.Second, env, append([]string{"client", "--server", tn.addrs[0], "--data", t.TempDir()}, args...)...)
+		if code := exitCodeOf(err); code != 1 {
+			t.Fatalf("client over budget: exit %d (%v), want 1\nstdout %s\nstderr %s", code, err, out, errOut)
+		}
+		for _, want := range []string{"over the client's budget", "/h sent", "--max-rate 1.0 KiB/s"} {
+			if !strings.Contains(errOut, want) {
+				t.Fatalf("stderr lacks %q:\n%s", want, errOut)
+			}
+		}
+	}
+	check(tn.env, "--max-rate", "1KiB/s")
+	env := append([]string(nil), tn.env...)
+	cfg := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(cfg, []byte("max-rate = 3600KiB/h\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check(append(env, configEnv+"="+cfg))
+}
+
+// TestRateAndIntervalFlags: --max-rate reads a size a second or an hour;
+// --round-interval is refused outside the pace's range, naming it.
+func TestRateAndIntervalFlags(t *testing.T) {
+	for in, want := range map[string]float64{"": 0, "1KiB/s": 1024, "1KiB": 1024, "3600KiB/h": 1024, "2MB/s": 2e6} {
+		if got, err := parseRate(in); err != nil || got != want {
+			t.Errorf("parseRate(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	if _, err := parseRate("fast"); err == nil {
+		t.Error("parseRate(fast) accepted")
+	}
+	p := node.DefaultParams()
+	if q, err := paramsInterval(p, 2*time.Second); err != nil || q.RoundIntervalMs != 2000 {
+		t.Fatalf("2s: %+v, %v", q, err)
+	}
+	for _, d := range []time.Duration{time.Millisecond, 61 * time.Second, 1500 * time.Microsecond} {
+		if _, err := paramsInterval(p, d); err == nil || !strings.Contains(err.Error(), "round interval") {
+			t.Errorf("round interval %v: %v", d, err)
+		}
 	}
 }

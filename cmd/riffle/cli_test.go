@@ -132,7 +132,7 @@ func TestCLI(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		dir := t.TempDir()
 		args := []string{"server", "--data", dir, "--listen", "/ip4/127.0.0.1/tcp/0", "--nick", fmt.Sprintf("cli%d", i),
-			"--min-servers", "3", "--min-clients", "2", "--no-mdns", "--chunk-size", "16384", "--rounds", "32", "--reg-window", "300ms", "--round-limit", "3s"}
+			"--min-servers", "3", "--min-clients", "2", "--no-mdns", "--chunk-size", "16384", "--rounds", "32", "--reg-window", "300ms", "--round-limit", "3s", "--round-interval", "10ms"}
 		for _, a := range addrs {
 			args = append(args, "--peer", a)
 		}

@@ -17,7 +17,9 @@ func init() {
 		Description: `A long-running participant: it joins every epoch through its primary and
 sends one onion and k PIR queries every round, giving cover to those who share
 and fetch. Progress (epochs, anonymity set) goes to stderr.`,
-		Flags:  append(clientFlags(), uiFlags("")...),
+		Flags: append(append(clientFlags(), &cli.StringFlag{Name: "max-rate",
+			Usage: "refuse a group whose constants let this client send or receive more than RATE, e.g. 1MiB/s or 2GB/h (checked once per group; riffle status shows the group's figure)"}),
+			uiFlags("")...),
 		Action: runClient,
 	})
 }
@@ -72,6 +74,14 @@ func runClient(c *cli.Context) error {
 	}
 	select {
 	case <-ctx.Done():
+	case <-cl.Done():
+		// The client stopped by itself: a group over --max-rate.
+		if err := cl.Err(); err != nil {
+			cl.Close()
+			uiWait()
+			return err
+		}
+		<-ctx.Done()
 	case err := <-ctlErr:
 		if err != nil {
 			cl.Close()

@@ -34,7 +34,12 @@ func startClientProgress(ctx context.Context, c *cli.Context, w io.Writer) (*nod
 	// The data directory keeps the sealed onions (stored before they are
 	// sent, resent after a crash); without one they stay in memory.
 	data, _ := clientDataDir(c)
-	cl, err := node.NewClient(ctx, node.ClientConfig{Server: srv, Require: req, MinAnonymity: c.Int("min-anonymity"), AcceptBudgetDrops: c.Bool("accept-budget-drops"), Now: c.Bool("now"), DataDir: data, Logger: logger(c), Progress: w, Notices: stderr(c)})
+	rate, err := parseRate(c.String("max-rate"))
+	if err != nil {
+		return nil, fmt.Errorf("--max-rate: %w", err)
+	}
+	cl, err := node.NewClient(ctx, node.ClientConfig{Server: srv, Require: req, MinAnonymity: c.Int("min-anonymity"), AcceptBudgetDrops: c.Bool("accept-budget-drops"),
+		Now: c.Bool("now"), MaxRate: rate, DataDir: data, Logger: logger(c), Progress: w, Notices: stderr(c)})
 	if err != nil {
 		return nil, joinError(srv, err)
 	}
@@ -96,4 +101,21 @@ func joinError(srv string, err error) error {
 	}
 	cause := strings.TrimSpace(msg[strings.LastIndex(msg, ": ")+1:])
 	return fmt.Errorf("cannot reach the server %s: %s (is it running? riffle id --data DIR on its machine prints its addresses)", srv, cause)
+}
+
+// parseRate reads a rate such as 2MiB/s or 5GB/h in bytes a second ("":
+// none; a bare size is a second's).
+func parseRate(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	per := 1.0
+	if v, ok := strings.CutSuffix(s, "/s"); ok {
+		s = v
+	} else if v, ok := strings.CutSuffix(s, "/h"); ok {
+		s, per = v, 3600
+	}
+	n, err := parseSize(s)
+	if err != nil {
+		return 0, err
+	}
+	return float64(n) / per, nil
 }

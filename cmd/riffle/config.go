@@ -13,7 +13,7 @@ import (
 
 // The config file (docs/proto-cli.md, "Config file") gives flags their
 // defaults. A key is a flag's name: bare keys (server, require-server,
-// data, min-anonymity, accept-budget-drops, quiet) belong to the client
+// data, min-anonymity, accept-budget-drops, max-rate, quiet) belong to the client
 // commands, and keys "server.NAME" (server.data, server.listen,
 // server.peer, ...) to `riffle server` and `riffle id`. A flag on the command line wins over
 // the file; a repeatable flag takes every line of its key. An unknown key
@@ -115,9 +115,9 @@ var setFromConfig = map[string]bool{}
 
 // clientConfigKeys and serverConfigKeys are the keys the file may hold.
 var (
-	clientConfigKeys = []string{"server", "require-server", "data", "min-anonymity", "accept-budget-drops", "quiet"}
+	clientConfigKeys = []string{"server", "require-server", "data", "min-anonymity", "accept-budget-drops", "max-rate", "quiet"}
 	serverConfigKeys = []string{"data", "listen", "peer", "nick", "min-servers", "min-clients", "no-mdns", "allow-server",
-		"quota", "retention", "chunk-size", "rounds", "k", "reg-window", "round-limit"}
+		"founder", "quota", "retention", "chunk-size", "rounds", "k", "reg-window", "round-limit", "round-interval"}
 )
 
 func configKeys() []string {

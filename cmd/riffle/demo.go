@@ -51,6 +51,8 @@ it from another terminal.`,
 			&cli.IntFlag{Name: "size", Value: demoDefaultSize, Usage: "bytes of the sample file"},
 			&cli.IntFlag{Name: "chunk-size", Value: demoDefaultChunk, Usage: "epoch parameter b for the demo"},
 			&cli.IntFlag{Name: "rounds", Value: demoDefaultRounds, Usage: "rounds per epoch"},
+			&cli.DurationFlag{Name: "round-interval", Value: time.Duration(node.MinRoundIntervalMs) * time.Millisecond,
+				Usage: "the group pace (default the floor, so that the demo runs as fast as the machine does)"},
 			&cli.BoolFlag{Name: "keep", Usage: "leave the network running until SIGINT and print how to use it"},
 			&cli.BoolFlag{Name: "ui", Usage: "with --keep: serve a client's web UI and a server's operator view on loopback"},
 			verboseFlag(),
@@ -76,6 +78,9 @@ func runDemo(c *cli.Context) error {
 	}
 	params, err := paramsWith(node.DefaultParams(), c.Int("chunk-size"), c.Int("rounds"), 0, demoRegWindow,
 		demoRoundLimitBase+time.Duration(n)*demoRoundLimitPerClient)
+	if err == nil {
+		params, err = paramsInterval(params, c.Duration("round-interval"))
+	}
 	if err != nil {
 		return err
 	}

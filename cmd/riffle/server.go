@@ -39,13 +39,16 @@ timing flags matter only there.`,
 			&cli.IntFlag{Name: "min-clients", Value: node.DefaultMinClients, Usage: "no epoch starts with a smaller anonymity set"},
 			&cli.BoolFlag{Name: "no-mdns", Usage: "do not discover servers on the local network"},
 			&cli.StringSliceFlag{Name: "allow-server", Usage: "serve only in chains whose other servers all have these peer ids (repeatable; default: any server)"},
+			&cli.StringSliceFlag{Name: "founder", Usage: "peer id of a founder of the group, this server's own included: the same list on every server (repeatable; none: any server may found it)"},
 			&cli.StringFlag{Name: "quota", Usage: "cap on the chunk data stored, e.g. 20GiB (0: none; the file is about 2 % larger)"},
 			&cli.DurationFlag{Name: "retention", Usage: "drop chunks not published, fetched or requested for this long, e.g. 720h (0: keep forever)"},
 			&cli.IntFlag{Name: "chunk-size", Usage: "epoch parameter b in bytes, as leader", DefaultText: fmt.Sprint(defaults.ChunkSize)},
 			&cli.IntFlag{Name: "rounds", Usage: "epoch parameter R, rounds per epoch, as leader", DefaultText: fmt.Sprint(defaults.Rounds)},
 			&cli.IntFlag{Name: "k", Usage: "epoch parameter k, request slots per client and round, as leader", DefaultText: fmt.Sprint(defaults.K)},
-			&cli.DurationFlag{Name: "reg-window", Usage: "registration window of an epoch, as leader", DefaultText: (time.Duration(defaults.RegWindowMs) * time.Millisecond).String()},
+			&cli.DurationFlag{Name: "reg-window", Usage: "registration window of an epoch, a group constant (every server of the group sets the same)", DefaultText: (time.Duration(defaults.RegWindowMs) * time.Millisecond).String()},
 			&cli.DurationFlag{Name: "round-limit", Usage: "a round not filled in this time ends the epoch, as leader", DefaultText: (time.Duration(defaults.RoundLimitMs) * time.Millisecond).String()},
+			&cli.DurationFlag{Name: "round-interval", Usage: "the group pace: no round starts sooner than this after the previous one (a group constant: set it alike on every server)",
+				DefaultText: (time.Duration(defaults.RoundIntervalMs) * time.Millisecond).String()},
 			verboseFlag(),
 			uiFlag(""), uiPublicFlag(),
 		},
@@ -55,7 +58,25 @@ timing flags matter only there.`,
 
 // serverParams applies the leader parameter flags to node's defaults.
 func serverParams(c *cli.Context) (node.Params, error) {
-	return paramsWith(node.DefaultParams(), c.Int("chunk-size"), c.Int("rounds"), c.Int("k"), c.Duration("reg-window"), c.Duration("round-limit"))
+	p, err := paramsWith(node.DefaultParams(), c.Int("chunk-size"), c.Int("rounds"), c.Int("k"), c.Duration("reg-window"), c.Duration("round-limit"))
+	if err != nil {
+		return p, err
+	}
+	return paramsInterval(p, c.Duration("round-interval"))
+}
+
+// paramsInterval sets the group pace to d unless d is 0, checking its
+// range (docs/protocol.md §5).
+func paramsInterval(p node.Params, d time.Duration) (node.Params, error) {
+	if d == 0 {
+		return p, nil
+	}
+	lo, hi := time.Duration(node.MinRoundIntervalMs)*time.Millisecond, time.Duration(node.MaxRoundIntervalMs)*time.Millisecond
+	if d < lo || d > hi || d%time.Millisecond != 0 {
+		return p, fmt.Errorf("round interval %v out of range [%v, %v] (whole milliseconds)", d, lo, hi)
+	}
+	p.RoundIntervalMs = uint32(d.Milliseconds())
+	return p, nil
 }
 
 // paramsWith overrides the non-zero settings of p, checking their ranges
@@ -124,6 +145,14 @@ func runServer(c *cli.Context) error {
 		}
 		allow = append(allow, id)
 	}
+	var founders []peer.ID
+	for _, a := range c.StringSlice("founder") {
+		id, err := peer.Decode(strings.TrimSpace(a))
+		if err != nil {
+			return usagef("--founder %q: %v", a, err)
+		}
+		founders = append(founders, id)
+	}
 	if err := checkUIFlags(c); err != nil {
 		return err
 	}
@@ -146,6 +175,7 @@ func runServer(c *cli.Context) error {
 		MinClients:   c.Int("min-clients"),
 		NoLAN:        c.Bool("no-mdns"),
 		AllowServers: allow,
+		Founders:     founders,
 		Params:       params,
 		StoreOptions: node.StoreOptions{QuotaBytes: quota, Retention: c.Duration("retention")},
 		Logger:       serverLogger(c),

@@ -75,6 +75,7 @@ func runStatus(c *cli.Context) error {
 	if st.Waiting != "" {
 		fmt.Fprintf(tw, "waiting\t%s\n", st.Waiting)
 	}
+	printTraffic(tw, *st)
 	for _, j := range st.Paused {
 		name := j.Name
 		if name == "" {
@@ -142,4 +143,18 @@ func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// printTraffic says what the client sends and receives an hour: the
+// group's worst case from its constants, and what it measured.
+func printTraffic(w io.Writer, st node.ClientStatus) {
+	if st.GroupSendPerHour > 0 {
+		fmt.Fprintf(w, "group cost\t%s/h sent, %s/h received at most (from the group's constants)\n",
+			humanBytes(uint64(st.GroupSendPerHour)), humanBytes(uint64(st.GroupRecvPerHour)))
+	}
+	fmt.Fprintf(w, "traffic\t%s/h sent, %s/h received since this client started\n",
+		humanBytes(uint64(st.SentPerHour)), humanBytes(uint64(st.RecvPerHour)))
+	if st.MaxRate > 0 {
+		fmt.Fprintf(w, "max rate\t%s/s\n", humanBytes(uint64(st.MaxRate)))
+	}
 }

@@ -30,6 +30,9 @@ type BenchConfig struct {
 	// QUIC makes the servers listen on QUIC only (on TCP only otherwise),
 	// so that every connection of the run is of one transport.
 	QUIC bool
+	// Interval is the group pace (0: the floor, node.MinRoundIntervalMs,
+	// so that the run measures the machine rather than the pace).
+	Interval time.Duration
 	// DataDir holds the servers' stores (a temporary directory if empty).
 	DataDir string
 	Logger  *slog.Logger
@@ -90,7 +93,8 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	// round) and slack for the cover window.
 	R := min(node.MaxRounds, 2*cfg.Chunks+cfg.Chunks/k+16)
 	p := node.Params{ChunkSize: uint32(b), K: uint16(k), W: 2, Rounds: uint32(R), MaxClients: uint32(max(n, node.MinClientCap)),
-		MaxRows: uint32(min(node.MaxRowsCap, n*k)), RegWindowMs: 500, RoundLimitMs: uint32(benchRoundLimit(n, k, b) / time.Millisecond)}
+		MaxRows: uint32(min(node.MaxRowsCap, n*k)), RegWindowMs: 500, RoundLimitMs: uint32(benchRoundLimit(n, k, b) / time.Millisecond),
+		RoundIntervalMs: uint32(max(cfg.Interval.Milliseconds(), node.MinRoundIntervalMs))}
 	nc := Config{Servers: m, Clients: n, Params: p, Dir: cfg.DataDir, Nick: "bench", Logger: cfg.Logger}
 	if cfg.QUIC {
 		nc.Server = func(_ int, sc *node.ServerConfig) { sc.Listen = []string{loopbackQUIC} }

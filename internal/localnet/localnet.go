@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/riffle-net/riffle/node"
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -93,11 +95,31 @@ func Start(ctx context.Context, cfg Config) (*Net, error) {
 		}
 		dir, n.tmp = d, d
 	}
+	// The m servers found the group (node.ServerConfig.Founders): their
+	// identities are made first, each in its data directory.
+	var founders []peer.ID
+	for i := 0; i < m; i++ {
+		priv, err := node.LoadIdentity(filepath.Join(dir, fmt.Sprintf("s%d", i)))
+		if err == nil {
+			var id peer.ID
+			id, err = peer.IDFromPrivateKey(priv)
+			founders = append(founders, id)
+		}
+		if err != nil {
+			n.Close()
+			return nil, fmt.Errorf("localnet: identity of server %d: %w", i, err)
+		}
+	}
 	var peers []string
 	for i := 0; i < m; i++ {
 		sc := node.ServerConfig{DataDir: filepath.Join(dir, fmt.Sprintf("s%d", i)), Listen: []string{loopback},
 			Peers: append([]string(nil), peers...), Nick: fmt.Sprintf("%s%d", cfg.Nick, i),
-			MinServers: cfg.MinServers, MinClients: cfg.MinClients, NoLAN: true, Params: cfg.Params, Logger: cfg.Logger, Network: cfg.Network}
+			MinServers: cfg.MinServers, MinClients: cfg.MinClients, NoLAN: true, Params: cfg.Params, Logger: cfg.Logger, Network: cfg.Network,
+			Founders: append([]peer.ID(nil), founders...)}
+		if sc.Logger != nil {
+			// Several servers share the log: each line says whose.
+			sc.Logger = sc.Logger.With("self", sc.Nick)
+		}
 		if cfg.Server != nil {
 			cfg.Server(i, &sc)
 		}

@@ -16,7 +16,7 @@ import (
 func TestStartAndClose(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p := node.Params{ChunkSize: 16 << 10, K: 1, W: 2, Rounds: 8, MaxClients: node.MinClientCap, MaxRows: 16, RegWindowMs: 300, RoundLimitMs: 20000}
+	p := node.Params{ChunkSize: 16 << 10, K: 1, W: 2, Rounds: 8, MaxClients: node.MinClientCap, MaxRows: 16, RegWindowMs: 300, RoundLimitMs: 20000, RoundIntervalMs: node.MinRoundIntervalMs}
 	primaries := make([]string, 2)
 	n, err := Start(ctx, Config{Clients: 2, Params: p, Logger: Logger(),
 		Client: func(i int, c *node.ClientConfig) { primaries[i] = c.Server }})

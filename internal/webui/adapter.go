@@ -23,7 +23,8 @@ func (n NodeClient) Status() Status {
 	s := n.C.Snapshot()
 	st := Status{InEpoch: s.Epoch != "", Number: s.Number, AnonymitySet: s.AnonymitySet, ChunkSize: s.ChunkSize, K: s.K, Rounds: s.Rounds,
 		RoundsDone: s.Stats.Rounds, Epochs: s.Stats.Epochs, Uploaded: s.Stats.Uploaded, Fetched: s.Stats.Fetched,
-		Throughput: s.Throughput, Goodput: s.Goodput, Waiting: s.Waiting}
+		Throughput: s.Throughput, Goodput: s.Goodput, Waiting: s.Waiting,
+		GroupSendPerHour: s.GroupSendPerHour, GroupRecvPerHour: s.GroupRecvPerHour, SentPerHour: s.SentPerHour, RecvPerHour: s.RecvPerHour}
 	if len(s.Epoch) >= 8 {
 		st.Epoch = s.Epoch[:8]
 	}

@@ -116,4 +116,30 @@ func TestBrowserPhone(t *testing.T) {
 	if mark, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`window.riffleMark === 1`)); err != nil || !mark {
 		t.Errorf("the network page reloaded (mark %v, %v)", mark, err)
 	}
+
+	// A get waiting for an epoch says what it waits for on its page, not
+	// "0/0 chunks" alone (issue 27 point 4), within 390 px.
+	f.mu.Lock()
+	f.block = make(chan struct{})
+	f.waiting = "waiting for the next epoch: epoch 9 is running at the primary (round 3 of 64, about 40s left); this client joins the one after it"
+	f.mu.Unlock()
+	resp, err = http.PostForm(base+"/api/get", url.Values{"csrf": {u.Token()}, "link": {File{ID: fileID("b")}.Link()}})
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("waiting get: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	defer close(f.block)
+	var waiting string
+	for _, j := range u.jobs.list("get") {
+		if j.ID != jobs[0].ID {
+			waiting = j.ID
+		}
+	}
+	do("waiting job", chromedp.Navigate(base+"/jobs/"+waiting), chromedp.WaitVisible(chromedp.CSS("#waiting")))
+	if text, _ := chromedp.Run(bctx, chromedp.Text(chromedp.CSS("#waiting"))); !strings.Contains(text, "about 40s left") {
+		t.Errorf("the waiting job's page says %q", text)
+	}
+	if w, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); err != nil || w > 390 {
+		t.Errorf("the waiting job's page is %d px wide at 390 px (%v)", w, err)
+	}
 }

@@ -41,7 +41,7 @@ func findChromium() string {
 // 16 rounds, so that a file shared in one epoch is in the index the
 // clients sync at the start of the next.
 func browserParams() node.Params {
-	return node.Params{ChunkSize: 16 << 10, K: 2, W: 2, Rounds: 16, MaxClients: node.MinClientCap, MaxRows: 64, RegWindowMs: 300, RoundLimitMs: 20000}
+	return node.Params{ChunkSize: 16 << 10, K: 2, W: 2, Rounds: 16, MaxClients: node.MinClientCap, MaxRows: 64, RegWindowMs: 300, RoundLimitMs: 20000, RoundIntervalMs: node.MinRoundIntervalMs}
 }
 
 // serveTest serves h on a free loopback port and returns its base URL.

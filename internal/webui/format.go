@@ -38,6 +38,14 @@ func bytesOf(v any) string {
 // rateOf prints bytes a second.
 func rateOf(r float64) string { return humanBytes(uint64(max(r, 0))) + "/s" }
 
+// perHour says bytes an hour sent and received ("–" for none known).
+func perHour(send, recv float64) string {
+	if send <= 0 && recv <= 0 {
+		return "–"
+	}
+	return humanBytes(uint64(max(send, 0))) + "/h sent, " + humanBytes(uint64(max(recv, 0))) + "/h received"
+}
+
 // when prints a time for a table.
 func when(t time.Time) string {
 	if t.IsZero() {

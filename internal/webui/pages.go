@@ -144,6 +144,8 @@ func (u *UI) network() NetworkView {
 		"capacity":   capacity,
 		"params":     fmt.Sprintf("b = %s, k = %d", humanBytes(uint64(max(st.ChunkSize, 0))), st.K),
 		"waiting":    waiting,
+		"group_cost": perHour(st.GroupSendPerHour, st.GroupRecvPerHour),
+		"traffic":    perHour(st.SentPerHour, st.RecvPerHour),
 		"totals":     fmt.Sprintf("%d epochs, %d rounds, %d chunks uploaded, %d fetched by this client.", st.Epochs, st.RoundsDone, st.Uploaded, st.Fetched),
 	}
 	return v

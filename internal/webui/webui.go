@@ -91,6 +91,12 @@ type Status struct {
 	Goodput    float64 `json:"goodput_bytes_per_s"`
 	// Waiting says why the client is in no epoch, if it is in none.
 	Waiting string `json:"waiting,omitempty"`
+	// What the client moves an hour: the group's worst case from its
+	// constants (0 before the first descriptor) and what it measured.
+	GroupSendPerHour float64 `json:"group_send_bytes_per_hour"`
+	GroupRecvPerHour float64 `json:"group_recv_bytes_per_hour"`
+	SentPerHour      float64 `json:"sent_bytes_per_hour"`
+	RecvPerHour      float64 `json:"recv_bytes_per_hour"`
 }
 
 // ChainServer is one server of the chain, in chain order.

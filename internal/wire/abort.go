@@ -19,6 +19,12 @@ const (
 	// the last server; one that has it charges the signer (§5.2 (v3):
 	// a claimant whose claim others can disprove pays for it).
 	AbortNoPub uint8 = 2
+	// AbortNoClose: the signer, not the leader, held the clients it needs
+	// and no close of the registration came within T_lead after its
+	// registration deadline. A server that had no close either by then
+	// charges the leader; one that had it, or whose deadline plus half of
+	// T_lead has not passed, charges the signer (a claim not yet due).
+	AbortNoClose uint8 = 3
 )
 
 // Abort ends an epoch for every server of its chain (TypeAbort). It is
@@ -29,7 +35,7 @@ type Abort struct {
 	Epoch  [32]byte
 	Number uint64 // the epoch's number
 	Round  uint32 // the round it ends in (0 before the rounds)
-	Kind   uint8  // AbortFault or AbortCoord
+	Kind   uint8  // AbortFault, AbortCoord, AbortNoPub or AbortNoClose
 	Signer []byte // peer id of the server that ends the epoch
 	Reason []byte // free text, at most MaxReason
 	Sig    [64]byte
@@ -64,7 +70,7 @@ func (m *Abort) Unmarshal(b []byte) error {
 	if err := d.Done("abort"); err != nil {
 		return err
 	}
-	if m.Kind > AbortNoPub {
+	if m.Kind > AbortNoClose {
 		return fmt.Errorf("wire: decode abort: unknown kind %d", m.Kind)
 	}
 	return nil

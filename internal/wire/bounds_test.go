@@ -89,6 +89,8 @@ func TestDecodeAllocationBounded(t *testing.T) {
 			name = "forward"
 		case TypeWouldServe:
 			name = "prepare"
+		case TypeAbort:
+			name = "abort"
 		case TypeCloseReq, TypeWaitOpen, TypeWaitList, TypeListReq, TypeDupQuery:
 			name = "epochref"
 		case TypeBatch, TypeBadBatch:

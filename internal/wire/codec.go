@@ -163,6 +163,21 @@ type RemoteError struct{ Text string }
 
 func (e *RemoteError) Error() string { return "peer refused: " + e.Text }
 
+// Is reports whether the peer's refusal is the Refusal target: a refusal
+// crosses the wire as its text, and is recognised by that whole text.
+func (e *RemoteError) Is(target error) bool {
+	r, ok := target.(Refusal)
+	return ok && e.Text == string(r)
+}
+
+// Refusal is a refusal that its receiver may tell apart from others: a
+// sentinel whose text is its identity on the wire, so that errors.Is
+// holds for it on both ends, as returned locally and as received in a
+// *RemoteError (sent unwrapped: WriteError sends the error's whole text).
+type Refusal string
+
+func (r Refusal) Error() string { return string(r) }
+
 // WriteFrameSegments writes one frame whose body is the concatenation of
 // segs (from Enc.Segments), without joining them first.
 func WriteFrameSegments(w io.Writer, t Type, segs [][]byte) error {

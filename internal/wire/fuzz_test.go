@@ -40,7 +40,7 @@ func FuzzGroupEntry(f *testing.F)  { fuzzDecoder(f, "entry") }
 func FuzzSigned(f *testing.F)      { fuzzDecoder(f, "signed", "signreq") }
 func FuzzSig(f *testing.F)         { fuzzDecoder(f, "sig") }
 func FuzzEpochRef(f *testing.F)    { fuzzDecoder(f, "closereq", "waitopen", "waitlist") }
-func FuzzAbort(f *testing.F)       { fuzzDecoder(f, "abort") }
+func FuzzAbort(f *testing.F)       { fuzzDecoder(f, "abort", "abort-noclose") }
 func FuzzCert(f *testing.F)        { fuzzDecoder(f, "timeoutvote") }
 func FuzzCertReq(f *testing.F)     { fuzzDecoder(f, "certreq") }
 func FuzzCerts(f *testing.F)       { fuzzDecoder(f, "certs") }

@@ -85,6 +85,11 @@ type Params struct {
 	// it was indexed, in hours (0: for good): a group constant, so that
 	// every server holds the same index (§7 v3).
 	IndexHours uint32
+	// RoundIntervalMs is the group pace: no server starts its part of a
+	// round before it started its part of the previous one plus this
+	// interval, so that what a client sends follows from the group's
+	// constants alone (§5 v3).
+	RoundIntervalMs uint32
 }
 
 func (p *Params) enc(e *Enc) {
@@ -97,6 +102,7 @@ func (p *Params) enc(e *Enc) {
 	e.U32(p.RegWindowMs)
 	e.U32(p.RoundLimitMs)
 	e.U32(p.IndexHours)
+	e.U32(p.RoundIntervalMs)
 }
 
 func (p *Params) dec(d *Dec) {
@@ -109,6 +115,7 @@ func (p *Params) dec(d *Dec) {
 	p.RegWindowMs = d.U32("registration window")
 	p.RoundLimitMs = d.U32("round limit")
 	p.IndexHours = d.U32("index hours")
+	p.RoundIntervalMs = d.U32("round interval")
 }
 
 func encAddrs(e *Enc, addrs [][]byte) {

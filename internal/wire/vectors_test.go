@@ -55,7 +55,7 @@ func k64(x byte) (a [64]byte) {
 }
 
 func vectorParams() Params {
-	return Params{ChunkSize: 64, K: 2, W: 2, Rounds: 2, MaxClients: 16, MaxRows: 32, RegWindowMs: 1000, RoundLimitMs: 5000}
+	return Params{ChunkSize: 64, K: 2, W: 2, Rounds: 2, MaxClients: 16, MaxRows: 32, RegWindowMs: 1000, RoundLimitMs: 5000, RoundIntervalMs: 250}
 }
 
 func vectorEntry(x byte) GroupEntry {
@@ -115,6 +115,7 @@ func vectors() []vector {
 		{"route", TypeRoute, &Route{Epoch: k32(1), S: 1, Out: 2, In: 3, Proof: []byte{9, 9}}},
 		{"step", TypeStep, &Step{Epoch: k32(1), S: 1, Result: []byte("step result"), Sig: k64(0x70)}},
 		{"abort", TypeAbort, &Abort{Epoch: k32(1), Number: 9, Round: 3, Kind: AbortFault, Signer: []byte{0, 0x24, 0x10}, Reason: []byte("round 3 void"), Sig: k64(0x31)}},
+		{"abort-noclose", TypeAbort, &Abort{Epoch: k32(1), Number: 9, Kind: AbortNoClose, Signer: []byte{0, 0x24, 0x20}, Reason: []byte("registration not closed"), Sig: k64(0x32)}},
 		{"timeoutvote", TypeTimeoutVote, &Cert{Kind: CertTimeout, Number: 6, Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}, {0, 0x24, 0x30}},
 			Sigs: []CertSig{{2, k64(0x42)}}, Abort: []byte{}}},
 		{"certreq", TypeCertReq, &CertReq{From: 6}},

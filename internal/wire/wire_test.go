@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -67,6 +68,26 @@ func TestFrame(t *testing.T) {
 	var re *RemoteError
 	if _, err := ReadFrame(&buf, TypeHello, 3); !errors.As(err, &re) || re.Text != "no such epoch" {
 		t.Fatalf("error frame: %v", err)
+	}
+}
+
+// TestRefusalCrossesWire: a Refusal sent as a peer's refusal is
+// recognised by errors.Is on the receiving end, through wrapping, and only
+// by its whole text.
+func TestRefusalCrossesWire(t *testing.T) {
+	const busy = Refusal("node: busy")
+	var buf bytes.Buffer
+	_ = WriteError(&buf, busy)
+	_, err := ReadFrame(&buf, TypeHello, 3)
+	if !errors.Is(fmt.Errorf("call: %w", err), busy) {
+		t.Fatalf("refusal not recognised: %v", err)
+	}
+	for _, other := range []error{Refusal("node: busy, and more"), errors.New("node: bus")} {
+		buf.Reset()
+		_ = WriteError(&buf, other)
+		if _, err := ReadFrame(&buf, TypeHello, 3); errors.Is(err, busy) {
+			t.Fatalf("%q taken for %q", err, busy)
+		}
 	}
 }
 

@@ -1,0 +1,86 @@
+//go:build riffletest
+
+package node
+
+import (
+	"sort"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestRoundsPaced: in virtual time, each server of a small network starts
+// its layer of consecutive rounds at least the group's round interval
+// apart (the "mix" stage hook), so the rounds run no faster than the pace
+// (§5, "The group pace"). Without the pace the rounds of this network
+// follow one another at once.
+func TestRoundsPaced(t *testing.T) {
+	t.Run("honest", func(t *testing.T) { testRoundsPaced(t, false) })
+	// Every server but one ignores the pace: the honest one's waits
+	// still space its layers, and with them every server's rounds (each
+	// needs the round two before it published, through every layer).
+	t.Run("one honest server", func(t *testing.T) { testRoundsPaced(t, true) })
+}
+
+func testRoundsPaced(t *testing.T, fast bool) {
+	virtual(t, func(t *testing.T) {
+		const iv = 700 * time.Millisecond
+		p := testParams(8)
+		p.RoundIntervalMs = uint32(iv / time.Millisecond)
+		var mu sync.Mutex
+		type key struct {
+			server int
+			epoch  [32]byte
+		}
+		starts := map[key][]time.Time{}
+		tn := startAnonNet(t, 3, 3, 3, p, func(i int, c *ServerConfig) {
+			c.observe = &testObserver{Stage: func(epoch [32]byte, r uint32, stage string) {
+				if stage != "mix" {
+					return
+				}
+				mu.Lock()
+				starts[key{i, epoch}] = append(starts[key{i, epoch}], time.Now())
+				mu.Unlock()
+			}}
+		})
+		if fast {
+			for i, s := range tn.servers {
+				if i != 1 {
+					s.hooks.Store(&serverHooks{noPace: true})
+				}
+			}
+		}
+		deadline := time.Now().Add(5 * time.Minute)
+		for tn.clients[0].Stats().Rounds < 6 {
+			if time.Now().After(deadline) {
+				t.Fatal("rounds did not run")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		gaps := 0
+		for k, ts := range starts {
+			sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+			if fast && k.server != 1 {
+				// Up to mixDepth rounds ahead of the honest server.
+				for i := mixDepth + 1; i < len(ts); i++ {
+					if d := ts[i].Sub(ts[i-mixDepth-1]); d < iv {
+						t.Errorf("server %d, epoch %x: layers %d and %d started %v apart, under the interval %v", k.server, k.epoch[:4], i-mixDepth-1, i, d, iv)
+					}
+					gaps++
+				}
+				continue
+			}
+			for i := 1; i < len(ts); i++ {
+				if d := ts[i].Sub(ts[i-1]); d < iv {
+					t.Errorf("server %d, epoch %x: layers %d and %d started %v apart, under the interval %v", k.server, k.epoch[:4], i-1, i, d, iv)
+				}
+				gaps++
+			}
+		}
+		if want := 3 * 5; fast && gaps < want-2*mixDepth || !fast && gaps < want {
+			t.Fatalf("only %d gaps between mix steps seen", gaps)
+		}
+	})
+}

@@ -1,0 +1,137 @@
+package node
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// The attacks of this file are open: each test shows one and fails until
+// the control plane charges only from absences a majority of the chain
+// attests in signed form (issue 25's replicated log; docs/testing.md,
+// "Open attacks"). They run with RIFFLE_OPEN_ATTACKS=1.
+func openAttack(t *testing.T) {
+	t.Helper()
+	if os.Getenv("RIFFLE_OPEN_ATTACKS") == "" {
+		t.Skip("an open attack: RIFFLE_OPEN_ATTACKS=1 runs it (it fails until the fix)")
+	}
+}
+
+// TestStaggeredOpenFramesSigner: a leader that holds its registration
+// open (as in TestLeaderHoldsOpen) and also sends its signed open
+// descriptor to one server V at once but to the others (but itself) T_lead·3 later.
+// Each server counts its registration deadline from its own receipt of
+// the open descriptor, so V is the first whose deadline plus T_lead
+// passes: V signs the "registration never closed" abort. Every other
+// server's deadline is not yet T_lead/2 past (refusals.go
+// noteAbortLocked), so each charges the signer V, an honest server, and
+// not the leader: one corrupt leader chooses whom the group charges, and
+// the honest servers disagree (V charges the leader).
+func TestStaggeredOpenFramesSigner(t *testing.T) {
+	openAttack(t)
+	virtual(t, func(t *testing.T) {
+		const lead = 2 * time.Second
+		fn := startFounded(t, 4, 4, 2, testParams(2), func(i int, c *ServerConfig) {
+			c.LeaderTimeout = lead
+			c.MinServers = 3
+		})
+		fn.waitEpochs(t, 0, 2*time.Minute)
+		bad, victim := fn.servers[0], fn.servers[1]
+		bad.hooks.Store(&serverHooks{
+			holdOpen: func() bool { return true },
+			openLate: func(p peer.ID) time.Duration {
+				if p == victim.ID() || p == bad.ID() {
+					return 0
+				}
+				return 3 * lead
+			},
+		})
+		// One of the bad leader's turns ends in a no-close abort.
+		noClose := func() bool {
+			for _, s := range fn.servers[1:] {
+				for n := s.certTop(); n > 0 && n+8 > s.certTop(); n-- {
+					if c, ok := s.certOf(n); ok && c.Kind == wire.CertAbort {
+						var a wire.Abort
+						if a.Unmarshal(c.Abort) == nil && a.Kind == wire.AbortNoClose {
+							t.Logf("number %d: no-close abort signed by %s (victim %s, leader %s): %s", n, peer.ID(a.Signer).ShortString(), victim.ID().ShortString(), bad.ID().ShortString(), a.Reason)
+							return true
+						}
+					}
+				}
+			}
+			return false
+		}
+		if err := wait.Until(context.Background(), 3*time.Minute, noClose); err != nil {
+			t.Fatalf("no no-close abort; numbers %v", fn.numbers())
+		}
+		time.Sleep(10 * time.Second) // the abort's relays and charges settle
+		for i, s := range fn.servers[1:] {
+			c := s.refusalCounts()
+			t.Logf("server %d charges: leader %d, victim %d", i+1, c[bad.ID()], c[victim.ID()])
+		}
+		for i, s := range fn.servers[1:] {
+			if n := s.refusalCounts()[victim.ID()]; n != 0 {
+				t.Errorf("server %d charged the honest victim %d times for the leader's held registration", i+1, n)
+			}
+			if n := s.refusalCounts()[bad.ID()]; n < 1 {
+				t.Errorf("server %d did not charge the leader that held its registration", i+1)
+			}
+		}
+	})
+}
+
+// TestSilentMiddleFramesLast: the middle server of three passes nothing on
+// for round 1 of each epoch, neither its batch nor its signed root. The last server,
+// told of no batch, never watches for its input nor claims a lack; S_0
+// waits the round limit for the publication and has the round signed
+// void. Each server judges "due" on its own clock (round.go pubDue): S_0
+// and the middle server took their part of the round long ago and charge
+// the last server, the last server took nothing and charges S_0, the
+// void's proposer. One corrupt server gets both honest servers charged,
+// the honest servers disagree, and it is never charged itself; two such
+// epochs leave the last server out at S_0 and S_0 out at the last.
+func TestSilentMiddleFramesLast(t *testing.T) {
+	openAttack(t)
+	virtual(t, func(t *testing.T) {
+		p := testParams(8)
+		p.RoundLimitMs = 4000
+		bn := startBlameNetParams(t, p, 3, 3, 2, 2)
+		c := &lackCase{bad: bn.servers[1]}
+		// Asked twice a round (root, then batch): the same answer.
+		silent := func(r uint32) bool {
+			c.mu.Lock()
+			fired, at := c.fired, c.round
+			c.mu.Unlock()
+			if fired {
+				return r == at
+			}
+			return c.once(r)
+		}
+		c.bad.hooks.Store(&serverHooks{silentOut: silent})
+		lackShare(t, bn, 3*int(p.ChunkSize)+100)
+		epoch, r := c.get(t)
+		for i, s := range bn.servers {
+			if v := epochRanOn(t, s, epoch); v != 1 {
+				t.Fatalf("server %d: %d void round(s), want 1", i, v)
+			}
+		}
+		time.Sleep(5 * time.Second)
+		s0, last := bn.servers[0].h.ID(), bn.servers[2].h.ID()
+		for i, s := range bn.servers {
+			got := s.refusalCounts()
+			t.Logf("server %d counts: S_0 %d, S_1 %d, last %d; out for the budget: S_0 %v, last %v", i, got[s0], got[c.bad.h.ID()], got[last], s.refusalOut(s0), s.refusalOut(last))
+		}
+		for _, i := range []int{0, 2} {
+			got := bn.servers[i].refusalCounts()
+			if got[s0] != 0 || got[last] != 0 {
+				t.Errorf("server %d charged an honest server for round %d that the middle server kept: %v", i, r, got)
+			}
+		}
+	})
+}
