@@ -12,21 +12,23 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
 )
 
 // withheldRun plays the adversary that withholds the published records
-// (§5.2, §7 v3): servers 0 and 1 are corrupt and leave every closing
-// record out of the index pages they send two victims (clients 0 and 1,
-// whose primaries they are), so that the victims' copies hold none, or
-// only stale ones. A client draws its decoys only from epochs whose
-// closing record it holds (§6.3): a victim that took its primary's copy
-// as all would send no decoys, and its pseudonym would be the one that
+// (§5.2, §6.3 v3): servers 0 and 1 are corrupt and leave every closing
+// record and pool out of the index pages and windows they send two
+// victims (clients 0 and 1, whose primaries they are). A client draws its
+// decoys only from epochs whose record and pool it holds: a victim that
+// held none would send no decoys, and its pseudonym would be the one that
 // asks for least. The adversary guesses each victim's pseudonym in each
 // epoch as the one with the fewest requests in the epoch's published
-// lists (ties at random), n = 8 choices. With fill true the victims ask
-// another server for the records their primary lacks (indexsync.go);
-// with fill false (the positive control, NoClosingFill, switched on in
-// the test only) they do not. Trials are counted in epochs in which at
+// lists (ties at random), n = 8 choices. With fill true the victims take
+// the window from every chain server at once (window_client.go); with
+// fill false (the positive control, OwnDecoys and NoClosingFill, switched
+// on in the test only) they draw by the old rule from the records their
+// primary's index pages bring. Trials are counted in epochs in which at
 // least half the pseudonyms asked for something (decoys are under way);
 // as in TestAdversaryLinks the variance bound is Σ p.
 func withheldRun(t *testing.T, fill bool, epochs int) *tally {
@@ -48,6 +50,15 @@ func withheldRun(t *testing.T, fill bool, epochs int) *tally {
 				}
 				return recs
 			}
+			o.WindowReply = func(to peer.ID, w *wire.Window) {
+				vmu.Lock()
+				defer vmu.Unlock()
+				if victims[to] {
+					for j := range w.Items {
+						w.Items[j].Closing, w.Items[j].Pool = nil, nil
+					}
+				}
+			}
 		}
 		c.observe = o
 	})
@@ -56,7 +67,7 @@ func withheldRun(t *testing.T, fill bool, epochs int) *tally {
 	var clients []*Client
 	for i := 0; i < n; i++ {
 		o := rec.client(i)
-		o.NoClosingFill = i < 2 && !fill
+		o.OwnDecoys, o.NoClosingFill = i < 2 && !fill, i < 2 && !fill
 		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
 		if err != nil {
 			t.Fatal(err)
@@ -162,9 +173,9 @@ func withheldRun(t *testing.T, fill bool, epochs int) *tally {
 	return tl
 }
 
-// TestAdversaryWithheldRecord (§5.2, §7 v3): a primary that withholds the
-// closing records from its client does not single it out, since the
-// client takes them from another server; a client that takes its
+// TestAdversaryWithheldRecord (§5.2, §6.3 v3): servers that withhold the
+// closing records from a client do not single it out, since the client
+// takes the window from every chain server; a client that takes its
 // primary's records as all (the positive control) sends no decoys and is
 // linked far above chance. Only with RIFFLE_ADVERSARY=1 (12 epochs of
 // each kind, 24 trials), RIFFLE_LONG=1 (40 epochs) or
@@ -174,7 +185,7 @@ func TestAdversaryWithheldRecord(t *testing.T) {
 		epochs := adversaryTrials(t, 12, 40, 100)
 		def := withheldRun(t, true, epochs)
 		ctl := withheldRun(t, false, epochs)
-		t.Logf("withheld closing records, m = 3, n = 8: victims that ask another server %s; victims that take their primary's records as all (control) %s", def, ctl)
+		t.Logf("withheld closing records, m = 3, n = 8: victims that take the window from every server %s; victims that take their primary's records as all (control) %s", def, ctl)
 		checkLinks(t, "victims of withheld closing records", def, ctl)
 	})
 }

@@ -190,7 +190,7 @@ func TestAdversaryNewcomer(t *testing.T) {
 }
 
 // TestAdversaryRestart: the same for a client restarted on its data
-// directory (its window is kept there and fetched again).
+// directory (it fetches the whole window again, as every client does).
 func TestAdversaryRestart(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		trials := adversaryTrials(t, 6, 200, 200)

@@ -117,19 +117,17 @@ type Client struct {
 	// never asked for on purpose again, taken only when a decoy draw
 	// lands on them (§6.3 v3).
 	retry map[[32]byte]bool
-	// pastViews are the chains of the last epochs this client took part
-	// in, oldest first, to check their closing records (closing_client.go).
-	pastViews []*view
 	// decoys is the group's window decoys are drawn from (decoys.go,
-	// window_client.go); window holds its checked items by epoch id.
-	decoys decoyPool
-	window map[[32]byte]*wire.WindowItem
-	// own is the old rule's pool, for the tests' controls only.
-	own ownPool
-	// closingSeen: past epochs whose closing record was used.
-	closingSeen map[[32]byte]bool
-	stats       Stats
-	index       []IndexEntry // the synced copy, as of the last epoch's start
+	// window_client.go); windowRecs are the closing records of its walk,
+	// by epoch id, which settle the chunks that wait for one
+	// (closing_client.go).
+	decoys     decoyPool
+	windowRecs map[[32]byte]*wire.Closing
+	// windowBudget is what the window's walk shows of the servers'
+	// refusal budgets (client_budget.go).
+	windowBudget budgetView
+	stats        Stats
+	index        []IndexEntry // the synced copy, as of the last epoch's start
 	// icopy is the synced copy of the index with its cursors, touched by
 	// one sync at a time (syncMu; indexsync.go).
 	icopy  indexCopy
@@ -152,9 +150,6 @@ type Client struct {
 	// previous certificate verified): what the next one's verifies
 	// against (clientCheckPrevious).
 	lastGroup []peer.ID
-	// budget is what this client saw of the servers' refusal budgets
-	// (client_budget.go).
-	budget budgetState
 	// group is the group's constants this client checked against
 	// MaxRate, with their cost, and what it moved (group.go).
 	group groupState
@@ -233,18 +228,17 @@ type upItem struct {
 	wait int
 	// seenAt is the round of its epoch that last left it out, with the
 	// digest of that round's list (resend.go); awaiting: its epoch ended
-	// with it unsent and it waits for the epoch's closing record, for
-	// waited index syncs so far.
+	// with it unsent and it waits for the epoch's closing record.
 	seenAt   seenRound
 	awaiting bool
-	waited   int
 }
 
 // seenRound names the round whose signed list lacked a chunk.
 type seenRound struct {
-	epoch [32]byte
-	round uint32
-	list  [32]byte
+	epoch  [32]byte
+	number uint64 // the epoch's number
+	round  uint32
+	list   [32]byte
 }
 
 type shareJob struct {

@@ -17,13 +17,15 @@ import (
 // --accept-budget-drops). An adversary that can make an honest server
 // abort twice would otherwise steer clients into a chain without it.
 //
-// What a client sees of the budget is the signed aborts inside the
-// previous-epoch certificates of the descriptors it takes (an abort
-// certificate: an epoch ended before its final descriptor, charged to its
-// signer unless it is the leader's coordination abort). A server of the
-// last chain this client took that is missing from the new chain, with two
-// such aborts of its own less than m epoch numbers apart, the second fewer
-// than m numbers before the new epoch, is a budget drop here. Aborts after
+// What a client sees of the budget is public and the same for every client
+// of epoch N, whatever epochs it attended: the signed aborts inside the
+// previous-epoch certificates of N's descriptor and of the descriptors its
+// window's walk pinned (an abort certificate: an epoch ended before its
+// final descriptor, charged to its signer unless it is the leader's
+// coordination abort), and the chains of the walked epochs. A server of
+// one of those chains that is missing from N's, with two such aborts of
+// its own less than m epoch numbers apart, the second fewer than m numbers
+// before N, is a budget drop here. Aborts after
 // a final descriptor are not in any certificate, so the client cannot
 // count them, nor see the servers' grounds for taking a count back (a
 // public cause); a server dropped for another reason after two aborts is
@@ -38,7 +40,7 @@ type budgetAbort struct {
 // budgetKeep is how many aborts a client keeps per server (two decide).
 const budgetKeep = 4
 
-// budgetState is a client's memory of signed aborts (guarded by Client.mu).
+// budgetState is the signed aborts a client counts for one epoch.
 type budgetState struct {
 	aborts map[peer.ID][]budgetAbort
 }
@@ -108,15 +110,48 @@ func (b *budgetState) dropped(last, chain []peer.ID, number uint64) []string {
 	return why
 }
 
-// takeChain takes the chain of descriptor d, checked against last (the
-// chain of the last descriptor taken): it refuses, unless the user
-// accepts, a chain that dropped a server of last for its refusal budget.
-// A refused chain leaves last as it was, so that the next descriptor is
-// checked against it too. Call without c.mu.
-func (c *Client) takeChain(d *wire.Descriptor, chain, last []peer.ID) error {
+// budgetView is what the walk back from an open descriptor pinned of the
+// refusal budgets (window_client.go): the certificates the walked
+// descriptors carry, the open one's first, and the walked epochs' chains
+// by number.
+type budgetView struct {
+	certs  []wire.Cert
+	chains map[uint64][]peer.ID
+}
+
+// dropped names the servers of the walked chains missing from chain, the
+// chain of the epoch of number, for their refusal budget.
+func (b budgetView) dropped(chain []peer.ID, number uint64) []string {
+	var st budgetState
+	for i := range b.certs {
+		st.note(&b.certs[i], number)
+	}
+	var nums []uint64
+	for n := range b.chains {
+		nums = append(nums, n)
+	}
+	sort.Slice(nums, func(i, j int) bool { return nums[i] > nums[j] })
+	seen := map[peer.ID]bool{}
+	var last []peer.ID
+	for _, n := range nums {
+		for _, p := range b.chains[n] {
+			if !seen[p] {
+				seen[p] = true
+				last = append(last, p)
+			}
+		}
+	}
+	return st.dropped(last, chain, number)
+}
+
+// takeChain takes the chain of descriptor d, checked against what the
+// window's walk shows (bv): it refuses, unless the user accepts, a chain
+// that dropped a server of the walked chains for its refusal budget. The
+// chain taken is what the next descriptor's certificate verifies against
+// (clientCheckPrevious). Call without c.mu.
+func (c *Client) takeChain(d *wire.Descriptor, chain []peer.ID, bv budgetView) error {
 	c.mu.Lock()
-	c.budget.note(&d.Previous, d.Number)
-	why := c.budget.dropped(last, chain, d.Number)
+	why := bv.dropped(chain, d.Number)
 	accept := c.cfg.AcceptBudgetDrops
 	if why == nil || accept {
 		c.lastGroup = chain

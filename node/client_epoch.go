@@ -44,6 +44,8 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	if err := c.holdWindow(ctx, v); err != nil {
 		return v.id, err
 	}
+	// §5.2 v3: the window's records settle the chunks that wait for one.
+	c.useClosings(v)
 	e, fin, err := c.join(ctx, v, pidx)
 	stop()
 	if err != nil {
@@ -74,12 +76,10 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	// it, incrementally from its cursors (indexsync.go).
 	c.mu.Lock()
 	want := c.lastManifests
-	views, wantClosings := c.closingWants()
+	c.hookOwnWants()
 	c.mu.Unlock()
-	idx, mans, gaps, filled, err := c.syncIndexEpoch(ctx, fin.Desc.Group, fin.Desc.Params.IndexHours, want, wantClosings)
-	// §5.2, §6.3 v3: the closing records synced admit decoy epochs and
-	// settle the chunks that wait for them.
-	c.useClosings(views)
+	idx, mans, gaps, filled, err := c.syncIndexEpoch(ctx, fin.Desc.Group, fin.Desc.Params.IndexHours, want)
+	c.hookOwnUse()
 	if err == nil {
 		c.mu.Lock()
 		c.index, c.manifests, c.indexSynced = idx, mans, true
@@ -177,9 +177,6 @@ func (c *Client) openView(ctx context.Context, last [32]byte) (*view, int, error
 	group := c.lastGroup
 	c.mu.Unlock()
 	if err := clientCheckPrevious(&open.Desc, v.chain, group, c.primary, c.cfg.Require); err != nil {
-		return v, 0, fmt.Errorf("node: epoch refused: %w", err)
-	}
-	if err := c.takeChain(&open.Desc, v.chain, group); err != nil {
 		return v, 0, fmt.Errorf("node: epoch refused: %w", err)
 	}
 	// Before anything of the epoch reads the database: it must be this
@@ -316,10 +313,7 @@ func (c *Client) leaveEpoch(e *cepoch) {
 	// Requests in flight are forgotten; failed ids may be asked again in a
 	// later epoch (§6.3).
 	clear(c.inflight)
-	if c.ownRule() {
-		c.own.endEpoch()
-	}
-	c.notePastView(e.v)
+	c.hookOwnEnd(e.v)
 	c.lastManifests = e.manifestIDs
 	for id := range c.failed {
 		if c.hookRetryCorrupted() {
@@ -376,9 +370,7 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 		}
 		c.confirm(e, r, &rl)
 		c.mu.Lock()
-		if c.ownRule() {
-			c.own.note(&rl)
-		}
+		c.hookOwnNote(&rl)
 		e.manifestIDs = append(e.manifestIDs, rl.Manifests...)
 		if rl.Void() {
 			// §5.2 v3: a void round, signed so by every server: its
@@ -473,7 +465,7 @@ func (c *Client) confirm(e *cepoch, r uint32, rl *wire.RoundList) {
 	// again in this epoch, under the same pseudonym, which ties nothing
 	// new; if the epoch ends first, resendRule decides (§5.2 v3).
 	u.seen = true
-	u.seenAt = seenRound{epoch: e.epochID(), round: r, list: listDigest(rl)}
+	u.seenAt = seenRound{epoch: e.epochID(), number: e.epochNumber(), round: r, list: listDigest(rl)}
 	c.upQ = append([]upItem{*u}, c.upQ...)
 }
 

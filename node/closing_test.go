@@ -76,26 +76,31 @@ func TestClosingRecordSynced(t *testing.T) {
 				t.Fatalf("server %d: the closing record is not in the index log", i)
 			}
 		}
+		// Two epoch numbers on, the record comes with the window.
 		if err := wait.Until(ctx, 30*time.Second, func() bool {
-			up.syncMu.Lock()
-			defer up.syncMu.Unlock()
-			return up.closingFor(v) != nil
+			up.mu.Lock()
+			defer up.mu.Unlock()
+			return up.windowRecs[ep] != nil
 		}); err != nil {
-			t.Fatal("the client did not sync the closing record")
+			t.Fatal("the client's window did not bring the closing record")
 		}
 	})
 }
 
-// TestClosingFromOtherServer (§5.2 v3): a primary that leaves the closing
-// records out of its index pages does not keep them from its client: the
-// client asks another server of the chain for the record of an epoch
-// before the one just ended. Without the fallback it never gets one.
-func TestClosingFromOtherServer(t *testing.T) {
+// TestWindowRecordFromOtherServer (§5.2, §6.3 v3): a primary that leaves
+// the closing records and pools out of the windows it sends does not keep
+// them from its client, which asks every chain server at once. Asking the
+// primary alone, it would never get one.
+func TestWindowRecordFromOtherServer(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		p := testParams(4)
 		tn := startAnonNet(t, 2, 0, 2, p, func(i int, c *ServerConfig) {
 			if i == 1 {
-				c.observe = &testObserver{IndexClosings: func(peer.ID, [][]byte) [][]byte { return nil }}
+				c.observe = &testObserver{WindowReply: func(_ peer.ID, w *wire.Window) {
+					for j := range w.Items {
+						w.Items[j].Closing, w.Items[j].Pool = nil, nil
+					}
+				}}
 			}
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
@@ -103,16 +108,8 @@ func TestClosingFromOtherServer(t *testing.T) {
 		up, _ := tn.startPair(ctx, t, nil) // up's primary is server 1
 		if err := wait.Until(ctx, 45*time.Second, func() bool {
 			up.mu.Lock()
-			views := append([]*view(nil), up.pastViews...)
-			up.mu.Unlock()
-			up.syncMu.Lock()
-			defer up.syncMu.Unlock()
-			for _, v := range views {
-				if up.closingFor(v) != nil {
-					return true
-				}
-			}
-			return false
+			defer up.mu.Unlock()
+			return len(up.windowRecs) > 0 && len(up.decoys.epochs) > 0
 		}); err != nil {
 			t.Fatal("the client got no closing record past a primary that withholds them")
 		}

@@ -52,8 +52,8 @@ type ClientCost struct {
 	// request list and the list, its k PIR queries and their answers.
 	Round Traffic
 	// Epoch is one epoch attempt's messages beyond its rounds: the open
-	// and final descriptors, the registration and its receipts, the decoy
-	// window's new epoch, the index sync of what an epoch adds to the
+	// and final descriptors, the registration and its receipts, the whole
+	// decoy window from every server of two chains, the index sync of what an epoch adds to the
 	// index (manifestsPerEpoch manifest chunks and a closing record) and
 	// a duplicate-share query.
 	Epoch Traffic
@@ -98,11 +98,14 @@ func GroupCost(p Params) ClientCost {
 	final := maxDescriptor(p, m, n)
 	reg := (&wire.ClientRegister{Reg: wire.Register{Reg: make([]byte, mix.RegistrationSize(m))}}).Marshal()
 	receipts := (&wire.ReceiptSet{Receipts: make([]wire.Receipt, m)}).Marshal()
-	windowReq := (&wire.WindowReq{Held: make([][32]byte, wire.MaxWindowItems)}).Marshal()
+	windowReq := (&wire.WindowReq{}).Marshal()
 	closing := closingSize(int(R), m)
 	pool := 32 + 8 + 36*min(wire.MaxPoolPairs, n*k*int(R))
 	group := open.Desc.MarshalGroup()
-	window := 4 + 8 + 32 + 3*4 + len(group) + closing + pool
+	// The whole window from every server of N's and N − 1's chains: an
+	// item a number back WindowLookback numbers, DecoyEpochs with pools.
+	window := 4 + WindowLookback*(8+32+3*4+len(group)+closing) + DecoyEpochs*pool
+	askers := int64(2 * m)
 	index := manifestsPerEpoch*(b+64) + closing
 	pages := int64(index/wire.IndexPageBytes + 2) // the last page says the log is done
 	iv := time.Duration(p.RoundIntervalMs) * time.Millisecond
@@ -112,9 +115,9 @@ func GroupCost(p Params) ClientCost {
 	// registration window.
 	states := int64(1 + rw/(stateEvery/2))
 	c.Epoch = Traffic{
-		Send: frame(ref) + frame(reg) + frame(receipts[:wire.ReceiptSetSize(0)]) + frame(windowReq) +
+		Send: frame(ref) + frame(reg) + frame(receipts[:wire.ReceiptSetSize(0)]) + askers*frame(windowReq) +
 			pages*frame(make([]byte, wire.IndexReqSize)) + frame(ref) + states*frame(nil),
-		Recv: frame(open.Marshal()) + frame(final.Marshal()) + frame(receipts) + int64(frameHeader+window) +
+		Recv: frame(open.Marshal()) + frame(final.Marshal()) + frame(receipts) + askers*int64(frameHeader+window) +
 			pages*frameHeader + int64(index) + frame(make([]byte, wire.DupAbortSize(m))) + states*frame(make([]byte, wire.StateSize)),
 	}
 

@@ -68,8 +68,12 @@
 //   - client_epoch.go: joining an epoch, the rounds, submissions.
 //   - client_requests.go: request slots, PIR queries.
 //   - decoys.go: decoys drawn from public demand (§6.3 v3).
-//   - closing_client.go: closing records synced, checked and used (decoys,
-//     re-sends across epochs; §5.2, §6.3 v3).
+//   - window_client.go: the group's decoy window, its records and the
+//     budget view its walk pins, asked of every chain server (§6.3 v3);
+//     decoys_own_riffletest.go: the old own-history rule, the anonymity
+//     tests' positive control only.
+//   - closing_client.go: the window's records settle re-sends across
+//     epochs (§5.2 v3).
 //   - resend.go: chunks a round did not publish (§5.2 v3).
 //   - client_anon.go: the minimum anonymity set a client accepts (§3 v3).
 //   - client_local.go: local work (assembling, writing) off the round path.

@@ -55,6 +55,8 @@ func (*Server) hookWithholdClosing(*wire.Closing) bool                        { 
 func (*Server) hookIndexPage() int                                            { return 0 }
 func (*Server) hookIndexReply(_ peer.ID, m []store.Manifest) []store.Manifest { return m }
 func (*Server) hookIndexClosings(_ peer.ID, r [][]byte) [][]byte              { return r }
+func (*Server) hookWindowReply(peer.ID, *wire.Window)                         {}
+func (*Server) hookWindowRefuse(peer.ID) bool                                 { return false }
 
 func (*Server) hookCheatKeys(_ []peer.ID, keys [][32]byte, _ *closed) [][32]byte { return keys }
 func (*Server) hookCheatList(*wire.RegList)                                      {}
@@ -84,11 +86,16 @@ func (*Client) hookRequested([32]byte, uint32, [][32]byte)     {}
 func (*Client) hookRetryCorrupted() bool                       { return false }
 func (*Client) hookNoManifestCap() bool                        { return false }
 func (*Client) hookNoGapFill() bool                            { return false }
-func (*Client) hookNoClosingFill() bool                        { return false }
 func (*Client) hookHeldDraw() func(io.Reader) ([32]byte, bool) { return nil }
-func (*Client) ownRule() bool                                  { return false }
-func (*Client) hookWindow([32]byte)                            {}
+func (*Client) hookOwnRule() bool                              { return false }
+func (*Client) hookWindow(*view)                               {}
 func (*Client) hookNoteHeld([32]byte)                          {}
+func (*Client) hookOwnNote(*wire.RoundList)                    {}
+func (*Client) hookOwnEnd(*view)                               {}
+func (*Client) hookOwnWants()                                  {}
+func (*Client) hookIndexClosing([]byte)                        {}
+func (*Client) hookOwnFallback() bool                          { return false }
+func (*Client) hookOwnUse()                                    {}
 func (*Client) hookJobEpochs() int                             { return 0 }
 func (*Client) hookLocal(string)                               {}
 func (*Client) hookRegKey() ed25519.PrivateKey                 { return nil }

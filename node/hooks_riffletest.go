@@ -63,6 +63,8 @@ type clientHookState struct {
 	// localHook is called by the local worker before each step (guarded
 	// by c.mu; hookLocal).
 	localHook func(step string)
+	// own is the old decoy rule, the controls' (decoys_own_riffletest.go).
+	own ownRule
 }
 
 // serverHooks let a test make a server misbehave.
@@ -241,6 +243,17 @@ func (s *Server) hookIndexClosings(to peer.ID, recs [][]byte) [][]byte {
 	return recs
 }
 
+func (s *Server) hookWindowReply(to peer.ID, w *wire.Window) {
+	if o := s.cfg.observe; o != nil && o.WindowReply != nil {
+		o.WindowReply(to, w)
+	}
+}
+
+func (s *Server) hookWindowRefuse(to peer.ID) bool {
+	o := s.cfg.observe
+	return o != nil && o.WindowRefuse != nil && o.WindowRefuse(to)
+}
+
 func (s *Server) hookCheatKeys(chain []peer.ID, keys [][32]byte, cl *closed) [][32]byte {
 	if c := s.cfg.cheat; c != nil && c.keys != nil {
 		keys = c.keys(keys, cl)
@@ -393,10 +406,8 @@ func (c *Client) hookNoClosingFill() bool {
 func (c *Client) hookHeldDraw() func(io.Reader) ([32]byte, bool) {
 	if o := c.cfg.observe; o != nil && o.HeldDecoys {
 		return c.heldDraw
-	} else if o != nil && o.OwnDecoys {
-		return c.own.draw
 	}
-	return nil
+	return c.ownDraw()
 }
 
 // heldDraw is the decoy draw of v2, kept for the anonymity tests' negative
@@ -508,26 +519,29 @@ func (c *Client) hookSecondOnion(ctx context.Context, e *cepoch, sub *wire.Submi
 	_, _ = c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeSubmit, Segments: o.Segments(), Timeout: bulkTimeout})
 }
 
-// ownRule reports whether the tests' control of the old decoy rule (the
+// hookOwnRule reports whether the tests' control of the old decoy rule (the
 // client's own lists, OwnDecoys) is on.
-func (c *Client) ownRule() bool {
-	o := c.cfg.observe
-	return o != nil && o.OwnDecoys
-}
+func (c *Client) hookOwnRule() bool { return c.useOwnRule() }
 
 // hookWindow tells the observer which epochs the client's window holds.
-func (c *Client) hookWindow(epoch [32]byte) {
+func (c *Client) hookWindow(v *view) {
 	o := c.cfg.observe
-	if o == nil || o.Window == nil {
+	if o == nil || (o.Window == nil && o.WindowAt == nil) {
 		return
 	}
 	c.mu.Lock()
 	ids := make([][32]byte, len(c.decoys.epochs))
+	nums := make([]uint64, len(c.decoys.epochs))
 	for i, e := range c.decoys.epochs {
-		ids[i] = e.id
+		ids[i], nums[i] = e.id, e.number
 	}
 	c.mu.Unlock()
-	o.Window(epoch, ids)
+	if o.Window != nil {
+		o.Window(v.id, ids)
+	}
+	if o.WindowAt != nil {
+		o.WindowAt(v.desc.Number, nums)
+	}
 }
 
 // hookHoldOpen reports whether this leader holds its open epoch's

@@ -14,7 +14,7 @@ import (
 
 // TestBinaryHasNoTestHooks builds the binary as a user does and reads its
 // symbols: none of this package's may be one that only riffletest builds
-// declare (observers, cheats, misbehaviours), and none a hook point
+// declare (observers, cheats, misbehaviours, the old decoy rule), and none a hook point
 // (hook*), which there must be empty and inlined away.
 func TestBinaryHasNoTestHooks(t *testing.T) {
 	t.Parallel() // real processes or sockets in real time: overlap their waits
@@ -22,7 +22,7 @@ func TestBinaryHasNoTestHooks(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	forbidden := hookOnlyNames(t)
-	for _, name := range []string{"testObserver", "testClientObserver", "leaderCheat", "serverHooks", "clientHooks", "dupClientTest", "recvHook", "heldDraw"} {
+	for _, name := range []string{"testObserver", "testClientObserver", "leaderCheat", "serverHooks", "clientHooks", "dupClientTest", "recvHook", "heldDraw", "ownPool"} {
 		if !forbidden[name] {
 			t.Fatalf("%s is not declared in a riffletest-only file", name)
 		}
@@ -33,7 +33,7 @@ func TestBinaryHasNoTestHooks(t *testing.T) {
 	// Positive control: built with the tag, it holds them. (A test
 	// binary that go test runs has no symbol table to look at.)
 	found := strings.Join(hookSymbols(t, buildRiffle(t, "riffletest"), forbidden), "\n")
-	for _, want := range []string{"serverHooks", "clientHooks", "heldDraw", "hookClientHandlers"} {
+	for _, want := range []string{"serverHooks", "clientHooks", "heldDraw", "hookClientHandlers", "ownPool"} {
 		if !strings.Contains(found, want) {
 			t.Errorf("the scan does not see %s in a riffletest build", want)
 		}

@@ -27,8 +27,10 @@ import (
 //
 // What a client asks never depends on what its user wants: every client
 // syncs everything, at the start of every epoch, from its primary; the
-// cursor only says how much of that server's log this client already
-// read, which follows from when it synced before, not from any file.
+// cursor only says how much of the primary's log this client already
+// read, which follows from when it synced before, not from any file, and
+// which the primary, which knows its client, learns nothing from. A sync
+// from another server starts from 0 (cursorOf).
 // The servers it syncs from are chosen the same way: its primary, and,
 // when the primary's copy lacks a manifest that a signed request list
 // named (§6.4 v3) or the sync fails, another server of the epoch's chain
@@ -69,11 +71,6 @@ type indexCopy struct {
 	mans    map[[32]byte][]byte
 	seen    map[[32]byte]time.Time // when each id was first held
 	cursors map[peer.ID]uint64
-	// closings are the closing records synced (§7 v3), by epoch id, the
-	// last maxClosings of them (closingOrder, oldest first); checked
-	// against an epoch's chain only when used (closing_client.go).
-	closings     map[[32]byte]*wire.Closing
-	closingOrder [][32]byte
 	// hours is the group's index retention, from the last descriptor
 	// (0: unknown or for good: no removal is applied).
 	hours uint32
@@ -145,8 +142,15 @@ func (c *Client) expireIndex() {
 	}
 }
 
-// cursorOf returns the cursor of server p.
+// cursorOf returns the cursor of server p: the primary's, or 0 for any
+// other server. A cursor at another server would be where this client's
+// last sync from it ended, a number of that server's log that links the
+// client's syncs there across its runs (its peer id is fresh each run);
+// from 0, every client's sync from another server reads alike.
 func (c *Client) cursorOf(p peer.ID) uint64 {
+	if p != c.primary {
+		return 0
+	}
 	ic := &c.icopy
 	if n, ok := ic.cursors[p]; ok {
 		return n
@@ -248,8 +252,10 @@ func (c *Client) syncIndexFrom(ctx context.Context, p peer.ID) (syncResult, erro
 				ic.seen[e.FileID] = now
 			}
 		}
+		// A client takes closing records from the window, which it asks
+		// every chain server for (window_client.go), never from here.
 		for _, b := range pg.Closings {
-			ic.addClosing(b)
+			c.hookIndexClosing(b)
 		}
 		res.closings += len(pg.Closings)
 		res.entries += len(entries)
@@ -280,12 +286,7 @@ func (c *Client) missingFrom(want [][32]byte) [][32]byte {
 // (group: the epoch's descriptor, for their addresses). It returns the
 // copy's entries and manifests, the gaps the primary left and how many of
 // them other servers filled.
-//
-// wantClosings are the epochs whose closing records (§7 v3) the client
-// asks other servers for when the primary's log lacks them: the epochs it
-// took part in, but the one just ended, that have none yet (the same for
-// every client of those epochs, whatever its jobs).
-func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, hours uint32, want, wantClosings [][32]byte) (idx []IndexEntry, mans map[[32]byte][]byte, gaps, filled int, err error) {
+func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, hours uint32, want [][32]byte) (idx []IndexEntry, mans map[[32]byte][]byte, gaps, filled int, err error) {
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
 	c.loadIndexCopy()
@@ -302,15 +303,12 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 	if c.hookNoGapFill() {
 		missing = nil // broken on purpose: the primary's copy is taken as whole
 	}
-	if c.hookNoClosingFill() {
-		wantClosings = nil // broken on purpose: the primary's records are taken as all
-	}
 	if err == nil {
 		// Gaps are the primary's only when its sync went through.
 		gaps = len(missing)
 	}
 	before := len(missing)
-	if err != nil || gaps > 0 || len(c.icopy.missingClosings(wantClosings)) > 0 {
+	if err != nil || gaps > 0 || c.hookOwnFallback() {
 		var others []int
 		for i, g := range group {
 			if p, perr := peer.IDFromBytes(g.PeerID); perr == nil && p != c.primary && p != c.h.ID() {
@@ -319,7 +317,7 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 		}
 		rand.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
 		for n, i := range others {
-			if n >= indexFallbacks || (err == nil && len(missing) == 0 && len(c.icopy.missingClosings(wantClosings)) == 0) {
+			if n >= indexFallbacks || (err == nil && len(missing) == 0 && !c.hookOwnFallback()) {
 				break
 			}
 			p, _ := peer.IDFromBytes(group[i].PeerID)

@@ -41,6 +41,12 @@ type testObserver struct {
 	// IndexClosings (an active adversary): the closing records this
 	// server puts in an index page it sends to peer to.
 	IndexClosings func(to peer.ID, recs [][]byte) [][]byte
+	// WindowReply (an active adversary): may change the window this
+	// server is about to send peer to (leave records or pools out).
+	WindowReply func(to peer.ID, w *wire.Window)
+	// WindowRefuse (an active adversary): when it returns true this
+	// server answers peer to's window request with an error.
+	WindowRefuse func(to peer.ID) bool
 	// Received: a request from a client (or any peer) on the client and
 	// PIR protocols, as this server read it: what the primary sees of a
 	// client's sends. body must not be kept.
@@ -93,6 +99,7 @@ type testClientObserver struct {
 	// group's window), and no window is fetched.
 	OwnDecoys bool
 	// Window: the epochs of the window the client holds for an epoch,
-	// newest first, once it holds it.
-	Window func(epoch [32]byte, window [][32]byte)
+	// newest first, once it holds it; WindowAt: the same by number.
+	Window   func(epoch [32]byte, window [][32]byte)
+	WindowAt func(n uint64, window []uint64)
 }

@@ -134,9 +134,10 @@ type jobEpochs struct {
 	used  int      // epochs in which the job sent real traffic
 	last  [32]byte // id of the last of them
 	limit int      // the allowance: it pauses rather than exceed it
-	// paused: it was refused an epoch beyond its allowance and waits for
-	// its user; cover goes out in its place.
-	paused bool
+	// paused: it was refused an epoch beyond its allowance, or the
+	// client sat an epoch out (sat), and it waits for its user; cover
+	// goes out in its place.
+	paused, sat bool
 }
 
 // newJobEpochs returns the count of a new job whose user asked for at
@@ -183,13 +184,48 @@ func (j *jobEpochs) sent(id [32]byte) {
 	}
 }
 
-// resume lets a paused job go on for add more epochs.
+// resume lets a paused job go on: for add more epochs if it used its
+// allowance, else (a pause after a sit-out) within the allowance it had.
 func (j *jobEpochs) resume(add int) {
 	if j.limit == 0 {
 		j.limit = JobEpochs
 	}
-	j.limit = max(j.limit, j.used) + add
-	j.paused = false
+	if !j.sat || j.used >= j.limit {
+		j.limit = max(j.limit, j.used) + add
+	}
+	j.paused, j.sat = false, false
+}
+
+// reason says why the paused job of file id paused.
+func (j *jobEpochs) reason(id chunker.ID) string {
+	if j.sat {
+		return sitOutPause(id)
+	}
+	return pauseLine(j.used, id)
+}
+
+// sitOutPause says why a job paused after its client sat an epoch out.
+func sitOutPause(id chunker.ID) string {
+	return fmt.Sprintf("paused: this client sat an epoch out because no server of its chains gave the decoy window; this may be a targeted exclusion of this client "+
+		"(an adversary that keeps it out and watches what stops may be testing which job is its); run `riffle resume %s` to go on, or interrupt it to cancel", id)
+}
+
+// sitOut tells the user that the client sits epoch id out (no server gave
+// the window) and pauses every job until the user resumes it: the next
+// epoch's traffic of a job would otherwise follow the exclusion.
+func (c *Client) sitOut(id [32]byte) {
+	c.progress("%s", sitOutLine(id))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.upQ {
+		if j := c.upQ[i].job; j != nil {
+			j.ep.paused, j.ep.sat = true, true
+		}
+	}
+	for _, g := range c.wants {
+		g.ep.paused, g.ep.sat = true, true
+	}
+	c.notify()
 }
 
 // pauseLine says why a job paused and what its user may do.
@@ -230,12 +266,12 @@ func (c *Client) pausedJobs() []PausedJob {
 	for _, u := range c.upQ {
 		if j := u.job; j != nil && !seen[j] && j.ep.paused {
 			seen[j] = true
-			out = append(out, PausedJob{ID: j.link.ID.String(), Kind: "share", Name: j.name, Epochs: j.ep.used, Reason: pauseLine(j.ep.used, j.link.ID)})
+			out = append(out, PausedJob{ID: j.link.ID.String(), Kind: "share", Name: j.name, Epochs: j.ep.used, Reason: j.ep.reason(j.link.ID)})
 		}
 	}
 	for id, g := range c.wants {
 		if g.ep.paused {
-			out = append(out, PausedJob{ID: chunker.ID(id).String(), Kind: "get", Epochs: g.ep.used, Reason: pauseLine(g.ep.used, chunker.ID(id))})
+			out = append(out, PausedJob{ID: chunker.ID(id).String(), Kind: "get", Epochs: g.ep.used, Reason: g.ep.reason(chunker.ID(id))})
 		}
 	}
 	sort.Slice(out, func(i, k int) bool { return out[i].ID < out[k].ID })
@@ -277,7 +313,7 @@ func (c *Client) jobPaused(ep *jobEpochs, id chunker.ID) string {
 	if !ep.paused {
 		return ""
 	}
-	return pauseLine(ep.used, id)
+	return ep.reason(id)
 }
 
 // epochID is e's id (zero for the unit tests' bare epochs).
@@ -286,6 +322,14 @@ func (e *cepoch) epochID() [32]byte {
 		return [32]byte{}
 	}
 	return e.v.id
+}
+
+// epochNumber is e's number (zero for the unit tests' bare epochs).
+func (e *cepoch) epochNumber() uint64 {
+	if e.v == nil || e.v.desc == nil {
+		return 0
+	}
+	return e.v.desc.Number
 }
 
 // PauseReason says why the job of the file whose id is id paused and what

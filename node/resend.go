@@ -106,24 +106,27 @@ func (c *Client) settleEpoch(e *cepoch) []*shareJob {
 	for i := range c.upQ {
 		u := &c.upQ[i]
 		if u.seen && u.job != nil && !u.awaiting {
-			u.awaiting, u.waited = true, 0
+			u.awaiting = true
 		}
 	}
 	return c.dropSettled(lost, nil)
 }
 
-// closeWaitMax bounds the index syncs (one an epoch) a chunk waits for its
-// epoch's closing record: without one by then, it counts as published.
+// closeWaitMax bounds the windows (of epoch numbers e+2, e+3, …) in which
+// a chunk seen in epoch e waits for e's closing record: without one by
+// then, it counts as published.
 const closeWaitMax = 3
 
-// settleClosings applies the closing records at hand (checked against
-// their epochs' chains, by epoch id) to the chunks that await one, after
-// an index sync; call with c.mu held. A record that shows the chunk's
-// round void, or published with the very list that lacked the chunk, lets
-// resendRule decide; a record that shows anything else, or no record
-// after closeWaitMax syncs, leaves the chunk counted as published, and the
-// user is told. It returns the private jobs to encrypt again.
-func (c *Client) settleClosings(recs map[[32]byte]*wire.Closing) []*shareJob {
+// settleClosings applies the closing records of the window of the epoch
+// of number n (checked against their epochs' chains, by epoch id) to the
+// chunks that await one; call with c.mu held. A record that shows the
+// chunk's round void, or published with the very list that lacked the
+// chunk, lets resendRule decide; a record that shows anything else, or no
+// record in the window of number e+1+closeWaitMax or later, leaves the
+// chunk counted as published, and the user is told. Whether a chunk waits
+// on follows from epoch numbers, never from how many epochs this client
+// attended meanwhile. It returns the private jobs to encrypt again.
+func (c *Client) settleClosings(recs map[[32]byte]*wire.Closing, n uint64) []*shareJob {
 	lost := map[*shareJob]int{}
 	var again []*shareJob
 	for i := range c.upQ {
@@ -132,11 +135,8 @@ func (c *Client) settleClosings(recs map[[32]byte]*wire.Closing) []*shareJob {
 			continue
 		}
 		rec := recs[u.seenAt.epoch]
-		if rec == nil {
-			u.waited++
-			if u.waited < closeWaitMax {
-				continue
-			}
+		if rec == nil && !recordDue(u.seenAt.number, n) {
+			continue
 		}
 		u.awaiting = false
 		act := resendNever

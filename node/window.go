@@ -166,16 +166,15 @@ func (s *Server) onWindowReq(ctx context.Context, from peer.ID, body []byte) (wi
 	if err := q.Unmarshal(body); err != nil {
 		return 0, nil, err
 	}
+	if s.hookWindowRefuse(from) {
+		return 0, nil, errors.New("node: window request refused")
+	}
 	// Any peer may ask, before it registers: a window costs what a few
 	// index pages cost, so it takes one of their slots (at most
 	// maxOutsiderIndex for peers that are not clients here), held until
 	// the reply is written.
 	if err := s.enterIndex(ctx, from); err != nil {
 		return 0, nil, err
-	}
-	held := map[[32]byte]bool{}
-	for _, h := range q.Held {
-		held[h] = true
 	}
 	var w wire.Window
 	for n := q.Number - 1; n > 0 && n+WindowLookback >= q.Number; n-- {
@@ -184,21 +183,20 @@ func (s *Server) onWindowReq(ctx context.Context, from peer.ID, body []byte) (wi
 			continue
 		}
 		it := wire.WindowItem{Number: n, Epoch: cert.Epoch}
-		if !held[cert.Epoch] {
-			if b, err := s.store.WindowItem(n, cert.Epoch); err == nil {
-				var kept wire.Window
-				if kept.Unmarshal(b) == nil && len(kept.Items) == 1 {
-					it.Group, it.Pool = kept.Items[0].Group, kept.Items[0].Pool
-				}
-			} else if g := s.heldGroup(cert.Epoch); g != nil {
-				it.Group = g
+		if b, err := s.store.WindowItem(n, cert.Epoch); err == nil {
+			var kept wire.Window
+			if kept.Unmarshal(b) == nil && len(kept.Items) == 1 {
+				it.Group, it.Pool = kept.Items[0].Group, kept.Items[0].Pool
 			}
-			if b, err := s.store.Closing(cert.Epoch); err == nil {
-				it.Closing = b
-			}
+		} else if g := s.heldGroup(cert.Epoch); g != nil {
+			it.Group = g
+		}
+		if b, err := s.store.Closing(cert.Epoch); err == nil {
+			it.Closing = b
 		}
 		w.Items = append(w.Items, it)
 	}
+	s.hookWindowReply(from, &w)
 	return wire.TypeWindow, w.Marshal(), nil
 }
 

@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/store"
 )
 
 // A client's side of the group's decoy window (docs/protocol.md §6.3 v3).
@@ -21,142 +19,169 @@ import (
 // found by walking back from N's descriptor (each epoch's descriptor is
 // pinned by the certificate the next one carries, so every client of N
 // walks the same epochs), each with its pool checked against its record.
-// It asks every server of N's chain at once and takes each part from
-// whichever server gives one that checks: the outcome is the honest
-// server's answer whatever the others send. N−1 is left out: its record
-// may still be in the making while N registers, and whether a client
-// held it would then follow when it asked. The window is kept in the
-// client database, so that a restarted client is no newcomer.
+// It asks every server of N's chain and of N−1's at once (those that
+// served the window's epochs hold their records; N's may be new) and
+// takes each part from whichever server gives one that checks: the
+// outcome is the honest server's answer whatever the others send. N−1 is
+// left out of the window: its record may still be in the making while N
+// registers, and whether a client held it would then follow when it
+// asked. Every client asks the same (N's id and number) and uses only the
+// replies of this epoch: what it held before, which would follow the
+// epochs it attended, neither shows in its request nor changes its
+// window.
 
-// loadWindow reads the kept window once.
-func (c *Client) loadWindow() {
-	if c.window != nil {
-		return
-	}
-	c.window = map[[32]byte]*wire.WindowItem{}
-	if c.db == nil {
-		return
-	}
-	kept, err := c.db.DecoyWindow()
-	if err != nil {
-		c.log.Warn("kept decoy window unreadable; fetching it again", "err", err)
-		return
-	}
-	for id, b := range kept {
-		var w wire.Window
-		if w.Unmarshal(b) == nil && len(w.Items) == 1 && w.Items[0].Epoch == id {
-			c.window[id] = &w.Items[0]
-		}
-	}
-}
-
-// errNoWindow: no server of the chain answered for the window.
+// errNoWindow: no server of the chains answered for the window.
 var errNoWindow = errors.New("node: no server of the chain gave the decoy window")
 
+// windowReply is one server's answer to a window request.
+type windowReply struct {
+	p     peer.ID
+	items []wire.WindowItem
+	err   error
+}
+
 // fetchWindow makes the window of the open epoch v the client's decoy
-// pool. It returns errNoWindow if every server of the chain failed.
+// pool, and its records those that settle waiting chunks. It asks every
+// server of v's chain at once, and every server of N−1's chain as soon as
+// a reply gives N−1's descriptor (pinned by v's previous certificate). It
+// returns errNoWindow if every server failed.
 func (c *Client) fetchWindow(ctx context.Context, v *view) error {
-	c.mu.Lock()
-	c.loadWindow()
-	var held [][32]byte
-	for id, it := range c.window {
-		if len(it.Closing) > 0 && len(held) < wire.MaxWindowItems {
-			held = append(held, id)
+	req := (&wire.WindowReq{Epoch: v.id, Number: v.desc.Number}).Marshal()
+	res := make(chan windowReply)
+	asked := map[peer.ID]bool{}
+	pending := 0
+	ask := func(p peer.ID, addrs [][]byte) {
+		if p == c.h.ID() || asked[p] {
+			return
 		}
-	}
-	c.mu.Unlock()
-	req := (&wire.WindowReq{Epoch: v.id, Number: v.desc.Number, Held: held}).Marshal()
-	var (
-		mu      sync.Mutex
-		wg      sync.WaitGroup
-		got     []wire.WindowItem
-		answers int
-	)
-	for i, p := range v.chain {
-		if p == c.h.ID() {
-			continue
-		}
-		c.addAddrs(p, v.desc.Group[i].Addrs)
-		wg.Add(1)
+		asked[p] = true
+		c.addAddrs(p, addrs)
+		pending++
 		go func() {
-			defer wg.Done()
 			rep, err := c.callPeer(ctx, p, request{Proto: ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: shortTimeout})
 			var w wire.Window
 			if err == nil {
 				err = w.Unmarshal(rep)
 			}
-			if err != nil {
-				c.log.Info("decoy window from a chain server failed", "peer", p.ShortString(), "err", err)
-				return
-			}
-			mu.Lock()
-			answers++
-			got = append(got, w.Items...)
-			mu.Unlock()
+			res <- windowReply{p, w.Items, err}
 		}()
 	}
-	wg.Wait()
+	for i, p := range v.chain {
+		ask(p, v.desc.Group[i].Addrs)
+	}
+	var got []wire.WindowItem
+	answers, prevAsked := 0, false
+	for ; pending > 0; pending-- {
+		r := <-res
+		if r.err != nil {
+			c.log.Info("decoy window from a chain server failed", "peer", r.p.ShortString(), "err", r.err)
+			continue
+		}
+		answers++
+		got = append(got, r.items...)
+		if prevAsked {
+			continue
+		}
+		if gd := previousGroup(v.desc, r.items); gd != nil {
+			prevAsked = true
+			for _, g := range gd.Group {
+				if p, err := peer.IDFromBytes(g.PeerID); err == nil {
+					ask(p, g.Addrs)
+				}
+			}
+		}
+	}
 	if answers == 0 {
 		return errNoWindow
 	}
+	w := walkWindow(v.desc, got)
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	eps, keep := walkWindow(v.desc, c.window, got)
-	c.window = keep
-	c.decoys.set(eps)
-	if c.db != nil {
-		kept := map[store.ID][]byte{}
-		for id, it := range keep {
-			kept[store.ID(id)] = (&wire.Window{Items: []wire.WindowItem{*it}}).Marshal()
-		}
-		if err := c.db.PutDecoyWindow(kept); err != nil {
-			c.log.Warn("keep the decoy window", "err", err)
+	c.decoys.set(w.pools)
+	c.windowRecs = w.recs
+	c.windowBudget = w.budget
+	c.mu.Unlock()
+	return nil
+}
+
+// previousGroup returns the descriptor of the epoch before d (the one its
+// certificate names) from items, or nil.
+func previousGroup(d *wire.Descriptor, items []wire.WindowItem) *wire.Descriptor {
+	prev := d.Previous
+	if prev.Kind != wire.CertFinal && prev.Kind != wire.CertAbort {
+		return nil
+	}
+	for i := range items {
+		if items[i].Epoch == prev.Epoch {
+			if gd := linkedDescriptor(items[i].Group, prev.Epoch, prev.Number); gd != nil {
+				return gd
+			}
 		}
 	}
 	return nil
 }
 
+// windowWalk is what a walk back from an open descriptor found, all of it
+// pinned by that descriptor: the window (newest first), the checked
+// records of its epochs by id, and what the walked descriptors show of the
+// servers' refusal budgets (client_budget.go).
+type windowWalk struct {
+	pools  []*poolEpoch
+	recs   map[[32]byte]*wire.Closing
+	budget budgetView
+}
+
 // walkWindow walks back from descriptor d through the certificates the
-// descriptors carry, taking each part (descriptor, record, pool) from
-// held or got only if it checks, and returns the window (newest first)
-// and the items to keep.
-func walkWindow(d *wire.Descriptor, held map[[32]byte]*wire.WindowItem, got []wire.WindowItem) ([]*poolEpoch, map[[32]byte]*wire.WindowItem) {
+// descriptors carry, at most WindowLookback numbers, taking each part
+// (descriptor, record, pool) from got only if it checks.
+func walkWindow(d *wire.Descriptor, got []wire.WindowItem) windowWalk {
 	cands := map[[32]byte][]*wire.WindowItem{}
-	for id, it := range held {
-		cands[id] = append(cands[id], it)
-	}
 	for i := range got {
 		cands[got[i].Epoch] = append(cands[got[i].Epoch], &got[i])
 	}
-	keep := map[[32]byte]*wire.WindowItem{}
-	var win []*poolEpoch
+	w := windowWalk{recs: map[[32]byte]*wire.Closing{}, budget: budgetView{chains: map[uint64][]peer.ID{}}}
 	prev := d.Previous
-	for step := 0; step < WindowLookback && len(win) < DecoyEpochs; step++ {
+	w.budget.certs = append(w.budget.certs, prev)
+	for step := 0; step < WindowLookback; step++ {
 		if prev.Kind != wire.CertFinal && prev.Kind != wire.CertAbort {
 			break
 		}
 		id, num := prev.Epoch, prev.Number
 		var gd *wire.Descriptor
-		it := &wire.WindowItem{Number: num, Epoch: id}
 		for _, x := range cands[id] {
 			if gd = linkedDescriptor(x.Group, id, num); gd != nil {
-				it.Group = x.Group
 				break
 			}
 		}
 		if gd == nil {
 			break // the walk cannot go further back
 		}
-		keep[id] = it
-		if prev.Kind == wire.CertFinal && num+2 <= d.Number {
-			if pe := checkedPool(gd, id, cands[id], it); pe != nil {
+		if prev.Kind == wire.CertFinal && num+2 <= d.Number && len(w.pools) < DecoyEpochs {
+			if pe, rec := checkedPool(gd, id, cands[id]); pe != nil {
 				pe.number = num
-				win = append(win, pe)
+				w.pools = append(w.pools, pe)
+				w.recs[id] = rec
 			}
 		}
+		if ch, err := descChain(gd); err == nil {
+			w.budget.chains[num] = ch
+		}
 		prev = gd.Previous
+		w.budget.certs = append(w.budget.certs, prev)
 	}
-	return win, keep
+	return w
+}
+
+// descChain returns a descriptor's chain.
+func descChain(d *wire.Descriptor) ([]peer.ID, error) {
+	out := make([]peer.ID, 0, len(d.Group))
+	for _, g := range d.Group {
+		p, err := peer.IDFromBytes(g.PeerID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // linkedDescriptor decodes a descriptor without clients and returns it if
@@ -172,38 +197,33 @@ func linkedDescriptor(b []byte, id [32]byte, num uint64) *wire.Descriptor {
 	return &d
 }
 
-// checkedPool returns epoch id's pool from the first candidates whose
-// record verifies against the epoch's chain and whose pool matches it,
-// and notes both in it.
-func checkedPool(d *wire.Descriptor, id [32]byte, cands []*wire.WindowItem, it *wire.WindowItem) *poolEpoch {
-	v := &view{id: id, desc: d}
-	for _, g := range d.Group {
-		p, err := peer.IDFromBytes(g.PeerID)
-		if err != nil {
-			return nil
-		}
-		v.chain = append(v.chain, p)
+// checkedPool returns epoch id's pool and record from the first
+// candidates whose record verifies against the epoch's chain and whose
+// pool matches it.
+func checkedPool(d *wire.Descriptor, id [32]byte, cands []*wire.WindowItem) (*poolEpoch, *wire.Closing) {
+	chain, err := descChain(d)
+	if err != nil {
+		return nil, nil
 	}
+	v := &view{id: id, desc: d, chain: chain}
 	var rec *wire.Closing
 	for _, x := range cands {
 		var c wire.Closing
 		if len(x.Closing) > 0 && c.Unmarshal(x.Closing, wire.MaxClosingRounds) == nil && checkClosing(v, &c) == nil {
-			rec, it.Closing = &c, x.Closing
+			rec = &c
 			break
 		}
 	}
 	if rec == nil {
-		return nil
+		return nil, nil
 	}
 	for _, x := range cands {
 		var p wire.DecoyPool
 		if len(x.Pool) > 0 && p.Unmarshal(x.Pool) == nil && checkPool(rec, &p) == nil {
-			it.Pool = x.Pool
-			return &poolEpoch{id: id, total: p.Total, sample: p.Sample}
+			return &poolEpoch{id: id, total: p.Total, sample: p.Sample}, rec
 		}
 	}
-	it.Closing = nil // held again only with its pool
-	return nil
+	return nil, nil
 }
 
 // sitOutLine tells the user why the client sat an epoch out.
@@ -211,31 +231,37 @@ func sitOutLine(id [32]byte) string {
 	return fmt.Sprintf("epoch %x: sitting out: no server of the chain gave the decoy window; this may be a targeted exclusion of this client", id[:4])
 }
 
-// holdWindow fetches epoch v's window and waits for the client's random
-// offset into the registration window: registration never comes before
-// the window is held, and its time says nothing about how long the fetch
-// took (a newcomer fetches more). If every chain server fails, the
-// client sits the epoch out and tells its user.
+// holdWindow fetches epoch v's window, then draws the client's random
+// offset into the first third of the registration window and waits it
+// out: registration never comes before the window is held, and the draw
+// is made only then, so nothing drawn goes to waste on a fetch that
+// fails. If every server fails, the client sits the epoch out and pauses
+// its jobs (sitOut).
 func (c *Client) holdWindow(ctx context.Context, v *view) error {
-	if c.ownRule() {
-		return nil // the old rule: no window
+	if c.hookOwnRule() {
+		return c.takeChain(v.desc, v.chain, budgetView{}) // the old rule: no window
 	}
+	if err := c.fetchWindow(ctx, v); err != nil {
+		c.sitOut(v.id)
+		return err
+	}
+	c.mu.Lock()
+	bv := c.windowBudget
+	c.mu.Unlock()
+	if err := c.takeChain(v.desc, v.chain, bv); err != nil {
+		return fmt.Errorf("node: epoch refused: %w", err)
+	}
+	c.hookWindow(v)
 	var b [8]byte
 	if _, err := io.ReadFull(c.rand, b[:]); err != nil {
 		return err
 	}
 	span := time.Duration(v.desc.Params.RegWindowMs) * time.Millisecond / 3
-	at := time.Now()
-	if span > 0 {
-		at = at.Add(time.Duration(binary.BigEndian.Uint64(b[:]) % uint64(span)))
+	if span <= 0 {
+		return nil
 	}
-	if err := c.fetchWindow(ctx, v); err != nil {
-		c.progress("%s", sitOutLine(v.id))
-		return err
-	}
-	c.hookWindow(v.id)
 	select {
-	case <-time.After(time.Until(at)):
+	case <-time.After(time.Duration(binary.BigEndian.Uint64(b[:]) % uint64(span))):
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -9,14 +9,12 @@ import (
 // The decoy window (SPEC §6.3 v3). A server keeps, for the last epochs it
 // served in, what a client needs to check them without having taken part:
 // the descriptor without its clients and the epoch's decoy pool (the
-// closing record is in the closing bucket). A client keeps the window it
-// last held, so that a restart does not make it a newcomer.
-var (
-	bucketWindow       = []byte("window")       // u64 number ‖ epoch id → item bytes (server)
-	bucketClientWindow = []byte("decoy-window") // epoch id → item bytes (client)
-)
+// closing record is in the closing bucket). A client keeps nothing: it
+// fetches the whole window for every epoch, so that what it held before
+// never shows.
+var bucketWindow = []byte("window") // u64 number ‖ epoch id → item bytes
 
-// MaxWindowKept bounds the epochs either side keeps.
+// MaxWindowKept bounds the epochs a server keeps.
 const MaxWindowKept = 64
 
 // MaxWindowItem bounds one kept item's bytes.
@@ -62,53 +60,6 @@ func (s *Store) WindowItem(number uint64, epoch EpochID) ([]byte, error) {
 		}
 		out = append([]byte(nil), v...)
 		return nil
-	})
-	return out, err
-}
-
-// PutDecoyWindow replaces the client's kept window with items (epoch id →
-// item bytes), at most MaxWindowKept of them.
-func (c *ClientDB) PutDecoyWindow(items map[ID][]byte) error {
-	if len(items) > MaxWindowKept {
-		return fmt.Errorf("store: window of %d epochs", len(items))
-	}
-	return c.db.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketClientWindow) != nil {
-			if err := tx.DeleteBucket(bucketClientWindow); err != nil {
-				return err
-			}
-		}
-		bk, err := tx.CreateBucket(bucketClientWindow)
-		if err != nil {
-			return err
-		}
-		for id, b := range items {
-			if len(b) > MaxWindowItem {
-				return fmt.Errorf("store: window item of %d bytes", len(b))
-			}
-			if err := bk.Put(id[:], b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// DecoyWindow returns the client's kept window.
-func (c *ClientDB) DecoyWindow() (map[ID][]byte, error) {
-	out := map[ID][]byte{}
-	err := c.db.View(func(tx *bolt.Tx) error {
-		bk := tx.Bucket(bucketClientWindow)
-		if bk == nil {
-			return nil
-		}
-		return bk.ForEach(func(k, v []byte) error {
-			if len(k) != 32 {
-				return fmt.Errorf("%w: window key of %d bytes", errCorrupt, len(k))
-			}
-			out[ID(k)] = append([]byte(nil), v...)
-			return nil
-		})
 	})
 	return out, err
 }

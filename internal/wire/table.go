@@ -218,7 +218,7 @@ var Messages = []Message{
 	req(ProtoClient, TypeWaitList, "WaitList", size(1024), TypeRoundList, decEpochRef),
 	req(ProtoClient, TypeIndexReq, "IndexReq", size(IndexReqSize), TypeIndex, decIndexReq),
 	req(ProtoClient, TypeReceiptSet, "ReceiptSet", size(ReceiptSetSize(0)), TypeReceiptSet, decReceiptSet),
-	req(ProtoClient, TypeWindowReq, "WindowReq", size(32+8+4+32*MaxWindowItems), TypeWindow, decWindowReq),
+	req(ProtoClient, TypeWindowReq, "WindowReq", size(32+8), TypeWindow, decWindowReq),
 	// What the group is doing, for a client in no epoch (state.go).
 	req(ProtoClient, TypeStateReq, "StateReq", ackCap, TypeState, decEmpty),
 	rep(ProtoClient, TypeSigned, "Signed", signedCap, decSigned),

@@ -151,7 +151,7 @@ func vectors() []vector {
 		{"lack", TypeLack, &BatchRef{Epoch: k32(1), Round: 2, S: 1}},
 		{"closingproposal", TypeClosingProposal, &ClosingProposal{Closing{Epoch: k32(1), Rounds: []ClosingRound{{ClosedPublished, k32(0xa0)}, {ClosedVoid, k32(0xa1)}, {}}, Pairs: 7, Pool: k32(0xa2)}}},
 		{"closing", TypeClosing, &Closing{Epoch: k32(1), Rounds: []ClosingRound{{ClosedPublished, k32(0xa0)}, {ClosedVoid, k32(0xa1)}, {}}, Pairs: 7, Pool: k32(0xa2), Sigs: [][64]byte{k64(0x30), k64(0x31)}}},
-		{"windowreq", TypeWindowReq, &WindowReq{Epoch: k32(1), Number: 9, Held: [][32]byte{k32(0xb0)}}},
+		{"windowreq", TypeWindowReq, &WindowReq{Epoch: k32(1), Number: 9}},
 		{"statereq", TypeStateReq, Raw{}},
 		{"state", TypeState, &State{Live: 3, MinServers: 3, MinClients: 2, Waiting: 4, Phase: PhaseRounds, Number: 12, Registered: 5, Done: 7, Rounds: 32, RoundMillis: 850, SinceEnd: 41000}},
 		{"window", TypeWindow, &Window{Items: []WindowItem{{Number: 8, Epoch: k32(0xb1), Group: []byte("descriptor"), Closing: []byte("record"), Pool: []byte("pool")}, {Number: 7, Epoch: k32(0xb0), Group: []byte{}, Closing: []byte{}, Pool: []byte{}}}}},

@@ -18,8 +18,7 @@ const (
 
 // Bounds of the decoy window's messages.
 const (
-	// MaxWindowItems bounds the epochs of one Window (and the ids a
-	// WindowReq says it holds).
+	// MaxWindowItems bounds the epochs of one Window.
 	MaxWindowItems = 32
 	// MaxPoolPairs bounds an epoch's decoy pool: whatever demand an epoch
 	// had, a client fetches at most this many pairs for it.
@@ -35,24 +34,19 @@ const (
 // WindowReq asks for the epochs before the open epoch Epoch of number
 // Number:
 //
-//	epoch id 32 ‖ u64 number ‖ u32 n ‖ n × epoch id 32
+//	epoch id 32 ‖ u64 number
 //
-// Held lists epochs whose items the client holds already: the server
-// leaves their descriptor, record and pool out.
+// Every client of the epoch sends the same request: nothing in it says
+// what the client held before, which would follow the epochs it attended.
 type WindowReq struct {
 	Epoch  [32]byte
 	Number uint64
-	Held   [][32]byte
 }
 
 func (m *WindowReq) Marshal() []byte {
-	e := Enc{B: make([]byte, 0, 32+8+4+32*len(m.Held))}
+	e := Enc{B: make([]byte, 0, 32+8)}
 	e.Fixed(m.Epoch[:])
 	e.U64(m.Number)
-	e.U32(uint32(len(m.Held)))
-	for _, h := range m.Held {
-		e.Fixed(h[:])
-	}
 	return e.B
 }
 
@@ -60,17 +54,12 @@ func (m *WindowReq) Unmarshal(b []byte) error {
 	d := Dec{B: b}
 	m.Epoch = d.Array32("epoch id")
 	m.Number = d.U64("number")
-	n := d.Count(MaxWindowItems, 32, "held epochs")
-	m.Held = make([][32]byte, n)
-	for i := range m.Held {
-		m.Held[i] = d.Array32("held epoch")
-	}
 	return d.Done("window request")
 }
 
 // WindowItem is one epoch of a Window: its number and id, the descriptor
 // of that id without clients or reveals (a Descriptor encoding; empty if
-// the server lacks it or the client holds it), its closing record and its
+// the server lacks it), its closing record and its
 // decoy pool (each empty if the server lacks it).
 type WindowItem struct {
 	Number  uint64

@@ -1,0 +1,311 @@
+//go:build riffletest
+
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
+)
+
+// TestSitOutPausesJobs (§6.3 v3, issue 26): when every server refuses a
+// client the decoy window, the client sits the epoch out, tells its user
+// that this may be a targeted exclusion, and its running get pauses: no
+// request of the job goes out, in the epochs after either, until the user
+// resumes it; resumed, it finishes with the file's bytes.
+func TestSitOutPausesJobs(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		var refuse atomic.Bool
+		var victim atomic.Pointer[peer.ID]
+		tn := startAnonNet(t, 2, 0, 2, testParams(4), func(i int, c *ServerConfig) {
+			c.observe = &testObserver{WindowRefuse: func(to peer.ID) bool {
+				v := victim.Load()
+				return refuse.Load() && v != nil && *v == to
+			}}
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		var (
+			mu     sync.Mutex
+			asked  = map[[32]byte]int{} // job requests by epoch
+			epochs [][32]byte           // epochs joined, in order
+		)
+		o := &testClientObserver{
+			Requested: func(epoch [32]byte, _ uint32, ids [][32]byte) {
+				mu.Lock()
+				defer mu.Unlock()
+				asked[epoch] += len(ids)
+			},
+			Joined: func(epoch [32]byte, _ uint32, _ []byte) {
+				mu.Lock()
+				defer mu.Unlock()
+				epochs = append(epochs, epoch)
+			},
+		}
+		progress := &lockedBuf{}
+		down, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger(), Progress: progress, clientHookCfg: clientHookCfg{observe: o}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer down.Close()
+		id := down.h.ID()
+		victim.Store(&id)
+		up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer up.Close()
+		// A third client, so that epochs run while the victim sits out.
+		idle, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer idle.Close()
+		// 24 data chunks, k = 2 requests a round, 4 rounds: three epochs
+		// of requests at least.
+		data := anonRand(t, 24*(16<<10)-300)
+		link, err := up.Share(ctx, bytes.NewReader(data), "sitout.bin", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type res struct {
+			path string
+			err  error
+		}
+		done := make(chan res, 1)
+		go func() {
+			p, err := down.Get(ctx, link, t.TempDir())
+			done <- res{p, err}
+		}()
+		total := func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			n := 0
+			for _, x := range asked {
+				n += x
+			}
+			return n
+		}
+		until(t, ctx, 5*time.Minute, func() bool { return total() > 0 }, "the get sent no request")
+		refuse.Store(true)
+		until(t, ctx, 5*time.Minute, func() bool { return strings.Contains(progress.String(), "targeted exclusion") }, "no line tells the user it sat out")
+		refuse.Store(false)
+		until(t, ctx, time.Minute, func() bool { return len(down.Status().Paused) == 1 }, "the get did not pause")
+		if p := down.Status().Paused[0]; p.Kind != "get" || !strings.Contains(p.Reason, "targeted exclusion") || !strings.Contains(p.Reason, "riffle resume "+link.ID.String()) {
+			t.Fatalf("paused job %+v", p)
+		}
+		// Two epochs go by with the window back: no request of the job.
+		mu.Lock()
+		seen, before := len(epochs), 0
+		for _, x := range asked {
+			before += x
+		}
+		mu.Unlock()
+		until(t, ctx, 5*time.Minute, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(epochs) >= seen+2
+		}, "no two epochs after the sit-out")
+		if total() != before {
+			t.Fatalf("the paused get sent %d requests", total()-before)
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the get ended while paused: %v", r.err)
+		default:
+		}
+		if n := down.Resume(link.ID.String()); n != 1 {
+			t.Fatalf("resumed %d jobs", n)
+		}
+		r := <-done
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		got, err := os.ReadFile(r.path)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("fetched file differs (%v)", err)
+		}
+	})
+}
+
+// TestWindowRequestSame (§6.3 v3, issue 26): every client of an epoch, a
+// long-running one and one in its first epoch alike, sends every server of
+// the chain the same window request, byte for byte: nothing in it says
+// what the client held before. (A list of the epochs it held told a
+// newcomer from the others.)
+func TestWindowRequestSame(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		const m = 3
+		var mu sync.Mutex
+		got := map[string]map[peer.ID]map[int]bool{} // body → client → servers asked
+		first := map[peer.ID]string{}                // client → its first request
+		tn := startAnonNet(t, m, 2, 2, testParams(4), func(i int, c *ServerConfig) {
+			c.observe = &testObserver{Received: func(from peer.ID, ty wire.Type, body []byte) {
+				if ty != wire.TypeWindowReq {
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				k := string(body)
+				if _, ok := first[from]; !ok {
+					first[from] = k
+				}
+				if got[k] == nil {
+					got[k] = map[peer.ID]map[int]bool{}
+				}
+				if got[k][from] == nil {
+					got[k][from] = map[int]bool{}
+				}
+				got[k][from][i] = true
+			}}
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		// The two clients of startAnonNet run for a few epochs, then a
+		// newcomer comes.
+		until(t, ctx, 5*time.Minute, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got) >= DecoyEpochs+2
+		}, "no epochs")
+		late, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[2].Addrs()[0].String(), Logger: anonLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer late.Close()
+		var body string
+		until(t, ctx, 5*time.Minute, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			k, ok := first[late.h.ID()]
+			body = k
+			return ok && len(got[k]) == 3
+		}, "the newcomer's first window request is not the others'")
+		mu.Lock()
+		defer mu.Unlock()
+		for p, servers := range got[body] {
+			if len(servers) != m {
+				t.Errorf("client %s asked %d servers of %d", p.ShortString(), len(servers), m)
+			}
+		}
+	})
+}
+
+// TestWindowTwoNumbersOn (§6.3 v3): the window of epoch N holds epochs of
+// number at most N − 2, and the newest is N − 2 itself while epochs run to
+// their end: an epoch enters the window two numbers on, for every client
+// alike, whenever its record reached any of them.
+func TestWindowTwoNumbersOn(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		var mu sync.Mutex
+		newest := map[uint64]uint64{} // N → the window's newest number
+		o := &testClientObserver{WindowAt: func(n uint64, nums []uint64) {
+			mu.Lock()
+			defer mu.Unlock()
+			top := uint64(0)
+			for _, x := range nums {
+				top = max(top, x)
+			}
+			newest[n] = top
+		}}
+		tn := startAnonNet(t, 2, 1, 2, testParams(4), nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		until(t, ctx, 5*time.Minute, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(newest) >= 6
+		}, "no six windows")
+		mu.Lock()
+		defer mu.Unlock()
+		for n, top := range newest {
+			if n >= 3 && top != n-2 {
+				t.Errorf("the window of epoch %d: newest epoch %d, want %d", n, top, n-2)
+			}
+		}
+	})
+}
+
+// TestWindowAsksPreviousChain (§6.3 v3): a client asks for N's window
+// every server of N's chain and, once an answer gives N − 1's descriptor
+// (pinned by N's certificate), every server of N − 1's chain too, with the
+// same request: the servers that served the window's epochs hold their
+// records, and N's chain may be new. Three stand-in servers answer: s1
+// and s2 are N's chain, s2 and s3 N − 1's.
+func TestWindowAsksPreviousChain(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var hosts []transport.Host
+		for i := range 4 {
+			var listen []string
+			if i < 3 {
+				listen = []string{"/ip4/127.0.0.1/tcp/0"}
+			}
+			h, err := defaultNetwork.NewHost(nil, listen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			hosts = append(hosts, h)
+		}
+		entry := func(h transport.Host) wire.GroupEntry {
+			var addrs [][]byte
+			for _, a := range h.Addrs() {
+				addrs = append(addrs, a.Bytes())
+			}
+			return wire.GroupEntry{PeerID: []byte(h.ID()), Nick: []byte("s"), Addrs: addrs}
+		}
+		prev := &wire.Descriptor{Number: 4, Params: testParams(4).wire(), Group: []wire.GroupEntry{entry(hosts[1]), entry(hosts[2])}}
+		d := &wire.Descriptor{Number: 5, Params: testParams(4).wire(), Group: []wire.GroupEntry{entry(hosts[0]), entry(hosts[1])},
+			Previous: wire.Cert{Kind: wire.CertFinal, Number: 4, Epoch: epochID(prev)}}
+		reply := (&wire.Window{Items: []wire.WindowItem{{Number: 4, Epoch: epochID(prev), Group: groupBytes(prev)}}}).Marshal()
+		var mu sync.Mutex
+		asked := map[int][]byte{}
+		var g gate
+		for i, h := range hosts[:3] {
+			serve(ctx, h, &g, quietLogger(), ProtoClient, time.Minute, anyPeer(func(wire.Type) int { return 1 << 20 }),
+				func(_ context.Context, _ peer.ID, ty wire.Type, body []byte) (wire.Type, []byte, error) {
+					mu.Lock()
+					asked[i] = append([]byte(nil), body...)
+					mu.Unlock()
+					if ty != wire.TypeWindowReq {
+						return 0, nil, errors.New("not a window request")
+					}
+					if i == 2 {
+						return wire.TypeWindow, (&wire.Window{}).Marshal(), nil
+					}
+					return wire.TypeWindow, reply, nil
+				})
+		}
+		c := &Client{h: hosts[3], primary: hosts[0].ID(), log: quietLogger(), ctx: ctx}
+		v := &view{id: epochID(d), desc: d, chain: []peer.ID{hosts[0].ID(), hosts[1].ID()}}
+		if err := c.fetchWindow(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		want := (&wire.WindowReq{Epoch: v.id, Number: 5}).Marshal()
+		for i := range 3 {
+			if !bytes.Equal(asked[i], want) {
+				t.Errorf("server %d was asked %x, want %x", i, asked[i], want)
+			}
+		}
+	})
+}
