@@ -132,7 +132,11 @@ func TestPresenceWireShape(t *testing.T) {
 			return out
 		}
 		by := []map[[32]byte]map[wire.Type][]int{split(sharer), split(fetcher), split(idle)}
-		polls := map[wire.Type]bool{wire.TypeWaitOpen: true, wire.TypeWaitList: true}
+		// Polls, and the state requests of a client waiting for its
+		// final descriptor (waitstate.go): how many follow the wait's
+		// length and fresh randomness, not the job; their sizes are
+		// still compared.
+		polls := map[wire.Type]bool{wire.TypeWaitOpen: true, wire.TypeWaitList: true, wire.TypeStateReq: true}
 		compared, frames := 0, 0
 		for _, id := range epoch[idle][:len(epoch[idle])-1] { // the last is incomplete
 			a, b, c := by[sharer][id], by[fetcher][id], by[idle][id]
