@@ -80,9 +80,6 @@ func newcomerRun(t *testing.T, own, restart bool, trials int) *tally {
 			}
 			return 0
 		})
-		if prev != nil {
-			prev.Close()
-		}
 		waitCount(ctx, t, "the newcomer's epoch to end", 1, func() int {
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
@@ -91,6 +88,12 @@ func newcomerRun(t *testing.T, own, restart bool, trials int) *tally {
 			}
 			return 0
 		})
+		// The last newcomer leaves only now: leaving mid-epoch hands over
+		// handoverMax rounds of cover, and a longer epoch would end early,
+		// never reaching its last round.
+		if prev != nil {
+			prev.Close()
+		}
 		rec.mu.Lock()
 		ps := rec.pseud[ep]
 		truth := -1
