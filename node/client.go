@@ -463,33 +463,6 @@ func (c *Client) progress(format string, args ...any) {
 	}
 }
 
-// progressKey carries a job's own progress sink in its context: the
-// control socket sends a handed-off job's lines to the command that asked
-// for it, not to the daemon's stderr.
-type progressKey struct{}
-
-// WithProgress returns ctx with the progress lines of the share or get job
-// run under it going to fn (one line per call, no newline): in this
-// process, or from a running client through its control socket.
-func WithProgress(ctx context.Context, fn func(line string)) context.Context {
-	return context.WithValue(ctx, progressKey{}, fn)
-}
-
-func progressOf(ctx context.Context) func(string) {
-	fn, _ := ctx.Value(progressKey{}).(func(string))
-	return fn
-}
-
-// jobProgress prints a job's progress line to its own sink if ctx has one,
-// else where the client's progress goes.
-func (c *Client) jobProgress(ctx context.Context, format string, args ...any) {
-	if fn := progressOf(ctx); fn != nil {
-		fn(fmt.Sprintf(format, args...))
-		return
-	}
-	c.progress(format, args...)
-}
-
 // call sends r to the client's primary, reporting the bytes sent to
 // ClientConfig.OnSend.
 func (c *Client) call(ctx context.Context, r request) ([]byte, error) {

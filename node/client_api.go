@@ -36,7 +36,12 @@ func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bo
 	if err != nil {
 		return chunker.Link{}, err
 	}
-	start := time.Now()
+	return c.FollowShare(ctx, h, name, time.Now())
+}
+
+// FollowShare waits for the share of h, queued at start, reporting its
+// progress, and returns its link; on ctx's end it withdraws the share.
+func (c *Client) FollowShare(ctx context.Context, h *ShareHandle, name string, start time.Time) (chunker.Link, error) {
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
 	paused := false
@@ -47,13 +52,9 @@ func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bo
 			if err != nil {
 				return chunker.Link{}, err
 			}
-			earlier := ""
-			if n := h.resumed(); n > 0 {
-				earlier = fmt.Sprintf(", %d of them in an earlier run", n)
-			}
-			c.jobProgress(ctx, "shared %s: %d bytes in %d uploads (data and manifest chunks%s), %s", name, h.Bytes, total, earlier, time.Since(start).Round(time.Millisecond))
+			c.jobEvent(ctx, JobEvent{Kind: "share", Phase: PhaseShared, Name: name, Bytes: h.Bytes, Total: total, Earlier: h.resumed(), Elapsed: time.Since(start)})
 			for _, w := range warnings {
-				c.jobProgress(ctx, "warning: %s", w)
+				c.jobEvent(ctx, JobEvent{Kind: "share", Phase: PhaseWarning, Name: name, Note: w})
 			}
 			return link, nil
 		case <-ctx.Done():
@@ -63,33 +64,23 @@ func (c *Client) Share(ctx context.Context, r io.Reader, name string, encrypt bo
 			if why := c.jobPaused(&h.job.ep, link.ID); why != "" {
 				// Said once a pause: the job waits for its user.
 				if !paused {
-					c.jobProgress(ctx, "share %s: %s", name, why)
+					c.jobEvent(ctx, JobEvent{Kind: "share", Phase: PhasePaused, Name: name, Paused: why})
 				}
 				paused = true
 				continue
 			}
 			paused = false
 			if why := c.waitReason(); why != "" {
-				c.jobProgress(ctx, "share %s: %s", name, why)
+				c.jobEvent(ctx, JobEvent{Kind: "share", Phase: PhaseWaiting, Name: name, Waiting: why})
 				continue
 			}
 			c.mu.Lock()
 			rounds := c.stats.Rounds
 			c.mu.Unlock()
 			_, total, _, _ := h.Result()
-			c.jobProgress(ctx, "share %s: %s", name, progressLine(total-h.Left(), total, rounds, h.b, time.Since(start)))
+			c.jobEvent(ctx, moving("share", name, total-h.Left(), total, rounds, h.b, time.Since(start)))
 		}
 	}
-}
-
-// progressLine says how far a job of total chunks of b bytes is after el:
-// chunks, round, rate and the time left at that rate.
-func progressLine(done, total, round, b int, el time.Duration) string {
-	eta := "?"
-	if done > 0 {
-		eta = (el / time.Duration(done) * time.Duration(total-done)).Round(time.Second).String()
-	}
-	return fmt.Sprintf("%d/%d chunks, round %d, %.1f KiB/s, eta %s", done, total, round, float64(done*b)/1024/el.Seconds(), eta)
 }
 
 // Get fetches the file of link into dir and returns its path. A partial
@@ -112,13 +103,13 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 		select {
 		case <-g.done:
 			if g.err == nil {
-				c.jobProgress(ctx, "fetched %s in %s", filepath.Base(g.path), time.Since(start).Round(time.Millisecond))
+				c.jobEvent(ctx, JobEvent{Kind: "get", Phase: PhaseFetched, Name: filepath.Base(g.path), Path: g.path, Elapsed: time.Since(start)})
 			}
 			return g.path, g.err
 		case <-t.C:
 			if why := c.jobPaused(&g.ep, link.ID); why != "" {
 				if !paused {
-					c.jobProgress(ctx, "get %s: %s", link.ID, why)
+					c.jobEvent(ctx, JobEvent{Kind: "get", Phase: PhasePaused, Name: link.ID.String(), Paused: why})
 				}
 				paused = true
 				continue
@@ -139,15 +130,16 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 						c.dropGet(g)
 						return "", err
 					}
-					c.jobProgress(ctx, "get: %s", why)
+					c.jobEvent(ctx, JobEvent{Kind: "get", Phase: PhaseWaiting, Name: link.ID.String(), Waiting: why})
 				} else if why := c.waitReason(); why != "" {
-					c.jobProgress(ctx, "get %s: %s", link.ID, why)
+					c.jobEvent(ctx, JobEvent{Kind: "get", Phase: PhaseWaiting, Name: link.ID.String(), Waiting: why})
 				} else {
-					c.jobProgress(ctx, "get %s: waiting for its manifest in the index synced at the next epoch, round %d", link.ID, rounds)
+					c.jobEvent(ctx, JobEvent{Kind: "get", Phase: PhaseWaiting, Name: link.ID.String(), Round: rounds,
+						Waiting: fmt.Sprintf("waiting for its manifest in the index synced at the next epoch, round %d", rounds)})
 				}
 				continue
 			}
-			c.jobProgress(ctx, "get %s: %s", name, progressLine(held, total, rounds, b, time.Since(start)))
+			c.jobEvent(ctx, moving("get", name, held, total, rounds, b, time.Since(start)))
 		case <-ctx.Done():
 			c.dropGet(g)
 			return "", ctx.Err()

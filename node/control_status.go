@@ -3,31 +3,15 @@ package node
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/chunker"
-	"github.com/riffle-net/riffle/internal/wire"
-)
-
-// ctlStatus asks a running client for its ClientStatus (empty request; the
-// reply is the status as JSON, at most maxStatus bytes). share, get and ls
-// use it to check that the running client works under the flags the user
-// gave before they hand it a job; `riffle status` prints it.
-const (
-	ctlStatus wire.Type = 103
-	maxStatus           = 64 << 10
-	// ctlResume resumes paused jobs (§5.4 v3): bytes file id ("" for
-	// every paused job), at most maxLink; the reply is the count resumed
-	// as decimal text.
-	ctlResume wire.Type = 104
 )
 
 // ChainServer is one server of an epoch's chain, in chain order.
@@ -182,58 +166,6 @@ func (c *Client) waitReasonLocked() string {
 	return epochWaitHint
 }
 
-// controlMore serves the control requests added after the first three.
-func (c *Client) controlMore(_ context.Context, t wire.Type, body []byte) ([]byte, error) {
-	switch t {
-	case ctlStatus:
-		if len(body) != 0 {
-			return nil, errors.New("node: control status request has a body")
-		}
-		return json.Marshal(c.Status())
-	case ctlResume:
-		d := wire.Dec{B: body}
-		id := string(d.Bytes(maxLink, "file id"))
-		if err := d.Done("control resume"); err != nil {
-			return nil, err
-		}
-		if id != "" {
-			fid, err := chunker.ParseID(id)
-			if err != nil {
-				return nil, fmt.Errorf("node: control resume: %w", err)
-			}
-			id = fid.String()
-		}
-		return []byte(strconv.Itoa(c.Resume(id))), nil
-	}
-	return nil, fmt.Errorf("node: unknown control request %d", t)
-}
-
-// ControlStatus asks the client serving sock for its status.
-func ControlStatus(ctx context.Context, sock string) (*ClientStatus, error) {
-	rep, err := controlCall(ctx, sock, ctlStatus, nil, maxStatus)
-	if err != nil {
-		return nil, fmt.Errorf("node: running client: %w", err)
-	}
-	var st ClientStatus
-	if err := json.Unmarshal(rep, &st); err != nil {
-		return nil, fmt.Errorf("node: running client status: %w", err)
-	}
-	return &st, nil
-}
-
-// ControlResume asks the client serving sock to resume its paused jobs of
-// the file whose id is id (every paused job if id is ""), each for J more
-// epochs; it returns how many it resumed.
-func ControlResume(ctx context.Context, sock, id string) (int, error) {
-	var e wire.Enc
-	e.Bytes([]byte(id))
-	rep, err := controlCall(ctx, sock, ctlResume, e.B, 16)
-	if err != nil {
-		return 0, fmt.Errorf("node: running client: %w", err)
-	}
-	return strconv.Atoi(string(rep))
-}
-
 // CheckHandover reports why a job asking for primary (a peer id, "" for
 // any), the required servers req and a minimum anonymity set must not be
 // handed to a client of status st: it would run under other flags than the
@@ -297,10 +229,6 @@ func (c *Client) cancelShare(job *shareJob, link chunker.Link, total int, cause 
 	return fmt.Errorf("%w: every chunk had been sent before the interrupt, so the file will be published as %s", cause, link)
 }
 
-// cancelGrace bounds how long a cancelled asker waits for the running
-// client's word on what became of its job.
-const cancelGrace = 5 * time.Second
-
 // waitLine turns the reason a client left or refused an epoch into what a
 // waiting user reads.
 func waitLine(err error) string {
@@ -312,9 +240,9 @@ func waitLine(err error) string {
 // epochWaitHint is the hint of a job waiting for an epoch to open.
 const epochWaitHint = "waiting for the primary to open an epoch: it opens one when its chain has its minimum of servers and at least its minimum of clients (2 by default: this client and one other, with a data directory of its own) have asked to join"
 
-// chunkSizeWaiting is ChunkSize with a progress line every progressEvery
-// while no epoch runs, saying what the job waits for.
-func (c *Client) chunkSizeWaiting(ctx context.Context, job string) (int, error) {
+// chunkSizeWaiting is ChunkSize with a progress event every
+// progressEvery while no epoch runs, saying what the job waits for.
+func (c *Client) chunkSizeWaiting(ctx context.Context, kind, name string) (int, error) {
 	start := time.Now()
 	t := time.NewTicker(progressEvery)
 	defer t.Stop()
@@ -330,7 +258,7 @@ func (c *Client) chunkSizeWaiting(ctx context.Context, job string) (int, error) 
 		case <-ctx.Done():
 			return 0, fmt.Errorf("%w: nothing was sent, the file is not published, no link (the job was %s)", ctx.Err(), c.waitReason())
 		case <-t.C:
-			c.jobProgress(ctx, "%s: %s (%s)", job, c.waitReason(), time.Since(start).Round(time.Second))
+			c.jobEvent(ctx, JobEvent{Kind: kind, Phase: PhaseWaiting, Name: name, Waiting: c.waitReason(), Elapsed: time.Since(start)})
 		}
 	}
 }

@@ -5,9 +5,6 @@ import (
 	"testing"
 
 	"github.com/libp2p/go-libp2p/core/peer"
-
-	"github.com/riffle-net/riffle/chunker"
-	"github.com/riffle-net/riffle/internal/wire"
 )
 
 // A job is handed to a running client only if that client runs under the
@@ -52,26 +49,4 @@ func TestCheckBudgetHandover(t *testing.T) {
 			}
 		}
 	})
-}
-
-// A get request carries its bound on unlisted epochs only when it is not
-// the default, so that a request from before the bound (no such byte)
-// gets the default, and its link without checksums, which clients from
-// before them read.
-func TestCtlGetUnlisted(t *testing.T) {
-	link := chunker.Link{ID: chunker.Sum([]byte("u"))}
-	for _, n := range []int{DefaultUnlistedEpochs, 0, 5} {
-		b := encCtlGet(link, "/d", 3, n)
-		_, _, _, got, err := parseCtlGet(b)
-		if err != nil || got != n {
-			t.Errorf("unlisted %d: decoded %d, %v", n, got, err)
-		}
-		d := wire.Dec{B: b}
-		if text := string(d.Bytes(maxLink, "link")); text != chunker.LinkScheme+link.ID.String() {
-			t.Errorf("control get sends link %q, want the form without checksums", text)
-		}
-	}
-	if n := len(encCtlGet(link, "/d", 3, DefaultUnlistedEpochs)); n != len(encCtlGet(link, "/d", 3, 0))-1 {
-		t.Errorf("the default bound is sent (%d bytes)", n)
-	}
 }

@@ -59,7 +59,8 @@
 //     store, with the rounds' pairs and the epochs' closing records.
 //   - bufpool.go: recycled round buffers.
 //   - bench.go: in-process benchmark of a whole network (riffle bench).
-//   - control.go: the local control socket of `riffle share`, `get`, `ls`.
+//   - control.go: a share or get job's progress events (JobEvent), which
+//     the local API (internal/webui) streams to `riffle share` and `get`.
 //   - snapshot.go: read-only snapshots of a client and a server and share
 //     job handles, for local views (the web UI).
 //

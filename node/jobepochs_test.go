@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -120,9 +119,9 @@ func TestLongJobPauses(t *testing.T) {
 	}
 	var lines []string
 	var lmu sync.Mutex
-	gctx := WithProgress(ctx, func(l string) {
+	gctx := WithProgress(ctx, func(e JobEvent) {
 		lmu.Lock()
-		lines = append(lines, l)
+		lines = append(lines, e.Line())
 		lmu.Unlock()
 	})
 	type res struct {
@@ -175,17 +174,15 @@ func TestLongJobPauses(t *testing.T) {
 		t.Fatalf("get ended while paused: %v", r.err)
 	default:
 	}
-	// Resumed the way `riffle resume` does it: over the control socket,
-	// whose status lists the paused job.
-	sock := filepath.Join(t.TempDir(), ControlSocket)
-	go down.ServeControl(ctx, sock)
-	until(t, ctx, 10*time.Second, func() bool { return ControlAvailable(sock) }, "no control socket")
-	cst, err := ControlStatus(ctx, sock)
-	if err != nil || len(cst.Paused) != 1 || cst.Paused[0].ID != link.ID.String() {
-		t.Fatalf("control status: %v %+v", err, cst)
+	// Resumed the way `riffle resume` does it through the local API
+	// (GET /api/client, POST /api/resume): the status lists the paused
+	// job.
+	cst := down.Status()
+	if len(cst.Paused) != 1 || cst.Paused[0].ID != link.ID.String() {
+		t.Fatalf("client status: %+v", cst)
 	}
-	if n, err := ControlResume(ctx, sock, link.ID.String()); err != nil || n != 1 {
-		t.Fatalf("resumed %d jobs: %v", n, err)
+	if n := down.Resume(link.ID.String()); n != 1 {
+		t.Fatalf("resumed %d jobs", n)
 	}
 	// J = 1 more epoch at each resume: the job may pause again before
 	// it is done, and is resumed again.

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -147,13 +146,9 @@ func TestLsReadsSyncedCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	sock := filepath.Join(t.TempDir(), ControlSocket)
-	go c.ServeControl(ctx, sock)
-	for !ControlAvailable(sock) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	// What the local API's GET /api/index?wait=1 (riffle ls) calls.
 	for range 10 {
-		if _, err := ControlIndex(ctx, sock); err != nil {
+		if _, err := c.WaitSyncedIndex(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -333,7 +333,8 @@ func TestVoidRoundNotResent(t *testing.T) {
 		// The job's own progress lines: what `riffle share` prints.
 		var lmu sync.Mutex
 		var warn []string
-		pctx := WithProgress(ctx, func(line string) {
+		pctx := WithProgress(ctx, func(e JobEvent) {
+			line := e.Line()
 			lmu.Lock()
 			defer lmu.Unlock()
 			if strings.HasPrefix(line, "warning: share void.bin: ") && strings.Contains(line, "count as published") {

@@ -102,7 +102,7 @@ func (c *Client) resumeShare(ctx context.Context, job *shareJob, res *resumable,
 		return kept
 	}
 	job.resumed = sent
-	c.jobProgress(ctx, "share %s: resuming: %d of %d chunks went out in an earlier run; sending the other %d", job.name, sent, len(items), len(kept))
+	c.jobEvent(ctx, JobEvent{Kind: "share", Phase: PhaseResuming, Name: job.name, Done: sent, Total: len(items)})
 	if unconfirmed > 0 {
 		msg := fmt.Sprintf("share %s: %d chunk(s) went out just before the earlier run stopped, without their published list seen here; "+
 			"they count as published and are not sent again (a re-send under a new pseudonym could be linked to the first), "+

@@ -121,7 +121,7 @@ type ShareHandle struct {
 // and Cancel (Share is StartShare and a wait). It waits for an epoch first
 // (the chunk size is the epoch's).
 func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encrypt bool) (*ShareHandle, error) {
-	b, err := c.chunkSizeWaiting(ctx, "share "+name)
+	b, err := c.chunkSizeWaiting(ctx, "share", name)
 	if err != nil {
 		return nil, err
 	}

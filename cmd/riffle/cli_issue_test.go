@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riffle-net/riffle/internal/webui"
 	"github.com/riffle-net/riffle/node"
 )
 
@@ -107,12 +108,12 @@ func startNet(t *testing.T, n, minClients int) *testNet {
 }
 
 // startClientDaemon starts `riffle client` on data through server i and
-// waits for its control socket.
+// waits for its local socket.
 func (tn *testNet) startClientDaemon(t *testing.T, i int, data string, extra ...string) *proc {
 	t.Helper()
 	p := start(t, tn.env, append([]string{"client", "--server", tn.addrs[i], "--data", data}, extra...)...)
-	waitFor(t, 20*time.Second, "the client's control socket", func() bool {
-		return node.ControlAvailable(filepath.Join(data, node.ControlSocket))
+	waitFor(t, 20*time.Second, "the client's local socket", func() bool {
+		return webui.Available(filepath.Join(data, webui.SocketFile))
 	})
 	return p
 }
@@ -587,19 +588,27 @@ func TestParseSize(t *testing.T) {
 	}
 }
 
-// Progress: a bar on a terminal driven by the "d/t chunks" lines, plain
+// Progress: a bar on a terminal driven by the moving events, plain
 // lines elsewhere, nothing under --quiet; the last line is kept for a
 // timeout's message either way.
 func TestProgressModes(t *testing.T) {
 	lines := []string{"epoch 1a2b3c4d: 3 servers, anonymity set 4 clients", "share f.bin: 3/10 chunks, round 7, 1.0 KiB/s, eta 9s", "share f.bin: 10/10 chunks, round 14, 1.0 KiB/s, eta 0s", "shared f.bin: 40000 bytes in 10 uploads (data and manifest chunks), 3s"}
+	// The client's own line, then the job's events, whose lines are the
+	// others.
+	events := []node.JobEvent{
+		{Kind: "share", Phase: node.PhaseMoving, Name: "f.bin", Done: 3, Total: 10, Round: 7, Rate: 1024, ETA: 9 * time.Second},
+		{Kind: "share", Phase: node.PhaseMoving, Name: "f.bin", Done: 10, Total: 10, Round: 14, Rate: 1024},
+		{Kind: "share", Phase: node.PhaseShared, Name: "f.bin", Bytes: 40000, Total: 10, Elapsed: 3 * time.Second},
+	}
 	var plain, bar, none bytes.Buffer
 	pl := &progress{w: &plain}
 	pb := &progress{w: &bar, tty: true}
 	pq := &progress{w: &none, quiet: true}
-	for _, l := range lines {
-		pl.line(l)
-		pb.line(l)
-		pq.line(l)
+	for _, p := range []*progress{pl, pb, pq} {
+		p.line(lines[0])
+		for _, e := range events {
+			p.event(e)
+		}
 	}
 	pb.finish()
 	if plain.String() != strings.Join(lines, "\n")+"\n" {

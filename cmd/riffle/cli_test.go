@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/internal/webui"
 )
 
 // buildRiffle builds the binary once for the CLI tests.
@@ -172,7 +172,7 @@ func TestCLI(t *testing.T) {
 	// get through the second.
 	dataB := t.TempDir()
 	e.startDaemon(t, "client", "--server", addrs[2], "--data", dataB)
-	for !node.ControlAvailable(filepath.Join(dataB, node.ControlSocket)) {
+	for !webui.Available(filepath.Join(dataB, webui.SocketFile)) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	data2 := append([]byte("second file "), data[:1000]...)
@@ -229,7 +229,7 @@ func TestCLI(t *testing.T) {
 	if !found {
 		t.Fatalf("ls --json lacks hello.bin: %+v", entries)
 	}
-	// Without --data, ls finds the running cover client's control socket
+	// Without --data, ls finds the running cover client's local socket
 	// and hands it the job.
 	var lsErr bytes.Buffer
 	lsCmd := e.cmd(ctx, "ls")

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/riffle-net/riffle/internal/webui"
 	"github.com/urfave/cli/v2"
-
-	"github.com/riffle-net/riffle/node"
 )
 
 func init() {
@@ -42,9 +41,9 @@ func runClient(c *cli.Context) error {
 		return err
 	}
 	// One client per data directory: a second would share its database
-	// and control socket.
-	sock := filepath.Join(dir, node.ControlSocket)
-	if node.ControlAvailable(sock) {
+	// and local socket.
+	sock := filepath.Join(dir, webui.SocketFile)
+	if webui.Available(sock) {
 		return fmt.Errorf("a riffle client already runs on data directory %s; stop it first, or give this one another --data", dir)
 	}
 	p := newProgress(c)
@@ -53,25 +52,24 @@ func runClient(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	// share, get, ls and status on this machine hand their jobs over this
-	// socket; if it cannot be served, the client stops.
-	ctlErr := make(chan error, 1)
-	go func() { ctlErr <- cl.ServeControl(ctx, sock) }()
-	// The UI, and the jobs started from it, last as long as the client:
-	// a get started in the browser is a job the client finishes before it
-	// leaves, like one handed over by `riffle get`. On a second interrupt
-	// the client closes at once and the UI's jobs return with its error;
-	// the command returns only after them.
-	uiWait := func() {}
-	if addr := c.String("ui"); addr != "" {
-		url, wait, err := startClientUI(base, c, cl, addr, c.Bool("ui-public"), dir, filepath.Join(dir, uiDownloadsSubdir), c.StringSlice("share-dir"))
-		if err != nil {
-			cl.Close()
-			return err
-		}
-		uiWait = wait
+	// The web UI's API, and the jobs started through it, last as long as
+	// the client: a job handed over by `riffle get` or started in the
+	// browser is one the client finishes before it leaves. On a second
+	// interrupt the client closes at once and the jobs return with its
+	// error; the command returns only after them. share, get, ls, status
+	// and resume on this machine use the API on the socket; if it cannot
+	// be served, the client stops.
+	ui, url, err := startClientUI(base, c, cl, c.String("ui"), c.Bool("ui-public"), dir, filepath.Join(dir, uiDownloadsSubdir), c.StringSlice("share-dir"))
+	if err != nil {
+		cl.Close()
+		return err
+	}
+	uiWait := ui.Wait
+	if url != "" {
 		fmt.Fprintln(stdout(c), url)
 	}
+	ctlErr := make(chan error, 1)
+	go func() { ctlErr <- ui.ServeLocal(ctx, sock) }()
 	select {
 	case <-ctx.Done():
 	case <-cl.Done():
@@ -85,7 +83,7 @@ func runClient(c *cli.Context) error {
 	case err := <-ctlErr:
 		if err != nil {
 			cl.Close()
-			return fmt.Errorf("control socket: %w", err)
+			return fmt.Errorf("local socket: %w", err)
 		}
 		<-ctx.Done()
 	}

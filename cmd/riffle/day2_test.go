@@ -72,7 +72,7 @@ func TestConfigAppliesToEveryCommand(t *testing.T) {
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("unix", filepath.Join(data, node.ControlSocket))
+	l, err := net.Listen("unix", filepath.Join(data, webui.SocketFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -164,13 +164,13 @@ func runGet(c *cli.Context) (err error) {
 		// A running client on this machine (same data directory) takes
 		// the jobs; otherwise this command joins epochs on its own.
 		var get getter
-		sock, err := runningClient(ctx, c)
+		lc, err := runningClient(ctx, c)
 		if err != nil {
 			return err
 		}
-		if sock != "" {
+		if lc != nil {
 			get = func(ctx context.Context, l chunker.Link, dir string) (string, error) {
-				return node.ControlGet(node.WithProgress(ctx, p.line), sock, l, dir)
+				return lc.Get(ctx, l, dir, maxEpochs(c), c.Int("unlisted-epochs"), p.event)
 			}
 		} else {
 			if err := oneShot(c, "get"); err != nil {
@@ -183,7 +183,7 @@ func runGet(c *cli.Context) (err error) {
 			defer cl.Close()
 			warnNow(c, "get")
 			get = func(ctx context.Context, l chunker.Link, dir string) (string, error) {
-				return cl.Get(node.WithProgress(ctx, p.line), l, dir)
+				return cl.Get(node.WithProgress(ctx, p.event), l, dir)
 			}
 		}
 		// All links are asked for at once: the client requests up to k

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,11 +15,12 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/urfave/cli/v2"
 
+	"github.com/riffle-net/riffle/internal/webui"
 	"github.com/riffle-net/riffle/node"
 )
 
-// runningClient returns the control socket of a `riffle client` running
-// with this command's data directory, or "" if none runs: share, get and ls
+// runningClient returns the local API of a `riffle client` running with
+// this command's data directory, or nil if none runs: share, get and ls
 // then hand their jobs to it instead of joining epochs on their own (one
 // long-lived participant gives better cover than many short ones).
 //
@@ -26,29 +28,32 @@ import (
 // which. Only a flag the user set for this command (on the command line
 // or in the environment; the config file gives defaults) that the client
 // does not honour refuses the job, naming the flag.
-func runningClient(ctx context.Context, c *cli.Context) (string, error) {
+func runningClient(ctx context.Context, c *cli.Context) (*webui.LocalClient, error) {
 	dir, err := clientDataDir(c)
 	if err != nil {
-		return "", nil
+		return nil, nil
 	}
-	sock := filepath.Join(dir, node.ControlSocket)
-	if !node.ControlAvailable(sock) {
-		return "", nil
+	lc, err := webui.DialLocal(filepath.Join(dir, webui.SocketFile))
+	if errors.Is(err, webui.ErrNoClient) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
 	}
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	st, err := node.ControlStatus(sctx, sock)
+	st, err := lc.Status(sctx)
 	if err != nil {
-		return "", fmt.Errorf("a riffle client runs on data directory %s but does not answer: %w", dir, err)
+		return nil, fmt.Errorf("a riffle client runs on data directory %s but does not answer: %w", dir, err)
 	}
 	if err := handoverConflict(c, st); err != nil {
-		return "", fmt.Errorf("%w: refusing to hand it this job; drop the flag to run the job under that client's settings, "+
+		return nil, fmt.Errorf("%w: refusing to hand it this job; drop the flag to run the job under that client's settings, "+
 			"or stop that client (it runs on data directory %s), or give this command another --data", err, dir)
 	}
 	if !quiet(c) {
 		fmt.Fprintf(stderr(c), "handing the job to the riffle client running on %s, under its settings: %s\n", dir, clientSettings(st))
 	}
-	return sock, nil
+	return lc, nil
 }
 
 // clientSettings says what a running client's jobs run under.
@@ -170,4 +175,13 @@ func withMaxEpochs(ctx context.Context, c *cli.Context) (context.Context, error)
 		return ctx, usagef("--max-epochs %d: give 1 to %d (a job may not span more epochs than the network's J)", n, node.JobEpochs)
 	}
 	return node.WithMaxEpochs(ctx, n), nil
+}
+
+// maxEpochs is --max-epochs for a job handed to a running client (0: not
+// set, the network's J), once withMaxEpochs has checked it.
+func maxEpochs(c *cli.Context) int {
+	if !c.IsSet("max-epochs") {
+		return 0
+	}
+	return c.Int("max-epochs")
 }

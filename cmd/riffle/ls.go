@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/webui"
 	"github.com/riffle-net/riffle/node"
 )
 
@@ -47,12 +49,12 @@ func runLs(c *cli.Context) error {
 	defer stop()
 	var idx []node.IndexEntry
 	var err error
-	sock, err := runningClient(ctx, c)
+	lc, err := runningClient(ctx, c)
 	if err != nil {
 		return err
 	}
-	if sock != "" {
-		idx, err = node.ControlIndex(ctx, sock)
+	if lc != nil {
+		idx, err = localIndex(ctx, lc)
 	} else {
 		if err := oneShot(c, "ls"); err != nil {
 			return err
@@ -124,4 +126,21 @@ func lsName(name string) string {
 	}
 	r := []rune(name)
 	return string(r[:maxLsName-1]) + "…"
+}
+
+// localIndex is the index as the running client lc synced it.
+func localIndex(ctx context.Context, lc *webui.LocalClient) ([]node.IndexEntry, error) {
+	files, err := lc.Index(ctx)
+	if err != nil {
+		return nil, err
+	}
+	idx := make([]node.IndexEntry, 0, len(files))
+	for _, f := range files {
+		id, err := chunker.ParseID(f.ID)
+		if err != nil {
+			return nil, fmt.Errorf("running client: index entry %q: %w", f.ID, err)
+		}
+		idx = append(idx, node.IndexEntry{FileID: [32]byte(id), Name: f.Name, Size: f.Size, Chunks: uint32(f.Chunks), Round: f.Round, Time: f.Published})
+	}
+	return idx, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,13 +13,16 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
+
+	"github.com/riffle-net/riffle/node"
 )
 
 // progress shows a command's progress on stderr: a bar per job on a
 // terminal, plain lines otherwise (logs, pipes, CI), nothing under --quiet.
-// Lines come from the client, in this process or from a running client
-// through its control socket; a job's "NAME: d/t chunks" lines drive the
-// bar, every other line is printed as it is.
+// A job's events come from the client, in this process or from a running
+// client over its local API; a moving job's chunk counts drive the bar,
+// every other event is printed as its line. The client's own lines (its
+// epochs, warnings) are printed as they are.
 type progress struct {
 	mu    sync.Mutex
 	w     io.Writer
@@ -31,9 +33,6 @@ type progress struct {
 	last  string // the last line, kept for the message of a timeout
 	part  []byte // Write's unfinished line
 }
-
-// chunkLine matches a job's progress line: "share NAME: 3/10 chunks, ...".
-var chunkLine = regexp.MustCompile(`^((?:share|get) .*): (\d+)/(\d+) chunks`)
 
 // quiet reports --quiet.
 func quiet(c *cli.Context) bool {
@@ -53,6 +52,34 @@ func newProgress(c *cli.Context) *progress {
 	return p
 }
 
+// event shows one event of a job.
+func (p *progress) event(e node.JobEvent) {
+	if e.Phase != node.PhaseMoving || e.Total <= 0 {
+		if l := e.Line(); l != "" {
+			p.line(l)
+		}
+		return
+	}
+	p.mu.Lock()
+	if !p.tty || p.quiet {
+		p.mu.Unlock()
+		p.line(e.Line())
+		return
+	}
+	defer p.mu.Unlock()
+	p.last = printable(e.Line())
+	job := printable(e.Kind + " " + e.Name)
+	if p.bar == nil || p.job != job {
+		p.endBar()
+		p.job = job
+		p.bar = progressbar.NewOptions(e.Total, progressbar.OptionSetWriter(p.w), progressbar.OptionSetDescription(job),
+			progressbar.OptionShowCount(), progressbar.OptionSetItsString("chunks"), progressbar.OptionShowIts(),
+			progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(30))
+	}
+	p.bar.ChangeMax(e.Total)
+	_ = p.bar.Set(e.Done)
+}
+
 // line shows one progress line.
 func (p *progress) line(s string) {
 	s = printable(s)
@@ -64,20 +91,6 @@ func (p *progress) line(s string) {
 	}
 	if !p.tty {
 		fmt.Fprintln(p.w, s)
-		return
-	}
-	if m := chunkLine.FindStringSubmatch(s); m != nil {
-		done, _ := strconv.Atoi(m[2])
-		total, _ := strconv.Atoi(m[3])
-		if p.bar == nil || p.job != m[1] {
-			p.endBar()
-			p.job = m[1]
-			p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(p.w), progressbar.OptionSetDescription(m[1]),
-				progressbar.OptionShowCount(), progressbar.OptionSetItsString("chunks"), progressbar.OptionShowIts(),
-				progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(30))
-		}
-		p.bar.ChangeMax(total)
-		_ = p.bar.Set(done)
 		return
 	}
 	p.endBar()

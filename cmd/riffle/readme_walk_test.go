@@ -103,7 +103,7 @@ func TestReadmeWalk(t *testing.T) {
 			if args[0] == "server" {
 				waitAddrs(t, data)
 			} else {
-				waitFor(t, 20*time.Second, "the client's control socket", func() bool {
+				waitFor(t, 20*time.Second, "the client's local socket", func() bool {
 					_, err := os.Stat(filepath.Join(data, "control.sock"))
 					return err == nil
 				})
@@ -118,7 +118,7 @@ func TestReadmeWalk(t *testing.T) {
 		case strings.HasPrefix(l, "riffle status "):
 			args := expand(l)[1:]
 			// A server's roster fills within a hello period; a client's
-			// status is there once its control socket is.
+			// status is there once its local socket is.
 			var out, errOut string
 			var err error
 			deadline := time.Now().Add(30 * time.Second)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/webui"
 	"github.com/riffle-net/riffle/node"
 )
 
@@ -51,13 +53,16 @@ func runResume(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	sock := filepath.Join(dir, node.ControlSocket)
-	if !node.ControlAvailable(sock) {
+	lc, err := webui.DialLocal(filepath.Join(dir, webui.SocketFile))
+	if errors.Is(err, webui.ErrNoClient) {
 		return fmt.Errorf("no riffle client runs on data directory %s: nothing to resume", dir)
+	}
+	if err != nil {
+		return err
 	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
-	n, err := node.ControlResume(ctx, sock, id)
+	n, err := lc.Resume(ctx, id)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 // TestMaxEpochsAndResume (docs/protocol.md §5.4): --max-epochs takes 1 to
 // J and is checked before anything joins (a usage error); resume refuses a
 // malformed file id, says when no client runs, and asks a running client
-// over its control socket, which has no paused job to resume.
+// over its local API, which has no paused job to resume.
 func TestMaxEpochsAndResume(t *testing.T) {
 	env := cleanEnv(t)
 	f, _ := writeRandom(t, "x", 10)

@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/urfave/cli/v2"
 
+	"github.com/riffle-net/riffle/internal/webui"
 	"github.com/riffle-net/riffle/node"
 )
 
@@ -222,7 +223,7 @@ func runServer(c *cli.Context) error {
 // server would write its identity and store among the client's files.
 // A client's directory is known by the files a client writes there.
 func notClientData(dir string) error {
-	for _, name := range []string{node.LongTermKeyFile, node.ClientDBFile, node.ControlSocket} {
+	for _, name := range []string{node.LongTermKeyFile, node.ClientDBFile, webui.SocketFile} {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
 			return fmt.Errorf("%s is a riffle client's data directory (it holds %s): give the server a directory of its own", dir, name)
 		}

@@ -92,13 +92,13 @@ func runShare(c *cli.Context) error {
 	p := newProgress(c)
 	defer p.finish()
 	var share func(ctx context.Context, name string) (chunker.Link, error)
-	sock, err := runningClient(ctx, c)
+	lc, err := runningClient(ctx, c)
 	if err != nil {
 		return err
 	}
-	if sock != "" {
+	if lc != nil {
 		share = func(ctx context.Context, name string) (chunker.Link, error) {
-			return node.ControlShare(node.WithProgress(ctx, p.line), sock, name, c.Bool("encrypt"))
+			return lc.Share(ctx, name, c.Bool("encrypt"), maxEpochs(c), p.event)
 		}
 	} else {
 		if err := oneShot(c, "share"); err != nil {
@@ -116,7 +116,7 @@ func runShare(c *cli.Context) error {
 				return chunker.Link{}, err
 			}
 			defer f.Close()
-			return cl.Share(node.WithProgress(ctx, p.line), f, name, c.Bool("encrypt"))
+			return cl.Share(node.WithProgress(ctx, p.event), f, name, c.Bool("encrypt"))
 		}
 	}
 	for _, name := range files {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/riffle-net/riffle/internal/webui"
 	"github.com/riffle-net/riffle/node"
 )
 
@@ -24,7 +25,7 @@ func init() {
 the running server keeps in DIR/status.json: its roster of live peers, the chain
 and the current epoch with its anonymity set, round time and goodput. Otherwise
 asks the riffle client running on the client data directory (--data, default
-under the user config directory) over its control socket: the server it joins
+under the user config directory) over its local API: the server it joins
 through, the servers it requires, its epoch, and why it waits if it does.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "data", Usage: "a server's or a client's data directory (default: the client's)"},
@@ -49,13 +50,16 @@ func runStatus(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	sock := filepath.Join(dir, node.ControlSocket)
-	if !node.ControlAvailable(sock) {
+	lc, err := webui.DialLocal(filepath.Join(dir, webui.SocketFile))
+	if errors.Is(err, webui.ErrNoClient) {
 		return fmt.Errorf("no riffle client runs on data directory %s (start one with riffle client; for a server give --data SERVER_DIR)", dir)
+	}
+	if err != nil {
+		return err
 	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
-	st, err := node.ControlStatus(ctx, sock)
+	st, err := lc.Status(ctx)
 	if err != nil {
 		return err
 	}

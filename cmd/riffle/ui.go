@@ -68,7 +68,7 @@ func runUI(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if node.ControlAvailable(filepath.Join(dir, node.ControlSocket)) {
+	if webui.Available(filepath.Join(dir, webui.SocketFile)) {
 		b, err := os.ReadFile(filepath.Join(dir, uiURLFile))
 		if err != nil {
 			return fmt.Errorf("a client runs with %s but serves no web UI: stop it and start it with --ui", dir)
@@ -140,30 +140,35 @@ func uiURL(bound, token string, public bool) string {
 	return u
 }
 
-// startClientUI serves the web UI of cl on addr, fetching into
-// dataDir/downloads and sharing by path only under shareDirs, and returns
-// its URL. With dataDir set, the URL and
-// token are written there for `riffle ui` and curl. The UI serves, and its
-// jobs run, until ctx ends; wait returns once every job it started has
-// returned, so that the caller closes the client after them.
-func startClientUI(ctx context.Context, c *cli.Context, cl *node.Client, addr string, public bool, dataDir, downloads string, shareDirs []string) (url string, wait func(), err error) {
-	var ui *webui.UI
+// startClientUI returns the web UI of cl, fetching into downloads and
+// sharing by path only under shareDirs, and serves it on addr unless addr
+// is "" (then url is ""). With dataDir set and a UI served, its URL and
+// token are written there for `riffle ui` and curl. The UI serves, and
+// its jobs run, until ctx ends; ui.Wait returns once every job it started
+// has returned, so that the caller closes the client after them.
+func startClientUI(ctx context.Context, c *cli.Context, cl *node.Client, addr string, public bool, dataDir, downloads string, shareDirs []string) (ui *webui.UI, url string, err error) {
+	opts := webui.Options{Public: public, DownloadDir: downloads, ShareDirs: shareDirs, DataDir: dataDir}
+	if addr == "" {
+		ui, err := webui.New(ctx, webui.NodeClient{C: cl}, opts)
+		return ui, "", err
+	}
 	bound, err := serveUI(ctx, c, addr, public, func(bound string) (http.Handler, error) {
 		var err error
-		ui, err = webui.New(ctx, webui.NodeClient{C: cl}, webui.Options{Addr: bound, Public: public, DownloadDir: downloads, ShareDirs: shareDirs, DataDir: dataDir})
+		opts.Addr = bound
+		ui, err = webui.New(ctx, webui.NodeClient{C: cl}, opts)
 		return ui, err
 	})
 	if err != nil {
-		return "", nil, err
+		return nil, "", err
 	}
 	go ui.Run(ctx)
 	url = uiURL(bound, ui.Token(), public)
 	if dataDir != "" {
 		if err := writeFileAtomic(filepath.Join(dataDir, uiTokenFile), []byte(ui.Token()+"\n"), 0o600); err != nil {
-			return "", nil, err
+			return nil, "", err
 		}
 		if err := writeFileAtomic(filepath.Join(dataDir, uiURLFile), []byte(url+"\n"), 0o600); err != nil {
-			return "", nil, err
+			return nil, "", err
 		}
 		go func() {
 			<-ctx.Done()
@@ -171,7 +176,7 @@ func startClientUI(ctx context.Context, c *cli.Context, cl *node.Client, addr st
 			os.Remove(filepath.Join(dataDir, uiTokenFile))
 		}()
 	}
-	return url, ui.Wait, nil
+	return ui, url, nil
 }
 
 // startServerUI serves the read-only operator view of s on addr.
@@ -204,9 +209,9 @@ func startDemoUI(ctx context.Context, c *cli.Context, dn *demoNet, base string) 
 	dl := filepath.Join(base, "ui-downloads")
 	wait := func() {}
 	curl, err := try(defaultClientUI, func(a string) (string, error) {
-		url, w, err := startClientUI(ctx, c, dn.clients[0], a, false, "", dl, nil)
+		ui, url, err := startClientUI(ctx, c, dn.clients[0], a, false, "", dl, nil)
 		if err == nil {
-			wait = w
+			wait = ui.Wait
 		}
 		return url, err
 	})

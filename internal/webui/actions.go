@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/node"
 )
 
 // Get and share: the forms, the uploads and their bounds.
@@ -48,6 +49,11 @@ func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
 		httpError(w, r, http.StatusBadRequest, "bad form: %v", err)
 		return
 	}
+	o, code, err := jobOptions(r)
+	if err != nil {
+		httpError(w, r, code, "%v", err)
+		return
+	}
 	s := strings.TrimSpace(r.PostForm.Get("link"))
 	if s == "" {
 		httpError(w, r, http.StatusBadRequest, "no link given")
@@ -60,10 +66,17 @@ func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
 	}
 	// One get per file: the client follows a file by its id.
 	if v, ok := u.jobs.runningGet(link.ID); ok {
+		if o.stream {
+			httpError(w, r, http.StatusConflict, "a get of this file runs already (job %s)", v.ID)
+			return
+		}
 		respondJob(w, r, v)
 		return
 	}
-	if err := os.MkdirAll(u.opts.DownloadDir, 0o700); err != nil {
+	dir := u.opts.DownloadDir
+	if o.dir != "" {
+		dir = o.dir
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
 		httpError(w, r, http.StatusInternalServerError, "download directory: %v", err)
 		return
 	}
@@ -75,12 +88,14 @@ func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
 			j.Name, j.size = display(f.Name), f.Size
 		}
 	}
+	fl := newFollower(j, o.stream)
+	ctx = o.context(ctx, fl.emit)
 	u.jobs.add(j)
 	u.running.Add(1)
 	go func() {
 		defer u.running.Done()
 		defer cancel()
-		path, err := u.c.Get(ctx, link, u.opts.DownloadDir, func(p Progress) {
+		path, err := u.c.Get(ctx, link, dir, func(p Progress) {
 			u.jobs.update(j.ID, func(j *job) {
 				// The rate counts from the get's first figures, not from
 				// a wait for an epoch before the client held the job.
@@ -105,7 +120,12 @@ func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
 			j.State, j.Path, j.Done = stateDone, path, j.Total
 			j.Name = display(filepath.Base(path))
 		})
+		fl.end(err, node.JobEvent{Path: path, Name: filepath.Base(path)})
 	}()
+	if o.stream {
+		fl.follow(w, r, cancel)
+		return
+	}
 	v, _ := u.jobs.get(j.ID)
 	respondJob(w, r, v)
 }
@@ -125,7 +145,12 @@ func (u *UI) postShare(w http.ResponseWriter, r *http.Request) {
 			httpError(w, r, http.StatusBadRequest, "bad form: %v", err)
 			return
 		}
-		u.sharePath(w, r, r.PostForm.Get("path"), formBool(r.PostForm.Get("private")))
+		o, code, err := jobOptions(r)
+		if err != nil {
+			httpError(w, r, code, "%v", err)
+			return
+		}
+		u.sharePath(w, r, r.PostForm.Get("path"), formBool(r.PostForm.Get("private")), o)
 		return
 	}
 	// An upload is streamed into the client's chunker, never buffered
@@ -156,7 +181,7 @@ func (u *UI) postShare(w http.ResponseWriter, r *http.Request) {
 				// An empty file input: fall through to the path, if any.
 				continue
 			}
-			u.shareStream(w, r, &capReader{r: part, left: u.opts.MaxUpload, max: u.opts.MaxUpload}, part.FileName(), private)
+			u.shareStream(w, r, &capReader{r: part, left: u.opts.MaxUpload, max: u.opts.MaxUpload}, part.FileName(), private, jobOpts{})
 			return
 		}
 		v, err := io.ReadAll(io.LimitReader(part, maxField+1))
@@ -181,7 +206,7 @@ func (u *UI) postShare(w http.ResponseWriter, r *http.Request) {
 		httpError(w, r, http.StatusForbidden, "missing or wrong CSRF token")
 		return
 	}
-	u.sharePath(w, r, path, private)
+	u.sharePath(w, r, path, private, jobOpts{})
 }
 
 func formBool(s string) bool { return s == "on" || s == "1" || s == "true" }
@@ -224,9 +249,13 @@ func (c *capReader) Read(p []byte) (int, error) {
 // allowed (Options.ShareDirs) and never from the data directory: anyone
 // with the token, from afar with --ui-public, could otherwise publish any
 // file the client can read, its own ui.token included.
-func (u *UI) sharePath(w http.ResponseWriter, r *http.Request, path string, private bool) {
+func (u *UI) sharePath(w http.ResponseWriter, r *http.Request, path string, private bool, o jobOpts) {
 	if path == "" {
 		httpError(w, r, http.StatusBadRequest, "choose a file or give a path")
+		return
+	}
+	if local(r) {
+		u.shareLocal(w, r, path, private, o)
 		return
 	}
 	if len(u.shareDirs) == 0 {
@@ -261,8 +290,25 @@ func (u *UI) sharePath(w http.ResponseWriter, r *http.Request, path string, priv
 		httpError(w, r, http.StatusBadRequest, "%s is not a regular file", path)
 		return
 	}
-	u.shareStream(w, r, f, filepath.Base(path), private)
+	u.shareStream(w, r, f, filepath.Base(path), private, o)
 	f.Close()
+}
+
+// shareLocal shares a file or folder (its tree archive) by its absolute
+// path for a request over the local socket, which only the user's own
+// processes reach: `riffle share` hands its files over so.
+func (u *UI) shareLocal(w http.ResponseWriter, r *http.Request, path string, private bool, o jobOpts) {
+	if !filepath.IsAbs(path) {
+		httpError(w, r, http.StatusBadRequest, "path %q is not absolute", path)
+		return
+	}
+	f, name, _, err := chunker.OpenShare(path)
+	if err != nil {
+		httpError(w, r, http.StatusBadRequest, "open: %v", err)
+		return
+	}
+	defer f.Close()
+	u.shareStream(w, r, f, name, private, o)
 }
 
 // pathAllowed says why a resolved path may not be shared, if it may not.
@@ -308,9 +354,11 @@ func resolveDirs(dirs []string) ([]string, error) {
 
 // shareStream starts a share of rd and answers once the client has read
 // and queued it (or refused it: then no job is left behind).
-func (u *UI) shareStream(w http.ResponseWriter, r *http.Request, rd io.Reader, name string, private bool) {
+func (u *UI) shareStream(w http.ResponseWriter, r *http.Request, rd io.Reader, name string, private bool, o jobOpts) {
 	ctx, cancel := context.WithCancel(u.ctx)
 	j := &job{ID: newJobID(), Kind: "share", Name: display(filepath.Base(name)), Private: private, State: stateRunning, Started: u.opts.Now(), cancel: cancel}
+	fl := newFollower(j, o.stream)
+	ctx = o.context(ctx, fl.emit)
 	u.jobs.add(j)
 	queued := make(chan struct{})
 	ended := make(chan error, 1)
@@ -353,8 +401,15 @@ func (u *UI) shareStream(w http.ResponseWriter, r *http.Request, rd io.Reader, n
 			}
 			j.State, j.Link, j.fileID, j.Done = stateDone, link.String(), link.ID, j.Total
 		})
+		fl.end(err, node.JobEvent{Link: link.String(), Name: name})
 		ended <- err
 	}()
+	if o.stream {
+		// The follower reads what the job waits for before it is
+		// queued, and its end.
+		fl.follow(w, r, cancel)
+		return
+	}
 	select {
 	case <-queued:
 	case err := <-ended:

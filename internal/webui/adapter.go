@@ -72,19 +72,28 @@ func (n NodeClient) Share(ctx context.Context, r io.Reader, name string, private
 		early = chunker.Link{}
 	}
 	progress(Progress{Total: h.Total, Name: name, Link: early, IDs: h.IDs})
+	type result struct {
+		link chunker.Link
+		err  error
+	}
+	// The client follows the job (its events go to ctx's sink, and it
+	// withdraws the share when ctx ends); the page polls its figures.
+	done := make(chan result, 1)
+	go func() {
+		link, err := n.C.FollowShare(ctx, h, name, time.Now())
+		done <- result{link, err}
+	}()
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-h.Done():
-			link, total, _, err := h.Result()
-			if err != nil {
-				return chunker.Link{}, err
+		case r := <-done:
+			if r.err != nil {
+				return chunker.Link{}, r.err
 			}
-			progress(Progress{Done: total, Total: total, Name: name, Link: link})
-			return link, nil
-		case <-ctx.Done():
-			return h.Link, h.Cancel(ctx.Err())
+			_, total, _, _ := h.Result()
+			progress(Progress{Done: total, Total: total, Name: name, Link: r.link})
+			return r.link, nil
 		case <-t.C:
 			link, total, _, _ := h.Result()
 			progress(Progress{Done: total - h.Left(), Total: total, Name: name, Link: early, Paused: n.C.PauseReason(link.ID), Waiting: n.C.WaitReason(), File: link.ID})

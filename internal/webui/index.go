@@ -113,6 +113,14 @@ func (u *UI) indexPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (u *UI) apiIndex(w http.ResponseWriter, r *http.Request) {
+	// wait=1: not before the first sync (riffle ls), never a request of
+	// its own (§7).
+	if d, ok := u.c.(Daemon); ok && formBool(r.URL.Query().Get("wait")) {
+		if err := d.WaitIndex(r.Context()); err != nil {
+			httpError(w, r, http.StatusServiceUnavailable, "index: %v", err)
+			return
+		}
+	}
 	q, files, err := u.search(r)
 	if err != nil {
 		httpError(w, r, http.StatusBadRequest, "%v", err)

@@ -104,6 +104,8 @@ func New(ctx context.Context, c Client, opts Options) (*UI, error) {
 	m.HandleFunc("POST /api/jobs/{id}/resume", u.postResume)
 	m.HandleFunc("POST /jobs/{id}/cancel", u.postCancel)
 	m.HandleFunc("POST /api/jobs/{id}/cancel", u.postCancel)
+	m.HandleFunc("GET /api/client", u.apiClient)
+	m.HandleFunc("POST /api/resume", u.postResumeFile)
 	handleStatic(m)
 	m.HandleFunc("/", notFound(m))
 	u.h = u.guard.wrap(m, false)

@@ -86,8 +86,6 @@ func (m *IndexReq) Unmarshal(b []byte) error {
 // index, all logged by the server after the request's cursor and up to
 // Next. More says that changes follow Next. A manifest's id is the SHA-256
 // of its bytes: the receiver computes it, and checks that the bytes parse.
-// The local control socket sends the whole index of entries as one Index
-// with Next 0 and no manifests.
 //
 //	u64 next ‖ u8 more (0 or 1)
 //	‖ u32 n ‖ n × (file id 32 ‖ bytes name ‖ u64 size ‖ u32 chunks ‖ u32 round ‖ u64 unix time)
