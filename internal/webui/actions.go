@@ -82,7 +82,7 @@ func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(u.ctx)
 	j := &job{ID: newJobID(), Kind: "get", Name: link.ID.String(), Link: link.String(), Private: link.Key != nil,
-		State: stateRunning, Started: u.opts.Now(), fileID: link.ID, cancel: cancel}
+		State: stateRunning, Started: u.opts.Now(), fileID: link.ID, cancel: cancel, outside: o.dir != ""}
 	for _, f := range u.c.Index() {
 		if f.ID == link.ID {
 			j.Name, j.size = display(f.Name), f.Size

@@ -1,9 +1,13 @@
 package webui
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/riffle-net/riffle/node"
 )
 
 // FuzzRequests sends arbitrary requests to a UI over a fake client: none
@@ -44,6 +48,45 @@ func FuzzRequests(f *testing.F) {
 		withToken := token || strings.Contains(body, testToken)
 		if s, g := fc.counts(); !withToken && s+g > 0 {
 			t.Fatalf("%s %s without the token ran %d shares and %d gets", method, path, s, g)
+		}
+	})
+}
+
+// FuzzDecodeEvents: a running client's event stream decodes without a
+// panic; every event passed on has a phase, re-encodes and decodes to
+// itself, and a line over the bound ends the stream with an error.
+func FuzzDecodeEvents(f *testing.F) {
+	f.Add([]byte(`{"job":"1","kind":"share","phase":"started"}` + "\n" + `{"kind":"share","phase":"moving","name":"a","done":3,"total":10,"round":7,"rate_bytes_per_s":1024,"eta_ns":9000000000}` + "\n"))
+	f.Add([]byte(`{"kind":"get","phase":"failed","error":"x"}` + "\n\n" + `{"phase":"done","path":"/p"}`))
+	f.Add([]byte(`{"phase":"waiting"} {"phase":"waiting"}` + "\n"))
+	f.Add([]byte(`{"phase":""}`))
+	f.Add([]byte(`{"done":1e400,"phase":"moving"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var n int
+		err := DecodeEvents(bytes.NewReader(b), func(e node.JobEvent) error {
+			n++
+			if e.Phase == "" {
+				t.Fatal("an event without a phase passed on")
+			}
+			re, err := json.Marshal(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back node.JobEvent
+			if err := json.Unmarshal(re, &back); err != nil || back != e {
+				t.Fatalf("event %+v re-decodes to %+v (%v)", e, back, err)
+			}
+			return nil
+		})
+		if n > bytes.Count(b, []byte("\n"))+1 {
+			t.Fatalf("%d events from %d lines", n, bytes.Count(b, []byte("\n"))+1)
+		}
+		longest := 0
+		for _, l := range bytes.Split(b, []byte("\n")) {
+			longest = max(longest, len(l))
+		}
+		if longest > maxEvent && err == nil {
+			t.Fatal("a line over the bound accepted")
 		}
 	})
 }

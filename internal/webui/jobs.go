@@ -24,14 +24,17 @@ const maxJobs = 256
 // job is a share or get run through the client, kept in memory so that its
 // page survives a reload.
 type job struct {
-	ID       string
-	Kind     string // "share" or "get"
-	Name     string
-	Link     string
-	Private  bool
-	State    string
-	Err      string
-	Path     string // a finished get's file
+	ID      string
+	Kind    string // "share" or "get"
+	Name    string
+	Link    string
+	Private bool
+	State   string
+	Err     string
+	Path    string // a finished get's file
+	// outside: fetched into a directory of the local user's choice
+	// (the local API's dir), not offered for download.
+	outside  bool
 	Paused   string // why a running job paused, waiting for its user
 	Waiting  string // what a running job waits for, if it waits
 	Done     int
@@ -191,7 +194,7 @@ func (js *jobs) path(id string) (string, string, bool) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	j := js.m[id]
-	if j == nil || j.Kind != "get" || j.State != stateDone {
+	if j == nil || j.Kind != "get" || j.State != stateDone || j.outside {
 		return "", "", false
 	}
 	return j.Path, j.Name, true

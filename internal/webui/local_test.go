@@ -141,10 +141,14 @@ func TestLocalSocket(t *testing.T) {
 	if b, err := os.ReadFile(path); err != nil || string(b) != "fetched bytes" {
 		t.Fatalf("fetched %q %v", b, err)
 	}
-	// The job is the UI's like any other: the browser's page shows it.
-	if v := u.jobs.list("get"); len(v) != 1 || v[0].State != stateDone {
+	// The job is the UI's like any other: the browser's page shows it,
+	// but a file fetched outside the download directory is not offered
+	// for download there.
+	v := u.jobs.list("get")
+	if len(v) != 1 || v[0].State != stateDone {
 		t.Fatalf("jobs %+v", v)
 	}
+	wantCode(t, get(t, u, "/jobs/"+v[0].ID+"/file"), http.StatusNotFound, "download of a file fetched for the CLI")
 	idx, err := lc.Index(ctx)
 	if err != nil || len(idx) != 3 {
 		t.Fatalf("index: %d entries, %v", len(idx), err)
