@@ -24,17 +24,14 @@ const maxJobs = 256
 // job is a share or get run through the client, kept in memory so that its
 // page survives a reload.
 type job struct {
-	ID      string
-	Kind    string // "share" or "get"
-	Name    string
-	Link    string
-	Private bool
-	State   string
-	Err     string
-	Path    string // a finished get's file
-	// outside: fetched into a directory of the local user's choice
-	// (the local API's dir), not offered for download.
-	outside  bool
+	ID       string
+	Kind     string // "share" or "get"
+	Name     string
+	Link     string
+	Private  bool
+	State    string
+	Err      string
+	Path     string // a finished get's file
 	Paused   string // why a running job paused, waiting for its user
 	Waiting  string // what a running job waits for, if it waits
 	Done     int
@@ -53,6 +50,9 @@ type job struct {
 	// do not show as a burst of thousands a second.
 	firstAt   time.Time
 	firstDone int
+	// outside: fetched into a directory of the local user's choice
+	// (the local API's dir), not offered for download.
+	outside bool
 }
 
 // observe records a progress report of done chunks at now.
