@@ -267,7 +267,9 @@ func TestLocalSocketPrivate(t *testing.T) {
 	}
 	u := newTestUI(t, newFake(), nil)
 	sock := filepath.Join(dir, SocketFile)
-	if err := u.ServeLocal(t.Context(), sock); err == nil || !strings.Contains(err.Error(), "chmod 700") {
+	sctx, cancel := context.WithTimeout(t.Context(), 2*time.Second) // a socket served would be until then
+	defer cancel()
+	if err := u.ServeLocal(sctx, sock); err == nil || !strings.Contains(err.Error(), "chmod 700") {
 		t.Fatalf("served in a directory all may write: %v", err)
 	}
 	l, err := net.Listen("unix", sock)
