@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/riffle-net/riffle/internal/webui"
 )
 
 // TestReadmeWalk follows README.md's "A network by hand" as written: it
@@ -104,7 +106,7 @@ func TestReadmeWalk(t *testing.T) {
 				waitAddrs(t, data)
 			} else {
 				waitFor(t, 20*time.Second, "the client's local socket", func() bool {
-					_, err := os.Stat(filepath.Join(data, "control.sock"))
+					_, err := os.Stat(filepath.Join(data, webui.SocketFile))
 					return err == nil
 				})
 			}
