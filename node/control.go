@@ -18,7 +18,7 @@ const (
 	PhasePaused   = "paused"   // Paused says why, and what to run (§5.4 v3)
 	PhaseMoving   = "moving"   // Done of Total chunks, Round, Rate, ETA
 	PhaseResuming = "resuming" // a share: Done of Total chunks went out in an earlier run
-	PhaseShared   = "shared"   // a share is published: Bytes in Total uploads, Earlier of them before, Elapsed
+	PhaseShared   = "shared"   // a share is published as Link: Bytes in Total uploads, Earlier of them before, Elapsed
 	PhaseFetched  = "fetched"  // a get is complete: Name, Elapsed
 	PhaseWarning  = "warning"  // Note
 	PhaseStarted  = "started"

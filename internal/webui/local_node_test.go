@@ -52,13 +52,27 @@ func TestLocalSocketNode(t *testing.T) {
 	// running client's own output.
 	var lines []string
 	var mu sync.Mutex
-	line := func(e node.JobEvent) { mu.Lock(); lines = append(lines, e.Line()); mu.Unlock() }
+	sharedAs := ""
+	line := func(e node.JobEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, e.Line())
+		if e.Phase == node.PhaseShared {
+			sharedAs = e.Link
+		}
+	}
 	link, err := lc.Share(ctx, file, true, 0, line)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if link.Key == nil {
 		t.Fatal("encrypted share returned a link without a key")
+	}
+	mu.Lock()
+	got := sharedAs
+	mu.Unlock()
+	if got != link.String() {
+		t.Fatalf("the shared event names link %q, the share returned %s", got, link)
 	}
 	path, err := lc.Get(ctx, link, t.TempDir(), 0, 0, line)
 	if err != nil {
