@@ -16,13 +16,13 @@ import (
 func CheckAggregateKeys(serverKeys []*group.Element) error {
 	seen := make(map[[group.ElementSize]byte]int, len(serverKeys)+1)
 	acc := group.NewElement()
-	seen[[group.ElementSize]byte(acc.Encode(nil))] = -1
+	seen[[group.ElementSize]byte(acc.Bytes())] = -1
 	for j, X := range serverKeys {
 		if X == nil {
 			return fmt.Errorf("aggregate keys: server %d key missing", j)
 		}
 		acc.Add(acc, X)
-		k := [group.ElementSize]byte(acc.Encode(nil))
+		k := [group.ElementSize]byte(acc.Bytes())
 		if s, ok := seen[k]; ok {
 			return fmt.Errorf("aggregate keys: A_{%d,%d}: %w", s+1, j, group.ErrIdentity)
 		}

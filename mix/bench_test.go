@@ -77,7 +77,7 @@ func measureUnits() unitCosts {
 		sc[i], _ = group.RandomScalar(rand)
 		sc128[i], _ = group.RandomWeight(rand)
 		pts[i] = group.NewElement().ScalarBaseMult(sc[i])
-		enc[i] = pts[i].Encode(nil)
+		enc[i] = pts[i].Bytes()
 	}
 	per := func(f func()) time.Duration {
 		start := time.Now()

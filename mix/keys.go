@@ -244,7 +244,8 @@ func proverNonce(rand io.Reader, secret *group.Scalar, statement []byte) (*group
 	h.Write(l[:])
 	h.Write([]byte(tagNonce))
 	var sb [group.ScalarSize]byte
-	h.Write(secret.Encode(sb[:0]))
+	copy(sb[:], secret.Bytes())
+	h.Write(sb[:])
 	h.Write(fresh[:])
 	h.Write(statement)
 	var d [64]byte

@@ -54,7 +54,7 @@ func CloseLayerKeys(keys []LayerKey) {
 // MACKey, 32 bytes. Blame (SPEC §8) uses it on a revealed, proven Z'.
 func ShareKey(epoch EpochID, s int, round uint64, kind KeyKind, Z *group.Element) [LayerKeySize]byte {
 	var ikm [group.ElementSize]byte
-	Z.Encode(ikm[:0])
+	copy(ikm[:], Z.Bytes())
 	tag := tagLayerEnc
 	if kind == MACKey {
 		tag = tagLayerMAC
@@ -93,7 +93,7 @@ func ServerLayerKeys(epoch EpochID, s int, round uint64, rk *RoundKeys, U []*gro
 		out[p].Enc = ShareKey(epoch, s, round, EncKey, Z)
 		Z.ScalarMult(yp, U[p])
 		out[p].MAC = ShareKey(epoch, s, round, MACKey, Z)
-		Z.Zero()
+		Z.Set(group.NewElement())
 	})
 	return out, nil
 }
@@ -121,7 +121,7 @@ func (cs *ClientSecret) LayerKeys(epoch EpochID, round uint64, Y, Yp [][]*group.
 		out[j].Enc = ShareKey(epoch, j, round, EncKey, Z)
 		Z.ScalarMult(cs.u[j], yp)
 		out[j].MAC = ShareKey(epoch, j, round, MACKey, Z)
-		Z.Zero()
+		Z.Set(group.NewElement())
 	}
 	return out, nil
 }

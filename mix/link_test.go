@@ -42,7 +42,7 @@ func linkAttack(xs []*group.Scalar, h int, inputs [][]group.Ciphertext, res *Ste
 	key := func(v []*group.Element) string {
 		var b []byte
 		for _, e := range v {
-			b = e.Encode(b)
+			b = append(b, e.Bytes()...)
 		}
 		return string(b)
 	}

@@ -282,7 +282,7 @@ func signPseudonym(q *group.Scalar, P *group.Element, epoch EpochID, round uint6
 	s := group.NewScalar().Multiply(c, q)
 	s.Add(s, k)
 	k.Zero()
-	return s.Encode(R.Encode(make([]byte, 0, SignatureSize))), nil
+	return append(append(make([]byte, 0, SignatureSize), R.Bytes()...), s.Bytes()...), nil
 }
 
 // usablePseudonym reports whether P can verify a signature at all: the

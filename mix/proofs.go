@@ -29,7 +29,7 @@ func proveSchnorr(x *group.Scalar, X *group.Element, stmt func(*group.Transcript
 	s.Add(s, k)
 	k.Zero()
 	out := make([]byte, 0, SchnorrProofSize)
-	return s.Encode(R.Encode(out)), nil
+	return append(append(out, R.Bytes()...), s.Bytes()...), nil
 }
 
 func schnorrChallenge(tag string, stmt func(*group.Transcript), X, R *group.Element) *group.Scalar {
@@ -82,7 +82,7 @@ func proveDLEQ(d []byte, x *group.Scalar, H1, G2, H2 *group.Element, rand io.Rea
 	s.Add(s, k)
 	k.Zero()
 	out := make([]byte, 0, DLEQProofSize)
-	return s.Encode(c.Encode(out)), nil
+	return append(append(out, c.Bytes()...), s.Bytes()...), nil
 }
 
 func dleqChallenge(d []byte, H1, G2, H2, T1, T2 *group.Element) *group.Scalar {

@@ -204,7 +204,7 @@ func VerifyRegistrations(epoch EpochID, regKeys []ed25519.PublicKey, serverKeys 
 	// per registration (encoded.go).
 	keyEnc := make([][]byte, len(keys))
 	for j, k := range keys {
-		keyEnc[j] = k.Encode(nil)
+		keyEnc[j] = k.Bytes()
 	}
 	parallel(n, func(i int) {
 		reg := regs[i]
@@ -281,7 +281,7 @@ func CheckDistinct(regs []*Registration) error {
 	for i, reg := range regs {
 		for j, ct := range reg.Ciphertexts {
 			var k [group.ElementSize]byte
-			ct.A.Encode(k[:0])
+			copy(k[:], ct.A.Bytes())
 			if prev, ok := seen[k]; ok && prev != i {
 				return fmt.Errorf("registrations %d and %d share a ciphertext (component %d)", prev, i, j)
 			}

@@ -27,7 +27,7 @@ func forgeUnderIdentity(t *testing.T, b, k int) []byte {
 	}
 	s := group.ScalarFromUint64(12345)
 	R := group.NewElement().ScalarBaseMult(s)
-	copy(raw[len(raw)-SignatureSize:], s.Encode(R.Encode(nil)))
+	copy(raw[len(raw)-SignatureSize:], append(R.Bytes(), s.Bytes()...))
 	return raw
 }
 
@@ -128,8 +128,8 @@ func TestSecretsNotFormatted(t *testing.T) {
 		"step secret":   {perm, fmt.Sprintf("%v", f.sec.forward), strings.Trim(perm, "[]")},
 		"client secret": {fmt.Sprint(cs.pirSeed[:]), hex.EncodeToString(cs.pirSeed[:]), fmt.Sprint(cs.pirSeed[:4])},
 		"layer key":     {"225 226 227", "225,226,227", "e1e2e3", "161 162 163", "161,162,163", "a1a2a3", "0xe1", "0xa1", "4eLj"},
-		"server secret": {hex.EncodeToString(sk.x.Encode(nil))},
-		"round keys":    {hex.EncodeToString(rk.y[0].Encode(nil)), hex.EncodeToString(rk.yp[0].Encode(nil))},
+		"server secret": {hex.EncodeToString(sk.x.Bytes())},
+		"round keys":    {hex.EncodeToString(rk.y[0].Bytes()), hex.EncodeToString(rk.yp[0].Bytes())},
 	}
 	values := map[string][]any{
 		"step secret":   {f.sec, *f.sec},

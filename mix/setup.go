@@ -236,7 +236,7 @@ func encodeAll(list []*group.Element) []byte {
 	out := make([]byte, len(list)*e)
 	parallel((len(list)+chunk-1)/chunk, func(c int) {
 		for i := c * chunk; i < min((c+1)*chunk, len(list)); i++ {
-			list[i].Encode(out[i*e : i*e : (i+1)*e])
+			copy(out[i*e:(i+1)*e], list[i].Bytes())
 		}
 	})
 	return out

@@ -11,6 +11,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Client bucket names. Keys and values are described in
@@ -526,7 +527,7 @@ func (c *ClientDB) CompleteDownload(fileID ID) (Download, error) {
 func dropDownloadChunks(tx *bolt.Tx, fileID ID) error {
 	for _, name := range [][]byte{bucketNeed, bucketHave} {
 		err := tx.Bucket(name).DeleteBucket(fileID[:])
-		if err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+		if err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return err
 		}
 	}

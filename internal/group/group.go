@@ -202,7 +202,9 @@ type Ciphertext struct{ A, B *Element }
 func (c Ciphertext) Bytes() []byte { return c.Append(make([]byte, 0, CiphertextSize)) }
 
 // Append appends ENC(A) || ENC(B) to dst.
-func (c Ciphertext) Append(dst []byte) []byte { return c.B.Encode(c.A.Encode(dst)) }
+func (c Ciphertext) Append(dst []byte) []byte {
+	return append(append(dst, c.A.Bytes()...), c.B.Bytes()...)
+}
 
 // DecodeCiphertext decodes ENC(A) || ENC(B). With nonIdentity set, either
 // component being the identity is an error (a client's ciphertext, SPEC §2).

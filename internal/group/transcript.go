@@ -51,15 +51,13 @@ func (t *Transcript) U64(v uint64) *Transcript {
 
 // Element appends ENC(e).
 func (t *Transcript) Element(e *Element) *Transcript {
-	var b [ElementSize]byte
-	t.h.Write(e.Encode(b[:0]))
+	t.h.Write(e.Bytes())
 	return t
 }
 
 // Scalar appends SC(s).
 func (t *Transcript) Scalar(s *Scalar) *Transcript {
-	var b [ScalarSize]byte
-	t.h.Write(s.Encode(b[:0]))
+	t.h.Write(s.Bytes())
 	return t
 }
 

@@ -147,7 +147,7 @@ func BenchmarkUnitEncode(b *testing.B) {
 	_, p := benchScalars(1)
 	var buf [32]byte
 	for b.Loop() {
-		p[0].Encode(buf[:0])
+		copy(buf[:], p[0].Bytes())
 	}
 }
 
