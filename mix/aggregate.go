@@ -7,7 +7,7 @@ import (
 )
 
 // CheckAggregateKeys checks that no aggregate key A_{s,j} = X_s + … + X_j
-// (s ≤ j) of the chain is the identity (SPEC §4.1 v3), as every single key
+// (s ≤ j) of the chain is the identity (§4.1 v3), as every single key
 // is checked: two colluding servers with keys X and −X (each with a valid
 // proof of knowledge) would otherwise make every component under their
 // sum plaintext. A_{s,j} = S_j − S_{s−1} for the prefix sums S (S_{−1} the

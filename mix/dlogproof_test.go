@@ -133,7 +133,7 @@ func TestShareProofNegative(t *testing.T) {
 }
 
 // An aggregate key A_{s,j} that is the identity is refused, as a single
-// key is (SPEC §4.1 v3): keys X and −X sum to it.
+// key is (§4.1 v3): keys X and −X sum to it.
 func TestAggregateKeyIdentity(t *testing.T) {
 	_, X := testServers(t, 3, newDetRand("aggregate identity"))
 	neg := group.NewElement().Negate(X[0])

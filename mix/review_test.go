@@ -32,7 +32,7 @@ func forgeUnderIdentity(t *testing.T, b, k int) []byte {
 }
 
 // TestPayloadIdentityPseudonym: an identity (or missing) pseudonym verifies
-// nothing (SPEC §2: no identity where a public key is expected). Setup
+// nothing (§2: no identity where a public key is expected). Setup
 // never publishes one, but both verifiers are exported and must not accept
 // a keyless forgery if a caller's list is wrong.
 func TestPayloadIdentityPseudonym(t *testing.T) {
@@ -56,7 +56,7 @@ func TestPayloadIdentityPseudonym(t *testing.T) {
 	}
 }
 
-// TestClosedServerSecret: after Close (x_s erased, SPEC §3) the key can no
+// TestClosedServerSecret: after Close (x_s erased, §3) the key can no
 // longer prove or run a setup step; before the fix it silently used x = 0
 // and published unopened shares with a proof that could not verify.
 func TestClosedServerSecret(t *testing.T) {
@@ -76,7 +76,7 @@ func TestClosedServerSecret(t *testing.T) {
 // TestRegistrationLowOrderPIRKey: a registration whose X25519 key is a
 // low-order point (every server's X25519 with it is all-zero, which
 // crypto/ecdh refuses at round time) is rejected when it is parsed, so that
-// it can never reach the final descriptor (SPEC §2: no identity where a
+// it can never reach the final descriptor (§2: no identity where a
 // public key is expected).
 func TestRegistrationLowOrderPIRKey(t *testing.T) {
 	rand := newDetRand("low order pir key")
@@ -161,7 +161,7 @@ func TestSecretsNotFormatted(t *testing.T) {
 // position 0 alone. Before the fix the first onion set the expected length,
 // so every honest onion was named in the MACError, which would start blame
 // at honest positions, where the MAC verifies and the accuser (an honest
-// server) is then blamed (SPEC §8).
+// server) is then blamed (§8).
 func TestOpenLayerWrongSizeFirst(t *testing.T) {
 	const n = 4
 	f := newRoundFixture(t, 2, n, 1, "wrong size first")

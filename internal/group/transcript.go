@@ -6,7 +6,7 @@ import (
 	"hash"
 )
 
-// Transcript is the SHA-512 transcript of SPEC §2: it starts with a domain
+// Transcript is the SHA-512 transcript of §2: it starts with a domain
 // tag ("riffle/v2/<purpose>", length-prefixed) and frames every
 // variable-length field with a u32 big-endian length. Fixed-size fields
 // (elements, scalars, digests, integers) carry no prefix, so that, given the
