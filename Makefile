@@ -6,7 +6,7 @@ RACE_PKGS := ./store/... ./node/... ./pir/...
 # How many seeds `make swarm` runs.
 SEEDS    ?= 100
 
-.PHONY: all build paper demo test test-serial vet fmt-check bench soak swarm fuzz clean netns
+.PHONY: all build paper demo test test-serial vet fmt-check lint bench soak swarm fuzz clean netns
 
 all: build
 
@@ -32,18 +32,27 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
+# staticcheck over the build the tests use (node's hooks, the paper's
+# plots), and govulncheck against the Go vulnerability database, which
+# scripts/vulncheck fetches as a module (docs/testing.md, Static checks:
+# what they cost, on a fresh machine the most).
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint:
+	$(GO) run $(STATICCHECK) -tags riffletest,paper ./...
+	$(GO) run ./scripts/vulncheck
+
 # Every test, then the race detector over the packages whose concurrency
 # matters (in -short mode, docs/testing.md). node's network tests run in
 # virtual time on an in-memory network; a few run real libp2p on loopback,
 # and cmd/riffle's run real processes in real time, which is why the race
 # pass does not run beside them. Tests that need node's hooks carry the
 # riffletest build tag (node/hooks.go).
-test: vet fmt-check
+test: vet fmt-check lint
 	$(GO) test -tags riffletest -count=1 ./...
 	$(GO) test -tags riffletest -count=1 -race -short $(RACE_PKGS)
 
 # The same, one package at a time.
-test-serial: vet fmt-check
+test-serial: vet fmt-check lint
 	$(GO) test -tags riffletest -count=1 -p 1 ./...
 	$(GO) test -tags riffletest -count=1 -p 1 -race -short $(RACE_PKGS)
 

@@ -17,7 +17,7 @@ const tagSize = 16
 // nonceSize is the GCM nonce size.
 const nonceSize = 12
 
-// Domain tags of the two keys derived from a file key (SPEC §2 naming).
+// Domain tags of the two keys derived from a file key (§2 naming).
 const (
 	infoData = "riffle/v2/file-data"
 	infoMeta = "riffle/v2/file-meta"

@@ -1,7 +1,7 @@
-// Package chunker turns files into riffle chunks and back (SPEC §6.4).
+// Package chunker turns files into riffle chunks and back (§6.4).
 //
 // A file is cut into chunks of the epoch's chunk size b; every chunk is
-// addressed by its plain SHA-256 (SPEC §2). The file's manifest (name, size,
+// addressed by its plain SHA-256 (§2). The file's manifest (name, size,
 // chunk size, media type, chunk ids in order) is itself one chunk, or, for a
 // file with more chunks than one manifest chunk can list, a small tree of
 // manifest chunks under a root. The file id is the root manifest's chunk id,
@@ -43,7 +43,7 @@ const LinkScheme = "riffle:"
 // ids and keys.
 var b32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
-// ID is a chunk id: the SHA-256 of the chunk's bytes (SPEC §2, content
+// ID is a chunk id: the SHA-256 of the chunk's bytes (§2, content
 // addressing). A file id is the ID of its root manifest chunk.
 type ID [IDSize]byte
 
@@ -54,7 +54,7 @@ func Sum(chunk []byte) ID { return ID(sha256.Sum256(chunk)) }
 func (id ID) String() string { return b32.EncodeToString(id[:]) }
 
 // IsZero reports whether the id is all zero (the "no request" marker of
-// SPEC §5.1, never the id of a real chunk).
+// §5.1, never the id of a real chunk).
 func (id ID) IsZero() bool { return id == ID{} }
 
 // FileKey is the random key of a privately shared file. It never enters a

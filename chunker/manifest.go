@@ -8,7 +8,7 @@ import (
 	"math"
 )
 
-// Chunk sizes (SPEC §3: the epoch parameter b).
+// Chunk sizes (§3: the epoch parameter b).
 const (
 	DefaultChunkSize = 256 << 10 // 256 KiB
 	MinChunkSize     = 1 << 10   // 1 KiB: a root manifest with the longest name still fits

@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// Sealed manifests (protocol.md §6.4, docs/proto-chunker.md). Every
+// Sealed manifests (docs/protocol.md §6.4, docs/proto-chunker.md). Every
 // manifest chunk syncs to every client with the public index, so a private
 // file's manifest must not show its chunk ids, name or size: its header
 // stays in clear (servers index it as a manifest, under the same caps) and

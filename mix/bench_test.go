@@ -77,7 +77,7 @@ func measureUnits() unitCosts {
 		sc[i], _ = group.RandomScalar(rand)
 		sc128[i], _ = group.RandomWeight(rand)
 		pts[i] = group.NewElement().ScalarBaseMult(sc[i])
-		enc[i] = pts[i].Encode(nil)
+		enc[i] = pts[i].Bytes()
 	}
 	per := func(f func()) time.Duration {
 		start := time.Now()
@@ -109,7 +109,7 @@ func measureUnits() unitCosts {
 	return u
 }
 
-// BenchmarkSetup times the whole epoch setup (SPEC §4.2) for m = 3.
+// BenchmarkSetup times the whole epoch setup (§4.2) for m = 3.
 //
 // prove_s is server s's SetupStep plus encoding its result; verify_s is one
 // other server decoding and verifying it (VerifyStep). As deployed, the
@@ -136,7 +136,7 @@ func benchSetup(b *testing.B, m, n int) {
 	epoch := testEpoch("bench")
 	sks, X := testServers(b, m, rand)
 	_, _, regs := testClients(b, epoch, X, n, rand)
-	// Servers receive registrations as bytes (SPEC §4.1) and parse them,
+	// Servers receive registrations as bytes (§4.1) and parse them,
 	// as the node does.
 	for i, reg := range regs {
 		enc, err := reg.MarshalBinary()
@@ -307,7 +307,7 @@ func BenchmarkServerLayerKeys(b *testing.B) {
 }
 
 // BenchmarkVerifyPayloads checks 200 pseudonym signatures over 256 KiB
-// payloads (SPEC §5.3).
+// payloads (§5.3).
 func BenchmarkVerifyPayloads(b *testing.B) {
 	const n, chunk, k = 200, 256 << 10, 4
 	epoch, cs, P := testPayloadClients(b, n)

@@ -9,7 +9,7 @@ import (
 )
 
 // tagShareDlog binds the proof a client gives, after a duplicate U or P
-// aborted setup, that it knows the discrete log of its value (SPEC §4.1 v3).
+// aborted setup, that it knows the discrete log of its value (§4.1 v3).
 const tagShareDlog = "riffle/v3/duplicate-share-dlog"
 
 // ShareDlogProofSize is the size of a share proof: ENC(R) 32 || SC(s) 32.
@@ -50,7 +50,7 @@ func (cs *ClientSecret) shareScalar(comp int) (*group.Scalar, error) {
 
 // ProveShare proves knowledge of the discrete log of the client's value of
 // component comp (u_{i,comp}, or q_i for comp = m), bound to the epoch and
-// the client's slot (SPEC §4.1 v3). The setup it answers for is void, so
+// the client's slot (§4.1 v3). The setup it answers for is void, so
 // the value it reveals links nothing that is used afterwards.
 func (cs *ClientSecret) ProveShare(epoch EpochID, slot uint32, comp int, rand io.Reader) ([]byte, error) {
 	x, err := cs.shareScalar(comp)
@@ -78,7 +78,7 @@ func VerifyShare(epoch EpochID, slot uint32, comp int, V *group.Element, proof [
 }
 
 // SealComponent encrypts the value M as component j of a registration
-// (SPEC §4.1): (r·G, M + r·K) under the component's key K (A_{0,j}, or
+// (§4.1): (r·G, M + r·K) under the component's key K (A_{0,j}, or
 // A_{0,m-1} for j = m) with fresh r, and the proof of knowledge of r bound
 // to the epoch and regKey. Register builds every component this way; a
 // test uses it to model a client that registers a copy of a value it did

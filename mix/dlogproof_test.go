@@ -43,7 +43,7 @@ func TestShareProofVector(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := hex.EncodeToString(V.Encode(nil)); got != want[0] {
+		if got := hex.EncodeToString(V.Bytes()); got != want[0] {
 			t.Errorf("component %d value %s, want %s", comp, got, want[0])
 		}
 		if got := hex.EncodeToString(proof); got != want[1] {
@@ -133,7 +133,7 @@ func TestShareProofNegative(t *testing.T) {
 }
 
 // An aggregate key A_{s,j} that is the identity is refused, as a single
-// key is (SPEC §4.1 v3): keys X and −X sum to it.
+// key is (§4.1 v3): keys X and −X sum to it.
 func TestAggregateKeyIdentity(t *testing.T) {
 	_, X := testServers(t, 3, newDetRand("aggregate identity"))
 	neg := group.NewElement().Negate(X[0])
@@ -159,7 +159,7 @@ func FuzzVerifyShare(f *testing.F) {
 		f.Fatal(err)
 	}
 	cs.Close()
-	f.Add(V.Encode(nil), proof, uint32(5))
+	f.Add(V.Bytes(), proof, uint32(5))
 	f.Add(make([]byte, 32), make([]byte, 64), uint32(0))
 	f.Fuzz(func(t *testing.T, vb, pb []byte, slot uint32) {
 		W, err := group.DecodeElement(vb)

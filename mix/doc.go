@@ -1,12 +1,12 @@
-// Package mix is the cryptography of riffle's hybrid shuffle (SPEC §2, §4,
+// Package mix is the cryptography of riffle's hybrid shuffle (§2, §4,
 // §5.1–5.2 and the proofs of §8): ElGamal over ristretto255 with Schnorr and
-// Chaum–Pedersen proofs, the per-server epoch setup of SPEC §4.2 (version 2:
+// Chaum–Pedersen proofs, the per-server epoch setup of §4.2 (version 2:
 // open, shuffle, then strip), the per-round layer keys, the onions
 // (AES-256-CTR then GMAC, two keys per layer and round), the payload format
 // with pseudonym signatures, and the proofs that blame needs. The proof of
-// shuffle itself is the sub-package mix/shuffle (SPEC §4.3).
+// shuffle itself is the sub-package mix/shuffle (§4.3).
 //
-// Map of the exported API to the SPEC (step numbers are SPEC §4.2's and §8's):
+// Map of the exported API to docs/protocol.md (step numbers are §4.2's and §8's):
 //
 //	§3   NewServerSecret, ServerSecret.Public, .ProveKey, VerifyKey, KeyContext
 //	     (the PoK of x_j bound to number, nonce and peer id); NewRoundKeys,

@@ -11,7 +11,7 @@ import (
 )
 
 // EpochID identifies an epoch: SHA-256 of its descriptor's number, nonce,
-// group and parameters (SPEC §3). Every transcript, HKDF salt and associated
+// group and parameters (§3). Every transcript, HKDF salt and associated
 // data in this package starts from it, so nothing proven or sealed for one
 // epoch is valid in another.
 type EpochID [32]byte
@@ -22,11 +22,11 @@ const (
 	SchnorrProofSize = group.ElementSize + group.ScalarSize
 	// DLEQProofSize is a Chaum–Pedersen proof: SC(c) || SC(s).
 	DLEQProofSize = 2 * group.ScalarSize
-	// SignatureSize is a pseudonym signature: ENC(R) || SC(s) (SPEC §2).
+	// SignatureSize is a pseudonym signature: ENC(R) || SC(s) (§2).
 	SignatureSize = group.ElementSize + group.ScalarSize
-	// MaxRounds caps R, the rounds of an epoch (SPEC §3).
+	// MaxRounds caps R, the rounds of an epoch (§3).
 	MaxRounds = 1024
-	// MaxServers caps m, the chain length. The SPEC sets no cap; 64 keeps
+	// MaxServers caps m, the chain length. The protocol sets no cap; 64 keeps
 	// every size computation far from overflow and is far above any real chain.
 	MaxServers = 64
 	// MaxClients caps n, the clients of one epoch, for the same reason.
@@ -37,7 +37,7 @@ const (
 // verify.
 var ErrProof = errors.New("proof does not verify")
 
-// Domain tags (SPEC §2: every hash input starts with riffle/v2/<purpose>).
+// Domain tags (§2: every hash input starts with riffle/v2/<purpose>).
 const (
 	tagServerKeyPoK  = "riffle/v2/server-key-pok"
 	tagKeyContext    = "riffle/v2/server-key-context"
@@ -58,8 +58,8 @@ const (
 	shuffleStepName  = "shuffle"
 )
 
-// ServerSecret is a server's per-epoch ElGamal key x_s (SPEC §3, §4). It is
-// erased as soon as setup has finished (forward secrecy, SPEC §3).
+// ServerSecret is a server's per-epoch ElGamal key x_s (§3, §4). It is
+// erased as soon as setup has finished (forward secrecy, §3).
 type ServerSecret struct {
 	x      *group.Scalar
 	X      *group.Element
@@ -99,14 +99,14 @@ func (k *ServerSecret) secret() (*group.Scalar, error) {
 }
 
 // KeyContext is the context a server key's proof of knowledge is bound to
-// (SPEC §3): the epoch number, the leader's nonce and the server's peer id.
+// (§3): the epoch number, the leader's nonce and the server's peer id.
 func KeyContext(number uint64, nonce [32]byte, peerID []byte) []byte {
 	d := group.NewTranscript(tagKeyContext).U64(number).Fixed(nonce[:]).Bytes(peerID).Sum()
 	return d[:]
 }
 
 // ProveKey proves knowledge of x_s with a Schnorr proof whose challenge hashes
-// ctx (use KeyContext), X_s and the commitment (SPEC §3).
+// ctx (use KeyContext), X_s and the commitment (§3).
 func (k *ServerSecret) ProveKey(ctx []byte, rand io.Reader) ([]byte, error) {
 	x, err := k.secret()
 	if err != nil {
@@ -128,7 +128,7 @@ func VerifyKey(X *group.Element, ctx, proof []byte) error {
 }
 
 // RoundKeys are a server's per-round scalars y_{s,r} (layer encryption) and
-// y'_{s,r} (layer MAC) for r < R (SPEC §3). Both are kept to the epoch's end
+// y'_{s,r} (layer MAC) for r < R (§3). Both are kept to the epoch's end
 // (blame may reveal one round's MAC key share) and then erased.
 type RoundKeys struct {
 	y, yp  []*group.Scalar
@@ -187,7 +187,7 @@ func (rk *RoundKeys) round(r uint64) (y, yp *group.Scalar, err error) {
 	return rk.y[r], rk.yp[r], nil
 }
 
-// AggregateKeys returns the keys of the components server s receives (SPEC
+// AggregateKeys returns the keys of the components server s receives (docs/protocol.md
 // §4): A_{s,j} = X_s + … + X_j for j = s..m-1, then A_{s,m-1} again for the
 // pseudonym component m. The result has m − s + 1 entries.
 func AggregateKeys(serverKeys []*group.Element, s int) ([]*group.Element, error) {
@@ -205,7 +205,7 @@ func AggregateKeys(serverKeys []*group.Element, s int) ([]*group.Element, error)
 			return nil, fmt.Errorf("aggregate keys: server %d key: %w", j, group.ErrIdentity)
 		}
 		acc.Add(acc, serverKeys[j])
-		// SPEC §4.1 v3: an aggregate key is checked like a single
+		// §4.1 v3: an aggregate key is checked like a single
 		// one. Keys X and −X from two colluding servers would sum to
 		// the identity, under which every ciphertext is plaintext.
 		if group.IsIdentity(acc) {
@@ -244,7 +244,8 @@ func proverNonce(rand io.Reader, secret *group.Scalar, statement []byte) (*group
 	h.Write(l[:])
 	h.Write([]byte(tagNonce))
 	var sb [group.ScalarSize]byte
-	h.Write(secret.Encode(sb[:0]))
+	copy(sb[:], secret.Bytes())
+	h.Write(sb[:])
 	h.Write(fresh[:])
 	h.Write(statement)
 	var d [64]byte

@@ -17,7 +17,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 )
 
-// Sizes of the onion layers (SPEC §5.1).
+// Sizes of the onion layers (§5.1).
 const (
 	// LayerKeySize is the length of each HKDF output: one AES-256 key.
 	LayerKeySize = 32
@@ -30,9 +30,9 @@ const (
 	macPrefixSize = 32 + 8 + 4
 )
 
-// LayerKey is one onion layer's pair of keys for one round (SPEC §4.2): e
+// LayerKey is one onion layer's pair of keys for one round (§4.2): e
 // (AES-256-CTR) and a (GMAC), derived from the two round keys separately so
-// that blame can reveal a without e (SPEC §8 v2).
+// that blame can reveal a without e (§8 v2).
 type LayerKey struct {
 	Enc [LayerKeySize]byte
 	MAC [LayerKeySize]byte
@@ -48,13 +48,13 @@ func CloseLayerKeys(keys []LayerKey) {
 	}
 }
 
-// ShareKey derives a layer key from its Diffie–Hellman share Z (SPEC §4.2):
+// ShareKey derives a layer key from its Diffie–Hellman share Z (§4.2):
 // HKDF-SHA-256(ikm = ENC(Z), salt = epoch id, info = tag || u32 s || u64 r),
 // with tag "riffle/v2/layer-enc" for EncKey and "riffle/v2/layer-mac" for
-// MACKey, 32 bytes. Blame (SPEC §8) uses it on a revealed, proven Z'.
+// MACKey, 32 bytes. Blame (§8) uses it on a revealed, proven Z'.
 func ShareKey(epoch EpochID, s int, round uint64, kind KeyKind, Z *group.Element) [LayerKeySize]byte {
 	var ikm [group.ElementSize]byte
-	Z.Encode(ikm[:0])
+	copy(ikm[:], Z.Bytes())
 	tag := tagLayerEnc
 	if kind == MACKey {
 		tag = tagLayerMAC
@@ -75,7 +75,7 @@ func ShareKey(epoch EpochID, s int, round uint64, kind KeyKind, Z *group.Element
 }
 
 // ServerLayerKeys derives server s's layer keys for one round at every input
-// position p from the published shares U_{p,s} (SPEC §4.2): 2n constant-time
+// position p from the published shares U_{p,s} (§4.2): 2n constant-time
 // scalar multiplications, spread over all cores.
 func ServerLayerKeys(epoch EpochID, s int, round uint64, rk *RoundKeys, U []*group.Element) ([]LayerKey, error) {
 	y, yp, err := rk.round(round)
@@ -93,13 +93,13 @@ func ServerLayerKeys(epoch EpochID, s int, round uint64, rk *RoundKeys, U []*gro
 		out[p].Enc = ShareKey(epoch, s, round, EncKey, Z)
 		Z.ScalarMult(yp, U[p])
 		out[p].MAC = ShareKey(epoch, s, round, MACKey, Z)
-		Z.Zero()
+		Z.Set(group.NewElement())
 	})
 	return out, nil
 }
 
 // LayerKeys derives the client's m layer keys for one round from its u_{i,j}
-// and the servers' published round keys, Y[j][r] and Yp[j][r] (SPEC §4.2).
+// and the servers' published round keys, Y[j][r] and Yp[j][r] (§4.2).
 func (cs *ClientSecret) LayerKeys(epoch EpochID, round uint64, Y, Yp [][]*group.Element) ([]LayerKey, error) {
 	if cs.closed {
 		return nil, errors.New("client layer keys: secret closed")
@@ -121,7 +121,7 @@ func (cs *ClientSecret) LayerKeys(epoch EpochID, round uint64, Y, Yp [][]*group.
 		out[j].Enc = ShareKey(epoch, j, round, EncKey, Z)
 		Z.ScalarMult(cs.u[j], yp)
 		out[j].MAC = ShareKey(epoch, j, round, MACKey, Z)
-		Z.Zero()
+		Z.Set(group.NewElement())
 	}
 	return out, nil
 }
@@ -173,11 +173,11 @@ func newLayerCrypter(k *LayerKey, round uint64, j int) (layerCrypter, error) {
 	return layerCrypter{ctr: cipher.NewCTR(eb, iv[:]), mac: g}, nil
 }
 
-// Seal builds a client's onion for one round (SPEC §5.1): for j = m-1 down to
+// Seal builds a client's onion for one round (§5.1): for j = m-1 down to
 // 0, c = AES-256-CTR(e_j, IV = u64 round || u32 j || u32 0)(x) and x' = c ||
 // GMAC(a_j, nonce = u64 round || u32 j, data = epoch id || u64 round || u32 j
 // || c). The result has len(payload) + 16·m bytes. A client seals each round
-// once and stores the result (SPEC §5.1 v2): sealing again reuses each key
+// once and stores the result (§5.1 v2): sealing again reuses each key
 // with its nonce.
 func Seal(epoch EpochID, round uint64, keys []LayerKey, payload []byte) ([]byte, error) {
 	onion, _, err := SealInto(nil, epoch, round, keys, payload)
@@ -221,7 +221,7 @@ func SealInto(scratch []byte, epoch EpochID, round uint64, keys []LayerKey, payl
 }
 
 // MACError reports the input positions whose onion failed to open at one
-// layer: a wrong size or a MAC that does not verify. By SPEC §5.2 (v2) the
+// layer: a wrong size or a MAC that does not verify. By §5.2 (v2) the
 // server then forwards nothing for the round and blame starts at each.
 type MACError struct {
 	Server    int
@@ -244,14 +244,14 @@ func (e *MACError) Error() string {
 }
 
 // OpenLayer checks the MAC and decrypts layer s of every onion of one round,
-// in input-position order, with keys from ServerLayerKeys (SPEC §5.2). Every
+// in input-position order, with keys from ServerLayerKeys (§5.2). Every
 // onion must be as long as the batch's most common length (the caller checks
 // that length against OnionSize − 16·s); an onion of another length fails
 // at its own position only, so that one malformed entry never makes the
 // honest entries look bad. The work is spread over all cores; besides the outputs
 // (one allocation for the batch), each worker uses one scratch buffer for
 // the whole batch. If any position fails, the result is nil and the error is
-// a *MACError naming all of them: nothing may be forwarded (SPEC §5.2 v2).
+// a *MACError naming all of them: nothing may be forwarded (§5.2 v2).
 func OpenLayer(epoch EpochID, round uint64, s int, keys []LayerKey, onions [][]byte) ([][]byte, error) {
 	size := commonLength(onions)
 	if size < TagSize {
@@ -404,7 +404,7 @@ func commonLength(entries [][]byte) int {
 }
 
 // CheckMAC verifies the tag of layer j of one onion under a MAC key alone, as
-// every server does in blame with a key derived from a revealed share (SPEC
+// every server does in blame with a key derived from a revealed share (docs/protocol.md
 // §8).
 func CheckMAC(epoch EpochID, round uint64, j int, macKey [LayerKeySize]byte, onion []byte) bool {
 	if len(onion) < TagSize {
@@ -428,7 +428,7 @@ func CheckMAC(epoch EpochID, round uint64, j int, macKey [LayerKeySize]byte, oni
 }
 
 // DecryptLayer removes layer j of one onion with a known encryption key
-// after its MAC has been checked, as blame step 3 does (SPEC §8).
+// after its MAC has been checked, as blame step 3 does (§8).
 func DecryptLayer(round uint64, j int, encKey [LayerKeySize]byte, onion []byte) ([]byte, error) {
 	if len(onion) < TagSize {
 		return nil, fmt.Errorf("decrypt layer %d: onion of %d bytes", j, len(onion))
@@ -444,7 +444,7 @@ func DecryptLayer(round uint64, j int, encKey [LayerKeySize]byte, onion []byte) 
 }
 
 // Permute moves the entry at input position p to output position
-// forward[p] (SPEC §4: π_s maps input p to output π_s(p)). It panics if
+// forward[p] (§4: π_s maps input p to output π_s(p)). It panics if
 // forward is not a permutation of len(in) positions: that is a programming
 // error, never an input from the network.
 func Permute(forward []int, in [][]byte) [][]byte {

@@ -42,7 +42,7 @@ func linkAttack(xs []*group.Scalar, h int, inputs [][]group.Ciphertext, res *Ste
 	key := func(v []*group.Element) string {
 		var b []byte
 		for _, e := range v {
-			b = e.Encode(b)
+			b = append(b, e.Bytes()...)
 		}
 		return string(b)
 	}
@@ -136,7 +136,7 @@ func brokenStep(t *testing.T, X []*group.Element, h int, x *group.Scalar, inputs
 	return res
 }
 
-// TestHonestServerUnlinkable shows SPEC §4.2 (v2)'s claim: with fresh
+// TestHonestServerUnlinkable shows §4.2 (v2)'s claim: with fresh
 // randomness per component and "open, shuffle, then strip", the holders of
 // every other secret cannot match the honest server's outputs to its inputs
 // (no position linked, where guessing would get one in n right), including

@@ -13,33 +13,33 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 )
 
-// Payload layout (SPEC §5.1).
+// Payload layout (§5.1).
 const (
 	// PayloadHeaderSize is u8 kind || u8 version || u16 reserved || u32 length.
 	PayloadHeaderSize = 8
 	// RequestSize is one requested chunk id (SHA-256).
 	RequestSize = 32
-	// PayloadVersion is the version byte of SPEC §5.1. Version 3 signs the
+	// PayloadVersion is the version byte of §5.1. Version 3 signs the
 	// payload digest D (PayloadHash) instead of the SHA-256 of the
 	// payload's bytes.
 	PayloadVersion = 3
-	// MaxChunkSize bounds b: the u32 length field allows more, but SPEC §5.1
+	// MaxChunkSize bounds b: the u32 length field allows more, but §5.1
 	// names 4 MiB as the largest chunk size.
 	MaxChunkSize = 4 << 20
 	// MaxRequests bounds k, the request slots of a round.
 	MaxRequests = 256
 )
 
-// Payload kinds (SPEC §5.1).
+// Payload kinds (§5.1).
 const (
 	KindCover uint8 = 0
 	KindChunk uint8 = 1
 )
 
-// PayloadSize is P = 8 + 32·k + b + 64 (SPEC §5.1).
+// PayloadSize is P = 8 + 32·k + b + 64 (§5.1).
 func PayloadSize(b, k int) int { return PayloadHeaderSize + RequestSize*k + b + SignatureSize }
 
-// OnionSize is P + 16·m: what every client uploads each round (SPEC §5.1).
+// OnionSize is P + 16·m: what every client uploads each round (§5.1).
 func OnionSize(b, k, m int) int { return PayloadSize(b, k) + TagSize*m }
 
 func checkParams(b, k int) error {
@@ -52,7 +52,7 @@ func checkParams(b, k int) error {
 	return nil
 }
 
-// Payload is the plaintext inside an onion (SPEC §5.1). Chunk holds the used
+// Payload is the plaintext inside an onion (§5.1). Chunk holds the used
 // bytes only (Length of them; after DecodePayload a slice of the raw
 // payload, not a copy); Requests has exactly k entries after decoding,
 // all-zero meaning none.
@@ -104,7 +104,7 @@ func (p *Payload) marshalInto(dst []byte, b, k int) ([]byte, error) {
 
 // EncodePayload builds the payload for one round and signs it with the
 // client's pseudonym key q over (epoch id, round, the bytes before the
-// signature) (SPEC §5.1 v2).
+// signature) (§5.1 v2).
 func EncodePayload(p *Payload, b, k int, epoch EpochID, round uint64, cs *ClientSecret, rand io.Reader) ([]byte, error) {
 	return EncodePayloadInto(nil, p, b, k, epoch, round, cs, rand)
 }
@@ -218,7 +218,7 @@ func nonZero(b []byte) int {
 	return -1
 }
 
-// PayloadHash is what one pass over a payload gives (SPEC §5.1, v3): the
+// PayloadHash is what one pass over a payload gives (§5.1, v3): the
 // chunk id, SHA-256 of the chunk's Length bytes, and the payload digest
 //
 //	D = SHA-256(u32 17 ‖ "riffle/v3/payload" ‖ header (8) ‖ requests (32k) ‖ chunk id)
@@ -282,11 +282,11 @@ func signPseudonym(q *group.Scalar, P *group.Element, epoch EpochID, round uint6
 	s := group.NewScalar().Multiply(c, q)
 	s.Add(s, k)
 	k.Zero()
-	return s.Encode(R.Encode(make([]byte, 0, SignatureSize))), nil
+	return append(append(make([]byte, 0, SignatureSize), R.Bytes()...), s.Bytes()...), nil
 }
 
 // usablePseudonym reports whether P can verify a signature at all: the
-// identity would accept R = s·G for any s, with no key (SPEC §2 forbids the
+// identity would accept R = s·G for any s, with no key (§2 forbids the
 // identity wherever a public key is expected; setup never publishes it, this
 // guards callers whose list is wrong).
 func usablePseudonym(P *group.Element) bool { return P != nil && !group.IsIdentity(P) }
@@ -314,7 +314,7 @@ func VerifyPayload(epoch EpochID, round uint64, P *group.Element, raw []byte, b,
 	return nil
 }
 
-// VerifyPayloads checks the payload at every output position q (SPEC §5.3
+// VerifyPayloads checks the payload at every output position q (§5.3
 // v2): well formed, with a pseudonym signature by P_q. It returns the
 // failing positions, in order (a missing or malformed payload, or a nil or
 // identity pseudonym, fails). It hashes on all cores and checks all
@@ -389,14 +389,14 @@ func VerifyPayloadsHashed(epoch EpochID, round uint64, pseudonyms []*group.Eleme
 }
 
 // submissionMessage is what a client's registration key signs for one onion
-// (SPEC §5.1 v2): u32-prefixed tag "riffle/v2/submission" || epoch id ||
+// (§5.1 v2): u32-prefixed tag "riffle/v2/submission" || epoch id ||
 // u64 round || u32 slot || SHA-256(onion).
 func submissionMessage(epoch EpochID, round uint64, slot uint32, onion []byte) []byte {
 	return submissionDigestMessage(epoch, round, slot, SubmissionDigest(onion))
 }
 
 // SubmissionDigest is the SHA-256 of an onion, the part of a submission
-// signature that stands for the onion (SPEC §5.1).
+// signature that stands for the onion (§5.1).
 func SubmissionDigest(onion []byte) [32]byte { return sha256.Sum256(onion) }
 
 func submissionDigestMessage(epoch EpochID, round uint64, slot uint32, d [32]byte) []byte {
@@ -410,7 +410,7 @@ func submissionDigestMessage(epoch EpochID, round uint64, slot uint32, d [32]byt
 }
 
 // SignSubmission signs an onion for (epoch, round, input slot) with the
-// client's registration key (SPEC §5.1): binding the round stops a primary
+// client's registration key (§5.1): binding the round stops a primary
 // from replaying it in another round and framing the client.
 func SignSubmission(key ed25519.PrivateKey, epoch EpochID, round uint64, slot uint32, onion []byte) []byte {
 	return ed25519.Sign(key, submissionMessage(epoch, round, slot, onion))
@@ -418,7 +418,7 @@ func SignSubmission(key ed25519.PrivateKey, epoch EpochID, round uint64, slot ui
 
 // VerifySubmissionDigest checks a signature made by SignSubmission given
 // only the onion's SubmissionDigest: how servers after S_0, which never
-// see the onion, check every slot of a round (SPEC §5.2).
+// see the onion, check every slot of a round (§5.2).
 func VerifySubmissionDigest(pub ed25519.PublicKey, epoch EpochID, round uint64, slot uint32, digest [32]byte, sig []byte) error {
 	if len(pub) != ed25519.PublicKeySize {
 		return fmt.Errorf("submission: registration key of %d bytes", len(pub))

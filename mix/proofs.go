@@ -8,7 +8,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 )
 
-// This file holds the sigma protocols of SPEC §2–§4 and §8, all made
+// This file holds the sigma protocols of §2–§4 and §8, all made
 // non-interactive with Fiat–Shamir over group.Transcript. Every challenge
 // hashes the full statement (through a statement digest that starts with the
 // epoch id), the public key(s) and the commitment(s).
@@ -29,7 +29,7 @@ func proveSchnorr(x *group.Scalar, X *group.Element, stmt func(*group.Transcript
 	s.Add(s, k)
 	k.Zero()
 	out := make([]byte, 0, SchnorrProofSize)
-	return s.Encode(R.Encode(out)), nil
+	return append(append(out, R.Bytes()...), s.Bytes()...), nil
 }
 
 func schnorrChallenge(tag string, stmt func(*group.Transcript), X, R *group.Element) *group.Scalar {
@@ -82,7 +82,7 @@ func proveDLEQ(d []byte, x *group.Scalar, H1, G2, H2 *group.Element, rand io.Rea
 	s.Add(s, k)
 	k.Zero()
 	out := make([]byte, 0, DLEQProofSize)
-	return s.Encode(c.Encode(out)), nil
+	return append(append(out, c.Bytes()...), s.Bytes()...), nil
 }
 
 func dleqChallenge(d []byte, H1, G2, H2, T1, T2 *group.Element) *group.Scalar {
@@ -114,7 +114,7 @@ func verifyDLEQ(d []byte, H1, G2, H2 *group.Element, proof []byte) error {
 	return nil
 }
 
-// reencryptionDigest is the statement of a blame step-1 proof (SPEC §8): at
+// reencryptionDigest is the statement of a blame step-1 proof (§8): at
 // server s, the output at outPos re-encrypts the input at inPos on component
 // j (0-based within the full vector, m being the pseudonym) under key.
 func reencryptionDigest(epoch EpochID, s, inPos, outPos, component int, key *group.Element, in, out group.Ciphertext) []byte {
@@ -125,8 +125,8 @@ func reencryptionDigest(epoch EpochID, s, inPos, outPos, component int, key *gro
 }
 
 // ProveReencryption proves, from the kept re-randomisation scalar r, that
-// out = in + r·(G, key): the Chaum–Pedersen proof of SPEC §2 "proof of one
-// re-encryption", used by blame step 1 (SPEC §8). s is the server's chain
+// out = in + r·(G, key): the Chaum–Pedersen proof of §2 "proof of one
+// re-encryption", used by blame step 1 (§8). s is the server's chain
 // position, inPos and outPos its input and output positions, component the
 // ciphertext's index in the full vector (0..m, m the pseudonym).
 func ProveReencryption(epoch EpochID, s, inPos, outPos, component int, key *group.Element, in, out group.Ciphertext, r *group.Scalar, rand io.Reader) ([]byte, error) {
@@ -157,7 +157,7 @@ func VerifyReencryption(epoch EpochID, s, inPos, outPos, component int, key *gro
 	return nil
 }
 
-// KeyKind names which of a round's two keys a share opens (SPEC §3).
+// KeyKind names which of a round's two keys a share opens (§3).
 type KeyKind uint8
 
 // The two round keys: y_{s,r} (layer encryption) and y'_{s,r} (layer MAC).
@@ -184,8 +184,8 @@ func roundKeyDigest(epoch EpochID, s int, round uint64, pos int, kind KeyKind, Y
 }
 
 // ProveRoundKey reveals Z = y·U for one round key (y_{s,r} or y'_{s,r}, by
-// kind) at one input position, with the single DLEQ of SPEC §4.4 and §8:
-// log_G Y = log_U Z. Blame reveals MAC shares first (SPEC §8 v2).
+// kind) at one input position, with the single DLEQ of §4.4 and §8:
+// log_G Y = log_U Z. Blame reveals MAC shares first (§8 v2).
 func ProveRoundKey(epoch EpochID, s int, round uint64, pos int, kind KeyKind, rk *RoundKeys, U *group.Element, rand io.Reader) (*group.Element, []byte, error) {
 	y, yp, err := rk.round(round)
 	if err != nil {

@@ -119,7 +119,7 @@ func TestRegistration(t *testing.T) {
 			t.Errorf("%s: registration verifies", name)
 		}
 	}
-	// A client that shares r across components is rejected (SPEC §4.1 v2).
+	// A client that shares r across components is rejected (§4.1 v2).
 	_, shared := registerSharedR(t, epoch, pub, X, rand)
 	if err := VerifyRegistration(epoch, pub, X, shared); err == nil || !strings.Contains(err.Error(), "randomness") {
 		t.Errorf("shared randomness: got %v", err)

@@ -13,7 +13,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 )
 
-// PIRKeySize is the client's ephemeral X25519 public key (SPEC §4.1, §6.2).
+// PIRKeySize is the client's ephemeral X25519 public key (§4.1, §6.2).
 const PIRKeySize = 32
 
 // registrationEntrySize is one component: ciphertext || Schnorr proof.
@@ -23,9 +23,9 @@ const registrationEntrySize = group.CiphertextSize + SchnorrProofSize
 // (m+1) × (ciphertext 64 || proof 64) || X25519 key 32.
 func RegistrationSize(m int) int { return (m+1)*registrationEntrySize + PIRKeySize }
 
-// ClientSecret is a client's per-epoch secrets (SPEC §4.1): the DH scalars
+// ClientSecret is a client's per-epoch secrets (§4.1): the DH scalars
 // u_{i,j}, one per server, the pseudonym key q_i and the seed of its X25519
-// key. Close erases them at the epoch's end (SPEC §3).
+// key. Close erases them at the epoch's end (§3).
 type ClientSecret struct {
 	u       []*group.Scalar
 	q       *group.Scalar
@@ -37,7 +37,7 @@ type ClientSecret struct {
 // Pseudonym returns P_i.
 func (cs *ClientSecret) Pseudonym() *group.Element { return group.NewElement().Set(cs.P) }
 
-// PIRKey returns the client's ephemeral X25519 private key (SPEC §6.2).
+// PIRKey returns the client's ephemeral X25519 private key (§6.2).
 func (cs *ClientSecret) PIRKey() (*ecdh.PrivateKey, error) {
 	if cs.closed {
 		return nil, errors.New("client pir key: secret closed")
@@ -58,7 +58,7 @@ func (cs *ClientSecret) Close() {
 	cs.closed = true
 }
 
-// Registration is what a client sends to its primary (SPEC §4.1): m+1
+// Registration is what a client sends to its primary (§4.1): m+1
 // ElGamal ciphertexts, component j < m encrypting U_{i,j} under A_{0,j} and
 // component m encrypting the pseudonym P_i under A_{0,m-1}, each with its own
 // randomness and a Schnorr proof of knowledge of it, and an X25519 key.
@@ -73,14 +73,14 @@ type Registration struct {
 }
 
 // ctPoKStatement binds a component's proof to (epoch id, registration key,
-// j, the component's key, the whole ciphertext) (SPEC §4.1).
+// j, the component's key, the whole ciphertext) (§4.1).
 func ctPoKStatement(epoch EpochID, regKey ed25519.PublicKey, j int, key *group.Element, ct group.Ciphertext) func(*group.Transcript) {
 	return func(t *group.Transcript) {
 		t.Fixed(epoch[:]).Bytes(regKey).U32(uint32(j)).Element(key).Ciphertext(ct)
 	}
 }
 
-// Register makes a client's registration for an epoch (SPEC §4.1): every
+// Register makes a client's registration for an epoch (§4.1): every
 // component with its own fresh randomness (v2).
 func Register(epoch EpochID, regKey ed25519.PublicKey, serverKeys []*group.Element, rand io.Reader) (*ClientSecret, *Registration, error) {
 	if len(regKey) != ed25519.PublicKeySize {
@@ -136,7 +136,7 @@ func Register(epoch EpochID, regKey ed25519.PublicKey, serverKeys []*group.Eleme
 
 // VerifyRegistration checks a registration's shape and every proof of
 // knowledge against the epoch, the client's registration key and the
-// servers' keys (SPEC §4.1). Every server runs it on every registration;
+// servers' keys (§4.1). Every server runs it on every registration;
 // VerifyRegistrations does many at once.
 func VerifyRegistration(epoch EpochID, regKey ed25519.PublicKey, serverKeys []*group.Element, reg *Registration) error {
 	keys, err := AggregateKeys(serverKeys, 0)
@@ -204,7 +204,7 @@ func VerifyRegistrations(epoch EpochID, regKeys []ed25519.PublicKey, serverKeys 
 	// per registration (encoded.go).
 	keyEnc := make([][]byte, len(keys))
 	for j, k := range keys {
-		keyEnc[j] = k.Encode(nil)
+		keyEnc[j] = k.Bytes()
 	}
 	parallel(n, func(i int) {
 		reg := regs[i]
@@ -275,13 +275,13 @@ func VerifyRegistrations(epoch EpochID, regKeys []ed25519.PublicKey, serverKeys 
 }
 
 // CheckDistinct rejects two registrations that share a ciphertext component
-// (SPEC §4.1: duplicates are rejected), naming both input slots.
+// (§4.1: duplicates are rejected), naming both input slots.
 func CheckDistinct(regs []*Registration) error {
 	seen := make(map[[group.ElementSize]byte]int)
 	for i, reg := range regs {
 		for j, ct := range reg.Ciphertexts {
 			var k [group.ElementSize]byte
-			ct.A.Encode(k[:0])
+			copy(k[:], ct.A.Bytes())
 			if prev, ok := seen[k]; ok && prev != i {
 				return fmt.Errorf("registrations %d and %d share a ciphertext (component %d)", prev, i, j)
 			}
@@ -306,7 +306,7 @@ func (reg *Registration) MarshalBinary() ([]byte, error) {
 }
 
 // ParseRegistration decodes a registration for m servers. Ciphertext
-// components must be canonical and not the identity (SPEC §2), and proofs
+// components must be canonical and not the identity (§2), and proofs
 // canonical; the proofs themselves are checked by VerifyRegistration.
 func ParseRegistration(b []byte, m int) (*Registration, error) {
 	if m < 1 || m > MaxServers {
@@ -352,7 +352,7 @@ var lowOrderProbe = sync.OnceValue(func() *ecdh.PrivateKey {
 })
 
 // checkPIRKey rejects a client X25519 key of low order: the X25519 analogue
-// of the identity (SPEC §2), whose shared secret with every server is zero,
+// of the identity (§2), whose shared secret with every server is zero,
 // so that every server's §6.2 seed derivation would fail at round time.
 func checkPIRKey(b []byte) error {
 	pk, err := ecdh.X25519().NewPublicKey(b)
@@ -366,7 +366,7 @@ func checkPIRKey(b []byte) error {
 }
 
 // CiphertextHash is the hash of a registration's ciphertexts that the final
-// descriptor lists per input slot (SPEC §3): SHA-256 over the tag
+// descriptor lists per input slot (§3): SHA-256 over the tag
 // "riffle/v2/registration-ciphertexts" (u32-length-prefixed), u32 (m+1) and
 // the ciphertexts in order.
 func (reg *Registration) CiphertextHash() [32]byte {
@@ -390,7 +390,7 @@ func (reg *Registration) CiphertextHash() [32]byte {
 }
 
 // InitialVectors lists the clients' ciphertext vectors in slot order: S_0's
-// input (SPEC §4.2). Each vector has m+1 components.
+// input (§4.2). Each vector has m+1 components.
 func InitialVectors(regs []*Registration) [][]group.Ciphertext {
 	out := make([][]group.Ciphertext, len(regs))
 	for i, reg := range regs {

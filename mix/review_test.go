@@ -27,12 +27,12 @@ func forgeUnderIdentity(t *testing.T, b, k int) []byte {
 	}
 	s := group.ScalarFromUint64(12345)
 	R := group.NewElement().ScalarBaseMult(s)
-	copy(raw[len(raw)-SignatureSize:], s.Encode(R.Encode(nil)))
+	copy(raw[len(raw)-SignatureSize:], append(R.Bytes(), s.Bytes()...))
 	return raw
 }
 
 // TestPayloadIdentityPseudonym: an identity (or missing) pseudonym verifies
-// nothing (SPEC §2: no identity where a public key is expected). Setup
+// nothing (§2: no identity where a public key is expected). Setup
 // never publishes one, but both verifiers are exported and must not accept
 // a keyless forgery if a caller's list is wrong.
 func TestPayloadIdentityPseudonym(t *testing.T) {
@@ -56,7 +56,7 @@ func TestPayloadIdentityPseudonym(t *testing.T) {
 	}
 }
 
-// TestClosedServerSecret: after Close (x_s erased, SPEC §3) the key can no
+// TestClosedServerSecret: after Close (x_s erased, §3) the key can no
 // longer prove or run a setup step; before the fix it silently used x = 0
 // and published unopened shares with a proof that could not verify.
 func TestClosedServerSecret(t *testing.T) {
@@ -76,7 +76,7 @@ func TestClosedServerSecret(t *testing.T) {
 // TestRegistrationLowOrderPIRKey: a registration whose X25519 key is a
 // low-order point (every server's X25519 with it is all-zero, which
 // crypto/ecdh refuses at round time) is rejected when it is parsed, so that
-// it can never reach the final descriptor (SPEC §2: no identity where a
+// it can never reach the final descriptor (§2: no identity where a
 // public key is expected).
 func TestRegistrationLowOrderPIRKey(t *testing.T) {
 	rand := newDetRand("low order pir key")
@@ -128,8 +128,8 @@ func TestSecretsNotFormatted(t *testing.T) {
 		"step secret":   {perm, fmt.Sprintf("%v", f.sec.forward), strings.Trim(perm, "[]")},
 		"client secret": {fmt.Sprint(cs.pirSeed[:]), hex.EncodeToString(cs.pirSeed[:]), fmt.Sprint(cs.pirSeed[:4])},
 		"layer key":     {"225 226 227", "225,226,227", "e1e2e3", "161 162 163", "161,162,163", "a1a2a3", "0xe1", "0xa1", "4eLj"},
-		"server secret": {hex.EncodeToString(sk.x.Encode(nil))},
-		"round keys":    {hex.EncodeToString(rk.y[0].Encode(nil)), hex.EncodeToString(rk.yp[0].Encode(nil))},
+		"server secret": {hex.EncodeToString(sk.x.Bytes())},
+		"round keys":    {hex.EncodeToString(rk.y[0].Bytes()), hex.EncodeToString(rk.yp[0].Bytes())},
 	}
 	values := map[string][]any{
 		"step secret":   {f.sec, *f.sec},
@@ -161,7 +161,7 @@ func TestSecretsNotFormatted(t *testing.T) {
 // position 0 alone. Before the fix the first onion set the expected length,
 // so every honest onion was named in the MACError, which would start blame
 // at honest positions, where the MAC verifies and the accuser (an honest
-// server) is then blamed (SPEC §8).
+// server) is then blamed (§8).
 func TestOpenLayerWrongSizeFirst(t *testing.T) {
 	const n = 4
 	f := newRoundFixture(t, 2, n, 1, "wrong size first")

@@ -12,7 +12,7 @@ import (
 
 // ShareError reports an opened share U (at an input position) or a
 // pseudonym P (at an output position of the last server) that is the
-// identity or repeats an earlier one. SPEC §4.2 step 3: setup aborts, and the
+// identity or repeats an earlier one. §4.2 step 3: setup aborts, and the
 // client at fault is found by walking the position back with the servers'
 // step-1 blame proofs (ProveRoute). VerifyStep returns it only after the
 // step's proofs have verified, so the server that published the value is not
@@ -35,7 +35,7 @@ func (e *ShareError) Error() string {
 	return fmt.Sprintf("setup at server %d: %s at %s position %d repeats position %d", e.Server, what, where, e.Position, e.Duplicate)
 }
 
-// StepResult is what server s publishes after its setup step (SPEC §4.2 step
+// StepResult is what server s publishes after its setup step (§4.2 step
 // 4), for n vectors and w = m − s remaining components (s+1..m-1 and then
 // the pseudonym m):
 //
@@ -44,7 +44,7 @@ func (e *ShareError) Error() string {
 //     position q (step 2), with the shuffle proof;
 //   - Stripped[q][j]: B − x_s·A of Shuffled[q][j] (step 3); the next
 //     server's ciphertext is (Shuffled[q][j].A, Stripped[q][j]);
-//   - DLEQ: one batched Chaum–Pedersen proof (SPEC §4.4) over the openings
+//   - DLEQ: one batched Chaum–Pedersen proof (§4.4) over the openings
 //     and the strippings, which share x_s.
 type StepResult struct {
 	S, M         int
@@ -70,7 +70,7 @@ type StepResult struct {
 // modifying an element in place.
 
 // StepSecret is what server s keeps from its setup step until the epoch's
-// end (SPEC §4.2 step 2, §8): π_s and the re-randomisation scalars. Never on
+// end (§4.2 step 2, §8): π_s and the re-randomisation scalars. Never on
 // disk; Close erases them.
 type StepSecret struct {
 	s       int
@@ -121,7 +121,7 @@ func checkVectors(inputs [][]group.Ciphertext, m, s int) error {
 	return nil
 }
 
-// SetupStep runs server s's setup step (SPEC §4.2, version 2): (1) open
+// SetupStep runs server s's setup step (§4.2, version 2): (1) open
 // component s at every input position, (2) shuffle and re-randomise the
 // remaining components with a proof, (3) strip x_s from them, and prove (1)
 // and (3) with one batched DLEQ. If an opened U or, at the last server, a
@@ -191,7 +191,7 @@ func SetupStep(epoch EpochID, s int, serverKeys []*group.Element, sk *ServerSecr
 		res.Stripped[q] = row
 	})
 
-	// Steps 1 and 3 proven together (SPEC §4.4).
+	// Steps 1 and 3 proven together (§4.4).
 	stripped := make([]*group.Element, 0, n*w)
 	for _, v := range res.Stripped {
 		stripped = append(stripped, v...)
@@ -236,7 +236,7 @@ func encodeAll(list []*group.Element) []byte {
 	out := make([]byte, len(list)*e)
 	parallel((len(list)+chunk-1)/chunk, func(c int) {
 		for i := c * chunk; i < min((c+1)*chunk, len(list)); i++ {
-			list[i].Encode(out[i*e : i*e : (i+1)*e])
+			copy(out[i*e:(i+1)*e], list[i].Bytes())
 		}
 	})
 	return out
@@ -298,7 +298,7 @@ func setupPairs(inputs [][]group.Ciphertext, res *StepResult, diffs bool) (as, d
 	return as, ds
 }
 
-// setupCoefficients derives z_i = H(transcript, i) (SPEC §4.4): the first 16
+// setupCoefficients derives z_i = H(transcript, i) (§4.4): the first 16
 // bytes of SHA-512(tag || d || u32 i), read as a 128-bit little-endian
 // integer. 128 bits bound the soundness error of the batch by 2^-128.
 func setupCoefficients(d []byte, count int) []*group.Scalar {
@@ -318,12 +318,12 @@ func setupCoefficients(d []byte, count int) []*group.Scalar {
 	return z
 }
 
-// VerifyStep checks server s's published step from public data alone (SPEC
+// VerifyStep checks server s's published step from public data alone (docs/protocol.md
 // §4.2 step 4): the shapes, the shuffle proof of step 2 and the batched DLEQ
 // of steps 1 and 3. A proof failure wraps ErrProof (or the shuffle
 // package's errors) and blames server s. If the proofs hold but an opened U
 // or a pseudonym is the identity or repeated, it returns a *ShareError,
-// which blames a client (SPEC §4.2 step 3).
+// which blames a client (§4.2 step 3).
 func VerifyStep(epoch EpochID, s int, serverKeys []*group.Element, inputs [][]group.Ciphertext, res *StepResult, rand io.Reader) error {
 	m := len(serverKeys)
 	keys, err := AggregateKeys(serverKeys, s)
@@ -396,7 +396,7 @@ func (res *StepResult) checkShape(n, m, s int) error {
 	return nil
 }
 
-// checkShares applies SPEC §4.2 step 3's rule to U and, at the last server,
+// checkShares applies §4.2 step 3's rule to U and, at the last server,
 // to the pseudonym list. It reads their encodings (kept or made now): the
 // identity is the only element encoded as 32 zero bytes, and equal
 // elements have equal canonical encodings.
@@ -432,7 +432,7 @@ func distinct(n int, enc func(int) []byte, s int, pseudonym bool) error {
 	return nil
 }
 
-// Next returns the next server's input vectors (SPEC §4.2): at output
+// Next returns the next server's input vectors (§4.2): at output
 // position q, (Shuffled[q][j].A, Stripped[q][j]) for j < m − s. At the last
 // server it returns nil: what is left is the pseudonym list.
 func (res *StepResult) Next() [][]group.Ciphertext {
@@ -463,7 +463,7 @@ func (res *StepResult) Next() [][]group.Ciphertext {
 }
 
 // Pseudonyms returns the pseudonym list P_q in final output order, from the
-// last server's result (SPEC §4.2 step 3), or nil from any other server.
+// last server's result (§4.2 step 3), or nil from any other server.
 func (res *StepResult) Pseudonyms() []*group.Element {
 	if res.S != res.M-1 {
 		return nil
@@ -579,7 +579,7 @@ func ParseStepResult(b []byte, n, m, s int) (*StepResult, error) {
 // opens: the first shuffled one (s+1, or the pseudonym m at the last server).
 func routeComponent(s int) int { return s + 1 }
 
-// ProveRoute is blame step 1 (SPEC §8 v2): it names the input position that
+// ProveRoute is blame step 1 (§8 v2): it names the input position that
 // became output position outPos at this server and proves, from the kept
 // re-randomisation scalar, that the output vector there re-encrypts that
 // input vector on the component the next layer opens.

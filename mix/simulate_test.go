@@ -59,7 +59,7 @@ func Simulate(m, n, R, b, k int, rand io.Reader) (*SimResult, error) {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
 
-	// Servers (SPEC §3).
+	// Servers (§3).
 	sks := make([]*ServerSecret, m)
 	rks := make([]*RoundKeys, m)
 	X := make([]*group.Element, m)
@@ -91,7 +91,7 @@ func Simulate(m, n, R, b, k int, rand io.Reader) (*SimResult, error) {
 		}
 	}
 
-	// Registration (SPEC §4.1).
+	// Registration (§4.1).
 	clients := make([]*ClientSecret, n)
 	regKeys := make([]ed25519.PrivateKey, n)
 	regs := make([]*Registration, n)
@@ -127,7 +127,7 @@ func Simulate(m, n, R, b, k int, rand io.Reader) (*SimResult, error) {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
 
-	// Setup (SPEC §4.2).
+	// Setup (§4.2).
 	U := make([][]*group.Element, m)
 	forward := make([][]int, m)
 	inputs := InitialVectors(regs)
@@ -139,7 +139,7 @@ func Simulate(m, n, R, b, k int, rand io.Reader) (*SimResult, error) {
 		}
 		forward[s] = sec.Forward()
 		sec.Close()
-		sks[s].Close() // SPEC §3: x_s is erased once setup is done
+		sks[s].Close() // §3: x_s is erased once setup is done
 		enc, err := res.MarshalBinary()
 		if err != nil {
 			return nil, fmt.Errorf("simulate: %w", err)
@@ -166,7 +166,7 @@ func Simulate(m, n, R, b, k int, rand io.Reader) (*SimResult, error) {
 		}
 	}
 
-	// Rounds (SPEC §5).
+	// Rounds (§5).
 	for r := range uint64(R) {
 		onions := make([][]byte, n)
 		for i := range n {

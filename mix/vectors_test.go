@@ -27,7 +27,7 @@ func vectors(t *testing.T) map[string]string {
 
 	// Layer keys from a fixed share Z = 7·G, for server 2, round 5.
 	Z := group.NewElement().ScalarBaseMult(group.ScalarFromUint64(7))
-	out["layer_share_Z"] = h(Z.Encode(nil))
+	out["layer_share_Z"] = h(Z.Bytes())
 	ek := ShareKey(epoch, 2, 5, EncKey, Z)
 	mk := ShareKey(epoch, 2, 5, MACKey, Z)
 	out["layer_key_enc_s2_r5"] = h(ek[:])
@@ -55,8 +55,8 @@ func vectors(t *testing.T) map[string]string {
 	// A registration for two servers, everything from the seeded reader.
 	rand := newDetRand("vectors registration")
 	sks, X := testServers(t, 2, rand)
-	out["server0_key"] = h(X[0].Encode(nil))
-	out["server1_key"] = h(X[1].Encode(nil))
+	out["server0_key"] = h(X[0].Bytes())
+	out["server1_key"] = h(X[1].Bytes())
 	reg := testRegKey(t, rand)
 	out["registration_key"] = h(reg.Public().(ed25519.PublicKey))
 	cs, r, err := Register(epoch, reg.Public().(ed25519.PublicKey), X, rand)
@@ -76,7 +76,7 @@ func vectors(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out["pseudonym"] = h(cs.P.Encode(nil))
+	out["pseudonym"] = h(cs.P.Bytes())
 	out["payload_b16_k1_round4"] = h(raw)
 	ph, err := HashPayload(raw, 16, 1)
 	if err != nil {
@@ -95,9 +95,9 @@ func vectors(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out["dleq_Yp"] = h(rk.Yp[0].Encode(nil))
-	out["dleq_U"] = h(U.Encode(nil))
-	out["dleq_Z"] = h(Zp.Encode(nil))
+	out["dleq_Yp"] = h(rk.Yp[0].Bytes())
+	out["dleq_U"] = h(U.Bytes())
+	out["dleq_Z"] = h(Zp.Bytes())
 	out["dleq_proof_s1_r0_p6_mac"] = h(proof)
 
 	// The submission message signed by the registration key.

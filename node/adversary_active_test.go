@@ -24,12 +24,6 @@ import (
 // replaced through the observer hooks (observe.go), and the clients record
 // the ground truth, which the adversary never gets.
 
-// spoiledTrial is one guess of the spoiled-answers adversary.
-type spoiledTrial struct {
-	control bool
-	win     bool
-}
-
 // TestAdversarySpoiledAnswers (§6.3): the victims' primaries, two corrupt
 // servers of three, spoil every PIR answer of one victim in one round r
 // of each epoch (each victim its own round, so that the adversary can

@@ -51,14 +51,14 @@ func TestDescriptorAggregateIdentity(t *testing.T) {
 				if colluding && j == 2 {
 					x := group.NewScalar().Add(xs[0], xs[1])
 					x.Negate(x)
-					r = &scalarReader{first: x.Encode(nil)}
+					r = &scalarReader{first: x.Bytes()}
 				} else {
 					x, err := group.RandomScalar(rand.Reader)
 					if err != nil {
 						t.Fatal(err)
 					}
 					xs = append(xs, x)
-					r = &scalarReader{first: x.Encode(nil)}
+					r = &scalarReader{first: x.Bytes()}
 				}
 				sk, err := mix.NewServerSecret(r)
 				if err != nil {
@@ -73,12 +73,12 @@ func TestDescriptorAggregateIdentity(t *testing.T) {
 					t.Fatal(err)
 				}
 				g := wire.GroupEntry{PeerID: ids[j], Nick: []byte("s"), PoK: pok}
-				copy(g.X[:], sk.Public().Encode(nil))
+				copy(g.X[:], sk.Public().Bytes())
 				copy(g.D[:], dk.PublicKey().Bytes())
 				for range p.Rounds {
 					var y, yp [32]byte
-					copy(y[:], group.NewElement().ScalarBaseMult(group.ScalarFromUint64(3)).Encode(nil))
-					copy(yp[:], group.NewElement().ScalarBaseMult(group.ScalarFromUint64(5)).Encode(nil))
+					copy(y[:], group.NewElement().ScalarBaseMult(group.ScalarFromUint64(3)).Bytes())
+					copy(yp[:], group.NewElement().ScalarBaseMult(group.ScalarFromUint64(5)).Bytes())
 					g.Y, g.Yp = append(g.Y, y), append(g.Yp, yp)
 				}
 				d.Group = append(d.Group, g)

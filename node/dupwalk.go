@@ -219,7 +219,7 @@ func (s *Server) dupFault(ctx context.Context, e *sepoch, se *mix.ShareError) {
 		value = e.steps[se.Server].U[se.Position]
 	}
 	a := wire.DupAbort{Epoch: v.id, S: uint16(se.Server), Comp: uint16(comp), SlotA: uint32(slots[0]), SlotB: uint32(slots[1]), Sigs: make([][64]byte, m)}
-	copy(a.Value[:], value.Encode(nil))
+	copy(a.Value[:], value.Bytes())
 	d := dupDigest(&a)
 	sig, err := sign(s.priv, d)
 	if err != nil {

@@ -46,7 +46,7 @@ func newDupFixture(t *testing.T) *dupFixture {
 	}
 	f.value, _ = f.holder.Share(1)
 	f.abort = wire.DupAbort{Epoch: e.v.id, S: 1, Comp: 1, SlotA: 1, SlotB: 2, Sigs: make([][64]byte, 3)}
-	copy(f.abort.Value[:], f.value.Encode(nil))
+	copy(f.abort.Value[:], f.value.Bytes())
 	d := dupDigest(&f.abort)
 	f.sigA, f.sigB = mustSign(t, f.a.priv, d), mustSign(t, f.b.priv, d)
 	if f.sigS, err = sign(f.s.priv, d); err != nil {

@@ -189,13 +189,13 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 			g.Addrs = append(g.Addrs, a.Bytes())
 		}
 	}
-	copy(g.X[:], sk.Public().Encode(nil))
+	copy(g.X[:], sk.Public().Bytes())
 	copy(g.D[:], dkey.PublicKey().Bytes())
 	Y, Yp := rk.Public()
 	for r := range Y {
 		var y, yp [32]byte
-		copy(y[:], Y[r].Encode(nil))
-		copy(yp[:], Yp[r].Encode(nil))
+		copy(y[:], Y[r].Bytes())
+		copy(yp[:], Yp[r].Bytes())
 		g.Y, g.Yp = append(g.Y, y), append(g.Yp, yp)
 	}
 	e := &sepoch{pos: pos, nonce: p.Nonce, leader: from, prev: p.Previous.Marshal()}

@@ -174,7 +174,7 @@ func (s *Server) hookPseudonyms(epoch [32]byte, ps []*group.Element) {
 	if o := s.cfg.observe; o != nil && o.Pseudonyms != nil {
 		enc := make([][]byte, len(ps))
 		for i, p := range ps {
-			enc[i] = p.Encode(nil)
+			enc[i] = p.Bytes()
 		}
 		o.Pseudonyms(epoch, enc)
 	}
@@ -370,7 +370,7 @@ func (s *Server) hookRoot(b *wire.Batch, msg []byte) []byte {
 
 func (c *Client) hookJoined(epoch [32]byte, slot uint32, cs *mix.ClientSecret) {
 	if o := c.cfg.observe; o != nil && o.Joined != nil {
-		o.Joined(epoch, slot, cs.Pseudonym().Encode(nil))
+		o.Joined(epoch, slot, cs.Pseudonym().Bytes())
 	}
 }
 

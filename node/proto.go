@@ -34,7 +34,7 @@ const (
 const ProtocolVersion = 1
 
 // DesignVersion is the version of docs/protocol.md that the code
-// implements ("SPEC v3"). Its second and third versions changed checks
+// implements (its "version 3"). Its second and third versions changed checks
 // and behaviour, not encodings, so the wire version stayed 1.
 const DesignVersion = 3
 

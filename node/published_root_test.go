@@ -25,7 +25,7 @@ func testPayload(chunk string, sig byte) []byte {
 	raw[8] = 0xaa // request 0
 	copy(raw[8+32:], chunk)
 	s := group.ScalarFromUint64(uint64(sig))
-	copy(raw[len(raw)-mix.SignatureSize:], s.Encode(group.Base().Encode(nil)))
+	copy(raw[len(raw)-mix.SignatureSize:], append(group.Base().Bytes(), s.Bytes()...))
 	return raw
 }
 
@@ -79,7 +79,7 @@ func BenchmarkPublishedHashing(b *testing.B) {
 					raw[j] = byte(i + j)
 				}
 			}
-			copy(raw[len(raw)-mix.SignatureSize:], group.ScalarFromUint64(1).Encode(group.Base().Encode(nil)))
+			copy(raw[len(raw)-mix.SignatureSize:], append(group.Base().Bytes(), group.ScalarFromUint64(1).Bytes()...))
 			entries[i] = raw
 		}
 		b.Run("v2/"+kind, func(b *testing.B) {

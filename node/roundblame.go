@@ -319,7 +319,7 @@ func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 		return
 	}
 	a := &wire.Accuse{Epoch: v.id, Round: r, S: uint16(e.pos), Pos: uint32(pos), In: ev}
-	copy(a.Zp[:], Zp.Encode(nil))
+	copy(a.Zp[:], Zp.Bytes())
 	copy(a.ZpProof[:], proof)
 	if a.Sig, err = sign(s.priv, accuseDigest(a)); err != nil {
 		done("sign accusation")
@@ -586,9 +586,9 @@ func (s *Server) ownBlameStep(e *sepoch, bl *rblame, out int) (*wire.BlameStep, 
 		return nil, err
 	}
 	st := &wire.BlameStep{Epoch: v.id, Round: r, T: uint16(t), Out: uint32(out), In: uint32(in), Route: route, Input: ev}
-	copy(st.Z[:], Z.Encode(nil))
+	copy(st.Z[:], Z.Bytes())
 	copy(st.ZProof[:], zProof)
-	copy(st.Zp[:], Zp.Encode(nil))
+	copy(st.Zp[:], Zp.Bytes())
 	copy(st.ZpProof[:], zpProof)
 	if st.Sig, err = sign(s.priv, blameStepDigest(st)); err != nil {
 		return nil, err

@@ -1,5 +1,5 @@
 // Package pir is riffle's multi-server XOR private information retrieval
-// (SPEC §6): the per-(client, server) seeds and the AES-256-CTR masks and pads
+// (§6): the per-(client, server) seeds and the AES-256-CTR masks and pads
 // derived from them (§6.2), the client's query and answer handling (§6.1,
 // §6.3), and the server's answering engine, which answers all queries of a
 // round in one cache-blocked pass over the database with the method of four

@@ -7,7 +7,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Server catch-up (SPEC §7 v3). A server keeps each round's final request
+// Server catch-up (§7 v3). A server keeps each round's final request
 // list as signed, so that a server that was out of the epoch's chain can
 // check it against the epoch's closing record and learn which chunks and
 // manifests the round published; and, for each server it catches up from,

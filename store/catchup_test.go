@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// TestListsAndCursors (SPEC §7 v3): a round's final list comes back as
+// TestListsAndCursors (§7 v3): a round's final list comes back as
 // kept, again after a reopen; the same list again is taken, another one is
 // a conflict; the retention prunes it with its round. A catch-up cursor
 // is 0 until kept and survives a reopen.

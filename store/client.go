@@ -11,6 +11,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Client bucket names. Keys and values are described in
@@ -22,7 +23,7 @@ var (
 	bucketHave      = []byte("dl-have")   // file id → bucket {chunk id → bucket {"d": bytes}}
 	bucketOnions    = []byte("onions")    // epoch id ‖ u32 round → bucket {"d": onion}
 	bucketClient    = []byte("meta")      // metaSchema
-	// The synced copy of the public index (SPEC §7 v3) and, per server
+	// The synced copy of the public index (§7 v3) and, per server
 	// synced from, the cursor of its index log reached.
 	bucketSyncEntries = []byte("sync-index")     // file id → IndexEntry
 	bucketSyncMans    = []byte("sync-manifests") // chunk id → manifest bytes
@@ -42,7 +43,7 @@ const clientSchema = 1
 // few downloads in progress.
 const clientMmapSize = 256 << 20
 
-// MaxOnionSize bounds a stored onion: SPEC §5.1's P + 16·m is a chunk of
+// MaxOnionSize bounds a stored onion: §5.1's P + 16·m is a chunk of
 // up to MaxChunkSize plus a header, 32·k request ids, a signature and one
 // MAC tag per server, all far below the 1 MiB of slack allowed here.
 const MaxOnionSize = MaxChunkSize + 1<<20
@@ -65,7 +66,7 @@ const (
 // from, and upload progress.
 type Share struct {
 	FileID      ID
-	Link        string // may carry a decryption key in its fragment (SPEC §6.4)
+	Link        string // may carry a decryption key in its fragment (§6.4)
 	Path        string
 	State       ShareState
 	ChunksTotal uint32 // data and manifest chunks to publish
@@ -79,7 +80,7 @@ type Share struct {
 // kept in the database with their bytes until CompleteDownload.
 type Download struct {
 	FileID    ID
-	Link      string // may carry a decryption key in its fragment (SPEC §6.4)
+	Link      string // may carry a decryption key in its fragment (§6.4)
 	Output    string // where the file goes
 	Needed    uint32 // distinct chunk ids needed
 	Held      uint32 // distinct chunk ids verified and held
@@ -526,7 +527,7 @@ func (c *ClientDB) CompleteDownload(fileID ID) (Download, error) {
 func dropDownloadChunks(tx *bolt.Tx, fileID ID) error {
 	for _, name := range [][]byte{bucketNeed, bucketHave} {
 		err := tx.Bucket(name).DeleteBucket(fileID[:])
-		if err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+		if err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return err
 		}
 	}
@@ -574,7 +575,7 @@ func (c *ClientDB) Downloads(fn func(Download) error) error {
 	})
 }
 
-// PutOnion stores the sealed onion of a round before it is sent (SPEC
+// PutOnion stores the sealed onion of a round before it is sent (docs/protocol.md
 // §5.1: a round is sealed once, and after a crash the stored bytes are
 // sent again). Storing the same bytes again is a no-op; different bytes
 // for a stored round fail with ErrConflict, so that a second sealing can
@@ -598,7 +599,7 @@ func (c *ClientDB) Onion(epoch EpochID, round uint32) ([]byte, error) {
 	return out, err
 }
 
-// DropOnions deletes every stored onion of an epoch (at its end, SPEC §3)
+// DropOnions deletes every stored onion of an epoch (at its end, §3)
 // and returns how many went.
 func (c *ClientDB) DropOnions(epoch EpochID) (int, error) {
 	var n int

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Interrupted shares resume (docs/proto-store.md, "Share resume"): per
@@ -115,7 +116,7 @@ func (c *ClientDB) MarkSharePublished(m ShareMark) error {
 func (c *ClientDB) DropShareResume(key ID) error {
 	return c.db.Update(func(tx *bolt.Tx) error {
 		err := tx.Bucket(bucketResume).DeleteBucket(key[:])
-		if err == bolt.ErrBucketNotFound {
+		if err == berrors.ErrBucketNotFound {
 			return nil
 		}
 		return err

@@ -167,7 +167,7 @@ func TestClientOnions(t *testing.T) {
 	if err := c.PutOnion(ep, 1, o); err != nil {
 		t.Fatalf("same onion again: %v", err)
 	}
-	// Sealing a round twice must never get through (SPEC §5.1).
+	// Sealing a round twice must never get through (§5.1).
 	if err := c.PutOnion(ep, 1, o[1:]); !errors.Is(err, ErrConflict) {
 		t.Fatalf("second onion for a round: %v", err)
 	}

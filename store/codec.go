@@ -27,10 +27,10 @@ import (
 const recordVersion = 1
 
 // Bounds on variable-length fields. They are far above what the protocol
-// produces (SPEC §3 caps rounds, clients and rows), and exist so that a
+// produces (§3 caps rounds, clients and rows), and exist so that a
 // corrupted or hostile value cannot make a decoder allocate without limit.
 const (
-	// MaxChunkSize is the largest chunk the store accepts: SPEC §3 allows
+	// MaxChunkSize is the largest chunk the store accepts: §3 allows
 	// a chunk size b of up to 4 MiB.
 	MaxChunkSize = 4 << 20
 	// MaxNameBytes bounds a file name in the public index (UTF-8 bytes).
@@ -39,7 +39,7 @@ const (
 	// a local path).
 	MaxTextBytes = 8192
 	// MaxRoundIDs bounds the published ids and the request list of one
-	// round record (SPEC §3: n and L are capped well below this).
+	// round record (§3: n and L are capped well below this).
 	MaxRoundIDs = 1 << 20
 	// MaxDescriptor bounds the signed epoch descriptor kept in an epoch
 	// record (R ≤ 1024 round keys per server plus the client list).

@@ -7,7 +7,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// The public demand of a round and the closing record of an epoch (SPEC
+// The public demand of a round and the closing record of an epoch (docs/protocol.md
 // §7 v3). Each round's signed request list carries its (output position,
 // requested id) pairs, kept here by round; each epoch's closing record,
 // signed by all m chain servers, is kept by epoch id and logged in the

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// TestPairsRoundTrip (SPEC §7 v3): a round's (position, id) pairs come
+// TestPairsRoundTrip (§7 v3): a round's (position, id) pairs come
 // back as stored, again after a reopen; the same pairs again are taken,
 // other ones are a conflict; a round without pairs is not found; the
 // retention prunes them with their round.
@@ -56,7 +56,7 @@ func TestPairsRoundTrip(t *testing.T) {
 	}
 }
 
-// TestClosingInIndexLog (SPEC §7 v3): an epoch's closing record is kept
+// TestClosingInIndexLog (§7 v3): an epoch's closing record is kept
 // and logged once in the index log, and a page after a cursor before it
 // carries it; the same record again adds nothing, another one of the
 // epoch is a conflict.

@@ -8,7 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// The index log (SPEC §7 v3: the index is synced incrementally). Every
+// The index log (§7 v3: the index is synced incrementally). Every
 // change to the public index, a manifest chunk or an index entry added or
 // a manifest removed, gets the next number of the index-log bucket's
 // sequence, and a client asks for the changes after the last number it
@@ -22,7 +22,7 @@ const (
 	indexAdd    = 1 // the manifest bytes and index entry of the id, as stored now
 	indexRemove = 2 // the id left the index
 	// indexClosing: the closing record of the epoch whose id the record
-	// holds (bucket closing), signed by all m servers (SPEC §7 v3).
+	// holds (bucket closing), signed by all m servers (§7 v3).
 	indexClosing = 3
 )
 
@@ -234,7 +234,7 @@ type IndexChanges struct {
 	Entries   []IndexEntry
 	Manifests []Manifest
 	Removed   []ID
-	// Closings are epochs' closing records, as signed (SPEC §7 v3).
+	// Closings are epochs' closing records, as signed (§7 v3).
 	Closings [][]byte
 }
 

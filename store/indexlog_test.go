@@ -10,7 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// TestIndexLog (SPEC §7 v3): every manifest and entry indexed is logged
+// TestIndexLog (§7 v3): every manifest and entry indexed is logged
 // in order; a page after a cursor holds the changes up to the budget (at
 // least one), each page of the fixed wire budget fits the page cap, the
 // chunks a prune removes are logged as removed, and a cursor past the
@@ -172,7 +172,7 @@ func TestClientSyncedIndex(t *testing.T) {
 	}
 }
 
-// TestIndexRetention (SPEC §7 v3): the index's retention is its own (a
+// TestIndexRetention (§7 v3): the index's retention is its own (a
 // group constant the node passes on), not the operator's chunk retention:
 // with chunk retention only, a prune drops data chunks and keeps every
 // indexed manifest with its chunk; with index retention, the manifests

@@ -135,7 +135,7 @@ func (s *Store) pruneChunks(cutoff time.Time) (n int, more bool, err error) {
 			}
 			// An indexed chunk (a manifest, a file's root) stays while
 			// the index holds it: the index's retention is the group's,
-			// not this operator's (SPEC §7 v3; pruneIndex).
+			// not this operator's (§7 v3; pruneIndex).
 			if len(k) == 8+32 && (idx.Get(k[8:]) != nil || mb.Get(k[8:]) != nil) {
 				continue
 			}

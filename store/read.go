@@ -31,7 +31,7 @@ func (s *Store) HasChunk(id ID) (bool, error) {
 // HeldRequests returns, in the order given, a request (id and length) for
 // each of ids that is stored, skipping the others, from one read
 // transaction: what the leader needs to propose a request list and what
-// any server needs to find what it must fetch (SPEC §5.3).
+// any server needs to find what it must fetch (§5.3).
 func (s *Store) HeldRequests(ids []ID) ([]Request, error) {
 	var out []Request
 	err := s.db.View(func(tx *bolt.Tx) error {

@@ -7,11 +7,11 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 )
 
-// ID is a chunk id: the plain SHA-256 of the chunk's bytes (SPEC §2). A
-// file id is the id of the file's root manifest chunk (SPEC §6.4).
+// ID is a chunk id: the plain SHA-256 of the chunk's bytes (§2). A
+// file id is the id of the file's root manifest chunk (§6.4).
 type ID = [32]byte
 
-// EpochID is an epoch id (SPEC §3), a SHA-256 computed by the node.
+// EpochID is an epoch id (§3), a SHA-256 computed by the node.
 type EpochID = [32]byte
 
 // Chunk is a chunk's id with its bytes. The store checks that the id is
@@ -21,7 +21,7 @@ type Chunk struct {
 	Data []byte
 }
 
-// IndexEntry is one file of the public index (SPEC §7): the file id (its
+// IndexEntry is one file of the public index (§7): the file id (its
 // root manifest's chunk id) and what the manifest says, with the round and
 // time of its first publication. The node builds it from the manifest.
 type IndexEntry struct {
@@ -34,7 +34,7 @@ type IndexEntry struct {
 	Time   time.Time // first publication
 }
 
-// Manifest is one manifest chunk of the public index (SPEC §6.4 v3): its
+// Manifest is one manifest chunk of the public index (§6.4 v3): its
 // id and bytes, with the epoch, round and output position (pseudonym) of
 // its first publication. Every manifest chunk of a file, root and inner
 // nodes alike, is indexed with its bytes, so that a client learns every
@@ -49,14 +49,14 @@ type Manifest struct {
 	Data  []byte // at most MaxChunkSize
 }
 
-// Request is one entry of a round's request list (SPEC §5.3): a chunk id
+// Request is one entry of a round's request list (§5.3): a chunk id
 // and the chunk's length in bytes.
 type Request struct {
 	ID     ID
 	Length uint32
 }
 
-// RoundRecord is what a server keeps of a round (SPEC §5.3, §7): the ids
+// RoundRecord is what a server keeps of a round (§5.3, §7): the ids
 // published, in output order, and the request list that defines the
 // round's PIR database, in row order.
 type RoundRecord struct {
@@ -67,9 +67,9 @@ type RoundRecord struct {
 	Requests  []Request
 }
 
-// EpochRecord is what a server keeps of an epoch (SPEC §3). Descriptor is
+// EpochRecord is what a server keeps of an epoch (§3). Descriptor is
 // the signed final descriptor in the node's encoding, opaque here. Nothing
-// secret belongs in it: SPEC §3 forbids writing any epoch secret to disk.
+// secret belongs in it: §3 forbids writing any epoch secret to disk.
 type EpochRecord struct {
 	ID         EpochID
 	Number     uint64

@@ -21,7 +21,7 @@ var (
 	bucketChunkMeta  = []byte("chunk-meta")  // id → chunkMeta
 	bucketChunkAge   = []byte("chunk-age")   // u64 touched ns ‖ id → present
 	bucketIndex      = []byte("index")       // file id → IndexEntry
-	bucketManifests  = []byte("manifests")   // chunk id → Manifest (SPEC §6.4 v3)
+	bucketManifests  = []byte("manifests")   // chunk id → Manifest (§6.4 v3)
 	bucketIndexLog   = []byte("index-log")   // u64 sequence → u8 op ‖ id (the index's changes, in order)
 	bucketIndexSeq   = []byte("index-seq")   // id → u64 sequence of its live add record
 	bucketIndexAge   = []byte("index-age")   // u64 indexed ns ‖ manifest id → present
@@ -61,7 +61,7 @@ type Options struct {
 	Retention time.Duration
 	// IndexRetention is how long a manifest stays in the public index,
 	// with its index entry, after it was indexed (0: for good). It is a
-	// group constant (SPEC §7 v3) that the node passes on, so that every
+	// group constant (§7 v3) that the node passes on, so that every
 	// server holds the same index; the chunk bodies' Retention, an
 	// operator's setting, does not touch the index.
 	IndexRetention time.Duration
@@ -313,7 +313,7 @@ func roundKey(epoch EpochID, round uint32) []byte {
 	return binary.BigEndian.AppendUint32(append(make([]byte, 0, 36), epoch[:]...), round)
 }
 
-// PutRound commits a round in one transaction (SPEC §5.3): the chunks
+// PutRound commits a round in one transaction (§5.3): the chunks
 // published in it, the index entries of the root manifests among them (the
 // node builds them), and the round record. Every published id must be
 // among chunks or already stored, every index entry's file id too, and
@@ -418,7 +418,7 @@ func (s *Store) PutRoundHashed(rec RoundRecord, chunks []Chunk, index []IndexEnt
 	return nil
 }
 
-// PutManifests indexes manifest chunks in one transaction (SPEC §6.4 v3):
+// PutManifests indexes manifest chunks in one transaction (§6.4 v3):
 // the bytes of each, and the index entries of the roots among them. Every
 // chunk must be stored already (its round was put) and hash to its id; an
 // id or file id already indexed keeps its first publication. The node
@@ -537,7 +537,7 @@ func (w *writer) putRequests(reqs []Request) error {
 }
 
 // PutRequests sets the request list of a stored round whose record was put
-// without one (the list is agreed after publication, SPEC §5.3). Setting
+// without one (the list is agreed after publication, §5.3). Setting
 // the same list again is a no-op; a different non-empty list is
 // ErrConflict.
 func (s *Store) PutRequests(epoch EpochID, round uint32, reqs []Request) error {

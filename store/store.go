@@ -1,16 +1,16 @@
-// Package store is riffle's persistent storage (SPEC §7;
+// Package store is riffle's persistent storage (§7;
 // docs/proto-store.md).
 //
 // A server's Store keeps the chunks published in rounds (by id), the public
 // index of files (file id → name, size, chunk count, first publication),
-// per round the ids published and the request list (SPEC §5.3), and the
-// epoch records (SPEC §3), under a disk quota and a retention period. A
+// per round the ids published and the request list (§5.3), and the
+// epoch records (§3), under a disk quota and a retention period. A
 // client's ClientDB keeps the user's shares and downloads, with the
 // verified chunks of a download in progress, so that an interrupted
 // download resumes.
 //
 // Every write is one bbolt transaction and returns only after the commit
-// is on disk: a chunk is acknowledged only once stored (SPEC §5.3). Values
+// is on disk: a chunk is acknowledged only once stored (§5.3). Values
 // returned by the API are copies, except in ViewChunks and
 // ClientDB.ViewHeld, which hand out slices of a read-only memory map for
 // zero-copy PIR and live only as long as their callback.

@@ -781,7 +781,7 @@ func TestIndexNameCleaned(t *testing.T) {
 	}
 }
 
-// TestManifests (SPEC §6.4 v3): manifest chunks are indexed with their
+// TestManifests (§6.4 v3): manifest chunks are indexed with their
 // bytes once their chunk is stored, the first publication wins, a chunk
 // whose bytes do not hash to its id or that is not stored is refused, and
 // pruning the chunk drops its manifest record with its index entry.

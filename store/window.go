@@ -6,7 +6,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// The decoy window (SPEC §6.3 v3). A server keeps, for the last epochs it
+// The decoy window (§6.3 v3). A server keeps, for the last epochs it
 // served in, what a client needs to check them without having taken part:
 // the descriptor without its clients and the epoch's decoy pool (the
 // closing record is in the closing bucket). A client keeps nothing: it

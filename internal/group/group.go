@@ -1,9 +1,9 @@
 // Package group wraps the prime-order group ristretto255 (RFC 9496) that the
-// whole of riffle's public-key cryptography runs in (SPEC §2).
+// whole of riffle's public-key cryptography runs in (§2).
 //
 // It is deliberately small: strict decoders that reject non-canonical
 // encodings (and, where asked, the identity), the independent generators of
-// SPEC §2, random scalars from an injected reader, the domain-separated
+// §2, random scalars from an injected reader, the domain-separated
 // transcript hash used by every Fiat–Shamir challenge, the ElGamal ciphertext
 // type and a parallel variable-time multi-scalar multiplication (Straus for
 // small, Pippenger for large inputs) for verifiers. Secret-dependent code must use the constant-time calls of the
@@ -88,7 +88,7 @@ func DecodeElement(b []byte) (*Element, error) {
 }
 
 // DecodeNonIdentity decodes a canonical encoding and rejects the identity, as
-// SPEC §2 requires wherever a public key, a decrypted U or P, or a client's
+// §2 requires wherever a public key, a decrypted U or P, or a client's
 // ciphertext component is expected.
 func DecodeNonIdentity(b []byte) (*Element, error) {
 	e, err := DecodeElement(b)
@@ -155,7 +155,7 @@ func ScalarFromUint64(v uint64) *Scalar {
 	return s
 }
 
-// GeneratorTag is the domain tag of the independent generators (SPEC §2).
+// GeneratorTag is the domain tag of the independent generators (§2).
 const GeneratorTag = "riffle/v2/generator"
 
 var gens struct {
@@ -163,7 +163,7 @@ var gens struct {
 	list []*Element
 }
 
-// Generators returns the independent generators H_0 … H_{n-1} of SPEC §2:
+// Generators returns the independent generators H_0 … H_{n-1} of §2:
 // H_i = FromUniformBytes(SHA-512("riffle/v2/generator" || u32 i)). Nobody
 // knows a discrete-log relation between them and G. The list is prefix-stable
 // and cached; callers must not modify the returned elements.
@@ -202,10 +202,12 @@ type Ciphertext struct{ A, B *Element }
 func (c Ciphertext) Bytes() []byte { return c.Append(make([]byte, 0, CiphertextSize)) }
 
 // Append appends ENC(A) || ENC(B) to dst.
-func (c Ciphertext) Append(dst []byte) []byte { return c.B.Encode(c.A.Encode(dst)) }
+func (c Ciphertext) Append(dst []byte) []byte {
+	return append(append(dst, c.A.Bytes()...), c.B.Bytes()...)
+}
 
 // DecodeCiphertext decodes ENC(A) || ENC(B). With nonIdentity set, either
-// component being the identity is an error (a client's ciphertext, SPEC §2).
+// component being the identity is an error (a client's ciphertext, §2).
 func DecodeCiphertext(b []byte, nonIdentity bool) (Ciphertext, error) {
 	if len(b) != CiphertextSize {
 		return Ciphertext{}, fmt.Errorf("ciphertext: %w: %d bytes, want %d", ErrLength, len(b), CiphertextSize)

@@ -6,7 +6,7 @@ import (
 	"hash"
 )
 
-// Transcript is the SHA-512 transcript of SPEC §2: it starts with a domain
+// Transcript is the SHA-512 transcript of §2: it starts with a domain
 // tag ("riffle/v2/<purpose>", length-prefixed) and frames every
 // variable-length field with a u32 big-endian length. Fixed-size fields
 // (elements, scalars, digests, integers) carry no prefix, so that, given the
@@ -51,15 +51,13 @@ func (t *Transcript) U64(v uint64) *Transcript {
 
 // Element appends ENC(e).
 func (t *Transcript) Element(e *Element) *Transcript {
-	var b [ElementSize]byte
-	t.h.Write(e.Encode(b[:0]))
+	t.h.Write(e.Bytes())
 	return t
 }
 
 // Scalar appends SC(s).
 func (t *Transcript) Scalar(s *Scalar) *Transcript {
-	var b [ScalarSize]byte
-	t.h.Write(s.Encode(b[:0]))
+	t.h.Write(s.Bytes())
 	return t
 }
 

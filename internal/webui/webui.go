@@ -3,7 +3,7 @@
 // view of a server, served with net/http and html/template from files
 // embedded in the binary. It sends nothing on the network itself: a share
 // or get goes through the client's own job path, the index is the copy the
-// client syncs once per epoch (SPEC §7), so using the UI changes nothing a
+// client syncs once per epoch (§7), so using the UI changes nothing a
 // client sends (§5.4).
 //
 // The UI is reachable by any web page the user visits, so every request

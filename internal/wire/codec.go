@@ -1,4 +1,4 @@
-// Package wire is the binary codec of riffle's network messages (SPEC §3–§6):
+// Package wire is the binary codec of riffle's network messages (§3–§6):
 // length-framed messages (u8 type, u32 big-endian body length, body) and
 // explicit, bounded field layouts for every message the node exchanges.
 // A body is read as its bytes arrive, into a buffer that starts at

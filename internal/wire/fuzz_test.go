@@ -83,6 +83,9 @@ func FuzzClosingProposal(f *testing.F) { fuzzDecoder(f, "closingproposal") }
 func FuzzWindowReq(f *testing.F)       { fuzzDecoder(f, "windowreq") }
 func FuzzWindow(f *testing.F)          { fuzzDecoder(f, "window") }
 func FuzzState(f *testing.F)           { fuzzDecoder(f, "state") }
+func FuzzBlameReq(f *testing.F)        { fuzzDecoder(f, "blamereq") }
+func FuzzEquivocation(f *testing.F)    { fuzzDecoder(f, "equivocation") }
+func FuzzDoubleSubmit(f *testing.F)    { fuzzDecoder(f, "doublesubmit") }
 
 // FuzzDecoyPool fuzzes the pool encoding a Window carries (not a frame of
 // its own, so not in the vector file).

@@ -7,6 +7,8 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -109,6 +111,97 @@ func TestEveryTypeInTable(t *testing.T) {
 	if n < len(inTable) {
 		t.Fatalf("found %d Type constants, the table has %d types", n, len(inTable))
 	}
+}
+
+// TestEveryTypeFuzzed: the Go type every row of the table decodes to has
+// a fuzz target of its own, a Fuzz function of the package that decodes it
+// (read from the source: a fuzzDecoder call naming one of its vectors, or a
+// var or new of the type), beside FuzzMessages. Bodies without a layout
+// (Raw: an Ack's, a StateReq's, a refusal's text) are FuzzReadAny's.
+func TestEveryTypeFuzzed(t *testing.T) {
+	fset := token.NewFileSet()
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]vector{}
+	for _, v := range vectors() {
+		byName[v.name] = v
+	}
+	fuzzed := map[string]string{} // Go type → a Fuzz function that decodes it
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, e.Name(), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || !strings.HasPrefix(fn.Name.Name, "Fuzz") || fn.Body == nil {
+				continue
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.ValueSpec:
+					if id, ok := n.Type.(*ast.Ident); ok {
+						fuzzed[id.Name] = fn.Name.Name
+					}
+				case *ast.CallExpr:
+					id, ok := n.Fun.(*ast.Ident)
+					if !ok {
+						break
+					}
+					switch id.Name {
+					case "new":
+						if a, ok := n.Args[0].(*ast.Ident); ok {
+							fuzzed[a.Name] = fn.Name.Name
+						}
+					case "fuzzDecoder":
+						for _, a := range n.Args[1:] {
+							lit, ok := a.(*ast.BasicLit)
+							if !ok {
+								continue
+							}
+							name, _ := strconv.Unquote(lit.Value)
+							if v, ok := byName[name]; ok {
+								fuzzed[goType(v.msg)] = fn.Name.Name
+							}
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	for _, m := range Messages {
+		var body Body
+		for _, v := range vectors() {
+			if v.t == m.Type {
+				if body, err = m.Decode(v.msg.Marshal(), testLimits); err != nil {
+					t.Fatalf("%s %s: %v", m.Proto, m.Name, err)
+				}
+				break
+			}
+		}
+		if body == nil {
+			t.Errorf("%s %s: no vector", m.Proto, m.Name)
+			continue
+		}
+		if g := goType(body); g != "Raw" && fuzzed[g] == "" {
+			t.Errorf("%s %s: no fuzz target decodes its type %s", m.Proto, m.Name, g)
+		}
+	}
+}
+
+// goType is the name of a body's Go type.
+func goType(b Body) string {
+	t := reflect.TypeOf(b)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
 }
 
 // typeConst is the constant's name of a type in the table: Type + Name.

@@ -11,7 +11,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 )
 
-// Benchmarks at n = 1000, w = 2 (SPEC's setup with a few servers), reported
+// Benchmarks at n = 1000, w = 2 (the protocol's setup with a few servers), reported
 // per ciphertext (n·w), and the operation counts of docs/proto-shuffle.md §7
 // priced at unit costs measured in the same run. TestPerformanceFloor (RIFFLE_LONG=1) prints measured/floor.
 
@@ -147,7 +147,7 @@ func BenchmarkUnitEncode(b *testing.B) {
 	_, p := benchScalars(1)
 	var buf [32]byte
 	for b.Loop() {
-		p[0].Encode(buf[:0])
+		copy(buf[:], p[0].Bytes())
 	}
 }
 

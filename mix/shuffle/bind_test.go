@@ -55,7 +55,7 @@ func TestTranscriptBinding(t *testing.T) {
 	for class, offs := range points {
 		for k, o := range offs {
 			b := bytes.Clone(good)
-			randPoint(t, r).Encode(b[o:o])
+			copy(b[o:], randPoint(t, r).Bytes())
 			q, err := Parse(b, n, w)
 			if err != nil {
 				t.Fatal(err)
@@ -70,7 +70,7 @@ func TestTranscriptBinding(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s.Add(s, one()).Encode(b[o:o])
+			copy(b[o:], s.Add(s, one()).Bytes())
 			q, err := Parse(b, n, w)
 			if err != nil {
 				t.Fatal(err)
@@ -165,7 +165,7 @@ func TestTranscriptDependencies(t *testing.T) {
 	for class, offs := range points {
 		for k, o := range offs {
 			b := bytes.Clone(p.enc)
-			randPoint(t, r).Encode(b[o:o])
+			copy(b[o:], randPoint(t, r).Bytes())
 			eta, u := uOf(f.st, b)
 			if class == "C" {
 				allChanged(fmt.Sprintf("C_%d", k+1), eta, u)

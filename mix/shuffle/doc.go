@@ -1,5 +1,5 @@
 // Package shuffle is riffle's verifiable shuffle of ElGamal ciphertext
-// vectors (SPEC §4.2 step 2 and §4.3): a server permutes n vectors of w
+// vectors (§4.2 step 2 and §4.3): a server permutes n vectors of w
 // ciphertexts with one secret permutation, re-randomises every component
 // under that component's own key, and proves it with the Terelius–Wikström
 // proof of a shuffle in commitment form, made non-interactive with
@@ -10,7 +10,7 @@
 //
 // Conventions. Witness.Pi[i] is the INPUT position of OUTPUT i (the note's
 // π, Haenni et al.'s ψ); Witness.R[i][j] is the re-encryption scalar of output
-// i, component j. SPEC §4.2 writes the other direction, π_s: input p → output
+// i, component j. §4.2 writes the other direction, π_s: input p → output
 // π_s(p); InputToOutput converts, through Invert, the one conversion function.
 //
 // Side channels. The prover (Shuffle, Prove) uses only the constant-time

@@ -110,7 +110,7 @@ func (p *Proof) encodePoints(from int) {
 	parallelRange(len(pts), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			off := headerSize + (from+i)*group.ElementSize
-			pts[i].Encode(p.enc[off:off])
+			copy(p.enc[off:], pts[i].Bytes())
 		}
 	})
 }
@@ -119,7 +119,7 @@ func (p *Proof) encodePoints(from int) {
 func (p *Proof) encodeScalars() {
 	off := newLayout(p.n, p.w).s123
 	for _, s := range p.scalars() {
-		s.Encode(p.enc[off:off])
+		copy(p.enc[off:], s.Bytes())
 		off += group.ScalarSize
 	}
 }

@@ -186,7 +186,7 @@ func prove(st *Statement, wit *Witness, rand io.Reader, s suite) (*Proof, error)
 	parallelRange(n, func(lo, hi int) {
 		for k := lo; k < hi; k++ {
 			off := l.c + k*group.ElementSize
-			p.c[k].Encode(enc[off:off])
+			copy(enc[off:], p.c[k].Bytes())
 		}
 	})
 

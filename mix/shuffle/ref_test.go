@@ -81,7 +81,7 @@ func refProve(t testing.TB, st *Statement, wit *Witness, rand io.Reader, cfg ref
 	p.enc = make([]byte, newLayout(n, w).end)
 	var encC []byte
 	for _, c := range p.c {
-		encC = c.Encode(encC)
+		encC = append(encC, c.Bytes()...)
 	}
 	eta, u := challengeVector(sigma, n, encC)
 	var uPr []*group.Scalar

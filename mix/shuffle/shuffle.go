@@ -11,7 +11,7 @@ import (
 
 // Witness is the secret of one shuffle. Pi[i] is the input position of output
 // i (output i re-encrypts input Pi[i]); R[i][j] is the re-encryption scalar of
-// output i, component j. SPEC §8's blame needs both until the epoch's end:
+// output i, component j. §8's blame needs both until the epoch's end:
 // keep the witness in memory only, and Close it then.
 type Witness struct {
 	Pi []int
@@ -34,12 +34,12 @@ func (wit *Witness) Close() {
 	wit.Pi, wit.R = nil, nil
 }
 
-// InputToOutput returns SPEC §4.2's π_s: input position p → output position
+// InputToOutput returns §4.2's π_s: input position p → output position
 // π_s(p), the inverse of Pi.
 func (wit *Witness) InputToOutput() ([]int, error) { return Invert(wit.Pi) }
 
 // Invert returns the inverse of a permutation of {0 … len(perm)-1}: the one
-// conversion between this package's Pi (output → input) and SPEC §4.2's π_s
+// conversion between this package's Pi (output → input) and §4.2's π_s
 // (input → output), in either direction.
 func Invert(perm []int) ([]int, error) {
 	inv := make([]int, len(perm))

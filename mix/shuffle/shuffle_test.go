@@ -69,7 +69,7 @@ func TestWitnessDirection(t *testing.T) {
 		t.Fatalf("InputToOutput of Pi = [1 2 0] is %v, want %v", phi, want)
 	}
 	for p := range 3 {
-		// Input p's message comes out at output phi[p] (SPEC §4.2's π_s).
+		// Input p's message comes out at output phi[p] (§4.2's π_s).
 		if decrypt(f.sk[0], f.st.Outputs[phi[p]][0]).Equal(f.msgs[p][0]) != 1 {
 			t.Fatalf("input %d's message is not at output %d", p, phi[p])
 		}
