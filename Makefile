@@ -47,12 +47,12 @@ lint:
 # and cmd/riffle's run real processes in real time, which is why the race
 # pass does not run beside them. Tests that need node's hooks carry the
 # riffletest build tag (node/hooks.go).
-test: vet fmt-check lint
+test: vet fmt-check
 	$(GO) test -tags riffletest -count=1 ./...
 	$(GO) test -tags riffletest -count=1 -race -short $(RACE_PKGS)
 
 # The same, one package at a time.
-test-serial: vet fmt-check lint
+test-serial: vet fmt-check
 	$(GO) test -tags riffletest -count=1 -p 1 ./...
 	$(GO) test -tags riffletest -count=1 -p 1 -race -short $(RACE_PKGS)
 

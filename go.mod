@@ -2,8 +2,6 @@ module github.com/riffle-net/riffle
 
 go 1.26.0
 
-toolchain go1.26.10
-
 require (
 	github.com/chromedp/chromedp v0.23.1
 	github.com/cloudflare/circl v1.6.5
