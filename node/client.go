@@ -317,6 +317,10 @@ type cepoch struct {
 	// manifestsPerPseudonym the index would not take them, so they wait
 	// for the next epoch.
 	manifestsSent int
+	// manWait holds the manifests published but not yet indexed: the
+	// servers' queues take them in a later round of the epoch, or the
+	// epoch ends and they go out again (settleEpoch).
+	manWait []*upItem
 	// manifestIDs are the manifest ids of this epoch's signed request
 	// lists: the next sync must hold them all (§6.4 v3).
 	manifestIDs [][32]byte
