@@ -372,7 +372,9 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 		c.mu.Lock()
 		c.hookOwnNote(&rl)
 		c.indexedLater(e, &rl)
+		prevDue := e.manifestIDs[:len(e.manifestIDs):len(e.manifestIDs)]
 		e.manifestIDs = append(e.manifestIDs, rl.Manifests...)
+		c.checkpointRound(ctx, e, r, prevDue)
 		if rl.Void() {
 			// §5.2 v3: a void round, signed so by every server: its
 			// chunk went back to the queue (confirm) and its requests

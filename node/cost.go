@@ -55,7 +55,8 @@ type ClientCost struct {
 	Round Traffic
 	// Epoch is one epoch attempt's messages beyond its rounds: the open
 	// and final descriptors, the registration and its receipts, the whole
-	// decoy window from every server of two chains, the index sync of what an epoch adds to the
+	// decoy window from every server of two chains, the index syncs (at
+	// its start and at each checkpoint) of what an epoch adds to the
 	// index beyond its rounds' share (one manifest chunk, for the budget's
 	// rounding up, and a closing record) and a duplicate-share query.
 	Epoch Traffic
@@ -93,9 +94,16 @@ func GroupCost(p Params) ClientCost {
 	// 64-byte items per R rounds, rounded up.
 	manifests := int64(indexCap(n, p.ChunkSize))
 	indexRound := (manifests*int64(b+64) + R - 1) / R
+	// A page asked at each checkpoint (checkpoint.go), spread over the
+	// rounds: what it brings is the index's share above. A sync from the
+	// other servers on a gap, which only a primary that leaves manifests
+	// out causes, is not counted.
+	cps := int64(len(checkpoints(uint32(R), p.RoundIntervalMs)))
+	cpReq := (cps*frame(make([]byte, wire.IndexReqSize)) + R - 1) / R
+	cpPage := (cps*frameHeader + R - 1) / R
 	c.Round = Traffic{
-		Send: frame(sub) + frame(ref) + frame(query),
-		Recv: ack + frame(list) + frame(answer) + indexRound,
+		Send: frame(sub) + frame(ref) + frame(query) + cpReq,
+		Recv: ack + frame(list) + frame(answer) + indexRound + cpPage,
 	}
 
 	// An epoch attempt (client_epoch.go oneEpoch, join; window_client.go;
@@ -116,6 +124,7 @@ func GroupCost(p Params) ClientCost {
 	// Pages of a full epoch's index, asked for in every attempt (the last
 	// page says the log is done).
 	pages := int64((int64(index)+manifests*int64(b+64))/wire.IndexPageBytes + 2)
+
 	iv := time.Duration(p.RoundIntervalMs) * time.Millisecond
 	rw := time.Duration(p.RegWindowMs) * time.Millisecond
 	// State requests until the final descriptor (waitstate.go): one at
