@@ -40,20 +40,27 @@ const (
 	// checkpointSyncTime bounds one checkpoint's sync: the primary, then
 	// every other chain server at once, half each.
 	checkpointSyncTime = 16 * time.Second
+	// checkpointSlack is the lag's time beyond the sync's deadline: the
+	// sync is over before the checkpoint looks at it.
+	checkpointSlack = 2 * time.Second
 )
 
 // checkpointLag is the rounds between the last list a checkpoint's
 // manifests come from and the checkpoint: the sync's time at the group's
-// pace, and one round for the servers to store what the list names.
-func checkpointLag(intervalMs uint32) uint32 {
+// pace (no honest server runs rounds faster, pace.go), one round for the
+// servers to store what the list names, one between the sync's start and
+// the checkpoint, and W for a primary that hands its client the lists in
+// a burst (it can hold them back no more than W rounds: the next rounds
+// need the onions the client sends only once it holds them).
+func checkpointLag(intervalMs, W uint32) uint32 {
 	iv := time.Duration(max(intervalMs, 1)) * time.Millisecond
-	return uint32((checkpointSyncTime+iv-1)/iv) + 2
+	return uint32((checkpointSyncTime+checkpointSlack+iv-1)/iv) + 2 + W
 }
 
 // checkpoints returns the checkpoint rounds of an epoch of R rounds at a
 // pace of intervalMs: the multiples of checkpointEvery in (lag, R).
-func checkpoints(R, intervalMs uint32) []uint32 {
-	lag := checkpointLag(intervalMs)
+func checkpoints(R, intervalMs, W uint32) []uint32 {
+	lag := checkpointLag(intervalMs, W)
 	var out []uint32
 	for q := uint32(checkpointEvery); q < R; q += checkpointEvery {
 		if q > lag {
@@ -83,8 +90,8 @@ type cpSync struct {
 // up to r − 1 (prevDue), and the checkpoint r + 1. Call with c.mu held.
 func (c *Client) checkpointRound(ctx context.Context, e *cepoch, r uint32, prevDue [][32]byte) {
 	p := e.v.desc.Params
-	lag := checkpointLag(p.RoundIntervalMs)
-	for _, q := range checkpoints(p.Rounds, p.RoundIntervalMs) {
+	lag := checkpointLag(p.RoundIntervalMs, uint32(p.W))
+	for _, q := range checkpoints(p.Rounds, p.RoundIntervalMs, uint32(p.W)) {
 		if r == q-lag+1 {
 			// Holding list q − lag + 1: the servers have stored what
 			// list q − lag named. Sync for q.
@@ -206,6 +213,10 @@ func (c *Client) manifestsFromOthers(ctx context.Context, group []wire.GroupEntr
 	var mu sync.Mutex
 	found := map[[32]byte][]byte{}
 	var wg sync.WaitGroup
+	// Done once every wanted id came, from whichever servers: a server
+	// that stalls delays nothing then.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	for _, g := range group {
 		p, err := peer.IDFromBytes(g.PeerID)
 		if err != nil || p == c.primary || p == c.h.ID() {
@@ -231,6 +242,9 @@ func (c *Client) manifestsFromOthers(ctx context.Context, group []wire.GroupEntr
 					if wanted[id] {
 						found[id] = b
 					}
+				}
+				if len(found) == len(wanted) {
+					cancel()
 				}
 				mu.Unlock()
 				if !pg.More || pg.Next <= cur {

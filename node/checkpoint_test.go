@@ -23,14 +23,14 @@ import (
 // TestCheckpointRounds: the checkpoints of an epoch follow from the group
 // constants alone, past the lag that the sync's time needs at the pace.
 func TestCheckpointRounds(t *testing.T) {
-	if lag := checkpointLag(DefaultRoundIntervalMs); lag != 22 {
+	if lag := checkpointLag(DefaultRoundIntervalMs, 2); lag != 27 {
 		t.Fatalf("lag %d rounds at 800 ms", lag)
 	}
-	if got := checkpoints(256, DefaultRoundIntervalMs); len(got) != 14 || got[0] != 32 || got[13] != 240 {
+	if got := checkpoints(256, DefaultRoundIntervalMs, 2); len(got) != 14 || got[0] != 32 || got[13] != 240 {
 		t.Fatalf("checkpoints %v", got)
 	}
 	// A fast pace leaves no time for a sync within an epoch: none.
-	if got := checkpoints(256, MinRoundIntervalMs); len(got) != 0 {
+	if got := checkpoints(256, MinRoundIntervalMs, 2); len(got) != 0 {
 		t.Fatalf("checkpoints at 10 ms: %v", got)
 	}
 }
@@ -84,7 +84,7 @@ func checkpointGet(t *testing.T, control bool) {
 	p := testParams(96)
 	p.ChunkSize = MinChunkSize
 	p.RoundIntervalMs = 400
-	lag := checkpointLag(p.RoundIntervalMs)
+	lag := checkpointLag(p.RoundIntervalMs, uint32(p.W))
 	data := make([]byte, 3*MinChunkSize-500)
 	rand.Read(data)
 	fr := &firstRequests{ids: map[[32]byte]bool{}, first: map[string]struct {
@@ -159,7 +159,7 @@ func checkpointGet(t *testing.T, control bool) {
 		t.Fatalf("the root was taken in round %d: no checkpoint after it", entry.Round)
 	}
 	var q uint32
-	for _, x := range checkpoints(p.Rounds, p.RoundIntervalMs) {
+	for _, x := range checkpoints(p.Rounds, p.RoundIntervalMs, uint32(p.W)) {
 		if x >= entry.Round+lag {
 			q = x
 			break

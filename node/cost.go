@@ -98,7 +98,7 @@ func GroupCost(p Params) ClientCost {
 	// rounds: what it brings is the index's share above. A sync from the
 	// other servers on a gap, which only a primary that leaves manifests
 	// out causes, is not counted.
-	cps := int64(len(checkpoints(uint32(R), p.RoundIntervalMs)))
+	cps := int64(len(checkpoints(uint32(R), p.RoundIntervalMs, uint32(p.W))))
 	cpReq := (cps*frame(make([]byte, wire.IndexReqSize)) + R - 1) / R
 	cpPage := (cps*frameHeader + R - 1) / R
 	c.Round = Traffic{

@@ -25,7 +25,7 @@ func TestGroupCost(t *testing.T) {
 	waitList := int64(5 + 32 + 4 + 4)
 	query := 5 + 32 + 4 + 4 + 4 + 4 + k*(4+int64(pir.MaskBytes(L)))
 	// A checkpoint's page request and reply header, spread over the rounds.
-	cps := int64(len(checkpoints(p.Rounds, p.RoundIntervalMs)))
+	cps := int64(len(checkpoints(p.Rounds, p.RoundIntervalMs, uint32(p.W))))
 	R := int64(p.Rounds)
 	if want := submit + waitList + query + (cps*(5+8)+R-1)/R; c.Round.Send != want {
 		t.Fatalf("a round sends %d bytes, want %d", c.Round.Send, want)
