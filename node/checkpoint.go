@@ -195,6 +195,9 @@ func (c *Client) syncCheckpoint(ctx context.Context, group []wire.GroupEntry, du
 		} else if b, ok := found[id]; ok {
 			// Kept in memory: the next epoch's sync checks its lists.
 			c.icopy.mans[id] = b
+			if _, ok := c.icopy.seen[id]; !ok {
+				c.icopy.seen[id] = c.icopy.now()
+			}
 			held[id] = b
 		}
 	}
