@@ -28,12 +28,13 @@ import (
 // (§5.4), with --min-anonymity 2 (as scripts/waits.sh). Pairs of clients
 // each share a file and fetch the other's: the first share is handed to
 // the sharer when it starts (its presence wait included); once its link
-// came the fetcher gets it, and the sharer shares a second file after a
+// came the fetcher gets it, and the sharer shares a next file after a
 // uniform offset within an epoch's length (a client past its presence
-// wait), which the fetcher gets in turn.
+// wait), which the fetcher gets in turn, until each pair ran its jobs.
 //
 // RIFFLE_WAITS=16,64,200 runs one network of each size; RIFFLE_WAITS_PAIRS
-// (default 4) sets the pairs; RIFFLE_WAITS_RUNS (default 1) repeats each.
+// (default 4) sets the pairs, RIFFLE_WAITS_JOBS (default 3) the jobs of
+// each; RIFFLE_WAITS_RUNS (default 1) repeats each network.
 // `make waits` runs n = 16 and 64.
 func TestWaits(t *testing.T) {
 	spec := os.Getenv("RIFFLE_WAITS")
@@ -41,6 +42,7 @@ func TestWaits(t *testing.T) {
 		t.Skip("RIFFLE_WAITS=16,64,200 runs it (make waits)")
 	}
 	pairs, runs, chunk := envInt(t, "RIFFLE_WAITS_PAIRS", 4), envInt(t, "RIFFLE_WAITS_RUNS", 1), envInt(t, "RIFFLE_WAITS_CHUNK", 16<<10)
+	jobs := envInt(t, "RIFFLE_WAITS_JOBS", 3)
 	for _, f := range strings.Split(spec, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 2*pairs {
@@ -49,9 +51,9 @@ func TestWaits(t *testing.T) {
 		var all waitSamples
 		cpu0 := cpuTime(t)
 		for range runs {
-			virtual(t, func(t *testing.T) { all.merge(measureWaits(t, n, pairs, uint32(chunk))) })
+			virtual(t, func(t *testing.T) { all.merge(measureWaits(t, n, pairs, jobs, uint32(chunk))) })
 		}
-		t.Logf("n = %d, %d pairs × %d runs, b = %d, CPU %.0f s", n, pairs, runs, chunk, (cpuTime(t) - cpu0).Seconds())
+		t.Logf("n = %d, %d pairs × %d runs, %d jobs a pair, b = %d, CPU %.0f s", n, pairs, runs, jobs, chunk, (cpuTime(t) - cpu0).Seconds())
 		all.log(t, n)
 	}
 }
@@ -107,7 +109,7 @@ func (w *waitSamples) log(t *testing.T, n int) {
 	}
 }
 
-func measureWaits(t *testing.T, n, pairs int, chunk uint32) *waitSamples {
+func measureWaits(t *testing.T, n, pairs, jobs int, chunk uint32) *waitSamples {
 	p := DefaultParams()
 	p.ChunkSize = chunk
 	tn := startAnonNet(t, 3, 0, 2, p, nil)
@@ -124,6 +126,21 @@ func measureWaits(t *testing.T, n, pairs int, chunk uint32) *waitSamples {
 	}
 	epochLen := time.Duration(p.RegWindowMs)*time.Millisecond + time.Duration(p.Rounds-1)*time.Duration(p.RoundIntervalMs)*time.Millisecond
 	w := &waitSamples{}
+	// Progress: epochs run and CPU spent, each epoch's length of virtual
+	// time (n = 200 takes long).
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		cpu0 := cpuTime(t)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(epochLen):
+			}
+			t.Logf("n = %d: %d epochs, CPU %.0f s", n, clients[0].Stats().Epochs, (cpuTime(t) - cpu0).Seconds())
+		}
+	}()
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*pairs)
 	for i := range pairs {
@@ -131,8 +148,8 @@ func measureWaits(t *testing.T, n, pairs int, chunk uint32) *waitSamples {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for round := range 2 {
-				if round == 1 {
+			for round := range jobs {
+				if round > 0 {
 					time.Sleep(time.Duration(randInt(int64(epochLen))))
 				}
 				data := make([]byte, 12*int(chunk)-1000)
