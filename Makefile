@@ -89,3 +89,11 @@ clean:
 .PHONY: adversary
 adversary:
 	RIFFLE_ADVERSARY_FULL=1 $(GO) test -tags riffletest -count=1 -p 1 -run '^TestAdversary' -timeout 0 -v ./node/
+
+# How long a share and a get wait (issue 28 item 2; docs/operator.md, "How
+# long a share and a get wait"): networks of 16 and 64 clients in virtual
+# time at the default parameters, chunks at 16 KiB; minutes of CPU, niced.
+# RIFFLE_WAITS=16,64,200 for n = 200 too.
+.PHONY: waits
+waits:
+	RIFFLE_WAITS=$${RIFFLE_WAITS:-16,64} RIFFLE_WAITS_PAIRS=$${RIFFLE_WAITS_PAIRS:-4} nice $(GO) test -tags riffletest -count=1 -run '^TestWaits$$' -timeout 0 -v ./node/

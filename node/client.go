@@ -209,6 +209,12 @@ type Stats struct {
 	// the copy synced from another server then held.
 	IndexGaps   int `json:"index_gaps"`
 	IndexFilled int `json:"index_filled"`
+	// Checkpoints counts the checkpoints of the epochs taken part in
+	// (checkpoint.go); CheckpointMissed, of the current epoch, the
+	// manifests its lists named that no checkpoint brought in time
+	// (they wait for the next epoch).
+	Checkpoints      int `json:"checkpoints"`
+	CheckpointMissed int `json:"checkpoint_missed"`
 	// Unconfirmed counts chunks that went out in a round that ended
 	// without a signed record of it, counted as published (§5.2 v3).
 	Unconfirmed int `json:"unconfirmed"`
@@ -317,6 +323,12 @@ type cepoch struct {
 	// manifestsPerPseudonym the index would not take them, so they wait
 	// for the next epoch.
 	manifestsSent int
+	// manWait holds the manifests published but not yet indexed: the
+	// servers' queues take them in a later round of the epoch, or the
+	// epoch ends and they go out again (settleEpoch).
+	manWait []*upItem
+	// cp: the checkpoint syncs (checkpoint.go).
+	cp cpState
 	// manifestIDs are the manifest ids of this epoch's signed request
 	// lists: the next sync must hold them all (§6.4 v3).
 	manifestIDs [][32]byte

@@ -371,7 +371,10 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 		c.confirm(e, r, &rl)
 		c.mu.Lock()
 		c.hookOwnNote(&rl)
+		c.indexedLater(e, &rl)
+		prevDue := e.manifestIDs[:len(e.manifestIDs):len(e.manifestIDs)]
 		e.manifestIDs = append(e.manifestIDs, rl.Manifests...)
+		c.checkpointRound(ctx, e, r, prevDue)
 		if rl.Void() {
 			// §5.2 v3: a void round, signed so by every server: its
 			// chunk went back to the queue (confirm) and its requests
@@ -428,6 +431,35 @@ func queryErr(ctx context.Context, err error) error {
 	return err
 }
 
+// published counts u's chunk as published; call with c.mu held.
+func (c *Client) published(u *upItem) {
+	id := u.c.ID
+	c.stats.Uploaded++
+	c.noteHeld(id)
+	if u.job != nil && u.job.left[id] {
+		delete(u.job.left, id)
+		c.markPublished(u.job, id)
+		if len(u.job.left) == 0 && !u.job.reencrypting {
+			c.finishResumable(u.job)
+			u.job.finish()
+		}
+	}
+	c.notify()
+}
+
+// indexedLater counts as published the manifests of this client that
+// waited in the servers' queue and that round list rl took; call with
+// c.mu held.
+func (c *Client) indexedLater(e *cepoch, rl *wire.RoundList) {
+	e.manWait = slices.DeleteFunc(e.manWait, func(u *upItem) bool {
+		if !slices.Contains(rl.Manifests, u.c.ID) {
+			return false
+		}
+		c.published(u)
+		return true
+	})
+}
+
 // confirm checks that round r's upload was published; if not, it goes
 // back to the front of the queue, marked as seen.
 func (c *Client) confirm(e *cepoch, r uint32, rl *wire.RoundList) {
@@ -439,27 +471,16 @@ func (c *Client) confirm(e *cepoch, r uint32, rl *wire.RoundList) {
 	}
 	delete(e.ups, r)
 	if u.manifest && slices.Contains(rl.Published, u.c.ID) && !slices.Contains(rl.Manifests, u.c.ID) {
-		// Published but left out of the index (the epoch's cap is full):
-		// sent again in a later epoch, none more in this one (§6.4 v3).
-		e.manifestsSent = manifestsPerPseudonym
-		c.upQ = append([]upItem{*u}, c.upQ...)
+		// Published but not indexed yet: it waits in its pseudonym's
+		// queue at the servers, for a later list of the epoch
+		// (indexedLater); if the epoch ends first, it goes out again in
+		// a later one (§6.4 v3).
+		e.manWait = append(e.manWait, u)
 		return
 	}
-	for _, id := range rl.Published {
-		if id == u.c.ID {
-			c.stats.Uploaded++
-			c.noteHeld(id)
-			if u.job != nil && u.job.left[id] {
-				delete(u.job.left, id)
-				c.markPublished(u.job, id)
-				if len(u.job.left) == 0 && !u.job.reencrypting {
-					c.finishResumable(u.job)
-					u.job.finish()
-				}
-			}
-			c.notify()
-			return
-		}
+	if slices.Contains(rl.Published, u.c.ID) {
+		c.published(u)
+		return
 	}
 	// The list, signed by all m servers, lacks the chunk: it goes out
 	// again in this epoch, under the same pseudonym, which ties nothing

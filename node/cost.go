@@ -49,13 +49,16 @@ func (r Rate) Max() float64 { return max(r.SendPerHour, r.RecvPerHour) / 3600 }
 // ClientCost is what one client of a group moves.
 type ClientCost struct {
 	// Round is one round's messages: its onion, the wait for the round's
-	// request list and the list, its k PIR queries and their answers.
+	// request list and the list, its k PIR queries and their answers, and
+	// its share of the index sync: the index takes at most indexCap
+	// manifest chunks per R rounds (manifests.go), whatever the epochs.
 	Round Traffic
 	// Epoch is one epoch attempt's messages beyond its rounds: the open
 	// and final descriptors, the registration and its receipts, the whole
-	// decoy window from every server of two chains, the index sync of what an epoch adds to the
-	// index (manifestsPerEpoch manifest chunks and a closing record) and
-	// a duplicate-share query.
+	// decoy window from every server of two chains, the index syncs (at
+	// its start and at each checkpoint) of what an epoch adds to the
+	// index beyond its rounds' share (one manifest chunk, for the budget's
+	// rounding up, and a closing record) and a duplicate-share query.
 	Epoch Traffic
 	// Worst is the most per hour, over epochs of any length (GroupCost).
 	Worst Rate
@@ -87,9 +90,20 @@ func GroupCost(p Params) ClientCost {
 	query := (&wire.Rows{Slots: []uint32{0}, Rows: masks}).Marshal()
 	answer := (&wire.Rows{Slots: []uint32{0}, Rows: rows}).Marshal()
 	list := maxRoundList(n, L, k, m).Marshal()
+	// The index's share of a round: indexCap chunks of b bytes and their
+	// 64-byte items per R rounds, rounded up.
+	manifests := int64(indexCap(n, p.ChunkSize))
+	indexRound := (manifests*int64(b+64) + R - 1) / R
+	// A page asked at each checkpoint (checkpoint.go), spread over the
+	// rounds: what it brings is the index's share above. A sync from the
+	// other servers on a gap, which only a primary that leaves manifests
+	// out causes, is not counted.
+	cps := int64(len(checkpoints(uint32(R), p.RoundIntervalMs, uint32(p.W))))
+	cpReq := (cps*frame(make([]byte, wire.IndexReqSize)) + R - 1) / R
+	cpPage := (cps*frameHeader + R - 1) / R
 	c.Round = Traffic{
-		Send: frame(sub) + frame(ref) + frame(query),
-		Recv: ack + frame(list) + frame(answer),
+		Send: frame(sub) + frame(ref) + frame(query) + cpReq,
+		Recv: ack + frame(list) + frame(answer) + indexRound + cpPage,
 	}
 
 	// An epoch attempt (client_epoch.go oneEpoch, join; window_client.go;
@@ -106,8 +120,11 @@ func GroupCost(p Params) ClientCost {
 	// item a number back WindowLookback numbers, DecoyEpochs with pools.
 	window := 4 + WindowLookback*(8+32+3*4+len(group)+closing) + DecoyEpochs*pool
 	askers := int64(2 * m)
-	index := manifestsPerEpoch*(b+64) + closing
-	pages := int64(index/wire.IndexPageBytes + 2) // the last page says the log is done
+	index := (b + 64) + closing
+	// Pages of a full epoch's index, asked for in every attempt (the last
+	// page says the log is done).
+	pages := int64((int64(index)+manifests*int64(b+64))/wire.IndexPageBytes + 2)
+
 	iv := time.Duration(p.RoundIntervalMs) * time.Millisecond
 	rw := time.Duration(p.RegWindowMs) * time.Millisecond
 	// State requests until the final descriptor (waitstate.go): one at

@@ -207,48 +207,113 @@ func TestCorruptedAnswersChangeNoRequest(t *testing.T) {
 }
 
 // TestManifestCaps (§6.4 v3): the index takes at most 4 manifest chunks of
-// one pseudonym and 64 of an epoch, in (round, output position) order,
-// whatever order the rounds are published in.
+// one pseudonym in an epoch, by round r at most min(4 × publishers, the
+// byte ceiling's share of r + 1 rounds of R), one pseudonym at a time in
+// turns, in round order whatever order the rounds are published in; what
+// the budget leaves waits for later rounds, and what the epoch's end
+// still leaves is dropped.
 func TestManifestCaps(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		cand := func(pos int, tag byte) manifestCand {
-			return manifestCand{pos: pos, id: [32]byte{tag, byte(pos)}}
+			return manifestCand{pos: pos, id: [32]byte{tag, byte(pos)}, data: []byte{1}}
 		}
-		var mc manifestCaps
+		// The defaults: a ceiling of 256 chunks per 256 rounds, one a round.
+		mc := manifestCaps{R: 256, b: 256 << 10}
+		if indexCeiling(mc.b) != 256 {
+			t.Fatalf("ceiling %d chunks", indexCeiling(mc.b))
+		}
 		// Round 1 is published before round 0: it waits.
 		if got := mc.add(1, []manifestCand{cand(7, 1), cand(3, 1)}); len(got) != 0 {
 			t.Fatalf("round 1 taken before round 0: %v", got)
 		}
-		// Round 0, then round 1 that waited for it. A pseudonym publishes one
-		// chunk a round: position 3's fifth manifest comes in round 4.
+		// Round 0 takes one (its budget), round 1 one more: position 7, the
+		// next after 3 in turn, though 3's second came first.
 		got := mc.add(0, []manifestCand{cand(3, 0)})
-		if len(got) != 2 || got[0].round != 0 || got[1].round != 1 || len(got[1].cands) != 2 || got[1].cands[0].pos != 3 {
+		if len(got) != 2 || got[0].round != 0 || got[1].round != 1 || len(got[0].cands) != 1 || len(got[1].cands) != 1 || got[1].cands[0].pos != 7 {
 			t.Fatalf("rounds 0 and 1: %+v", got)
 		}
-		for r := uint32(2); r <= 4; r++ {
-			got = mc.add(r, []manifestCand{cand(3, byte(r))})
-			if len(got) != 1 || len(got[0].cands) != map[bool]int{true: 1, false: 0}[r < 4] {
-				t.Fatalf("round %d: position 3 has %d taken: %+v", r, mc.perPos[3], got)
-			}
+		// Position 3's second waited, its bytes dropped (read back from the
+		// store); round 2 takes it.
+		if q := mc.queue[3]; len(q) != 1 || q[0].data != nil {
+			t.Fatalf("queue of 3: %+v", q)
 		}
-		// 64 an epoch: 5 taken so far, so 59 of the next 70 go in, the
-		// lowest positions first.
-		var many []manifestCand
+		got = mc.add(2, nil)
+		if len(got[0].cands) != 1 || got[0].cands[0].id != cand(3, 1).id {
+			t.Fatalf("round 2: %+v", got)
+		}
+		// Round 3 takes position 3's third; rounds 4 and 5 have nothing.
+		for r := uint32(3); r <= 5; r++ {
+			var cs []manifestCand
+			if r == 3 {
+				cs = append(cs, cand(3, 3))
+			}
+			mc.add(r, cs)
+		}
+		// A crowd in round 6: 70 positions, and position 3's fourth. The
+		// budget of round r is r + 1 (the ceiling's share): everyone's
+		// first goes before 3's fourth.
+		many := []manifestCand{cand(3, 6)}
 		for pos := 79; pos >= 10; pos-- {
 			many = append(many, cand(pos, 9))
 		}
-		got = mc.add(5, many)
-		if n := len(got[0].cands); n != 59 || mc.total != manifestsPerEpoch || got[0].cands[58].pos != 68 {
-			t.Fatalf("%d taken in round 5, %d in all", n, mc.total)
+		got = mc.add(6, many)
+		if mc.total != 7 || len(got[0].cands) != 3 || got[0].cands[0].pos != 10 {
+			t.Fatalf("%d taken by round 6, want 7: %+v", mc.total, got)
 		}
-		// A round after a gap waits until the epoch ends.
-		if got := mc.add(9, []manifestCand{cand(99, 1)}); len(got) != 0 {
+		var order []int
+		for r := uint32(7); r < 80; r++ {
+			var cs []manifestCand
+			if r == 7 {
+				cs = append(cs, cand(3, 7)) // a fifth: dropped
+			}
+			for _, c := range mc.add(r, cs)[0].cands {
+				order = append(order, c.pos)
+			}
+		}
+		if len(order) != 68 || order[0] != 13 || order[len(order)-1] != 3 || mc.perPos[3] != manifestsPerPseudonym {
+			t.Fatalf("order %v; position 3 has %d", order, mc.perPos[3])
+		}
+		// A round after a gap waits until the epoch ends, then gets its
+		// budget; what is left is dropped.
+		if got := mc.add(90, []manifestCand{cand(99, 1), cand(98, 1)}); len(got) != 0 {
 			t.Fatal("round after a gap taken")
 		}
-		if got := mc.flush(); len(got) != 1 || got[0].round != 9 || len(got[0].cands) != 0 {
+		if got := mc.flush(); len(got) != 1 || got[0].round != 90 || len(got[0].cands) != 2 || len(mc.queue) != 0 {
 			t.Fatalf("flush %+v", got)
 		}
 	})
+}
+
+// TestManifestCapsShortEpochs: epochs ended early take the ceiling's
+// share of the rounds they ran, so ending epochs early never multiplies
+// the index's growth per round: with 200 publishers flooding every round,
+// an epoch of r rounds takes at most ceiling·r/R + 1, at every r.
+func TestManifestCapsShortEpochs(t *testing.T) {
+	const R, b = 256, 256 << 10
+	for _, r := range []uint32{1, 2, 7, 64, 255, 256} {
+		mc := manifestCaps{R: R, b: b}
+		taken := 0
+		for x := uint32(0); x < r; x++ {
+			var cs []manifestCand
+			for pos := 0; pos < 200; pos++ {
+				cs = append(cs, manifestCand{pos: pos, id: [32]byte{byte(x), byte(pos)}})
+			}
+			for _, mr := range mc.add(x, cs) {
+				taken += len(mr.cands)
+			}
+		}
+		for _, mr := range mc.flush() {
+			taken += len(mr.cands)
+		}
+		bound := indexCeiling(b)*int(r)/R + 1
+		if taken > bound || taken < int(r) {
+			t.Fatalf("an epoch of %d rounds took %d, bound %d", r, taken, bound)
+		}
+	}
+	// The cap grows with the publishers, c each, up to the ceiling.
+	if indexCap(1, b) != manifestsPerPseudonym || indexCap(200, b) != indexCeiling(b) || indexCap(10, MinChunkSize) != 10*manifestsPerPseudonym {
+		t.Fatal("indexCap")
+	}
 }
 
 // TestIndexCarriesManifests: a server's index holds the bytes of every
@@ -340,8 +405,9 @@ func TestIndexGapDetected(t *testing.T) {
 // TestSharerKeepsManifestsForLaterEpochs (§6.4 v3): a sharer sends at most
 // 4 manifest chunks in an epoch, the index would take no more of its
 // pseudonym, and its data chunks go on meanwhile; a manifest published but
-// left out of the index (the epoch's 64 were full) goes back to the queue,
-// and no further manifest goes out in that epoch.
+// not yet indexed (the index's budget left it in its pseudonym's queue)
+// counts as published once a later list of the epoch names it, and goes
+// back to the queue if the epoch ends first.
 func TestSharerKeepsManifestsForLaterEpochs(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{})}
@@ -375,23 +441,33 @@ func TestSharerKeepsManifestsForLaterEpochs(t *testing.T) {
 		if i := c.nextUpload(e2); i != 0 || !c.upQ[0].manifest {
 			t.Fatalf("next epoch starts with %d", i)
 		}
-		// Published in round 3 of e2, not taken by the index.
+		// Published in round 3 of e2, not taken by the index: it waits for
+		// a later list, and no further manifest goes out (the fifth of the
+		// epoch would not be taken).
+		c.held = map[[32]byte]bool{}
+		c.changed = make(chan struct{})
 		u := c.upQ[0]
 		c.upQ = c.upQ[1:]
 		e2.ups[3] = &u
+		e2.manifestsSent = manifestsPerPseudonym
 		c.confirm(e2, 3, &wire.RoundList{Published: [][32]byte{u.c.ID}})
-		if len(c.upQ) != 2 || c.upQ[0].c.ID != u.c.ID || !job.left[u.c.ID] || c.nextUpload(e2) != -1 {
-			t.Fatalf("a manifest left out of the index: queue %d, left %v", len(c.upQ), job.left[u.c.ID])
+		if len(c.upQ) != 1 || len(e2.manWait) != 1 || !job.left[u.c.ID] || c.nextUpload(e2) != -1 {
+			t.Fatalf("a manifest not yet indexed: queue %d, waiting %d, left %v", len(c.upQ), len(e2.manWait), job.left[u.c.ID])
 		}
-		// Taken: done with.
+		// Round 5's list takes it: published.
+		c.indexedLater(e2, &wire.RoundList{Manifests: [][32]byte{u.c.ID}})
+		if job.left[u.c.ID] || len(e2.manWait) != 0 {
+			t.Fatal("a manifest a later list took is still left")
+		}
+		// Another, never taken in its epoch: back at the queue's front
+		// when the epoch ends, for a later epoch.
 		u = c.upQ[0]
 		c.upQ = c.upQ[1:]
-		e3 := &cepoch{ups: map[uint32]*upItem{3: &u}}
-		c.held = map[[32]byte]bool{}
-		c.changed = make(chan struct{})
-		c.confirm(e3, 3, &wire.RoundList{Published: [][32]byte{u.c.ID}, Manifests: [][32]byte{u.c.ID}})
-		if job.left[u.c.ID] {
-			t.Fatal("a manifest the index took is still left")
+		e3 := &cepoch{ups: map[uint32]*upItem{7: &u}}
+		c.confirm(e3, 7, &wire.RoundList{Published: [][32]byte{u.c.ID}})
+		c.settleEpoch(e3)
+		if len(c.upQ) != 1 || c.upQ[0].c.ID != u.c.ID || !job.left[u.c.ID] {
+			t.Fatalf("a manifest its epoch never indexed: queue %d, left %v", len(c.upQ), job.left[u.c.ID])
 		}
 	})
 }

@@ -363,7 +363,7 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 			// server signs a normal list only once it has published the
 			// round): its manifests are none, and the index's cursor
 			// goes past it (manifests.go).
-			skipped = e.man.add(rl.Round, nil)
+			skipped = e.manCaps().add(rl.Round, nil)
 			s.noteManifests(e, skipped)
 		}
 		s.notify()

@@ -97,6 +97,16 @@ func (c *Client) settleEpoch(e *cepoch) []*shareJob {
 		c.stats.Unconfirmed++
 	}
 	clear(e.ups)
+	// Manifests published and never indexed in the epoch: sent again in
+	// a later epoch (§6.4 v3), in the order they were sent.
+	var again []upItem
+	for _, u := range e.manWait {
+		if u.job == nil || u.job.left[u.c.ID] {
+			again = append(again, *u)
+		}
+	}
+	c.upQ = append(again, c.upQ...)
+	e.manWait = nil
 	for j, n := range lost {
 		c.warnUnconfirmed(j, n)
 	}

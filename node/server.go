@@ -94,7 +94,7 @@ const (
 )
 
 // DefaultIndexHours is the default index retention: 90 days. The index
-// grows by at most manifestsPerEpoch chunks of b bytes an epoch, and a
+// grows by at most indexCap chunks of b bytes per R rounds, and a
 // client syncs only what changed since its last sync.
 const DefaultIndexHours = 90 * 24
 
