@@ -290,8 +290,8 @@ func (s *Server) catchupFrom(ctx context.Context, p peer.ID, want map[[32]byte][
 		s.log.Error("catch-up cursor unreadable", "err", err)
 		return
 	}
-	held := false // the kept cursor stays before the first page held
-	var certified map[[32]byte]bool
+	held := false                   // the kept cursor stays before the first page held
+	var certified map[[32]byte]bool // of the window, as last looked at
 	reset := false
 	for range catchupPages {
 		rep, err := call(ctx, s.h, p, request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{Cursor: cur}).Marshal(), Timeout: shortTimeout})
@@ -314,7 +314,7 @@ func (s *Server) catchupFrom(ctx context.Context, p peer.ID, want map[[32]byte][
 			s.shunPeer(p, fmt.Errorf("index page does not move the cursor on (%d after %d)", pg.Next, cur))
 			return
 		}
-		synced, whole, hold := false, false, false
+		refreshed, synced, whole, hold := false, false, false, false
 		for _, rec := range pg.Closings {
 			id := [32]byte(rec[:32]) // the decoder keeps at least 40 bytes
 			chain, ok := want[id]
@@ -322,18 +322,24 @@ func (s *Server) catchupFrom(ctx context.Context, p peer.ID, want map[[32]byte][
 				if _, err := s.store.Closing(id); err == nil {
 					continue // taken
 				}
-				if certified == nil {
-					_, _, certified = s.lackingAll()
-				}
-				if !certified[id] && !synced {
-					_, _, whole = s.syncFrom(ctx, p)
-					s.fillCerts(ctx, p, 0)
-					synced = true
+				// Certificates came since want was made (the sync runs
+				// beside): look again, once a page.
+				refresh := func() {
 					var more map[[32]byte][]peer.ID
 					more, _, certified = s.lackingAll()
 					for k, v := range more {
 						want[k] = v
 					}
+				}
+				if !refreshed {
+					refresh()
+					refreshed = true
+				}
+				if !certified[id] && !synced {
+					_, _, whole = s.syncFrom(ctx, p)
+					s.fillCerts(ctx, p, 0)
+					synced = true
+					refresh()
 				}
 				if chain, ok = want[id]; !ok {
 					// Not certified here though p did not give all its
