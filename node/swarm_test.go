@@ -39,7 +39,8 @@ import (
 // acknowledged file comes back byte-exact through every server.
 //
 // `go test -run TestSwarm ./node/` runs swarmCISeeds; RIFFLE_SWARM_SEEDS=N
-// runs seeds 1..N (make swarm), RIFFLE_SWARM_SEED=S replays one, and
+// runs seeds 1..N (make swarm) and A-B seeds A..B, RIFFLE_SWARM_SEED=S
+// replays one, and
 // RIFFLE_SWARM_BIG=1 draws the larger networks (m up to 8, n up to 64);
 // RIFFLE_SWARM_M and RIFFLE_SWARM_N fix m and n.
 
@@ -89,13 +90,19 @@ func swarmSeeds(t *testing.T) []swarmSeed {
 		return []swarmSeed{{v, off}}
 	}
 	if s := os.Getenv("RIFFLE_SWARM_SEEDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("RIFFLE_SWARM_SEEDS=%q: want a count", s)
+		// N: seeds 1 to N; A-B: seeds A to B.
+		a, b, rng := strings.Cut(s, "-")
+		if !rng {
+			a, b = "1", s
 		}
-		out := make([]swarmSeed, n)
-		for i := range out {
-			out[i] = swarmSeed{uint64(i + 1), off}
+		lo, err1 := strconv.Atoi(a)
+		hi, err2 := strconv.Atoi(b)
+		if err1 != nil || err2 != nil || lo < 1 || hi < lo {
+			t.Fatalf("RIFFLE_SWARM_SEEDS=%q: want a count or a range A-B", s)
+		}
+		var out []swarmSeed
+		for v := lo; v <= hi; v++ {
+			out = append(out, swarmSeed{uint64(v), off})
 		}
 		return out
 	}
@@ -366,6 +373,14 @@ func runSwarm(t *testing.T, sd swarmSeed) {
 	w.check()
 	w.fetchAll()
 	w.mu.Lock()
+	if testing.Verbose() {
+		// The faults and hostile parties the run met.
+		for _, e := range w.events {
+			if !strings.Contains(e, " share by ") && !strings.Contains(e, " get by ") {
+				t.Log(e)
+			}
+		}
+	}
 	t.Logf("seed %d: m=%d n=%d R=%d, %d epochs in %v of virtual time: %d shares acknowledged of %d (%d warned incomplete), %d gets, %d faults, %d restarts, %d hostile parties",
 		seed, m, n, w.p.Rounds, w.epochs(), time.Since(w.start).Round(time.Second), len(w.acked), w.shares, w.warned, w.gets, w.faults, w.restarts, w.hostileRuns)
 	w.mu.Unlock()
