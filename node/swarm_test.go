@@ -836,6 +836,13 @@ func outsiderTimeoutVotes(w *swarm) func() {
 
 // outsiderLoop runs f every swarmStep/2 on its own goroutine until stop.
 func outsiderLoop(w *swarm, f func(ctx context.Context)) (stop func()) {
+	return pollLoop(w, swarmStep/2, f)
+}
+
+// pollLoop runs f every d on its own goroutine until stop. An early abort
+// waits for a round a few rounds into an epoch, which at R = 8 lasts well
+// under a step: it looks every 20 ms.
+func pollLoop(w *swarm, d time.Duration, f func(ctx context.Context)) (stop func()) {
 	ctx, cancel := context.WithCancel(w.ctx)
 	done := make(chan struct{})
 	go func() {
@@ -844,7 +851,7 @@ func outsiderLoop(w *swarm, f func(ctx context.Context)) (stop func()) {
 			f(ctx)
 			select {
 			case <-ctx.Done():
-			case <-time.After(swarmStep / 2):
+			case <-time.After(d):
 			}
 		}
 	}()
@@ -1166,7 +1173,7 @@ func insiderPrepareRefuser(w *swarm, i int) func() {
 // run.
 func insiderEarly(w *swarm, kind string) func() {
 	done := false
-	return outsiderLoop(w, func(context.Context) {
+	return pollLoop(w, 20*time.Millisecond, func(context.Context) {
 		for i, sv := range w.servers {
 			s := sv.s
 			w.mu.Lock()
