@@ -114,6 +114,13 @@ func (s *Server) shunned(p peer.ID) bool {
 // not given up on, with their chains; old holds those of them certified
 // catchupRecent numbers before the newest, whose records are due.
 func (s *Server) lacking() (want map[[32]byte][]peer.ID, old map[[32]byte]bool) {
+	want, old, _ = s.lackingAll()
+	return want, old
+}
+
+// lackingAll is lacking, with every epoch of a final certificate of the
+// catch-up window.
+func (s *Server) lackingAll() (want map[[32]byte][]peer.ID, old, certified map[[32]byte]bool) {
 	s.cert.mu.Lock()
 	top := s.cert.top
 	bs := map[uint64][]byte{}
@@ -124,7 +131,7 @@ func (s *Server) lacking() (want map[[32]byte][]peer.ID, old map[[32]byte]bool) 
 	}
 	s.cert.mu.Unlock()
 	want, old = map[[32]byte][]peer.ID{}, map[[32]byte]bool{}
-	certified := map[[32]byte]bool{}
+	certified = map[[32]byte]bool{}
 	for n, b := range bs {
 		var c wire.Cert
 		if c.Unmarshal(b) != nil || c.Kind != wire.CertFinal {
@@ -164,7 +171,7 @@ func (s *Server) lacking() (want map[[32]byte][]peer.ID, old map[[32]byte]bool) 
 		}
 	}
 	s.catch.mu.Unlock()
-	return want, old
+	return want, old, certified
 }
 
 // catchupPass reads the roster servers' index logs until every lacking
@@ -173,11 +180,11 @@ func (s *Server) lacking() (want map[[32]byte][]peer.ID, old map[[32]byte]bool) 
 func (s *Server) catchupPass(ctx context.Context) {
 	peers := s.chain()
 	for _, p := range peers {
-		if _, gap := s.missingCert(); !gap || ctx.Err() != nil {
+		if _, gap := s.missingCert(catchupRecent); !gap || ctx.Err() != nil {
 			break
 		}
 		if p != s.h.ID() && !s.shunned(p) {
-			s.fillCerts(ctx, p)
+			s.fillCerts(ctx, p, catchupRecent)
 		}
 	}
 	want, old := s.lacking()
@@ -208,12 +215,12 @@ func (s *Server) catchupPass(ctx context.Context) {
 }
 
 // missingCert returns the lowest number of the catch-up window, but the
-// newest, whose certificate this server lacks.
-func (s *Server) missingCert() (uint64, bool) {
+// newest recent, whose certificate this server lacks.
+func (s *Server) missingCert(recent uint64) (uint64, bool) {
 	s.cert.mu.Lock()
 	defer s.cert.mu.Unlock()
 	top := s.cert.top
-	for n := max(1, top+1-min(top, catchupWindow)); n+catchupRecent <= top; n++ {
+	for n := max(1, top+1-min(top, catchupWindow)); n+recent <= top; n++ {
 		if s.cert.certs[n] == nil {
 			return n, true
 		}
@@ -225,9 +232,9 @@ func (s *Server) missingCert() (uint64, bool) {
 // window and keeps those that verify (certs.go): a server that moved on by
 // a later epoch's certificate (a Prepare carries it) skipped those of the
 // epochs it was out of, which the catch-up checks their records against.
-func (s *Server) fillCerts(ctx context.Context, p peer.ID) {
+func (s *Server) fillCerts(ctx context.Context, p peer.ID, recent uint64) {
 	for range maxSyncPages {
-		from, gap := s.missingCert()
+		from, gap := s.missingCert(recent)
 		if !gap {
 			return
 		}
@@ -262,12 +269,29 @@ func (s *Server) fillCerts(ctx context.Context, p peer.ID) {
 // completes each epoch of want whose closing record it finds, deleting it
 // from want. The cursor moves past a page only once each wanted epoch of
 // the page is done, so an epoch that fails is tried again from there.
+//
+// A record this server lacks of an epoch it does not want may be one it
+// will want: an epoch whose certificate it has not yet taken (after a
+// restart or a partition its certificates lag while the sync runs, and
+// a Prepare moves it past numbers it never saw), or one still running
+// here. Passed over, it would never be read again from p (the swarm's
+// seed 3: a server restarted after 36 s down read every peer's log before
+// they took it back into their rosters, so before any would give it a
+// certificate, and gave up every epoch it had missed). So, once a page,
+// the certificates are first brought up to p's (a server logs a closing
+// record only of an epoch whose final certificate it keeps): a record
+// whose epoch then proves certified is taken; one still unknown while p
+// did not give all its certificates, or still running here, keeps the
+// cursor before its page; only the rest (epochs before the window, or
+// given up) are passed over.
 func (s *Server) catchupFrom(ctx context.Context, p peer.ID, want map[[32]byte][]peer.ID) {
 	cur, err := s.store.CatchupCursor([]byte(p))
 	if err != nil {
 		s.log.Error("catch-up cursor unreadable", "err", err)
 		return
 	}
+	held := false                   // the kept cursor stays before the first page held
+	var certified map[[32]byte]bool // of the window, as last looked at
 	reset := false
 	for range catchupPages {
 		rep, err := call(ctx, s.h, p, request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{Cursor: cur}).Marshal(), Timeout: shortTimeout})
@@ -290,11 +314,41 @@ func (s *Server) catchupFrom(ctx context.Context, p peer.ID, want map[[32]byte][
 			s.shunPeer(p, fmt.Errorf("index page does not move the cursor on (%d after %d)", pg.Next, cur))
 			return
 		}
+		refreshed, synced, whole, hold := false, false, false, false
 		for _, rec := range pg.Closings {
 			id := [32]byte(rec[:32]) // the decoder keeps at least 40 bytes
 			chain, ok := want[id]
 			if !ok {
-				continue
+				if _, err := s.store.Closing(id); err == nil {
+					continue // taken
+				}
+				// Certificates came since want was made (the sync runs
+				// beside): look again, once a page.
+				refresh := func() {
+					var more map[[32]byte][]peer.ID
+					more, _, certified = s.lackingAll()
+					for k, v := range more {
+						want[k] = v
+					}
+				}
+				if !refreshed {
+					refresh()
+					refreshed = true
+				}
+				if !certified[id] && !synced {
+					_, _, whole = s.syncFrom(ctx, p)
+					s.fillCerts(ctx, p, 0)
+					synced = true
+					refresh()
+				}
+				if chain, ok = want[id]; !ok {
+					// Not certified here though p did not give all its
+					// certificates (it refuses a server not yet in its
+					// roster, as after a restart), or still running
+					// here: read again later.
+					hold = hold || (!certified[id] && !whole) || (certified[id] && s.runningHere(id))
+					continue
+				}
 			}
 			err := s.catchupEpoch(ctx, p, chain, rec)
 			if errors.Is(err, errForged) {
@@ -307,15 +361,26 @@ func (s *Server) catchupFrom(ctx context.Context, p peer.ID, want map[[32]byte][
 			}
 			delete(want, id)
 		}
+		held = held || hold
 		cur = pg.Next
-		if err := s.store.PutCatchupCursor([]byte(p), cur); err != nil {
-			s.log.Error("catch-up cursor not kept", "err", err)
-			return
+		if !held {
+			if err := s.store.PutCatchupCursor([]byte(p), cur); err != nil {
+				s.log.Error("catch-up cursor not kept", "err", err)
+				return
+			}
 		}
 		if !pg.More || len(want) == 0 {
 			return
 		}
 	}
+}
+
+// runningHere reports whether epoch id runs at this server.
+func (s *Server) runningHere(id [32]byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.epochs[id]
+	return e != nil && !e.ended
 }
 
 // catchupEpoch checks an epoch's closing record against its certified

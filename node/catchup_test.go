@@ -281,3 +281,155 @@ func TestCatchupRefusesForgeries(t *testing.T) {
 		}
 	})
 }
+
+// fakeEpoch is an epoch of a two-server chain whose keys a test holds:
+// a file published in its round 0, its list and closing record.
+type fakeEpoch struct {
+	link    chunker.Link
+	chunks  []store.Chunk
+	list    wire.RoundList
+	closing wire.Closing
+	chain   [][]byte
+}
+
+func newFakeEpoch(t *testing.T, id byte, text string) *fakeEpoch {
+	t.Helper()
+	f := &fakeEpoch{}
+	var err error
+	f.link, err = chunker.Share(bytes.NewReader(bytes.Repeat([]byte(text), 3000)), text+".bin", "", MinChunkSize, chunker.ShareOptions{},
+		func(id chunker.ID, c []byte) error {
+			f.chunks = append(f.chunks, store.Chunk{ID: id, Data: append([]byte(nil), c...)})
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.list = wire.RoundList{Epoch: [32]byte{id}, Round: 0}
+	for _, c := range f.chunks {
+		f.list.Published = append(f.list.Published, c.ID)
+		if isManifest(c.Data) {
+			f.list.Manifests = append(f.list.Manifests, c.ID)
+		}
+	}
+	var keys []crypto.PrivKey
+	for range 2 {
+		k, _, _ := crypto.GenerateEd25519Key(nil)
+		pid, _ := peer.IDFromPrivateKey(k)
+		keys = append(keys, k)
+		f.chain = append(f.chain, []byte(pid))
+	}
+	if bytes.Compare(f.chain[0], f.chain[1]) > 0 {
+		keys[0], keys[1], f.chain[0], f.chain[1] = keys[1], keys[0], f.chain[1], f.chain[0]
+	}
+	f.closing = wire.Closing{Epoch: f.list.Epoch, Rounds: []wire.ClosingRound{{State: wire.ClosedPublished, List: listDigest(&f.list)}, {}}}
+	for _, k := range keys {
+		sg, err := sign(k, closingDigest(&f.closing))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.closing.Sigs = append(f.closing.Sigs, sg)
+	}
+	return f
+}
+
+func (f *fakeEpoch) cert(n uint64) []byte {
+	return (&wire.Cert{Kind: wire.CertFinal, Number: n, Epoch: f.list.Epoch, Chain: f.chain, Abort: []byte{}}).Marshal()
+}
+
+// TestCatchupKeepsUnknownRecords (the swarm's seed 3): a peer's index
+// page holds the closing records of two epochs the server lacks, one
+// whose certificate it holds and one whose certificate it has not yet
+// taken, and the peer gives it no certificate (a server just restarted is
+// not yet in its peers' rosters). The server takes the first and keeps its
+// cursor before the page; once the second's certificate comes (the
+// certificate sync, even after the read's list of epochs lacking was
+// made), the next read takes the second too. The cursor moved
+// past the page at once, so that the second epoch was never read again
+// from that peer: a server restarted after 36 s down gave up every epoch
+// it had missed.
+func TestCatchupKeepsUnknownRecords(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		s, err := NewServer(ctx, ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Nick: "late",
+			MinServers: 3, MinClients: 2, NoLAN: true, Params: testParams(8), Logger: anonLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		a, b := newFakeEpoch(t, 0xa, "known "), newFakeEpoch(t, 0xb, "unknown ")
+		s.cert.mu.Lock()
+		s.cert.certs[5] = a.cert(5)
+		s.cert.top = 5 + catchupRecent
+		s.cert.mu.Unlock()
+
+		h, err := defaultNetwork.NewHost(nil, []string{"/ip4/127.0.0.1/tcp/0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		page := wire.Index{Next: 3, Closings: [][]byte{a.closing.Marshal(), b.closing.Marshal()}}
+		var g gate
+		caps := func(peer.ID, wire.Type) int { return 64 << 10 }
+		serve(ctx, h, &g, quietLogger(), ProtoClient, shortTimeout, caps, func(context.Context, peer.ID, wire.Type, []byte) (wire.Type, []byte, error) {
+			return wire.TypeIndex, page.Marshal(), nil
+		})
+		serve(ctx, h, &g, quietLogger(), ProtoEpoch, shortTimeout, caps, func(context.Context, peer.ID, wire.Type, []byte) (wire.Type, []byte, error) {
+			return 0, nil, errors.New("node: certificates only for roster servers")
+		})
+		serve(ctx, h, &g, quietLogger(), ProtoRound, shortTimeout, caps, func(_ context.Context, _ peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
+			switch t {
+			case wire.TypeListReq:
+				var ref wire.EpochRef
+				if err := ref.Unmarshal(body); err != nil {
+					return 0, nil, err
+				}
+				for _, f := range []*fakeEpoch{a, b} {
+					if f.list.Epoch == ref.Epoch {
+						return wire.TypeRoundList, f.list.Marshal(), nil
+					}
+				}
+			case wire.TypeGetChunk:
+				var c wire.Chunk
+				if err := c.Unmarshal(body, 0); err != nil {
+					return 0, nil, err
+				}
+				for _, f := range []*fakeEpoch{a, b} {
+					for _, ch := range f.chunks {
+						if ch.ID == c.ID {
+							return wire.TypeChunk, (&wire.Chunk{ID: c.ID, Data: ch.Data}).Marshal(), nil
+						}
+					}
+				}
+			}
+			return 0, nil, errors.New("not served")
+		})
+		s.h.AddAddrs(h.ID(), h.Addrs(), time.Hour)
+		p := h.ID()
+
+		want, _ := s.lacking()
+		s.catchupFrom(ctx, p, want)
+		if _, ok, _ := indexEntryOf(s, a.link.ID); !ok {
+			t.Fatal("the epoch whose certificate the server holds is not taken")
+		}
+		if n, _ := s.store.CatchupCursor([]byte(p)); n != 0 {
+			t.Fatalf("cursor %d past a page with a record the server could not place, want 0", n)
+		}
+		// The certificate sync brings the second epoch's certificate,
+		// after the pass made its list of epochs lacking.
+		want, _ = s.lacking()
+		if len(want) != 0 {
+			t.Fatalf("%d epochs lacking, want none before the certificate", len(want))
+		}
+		s.cert.mu.Lock()
+		s.cert.certs[6] = b.cert(6)
+		s.cert.mu.Unlock()
+		s.catchupFrom(ctx, p, want)
+		if _, ok, _ := indexEntryOf(s, b.link.ID); !ok || len(want) != 0 {
+			t.Fatalf("the second epoch not taken once certified (indexed %v, %d lacking)", ok, len(want))
+		}
+		if n, _ := s.store.CatchupCursor([]byte(p)); n != 3 {
+			t.Fatalf("cursor %d after the page, want 3", n)
+		}
+	})
+}

@@ -101,7 +101,7 @@ func (s *Server) syncCerts(ctx context.Context) bool {
 	answered := false
 	for i := range min(len(peers), 3) {
 		p := peers[(start+i)%len(peers)]
-		got, ok := s.syncFrom(ctx, p)
+		got, ok, _ := s.syncFrom(ctx, p)
 		answered = answered || ok
 		if got {
 			break
@@ -111,8 +111,9 @@ func (s *Server) syncCerts(ctx context.Context) bool {
 }
 
 // syncFrom catches up from p; it reports whether p had any certificate
-// past this server's last, and whether it answered.
-func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered bool) {
+// past this server's last, whether it answered, and whether this server
+// took every certificate p had past its last (caught up with p).
+func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered, whole bool) {
 	first := true
 	for range maxSyncPages {
 		top := s.certTop()
@@ -121,16 +122,16 @@ func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered bool) {
 		cancel()
 		if err != nil {
 			s.log.Debug("certificates not fetched", "peer", p.ShortString(), "err", err)
-			return got, answered
+			return got, answered, false
 		}
 		answered = true
 		var page wire.Certs
 		if err := page.Unmarshal(rep); err != nil {
 			s.log.Warn("certificates malformed", "peer", p.ShortString(), "err", err)
-			return got, answered
+			return got, answered, false
 		}
 		if len(page.Certs) == 0 {
-			return got, answered
+			return got, answered, true
 		}
 		for i := range page.Certs {
 			c := &page.Certs[i]
@@ -140,24 +141,24 @@ func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered bool) {
 			if first {
 				if err := checkEpochNumber(s.lastNumber(), c.Number); c.Number != top+1 && err != nil {
 					s.log.Warn("certificate out of bounds", "peer", p.ShortString(), "err", err)
-					return got, answered
+					return got, answered, false
 				}
 			} else if c.Number != top+1 {
 				s.log.Warn("certificates not a chain", "peer", p.ShortString(), "number", c.Number, "after", top)
-				return got, answered
+				return got, answered, false
 			}
 			// Each against the group certified for its number: the
 			// chain of the one before, once kept.
 			if err := s.checkCert(c); err != nil {
 				s.log.Warn("certificate refused", "peer", p.ShortString(), "err", err)
-				return got, answered
+				return got, answered, false
 			}
 			s.addCert(c)
 			top, first, got = c.Number, false, true
 		}
 		if len(page.Certs) < wire.MaxCertPage {
-			return got, answered
+			return got, answered, true
 		}
 	}
-	return got, answered
+	return got, answered, false
 }

@@ -258,6 +258,7 @@ func (o *outsiderServer) vote(t *testing.T, s *Server, n uint64, chain []peer.ID
 // founders run their first epochs, nobody is charged, and a share
 // acknowledged after is fetched.
 func TestOutsidersCertifyAhead(t *testing.T) {
+	long(t) // a whole network over many epochs, also a swarm strategy: the full pass runs it
 	virtual(t, func(t *testing.T) {
 		fn := startFounded(t, 3, 0, 2, testParams(2), nil)
 		outs := []*outsiderServer{newOutsiderServer(t, fn), newOutsiderServer(t, fn)}
@@ -622,6 +623,7 @@ func TestFreshKeysAtWindowOpen(t *testing.T) {
 // every other server accepts its absence once it refuses the question
 // "would you serve" for those parameters too: epochs run without it.
 func TestPrepareRefuser(t *testing.T) {
+	long(t) // a whole network over many epochs, also a swarm strategy: the full pass runs it
 	virtual(t, func(t *testing.T) {
 		const refuser = 3 // no client has it as primary
 		fn := startFounded(t, 4, 3, 2, testParams(2), func(i int, c *ServerConfig) {

@@ -39,6 +39,7 @@ func (r *recorder) snapshot() []sent {
 // that idles send the same message types, each type in the same sequence
 // of sizes (§1: sizes never depend on what a user does).
 func TestWireSizesEqual(t *testing.T) {
+	node.Long(t) // sizes, not concurrency: the race pass took 49 s over what TestEndToEnd covers; the full pass runs it
 	node.Virtual(t, func(t *testing.T) {
 		const m, n = 3, 6
 		p := node.TestParams(32)

@@ -36,6 +36,12 @@ func fill(r *rand.Rand, b []byte) {
 // of the assembly's 256- and 64-byte steps, and on tables with spare room
 // between them (tstride > w·2^g).
 func TestKernels(t *testing.T) {
+	if testing.Short() {
+		// Kernels against the generic code on one goroutine: nothing
+		// for the race pass (-short), where it took 21 s; the full pass
+		// runs it.
+		t.Skip("one goroutine's arithmetic: the full pass runs it")
+	}
 	for _, k := range testKernels() {
 		t.Run(k, func(t *testing.T) {
 			useKernel(t, k)
