@@ -185,6 +185,9 @@ type roundsState struct {
 	dead       []deadRoute
 	held       map[uint32]*heldInput
 	equivNamed bool // a server's two signed roots were named here
+	// noCloseAsking: this server gathers the attestations that the
+	// leader never closed the registration (rotate.go endUnclosedLocked).
+	noCloseAsking bool
 	// doubleNamed: the slots whose client's two onions for one round
 	// were named here.
 	doubleNamed map[uint32]bool

@@ -60,6 +60,10 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onCertReq(from, body)
 	case wire.TypeWouldServe:
 		return s.onWouldServe(from, body)
+	case wire.TypeAttestReq:
+		return s.onAttestReq(from, body)
+	case wire.TypeCharge:
+		return s.onCharge(from, body)
 	}
 	return 0, nil, unhandled(ProtoEpoch, t)
 }

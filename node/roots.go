@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -32,6 +33,11 @@ func (s *Server) noteRoot(e *sepoch, r *wire.Root) bool {
 	old, ok := e.roots[k]
 	if !ok {
 		e.roots[k] = *r
+		if x := e.rounds[r.Round]; x == nil || x.seenAt.IsZero() {
+			if e.admit(r.Round) == nil {
+				e.round(r.Round).seenAt = time.Now()
+			}
+		}
 		return true
 	}
 	if old.Root == r.Root {

@@ -35,9 +35,16 @@ type sround struct {
 	watching, lacked, sending bool
 	lackBy                    uint16
 	// inAt: when this server's part of the round went on (S_0 mixed it,
-	// another server took its input batch): a claim that the round's
-	// publication is missing is due here only well after it (pubDue).
+	// another server took its input batch): an absence in the round is
+	// due here only well after it (roundAttestLocked).
 	inAt time.Time
+	// seenAt: when the first signed root of the round came here (roots.go);
+	// with inAt, the round's start that an absence is due from
+	// (roundAttestLocked). voidAttest: this server's attestation of the
+	// round's absences when it signed the round void, the one it adds to
+	// the void's evidence (charges.go).
+	seenAt     time.Time
+	voidAttest *wire.Attest
 
 	// Publication and the request list (publish.go).
 	published [][32]byte
@@ -193,18 +200,4 @@ func (s *Server) trace(stage string, r uint32) func() {
 	return func() {
 		s.log.Debug("round stage", "stage", stage, "round", r, "start", start.Format("15:04:05.000"), "took", time.Since(start).Round(time.Microsecond))
 	}
-}
-
-// pubDue reports whether round q's publication is overdue here: this
-// server's part of q went on at least half a round limit ago (an honest
-// claimant waited a whole round limit after its own part). An abort or a
-// void of q before that would charge the last server for a round not yet
-// due: its signer, or the void's proposer, is charged instead (issue 25
-// point 5). Call with s.mu held.
-func (e *sepoch) pubDue(q uint32) bool {
-	x := e.rounds[q]
-	if x == nil || x.inAt.IsZero() {
-		return false
-	}
-	return time.Since(x.inAt) >= time.Duration(e.final.desc.Params.RoundLimitMs)*time.Millisecond/2
 }
