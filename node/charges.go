@@ -141,18 +141,21 @@ func chargeOf(ev *wire.Charge, ctx chargeCtx) (peer.ID, string, error) {
 		}
 		return signer, claimOf, nil
 	case kind == wire.AbortNoClose:
+		// Not conditioned on the number's certificate being final: one
+		// server may keep the abort's certificate, another the final one,
+		// of one attempt; an honest server that had the close attests none.
 		for j, p := range ctx.chain {
-			if p == leader && !ctx.final && backed(j) {
+			if p == leader && backed(j) {
 				return leader, "registration never closed (attested): " + claimOf, nil
 			}
 		}
 		return signer, "registration never closed (not backed): " + claimOf, nil
 	default: // a missing publication: an abort of kind NoPub, or a void
-		if ctx.final {
-			for j := range m {
-				if backed(j) {
-					return ctx.chain[j], fmt.Sprintf("round %d: no part from position %d (attested)", round, j), nil
-				}
+		// No honest server attests a part of a round before the final
+		// descriptor (it has no round), so no certificate kind is needed.
+		for j := range m {
+			if backed(j) {
+				return ctx.chain[j], fmt.Sprintf("round %d: no part from position %d (attested)", round, j), nil
 			}
 		}
 		return signer, fmt.Sprintf("round %d: absence not backed: %s", round, claimOf), nil

@@ -66,6 +66,11 @@ func TestStaggeredOpenFramesSigner(t *testing.T) {
 		if err := wait.Until(context.Background(), 3*time.Minute, noClose); err != nil {
 			t.Fatalf("no no-close abort; numbers %v", fn.numbers())
 		}
+		// Epochs of the other leaders go on, and a share made now is
+		// fetched whole.
+		took := fn.waitEpochs(t, fn.epochs(), 2*time.Minute)
+		fn.shareFetch(t, 5*time.Minute)
+		t.Logf("next epoch %v after the abort", took.Round(100*time.Millisecond))
 		time.Sleep(10 * time.Second) // the abort's relays and charges settle
 		for i, s := range fn.servers[1:] {
 			c := s.refusalCounts()
