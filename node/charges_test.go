@@ -57,7 +57,22 @@ func TestReplayLogSameCharges(t *testing.T) {
 		p.RoundLimitMs = 4000
 		fn := startFounded(t, 4, 4, 2, p, nil)
 		fn.waitEpochs(t, 0, 2*time.Minute)
-		aborter, silent := fn.servers[3], fn.servers[1]
+		// By chain order (peer ids): the aborter last, the silent server
+		// second, so that it stays a middle server once the aborter is out.
+		byID := map[peer.ID]*Server{}
+		for _, s := range fn.servers {
+			byID[s.ID()] = s
+		}
+		var chain []peer.ID
+		for n := fn.servers[0].certTop(); n > 0 && chain == nil; n-- {
+			if c, ok := fn.servers[0].certOf(n); ok && len(c.Chain) == 4 {
+				chain, _ = certChain(c)
+			}
+		}
+		if chain == nil {
+			t.Fatal("no certificate over the four servers")
+		}
+		aborter, silent := byID[chain[3]], byID[chain[1]]
 		aborted := abortEpochs(t, aborter, 2)
 		var mu sync.Mutex
 		silenced := map[string]uint32{} // epoch → its silent round

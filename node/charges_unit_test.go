@@ -78,3 +78,50 @@ func TestChargeOfAttacks(t *testing.T) {
 		t.Errorf("merge order changed the evidence or its charge: %v, %v", pa, pb)
 	}
 }
+
+// TestWaivedEvidenceNotCountedAgain: evidence whose charge was waived for
+// a public cause stays held, waived, so that the same signed abort
+// handed on again (a relay, a leader's budget evidence, a replay by
+// anyone) is not counted, here or after a restart.
+func TestWaivedEvidenceNotCountedAgain(t *testing.T) {
+	dir := t.TempDir()
+	priv, err := LoadIdentity(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, _ := peer.IDFromPrivateKey(priv)
+	other, _ := LoadIdentity(t.TempDir())
+	otherID, _ := peer.IDFromPrivateKey(other)
+	epoch := [32]byte{3}
+	ctx := chargeCtx{epoch: epoch, chain: []peer.ID{otherID, bad}, final: true}
+	a := &wire.Abort{Epoch: epoch, Number: 5, Kind: wire.AbortFault, Signer: []byte(bad), Reason: []byte("no")}
+	a.Sig, _ = sign(priv, abortDigest(a))
+	ev := &wire.Charge{Kind: wire.EvAbort, Number: 5, Item: a.Marshal()}
+	s := &Server{cfg: ServerConfig{DataDir: dir}, log: quietLogger()}
+	if _, err := s.logCharge(ev, ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.logCharge(ev, ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.refusalCounts()[bad]; n != 0 {
+		t.Fatalf("a waived abort handed on again counts %d", n)
+	}
+	again := &Server{cfg: ServerConfig{DataDir: dir}, log: quietLogger()}
+	if _, err := again.logCharge(ev, ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := again.refusalCounts()[bad]; n != 0 {
+		t.Fatalf("after a restart, a waived abort handed on again counts %d", n)
+	}
+	// Not waived, the same abort counts once, however often it comes.
+	fresh := &Server{cfg: ServerConfig{DataDir: t.TempDir()}, log: quietLogger()}
+	for range 3 {
+		if _, err := fresh.logCharge(ev, ctx, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := fresh.refusalCounts()[bad]; n != 1 {
+		t.Fatalf("an abort handed on three times counts %d, want 1", n)
+	}
+}
