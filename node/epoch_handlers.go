@@ -69,6 +69,9 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 }
 
 func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	if err := s.lostRecords(); err != nil {
+		return 0, nil, err
+	}
 	var p wire.Prepare
 	if err := p.Unmarshal(body); err != nil {
 		return 0, nil, err
@@ -226,6 +229,9 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 }
 
 func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	if err := s.lostRecords(); err != nil {
+		return 0, nil, err
+	}
 	var sd wire.Signed
 	if err := sd.Unmarshal(body, genericLimits()); err != nil {
 		return 0, nil, err

@@ -86,6 +86,9 @@ func (s *Server) running() bool {
 // short, the timeout does not run; past it, this server signs a timeout of
 // the number (once every T_lead until it is certified).
 func (s *Server) takeTurn() (uint64, []peer.ID) {
+	if s.lostRecords() != nil {
+		return 0, nil
+	}
 	n := s.nextNumber()
 	full := s.takenChain(n)
 	eligible := s.pinned(full)
