@@ -175,11 +175,8 @@ func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 		return nil
 	}
 	x := e.rounds[q]
-	if x == nil {
-		return nil
-	}
-	start := x.seenAt
-	if start.IsZero() || (!x.inAt.IsZero() && x.inAt.Before(start)) {
+	start := e.rootSeen[q]
+	if x != nil && !x.inAt.IsZero() && (start.IsZero() || x.inAt.Before(start)) {
 		start = x.inAt
 	}
 	if start.IsZero() || time.Since(start) < time.Duration(v.desc.Params.RoundLimitMs)*time.Millisecond/4 {
@@ -187,13 +184,13 @@ func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 	}
 	m := len(v.chain)
 	var bits uint64
-	if x.list == nil || x.list.Void() {
+	if x == nil || x.list == nil || x.list.Void() {
 		for j := range m - 1 {
 			if _, ok := e.roots[rootKey{q, uint16(j + 1)}]; !ok {
 				bits |= 1 << uint(j)
 			}
 		}
-		if !x.pubDone {
+		if x == nil || !x.pubDone {
 			bits |= 1 << uint(m-1)
 		}
 	}

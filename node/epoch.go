@@ -188,6 +188,10 @@ type roundsState struct {
 	// noCloseAsking: this server gathers the attestations that the
 	// leader never closed the registration (rotate.go endUnclosedLocked).
 	noCloseAsking bool
+	// rootSeen: when the first signed root of each round came here
+	// (roots.go); with a round's inAt, the start its absences are due
+	// from (charges.go roundAttestLocked). At most one entry a round.
+	rootSeen map[uint32]time.Time
 	// doubleNamed: the slots whose client's two onions for one round
 	// were named here.
 	doubleNamed map[uint32]bool

@@ -33,10 +33,13 @@ func (s *Server) noteRoot(e *sepoch, r *wire.Root) bool {
 	old, ok := e.roots[k]
 	if !ok {
 		e.roots[k] = *r
-		if x := e.rounds[r.Round]; x == nil || x.seenAt.IsZero() {
-			if e.admit(r.Round) == nil {
-				e.round(r.Round).seenAt = time.Now()
-			}
+		// The round's start here for its absences (charges.go), kept
+		// apart from the round's state, which a root must not create.
+		if e.rootSeen == nil {
+			e.rootSeen = map[uint32]time.Time{}
+		}
+		if _, ok := e.rootSeen[r.Round]; !ok {
+			e.rootSeen[r.Round] = time.Now()
 		}
 		return true
 	}

@@ -38,12 +38,9 @@ type sround struct {
 	// another server took its input batch): an absence in the round is
 	// due here only well after it (roundAttestLocked).
 	inAt time.Time
-	// seenAt: when the first signed root of the round came here (roots.go);
-	// with inAt, the round's start that an absence is due from
-	// (roundAttestLocked). voidAttest: this server's attestation of the
-	// round's absences when it signed the round void, the one it adds to
-	// the void's evidence (charges.go).
-	seenAt     time.Time
+	// voidAttest: this server's attestation of the round's absences when
+	// it signed the round void, the one it adds to the void's evidence
+	// (charges.go).
 	voidAttest *wire.Attest
 
 	// Publication and the request list (publish.go).
