@@ -108,8 +108,6 @@ func chargeOf(ev *wire.Charge, ctx chargeCtx) (peer.ID, string, error) {
 	if epoch != ctx.epoch {
 		return "", "", errors.New("node: evidence of another epoch than its number's certificate")
 	}
-	// The attestations: per signer, the union of what it said it lacked.
-	lacked := map[uint16]uint64{}
 	for i := range ev.Attests {
 		at := &ev.Attests[i]
 		if at.Epoch != epoch || at.Number != ev.Number || at.Kind != kind || at.Round != round || int(at.Signer) >= m {
@@ -118,8 +116,8 @@ func chargeOf(ev *wire.Charge, ctx chargeCtx) (peer.ID, string, error) {
 		if err := verifyPeerSig(ctx.chain[at.Signer], attestDigest(at), at.Sig); err != nil {
 			return "", "", fmt.Errorf("node: attestation: %w", err)
 		}
-		lacked[at.Signer] |= at.Lacking
 	}
+	lacked := attestedLacking(ev.Attests)
 	// backed: more than half of the chain's servers other than j lacked
 	// j's part.
 	backed := func(j int) bool {
@@ -162,17 +160,45 @@ func chargeOf(ev *wire.Charge, ctx chargeCtx) (peer.ID, string, error) {
 	}
 }
 
+// attestedLacking is what each signer of attests said it lacked: an
+// honest server signs one attestation a claim, so a signer with two
+// different ones equivocated and counts for nothing. The signatures are
+// the caller's to check.
+func attestedLacking(attests []wire.Attest) map[uint16]uint64 {
+	first := map[uint16]wire.Attest{}
+	lacked := map[uint16]uint64{}
+	equiv := map[uint16]bool{}
+	for _, a := range attests {
+		if f, ok := first[a.Signer]; ok {
+			equiv[a.Signer] = equiv[a.Signer] || f != a
+			continue
+		}
+		first[a.Signer], lacked[a.Signer] = a, a.Lacking
+	}
+	for i := range equiv {
+		if equiv[i] {
+			delete(lacked, i)
+		}
+	}
+	return lacked
+}
+
 // roundAttestLocked is this server's signed attestation of what it lacks
 // of round q's parts: bit j, the root of the batch that chain position j
 // passes on (for the last, the publication). It attests only once q is
 // due here: a quarter of a round limit after the round's start here, the
 // first signed root of q it took or its own part, whichever came first (a
-// round not begun here is no absence). nil when not due or unsigned. Call
-// with s.mu held.
+// round not begun here is no absence); and once a round: the first it
+// signs is its answer ever after (its first sight; by later, a void may
+// have made it drop the round). nil when not due or unsigned. Call with
+// s.mu held.
 func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 	v := e.final
 	if v == nil || q >= v.desc.Params.Rounds {
 		return nil
+	}
+	if a := e.attested[q]; a != nil {
+		return a
 	}
 	x := e.rounds[q]
 	start := e.rootSeen[q]
@@ -194,19 +220,30 @@ func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 			bits |= 1 << uint(m-1)
 		}
 	}
-	return s.signAttestLocked(e, wire.AbortNoPub, q, bits)
+	a := s.signAttestLocked(e, wire.AbortNoPub, q, bits)
+	if a != nil {
+		if e.attested == nil {
+			e.attested = map[uint32]*wire.Attest{}
+		}
+		e.attested[q] = a
+	}
+	return a
 }
 
 // closeAttestLocked is this server's signed attestation that no close of
 // the registration came from the leader by its own registration deadline
 // plus half of T_lead; nil while that is not so here. Call with s.mu held.
 func (s *Server) closeAttestLocked(e *sepoch) *wire.Attest {
+	if e.closeAttest != nil {
+		return e.closeAttest
+	}
 	if e.final != nil || e.regClosed || e.regDeadline.IsZero() || time.Since(e.regDeadline) < s.cfg.LeaderTimeout/2 {
 		return nil
 	}
 	for j, p := range e.v.chain {
 		if p == e.leader {
-			return s.signAttestLocked(e, wire.AbortNoClose, 0, 1<<uint(j))
+			e.closeAttest = s.signAttestLocked(e, wire.AbortNoClose, 0, 1<<uint(j))
+			return e.closeAttest
 		}
 	}
 	return nil
@@ -259,21 +296,24 @@ func chargeKey(ev *wire.Charge) string {
 	return hex.EncodeToString(h[:])
 }
 
-// mergeAttests adds to into the attestations of from that tell it
-// something new (per signer, a bit it had not), and reports whether any
-// did.
+// mergeAttests adds to into the attestations of from it lacks, at most
+// two different ones a signer (the second proves it equivocated, which
+// voids its word: chargeOf), and reports whether any was added. An
+// attestation of no absence is kept too: it shows the signer's answer.
 func mergeAttests(into *wire.Charge, from []wire.Attest) bool {
-	have := map[uint16]uint64{}
-	for _, a := range into.Attests {
-		have[a.Signer] |= a.Lacking
-	}
 	grew := false
 	for _, a := range from {
-		if a.Lacking&^have[a.Signer] == 0 {
-			continue // nothing new (an attestation of no absence is none)
+		n, dup := 0, false
+		for _, b := range into.Attests {
+			if b.Signer == a.Signer {
+				n++
+				dup = dup || b == a
+			}
+		}
+		if dup || n >= 2 {
+			continue
 		}
 		into.Attests = append(into.Attests, a)
-		have[a.Signer] |= a.Lacking
 		grew = true
 	}
 	sort.SliceStable(into.Attests, func(i, j int) bool { return into.Attests[i].Signer < into.Attests[j].Signer })
@@ -436,9 +476,7 @@ func (s *Server) onCharge(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		e := s.epochs[rl.Epoch]
 		if e != nil && e.final != nil && inChain(e.v.chain, from) && rl.Void() && !e.blameVoided(rl.Round) {
 			var own *wire.Attest
-			if x := e.rounds[rl.Round]; x != nil && x.voidAttest != nil {
-				own = x.voidAttest
-			} else if e.admit(rl.Round) == nil {
+			if e.admit(rl.Round) == nil {
 				own = s.roundAttestLocked(e, rl.Round)
 			}
 			s.noteChargeLocked(e, &ev, own, from, s.publicCause(e))

@@ -212,8 +212,8 @@ func noCloseBacked(ev *wire.Charge, chain []peer.ID, leader peer.ID) bool {
 		}
 	}
 	n := 0
-	for _, a := range ev.Attests {
-		if int(a.Signer) != j && j >= 0 && a.Lacking&(1<<uint(j)) != 0 {
+	for i, bits := range attestedLacking(ev.Attests) {
+		if int(i) != j && j >= 0 && bits&(1<<uint(j)) != 0 {
 			n++
 		}
 	}

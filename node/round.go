@@ -38,10 +38,6 @@ type sround struct {
 	// another server took its input batch): an absence in the round is
 	// due here only well after it (roundAttestLocked).
 	inAt time.Time
-	// voidAttest: this server's attestation of the round's absences when
-	// it signed the round void, the one it adds to the void's evidence
-	// (charges.go).
-	voidAttest *wire.Attest
 
 	// Publication and the request list (publish.go).
 	published [][32]byte

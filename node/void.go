@@ -97,7 +97,7 @@ func (s *Server) signVoid(ctx context.Context, e *sepoch, rl *wire.RoundList) (w
 		// What this server lacks of the round as it signs: its
 		// attestation in the void's evidence (noteVoid), which charges
 		// the part a majority lacked, or the proposer (charges.go).
-		x.voidAttest = s.roundAttestLocked(e, rl.Round)
+		s.roundAttestLocked(e, rl.Round)
 	}
 	dg := listDigest(rl)
 	x.signed, x.signedState = dg, wire.ClosedVoid
@@ -126,10 +126,7 @@ func (s *Server) noteVoid(e *sepoch, r uint32, body []byte) {
 	if e.blameVoided(r) || e.roundBlamed(r) {
 		return
 	}
-	own := x.voidAttest
-	if own == nil {
-		own = s.roundAttestLocked(e, r)
-	}
+	own := s.roundAttestLocked(e, r)
 	ev := &wire.Charge{Kind: wire.EvVoid, Number: e.final.desc.Number, Item: body}
 	s.noteChargeLocked(e, ev, own, "", s.publicCause(e))
 }

@@ -37,8 +37,12 @@ const AttestSize = AttestReqSize + 8 + 2 + SigSize
 // few fields and its signatures.
 const maxChargeItem = 16 << 10
 
+// maxAttests bounds a Charge's attestations: two a chain server (a
+// second, different one shows its signer equivocated).
+const maxAttests = 2 * MaxServers
+
 // MaxChargeSize bounds an encoded Charge.
-const MaxChargeSize = 1 + 8 + 4 + maxChargeItem + 4 + MaxServers*AttestSize
+const MaxChargeSize = 1 + 8 + 4 + maxChargeItem + 4 + maxAttests*AttestSize
 
 // AttestReq asks a chain server what it lacks: of round Round's outputs
 // (Kind AbortNoPub), or the leader's close (Kind AbortNoClose).
@@ -143,7 +147,7 @@ func (m *Charge) Unmarshal(b []byte) error {
 	m.Kind = d.U8("evidence kind")
 	m.Number = d.U64("evidence number")
 	m.Item = d.Bytes(maxChargeItem, "evidence item")
-	n := d.Count(MaxServers, AttestSize, "attestations")
+	n := d.Count(maxAttests, AttestSize, "attestations")
 	m.Attests = make([]Attest, n)
 	for i := 0; i < n && d.Err == nil; i++ {
 		m.Attests[i].dec(&d)
