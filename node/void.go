@@ -18,10 +18,12 @@ import (
 // needs to send the round's chunks again. Clients send them in later
 // rounds of the same epoch, under the same pseudonym, and query nothing
 // for the void round. One such void an epoch: a second ends the epoch as
-// before. The void is charged, like the abort it replaces, to the last
-// server's refusal budget (§3), or, if a server claimed it lacks its
-// input batch of the round (lack.go), to that server's. S_0 proposes the
-// void at once on such a claim.
+// before. The void, like the abort it replaces, charges the first chain
+// position whose part of the round more than half of the others attest
+// they lacked, else its proposer (charges.go): the last server for a
+// missing publication, a server that claimed it lacks its input batch
+// (lack.go) for its own part. S_0 proposes the void at once on such a
+// claim.
 
 // voidRound has every server of the chain sign round r void and delivers
 // the signed list; it reports whether it did. S_0 only.
