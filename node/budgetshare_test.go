@@ -73,9 +73,6 @@ func forgetAborts(s *Server, p peer.ID) {
 	for _, m := range s.ref.seen {
 		delete(m, p)
 	}
-	for _, m := range s.ref.charged {
-		delete(m, p)
-	}
 }
 
 // completedWithout reports whether an epoch numbered above from completed

@@ -555,6 +555,9 @@ func (s *Server) checkPrevious(n uint64, c *wire.Cert) error {
 // voteTimeout signs that no open descriptor of n came within T_lead here,
 // keeps the vote and sends it to the other servers of chain.
 func (s *Server) voteTimeout(n uint64, chain []peer.ID) {
+	if s.lostRecords() != nil {
+		return
+	}
 	ids := chainIDs(chain)
 	pos := -1
 	for i, p := range chain {

@@ -109,6 +109,9 @@ func (s *Server) checkLeftOut(p *wire.Prepare) error {
 // serve in a chain (a Prepare left it out): an ack, or the withdrawal it
 // would send the leader (eligible.go).
 func (s *Server) onWouldServe(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	if err := s.lostRecords(); err != nil {
+		return 0, nil, err
+	}
 	if s.roster.get(from) == nil {
 		return 0, nil, errors.New("node: would-serve question only from roster servers")
 	}

@@ -185,6 +185,19 @@ type roundsState struct {
 	dead       []deadRoute
 	held       map[uint32]*heldInput
 	equivNamed bool // a server's two signed roots were named here
+	// noCloseAsking: this server gathers the attestations that the
+	// leader never closed the registration (rotate.go endUnclosedLocked).
+	noCloseAsking bool
+	// rootSeen: when the first signed root of each round came here
+	// (roots.go); with a round's inAt, the start its absences are due
+	// from (charges.go roundAttestLocked). At most one entry a round.
+	rootSeen map[uint32]time.Time
+	// attested: this server's one signed attestation of each round's
+	// absences, and closeAttest of the registration's close (charges.go):
+	// an attester signs one a claim, so that two of one signer are its
+	// equivocation.
+	attested    map[uint32]*wire.Attest
+	closeAttest *wire.Attest
 	// doubleNamed: the slots whose client's two onions for one round
 	// were named here.
 	doubleNamed map[uint32]bool

@@ -60,11 +60,18 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onCertReq(from, body)
 	case wire.TypeWouldServe:
 		return s.onWouldServe(from, body)
+	case wire.TypeAttestReq:
+		return s.onAttestReq(from, body)
+	case wire.TypeCharge:
+		return s.onCharge(from, body)
 	}
 	return 0, nil, unhandled(ProtoEpoch, t)
 }
 
 func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	if err := s.lostRecords(); err != nil {
+		return 0, nil, err
+	}
 	var p wire.Prepare
 	if err := p.Unmarshal(body); err != nil {
 		return 0, nil, err
@@ -222,6 +229,9 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 }
 
 func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	if err := s.lostRecords(); err != nil {
+		return 0, nil, err
+	}
 	var sd wire.Signed
 	if err := sd.Unmarshal(body, genericLimits()); err != nil {
 		return 0, nil, err

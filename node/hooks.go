@@ -71,6 +71,7 @@ func (*Server) hookDropOut(uint32) bool                   { return false }
 func (*Server) hookWithhold(uint32) bool                  { return false }
 func (*Server) hookRepeatOut(uint32) bool                 { return false }
 func (*Server) hookHideOut(uint32) bool                   { return false }
+func (*Server) hookHideCerts() bool                       { return false }
 func (*Server) hookLoseOut(uint32) bool                   { return false }
 func (*Server) hookProbe(*sepoch, uint32, int)            {}
 func (*Server) hookRefuseEvidence(wire.Type) bool         { return false }

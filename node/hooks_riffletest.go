@@ -100,6 +100,9 @@ type serverHooks struct {
 	// hideOut may make this server withhold its batch of round r from
 	// its successor: not sent, not kept, its root announced all the same.
 	hideOut func(r uint32) bool
+	// hideCerts may make this server answer every certificate request
+	// with none (a corrupt founder, amnesia_test.go).
+	hideCerts func() bool
 	// silentOut may make this server pass nothing on for round r: no
 	// batch, and no root announced either.
 	silentOut func(r uint32) bool
@@ -299,6 +302,13 @@ func (s *Server) hookWithhold(r uint32) bool {
 func (s *Server) hookRepeatOut(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.repeatOut != nil && h.repeatOut(r)
+}
+
+// hookHideCerts reports whether this server answers certificate requests
+// with none.
+func (s *Server) hookHideCerts() bool {
+	h := s.hooks.Load()
+	return h != nil && h.hideCerts != nil && h.hideCerts()
 }
 
 func (s *Server) hookHideOut(r uint32) bool {

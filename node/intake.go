@@ -405,16 +405,28 @@ func (s *Server) takeSubs(from peer.ID, body []byte, batch *wire.SubmitBatch) er
 // intakeRoom says whether e takes one more registration of a first-time
 // key from address range rng, or of a returning client, before its
 // proofs are checked: at most 2·n_max held until the admission order
-// (returning clients first) picks n_max, and at most n_max/2 first-time
-// keys of one range (IPv4 /24, IPv6 /48), so that one range cannot fill
-// the intake. Call with s.mu held.
+// (returning clients first) picks n_max, at most n_max/2 first-time keys
+// of one range (IPv4 /24, IPv6 /48), so that one range cannot fill the
+// intake, and at most n_max first-time keys in all, so that four ranges
+// cannot either: the other n_max places stay for returning clients
+// (TestFourRangesLeaveRoom). Call with s.mu held.
 func (e *sepoch) intakeRoom(rng string, returning bool) error {
 	n := int(e.v.desc.Params.MaxClients)
 	if len(e.regs) >= 2*n {
 		return errors.New("node: epoch full")
 	}
-	if !returning && e.rangeN[rng] >= max(1, n/2) {
+	if returning {
+		return nil
+	}
+	if e.rangeN[rng] >= max(1, n/2) {
 		return fmt.Errorf("node: registrations from address range %s full in this epoch", rng)
+	}
+	fresh := 0
+	for _, c := range e.rangeN {
+		fresh += c
+	}
+	if fresh >= n {
+		return errors.New("node: epoch full for first-time keys (the rest is kept for returning clients)")
 	}
 	return nil
 }

@@ -24,8 +24,9 @@ import (
 // closes, s passes on nothing for r (never the entries it has: that would
 // show the next server which position is missing) and tells every chain
 // server that it lacks the batch; S_0 then has the round signed void, and
-// every server charges the void to s's own refusal budget, a private
-// abort that names nobody. One void an epoch, as for a missing
+// the void is charged to s's own refusal budget (every other server
+// attests it lacks s's part, charges.go), a private abort that names
+// nobody. One void an epoch, as for a missing
 // publication (void.go): a second ends the epoch.
 
 // errDelivering answers a fetch of a batch whose delivery still runs: the
@@ -219,8 +220,8 @@ func (s *Server) claimLack(e *sepoch, r uint32) {
 }
 
 // onLack records a chain server's claim that it lacks its input of a
-// round: the round's void is charged to it (signVoid). S_0 has the round
-// signed void at once.
+// round (the void is then charged to it: its part is what every other
+// server lacks, charges.go). S_0 has the round signed void at once.
 func (s *Server) onLack(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	q, e, err := s.batchRef(body)
 	if err != nil {

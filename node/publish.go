@@ -372,7 +372,7 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	s.storeManifests(e, skipped)
 	if first {
 		if rl.Void() {
-			s.noteVoid(e, rl.Round)
+			s.noteVoid(e, rl.Round, body)
 			if rl.Round == e.final.desc.Params.Rounds-1 {
 				// No PIR round ends the epoch (answerRound does).
 				s.mu.Lock()

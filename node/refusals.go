@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,10 +54,16 @@ type refusal struct {
 	Window uint64 `json:"window"` // m of its chain
 	Epoch  string `json:"epoch"`  // hex
 	Reason string `json:"reason"`
-	// Abort is the signed abort when it is its own evidence (a fault
-	// abort charged to its signer): a leader that leaves the server out
-	// hands it to the servers that missed it (budgetEvidence).
-	Abort []byte `json:"abort,omitempty"`
+	// Key names the evidence (chargeKey) and Ev is the evidence itself
+	// (wire.Charge: the signed object and the attestations held here), of
+	// which Peer is chargeOf (charges.go); a leader that leaves the server
+	// out hands it to the servers that missed it (budgetEvidence). Peer
+	// is empty when the evidence charges nobody.
+	Key string `json:"key,omitempty"`
+	Ev  []byte `json:"ev,omitempty"`
+	// Waived: the epoch's cause turned out public; the evidence is kept,
+	// so that it is not counted again when it comes back.
+	Waived bool `json:"waived,omitempty"`
 }
 
 // refusalState is a server's memory of aborts (its own lock: the chain
@@ -71,8 +76,6 @@ type refusalState struct {
 	// number for pruning.
 	seen map[[32]byte]map[peer.ID]bool
 	num  map[[32]byte]uint64
-	// charged: servers already charged for an epoch (once each).
-	charged map[[32]byte]map[peer.ID]bool
 }
 
 // broadcastAbort tells every other server of e's chain that e ended here
@@ -165,7 +168,7 @@ func (s *Server) signAbortLocked(e *sepoch, kind uint8, round uint32, reason str
 		return nil
 	}
 	a.Sig = sig
-	s.noteAbortLocked(e, a, s.h.ID())
+	s.noteAbortLocked(e, a, s.h.ID(), nil)
 	return a.Marshal()
 }
 
@@ -202,6 +205,15 @@ func (s *Server) onAbort(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		// on from outside its chain: the evidence of a budget.
 		return s.evidenceLocked(from, &a)
 	}
+	return s.takeAbortLocked(e, from, &a, nil)
+}
+
+// takeAbortLocked handles an abort of held epoch e from a server of its
+// chain, bare (ev nil: TypeAbort) or as evidence with attestations
+// (TypeCharge). Call with s.mu held.
+func (s *Server) takeAbortLocked(e *sepoch, from peer.ID, ap *wire.Abort, ev *wire.Charge) (wire.Type, []byte, error) {
+	a := *ap
+	body := a.Marshal()
 	signer := peer.ID(a.Signer)
 	if !inChain(e.v.chain, signer) {
 		return 0, nil, errors.New("node: abort signed outside the chain")
@@ -212,7 +224,7 @@ func (s *Server) onAbort(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if err := verifyPeerSig(signer, abortDigest(&a), a.Sig); err != nil {
 		return 0, nil, err
 	}
-	if s.noteAbortLocked(e, &a, signer) && signer != s.h.ID() {
+	if s.noteAbortLocked(e, &a, signer, ev) && signer != s.h.ID() && ev == nil {
 		s.relayAbort(e, body, from, signer)
 	}
 	// Any server of the chain may end the epoch: a fault anywhere stops
@@ -251,7 +263,7 @@ func (s *Server) relayAbort(e *sepoch, body []byte, from, signer peer.ID) {
 // once; a coordination abort by the leader before the final descriptor
 // counts against nobody. A count is taken back if, within AbortGrace, the
 // epoch's cause turns out public. Call with s.mu held.
-func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID) bool {
+func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *wire.Charge) bool {
 	rs := &s.ref
 	rs.loaded.Do(s.loadRefusals)
 	rs.mu.Lock()
@@ -260,6 +272,10 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID) bool 
 	}
 	if rs.seen[e.v.id][signer] {
 		rs.mu.Unlock()
+		if ev != nil {
+			// The same abort with attestations: they may be news.
+			s.noteChargeLocked(e, ev, nil, "", false)
+		}
 		return false
 	}
 	if rs.seen[e.v.id] == nil {
@@ -269,7 +285,6 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID) bool 
 			if n+seenKeep < e.v.desc.Number {
 				delete(rs.seen, id)
 				delete(rs.num, id)
-				delete(rs.charged, id)
 			}
 		}
 	}
@@ -278,77 +293,22 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID) bool 
 	// An opened epoch that ends before its final descriptor is certified
 	// by its open signatures and this abort (certs.go).
 	s.certifyAbortLocked(e, a)
-	if a.Kind == wire.AbortCoord && signer == e.leader && e.final == nil {
-		return true
+	if ev == nil {
+		ev = &wire.Charge{Kind: wire.EvAbort, Number: e.v.desc.Number, Item: a.Marshal()}
 	}
-	if s.publicCause(e) {
-		return true
+	// The charge is chargeOf the abort and its attestations (charges.go);
+	// of an abort that claims a missing publication, this server adds its
+	// own at first sight, the others theirs.
+	var own *wire.Attest
+	if a.Kind == wire.AbortNoPub && e.final != nil && e.admit(a.Round) == nil {
+		own = s.roundAttestLocked(e, a.Round)
 	}
-	charged := signer
-	if a.Kind == wire.AbortNoClose && signer != e.leader && e.final == nil && !e.regClosed &&
-		!e.regDeadline.IsZero() && time.Since(e.regDeadline) >= s.cfg.LeaderTimeout/2 {
-		// No close here either, well past the deadline: the leader's.
-		charged = e.leader
+	waived := s.publicCause(e)
+	s.noteChargeLocked(e, ev, own, "", waived)
+	if !waived {
+		s.wg.Add(1)
+		go s.watchCause(e, chargeKey(ev))
 	}
-	if a.Kind == wire.AbortNoPub && e.final != nil {
-		if x := e.rounds[a.Round]; x != nil && !x.pubDone && x.lackBy > 0 && int(x.lackBy) < len(e.v.chain) {
-			// A server said it lacked its input of the round (lack.go):
-			// its own abort, as a void would have been.
-			charged = e.v.chain[x.lackBy]
-		} else if (x == nil || !x.pubDone) && e.pubDue(a.Round) {
-			charged = e.v.chain[len(e.v.chain)-1]
-		}
-	}
-	s.chargeLocked(e, charged, signer, string(a.Reason), a)
-	return true
-}
-
-// chargeLocked counts an abort on private grounds against charged, once
-// per epoch, kept on disk, and watches for a public cause that takes it
-// back. a is the signed abort (nil for a void, void.go). Call with s.mu
-// held.
-func (s *Server) chargeLocked(e *sepoch, charged, signer peer.ID, reason string, a *wire.Abort) {
-	rec := refusal{Peer: charged.String(), Number: e.v.desc.Number, Window: uint64(len(e.v.chain)),
-		Epoch: hex.EncodeToString(e.v.id[:]), Reason: reason}
-	if a != nil && a.Kind == wire.AbortFault && charged == signer {
-		rec.Abort = a.Marshal()
-	}
-	if !s.countLocked(e.v.id, charged, rec) {
-		return
-	}
-	s.log.Info("abort on private grounds counted", "peer", charged.ShortString(), "signer", signer.ShortString(), "number", e.v.desc.Number, "reason", reason)
-	s.wg.Add(1)
-	go s.watchCause(e, rec)
-}
-
-// countLocked keeps rec, the charge of epoch id against charged, unless
-// that server was charged for that epoch here already (once an epoch), and
-// reports whether it did. Call with s.mu held.
-func (s *Server) countLocked(id [32]byte, charged peer.ID, rec refusal) bool {
-	rs := &s.ref
-	rs.loaded.Do(s.loadRefusals)
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if rs.charged == nil {
-		rs.charged = map[[32]byte]map[peer.ID]bool{}
-	}
-	if rs.num == nil {
-		rs.seen, rs.num = map[[32]byte]map[peer.ID]bool{}, map[[32]byte]uint64{}
-	}
-	if rs.charged[id] == nil {
-		rs.charged[id] = map[peer.ID]bool{}
-		// Pruned with the relay memory (noteAbortLocked).
-		if _, ok := rs.num[id]; !ok {
-			rs.num[id] = rec.Number
-		}
-	}
-	if rs.charged[id][charged] {
-		return false
-	}
-	rs.charged[id][charged] = true
-	rs.recs = append(rs.recs, rec)
-	rs.prune()
-	s.saveRefusalsLocked()
 	return true
 }
 
@@ -372,8 +332,8 @@ func (s *Server) budgetEvidence() [][]byte {
 	s.ref.mu.Lock()
 	by := map[string][][]byte{}
 	for _, r := range s.ref.recs {
-		if r.Abort != nil {
-			by[r.Peer] = append(by[r.Peer], r.Abort)
+		if r.Ev != nil && r.Peer != "" && !r.Waived {
+			by[r.Peer] = append(by[r.Peer], r.Ev)
 		}
 	}
 	s.ref.mu.Unlock()
@@ -409,54 +369,25 @@ func (s *Server) handEvidence(ctx context.Context, chain []peer.ID) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _ = s.each(ctx, others, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: b, Timeout: shortTimeout})
+			_, _ = s.each(ctx, others, request{Proto: ProtoEpoch, Type: wire.TypeCharge, Body: b, Timeout: shortTimeout})
 		}()
 	}
 	wg.Wait()
 }
 
-// evidenceLocked counts a fault abort of an epoch not run here, or handed
-// on by a server outside its chain (handEvidence): from a roster server,
-// of an epoch whose certificate is kept here, signed by a server of that
-// certificate's chain, recent enough to leave it out of a next chain.
-// Anything else is acknowledged and dropped. Call with s.mu held.
+// evidenceLocked counts an abort of an epoch not run here, or handed on
+// by a server outside its chain, as evidence (onCharge): from a roster
+// server, of an epoch whose certificate is kept here, recent enough to
+// leave someone out of a next chain. Anything else is acknowledged and
+// dropped. Call with s.mu held.
 func (s *Server) evidenceLocked(from peer.ID, a *wire.Abort) (wire.Type, []byte, error) {
-	signer := peer.ID(a.Signer)
-	if a.Kind != wire.AbortFault || signer == s.h.ID() {
-		// Only a fault abort is charged to its signer alone; an own
-		// abort was counted when it was signed.
-		return wire.TypeAck, ack, nil
+	if peer.ID(a.Signer) == s.h.ID() {
+		return wire.TypeAck, ack, nil // counted when it was signed
 	}
-	if s.roster.get(from) == nil {
-		return 0, nil, errors.New("node: abort from outside the roster")
-	}
-	c, ok := s.certOf(a.Number)
-	if !ok || c.Kind == wire.CertTimeout || c.Epoch != a.Epoch {
-		return wire.TypeAck, ack, nil
-	}
-	window := uint64(len(c.Chain))
-	if a.Number+2*window <= s.number {
-		// Too old to leave anyone out of the next chain.
-		return wire.TypeAck, ack, nil
-	}
-	if chain, err := certChain(c); err != nil || !inChain(chain, signer) {
-		return 0, nil, errors.New("node: abort signed outside its epoch's chain")
-	}
-	s.ref.mu.Lock()
-	done := s.ref.charged[a.Epoch][signer]
-	s.ref.mu.Unlock()
-	if done {
-		return wire.TypeAck, ack, nil
-	}
-	if err := verifyPeerSig(signer, abortDigest(a), a.Sig); err != nil {
-		return 0, nil, err
-	}
-	rec := refusal{Peer: signer.String(), Number: a.Number, Window: window, Epoch: hex.EncodeToString(a.Epoch[:]),
-		Reason: string(a.Reason), Abort: a.Marshal()}
-	if s.countLocked(a.Epoch, signer, rec) {
-		s.log.Info("abort on private grounds counted from its evidence", "peer", signer.ShortString(), "from", from.ShortString(), "number", a.Number, "reason", string(a.Reason))
-	}
-	return wire.TypeAck, ack, nil
+	ev := (&wire.Charge{Kind: wire.EvAbort, Number: a.Number, Item: a.Marshal()}).Marshal()
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	return s.onCharge(from, ev)
 }
 
 // publicCause reports whether e's end has a cause every server can see: a
@@ -477,9 +408,9 @@ func (s *Server) publicCause(e *sepoch) bool {
 	return false
 }
 
-// watchCause takes rec back if e's cause turns out public within
-// AbortGrace.
-func (s *Server) watchCause(e *sepoch, rec refusal) {
+// watchCause waives the evidence under key if e's cause turns out public
+// within AbortGrace.
+func (s *Server) watchCause(e *sepoch, key string) {
 	defer s.wg.Done()
 	deadline := time.Now().Add(s.cfg.Timing.AbortGrace)
 	for time.Now().Before(deadline) {
@@ -493,20 +424,14 @@ func (s *Server) watchCause(e *sepoch, rec refusal) {
 		}
 		rs := &s.ref
 		rs.mu.Lock()
-		kept := rs.recs[:0]
-		for _, r := range rs.recs {
-			if r.Peer != rec.Peer || r.Epoch != rec.Epoch {
-				kept = append(kept, r)
+		for i := range rs.recs {
+			if rs.recs[i].Key == key && !rs.recs[i].Waived {
+				rs.recs[i].Waived = true
+				s.log.Info("abort had a public cause: not counted", "number", rs.recs[i].Number)
 			}
 		}
-		rs.recs = kept
 		s.saveRefusalsLocked()
 		rs.mu.Unlock()
-		who := rec.Peer
-		if id, err := peer.Decode(rec.Peer); err == nil {
-			who = id.ShortString()
-		}
-		s.log.Info("abort had a public cause: not counted", "peer", who, "number", rec.Number)
 		return
 	}
 }
@@ -521,13 +446,34 @@ func (rs *refusalState) prune() {
 	}
 	kept := rs.recs[:0]
 	for _, r := range rs.recs {
-		if count[r.Peer] > refusalKeep {
+		keep := refusalKeep
+		if r.Peer == "" {
+			keep = seenKeep // evidence that charges nobody, kept to relay
+		}
+		if count[r.Peer] > keep {
 			count[r.Peer]--
 			continue
 		}
 		kept = append(kept, r)
 	}
 	rs.recs = kept
+}
+
+// counted reports whether recs[i] counts: it charges someone, is not
+// waived, and no earlier record charges that server for that epoch (once
+// an epoch). Call with rs.mu held.
+func (rs *refusalState) counted(i int) bool {
+	r := &rs.recs[i]
+	if r.Peer == "" || r.Waived {
+		return false
+	}
+	for j := range i {
+		q := &rs.recs[j]
+		if q.Peer == r.Peer && !q.Waived && (q.Epoch == r.Epoch && r.Epoch != "" || q.Number == r.Number) {
+			return false
+		}
+	}
+	return true
 }
 
 // outUntil returns the epoch number up to which p is left out of chains
@@ -541,7 +487,7 @@ func (rs *refusalState) outUntil(p peer.ID) uint64 {
 	id := p.String()
 	for i := range rs.recs {
 		r := &rs.recs[i]
-		if r.Peer != id {
+		if r.Peer != id || !rs.counted(i) {
 			continue
 		}
 		if prev != nil && r.Number > prev.Number && r.Number-prev.Number < r.Window {
@@ -573,7 +519,10 @@ func (s *Server) refusalCounts() map[peer.ID]int {
 	s.ref.mu.Lock()
 	defer s.ref.mu.Unlock()
 	out := map[peer.ID]int{}
-	for _, r := range s.ref.recs {
+	for i, r := range s.ref.recs {
+		if !s.ref.counted(i) {
+			continue
+		}
 		if p, err := peer.Decode(r.Peer); err == nil {
 			out[p]++
 		}

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -32,6 +33,14 @@ func (s *Server) noteRoot(e *sepoch, r *wire.Root) bool {
 	old, ok := e.roots[k]
 	if !ok {
 		e.roots[k] = *r
+		// The round's start here for its absences (charges.go), kept
+		// apart from the round's state, which a root must not create.
+		if e.rootSeen == nil {
+			e.rootSeen = map[uint32]time.Time{}
+		}
+		if _, ok := e.rootSeen[r.Round]; !ok {
+			e.rootSeen[r.Round] = time.Now()
+		}
 		return true
 	}
 	if old.Root == r.Root {

@@ -86,6 +86,9 @@ func (s *Server) running() bool {
 // short, the timeout does not run; past it, this server signs a timeout of
 // the number (once every T_lead until it is certified).
 func (s *Server) takeTurn() (uint64, []peer.ID) {
+	if s.lostRecords() != nil {
+		return 0, nil
+	}
 	n := s.nextNumber()
 	full := s.takenChain(n)
 	eligible := s.pinned(full)
@@ -118,20 +121,101 @@ func (s *Server) takeTurn() (uint64, []peer.ID) {
 // deadline although the clients this server needs had registered: a
 // leader silent after opening otherwise held every server of its chain
 // for good (it signed the open descriptor, so it never votes the number's
-// timeout). The signed abort (AbortNoClose) with the open signatures
-// certifies the number, and every server that had no close either by
-// its own deadline plus half of T_lead charges the leader (refusals.go).
-// Call with s.mu held.
+// timeout). It first gathers the attestations of the chain's other
+// servers that no close came by their own deadline plus half of T_lead,
+// asking again until more than half of the chain's servers other than
+// the leader attest it (charges.go): only then does it sign the abort
+// (AbortNoClose), which with the open signatures certifies the number and
+// with the attestations charges the leader at every server. A leader that
+// sends its open descriptor to this server early and to the others late
+// so makes it wait, not pay. Call with s.mu held.
 func (s *Server) endUnclosedLocked() {
 	e := s.open
-	if e == nil || e.ended || e.regClosed || e.final != nil || e.regDeadline.IsZero() || e.leader == s.h.ID() {
+	if e == nil || e.ended || e.regClosed || e.final != nil || e.regDeadline.IsZero() || e.leader == s.h.ID() || e.noCloseAsking {
 		return
 	}
 	if time.Since(e.regDeadline) < s.cfg.LeaderTimeout || len(e.fwd) < s.cfg.MinClients {
 		return
 	}
+	e.noCloseAsking = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.gatherNoClose(e)
+	}()
+}
+
+// gatherNoClose asks for the no-close attestations every quarter of T_lead
+// until they back the claim, then ends e with the attested abort; it stops
+// once e ended or closed otherwise.
+func (s *Server) gatherNoClose(e *sepoch) {
 	const reason = "registration not closed within T_lead of its deadline"
-	s.log.Warn("leader silent after opening: epoch aborted", "number", e.v.desc.Number, "leader", e.leader.ShortString())
+	var got []wire.Attest
+	for {
+		s.mu.Lock()
+		if e.ended || e.regClosed || e.final != nil {
+			s.mu.Unlock()
+			return
+		}
+		if own := s.closeAttestLocked(e); own != nil {
+			got = append(got, *own)
+		}
+		s.mu.Unlock()
+		got = append(got, s.askAttests(e, wire.AbortNoClose, 0, e.leader)...)
+		ev := &wire.Charge{Kind: wire.EvAbort, Number: e.v.desc.Number}
+		mergeAttests(ev, got)
+		got = ev.Attests
+		if noCloseBacked(ev, e.v.chain, e.leader) {
+			break
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(max(s.cfg.LeaderTimeout/4, 100*time.Millisecond)):
+		}
+	}
+	s.mu.Lock()
+	if e.ended || e.regClosed || e.final != nil {
+		s.mu.Unlock()
+		return
+	}
+	s.log.Warn("leader silent after opening: epoch aborted", "number", e.v.desc.Number, "leader", e.leader.ShortString(), "attested by", len(got))
 	s.endQuiet(e, reason)
-	s.broadcastAbortKind(e, wire.AbortNoClose, 0, reason)
+	a := &wire.Abort{Epoch: e.v.id, Number: e.v.desc.Number, Kind: wire.AbortNoClose, Signer: []byte(s.h.ID()), Reason: []byte(reason)}
+	sig, err := sign(s.priv, abortDigest(a))
+	if err != nil {
+		s.mu.Unlock()
+		return
+	}
+	a.Sig = sig
+	ev := &wire.Charge{Kind: wire.EvAbort, Number: a.Number, Item: a.Marshal(), Attests: got}
+	s.noteAbortLocked(e, a, s.h.ID(), ev)
+	chain := e.v.chain
+	s.mu.Unlock()
+	var others []peer.ID
+	for _, p := range chain {
+		if p != s.h.ID() {
+			others = append(others, p)
+		}
+	}
+	s.notifyAll(others, wire.TypeCharge, ev.Marshal())
+}
+
+// noCloseBacked reports whether ev's attestations (not checked here) back
+// a no-close claim against leader: more than half of chain's servers other
+// than it.
+func noCloseBacked(ev *wire.Charge, chain []peer.ID, leader peer.ID) bool {
+	j := -1
+	for i, p := range chain {
+		if p == leader {
+			j = i
+		}
+	}
+	n := 0
+	for i, bits := range attestedLacking(ev.Attests) {
+		if int(i) != j && j >= 0 && bits&(1<<uint(j)) != 0 {
+			n++
+		}
+	}
+	return 2*n > len(chain)-1
 }

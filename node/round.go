@@ -35,8 +35,8 @@ type sround struct {
 	watching, lacked, sending bool
 	lackBy                    uint16
 	// inAt: when this server's part of the round went on (S_0 mixed it,
-	// another server took its input batch): a claim that the round's
-	// publication is missing is due here only well after it (pubDue).
+	// another server took its input batch): an absence in the round is
+	// due here only well after it (roundAttestLocked).
 	inAt time.Time
 
 	// Publication and the request list (publish.go).
@@ -193,18 +193,4 @@ func (s *Server) trace(stage string, r uint32) func() {
 	return func() {
 		s.log.Debug("round stage", "stage", stage, "round", r, "start", start.Format("15:04:05.000"), "took", time.Since(start).Round(time.Microsecond))
 	}
-}
-
-// pubDue reports whether round q's publication is overdue here: this
-// server's part of q went on at least half a round limit ago (an honest
-// claimant waited a whole round limit after its own part). An abort or a
-// void of q before that would charge the last server for a round not yet
-// due: its signer, or the void's proposer, is charged instead (issue 25
-// point 5). Call with s.mu held.
-func (e *sepoch) pubDue(q uint32) bool {
-	x := e.rounds[q]
-	if x == nil || x.inAt.IsZero() {
-		return false
-	}
-	return time.Since(x.inAt) >= time.Duration(e.final.desc.Params.RoundLimitMs)*time.Millisecond/2
 }

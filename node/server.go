@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -206,6 +209,9 @@ type Server struct {
 	ref refusalState
 	// cert holds the certificates of epoch numbers (certs.go).
 	cert certState
+	// amnesia: this server lost its records and signs nothing for now
+	// (amnesia.go).
+	amnesia amnesiaState
 	// catch is the catch-up's state (catchup.go).
 	catch catchState
 
@@ -255,6 +261,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	_, idErr := os.Stat(filepath.Join(cfg.DataDir, IdentityFile))
 	priv, err := LoadIdentity(cfg.DataDir)
 	if err != nil {
 		return nil, err
@@ -329,6 +336,13 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	go func() { defer s.wg.Done(); s.leaderLoop(cctx) }()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.certLoop(cctx) }()
+	if idErr == nil && number == 0 && len(cfg.Founders) > 0 {
+		// An identity without records: it lost them (amnesia.go).
+		s.amnesia.on, s.amnesia.until = true, math.MaxUint64
+		s.log.Warn("records lost: this server signs nothing until the group's log moves past its window")
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.amnesiaLoop(cctx) }()
+	}
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.catchupLoop(cctx) }()
 	s.wg.Add(1)

@@ -18,10 +18,12 @@ import (
 // needs to send the round's chunks again. Clients send them in later
 // rounds of the same epoch, under the same pseudonym, and query nothing
 // for the void round. One such void an epoch: a second ends the epoch as
-// before. The void is charged, like the abort it replaces, to the last
-// server's refusal budget (§3), or, if a server claimed it lacks its
-// input batch of the round (lack.go), to that server's. S_0 proposes the
-// void at once on such a claim.
+// before. The void, like the abort it replaces, charges the first chain
+// position whose part of the round more than half of the others attest
+// they lacked, else its proposer (charges.go): the last server for a
+// missing publication, a server that claimed it lacks its input batch
+// (lack.go) for its own part. S_0 proposes the void at once on such a
+// claim.
 
 // voidRound has every server of the chain sign round r void and delivers
 // the signed list; it reports whether it did. S_0 only.
@@ -94,19 +96,10 @@ func (s *Server) signVoid(ctx context.Context, e *sepoch, rl *wire.RoundList) (w
 		x.void = true
 		e.voids++
 		s.log.Warn("round void, epoch goes on", "round", rl.Round)
-		switch {
-		case s.publicCause(e):
-		case x.lackBy > 0:
-			// A server that claimed it lacks its input (lack.go): its
-			// private abort, whoever was at fault.
-			s.chargeLocked(e, v.chain[x.lackBy], s.h.ID(), fmt.Sprintf("round %d void: server %d lacks its input", rl.Round, x.lackBy), nil)
-		case !e.pubDue(rl.Round):
-			// A void of a round not yet due here: its proposer's.
-			s.chargeLocked(e, v.chain[0], s.h.ID(), fmt.Sprintf("round %d void before its publication was due", rl.Round), nil)
-		default:
-			last := v.chain[len(v.chain)-1]
-			s.chargeLocked(e, last, s.h.ID(), fmt.Sprintf("round %d void: no publication", rl.Round), nil)
-		}
+		// What this server lacks of the round as it signs: its
+		// attestation in the void's evidence (noteVoid), which charges
+		// the part a majority lacked, or the proposer (charges.go).
+		s.roundAttestLocked(e, rl.Round)
 	}
 	dg := listDigest(rl)
 	x.signed, x.signedState = dg, wire.ClosedVoid
@@ -118,17 +111,26 @@ func (s *Server) signVoid(ctx context.Context, e *sepoch, rl *wire.RoundList) (w
 	return wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
 }
 
-// noteVoid marks round r void once its signed void list is here (a server
-// that signed it has already). Call without s.mu.
-func (s *Server) noteVoid(e *sepoch, r uint32) {
+// noteVoid marks round r void once its signed void list (body) is here (a
+// server that signed it has already), and logs the list as evidence with
+// this server's attestation (charges.go), unless a round blame voided it.
+// Call without s.mu.
+func (s *Server) noteVoid(e *sepoch, r uint32, body []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if x := e.round(r); !x.void {
+	x := e.round(r)
+	if !x.void {
 		x.void = true
 		if !e.blameVoided(r) {
 			e.voids++
 		}
 	}
+	if e.blameVoided(r) || e.roundBlamed(r) {
+		return
+	}
+	own := s.roundAttestLocked(e, r)
+	ev := &wire.Charge{Kind: wire.EvVoid, Number: e.final.desc.Number, Item: body}
+	s.noteChargeLocked(e, ev, own, "", s.publicCause(e))
 }
 
 // listingStart and listingDone count S_0's lists being signed (closing.go

@@ -14,16 +14,17 @@ const (
 	// final descriptor; charged to nobody (a leader that never completes
 	// an epoch is a silent leader).
 	AbortCoord uint8 = 1
-	// AbortNoPub: the signer never got round Round's publication from
-	// the last server of the chain. A server that lacks it too charges
-	// the last server; one that has it charges the signer (§5.2 (v3):
-	// a claimant whose claim others can disprove pays for it).
+	// AbortNoPub: the signer never got round Round's publication. It
+	// charges the first chain position whose part of the round more
+	// than half of the chain's other servers attest they lacked, else
+	// its signer (§3, "The control-plane log": a claim the majority
+	// does not back is the claimant's).
 	AbortNoPub uint8 = 2
 	// AbortNoClose: the signer, not the leader, held the clients it needs
 	// and no close of the registration came within T_lead after its
-	// registration deadline. A server that had no close either by then
-	// charges the leader; one that had it, or whose deadline plus half of
-	// T_lead has not passed, charges the signer (a claim not yet due).
+	// registration deadline. It charges the leader when more than half
+	// of the chain's servers other than the leader attest no close by
+	// their own deadline plus half of T_lead, else its signer.
 	AbortNoClose uint8 = 3
 )
 

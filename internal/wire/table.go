@@ -115,6 +115,9 @@ var (
 	decDoubleSubmit = decoder(func(m *DoubleSubmit, b []byte, _ Limits) error { return m.Unmarshal(b) })
 	decDupAbort     = decoder(func(m *DupAbort, b []byte, _ Limits) error { return m.Unmarshal(b) })
 	decDupProof     = decoder(func(m *DupProof, b []byte, _ Limits) error { return m.Unmarshal(b) })
+	decAttestReq    = decoder(func(m *AttestReq, b []byte, _ Limits) error { return m.Unmarshal(b) })
+	decAttest       = decoder(func(m *Attest, b []byte, _ Limits) error { return m.Unmarshal(b) })
+	decCharge       = decoder(func(m *Charge, b []byte, _ Limits) error { return m.Unmarshal(b) })
 )
 
 func decEmpty(b []byte, _ Limits) (Body, error) {
@@ -175,6 +178,9 @@ var Messages = []Message{
 	req(ProtoEpoch, TypeDropReq, "DropReq", size(DropReqSize), TypeDropStep, decDropReq),
 	req(ProtoEpoch, TypeDupAbort, "DupAbort", size(DupAbortSize(MaxServers)), TypeAck, decDupAbort),
 	req(ProtoEpoch, TypeDupProof, "DupProof", size(64+DupProofSize), TypeAck, decDupProof),
+	// Absence attestations and the evidence that charges a budget (§3).
+	req(ProtoEpoch, TypeAttestReq, "AttestReq", size(AttestReqSize), TypeAttest, decAttestReq),
+	req(ProtoEpoch, TypeCharge, "Charge", size(MaxChargeSize), TypeAck, decCharge),
 	rep(ProtoEpoch, TypeEntry, "Entry", size(1<<20), decEntry),
 	rep(ProtoEpoch, TypeSig, "Sig", sigCap, decSig),
 	rep(ProtoEpoch, TypeRegList, "RegList", size(256<<20), decRegList),
@@ -184,6 +190,7 @@ var Messages = []Message{
 	// One onion (the caller gives the epoch's tighter cap).
 	rep(ProtoEpoch, TypeBlameStep, "BlameStep", onionCap(4096), decBlameStep),
 	rep(ProtoEpoch, TypeDropStep, "DropStep", size(DropStepSize), decDropStep),
+	rep(ProtoEpoch, TypeAttest, "Attest", size(AttestSize), decAttest),
 	rep(ProtoEpoch, TypeAck, "Ack", ackCap, decEmpty),
 
 	req(ProtoRound, TypeSubmitBatch, "SubmitBatch", size(MaxFrame), TypeAck, decSubmitBatch),

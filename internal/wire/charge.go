@@ -1,0 +1,162 @@
+package wire
+
+import "fmt"
+
+// The evidence of the control-plane log (docs/protocol.md §3, "Charges
+// from evidence"): the signed objects that charge a refusal budget, each
+// with the absence attestations of the chain's servers, so that every
+// server computes the same charge from the same bytes.
+
+const (
+	// TypeAttestReq: a chain server → another server of the chain, an
+	// AttestReq; the reply is that server's signed Attest (TypeAttest),
+	// or an error while the absence is not yet due there.
+	TypeAttestReq Type = 105
+	// TypeAttest is the reply to an AttestReq.
+	TypeAttest Type = 106
+	// TypeCharge: any server → the servers of an epoch's chain (and a
+	// leader → its chain, for a budget), an Charge; acknowledged.
+	TypeCharge Type = 107
+)
+
+// Charge kinds.
+const (
+	// EvAbort: Item is a signed Abort.
+	EvAbort uint8 = 0
+	// EvVoid: Item is a void RoundList signed by every chain server.
+	EvVoid uint8 = 1
+)
+
+// AttestReqSize is an AttestReq's fixed size.
+const AttestReqSize = 32 + 8 + 1 + 4
+
+// AttestSize is an Attest's fixed size.
+const AttestSize = AttestReqSize + 8 + 2 + SigSize
+
+// maxChargeItem bounds an Charge's item: an abort, or a void list's
+// few fields and its signatures.
+const maxChargeItem = 16 << 10
+
+// maxAttests bounds a Charge's attestations: two a chain server (a
+// second, different one shows its signer equivocated).
+const maxAttests = 2 * MaxServers
+
+// MaxChargeSize bounds an encoded Charge.
+const MaxChargeSize = 1 + 8 + 4 + maxChargeItem + 4 + maxAttests*AttestSize
+
+// AttestReq asks a chain server what it lacks: of round Round's outputs
+// (Kind AbortNoPub), or the leader's close (Kind AbortNoClose).
+type AttestReq struct {
+	Epoch  [32]byte
+	Number uint64
+	Kind   uint8
+	Round  uint32
+}
+
+func (m *AttestReq) enc(e *Enc) {
+	e.Fixed(m.Epoch[:])
+	e.U64(m.Number)
+	e.U8(m.Kind)
+	e.U32(m.Round)
+}
+
+func (m *AttestReq) dec(d *Dec) {
+	m.Epoch = d.Array32("epoch id")
+	m.Number = d.U64("number")
+	m.Kind = d.U8("kind")
+	m.Round = d.U32("round")
+}
+
+func (m *AttestReq) Marshal() []byte {
+	var e Enc
+	m.enc(&e)
+	return e.B
+}
+
+func (m *AttestReq) Unmarshal(b []byte) error {
+	d := Dec{B: b}
+	m.dec(&d)
+	if err := d.Done("attestation request"); err != nil {
+		return err
+	}
+	if m.Kind != AbortNoPub && m.Kind != AbortNoClose {
+		return fmt.Errorf("wire: decode attestation request: kind %d", m.Kind)
+	}
+	return nil
+}
+
+// Attest is one chain server's signed statement of what it lacked when
+// its own deadline had passed: bit j of Lacking set, "none from the
+// server at chain position j" (its batch root of the round, or for the
+// last server the publication; for AbortNoClose, the leader's close).
+// Signed over SHA-256("riffle/v3/attest", the encoding before Sig).
+type Attest struct {
+	AttestReq
+	Lacking uint64
+	Signer  uint16 // the signer's chain position
+	Sig     [64]byte
+}
+
+// MarshalBody is the signed part.
+func (m *Attest) MarshalBody() []byte {
+	var e Enc
+	m.enc(&e)
+	e.U64(m.Lacking)
+	e.U16(m.Signer)
+	return e.B
+}
+
+func (m *Attest) Marshal() []byte { return append(m.MarshalBody(), m.Sig[:]...) }
+
+func (m *Attest) dec(d *Dec) {
+	m.AttestReq.dec(d)
+	m.Lacking = d.U64("lacking")
+	m.Signer = d.U16("signer")
+	m.Sig = d.Array64("signature")
+}
+
+func (m *Attest) Unmarshal(b []byte) error {
+	d := Dec{B: b}
+	m.dec(&d)
+	return d.Done("attestation")
+}
+
+// Charge is one entry of the log's evidence: a signed abort or void
+// list of epoch number Number, with the attestations known of it.
+type Charge struct {
+	Kind    uint8
+	Number  uint64
+	Item    []byte
+	Attests []Attest
+}
+
+func (m *Charge) Marshal() []byte {
+	var e Enc
+	e.U8(m.Kind)
+	e.U64(m.Number)
+	e.Bytes(m.Item)
+	e.U32(uint32(len(m.Attests)))
+	for i := range m.Attests {
+		e.Fixed(m.Attests[i].Marshal())
+	}
+	return e.B
+}
+
+func (m *Charge) Unmarshal(b []byte) error {
+	d := Dec{B: b}
+	m.Kind = d.U8("evidence kind")
+	m.Number = d.U64("evidence number")
+	m.Item = d.Bytes(maxChargeItem, "evidence item")
+	n := d.Count(maxAttests, AttestSize, "attestations")
+	m.Attests = make([]Attest, n)
+	for i := 0; i < n && d.Err == nil; i++ {
+		m.Attests[i].dec(&d)
+	}
+	if err := d.Done("evidence"); err != nil {
+		return err
+	}
+	if m.Kind > EvVoid {
+		return fmt.Errorf("wire: decode evidence: kind %d", m.Kind)
+	}
+	return nil
+}
