@@ -296,6 +296,12 @@ func (s *Server) hookWithhold(r uint32) bool {
 	return h != nil && h.withhold != nil && h.withhold(r)
 }
 
+func (s *Server) hookLastOut(epoch [32]byte, r uint32, out [][]byte) {
+	if o := s.cfg.observe; o != nil && o.LastOut != nil {
+		o.LastOut(epoch, r, out)
+	}
+}
+
 func (s *Server) hookRepeatOut(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.repeatOut != nil && h.repeatOut(r)
@@ -384,6 +390,10 @@ func (c *Client) hookRequested(epoch [32]byte, r uint32, reqs [][32]byte) {
 	if o := c.cfg.observe; o != nil && o.Requested != nil {
 		o.Requested(epoch, r, append([][32]byte(nil), reqs...))
 	}
+}
+
+func (c *Client) hookResendAtOnce() bool {
+	return c.cfg.observe != nil && c.cfg.observe.ResendAtOnce
 }
 
 func (c *Client) hookRetryCorrupted() bool {
