@@ -70,6 +70,7 @@ func (*Server) hookCorruptOut(uint32, [][]byte)           {}
 func (*Server) hookDropOut(uint32) bool                   { return false }
 func (*Server) hookWithhold(uint32) bool                  { return false }
 func (*Server) hookLastOut([32]byte, uint32, [][]byte)    {}
+func (*Server) hookClosingTo(chain []peer.ID) []peer.ID   { return chain }
 func (*Server) hookRepeatOut(uint32) bool                 { return false }
 func (*Server) hookHideOut(uint32) bool                   { return false }
 func (*Server) hookLoseOut(uint32) bool                   { return false }
