@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,7 +56,11 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 	windows := map[[32]byte][][32]byte{}
 	var order [][32]byte
 	held := map[peer.ID][][]byte{} // "late": the record each victim gets at its next sync
-	honest := 2                    // the server that is not corrupt (read under vmu)
+	// "late", under vmu: each victim's epoch, and the record it lacked in
+	// it (its index sync comes after it joined).
+	peerIdx, curEpoch := map[peer.ID]int{}, map[int][32]byte{}
+	heldFor := map[[32]byte]map[int][32]byte{}
+	honest := 2 // the server that is not corrupt (read under vmu)
 	tn := startAnonNet(t, m, 0, n, p, func(i int, c *ServerConfig) {
 		o := rec.server(i)
 		o.IndexClosings = func(to peer.ID, recs [][]byte) [][]byte {
@@ -73,6 +78,16 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 				if len(recs) > 0 {
 					out = append(out, recs[:len(recs)-1]...)
 					held[to] = [][]byte{recs[len(recs)-1]}
+					// Which record the victim lacks in the epoch it
+					// syncs for: the adversary's to score by.
+					var c wire.Closing
+					if c.Unmarshal(recs[len(recs)-1], 1<<20) == nil {
+						v := peerIdx[to]
+						if heldFor[curEpoch[v]] == nil {
+							heldFor[curEpoch[v]] = map[int][32]byte{}
+						}
+						heldFor[curEpoch[v]][v] = c.Epoch
+					}
 				}
 				return out
 			case "partial":
@@ -143,6 +158,9 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 		joined := o.Joined
 		o.Joined = func(epoch [32]byte, slot uint32, ps []byte) {
 			joined(epoch, slot, ps)
+			vmu.Lock()
+			curEpoch[i] = epoch
+			vmu.Unlock()
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
 			if !slices.Contains(order, epoch) {
@@ -164,6 +182,7 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 		if isVictim[i] {
 			vmu.Lock()
 			victims[c.h.ID()] = true
+			peerIdx[c.h.ID()] = i
 			vmu.Unlock()
 		}
 		clients = append(clients, c)
@@ -174,17 +193,19 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
+	var getFailed atomic.Bool // not t.Failed: an earlier mode's error would stop this one
 	for i := 5; i < 8; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if _, err := clients[i].Get(ctx, link, t.TempDir()); err != nil {
 				t.Error(err)
+				getFailed.Store(true)
 			}
 		}()
 	}
 	wg.Wait()
-	if t.Failed() {
+	if getFailed.Load() {
 		t.FailNow()
 	}
 	satOut := map[[32]byte]bool{} // epochs that ran without the victims
@@ -268,7 +289,6 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 			}
 			return out
 		}
-		only, kept := map[[32]byte]bool{}, map[[32]byte]bool{}
 		// The pool the adversary scores against: the group's window, or
 		// under the old rule the epochs that ran just before (DecoyEpochs).
 		w := windows[id]
@@ -279,40 +299,56 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 				w = append(w, order[j])
 			}
 		}
-		for j, e := range w {
-			for x := range asked(e) {
-				if mode == "all" || mode == "sitout" || mode == "late" && j == 0 || mode == "partial" && oddEpoch(e) {
-					only[x] = true
-				} else {
-					kept[x] = true
+		vmu.Lock()
+		lacked := heldFor[id]
+		vmu.Unlock()
+		fitFor := func(v int) []int {
+			only, kept := map[[32]byte]bool{}, map[[32]byte]bool{}
+			for j, e := range w {
+				out := mode == "all" || mode == "sitout" || mode == "partial" && oddEpoch(e)
+				if mode == "late" {
+					// The window's newest, or the record held back
+					// from v's index sync for this epoch.
+					out = fill && j == 0 || !fill && e == lacked[v]
+				}
+				for x := range asked(e) {
+					if out {
+						only[x] = true
+					} else {
+						kept[x] = true
+					}
 				}
 			}
+			for x := range kept {
+				delete(only, x)
+			}
+			score := make([]int, n)
+			for _, k := range rec.byEpoch[id] {
+				if k.q >= n {
+					continue
+				}
+				for _, x := range rec.reqs[k] {
+					if only[x] {
+						score[k.q]++
+					}
+				}
+			}
+			var fit []int
+			low := -1
+			for q, x := range score {
+				switch {
+				case low < 0 || x < low:
+					fit, low = []int{q}, x
+				case x == low:
+					fit = append(fit, q)
+				}
+			}
+			return fit
 		}
-		for x := range kept {
-			delete(only, x)
-		}
-		score := make([]int, n)
-		for _, k := range rec.byEpoch[id] {
-			if k.q >= n {
+		for v := range n {
+			if !isVictim[v] {
 				continue
 			}
-			for _, x := range rec.reqs[k] {
-				if only[x] {
-					score[k.q]++
-				}
-			}
-		}
-		var fit []int
-		low = -1
-		for q, x := range score {
-			switch {
-			case low < 0 || x < low:
-				fit, low = []int{q}, x
-			case x == low:
-				fit = append(fit, q)
-			}
-		}
-		for v := range isVictim {
 			truth := -1
 			for q, pq := range rec.pseud[id] {
 				if bytes.Equal(pq, rec.joined[id][v].p) {
@@ -321,6 +357,7 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 			}
 			pn := 1 / float64(n)
 			tl.add(best[rng.IntN(len(best))] == truth, pn, pn)
+			fit := fitFor(v)
 			ti.add(fit[rng.IntN(len(fit))] == truth, pn, pn)
 		}
 	}
