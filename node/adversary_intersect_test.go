@@ -207,6 +207,11 @@ func intersectRun(t *testing.T, now bool, trials int) (*tally, *tally) {
 		fetcher int
 		ids     map[[32]byte]bool
 	}
+	type arrival struct {
+		c       *Client
+		fetched chan struct{}
+	}
+	var active []arrival
 	var (
 		done  []trial
 		gets  sync.WaitGroup
@@ -228,14 +233,24 @@ func intersectRun(t *testing.T, now bool, trials int) (*tally, *tally) {
 		defer c.Close()
 		done = append(done, trial{v, f.ids})
 		gets.Add(1)
+		fetched := make(chan struct{})
 		go func() {
 			defer gets.Done()
+			defer close(fetched)
 			if _, err := c.Get(ctx, f.link, t.TempDir()); err != nil {
 				getMu.Lock()
 				fails = append(fails, fmt.Errorf("trial %d: get: %w", j, err))
 				getMu.Unlock()
 			}
 		}()
+		// The epochs hold MinClientCap clients: past 40 arrivals the
+		// oldest leaves, once its get is done (runs of 200 trials).
+		active = append(active, arrival{c, fetched})
+		if len(active) > 40 {
+			<-active[0].fetched
+			active[0].c.Close()
+			active = active[1:]
+		}
 		if advFull() && j%10 == 9 {
 			t.Logf("%d arrivals of %d", j+1, trials)
 		}

@@ -601,3 +601,26 @@ func TestResendNeedsClosing(t *testing.T) {
 		})
 	}
 }
+
+// TestVoidRequestsHeld (issue 26): the requests of a void round stay in
+// flight, so not asked again, until the onion of round r + W + resendHold
+// (a client that left before the void list cannot ask them again; nobody
+// else does before its epoch ends).
+func TestVoidRequestsHeld(t *testing.T) {
+	c := &Client{inflight: map[[32]byte]bool{}}
+	e := &cepoch{v: &view{desc: &wire.Descriptor{Params: wire.Params{W: 2}}}}
+	id := [32]byte{7}
+	c.inflight[id] = true
+	const r = 5
+	e.reask = append(e.reask, reask{at: c.resendFrom(e, r), ids: [][32]byte{id}})
+	for q := uint32(r + 1); q < r+2+resendHold; q++ {
+		c.releaseReasks(e, q)
+		if !c.inflight[id] {
+			t.Fatalf("a void round's request free to be asked again in round %d", q)
+		}
+	}
+	c.releaseReasks(e, r+2+resendHold)
+	if c.inflight[id] || len(e.reask) != 0 {
+		t.Fatalf("the request is still held in round %d", r+2+resendHold)
+	}
+}
