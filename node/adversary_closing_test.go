@@ -5,6 +5,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -242,6 +243,22 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 		}
 		return out
 	}
+	// Fresh demand all along: a new file shared and fetched again and
+	// again, so that each epoch's lists hold ids of their own (with the
+	// same few ids in every epoch, no pool differs from another by ids).
+	demand, stopDemand := context.WithCancel(ctx)
+	var dwg sync.WaitGroup
+	dwg.Add(1)
+	go func() {
+		defer dwg.Done()
+		for k := 0; demand.Err() == nil; k++ {
+			l, err := clients[2].Share(demand, bytes.NewReader(anonRand(t, 2*int(p.ChunkSize))), fmt.Sprintf("d%d.bin", k), false)
+			if err != nil {
+				return
+			}
+			clients[5+k%3].Get(demand, l, t.TempDir())
+		}
+	}()
 	waitCount(ctx, t, "epochs with decoys under way", epochs, func() int {
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
@@ -252,6 +269,8 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 		t.Logf("targeted sit-out (fill %v): the victims sat out %d epochs, took part in %d", fill, len(satOut), len(counts()))
 		rec.mu.Unlock()
 	}
+	stopDemand()
+	dwg.Wait()
 	for _, c := range clients {
 		c.Close()
 	}

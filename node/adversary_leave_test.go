@@ -88,7 +88,7 @@ func voidLeaveRun(t *testing.T, old bool, trials int) *tally {
 	start := func(i int) *Client {
 		o := rec.client(i)
 		o.ResendAtOnce = old
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1000}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,8 @@ func voidLeaveRun(t *testing.T, old bool, trials int) *tally {
 		return c
 	}
 	// Every client keeps chunks queued: a share whenever its queue runs
-	// short, so that each round has its uploaders.
+	// short, so that each round has its uploaders (and no job pauses for
+	// its epochs, §5.4, which left later trials with one or two).
 	share := func(c *Client) {
 		c.mu.Lock()
 		n := len(c.upQ)
