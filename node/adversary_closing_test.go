@@ -5,9 +5,13 @@ package node
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,21 +21,29 @@ import (
 )
 
 // withheldRun plays the adversary that withholds the published records
-// (§5.2, §6.3 v3): servers 0 and 1 are corrupt and leave every closing
-// record and pool out of the index pages and windows they send two
-// victims (clients 0 and 1, whose primaries they are). A client draws its
-// decoys only from epochs whose record and pool it holds: a victim that
-// held none would send no decoys, and its pseudonym would be the one that
-// asks for least. The adversary guesses each victim's pseudonym in each
-// epoch as the one with the fewest requests in the epoch's published
-// lists (ties at random), n = 8 choices. With fill true the victims take
-// the window from every chain server at once (window_client.go); with
-// fill false (the positive control, OwnDecoys and NoClosingFill, switched
-// on in the test only) they draw by the old rule from the records their
-// primary's index pages bring. Trials are counted in epochs in which at
-// least half the pseudonyms asked for something (decoys are under way);
-// as in TestAdversaryLinks the variance bound is Σ p.
-func withheldRun(t *testing.T, fill bool, epochs int) *tally {
+// (§5.2, §6.3 v3): servers 0 and 1 are corrupt and leave closing records
+// and pools out of the index pages and windows they send two victims
+// (clients 0 and 1, whose primaries they are): with mode "all" every
+// one; "late" the newest (in index pages one sync late, as the review's
+// corrupt primary did); "partial" those of about half the epochs
+// (oddEpoch); "sitout" every one, and S_0 hands its records to corrupt
+// servers only (TestAdversaryTargetedSitOut). A client draws its decoys
+// only from epochs whose record and pool it holds: a victim that held
+// fewer would ask for fewer ids, and never for those only the withheld
+// epochs' lists hold. The adversary guesses each victim's pseudonym in
+// each epoch two ways, n = 8 choices each, ties at random: the one with
+// the fewest requests in the epoch's published lists (fewest), and the
+// one that asked least for the ids that only the withheld epochs of the
+// pool asked for (by ids: the window is public, and so are the lists).
+// With fill true every client takes the window from every chain server
+// at once (window_client.go); with fill false (the positive control,
+// OwnDecoys and NoClosingFill, switched on in the test only) every client
+// draws by the old rule from the lists it received and the records its
+// primary's index pages bring, whose pool is the epochs just before.
+// Trials are counted in epochs in which at least half the pseudonyms
+// asked for something (decoys are under way); as in TestAdversaryLinks
+// the variance bound is Σ p.
+func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byIDs *tally) {
 	const m, n = 3, 8
 	rec := newAdvRecord()
 	p := advParams(4)
@@ -39,43 +51,139 @@ func withheldRun(t *testing.T, fill bool, epochs int) *tally {
 		vmu     sync.Mutex
 		victims = map[peer.ID]bool{}
 	)
+	// The window of each epoch, as every client holds it (public: the
+	// walk from the epoch's descriptor), newest first, and the epochs in
+	// the order they ran (under rec.mu).
+	windows := map[[32]byte][][32]byte{}
+	var order [][32]byte
+	held := map[peer.ID][][]byte{} // "late": the record each victim gets at its next sync
+	// "late", under vmu: each victim's epoch, and the record it lacked in
+	// it (its index sync comes after it joined).
+	peerIdx, curEpoch := map[peer.ID]int{}, map[int][32]byte{}
+	heldFor := map[[32]byte]map[int][32]byte{}
+	honest := 2 // the server that is not corrupt (read under vmu)
 	tn := startAnonNet(t, m, 0, n, p, func(i int, c *ServerConfig) {
 		o := rec.server(i)
-		if i < 2 {
-			o.IndexClosings = func(to peer.ID, recs [][]byte) [][]byte {
-				vmu.Lock()
-				defer vmu.Unlock()
-				if victims[to] {
-					return nil
-				}
+		o.IndexClosings = func(to peer.ID, recs [][]byte) [][]byte {
+			vmu.Lock()
+			defer vmu.Unlock()
+			if !victims[to] || i == honest {
 				return recs
 			}
-			o.WindowReply = func(to peer.ID, w *wire.Window) {
-				vmu.Lock()
-				defer vmu.Unlock()
-				if victims[to] {
-					for j := range w.Items {
-						w.Items[j].Closing, w.Items[j].Pool = nil, nil
+			switch mode {
+			case "late":
+				// One sync late: the newest record of the page (the log
+				// is oldest first) waits for the victim's next sync.
+				out := held[to]
+				held[to] = nil
+				if len(recs) > 0 {
+					out = append(out, recs[:len(recs)-1]...)
+					held[to] = [][]byte{recs[len(recs)-1]}
+					// Which record the victim lacks in the epoch it
+					// syncs for: the adversary's to score by.
+					var c wire.Closing
+					if c.Unmarshal(recs[len(recs)-1], 1<<20) == nil {
+						v := peerIdx[to]
+						if heldFor[curEpoch[v]] == nil {
+							heldFor[curEpoch[v]] = map[int][32]byte{}
+						}
+						heldFor[curEpoch[v]][v] = c.Epoch
 					}
 				}
+				return out
+			case "partial":
+				var kept [][]byte
+				for _, r := range recs {
+					var c wire.Closing
+					if c.Unmarshal(r, 1<<20) != nil || !oddEpoch(c.Epoch) {
+						kept = append(kept, r)
+					}
+				}
+				return kept
+			}
+			return nil
+		}
+		o.WindowReply = func(to peer.ID, w *wire.Window) {
+			vmu.Lock()
+			defer vmu.Unlock()
+			if !victims[to] || i == honest {
+				return
+			}
+			newest := -1
+			for j, it := range w.Items {
+				if it.Closing != nil && (newest < 0 || it.Number > w.Items[newest].Number) {
+					newest = j
+				}
+			}
+			for j, it := range w.Items {
+				if mode == "late" && j != newest || mode == "partial" && !oddEpoch(it.Epoch) {
+					continue
+				}
+				w.Items[j].Closing, w.Items[j].Pool = nil, nil
 			}
 		}
 		c.observe = o
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), advTimeout(8*time.Minute))
 	defer cancel()
+	// With "sitout" S_0 is corrupt as well and hands its closing records
+	// to the corrupt servers only: the honest server, the chain's last,
+	// holds none, and the victims get none from anyone.
+	if mode == "sitout" {
+		chain := tn.servers[0].Chain()
+		vmu.Lock()
+		for i, s := range tn.servers {
+			if s.h.ID() == chain[len(chain)-1] {
+				honest = i
+			}
+		}
+		vmu.Unlock()
+		for _, s := range tn.servers {
+			s.hooks.Store(&serverHooks{closingTo: func(p peer.ID) bool { return p != chain[len(chain)-1] }})
+		}
+	}
+	// The victims: the first two clients of corrupt primaries.
+	isVictim := map[int]bool{}
+	for i := 0; i < n && len(isVictim) < 2; i++ {
+		if i%m != honest {
+			isVictim[i] = true
+		}
+	}
 	var clients []*Client
 	for i := 0; i < n; i++ {
 		o := rec.client(i)
-		o.OwnDecoys, o.NoClosingFill = i < 2 && !fill, i < 2 && !fill
+		// The control: every client draws by the old rule, as when the
+		// review's corrupt primary linked its client by a record one
+		// sync late.
+		o.OwnDecoys, o.NoClosingFill = !fill, !fill
+		joined := o.Joined
+		o.Joined = func(epoch [32]byte, slot uint32, ps []byte) {
+			joined(epoch, slot, ps)
+			vmu.Lock()
+			curEpoch[i] = epoch
+			vmu.Unlock()
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if !slices.Contains(order, epoch) {
+				order = append(order, epoch)
+			}
+		}
+		if !isVictim[i] {
+			o.Window = func(epoch [32]byte, w [][32]byte) {
+				rec.mu.Lock()
+				defer rec.mu.Unlock()
+				windows[epoch] = w
+			}
+		}
 		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		if i < 2 {
+		if isVictim[i] {
 			vmu.Lock()
 			victims[c.h.ID()] = true
+			peerIdx[c.h.ID()] = i
 			vmu.Unlock()
 		}
 		clients = append(clients, c)
@@ -86,24 +194,30 @@ func withheldRun(t *testing.T, fill bool, epochs int) *tally {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
+	var getFailed atomic.Bool // not t.Failed: an earlier mode's error would stop this one
 	for i := 5; i < 8; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if _, err := clients[i].Get(ctx, link, t.TempDir()); err != nil {
 				t.Error(err)
+				getFailed.Store(true)
 			}
 		}()
 	}
 	wg.Wait()
-	if t.Failed() {
+	if getFailed.Load() {
 		t.FailNow()
 	}
+	satOut := map[[32]byte]bool{} // epochs that ran without the victims
 	// Requests by output position in each complete epoch.
 	counts := func() map[[32]byte][]int {
 		out := map[[32]byte][]int{}
 		for id, j := range rec.joined {
 			if len(j) != n || rec.pseud[id] == nil || !rec.ended(id, p.Rounds) {
+				if len(j) == n-len(isVictim) && rec.pseud[id] != nil {
+					satOut[id] = true
+				}
 				continue
 			}
 			c := make([]int, n)
@@ -129,18 +243,41 @@ func withheldRun(t *testing.T, fill bool, epochs int) *tally {
 		}
 		return out
 	}
+	// Fresh demand all along: a new file shared and fetched again and
+	// again, so that each epoch's lists hold ids of their own (with the
+	// same few ids in every epoch, no pool differs from another by ids).
+	demand, stopDemand := context.WithCancel(ctx)
+	var dwg sync.WaitGroup
+	dwg.Add(1)
+	go func() {
+		defer dwg.Done()
+		for k := 0; demand.Err() == nil; k++ {
+			l, err := clients[2].Share(demand, bytes.NewReader(anonRand(t, 2*int(p.ChunkSize))), fmt.Sprintf("d%d.bin", k), false)
+			if err != nil {
+				return
+			}
+			clients[5+k%3].Get(demand, l, t.TempDir())
+		}
+	}()
 	waitCount(ctx, t, "epochs with decoys under way", epochs, func() int {
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
-		return len(counts())
+		return len(counts()) + len(satOut)
 	})
+	if mode == "sitout" {
+		rec.mu.Lock()
+		t.Logf("targeted sit-out (fill %v): the victims sat out %d epochs, took part in %d", fill, len(satOut), len(counts()))
+		rec.mu.Unlock()
+	}
+	stopDemand()
+	dwg.Wait()
 	for _, c := range clients {
 		c.Close()
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	rng := rand.New(rand.NewPCG(13, 14))
-	tl := &tally{}
+	tl, ti := &tally{}, &tally{}
 	cs := counts()
 	var ids [][32]byte
 	for id := range cs {
@@ -159,7 +296,78 @@ func withheldRun(t *testing.T, fill bool, epochs int) *tally {
 				best = append(best, q)
 			}
 		}
-		for v := 0; v < 2; v++ {
+		// The ids only the withheld epochs of the window asked for.
+		asked := func(e [32]byte) map[[32]byte]bool {
+			out := map[[32]byte]bool{}
+			for _, k := range rec.byEpoch[e] {
+				for _, x := range rec.reqs[k] {
+					if x != ([32]byte{}) {
+						out[x] = true
+					}
+				}
+			}
+			return out
+		}
+		// The pool the adversary scores against: the group's window, or
+		// under the old rule the epochs that ran just before (DecoyEpochs).
+		w := windows[id]
+		if !fill {
+			w = nil
+			x := slices.Index(order, id)
+			for j := x - 1; j >= 0 && j >= x-DecoyEpochs; j-- {
+				w = append(w, order[j])
+			}
+		}
+		vmu.Lock()
+		lacked := heldFor[id]
+		vmu.Unlock()
+		fitFor := func(v int) []int {
+			only, kept := map[[32]byte]bool{}, map[[32]byte]bool{}
+			for j, e := range w {
+				out := mode == "all" || mode == "sitout" || mode == "partial" && oddEpoch(e)
+				if mode == "late" {
+					// The window's newest, or the record held back
+					// from v's index sync for this epoch.
+					out = fill && j == 0 || !fill && e == lacked[v]
+				}
+				for x := range asked(e) {
+					if out {
+						only[x] = true
+					} else {
+						kept[x] = true
+					}
+				}
+			}
+			for x := range kept {
+				delete(only, x)
+			}
+			score := make([]int, n)
+			for _, k := range rec.byEpoch[id] {
+				if k.q >= n {
+					continue
+				}
+				for _, x := range rec.reqs[k] {
+					if only[x] {
+						score[k.q]++
+					}
+				}
+			}
+			var fit []int
+			low := -1
+			for q, x := range score {
+				switch {
+				case low < 0 || x < low:
+					fit, low = []int{q}, x
+				case x == low:
+					fit = append(fit, q)
+				}
+			}
+			return fit
+		}
+		for v := range n {
+			if !isVictim[v] {
+				continue
+			}
 			truth := -1
 			for q, pq := range rec.pseud[id] {
 				if bytes.Equal(pq, rec.joined[id][v].p) {
@@ -168,24 +376,76 @@ func withheldRun(t *testing.T, fill bool, epochs int) *tally {
 			}
 			pn := 1 / float64(n)
 			tl.add(best[rng.IntN(len(best))] == truth, pn, pn)
+			fit := fitFor(v)
+			ti.add(fit[rng.IntN(len(fit))] == truth, pn, pn)
 		}
 	}
-	return tl
+	return tl, ti
+}
+
+// oddEpoch: the epochs whose records "partial" withholds.
+func oddEpoch(id [32]byte) bool { return id[0]%2 == 1 }
+
+// TestAdversaryTargetedSitOut (issue 26, open): the victims' primaries
+// and every other corrupt server withhold the window's records from them,
+// and S_0, corrupt too, hands its closing records to the corrupt servers
+// only, so that the honest server has none to give. The victims must
+// still take part, and link no better than chance by how many or which
+// ids they ask for. It fails today (docs/anonymity.md, "Not yet
+// protected": the record is not yet attached to the certified Prepare),
+// so it runs only with RIFFLE_OPEN_ATTACKS=1 and one of the adversary
+// variables; it logs how many epochs the victims sat out.
+func TestAdversaryTargetedSitOut(t *testing.T) {
+	if os.Getenv("RIFFLE_OPEN_ATTACKS") == "" {
+		t.Skip("an open attack: RIFFLE_OPEN_ATTACKS=1 runs it")
+	}
+	virtual(t, func(t *testing.T) {
+		epochs := adversaryTrials(t, 12, 40, 100)
+		defF, defI := withheldRun(t, true, "sitout", epochs)
+		t.Logf("targeted sit-out, m = 3, n = 8: fewest requests %s, by ids %s", defF, defI)
+		if defF.trials == 0 {
+			t.Fatal("the victims took part in no epoch")
+		}
+		for _, x := range []*tally{defF, defI} {
+			if float64(x.wins) > x.bound() {
+				t.Errorf("targeted sit-out: linked above chance: %s", x)
+			}
+		}
+	})
 }
 
 // TestAdversaryWithheldRecord (§5.2, §6.3 v3): servers that withhold the
-// closing records from a client do not single it out, since the client
-// takes the window from every chain server; a client that takes its
-// primary's records as all (the positive control) sends no decoys and is
-// linked far above chance. Only with RIFFLE_ADVERSARY=1 (12 epochs of
-// each kind, 24 trials), RIFFLE_LONG=1 (40 epochs) or
-// RIFFLE_ADVERSARY_FULL=1 (100 epochs, 200 trials).
+// closing records from a client, all of them, the newest one (one sync
+// late) or every other one, do not single it out, by how many ids its
+// pseudonym asks for or by which, since the client takes the window from
+// every chain server; a client that takes its primary's records as all
+// (the positive control) is linked far above chance when all records are
+// withheld; its figures for the other two are logged, not asserted. Only with RIFFLE_ADVERSARY=1 (12 epochs of each kind, 24
+// trials), RIFFLE_LONG=1 (40 epochs) or RIFFLE_ADVERSARY_FULL=1 (100
+// epochs, 200 trials).
 func TestAdversaryWithheldRecord(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		epochs := adversaryTrials(t, 12, 40, 100)
-		def := withheldRun(t, true, epochs)
-		ctl := withheldRun(t, false, epochs)
-		t.Logf("withheld closing records, m = 3, n = 8: victims that take the window from every server %s; victims that take their primary's records as all (control) %s", def, ctl)
-		checkLinks(t, "victims of withheld closing records", def, ctl)
+		for _, mode := range []string{"all", "late", "partial"} {
+			defF, defI := withheldRun(t, true, mode, epochs)
+			ctlF, ctlI := withheldRun(t, false, mode, epochs)
+			t.Logf("withheld closing records (%s), m = 3, n = 8: victims that take the window from every server: fewest requests %s, by ids %s; victims that take their primary's records as all (control): fewest %s, by ids %s", mode, defF, defI, ctlF, ctlI)
+			for _, x := range []struct {
+				what     string
+				def, ctl *tally
+			}{{"fewest", defF, ctlF}, {"by ids", defI, ctlI}} {
+				if float64(x.def.wins) > x.def.bound() {
+					t.Errorf("%s records withheld, %s: linked above chance: %s", mode, x.what, x.def)
+				}
+			}
+			// The control links by at least one of the scores with all
+			// records withheld (the victim asks for few ids). With the
+			// newest or half withheld it did not link at R = 4 (the old
+			// rule's pool not told apart by these scores): figures only,
+			// and those arms' chance is not backed by a control yet.
+			if mode == "all" && float64(ctlF.wins) <= ctlF.bound() && float64(ctlI.wins) <= ctlI.bound() {
+				t.Errorf("%s records withheld, control: not linked by either score (fewest %s, by ids %s); the adversary is broken", mode, ctlF, ctlI)
+			}
+		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -187,10 +188,16 @@ func (t *tally) String() string {
 // RIFFLE_ADVERSARY=1, long with RIFFLE_LONG=1, full (at least 200 trials,
 // at advParams' default R and k) with RIFFLE_ADVERSARY_FULL=1; without
 // any it skips the test.
+//
+// RIFFLE_ADVERSARY_TRIALS=N, with RIFFLE_ADVERSARY_FULL=1, plays N in
+// place of full: what one trial costs at the defaults, or as many as fit.
 func adversaryTrials(t *testing.T, short, long, full int) int {
 	t.Helper()
 	switch {
 	case advFull():
+		if n, err := strconv.Atoi(os.Getenv("RIFFLE_ADVERSARY_TRIALS")); err == nil && n > 0 {
+			return n
+		}
 		return full
 	case os.Getenv("RIFFLE_LONG") != "":
 		return long

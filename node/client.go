@@ -346,6 +346,10 @@ type cepoch struct {
 	// answerBufs holds free buffers for PIR answers (queries run
 	// concurrently, at most queriesInFlight of them).
 	answerBufs chan []byte
+
+	// reask holds the requests of void rounds, in flight until the
+	// round they may be asked again (resendHold).
+	reask []reask
 }
 
 // onionDone recycles the buffer of round r's onion: the round is over.

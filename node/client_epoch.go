@@ -378,10 +378,9 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 		if rl.Void() {
 			// §5.2 v3: a void round, signed so by every server: its
 			// chunk went back to the queue (confirm) and its requests
-			// are asked again; there is no database to query.
-			for _, id := range e.reqs[r] {
-				delete(c.inflight, id)
-			}
+			// are asked again, both only resendHold rounds on; there is
+			// no database to query.
+			e.reask = append(e.reask, reask{at: c.resendFrom(e, r), ids: e.reqs[r]})
 			delete(e.reqs, r)
 		}
 		c.mu.Unlock()
@@ -497,7 +496,7 @@ func (c *Client) takeUpload(e *cepoch, r uint32, ready bool) *upItem {
 	if !ready {
 		return nil
 	}
-	i := c.nextUpload(e)
+	i := c.nextUpload(e, r)
 	if i < 0 {
 		return nil
 	}
@@ -517,6 +516,44 @@ func (c *Client) takeUpload(e *cepoch, r uint32, ready bool) *upItem {
 	return &u
 }
 
+// fillPayload puts in pl, the payload of round r, what the client sends
+// in that round: the next queued chunk or cover, the jobs' needed ids,
+// then decoys (§5.1, §6.3). It returns the chunk's share mark, if any.
+// Both a round's submission and a hand-over on leaving (handover.go) fill
+// their payloads here, so that the onions a leaving client hands over
+// carry what it would have sent.
+func (c *Client) fillPayload(e *cepoch, r uint32, pl *mix.Payload) *store.ShareMark {
+	k := len(pl.Requests)
+	var mark *store.ShareMark
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Jobs wait for the client's presence (§5.4 v3) and for an epoch of
+	// the minimum anonymity set (§3 v3); decoys and cover do not.
+	ready := c.jobsReady() && !c.holdJobs()
+	if u := c.takeUpload(e, r, ready); u != nil {
+		pl.Kind, pl.Length, pl.Chunk = mix.KindChunk, uint32(len(u.c.Data)), u.c.Data
+		mark = shareMark(u)
+	}
+	// Data chunks only, never a manifest (§6.4 v3: those come from the
+	// synced index).
+	c.releaseReasks(e, r)
+	var reqs [][32]byte
+	if ready {
+		reqs = c.neededIDsIn(e.epochID(), k)
+	}
+	c.hookRequested(e.v.id, r, reqs)
+	if pl.Kind == mix.KindChunk || len(reqs) > 0 {
+		c.jobTraffic = true
+	}
+	reqs = c.backgroundRequests(reqs, k)
+	for i, id := range reqs {
+		pl.Requests[i] = id
+		c.inflight[id] = true
+	}
+	e.reqs[r] = reqs
+	return mark
+}
+
 // submit seals and sends the onion of round r (§5.1): the next queued
 // chunk or cover, and up to k requests.
 func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
@@ -528,32 +565,7 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 	var mark *store.ShareMark
 	if onion == nil {
 		pl := &mix.Payload{Kind: mix.KindCover, Requests: make([][32]byte, k)}
-		c.mu.Lock()
-		// Jobs wait for the client's presence (§5.4 v3) and for an
-		// epoch of the minimum anonymity set (§3 v3); decoys and cover
-		// do not.
-		ready := c.jobsReady() && !c.holdJobs()
-		if u := c.takeUpload(e, r, ready); u != nil {
-			pl.Kind, pl.Length, pl.Chunk = mix.KindChunk, uint32(len(u.c.Data)), u.c.Data
-			mark = shareMark(u)
-		}
-		// Data chunks only, never a manifest (§6.4 v3: those come from
-		// the synced index).
-		var reqs [][32]byte
-		if ready {
-			reqs = c.neededIDsIn(e.epochID(), k)
-		}
-		c.hookRequested(e.v.id, r, reqs)
-		if pl.Kind == mix.KindChunk || len(reqs) > 0 {
-			c.jobTraffic = true
-		}
-		reqs = c.backgroundRequests(reqs, k)
-		for i, id := range reqs {
-			pl.Requests[i] = id
-			c.inflight[id] = true
-		}
-		e.reqs[r] = reqs
-		c.mu.Unlock()
+		mark = c.fillPayload(e, r, pl)
 		raw, err := mix.EncodePayloadInto(e.payloadBuf, pl, b, k, mix.EpochID(e.v.id), uint64(r), e.cs, c.rand)
 		if err != nil {
 			return err

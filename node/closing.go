@@ -76,7 +76,7 @@ func (s *Server) closeEpoch(e *sepoch) {
 		}
 		c.Sigs = append(c.Sigs, sg.Sig)
 	}
-	if _, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeClosing, Body: c.Marshal(), Timeout: bulkTimeout}); err != nil {
+	if _, err := s.each(ctx, s.hookClosingTo(v.chain), request{Proto: ProtoRound, Type: wire.TypeClosing, Body: c.Marshal(), Timeout: bulkTimeout}); err != nil {
 		s.log.Warn("deliver closing record", "epoch", fmt.Sprintf("%x", v.id[:6]), "err", err)
 	}
 }

@@ -148,7 +148,7 @@ func deadSlotRunVoids(t *testing.T, bn *blameNet, d *deadCase, wantVoid int) {
 // ended the epoch.
 func TestDeadSlotEpochGoesOn(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		bn := startBlameNetParams(t, testParams(16), 3, 3, 4, 3)
+		bn := startBlameNetParams(t, testParams(64), 3, 3, 4, 3)
 		d := &deadCase{}
 		bn.clients[1].hooks.Store(&clientHooks{layerKeys: func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
 			if d.fires(epoch, r, slot) {
@@ -163,7 +163,7 @@ func TestDeadSlotEpochGoesOn(t *testing.T) {
 // signatures fail (found at publication, walked from the last server).
 func TestDeadSlotBadPayload(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		bn := startBlameNetParams(t, testParams(16), 3, 3, 4, 3)
+		bn := startBlameNetParams(t, testParams(64), 3, 3, 4, 3)
 		d := &deadCase{}
 		bn.clients[1].hooks.Store(&clientHooks{payload: func(epoch [32]byte, r, slot uint32, raw []byte) {
 			if d.fires(epoch, r, slot) {
@@ -181,7 +181,7 @@ func TestDeadSlotBadPayload(t *testing.T) {
 // and the epoch goes on.
 func TestDeadSlotReplay(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		bn := startBlameNetParams(t, testParams(16), 3, 3, 4, 3)
+		bn := startBlameNetParams(t, testParams(64), 3, 3, 4, 3)
 		d := &deadCase{}
 		var mu sync.Mutex
 		seen := map[[32]byte][]byte{} // the copied client's latest onion per epoch
@@ -208,7 +208,7 @@ func TestDeadSlotReplay(t *testing.T) {
 // runs to its end. Before, the evidence ended the epoch.
 func TestDeadSlotSecondOnion(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		bn := startBlameNetParams(t, testParams(16), 3, 3, 4, 3)
+		bn := startBlameNetParams(t, testParams(64), 3, 3, 4, 3)
 		d := &deadCase{}
 		bn.clients[1].hooks.Store(&clientHooks{secondOnion: func(epoch [32]byte, r, slot uint32) bool {
 			return d.fires(epoch, r, slot)
@@ -224,7 +224,7 @@ func TestDeadSlotSecondOnion(t *testing.T) {
 // nobody; no honest party is named, and the epoch ends early everywhere.
 func TestDeadSlotBadForward(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		bn := startBlameNetParams(t, testParams(16), 3, 2, 4, 2)
+		bn := startBlameNetParams(t, testParams(64), 3, 2, 4, 2)
 		d := &deadCase{}
 		bn.clients[1].hooks.Store(&clientHooks{layerKeys: func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
 			if d.fires(epoch, r, slot) {
@@ -300,7 +300,7 @@ func TestDeadSlotBadForward(t *testing.T) {
 func TestDeadSlotTwoCulprits(t *testing.T) {
 	long(t)
 	virtual(t, func(t *testing.T) {
-		bn := startBlameNetParams(t, testParams(16), 3, 3, 5, 3)
+		bn := startBlameNetParams(t, testParams(64), 3, 3, 5, 3)
 		var mu sync.Mutex
 		var epoch [32]byte
 		slots := map[uint32]bool{}

@@ -8,13 +8,15 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/store"
 )
 
 // Handing over on leaving (docs/protocol.md §5.4 v3). A client that must
-// leave mid-epoch (a shutdown, an override) seals cover onions for the
-// rounds after the last one it sealed, at most handoverMax of them and
-// never beyond the epoch, their request slots filled with decoys, and
-// hands them to its primary, which submits each in its round as if the
+// leave mid-epoch (a shutdown, an override) seals onions for the rounds
+// after the last one it sealed, at most handoverMax of them and never
+// beyond the epoch, each carrying what the client would have sent in its
+// round (the next queued chunk, its jobs' requests, decoys: fillPayload),
+// and hands them to its primary, which submits each in its round as if the
 // client had sent it. The epoch then ends, if at all, only when those run
 // out, so that a client leaving does not end the epoch within W rounds of
 // its last upload or download: mostly crashes end epochs early.
@@ -126,7 +128,7 @@ func (e *sepoch) handedOver(slot, r uint32) bool {
 	return ok
 }
 
-// handOver seals cover onions for the rounds after the last one sealed,
+// handOver seals the onions of the rounds after the last one sealed,
 // at most handoverMax and never beyond the epoch, and hands them to the
 // primary (§5.4 v3). Called when the client leaves mid-epoch, before the
 // epoch's secrets are dropped; it gives up at the first refusal (the
@@ -141,9 +143,17 @@ func (c *Client) handOver(e *cepoch) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timing.HandoverTimeout)
 	defer cancel()
-	send := func(r uint32, onion []byte) error {
+	send := func(r uint32, onion []byte, keep bool, mark *store.ShareMark) error {
 		sub := wire.Submit{Epoch: e.v.id, Round: r, Slot: e.slot, Onion: onion}
 		copy(sub.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.id), uint64(r), e.slot, onion))
+		if keep {
+			// As a submission: a chunk it carries counts as sent
+			// (share_resume.go), so that a run after this one does
+			// not send it again under another pseudonym.
+			if err := c.keepSubmission(e, &sub, mark); err != nil {
+				return err
+			}
+		}
 		_, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeHandover, Segments: sub.Segments(), Timeout: shortTimeout})
 		return err
 	}
@@ -156,16 +166,17 @@ func (c *Client) handOver(e *cepoch) {
 	}
 	sort.Slice(kept, func(i, j int) bool { return kept[i] < kept[j] })
 	for _, r := range kept {
-		if err := send(r, e.onions[r]); err != nil {
+		if err := send(r, e.onions[r], false, nil); err != nil {
 			c.log.Debug("hand over", "round", r, "err", err)
 		}
 	}
 	sent := 0
 	for r := first; r < last; r++ {
+		// What the client would have sent in round r: the next queued
+		// chunk, the jobs' requests, decoys (issue 26: its pseudonym
+		// does not stop at the departure).
 		pl := &mix.Payload{Kind: mix.KindCover, Requests: make([][32]byte, k)}
-		c.mu.Lock()
-		copy(pl.Requests, c.backgroundRequests(nil, k))
-		c.mu.Unlock()
+		mark := c.fillPayload(e, r, pl)
 		raw, err := mix.EncodePayload(pl, b, k, mix.EpochID(e.v.id), uint64(r), e.cs, c.rand)
 		if err != nil {
 			c.log.Debug("hand over", "err", err)
@@ -183,11 +194,11 @@ func (c *Client) handOver(e *cepoch) {
 			return
 		}
 		e.sealedNext = r + 1 // sealed once: never again (§5.1 v2)
-		if err := send(r, onion); err != nil {
+		if err := send(r, onion, true, mark); err != nil {
 			c.log.Debug("hand over", "round", r, "err", err)
 			break
 		}
 		sent++
 	}
-	c.log.Info("left mid-epoch: cover onions handed to the primary", "onions", sent)
+	c.log.Info("left mid-epoch: onions handed to the primary", "onions", sent)
 }

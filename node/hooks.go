@@ -69,6 +69,8 @@ func (*Server) hookAccuse(uint32) (int, bool)             { return 0, false }
 func (*Server) hookCorruptOut(uint32, [][]byte)           {}
 func (*Server) hookDropOut(uint32) bool                   { return false }
 func (*Server) hookWithhold(uint32) bool                  { return false }
+func (*Server) hookLastOut([32]byte, uint32, [][]byte)    {}
+func (*Server) hookClosingTo(chain []peer.ID) []peer.ID   { return chain }
 func (*Server) hookRepeatOut(uint32) bool                 { return false }
 func (*Server) hookHideOut(uint32) bool                   { return false }
 func (*Server) hookHideCerts() bool                       { return false }
@@ -85,6 +87,7 @@ func (*Client) hookJoined([32]byte, uint32, *mix.ClientSecret) {}
 func (*Client) hookRow([32]byte, uint32, int, int, int)        {}
 func (*Client) hookRequested([32]byte, uint32, [][32]byte)     {}
 func (*Client) hookRetryCorrupted() bool                       { return false }
+func (*Client) hookResendAtOnce() bool                         { return false }
 func (*Client) hookNoManifestCap() bool                        { return false }
 func (*Client) hookNoGapFill() bool                            { return false }
 func (*Client) hookHeldDraw() func(io.Reader) ([32]byte, bool) { return nil }

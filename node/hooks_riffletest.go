@@ -106,6 +106,9 @@ type serverHooks struct {
 	// silentOut may make this server pass nothing on for round r: no
 	// batch, and no root announced either.
 	silentOut func(r uint32) bool
+	// closingTo may make this server, as S_0, deliver an epoch's signed
+	// closing record only to the chain servers for which it returns true.
+	closingTo func(p peer.ID) bool
 	// repeatOut may make this server send its signed batch of round r
 	// twice (a retry or a replay: the receiver mixes it once).
 	repeatOut func(r uint32) bool
@@ -299,6 +302,26 @@ func (s *Server) hookWithhold(r uint32) bool {
 	return h != nil && h.withhold != nil && h.withhold(r)
 }
 
+func (s *Server) hookLastOut(epoch [32]byte, r uint32, out [][]byte) {
+	if o := s.cfg.observe; o != nil && o.LastOut != nil {
+		o.LastOut(epoch, r, out)
+	}
+}
+
+func (s *Server) hookClosingTo(chain []peer.ID) []peer.ID {
+	h := s.hooks.Load()
+	if h == nil || h.closingTo == nil {
+		return chain
+	}
+	var out []peer.ID
+	for _, p := range chain {
+		if h.closingTo(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 func (s *Server) hookRepeatOut(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.repeatOut != nil && h.repeatOut(r)
@@ -394,6 +417,10 @@ func (c *Client) hookRequested(epoch [32]byte, r uint32, reqs [][32]byte) {
 	if o := c.cfg.observe; o != nil && o.Requested != nil {
 		o.Requested(epoch, r, append([][32]byte(nil), reqs...))
 	}
+}
+
+func (c *Client) hookResendAtOnce() bool {
+	return c.cfg.observe != nil && c.cfg.observe.ResendAtOnce
 }
 
 func (c *Client) hookRetryCorrupted() bool {

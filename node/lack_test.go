@@ -145,7 +145,7 @@ func TestLostBatchFetched(t *testing.T) {
 // round's missing publication charged the last server.
 func TestWithheldBatchVoidCharged(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		p := testParams(8)
+		p := testParams(64) // room for a void round's chunks 32 rounds on (resendHold)
 		p.RoundLimitMs = 4000
 		bn := startBlameNetParams(t, p, 3, 3, 2, 2)
 		c := &lackCase{bad: bn.servers[0]}

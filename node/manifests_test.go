@@ -422,7 +422,7 @@ func TestSharerKeepsManifestsForLaterEpochs(t *testing.T) {
 		e := &cepoch{ups: map[uint32]*upItem{}}
 		var sent [][32]byte
 		for r := 0; r < 5; r++ {
-			i := c.nextUpload(e)
+			i := c.nextUpload(e, 0)
 			if i < 0 {
 				break
 			}
@@ -433,12 +433,12 @@ func TestSharerKeepsManifestsForLaterEpochs(t *testing.T) {
 			}
 			sent = append(sent, u.c.ID)
 		}
-		if len(sent) != 5 || sent[4] != ([32]byte{0xd}) || c.nextUpload(e) != -1 {
+		if len(sent) != 5 || sent[4] != ([32]byte{0xd}) || c.nextUpload(e, 0) != -1 {
 			t.Fatalf("sent %v; %d left", sent, len(c.upQ))
 		}
 		// A new epoch: its manifests go out again.
 		e2 := &cepoch{ups: map[uint32]*upItem{}}
-		if i := c.nextUpload(e2); i != 0 || !c.upQ[0].manifest {
+		if i := c.nextUpload(e2, 0); i != 0 || !c.upQ[0].manifest {
 			t.Fatalf("next epoch starts with %d", i)
 		}
 		// Published in round 3 of e2, not taken by the index: it waits for
@@ -451,7 +451,7 @@ func TestSharerKeepsManifestsForLaterEpochs(t *testing.T) {
 		e2.ups[3] = &u
 		e2.manifestsSent = manifestsPerPseudonym
 		c.confirm(e2, 3, &wire.RoundList{Published: [][32]byte{u.c.ID}})
-		if len(c.upQ) != 1 || len(e2.manWait) != 1 || !job.left[u.c.ID] || c.nextUpload(e2) != -1 {
+		if len(c.upQ) != 1 || len(e2.manWait) != 1 || !job.left[u.c.ID] || c.nextUpload(e2, 0) != -1 {
 			t.Fatalf("a manifest not yet indexed: queue %d, waiting %d, left %v", len(c.upQ), len(e2.manWait), job.left[u.c.ID])
 		}
 		// Round 5's list takes it: published.

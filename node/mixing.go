@@ -237,6 +237,9 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 	s.announceRoot(e, &b)
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
+	if e.pos == m-1 {
+		s.hookLastOut(v.id, r, out)
+	}
 	if e.pos == m-1 && s.hookWithhold(r) {
 		return
 	}

@@ -32,6 +32,10 @@ type testObserver struct {
 	// Requests: the ids requested at output position q in round r (public
 	// once published).
 	Requests func(epoch [32]byte, r uint32, q int, ids [][32]byte)
+	// LastOut: the last server's output of round r, the payloads in
+	// plaintext by output position, before it publishes or withholds
+	// them. out must not be kept.
+	LastOut func(epoch [32]byte, r uint32, out [][]byte)
 	// Corrupt (an active adversary): when it returns true this primary
 	// spoils its combined answer for (round, slot, t).
 	Corrupt func(epoch [32]byte, r, slot uint32, t int) bool
@@ -70,6 +74,11 @@ type testClientObserver struct {
 	// Requested: the ids the client's jobs request in round r (decoys
 	// not included), in request slot order.
 	Requested func(epoch [32]byte, r uint32, ids [][32]byte)
+	// ResendAtOnce breaks §5.2 (v3) on purpose, for the positive
+	// control of the void-after-leaving adversary: a chunk and the
+	// requests of a void round go out again in the next onion sealed,
+	// not resendHold rounds after the list (the rule before).
+	ResendAtOnce bool
 	// NoManifestCap breaks §6.4 (v3) on purpose, for the test of the
 	// servers' caps: the client sends all its manifests at once.
 	NoManifestCap bool

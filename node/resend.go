@@ -19,6 +19,56 @@ import (
 // unsent, it waits for the epoch's closing record (closing.go) and
 // resendRule decides.
 
+// resendHold is how many rounds a chunk, and the requests, of a round
+// whose signed list did not publish them wait before they go out again in
+// the same epoch, counted from the onion sealed when that list came (W
+// rounds after the round): the hand-over length. A client that left before
+// the list came cannot send them again (its handed-over onions were
+// sealed), and the epoch it left ends before its hand-over runs out
+// (departure.go), so before any client sends anything of that round
+// again: every uploader of the round behaves alike, and whoever stopped
+// the round, having read its payloads, can tell the one that left among
+// them only by a guess (docs/anonymity.md, "When you come and go").
+const resendHold = handoverMax
+
+// reask is a void round's requests: kept in flight, so not asked again,
+// until the onion of round at.
+type reask struct {
+	at  uint32
+	ids [][32]byte
+}
+
+// resendFrom is the first round of e whose onion may carry again what
+// round r's signed list did not publish (resendHold).
+func (c *Client) resendFrom(e *cepoch, r uint32) uint32 {
+	if c.hookResendAtOnce() {
+		return 0 // the rule before, the tests' control: the next onion
+	}
+	return r + uint32(e.v.desc.Params.W) + resendHold
+}
+
+// heldBack reports whether u, seen unpublished in a round of e, still
+// waits in round r (resendHold). Call with c.mu held.
+func (c *Client) heldBack(e *cepoch, u *upItem, r uint32) bool {
+	return u.seen && e.v != nil && u.seenAt.epoch == e.epochID() && r < c.resendFrom(e, u.seenAt.round)
+}
+
+// releaseReasks lets the void rounds' requests whose hold is over in
+// round r be asked again. Call with c.mu held.
+func (c *Client) releaseReasks(e *cepoch, r uint32) {
+	keep := e.reask[:0]
+	for _, q := range e.reask {
+		if r < q.at {
+			keep = append(keep, q)
+			continue
+		}
+		for _, id := range q.ids {
+			delete(c.inflight, id)
+		}
+	}
+	e.reask = keep
+}
+
 // roundRecord is what a client holds, signed by all m servers, about a
 // round whose chunk it did not see published.
 type roundRecord int

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -398,12 +399,13 @@ func TestVoidRoundNotResent(t *testing.T) {
 // TestVoidRoundGoesOn: the last server reads one round carrying a chunk
 // and withholds it. Every server signs the round void and the epoch goes
 // on to its last round; the uploader sends the chunk again in that epoch,
-// under the same pseudonym, and another client fetches the file whole.
+// under the same pseudonym, resendHold rounds after the void list (R = 64
+// leaves room for it), and another client fetches the file whole.
 // Before, the void ended the epoch and the chunk went out under the next
 // epoch's pseudonym.
 func TestVoidRoundGoesOn(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		p := testParams(8)
+		p := testParams(64)
 		p.RoundLimitMs = 4000
 		bn := startBlameNetParams(t, p, 3, 3, 2, 2)
 		w := &withholder{bad: bn.servers[2], max: 1}
@@ -452,6 +454,7 @@ func TestVoidRoundGoesOn(t *testing.T) {
 				t.Fatal("no bolt store")
 			}
 			again := map[[32]byte]bool{}
+			hold := rounds[0] + uint32(p.W) + resendHold
 			for r := rounds[0] + 1; r < p.Rounds; r++ {
 				rec, err := bs.st.Round(epoch, r)
 				if err != nil {
@@ -459,6 +462,11 @@ func TestVoidRoundGoesOn(t *testing.T) {
 				}
 				for _, id := range rec.Published {
 					again[id] = true
+					if r < hold && slices.Contains(all[0], id) {
+						// A client that left before the void list could
+						// not: its absence would show (resendHold).
+						t.Fatalf("server %d: withheld chunk %x published again in round %d, before round %d", i, id[:6], r, hold)
+					}
 				}
 			}
 			for _, id := range all[0] {
@@ -592,5 +600,28 @@ func TestResendNeedsClosing(t *testing.T) {
 				t.Fatalf("warnings %q", warn)
 			}
 		})
+	}
+}
+
+// TestVoidRequestsHeld (issue 26): the requests of a void round stay in
+// flight, so not asked again, until the onion of round r + W + resendHold
+// (a client that left before the void list cannot ask them again; nobody
+// else does before its epoch ends).
+func TestVoidRequestsHeld(t *testing.T) {
+	c := &Client{inflight: map[[32]byte]bool{}}
+	e := &cepoch{v: &view{desc: &wire.Descriptor{Params: wire.Params{W: 2}}}}
+	id := [32]byte{7}
+	c.inflight[id] = true
+	const r = 5
+	e.reask = append(e.reask, reask{at: c.resendFrom(e, r), ids: [][32]byte{id}})
+	for q := uint32(r + 1); q < r+2+resendHold; q++ {
+		c.releaseReasks(e, q)
+		if !c.inflight[id] {
+			t.Fatalf("a void round's request free to be asked again in round %d", q)
+		}
+	}
+	c.releaseReasks(e, r+2+resendHold)
+	if c.inflight[id] || len(e.reask) != 0 {
+		t.Fatalf("the request is still held in round %d", r+2+resendHold)
 	}
 }

@@ -1,0 +1,73 @@
+//go:build riffletest
+
+package node
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+)
+
+// TestHandoverCarriesQueue (issue 26, §5.4 v3): the onions a client hands
+// over when it leaves mid-epoch carry what it would have sent, its next
+// queued chunks, not cover: the share's chunks queued at the leave are
+// published in the rounds after it (before, only the few sealed before
+// the leave were; the pseudonym's uploads stopped at the departure).
+func TestHandoverCarriesQueue(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("runs a network")
+		}
+		p := testParams(64)
+		p.RoundLimitMs = 300000
+		tn := startAnonNet(t, 3, 2, 2, p, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		leaver, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go leaver.Share(ctx, bytes.NewReader(anonRand(t, 80*int(p.ChunkSize))), "long.bin", false)
+		deadline := time.Now().Add(5 * time.Minute)
+		for leaver.Stats().Uploaded < 3 {
+			if time.Now().After(deadline) {
+				t.Fatal("the leaver published nothing")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		leaver.mu.Lock()
+		var queued [][32]byte
+		for _, u := range leaver.upQ {
+			queued = append(queued, u.c.ID)
+		}
+		rounds := int(p.Rounds) - int(leaver.epoch.sealedNext)
+		leaver.mu.Unlock()
+		if len(queued) < handoverMax+8 || rounds < handoverMax {
+			t.Fatalf("%d chunks queued, %d rounds left at the leave: too few to tell", len(queued), rounds)
+		}
+		stay := tn.clients[0]
+		before := stay.Stats().Epochs
+		if err := leaver.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for stay.Stats().Epochs == before {
+			if time.Now().After(deadline) {
+				t.Fatal("the leaver's epoch did not end")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		published := 0
+		for _, id := range queued {
+			if ok, err := tn.servers[0].store.HasChunk(id); err == nil && ok {
+				published++
+			}
+		}
+		// The hand-over's handoverMax onions, one chunk each, less the
+		// manifests' cap; cover would publish none of them.
+		if published < handoverMax-4 {
+			t.Errorf("%d of the %d chunks queued at the leave published after it; want the hand-over's %d", published, len(queued), handoverMax)
+		}
+		t.Logf("%d of %d queued chunks published after the leave", published, len(queued))
+	})
+}
