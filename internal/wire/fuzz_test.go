@@ -86,6 +86,9 @@ func FuzzState(f *testing.F)           { fuzzDecoder(f, "state") }
 func FuzzBlameReq(f *testing.F)        { fuzzDecoder(f, "blamereq") }
 func FuzzEquivocation(f *testing.F)    { fuzzDecoder(f, "equivocation") }
 func FuzzDoubleSubmit(f *testing.F)    { fuzzDecoder(f, "doublesubmit") }
+func FuzzAttestReq(f *testing.F)       { fuzzDecoder(f, "attestreq") }
+func FuzzAttest(f *testing.F)          { fuzzDecoder(f, "attest") }
+func FuzzCharge(f *testing.F)          { fuzzDecoder(f, "charge") }
 
 // FuzzDecoyPool fuzzes the pool encoding a Window carries (not a frame of
 // its own, so not in the vector file).
