@@ -99,7 +99,7 @@ func TestStaggeredOpenFramesSigner(t *testing.T) {
 // lacked: the middle server's, at every server.
 func TestSilentMiddleFramesLast(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		p := testParams(8)
+		p := testParams(64) // room for a void round's chunks 32 rounds on (resendHold)
 		p.RoundLimitMs = 4000
 		bn := startBlameNetParams(t, p, 3, 3, 2, 2)
 		c := &lackCase{bad: bn.servers[1]}
