@@ -134,11 +134,9 @@ func checkpointGet(t *testing.T, control bool) {
 	victimID.Store(victim.h.ID())
 	// Share at an epoch's start, so that the root goes out in its first
 	// rounds.
-	for n := up.Stats().Epochs; up.Stats().Epochs <= n; {
-		if ctx.Err() != nil {
-			t.Fatal("no epoch")
-		}
-		time.Sleep(10 * time.Millisecond)
+	n := up.Stats().Epochs
+	if err := wait.Until(ctx, time.Hour, func() bool { return up.Stats().Epochs > n }); err != nil {
+		t.Fatalf("no epoch: %v", err)
 	}
 	link, err := up.Share(ctx, bytes.NewReader(data), "c.bin", false)
 	if err != nil {

@@ -5,6 +5,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"github.com/riffle-net/riffle/internal/wait"
 	"testing"
 	"time"
 )
@@ -29,12 +30,8 @@ func TestHandoverCarriesQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		go leaver.Share(ctx, bytes.NewReader(anonRand(t, 80*int(p.ChunkSize))), "long.bin", false)
-		deadline := time.Now().Add(5 * time.Minute)
-		for leaver.Stats().Uploaded < 3 {
-			if time.Now().After(deadline) {
-				t.Fatal("the leaver published nothing")
-			}
-			time.Sleep(20 * time.Millisecond)
+		if err := wait.Until(ctx, 5*time.Minute, func() bool { return leaver.Stats().Uploaded >= 3 }); err != nil {
+			t.Fatalf("the leaver published nothing: %v", err)
 		}
 		leaver.mu.Lock()
 		var queued [][32]byte
@@ -51,11 +48,8 @@ func TestHandoverCarriesQueue(t *testing.T) {
 		if err := leaver.Close(); err != nil {
 			t.Fatal(err)
 		}
-		for stay.Stats().Epochs == before {
-			if time.Now().After(deadline) {
-				t.Fatal("the leaver's epoch did not end")
-			}
-			time.Sleep(50 * time.Millisecond)
+		if err := wait.Until(ctx, 5*time.Minute, func() bool { return stay.Stats().Epochs != before }); err != nil {
+			t.Fatalf("the leaver's epoch did not end: %v", err)
 		}
 		published := 0
 		for _, id := range queued {

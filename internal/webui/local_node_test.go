@@ -3,6 +3,7 @@ package webui
 import (
 	"bytes"
 	"context"
+	"github.com/riffle-net/riffle/internal/wait"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,8 +37,8 @@ func TestLocalSocketNode(t *testing.T) {
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- u.ServeLocal(sctx, sock) }()
-	for !Available(sock) {
-		time.Sleep(10 * time.Millisecond)
+	if err := wait.Until(ctx, 30*time.Second, func() bool { return Available(sock) }); err != nil {
+		t.Fatalf("local socket never served: %v", err)
 	}
 	if st, err := os.Stat(sock); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("socket mode %v, %v", st.Mode().Perm(), err)
@@ -98,18 +99,21 @@ func TestLocalSocketNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for shown := false; !shown; {
+	if err := wait.Until(ctx, 5*time.Minute, func() bool {
 		idx, err := lc.Index(ctx)
 		if err != nil {
 			t.Fatalf("index: %v", err)
 		}
+		shown := false
 		for _, e := range idx {
 			if e.ID == link.ID.String() {
 				t.Fatalf("ls shows the private file: %+v", e)
 			}
 			shown = shown || e.ID == plink.ID.String()
 		}
-		time.Sleep(200 * time.Millisecond)
+		return shown
+	}); err != nil {
+		t.Fatalf("the public file never shown: %v", err)
 	}
 	if _, err := lc.Share(ctx, filepath.Join(t.TempDir(), "missing"), false, 0, nil); err == nil {
 		t.Fatal("share of a missing file succeeded")

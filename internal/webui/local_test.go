@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/riffle-net/riffle/internal/wait"
 	"net"
 	"net/http"
 	"net/url"
@@ -47,12 +48,8 @@ func serveLocal(t *testing.T, u *UI) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- u.ServeLocal(ctx, sock) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !Available(sock) {
-		if time.Now().After(deadline) {
-			t.Fatal("local socket never served")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := wait.Until(ctx, 10*time.Second, func() bool { return Available(sock) }); err != nil {
+		t.Fatalf("local socket never served: %v", err)
 	}
 	t.Cleanup(func() {
 		cancel()
@@ -186,12 +183,8 @@ func TestLocalCancel(t *testing.T) {
 		_, err := lc.Get(ctx, chunker.Link{ID: fileID("a")}, t.TempDir(), 0, 0, ev.add)
 		done <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(ev.phases()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no event before the cancel")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := wait.Until(context.Background(), 10*time.Second, func() bool { return len(ev.phases()) > 0 }); err != nil {
+		t.Fatalf("no event before the cancel: %v", err)
 	}
 	cancel()
 	err := <-done
