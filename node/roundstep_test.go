@@ -454,3 +454,61 @@ func types(fl *ast.FieldList) string {
 	}
 	return b.String()
 }
+
+// TestRoundDriversHoldNoLockAcrossIO: in the drivers of the round steps,
+// nothing between an s.mu.Lock() and its Unlock() sends, stores, waits or
+// runs another driver. s.end may run under it: it hands its notices to
+// goroutines.
+func TestRoundDriversHoldNoLockAcrossIO(t *testing.T) {
+	drivers := map[string]bool{"mixStep": true, "roundFault": true, "sendBatch": true, "onBatch": true, "runBatch": true, "publish": true}
+	io := map[string]bool{
+		"call": true, "each": true, "deliverAll": true, "PutRound": true, "GetChunk": true,
+		"publish": true, "mixStep": true, "accuse": true, "payloadBlame": true, "proposeList": true,
+		"indexManifests": true, "noteRoot": true, "announceRoot": true, "sendBatch": true,
+		"keepUndelivered": true, "waitFor": true, "awaitSettled": true, "awaitSetup": true, "awaitPace": true,
+		"VerifyPayloadsHashed": true, "OpenLayerSkipInto": true, "ServerLayerKeys": true,
+	}
+	found := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, name := range []string{"mixing.go", "publish.go"} {
+		file, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil || !drivers[fn.Name.Name] {
+				continue
+			}
+			found[fn.Name.Name] = true
+			held := false
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				c, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				var callee string
+				switch f := c.Fun.(type) {
+				case *ast.Ident:
+					callee = f.Name
+				case *ast.SelectorExpr:
+					callee = f.Sel.Name
+					if mu, ok := f.X.(*ast.SelectorExpr); ok && mu.Sel.Name == "mu" {
+						held = callee == "Lock"
+						return true
+					}
+				}
+				if held && io[callee] {
+					t.Errorf("%s: %s at %v under s.mu", fn.Name.Name, callee, fset.Position(c.Pos()))
+				}
+				return true
+			})
+			if held {
+				t.Errorf("%s: ends with s.mu held", fn.Name.Name)
+			}
+		}
+	}
+	if len(found) != len(drivers) {
+		t.Fatalf("drivers found: %v, want %v", found, drivers)
+	}
+}
