@@ -219,20 +219,25 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 	s.sendBatch(e, r, &sd)
 }
 
-// roundFault does what a step's fault asks: keeps the round's evidence,
-// then starts a MAC blame or ends the epoch (err is logged).
+// roundFault does what a step's fault asks: keeps the round's evidence
+// (copied before s.mu is taken), then starts a MAC blame or ends the
+// epoch (err is logged).
 func (s *Server) roundFault(e *sepoch, r uint32, fx roundFx, err error) {
+	var ev [][]byte
+	if fx.evidence != nil {
+		ev = copyEntries(fx.evidence)
+	}
 	if fx.accuse > 0 {
 		s.mu.Lock()
-		e.keepEvidence(r, fx.evidence)
+		e.keepCopied(r, ev)
 		s.mu.Unlock()
 		s.accuse(e, r, fx.accuse-1)
 		return
 	}
 	s.log.Warn("round void", "round", r, "err", err)
 	s.mu.Lock()
-	if fx.evidence != nil {
-		e.keepEvidence(r, fx.evidence)
+	if ev != nil {
+		e.keepCopied(r, ev)
 	}
 	s.end(e, fx.end)
 	s.mu.Unlock()

@@ -129,16 +129,28 @@ func (e *sepoch) bk() (int, int) {
 // keepEvidence keeps the input batch of a void round for blame (§5.2,
 // §8): public data, kept until the epoch is forgotten. Call with s.mu held.
 func (e *sepoch) keepEvidence(r uint32, entries [][]byte) {
+	if _, ok := e.evidence[r]; !ok {
+		e.keepCopied(r, copyEntries(entries))
+	}
+}
+
+// keepCopied is keepEvidence of a copy made outside s.mu (a round's input
+// is n onions). Call with s.mu held.
+func (e *sepoch) keepCopied(r uint32, cp [][]byte) {
 	if e.evidence == nil {
 		e.evidence = map[uint32][][]byte{}
 	}
 	if _, ok := e.evidence[r]; !ok {
-		cp := make([][]byte, len(entries))
-		for i, x := range entries {
-			cp[i] = append([]byte(nil), x...)
-		}
 		e.evidence[r] = cp
 	}
+}
+
+func copyEntries(entries [][]byte) [][]byte {
+	cp := make([][]byte, len(entries))
+	for i, x := range entries {
+		cp[i] = append([]byte(nil), x...)
+	}
+	return cp
 }
 
 // takeLayerBufs returns n buffers of size bytes for OpenLayerInto, reused
