@@ -141,9 +141,8 @@ func (s *Server) awaitSetup(e *sepoch) bool {
 }
 
 // mixStep opens this server's layer of round r at every input position,
-// permutes by π_s and passes the batch on (§5.2): the driver of
-// layerFault and sealBatch (roundstep.go), which decide, while it waits,
-// takes s.mu and sends.
+// permutes by π_s and passes the batch on (§5.2). It drives layerFault
+// and sealBatch (roundstep.go): it waits, opens the layer and sends.
 func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte, clientHashes [][32]byte) {
 	if !s.awaitPace(e) {
 		return

@@ -17,9 +17,8 @@ import (
 )
 
 // publish checks, stores and indexes a round's payloads (§5.3, §7), with
-// their hashes from the batch's Merkle root: the driver of beginPublish
-// and publishStep (roundstep.go), which decide, while it verifies, waits
-// and stores outside s.mu.
+// their hashes from the batch's Merkle root. It drives beginPublish and
+// publishStep (roundstep.go): it verifies, waits and stores, outside s.mu.
 func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHashes) {
 	defer s.trace("publish", r)()
 	ep := s.roundFacts(e)
