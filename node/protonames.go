@@ -4,6 +4,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -34,3 +35,13 @@ func sign(priv crypto.PrivKey, digest [32]byte) ([64]byte, error) { return proto
 func verifyPeerSig(id peer.ID, digest [32]byte, sig [64]byte) error {
 	return proto.VerifyPeerSig(id, digest, sig)
 }
+
+// The request list's cut (§5.3, §6.3 v3).
+func listStart(epoch [32]byte, round uint32, n int) int { return proto.ListStart(epoch, round, n) }
+func roundRobinCut(q0 int, byPos [][][32]byte, held func([32]byte) bool, maxRows int) [][32]byte {
+	return proto.RoundRobinCut(q0, byPos, held, maxRows)
+}
+func listPairs(byPos [][][32]byte, entries []wire.ListEntry) []wire.ListPair {
+	return proto.ListPairs(byPos, entries)
+}
+func samePairs(a, b []wire.ListPair) bool { return proto.SamePairs(a, b) }
