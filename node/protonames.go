@@ -45,3 +45,35 @@ func listPairs(byPos [][][32]byte, entries []wire.ListEntry) []wire.ListPair {
 	return proto.ListPairs(byPos, entries)
 }
 func samePairs(a, b []wire.ListPair) bool { return proto.SamePairs(a, b) }
+
+// The bounded leader's group constants and client selection (§3 v3).
+const (
+	// DefaultMinAnonymity is proto.DefaultMinAnonymity: a client's default
+	// minimum anonymity set (--min-anonymity).
+	DefaultMinAnonymity = proto.DefaultMinAnonymity
+	// MaxGroupServers is proto.MaxGroupServers: m_max, the largest chain
+	// the client cap is sized for.
+	MaxGroupServers = proto.MaxGroupServers
+	// MinClientCap is proto.MinClientCap: the smallest client cap n a
+	// server accepts.
+	MinClientCap = proto.MinClientCap
+)
+
+func checkGroupParams(got, own wire.Params) error { return proto.CheckGroupParams(got, own) }
+func primaryQuota(n uint32, m int) int            { return proto.PrimaryQuota(n, m) }
+func selectClients(epoch, beta [32]byte, keys [][32]byte, primaryOf map[[32]byte]uint16, rank map[[32]byte]int, n uint32, m int) [][32]byte {
+	return proto.SelectClients(epoch, beta, keys, primaryOf, rank, n, m)
+}
+func checkPrimaryKept(clients []wire.ClientEntry, regs map[[32]byte]wire.Register, order [][32]byte, n uint32, m int) error {
+	return proto.CheckPrimaryKept(clients, regs, order, n, m)
+}
+
+// The commit-reveal of the client selection (§3 v3).
+var errRevealsInOpen = proto.ErrRevealsInOpen
+
+func commitment(r [wire.CommitSize]byte) [wire.CommitSize]byte { return proto.Commitment(r) }
+func selectionBeta(reveals [][wire.CommitSize]byte) [32]byte   { return proto.SelectionBeta(reveals) }
+func checkReveals(d *wire.Descriptor) error                    { return proto.CheckReveals(d) }
+func revealsOf(d *wire.Descriptor, out [][wire.CommitSize]byte) ([][wire.CommitSize]byte, error) {
+	return proto.RevealsOf(d, out)
+}
