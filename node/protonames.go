@@ -1,6 +1,8 @@
 package node
 
 import (
+	"io"
+
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -77,3 +79,26 @@ func checkReveals(d *wire.Descriptor) error                    { return proto.Ch
 func revealsOf(d *wire.Descriptor, out [][wire.CommitSize]byte) ([][wire.CommitSize]byte, error) {
 	return proto.RevealsOf(d, out)
 }
+
+// Long-term client keys (§8 "After a blame", §3 "Registration", §5.4).
+
+// LongTermKeyFile is proto.LongTermKeyFile: the name of a client's
+// long-term key in its data directory.
+const LongTermKeyFile = proto.LongTermKeyFile
+
+// LongTermKey is a client's long-term Ed25519 key (proto.LongTermKey).
+type LongTermKey = proto.LongTermKey
+
+// NewLongTermKey draws a fresh key (proto.NewLongTermKey).
+func NewLongTermKey(r io.Reader) (*LongTermKey, error) { return proto.NewLongTermKey(r) }
+
+// LoadLongTermKey reads the long-term key of a client data directory,
+// creating it on first run (proto.LoadLongTermKey).
+func LoadLongTermKey(dir string, r io.Reader) (*LongTermKey, error) {
+	return proto.LoadLongTermKey(dir, r)
+}
+
+func verifyLongTerm(key [32]byte, epoch, regKey [32]byte, sig [64]byte) error {
+	return proto.VerifyLongTerm(key, epoch, regKey, sig)
+}
+func forwardDigest(f *wire.Forwarded) [32]byte { return proto.ForwardDigest(f) }
