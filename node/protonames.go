@@ -102,3 +102,27 @@ func verifyLongTerm(key [32]byte, epoch, regKey [32]byte, sig [64]byte) error {
 	return proto.VerifyLongTerm(key, epoch, regKey, sig)
 }
 func forwardDigest(f *wire.Forwarded) [32]byte { return proto.ForwardDigest(f) }
+
+// Bounds on parameters a server accepts (§3) and the group pace's range
+// and default (§5 v3): proto's, under the names cmd and the tests use.
+const (
+	MaxRounds              = proto.MaxRounds
+	MinChunkSize           = proto.MinChunkSize
+	MaxChunkSize           = proto.MaxChunkSize
+	MaxK                   = proto.MaxK
+	MaxClientsCap          = proto.MaxClientsCap
+	MaxRowsCap             = proto.MaxRowsCap
+	DefaultPIRRate         = proto.DefaultPIRRate
+	MinRoundIntervalMs     = proto.MinRoundIntervalMs
+	MaxRoundIntervalMs     = proto.MaxRoundIntervalMs
+	DefaultRoundIntervalMs = proto.DefaultRoundIntervalMs
+)
+
+// The checks of a descriptor's parameters and the digests of §3 and §4.1.
+func genericLimits() wire.Limits                    { return proto.GenericLimits() }
+func limitsFor(p wire.Params, m int) wire.Limits    { return proto.LimitsFor(p, m) }
+func checkParams(p wire.Params, rate float64) error { return proto.CheckParams(p, rate) }
+func pirWork(n, k, L, b int) float64                { return proto.PIRWork(n, k, L, b) }
+func epochID(d *wire.Descriptor) [32]byte           { return proto.EpochID(d) }
+func registerDigest(r *wire.Register) [32]byte      { return proto.RegisterDigest(r) }
+func checkX25519(b []byte) error                    { return proto.CheckX25519(b) }
