@@ -20,8 +20,8 @@
 //   - internal/proto (package proto): the rules both sides share, pure
 //     functions: tagged hashes, Merkle roots and peer signatures, the
 //     parameter bounds and checks, the epoch id, the client selection and
-//     its commit-reveal, the long-term key, the request list's cut (its
-//     package doc lists its files).
+//     its commit-reveal, the long-term key, the request list's cut, the
+//     certificates' digests and checks (its package doc lists its files).
 //   - protonames.go: the names by which node's files use what moved to
 //     internal/proto; they go when the server and client move.
 //   - caps.go: the read caps, replies and accepted types of each protocol,
@@ -45,8 +45,8 @@
 //     answer leaves the roster and ends its epochs.
 //   - epochnum.go: epoch numbers, bounded and kept in the data directory.
 //   - certs.go: certified epoch numbers (§3 v3): final, abort and timeout
-//     certificates, timeout votes; certs_sync.go: catch-up from roster
-//     servers.
+//     certificates kept and made, timeout votes (their digests and checks
+//     are internal/proto's); certs_sync.go: catch-up from roster servers.
 //   - asker.go: who asks, checked before costly work; caps by sender.
 //   - polls.go: bounds on client long polls.
 //   - censor.go: request lists that omit a requested id held here.

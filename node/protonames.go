@@ -126,3 +126,21 @@ func pirWork(n, k, L, b int) float64                { return proto.PIRWork(n, k,
 func epochID(d *wire.Descriptor) [32]byte           { return proto.EpochID(d) }
 func registerDigest(r *wire.Register) [32]byte      { return proto.RegisterDigest(r) }
 func checkX25519(b []byte) error                    { return proto.CheckX25519(b) }
+
+// Certified epoch numbers (§3 v3): the digests servers sign and the
+// checks of a certificate.
+func openCertDigest(n uint64, id [32]byte) [32]byte      { return proto.OpenCertDigest(n, id) }
+func finalCertDigest(n uint64, id, dg [32]byte) [32]byte { return proto.FinalCertDigest(n, id, dg) }
+func timeoutDigest(n uint64, chain [][]byte) [32]byte    { return proto.TimeoutDigest(n, chain) }
+func timeoutQuorum(m int) int                            { return proto.TimeoutQuorum(m) }
+func chainIDs(chain []peer.ID) [][]byte                  { return proto.ChainIDs(chain) }
+func certChain(c *wire.Cert) ([]peer.ID, error)          { return proto.CertChain(c) }
+func checkCertSigs(c *wire.Cert, chain []peer.ID) error  { return proto.CheckCertSigs(c, chain) }
+func abortDigest(a *wire.Abort) [32]byte                 { return proto.AbortDigest(a) }
+func inChain(chain []peer.ID, p peer.ID) bool            { return proto.InChain(chain, p) }
+func verifyCert(c *wire.Cert, known map[peer.ID]bool) error {
+	return proto.VerifyCert(c, known)
+}
+func verifyCertIn(c *wire.Cert, group map[peer.ID]bool) error {
+	return proto.VerifyCertIn(c, group)
+}

@@ -17,6 +17,10 @@
 //     beyond the quotas (§3 v3).
 //   - ltkey.go: a client's long-term key, what it signs at a registration
 //     and what a primary signs when it forwards one (§3, §5.4, §8).
+//   - certs.go: the digests servers sign for an epoch number's open and
+//     final descriptors, its timeout votes and aborts, and the checks of a
+//     certificate (§3 v3 "Epoch numbers and leaders"), which a client runs
+//     on the certificate a descriptor carries.
 //   - listcut.go: the request list's round-robin cut and its (position,
 //     entry) pairs (§5.3, §6.3 v3).
 //
