@@ -21,7 +21,8 @@
 //     functions: tagged hashes, Merkle roots and peer signatures, the
 //     parameter bounds and checks, the epoch id, the client selection and
 //     its commit-reveal, the long-term key, the request list's cut, the
-//     certificates' digests and checks (its package doc lists its files).
+//     certificates' digests and checks, the receipts' (its package doc
+//     lists its files).
 //   - protonames.go: the names by which node's files use what moved to
 //     internal/proto; they go when the server and client move.
 //   - caps.go: the read caps, replies and accepted types of each protocol,

@@ -144,3 +144,14 @@ func verifyCert(c *wire.Cert, known map[peer.ID]bool) error {
 func verifyCertIn(c *wire.Cert, group map[peer.ID]bool) error {
 	return proto.VerifyCertIn(c, group)
 }
+
+// Receipts of registrations (§3 v3) and duplicate-share aborts (§4.1).
+func receiptDigest(r *wire.Receipt) [32]byte { return proto.ReceiptDigest(r) }
+func regHash(r *wire.Register) [32]byte      { return proto.RegHash(r) }
+func checkReceipt(r *wire.Receipt, id [32]byte, reg *wire.Register, chain []peer.ID) error {
+	return proto.CheckReceipt(r, id, reg, chain)
+}
+func checkReceipted(clients []wire.ClientEntry, fwd map[[32]byte]wire.Forwarded, orders []wire.Order, n uint32, m int) error {
+	return proto.CheckReceipted(clients, fwd, orders, n, m)
+}
+func dupDigest(a *wire.DupAbort) [32]byte { return proto.DupDigest(a) }

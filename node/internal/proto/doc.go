@@ -21,6 +21,9 @@
 //     final descriptors, its timeout votes and aborts, and the checks of a
 //     certificate (§3 v3 "Epoch numbers and leaders"), which a client runs
 //     on the certificate a descriptor carries.
+//   - receipts.go: what a server signs for a registration it took and the
+//     checks of those receipts (§3 v3), which its client runs when it
+//     fetches them; the digest of a duplicate-share abort (§4.1).
 //   - listcut.go: the request list's round-robin cut and its (position,
 //     entry) pairs (§5.3, §6.3 v3).
 //
