@@ -41,7 +41,7 @@ type sround struct {
 	// Publication and the request list (publish.go).
 	published [][32]byte
 	requests  map[[32]byte]bool
-	reqByPos  [][][32]byte // per output position, its requested ids in order (listcut.go)
+	reqByPos  [][][32]byte // per output position, its requested ids in order (internal/proto/listcut.go)
 	pubDone   bool
 	// publishing: publish runs (void.go refuses to sign the round void);
 	// void: the round is void here (void.go), its publication is dropped.
