@@ -183,15 +183,48 @@ func attestedLacking(attests []wire.Attest) map[uint16]uint64 {
 	return lacked
 }
 
+// absenceDue is when each part of round q is due here (nil while q is
+// not open here): the round opens by the group's schedule, not by any
+// root a peer chose to send (openAt); S_0's part is due a round limit (its
+// wait for the onions) and a hop after that, and each later part a hop
+// after the part before it came here (or the round opened, if later), or
+// after that part's own due if it never came. A hop is a server's whole
+// wait for its input (lackWindow) and its processing. Call with s.mu
+// held.
+func (e *sepoch) absenceDue(q uint32) []time.Time {
+	open, ok := e.openAt[q]
+	if !ok {
+		return nil
+	}
+	v := e.final
+	limit := time.Duration(v.desc.Params.RoundLimitMs) * time.Millisecond
+	hop := lackWindow(e)
+	due := make([]time.Time, len(v.chain))
+	due[0] = open.Add(limit + hop)
+	for j := 1; j < len(due); j++ {
+		base := due[j-1]
+		if at, ok := e.rootAt[rootKey{q, uint16(j)}]; ok {
+			base = at
+			if base.Before(open) {
+				base = open
+			}
+		}
+		due[j] = base.Add(hop)
+	}
+	return due
+}
+
 // roundAttestLocked is this server's signed attestation of what it lacks
 // of round q's parts: bit j, the root of the batch that chain position j
-// passes on (for the last, the publication). It attests only once q is
-// due here: a quarter of a round limit after the round's start here, the
-// first signed root of q it took or its own part, whichever came first (a
-// round not begun here is no absence); and once a round: the first it
-// signs is its answer ever after (its first sight; by later, a void may
-// have made it drop the round). nil when not due or unsigned. Call with
-// s.mu held.
+// passes on (for the last, the publication). An attestation is a
+// statement about the round while it ran here: it is signed once every
+// part is due (absenceDue) or once the round stopped here (made void, or
+// the epoch ended), and then sets the bit of a missing part only if its
+// due passed before the round stopped, or if its server itself said it
+// lacks its input (lack.go). Nothing is attested of a round not open here
+// (a root alone opens nothing). The first one signed is the answer ever
+// after: it speaks of times before it, and two of one signer would be its
+// equivocation. nil when not due or unsigned. Call with s.mu held.
 func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 	v := e.final
 	if v == nil || q >= v.desc.Params.Rounds {
@@ -200,24 +233,35 @@ func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 	if a := e.attested[q]; a != nil {
 		return a
 	}
-	x := e.rounds[q]
-	start := e.rootSeen[q]
-	if x != nil && !x.inAt.IsZero() && (start.IsZero() || x.inAt.Before(start)) {
-		start = x.inAt
-	}
-	if start.IsZero() || time.Since(start) < time.Duration(v.desc.Params.RoundLimitMs)*time.Millisecond/4 {
+	due := e.absenceDue(q)
+	if due == nil {
 		return nil
 	}
+	x := e.rounds[q]
+	stop := e.endedAt
+	if x != nil && !x.voidAt.IsZero() && (stop.IsZero() || x.voidAt.Before(stop)) {
+		stop = x.voidAt
+	}
 	m := len(v.chain)
+	if stop.IsZero() {
+		if time.Now().Before(due[m-1]) {
+			return nil
+		}
+		stop = time.Now()
+	}
 	var bits uint64
 	if x == nil || x.list == nil || x.list.Void() {
-		for j := range m - 1 {
-			if _, ok := e.roots[rootKey{q, uint16(j + 1)}]; !ok {
+		for j := range m {
+			var held bool
+			if j < m-1 {
+				_, held = e.roots[rootKey{q, uint16(j + 1)}]
+			} else {
+				held = x != nil && (x.pubDone || x.publishing)
+			}
+			said := x != nil && x.lackBy != 0 && int(x.lackBy) == j
+			if !held && (!due[j].After(stop) || said) {
 				bits |= 1 << uint(j)
 			}
-		}
-		if x == nil || !x.pubDone {
-			bits |= 1 << uint(m-1)
 		}
 	}
 	a := s.signAttestLocked(e, wire.AbortNoPub, q, bits)

@@ -123,6 +123,7 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 	s.mu.Lock()
 	x := e.round(r)
 	x.published, x.requests, x.reqByPos, x.pubDone = published, requests, reqByPos, true
+	e.opened(r + mixDepth)
 	s.releaseInput(e, r)
 	s.notify()
 	s.mu.Unlock()
