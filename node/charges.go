@@ -334,6 +334,47 @@ func (s *Server) onAttestReq(from peer.ID, body []byte) (wire.Type, []byte, erro
 	return wire.TypeAttest, a.Marshal(), nil
 }
 
+// evidenceSlot names who made the claim of ev, in which epoch, with what
+// kind of evidence: an abort's signer, a void's proposer (one a chain);
+// "" if ev does not decode.
+func evidenceSlot(ev *wire.Charge) string {
+	switch ev.Kind {
+	case wire.EvAbort:
+		var a wire.Abort
+		if a.Unmarshal(ev.Item) != nil {
+			return ""
+		}
+		return fmt.Sprintf("%x/%d/%x", a.Epoch, ev.Kind, a.Signer)
+	case wire.EvVoid:
+		var rl wire.RoundList
+		if rl.Unmarshal(ev.Item, genericLimits()) != nil {
+			return ""
+		}
+		return fmt.Sprintf("%x/%d", rl.Epoch, ev.Kind)
+	}
+	return ""
+}
+
+// slotTaken reports whether recs hold evidence of slot with a key smaller
+// than key.
+func slotTaken(recs []refusal, slot, key string) bool {
+	for i := range recs {
+		if r := &recs[i]; r.Key < key && recordSlot(r) == slot {
+			return true
+		}
+	}
+	return false
+}
+
+// recordSlot is the evidenceSlot of a record's evidence.
+func recordSlot(r *refusal) string {
+	var ev wire.Charge
+	if r.Ev == nil || ev.Unmarshal(r.Ev) != nil {
+		return ""
+	}
+	return evidenceSlot(&ev)
+}
+
 // chargeKey names a piece of evidence by its signed object.
 func chargeKey(ev *wire.Charge) string {
 	h := sha256.Sum256(append([]byte{ev.Kind}, ev.Item...))
@@ -372,12 +413,20 @@ func (s *Server) logCharge(ev *wire.Charge, ctx chargeCtx, waived bool) (bool, e
 	rs := &s.ref
 	rs.loaded.Do(s.loadRefusals)
 	key := chargeKey(ev)
+	slot := evidenceSlot(ev)
 	rs.mu.Lock()
 	var rec *refusal
 	for i := range rs.recs {
 		if rs.recs[i].Key == key {
 			rec = &rs.recs[i]
 		}
+	}
+	// One record a signer, epoch and kind of evidence: the smallest
+	// key, the same on every server whatever the order, so that a
+	// signer's flood of objects evicts nothing.
+	if rec == nil && slot != "" && slotTaken(rs.recs, slot, key) {
+		rs.mu.Unlock()
+		return false, nil
 	}
 	merged := &wire.Charge{Kind: ev.Kind, Number: ev.Number, Item: ev.Item}
 	if rec != nil {
@@ -402,6 +451,17 @@ func (s *Server) logCharge(ev *wire.Charge, ctx chargeCtx, waived bool) (bool, e
 	for i := range rs.recs {
 		if rs.recs[i].Key == key {
 			rec = &rs.recs[i]
+		}
+	}
+	if rec == nil && slot != "" {
+		if slotTaken(rs.recs, slot, key) {
+			return false, nil
+		}
+		// Checked: it replaces its slot's record of a larger key.
+		for i := range rs.recs {
+			if r := &rs.recs[i]; recordSlot(r) == slot {
+				r.Key, rec = key, r
+			}
 		}
 	}
 	if rec == nil {
@@ -586,6 +646,7 @@ func (s *Server) askAttests(e *sepoch, kind uint8, round uint32, skip peer.ID) [
 // certificates give the same charges on every server.
 func replayCharges(evs [][]byte, ctxOf func(n uint64) (chargeCtx, bool)) map[peer.ID][]uint64 {
 	byKey := map[string]*wire.Charge{}
+	least := map[string]string{} // per evidenceSlot, its smallest key
 	for _, b := range evs {
 		var ev wire.Charge
 		if ev.Unmarshal(b) != nil {
@@ -596,6 +657,14 @@ func replayCharges(evs [][]byte, ctxOf func(n uint64) (chargeCtx, bool)) map[pee
 			mergeAttests(have, ev.Attests)
 		} else {
 			byKey[k] = &ev
+		}
+		if sl := evidenceSlot(&ev); sl != "" && (least[sl] == "" || k < least[sl]) {
+			least[sl] = k
+		}
+	}
+	for k, ev := range byKey {
+		if sl := evidenceSlot(ev); sl != "" && least[sl] != k {
+			delete(byKey, k) // as logCharge: one record a slot
 		}
 	}
 	seen := map[string]bool{}

@@ -125,3 +125,77 @@ func TestFutureRootFramesHonest(t *testing.T) {
 		t.Logf("next epoch %v after the abort", took.Round(100*time.Millisecond))
 	})
 }
+
+// TestEvidenceFloodKeepsCharges: a server of the chain, charged for two
+// epochs by its own fault aborts, then signs more aborts of the second
+// epoch, each with another reason (another signed object), and sends them
+// to a server as evidence. Before, each was a new record and the store,
+// which keeps the newest few records a server, dropped the first epoch's:
+// the server counted it once and no longer left it out. Now a signer has
+// one record an epoch and kind of evidence (the smallest key, so that
+// every server keeps the same one): the flood is dropped, both charges
+// stand.
+func TestEvidenceFloodKeepsCharges(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		fn := startFounded(t, 3, 3, 3, testParams(2), nil)
+		fn.waitEpochs(t, 2, 3*time.Minute)
+		bad, v := fn.servers[2], fn.servers[0]
+		// Two final numbers of ended epochs whose chain holds bad.
+		var finals []*wire.Cert
+		for n := v.certTop() - 1; n > 0 && len(finals) < 2; n-- {
+			if c, ok := v.certOf(n); ok && c.Kind == wire.CertFinal && inChain(mustChain(t, c), bad.ID()) {
+				finals = append(finals, c)
+			}
+		}
+		if len(finals) < 2 {
+			t.Fatalf("fewer than two final numbers below %d", v.certTop())
+		}
+		abort := func(c *wire.Cert, reason string) []byte {
+			a := &wire.Abort{Epoch: c.Epoch, Number: c.Number, Kind: wire.AbortFault, Signer: []byte(bad.ID()), Reason: []byte(reason)}
+			sig, err := sign(bad.priv, abortDigest(a))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Sig = sig
+			return (&wire.Charge{Kind: wire.EvAbort, Number: c.Number, Item: a.Marshal()}).Marshal()
+		}
+		send := func(body []byte) {
+			if _, err := call(context.Background(), bad.h, v.ID(), request{Proto: ProtoEpoch, Type: wire.TypeCharge, Body: body, Timeout: shortTimeout}); err != nil {
+				t.Logf("charge: %v", err)
+			}
+		}
+		counted := func() int { return len(v.chargedNumbers()[bad.ID()]) }
+		send(abort(finals[1], "first"))
+		send(abort(finals[0], "second"))
+		if err := wait.Until(context.Background(), 30*time.Second, func() bool { return counted() == 2 }); err != nil {
+			t.Fatalf("the two aborts not counted: %v", v.chargedNumbers()[bad.ID()])
+		}
+		for i := range 2 * refusalKeep {
+			send(abort(finals[0], fmt.Sprintf("flood %d", i)))
+		}
+		time.Sleep(5 * time.Second) // the evidence settles
+		held := 0
+		for _, b := range v.heldEvidence() {
+			var ev wire.Charge
+			if ev.Unmarshal(b) == nil && ev.Number == finals[0].Number {
+				held++
+			}
+		}
+		t.Logf("after the flood: numbers %v counted, %d records of number %d held", v.chargedNumbers()[bad.ID()], held, finals[0].Number)
+		if counted() != 2 {
+			t.Errorf("the flood of one epoch's aborts took a charge away: %v", v.chargedNumbers()[bad.ID()])
+		}
+		if held > 1 {
+			t.Errorf("%d records of one signer's epoch held", held)
+		}
+	})
+}
+
+func mustChain(t *testing.T, c *wire.Cert) []peer.ID {
+	t.Helper()
+	ch, err := certChain(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
