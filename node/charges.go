@@ -187,8 +187,8 @@ func attestedLacking(attests []wire.Attest) map[uint16]uint64 {
 // not open here): the round opens by the group's schedule, not by any
 // root a peer chose to send (openAt); S_0's part is due a round limit (its
 // wait for the onions) and a hop after that, and each later part a hop
-// after the part before it came here (or the round opened, if later), or
-// after that part's own due if it never came. A hop is a server's whole
+// after the part before it came here (partCame), or after that part's
+// own due if it never came. A hop is a server's whole
 // wait for its input (lackWindow) and its processing. Call with s.mu
 // held.
 func (e *sepoch) absenceDue(q uint32) []time.Time {
@@ -203,15 +203,29 @@ func (e *sepoch) absenceDue(q uint32) []time.Time {
 	due[0] = open.Add(limit + hop)
 	for j := 1; j < len(due); j++ {
 		base := due[j-1]
-		if at, ok := e.rootAt[rootKey{q, uint16(j)}]; ok {
+		if at, ok := e.partCame(q, j-1); ok {
 			base = at
-			if base.Before(open) {
-				base = open
-			}
 		}
 		due[j] = base.Add(hop)
 	}
 	return due
+}
+
+// partCame is when position j's part of round q (its signed root) came
+// here, as far as dues go: one that came before the round opened here
+// counts as come at the latest S_0 could mix the round (a round limit
+// after the opening), since no honest server passes on a round before.
+// Call with s.mu held.
+func (e *sepoch) partCame(q uint32, j int) (time.Time, bool) {
+	at, ok := e.rootAt[rootKey{q, uint16(j + 1)}]
+	open, isOpen := e.openAt[q]
+	if !ok || !isOpen {
+		return time.Time{}, false
+	}
+	if at.Before(open) {
+		at = open.Add(time.Duration(e.final.desc.Params.RoundLimitMs) * time.Millisecond)
+	}
+	return at, true
 }
 
 // roundAttestLocked is this server's signed attestation of what it lacks
@@ -470,6 +484,9 @@ func (s *Server) logCharge(ev *wire.Charge, ctx chargeCtx, waived bool) (bool, e
 		rec = &rs.recs[len(rs.recs)-1]
 	}
 	was := rec.Peer
+	// A waiver only adds: the copy logged first may have been judged
+	// before the epoch's public cause was known here.
+	rec.Waived = rec.Waived || waived
 	rec.Peer, rec.Reason, rec.Ev = "", reason, merged.Marshal()
 	if charged != "" {
 		rec.Peer = charged.String()

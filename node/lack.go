@@ -137,15 +137,23 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 			x := e.round(r)
 			return x.batchIn[0] || x.void || e.ended || e.roundBlamed(r)
 		}
-		// The wait counts from the round's opening here, never from a
-		// root alone: a root of a round not yet open (a corrupt
-		// predecessor's) would make this server claim a lack, and be
-		// charged for it, before its input could come.
+		// The wait counts from the root's arrival, or for a root of a
+		// round not yet open here (a corrupt predecessor's) from the
+		// latest S_0 could mix it (partCame): from the root alone this
+		// server would claim a lack, and be charged for it, before its
+		// input could come.
+		var start time.Time
 		_ = s.waitFor(s.ctx, func() bool {
-			_, open := e.openAt[r]
-			return open || settled()
+			var ok bool
+			start, ok = e.partCame(r, e.pos-1)
+			return ok || settled()
 		})
-		start := time.Now()
+		if wait := time.Until(start); wait > 0 {
+			ctx, cancel := context.WithTimeout(s.ctx, wait)
+			_ = s.waitFor(ctx, settled)
+			cancel()
+		}
+		start = time.Now()
 		deadline := start.Add(lackWindow(e))
 		ctx, cancel := context.WithTimeout(s.ctx, fetchGrace(e))
 		_ = s.waitFor(ctx, settled)
