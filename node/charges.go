@@ -188,9 +188,8 @@ func attestedLacking(attests []wire.Attest) map[uint16]uint64 {
 // root a peer chose to send (openAt); S_0's part is due a round limit (its
 // wait for the onions) and a hop after that, and each later part a hop
 // after the part before it came here (partCame), or after that part's
-// own due if it never came. A hop is a server's whole
-// wait for its input (lackWindow) and its processing. Call with s.mu
-// held.
+// own due if it never came. A hop is a server's whole wait for its input
+// (lackWindow) and its processing. Call with s.mu held.
 func (e *sepoch) absenceDue(q uint32) []time.Time {
 	open, ok := e.openAt[q]
 	if !ok {
