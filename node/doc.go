@@ -50,6 +50,8 @@
 //   - lack.go: a missing input batch, fetched from the predecessor or
 //     claimed, its void the claimant's (§5.2 v3).
 //   - publish.go: publication, request lists proposed and signed (§5.3).
+//   - roundstep.go: the batch, mix and publish steps, pure functions of round
+//     state and one event returning their effects; the drivers above do the I/O.
 //   - listcut.go: the request list's round-robin cut and its (position, id)
 //     pairs (§5.3, §6.3 v3).
 //   - closing.go: the closing record of an epoch, signed by every chain
