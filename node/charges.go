@@ -183,15 +183,61 @@ func attestedLacking(attests []wire.Attest) map[uint16]uint64 {
 	return lacked
 }
 
+// absenceDue is when each part of round q is due here (nil while q is
+// not open here): the round opens by the group's schedule, not by any
+// root a peer chose to send (openAt); S_0's part is due a round limit (its
+// wait for the onions) and a hop after that, and each later part a hop
+// after the part before it came here (partCame), or after that part's
+// own due if it never came. A hop is a server's whole wait for its input
+// (lackWindow) and its processing. Call with s.mu held.
+func (e *sepoch) absenceDue(q uint32) []time.Time {
+	open, ok := e.openAt[q]
+	if !ok {
+		return nil
+	}
+	v := e.final
+	limit := time.Duration(v.desc.Params.RoundLimitMs) * time.Millisecond
+	hop := lackWindow(e)
+	due := make([]time.Time, len(v.chain))
+	due[0] = open.Add(limit + hop)
+	for j := 1; j < len(due); j++ {
+		base := due[j-1]
+		if at, ok := e.partCame(q, j-1); ok {
+			base = at
+		}
+		due[j] = base.Add(hop)
+	}
+	return due
+}
+
+// partCame is when position j's part of round q (its signed root) came
+// here, as far as dues go: one that came before the round opened here
+// counts as come at the latest S_0 could mix the round (a round limit
+// after the opening), since no honest server passes on a round before.
+// Call with s.mu held.
+func (e *sepoch) partCame(q uint32, j int) (time.Time, bool) {
+	at, ok := e.rootAt[rootKey{q, uint16(j + 1)}]
+	open, isOpen := e.openAt[q]
+	if !ok || !isOpen {
+		return time.Time{}, false
+	}
+	if at.Before(open) {
+		at = open.Add(time.Duration(e.final.desc.Params.RoundLimitMs) * time.Millisecond)
+	}
+	return at, true
+}
+
 // roundAttestLocked is this server's signed attestation of what it lacks
 // of round q's parts: bit j, the root of the batch that chain position j
-// passes on (for the last, the publication). It attests only once q is
-// due here: a quarter of a round limit after the round's start here, the
-// first signed root of q it took or its own part, whichever came first (a
-// round not begun here is no absence); and once a round: the first it
-// signs is its answer ever after (its first sight; by later, a void may
-// have made it drop the round). nil when not due or unsigned. Call with
-// s.mu held.
+// passes on (for the last, the publication). An attestation is a
+// statement about the round while it ran here: it is signed once every
+// part is due (absenceDue) or once the round stopped here (made void, or
+// the epoch ended), and then sets the bit of a missing part only if its
+// due passed before the round stopped, or if its server itself said it
+// lacks its input (lack.go). Nothing is attested of a round not open here
+// (a root alone opens nothing). The first one signed is the answer ever
+// after: it speaks of times before it, and two of one signer would be its
+// equivocation. nil when not due or unsigned. Call with s.mu held.
 func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 	v := e.final
 	if v == nil || q >= v.desc.Params.Rounds {
@@ -200,24 +246,35 @@ func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 	if a := e.attested[q]; a != nil {
 		return a
 	}
-	x := e.rounds[q]
-	start := e.rootSeen[q]
-	if x != nil && !x.inAt.IsZero() && (start.IsZero() || x.inAt.Before(start)) {
-		start = x.inAt
-	}
-	if start.IsZero() || time.Since(start) < time.Duration(v.desc.Params.RoundLimitMs)*time.Millisecond/4 {
+	due := e.absenceDue(q)
+	if due == nil {
 		return nil
 	}
+	x := e.rounds[q]
+	stop := e.endedAt
+	if x != nil && !x.voidAt.IsZero() && (stop.IsZero() || x.voidAt.Before(stop)) {
+		stop = x.voidAt
+	}
 	m := len(v.chain)
+	if stop.IsZero() {
+		if time.Now().Before(due[m-1]) {
+			return nil
+		}
+		stop = time.Now()
+	}
 	var bits uint64
 	if x == nil || x.list == nil || x.list.Void() {
-		for j := range m - 1 {
-			if _, ok := e.roots[rootKey{q, uint16(j + 1)}]; !ok {
+		for j := range m {
+			var held bool
+			if j < m-1 {
+				_, held = e.roots[rootKey{q, uint16(j + 1)}]
+			} else {
+				held = x != nil && (x.pubDone || x.publishing)
+			}
+			said := x != nil && x.lackBy != 0 && int(x.lackBy) == j
+			if !held && (!due[j].After(stop) || said) {
 				bits |= 1 << uint(j)
 			}
-		}
-		if x == nil || !x.pubDone {
-			bits |= 1 << uint(m-1)
 		}
 	}
 	a := s.signAttestLocked(e, wire.AbortNoPub, q, bits)
@@ -290,6 +347,47 @@ func (s *Server) onAttestReq(from peer.ID, body []byte) (wire.Type, []byte, erro
 	return wire.TypeAttest, a.Marshal(), nil
 }
 
+// evidenceSlot names who made the claim of ev, in which epoch, with what
+// kind of evidence: an abort's signer, a void's proposer (one a chain);
+// "" if ev does not decode.
+func evidenceSlot(ev *wire.Charge) string {
+	switch ev.Kind {
+	case wire.EvAbort:
+		var a wire.Abort
+		if a.Unmarshal(ev.Item) != nil {
+			return ""
+		}
+		return fmt.Sprintf("%x/%d/%x", a.Epoch, ev.Kind, a.Signer)
+	case wire.EvVoid:
+		var rl wire.RoundList
+		if rl.Unmarshal(ev.Item, genericLimits()) != nil {
+			return ""
+		}
+		return fmt.Sprintf("%x/%d", rl.Epoch, ev.Kind)
+	}
+	return ""
+}
+
+// slotTaken reports whether recs hold evidence of slot with a key smaller
+// than key.
+func slotTaken(recs []refusal, slot, key string) bool {
+	for i := range recs {
+		if r := &recs[i]; r.Key < key && recordSlot(r) == slot {
+			return true
+		}
+	}
+	return false
+}
+
+// recordSlot is the evidenceSlot of a record's evidence.
+func recordSlot(r *refusal) string {
+	var ev wire.Charge
+	if r.Ev == nil || ev.Unmarshal(r.Ev) != nil {
+		return ""
+	}
+	return evidenceSlot(&ev)
+}
+
 // chargeKey names a piece of evidence by its signed object.
 func chargeKey(ev *wire.Charge) string {
 	h := sha256.Sum256(append([]byte{ev.Kind}, ev.Item...))
@@ -328,12 +426,20 @@ func (s *Server) logCharge(ev *wire.Charge, ctx chargeCtx, waived bool) (bool, e
 	rs := &s.ref
 	rs.loaded.Do(s.loadRefusals)
 	key := chargeKey(ev)
+	slot := evidenceSlot(ev)
 	rs.mu.Lock()
 	var rec *refusal
 	for i := range rs.recs {
 		if rs.recs[i].Key == key {
 			rec = &rs.recs[i]
 		}
+	}
+	// One record a signer, epoch and kind of evidence: the smallest
+	// key, the same on every server whatever the order, so that a
+	// signer's flood of objects evicts nothing.
+	if rec == nil && slot != "" && slotTaken(rs.recs, slot, key) {
+		rs.mu.Unlock()
+		return false, nil
 	}
 	merged := &wire.Charge{Kind: ev.Kind, Number: ev.Number, Item: ev.Item}
 	if rec != nil {
@@ -360,12 +466,26 @@ func (s *Server) logCharge(ev *wire.Charge, ctx chargeCtx, waived bool) (bool, e
 			rec = &rs.recs[i]
 		}
 	}
+	if rec == nil && slot != "" {
+		if slotTaken(rs.recs, slot, key) {
+			return false, nil
+		}
+		// Checked: it replaces its slot's record of a larger key.
+		for i := range rs.recs {
+			if r := &rs.recs[i]; recordSlot(r) == slot {
+				r.Key, rec = key, r
+			}
+		}
+	}
 	if rec == nil {
 		rs.recs = append(rs.recs, refusal{Key: key, Number: ev.Number, Window: uint64(len(ctx.chain)),
 			Epoch: hex.EncodeToString(ctx.epoch[:]), Waived: waived})
 		rec = &rs.recs[len(rs.recs)-1]
 	}
 	was := rec.Peer
+	// A waiver only adds: the copy logged first may have been judged
+	// before the epoch's public cause was known here.
+	rec.Waived = rec.Waived || waived
 	rec.Peer, rec.Reason, rec.Ev = "", reason, merged.Marshal()
 	if charged != "" {
 		rec.Peer = charged.String()
@@ -542,6 +662,7 @@ func (s *Server) askAttests(e *sepoch, kind uint8, round uint32, skip peer.ID) [
 // certificates give the same charges on every server.
 func replayCharges(evs [][]byte, ctxOf func(n uint64) (chargeCtx, bool)) map[peer.ID][]uint64 {
 	byKey := map[string]*wire.Charge{}
+	least := map[string]string{} // per evidenceSlot, its smallest key
 	for _, b := range evs {
 		var ev wire.Charge
 		if ev.Unmarshal(b) != nil {
@@ -552,6 +673,14 @@ func replayCharges(evs [][]byte, ctxOf func(n uint64) (chargeCtx, bool)) map[pee
 			mergeAttests(have, ev.Attests)
 		} else {
 			byKey[k] = &ev
+		}
+		if sl := evidenceSlot(&ev); sl != "" && (least[sl] == "" || k < least[sl]) {
+			least[sl] = k
+		}
+	}
+	for k, ev := range byKey {
+		if sl := evidenceSlot(ev); sl != "" && least[sl] != k {
+			delete(byKey, k) // as logCharge: one record a slot
 		}
 	}
 	seen := map[string]bool{}

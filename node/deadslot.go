@@ -457,7 +457,7 @@ func (s *Server) signBlameVoid(ctx context.Context, e *sepoch, rl *wire.RoundLis
 		return true, 0, nil, errors.New("node: the blamed round's slot was not dropped here")
 	}
 	if x := e.round(rl.Round); !x.void {
-		x.void = true
+		e.voided(x, rl.Round)
 		s.log.Warn("round void (a client was named), epoch goes on", "round", rl.Round)
 	}
 	s.mu.Unlock()

@@ -188,10 +188,14 @@ type roundsState struct {
 	// noCloseAsking: this server gathers the attestations that the
 	// leader never closed the registration (rotate.go endUnclosedLocked).
 	noCloseAsking bool
-	// rootSeen: when the first signed root of each round came here
-	// (roots.go); with a round's inAt, the start its absences are due
-	// from (charges.go roundAttestLocked). At most one entry a round.
-	rootSeen map[uint32]time.Time
+	// rootAt: when each signed root came here (roots.go); openAt: when
+	// each round opened here by the group's schedule (round q − mixDepth
+	// published or void here, the setup verified for the first rounds);
+	// endedAt: when the epoch ended here. A round's absences are due from
+	// these (charges.go absenceDue), never from a root alone.
+	rootAt  map[rootKey]time.Time
+	openAt  map[uint32]time.Time
+	endedAt time.Time
 	// attested: this server's one signed attestation of each round's
 	// absences, and closeAttest of the registration's close (charges.go):
 	// an attester signs one a claim, so that two of one signer are its
@@ -289,7 +293,7 @@ func (s *Server) endQuiet(e *sepoch, reason string) {
 	if e.ended {
 		return
 	}
-	e.ended, e.reason = true, reason
+	e.ended, e.reason, e.endedAt = true, reason, time.Now()
 	if e.setupDone {
 		// An epoch that ran, not a registration that came to nothing.
 		s.lastEnd = time.Now()

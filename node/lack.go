@@ -132,13 +132,29 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		start := time.Now()
-		deadline := start.Add(lackWindow(e))
 		// A round under a round blame is the blame's to void.
 		settled := func() bool {
 			x := e.round(r)
 			return x.batchIn[0] || x.void || e.ended || e.roundBlamed(r)
 		}
+		// The wait counts from the root's arrival, or for a root of a
+		// round not yet open here (a corrupt predecessor's) from the
+		// latest S_0 could mix it (partCame): from the root alone this
+		// server would claim a lack, and be charged for it, before its
+		// input could come.
+		var start time.Time
+		_ = s.waitFor(s.ctx, func() bool {
+			var ok bool
+			start, ok = e.partCame(r, e.pos-1)
+			return ok || settled()
+		})
+		if wait := time.Until(start); wait > 0 {
+			ctx, cancel := context.WithTimeout(s.ctx, wait)
+			_ = s.waitFor(ctx, settled)
+			cancel()
+		}
+		start = time.Now()
+		deadline := start.Add(lackWindow(e))
 		ctx, cancel := context.WithTimeout(s.ctx, fetchGrace(e))
 		_ = s.waitFor(ctx, settled)
 		cancel()
@@ -235,6 +251,12 @@ func (s *Server) onLack(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if err := e.admit(q.Round); err != nil {
 		s.mu.Unlock()
 		return 0, nil, err
+	}
+	if _, open := e.openAt[q.Round]; !open {
+		// A lack of a round not open here is no lack yet: S_0 would
+		// void a round it never mixed, and pay for the claim.
+		s.mu.Unlock()
+		return 0, nil, fmt.Errorf("node: round %d is not open here", q.Round)
 	}
 	x := e.round(q.Round)
 	if x.lackBy == 0 {

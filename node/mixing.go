@@ -55,7 +55,7 @@ func (s *Server) mixLoop(e *sepoch) {
 				}
 				ins[i], sigs[i], hashes[i] = x.subs[uint32(i)].Onion, x.subs[uint32(i)].Sig, x.digests[uint32(i)]
 			}
-			x.mixed, x.inAt = true, time.Now()
+			x.mixed = true
 			return true
 		})
 		cancel()
@@ -63,9 +63,11 @@ func (s *Server) mixLoop(e *sepoch) {
 			// §5.2 v3: a round whose publication never came is signed
 			// void by every server, once an epoch, and the epoch goes
 			// on; round r waits again.
-			if r >= mixDepth && s.ctx.Err() == nil && s.voidRound(e, r-mixDepth) {
-				r--
-				continue
+			if r >= mixDepth && s.ctx.Err() == nil {
+				if missing, came := s.pubMissing(e, r-mixDepth); came || (missing && s.voidRound(e, r-mixDepth)) {
+					r--
+					continue
+				}
 			}
 			s.mu.Lock()
 			// §5.4: a round that cannot be filled ends the epoch.
@@ -110,7 +112,8 @@ func (s *Server) awaitLastRounds(e *sepoch) {
 			}
 			continue
 		}
-		if s.voidRound(e, q) {
+		missing, came := s.pubMissing(e, q)
+		if came || (missing && s.voidRound(e, q)) {
 			continue
 		}
 		s.mu.Lock()
@@ -120,6 +123,38 @@ func (s *Server) awaitLastRounds(e *sepoch) {
 		s.mu.Unlock()
 		return
 	}
+}
+
+// pubMissing waits, before S_0 claims round q's publication missing,
+// until every part of q is due here and a quarter of a round limit more,
+// so that the others' dues, counted from their own opening of the round,
+// have passed too and they attest what is missing (charges.go). missing:
+// the publication is still missing (the epoch running); came: it came
+// (or the round turned void) during this wait. S_0 only.
+func (s *Server) pubMissing(e *sepoch, q uint32) (missing, came bool) {
+	gone := func() bool {
+		x := e.round(q)
+		return x.pubDone || x.void
+	}
+	s.mu.Lock()
+	due := e.absenceDue(q)
+	was := gone()
+	s.mu.Unlock()
+	if was {
+		return false, false
+	}
+	if due != nil {
+		slack := time.Duration(e.final.desc.Params.RoundLimitMs) * time.Millisecond / 4
+		ctx, cancel := context.WithDeadline(s.ctx, due[len(due)-1].Add(slack))
+		_ = s.waitFor(ctx, func() bool { return e.ended || gone() })
+		cancel()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.ended || s.ctx.Err() != nil {
+		return false, false
+	}
+	return !gone(), gone()
 }
 
 // awaitSetup waits, up to the round limit, until this server has verified

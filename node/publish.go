@@ -89,6 +89,7 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 	s.mu.Lock()
 	x := e.round(r)
 	fx.stored(x)
+	e.opened(r + mixDepth)
 	s.releaseInput(e, r)
 	s.notify()
 	s.mu.Unlock()

@@ -261,7 +261,7 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *w
 		rs.mu.Unlock()
 		if ev != nil {
 			// The same abort with attestations: they may be news.
-			s.noteChargeLocked(e, ev, nil, "", false)
+			s.noteChargeLocked(e, ev, nil, "", s.publicCause(e))
 		}
 		return false
 	}
@@ -411,15 +411,23 @@ func (s *Server) watchCause(e *sepoch, key string) {
 		}
 		rs := &s.ref
 		rs.mu.Lock()
+		found := false
 		for i := range rs.recs {
-			if rs.recs[i].Key == key && !rs.recs[i].Waived {
-				rs.recs[i].Waived = true
-				s.log.Info("abort had a public cause: not counted", "number", rs.recs[i].Number)
+			if rs.recs[i].Key == key {
+				found = true
+				if !rs.recs[i].Waived {
+					rs.recs[i].Waived = true
+					s.log.Info("abort had a public cause: not counted", "number", rs.recs[i].Number)
+				}
 			}
 		}
 		s.saveRefusalsLocked()
 		rs.mu.Unlock()
-		return
+		if found {
+			return
+		}
+		// The evidence is logged in the background (noteChargeLocked):
+		// not yet here, it is waived when it comes.
 	}
 }
 

@@ -33,14 +33,13 @@ func (s *Server) noteRoot(e *sepoch, r *wire.Root) bool {
 	old, ok := e.roots[k]
 	if !ok {
 		e.roots[k] = *r
-		// The round's start here for its absences (charges.go), kept
-		// apart from the round's state, which a root must not create.
-		if e.rootSeen == nil {
-			e.rootSeen = map[uint32]time.Time{}
+		// When the part came, for the next part's due (charges.go),
+		// kept apart from the round's state, which a root must not
+		// create.
+		if e.rootAt == nil {
+			e.rootAt = map[rootKey]time.Time{}
 		}
-		if _, ok := e.rootSeen[r.Round]; !ok {
-			e.rootSeen[r.Round] = time.Now()
-		}
+		e.rootAt[k] = time.Now()
 		return true
 	}
 	if old.Root == r.Root {
@@ -107,6 +106,13 @@ func (s *Server) onRoot(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	}
 	b := wire.Batch{Epoch: r.Epoch, Round: r.Round, S: r.S, Root: r.Root}
 	if err := verifyPeerSig(from, batchDigest(&b), r.Sig); err != nil {
+		return 0, nil, err
+	}
+	// Nothing is kept of a round too far ahead, or over (principle 3).
+	s.mu.Lock()
+	err = e.admit(r.Round)
+	s.mu.Unlock()
+	if err != nil {
 		return 0, nil, err
 	}
 	if s.noteRoot(e, &r) && int(r.S) == e.pos {

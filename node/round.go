@@ -33,9 +33,8 @@ type sround struct {
 	kept                      []byte
 	watching, lacked, sending bool
 	lackBy                    uint16
-	// inAt: when this server's part of the round went on (S_0 mixed it,
-	// another server took its input batch): an absence in the round is
-	// due here only well after it (roundAttestLocked).
+	// inAt: when this server took its input batch of the round
+	// (batchStep).
 	inAt time.Time
 
 	// Publication and the request list (publish.go).
@@ -46,6 +45,9 @@ type sround struct {
 	// publishing: publish runs (void.go refuses to sign the round void);
 	// void: the round is void here (void.go), its publication is dropped.
 	publishing, void bool
+	// voidAt: when the round became void here (its absences are judged
+	// as of then: roundAttestLocked).
+	voidAt time.Time
 	// manifests: the published ids the index took as manifests (§6.4 v3,
 	// manifests.go), set once manDone; the request list carries them.
 	manifests [][32]byte
@@ -107,6 +109,30 @@ func (e *sepoch) listed(pool *bufPool, r uint32) {
 		}
 		e.pruned++
 	}
+}
+
+// opened notes that round r is open here from now (round r − mixDepth
+// published or void, or the setup verified): the start of its absences'
+// dues (charges.go). Call with s.mu held.
+func (e *sepoch) opened(r uint32) {
+	if e.final == nil || r >= e.final.desc.Params.Rounds {
+		return
+	}
+	if e.openAt == nil {
+		e.openAt = map[uint32]time.Time{}
+	}
+	if _, ok := e.openAt[r]; !ok {
+		e.openAt[r] = time.Now()
+	}
+}
+
+// voided marks round r void here from now and opens round r + mixDepth,
+// which S_0 mixes once r is void. Call with s.mu held.
+func (e *sepoch) voided(x *sround, r uint32) {
+	if !x.void {
+		x.void, x.voidAt = true, time.Now()
+	}
+	e.opened(r + mixDepth)
 }
 
 func (e *sepoch) round(r uint32) *sround { return e.at(r) }

@@ -82,6 +82,9 @@ func (s *Server) setup(e *sepoch) {
 	s.hookPseudonyms(v.id, ps)
 	s.mu.Lock()
 	e.pseudonyms, e.keys, e.setupDone = ps, keys, true
+	for r := range uint32(mixDepth) {
+		e.opened(r) // the first rounds wait for no publication
+	}
 	s.notify()
 	s.mu.Unlock()
 	s.log.Info("setup done", "epoch", fmt.Sprintf("%x", v.id[:6]), "clients", n)

@@ -93,7 +93,7 @@ func (s *Server) signVoid(ctx context.Context, e *sepoch, rl *wire.RoundList) (w
 		return 0, nil, errors.New("node: a second void round ends the epoch")
 	}
 	if !x.void {
-		x.void = true
+		e.voided(x, rl.Round)
 		e.voids++
 		s.log.Warn("round void, epoch goes on", "round", rl.Round)
 		// What this server lacks of the round as it signs: its
@@ -120,7 +120,7 @@ func (s *Server) noteVoid(e *sepoch, r uint32, body []byte) {
 	defer s.mu.Unlock()
 	x := e.round(r)
 	if !x.void {
-		x.void = true
+		e.voided(x, r)
 		if !e.blameVoided(r) {
 			e.voids++
 		}
