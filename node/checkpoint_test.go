@@ -75,6 +75,7 @@ func (f *firstRequests) observer(name string) *testClientObserver {
 // control, a getter that takes its primary's copy as whole, does not
 // request the file in that epoch.
 func TestCheckpointGet(t *testing.T) {
+	t.Parallel()
 	for _, control := range []bool{false, true} {
 		virtual(t, func(t *testing.T) { checkpointGet(t, control) })
 	}
@@ -122,7 +123,7 @@ func checkpointGet(t *testing.T, control bool) {
 	start := func(name string, primary int) *Client {
 		o := fr.observer(name)
 		o.NoGapFill = control && name == "victim"
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[primary].Addrs()[0].String(), Logger: anonLogger(),
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[primary].Addrs()[0].String(), Logger: anonLogger(),
 			clientHookCfg: clientHookCfg{observe: o}})
 		if err != nil {
 			t.Fatal(err)
