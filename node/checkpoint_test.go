@@ -178,9 +178,11 @@ func checkpointGet(t *testing.T, control bool) {
 	if control {
 		// The honest getter is enough: the victim's epoch is over by then.
 		if err := wait.Until(ctx, 5*time.Minute, func() bool {
+			// Stats takes the client's lock, which the client holds
+			// while its observer takes fr.mu: not under fr.mu.
 			fr.mu.Lock()
-			defer fr.mu.Unlock()
 			_, ok := fr.first["honest"]
+			fr.mu.Unlock()
 			return ok && up.Stats().Epochs > epochs
 		}); err != nil {
 			t.Fatal(err)
