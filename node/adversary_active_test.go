@@ -46,6 +46,7 @@ import (
 // clients; as in TestAdversaryLinks the variance bound is Σ p, not
 // Σ p(1−p).
 func TestAdversarySpoiledAnswers(t *testing.T) {
+	t.Parallel()
 	long(t)
 	virtual(t, func(t *testing.T) {
 		const m, n = 3, 8
@@ -133,7 +134,7 @@ func TestAdversarySpoiledAnswers(t *testing.T) {
 				realReq[epoch][i][r] += len(ids)
 			}
 			o.RetryCorrupted = control[i]
-			c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1000}})
+			c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1000}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -323,6 +324,7 @@ type gapTrial struct {
 // file of one chunk after another; a trial is one file. Trials are
 // independent coins (variance p(1−p)).
 func TestAdversaryIndexGap(t *testing.T) {
+	t.Parallel()
 	long(t)
 	virtual(t, func(t *testing.T) {
 		const m, n = 3, 8
@@ -385,7 +387,7 @@ func TestAdversaryIndexGap(t *testing.T) {
 				order = append(order, epoch)
 			}
 			o.NoGapFill = isControl[i]
-			c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1000}})
+			c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1000}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -175,7 +175,7 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 				windows[epoch] = w
 			}
 		}
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -396,6 +396,7 @@ func oddEpoch(id [32]byte) bool { return id[0]%2 == 1 }
 // so it runs only with RIFFLE_OPEN_ATTACKS=1 and one of the adversary
 // variables; it logs how many epochs the victims sat out.
 func TestAdversaryTargetedSitOut(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("RIFFLE_OPEN_ATTACKS") == "" {
 		t.Skip("an open attack: RIFFLE_OPEN_ATTACKS=1 runs it")
 	}
@@ -424,6 +425,7 @@ func TestAdversaryTargetedSitOut(t *testing.T) {
 // trials), RIFFLE_LONG=1 (40 epochs) or RIFFLE_ADVERSARY_FULL=1 (100
 // epochs, 200 trials).
 func TestAdversaryWithheldRecord(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		epochs := adversaryTrials(t, 12, 40, 100)
 		for _, mode := range []string{"all", "late", "partial"} {

@@ -35,7 +35,7 @@ func crossEpoch(t *testing.T, heldDecoys bool, idle int) (*tally, int, int) {
 	for i := 0; i < n; i++ {
 		o := rec.client(i)
 		o.HeldDecoys = heldDecoys
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,6 +169,7 @@ func (a *advRecord) ended(id [32]byte, R uint32) bool {
 // RIFFLE_LONG=1 (RIFFLE_ADVERSARY=1: a shorter run of 8 idle epochs;
 // RIFFLE_ADVERSARY_FULL=1: 25, 200 trials).
 func TestAdversaryCrossEpoch(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		idle := adversaryTrials(t, 8, 30, 25)
 		v3, asked, closed := crossEpoch(t, false, idle)

@@ -66,6 +66,7 @@ func intersectGuess(member []map[int]bool, firstJoin map[int]int, req []int) (be
 
 // TestIntersectGuess pins the adversary's rule on hand-made memberships.
 func TestIntersectGuess(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		stay := func(extra ...int) map[int]bool {
 			m := map[int]bool{0: true, 1: true, 2: true}
@@ -149,7 +150,7 @@ func intersectRun(t *testing.T, now bool, trials int) (*tally, *tally) {
 			}
 			member[x][idx] = true
 		}
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: now, Server: tn.servers[idx%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1000}})
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: now, Server: tn.servers[idx%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1000}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,6 +332,7 @@ func intersectRun(t *testing.T, now bool, trials int) (*tally, *tally) {
 // the wait's most likely length is logged, not asserted (docs/anonymity.md,
 // "How it is tested").
 func TestAdversaryIntersect(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		trials := adversaryTrials(t, 8, 24, 200)
 		wait, waitAge := intersectRun(t, false, trials)

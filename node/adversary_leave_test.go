@@ -88,7 +88,7 @@ func voidLeaveRun(t *testing.T, old bool, trials int) *tally {
 	start := func(i int) *Client {
 		o := rec.client(i)
 		o.ResendAtOnce = old
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1000}})
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1000}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,6 +193,7 @@ func voidLeaveRun(t *testing.T, old bool, trials int) *tally {
 // RIFFLE_LONG=1: 40) or the default R = 256 and 200 trials
 // (RIFFLE_ADVERSARY_FULL=1).
 func TestAdversaryVoidAfterLeaving(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		trials := adversaryTrials(t, 8, 40, 200)
 		def := voidLeaveRun(t, false, trials)

@@ -31,7 +31,7 @@ func newcomerRun(t *testing.T, own, restart bool, trials int) *tally {
 	start := func(i int, dir string) *Client {
 		o := rec.client(i)
 		o.OwnDecoys = own
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, DataDir: dir, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, DataDir: dir, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,6 +183,7 @@ func (a *advRecord) newEpochOf(i int, before map[[32]byte]bool) ([32]byte, bool)
 // with RIFFLE_ADVERSARY=1 (6 trials an arm, about 3 minutes) or
 // RIFFLE_LONG=1 or RIFFLE_ADVERSARY_FULL=1 (200 trials).
 func TestAdversaryNewcomer(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		trials := adversaryTrials(t, 6, 200, 200)
 		def := newcomerRun(t, false, false, trials)
@@ -195,6 +196,7 @@ func TestAdversaryNewcomer(t *testing.T) {
 // TestAdversaryRestart: the same for a client restarted on its data
 // directory (it fetches the whole window again, as every client does).
 func TestAdversaryRestart(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		trials := adversaryTrials(t, 6, 200, 200)
 		def := newcomerRun(t, false, true, trials)

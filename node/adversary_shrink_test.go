@@ -86,7 +86,7 @@ func shrinkRun(t *testing.T, control bool, trials int) (tl *tally, shrunk, epoch
 				realReq[epoch][idx] += len(ids)
 			}
 		}
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[primary].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[primary].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,6 +203,7 @@ func shrinkRun(t *testing.T, control bool, trials int) (tl *tally, shrunk, epoch
 // far above chance. Only with RIFFLE_ADVERSARY=1 (20 trials of each kind)
 // RIFFLE_LONG=1 (60) or RIFFLE_ADVERSARY_FULL=1 (200).
 func TestAdversaryShrink(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		trials := adversaryTrials(t, 20, 60, 200)
 		def, dShrunk, dEpochs := shrinkRun(t, false, trials)

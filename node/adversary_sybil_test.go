@@ -79,10 +79,10 @@ func sybilRun(t *testing.T, control bool, trials int) sybilResult {
 	}
 	var syb []*Client
 	for i := 0; i < sybils; i++ {
-		syb = append(syb, start(i, i%2, ClientConfig{MinAnonymity: 1}))
+		syb = append(syb, start(i, i%2, ClientConfig{Network: testNet(t), MinAnonymity: 1}))
 	}
 	trust := []int{2}
-	vc := ClientConfig{MinAnonymity: minAnon}
+	vc := ClientConfig{Network: testNet(t), MinAnonymity: minAnon}
 	if control {
 		trust = []int{0, 1, 2}
 		vc.Require = []peer.ID{tn.servers[0].ID(), tn.servers[1].ID()}
@@ -144,7 +144,7 @@ func sybilRun(t *testing.T, control bool, trials int) sybilResult {
 	if !control {
 		waitCount(ctx, t, "epochs with the victim alone", 5, victimEpochs)
 		for i := 1; i <= 2; i++ {
-			start(victim+i, 2, ClientConfig{MinAnonymity: 1})
+			start(victim+i, 2, ClientConfig{Network: testNet(t), MinAnonymity: 1})
 		}
 	}
 	waitCount(ctx, t, "epochs with the victim's requests", trials, jobEpochs)
@@ -197,6 +197,7 @@ func sybilRun(t *testing.T, control bool, trials int) sybilResult {
 // for some minutes, so only with RIFFLE_ADVERSARY=1 (12 trials of each
 // kind), RIFFLE_LONG=1 (40) or RIFFLE_ADVERSARY_FULL=1 (200).
 func TestAdversarySybil(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		trials := adversaryTrials(t, 12, 40, 200)
 		def := sybilRun(t, false, trials)

@@ -315,6 +315,7 @@ func receiverGuess(masks [][]byte, L int, rng *rand.Rand) int {
 // honest server. RIFFLE_LONG=1 runs more epochs, RIFFLE_ADVERSARY_FULL=1
 // the default R and k.
 func TestAdversaryLinks(t *testing.T) {
+	t.Parallel()
 	long(t)
 	virtual(t, func(t *testing.T) {
 		const m, n = 3, 8
@@ -336,7 +337,7 @@ func TestAdversaryLinks(t *testing.T) {
 		defer cancel()
 		var clients []*Client
 		for i := 0; i < n; i++ {
-			c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: rec.client(i)}})
+			c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: rec.client(i)}})
 			if err != nil {
 				t.Fatal(err)
 			}

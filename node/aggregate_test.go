@@ -34,6 +34,7 @@ func (r *scalarReader) Read(p []byte) (int, error) {
 // checkDescriptor, which clients (at registration) and servers run on
 // every descriptor (docs/protocol.md §4).
 func TestDescriptorAggregateIdentity(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(2).wire()
 		build := func(colluding bool) *wire.Descriptor {

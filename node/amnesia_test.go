@@ -29,6 +29,7 @@ import (
 // refuses the Prepare, as long as more than half of the other founders
 // have not said they hold no certificate.
 func TestWipedFounderSignsNothing(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		fn := startFounded(t, 3, 3, 2, testParams(2), nil)
 		fn.waitEpochs(t, 0, 2*time.Minute)

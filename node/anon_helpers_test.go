@@ -28,7 +28,7 @@ func startAnonNet(t testing.TB, m, n, minClients int, p Params, adjust func(i in
 	tn := &anonNet{}
 	var peers []string
 	for i := 0; i < m; i++ {
-		sc := ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: append([]string(nil), peers...),
+		sc := ServerConfig{Network: testNet(t), DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: append([]string(nil), peers...),
 			Nick: fmt.Sprintf("s%d", i), MinServers: m, MinClients: minClients, NoLAN: true, Params: p, Logger: anonLogger().With("self", fmt.Sprintf("s%d", i))}
 		if adjust != nil {
 			adjust(i, &sc)
@@ -42,7 +42,7 @@ func startAnonNet(t testing.TB, m, n, minClients int, p Params, adjust func(i in
 		peers = append(peers, s.Addrs()[0].String())
 	}
 	for i := 0; i < n; i++ {
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: peers[i%m], Logger: anonLogger()})
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: peers[i%m], Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func anonRand(t testing.TB, n int) []byte {
 func (tn *anonNet) startPair(ctx context.Context, t testing.TB, progress io.Writer) (up, down *Client) {
 	t.Helper()
 	for i, c := range []**Client{&up, &down} {
-		cfg := ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1-i].Addrs()[0].String(), Logger: anonLogger()}
+		cfg := ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[1-i].Addrs()[0].String(), Logger: anonLogger()}
 		if i == 1 {
 			cfg.Progress = progress
 		}

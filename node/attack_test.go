@@ -14,6 +14,7 @@ import (
 // as a targeted attack; nothing goes to the servers, and the client goes
 // on sending its queries.
 func TestCorruptedCoverAnswerIsAttack(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		var victim lockedBuf
 		tn := startAnonNet(t, 3, 0, 2, testParams(16), func(i int, c *ServerConfig) {
@@ -25,12 +26,12 @@ func TestCorruptedCoverAnswerIsAttack(t *testing.T) {
 		defer cancel()
 		// The victim's primary is server 0, which spoils all its answers; the
 		// other client's primary is honest.
-		v, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Progress: &victim, Logger: anonLogger()})
+		v, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Progress: &victim, Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer v.Close()
-		o, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
+		o, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}

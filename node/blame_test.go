@@ -47,8 +47,9 @@ func (d *dupReader) Read(p []byte) (int, error) {
 // proof (§8 step 1) and the culprit's primary refuses its peer in the next
 // epoch.
 func TestShareFaultExcludesCulprit(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
-		tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 4, Params: node.TestParams(8),
+		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 4, Params: node.TestParams(8),
 			Client: func(i int, c *node.ClientConfig) {
 				if i == 1 || i == 2 {
 					c.Rand = &dupReader{}

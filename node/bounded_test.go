@@ -22,6 +22,7 @@ import (
 // group constant), and a close before the registration deadline. Every
 // honest server refuses each of them.
 func TestLeaderTricksFail(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(8)
 		p.RegWindowMs = 6000 // long enough to try an early close
@@ -117,6 +118,7 @@ func TestLeaderTricksFail(t *testing.T) {
 // signs only a final descriptor that keeps all its clients or is full and
 // keeps its quota.
 func TestClientSelection(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		var id [32]byte
 		id[0] = 7
@@ -199,17 +201,18 @@ func (l *lockedBuf) String() string {
 // others); a client that trusts both primaries counts both clients and
 // carries its job.
 func TestMinAnonymity(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		tn := startAnonNet(t, 3, 0, 2, testParams(8), nil)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		var alone, pinned lockedBuf
-		a, err := NewClient(ctx, ClientConfig{MinAnonymity: 2, Now: true, Server: tn.servers[0].Addrs()[0].String(), Progress: &alone, Logger: anonLogger()})
+		a, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 2, Now: true, Server: tn.servers[0].Addrs()[0].String(), Progress: &alone, Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer a.Close()
-		b, err := NewClient(ctx, ClientConfig{MinAnonymity: 2, Now: true, Server: tn.servers[1].Addrs()[0].String(), Require: []peer.ID{tn.servers[0].ID()},
+		b, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 2, Now: true, Server: tn.servers[1].Addrs()[0].String(), Require: []peer.ID{tn.servers[0].ID()},
 			Progress: &pinned, Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)

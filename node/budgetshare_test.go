@@ -23,9 +23,11 @@ import (
 // would have ended the split (TestSwarm seed 809: a server out for its own
 // budget missed the aborts of the epochs run without it).
 func TestBudgetDropEvidenceShared(t *testing.T) {
+	t.Parallel()
 	long(t) // whole networks over many epochs: the full pass runs it, the race pass would take half a minute
 	for k := range 3 {
 		t.Run(fmt.Sprintf("u%d", k), func(t *testing.T) {
+			t.Parallel()
 			virtual(t, func(t *testing.T) {
 				bn := startBlameNet(t, 4, 3, 4, 2, func(c *ClientConfig) { c.AcceptBudgetDrops = true })
 				bad := bn.servers[3]
@@ -97,6 +99,7 @@ func completedWithout(s *Server, p peer.ID, from uint64) bool {
 // these, counted in numbers, ended only if timeouts moved the numbers
 // (TestSwarm seed 809, once the first fix let it past its first stall).
 func TestTwoOutForBudget(t *testing.T) {
+	t.Parallel()
 	long(t) // whole networks over many epochs: the full pass runs it, the race pass would take half a minute
 	virtual(t, func(t *testing.T) {
 		bn := startBlameNet(t, 4, 3, 4, 2, func(c *ClientConfig) { c.AcceptBudgetDrops = true })

@@ -3,6 +3,7 @@ package node
 import "testing"
 
 func TestBufPool(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		var p bufPool
 		small := p.get(100)

@@ -12,6 +12,7 @@ import (
 // a cap (PIR's is per epoch), and the server side of its protocol accepts
 // the request type; an unknown request has no reply.
 func TestReplyTable(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		s := &Server{}
 		serveCaps := map[protocol.ID]func(wire.Type) int{

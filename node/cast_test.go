@@ -32,8 +32,10 @@ func castPositions(all ...int) []int {
 // next server's MAC check fails at the moved position, or, after the last
 // server, the moved payloads fail their pseudonyms' signatures.
 func TestCastServerSwaps(t *testing.T) {
+	t.Parallel()
 	for _, k := range castPositions(0, 1, 2) {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
+			t.Parallel()
 			virtual(t, func(t *testing.T) {
 				serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
 					return &serverHooks{corruptOut: func(r uint32, out [][]byte) {
@@ -51,8 +53,10 @@ func TestCastServerSwaps(t *testing.T) {
 // verify (one byte of its shuffle proof altered before it signs) is named
 // by every honest server from the signed step alone, at each position.
 func TestCastBadShuffleProof(t *testing.T) {
+	t.Parallel()
 	for _, k := range castPositions(0, 1, 2) {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
+			t.Parallel()
 			virtual(t, func(t *testing.T) {
 				recs := serverCaseEvidence(t, k, 1, func(fired *atomic.Bool) *serverHooks {
 					return &serverHooks{badProof: func(raw []byte) {
@@ -80,6 +84,7 @@ func TestCastBadShuffleProof(t *testing.T) {
 // is left out of the next m chains and an honest share and get complete
 // byte-exact. The last position is the only one that publishes.
 func TestCastWithholdsPublication(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		// A short round limit: each withheld epoch ends when it runs out.
 		p := testParams(6)

@@ -124,10 +124,11 @@ func indexEntryOf(s *Server, id [32]byte) (IndexEntry, bool, error) {
 // entries and manifests of its pages are never taken. An honest peer
 // serving the same epoch gets it all taken.
 func TestCatchupRefusesForgeries(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		s, err := NewServer(ctx, ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Nick: "victim",
+		s, err := NewServer(ctx, ServerConfig{Network: testNet(t), DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Nick: "victim",
 			MinServers: 3, MinClients: 2, NoLAN: true, Params: testParams(8), Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
@@ -180,7 +181,7 @@ func TestCatchupRefusesForgeries(t *testing.T) {
 		fake := bytes.Repeat([]byte{0x42}, 64)
 		fakeID := chunker.Sum(fake)
 		serveAs := func(mode string) peer.ID {
-			h, err := defaultNetwork.NewHost(nil, []string{"/ip4/127.0.0.1/tcp/0"})
+			h, err := newHost(t, nil, []string{"/ip4/127.0.0.1/tcp/0"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -348,10 +349,11 @@ func (f *fakeEpoch) cert(n uint64) []byte {
 // from that peer: a server restarted after 36 s down gave up every epoch
 // it had missed.
 func TestCatchupKeepsUnknownRecords(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		s, err := NewServer(ctx, ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Nick: "late",
+		s, err := NewServer(ctx, ServerConfig{Network: testNet(t), DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Nick: "late",
 			MinServers: 3, MinClients: 2, NoLAN: true, Params: testParams(8), Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
@@ -363,7 +365,7 @@ func TestCatchupKeepsUnknownRecords(t *testing.T) {
 		s.cert.top = 5 + catchupRecent
 		s.cert.mu.Unlock()
 
-		h, err := defaultNetwork.NewHost(nil, []string{"/ip4/127.0.0.1/tcp/0"})
+		h, err := newHost(t, nil, []string{"/ip4/127.0.0.1/tcp/0"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,11 +18,12 @@ import (
 // Without the fetch every round's list was refused; without the refusal
 // the ids were left out for ever.
 func TestLeaderFetchesOmitted(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("runs a loopback network")
 		}
-		net := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 3, Params: node.TestParams(32),
+		net := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 3, Params: node.TestParams(32),
 			Server: func(_ int, c *node.ServerConfig) { c.Store = node.NewMemStore() }})
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()

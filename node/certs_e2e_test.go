@@ -21,6 +21,7 @@ import (
 // it learnt a number only from the next Prepare, and nothing of the
 // epochs between).
 func TestCatchUpFromCerts(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("runs a loopback network")
@@ -68,6 +69,7 @@ func TestCatchUpFromCerts(t *testing.T) {
 // its turn comes, its number caught up from certificates (before, from the
 // text of the others' refusals).
 func TestLeaderKillRestart(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("runs a loopback network")

@@ -77,8 +77,9 @@ func finalCertBy(t *testing.T, chain []certKey, signers []certKey, n uint64) *wi
 // that carries one (which then leaves nothing behind), and the valid ones
 // of each kind pass.
 func TestCertForged(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
-		s, err := NewServer(context.Background(), ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2})
+		s, err := NewServer(context.Background(), ServerConfig{Network: testNet(t), DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,8 +257,9 @@ func sortKeys(ks []certKey) {
 // counted, and a hostile voter that signs many chains keeps one vote and
 // does not crowd out the others'.
 func TestTimeoutVotes(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
-		s, err := NewServer(context.Background(), ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2})
+		s, err := NewServer(context.Background(), ServerConfig{Network: testNet(t), DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,6 +51,7 @@ func (s *Server) heldEvidence() [][]byte {
 // each server against its own certificates gives the same charges, equal
 // to what each server counted, and the same exclusions.
 func TestReplayLogSameCharges(t *testing.T) {
+	t.Parallel()
 	long(t)
 	virtual(t, func(t *testing.T) {
 		p := testParams(16)

@@ -75,6 +75,7 @@ func (f *firstRequests) observer(name string) *testClientObserver {
 // control, a getter that takes its primary's copy as whole, does not
 // request the file in that epoch.
 func TestCheckpointGet(t *testing.T) {
+	t.Parallel()
 	for _, control := range []bool{false, true} {
 		virtual(t, func(t *testing.T) { checkpointGet(t, control) })
 	}
@@ -122,7 +123,7 @@ func checkpointGet(t *testing.T, control bool) {
 	start := func(name string, primary int) *Client {
 		o := fr.observer(name)
 		o.NoGapFill = control && name == "victim"
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[primary].Addrs()[0].String(), Logger: anonLogger(),
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[primary].Addrs()[0].String(), Logger: anonLogger(),
 			clientHookCfg: clientHookCfg{observe: o}})
 		if err != nil {
 			t.Fatal(err)
@@ -177,9 +178,11 @@ func checkpointGet(t *testing.T, control bool) {
 	if control {
 		// The honest getter is enough: the victim's epoch is over by then.
 		if err := wait.Until(ctx, 5*time.Minute, func() bool {
+			// Stats takes the client's lock, which the client holds
+			// while its observer takes fr.mu: not under fr.mu.
 			fr.mu.Lock()
-			defer fr.mu.Unlock()
 			_, ok := fr.first["honest"]
+			fr.mu.Unlock()
 			return ok && up.Stats().Epochs > epochs
 		}); err != nil {
 			t.Fatal(err)

@@ -18,13 +18,14 @@ import (
 // round left waiting for a departed client's slot (or a PIR answer that
 // can no longer come) fails the test instead of costing a limit.
 func TestChurn(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("runs a loopback network")
 		}
 		p := node.TestParams(16)
 		p.RoundLimitMs = 300000
-		tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 3, Params: p})
+		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 3, Params: p})
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		for i := 0; i < 3; i++ {

@@ -21,6 +21,7 @@ import (
 // may serve"). What it decides follows from the walk alone, the same for
 // every client of the epoch: each step is a fresh client (issue 26).
 func TestClientRefusesBudgetDrop(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		ids := make([]peer.ID, 3)
 		for i := range ids {

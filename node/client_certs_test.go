@@ -15,6 +15,7 @@ import (
 // before it took any). A tampered signature, a certificate of strangers,
 // of another number or none at all makes it refuse with the reason.
 func TestClientCertCheck(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		keys := newCertKeys(t, 3)
 		strangers := newCertKeys(t, 3)

@@ -20,12 +20,13 @@ import (
 // stored submissions are there, and the next start sends them again and
 // forgets them (§5.1 v2, §5.4).
 func TestOnionsStoredBeforeSending(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
-		tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 2, Params: node.TestParams(256)})
+		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 2, Params: node.TestParams(256)})
 		dir := t.TempDir()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		cfg := node.ClientConfig{Server: tn.Addr(0), DataDir: dir, MinAnonymity: 1, Now: true}
+		cfg := node.ClientConfig{Network: node.VirtualNet(t), Server: tn.Addr(0), DataDir: dir, MinAnonymity: 1, Now: true}
 		c, err := node.NewClient(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 // round, the client's signature over the onion's hash (§5.2); each kind
 // of forgery a sender could pass on is refused.
 func TestCheckClientSigs(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		const n = 3
 		var desc wire.Descriptor

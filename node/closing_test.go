@@ -18,6 +18,7 @@ import (
 // every round published; it is in the index log, and a client gets it
 // with its next index sync.
 func TestClosingRecordSynced(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(4)
 		tn := startAnonNet(t, 2, 0, 2, p, nil)
@@ -92,6 +93,7 @@ func TestClosingRecordSynced(t *testing.T) {
 // them from its client, which asks every chain server at once. Asking the
 // primary alone, it would never get one.
 func TestWindowRecordFromOtherServer(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(4)
 		tn := startAnonNet(t, 2, 0, 2, p, func(i int, c *ServerConfig) {

@@ -59,7 +59,7 @@ func startFounded(t *testing.T, m, n, minClients int, p Params, adjust func(i in
 	}
 	fn := &foundedNet{}
 	for i := range m {
-		sc := ServerConfig{DataDir: dirs[i], Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: append([]string(nil), fn.addrs...),
+		sc := ServerConfig{Network: testNet(t), DataDir: dirs[i], Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: append([]string(nil), fn.addrs...),
 			Nick: fmt.Sprintf("s%d", i), MinServers: m, MinClients: minClients, NoLAN: true, Params: p, Logger: anonLogger(),
 			Founders: founders}
 		if adjust != nil {
@@ -85,7 +85,7 @@ func (fn *foundedNet) addClient(t *testing.T) *Client { return fn.addClientCfg(t
 func (fn *foundedNet) addClientCfg(t *testing.T, adjust func(c *ClientConfig)) *Client {
 	t.Helper()
 	i := len(fn.clients)
-	cfg := ClientConfig{MinAnonymity: 1, Now: true, Server: fn.addrs[i%len(fn.addrs)], Logger: anonLogger()}
+	cfg := ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: fn.addrs[i%len(fn.addrs)], Logger: anonLogger()}
 	if adjust != nil {
 		adjust(&cfg)
 	}
@@ -198,7 +198,7 @@ type outsiderServer struct {
 func newOutsiderServer(t *testing.T, fn *foundedNet) *outsiderServer {
 	t.Helper()
 	k := newPeerKey(t)
-	h, err := newHost(k.priv, []string{"/ip4/127.0.0.1/tcp/0"})
+	h, err := newHost(t, k.priv, []string{"/ip4/127.0.0.1/tcp/0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,6 +258,7 @@ func (o *outsiderServer) vote(t *testing.T, s *Server, n uint64, chain []peer.ID
 // founders run their first epochs, nobody is charged, and a share
 // acknowledged after is fetched.
 func TestOutsidersCertifyAhead(t *testing.T) {
+	t.Parallel()
 	long(t) // a whole network over many epochs, also a swarm strategy: the full pass runs it
 	virtual(t, func(t *testing.T) {
 		fn := startFounded(t, 3, 0, 2, testParams(2), nil)
@@ -325,6 +326,7 @@ func TestOutsidersCertifyAhead(t *testing.T) {
 // numbers still end in the group's timeout certificates and epochs go on,
 // nobody is charged, and a share acknowledged meanwhile is fetched.
 func TestTimeoutVoteFlood(t *testing.T) {
+	t.Parallel()
 	long(t) // whole networks over many epochs: the full pass runs it, the race pass would take half a minute
 	virtual(t, func(t *testing.T) {
 		const silent = 0
@@ -437,6 +439,7 @@ func TestTimeoutVoteFlood(t *testing.T) {
 // leader costs T_lead). Epochs go on, no honest server is charged, and a
 // share acknowledged meanwhile is fetched.
 func TestLeaderHoldsOpen(t *testing.T) {
+	t.Parallel()
 	long(t) // whole networks over many epochs: the full pass runs it, the race pass would take half a minute
 	virtual(t, func(t *testing.T) {
 		fn := startFounded(t, 4, 4, 2, testParams(2), func(i int, c *ServerConfig) {
@@ -494,6 +497,7 @@ func TestLeaderHoldsOpen(t *testing.T) {
 // before it forwards them: the returning client is in the final
 // descriptor, nobody is charged.
 func TestFreshKeysAtWindowOpen(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(2)
 		p.RegWindowMs = 2000
@@ -623,6 +627,7 @@ func TestFreshKeysAtWindowOpen(t *testing.T) {
 // every other server accepts its absence once it refuses the question
 // "would you serve" for those parameters too: epochs run without it.
 func TestPrepareRefuser(t *testing.T) {
+	t.Parallel()
 	long(t) // a whole network over many epochs, also a swarm strategy: the full pass runs it
 	virtual(t, func(t *testing.T) {
 		const refuser = 3 // no client has it as primary
@@ -667,9 +672,11 @@ func TestPrepareRefuser(t *testing.T) {
 // (the void's proposer) is charged. Epochs go on and a share acknowledged
 // after is fetched.
 func TestEarlyNoPubCharged(t *testing.T) {
+	t.Parallel()
 	long(t) // whole networks over many epochs: the full pass runs it, the race pass would take half a minute
 	for _, kind := range []string{"abort", "void"} {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			virtual(t, func(t *testing.T) {
 				fn := startFounded(t, 3, 3, 3, testParams(16), nil)
 				byID := map[peer.ID]*Server{}

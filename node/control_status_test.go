@@ -11,6 +11,7 @@ import (
 // user's primary, every server the user requires and at least the user's
 // minimum anonymity set.
 func TestCheckHandover(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		ids := make([]peer.ID, 3)
 		for i := range ids {
@@ -41,6 +42,7 @@ func TestCheckHandover(t *testing.T) {
 // budget is not handed to a running client that takes them; the other
 // way round it is.
 func TestCheckBudgetHandover(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		for _, tc := range []struct{ running, job, ok bool }{{false, false, true}, {false, true, true}, {true, true, true}, {true, false, false}} {
 			err := CheckBudgetHandover(&ClientStatus{AcceptBudgetDrops: tc.running}, tc.job)

@@ -63,6 +63,7 @@ func TestGroupCost(t *testing.T) {
 // is under that figure stops with ErrOverBudget before it registers,
 // one above it runs.
 func TestGroupCostHolds(t *testing.T) {
+	t.Parallel()
 	long(t) // whole networks over many epochs: the full pass runs it, the race pass would take half a minute
 	virtual(t, func(t *testing.T) {
 		// Epochs long enough that their rounds, not their setups, make
@@ -88,7 +89,7 @@ func TestGroupCostHolds(t *testing.T) {
 		t.Logf("measured %.1f MiB/h sent, %.1f MiB/h received; worst case %.1f and %.1f", st.SentPerHour/(1<<20), st.RecvPerHour/(1<<20), worst.SendPerHour/(1<<20), worst.RecvPerHour/(1<<20))
 
 		addr := tn.servers[0].Addrs()[0].String()
-		low, err := NewClient(context.Background(), ClientConfig{MinAnonymity: 1, Now: true, Server: addr, MaxRate: worst.Max() * 0.99, Logger: anonLogger()})
+		low, err := NewClient(context.Background(), ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: addr, MaxRate: worst.Max() * 0.99, Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +102,7 @@ func TestGroupCostHolds(t *testing.T) {
 		if err := low.Err(); !errors.Is(err, ErrOverBudget) || low.Stats().Epochs != 0 {
 			t.Fatalf("client over budget: err %v after %d epochs", err, low.Stats().Epochs)
 		}
-		high, err := NewClient(context.Background(), ClientConfig{MinAnonymity: 1, Now: true, Server: addr, MaxRate: worst.Max() * 1.01, Logger: anonLogger()})
+		high, err := NewClient(context.Background(), ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: addr, MaxRate: worst.Max() * 1.01, Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -46,7 +46,7 @@ func startCrashNet(t *testing.T, m int) *crashNet {
 func startCrashNetWith(t *testing.T, m int, p node.Params, adjust func(c *node.ServerConfig)) *crashNet {
 	t.Helper()
 	cn := &crashNet{t: t, cfgs: make([]node.ServerConfig, m)}
-	cn.net = nodetest.New(t, nodetest.Config{Servers: m, Clients: m, Params: p, MinServers: m - 1, MinClients: 2,
+	cn.net = nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: m, Clients: m, Params: p, MinServers: m - 1, MinClients: 2,
 		Server: func(i int, c *node.ServerConfig) {
 			if adjust != nil {
 				adjust(c)
@@ -115,6 +115,7 @@ func (cn *crashNet) phase(i int, phase string, d time.Duration) {
 // The whole matrix runs with RIFFLE_LONG=1; otherwise a representative
 // subset (docs/proto-node.md "Hostile peers and crashes").
 func TestCrash(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs loopback networks")
 	}
@@ -143,6 +144,7 @@ func TestCrash(t *testing.T) {
 			name += "/number-lost"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			node.Virtual(t, func(t *testing.T) { crashCase(t, c.role, c.phase, c.restart, c.lost) })
 		})
 	}

@@ -147,6 +147,7 @@ func deadSlotRunVoids(t *testing.T, bn *blameNet, d *deadCase, wantVoid int) {
 // and an honest share and get complete byte-exact. Before, the blame
 // ended the epoch.
 func TestDeadSlotEpochGoesOn(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		bn := startBlameNetParams(t, testParams(64), 3, 3, 4, 3)
 		d := &deadCase{}
@@ -162,6 +163,7 @@ func TestDeadSlotEpochGoesOn(t *testing.T) {
 // TestDeadSlotBadPayload: the same for a client whose payloads' pseudonym
 // signatures fail (found at publication, walked from the last server).
 func TestDeadSlotBadPayload(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		bn := startBlameNetParams(t, testParams(64), 3, 3, 4, 3)
 		d := &deadCase{}
@@ -180,6 +182,7 @@ func TestDeadSlotBadPayload(t *testing.T) {
 // client whose onion was copied is never named, the replayer's slot dies
 // and the epoch goes on.
 func TestDeadSlotReplay(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		bn := startBlameNetParams(t, testParams(64), 3, 3, 4, 3)
 		d := &deadCase{}
@@ -207,6 +210,7 @@ func TestDeadSlotReplay(t *testing.T) {
 // slot dies with no round void (the first onion stands), and the epoch
 // runs to its end. Before, the evidence ended the epoch.
 func TestDeadSlotSecondOnion(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		bn := startBlameNetParams(t, testParams(64), 3, 3, 4, 3)
 		d := &deadCase{}
@@ -223,6 +227,7 @@ func TestDeadSlotSecondOnion(t *testing.T) {
 // that does not (the liar's epoch may end first) ends the epoch naming
 // nobody; no honest party is named, and the epoch ends early everywhere.
 func TestDeadSlotBadForward(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		bn := startBlameNetParams(t, testParams(64), 3, 2, 4, 2)
 		d := &deadCase{}
@@ -298,6 +303,7 @@ func TestDeadSlotBadForward(t *testing.T) {
 // reopened without the first), the epoch runs to its last round with two
 // void rounds, and an honest share and get complete byte-exact.
 func TestDeadSlotTwoCulprits(t *testing.T) {
+	t.Parallel()
 	long(t)
 	virtual(t, func(t *testing.T) {
 		bn := startBlameNetParams(t, testParams(64), 3, 3, 5, 3)

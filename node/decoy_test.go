@@ -76,6 +76,7 @@ func testPoolEpoch(ep [32]byte, R int, lists ...*wire.RoundList) *poolEpoch {
 // send the same decoys. A failed chunk is never a need (never requested on
 // purpose) and goes out only when a draw lands on it.
 func TestBackgroundRequests(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		idle := decoyClient(1)
 		if n := len(idle.backgroundRequests(nil, 1)); n != 0 {
@@ -153,6 +154,7 @@ func sortPairs(ps []wire.ListPair) {
 // asks for an id in every round weighs it no more than one that asked
 // once, and decoys follow how many pseudonyms asked.
 func TestDecoyPairsOncePerEpoch(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		c := decoyClient(7)
 		popular, loner := [32]byte{1}, [32]byte{2}

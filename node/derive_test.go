@@ -17,9 +17,10 @@ import (
 // (its pins exclude the leader) or is not live. The leader is the one of
 // the chain derived from the certificate.
 func TestLeftOutRefused(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		newSrv := func(allow []peer.ID) *Server {
-			s, err := NewServer(context.Background(), ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2, AllowServers: allow})
+			s, err := NewServer(context.Background(), ServerConfig{Network: testNet(t), DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2, AllowServers: allow})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,6 +17,7 @@ import (
 // every type it lists (an empty body fails in its case, never for want of
 // one).
 func TestDispatchFollowsTable(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		s := beaconServer(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -27,6 +27,7 @@ import (
 // primary has 24 returning clients of clean record and 40 first-time
 // clients from 10 other /24 ranges, the other primary 40 returning).
 func TestReturningDisruptorCost(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		const epochs = 100
 		type scenario struct {

@@ -73,6 +73,7 @@ func (f *dupFixture) proof(t *testing.T, cs *mix.ClientSecret, slot uint32) []by
 // slot, or from the primary of the slot; only for a slot the abort names;
 // once a slot; and every server verifies it itself.
 func TestDupProofSenders(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		f := newDupFixture(t)
 		ctx := context.Background()
@@ -118,6 +119,7 @@ func TestDupProofSenders(t *testing.T) {
 // Another server's abort signature is taken only from a chain server, over
 // this server's own statement.
 func TestDupAbortSignatures(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		f := newDupFixture(t)
 		s := f.s
@@ -153,6 +155,7 @@ func TestDupAbortSignatures(t *testing.T) {
 
 // The verdict rules (§4.1 v3), at the primary of slot 1.
 func TestDupVerdictRules(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		for _, c := range []struct {
 			name           string
@@ -203,6 +206,7 @@ func TestDupVerdictRules(t *testing.T) {
 // A client answers only an abort signed by every chain server that names
 // its slot.
 func TestCheckDupAbort(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		f := newDupFixture(t)
 		e := &cepoch{v: f.mid.final, slot: 1}

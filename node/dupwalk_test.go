@@ -97,7 +97,7 @@ func dupNet(t *testing.T, answer node.DupAnswer) *nodetest.Net {
 	l := newLeak()
 	low := lowKey()
 	// MinClients 3: the next epochs run without the accomplice.
-	return nodetest.New(t, nodetest.Config{Servers: 3, Clients: 4, MinClients: 3, Params: node.TestParams(8),
+	return nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 4, MinClients: 3, Params: node.TestParams(8),
 		Client: func(i int, c *node.ClientConfig) {
 			switch i {
 			case 0:
@@ -133,6 +133,7 @@ func waitEnded(t *testing.T, tn *nodetest.Net, reason string) {
 // the honest client never (walking only the later position named it), and
 // the honest client runs rounds in a later epoch.
 func TestDupFramedHonestClient(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
 		tn := dupNet(t, node.DupForge)
 		victim, acc := tn.Clients[0].PeerID(), tn.Clients[1].PeerID()
@@ -160,8 +161,9 @@ func TestDupFramedHonestClient(t *testing.T) {
 // TestDupBothProve: two clients that hold one discrete log (u_{i,1}
 // drawn equal) both prove it; both are culprits, named in the same setup.
 func TestDupBothProve(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
-		tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 4, Params: node.TestParams(8),
+		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 4, Params: node.TestParams(8),
 			Client: func(i int, c *node.ClientConfig) {
 				if i == 1 || i == 2 {
 					c.Rand = &dupReader{}
@@ -184,6 +186,7 @@ func TestDupBothProve(t *testing.T) {
 // silent client is only left out of the next epoch, the honest one is
 // not.
 func TestDupSilent(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
 		tn := dupNet(t, node.DupSilent)
 		victim, acc := tn.Clients[0].PeerID(), tn.Clients[1].PeerID()

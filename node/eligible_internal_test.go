@@ -17,10 +17,11 @@ import (
 // of a recorded chain does not, and a chain holding the newcomer is
 // refused as a withdrawal.
 func TestProbationPersists(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		dir := t.TempDir()
 		start := func() *Server {
-			s, err := NewServer(context.Background(), ServerConfig{DataDir: dir, Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), Probation: 3, MinServers: 2})
+			s, err := NewServer(context.Background(), ServerConfig{Network: testNet(t), DataDir: dir, Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), Probation: 3, MinServers: 2})
 			if err != nil {
 				t.Fatal(err)
 			}

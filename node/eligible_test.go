@@ -46,10 +46,11 @@ func serverIDs(t *testing.T, dir string, m int) []peer.ID {
 // after the first while server 3 serves, and its turns cost T_lead (here 3 s, about an
 // epoch).
 func TestAllowServer(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
 		dir := t.TempDir()
 		ids := serverIDs(t, dir, 4)
-		tn := nodetest.New(t, nodetest.Config{Servers: 4, Clients: 4, MinServers: 3, MinClients: 2, Dir: dir, Params: node.TestParams(2), Server: func(i int, c *node.ServerConfig) {
+		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 4, Clients: 4, MinServers: 3, MinClients: 2, Dir: dir, Params: node.TestParams(2), Server: func(i int, c *node.ServerConfig) {
 			// No probation: server 0, left out of the first chains by its
 			// pins, would otherwise be new to the others (TestProbation).
 			c.Probation = -1
@@ -107,17 +108,18 @@ func TestAllowServer(t *testing.T) {
 // their last number is n0: no chain holds it before epoch n0 + P_prob + 1
 // (before, it joined the next epoch), and it does join one after.
 func TestProbation(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
 		const prob = 2
 		p := node.TestParams(2)
-		tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 2, MinServers: 3, Params: p, Server: func(_ int, c *node.ServerConfig) { c.Probation = prob }})
+		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 2, MinServers: 3, Params: p, Server: func(_ int, c *node.ServerConfig) { c.Probation = prob }})
 		waitNumber(t, tn.Servers[0], 1, 30*time.Second)
 		n0 := tn.Servers[0].LastNumber()
 		var peers []string
 		for i := range tn.Servers {
 			peers = append(peers, tn.Addr(i))
 		}
-		ns, err := node.NewServer(context.Background(), node.ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: peers,
+		ns, err := node.NewServer(context.Background(), node.ServerConfig{Network: node.VirtualNet(t), DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: peers,
 			NoLAN: true, MinServers: 3, MinClients: 2, Params: p, Probation: prob, Logger: nodetest.Logger()})
 		if err != nil {
 			t.Fatal(err)

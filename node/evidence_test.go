@@ -15,6 +15,7 @@ import (
 // until it acknowledges, leaves a server that acknowledged alone, and gives
 // up on one that never does when the deadline passes, naming it.
 func TestDeliverAllRetries(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		ok, flaky, dead := peer.ID("ok"), peer.ID("flaky"), peer.ID("dead")
 		var mu sync.Mutex

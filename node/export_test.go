@@ -5,14 +5,19 @@ package node
 // only an external test package can use it).
 
 import (
+	"errors"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/node/transport/memnet"
 )
 
@@ -125,20 +130,63 @@ func (s *Server) KeyExcludedNext(key [32]byte) bool {
 }
 
 // virtual runs f in a synctest bubble on a fresh in-memory network (one
-// millisecond each way, as nodetest.Virtual's), which every server and
-// client that names no network uses: the network runs in virtual time. f's t must not call Run or Parallel.
+// millisecond each way, as nodetest.Virtual's): the network runs in
+// virtual time. Every server and client that f starts takes the network
+// from its config (testNet(t) gives it); none uses a package variable, so
+// tests in bubbles of their own run side by side (t.Parallel before
+// virtual: f's t must not call Run or Parallel).
 func virtual(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
 	synctest.Test(t, func(t *testing.T) {
-		old := defaultNetwork
-		defaultNetwork = memnet.New(virtualLink(t), 1)
-		defer func() { defaultNetwork = old }()
+		bubbleNets.Store(t, memnet.New(virtualLink(t), 1))
+		defer bubbleNets.Delete(t)
 		f(t)
 	})
 }
 
 // Virtual is virtual for the package's external tests.
 func Virtual(t *testing.T, f func(t *testing.T)) { virtual(t, f) }
+
+// bubbleNets holds the network of each test in virtual's bubble, by the
+// bubble's t.
+var bubbleNets sync.Map // testing.TB → *memnet.Net
+
+// testNet is the network of t's bubble (virtual), for a server's or a
+// client's Config.Network; nil (libp2p) outside one.
+func testNet(t testing.TB) transport.Network {
+	if n := testMemnet(t); n != nil {
+		return n
+	}
+	return nil
+}
+
+// testMemnet is the in-memory network of t's bubble, nil outside one.
+func testMemnet(t testing.TB) *memnet.Net {
+	n, ok := bubbleNets.Load(t)
+	if !ok {
+		return nil
+	}
+	return n.(*memnet.Net)
+}
+
+// VirtualNet is testNet for the package's external tests.
+func VirtualNet(t testing.TB) transport.Network { return testNet(t) }
+
+// The network of a config that names none is libp2p, on real sockets,
+// which a bubble cannot wait on: in the tests, a server or client that a
+// test starts in a bubble without a network fails at once, saying so.
+func init() { defaultNetwork = bubbleGuard{defaultNetwork} }
+
+type bubbleGuard struct{ transport.Network }
+
+func (g bubbleGuard) NewHost(priv crypto.PrivKey, listen []string) (transport.Host, error) {
+	// A bubble's clock starts at midnight UTC, 1 January 2000 (package
+	// testing/synctest), decades before any real clock.
+	if time.Now().Year() < 2010 {
+		return nil, errors.New("node test: a host in a synctest bubble needs the test's network (Config.Network = testNet(t))")
+	}
+	return g.Network.NewHost(priv, listen)
+}
 
 // virtualLink is the link of virtual's networks: a millisecond each way,
 // or RIFFLE_VIRTUAL_LINK=latency[,bytes/s] (the suite under slow links).

@@ -16,6 +16,7 @@ import (
 // published in the rounds after it (before, only the few sealed before
 // the leave were; the pseudonym's uploads stopped at the departure).
 func TestHandoverCarriesQueue(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("runs a network")
@@ -25,7 +26,7 @@ func TestHandoverCarriesQueue(t *testing.T) {
 		tn := startAnonNet(t, 3, 2, 2, p, nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		leaver, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
+		leaver, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,13 +16,14 @@ import (
 // same epoch for well over W rounds after the leave, and the epoch ends
 // only when the handed-over onions run out.
 func TestHandoverOnLeave(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("runs a loopback network")
 		}
 		p := node.TestParams(64)
 		p.RoundLimitMs = 300000 // a round waiting for the slot fails the test
-		tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 3, Params: p})
+		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 3, Params: p})
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		leaver, err := tn.NewClient(ctx, 1, node.ClientConfig{Logger: nodetest.Logger()})

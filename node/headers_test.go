@@ -21,7 +21,7 @@ import (
 // server (it reserved 276 MiB and 4 GiB, held for the streams' deadlines).
 func TestHeadersOnStreamReserveLittle(t *testing.T) {
 	s := beaconServer(t)
-	h, err := newHost(nil, nil)
+	h, err := newHost(t, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

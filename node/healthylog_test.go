@@ -22,6 +22,7 @@ import (
 // turn-taking, logged at debug. A client's progress says each epoch in
 // one line without the chain's ids.
 func TestHealthyNetworkLogsNoWarning(t *testing.T) {
+	t.Parallel()
 	long(t) // whole networks over many epochs: the full pass runs it, the race pass would take half a minute
 	virtual(t, func(t *testing.T) {
 		var logs lockedBuf
@@ -32,7 +33,7 @@ func TestHealthyNetworkLogsNoWarning(t *testing.T) {
 		var clients []*Client
 		var progress lockedBuf
 		for i := range 6 {
-			cfg := ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%3].Addrs()[0].String(), Logger: logger.With("client", i)}
+			cfg := ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i%3].Addrs()[0].String(), Logger: logger.With("client", i)}
 			if i == 3 {
 				cfg.Progress = &progress
 			}
@@ -43,7 +44,7 @@ func TestHealthyNetworkLogsNoWarning(t *testing.T) {
 			t.Cleanup(func() { c.Close() })
 			clients = append(clients, c)
 			if i%3 == 1 {
-				defaultNetwork.(*memnet.Net).SetLink(tn.servers[1].h.ID(), c.h.ID(), memnet.Link{Latency: 600 * time.Millisecond})
+				testMemnet(t).SetLink(tn.servers[1].h.ID(), c.h.ID(), memnet.Link{Latency: 600 * time.Millisecond})
 			}
 		}
 		data := anonRand(t, 3*int(p.ChunkSize))
@@ -61,7 +62,7 @@ func TestHealthyNetworkLogsNoWarning(t *testing.T) {
 		clients[5].Close()
 		clients[2].Close()
 		for i := range 2 {
-			c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i].Addrs()[0].String(), Logger: logger.With("client", 6+i)})
+			c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i].Addrs()[0].String(), Logger: logger.With("client", 6+i)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"maps"
+	"testing"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -32,7 +33,10 @@ func (c *Client) syncIndex(ctx context.Context) ([]IndexEntry, map[[32]byte][]by
 
 // newHost is a host of the network of the test (libp2p, or memnet in
 // virtual time).
-func newHost(priv crypto.PrivKey, listen []string) (transport.Host, error) {
+func newHost(t testing.TB, priv crypto.PrivKey, listen []string) (transport.Host, error) {
+	if n := testNet(t); n != nil {
+		return n.NewHost(priv, listen)
+	}
 	return defaultNetwork.NewHost(priv, listen)
 }
 

@@ -21,9 +21,9 @@ const IdentityFile = "identity.key"
 var DefaultListen = transport.DefaultListen
 
 // defaultNetwork carries the streams of a server or client whose
-// configuration names no network: libp2p. The package's tests run on an
-// in-memory network in virtual time by setting it (export_test.go); they
-// run one at a time.
+// configuration names no network: libp2p. Tests in virtual time give each
+// server and client the in-memory network of their bubble in its
+// configuration instead (export_test.go).
 var defaultNetwork transport.Network = transport.Libp2p{}
 
 // ResourceLimits returns the libp2p limit configuration riffle servers use.

@@ -13,6 +13,7 @@ import (
 // machine against riffle's: the defaults cap inbound connections far below
 // the hundreds of clients a primary serves.
 func TestResourceLimits(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		scaling := rcmgr.DefaultLimits
 		libp2p.SetDefaultServiceLimits(&scaling)
@@ -27,6 +28,7 @@ func TestResourceLimits(t *testing.T) {
 }
 
 func TestIdentityPersistsAndIsPrivate(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "data")
 		k1, err := LoadIdentity(dir)

@@ -211,7 +211,7 @@ func TestEpochNumberPersists(t *testing.T) {
 		if err := saveEpochNumber(dir, n); err != nil {
 			t.Fatal(err)
 		}
-		s, err := NewServer(context.Background(), ServerConfig{DataDir: dir, Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore()})
+		s, err := NewServer(context.Background(), ServerConfig{Network: testNet(t), DataDir: dir, Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -465,7 +465,7 @@ func TestAskerFirst(t *testing.T) {
 // read and refused with a reason.
 func TestOutsiderCapOnStream(t *testing.T) {
 	s := beaconServer(t)
-	h, err := newHost(nil, nil)
+	h, err := newHost(t, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

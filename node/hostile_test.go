@@ -62,7 +62,7 @@ type hostileFixture struct {
 func newHostileFixture(t *testing.T) *hostileFixture {
 	t.Helper()
 	p := testParams(8)
-	s, err := NewServer(context.Background(), ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"},
+	s, err := NewServer(context.Background(), ServerConfig{Network: testNet(t), DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"},
 		NoLAN: true, Store: NewMemStore(), MinServers: 3, Params: p})
 	if err != nil {
 		t.Fatal(err)
@@ -208,6 +208,7 @@ func (f *hostileFixture) batch(t *testing.T, e *sepoch, r uint32, S uint16, k cr
 }
 
 func TestHostileRoundHandlers(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		f := newHostileFixture(t)
 		mid, R := f.mid, f.p.Rounds
@@ -288,6 +289,7 @@ func TestHostileRoundHandlers(t *testing.T) {
 }
 
 func TestHostileIntake(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		f := newHostileFixture(t)
 		led, mid, R := f.led, f.mid, f.p.Rounds
@@ -435,6 +437,7 @@ func (f *hostileFixture) forwarded(t *testing.T, e *sepoch, key ed25519.PrivateK
 }
 
 func TestHostileEpochHandlers(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		f := newHostileFixture(t)
 		led, mid := f.led, f.mid

@@ -28,7 +28,7 @@ func indexServer(t *testing.T, page int) *Server {
 	t.Helper()
 	p := testParams(8)
 	p.IndexHours = 1
-	s, err := NewServer(context.Background(), ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"},
+	s, err := NewServer(context.Background(), ServerConfig{Network: testNet(t), DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"},
 		NoLAN: true, MinServers: 3, Params: p, Logger: anonLogger(), serverHookCfg: serverHookCfg{indexPage: page}})
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func indexFiles(t *testing.T, s *Server, n int) [][32]byte {
 // sync, called by the test. dir is its data directory ("" for none).
 func bareClient(t *testing.T, s *Server, dir string) *Client {
 	t.Helper()
-	h, err := newHost(nil, nil)
+	h, err := newHost(t, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +140,7 @@ func sameCopy(t *testing.T, s *Server, c *Client) {
 // across pages, each within the page budget, and the client's copy equals
 // the server's index.
 func TestIndexSyncPages(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		const page = 2 << 10
 		s := indexServer(t, page)
@@ -215,6 +216,7 @@ func TestIndexSyncPages(t *testing.T) {
 // only for the changes after its stored cursor: the few manifests indexed
 // since, not the whole index again.
 func TestIndexSyncResumes(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		s := indexServer(t, 0)
 		indexFiles(t, s, 10)
@@ -252,10 +254,11 @@ func TestIndexSyncResumes(t *testing.T) {
 // is refused unread; pages in flight are bounded; a server whose page does
 // not move the cursor on ends the client's sync.
 func TestIndexReqHostile(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		s := indexServer(t, 0)
 		indexFiles(t, s, 2)
-		h, err := newHost(nil, nil)
+		h, err := newHost(t, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +332,7 @@ func TestIndexReqHostile(t *testing.T) {
 		sameCopy(t, s, fresh)
 
 		// A hostile server: every page says more follows, at the same cursor.
-		bad, err := newHost(nil, []string{"/ip4/127.0.0.1/tcp/0"})
+		bad, err := newHost(t, nil, []string{"/ip4/127.0.0.1/tcp/0"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -359,6 +362,7 @@ func TestIndexReqHostile(t *testing.T) {
 // the signed request lists, and the client completes its copy from
 // another server of the chain; the user is told of the gap.
 func TestIndexGapFilledFromAnotherServer(t *testing.T) {
+	t.Parallel()
 	long(t)
 	virtual(t, func(t *testing.T) {
 		data, manifests, _, _ := manifestFile(t)
@@ -408,6 +412,7 @@ func TestIndexGapFilledFromAnotherServer(t *testing.T) {
 // TestMemStoreIndexSince: the in-memory store (tests, the demo) logs and
 // pages the index as the bbolt store does.
 func TestMemStoreIndexSince(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		st := NewMemStore()
 		var want [][32]byte

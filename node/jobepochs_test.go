@@ -20,6 +20,7 @@ import (
 // goes on, a new epoch beyond it pauses it (its chunks are skipped, a job
 // queued behind it still goes), and a resume allows J more.
 func TestJobEpochsCount(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		c := &Client{cfg: ClientConfig{clientHookCfg: clientHookCfg{jobEpochs: 3}}}
 		if ep := c.newJobEpochs(0); ep.limit != 3 {
@@ -105,7 +106,7 @@ func TestLongJobPauses(t *testing.T) {
 		}
 		reqEpochs[epoch] += len(ids)
 	}}
-	down, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1}})
+	down, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,6 +108,7 @@ func epochRanOn(t *testing.T, s *Server, id [32]byte) int {
 // with no void, and the shared file is fetched whole. Before, the failed
 // delivery ended the epoch.
 func TestLostBatchFetched(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(8)
 		p.RoundLimitMs = 4000
@@ -144,6 +145,7 @@ func TestLostBatchFetched(t *testing.T) {
 // server, the epoch runs on, and the file is fetched whole. Before, the
 // round's missing publication charged the last server.
 func TestWithheldBatchVoidCharged(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(64) // room for a void round's chunks 32 rounds on (resendHold)
 		p.RoundLimitMs = 4000
@@ -177,6 +179,7 @@ func TestWithheldBatchVoidCharged(t *testing.T) {
 // the claimant, never the last server. Before, the ending abort was
 // charged to the last server.
 func TestWithheldBatchTwiceEndsEpoch(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(8)
 		p.RoundLimitMs = 4000

@@ -21,7 +21,7 @@ import (
 // beaconServer is a server on 127.0.0.1 with LAN discovery off, so that a
 // test never sends multicast; LAN tests feed its notifee by hand.
 func beaconServer(t testing.TB) *Server {
-	s, err := NewServer(context.Background(), ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore()})
+	s, err := NewServer(context.Background(), ServerConfig{Network: testNet(t), DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore()})
 	if err != nil {
 		t.Fatal(err)
 	}

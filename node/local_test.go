@@ -75,18 +75,19 @@ func maxGap(log []timedSend, t wire.Type, from, to time.Time) time.Duration {
 // slow by a hook, the downloading client's submissions and queries go out
 // at the pace of the rounds throughout.
 func TestLocalWorkDoesNotDelay(t *testing.T) {
+	t.Parallel()
 	long(t)
 	virtual(t, func(t *testing.T) {
 		tn := startAnonNet(t, 3, 0, 2, testParams(256), nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger()})
+		up, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer up.Close()
 		var rec timedRecorder
-		down, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), OnSend: rec.add, Logger: anonLogger()})
+		down, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), OnSend: rec.add, Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +142,7 @@ func TestLsReadsSyncedCopy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var rec timedRecorder
-	c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), OnSend: rec.add, Logger: anonLogger()})
+	c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), OnSend: rec.add, Logger: anonLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/node/transport/memnet"
 )
 
 // TestOpenSignatureLost (§3): one server's signature of the first open
@@ -20,9 +19,10 @@ import (
 // aborts it, and epochs go on. Without the abort the group stayed at that
 // number for good (TestSwarm seed 6: one stream lost to a lossy link).
 func TestOpenSignatureLost(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		var lost atomic.Int32
-		defaultNetwork.(*memnet.Net).LoseReplies(func(_, _ peer.ID, proto protocol.ID, typ byte) bool {
+		testMemnet(t).LoseReplies(func(_, _ peer.ID, proto protocol.ID, typ byte) bool {
 			// The first signature asked for is the open descriptor's.
 			return proto == ProtoEpoch && wire.Type(typ) == wire.TypeSignReq && lost.CompareAndSwap(0, 1)
 		})

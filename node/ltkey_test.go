@@ -28,6 +28,7 @@ import (
 // epochs on each repeat, capped, and the exclusion and its count survive a
 // restart (store bucket key-excluded); a blamed key loses its clean record.
 func TestKeyStrikeDoubles(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		dir := t.TempDir()
 		bs, err := openStore(dir, store.Options{}, nil)
@@ -83,6 +84,7 @@ func TestKeyStrikeDoubles(t *testing.T) {
 // slot no blame named (a genuine signature of an honest client that a
 // malicious primary publishes) excludes nobody either.
 func TestKeyExcludedEverywhere(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		bn := startBlameNet(t, 3, 3, 4, 3)
 		bad := bn.clients[1] // primary: chain position 1
@@ -133,7 +135,7 @@ func TestKeyExcludedEverywhere(t *testing.T) {
 		}
 		// The same key at another primary is refused, and says why.
 		var prog lockedBuf
-		again, err := NewClient(context.Background(), ClientConfig{Server: bn.servers[2].Addrs()[0].String(), LongTermKey: bad.ltKey,
+		again, err := NewClient(context.Background(), ClientConfig{Network: testNet(t), Server: bn.servers[2].Addrs()[0].String(), LongTermKey: bad.ltKey,
 			Logger: rbLogger(), MinAnonymity: 1, Now: true, Progress: &prog})
 		if err != nil {
 			t.Fatal(err)
@@ -259,6 +261,7 @@ func TestLongTermSigOnlyToPrimary(t *testing.T) {
 // drops a returning client for a first-timer. The clean and dry records
 // come from the epochs' ends (recordClients).
 func TestReturningClientsFirst(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		s := storeServer(t)
 		n, m := uint32(MinClientCap), 2
@@ -418,6 +421,7 @@ func TestReturningClientsFirst(t *testing.T) {
 // refuses evidence whose registration verifies or whose signature is not
 // the primary's.
 func TestForwardedRegistrationSigned(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		f := newHostileFixture(t)
 		var logBuf lockedBuf

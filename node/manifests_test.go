@@ -81,6 +81,7 @@ func manifestParams() Params {
 // synced: no output position ever requests a manifest id, and the file
 // arrives whole.
 func TestGetTakesManifestsFromIndex(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		data, manifests, chunks, _ := manifestFile(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -147,6 +148,7 @@ func requestNet(t *testing.T, ctx context.Context) (up, down *Client, asked func
 // (what it needs comes from the link and the synced index, never from an
 // answer).
 func TestCorruptedAnswersChangeNoRequest(t *testing.T) {
+	t.Parallel()
 	long(t)
 	virtual(t, func(t *testing.T) {
 		data, _, chunks, _ := manifestFile(t)
@@ -159,7 +161,7 @@ func TestCorruptedAnswersChangeNoRequest(t *testing.T) {
 		defer cancel()
 		var log requestLog
 		client := func(server int, name string) *Client {
-			c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[server].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: log.observer(name)}})
+			c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[server].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: log.observer(name)}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -213,6 +215,7 @@ func TestCorruptedAnswersChangeNoRequest(t *testing.T) {
 // the budget leaves waits for later rounds, and what the epoch's end
 // still leaves is dropped.
 func TestManifestCaps(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		cand := func(pos int, tag byte) manifestCand {
 			return manifestCand{pos: pos, id: [32]byte{tag, byte(pos)}, data: []byte{1}}
@@ -319,6 +322,7 @@ func TestManifestCapsShortEpochs(t *testing.T) {
 // TestIndexCarriesManifests: a server's index holds the bytes of every
 // manifest chunk indexed, and a client keeps those that parse, by id.
 func TestIndexCarriesManifests(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		var kept [][]byte
 		_, err := chunker.Share(bytes.NewReader(make([]byte, 40<<10)), "z", "", MinChunkSize, chunker.ShareOptions{}, func(id chunker.ID, c []byte) error {
@@ -364,6 +368,7 @@ func TestIndexCarriesManifests(t *testing.T) {
 // leaves manifests out of its copy of the index notices at its next sync
 // and warns its user; a client of an honest primary sees no gap.
 func TestIndexGapDetected(t *testing.T) {
+	t.Parallel()
 	long(t)
 	virtual(t, func(t *testing.T) {
 		data, _, _, _ := manifestFile(t)
@@ -409,6 +414,7 @@ func TestIndexGapDetected(t *testing.T) {
 // counts as published once a later list of the epoch names it, and goes
 // back to the queue if the epoch ends first.
 func TestSharerKeepsManifestsForLaterEpochs(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{})}
 		c := &Client{}
@@ -477,19 +483,20 @@ func TestSharerKeepsManifestsForLaterEpochs(t *testing.T) {
 // of four; the fifth, left out of the signed list, is sent again and taken
 // in a later epoch.
 func TestIndexCapsPerPseudonym(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(48)
 		p.ChunkSize = MinChunkSize
 		tn := startAnonNet(t, 3, 0, 2, p, nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger(),
+		up, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger(),
 			clientHookCfg: clientHookCfg{observe: &testClientObserver{NoManifestCap: true}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer up.Close()
-		other, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger()})
+		other, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 )
 
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	nodetest.Virtual(t, func(t *testing.T, net *memnet.Net) { endToEnd(t, net) })
 }
 

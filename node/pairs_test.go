@@ -15,6 +15,7 @@ import (
 // position's published payload asked for: a get's requests appear as
 // pairs.
 func TestRoundListPairsPublished(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(4)
 		type key struct {

@@ -8,6 +8,7 @@ import (
 // TestCheckParams: the defaults fit; parameters whose PIR work (§9) cannot
 // fit the round limit at the assumed XOR rate are refused, naming the work.
 func TestCheckParams(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		if err := checkParams(DefaultParams().wire(), DefaultPIRRate); err != nil {
 			t.Fatalf("defaults refused: %v", err)

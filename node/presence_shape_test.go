@@ -24,6 +24,7 @@ import (
 // own; so are the polls' counts, which follow the round timing: their
 // sizes are compared as far as all three have them.)
 func TestPresenceWireShape(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		type frame struct {
 			t    wire.Type
@@ -56,7 +57,7 @@ func TestPresenceWireShape(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		newClient := func(srv int) *Client {
-			c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[srv].Addrs()[0].String(), Logger: anonLogger()})
+			c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[srv].Addrs()[0].String(), Logger: anonLogger()})
 			if err != nil {
 				t.Fatal(err)
 			}

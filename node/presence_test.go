@@ -14,6 +14,7 @@ import (
 // frequency within 5 standard deviations of its probability, whatever
 // the client does (the draw reads only random bytes).
 func TestPresenceDraw(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		const draws = 64000
 		count := map[int]int{}
@@ -44,11 +45,12 @@ func TestPresenceDraw(t *testing.T) {
 // before the client has been present for its drawn number of full epochs
 // (here set to 2); then the job runs.
 func TestJobWaitsForPresence(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		tn := startAnonNet(t, 3, 1, 2, testParams(8), nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 // Test vectors of docs/proto-node.md (the Merkle roots were checked with an
 // independent Python implementation): a change of any encoding fails here.
 func TestProtoVectors(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		root := merkleRoot([][]byte{[]byte("a"), []byte("b"), []byte("c")})
 		empty := merkleRoot(nil)

@@ -10,6 +10,7 @@ import (
 // rounds only, and takes no state for rounds that are over or too far
 // ahead, so that an epoch's memory does not grow with its rounds.
 func TestRoundWindow(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(256)
 		v := &view{desc: &wire.Descriptor{Params: p.wire()}}

@@ -34,6 +34,7 @@ func testPayload(chunk string, sig byte) []byte {
 // only its digest D and its signature; a malformed entry gets the ordinary
 // leaf over its bytes. The vector is in docs/proto-node.md.
 func TestPublishedRoot(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		const b, k = 16, 1
 		entries := [][]byte{testPayload("abc", 1), testPayload("", 2), testPayload("0123456789abcdef", 3)}

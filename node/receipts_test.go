@@ -21,6 +21,7 @@ import (
 // the client holds the m signed receipts, each checked against its
 // server's key.
 func TestReceiptsEveryServer(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		tn := startAnonNet(t, 3, 6, 6, testParams(8), nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
@@ -74,6 +75,7 @@ func TestReceiptsEveryServer(t *testing.T) {
 // every server that receipted it, its primary and the others alike; no
 // final descriptor is signed.
 func TestLeaderDropsReceipted(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var dropped struct {
@@ -134,6 +136,7 @@ func waitUntil(d time.Duration, f func() bool) error {
 // oversized registrations are refused before any proof is checked and
 // change nothing; a good one is receipted with this server's signature.
 func TestReceiptsHostile(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		f := newHostileFixture(t)
 		e := f.open // chain a, s, b; led by a; open here

@@ -75,12 +75,14 @@ func abortEpochs(t *testing.T, s *Server, limit int) func() []uint64 {
 // honest share and get complete byte-exact; never m epochs in a row end
 // by it. At each chain position (m = 3).
 func TestRefusalBudget(t *testing.T) {
+	t.Parallel()
 	positions := []int{0, 1, 2}
 	if testing.Short() {
 		positions = []int{1}
 	}
 	for _, k := range positions {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
+			t.Parallel()
 			virtual(t, func(t *testing.T) {
 				// The clients take chains that dropped the aborting server
 				// (--accept-budget-drops): this test is about the servers.
@@ -175,6 +177,7 @@ func TestRefusalBudget(t *testing.T) {
 // TestRefusalCountsSurviveRestart: the counted aborts are in the data
 // directory, so a restarted server still leaves the same server out.
 func TestRefusalCountsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		dir := t.TempDir()
 		priv, err := LoadIdentity(t.TempDir())

@@ -15,6 +15,7 @@ import (
 // repeated batch was mixed and passed on again, and the last server's
 // payloads were stored twice.
 func TestRepeatedBatchMixedOnce(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("runs a loopback network")

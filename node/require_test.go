@@ -17,8 +17,9 @@ import (
 // TestRequireServer: a client pinned to a server that is not in the chain
 // refuses every epoch (§3 v2), while the others run.
 func TestRequireServer(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
-		tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 2, Params: node.TestParams(16)})
+		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 2, Params: node.TestParams(16)})
 		_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
 		if err != nil {
 			t.Fatal(err)

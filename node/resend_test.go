@@ -27,6 +27,7 @@ import (
 // 1 + G full epochs (at least one, at most ResendWaitMax) and a private
 // file is encrypted again.
 func TestResendRule(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		for _, private := range []bool{false, true} {
 			act, _, err := resendRule(recordNone, private, rand.Reader)
@@ -320,6 +321,7 @@ func (w *withholder) hooks(b, k int) *serverHooks {
 // first into the next epoch, where the withholding server could see the
 // same bytes from a new pseudonym.
 func TestVoidRoundNotResent(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(6)
 		p.RoundLimitMs = 4000
@@ -404,6 +406,7 @@ func TestVoidRoundNotResent(t *testing.T) {
 // Before, the void ended the epoch and the chunk went out under the next
 // epoch's pseudonym.
 func TestVoidRoundGoesOn(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(64)
 		p.RoundLimitMs = 4000

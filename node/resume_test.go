@@ -15,8 +15,9 @@ import (
 // TestResumableGet interrupts a download and starts it again into the same
 // directory: the second run fetches only what the partial file lacks.
 func TestResumableGet(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
-		tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 4, Params: node.TestParams(64)})
+		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 4, Params: node.TestParams(64)})
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		const chunks = 12

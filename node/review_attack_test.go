@@ -31,6 +31,7 @@ import (
 // came by their own deadlines, and the attested abort charges the leader
 // at every server.
 func TestStaggeredOpenFramesSigner(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		const lead = 2 * time.Second
 		fn := startFounded(t, 4, 4, 2, testParams(2), func(i int, c *ServerConfig) {
@@ -98,6 +99,7 @@ func TestStaggeredOpenFramesSigner(t *testing.T) {
 // and the void charges the first part that more than half of the others
 // lacked: the middle server's, at every server.
 func TestSilentMiddleFramesLast(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(64) // room for a void round's chunks 32 rounds on (resendHold)
 		p.RoundLimitMs = 4000

@@ -9,6 +9,7 @@ import (
 // TestRootEquivocation: the same root twice is fine; a second, different
 // root signed for one (round, S) ends the epoch and is kept as evidence.
 func TestRootEquivocation(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		s := beaconServer(t)
 		// A descriptor, as every final view has (S_0 closes the ended epoch).

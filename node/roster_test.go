@@ -13,8 +13,9 @@ import (
 // TestRosterGossip: two servers that know only a third learn each other
 // through its hellos, and all three agree on the chain.
 func TestRosterGossip(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
-		tn := nodetest.New(t, nodetest.Config{Servers: 3, MinServers: 9, Server: func(i int, c *node.ServerConfig) {
+		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, MinServers: 9, Server: func(i int, c *node.ServerConfig) {
 			c.Peers = c.Peers[:min(1, len(c.Peers))] // server 0 only
 			c.Store = node.NewMemStore()
 		}})

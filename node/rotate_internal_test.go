@@ -15,8 +15,9 @@ import (
 // server's Prepare for the same N is refused before any key is drawn, and
 // so is one from a sender outside its own chain.
 func TestPrepareFromNumbersLeader(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
-		s, err := NewServer(context.Background(), ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2})
+		s, err := NewServer(context.Background(), ServerConfig{Network: testNet(t), DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,8 +39,9 @@ func waitLed(t *testing.T, tn *nodetest.Net, within time.Duration, skip int) {
 // that three servers running epochs 1, 2, 3 each lead one (before, the
 // lowest peer id led every epoch).
 func TestRotatingLeader(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
-		tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 2, Params: node.TestParams(2)})
+		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 2, Params: node.TestParams(2)})
 		waitLed(t, tn, 40*time.Second, -1)
 	})
 }
@@ -53,6 +54,7 @@ func TestRotatingLeader(t *testing.T) {
 // included, takes with that certificate (certs.go; before, each server
 // moved past the number on its own, and nothing was certified).
 func TestSilentLeader(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
 		dir := t.TempDir()
 		ids := serverIDs(t, dir, 3)
@@ -62,7 +64,7 @@ func TestSilentLeader(t *testing.T) {
 				silent = i
 			}
 		}
-		tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 2, MinServers: 3, Dir: dir, Params: node.TestParams(2), Server: func(i int, c *node.ServerConfig) {
+		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 2, MinServers: 3, Dir: dir, Params: node.TestParams(2), Server: func(i int, c *node.ServerConfig) {
 			c.LeaderTimeout = time.Second
 			if i == silent {
 				c.MinServers = 4

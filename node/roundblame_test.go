@@ -77,7 +77,7 @@ func startBlameNetParams(t *testing.T, p Params, m, minServers, n, minClients in
 	var servers []*Server
 	var peers []string
 	for i := 0; i < m; i++ {
-		s, err := NewServer(ctx, ServerConfig{DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: peers,
+		s, err := NewServer(ctx, ServerConfig{Network: testNet(t), DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: peers,
 			Nick: fmt.Sprintf("s%d", i), MinServers: minServers, MinClients: minClients, NoLAN: true, Params: p, Logger: rbLogger()})
 		if err != nil {
 			t.Fatal(err)
@@ -109,7 +109,7 @@ func startBlameNetParams(t *testing.T, p Params, m, minServers, n, minClients in
 		bn.servers = append(bn.servers, byID[id])
 	}
 	for i := 0; i < n; i++ {
-		cfg := ClientConfig{Server: bn.servers[i%m].Addrs()[0].String(), Logger: rbLogger(), MinAnonymity: 1, Now: true}
+		cfg := ClientConfig{Network: testNet(t), Server: bn.servers[i%m].Addrs()[0].String(), Logger: rbLogger(), MinAnonymity: 1, Now: true}
 		for _, o := range opts {
 			o(&cfg)
 		}
@@ -207,12 +207,14 @@ func shareAndGet(t *testing.T, up, down *Client) {
 // (it seals layer j under a wrong MAC key, so layers before j open) is
 // named by every server, and only its slot is walked.
 func TestRoundBlameClientMAC(t *testing.T) {
+	t.Parallel()
 	layers := []int{0, 1, 2}
 	if testing.Short() {
 		layers = []int{1}
 	}
 	for _, layer := range layers {
 		t.Run(fmt.Sprintf("layer%d", layer), func(t *testing.T) {
+			t.Parallel()
 			virtual(t, func(t *testing.T) {
 				bn := startBlameNet(t, 3, 3, 4, 3)
 				bad := bn.clients[1]
@@ -329,12 +331,14 @@ func serverCaseEvidence(t *testing.T, k, wantEvidence int, hooks func(fired *ato
 // output is named by every honest server (a MAC failure at the next
 // server, or a bad payload after the last), at each chain position.
 func TestRoundBlameServerCorrupts(t *testing.T) {
+	t.Parallel()
 	positions := []int{0, 1, 2}
 	if testing.Short() {
 		positions = []int{1}
 	}
 	for _, k := range positions {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
+			t.Parallel()
 			virtual(t, func(t *testing.T) {
 				serverCaseEvidence(t, k, map[int]int{0: 2, 1: 2, 2: 1}[k], func(fired *atomic.Bool) *serverHooks {
 					return &serverHooks{corruptOut: func(r uint32, out [][]byte) {
@@ -352,12 +356,14 @@ func TestRoundBlameServerCorrupts(t *testing.T) {
 // intact entry (or a client's intact onion, at S_0) is named by every
 // honest server, at each chain position.
 func TestRoundBlameFalseAccusation(t *testing.T) {
+	t.Parallel()
 	positions := []int{0, 1, 2}
 	if testing.Short() {
 		positions = []int{2}
 	}
 	for _, k := range positions {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
+			t.Parallel()
 			virtual(t, func(t *testing.T) {
 				probed := make(chan error, 1)
 				serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
@@ -382,12 +388,14 @@ func TestRoundBlameFalseAccusation(t *testing.T) {
 // by every honest server from the two signed roots, at each position that
 // announces roots (the last server's batch is the publication itself).
 func TestRoundBlameEquivocation(t *testing.T) {
+	t.Parallel()
 	positions := []int{0, 1}
 	if testing.Short() {
 		positions = []int{0}
 	}
 	for _, k := range positions {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
+			t.Parallel()
 			virtual(t, func(t *testing.T) {
 				serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
 					return &serverHooks{equivocate: func(r uint32) bool {
@@ -404,6 +412,7 @@ func TestRoundBlameEquivocation(t *testing.T) {
 // though every server refuses the first delivery of the evidence (a lost
 // delivery: the sender retries until each acknowledges).
 func TestRoundBlameSecondOnion(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		bn := startBlameNet(t, 3, 3, 4, 3)
 		var refused atomic.Int32
@@ -452,12 +461,14 @@ func TestRoundBlameSecondOnion(t *testing.T) {
 // one entry left out is named by every honest server from the signed batch
 // itself, at each chain position.
 func TestRoundBlameMissingEntry(t *testing.T) {
+	t.Parallel()
 	positions := []int{0, 1, 2}
 	if testing.Short() {
 		positions = []int{1}
 	}
 	for _, k := range positions {
 		t.Run(fmt.Sprintf("pos%d", k), func(t *testing.T) {
+			t.Parallel()
 			virtual(t, func(t *testing.T) {
 				serverCase(t, k, func(fired *atomic.Bool) *serverHooks {
 					return &serverHooks{dropOut: func(r uint32) bool { return r == 1 && fire(fired) }}

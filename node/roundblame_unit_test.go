@@ -14,6 +14,7 @@ import (
 // TestMerklePath: every entry of every batch size proves against the root
 // of merkleRoot, and nothing else does.
 func TestMerklePath(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		for n := 1; n <= 17; n++ {
 			entries := make([][]byte, n)
@@ -56,6 +57,7 @@ func TestMerklePath(t *testing.T) {
 // TestStrikeDoubles: a culprit client's exclusion doubles on each repeat
 // (1, 2, 4, … epochs), capped, per key.
 func TestStrikeDoubles(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		s := &Server{}
 		want := []uint64{11, 12, 14, 18, 26}
@@ -79,6 +81,7 @@ func TestStrikeDoubles(t *testing.T) {
 // TestBlamedServerSurvivesRestart: a culprit server recorded in the store
 // stays out of the chain after a restart (the record is read back).
 func TestBlamedServerSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		dir := t.TempDir()
 		_, pub, err := crypto.GenerateEd25519Key(rand.Reader)

@@ -20,6 +20,7 @@ import (
 // exactly b bytes that show no chunk id of the file, and no index entry
 // (name, size) for it.
 func TestPrivateShareSealedIndex(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		data := make([]byte, 40<<10) // a root and two nodes at 1 KiB chunks
 		rand.Read(data)

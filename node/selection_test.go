@@ -76,6 +76,7 @@ func noFinal(t *testing.T, tn *anonNet) {
 // refused by the other servers before any registration's proofs, and no
 // final descriptor is signed.
 func TestLeaderReordersOrder(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		tn, logs := cheatNet(t, &leaderCheat{list: func(rl *wire.RegList) {
 			for i := range rl.Orders {
@@ -157,6 +158,7 @@ func (c *selectionCase) check(keys [][32]byte) error {
 // registration out of a selection under the cap, from the leader's list
 // alone.
 func TestSelectionRecomputed(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		c := newSelectionCase(t)
 		honest := selectCandidates(c.id, c.beta, c.all, c.primaryOf, c.rank, MinClientCap, 2)

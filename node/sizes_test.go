@@ -39,6 +39,7 @@ func (r *recorder) snapshot() []sent {
 // that idles send the same message types, each type in the same sequence
 // of sizes (§1: sizes never depend on what a user does).
 func TestWireSizesEqual(t *testing.T) {
+	t.Parallel()
 	node.Long(t) // sizes, not concurrency: the race pass took 49 s over what TestEndToEnd covers; the full pass runs it
 	node.Virtual(t, func(t *testing.T) {
 		const m, n = 3, 6
@@ -49,7 +50,7 @@ func TestWireSizesEqual(t *testing.T) {
 		for i := range recs {
 			recs[i] = &recorder{}
 		}
-		tn := nodetest.New(t, nodetest.Config{Servers: m, Clients: n, Params: p,
+		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: m, Clients: n, Params: p,
 			Server: func(i int, c *node.ServerConfig) { c.Store = node.NewMemStore() },
 			Client: func(i int, c *node.ClientConfig) { c.OnSend = func(t uint8, n int) { recs[i].add(wire.Type(t), n) } }})
 		clients := tn.Clients

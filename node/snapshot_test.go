@@ -20,8 +20,9 @@ import (
 // GetProgress, and checks what the client and server snapshots say of a
 // running network (the web UI's view).
 func TestSnapshots(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
-		tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 2, Params: node.TestParams(16)})
+		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 2, Params: node.TestParams(16)})
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		up, down := tn.Clients[0], tn.Clients[1]

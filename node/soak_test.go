@@ -23,6 +23,7 @@ import (
 // servers' live heap must not grow with the rounds run (a leak of round
 // state shows as a heap that keeps climbing).
 func TestSoak(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
 		if os.Getenv("RIFFLE_SOAK") == "" {
 			t.Skip("set RIFFLE_SOAK=1 (make soak)")
@@ -33,7 +34,7 @@ func TestSoak(t *testing.T) {
 		}
 		p := node.TestParams(24)
 		p.RoundLimitMs = 600000
-		tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 4, Params: p})
+		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 4, Params: p})
 		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 		end := time.Now().Add(time.Duration(minutes) * time.Minute)
 		// The live heap without the servers' free recycled buffers (bounded by

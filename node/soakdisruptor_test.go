@@ -155,7 +155,7 @@ func soakDisruptorRun(t *testing.T, length time.Duration, disrupt bool) soakRun 
 				}
 				disruptor.Close()
 				dir := filepath.Join(t.TempDir(), "disruptor")
-				c, err := NewClient(context.Background(), ClientConfig{Server: bn.servers[0].Addrs()[0].String(), DataDir: dir,
+				c, err := NewClient(context.Background(), ClientConfig{Network: testNet(t), Server: bn.servers[0].Addrs()[0].String(), DataDir: dir,
 					Logger: rbLogger(), MinAnonymity: 1, Now: true})
 				if err != nil {
 					t.Error(err)

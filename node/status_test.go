@@ -15,8 +15,9 @@ import (
 // and once rounds run, a round time and a throughput (read while the
 // network runs, so that -race sees the reads against the epoch's writes).
 func TestStatus(t *testing.T) {
+	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
-		tn := nodetest.New(t, nodetest.Config{Servers: 3, Clients: 2, Params: node.TestParams(64)})
+		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 2, Params: node.TestParams(64)})
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		var st node.ServerStatus

@@ -14,6 +14,7 @@ import (
 // TestBoltStoreReopen: a server's store in its data directory keeps the
 // chunks, the index and the request lists across a restart (§7).
 func TestBoltStoreReopen(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		dir := t.TempDir()
 		st, err := openStore(dir, StoreOptions{}, nil)
@@ -69,9 +70,10 @@ func TestBoltStoreReopen(t *testing.T) {
 // TestServerRestartKeepsStore: a server restarted on the same data
 // directory serves the chunks and index its previous run stored.
 func TestServerRestartKeepsStore(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		dir := t.TempDir()
-		cfg := ServerConfig{DataDir: dir, Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Params: testParams(4)}
+		cfg := ServerConfig{Network: testNet(t), DataDir: dir, Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Params: testParams(4)}
 		s, err := NewServer(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -106,6 +108,7 @@ func TestServerRestartKeepsStore(t *testing.T) {
 // TestIndexWireRoundTrip: an index entry crosses the client protocol with
 // every field but the epoch, which the wire does not carry.
 func TestIndexWireRoundTrip(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		in := []IndexEntry{{FileID: [32]byte{1}, Name: "a b.txt", Size: 1 << 40, Chunks: 7, Epoch: [32]byte{2}, Round: 9, Time: time.Unix(1700000001, 0)}}
 		out := indexFromWire(indexToWire(in))

@@ -17,10 +17,11 @@ import (
 // reason, and the next strike doubles the span instead of starting over
 // (docs/protocol.md §8 "After a blame"; store bucket client-strikes).
 func TestClientStrikesSurviveRestart(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		dir := t.TempDir()
 		start := func() *Server {
-			s, err := NewServer(context.Background(), ServerConfig{DataDir: dir, Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, MinServers: 2})
+			s, err := NewServer(context.Background(), ServerConfig{Network: testNet(t), DataDir: dir, Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, MinServers: 2})
 			if err != nil {
 				t.Fatal(err)
 			}

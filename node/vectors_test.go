@@ -9,6 +9,7 @@ import (
 
 // TestRouteVector pins the Route encoding written in docs/proto-node.md.
 func TestRouteVector(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		got := hex.EncodeToString((&wire.Route{Epoch: [32]byte{1}, S: 1, Out: 2, In: 3, Proof: []byte{9, 9}}).Marshal())
 		want := "01" + "00000000000000000000000000000000000000000000000000000000000000" + "0001" + "00000002" + "00000003" + "00000002" + "0909"
@@ -21,6 +22,7 @@ func TestRouteVector(t *testing.T) {
 // TestBatchVector pins the Batch encoding written in docs/proto-node.md: a
 // published batch of two entries, the first sent without its zero run.
 func TestBatchVector(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		b := wire.Batch{Epoch: [32]byte{1}, Round: 2, S: 3,
 			Entries:      [][]byte{{0xaa, 0, 0, 0, 0xbb}, {0xcc}},

@@ -22,6 +22,7 @@ import (
 // named. Before, the first such epoch never ended: every server and
 // client of the chain waited for the publication for ever.
 func TestVoidLastRounds(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		last   int    // how many of the last rounds are kept
@@ -32,6 +33,7 @@ func TestVoidLastRounds(t *testing.T) {
 		{"last two rounds", 2, 3, "epoch's end: no publication of round 3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			virtual(t, func(t *testing.T) {
 				p := testParams(4)
 				p.RoundLimitMs = 3000

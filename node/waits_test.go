@@ -117,7 +117,7 @@ func measureWaits(t *testing.T, n, pairs, jobs int, chunk uint32) *waitSamples {
 	defer cancel()
 	var clients []*Client
 	for i := range n {
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 2, Server: tn.servers[i%3].Addrs()[0].String(), Logger: anonLogger()})
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 2, Server: tn.servers[i%3].Addrs()[0].String(), Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}

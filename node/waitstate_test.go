@@ -17,6 +17,7 @@ import (
 // is short, clients when too few wait, and the running epoch, with its
 // round and about how long is left, when it joins between two epochs.
 func TestWaitSaysWhy(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -46,7 +47,7 @@ func TestWaitSaysWhy(t *testing.T) {
 		saysSoon(tn.clients[0], "waiting for clients", "at least 2 clients")
 
 		// A second client: epochs run. A third joins while one runs.
-		second, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
+		second, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +56,7 @@ func TestWaitSaysWhy(t *testing.T) {
 			st := tn.clients[0].Status()
 			return st.Epoch != "" && st.EpochRounds >= 2
 		}, "no epoch ran")
-		third, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger()})
+		third, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}

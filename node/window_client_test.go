@@ -25,6 +25,7 @@ import (
 // request of the job goes out, in the epochs after either, until the user
 // resumes it; resumed, it finishes with the file's bytes.
 func TestSitOutPausesJobs(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		var refuse atomic.Bool
 		var victim atomic.Pointer[peer.ID]
@@ -54,20 +55,20 @@ func TestSitOutPausesJobs(t *testing.T) {
 			},
 		}
 		progress := &lockedBuf{}
-		down, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger(), Progress: progress, clientHookCfg: clientHookCfg{observe: o}})
+		down, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger(), Progress: progress, clientHookCfg: clientHookCfg{observe: o}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer down.Close()
 		id := down.h.ID()
 		victim.Store(&id)
-		up, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
+		up, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer up.Close()
 		// A third client, so that epochs run while the victim sits out.
-		idle, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
+		idle, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,6 +146,7 @@ func TestSitOutPausesJobs(t *testing.T) {
 // what the client held before. (A list of the epochs it held told a
 // newcomer from the others.)
 func TestWindowRequestSame(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		const m = 3
 		var mu sync.Mutex
@@ -179,7 +181,7 @@ func TestWindowRequestSame(t *testing.T) {
 			defer mu.Unlock()
 			return len(got) >= DecoyEpochs+2
 		}, "no epochs")
-		late, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[2].Addrs()[0].String(), Logger: anonLogger()})
+		late, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[2].Addrs()[0].String(), Logger: anonLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,6 +209,7 @@ func TestWindowRequestSame(t *testing.T) {
 // their end: an epoch enters the window two numbers on, for every client
 // alike, whenever its record reached any of them.
 func TestWindowTwoNumbersOn(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		var mu sync.Mutex
 		newest := map[uint64]uint64{} // N → the window's newest number
@@ -222,7 +225,7 @@ func TestWindowTwoNumbersOn(t *testing.T) {
 		tn := startAnonNet(t, 2, 1, 2, testParams(4), nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,6 +252,7 @@ func TestWindowTwoNumbersOn(t *testing.T) {
 // records, and N's chain may be new. Three stand-in servers answer: s1
 // and s2 are N's chain, s2 and s3 N − 1's.
 func TestWindowAsksPreviousChain(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -258,7 +262,7 @@ func TestWindowAsksPreviousChain(t *testing.T) {
 			if i < 3 {
 				listen = []string{"/ip4/127.0.0.1/tcp/0"}
 			}
-			h, err := defaultNetwork.NewHost(nil, listen)
+			h, err := newHost(t, nil, listen)
 			if err != nil {
 				t.Fatal(err)
 			}

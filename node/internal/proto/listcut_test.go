@@ -11,6 +11,7 @@ func idOf(b byte) (id [32]byte) { id[0] = b; return }
 // others' first requests out of a full list; the cut is sorted and takes
 // no id twice; ids nobody holds are skipped.
 func TestRoundRobinCut(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		greedy := [][32]byte{idOf(1), idOf(2), idOf(3), idOf(4), idOf(5)}
 		byPos := [][][32]byte{greedy, {idOf(9)}, {idOf(8), idOf(1)}, nil}
@@ -48,6 +49,7 @@ func TestRoundRobinCut(t *testing.T) {
 // TestRoundRobinCutSubset: the cut run over the list plus any ids of
 // the held set gives the list again (the holder's check of §5.3).
 func TestRoundRobinCutSubset(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		byPos := [][][32]byte{{idOf(1), idOf(2), idOf(3)}, {idOf(4), idOf(2)}, {idOf(5), idOf(6)}, {idOf(7)}}
 		heldAll := map[[32]byte]bool{idOf(1): true, idOf(2): true, idOf(3): true, idOf(4): true, idOf(6): true, idOf(7): true}

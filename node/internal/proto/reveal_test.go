@@ -37,6 +37,7 @@ func randomReveals(t *testing.T, m int) [][wire.CommitSize]byte {
 // (CheckReveals, which every server runs before it signs the final
 // descriptor and every client runs on it, checkSigned).
 func TestWrongRevealRefused(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		reveals := randomReveals(t, 3)
 		if err := CheckReveals(revealDesc(reveals)); err != nil {
@@ -66,6 +67,7 @@ func TestWrongRevealRefused(t *testing.T) {
 // selection depends on β, and every server that recomputes it from the
 // same reveals gets the same one.
 func TestSelectionFollowsBeta(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		id := [32]byte{7}
 		primaryOf := map[[32]byte]uint16{}
@@ -104,6 +106,7 @@ func TestSelectionFollowsBeta(t *testing.T) {
 // known, to sort first under H(epoch id ‖ key) ranks uniformly under
 // H(epoch id ‖ β ‖ key) with β from the servers' reveals.
 func TestGroundKeyNoAdvantage(t *testing.T) {
+	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		id := [32]byte{9}
 		// The Sybil grinds 4096 keys for the smallest hash it can compute
