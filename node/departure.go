@@ -87,11 +87,15 @@ func (s *Server) onDisconnect(p peer.ID) {
 }
 
 // onConnEnd feeds connection ends to onDisconnect and onServerDisconnect.
+// It comes on the transport's goroutine, which nothing of s waits for: the
+// handler gate orders its s.wg.Add before Close's s.wg.Wait (a context
+// check alone raced with Close).
 func (s *Server) onConnEnd(p peer.ID) {
-	if s.ctx.Err() != nil {
+	if s.ctx.Err() != nil || !s.handlers.enter() {
 		return
 	}
 	s.wg.Add(1)
+	s.handlers.leave()
 	go func() {
 		defer s.wg.Done()
 		s.onDisconnect(p)
