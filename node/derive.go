@@ -61,6 +61,21 @@ func (s *Server) takenChain(n uint64) []peer.ID {
 	return s.groupChain()
 }
 
+// holdsPrevGroup reports whether chain, proposed for number n, holds more
+// than half of the chain of n−1's certificate kept here (holdsCertGroup;
+// true without one: the servers asked check it). Never call with s.mu
+// held.
+func (s *Server) holdsPrevGroup(n uint64, chain []peer.ID) bool {
+	if n <= 1 {
+		return true
+	}
+	c, ok := s.certOf(n - 1)
+	if !ok {
+		return true
+	}
+	return holdsCertGroup(chainIDs(chain), c)
+}
+
 // checkLeftOut refuses a Prepare whose chain leaves out a server of its
 // previous certificate without a cause that holds here. A full chain
 // (wire.MaxServers) leaves servers out by its size. Never call with s.mu
