@@ -314,14 +314,14 @@ func TestWindowAsksPreviousChain(t *testing.T) {
 // client of an epoch asks every chain server for the window at once,
 // before it registers, so that no server counts it as one of its clients
 // yet. Served from the index pages' slots, of which such peers share 8, a
-// server refused all but 8 of them ("try again"), and at 32 clients many
-// found every server busy, sat the epoch out and paused their jobs for
-// good. Now window requests have slots of their own, one per peer at a
-// time, and a client asks a busy server again: over three epochs of 32
-// clients, none sits out.
+// server refused all but 8 of them ("try again"): at the client cap (64
+// clients at these parameters) 53 found every server busy, sat an epoch
+// out and paused their jobs for good. Now window requests have 32 slots of
+// their own, one per peer at a time, and a client asks a busy server
+// again: over three epochs of 64 clients, none sits out.
 func TestWindowAtClientCap(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		const m, n = 3, 32
+		const m, n = 3, MinClientCap
 		tn := startAnonNet(t, m, 0, 2, testParams(4), nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
