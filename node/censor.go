@@ -20,7 +20,7 @@ const maxOmittedNamed = 8
 
 // omittedHeld returns, sorted, the ids requested in round x that this
 // server holds and that the proposal rl leaves out although the cut rule
-// keeps them (§5.3 v3: the round-robin cut of listcut.go over the ids any
+// keeps them (§5.3 v3: the round-robin cut of internal/proto/listcut.go over the ids any
 // server holds). An honest holder of such an id refuses to sign: the
 // leader would otherwise censor a request by leaving it out. It runs the
 // cut over the proposal's ids and its own held ones: ids the full cut

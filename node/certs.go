@@ -3,7 +3,6 @@ package node
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -43,8 +42,6 @@ const (
 	// server away for longer than it catches up from (at 30 s an epoch,
 	// over 8 hours).
 	certKeep = 1024
-	// tagTimeout is the domain tag of a timeout signature.
-	tagTimeout = "riffle/v3/timeout"
 	// maxVoters bounds the signers whose votes are kept per number, one
 	// vote each (its latest): servers whose rosters disagree sign
 	// different chains, and a hostile one cannot crowd out the others'.
@@ -76,44 +73,6 @@ type numVotes struct {
 type voteSet struct {
 	chain [][]byte
 	sigs  map[uint16][64]byte
-}
-
-func u64(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
-
-// openCertDigest is what a server signs for the open descriptor of number
-// n with epoch id id.
-func openCertDigest(n uint64, id [32]byte) [32]byte {
-	return taggedHash(tagDescOpen, u64(n), id[:])
-}
-
-// finalCertDigest is what a server signs for the final descriptor of
-// number n, epoch id id, whose encoding hashes to dg: a final certificate
-// carries the three and is checked without the descriptor.
-func finalCertDigest(n uint64, id, dg [32]byte) [32]byte {
-	return taggedHash(tagDescFinal, u64(n), id[:], dg[:])
-}
-
-// timeoutDigest is what a server signs when no open descriptor of n came
-// within T_lead, chain being its group chain.
-func timeoutDigest(n uint64, chain [][]byte) [32]byte {
-	return taggedHash(tagTimeout, append([][]byte{u64(n)}, chain...)...)
-}
-
-// timeoutQuorum is the signatures a timeout certificate over a chain of m
-// servers needs: more than half of the m−1 servers other than the
-// number's leader. A silent leader cannot stop it (its signature does not
-// count), and one server alone can neither make it (it needs at least two
-// signers from m = 3 on) nor stop it (at least one of the others' votes
-// is spare from m = 4 on; at m = 3 both others must sign). At m = 2 the
-// one other server decides, as it could by refusing anyway.
-func timeoutQuorum(m int) int { return (m-1)/2 + 1 }
-
-func chainIDs(chain []peer.ID) [][]byte {
-	out := make([][]byte, len(chain))
-	for i, p := range chain {
-		out[i] = []byte(p)
-	}
-	return out
 }
 
 // knownServers is the group a certificate is verified against when this
@@ -206,44 +165,6 @@ func (s *Server) checkCert(c *wire.Cert) error {
 	return verifyCert(c, s.knownServers())
 }
 
-// verifyCertIn checks c against group, the group certified for its
-// number: more than half of group in c's chain, and for a timeout,
-// signers of group only, other than the number's leader, more than half
-// of group's servers other than it; then every signature, as verifyCert.
-func verifyCertIn(c *wire.Cert, group map[peer.ID]bool) error {
-	chain, err := certChain(c)
-	if err != nil {
-		return err
-	}
-	in := 0
-	for _, p := range chain {
-		if group[p] {
-			in++
-		}
-	}
-	if 2*in <= len(group) {
-		return fmt.Errorf("node: certificate of %d: %d of the %d servers certified for it in its chain", c.Number, in, len(group))
-	}
-	if c.Kind == wire.CertTimeout && len(c.Chain) >= 2 {
-		lead := chain[c.Number%uint64(len(chain))]
-		voters := len(group)
-		if group[lead] {
-			voters--
-		}
-		n := 0
-		for _, sg := range c.Sigs {
-			if p := chain[sg.Index]; !group[p] {
-				return fmt.Errorf("node: timeout certificate of %d signed by %s, outside the group certified for it", c.Number, p.ShortString())
-			}
-			n++
-		}
-		if 2*n <= voters {
-			return fmt.Errorf("node: timeout certificate of %d has %d signatures of the group's %d voters", c.Number, n, voters)
-		}
-	}
-	return checkCertSigs(c, chain)
-}
-
 // errChainMinority refuses a Prepare whose chain holds at most half of the
 // group certified for its number.
 const errChainMinority = wire.Refusal("node: prepared chain holds at most half of the previous certificate's chain")
@@ -272,107 +193,6 @@ func holdsCertGroup(chain [][]byte, prev *wire.Cert) bool {
 		}
 	}
 	return 2*in > len(group)
-}
-
-// verifyCert checks a certificate against the known servers: a majority of
-// its chain known here, and the signatures its kind needs (every chain
-// server's for final and abort, timeoutQuorum known servers' other than
-// the leader for a timeout), each by its chain position's key.
-func verifyCert(c *wire.Cert, known map[peer.ID]bool) error {
-	chain, err := certChain(c)
-	if err != nil {
-		return err
-	}
-	m := len(chain)
-	nKnown := 0
-	for _, p := range chain {
-		if known[p] {
-			nKnown++
-		}
-	}
-	if nKnown < m/2+1 {
-		return fmt.Errorf("node: certificate of %d: %d of its %d servers known here", c.Number, nKnown, m)
-	}
-	if c.Kind == wire.CertTimeout && m >= 2 {
-		n := 0
-		for _, sg := range c.Sigs {
-			if p := chain[sg.Index]; !known[p] {
-				return fmt.Errorf("node: timeout certificate of %d signed by %s, unknown here", c.Number, p.ShortString())
-			}
-			n++
-		}
-		if n < timeoutQuorum(m) {
-			return fmt.Errorf("node: timeout certificate of %d has %d signatures, needs %d", c.Number, n, timeoutQuorum(m))
-		}
-	}
-	return checkCertSigs(c, chain)
-}
-
-// certChain decodes c's chain after checking its encoding.
-func certChain(c *wire.Cert) ([]peer.ID, error) {
-	if c.Kind == wire.CertNone {
-		return nil, errors.New("node: no certificate")
-	}
-	if err := c.Unmarshal(c.Marshal()); err != nil {
-		return nil, fmt.Errorf("node: certificate: %w", err)
-	}
-	chain := make([]peer.ID, len(c.Chain))
-	for i, b := range c.Chain {
-		p, err := peer.IDFromBytes(b)
-		if err != nil {
-			return nil, fmt.Errorf("node: certificate peer id %d: %w", i, err)
-		}
-		chain[i] = p
-	}
-	return chain, nil
-}
-
-// checkCertSigs checks what a certificate's kind needs whoever counts:
-// every chain server's signature for final and abort (with a chain
-// server's signed abort), none by the leader for a timeout, each by its
-// chain position's key.
-func checkCertSigs(c *wire.Cert, chain []peer.ID) error {
-	m := len(chain)
-	var dg [32]byte
-	switch c.Kind {
-	case wire.CertFinal:
-		dg = finalCertDigest(c.Number, c.Epoch, c.Digest)
-	case wire.CertAbort:
-		dg = openCertDigest(c.Number, c.Epoch)
-	}
-	if c.Kind == wire.CertTimeout {
-		if m < 2 {
-			return errors.New("node: timeout certificate of one server")
-		}
-		dg = timeoutDigest(c.Number, c.Chain)
-		lead := int(c.Number % uint64(m))
-		for _, sg := range c.Sigs {
-			if int(sg.Index) == lead {
-				return fmt.Errorf("node: timeout certificate of %d signed by its leader", c.Number)
-			}
-		}
-	} else if len(c.Sigs) != m {
-		return fmt.Errorf("node: certificate of %d has %d signatures for %d servers", c.Number, len(c.Sigs), m)
-	}
-	for _, sg := range c.Sigs {
-		if err := verifyPeerSig(chain[sg.Index], dg, sg.Sig); err != nil {
-			return fmt.Errorf("node: certificate of %d: %w", c.Number, err)
-		}
-	}
-	if c.Kind == wire.CertAbort {
-		var a wire.Abort
-		if err := a.Unmarshal(c.Abort); err != nil {
-			return fmt.Errorf("node: certificate abort: %w", err)
-		}
-		signer := peer.ID(a.Signer)
-		if a.Epoch != c.Epoch || a.Number != c.Number || !inChain(chain, signer) {
-			return fmt.Errorf("node: certificate of %d holds an abort of another epoch or signer", c.Number)
-		}
-		if err := verifyPeerSig(signer, abortDigest(&a), a.Sig); err != nil {
-			return fmt.Errorf("node: certificate abort: %w", err)
-		}
-	}
-	return nil
 }
 
 // certOf returns the kept certificate of n.

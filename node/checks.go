@@ -2,7 +2,6 @@ package node
 
 import (
 	"bytes"
-	"crypto/ecdh"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"errors"
@@ -16,7 +15,6 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
-	"github.com/riffle-net/riffle/pir"
 )
 
 // view is what anyone derives from a descriptor after checking it (§3).
@@ -29,58 +27,6 @@ type view struct {
 	D          [][]byte
 	lim        wire.Limits
 }
-
-// genericLimits bound a descriptor before its parameters are known.
-func genericLimits() wire.Limits {
-	return wire.Limits{Servers: wire.MaxServers, Clients: MaxClientsCap, Rounds: MaxRounds, Rows: MaxRowsCap, K: MaxK, Chunk: MaxChunkSize,
-		Onion: mix.OnionSize(MaxChunkSize, MaxK, wire.MaxServers), Reg: mix.RegistrationSize(wire.MaxServers), Index: 1 << 20}
-}
-
-// limitsFor bounds every message of an epoch with m servers.
-func limitsFor(p wire.Params, m int) wire.Limits {
-	b, k := int(p.ChunkSize), int(p.K)
-	return wire.Limits{Servers: m, Clients: int(p.MaxClients), Rounds: int(p.Rounds), Rows: int(p.MaxRows), K: k, Chunk: b,
-		Onion: mix.OnionSize(b, k, m), Reg: mix.RegistrationSize(m), Step: mix.StepResultSize(int(p.MaxClients), m, 0),
-		Index: 1 << 20, MaskSize: pir.MaskBytes(int(p.MaxRows))}
-}
-
-// checkParams refuses parameters out of range or whose PIR work cannot fit
-// the round limit at rate bytes/s of XOR (§9: about (L/8)·(256 + n·k)·b
-// bytes per server and round, counted for the caps n and L).
-func checkParams(p wire.Params, rate float64) error {
-	switch {
-	case p.ChunkSize < MinChunkSize || p.ChunkSize > MaxChunkSize:
-		return fmt.Errorf("node: chunk size %d outside [%d, %d]", p.ChunkSize, MinChunkSize, MaxChunkSize)
-	case p.K < 1 || p.K > MaxK:
-		return fmt.Errorf("node: %d request slots outside [1, %d]", p.K, MaxK)
-	case p.Rounds < 1 || p.Rounds > MaxRounds:
-		return fmt.Errorf("node: %d rounds outside [1, %d]", p.Rounds, MaxRounds)
-	case p.W < 1 || uint32(p.W) > p.Rounds:
-		return fmt.Errorf("node: cover window %d outside [1, %d]", p.W, p.Rounds)
-	case p.MaxClients < MinClientCap || p.MaxClients > MaxClientsCap:
-		// (v3) a floor, so that no leader can put a client alone (n−1).
-		return fmt.Errorf("node: client cap %d outside [%d, %d]", p.MaxClients, MinClientCap, MaxClientsCap)
-	case p.MaxRows < 1 || p.MaxRows > MaxRowsCap:
-		return fmt.Errorf("node: row cap %d outside [1, %d]", p.MaxRows, MaxRowsCap)
-	case p.RoundLimitMs < 100:
-		return fmt.Errorf("node: round limit %d ms too short", p.RoundLimitMs)
-	case p.RoundIntervalMs < MinRoundIntervalMs || p.RoundIntervalMs > MaxRoundIntervalMs:
-		return fmt.Errorf("node: round interval %d ms outside [%d, %d]", p.RoundIntervalMs, MinRoundIntervalMs, MaxRoundIntervalMs)
-	}
-	work := pirWork(int(p.MaxClients), int(p.K), int(p.MaxRows), int(p.ChunkSize))
-	if secs := work / rate; secs > float64(p.RoundLimitMs)/1000 {
-		return fmt.Errorf("node: PIR work of %.3g bytes (n=%d, k=%d, L=%d, b=%d) needs %.1f s at %.3g B/s, more than the round limit of %d ms",
-			work, p.MaxClients, p.K, p.MaxRows, p.ChunkSize, secs, rate, p.RoundLimitMs)
-	}
-	return nil
-}
-
-// pirWork is §9's XOR volume for one server and round.
-func pirWork(n, k, L, b int) float64 {
-	return float64(L) / 8 * float64(256+n*k) * float64(b)
-}
-
-func epochID(d *wire.Descriptor) [32]byte { return taggedHash(tagEpochID, d.MarshalGroup()) }
 
 // openDigest is what every server signs for the open descriptor: the
 // number and the epoch id (an abort certificate carries these signatures,
@@ -162,32 +108,6 @@ func checkDescriptor(d *wire.Descriptor, rate float64) (*view, error) {
 	return v, nil
 }
 
-// lowOrderProbe is a fixed X25519 private key. A low-order public key
-// gives the all-zero shared secret with every private key, which
-// crypto/ecdh reports as an error: one ECDH with any fixed scalar detects
-// it (the technique of mix's client-key check, applied to the servers' D_j:
-// a D_j of low order would make every client's PIR seeds with that server
-// public, §6.2).
-var lowOrderProbe = func() *ecdh.PrivateKey {
-	k, err := ecdh.X25519().NewPrivateKey(bytes.Repeat([]byte{0x5a}, 32))
-	if err != nil {
-		panic(err) // unreachable: any 32 bytes are an X25519 private key
-	}
-	return k
-}()
-
-// checkX25519 rejects a malformed or low-order X25519 public key.
-func checkX25519(b []byte) error {
-	pk, err := ecdh.X25519().NewPublicKey(b)
-	if err != nil {
-		return err
-	}
-	if _, err := lowOrderProbe.ECDH(pk); err != nil {
-		return fmt.Errorf("key of low order: %w", group.ErrIdentity)
-	}
-	return nil
-}
-
 // checkSigned verifies a signed descriptor: structure and all m signatures.
 func checkSigned(sd *wire.Signed, rate float64) (*view, error) {
 	v, err := checkDescriptor(&sd.Desc, rate)
@@ -219,10 +139,6 @@ func checkSigned(sd *wire.Signed, rate float64) (*view, error) {
 		}
 	}
 	return v, nil
-}
-
-func registerDigest(r *wire.Register) [32]byte {
-	return taggedHash(tagRegister, r.Epoch[:], r.XKey[:], r.Reg)
 }
 
 // parseRegister checks a registration's envelope against an epoch (its

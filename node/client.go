@@ -88,7 +88,7 @@ func (c *ClientConfig) network() transport.Network {
 // and carries share and get jobs.
 type Client struct {
 	cfg   ClientConfig
-	ltKey *LongTermKey // signs each registration for the primary (ltkey.go)
+	ltKey *LongTermKey // signs each registration for the primary (internal/proto/ltkey.go)
 	db    *store.ClientDB
 	// The data directory's network (netbind.go): bound is closed once db
 	// is this network's; until then the database opened at start waits

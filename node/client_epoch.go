@@ -252,7 +252,7 @@ func (c *Client) join(ctx context.Context, v *view, pidx int) (*cepoch, *wire.Si
 	dg := registerDigest(&msg)
 	copy(msg.Sig[:], ed25519.Sign(priv, dg[:]))
 	// The long-term key's signature goes to the primary only (§8).
-	cr := wire.ClientRegister{Reg: msg, LTKey: c.ltKey.Public(), LTSig: c.ltKey.sign(msg.Epoch, msg.RegKey)}
+	cr := wire.ClientRegister{Reg: msg, LTKey: c.ltKey.Public(), LTSig: c.ltKey.Sign(msg.Epoch, msg.RegKey)}
 	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeRegister, Body: cr.Marshal(), Timeout: pollTimeout})
 	if err != nil {
 		return fail(err)

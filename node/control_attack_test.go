@@ -555,7 +555,7 @@ func TestFreshKeysAtWindowOpen(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cr := wire.ClientRegister{Reg: msg, LTKey: lt.Public(), LTSig: lt.sign(msg.Epoch, msg.RegKey)}
+			cr := wire.ClientRegister{Reg: msg, LTKey: lt.Public(), LTSig: lt.Sign(msg.Epoch, msg.RegKey)}
 			from := newPeerKey(t).id
 			wg.Add(1)
 			go func() {

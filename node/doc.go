@@ -17,17 +17,25 @@
 //   - lan.go: LAN discovery (mDNS), bounded and backed off.
 //   - roster.go: the roster of live servers and the chain it orders.
 //   - proto.go: protocol ids, framing, the one call path and serve path.
+//   - internal/proto (package proto): the rules both sides share, pure
+//     functions: tagged hashes, Merkle roots and peer signatures, the
+//     parameter bounds and checks, the epoch id, the client selection and
+//     its commit-reveal, the long-term key, the request list's cut, the
+//     certificates' digests and checks, the receipts' (its package doc
+//     lists its files).
+//   - protonames.go: the names by which node's files use what moved to
+//     internal/proto; they go when the server and client move.
 //   - caps.go: the read caps, replies and accepted types of each protocol,
 //     from wire's message table.
 //
 // Server:
 //   - server.go: Server, its configuration and life cycle.
-//   - checks.go: pure checks over decoded messages (parameters, descriptor,
-//     registrations, request lists, client signatures); no libp2p.
+//   - checks.go: checks over decoded messages that derive or use a view
+//     (descriptor, registrations, request lists, client signatures).
 //   - epoch.go: a server's state of one epoch (sepoch), its end and erasure.
 //   - leader.go: the leader loop: prepare, open, close and finalise an epoch.
-//   - bounded.go: what bounds a leader (§3 v3): group constants, the
-//     client cap's floor, the client selection with per-primary quotas.
+//   - selection.go: the leader's candidates and the check of its
+//     selection (§3 v3), over internal/proto's bounded.go and reveal.go.
 //   - epoch_handlers.go: the epoch protocol's handlers on every server.
 //   - setup.go: the setup chain of verifiable shuffles (§4.2).
 //   - blame.go, departure.go: share faults at setup, departed clients.
@@ -38,8 +46,8 @@
 //     answer leaves the roster and ends its epochs.
 //   - epochnum.go: epoch numbers, bounded and kept in the data directory.
 //   - certs.go: certified epoch numbers (§3 v3): final, abort and timeout
-//     certificates, timeout votes; certs_sync.go: catch-up from roster
-//     servers.
+//     certificates kept and made, timeout votes (their digests and checks
+//     are internal/proto's); certs_sync.go: catch-up from roster servers.
 //   - asker.go: who asks, checked before costly work; caps by sender.
 //   - polls.go: bounds on client long polls.
 //   - censor.go: request lists that omit a requested id held here.
@@ -50,8 +58,8 @@
 //   - lack.go: a missing input batch, fetched from the predecessor or
 //     claimed, its void the claimant's (§5.2 v3).
 //   - publish.go: publication, request lists proposed and signed (§5.3).
-//   - listcut.go: the request list's round-robin cut and its (position, id)
-//     pairs (§5.3, §6.3 v3).
+//   - roundstep.go: the batch, mix and publish steps, pure functions of round
+//     state and one event returning their effects; the drivers above do the I/O.
 //   - closing.go: the closing record of an epoch, signed by every chain
 //     server and logged in the index log (§5.2, §7 v3).
 //   - pirserve.go: PIR serving: padded answers and their combination (§6).

@@ -37,9 +37,6 @@ import (
 // every server gives them, so a protocol rule, not a Tunables field.
 const dupWindow = 3 * time.Second
 
-// tagDupAbort signs a duplicate-share abort (wire.DupAbort).
-const tagDupAbort = "riffle/v3/dup-abort"
-
 // dupState is an epoch's duplicate-share abort. Guarded by Server.mu.
 type dupState struct {
 	abort  wire.DupAbort // Sigs: one per chain server, zero until seen
@@ -67,15 +64,6 @@ type dupStep struct {
 // without a strike (docs/protocol.md §4.1).
 type dupServer struct {
 	leftOut map[peer.ID]uint64
-}
-
-func dupDigest(a *wire.DupAbort) [32]byte {
-	var b [16]byte
-	b[0], b[1] = byte(a.S>>8), byte(a.S)
-	b[2], b[3] = byte(a.Comp>>8), byte(a.Comp)
-	b[4], b[5], b[6], b[7] = byte(a.SlotA>>24), byte(a.SlotA>>16), byte(a.SlotA>>8), byte(a.SlotA)
-	b[8], b[9], b[10], b[11] = byte(a.SlotB>>24), byte(a.SlotB>>16), byte(a.SlotB>>8), byte(a.SlotB)
-	return taggedHash(tagDupAbort, a.Epoch[:], b[:4], a.Value[:], b[4:12])
 }
 
 // dupWalkStart is the server whose output the walk of a position starts

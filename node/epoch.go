@@ -64,7 +64,7 @@ type epochSecrets struct {
 	dkey *ecdh.PrivateKey
 	sec  *mix.StepSecret
 	keys []*pir.Keys // per slot, nil for this server's own clients
-	// reveal is r_j of the selection (§3 v3, reveal.go): drawn fresh at
+	// reveal is r_j of the selection (§3 v3, internal/proto/reveal.go): drawn fresh at
 	// every Prepare, kept secret until the close.
 	reveal [wire.CommitSize]byte
 }

@@ -188,7 +188,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, err
 	}
 	// (v3) a fresh r_j for every attempt, never reused: its
-	// commitment goes into the entry the epoch id covers (reveal.go).
+	// commitment goes into the entry the epoch id covers (internal/proto/reveal.go).
 	var r [wire.CommitSize]byte
 	if _, err := s.rand.Read(r[:]); err != nil {
 		sk.Close()
@@ -616,7 +616,7 @@ func (s *Server) onClose(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	// leader fills its quota from the front. Fixed at the deadline when
 	// registrations waited for it (intake.go).
 	s.fixOrderLocked(e)
-	// (v3) r_j is revealed now, after the deadline (reveal.go), and the
+	// (v3) r_j is revealed now, after the deadline (internal/proto/reveal.go), and the
 	// order goes signed as a whole (orders.go).
 	o, err := s.signOrder(e)
 	if err != nil {

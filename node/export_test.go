@@ -111,7 +111,7 @@ func (s *Server) ForgetChunks() bool {
 	return true
 }
 
-// LongTermPublic is the client's long-term public key (ltkey.go).
+// LongTermPublic is the client's long-term public key (internal/proto/ltkey.go).
 func (c *Client) LongTermPublic() [32]byte { return c.ltKey.Public() }
 
 // KeyExcludedNext reports whether this server refuses a long-term key at

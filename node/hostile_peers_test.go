@@ -154,7 +154,7 @@ func TestEpochNumberBounds(t *testing.T) {
 	leader := leaderBelow(t, s)
 	prep := func(n uint64) []byte {
 		// The server's own parameters: every one but the times is a
-		// group constant (bounded.go).
+		// group constant (internal/proto/bounded.go).
 		p := wire.Prepare{Number: n, Params: s.cfg.Params.wire(), Chain: [][]byte{[]byte(leader), []byte(s.ID())}}
 		return p.Marshal()
 	}

@@ -417,7 +417,7 @@ func (f *hostileFixture) clientRegister(t *testing.T, e *sepoch, key ed25519.Pri
 	if err != nil {
 		t.Fatal(err)
 	}
-	cr.LTKey, cr.LTSig = lt.Public(), lt.sign(cr.Reg.Epoch, cr.Reg.RegKey)
+	cr.LTKey, cr.LTSig = lt.Public(), lt.Sign(cr.Reg.Epoch, cr.Reg.RegKey)
 	return cr.Marshal()
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
@@ -140,21 +141,15 @@ func (s *Server) awaitSetup(e *sepoch) bool {
 }
 
 // mixStep opens this server's layer of round r at every input position,
-// permutes by π_s and passes the batch on (§5.2).
+// permutes by π_s and passes the batch on (§5.2). It drives layerFault
+// and sealBatch (roundstep.go): it waits, opens the layer and sends.
 func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte, clientHashes [][32]byte) {
 	if !s.awaitPace(e) {
 		return
 	}
 	defer s.trace("mixStep", r)()
 	s.hookStage(e.final.id, r, "mix")
-	v := e.final
-	m := len(v.chain)
-	fail := func(reason string, err error) {
-		s.log.Warn("round void", "round", r, "err", err)
-		s.mu.Lock()
-		s.end(e, reason)
-		s.mu.Unlock()
-	}
+	ep := s.roundFacts(e)
 	if !s.awaitSetup(e) {
 		return
 	}
@@ -171,9 +166,9 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		s.mu.Unlock()
 	}()
 	mixStart := time.Now()
-	keys, err := mix.ServerLayerKeys(mix.EpochID(v.id), e.pos, uint64(r), rk, U)
+	keys, err := mix.ServerLayerKeys(mix.EpochID(ep.id), e.pos, uint64(r), rk, U)
 	if err != nil {
-		fail("layer keys", err)
+		s.roundFault(e, r, roundFx{end: "layer keys"}, err)
 		return
 	}
 	// Decrypt into this epoch's reused buffers (never in place: the input
@@ -187,7 +182,7 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		mix.CloseLayerKeys(keys)
 		return
 	}
-	out, err := mix.OpenLayerSkipInto(bufs, mix.EpochID(v.id), uint64(r), e.pos, keys, in, dead)
+	out, err := mix.OpenLayerSkipInto(bufs, mix.EpochID(ep.id), uint64(r), e.pos, keys, in, dead)
 	if err == nil {
 		if p, ok := s.hookAccuse(r); ok {
 			err = &mix.MACError{Server: e.pos, Round: uint64(r), Positions: []int{p}}
@@ -200,22 +195,12 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		// round opens again without the dead positions.
 		// What still fails then is walked (a second culprit).
 		if now, ok := s.awaitSettled(e, e.pos); ok && len(now) > len(dead) {
-			out, err = mix.OpenLayerSkipInto(bufs, mix.EpochID(v.id), uint64(r), e.pos, keys, in, now)
+			out, err = mix.OpenLayerSkipInto(bufs, mix.EpochID(ep.id), uint64(r), e.pos, keys, in, now)
 		}
 	}
 	mix.CloseLayerKeys(keys)
 	if err != nil {
-		// §5.2 (v2): any fault voids the round; nothing is forwarded. The
-		// input batch stays as the evidence for blame (§8), which walks
-		// the first failing position.
-		s.mu.Lock()
-		e.keepEvidence(r, in)
-		s.mu.Unlock()
-		if errors.As(err, &me) && len(me.Positions) > 0 {
-			s.accuse(e, r, me.Positions[0])
-			return
-		}
-		fail(fmt.Sprintf("round %d void: layer %d: %v", r, e.pos, err), err)
+		s.roundFault(e, r, layerFault(ep, r, in, err), err)
 		return
 	}
 	out = mix.Permute(fwd, out)
@@ -224,44 +209,52 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		out = out[:len(out)-1]
 	}
 	s.timing.add(&s.timing.mix, time.Since(mixStart))
-	b := wire.Batch{Epoch: v.id, Round: r, S: uint16(e.pos + 1), Entries: out, ClientSigs: clientSigs, ClientHashes: clientHashes}
-	var ph *payloadHashes
-	if e.pos == m-1 {
-		bb, k := e.bk()
-		ph = hashPublished(out, bb, k)
-	}
-	if err := s.signBatch(&b, ph); err != nil {
-		fail("sign batch", err)
+	sd, err := sealBatch(ep, s.priv, r, out, clientSigs, clientHashes)
+	if err != nil {
+		s.roundFault(e, r, roundFx{end: "sign batch"}, err)
 		return
 	}
-	s.announceRoot(e, &b)
+	s.announceRoot(e, &sd.batch)
+	s.sendBatch(e, r, &sd)
+}
+
+// roundFault does what a step's fault asks: keeps the round's evidence
+// (copied before s.mu is taken), then starts a MAC blame or ends the
+// epoch (err is logged).
+func (s *Server) roundFault(e *sepoch, r uint32, fx roundFx, err error) {
+	var ev [][]byte
+	if fx.evidence != nil {
+		ev = copyEntries(fx.evidence)
+	}
+	if fx.accuse > 0 {
+		s.mu.Lock()
+		e.keepCopied(r, ev)
+		s.mu.Unlock()
+		s.accuse(e, r, fx.accuse-1)
+		return
+	}
+	s.log.Warn("round void", "round", r, "err", err)
+	s.mu.Lock()
+	if ev != nil {
+		e.keepCopied(r, ev)
+	}
+	s.end(e, fx.end)
+	s.mu.Unlock()
+}
+
+// sendBatch sends a sealed batch where it goes. The last server's
+// payloads go to every other server while it publishes its own output in
+// place: no copy of the batch, no second Merkle root of what it has just
+// signed; the buffers stay ours until both are done. A batch the next
+// server does not take is kept for its fetch (§5.2 v3, lack.go).
+func (s *Server) sendBatch(e *sepoch, r uint32, sd *sealed) {
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
-	if e.pos == m-1 {
-		s.hookLastOut(v.id, r, out)
-	}
-	if e.pos == m-1 && s.hookWithhold(r) {
-		return
-	}
-	if e.pos == m-1 {
-		// Published payloads go out without their zero padding (a cover
-		// is all padding): every receiver puts it back before it checks
-		// the root (wire.ZeroRun). The bytes signed are the same.
-		bb, k := e.bk()
-		b.Zeros = make([]wire.ZeroRun, len(out))
-		for i, raw := range out {
-			at, n := mix.PaddingRun(raw, bb, k)
-			b.Zeros[i] = wire.ZeroRun{At: uint32(at), N: uint32(n)}
-		}
-		// The payloads go to every other server while this one publishes
-		// its own output in place: no copy of the batch, no second Merkle
-		// root of what it has just signed. The buffers stay ours until
-		// both are done.
-		others := make([]peer.ID, 0, m-1)
-		for _, p := range v.chain {
-			if p != s.h.ID() {
-				others = append(others, p)
-			}
+	req := request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: sd.batch.Segments(), Timeout: bulkTimeout}
+	if sd.publish {
+		s.hookLastOut(e.final.id, r, sd.batch.Entries)
+		if s.hookWithhold(r) {
+			return
 		}
 		sent := make(chan error, 1)
 		go func() {
@@ -269,23 +262,24 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 			// way to one server would leave that server without the
 			// round's chunks for good, while the others serve them
 			// (TestSwarm seed 3). A repeat is acknowledged like the first.
-			rctx, rcancel := context.WithTimeout(ctx, time.Duration(v.desc.Params.RoundLimitMs)*time.Millisecond)
-			err := deliverAll(rctx, others, s.cfg.Timing.EvidenceBackoff, s.cfg.Timing.EvidenceBackoffMax, func(ctx context.Context, p peer.ID) error {
-				_, err := call(ctx, s.h, p, request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
+			rctx, rcancel := context.WithTimeout(ctx, time.Duration(e.final.desc.Params.RoundLimitMs)*time.Millisecond)
+			err := deliverAll(rctx, sd.to, s.cfg.Timing.EvidenceBackoff, s.cfg.Timing.EvidenceBackoffMax, func(ctx context.Context, p peer.ID) error {
+				_, err := call(ctx, s.h, p, req)
 				return err
 			})
 			rcancel()
 			if err == nil && s.hookRepeatOut(r) {
-				_, err = s.each(ctx, others, request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
+				_, err = s.each(ctx, sd.to, req)
 			}
 			sent <- err
 		}()
-		s.publish(e, r, out, ph)
+		s.publish(e, r, sd.batch.Entries, sd.ph)
 		if err := <-sent; err != nil {
 			s.log.Warn("publish", "round", r, "err", err)
 		}
 		return
 	}
+	var err error
 	switch {
 	case s.hookHideOut(r):
 		return // withheld: neither sent nor kept for a fetch
@@ -295,20 +289,20 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		s.mu.Lock()
 		e.round(r).sending = true
 		s.mu.Unlock()
-		_, err = call(ctx, s.h, v.chain[e.pos+1], request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
+		_, err = call(ctx, s.h, sd.to[0], req)
 		s.mu.Lock()
 		e.round(r).sending = false
 		s.mu.Unlock()
 	}
 	if err != nil {
-		// §5.2 v3: the successor fetches what it did not get (lack.go);
-		// if it cannot, it claims the lack and the void is its own.
+		// The successor fetches what it did not get; if it cannot, it
+		// claims the lack and the void is its own.
 		s.log.Warn("forward batch: kept for a fetch", "round", r, "err", err)
-		s.keepUndelivered(e, r, &b)
+		s.keepUndelivered(e, r, &sd.batch)
 		return
 	}
 	if s.hookRepeatOut(r) {
-		_, _ = call(ctx, s.h, v.chain[e.pos+1], request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: b.Segments(), Timeout: bulkTimeout})
+		_, _ = call(ctx, s.h, sd.to[0], req)
 	}
 }
 
@@ -321,13 +315,13 @@ func batchDigest(b *wire.Batch) [32]byte {
 
 // signBatch sets the batch's root (publishedRoot if ph, the hashes of a
 // published batch, is given) and signs it.
-func (s *Server) signBatch(b *wire.Batch, ph *payloadHashes) error {
+func signBatch(priv crypto.PrivKey, b *wire.Batch, ph *payloadHashes) error {
 	if ph != nil {
 		b.Root = publishedRoot(b.Entries, ph)
 	} else {
 		b.Root = merkleRoot(b.Entries)
 	}
-	sig, err := sign(s.priv, batchDigest(b))
+	sig, err := sign(priv, batchDigest(b))
 	b.Sig = sig
 	return err
 }
@@ -392,16 +386,10 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 	return 0, nil, unhandled(ProtoRound, t)
 }
 
+// onBatch takes a signed batch from the server before this one, or the
+// last server's publication: the driver of checkBatchHead, batchHeadStep
+// and batchStep (roundstep.go).
 func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	var b wire.Batch
-	// Entries sent without their zero padding are rebuilt in recycled
-	// buffers (a published round of covers is n·b bytes rebuilt).
-	var rebuilt [][]byte
-	alloc := func(n int) []byte {
-		x := s.pool.get(n)
-		rebuilt = append(rebuilt, x)
-		return x
-	}
 	// Sender, epoch and signature are checked on the head alone, before
 	// the body costs anything: only then are entries rebuilt, bounded by
 	// this epoch's limits (§5.2; only a signed batch is evidence against
@@ -414,44 +402,31 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	v := e.final
-	m, n := len(v.chain), e.n()
-	S := int(h.S)
-	if S < 1 || S > m || v.chain[S-1] != from || (S < m && S != e.pos) {
-		return 0, nil, fmt.Errorf("node: batch for server %d not expected from %s", S, from.ShortString())
-	}
-	if err := verifyPeerSig(from, batchDigest(&wire.Batch{Epoch: h.Epoch, Round: h.Round, S: h.S, Root: h.Root}), h.Sig); err != nil {
+	ep := s.roundFacts(e)
+	if err := checkBatchHead(ep, from, h); err != nil {
 		return 0, nil, err
-	}
-	// A round outside the epoch or the kept window is refused before its
-	// root is recorded: nothing of it may stay here.
-	if h.Round >= v.desc.Params.Rounds {
-		return 0, nil, fmt.Errorf("node: batch for round %d beyond the epoch's %d", h.Round, v.desc.Params.Rounds)
 	}
 	s.mu.Lock()
-	err = e.admit(h.Round)
-	in := 0 // which batch of the round: the input, or the payloads
-	if S == m {
-		in = 1
-	}
-	taken := err == nil && e.round(h.Round).batchIn[in]
-	void := err == nil && (e.round(h.Round).void || (in == 0 && e.round(h.Round).lacked))
+	next, fx := batchHeadStep(ep, &e.roundsState, h)
 	s.mu.Unlock()
-	if err != nil {
-		return 0, nil, err
-	}
-	if void {
-		// §5.2 v3: the round was signed void here, or its input given
-		// up (lack.go); nothing of it is mixed or published any more.
+	switch next {
+	case batchRefused:
+		return 0, nil, fx.refuse
+	case batchAck:
 		return wire.TypeAck, ack, nil
-	}
-	if taken {
-		// A repeat (a retry, or a replay by the sender): one batch a
-		// round is mixed; a different one signed for the round is
-		// equivocation, which its root shows (noteRoot).
+	case batchRepeat:
 		return s.repeatBatch(e, h)
 	}
-	lim := limitsFor(v.desc.Params, m)
+	// Entries sent without their zero padding are rebuilt in recycled
+	// buffers (a published round of covers is n·b bytes rebuilt).
+	var b wire.Batch
+	var rebuilt [][]byte
+	alloc := func(n int) []byte {
+		x := s.pool.get(n)
+		rebuilt = append(rebuilt, x)
+		return x
+	}
+	lim := limitsFor(ep.params, ep.m())
 	lim.Frame = s.roundCaps(wire.TypeBatch)
 	if err := b.UnmarshalAlloc(body, lim, alloc); err != nil {
 		return 0, nil, err
@@ -459,93 +434,67 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if !s.noteRoot(e, &wire.Root{Epoch: b.Epoch, Round: b.Round, S: b.S, Root: b.Root, Sig: b.Sig}) {
 		return wire.TypeAck, ack, nil
 	}
-	var ph *payloadHashes
-	root := [32]byte{}
-	if S == m {
-		bb, k := e.bk()
-		ph = hashPublished(b.Entries, bb, k)
-		root = publishedRoot(b.Entries, ph)
-	} else {
-		root = merkleRoot(b.Entries)
-	}
-	if b.Round >= v.desc.Params.Rounds || root != b.Root {
-		return 0, nil, errors.New("node: malformed batch")
-	}
+	root, ph := batchRoot(ep, &b)
 	s.mu.Lock()
-	x := e.round(b.Round)
-	taken = x.batchIn[in]
-	x.batchIn[in] = true
-	if in == 0 && !taken {
-		x.inAt = time.Now()
+	next, fx = batchStep(ep, &e.roundsState, &b, root, time.Now())
+	if next == batchFault {
+		e.keepEvidence(b.Round, fx.evidence)
+		s.end(e, fx.end)
+		s.noteBadBatch(e, fx.badFrom-1, b.Round, body)
 	}
 	s.mu.Unlock()
-	if taken {
-		return wire.TypeAck, ack, nil // the same batch, delivered twice at once
-	}
-	bb, k := e.bk()
-	want := mix.OnionSize(bb, k, m) - mix.TagSize*S
-	bad := len(b.Entries) != n
-	for _, x := range b.Entries {
-		bad = bad || len(x) != want
-	}
-	if bad {
-		// §5.2 (v2): a signed batch with a missing or wrong-size entry is
-		// a fault of its sender: the round is void (nothing forwarded,
-		// nothing published), the signed batch is kept as evidence, and
-		// the epoch ends for everyone. It is acknowledged: it was
-		// delivered, and refusing it would only hide the evidence.
-		s.mu.Lock()
-		e.keepEvidence(b.Round, b.Entries)
-		s.end(e, fmt.Sprintf("round %d void: batch from server %d malformed", b.Round, S-1))
-		s.noteBadBatch(e, S-1, b.Round, body)
-		s.mu.Unlock()
-		return wire.TypeAck, ack, nil
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		// The body and the rebuilt entries (every entry lives in one) go
-		// back to the pool once the round's work here is done; a mixing
-		// server's input batch stays until the round is published here,
-		// the evidence of a later fault's walk (roundblame.go).
-		held := false
-		if S < m {
-			s.mu.Lock()
-			held = e.holdInput(b.Round, b.Entries, append(rebuilt, body))
-			s.mu.Unlock()
-		}
-		defer func() {
-			if held {
-				return
-			}
-			s.pool.put(body)
-			for _, x := range rebuilt {
-				s.pool.put(x)
-			}
+	switch next {
+	case batchRefused:
+		return 0, nil, fx.refuse
+	case batchMix, batchPublish:
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.runBatch(e, &b, ph, append(rebuilt, body))
 		}()
-		// Dead slots carry no client signature; a blame under way may
-		// have made one dead (deadslot.go).
-		deadSlots, live := s.awaitSettled(e, 0)
-		if !live {
+	}
+	return wire.TypeAck, ack, nil
+}
+
+// runBatch mixes or publishes a batch that batchStep took. The body and
+// the rebuilt entries (bufs: every entry lives in one) go back to the
+// pool once the round's work here is done; a mixing server's input batch
+// stays until the round is published here, the evidence of a later
+// fault's walk (roundblame.go).
+func (s *Server) runBatch(e *sepoch, b *wire.Batch, ph *payloadHashes, bufs [][]byte) {
+	S := int(b.S)
+	m := len(e.final.chain)
+	held := false
+	if S < m {
+		s.mu.Lock()
+		held = e.holdInput(b.Round, b.Entries, bufs)
+		s.mu.Unlock()
+	}
+	defer func() {
+		if held {
 			return
 		}
-		if err := checkClientSigs(e, &b, deadSlots); err != nil {
-			// §5.2 (v2): a slot without its client's signature is a fault
-			// of the sender, who passed it on: void, evidence kept.
-			s.log.Warn("round void", "round", b.Round, "err", err)
-			s.mu.Lock()
-			e.keepEvidence(b.Round, b.Entries)
-			s.end(e, fmt.Sprintf("round %d void: batch from server %d: %v", b.Round, S-1, err))
-			s.mu.Unlock()
-			return
-		}
-		if S < m {
-			s.mixStep(e, b.Round, b.Entries, b.ClientSigs, b.ClientHashes)
-		} else {
-			s.publish(e, b.Round, b.Entries, ph)
+		for _, x := range bufs {
+			s.pool.put(x)
 		}
 	}()
-	return wire.TypeAck, ack, nil
+	// Dead slots carry no client signature; a blame under way may
+	// have made one dead (deadslot.go).
+	deadSlots, live := s.awaitSettled(e, 0)
+	if !live {
+		return
+	}
+	if err := checkClientSigs(e, b, deadSlots); err != nil {
+		// §5.2 (v2): a slot without its client's signature is a fault
+		// of the sender, who passed it on: void, evidence kept.
+		s.roundFault(e, b.Round, roundFx{evidence: b.Entries, end: fmt.Sprintf("round %d void: batch from server %d: %v", b.Round, S-1, err)}, err)
+		return
+	}
+	if S < m {
+		s.mixStep(e, b.Round, b.Entries, b.ClientSigs, b.ClientHashes)
+	} else {
+		s.publish(e, b.Round, b.Entries, ph)
+	}
 }
 
 // repeatBatch answers a signed batch for a round whose batch was taken:

@@ -3,15 +3,12 @@ package node
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
@@ -46,49 +43,6 @@ const (
 	pollTimeout  = 10 * time.Minute  // a client waiting for the next epoch or round
 )
 
-// Domain tags of the hashes the servers sign (docs/proto-node.md).
-const (
-	tagEpochID   = "riffle/v2/epoch-id"
-	tagDescOpen  = "riffle/v3/descriptor-open"
-	tagDescFinal = "riffle/v3/descriptor-final"
-	tagStep      = "riffle/v2/step"
-	tagRegister  = "riffle/v2/register"
-	tagList      = "riffle/v2/request-list"
-	tagMerkleLf  = "riffle/v2/merkle-leaf"
-	tagMerkleLfP = "riffle/v3/merkle-leaf-payload"
-	tagMerkleNd  = "riffle/v2/merkle-node"
-	tagBatch     = "riffle/v2/batch"
-)
-
-// taggedHash is SHA-256 over a tag and u32-length-prefixed parts, streamed
-// into the hash (parts may be whole onions: no copy).
-func taggedHash(tag string, parts ...[]byte) [32]byte {
-	h := sha256.New()
-	var l [4]byte
-	binary.BigEndian.PutUint32(l[:], uint32(len(tag)))
-	h.Write(l[:])
-	h.Write([]byte(tag))
-	for _, p := range parts {
-		binary.BigEndian.PutUint32(l[:], uint32(len(p)))
-		h.Write(l[:])
-		h.Write(p)
-	}
-	var out [32]byte
-	h.Sum(out[:0])
-	return out
-}
-
-// merkleRoot is the root of a binary Merkle tree over entries (§5.2), each
-// leaf H(leaf tag, u32 position, entry), each node H(node tag, left, right),
-// an odd node promoted unchanged; the root of no entries is H(leaf tag).
-func merkleRoot(entries [][]byte) [32]byte {
-	level := make([][32]byte, len(entries))
-	for i, e := range entries {
-		level[i] = taggedHash(tagMerkleLf, leafPos(i), e)
-	}
-	return merkleUp(level)
-}
-
 // payloadHashes are mix.HashPayloads of a published batch, computed once
 // for its Merkle root and used again by publish: no payload is hashed twice.
 type payloadHashes struct {
@@ -115,61 +69,6 @@ func publishedRoot(entries [][]byte, ph *payloadHashes) [32]byte {
 		}
 	}
 	return merkleUp(level)
-}
-
-func leafPos(i int) []byte {
-	var pos wire.Enc
-	pos.U32(uint32(i))
-	return pos.B
-}
-
-// merkleUp hashes a level of leaves up to the root.
-func merkleUp(level [][32]byte) [32]byte {
-	if len(level) == 0 {
-		return taggedHash(tagMerkleLf)
-	}
-	for len(level) > 1 {
-		next := level[:0:0]
-		for i := 0; i < len(level); i += 2 {
-			if i+1 == len(level) {
-				next = append(next, level[i])
-				continue
-			}
-			next = append(next, taggedHash(tagMerkleNd, level[i][:], level[i+1][:]))
-		}
-		level = next
-	}
-	return level[0]
-}
-
-// sign signs a 32-byte digest with the host's Ed25519 identity key.
-func sign(priv crypto.PrivKey, digest [32]byte) ([64]byte, error) {
-	var out [64]byte
-	s, err := priv.Sign(digest[:])
-	if err != nil {
-		return out, fmt.Errorf("node: sign: %w", err)
-	}
-	if len(s) != 64 {
-		return out, fmt.Errorf("node: signature of %d bytes, want 64", len(s))
-	}
-	copy(out[:], s)
-	return out, nil
-}
-
-// verifyPeerSig checks an Ed25519 signature by the identity key of id.
-func verifyPeerSig(id peer.ID, digest [32]byte, sig [64]byte) error {
-	pub, err := id.ExtractPublicKey()
-	if err != nil {
-		return fmt.Errorf("node: public key of %s: %w", id, err)
-	}
-	if pub.Type() != crypto.Ed25519 {
-		return fmt.Errorf("node: peer %s key is %v, want Ed25519", id, pub.Type())
-	}
-	ok, err := pub.Verify(digest[:], sig[:])
-	if err != nil || !ok {
-		return fmt.Errorf("node: bad signature by %s", id)
-	}
-	return nil
 }
 
 // Stream buffers are pooled: a round opens a few streams per client, and a

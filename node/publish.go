@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"time"
 
@@ -18,101 +17,60 @@ import (
 )
 
 // publish checks, stores and indexes a round's payloads (§5.3, §7), with
-// their hashes from the batch's Merkle root.
+// their hashes from the batch's Merkle root. It drives beginPublish and
+// publishStep (roundstep.go): it verifies, waits and stores, outside s.mu.
 func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHashes) {
 	defer s.trace("publish", r)()
-	v := e.final
-	s.hookStage(v.id, r, "publish")
+	ep := s.roundFacts(e)
+	s.hookStage(ep.id, r, "publish")
 	if !s.awaitSetup(e) {
 		return
 	}
 	s.mu.Lock()
-	if e.ended || e.round(r).void {
-		// §5.2 v3: a round signed void here is never published.
-		s.mu.Unlock()
-		return
-	}
-	e.round(r).publishing = true
+	ok := beginPublish(e.ended, e.round(r))
 	ps := e.pseudonyms
 	s.mu.Unlock()
+	if !ok {
+		return
+	}
 	defer func() {
 		s.mu.Lock()
 		e.round(r).publishing = false
 		s.mu.Unlock()
 	}()
-	b, k := e.bk()
 	verifyStart := time.Now()
-	bad := mix.VerifyPayloadsHashed(mix.EpochID(v.id), uint64(r), ps, payloads, ph.hs, ph.ok, s.rand)
+	bad := mix.VerifyPayloadsHashed(mix.EpochID(ep.id), uint64(r), ps, payloads, ph.hs, ph.ok, s.rand)
 	s.timing.add(&s.timing.verify, time.Since(verifyStart))
-	badAt := make(map[int]bool, len(bad))
-	for _, q := range bad {
-		badAt[q] = true
-	}
+	var deadOut []int
 	if len(bad) > 0 {
 		// A payload at a dead slot's output that fails is absent (the
 		// filler, or the culprit's onion of a round in flight); one that
 		// verifies is published as any other (deadslot.go). A blame
 		// under way is waited for first.
-		m := len(v.chain)
 		s.mu.Lock()
 		pending := e.rb != nil
 		s.mu.Unlock()
 		if pending {
-			deadOut, ok := s.awaitSettled(e, m)
-			if !ok {
+			var ok bool
+			if deadOut, ok = s.awaitSettled(e, ep.m()); !ok {
 				return
 			}
-			bad = slices.DeleteFunc(bad, func(q int) bool { return slices.Contains(deadOut, q) })
 		}
 	}
-	var chunks []store.Chunk
-	var chunkPos []int
-	var published [][32]byte
-	requests := map[[32]byte]bool{}
-	reqByPos := make([][][32]byte, len(payloads))
-	for q, raw := range payloads {
-		if badAt[q] {
-			continue
-		}
-		p, err := mix.DecodePayload(raw, b, k)
-		if err != nil {
-			s.mu.Lock()
-			s.end(e, fmt.Sprintf("round %d: payload %d malformed", r, q))
-			s.mu.Unlock()
-			return
-		}
-		for _, rq := range p.Requests {
-			if rq != ([32]byte{}) {
-				requests[rq] = true
-				reqByPos[q] = append(reqByPos[q], rq)
-			}
-		}
-		s.hookRequests(v.id, r, q, p.Requests)
-		if p.Kind != mix.KindChunk {
-			continue
-		}
-		data := p.Chunk[:p.Length]
-		id := ph.hs[q].ChunkID
-		chunks = append(chunks, store.Chunk{ID: id, Data: data})
-		chunkPos = append(chunkPos, q)
-		published = append(published, id)
+	fx := publishStep(ep, r, payloads, ph, bad, deadOut)
+	for _, sr := range fx.seen {
+		s.hookRequests(ep.id, r, sr.q, sr.ids)
 	}
-	// Manifests are indexed apart, through the caps (manifests.go).
-	cands := manifestCands(chunkPos, chunks)
-	storeStart := time.Now()
-	err := s.store.PutRound(v.id, r, published, chunks, nil)
-	s.timing.add(&s.timing.store, time.Since(storeStart))
-	s.timing.addRound()
-	if err == nil {
-		s.indexManifests(e, r, cands)
-	}
-	if err == nil && len(bad) > 0 {
-		// §5.3: the payloads that verify, public already, are stored;
-		// the round is not acknowledged and blame walks the first bad
-		// position (§8).
-		s.payloadBlame(e, r, bad[0], payloads)
+	if fx.end != "" {
+		s.mu.Lock()
+		s.end(e, fx.end)
+		s.mu.Unlock()
 		return
 	}
+	storeStart := time.Now()
+	err := s.store.PutRound(ep.id, r, fx.published, fx.chunks, nil)
+	s.timing.add(&s.timing.store, time.Since(storeStart))
+	s.timing.addRound()
 	if err != nil {
 		s.log.Error("store round", "round", r, "err", err)
 		s.mu.Lock()
@@ -120,9 +78,17 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 		s.mu.Unlock()
 		return
 	}
+	s.indexManifests(e, r, fx.cands)
+	if fx.blame > 0 {
+		// §5.3: the payloads that verify, public already, are stored;
+		// the round is not acknowledged and blame walks the first bad
+		// position (§8).
+		s.payloadBlame(e, r, fx.blame-1, payloads)
+		return
+	}
 	s.mu.Lock()
 	x := e.round(r)
-	x.published, x.requests, x.reqByPos, x.pubDone = published, requests, reqByPos, true
+	fx.stored(x)
 	s.releaseInput(e, r)
 	s.notify()
 	s.mu.Unlock()

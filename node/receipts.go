@@ -2,9 +2,7 @@ package node
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -20,29 +18,6 @@ import (
 // a final descriptor that leaves out a registration it receipted when the
 // selection took less than that registration's primary's quota
 // (checkReceipted).
-
-const tagReceipt = "riffle/v3/receipt"
-
-// receiptDigest is what server j signs for a receipt.
-func receiptDigest(r *wire.Receipt) [32]byte {
-	var srv [2]byte
-	srv[0], srv[1] = byte(r.Server>>8), byte(r.Server)
-	return taggedHash(tagReceipt, r.Epoch[:], srv[:], r.RegKey[:], r.RegHash[:])
-}
-
-// regHash is the hash a receipt names: SHA-256 of the Register encoding.
-func regHash(r *wire.Register) [32]byte { return sha256.Sum256(r.Marshal()) }
-
-// checkReceipt checks r as server j's receipt of reg in epoch id.
-func checkReceipt(r *wire.Receipt, id [32]byte, reg *wire.Register, chain []peer.ID) error {
-	if r.Epoch != id || r.RegKey != reg.RegKey || r.RegHash != regHash(reg) {
-		return errors.New("node: receipt of another registration")
-	}
-	if int(r.Server) >= len(chain) {
-		return errors.New("node: receipt of a server outside the chain")
-	}
-	return verifyPeerSig(chain[r.Server], receiptDigest(r), r.Sig)
-}
 
 // receipt signs this server's receipt of f in e.
 func (s *Server) receipt(e *sepoch, f *wire.Forwarded) (wire.Receipt, error) {
@@ -119,36 +94,4 @@ func (s *Server) onReceiptSet(from peer.ID, body []byte) (wire.Type, []byte, err
 	}
 	q.Receipts = e.receipts[q.RegKey]
 	return wire.TypeReceiptSet, q.Marshal(), nil
-}
-
-// checkReceipted is a server's check of a final descriptor against the
-// registrations it receipted (§3 v3): for each primary, those left out
-// are allowed only if the descriptor is full and keeps the primary's
-// quota, the first of its signed order (checkPrimaryKept). orders are the
-// leader's list's signed orders. Call with s.mu held.
-func checkReceipted(clients []wire.ClientEntry, fwd map[[32]byte]wire.Forwarded, orders []wire.Order, n uint32, m int) error {
-	per := make([]map[[32]byte]wire.Register, m)
-	for k, f := range fwd {
-		p := int(f.Primary)
-		if p >= m {
-			continue
-		}
-		if per[p] == nil {
-			per[p] = map[[32]byte]wire.Register{}
-		}
-		per[p][k] = f.Reg
-	}
-	for p := range per {
-		if per[p] == nil {
-			continue
-		}
-		var order [][32]byte
-		if p < len(orders) {
-			order = orders[p].Keys
-		}
-		if err := checkPrimaryKept(clients, per[p], order, n, m); err != nil {
-			return fmt.Errorf("node: a registration of primary %d receipted here is left out: %w", p, err)
-		}
-	}
-	return nil
 }

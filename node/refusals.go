@@ -26,8 +26,6 @@ import (
 // that a restart does not reset them.
 
 const (
-	// tagAbort is the domain tag of an abort's signature.
-	tagAbort = "riffle/v2/abort"
 	// RefusalFile holds the counted aborts in a data directory (JSON).
 	RefusalFile = "refusals"
 	// Tunables.AbortGrace is how long a counted abort may still turn
@@ -152,8 +150,6 @@ func (s *Server) abortedByOther(e *sepoch) bool {
 	return false
 }
 
-func abortDigest(a *wire.Abort) [32]byte { return taggedHash(tagAbort, a.MarshalBody()) }
-
 // signAbortLocked returns this server's signed abort of e and notes it
 // here as any other server will (nil if signing failed). Call with s.mu
 // held.
@@ -231,15 +227,6 @@ func (s *Server) takeAbortLocked(e *sepoch, from peer.ID, ap *wire.Abort, ev *wi
 	// it for all (within the refusal budget when nobody is named).
 	s.endQuiet(e, "ended by "+signer.ShortString()+": "+string(a.Reason))
 	return wire.TypeAck, ack, nil
-}
-
-func inChain(chain []peer.ID, p peer.ID) bool {
-	for _, q := range chain {
-		if q == p {
-			return true
-		}
-	}
-	return false
 }
 
 // relayAbort sends a signed abort on to every server of the chain but this

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -42,7 +41,7 @@ type sround struct {
 	// Publication and the request list (publish.go).
 	published [][32]byte
 	requests  map[[32]byte]bool
-	reqByPos  [][][32]byte // per output position, its requested ids in order (listcut.go)
+	reqByPos  [][][32]byte // per output position, its requested ids in order (internal/proto/listcut.go)
 	pubDone   bool
 	// publishing: publish runs (void.go refuses to sign the round void);
 	// void: the round is void here (void.go), its publication is dropped.
@@ -87,13 +86,7 @@ const roundsAhead = mixDepth + 2
 // admit reports whether round r may hold new state here: neither pruned
 // nor too far ahead. Call with s.mu held.
 func (e *sepoch) admit(r uint32) error {
-	if r < e.pruned {
-		return fmt.Errorf("node: round %d is over (rounds before %d are dropped)", r, e.pruned)
-	}
-	if r >= e.listHigh+uint32(e.final.desc.Params.W)+roundsAhead {
-		return fmt.Errorf("node: round %d too far ahead of round %d", r, e.listHigh)
-	}
-	return nil
+	return e.admitRound(e.final.desc.Params, r)
 }
 
 // listed notes that round r's list is final and prunes the rounds that
@@ -116,15 +109,7 @@ func (e *sepoch) listed(pool *bufPool, r uint32) {
 	}
 }
 
-func (e *sepoch) round(r uint32) *sround {
-	x := e.rounds[r]
-	if x == nil {
-		x = &sround{subs: map[uint32]wire.Submit{}, digests: map[uint32][32]byte{}, requests: map[[32]byte]bool{}, queries: map[uint32][][]byte{},
-			pads: map[uint32][][]byte{}, padFrom: map[int]bool{}, answers: map[uint32][][]byte{}}
-		e.rounds[r] = x
-	}
-	return x
-}
+func (e *sepoch) round(r uint32) *sround { return e.at(r) }
 
 // myClients returns the slots whose primary is server j.
 func (e *sepoch) clientsOf(j int) []uint32 {
@@ -144,16 +129,28 @@ func (e *sepoch) bk() (int, int) {
 // keepEvidence keeps the input batch of a void round for blame (§5.2,
 // §8): public data, kept until the epoch is forgotten. Call with s.mu held.
 func (e *sepoch) keepEvidence(r uint32, entries [][]byte) {
+	if _, ok := e.evidence[r]; !ok {
+		e.keepCopied(r, copyEntries(entries))
+	}
+}
+
+// keepCopied is keepEvidence of a copy made outside s.mu (a round's input
+// is n onions). Call with s.mu held.
+func (e *sepoch) keepCopied(r uint32, cp [][]byte) {
 	if e.evidence == nil {
 		e.evidence = map[uint32][][]byte{}
 	}
 	if _, ok := e.evidence[r]; !ok {
-		cp := make([][]byte, len(entries))
-		for i, x := range entries {
-			cp[i] = append([]byte(nil), x...)
-		}
 		e.evidence[r] = cp
 	}
+}
+
+func copyEntries(entries [][]byte) [][]byte {
+	cp := make([][]byte, len(entries))
+	for i, x := range entries {
+		cp[i] = append([]byte(nil), x...)
+	}
+	return cp
 }
 
 // takeLayerBufs returns n buffers of size bytes for OpenLayerInto, reused

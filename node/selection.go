@@ -17,7 +17,7 @@ import (
 // signatures of all of them, recomputes selectCandidates over them with β
 // from the final descriptor's reveals and refuses a final descriptor whose
 // client list is not that selection. The refusal names nobody: the
-// reveals reach the leader unsigned (reveal.go) and what a server
+// reveals reach the leader unsigned (internal/proto/reveal.go) and what a server
 // receipted is its own word, so no third party could tell whether the
 // leader or the refusing server lies.
 

@@ -29,21 +29,6 @@ const (
 	DefaultMinClients = 2
 )
 
-// Bounds on parameters a server accepts (§3).
-const (
-	MaxRounds     = 1024
-	MinChunkSize  = 1 << 10
-	MaxChunkSize  = 4 << 20
-	MaxK          = 16
-	MaxClientsCap = 4096
-	MaxRowsCap    = 1 << 16
-	// DefaultPIRRate is the XOR throughput (bytes/s) a server assumes when
-	// checking that a round's PIR work fits the round limit (§9): well
-	// under what the four-Russians engine measured on two cores, so that
-	// the check refuses only parameters that cannot work.
-	DefaultPIRRate = 8e9
-)
-
 // Params are the epoch parameters a leader publishes in its descriptor
 // (docs/protocol.md §3); the descriptor carries them in this order.
 type Params struct {
@@ -82,19 +67,6 @@ func DefaultParams() Params {
 	return Params{ChunkSize: 256 << 10, K: 1, W: 2, Rounds: 256, MaxClients: 256, MaxRows: 512, RegWindowMs: 3000, RoundLimitMs: 10000,
 		IndexHours: DefaultIndexHours, RoundIntervalMs: DefaultRoundIntervalMs}
 }
-
-// The group pace's range and default (docs/operator.md, "What a group
-// costs"). The floor keeps every group's figure finite; the ceiling keeps
-// an epoch of MaxRounds rounds within a day, and a round's wait far
-// inside a client's long poll (pollTimeout).
-const (
-	MinRoundIntervalMs = 10
-	MaxRoundIntervalMs = 60_000
-	// DefaultRoundIntervalMs caps a client's goodput at b per interval,
-	// 320 KiB/s at the default b, above the 300 KB/s a client is meant
-	// to reach, and costs an idle client GroupCost's figure an hour.
-	DefaultRoundIntervalMs = 800
-)
 
 // DefaultIndexHours is the default index retention: 90 days. The index
 // grows by at most indexCap chunks of b bytes per R rounds, and a

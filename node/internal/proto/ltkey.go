@@ -1,4 +1,4 @@
-package node
+package proto
 
 import (
 	"crypto/ed25519"
@@ -98,8 +98,8 @@ func (k *LongTermKey) Public() [32]byte {
 	return out
 }
 
-// sign signs (epoch id, registration key) for the client's primary.
-func (k *LongTermKey) sign(epoch, regKey [32]byte) [64]byte {
+// Sign signs (epoch id, registration key) for the client's primary.
+func (k *LongTermKey) Sign(epoch, regKey [32]byte) [64]byte {
 	var out [64]byte
 	d := longTermDigest(epoch, regKey)
 	copy(out[:], ed25519.Sign(k.priv, d[:]))
@@ -114,12 +114,12 @@ func (LongTermKey) LogValue() slog.Value { return slog.StringValue("node.LongTer
 
 // longTermDigest is what a long-term key signs at a registration.
 func longTermDigest(epoch, regKey [32]byte) [32]byte {
-	return taggedHash(tagLongTerm, epoch[:], regKey[:])
+	return TaggedHash(tagLongTerm, epoch[:], regKey[:])
 }
 
-// verifyLongTerm checks a long-term key's signature over (epoch id,
+// VerifyLongTerm checks a long-term key's signature over (epoch id,
 // registration key).
-func verifyLongTerm(key [32]byte, epoch, regKey [32]byte, sig [64]byte) error {
+func VerifyLongTerm(key [32]byte, epoch, regKey [32]byte, sig [64]byte) error {
 	d := longTermDigest(epoch, regKey)
 	if !ed25519.Verify(ed25519.PublicKey(key[:]), d[:], sig[:]) {
 		return errors.New("node: long-term signature does not verify")
@@ -127,7 +127,7 @@ func verifyLongTerm(key [32]byte, epoch, regKey [32]byte, sig [64]byte) error {
 	return nil
 }
 
-// forwardDigest is what a primary signs for a registration it forwards.
-func forwardDigest(f *wire.Forwarded) [32]byte {
-	return taggedHash(tagForward, f.Signed())
+// ForwardDigest is what a primary signs for a registration it forwards.
+func ForwardDigest(f *wire.Forwarded) [32]byte {
+	return TaggedHash(tagForward, f.Signed())
 }

@@ -1,4 +1,4 @@
-package node
+package proto
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 func revealDesc(reveals [][wire.CommitSize]byte) *wire.Descriptor {
 	d := &wire.Descriptor{Group: make([]wire.GroupEntry, len(reveals))}
 	for j := range reveals {
-		d.Group[j].Commit = commitment(reveals[j])
+		d.Group[j].Commit = Commitment(reveals[j])
 	}
 	d.Reveals = slices.Clone(reveals)
 	return d
@@ -34,29 +34,29 @@ func randomReveals(t *testing.T, m int) [][wire.CommitSize]byte {
 
 // TestWrongRevealRefused checks §3 (v3): a final descriptor whose reveal
 // does not hash to its server's commitment, or that lacks one, is refused
-// (checkReveals, which every server runs before it signs the final
+// (CheckReveals, which every server runs before it signs the final
 // descriptor and every client runs on it, checkSigned).
 func TestWrongRevealRefused(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		reveals := randomReveals(t, 3)
-		if err := checkReveals(revealDesc(reveals)); err != nil {
+		if err := CheckReveals(revealDesc(reveals)); err != nil {
 			t.Fatalf("right reveals refused: %v", err)
 		}
 		d := revealDesc(reveals)
 		d.Reveals[1][0] ^= 1
-		if err := checkReveals(d); err == nil {
+		if err := CheckReveals(d); err == nil {
 			t.Fatal("a wrong reveal was accepted")
 		}
 		d = revealDesc(reveals)
 		d.Reveals = d.Reveals[:2]
-		if err := checkReveals(d); err == nil {
+		if err := CheckReveals(d); err == nil {
 			t.Fatal("a missing reveal was accepted")
 		}
 		// The commitment is domain-separated: the plain SHA-256 of r_j is
 		// not it.
 		d = revealDesc(reveals)
 		d.Group[0].Commit = sha256.Sum256(reveals[0][:])
-		if err := checkReveals(d); err == nil {
+		if err := CheckReveals(d); err == nil {
 			t.Fatal("an undomain-separated commitment was accepted")
 		}
 	})
@@ -82,10 +82,10 @@ func TestSelectionFollowsBeta(t *testing.T) {
 		for srv := range m {
 			// Each server recomputes β from the descriptor's reveals.
 			d := revealDesc(reveals)
-			if err := checkReveals(d); err != nil {
+			if err := CheckReveals(d); err != nil {
 				t.Fatal(err)
 			}
-			got := selectClients(id, selectionBeta(d.Reveals), keys, primaryOf, nil, n, m)
+			got := SelectClients(id, SelectionBeta(d.Reveals), keys, primaryOf, nil, n, m)
 			if srv == 0 {
 				first = got
 			} else if !slices.Equal(got, first) {
@@ -93,7 +93,7 @@ func TestSelectionFollowsBeta(t *testing.T) {
 			}
 		}
 		other := randomReveals(t, m)
-		if slices.Equal(selectClients(id, selectionBeta(other), keys, primaryOf, nil, n, m), first) {
+		if slices.Equal(SelectClients(id, SelectionBeta(other), keys, primaryOf, nil, n, m), first) {
 			t.Fatal("the selection does not change with β")
 		}
 	})
@@ -109,7 +109,7 @@ func TestGroundKeyNoAdvantage(t *testing.T) {
 		// The Sybil grinds 4096 keys for the smallest hash it can compute
 		// before the deadline: with β unknown, the best it can do is the
 		// rule without β (or any β it guesses).
-		old := func(k [32]byte) [32]byte { return selectionHash(id, [32]byte{}, k) }
+		old := func(k [32]byte) [32]byte { return SelectionHash(id, [32]byte{}, k) }
 		var ground [32]byte
 		best := [32]byte{0xff}
 		for i := range 4096 {
@@ -121,12 +121,12 @@ func TestGroundKeyNoAdvantage(t *testing.T) {
 		const trials, others = 400, 15
 		firsts, rankSum := 0, 0
 		for trial := range trials {
-			beta := selectionBeta(randomReveals(t, 3))
-			g := selectionHash(id, beta, ground)
+			beta := SelectionBeta(randomReveals(t, 3))
+			g := SelectionHash(id, beta, ground)
 			rank := 0
 			for i := range others {
 				k := sha256.Sum256([]byte(fmt.Sprint("honest", trial, i)))
-				if h := selectionHash(id, beta, k); bytes.Compare(h[:], g[:]) < 0 {
+				if h := SelectionHash(id, beta, k); bytes.Compare(h[:], g[:]) < 0 {
 					rank++
 				}
 			}

@@ -1,4 +1,4 @@
-package node
+package proto
 
 import (
 	"bytes"
@@ -11,20 +11,20 @@ import (
 // tagListStart is the domain tag of the round-robin start q_0 (§5.3).
 const tagListStart = "riffle/v3/request-list-start"
 
-// listStart is q_0 = H(epoch id ‖ round) mod n of the round-robin cut of
+// ListStart is q_0 = H(epoch id ‖ round) mod n of the round-robin cut of
 // a round's request list (docs/protocol.md §5.3): a public start nobody
 // chooses, n the round's output positions.
-func listStart(epoch [32]byte, round uint32, n int) int {
+func ListStart(epoch [32]byte, round uint32, n int) int {
 	if n <= 0 {
 		return 0
 	}
 	var rb [4]byte
 	binary.BigEndian.PutUint32(rb[:], round)
-	h := taggedHash(tagListStart, epoch[:], rb[:])
+	h := TaggedHash(tagListStart, epoch[:], rb[:])
 	return int(binary.BigEndian.Uint64(h[:8]) % uint64(n))
 }
 
-// roundRobinCut returns, sorted by byte order, the ids a round's request
+// RoundRobinCut returns, sorted by byte order, the ids a round's request
 // list holds (§5.3): output positions take turns from q0 on, each turn
 // taking the position's first requested id (in its payload's order) that
 // is in held and not taken yet, until maxRows ids are taken or no
@@ -35,7 +35,7 @@ func listStart(epoch [32]byte, round uint32, n int) int {
 // running the cut over a subset of the ids held anywhere that contains
 // the list gives the list again: that is how a holder checks a proposal
 // (omittedHeld) without knowing what the other servers hold.
-func roundRobinCut(q0 int, byPos [][][32]byte, held func([32]byte) bool, maxRows int) [][32]byte {
+func RoundRobinCut(q0 int, byPos [][][32]byte, held func([32]byte) bool, maxRows int) [][32]byte {
 	n := len(byPos)
 	next := make([]int, n) // per position, the index of its next candidate
 	taken := map[[32]byte]bool{}
@@ -64,11 +64,11 @@ func roundRobinCut(q0 int, byPos [][][32]byte, held func([32]byte) bool, maxRows
 	return out
 }
 
-// listPairs returns a request list's (output position, entry) pairs
+// ListPairs returns a request list's (output position, entry) pairs
 // (§6.3 v3): for each position in order, each listed id its payload
 // requested, once, by entry index. Every server computes them from the
 // payloads it published, so a proposal's pairs are checked like its ids.
-func listPairs(byPos [][][32]byte, entries []wire.ListEntry) []wire.ListPair {
+func ListPairs(byPos [][][32]byte, entries []wire.ListEntry) []wire.ListPair {
 	at := make(map[[32]byte]uint32, len(entries))
 	for i, le := range entries {
 		at[le.ID] = uint32(i)
@@ -91,8 +91,8 @@ func listPairs(byPos [][][32]byte, entries []wire.ListEntry) []wire.ListPair {
 	return out
 }
 
-// samePairs reports whether a and b are the same pairs.
-func samePairs(a, b []wire.ListPair) bool {
+// SamePairs reports whether a and b are the same pairs.
+func SamePairs(a, b []wire.ListPair) bool {
 	if len(a) != len(b) {
 		return false
 	}

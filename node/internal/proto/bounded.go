@@ -1,4 +1,4 @@
-package node
+package proto
 
 import (
 	"bytes"
@@ -30,13 +30,13 @@ const (
 	MinClientCap = MaxGroupServers * DefaultMinAnonymity
 )
 
-// checkGroupParams refuses a leader's parameters that differ from this
+// CheckGroupParams refuses a leader's parameters that differ from this
 // server's own in anything but the round limit: chunk size, request slots,
 // cover window, rounds, the caps, the index retention, the pace (pace.go)
 // and the registration window are group constants. A leader that chose
 // the window could close registration before clients had it, or hold an
 // epoch open for 2^30 ms (issue 25).
-func checkGroupParams(got, own wire.Params) error {
+func CheckGroupParams(got, own wire.Params) error {
 	a, b := got, own
 	a.RoundLimitMs, b.RoundLimitMs = 0, 0
 	if a.RegWindowMs != b.RegWindowMs {
@@ -48,19 +48,19 @@ func checkGroupParams(got, own wire.Params) error {
 	return nil
 }
 
-// primaryQuota is the number of its clients a primary is sure to have in
+// PrimaryQuota is the number of its clients a primary is sure to have in
 // an epoch of m servers with client cap n: at least the default minimum
 // anonymity set, and an equal share of the cap.
-func primaryQuota(n uint32, m int) int {
+func PrimaryQuota(n uint32, m int) int {
 	q := int(n) / max(m, 1)
 	return max(q, DefaultMinAnonymity)
 }
 
-// selectionHash orders the registrations beyond the quotas:
+// SelectionHash orders the registrations beyond the quotas:
 // H(epoch id ‖ β ‖ registration key), β the hash of the servers' reveals
 // (reveal.go). A registration key is chosen after the epoch id is known,
 // β only after the deadline: no client grinds its place.
-func selectionHash(epoch, beta [32]byte, regKey [32]byte) [32]byte {
+func SelectionHash(epoch, beta [32]byte, regKey [32]byte) [32]byte {
 	h := sha256.New()
 	h.Write([]byte("riffle/v3/select"))
 	h.Write(epoch[:])
@@ -71,16 +71,16 @@ func selectionHash(epoch, beta [32]byte, regKey [32]byte) [32]byte {
 	return out
 }
 
-// selectClients is the client selection of §3: each primary's
+// SelectClients is the client selection of §3: each primary's
 // registrations in its own order (rank: the place in its list; a key
 // without one goes last, by registration key) up to its quota, then what
 // remains in selection-hash order (with β) up to the cap n. keys must be free of
 // duplicates; the result is in slot order (by registration key).
-func selectClients(epoch, beta [32]byte, keys [][32]byte, primaryOf map[[32]byte]uint16, rank map[[32]byte]int, n uint32, m int) [][32]byte {
+func SelectClients(epoch, beta [32]byte, keys [][32]byte, primaryOf map[[32]byte]uint16, rank map[[32]byte]int, n uint32, m int) [][32]byte {
 	if len(keys) <= int(n) {
 		return keys
 	}
-	quota := primaryQuota(n, m)
+	quota := PrimaryQuota(n, m)
 	sorted := append([][32]byte(nil), keys...)
 	sort.Slice(sorted, func(i, j int) bool { return bytes.Compare(sorted[i][:], sorted[j][:]) < 0 })
 	byRank := append([][32]byte(nil), sorted...)
@@ -104,7 +104,7 @@ func selectClients(epoch, beta [32]byte, keys [][32]byte, primaryOf map[[32]byte
 		}
 	}
 	sort.Slice(rest, func(i, j int) bool {
-		hi, hj := selectionHash(epoch, beta, rest[i]), selectionHash(epoch, beta, rest[j])
+		hi, hj := SelectionHash(epoch, beta, rest[i]), SelectionHash(epoch, beta, rest[j])
 		return bytes.Compare(hi[:], hj[:]) < 0
 	})
 	for _, k := range rest {
@@ -122,11 +122,11 @@ func selectClients(epoch, beta [32]byte, keys [][32]byte, primaryOf map[[32]byte
 	return out
 }
 
-// checkPrimaryKept is a primary's check of a final descriptor (§4.1): all
+// CheckPrimaryKept is a primary's check of a final descriptor (§4.1): all
 // of its registrations are in, or the descriptor is full and holds at
 // least its quota of them, the first of its own order (§3, §8: returning
 // clean clients first). clients is the final descriptor's list.
-func checkPrimaryKept(clients []wire.ClientEntry, regs map[[32]byte]wire.Register, order [][32]byte, n uint32, m int) error {
+func CheckPrimaryKept(clients []wire.ClientEntry, regs map[[32]byte]wire.Register, order [][32]byte, n uint32, m int) error {
 	in := map[[32]byte]bool{}
 	for _, c := range clients {
 		in[c.RegKey] = true
@@ -145,12 +145,12 @@ func checkPrimaryKept(clients []wire.ClientEntry, regs map[[32]byte]wire.Registe
 	if len(clients) < int(n) {
 		return errors.New("node: final descriptor drops a client registered here and is not full")
 	}
-	if kept < primaryQuota(n, m) {
-		return fmt.Errorf("node: final descriptor keeps %d clients registered here, below the quota %d", kept, primaryQuota(n, m))
+	if kept < PrimaryQuota(n, m) {
+		return fmt.Errorf("node: final descriptor keeps %d clients registered here, below the quota %d", kept, PrimaryQuota(n, m))
 	}
-	for i, k := range order[:min(len(order), primaryQuota(n, m))] {
+	for i, k := range order[:min(len(order), PrimaryQuota(n, m))] {
 		if !in[k] {
-			return fmt.Errorf("node: final descriptor drops the client at place %d of this primary's order, within its quota %d", i, primaryQuota(n, m))
+			return fmt.Errorf("node: final descriptor drops the client at place %d of this primary's order, within its quota %d", i, PrimaryQuota(n, m))
 		}
 	}
 	return nil

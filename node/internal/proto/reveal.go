@@ -1,4 +1,4 @@
-package node
+package proto
 
 import (
 	"errors"
@@ -22,50 +22,50 @@ const (
 	tagBeta   = "riffle/v3/select-beta"
 )
 
-// commitment is H(r_j), domain-separated.
-func commitment(r [wire.CommitSize]byte) [wire.CommitSize]byte {
-	return taggedHash(tagCommit, r[:])
+// Commitment is H(r_j), domain-separated.
+func Commitment(r [wire.CommitSize]byte) [wire.CommitSize]byte {
+	return TaggedHash(tagCommit, r[:])
 }
 
-// selectionBeta is β = H(r_0 ‖ … ‖ r_{m−1}) over the reveals in chain
+// SelectionBeta is β = H(r_0 ‖ … ‖ r_{m−1}) over the reveals in chain
 // order.
-func selectionBeta(reveals [][wire.CommitSize]byte) [32]byte {
+func SelectionBeta(reveals [][wire.CommitSize]byte) [32]byte {
 	parts := make([][]byte, len(reveals))
 	for i := range reveals {
 		parts[i] = reveals[i][:]
 	}
-	return taggedHash(tagBeta, parts...)
+	return TaggedHash(tagBeta, parts...)
 }
 
-// checkReveals checks a final descriptor's reveals against the
+// CheckReveals checks a final descriptor's reveals against the
 // commitments of its group: one per server, each hashing to its
 // commitment. A descriptor that fails is refused: the reveals are public
 // (anyone can check them against the signed commitments), and a wrong one
 // is the leader's or its server's doing, but which of the two cannot be
 // told from the descriptor alone, so nobody is named (§3: an abort).
-func checkReveals(d *wire.Descriptor) error {
+func CheckReveals(d *wire.Descriptor) error {
 	if len(d.Reveals) != len(d.Group) {
 		return fmt.Errorf("node: final descriptor has %d reveals for %d servers", len(d.Reveals), len(d.Group))
 	}
 	for j := range d.Reveals {
-		if commitment(d.Reveals[j]) != d.Group[j].Commit {
+		if Commitment(d.Reveals[j]) != d.Group[j].Commit {
 			return fmt.Errorf("node: reveal of server %d does not match its commitment", j)
 		}
 	}
 	return nil
 }
 
-// errRevealsInOpen refuses an open descriptor that carries reveals: r_j
+// ErrRevealsInOpen refuses an open descriptor that carries reveals: r_j
 // are revealed only after the registration deadline.
-var errRevealsInOpen = errors.New("node: open descriptor carries reveals")
+var ErrRevealsInOpen = errors.New("node: open descriptor carries reveals")
 
-// revealsOf takes the reveals from the servers' close replies (chain
+// RevealsOf takes the reveals from the servers' close replies (chain
 // order) and checks each against its commitment in d: a server that
 // revealed nothing or the wrong value makes the leader abort the epoch.
-func revealsOf(d *wire.Descriptor, out [][wire.CommitSize]byte) ([][wire.CommitSize]byte, error) {
+func RevealsOf(d *wire.Descriptor, out [][wire.CommitSize]byte) ([][wire.CommitSize]byte, error) {
 	c := *d
 	c.Reveals = out
-	if err := checkReveals(&c); err != nil {
+	if err := CheckReveals(&c); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -1,0 +1,157 @@
+package node
+
+import (
+	"io"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+)
+
+// The names by which package node's files use what moved to
+// node/internal/proto, so that the move changed no caller. They go once
+// the server and the client are packages of their own that import proto.
+
+// Domain tags (proto.Tag*).
+const (
+	tagEpochID   = proto.TagEpochID
+	tagDescOpen  = proto.TagDescOpen
+	tagDescFinal = proto.TagDescFinal
+	tagStep      = proto.TagStep
+	tagRegister  = proto.TagRegister
+	tagList      = proto.TagList
+	tagMerkleLf  = proto.TagMerkleLf
+	tagMerkleLfP = proto.TagMerkleLfP
+	tagMerkleNd  = proto.TagMerkleNd
+	tagBatch     = proto.TagBatch
+)
+
+func taggedHash(tag string, parts ...[]byte) [32]byte { return proto.TaggedHash(tag, parts...) }
+func merkleRoot(entries [][]byte) [32]byte            { return proto.MerkleRoot(entries) }
+func merkleUp(level [][32]byte) [32]byte              { return proto.MerkleUp(level) }
+func leafPos(i int) []byte                            { return proto.LeafPos(i) }
+
+func sign(priv crypto.PrivKey, digest [32]byte) ([64]byte, error) { return proto.Sign(priv, digest) }
+func verifyPeerSig(id peer.ID, digest [32]byte, sig [64]byte) error {
+	return proto.VerifyPeerSig(id, digest, sig)
+}
+
+// The request list's cut (§5.3, §6.3 v3).
+func listStart(epoch [32]byte, round uint32, n int) int { return proto.ListStart(epoch, round, n) }
+func roundRobinCut(q0 int, byPos [][][32]byte, held func([32]byte) bool, maxRows int) [][32]byte {
+	return proto.RoundRobinCut(q0, byPos, held, maxRows)
+}
+func listPairs(byPos [][][32]byte, entries []wire.ListEntry) []wire.ListPair {
+	return proto.ListPairs(byPos, entries)
+}
+func samePairs(a, b []wire.ListPair) bool { return proto.SamePairs(a, b) }
+
+// The bounded leader's group constants and client selection (§3 v3).
+const (
+	// DefaultMinAnonymity is proto.DefaultMinAnonymity: a client's default
+	// minimum anonymity set (--min-anonymity).
+	DefaultMinAnonymity = proto.DefaultMinAnonymity
+	// MaxGroupServers is proto.MaxGroupServers: m_max, the largest chain
+	// the client cap is sized for.
+	MaxGroupServers = proto.MaxGroupServers
+	// MinClientCap is proto.MinClientCap: the smallest client cap n a
+	// server accepts.
+	MinClientCap = proto.MinClientCap
+)
+
+func checkGroupParams(got, own wire.Params) error { return proto.CheckGroupParams(got, own) }
+func primaryQuota(n uint32, m int) int            { return proto.PrimaryQuota(n, m) }
+func selectClients(epoch, beta [32]byte, keys [][32]byte, primaryOf map[[32]byte]uint16, rank map[[32]byte]int, n uint32, m int) [][32]byte {
+	return proto.SelectClients(epoch, beta, keys, primaryOf, rank, n, m)
+}
+func checkPrimaryKept(clients []wire.ClientEntry, regs map[[32]byte]wire.Register, order [][32]byte, n uint32, m int) error {
+	return proto.CheckPrimaryKept(clients, regs, order, n, m)
+}
+
+// The commit-reveal of the client selection (§3 v3).
+var errRevealsInOpen = proto.ErrRevealsInOpen
+
+func commitment(r [wire.CommitSize]byte) [wire.CommitSize]byte { return proto.Commitment(r) }
+func selectionBeta(reveals [][wire.CommitSize]byte) [32]byte   { return proto.SelectionBeta(reveals) }
+func checkReveals(d *wire.Descriptor) error                    { return proto.CheckReveals(d) }
+func revealsOf(d *wire.Descriptor, out [][wire.CommitSize]byte) ([][wire.CommitSize]byte, error) {
+	return proto.RevealsOf(d, out)
+}
+
+// Long-term client keys (§8 "After a blame", §3 "Registration", §5.4).
+
+// LongTermKeyFile is proto.LongTermKeyFile: the name of a client's
+// long-term key in its data directory.
+const LongTermKeyFile = proto.LongTermKeyFile
+
+// LongTermKey is a client's long-term Ed25519 key (proto.LongTermKey).
+type LongTermKey = proto.LongTermKey
+
+// NewLongTermKey draws a fresh key (proto.NewLongTermKey).
+func NewLongTermKey(r io.Reader) (*LongTermKey, error) { return proto.NewLongTermKey(r) }
+
+// LoadLongTermKey reads the long-term key of a client data directory,
+// creating it on first run (proto.LoadLongTermKey).
+func LoadLongTermKey(dir string, r io.Reader) (*LongTermKey, error) {
+	return proto.LoadLongTermKey(dir, r)
+}
+
+func verifyLongTerm(key [32]byte, epoch, regKey [32]byte, sig [64]byte) error {
+	return proto.VerifyLongTerm(key, epoch, regKey, sig)
+}
+func forwardDigest(f *wire.Forwarded) [32]byte { return proto.ForwardDigest(f) }
+
+// Bounds on parameters a server accepts (§3) and the group pace's range
+// and default (§5 v3): proto's, under the names cmd and the tests use.
+const (
+	MaxRounds              = proto.MaxRounds
+	MinChunkSize           = proto.MinChunkSize
+	MaxChunkSize           = proto.MaxChunkSize
+	MaxK                   = proto.MaxK
+	MaxClientsCap          = proto.MaxClientsCap
+	MaxRowsCap             = proto.MaxRowsCap
+	DefaultPIRRate         = proto.DefaultPIRRate
+	MinRoundIntervalMs     = proto.MinRoundIntervalMs
+	MaxRoundIntervalMs     = proto.MaxRoundIntervalMs
+	DefaultRoundIntervalMs = proto.DefaultRoundIntervalMs
+)
+
+// The checks of a descriptor's parameters and the digests of §3 and §4.1.
+func genericLimits() wire.Limits                    { return proto.GenericLimits() }
+func limitsFor(p wire.Params, m int) wire.Limits    { return proto.LimitsFor(p, m) }
+func checkParams(p wire.Params, rate float64) error { return proto.CheckParams(p, rate) }
+func pirWork(n, k, L, b int) float64                { return proto.PIRWork(n, k, L, b) }
+func epochID(d *wire.Descriptor) [32]byte           { return proto.EpochID(d) }
+func registerDigest(r *wire.Register) [32]byte      { return proto.RegisterDigest(r) }
+func checkX25519(b []byte) error                    { return proto.CheckX25519(b) }
+
+// Certified epoch numbers (§3 v3): the digests servers sign and the
+// checks of a certificate.
+func openCertDigest(n uint64, id [32]byte) [32]byte      { return proto.OpenCertDigest(n, id) }
+func finalCertDigest(n uint64, id, dg [32]byte) [32]byte { return proto.FinalCertDigest(n, id, dg) }
+func timeoutDigest(n uint64, chain [][]byte) [32]byte    { return proto.TimeoutDigest(n, chain) }
+func timeoutQuorum(m int) int                            { return proto.TimeoutQuorum(m) }
+func chainIDs(chain []peer.ID) [][]byte                  { return proto.ChainIDs(chain) }
+func certChain(c *wire.Cert) ([]peer.ID, error)          { return proto.CertChain(c) }
+func checkCertSigs(c *wire.Cert, chain []peer.ID) error  { return proto.CheckCertSigs(c, chain) }
+func abortDigest(a *wire.Abort) [32]byte                 { return proto.AbortDigest(a) }
+func inChain(chain []peer.ID, p peer.ID) bool            { return proto.InChain(chain, p) }
+func verifyCert(c *wire.Cert, known map[peer.ID]bool) error {
+	return proto.VerifyCert(c, known)
+}
+func verifyCertIn(c *wire.Cert, group map[peer.ID]bool) error {
+	return proto.VerifyCertIn(c, group)
+}
+
+// Receipts of registrations (§3 v3) and duplicate-share aborts (§4.1).
+func receiptDigest(r *wire.Receipt) [32]byte { return proto.ReceiptDigest(r) }
+func regHash(r *wire.Register) [32]byte      { return proto.RegHash(r) }
+func checkReceipt(r *wire.Receipt, id [32]byte, reg *wire.Register, chain []peer.ID) error {
+	return proto.CheckReceipt(r, id, reg, chain)
+}
+func checkReceipted(clients []wire.ClientEntry, fwd map[[32]byte]wire.Forwarded, orders []wire.Order, n uint32, m int) error {
+	return proto.CheckReceipted(clients, fwd, orders, n, m)
+}
+func dupDigest(a *wire.DupAbort) [32]byte { return proto.DupDigest(a) }
