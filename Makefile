@@ -59,8 +59,9 @@ test-serial: vet fmt-check
 	$(GO) test -tags riffletest -count=1 -p 1 -race -short $(RACE_PKGS)
 
 # Seeded runs of whole networks under random faults, in virtual time
-# (node/swarm_test.go): seeds 1..SEEDS (SEEDS=A-B: seeds A..B); a failure
-# prints the command that replays its seed.
+# (node/swarm_test.go): seeds 1..SEEDS (SEEDS=A-B: seeds A..B), then the
+# seeds kept at sizes of their own (swarmSizedSeeds); a failure prints the
+# command that replays its seed.
 swarm:
 	RIFFLE_SWARM_SEEDS=$(SEEDS) $(GO) test -tags riffletest -count=1 -run '^TestSwarm$$' -timeout 0 -v ./node/
 

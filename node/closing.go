@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -45,6 +46,23 @@ func closingOf(e *sepoch) wire.Closing {
 	return c
 }
 
+// closingTries bounds S_0's proposals of one closing record, closingRetry
+// apart: a chain server it cannot reach at the epoch's end (a partition,
+// a lossy link) signs once it is back. Proposed once, the record of an
+// epoch whose rounds all published was lost to a partition of 7 s, and
+// the servers outside its chain never took its files, which clients had
+// seen published (the swarm's seed 9; TestClosingProposedAgain).
+// An epoch without its closing record stays in memory (forget) for
+// closingHold after its end, at most closingHeld of them beyond the two
+// newest ended epochs every server keeps, so that its servers can still
+// sign what S_0 proposes again.
+const (
+	closingTries = 4
+	closingRetry = 10 * time.Second
+	closingHold  = 2 * time.Minute
+	closingHeld  = 4
+)
+
 // closeEpoch runs at S_0 once epoch e has ended: it waits for the lists
 // it still proposes, then has every chain server sign the closing record
 // and delivers it.
@@ -63,11 +81,28 @@ func (s *Server) closeEpoch(e *sepoch) {
 		return // broken on purpose: no closing record
 	}
 	prop := wire.ClosingProposal{Closing: c}
-	reps, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeClosingProposal, Body: prop.Marshal(), Timeout: bulkTimeout})
-	if err != nil {
-		s.log.Warn("closing record refused", "epoch", fmt.Sprintf("%x", v.id[:6]), "err", err)
-		return
+	var reps [][]byte
+	for try := 1; ; try++ {
+		actx, acancel := context.WithTimeout(s.ctx, bulkTimeout)
+		var err error
+		reps, err = s.each(actx, v.chain, request{Proto: ProtoRound, Type: wire.TypeClosingProposal, Body: prop.Marshal(), Timeout: bulkTimeout})
+		acancel()
+		if err == nil {
+			break
+		}
+		if try == closingTries {
+			s.log.Warn("closing record refused", "epoch", fmt.Sprintf("%x", v.id[:6]), "err", err)
+			return
+		}
+		s.log.Info("closing record refused: proposed again", "epoch", fmt.Sprintf("%x", v.id[:6]), "err", err)
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(closingRetry):
+		}
 	}
+	ctx, cancel = context.WithTimeout(s.ctx, bulkTimeout)
+	defer cancel()
 	for i, rep := range reps {
 		var sg wire.Sig
 		if err := sg.Unmarshal(rep); err != nil || int(sg.Index) != i {
@@ -163,6 +198,9 @@ func (s *Server) onClosing(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := s.store.PutClosing(c.Epoch, body); err != nil {
 		return 0, nil, err
 	}
+	s.mu.Lock()
+	e.closed = true
+	s.mu.Unlock()
 	s.keepWindowItem(e, &wire.Closing{Epoch: c.Epoch, Rounds: c.Rounds})
 	return wire.TypeAck, ack, nil
 }

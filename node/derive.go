@@ -61,6 +61,21 @@ func (s *Server) takenChain(n uint64) []peer.ID {
 	return s.groupChain()
 }
 
+// holdsPrevGroup reports whether chain, proposed for number n, holds more
+// than half of the chain of n−1's certificate kept here (holdsCertGroup;
+// true without one: the servers asked check it). Never call with s.mu
+// held.
+func (s *Server) holdsPrevGroup(n uint64, chain []peer.ID) bool {
+	if n <= 1 {
+		return true
+	}
+	c, ok := s.certOf(n - 1)
+	if !ok {
+		return true
+	}
+	return holdsCertGroup(chainIDs(chain), c)
+}
+
 // checkLeftOut refuses a Prepare whose chain leaves out a server of its
 // previous certificate without a cause that holds here. A full chain
 // (wire.MaxServers) leaves servers out by its size. Never call with s.mu
@@ -127,12 +142,32 @@ func (s *Server) onWouldServe(from peer.ID, body []byte) (wire.Type, []byte, err
 	if err := checkGroupParams(p.Params, s.cfg.Params.wire()); err != nil {
 		return 0, nil, err
 	}
+	// The chain's servers as its Prepare would check them (onPrepare):
+	// a server that would refuse the Prepare for a server of the chain
+	// named by a round blame or out for its refusal budget here says so,
+	// and is left out. It answered yes, and refused every Prepare that
+	// left it out: one server that counted another out for its budget,
+	// where the leader did not, held the group without an epoch for good
+	// (the swarm's seed 5; TestWouldServeAsPrepare).
+	nOut := 0
+	for _, b := range p.Chain {
+		if s.refusalOut(peer.ID(b)) {
+			nOut++
+		}
+	}
+	cutOut := len(p.Chain)-nOut >= s.cfg.MinServers
 	self := false
 	for _, b := range p.Chain {
 		id := peer.ID(b)
 		if id == s.h.ID() {
 			self = true
 			continue
+		}
+		if s.serverExcluded(id) {
+			return 0, nil, fmt.Errorf("node: would-serve chain has %s, named by a round blame", id.ShortString())
+		}
+		if cutOut && s.refusalOut(id) {
+			return 0, nil, fmt.Errorf("node: would-serve chain has %s, out for its refusal budget", id.ShortString())
 		}
 		if err := s.eligible(id); err != nil {
 			return 0, nil, err

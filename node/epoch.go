@@ -74,6 +74,9 @@ type epochSecrets struct {
 type epochLife struct {
 	ended  bool
 	reason string
+	// closed: its closing record is stored here (forget keeps it until
+	// then, for a while after endedAt).
+	closed bool
 	// users counts the goroutines working with the secrets outside s.mu
 	// (mixing, PIR): erasure at the epoch's end waits for the last.
 	users  int
@@ -326,7 +329,10 @@ func (s *Server) endQuiet(e *sepoch, reason string) {
 }
 
 // forget drops ended epochs except the newest two (their last rounds may
-// still be answered). Call with s.mu held.
+// still be answered) and, for closingHold after their end, the newest
+// closingHeld that ran and have no closing record here yet: S_0 proposes
+// it again to a chain server it could not reach (closeEpoch), which can
+// sign only an epoch it still holds. Call with s.mu held.
 func (s *Server) forget() {
 	var old []*sepoch
 	for _, e := range s.epochs {
@@ -335,7 +341,12 @@ func (s *Server) forget() {
 		}
 	}
 	sort.Slice(old, func(i, j int) bool { return old[i].v.desc.Number > old[j].v.desc.Number })
+	held := 0
 	for _, e := range old[min(len(old), 2):] {
+		if e.final != nil && !e.closed && held < closingHeld && time.Since(e.endedAt) < closingHold {
+			held++
+			continue
+		}
 		delete(s.epochs, e.v.id)
 	}
 }

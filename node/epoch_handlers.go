@@ -86,6 +86,11 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if len(p.Chain) < 1 {
 		return 0, nil, errors.New("node: prepare without a chain")
 	}
+	// The number's certificate must verify against the group certified
+	// for it (certs.go).
+	if !holdsCertGroup(p.Chain, &p.Previous) {
+		return 0, nil, errChainMinority
+	}
 	// Servers out for their refusal budget stay in a chain that would
 	// fall below --min-servers without them, as in chain().
 	nOut := 0

@@ -55,6 +55,48 @@ func (s *Server) enterIndex(ctx context.Context, from peer.ID) error {
 	return nil
 }
 
+// Window replies served at once (window.go). Every client of an epoch
+// asks every server of the chain for the same window before it registers,
+// when no server counts it as one of its clients yet: in the outsiders'
+// share of the index slots (8), a server refused most of the clients of
+// an epoch of 32, and those that found every server busy sat the epoch
+// out (TestWindowAtClientCap). Window requests have slots of their own,
+// a peer one at a time, so that neither they nor index pages crowd out
+// the other; a refused client asks again (fetchWindow).
+const maxWindowServing = 32
+
+// errWindowBusy refuses a window request for want of a slot: the client
+// asks again a little later.
+const errWindowBusy = wire.Refusal("node: too many window requests, try again")
+
+// windowSlots holds the peers whose window reply is being read and sent.
+type windowSlots struct {
+	mu sync.Mutex
+	by map[peer.ID]bool
+}
+
+// enterWindow takes a window slot for from until ctx ends (the reply
+// written or the stream's deadline passed), or refuses with errWindowBusy.
+func (s *Server) enterWindow(ctx context.Context, from peer.ID) error {
+	g := &s.windowSlots
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.by[from] || len(g.by) >= maxWindowServing {
+		return errWindowBusy
+	}
+	if g.by == nil {
+		g.by = map[peer.ID]bool{}
+	}
+	g.by[from] = true
+	go func() {
+		<-ctx.Done()
+		g.mu.Lock()
+		delete(g.by, from)
+		g.mu.Unlock()
+	}()
+	return nil
+}
+
 // onIndexReq answers one page of the index changes logged after the
 // request's cursor (§7 v3). Any peer may ask: the index is public, and
 // what one page costs is bounded by its fixed-size request (clientCaps),

@@ -25,7 +25,7 @@ func (s *Server) leaderLoop(ctx context.Context) {
 			continue
 		}
 		chain := s.proposedChain(full)
-		if len(chain) < s.cfg.MinServers {
+		if len(chain) < s.cfg.MinServers || !s.holdsPrevGroup(number, chain) {
 			continue
 		}
 		if err := s.runEpoch(ctx, chain, number); err != nil && ctx.Err() == nil {

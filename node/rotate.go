@@ -83,7 +83,8 @@ func (s *Server) running() bool {
 
 // takeTurn decides, once per leader-loop tick, the number to lead (0: none)
 // and the chain to propose. While an epoch runs, or the group chain is
-// short, the timeout does not run; past it, this server signs a timeout of
+// short (below --min-servers, or holding at most half of the chain of the
+// last number's certificate: holdsPrevGroup), the timeout does not run; past it, this server signs a timeout of
 // the number (once every T_lead until it is certified).
 func (s *Server) takeTurn() (uint64, []peer.ID) {
 	if s.lostRecords() != nil {
@@ -92,7 +93,7 @@ func (s *Server) takeTurn() (uint64, []peer.ID) {
 	n := s.nextNumber()
 	full := s.takenChain(n)
 	eligible := s.pinned(full)
-	short := len(full) < s.cfg.MinServers || (n == 1 && s.checkFounding(full) != nil)
+	short := len(full) < s.cfg.MinServers || (n == 1 && s.checkFounding(full) != nil) || !s.holdsPrevGroup(n, full)
 	s.mu.Lock()
 	s.endUnclosedLocked()
 	if short || s.running() {

@@ -142,20 +142,23 @@ type Server struct {
 	// indexSlots counts the index pages being read and sent
 	// (indexserve.go).
 	indexSlots indexSlots
-	ctx        context.Context
-	cancel     context.CancelFunc
-	cfg        ServerConfig
-	log        *slog.Logger
-	rand       io.Reader
-	h          transport.Host
-	priv       crypto.PrivKey
-	roster     roster
-	helloNow   chan struct{}
-	closers    []func() error
-	store      ChunkStore
-	engine     *pir.Engine
-	pool       bufPool // large round buffers (bufpool.go)
-	wg         sync.WaitGroup
+	// windowSlots counts the window replies being read and sent
+	// (indexserve.go).
+	windowSlots windowSlots
+	ctx         context.Context
+	cancel      context.CancelFunc
+	cfg         ServerConfig
+	log         *slog.Logger
+	rand        io.Reader
+	h           transport.Host
+	priv        crypto.PrivKey
+	roster      roster
+	helloNow    chan struct{}
+	closers     []func() error
+	store       ChunkStore
+	engine      *pir.Engine
+	pool        bufPool // large round buffers (bufpool.go)
+	wg          sync.WaitGroup
 	// The tests' hooks (hooks_riffletest.go); empty in the binary.
 	serverHookState
 

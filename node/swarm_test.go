@@ -39,8 +39,8 @@ import (
 // acknowledged file comes back byte-exact through every server.
 //
 // `go test -run TestSwarm ./node/` runs swarmCISeeds; RIFFLE_SWARM_SEEDS=N
-// runs seeds 1..N (make swarm) and A-B seeds A..B, RIFFLE_SWARM_SEED=S
-// replays one, and
+// runs seeds 1..N (make swarm) and A-B seeds A..B, each then with
+// swarmSizedSeeds, RIFFLE_SWARM_SEED=S replays one, and
 // RIFFLE_SWARM_BIG=1 draws the larger networks (m up to 8, n up to 64);
 // RIFFLE_SWARM_M and RIFFLE_SWARM_N fix m and n.
 
@@ -73,11 +73,20 @@ var swarmCISeeds = []swarmSeed{{seed: 1},
 	{seed: 6}, // one open-descriptor signature lost to a lossy link held the group at its number for good: the leader aborts (TestOpenSignatureLost)
 }
 
+// swarmSizedSeeds are seeds that found a fault at sizes of their own
+// (RIFFLE_SWARM_M and RIFFLE_SWARM_N), too costly for make test: `make
+// swarm` runs them after its seeds.
+var swarmSizedSeeds = []swarmSeed{
+	{seed: 1, m: 3, n: 64}, // every client asked every server for the decoy window at once, and most found the servers busy and sat out, their jobs paused for good (TestWindowAtClientCap)
+}
+
 // swarmSeed is a seed, and whether its run leaves the hostile parties out
-// (RIFFLE_SWARM_HOSTILE=off): its faults are the same either way.
+// (RIFFLE_SWARM_HOSTILE=off): its faults are the same either way; m and
+// n, if set, fix the sizes (as RIFFLE_SWARM_M and RIFFLE_SWARM_N).
 type swarmSeed struct {
 	seed       uint64
 	faultsOnly bool
+	m, n       int
 }
 
 func swarmSeeds(t *testing.T) []swarmSeed {
@@ -87,7 +96,7 @@ func swarmSeeds(t *testing.T) []swarmSeed {
 		if err != nil {
 			t.Fatalf("RIFFLE_SWARM_SEED=%q: %v", s, err)
 		}
-		return []swarmSeed{{v, off}}
+		return []swarmSeed{{seed: v, faultsOnly: off}}
 	}
 	if s := os.Getenv("RIFFLE_SWARM_SEEDS"); s != "" {
 		// N: seeds 1 to N; A-B: seeds A to B.
@@ -102,9 +111,9 @@ func swarmSeeds(t *testing.T) []swarmSeed {
 		}
 		var out []swarmSeed
 		for v := lo; v <= hi; v++ {
-			out = append(out, swarmSeed{uint64(v), off})
+			out = append(out, swarmSeed{seed: uint64(v), faultsOnly: off})
 		}
-		return out
+		return append(out, swarmSizedSeeds...)
 	}
 	return swarmCISeeds
 }
@@ -115,6 +124,9 @@ func TestSwarm(t *testing.T) {
 		name := fmt.Sprint(sd.seed)
 		if sd.faultsOnly {
 			name += "-faults-only"
+		}
+		if sd.m > 0 {
+			name += fmt.Sprintf("-m%d-n%d", sd.m, sd.n)
 		}
 		t.Run(name, func(t *testing.T) {
 			// Seeds share nothing but the process: run them side by side.
@@ -137,6 +149,8 @@ type swarm struct {
 	hrng *rand.Rand
 	// faultsOnly: no hostile parties (swarmSeed).
 	faultsOnly bool
+	// sized: the sizes are fixed (swarmSeed.m, n), not drawn.
+	sized swarmSeed
 	// grng draws the gets (which file, which client).
 	grng  *rand.Rand
 	net   *memnet.Net
@@ -213,6 +227,9 @@ func (w *swarm) fail(format string, args ...any) {
 	if w.faultsOnly {
 		env = "RIFFLE_SWARM_HOSTILE=off "
 	}
+	if w.sized.m > 0 {
+		env += fmt.Sprintf("RIFFLE_SWARM_M=%d RIFFLE_SWARM_N=%d ", w.sized.m, w.sized.n)
+	}
 	w.t.Fatalf("seed %d: %s\nevents:\n%s\nreplay: %sRIFFLE_SWARM_SEED=%d go test -tags riffletest -count=1 -run '^TestSwarm$' ./node/",
 		w.seed, fmt.Sprintf(format, args...), ev, env, w.seed)
 }
@@ -226,6 +243,10 @@ func runSwarm(t *testing.T, sd swarmSeed) {
 	m, n := 3+w.rng.IntN(3), 4+w.rng.IntN(9)
 	if os.Getenv("RIFFLE_SWARM_BIG") != "" {
 		m, n = 3+w.rng.IntN(6), 8+w.rng.IntN(57)
+	}
+	if sd.m > 0 {
+		m, n = sd.m, sd.n
+		w.sized = sd
 	}
 	if v := os.Getenv("RIFFLE_SWARM_M"); v != "" {
 		m, _ = strconv.Atoi(v)

@@ -170,10 +170,9 @@ func (s *Server) onWindowReq(ctx context.Context, from peer.ID, body []byte) (wi
 		return 0, nil, errors.New("node: window request refused")
 	}
 	// Any peer may ask, before it registers: a window costs what a few
-	// index pages cost, so it takes one of their slots (at most
-	// maxOutsiderIndex for peers that are not clients here), held until
-	// the reply is written.
-	if err := s.enterIndex(ctx, from); err != nil {
+	// index pages cost, so it takes one of the window slots
+	// (maxWindowServing, one a peer), held until the reply is written.
+	if err := s.enterWindow(ctx, from); err != nil {
 		return 0, nil, err
 	}
 	var w wire.Window

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -59,6 +60,15 @@ func (c *Client) fetchWindow(ctx context.Context, v *view) error {
 		pending++
 		go func() {
 			rep, err := c.callPeer(ctx, p, request{Proto: ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: shortTimeout})
+			for try := 0; try < windowRetries && errors.Is(err, errWindowBusy); try++ {
+				// A busy server (every client of the epoch asks at
+				// once) is asked again after a random delay.
+				select {
+				case <-time.After(windowRetryDelay(v)):
+				case <-ctx.Done():
+				}
+				rep, err = c.callPeer(ctx, p, request{Proto: ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: shortTimeout})
+			}
 			var w wire.Window
 			if err == nil {
 				err = w.Unmarshal(rep)
@@ -101,6 +111,24 @@ func (c *Client) fetchWindow(ctx context.Context, v *view) error {
 	c.windowBudget = w.budget
 	c.mu.Unlock()
 	return nil
+}
+
+// windowRetries bounds how often a client asks a server that answered
+// errWindowBusy again for one window.
+const windowRetries = 4
+
+// windowRetryDelay draws the wait before a busy server is asked again:
+// uniform below an eighth of the registration window, so that the
+// windowRetries asks end within its first half and clients asked to wait
+// spread out. Only the retry's timing depends on it, and it is fresh
+// randomness, none of the client's CSPRNG stream (the decoy draws read
+// the same bytes whatever happens here).
+func windowRetryDelay(v *view) time.Duration {
+	span := time.Duration(v.desc.Params.RegWindowMs) * time.Millisecond / 8
+	if span <= 0 {
+		return 0
+	}
+	return time.Millisecond + mrand.N(span)
 }
 
 // previousGroup returns the descriptor of the epoch before d (the one its

@@ -313,3 +313,49 @@ func TestWindowAsksPreviousChain(t *testing.T) {
 		}
 	})
 }
+
+// TestWindowAtClientCap (§6.3 v3; the swarm's m = 3, n = 64 seed 1): every
+// client of an epoch asks every chain server for the window at once,
+// before it registers, so that no server counts it as one of its clients
+// yet. Served from the index pages' slots, of which such peers share 8, a
+// server refused all but 8 of them ("try again"): at the client cap (64
+// clients at these parameters) 53 found every server busy, sat an epoch
+// out and paused their jobs for good. Now window requests have 32 slots of
+// their own, one per peer at a time, and a client asks a busy server
+// again: over three epochs of 64 clients, none sits out.
+func TestWindowAtClientCap(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		const m, n = 3, MinClientCap
+		tn := startAnonNet(t, m, 0, 2, testParams(4), nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		var cs []*Client
+		var logs []*lockedBuf
+		for i := range n {
+			progress := &lockedBuf{}
+			c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), Progress: progress})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			cs, logs = append(cs, c), append(logs, progress)
+		}
+		until(t, ctx, 5*time.Minute, func() bool {
+			for _, c := range cs {
+				if c.Stats().Epochs < 3 {
+					return false
+				}
+			}
+			return true
+		}, "not every client took part in three epochs")
+		sat := 0
+		for _, l := range logs {
+			if strings.Contains(l.String(), "sitting out") {
+				sat++
+			}
+		}
+		if sat > 0 {
+			t.Fatalf("%d of %d clients sat an epoch out for want of the decoy window", sat, n)
+		}
+	})
+}
