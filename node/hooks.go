@@ -57,6 +57,7 @@ func (*Server) hookIndexReply(_ peer.ID, m []store.Manifest) []store.Manifest { 
 func (*Server) hookIndexClosings(_ peer.ID, r [][]byte) [][]byte              { return r }
 func (*Server) hookWindowReply(peer.ID, *wire.Window)                         {}
 func (*Server) hookWindowRefuse(peer.ID) bool                                 { return false }
+func (*Server) hookUnpinnedWindow() bool                                      { return false }
 
 func (*Server) hookCheatKeys(_ []peer.ID, keys [][32]byte, _ *closed) [][32]byte { return keys }
 func (*Server) hookCheatList(*wire.RegList)                                      {}
@@ -92,6 +93,7 @@ func (*Client) hookNoManifestCap() bool                        { return false }
 func (*Client) hookNoGapFill() bool                            { return false }
 func (*Client) hookHeldDraw() func(io.Reader) ([32]byte, bool) { return nil }
 func (*Client) hookOwnRule() bool                              { return false }
+func (*Client) hookUnpinnedWindow() bool                       { return false }
 func (*Client) hookWindow(*view)                               {}
 func (*Client) hookNoteHeld([32]byte)                          {}
 func (*Client) hookOwnNote(*wire.RoundList)                    {}

@@ -255,6 +255,13 @@ func (s *Server) hookWindowReply(to peer.ID, w *wire.Window) {
 	}
 }
 
+// hookUnpinnedWindow reports whether the tests' control of the window
+// before it was pinned by the Prepare is on (testObserver.UnpinnedWindow).
+func (s *Server) hookUnpinnedWindow() bool {
+	o := s.cfg.observe
+	return o != nil && o.UnpinnedWindow
+}
+
 func (s *Server) hookWindowRefuse(to peer.ID) bool {
 	o := s.cfg.observe
 	return o != nil && o.WindowRefuse != nil && o.WindowRefuse(to)
@@ -559,6 +566,13 @@ func (c *Client) hookSecondOnion(ctx context.Context, e *cepoch, sub *wire.Submi
 // hookOwnRule reports whether the tests' control of the old decoy rule (the
 // client's own lists, OwnDecoys) is on.
 func (c *Client) hookOwnRule() bool { return c.useOwnRule() }
+
+// hookUnpinnedWindow reports whether the tests' control of the window
+// before it was pinned by the Prepare is on (UnpinnedWindow).
+func (c *Client) hookUnpinnedWindow() bool {
+	o := c.cfg.observe
+	return o != nil && o.UnpinnedWindow
+}
 
 // hookWindow tells the observer which epochs the client's window holds.
 func (c *Client) hookWindow(v *view) {
