@@ -313,12 +313,14 @@ func (s *Server) chooseWindow(ctx context.Context, chain []peer.ID, number uint6
 		_, left := leftOutCertified(number, gd.Window, refs)
 		return left
 	}
-	refs := pinnedRefs(walkWindow(d, got))
-	if short(refs) {
+	w := walkWindow(d, got)
+	if short(pinnedRefs(w)) {
 		got = append(got, s.askWindow(ctx, chain, number)...)
-		refs = pinnedRefs(walkWindow(d, got))
+		w = walkWindow(d, got)
+		// The leader holds what it pins, as every member does.
+		s.keepWindow(w.items)
 	}
-	return refs
+	return pinnedRefs(w)
 }
 
 // takeWindow holds the window a Prepare pins before this server answers
