@@ -14,11 +14,14 @@ import (
 )
 
 // A client's side of the group's decoy window (docs/protocol.md §6.3 v3).
-// Before it registers in epoch N, a client holds N's window: the last
-// DecoyEpochs epochs of number at most N−2 that have a closing record,
-// found by walking back from N's descriptor (each epoch's descriptor is
-// pinned by the certificate the next one carries, so every client of N
-// walks the same epochs), each with its pool checked against its record.
+// Before it registers in epoch N, a client holds N's window: the epochs
+// N's descriptor pins (window.go: the leader's last DecoyEpochs epochs of
+// number at most N−2 with a closing record, each with its record's
+// digest), reached by walking back from N's descriptor (each epoch's
+// descriptor is pinned by the certificate the next one carries, so every
+// client of N walks the same epochs), each with its pool checked against
+// its record. Every member of N's chain held them all before it answered
+// N's Prepare.
 // It asks every server of N's chain and of N−1's at once (those that
 // served the window's epochs hold their records; N's may be new) and
 // takes each part from whichever server gives one that checks: the
@@ -44,7 +47,7 @@ type windowReply struct {
 // pool, and its records those that settle waiting chunks. It asks every
 // server of v's chain at once, and every server of N−1's chain as soon as
 // a reply gives N−1's descriptor (pinned by v's previous certificate). It
-// returns errNoWindow if every server failed.
+// returns errNoWindow if no server gave every pinned record and pool.
 func (c *Client) fetchWindow(ctx context.Context, v *view) error {
 	req := (&wire.WindowReq{Epoch: v.id, Number: v.desc.Number}).Marshal()
 	res := make(chan windowReply)
