@@ -67,8 +67,6 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 	peerIdx, curEpoch := map[peer.ID]int{}, map[int][32]byte{}
 	heldFor := map[[32]byte]map[int][32]byte{}
 	honest := 2 // the server that is not corrupt (read under vmu)
-	// The clients whose jobs asked for ids in each epoch (under vmu).
-	jobs := map[[32]byte]map[int]bool{}
 	tn := startAnonNet(t, m, 0, n, p, func(i int, c *ServerConfig) {
 		o := rec.server(i)
 		o.UnpinnedWindow = unpinned
@@ -172,17 +170,6 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 		// sync late.
 		o.OwnDecoys, o.NoClosingFill = ownRule, ownRule
 		o.UnpinnedWindow = unpinned
-		o.Requested = func(epoch [32]byte, _ uint32, ids [][32]byte) {
-			if len(ids) == 0 {
-				return
-			}
-			vmu.Lock()
-			defer vmu.Unlock()
-			if jobs[epoch] == nil {
-				jobs[epoch] = map[int]bool{}
-			}
-			jobs[epoch][i] = true
-		}
 		joined := o.Joined
 		o.Joined = func(epoch [32]byte, slot uint32, ps []byte) {
 			joined(epoch, slot, ps)
@@ -402,19 +389,6 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 				}
 			}
 			pn := 1 / float64(n)
-			if mode == "sitout" {
-				// Chance among the pseudonyms alike: those whose
-				// client's jobs asked for nothing in the epoch, as the
-				// victim's (fetchers show by their many requests; with
-				// one victim the idle ones are the fewest's guesses).
-				vmu.Lock()
-				busy := len(jobs[id])
-				if jobs[id][v] {
-					busy = 0 // not seen: counted against 1/n
-				}
-				vmu.Unlock()
-				pn = 1 / float64(n-busy)
-			}
 			tl.add(best[rng.IntN(len(best))] == truth, pn, pn)
 			fit := fitFor(v)
 			ti.add(fit[rng.IntN(len(fit))] == truth, pn, pn)
