@@ -145,7 +145,10 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 		}
 		vmu.Unlock()
 		for _, s := range tn.servers {
-			s.hooks.Store(&serverHooks{closingTo: func(p peer.ID) bool { return p != chain[len(chain)-1] }})
+			// Nor do the corrupt servers send it their closing
+			// signatures (§7 v3), from which it would make the record.
+			to := func(p peer.ID) bool { return p != chain[len(chain)-1] }
+			s.hooks.Store(&serverHooks{closingTo: to, closingSigTo: to})
 		}
 	}
 	// The victims: the first two clients of corrupt primaries; with

@@ -66,23 +66,24 @@ func (*Server) hookNoReceipt() bool                                             
 func (*Server) hookHoldOpen() bool                                               { return false }
 func (*Server) hookOpenLate(peer.ID) time.Duration                               { return 0 }
 
-func (*Server) hookAccuse(uint32) (int, bool)             { return 0, false }
-func (*Server) hookCorruptOut(uint32, [][]byte)           {}
-func (*Server) hookDropOut(uint32) bool                   { return false }
-func (*Server) hookWithhold(uint32) bool                  { return false }
-func (*Server) hookLastOut([32]byte, uint32, [][]byte)    {}
-func (*Server) hookClosingTo(chain []peer.ID) []peer.ID   { return chain }
-func (*Server) hookRepeatOut(uint32) bool                 { return false }
-func (*Server) hookHideOut(uint32) bool                   { return false }
-func (*Server) hookHideCerts() bool                       { return false }
-func (*Server) hookLoseOut(uint32) bool                   { return false }
-func (*Server) hookProbe(*sepoch, uint32, int)            {}
-func (*Server) hookRefuseEvidence(wire.Type) bool         { return false }
-func (*Server) hookLiar() bool                            { return false }
-func (*Server) hookNoPace() bool                          { return false }
-func (*Server) hookLieDrop(uint32) bool                   { return false }
-func (*Server) hookBadProof([]byte)                       {}
-func (*Server) hookRoot(_ *wire.Batch, msg []byte) []byte { return msg }
+func (*Server) hookAccuse(uint32) (int, bool)              { return 0, false }
+func (*Server) hookCorruptOut(uint32, [][]byte)            {}
+func (*Server) hookDropOut(uint32) bool                    { return false }
+func (*Server) hookWithhold(uint32) bool                   { return false }
+func (*Server) hookLastOut([32]byte, uint32, [][]byte)     {}
+func (*Server) hookClosingTo(chain []peer.ID) []peer.ID    { return chain }
+func (*Server) hookClosingSigTo(chain []peer.ID) []peer.ID { return chain }
+func (*Server) hookRepeatOut(uint32) bool                  { return false }
+func (*Server) hookHideOut(uint32) bool                    { return false }
+func (*Server) hookHideCerts() bool                        { return false }
+func (*Server) hookLoseOut(uint32) bool                    { return false }
+func (*Server) hookProbe(*sepoch, uint32, int)             {}
+func (*Server) hookRefuseEvidence(wire.Type) bool          { return false }
+func (*Server) hookLiar() bool                             { return false }
+func (*Server) hookNoPace() bool                           { return false }
+func (*Server) hookLieDrop(uint32) bool                    { return false }
+func (*Server) hookBadProof([]byte)                        {}
+func (*Server) hookRoot(_ *wire.Batch, msg []byte) []byte  { return msg }
 
 func (*Client) hookJoined([32]byte, uint32, *mix.ClientSecret) {}
 func (*Client) hookRow([32]byte, uint32, int, int, int)        {}

@@ -109,6 +109,9 @@ type serverHooks struct {
 	// closingTo may make this server, as S_0, deliver an epoch's signed
 	// closing record only to the chain servers for which it returns true.
 	closingTo func(p peer.ID) bool
+	// closingSigTo may make this server send its signature of a closing
+	// record only to the chain servers for which it returns true.
+	closingSigTo func(p peer.ID) bool
 	// repeatOut may make this server send its signed batch of round r
 	// twice (a retry or a replay: the receiver mixes it once).
 	repeatOut func(r uint32) bool
@@ -323,6 +326,20 @@ func (s *Server) hookClosingTo(chain []peer.ID) []peer.ID {
 	var out []peer.ID
 	for _, p := range chain {
 		if h.closingTo(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (s *Server) hookClosingSigTo(chain []peer.ID) []peer.ID {
+	h := s.hooks.Load()
+	if h == nil || h.closingSigTo == nil {
+		return chain
+	}
+	var out []peer.ID
+	for _, p := range chain {
+		if h.closingSigTo(p) {
 			out = append(out, p)
 		}
 	}

@@ -158,6 +158,7 @@ func vectors() []vector {
 		{"attest", TypeAttest, &Attest{AttestReq: AttestReq{Epoch: k32(1), Number: 9, Kind: AbortNoPub, Round: 3}, Lacking: 2, Signer: 2, Sig: k64(0x33)}},
 		{"charge", TypeCharge, &Charge{Kind: EvAbort, Number: 9, Item: []byte{1, 2, 3}, Attests: []Attest{{AttestReq: AttestReq{Epoch: k32(1), Number: 9, Kind: AbortNoPub, Round: 3}, Lacking: 4, Signer: 0, Sig: k64(0x34)}}}},
 		{"closingproposal", TypeClosingProposal, &ClosingProposal{Closing{Epoch: k32(1), Rounds: []ClosingRound{{ClosedPublished, k32(0xa0)}, {ClosedVoid, k32(0xa1)}, {}}, Pairs: 7, Pool: k32(0xa2)}}},
+		{"closingsig", TypeClosingSig, &ClosingSig{Epoch: k32(1), Digest: k32(0xa3), Index: 2, Sig: k64(0x32)}},
 		{"closing", TypeClosing, &Closing{Epoch: k32(1), Rounds: []ClosingRound{{ClosedPublished, k32(0xa0)}, {ClosedVoid, k32(0xa1)}, {}}, Pairs: 7, Pool: k32(0xa2), Sigs: [][64]byte{k64(0x30), k64(0x31)}}},
 		{"windowreq", TypeWindowReq, &WindowReq{Epoch: k32(1), Number: 9}},
 		{"statereq", TypeStateReq, Raw{}},
