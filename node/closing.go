@@ -227,15 +227,29 @@ func (s *Server) assembleClosing(e *sepoch) {
 		c.Sigs = append(c.Sigs, cs.Sig)
 	}
 	e.closingDone = true
+	// Among the store's closing records only if every published round's
+	// final list is here: those records mark an epoch taken whole, and a
+	// server catches up the rest (catchup.go). Else with the window item.
+	whole := true
+	for r, cr := range c.Rounds {
+		x := e.rounds[uint32(r)]
+		if cr.State == wire.ClosedPublished && (x == nil || x.list == nil || listDigest(x.list) != cr.List) {
+			whole = false
+		}
+	}
 	s.mu.Unlock()
 	if _, err := s.store.Closing(c.Epoch); err == nil {
 		return // S_0's came first
 	}
-	if err := s.store.PutClosing(c.Epoch, c.Marshal()); err != nil {
-		s.log.Warn("keep the assembled closing record", "err", err)
-		return
+	rec := c.Marshal()
+	if whole {
+		if err := s.store.PutClosing(c.Epoch, rec); err != nil {
+			s.log.Warn("keep the assembled closing record", "err", err)
+			return
+		}
+		rec = nil
 	}
-	s.keepWindowItem(e, &wire.Closing{Epoch: c.Epoch, Rounds: c.Rounds})
+	s.keepWindowItem(e, &wire.Closing{Epoch: c.Epoch, Rounds: c.Rounds}, rec)
 }
 
 // onClosing stores an epoch's closing record signed by all its chain
@@ -256,7 +270,7 @@ func (s *Server) onClosing(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := s.store.PutClosing(c.Epoch, body); err != nil {
 		return 0, nil, err
 	}
-	s.keepWindowItem(e, &wire.Closing{Epoch: c.Epoch, Rounds: c.Rounds})
+	s.keepWindowItem(e, &wire.Closing{Epoch: c.Epoch, Rounds: c.Rounds}, nil)
 	return wire.TypeAck, ack, nil
 }
 

@@ -143,8 +143,10 @@ func groupBytes(d *wire.Descriptor) []byte {
 }
 
 // keepWindowItem keeps what a client needs of epoch e once its closing
-// record c is stored here: its descriptor without clients and its pool.
-func (s *Server) keepWindowItem(e *sepoch, c *wire.Closing) {
+// record c is stored here: its descriptor without clients and its pool;
+// rec, if set, is the record itself, kept with them when it is not in the
+// store's closing records (those mark an epoch taken whole, catchup.go).
+func (s *Server) keepWindowItem(e *sepoch, c *wire.Closing, rec []byte) {
 	s.mu.Lock()
 	pool, ok := setPool(e, c)
 	v := e.final
@@ -153,7 +155,7 @@ func (s *Server) keepWindowItem(e *sepoch, c *wire.Closing) {
 		s.log.Warn("decoy pool: a published list is missing here")
 		return
 	}
-	it := wire.WindowItem{Number: v.desc.Number, Epoch: v.id, Group: groupBytes(v.desc), Pool: pool.Marshal()}
+	it := wire.WindowItem{Number: v.desc.Number, Epoch: v.id, Group: groupBytes(v.desc), Closing: rec, Pool: pool.Marshal()}
 	if err := s.store.PutWindowItem(v.desc.Number, v.id, (&wire.Window{Items: []wire.WindowItem{it}}).Marshal()); err != nil {
 		s.log.Error("keep window item", "err", err)
 	}
@@ -197,7 +199,7 @@ func (s *Server) windowItems(number uint64) []wire.WindowItem {
 		if b, err := s.store.WindowItem(n, cert.Epoch); err == nil {
 			var kept wire.Window
 			if kept.Unmarshal(b) == nil && len(kept.Items) == 1 {
-				it.Group, it.Pool = kept.Items[0].Group, kept.Items[0].Pool
+				it.Group, it.Closing, it.Pool = kept.Items[0].Group, kept.Items[0].Closing, kept.Items[0].Pool
 			}
 		}
 		if it.Group == nil {
@@ -354,23 +356,19 @@ func (s *Server) takeWindow(leader peer.ID, p *wire.Prepare) error {
 	return nil
 }
 
-// keepWindow stores the parts of a walk's epochs that this server lacks.
+// keepWindow stores the parts of a walk's epochs that this server lacks,
+// each record with its window item: not among the store's closing
+// records, which mark an epoch whose rounds this server took whole (a
+// server catches up an epoch until it holds its record, catchup.go).
 func (s *Server) keepWindow(items []wire.WindowItem) {
 	for _, it := range items {
-		if len(it.Closing) > 0 {
-			if _, err := s.store.Closing(it.Epoch); err != nil {
-				if err := s.store.PutClosing(it.Epoch, it.Closing); err != nil {
-					s.log.Warn("keep a window's closing record", "err", err)
-				}
-			}
-		}
 		if b, err := s.store.WindowItem(it.Number, it.Epoch); err == nil {
 			var kept wire.Window
-			if kept.Unmarshal(b) == nil && len(kept.Items) == 1 && len(kept.Items[0].Group) > 0 && (len(kept.Items[0].Pool) > 0 || len(it.Pool) == 0) {
+			if kept.Unmarshal(b) == nil && len(kept.Items) == 1 && len(kept.Items[0].Group) > 0 && (len(kept.Items[0].Pool) > 0 || len(it.Pool) == 0) && (len(kept.Items[0].Closing) > 0 || len(it.Closing) == 0) {
 				continue
 			}
 		}
-		k := wire.WindowItem{Number: it.Number, Epoch: it.Epoch, Group: it.Group, Pool: it.Pool}
+		k := wire.WindowItem{Number: it.Number, Epoch: it.Epoch, Group: it.Group, Closing: it.Closing, Pool: it.Pool}
 		if err := s.store.PutWindowItem(it.Number, it.Epoch, (&wire.Window{Items: []wire.WindowItem{k}}).Marshal()); err != nil {
 			s.log.Error("keep window item", "err", err)
 		}
