@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"sort"
 	"sync"
@@ -35,15 +34,21 @@ import (
 // the fewest requests in the epoch's published lists (fewest), and the
 // one that asked least for the ids that only the withheld epochs of the
 // pool asked for (by ids: the window is public, and so are the lists).
-// With fill true every client takes the window from every chain server
-// at once (window_client.go); with fill false (the positive control,
-// OwnDecoys and NoClosingFill, switched on in the test only) every client
-// draws by the old rule from the lists it received and the records its
-// primary's index pages bring, whose pool is the epochs just before.
+// With fill true every client takes the window N's Prepare pinned from
+// every chain server at once (window_client.go); with fill false (the
+// positive control, switched on in the test only) every client draws by
+// an old rule: for "sitout" the window before it was pinned
+// (UnpinnedWindow: the last epochs some server gave a record and pool
+// for, servers and clients alike), else the lists it received and the
+// records its primary's index pages bring, whose pool is the epochs just
+// before (OwnDecoys and NoClosingFill).
 // Trials are counted in epochs in which at least half the pseudonyms
 // asked for something (decoys are under way); as in TestAdversaryLinks
-// the variance bound is Σ p.
-func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byIDs *tally) {
+// the variance bound is Σ p. sat counts the epochs that ran without the
+// victims.
+func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byIDs *tally, sat int) {
+	unpinned := !fill && mode == "sitout"
+	ownRule := !fill && !unpinned
 	const m, n = 3, 8
 	rec := newAdvRecord()
 	p := advParams(4)
@@ -64,6 +69,7 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 	honest := 2 // the server that is not corrupt (read under vmu)
 	tn := startAnonNet(t, m, 0, n, p, func(i int, c *ServerConfig) {
 		o := rec.server(i)
+		o.UnpinnedWindow = unpinned
 		o.IndexClosings = func(to peer.ID, recs [][]byte) [][]byte {
 			vmu.Lock()
 			defer vmu.Unlock()
@@ -139,12 +145,22 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 		}
 		vmu.Unlock()
 		for _, s := range tn.servers {
-			s.hooks.Store(&serverHooks{closingTo: func(p peer.ID) bool { return p != chain[len(chain)-1] }})
+			// Nor do the corrupt servers send it their closing
+			// signatures (§7 v3), from which it would make the record.
+			to := func(p peer.ID) bool { return p != chain[len(chain)-1] }
+			s.hooks.Store(&serverHooks{closingTo: to, closingSigTo: to})
 		}
 	}
-	// The victims: the first two clients of corrupt primaries.
+	// The victims: the first two clients of corrupt primaries; with
+	// "sitout" the first only (two victims left with the same empty
+	// window tie at the fewest requests, which halves what the control
+	// can show).
+	nv := 2
+	if mode == "sitout" {
+		nv = 1
+	}
 	isVictim := map[int]bool{}
-	for i := 0; i < n && len(isVictim) < 2; i++ {
+	for i := 0; i < n && len(isVictim) < nv; i++ {
 		if i%m != honest {
 			isVictim[i] = true
 		}
@@ -155,7 +171,8 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 		// The control: every client draws by the old rule, as when the
 		// review's corrupt primary linked its client by a record one
 		// sync late.
-		o.OwnDecoys, o.NoClosingFill = !fill, !fill
+		o.OwnDecoys, o.NoClosingFill = ownRule, ownRule
+		o.UnpinnedWindow = unpinned
 		joined := o.Joined
 		o.Joined = func(epoch [32]byte, slot uint32, ps []byte) {
 			joined(epoch, slot, ps)
@@ -266,7 +283,7 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 	})
 	if mode == "sitout" {
 		rec.mu.Lock()
-		t.Logf("targeted sit-out (fill %v): the victims sat out %d epochs, took part in %d", fill, len(satOut), len(counts()))
+		t.Logf("targeted sit-out (fill %v): the victim(s) sat out %d epochs, took part in %d", fill, len(satOut), len(counts()))
 		rec.mu.Unlock()
 	}
 	stopDemand()
@@ -311,7 +328,7 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 		// The pool the adversary scores against: the group's window, or
 		// under the old rule the epochs that ran just before (DecoyEpochs).
 		w := windows[id]
-		if !fill {
+		if ownRule {
 			w = nil
 			x := slices.Index(order, id)
 			for j := x - 1; j >= 0 && j >= x-DecoyEpochs; j-- {
@@ -328,7 +345,7 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 				if mode == "late" {
 					// The window's newest, or the record held back
 					// from v's index sync for this epoch.
-					out = fill && j == 0 || !fill && e == lacked[v]
+					out = !ownRule && j == 0 || ownRule && e == lacked[v]
 				}
 				for x := range asked(e) {
 					if out {
@@ -380,37 +397,48 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 			ti.add(fit[rng.IntN(len(fit))] == truth, pn, pn)
 		}
 	}
-	return tl, ti
+	return tl, ti, len(satOut)
 }
 
 // oddEpoch: the epochs whose records "partial" withholds.
 func oddEpoch(id [32]byte) bool { return id[0]%2 == 1 }
 
-// TestAdversaryTargetedSitOut (issue 26, open): the victims' primaries
-// and every other corrupt server withhold the window's records from them,
-// and S_0, corrupt too, hands its closing records to the corrupt servers
-// only, so that the honest server has none to give. The victims must
-// still take part, and link no better than chance by how many or which
-// ids they ask for. It fails today (docs/anonymity.md, "Not yet
-// protected": the record is not yet attached to the certified Prepare),
-// so it runs only with RIFFLE_OPEN_ATTACKS=1 and one of the adversary
-// variables; it logs how many epochs the victims sat out.
+// TestAdversaryTargetedSitOut (§6.3 v3, issue 26): the victim's primary
+// and every other corrupt server withhold the window's records and pools
+// from it, and S_0, corrupt too, hands its closing records to the
+// corrupt servers only, so that the honest server never gets one from
+// it. N's Prepare pins N's window and every member holds its records and
+// pools before it answers (window.go): the honest server then holds them
+// when N opens, the victim gets them from it, takes part in every epoch
+// and links no better than chance by how many or which ids it asks for;
+// an epoch that runs without it fails the test. The positive control
+// (UnpinnedWindow, switched on in the test only: the window is whatever
+// records some server gives, the rule before) leaves the victim an empty
+// window, and it links by the fewest requests. One victim an epoch:
+// RIFFLE_ADVERSARY=1 (24 epochs, 24 trials an arm), RIFFLE_LONG=1 (40)
+// or RIFFLE_ADVERSARY_FULL=1 (200).
 func TestAdversaryTargetedSitOut(t *testing.T) {
 	t.Parallel()
-	if os.Getenv("RIFFLE_OPEN_ATTACKS") == "" {
-		t.Skip("an open attack: RIFFLE_OPEN_ATTACKS=1 runs it")
-	}
 	virtual(t, func(t *testing.T) {
-		epochs := adversaryTrials(t, 12, 40, 100)
-		defF, defI := withheldRun(t, true, "sitout", epochs)
-		t.Logf("targeted sit-out, m = 3, n = 8: fewest requests %s, by ids %s", defF, defI)
+		epochs := adversaryTrials(t, 24, 40, 200)
+		defF, defI, defSat := withheldRun(t, true, "sitout", epochs)
+		ctlF, ctlI, ctlSat := withheldRun(t, false, "sitout", epochs)
+		t.Logf("targeted sit-out, m = 3, n = 8, one victim: pinned window: fewest requests %s, by ids %s, %d epochs sat out; unpinned (control): fewest %s, by ids %s, %d epochs sat out", defF, defI, defSat, ctlF, ctlI, ctlSat)
 		if defF.trials == 0 {
-			t.Fatal("the victims took part in no epoch")
+			t.Fatal("the victim took part in no epoch")
+		}
+		if defSat > 0 {
+			t.Errorf("targeted sit-out: %d epochs ran without the victim", defSat)
 		}
 		for _, x := range []*tally{defF, defI} {
 			if float64(x.wins) > x.bound() {
 				t.Errorf("targeted sit-out: linked above chance: %s", x)
 			}
+		}
+		// The control links by at least one score (the victim, left with
+		// an empty window, asks for fewer ids), or sits out.
+		if ctlSat == 0 && float64(ctlF.wins) <= ctlF.bound() && float64(ctlI.wins) <= ctlI.bound() {
+			t.Errorf("targeted sit-out, control: not linked by either score (fewest %s, by ids %s) and no epoch sat out; the adversary is broken", ctlF, ctlI)
 		}
 	})
 }
@@ -429,8 +457,8 @@ func TestAdversaryWithheldRecord(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		epochs := adversaryTrials(t, 12, 40, 100)
 		for _, mode := range []string{"all", "late", "partial"} {
-			defF, defI := withheldRun(t, true, mode, epochs)
-			ctlF, ctlI := withheldRun(t, false, mode, epochs)
+			defF, defI, _ := withheldRun(t, true, mode, epochs)
+			ctlF, ctlI, _ := withheldRun(t, false, mode, epochs)
 			t.Logf("withheld closing records (%s), m = 3, n = 8: victims that take the window from every server: fewest requests %s, by ids %s; victims that take their primary's records as all (control): fewest %s, by ids %s", mode, defF, defI, ctlF, ctlI)
 			for _, x := range []struct {
 				what     string

@@ -15,10 +15,12 @@ import (
 // an epoch has ended, its first chain server S_0 proposes, for each round,
 // whether its final request list was published, void or never came, with
 // the digest of the list; every chain server signs only what agrees with
-// the lists it holds or signed, once its own epoch has ended; S_0 hands
-// the record with all m signatures to every chain server, which checks
-// the signatures, stores it and logs it in the index log, so that clients
-// get it with their index sync. A client carries a chunk over to another
+// the lists it holds or signed, once its own epoch has ended, and sends
+// its signature to S_0 and to every other chain server (ClosingSig), so
+// that each assembles the record itself once it holds every position's
+// signature; S_0 hands the record with all m signatures to every chain
+// server, which checks the signatures, stores it and logs it in the index
+// log, so that clients get it with their index sync. A client carries a chunk over to another
 // epoch only on a record that shows its round void or its id missing
 // (resend.go), and draws decoys only from epochs with a record (decoys.go).
 
@@ -173,11 +175,119 @@ func (s *Server) onClosingProposal(ctx context.Context, from peer.ID, body []byt
 		return 0, nil, errors.New("node: closing record's decoy pool differs from the lists held here")
 	}
 	s.mu.Unlock()
-	sig, err := sign(s.priv, closingDigest(&p.Closing))
+	dg := closingDigest(&p.Closing)
+	sig, err := sign(s.priv, dg)
 	if err != nil {
 		return 0, nil, err
 	}
+	// §7 (v3): the signature goes to every chain server too, so that
+	// each assembles the record whoever S_0 hands it to.
+	cs := wire.ClosingSig{Epoch: v.id, Digest: dg, Index: uint16(e.pos), Sig: sig}
+	signed := p.Closing
+	signed.Sigs = nil
+	s.mu.Lock()
+	if e.closingMine == nil {
+		e.closingMine = &signed
+		s.noteClosingSig(e, cs)
+	}
+	s.mu.Unlock()
+	s.assembleClosing(e)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		var to []peer.ID
+		for _, q := range s.hookClosingSigTo(v.chain) {
+			if q != s.h.ID() {
+				to = append(to, q)
+			}
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+		defer cancel()
+		_, _ = s.each(ctx, to, request{Proto: ProtoRound, Type: wire.TypeClosingSig, Body: cs.Marshal(), Timeout: shortTimeout})
+	}()
 	return wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
+}
+
+// noteClosingSig keeps a chain server's closing signature, one per
+// position (the last); call with s.mu held.
+func (s *Server) noteClosingSig(e *sepoch, cs wire.ClosingSig) {
+	if e.closingSigs == nil {
+		e.closingSigs = map[uint16]wire.ClosingSig{}
+	}
+	e.closingSigs[cs.Index] = cs
+}
+
+// onClosingSig keeps a chain server's signature of an epoch's closing
+// record, checked against its sender's key, and assembles the record once
+// every position signed the one this server signed.
+func (s *Server) onClosingSig(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var cs wire.ClosingSig
+	if err := cs.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(cs.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	if int(cs.Index) >= len(e.final.chain) || e.final.chain[cs.Index] != from {
+		return 0, nil, errors.New("node: closing signature from another position")
+	}
+	if err := verifyPeerSig(from, cs.Digest, cs.Sig); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	s.noteClosingSig(e, cs)
+	s.mu.Unlock()
+	s.assembleClosing(e)
+	return wire.TypeAck, ack, nil
+}
+
+// assembleClosing stores epoch e's closing record, as onClosing would,
+// once every chain position's signature of the record this server signed
+// is here.
+func (s *Server) assembleClosing(e *sepoch) {
+	s.mu.Lock()
+	if e.closingMine == nil || e.closingDone {
+		s.mu.Unlock()
+		return
+	}
+	c := *e.closingMine
+	dg := closingDigest(&c)
+	for i := range e.final.chain {
+		cs, ok := e.closingSigs[uint16(i)]
+		if !ok || cs.Digest != dg {
+			s.mu.Unlock()
+			return
+		}
+		c.Sigs = append(c.Sigs, cs.Sig)
+	}
+	e.closingDone = true
+	// Among the store's closing records only if every published round's
+	// final list is here: those records mark an epoch taken whole, and a
+	// server catches up the rest (catchup.go). Else with the window item.
+	whole := true
+	for r, cr := range c.Rounds {
+		x := e.rounds[uint32(r)]
+		if cr.State == wire.ClosedPublished && (x == nil || x.list == nil || listDigest(x.list) != cr.List) {
+			whole = false
+		}
+	}
+	s.mu.Unlock()
+	if _, err := s.store.Closing(c.Epoch); err == nil {
+		return // S_0's came first
+	}
+	rec := c.Marshal()
+	if whole {
+		if err := s.store.PutClosing(c.Epoch, rec); err != nil {
+			s.log.Warn("keep the assembled closing record", "err", err)
+			return
+		}
+		s.mu.Lock()
+		e.closed = true
+		s.mu.Unlock()
+		rec = nil
+	}
+	s.keepWindowItem(e, &wire.Closing{Epoch: c.Epoch, Rounds: c.Rounds}, rec)
 }
 
 // onClosing stores an epoch's closing record signed by all its chain
@@ -201,7 +311,7 @@ func (s *Server) onClosing(from peer.ID, body []byte) (wire.Type, []byte, error)
 	s.mu.Lock()
 	e.closed = true
 	s.mu.Unlock()
-	s.keepWindowItem(e, &wire.Closing{Epoch: c.Epoch, Rounds: c.Rounds})
+	s.keepWindowItem(e, &wire.Closing{Epoch: c.Epoch, Rounds: c.Rounds}, nil)
 	return wire.TypeAck, ack, nil
 }
 

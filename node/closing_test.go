@@ -137,3 +137,66 @@ func storedClosing(ctx context.Context, t *testing.T, s *Server, i int, epoch [3
 	}
 	return c
 }
+
+// TestClosingSigsToEveryServer (§7 v3): every chain server sends its
+// signature of the closing record to every other chain server, so each
+// assembles and stores the record although S_0 hands it to nobody. With
+// the signatures to S_0 alone (the rule before, the control: the other
+// servers send theirs to nobody), no server but S_0 holds it.
+func TestClosingSigsToEveryServer(t *testing.T) {
+	for _, spread := range []bool{true, false} {
+		virtual(t, func(t *testing.T) {
+			p := testParams(4)
+			tn := startAnonNet(t, 3, 0, 2, p, nil)
+			for _, s := range tn.servers {
+				h := &serverHooks{closingTo: func(peer.ID) bool { return false }}
+				if !spread {
+					h.closingSigTo = func(peer.ID) bool { return false }
+				}
+				s.hooks.Store(h)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+			defer cancel()
+			tn.startPair(ctx, t, nil)
+			// An epoch that ran to its end, and S_0's record of it.
+			var ep [32]byte
+			var s0 *Server
+			if err := wait.Until(ctx, 40*time.Second, func() bool {
+				for _, s := range tn.servers {
+					for _, es := range s.Snapshot().Epochs {
+						if es.Position == 0 && es.Ended && es.Listed == es.Rounds {
+							if _, err := s.store.Closing(es.ID); err == nil || !spread {
+								ep, s0 = es.ID, s
+								return true
+							}
+						}
+					}
+				}
+				return false
+			}); err != nil {
+				t.Fatal("no epoch ran to its end")
+			}
+			held := 0
+			for _, s := range tn.servers {
+				if s == s0 {
+					continue
+				}
+				err := wait.Until(ctx, 10*time.Second, func() bool {
+					_, err := s.store.Closing(ep)
+					return err == nil
+				})
+				if err == nil {
+					held++
+				}
+			}
+			others := len(tn.servers) - 1
+			t.Logf("signatures to every server %v: %d of the %d other servers hold the record", spread, held, others)
+			if spread && held != others {
+				t.Errorf("%d of %d other servers assembled the record", held, others)
+			}
+			if !spread && held != 0 {
+				t.Errorf("control: %d servers hold a record S_0 handed to nobody; the test does not see the spread", held)
+			}
+		})
+	}
+}

@@ -38,6 +38,15 @@ type sepoch struct {
 	// prev is the Prepare's certificate of the number before (certs.go):
 	// the descriptor signed must carry the same.
 	prev []byte
+	// closingMine is the closing record this server signed (without
+	// signatures) and closingSigs the chain's signatures of it that came,
+	// one per chain position (closing.go); closingDone: assembled.
+	closingMine *wire.Closing
+	closingSigs map[uint16]wire.ClosingSig
+	closingDone bool
+	// window is the Prepare's window (§6.3 v3, window.go): the
+	// descriptor signed must pin the same.
+	window []wire.WindowRef
 	// final is the final descriptor's view (nil while registration runs).
 	final *view
 	// man: which published manifest chunks the index takes (§6.4 v3,

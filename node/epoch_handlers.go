@@ -165,6 +165,11 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := s.checkLeftOut(&p); err != nil {
 		return 0, nil, err
 	}
+	// §6.3 (v3): the window the Prepare pins is held here before this
+	// server answers (window.go).
+	if err := s.takeWindow(from, &p); err != nil {
+		return 0, nil, err
+	}
 	sk, err := mix.NewServerSecret(s.rand)
 	if err != nil {
 		return 0, nil, err
@@ -210,7 +215,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		copy(yp[:], Yp[r].Bytes())
 		g.Y, g.Yp = append(g.Y, y), append(g.Yp, yp)
 	}
-	e := &sepoch{pos: pos, nonce: p.Nonce, leader: from, prev: p.Previous.Marshal()}
+	e := &sepoch{pos: pos, nonce: p.Nonce, leader: from, prev: p.Previous.Marshal(), window: p.Window}
 	e.sk, e.rk, e.dkey, e.entry, e.reveal = sk, rk, dkey, g, r
 	s.mu.Lock()
 	// One epoch is prepared at a time (the leader runs them in turn): a
@@ -266,6 +271,9 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		}
 		if !bytes.Equal(sd.Desc.Previous.Marshal(), e.prev) {
 			return 0, nil, errors.New("node: descriptor's previous certificate is not the prepared one")
+		}
+		if !slices.Equal(sd.Desc.Window, e.window) {
+			return 0, nil, errors.New("node: descriptor's window is not the prepared one")
 		}
 		if err := checkEpochNumber(s.number, sd.Desc.Number); err != nil {
 			return 0, nil, err

@@ -57,6 +57,7 @@ func (*Server) hookIndexReply(_ peer.ID, m []store.Manifest) []store.Manifest { 
 func (*Server) hookIndexClosings(_ peer.ID, r [][]byte) [][]byte              { return r }
 func (*Server) hookWindowReply(peer.ID, *wire.Window)                         {}
 func (*Server) hookWindowRefuse(peer.ID) bool                                 { return false }
+func (*Server) hookUnpinnedWindow() bool                                      { return false }
 
 func (*Server) hookCheatKeys(_ []peer.ID, keys [][32]byte, _ *closed) [][32]byte { return keys }
 func (*Server) hookCheatList(*wire.RegList)                                      {}
@@ -65,23 +66,24 @@ func (*Server) hookNoReceipt() bool                                             
 func (*Server) hookHoldOpen() bool                                               { return false }
 func (*Server) hookOpenLate(peer.ID) time.Duration                               { return 0 }
 
-func (*Server) hookAccuse(uint32) (int, bool)             { return 0, false }
-func (*Server) hookCorruptOut(uint32, [][]byte)           {}
-func (*Server) hookDropOut(uint32) bool                   { return false }
-func (*Server) hookWithhold(uint32) bool                  { return false }
-func (*Server) hookLastOut([32]byte, uint32, [][]byte)    {}
-func (*Server) hookClosingTo(chain []peer.ID) []peer.ID   { return chain }
-func (*Server) hookRepeatOut(uint32) bool                 { return false }
-func (*Server) hookHideOut(uint32) bool                   { return false }
-func (*Server) hookHideCerts() bool                       { return false }
-func (*Server) hookLoseOut(uint32) bool                   { return false }
-func (*Server) hookProbe(*sepoch, uint32, int)            {}
-func (*Server) hookRefuseEvidence(wire.Type) bool         { return false }
-func (*Server) hookLiar() bool                            { return false }
-func (*Server) hookNoPace() bool                          { return false }
-func (*Server) hookLieDrop(uint32) bool                   { return false }
-func (*Server) hookBadProof([]byte)                       {}
-func (*Server) hookRoot(_ *wire.Batch, msg []byte) []byte { return msg }
+func (*Server) hookAccuse(uint32) (int, bool)              { return 0, false }
+func (*Server) hookCorruptOut(uint32, [][]byte)            {}
+func (*Server) hookDropOut(uint32) bool                    { return false }
+func (*Server) hookWithhold(uint32) bool                   { return false }
+func (*Server) hookLastOut([32]byte, uint32, [][]byte)     {}
+func (*Server) hookClosingTo(chain []peer.ID) []peer.ID    { return chain }
+func (*Server) hookClosingSigTo(chain []peer.ID) []peer.ID { return chain }
+func (*Server) hookRepeatOut(uint32) bool                  { return false }
+func (*Server) hookHideOut(uint32) bool                    { return false }
+func (*Server) hookHideCerts() bool                        { return false }
+func (*Server) hookLoseOut(uint32) bool                    { return false }
+func (*Server) hookProbe(*sepoch, uint32, int)             {}
+func (*Server) hookRefuseEvidence(wire.Type) bool          { return false }
+func (*Server) hookLiar() bool                             { return false }
+func (*Server) hookNoPace() bool                           { return false }
+func (*Server) hookLieDrop(uint32) bool                    { return false }
+func (*Server) hookBadProof([]byte)                        {}
+func (*Server) hookRoot(_ *wire.Batch, msg []byte) []byte  { return msg }
 
 func (*Client) hookJoined([32]byte, uint32, *mix.ClientSecret) {}
 func (*Client) hookRow([32]byte, uint32, int, int, int)        {}
@@ -92,6 +94,7 @@ func (*Client) hookNoManifestCap() bool                        { return false }
 func (*Client) hookNoGapFill() bool                            { return false }
 func (*Client) hookHeldDraw() func(io.Reader) ([32]byte, bool) { return nil }
 func (*Client) hookOwnRule() bool                              { return false }
+func (*Client) hookUnpinnedWindow() bool                       { return false }
 func (*Client) hookWindow(*view)                               {}
 func (*Client) hookNoteHeld([32]byte)                          {}
 func (*Client) hookOwnNote(*wire.RoundList)                    {}

@@ -109,6 +109,9 @@ type serverHooks struct {
 	// closingTo may make this server, as S_0, deliver an epoch's signed
 	// closing record only to the chain servers for which it returns true.
 	closingTo func(p peer.ID) bool
+	// closingSigTo may make this server send its signature of a closing
+	// record only to the chain servers for which it returns true.
+	closingSigTo func(p peer.ID) bool
 	// repeatOut may make this server send its signed batch of round r
 	// twice (a retry or a replay: the receiver mixes it once).
 	repeatOut func(r uint32) bool
@@ -255,6 +258,13 @@ func (s *Server) hookWindowReply(to peer.ID, w *wire.Window) {
 	}
 }
 
+// hookUnpinnedWindow reports whether the tests' control of the window
+// before it was pinned by the Prepare is on (testObserver.UnpinnedWindow).
+func (s *Server) hookUnpinnedWindow() bool {
+	o := s.cfg.observe
+	return o != nil && o.UnpinnedWindow
+}
+
 func (s *Server) hookWindowRefuse(to peer.ID) bool {
 	o := s.cfg.observe
 	return o != nil && o.WindowRefuse != nil && o.WindowRefuse(to)
@@ -316,6 +326,20 @@ func (s *Server) hookClosingTo(chain []peer.ID) []peer.ID {
 	var out []peer.ID
 	for _, p := range chain {
 		if h.closingTo(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (s *Server) hookClosingSigTo(chain []peer.ID) []peer.ID {
+	h := s.hooks.Load()
+	if h == nil || h.closingSigTo == nil {
+		return chain
+	}
+	var out []peer.ID
+	for _, p := range chain {
+		if h.closingSigTo(p) {
 			out = append(out, p)
 		}
 	}
@@ -559,6 +583,13 @@ func (c *Client) hookSecondOnion(ctx context.Context, e *cepoch, sub *wire.Submi
 // hookOwnRule reports whether the tests' control of the old decoy rule (the
 // client's own lists, OwnDecoys) is on.
 func (c *Client) hookOwnRule() bool { return c.useOwnRule() }
+
+// hookUnpinnedWindow reports whether the tests' control of the window
+// before it was pinned by the Prepare is on (UnpinnedWindow).
+func (c *Client) hookUnpinnedWindow() bool {
+	o := c.cfg.observe
+	return o != nil && o.UnpinnedWindow
+}
 
 // hookWindow tells the observer which epochs the client's window holds.
 func (c *Client) hookWindow(v *view) {

@@ -397,6 +397,8 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onClosingProposal(ctx, from, body)
 	case wire.TypeClosing:
 		return s.onClosing(from, body)
+	case wire.TypeClosingSig:
+		return s.onClosingSig(from, body)
 	case wire.TypeEquivocation:
 		return s.onEquivocation(from, body)
 	case wire.TypeDoubleSubmit:

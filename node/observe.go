@@ -51,6 +51,11 @@ type testObserver struct {
 	// WindowRefuse (an active adversary): when it returns true this
 	// server answers peer to's window request with an error.
 	WindowRefuse func(to peer.ID) bool
+	// UnpinnedWindow breaks §6.3 (v3) on purpose, for the positive
+	// control of the targeted sit-out: as leader this server pins no
+	// window in its Prepare, and as a member it fetches none before it
+	// answers one (the rule before the certified window).
+	UnpinnedWindow bool
 	// Received: a request from a client (or any peer) on the client and
 	// PIR protocols, as this server read it: what the primary sees of a
 	// client's sends. body must not be kept.
@@ -107,6 +112,12 @@ type testClientObserver struct {
 	// admitted as their closing records reach it (the rule before the
 	// group's window), and no window is fetched.
 	OwnDecoys bool
+	// UnpinnedWindow breaks §6.3 (v3) on purpose, for the positive
+	// control of the targeted sit-out: the window is the last 4 epochs
+	// of the walk whose record and pool some server gave, not the epochs
+	// the descriptor pins, and the client takes part with whatever it got
+	// (the rule before the certified window).
+	UnpinnedWindow bool
 	// Window: the epochs of the window the client holds for an epoch,
 	// newest first, once it holds it; WindowAt: the same by number.
 	Window   func(epoch [32]byte, window [][32]byte)

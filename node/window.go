@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -141,8 +143,10 @@ func groupBytes(d *wire.Descriptor) []byte {
 }
 
 // keepWindowItem keeps what a client needs of epoch e once its closing
-// record c is stored here: its descriptor without clients and its pool.
-func (s *Server) keepWindowItem(e *sepoch, c *wire.Closing) {
+// record c is stored here: its descriptor without clients and its pool;
+// rec, if set, is the record itself, kept with them when it is not in the
+// store's closing records (those mark an epoch taken whole, catchup.go).
+func (s *Server) keepWindowItem(e *sepoch, c *wire.Closing, rec []byte) {
 	s.mu.Lock()
 	pool, ok := setPool(e, c)
 	v := e.final
@@ -151,7 +155,7 @@ func (s *Server) keepWindowItem(e *sepoch, c *wire.Closing) {
 		s.log.Warn("decoy pool: a published list is missing here")
 		return
 	}
-	it := wire.WindowItem{Number: v.desc.Number, Epoch: v.id, Group: groupBytes(v.desc), Pool: pool.Marshal()}
+	it := wire.WindowItem{Number: v.desc.Number, Epoch: v.id, Group: groupBytes(v.desc), Closing: rec, Pool: pool.Marshal()}
 	if err := s.store.PutWindowItem(v.desc.Number, v.id, (&wire.Window{Items: []wire.WindowItem{it}}).Marshal()); err != nil {
 		s.log.Error("keep window item", "err", err)
 	}
@@ -175,8 +179,17 @@ func (s *Server) onWindowReq(ctx context.Context, from peer.ID, body []byte) (wi
 	if err := s.enterWindow(ctx, from); err != nil {
 		return 0, nil, err
 	}
-	var w wire.Window
-	for n := q.Number - 1; n > 0 && n+WindowLookback >= q.Number; n-- {
+	w := wire.Window{Items: s.windowItems(q.Number)}
+	s.hookWindowReply(from, &w)
+	return wire.TypeWindow, w.Marshal(), nil
+}
+
+// windowItems is what this server holds of the window before epoch
+// number: for each number below it, back WindowLookback numbers, the
+// certified epoch's descriptor without clients, closing record and pool.
+func (s *Server) windowItems(number uint64) []wire.WindowItem {
+	var out []wire.WindowItem
+	for n := number - 1; n > 0 && n+WindowLookback >= number; n-- {
 		cert, ok := s.certOf(n)
 		if !ok || (cert.Kind != wire.CertFinal && cert.Kind != wire.CertAbort) {
 			continue
@@ -185,18 +198,180 @@ func (s *Server) onWindowReq(ctx context.Context, from peer.ID, body []byte) (wi
 		if b, err := s.store.WindowItem(n, cert.Epoch); err == nil {
 			var kept wire.Window
 			if kept.Unmarshal(b) == nil && len(kept.Items) == 1 {
-				it.Group, it.Pool = kept.Items[0].Group, kept.Items[0].Pool
+				it.Group, it.Closing, it.Pool = kept.Items[0].Group, kept.Items[0].Closing, kept.Items[0].Pool
 			}
-		} else if g := s.heldGroup(cert.Epoch); g != nil {
-			it.Group = g
+		}
+		if it.Group == nil {
+			it.Group = s.heldGroup(cert.Epoch)
 		}
 		if b, err := s.store.Closing(cert.Epoch); err == nil {
 			it.Closing = b
 		}
-		w.Items = append(w.Items, it)
+		out = append(out, it)
 	}
-	s.hookWindowReply(from, &w)
-	return wire.TypeWindow, w.Marshal(), nil
+	return out
+}
+
+// The certified window (§6.3 v3). The leader of N pins N's window in its
+// Prepare: the epochs walkWindow finds (the last DecoyEpochs final epochs
+// of number at most N−2 with a record and pool), each with its record's
+// digest. A member answers the Prepare only once it holds every pinned
+// record and pool, from its own store or from the leader, and keeps them
+// with the walked descriptors; it signs the open descriptor only if it
+// pins the same. So when N opens, every honest server of N's chain can
+// give a client the whole window, whoever the epochs' first servers gave
+// their records to. A Prepare that leaves out a record N−1's descriptor
+// pinned, while the window has room for it or pins an older epoch, is
+// refused: it is the leader's signed choice, public in the Prepare.
+
+// askWindow asks the peers other than this server for the window before
+// number, at once, and returns what those that answered gave.
+func (s *Server) askWindow(ctx context.Context, peers []peer.ID, number uint64) []wire.WindowItem {
+	req := (&wire.WindowReq{Number: number}).Marshal()
+	var (
+		mu  sync.Mutex
+		out []wire.WindowItem
+		wg  sync.WaitGroup
+	)
+	for _, p := range peers {
+		if p == s.h.ID() {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep, err := call(ctx, s.h, p, request{Proto: ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: shortTimeout})
+			var w wire.Window
+			if err != nil || w.Unmarshal(rep) != nil {
+				return
+			}
+			mu.Lock()
+			out = append(out, w.Items...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// pinnedRefs returns the refs of a walk's window.
+func pinnedRefs(w windowWalk) []wire.WindowRef {
+	out := make([]wire.WindowRef, 0, len(w.pools))
+	for _, pe := range w.pools {
+		out = append(out, wire.WindowRef{Number: pe.number, Epoch: pe.id, Closing: closingDigest(w.recs[pe.id])})
+	}
+	return out
+}
+
+// leftOutCertified returns a ref of prev (the window N−1's descriptor
+// pinned) that window, N's, leaves out although it still could hold it:
+// window has fewer than DecoyEpochs epochs or pins an older one, and the
+// ref is within N's look-back.
+func leftOutCertified(number uint64, prev, window []wire.WindowRef) (wire.WindowRef, bool) {
+	for _, r := range prev {
+		if r.Number+WindowLookback < number || slices.Contains(window, r) {
+			continue
+		}
+		if len(window) < DecoyEpochs || window[len(window)-1].Number < r.Number {
+			return r, true
+		}
+	}
+	return wire.WindowRef{}, false
+}
+
+// checkWindowRefs checks a Prepare's window on its own: at most
+// DecoyEpochs epochs, newest first, each of number at most N−2 and within
+// the look-back.
+func checkWindowRefs(number uint64, refs []wire.WindowRef) error {
+	if len(refs) > DecoyEpochs {
+		return fmt.Errorf("node: window of %d epochs", len(refs))
+	}
+	for i, r := range refs {
+		if r.Number+2 > number || r.Number+WindowLookback < number || i > 0 && refs[i-1].Number <= r.Number {
+			return fmt.Errorf("node: window pins epoch number %d for %d", r.Number, number)
+		}
+	}
+	return nil
+}
+
+// chooseWindow is the leader's window for epoch number: from what this
+// server holds, and if that is short of DecoyEpochs epochs or of a record
+// N−1's descriptor pinned, from the chain's other servers too.
+func (s *Server) chooseWindow(ctx context.Context, chain []peer.ID, number uint64, prev wire.Cert) []wire.WindowRef {
+	if s.hookUnpinnedWindow() {
+		return nil
+	}
+	d := &wire.Descriptor{Number: number, Previous: prev}
+	got := s.windowItems(number)
+	short := func(refs []wire.WindowRef) bool {
+		if len(refs) < DecoyEpochs {
+			return true
+		}
+		gd := previousGroup(d, got)
+		if gd == nil {
+			return true
+		}
+		_, left := leftOutCertified(number, gd.Window, refs)
+		return left
+	}
+	w := walkWindow(d, got)
+	if short(pinnedRefs(w)) {
+		got = append(got, s.askWindow(ctx, chain, number)...)
+		w = walkWindow(d, got)
+		// The leader holds what it pins, as every member does.
+		s.keepWindow(w.items)
+	}
+	return pinnedRefs(w)
+}
+
+// takeWindow holds the window a Prepare pins before this server answers
+// it: every pinned record and pool, from this server's store or else the
+// leader's, kept here with the walked descriptors.
+func (s *Server) takeWindow(leader peer.ID, p *wire.Prepare) error {
+	if s.hookUnpinnedWindow() {
+		return nil
+	}
+	// Within the leader's wait for the answer.
+	ctx, cancel := context.WithTimeout(s.ctx, shortTimeout/2)
+	defer cancel()
+	if err := checkWindowRefs(p.Number, p.Window); err != nil {
+		return err
+	}
+	d := &wire.Descriptor{Number: p.Number, Previous: p.Previous, Window: p.Window}
+	got := s.windowItems(p.Number)
+	w, ok := resolveWindow(d, got)
+	if !ok || previousGroup(d, got) == nil {
+		got = append(got, s.askWindow(ctx, []peer.ID{leader}, p.Number)...)
+		if w, ok = resolveWindow(d, got); !ok {
+			return fmt.Errorf("node: %d epochs of the prepared window are held neither here nor by the leader", w.missing)
+		}
+	}
+	if gd := previousGroup(d, got); gd != nil {
+		if r, left := leftOutCertified(p.Number, gd.Window, p.Window); left {
+			return fmt.Errorf("node: the prepared window leaves out epoch %d, pinned by the one before", r.Number)
+		}
+	}
+	s.keepWindow(w.items)
+	return nil
+}
+
+// keepWindow stores the parts of a walk's epochs that this server lacks,
+// each record with its window item: not among the store's closing
+// records, which mark an epoch whose rounds this server took whole (a
+// server catches up an epoch until it holds its record, catchup.go).
+func (s *Server) keepWindow(items []wire.WindowItem) {
+	for _, it := range items {
+		if b, err := s.store.WindowItem(it.Number, it.Epoch); err == nil {
+			var kept wire.Window
+			if kept.Unmarshal(b) == nil && len(kept.Items) == 1 && len(kept.Items[0].Group) > 0 && (len(kept.Items[0].Pool) > 0 || len(it.Pool) == 0) && (len(kept.Items[0].Closing) > 0 || len(it.Closing) == 0) {
+				continue
+			}
+		}
+		k := wire.WindowItem{Number: it.Number, Epoch: it.Epoch, Group: it.Group, Closing: it.Closing, Pool: it.Pool}
+		if err := s.store.PutWindowItem(it.Number, it.Epoch, (&wire.Window{Items: []wire.WindowItem{k}}).Marshal()); err != nil {
+			s.log.Error("keep window item", "err", err)
+		}
+	}
 }
 
 // heldGroup returns the descriptor without clients of an epoch still in

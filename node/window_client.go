@@ -15,11 +15,14 @@ import (
 )
 
 // A client's side of the group's decoy window (docs/protocol.md §6.3 v3).
-// Before it registers in epoch N, a client holds N's window: the last
-// DecoyEpochs epochs of number at most N−2 that have a closing record,
-// found by walking back from N's descriptor (each epoch's descriptor is
-// pinned by the certificate the next one carries, so every client of N
-// walks the same epochs), each with its pool checked against its record.
+// Before it registers in epoch N, a client holds N's window: the epochs
+// N's descriptor pins (window.go: the leader's last DecoyEpochs epochs of
+// number at most N−2 with a closing record, each with its record's
+// digest), reached by walking back from N's descriptor (each epoch's
+// descriptor is pinned by the certificate the next one carries, so every
+// client of N walks the same epochs), each with its pool checked against
+// its record. Every member of N's chain held them all before it answered
+// N's Prepare.
 // It asks every server of N's chain and of N−1's at once (those that
 // served the window's epochs hold their records; N's may be new) and
 // takes each part from whichever server gives one that checks: the
@@ -31,7 +34,7 @@ import (
 // epochs it attended, neither shows in its request nor changes its
 // window.
 
-// errNoWindow: no server of the chains answered for the window.
+// errNoWindow: no server of the chains gave the whole window.
 var errNoWindow = errors.New("node: no server of the chain gave the decoy window")
 
 // windowReply is one server's answer to a window request.
@@ -45,7 +48,7 @@ type windowReply struct {
 // pool, and its records those that settle waiting chunks. It asks every
 // server of v's chain at once, and every server of N−1's chain as soon as
 // a reply gives N−1's descriptor (pinned by v's previous certificate). It
-// returns errNoWindow if every server failed.
+// returns errNoWindow if no server gave every pinned record and pool.
 func (c *Client) fetchWindow(ctx context.Context, v *view) error {
 	req := (&wire.WindowReq{Epoch: v.id, Number: v.desc.Number}).Marshal()
 	res := make(chan windowReply)
@@ -104,7 +107,18 @@ func (c *Client) fetchWindow(ctx context.Context, v *view) error {
 	if answers == 0 {
 		return errNoWindow
 	}
-	w := walkWindow(v.desc, got)
+	var w windowWalk
+	if c.hookUnpinnedWindow() {
+		w = walkWindow(v.desc, got) // the rule before: whatever came
+	} else {
+		var ok bool
+		if w, ok = resolveWindow(v.desc, got); !ok {
+			// Every honest server of N's chain held each pinned record
+			// and pool before it signed N open: none of them answered.
+			c.log.Info("decoy window incomplete", "missing", w.missing)
+			return errNoWindow
+		}
+	}
 	c.mu.Lock()
 	c.decoys.set(w.pools)
 	c.windowRecs = w.recs
@@ -150,21 +164,50 @@ func previousGroup(d *wire.Descriptor, items []wire.WindowItem) *wire.Descriptor
 
 // windowWalk is what a walk back from an open descriptor found, all of it
 // pinned by that descriptor: the window (newest first), the checked
-// records of its epochs by id, and what the walked descriptors show of the
-// servers' refusal budgets (client_budget.go).
+// records of its epochs by id, what the walked descriptors show of the
+// servers' refusal budgets (client_budget.go), and the walked epochs'
+// parts that checked (a server keeps them, window.go).
 type windowWalk struct {
 	pools  []*poolEpoch
 	recs   map[[32]byte]*wire.Closing
 	budget budgetView
+	items  []wire.WindowItem
+	// missing counts the pinned epochs whose record or pool no
+	// candidate gave.
+	missing int
 }
 
-// walkWindow walks back from descriptor d through the certificates the
-// descriptors carry, at most WindowLookback numbers, taking each part
-// (descriptor, record, pool) from got only if it checks.
+// resolveWindow is the window of descriptor d (§6.3 v3): exactly the
+// epochs d.Window pins, each with the record of the pinned digest and
+// its pool, reached by the walk back from d. ok is false if any pinned
+// epoch is missing: the window is not held.
+func resolveWindow(d *wire.Descriptor, got []wire.WindowItem) (windowWalk, bool) {
+	w := walkBack(d, got, true)
+	return w, w.missing == 0
+}
+
+// walkWindow is the rule before the certified window, kept for the
+// leader's choice of what to pin (and the tests' control): the last
+// DecoyEpochs final epochs of number at most d.Number−2 whose record and
+// pool some candidate gave.
 func walkWindow(d *wire.Descriptor, got []wire.WindowItem) windowWalk {
+	return walkBack(d, got, false)
+}
+
+// walkBack walks back from descriptor d through the certificates the
+// descriptors carry, at most WindowLookback numbers, taking each part
+// (descriptor, record, pool) from got only if it checks; with pinned, the
+// window is the epochs d.Window pins, else walkWindow's rule.
+func walkBack(d *wire.Descriptor, got []wire.WindowItem, pinned bool) windowWalk {
 	cands := map[[32]byte][]*wire.WindowItem{}
 	for i := range got {
 		cands[got[i].Epoch] = append(cands[got[i].Epoch], &got[i])
+	}
+	refs := map[[32]byte]wire.WindowRef{}
+	if pinned {
+		for _, r := range d.Window {
+			refs[r.Epoch] = r
+		}
 	}
 	w := windowWalk{recs: map[[32]byte]*wire.Closing{}, budget: budgetView{chains: map[uint64][]peer.ID{}}}
 	prev := d.Previous
@@ -175,26 +218,40 @@ func walkWindow(d *wire.Descriptor, got []wire.WindowItem) windowWalk {
 		}
 		id, num := prev.Epoch, prev.Number
 		var gd *wire.Descriptor
+		var gb []byte
 		for _, x := range cands[id] {
 			if gd = linkedDescriptor(x.Group, id, num); gd != nil {
+				gb = x.Group
 				break
 			}
 		}
 		if gd == nil {
 			break // the walk cannot go further back
 		}
-		if prev.Kind == wire.CertFinal && num+2 <= d.Number && len(w.pools) < DecoyEpochs {
-			if pe, rec := checkedPool(gd, id, cands[id]); pe != nil {
-				pe.number = num
-				w.pools = append(w.pools, pe)
-				w.recs[id] = rec
-			}
+		it := wire.WindowItem{Number: num, Epoch: id, Group: gb}
+		var pe *poolEpoch
+		var rec *wire.Closing
+		if r, ok := refs[id]; pinned && ok && r.Number == num && prev.Kind == wire.CertFinal {
+			pe, rec, it.Closing, it.Pool = checkedPool(gd, id, cands[id], &r.Closing)
+			delete(refs, id)
+		} else if !pinned && prev.Kind == wire.CertFinal && num+2 <= d.Number && len(w.pools) < DecoyEpochs {
+			pe, rec, it.Closing, it.Pool = checkedPool(gd, id, cands[id], nil)
 		}
+		if pe != nil {
+			pe.number = num
+			w.pools = append(w.pools, pe)
+			w.recs[id] = rec
+		}
+		w.items = append(w.items, it)
 		if ch, err := descChain(gd); err == nil {
 			w.budget.chains[num] = ch
 		}
 		prev = gd.Previous
 		w.budget.certs = append(w.budget.certs, prev)
+	}
+	w.missing = len(d.Window) - len(w.pools)
+	if !pinned {
+		w.missing = 0
 	}
 	return w
 }
@@ -225,33 +282,34 @@ func linkedDescriptor(b []byte, id [32]byte, num uint64) *wire.Descriptor {
 	return &d
 }
 
-// checkedPool returns epoch id's pool and record from the first
-// candidates whose record verifies against the epoch's chain and whose
-// pool matches it.
-func checkedPool(d *wire.Descriptor, id [32]byte, cands []*wire.WindowItem) (*poolEpoch, *wire.Closing) {
+// checkedPool returns epoch id's pool and record, and their encodings,
+// from the first candidates whose record verifies against the epoch's
+// chain (and, if want is set, has that digest) and whose pool matches it.
+func checkedPool(d *wire.Descriptor, id [32]byte, cands []*wire.WindowItem, want *[32]byte) (*poolEpoch, *wire.Closing, []byte, []byte) {
 	chain, err := descChain(d)
 	if err != nil {
-		return nil, nil
+		return nil, nil, nil, nil
 	}
 	v := &view{id: id, desc: d, chain: chain}
 	var rec *wire.Closing
+	var rb []byte
 	for _, x := range cands {
 		var c wire.Closing
-		if len(x.Closing) > 0 && c.Unmarshal(x.Closing, wire.MaxClosingRounds) == nil && checkClosing(v, &c) == nil {
-			rec = &c
+		if len(x.Closing) > 0 && c.Unmarshal(x.Closing, wire.MaxClosingRounds) == nil && checkClosing(v, &c) == nil && (want == nil || closingDigest(&c) == *want) {
+			rec, rb = &c, x.Closing
 			break
 		}
 	}
 	if rec == nil {
-		return nil, nil
+		return nil, nil, nil, nil
 	}
 	for _, x := range cands {
 		var p wire.DecoyPool
 		if len(x.Pool) > 0 && p.Unmarshal(x.Pool) == nil && checkPool(rec, &p) == nil {
-			return &poolEpoch{id: id, total: p.Total, sample: p.Sample}, rec
+			return &poolEpoch{id: id, total: p.Total, sample: p.Sample}, rec, rb, x.Pool
 		}
 	}
-	return nil, nil
+	return nil, nil, nil, nil
 }
 
 // sitOutLine tells the user why the client sat an epoch out.

@@ -16,6 +16,10 @@ const (
 	// TypeClosing: the first chain server → every chain server, the
 	// Closing with all m signatures.
 	TypeClosing Type = 91
+	// TypeClosingSig: each chain server → every other chain server, its
+	// signature of the proposal it signed (a ClosingSig), so that each
+	// assembles the record itself, whoever S_0 hands it to.
+	TypeClosingSig Type = 97
 )
 
 // Round states of a closing record.
@@ -113,6 +117,38 @@ func (m *Closing) Unmarshal(b []byte, maxRounds int) error {
 	m.decBody(&d, maxRounds)
 	m.Sigs = decSigs(&d, MaxServers)
 	return d.Done("closing")
+}
+
+// ClosingSigSize is a ClosingSig's encoding.
+const ClosingSigSize = 32 + 32 + 2 + 64
+
+// ClosingSig is one chain server's signature of an epoch's closing
+// record, sent to every other chain server:
+//
+//	epoch id 32 ‖ closing digest 32 ‖ u16 chain position ‖ signature 64
+type ClosingSig struct {
+	Epoch  [32]byte
+	Digest [32]byte
+	Index  uint16
+	Sig    [64]byte
+}
+
+func (m *ClosingSig) Marshal() []byte {
+	e := Enc{B: make([]byte, 0, ClosingSigSize)}
+	e.Fixed(m.Epoch[:])
+	e.Fixed(m.Digest[:])
+	e.U16(m.Index)
+	e.Fixed(m.Sig[:])
+	return e.B
+}
+
+func (m *ClosingSig) Unmarshal(b []byte) error {
+	d := Dec{B: b}
+	m.Epoch = d.Array32("epoch id")
+	m.Digest = d.Array32("closing digest")
+	m.Index = d.U16("chain position")
+	m.Sig = d.Array64("signature")
+	return d.Done("closing signature")
 }
 
 // ClosingProposal is a closing record to sign: a Closing's encoding

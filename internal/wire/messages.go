@@ -181,6 +181,9 @@ type Prepare struct {
 	// Previous is the certificate of Number−1 (CertNone for number 1):
 	// a server prepares N only when it verifies (§3 (v3)).
 	Previous Cert
+	// Window pins N's decoy window (§6.3 v3): the member holds each
+	// record and pool before it answers.
+	Window []WindowRef
 }
 
 func (m *Prepare) Marshal() []byte {
@@ -190,6 +193,7 @@ func (m *Prepare) Marshal() []byte {
 	m.Params.enc(&e)
 	encAddrs2(&e, m.Chain)
 	m.Previous.enc(&e)
+	encWindowRefs(&e, m.Window)
 	return e.B
 }
 
@@ -211,6 +215,7 @@ func (m *Prepare) Unmarshal(b []byte) error {
 		m.Chain = append(m.Chain, d.Bytes(MaxPeerID, "peer id"))
 	}
 	m.Previous.dec(&d)
+	m.Window = decWindowRefs(&d)
 	return d.Done("prepare")
 }
 
@@ -307,7 +312,10 @@ type Descriptor struct {
 	Group  []GroupEntry
 	// Previous is the certificate of Number−1 (v3; CertNone for 1).
 	Previous Cert
-	Clients  []ClientEntry
+	// Window is the epoch's decoy window, as its Prepare pinned it
+	// (§6.3 v3): in the epoch id.
+	Window  []WindowRef
+	Clients []ClientEntry
 	// Reveals are the servers' r_j in chain order (v3, §3), each
 	// CommitSize bytes, after the clients: not in the epoch id, which
 	// covers their commitments.
@@ -315,7 +323,8 @@ type Descriptor struct {
 }
 
 // MarshalGroup encodes the part hashed into the epoch id: number, nonce,
-// parameters, group and the previous number's certificate (no clients).
+// parameters, group, the previous number's certificate and the window
+// (no clients).
 func (m *Descriptor) MarshalGroup() []byte {
 	var e Enc
 	e.U64(m.Number)
@@ -326,6 +335,7 @@ func (m *Descriptor) MarshalGroup() []byte {
 		m.Group[i].enc(&e)
 	}
 	m.Previous.enc(&e)
+	encWindowRefs(&e, m.Window)
 	return e.B
 }
 
@@ -355,6 +365,7 @@ func (m *Descriptor) dec(d *Dec, l Limits) {
 		m.Group[i].dec(d, l.Rounds)
 	}
 	m.Previous.dec(d)
+	m.Window = decWindowRefs(d)
 	c := d.Count(l.Clients, clientEntrySize, "clients")
 	m.Clients = make([]ClientEntry, c)
 	for i := range m.Clients {

@@ -98,6 +98,7 @@ var (
 	decRoundList    = decoder(func(m *RoundList, b []byte, l Limits) error { return m.Unmarshal(b, l) })
 	decClosingProp  = decoder(func(m *ClosingProposal, b []byte, l Limits) error { return m.Unmarshal(b, l.Rounds) })
 	decClosing      = decoder(func(m *Closing, b []byte, l Limits) error { return m.Unmarshal(b, l.Rounds) })
+	decClosingSig   = decoder(func(m *ClosingSig, b []byte, _ Limits) error { return m.Unmarshal(b) })
 	decPadAnswers   = decoder(func(m *Rows, b []byte, l Limits) error { return m.Unmarshal(b, l.Clients, l.K, l.Chunk) })
 	decQuery        = decoder(func(m *Rows, b []byte, l Limits) error { return m.Unmarshal(b, 1, l.K, l.MaskSize) })
 	decAnswer       = decoder(func(m *Rows, b []byte, l Limits) error { return m.Unmarshal(b, 1, l.K, l.Chunk) })
@@ -203,6 +204,7 @@ var Messages = []Message{
 	req(ProtoRound, TypeLack, "Lack", size(BatchRefSize), TypeAck, decBatchRef),
 	req(ProtoRound, TypeClosingProposal, "ClosingProposal", size(MaxClosing), TypeSig, decClosingProp),
 	req(ProtoRound, TypeClosing, "Closing", size(MaxClosing), TypeAck, decClosing),
+	req(ProtoRound, TypeClosingSig, "ClosingSig", size(ClosingSigSize), TypeAck, decClosingSig),
 	req(ProtoRound, TypeEquivocation, "Equivocation", size(512), TypeAck, decEquivocation),
 	req(ProtoRound, TypeDoubleSubmit, "DoubleSubmit", size(512), TypeAck, decDoubleSubmit),
 	req(ProtoRound, TypeKeyEvidence, "KeyEvidence", size(512), TypeAck, decKeyEvidence),

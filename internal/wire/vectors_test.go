@@ -84,12 +84,17 @@ func vectorCert(kind uint8) Cert {
 }
 
 func vectorDesc(final bool) Descriptor {
-	d := Descriptor{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Group: []GroupEntry{vectorEntry(0x10), vectorEntry(0x20)}, Previous: vectorCert(CertAbort), Clients: []ClientEntry{}, Reveals: [][32]byte{}}
+	d := Descriptor{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Group: []GroupEntry{vectorEntry(0x10), vectorEntry(0x20)}, Previous: vectorCert(CertAbort), Window: vectorWindow(), Clients: []ClientEntry{}, Reveals: [][32]byte{}}
 	if final {
 		d.Clients = []ClientEntry{{RegKey: k32(0xa0), Primary: 1, XKey: k32(0xb0), RegHash: k32(0xc0)}}
 		d.Reveals = [][32]byte{k32(0xd0), k32(0xd1)}
 	}
 	return d
+}
+
+// vectorWindow is a certified window of two epochs (numbers 5 and 4).
+func vectorWindow() []WindowRef {
+	return []WindowRef{{Number: 5, Epoch: k32(0x80), Closing: k32(0x88)}, {Number: 4, Epoch: k32(0x81), Closing: k32(0x89)}}
 }
 
 func vectorSubmit(slot uint32) Submit {
@@ -101,7 +106,7 @@ func vectorSubmit(slot uint32) Submit {
 func vectors() []vector {
 	return []vector{
 		{"hello", TypeHello, &Hello{Version: 1, Role: 1, Nick: []byte("alpha"), Addrs: [][]byte{{4, 127, 0, 0, 1}}, Peers: [][]byte{{4, 10, 0, 0, 2}, {4, 10, 0, 0, 3}}}},
-		{"prepare", TypePrepare, &Prepare{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}}, Previous: vectorCert(CertTimeout)}},
+		{"prepare", TypePrepare, &Prepare{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}}, Previous: vectorCert(CertTimeout), Window: vectorWindow()}},
 		{"entry", TypeEntry, func() *GroupEntry { g := vectorEntry(0x10); return &g }()},
 		{"signreq", TypeSignReq, &Signed{Final: false, Desc: vectorDesc(false), Sigs: [][64]byte{}}},
 		{"sig", TypeSig, &Sig{Index: 1, Sig: k64(0x30)}},
@@ -120,7 +125,7 @@ func vectors() []vector {
 			Sigs: []CertSig{{2, k64(0x42)}}, Abort: []byte{}}},
 		{"certreq", TypeCertReq, &CertReq{From: 6}},
 		{"certs", TypeCerts, &Certs{Certs: []Cert{vectorCert(CertFinal)}}},
-		{"wouldserve", TypeWouldServe, &Prepare{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}, {0, 0x24, 0x30}}, Previous: vectorCert(CertNone)}},
+		{"wouldserve", TypeWouldServe, &Prepare{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}, {0, 0x24, 0x30}}, Previous: vectorCert(CertNone), Window: []WindowRef{}}},
 		{"waitopen", TypeWaitOpen, &EpochRef{Epoch: k32(2), Reason: []byte{}}},
 		{"register", TypeRegister, &ClientRegister{Reg: Register{Epoch: k32(1), RegKey: k32(0xa0), XKey: k32(0xb0), Reg: []byte("reg0"), Sig: k64(0x60)},
 			LTKey: k32(0xd0), LTSig: k64(0xe0)}},
@@ -153,6 +158,7 @@ func vectors() []vector {
 		{"attest", TypeAttest, &Attest{AttestReq: AttestReq{Epoch: k32(1), Number: 9, Kind: AbortNoPub, Round: 3}, Lacking: 2, Signer: 2, Sig: k64(0x33)}},
 		{"charge", TypeCharge, &Charge{Kind: EvAbort, Number: 9, Item: []byte{1, 2, 3}, Attests: []Attest{{AttestReq: AttestReq{Epoch: k32(1), Number: 9, Kind: AbortNoPub, Round: 3}, Lacking: 4, Signer: 0, Sig: k64(0x34)}}}},
 		{"closingproposal", TypeClosingProposal, &ClosingProposal{Closing{Epoch: k32(1), Rounds: []ClosingRound{{ClosedPublished, k32(0xa0)}, {ClosedVoid, k32(0xa1)}, {}}, Pairs: 7, Pool: k32(0xa2)}}},
+		{"closingsig", TypeClosingSig, &ClosingSig{Epoch: k32(1), Digest: k32(0xa3), Index: 2, Sig: k64(0x32)}},
 		{"closing", TypeClosing, &Closing{Epoch: k32(1), Rounds: []ClosingRound{{ClosedPublished, k32(0xa0)}, {ClosedVoid, k32(0xa1)}, {}}, Pairs: 7, Pool: k32(0xa2), Sigs: [][64]byte{k64(0x30), k64(0x31)}}},
 		{"windowreq", TypeWindowReq, &WindowReq{Epoch: k32(1), Number: 9}},
 		{"statereq", TypeStateReq, Raw{}},

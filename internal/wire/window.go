@@ -31,6 +31,43 @@ const (
 	MaxWindow = 4 + MaxWindowItems*(8+32+4+MaxWindowGroup+4+MaxClosing+4+MaxPool)
 )
 
+// MaxWindowRefs bounds the window a Prepare and a descriptor pin.
+const MaxWindowRefs = 8
+
+// WindowRef pins one epoch of an epoch's decoy window in its Prepare and
+// descriptor (§6.3 v3, the certified window):
+//
+//	u64 number ‖ epoch id 32 ‖ closing digest 32
+//
+// The closing digest is what the epoch's chain signed (the record without
+// its signatures). Every member of the chain holds the record and its
+// pool before it signs the open descriptor.
+type WindowRef struct {
+	Number  uint64
+	Epoch   [32]byte
+	Closing [32]byte
+}
+
+const windowRefSize = 8 + 32 + 32
+
+func encWindowRefs(e *Enc, l []WindowRef) {
+	e.U32(uint32(len(l)))
+	for _, r := range l {
+		e.U64(r.Number)
+		e.Fixed(r.Epoch[:])
+		e.Fixed(r.Closing[:])
+	}
+}
+
+func decWindowRefs(d *Dec) []WindowRef {
+	n := d.Count(MaxWindowRefs, windowRefSize, "window refs")
+	out := make([]WindowRef, n)
+	for i := range out {
+		out[i] = WindowRef{Number: d.U64("window number"), Epoch: d.Array32("window epoch"), Closing: d.Array32("window closing digest")}
+	}
+	return out
+}
+
 // WindowReq asks for the epochs before the open epoch Epoch of number
 // Number:
 //
