@@ -673,7 +673,7 @@ func (w *swarm) check() {
 					w.fail("s%d excludes honest s%d as a culprit", i, j)
 				}
 				for _, f := range framed {
-					if f.last == b.id && a.s.chargedAt(b.id, f.number) {
+					if f.last == b.id && a.s.chargedFor(b.id, f.number, f.round) {
 						w.fail("s%d charged s%d, the last server, for the early %s of number %d: %s", i, j, f.kind, f.number, a.s.refusalReasons(b.id))
 					}
 				}
@@ -972,15 +972,21 @@ func outsiderHelloFlood(w *swarm) func() {
 type framedLast struct {
 	kind   string
 	number uint64
+	round  uint32
 	last   peer.ID
 }
 
-// chargedAt reports whether s counts an abort of epoch number n against p.
-func (s *Server) chargedAt(p peer.ID, n uint64) bool {
+// chargedFor reports whether s counts against p an abort or void of
+// round q of epoch number n (its reason names the round: "round q void",
+// "round q: no publication"). A charge of p at n for another cause (a
+// server that left, say) is not the framing the early void or abort
+// tries; the swarm logs it as a charge of an honest server.
+func (s *Server) chargedFor(p peer.ID, n uint64, q uint32) bool {
 	s.ref.mu.Lock()
 	defer s.ref.mu.Unlock()
+	pre := fmt.Sprintf("round %d", q)
 	for _, r := range s.ref.recs {
-		if r.Peer == p.String() && r.Number == n {
+		if r.Peer == p.String() && r.Number == n && (r.Reason == pre+" void" || strings.HasPrefix(r.Reason, pre+":")) {
 			return true
 		}
 	}
@@ -1223,7 +1229,7 @@ func insiderEarly(w *swarm, kind string) func() {
 			w.markBad(i)
 			done = true
 			w.mu.Lock()
-			w.framed = append(w.framed, framedLast{kind, e.v.desc.Number, e.final.chain[len(e.final.chain)-1]})
+			w.framed = append(w.framed, framedLast{kind, e.v.desc.Number, q, e.final.chain[len(e.final.chain)-1]})
 			w.mu.Unlock()
 			w.logf("s%d: early %s of round %d of number %d", i, kind, q, e.v.desc.Number)
 			if kind == "abort" {
