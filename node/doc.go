@@ -13,7 +13,8 @@
 // # Files
 //
 // Discovery and hosts:
-//   - host.go: libp2p hosts and the identity key of a data directory.
+//   - host.go: the network of servers and clients that name none (libp2p);
+//     the hosts and the identity key of a data directory are transport's.
 //   - lan.go: LAN discovery (mDNS), bounded and backed off.
 //   - roster.go: the roster of live servers and the chain it orders.
 //   - transport (package transport): the Host seam (libp2p, memnet),

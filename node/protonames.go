@@ -226,3 +226,11 @@ func (s *Server) epochCaps(t wire.Type) int  { return wire.RequestCap(wire.Proto
 func (s *Server) roundCaps(t wire.Type) int  { return wire.RequestCap(wire.ProtoRound, t, ceilings) }
 func (s *Server) clientCaps(t wire.Type) int { return wire.RequestCap(wire.ProtoClient, t, ceilings) }
 func (s *Server) pirCaps(t wire.Type) int    { return wire.RequestCap(wire.ProtoPIR, t, ceilings) }
+
+// IdentityFile is transport.IdentityFile: the name of the libp2p identity
+// key in a data directory.
+const IdentityFile = transport.IdentityFile
+
+// LoadIdentity reads the identity key of dir, creating it if absent
+// (transport.LoadIdentity).
+func LoadIdentity(dir string) (crypto.PrivKey, error) { return transport.LoadIdentity(dir) }

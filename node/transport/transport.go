@@ -17,6 +17,7 @@
 //   - hooks.go, hooks_riffletest.go: the receive path's test hook
 //     (RecvHook), built only with the tag riffletest.
 //   - libp2p.go, dialrank.go: the libp2p host and its TCP-first dialling.
+//   - identity.go: the identity key of a data directory (LoadIdentity).
 package transport
 
 import (
