@@ -51,7 +51,8 @@
 //   - certs.go: certified epoch numbers (§3 v3): final, abort and timeout
 //     certificates kept and made, timeout votes (their digests and checks
 //     are internal/proto's); certs_sync.go: catch-up from roster servers.
-//   - asker.go: who asks, checked before costly work; caps by sender.
+//   - asker.go: who asks, checked before costly work; caps by protocol
+//     and by sender.
 //   - polls.go: bounds on client long polls.
 //   - censor.go: request lists that omit a requested id held here.
 //   - round.go: a server's state of one round (sround) and its window.

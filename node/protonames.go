@@ -221,12 +221,6 @@ func replyTo(proto protocol.ID, t wire.Type) (wire.Type, int, error) {
 func takes(proto protocol.ID, t wire.Type) error     { return transport.Takes(proto, t) }
 func unhandled(proto protocol.ID, t wire.Type) error { return transport.Unhandled(proto, t) }
 
-func (s *Server) rosterCaps(t wire.Type) int { return wire.RequestCap(wire.ProtoRoster, t, ceilings) }
-func (s *Server) epochCaps(t wire.Type) int  { return wire.RequestCap(wire.ProtoEpoch, t, ceilings) }
-func (s *Server) roundCaps(t wire.Type) int  { return wire.RequestCap(wire.ProtoRound, t, ceilings) }
-func (s *Server) clientCaps(t wire.Type) int { return wire.RequestCap(wire.ProtoClient, t, ceilings) }
-func (s *Server) pirCaps(t wire.Type) int    { return wire.RequestCap(wire.ProtoPIR, t, ceilings) }
-
 // IdentityFile is transport.IdentityFile: the name of the libp2p identity
 // key in a data directory.
 const IdentityFile = transport.IdentityFile
