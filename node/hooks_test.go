@@ -33,7 +33,7 @@ func TestBinaryHasNoTestHooks(t *testing.T) {
 	// Positive control: built with the tag, it holds them. (A test
 	// binary that go test runs has no symbol table to look at.)
 	found := strings.Join(hookSymbols(t, buildRiffle(t, "riffletest"), forbidden), "\n")
-	for _, want := range []string{"serverHooks", "clientHooks", "heldDraw", "hookClientHandlers", "ownPool"} {
+	for _, want := range []string{"serverHooks", "clientHooks", "heldDraw", "hookClientHandlers", "ownPool", "RecvHook"} {
 		if !strings.Contains(found, want) {
 			t.Errorf("the scan does not see %s in a riffletest build", want)
 		}
