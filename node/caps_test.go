@@ -6,6 +6,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // TestReplyTable: every request a node sends has a reply in the table with
@@ -19,18 +20,18 @@ func TestReplyTable(t *testing.T) {
 			ProtoRoster: s.rosterCaps, ProtoEpoch: s.epochCaps, ProtoRound: s.roundCaps,
 			ProtoClient: s.clientCaps, ProtoPIR: s.pirCaps,
 		}
-		if len(replies) != len(serveCaps) {
-			t.Fatalf("reply table covers %d protocols, servers serve %d", len(replies), len(serveCaps))
+		if len(transport.Replies) != len(serveCaps) {
+			t.Fatalf("reply table covers %d protocols, servers serve %d", len(transport.Replies), len(serveCaps))
 		}
-		for proto, types := range replies {
+		for proto, types := range transport.Replies {
 			for rt, r := range types {
 				if serveCaps[proto](rt) <= 0 {
 					t.Errorf("%s: servers refuse request type %d that the reply table lists", proto, rt)
 				}
-				if r.max <= 0 && proto != ProtoPIR {
+				if r.Max <= 0 && proto != ProtoPIR {
 					t.Errorf("%s: reply to %d has no cap", proto, rt)
 				}
-				if want, _, err := replyTo(proto, rt); err != nil || want != r.t {
+				if want, _, err := replyTo(proto, rt); err != nil || want != r.T {
 					t.Errorf("%s: replyTo(%d) = %d, %v", proto, rt, want, err)
 				}
 			}

@@ -91,11 +91,11 @@ func (s *Server) onDisconnect(p peer.ID) {
 // handler gate orders its s.wg.Add before Close's s.wg.Wait (a context
 // check alone raced with Close).
 func (s *Server) onConnEnd(p peer.ID) {
-	if s.ctx.Err() != nil || !s.handlers.enter() {
+	if s.ctx.Err() != nil || !s.handlers.Enter() {
 		return
 	}
 	s.wg.Add(1)
-	s.handlers.leave()
+	s.handlers.Leave()
 	go func() {
 		defer s.wg.Done()
 		s.onDisconnect(p)

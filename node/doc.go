@@ -13,10 +13,14 @@
 // # Files
 //
 // Discovery and hosts:
-//   - host.go: libp2p hosts and the identity key of a data directory.
+//   - host.go: the network of servers and clients that name none (libp2p);
+//     the hosts and the identity key of a data directory are transport's.
 //   - lan.go: LAN discovery (mDNS), bounded and backed off.
 //   - roster.go: the roster of live servers and the chain it orders.
-//   - proto.go: protocol ids, framing, the one call path and serve path.
+//   - transport (package transport): the Host seam (libp2p, memnet),
+//     protocol ids, framing, the one call path and serve path, and each
+//     protocol's read caps, replies and accepted types, from wire's
+//     message table (its package doc lists its files).
 //   - internal/proto (package proto): the rules both sides share, pure
 //     functions: tagged hashes, Merkle roots and peer signatures, the
 //     parameter bounds and checks, the epoch id, the client selection and
@@ -24,9 +28,8 @@
 //     certificates' digests and checks, the receipts' (its package doc
 //     lists its files).
 //   - protonames.go: the names by which node's files use what moved to
-//     internal/proto; they go when the server and client move.
-//   - caps.go: the read caps, replies and accepted types of each protocol,
-//     from wire's message table.
+//     internal/proto and transport; they go when the server and client
+//     move.
 //
 // Server:
 //   - server.go: Server, its configuration and life cycle.
@@ -48,13 +51,15 @@
 //   - certs.go: certified epoch numbers (§3 v3): final, abort and timeout
 //     certificates kept and made, timeout votes (their digests and checks
 //     are internal/proto's); certs_sync.go: catch-up from roster servers.
-//   - asker.go: who asks, checked before costly work; caps by sender.
+//   - asker.go: who asks, checked before costly work; caps by protocol
+//     and by sender.
 //   - polls.go: bounds on client long polls.
 //   - censor.go: request lists that omit a requested id held here.
 //   - round.go: a server's state of one round (sround) and its window.
 //   - intake.go: client protocol: registration and submissions (round intake).
 //   - mixing.go: the mix loop: peel, permute, forward, batches between servers.
-//   - roots.go: signed batch roots and their equivocation check (§5.2).
+//   - roots.go: signed batch roots and their equivocation check (§5.2);
+//     the Merkle root of a published batch.
 //   - lack.go: a missing input batch, fetched from the predecessor or
 //     claimed, its void the claimant's (§5.2 v3).
 //   - publish.go: publication, request lists proposed and signed (§5.3).

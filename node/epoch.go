@@ -384,7 +384,7 @@ func (s *Server) each(ctx context.Context, chain []peer.ID, r request) ([][]byte
 	if err != nil {
 		return nil, err
 	}
-	segs := r.segments()
+	segs := r.BodySegments()
 	out := make([][]byte, len(chain))
 	errs := make([]error, len(chain))
 	var wg sync.WaitGroup

@@ -13,7 +13,6 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
-	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -36,8 +35,6 @@ type (
 	serverHookState struct{}
 	clientHookState struct{}
 )
-
-func hookRecv(transport.Host, wire.Type, []byte) {}
 
 func (s *Server) hookClientHandlers(c handlerFunc, p segHandlerFunc) (handlerFunc, segHandlerFunc) {
 	return c, p

@@ -147,15 +147,8 @@ type clientHooks struct {
 }
 
 // recvHook sees every frame body a host of this package receives: each
-// request (serveSegments) and each reply (call). self is the receiving
-// host.
-var recvHook atomic.Pointer[func(self peer.ID, t wire.Type, body []byte)]
-
-func hookRecv(h transport.Host, t wire.Type, body []byte) {
-	if f := recvHook.Load(); f != nil {
-		(*f)(h.ID(), t, body)
-	}
-}
+// request and each reply (transport.RecvHook).
+var recvHook = &transport.RecvHook
 
 // hookClientHandlers wraps the handlers of the client and PIR protocols
 // to call the observer's Received first when it has one.

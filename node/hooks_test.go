@@ -22,7 +22,7 @@ func TestBinaryHasNoTestHooks(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	forbidden := hookOnlyNames(t)
-	for _, name := range []string{"testObserver", "testClientObserver", "leaderCheat", "serverHooks", "clientHooks", "dupClientTest", "recvHook", "heldDraw", "ownPool"} {
+	for _, name := range []string{"testObserver", "testClientObserver", "leaderCheat", "serverHooks", "clientHooks", "dupClientTest", "recvHook", "RecvHook", "heldDraw", "ownPool"} {
 		if !forbidden[name] {
 			t.Fatalf("%s is not declared in a riffletest-only file", name)
 		}
@@ -33,7 +33,7 @@ func TestBinaryHasNoTestHooks(t *testing.T) {
 	// Positive control: built with the tag, it holds them. (A test
 	// binary that go test runs has no symbol table to look at.)
 	found := strings.Join(hookSymbols(t, buildRiffle(t, "riffletest"), forbidden), "\n")
-	for _, want := range []string{"serverHooks", "clientHooks", "heldDraw", "hookClientHandlers", "ownPool"} {
+	for _, want := range []string{"serverHooks", "clientHooks", "heldDraw", "hookClientHandlers", "ownPool", "RecvHook"} {
 		if !strings.Contains(found, want) {
 			t.Errorf("the scan does not see %s in a riffletest build", want)
 		}
@@ -52,14 +52,21 @@ func buildRiffle(t *testing.T, tags string) string {
 	return bin
 }
 
-// hookOnlyNames are the top-level names declared in this package's files
-// built only with the riffletest tag and in none of the others.
+// hookOnlyNames are the top-level names declared in this package's and
+// node/transport's files built only with the riffletest tag and in none of
+// the others.
 func hookOnlyNames(t *testing.T) map[string]bool {
 	t.Helper()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	// node/transport's receive path has a hook of its own (RecvHook).
+	more, err := filepath.Glob("transport/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, more...)
 	tagged, untagged := map[string]bool{}, map[string]bool{}
 	fset := token.NewFileSet()
 	for _, name := range files {
@@ -114,7 +121,7 @@ func hookOnlyNames(t *testing.T) map[string]bool {
 }
 
 // hookSymbols returns the symbols of binary bin that name a forbidden
-// identifier or a hook point of this package.
+// identifier or a hook point of this package or node/transport.
 func hookSymbols(t *testing.T, bin string, forbidden map[string]bool) []string {
 	t.Helper()
 	out, err := exec.Command("go", "tool", "nm", bin).Output()
@@ -123,7 +130,7 @@ func hookSymbols(t *testing.T, bin string, forbidden map[string]bool) []string {
 	}
 	// What follows the package path up to the end of the symbol, e.g.
 	// "(*Server).hookStage" or "serverHooks]).Load".
-	sym := regexp.MustCompile(`github\.com/riffle-net/riffle/node\.(\S+)`)
+	sym := regexp.MustCompile(`github\.com/riffle-net/riffle/node(?:/transport)?\.(\S+)`)
 	ident := regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 	var found []string
 	for _, line := range strings.Split(string(out), "\n") {

@@ -1,13 +1,18 @@
 package node
 
 import (
+	"context"
 	"io"
+	"log/slog"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // The names by which package node's files use what moved to
@@ -155,3 +160,71 @@ func checkReceipted(clients []wire.ClientEntry, fwd map[[32]byte]wire.Forwarded,
 	return proto.CheckReceipted(clients, fwd, orders, n, m)
 }
 func dupDigest(a *wire.DupAbort) [32]byte { return proto.DupDigest(a) }
+
+// The names by which node's files use what moved to node/transport: the
+// protocol ids, the deadlines, the call and serve paths and the caps.
+
+// Protocol ids (transport.Proto*).
+const (
+	ProtoRoster = transport.ProtoRoster
+	ProtoEpoch  = transport.ProtoEpoch
+	ProtoRound  = transport.ProtoRound
+	ProtoClient = transport.ProtoClient
+	ProtoPIR    = transport.ProtoPIR
+)
+
+// ProtocolVersion is transport.ProtocolVersion: the wire version, carried
+// in Hello.
+const ProtocolVersion = transport.ProtocolVersion
+
+// DesignVersion is transport.DesignVersion: the version of
+// docs/protocol.md that the code implements.
+const DesignVersion = transport.DesignVersion
+
+// Deadlines (transport.ShortTimeout, BulkTimeout, PollTimeout).
+const (
+	shortTimeout = transport.ShortTimeout
+	bulkTimeout  = transport.BulkTimeout
+	pollTimeout  = transport.PollTimeout
+)
+
+type (
+	request        = transport.Request
+	handlerFunc    = transport.HandlerFunc
+	segHandlerFunc = transport.SegHandlerFunc
+	gate           = transport.Gate
+)
+
+func call(ctx context.Context, h transport.Host, p peer.ID, r request) ([]byte, error) {
+	return transport.Call(ctx, h, p, r)
+}
+func serve(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, fn handlerFunc) {
+	transport.Serve(ctx, h, g, log, proto, timeout, caps, fn)
+}
+func servePooled(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, bufs *wire.Buffers, fn handlerFunc) {
+	transport.ServePooled(ctx, h, g, log, proto, timeout, caps, bufs, fn)
+}
+func serveSegments(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, bufs *wire.Buffers, fn segHandlerFunc) {
+	transport.ServeSegments(ctx, h, g, log, proto, timeout, caps, bufs, fn)
+}
+
+// The caps and replies of each protocol, from wire's message table.
+var (
+	wireProto    = transport.WireProto
+	ceilings     = transport.Ceilings
+	errUnhandled = transport.ErrUnhandled
+)
+
+func replyTo(proto protocol.ID, t wire.Type) (wire.Type, int, error) {
+	return transport.ReplyTo(proto, t)
+}
+func takes(proto protocol.ID, t wire.Type) error     { return transport.Takes(proto, t) }
+func unhandled(proto protocol.ID, t wire.Type) error { return transport.Unhandled(proto, t) }
+
+// IdentityFile is transport.IdentityFile: the name of the libp2p identity
+// key in a data directory.
+const IdentityFile = transport.IdentityFile
+
+// LoadIdentity reads the identity key of dir, creating it if absent
+// (transport.LoadIdentity).
+func LoadIdentity(dir string) (crypto.PrivKey, error) { return transport.LoadIdentity(dir) }

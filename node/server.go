@@ -362,7 +362,7 @@ func (s *Server) Close() error {
 	s.cancel()
 	// Handlers first: they end promptly once the context is cancelled,
 	// and none may touch the store or a secret after this.
-	s.handlers.close()
+	s.handlers.Close()
 	s.wg.Wait()
 	var errs []error
 	for _, c := range s.closers {

@@ -5,6 +5,19 @@
 // or Noise, yamux; Libp2p), what the binary runs, and an in-memory network
 // with latency, bandwidth, loss, partitions and crashes (package memnet),
 // which tests run in virtual time. One conformance test runs against both.
+//
+// Over a Host, the package holds node's one call path and one serve path
+// (docs/protocol.md §3, the framing and deadlines of docs/proto-node.md):
+//   - transport.go: the Host and Stream seam, the protocol ids.
+//   - call.go: the protocol and design versions, the deadlines, the
+//     stream framing (pooled buffers), Call (one request, one reply) and
+//     Serve (a handler per protocol behind a Gate that Close waits on).
+//   - caps.go: each protocol's read caps, replies and accepted types, from
+//     internal/wire's message table at the server's ceilings.
+//   - hooks.go, hooks_riffletest.go: the receive path's test hook
+//     (RecvHook), built only with the tag riffletest.
+//   - libp2p.go, dialrank.go: the libp2p host and its TCP-first dialling.
+//   - identity.go: the identity key of a data directory (LoadIdentity).
 package transport
 
 import (

@@ -29,7 +29,7 @@ const (
 // The group pace's range and default (docs/operator.md, "What a group
 // costs"). The floor keeps every group's figure finite; the ceiling keeps
 // an epoch of MaxRounds rounds within a day, and a round's wait far
-// inside a client's long poll (node's pollTimeout).
+// inside a client's long poll (transport.PollTimeout).
 const (
 	MinRoundIntervalMs = 10
 	MaxRoundIntervalMs = 60_000

@@ -1,4 +1,4 @@
-package node
+package transport
 
 import (
 	"bufio"
@@ -13,17 +13,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/mix"
-	"github.com/riffle-net/riffle/node/transport"
-)
-
-// Protocol ids (transport.Proto*).
-const (
-	ProtoRoster = transport.ProtoRoster
-	ProtoEpoch  = transport.ProtoEpoch
-	ProtoRound  = transport.ProtoRound
-	ProtoClient = transport.ProtoClient
-	ProtoPIR    = transport.ProtoPIR
 )
 
 // ProtocolVersion is carried in Hello: the wire version, the number in
@@ -38,38 +27,10 @@ const DesignVersion = 3
 // Deadlines. Every stream gets one; long polls get the longest. Both ends
 // of a stream count on them, so they are protocol rules, not Tunables.
 const (
-	shortTimeout = 20 * time.Second  // request/response between live peers
-	bulkTimeout  = 120 * time.Second // batches and padded answers of a round
-	pollTimeout  = 10 * time.Minute  // a client waiting for the next epoch or round
+	ShortTimeout = 20 * time.Second  // request/response between live peers
+	BulkTimeout  = 120 * time.Second // batches and padded answers of a round
+	PollTimeout  = 10 * time.Minute  // a client waiting for the next epoch or round
 )
-
-// payloadHashes are mix.HashPayloads of a published batch, computed once
-// for its Merkle root and used again by publish: no payload is hashed twice.
-type payloadHashes struct {
-	hs []mix.PayloadHash
-	ok []bool
-}
-
-func hashPublished(entries [][]byte, b, k int) *payloadHashes {
-	hs, ok := mix.HashPayloads(entries, b, k)
-	return &payloadHashes{hs: hs, ok: ok}
-}
-
-// publishedRoot is merkleRoot of a published batch (§5.2, v3): the leaf of
-// a well-formed payload is H(payload leaf tag, u32 position, D, signature),
-// D its payload digest (mix.PayloadHash), which with the signature fixes
-// every byte of it; any other entry gets the ordinary leaf over its bytes.
-func publishedRoot(entries [][]byte, ph *payloadHashes) [32]byte {
-	level := make([][32]byte, len(entries))
-	for i, e := range entries {
-		if ph.ok[i] {
-			level[i] = taggedHash(tagMerkleLfP, leafPos(i), ph.hs[i].Digest[:], e[len(e)-mix.SignatureSize:])
-		} else {
-			level[i] = taggedHash(tagMerkleLf, leafPos(i), e)
-		}
-	}
-	return merkleUp(level)
-}
 
 // Stream buffers are pooled: a round opens a few streams per client, and a
 // fresh pair of 64 KiB buffers for each showed in the profiles.
@@ -106,10 +67,10 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// request is one call to a peer: a request frame and how long to wait.
-// The reply's type and size cap come from replyTo, by protocol and request
+// Request is one call to a peer: a request frame and how long to wait.
+// The reply's type and size cap come from ReplyTo, by protocol and request
 // type, unless Max overrides the cap.
-type request struct {
+type Request struct {
 	Proto protocol.ID
 	Type  wire.Type
 	// Body is the request body; Segments, if set, replace it (the bulk
@@ -128,19 +89,19 @@ type request struct {
 	Bufs *wire.Buffers
 }
 
-// segments is the request body as segments.
-func (r *request) segments() [][]byte {
+// BodySegments is the request body as segments.
+func (r *Request) BodySegments() [][]byte {
 	if r.Segments != nil {
 		return r.Segments
 	}
 	return [][]byte{r.Body}
 }
 
-// call opens a stream to p, sends one request frame and reads one reply of
-// the type and at most the size that replyTo gives. The stream is reset on
+// Call opens a stream to p, sends one request frame and reads one reply of
+// the type and at most the size that ReplyTo gives. The stream is reset on
 // any error.
-func call(ctx context.Context, h transport.Host, p peer.ID, r request) ([]byte, error) {
-	want, max, err := replyTo(r.Proto, r.Type)
+func Call(ctx context.Context, h Host, p peer.ID, r Request) ([]byte, error) {
+	want, max, err := ReplyTo(r.Proto, r.Type)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +125,7 @@ func call(ctx context.Context, h transport.Host, p peer.ID, r request) ([]byte, 
 	defer stop()
 	cw := &countingWriter{w: s}
 	bw := getWriter(cw)
-	err = wire.WriteFrameSegments(bw, r.Type, r.segments())
+	err = wire.WriteFrameSegments(bw, r.Type, r.BodySegments())
 	if err == nil {
 		err = bw.Flush()
 	}
@@ -192,24 +153,24 @@ func call(ctx context.Context, h transport.Host, p peer.ID, r request) ([]byte, 
 	return rep, nil
 }
 
-// handlerFunc answers one request; it returns the reply type and body.
-type handlerFunc func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error)
+// HandlerFunc answers one request; it returns the reply type and body.
+type HandlerFunc func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error)
 
-// segHandlerFunc is a handlerFunc whose reply body is segments (a bulk
+// SegHandlerFunc is a HandlerFunc whose reply body is segments (a bulk
 // reply written without being joined: PIR answers).
-type segHandlerFunc func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error)
+type SegHandlerFunc func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error)
 
-// gate tracks the stream handlers in flight, so that Close waits for them
+// Gate tracks the stream handlers in flight, so that Close waits for them
 // before it closes the store and erases secrets (libp2p runs handlers on
 // its own goroutines).
-type gate struct {
+type Gate struct {
 	mu     sync.Mutex
 	closed bool
 	wg     sync.WaitGroup
 }
 
-// enter admits a handler; false once the gate is closed.
-func (g *gate) enter() bool {
+// Enter admits a handler; false once the gate is closed.
+func (g *Gate) Enter() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
@@ -219,42 +180,42 @@ func (g *gate) enter() bool {
 	return true
 }
 
-func (g *gate) leave() { g.wg.Done() }
+func (g *Gate) Leave() { g.wg.Done() }
 
-// close refuses new handlers and waits for those in flight.
-func (g *gate) close() {
+// Close refuses new handlers and waits for those in flight.
+func (g *Gate) Close() {
 	g.mu.Lock()
 	g.closed = true
 	g.mu.Unlock()
 	g.wg.Wait()
 }
 
-// serve installs a request/response handler for proto with per-type caps.
-func serve(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, fn handlerFunc) {
-	servePooled(ctx, h, g, log, proto, timeout, caps, nil, fn)
+// Serve installs a request/response handler for proto with per-type caps.
+func Serve(ctx context.Context, h Host, g *Gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, fn HandlerFunc) {
+	ServePooled(ctx, h, g, log, proto, timeout, caps, nil, fn)
 }
 
-// servePooled is serve with request bodies read into buffers from bufs
+// ServePooled is Serve with request bodies read into buffers from bufs
 // (the server's bufPool; nil: new slices): a handler that is done with a
 // body may give it back.
-func servePooled(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, bufs *wire.Buffers, fn handlerFunc) {
-	serveSegments(ctx, h, g, log, proto, timeout, caps, bufs, func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
+func ServePooled(ctx context.Context, h Host, g *Gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, bufs *wire.Buffers, fn HandlerFunc) {
+	ServeSegments(ctx, h, g, log, proto, timeout, caps, bufs, func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
 		rt, rep, err := fn(ctx, from, t, body)
 		return rt, [][]byte{rep}, err
 	})
 }
 
-// serveSegments is serve for a handler whose replies are segments; bufs,
+// ServeSegments is Serve for a handler whose replies are segments; bufs,
 // if set, provides the request bodies' buffers. A body is read as its
 // bytes arrive (wire.BodyStart): a header alone reserves nothing big,
 // whatever the sender's cap.
-func serveSegments(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, bufs *wire.Buffers, fn segHandlerFunc) {
-	h.SetStreamHandler(proto, func(s transport.Stream) {
-		if !g.enter() {
+func ServeSegments(ctx context.Context, h Host, g *Gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, bufs *wire.Buffers, fn SegHandlerFunc) {
+	h.SetStreamHandler(proto, func(s Stream) {
+		if !g.Enter() {
 			s.Reset()
 			return
 		}
-		defer g.leave()
+		defer g.Leave()
 		_ = s.SetDeadline(time.Now().Add(timeout))
 		from := s.RemotePeer()
 		br := getReader(s)
