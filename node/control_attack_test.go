@@ -684,22 +684,7 @@ func TestEarlyNoPubCharged(t *testing.T) {
 					byID[s.ID()] = s
 				}
 				// An epoch in its rounds, at every server.
-				var id [32]byte
-				var chain []peer.ID
-				if err := wait.Until(context.Background(), 2*time.Minute, func() bool {
-					s := fn.servers[0]
-					s.mu.Lock()
-					defer s.mu.Unlock()
-					for eid, e := range s.epochs {
-						if e.final != nil && e.setupDone && !e.ended && e.listHigh >= 1 {
-							id, chain = eid, e.final.chain
-							return true
-						}
-					}
-					return false
-				}); err != nil {
-					t.Fatal("no epoch reached its rounds")
-				}
+				id, chain := runningEpoch(t, fn.servers[0])
 				last := chain[len(chain)-1]
 				culprit := byID[chain[0]] // S_0: not the last server
 				culprit.mu.Lock()
