@@ -12,7 +12,6 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/node/transport/memnet"
 )
 
 // TestClosingProposedAgain (§5.2 v3, the swarm's seed 9): S_0 of an epoch
@@ -25,7 +24,7 @@ import (
 func TestClosingProposedAgain(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		const m = 3
-		net := defaultNetwork.(*memnet.Net)
+		net := testMemnet(t)
 		var (
 			mu     sync.Mutex
 			tn     *anonNet

@@ -140,7 +140,6 @@ func timeoutDigest(n uint64, chain [][]byte) [32]byte    { return proto.TimeoutD
 func timeoutQuorum(m int) int                            { return proto.TimeoutQuorum(m) }
 func chainIDs(chain []peer.ID) [][]byte                  { return proto.ChainIDs(chain) }
 func certChain(c *wire.Cert) ([]peer.ID, error)          { return proto.CertChain(c) }
-func checkCertSigs(c *wire.Cert, chain []peer.ID) error  { return proto.CheckCertSigs(c, chain) }
 func abortDigest(a *wire.Abort) [32]byte                 { return proto.AbortDigest(a) }
 func inChain(chain []peer.ID, p peer.ID) bool            { return proto.InChain(chain, p) }
 func verifyCert(c *wire.Cert, known map[peer.ID]bool) error {
