@@ -94,6 +94,11 @@ func chargeOf(ev *wire.Charge, ctx chargeCtx) (peer.ID, string, error) {
 		if !rl.Void() || len(rl.Sigs) != m {
 			return "", "", errors.New("node: a void's evidence is its list signed by the whole chain")
 		}
+		if rl.Blamed() {
+			// Its cause is public (a culprit named): every honest
+			// server signs it only with the blame's record.
+			return "", "", errors.New("node: a blamed round's void is evidence against nobody")
+		}
 		dg := listDigest(&rl)
 		for i, sg := range rl.Sigs {
 			if err := verifyPeerSig(ctx.chain[i], dg, sg); err != nil {
@@ -348,8 +353,9 @@ func (s *Server) onAttestReq(from peer.ID, body []byte) (wire.Type, []byte, erro
 }
 
 // evidenceSlot names who made the claim of ev, in which epoch, with what
-// kind of evidence: an abort's signer, a void's proposer (one a chain);
-// "" if ev does not decode.
+// kind of evidence: an abort's signer, kind and round (an honest signer
+// signs one abort an epoch; a claim of one round cannot stand for
+// another's), a void's proposer (one a chain); "" if ev does not decode.
 func evidenceSlot(ev *wire.Charge) string {
 	switch ev.Kind {
 	case wire.EvAbort:
@@ -357,7 +363,7 @@ func evidenceSlot(ev *wire.Charge) string {
 		if a.Unmarshal(ev.Item) != nil {
 			return ""
 		}
-		return fmt.Sprintf("%x/%d/%x", a.Epoch, ev.Kind, a.Signer)
+		return fmt.Sprintf("%x/%d/%x/%d/%d", a.Epoch, ev.Kind, a.Signer, a.Kind, a.Round)
 	case wire.EvVoid:
 		var rl wire.RoundList
 		if rl.Unmarshal(ev.Item, genericLimits()) != nil {
@@ -388,10 +394,62 @@ func recordSlot(r *refusal) string {
 	return evidenceSlot(&ev)
 }
 
-// chargeKey names a piece of evidence by its signed object.
+// chargeKey names a piece of evidence by what its signers signed, not by
+// the signatures: a signer can sign one digest afresh as often as it
+// likes, and a copy under a new key would replace the record and drop the
+// attestations it holds. "" if ev does not decode.
 func chargeKey(ev *wire.Charge) string {
-	h := sha256.Sum256(append([]byte{ev.Kind}, ev.Item...))
+	var dg [32]byte
+	switch ev.Kind {
+	case wire.EvAbort:
+		var a wire.Abort
+		if a.Unmarshal(ev.Item) != nil {
+			return ""
+		}
+		dg = abortDigest(&a)
+	case wire.EvVoid:
+		var rl wire.RoundList
+		if rl.Unmarshal(ev.Item, genericLimits()) != nil {
+			return ""
+		}
+		dg = listDigest(&rl)
+	default:
+		return ""
+	}
+	h := sha256.Sum256(append([]byte{ev.Kind}, dg[:]...))
 	return hex.EncodeToString(h[:])
+}
+
+// sameClaim keeps the attestations of as that attest the claim of ev
+// (its epoch, kind and round): those a replaced record of ev's slot
+// held count for its successor too.
+func sameClaim(ev *wire.Charge, as []wire.Attest) []wire.Attest {
+	var epoch [32]byte
+	var kind uint8
+	var round uint32
+	switch ev.Kind {
+	case wire.EvAbort:
+		var a wire.Abort
+		if a.Unmarshal(ev.Item) != nil {
+			return nil
+		}
+		epoch, kind, round = a.Epoch, a.Kind, a.Round
+	case wire.EvVoid:
+		var rl wire.RoundList
+		if rl.Unmarshal(ev.Item, genericLimits()) != nil {
+			return nil
+		}
+		epoch, kind, round = rl.Epoch, wire.AbortNoPub, rl.Round
+	default:
+		return nil
+	}
+	var out []wire.Attest
+	for _, at := range as {
+		if at.Epoch == epoch && at.Number == ev.Number && at.Kind == kind && at.Round == round {
+			out = append(out, at)
+		}
+	}
+	return out
 }
 
 // mergeAttests adds to into the attestations of from it lacks, at most
@@ -445,6 +503,14 @@ func (s *Server) logCharge(ev *wire.Charge, ctx chargeCtx, waived bool) (bool, e
 	if rec != nil {
 		if err := merged.Unmarshal(rec.Ev); err != nil {
 			merged = &wire.Charge{Kind: ev.Kind, Number: ev.Number, Item: ev.Item}
+		}
+	} else if slot != "" {
+		// It will replace its slot's record: keep what that one held.
+		for i := range rs.recs {
+			var old wire.Charge
+			if r := &rs.recs[i]; recordSlot(r) == slot && r.Ev != nil && old.Unmarshal(r.Ev) == nil {
+				mergeAttests(merged, sameClaim(merged, old.Attests))
+			}
 		}
 	}
 	grew := mergeAttests(merged, ev.Attests)
@@ -680,7 +746,11 @@ func replayCharges(evs [][]byte, ctxOf func(n uint64) (chargeCtx, bool)) map[pee
 	}
 	for k, ev := range byKey {
 		if sl := evidenceSlot(ev); sl != "" && least[sl] != k {
-			delete(byKey, k) // as logCharge: one record a slot
+			// As logCharge: one record a slot, with the attestations
+			// of its claim that the others held.
+			keep := byKey[least[sl]]
+			mergeAttests(keep, sameClaim(keep, ev.Attests))
+			delete(byKey, k)
 		}
 	}
 	seen := map[string]bool{}

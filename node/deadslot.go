@@ -410,7 +410,7 @@ func (s *Server) dropDouble(e *sepoch, d wire.DoubleSubmit) {
 // once its own reveal has settled; the epoch ends if it fails.
 func (s *Server) blameVoid(e *sepoch, r uint32) {
 	v := e.final
-	rl := wire.RoundList{Epoch: v.id, Round: r, Flags: wire.ListVoid}
+	rl := wire.RoundList{Epoch: v.id, Round: r, Flags: wire.ListVoid | wire.ListBlame}
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
 	reps, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: bulkTimeout})
@@ -442,11 +442,15 @@ func (s *Server) blameVoid(e *sepoch, r uint32) {
 // this server's own reveal has settled with the slot dropped. Handled is
 // false for any other round (the ordinary void rules apply).
 func (s *Server) signBlameVoid(ctx context.Context, e *sepoch, rl *wire.RoundList) (handled bool, t wire.Type, body []byte, err error) {
+	if !rl.Blamed() {
+		return false, 0, nil, nil
+	}
 	s.mu.Lock()
 	bl := e.blameOf(rl.Round)
 	s.mu.Unlock()
 	if bl == nil || bl.double {
-		return false, 0, nil, nil
+		// Signed, it would waive a void whose cause is not public.
+		return true, 0, nil, errors.New("node: a blame void of a round not blamed here")
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(len(e.final.chain)+1)*s.cfg.Timing.BlameStepTimeout)
 	defer cancel()

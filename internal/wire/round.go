@@ -329,8 +329,16 @@ type ListPair struct {
 // PairID returns the id of pair i.
 func (m *RoundList) PairID(i int) [32]byte { return m.Entries[m.Pairs[i].Entry].ID }
 
-// ListVoid is the RoundList flag of a void round; no other flag exists.
+// ListVoid is the RoundList flag of a void round.
 const ListVoid uint8 = 1
+
+// ListBlame, only beside ListVoid, marks the void of a round whose blame
+// named a culprit (§5.2 v3, dead slots): its cause is public, so the
+// list is evidence against nobody. No other flag exists.
+const ListBlame uint8 = 2
+
+// Blamed reports whether the list is the void of a blamed round.
+func (m *RoundList) Blamed() bool { return m.Flags&ListBlame != 0 }
 
 // Void reports whether the list records a void round.
 func (m *RoundList) Void() bool { return m.Flags&ListVoid != 0 }
@@ -394,7 +402,7 @@ func (m *RoundList) Unmarshal(b []byte, l Limits) error {
 	if err := d.Done("request list"); err != nil {
 		return err
 	}
-	if m.Flags&^ListVoid != 0 {
+	if m.Flags&^(ListVoid|ListBlame) != 0 || m.Flags == ListBlame {
 		return fmt.Errorf("wire: request list: unknown flags %#x", m.Flags)
 	}
 	if m.Void() && (len(m.Entries) > 0 || len(m.Published) > 0 || len(m.Manifests) > 0) {

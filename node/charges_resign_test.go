@@ -1,0 +1,159 @@
+package node
+
+import (
+	"crypto/sha256"
+	"crypto/sha512"
+	"testing"
+
+	"filippo.io/edwards25519"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// chargeChain is a chain of m fresh keys for the charge rules' tests.
+func chargeChain(t *testing.T, m int) ([]crypto.PrivKey, []peer.ID) {
+	var privs []crypto.PrivKey
+	var chain []peer.ID
+	for range m {
+		priv, err := LoadIdentity(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := peer.IDFromPrivateKey(priv)
+		privs, chain = append(privs, priv), append(chain, id)
+	}
+	return privs, chain
+}
+
+// resign is a second valid Ed25519 signature of digest by priv, with a
+// nonce of the signer's choosing instead of the derived one: what a
+// corrupt signer can make as often as it likes.
+func resign(t *testing.T, priv crypto.PrivKey, digest [32]byte, nonce byte) [64]byte {
+	raw, err := priv.Raw() // seed ‖ public key
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha512.Sum512(raw[:32])
+	a, err := edwards25519.NewScalar().SetBytesWithClamping(h[:32])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wide [64]byte
+	wide[0] = nonce
+	r, _ := edwards25519.NewScalar().SetUniformBytes(wide[:])
+	R := new(edwards25519.Point).ScalarBaseMult(r)
+	kh := sha512.New()
+	kh.Write(R.Bytes())
+	kh.Write(raw[32:])
+	kh.Write(digest[:])
+	k, _ := edwards25519.NewScalar().SetUniformBytes(kh.Sum(nil))
+	S := edwards25519.NewScalar().MultiplyAdd(k, a, r)
+	var sig [64]byte
+	copy(sig[:32], R.Bytes())
+	copy(sig[32:], S.Bytes())
+	return sig
+}
+
+// TestResignedVoidKeepsCharge (§3; an attacker's review): a void list
+// that a majority backs against the last server, then the same list with
+// a corrupt member's signature made afresh, handed on without
+// attestations, in either order. Evidence is named by what was signed,
+// so the copy is the same record and the attestations stay: the charge
+// stays on the last server. Named by its bytes, the copy took the record's
+// place whenever its name was the smaller and moved the charge to S_0.
+func TestResignedVoidKeepsCharge(t *testing.T) {
+	privs, chain := chargeChain(t, 4)
+	epoch := [32]byte{5}
+	ctx := chargeCtx{epoch: epoch, chain: chain, final: true}
+	const num, round = 7, 3
+	rl := wire.RoundList{Epoch: epoch, Round: round, Flags: wire.ListVoid}
+	dg := listDigest(&rl)
+	for _, p := range privs {
+		sg, err := sign(p, dg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rl.Sigs = append(rl.Sigs, sg)
+	}
+	item := rl.Marshal()
+	attest := func(by int) wire.Attest {
+		a := wire.Attest{AttestReq: wire.AttestReq{Epoch: epoch, Number: num, Kind: wire.AbortNoPub, Round: round}, Lacking: 1 << 3, Signer: uint16(by)}
+		a.Sig, _ = sign(privs[by], attestDigest(&a))
+		return a
+	}
+	backed := &wire.Charge{Kind: wire.EvVoid, Number: num, Item: item, Attests: []wire.Attest{attest(0), attest(1), attest(2)}}
+	// Copies re-signed by S_2 until one sorts before the original and
+	// one after, so that each order of arrival is tried.
+	var before, after *wire.Charge
+	for n := byte(1); before == nil || after == nil; n++ {
+		c := rl
+		c.Sigs = append([][64]byte(nil), rl.Sigs...)
+		c.Sigs[2] = resign(t, privs[2], dg, n)
+		if verifyPeerSig(chain[2], dg, c.Sigs[2]) != nil {
+			t.Fatal("the fresh signature does not verify")
+		}
+		ev := &wire.Charge{Kind: wire.EvVoid, Number: num, Item: c.Marshal()}
+		if string(ev.Item) == string(item) {
+			continue
+		}
+		old := sha256.Sum256(append([]byte{ev.Kind}, ev.Item...))
+		orig := sha256.Sum256(append([]byte{backed.Kind}, backed.Item...))
+		if string(old[:]) < string(orig[:]) {
+			before = ev
+		} else {
+			after = ev
+		}
+	}
+	for _, order := range [][]*wire.Charge{{backed, before}, {before, backed}, {backed, after}} {
+		s := &Server{cfg: ServerConfig{DataDir: t.TempDir()}, log: quietLogger()}
+		for _, ev := range order {
+			if _, err := s.logCharge(ev, ctx, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := s.refusalCounts()
+		if c[chain[3]] != 1 || c[chain[0]] != 0 {
+			t.Errorf("charges %v: want the last server once, S_0 never", c)
+		}
+	}
+	// The replay of a log holding both copies charges the same.
+	got := replayCharges([][]byte{backed.Marshal(), before.Marshal()}, func(uint64) (chargeCtx, bool) { return ctx, true })
+	if len(got[chain[3]]) != 1 || len(got[chain[0]]) != 0 {
+		t.Errorf("replay charges %v: want the last server once, S_0 never", got)
+	}
+}
+
+// TestBlameVoidChargesNobody (§3, §5.2 v3; an attacker's review): the
+// void of a blamed round names a culprit, so its list, signed by the whole
+// chain and flagged ListBlame, is evidence against nobody, however it
+// comes (a corrupt server hands it on after the epoch is gone). Unflagged,
+// it charged S_0 for an absence nobody attested.
+func TestBlameVoidChargesNobody(t *testing.T) {
+	privs, chain := chargeChain(t, 3)
+	epoch := [32]byte{6}
+	ctx := chargeCtx{epoch: epoch, chain: chain, final: true}
+	rl := wire.RoundList{Epoch: epoch, Round: 2, Flags: wire.ListVoid | wire.ListBlame}
+	dg := listDigest(&rl)
+	for _, p := range privs {
+		sg, _ := sign(p, dg)
+		rl.Sigs = append(rl.Sigs, sg)
+	}
+	ev := &wire.Charge{Kind: wire.EvVoid, Number: 4, Item: rl.Marshal()}
+	if p, _, err := chargeOf(ev, ctx); err == nil || p != "" {
+		t.Fatalf("a blamed round's void charged %v (%v)", p, err)
+	}
+	s := &Server{cfg: ServerConfig{DataDir: t.TempDir()}, log: quietLogger()}
+	_, _ = s.logCharge(ev, ctx, false)
+	if c := s.refusalCounts(); len(c) != 0 {
+		t.Fatalf("a blamed round's void counted: %v", c)
+	}
+	// The flag alone, without ListVoid, does not decode.
+	rl.Flags = wire.ListBlame
+	var back wire.RoundList
+	if err := back.Unmarshal(rl.Marshal(), genericLimits()); err == nil {
+		t.Fatal("a list flagged blamed but not void decoded")
+	}
+}
