@@ -333,7 +333,7 @@ func TestWindowAtClientCap(t *testing.T) {
 		var logs []*lockedBuf
 		for i := range n {
 			progress := &lockedBuf{}
-			c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), Progress: progress})
+			c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), Progress: progress, Network: testNet(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
