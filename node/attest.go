@@ -1,0 +1,211 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// Absence attestations (docs/protocol.md §3, "Charges from evidence"):
+// when a round's parts are due here, what this server signs it lacked,
+// and how a claimant gathers the chain's attestations.
+
+const tagAttest = "riffle/v3/attest"
+
+func attestDigest(a *wire.Attest) [32]byte { return taggedHash(tagAttest, a.MarshalBody()) }
+
+// absenceDue is when each part of round q is due here (nil while q is
+// not open here): the round opens by the group's schedule, not by any
+// root a peer chose to send (openAt); S_0's part is due a round limit (its
+// wait for the onions) and a hop after that, and each later part a hop
+// after the part before it came here (partCame), or after that part's
+// own due if it never came. A hop is a server's whole wait for its input
+// (lackWindow) and its processing. Call with s.mu held.
+func (e *sepoch) absenceDue(q uint32) []time.Time {
+	open, ok := e.openAt[q]
+	if !ok {
+		return nil
+	}
+	v := e.final
+	limit := time.Duration(v.desc.Params.RoundLimitMs) * time.Millisecond
+	hop := lackWindow(e)
+	due := make([]time.Time, len(v.chain))
+	due[0] = open.Add(limit + hop)
+	for j := 1; j < len(due); j++ {
+		base := due[j-1]
+		if at, ok := e.partCame(q, j-1); ok {
+			base = at
+		}
+		due[j] = base.Add(hop)
+	}
+	return due
+}
+
+// partCame is when position j's part of round q (its signed root) came
+// here, as far as dues go: one that came before the round opened here
+// counts as come at the latest S_0 could mix the round (a round limit
+// after the opening), since no honest server passes on a round before.
+// Call with s.mu held.
+func (e *sepoch) partCame(q uint32, j int) (time.Time, bool) {
+	at, ok := e.rootAt[rootKey{q, uint16(j + 1)}]
+	open, isOpen := e.openAt[q]
+	if !ok || !isOpen {
+		return time.Time{}, false
+	}
+	if at.Before(open) {
+		at = open.Add(time.Duration(e.final.desc.Params.RoundLimitMs) * time.Millisecond)
+	}
+	return at, true
+}
+
+// roundAttestLocked is this server's signed attestation of what it lacks
+// of round q's parts: bit j, the root of the batch that chain position j
+// passes on (for the last, the publication). An attestation is a
+// statement about the round while it ran here: it is signed once every
+// part is due (absenceDue) or once the round stopped here (made void, or
+// the epoch ended), and then sets the bit of a missing part only if its
+// due passed before the round stopped, or if its server itself said it
+// lacks its input (lack.go). Nothing is attested of a round not open here
+// (a root alone opens nothing). The first one signed is the answer ever
+// after: it speaks of times before it, and two of one signer would be its
+// equivocation. nil when not due or unsigned. Call with s.mu held.
+func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
+	v := e.final
+	if v == nil || q >= v.desc.Params.Rounds {
+		return nil
+	}
+	if a := e.attested[q]; a != nil {
+		return a
+	}
+	due := e.absenceDue(q)
+	if due == nil {
+		return nil
+	}
+	x := e.rounds[q]
+	stop := e.endedAt
+	if x != nil && !x.voidAt.IsZero() && (stop.IsZero() || x.voidAt.Before(stop)) {
+		stop = x.voidAt
+	}
+	m := len(v.chain)
+	if stop.IsZero() {
+		if time.Now().Before(due[m-1]) {
+			return nil
+		}
+		stop = time.Now()
+	}
+	var bits uint64
+	if x == nil || x.list == nil || x.list.Void() {
+		for j := range m {
+			var held bool
+			if j < m-1 {
+				_, held = e.roots[rootKey{q, uint16(j + 1)}]
+			} else {
+				held = x != nil && (x.pubDone || x.publishing)
+			}
+			said := x != nil && x.lackBy != 0 && int(x.lackBy) == j
+			if !held && (!due[j].After(stop) || said) {
+				bits |= 1 << uint(j)
+			}
+		}
+	}
+	a := s.signAttestLocked(e, wire.AbortNoPub, q, bits)
+	if a != nil {
+		if e.attested == nil {
+			e.attested = map[uint32]*wire.Attest{}
+		}
+		e.attested[q] = a
+	}
+	return a
+}
+
+// closeAttestLocked is this server's signed attestation that no close of
+// the registration came from the leader by its own registration deadline
+// plus half of T_lead; nil while that is not so here. Call with s.mu held.
+func (s *Server) closeAttestLocked(e *sepoch) *wire.Attest {
+	if e.closeAttest != nil {
+		return e.closeAttest
+	}
+	if e.final != nil || e.regClosed || e.regDeadline.IsZero() || time.Since(e.regDeadline) < s.cfg.LeaderTimeout/2 {
+		return nil
+	}
+	for j, p := range e.v.chain {
+		if p == e.leader {
+			e.closeAttest = s.signAttestLocked(e, wire.AbortNoClose, 0, 1<<uint(j))
+			return e.closeAttest
+		}
+	}
+	return nil
+}
+
+func (s *Server) signAttestLocked(e *sepoch, kind uint8, round uint32, bits uint64) *wire.Attest {
+	if e.pos < 0 {
+		return nil
+	}
+	a := &wire.Attest{AttestReq: wire.AttestReq{Epoch: e.v.id, Number: e.v.desc.Number, Kind: kind, Round: round}, Lacking: bits, Signer: uint16(e.pos)}
+	sig, err := sign(s.priv, attestDigest(a))
+	if err != nil {
+		return nil
+	}
+	a.Sig = sig
+	return a
+}
+
+// onAttestReq answers a chain server's request for this server's
+// attestation, or says it is not due here.
+func (s *Server) onAttestReq(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	if err := s.lostRecords(); err != nil {
+		return 0, nil, err
+	}
+	var q wire.AttestReq
+	if err := q.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.epochs[q.Epoch]
+	if e == nil || e.v == nil || !inChain(e.v.chain, from) || e.v.desc.Number != q.Number {
+		return 0, nil, errors.New("node: attestation asked of an epoch not held here")
+	}
+	var a *wire.Attest
+	if q.Kind == wire.AbortNoClose {
+		a = s.closeAttestLocked(e)
+	} else if e.final != nil && e.admit(q.Round) == nil {
+		a = s.roundAttestLocked(e, q.Round)
+	}
+	if a == nil {
+		return 0, nil, errors.New("node: no absence due here")
+	}
+	return wire.TypeAttest, a.Marshal(), nil
+}
+
+// askAttests gathers the attestations of kind and round from the other
+// servers of e's chain but skip, once each, within shortTimeout: those
+// that answer with a valid one. Never call with s.mu held.
+func (s *Server) askAttests(e *sepoch, kind uint8, round uint32, skip peer.ID) []wire.Attest {
+	q := (&wire.AttestReq{Epoch: e.v.id, Number: e.v.desc.Number, Kind: kind, Round: round}).Marshal()
+	var to []peer.ID
+	for _, p := range e.v.chain {
+		if p != s.h.ID() && p != skip {
+			to = append(to, p)
+		}
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
+	defer cancel()
+	reps, _ := s.each(ctx, to, request{Proto: ProtoEpoch, Type: wire.TypeAttestReq, Body: q, Timeout: shortTimeout})
+	var out []wire.Attest
+	for i, rep := range reps {
+		var a wire.Attest
+		if rep == nil || a.Unmarshal(rep) != nil || a.Epoch != e.v.id || a.Kind != kind || a.Round != round ||
+			int(a.Signer) >= len(e.v.chain) || e.v.chain[a.Signer] != to[i] {
+			continue
+		}
+		if verifyPeerSig(to[i], attestDigest(&a), a.Sig) == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}

@@ -1,0 +1,413 @@
+package node
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// The evidence log (docs/protocol.md §3): evidence named by what was
+// signed, one record a claimant's slot, merged, relayed to the chain and
+// replayed into the same charges on every server.
+
+// evidenceSlot names who made the claim of ev, in which epoch, with what
+// kind of evidence: an abort's signer, kind and round (an honest signer
+// signs one abort an epoch; a claim of one round cannot stand for
+// another's), a void's proposer (one a chain); "" if ev does not decode.
+func evidenceSlot(ev *wire.Charge) string {
+	switch ev.Kind {
+	case wire.EvAbort:
+		var a wire.Abort
+		if a.Unmarshal(ev.Item) != nil {
+			return ""
+		}
+		return fmt.Sprintf("%x/%d/%x/%d/%d", a.Epoch, ev.Kind, a.Signer, a.Kind, a.Round)
+	case wire.EvVoid:
+		var rl wire.RoundList
+		if rl.Unmarshal(ev.Item, genericLimits()) != nil {
+			return ""
+		}
+		return fmt.Sprintf("%x/%d", rl.Epoch, ev.Kind)
+	}
+	return ""
+}
+
+// slotTaken reports whether recs hold evidence of slot with a key smaller
+// than key.
+func slotTaken(recs []refusal, slot, key string) bool {
+	for i := range recs {
+		if r := &recs[i]; r.Key < key && recordSlot(r) == slot {
+			return true
+		}
+	}
+	return false
+}
+
+// recordSlot is the evidenceSlot of a record's evidence.
+func recordSlot(r *refusal) string {
+	var ev wire.Charge
+	if r.Ev == nil || ev.Unmarshal(r.Ev) != nil {
+		return ""
+	}
+	return evidenceSlot(&ev)
+}
+
+// chargeKey names a piece of evidence by what its signers signed, not by
+// the signatures: a signer can sign one digest afresh as often as it
+// likes, and a copy under a new key would replace the record and drop the
+// attestations it holds. "" if ev does not decode.
+func chargeKey(ev *wire.Charge) string {
+	var dg [32]byte
+	switch ev.Kind {
+	case wire.EvAbort:
+		var a wire.Abort
+		if a.Unmarshal(ev.Item) != nil {
+			return ""
+		}
+		dg = abortDigest(&a)
+	case wire.EvVoid:
+		var rl wire.RoundList
+		if rl.Unmarshal(ev.Item, genericLimits()) != nil {
+			return ""
+		}
+		dg = listDigest(&rl)
+	default:
+		return ""
+	}
+	h := sha256.Sum256(append([]byte{ev.Kind}, dg[:]...))
+	return hex.EncodeToString(h[:])
+}
+
+// sameClaim keeps the attestations of as that attest the claim of ev
+// (its epoch, kind and round): those a replaced record of ev's slot
+// held count for its successor too.
+func sameClaim(ev *wire.Charge, as []wire.Attest) []wire.Attest {
+	var epoch [32]byte
+	var kind uint8
+	var round uint32
+	switch ev.Kind {
+	case wire.EvAbort:
+		var a wire.Abort
+		if a.Unmarshal(ev.Item) != nil {
+			return nil
+		}
+		epoch, kind, round = a.Epoch, a.Kind, a.Round
+	case wire.EvVoid:
+		var rl wire.RoundList
+		if rl.Unmarshal(ev.Item, genericLimits()) != nil {
+			return nil
+		}
+		epoch, kind, round = rl.Epoch, wire.AbortNoPub, rl.Round
+	default:
+		return nil
+	}
+	var out []wire.Attest
+	for _, at := range as {
+		if at.Epoch == epoch && at.Number == ev.Number && at.Kind == kind && at.Round == round {
+			out = append(out, at)
+		}
+	}
+	return out
+}
+
+// mergeAttests adds to into the attestations of from it lacks, at most
+// two different ones a signer (the second proves it equivocated, which
+// voids its word: chargeOf), and reports whether any was added. An
+// attestation of no absence is kept too: it shows the signer's answer.
+func mergeAttests(into *wire.Charge, from []wire.Attest) bool {
+	grew := false
+	for _, a := range from {
+		n, dup := 0, false
+		for _, b := range into.Attests {
+			if b.Signer == a.Signer {
+				n++
+				dup = dup || b == a
+			}
+		}
+		if dup || n >= 2 {
+			continue
+		}
+		into.Attests = append(into.Attests, a)
+		grew = true
+	}
+	sort.SliceStable(into.Attests, func(i, j int) bool { return into.Attests[i].Signer < into.Attests[j].Signer })
+	return grew
+}
+
+// logCharge merges ev into the evidence held here and recomputes its
+// charge (chargeOf in ctx); it reports whether the evidence held here
+// grew. waived keeps the evidence uncounted (its epoch's cause is
+// public). Never call with s.ref.mu held.
+func (s *Server) logCharge(ev *wire.Charge, ctx chargeCtx, waived bool) (bool, error) {
+	rs := &s.ref
+	rs.loaded.Do(s.loadRefusals)
+	key := chargeKey(ev)
+	slot := evidenceSlot(ev)
+	rs.mu.Lock()
+	var rec *refusal
+	for i := range rs.recs {
+		if rs.recs[i].Key == key {
+			rec = &rs.recs[i]
+		}
+	}
+	// One record a signer, epoch and kind of evidence: the smallest
+	// key, the same on every server whatever the order, so that a
+	// signer's flood of objects evicts nothing.
+	if rec == nil && slot != "" && slotTaken(rs.recs, slot, key) {
+		rs.mu.Unlock()
+		return false, nil
+	}
+	merged := &wire.Charge{Kind: ev.Kind, Number: ev.Number, Item: ev.Item}
+	if rec != nil {
+		if err := merged.Unmarshal(rec.Ev); err != nil {
+			merged = &wire.Charge{Kind: ev.Kind, Number: ev.Number, Item: ev.Item}
+		}
+	} else if slot != "" {
+		// It will replace its slot's record: keep what that one held.
+		for i := range rs.recs {
+			var old wire.Charge
+			if r := &rs.recs[i]; recordSlot(r) == slot && r.Ev != nil && old.Unmarshal(r.Ev) == nil {
+				mergeAttests(merged, sameClaim(merged, old.Attests))
+			}
+		}
+	}
+	grew := mergeAttests(merged, ev.Attests)
+	if rec != nil && !grew {
+		rs.mu.Unlock()
+		return false, nil
+	}
+	rs.mu.Unlock()
+	// Checked outside the lock: signatures.
+	charged, reason, err := chargeOf(merged, ctx)
+	if err != nil {
+		return false, err
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rec = nil
+	for i := range rs.recs {
+		if rs.recs[i].Key == key {
+			rec = &rs.recs[i]
+		}
+	}
+	if rec == nil && slot != "" {
+		if slotTaken(rs.recs, slot, key) {
+			return false, nil
+		}
+		// Checked: it replaces its slot's record of a larger key.
+		for i := range rs.recs {
+			if r := &rs.recs[i]; recordSlot(r) == slot {
+				r.Key, rec = key, r
+			}
+		}
+	}
+	if rec == nil {
+		rs.recs = append(rs.recs, refusal{Key: key, Number: ev.Number, Window: uint64(len(ctx.chain)),
+			Epoch: hex.EncodeToString(ctx.epoch[:]), Waived: waived})
+		rec = &rs.recs[len(rs.recs)-1]
+	}
+	was := rec.Peer
+	// A waiver only adds: the copy logged first may have been judged
+	// before the epoch's public cause was known here.
+	rec.Waived = rec.Waived || waived
+	rec.Peer, rec.Reason, rec.Ev = "", reason, merged.Marshal()
+	if charged != "" {
+		rec.Peer = charged.String()
+	}
+	rs.prune()
+	s.saveRefusalsLocked()
+	if rec.Peer != was && charged != "" && !rec.Waived {
+		s.log.Info("abort on private grounds counted", "peer", charged.ShortString(), "number", ev.Number, "reason", reason)
+	}
+	return true, nil
+}
+
+// spreadCharge sends the evidence held here under ev's key to the servers
+// of chain but this one and skip.
+func (s *Server) spreadCharge(ev *wire.Charge, chain []peer.ID, skip peer.ID) {
+	body := s.heldCharge(ev)
+	if body == nil {
+		return
+	}
+	var to []peer.ID
+	for _, p := range chain {
+		if p != s.h.ID() && p != skip {
+			to = append(to, p)
+		}
+	}
+	if len(to) > 0 {
+		s.notifyAll(to, wire.TypeCharge, body)
+	}
+}
+
+// heldCharge is the encoded evidence held here of ev's object.
+func (s *Server) heldCharge(ev *wire.Charge) []byte {
+	key := chargeKey(ev)
+	s.ref.mu.Lock()
+	defer s.ref.mu.Unlock()
+	for _, r := range s.ref.recs {
+		if r.Key == key {
+			return r.Ev
+		}
+	}
+	return nil
+}
+
+// noteChargeLocked logs ev of held epoch e, with this server's own
+// attestation added at first sight (own), and relays it to the chain if
+// anything was new here. Call with s.mu held.
+func (s *Server) noteChargeLocked(e *sepoch, ev *wire.Charge, own *wire.Attest, from peer.ID, waived bool) {
+	if own != nil && s.heldCharge(ev) == nil {
+		ev.Attests = append(ev.Attests, *own)
+	}
+	ctx := s.chargeCtxLocked(e)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		grew, err := s.logCharge(ev, ctx, waived)
+		if err != nil {
+			s.log.Warn("evidence refused", "number", ev.Number, "err", err)
+			return
+		}
+		if grew {
+			s.spreadCharge(ev, ctx.chain, from)
+		}
+	}()
+}
+
+// chargeCtxLocked is e's chargeCtx: from its number's certificate when
+// kept here, else from e itself. Call with s.mu held.
+func (s *Server) chargeCtxLocked(e *sepoch) chargeCtx {
+	if c, ok := s.certOf(e.v.desc.Number); ok && c.Epoch == e.v.id {
+		if ctx, err := certCtx(c); err == nil {
+			return ctx
+		}
+	}
+	return chargeCtx{epoch: e.v.id, chain: e.v.chain, final: e.final != nil}
+}
+
+// onCharge takes evidence from a server: for an epoch held here and a
+// sender of its chain, as an abort or void of that epoch (the abort ends
+// it); otherwise checked against the certificate of its number, from a
+// roster server, recent enough to count.
+func (s *Server) onCharge(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var ev wire.Charge
+	if err := ev.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	var id [32]byte
+	switch ev.Kind {
+	case wire.EvAbort:
+		var a wire.Abort
+		if err := a.Unmarshal(ev.Item); err != nil {
+			return 0, nil, err
+		}
+		id = a.Epoch
+		s.mu.Lock()
+		e := s.epochs[a.Epoch]
+		if e != nil && e.v != nil && inChain(e.v.chain, from) {
+			defer s.mu.Unlock()
+			return s.takeAbortLocked(e, from, &a, &ev)
+		}
+		s.mu.Unlock()
+	case wire.EvVoid:
+		var rl wire.RoundList
+		if err := rl.Unmarshal(ev.Item, genericLimits()); err != nil {
+			return 0, nil, err
+		}
+		id = rl.Epoch
+		s.mu.Lock()
+		e := s.epochs[rl.Epoch]
+		if e != nil && e.final != nil && inChain(e.v.chain, from) && rl.Void() && !e.blameVoided(rl.Round) {
+			var own *wire.Attest
+			if e.admit(rl.Round) == nil {
+				own = s.roundAttestLocked(e, rl.Round)
+			}
+			s.noteChargeLocked(e, &ev, own, from, s.publicCause(e))
+			s.mu.Unlock()
+			return wire.TypeAck, ack, nil
+		}
+		s.mu.Unlock()
+	}
+	if s.roster.get(from) == nil {
+		return 0, nil, errors.New("node: evidence from outside the roster")
+	}
+	c, ok := s.certOf(ev.Number)
+	if !ok || c.Epoch != id {
+		return wire.TypeAck, ack, nil
+	}
+	ctx, err := certCtx(c)
+	if err != nil {
+		return wire.TypeAck, ack, nil
+	}
+	s.mu.Lock()
+	old := ev.Number+2*uint64(len(ctx.chain)) <= s.number
+	s.mu.Unlock()
+	if old {
+		return wire.TypeAck, ack, nil // too old to leave anyone out
+	}
+	if _, err := s.logCharge(&ev, ctx, false); err != nil {
+		return 0, nil, err
+	}
+	return wire.TypeAck, ack, nil
+}
+
+// replayCharges is the charges of a log's evidence: for each server, the
+// numbers of the epochs it is charged for (each once), in order. ctxOf
+// gives the certified context of a number. The same evidence and
+// certificates give the same charges on every server.
+func replayCharges(evs [][]byte, ctxOf func(n uint64) (chargeCtx, bool)) map[peer.ID][]uint64 {
+	byKey := map[string]*wire.Charge{}
+	least := map[string]string{} // per evidenceSlot, its smallest key
+	for _, b := range evs {
+		var ev wire.Charge
+		if ev.Unmarshal(b) != nil {
+			continue
+		}
+		k := chargeKey(&ev)
+		if have := byKey[k]; have != nil {
+			mergeAttests(have, ev.Attests)
+		} else {
+			byKey[k] = &ev
+		}
+		if sl := evidenceSlot(&ev); sl != "" && (least[sl] == "" || k < least[sl]) {
+			least[sl] = k
+		}
+	}
+	for k, ev := range byKey {
+		if sl := evidenceSlot(ev); sl != "" && least[sl] != k {
+			// As logCharge: one record a slot, with the attestations
+			// of its claim that the others held.
+			keep := byKey[least[sl]]
+			mergeAttests(keep, sameClaim(keep, ev.Attests))
+			delete(byKey, k)
+		}
+	}
+	seen := map[string]bool{}
+	out := map[peer.ID][]uint64{}
+	for _, ev := range byKey {
+		ctx, ok := ctxOf(ev.Number)
+		if !ok {
+			continue
+		}
+		p, _, err := chargeOf(ev, ctx)
+		if err != nil || p == "" {
+			continue
+		}
+		k := p.String() + "/" + hex.EncodeToString(ctx.epoch[:])
+		if !seen[k] {
+			seen[k] = true
+			out[p] = append(out[p], ev.Number)
+		}
+	}
+	for p := range out {
+		sort.Slice(out[p], func(i, j int) bool { return out[p][i] < out[p][j] })
+	}
+	return out
+}
