@@ -103,7 +103,7 @@ func (s *Server) checkLeftOut(p *wire.Prepare) error {
 		}
 		ids = append(ids, d)
 		sortChain(ids)
-		q := wire.Prepare{Number: p.Number, Nonce: p.Nonce, Params: p.Params, Chain: chainIDs(ids)}
+		q := wire.Prepare{Number: p.Number, Nonce: p.Nonce, Params: p.Params, Chain: chainIDs(ids), Previous: p.Previous, Window: p.Window}
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timing.WouldServeTimeout)
 		_, err := call(ctx, s.h, d, request{Proto: ProtoEpoch, Type: wire.TypeWouldServe, Body: q.Marshal(), Timeout: s.cfg.Timing.WouldServeTimeout})
 		cancel()
@@ -123,7 +123,7 @@ func (s *Server) checkLeftOut(p *wire.Prepare) error {
 // onWouldServe answers a roster server that asks whether this server would
 // serve in a chain (a Prepare left it out): an ack, or the withdrawal it
 // would send the leader (eligible.go).
-func (s *Server) onWouldServe(from peer.ID, body []byte) (wire.Type, []byte, error) {
+func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if err := s.lostRecords(); err != nil {
 		return 0, nil, err
 	}
@@ -175,6 +175,21 @@ func (s *Server) onWouldServe(from peer.ID, body []byte) (wire.Type, []byte, err
 	}
 	if !self {
 		return 0, nil, errors.New("node: would-serve chain without this server")
+	}
+	// The window, as its Prepare would be checked (takeWindow): a server
+	// that neither holds it nor gets it from the asker, which took it
+	// before it asked, would refuse the Prepare, so it says so and is left
+	// out. It answered yes, and refused every Prepare for want of the
+	// window: every attempt failed (TestWindowSlotsHeld). One question at
+	// a time from an asker; nothing taken is kept, the Previous it walks
+	// from being unchecked here.
+	if err := s.windowSlots.asking.enter(ctx, from, "", maxServerWindowServing, maxServerWindowServing); err != nil {
+		return 0, nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.WouldServeTimeout/2)
+	defer cancel()
+	if err := s.holdWindow(wctx, from, &p, false); err != nil {
+		return 0, nil, err
 	}
 	return wire.TypeAck, ack, nil
 }

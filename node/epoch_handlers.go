@@ -59,7 +59,9 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeCertReq:
 		return s.onCertReq(from, body)
 	case wire.TypeWouldServe:
-		return s.onWouldServe(from, body)
+		return s.onWouldServe(ctx, from, body)
+	case wire.TypeWindowReq:
+		return s.onServerWindowReq(ctx, from, body)
 	case wire.TypeAttestReq:
 		return s.onAttestReq(from, body)
 	case wire.TypeCharge:
@@ -162,12 +164,13 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := s.checkPrevious(p.Number, &p.Previous); err != nil {
 		return 0, nil, err
 	}
-	if err := s.checkLeftOut(&p); err != nil {
+	// §6.3 (v3): the window the Prepare pins is held here before this
+	// server answers (window.go), and before the left-out servers are
+	// asked whether they would serve: they may take it from here.
+	if err := s.takeWindow(from, &p); err != nil {
 		return 0, nil, err
 	}
-	// §6.3 (v3): the window the Prepare pins is held here before this
-	// server answers (window.go).
-	if err := s.takeWindow(from, &p); err != nil {
+	if err := s.checkLeftOut(&p); err != nil {
 		return 0, nil, err
 	}
 	sk, err := mix.NewServerSecret(s.rand)

@@ -62,39 +62,73 @@ func (s *Server) enterIndex(ctx context.Context, from peer.ID) error {
 // an epoch of 32, and those that found every server busy sat the epoch
 // out (TestWindowAtClientCap). Window requests have slots of their own,
 // a peer one at a time, so that neither they nor index pages crowd out
-// the other; a refused client asks again (fetchWindow).
-const maxWindowServing = 32
+// the other; a refused client asks again (fetchWindow). Peers of one
+// address range (IPv4 /24, IPv6 /48, as the admission order's) hold at
+// most a quarter of them, and a reply's send ends within
+// Tunables.WindowReply plus a second per windowMinRate bytes: peers that
+// ask and never read hold a range's share for seconds at a time, not the
+// whole slot table for a poll's 10 min (TestWindowSlotsHeld).
+const (
+	maxWindowServing  = 32
+	maxWindowPerRange = maxWindowServing / 4
+	// windowMinRate is the slowest reading (bytes a second) a window
+	// reply is sent at: 0.6 MB, four pools of wire.MaxPoolPairs pairs
+	// with their records and descriptors, in 10 s on top of WindowReply.
+	windowMinRate = 64 << 10
+)
+
+// The group's servers fetch windows from each other over the epoch
+// protocol (a member from N's leader before it answers the Prepare, the
+// leader from the chain), in slots of their own, one a server: peers
+// with no role cannot keep a member from the window it must hold to sign
+// (TestWindowSlotsHeld).
+const maxServerWindowServing = wire.MaxServers
 
 // errWindowBusy refuses a window request for want of a slot: the client
 // asks again a little later.
 const errWindowBusy = wire.Refusal("node: too many window requests, try again")
 
-// windowSlots holds the peers whose window reply is being read and sent.
-type windowSlots struct {
-	mu sync.Mutex
-	by map[peer.ID]bool
+// windowSlots are the client and the server window slots, and the
+// would-serve questions that fetch a window (derive.go), one an asker.
+type windowSlots struct{ clients, servers, asking slotTable }
+
+// slotTable holds the peers whose window reply is being read and sent,
+// each with its address range.
+type slotTable struct {
+	mu      sync.Mutex
+	by      map[peer.ID]string
+	inRange map[string]int
 }
 
-// enterWindow takes a window slot for from until ctx ends (the reply
-// written or the stream's deadline passed), or refuses with errWindowBusy.
-func (s *Server) enterWindow(ctx context.Context, from peer.ID) error {
-	g := &s.windowSlots
+// enter takes a slot for from of range rng until ctx ends (the reply
+// written or the stream's deadline passed): at most total at once, of
+// them perRange of one range, one a peer; else errWindowBusy.
+func (g *slotTable) enter(ctx context.Context, from peer.ID, rng string, total, perRange int) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.by[from] || len(g.by) >= maxWindowServing {
+	if _, held := g.by[from]; held || len(g.by) >= total || g.inRange[rng] >= perRange {
 		return errWindowBusy
 	}
 	if g.by == nil {
-		g.by = map[peer.ID]bool{}
+		g.by, g.inRange = map[peer.ID]string{}, map[string]int{}
 	}
-	g.by[from] = true
+	g.by[from] = rng
+	g.inRange[rng]++
 	go func() {
 		<-ctx.Done()
 		g.mu.Lock()
 		delete(g.by, from)
+		if g.inRange[rng]--; g.inRange[rng] <= 0 {
+			delete(g.inRange, rng)
+		}
 		g.mu.Unlock()
 	}()
 	return nil
+}
+
+// enterWindow takes a client window slot for from, of address range rng.
+func (s *Server) enterWindow(ctx context.Context, from peer.ID, rng string) error {
+	return s.windowSlots.clients.enter(ctx, from, rng, maxWindowServing, maxWindowPerRange)
 }
 
 // onIndexReq answers one page of the index changes logged after the

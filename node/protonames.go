@@ -207,6 +207,10 @@ func serveSegments(ctx context.Context, h transport.Host, g *gate, log *slog.Log
 	transport.ServeSegments(ctx, h, g, log, proto, timeout, caps, bufs, fn)
 }
 
+// replyWithin ends the stream a handler answers within d
+// (transport.ReplyWithin).
+func replyWithin(ctx context.Context, d time.Duration) { transport.ReplyWithin(ctx, d) }
+
 // The caps and replies of each protocol, from wire's message table.
 var (
 	wireProto    = transport.WireProto

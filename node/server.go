@@ -142,8 +142,8 @@ type Server struct {
 	// indexSlots counts the index pages being read and sent
 	// (indexserve.go).
 	indexSlots indexSlots
-	// windowSlots counts the window replies being read and sent
-	// (indexserve.go).
+	// windowSlots counts the window replies being read and sent, to
+	// clients and to the group's servers (indexserve.go).
 	windowSlots windowSlots
 	ctx         context.Context
 	cancel      context.CancelFunc

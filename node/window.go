@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -175,13 +176,57 @@ func (s *Server) onWindowReq(ctx context.Context, from peer.ID, body []byte) (wi
 	}
 	// Any peer may ask, before it registers: a window costs what a few
 	// index pages cost, so it takes one of the window slots
-	// (maxWindowServing, one a peer), held until the reply is written.
-	if err := s.enterWindow(ctx, from); err != nil {
+	// (maxWindowServing, one a peer, maxWindowPerRange a range), held
+	// until the reply is written or its short deadline passed.
+	if err := s.enterWindow(ctx, from, s.addrRange(from)); err != nil {
 		return 0, nil, err
 	}
 	w := wire.Window{Items: s.windowItems(q.Number)}
 	s.hookWindowReply(from, &w)
+	rep := w.Marshal()
+	replyWithin(ctx, s.cfg.Timing.WindowReply+time.Duration(len(rep))*time.Second/windowMinRate)
+	return wire.TypeWindow, rep, nil
+}
+
+// onServerWindowReq answers, over the epoch protocol, a server of the
+// group that asks for the window before an epoch number (askWindow): a
+// member of N's chain that lacks a part of the window N's Prepare pins,
+// N's leader choosing it, or a server asked whether it would serve. It
+// takes none of the clients' slots, so peers with no role that hold those
+// keep no member from the window it must hold to answer the Prepare; a
+// peer outside the group is refused before any work, and a server has
+// one reply at a time.
+func (s *Server) onServerWindowReq(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
+	if !s.groupPeer(from) {
+		return 0, nil, errors.New("node: window requests on the epoch protocol only from the group's servers")
+	}
+	var q wire.WindowReq
+	if err := q.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	if err := s.windowSlots.servers.enter(ctx, from, "", maxServerWindowServing, maxServerWindowServing); err != nil {
+		return 0, nil, err
+	}
+	w := wire.Window{Items: s.windowItems(q.Number)}
 	return wire.TypeWindow, w.Marshal(), nil
+}
+
+// groupPeer reports whether p is a server of the group here: in the
+// group certified for the next number (the chain of the last certificate
+// kept here, or the founders) or eligible for a chain (a live roster
+// server past its probation). A peer that only said hello as a server is
+// neither.
+func (s *Server) groupPeer(p peer.ID) bool {
+	if p == s.h.ID() {
+		return true
+	}
+	if g, ok := s.certGroup(s.certTop() + 1); ok && g[p] {
+		return true
+	}
+	if s.roster.get(p) == nil {
+		return false
+	}
+	return slices.Contains(s.groupChain(), p)
 }
 
 // windowItems is what this server holds of the window before epoch
@@ -224,8 +269,9 @@ func (s *Server) windowItems(number uint64) []wire.WindowItem {
 // pinned, while the window has room for it or pins an older epoch, is
 // refused: it is the leader's signed choice, public in the Prepare.
 
-// askWindow asks the peers other than this server for the window before
-// number, at once, and returns what those that answered gave.
+// askWindow asks the peers other than this server, servers of the group,
+// for the window before number over the epoch protocol (onServerWindowReq),
+// at once, and returns what those that answered gave.
 func (s *Server) askWindow(ctx context.Context, peers []peer.ID, number uint64) []wire.WindowItem {
 	req := (&wire.WindowReq{Number: number}).Marshal()
 	var (
@@ -240,7 +286,7 @@ func (s *Server) askWindow(ctx context.Context, peers []peer.ID, number uint64) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rep, err := call(ctx, s.h, p, request{Proto: ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: shortTimeout})
+			rep, err := call(ctx, s.h, p, request{Proto: ProtoEpoch, Type: wire.TypeWindowReq, Body: req, Timeout: shortTimeout})
 			var w wire.Window
 			if err != nil || w.Unmarshal(rep) != nil {
 				return
@@ -328,12 +374,20 @@ func (s *Server) chooseWindow(ctx context.Context, chain []peer.ID, number uint6
 // it: every pinned record and pool, from this server's store or else the
 // leader's, kept here with the walked descriptors.
 func (s *Server) takeWindow(leader peer.ID, p *wire.Prepare) error {
-	if s.hookUnpinnedWindow() {
-		return nil
-	}
 	// Within the leader's wait for the answer.
 	ctx, cancel := context.WithTimeout(s.ctx, shortTimeout/2)
 	defer cancel()
+	return s.holdWindow(ctx, leader, p, true)
+}
+
+// holdWindow checks that this server holds the window p pins, or gets
+// what it lacks from src within ctx, by the rules a Prepare's window is
+// checked by; with keep it stores what it walked (takeWindow), without it
+// nothing (the would-serve question, whose Previous is unchecked).
+func (s *Server) holdWindow(ctx context.Context, src peer.ID, p *wire.Prepare, keep bool) error {
+	if s.hookUnpinnedWindow() {
+		return nil
+	}
 	if err := checkWindowRefs(p.Number, p.Window); err != nil {
 		return err
 	}
@@ -341,9 +395,9 @@ func (s *Server) takeWindow(leader peer.ID, p *wire.Prepare) error {
 	got := s.windowItems(p.Number)
 	w, ok := resolveWindow(d, got)
 	if !ok || previousGroup(d, got) == nil {
-		got = append(got, s.askWindow(ctx, []peer.ID{leader}, p.Number)...)
+		got = append(got, s.askWindow(ctx, []peer.ID{src}, p.Number)...)
 		if w, ok = resolveWindow(d, got); !ok {
-			return fmt.Errorf("node: %d epochs of the prepared window are held neither here nor by the leader", w.missing)
+			return fmt.Errorf("node: %d epochs of the prepared window are held neither here nor by %s", w.missing, src.ShortString())
 		}
 	}
 	if gd := previousGroup(d, got); gd != nil {
@@ -351,7 +405,9 @@ func (s *Server) takeWindow(leader peer.ID, p *wire.Prepare) error {
 			return fmt.Errorf("node: the prepared window leaves out epoch %d, pinned by the one before", r.Number)
 		}
 	}
-	s.keepWindow(w.items)
+	if keep {
+		s.keepWindow(w.items)
+	}
 	return nil
 }
 

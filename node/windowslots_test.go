@@ -5,6 +5,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -15,8 +16,9 @@ import (
 )
 
 // TestWindowSlotsBounded (§6.3 v3, principle 3): a server holds at most
-// maxWindowServing window replies at once, one a peer, and refuses more
-// with errWindowBusy; a slot comes back when its reply's stream ends.
+// maxWindowServing window replies at once, one a peer and at most
+// maxWindowPerRange of one address range, and refuses more with
+// errWindowBusy; a slot comes back when its reply's stream ends.
 func TestWindowSlotsBounded(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		s := &Server{}
@@ -30,24 +32,36 @@ func TestWindowSlotsBounded(t *testing.T) {
 			}
 			ids[i], _ = peer.IDFromPrivateKey(k)
 		}
+		// Peer i in range i / maxWindowPerRange: every range full.
+		rng := func(i int) string { return fmt.Sprintf("10.0.%d.0/24", i/maxWindowPerRange) }
 		first, done := context.WithCancel(ctx)
-		if err := s.enterWindow(first, ids[0]); err != nil {
+		if err := s.enterWindow(first, ids[0], rng(0)); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.enterWindow(ctx, ids[0]); !errors.Is(err, errWindowBusy) {
+		if err := s.enterWindow(ctx, ids[0], rng(0)); !errors.Is(err, errWindowBusy) {
 			t.Fatalf("a second window of one peer at once: %v, want %v", err, errWindowBusy)
 		}
-		for _, p := range ids[1:maxWindowServing] {
-			if err := s.enterWindow(ctx, p); err != nil {
+		for i := 1; i < maxWindowPerRange; i++ {
+			if err := s.enterWindow(ctx, ids[i], rng(i)); err != nil {
 				t.Fatal(err)
 			}
 		}
+		// The range's share is taken: one more of it waits, another
+		// range's peer is served.
+		if err := s.enterWindow(ctx, ids[maxWindowServing], rng(0)); !errors.Is(err, errWindowBusy) {
+			t.Fatalf("window %d of one range at once: %v, want %v", maxWindowPerRange+1, err, errWindowBusy)
+		}
+		for i := maxWindowPerRange; i < maxWindowServing; i++ {
+			if err := s.enterWindow(ctx, ids[i], rng(i)); err != nil {
+				t.Fatalf("peer %d of range %s: %v", i, rng(i), err)
+			}
+		}
 		last := ids[maxWindowServing]
-		if err := s.enterWindow(ctx, last); !errors.Is(err, errWindowBusy) {
+		if err := s.enterWindow(ctx, last, "10.9.9.0/24"); !errors.Is(err, errWindowBusy) {
 			t.Fatalf("window %d at once: %v, want %v", maxWindowServing+1, err, errWindowBusy)
 		}
 		done()
-		if err := wait.Until(ctx, time.Second, func() bool { return s.enterWindow(ctx, last) == nil }); err != nil {
+		if err := wait.Until(ctx, time.Second, func() bool { return s.enterWindow(ctx, last, rng(0)) == nil }); err != nil {
 			t.Fatalf("the slot of an ended reply did not come back: %v", err)
 		}
 	})

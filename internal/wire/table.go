@@ -182,6 +182,8 @@ var Messages = []Message{
 	// Absence attestations and the evidence that charges a budget (§3).
 	req(ProtoEpoch, TypeAttestReq, "AttestReq", size(AttestReqSize), TypeAttest, decAttestReq),
 	req(ProtoEpoch, TypeCharge, "Charge", size(MaxChargeSize), TypeAck, decCharge),
+	// The decoy window between the group's servers (node/window.go).
+	req(ProtoEpoch, TypeWindowReq, "WindowReq", size(32+8), TypeWindow, decWindowReq),
 	rep(ProtoEpoch, TypeEntry, "Entry", size(1<<20), decEntry),
 	rep(ProtoEpoch, TypeSig, "Sig", sigCap, decSig),
 	rep(ProtoEpoch, TypeRegList, "RegList", size(256<<20), decRegList),
@@ -192,6 +194,7 @@ var Messages = []Message{
 	rep(ProtoEpoch, TypeBlameStep, "BlameStep", onionCap(4096), decBlameStep),
 	rep(ProtoEpoch, TypeDropStep, "DropStep", size(DropStepSize), decDropStep),
 	rep(ProtoEpoch, TypeAttest, "Attest", size(AttestSize), decAttest),
+	rep(ProtoEpoch, TypeWindow, "Window", size(64<<20), decWindow),
 	rep(ProtoEpoch, TypeAck, "Ack", ackCap, decEmpty),
 
 	req(ProtoRound, TypeSubmitBatch, "SubmitBatch", size(MaxFrame), TypeAck, decSubmitBatch),

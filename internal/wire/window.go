@@ -9,8 +9,9 @@ package wire
 // server can leave things out but cannot make anything up.
 
 const (
-	// TypeWindowReq: client → any chain server, a WindowReq; the reply is
-	// a Window.
+	// TypeWindowReq: client → any chain server (client protocol), or a
+	// server of the group → another (epoch protocol), a WindowReq; the
+	// reply is a Window.
 	TypeWindowReq Type = 92
 	// TypeWindow: the reply to TypeWindowReq.
 	TypeWindow Type = 93

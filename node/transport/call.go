@@ -190,6 +190,26 @@ func (g *Gate) Close() {
 	g.wg.Wait()
 }
 
+// streamKey carries, in a handler's context, the stream it answers.
+type streamKey struct{}
+
+// ReplyWithin ends the stream a handler answers at d from now, its
+// reply's send included, if that comes before the stream's deadline: a
+// reply a peer with no role asked for is not held for the protocol's
+// whole deadline by a peer that does not read it. Outside a handler it
+// does nothing.
+func ReplyWithin(ctx context.Context, d time.Duration) {
+	s, ok := ctx.Value(streamKey{}).(Stream)
+	if !ok {
+		return
+	}
+	dl := time.Now().Add(d)
+	if cur, ok := ctx.Deadline(); ok && !dl.Before(cur) {
+		return
+	}
+	_ = s.SetDeadline(dl)
+}
+
 // Serve installs a request/response handler for proto with per-type caps.
 func Serve(ctx context.Context, h Host, g *Gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, fn HandlerFunc) {
 	ServePooled(ctx, h, g, log, proto, timeout, caps, nil, fn)
@@ -233,6 +253,7 @@ func ServeSegments(ctx context.Context, h Host, g *Gate, log *slog.Logger, proto
 		}
 		sctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
+		sctx = context.WithValue(sctx, streamKey{}, s)
 		rt, rep, ferr := fn(sctx, from, t, body)
 		bw := getWriter(s)
 		defer putWriter(bw)

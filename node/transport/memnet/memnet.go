@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"sync"
 	"time"
 
@@ -35,6 +36,10 @@ type Link struct {
 	// Loss is the probability that a stream opened over the link is reset
 	// by the network one latency after it opens.
 	Loss float64
+	// Window, if not zero, replaces the package's Window for streams
+	// written over the link: a small one plays a peer that reads slowly
+	// or not at all, whose writer then blocks until its deadline.
+	Window int
 }
 
 // Window is how many bytes a stream's writer may have in flight before a
@@ -191,8 +196,22 @@ func (n *Net) lossDraw(p float64) bool {
 }
 
 // NewHost implements transport.Network. A listen address with port 0 gets
-// a free port of the network's own; an address in use is refused.
+// a free port of the network's own; an address in use is refused. Its
+// connections come from 127.0.0.1.
 func (n *Net) NewHost(priv crypto.PrivKey, listen []string) (transport.Host, error) {
+	return n.NewHostFrom(priv, listen, nil)
+}
+
+// NewHostFrom is NewHost for a host whose connections come from ip (nil:
+// 127.0.0.1), as a peer of another address range looks to the hosts it
+// dials.
+func (n *Net) NewHostFrom(priv crypto.PrivKey, listen []string, ip net.IP) (transport.Host, error) {
+	fromIP := "127.0.0.1"
+	if ip4 := ip.To4(); ip4 != nil {
+		fromIP = ip4.String()
+	} else if ip != nil {
+		return nil, fmt.Errorf("memnet: source address %v is not IPv4", ip)
+	}
 	if priv == nil {
 		k, _, err := crypto.GenerateEd25519Key(nil)
 		if err != nil {
@@ -222,7 +241,7 @@ func (n *Net) NewHost(priv crypto.PrivKey, listen []string) (transport.Host, err
 		h.addrs = append(h.addrs, a)
 		n.byAddr[string(a.Bytes())] = id
 	}
-	h.from = ma.StringCast(fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", n.nextPortLocked()))
+	h.from = ma.StringCast(fmt.Sprintf("/ip4/%s/tcp/%d", fromIP, n.nextPortLocked()))
 	n.hosts[id] = h
 	return h, nil
 }

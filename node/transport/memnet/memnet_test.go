@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -167,5 +169,43 @@ func TestWindow(t *testing.T) {
 			t.Fatalf("wrote %d of %d: %v", w, 2*Window, err)
 		}
 		close(hold)
+	})
+}
+
+// TestLinkWindowAndSource: a host made with NewHostFrom is seen at its
+// address by the hosts it dials, and a link's own Window blocks a writer
+// whose reader does not read after that many bytes, until its deadline.
+func TestLinkWindowAndSource(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := New(Link{}, 1)
+		srv, err := n.NewHost(nil, []string{"/ip4/127.0.0.1/tcp/0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wrote := make(chan error, 1)
+		srv.SetStreamHandler(protoSink, func(s transport.Stream) {
+			s.SetDeadline(time.Now().Add(time.Second))
+			_, err := s.Write(make([]byte, 100))
+			wrote <- err
+			s.Reset()
+		})
+		cl, err := n.NewHostFrom(nil, nil, net.IPv4(10, 1, 2, 3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.SetLink(srv.ID(), cl.ID(), Link{Window: 16})
+		cl.AddAddrs(srv.ID(), srv.Addrs(), 0)
+		start := time.Now()
+		s, err := cl.NewStream(context.Background(), srv.ID(), protoSink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Reset()
+		if got := srv.RemoteAddrs(cl.ID()); len(got) != 1 || !strings.HasPrefix(got[0].String(), "/ip4/10.1.2.3/tcp/") {
+			t.Errorf("the server sees the client at %v, want 10.1.2.3", got)
+		}
+		if err := <-wrote; !errors.Is(err, ErrDeadline) || time.Since(start) != time.Second {
+			t.Fatalf("a write of 100 bytes over a window of 16 to a peer that does not read: %v after %v, want %v after 1s", err, time.Since(start), ErrDeadline)
+		}
 	})
 }

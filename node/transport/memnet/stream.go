@@ -153,14 +153,18 @@ func (p *pipe) write(b []byte) (int, error) {
 			p.mu.Unlock()
 			return total, ErrDeadline
 		}
-		if p.size >= Window {
+		win := Window
+		if p.link.Window > 0 {
+			win = p.link.Window
+		}
+		if p.size >= win {
 			d := untilDeadline(p.wdl, now, 0)
 			ch := p.wake
 			p.mu.Unlock()
 			wait(ch, d)
 			continue
 		}
-		n := min(len(b), Window-p.size)
+		n := min(len(b), win-p.size)
 		at := p.lane.reserve(n, p.link.Bandwidth).Add(p.link.Latency)
 		p.segs = append(p.segs, seg{b: append([]byte(nil), b[:n]...), at: at})
 		p.size += n

@@ -1,0 +1,224 @@
+//go:build riffletest
+
+package node
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
+	"github.com/riffle-net/riffle/node/transport/memnet"
+)
+
+// slowReaders are peers with no role that ask servers for the decoy window
+// and do not read the reply: each server's link to them lets 256 bytes be
+// in flight (a window reply is kilobytes here, hundreds of them at full
+// size, beyond libp2p's first stream window), so the server's send blocks
+// until the stream's deadline. One goroutine per (peer, server) asks
+// again once its stream ended, or 200 ms after a refusal; held counts the
+// slots they hold. stop ends them all.
+type slowReaders struct {
+	held  atomic.Int64
+	done  chan struct{}
+	hosts []transport.Host
+	wg    sync.WaitGroup
+}
+
+// stop closes the peers and waits for their goroutines (the bubble's end
+// waits for none).
+func (sr *slowReaders) stop() {
+	close(sr.done)
+	for _, h := range sr.hosts {
+		h.Close()
+	}
+	sr.wg.Wait()
+}
+
+// sleep waits d, or until stop: false then.
+func (sr *slowReaders) sleep(d time.Duration) bool {
+	select {
+	case <-time.After(d):
+		return true
+	case <-sr.done:
+		return false
+	}
+}
+
+// startSlowReaders starts n such peers, ranges of them from each IPv4 /24
+// 10.66.r.0 (n / ranges a range), against every server of servers, until
+// ctx ends; the caller stops them.
+func startSlowReaders(ctx context.Context, t *testing.T, servers []*Server, n, ranges int) *slowReaders {
+	t.Helper()
+	mn := testMemnet(t)
+	sr := &slowReaders{done: make(chan struct{})}
+	for i := range n {
+		h, err := mn.NewHostFrom(nil, nil, net.IPv4(10, 66, byte(i%ranges), byte(1+i/ranges)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sr.hosts = append(sr.hosts, h)
+		for _, s := range servers {
+			mn.SetLink(s.ID(), h.ID(), memnet.Link{Latency: time.Millisecond, Window: 256})
+			h.AddAddrs(s.ID(), s.Addrs(), time.Hour)
+			sr.wg.Add(1)
+			go func() { defer sr.wg.Done(); sr.hold(ctx, h, s) }()
+		}
+	}
+	return sr
+}
+
+// hold asks s for the window before its next number again and again,
+// while ctx lasts, and never reads a reply past its first byte, then one
+// byte a second to see whether the server ended the stream. A stream it
+// holds when ctx ends it leaves to the server to end.
+func (sr *slowReaders) hold(ctx context.Context, h transport.Host, s *Server) {
+	for ctx.Err() == nil {
+		st, err := h.NewStream(ctx, s.ID(), ProtoClient)
+		if err != nil {
+			if !sr.sleep(200 * time.Millisecond) {
+				return
+			}
+			continue
+		}
+		req := (&wire.WindowReq{Number: s.certTop() + 1}).Marshal()
+		if wire.WriteFrame(st, wire.TypeWindowReq, req) != nil || st.CloseWrite() != nil {
+			st.Reset()
+			continue
+		}
+		b := make([]byte, 1)
+		if _, err := st.Read(b); err != nil || wire.Type(b[0]) != wire.TypeWindow {
+			st.Reset()
+			if !sr.sleep(200 * time.Millisecond) {
+				return
+			}
+			continue
+		}
+		sr.held.Add(1)
+		for sr.sleep(time.Second) {
+			if _, err := st.Read(b); err != nil {
+				break
+			}
+		}
+		sr.held.Add(-1)
+		st.Reset()
+	}
+}
+
+// TestWindowSlotsHeld (issue 25, the decoy window; docs/testing.md, the
+// attack table): 64 peers with no role, of one /24, hold the window slots
+// of every server (slowReaders) from the third epoch on, in a group of
+// three needing all three, whose first servers hand their closing records
+// and signatures to nobody, so that every member takes the window's
+// records from N's leader before it answers N's Prepare. They held all 32
+// client slots of a server each for a poll's 10 min: the members' fetches
+// from the leader, which took those slots, were refused, every member
+// refused every Prepare, and no epoch ran; the clients found every server
+// busy and sat out. Now the members fetch over the epoch protocol, in
+// slots of their own that only the group's servers take, one /24 holds a
+// quarter of the client slots, and a held reply ends after
+// Tunables.WindowReply and its size at windowMinRate: every client takes
+// part in three more epochs, none sits out, and a share acknowledged under
+// the attack is fetched.
+func TestWindowSlotsHeld(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		fn := startFounded(t, 3, 0, 3, testParams(4), nil)
+		var logs []*lockedBuf
+		for range 3 {
+			l := &lockedBuf{}
+			fn.addClientCfg(t, func(c *ClientConfig) { c.Progress = l })
+			logs = append(logs, l)
+		}
+		for _, s := range fn.servers {
+			none := func(peer.ID) bool { return false }
+			s.hooks.Store(&serverHooks{closingTo: none, closingSigTo: none})
+		}
+		fn.waitEpochs(t, 1, 2*time.Minute)
+		satBefore := 0
+		for _, l := range logs {
+			satBefore += strings.Count(l.String(), "sitting out")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		sr := startSlowReaders(ctx, t, fn.servers, 64, 1)
+		defer sr.stop()
+		if err := wait.Until(ctx, 30*time.Second, func() bool { return sr.held.Load() >= maxWindowPerRange }); err != nil {
+			t.Fatalf("the slow readers hold %d slots, want at least %d", sr.held.Load(), maxWindowPerRange)
+		}
+		e0 := fn.epochs()
+		took := fn.waitEpochs(t, e0+2, 3*time.Minute)
+		fn.shareFetch(t, 5*time.Minute)
+		sat := -satBefore
+		for _, l := range logs {
+			sat += strings.Count(l.String(), "sitting out")
+		}
+		if sat > 0 {
+			t.Errorf("%d epochs sat out by a client for want of the window", sat)
+		}
+		t.Logf("64 slow readers of one /24 holding %d window slots: 3 epochs for every client in %v, %d sat out; numbers %v", sr.held.Load(), took.Round(100*time.Millisecond), sat, fn.numbers())
+	})
+}
+
+// TestWindowSlotDeadline (issue 25, the decoy window): 32 slow readers of
+// four /24s take every client window slot of a server, once. A client is
+// refused ("try again") only until the short deadline of their replies,
+// Tunables.WindowReply plus a second per windowMinRate bytes, ends them;
+// then it is served. Held to the stream's deadline, a poll's 10 min, the
+// slots stayed taken: the client was refused for as long as it asked.
+func TestWindowSlotDeadline(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		const replyWait = 3 * time.Second
+		tn := startAnonNet(t, 2, 2, 2, testParams(4), func(_ int, c *ServerConfig) { c.Timing.WindowReply = replyWait })
+		s := tn.servers[0]
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.certTop() >= 4 }); err != nil {
+			t.Fatalf("no epochs: numbers at %d", s.certTop())
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		sr := startSlowReaders(ctx, t, []*Server{s}, maxWindowServing, maxWindowServing/maxWindowPerRange)
+		defer sr.stop()
+		if err := wait.Until(ctx, 10*time.Second, func() bool { return sr.held.Load() == maxWindowServing }); err != nil {
+			t.Fatalf("the slow readers hold %d slots, want %d", sr.held.Load(), maxWindowServing)
+		}
+		// From now on they ask no more: what is left is their hold.
+		cancel()
+		start := time.Now()
+		probe, err := newHost(t, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer probe.Close()
+		probe.AddAddrs(s.ID(), s.Addrs(), time.Hour)
+		req := (&wire.WindowReq{Number: s.certTop() + 1}).Marshal()
+		var rep []byte
+		refused := 0
+		for time.Since(start) < time.Minute {
+			rep, err = call(context.Background(), probe, s.ID(), request{Proto: ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: shortTimeout})
+			if !errors.Is(err, errWindowBusy) {
+				break
+			}
+			refused++
+			time.Sleep(100 * time.Millisecond)
+		}
+		kept := time.Since(start)
+		if err != nil {
+			t.Fatalf("a client's window request after %v (%d refused): %v", kept, refused, err)
+		}
+		bound := replyWait + time.Duration(len(rep))*time.Second/windowMinRate + time.Second
+		if refused == 0 || kept > bound {
+			t.Errorf("the client was refused %d times over %v, want at least once and within %v", refused, kept, bound)
+		}
+		t.Logf("%d slow readers of four /24s held every window slot: a client refused %d times over %v (reply %d bytes, bound %v)", maxWindowServing, refused, kept.Round(10*time.Millisecond), len(rep), bound)
+	})
+}
