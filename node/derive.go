@@ -183,9 +183,11 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 	// window: every attempt failed (TestWindowSlotsHeld). One question at
 	// a time from an asker; nothing taken is kept, the Previous it walks
 	// from being unchecked here.
-	if err := s.windowSlots.asking.enter(ctx, from, "", maxServerWindowServing, maxServerWindowServing); err != nil {
+	release, err := s.windowSlots.asking.take(from, "", maxServerWindowServing, maxServerWindowServing)
+	if err != nil {
 		return 0, nil, err
 	}
+	defer release()
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.WouldServeTimeout/2)
 	defer cancel()
 	if err := s.holdWindow(wctx, from, &p, false); err != nil {

@@ -100,28 +100,39 @@ type slotTable struct {
 	inRange map[string]int
 }
 
-// enter takes a slot for from of range rng until ctx ends (the reply
-// written or the stream's deadline passed): at most total at once, of
-// them perRange of one range, one a peer; else errWindowBusy.
-func (g *slotTable) enter(ctx context.Context, from peer.ID, rng string, total, perRange int) error {
+// take takes a slot for from of range rng until release: at most total at
+// once, of them perRange of one range, one a peer; else errWindowBusy.
+func (g *slotTable) take(from peer.ID, rng string, total, perRange int) (release func(), err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if _, held := g.by[from]; held || len(g.by) >= total || g.inRange[rng] >= perRange {
-		return errWindowBusy
+		return nil, errWindowBusy
 	}
 	if g.by == nil {
 		g.by, g.inRange = map[peer.ID]string{}, map[string]int{}
 	}
 	g.by[from] = rng
 	g.inRange[rng]++
-	go func() {
-		<-ctx.Done()
+	return func() {
 		g.mu.Lock()
 		delete(g.by, from)
 		if g.inRange[rng]--; g.inRange[rng] <= 0 {
 			delete(g.inRange, rng)
 		}
 		g.mu.Unlock()
+	}, nil
+}
+
+// enter is take until ctx ends (the reply written or the stream's
+// deadline passed).
+func (g *slotTable) enter(ctx context.Context, from peer.ID, rng string, total, perRange int) error {
+	release, err := g.take(from, rng, total, perRange)
+	if err != nil {
+		return err
+	}
+	go func() {
+		<-ctx.Done()
+		release()
 	}()
 	return nil
 }

@@ -79,7 +79,8 @@ func startSlowReaders(ctx context.Context, t *testing.T, servers []*Server, n, r
 
 // hold asks s for the window before its next number again and again,
 // while ctx lasts, and never reads a reply past its first byte, then one
-// byte a second to see whether the server ended the stream. A stream it
+// byte each 100 ms to see whether the server ended the stream (10 B/s: a
+// reply of kilobytes takes minutes), and asks again at once. A stream it
 // holds when ctx ends it leaves to the server to end.
 func (sr *slowReaders) hold(ctx context.Context, h transport.Host, s *Server) {
 	for ctx.Err() == nil {
@@ -104,13 +105,24 @@ func (sr *slowReaders) hold(ctx context.Context, h transport.Host, s *Server) {
 			continue
 		}
 		sr.held.Add(1)
-		for sr.sleep(time.Second) {
+		for sr.sleep(100 * time.Millisecond) {
 			if _, err := st.Read(b); err != nil {
 				break
 			}
 		}
 		sr.held.Add(-1)
 		st.Reset()
+	}
+}
+
+// keepRecords makes each epoch's S_0 keep its closing record to itself, and
+// every server its closing signature: the record's S_0 is the only server
+// that holds it, and a member of a later chain that pins it takes it from
+// that chain's leader.
+func keepRecords(servers []*Server) {
+	for _, s := range servers {
+		self := s.ID()
+		s.hooks.Store(&serverHooks{closingTo: func(p peer.ID) bool { return p == self }, closingSigTo: func(peer.ID) bool { return false }})
 	}
 }
 
@@ -139,10 +151,7 @@ func TestWindowSlotsHeld(t *testing.T) {
 			fn.addClientCfg(t, func(c *ClientConfig) { c.Progress = l })
 			logs = append(logs, l)
 		}
-		for _, s := range fn.servers {
-			none := func(peer.ID) bool { return false }
-			s.hooks.Store(&serverHooks{closingTo: none, closingSigTo: none})
-		}
+		keepRecords(fn.servers)
 		fn.waitEpochs(t, 1, 2*time.Minute)
 		satBefore := 0
 		for _, l := range logs {
@@ -220,5 +229,115 @@ func TestWindowSlotDeadline(t *testing.T) {
 			t.Errorf("the client was refused %d times over %v, want at least once and within %v", refused, kept, bound)
 		}
 		t.Logf("%d slow readers of four /24s held every window slot: a client refused %d times over %v (reply %d bytes, bound %v)", maxWindowServing, refused, kept.Round(10*time.Millisecond), len(rep), bound)
+	})
+}
+
+// TestWindowHeldAtLeader (issue 25, the decoy window): 32 slow readers of
+// four /24s hold every client window slot of one server of three, taking
+// each again within 100 ms of its end, while the epochs' first servers
+// hand their closing records and signatures to nobody: the attacked
+// server is every chain's S_0, the only one that holds the records, and
+// the members take the newest from it when it leads. Members fetched
+// from the leader in those slots: at each of that server's turns as
+// leader every member refused its Prepare, and its numbers ended in
+// timeout certificates. Now they fetch over the epoch protocol: every
+// number after the attack began is final, that server's turns included;
+// the clients take the window from the other servers.
+func TestWindowHeldAtLeader(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		fn := startFounded(t, 3, 3, 3, testParams(4), func(_ int, c *ServerConfig) { c.LeaderTimeout = 2 * time.Second })
+		keepRecords(fn.servers)
+		fn.waitEpochs(t, 1, 2*time.Minute)
+		// x is every chain's S_0 (the lowest id), so the only server
+		// that holds each record: at its turns it pins the newest, which
+		// the members lack (the catch-up leaves the newest numbers to
+		// later passes).
+		x := fn.servers[0]
+		for _, s := range fn.servers {
+			if s.ID() < x.ID() {
+				x = s
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		sr := startSlowReaders(ctx, t, []*Server{x}, maxWindowServing, maxWindowServing/maxWindowPerRange)
+		defer sr.stop()
+		if err := wait.Until(ctx, 30*time.Second, func() bool { return sr.held.Load() == maxWindowServing }); err != nil {
+			t.Fatalf("the slow readers hold %d slots, want %d", sr.held.Load(), maxWindowServing)
+		}
+		from := x.certTop() + 1
+		// Six numbers on: two of them led by x.
+		if err := wait.Until(ctx, 3*time.Minute, func() bool { return x.certTop() >= from+6 }); err != nil {
+			t.Fatalf("numbers at %d, want %d", x.certTop(), from+6)
+		}
+		var kinds []string
+		led, bad := 0, 0
+		for n := from; n < from+6; n++ {
+			c, ok := x.certOf(n)
+			if !ok {
+				t.Fatalf("no certificate of %d", n)
+			}
+			chain := make([]peer.ID, len(c.Chain))
+			for i, b := range c.Chain {
+				chain[i] = peer.ID(b)
+			}
+			if c.Kind == wire.CertFinal && leaderOf(n, chain) == x.ID() {
+				led++
+			}
+			if c.Kind != wire.CertFinal {
+				bad++
+			}
+			kinds = append(kinds, map[uint8]string{wire.CertFinal: "final", wire.CertAbort: "abort", wire.CertTimeout: "timeout"}[c.Kind])
+		}
+		t.Logf("every client window slot of one server of three held from 4 /24s: numbers %d to %d %v, %d final ones led by it; %d slots held", from, from+5, kinds, led, sr.held.Load())
+		if bad > 0 {
+			t.Errorf("%d of 6 numbers not final under the attack", bad)
+		}
+		if led == 0 {
+			t.Error("the attacked server led no final number")
+		}
+	})
+}
+
+// TestWouldServeWindow (issue 25, the decoy window): a server asked
+// whether it would serve answers as it would answer the Prepare, the
+// window included: yes to the window an open epoch pinned, which it holds;
+// no to one pinning a record that neither it nor the asker holds, whose
+// Prepare it would refuse. It answered yes: left out of an attempt for want
+// of the window, it made every other member refuse the attempt that left
+// it out.
+func TestWouldServeWindow(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		tn := startAnonNet(t, 3, 2, 2, testParams(4), nil)
+		asked, from := tn.servers[2], tn.servers[1].ID()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		// The newest epoch here whose descriptor pins a window.
+		var d *wire.Descriptor
+		var chain []peer.ID
+		if err := wait.Until(ctx, 3*time.Minute, func() bool {
+			asked.mu.Lock()
+			defer asked.mu.Unlock()
+			for _, e := range asked.epochs {
+				if e.v != nil && len(e.v.desc.Window) > 0 && (d == nil || e.v.desc.Number > d.Number) {
+					d, chain = e.v.desc, e.v.chain
+				}
+			}
+			return d != nil
+		}); err != nil {
+			t.Fatal("no epoch pinned a window")
+		}
+		q := wire.Prepare{Number: d.Number, Params: d.Params, Chain: chainIDs(chain), Previous: d.Previous, Window: d.Window}
+		if _, _, err := asked.onWouldServe(ctx, from, q.Marshal()); err != nil {
+			t.Fatalf("a server would not serve with the window epoch %d pinned: %v", d.Number, err)
+		}
+		q.Window = append([]wire.WindowRef(nil), d.Window...)
+		q.Window[0].Closing[0] ^= 1
+		if _, _, err := asked.onWouldServe(ctx, from, q.Marshal()); err == nil {
+			t.Fatal("a server would serve with a window whose record nobody holds (its Prepare would be refused)")
+		} else {
+			t.Logf("a window pinning a record nobody holds: %v", err)
+		}
 	})
 }
