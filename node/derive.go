@@ -179,18 +179,23 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 	// The window, as its Prepare would be checked (takeWindow): a server
 	// that neither holds it nor gets it from the asker, which took it
 	// before it asked, would refuse the Prepare, so it says so and is left
-	// out. It answered yes, and refused every Prepare for want of the
-	// window: every attempt failed (TestWindowSlotsHeld). One question at
-	// a time from an asker; nothing taken is kept, the Previous it walks
-	// from being unchecked here.
-	release, err := s.windowSlots.asking.take(from, "", maxServerWindowServing, maxServerWindowServing)
-	if err != nil {
-		return 0, nil, err
+	// out. It answered yes, so the others refused the attempt that left it
+	// out for want of the window (TestWouldServeWindow). Only a server of
+	// the group is asked for what this one lacks, one question at a time
+	// (a roster server may be anyone that said hello); nothing taken is
+	// kept, the Previous it walks from being unchecked here.
+	src := peer.ID("")
+	if s.groupPeer(from) {
+		release, err := s.windowSlots.asking.take(from, "", maxServerWindowServing, maxServerWindowServing)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer release()
+		src = from
 	}
-	defer release()
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.WouldServeTimeout/2)
 	defer cancel()
-	if err := s.holdWindow(wctx, from, &p, false); err != nil {
+	if err := s.holdWindow(wctx, src, &p, false); err != nil {
 		return 0, nil, err
 	}
 	return wire.TypeAck, ack, nil

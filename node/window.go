@@ -213,9 +213,9 @@ func (s *Server) onServerWindowReq(ctx context.Context, from peer.ID, body []byt
 
 // groupPeer reports whether p is a server of the group here: in the
 // group certified for the next number (the chain of the last certificate
-// kept here, or the founders) or eligible for a chain (a live roster
-// server past its probation). A peer that only said hello as a server is
-// neither.
+// kept here, or the founders), or a live roster server, not blamed, past
+// its probation (eligible for a chain by the group's rules). A peer that
+// only said hello as a server is neither.
 func (s *Server) groupPeer(p peer.ID) bool {
 	if p == s.h.ID() {
 		return true
@@ -223,10 +223,10 @@ func (s *Server) groupPeer(p peer.ID) bool {
 	if g, ok := s.certGroup(s.certTop() + 1); ok && g[p] {
 		return true
 	}
-	if s.roster.get(p) == nil {
+	if s.roster.get(p) == nil || s.serverExcluded(p) {
 		return false
 	}
-	return slices.Contains(s.groupChain(), p)
+	return s.who.check(s.h.ID(), p, s.lastNumber(), false) == nil
 }
 
 // windowItems is what this server holds of the window before epoch
@@ -381,9 +381,10 @@ func (s *Server) takeWindow(leader peer.ID, p *wire.Prepare) error {
 }
 
 // holdWindow checks that this server holds the window p pins, or gets
-// what it lacks from src within ctx, by the rules a Prepare's window is
-// checked by; with keep it stores what it walked (takeWindow), without it
-// nothing (the would-serve question, whose Previous is unchecked).
+// what it lacks from src within ctx (none if src is empty), by the rules a
+// Prepare's window is checked by; with keep it stores what it walked
+// (takeWindow), without it nothing (the would-serve question, whose
+// Previous is unchecked).
 func (s *Server) holdWindow(ctx context.Context, src peer.ID, p *wire.Prepare, keep bool) error {
 	if s.hookUnpinnedWindow() {
 		return nil
@@ -394,11 +395,15 @@ func (s *Server) holdWindow(ctx context.Context, src peer.ID, p *wire.Prepare, k
 	d := &wire.Descriptor{Number: p.Number, Previous: p.Previous, Window: p.Window}
 	got := s.windowItems(p.Number)
 	w, ok := resolveWindow(d, got)
-	if !ok || previousGroup(d, got) == nil {
+	if (!ok || previousGroup(d, got) == nil) && src != "" {
 		got = append(got, s.askWindow(ctx, []peer.ID{src}, p.Number)...)
-		if w, ok = resolveWindow(d, got); !ok {
-			return fmt.Errorf("node: %d epochs of the prepared window are held neither here nor by %s", w.missing, src.ShortString())
-		}
+		w, ok = resolveWindow(d, got)
+	}
+	if !ok && src == "" {
+		return fmt.Errorf("node: %d epochs of the prepared window are not held here", w.missing)
+	}
+	if !ok {
+		return fmt.Errorf("node: %d epochs of the prepared window are held neither here nor by %s", w.missing, src.ShortString())
 	}
 	if gd := previousGroup(d, got); gd != nil {
 		if r, left := leftOutCertified(p.Number, gd.Window, p.Window); left {
