@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"io"
+	"log/slog"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/node/transport/memnet"
 )
@@ -21,6 +23,7 @@ const (
 	protoEcho   protocol.ID = "/riffle-test/echo/1"
 	protoReset  protocol.ID = "/riffle-test/reset/1"
 	protoSilent protocol.ID = "/riffle-test/silent/1"
+	protoBig    protocol.ID = "/riffle-test/big/1"
 )
 
 // conformance runs the same checks against a network: what node relies on
@@ -61,6 +64,16 @@ func conformance(t *testing.T, nw transport.Network) {
 		<-release
 		s.Reset()
 	})
+	// A reply bigger than a stream's window (libp2p's first, memnet's
+	// 16 MiB) whose send ReplyWithin bounds to 300 ms of a minute.
+	var g transport.Gate
+	sctx, scancel := context.WithCancel(context.Background())
+	defer scancel()
+	transport.Serve(sctx, srv, &g, slog.New(slog.DiscardHandler), protoBig, time.Minute, func(peer.ID, wire.Type) int { return 64 },
+		func(ctx context.Context, _ peer.ID, _ wire.Type, _ []byte) (wire.Type, []byte, error) {
+			transport.ReplyWithin(ctx, 300*time.Millisecond)
+			return wire.TypeAck, make([]byte, 20<<20), nil
+		})
 	down := make(chan peer.ID, 4)
 	srv.OnDisconnect(func(p peer.ID) { down <- p })
 
@@ -125,6 +138,24 @@ func conformance(t *testing.T, nw transport.Network) {
 		}
 		if d := time.Since(start); d < 150*time.Millisecond || d > 10*time.Second {
 			t.Fatalf("the deadline fired after %v", d)
+		}
+		s.Reset()
+	})
+	step(t, "reply deadline", func() {
+		s, err := cl.NewStream(ctx, srv.ID(), protoBig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wire.WriteFrame(s, wire.TypeAck, nil); err != nil {
+			t.Fatal(err)
+		}
+		s.CloseWrite()
+		// Not read for a second: the server's send blocks, and ends at
+		// its reply deadline.
+		time.Sleep(time.Second)
+		s.SetDeadline(time.Now().Add(10 * time.Second))
+		if b, err := io.ReadAll(s); err == nil {
+			t.Fatalf("a reply read whole (%d bytes) after its send's deadline", len(b))
 		}
 		s.Reset()
 	})
