@@ -299,6 +299,13 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *sealed) {
 			// (TestSwarm seed 3). A repeat is acknowledged like the first.
 			rctx, rcancel := context.WithTimeout(ctx, time.Duration(e.final.desc.Params.RoundLimitMs)*time.Millisecond)
 			err := deliverAll(rctx, sd.to, s.cfg.Timing.EvidenceBackoff, s.cfg.Timing.EvidenceBackoffMax, func(ctx context.Context, p peer.ID) error {
+				if d := s.hookPubLate(r, p); d > 0 {
+					select {
+					case <-time.After(d):
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}
 				_, err := call(ctx, s.h, p, req)
 				return err
 			})

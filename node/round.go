@@ -112,8 +112,9 @@ func (e *sepoch) listed(pool *bufPool, r uint32) {
 }
 
 // opened notes that round r is open here from now (round r − mixDepth
-// published or void, or the setup verified): the start of its absences'
-// dues (charges.go). Call with s.mu held.
+// published or void, the setup verified, or S_0's signed part of r come,
+// whichever is first): the start of its absences' dues (attest.go). Call
+// with s.mu held.
 func (e *sepoch) opened(r uint32) {
 	if e.final == nil || r >= e.final.desc.Params.Rounds {
 		return
