@@ -19,9 +19,10 @@ const tagAttest = "riffle/v3/attest"
 func attestDigest(a *wire.Attest) [32]byte { return taggedHash(tagAttest, a.MarshalBody()) }
 
 // absenceDue is when each part of round q is due here (nil while q is
-// not open here): the round opens by the group's schedule, not by any
-// root a peer chose to send (openAt); S_0's part is due a round limit (its
-// wait for the onions) and a hop after that, and each later part a hop
+// not open here): the round opens by the group's schedule, or by S_0's
+// signed part of it, never by a later server's root (openAt); S_0's part
+// is due a round limit (its wait for the onions) and a hop after that,
+// and each later part a hop
 // after the part before it came here (partCame), or after that part's
 // own due if it never came. A hop is a server's whole wait for its input
 // (lackWindow) and its processing. Call with s.mu held.

@@ -262,16 +262,7 @@ func (s *Server) assembleClosing(e *sepoch) {
 		c.Sigs = append(c.Sigs, cs.Sig)
 	}
 	e.closingDone = true
-	// Among the store's closing records only if every published round's
-	// final list is here: those records mark an epoch taken whole, and a
-	// server catches up the rest (catchup.go). Else with the window item.
-	whole := true
-	for r, cr := range c.Rounds {
-		x := e.rounds[uint32(r)]
-		if cr.State == wire.ClosedPublished && (x == nil || x.list == nil || listDigest(x.list) != cr.List) {
-			whole = false
-		}
-	}
+	whole := closingWhole(e, &c)
 	s.mu.Unlock()
 	if _, err := s.store.Closing(c.Epoch); err == nil {
 		return // S_0's came first
@@ -290,8 +281,24 @@ func (s *Server) assembleClosing(e *sepoch) {
 	s.keepWindowItem(e, &wire.Closing{Epoch: c.Epoch, Rounds: c.Rounds}, rec)
 }
 
+// closingWhole reports whether every round c states published has its
+// final list here: only such a record goes among the store's closing
+// records, which mark an epoch taken whole (a server catches up the
+// rest, catchup.go); another is kept with the window item. Call with
+// s.mu held.
+func closingWhole(e *sepoch, c *wire.Closing) bool {
+	for r, cr := range c.Rounds {
+		x := e.rounds[uint32(r)]
+		if cr.State == wire.ClosedPublished && (x == nil || x.list == nil || listDigest(x.list) != cr.List) {
+			return false
+		}
+	}
+	return true
+}
+
 // onClosing stores an epoch's closing record signed by all its chain
-// servers and logs it in the index log.
+// servers, as assembleClosing does (among the closing records only if
+// whole here), and logs it in the index log.
 func (s *Server) onClosing(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	e, err := s.peekClosingEpoch(from, body)
 	if err != nil {
@@ -304,6 +311,13 @@ func (s *Server) onClosing(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	if err := checkClosing(v, &c); err != nil {
 		return 0, nil, err
+	}
+	s.mu.Lock()
+	whole := closingWhole(e, &c)
+	s.mu.Unlock()
+	if !whole {
+		s.keepWindowItem(e, &wire.Closing{Epoch: c.Epoch, Rounds: c.Rounds}, body)
+		return wire.TypeAck, ack, nil
 	}
 	if err := s.store.PutClosing(c.Epoch, body); err != nil {
 		return 0, nil, err

@@ -66,6 +66,8 @@
 //     the Merkle root of a published batch.
 //   - lack.go: a missing input batch, fetched from the predecessor or
 //     claimed, its void the claimant's (§5.2 v3).
+//   - pubfetch.go: a publication the last server left a chain server
+//     without, fetched from one that holds it (§3).
 //   - publish.go: publication, request lists proposed and signed (§5.3).
 //   - roundstep.go: the batch, mix and publish steps, pure functions of round
 //     state and one event returning their effects; the drivers above do the I/O.

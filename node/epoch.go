@@ -202,7 +202,8 @@ type roundsState struct {
 	noCloseAsking bool
 	// rootAt: when each signed root came here (roots.go); openAt: when
 	// each round opened here by the group's schedule (round q − mixDepth
-	// published or void here, the setup verified for the first rounds);
+	// published or void here, the setup verified for the first rounds,
+	// or S_0's signed part of q come, whichever is first);
 	// endedAt: when the epoch ended here. A round's absences are due from
 	// these (charges.go absenceDue), never from a root alone.
 	rootAt  map[rootKey]time.Time

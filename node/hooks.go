@@ -67,6 +67,7 @@ func (*Server) hookAccuse(uint32) (int, bool)              { return 0, false }
 func (*Server) hookCorruptOut(uint32, [][]byte)            {}
 func (*Server) hookDropOut(uint32) bool                    { return false }
 func (*Server) hookWithhold(uint32) bool                   { return false }
+func (*Server) hookPubLate(uint32, peer.ID) time.Duration  { return 0 }
 func (*Server) hookLastOut([32]byte, uint32, [][]byte)     {}
 func (*Server) hookClosingTo(chain []peer.ID) []peer.ID    { return chain }
 func (*Server) hookClosingSigTo(chain []peer.ID) []peer.ID { return chain }

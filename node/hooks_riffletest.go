@@ -94,6 +94,10 @@ type serverHooks struct {
 	// withhold may make the last server of the chain keep round r's
 	// payloads to itself: neither broadcast nor published.
 	withhold func(r uint32) bool
+	// pubLate may make the last server hold its publication of round r
+	// back from server p for a while (the round r + 2 then opens there
+	// later than elsewhere).
+	pubLate func(r uint32, p peer.ID) time.Duration
 	// loseOut may make this server's batch of round r lost on its way to
 	// the successor (not sent; kept for a fetch, lack.go).
 	loseOut func(r uint32) bool
@@ -303,6 +307,13 @@ func (s *Server) hookDropOut(r uint32) bool {
 func (s *Server) hookWithhold(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.withhold != nil && h.withhold(r)
+}
+
+func (s *Server) hookPubLate(r uint32, p peer.ID) time.Duration {
+	if h := s.hooks.Load(); h != nil && h.pubLate != nil {
+		return h.pubLate(r, p)
+	}
+	return 0
 }
 
 func (s *Server) hookLastOut(epoch [32]byte, r uint32, out [][]byte) {

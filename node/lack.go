@@ -89,6 +89,9 @@ func (s *Server) onGetBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 	}
 	v := e.final
 	m := len(v.chain)
+	if int(q.S) == m {
+		return s.servePub(e, from, q.Round)
+	}
 	if int(q.S) != e.pos+1 || int(q.S) >= m || v.chain[q.S] != from || q.Round >= v.desc.Params.Rounds {
 		return 0, nil, errors.New("node: batch asked by a server it is not for")
 	}

@@ -149,6 +149,18 @@ func (s *Server) pubMissing(e *sepoch, q uint32) (missing, came bool) {
 		_ = s.waitFor(ctx, func() bool { return e.ended || gone() })
 		cancel()
 	}
+	// A publication that reached other chain servers and not this one
+	// is fetched from them (pubfetch.go): the last server does not make
+	// S_0 claim what others hold, which they would not back.
+	// A holder that does not answer delays the claim a round limit.
+	ctx, cancel := context.WithTimeout(s.ctx, time.Duration(e.final.desc.Params.RoundLimitMs)*time.Millisecond)
+	fetched := s.fetchPub(ctx, e, q, e.final.chain)
+	cancel()
+	if fetched {
+		ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+		_ = s.waitFor(ctx, func() bool { return e.ended || gone() })
+		cancel()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e.ended || s.ctx.Err() != nil {
@@ -299,6 +311,13 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *sealed) {
 			// (TestSwarm seed 3). A repeat is acknowledged like the first.
 			rctx, rcancel := context.WithTimeout(ctx, time.Duration(e.final.desc.Params.RoundLimitMs)*time.Millisecond)
 			err := deliverAll(rctx, sd.to, s.cfg.Timing.EvidenceBackoff, s.cfg.Timing.EvidenceBackoffMax, func(ctx context.Context, p peer.ID) error {
+				if d := s.hookPubLate(r, p); d > 0 {
+					select {
+					case <-time.After(d):
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}
 				_, err := call(ctx, s.h, p, req)
 				return err
 			})
@@ -474,6 +493,10 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	root, ph := batchRoot(ep, &b)
 	s.mu.Lock()
 	next, fx = batchStep(ep, &e.roundsState, &b, root, time.Now())
+	if next == batchPublish {
+		// Kept for a chain server the last server left without it.
+		e.round(b.Round).pubRaw = append([]byte(nil), body...)
+	}
 	if next == batchFault {
 		e.keepEvidence(b.Round, fx.evidence)
 		s.end(e, fx.end)

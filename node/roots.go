@@ -41,6 +41,13 @@ func (s *Server) noteRoot(e *sepoch, r *wire.Root) bool {
 			e.rootAt = map[rootKey]time.Time{}
 		}
 		e.rootAt[k] = time.Now()
+		if r.S == 1 {
+			// S_0's signed part says S_0 took the round as open: it
+			// opens here too, so that a last server that sends the
+			// publication of r − mixDepth to some servers late cannot
+			// start their dues later than S_0's (attest.go).
+			e.opened(r.Round)
+		}
 		return true
 	}
 	if old.Root == r.Root {

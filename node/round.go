@@ -54,6 +54,13 @@ type sround struct {
 	manDone   bool
 	list      *wire.RoundList
 	listBytes []byte
+	// pubRaw: the last server's signed publication as it came here, kept
+	// until the round's final list is here for a chain server that lacks
+	// it; pubServed: how often it went to each position; pubFetching:
+	// this server asked S_0 for it (pubfetch.go).
+	pubRaw      []byte
+	pubServed   map[int]int
+	pubFetching bool
 	// signed, signedState: the digest of the list this server signed for
 	// the round and whether it was void (closing.go).
 	signed      [32]byte
@@ -95,6 +102,9 @@ func (e *sepoch) admit(r uint32) error {
 // fell out of the kept window. Call with s.mu held.
 func (e *sepoch) listed(pool *bufPool, r uint32) {
 	e.listHigh = max(e.listHigh, r+1)
+	if x := e.rounds[r]; x != nil {
+		x.pubRaw = nil // the list is final: nobody signs it without the publication
+	}
 	for e.pruned+roundsKept < e.listHigh {
 		if x := e.rounds[e.pruned]; x != nil {
 			// The round was mixed long ago (round r's list needs r−2
@@ -102,7 +112,7 @@ func (e *sepoch) listed(pool *bufPool, r uint32) {
 			for _, b := range x.bodies {
 				pool.put(b)
 			}
-			x.bodies, x.kept = nil, nil
+			x.bodies, x.kept, x.pubRaw = nil, nil, nil
 			x.subs, x.digests, x.queries = map[uint32]wire.Submit{}, map[uint32][32]byte{}, map[uint32][][]byte{}
 			x.pads, x.own, x.answers, x.padFrom = map[uint32][][]byte{}, nil, map[uint32][][]byte{}, map[int]bool{}
 			x.pruned = true
@@ -112,8 +122,9 @@ func (e *sepoch) listed(pool *bufPool, r uint32) {
 }
 
 // opened notes that round r is open here from now (round r − mixDepth
-// published or void, or the setup verified): the start of its absences'
-// dues (charges.go). Call with s.mu held.
+// published or void, the setup verified, or S_0's signed part of r come,
+// whichever is first): the start of its absences' dues (attest.go). Call
+// with s.mu held.
 func (e *sepoch) opened(r uint32) {
 	if e.final == nil || r >= e.final.desc.Params.Rounds {
 		return
