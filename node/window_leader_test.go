@@ -4,7 +4,9 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,21 +35,38 @@ func TestLeaderLeavesPinOut(t *testing.T) {
 			t.Fatalf("numbers certified up to %d", cheat.CertTop())
 		}
 		var (
-			mu  sync.Mutex
-			cut []uint64 // the numbers whose window the cheat cut
+			mu     sync.Mutex
+			cut    []uint64                // the numbers whose window the cheat cut
+			pinned = map[uint64][]uint64{} // each number's window as its leader pinned it
 		)
 		top := cheat.CertTop()
-		cheat.hooks.Store(&serverHooks{leaderWindow: func(n uint64, w []wire.WindowRef) []wire.WindowRef {
-			if len(w) <= 1 || n <= top {
-				return w
+		note := func(n uint64, w []wire.WindowRef) {
+			var ns []uint64
+			for _, r := range w {
+				ns = append(ns, r.Number)
 			}
+			pinned[n] = ns
+		}
+		cheat.hooks.Store(&serverHooks{leaderWindow: func(n uint64, w []wire.WindowRef) []wire.WindowRef {
 			mu.Lock()
 			defer mu.Unlock()
-			if !slices.Contains(cut, n) {
-				cut = append(cut, n)
+			if len(w) > 1 && n > top {
+				if !slices.Contains(cut, n) {
+					cut = append(cut, n)
+				}
+				w = w[:1]
 			}
-			return w[:1]
+			note(n, w)
+			return w
 		}})
+		for _, s := range tn.servers[1:] {
+			s.hooks.Store(&serverHooks{leaderWindow: func(n uint64, w []wire.WindowRef) []wire.WindowRef {
+				mu.Lock()
+				defer mu.Unlock()
+				note(n, w)
+				return w
+			}})
+		}
 		// Three turns of the cheat.
 		const span = 10
 		for i, s := range tn.servers {
@@ -73,6 +92,19 @@ func TestLeaderLeavesPinOut(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("numbers %d to %d; the cheat cut the windows of %v", top+1, top+span, cut)
+		// The limitation docs/anonymity.md states ("Not yet protected"):
+		// the walk back from a descriptor stops at a timeout certificate,
+		// which names no epoch, so the number after a timeout pins an
+		// empty window. A walk that crosses timeouts changes this check.
+		var ws []string
+		for n := top + 1; n <= top+span; n++ {
+			ws = append(ws, fmt.Sprintf("%d: %v", n, pinned[n]))
+			if slices.Contains(cut, n-1) && n-1 > top+1 {
+				if w, ok := pinned[n]; ok && len(w) > 0 {
+					t.Errorf("number %d, after a timeout, pinned %v", n, w)
+				}
+			}
+		}
+		t.Logf("numbers %d to %d; the cheat cut the windows of %v; windows pinned: %s", top+1, top+span, cut, strings.Join(ws, ", "))
 	})
 }
