@@ -21,18 +21,15 @@ import (
 // next three epochs it takes part in, and keeps it out again after those,
 // and so on. A client whose pool followed the epochs it attended (own
 // true: OwnDecoys, the positive control, switched on in the test only)
-// lacks N's lists and holds an older epoch's instead, where every other
-// client's pool holds N's. The adversary, which knows the epochs the
-// victim attended, scores each pseudonym of an epoch e by how well its
-// requests fit everyone's pool rather than the victim's: +1 for each
-// request of an id first asked for (its own demand: fresh demand all
-// along gives each epoch ids of its own) in an epoch of the last
-// DecoyEpochs before e that the victim missed, −1 for one of an epoch only
-// the victim's last DecoyEpochs hold; it guesses the lowest, n = 8
-// choices, ties at random. Under the group's window every client draws
-// from the epochs e's descriptor pins. keepOuts is how many epochs the
-// victim is kept out of; trials are the victim's epochs after each
-// (variance bound Σ p, as in TestAdversaryLinks). R = 256, k = 1.
+// lacks N's lists, where every other client's pool holds them. The
+// adversary scores each pseudonym of those epochs by its requests for N's
+// own ids (first asked for in N, not in the six epochs before: three
+// sharers of 64-chunk files and their fetchers give each epoch ids of its
+// own) and guesses the lowest, n = 8 choices, ties at random. Under the
+// group's window N enters every client's window at N + 2 alike. keepOuts
+// is how many epochs the victim is kept out of; trials are the victim's
+// epochs after each (variance bound Σ p, as in TestAdversaryLinks).
+// R = 256, k = 1.
 func keptOutRun(t *testing.T, own bool, keepOuts int) *tally {
 	const m, n, victim = 3, 8, 0 // client 0's primary is server 0
 	rec := newAdvRecord()
@@ -117,7 +114,7 @@ func keptOutRun(t *testing.T, own bool, keepOuts int) *tally {
 		go func() {
 			defer dwg.Done()
 			for k := 0; demand.Err() == nil; k++ {
-				l, err := clients[2+j].Share(demand, bytes.NewReader(anonRand(t, 8*int(p.ChunkSize))), fmt.Sprintf("d%d-%d.bin", j, k), false)
+				l, err := clients[2+j].Share(demand, bytes.NewReader(anonRand(t, 64*int(p.ChunkSize))), fmt.Sprintf("d%d-%d.bin", j, k), false)
 				if err != nil {
 					return
 				}
@@ -198,6 +195,7 @@ func keptOutRun(t *testing.T, own bool, keepOuts int) *tally {
 		if _, ok := rec.joined[N][victim]; ok {
 			t.Fatalf("the victim took part in an epoch its primary kept it out of")
 		}
+		freshN := fresh(N)
 		for _, e := range after(x) {
 			ps := rec.pseud[e]
 			if ps == nil || !rec.ended(e, p.Rounds) {
@@ -209,35 +207,10 @@ func keptOutRun(t *testing.T, own bool, keepOuts int) *tally {
 					truth = q
 				}
 			}
-			// The pool the old rule gives the victim (the last
-			// DecoyEpochs epochs it attended before e) against everyone's
-			// (the last DecoyEpochs before e): ids first asked for in
-			// epochs only everyone's holds count for a pseudonym, those
-			// only the victim's holds against it.
-			y := slices.Index(order, e)
-			var all, mine [][32]byte
-			for j := y - 1; j >= 0 && (len(all) < DecoyEpochs || len(mine) < DecoyEpochs); j-- {
-				if len(all) < DecoyEpochs {
-					all = append(all, order[j])
-				}
-				if _, ok := rec.joined[order[j]][victim]; ok && len(mine) < DecoyEpochs {
-					mine = append(mine, order[j])
-				}
-			}
+			// Requests for the missed epoch's own ids count.
 			weight := map[[32]byte]int{}
-			for _, g := range all {
-				if !slices.Contains(mine, g) {
-					for id := range fresh(g) {
-						weight[id]++
-					}
-				}
-			}
-			for _, g := range mine {
-				if !slices.Contains(all, g) {
-					for id := range fresh(g) {
-						weight[id]--
-					}
-				}
+			for id := range freshN {
+				weight[id] = 1
 			}
 			score := make([]int, len(ps))
 			for _, k := range rec.byEpoch[e] {
