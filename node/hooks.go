@@ -54,6 +54,7 @@ func (*Server) hookIndexReply(_ peer.ID, m []store.Manifest) []store.Manifest { 
 func (*Server) hookIndexClosings(_ peer.ID, r [][]byte) [][]byte              { return r }
 func (*Server) hookWindowReply(peer.ID, *wire.Window)                         {}
 func (*Server) hookWindowRefuse(peer.ID) bool                                 { return false }
+func (*Server) hookKeepOut(peer.ID, [32]byte) bool                            { return false }
 func (*Server) hookUnpinnedWindow() bool                                      { return false }
 
 func (*Server) hookCheatKeys(_ []peer.ID, keys [][32]byte, _ *closed) [][32]byte { return keys }
@@ -61,6 +62,7 @@ func (*Server) hookCheatList(*wire.RegList)                                     
 func (*Server) hookSignAny() bool                                                { return false }
 func (*Server) hookNoReceipt() bool                                              { return false }
 func (*Server) hookHoldOpen() bool                                               { return false }
+func (*Server) hookLeaderWindow(_ uint64, w []wire.WindowRef) []wire.WindowRef   { return w }
 func (*Server) hookOpenLate(peer.ID) time.Duration                               { return 0 }
 
 func (*Server) hookAccuse(uint32) (int, bool)              { return 0, false }

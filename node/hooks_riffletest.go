@@ -128,6 +128,9 @@ type serverHooks struct {
 	// holdOpen may make this server, as leader, never close the
 	// registration of an epoch it opened.
 	holdOpen func() bool
+	// leaderWindow may change the window this server, as leader, pins in
+	// its Prepare (a leader that leaves a pinned epoch out).
+	leaderWindow func(number uint64, w []wire.WindowRef) []wire.WindowRef
 	// openLate may make this server, as leader, send its signed open
 	// descriptor to server p only after a delay (the registration
 	// deadline each server counts from its own receipt of it).
@@ -260,6 +263,11 @@ func (s *Server) hookWindowReply(to peer.ID, w *wire.Window) {
 func (s *Server) hookUnpinnedWindow() bool {
 	o := s.cfg.observe
 	return o != nil && o.UnpinnedWindow
+}
+
+func (s *Server) hookKeepOut(from peer.ID, epoch [32]byte) bool {
+	o := s.cfg.observe
+	return o != nil && o.KeepOut != nil && o.KeepOut(from, epoch)
 }
 
 func (s *Server) hookWindowRefuse(to peer.ID) bool {
@@ -618,6 +626,13 @@ func (c *Client) hookWindow(v *view) {
 
 // hookHoldOpen reports whether this leader holds its open epoch's
 // registration for good.
+func (s *Server) hookLeaderWindow(number uint64, w []wire.WindowRef) []wire.WindowRef {
+	if h := s.hooks.Load(); h != nil && h.leaderWindow != nil {
+		return h.leaderWindow(number, w)
+	}
+	return w
+}
+
 func (s *Server) hookHoldOpen() bool {
 	h := s.hooks.Load()
 	return h != nil && h.holdOpen != nil && h.holdOpen()

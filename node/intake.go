@@ -139,6 +139,9 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 	if e == nil || e.v.id != r.Epoch {
 		return 0, nil, errors.New("node: epoch not open for registration here")
 	}
+	if s.hookKeepOut(from, r.Epoch) {
+		return 0, nil, errors.New("node: registration refused")
+	}
 	// The long-term key (§8 "After a blame"): its signature and its
 	// exclusion are checked before the registration's costly proofs.
 	if err := verifyLongTerm(cr.LTKey, r.Epoch, r.RegKey, cr.LTSig); err != nil {

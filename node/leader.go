@@ -134,7 +134,7 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 	}
 	// §6.3 (v3): N's window is pinned here; each member holds it before
 	// it answers (window.go).
-	win := s.chooseWindow(ctx, chain, number, prev)
+	win := s.hookLeaderWindow(number, s.chooseWindow(ctx, chain, number, prev))
 	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.cfg.Params.wire(), Chain: chainIDs(chain), Previous: prev, Window: win}
 	// The servers this chain leaves out for their refusal budget are out
 	// at every server only if every server has the aborts that count

@@ -51,6 +51,10 @@ type testObserver struct {
 	// WindowRefuse (an active adversary): when it returns true this
 	// server answers peer to's window request with an error.
 	WindowRefuse func(to peer.ID) bool
+	// KeepOut (an active adversary, a corrupt primary): when it returns
+	// true this primary refuses peer from's registration for the epoch,
+	// leaving its client out of its order.
+	KeepOut func(from peer.ID, epoch [32]byte) bool
 	// UnpinnedWindow breaks §6.3 (v3) on purpose, for the positive
 	// control of the targeted sit-out: as leader this server pins no
 	// window in its Prepare, and as a member it fetches none before it
