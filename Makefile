@@ -41,17 +41,24 @@ lint:
 	$(GO) run $(STATICCHECK) -tags riffletest,paper ./...
 	$(GO) run ./scripts/vulncheck
 
-# Every test, then the race detector over the packages whose concurrency
-# matters (in -short mode, docs/testing.md). node's network tests run in
-# virtual time on an in-memory network; a few run real libp2p on loopback,
-# and cmd/riffle's run real processes in real time, which is why the race
-# pass does not run beside them. Tests that need node's hooks carry the
-# riffletest build tag (node/hooks.go). node's binary takes 11 to 14
-# minutes of wall time on 2 cores that other work keeps at load 20 to
-# 40, past go test's default limit of 10 (docs/testing.md).
+# Every test, and beside it the race detector over the packages whose
+# concurrency matters (in -short mode, docs/testing.md): the race pass's
+# output follows the full pass's, and either failing fails the target.
+# node's network tests run in virtual time on an in-memory network and use
+# the CPU; a few run real libp2p on loopback, and cmd/riffle's run real
+# processes in real time, up to 8 at once, waiting more than computing:
+# the two passes side by side fill the CPU those waits leave. Tests that
+# need node's hooks carry the riffletest build tag (node/hooks.go). What
+# each part costs: docs/testing.md, "What make test costs".
 test: vet fmt-check
-	$(GO) test -tags riffletest -count=1 -timeout 30m ./...
-	$(GO) test -tags riffletest -count=1 -timeout 30m -race -short $(RACE_PKGS)
+	@racelog=$$(mktemp); trap 'rm -f "$$racelog"' EXIT; \
+	$(GO) test -tags riffletest -count=1 -timeout 30m -race -short $(RACE_PKGS) >"$$racelog" 2>&1 & race=$$!; \
+	echo "$(GO) test -tags riffletest -count=1 -timeout 30m ./..."; \
+	full=0; $(GO) test -tags riffletest -count=1 -timeout 30m ./... || full=$$?; \
+	racerc=0; wait $$race || racerc=$$?; \
+	echo "$(GO) test -tags riffletest -count=1 -timeout 30m -race -short $(RACE_PKGS)"; \
+	cat "$$racelog"; \
+	if [ $$full -ne 0 ] || [ $$racerc -ne 0 ]; then echo "make test: full pass exited $$full, race pass $$racerc"; exit 1; fi
 
 # The same, one package at a time.
 test-serial: vet fmt-check

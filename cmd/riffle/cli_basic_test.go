@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,6 +27,16 @@ import (
 var riffleBin string
 
 func TestMain(m *testing.M) {
+	// The tests run real processes that wait on real time, not on the
+	// CPU (under a minute of CPU in all): up to 8 run at once however
+	// few the cores (go test's default is one a core); -parallel
+	// overrides.
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", "8")
+	}
 	dir, err := os.MkdirTemp("", "riffle-cli-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -18,17 +18,6 @@ import (
 	"github.com/riffle-net/riffle/internal/webui"
 )
 
-// buildRiffle builds the binary once for the CLI tests.
-func buildRiffle(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "riffle")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 type cliEnv struct {
 	bin string
 	env []string
@@ -117,9 +106,9 @@ func waitAddrs(t *testing.T, dir string) []string {
 func TestCLI(t *testing.T) {
 	t.Parallel() // real processes or sockets in real time: overlap their waits
 	if testing.Short() {
-		t.Skip("builds and runs the binary")
+		t.Skip("runs the binary")
 	}
-	e := &cliEnv{bin: buildRiffle(t)}
+	e := &cliEnv{bin: riffleBin}
 	home := t.TempDir()
 	e.env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "RIFFLE_SERVER=",
 		// Three clients over three primaries: each trusts one.

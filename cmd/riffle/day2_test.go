@@ -375,6 +375,7 @@ func lsNames(t *testing.T, env []string, args ...string) ([]string, string) {
 // of the first one's link gives up as for any unlisted id, and the first
 // network's state comes back when the directory is used there again.
 func TestDataDirBoundToNetwork(t *testing.T) {
+	t.Parallel() // real processes in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("runs two networks")
 	}
@@ -477,6 +478,7 @@ func checkFolder(t *testing.T, dir string, files map[string][]byte) {
 // share, and `get` restores it as a tree, byte for byte; links and special
 // files are skipped and named.
 func TestShareFolder(t *testing.T) {
+	t.Parallel() // real processes in real time: overlap their waits
 	tn := startNet(t, 1, 2)
 	tn.startClientDaemon(t, 0, t.TempDir())
 	root, files := makeFolder(t)
@@ -555,6 +557,7 @@ func killedShare(t *testing.T, tn *testNet, data, file string) int {
 // Point 6: a share killed partway resumes when run again: it sends only
 // what did not go out, says so, and the link fetches byte for byte.
 func TestShareResumesAfterKill(t *testing.T) {
+	t.Parallel() // real processes in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("waits out epochs")
 	}
@@ -596,6 +599,7 @@ func TestShareResumesAfterKill(t *testing.T) {
 // again, a mistyped link, the data directory moved to another network and
 // back.
 func TestSecondDayWalk(t *testing.T) {
+	t.Parallel() // real processes in real time: overlap their waits
 	if testing.Short() {
 		t.Skip("runs two networks (about a minute)")
 	}
