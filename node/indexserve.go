@@ -65,17 +65,21 @@ func (s *Server) enterIndex(ctx context.Context, from peer.ID) error {
 // the other; a refused client asks again (fetchWindow). Peers of one
 // address range (IPv4 /24, IPv6 /48, as the admission order's) hold at
 // most a quarter of them, and a reply's send ends within
-// Tunables.WindowReply plus a second per windowMinRate bytes: peers that
-// ask and never read hold a range's share for seconds at a time, not the
-// whole slot table for a poll's 10 min (TestWindowSlotsHeld).
+// Tunables.ClientReply plus a second per clientReplyRate bytes, as every
+// client reply's: peers that ask and never read hold a range's share for
+// seconds at a time, not the whole slot table for a poll's 10 min
+// (TestWindowSlotsHeld).
 const (
 	maxWindowServing  = 32
 	maxWindowPerRange = maxWindowServing / 4
-	// windowMinRate is the slowest reading (bytes a second) a window
-	// reply is sent at: 0.6 MB, four pools of wire.MaxPoolPairs pairs
-	// with their records and descriptors, in 10 s on top of WindowReply.
-	windowMinRate = 64 << 10
 )
+
+// clientReplyRate is the slowest reading (bytes a second) a reply of the
+// client protocols is sent at (transport.ReplyBound): a window of 0.6 MB,
+// four pools of wire.MaxPoolPairs pairs with their records and
+// descriptors, in 10 s on top of Tunables.ClientReply; a full index page
+// (wire.IndexPageBytes) in 2 min; a rate far below a link any client has.
+const clientReplyRate = 64 << 10
 
 // The group's servers fetch windows from each other over the epoch
 // protocol (a member from N's leader before it answers the Prepare, the

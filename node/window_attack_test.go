@@ -138,7 +138,7 @@ func keepRecords(servers []*Server) {
 // busy and sat out. Now the members fetch over the epoch protocol, in
 // slots of their own that only the group's servers take, one /24 holds a
 // quarter of the client slots, and a held reply ends after
-// Tunables.WindowReply and its size at windowMinRate: every client takes
+// Tunables.ClientReply and its size at clientReplyRate: every client takes
 // part in three more epochs, none sits out, and a share acknowledged under
 // the attack is fetched.
 func TestWindowSlotsHeld(t *testing.T) {
@@ -181,14 +181,14 @@ func TestWindowSlotsHeld(t *testing.T) {
 // TestWindowSlotDeadline (issue 25, the decoy window): 32 slow readers of
 // four /24s take every client window slot of a server, once. A client is
 // refused ("try again") only until the short deadline of their replies,
-// Tunables.WindowReply plus a second per windowMinRate bytes, ends them;
+// Tunables.ClientReply plus a second per clientReplyRate bytes, ends them;
 // then it is served. Held to the stream's deadline, a poll's 10 min, the
 // slots stayed taken: the client was refused for as long as it asked.
 func TestWindowSlotDeadline(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		const replyWait = 3 * time.Second
-		tn := startAnonNet(t, 2, 2, 2, testParams(4), func(_ int, c *ServerConfig) { c.Timing.WindowReply = replyWait })
+		tn := startAnonNet(t, 2, 2, 2, testParams(4), func(_ int, c *ServerConfig) { c.Timing.ClientReply = replyWait })
 		s := tn.servers[0]
 		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.certTop() >= 4 }); err != nil {
 			t.Fatalf("no epochs: numbers at %d", s.certTop())
@@ -224,7 +224,7 @@ func TestWindowSlotDeadline(t *testing.T) {
 		if err != nil {
 			t.Fatalf("a client's window request after %v (%d refused): %v", kept, refused, err)
 		}
-		bound := replyWait + time.Duration(len(rep))*time.Second/windowMinRate + time.Second
+		bound := replyWait + time.Duration(len(rep))*time.Second/clientReplyRate + time.Second
 		if refused == 0 || kept > bound {
 			t.Errorf("the client was refused %d times over %v, want at least once and within %v", refused, kept, bound)
 		}
