@@ -4,12 +4,14 @@ package node
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport/memnet"
 )
 
 // TestIndexSlotsHeld (issue 25, kin of the decoy window's; docs/testing.md,
@@ -77,5 +79,53 @@ func TestIndexSlotsHeld(t *testing.T) {
 			t.Errorf("the client was refused %d times over %v, want at least once and within %v", refused, kept, bound)
 		}
 		t.Logf("%d slow readers held the outsiders' index slots: a server served at once, a client refused %d times over %v (page %d bytes, bound %v)", maxOutsiderIndex, refused, kept.Round(10*time.Millisecond), len(rep), bound)
+	})
+}
+
+// TestPIRReplyHeld (issue 25): a peer with no role sends a server 64 PIR
+// queries and never reads the replies (its link lets 16 bytes be in
+// flight, less than the shortest refusal). Every reply of the client
+// protocols is sent within Tunables.ClientReply plus its size at
+// clientReplyRate, so the handlers are free seconds later: the server's
+// handlers, waited for as its Close does, end within that. Before, each
+// held its handler for the PIR stream's deadline, 10 min, and the
+// server's Close waited for them.
+func TestPIRReplyHeld(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		const replyWait = 3 * time.Second
+		tn := startAnonNet(t, 2, 2, 2, testParams(4), func(_ int, c *ServerConfig) { c.Timing.ClientReply = replyWait })
+		s := tn.servers[0]
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.certTop() >= 2 }); err != nil {
+			t.Fatalf("no epochs: numbers at %d", s.certTop())
+		}
+		mn := testMemnet(t)
+		h, err := mn.NewHostFrom(nil, nil, net.IPv4(10, 67, 0, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		mn.SetLink(s.ID(), h.ID(), memnet.Link{Latency: time.Millisecond, Window: 16})
+		h.AddAddrs(s.ID(), s.Addrs(), time.Hour)
+		const n = 64
+		for range n {
+			st, err := h.NewStream(context.Background(), s.ID(), ProtoPIR)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Reset()
+			if err := wire.WriteFrame(st, wire.TypeQuery, make([]byte, 40)); err != nil || st.CloseWrite() != nil {
+				t.Fatalf("query: %v", err)
+			}
+		}
+		time.Sleep(100 * time.Millisecond) // the refusals are written
+		s.cancel()
+		start := time.Now()
+		s.handlers.Close()
+		if took := time.Since(start); took > replyWait+time.Second {
+			t.Errorf("the server's handlers ended %v after its context, want within %v", took, replyWait+time.Second)
+		} else {
+			t.Logf("%d PIR replies not read: the handlers ended %v after the server's context", n, took)
+		}
 	})
 }
