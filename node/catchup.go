@@ -24,7 +24,8 @@ import (
 //
 //  1. it reads the index log of each roster server of its group, page by
 //     page from a cursor kept per peer in its store (the client's IndexReq
-//     and pages), for the closing records it lacks;
+//     and pages, over the epoch protocol: indexPageFrom), for the closing
+//     records it lacks;
 //  2. it takes a closing record only for an epoch whose final certificate
 //     it holds (certs.go: signed by every chain server, checked when
 //     taken; those of the epochs it skipped are fetched first, fillCerts)
@@ -294,7 +295,7 @@ func (s *Server) catchupFrom(ctx context.Context, p peer.ID, want map[[32]byte][
 	var certified map[[32]byte]bool // of the window, as last looked at
 	reset := false
 	for range catchupPages {
-		rep, err := call(ctx, s.h, p, request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{Cursor: cur}).Marshal(), Timeout: shortTimeout})
+		rep, err := s.indexPageFrom(ctx, p, cur)
 		if err != nil {
 			return // away or busy: not a fault
 		}
@@ -373,6 +374,20 @@ func (s *Server) catchupFrom(ctx context.Context, p peer.ID, want map[[32]byte][
 			return
 		}
 	}
+}
+
+// indexPageFrom reads p's index page after cur over the epoch protocol,
+// in p's slots for the group's servers (onServerIndexReq), which peers
+// with no role cannot hold; if p refuses it there (it does not count this
+// server in its group, as while on probation), over the client protocol,
+// in the outsiders' share of its index slots.
+func (s *Server) indexPageFrom(ctx context.Context, p peer.ID, cur uint64) ([]byte, error) {
+	body := (&wire.IndexReq{Cursor: cur}).Marshal()
+	rep, err := call(ctx, s.h, p, request{Proto: ProtoEpoch, Type: wire.TypeIndexReq, Body: body, Timeout: shortTimeout})
+	if err != nil && ctx.Err() == nil {
+		rep, err = call(ctx, s.h, p, request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: body, Timeout: shortTimeout})
+	}
+	return rep, err
 }
 
 // runningHere reports whether epoch id runs at this server.

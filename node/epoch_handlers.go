@@ -62,6 +62,8 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onWouldServe(ctx, from, body)
 	case wire.TypeWindowReq:
 		return s.onServerWindowReq(ctx, from, body)
+	case wire.TypeIndexReq:
+		return s.onServerIndexReq(ctx, from, body)
 	case wire.TypeAttestReq:
 		return s.onAttestReq(from, body)
 	case wire.TypeCharge:

@@ -22,10 +22,13 @@ const (
 	maxOutsiderIndex = 8
 )
 
-// indexSlots counts the index pages in flight.
+// indexSlots counts the index pages in flight; servers holds those
+// served over the epoch protocol to the group's servers catching up, one
+// a server (onServerIndexReq).
 type indexSlots struct {
 	mu             sync.Mutex
 	all, outsiders int
+	servers        slotTable
 }
 
 // enterIndex takes a slot for a page to from; the slot is given back when
@@ -65,17 +68,21 @@ func (s *Server) enterIndex(ctx context.Context, from peer.ID) error {
 // the other; a refused client asks again (fetchWindow). Peers of one
 // address range (IPv4 /24, IPv6 /48, as the admission order's) hold at
 // most a quarter of them, and a reply's send ends within
-// Tunables.WindowReply plus a second per windowMinRate bytes: peers that
-// ask and never read hold a range's share for seconds at a time, not the
-// whole slot table for a poll's 10 min (TestWindowSlotsHeld).
+// Tunables.ClientReply plus a second per clientReplyRate bytes, as every
+// client reply's: peers that ask and never read hold a range's share for
+// seconds at a time, not the whole slot table for a poll's 10 min
+// (TestWindowSlotsHeld).
 const (
 	maxWindowServing  = 32
 	maxWindowPerRange = maxWindowServing / 4
-	// windowMinRate is the slowest reading (bytes a second) a window
-	// reply is sent at: 0.6 MB, four pools of wire.MaxPoolPairs pairs
-	// with their records and descriptors, in 10 s on top of WindowReply.
-	windowMinRate = 64 << 10
 )
+
+// clientReplyRate is the slowest reading (bytes a second) a reply of the
+// client protocols is sent at (transport.ReplyBound): a window of 0.6 MB,
+// four pools of wire.MaxPoolPairs pairs with their records and
+// descriptors, in 10 s on top of Tunables.ClientReply; a full index page
+// (wire.IndexPageBytes) in 2 min; a rate far below a link any client has.
+const clientReplyRate = 64 << 10
 
 // The group's servers fetch windows from each other over the epoch
 // protocol (a member from N's leader before it answers the Prepare, the
@@ -156,6 +163,31 @@ func (s *Server) onIndexReq(ctx context.Context, from peer.ID, body []byte) (wir
 	if err := s.enterIndex(ctx, from); err != nil {
 		return 0, nil, err
 	}
+	return s.indexReply(ctx, from, req.Cursor)
+}
+
+// onServerIndexReq answers, over the epoch protocol, a server of the
+// group catching up (catchupFrom) with the page onIndexReq would give. It
+// takes none of the clients' index slots, whose outsiders' share any
+// peer may hold, so that such peers cannot keep a server from the
+// records it lacks; a peer outside the group is refused before the
+// request is parsed, and a server has one page at a time.
+func (s *Server) onServerIndexReq(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
+	if !s.groupPeer(from) {
+		return 0, nil, errors.New("node: index requests on the epoch protocol only from the group's servers")
+	}
+	var req wire.IndexReq
+	if err := req.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	if err := s.indexSlots.servers.enter(ctx, from, "", wire.MaxServers, wire.MaxServers); err != nil {
+		return 0, nil, err
+	}
+	return s.indexReply(ctx, from, req.Cursor)
+}
+
+// indexReply is the index page after cursor, to from.
+func (s *Server) indexReply(ctx context.Context, from peer.ID, cursor uint64) (wire.Type, []byte, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, nil, err
 	}
@@ -163,7 +195,7 @@ func (s *Server) onIndexReq(ctx context.Context, from peer.ID, body []byte) (wir
 	if p := s.hookIndexPage(); p > 0 {
 		budget = p
 	}
-	ch, err := s.store.IndexSince(req.Cursor, budget)
+	ch, err := s.store.IndexSince(cursor, budget)
 	if err != nil {
 		return 0, nil, err
 	}

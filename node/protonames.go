@@ -207,9 +207,17 @@ func serveSegments(ctx context.Context, h transport.Host, g *gate, log *slog.Log
 	transport.ServeSegments(ctx, h, g, log, proto, timeout, caps, bufs, fn)
 }
 
-// replyWithin ends the stream a handler answers within d
-// (transport.ReplyWithin).
-func replyWithin(ctx context.Context, d time.Duration) { transport.ReplyWithin(ctx, d) }
+func serveBounded(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, bound transport.ReplyBound, caps func(peer.ID, wire.Type) int, bufs *wire.Buffers, fn segHandlerFunc) {
+	transport.ServeBounded(ctx, h, g, log, proto, timeout, bound, caps, bufs, fn)
+}
+
+// oneSegment is fn as a segHandlerFunc (transport.ServePooled).
+func oneSegment(fn handlerFunc) segHandlerFunc {
+	return func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
+		rt, rep, err := fn(ctx, from, t, body)
+		return rt, [][]byte{rep}, err
+	}
+}
 
 // The caps and replies of each protocol, from wire's message table.
 var (

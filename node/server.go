@@ -293,8 +293,11 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	serve(cctx, h, &s.handlers, s.log, ProtoEpoch, bulkTimeout, s.serverCaps(s.epochCaps), s.handleEpoch)
 	servePooled(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.serverCaps(s.roundCaps), s.pool.buffers(), s.handleRound)
 	handleClient, handlePIR := s.hookClientHandlers(s.handleClient, s.handlePIR)
-	servePooled(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, anyPeer(s.clientCaps), s.pool.buffers(), handleClient)
-	serveSegments(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, anyPeer(s.pirCaps), nil, handlePIR)
+	// Every reply of the client protocols is sent within
+	// Tunables.ClientReply plus its size at clientReplyRate.
+	replies := transport.ReplyBound{Base: cfg.Timing.ClientReply, Rate: clientReplyRate}
+	serveBounded(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, replies, anyPeer(s.clientCaps), s.pool.buffers(), oneSegment(handleClient))
+	serveBounded(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, replies, anyPeer(s.pirCaps), nil, handlePIR)
 	if !cfg.NoLAN {
 		if err := s.startLAN(cctx); err != nil {
 			// LAN discovery is a convenience: a host without multicast

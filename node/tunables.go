@@ -43,10 +43,11 @@ type Tunables struct {
 	// WouldServeTimeout bounds the question to a left-out server
 	// (derive.go): well within the leader's Prepare timeout.
 	WouldServeTimeout time.Duration
-	// WindowReply bounds the send of a window reply to a client, plus a
-	// second per windowMinRate bytes (indexserve.go): a peer that asks
-	// and does not read holds its slot no longer.
-	WindowReply time.Duration
+	// ClientReply bounds the send of every reply of the client and PIR
+	// protocols, plus a second per clientReplyRate bytes (server.go): a
+	// peer that asks and does not read holds the handler and any slot it
+	// took no longer.
+	ClientReply time.Duration
 	// DupRouteWait bounds how long a duplicate walker asks a server for
 	// its route (dupwalk.go).
 	DupRouteWait time.Duration
@@ -117,7 +118,7 @@ func DefaultTunables() Tunables {
 		CertSyncEvery:      5 * time.Second,
 		CertSyncStart:      500 * time.Millisecond,
 		WouldServeTimeout:  4 * time.Second,
-		WindowReply:        2 * time.Second,
+		ClientReply:        2 * time.Second,
 		DupRouteWait:       5 * time.Second,
 		RouteLinger:        2 * time.Second,
 		WithdrawTTL:        60 * time.Second,

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -183,9 +182,7 @@ func (s *Server) onWindowReq(ctx context.Context, from peer.ID, body []byte) (wi
 	}
 	w := wire.Window{Items: s.windowItems(q.Number)}
 	s.hookWindowReply(from, &w)
-	rep := w.Marshal()
-	replyWithin(ctx, s.cfg.Timing.WindowReply+time.Duration(len(rep))*time.Second/windowMinRate)
-	return wire.TypeWindow, rep, nil
+	return wire.TypeWindow, w.Marshal(), nil
 }
 
 // onServerWindowReq answers, over the epoch protocol, a server of the

@@ -32,6 +32,10 @@ type slowReaders struct {
 	done  chan struct{}
 	hosts []transport.Host
 	wg    sync.WaitGroup
+	// ask is the request and the reply's type (nil: the window); every
+	// is how often a held reply is read a byte of (0: 100 ms).
+	ask   func(s *Server) (wire.Type, []byte, wire.Type)
+	every time.Duration
 }
 
 // stop closes the peers and waits for their goroutines (the bubble's end
@@ -59,8 +63,22 @@ func (sr *slowReaders) sleep(d time.Duration) bool {
 // ctx ends; the caller stops them.
 func startSlowReaders(ctx context.Context, t *testing.T, servers []*Server, n, ranges int) *slowReaders {
 	t.Helper()
+	return startSlowReadersOf(ctx, t, servers, n, ranges, &slowReaders{})
+}
+
+// startSlowReadersOf is startSlowReaders with sr's request and pace.
+func startSlowReadersOf(ctx context.Context, t *testing.T, servers []*Server, n, ranges int, sr *slowReaders) *slowReaders {
+	t.Helper()
 	mn := testMemnet(t)
-	sr := &slowReaders{done: make(chan struct{})}
+	sr.done = make(chan struct{})
+	if sr.ask == nil {
+		sr.ask = func(s *Server) (wire.Type, []byte, wire.Type) {
+			return wire.TypeWindowReq, (&wire.WindowReq{Number: s.certTop() + 1}).Marshal(), wire.TypeWindow
+		}
+	}
+	if sr.every == 0 {
+		sr.every = 100 * time.Millisecond
+	}
 	for i := range n {
 		h, err := mn.NewHostFrom(nil, nil, net.IPv4(10, 66, byte(i%ranges), byte(1+i/ranges)))
 		if err != nil {
@@ -77,9 +95,9 @@ func startSlowReaders(ctx context.Context, t *testing.T, servers []*Server, n, r
 	return sr
 }
 
-// hold asks s for the window before its next number again and again,
-// while ctx lasts, and never reads a reply past its first byte, then one
-// byte each 100 ms to see whether the server ended the stream (10 B/s: a
+// hold asks s sr.ask's request (the window before its next number) again
+// and again, while ctx lasts, and never reads a reply past its first
+// byte, then one byte each sr.every (100 ms) to see whether the server ended the stream (10 B/s: a
 // reply of kilobytes takes minutes), and asks again at once. A stream it
 // holds when ctx ends it leaves to the server to end.
 func (sr *slowReaders) hold(ctx context.Context, h transport.Host, s *Server) {
@@ -91,13 +109,13 @@ func (sr *slowReaders) hold(ctx context.Context, h transport.Host, s *Server) {
 			}
 			continue
 		}
-		req := (&wire.WindowReq{Number: s.certTop() + 1}).Marshal()
-		if wire.WriteFrame(st, wire.TypeWindowReq, req) != nil || st.CloseWrite() != nil {
+		qt, req, rt := sr.ask(s)
+		if wire.WriteFrame(st, qt, req) != nil || st.CloseWrite() != nil {
 			st.Reset()
 			continue
 		}
 		b := make([]byte, 1)
-		if _, err := st.Read(b); err != nil || wire.Type(b[0]) != wire.TypeWindow {
+		if _, err := st.Read(b); err != nil || wire.Type(b[0]) != rt {
 			st.Reset()
 			if !sr.sleep(200 * time.Millisecond) {
 				return
@@ -105,7 +123,7 @@ func (sr *slowReaders) hold(ctx context.Context, h transport.Host, s *Server) {
 			continue
 		}
 		sr.held.Add(1)
-		for sr.sleep(100 * time.Millisecond) {
+		for sr.sleep(sr.every) {
 			if _, err := st.Read(b); err != nil {
 				break
 			}
@@ -138,7 +156,7 @@ func keepRecords(servers []*Server) {
 // busy and sat out. Now the members fetch over the epoch protocol, in
 // slots of their own that only the group's servers take, one /24 holds a
 // quarter of the client slots, and a held reply ends after
-// Tunables.WindowReply and its size at windowMinRate: every client takes
+// Tunables.ClientReply and its size at clientReplyRate: every client takes
 // part in three more epochs, none sits out, and a share acknowledged under
 // the attack is fetched.
 func TestWindowSlotsHeld(t *testing.T) {
@@ -181,14 +199,14 @@ func TestWindowSlotsHeld(t *testing.T) {
 // TestWindowSlotDeadline (issue 25, the decoy window): 32 slow readers of
 // four /24s take every client window slot of a server, once. A client is
 // refused ("try again") only until the short deadline of their replies,
-// Tunables.WindowReply plus a second per windowMinRate bytes, ends them;
+// Tunables.ClientReply plus a second per clientReplyRate bytes, ends them;
 // then it is served. Held to the stream's deadline, a poll's 10 min, the
 // slots stayed taken: the client was refused for as long as it asked.
 func TestWindowSlotDeadline(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		const replyWait = 3 * time.Second
-		tn := startAnonNet(t, 2, 2, 2, testParams(4), func(_ int, c *ServerConfig) { c.Timing.WindowReply = replyWait })
+		tn := startAnonNet(t, 2, 2, 2, testParams(4), func(_ int, c *ServerConfig) { c.Timing.ClientReply = replyWait })
 		s := tn.servers[0]
 		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.certTop() >= 4 }); err != nil {
 			t.Fatalf("no epochs: numbers at %d", s.certTop())
@@ -224,7 +242,7 @@ func TestWindowSlotDeadline(t *testing.T) {
 		if err != nil {
 			t.Fatalf("a client's window request after %v (%d refused): %v", kept, refused, err)
 		}
-		bound := replyWait + time.Duration(len(rep))*time.Second/windowMinRate + time.Second
+		bound := replyWait + time.Duration(len(rep))*time.Second/clientReplyRate + time.Second
 		if refused == 0 || kept > bound {
 			t.Errorf("the client was refused %d times over %v, want at least once and within %v", refused, kept, bound)
 		}

@@ -34,8 +34,8 @@ const (
 	TypeGetChunk    Type = 48 // fetch a public chunk by id
 	TypeChunk       Type = 49
 	TypeWaitList    Type = 50 // client → primary: wait for a round's list
-	TypeIndexReq    Type = 60 // client → any server: the index changes after a cursor (IndexReq)
-	TypeIndex       Type = 61 // server → client: one page of them (Index)
+	TypeIndexReq    Type = 60 // client → any server, or a server of the group → another (epoch protocol): the index changes after a cursor (IndexReq)
+	TypeIndex       Type = 61 // the reply: one page of them (Index)
 	TypeAck         Type = 62 // empty acknowledgement
 	TypeRoot        Type = 51 // a signed batch root, broadcast to every server (§5.2)
 )

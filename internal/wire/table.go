@@ -184,6 +184,8 @@ var Messages = []Message{
 	req(ProtoEpoch, TypeCharge, "Charge", size(MaxChargeSize), TypeAck, decCharge),
 	// The decoy window between the group's servers (node/window.go).
 	req(ProtoEpoch, TypeWindowReq, "WindowReq", size(32+8), TypeWindow, decWindowReq),
+	// Index pages to a server of the group catching up (node/catchup.go).
+	req(ProtoEpoch, TypeIndexReq, "IndexReq", size(IndexReqSize), TypeIndex, decIndexReq),
 	rep(ProtoEpoch, TypeEntry, "Entry", size(1<<20), decEntry),
 	rep(ProtoEpoch, TypeSig, "Sig", sigCap, decSig),
 	rep(ProtoEpoch, TypeRegList, "RegList", size(256<<20), decRegList),
@@ -195,6 +197,7 @@ var Messages = []Message{
 	rep(ProtoEpoch, TypeDropStep, "DropStep", size(DropStepSize), decDropStep),
 	rep(ProtoEpoch, TypeAttest, "Attest", size(AttestSize), decAttest),
 	rep(ProtoEpoch, TypeWindow, "Window", size(64<<20), decWindow),
+	rep(ProtoEpoch, TypeIndex, "Index", size(MaxIndexPage), decIndex),
 	rep(ProtoEpoch, TypeAck, "Ack", ackCap, decEmpty),
 
 	req(ProtoRound, TypeSubmitBatch, "SubmitBatch", size(MaxFrame), TypeAck, decSubmitBatch),

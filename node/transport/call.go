@@ -190,24 +190,20 @@ func (g *Gate) Close() {
 	g.wg.Wait()
 }
 
-// streamKey carries, in a handler's context, the stream it answers.
-type streamKey struct{}
+// ReplyBound bounds the send of every reply of a protocol: the stream
+// ends Base plus a second per Rate bytes of the reply after the handler
+// returns, if that comes before the protocol's deadline. A peer that asks
+// and never reads then holds its stream, its handler and whatever slot
+// the handler took for seconds, not for the whole deadline (a client
+// poll's 10 min). The zero bound adds nothing.
+type ReplyBound struct {
+	Base time.Duration
+	Rate int // bytes a second; 0: no bound
+}
 
-// ReplyWithin ends the stream a handler answers at d from now, its
-// reply's send included, if that comes before the stream's deadline: a
-// reply a peer with no role asked for is not held for the protocol's
-// whole deadline by a peer that does not read it. Outside a handler it
-// does nothing.
-func ReplyWithin(ctx context.Context, d time.Duration) {
-	s, ok := ctx.Value(streamKey{}).(Stream)
-	if !ok {
-		return
-	}
-	dl := time.Now().Add(d)
-	if cur, ok := ctx.Deadline(); ok && !dl.Before(cur) {
-		return
-	}
-	_ = s.SetDeadline(dl)
+// within is how long a reply of n bytes may take to send.
+func (b ReplyBound) within(n int) time.Duration {
+	return b.Base + time.Duration(n)*time.Second/time.Duration(b.Rate)
 }
 
 // Serve installs a request/response handler for proto with per-type caps.
@@ -230,13 +226,19 @@ func ServePooled(ctx context.Context, h Host, g *Gate, log *slog.Logger, proto p
 // bytes arrive (wire.BodyStart): a header alone reserves nothing big,
 // whatever the sender's cap.
 func ServeSegments(ctx context.Context, h Host, g *Gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, bufs *wire.Buffers, fn SegHandlerFunc) {
+	ServeBounded(ctx, h, g, log, proto, timeout, ReplyBound{}, caps, bufs, fn)
+}
+
+// ServeBounded is ServeSegments whose replies' sends end within bound.
+func ServeBounded(ctx context.Context, h Host, g *Gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, bound ReplyBound, caps func(peer.ID, wire.Type) int, bufs *wire.Buffers, fn SegHandlerFunc) {
 	h.SetStreamHandler(proto, func(s Stream) {
 		if !g.Enter() {
 			s.Reset()
 			return
 		}
 		defer g.Leave()
-		_ = s.SetDeadline(time.Now().Add(timeout))
+		end := time.Now().Add(timeout)
+		_ = s.SetDeadline(end)
 		from := s.RemotePeer()
 		br := getReader(s)
 		t, body, rerr := wire.ReadAnyInto(br, func(t wire.Type) int { return caps(from, t) }, bufs)
@@ -253,8 +255,19 @@ func ServeSegments(ctx context.Context, h Host, g *Gate, log *slog.Logger, proto
 		}
 		sctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		sctx = context.WithValue(sctx, streamKey{}, s)
 		rt, rep, ferr := fn(sctx, from, t, body)
+		if bound.Rate > 0 {
+			n := wire.HeaderSize
+			if ferr != nil {
+				n += len(ferr.Error())
+			}
+			for _, b := range rep {
+				n += len(b)
+			}
+			if dl := time.Now().Add(bound.within(n)); dl.Before(end) {
+				_ = s.SetDeadline(dl)
+			}
+		}
 		bw := getWriter(s)
 		defer putWriter(bw)
 		var err error

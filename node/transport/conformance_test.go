@@ -65,14 +65,14 @@ func conformance(t *testing.T, nw transport.Network) {
 		s.Reset()
 	})
 	// A reply bigger than a stream's window (libp2p's first, memnet's
-	// 16 MiB) whose send ReplyWithin bounds to 300 ms of a minute.
+	// 16 MiB) whose send a ReplyBound ends after 300 ms (and 20 ms for its
+	// size), not the protocol's minute.
 	var g transport.Gate
 	sctx, scancel := context.WithCancel(context.Background())
 	defer scancel()
-	transport.Serve(sctx, srv, &g, slog.New(slog.DiscardHandler), protoBig, time.Minute, func(peer.ID, wire.Type) int { return 64 },
-		func(ctx context.Context, _ peer.ID, _ wire.Type, _ []byte) (wire.Type, []byte, error) {
-			transport.ReplyWithin(ctx, 300*time.Millisecond)
-			return wire.TypeAck, make([]byte, 20<<20), nil
+	transport.ServeBounded(sctx, srv, &g, slog.New(slog.DiscardHandler), protoBig, time.Minute, transport.ReplyBound{Base: 300 * time.Millisecond, Rate: 1 << 30}, func(peer.ID, wire.Type) int { return 64 }, nil,
+		func(context.Context, peer.ID, wire.Type, []byte) (wire.Type, [][]byte, error) {
+			return wire.TypeAck, [][]byte{make([]byte, 20<<20)}, nil
 		})
 	down := make(chan peer.ID, 4)
 	srv.OnDisconnect(func(p peer.ID) { down <- p })

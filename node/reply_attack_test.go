@@ -1,0 +1,131 @@
+//go:build riffletest
+
+package node
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport/memnet"
+)
+
+// TestIndexSlotsHeld (issue 25, kin of the decoy window's; docs/testing.md,
+// the attack table): 8 peers with no role ask a server for index pages
+// and never read them (a byte each 2 s: a page of kilobytes takes hours),
+// taking the outsiders' share of its index slots. A server of the group
+// catching up reads its pages over the epoch protocol, in slots of its
+// own, at once; a client that holds no slot there (one syncing before it
+// registers) is refused only until every client reply's short send bound,
+// Tunables.ClientReply plus its size at clientReplyRate, ends theirs.
+// Before, catch-up read through those slots and both were refused for
+// the stream's 10 min.
+func TestIndexSlotsHeld(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		const replyWait = 3 * time.Second
+		tn := startAnonNet(t, 2, 2, 2, testParams(4), func(_ int, c *ServerConfig) { c.Timing.ClientReply = replyWait })
+		s := tn.servers[0]
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.certTop() >= 4 }); err != nil {
+			t.Fatalf("no epochs: numbers at %d", s.certTop())
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		sr := startSlowReadersOf(ctx, t, []*Server{s}, maxOutsiderIndex, 1, &slowReaders{
+			ask: func(*Server) (wire.Type, []byte, wire.Type) {
+				return wire.TypeIndexReq, (&wire.IndexReq{}).Marshal(), wire.TypeIndex
+			},
+			every: 2 * time.Second,
+		})
+		defer sr.stop()
+		if err := wait.Until(ctx, 10*time.Second, func() bool { return sr.held.Load() == maxOutsiderIndex }); err != nil {
+			t.Fatalf("the slow readers hold %d index slots, want %d", sr.held.Load(), maxOutsiderIndex)
+		}
+		// A server of the group catching up is served while they hold them.
+		start := time.Now()
+		if _, err := tn.servers[1].indexPageFrom(ctx, s.ID(), 0); err != nil || time.Since(start) > time.Second {
+			t.Fatalf("a server's index page with the clients' slots held: %v after %v", err, time.Since(start))
+		}
+		// From now on they ask no more: what is left is their hold.
+		cancel()
+		start = time.Now()
+		probe, err := newHost(t, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer probe.Close()
+		probe.AddAddrs(s.ID(), s.Addrs(), time.Hour)
+		req := (&wire.IndexReq{}).Marshal()
+		var rep []byte
+		refused := 0
+		for time.Since(start) < time.Minute {
+			rep, err = call(context.Background(), probe, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: req, Timeout: shortTimeout})
+			if err == nil || !strings.Contains(err.Error(), "too many index requests") {
+				break
+			}
+			refused++
+			time.Sleep(100 * time.Millisecond)
+		}
+		kept := time.Since(start)
+		if err != nil {
+			t.Fatalf("a client's index request after %v (%d refused): %v", kept, refused, err)
+		}
+		bound := replyWait + time.Duration(len(rep))*time.Second/clientReplyRate + time.Second
+		if refused == 0 || kept > bound {
+			t.Errorf("the client was refused %d times over %v, want at least once and within %v", refused, kept, bound)
+		}
+		t.Logf("%d slow readers held the outsiders' index slots: a server served at once, a client refused %d times over %v (page %d bytes, bound %v)", maxOutsiderIndex, refused, kept.Round(10*time.Millisecond), len(rep), bound)
+	})
+}
+
+// TestPIRReplyHeld (issue 25): a peer with no role sends a server 64 PIR
+// queries and never reads the replies (its link lets 16 bytes be in
+// flight, less than the shortest refusal). Every reply of the client
+// protocols is sent within Tunables.ClientReply plus its size at
+// clientReplyRate, so the handlers are free seconds later: the server's
+// handlers, waited for as its Close does, end within that. Before, each
+// held its handler for the PIR stream's deadline, 10 min, and the
+// server's Close waited for them.
+func TestPIRReplyHeld(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		const replyWait = 3 * time.Second
+		tn := startAnonNet(t, 2, 2, 2, testParams(4), func(_ int, c *ServerConfig) { c.Timing.ClientReply = replyWait })
+		s := tn.servers[0]
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.certTop() >= 2 }); err != nil {
+			t.Fatalf("no epochs: numbers at %d", s.certTop())
+		}
+		mn := testMemnet(t)
+		h, err := mn.NewHostFrom(nil, nil, net.IPv4(10, 67, 0, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		mn.SetLink(s.ID(), h.ID(), memnet.Link{Latency: time.Millisecond, Window: 16})
+		h.AddAddrs(s.ID(), s.Addrs(), time.Hour)
+		const n = 64
+		for range n {
+			st, err := h.NewStream(context.Background(), s.ID(), ProtoPIR)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Reset()
+			if err := wire.WriteFrame(st, wire.TypeQuery, make([]byte, 40)); err != nil || st.CloseWrite() != nil {
+				t.Fatalf("query: %v", err)
+			}
+		}
+		time.Sleep(100 * time.Millisecond) // the refusals are written
+		s.cancel()
+		start := time.Now()
+		s.handlers.Close()
+		if took := time.Since(start); took > replyWait+time.Second {
+			t.Errorf("the server's handlers ended %v after its context, want within %v", took, replyWait+time.Second)
+		} else {
+			t.Logf("%d PIR replies not read: the handlers ended %v after the server's context", n, took)
+		}
+	})
+}
