@@ -17,7 +17,7 @@ import (
 // held; each backing array is counted once, by its capacity, in the first
 // place it is found (in this order).
 type bulkHeld struct {
-	Rounds   int // frames, onions, masks, padded and combined answers of the rounds
+	Rounds   int // frames, onions, masks, padded and combined answers of the rounds, handed-over onions
 	Inputs   int // input batches held for a blame walk, evidence of void rounds
 	Layers   int // the mixing's layer buffers
 	PoolFree int // the pool's free buffers
@@ -93,6 +93,13 @@ func (s *Server) bulkHeld() bulkHeld {
 				for _, rows := range m {
 					sp.addAll(rows)
 				}
+			}
+		}
+	}
+	for _, e := range epochs {
+		for _, subs := range e.handover {
+			for _, sub := range subs {
+				sp.add(sub.Onion)
 			}
 		}
 	}
