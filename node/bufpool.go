@@ -17,7 +17,8 @@ import (
 // Buffers come in size classes from poolMin up, sixteen per doubling (so a
 // buffer wastes at most 1/16 of its size: onions just over 2^k bytes are
 // kept by the thousand); the pool keeps at most poolMax bytes of free
-// buffers and lets the garbage collector have the rest. A buffer is put back only by the code that owns it and knows
+// buffers (less once an epoch runs: poolRounds of its rounds' databases,
+// setLimit) and lets the garbage collector have the rest. A buffer is put back only by the code that owns it and knows
 // that nothing refers to it any longer; a buffer never put back is simply
 // collected. Reused buffers are not zeroed: every user overwrites the
 // bytes it reads (frame bodies are read in full, answers are computed in
@@ -26,6 +27,7 @@ type bufPool struct {
 	mu    sync.Mutex
 	free  map[int][][]byte // by class: the capacity
 	bytes int              // capacity of all free buffers
+	limit int              // cap on bytes (0: poolMax)
 }
 
 const (
@@ -33,7 +35,27 @@ const (
 	// poolMax caps the free bytes kept: a round at n = 200, b = 256 KiB
 	// cycles about 200 MB through the pool.
 	poolMax = 512 << 20
+	// poolRounds is the free bytes kept in rounds' databases (n·b) of the
+	// newest epoch: what a round gives back before the next takes it
+	// (measured: TestServerMemoryPerRound).
+	poolRounds = 2
 )
+
+// setLimit caps the free bytes at poolRounds databases of n·b bytes
+// (within [poolMin, poolMax]) and drops free buffers beyond it.
+func (p *bufPool) setLimit(n, b int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.limit = min(max(poolRounds*n*b, poolMin), poolMax)
+	for c, l := range p.free {
+		for len(l) > 0 && p.bytes > p.limit {
+			l[len(l)-1] = nil
+			l = l[:len(l)-1]
+			p.bytes -= c
+		}
+		p.free[c] = l
+	}
+}
 
 // poolClass is the capacity of the class of n ≥ poolMin: n rounded up to a
 // multiple of 1/16 of the largest power of two not above n.
@@ -71,7 +93,11 @@ func (p *bufPool) put(b []byte) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.bytes+c > poolMax {
+	limit := p.limit
+	if limit == 0 {
+		limit = poolMax
+	}
+	if p.bytes+c > limit {
 		return
 	}
 	if p.free == nil {

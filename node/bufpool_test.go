@@ -40,5 +40,17 @@ func TestBufPool(t *testing.T) {
 		if p.bytes > poolMax {
 			t.Fatalf("pool holds %d bytes > %d", p.bytes, poolMax)
 		}
+		// An epoch of n = 4, b = 64 KiB caps the free bytes at
+		// poolRounds databases, at once and from then on.
+		p.setLimit(4, poolMin)
+		if want := poolRounds * 4 * poolMin; p.bytes > want {
+			t.Fatalf("pool holds %d bytes after setLimit, want at most %d", p.bytes, want)
+		}
+		for i := 0; i < 100; i++ {
+			p.put(make([]byte, poolMin))
+		}
+		if want := poolRounds * 4 * poolMin; p.bytes > want {
+			t.Fatalf("pool holds %d bytes, want at most %d", p.bytes, want)
+		}
 	})
 }

@@ -243,6 +243,8 @@ type roundsState struct {
 type layerBuffers struct {
 	bufMu     sync.Mutex
 	layerBufs [][]byte
+	// layersDropped: the epoch ended, its buffers are not kept.
+	layersDropped bool
 }
 
 // acquire reserves the epoch's secrets for work outside s.mu; false once
@@ -312,11 +314,27 @@ func (s *Server) endQuiet(e *sepoch, reason string) {
 		s.lastEnd = time.Now()
 	}
 	s.flushManifests(e)
-	if e.final != nil && len(e.lt) > 0 && s.ctx.Err() == nil {
+	if e.final != nil && s.ctx.Err() == nil {
+		record := len(e.lt) > 0
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.recordClients(e)
+			if record {
+				s.recordClients(e) // reads the submissions of the next round
+			}
+			s.mu.Lock()
+			e.dropEnded(false)
+			s.mu.Unlock()
+			t := time.NewTimer(s.cfg.Timing.EndGrace)
+			defer t.Stop()
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-t.C:
+			}
+			s.mu.Lock()
+			e.dropEnded(true)
+			s.mu.Unlock()
 		}()
 	}
 	if e.final != nil && e.pos == 0 && s.ctx.Err() == nil {

@@ -192,6 +192,11 @@ func (s *Server) combine(e *sepoch, x *sround, r uint32) {
 		x.answers[sl] = own
 	}
 	x.pirDone = true
+	// The padded answers are in the answers now: their frames go back.
+	for _, b := range x.padBodies {
+		s.pool.put(b)
+	}
+	x.pads, x.padBodies = map[uint32][][]byte{}, nil
 	s.notify()
 }
 
@@ -240,19 +245,27 @@ func (s *Server) onPadAnswers(from peer.ID, body []byte) (wire.Type, []byte, err
 		return 0, nil, err
 	}
 	x := e.round(rows.Round)
-	if x.padFrom[j] {
+	if x.padFrom[j] || x.pirDone {
+		s.pool.put(body) // nothing refers to it
 		return wire.TypeAck, ack, nil
 	}
 	x.padFrom[j] = true
+	kept := false
 	for i, sl := range rows.Slots {
 		acc := x.pads[sl]
 		if acc == nil {
 			x.pads[sl] = rows.Rows[i*k : (i+1)*k]
+			kept = true
 			continue
 		}
 		for t := 0; t < k; t++ {
 			pir.XorInto(acc[t], rows.Rows[i*k+t])
 		}
+	}
+	if kept {
+		x.padBodies = append(x.padBodies, body)
+	} else {
+		s.pool.put(body) // XORed into the first server's, which stays
 	}
 	s.combine(e, x, rows.Round)
 	return wire.TypeAck, ack, nil

@@ -76,6 +76,9 @@ type sround struct {
 	own     map[uint32][][]byte // R_p for this server's clients
 	answers map[uint32][][]byte // combined answers, ready for the client
 	pirDone bool
+	// padBodies are the frames (bufPool buffers) pads alias, given back
+	// once the answers are combined.
+	padBodies [][]byte
 
 	pruned bool // bulk state dropped (prune): nothing more is taken
 }
@@ -109,16 +112,50 @@ func (e *sepoch) listed(pool *bufPool, r uint32) {
 		if x := e.rounds[e.pruned]; x != nil {
 			// The round was mixed long ago (round r's list needs r−2
 			// published, and so on back): nothing refers to its onions.
-			for _, b := range x.bodies {
+			for _, b := range append(x.bodies, x.padBodies...) {
 				pool.put(b)
 			}
-			x.bodies, x.kept, x.pubRaw = nil, nil, nil
-			x.subs, x.digests, x.queries = map[uint32]wire.Submit{}, map[uint32][32]byte{}, map[uint32][][]byte{}
-			x.pads, x.own, x.answers, x.padFrom = map[uint32][][]byte{}, nil, map[uint32][][]byte{}, map[int]bool{}
-			x.pruned = true
+			x.dropBulk()
 		}
 		e.pruned++
 	}
+}
+
+// dropBulk drops round x's bulk state. Call with s.mu held.
+func (x *sround) dropBulk() {
+	x.bodies, x.kept, x.padBodies, x.pubRaw = nil, nil, nil, nil
+	x.subs, x.digests, x.queries = map[uint32]wire.Submit{}, map[uint32][32]byte{}, map[uint32][][]byte{}
+	x.pads, x.own, x.answers, x.padFrom = map[uint32][][]byte{}, nil, map[uint32][][]byte{}, map[int]bool{}
+	x.pruned = true
+}
+
+// dropEnded drops the bulk state of an ended epoch's rounds: the epoch
+// itself stays a while (forget: its closing, lists and roots), its bulk
+// state would be a second epoch's worth. The onions, padded answers, held
+// inputs and layer buffers go at once (answers only: nothing more is mixed
+// or combined), the masks and answers once the requests in flight at the
+// end had their grace (EndGrace). An epoch with a round blame keeps it
+// all, its walk's evidence. The buffers are not given back to the pool: a
+// send begun before the end may still read them. Call with s.mu held.
+func (e *sepoch) dropEnded(answers bool) {
+	if !e.ended || e.rb != nil || len(e.blames) > 0 {
+		return
+	}
+	for r, x := range e.rounds {
+		if answers {
+			if !x.pruned {
+				x.dropBulk()
+			}
+			e.pruned = max(e.pruned, r+1)
+			continue
+		}
+		x.bodies, x.kept, x.padBodies, x.pubRaw = nil, nil, nil, nil
+		x.subs, x.digests, x.pads = map[uint32]wire.Submit{}, map[uint32][32]byte{}, map[uint32][][]byte{}
+	}
+	clear(e.held)
+	e.bufMu.Lock()
+	e.layerBufs, e.layersDropped = nil, true
+	e.bufMu.Unlock()
 }
 
 // opened notes that round r is open here from now (round r − mixDepth
@@ -213,7 +250,9 @@ func (e *sepoch) takeLayerBufs(n, size int) [][]byte {
 // putLayerBufs hands buffers back after the batch made from them is sent.
 func (e *sepoch) putLayerBufs(_ *Server, bufs [][]byte) {
 	e.bufMu.Lock()
-	e.layerBufs = bufs
+	if !e.layersDropped {
+		e.layerBufs = bufs
+	}
 	e.bufMu.Unlock()
 }
 

@@ -82,6 +82,7 @@ func (s *Server) setup(e *sepoch) {
 	s.hookPseudonyms(v.id, ps)
 	s.mu.Lock()
 	e.pseudonyms, e.keys, e.setupDone = ps, keys, true
+	s.pool.setLimit(n, int(v.desc.Params.ChunkSize))
 	for r := range uint32(mixDepth) {
 		e.opened(r) // the first rounds wait for no publication
 	}

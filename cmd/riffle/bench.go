@@ -58,6 +58,7 @@ clients, against servers running elsewhere (make netns uses it).`,
 			&cli.IntFlag{Name: "chunk-size", Value: int(node.DefaultParams().ChunkSize), Usage: "epoch parameter b"},
 			&cli.IntFlag{Name: "k", Value: int(node.DefaultParams().K), Usage: "epoch parameter k"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole run to `FILE` (go tool pprof)"},
+			&cli.StringFlag{Name: "memprofile", Usage: "write a heap profile to `FILE` at the run's highest live heap (sampled every second; go tool pprof)"},
 			&cli.BoolFlag{Name: "no-baseline", Usage: "skip the plain-libp2p baseline"},
 			&cli.BoolFlag{Name: "quic", Usage: "run each n over TCP and over QUIC and compare their round time and CPU"},
 			&cli.BoolFlag{Name: "no-ceilings", Usage: "skip measuring the machine's ceilings"},
@@ -88,7 +89,7 @@ func parseCounts(s string) ([]int, error) {
 	return out, nil
 }
 
-func runBench(c *cli.Context) error {
+func runBench(c *cli.Context) (err error) {
 	counts, err := parseCounts(c.String("clients"))
 	if err != nil {
 		return err
@@ -115,6 +116,19 @@ func runBench(c *cli.Context) error {
 	ctx, stop := signalContext(c.Context)
 	defer stop()
 	out := stdout(c)
+	if path := c.String("memprofile"); path != "" {
+		ph, err := startPeakHeap(path, time.Second)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			peak, perr := ph.finish()
+			fmt.Fprintf(out, "peak live heap %s (this process), profile at that peak in %s\n", humanBytes(peak), path)
+			if err == nil {
+				err = perr
+			}
+		}()
+	}
 	if c.Bool("paper") {
 		return runBenchPaper(ctx, c)
 	}

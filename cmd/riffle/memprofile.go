@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime/metrics"
+	"runtime/pprof"
+	"sync"
+	"time"
+)
+
+// peakHeap writes a heap profile each time the live heap (as of the last
+// collection) reaches a new high, so that the file left at the end shows
+// what was held at the run's peak rather than at its end, when the
+// networks are closed.
+type peakHeap struct {
+	path string
+	stop chan struct{}
+	done sync.WaitGroup
+	peak uint64
+	err  error
+}
+
+const liveHeapMetric = "/gc/heap/live:bytes"
+
+func startPeakHeap(path string, every time.Duration) (*peakHeap, error) {
+	p := &peakHeap{path: path, stop: make(chan struct{})}
+	if err := p.sample(); err != nil { // fails early on a bad path
+		return nil, err
+	}
+	p.done.Add(1)
+	go func() {
+		defer p.done.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+				if err := p.sample(); err != nil && p.err == nil {
+					p.err = err
+				}
+			}
+		}
+	}()
+	return p, nil
+}
+
+func (p *peakHeap) sample() error {
+	s := []metrics.Sample{{Name: liveHeapMetric}}
+	metrics.Read(s)
+	live := s[0].Value.Uint64()
+	if live <= p.peak && p.peak != 0 {
+		return nil
+	}
+	p.peak = live
+	tmp := p.path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("memprofile: %w", err)
+	}
+	err = pprof.Lookup("heap").WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, p.path)
+	}
+	if err != nil {
+		return fmt.Errorf("memprofile: %w", err)
+	}
+	return nil
+}
+
+// finish stops the sampling and returns the peak live heap seen.
+func (p *peakHeap) finish() (uint64, error) {
+	close(p.stop)
+	p.done.Wait()
+	return p.peak, p.err
+}
