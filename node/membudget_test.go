@@ -85,7 +85,9 @@ func (s *Server) bulkHeld() bulkHeld {
 	for _, e := range epochs {
 		for _, x := range e.rounds {
 			sp.addAll(x.bodies)
+			sp.addAll(x.padBodies)
 			sp.add(x.kept)
+			sp.add(x.pubRaw)
 			for _, sub := range x.subs {
 				sp.add(sub.Onion)
 			}
