@@ -38,7 +38,12 @@ import (
 //     checked against its id (SHA-256), and indexes the list's manifest
 //     ids as publication does, the index entries of the roots built here
 //     from the manifests' own bytes; then it keeps the closing record,
-//     which marks the epoch done.
+//     which marks the epoch done;
+//  5. an epoch that a whole pass found no record of (a chain server
+//     killed at its end leaves it without one) is taken from its rounds'
+//     final lists, each only with the signature of every chain server
+//     (catchupLists), and stays lacking until its record comes or it is
+//     given up.
 //
 // This suffices: the closing record and each list it names carry the
 // signature of every chain server of the epoch, so one honest chain
