@@ -532,7 +532,7 @@ func (s *Server) catchupLists(ctx context.Context, peers []peer.ID, id [32]byte,
 			}
 		}
 		if err := s.catchupRound(ctx, srcs, rl); err != nil {
-			s.log.Info("catch-up: round of an epoch without a record not completed", "epoch", fmt.Sprintf("%x", id[:6]), "round", r, "err", err)
+			s.log.Info("catch-up: epoch not completed", "epoch", fmt.Sprintf("%x", id[:6]), "round", r, "err", err)
 			continue
 		}
 		s.catch.mu.Lock()
