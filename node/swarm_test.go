@@ -806,12 +806,15 @@ func outsiderTimeoutVotes(w *swarm) func() {
 	stop := outsiderLoop(w, func(ctx context.Context) {
 		for _, v := range vs {
 			for _, sv := range w.servers {
-				if sv.s == nil {
+				// Read once: a crash sets sv.s to nil meanwhile (a
+				// nil dereference in one run of seeds 25 to 74).
+				s := sv.s
+				if s == nil {
 					continue
 				}
 				v.h.AddAddrs(sv.id, []ma.Multiaddr{ma.StringCast(sv.cfg.Listen[0])}, time.Hour)
 				call(ctx, v.h, sv.id, request{Proto: ProtoRoster, Type: wire.TypeHello, Body: hello(v.h), Timeout: shortTimeout})
-				top := sv.s.certTop()
+				top := s.certTop()
 				for n := top + 1; n <= top+8; n++ {
 					chain := []peer.ID{v.h.ID(), sv.id}
 					sortChain(chain)
@@ -833,12 +836,13 @@ func outsiderTimeoutVotes(w *swarm) func() {
 			}
 		}
 		for i, sv := range w.servers {
-			if sv.s == nil {
+			s := sv.s
+			if s == nil {
 				continue
 			}
-			sv.s.cert.mu.Lock()
+			s.cert.mu.Lock()
 			var bad []uint64
-			for n, b := range sv.s.cert.certs {
+			for n, b := range s.cert.certs {
 				var c wire.Cert
 				if c.Unmarshal(b) != nil {
 					continue
@@ -851,7 +855,7 @@ func outsiderTimeoutVotes(w *swarm) func() {
 					}
 				}
 			}
-			sv.s.cert.mu.Unlock()
+			s.cert.mu.Unlock()
 			if len(bad) > 0 {
 				// Not the test's goroutine: an error, not a Fatal.
 				w.logf("s%d: certificates over an outsider's chain: %v", i, bad)
@@ -909,7 +913,8 @@ func outsiderHeaders(w *swarm) func() {
 			open = open[1:]
 		}
 		for _, sv := range w.servers {
-			if sv.s == nil {
+			s := sv.s
+			if s == nil {
 				continue
 			}
 			h.AddAddrs(sv.id, []ma.Multiaddr{ma.StringCast(sv.cfg.Listen[0])}, time.Hour)
@@ -919,7 +924,7 @@ func outsiderHeaders(w *swarm) func() {
 					return
 				}
 				hd := []byte{byte(wire.TypeSubmit), 0, 0, 0, 0}
-				binary.BigEndian.PutUint32(hd[1:], uint32(sv.s.clientCaps(wire.TypeSubmit)))
+				binary.BigEndian.PutUint32(hd[1:], uint32(s.clientCaps(wire.TypeSubmit)))
 				st.Write(append(hd, make([]byte, 1000)...))
 				open = append(open, st)
 			}
