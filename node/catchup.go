@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -38,7 +39,12 @@ import (
 //     checked against its id (SHA-256), and indexes the list's manifest
 //     ids as publication does, the index entries of the roots built here
 //     from the manifests' own bytes; then it keeps the closing record,
-//     which marks the epoch done.
+//     which marks the epoch done;
+//  5. an epoch that a whole pass found no record of (a chain server
+//     killed at its end leaves it without one) is taken from its rounds'
+//     final lists, each only with the signature of every chain server
+//     (catchupLists), and stays lacking until its record comes or it is
+//     given up.
 //
 // This suffices: the closing record and each list it names carry the
 // signature of every chain server of the epoch, so one honest chain
@@ -70,6 +76,9 @@ type catchState struct {
 	poke  chan struct{}
 	shun  map[peer.ID]time.Time
 	tries map[[32]byte]int // passes that left an epoch incomplete
+	// listed: the rounds of an epoch without a closing record taken
+	// from their lists (catchupLists), pruned with tries.
+	listed map[[32]byte]map[uint32]bool
 }
 
 // errForged marks a reply that fails a check: its sender misbehaves.
@@ -171,6 +180,11 @@ func (s *Server) lackingAll() (want map[[32]byte][]peer.ID, old, certified map[[
 			delete(old, id)
 		}
 	}
+	for id := range s.catch.listed {
+		if !certified[id] {
+			delete(s.catch.listed, id)
+		}
+	}
 	s.catch.mu.Unlock()
 	return want, old, certified
 }
@@ -198,6 +212,18 @@ func (s *Server) catchupPass(ctx context.Context) {
 		}
 		if p != s.h.ID() && !s.shunned(p) {
 			s.catchupFrom(ctx, p, want)
+		}
+	}
+	// An epoch that a pass already found no closing record of is taken
+	// from its rounds' lists: a chain server that fails at the epoch's
+	// end leaves it without a record for good (§5.2), though every list
+	// it signed is still signed by the whole chain.
+	for id, chain := range want {
+		s.catch.mu.Lock()
+		tried := s.catch.tries[id] > 0
+		s.catch.mu.Unlock()
+		if old[id] && tried && ctx.Err() == nil {
+			s.catchupLists(ctx, peers, id, chain)
 		}
 	}
 	s.catch.mu.Lock()
@@ -420,7 +446,8 @@ func (s *Server) catchupEpoch(ctx context.Context, from peer.ID, chain []peer.ID
 		if cr.State != wire.ClosedPublished {
 			continue // void or never listed: nothing published
 		}
-		rl, err := s.catchupList(ctx, srcs, c.Epoch, uint32(r), cr.List)
+		digest := cr.List
+		rl, err := s.catchupList(ctx, srcs, c.Epoch, uint32(r), func(rl *wire.RoundList) bool { return listDigest(rl) == digest })
 		if err != nil {
 			return err
 		}
@@ -454,8 +481,9 @@ func (s *Server) pace(ctx context.Context) {
 }
 
 // catchupList fetches round r's final list from the first source that
-// has one whose digest is the one the closing record signed.
-func (s *Server) catchupList(ctx context.Context, srcs []peer.ID, epoch [32]byte, r uint32, digest [32]byte) (*wire.RoundList, error) {
+// has one that passes check (its digest is the one the closing record
+// signed, or it carries the signature of every chain server).
+func (s *Server) catchupList(ctx context.Context, srcs []peer.ID, epoch [32]byte, r uint32, check func(*wire.RoundList) bool) (*wire.RoundList, error) {
 	for _, q := range srcs {
 		if s.shunned(q) {
 			continue
@@ -466,13 +494,72 @@ func (s *Server) catchupList(ctx context.Context, srcs []peer.ID, epoch [32]byte
 			continue
 		}
 		var rl wire.RoundList
-		if err := rl.Unmarshal(rep, genericLimits()); err != nil || listDigest(&rl) != digest {
+		if err := rl.Unmarshal(rep, genericLimits()); err != nil || rl.Epoch != epoch || rl.Round != r || !check(&rl) {
 			s.shunPeer(q, fmt.Errorf("list of round %d not the one signed", r))
 			continue
 		}
 		return &rl, nil
 	}
 	return nil, fmt.Errorf("node: catch-up: no list of round %d", r)
+}
+
+// catchupLists takes epoch id, which has no closing record here, from
+// its rounds' final lists: each round's list, from this server's store
+// or else from the epoch's chain servers among peers, is taken only with
+// a valid signature of every server of the certified chain, the same
+// evidence as a record's digest, and only if not void. A round no source
+// holds a list of (void, never run, or withheld) is asked again at the
+// next pass, until the epoch is given up (catchupTries); a round taken is
+// not asked again. Without a record the epoch stays lacking: its record,
+// if it ever comes, is taken as usual, and its chunks held already are
+// not fetched again.
+func (s *Server) catchupLists(ctx context.Context, peers []peer.ID, id [32]byte, chain []peer.ID) {
+	var srcs []peer.ID
+	for _, q := range chain {
+		if q != s.h.ID() && slices.Contains(peers, q) {
+			srcs = append(srcs, q)
+		}
+	}
+	signed := func(rl *wire.RoundList) bool {
+		return !rl.Void() && checkChainSigs(chain, listDigest(rl), rl.Sigs) == nil
+	}
+	for r := range s.cfg.Params.Rounds {
+		if ctx.Err() != nil {
+			return
+		}
+		s.catch.mu.Lock()
+		done := s.catch.listed[id][r]
+		s.catch.mu.Unlock()
+		if done {
+			continue
+		}
+		var rl *wire.RoundList
+		if b, err := s.store.List(id, r); err == nil {
+			var own wire.RoundList
+			if own.Unmarshal(b, genericLimits()) == nil && own.Epoch == id && own.Round == r && signed(&own) {
+				rl = &own
+			}
+		}
+		if rl == nil {
+			var err error
+			if rl, err = s.catchupList(ctx, srcs, id, r, signed); err != nil {
+				continue // no source holds one
+			}
+		}
+		if err := s.catchupRound(ctx, srcs, rl); err != nil {
+			s.log.Info("catch-up: epoch not completed", "epoch", fmt.Sprintf("%x", id[:6]), "round", r, "err", err)
+			continue
+		}
+		s.catch.mu.Lock()
+		if s.catch.listed == nil {
+			s.catch.listed = map[[32]byte]map[uint32]bool{}
+		}
+		if s.catch.listed[id] == nil {
+			s.catch.listed[id] = map[uint32]bool{}
+		}
+		s.catch.listed[id][r] = true
+		s.catch.mu.Unlock()
+	}
 }
 
 // catchupRound stores the chunks a checked list published that this

@@ -291,6 +291,7 @@ type fakeEpoch struct {
 	list    wire.RoundList
 	closing wire.Closing
 	chain   [][]byte
+	keys    []crypto.PrivKey // the chain servers', in chain order
 }
 
 func newFakeEpoch(t *testing.T, id byte, text string) *fakeEpoch {
@@ -322,6 +323,7 @@ func newFakeEpoch(t *testing.T, id byte, text string) *fakeEpoch {
 	if bytes.Compare(f.chain[0], f.chain[1]) > 0 {
 		keys[0], keys[1], f.chain[0], f.chain[1] = keys[1], keys[0], f.chain[1], f.chain[0]
 	}
+	f.keys = keys
 	f.closing = wire.Closing{Epoch: f.list.Epoch, Rounds: []wire.ClosingRound{{State: wire.ClosedPublished, List: listDigest(&f.list)}, {}}}
 	for _, k := range keys {
 		sg, err := sign(k, closingDigest(&f.closing))
@@ -432,6 +434,115 @@ func TestCatchupKeepsUnknownRecords(t *testing.T) {
 		}
 		if n, _ := s.store.CatchupCursor([]byte(p)); n != 3 {
 			t.Fatalf("cursor %d after the page, want 3", n)
+		}
+	})
+}
+
+// TestCatchupWithoutClosing (§7 v3; the swarm's seed 14): an epoch whose
+// closing record never formed (a chain server killed at its end) is taken
+// from its rounds' final lists, each only with the signature of every
+// chain server: a chain server serving a list short of one signature gets
+// nothing stored and is left alone; an honest one gets the file held and
+// indexed, and no closing record is made up. Before, the server took an
+// epoch only through its record, and a file the chain had published and
+// its client had seen published never reached the servers out of the
+// chain.
+func TestCatchupWithoutClosing(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		s, err := NewServer(ctx, ServerConfig{Network: testNet(t), DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Nick: "out",
+			MinServers: 3, MinClients: 2, NoLAN: true, Params: testParams(8), Logger: anonLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		f := newFakeEpoch(t, 0xc, "unclosed ")
+		for _, k := range f.keys {
+			sg, err := sign(k, listDigest(&f.list))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.list.Sigs = append(f.list.Sigs, sg)
+		}
+		s.cert.mu.Lock()
+		s.cert.certs[5] = f.cert(5)
+		s.cert.top = 5 + catchupRecent
+		s.cert.mu.Unlock()
+
+		// serveAs runs chain server i: no closing record in its index
+		// log, round 0's list (forged: short of a signature) and the
+		// chunks.
+		serveAs := func(i int, forged bool) peer.ID {
+			h, err := newHost(t, f.keys[i], []string{"/ip4/127.0.0.1/tcp/0"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { h.Close() })
+			var g gate
+			caps := func(peer.ID, wire.Type) int { return 64 << 10 }
+			serve(ctx, h, &g, quietLogger(), ProtoClient, shortTimeout, caps, func(context.Context, peer.ID, wire.Type, []byte) (wire.Type, []byte, error) {
+				return wire.TypeIndex, (&wire.Index{}).Marshal(), nil
+			})
+			serve(ctx, h, &g, quietLogger(), ProtoRound, shortTimeout, caps, func(_ context.Context, _ peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
+				switch t {
+				case wire.TypeListReq:
+					var ref wire.EpochRef
+					if err := ref.Unmarshal(body); err != nil || ref.Epoch != f.list.Epoch || ref.Round != 0 {
+						return 0, nil, errors.New("no such list")
+					}
+					l := f.list
+					if forged {
+						l.Sigs = [][64]byte{f.list.Sigs[0], f.list.Sigs[0]}
+					}
+					return wire.TypeRoundList, l.Marshal(), nil
+				case wire.TypeGetChunk:
+					var c wire.Chunk
+					if err := c.Unmarshal(body, 0); err != nil {
+						return 0, nil, err
+					}
+					for _, ch := range f.chunks {
+						if ch.ID == c.ID {
+							return wire.TypeChunk, (&wire.Chunk{ID: c.ID, Data: ch.Data}).Marshal(), nil
+						}
+					}
+				}
+				return 0, nil, errors.New("not served")
+			})
+			s.h.AddAddrs(h.ID(), h.Addrs(), time.Hour)
+			s.roster.saw(h.ID(), fmt.Sprintf("s%d", i), h.Addrs())
+			return h.ID()
+		}
+		held := func() int {
+			n := 0
+			for _, c := range f.chunks {
+				if ok, _ := s.store.HasChunk(c.ID); ok {
+					n++
+				}
+			}
+			return n
+		}
+		forger := serveAs(0, true)
+		for range 2 {
+			s.catchupPass(ctx)
+		}
+		if n := held(); n > 0 || !s.shunned(forger) {
+			t.Fatalf("a list short of a signature: %d chunks stored, its server left alone %v", n, s.shunned(forger))
+		}
+		if idx, _ := s.store.Index(); len(idx) > 0 {
+			t.Fatalf("a list short of a signature: %d index entries", len(idx))
+		}
+		honest := serveAs(1, false)
+		s.catchupPass(ctx)
+		if n := held(); n != len(f.chunks) || s.shunned(honest) {
+			t.Fatalf("an honest chain server: %d of %d chunks held, left alone %v", n, len(f.chunks), s.shunned(honest))
+		}
+		if e, ok, _ := indexEntryOf(s, f.link.ID); !ok || e.Name != "unclosed .bin" {
+			t.Fatalf("the file is not indexed: %+v", e)
+		}
+		if _, err := s.store.Closing(f.list.Epoch); err == nil {
+			t.Fatal("a closing record was kept that no chain signed")
 		}
 	})
 }

@@ -40,7 +40,7 @@ import (
 //
 // `go test -run TestSwarm ./node/` runs swarmCISeeds; RIFFLE_SWARM_SEEDS=N
 // runs seeds 1..N (make swarm) and A-B seeds A..B, each then with
-// swarmSizedSeeds, RIFFLE_SWARM_SEED=S replays one, and
+// swarmKeptSeeds and swarmSizedSeeds, RIFFLE_SWARM_SEED=S replays one, and
 // RIFFLE_SWARM_BIG=1 draws the larger networks (m up to 8, n up to 64);
 // RIFFLE_SWARM_M and RIFFLE_SWARM_N fix m and n.
 
@@ -71,6 +71,13 @@ const (
 var swarmCISeeds = []swarmSeed{{seed: 1},
 	{seed: 3}, // a server lossy, then killed and restarted, never caught up on the epochs it missed: its catch-up read past the closing records of epochs whose certificates it had not yet taken (TestCatchupKeepsUnknownRecords)
 	{seed: 6}, // one open-descriptor signature lost to a lossy link held the group at its number for good: the leader aborts (TestOpenSignatureLost)
+}
+
+// swarmKeptSeeds are seeds that found a fault, once it is fixed, too
+// costly for make test, where a focused test checks the fault: `make
+// swarm` runs them after its range, if the range left them out.
+var swarmKeptSeeds = []swarmSeed{
+	{seed: 14}, // a chain server restarted at an epoch's end left the epoch without a closing record, and the servers out of its chain never took its files (TestCatchupWithoutClosing)
 }
 
 // swarmSizedSeeds are seeds that found a fault at sizes of their own
@@ -112,6 +119,11 @@ func swarmSeeds(t *testing.T) []swarmSeed {
 		var out []swarmSeed
 		for v := lo; v <= hi; v++ {
 			out = append(out, swarmSeed{seed: uint64(v), faultsOnly: off})
+		}
+		for _, sd := range swarmKeptSeeds {
+			if sd.seed < uint64(lo) || sd.seed > uint64(hi) {
+				out = append(out, sd)
+			}
 		}
 		return append(out, swarmSizedSeeds...)
 	}
@@ -794,12 +806,15 @@ func outsiderTimeoutVotes(w *swarm) func() {
 	stop := outsiderLoop(w, func(ctx context.Context) {
 		for _, v := range vs {
 			for _, sv := range w.servers {
-				if sv.s == nil {
+				// Read once: a crash sets sv.s to nil meanwhile (a
+				// nil dereference in one run of seeds 25 to 74).
+				s := sv.s
+				if s == nil {
 					continue
 				}
 				v.h.AddAddrs(sv.id, []ma.Multiaddr{ma.StringCast(sv.cfg.Listen[0])}, time.Hour)
 				call(ctx, v.h, sv.id, request{Proto: ProtoRoster, Type: wire.TypeHello, Body: hello(v.h), Timeout: shortTimeout})
-				top := sv.s.certTop()
+				top := s.certTop()
 				for n := top + 1; n <= top+8; n++ {
 					chain := []peer.ID{v.h.ID(), sv.id}
 					sortChain(chain)
@@ -821,12 +836,13 @@ func outsiderTimeoutVotes(w *swarm) func() {
 			}
 		}
 		for i, sv := range w.servers {
-			if sv.s == nil {
+			s := sv.s
+			if s == nil {
 				continue
 			}
-			sv.s.cert.mu.Lock()
+			s.cert.mu.Lock()
 			var bad []uint64
-			for n, b := range sv.s.cert.certs {
+			for n, b := range s.cert.certs {
 				var c wire.Cert
 				if c.Unmarshal(b) != nil {
 					continue
@@ -839,7 +855,7 @@ func outsiderTimeoutVotes(w *swarm) func() {
 					}
 				}
 			}
-			sv.s.cert.mu.Unlock()
+			s.cert.mu.Unlock()
 			if len(bad) > 0 {
 				// Not the test's goroutine: an error, not a Fatal.
 				w.logf("s%d: certificates over an outsider's chain: %v", i, bad)
@@ -897,7 +913,8 @@ func outsiderHeaders(w *swarm) func() {
 			open = open[1:]
 		}
 		for _, sv := range w.servers {
-			if sv.s == nil {
+			s := sv.s
+			if s == nil {
 				continue
 			}
 			h.AddAddrs(sv.id, []ma.Multiaddr{ma.StringCast(sv.cfg.Listen[0])}, time.Hour)
@@ -907,7 +924,7 @@ func outsiderHeaders(w *swarm) func() {
 					return
 				}
 				hd := []byte{byte(wire.TypeSubmit), 0, 0, 0, 0}
-				binary.BigEndian.PutUint32(hd[1:], uint32(sv.s.clientCaps(wire.TypeSubmit)))
+				binary.BigEndian.PutUint32(hd[1:], uint32(s.clientCaps(wire.TypeSubmit)))
 				st.Write(append(hd, make([]byte, 1000)...))
 				open = append(open, st)
 			}
