@@ -159,6 +159,22 @@ func TestAdversaryFetches(t *testing.T) {
 	if def == nil || ctl == nil {
 		t.Fatal("an arm did not finish")
 	}
+	// The control wins about three trials in four, not every one (a
+	// long-running client that asked only the honest server is a
+	// candidate too), so at 20 trials it falls under its bound about
+	// one run in ten. Then it plays as many again and is judged on all of
+	// them, against the bound of all of them: the defended arm is never
+	// given a second look.
+	if float64(ctl.wins) <= ctl.bound() && !advFull() {
+		t.Logf("control %s under its bound: %d more trials", ctl, trials)
+		synctest.Test(t, func(t *testing.T) {
+			more := fetchRun(t, true, trials, memnet.New(virtualLink(t), 1))
+			ctl.trials += more.trials
+			ctl.wins += more.wins
+			ctl.mean += more.mean
+			ctl.vari += more.vari
+		})
+	}
 	t.Logf("fetches, m = 7 (6 corrupt), 4 clients of a corrupt primary: group window %s; own history (control) %s", def, ctl)
 	checkLinks(t, "newcomers by their fetches", def, ctl)
 }
