@@ -186,7 +186,7 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 	// kept, the Previous it walks from being unchecked here.
 	src := peer.ID("")
 	if s.groupPeer(from) {
-		release, err := s.windowSlots.asking.take(from, "", maxServerWindowServing, maxServerWindowServing)
+		release, err := s.windowSlots.asking.take(from, "", wire.MaxServers, wire.MaxServers)
 		if err != nil {
 			return 0, nil, err
 		}

@@ -201,29 +201,45 @@ func (s *Server) onServerWindowReq(ctx context.Context, from peer.ID, body []byt
 	if err := q.Unmarshal(body); err != nil {
 		return 0, nil, err
 	}
-	if err := s.windowSlots.servers.enter(ctx, from, "", maxServerWindowServing, maxServerWindowServing); err != nil {
+	if err := s.enterServer(ctx, &s.windowSlots.servers, from); err != nil {
 		return 0, nil, err
 	}
 	w := wire.Window{Items: s.windowItems(q.Number)}
 	return wire.TypeWindow, w.Marshal(), nil
 }
 
-// groupPeer reports whether p is a server of the group here: in the
-// group certified for the next number (the chain of the last certificate
-// kept here, or the founders), or a live roster server, not blamed, past
+// groupPeer reports whether p is a server of the group here: of a
+// certified chain (certPeer), or a live roster server, not blamed, past
 // its probation (eligible for a chain by the group's rules). A peer that
 // only said hello as a server is neither.
 func (s *Server) groupPeer(p peer.ID) bool {
-	if p == s.h.ID() {
-		return true
-	}
-	if g, ok := s.certGroup(s.certTop() + 1); ok && g[p] {
+	if p == s.h.ID() || s.certPeer(p) {
 		return true
 	}
 	if s.roster.get(p) == nil || s.serverExcluded(p) {
 		return false
 	}
 	return s.who.check(s.h.ID(), p, s.lastNumber(), false) == nil
+}
+
+// certPeer reports whether p, not named by a round blame, is in a chain
+// certified here: that of the last certificate kept (the group of the next
+// number) or of the one before it, or the founders while those are the
+// group (no certificate, or only number 1's).
+func (s *Server) certPeer(p peer.ID) bool {
+	if s.serverExcluded(p) {
+		return false
+	}
+	top := s.certTop()
+	for _, n := range []uint64{top + 1, top} {
+		if n == 0 {
+			continue
+		}
+		if g, ok := s.certGroup(n); ok && g[p] {
+			return true
+		}
+	}
+	return false
 }
 
 // windowItems is what this server holds of the window before epoch
