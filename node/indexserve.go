@@ -126,7 +126,17 @@ const errWindowBusy = wire.Refusal("node: too many window requests, try again")
 type windowSlots struct {
 	clients, asking slotTable
 	servers         serverSlots
+	// asked holds, for each asker whose would-serve question this
+	// server fetched a window for, the number it asked about: one fetch
+	// an asker a number, entries of numbers past pruned, at most
+	// maxAskers.
+	askedMu sync.Mutex
+	asked   map[peer.ID]uint64
 }
+
+// maxAskers bounds the askers of a number whose would-serve window this
+// server fetches: every member of a full chain and as many again.
+const maxAskers = 2 * wire.MaxServers
 
 // slotTable holds the peers whose window reply is being read and sent,
 // each with its address range.

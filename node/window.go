@@ -32,6 +32,11 @@ const (
 	tagPool     = "riffle/v3/decoy-pool"
 	// WindowLookback bounds the epoch numbers a window looks back over.
 	WindowLookback = 2*DecoyEpochs + 2
+	// maxLookbackWindow is the longest window a server gives another
+	// (windowItems: an item a number, WindowLookback of them, each at most
+	// the wire's bounds of an item), the cap askWindow reads a reply
+	// with rather than the table's 64 MiB.
+	maxLookbackWindow = 4 + WindowLookback*((wire.MaxWindow-4)/wire.MaxWindowItems)
 )
 
 // poolSeed hashes the record's rounds: the sampling keys' seed.
@@ -299,7 +304,7 @@ func (s *Server) askWindow(ctx context.Context, peers []peer.ID, number uint64) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rep, err := call(ctx, s.h, p, request{Proto: ProtoEpoch, Type: wire.TypeWindowReq, Body: req, Timeout: shortTimeout})
+			rep, err := call(ctx, s.h, p, request{Proto: ProtoEpoch, Type: wire.TypeWindowReq, Body: req, Timeout: shortTimeout, Max: maxLookbackWindow})
 			var w wire.Window
 			if err != nil || w.Unmarshal(rep) != nil {
 				return

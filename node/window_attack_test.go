@@ -5,6 +5,7 @@ package node
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -428,6 +429,84 @@ func TestServerSlotsHeld(t *testing.T) {
 		s.rb.smu.Unlock()
 		if s.certPeer(member.ID()) || s.groupPeer(member.ID()) {
 			t.Error("a server named by a round blame counts as the group's")
+		}
+	})
+}
+
+// TestWouldServeFetches (issue 25, the would-serve question): a roster
+// server past its probation (probation off here) asks another whether it
+// would serve, nine times, each question pinning a made-up window, and
+// answers the window requests that follow with a reply just over what
+// WindowLookback items can take. Any group peer could: the asked server
+// fetched a window from the asker for every question, whether the asker
+// was in the question's chain or the number the next one, and read the
+// reply up to the table's 64 MiB. Now it fetches only for an asker of the
+// question's chain, for the next number, once an asker a number, and
+// reads at most maxLookbackWindow.
+func TestWouldServeFetches(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		tn := startAnonNet(t, 3, 2, 2, testParams(4), func(_ int, c *ServerConfig) { c.Probation = -1 })
+		asked := tn.servers[2]
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		var d *wire.Descriptor
+		if err := wait.Until(ctx, 3*time.Minute, func() bool {
+			asked.mu.Lock()
+			defer asked.mu.Unlock()
+			for _, e := range asked.epochs {
+				if e.v != nil && e.v.desc.Number >= 4 {
+					d = e.v.desc
+				}
+			}
+			return d != nil
+		}); err != nil {
+			t.Fatal("no epoch 4")
+		}
+		fake, err := testMemnet(t).NewHostFrom(nil, nil, net.IPv4(10, 67, 0, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fake.Close()
+		var fetches, full atomic.Int64
+		fake.SetStreamHandler(ProtoEpoch, func(st transport.Stream) {
+			if _, err := io.ReadAll(st); err != nil {
+				st.Reset()
+				return
+			}
+			fetches.Add(1)
+			if wire.WriteFrame(st, wire.TypeWindow, make([]byte, maxLookbackWindow+1)) != nil {
+				st.Reset()
+				return
+			}
+			full.Add(1)
+			st.Close()
+		})
+		fake.AddAddrs(asked.ID(), asked.Addrs(), time.Hour)
+		asked.h.AddAddrs(fake.ID(), fake.Addrs(), time.Hour)
+		asked.roster.saw(fake.ID(), "", nil)
+		ask := func(chain []peer.ID, n uint64) {
+			ref := wire.WindowRef{Number: n - 2}
+			ref.Epoch[0], ref.Closing[0] = 1, 2
+			q := wire.Prepare{Number: n, Params: d.Params, Chain: chainIDs(chain), Previous: d.Previous, Window: []wire.WindowRef{ref}}
+			_, err := call(ctx, fake, asked.ID(), request{Proto: ProtoEpoch, Type: wire.TypeWouldServe, Body: q.Marshal(), Timeout: time.Minute})
+			t.Logf("number %d (next here %d): %v", n, asked.certTop()+1, err)
+		}
+		for range 3 {
+			ask([]peer.ID{asked.ID(), tn.servers[0].ID()}, asked.certTop()+1) // the asker not in the chain
+		}
+		for range 3 {
+			ask([]peer.ID{asked.ID(), fake.ID()}, asked.certTop()+20) // not the next number
+		}
+		for range 3 {
+			ask([]peer.ID{asked.ID(), fake.ID()}, asked.certTop()+1) // the next number: one fetch
+		}
+		t.Logf("9 would-serve questions with made-up windows: %d window fetches from the asker, %d replies of %d bytes read whole", fetches.Load(), full.Load(), maxLookbackWindow+1)
+		if n := fetches.Load(); n < 1 || n > 2 {
+			t.Errorf("%d window fetches from the asker, want one (two if the number moved on)", n)
+		}
+		if full.Load() > 0 {
+			t.Errorf("%d window replies over what %d items take read whole", full.Load(), WindowLookback)
 		}
 	})
 }
