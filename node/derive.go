@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -183,10 +184,16 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 	// out for want of the window (TestWouldServeWindow). Only a server of
 	// the group is asked for what this one lacks, one question at a time
 	// (a roster server may be anyone that said hello); nothing taken is
-	// kept, the Previous it walks from being unchecked here.
+	// kept, the Previous it walks from being unchecked here. The asker
+	// must be a server of the question's chain, as a member of the
+	// Prepare it checks is, and the number the next one here, and it
+	// gets one fetch a number (askedFetch): a group peer cannot make this
+	// server download window after window of made-up refs (the reply
+	// capped at maxLookbackWindow). A question beyond that is answered
+	// from what is held here.
 	src := peer.ID("")
-	if s.groupPeer(from) {
-		release, err := s.windowSlots.asking.take(from, "", maxServerWindowServing, maxServerWindowServing)
+	if s.groupPeer(from) && slices.ContainsFunc(p.Chain, func(b []byte) bool { return peer.ID(b) == from }) && p.Number == s.certTop()+1 && s.askedFetch(from, p.Number) {
+		release, err := s.windowSlots.asking.take(from, "", wire.MaxServers, wire.MaxServers)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -199,4 +206,27 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 		return 0, nil, err
 	}
 	return wire.TypeAck, ack, nil
+}
+
+// askedFetch reports whether this server may fetch the window of a
+// would-serve question of number n from the asker from, and counts it: a
+// first fetch for n from it, of at most maxAskers askers, those of
+// earlier numbers forgotten.
+func (s *Server) askedFetch(from peer.ID, n uint64) bool {
+	g := &s.windowSlots
+	g.askedMu.Lock()
+	defer g.askedMu.Unlock()
+	for p, m := range g.asked {
+		if m < n {
+			delete(g.asked, p)
+		}
+	}
+	if _, ok := g.asked[from]; ok || len(g.asked) >= maxAskers {
+		return false
+	}
+	if g.asked == nil {
+		g.asked = map[peer.ID]uint64{}
+	}
+	g.asked[from] = n
+	return true
 }

@@ -28,7 +28,7 @@ const (
 type indexSlots struct {
 	mu             sync.Mutex
 	all, outsiders int
-	servers        slotTable
+	servers        serverSlots
 }
 
 // enterIndex takes a slot for a page to from; the slot is given back when
@@ -84,12 +84,38 @@ const (
 // (wire.IndexPageBytes) in 2 min; a rate far below a link any client has.
 const clientReplyRate = 64 << 10
 
-// The group's servers fetch windows from each other over the epoch
-// protocol (a member from N's leader before it answers the Prepare, the
-// leader from the chain), in slots of their own, one a server: peers
-// with no role cannot keep a member from the window it must hold to sign
-// (TestWindowSlotsHeld).
-const maxServerWindowServing = wire.MaxServers
+// The group's servers fetch windows and index pages from each other over
+// the epoch protocol (a member from N's leader before it answers the
+// Prepare, the leader from the chain, a server catching up), in slots of
+// their own, one a server: peers with no role cannot keep a member from
+// the window it must hold to sign (TestWindowSlotsHeld). The servers of
+// the certified chains (certPeer: the chains of the last two
+// certificates, the founders before them) are never refused for want of
+// a slot: there are no more of them than maxCertServing. A server that
+// is only on the roster past its probation, which any identity that said
+// hello long enough is, takes one of maxRosterServing slots, at most
+// maxRosterPerRange of one address range, and its reply's send ends
+// within Tunables.ClientReply plus a second per clientReplyRate bytes
+// (server.go): 64 such identities fill a few slots for seconds, never a
+// member's (TestServerSlotsHeld).
+const (
+	maxCertServing    = 3 * wire.MaxServers
+	maxRosterServing  = 16
+	maxRosterPerRange = maxRosterServing / 4
+)
+
+// serverSlots are the epoch protocol's slots of one kind of reply: those
+// of the certified chains' servers and those of the roster's others.
+type serverSlots struct{ chain, roster slotTable }
+
+// enterServer takes a slot of g for from, a server of the group
+// (groupPeer), until ctx ends.
+func (s *Server) enterServer(ctx context.Context, g *serverSlots, from peer.ID) error {
+	if from == s.h.ID() || s.certPeer(from) {
+		return g.chain.enter(ctx, from, "", maxCertServing, maxCertServing)
+	}
+	return g.roster.enter(ctx, from, s.addrRange(from), maxRosterServing, maxRosterPerRange)
+}
 
 // errWindowBusy refuses a window request for want of a slot: the client
 // asks again a little later.
@@ -97,7 +123,20 @@ const errWindowBusy = wire.Refusal("node: too many window requests, try again")
 
 // windowSlots are the client and the server window slots, and the
 // would-serve questions that fetch a window (derive.go), one an asker.
-type windowSlots struct{ clients, servers, asking slotTable }
+type windowSlots struct {
+	clients, asking slotTable
+	servers         serverSlots
+	// asked holds, for each asker whose would-serve question this
+	// server fetched a window for, the number it asked about: one fetch
+	// an asker a number, entries of numbers past pruned, at most
+	// maxAskers.
+	askedMu sync.Mutex
+	asked   map[peer.ID]uint64
+}
+
+// maxAskers bounds the askers of a number whose would-serve window this
+// server fetches: every member of a full chain and as many again.
+const maxAskers = 2 * wire.MaxServers
 
 // slotTable holds the peers whose window reply is being read and sent,
 // each with its address range.
@@ -180,7 +219,7 @@ func (s *Server) onServerIndexReq(ctx context.Context, from peer.ID, body []byte
 	if err := req.Unmarshal(body); err != nil {
 		return 0, nil, err
 	}
-	if err := s.indexSlots.servers.enter(ctx, from, "", wire.MaxServers, wire.MaxServers); err != nil {
+	if err := s.enterServer(ctx, &s.indexSlots.servers, from); err != nil {
 		return 0, nil, err
 	}
 	return s.indexReply(ctx, from, req.Cursor)

@@ -211,6 +211,10 @@ func serveBounded(ctx context.Context, h transport.Host, g *gate, log *slog.Logg
 	transport.ServeBounded(ctx, h, g, log, proto, timeout, bound, caps, bufs, fn)
 }
 
+func serveBoundedBy(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, bounds func(wire.Type) transport.ReplyBound, caps func(peer.ID, wire.Type) int, bufs *wire.Buffers, fn segHandlerFunc) {
+	transport.ServeBoundedBy(ctx, h, g, log, proto, timeout, bounds, caps, bufs, fn)
+}
+
 // oneSegment is fn as a segHandlerFunc (transport.ServePooled).
 func oneSegment(fn handlerFunc) segHandlerFunc {
 	return func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {

@@ -86,7 +86,7 @@ func (s *Server) fetchPub(ctx context.Context, e *sepoch, r uint32, from []peer.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			raw, err := call(ctx, s.h, p, request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: q, Timeout: bulkTimeout})
+			raw, err := call(ctx, s.h, p, request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: q, Timeout: bulkTimeout, Max: wire.BatchCap(v.lim)})
 			if err == nil {
 				// Taken as from the last server: its signature and root.
 				_, _, err = s.onBatch(last, raw)

@@ -289,13 +289,22 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.turn.progress = time.Now()
 	h.OnDisconnect(s.onConnEnd)
 	serve(cctx, h, &s.handlers, s.log, ProtoRoster, shortTimeout, anyPeer(s.rosterCaps), s.handleHello)
+	// Every reply of the client protocols is sent within
+	// Tunables.ClientReply plus its size at clientReplyRate, and so are
+	// the windows and index pages of the epoch protocol, which servers
+	// that are only on the roster may ask for (serverSlots): one that
+	// never reads holds its slot for seconds, not the stream's 2 min.
+	replies := transport.ReplyBound{Base: cfg.Timing.ClientReply, Rate: clientReplyRate}
+	epochReplies := func(t wire.Type) transport.ReplyBound {
+		if t == wire.TypeWindowReq || t == wire.TypeIndexReq {
+			return replies
+		}
+		return transport.ReplyBound{}
+	}
 	// Server protocols: big bodies only from server peers (asker.go).
-	serve(cctx, h, &s.handlers, s.log, ProtoEpoch, bulkTimeout, s.serverCaps(s.epochCaps), s.handleEpoch)
+	serveBoundedBy(cctx, h, &s.handlers, s.log, ProtoEpoch, bulkTimeout, epochReplies, s.serverCaps(s.epochCaps), nil, oneSegment(s.handleEpoch))
 	servePooled(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.serverCaps(s.roundCaps), s.pool.buffers(), s.handleRound)
 	handleClient, handlePIR := s.hookClientHandlers(s.handleClient, s.handlePIR)
-	// Every reply of the client protocols is sent within
-	// Tunables.ClientReply plus its size at clientReplyRate.
-	replies := transport.ReplyBound{Base: cfg.Timing.ClientReply, Rate: clientReplyRate}
 	serveBounded(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, replies, anyPeer(s.clientCaps), s.pool.buffers(), oneSegment(handleClient))
 	serveBounded(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, replies, anyPeer(s.pirCaps), nil, handlePIR)
 	if !cfg.NoLAN {

@@ -32,6 +32,11 @@ const (
 	tagPool     = "riffle/v3/decoy-pool"
 	// WindowLookback bounds the epoch numbers a window looks back over.
 	WindowLookback = 2*DecoyEpochs + 2
+	// maxLookbackWindow is the longest window a server gives another
+	// (windowItems: an item a number, WindowLookback of them, each at most
+	// the wire's bounds of an item), the cap askWindow reads a reply
+	// with rather than the table's 64 MiB.
+	maxLookbackWindow = 4 + WindowLookback*((wire.MaxWindow-4)/wire.MaxWindowItems)
 )
 
 // poolSeed hashes the record's rounds: the sampling keys' seed.
@@ -201,29 +206,45 @@ func (s *Server) onServerWindowReq(ctx context.Context, from peer.ID, body []byt
 	if err := q.Unmarshal(body); err != nil {
 		return 0, nil, err
 	}
-	if err := s.windowSlots.servers.enter(ctx, from, "", maxServerWindowServing, maxServerWindowServing); err != nil {
+	if err := s.enterServer(ctx, &s.windowSlots.servers, from); err != nil {
 		return 0, nil, err
 	}
 	w := wire.Window{Items: s.windowItems(q.Number)}
 	return wire.TypeWindow, w.Marshal(), nil
 }
 
-// groupPeer reports whether p is a server of the group here: in the
-// group certified for the next number (the chain of the last certificate
-// kept here, or the founders), or a live roster server, not blamed, past
+// groupPeer reports whether p is a server of the group here: of a
+// certified chain (certPeer), or a live roster server, not blamed, past
 // its probation (eligible for a chain by the group's rules). A peer that
 // only said hello as a server is neither.
 func (s *Server) groupPeer(p peer.ID) bool {
-	if p == s.h.ID() {
-		return true
-	}
-	if g, ok := s.certGroup(s.certTop() + 1); ok && g[p] {
+	if p == s.h.ID() || s.certPeer(p) {
 		return true
 	}
 	if s.roster.get(p) == nil || s.serverExcluded(p) {
 		return false
 	}
 	return s.who.check(s.h.ID(), p, s.lastNumber(), false) == nil
+}
+
+// certPeer reports whether p, not named by a round blame, is in a chain
+// certified here: that of the last certificate kept (the group of the next
+// number) or of the one before it, or the founders while those are the
+// group (no certificate, or only number 1's).
+func (s *Server) certPeer(p peer.ID) bool {
+	if s.serverExcluded(p) {
+		return false
+	}
+	top := s.certTop()
+	for _, n := range []uint64{top + 1, top} {
+		if n == 0 {
+			continue
+		}
+		if g, ok := s.certGroup(n); ok && g[p] {
+			return true
+		}
+	}
+	return false
 }
 
 // windowItems is what this server holds of the window before epoch
@@ -283,7 +304,7 @@ func (s *Server) askWindow(ctx context.Context, peers []peer.ID, number uint64) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rep, err := call(ctx, s.h, p, request{Proto: ProtoEpoch, Type: wire.TypeWindowReq, Body: req, Timeout: shortTimeout})
+			rep, err := call(ctx, s.h, p, request{Proto: ProtoEpoch, Type: wire.TypeWindowReq, Body: req, Timeout: shortTimeout, Max: maxLookbackWindow})
 			var w wire.Window
 			if err != nil || w.Unmarshal(rep) != nil {
 				return

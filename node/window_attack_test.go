@@ -5,6 +5,7 @@ package node
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
@@ -36,6 +38,8 @@ type slowReaders struct {
 	// is how often a held reply is read a byte of (0: 100 ms).
 	ask   func(s *Server) (wire.Type, []byte, wire.Type)
 	every time.Duration
+	// proto is the protocol they ask on (unset: the client protocol).
+	proto protocol.ID
 }
 
 // stop closes the peers and waits for their goroutines (the bubble's end
@@ -102,7 +106,11 @@ func startSlowReadersOf(ctx context.Context, t *testing.T, servers []*Server, n,
 // holds when ctx ends it leaves to the server to end.
 func (sr *slowReaders) hold(ctx context.Context, h transport.Host, s *Server) {
 	for ctx.Err() == nil {
-		st, err := h.NewStream(ctx, s.ID(), ProtoClient)
+		proto := sr.proto
+		if proto == "" {
+			proto = ProtoClient
+		}
+		st, err := h.NewStream(ctx, s.ID(), proto)
 		if err != nil {
 			if !sr.sleep(200 * time.Millisecond) {
 				return
@@ -356,6 +364,149 @@ func TestWouldServeWindow(t *testing.T) {
 			t.Fatal("a server would serve with a window whose record nobody holds (its Prepare would be refused)")
 		} else {
 			t.Logf("a window pinning a record nobody holds: %v", err)
+		}
+	})
+}
+
+// TestServerSlotsHeld (issue 25, the epoch protocol's window slots): 64
+// identities on a server's roster past their probation (probation off
+// here, as when the server has no chain yet), of 16 /24s, ask it for the
+// window over the epoch protocol and never read the reply, asking again
+// as soon as a held reply ends. They took all 64 server window slots,
+// one a peer with no share by range, each for the stream's 2 min: a
+// server of the certified chain was refused the window it must hold to
+// answer a Prepare. Now the certified chains' servers have slots the
+// roster's others cannot take, those take at most maxRosterServing of
+// theirs, maxRosterPerRange of a range, and a held reply ends after
+// Tunables.ClientReply and its size at clientReplyRate. A server named by
+// a round blame is no certified chain's server either.
+func TestServerSlotsHeld(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		const replyWait = 3 * time.Second
+		tn := startAnonNet(t, 2, 2, 2, testParams(4), func(_ int, c *ServerConfig) { c.Timing.ClientReply = replyWait; c.Probation = -1 })
+		s, member := tn.servers[0], tn.servers[1]
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.certTop() >= 4 }); err != nil {
+			t.Fatalf("no epochs: numbers at %d", s.certTop())
+		}
+		if !s.certPeer(member.ID()) {
+			t.Fatal("the other server is not in a certified chain")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		sr := startSlowReadersOf(ctx, t, []*Server{s}, wire.MaxServers, 16, &slowReaders{proto: ProtoEpoch})
+		defer sr.stop()
+		for _, h := range sr.hosts {
+			s.roster.saw(h.ID(), "", nil)
+		}
+		if err := wait.Until(ctx, 30*time.Second, func() bool { return sr.held.Load() >= maxRosterServing }); err != nil {
+			t.Fatalf("the roster identities hold %d slots, want at least %d", sr.held.Load(), maxRosterServing)
+		}
+		time.Sleep(2 * time.Second)
+		held := sr.held.Load()
+		req := (&wire.WindowReq{Number: s.certTop() + 1}).Marshal()
+		rep, err := call(context.Background(), member.h, s.ID(), request{Proto: ProtoEpoch, Type: wire.TypeWindowReq, Body: req, Timeout: shortTimeout})
+		if err != nil {
+			t.Errorf("a server of the certified chain refused the window with %d slots held by roster identities: %v", held, err)
+		}
+		if held > maxRosterServing {
+			t.Errorf("64 roster identities of 16 /24s hold %d server window slots, want at most %d", held, maxRosterServing)
+		}
+		// From now on they ask no more: what is left is their hold.
+		cancel()
+		start := time.Now()
+		bound := replyWait + time.Duration(len(rep)+wire.HeaderSize)*time.Second/clientReplyRate + 2*time.Second
+		if err := wait.Until(context.Background(), time.Minute, func() bool { return sr.held.Load() == 0 }); err != nil || time.Since(start) > bound {
+			t.Errorf("the roster identities' slots held %v after their last ask (%d still), want within %v", time.Since(start).Round(100*time.Millisecond), sr.held.Load(), bound)
+		}
+		t.Logf("64 roster identities of 16 /24s held %d server window slots; the certified chain's server served (%d bytes); their holds ended %v after their last ask", held, len(rep), time.Since(start).Round(100*time.Millisecond))
+		s.rb.loaded.Do(s.loadBlamed)
+		s.rb.smu.Lock()
+		if s.rb.servers == nil {
+			s.rb.servers = map[peer.ID]bool{}
+		}
+		s.rb.servers[member.ID()] = true
+		s.rb.smu.Unlock()
+		if s.certPeer(member.ID()) || s.groupPeer(member.ID()) {
+			t.Error("a server named by a round blame counts as the group's")
+		}
+	})
+}
+
+// TestWouldServeFetches (issue 25, the would-serve question): a roster
+// server past its probation (probation off here) asks another whether it
+// would serve, nine times, each question pinning a made-up window, and
+// answers the window requests that follow with a reply just over what
+// WindowLookback items can take. Any group peer could: the asked server
+// fetched a window from the asker for every question, whether the asker
+// was in the question's chain or the number the next one, and read the
+// reply up to the table's 64 MiB. Now it fetches only for an asker of the
+// question's chain, for the next number, once an asker a number, and
+// reads at most maxLookbackWindow.
+func TestWouldServeFetches(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		tn := startAnonNet(t, 3, 2, 2, testParams(4), func(_ int, c *ServerConfig) { c.Probation = -1 })
+		asked := tn.servers[2]
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		var d *wire.Descriptor
+		if err := wait.Until(ctx, 3*time.Minute, func() bool {
+			asked.mu.Lock()
+			defer asked.mu.Unlock()
+			for _, e := range asked.epochs {
+				if e.v != nil && e.v.desc.Number >= 4 {
+					d = e.v.desc
+				}
+			}
+			return d != nil
+		}); err != nil {
+			t.Fatal("no epoch 4")
+		}
+		fake, err := testMemnet(t).NewHostFrom(nil, nil, net.IPv4(10, 67, 0, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fake.Close()
+		var fetches, full atomic.Int64
+		fake.SetStreamHandler(ProtoEpoch, func(st transport.Stream) {
+			if _, err := io.ReadAll(st); err != nil {
+				st.Reset()
+				return
+			}
+			fetches.Add(1)
+			if wire.WriteFrame(st, wire.TypeWindow, make([]byte, maxLookbackWindow+1)) != nil {
+				st.Reset()
+				return
+			}
+			full.Add(1)
+			st.Close()
+		})
+		fake.AddAddrs(asked.ID(), asked.Addrs(), time.Hour)
+		asked.h.AddAddrs(fake.ID(), fake.Addrs(), time.Hour)
+		asked.roster.saw(fake.ID(), "", nil)
+		ask := func(chain []peer.ID, n uint64) {
+			ref := wire.WindowRef{Number: n - 2}
+			ref.Epoch[0], ref.Closing[0] = 1, 2
+			q := wire.Prepare{Number: n, Params: d.Params, Chain: chainIDs(chain), Previous: d.Previous, Window: []wire.WindowRef{ref}}
+			_, err := call(ctx, fake, asked.ID(), request{Proto: ProtoEpoch, Type: wire.TypeWouldServe, Body: q.Marshal(), Timeout: time.Minute})
+			t.Logf("number %d (next here %d): %v", n, asked.certTop()+1, err)
+		}
+		for range 3 {
+			ask([]peer.ID{asked.ID(), tn.servers[0].ID()}, asked.certTop()+1) // the asker not in the chain
+		}
+		for range 3 {
+			ask([]peer.ID{asked.ID(), fake.ID()}, asked.certTop()+20) // not the next number
+		}
+		for range 3 {
+			ask([]peer.ID{asked.ID(), fake.ID()}, asked.certTop()+1) // the next number: one fetch
+		}
+		t.Logf("9 would-serve questions with made-up windows: %d window fetches from the asker, %d replies of %d bytes read whole", fetches.Load(), full.Load(), maxLookbackWindow+1)
+		if n := fetches.Load(); n < 1 || n > 2 {
+			t.Errorf("%d window fetches from the asker, want one (two if the number moved on)", n)
+		}
+		if full.Load() > 0 {
+			t.Errorf("%d window replies over what %d items take read whole", full.Load(), WindowLookback)
 		}
 	})
 }

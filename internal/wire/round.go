@@ -169,6 +169,16 @@ func (m *Batch) enc(e *Enc) {
 	e.Fixed(m.Sig[:])
 }
 
+// BatchCap is the most bytes a Batch that UnmarshalAlloc takes under l
+// can be sent in: l.Clients entries of at most l.Onion bytes each with
+// their run and length fields, a signature and an onion hash each, and
+// the fixed fields; MaxFrame at most.
+func BatchCap(l Limits) int {
+	n := int64(l.Clients)
+	c := 32 + 4 + 2 + 4 + n*(4+4+4+int64(l.Onion)) + 4 + 64*n + 4 + 32*n + 32 + 64
+	return int(min(c, MaxFrame))
+}
+
 func (m *Batch) Unmarshal(b []byte, l Limits) error { return m.UnmarshalAlloc(b, l, nil) }
 
 // UnmarshalAlloc is Unmarshal with the entries whose zero runs it puts back

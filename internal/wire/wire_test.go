@@ -295,3 +295,24 @@ func TestRoundListPairs(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchCap: the fullest batch the limits let a receiver take (every
+// entry of Limits.Onion bytes, a signature and a hash each) is BatchCap
+// bytes, not one more.
+func TestBatchCap(t *testing.T) {
+	l := Limits{Clients: 5, Onion: 300}
+	b := Batch{ClientSigs: make([][64]byte, l.Clients), ClientHashes: make([][32]byte, l.Clients)}
+	for range l.Clients {
+		b.Entries = append(b.Entries, make([]byte, l.Onion))
+	}
+	enc := b.Marshal()
+	if len(enc) != BatchCap(l) {
+		t.Fatalf("full batch of %d bytes, cap %d", len(enc), BatchCap(l))
+	}
+	if err := new(Batch).Unmarshal(enc, l); err != nil {
+		t.Fatal(err)
+	}
+	if BatchCap(Limits{Clients: 1 << 20, Onion: 1 << 20}) != MaxFrame {
+		t.Fatal("cap above MaxFrame")
+	}
+}

@@ -231,6 +231,13 @@ func ServeSegments(ctx context.Context, h Host, g *Gate, log *slog.Logger, proto
 
 // ServeBounded is ServeSegments whose replies' sends end within bound.
 func ServeBounded(ctx context.Context, h Host, g *Gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, bound ReplyBound, caps func(peer.ID, wire.Type) int, bufs *wire.Buffers, fn SegHandlerFunc) {
+	ServeBoundedBy(ctx, h, g, log, proto, timeout, func(wire.Type) ReplyBound { return bound }, caps, bufs, fn)
+}
+
+// ServeBoundedBy is ServeBounded with the bound of each reply by its
+// request's type (a protocol whose bulk replies keep the stream's
+// deadline while its small ones end early).
+func ServeBoundedBy(ctx context.Context, h Host, g *Gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, bounds func(wire.Type) ReplyBound, caps func(peer.ID, wire.Type) int, bufs *wire.Buffers, fn SegHandlerFunc) {
 	h.SetStreamHandler(proto, func(s Stream) {
 		if !g.Enter() {
 			s.Reset()
@@ -256,7 +263,7 @@ func ServeBounded(ctx context.Context, h Host, g *Gate, log *slog.Logger, proto 
 		sctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		rt, rep, ferr := fn(sctx, from, t, body)
-		if bound.Rate > 0 {
+		if bound := bounds(t); bound.Rate > 0 {
 			n := wire.HeaderSize
 			if ferr != nil {
 				n += len(ferr.Error())
