@@ -203,10 +203,6 @@ func serve(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, pro
 func servePooled(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, bufs *wire.Buffers, fn handlerFunc) {
 	transport.ServePooled(ctx, h, g, log, proto, timeout, caps, bufs, fn)
 }
-func serveSegments(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, bufs *wire.Buffers, fn segHandlerFunc) {
-	transport.ServeSegments(ctx, h, g, log, proto, timeout, caps, bufs, fn)
-}
-
 func serveBounded(ctx context.Context, h transport.Host, g *gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, bound transport.ReplyBound, caps func(peer.ID, wire.Type) int, bufs *wire.Buffers, fn segHandlerFunc) {
 	transport.ServeBounded(ctx, h, g, log, proto, timeout, bound, caps, bufs, fn)
 }
