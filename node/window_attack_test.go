@@ -228,33 +228,10 @@ func TestWindowSlotDeadline(t *testing.T) {
 		}
 		// From now on they ask no more: what is left is their hold.
 		cancel()
-		start := time.Now()
-		probe, err := newHost(t, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer probe.Close()
-		probe.AddAddrs(s.ID(), s.Addrs(), time.Hour)
-		req := (&wire.WindowReq{Number: s.certTop() + 1}).Marshal()
-		var rep []byte
-		refused := 0
-		for time.Since(start) < time.Minute {
-			rep, err = call(context.Background(), probe, s.ID(), request{Proto: ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: shortTimeout})
-			if !errors.Is(err, errWindowBusy) {
-				break
-			}
-			refused++
-			time.Sleep(100 * time.Millisecond)
-		}
-		kept := time.Since(start)
-		if err != nil {
-			t.Fatalf("a client's window request after %v (%d refused): %v", kept, refused, err)
-		}
-		bound := replyWait + time.Duration(len(rep))*time.Second/clientReplyRate + time.Second
-		if refused == 0 || kept > bound {
-			t.Errorf("the client was refused %d times over %v, want at least once and within %v", refused, kept, bound)
-		}
-		t.Logf("%d slow readers of four /24s held every window slot: a client refused %d times over %v (reply %d bytes, bound %v)", maxWindowServing, refused, kept.Round(10*time.Millisecond), len(rep), bound)
+		refused, kept, bound := servedAfterHold(t, s, wire.TypeWindowReq, (&wire.WindowReq{Number: s.certTop() + 1}).Marshal(), replyWait, func(err error) bool {
+			return errors.Is(err, errWindowBusy)
+		})
+		t.Logf("%d slow readers of four /24s held every window slot: a client refused %d times over %v (bound %v)", maxWindowServing, refused, kept.Round(10*time.Millisecond), bound)
 	})
 }
 
@@ -509,4 +486,40 @@ func TestWouldServeFetches(t *testing.T) {
 			t.Errorf("%d window replies over what %d items take read whole", full.Load(), WindowLookback)
 		}
 	})
+}
+
+// servedAfterHold asks s with a fresh peer, as a client would, every
+// 100 ms while the answer is busy(err), for at most a minute; it fails t
+// unless the peer was refused at least once (the hold was there) and
+// served within replyWait plus the reply's size at clientReplyRate plus
+// a second (the hold ended by the reply bound). It returns how many times
+// the peer was refused and how long it waited.
+func servedAfterHold(t *testing.T, s *Server, ty wire.Type, body []byte, replyWait time.Duration, busy func(error) bool) (int, time.Duration, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	probe, err := newHost(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	probe.AddAddrs(s.ID(), s.Addrs(), time.Hour)
+	var rep []byte
+	refused := 0
+	for time.Since(start) < time.Minute {
+		rep, err = call(context.Background(), probe, s.ID(), request{Proto: ProtoClient, Type: ty, Body: body, Timeout: shortTimeout})
+		if err == nil || !busy(err) {
+			break
+		}
+		refused++
+		time.Sleep(100 * time.Millisecond)
+	}
+	kept := time.Since(start)
+	if err != nil {
+		t.Fatalf("a client's request after %v (%d refused): %v", kept, refused, err)
+	}
+	bound := replyWait + time.Duration(len(rep))*time.Second/clientReplyRate + time.Second
+	if refused == 0 || kept > bound {
+		t.Errorf("the client was refused %d times over %v, want at least once and within %v", refused, kept, bound)
+	}
+	return refused, kept, bound
 }
