@@ -166,6 +166,9 @@ func (fr *futureRoot) noHonestCharged(t *testing.T, badCharged bool) {
 // then the real batch's root conflicts with the announced one, and the
 // attacker is named for its two signed roots and left out.
 func TestFutureRootFramesSuccessor(t *testing.T) {
+	if raceOn && testing.Short() {
+		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestFutureRootFramesHonest")
+	}
 	virtual(t, func(t *testing.T) {
 		fr := startFutureRoot(t)
 		// The attacked epoch ends (or completes) with round q never void.

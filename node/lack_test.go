@@ -145,6 +145,9 @@ func TestLostBatchFetched(t *testing.T) {
 // server, the epoch runs on, and the file is fetched whole. Before, the
 // round's missing publication charged the last server.
 func TestWithheldBatchVoidCharged(t *testing.T) {
+	if raceOn && testing.Short() {
+		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestWithheldBatchTwiceEndsEpoch")
+	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(64) // room for a void round's chunks 32 rounds on (resendHold)

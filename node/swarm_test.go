@@ -127,7 +127,7 @@ func swarmSeeds(t *testing.T) []swarmSeed {
 		}
 		return append(out, swarmSizedSeeds...)
 	}
-	return swarmCISeeds
+	return swarmCISeeds[2:3] // make test: seed 6 alone (early-abort, early-void, hold-open as an insider, a restart); make swarm runs 1 and 3
 }
 
 func TestSwarm(t *testing.T) {

@@ -247,6 +247,9 @@ func TestWindowSlotDeadline(t *testing.T) {
 // number after the attack began is final, that server's turns included;
 // the clients take the window from the other servers.
 func TestWindowHeldAtLeader(t *testing.T) {
+	if raceOn && testing.Short() {
+		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestWindowSlotsHeld and TestWindowSlotDeadline")
+	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		fn := startFounded(t, 3, 3, 3, testParams(4), func(_ int, c *ServerConfig) { c.LeaderTimeout = 2 * time.Second })

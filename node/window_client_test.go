@@ -25,6 +25,9 @@ import (
 // request of the job goes out, in the epochs after either, until the user
 // resumes it; resumed, it finishes with the file's bytes.
 func TestSitOutPausesJobs(t *testing.T) {
+	if raceOn && testing.Short() {
+		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestWindowRequestSame and TestJobWaitsForPresence")
+	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		var refuse atomic.Bool
@@ -324,6 +327,9 @@ func TestWindowAsksPreviousChain(t *testing.T) {
 // their own, one per peer at a time, and a client asks a busy server
 // again: over three epochs of 64 clients, none sits out.
 func TestWindowAtClientCap(t *testing.T) {
+	if raceOn && testing.Short() {
+		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestWindowSlotsHeld and TestWindowRequestSame")
+	}
 	virtual(t, func(t *testing.T) {
 		const m, n = 3, MinClientCap
 		tn := startAnonNet(t, m, 0, 2, testParams(4), nil)

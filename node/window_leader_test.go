@@ -25,6 +25,9 @@ import (
 // newest epoch of a window of more: each such number ends in a timeout
 // certificate, every other number in a final descriptor.
 func TestLeaderLeavesPinOut(t *testing.T) {
+	if raceOn && testing.Short() {
+		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestWindowTwoNumbersOn and TestWindowSlotsHeld")
+	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		tn := startAnonNet(t, 3, 2, 2, testParams(2), func(i int, c *ServerConfig) { c.LeaderTimeout = 2 * time.Second })
