@@ -53,6 +53,9 @@ func (s *Server) noteRoot(e *sepoch, r *wire.Root) bool {
 			// (partCame), a round limit later.
 			e.openedAt(r.Round, now)
 		}
+		// A part that came moves the dues after it (S_0's watch for
+		// the publication, pubfetch.go watchPub).
+		s.wake()
 		return true
 	}
 	if old.Root == r.Root {

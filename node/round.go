@@ -61,6 +61,10 @@ type sround struct {
 	pubRaw      []byte
 	pubServed   map[int]int
 	pubFetching bool
+	// pubWatch: closed when S_0's watch for the publication, which
+	// fetches it once it is due (pubfetch.go watchPub), is over; nil if
+	// none runs.
+	pubWatch chan struct{}
 	// signed, signedState: the digest of the list this server signed for
 	// the round and whether it was void (closing.go).
 	signed      [32]byte
