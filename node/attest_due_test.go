@@ -20,7 +20,7 @@ func TestAbsenceDueOpenedByFirstPart(t *testing.T) {
 	desc := wire.Descriptor{Params: wire.Params{Rounds: 8, RoundLimitMs: uint32(limit / time.Millisecond)}}
 	v := &view{desc: &desc, id: [32]byte{7}, chain: []peer.ID{"a", "b", "c"}}
 	e := &sepoch{v: v, final: v, pos: 2}
-	s := &Server{}
+	s := &Server{changed: make(chan struct{})}
 	if !s.noteRoot(e, &wire.Root{Epoch: v.id, Round: 5, S: 1, Root: [32]byte{1}}) {
 		t.Fatal("root refused")
 	}
