@@ -25,7 +25,9 @@ func attestDigest(a *wire.Attest) [32]byte { return taggedHash(tagAttest, a.Mars
 // and each later part a hop
 // after the part before it came here (partCame), or after that part's
 // own due if it never came. A hop is a server's whole wait for its input
-// (lackWindow) and its processing. Call with s.mu held.
+// (lackWindow) and its processing. When S_0's part opened q here, it came
+// at the opening (roots.go): its successor's part is due a hop after the
+// opening. Call with s.mu held.
 func (e *sepoch) absenceDue(q uint32) []time.Time {
 	open, ok := e.openAt[q]
 	if !ok {

@@ -76,6 +76,7 @@ func (s *Server) mixLoop(e *sepoch) {
 			return
 		}
 		s.mixStep(e, r, ins, sigs, hashes)
+		s.watchPub(e, r)
 	}
 	s.awaitLastRounds(e)
 }
@@ -151,9 +152,25 @@ func (s *Server) pubMissing(e *sepoch, q uint32) (missing, came bool) {
 	}
 	// A publication that reached other chain servers and not this one
 	// is fetched from them (pubfetch.go): the last server does not make
-	// S_0 claim what others hold, which they would not back.
-	// A holder that does not answer delays the claim a round limit.
-	ctx, cancel := context.WithTimeout(s.ctx, time.Duration(e.final.desc.Params.RoundLimitMs)*time.Millisecond)
+	// S_0 claim what others hold, which they would not back. The watch
+	// began fetching it once it was due (watchPub); once that is over,
+	// the holders are asked once more, should they have taken it since.
+	// A holder that does not answer delays the claim a round limit (in
+	// all: the watch's fetch and this one).
+	end := time.Now().Add(time.Duration(e.final.desc.Params.RoundLimitMs) * time.Millisecond)
+	if due != nil {
+		end = due[len(due)-1].Add(time.Duration(e.final.desc.Params.RoundLimitMs) * time.Millisecond * 5 / 4)
+	}
+	ctx, cancel := context.WithDeadline(s.ctx, end)
+	s.mu.Lock()
+	watch := e.round(q).pubWatch
+	s.mu.Unlock()
+	if watch != nil {
+		select {
+		case <-watch:
+		case <-ctx.Done():
+		}
+	}
 	fetched := s.fetchPub(ctx, e, q, e.final.chain)
 	cancel()
 	if fetched {

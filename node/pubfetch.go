@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -58,31 +59,60 @@ func (s *Server) servePub(e *sepoch, from peer.ID, r uint32) (wire.Type, []byte,
 	return wire.TypeBatch, x.pubRaw, nil
 }
 
-// fetchPub asks the servers of from at once for round r's publication
-// and takes the first copy that checks; it reports whether the
-// publication is taken here (its publishing may still run). A server that
-// does not answer holds the asker up to ctx's deadline, no longer. Never
-// call with s.mu held.
+// fetchPub asks the servers of from for round r's publication, one at a
+// time: the next once the one before failed, or fetchGrace after it was
+// asked, so that the first copy comes at the full speed of this server's
+// link rather than sharing it with every other copy; it takes the first
+// copy that checks and stops the others, and stops when the publication
+// comes here otherwise. It reports whether the publication is taken here
+// (its publishing may still run). A server that does not answer holds the
+// asker up to ctx's deadline, no longer. Never call with s.mu held.
 func (s *Server) fetchPub(ctx context.Context, e *sepoch, r uint32, from []peer.ID) bool {
 	v := e.final
 	last := v.chain[len(v.chain)-1]
+	gone := func() bool {
+		if e.ended || e.admit(r) != nil {
+			return true
+		}
+		x := e.round(r)
+		return x.batchIn[1] || x.void
+	}
 	taken := func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		x := e.round(r)
-		return x.batchIn[1] || x.void || e.ended
+		return gone()
 	}
 	if taken() {
 		return s.pubTaken(e, r)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	go func() {
+		if s.waitFor(ctx, gone) == nil {
+			cancel()
+		}
+	}()
 	q := (&wire.BatchRef{Epoch: v.id, Round: r, S: uint16(len(v.chain))}).Marshal()
+	failed := make(chan struct{}, len(from))
 	var wg sync.WaitGroup
+	asked := 0
 	for _, p := range from {
 		if p == s.h.ID() || p == last {
 			continue
 		}
+		if asked > 0 {
+			t := time.NewTimer(fetchGrace(e))
+			select {
+			case <-failed:
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		asked++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -92,6 +122,7 @@ func (s *Server) fetchPub(ctx context.Context, e *sepoch, r uint32, from []peer.
 				_, _, err = s.onBatch(last, raw)
 			}
 			if err != nil {
+				failed <- struct{}{}
 				s.log.Debug("fetch publication", "round", r, "from", p.ShortString(), "err", err)
 				return
 			}
@@ -103,6 +134,63 @@ func (s *Server) fetchPub(ctx context.Context, e *sepoch, r uint32, from []peer.
 	}
 	wg.Wait()
 	return s.pubTaken(e, r)
+}
+
+// watchPub is S_0's watch for round r's publication, which it just
+// mixed: once the publication is due here (absenceDue, the last part) and
+// fetchGrace more, it is fetched from the chain servers that hold it
+// (fetchPub), rather than only once S_0's wait for round r + mixDepth is
+// over: a last server that withholds it from S_0 alone has round
+// r + mixDepth open at the others from their copy, and S_0's part of it
+// is due there from then (§3). S_0 only; never call with s.mu held.
+func (s *Server) watchPub(e *sepoch, r uint32) {
+	if len(e.final.chain) < 3 {
+		return // no chain server but the last holds the publication
+	}
+	done := make(chan struct{})
+	s.mu.Lock()
+	e.round(r).pubWatch = done
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(done)
+		gone := func() bool {
+			if e.ended || e.admit(r) != nil {
+				return true
+			}
+			x := e.round(r)
+			return x.batchIn[1] || x.void
+		}
+		// at is when the publication is due here and fetchGrace more,
+		// the zero time while the round is not open here. Call with
+		// s.mu held.
+		at := func() time.Time {
+			due := e.absenceDue(r)
+			if due == nil {
+				return time.Time{}
+			}
+			return due[len(due)-1].Add(fetchGrace(e))
+		}
+		for {
+			s.mu.Lock()
+			t, g := at(), gone()
+			s.mu.Unlock()
+			if g || t.IsZero() || s.ctx.Err() != nil {
+				return
+			}
+			if !time.Now().Before(t) {
+				break
+			}
+			// A part that comes moves the due (roots.go wakes this).
+			ctx, cancel := context.WithDeadline(s.ctx, t)
+			_ = s.waitFor(ctx, func() bool { return gone() || !at().Equal(t) })
+			cancel()
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, time.Duration(e.final.desc.Params.RoundLimitMs)*time.Millisecond)
+		defer cancel()
+		s.fetchPub(ctx, e, r, e.final.chain)
+	}()
 }
 
 func (s *Server) pubTaken(e *sepoch, r uint32) bool {

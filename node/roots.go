@@ -40,14 +40,22 @@ func (s *Server) noteRoot(e *sepoch, r *wire.Root) bool {
 		if e.rootAt == nil {
 			e.rootAt = map[rootKey]time.Time{}
 		}
-		e.rootAt[k] = time.Now()
+		now := time.Now()
+		e.rootAt[k] = now
 		if r.S == 1 {
 			// S_0's signed part says S_0 took the round as open: it
 			// opens here too, so that a last server that sends the
 			// publication of r − mixDepth to some servers late cannot
-			// start their dues later than S_0's (attest.go).
-			e.opened(r.Round)
+			// start their dues later than S_0's (attest.go). One
+			// instant for both: the part counts as sent at the opening
+			// (docs/protocol.md §3), so its successor's part is due a
+			// hop after it, not as a part that came before the opening
+			// (partCame), a round limit later.
+			e.openedAt(r.Round, now)
 		}
+		// A part that came moves the dues after it (S_0's watch for
+		// the publication, pubfetch.go watchPub).
+		s.wake()
 		return true
 	}
 	if old.Root == r.Root {

@@ -61,6 +61,10 @@ type sround struct {
 	pubRaw      []byte
 	pubServed   map[int]int
 	pubFetching bool
+	// pubWatch: closed when S_0's watch for the publication, which
+	// fetches it once it is due (pubfetch.go watchPub), is over; nil if
+	// none runs.
+	pubWatch chan struct{}
 	// signed, signedState: the digest of the list this server signed for
 	// the round and whether it was void (closing.go).
 	signed      [32]byte
@@ -162,7 +166,11 @@ func (e *sepoch) dropEnded(answers bool) {
 // published or void, the setup verified, or S_0's signed part of r come,
 // whichever is first): the start of its absences' dues (attest.go). Call
 // with s.mu held.
-func (e *sepoch) opened(r uint32) {
+func (e *sepoch) opened(r uint32) { e.openedAt(r, time.Now()) }
+
+// openedAt is opened at a given time: the time its cause came here, so
+// that a part that opens the round and the opening are one instant.
+func (e *sepoch) openedAt(r uint32, at time.Time) {
 	if e.final == nil || r >= e.final.desc.Params.Rounds {
 		return
 	}
@@ -170,7 +178,7 @@ func (e *sepoch) opened(r uint32) {
 		e.openAt = map[uint32]time.Time{}
 	}
 	if _, ok := e.openAt[r]; !ok {
-		e.openAt[r] = time.Now()
+		e.openAt[r] = at
 	}
 }
 

@@ -404,6 +404,12 @@ func (s *Server) Close() error {
 // notify wakes every waiter; call with s.mu held.
 func (s *Server) notify() {
 	s.turn.active = time.Now()
+	s.wake()
+}
+
+// wake wakes every waiter, the epoch's activity unmarked (a root that
+// moves a due, roots.go); call with s.mu held.
+func (s *Server) wake() {
 	close(s.changed)
 	s.changed = make(chan struct{})
 }
