@@ -168,6 +168,9 @@ func keepRecords(servers []*Server) {
 // part in three more epochs, none sits out, and a share acknowledged under
 // the attack is fetched.
 func TestWindowSlotsHeld(t *testing.T) {
+	if raceOn && testing.Short() {
+		t.Skip("heavy under -race: the full pass runs it; -race covers the window slots in TestWindowSlotDeadline and TestServerSlotsHeld")
+	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		fn := startFounded(t, 3, 0, 3, testParams(4), nil)
