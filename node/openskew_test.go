@@ -173,43 +173,7 @@ func TestPublicationWithheldFetched(t *testing.T) {
 				s0, mid, bad := bn.servers[0], bn.servers[1], bn.servers[2]
 				left := bn.servers[victim].ID()
 				const q = 3
-				var mu sync.Mutex
-				var epoch [32]byte
-				var fired bool
-				bad.hooks.Store(&serverHooks{
-					pubLate: func(r uint32, to peer.ID) time.Duration {
-						if r != q || to != left {
-							return 0
-						}
-						var cur [32]byte
-						bad.mu.Lock()
-						for id, e := range bad.epochs {
-							if !e.ended && e.final != nil {
-								cur = id
-							}
-						}
-						bad.mu.Unlock()
-						mu.Lock()
-						defer mu.Unlock()
-						if !fired {
-							fired, epoch = true, cur
-						}
-						if cur == epoch {
-							return time.Hour // never within the delivery's round limit
-						}
-						return 0
-					},
-				})
-				if err := wait.Until(context.Background(), 2*time.Minute, func() bool {
-					mu.Lock()
-					defer mu.Unlock()
-					return fired
-				}); err != nil {
-					t.Fatal("the last server never published round q")
-				}
-				mu.Lock()
-				id := epoch
-				mu.Unlock()
+				id := withholdPub(t, bad, q, left)
 				ends := awaitEnds(t, id, q, s0, mid)
 				time.Sleep(5 * time.Second) // virtual time: relays settle (no charge is a non-event)
 				for i, s := range []*Server{s0, mid} {
@@ -229,4 +193,49 @@ func TestPublicationWithheldFetched(t *testing.T) {
 			})
 		})
 	}
+}
+
+// withholdPub has the last server bad send round q's publication of the
+// first epoch it publishes q in after now never to peer to (within the
+// delivery's round limit), and to everyone else as usual; it returns that
+// epoch once bad has published q.
+func withholdPub(t *testing.T, bad *Server, q uint32, to peer.ID) [32]byte {
+	t.Helper()
+	var mu sync.Mutex
+	var epoch [32]byte
+	var fired bool
+	bad.hooks.Store(&serverHooks{
+		pubLate: func(r uint32, dst peer.ID) time.Duration {
+			if r != q || dst != to {
+				return 0
+			}
+			var cur [32]byte
+			bad.mu.Lock()
+			for id, e := range bad.epochs {
+				if !e.ended && e.final != nil {
+					cur = id
+				}
+			}
+			bad.mu.Unlock()
+			mu.Lock()
+			defer mu.Unlock()
+			if !fired {
+				fired, epoch = true, cur
+			}
+			if cur == epoch {
+				return time.Hour // never within the delivery's round limit
+			}
+			return 0
+		},
+	})
+	if err := wait.Until(context.Background(), 2*time.Minute, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return fired
+	}); err != nil {
+		t.Fatal("the last server never published round q")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return epoch
 }

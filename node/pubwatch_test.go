@@ -3,14 +3,8 @@
 package node
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/libp2p/go-libp2p/core/peer"
-
-	"github.com/riffle-net/riffle/internal/wait"
 )
 
 // TestPublicationFetchedWhenDue: the last server of four sends its
@@ -31,43 +25,7 @@ func TestPublicationFetchedWhenDue(t *testing.T) {
 		bn := startBlameNetParams(t, p, 4, 4, 2, 2)
 		s0, mids, bad := bn.servers[0], bn.servers[1:3], bn.servers[3]
 		const q = 3
-		var mu sync.Mutex
-		var epoch [32]byte
-		var fired bool
-		bad.hooks.Store(&serverHooks{
-			pubLate: func(r uint32, to peer.ID) time.Duration {
-				if r != q || to != s0.ID() {
-					return 0
-				}
-				var cur [32]byte
-				bad.mu.Lock()
-				for id, e := range bad.epochs {
-					if !e.ended && e.final != nil {
-						cur = id
-					}
-				}
-				bad.mu.Unlock()
-				mu.Lock()
-				defer mu.Unlock()
-				if !fired {
-					fired, epoch = true, cur
-				}
-				if cur == epoch {
-					return time.Hour // never within the delivery's round limit
-				}
-				return 0
-			},
-		})
-		if err := wait.Until(context.Background(), 2*time.Minute, func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return fired
-		}); err != nil {
-			t.Fatal("the last server never published round q")
-		}
-		mu.Lock()
-		id := epoch
-		mu.Unlock()
+		id := withholdPub(t, bad, q, s0.ID())
 		var due, took time.Time
 		for end := time.Now().Add(time.Minute); took.IsZero() && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 			s0.mu.Lock()
