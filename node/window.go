@@ -251,6 +251,12 @@ func (s *Server) certPeer(p peer.ID) bool {
 // number: for each number below it, back WindowLookback numbers, the
 // certified epoch's descriptor without clients, closing record and pool.
 func (s *Server) windowItems(number uint64) []wire.WindowItem {
+	if number < 2 {
+		// Nothing lies below 1; and number − 1 of 0 wraps to 2^64 − 1,
+		// where the loop's bound never holds: anyone's request for 0
+		// would spin a core (TestWindowItemsZero).
+		return nil
+	}
 	var out []wire.WindowItem
 	for n := number - 1; n > 0 && n+WindowLookback >= number; n-- {
 		cert, ok := s.certOf(n)

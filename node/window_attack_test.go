@@ -529,3 +529,25 @@ func servedAfterHold(t *testing.T, s *Server, ty wire.Type, body []byte, replyWa
 	}
 	return refused, kept, bound
 }
+
+// TestWindowItemsZero: a window request for number 0 or 1 has nothing
+// below it. For 0, number − 1 wrapped to 2^64 − 1 and the walk back ran
+// until n reached 0, taking the certificate lock at every step: any peer's
+// one request (client protocol, epoch protocol or a would-serve question)
+// spun a core for good. Real time: a spinning goroutine would hold a
+// virtual clock still.
+func TestWindowItemsZero(t *testing.T) {
+	s := storeServer(t)
+	for _, number := range []uint64{0, 1} {
+		done := make(chan []wire.WindowItem, 1)
+		go func() { done <- s.windowItems(number) }()
+		select {
+		case items := <-done:
+			if len(items) != 0 {
+				t.Errorf("window before number %d: %d items", number, len(items))
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the window before number %d took over 5 s", number)
+		}
+	}
+}
