@@ -122,7 +122,7 @@ func (s *Server) admissionOrder(e *sepoch) [][32]byte {
 		}
 		cs = append(cs, c)
 	}
-	quota := primaryQuota(e.v.desc.Params.MaxClients, len(e.v.chain))
+	quota := primaryQuota(e.v.Desc.Params.MaxClients, len(e.v.Chain))
 	out, err := orderAdmission(cs, rangeCap(quota), s.rand)
 	if err != nil {
 		// No randomness: fall back on registration-key order (fresh

@@ -31,7 +31,7 @@ func (s *Server) isServerPeer(p peer.ID) bool {
 		if e.ended {
 			continue
 		}
-		for _, q := range e.v.chain {
+		for _, q := range e.v.Chain {
 			if q == p {
 				return true
 			}

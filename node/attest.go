@@ -34,9 +34,9 @@ func (e *sepoch) absenceDue(q uint32) []time.Time {
 		return nil
 	}
 	v := e.final
-	limit := time.Duration(v.desc.Params.RoundLimitMs) * time.Millisecond
+	limit := time.Duration(v.Desc.Params.RoundLimitMs) * time.Millisecond
 	hop := lackWindow(e)
-	due := make([]time.Time, len(v.chain))
+	due := make([]time.Time, len(v.Chain))
 	due[0] = open.Add(limit + hop)
 	for j := 1; j < len(due); j++ {
 		base := due[j-1]
@@ -60,7 +60,7 @@ func (e *sepoch) partCame(q uint32, j int) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	if at.Before(open) {
-		at = open.Add(time.Duration(e.final.desc.Params.RoundLimitMs) * time.Millisecond)
+		at = open.Add(time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond)
 	}
 	return at, true
 }
@@ -78,7 +78,7 @@ func (e *sepoch) partCame(q uint32, j int) (time.Time, bool) {
 // equivocation. nil when not due or unsigned. Call with s.mu held.
 func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 	v := e.final
-	if v == nil || q >= v.desc.Params.Rounds {
+	if v == nil || q >= v.Desc.Params.Rounds {
 		return nil
 	}
 	if a := e.attested[q]; a != nil {
@@ -93,7 +93,7 @@ func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 	if x != nil && !x.voidAt.IsZero() && (stop.IsZero() || x.voidAt.Before(stop)) {
 		stop = x.voidAt
 	}
-	m := len(v.chain)
+	m := len(v.Chain)
 	if stop.IsZero() {
 		if time.Now().Before(due[m-1]) {
 			return nil
@@ -135,7 +135,7 @@ func (s *Server) closeAttestLocked(e *sepoch) *wire.Attest {
 	if e.final != nil || e.regClosed || e.regDeadline.IsZero() || time.Since(e.regDeadline) < s.cfg.LeaderTimeout/2 {
 		return nil
 	}
-	for j, p := range e.v.chain {
+	for j, p := range e.v.Chain {
 		if p == e.leader {
 			e.closeAttest = s.signAttestLocked(e, wire.AbortNoClose, 0, 1<<uint(j))
 			return e.closeAttest
@@ -148,7 +148,7 @@ func (s *Server) signAttestLocked(e *sepoch, kind uint8, round uint32, bits uint
 	if e.pos < 0 {
 		return nil
 	}
-	a := &wire.Attest{AttestReq: wire.AttestReq{Epoch: e.v.id, Number: e.v.desc.Number, Kind: kind, Round: round}, Lacking: bits, Signer: uint16(e.pos)}
+	a := &wire.Attest{AttestReq: wire.AttestReq{Epoch: e.v.ID, Number: e.v.Desc.Number, Kind: kind, Round: round}, Lacking: bits, Signer: uint16(e.pos)}
 	sig, err := sign(s.priv, attestDigest(a))
 	if err != nil {
 		return nil
@@ -170,7 +170,7 @@ func (s *Server) onAttestReq(from peer.ID, body []byte) (wire.Type, []byte, erro
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.epochs[q.Epoch]
-	if e == nil || e.v == nil || !inChain(e.v.chain, from) || e.v.desc.Number != q.Number {
+	if e == nil || e.v == nil || !inChain(e.v.Chain, from) || e.v.Desc.Number != q.Number {
 		return 0, nil, errors.New("node: attestation asked of an epoch not held here")
 	}
 	var a *wire.Attest
@@ -189,9 +189,9 @@ func (s *Server) onAttestReq(from peer.ID, body []byte) (wire.Type, []byte, erro
 // servers of e's chain but skip, once each, within shortTimeout: those
 // that answer with a valid one. Never call with s.mu held.
 func (s *Server) askAttests(e *sepoch, kind uint8, round uint32, skip peer.ID) []wire.Attest {
-	q := (&wire.AttestReq{Epoch: e.v.id, Number: e.v.desc.Number, Kind: kind, Round: round}).Marshal()
+	q := (&wire.AttestReq{Epoch: e.v.ID, Number: e.v.Desc.Number, Kind: kind, Round: round}).Marshal()
 	var to []peer.ID
-	for _, p := range e.v.chain {
+	for _, p := range e.v.Chain {
 		if p != s.h.ID() && p != skip {
 			to = append(to, p)
 		}
@@ -202,8 +202,8 @@ func (s *Server) askAttests(e *sepoch, kind uint8, round uint32, skip peer.ID) [
 	var out []wire.Attest
 	for i, rep := range reps {
 		var a wire.Attest
-		if rep == nil || a.Unmarshal(rep) != nil || a.Epoch != e.v.id || a.Kind != kind || a.Round != round ||
-			int(a.Signer) >= len(e.v.chain) || e.v.chain[a.Signer] != to[i] {
+		if rep == nil || a.Unmarshal(rep) != nil || a.Epoch != e.v.ID || a.Kind != kind || a.Round != round ||
+			int(a.Signer) >= len(e.v.Chain) || e.v.Chain[a.Signer] != to[i] {
 			continue
 		}
 		if verifyPeerSig(to[i], attestDigest(&a), a.Sig) == nil {

@@ -18,10 +18,10 @@ import (
 func TestAbsenceDueOpenedByFirstPart(t *testing.T) {
 	const limit = 2 * time.Second
 	desc := wire.Descriptor{Params: wire.Params{Rounds: 8, RoundLimitMs: uint32(limit / time.Millisecond)}}
-	v := &view{desc: &desc, id: [32]byte{7}, chain: []peer.ID{"a", "b", "c"}}
+	v := &view{Desc: &desc, ID: [32]byte{7}, Chain: []peer.ID{"a", "b", "c"}}
 	e := &sepoch{v: v, final: v, pos: 2}
 	s := &Server{changed: make(chan struct{})}
-	if !s.noteRoot(e, &wire.Root{Epoch: v.id, Round: 5, S: 1, Root: [32]byte{1}}) {
+	if !s.noteRoot(e, &wire.Root{Epoch: v.ID, Round: 5, S: 1, Root: [32]byte{1}}) {
 		t.Fatal("root refused")
 	}
 	open, ok := e.openAt[5]

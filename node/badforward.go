@@ -29,7 +29,7 @@ import (
 func (s *Server) nameForwarder(e *sepoch, f *wire.Forwarded, why error, send bool) {
 	v := e.v
 	pos := int(f.Primary)
-	p := v.chain[pos]
+	p := v.Chain[pos]
 	body := f.Marshal()
 	s.mu.Lock()
 	first := !e.fwdNamed
@@ -49,10 +49,10 @@ func (s *Server) nameForwarder(e *sepoch, f *wire.Forwarded, why error, send boo
 	s.rb.servers[p] = true
 	s.rb.smu.Unlock()
 	reason := fmt.Sprintf("it signed a forwarded registration that does not verify: %v", why)
-	s.log.Warn("registration blame: culprit named; it is excluded from every chain here", "epoch", fmt.Sprintf("%x", v.id[:6]),
+	s.log.Warn("registration blame: culprit named; it is excluded from every chain here", "epoch", fmt.Sprintf("%x", v.ID[:6]),
 		"culprit", fmt.Sprintf("server %d (%s)", pos, p), "evidence", reason, "forwarded", fmt.Sprintf("%x", body))
 	if br, ok := s.store.(blameRecorder); ok {
-		rec := store.BlameRecord{Epoch: v.id, Number: v.desc.Number, Role: "server", Server: pos, PeerID: p.String(),
+		rec := store.BlameRecord{Epoch: v.ID, Number: v.Desc.Number, Role: "server", Server: pos, PeerID: p.String(),
 			Reason: reason, Evidence: [][]byte{body}, Time: time.Now().Unix()}
 		if err := br.PutBlame(rec); err != nil {
 			s.log.Error("registration blame: record not stored", "err", err)
@@ -62,7 +62,7 @@ func (s *Server) nameForwarder(e *sepoch, f *wire.Forwarded, why error, send boo
 		return
 	}
 	var others []peer.ID
-	for i, q := range v.chain {
+	for i, q := range v.Chain {
 		if q != s.h.ID() && i != pos {
 			others = append(others, q)
 		}
@@ -83,13 +83,13 @@ func (s *Server) nameForwarder(e *sepoch, f *wire.Forwarded, why error, send boo
 // replay one an honest primary signed then, which fails here only for its
 // epoch id.
 func checkForwardSigned(e *sepoch, f *wire.Forwarded) error {
-	if f.Reg.Epoch != e.v.id {
+	if f.Reg.Epoch != e.v.ID {
 		return errors.New("node: forwarded registration of another epoch")
 	}
-	if int(f.Primary) >= len(e.v.chain) {
-		return fmt.Errorf("node: forwarded registration names primary %d of %d servers", f.Primary, len(e.v.chain))
+	if int(f.Primary) >= len(e.v.Chain) {
+		return fmt.Errorf("node: forwarded registration names primary %d of %d servers", f.Primary, len(e.v.Chain))
 	}
-	if err := verifyPeerSig(e.v.chain[f.Primary], forwardDigest(f), f.Sig); err != nil {
+	if err := verifyPeerSig(e.v.Chain[f.Primary], forwardDigest(f), f.Sig); err != nil {
 		return fmt.Errorf("node: registration not signed by its primary: %w", err)
 	}
 	return nil
@@ -108,7 +108,7 @@ func (s *Server) onBadForward(from peer.ID, body []byte) (wire.Type, []byte, err
 	if e == nil || e.v == nil {
 		return 0, nil, errors.New("node: registration evidence for an unknown epoch")
 	}
-	if !slices.Contains(e.v.chain, from) {
+	if !slices.Contains(e.v.Chain, from) {
 		return 0, nil, errors.New("node: registration evidence not from a chain server")
 	}
 	if err := checkForwardSigned(e, &f); err != nil {

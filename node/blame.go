@@ -57,7 +57,7 @@ func (s *Server) walkInput(ctx context.Context, e *sepoch, t int) (int, []byte, 
 		}
 	}
 	v := e.final
-	id := mix.EpochID(v.id)
+	id := mix.EpochID(v.ID)
 	if t == e.pos {
 		s.mu.Lock()
 		sec := e.sec
@@ -66,25 +66,25 @@ func (s *Server) walkInput(ctx context.Context, e *sepoch, t int) (int, []byte, 
 			return 0, nil, errors.New("node: step secret gone before the walk")
 		}
 		var err error
-		in, proof, err = sec.ProveRoute(id, v.serverKeys, e.stepInputs[t], e.steps[t], out, s.rand)
+		in, proof, err = sec.ProveRoute(id, v.ServerKeys, e.stepInputs[t], e.steps[t], out, s.rand)
 		if err != nil {
 			return 0, nil, fmt.Errorf("node: route proof of server %d at output %d: %w", t, out, err)
 		}
 	} else {
-		req := wire.Route{Epoch: v.id, S: uint16(t), Out: uint32(out)}
-		rep, err := call(ctx, s.h, v.chain[t], request{Proto: ProtoEpoch, Type: wire.TypeRoute, Body: req.Marshal(), Timeout: shortTimeout})
+		req := wire.Route{Epoch: v.ID, S: uint16(t), Out: uint32(out)}
+		rep, err := call(ctx, s.h, v.Chain[t], request{Proto: ProtoEpoch, Type: wire.TypeRoute, Body: req.Marshal(), Timeout: shortTimeout})
 		if err != nil {
 			return 0, nil, fmt.Errorf("node: route of server %d: %w", t, err)
 		}
 		var rt wire.Route
-		if err := rt.Unmarshal(rep); err != nil || rt.Epoch != v.id || int(rt.S) != t || int(rt.Out) != out {
+		if err := rt.Unmarshal(rep); err != nil || rt.Epoch != v.ID || int(rt.S) != t || int(rt.Out) != out {
 			return 0, nil, fmt.Errorf("node: route reply of server %d malformed: %v", t, err)
 		}
 		in, proof = int(rt.In), rt.Proof
 	}
 	// Every route is checked, this server's own too, against the
 	// published setup step: a server cannot misroute the walk (§8 v2).
-	if err := mix.VerifyRoute(id, t, v.serverKeys, e.stepInputs[t], e.steps[t], out, in, proof); err != nil {
+	if err := mix.VerifyRoute(id, t, v.ServerKeys, e.stepInputs[t], e.steps[t], out, in, proof); err != nil {
 		return 0, nil, fmt.Errorf("node: route of server %d from output %d does not verify (server %d is the culprit): %w", t, out, t, err)
 	}
 	s.mu.Lock()
@@ -109,7 +109,7 @@ func (s *Server) onRoute(ctx context.Context, from peer.ID, body []byte) (wire.T
 	inChain := false
 	if e != nil && e.final != nil {
 		se = e.shareErr
-		for _, p := range e.final.chain {
+		for _, p := range e.final.Chain {
 			inChain = inChain || p == from
 		}
 	}
@@ -172,13 +172,13 @@ func (s *Server) shareFault(ctx context.Context, e *sepoch, se *mix.ShareError) 
 	defer func() { s.saveStrikes(strikes) }() // after s.mu's unlock
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if slot >= 0 && slot < len(e.final.desc.Clients) {
-		c := e.final.desc.Clients[slot]
+	if slot >= 0 && slot < len(e.final.Desc.Clients) {
+		c := e.final.Desc.Clients[slot]
 		if int(c.Primary) == e.pos {
 			if p, ok := e.regFrom[c.RegKey]; ok {
 				// Excluded as after a round blame (§8): doubling, by
 				// peer id and address, kept on disk.
-				_, strikes = s.strikeClient(p, s.peerIPs(p), e.final.desc.Number)
+				_, strikes = s.strikeClient(p, s.peerIPs(p), e.final.Desc.Number)
 			}
 		}
 		// Every server walked to this slot itself: its long-term key

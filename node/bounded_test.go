@@ -41,7 +41,7 @@ func TestLeaderTricksFail(t *testing.T) {
 			for _, s := range tn.servers {
 				s.mu.Lock()
 				if s.open != nil {
-					id = s.open.v.id
+					id = s.open.v.ID
 					open++
 				}
 				s.mu.Unlock()

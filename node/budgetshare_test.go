@@ -83,7 +83,7 @@ func completedWithout(s *Server, p peer.ID, from uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range s.epochs {
-		if e.ended && e.reason == "complete" && e.v.desc.Number > from && !inChain(e.v.chain, p) {
+		if e.ended && e.reason == "complete" && e.v.Desc.Number > from && !inChain(e.v.Chain, p) {
 			return true
 		}
 	}
@@ -132,7 +132,7 @@ func TestTwoOutForBudget(t *testing.T) {
 			for _, s := range bn.servers[2:] {
 				s.mu.Lock()
 				for _, e := range s.epochs {
-					if e.ended && e.reason == "complete" && e.v.desc.Number > from && inChain(e.v.chain, a.h.ID()) && inChain(e.v.chain, b.h.ID()) {
+					if e.ended && e.reason == "complete" && e.v.Desc.Number > from && inChain(e.v.Chain, a.h.ID()) && inChain(e.v.Chain, b.h.ID()) {
 						s.mu.Unlock()
 						return true
 					}

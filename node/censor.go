@@ -56,7 +56,7 @@ func (s *Server) omittedHeld(e *sepoch, r uint32, x *sround, rl *wire.RoundList,
 	for _, h := range held {
 		mine[h.ID] = true
 	}
-	keep := roundRobinCut(listStart(e.final.id, r, len(byPos)), byPos, func(id [32]byte) bool { return in[id] || mine[id] }, maxRows)
+	keep := roundRobinCut(listStart(e.final.ID, r, len(byPos)), byPos, func(id [32]byte) bool { return in[id] || mine[id] }, maxRows)
 	var out [][32]byte
 	for _, id := range keep {
 		if !in[id] {
@@ -105,7 +105,7 @@ func refusedOmitted(err error) [][32]byte {
 func (s *Server) fetchOmitted(ctx context.Context, e *sepoch, ids [][32]byte) bool {
 	got := false
 	for _, id := range ids {
-		for _, p := range e.final.chain {
+		for _, p := range e.final.Chain {
 			if p == s.h.ID() {
 				continue
 			}

@@ -331,7 +331,7 @@ func loadCerts(dir string) (map[uint64][]byte, uint64, error) {
 // finalCert is the certificate of a final descriptor whose signatures
 // checkSigned verified.
 func finalCert(sd *wire.Signed, v *view) *wire.Cert {
-	c := &wire.Cert{Kind: wire.CertFinal, Number: sd.Desc.Number, Epoch: v.id, Digest: sha256.Sum256(sd.Desc.Marshal()), Chain: chainIDs(v.chain)}
+	c := &wire.Cert{Kind: wire.CertFinal, Number: sd.Desc.Number, Epoch: v.ID, Digest: sha256.Sum256(sd.Desc.Marshal()), Chain: chainIDs(v.Chain)}
 	for i, sg := range sd.Sigs {
 		c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: sg})
 	}
@@ -343,10 +343,10 @@ func finalCert(sd *wire.Signed, v *view) *wire.Cert {
 // certificate's) and not finalised (its final descriptor is). Call with
 // s.mu held.
 func (s *Server) certifyAbortLocked(e *sepoch, a *wire.Abort) {
-	if e.final != nil || e.openSigs == nil || a.Number != e.v.desc.Number || a.Epoch != e.v.id {
+	if e.final != nil || e.openSigs == nil || a.Number != e.v.Desc.Number || a.Epoch != e.v.ID {
 		return
 	}
-	c := &wire.Cert{Kind: wire.CertAbort, Number: a.Number, Epoch: e.v.id, Chain: chainIDs(e.v.chain), Abort: a.Marshal()}
+	c := &wire.Cert{Kind: wire.CertAbort, Number: a.Number, Epoch: e.v.ID, Chain: chainIDs(e.v.Chain), Abort: a.Marshal()}
 	for i, sg := range e.openSigs {
 		c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: sg})
 	}

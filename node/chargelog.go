@@ -284,12 +284,12 @@ func (s *Server) noteChargeLocked(e *sepoch, ev *wire.Charge, own *wire.Attest, 
 // chargeCtxLocked is e's chargeCtx: from its number's certificate when
 // kept here, else from e itself. Call with s.mu held.
 func (s *Server) chargeCtxLocked(e *sepoch) chargeCtx {
-	if c, ok := s.certOf(e.v.desc.Number); ok && c.Epoch == e.v.id {
+	if c, ok := s.certOf(e.v.Desc.Number); ok && c.Epoch == e.v.ID {
 		if ctx, err := certCtx(c); err == nil {
 			return ctx
 		}
 	}
-	return chargeCtx{epoch: e.v.id, chain: e.v.chain, final: e.final != nil}
+	return chargeCtx{epoch: e.v.ID, chain: e.v.Chain, final: e.final != nil}
 }
 
 // onCharge takes evidence from a server: for an epoch held here and a
@@ -311,7 +311,7 @@ func (s *Server) onCharge(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		id = a.Epoch
 		s.mu.Lock()
 		e := s.epochs[a.Epoch]
-		if e != nil && e.v != nil && inChain(e.v.chain, from) {
+		if e != nil && e.v != nil && inChain(e.v.Chain, from) {
 			defer s.mu.Unlock()
 			return s.takeAbortLocked(e, from, &a, &ev)
 		}
@@ -324,7 +324,7 @@ func (s *Server) onCharge(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		id = rl.Epoch
 		s.mu.Lock()
 		e := s.epochs[rl.Epoch]
-		if e != nil && e.final != nil && inChain(e.v.chain, from) && rl.Void() && !e.blameVoided(rl.Round) {
+		if e != nil && e.final != nil && inChain(e.v.Chain, from) && rl.Void() && !e.blameVoided(rl.Round) {
 			var own *wire.Attest
 			if e.admit(rl.Round) == nil {
 				own = s.roundAttestLocked(e, rl.Round)

@@ -122,9 +122,9 @@ func TestReplayLogSameCharges(t *testing.T) {
 					continue
 				}
 				s.mu.Lock()
-				q := e.listHigh + uint32(e.final.desc.Params.W) + roundsAhead - 1
+				q := e.listHigh + uint32(e.final.Desc.Params.W) + roundsAhead - 1
 				s.mu.Unlock()
-				if q < e.final.desc.Params.Rounds && s.voidRound(e, q) {
+				if q < e.final.Desc.Params.Rounds && s.voidRound(e, q) {
 					return true
 				}
 			}

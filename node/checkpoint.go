@@ -89,7 +89,7 @@ type cpSync struct {
 // the checkpoint q = r + lag − 1, whose manifests are those of the lists
 // up to r − 1 (prevDue), and the checkpoint r + 1. Call with c.mu held.
 func (c *Client) checkpointRound(ctx context.Context, e *cepoch, r uint32, prevDue [][32]byte) {
-	p := e.v.desc.Params
+	p := e.v.Desc.Params
 	lag := checkpointLag(p.RoundIntervalMs, uint32(p.W))
 	for _, q := range checkpoints(p.Rounds, p.RoundIntervalMs, uint32(p.W)) {
 		if r == q-lag+1 {
@@ -100,7 +100,7 @@ func (c *Client) checkpointRound(ctx context.Context, e *cepoch, r uint32, prevD
 				e.cp.syncs = map[uint32]*cpSync{}
 			}
 			e.cp.syncs[q] = s
-			group := e.v.desc.Group
+			group := e.v.Desc.Group
 			go func() {
 				defer close(s.done)
 				s.held = c.syncCheckpoint(ctx, group, s.due)

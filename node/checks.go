@@ -1,223 +1,19 @@
 package node
 
 import (
-	"bytes"
 	"crypto/ed25519"
-	"crypto/sha256"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
-	"sort"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-
-	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 )
-
-// view is what anyone derives from a descriptor after checking it (§3).
-type view struct {
-	id         [32]byte
-	desc       *wire.Descriptor
-	chain      []peer.ID
-	serverKeys []*group.Element
-	Y, Yp      [][]*group.Element // [server][round]
-	D          [][]byte
-	lim        wire.Limits
-}
-
-// openDigest is what every server signs for the open descriptor: the
-// number and the epoch id (an abort certificate carries these signatures,
-// certs.go).
-func openDigest(d *wire.Descriptor) [32]byte { return openCertDigest(d.Number, epochID(d)) }
-
-// finalDigest is what every server signs for the final descriptor: the
-// number, the epoch id and the SHA-256 of the whole encoding (a final
-// certificate carries these signatures, certs.go).
-func finalDigest(d *wire.Descriptor) [32]byte {
-	return finalCertDigest(d.Number, epochID(d), sha256.Sum256(d.Marshal()))
-}
-
-// checkDescriptor verifies a descriptor's structure, parameters and every
-// server's key proof, and derives its view.
-func checkDescriptor(d *wire.Descriptor, rate float64) (*view, error) {
-	m := len(d.Group)
-	if m < 1 || m > wire.MaxServers {
-		return nil, fmt.Errorf("node: descriptor with %d servers", m)
-	}
-	if err := checkParams(d.Params, rate); err != nil {
-		return nil, err
-	}
-	v := &view{id: epochID(d), desc: d, lim: limitsFor(d.Params, m)}
-	R := int(d.Params.Rounds)
-	for j := range d.Group {
-		g := &d.Group[j]
-		id, err := peer.IDFromBytes(g.PeerID)
-		if err != nil {
-			return nil, fmt.Errorf("node: descriptor server %d peer id: %w", j, err)
-		}
-		if j > 0 && bytes.Compare([]byte(v.chain[j-1]), []byte(id)) >= 0 {
-			return nil, fmt.Errorf("node: descriptor chain not sorted at position %d", j)
-		}
-		v.chain = append(v.chain, id)
-		X, err := group.DecodeNonIdentity(g.X[:])
-		if err != nil {
-			return nil, fmt.Errorf("node: descriptor server %d key: %w", j, err)
-		}
-		if err := mix.VerifyKey(X, mix.KeyContext(d.Number, d.Nonce, g.PeerID), g.PoK); err != nil {
-			return nil, fmt.Errorf("node: descriptor server %d key proof: %w", j, err)
-		}
-		v.serverKeys = append(v.serverKeys, X)
-		if err := checkX25519(g.D[:]); err != nil {
-			return nil, fmt.Errorf("node: descriptor server %d x25519 key: %w", j, err)
-		}
-		v.D = append(v.D, append([]byte(nil), g.D[:]...))
-		if len(g.Y) != R || len(g.Yp) != R {
-			return nil, fmt.Errorf("node: descriptor server %d has %d/%d round keys, want %d", j, len(g.Y), len(g.Yp), R)
-		}
-		ys, yps := make([]*group.Element, R), make([]*group.Element, R)
-		for r := 0; r < R; r++ {
-			if ys[r], err = group.DecodeNonIdentity(g.Y[r][:]); err == nil {
-				yps[r], err = group.DecodeNonIdentity(g.Yp[r][:])
-			}
-			if err != nil {
-				return nil, fmt.Errorf("node: descriptor server %d round %d key: %w", j, r, err)
-			}
-		}
-		v.Y, v.Yp = append(v.Y, ys), append(v.Yp, yps)
-	}
-	// §4.1 v3: every aggregate key, like every single key.
-	if err := mix.CheckAggregateKeys(v.serverKeys); err != nil {
-		return nil, fmt.Errorf("node: descriptor: %w", err)
-	}
-	if len(d.Clients) > int(d.Params.MaxClients) {
-		return nil, fmt.Errorf("node: descriptor with %d clients > cap %d", len(d.Clients), d.Params.MaxClients)
-	}
-	seen := map[[32]byte]bool{}
-	for i, c := range d.Clients {
-		if int(c.Primary) >= m {
-			return nil, fmt.Errorf("node: client %d has primary %d of %d servers", i, c.Primary, m)
-		}
-		if seen[c.RegKey] || seen[c.XKey] {
-			return nil, fmt.Errorf("node: client %d duplicates a key", i)
-		}
-		seen[c.RegKey], seen[c.XKey] = true, true
-	}
-	return v, nil
-}
-
-// checkSigned verifies a signed descriptor: structure and all m signatures.
-func checkSigned(sd *wire.Signed, rate float64) (*view, error) {
-	v, err := checkDescriptor(&sd.Desc, rate)
-	if err != nil {
-		return nil, err
-	}
-	if !sd.Final && len(sd.Desc.Clients) != 0 {
-		return nil, errors.New("node: open descriptor lists clients")
-	}
-	// (v3) the reveals of §3: none before the deadline, all after.
-	if !sd.Final && len(sd.Desc.Reveals) != 0 {
-		return nil, errRevealsInOpen
-	}
-	if sd.Final {
-		if err := checkReveals(&sd.Desc); err != nil {
-			return nil, err
-		}
-	}
-	if len(sd.Sigs) != len(v.chain) {
-		return nil, fmt.Errorf("node: descriptor has %d signatures for %d servers", len(sd.Sigs), len(v.chain))
-	}
-	dg := openDigest(&sd.Desc)
-	if sd.Final {
-		dg = finalDigest(&sd.Desc)
-	}
-	for j, id := range v.chain {
-		if err := verifyPeerSig(id, dg, sd.Sigs[j]); err != nil {
-			return nil, fmt.Errorf("node: descriptor signature %d: %w", j, err)
-		}
-	}
-	return v, nil
-}
-
-// parseRegister checks a registration's envelope against an epoch (its
-// signature by the registration key, its X25519 key) and parses it; the
-// proofs of knowledge are left to verifyRegs, batched.
-func parseRegister(v *view, r *wire.Register) (*mix.Registration, error) {
-	if r.Epoch != v.id {
-		return nil, errors.New("node: registration for another epoch")
-	}
-	dg := registerDigest(r)
-	if !ed25519.Verify(ed25519.PublicKey(r.RegKey[:]), dg[:], r.Sig[:]) {
-		return nil, errors.New("node: bad registration signature")
-	}
-	reg, err := mix.ParseRegistration(r.Reg, len(v.chain))
-	if err != nil {
-		return nil, fmt.Errorf("node: registration: %w", err)
-	}
-	if reg.PIRKey != r.XKey {
-		return nil, errors.New("node: registration x25519 key differs from its envelope")
-	}
-	return reg, nil
-}
-
-// verifyRegs verifies a list of registrations (§4.1): envelopes one by
-// one, then every proof of knowledge in one batch (mix.VerifyRegistrations).
-// It returns the parsed registrations (nil at a bad index) and the bad
-// indexes in order.
-func verifyRegs(v *view, regs []wire.Register, rnd io.Reader) ([]*mix.Registration, []int, error) {
-	parsed := make([]*mix.Registration, len(regs))
-	var bad, idx []int
-	var keys []ed25519.PublicKey
-	var cands []*mix.Registration
-	for i := range regs {
-		reg, err := parseRegister(v, &regs[i])
-		if err != nil {
-			bad = append(bad, i)
-			continue
-		}
-		idx, keys, cands = append(idx, i), append(keys, ed25519.PublicKey(regs[i].RegKey[:])), append(cands, reg)
-	}
-	if len(cands) > 0 {
-		pbad, err := mix.VerifyRegistrations(mix.EpochID(v.id), keys, v.serverKeys, cands, rnd)
-		if err != nil {
-			return nil, nil, fmt.Errorf("node: verify %d registrations: %w", len(cands), err)
-		}
-		isBad := map[int]bool{}
-		for _, b := range pbad {
-			isBad[b] = true
-		}
-		for c, i := range idx {
-			if isBad[c] {
-				bad = append(bad, i)
-			} else {
-				parsed[i] = cands[c]
-			}
-		}
-	}
-	sort.Ints(bad)
-	return parsed, bad, nil
-}
-
-// checkRegister verifies a registration against an epoch: its signature by
-// the registration key, its proofs (§4.1), and its X25519 key.
-func checkRegister(v *view, r *wire.Register) (*mix.Registration, error) {
-	reg, err := parseRegister(v, r)
-	if err != nil {
-		return nil, err
-	}
-	if err := mix.VerifyRegistration(mix.EpochID(v.id), ed25519.PublicKey(r.RegKey[:]), v.serverKeys, reg); err != nil {
-		return nil, fmt.Errorf("node: registration: %w", err)
-	}
-	return reg, nil
-}
 
 // checkClientSigs checks that every input slot of the batch's round holds an
 // onion its client signed (§5.1, §5.2): the signature of slot i by the
 // registration key of slot i over the onion's hash, as S_0 received it.
 func checkClientSigs(e *sepoch, b *wire.Batch, dead []int) error {
-	c := e.final.desc.Clients
+	c := e.final.Desc.Clients
 	if len(b.ClientSigs) != len(c) || len(b.ClientHashes) != len(c) {
 		return fmt.Errorf("%d client signatures and %d onion hashes for %d slots", len(b.ClientSigs), len(b.ClientHashes), len(c))
 	}
@@ -227,23 +23,6 @@ func checkClientSigs(e *sepoch, b *wire.Batch, dead []int) error {
 		}
 		if err := mix.VerifySubmissionDigest(ed25519.PublicKey(c[i].RegKey[:]), mix.EpochID(b.Epoch), uint64(b.Round), uint32(i), b.ClientHashes[i], b.ClientSigs[i][:]); err != nil {
 			return fmt.Errorf("slot %d: %w", i, err)
-		}
-	}
-	return nil
-}
-
-// checkList verifies all m signatures of a request list.
-func checkList(v *view, rl *wire.RoundList) error {
-	if rl.Epoch != v.id || rl.Round >= v.desc.Params.Rounds {
-		return errors.New("node: request list of another epoch or round")
-	}
-	if len(rl.Sigs) != len(v.chain) {
-		return fmt.Errorf("node: request list with %d signatures for %d servers", len(rl.Sigs), len(v.chain))
-	}
-	dg := listDigest(rl)
-	for j, id := range v.chain {
-		if err := verifyPeerSig(id, dg, rl.Sigs[j]); err != nil {
-			return fmt.Errorf("node: request list signature %d: %w", j, err)
 		}
 	}
 	return nil

@@ -15,13 +15,13 @@ import (
 func (c *Client) trustedSet(v *view, d *wire.Descriptor, pidx int) (int, string) {
 	trusted := map[int]bool{pidx: true}
 	for _, r := range c.cfg.Require {
-		for i, p := range v.chain {
+		for i, p := range v.Chain {
 			if p == r {
 				trusted[i] = true
 			}
 		}
 	}
-	per := make([]int, len(v.chain))
+	per := make([]int, len(v.Chain))
 	total := 0
 	for _, ce := range d.Clients {
 		if int(ce.Primary) < len(per) {
@@ -55,14 +55,14 @@ func (c *Client) checkAnonymity(v *view, d *wire.Descriptor, pidx int) {
 	c.mu.Unlock()
 	var chain strings.Builder
 	for i, g := range d.Group {
-		fmt.Fprintf(&chain, " %s(%s)", string(g.Nick), v.chain[i].ShortString())
+		fmt.Fprintf(&chain, " %s(%s)", string(g.Nick), v.Chain[i].ShortString())
 	}
-	c.log.Debug("epoch joined", "epoch", fmt.Sprintf("%x", v.id[:6]), "chain", strings.TrimSpace(chain.String()), "per_primary", strings.TrimSpace(per))
+	c.log.Debug("epoch joined", "epoch", fmt.Sprintf("%x", v.ID[:6]), "chain", strings.TrimSpace(chain.String()), "per_primary", strings.TrimSpace(per))
 	min := c.cfg.MinAnonymity
 	if n >= min {
-		c.progress("epoch %x: %d servers, anonymity set %d clients, %d through trusted servers", v.id[:4], len(v.chain), len(d.Clients), n)
+		c.progress("epoch %x: %d servers, anonymity set %d clients, %d through trusted servers", v.ID[:4], len(v.Chain), len(d.Clients), n)
 		return
 	}
 	c.progress("epoch %x: jobs wait: only %d clients registered through servers this client trusts, below the minimum anonymity set %d (--min-anonymity); sending cover only until a larger epoch",
-		v.id[:4], n, min)
+		v.ID[:4], n, min)
 }

@@ -53,7 +53,7 @@ func (c *Client) keepSubmission(e *cepoch, sub *wire.Submit, mark *store.ShareMa
 		return nil
 	}
 	if !e.marked {
-		line := hex.EncodeToString(e.v.id[:]) + " " + strconv.Itoa(int(e.v.desc.Params.Rounds)) + "\n"
+		line := hex.EncodeToString(e.v.ID[:]) + " " + strconv.Itoa(int(e.v.Desc.Params.Rounds)) + "\n"
 		if err := os.WriteFile(filepath.Join(c.cfg.DataDir, pendingFile), []byte(line), 0o600); err != nil {
 			return fmt.Errorf("node: mark pending epoch: %w", err)
 		}
@@ -62,11 +62,11 @@ func (c *Client) keepSubmission(e *cepoch, sub *wire.Submit, mark *store.ShareMa
 	// Rounds more than W+2 behind this one have final lists (§5.1: round
 	// r+1+W is sealed once round r+1's list is final): their onions are
 	// never sent again, so they leave the file now, not at the epoch's end.
-	keepFrom, behind := uint32(0), uint32(e.v.desc.Params.W)+2
+	keepFrom, behind := uint32(0), uint32(e.v.Desc.Params.W)+2
 	if sub.Round > behind {
 		keepFrom = sub.Round - behind
 	}
-	return c.db.PutOnionMarked(e.v.id, sub.Round, sub.Marshal(), keepFrom, mark)
+	return c.db.PutOnionMarked(e.v.ID, sub.Round, sub.Marshal(), keepFrom, mark)
 }
 
 // dropSubmissions forgets an ended epoch's stored submissions.

@@ -31,10 +31,10 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 		return last, err
 	}
 	if err != nil {
-		return v.id, err
+		return v.ID, err
 	}
 	c.mu.Lock()
-	c.joining = v.desc.Number
+	c.joining = v.Desc.Number
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
@@ -42,14 +42,14 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 		c.mu.Unlock()
 	}()
 	if err := c.holdWindow(ctx, v); err != nil {
-		return v.id, err
+		return v.ID, err
 	}
 	// §5.2 v3: the window's records settle the chunks that wait for one.
 	c.useClosings(v)
 	e, fin, err := c.join(ctx, v, pidx)
 	stop()
 	if err != nil {
-		return v.id, err
+		return v.ID, err
 	}
 	defer e.cs.Close()
 	defer func() {
@@ -62,7 +62,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	fv := e.v
 	n := len(fin.Desc.Clients)
 	c.checkAnonymity(fv, &fin.Desc, pidx)
-	c.hookJoined(fv.id, e.slot, e.cs)
+	c.hookJoined(fv.ID, e.slot, e.cs)
 	c.mu.Lock()
 	c.epoch, c.anon, c.b = e, n, int(fin.Desc.Params.ChunkSize)
 	c.tookPart = max(c.tookPart, fin.Desc.Number)
@@ -122,7 +122,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	if ctx.Err() == nil {
 		// A clean end (not a crash or a Close mid-epoch, after which the
 		// stored submissions are sent again at the next start).
-		c.dropSubmissions(fv.id)
+		c.dropSubmissions(fv.ID)
 		// §5.4: a full epoch, held from its first round (the client
 		// joined at registration) to its end, whatever ended it.
 		c.mu.Lock()
@@ -132,7 +132,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 		c.mu.Unlock()
 	}
 	c.leaveEpoch(e)
-	return v.id, err
+	return v.ID, err
 }
 
 // openView waits for the primary's next open descriptor after last and
@@ -156,7 +156,7 @@ func (c *Client) openView(ctx context.Context, last [32]byte) (*view, int, error
 		return v, 0, err
 	}
 	pidx := -1
-	for i, p := range v.chain {
+	for i, p := range v.Chain {
 		if p == c.primary {
 			pidx = i
 		}
@@ -166,7 +166,7 @@ func (c *Client) openView(ctx context.Context, last [32]byte) (*view, int, error
 	}
 	for _, r := range c.cfg.Require {
 		found := false
-		for _, p := range v.chain {
+		for _, p := range v.Chain {
 			found = found || p == r
 		}
 		if !found {
@@ -176,12 +176,12 @@ func (c *Client) openView(ctx context.Context, last [32]byte) (*view, int, error
 	c.mu.Lock()
 	group := c.lastGroup
 	c.mu.Unlock()
-	if err := clientCheckPrevious(&open.Desc, v.chain, group, c.primary, c.cfg.Require); err != nil {
+	if err := clientCheckPrevious(&open.Desc, v.Chain, group, c.primary, c.cfg.Require); err != nil {
 		return v, 0, fmt.Errorf("node: epoch refused: %w", err)
 	}
 	// Before anything of the epoch reads the database: it must be this
 	// network's (netbind.go).
-	c.bindNetwork(v.chain)
+	c.bindNetwork(v.Chain)
 	return v, pidx, nil
 }
 
@@ -234,11 +234,11 @@ func (c *Client) join(ctx context.Context, v *view, pidx int) (*cepoch, *wire.Si
 		priv = k
 		pub = priv.Public().(ed25519.PublicKey)
 	}
-	cs, reg, err := mix.Register(mix.EpochID(v.id), pub, v.serverKeys, c.rand)
+	cs, reg, err := mix.Register(mix.EpochID(v.ID), pub, v.ServerKeys, c.rand)
 	if err != nil {
 		return nil, nil, err
 	}
-	c.hookRegister(v.id, v.serverKeys, pub, cs, reg)
+	c.hookRegister(v.ID, v.ServerKeys, pub, cs, reg)
 	fail := func(err error) (*cepoch, *wire.Signed, error) {
 		cs.Close()
 		return nil, nil, err
@@ -247,7 +247,7 @@ func (c *Client) join(ctx context.Context, v *view, pidx int) (*cepoch, *wire.Si
 	if err != nil {
 		return fail(err)
 	}
-	msg := wire.Register{Epoch: v.id, XKey: reg.PIRKey, Reg: raw}
+	msg := wire.Register{Epoch: v.ID, XKey: reg.PIRKey, Reg: raw}
 	copy(msg.RegKey[:], pub)
 	dg := registerDigest(&msg)
 	copy(msg.Sig[:], ed25519.Sign(priv, dg[:]))
@@ -262,10 +262,10 @@ func (c *Client) join(ctx context.Context, v *view, pidx int) (*cepoch, *wire.Si
 		return fail(err)
 	}
 	fv, err := checkSigned(&fin, 1e30)
-	if err != nil || !fin.Final || fv.id != v.id {
+	if err != nil || !fin.Final || fv.ID != v.ID {
 		return fail(fmt.Errorf("node: final descriptor: %v", err))
 	}
-	if !bytes.Equal(fin.Desc.Previous.Marshal(), v.desc.Previous.Marshal()) {
+	if !bytes.Equal(fin.Desc.Previous.Marshal(), v.Desc.Previous.Marshal()) {
 		// The epoch id does not cover it: the open one's was checked.
 		return fail(errors.New("node: epoch refused: the final descriptor carries another previous certificate"))
 	}
@@ -279,7 +279,7 @@ func (c *Client) join(ctx context.Context, v *view, pidx int) (*cepoch, *wire.Si
 		}
 	}
 	if slot < 0 || int(fin.Desc.Clients[slot].Primary) != pidx {
-		return fail(fmt.Errorf("node: this client is not in the final descriptor under its primary (its registration was receipted by %d of %d servers)", len(receipts), len(v.chain)))
+		return fail(fmt.Errorf("node: this client is not in the final descriptor under its primary (its registration was receipted by %d of %d servers)", len(receipts), len(v.Chain)))
 	}
 	pk, err := cs.PIRKey()
 	if err != nil {
@@ -287,11 +287,11 @@ func (c *Client) join(ctx context.Context, v *view, pidx int) (*cepoch, *wire.Si
 	}
 	e := &cepoch{v: fv, slot: uint32(slot), receipts: receipts, regKey: priv, cs: cs, pidx: pidx, reqs: map[uint32][][32]byte{}, ups: map[uint32]*upItem{}, onions: map[uint32][]byte{},
 		answerBufs: make(chan []byte, queriesInFlight)}
-	for j := range fv.chain {
+	for j := range fv.Chain {
 		if j == pidx {
 			continue
 		}
-		k, err := pir.ClientKeys(pk, fv.id, fv.D[j])
+		k, err := pir.ClientKeys(pk, fv.ID, fv.D[j])
 		if err != nil {
 			return fail(err)
 		}
@@ -334,7 +334,7 @@ func (c *Client) leaveEpoch(e *cepoch) {
 // chain always holds W rounds: every client does the same whatever its
 // user does, so the timing says nothing about anyone.
 func (c *Client) rounds(ctx context.Context, e *cepoch) error {
-	p := e.v.desc.Params
+	p := e.v.Desc.Params
 	R, W := p.Rounds, uint32(p.W)
 	for r := uint32(0); r < min(W, R); r++ {
 		if err := c.submit(ctx, e, r); err != nil {
@@ -351,7 +351,7 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 	// holds the client back instead of piling up requests.
 	sem := make(chan struct{}, queriesInFlight)
 	for r := uint32(0); r < R; r++ {
-		rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeWaitList, Body: (&wire.EpochRef{Epoch: e.v.id, Round: r}).Marshal(), Timeout: pollTimeout})
+		rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeWaitList, Body: (&wire.EpochRef{Epoch: e.v.ID, Round: r}).Marshal(), Timeout: pollTimeout})
 		if err != nil {
 			// Typically the epoch's end: the queries of the rounds that
 			// did run still get their answers (the server bounds the wait).
@@ -359,7 +359,7 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 			return queryErr(ctx, err)
 		}
 		var rl wire.RoundList
-		if err := rl.Unmarshal(rep, e.v.lim); err != nil {
+		if err := rl.Unmarshal(rep, e.v.Lim); err != nil {
 			return err
 		}
 		if rl.Round != r {
@@ -541,7 +541,7 @@ func (c *Client) fillPayload(e *cepoch, r uint32, pl *mix.Payload) *store.ShareM
 	if ready {
 		reqs = c.neededIDsIn(e.epochID(), k)
 	}
-	c.hookRequested(e.v.id, r, reqs)
+	c.hookRequested(e.v.ID, r, reqs)
 	if pl.Kind == mix.KindChunk || len(reqs) > 0 {
 		c.jobTraffic = true
 	}
@@ -557,7 +557,7 @@ func (c *Client) fillPayload(e *cepoch, r uint32, pl *mix.Payload) *store.ShareM
 // submit seals and sends the onion of round r (§5.1): the next queued
 // chunk or cover, and up to k requests.
 func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
-	p := e.v.desc.Params
+	p := e.v.Desc.Params
 	b, k := int(p.ChunkSize), int(p.K)
 	onion := e.onions[r]
 	// The chunk the onion carries, kept as sent with the onion
@@ -566,19 +566,19 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 	if onion == nil {
 		pl := &mix.Payload{Kind: mix.KindCover, Requests: make([][32]byte, k)}
 		mark = c.fillPayload(e, r, pl)
-		raw, err := mix.EncodePayloadInto(e.payloadBuf, pl, b, k, mix.EpochID(e.v.id), uint64(r), e.cs, c.rand)
+		raw, err := mix.EncodePayloadInto(e.payloadBuf, pl, b, k, mix.EpochID(e.v.ID), uint64(r), e.cs, c.rand)
 		if err != nil {
 			return err
 		}
 		e.payloadBuf = raw
-		c.hookPayload(e.v.id, r, e.slot, raw)
-		keys, err := e.cs.LayerKeys(mix.EpochID(e.v.id), uint64(r), e.v.Y, e.v.Yp)
+		c.hookPayload(e.v.ID, r, e.slot, raw)
+		keys, err := e.cs.LayerKeys(mix.EpochID(e.v.ID), uint64(r), e.v.Y, e.v.Yp)
 		if err != nil {
 			return err
 		}
-		c.hookLayerKeys(e.v.id, r, e.slot, keys)
+		c.hookLayerKeys(e.v.ID, r, e.slot, keys)
 		var buf []byte
-		onion, buf, err = mix.SealInto(e.onionScratch(), mix.EpochID(e.v.id), uint64(r), keys, raw)
+		onion, buf, err = mix.SealInto(e.onionScratch(), mix.EpochID(e.v.ID), uint64(r), keys, raw)
 		mix.CloseLayerKeys(keys)
 		if err != nil {
 			return err
@@ -587,14 +587,14 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 			e.onionBufs = map[uint32][]byte{}
 		}
 		e.onionBufs[r] = buf
-		c.hookOnion(e.v.id, r, e.slot, onion)
+		c.hookOnion(e.v.ID, r, e.slot, onion)
 		// Sealed once and kept: a resend after an error sends these bytes
 		// again, never a second sealing (§5.1 v2).
 		e.onions[r] = onion
 		e.sealedNext = max(e.sealedNext, r+1)
 	}
-	sub := wire.Submit{Epoch: e.v.id, Round: r, Slot: e.slot, Onion: onion}
-	copy(sub.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.id), uint64(r), e.slot, onion))
+	sub := wire.Submit{Epoch: e.v.ID, Round: r, Slot: e.slot, Onion: onion}
+	copy(sub.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.ID), uint64(r), e.slot, onion))
 	if err := c.keepSubmission(e, &sub, mark); err != nil {
 		return fmt.Errorf("node: store onion of round %d before sending: %w", r, err)
 	}
@@ -613,21 +613,21 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 // fetchReceipts asks the primary for the receipts of this client's
 // registration reg and keeps those that verify (§3 v3), one per server.
 func (c *Client) fetchReceipts(ctx context.Context, v *view, reg *wire.Register) []wire.Receipt {
-	q := wire.ReceiptSet{Epoch: v.id, RegKey: reg.RegKey}
+	q := wire.ReceiptSet{Epoch: v.ID, RegKey: reg.RegKey}
 	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeReceiptSet, Body: q.Marshal(), Timeout: shortTimeout})
 	if err != nil {
 		c.log.Debug("receipts", "err", err)
 		return nil
 	}
 	var set wire.ReceiptSet
-	if err := set.Unmarshal(rep); err != nil || set.Epoch != v.id || set.RegKey != reg.RegKey {
+	if err := set.Unmarshal(rep); err != nil || set.Epoch != v.ID || set.RegKey != reg.RegKey {
 		c.log.Debug("receipts: malformed answer", "err", err)
 		return nil
 	}
 	seen := map[uint16]bool{}
 	var out []wire.Receipt
 	for _, r := range set.Receipts {
-		if seen[r.Server] || checkReceipt(&r, v.id, reg, v.chain) != nil {
+		if seen[r.Server] || checkReceipt(&r, v.ID, reg, v.Chain) != nil {
 			continue
 		}
 		seen[r.Server] = true

@@ -48,14 +48,14 @@ func (c *Client) neededIDsIn(epoch [32]byte, n int) [][32]byte {
 
 // query sends the k masks of round r and checks the k answers (§6.1, §6.3).
 func (c *Client) query(ctx context.Context, e *cepoch, r uint32, rl *wire.RoundList) error {
-	_, k := int(e.v.desc.Params.ChunkSize), int(e.v.desc.Params.K)
+	_, k := int(e.v.Desc.Params.ChunkSize), int(e.v.Desc.Params.K)
 	L := max(1, len(rl.Entries))
 	c.mu.Lock()
 	reqs := e.reqs[r]
 	delete(e.reqs, r)
 	c.mu.Unlock()
 	rows := make([]int, k)
-	q := wire.Rows{Epoch: e.v.id, Round: r, Slots: []uint32{e.slot}}
+	q := wire.Rows{Epoch: e.v.ID, Round: r, Slots: []uint32{e.slot}}
 	for t := 0; t < k; t++ {
 		rows[t] = -1
 		if t < len(reqs) {
@@ -72,7 +72,7 @@ func (c *Client) query(ctx context.Context, e *cepoch, r uint32, rl *wire.RoundL
 			}
 			rows[t] = cr
 		}
-		c.hookRow(e.v.id, r, t, rows[t], L)
+		c.hookRow(e.v.ID, r, t, rows[t], L)
 		mk, err := pir.Query(e.others, uint64(r), uint32(t), L, rows[t])
 		if err != nil {
 			return err
@@ -102,19 +102,19 @@ func (c *Client) query(ctx context.Context, e *cepoch, r uint32, rl *wire.RoundL
 		}
 	}()
 	rep, err := c.call(ctx, request{Proto: ProtoPIR, Type: wire.TypeQuery, Body: q.Marshal(), Timeout: pollTimeout,
-		Max: 64 + k*(8+int(e.v.desc.Params.ChunkSize)), Bufs: &wire.Buffers{Get: alloc}})
+		Max: 64 + k*(8+int(e.v.Desc.Params.ChunkSize)), Bufs: &wire.Buffers{Get: alloc}})
 	// The ids stay in flight until the epoch ends: answered, corrupted or
 	// lost, none is requested again in this epoch (§6.4 v3).
 	if err != nil {
 		return err
 	}
 	var ans wire.Rows
-	if err := ans.Unmarshal(rep, 1, k, int(e.v.desc.Params.ChunkSize)); err != nil {
+	if err := ans.Unmarshal(rep, 1, k, int(e.v.Desc.Params.ChunkSize)); err != nil {
 		return err
 	}
 	for t := 0; t < k; t++ {
 		row := ans.Rows[t]
-		if len(row) != int(e.v.desc.Params.ChunkSize) {
+		if len(row) != int(e.v.Desc.Params.ChunkSize) {
 			return fmt.Errorf("node: answer of %d bytes", len(row))
 		}
 		pir.Unpad(e.others, uint64(r), uint32(t), row)

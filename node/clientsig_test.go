@@ -25,15 +25,15 @@ func TestCheckClientSigs(t *testing.T) {
 			copy(c.RegKey[:], pub)
 			desc.Clients = append(desc.Clients, c)
 		}
-		v := &view{desc: &desc, id: [32]byte{7}}
+		v := &view{Desc: &desc, ID: [32]byte{7}}
 		e := &sepoch{v: v, final: v}
 		good := func() *wire.Batch {
-			b := &wire.Batch{Epoch: v.id, Round: 9, S: 2}
+			b := &wire.Batch{Epoch: v.ID, Round: 9, S: 2}
 			for i := 0; i < n; i++ {
 				onion := []byte{byte(i), 1, 2, 3}
 				b.ClientHashes = append(b.ClientHashes, mix.SubmissionDigest(onion))
 				var sig [64]byte
-				copy(sig[:], mix.SignSubmission(keys[i], mix.EpochID(v.id), 9, uint32(i), onion))
+				copy(sig[:], mix.SignSubmission(keys[i], mix.EpochID(v.ID), 9, uint32(i), onion))
 				b.ClientSigs = append(b.ClientSigs, sig)
 			}
 			return b

@@ -34,7 +34,7 @@ func closingDigest(c *wire.Closing) [32]byte { return taggedHash(tagClosing, c.M
 // held.
 func closingOf(e *sepoch) wire.Closing {
 	v := e.final
-	c := wire.Closing{Epoch: v.id, Rounds: make([]wire.ClosingRound, v.desc.Params.Rounds)}
+	c := wire.Closing{Epoch: v.ID, Rounds: make([]wire.ClosingRound, v.Desc.Params.Rounds)}
 	for r := range c.Rounds {
 		x := e.rounds[uint32(r)]
 		if x == nil || x.list == nil {
@@ -87,16 +87,16 @@ func (s *Server) closeEpoch(e *sepoch) {
 	for try := 1; ; try++ {
 		actx, acancel := context.WithTimeout(s.ctx, bulkTimeout)
 		var err error
-		reps, err = s.each(actx, v.chain, request{Proto: ProtoRound, Type: wire.TypeClosingProposal, Body: prop.Marshal(), Timeout: bulkTimeout})
+		reps, err = s.each(actx, v.Chain, request{Proto: ProtoRound, Type: wire.TypeClosingProposal, Body: prop.Marshal(), Timeout: bulkTimeout})
 		acancel()
 		if err == nil {
 			break
 		}
 		if try == closingTries {
-			s.log.Warn("closing record refused", "epoch", fmt.Sprintf("%x", v.id[:6]), "err", err)
+			s.log.Warn("closing record refused", "epoch", fmt.Sprintf("%x", v.ID[:6]), "err", err)
 			return
 		}
-		s.log.Info("closing record refused: proposed again", "epoch", fmt.Sprintf("%x", v.id[:6]), "err", err)
+		s.log.Info("closing record refused: proposed again", "epoch", fmt.Sprintf("%x", v.ID[:6]), "err", err)
 		select {
 		case <-s.ctx.Done():
 			return
@@ -108,13 +108,13 @@ func (s *Server) closeEpoch(e *sepoch) {
 	for i, rep := range reps {
 		var sg wire.Sig
 		if err := sg.Unmarshal(rep); err != nil || int(sg.Index) != i {
-			s.log.Warn("closing record: bad signature", "epoch", fmt.Sprintf("%x", v.id[:6]))
+			s.log.Warn("closing record: bad signature", "epoch", fmt.Sprintf("%x", v.ID[:6]))
 			return
 		}
 		c.Sigs = append(c.Sigs, sg.Sig)
 	}
-	if _, err := s.each(ctx, s.hookClosingTo(v.chain), request{Proto: ProtoRound, Type: wire.TypeClosing, Body: c.Marshal(), Timeout: bulkTimeout}); err != nil {
-		s.log.Warn("deliver closing record", "epoch", fmt.Sprintf("%x", v.id[:6]), "err", err)
+	if _, err := s.each(ctx, s.hookClosingTo(v.Chain), request{Proto: ProtoRound, Type: wire.TypeClosing, Body: c.Marshal(), Timeout: bulkTimeout}); err != nil {
+		s.log.Warn("deliver closing record", "epoch", fmt.Sprintf("%x", v.ID[:6]), "err", err)
 	}
 }
 
@@ -128,7 +128,7 @@ func (s *Server) peekClosingEpoch(from peer.ID, body []byte) (*sepoch, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.final.chain[0] != from {
+	if e.final.Chain[0] != from {
 		return nil, errors.New("node: closing message not from the epoch's first server")
 	}
 	return e, nil
@@ -145,11 +145,11 @@ func (s *Server) onClosingProposal(ctx context.Context, from peer.ID, body []byt
 	}
 	v := e.final
 	var p wire.ClosingProposal
-	if err := p.Unmarshal(body, int(v.desc.Params.Rounds)); err != nil {
+	if err := p.Unmarshal(body, int(v.Desc.Params.Rounds)); err != nil {
 		return 0, nil, err
 	}
-	if len(p.Rounds) != int(v.desc.Params.Rounds) {
-		return 0, nil, fmt.Errorf("node: closing of %d rounds for %d", len(p.Rounds), v.desc.Params.Rounds)
+	if len(p.Rounds) != int(v.Desc.Params.Rounds) {
+		return 0, nil, fmt.Errorf("node: closing of %d rounds for %d", len(p.Rounds), v.Desc.Params.Rounds)
 	}
 	if err := s.waitFor(ctx, func() bool { return e.ended }); err != nil {
 		return 0, nil, errors.New("node: closing proposed for an epoch still running here")
@@ -182,7 +182,7 @@ func (s *Server) onClosingProposal(ctx context.Context, from peer.ID, body []byt
 	}
 	// §7 (v3): the signature goes to every chain server too, so that
 	// each assembles the record whoever S_0 hands it to.
-	cs := wire.ClosingSig{Epoch: v.id, Digest: dg, Index: uint16(e.pos), Sig: sig}
+	cs := wire.ClosingSig{Epoch: v.ID, Digest: dg, Index: uint16(e.pos), Sig: sig}
 	signed := p.Closing
 	signed.Sigs = nil
 	s.mu.Lock()
@@ -196,7 +196,7 @@ func (s *Server) onClosingProposal(ctx context.Context, from peer.ID, body []byt
 	go func() {
 		defer s.wg.Done()
 		var to []peer.ID
-		for _, q := range s.hookClosingSigTo(v.chain) {
+		for _, q := range s.hookClosingSigTo(v.Chain) {
 			if q != s.h.ID() {
 				to = append(to, q)
 			}
@@ -229,7 +229,7 @@ func (s *Server) onClosingSig(from peer.ID, body []byte) (wire.Type, []byte, err
 	if err != nil {
 		return 0, nil, err
 	}
-	if int(cs.Index) >= len(e.final.chain) || e.final.chain[cs.Index] != from {
+	if int(cs.Index) >= len(e.final.Chain) || e.final.Chain[cs.Index] != from {
 		return 0, nil, errors.New("node: closing signature from another position")
 	}
 	if err := verifyPeerSig(from, cs.Digest, cs.Sig); err != nil {
@@ -253,7 +253,7 @@ func (s *Server) assembleClosing(e *sepoch) {
 	}
 	c := *e.closingMine
 	dg := closingDigest(&c)
-	for i := range e.final.chain {
+	for i := range e.final.Chain {
 		cs, ok := e.closingSigs[uint16(i)]
 		if !ok || cs.Digest != dg {
 			s.mu.Unlock()
@@ -306,7 +306,7 @@ func (s *Server) onClosing(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	v := e.final
 	var c wire.Closing
-	if err := c.Unmarshal(body, int(v.desc.Params.Rounds)); err != nil {
+	if err := c.Unmarshal(body, int(v.Desc.Params.Rounds)); err != nil {
 		return 0, nil, err
 	}
 	if err := checkClosing(v, &c); err != nil {
@@ -332,10 +332,10 @@ func (s *Server) onClosing(from peer.ID, body []byte) (wire.Type, []byte, error)
 // checkClosing verifies a closing record against its epoch's chain: one
 // round per round of the epoch and all m signatures.
 func checkClosing(v *view, c *wire.Closing) error {
-	if c.Epoch != v.id || len(c.Rounds) != int(v.desc.Params.Rounds) {
+	if c.Epoch != v.ID || len(c.Rounds) != int(v.Desc.Params.Rounds) {
 		return errors.New("node: closing record of another epoch or length")
 	}
-	if err := checkChainSigs(v.chain, closingDigest(c), c.Sigs); err != nil {
+	if err := checkChainSigs(v.Chain, closingDigest(c), c.Sigs); err != nil {
 		return fmt.Errorf("node: closing record: %w", err)
 	}
 	return nil

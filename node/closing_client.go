@@ -13,7 +13,7 @@ package node
 // (resend.go).
 func (c *Client) useClosings(v *view) {
 	c.mu.Lock()
-	again := c.settleClosings(c.windowRecs, v.desc.Number)
+	again := c.settleClosings(c.windowRecs, v.Desc.Number)
 	c.mu.Unlock()
 	for _, j := range again {
 		go c.reencrypt(j)

@@ -529,7 +529,7 @@ func TestFreshKeysAtWindowOpen(t *testing.T) {
 		if err := wait.Until(context.Background(), time.Minute, func() bool {
 			s0.mu.Lock()
 			defer s0.mu.Unlock()
-			if o := s0.open; o != nil && o.openBytes != nil && !before[o.v.id] {
+			if o := s0.open; o != nil && o.openBytes != nil && !before[o.v.ID] {
 				e = o
 			}
 			return e != nil
@@ -546,12 +546,12 @@ func TestFreshKeysAtWindowOpen(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, reg, err := mix.Register(mix.EpochID(e.v.id), pub, e.v.serverKeys, rand.Reader)
+			_, reg, err := mix.Register(mix.EpochID(e.v.ID), pub, e.v.ServerKeys, rand.Reader)
 			if err != nil {
 				t.Fatal(err)
 			}
 			raw, _ := reg.MarshalBinary()
-			msg := wire.Register{Epoch: e.v.id, XKey: reg.PIRKey, Reg: raw}
+			msg := wire.Register{Epoch: e.v.ID, XKey: reg.PIRKey, Reg: raw}
 			copy(msg.RegKey[:], pub)
 			dg := registerDigest(&msg)
 			copy(msg.Sig[:], ed25519.Sign(priv, dg[:]))
@@ -589,7 +589,7 @@ func TestFreshKeysAtWindowOpen(t *testing.T) {
 		s0.mu.Lock()
 		in, floodIn := false, 0
 		if e.final != nil {
-			for _, c := range e.final.desc.Clients {
+			for _, c := range e.final.Desc.Clients {
 				if from, ok := e.regFrom[c.RegKey]; ok {
 					if from == c0.PeerID() {
 						in = true
@@ -689,9 +689,9 @@ func TestEarlyNoPubCharged(t *testing.T) {
 				culprit := byID[chain[0]] // S_0: not the last server
 				culprit.mu.Lock()
 				e := culprit.epochs[id]
-				q := e.listHigh + uint32(e.final.desc.Params.W) + roundsAhead - 1
+				q := e.listHigh + uint32(e.final.Desc.Params.W) + roundsAhead - 1
 				culprit.mu.Unlock()
-				if q >= e.final.desc.Params.Rounds {
+				if q >= e.final.Desc.Params.Rounds {
 					t.Fatalf("round %d beyond the epoch", q)
 				}
 				if kind == "abort" {

@@ -83,11 +83,11 @@ func (c *Client) Status() ClientStatus {
 		st.SentPerHour, st.RecvPerHour = float64(c.group.sent.Load())/h, float64(c.group.recv.Load())/h
 	}
 	if e := c.epoch; e != nil {
-		st.Epoch = hex.EncodeToString(e.v.id[:])
-		for i, p := range e.v.chain {
+		st.Epoch = hex.EncodeToString(e.v.ID[:])
+		for i, p := range e.v.Chain {
 			cs := ChainServer{ID: p.String()}
-			if i < len(e.v.desc.Group) {
-				cs.Nick = string(e.v.desc.Group[i].Nick)
+			if i < len(e.v.Desc.Group) {
+				cs.Nick = string(e.v.Desc.Group[i].Nick)
 			}
 			st.Chain = append(st.Chain, cs)
 		}
@@ -95,7 +95,7 @@ func (c *Client) Status() ClientStatus {
 		st.EpochRounds = c.stats.Rounds - c.epochRounds0
 		if el := time.Since(c.epochAt); st.EpochRounds > 0 {
 			st.RoundTime = el / time.Duration(st.EpochRounds)
-			k := int(e.v.desc.Params.K)
+			k := int(e.v.Desc.Params.K)
 			st.Throughput = float64(st.EpochRounds*(1+k)*c.b) / el.Seconds()
 			st.Goodput = float64((c.stats.Uploaded+c.stats.Fetched-c.epochMoved0)*c.b) / el.Seconds()
 		}

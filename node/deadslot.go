@@ -182,7 +182,7 @@ func (s *Server) settleBlame(e *sepoch, bl *rblame, c *culprit, abort bool) {
 // its route; false if it did not finish (a server named, or a step not
 // had), which ends the epoch.
 func (s *Server) dropSlot(e *sepoch, bl *rblame) bool {
-	m := len(e.final.chain)
+	m := len(e.final.Chain)
 	// The steps are checked against the setup's shuffles (a second
 	// onion can be named before this server has verified the setup).
 	if !s.awaitSetup(e) {
@@ -248,7 +248,7 @@ func (s *Server) dropOf(ctx context.Context, e *sepoch, bl *rblame, t int) dropR
 
 func (s *Server) computeDrop(ctx context.Context, e *sepoch, bl *rblame, t int) dropResult {
 	v := e.final
-	if t < 0 || t >= len(v.chain) {
+	if t < 0 || t >= len(v.Chain) {
 		return dropResult{err: fmt.Errorf("server %d is not on the chain", t)}
 	}
 	s.mu.Lock()
@@ -271,8 +271,8 @@ func (s *Server) computeDrop(ctx context.Context, e *sepoch, bl *rblame, t int) 
 			return dropResult{err: err}
 		}
 	} else {
-		req := wire.DropReq{Epoch: v.id, Round: bl.round, T: uint16(t), In: uint32(in)}
-		rep, err := call(ctx, s.h, v.chain[t], request{Proto: ProtoEpoch, Type: wire.TypeDropReq, Body: req.Marshal(), Timeout: s.cfg.Timing.BlameStepTimeout, Max: wire.DropStepSize})
+		req := wire.DropReq{Epoch: v.ID, Round: bl.round, T: uint16(t), In: uint32(in)}
+		rep, err := call(ctx, s.h, v.Chain[t], request{Proto: ProtoEpoch, Type: wire.TypeDropReq, Body: req.Marshal(), Timeout: s.cfg.Timing.BlameStepTimeout, Max: wire.DropStepSize})
 		if err != nil {
 			return dropResult{err: fmt.Errorf("drop step of server %d: %w", t, err)}
 		}
@@ -294,7 +294,7 @@ func (s *Server) computeDrop(ctx context.Context, e *sepoch, bl *rblame, t int) 
 // permutation sends it, with the route proof at that output.
 func (s *Server) ownDropStep(e *sepoch, bl *rblame, in int) (*wire.DropStep, error) {
 	v := e.final
-	id := mix.EpochID(v.id)
+	id := mix.EpochID(v.ID)
 	t := e.pos
 	s.mu.Lock()
 	sec, fwd := e.sec, e.forward
@@ -303,14 +303,14 @@ func (s *Server) ownDropStep(e *sepoch, bl *rblame, in int) (*wire.DropStep, err
 		return nil, errors.New("node: drop step: secrets gone or position out of range")
 	}
 	out := fwd[in]
-	got, proof, err := sec.ProveRoute(id, v.serverKeys, e.stepInputs[t], e.steps[t], out, s.rand)
+	got, proof, err := sec.ProveRoute(id, v.ServerKeys, e.stepInputs[t], e.steps[t], out, s.rand)
 	if err != nil {
 		return nil, fmt.Errorf("node: drop step: %w", err)
 	}
 	if got != in || len(proof) != wire.DropRouteSize {
 		return nil, errors.New("node: drop step: the route proof does not match the permutation")
 	}
-	st := &wire.DropStep{Epoch: v.id, Round: bl.round, T: uint16(t), In: uint32(in), Out: uint32(out)}
+	st := &wire.DropStep{Epoch: v.ID, Round: bl.round, T: uint16(t), In: uint32(in), Out: uint32(out)}
 	copy(st.Route[:], proof)
 	if s.hookLieDrop(bl.round) {
 		// A lying server: another output position, under the proof of
@@ -328,13 +328,13 @@ func (s *Server) ownDropStep(e *sepoch, bl *rblame, in int) (*wire.DropStep, err
 // does not verify against t's setup shuffle.
 func (s *Server) checkDrop(e *sepoch, bl *rblame, t, in int, st *wire.DropStep) *culprit {
 	v := e.final
-	if err := verifyPeerSig(v.chain[t], dropStepDigest(st), st.Sig); err != nil {
+	if err := verifyPeerSig(v.Chain[t], dropStepDigest(st), st.Sig); err != nil {
 		return serverCulprit(t, "its drop step of round %d is not signed by it: %v", bl.round, err)
 	}
-	if st.Epoch != v.id || st.Round != bl.round || int(st.T) != t || int(st.In) != in {
+	if st.Epoch != v.ID || st.Round != bl.round || int(st.T) != t || int(st.In) != in {
 		return serverCulprit(t, "its drop step answers another question (round %d, server %d, input %d)", st.Round, st.T, st.In)
 	}
-	if err := mix.VerifyRoute(mix.EpochID(v.id), t, v.serverKeys, e.stepInputs[t], e.steps[t], int(st.Out), in, st.Route[:]); err != nil {
+	if err := mix.VerifyRoute(mix.EpochID(v.ID), t, v.ServerKeys, e.stepInputs[t], e.steps[t], int(st.Out), in, st.Route[:]); err != nil {
 		return serverCulprit(t, "its drop step sends input %d of the dead slot to output %d, which its setup shuffle does not prove: %v", in, st.Out, err)
 	}
 	return nil
@@ -352,7 +352,7 @@ func (s *Server) onDropReq(ctx context.Context, from peer.ID, body []byte) (wire
 	if err != nil {
 		return 0, nil, err
 	}
-	m := len(e.final.chain)
+	m := len(e.final.Chain)
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(m+1)*s.cfg.Timing.BlameStepTimeout)
 	defer cancel()
 	var bl *rblame
@@ -410,10 +410,10 @@ func (s *Server) dropDouble(e *sepoch, d wire.DoubleSubmit) {
 // once its own reveal has settled; the epoch ends if it fails.
 func (s *Server) blameVoid(e *sepoch, r uint32) {
 	v := e.final
-	rl := wire.RoundList{Epoch: v.id, Round: r, Flags: wire.ListVoid | wire.ListBlame}
+	rl := wire.RoundList{Epoch: v.ID, Round: r, Flags: wire.ListVoid | wire.ListBlame}
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
-	reps, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: bulkTimeout})
+	reps, err := s.each(ctx, v.Chain, request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: bulkTimeout})
 	if err == nil {
 		for i, rep := range reps {
 			var sg wire.Sig
@@ -433,7 +433,7 @@ func (s *Server) blameVoid(e *sepoch, r uint32) {
 		s.mu.Unlock()
 		return
 	}
-	if _, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: rl.Marshal(), Timeout: bulkTimeout}); err != nil {
+	if _, err := s.each(ctx, v.Chain, request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: rl.Marshal(), Timeout: bulkTimeout}); err != nil {
 		s.log.Warn("deliver void list", "round", r, "err", err)
 	}
 }
@@ -452,7 +452,7 @@ func (s *Server) signBlameVoid(ctx context.Context, e *sepoch, rl *wire.RoundLis
 		// Signed, it would waive a void whose cause is not public.
 		return true, 0, nil, errors.New("node: a blame void of a round not blamed here")
 	}
-	wctx, cancel := context.WithTimeout(ctx, time.Duration(len(e.final.chain)+1)*s.cfg.Timing.BlameStepTimeout)
+	wctx, cancel := context.WithTimeout(ctx, time.Duration(len(e.final.Chain)+1)*s.cfg.Timing.BlameStepTimeout)
 	defer cancel()
 	_ = s.waitFor(wctx, func() bool { return e.ended || bl.settled })
 	s.mu.Lock()
@@ -520,7 +520,7 @@ func (s *Server) forwardIfReady(e *sepoch, r uint32) {
 		return
 	}
 	x.forwarded = true
-	batch := wire.SubmitBatch{Epoch: e.final.id, Round: r}
+	batch := wire.SubmitBatch{Epoch: e.final.ID, Round: r}
 	for _, sl := range mine {
 		if sub, ok := x.subs[sl]; ok && !e.isDead(sl) {
 			batch.Subs = append(batch.Subs, sub)

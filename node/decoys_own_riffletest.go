@@ -175,7 +175,7 @@ func (c *Client) hookOwnEnd(v *view) {
 		return
 	}
 	c.own.pool.endEpoch()
-	if !slices.ContainsFunc(c.own.pastViews, func(p *view) bool { return p.id == v.id }) {
+	if !slices.ContainsFunc(c.own.pastViews, func(p *view) bool { return p.ID == v.ID }) {
 		c.own.pastViews = append(c.own.pastViews, v)
 		if n := DecoyEpochs + closeWaitMax + 1; len(c.own.pastViews) > n {
 			c.own.pastViews = c.own.pastViews[len(c.own.pastViews)-n:]
@@ -192,12 +192,12 @@ func (c *Client) hookOwnWants() {
 	}
 	c.own.views, c.own.others = nil, nil
 	for i, v := range c.own.pastViews {
-		if c.own.seen[v.id] && c.own.pool.closedEpoch(v.id) {
+		if c.own.seen[v.ID] && c.own.pool.closedEpoch(v.ID) {
 			continue
 		}
 		c.own.views = append(c.own.views, v)
 		if i < len(c.own.pastViews)-1 {
-			c.own.others = append(c.own.others, v.id)
+			c.own.others = append(c.own.others, v.ID)
 		}
 	}
 }
@@ -254,15 +254,15 @@ func (c *Client) hookOwnUse() {
 	recs := map[[32]byte]*wire.Closing{}
 	c.syncMu.Lock()
 	for _, v := range views {
-		rec := c.own.closings[v.id]
+		rec := c.own.closings[v.ID]
 		if rec == nil {
 			continue
 		}
 		if checkClosing(v, rec) != nil {
-			delete(c.own.closings, v.id)
+			delete(c.own.closings, v.ID)
 			continue
 		}
-		recs[v.id] = rec
+		recs[v.ID] = rec
 	}
 	c.syncMu.Unlock()
 	c.mu.Lock()

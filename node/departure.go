@@ -20,11 +20,11 @@ func (s *Server) checkDepartures(e *sepoch, r uint32) {
 }
 
 func (s *Server) checkDeparturesLocked(e *sepoch, r uint32) {
-	if e.ended || e.final == nil || r+1 >= e.final.desc.Params.Rounds {
+	if e.ended || e.final == nil || r+1 >= e.final.Desc.Params.Rounds {
 		return
 	}
 	next := e.rounds[r+1]
-	for i, c := range e.final.desc.Clients {
+	for i, c := range e.final.Desc.Clients {
 		if int(c.Primary) != e.pos || e.isDead(uint32(i)) {
 			continue
 		}

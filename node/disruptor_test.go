@@ -99,7 +99,7 @@ func disruptorRun(t *testing.T, epochs int, freshKey, newAddr, full bool) int {
 		_, keyOut := s.keyExcluded(badKey, number)
 		addrOut := number <= s.rb.clients["ip "+addr].Until
 		e := &sepoch{pos: 0}
-		e.v = &view{desc: &wire.Descriptor{Number: number, Params: wire.Params{MaxClients: n}}, chain: make([]peer.ID, m)}
+		e.v = &view{Desc: &wire.Descriptor{Number: number, Params: wire.Params{MaxClients: n}}, Chain: make([]peer.ID, m)}
 		e.regs, e.lt, e.regRange = map[[32]byte]wire.Register{}, map[[32]byte]ltEntry{}, map[[32]byte]string{}
 		reg := func(lt [32]byte, rng string) [32]byte {
 			r := fresh()
@@ -133,7 +133,7 @@ func disruptorRun(t *testing.T, epochs int, freshKey, newAddr, full bool) int {
 			keys = append(keys, k)
 		}
 		admitted := false
-		for _, k := range selectClients(e.v.id, fresh(), sortedKeys(keys), primaryOf, rank, n, m) {
+		for _, k := range selectClients(e.v.ID, fresh(), sortedKeys(keys), primaryOf, rank, n, m) {
 			admitted = admitted || (badReg != [32]byte{} && k == badReg)
 		}
 		if !admitted {

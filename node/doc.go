@@ -25,16 +25,18 @@
 //     functions: tagged hashes, Merkle roots and peer signatures, the
 //     parameter bounds and checks, the epoch id, the client selection and
 //     its commit-reveal, the long-term key, the request list's cut, the
-//     certificates' digests and checks, the receipts' (its package doc
-//     lists its files).
+//     certificates' digests and checks, the receipts', the view of an
+//     epoch and the checks of descriptors, registrations and request
+//     lists (its package doc lists its files).
 //   - protonames.go: the names by which node's files use what moved to
 //     internal/proto and transport; they go when the server and client
 //     move.
 //
 // Server:
 //   - server.go: Server, its configuration and life cycle.
-//   - checks.go: checks over decoded messages that derive or use a view
-//     (descriptor, registrations, request lists, client signatures).
+//   - checks.go: the check of a batch's client signatures (§5.1, §5.2);
+//     the view of an epoch and the checks both sides run on it are
+//     internal/proto's checks.go.
 //   - epoch.go: a server's state of one epoch (sepoch), its end and erasure.
 //   - leader.go: the leader loop: prepare, open, close and finalise an epoch.
 //   - selection.go: the leader's candidates and the check of its

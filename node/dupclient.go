@@ -19,7 +19,7 @@ import (
 // afterwards and the next epoch draws new ones (u, q, registration and
 // X25519 keys: join).
 func (c *Client) answerDup(ctx context.Context, e *cepoch) error {
-	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeDupQuery, Body: (&wire.EpochRef{Epoch: e.v.id}).Marshal(), Timeout: pollTimeout})
+	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeDupQuery, Body: (&wire.EpochRef{Epoch: e.v.ID}).Marshal(), Timeout: pollTimeout})
 	if err != nil {
 		return err // typically: no duplicate in this epoch
 	}
@@ -40,11 +40,11 @@ func (c *Client) answerDup(ctx context.Context, e *cepoch) error {
 	if !c.hookDupAnswers(holds) {
 		return nil
 	}
-	proof, err := e.cs.ProveShare(mix.EpochID(e.v.id), e.slot, int(a.Comp), c.rand)
+	proof, err := e.cs.ProveShare(mix.EpochID(e.v.ID), e.slot, int(a.Comp), c.rand)
 	if err != nil {
 		return err
 	}
-	msg := wire.DupProof{Epoch: e.v.id, Slot: e.slot}
+	msg := wire.DupProof{Epoch: e.v.ID, Slot: e.slot}
 	copy(msg.Proof[:], proof)
 	_, err = c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeDupProof, Body: msg.Marshal(), Timeout: shortTimeout})
 	return err
@@ -56,14 +56,14 @@ func (c *Client) answerDup(ctx context.Context, e *cepoch) error {
 // two named.
 func checkDupAbort(e *cepoch, a *wire.DupAbort) error {
 	v := e.v
-	if a.Epoch != v.id || len(a.Sigs) != len(v.chain) || int(a.Comp) > len(v.chain) || a.SlotA == a.SlotB {
+	if a.Epoch != v.ID || len(a.Sigs) != len(v.Chain) || int(a.Comp) > len(v.Chain) || a.SlotA == a.SlotB {
 		return errors.New("node: duplicate abort malformed")
 	}
 	if a.SlotA != e.slot && a.SlotB != e.slot {
 		return errors.New("node: duplicate abort does not name this client")
 	}
 	d := dupDigest(a)
-	for j, p := range v.chain {
+	for j, p := range v.Chain {
 		if err := verifyPeerSig(p, d, a.Sigs[j]); err != nil {
 			return fmt.Errorf("node: duplicate abort signature of server %d: %w", j, err)
 		}

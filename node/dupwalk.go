@@ -103,18 +103,18 @@ func (s *Server) dupStepAt(ctx context.Context, e *sepoch, t, out int) (dupStep,
 		return st, nil
 	}
 	v := e.final
-	id := mix.EpochID(v.id)
+	id := mix.EpochID(v.ID)
 	if t == e.pos {
 		if sec == nil {
 			return st, errors.New("node: step secret gone before the walk")
 		}
-		in, proof, err := sec.ProveRoute(id, v.serverKeys, e.stepInputs[t], e.steps[t], out, s.rand)
+		in, proof, err := sec.ProveRoute(id, v.ServerKeys, e.stepInputs[t], e.steps[t], out, s.rand)
 		if err != nil {
 			return st, fmt.Errorf("node: route proof of server %d at output %d: %w", t, out, err)
 		}
 		st = dupStep{in, proof}
 	} else {
-		req := wire.Route{Epoch: v.id, S: uint16(t), Out: uint32(out)}
+		req := wire.Route{Epoch: v.ID, S: uint16(t), Out: uint32(out)}
 		// Server t may not have verified the step that shows the fault
 		// yet (it refuses a walk it has not seen): ask again for a while.
 		rctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.DupRouteWait)
@@ -122,7 +122,7 @@ func (s *Server) dupStepAt(ctx context.Context, e *sepoch, t, out int) (dupStep,
 		var rep []byte
 		var err error
 		for {
-			rep, err = call(rctx, s.h, v.chain[t], request{Proto: ProtoEpoch, Type: wire.TypeRoute, Body: req.Marshal(), Timeout: shortTimeout})
+			rep, err = call(rctx, s.h, v.Chain[t], request{Proto: ProtoEpoch, Type: wire.TypeRoute, Body: req.Marshal(), Timeout: shortTimeout})
 			if err == nil || rctx.Err() != nil {
 				break
 			}
@@ -135,12 +135,12 @@ func (s *Server) dupStepAt(ctx context.Context, e *sepoch, t, out int) (dupStep,
 			return st, fmt.Errorf("node: route of server %d: %w", t, err)
 		}
 		var rt wire.Route
-		if err := rt.Unmarshal(rep); err != nil || rt.Epoch != v.id || int(rt.S) != t || int(rt.Out) != out {
+		if err := rt.Unmarshal(rep); err != nil || rt.Epoch != v.ID || int(rt.S) != t || int(rt.Out) != out {
 			return st, fmt.Errorf("node: route reply of server %d malformed: %v", t, err)
 		}
 		st = dupStep{int(rt.In), rt.Proof}
 	}
-	if err := mix.VerifyRoute(id, t, v.serverKeys, e.stepInputs[t], e.steps[t], out, st.in, st.proof); err != nil {
+	if err := mix.VerifyRoute(id, t, v.ServerKeys, e.stepInputs[t], e.steps[t], out, st.in, st.proof); err != nil {
 		return st, fmt.Errorf("node: route of server %d from output %d does not verify (server %d is the culprit): %w", t, out, t, err)
 	}
 	s.mu.Lock()
@@ -155,7 +155,7 @@ func (s *Server) dupStepAt(ctx context.Context, e *sepoch, t, out int) (dupStep,
 // onDupRoute answers a route request of a duplicate's walk: only for an
 // output that one of the two walks reaches at this server.
 func (s *Server) onDupRoute(ctx context.Context, e *sepoch, se *mix.ShareError, req wire.Route) (wire.Type, []byte, error) {
-	t0 := dupWalkStart(se, len(e.final.chain))
+	t0 := dupWalkStart(se, len(e.final.Chain))
 	if e.pos > t0 {
 		return 0, nil, errors.New("node: this server is not on the walk")
 	}
@@ -183,7 +183,7 @@ func (s *Server) onDupRoute(ctx context.Context, e *sepoch, se *mix.ShareError, 
 // dupFault settles a duplicate U or P (se.Duplicate ≥ 0) found at setup.
 func (s *Server) dupFault(ctx context.Context, e *sepoch, se *mix.ShareError) {
 	v := e.final
-	m := len(v.chain)
+	m := len(v.Chain)
 	t0 := dupWalkStart(se, m)
 	var slots [2]int
 	for i, p := range []int{se.Duplicate, se.Position} {
@@ -206,7 +206,7 @@ func (s *Server) dupFault(ctx context.Context, e *sepoch, se *mix.ShareError) {
 	} else {
 		value = e.steps[se.Server].U[se.Position]
 	}
-	a := wire.DupAbort{Epoch: v.id, S: uint16(se.Server), Comp: uint16(comp), SlotA: uint32(slots[0]), SlotB: uint32(slots[1]), Sigs: make([][64]byte, m)}
+	a := wire.DupAbort{Epoch: v.ID, S: uint16(se.Server), Comp: uint16(comp), SlotA: uint32(slots[0]), SlotB: uint32(slots[1]), Sigs: make([][64]byte, m)}
 	copy(a.Value[:], value.Bytes())
 	d := dupDigest(&a)
 	sig, err := sign(s.priv, d)
@@ -220,7 +220,7 @@ func (s *Server) dupFault(ctx context.Context, e *sepoch, se *mix.ShareError) {
 	s.mu.Lock()
 	e.dup = &dupState{abort: a, value: value, proved: map[uint32]bool{}, failed: map[uint32]bool{}}
 	for j, sg := range e.dupEarly {
-		if verifyPeerSig(v.chain[j], d, sg) == nil {
+		if verifyPeerSig(v.Chain[j], d, sg) == nil {
 			e.dup.abort.Sigs[j] = sg
 		}
 	}
@@ -231,7 +231,7 @@ func (s *Server) dupFault(ctx context.Context, e *sepoch, se *mix.ShareError) {
 	own := wire.DupAbort{Epoch: a.Epoch, S: a.S, Comp: a.Comp, Value: a.Value, SlotA: a.SlotA, SlotB: a.SlotB, Sigs: make([][64]byte, m)}
 	own.Sigs[e.pos] = sig
 	var others []peer.ID
-	for _, p := range v.chain {
+	for _, p := range v.Chain {
 		if p != s.h.ID() {
 			others = append(others, p)
 		}
@@ -270,7 +270,7 @@ func (s *Server) dupVerdict(e *sepoch) {
 	ds := e.dup
 	ds.done = true
 	a, b := ds.abort.SlotA, ds.abort.SlotB
-	num := e.final.desc.Number
+	num := e.final.Desc.Number
 	evidence := [][]byte{ds.abort.Marshal()}
 	var culprits []*culprit
 	for _, p := range [][2]uint32{{a, b}, {b, a}} {
@@ -282,7 +282,7 @@ func (s *Server) dupVerdict(e *sepoch) {
 			culprits = append(culprits, &culprit{server: -1, slot: int(slot), why: "setup: it and another client both know the discrete log of one repeated share"})
 		case !ds.proved[slot]:
 			// Silent: left out of the retry, no strike.
-			c := e.final.desc.Clients[slot]
+			c := e.final.Desc.Clients[slot]
 			if from, ok := e.regFrom[c.RegKey]; ok && int(c.Primary) == e.pos {
 				if s.leftOut == nil {
 					s.leftOut = map[peer.ID]uint64{}
@@ -317,11 +317,11 @@ func (s *Server) onDupAbort(from peer.ID, body []byte) (wire.Type, []byte, error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.epochs[a.Epoch]
-	if e == nil || e.final == nil || len(a.Sigs) != len(e.final.chain) {
+	if e == nil || e.final == nil || len(a.Sigs) != len(e.final.Chain) {
 		return 0, nil, errors.New("node: duplicate abort of an unknown epoch")
 	}
 	j := -1
-	for i, p := range e.final.chain {
+	for i, p := range e.final.Chain {
 		if p == from {
 			j = i
 		}
@@ -407,13 +407,13 @@ func (s *Server) onDupProof(ctx context.Context, from peer.ID, body []byte, from
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: share proof for a slot the abort does not name")
 	}
-	c := e.final.desc.Clients[p.Slot]
+	c := e.final.Desc.Clients[p.Slot]
 	ok := false
 	if fromClient {
 		q, known := e.regFrom[c.RegKey]
 		ok = int(c.Primary) == e.pos && known && q == from
 	} else {
-		ok = e.final.chain[c.Primary] == from
+		ok = e.final.Chain[c.Primary] == from
 	}
 	if !ok || ds.proved[p.Slot] || ds.failed[p.Slot] {
 		s.mu.Unlock()
@@ -437,7 +437,7 @@ func (s *Server) onDupProof(ctx context.Context, from peer.ID, body []byte, from
 		}
 		ds.proofs[p.Slot] = append([]byte(nil), body...)
 	}
-	chain := e.final.chain
+	chain := e.final.Chain
 	s.mu.Unlock()
 	if fromClient {
 		var others []peer.ID
@@ -456,7 +456,7 @@ func (s *Server) onDupProof(ctx context.Context, from peer.ID, body []byte, from
 // dupAdmit refuses a peer left out of this epoch after a duplicate it did
 // not answer. Call with s.mu held.
 func (s *Server) dupAdmit(e *sepoch, from peer.ID) error {
-	if until, ok := s.leftOut[from]; ok && e.v.desc.Number <= until {
+	if until, ok := s.leftOut[from]; ok && e.v.Desc.Number <= until {
 		return errors.New("node: this client is left out of this epoch (it did not answer for a repeated share)")
 	}
 	return nil

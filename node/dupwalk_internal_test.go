@@ -38,14 +38,14 @@ func newDupFixture(t *testing.T) *dupFixture {
 		keys = append(keys, k.Public())
 	}
 	var err error
-	if f.holder, _, err = mix.Register(mix.EpochID(e.v.id), f.clients[1].Public().(ed25519.PublicKey), keys, rand.Reader); err != nil {
+	if f.holder, _, err = mix.Register(mix.EpochID(e.v.ID), f.clients[1].Public().(ed25519.PublicKey), keys, rand.Reader); err != nil {
 		t.Fatal(err)
 	}
-	if f.copier, _, err = mix.Register(mix.EpochID(e.v.id), f.clients[2].Public().(ed25519.PublicKey), keys, rand.Reader); err != nil {
+	if f.copier, _, err = mix.Register(mix.EpochID(e.v.ID), f.clients[2].Public().(ed25519.PublicKey), keys, rand.Reader); err != nil {
 		t.Fatal(err)
 	}
 	f.value, _ = f.holder.Share(1)
-	f.abort = wire.DupAbort{Epoch: e.v.id, S: 1, Comp: 1, SlotA: 1, SlotB: 2, Sigs: make([][64]byte, 3)}
+	f.abort = wire.DupAbort{Epoch: e.v.ID, S: 1, Comp: 1, SlotA: 1, SlotB: 2, Sigs: make([][64]byte, 3)}
 	copy(f.abort.Value[:], f.value.Bytes())
 	d := dupDigest(&f.abort)
 	f.sigA, f.sigB = mustSign(t, f.a.priv, d), mustSign(t, f.b.priv, d)
@@ -53,7 +53,7 @@ func newDupFixture(t *testing.T) *dupFixture {
 		t.Fatal(err)
 	}
 	f.s.mu.Lock()
-	e.regFrom = map[[32]byte]peer.ID{e.final.desc.Clients[1].RegKey: f.client.id}
+	e.regFrom = map[[32]byte]peer.ID{e.final.Desc.Clients[1].RegKey: f.client.id}
 	ab := f.abort
 	ab.Sigs = [][64]byte{{}, f.sigS, {}}
 	e.dup = &dupState{abort: ab, value: f.value, proved: map[uint32]bool{}, failed: map[uint32]bool{}}
@@ -62,11 +62,11 @@ func newDupFixture(t *testing.T) *dupFixture {
 }
 
 func (f *dupFixture) proof(t *testing.T, cs *mix.ClientSecret, slot uint32) []byte {
-	p, err := cs.ProveShare(mix.EpochID(f.mid.v.id), slot, 1, rand.Reader)
+	p, err := cs.ProveShare(mix.EpochID(f.mid.v.ID), slot, 1, rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return (&wire.DupProof{Epoch: f.mid.v.id, Slot: slot, Proof: [64]byte(p)}).Marshal()
+	return (&wire.DupProof{Epoch: f.mid.v.ID, Slot: slot, Proof: [64]byte(p)}).Marshal()
 }
 
 // A share proof is taken only from the client registered here for its
@@ -188,13 +188,13 @@ func TestDupVerdictRules(t *testing.T) {
 			// The next epoch refuses a silent client (a named one meets the
 			// ban instead), and only the next.
 			next := func(n uint64) *sepoch {
-				d := *f.mid.v.desc
+				d := *f.mid.v.Desc
 				d.Number = n
-				return &sepoch{v: &view{desc: &d}}
+				return &sepoch{v: &view{Desc: &d}}
 			}
 			f.s.mu.Lock()
-			err := f.s.dupAdmit(next(f.mid.v.desc.Number+1), f.client.id)
-			later := f.s.dupAdmit(next(f.mid.v.desc.Number+2), f.client.id)
+			err := f.s.dupAdmit(next(f.mid.v.Desc.Number+1), f.client.id)
+			later := f.s.dupAdmit(next(f.mid.v.Desc.Number+2), f.client.id)
 			f.s.mu.Unlock()
 			if (err != nil) != c.leftOut || later != nil {
 				t.Errorf("%s: next epoch %v, the one after %v", c.name, err, later)

@@ -266,7 +266,7 @@ func (e *sepoch) release() {
 	}
 }
 
-func (e *sepoch) n() int { return len(e.final.desc.Clients) }
+func (e *sepoch) n() int { return len(e.final.Desc.Clients) }
 
 func (e *sepoch) erase() {
 	e.erased = true
@@ -352,7 +352,7 @@ func (s *Server) endQuiet(e *sepoch, reason string) {
 		s.open = nil
 	}
 	s.progressed()
-	s.log.Info("epoch ended", "epoch", fmt.Sprintf("%x", e.v.id[:6]), "rounds", e.listHigh, "reason", reason)
+	s.log.Info("epoch ended", "epoch", fmt.Sprintf("%x", e.v.ID[:6]), "rounds", e.listHigh, "reason", reason)
 	s.notify()
 }
 
@@ -368,14 +368,14 @@ func (s *Server) forget() {
 			old = append(old, e)
 		}
 	}
-	sort.Slice(old, func(i, j int) bool { return old[i].v.desc.Number > old[j].v.desc.Number })
+	sort.Slice(old, func(i, j int) bool { return old[i].v.Desc.Number > old[j].v.Desc.Number })
 	held := 0
 	for _, e := range old[min(len(old), 2):] {
 		if e.final != nil && !e.closed && held < closingHeld && time.Since(e.endedAt) < closingHold {
 			held++
 			continue
 		}
-		delete(s.epochs, e.v.id)
+		delete(s.epochs, e.v.ID)
 	}
 }
 

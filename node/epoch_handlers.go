@@ -268,7 +268,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 			return 0, nil, errRevealsInOpen
 		}
 		e := s.prep[sd.Desc.Nonce]
-		if e == nil || e.pos >= len(v.chain) || v.chain[e.pos] != s.h.ID() {
+		if e == nil || e.pos >= len(v.Chain) || v.Chain[e.pos] != s.h.ID() {
 			return 0, nil, errors.New("node: no prepared epoch for this descriptor")
 		}
 		if !bytes.Equal(sd.Desc.Group[e.pos].Marshal(), e.entry.Marshal()) {
@@ -290,20 +290,20 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		}
 		s.number = sd.Desc.Number
 		// The chain is on record for probation (eligible.go).
-		if err := s.who.record(s.cfg.DataDir, sd.Desc.Number, v.chain); err != nil {
+		if err := s.who.record(s.cfg.DataDir, sd.Desc.Number, v.Chain); err != nil {
 			return 0, nil, err
 		}
 		delete(s.prep, sd.Desc.Nonce)
 		e.v = v
 		e.regs, e.fwd, e.stepMsgs, e.rounds = map[[32]byte]wire.Register{}, map[[32]byte]wire.Forwarded{}, map[int]*wire.Step{}, map[uint32]*sround{}
-		s.epochs[v.id] = e
+		s.epochs[v.ID] = e
 		sig, err := sign(s.priv, openDigest(&sd.Desc))
 		if err != nil {
 			return 0, nil, err
 		}
 		return wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
 	}
-	e := s.epochs[v.id]
+	e := s.epochs[v.ID]
 	if e == nil || e.ended {
 		return 0, nil, errors.New("node: final descriptor of an unknown or ended epoch")
 	}
@@ -322,13 +322,13 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	signAny := s.hookSignAny()
 	// (v3) every registration receipted here is in, unless the
 	// descriptor is full and keeps its primary's quota (receipts.go).
-	if err := checkReceipted(sd.Desc.Clients, e.fwd, e.orders, sd.Desc.Params.MaxClients, len(v.chain)); err != nil && !signAny {
+	if err := checkReceipted(sd.Desc.Clients, e.fwd, e.orders, sd.Desc.Params.MaxClients, len(v.Chain)); err != nil && !signAny {
 		s.log.Warn("final descriptor refused", "err", err)
 		return 0, nil, err
 	}
 	// (v3) the client list is the selection of the rule, recomputed
 	// here from the leader's list (selection.go).
-	if err := checkSelection(v.id, selectionBeta(sd.Desc.Reveals), sd.Desc.Clients, e.slotRegs, e.slotPrim, e.rest, e.orders, sd.Desc.Params.MaxClients, len(v.chain)); err != nil && !signAny {
+	if err := checkSelection(v.ID, selectionBeta(sd.Desc.Reveals), sd.Desc.Clients, e.slotRegs, e.slotPrim, e.rest, e.orders, sd.Desc.Params.MaxClients, len(v.Chain)); err != nil && !signAny {
 		s.log.Warn("final descriptor refused", "err", err)
 		return 0, nil, err
 	}
@@ -348,7 +348,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	// (v2) sign only if every registration accepted here is in, (v3)
 	// unless the descriptor is full and keeps this primary's quota.
-	if err := checkPrimaryKept(sd.Desc.Clients, e.regs, e.order, sd.Desc.Params.MaxClients, len(v.chain)); err != nil && !signAny {
+	if err := checkPrimaryKept(sd.Desc.Clients, e.regs, e.order, sd.Desc.Params.MaxClients, len(v.Chain)); err != nil && !signAny {
 		return 0, nil, err
 	}
 	sig, err := sign(s.priv, finalDigest(&sd.Desc))
@@ -379,13 +379,13 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, err
 	}
 	var rl wire.RegList
-	if err := rl.Unmarshal(body, limitsFor(e.v.desc.Params, len(e.v.chain))); err != nil {
+	if err := rl.Unmarshal(body, limitsFor(e.v.Desc.Params, len(e.v.Chain))); err != nil {
 		return 0, nil, err
 	}
 	// (v3) every primary's order, signed by it as a whole, and every
 	// registration of the list in its primary's order: checked before
 	// the costly proofs (orders.go).
-	if _, err := checkOrders(rl.Orders, id, e.v.chain, rl.Regs, rl.Rest); err != nil {
+	if _, err := checkOrders(rl.Orders, id, e.v.Chain, rl.Regs, rl.Rest); err != nil {
 		return 0, nil, err
 	}
 	// Each registration carries its primary's signature (§8), checked
@@ -480,7 +480,7 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.epochs[v.id]
+	e := s.epochs[v.ID]
 	if e == nil || e.ended {
 		return 0, nil, errors.New("node: signed descriptor of an unknown or ended epoch")
 	}
@@ -495,7 +495,7 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		// The leader opens an epoch only after the previous one ended;
 		// anything older still running here missed its end.
 		for _, old := range s.epochs {
-			if old != e && !old.ended && old.v.desc.Number < e.v.desc.Number {
+			if old != e && !old.ended && old.v.Desc.Number < e.v.Desc.Number {
 				s.endQuiet(old, "superseded")
 			}
 		}
@@ -547,14 +547,14 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 	}
 	// Only a primary of the chain forwards, and signs what it forwards
 	// (checked before the registration's proofs).
-	if !slices.Contains(e.v.chain, from) {
+	if !slices.Contains(e.v.Chain, from) {
 		return 0, nil, errors.New("node: forwarded registration from outside the chain")
 	}
-	if int(f.Primary) >= len(e.v.chain) || e.v.chain[f.Primary] != from {
+	if int(f.Primary) >= len(e.v.Chain) || e.v.Chain[f.Primary] != from {
 		return 0, nil, errors.New("node: forwarded registration not from the primary it names")
 	}
-	if len(r.Reg) != mix.RegistrationSize(len(e.v.chain)) {
-		return 0, nil, fmt.Errorf("node: forwarded registration of %d bytes, want %d", len(r.Reg), mix.RegistrationSize(len(e.v.chain)))
+	if len(r.Reg) != mix.RegistrationSize(len(e.v.Chain)) {
+		return 0, nil, fmt.Errorf("node: forwarded registration of %d bytes, want %d", len(r.Reg), mix.RegistrationSize(len(e.v.Chain)))
 	}
 	if err := verifyPeerSig(from, forwardDigest(&f), f.Sig); err != nil {
 		return 0, nil, fmt.Errorf("node: forwarded registration: %w", err)
@@ -597,7 +597,7 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 	if e.fwdPer == nil {
 		e.fwdPer = map[uint16]int{}
 	}
-	if e.fwdPer[f.Primary] >= int(e.v.desc.Params.MaxClients) {
+	if e.fwdPer[f.Primary] >= int(e.v.Desc.Params.MaxClients) {
 		return 0, nil, errors.New("node: this primary forwarded as many registrations as the client cap")
 	}
 	e.fwdPer[f.Primary]++

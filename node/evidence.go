@@ -72,7 +72,7 @@ func (s *Server) sendEvidence(e *sepoch, typ wire.Type, body []byte, perTry time
 // acknowledges or deadline passes. Without s.mu.
 func (s *Server) sendToChain(e *sepoch, proto protocol.ID, typ wire.Type, body []byte, perTry, deadline time.Duration, skip int) error {
 	var others []peer.ID
-	for i, p := range e.final.chain {
+	for i, p := range e.final.Chain {
 		if p != s.h.ID() && i != skip {
 			others = append(others, p)
 		}
@@ -88,7 +88,7 @@ func (s *Server) sendToChain(e *sepoch, proto protocol.ID, typ wire.Type, body [
 // fromChain reports whether p is a server of e's chain: only they send
 // evidence of the epoch's faults.
 func fromChain(e *sepoch, p peer.ID) bool {
-	for _, q := range e.final.chain {
+	for _, q := range e.final.Chain {
 		if q == p {
 			return true
 		}

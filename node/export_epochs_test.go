@@ -10,7 +10,7 @@ func (s *Server) OpenChain() []peer.ID {
 	if s.open == nil {
 		return nil
 	}
-	return append([]peer.ID(nil), s.open.v.chain...)
+	return append([]peer.ID(nil), s.open.v.Chain...)
 }
 
 // LastNumber returns the last epoch number s signed.

@@ -27,7 +27,7 @@ func runningEpoch(t *testing.T, s *Server) ([32]byte, []peer.ID) {
 		defer s.mu.Unlock()
 		for eid, e := range s.epochs {
 			if e.final != nil && e.setupDone && !e.ended && e.listHigh >= 1 {
-				id, chain = eid, e.final.chain
+				id, chain = eid, e.final.Chain
 				return true
 			}
 		}
@@ -54,16 +54,16 @@ func TestFutureRootFramesHonest(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		fr := startFutureRoot(t)
 		bad, e, q, chain, others := fr.bad, fr.e, fr.q, fr.chain, fr.others
-		p := e.final.desc.Params
+		p := e.final.Desc.Params
 		time.Sleep(time.Duration(p.RoundLimitMs)*time.Millisecond/4 + 200*time.Millisecond)
 		got := bad.askAttests(e, wire.AbortNoPub, q, "")
 		bad.mu.Lock()
 		open := e.listHigh
 		own := bad.signAttestLocked(e, wire.AbortNoPub, q, 1<<uint(len(chain))-1)
-		n := e.v.desc.Number
+		n := e.v.Desc.Number
 		bad.mu.Unlock()
 		t.Logf("round %d (newest list %d): %d honest attestations of its absences", q, open, len(got))
-		a := &wire.Abort{Epoch: e.v.id, Number: n, Round: q, Kind: wire.AbortNoPub, Signer: []byte(bad.ID()), Reason: []byte(fmt.Sprintf("round %d: no publication", q))}
+		a := &wire.Abort{Epoch: e.v.ID, Number: n, Round: q, Kind: wire.AbortNoPub, Signer: []byte(bad.ID()), Reason: []byte(fmt.Sprintf("round %d: no publication", q))}
 		var err error
 		if a.Sig, err = sign(bad.priv, abortDigest(a)); err != nil {
 			t.Fatal(err)
@@ -113,7 +113,7 @@ func startFutureRoot(t *testing.T) *futureRoot {
 	bad.mu.Lock()
 	fr.e = bad.epochs[id]
 	e := fr.e
-	fr.q = e.listHigh + uint32(e.final.desc.Params.W) + roundsAhead - 2
+	fr.q = e.listHigh + uint32(e.final.Desc.Params.W) + roundsAhead - 2
 	pos := e.pos
 	bad.mu.Unlock()
 	if fr.q >= p.Rounds {
@@ -175,7 +175,7 @@ func TestFutureRootFramesSuccessor(t *testing.T) {
 		ended := func() bool {
 			for _, s := range fr.fn.servers {
 				s.mu.Lock()
-				e := s.epochs[fr.e.v.id]
+				e := s.epochs[fr.e.v.ID]
 				over := e == nil || e.ended
 				s.mu.Unlock()
 				if !over {
@@ -190,7 +190,7 @@ func TestFutureRootFramesSuccessor(t *testing.T) {
 		for i, s := range fr.fn.servers {
 			s.mu.Lock()
 			var void bool
-			if e := s.epochs[fr.e.v.id]; e != nil {
+			if e := s.epochs[fr.e.v.ID]; e != nil {
 				x := e.rounds[fr.q]
 				void = x != nil && x.void
 				t.Logf("server %d: epoch ended: %s", i, e.reason)

@@ -134,7 +134,7 @@ func (e *sepoch) handedOver(slot, r uint32) bool {
 // epoch's secrets are dropped; it gives up at the first refusal (the
 // epoch may have ended) and within Tunables.HandoverTimeout.
 func (c *Client) handOver(e *cepoch) {
-	p := e.v.desc.Params
+	p := e.v.Desc.Params
 	b, k := int(p.ChunkSize), int(p.K)
 	first := e.sealedNext
 	last := min(p.Rounds, first+handoverMax)
@@ -144,8 +144,8 @@ func (c *Client) handOver(e *cepoch) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timing.HandoverTimeout)
 	defer cancel()
 	send := func(r uint32, onion []byte, keep bool, mark *store.ShareMark) error {
-		sub := wire.Submit{Epoch: e.v.id, Round: r, Slot: e.slot, Onion: onion}
-		copy(sub.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.id), uint64(r), e.slot, onion))
+		sub := wire.Submit{Epoch: e.v.ID, Round: r, Slot: e.slot, Onion: onion}
+		copy(sub.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.ID), uint64(r), e.slot, onion))
 		if keep {
 			// As a submission: a chunk it carries counts as sent
 			// (share_resume.go), so that a run after this one does
@@ -177,17 +177,17 @@ func (c *Client) handOver(e *cepoch) {
 		// does not stop at the departure).
 		pl := &mix.Payload{Kind: mix.KindCover, Requests: make([][32]byte, k)}
 		mark := c.fillPayload(e, r, pl)
-		raw, err := mix.EncodePayload(pl, b, k, mix.EpochID(e.v.id), uint64(r), e.cs, c.rand)
+		raw, err := mix.EncodePayload(pl, b, k, mix.EpochID(e.v.ID), uint64(r), e.cs, c.rand)
 		if err != nil {
 			c.log.Debug("hand over", "err", err)
 			return
 		}
-		keys, err := e.cs.LayerKeys(mix.EpochID(e.v.id), uint64(r), e.v.Y, e.v.Yp)
+		keys, err := e.cs.LayerKeys(mix.EpochID(e.v.ID), uint64(r), e.v.Y, e.v.Yp)
 		if err != nil {
 			c.log.Debug("hand over", "err", err)
 			return
 		}
-		onion, err := mix.Seal(mix.EpochID(e.v.id), uint64(r), keys, raw)
+		onion, err := mix.Seal(mix.EpochID(e.v.ID), uint64(r), keys, raw)
 		mix.CloseLayerKeys(keys)
 		if err != nil {
 			c.log.Debug("hand over", "err", err)

@@ -386,8 +386,8 @@ func (s *Server) hookLoseOut(r uint32) bool {
 func (s *Server) hookProbe(e *sepoch, r uint32, pos int) {
 	if h := s.hooks.Load(); h != nil && h.probe != nil && e.pos > 0 {
 		v := e.final
-		req := wire.BlameReq{Epoch: v.id, Round: r, T: uint16(e.pos - 1), Out: uint32(pos)}
-		_, err := call(s.ctx, s.h, v.chain[e.pos-1], request{Proto: ProtoEpoch, Type: wire.TypeBlameReq, Body: req.Marshal(), Timeout: shortTimeout, Max: e.entrySize(0) + 4096})
+		req := wire.BlameReq{Epoch: v.ID, Round: r, T: uint16(e.pos - 1), Out: uint32(pos)}
+		_, err := call(s.ctx, s.h, v.Chain[e.pos-1], request{Proto: ProtoEpoch, Type: wire.TypeBlameReq, Body: req.Marshal(), Timeout: shortTimeout, Max: e.entrySize(0) + 4096})
 		h.probe(err)
 	}
 }
@@ -582,13 +582,13 @@ func (c *Client) hookOnion(epoch [32]byte, r, slot uint32, onion []byte) {
 // different onion signed for the same round and slot.
 func (c *Client) hookSecondOnion(ctx context.Context, e *cepoch, sub *wire.Submit) {
 	h := c.hooks.Load()
-	if h == nil || h.secondOnion == nil || !h.secondOnion(e.v.id, sub.Round, e.slot) {
+	if h == nil || h.secondOnion == nil || !h.secondOnion(e.v.ID, sub.Round, e.slot) {
 		return
 	}
 	o := *sub
 	o.Onion = append([]byte(nil), sub.Onion...)
 	o.Onion[0] ^= 1
-	copy(o.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.id), uint64(o.Round), o.Slot, o.Onion))
+	copy(o.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.ID), uint64(o.Round), o.Slot, o.Onion))
 	_, _ = c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeSubmit, Segments: o.Segments(), Timeout: bulkTimeout})
 }
 
@@ -617,10 +617,10 @@ func (c *Client) hookWindow(v *view) {
 	}
 	c.mu.Unlock()
 	if o.Window != nil {
-		o.Window(v.id, ids)
+		o.Window(v.ID, ids)
 	}
 	if o.WindowAt != nil {
-		o.WindowAt(v.desc.Number, nums)
+		o.WindowAt(v.Desc.Number, nums)
 	}
 }
 

@@ -61,13 +61,13 @@ func fixtureChain(t testing.TB, s *Server, chain []peer.ID, pos int, regFrom ...
 		desc.Clients = append(desc.Clients, c)
 		e.regFrom[c.RegKey] = from
 	}
-	v := &view{id: [32]byte{0xee, byte(len(regFrom))}, desc: desc, chain: chain, lim: limitsFor(p, len(chain))}
+	v := &view{ID: [32]byte{0xee, byte(len(regFrom))}, Desc: desc, Chain: chain, Lim: limitsFor(p, len(chain))}
 	e.v, e.final = v, v
 	s.mu.Lock()
-	s.epochs[v.id] = e
+	s.epochs[v.ID] = e
 	for r := uint32(0); r < p.Rounds; r++ {
 		x := e.round(r)
-		x.list = &wire.RoundList{Epoch: v.id, Round: r}
+		x.list = &wire.RoundList{Epoch: v.ID, Round: r}
 	}
 	s.mu.Unlock()
 	return e
@@ -77,7 +77,7 @@ func fixtureChain(t testing.TB, s *Server, chain []peer.ID, pos int, regFrom ...
 // filled with fill over one row.
 func query(e *sepoch, r, sl uint32, fill byte) []byte {
 	_, k := e.bk()
-	q := wire.Rows{Epoch: e.v.id, Round: r, Slots: []uint32{sl}}
+	q := wire.Rows{Epoch: e.v.ID, Round: r, Slots: []uint32{sl}}
 	for t := 0; t < k; t++ {
 		m := make([]byte, pir.MaskBytes(1))
 		m[0] = fill & 1
@@ -275,8 +275,8 @@ func TestProposalCensorship(t *testing.T) {
 		{"cut to L_max skips a first request", 2, held[1:], false},
 	}
 	for _, c := range cases {
-		e.final.desc.Params.MaxRows = c.maxRows
-		rl := wire.RoundList{Epoch: e.v.id, Round: r, Entries: c.entries}
+		e.final.Desc.Params.MaxRows = c.maxRows
+		rl := wire.RoundList{Epoch: e.v.ID, Round: r, Entries: c.entries}
 		rl.Pairs = listPairs(x.reqByPos, c.entries)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		rt, rep, err := s.onProposal(ctx, leader, rl.Marshal())
@@ -302,13 +302,13 @@ func TestProposalCensorship(t *testing.T) {
 	}
 	// (§6.3 v3) the pairs are checked like the ids: a list whose pairs
 	// leave out a position's request, or add one, is refused.
-	e.final.desc.Params.MaxRows = 64
+	e.final.Desc.Params.MaxRows = 64
 	for name, pairs := range map[string][]wire.ListPair{
 		"no pairs":   nil,
 		"a pair out": listPairs(x.reqByPos, held)[1:],
 		"a pair in":  append(listPairs(x.reqByPos, held), wire.ListPair{Pos: 2, Entry: 0}),
 	} {
-		rl := wire.RoundList{Epoch: e.v.id, Round: r, Entries: held, Pairs: pairs}
+		rl := wire.RoundList{Epoch: e.v.ID, Round: r, Entries: held, Pairs: pairs}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_, _, err := s.onProposal(ctx, leader, rl.Marshal())
 		cancel()
@@ -332,8 +332,8 @@ func TestRegListOnce(t *testing.T) {
 	s.mu.Lock()
 	e.final = nil
 	s.mu.Unlock()
-	rl := wire.RegList{Epoch: e.v.id}
-	signOrders(t, &rl, e.v.id, []crypto.PrivKey{lk.priv, s.priv})
+	rl := wire.RegList{Epoch: e.v.ID}
+	signOrders(t, &rl, e.v.ID, []crypto.PrivKey{lk.priv, s.priv})
 	list := rl.Marshal()
 	send := func(from peer.ID, body []byte) error {
 		_, _, err := s.onRegList(from, body)
@@ -352,7 +352,7 @@ func TestRegListOnce(t *testing.T) {
 	s.mu.Unlock()
 	// From a non-leader: refused before decoding, even a body that the
 	// generic caps would have read (a count of 2^32−1 registrations).
-	huge := append(append([]byte(nil), e.v.id[:]...), 0xff, 0xff, 0xff, 0xff)
+	huge := append(append([]byte(nil), e.v.ID[:]...), 0xff, 0xff, 0xff, 0xff)
 	for _, from := range []peer.ID{newPeerID(t), s.ID()} {
 		if err := send(from, list); err == nil {
 			t.Fatal("a list not from the leader was taken")
@@ -494,7 +494,7 @@ func TestClientPolls(t *testing.T) {
 	victim := newPeerID(t)
 	e := fixtureEpoch(t, s, victim)
 	defer func(n int) { maxOutsiderPolls = n }(maxOutsiderPolls)
-	waitList := (&wire.EpochRef{Epoch: e.v.id, Round: 7}).Marshal()
+	waitList := (&wire.EpochRef{Epoch: e.v.ID, Round: 7}).Marshal()
 	waitOpen := (&wire.EpochRef{}).Marshal()
 	poll := func(ctx context.Context, from peer.ID, typ wire.Type, body []byte) (time.Duration, error) {
 		start := time.Now()
@@ -630,7 +630,7 @@ func TestStepAndForwardSenderFirst(t *testing.T) {
 	}
 	e := fixtureChain(t, s, chain, pos)
 	e.stepMsgs = map[int]*wire.Step{}
-	step := append(append([]byte(nil), e.v.id[:]...), 0, byte(1-pos), 0x1f, 0xff, 0xff, 0xff)
+	step := append(append([]byte(nil), e.v.ID[:]...), 0, byte(1-pos), 0x1f, 0xff, 0xff, 0xff)
 	for _, from := range []peer.ID{newPeerID(t), s.ID()} {
 		_, _, err := s.onStep(from, step)
 		if err == nil || !strings.Contains(err.Error(), "wrong server") {
@@ -640,7 +640,7 @@ func TestStepAndForwardSenderFirst(t *testing.T) {
 	if pos != 0 {
 		e = fixtureChain(t, s, []peer.ID{s.ID()}, 0)
 	}
-	reg := (&wire.Forwarded{Reg: wire.Register{Epoch: e.v.id}}).Marshal()
+	reg := (&wire.Forwarded{Reg: wire.Register{Epoch: e.v.ID}}).Marshal()
 	_, _, err := s.onForwardedRegister(newPeerID(t), reg)
 	if err == nil || !strings.Contains(err.Error(), "outside the chain") {
 		t.Fatalf("a registration forwarded by an outsider: %v, want refused before its check", err)

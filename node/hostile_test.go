@@ -84,7 +84,7 @@ func newHostileFixture(t *testing.T) *hostileFixture {
 	}
 	mk := func(tag byte, pos int, chain []peer.ID, final bool) *sepoch {
 		desc := &wire.Descriptor{Number: uint64(tag), Params: p.wire(), Clients: entries}
-		v := &view{id: [32]byte{tag}, desc: desc, chain: chain}
+		v := &view{ID: [32]byte{tag}, Desc: desc, Chain: chain}
 		e := &sepoch{v: v, pos: pos}
 		e.regs, e.fwd = map[[32]byte]wire.Register{}, map[[32]byte]wire.Forwarded{}
 		e.stepMsgs, e.rounds = map[int]*wire.Step{}, map[uint32]*sround{}
@@ -99,7 +99,7 @@ func newHostileFixture(t *testing.T) *hostileFixture {
 	f.open.openBytes = []byte("open descriptor")
 	s.mu.Lock()
 	for _, e := range []*sepoch{f.led, f.mid, f.open} {
-		s.epochs[e.v.id] = e
+		s.epochs[e.v.ID] = e
 	}
 	s.open = f.open
 	s.number = 0xC0
@@ -201,7 +201,7 @@ func mustSign(t *testing.T, k crypto.PrivKey, d [32]byte) [64]byte {
 
 // batch is a round-r batch for position S of e's chain, signed by k.
 func (f *hostileFixture) batch(t *testing.T, e *sepoch, r uint32, S uint16, k crypto.PrivKey) []byte {
-	b := wire.Batch{Epoch: e.v.id, Round: r, S: S, Entries: [][]byte{{1}, {2}, {3}}}
+	b := wire.Batch{Epoch: e.v.ID, Round: r, S: S, Entries: [][]byte{{1}, {2}, {3}}}
 	b.Root = merkleRoot(b.Entries)
 	b.Sig = mustSign(t, k, batchDigest(&b))
 	return bytes.Join(b.Segments(), nil)
@@ -213,20 +213,20 @@ func TestHostileRoundHandlers(t *testing.T) {
 		f := newHostileFixture(t)
 		mid, R := f.mid, f.p.Rounds
 		good := f.batch(t, mid, 0, 1, f.a.priv)
-		unknown := sepoch{v: &view{id: [32]byte{0xEE}}}
+		unknown := sepoch{v: &view{ID: [32]byte{0xEE}}}
 		root := func(r uint32, S uint16, k crypto.PrivKey) []byte {
-			b := wire.Batch{Epoch: mid.v.id, Round: r, S: S, Root: [32]byte{9}}
-			return (&wire.Root{Epoch: mid.v.id, Round: r, S: S, Root: b.Root, Sig: mustSign(t, k, batchDigest(&b))}).Marshal()
+			b := wire.Batch{Epoch: mid.v.ID, Round: r, S: S, Root: [32]byte{9}}
+			return (&wire.Root{Epoch: mid.v.ID, Round: r, S: S, Root: b.Root, Sig: mustSign(t, k, batchDigest(&b))}).Marshal()
 		}
 		list := func(e *sepoch, r uint32, entries int, sigs int) []byte {
-			rl := wire.RoundList{Epoch: e.v.id, Round: r, Entries: make([]wire.ListEntry, entries), Sigs: make([][64]byte, sigs)}
+			rl := wire.RoundList{Epoch: e.v.ID, Round: r, Entries: make([]wire.ListEntry, entries), Sigs: make([][64]byte, sigs)}
 			for i := range rl.Entries {
 				rl.Entries[i].ID[0], rl.Entries[i].Len = byte(i), 1
 			}
 			return rl.Marshal()
 		}
 		pads := func(e *sepoch, r uint32, slots []uint32) []byte {
-			rows := wire.Rows{Epoch: e.v.id, Round: r, Slots: slots}
+			rows := wire.Rows{Epoch: e.v.ID, Round: r, Slots: slots}
 			for range slots {
 				for t := 0; t < int(f.p.K); t++ {
 					rows.Rows = append(rows.Rows, make([]byte, f.p.ChunkSize))
@@ -295,13 +295,13 @@ func TestHostileIntake(t *testing.T) {
 		led, mid, R := f.led, f.mid, f.p.Rounds
 		size := mix.OnionSize(int(f.p.ChunkSize), int(f.p.K), 3)
 		submit := func(e *sepoch, r, slot uint32, key ed25519.PrivateKey, n int) wire.Submit {
-			sub := wire.Submit{Epoch: e.v.id, Round: r, Slot: slot, Onion: make([]byte, n)}
-			copy(sub.Sig[:], mix.SignSubmission(key, mix.EpochID(e.v.id), uint64(r), slot, sub.Onion))
+			sub := wire.Submit{Epoch: e.v.ID, Round: r, Slot: slot, Onion: make([]byte, n)}
+			copy(sub.Sig[:], mix.SignSubmission(key, mix.EpochID(e.v.ID), uint64(r), slot, sub.Onion))
 			return sub
 		}
 		subBody := func(sub wire.Submit) []byte { return bytes.Join(sub.Segments(), nil) }
 		batchBody := func(e *sepoch, r uint32, subs ...wire.Submit) []byte {
-			b := wire.SubmitBatch{Epoch: e.v.id, Round: r, Subs: subs}
+			b := wire.SubmitBatch{Epoch: e.v.ID, Round: r, Subs: subs}
 			return bytes.Join(b.Segments(), nil)
 		}
 		takeSubs := func(from peer.ID, body []byte) error {
@@ -312,7 +312,7 @@ func TestHostileIntake(t *testing.T) {
 			return f.s.takeSubs(from, body, &b)
 		}
 		query := func(e *sepoch, r uint32, slots ...uint32) []byte {
-			q := wire.Rows{Epoch: e.v.id, Round: r, Slots: slots}
+			q := wire.Rows{Epoch: e.v.ID, Round: r, Slots: slots}
 			for range slots {
 				for t := 0; t < int(f.p.K); t++ {
 					q.Rows = append(q.Rows, make([]byte, 8))
@@ -323,7 +323,7 @@ func TestHostileIntake(t *testing.T) {
 		pirErr := func(_ wire.Type, _ [][]byte, err error) error { return err }
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		unknown := sepoch{v: &view{id: [32]byte{0xEE}}}
+		unknown := sepoch{v: &view{ID: [32]byte{0xEE}}}
 		// mid: this server is slot 1's primary; led: slot 0's and S_0.
 		good := submit(mid, 0, 1, f.clients[1], size)
 		runHostile(t, f, []hostileCase{
@@ -389,7 +389,7 @@ func TestHostileIntake(t *testing.T) {
 				return handlerErr(f.s.onClientRegister(ctx, f.stranger.id, f.clientRegister(t, f.open, f.clients[1])))
 			}},
 			{name: "wait list/truncated", run: func() error {
-				return handlerErr(f.s.handleClient(ctx, f.stranger.id, wire.TypeWaitList, truncated((&wire.EpochRef{Epoch: mid.v.id}).Marshal())))
+				return handlerErr(f.s.handleClient(ctx, f.stranger.id, wire.TypeWaitList, truncated((&wire.EpochRef{Epoch: mid.v.ID}).Marshal())))
 			}},
 			{name: "wait list/unknown epoch", run: func() error {
 				return handlerErr(f.s.handleClient(ctx, f.stranger.id, wire.TypeWaitList, (&wire.EpochRef{Epoch: [32]byte{0xEE}}).Marshal()))
@@ -401,7 +401,7 @@ func TestHostileIntake(t *testing.T) {
 // register is a registration for e signed by key, whose mix part is not a
 // registration (every check before the proof passes).
 func (f *hostileFixture) register(t *testing.T, e *sepoch, key ed25519.PrivateKey) []byte {
-	r := wire.Register{Epoch: e.v.id, XKey: [32]byte{7}, Reg: make([]byte, 64)}
+	r := wire.Register{Epoch: e.v.ID, XKey: [32]byte{7}, Reg: make([]byte, 64)}
 	copy(r.RegKey[:], key.Public().(ed25519.PublicKey))
 	dg := registerDigest(&r)
 	copy(r.Sig[:], ed25519.Sign(key, dg[:]))
@@ -456,9 +456,9 @@ func TestHostileEpochHandlers(t *testing.T) {
 		chain := sorted(f.s.ID(), f.a.id)
 		head := peer.ID(chain[0])
 		step := func(e *sepoch, S uint16) []byte {
-			return (&wire.Step{Epoch: e.v.id, S: S, Result: []byte("a step result")}).Marshal()
+			return (&wire.Step{Epoch: e.v.ID, S: S, Result: []byte("a step result")}).Marshal()
 		}
-		regList := func(e *sepoch) []byte { return (&wire.RegList{Epoch: e.v.id}).Marshal() }
+		regList := func(e *sepoch) []byte { return (&wire.RegList{Epoch: e.v.ID}).Marshal() }
 		// fwd is a registration for e forwarded and signed by a at chain
 		// position 1 (led's chain).
 		fwd := func(e *sepoch) []byte {
@@ -489,9 +489,9 @@ func TestHostileEpochHandlers(t *testing.T) {
 				return handlerErr(f.s.onPrepare(head, (&wire.Prepare{Number: 0xD0, Params: p, Chain: chain}).Marshal()))
 			}},
 
-			{name: "sign request/truncated", run: func() error { return handlerErr(f.s.onSignReq(f.a.id, truncated(f.open.v.desc.Marshal()))) }},
+			{name: "sign request/truncated", run: func() error { return handlerErr(f.s.onSignReq(f.a.id, truncated(f.open.v.Desc.Marshal()))) }},
 			{name: "sign request/garbage", run: func() error { return handlerErr(f.s.onSignReq(f.a.id, bytes.Repeat([]byte{0xff}, 200))) }},
-			{name: "signed/truncated", run: func() error { return handlerErr(f.s.onSigned(f.a.id, truncated(f.open.v.desc.Marshal()))) }},
+			{name: "signed/truncated", run: func() error { return handlerErr(f.s.onSigned(f.a.id, truncated(f.open.v.Desc.Marshal()))) }},
 			{name: "signed/garbage", run: func() error { return handlerErr(f.s.onSigned(f.a.id, bytes.Repeat([]byte{0xff}, 200))) }},
 
 			{name: "registration list/truncated", run: func() error { return handlerErr(f.s.onRegList(f.a.id, truncated(regList(mid)))) }},
@@ -501,20 +501,20 @@ func TestHostileEpochHandlers(t *testing.T) {
 			{name: "registration list/not the leader", run: func() error { return handlerErr(f.s.onRegList(f.b.id, regList(mid))) }},
 			{name: "registration list/not signed by its primary", run: func() error {
 				var rl wire.RegList
-				rl.Epoch = mid.v.id
+				rl.Epoch = mid.v.ID
 				rl.Regs = []wire.Forwarded{f.forwarded(t, mid, f.clients[0], 2, f.a)}
 				return handlerErr(f.s.onRegList(f.a.id, rl.Marshal()))
 			}},
 
-			{name: "close/truncated", run: func() error { return handlerErr(f.s.onClose(f.a.id, truncated(ref(f.open.v.id)))) }},
+			{name: "close/truncated", run: func() error { return handlerErr(f.s.onClose(f.a.id, truncated(ref(f.open.v.ID)))) }},
 			{name: "close/unknown epoch", run: func() error { return handlerErr(f.s.onClose(f.a.id, ref([32]byte{0xEE}))) }},
-			{name: "close/not the leader", run: func() error { return handlerErr(f.s.onClose(f.b.id, ref(f.open.v.id))) }},
+			{name: "close/not the leader", run: func() error { return handlerErr(f.s.onClose(f.b.id, ref(f.open.v.ID))) }},
 
 			{name: "forwarded registration/truncated", run: func() error {
 				return handlerErr(f.s.onForwardedRegister(f.a.id, truncated(fwd(led))))
 			}},
 			{name: "forwarded registration/unknown epoch", run: func() error {
-				e := &sepoch{v: &view{id: [32]byte{0xEE}}}
+				e := &sepoch{v: &view{ID: [32]byte{0xEE}}}
 				return handlerErr(f.s.onForwardedRegister(f.a.id, fwd(e)))
 			}},
 			{name: "forwarded registration/not led here", run: func() error {
@@ -536,16 +536,16 @@ func TestHostileEpochHandlers(t *testing.T) {
 			{name: "step/position beyond chain", run: func() error { return handlerErr(f.s.onStep(f.a.id, step(mid, 7))) }},
 
 			{name: "route/truncated", run: func() error {
-				return handlerErr(f.s.onRoute(ctx, f.a.id, truncated((&wire.Route{Epoch: mid.v.id, S: 1}).Marshal())))
+				return handlerErr(f.s.onRoute(ctx, f.a.id, truncated((&wire.Route{Epoch: mid.v.ID, S: 1}).Marshal())))
 			}},
 			{name: "route/unknown epoch", run: func() error {
 				return handlerErr(f.s.onRoute(ctx, f.a.id, (&wire.Route{Epoch: [32]byte{0xEE}, S: 1}).Marshal()))
 			}},
 			{name: "route/unknown sender", run: func() error {
-				return handlerErr(f.s.onRoute(ctx, f.stranger.id, (&wire.Route{Epoch: mid.v.id, S: 1}).Marshal()))
+				return handlerErr(f.s.onRoute(ctx, f.stranger.id, (&wire.Route{Epoch: mid.v.ID, S: 1}).Marshal()))
 			}},
 			{name: "route/no share fault", run: func() error {
-				return handlerErr(f.s.onRoute(ctx, f.a.id, (&wire.Route{Epoch: mid.v.id, S: 1}).Marshal()))
+				return handlerErr(f.s.onRoute(ctx, f.a.id, (&wire.Route{Epoch: mid.v.ID, S: 1}).Marshal()))
 			}},
 			{name: "hello/truncated", run: func() error {
 				return handlerErr(f.s.handleHello(ctx, f.stranger.id, wire.TypeHello, truncated(f.s.hello().Marshal())))
@@ -560,10 +560,10 @@ func TestHostileEpochHandlers(t *testing.T) {
 				return handlerErr(f.s.handleRound(ctx, f.s.ID(), wire.TypeGetChunk, (&wire.Chunk{ID: [32]byte{1}}).Marshal()))
 			}},
 			{name: "abort/truncated", run: func() error {
-				return handlerErr(f.s.handleEpoch(ctx, f.a.id, wire.TypeAbort, truncated(ref(mid.v.id))))
+				return handlerErr(f.s.handleEpoch(ctx, f.a.id, wire.TypeAbort, truncated(ref(mid.v.ID))))
 			}},
-			{name: "abort/unknown sender", run: func() error { return handlerErr(f.s.handleEpoch(ctx, f.stranger.id, wire.TypeAbort, ref(mid.v.id))) }},
-			{name: "epoch protocol/unknown type", run: func() error { return handlerErr(f.s.handleEpoch(ctx, f.a.id, wire.TypeBatch, ref(mid.v.id))) }},
+			{name: "abort/unknown sender", run: func() error { return handlerErr(f.s.handleEpoch(ctx, f.stranger.id, wire.TypeAbort, ref(mid.v.ID))) }},
+			{name: "epoch protocol/unknown type", run: func() error { return handlerErr(f.s.handleEpoch(ctx, f.a.id, wire.TypeBatch, ref(mid.v.ID))) }},
 		})
 	})
 }

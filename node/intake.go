@@ -68,7 +68,7 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 		}
 		var out []byte
 		err := s.waitFor(ctx, func() bool {
-			if s.open != nil && !s.open.regClosed && s.open.openBytes != nil && s.open.v.id != ref.Epoch {
+			if s.open != nil && !s.open.regClosed && s.open.openBytes != nil && s.open.v.ID != ref.Epoch {
 				out = s.open.openBytes
 				return true
 			}
@@ -136,7 +136,7 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 	s.mu.Lock()
 	e := s.open
 	s.mu.Unlock()
-	if e == nil || e.v.id != r.Epoch {
+	if e == nil || e.v.ID != r.Epoch {
 		return 0, nil, errors.New("node: epoch not open for registration here")
 	}
 	if s.hookKeepOut(from, r.Epoch) {
@@ -147,7 +147,7 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 	if err := verifyLongTerm(cr.LTKey, r.Epoch, r.RegKey, cr.LTSig); err != nil {
 		return 0, nil, err
 	}
-	if until, ok := s.keyExcluded(cr.LTKey, e.v.desc.Number); ok {
+	if until, ok := s.keyExcluded(cr.LTKey, e.v.Desc.Number); ok {
 		return 0, nil, fmt.Errorf("node: this client's long-term key is excluded up to epoch %d: a blame named it", until)
 	}
 	// (issue 25 point 8) the intake's bounds before the proofs: the
@@ -183,12 +183,12 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 		s.mu.Unlock()
 		return 0, nil, err
 	}
-	if e.order != nil && len(e.order) >= int(e.v.desc.Params.MaxClients) {
+	if e.order != nil && len(e.order) >= int(e.v.Desc.Params.MaxClients) {
 		// Past the deadline, the admission order is fixed and full.
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: epoch full")
 	}
-	if err := s.clientRefusal(from, e.v.desc.Number); err != nil {
+	if err := s.clientRefusal(from, e.v.Desc.Number); err != nil {
 		s.mu.Unlock()
 		return 0, nil, err
 	}
@@ -278,17 +278,17 @@ func (s *Server) checkSubmission(body []byte, what string) (wire.Submit, *sepoch
 		return sub, nil, [32]byte{}, err
 	}
 	b, k := e.bk()
-	m, n := len(e.final.chain), e.n()
-	if int(sub.Slot) >= n || int(e.final.desc.Clients[sub.Slot].Primary) != e.pos {
+	m, n := len(e.final.Chain), e.n()
+	if int(sub.Slot) >= n || int(e.final.Desc.Clients[sub.Slot].Primary) != e.pos {
 		return sub, nil, [32]byte{}, errors.New("node: slot not served by this primary")
 	}
-	if sub.Round >= e.final.desc.Params.Rounds {
-		return sub, nil, [32]byte{}, fmt.Errorf("node: round %d beyond the epoch's %d", sub.Round, e.final.desc.Params.Rounds)
+	if sub.Round >= e.final.Desc.Params.Rounds {
+		return sub, nil, [32]byte{}, fmt.Errorf("node: round %d beyond the epoch's %d", sub.Round, e.final.Desc.Params.Rounds)
 	}
 	if len(sub.Onion) != mix.OnionSize(b, k, m) {
 		return sub, nil, [32]byte{}, fmt.Errorf("node: onion of %d bytes, want %d", len(sub.Onion), mix.OnionSize(b, k, m))
 	}
-	regKey := ed25519.PublicKey(e.final.desc.Clients[sub.Slot].RegKey[:])
+	regKey := ed25519.PublicKey(e.final.Desc.Clients[sub.Slot].RegKey[:])
 	digest := mix.SubmissionDigest(sub.Onion)
 	if err := mix.VerifySubmissionDigest(regKey, mix.EpochID(sub.Epoch), uint64(sub.Round), sub.Slot, digest, sub.Sig[:]); err != nil {
 		return sub, nil, [32]byte{}, fmt.Errorf("node: %s: %w", what, err)
@@ -355,7 +355,7 @@ func (s *Server) takeSubmitLocked(e *sepoch, sub wire.Submit, body []byte, diges
 func (s *Server) forwardSubs(e *sepoch, batch *wire.SubmitBatch) {
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
-	if _, err := call(ctx, s.h, e.final.chain[0], request{Proto: ProtoRound, Type: wire.TypeSubmitBatch, Segments: batch.Segments(), Timeout: bulkTimeout}); err != nil {
+	if _, err := call(ctx, s.h, e.final.Chain[0], request{Proto: ProtoRound, Type: wire.TypeSubmitBatch, Segments: batch.Segments(), Timeout: bulkTimeout}); err != nil {
 		s.log.Warn("forward submissions", "round", batch.Round, "err", err)
 	}
 }
@@ -370,11 +370,11 @@ func (s *Server) takeSubs(from peer.ID, body []byte, batch *wire.SubmitBatch) er
 		return errors.New("node: submissions sent to a server that is not S_0")
 	}
 	b, k := e.bk()
-	size := mix.OnionSize(b, k, len(e.final.chain))
+	size := mix.OnionSize(b, k, len(e.final.Chain))
 	digests := make([][32]byte, len(batch.Subs))
 	for i, sub := range batch.Subs {
-		c := e.final.desc.Clients
-		if int(sub.Slot) >= len(c) || e.final.chain[c[sub.Slot].Primary] != from || sub.Round != batch.Round || len(sub.Onion) != size {
+		c := e.final.Desc.Clients
+		if int(sub.Slot) >= len(c) || e.final.Chain[c[sub.Slot].Primary] != from || sub.Round != batch.Round || len(sub.Onion) != size {
 			return fmt.Errorf("node: submission for slot %d not from its primary", sub.Slot)
 		}
 		digests[i] = mix.SubmissionDigest(sub.Onion)
@@ -414,7 +414,7 @@ func (s *Server) takeSubs(from peer.ID, body []byte, batch *wire.SubmitBatch) er
 // cannot either: the other n_max places stay for returning clients
 // (TestFourRangesLeaveRoom). Call with s.mu held.
 func (e *sepoch) intakeRoom(rng string, returning bool) error {
-	n := int(e.v.desc.Params.MaxClients)
+	n := int(e.v.Desc.Params.MaxClients)
 	if len(e.regs) >= 2*n {
 		return errors.New("node: epoch full")
 	}
@@ -443,7 +443,7 @@ func (s *Server) fixOrderLocked(e *sepoch) {
 		return
 	}
 	order := s.admissionOrder(e)
-	if n := int(e.v.desc.Params.MaxClients); len(order) > n {
+	if n := int(e.v.Desc.Params.MaxClients); len(order) > n {
 		for _, k := range order[n:] {
 			delete(e.regs, k)
 			delete(e.regFrom, k)

@@ -15,7 +15,7 @@ import (
 // clients, whom the order puts first.
 func TestFourRangesLeaveRoom(t *testing.T) {
 	const n = 64
-	e := &sepoch{v: &view{desc: &wire.Descriptor{Params: wire.Params{MaxClients: n}}}}
+	e := &sepoch{v: &view{Desc: &wire.Descriptor{Params: wire.Params{MaxClients: n}}}}
 	e.regs = map[[32]byte]wire.Register{}
 	fresh := 0
 	for r := range 4 {

@@ -46,7 +46,7 @@ func delivering(err error) bool {
 // claim reaches S_0 before S_0 gives up on the round's publication itself
 // (mixLoop waits a round limit for it).
 func lackWindow(e *sepoch) time.Duration {
-	return time.Duration(e.final.desc.Params.RoundLimitMs) * time.Millisecond / 2
+	return time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond / 2
 }
 
 // fetchGrace is how long the batch itself may still take after its root.
@@ -55,7 +55,7 @@ func fetchGrace(e *sepoch) time.Duration { return lackWindow(e) / 4 }
 // keptWindow is how long a server keeps a batch it could not deliver: the
 // successor's whole window, which starts later (at the root's arrival).
 func keptWindow(e *sepoch) time.Duration {
-	return time.Duration(e.final.desc.Params.RoundLimitMs) * time.Millisecond
+	return time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond
 }
 
 // keepUndelivered keeps the signed batch b of round r, which could not be
@@ -88,11 +88,11 @@ func (s *Server) onGetBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 		return 0, nil, err
 	}
 	v := e.final
-	m := len(v.chain)
+	m := len(v.Chain)
 	if int(q.S) == m {
 		return s.servePub(e, from, q.Round)
 	}
-	if int(q.S) != e.pos+1 || int(q.S) >= m || v.chain[q.S] != from || q.Round >= v.desc.Params.Rounds {
+	if int(q.S) != e.pos+1 || int(q.S) >= m || v.Chain[q.S] != from || q.Round >= v.Desc.Params.Rounds {
 		return 0, nil, errors.New("node: batch asked by a server it is not for")
 	}
 	s.mu.Lock()
@@ -117,7 +117,7 @@ func (s *Server) onGetBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 // s.mu.
 func (s *Server) watchInput(e *sepoch, r uint32) {
 	v := e.final
-	if e.pos < 1 || e.pos >= len(v.chain) {
+	if e.pos < 1 || e.pos >= len(v.Chain) {
 		return
 	}
 	s.mu.Lock()
@@ -161,8 +161,8 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 		ctx, cancel := context.WithTimeout(s.ctx, fetchGrace(e))
 		_ = s.waitFor(ctx, settled)
 		cancel()
-		pred := v.chain[e.pos-1]
-		q := (&wire.BatchRef{Epoch: v.id, Round: r, S: uint16(e.pos)}).Marshal()
+		pred := v.Chain[e.pos-1]
+		q := (&wire.BatchRef{Epoch: v.ID, Round: r, S: uint16(e.pos)}).Marshal()
 		for {
 			s.mu.Lock()
 			done := settled()
@@ -215,20 +215,20 @@ func (s *Server) claimLack(e *sepoch, r uint32) {
 	x.lacked, x.lackBy = true, uint16(e.pos)
 	s.mu.Unlock()
 	s.log.Warn("input batch missing after the fetch window: round passes on nothing", "round", r)
-	body := (&wire.BatchRef{Epoch: v.id, Round: r, S: uint16(e.pos)}).Marshal()
+	body := (&wire.BatchRef{Epoch: v.ID, Round: r, S: uint16(e.pos)}).Marshal()
 	// S_0 proposes the void as soon as it has the notice, and a server
 	// asked to sign a void it has no notice for charges the last server:
 	// so the others get the notice first (each has it once it acks), and
 	// S_0 last. (A claimant is never S_0.)
-	others := make([]peer.ID, 0, len(v.chain)-2)
-	for _, p := range v.chain[1:] {
+	others := make([]peer.ID, 0, len(v.Chain)-2)
+	for _, p := range v.Chain[1:] {
 		if p != s.h.ID() {
 			others = append(others, p)
 		}
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
 	defer cancel()
-	for _, to := range [][]peer.ID{others, v.chain[:1]} {
+	for _, to := range [][]peer.ID{others, v.Chain[:1]} {
 		if len(to) == 0 {
 			continue
 		}
@@ -247,7 +247,7 @@ func (s *Server) onLack(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		return 0, nil, err
 	}
 	v := e.final
-	if q.S < 1 || int(q.S) >= len(v.chain) || v.chain[q.S] != from || q.Round >= v.desc.Params.Rounds {
+	if q.S < 1 || int(q.S) >= len(v.Chain) || v.Chain[q.S] != from || q.Round >= v.Desc.Params.Rounds {
 		return 0, nil, errors.New("node: lack claimed by the wrong server")
 	}
 	s.mu.Lock()

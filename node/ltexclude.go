@@ -195,8 +195,8 @@ func (s *Server) recordClients(e *sepoch) {
 		dry bool
 	}
 	var ends []end
-	next, rounds := e.listHigh, e.final.desc.Params.Rounds
-	for i, c := range e.final.desc.Clients {
+	next, rounds := e.listHigh, e.final.Desc.Params.Rounds
+	for i, c := range e.final.Desc.Clients {
 		if int(c.Primary) != e.pos || e.named[i] {
 			continue
 		}
@@ -217,7 +217,7 @@ func (s *Server) recordClients(e *sepoch) {
 		}
 		ends = append(ends, end{lt.key, dry})
 	}
-	number := e.final.desc.Number
+	number := e.final.Desc.Number
 	s.mu.Unlock()
 	for _, x := range ends {
 		s.noteClientEnd(x.key, number, x.dry)
@@ -240,9 +240,9 @@ func (s *Server) clientNamed(e *sepoch, slot int) {
 	}
 	var ev *wire.KeyEvidence
 	own := false
-	cl := e.final.desc.Clients[slot]
+	cl := e.final.Desc.Clients[slot]
 	if lt, ok := e.lt[cl.RegKey]; ok && int(cl.Primary) == e.pos {
-		ev, own = &wire.KeyEvidence{Epoch: e.final.id, Slot: uint32(slot), LTKey: lt.key, LTSig: lt.sig}, true
+		ev, own = &wire.KeyEvidence{Epoch: e.final.ID, Slot: uint32(slot), LTKey: lt.key, LTSig: lt.sig}, true
 	} else if p, ok := e.keyEv[slot]; ok {
 		ev = &p
 	}
@@ -264,9 +264,9 @@ func (s *Server) clientNamed(e *sepoch, slot int) {
 
 // excludeKey applies checked key evidence of a slot named here.
 func (s *Server) excludeKey(e *sepoch, ev *wire.KeyEvidence, body []byte) {
-	until := s.strikeKey(ev.LTKey, e.final.desc.Number, body)
+	until := s.strikeKey(ev.LTKey, e.final.Desc.Number, body)
 	// The slot is the culprit's own; no honest client is tied to it.
-	s.log.Warn("round blame: the culprit client's long-term key is excluded", "epoch", fmt.Sprintf("%x", e.final.id[:6]),
+	s.log.Warn("round blame: the culprit client's long-term key is excluded", "epoch", fmt.Sprintf("%x", e.final.ID[:6]),
 		"culprit", fmt.Sprintf("client in slot %d", ev.Slot), "key", fmt.Sprintf("%x", ev.LTKey[:8]), "until", until, "evidence", fmt.Sprintf("%x", body))
 }
 
@@ -292,7 +292,7 @@ func (s *Server) onKeyEvidence(from peer.ID, body []byte) (wire.Type, []byte, er
 	if int(ev.Slot) >= e.n() {
 		return 0, nil, errors.New("node: key evidence for a slot beyond the epoch's")
 	}
-	if err := verifyLongTerm(ev.LTKey, ev.Epoch, e.final.desc.Clients[ev.Slot].RegKey, ev.LTSig); err != nil {
+	if err := verifyLongTerm(ev.LTKey, ev.Epoch, e.final.Desc.Clients[ev.Slot].RegKey, ev.LTSig); err != nil {
 		return 0, nil, fmt.Errorf("node: key evidence: %w", err)
 	}
 	slot := int(ev.Slot)

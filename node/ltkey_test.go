@@ -156,7 +156,7 @@ func TestKeyExcludedEverywhere(t *testing.T) {
 		}
 		var hSlot, hSig = -1, [64]byte{}
 		bn.servers[0].mu.Lock()
-		for i, c := range e.final.desc.Clients {
+		for i, c := range e.final.Desc.Clients {
 			if lt, ok := e.lt[c.RegKey]; ok && lt.key == hKey {
 				hSlot, hSig = i, lt.sig
 			}
@@ -169,7 +169,7 @@ func TestKeyExcludedEverywhere(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		forged := wire.KeyEvidence{Epoch: badEpoch, Slot: uint32(hSlot), LTKey: hKey, LTSig: forger.Sign(badEpoch, e.final.desc.Clients[hSlot].RegKey)}
+		forged := wire.KeyEvidence{Epoch: badEpoch, Slot: uint32(hSlot), LTKey: hKey, LTSig: forger.Sign(badEpoch, e.final.Desc.Clients[hSlot].RegKey)}
 		unnamed := wire.KeyEvidence{Epoch: badEpoch, Slot: uint32(hSlot), LTKey: hKey, LTSig: hSig}
 		for i, s := range bn.servers[1:] {
 			if _, err := call(ctx, bn.servers[0].h, s.h.ID(), request{Proto: ProtoRound, Type: wire.TypeKeyEvidence, Body: forged.Marshal(), Timeout: shortTimeout}); err == nil || !strings.Contains(err.Error(), "does not verify") {
@@ -267,7 +267,7 @@ func TestReturningClientsFirst(t *testing.T) {
 		n, m := uint32(MinClientCap), 2
 		quota := primaryQuota(n, m)
 		e := &sepoch{pos: 0}
-		e.v = &view{desc: &wire.Descriptor{Params: wire.Params{MaxClients: n}}, chain: make([]peer.ID, m)}
+		e.v = &view{Desc: &wire.Descriptor{Params: wire.Params{MaxClients: n}}, Chain: make([]peer.ID, m)}
 		e.regs, e.lt, e.regRange = map[[32]byte]wire.Register{}, map[[32]byte]ltEntry{}, map[[32]byte]string{}
 		var seq byte
 		add := func(rng string) (reg, lt [32]byte) {
@@ -306,7 +306,7 @@ func TestReturningClientsFirst(t *testing.T) {
 				returning[reg] = true
 			}
 		}
-		prev.final = &view{desc: prevDesc}
+		prev.final = &view{Desc: prevDesc}
 		s.recordClients(prev)
 		// First-timers: 60 from one crowded range, one each from 6 others.
 		crowded, single := map[[32]byte]bool{}, map[[32]byte]bool{}
@@ -431,8 +431,8 @@ func TestForwardedRegistrationSigned(t *testing.T) {
 		e.leader, e.regClosed = f.a.id, true
 		f.s.mu.Unlock()
 		privs := []crypto.PrivKey{f.a.priv, f.s.priv, f.b.priv}
-		rl := wire.RegList{Epoch: e.v.id, Regs: []wire.Forwarded{f.forwarded(t, e, f.clients[0], 2, f.a)}}
-		signOrders(t, &rl, e.v.id, privs)
+		rl := wire.RegList{Epoch: e.v.ID, Regs: []wire.Forwarded{f.forwarded(t, e, f.clients[0], 2, f.a)}}
+		signOrders(t, &rl, e.v.ID, privs)
 		if _, _, err := f.s.onRegList(f.a.id, rl.Marshal()); err == nil || !strings.Contains(err.Error(), "not signed by its primary") {
 			t.Fatalf("an entry signed by the leader for primary 2: %v", err)
 		}
@@ -442,7 +442,7 @@ func TestForwardedRegistrationSigned(t *testing.T) {
 		// A registration primary 0 genuinely signed in another epoch (it
 		// fails here for its epoch id alone): no evidence.
 		rl.Regs = []wire.Forwarded{f.forwarded(t, f.mid, f.clients[0], 0, f.a)}
-		signOrders(t, &rl, e.v.id, privs)
+		signOrders(t, &rl, e.v.ID, privs)
 		if _, _, err := f.s.onRegList(f.a.id, rl.Marshal()); err == nil || !strings.Contains(err.Error(), "another epoch") {
 			t.Fatalf("a registration of another epoch: %v", err)
 		}
@@ -450,7 +450,7 @@ func TestForwardedRegistrationSigned(t *testing.T) {
 			t.Fatal("a replayed registration of another epoch named its primary")
 		}
 		rl.Regs = []wire.Forwarded{f.forwarded(t, e, f.clients[0], 0, f.a)}
-		signOrders(t, &rl, e.v.id, privs)
+		signOrders(t, &rl, e.v.ID, privs)
 		if _, _, err := f.s.onRegList(f.a.id, rl.Marshal()); err == nil || !strings.Contains(err.Error(), "signed by primary 0") {
 			t.Fatalf("an entry signed by its primary whose proofs fail: %v", err)
 		}

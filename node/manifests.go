@@ -209,8 +209,8 @@ func (mc *manifestCaps) flush() []manifestRound {
 // manCaps is the epoch's manifest caps, with its rounds and chunk size
 // from the final descriptor; call with s.mu held.
 func (e *sepoch) manCaps() *manifestCaps {
-	if e.man.R == 0 && e.final != nil && e.final.desc != nil {
-		e.man.R, e.man.b = e.final.desc.Params.Rounds, e.final.desc.Params.ChunkSize
+	if e.man.R == 0 && e.final != nil && e.final.Desc != nil {
+		e.man.R, e.man.b = e.final.Desc.Params.Rounds, e.final.Desc.Params.ChunkSize
 	}
 	return &e.man
 }
@@ -303,9 +303,9 @@ func (s *Server) storeManifests(e *sepoch, rs []manifestRound) {
 				}
 				c.data, c.man = data, m
 			}
-			mans = append(mans, store.Manifest{ID: c.id, Epoch: e.v.id, Round: mr.round, Pos: uint32(c.pos), Data: c.data})
+			mans = append(mans, store.Manifest{ID: c.id, Epoch: e.v.ID, Round: mr.round, Pos: uint32(c.pos), Data: c.data})
 			if c.man.Root {
-				index = append(index, IndexEntry{FileID: c.id, Name: c.man.Name, Size: uint64(c.man.Size), Chunks: uint32(c.man.NumChunks), Epoch: e.v.id, Round: mr.round, Time: now})
+				index = append(index, IndexEntry{FileID: c.id, Name: c.man.Name, Size: uint64(c.man.Size), Chunks: uint32(c.man.NumChunks), Epoch: e.v.ID, Round: mr.round, Time: now})
 			}
 		}
 		if err := s.store.PutManifests(mans, index); err != nil {

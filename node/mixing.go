@@ -23,7 +23,7 @@ const mixDepth = 2
 // signed onion for it and round r-1 has been published, so that the upload
 // and mixing of r overlap the PIR of r-1 (pipelining).
 func (s *Server) mixLoop(e *sepoch) {
-	p := e.final.desc.Params
+	p := e.final.Desc.Params
 	limit := time.Duration(p.RoundLimitMs) * time.Millisecond
 	n := e.n()
 	all := make([]uint32, n)
@@ -31,7 +31,7 @@ func (s *Server) mixLoop(e *sepoch) {
 		all[i] = uint32(i)
 	}
 	bb, k := e.bk()
-	onionSize := mix.OnionSize(bb, k, len(e.final.chain))
+	onionSize := mix.OnionSize(bb, k, len(e.final.Chain))
 	for r := uint32(0); r < p.Rounds; r++ {
 		ctx, cancel := context.WithTimeout(s.ctx, limit)
 		var ins [][]byte
@@ -92,7 +92,7 @@ func (s *Server) mixLoop(e *sepoch) {
 // two last rounds left the epoch, and with it every server and client of
 // the chain, waiting for ever. S_0 only.
 func (s *Server) awaitLastRounds(e *sepoch) {
-	p := e.final.desc.Params
+	p := e.final.Desc.Params
 	limit := time.Duration(p.RoundLimitMs) * time.Millisecond
 	for q := max(p.Rounds, mixDepth) - mixDepth; q < p.Rounds; q++ {
 		ctx, cancel := context.WithTimeout(s.ctx, limit)
@@ -145,7 +145,7 @@ func (s *Server) pubMissing(e *sepoch, q uint32) (missing, came bool) {
 		return false, false
 	}
 	if due != nil {
-		slack := time.Duration(e.final.desc.Params.RoundLimitMs) * time.Millisecond / 4
+		slack := time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond / 4
 		ctx, cancel := context.WithDeadline(s.ctx, due[len(due)-1].Add(slack))
 		_ = s.waitFor(ctx, func() bool { return e.ended || gone() })
 		cancel()
@@ -157,9 +157,9 @@ func (s *Server) pubMissing(e *sepoch, q uint32) (missing, came bool) {
 	// the holders are asked once more, should they have taken it since.
 	// A holder that does not answer delays the claim a round limit (in
 	// all: the watch's fetch and this one).
-	end := time.Now().Add(time.Duration(e.final.desc.Params.RoundLimitMs) * time.Millisecond)
+	end := time.Now().Add(time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond)
 	if due != nil {
-		end = due[len(due)-1].Add(time.Duration(e.final.desc.Params.RoundLimitMs) * time.Millisecond * 5 / 4)
+		end = due[len(due)-1].Add(time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond * 5 / 4)
 	}
 	ctx, cancel := context.WithDeadline(s.ctx, end)
 	s.mu.Lock()
@@ -171,7 +171,7 @@ func (s *Server) pubMissing(e *sepoch, q uint32) (missing, came bool) {
 		case <-ctx.Done():
 		}
 	}
-	fetched := s.fetchPub(ctx, e, q, e.final.chain)
+	fetched := s.fetchPub(ctx, e, q, e.final.Chain)
 	cancel()
 	if fetched {
 		ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
@@ -192,7 +192,7 @@ func (s *Server) pubMissing(e *sepoch, q uint32) (missing, came bool) {
 // round 0's batch arrives. It reports false if the epoch ended instead, or
 // ends it if the setup does not finish in time.
 func (s *Server) awaitSetup(e *sepoch) bool {
-	limit := time.Duration(e.final.desc.Params.RoundLimitMs) * time.Millisecond
+	limit := time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond
 	ctx, cancel := context.WithTimeout(s.ctx, limit)
 	defer cancel()
 	err := s.waitFor(ctx, func() bool { return e.setupDone || e.ended })
@@ -212,7 +212,7 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		return
 	}
 	defer s.trace("mixStep", r)()
-	s.hookStage(e.final.id, r, "mix")
+	s.hookStage(e.final.ID, r, "mix")
 	ep := s.roundFacts(e)
 	if !s.awaitSetup(e) {
 		return
@@ -316,7 +316,7 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *sealed) {
 	defer cancel()
 	req := request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: sd.batch.Segments(), Timeout: bulkTimeout}
 	if sd.publish {
-		s.hookLastOut(e.final.id, r, sd.batch.Entries)
+		s.hookLastOut(e.final.ID, r, sd.batch.Entries)
 		if s.hookWithhold(r) {
 			return
 		}
@@ -326,7 +326,7 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *sealed) {
 			// way to one server would leave that server without the
 			// round's chunks for good, while the others serve them
 			// (TestSwarm seed 3). A repeat is acknowledged like the first.
-			rctx, rcancel := context.WithTimeout(ctx, time.Duration(e.final.desc.Params.RoundLimitMs)*time.Millisecond)
+			rctx, rcancel := context.WithTimeout(ctx, time.Duration(e.final.Desc.Params.RoundLimitMs)*time.Millisecond)
 			err := deliverAll(rctx, sd.to, s.cfg.Timing.EvidenceBackoff, s.cfg.Timing.EvidenceBackoffMax, func(ctx context.Context, p peer.ID) error {
 				if d := s.hookPubLate(r, p); d > 0 {
 					select {
@@ -540,7 +540,7 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 // fault's walk (roundblame.go).
 func (s *Server) runBatch(e *sepoch, b *wire.Batch, ph *payloadHashes, bufs [][]byte) {
 	S := int(b.S)
-	m := len(e.final.chain)
+	m := len(e.final.Chain)
 	held := false
 	if S < m {
 		s.mu.Lock()

@@ -129,8 +129,8 @@ func awaitEnds(t *testing.T, id [32]byte, q uint32, servers ...*Server) []epochE
 			if e == nil || !e.ended {
 				return false
 			}
-			end := epochEnd{reason: e.reason, voids: e.voids, complete: e.listHigh == e.final.desc.Params.Rounds}
-			for r := range e.final.desc.Params.Rounds {
+			end := epochEnd{reason: e.reason, voids: e.voids, complete: e.listHigh == e.final.Desc.Params.Rounds}
+			for r := range e.final.Desc.Params.Rounds {
 				if x := e.rounds[r]; x == nil || x.list == nil {
 					end.complete = false
 				}

@@ -26,7 +26,7 @@ func orderDigest(o *wire.Order) [32]byte {
 // signOrder is this primary's signed order of its registrations of e.
 // Call with s.mu held (e.order fixed).
 func (s *Server) signOrder(e *sepoch) (wire.Order, error) {
-	o := wire.Order{Epoch: e.v.id, Primary: uint16(e.pos), Keys: append([][32]byte(nil), e.order...)}
+	o := wire.Order{Epoch: e.v.ID, Primary: uint16(e.pos), Keys: append([][32]byte(nil), e.order...)}
 	sig, err := sign(s.priv, orderDigest(&o))
 	if err != nil {
 		return o, err

@@ -21,7 +21,7 @@ func (s *Server) awaitPace(e *sepoch) bool {
 	if s.hookNoPace() {
 		return true
 	}
-	iv := time.Duration(e.final.desc.Params.RoundIntervalMs) * time.Millisecond
+	iv := time.Duration(e.final.Desc.Params.RoundIntervalMs) * time.Millisecond
 	s.mu.Lock()
 	at := time.Now()
 	if at.Before(e.paceNext) {

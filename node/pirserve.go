@@ -28,7 +28,7 @@ func dbRows(rows [][]byte) pir.Rows {
 func (s *Server) answerRound(e *sepoch, r uint32) {
 	defer s.trace("answerRound", r)()
 	v := e.final
-	m := len(v.chain)
+	m := len(v.Chain)
 	s.mu.Lock()
 	x := e.round(r)
 	rl := x.list
@@ -60,7 +60,7 @@ func (s *Server) answerRound(e *sepoch, r uint32) {
 	if !s.answerOwn(ctx, e, x, r, ids) {
 		return
 	}
-	if r == v.desc.Params.Rounds-1 {
+	if r == v.Desc.Params.Rounds-1 {
 		// Give the last round's answers time to reach their clients.
 		time.AfterFunc(s.cfg.Timing.LastRoundLinger, func() {
 			s.mu.Lock()
@@ -86,7 +86,7 @@ func (s *Server) padAnswers(e *sepoch, r uint32, j int, ids [][32]byte, keys []*
 	for _, sl := range slots {
 		for t := 0; t < k; t++ {
 			masks = append(masks, keys[sl].Mask(uint64(r), uint32(t), L))
-			s.hookMask(v.id, r, sl, t, masks[len(masks)-1], L)
+			s.hookMask(v.ID, r, sl, t, masks[len(masks)-1], L)
 		}
 	}
 	// One recycled block for all the padded answers to primary j,
@@ -107,7 +107,7 @@ func (s *Server) padAnswers(e *sepoch, r uint32, j int, ids [][32]byte, keys []*
 			keys[sl].XORPad(uint64(r), uint32(t), out[i*k+t])
 		}
 	}
-	msg := (&wire.Rows{Epoch: v.id, Round: r, Slots: slots, Rows: out}).Segments()
+	msg := (&wire.Rows{Epoch: v.ID, Round: r, Slots: slots, Rows: out}).Segments()
 	// Sent in the background, on a context of its own: this function
 	// goes on to its own clients and returns before the send ends.
 	s.wg.Add(1)
@@ -119,7 +119,7 @@ func (s *Server) padAnswers(e *sepoch, r uint32, j int, ids [][32]byte, keys []*
 			s.log.Warn("padded answers", "round", r, "err", err)
 		}
 		s.pool.put(block)
-	}(v.chain[j])
+	}(v.Chain[j])
 	return true
 }
 
@@ -131,7 +131,7 @@ func (s *Server) answerOwn(ctx context.Context, e *sepoch, x *sround, r uint32, 
 	v := e.final
 	b, k := e.bk()
 	mine := e.clientsOf(e.pos)
-	wctx, wcancel := context.WithTimeout(ctx, time.Duration(v.desc.Params.RoundLimitMs)*time.Millisecond)
+	wctx, wcancel := context.WithTimeout(ctx, time.Duration(v.Desc.Params.RoundLimitMs)*time.Millisecond)
 	_ = s.waitFor(wctx, func() bool { return len(x.queries) >= e.queriesDue(mine) || e.ended })
 	wcancel()
 	s.mu.Lock()
@@ -141,7 +141,7 @@ func (s *Server) answerOwn(ctx context.Context, e *sepoch, x *sround, r uint32, 
 		if q, ok := x.queries[sl]; ok {
 			slots = append(slots, sl)
 			masks = append(masks, q...)
-			s.hookMasks(v.id, r, sl, q, max(1, len(ids)))
+			s.hookMasks(v.ID, r, sl, q, max(1, len(ids)))
 		}
 	}
 	s.mu.Unlock()
@@ -175,7 +175,7 @@ func (s *Server) answerOwn(ctx context.Context, e *sepoch, x *sround, r uint32, 
 // combine finishes the answers whose own part and m-1 padded parts are in
 // (§6.3); call with s.mu held.
 func (s *Server) combine(e *sepoch, x *sround, r uint32) {
-	m := len(e.final.chain)
+	m := len(e.final.Chain)
 	if x.own == nil || len(x.padFrom) < m-1 {
 		return
 	}
@@ -188,7 +188,7 @@ func (s *Server) combine(e *sepoch, x *sround, r uint32) {
 				pir.XorInto(own[t], pads[t])
 			}
 		}
-		s.hookCorrupt(e.final.id, r, sl, own)
+		s.hookCorrupt(e.final.ID, r, sl, own)
 		x.answers[sl] = own
 	}
 	x.pirDone = true
@@ -217,7 +217,7 @@ func (s *Server) onPadAnswers(from peer.ID, body []byte) (wire.Type, []byte, err
 		return 0, nil, err
 	}
 	j := -1
-	for i, p := range e.final.chain {
+	for i, p := range e.final.Chain {
 		if p == from {
 			j = i
 		}
@@ -288,21 +288,21 @@ func (s *Server) handlePIR(ctx context.Context, from peer.ID, t wire.Type, body 
 	}
 	_, k := e.bk()
 	var q wire.Rows
-	if err := q.Unmarshal(body, 1, k, pir.MaskBytes(int(e.final.desc.Params.MaxRows))); err != nil {
+	if err := q.Unmarshal(body, 1, k, pir.MaskBytes(int(e.final.Desc.Params.MaxRows))); err != nil {
 		return 0, nil, err
 	}
 	if len(q.Slots) != 1 {
 		return 0, nil, errors.New("node: a query names one slot")
 	}
 	sl := q.Slots[0]
-	if int(sl) >= e.n() || int(e.final.desc.Clients[sl].Primary) != e.pos {
+	if int(sl) >= e.n() || int(e.final.Desc.Clients[sl].Primary) != e.pos {
 		return 0, nil, errors.New("node: slot not served by this primary")
 	}
 	s.mu.Lock()
 	// (v3, §6.1) a query for slot i is taken only from the peer that
 	// registered slot i: anyone else's first mask would be recorded and
 	// the owner's real query refused as "a different query".
-	owner, ok := e.regFrom[e.final.desc.Clients[sl].RegKey]
+	owner, ok := e.regFrom[e.final.Desc.Clients[sl].RegKey]
 	if !ok || owner != from {
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: query for a slot this peer did not register")

@@ -321,15 +321,15 @@ func (e *cepoch) epochID() [32]byte {
 	if e.v == nil {
 		return [32]byte{}
 	}
-	return e.v.id
+	return e.v.ID
 }
 
 // epochNumber is e's number (zero for the unit tests' bare epochs).
 func (e *cepoch) epochNumber() uint64 {
-	if e.v == nil || e.v.desc == nil {
+	if e.v == nil || e.v.Desc == nil {
 		return 0
 	}
-	return e.v.desc.Number
+	return e.v.Desc.Number
 }
 
 // PauseReason says why the job of the file whose id is id paused and what

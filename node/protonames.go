@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -239,3 +240,25 @@ const IdentityFile = transport.IdentityFile
 // LoadIdentity reads the identity key of dir, creating it if absent
 // (transport.LoadIdentity).
 func LoadIdentity(dir string) (crypto.PrivKey, error) { return transport.LoadIdentity(dir) }
+
+// The epoch's view and the checks servers and clients run on it (§3,
+// §4.1, §5.3).
+type view = proto.View
+
+func openDigest(d *wire.Descriptor) [32]byte  { return proto.OpenDigest(d) }
+func finalDigest(d *wire.Descriptor) [32]byte { return proto.FinalDigest(d) }
+func listDigest(rl *wire.RoundList) [32]byte  { return proto.ListDigest(rl) }
+func checkDescriptor(d *wire.Descriptor, rate float64) (*view, error) {
+	return proto.CheckDescriptor(d, rate)
+}
+func checkSigned(sd *wire.Signed, rate float64) (*view, error) { return proto.CheckSigned(sd, rate) }
+func parseRegister(v *view, r *wire.Register) (*mix.Registration, error) {
+	return proto.ParseRegister(v, r)
+}
+func verifyRegs(v *view, regs []wire.Register, rnd io.Reader) ([]*mix.Registration, []int, error) {
+	return proto.VerifyRegs(v, regs, rnd)
+}
+func checkRegister(v *view, r *wire.Register) (*mix.Registration, error) {
+	return proto.CheckRegister(v, r)
+}
+func checkList(v *view, rl *wire.RoundList) error { return proto.CheckList(v, rl) }

@@ -32,12 +32,12 @@ const pubServes = 2
 func (s *Server) servePub(e *sepoch, from peer.ID, r uint32) (wire.Type, []byte, error) {
 	v := e.final
 	pos := -1
-	for i, p := range v.chain {
+	for i, p := range v.Chain {
 		if p == from {
 			pos = i
 		}
 	}
-	if pos < 0 || from == s.h.ID() || r >= v.desc.Params.Rounds {
+	if pos < 0 || from == s.h.ID() || r >= v.Desc.Params.Rounds {
 		return 0, nil, errors.New("node: publication asked by a server outside the chain")
 	}
 	s.mu.Lock()
@@ -69,7 +69,7 @@ func (s *Server) servePub(e *sepoch, from peer.ID, r uint32) (wire.Type, []byte,
 // asker up to ctx's deadline, no longer. Never call with s.mu held.
 func (s *Server) fetchPub(ctx context.Context, e *sepoch, r uint32, from []peer.ID) bool {
 	v := e.final
-	last := v.chain[len(v.chain)-1]
+	last := v.Chain[len(v.Chain)-1]
 	gone := func() bool {
 		if e.ended || e.admit(r) != nil {
 			return true
@@ -92,7 +92,7 @@ func (s *Server) fetchPub(ctx context.Context, e *sepoch, r uint32, from []peer.
 			cancel()
 		}
 	}()
-	q := (&wire.BatchRef{Epoch: v.id, Round: r, S: uint16(len(v.chain))}).Marshal()
+	q := (&wire.BatchRef{Epoch: v.ID, Round: r, S: uint16(len(v.Chain))}).Marshal()
 	failed := make(chan struct{}, len(from))
 	var wg sync.WaitGroup
 	asked := 0
@@ -116,7 +116,7 @@ func (s *Server) fetchPub(ctx context.Context, e *sepoch, r uint32, from []peer.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			raw, err := call(ctx, s.h, p, request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: q, Timeout: bulkTimeout, Max: wire.BatchCap(v.lim)})
+			raw, err := call(ctx, s.h, p, request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: q, Timeout: bulkTimeout, Max: wire.BatchCap(v.Lim)})
 			if err == nil {
 				// Taken as from the last server: its signature and root.
 				_, _, err = s.onBatch(last, raw)
@@ -144,7 +144,7 @@ func (s *Server) fetchPub(ctx context.Context, e *sepoch, r uint32, from []peer.
 // r + mixDepth open at the others from their copy, and S_0's part of it
 // is due there from then (§3). S_0 only; never call with s.mu held.
 func (s *Server) watchPub(e *sepoch, r uint32) {
-	if len(e.final.chain) < 3 {
+	if len(e.final.Chain) < 3 {
 		return // no chain server but the last holds the publication
 	}
 	done := make(chan struct{})
@@ -187,9 +187,9 @@ func (s *Server) watchPub(e *sepoch, r uint32) {
 			_ = s.waitFor(ctx, func() bool { return gone() || !at().Equal(t) })
 			cancel()
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, time.Duration(e.final.desc.Params.RoundLimitMs)*time.Millisecond)
+		ctx, cancel := context.WithTimeout(s.ctx, time.Duration(e.final.Desc.Params.RoundLimitMs)*time.Millisecond)
 		defer cancel()
-		s.fetchPub(ctx, e, r, e.final.chain)
+		s.fetchPub(ctx, e, r, e.final.Chain)
 	}()
 }
 

@@ -125,12 +125,12 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 	published, byPos := x.published, x.reqByPos
 	s.mu.Unlock()
 	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i][:], ids[j][:]) < 0 })
-	q0 := listStart(v.id, r, len(byPos))
+	q0 := listStart(v.ID, r, len(byPos))
 	var rl wire.RoundList
 	var reps [][]byte
 	var err error
 	for try := 0; try < 2; try++ {
-		rl = wire.RoundList{Epoch: v.id, Round: r, Published: published, Manifests: manifests}
+		rl = wire.RoundList{Epoch: v.ID, Round: r, Published: published, Manifests: manifests}
 		// Ids not held are left out, never a zero row.
 		held, herr := s.store.Held(ids)
 		if herr != nil {
@@ -140,14 +140,14 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 		for _, h := range held {
 			lens[h.ID] = h.Length
 		}
-		keep := roundRobinCut(q0, byPos, func(id [32]byte) bool { _, ok := lens[id]; return ok }, int(v.desc.Params.MaxRows))
+		keep := roundRobinCut(q0, byPos, func(id [32]byte) bool { _, ok := lens[id]; return ok }, int(v.Desc.Params.MaxRows))
 		kept := make([]store.Request, len(keep))
 		for i, id := range keep {
 			kept[i] = store.Request{ID: id, Length: lens[id]}
 		}
 		rl.Entries = listEntries(kept)
 		rl.Pairs = listPairs(byPos, rl.Entries)
-		reps, err = s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: bulkTimeout})
+		reps, err = s.each(ctx, v.Chain, request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: bulkTimeout})
 		// A server that holds a requested id this one lacks refuses the
 		// list (it omits the id): fetch what it names, propose again.
 		if err == nil || !s.fetchOmitted(ctx, e, refusedOmitted(err)) {
@@ -171,12 +171,10 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 		}
 		rl.Sigs = append(rl.Sigs, sg.Sig)
 	}
-	if _, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: rl.Marshal(), Timeout: bulkTimeout}); err != nil {
+	if _, err := s.each(ctx, v.Chain, request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: rl.Marshal(), Timeout: bulkTimeout}); err != nil {
 		s.log.Warn("deliver request list", "round", r, "err", err)
 	}
 }
-
-func listDigest(rl *wire.RoundList) [32]byte { return taggedHash(tagList, rl.MarshalBody()) }
 
 func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var rl wire.RoundList
@@ -187,7 +185,7 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 	if err != nil {
 		return 0, nil, err
 	}
-	if e.final.chain[0] != from || len(rl.Sigs) != 0 || len(rl.Entries) > int(e.final.desc.Params.MaxRows) {
+	if e.final.Chain[0] != from || len(rl.Sigs) != 0 || len(rl.Entries) > int(e.final.Desc.Params.MaxRows) {
 		return 0, nil, errors.New("node: proposal not from the leader or malformed")
 	}
 	if rl.Void() {
@@ -235,7 +233,7 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 
 	// (v3) no censorship: every requested id held here is in, unless the
 	// round-robin cut to L_max leaves it out.
-	omitted, err := s.omittedHeld(e, rl.Round, x, &rl, int(e.final.desc.Params.MaxRows))
+	omitted, err := s.omittedHeld(e, rl.Round, x, &rl, int(e.final.Desc.Params.MaxRows))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -298,7 +296,7 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	if err != nil {
 		return 0, nil, err
 	}
-	if e.final.chain[0] != from {
+	if e.final.Chain[0] != from {
 		return 0, nil, errors.New("node: request list not from the leader")
 	}
 	if err := checkList(e.final, &rl); err != nil {
@@ -345,7 +343,7 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	if first {
 		if rl.Void() {
 			s.noteVoid(e, rl.Round, body)
-			if rl.Round == e.final.desc.Params.Rounds-1 {
+			if rl.Round == e.final.Desc.Params.Rounds-1 {
 				// No PIR round ends the epoch (answerRound does).
 				s.mu.Lock()
 				s.endQuiet(e, "complete")

@@ -21,7 +21,7 @@ import (
 
 // receipt signs this server's receipt of f in e.
 func (s *Server) receipt(e *sepoch, f *wire.Forwarded) (wire.Receipt, error) {
-	r := wire.Receipt{Epoch: e.v.id, Server: uint16(e.pos), RegKey: f.Reg.RegKey, RegHash: regHash(&f.Reg)}
+	r := wire.Receipt{Epoch: e.v.ID, Server: uint16(e.pos), RegKey: f.Reg.RegKey, RegHash: regHash(&f.Reg)}
 	sig, err := sign(s.priv, receiptDigest(&r))
 	r.Sig = sig
 	return r, err
@@ -33,7 +33,7 @@ func (s *Server) receipt(e *sepoch, f *wire.Forwarded) (wire.Receipt, error) {
 // ground to refuse anything.
 func (s *Server) fanOut(ctx context.Context, e *sepoch, f *wire.Forwarded) {
 	fb := f.Marshal()
-	chain := e.v.chain
+	chain := e.v.Chain
 	var mu sync.Mutex
 	var got []wire.Receipt
 	var wg sync.WaitGroup
@@ -56,7 +56,7 @@ func (s *Server) fanOut(ctx context.Context, e *sepoch, f *wire.Forwarded) {
 				err = errors.New("node: receipt of another chain position")
 			}
 			if err == nil {
-				err = checkReceipt(&r, e.v.id, &f.Reg, chain)
+				err = checkReceipt(&r, e.v.ID, &f.Reg, chain)
 			}
 			if err != nil {
 				s.log.Debug("registration receipt", "position", j, "err", err)

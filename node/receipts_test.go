@@ -46,20 +46,20 @@ func TestReceiptsEveryServer(t *testing.T) {
 				t.Fatalf("client %d holds %d receipts, want 3", i, len(e.receipts))
 			}
 			seen := map[uint16]bool{}
-			key := e.v.desc.Clients[e.slot].RegKey
+			key := e.v.Desc.Clients[e.slot].RegKey
 			for _, r := range e.receipts {
-				if seen[r.Server] || r.RegKey != key || r.Epoch != e.v.id {
+				if seen[r.Server] || r.RegKey != key || r.Epoch != e.v.ID {
 					t.Fatalf("client %d: receipt %+v", i, r)
 				}
 				seen[r.Server] = true
-				if err := verifyPeerSig(e.v.chain[r.Server], receiptDigest(&r), r.Sig); err != nil {
+				if err := verifyPeerSig(e.v.Chain[r.Server], receiptDigest(&r), r.Sig); err != nil {
 					t.Fatalf("client %d: receipt of server %d: %v", i, r.Server, err)
 				}
 			}
 			// Every server holds the registration it receipted.
 			for j, s := range tn.servers {
 				s.mu.Lock()
-				se := s.epochs[e.v.id]
+				se := s.epochs[e.v.ID]
 				_, ok := se.fwd[key]
 				s.mu.Unlock()
 				if !ok {
@@ -100,7 +100,7 @@ func TestLeaderDropsReceipted(t *testing.T) {
 		for _, s := range tn.servers {
 			s.mu.Lock()
 			if e := s.epochs[id]; e != nil && e.v != nil {
-				leader, primary = e.leader, e.v.chain[p]
+				leader, primary = e.leader, e.v.Chain[p]
 			}
 			s.mu.Unlock()
 		}
@@ -144,7 +144,7 @@ func TestReceiptsHostile(t *testing.T) {
 		e.leader = f.a.id
 		f.s.mu.Unlock()
 		good := func(ep *sepoch, pos uint16, pk peerKey, size int) wire.Forwarded {
-			fw := wire.Forwarded{Primary: pos, Reg: wire.Register{Epoch: ep.v.id, XKey: [32]byte{7}, Reg: make([]byte, size)}}
+			fw := wire.Forwarded{Primary: pos, Reg: wire.Register{Epoch: ep.v.ID, XKey: [32]byte{7}, Reg: make([]byte, size)}}
 			copy(fw.Reg.RegKey[:], f.clients[0].Public().(ed25519.PublicKey))
 			dg := registerDigest(&fw.Reg)
 			copy(fw.Reg.Sig[:], ed25519.Sign(f.clients[0], dg[:]))
@@ -173,7 +173,7 @@ func TestReceiptsHostile(t *testing.T) {
 				return handlerErr(f.s.onForwardedRegister(f.stranger.id, fw.Marshal()))
 			}},
 			{name: "unknown epoch", run: func() error {
-				fw := good(&sepoch{v: &view{id: [32]byte{0xEE}}}, 0, f.a, size)
+				fw := good(&sepoch{v: &view{ID: [32]byte{0xEE}}}, 0, f.a, size)
 				return handlerErr(f.s.onForwardedRegister(f.a.id, fw.Marshal()))
 			}},
 			{name: "closed epoch", run: func() error {
@@ -186,7 +186,7 @@ func TestReceiptsHostile(t *testing.T) {
 				return handlerErr(f.s.onForwardedRegister(f.a.id, fw.Marshal()))
 			}},
 			{name: "receipts asked by a stranger", run: func() error {
-				q := wire.ReceiptSet{Epoch: e.v.id, RegKey: forged.Reg.RegKey}
+				q := wire.ReceiptSet{Epoch: e.v.ID, RegKey: forged.Reg.RegKey}
 				return handlerErr(f.s.onReceiptSet(f.stranger.id, q.Marshal()))
 			}},
 		})
@@ -208,7 +208,7 @@ func TestReceiptsHostile(t *testing.T) {
 		if err := r.Unmarshal(rep); err != nil || len(rep) != wire.ReceiptSize {
 			t.Fatal(err)
 		}
-		if err := checkReceipt(&r, e.v.id, &fw.Reg, e.v.chain); err != nil || r.Server != 1 {
+		if err := checkReceipt(&r, e.v.ID, &fw.Reg, e.v.Chain); err != nil || r.Server != 1 {
 			t.Fatalf("receipt: %v (server %d)", err, r.Server)
 		}
 		// The same again is receipted again; another under its key is not.

@@ -110,7 +110,7 @@ func (s *Server) endNoPub(e *sepoch, q uint32, reason string) {
 // broadcastAbortKind is broadcastAbort with an abort kind and round.
 func (s *Server) broadcastAbortKind(e *sepoch, kind uint8, round uint32, reason string) {
 	var others []peer.ID
-	for _, p := range e.v.chain {
+	for _, p := range e.v.Chain {
 		if p != s.h.ID() {
 			others = append(others, p)
 		}
@@ -142,7 +142,7 @@ func (s *Server) broadcastAbortKind(e *sepoch, kind uint8, round uint32, reason 
 func (s *Server) abortedByOther(e *sepoch) bool {
 	s.ref.mu.Lock()
 	defer s.ref.mu.Unlock()
-	for p := range s.ref.seen[e.v.id] {
+	for p := range s.ref.seen[e.v.ID] {
 		if p != s.h.ID() {
 			return true
 		}
@@ -154,7 +154,7 @@ func (s *Server) abortedByOther(e *sepoch) bool {
 // here as any other server will (nil if signing failed). Call with s.mu
 // held.
 func (s *Server) signAbortLocked(e *sepoch, kind uint8, round uint32, reason string) []byte {
-	a := &wire.Abort{Epoch: e.v.id, Number: e.v.desc.Number, Round: round, Kind: kind, Signer: []byte(s.h.ID()), Reason: []byte(reason)}
+	a := &wire.Abort{Epoch: e.v.ID, Number: e.v.Desc.Number, Round: round, Kind: kind, Signer: []byte(s.h.ID()), Reason: []byte(reason)}
 	if len(a.Reason) > wire.MaxReason {
 		a.Reason = a.Reason[:wire.MaxReason]
 	}
@@ -196,7 +196,7 @@ func (s *Server) onAbort(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.epochs[a.Epoch]
-	if e == nil || !inChain(e.v.chain, from) {
+	if e == nil || !inChain(e.v.Chain, from) {
 		// Not an epoch of this server's (or no longer held), or handed
 		// on from outside its chain: the evidence of a budget.
 		return s.evidenceLocked(from, &a)
@@ -211,11 +211,11 @@ func (s *Server) takeAbortLocked(e *sepoch, from peer.ID, ap *wire.Abort, ev *wi
 	a := *ap
 	body := a.Marshal()
 	signer := peer.ID(a.Signer)
-	if !inChain(e.v.chain, signer) {
+	if !inChain(e.v.Chain, signer) {
 		return 0, nil, errors.New("node: abort signed outside the chain")
 	}
-	if a.Kind != wire.AbortCoord && a.Number != e.v.desc.Number {
-		return 0, nil, fmt.Errorf("node: abort of epoch number %d, not %d", a.Number, e.v.desc.Number)
+	if a.Kind != wire.AbortCoord && a.Number != e.v.Desc.Number {
+		return 0, nil, fmt.Errorf("node: abort of epoch number %d, not %d", a.Number, e.v.Desc.Number)
 	}
 	if err := verifyPeerSig(signer, abortDigest(&a), a.Sig); err != nil {
 		return 0, nil, err
@@ -234,7 +234,7 @@ func (s *Server) takeAbortLocked(e *sepoch, from peer.ID, ap *wire.Abort, ev *wi
 // Call with s.mu held.
 func (s *Server) relayAbort(e *sepoch, body []byte, from, signer peer.ID) {
 	var to []peer.ID
-	for _, p := range e.v.chain {
+	for _, p := range e.v.Chain {
 		if p != s.h.ID() && p != from && p != signer {
 			to = append(to, p)
 		}
@@ -257,7 +257,7 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *w
 	if rs.seen == nil {
 		rs.seen, rs.num = map[[32]byte]map[peer.ID]bool{}, map[[32]byte]uint64{}
 	}
-	if rs.seen[e.v.id][signer] {
+	if rs.seen[e.v.ID][signer] {
 		rs.mu.Unlock()
 		if ev != nil {
 			// The same abort with attestations: they may be news.
@@ -265,23 +265,23 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *w
 		}
 		return false
 	}
-	if rs.seen[e.v.id] == nil {
-		rs.seen[e.v.id] = map[peer.ID]bool{}
-		rs.num[e.v.id] = e.v.desc.Number
+	if rs.seen[e.v.ID] == nil {
+		rs.seen[e.v.ID] = map[peer.ID]bool{}
+		rs.num[e.v.ID] = e.v.Desc.Number
 		for id, n := range rs.num {
-			if n+seenKeep < e.v.desc.Number {
+			if n+seenKeep < e.v.Desc.Number {
 				delete(rs.seen, id)
 				delete(rs.num, id)
 			}
 		}
 	}
-	rs.seen[e.v.id][signer] = true
+	rs.seen[e.v.ID][signer] = true
 	rs.mu.Unlock()
 	// An opened epoch that ends before its final descriptor is certified
 	// by its open signatures and this abort (certs.go).
 	s.certifyAbortLocked(e, a)
 	if ev == nil {
-		ev = &wire.Charge{Kind: wire.EvAbort, Number: e.v.desc.Number, Item: a.Marshal()}
+		ev = &wire.Charge{Kind: wire.EvAbort, Number: e.v.Desc.Number, Item: a.Marshal()}
 	}
 	// The charge is chargeOf the abort and its attestations (charges.go);
 	// of an abort that claims a missing publication, this server adds its
@@ -381,14 +381,14 @@ func (s *Server) evidenceLocked(from peer.ID, a *wire.Abort) (wire.Type, []byte,
 // blame record here names someone in it, or a server of its chain is gone
 // from the roster.
 func (s *Server) publicCause(e *sepoch) bool {
-	for _, p := range e.v.chain {
+	for _, p := range e.v.Chain {
 		if p != s.h.ID() && (s.roster.get(p) == nil || s.serverExcluded(p)) {
 			return true
 		}
 	}
 	recs, _ := s.blameRecords()
 	for _, r := range recs {
-		if r.Epoch == e.v.id {
+		if r.Epoch == e.v.ID {
 			return true
 		}
 	}

@@ -45,14 +45,14 @@ func abortEpochs(t *testing.T, s *Server, limit int) func() []uint64 {
 					s.endQuiet(e, "I do not like this epoch")
 					body := s.signAbortLocked(e, wire.AbortFault, 0, "I do not like this epoch")
 					var others []peer.ID
-					for _, p := range e.v.chain {
+					for _, p := range e.v.Chain {
 						if p != s.h.ID() {
 							others = append(others, p)
 						}
 					}
 					go s.each(context.Background(), others, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: shortTimeout})
 					mu.Lock()
-					ended = append(ended, e.v.desc.Number)
+					ended = append(ended, e.v.Desc.Number)
 					mu.Unlock()
 				}
 			}

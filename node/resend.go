@@ -44,7 +44,7 @@ func (c *Client) resendFrom(e *cepoch, r uint32) uint32 {
 	if c.hookResendAtOnce() {
 		return 0 // the rule before, the tests' control: the next onion
 	}
-	return r + uint32(e.v.desc.Params.W) + resendHold
+	return r + uint32(e.v.Desc.Params.W) + resendHold
 }
 
 // heldBack reports whether u, seen unpublished in a round of e, still

@@ -615,7 +615,7 @@ func TestResendNeedsClosing(t *testing.T) {
 // else does before its epoch ends).
 func TestVoidRequestsHeld(t *testing.T) {
 	c := &Client{inflight: map[[32]byte]bool{}}
-	e := &cepoch{v: &view{desc: &wire.Descriptor{Params: wire.Params{W: 2}}}}
+	e := &cepoch{v: &view{Desc: &wire.Descriptor{Params: wire.Params{W: 2}}}}
 	id := [32]byte{7}
 	c.inflight[id] = true
 	const r = 5

@@ -84,7 +84,7 @@ func (s *Server) noteRoot(e *sepoch, r *wire.Root) bool {
 // publication's void (void.go).
 func (s *Server) announceRoot(e *sepoch, b *wire.Batch) {
 	v := e.final
-	m := len(v.chain)
+	m := len(v.Chain)
 	if int(b.S) >= m {
 		return // the publication reaches every server anyway
 	}
@@ -93,7 +93,7 @@ func (s *Server) announceRoot(e *sepoch, b *wire.Batch) {
 	if msg == nil {
 		return // a test's silent server (hookRoot)
 	}
-	for _, p := range v.chain {
+	for _, p := range v.Chain {
 		if p == s.h.ID() {
 			continue
 		}
@@ -117,7 +117,7 @@ func (s *Server) onRoot(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		return 0, nil, err
 	}
 	v := e.final
-	if r.S < 1 || int(r.S) > len(v.chain) || v.chain[r.S-1] != from || r.Round >= v.desc.Params.Rounds {
+	if r.S < 1 || int(r.S) > len(v.Chain) || v.Chain[r.S-1] != from || r.Round >= v.Desc.Params.Rounds {
 		return 0, nil, errors.New("node: root announced by the wrong server")
 	}
 	b := wire.Batch{Epoch: r.Epoch, Round: r.Round, S: r.S, Root: r.Root}

@@ -163,10 +163,10 @@ func (s *Server) gatherNoClose(e *sepoch) {
 		}
 		s.mu.Unlock()
 		got = append(got, s.askAttests(e, wire.AbortNoClose, 0, e.leader)...)
-		ev := &wire.Charge{Kind: wire.EvAbort, Number: e.v.desc.Number}
+		ev := &wire.Charge{Kind: wire.EvAbort, Number: e.v.Desc.Number}
 		mergeAttests(ev, got)
 		got = ev.Attests
-		if noCloseBacked(ev, e.v.chain, e.leader) {
+		if noCloseBacked(ev, e.v.Chain, e.leader) {
 			break
 		}
 		select {
@@ -180,9 +180,9 @@ func (s *Server) gatherNoClose(e *sepoch) {
 		s.mu.Unlock()
 		return
 	}
-	s.log.Warn("leader silent after opening: epoch aborted", "number", e.v.desc.Number, "leader", e.leader.ShortString(), "attested by", len(got))
+	s.log.Warn("leader silent after opening: epoch aborted", "number", e.v.Desc.Number, "leader", e.leader.ShortString(), "attested by", len(got))
 	s.endQuiet(e, reason)
-	a := &wire.Abort{Epoch: e.v.id, Number: e.v.desc.Number, Kind: wire.AbortNoClose, Signer: []byte(s.h.ID()), Reason: []byte(reason)}
+	a := &wire.Abort{Epoch: e.v.ID, Number: e.v.Desc.Number, Kind: wire.AbortNoClose, Signer: []byte(s.h.ID()), Reason: []byte(reason)}
 	sig, err := sign(s.priv, abortDigest(a))
 	if err != nil {
 		s.mu.Unlock()
@@ -191,7 +191,7 @@ func (s *Server) gatherNoClose(e *sepoch) {
 	a.Sig = sig
 	ev := &wire.Charge{Kind: wire.EvAbort, Number: a.Number, Item: a.Marshal(), Attests: got}
 	s.noteAbortLocked(e, a, s.h.ID(), ev)
-	chain := e.v.chain
+	chain := e.v.Chain
 	s.mu.Unlock()
 	var others []peer.ID
 	for _, p := range chain {

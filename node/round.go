@@ -102,7 +102,7 @@ const roundsAhead = mixDepth + 2
 // admit reports whether round r may hold new state here: neither pruned
 // nor too far ahead. Call with s.mu held.
 func (e *sepoch) admit(r uint32) error {
-	return e.admitRound(e.final.desc.Params, r)
+	return e.admitRound(e.final.Desc.Params, r)
 }
 
 // listed notes that round r's list is final and prunes the rounds that
@@ -171,7 +171,7 @@ func (e *sepoch) opened(r uint32) { e.openedAt(r, time.Now()) }
 // openedAt is opened at a given time: the time its cause came here, so
 // that a part that opens the round and the opening are one instant.
 func (e *sepoch) openedAt(r uint32, at time.Time) {
-	if e.final == nil || r >= e.final.desc.Params.Rounds {
+	if e.final == nil || r >= e.final.Desc.Params.Rounds {
 		return
 	}
 	if e.openAt == nil {
@@ -196,7 +196,7 @@ func (e *sepoch) round(r uint32) *sround { return e.at(r) }
 // myClients returns the slots whose primary is server j.
 func (e *sepoch) clientsOf(j int) []uint32 {
 	var out []uint32
-	for i, c := range e.final.desc.Clients {
+	for i, c := range e.final.Desc.Clients {
 		if int(c.Primary) == j {
 			out = append(out, uint32(i))
 		}
@@ -205,7 +205,7 @@ func (e *sepoch) clientsOf(j int) []uint32 {
 }
 
 func (e *sepoch) bk() (int, int) {
-	return int(e.final.desc.Params.ChunkSize), int(e.final.desc.Params.K)
+	return int(e.final.Desc.Params.ChunkSize), int(e.final.Desc.Params.K)
 }
 
 // keepEvidence keeps the input batch of a void round for blame (§5.2,

@@ -224,7 +224,7 @@ func blameStepDigest(st *wire.BlameStep) [32]byte {
 // entrySize is the size of an entry at server t's input.
 func (e *sepoch) entrySize(t int) int {
 	b, k := e.bk()
-	return mix.OnionSize(b, k, len(e.final.chain)) - mix.TagSize*t
+	return mix.OnionSize(b, k, len(e.final.Chain)) - mix.TagSize*t
 }
 
 // inputEvidence is this server's input entry at pos in round r (server t =
@@ -267,11 +267,11 @@ func (s *Server) checkEvidence(e *sepoch, r uint32, t, pos int, ev *wire.Evidenc
 		return nil, fmt.Errorf("position %d of %d", pos, e.n())
 	}
 	if t == 0 {
-		c := v.desc.Clients[pos]
-		return nil, mix.VerifySubmissionDigest(ed25519.PublicKey(c.RegKey[:]), mix.EpochID(v.id), uint64(r), uint32(pos), mix.SubmissionDigest(ev.Entry), ev.Sig[:])
+		c := v.Desc.Clients[pos]
+		return nil, mix.VerifySubmissionDigest(ed25519.PublicKey(c.RegKey[:]), mix.EpochID(v.ID), uint64(r), uint32(pos), mix.SubmissionDigest(ev.Entry), ev.Sig[:])
 	}
-	b := wire.Batch{Epoch: v.id, Round: r, S: uint16(t), Root: ev.Root}
-	if err := verifyPeerSig(v.chain[t-1], batchDigest(&b), ev.Sig); err != nil {
+	b := wire.Batch{Epoch: v.ID, Round: r, S: uint16(t), Root: ev.Root}
+	if err := verifyPeerSig(v.Chain[t-1], batchDigest(&b), ev.Sig); err != nil {
 		return nil, fmt.Errorf("root signature of server %d: %w", t-1, err)
 	}
 	if !merkleCheck(e.n(), pos, ev.Entry, ev.Path, ev.Root) {
@@ -292,7 +292,7 @@ func (s *Server) checkEvidence(e *sepoch, r uint32, t, pos int, ev *wire.Evidenc
 // until the walk is done. in is this server's input batch.
 func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 	v := e.final
-	id := mix.EpochID(v.id)
+	id := mix.EpochID(v.ID)
 	s.mu.Lock()
 	if e.blameBusy() || !e.acquire() {
 		s.end(e, fmt.Sprintf("round %d void: MAC failure at layer %d", r, e.pos))
@@ -318,7 +318,7 @@ func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 		done(fmt.Sprintf("round %d void: MAC failure; share proof: %v", r, err))
 		return
 	}
-	a := &wire.Accuse{Epoch: v.id, Round: r, S: uint16(e.pos), Pos: uint32(pos), In: ev}
+	a := &wire.Accuse{Epoch: v.ID, Round: r, S: uint16(e.pos), Pos: uint32(pos), In: ev}
 	copy(a.Zp[:], Zp.Bytes())
 	copy(a.ZpProof[:], proof)
 	if a.Sig, err = sign(s.priv, accuseDigest(a)); err != nil {
@@ -363,7 +363,7 @@ func (s *Server) onAccuse(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	var e *sepoch
 	s.mu.Lock()
 	for _, x := range s.epochs {
-		if x.final != nil && len(body) >= 32 && bytes.Equal(x.final.id[:], body[:32]) {
+		if x.final != nil && len(body) >= 32 && bytes.Equal(x.final.ID[:], body[:32]) {
 			e = x
 		}
 	}
@@ -375,7 +375,7 @@ func (s *Server) onAccuse(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		return 0, nil, err
 	}
 	v := e.final
-	if int(a.S) >= len(v.chain) || v.chain[a.S] != from || a.Round >= v.desc.Params.Rounds {
+	if int(a.S) >= len(v.Chain) || v.Chain[a.S] != from || a.Round >= v.Desc.Params.Rounds {
 		return 0, nil, errors.New("node: accusation not from its accuser")
 	}
 	if err := verifyPeerSig(from, accuseDigest(&a), a.Sig); err != nil {
@@ -413,7 +413,7 @@ func (s *Server) payloadBlame(e *sepoch, r uint32, q int, payloads [][]byte) {
 		s.mu.Unlock()
 		return
 	}
-	m := len(e.final.chain)
+	m := len(e.final.Chain)
 	bl := &rblame{round: r, cells: map[int]*stepCell{}, start: m - 1, out: q, outEntry: append([]byte(nil), payloads[q]...)}
 	e.startBlame(bl)
 	s.notify()
@@ -464,7 +464,7 @@ func (s *Server) walkRound(e *sepoch, bl *rblame) *culprit {
 // predecessor signed, or the MAC there verifies.
 func (s *Server) checkAccusation(e *sepoch, a *wire.Accuse) *culprit {
 	v := e.final
-	id := mix.EpochID(v.id)
+	id := mix.EpochID(v.ID)
 	S, p, r := int(a.S), int(a.Pos), a.Round
 	if c, err := s.checkEvidence(e, r, S, p, &a.In); c != nil || err != nil {
 		if c != nil {
@@ -536,8 +536,8 @@ func (s *Server) computeStep(ctx context.Context, e *sepoch, bl *rblame, t int) 
 			return stepResult{err: err}
 		}
 	} else {
-		req := wire.BlameReq{Epoch: v.id, Round: bl.round, T: uint16(t), Out: uint32(out)}
-		rep, err := call(ctx, s.h, v.chain[t], request{Proto: ProtoEpoch, Type: wire.TypeBlameReq, Body: req.Marshal(), Timeout: s.cfg.Timing.BlameStepTimeout, Max: e.entrySize(0) + 4096})
+		req := wire.BlameReq{Epoch: v.ID, Round: bl.round, T: uint16(t), Out: uint32(out)}
+		rep, err := call(ctx, s.h, v.Chain[t], request{Proto: ProtoEpoch, Type: wire.TypeBlameReq, Body: req.Marshal(), Timeout: s.cfg.Timing.BlameStepTimeout, Max: e.entrySize(0) + 4096})
 		if err != nil {
 			return stepResult{err: fmt.Errorf("step of server %d: %w", t, err)}
 		}
@@ -559,7 +559,7 @@ func (s *Server) computeStep(ctx context.Context, e *sepoch, bl *rblame, t int) 
 // later step checked here.
 func (s *Server) ownBlameStep(e *sepoch, bl *rblame, out int) (*wire.BlameStep, error) {
 	v := e.final
-	id := mix.EpochID(v.id)
+	id := mix.EpochID(v.ID)
 	t, r := e.pos, bl.round
 	s.mu.Lock()
 	sec, rk, U := e.sec, e.rk, e.U
@@ -567,7 +567,7 @@ func (s *Server) ownBlameStep(e *sepoch, bl *rblame, out int) (*wire.BlameStep, 
 	if sec == nil || rk == nil {
 		return nil, errors.New("node: step secrets gone before the walk")
 	}
-	in, route, err := sec.ProveRoute(id, v.serverKeys, e.stepInputs[t], e.steps[t], out, s.rand)
+	in, route, err := sec.ProveRoute(id, v.ServerKeys, e.stepInputs[t], e.steps[t], out, s.rand)
 	if err != nil {
 		return nil, fmt.Errorf("node: route proof: %w", err)
 	}
@@ -585,7 +585,7 @@ func (s *Server) ownBlameStep(e *sepoch, bl *rblame, out int) (*wire.BlameStep, 
 	if err != nil {
 		return nil, err
 	}
-	st := &wire.BlameStep{Epoch: v.id, Round: r, T: uint16(t), Out: uint32(out), In: uint32(in), Route: route, Input: ev}
+	st := &wire.BlameStep{Epoch: v.ID, Round: r, T: uint16(t), Out: uint32(out), In: uint32(in), Route: route, Input: ev}
 	copy(st.Z[:], Z.Bytes())
 	copy(st.ZProof[:], zProof)
 	copy(st.Zp[:], Zp.Bytes())
@@ -601,16 +601,16 @@ func (s *Server) ownBlameStep(e *sepoch, bl *rblame, out int) (*wire.BlameStep, 
 // predecessor if the step shows it signed two roots).
 func (s *Server) checkStep(e *sepoch, bl *rblame, t, out int, outEntry []byte, st *wire.BlameStep) *culprit {
 	v := e.final
-	id := mix.EpochID(v.id)
+	id := mix.EpochID(v.ID)
 	r := bl.round
-	if err := verifyPeerSig(v.chain[t], blameStepDigest(st), st.Sig); err != nil {
+	if err := verifyPeerSig(v.Chain[t], blameStepDigest(st), st.Sig); err != nil {
 		return serverCulprit(t, "its step of round %d is not signed by it: %v", r, err)
 	}
-	if st.Epoch != v.id || st.Round != r || int(st.T) != t || int(st.Out) != out {
+	if st.Epoch != v.ID || st.Round != r || int(st.T) != t || int(st.Out) != out {
 		return serverCulprit(t, "its step answers another question (round %d, server %d, output %d)", st.Round, st.T, st.Out)
 	}
 	in := int(st.In)
-	if err := mix.VerifyRoute(id, t, v.serverKeys, e.stepInputs[t], e.steps[t], out, in, st.Route); err != nil {
+	if err := mix.VerifyRoute(id, t, v.ServerKeys, e.stepInputs[t], e.steps[t], out, in, st.Route); err != nil {
 		return serverCulprit(t, "its route from output %d of round %d does not verify against its setup shuffle: %v", out, r, err)
 	}
 	U := e.steps[t].U[in]

@@ -260,7 +260,7 @@ func (s *Server) loadStrikes() {
 func (s *Server) conclude(e *sepoch, bl *rblame, c *culprit) {
 	v := e.final
 	if c == nil {
-		s.log.Warn("round blame: the walk did not finish; nobody is named", "epoch", fmt.Sprintf("%x", v.id[:6]), "round", bl.round)
+		s.log.Warn("round blame: the walk did not finish; nobody is named", "epoch", fmt.Sprintf("%x", v.ID[:6]), "round", bl.round)
 		return
 	}
 	var evidence [][]byte
@@ -289,15 +289,15 @@ func (s *Server) conclude(e *sepoch, bl *rblame, c *culprit) {
 // excludes it (§8 "After a blame").
 func (s *Server) name(e *sepoch, round uint32, c *culprit, evidence [][]byte) {
 	v := e.final
-	if v == nil || v.desc == nil || c.server >= len(v.chain) || c.slot >= len(v.desc.Clients) {
+	if v == nil || v.Desc == nil || c.server >= len(v.Chain) || c.slot >= len(v.Desc.Clients) {
 		return // no final descriptor to name a party of
 	}
-	epochHex := fmt.Sprintf("%x", v.id[:6])
+	epochHex := fmt.Sprintf("%x", v.ID[:6])
 	var strikes []strikeRec
-	rec := store.BlameRecord{Epoch: v.id, Number: v.desc.Number, Round: round, Reason: c.why, Evidence: evidence, Time: time.Now().Unix()}
+	rec := store.BlameRecord{Epoch: v.ID, Number: v.Desc.Number, Round: round, Reason: c.why, Evidence: evidence, Time: time.Now().Unix()}
 	s.mu.Lock()
 	if c.server >= 0 {
-		p := v.chain[c.server]
+		p := v.Chain[c.server]
 		rec.Role, rec.Server, rec.PeerID = "server", c.server, p.String()
 		s.rb.smu.Lock()
 		if s.rb.servers == nil {
@@ -310,10 +310,10 @@ func (s *Server) name(e *sepoch, round uint32, c *culprit, evidence [][]byte) {
 	} else {
 		rec.Role, rec.Slot = "client", c.slot
 		excluded := ""
-		if cl := v.desc.Clients[c.slot]; int(cl.Primary) == e.pos {
+		if cl := v.Desc.Clients[c.slot]; int(cl.Primary) == e.pos {
 			if p, ok := e.regFrom[cl.RegKey]; ok {
 				var until uint64
-				until, strikes = s.strikeClient(p, s.peerIPs(p), v.desc.Number)
+				until, strikes = s.strikeClient(p, s.peerIPs(p), v.Desc.Number)
 				excluded = fmt.Sprintf("refused here up to epoch %d", until)
 			}
 		}
@@ -372,10 +372,10 @@ func (s *Server) onEquivocation(from peer.ID, body []byte) (wire.Type, []byte, e
 		return 0, nil, errors.New("node: evidence refused (test hook)")
 	}
 	a, b := ev.A, ev.B
-	if b.Epoch != a.Epoch || b.Round != a.Round || b.S != a.S || a.Root == b.Root || a.S < 1 || int(a.S) > len(v.chain) {
+	if b.Epoch != a.Epoch || b.Round != a.Round || b.S != a.S || a.Root == b.Root || a.S < 1 || int(a.S) > len(v.Chain) {
 		return 0, nil, errors.New("node: not two roots of one batch")
 	}
-	signer := v.chain[a.S-1]
+	signer := v.Chain[a.S-1]
 	for _, r := range []wire.Root{a, b} {
 		bt := wire.Batch{Epoch: r.Epoch, Round: r.Round, S: r.S, Root: r.Root}
 		if err := verifyPeerSig(signer, batchDigest(&bt), r.Sig); err != nil {
@@ -450,10 +450,10 @@ func (s *Server) onDoubleSubmit(from peer.ID, body []byte) (wire.Type, []byte, e
 	if s.hookRefuseEvidence(wire.TypeDoubleSubmit) {
 		return 0, nil, errors.New("node: evidence refused (test hook)")
 	}
-	if int(d.Slot) >= e.n() || d.Round >= v.desc.Params.Rounds || d.HashA == d.HashB {
+	if int(d.Slot) >= e.n() || d.Round >= v.Desc.Params.Rounds || d.HashA == d.HashB {
 		return 0, nil, errors.New("node: not two submissions of one slot")
 	}
-	key := ed25519.PublicKey(v.desc.Clients[d.Slot].RegKey[:])
+	key := ed25519.PublicKey(v.Desc.Clients[d.Slot].RegKey[:])
 	for _, x := range []struct {
 		h   [32]byte
 		sig [64]byte
@@ -515,23 +515,23 @@ func (s *Server) onBadBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 		return 0, nil, err
 	}
 	v := e.final
-	m, n := len(v.chain), e.n()
+	m, n := len(v.Chain), e.n()
 	inChain := false
-	for _, p := range v.chain {
+	for _, p := range v.Chain {
 		inChain = inChain || p == from
 	}
 	S := int(h.S)
-	if !inChain || S < 1 || S > m || h.Round >= v.desc.Params.Rounds {
+	if !inChain || S < 1 || S > m || h.Round >= v.Desc.Params.Rounds {
 		return 0, nil, errors.New("node: malformed-batch evidence not from a chain server")
 	}
 	if s.hookRefuseEvidence(wire.TypeBadBatch) {
 		return 0, nil, errors.New("node: evidence refused (test hook)")
 	}
-	if err := verifyPeerSig(v.chain[S-1], batchDigest(&wire.Batch{Epoch: h.Epoch, Round: h.Round, S: h.S, Root: h.Root}), h.Sig); err != nil {
+	if err := verifyPeerSig(v.Chain[S-1], batchDigest(&wire.Batch{Epoch: h.Epoch, Round: h.Round, S: h.S, Root: h.Root}), h.Sig); err != nil {
 		return 0, nil, err
 	}
 	var b wire.Batch
-	lim := limitsFor(v.desc.Params, m)
+	lim := limitsFor(v.Desc.Params, m)
 	lim.Frame = s.roundCaps(wire.TypeBadBatch)
 	if err := b.Unmarshal(body, lim); err != nil {
 		return 0, nil, err

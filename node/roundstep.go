@@ -36,7 +36,7 @@ type roundFacts struct {
 
 func (s *Server) roundFacts(e *sepoch) roundFacts {
 	v := e.final
-	return roundFacts{id: v.id, self: s.h.ID(), chain: v.chain, pos: e.pos, n: e.n(), params: v.desc.Params}
+	return roundFacts{id: v.ID, self: s.h.ID(), chain: v.Chain, pos: e.pos, n: e.n(), params: v.Desc.Params}
 }
 
 func (ep roundFacts) m() int         { return len(ep.chain) }

@@ -66,23 +66,23 @@ func (s *Server) Status() ServerStatus {
 	e := s.currentEpoch()
 	var high uint32
 	if e != nil {
-		st.Epoch = hex.EncodeToString(e.final.id[:])
-		for i, p := range e.final.chain {
+		st.Epoch = hex.EncodeToString(e.final.ID[:])
+		for i, p := range e.final.Chain {
 			cs := ChainServer{ID: p.String()}
-			if i < len(e.final.desc.Group) {
-				cs.Nick = string(e.final.desc.Group[i].Nick)
+			if i < len(e.final.Desc.Group) {
+				cs.Nick = string(e.final.Desc.Group[i].Nick)
 			}
 			st.Chain = append(st.Chain, cs)
 		}
 		st.AnonymitySet = e.n()
-		st.ChunkSize = int(e.final.desc.Params.ChunkSize)
-		st.EpochRounds = int(e.final.desc.Params.Rounds)
+		st.ChunkSize = int(e.final.Desc.Params.ChunkSize)
+		st.EpochRounds = int(e.final.Desc.Params.Rounds)
 		high = e.listHigh
 	}
 	o := s.obs
 	s.mu.Unlock()
 	st.Rounds = int(high)
-	if e != nil && o.epoch == e.final.id && o.rounds > o.rounds0 {
+	if e != nil && o.epoch == e.final.ID && o.rounds > o.rounds0 {
 		el := o.at.Sub(o.since)
 		n := time.Duration(o.rounds - o.rounds0)
 		st.RoundTime = el / n
@@ -98,7 +98,7 @@ func (s *Server) currentEpoch() *sepoch {
 		if e.final == nil || e.ended {
 			continue
 		}
-		if cur == nil || e.final.desc.Number > cur.final.desc.Number {
+		if cur == nil || e.final.Desc.Number > cur.final.Desc.Number {
 			cur = e
 		}
 	}
@@ -152,8 +152,8 @@ func (s *Server) watchRounds() {
 	}
 	o := &s.obs
 	now := time.Now()
-	if o.epoch != e.final.id {
-		o.epoch, o.since, o.rounds0, o.rounds, o.at = e.final.id, now, e.listHigh, e.listHigh, now
+	if o.epoch != e.final.ID {
+		o.epoch, o.since, o.rounds0, o.rounds, o.at = e.final.ID, now, e.listHigh, e.listHigh, now
 		return
 	}
 	if e.listHigh != o.rounds {

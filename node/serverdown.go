@@ -61,7 +61,7 @@ func (s *Server) onServerDisconnect(p peer.ID) {
 		if e.ended {
 			continue
 		}
-		for _, q := range e.v.chain {
+		for _, q := range e.v.Chain {
 			if q == p {
 				s.end(e, "server "+p.ShortString()+" left")
 				break

@@ -38,7 +38,7 @@ func (s *Server) setup(e *sepoch) {
 		s.mu.Unlock()
 	}()
 	v := e.final
-	m, n := len(v.chain), len(v.desc.Clients)
+	m, n := len(v.Chain), len(v.Desc.Clients)
 	inputs := mix.InitialVectors(parsed)
 	for k := 0; k < m; k++ {
 		var res *mix.StepResult
@@ -68,27 +68,27 @@ func (s *Server) setup(e *sepoch) {
 	ps := e.steps[m-1].Pseudonyms()
 	// PIR keys for the clients of other primaries (§6.2).
 	keys := make([]*pir.Keys, n)
-	for i, c := range v.desc.Clients {
+	for i, c := range v.Desc.Clients {
 		if int(c.Primary) == e.pos {
 			continue
 		}
-		k, err := pir.ServerKeys(e.dkey, v.id, c.XKey[:])
+		k, err := pir.ServerKeys(e.dkey, v.ID, c.XKey[:])
 		if err != nil {
 			fail(fmt.Errorf("node: pir keys of slot %d: %w", i, err))
 			return
 		}
 		keys[i] = k
 	}
-	s.hookPseudonyms(v.id, ps)
+	s.hookPseudonyms(v.ID, ps)
 	s.mu.Lock()
 	e.pseudonyms, e.keys, e.setupDone = ps, keys, true
-	s.pool.setLimit(n, int(v.desc.Params.ChunkSize))
+	s.pool.setLimit(n, int(v.Desc.Params.ChunkSize))
 	for r := range uint32(mixDepth) {
 		e.opened(r) // the first rounds wait for no publication
 	}
 	s.notify()
 	s.mu.Unlock()
-	s.log.Info("setup done", "epoch", fmt.Sprintf("%x", v.id[:6]), "clients", n)
+	s.log.Info("setup done", "epoch", fmt.Sprintf("%x", v.ID[:6]), "clients", n)
 }
 
 // ownStep computes this server's setup step k, proves it and broadcasts it
@@ -97,7 +97,7 @@ func (s *Server) setup(e *sepoch) {
 func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group.Ciphertext) (*mix.StepResult, *mix.ShareError, error) {
 	v := e.final
 	var shareErr *mix.ShareError
-	r, sec, err := mix.SetupStep(mix.EpochID(v.id), k, v.serverKeys, e.sk, inputs, s.rand)
+	r, sec, err := mix.SetupStep(mix.EpochID(v.ID), k, v.ServerKeys, e.sk, inputs, s.rand)
 	if sec != nil {
 		// Held by the epoch at once, so that erase closes it on
 		// every path, failed broadcasts included.
@@ -122,13 +122,13 @@ func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group
 		return nil, nil, err
 	}
 	s.hookBadProof(raw)
-	sig, err := sign(s.priv, taggedHash(tagStep, v.id[:], []byte{byte(k >> 8), byte(k)}, raw))
+	sig, err := sign(s.priv, taggedHash(tagStep, v.ID[:], []byte{byte(k >> 8), byte(k)}, raw))
 	if err != nil {
 		return nil, nil, err
 	}
-	msg := (&wire.Step{Epoch: v.id, S: uint16(k), Result: raw, Sig: sig}).Marshal()
+	msg := (&wire.Step{Epoch: v.ID, S: uint16(k), Result: raw, Sig: sig}).Marshal()
 	var others []peer.ID
-	for _, p := range v.chain {
+	for _, p := range v.Chain {
 		if p != s.h.ID() {
 			others = append(others, p)
 		}
@@ -139,7 +139,7 @@ func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group
 	s.mu.Lock()
 	e.forward, e.U = sec.Forward(), r.U
 	s.mu.Unlock()
-	s.hookPerm(v.id, e.pos, sec)
+	s.hookPerm(v.ID, e.pos, sec)
 	return r, shareErr, nil
 }
 
@@ -147,12 +147,12 @@ func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group
 // it proves is returned beside the result, not as an error.
 func (s *Server) peerStep(ctx context.Context, e *sepoch, k int, inputs [][]group.Ciphertext) (*mix.StepResult, *mix.ShareError, error) {
 	v := e.final
-	m, n := len(v.chain), len(v.desc.Clients)
+	m, n := len(v.Chain), len(v.Desc.Clients)
 	var st *wire.Step
 	if err := s.waitFor(ctx, func() bool { st = e.stepMsgs[k]; return st != nil || e.ended }); err != nil || st == nil {
 		return nil, nil, fmt.Errorf("node: no setup step %d: %v", k, err)
 	}
-	if err := verifyPeerSig(v.chain[k], taggedHash(tagStep, v.id[:], []byte{byte(k >> 8), byte(k)}, st.Result), st.Sig); err != nil {
+	if err := verifyPeerSig(v.Chain[k], taggedHash(tagStep, v.ID[:], []byte{byte(k >> 8), byte(k)}, st.Result), st.Sig); err != nil {
 		return nil, nil, fmt.Errorf("node: setup step %d: %w", k, err)
 	}
 	r, err := mix.ParseStepResult(st.Result, n, m, k)
@@ -161,7 +161,7 @@ func (s *Server) peerStep(ctx context.Context, e *sepoch, k int, inputs [][]grou
 		return nil, nil, fmt.Errorf("node: setup step %d: %w", k, err)
 	}
 	var shareErr *mix.ShareError
-	if err := mix.VerifyStep(mix.EpochID(v.id), k, v.serverKeys, inputs, r, s.rand); err != nil && !errors.As(err, &shareErr) {
+	if err := mix.VerifyStep(mix.EpochID(v.ID), k, v.ServerKeys, inputs, r, s.rand); err != nil && !errors.As(err, &shareErr) {
 		s.nameBadStep(e, k, st, err)
 		return nil, nil, fmt.Errorf("node: setup step %d does not verify: %w", k, err)
 	}
@@ -179,13 +179,13 @@ func (s *Server) onStep(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	S := int(binary.BigEndian.Uint16(body[32:34]))
 	s.mu.Lock()
 	e := s.epochs[id]
-	ok := e != nil && !e.ended && S < len(e.v.chain) && e.v.chain[S] == from
+	ok := e != nil && !e.ended && S < len(e.v.Chain) && e.v.Chain[S] == from
 	s.mu.Unlock()
 	if !ok {
 		return 0, nil, errors.New("node: setup step of an unknown epoch or from the wrong server")
 	}
 	var st wire.Step
-	if err := st.Unmarshal(body, limitsFor(e.v.desc.Params, len(e.v.chain))); err != nil {
+	if err := st.Unmarshal(body, limitsFor(e.v.Desc.Params, len(e.v.Chain))); err != nil {
 		return 0, nil, err
 	}
 	s.mu.Lock()
@@ -193,7 +193,7 @@ func (s *Server) onStep(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	// The final descriptor may reach this server after the first step
 	// does (its server started setup on its own copy): check the sender
 	// against the open view, whose chain is the final one's.
-	if e == nil || e.ended || int(st.S) >= len(e.v.chain) || e.v.chain[st.S] != from {
+	if e == nil || e.ended || int(st.S) >= len(e.v.Chain) || e.v.Chain[st.S] != from {
 		return 0, nil, errors.New("node: setup step of an unknown epoch or from the wrong server")
 	}
 	if e.stepMsgs[int(st.S)] == nil {

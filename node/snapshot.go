@@ -46,9 +46,9 @@ func (c *Client) Snapshot() ClientSnapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s.Queued, s.Wanted = len(c.upQ), len(c.wants)
-	if e := c.epoch; e != nil && hex.EncodeToString(e.v.id[:]) == s.Epoch {
-		p := e.v.desc.Params
-		s.Number, s.K, s.Rounds = e.v.desc.Number, int(p.K), int(p.Rounds)
+	if e := c.epoch; e != nil && hex.EncodeToString(e.v.ID[:]) == s.Epoch {
+		p := e.v.Desc.Params
+		s.Number, s.K, s.Rounds = e.v.Desc.Number, int(p.K), int(p.Rounds)
 	}
 	in := map[string]bool{}
 	for _, m := range s.Chain {
@@ -291,10 +291,10 @@ func (s *Server) Snapshot() ServerSnapshot {
 		if e.final != nil {
 			v = e.final
 		}
-		es := EpochSnapshot{ID: v.id, Number: v.desc.Number, Position: e.pos, Clients: len(v.desc.Clients),
-			Rounds: int(v.desc.Params.Rounds), ChunkSize: int(v.desc.Params.ChunkSize), Listed: int(e.listHigh),
+		es := EpochSnapshot{ID: v.ID, Number: v.Desc.Number, Position: e.pos, Clients: len(v.Desc.Clients),
+			Rounds: int(v.Desc.Params.Rounds), ChunkSize: int(v.Desc.Params.ChunkSize), Listed: int(e.listHigh),
 			Ended: e.ended, Reason: e.reason, RoundChunks: map[uint32]int{}}
-		for _, p := range v.chain {
+		for _, p := range v.Chain {
 			es.Chain = append(es.Chain, p.String())
 		}
 		for r := range e.evidence {

@@ -47,8 +47,8 @@ func TestClientStrikesSurviveRestart(t *testing.T) {
 		regKey := [32]byte{1}
 		e := &sepoch{pos: 0}
 		e.regFrom = map[[32]byte]peer.ID{regKey: bad}
-		e.final = &view{id: [32]byte{9}, chain: []peer.ID{s.ID(), newPeer()},
-			desc: &wire.Descriptor{Number: number, Clients: []wire.ClientEntry{{RegKey: regKey, Primary: 0}}}}
+		e.final = &view{ID: [32]byte{9}, Chain: []peer.ID{s.ID(), newPeer()},
+			Desc: &wire.Descriptor{Number: number, Clients: []wire.ClientEntry{{RegKey: regKey, Primary: 0}}}}
 		s.name(e, 1, &culprit{server: -1, slot: 0, why: "test"}, nil)
 		s.mu.Lock()
 		_, recs := s.strikeClient(other, []string{addr}, number)

@@ -1231,7 +1231,7 @@ func insiderEarly(w *swarm, kind string) func() {
 			s.mu.Lock()
 			var e *sepoch
 			for _, x := range s.epochs {
-				if x.final != nil && x.setupDone && !x.ended && x.listHigh >= 1 && x.final.chain[0] == sv.id {
+				if x.final != nil && x.setupDone && !x.ended && x.listHigh >= 1 && x.final.Chain[0] == sv.id {
 					e = x
 					break
 				}
@@ -1240,17 +1240,17 @@ func insiderEarly(w *swarm, kind string) func() {
 				s.mu.Unlock()
 				continue
 			}
-			q := e.listHigh + uint32(e.final.desc.Params.W) + roundsAhead - 1
-			if q >= e.final.desc.Params.Rounds {
+			q := e.listHigh + uint32(e.final.Desc.Params.W) + roundsAhead - 1
+			if q >= e.final.Desc.Params.Rounds {
 				s.mu.Unlock()
 				continue
 			}
 			w.markBad(i)
 			done = true
 			w.mu.Lock()
-			w.framed = append(w.framed, framedLast{kind, e.v.desc.Number, q, e.final.chain[len(e.final.chain)-1]})
+			w.framed = append(w.framed, framedLast{kind, e.v.Desc.Number, q, e.final.Chain[len(e.final.Chain)-1]})
 			w.mu.Unlock()
-			w.logf("s%d: early %s of round %d of number %d", i, kind, q, e.v.desc.Number)
+			w.logf("s%d: early %s of round %d of number %d", i, kind, q, e.v.Desc.Number)
 			if kind == "abort" {
 				s.endNoPub(e, q, fmt.Sprintf("round %d: no publication", q))
 				s.mu.Unlock()

@@ -42,10 +42,10 @@ func (s *Server) voidRound(e *sepoch, r uint32) bool {
 	s.mu.Unlock()
 	s.listingStart(e)
 	defer s.listingDone(e)
-	rl := wire.RoundList{Epoch: v.id, Round: r, Flags: wire.ListVoid}
+	rl := wire.RoundList{Epoch: v.ID, Round: r, Flags: wire.ListVoid}
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
-	reps, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: bulkTimeout})
+	reps, err := s.each(ctx, v.Chain, request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: bulkTimeout})
 	if err != nil {
 		s.log.Warn("void list refused", "round", r, "err", err)
 		return false
@@ -58,7 +58,7 @@ func (s *Server) voidRound(e *sepoch, r uint32) bool {
 		}
 		rl.Sigs = append(rl.Sigs, sg.Sig)
 	}
-	if _, err := s.each(ctx, v.chain, request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: rl.Marshal(), Timeout: bulkTimeout}); err != nil {
+	if _, err := s.each(ctx, v.Chain, request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: rl.Marshal(), Timeout: bulkTimeout}); err != nil {
 		s.log.Warn("deliver void list", "round", r, "err", err)
 	}
 	return true
@@ -72,8 +72,8 @@ func (s *Server) signVoid(ctx context.Context, e *sepoch, rl *wire.RoundList) (w
 	if done, t, body, err := s.signBlameVoid(ctx, e, rl); done {
 		return t, body, err
 	}
-	if rl.Round >= v.desc.Params.Rounds {
-		return 0, nil, fmt.Errorf("node: void round %d beyond the epoch's %d", rl.Round, v.desc.Params.Rounds)
+	if rl.Round >= v.Desc.Params.Rounds {
+		return 0, nil, fmt.Errorf("node: void round %d beyond the epoch's %d", rl.Round, v.Desc.Params.Rounds)
 	}
 	s.mu.Lock()
 	if err := e.admit(rl.Round); err != nil {
@@ -129,7 +129,7 @@ func (s *Server) noteVoid(e *sepoch, r uint32, body []byte) {
 		return
 	}
 	own := s.roundAttestLocked(e, r)
-	ev := &wire.Charge{Kind: wire.EvVoid, Number: e.final.desc.Number, Item: body}
+	ev := &wire.Charge{Kind: wire.EvVoid, Number: e.final.Desc.Number, Item: body}
 	s.noteChargeLocked(e, ev, own, "", s.publicCause(e))
 }
 

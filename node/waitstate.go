@@ -41,14 +41,14 @@ func (s *Server) onStateReq(ctx context.Context, from peer.ID) (wire.Type, []byt
 	}
 	var cur *sepoch
 	for _, e := range s.epochs {
-		if !e.ended && e.v != nil && (cur == nil || e.v.desc.Number > cur.v.desc.Number) {
+		if !e.ended && e.v != nil && (cur == nil || e.v.Desc.Number > cur.v.Desc.Number) {
 			cur = e
 		}
 	}
 	if cur == nil {
 		return wire.TypeState, st.Marshal(), nil
 	}
-	st.Number, st.Rounds = cur.v.desc.Number, cur.v.desc.Params.Rounds
+	st.Number, st.Rounds = cur.v.Desc.Number, cur.v.Desc.Params.Rounds
 	switch {
 	case !cur.regClosed:
 		st.Phase, st.Registered = wire.PhaseOpen, uint32(len(cur.regs))

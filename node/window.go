@@ -160,8 +160,8 @@ func (s *Server) keepWindowItem(e *sepoch, c *wire.Closing, rec []byte) {
 		s.log.Warn("decoy pool: a published list is missing here")
 		return
 	}
-	it := wire.WindowItem{Number: v.desc.Number, Epoch: v.id, Group: groupBytes(v.desc), Closing: rec, Pool: pool.Marshal()}
-	if err := s.store.PutWindowItem(v.desc.Number, v.id, (&wire.Window{Items: []wire.WindowItem{it}}).Marshal()); err != nil {
+	it := wire.WindowItem{Number: v.Desc.Number, Epoch: v.ID, Group: groupBytes(v.Desc), Closing: rec, Pool: pool.Marshal()}
+	if err := s.store.PutWindowItem(v.Desc.Number, v.ID, (&wire.Window{Items: []wire.WindowItem{it}}).Marshal()); err != nil {
 		s.log.Error("keep window item", "err", err)
 	}
 }
@@ -468,5 +468,5 @@ func (s *Server) heldGroup(id [32]byte) []byte {
 	if e == nil || e.v == nil {
 		return nil
 	}
-	return groupBytes(e.v.desc)
+	return groupBytes(e.v.Desc)
 }

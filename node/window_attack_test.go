@@ -329,8 +329,8 @@ func TestWouldServeWindow(t *testing.T) {
 			asked.mu.Lock()
 			defer asked.mu.Unlock()
 			for _, e := range asked.epochs {
-				if e.v != nil && len(e.v.desc.Window) > 0 && (d == nil || e.v.desc.Number > d.Number) {
-					d, chain = e.v.desc, e.v.chain
+				if e.v != nil && len(e.v.Desc.Window) > 0 && (d == nil || e.v.Desc.Number > d.Number) {
+					d, chain = e.v.Desc, e.v.Chain
 				}
 			}
 			return d != nil
@@ -438,8 +438,8 @@ func TestWouldServeFetches(t *testing.T) {
 			asked.mu.Lock()
 			defer asked.mu.Unlock()
 			for _, e := range asked.epochs {
-				if e.v != nil && e.v.desc.Number >= 4 {
-					d = e.v.desc
+				if e.v != nil && e.v.Desc.Number >= 4 {
+					d = e.v.Desc
 				}
 			}
 			return d != nil

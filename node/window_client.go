@@ -50,7 +50,7 @@ type windowReply struct {
 // a reply gives N−1's descriptor (pinned by v's previous certificate). It
 // returns errNoWindow if no server gave every pinned record and pool.
 func (c *Client) fetchWindow(ctx context.Context, v *view) error {
-	req := (&wire.WindowReq{Epoch: v.id, Number: v.desc.Number}).Marshal()
+	req := (&wire.WindowReq{Epoch: v.ID, Number: v.Desc.Number}).Marshal()
 	res := make(chan windowReply)
 	asked := map[peer.ID]bool{}
 	pending := 0
@@ -79,8 +79,8 @@ func (c *Client) fetchWindow(ctx context.Context, v *view) error {
 			res <- windowReply{p, w.Items, err}
 		}()
 	}
-	for i, p := range v.chain {
-		ask(p, v.desc.Group[i].Addrs)
+	for i, p := range v.Chain {
+		ask(p, v.Desc.Group[i].Addrs)
 	}
 	var got []wire.WindowItem
 	answers, prevAsked := 0, false
@@ -95,7 +95,7 @@ func (c *Client) fetchWindow(ctx context.Context, v *view) error {
 		if prevAsked {
 			continue
 		}
-		if gd := previousGroup(v.desc, r.items); gd != nil {
+		if gd := previousGroup(v.Desc, r.items); gd != nil {
 			prevAsked = true
 			for _, g := range gd.Group {
 				if p, err := peer.IDFromBytes(g.PeerID); err == nil {
@@ -109,10 +109,10 @@ func (c *Client) fetchWindow(ctx context.Context, v *view) error {
 	}
 	var w windowWalk
 	if c.hookUnpinnedWindow() {
-		w = walkWindow(v.desc, got) // the rule before: whatever came
+		w = walkWindow(v.Desc, got) // the rule before: whatever came
 	} else {
 		var ok bool
-		if w, ok = resolveWindow(v.desc, got); !ok {
+		if w, ok = resolveWindow(v.Desc, got); !ok {
 			// Every honest server of N's chain held each pinned record
 			// and pool before it signed N open: none of them answered.
 			c.log.Info("decoy window incomplete", "missing", w.missing)
@@ -138,7 +138,7 @@ const windowRetries = 4
 // randomness, none of the client's CSPRNG stream (the decoy draws read
 // the same bytes whatever happens here).
 func windowRetryDelay(v *view) time.Duration {
-	span := time.Duration(v.desc.Params.RegWindowMs) * time.Millisecond / 8
+	span := time.Duration(v.Desc.Params.RegWindowMs) * time.Millisecond / 8
 	if span <= 0 {
 		return 0
 	}
@@ -290,7 +290,7 @@ func checkedPool(d *wire.Descriptor, id [32]byte, cands []*wire.WindowItem, want
 	if err != nil {
 		return nil, nil, nil, nil
 	}
-	v := &view{id: id, desc: d, chain: chain}
+	v := &view{ID: id, Desc: d, Chain: chain}
 	var rec *wire.Closing
 	var rb []byte
 	for _, x := range cands {
@@ -325,16 +325,16 @@ func sitOutLine(id [32]byte) string {
 // its jobs (sitOut).
 func (c *Client) holdWindow(ctx context.Context, v *view) error {
 	if c.hookOwnRule() {
-		return c.takeChain(v.desc, v.chain, budgetView{}) // the old rule: no window
+		return c.takeChain(v.Desc, v.Chain, budgetView{}) // the old rule: no window
 	}
 	if err := c.fetchWindow(ctx, v); err != nil {
-		c.sitOut(v.id)
+		c.sitOut(v.ID)
 		return err
 	}
 	c.mu.Lock()
 	bv := c.windowBudget
 	c.mu.Unlock()
-	if err := c.takeChain(v.desc, v.chain, bv); err != nil {
+	if err := c.takeChain(v.Desc, v.Chain, bv); err != nil {
 		return fmt.Errorf("node: epoch refused: %w", err)
 	}
 	c.hookWindow(v)
@@ -342,7 +342,7 @@ func (c *Client) holdWindow(ctx context.Context, v *view) error {
 	if _, err := io.ReadFull(c.rand, b[:]); err != nil {
 		return err
 	}
-	span := time.Duration(v.desc.Params.RegWindowMs) * time.Millisecond / 3
+	span := time.Duration(v.Desc.Params.RegWindowMs) * time.Millisecond / 3
 	if span <= 0 {
 		return nil
 	}

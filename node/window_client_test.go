@@ -302,13 +302,13 @@ func TestWindowAsksPreviousChain(t *testing.T) {
 				})
 		}
 		c := &Client{h: hosts[3], primary: hosts[0].ID(), log: quietLogger(), ctx: ctx}
-		v := &view{id: epochID(d), desc: d, chain: []peer.ID{hosts[0].ID(), hosts[1].ID()}}
+		v := &view{ID: epochID(d), Desc: d, Chain: []peer.ID{hosts[0].ID(), hosts[1].ID()}}
 		if err := c.fetchWindow(ctx, v); err != nil {
 			t.Fatal(err)
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		want := (&wire.WindowReq{Epoch: v.id, Number: 5}).Marshal()
+		want := (&wire.WindowReq{Epoch: v.ID, Number: 5}).Marshal()
 		for i := range 3 {
 			if !bytes.Equal(asked[i], want) {
 				t.Errorf("server %d was asked %x, want %x", i, asked[i], want)

@@ -24,6 +24,10 @@
 //   - receipts.go: what a server signs for a registration it took and the
 //     checks of those receipts (§3 v3), which its client runs when it
 //     fetches them; the digest of a duplicate-share abort (§4.1).
+//   - checks.go: the View of an epoch that anyone derives from a checked
+//     descriptor, the digests its servers sign, and the checks of a signed
+//     descriptor, of registrations (one by one and batched, §4.1) and of a
+//     request list's signatures (§5.3).
 //   - listcut.go: the request list's round-robin cut and its (position,
 //     entry) pairs (§5.3, §6.3 v3).
 //
