@@ -458,20 +458,6 @@ func (s *Server) catchupEpoch(ctx context.Context, from peer.ID, chain []peer.ID
 	return s.store.PutClosing(c.Epoch, rec)
 }
 
-// checkChainSigs checks one signature of digest dg by each chain server,
-// in chain order.
-func checkChainSigs(chain []peer.ID, dg [32]byte, sigs [][64]byte) error {
-	if len(sigs) != len(chain) {
-		return fmt.Errorf("node: %d signatures for %d servers", len(sigs), len(chain))
-	}
-	for j, id := range chain {
-		if err := verifyPeerSig(id, dg, sigs[j]); err != nil {
-			return fmt.Errorf("node: signature %d: %w", j, err)
-		}
-	}
-	return nil
-}
-
 // pace waits Tunables.CatchupGap between two fetches.
 func (s *Server) pace(ctx context.Context) {
 	select {

@@ -24,12 +24,6 @@ import (
 // epoch only on a record that shows its round void or its id missing
 // (resend.go), and draws decoys only from epochs with a record (decoys.go).
 
-// tagClosing is the domain tag of the signed closing record.
-const tagClosing = "riffle/v3/closing"
-
-// closingDigest is what each server signs: the record without signatures.
-func closingDigest(c *wire.Closing) [32]byte { return taggedHash(tagClosing, c.MarshalBody()) }
-
 // closingOf is this server's view of epoch e's rounds; call with s.mu
 // held.
 func closingOf(e *sepoch) wire.Closing {
@@ -327,16 +321,4 @@ func (s *Server) onClosing(from peer.ID, body []byte) (wire.Type, []byte, error)
 	s.mu.Unlock()
 	s.keepWindowItem(e, &wire.Closing{Epoch: c.Epoch, Rounds: c.Rounds}, nil)
 	return wire.TypeAck, ack, nil
-}
-
-// checkClosing verifies a closing record against its epoch's chain: one
-// round per round of the epoch and all m signatures.
-func checkClosing(v *view, c *wire.Closing) error {
-	if c.Epoch != v.ID || len(c.Rounds) != int(v.Desc.Params.Rounds) {
-		return errors.New("node: closing record of another epoch or length")
-	}
-	if err := checkChainSigs(v.Chain, closingDigest(c), c.Sigs); err != nil {
-		return fmt.Errorf("node: closing record: %w", err)
-	}
-	return nil
 }

@@ -18,14 +18,6 @@ import (
 // the client holds, wants or failed to fetch, so it is no fingerprint; a
 // chunk whose answer failed is never asked for on purpose, only when a
 // draw lands on it.
-const (
-	// DecoyRateNum / DecoyRateDen is ρ = ½, a constant of every group:
-	// the least rate at which a failed chunk's later draw hides among
-	// decoys. It costs the servers up to n·k/2 more rows a round.
-	DecoyRateNum, DecoyRateDen = 1, 2
-	// DecoyEpochs is E_d: the epochs whose request lists make the pool.
-	DecoyEpochs = 4
-)
 
 // poolEpoch is one epoch of the window, checked against its record.
 type poolEpoch struct {

@@ -18,10 +18,6 @@ import (
 // client had sent it. The epoch then ends, if at all, only when those run
 // out, so that a client leaving does not end the epoch within W rounds of
 // its last upload or download: mostly crashes end epochs early.
-const (
-	// handoverMax is how many cover onions a leaving client hands over.
-	handoverMax = 32
-)
 
 // onHandover takes one cover onion a leaving client of this primary hands
 // over for a later round: checked as a submission (slot served here,

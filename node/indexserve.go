@@ -117,10 +117,6 @@ func (s *Server) enterServer(ctx context.Context, g *serverSlots, from peer.ID) 
 	return g.roster.enter(ctx, from, s.addrRange(from), maxRosterServing, maxRosterPerRange)
 }
 
-// errWindowBusy refuses a window request for want of a slot: the client
-// asks again a little later.
-const errWindowBusy = wire.Refusal("node: too many window requests, try again")
-
 // windowSlots are the client and the server window slots, and the
 // would-serve questions that fetch a window (derive.go), one an asker.
 type windowSlots struct {

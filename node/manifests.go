@@ -1,7 +1,6 @@
 package node
 
 import (
-	"crypto/sha256"
 	"sort"
 	"time"
 
@@ -42,18 +41,6 @@ import (
 // indexed with their bytes under the same caps, with no index entry (the
 // server knows neither root from node nor name nor size); a client whose
 // link carries the key opens them from its synced copy (openFromIndex).
-
-const (
-	// manifestsPerPseudonym is c: a pseudonym's candidates in an epoch.
-	manifestsPerPseudonym = 4
-	// IndexCeilingBytes bounds the manifest bytes the index takes per R
-	// rounds, however many publish: 256 chunks at the default b, so that
-	// at n = 200 a manifest chunk of every client fits one epoch.
-	IndexCeilingBytes = 64 << 20
-	// maxIndexItems bounds the entries, and the manifests, of a client's
-	// synced copy of the index (each page is bounded by its reply cap).
-	maxIndexItems = 1 << 20
-)
 
 // indexCeiling is the byte ceiling in manifest chunks of b bytes per R
 // rounds.
@@ -312,27 +299,4 @@ func (s *Server) storeManifests(e *sepoch, rs []manifestRound) {
 			s.log.Error("index manifests", "round", mr.round, "err", err)
 		}
 	}
-}
-
-// syncedManifests checks the manifests of a synced index: each must parse;
-// its id is the SHA-256 of its bytes. Others are dropped.
-func syncedManifests(raw [][]byte) map[[32]byte][]byte {
-	out := make(map[[32]byte][]byte, len(raw))
-	for _, b := range raw {
-		if _, err := chunker.DecodeManifest(b); err != nil {
-			continue
-		}
-		out[sha256.Sum256(b)] = b
-	}
-	return out
-}
-
-// isManifest reports whether a chunk parses as a manifest, as the servers
-// decide it.
-func isManifest(chunk []byte) bool {
-	if !chunker.IsManifest(chunk) {
-		return false
-	}
-	_, err := chunker.DecodeManifest(chunk)
-	return err == nil
 }

@@ -262,3 +262,44 @@ func checkRegister(v *view, r *wire.Register) (*mix.Registration, error) {
 	return proto.CheckRegister(v, r)
 }
 func checkList(v *view, rl *wire.RoundList) error { return proto.CheckList(v, rl) }
+
+// Closing records and decoy pools (§6.3 v3), manifests in the index (§7)
+// and constants servers and clients share.
+const (
+	tagClosing            = proto.TagClosing
+	tagPoolSeed           = proto.TagPoolSeed
+	tagPool               = proto.TagPool
+	manifestsPerPseudonym = proto.ManifestsPerPseudonym
+	maxIndexItems         = proto.MaxIndexItems
+	handoverMax           = proto.HandoverMax
+	stateEvery            = proto.StateEvery
+	errWindowBusy         = proto.ErrWindowBusy
+	maxLookbackWindow     = proto.MaxLookbackWindow
+	// IndexCeilingBytes is proto.IndexCeilingBytes: the manifest bytes
+	// the index takes per R rounds.
+	IndexCeilingBytes = proto.IndexCeilingBytes
+	// WindowLookback is proto.WindowLookback: the epoch numbers a window
+	// looks back over.
+	WindowLookback = proto.WindowLookback
+	// DecoyRateNum / DecoyRateDen is proto's ρ = ½.
+	DecoyRateNum, DecoyRateDen = proto.DecoyRateNum, proto.DecoyRateDen
+	// DecoyEpochs is proto.DecoyEpochs: E_d, the epochs whose request
+	// lists make the pool.
+	DecoyEpochs = proto.DecoyEpochs
+)
+
+func closingDigest(c *wire.Closing) [32]byte      { return proto.ClosingDigest(c) }
+func checkClosing(v *view, c *wire.Closing) error { return proto.CheckClosing(v, c) }
+func checkChainSigs(chain []peer.ID, dg [32]byte, sigs [][64]byte) error {
+	return proto.CheckChainSigs(chain, dg, sigs)
+}
+func poolSeed(c *wire.Closing) [32]byte                  { return proto.PoolSeed(c) }
+func poolKey(seed [32]byte, p wire.PoolPair) [32]byte    { return proto.PoolKey(seed, p) }
+func poolDigest(p *wire.DecoyPool) [32]byte              { return proto.PoolDigest(p) }
+func checkPool(c *wire.Closing, p *wire.DecoyPool) error { return proto.CheckPool(c, p) }
+func syncedManifests(raw [][]byte) map[[32]byte][]byte   { return proto.SyncedManifests(raw) }
+func isManifest(chunk []byte) bool                       { return proto.IsManifest(chunk) }
+func indexFromWire(idx []wire.IndexEntry) []IndexEntry   { return proto.IndexFromWire(idx) }
+func samplePool(c *wire.Closing, pairs []wire.PoolPair) *wire.DecoyPool {
+	return proto.SamplePool(c, pairs)
+}

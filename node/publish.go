@@ -385,12 +385,3 @@ func indexToWire(idx []IndexEntry) []wire.IndexEntry {
 	}
 	return out
 }
-
-// indexFromWire is a received index; its entries have Epoch zero.
-func indexFromWire(idx []wire.IndexEntry) []IndexEntry {
-	out := make([]IndexEntry, len(idx))
-	for i, e := range idx {
-		out[i] = IndexEntry{FileID: e.FileID, Name: string(e.Name), Size: e.Size, Chunks: e.Chunks, Round: e.Round, Time: time.Unix(e.Time, 0)}
-	}
-	return out
-}

@@ -16,10 +16,6 @@ import (
 // job or not, so the question tells nobody anything; the answer only reaches
 // the user (waitReason), never what the client sends.
 
-// stateEvery is the mean period of a waiting client's state requests: one
-// for every client (anonymity), so a protocol rule, not a Tunables field.
-const stateEvery = 5 * time.Second
-
 // onStateReq answers a State. Any peer may ask (a client asks before it
 // registers); the answer is a few dozen bytes built from counters, and
 // takes one of the index pages' slots while it is written.

@@ -1,10 +1,7 @@
 package node
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -26,67 +23,6 @@ import (
 // pairs it was drawn from (closing.go): a client checks a pool against
 // the record alone. Draws weigh each epoch by its pairs, so the sample
 // keeps the weights demand gave.
-
-const (
-	tagPoolSeed = "riffle/v3/decoy-seed"
-	tagPool     = "riffle/v3/decoy-pool"
-	// WindowLookback bounds the epoch numbers a window looks back over.
-	WindowLookback = 2*DecoyEpochs + 2
-	// maxLookbackWindow is the longest window a server gives another
-	// (windowItems: an item a number, WindowLookback of them, each at most
-	// the wire's bounds of an item), the cap askWindow reads a reply
-	// with rather than the table's 64 MiB.
-	maxLookbackWindow = 4 + WindowLookback*((wire.MaxWindow-4)/wire.MaxWindowItems)
-)
-
-// poolSeed hashes the record's rounds: the sampling keys' seed.
-func poolSeed(c *wire.Closing) [32]byte {
-	b := make([]byte, 0, 33*len(c.Rounds))
-	for _, r := range c.Rounds {
-		b = append(b, r.State)
-		b = append(b, r.List[:]...)
-	}
-	return taggedHash(tagPoolSeed, c.Epoch[:], b)
-}
-
-// poolKey is a pair's sampling key.
-func poolKey(seed [32]byte, p wire.PoolPair) [32]byte {
-	var b [32 + 4 + 32]byte
-	copy(b[:], seed[:])
-	binary.BigEndian.PutUint32(b[32:], p.Pos)
-	copy(b[36:], p.ID[:])
-	return sha256.Sum256(b[:])
-}
-
-// samplePool makes the pool of the record c's epoch from its distinct
-// pairs.
-func samplePool(c *wire.Closing, pairs []wire.PoolPair) *wire.DecoyPool {
-	seed := poolSeed(c)
-	type kp struct {
-		k [32]byte
-		p wire.PoolPair
-	}
-	ks := make([]kp, len(pairs))
-	for i, p := range pairs {
-		ks[i] = kp{poolKey(seed, p), p}
-	}
-	slices.SortFunc(ks, func(a, b kp) int { return bytes.Compare(a.k[:], b.k[:]) })
-	pool := &wire.DecoyPool{Epoch: c.Epoch, Total: uint32(len(pairs)), Sample: make([]wire.PoolPair, 0, min(len(ks), wire.MaxPoolPairs))}
-	for _, x := range ks[:min(len(ks), wire.MaxPoolPairs)] {
-		pool.Sample = append(pool.Sample, x.p)
-	}
-	return pool
-}
-
-func poolDigest(p *wire.DecoyPool) [32]byte { return taggedHash(tagPool, p.Marshal()) }
-
-// checkPool verifies a pool against its epoch's checked closing record.
-func checkPool(c *wire.Closing, p *wire.DecoyPool) error {
-	if p.Epoch != c.Epoch || p.Total != c.Pairs || len(p.Sample) != min(int(c.Pairs), wire.MaxPoolPairs) || poolDigest(p) != c.Pool {
-		return errors.New("node: decoy pool does not match its closing record")
-	}
-	return nil
-}
 
 // listPoolPairs returns a list's (position, id) pairs.
 func listPoolPairs(rl *wire.RoundList) []wire.PoolPair {

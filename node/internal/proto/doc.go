@@ -28,6 +28,14 @@
 //     descriptor, the digests its servers sign, and the checks of a signed
 //     descriptor, of registrations (one by one and batched, §4.1) and of a
 //     request list's signatures (§5.3).
+//   - closing.go: the signed closing record's digest and its check
+//     against the epoch's chain (§6.3 v3).
+//   - pool.go: an epoch's decoy pool, sampled under its closing record,
+//     and the decoy rate and window (§6.3 v3).
+//   - manifests.go: manifests in the index: the caps, what parses as one,
+//     a synced index (§7).
+//   - consts.go: the hand-over cap (§5.4 v3), the waiting client's state
+//     period, the busy window refusal.
 //   - listcut.go: the request list's round-robin cut and its (position,
 //     entry) pairs (§5.3, §6.3 v3).
 //
