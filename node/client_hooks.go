@@ -14,6 +14,12 @@ import (
 
 // The client's hook points, empty in the binary (hooks.go says why).
 
+// The hooks' state in a client's config and in a client: empty here.
+type (
+	clientHookCfg   struct{}
+	clientHookState struct{}
+)
+
 func (*Client) hookJoined([32]byte, uint32, *mix.ClientSecret) {}
 func (*Client) hookRow([32]byte, uint32, int, int, int)        {}
 func (*Client) hookRequested([32]byte, uint32, [][32]byte)     {}

@@ -28,9 +28,7 @@ const hooksBuilt = false
 // The hooks' state in configs, servers and clients: empty here.
 type (
 	serverHookCfg   struct{}
-	clientHookCfg   struct{}
 	serverHookState struct{}
-	clientHookState struct{}
 )
 
 func (s *Server) hookClientHandlers(c handlerFunc, p segHandlerFunc) (handlerFunc, segHandlerFunc) {

@@ -35,33 +35,10 @@ type serverHookCfg struct {
 	indexPage int
 }
 
-// clientHookCfg is what a test sets in a ClientConfig.
-type clientHookCfg struct {
-	// observe is the anonymity tests' ground truth (observe.go).
-	observe *testClientObserver
-	// jobEpochs, if set, replaces JobEpochs (J) for this client: the
-	// tests' short runs.
-	jobEpochs int
-	dupTest   *dupClientTest
-}
-
 // serverHookState: hooks are set by a test on a running server (a
 // malicious cast).
 type serverHookState struct {
 	hooks atomic.Pointer[serverHooks]
-}
-
-// clientHookState: hooks are set by a test on a running client.
-type clientHookState struct {
-	hooks atomic.Pointer[clientHooks]
-	// testHeld: the chunks this client published or fetched, for the
-	// negative control of the anonymity tests (heldDraw).
-	testHeld [][32]byte
-	// localHook is called by the local worker before each step (guarded
-	// by c.mu; hookLocal).
-	localHook func(step string)
-	// own is the old decoy rule, the controls' (decoys_own_riffletest.go).
-	own ownRule
 }
 
 // serverHooks let a test make a server misbehave.
