@@ -36,7 +36,7 @@ func (r *scalarReader) Read(p []byte) (int, error) {
 func TestDescriptorAggregateIdentity(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
-		p := testParams(2).wire()
+		p := testParams(2).Wire()
 		build := func(colluding bool) *wire.Descriptor {
 			d := &wire.Descriptor{Number: 7, Params: p}
 			rand.Read(d.Nonce[:])

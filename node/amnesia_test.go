@@ -64,7 +64,7 @@ func TestWipedFounderSignsNothing(t *testing.T) {
 		if top := again.certTop(); top != 0 {
 			t.Fatalf("the wiped founder took certificates up to %d from a founder that hides them", top)
 		}
-		p := wire.Prepare{Number: 1, Params: bad.cfg.Params.wire(), Chain: [][]byte{[]byte(again.ID()), []byte(bad.ID())}}
+		p := wire.Prepare{Number: 1, Params: bad.cfg.Params.Wire(), Chain: [][]byte{[]byte(again.ID()), []byte(bad.ID())}}
 		_, _ = rand.Read(p.Nonce[:])
 		if leaderOf(1, []peer.ID{again.ID(), bad.ID()}) != bad.ID() {
 			t.Fatal("the corrupt founder does not lead number 1 over the two")

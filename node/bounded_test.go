@@ -86,7 +86,7 @@ func TestLeaderTricksFail(t *testing.T) {
 		for name, trick := range tricks {
 			q := p
 			trick(&q)
-			prep := wire.Prepare{Number: 1 << 40, Params: q.wire()}
+			prep := wire.Prepare{Number: 1 << 40, Params: q.Wire()}
 			for _, c := range chain {
 				prep.Chain = append(prep.Chain, []byte(c))
 			}
@@ -102,12 +102,12 @@ func TestLeaderTricksFail(t *testing.T) {
 		// round limit is the leader's to choose.
 		q := p
 		q.RegWindowMs *= 2
-		if err := checkGroupParams(q.wire(), p.wire()); err == nil {
+		if err := checkGroupParams(q.Wire(), p.Wire()); err == nil {
 			t.Fatal("a longer registration window taken")
 		}
 		q = p
 		q.RoundLimitMs *= 2
-		if err := checkGroupParams(q.wire(), p.wire()); err != nil {
+		if err := checkGroupParams(q.Wire(), p.Wire()); err != nil {
 			t.Fatalf("another round limit refused: %v", err)
 		}
 	})

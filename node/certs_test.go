@@ -193,7 +193,7 @@ func TestCertForged(t *testing.T) {
 		}
 		leader := leaderOf(N, group)
 		prep := func(prev *wire.Cert) []byte {
-			p := wire.Prepare{Number: N, Params: s.cfg.Params.wire(), Previous: *prev}
+			p := wire.Prepare{Number: N, Params: s.cfg.Params.Wire(), Previous: *prev}
 			for _, id := range group {
 				p.Chain = append(p.Chain, []byte(id))
 			}

@@ -40,7 +40,7 @@ func TestPrepareChainMinorityRefused(t *testing.T) {
 		sortChain(prev)
 		prepare := func(chain ...peer.ID) error {
 			sortChain(chain)
-			p := wire.Prepare{Number: 9, Params: s.cfg.Params.wire(), Chain: chainIDs(chain),
+			p := wire.Prepare{Number: 9, Params: s.cfg.Params.Wire(), Chain: chainIDs(chain),
 				Previous: wire.Cert{Kind: wire.CertFinal, Number: 8, Chain: chainIDs(prev)}}
 			_, _, err := s.onPrepare(ids[1], p.Marshal())
 			return err
@@ -94,7 +94,7 @@ func TestWouldServeAsPrepare(t *testing.T) {
 			chain = append(chain, s.ID())
 		}
 		sortChain(chain)
-		q := wire.Prepare{Number: top + 2, Params: asked.cfg.Params.wire(), Chain: chainIDs(chain)}
+		q := wire.Prepare{Number: top + 2, Params: asked.cfg.Params.Wire(), Chain: chainIDs(chain)}
 		if _, _, err := asked.onWouldServe(ctx, from, q.Marshal()); err == nil {
 			t.Fatal("s3 would serve in a chain with s0, which it counts out for its refusal budget (its Prepare would be refused)")
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"sync"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -32,43 +31,6 @@ import (
 // every client has it (the epoch's sync checks the last epoch's lists).
 // The lag leaves the sync checkpointSyncTime at the pace: the primary's
 // half, then every other server's.
-
-const (
-	// checkpointEvery spaces the checkpoints, in rounds (a constant of
-	// the software, the same for every client).
-	checkpointEvery = 16
-	// checkpointSyncTime bounds one checkpoint's sync: the primary, then
-	// every other chain server at once, half each.
-	checkpointSyncTime = 16 * time.Second
-	// checkpointSlack is the lag's time beyond the sync's deadline: the
-	// sync is over before the checkpoint looks at it.
-	checkpointSlack = 2 * time.Second
-)
-
-// checkpointLag is the rounds between the last list a checkpoint's
-// manifests come from and the checkpoint: the sync's time at the group's
-// pace (no honest server runs rounds faster, pace.go), one round for the
-// servers to store what the list names, one between the sync's start and
-// the checkpoint, and W for a primary that hands its client the lists in
-// a burst (it can hold them back no more than W rounds: the next rounds
-// need the onions the client sends only once it holds them).
-func checkpointLag(intervalMs, W uint32) uint32 {
-	iv := time.Duration(max(intervalMs, 1)) * time.Millisecond
-	return uint32((checkpointSyncTime+checkpointSlack+iv-1)/iv) + 2 + W
-}
-
-// checkpoints returns the checkpoint rounds of an epoch of R rounds at a
-// pace of intervalMs: the multiples of checkpointEvery in (lag, R).
-func checkpoints(R, intervalMs, W uint32) []uint32 {
-	lag := checkpointLag(intervalMs, W)
-	var out []uint32
-	for q := uint32(checkpointEvery); q < R; q += checkpointEvery {
-		if q > lag {
-			out = append(out, q)
-		}
-	}
-	return out
-}
 
 // cpState is an epoch's checkpoint syncs (cepoch.cp); guarded by c.mu.
 type cpState struct {

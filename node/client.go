@@ -388,7 +388,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if cfg.MinAnonymity <= 0 {
 		cfg.MinAnonymity = DefaultMinAnonymity
 	}
-	cfg.Timing = cfg.Timing.withDefaults()
+	cfg.Timing = cfg.Timing.WithDefaults()
 	rnd := cfg.Rand
 	if rnd == nil {
 		rnd = rand.Reader

@@ -140,7 +140,7 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 	if err := checkParams(p.Params, s.cfg.PIRRate); err != nil {
 		return 0, nil, err
 	}
-	if err := checkGroupParams(p.Params, s.cfg.Params.wire()); err != nil {
+	if err := checkGroupParams(p.Params, s.cfg.Params.Wire()); err != nil {
 		return 0, nil, err
 	}
 	// The chain's servers as its Prepare would check them (onPrepare):

@@ -59,7 +59,7 @@ func TestLeftOutRefused(t *testing.T) {
 			}
 			ch := []peer.ID{a.id, b.h.ID()}
 			sortChain(ch)
-			p := wire.Prepare{Number: 2, Nonce: [32]byte{9}, Params: b.cfg.Params.wire(), Chain: chainIDs(ch), Previous: *prev}
+			p := wire.Prepare{Number: 2, Nonce: [32]byte{9}, Params: b.cfg.Params.Wire(), Chain: chainIDs(ch), Previous: *prev}
 			if d := b.derivedChain(prev); len(d) != 3 || leaderOf(2, d) != a.id {
 				t.Fatalf("derived chain %v, want A, B and C led by A", d)
 			}

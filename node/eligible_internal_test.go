@@ -60,7 +60,7 @@ func TestProbationPersists(t *testing.T) {
 		// A leader proposing the newcomer gets a withdrawal.
 		lead := []peer.ID{old, s.ID(), fresh}
 		sortChain(lead)
-		prep := wire.Prepare{Number: 6, Params: s.cfg.Params.wire()}
+		prep := wire.Prepare{Number: 6, Params: s.cfg.Params.Wire()}
 		for _, p := range lead {
 			prep.Chain = append(prep.Chain, []byte(p))
 		}

@@ -84,7 +84,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, err
 	}
 	// (v3) every parameter but the times is a group constant.
-	if err := checkGroupParams(p.Params, s.cfg.Params.wire()); err != nil {
+	if err := checkGroupParams(p.Params, s.cfg.Params.Wire()); err != nil {
 		return 0, nil, err
 	}
 	if len(p.Chain) < 1 {

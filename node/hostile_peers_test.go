@@ -50,7 +50,7 @@ func fixtureEpoch(t testing.TB, s *Server, regFrom ...peer.ID) *sepoch {
 // fixtureChain is fixtureEpoch with s at position pos of chain.
 func fixtureChain(t testing.TB, s *Server, chain []peer.ID, pos int, regFrom ...peer.ID) *sepoch {
 	t.Helper()
-	p := testParams(8).wire()
+	p := testParams(8).Wire()
 	desc := &wire.Descriptor{Number: 1, Params: p}
 	e := &sepoch{pos: pos, leader: chain[0]}
 	e.rounds, e.regs, e.regFrom = map[uint32]*sround{}, map[[32]byte]wire.Register{}, map[[32]byte]peer.ID{}
@@ -155,7 +155,7 @@ func TestEpochNumberBounds(t *testing.T) {
 	prep := func(n uint64) []byte {
 		// The server's own parameters: every one but the times is a
 		// group constant (internal/proto/bounded.go).
-		p := wire.Prepare{Number: n, Params: s.cfg.Params.wire(), Chain: [][]byte{[]byte(leader), []byte(s.ID())}}
+		p := wire.Prepare{Number: n, Params: s.cfg.Params.Wire(), Chain: [][]byte{[]byte(leader), []byte(s.ID())}}
 		return p.Marshal()
 	}
 	cases := []struct {
@@ -388,7 +388,7 @@ func TestRegListOnce(t *testing.T) {
 // servers, 1024 rounds: 16,384 round keys and 8 key proofs), headed by
 // leader, with keys that would not verify.
 func bigSigned(t testing.TB, leader peer.ID, final bool) []byte {
-	p := testParams(MaxRounds).wire()
+	p := testParams(MaxRounds).Wire()
 	d := wire.Descriptor{Number: 9, Params: p}
 	ids := []peer.ID{leader}
 	for len(ids) < 8 {

@@ -83,7 +83,7 @@ func newHostileFixture(t *testing.T) *hostileFixture {
 		entries = append(entries, ce)
 	}
 	mk := func(tag byte, pos int, chain []peer.ID, final bool) *sepoch {
-		desc := &wire.Descriptor{Number: uint64(tag), Params: p.wire(), Clients: entries}
+		desc := &wire.Descriptor{Number: uint64(tag), Params: p.Wire(), Clients: entries}
 		v := &view{ID: [32]byte{tag}, Desc: desc, Chain: chain}
 		e := &sepoch{v: v, pos: pos}
 		e.regs, e.fwd = map[[32]byte]wire.Register{}, map[[32]byte]wire.Forwarded{}
@@ -451,7 +451,7 @@ func TestHostileEpochHandlers(t *testing.T) {
 			return out
 		}
 		prepare := func(number uint64, chain [][]byte) []byte {
-			return (&wire.Prepare{Number: number, Params: f.p.wire(), Chain: chain}).Marshal()
+			return (&wire.Prepare{Number: number, Params: f.p.Wire(), Chain: chain}).Marshal()
 		}
 		chain := sorted(f.s.ID(), f.a.id)
 		head := peer.ID(chain[0])
@@ -484,7 +484,7 @@ func TestHostileEpochHandlers(t *testing.T) {
 			}},
 			{name: "prepare/replayed number", run: func() error { return handlerErr(f.s.onPrepare(head, prepare(0xC0, chain))) }},
 			{name: "prepare/bad parameters", run: func() error {
-				p := f.p.wire()
+				p := f.p.Wire()
 				p.K = 0
 				return handlerErr(f.s.onPrepare(head, (&wire.Prepare{Number: 0xD0, Params: p, Chain: chain}).Marshal()))
 			}},

@@ -42,14 +42,6 @@ import (
 // server knows neither root from node nor name nor size); a client whose
 // link carries the key opens them from its synced copy (openFromIndex).
 
-// indexCeiling is the byte ceiling in manifest chunks of b bytes per R
-// rounds.
-func indexCeiling(b uint32) int { return max(1, IndexCeilingBytes/int(max(b, 1))) }
-
-// indexCap is the most manifest chunks the index takes per R rounds from
-// p distinct publishers: min(c × p, the byte ceiling).
-func indexCap(p int, b uint32) int { return min(manifestsPerPseudonym*p, indexCeiling(b)) }
-
 // indexBudget is the most manifest chunks the index has taken by the end
 // of round r (from 0) of an epoch of R rounds with p distinct publishers
 // so far: the cap, and the ceiling's share of r + 1 rounds of R, rounded

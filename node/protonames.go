@@ -303,3 +303,55 @@ func indexFromWire(idx []wire.IndexEntry) []IndexEntry   { return proto.IndexFro
 func samplePool(c *wire.Closing, pairs []wire.PoolPair) *wire.DecoyPool {
 	return proto.SamplePool(c, pairs)
 }
+
+// The group's constants (§3), the tunables, the cost model and the
+// checkpoint rounds (§6.4 v3): proto's, under the names cmd and the tests
+// use.
+
+// Params are the epoch parameters a leader publishes in its descriptor
+// (proto.Params).
+type Params = proto.Params
+
+// DefaultParams are the epoch parameters of a new leader
+// (proto.DefaultParams).
+func DefaultParams() Params { return proto.DefaultParams() }
+
+// DefaultIndexHours is the default index retention (proto).
+const DefaultIndexHours = proto.DefaultIndexHours
+
+// Tunables are a server's and a client's own timeouts, periods and
+// back-off intervals (proto.Tunables).
+type Tunables = proto.Tunables
+
+// DefaultTunables are the tunables' defaults (proto.DefaultTunables).
+func DefaultTunables() Tunables { return proto.DefaultTunables() }
+
+// Traffic, Rate and ClientCost are what a group costs (proto's cost.go).
+type (
+	Traffic    = proto.Traffic
+	Rate       = proto.Rate
+	ClientCost = proto.ClientCost
+)
+
+// GroupCost is one client's worst case of a group (proto.GroupCost).
+func GroupCost(p Params) ClientCost { return proto.GroupCost(p) }
+
+// ServerCost is one server's traffic (proto.ServerCost).
+func ServerCost(p Params, n, m int) Rate { return proto.ServerCost(p, n, m) }
+
+// FormatRate formats bytes an hour (proto.FormatRate).
+func FormatRate(perHour float64) string { return proto.FormatRate(perHour) }
+
+const (
+	frameHeader        = proto.FrameHeader
+	checkpointEvery    = proto.CheckpointEvery
+	checkpointSyncTime = proto.CheckpointSyncTime
+	checkpointSlack    = proto.CheckpointSlack
+)
+
+func formatBytes(x float64) string                 { return proto.FormatBytes(x) }
+func costTable() string                            { return proto.CostTable() }
+func checkpointLag(intervalMs, W uint32) uint32    { return proto.CheckpointLag(intervalMs, W) }
+func checkpoints(R, intervalMs, W uint32) []uint32 { return proto.Checkpoints(R, intervalMs, W) }
+func indexCeiling(b uint32) int                    { return proto.IndexCeiling(b) }
+func indexCap(p int, b uint32) int                 { return proto.IndexCap(p, b) }

@@ -13,7 +13,7 @@ func TestRoundWindow(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(256)
-		v := &view{Desc: &wire.Descriptor{Params: p.wire()}}
+		v := &view{Desc: &wire.Descriptor{Params: p.Wire()}}
 		e := &sepoch{v: v, final: v}
 		e.rounds = map[uint32]*sround{}
 		var pool bufPool

@@ -28,7 +28,7 @@ func TestPrepareFromNumbersLeader(t *testing.T) {
 		sortChain(chain)
 		var one wire.Cert
 		prep := func(n uint64) []byte {
-			p := wire.Prepare{Number: n, Params: s.cfg.Params.wire()}
+			p := wire.Prepare{Number: n, Params: s.cfg.Params.Wire()}
 			if n == 2 {
 				p.Previous = one
 			}

@@ -20,12 +20,12 @@ func TestTunablesDefaults(t *testing.T) {
 			t.Errorf("DefaultTunables().%s = %v, want a positive duration", f.Name, d.Field(i).Interface())
 		}
 	}
-	if got := (Tunables{}).withDefaults(); got != DefaultTunables() {
+	if got := (Tunables{}).WithDefaults(); got != DefaultTunables() {
 		t.Fatalf("zero Tunables with defaults: %+v, want %+v", got, DefaultTunables())
 	}
 	want := DefaultTunables()
 	want.OutsiderPoll = 300 * time.Millisecond
-	if got := (Tunables{OutsiderPoll: 300 * time.Millisecond, AbortSettle: -1}).withDefaults(); got != want {
+	if got := (Tunables{OutsiderPoll: 300 * time.Millisecond, AbortSettle: -1}).WithDefaults(); got != want {
 		t.Fatalf("one field set: %+v, want %+v", got, want)
 	}
 	s := beaconServer(t)

@@ -279,8 +279,8 @@ func TestWindowAsksPreviousChain(t *testing.T) {
 			}
 			return wire.GroupEntry{PeerID: []byte(h.ID()), Nick: []byte("s"), Addrs: addrs}
 		}
-		prev := &wire.Descriptor{Number: 4, Params: testParams(4).wire(), Group: []wire.GroupEntry{entry(hosts[1]), entry(hosts[2])}}
-		d := &wire.Descriptor{Number: 5, Params: testParams(4).wire(), Group: []wire.GroupEntry{entry(hosts[0]), entry(hosts[1])},
+		prev := &wire.Descriptor{Number: 4, Params: testParams(4).Wire(), Group: []wire.GroupEntry{entry(hosts[1]), entry(hosts[2])}}
+		d := &wire.Descriptor{Number: 5, Params: testParams(4).Wire(), Group: []wire.GroupEntry{entry(hosts[0]), entry(hosts[1])},
 			Previous: wire.Cert{Kind: wire.CertFinal, Number: 4, Epoch: epochID(prev)}}
 		reply := (&wire.Window{Items: []wire.WindowItem{{Number: 4, Epoch: epochID(prev), Group: groupBytes(prev)}}}).Marshal()
 		var mu sync.Mutex

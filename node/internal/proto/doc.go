@@ -36,6 +36,13 @@
 //     a synced index (§7).
 //   - consts.go: the hand-over cap (§5.4 v3), the waiting client's state
 //     period, the busy window refusal.
+//   - groupparams.go: the group's constants a leader publishes (Params,
+//     §3) and a new leader's defaults.
+//   - tunables.go: a node's own timeouts and periods (Tunables), which
+//     only tests and embedders change.
+//   - cost.go: what a group costs a client and a server, from its
+//     constants alone (docs/operator.md).
+//   - checkpoints.go: an epoch's checkpoint rounds (§6.4 v3).
 //   - listcut.go: the request list's round-robin cut and its (position,
 //     entry) pairs (§5.3, §6.3 v3).
 //

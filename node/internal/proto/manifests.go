@@ -54,3 +54,11 @@ func IndexFromWire(idx []wire.IndexEntry) []store.IndexEntry {
 	}
 	return out
 }
+
+// IndexCeiling is the byte ceiling in manifest chunks of b bytes per R
+// rounds.
+func IndexCeiling(b uint32) int { return max(1, IndexCeilingBytes/int(max(b, 1))) }
+
+// IndexCap is the most manifest chunks the index takes per R rounds from
+// p distinct publishers: min(c × p, the byte ceiling).
+func IndexCap(p int, b uint32) int { return min(ManifestsPerPseudonym*p, IndexCeiling(b)) }

@@ -1,4 +1,4 @@
-package node
+package proto
 
 import (
 	"reflect"
@@ -18,7 +18,7 @@ import (
 // which a value of one node's own would break: the stream deadlines
 // (shortTimeout, bulkTimeout, pollTimeout: both ends of a stream use them),
 // the roster's helloEvery and rosterTTL (others judge a server live by its
-// hellos), a client's state requests (stateEvery: one period for every
+// hellos), a client's state requests (StateEvery: one period for every
 // client), dupWindow (what a duplicate's clients are given). Also left:
 // the bounds of tables (rosterForget), the re-check periods inside a wait
 // (fractions of a second) and the periods of the lines a user reads
@@ -143,9 +143,9 @@ func DefaultTunables() Tunables {
 	}
 }
 
-// withDefaults returns t with every zero or negative field set to its
+// WithDefaults returns t with every zero or negative field set to its
 // default.
-func (t Tunables) withDefaults() Tunables {
+func (t Tunables) WithDefaults() Tunables {
 	d := DefaultTunables()
 	v, dv := reflect.ValueOf(&t).Elem(), reflect.ValueOf(d)
 	for i := range v.NumField() {

@@ -1,4 +1,4 @@
-package node
+package proto
 
 import (
 	"bytes"
@@ -25,8 +25,8 @@ import (
 // least a window apart, client.go) and r − 1 round intervals (every
 // honest server keeps the pace, pace.go).
 
-// frameHeader is a frame's u8 type and u32 body length.
-const frameHeader = 5
+// FrameHeader is a frame's u8 type and u32 body length.
+const FrameHeader = 5
 
 // Traffic is a number of bytes sent and received.
 type Traffic struct {
@@ -50,7 +50,7 @@ func (r Rate) Max() float64 { return max(r.SendPerHour, r.RecvPerHour) / 3600 }
 type ClientCost struct {
 	// Round is one round's messages: its onion, the wait for the round's
 	// request list and the list, its k PIR queries and their answers, and
-	// its share of the index sync: the index takes at most indexCap
+	// its share of the index sync: the index takes at most IndexCap
 	// manifest chunks per R rounds (manifests.go), whatever the epochs.
 	Round Traffic
 	// Epoch is one epoch attempt's messages beyond its rounds: the open
@@ -68,7 +68,7 @@ type ClientCost struct {
 }
 
 // frame is a message's bytes on a stream.
-func frame(body []byte) int64 { return int64(frameHeader + len(body)) }
+func frame(body []byte) int64 { return int64(FrameHeader + len(body)) }
 
 // GroupCost is what one client of a group with parameters p moves, at
 // chains of MaxGroupServers (m_max) servers.
@@ -90,17 +90,17 @@ func GroupCost(p Params) ClientCost {
 	query := (&wire.Rows{Slots: []uint32{0}, Rows: masks}).Marshal()
 	answer := (&wire.Rows{Slots: []uint32{0}, Rows: rows}).Marshal()
 	list := maxRoundList(n, L, k, m).Marshal()
-	// The index's share of a round: indexCap chunks of b bytes and their
+	// The index's share of a round: IndexCap chunks of b bytes and their
 	// 64-byte items per R rounds, rounded up.
-	manifests := int64(indexCap(n, p.ChunkSize))
+	manifests := int64(IndexCap(n, p.ChunkSize))
 	indexRound := (manifests*int64(b+64) + R - 1) / R
 	// A page asked at each checkpoint (checkpoint.go), spread over the
 	// rounds: what it brings is the index's share above. A sync from the
 	// other servers on a gap, which only a primary that leaves manifests
 	// out causes, is not counted.
-	cps := int64(len(checkpoints(uint32(R), p.RoundIntervalMs, uint32(p.W))))
+	cps := int64(len(Checkpoints(uint32(R), p.RoundIntervalMs, uint32(p.W))))
 	cpReq := (cps*frame(make([]byte, wire.IndexReqSize)) + R - 1) / R
-	cpPage := (cps*frameHeader + R - 1) / R
+	cpPage := (cps*FrameHeader + R - 1) / R
 	c.Round = Traffic{
 		Send: frame(sub) + frame(ref) + frame(query) + cpReq,
 		Recv: ack + frame(list) + frame(answer) + indexRound + cpPage,
@@ -128,14 +128,14 @@ func GroupCost(p Params) ClientCost {
 	iv := time.Duration(p.RoundIntervalMs) * time.Millisecond
 	rw := time.Duration(p.RegWindowMs) * time.Millisecond
 	// State requests until the final descriptor (waitstate.go): one at
-	// the attempt's start, then at least stateEvery/2 apart through the
+	// the attempt's start, then at least StateEvery/2 apart through the
 	// registration window.
-	states := int64(1 + rw/(stateEvery/2))
+	states := int64(1 + rw/(StateEvery/2))
 	c.Epoch = Traffic{
 		Send: frame(ref) + frame(reg) + frame(receipts[:wire.ReceiptSetSize(0)]) + askers*frame(windowReq) +
 			pages*frame(make([]byte, wire.IndexReqSize)) + frame(ref) + states*frame(nil),
-		Recv: frame(open.Marshal()) + frame(final.Marshal()) + frame(receipts) + askers*int64(frameHeader+window) +
-			pages*frameHeader + int64(index) + frame(make([]byte, wire.DupAbortSize(m))) + states*frame(make([]byte, wire.StateSize)),
+		Recv: frame(open.Marshal()) + frame(final.Marshal()) + frame(receipts) + askers*int64(FrameHeader+window) +
+			pages*FrameHeader + int64(index) + frame(make([]byte, wire.DupAbortSize(m))) + states*frame(make([]byte, wire.StateSize)),
 	}
 
 	perHour := func(t Traffic, d time.Duration) Rate {
@@ -196,7 +196,7 @@ func maxRoundList(n, L, k, m int) *wire.RoundList {
 // every field at its cap (peer ids, nicks, addresses, key proofs, the
 // previous certificate).
 func maxDescriptor(p Params, m, n int) *wire.Signed {
-	d := wire.Descriptor{Params: p.wire(), Clients: make([]wire.ClientEntry, n)}
+	d := wire.Descriptor{Params: p.Wire(), Clients: make([]wire.ClientEntry, n)}
 	addrs := make([][]byte, wire.MaxAddrs)
 	for i := range addrs {
 		addrs[i] = make([]byte, wire.MaxAddr)
@@ -220,9 +220,9 @@ func maxDescriptor(p Params, m, n int) *wire.Signed {
 func closingSize(R, m int) int { return 32 + 4 + 33*R + 4 + 32 + 4 + 64*m }
 
 // FormatRate says a rate in bytes per hour with a binary prefix.
-func FormatRate(perHour float64) string { return formatBytes(perHour) + "/h" }
+func FormatRate(perHour float64) string { return FormatBytes(perHour) + "/h" }
 
-func formatBytes(x float64) string {
+func FormatBytes(x float64) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
 	i := 0
 	for x >= 1024 && i < len(units)-1 {
@@ -241,12 +241,12 @@ var (
 	costTableCrowds = []int{16, 64, 200}
 )
 
-// costTable is docs/operator.md's table of what a client and a server
+// CostTable is docs/operator.md's table of what a client and a server
 // move a day, at the default parameters but the pace, for chains of three
 // servers: the client's figure at the pace with full epochs (a client
 // that stays, busy or idle: cover costs what jobs do) and its worst case
 // (GroupCost), the server's per crowd (ServerCost).
-func costTable() string {
+func CostTable() string {
 	var b bytes.Buffer
 	d := DefaultParams()
 	fmt.Fprintf(&b, "| pace | client sends / day | client receives / day | client worst case / day (more of the two) | goodput cap | n | server sends / day | server receives / day |\n")
@@ -259,12 +259,12 @@ func costTable() string {
 		for i, n := range costTableCrowds {
 			s := ServerCost(p, n, 3)
 			if i == 0 {
-				fmt.Fprintf(&b, "| %v | %s | %s | %s | %s/s |", pace, formatBytes(24*c.Idle.SendPerHour), formatBytes(24*c.Idle.RecvPerHour),
-					formatBytes(24*3600*c.Worst.Max()), formatBytes(float64(p.ChunkSize)/pace.Seconds()))
+				fmt.Fprintf(&b, "| %v | %s | %s | %s | %s/s |", pace, FormatBytes(24*c.Idle.SendPerHour), FormatBytes(24*c.Idle.RecvPerHour),
+					FormatBytes(24*3600*c.Worst.Max()), FormatBytes(float64(p.ChunkSize)/pace.Seconds()))
 			} else {
 				fmt.Fprintf(&b, "| | | | | |")
 			}
-			fmt.Fprintf(&b, " %d | %s | %s |\n", n, formatBytes(24*s.SendPerHour), formatBytes(24*s.RecvPerHour))
+			fmt.Fprintf(&b, " %d | %s | %s |\n", n, FormatBytes(24*s.SendPerHour), FormatBytes(24*s.RecvPerHour))
 		}
 	}
 	return b.String()
