@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // A client and a chain that dropped a server for its refusal budget
@@ -85,6 +86,10 @@ func (b *budgetState) note(c *wire.Cert, now uint64) {
 	b.aborts[signer] = as
 }
 
+// budgetView is the walk's view of the refusal budgets (proto.BudgetWalk),
+// with what the client checks of it.
+type budgetView proto.BudgetWalk
+
 // dropped names the servers of last missing from chain for their refusal
 // budget at epoch number, as far as this client can tell, each with the
 // aborts that put it out.
@@ -110,31 +115,22 @@ func (b *budgetState) dropped(last, chain []peer.ID, number uint64) []string {
 	return why
 }
 
-// budgetView is what the walk back from an open descriptor pinned of the
-// refusal budgets (window_client.go): the certificates the walked
-// descriptors carry, the open one's first, and the walked epochs' chains
-// by number.
-type budgetView struct {
-	certs  []wire.Cert
-	chains map[uint64][]peer.ID
-}
-
 // dropped names the servers of the walked chains missing from chain, the
 // chain of the epoch of number, for their refusal budget.
 func (b budgetView) dropped(chain []peer.ID, number uint64) []string {
 	var st budgetState
-	for i := range b.certs {
-		st.note(&b.certs[i], number)
+	for i := range b.Certs {
+		st.note(&b.Certs[i], number)
 	}
 	var nums []uint64
-	for n := range b.chains {
+	for n := range b.Chains {
 		nums = append(nums, n)
 	}
 	sort.Slice(nums, func(i, j int) bool { return nums[i] > nums[j] })
 	seen := map[peer.ID]bool{}
 	var last []peer.ID
 	for _, n := range nums {
-		for _, p := range b.chains[n] {
+		for _, p := range b.Chains[n] {
 			if !seen[p] {
 				seen[p] = true
 				last = append(last, p)

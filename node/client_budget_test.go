@@ -54,11 +54,11 @@ func TestClientRefusesBudgetDrop(t *testing.T) {
 		// view is what the walk back from step i's descriptor shows: the
 		// certificates of the descriptors before it and their chains.
 		view := func(steps []step, i int) budgetView {
-			bv := budgetView{chains: map[uint64][]peer.ID{}}
+			bv := budgetView{Chains: map[uint64][]peer.ID{}}
 			for j := i; j >= 0; j-- {
-				bv.certs = append(bv.certs, steps[j].d.Previous)
+				bv.Certs = append(bv.Certs, steps[j].d.Previous)
 				if j < i {
-					bv.chains[steps[j].d.Number] = steps[j].chain
+					bv.Chains[steps[j].d.Number] = steps[j].chain
 				}
 			}
 			return bv

@@ -209,7 +209,7 @@ func (c *Client) hookWindow(v *view) {
 	ids := make([][32]byte, len(c.decoys.epochs))
 	nums := make([]uint64, len(c.decoys.epochs))
 	for i, e := range c.decoys.epochs {
-		ids[i], nums[i] = e.id, e.number
+		ids[i], nums[i] = e.ID, e.Number
 	}
 	c.mu.Unlock()
 	if o.Window != nil {

@@ -65,7 +65,7 @@ func testPoolEpoch(ep [32]byte, R int, lists ...*wire.RoundList) *poolEpoch {
 		}
 	}
 	pool := samplePool(rec, pairs)
-	return &poolEpoch{id: ep, total: pool.Total, sample: pool.Sample}
+	return &poolEpoch{ID: ep, Total: pool.Total, Sample: pool.Sample}
 }
 
 // TestBackgroundRequests (§6.3 v3): decoys are drawn at rate ρ, uniformly
@@ -268,7 +268,7 @@ func TestPoolCanonical(t *testing.T) {
 	}
 	sp := samplePool(&wire.Closing{Epoch: [32]byte{3}}, small)
 	c := decoyClient(5)
-	c.decoys.set([]*poolEpoch{{total: a.Total, sample: a.Sample}, {total: sp.Total, sample: sp.Sample}})
+	c.decoys.set([]*poolEpoch{{Total: a.Total, Sample: a.Sample}, {Total: sp.Total, Sample: sp.Sample}})
 	big, n := 0, 0
 	for range 20000 {
 		for _, id := range c.backgroundRequests(nil, 1) {

@@ -3,8 +3,6 @@ package node
 import (
 	"encoding/binary"
 	"io"
-
-	"github.com/riffle-net/riffle/internal/wire"
 )
 
 // Decoys (docs/protocol.md §6.3 v3). Each request slot that a round leaves
@@ -19,14 +17,6 @@ import (
 // chunk whose answer failed is never asked for on purpose, only when a
 // draw lands on it.
 
-// poolEpoch is one epoch of the window, checked against its record.
-type poolEpoch struct {
-	number uint64
-	id     [32]byte
-	total  uint32
-	sample []wire.PoolPair
-}
-
 // decoyPool is the window a client draws from: the same for every client
 // of an epoch, whatever its history (window_client.go).
 type decoyPool struct {
@@ -37,8 +27,8 @@ type decoyPool struct {
 func (p *decoyPool) set(eps []*poolEpoch) {
 	p.epochs, p.weight = eps, 0
 	for _, e := range eps {
-		if len(e.sample) > 0 {
-			p.weight += uint64(e.total)
+		if len(e.Sample) > 0 {
+			p.weight += uint64(e.Total)
 		}
 	}
 }
@@ -61,17 +51,17 @@ func (p *decoyPool) draw(rnd io.Reader) ([32]byte, bool) {
 	}
 	x := binary.BigEndian.Uint64(b[:]) % p.weight
 	for _, e := range p.epochs {
-		if len(e.sample) == 0 {
+		if len(e.Sample) == 0 {
 			continue
 		}
-		if x >= uint64(e.total) {
-			x -= uint64(e.total)
+		if x >= uint64(e.Total) {
+			x -= uint64(e.Total)
 			continue
 		}
 		if _, err := io.ReadFull(rnd, b[:]); err != nil {
 			return [32]byte{}, false
 		}
-		return e.sample[binary.BigEndian.Uint64(b[:])%uint64(len(e.sample))].ID, true
+		return e.Sample[binary.BigEndian.Uint64(b[:])%uint64(len(e.Sample))].ID, true
 	}
 	return [32]byte{}, false
 }

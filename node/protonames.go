@@ -355,3 +355,20 @@ func checkpointLag(intervalMs, W uint32) uint32    { return proto.CheckpointLag(
 func checkpoints(R, intervalMs, W uint32) []uint32 { return proto.Checkpoints(R, intervalMs, W) }
 func indexCeiling(b uint32) int                    { return proto.IndexCeiling(b) }
 func indexCap(p int, b uint32) int                 { return proto.IndexCap(p, b) }
+
+// The walk back to an epoch's decoy window (§6.3 v3).
+type (
+	poolEpoch  = proto.PoolEpoch
+	windowWalk = proto.WindowWalk
+)
+
+func previousGroup(d *wire.Descriptor, items []wire.WindowItem) *wire.Descriptor {
+	return proto.PreviousGroup(d, items)
+}
+func resolveWindow(d *wire.Descriptor, got []wire.WindowItem) (windowWalk, bool) {
+	return proto.ResolveWindow(d, got)
+}
+func walkWindow(d *wire.Descriptor, got []wire.WindowItem) windowWalk {
+	return proto.WalkWindow(d, got)
+}
+func descChain(d *wire.Descriptor) ([]peer.ID, error) { return proto.DescChain(d) }

@@ -262,9 +262,9 @@ func (s *Server) askWindow(ctx context.Context, peers []peer.ID, number uint64) 
 
 // pinnedRefs returns the refs of a walk's window.
 func pinnedRefs(w windowWalk) []wire.WindowRef {
-	out := make([]wire.WindowRef, 0, len(w.pools))
-	for _, pe := range w.pools {
-		out = append(out, wire.WindowRef{Number: pe.number, Epoch: pe.id, Closing: closingDigest(w.recs[pe.id])})
+	out := make([]wire.WindowRef, 0, len(w.Pools))
+	for _, pe := range w.Pools {
+		out = append(out, wire.WindowRef{Number: pe.Number, Epoch: pe.ID, Closing: closingDigest(w.Recs[pe.ID])})
 	}
 	return out
 }
@@ -325,7 +325,7 @@ func (s *Server) chooseWindow(ctx context.Context, chain []peer.ID, number uint6
 		got = append(got, s.askWindow(ctx, chain, number)...)
 		w = walkWindow(d, got)
 		// The leader holds what it pins, as every member does.
-		s.keepWindow(w.items)
+		s.keepWindow(w.Items)
 	}
 	return pinnedRefs(w)
 }
@@ -360,10 +360,10 @@ func (s *Server) holdWindow(ctx context.Context, src peer.ID, p *wire.Prepare, k
 		w, ok = resolveWindow(d, got)
 	}
 	if !ok && src == "" {
-		return fmt.Errorf("node: %d epochs of the prepared window are not held here", w.missing)
+		return fmt.Errorf("node: %d epochs of the prepared window are not held here", w.Missing)
 	}
 	if !ok {
-		return fmt.Errorf("node: %d epochs of the prepared window are held neither here nor by %s", w.missing, src.ShortString())
+		return fmt.Errorf("node: %d epochs of the prepared window are held neither here nor by %s", w.Missing, src.ShortString())
 	}
 	if gd := previousGroup(d, got); gd != nil {
 		if r, left := leftOutCertified(p.Number, gd.Window, p.Window); left {
@@ -371,7 +371,7 @@ func (s *Server) holdWindow(ctx context.Context, src peer.ID, p *wire.Prepare, k
 		}
 	}
 	if keep {
-		s.keepWindow(w.items)
+		s.keepWindow(w.Items)
 	}
 	return nil
 }

@@ -115,14 +115,14 @@ func (c *Client) fetchWindow(ctx context.Context, v *view) error {
 		if w, ok = resolveWindow(v.Desc, got); !ok {
 			// Every honest server of N's chain held each pinned record
 			// and pool before it signed N open: none of them answered.
-			c.log.Info("decoy window incomplete", "missing", w.missing)
+			c.log.Info("decoy window incomplete", "missing", w.Missing)
 			return errNoWindow
 		}
 	}
 	c.mu.Lock()
-	c.decoys.set(w.pools)
-	c.windowRecs = w.recs
-	c.windowBudget = w.budget
+	c.decoys.set(w.Pools)
+	c.windowRecs = w.Recs
+	c.windowBudget = budgetView(w.Budget)
 	c.mu.Unlock()
 	return nil
 }
@@ -143,173 +143,6 @@ func windowRetryDelay(v *view) time.Duration {
 		return 0
 	}
 	return time.Millisecond + mrand.N(span)
-}
-
-// previousGroup returns the descriptor of the epoch before d (the one its
-// certificate names) from items, or nil.
-func previousGroup(d *wire.Descriptor, items []wire.WindowItem) *wire.Descriptor {
-	prev := d.Previous
-	if prev.Kind != wire.CertFinal && prev.Kind != wire.CertAbort {
-		return nil
-	}
-	for i := range items {
-		if items[i].Epoch == prev.Epoch {
-			if gd := linkedDescriptor(items[i].Group, prev.Epoch, prev.Number); gd != nil {
-				return gd
-			}
-		}
-	}
-	return nil
-}
-
-// windowWalk is what a walk back from an open descriptor found, all of it
-// pinned by that descriptor: the window (newest first), the checked
-// records of its epochs by id, what the walked descriptors show of the
-// servers' refusal budgets (client_budget.go), and the walked epochs'
-// parts that checked (a server keeps them, window.go).
-type windowWalk struct {
-	pools  []*poolEpoch
-	recs   map[[32]byte]*wire.Closing
-	budget budgetView
-	items  []wire.WindowItem
-	// missing counts the pinned epochs whose record or pool no
-	// candidate gave.
-	missing int
-}
-
-// resolveWindow is the window of descriptor d (§6.3 v3): exactly the
-// epochs d.Window pins, each with the record of the pinned digest and
-// its pool, reached by the walk back from d. ok is false if any pinned
-// epoch is missing: the window is not held.
-func resolveWindow(d *wire.Descriptor, got []wire.WindowItem) (windowWalk, bool) {
-	w := walkBack(d, got, true)
-	return w, w.missing == 0
-}
-
-// walkWindow is the rule before the certified window, kept for the
-// leader's choice of what to pin (and the tests' control): the last
-// DecoyEpochs final epochs of number at most d.Number−2 whose record and
-// pool some candidate gave.
-func walkWindow(d *wire.Descriptor, got []wire.WindowItem) windowWalk {
-	return walkBack(d, got, false)
-}
-
-// walkBack walks back from descriptor d through the certificates the
-// descriptors carry, at most WindowLookback numbers, taking each part
-// (descriptor, record, pool) from got only if it checks; with pinned, the
-// window is the epochs d.Window pins, else walkWindow's rule.
-func walkBack(d *wire.Descriptor, got []wire.WindowItem, pinned bool) windowWalk {
-	cands := map[[32]byte][]*wire.WindowItem{}
-	for i := range got {
-		cands[got[i].Epoch] = append(cands[got[i].Epoch], &got[i])
-	}
-	refs := map[[32]byte]wire.WindowRef{}
-	if pinned {
-		for _, r := range d.Window {
-			refs[r.Epoch] = r
-		}
-	}
-	w := windowWalk{recs: map[[32]byte]*wire.Closing{}, budget: budgetView{chains: map[uint64][]peer.ID{}}}
-	prev := d.Previous
-	w.budget.certs = append(w.budget.certs, prev)
-	for step := 0; step < WindowLookback; step++ {
-		if prev.Kind != wire.CertFinal && prev.Kind != wire.CertAbort {
-			break
-		}
-		id, num := prev.Epoch, prev.Number
-		var gd *wire.Descriptor
-		var gb []byte
-		for _, x := range cands[id] {
-			if gd = linkedDescriptor(x.Group, id, num); gd != nil {
-				gb = x.Group
-				break
-			}
-		}
-		if gd == nil {
-			break // the walk cannot go further back
-		}
-		it := wire.WindowItem{Number: num, Epoch: id, Group: gb}
-		var pe *poolEpoch
-		var rec *wire.Closing
-		if r, ok := refs[id]; pinned && ok && r.Number == num && prev.Kind == wire.CertFinal {
-			pe, rec, it.Closing, it.Pool = checkedPool(gd, id, cands[id], &r.Closing)
-			delete(refs, id)
-		} else if !pinned && prev.Kind == wire.CertFinal && num+2 <= d.Number && len(w.pools) < DecoyEpochs {
-			pe, rec, it.Closing, it.Pool = checkedPool(gd, id, cands[id], nil)
-		}
-		if pe != nil {
-			pe.number = num
-			w.pools = append(w.pools, pe)
-			w.recs[id] = rec
-		}
-		w.items = append(w.items, it)
-		if ch, err := descChain(gd); err == nil {
-			w.budget.chains[num] = ch
-		}
-		prev = gd.Previous
-		w.budget.certs = append(w.budget.certs, prev)
-	}
-	w.missing = len(d.Window) - len(w.pools)
-	if !pinned {
-		w.missing = 0
-	}
-	return w
-}
-
-// descChain returns a descriptor's chain.
-func descChain(d *wire.Descriptor) ([]peer.ID, error) {
-	out := make([]peer.ID, 0, len(d.Group))
-	for _, g := range d.Group {
-		p, err := peer.IDFromBytes(g.PeerID)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-// linkedDescriptor decodes a descriptor without clients and returns it if
-// it is the one of epoch id and number num.
-func linkedDescriptor(b []byte, id [32]byte, num uint64) *wire.Descriptor {
-	if len(b) == 0 {
-		return nil
-	}
-	var d wire.Descriptor
-	if err := d.Unmarshal(b, genericLimits()); err != nil || d.Number != num || epochID(&d) != id {
-		return nil
-	}
-	return &d
-}
-
-// checkedPool returns epoch id's pool and record, and their encodings,
-// from the first candidates whose record verifies against the epoch's
-// chain (and, if want is set, has that digest) and whose pool matches it.
-func checkedPool(d *wire.Descriptor, id [32]byte, cands []*wire.WindowItem, want *[32]byte) (*poolEpoch, *wire.Closing, []byte, []byte) {
-	chain, err := descChain(d)
-	if err != nil {
-		return nil, nil, nil, nil
-	}
-	v := &view{ID: id, Desc: d, Chain: chain}
-	var rec *wire.Closing
-	var rb []byte
-	for _, x := range cands {
-		var c wire.Closing
-		if len(x.Closing) > 0 && c.Unmarshal(x.Closing, wire.MaxClosingRounds) == nil && checkClosing(v, &c) == nil && (want == nil || closingDigest(&c) == *want) {
-			rec, rb = &c, x.Closing
-			break
-		}
-	}
-	if rec == nil {
-		return nil, nil, nil, nil
-	}
-	for _, x := range cands {
-		var p wire.DecoyPool
-		if len(x.Pool) > 0 && p.Unmarshal(x.Pool) == nil && checkPool(rec, &p) == nil {
-			return &poolEpoch{id: id, total: p.Total, sample: p.Sample}, rec, rb, x.Pool
-		}
-	}
-	return nil, nil, nil, nil
 }
 
 // sitOutLine tells the user why the client sat an epoch out.

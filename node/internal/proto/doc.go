@@ -43,6 +43,8 @@
 //   - cost.go: what a group costs a client and a server, from its
 //     constants alone (docs/operator.md).
 //   - checkpoints.go: an epoch's checkpoint rounds (§6.4 v3).
+//   - window.go: the walk back from an open descriptor to the decoy
+//     window it pins, each epoch's record and pool checked (§6.3 v3).
 //   - listcut.go: the request list's round-robin cut and its (position,
 //     entry) pairs (§5.3, §6.3 v3).
 //

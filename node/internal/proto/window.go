@@ -1,0 +1,194 @@
+package proto
+
+import (
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// The walk back from an open descriptor to its decoy window (§6.3 v3),
+// which a leader, a server that holds a window and a client each run.
+
+// PoolEpoch is one epoch of the window, checked against its record.
+type PoolEpoch struct {
+	Number uint64
+	ID     [32]byte
+	Total  uint32
+	Sample []wire.PoolPair
+}
+
+// BudgetWalk is what the walk back from an open descriptor pinned of the
+// refusal budgets (a client's budgetView): the certificates the walked
+// descriptors carry, the open one's first, and the walked epochs' chains
+// by number.
+type BudgetWalk struct {
+	Certs  []wire.Cert
+	Chains map[uint64][]peer.ID
+}
+
+// PreviousGroup returns the descriptor of the epoch before d (the one its
+// certificate names) from items, or nil.
+func PreviousGroup(d *wire.Descriptor, items []wire.WindowItem) *wire.Descriptor {
+	prev := d.Previous
+	if prev.Kind != wire.CertFinal && prev.Kind != wire.CertAbort {
+		return nil
+	}
+	for i := range items {
+		if items[i].Epoch == prev.Epoch {
+			if gd := LinkedDescriptor(items[i].Group, prev.Epoch, prev.Number); gd != nil {
+				return gd
+			}
+		}
+	}
+	return nil
+}
+
+// WindowWalk is what a walk back from an open descriptor found, all of it
+// pinned by that descriptor: the window (newest first), the checked
+// records of its epochs by id, what the walked descriptors show of the
+// servers' refusal budgets (a client's budgetView), and the walked epochs'
+// parts that checked (a server keeps them).
+type WindowWalk struct {
+	Pools  []*PoolEpoch
+	Recs   map[[32]byte]*wire.Closing
+	Budget BudgetWalk
+	Items  []wire.WindowItem
+	// Missing counts the pinned epochs whose record or pool no
+	// candidate gave.
+	Missing int
+}
+
+// ResolveWindow is the window of descriptor d (§6.3 v3): exactly the
+// epochs d.Window pins, each with the record of the pinned digest and
+// its pool, reached by the walk back from d. ok is false if any pinned
+// epoch is missing: the window is not held.
+func ResolveWindow(d *wire.Descriptor, got []wire.WindowItem) (WindowWalk, bool) {
+	w := WalkBack(d, got, true)
+	return w, w.Missing == 0
+}
+
+// WalkWindow is the rule before the certified window, kept for the
+// leader's choice of what to pin (and the tests' control): the last
+// DecoyEpochs final epochs of number at most d.Number−2 whose record and
+// pool some candidate gave.
+func WalkWindow(d *wire.Descriptor, got []wire.WindowItem) WindowWalk {
+	return WalkBack(d, got, false)
+}
+
+// WalkBack walks back from descriptor d through the certificates the
+// descriptors carry, at most WindowLookback numbers, taking each part
+// (descriptor, record, pool) from got only if it checks; with pinned, the
+// window is the epochs d.Window pins, else WalkWindow's rule.
+func WalkBack(d *wire.Descriptor, got []wire.WindowItem, pinned bool) WindowWalk {
+	cands := map[[32]byte][]*wire.WindowItem{}
+	for i := range got {
+		cands[got[i].Epoch] = append(cands[got[i].Epoch], &got[i])
+	}
+	refs := map[[32]byte]wire.WindowRef{}
+	if pinned {
+		for _, r := range d.Window {
+			refs[r.Epoch] = r
+		}
+	}
+	w := WindowWalk{Recs: map[[32]byte]*wire.Closing{}, Budget: BudgetWalk{Chains: map[uint64][]peer.ID{}}}
+	prev := d.Previous
+	w.Budget.Certs = append(w.Budget.Certs, prev)
+	for step := 0; step < WindowLookback; step++ {
+		if prev.Kind != wire.CertFinal && prev.Kind != wire.CertAbort {
+			break
+		}
+		id, num := prev.Epoch, prev.Number
+		var gd *wire.Descriptor
+		var gb []byte
+		for _, x := range cands[id] {
+			if gd = LinkedDescriptor(x.Group, id, num); gd != nil {
+				gb = x.Group
+				break
+			}
+		}
+		if gd == nil {
+			break // the walk cannot go further back
+		}
+		it := wire.WindowItem{Number: num, Epoch: id, Group: gb}
+		var pe *PoolEpoch
+		var rec *wire.Closing
+		if r, ok := refs[id]; pinned && ok && r.Number == num && prev.Kind == wire.CertFinal {
+			pe, rec, it.Closing, it.Pool = CheckedPool(gd, id, cands[id], &r.Closing)
+			delete(refs, id)
+		} else if !pinned && prev.Kind == wire.CertFinal && num+2 <= d.Number && len(w.Pools) < DecoyEpochs {
+			pe, rec, it.Closing, it.Pool = CheckedPool(gd, id, cands[id], nil)
+		}
+		if pe != nil {
+			pe.Number = num
+			w.Pools = append(w.Pools, pe)
+			w.Recs[id] = rec
+		}
+		w.Items = append(w.Items, it)
+		if ch, err := DescChain(gd); err == nil {
+			w.Budget.Chains[num] = ch
+		}
+		prev = gd.Previous
+		w.Budget.Certs = append(w.Budget.Certs, prev)
+	}
+	w.Missing = len(d.Window) - len(w.Pools)
+	if !pinned {
+		w.Missing = 0
+	}
+	return w
+}
+
+// DescChain returns a descriptor's chain.
+func DescChain(d *wire.Descriptor) ([]peer.ID, error) {
+	out := make([]peer.ID, 0, len(d.Group))
+	for _, g := range d.Group {
+		p, err := peer.IDFromBytes(g.PeerID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// LinkedDescriptor decodes a descriptor without clients and returns it if
+// it is the one of epoch id and number num.
+func LinkedDescriptor(b []byte, id [32]byte, num uint64) *wire.Descriptor {
+	if len(b) == 0 {
+		return nil
+	}
+	var d wire.Descriptor
+	if err := d.Unmarshal(b, GenericLimits()); err != nil || d.Number != num || EpochID(&d) != id {
+		return nil
+	}
+	return &d
+}
+
+// CheckedPool returns epoch id's pool and record, and their encodings,
+// from the first candidates whose record verifies against the epoch's
+// chain (and, if want is set, has that digest) and whose pool matches it.
+func CheckedPool(d *wire.Descriptor, id [32]byte, cands []*wire.WindowItem, want *[32]byte) (*PoolEpoch, *wire.Closing, []byte, []byte) {
+	chain, err := DescChain(d)
+	if err != nil {
+		return nil, nil, nil, nil
+	}
+	v := &View{ID: id, Desc: d, Chain: chain}
+	var rec *wire.Closing
+	var rb []byte
+	for _, x := range cands {
+		var c wire.Closing
+		if len(x.Closing) > 0 && c.Unmarshal(x.Closing, wire.MaxClosingRounds) == nil && CheckClosing(v, &c) == nil && (want == nil || ClosingDigest(&c) == *want) {
+			rec, rb = &c, x.Closing
+			break
+		}
+	}
+	if rec == nil {
+		return nil, nil, nil, nil
+	}
+	for _, x := range cands {
+		var p wire.DecoyPool
+		if len(x.Pool) > 0 && p.Unmarshal(x.Pool) == nil && CheckPool(rec, &p) == nil {
+			return &PoolEpoch{ID: id, Total: p.Total, Sample: p.Sample}, rec, rb, x.Pool
+		}
+	}
+	return nil, nil, nil, nil
+}
