@@ -78,7 +78,7 @@ type ClientConfig struct {
 // network is the configured network, libp2p by default.
 func (c *ClientConfig) network() transport.Network {
 	if c.Network == nil {
-		return defaultNetwork
+		return transport.DefaultNetwork
 	}
 	return c.Network
 }

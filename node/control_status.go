@@ -14,12 +14,6 @@ import (
 	"github.com/riffle-net/riffle/chunker"
 )
 
-// ChainServer is one server of an epoch's chain, in chain order.
-type ChainServer struct {
-	ID   string `json:"id"`
-	Nick string `json:"nick"`
-}
-
 // ClientStatus is what a client reports about itself: the flags it runs
 // under and the epoch it takes part in. Nothing in it names a slot, a
 // chunk or a request.

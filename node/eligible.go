@@ -303,30 +303,6 @@ func loadChains(dir string) ([]seenChain, error) {
 	return out, nil
 }
 
-// writeFileDurably writes b to path through a synced temporary file and a
-// rename, so that a crash leaves the old or the new content.
-func writeFileDurably(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("node: write %s: %w", filepath.Base(path), err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		return fmt.Errorf("node: write %s: %w", filepath.Base(path), err)
-	}
-	return nil
-}
-
 // lastNumber is this server's last epoch number.
 func (s *Server) lastNumber() uint64 {
 	s.mu.Lock()

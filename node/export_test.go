@@ -175,7 +175,7 @@ func VirtualNet(t testing.TB) transport.Network { return testNet(t) }
 // The network of a config that names none is libp2p, on real sockets,
 // which a bubble cannot wait on: in the tests, a server or client that a
 // test starts in a bubble without a network fails at once, saying so.
-func init() { defaultNetwork = bubbleGuard{defaultNetwork} }
+func init() { transport.DefaultNetwork = bubbleGuard{transport.DefaultNetwork} }
 
 type bubbleGuard struct{ transport.Network }
 

@@ -37,7 +37,7 @@ func newHost(t testing.TB, priv crypto.PrivKey, listen []string) (transport.Host
 	if n := testNet(t); n != nil {
 		return n.NewHost(priv, listen)
 	}
-	return defaultNetwork.NewHost(priv, listen)
+	return transport.DefaultNetwork.NewHost(priv, listen)
 }
 
 // lp is the libp2p host under h.

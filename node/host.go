@@ -8,11 +8,5 @@ import (
 // open it to the world with explicit --listen addresses (docs/proto-node.md).
 var DefaultListen = transport.DefaultListen
 
-// defaultNetwork carries the streams of a server or client whose
-// configuration names no network: libp2p. Tests in virtual time give each
-// server and client the in-memory network of their bubble in its
-// configuration instead (export_test.go).
-var defaultNetwork transport.Network = transport.Libp2p{}
-
 // ResourceLimits returns the libp2p limit configuration riffle servers use.
 var ResourceLimits = transport.ResourceLimits

@@ -372,3 +372,9 @@ func walkWindow(d *wire.Descriptor, got []wire.WindowItem) windowWalk {
 	return proto.WalkWindow(d, got)
 }
 func descChain(d *wire.Descriptor) ([]peer.ID, error) { return proto.DescChain(d) }
+
+// ChainServer is one server of an epoch's chain, in chain order
+// (proto.ChainServer).
+type ChainServer = proto.ChainServer
+
+func writeFileDurably(path string, b []byte) error { return proto.WriteFileDurably(path, b) }

@@ -80,7 +80,7 @@ type ServerConfig struct {
 // network is the configured network, libp2p by default.
 func (c *ServerConfig) network() transport.Network {
 	if c.Network == nil {
-		return defaultNetwork
+		return transport.DefaultNetwork
 	}
 	return c.Network
 }

@@ -18,6 +18,7 @@
 //     (RecvHook), built only with the tag riffletest.
 //   - libp2p.go, dialrank.go: the libp2p host and its TCP-first dialling.
 //   - identity.go: the identity key of a data directory (LoadIdentity).
+//   - default.go: the network of a node that names none (DefaultNetwork).
 package transport
 
 import (

@@ -45,6 +45,8 @@
 //   - checkpoints.go: an epoch's checkpoint rounds (§6.4 v3).
 //   - window.go: the walk back from an open descriptor to the decoy
 //     window it pins, each epoch's record and pool checked (§6.3 v3).
+//   - files.go: the durable write of a data directory's files.
+//   - status.go: the chain entry servers and clients report.
 //   - listcut.go: the request list's round-robin cut and its (position,
 //     entry) pairs (§5.3, §6.3 v3).
 //
