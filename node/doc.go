@@ -82,16 +82,18 @@
 //   - bench.go: in-process benchmark of a whole network (riffle bench).
 //   - control.go: a share or get job's progress events (JobEvent), which
 //     the local API (internal/webui) streams to `riffle share` and `get`.
-//   - snapshot.go: read-only snapshots of a client and a server and share
-//     job handles, for local views (the web UI).
+//   - snapshot.go: a read-only snapshot of a server, for local views
+//     (the web UI); snapshot_client.go: a client's, and its share job
+//     handles.
 //
 // Client:
 //   - client.go: Client, its configuration and main loop.
 //   - client_epoch.go: joining an epoch, the rounds, submissions.
 //   - client_requests.go: request slots, PIR queries.
 //   - decoys.go: decoys drawn from public demand (§6.3 v3).
-//   - window_client.go: the group's decoy window, its records and the
-//     budget view its walk pins, asked of every chain server (§6.3 v3);
+//   - window_client.go: the group's decoy window, asked of every chain
+//     server (§6.3 v3); the walk back that checks it is internal/proto's
+//     window.go;
 //     decoys_own_riffletest.go: the old own-history rule, the anonymity
 //     tests' positive control only.
 //   - closing_client.go: the window's records settle re-sends across
@@ -102,12 +104,17 @@
 //   - presence.go: the presence wait before jobs and before leaving (§5.4 v3).
 //   - client_api.go: Share, Get and the index.
 //   - client_db.go: the client's database of sealed onions and jobs.
+//   - handover_client.go, manifests_client.go, waitstate_client.go: the
+//     client's half of handover.go (§5.4 v3), manifests.go (§6.4 v3) and
+//     waitstate.go.
 //
 // Tests:
 //   - hooks.go: the tests' hook points, empty and inlined away in the
 //     binary; hooks_riffletest.go, observe.go (the observers through which
 //     the anonymity tests' linking adversary sees what servers see) and
-//     cheat.go hold the hooks, built only with the tag riffletest.
+//     cheat.go hold the hooks, built only with the tag riffletest;
+//     client_hooks.go, client_hooks_riffletest.go and client_observe.go
+//     are the client's.
 //
 // The tests that need hooks carry the riffletest build tag, which `make
 // test` sets; `go test ./...` without it still compiles and leaves them out.
