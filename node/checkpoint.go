@@ -8,6 +8,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // Checkpoint syncs (docs/protocol.md §6.4 v3, "Checkpoints"): a get of a
@@ -52,8 +54,8 @@ type cpSync struct {
 // up to r − 1 (prevDue), and the checkpoint r + 1. Call with c.mu held.
 func (c *Client) checkpointRound(ctx context.Context, e *cepoch, r uint32, prevDue [][32]byte) {
 	p := e.v.Desc.Params
-	lag := checkpointLag(p.RoundIntervalMs, uint32(p.W))
-	for _, q := range checkpoints(p.Rounds, p.RoundIntervalMs, uint32(p.W)) {
+	lag := proto.CheckpointLag(p.RoundIntervalMs, uint32(p.W))
+	for _, q := range proto.Checkpoints(p.Rounds, p.RoundIntervalMs, uint32(p.W)) {
 		if r == q-lag+1 {
 			// Holding list q − lag + 1: the servers have stored what
 			// list q − lag named. Sync for q.
@@ -133,9 +135,9 @@ func (c *Client) applyCheckpoint(e *cepoch, q uint32) {
 // its copy lacks, asks every other server of the chain at once, within
 // checkpointSyncTime; it returns the named ids it holds.
 func (c *Client) syncCheckpoint(ctx context.Context, group []wire.GroupEntry, due [][32]byte) map[[32]byte][]byte {
-	ctx, cancel := context.WithTimeout(ctx, checkpointSyncTime)
+	ctx, cancel := context.WithTimeout(ctx, proto.CheckpointSyncTime)
 	defer cancel()
-	half, cancelHalf := context.WithTimeout(ctx, checkpointSyncTime/2)
+	half, cancelHalf := context.WithTimeout(ctx, proto.CheckpointSyncTime/2)
 	c.syncMu.Lock()
 	_, err := c.syncIndexFrom(half, c.primary)
 	cancelHalf()
@@ -193,7 +195,7 @@ func (c *Client) manifestsFromOthers(ctx context.Context, group []wire.GroupEntr
 			defer wg.Done()
 			var cur uint64
 			for range maxIndexPages {
-				rep, err := c.callPeer(ctx, p, request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{Cursor: cur}).Marshal(), Timeout: shortTimeout})
+				rep, err := c.callPeer(ctx, p, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{Cursor: cur}).Marshal(), Timeout: transport.ShortTimeout})
 				if err != nil {
 					c.log.Info("checkpoint index sync from another server failed", "err", err)
 					return
@@ -203,7 +205,7 @@ func (c *Client) manifestsFromOthers(ctx context.Context, group []wire.GroupEntr
 					return
 				}
 				mu.Lock()
-				for id, b := range syncedManifests(pg.Manifests) {
+				for id, b := range proto.SyncedManifests(pg.Manifests) {
 					if wanted[id] {
 						found[id] = b
 					}

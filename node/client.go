@@ -17,6 +17,7 @@ import (
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
 	"github.com/riffle-net/riffle/store"
@@ -32,7 +33,7 @@ type ClientConfig struct {
 	DataDir string
 	// LongTermKey, if set, is the client's long-term key instead of the
 	// one of DataDir (tests: one key across clients and runs).
-	LongTermKey *LongTermKey
+	LongTermKey *proto.LongTermKey
 	Logger      *slog.Logger
 	// Progress receives human-readable progress lines (nil: none).
 	Progress io.Writer
@@ -69,7 +70,7 @@ type ClientConfig struct {
 	Network transport.Network
 	// Timing holds the client's timeouts (zero fields: DefaultTunables;
 	// for tests and embedders).
-	Timing Tunables
+	Timing proto.Tunables
 
 	// The tests' hooks (hooks_riffletest.go); empty in the binary.
 	clientHookCfg
@@ -88,7 +89,7 @@ func (c *ClientConfig) network() transport.Network {
 // and carries share and get jobs.
 type Client struct {
 	cfg   ClientConfig
-	ltKey *LongTermKey // signs each registration for the primary (internal/proto/ltkey.go)
+	ltKey *proto.LongTermKey // signs each registration for the primary (internal/proto/ltkey.go)
 	db    *store.ClientDB
 	// The data directory's network (netbind.go): bound is closed once db
 	// is this network's; until then the database opened at start waits
@@ -306,7 +307,7 @@ type getJob struct {
 
 // cepoch is a client's state of one epoch.
 type cepoch struct {
-	v    *view
+	v    *proto.View
 	slot uint32
 	// receipts: the chain servers' signed receipts of this client's
 	// registration (§3 v3), checked; evidence if a selection leaves it
@@ -386,7 +387,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		log = quietLogger()
 	}
 	if cfg.MinAnonymity <= 0 {
-		cfg.MinAnonymity = DefaultMinAnonymity
+		cfg.MinAnonymity = proto.DefaultMinAnonymity
 	}
 	cfg.Timing = cfg.Timing.WithDefaults()
 	rnd := cfg.Rand
@@ -400,11 +401,11 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	switch {
 	case lt != nil:
 	case cfg.DataDir != "":
-		if lt, err = LoadLongTermKey(cfg.DataDir, rnd); err != nil {
+		if lt, err = proto.LoadLongTermKey(cfg.DataDir, rnd); err != nil {
 			return nil, err
 		}
 	default:
-		if lt, err = NewLongTermKey(rnd); err != nil {
+		if lt, err = proto.NewLongTermKey(rnd); err != nil {
 			return nil, err
 		}
 	}
@@ -481,13 +482,13 @@ func (c *Client) progress(format string, args ...any) {
 
 // call sends r to the client's primary, reporting the bytes sent to
 // ClientConfig.OnSend.
-func (c *Client) call(ctx context.Context, r request) ([]byte, error) {
+func (c *Client) call(ctx context.Context, r transport.Request) ([]byte, error) {
 	return c.callTo(ctx, c.primary, r)
 }
 
 // callTo sends r to server p, counting the bytes each way (Status) and
 // reporting those sent to ClientConfig.OnSend.
-func (c *Client) callTo(ctx context.Context, p peer.ID, r request) ([]byte, error) {
+func (c *Client) callTo(ctx context.Context, p peer.ID, r transport.Request) ([]byte, error) {
 	onSend := c.cfg.OnSend
 	r.Sent = func(t wire.Type, n int) {
 		c.group.sent.Add(int64(n))
@@ -495,9 +496,9 @@ func (c *Client) callTo(ctx context.Context, p peer.ID, r request) ([]byte, erro
 			onSend(uint8(t), n)
 		}
 	}
-	rep, err := call(ctx, c.h, p, r)
+	rep, err := transport.Call(ctx, c.h, p, r)
 	if err == nil {
-		c.group.recv.Add(int64(frameHeader + len(rep)))
+		c.group.recv.Add(int64(proto.FrameHeader + len(rep)))
 	}
 	return rep, err
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // trustedSet counts the clients of a final descriptor registered through
@@ -12,7 +13,7 @@ import (
 // required servers), and says how many came through each (§3 v3):
 // registrations through a malicious primary cost the adversary nothing, so
 // only these count.
-func (c *Client) trustedSet(v *view, d *wire.Descriptor, pidx int) (int, string) {
+func (c *Client) trustedSet(v *proto.View, d *wire.Descriptor, pidx int) (int, string) {
 	trusted := map[int]bool{pidx: true}
 	for _, r := range c.cfg.Require {
 		for i, p := range v.Chain {
@@ -48,7 +49,7 @@ func (c *Client) trustedSet(v *view, d *wire.Descriptor, pidx int) (int, string)
 // with cover only (holdJobs), so that nothing of its jobs goes out in an
 // epoch that small, and the epoch still runs for the others. The chain and
 // the count through each primary go to the debug log. Call without c.mu.
-func (c *Client) checkAnonymity(v *view, d *wire.Descriptor, pidx int) {
+func (c *Client) checkAnonymity(v *proto.View, d *wire.Descriptor, pidx int) {
 	n, per := c.trustedSet(v, d, pidx)
 	c.mu.Lock()
 	c.trusted = n

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -95,7 +97,7 @@ func (c *Client) resendPending(ctx context.Context) {
 	var id [32]byte
 	idb, err1 := hex.DecodeString(f0(f))
 	R, err2 := strconv.Atoi(f1(f))
-	if err != nil || err1 != nil || err2 != nil || len(idb) != 32 || R < 1 || R > MaxRounds {
+	if err != nil || err1 != nil || err2 != nil || len(idb) != 32 || R < 1 || R > proto.MaxRounds {
 		os.Remove(filepath.Join(c.cfg.DataDir, pendingFile))
 		return
 	}
@@ -106,7 +108,7 @@ func (c *Client) resendPending(ctx context.Context) {
 		if err != nil {
 			continue
 		}
-		if _, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeSubmit, Body: frame, Timeout: shortTimeout}); err == nil {
+		if _, err := c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeSubmit, Body: frame, Timeout: transport.ShortTimeout}); err == nil {
 			sent++
 		}
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
 	"github.com/riffle-net/riffle/store"
 )
@@ -139,16 +141,16 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 // checks it: signed, with the primary and every required server in its
 // chain. It returns the view and the primary's chain position; the view
 // is nil when no descriptor could be read.
-func (c *Client) openView(ctx context.Context, last [32]byte) (*view, int, error) {
-	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeWaitOpen, Body: (&wire.EpochRef{Epoch: last}).Marshal(), Timeout: pollTimeout})
+func (c *Client) openView(ctx context.Context, last [32]byte) (*proto.View, int, error) {
+	rep, err := c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeWaitOpen, Body: (&wire.EpochRef{Epoch: last}).Marshal(), Timeout: transport.PollTimeout})
 	if err != nil {
 		return nil, 0, err
 	}
 	var open wire.Signed
-	if err := open.Unmarshal(rep, genericLimits()); err != nil {
+	if err := open.Unmarshal(rep, proto.GenericLimits()); err != nil {
 		return nil, 0, err
 	}
-	v, err := checkSigned(&open, 1e30)
+	v, err := proto.CheckSigned(&open, 1e30)
 	if err != nil || open.Final {
 		return nil, 0, fmt.Errorf("node: open descriptor: %v", err)
 	}
@@ -216,7 +218,7 @@ func clientCheckPrevious(d *wire.Descriptor, chain, last []peer.ID, primary peer
 	for _, p := range last {
 		known[p] = true
 	}
-	if err := verifyCert(c, known); err != nil {
+	if err := proto.VerifyCert(c, known); err != nil {
 		return fmt.Errorf("previous certificate: %w", err)
 	}
 	return nil
@@ -225,7 +227,7 @@ func clientCheckPrevious(d *wire.Descriptor, chain, last []peer.ID, primary peer
 // join registers with a fresh key in the epoch of v (§4.1), checks that
 // the final descriptor lists this client under its primary and derives
 // the PIR keys shared with the other servers (§6.2).
-func (c *Client) join(ctx context.Context, v *view, pidx int) (*cepoch, *wire.Signed, error) {
+func (c *Client) join(ctx context.Context, v *proto.View, pidx int) (*cepoch, *wire.Signed, error) {
 	pub, priv, err := ed25519.GenerateKey(c.rand)
 	if err != nil {
 		return nil, nil, err
@@ -249,19 +251,19 @@ func (c *Client) join(ctx context.Context, v *view, pidx int) (*cepoch, *wire.Si
 	}
 	msg := wire.Register{Epoch: v.ID, XKey: reg.PIRKey, Reg: raw}
 	copy(msg.RegKey[:], pub)
-	dg := registerDigest(&msg)
+	dg := proto.RegisterDigest(&msg)
 	copy(msg.Sig[:], ed25519.Sign(priv, dg[:]))
 	// The long-term key's signature goes to the primary only (§8).
 	cr := wire.ClientRegister{Reg: msg, LTKey: c.ltKey.Public(), LTSig: c.ltKey.Sign(msg.Epoch, msg.RegKey)}
-	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeRegister, Body: cr.Marshal(), Timeout: pollTimeout})
+	rep, err := c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeRegister, Body: cr.Marshal(), Timeout: transport.PollTimeout})
 	if err != nil {
 		return fail(err)
 	}
 	var fin wire.Signed
-	if err := fin.Unmarshal(rep, genericLimits()); err != nil {
+	if err := fin.Unmarshal(rep, proto.GenericLimits()); err != nil {
 		return fail(err)
 	}
-	fv, err := checkSigned(&fin, 1e30)
+	fv, err := proto.CheckSigned(&fin, 1e30)
 	if err != nil || !fin.Final || fv.ID != v.ID {
 		return fail(fmt.Errorf("node: final descriptor: %v", err))
 	}
@@ -351,7 +353,7 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 	// holds the client back instead of piling up requests.
 	sem := make(chan struct{}, queriesInFlight)
 	for r := uint32(0); r < R; r++ {
-		rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeWaitList, Body: (&wire.EpochRef{Epoch: e.v.ID, Round: r}).Marshal(), Timeout: pollTimeout})
+		rep, err := c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeWaitList, Body: (&wire.EpochRef{Epoch: e.v.ID, Round: r}).Marshal(), Timeout: transport.PollTimeout})
 		if err != nil {
 			// Typically the epoch's end: the queries of the rounds that
 			// did run still get their answers (the server bounds the wait).
@@ -365,7 +367,7 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 		if rl.Round != r {
 			return fmt.Errorf("node: list of round %d for round %d", rl.Round, r)
 		}
-		if err := checkList(e.v, &rl); err != nil {
+		if err := proto.CheckList(e.v, &rl); err != nil {
 			return err
 		}
 		c.confirm(e, r, &rl)
@@ -485,7 +487,7 @@ func (c *Client) confirm(e *cepoch, r uint32, rl *wire.RoundList) {
 	// again in this epoch, under the same pseudonym, which ties nothing
 	// new; if the epoch ends first, resendRule decides (§5.2 v3).
 	u.seen = true
-	u.seenAt = seenRound{epoch: e.epochID(), number: e.epochNumber(), round: r, list: listDigest(rl)}
+	u.seenAt = seenRound{epoch: e.epochID(), number: e.epochNumber(), round: r, list: proto.ListDigest(rl)}
 	c.upQ = append([]upItem{*u}, c.upQ...)
 }
 
@@ -600,7 +602,7 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 	}
 	var err error
 	for try := 0; try < 3; try++ {
-		if _, err = c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeSubmit, Segments: sub.Segments(), Timeout: bulkTimeout}); err == nil {
+		if _, err = c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeSubmit, Segments: sub.Segments(), Timeout: transport.BulkTimeout}); err == nil {
 			break
 		}
 	}
@@ -612,9 +614,9 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 
 // fetchReceipts asks the primary for the receipts of this client's
 // registration reg and keeps those that verify (§3 v3), one per server.
-func (c *Client) fetchReceipts(ctx context.Context, v *view, reg *wire.Register) []wire.Receipt {
+func (c *Client) fetchReceipts(ctx context.Context, v *proto.View, reg *wire.Register) []wire.Receipt {
 	q := wire.ReceiptSet{Epoch: v.ID, RegKey: reg.RegKey}
-	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeReceiptSet, Body: q.Marshal(), Timeout: shortTimeout})
+	rep, err := c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeReceiptSet, Body: q.Marshal(), Timeout: transport.ShortTimeout})
 	if err != nil {
 		c.log.Debug("receipts", "err", err)
 		return nil
@@ -627,7 +629,7 @@ func (c *Client) fetchReceipts(ctx context.Context, v *view, reg *wire.Register)
 	seen := map[uint16]bool{}
 	var out []wire.Receipt
 	for _, r := range set.Receipts {
-		if seen[r.Server] || checkReceipt(&r, v.ID, reg, v.Chain) != nil {
+		if seen[r.Server] || proto.CheckReceipt(&r, v.ID, reg, v.Chain) != nil {
 			continue
 		}
 		seen[r.Server] = true

@@ -10,6 +10,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // The client's hook points, empty in the binary (hooks.go says why).
@@ -30,10 +31,10 @@ func (*Client) hookNoGapFill() bool                            { return false }
 func (*Client) hookHeldDraw() func(io.Reader) ([32]byte, bool) { return nil }
 func (*Client) hookOwnRule() bool                              { return false }
 func (*Client) hookUnpinnedWindow() bool                       { return false }
-func (*Client) hookWindow(*view)                               {}
+func (*Client) hookWindow(*proto.View)                         {}
 func (*Client) hookNoteHeld([32]byte)                          {}
 func (*Client) hookOwnNote(*wire.RoundList)                    {}
-func (*Client) hookOwnEnd(*view)                               {}
+func (*Client) hookOwnEnd(*proto.View)                         {}
 func (*Client) hookOwnWants()                                  {}
 func (*Client) hookIndexClosing([]byte)                        {}
 func (*Client) hookOwnFallback() bool                          { return false }

@@ -12,6 +12,8 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // The client's hook points of the tests (hooks_riffletest.go has the
@@ -84,7 +86,7 @@ func (c *Client) hookHeldDraw() func(io.Reader) ([32]byte, bool) {
 // fetched. Call with c.mu held.
 func (c *Client) heldDraw(rnd io.Reader) ([32]byte, bool) {
 	var b [8]byte
-	if _, err := io.ReadFull(rnd, b[:]); err != nil || binary.BigEndian.Uint64(b[:])%DecoyRateDen >= DecoyRateNum || len(c.testHeld) == 0 {
+	if _, err := io.ReadFull(rnd, b[:]); err != nil || binary.BigEndian.Uint64(b[:])%proto.DecoyRateDen >= proto.DecoyRateNum || len(c.testHeld) == 0 {
 		return [32]byte{}, false
 	}
 	if _, err := io.ReadFull(rnd, b[:]); err != nil {
@@ -185,7 +187,7 @@ func (c *Client) hookSecondOnion(ctx context.Context, e *cepoch, sub *wire.Submi
 	o.Onion = append([]byte(nil), sub.Onion...)
 	o.Onion[0] ^= 1
 	copy(o.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.ID), uint64(o.Round), o.Slot, o.Onion))
-	_, _ = c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeSubmit, Segments: o.Segments(), Timeout: bulkTimeout})
+	_, _ = c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeSubmit, Segments: o.Segments(), Timeout: transport.BulkTimeout})
 }
 
 // hookOwnRule reports whether the tests' control of the old decoy rule (the
@@ -200,7 +202,7 @@ func (c *Client) hookUnpinnedWindow() bool {
 }
 
 // hookWindow tells the observer which epochs the client's window holds.
-func (c *Client) hookWindow(v *view) {
+func (c *Client) hookWindow(v *proto.View) {
 	o := c.cfg.observe
 	if o == nil || (o.Window == nil && o.WindowAt == nil) {
 		return

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
 )
 
@@ -101,7 +102,7 @@ func (c *Client) query(ctx context.Context, e *cepoch, r uint32, rl *wire.RoundL
 			}
 		}
 	}()
-	rep, err := c.call(ctx, request{Proto: ProtoPIR, Type: wire.TypeQuery, Body: q.Marshal(), Timeout: pollTimeout,
+	rep, err := c.call(ctx, transport.Request{Proto: transport.ProtoPIR, Type: wire.TypeQuery, Body: q.Marshal(), Timeout: transport.PollTimeout,
 		Max: 64 + k*(8+int(e.v.Desc.Params.ChunkSize)), Bufs: &wire.Buffers{Get: alloc}})
 	// The ids stay in flight until the epoch ends: answered, corrupted or
 	// lost, none is requested again in this epoch (§6.4 v3).

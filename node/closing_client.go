@@ -1,5 +1,7 @@
 package node
 
+import "github.com/riffle-net/riffle/node/internal/proto"
+
 // A client's side of the closing records (docs/protocol.md §5.2 and §6.3
 // v3). A client takes them only from epoch N's window (window_client.go):
 // the records of the epochs of number at most N−2 that its walk back from
@@ -11,7 +13,7 @@ package node
 // useClosings settles the chunks that wait for a closing record with the
 // records of the window of v, the epoch about to be registered in
 // (resend.go).
-func (c *Client) useClosings(v *view) {
+func (c *Client) useClosings(v *proto.View) {
 	c.mu.Lock()
 	again := c.settleClosings(c.windowRecs, v.Desc.Number)
 	c.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // ClientStatus is what a client reports about itself: the flags it runs
@@ -28,12 +29,12 @@ type ClientStatus struct {
 	// its previous chain for its refusal budget (client_budget.go).
 	AcceptBudgetDrops bool `json:"accept_budget_drops,omitempty"`
 
-	Epoch        string        `json:"epoch,omitempty"` // hex id of the current epoch, "" between epochs
-	Chain        []ChainServer `json:"chain,omitempty"`
-	AnonymitySet int           `json:"anonymity_set"`
-	ChunkSize    int           `json:"chunk_size"`
-	EpochRounds  int           `json:"epoch_rounds"`  // rounds run in the current epoch
-	RoundTime    time.Duration `json:"round_time_ns"` // mean round time of the current epoch
+	Epoch        string              `json:"epoch,omitempty"` // hex id of the current epoch, "" between epochs
+	Chain        []proto.ChainServer `json:"chain,omitempty"`
+	AnonymitySet int                 `json:"anonymity_set"`
+	ChunkSize    int                 `json:"chunk_size"`
+	EpochRounds  int                 `json:"epoch_rounds"`  // rounds run in the current epoch
+	RoundTime    time.Duration       `json:"round_time_ns"` // mean round time of the current epoch
 	// Throughput is the chunk bytes a second this client's slot carries
 	// in the current epoch, one upload and k requests a round, cover
 	// included; Goodput counts only the chunks of its jobs.
@@ -79,7 +80,7 @@ func (c *Client) Status() ClientStatus {
 	if e := c.epoch; e != nil {
 		st.Epoch = hex.EncodeToString(e.v.ID[:])
 		for i, p := range e.v.Chain {
-			cs := ChainServer{ID: p.String()}
+			cs := proto.ChainServer{ID: p.String()}
 			if i < len(e.v.Desc.Group) {
 				cs.Nick = string(e.v.Desc.Group[i].Nick)
 			}

@@ -3,6 +3,8 @@ package node
 import (
 	"encoding/binary"
 	"io"
+
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // Decoys (docs/protocol.md §6.3 v3). Each request slot that a round leaves
@@ -20,11 +22,11 @@ import (
 // decoyPool is the window a client draws from: the same for every client
 // of an epoch, whatever its history (window_client.go).
 type decoyPool struct {
-	epochs []*poolEpoch // newest first
-	weight uint64       // Σ total over epochs with a sample
+	epochs []*proto.PoolEpoch // newest first
+	weight uint64             // Σ total over epochs with a sample
 }
 
-func (p *decoyPool) set(eps []*poolEpoch) {
+func (p *decoyPool) set(eps []*proto.PoolEpoch) {
 	p.epochs, p.weight = eps, 0
 	for _, e := range eps {
 		if len(e.Sample) > 0 {
@@ -43,7 +45,7 @@ func (p *decoyPool) draw(rnd io.Reader) ([32]byte, bool) {
 	if _, err := io.ReadFull(rnd, b[:]); err != nil {
 		return [32]byte{}, false
 	}
-	if binary.BigEndian.Uint64(b[:])%DecoyRateDen >= DecoyRateNum || p.weight == 0 {
+	if binary.BigEndian.Uint64(b[:])%proto.DecoyRateDen >= proto.DecoyRateNum || p.weight == 0 {
 		return [32]byte{}, false
 	}
 	if _, err := io.ReadFull(rnd, b[:]); err != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // The old decoy rule (before the group's window, issue 26), kept only as
@@ -23,7 +24,7 @@ import (
 type ownRule struct {
 	pool ownPool
 	// pastViews are the chains of the epochs this client took part in.
-	pastViews []*view
+	pastViews []*proto.View
 	// seen: past epochs whose closing record was used.
 	seen map[[32]byte]bool
 	// closings are the records the index syncs brought (c.syncMu).
@@ -31,7 +32,7 @@ type ownRule struct {
 	closingOrder [][32]byte
 	// others are the epochs whose records are asked of other servers
 	// when the primary's log lacks them (c.mu).
-	views  []*view
+	views  []*proto.View
 	others [][32]byte
 }
 
@@ -63,7 +64,7 @@ func (p *ownPool) note(rl *wire.RoundList) {
 		p.cur = &decoyEpoch{id: rl.Epoch, seen: map[decoyPair]bool{}, rounds: map[uint32][32]byte{}, from: map[decoyPair]uint32{}}
 	}
 	e := p.cur
-	e.rounds[rl.Round] = listDigest(rl)
+	e.rounds[rl.Round] = proto.ListDigest(rl)
 	for i, x := range rl.Pairs {
 		k := decoyPair{pos: x.Pos, id: rl.PairID(i)}
 		if !e.seen[k] {
@@ -80,8 +81,8 @@ func (p *ownPool) endEpoch() {
 	}
 	p.ended = append(p.ended, p.cur)
 	p.cur = nil
-	if len(p.ended) > DecoyEpochs {
-		p.ended = p.ended[len(p.ended)-DecoyEpochs:]
+	if len(p.ended) > proto.DecoyEpochs {
+		p.ended = p.ended[len(p.ended)-proto.DecoyEpochs:]
 	}
 	p.resize()
 }
@@ -146,7 +147,7 @@ func (p *ownPool) draw(rnd io.Reader) ([32]byte, bool) {
 	if _, err := io.ReadFull(rnd, b[:]); err != nil {
 		return [32]byte{}, false
 	}
-	if binary.BigEndian.Uint64(b[:])%DecoyRateDen >= DecoyRateNum || p.size == 0 {
+	if binary.BigEndian.Uint64(b[:])%proto.DecoyRateDen >= proto.DecoyRateNum || p.size == 0 {
 		return [32]byte{}, false
 	}
 	if _, err := io.ReadFull(rnd, b[:]); err != nil {
@@ -170,14 +171,14 @@ func (c *Client) hookOwnNote(rl *wire.RoundList) {
 
 // hookOwnEnd ends epoch v in the control's pool and keeps its chain;
 // c.mu held.
-func (c *Client) hookOwnEnd(v *view) {
+func (c *Client) hookOwnEnd(v *proto.View) {
 	if !c.useOwnRule() || v == nil {
 		return
 	}
 	c.own.pool.endEpoch()
-	if !slices.ContainsFunc(c.own.pastViews, func(p *view) bool { return p.ID == v.ID }) {
+	if !slices.ContainsFunc(c.own.pastViews, func(p *proto.View) bool { return p.ID == v.ID }) {
 		c.own.pastViews = append(c.own.pastViews, v)
-		if n := DecoyEpochs + closeWaitMax + 1; len(c.own.pastViews) > n {
+		if n := proto.DecoyEpochs + closeWaitMax + 1; len(c.own.pastViews) > n {
 			c.own.pastViews = c.own.pastViews[len(c.own.pastViews)-n:]
 		}
 	}
@@ -258,7 +259,7 @@ func (c *Client) hookOwnUse() {
 		if rec == nil {
 			continue
 		}
-		if checkClosing(v, rec) != nil {
+		if proto.CheckClosing(v, rec) != nil {
 			delete(c.own.closings, v.ID)
 			continue
 		}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // answerDup is the client's side of a duplicate share at setup
@@ -19,7 +21,7 @@ import (
 // afterwards and the next epoch draws new ones (u, q, registration and
 // X25519 keys: join).
 func (c *Client) answerDup(ctx context.Context, e *cepoch) error {
-	rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeDupQuery, Body: (&wire.EpochRef{Epoch: e.v.ID}).Marshal(), Timeout: pollTimeout})
+	rep, err := c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeDupQuery, Body: (&wire.EpochRef{Epoch: e.v.ID}).Marshal(), Timeout: transport.PollTimeout})
 	if err != nil {
 		return err // typically: no duplicate in this epoch
 	}
@@ -46,7 +48,7 @@ func (c *Client) answerDup(ctx context.Context, e *cepoch) error {
 	}
 	msg := wire.DupProof{Epoch: e.v.ID, Slot: e.slot}
 	copy(msg.Proof[:], proof)
-	_, err = c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeDupProof, Body: msg.Marshal(), Timeout: shortTimeout})
+	_, err = c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeDupProof, Body: msg.Marshal(), Timeout: transport.ShortTimeout})
 	return err
 }
 
@@ -62,9 +64,9 @@ func checkDupAbort(e *cepoch, a *wire.DupAbort) error {
 	if a.SlotA != e.slot && a.SlotB != e.slot {
 		return errors.New("node: duplicate abort does not name this client")
 	}
-	d := dupDigest(a)
+	d := proto.DupDigest(a)
 	for j, p := range v.Chain {
-		if err := verifyPeerSig(p, d, a.Sigs[j]); err != nil {
+		if err := proto.VerifyPeerSig(p, d, a.Sigs[j]); err != nil {
 			return fmt.Errorf("node: duplicate abort signature of server %d: %w", j, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // A client's budget (ClientConfig.MaxRate, `riffle client --max-rate`):
@@ -26,7 +27,7 @@ var ErrOverBudget = errors.New("node: group over the client's budget")
 type groupState struct {
 	checked bool
 	key     wire.Params // the constants checked: the round limit zeroed
-	cost    ClientCost
+	cost    proto.ClientCost
 	// sent and recv count the bytes of every request and reply since
 	// since (callTo).
 	sent, recv atomic.Int64
@@ -49,12 +50,12 @@ func (c *Client) checkGroup(p wire.Params) error {
 	if c.group.checked && c.group.key == key {
 		return nil
 	}
-	cost := GroupCost(Params(p))
+	cost := proto.GroupCost(proto.Params(p))
 	c.group.checked, c.group.key, c.group.cost = true, key, cost
 	if max := c.cfg.MaxRate; max > 0 && cost.Worst.Max() > max {
 		return fmt.Errorf("%w: this group's constants (b = %d, k = %d, n_max = %d, L_max = %d, R = %d, round interval %d ms) allow up to %s sent and %s received (%s/s at most), above --max-rate %s/s; raise --max-rate or use another group",
 			ErrOverBudget, p.ChunkSize, p.K, p.MaxClients, p.MaxRows, p.Rounds, p.RoundIntervalMs,
-			FormatRate(cost.Worst.SendPerHour), FormatRate(cost.Worst.RecvPerHour), formatBytes(cost.Worst.Max()), formatBytes(max))
+			proto.FormatRate(cost.Worst.SendPerHour), proto.FormatRate(cost.Worst.RecvPerHour), proto.FormatBytes(cost.Worst.Max()), proto.FormatBytes(max))
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -20,7 +22,7 @@ func (c *Client) handOver(e *cepoch) {
 	p := e.v.Desc.Params
 	b, k := int(p.ChunkSize), int(p.K)
 	first := e.sealedNext
-	last := min(p.Rounds, first+handoverMax)
+	last := min(p.Rounds, first+proto.HandoverMax)
 	if first >= last {
 		return
 	}
@@ -37,7 +39,7 @@ func (c *Client) handOver(e *cepoch) {
 				return err
 			}
 		}
-		_, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeHandover, Segments: sub.Segments(), Timeout: shortTimeout})
+		_, err := c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeHandover, Segments: sub.Segments(), Timeout: transport.ShortTimeout})
 		return err
 	}
 	// The onions sealed already whose rounds are not over: a send that

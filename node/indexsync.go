@@ -11,6 +11,8 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -168,7 +170,7 @@ func (c *Client) cursorOf(p peer.ID) uint64 {
 
 // callPeer sends a request to server p (the primary or another server of
 // the chain, whose addresses the descriptor gives).
-func (c *Client) callPeer(ctx context.Context, p peer.ID, r request) ([]byte, error) {
+func (c *Client) callPeer(ctx context.Context, p peer.ID, r transport.Request) ([]byte, error) {
 	return c.callTo(ctx, p, r)
 }
 
@@ -183,7 +185,7 @@ func (c *Client) syncIndexFrom(ctx context.Context, p peer.ID) (syncResult, erro
 		if res.pages >= maxIndexPages {
 			return res, fmt.Errorf("node: index sync from %s: more than %d pages", p.ShortString(), maxIndexPages)
 		}
-		rep, err := c.callPeer(ctx, p, request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{Cursor: cur}).Marshal(), Timeout: shortTimeout})
+		rep, err := c.callPeer(ctx, p, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{Cursor: cur}).Marshal(), Timeout: transport.ShortTimeout})
 		if err != nil {
 			return res, fmt.Errorf("node: index sync from %s: %w", p.ShortString(), err)
 		}
@@ -207,16 +209,16 @@ func (c *Client) syncIndexFrom(ctx context.Context, p peer.ID) (syncResult, erro
 		if pg.Next < cur || (pg.Next == cur && (pg.More || items > 0)) {
 			return res, fmt.Errorf("node: index sync from %s: page does not move the cursor on (%d after %d)", p.ShortString(), pg.Next, cur)
 		}
-		if len(ic.mans)+len(pg.Manifests) > maxIndexItems || len(ic.entries)+len(pg.Entries) > maxIndexItems {
-			return res, fmt.Errorf("node: index sync from %s: the copy would pass %d items", p.ShortString(), maxIndexItems)
+		if len(ic.mans)+len(pg.Manifests) > proto.MaxIndexItems || len(ic.entries)+len(pg.Entries) > proto.MaxIndexItems {
+			return res, fmt.Errorf("node: index sync from %s: the copy would pass %d items", p.ShortString(), proto.MaxIndexItems)
 		}
 		// A manifest is kept only if it parses (§6.4 v3): a server
 		// cannot fill the copy with what no get could open.
 		var mans []store.Manifest
-		for id, b := range syncedManifests(pg.Manifests) {
+		for id, b := range proto.SyncedManifests(pg.Manifests) {
 			mans = append(mans, store.Manifest{ID: id, Data: b})
 		}
-		entries := indexFromWire(pg.Entries)
+		entries := proto.IndexFromWire(pg.Entries)
 		now := ic.now()
 		var removed []store.ID
 		for _, id := range pg.Removed {

@@ -1,5 +1,7 @@
 package node
 
+import "github.com/riffle-net/riffle/node/internal/proto"
+
 // Which upload a client's round carries (manifests.go has the caps).
 
 // nextUpload returns the queue position of the next chunk to upload in
@@ -20,7 +22,7 @@ func (c *Client) nextUpload(e *cepoch, r uint32) int {
 			// Past its allowance of epochs: paused (presence.go).
 			continue
 		}
-		if !c.upQ[i].manifest || e.manifestsSent < manifestsPerPseudonym || noCap {
+		if !c.upQ[i].manifest || e.manifestsSent < proto.ManifestsPerPseudonym || noCap {
 			return i
 		}
 	}

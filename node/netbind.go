@@ -14,6 +14,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -49,7 +50,7 @@ const networkServersFile = "servers"
 const maxKeptNetworks = 256
 
 // boundFiles are the files of a data directory that belong to its network.
-var boundFiles = []string{ClientDBFile, pendingFile, LongTermKeyFile}
+var boundFiles = []string{ClientDBFile, pendingFile, proto.LongTermKeyFile}
 
 // bindAtStart binds the database opened at start, or holds it back until
 // the first descriptor says which network this is.
@@ -148,7 +149,7 @@ func (c *Client) switchNetwork(chain []peer.ID) *store.ClientDB {
 	if c.cfg.LongTermKey == nil {
 		// The key this network's primaries know the client by (a fresh
 		// one for a network it was never on).
-		if lt, err := LoadLongTermKey(dir, c.rand); err == nil {
+		if lt, err := proto.LoadLongTermKey(dir, c.rand); err == nil {
 			c.ltKey = lt
 		} else {
 			c.log.Warn("long-term key", "err", err)
@@ -189,7 +190,7 @@ func (c *Client) moveAside(servers []peer.ID) (string, error) {
 		}
 		dst = filepath.Join(base, fmt.Sprintf("%s-%d", name, i))
 	}
-	if err := writeFileDurably(filepath.Join(dst, networkServersFile), []byte(strings.Join(lines, "\n")+"\n")); err != nil {
+	if err := proto.WriteFileDurably(filepath.Join(dst, networkServersFile), []byte(strings.Join(lines, "\n")+"\n")); err != nil {
 		return "", err
 	}
 	for _, f := range boundFiles {

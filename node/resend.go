@@ -7,6 +7,7 @@ import (
 
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -29,7 +30,7 @@ import (
 // again: every uploader of the round behaves alike, and whoever stopped
 // the round, having read its payloads, can tell the one that left among
 // them only by a guess (docs/anonymity.md, "When you come and go").
-const resendHold = handoverMax
+const resendHold = proto.HandoverMax
 
 // reask is a void round's requests: kept in flight, so not asked again,
 // until the onion of round at.
@@ -300,7 +301,7 @@ func (c *Client) reencrypt(j *shareJob) {
 		if !left[id] {
 			left[id] = true
 			ids = append(ids, id)
-			items = append(items, upItem{c: store.Chunk{ID: id, Data: append([]byte(nil), chunk...)}, job: j, manifest: isManifest(chunk)})
+			items = append(items, upItem{c: store.Chunk{ID: id, Data: append([]byte(nil), chunk...)}, job: j, manifest: proto.IsManifest(chunk)})
 		}
 		return nil
 	})

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -150,7 +151,7 @@ func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encry
 		if !job.left[id] {
 			job.left[id] = true
 			h.IDs = append(h.IDs, id)
-			items = append(items, upItem{c: store.Chunk{ID: id, Data: append([]byte(nil), chunk...)}, job: job, manifest: isManifest(chunk)})
+			items = append(items, upItem{c: store.Chunk{ID: id, Data: append([]byte(nil), chunk...)}, job: job, manifest: proto.IsManifest(chunk)})
 		}
 		return nil
 	})

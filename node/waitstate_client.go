@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // A client's view of its group's state between epochs (waitstate.go).
@@ -16,8 +18,8 @@ import (
 func (c *Client) askState(ctx context.Context) {
 	for {
 		// Uniform in [½, 1½]·stateEvery, from fresh randomness.
-		d := stateEvery/2 + time.Duration(rand.Int64N(int64(stateEvery)))
-		rep, err := c.call(ctx, request{Proto: ProtoClient, Type: wire.TypeStateReq, Timeout: shortTimeout})
+		d := proto.StateEvery/2 + time.Duration(rand.Int64N(int64(proto.StateEvery)))
+		rep, err := c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeStateReq, Timeout: transport.ShortTimeout})
 		if err == nil {
 			var st wire.State
 			if st.Unmarshal(rep) == nil {
@@ -35,7 +37,7 @@ func (c *Client) askState(ctx context.Context) {
 }
 
 // stateFresh is how long an answer describes the group.
-const stateFresh = 3 * stateEvery
+const stateFresh = 3 * proto.StateEvery
 
 // groupWait says what the group's state makes a client in no epoch wait
 // for, and about how long; "" when no fresh state says. Call with c.mu held.

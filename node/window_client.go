@@ -12,6 +12,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // A client's side of the group's decoy window (docs/protocol.md §6.3 v3).
@@ -49,7 +51,7 @@ type windowReply struct {
 // server of v's chain at once, and every server of N−1's chain as soon as
 // a reply gives N−1's descriptor (pinned by v's previous certificate). It
 // returns errNoWindow if no server gave every pinned record and pool.
-func (c *Client) fetchWindow(ctx context.Context, v *view) error {
+func (c *Client) fetchWindow(ctx context.Context, v *proto.View) error {
 	req := (&wire.WindowReq{Epoch: v.ID, Number: v.Desc.Number}).Marshal()
 	res := make(chan windowReply)
 	asked := map[peer.ID]bool{}
@@ -62,15 +64,15 @@ func (c *Client) fetchWindow(ctx context.Context, v *view) error {
 		c.addAddrs(p, addrs)
 		pending++
 		go func() {
-			rep, err := c.callPeer(ctx, p, request{Proto: ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: shortTimeout})
-			for try := 0; try < windowRetries && errors.Is(err, errWindowBusy); try++ {
+			rep, err := c.callPeer(ctx, p, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: transport.ShortTimeout})
+			for try := 0; try < windowRetries && errors.Is(err, proto.ErrWindowBusy); try++ {
 				// A busy server (every client of the epoch asks at
 				// once) is asked again after a random delay.
 				select {
 				case <-time.After(windowRetryDelay(v)):
 				case <-ctx.Done():
 				}
-				rep, err = c.callPeer(ctx, p, request{Proto: ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: shortTimeout})
+				rep, err = c.callPeer(ctx, p, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: transport.ShortTimeout})
 			}
 			var w wire.Window
 			if err == nil {
@@ -95,7 +97,7 @@ func (c *Client) fetchWindow(ctx context.Context, v *view) error {
 		if prevAsked {
 			continue
 		}
-		if gd := previousGroup(v.Desc, r.items); gd != nil {
+		if gd := proto.PreviousGroup(v.Desc, r.items); gd != nil {
 			prevAsked = true
 			for _, g := range gd.Group {
 				if p, err := peer.IDFromBytes(g.PeerID); err == nil {
@@ -107,12 +109,12 @@ func (c *Client) fetchWindow(ctx context.Context, v *view) error {
 	if answers == 0 {
 		return errNoWindow
 	}
-	var w windowWalk
+	var w proto.WindowWalk
 	if c.hookUnpinnedWindow() {
-		w = walkWindow(v.Desc, got) // the rule before: whatever came
+		w = proto.WalkWindow(v.Desc, got) // the rule before: whatever came
 	} else {
 		var ok bool
-		if w, ok = resolveWindow(v.Desc, got); !ok {
+		if w, ok = proto.ResolveWindow(v.Desc, got); !ok {
 			// Every honest server of N's chain held each pinned record
 			// and pool before it signed N open: none of them answered.
 			c.log.Info("decoy window incomplete", "missing", w.Missing)
@@ -137,7 +139,7 @@ const windowRetries = 4
 // spread out. Only the retry's timing depends on it, and it is fresh
 // randomness, none of the client's CSPRNG stream (the decoy draws read
 // the same bytes whatever happens here).
-func windowRetryDelay(v *view) time.Duration {
+func windowRetryDelay(v *proto.View) time.Duration {
 	span := time.Duration(v.Desc.Params.RegWindowMs) * time.Millisecond / 8
 	if span <= 0 {
 		return 0
@@ -156,7 +158,7 @@ func sitOutLine(id [32]byte) string {
 // is made only then, so nothing drawn goes to waste on a fetch that
 // fails. If every server fails, the client sits the epoch out and pauses
 // its jobs (sitOut).
-func (c *Client) holdWindow(ctx context.Context, v *view) error {
+func (c *Client) holdWindow(ctx context.Context, v *proto.View) error {
 	if c.hookOwnRule() {
 		return c.takeChain(v.Desc, v.Chain, budgetView{}) // the old rule: no window
 	}
