@@ -24,7 +24,8 @@ func attestDigest(a *wire.Attest) [32]byte { return taggedHash(tagAttest, a.Mars
 // is due a round limit (its wait for the onions) and a hop after that,
 // and each later part a hop
 // after the part before it came here (partCame), or after that part's
-// own due if it never came. A hop is a server's whole wait for its input
+// own due if it never came; after its batch came here, or bodyWait after
+// the note, if its server said it lacks that batch (lack.go). A hop is a server's whole wait for its input
 // (lackWindow) and its processing. When S_0's part opened q here, it came
 // at the opening (roots.go): its successor's part is due a hop after the
 // opening. Call with s.mu held.
@@ -38,14 +39,36 @@ func (e *sepoch) absenceDue(q uint32) []time.Time {
 	hop := lackWindow(e)
 	due := make([]time.Time, len(v.Chain))
 	due[0] = open.Add(limit + hop)
+	x := e.rounds[q]
 	for j := 1; j < len(due); j++ {
 		base := due[j-1]
 		if at, ok := e.partCame(q, j-1); ok {
 			base = at
 		}
+		// Server j said it lacks part j−1 (a relay note, lack.go): its
+		// own part counts from when the batch came here, which it asks
+		// this server for, or from when this server gave up on getting
+		// it (and attests part j−1 missing first).
+		if n := x.noteOf(j - 1); n != nil {
+			at := n.at.Add(bodyWait(e))
+			if n.body != nil {
+				at = n.bodyAt
+			}
+			if at.After(base) {
+				base = at
+			}
+		}
 		due[j] = base.Add(hop)
 	}
 	return due
+}
+
+// noteOf is x's relay note of position j's batch, nil if none (or no x).
+func (x *sround) noteOf(j int) *relayNote {
+	if x == nil {
+		return nil
+	}
+	return x.notes[j]
 }
 
 // partCame is when position j's part of round q (its signed root) came
@@ -72,7 +95,10 @@ func (e *sepoch) partCame(q uint32, j int) (time.Time, bool) {
 // part is due (absenceDue) or once the round stopped here (made void, or
 // the epoch ended), and then sets the bit of a missing part only if its
 // due passed before the round stopped, or if its server itself said it
-// lacks its input (lack.go). Nothing is attested of a round not open here
+// lacks its input (lack.go) and this server does not lack that input too.
+// A batch whose receiver noted that it lacks it (lack.go) counts as held
+// only once its body is here, and missing from bodyWait after the note.
+// Nothing is attested of a round not open here
 // (a root alone opens nothing). The first one signed is the answer ever
 // after: it speaks of times before it, and two of one signer would be its
 // equivocation. nil when not due or unsigned. Call with s.mu held.
@@ -104,13 +130,25 @@ func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 	if x == nil || x.list == nil || x.list.Void() {
 		for j := range m {
 			var held bool
+			dueJ := due[j]
 			if j < m-1 {
 				_, held = e.roots[rootKey{q, uint16(j + 1)}]
+				// A batch whose receiver said it lacks it is held
+				// only with its body (lack.go): from the note, the
+				// signer had bodyWait to hand it over here.
+				if at, miss := e.bodyMissing(q, j); held && miss {
+					held, dueJ = false, at
+				}
+				if held && j == e.pos-1 && x != nil && x.lacked {
+					held, dueJ = false, time.Time{} // this server's own input, given up
+				}
 			} else {
 				held = x != nil && (x.pubDone || x.publishing)
 			}
-			said := x != nil && x.lackBy != 0 && int(x.lackBy) == j
-			if !held && (!due[j].After(stop) || said) {
+			// A claimant of a lack (lack.go) is charged when its
+			// input is here: not when this server lacks it too.
+			said := x != nil && x.lackBy != 0 && int(x.lackBy) == j && !e.lacksToo(q, j-1)
+			if !held && (!dueJ.After(stop) || said) {
 				bits |= 1 << uint(j)
 			}
 		}
@@ -123,6 +161,21 @@ func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 		e.attested[q] = a
 	}
 	return a
+}
+
+// lacksToo reports whether this server lacks round q's part j too (not
+// its own): its root is not here, or its body, noted and not got
+// (bodyMissing). Call
+// with s.mu held.
+func (e *sepoch) lacksToo(q uint32, j int) bool {
+	if j < 0 || j == e.pos {
+		return false // this server's own part is here
+	}
+	if _, ok := e.roots[rootKey{q, uint16(j + 1)}]; !ok {
+		return true
+	}
+	_, miss := e.bodyMissing(q, j)
+	return miss
 }
 
 // closeAttestLocked is this server's signed attestation that no close of

@@ -72,6 +72,8 @@ func (*Server) hookRepeatOut(uint32) bool                  { return false }
 func (*Server) hookHideOut(uint32) bool                    { return false }
 func (*Server) hookHideCerts() bool                        { return false }
 func (*Server) hookLoseOut(uint32) bool                    { return false }
+func (*Server) hookRefuseSucc(uint32) bool                 { return false }
+func (*Server) hookLateOut(uint32) time.Duration           { return 0 }
 func (*Server) hookProbe(*sepoch, uint32, int)             {}
 func (*Server) hookRefuseEvidence(wire.Type) bool          { return false }
 func (*Server) hookLiar() bool                             { return false }

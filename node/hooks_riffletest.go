@@ -78,6 +78,13 @@ type serverHooks struct {
 	// hideOut may make this server withhold its batch of round r from
 	// its successor: not sent, not kept, its root announced all the same.
 	hideOut func(r uint32) bool
+	// refuseSucc may make this server withhold its batch of round r from
+	// its successor alone: not sent, its successor's fetch refused, kept
+	// for the other chain servers' (relay) fetches.
+	refuseSucc func(r uint32) bool
+	// lateOut may make this server send its batch of round r that long
+	// late, keeping it from every fetch until then.
+	lateOut func(r uint32) time.Duration
 	// hideCerts may make this server answer every certificate request
 	// with none (a corrupt founder, amnesia_test.go).
 	hideCerts func() bool
@@ -331,6 +338,18 @@ func (s *Server) hookHideCerts() bool {
 func (s *Server) hookHideOut(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && (h.hideOut != nil && h.hideOut(r) || h.silentOut != nil && h.silentOut(r))
+}
+
+func (s *Server) hookRefuseSucc(r uint32) bool {
+	h := s.hooks.Load()
+	return h != nil && h.refuseSucc != nil && h.refuseSucc(r)
+}
+
+func (s *Server) hookLateOut(r uint32) time.Duration {
+	if h := s.hooks.Load(); h != nil && h.lateOut != nil {
+		return h.lateOut(r)
+	}
+	return 0
 }
 
 func (s *Server) hookLoseOut(r uint32) bool {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -12,22 +14,56 @@ import (
 )
 
 // A missing input batch (docs/protocol.md §5.2 v3, "a void that names
-// nobody does not end the epoch"). Server s learns of its predecessor's
-// signed batch of round r from the root that every server broadcasts to
-// the whole chain (roots.go); if the batch itself has not come once the
-// hop has had its time, s asks for it again. The predecessor is the only
-// holder: a middle batch goes to one server, and everyone else holds its
-// root alone. The predecessor keeps a batch it could not deliver for the
-// fetch window and hands it, on request, to its successor only; s takes
-// it like any batch (sender, signature, root against the broadcast one,
-// size caps: onBatch). If the batch is still missing when the window
-// closes, s passes on nothing for r (never the entries it has: that would
-// show the next server which position is missing) and tells every chain
-// server that it lacks the batch; S_0 then has the round signed void, and
-// the void is charged to s's own refusal budget (every other server
-// attests it lacks s's part, charges.go), a private abort that names
-// nobody. One void an epoch, as for a missing
-// publication (void.go): a second ends the epoch.
+// nobody does not end the epoch", and "a batch its receiver lacks is
+// relayed"). Server s learns of its predecessor's signed batch of round r
+// from the root that every server broadcasts to the whole chain
+// (roots.go); if the batch itself has not come once the hop has had its
+// time (fetchGrace), s asks the predecessor for it again and, at once,
+// every other chain server: that ask is the relay note. A server noted
+// so fetches the batch from its signer (the signer keeps every batch it
+// sends for keptWindow and hands a few copies to any chain server that
+// asks), checks it as if it came from the signer (signature, recomputed
+// root, the epoch's batch cap) and hands it to s on request: a
+// predecessor that withholds the batch from s alone no longer makes s
+// late. For the dues (attest.go), a noted server counts s's part from
+// when the batch came to it, or, if the signer never gave it the batch,
+// attests the signer's part missing once bodyWait has passed since the
+// note: the void of a batch that nobody got is the signer's, never its
+// honest receiver's. Only the root goes to every server on the normal
+// path; the batch goes to the others only once its receiver said it
+// lacks it (one batch of upload per server and round, not m).
+//
+// If the batch is still missing when the lack window closes, s passes on
+// nothing for r (never the entries it has: that would show the next
+// server which position is missing) and tells every chain server that it
+// lacks the batch; S_0 has the round signed void once the noted servers
+// have had bodyWait to fetch it, and the void is charged to the first
+// part that more than half of the others attest they lacked: the signer's
+// if they could not get the batch either, else s's own (charges.go). One
+// void an epoch, as for a missing publication (void.go): a second ends
+// the epoch.
+
+// relayNote is a noted server's state of one batch its receiver said it
+// lacks: when the note came, the copy fetched from the signer (the raw
+// signed batch) and when, and the copies handed to the receiver.
+type relayNote struct {
+	at, bodyAt time.Time
+	body       []byte
+	served     int
+}
+
+// batchServes bounds the copies of one round's batch that its signer, or
+// a noted holder, hands to one chain position (a retry after a lost
+// transfer, not a flood), as pubServes does for the publication.
+const batchServes = pubServes
+
+// bodyWait is how long a noted server may take to get the batch from its
+// signer before it counts the batch missing (attest.go).
+func bodyWait(e *sepoch) time.Duration { return fetchGrace(e) }
+
+func (x *sround) dropRelays() {
+	x.kept, x.notes, x.keptServed = nil, nil, nil
+}
 
 // errDelivering answers a fetch of a batch whose delivery still runs: the
 // asker waits on, up to the delivery's own deadline, rather than claim a
@@ -52,18 +88,24 @@ func lackWindow(e *sepoch) time.Duration {
 // fetchGrace is how long the batch itself may still take after its root.
 func fetchGrace(e *sepoch) time.Duration { return lackWindow(e) / 4 }
 
-// keptWindow is how long a server keeps a batch it could not deliver: the
-// successor's whole window, which starts later (at the root's arrival).
+// keptWindow is how long a server keeps a batch it sent: past the
+// successor's whole window, which starts later (at the root's arrival),
+// and the noted servers' fetches within it.
 func keptWindow(e *sepoch) time.Duration {
 	return time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond
 }
 
-// keepUndelivered keeps the signed batch b of round r, which could not be
-// delivered to the successor, for its fetch (onGetBatch) until keptWindow
-// has passed. The bytes are a copy: the entries live in reused buffers.
-func (s *Server) keepUndelivered(e *sepoch, r uint32, b *wire.Batch) {
+// keepOut keeps the signed batch b of round r, which this server passes
+// on, for the fetches of its successor and of the servers its successor
+// noted (onGetBatch) until keptWindow has passed. The bytes are a copy:
+// the entries live in reused buffers.
+func (s *Server) keepOut(e *sepoch, r uint32, b *wire.Batch) {
 	raw := b.Marshal()
 	s.mu.Lock()
+	if e.admit(r) != nil {
+		s.mu.Unlock()
+		return
+	}
 	e.round(r).kept = raw
 	s.mu.Unlock()
 	s.wg.Add(1)
@@ -81,7 +123,10 @@ func (s *Server) keepUndelivered(e *sepoch, r uint32, b *wire.Batch) {
 	}()
 }
 
-// onGetBatch serves a kept batch to the server it was for.
+// onGetBatch serves a batch of a round: its signer's kept copy to any
+// chain server (a few copies each), a noted holder's copy to the batch's
+// receiver; the receiver's ask of a server that is not the signer is its
+// relay note (noteLocked).
 func (s *Server) onGetBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	q, e, err := s.batchRef(body)
 	if err != nil {
@@ -92,29 +137,195 @@ func (s *Server) onGetBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 	if int(q.S) == m {
 		return s.servePub(e, from, q.Round)
 	}
-	if int(q.S) != e.pos+1 || int(q.S) >= m || v.Chain[q.S] != from || q.Round >= v.Desc.Params.Rounds {
-		return 0, nil, errors.New("node: batch asked by a server it is not for")
+	asker := slices.Index(v.Chain, from)
+	if q.S < 1 || int(q.S) >= m || asker < 0 || from == s.h.ID() || q.Round >= v.Desc.Params.Rounds {
+		return 0, nil, errors.New("node: batch asked by a server outside the chain")
 	}
+	refused := int(q.S) == e.pos+1 && asker == e.pos+1 && s.hookRefuseSucc(q.Round)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := e.admit(q.Round); err != nil {
 		return 0, nil, err
 	}
 	x := e.round(q.Round)
-	raw := x.kept
-	if raw == nil && x.sending {
-		return 0, nil, errDelivering
+	if int(q.S) == e.pos+1 {
+		// This server signed the batch.
+		if asker == e.pos+1 && x.sending {
+			return 0, nil, errDelivering
+		}
+		if refused {
+			return 0, nil, errors.New("node: refused (test)")
+		}
+		if x.kept == nil {
+			return 0, nil, fmt.Errorf("node: no batch of round %d kept here", q.Round)
+		}
+		if x.keptServed[asker] >= batchServes {
+			return 0, nil, fmt.Errorf("node: batch of round %d handed to position %d already", q.Round, asker)
+		}
+		if x.keptServed == nil {
+			x.keptServed = map[int]int{}
+		}
+		x.keptServed[asker]++
+		return wire.TypeBatch, x.kept, nil
 	}
-	if raw == nil {
-		return 0, nil, fmt.Errorf("node: no undelivered batch of round %d", q.Round)
+	if asker != int(q.S) {
+		return 0, nil, errors.New("node: a relayed batch goes to its receiver only")
 	}
-	return wire.TypeBatch, raw, nil
+	n, err := s.noteLocked(e, q.Round, int(q.S)-1)
+	if err != nil {
+		return 0, nil, err
+	}
+	if n.body == nil {
+		return 0, nil, fmt.Errorf("node: batch of round %d not held here yet", q.Round)
+	}
+	if n.served >= batchServes {
+		return 0, nil, fmt.Errorf("node: batch of round %d relayed to position %d already", q.Round, asker)
+	}
+	n.served++
+	return wire.TypeBatch, n.body, nil
+}
+
+// noteLocked is round q's relay note of position j's batch here, taken
+// from its receiver's ask: once a round and part, only while the round is
+// open here, the batch's signed root is here, its receiver has not passed
+// its own part on (a receiver that did had its input) and the lack
+// window, counted from the root, has not passed. A new note starts the
+// fetch from the signer (relayFetch). Call with s.mu held.
+func (s *Server) noteLocked(e *sepoch, q uint32, j int) (*relayNote, error) {
+	x := e.round(q)
+	if n := x.notes[j]; n != nil {
+		return n, nil
+	}
+	if _, open := e.openAt[q]; !open {
+		return nil, fmt.Errorf("node: round %d is not open here", q)
+	}
+	came, ok := e.partCame(q, j)
+	if !ok {
+		return nil, fmt.Errorf("node: no root of batch %d of round %d here", j+1, q)
+	}
+	if e.passedOn(q, j) {
+		return nil, fmt.Errorf("node: server %d passed round %d on", j+1, q)
+	}
+	if time.Since(came) > lackWindow(e) {
+		return nil, fmt.Errorf("node: batch %d of round %d asked after its lack window", j+1, q)
+	}
+	if x.notes == nil {
+		x.notes = map[int]*relayNote{}
+	}
+	n := &relayNote{at: time.Now()}
+	x.notes[j] = n
+	s.log.Info("relay asked: fetching the batch from its signer", "round", q, "position", j)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.relayFetch(e, q, j, n)
+	}()
+	return n, nil
+}
+
+// relayFetch asks the signer of round q's batch j for it until bodyWait
+// has passed since the note (a transfer begun may end later) and keeps
+// the first copy that checks (takeRelay).
+func (s *Server) relayFetch(e *sepoch, q uint32, j int, n *relayNote) {
+	v := e.final
+	signer := v.Chain[j]
+	ref := (&wire.BatchRef{Epoch: v.ID, Round: q, S: uint16(j + 1)}).Marshal()
+	stop := n.at.Add(bodyWait(e))
+	gone := func() bool { return n.body != nil || e.ended || e.admit(q) != nil || e.round(q).void }
+	for time.Now().Before(stop) && s.ctx.Err() == nil {
+		ctx, cancel := context.WithTimeout(s.ctx, keptWindow(e))
+		raw, err := call(ctx, s.h, signer, request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: ref, Timeout: keptWindow(e), Max: wire.BatchCap(v.Lim)})
+		cancel()
+		if err == nil {
+			if err = s.takeRelay(e, q, j, n, raw); err == nil {
+				s.log.Info("batch fetched for its receiver", "round", q, "position", j)
+				return
+			}
+		}
+		s.log.Debug("relay fetch", "round", q, "position", j, "err", err)
+		ctx, cancel = context.WithTimeout(s.ctx, min(250*time.Millisecond, max(time.Until(stop), 0)))
+		_ = s.waitFor(ctx, gone)
+		cancel()
+		s.mu.Lock()
+		g := gone()
+		s.mu.Unlock()
+		if g {
+			return
+		}
+	}
+}
+
+// takeRelay checks a relayed copy of round q's batch j as if it came from
+// its signer, and keeps it: the head (epoch, round, position, the
+// signer's signature), the entries within the epoch's limits, the root
+// recomputed from them, and the root against every root of the signer
+// seen here (noteRoot: a second root is its equivocation).
+func (s *Server) takeRelay(e *sepoch, q uint32, j int, n *relayNote, raw []byte) error {
+	v := e.final
+	h, err := wire.PeekBatch(raw)
+	if err != nil {
+		return err
+	}
+	if h.Epoch != v.ID || h.Round != q || int(h.S) != j+1 {
+		return errors.New("node: relayed batch of another round or position")
+	}
+	if err := verifyPeerSig(v.Chain[j], batchDigest(&wire.Batch{Epoch: h.Epoch, Round: h.Round, S: h.S, Root: h.Root}), h.Sig); err != nil {
+		return err
+	}
+	var b wire.Batch
+	if err := b.Unmarshal(raw, limitsFor(v.Desc.Params, len(v.Chain))); err != nil {
+		return err
+	}
+	if merkleRoot(b.Entries) != b.Root {
+		return errors.New("node: relayed batch's entries miss its signed root")
+	}
+	if !s.noteRoot(e, &wire.Root{Epoch: b.Epoch, Round: b.Round, S: b.S, Root: b.Root, Sig: b.Sig}) {
+		return errors.New("node: relayed batch's signer equivocated")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.admit(q) != nil {
+		return errors.New("node: round no longer kept")
+	}
+	n.body, n.bodyAt = raw, time.Now()
+	s.wake()
+	return nil
+}
+
+// passedOn reports whether the server at position j+1 passed round q on,
+// as seen here: its signed root (or, for the last server, its
+// publication) is here. Call with s.mu held.
+func (e *sepoch) passedOn(q uint32, j int) bool {
+	if j+1 < len(e.final.Chain)-1 {
+		_, ok := e.roots[rootKey{q, uint16(j + 2)}]
+		return ok
+	}
+	x := e.rounds[q]
+	return x != nil && (x.pubDone || x.publishing || x.batchIn[1])
+}
+
+// bodyMissing reports, for round q's batch j whose receiver noted it
+// lacks it here, that this server could not get it from its signer
+// either, and since when that counts (bodyWait after the note); false
+// without a note, once the copy is here, or once the receiver passed the
+// round on. Call with s.mu held.
+func (e *sepoch) bodyMissing(q uint32, j int) (time.Time, bool) {
+	x := e.rounds[q]
+	if x == nil {
+		return time.Time{}, false
+	}
+	n := x.notes[j]
+	if n == nil || n.body != nil || e.passedOn(q, j) {
+		return time.Time{}, false
+	}
+	return n.at.Add(bodyWait(e)), true
 }
 
 // watchInput starts, once per round, the wait for round r's input batch
 // whose signed root has come: after fetchGrace it asks the predecessor
-// for it until lackWindow has passed, then claims the lack. Call without
-// s.mu.
+// for it and, at once, the other chain servers (the relay note, whose
+// copies it then asks for one server at a time), until lackWindow has
+// passed; then it claims the lack. Call without s.mu.
 func (s *Server) watchInput(e *sepoch, r uint32) {
 	v := e.final
 	if e.pos < 1 || e.pos >= len(v.Chain) {
@@ -163,11 +374,29 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 		cancel()
 		pred := v.Chain[e.pos-1]
 		q := (&wire.BatchRef{Epoch: v.ID, Round: r, S: uint16(e.pos)}).Marshal()
-		for {
+		done := func() bool {
 			s.mu.Lock()
-			done := settled()
-			s.mu.Unlock()
-			if done || s.ctx.Err() != nil {
+			defer s.mu.Unlock()
+			return settled() || s.ctx.Err() != nil
+		}
+		if done() {
+			return
+		}
+		// The relay runs beside the asks of the predecessor, up to the
+		// lack window (a predecessor that says it is still delivering
+		// does not hold the others' copies back).
+		rctx, rcancel := context.WithDeadline(s.ctx, deadline)
+		relayed := make(chan struct{})
+		go func() {
+			defer close(relayed)
+			s.askRelay(rctx, e, r, q, settled)
+		}()
+		defer func() {
+			rcancel()
+			<-relayed
+		}()
+		for {
+			if done() {
 				return
 			}
 			left := time.Until(deadline)
@@ -175,7 +404,7 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 				break
 			}
 			ctx, cancel := context.WithTimeout(s.ctx, left)
-			raw, err := call(ctx, s.h, pred, request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: q, Timeout: left})
+			raw, err := call(ctx, s.h, pred, request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: q, Timeout: left, Max: wire.BatchCap(v.Lim)})
 			cancel()
 			if err == nil {
 				// Taken like any batch from the predecessor: sender,
@@ -198,8 +427,64 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 			_ = s.waitFor(ctx, settled)
 			cancel()
 		}
+		if done() {
+			return
+		}
 		s.claimLack(e, r)
 	}()
+}
+
+// askRelay asks every chain server but this one and the predecessor for
+// this server's input batch of round r (body q): the first asks go out at
+// once (each is a relay note: noteLocked), the later ones, until ctx ends,
+// to one server at a time, the next once the one before had no copy. A
+// copy is taken as from the predecessor (onBatch: its signature, root and
+// caps). Call without s.mu.
+func (s *Server) askRelay(ctx context.Context, e *sepoch, r uint32, q []byte, settled func() bool) {
+	v := e.final
+	pred := v.Chain[e.pos-1]
+	var others []peer.ID
+	for _, p := range v.Chain {
+		if p != s.h.ID() && p != pred {
+			others = append(others, p)
+		}
+	}
+	if len(others) == 0 {
+		return
+	}
+	ask := func(p peer.ID) bool {
+		raw, err := call(ctx, s.h, p, request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: q, Timeout: keptWindow(e), Max: wire.BatchCap(v.Lim)})
+		if err == nil {
+			if _, _, err = s.onBatch(pred, raw); err == nil {
+				s.log.Info("missing batch relayed by a chain server", "round", r, "from", p.ShortString())
+				return true
+			}
+		}
+		s.log.Debug("relay ask", "round", r, "to", p.ShortString(), "err", err)
+		return false
+	}
+	var wg sync.WaitGroup
+	for _, p := range others {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ask(p)
+		}()
+	}
+	wg.Wait()
+	for ctx.Err() == nil {
+		for _, p := range others {
+			s.mu.Lock()
+			done := settled()
+			s.mu.Unlock()
+			if done || ctx.Err() != nil || ask(p) {
+				return
+			}
+		}
+		wctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+		_ = s.waitFor(wctx, settled)
+		cancel()
+	}
 }
 
 // claimLack gives round r up here (a late batch is dropped: onBatch) and
@@ -239,8 +524,9 @@ func (s *Server) claimLack(e *sepoch, r uint32) {
 }
 
 // onLack records a chain server's claim that it lacks its input of a
-// round (the void is then charged to it: its part is what every other
-// server lacks, charges.go). S_0 has the round signed void at once.
+// round (the void is then charged to the first part the others lacked:
+// the signer's if they could not get the batch either, else the
+// claimant's, charges.go). S_0 has the round signed void bodyWait later.
 func (s *Server) onLack(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	q, e, err := s.batchRef(body)
 	if err != nil {
@@ -271,6 +557,14 @@ func (s *Server) onLack(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			// The servers the claimant noted have had bodyWait since
+			// its note (sent at least that long before the claim) to
+			// get the batch from its signer; S_0 gives them bodyWait
+			// more, so that what each attests as it signs the void says
+			// who lacked what (attest.go), not how far its fetch got.
+			ctx, cancel := context.WithTimeout(s.ctx, bodyWait(e))
+			_ = s.waitFor(ctx, func() bool { return e.ended || e.round(q.Round).void })
+			cancel()
 			s.voidRound(e, q.Round)
 		}()
 	}

@@ -87,6 +87,9 @@ func (s *Server) bulkHeld() bulkHeld {
 			sp.addAll(x.bodies)
 			sp.addAll(x.padBodies)
 			sp.add(x.kept)
+			for _, n := range x.notes {
+				sp.add(n.body)
+			}
 			sp.add(x.pubRaw)
 			for _, sub := range x.subs {
 				sp.add(sub.Onion)

@@ -309,8 +309,9 @@ func (s *Server) roundFault(e *sepoch, r uint32, fx roundFx, err error) {
 // sendBatch sends a sealed batch where it goes. The last server's
 // payloads go to every other server while it publishes its own output in
 // place: no copy of the batch, no second Merkle root of what it has just
-// signed; the buffers stay ours until both are done. A batch the next
-// server does not take is kept for its fetch (§5.2 v3, lack.go).
+// signed; the buffers stay ours until both are done. A middle batch is
+// kept for the fetches of its receiver and of the servers its receiver
+// asks to relay it (§5.2 v3, lack.go).
 func (s *Server) sendBatch(e *sepoch, r uint32, sd *sealed) {
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
@@ -350,12 +351,26 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *sealed) {
 		}
 		return
 	}
+	if s.hookHideOut(r) {
+		return // withheld: neither sent nor kept for a fetch
+	}
+	if d := s.hookLateOut(r); d > 0 {
+		// Late, and kept from nobody meanwhile (test).
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return
+		}
+	}
+	// Kept for the fetches of the successor and of the servers it asks
+	// to relay the batch (lack.go), whether or not it takes it now.
+	s.keepOut(e, r, &sd.batch)
 	var err error
 	switch {
-	case s.hookHideOut(r):
-		return // withheld: neither sent nor kept for a fetch
 	case s.hookLoseOut(r):
 		err = errors.New("lost in transit (test)")
+	case s.hookRefuseSucc(r):
+		return // withheld from the successor alone (test)
 	default:
 		s.mu.Lock()
 		e.round(r).sending = true
@@ -366,10 +381,9 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *sealed) {
 		s.mu.Unlock()
 	}
 	if err != nil {
-		// The successor fetches what it did not get; if it cannot, it
-		// claims the lack and the void is its own.
+		// The successor fetches what it did not get, from here or
+		// from the servers it asks to relay it.
 		s.log.Warn("forward batch: kept for a fetch", "round", r, "err", err)
-		s.keepUndelivered(e, r, &sd.batch)
 		return
 	}
 	if s.hookRepeatOut(r) {

@@ -33,6 +33,11 @@ type sround struct {
 	kept                      []byte
 	watching, lacked, sending bool
 	lackBy                    uint16
+	// keptServed: the copies of kept handed to each chain position;
+	// notes: by chain position j, the relay of j's batch that its
+	// receiver asked this server for (lack.go relayNote).
+	keptServed map[int]int
+	notes      map[int]*relayNote
 	// inAt: when this server took its input batch of the round
 	// (batchStep).
 	inAt time.Time
@@ -128,6 +133,7 @@ func (e *sepoch) listed(pool *bufPool, r uint32) {
 // dropBulk drops round x's bulk state. Call with s.mu held.
 func (x *sround) dropBulk() {
 	x.bodies, x.kept, x.padBodies, x.pubRaw = nil, nil, nil, nil
+	x.dropRelays()
 	x.subs, x.digests, x.queries = map[uint32]wire.Submit{}, map[uint32][32]byte{}, map[uint32][][]byte{}
 	x.pads, x.own, x.answers, x.padFrom = map[uint32][][]byte{}, nil, map[uint32][][]byte{}, map[int]bool{}
 	x.pruned = true
@@ -154,6 +160,7 @@ func (e *sepoch) dropEnded(answers bool) {
 			continue
 		}
 		x.bodies, x.kept, x.padBodies, x.pubRaw = nil, nil, nil, nil
+		x.dropRelays()
 		x.subs, x.digests, x.pads = map[uint32]wire.Submit{}, map[uint32][32]byte{}, map[uint32][][]byte{}
 	}
 	clear(e.held)

@@ -1,0 +1,163 @@
+//go:build riffletest
+
+package node
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wait"
+)
+
+// relayRound is the one round r ≥ 1 a corrupt S_0's hook acts on: the
+// first it is asked about, in the epoch running then. Its epoch is looked
+// up on that first call only (a later call may hold the server's lock).
+type relayRound struct {
+	mu    sync.Mutex
+	bad   *Server
+	fired bool
+	epoch [32]byte
+	round uint32
+}
+
+func (c *relayRound) is(r uint32) bool {
+	if r < 1 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fired {
+		return r == c.round && c.cur() == c.epoch
+	}
+	c.fired, c.round, c.epoch = true, r, c.cur()
+	return true
+}
+
+// cur is the bad server's running epoch. It takes the server's lock: the
+// hooks are called without it (sendBatch, onGetBatch before it locks).
+func (c *relayRound) cur() [32]byte {
+	c.bad.mu.Lock()
+	defer c.bad.mu.Unlock()
+	var cur [32]byte
+	for id, e := range c.bad.epochs {
+		if !e.ended && e.final != nil {
+			cur = id
+		}
+	}
+	return cur
+}
+
+func (c *relayRound) get(t *testing.T) ([32]byte, uint32) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.fired {
+		t.Fatal("the hook never fired")
+	}
+	return c.epoch, c.round
+}
+
+// TestRelayedBatch: a corrupt S_0 keeps its signed batch of one round from
+// the honest S_1, with m = 3 and m = 4 (docs/protocol.md §5.2 v3, "a batch
+// its receiver lacks is relayed"):
+//   - refused: not sent to S_1 and S_1's fetch refused, handed to the other
+//     chain servers that ask: they relay it to S_1, the round is published,
+//     no void, nobody charged;
+//   - hidden: kept from everyone: S_1 claims the lack, the round is void,
+//     and the void is S_0's (the others attest they could not get it);
+//   - late inside: sent half a second before S_1's lack window closes and
+//     kept from every fetch until then: no void, nobody charged;
+//   - late outside: sent half a second after it: S_1 has claimed, the void
+//     is S_0's.
+//
+// In every case the epoch runs to its last round and the file is fetched
+// whole. Before, S_1 was charged for the void whenever it claimed the
+// lack (refused, hidden, late outside).
+func TestRelayedBatch(t *testing.T) {
+	if raceOn && testing.Short() {
+		t.Skip("heavy under -race: the full pass runs it; -race covers the relay in TestLostBatchFetched")
+	}
+	for _, m := range []int{3, 4} {
+		for _, mode := range []string{"refused", "hidden", "late inside", "late outside"} {
+			t.Run(fmt.Sprintf("m=%d %s", m, mode), func(t *testing.T) {
+				t.Parallel()
+				virtual(t, func(t *testing.T) { relayCase(t, m, mode) })
+			})
+		}
+	}
+}
+
+func relayCase(t *testing.T, m int, mode string) {
+	p := testParams(64) // room for a void round's chunks 32 rounds on (resendHold)
+	p.RoundLimitMs = 4000
+	bn := startBlameNetParams(t, p, m, m, 2, 2)
+	bad := bn.servers[0]
+	c := &relayRound{bad: bad}
+	// S_1's lack window: half a round limit from S_0's root (lack.go).
+	window := time.Duration(p.RoundLimitMs) * time.Millisecond / 2
+	h := &serverHooks{}
+	wantVoid := 0
+	switch mode {
+	case "refused":
+		h.refuseSucc = c.is
+	case "hidden":
+		h.hideOut, wantVoid = c.is, 1
+	case "late inside":
+		h.lateOut = func(r uint32) time.Duration {
+			if c.is(r) {
+				return window - 500*time.Millisecond
+			}
+			return 0
+		}
+	case "late outside":
+		h.lateOut = func(r uint32) time.Duration {
+			if c.is(r) {
+				return window + 500*time.Millisecond
+			}
+			return 0
+		}
+		wantVoid = 1
+	}
+	bad.hooks.Store(h)
+	lackShare(t, bn, 3*int(p.ChunkSize)+100)
+	epoch, r := c.get(t)
+	for i, s := range bn.servers {
+		if v := epochRanOn(t, s, epoch); v != wantVoid {
+			t.Fatalf("server %d: %d void round(s), want %d", i, v, wantVoid)
+		}
+		if recs, _ := s.blameRecords(); len(recs) != 0 {
+			t.Fatalf("server %d named someone: %+v", i, recs)
+		}
+	}
+	want := map[peer.ID]int{}
+	if wantVoid > 0 {
+		want[bad.h.ID()] = 1
+	}
+	// byPos is a count of refusals by the servers' start order (S_0
+	// first: the group's founder leads the first epoch).
+	byPos := func(c map[peer.ID]int) map[string]int {
+		out := map[string]int{}
+		for id, k := range c {
+			name := id.ShortString()
+			for i, s := range bn.servers {
+				if s.h.ID() == id {
+					name = fmt.Sprintf("s%d", i)
+				}
+			}
+			out[name] = k
+		}
+		return out
+	}
+	for i, s := range bn.servers {
+		err := wait.Until(context.Background(), 10*time.Second, func() bool { return len(s.refusalCounts()) == len(want) && s.refusalCounts()[bad.h.ID()] == want[bad.h.ID()] })
+		if err != nil {
+			t.Fatalf("server %d counts %v; want %v", i, byPos(s.refusalCounts()), byPos(want))
+		}
+	}
+	t.Logf("m = %d, round %d %s by S_0: %d void, charged %v", m, r, mode, wantVoid, byPos(want))
+}
