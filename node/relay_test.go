@@ -154,7 +154,9 @@ func relayCase(t *testing.T, m int, mode string) {
 		return out
 	}
 	for i, s := range bn.servers {
-		err := wait.Until(context.Background(), 10*time.Second, func() bool { return len(s.refusalCounts()) == len(want) && s.refusalCounts()[bad.h.ID()] == want[bad.h.ID()] })
+		err := wait.Until(context.Background(), 10*time.Second, func() bool {
+			return len(s.refusalCounts()) == len(want) && s.refusalCounts()[bad.h.ID()] == want[bad.h.ID()]
+		})
 		if err != nil {
 			t.Fatalf("server %d counts %v; want %v", i, byPos(s.refusalCounts()), byPos(want))
 		}
