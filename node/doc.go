@@ -67,7 +67,8 @@
 //   - roots.go: signed batch roots and their equivocation check (§5.2);
 //     the Merkle root of a published batch.
 //   - lack.go: a missing input batch, fetched from the predecessor or
-//     claimed, its void the claimant's (§5.2 v3).
+//     relayed by the chain, or claimed: its void is the signer's if
+//     nobody got it, else the claimant's (§5.2 v3).
 //   - pubfetch.go: a publication the last server left a chain server
 //     without, fetched from one that holds it (§3).
 //   - publish.go: publication, request lists proposed and signed (§5.3).

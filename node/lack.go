@@ -97,8 +97,10 @@ func keptWindow(e *sepoch) time.Duration {
 
 // keepOut keeps the signed batch b of round r, which this server passes
 // on, for the fetches of its successor and of the servers its successor
-// noted (onGetBatch) until keptWindow has passed. The bytes are a copy:
-// the entries live in reused buffers.
+// noted (onGetBatch) until keptWindow has passed or the round's
+// publication is here (onBatch), which shows that every server passed
+// the round on, and which this server then hands out instead (pubfetch.go).
+// The bytes are a copy: the entries live in reused buffers.
 func (s *Server) keepOut(e *sepoch, r uint32, b *wire.Batch) {
 	raw := b.Marshal()
 	s.mu.Lock()
@@ -241,6 +243,16 @@ func (s *Server) relayFetch(e *sepoch, q uint32, j int, n *relayNote) {
 				s.log.Info("batch fetched for its receiver", "round", q, "position", j)
 				return
 			}
+		} else {
+			// A signer that dropped its batch holds the round's
+			// publication (keepOut): the proof that its receiver
+			// passed the round on.
+			ctx, cancel := context.WithTimeout(s.ctx, keptWindow(e))
+			took := s.fetchPub(ctx, e, q, []peer.ID{signer})
+			cancel()
+			if took {
+				return
+			}
 		}
 		s.log.Debug("relay fetch", "round", q, "position", j, "err", err)
 		ctx, cancel = context.WithTimeout(s.ctx, min(250*time.Millisecond, max(time.Until(stop), 0)))
@@ -293,32 +305,41 @@ func (s *Server) takeRelay(e *sepoch, q uint32, j int, n *relayNote, raw []byte)
 }
 
 // passedOn reports whether the server at position j+1 passed round q on,
-// as seen here: its signed root (or, for the last server, its
-// publication) is here. Call with s.mu held.
+// as seen here: its signed root, or the round's publication, is here.
+// Call with s.mu held.
 func (e *sepoch) passedOn(q uint32, j int) bool {
+	if x := e.rounds[q]; x != nil && (x.pubDone || x.publishing || x.batchIn[1]) {
+		return true
+	}
 	if j+1 < len(e.final.Chain)-1 {
 		_, ok := e.roots[rootKey{q, uint16(j + 2)}]
 		return ok
 	}
-	x := e.rounds[q]
-	return x != nil && (x.pubDone || x.publishing || x.batchIn[1])
+	return false
 }
 
 // bodyMissing reports, for round q's batch j whose receiver noted it
 // lacks it here, that this server could not get it from its signer
-// either, and since when that counts (bodyWait after the note); false
-// without a note, once the copy is here, or once the receiver passed the
-// round on. Call with s.mu held.
+// either within bodyWait of the note, and since when that counts (then);
+// false without a note, or once the receiver passed the round on. A copy
+// that came later is still relayed, but counts as missing: the receiver
+// may have had to claim the lack before it could get it, and the signer
+// must not make that claim the receiver's by a late answer. Call with
+// s.mu held.
 func (e *sepoch) bodyMissing(q uint32, j int) (time.Time, bool) {
 	x := e.rounds[q]
 	if x == nil {
 		return time.Time{}, false
 	}
 	n := x.notes[j]
-	if n == nil || n.body != nil || e.passedOn(q, j) {
+	if n == nil || e.passedOn(q, j) {
 		return time.Time{}, false
 	}
-	return n.at.Add(bodyWait(e)), true
+	due := n.at.Add(bodyWait(e))
+	if n.body != nil && !n.bodyAt.After(due) {
+		return time.Time{}, false
+	}
+	return due, true
 }
 
 // watchInput starts, once per round, the wait for round r's input batch

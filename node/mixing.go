@@ -525,8 +525,12 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	s.mu.Lock()
 	next, fx = batchStep(ep, &e.roundsState, &b, root, time.Now())
 	if next == batchPublish {
-		// Kept for a chain server the last server left without it.
-		e.round(b.Round).pubRaw = append([]byte(nil), body...)
+		// Kept for a chain server the last server left without it. It
+		// also shows that every server passed the round on: this
+		// server's own batch of it need not be kept any longer (lack.go
+		// passedOn; a noted server asks for the publication then).
+		x := e.round(b.Round)
+		x.pubRaw, x.kept = append([]byte(nil), body...), nil
 	}
 	if next == batchFault {
 		e.keepEvidence(b.Round, fx.evidence)
