@@ -85,6 +85,10 @@ type serverHooks struct {
 	// lateOut may make this server send its batch of round r that long
 	// late, keeping it from every fetch until then.
 	lateOut func(r uint32) time.Duration
+	// serveLate may make this server answer the other chain servers'
+	// fetches of its batch of round r that long late (not its
+	// successor's).
+	serveLate func(r uint32) time.Duration
 	// hideCerts may make this server answer every certificate request
 	// with none (a corrupt founder, amnesia_test.go).
 	hideCerts func() bool
@@ -348,6 +352,13 @@ func (s *Server) hookRefuseSucc(r uint32) bool {
 func (s *Server) hookLateOut(r uint32) time.Duration {
 	if h := s.hooks.Load(); h != nil && h.lateOut != nil {
 		return h.lateOut(r)
+	}
+	return 0
+}
+
+func (s *Server) hookServeLate(r uint32) time.Duration {
+	if h := s.hooks.Load(); h != nil && h.serveLate != nil {
+		return h.serveLate(r)
 	}
 	return 0
 }

@@ -144,6 +144,14 @@ func (s *Server) onGetBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 		return 0, nil, errors.New("node: batch asked by a server outside the chain")
 	}
 	refused := int(q.S) == e.pos+1 && asker == e.pos+1 && s.hookRefuseSucc(q.Round)
+	if int(q.S) == e.pos+1 && asker != e.pos+1 {
+		if d := s.hookServeLate(q.Round); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-s.ctx.Done():
+			}
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := e.admit(q.Round); err != nil {
