@@ -40,3 +40,51 @@ func TestAbsenceDueOpenedByFirstPart(t *testing.T) {
 		t.Fatalf("the publication due %v after the opening, want %v", due[2].Sub(open), 2*hop)
 	}
 }
+
+// TestAbsenceDueRelayNote: S_1 noted this server (S_2 of three) that it
+// lacks S_0's batch (lack.go). S_1's part is then due a hop after the
+// batch came here, or a hop after the note's bodyWait if it never came,
+// and S_0's batch counts as missing from the note's bodyWait unless it
+// came by then or S_1 passed the round on; a copy that came later still
+// counts as missing, and S_1's claim is then backed here (lacksToo).
+func TestAbsenceDueRelayNote(t *testing.T) {
+	const limit = 2 * time.Second
+	desc := wire.Descriptor{Params: wire.Params{Rounds: 8, RoundLimitMs: uint32(limit / time.Millisecond)}}
+	v := &view{Desc: &desc, ID: [32]byte{7}, Chain: []peer.ID{"a", "b", "c"}}
+	e := &sepoch{v: v, final: v, pos: 2}
+	e.rounds = map[uint32]*sround{}
+	s := &Server{changed: make(chan struct{})}
+	if !s.noteRoot(e, &wire.Root{Epoch: v.ID, Round: 5, S: 1, Root: [32]byte{1}}) {
+		t.Fatal("root refused")
+	}
+	open := e.openAt[5]
+	hop, wait := lackWindow(e), bodyWait(e)
+	if _, miss := e.bodyMissing(5, 0); miss || e.lacksToo(5, 0) {
+		t.Fatal("S_0's batch missing without a note")
+	}
+	n := &relayNote{at: open.Add(fetchGrace(e))}
+	e.round(5).notes = map[int]*relayNote{0: n}
+	if due := e.absenceDue(5); !due[1].Equal(n.at.Add(wait + hop)) {
+		t.Fatalf("S_1's part due %v after the note, want %v (bodyWait and a hop)", due[1].Sub(n.at), wait+hop)
+	}
+	if at, miss := e.bodyMissing(5, 0); !miss || !at.Equal(n.at.Add(wait)) || !e.lacksToo(5, 0) {
+		t.Fatalf("S_0's batch: missing %v from %v, want from the note's bodyWait", miss, at.Sub(n.at))
+	}
+	n.body, n.bodyAt = []byte{1}, n.at.Add(wait/2)
+	if due := e.absenceDue(5); !due[1].Equal(n.bodyAt.Add(hop)) {
+		t.Fatalf("S_1's part due %v after the batch came, want a hop", due[1].Sub(n.bodyAt))
+	}
+	if _, miss := e.bodyMissing(5, 0); miss || e.lacksToo(5, 0) {
+		t.Fatal("S_0's batch counts as missing though it came in time")
+	}
+	n.bodyAt = n.at.Add(2 * wait)
+	if _, miss := e.bodyMissing(5, 0); !miss {
+		t.Fatal("a copy that came after bodyWait counts as held")
+	}
+	if !s.noteRoot(e, &wire.Root{Epoch: v.ID, Round: 5, S: 2, Root: [32]byte{2}}) {
+		t.Fatal("root refused")
+	}
+	if _, miss := e.bodyMissing(5, 0); miss {
+		t.Fatal("S_0's batch counts as missing though S_1 passed the round on")
+	}
+}
