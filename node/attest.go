@@ -25,8 +25,8 @@ func attestDigest(a *wire.Attest) [32]byte { return taggedHash(tagAttest, a.Mars
 // and each later part a hop
 // after the part before it came here (partCame), or after that part's
 // own due if it never came; after its batch came here, or bodyWait after
-// the note, if its server said it lacks that batch (lack.go). A hop is a server's whole wait for its input
-// (lackWindow) and its processing. When S_0's part opened q here, it came
+// the note, if its server said it lacks that batch (lack.go). A hop is a
+// server's whole wait for its input (lackWindow) and its processing. When S_0's part opened q here, it came
 // at the opening (roots.go): its successor's part is due a hop after the
 // opening. Call with s.mu held.
 func (e *sepoch) absenceDue(q uint32) []time.Time {
@@ -97,9 +97,9 @@ func (e *sepoch) partCame(q uint32, j int) (time.Time, bool) {
 // due passed before the round stopped, or if its server itself said it
 // lacks its input (lack.go) and this server does not lack that input too.
 // A batch whose receiver noted that it lacks it (lack.go) counts as held
-// only once its body is here, and missing from bodyWait after the note.
-// Nothing is attested of a round not open here
-// (a root alone opens nothing). The first one signed is the answer ever
+// only if its body came here within bodyWait of the note, and missing
+// from then. Nothing is attested of a round not open here (a root alone
+// opens nothing). The first one signed is the answer ever
 // after: it speaks of times before it, and two of one signer would be its
 // equivocation. nil when not due or unsigned. Call with s.mu held.
 func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
@@ -165,8 +165,7 @@ func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 
 // lacksToo reports whether this server lacks round q's part j too (not
 // its own): its root is not here, or its body, noted and not got
-// (bodyMissing). Call
-// with s.mu held.
+// (bodyMissing). Call with s.mu held.
 func (e *sepoch) lacksToo(q uint32, j int) bool {
 	if j < 0 || j == e.pos {
 		return false // this server's own part is here

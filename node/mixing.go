@@ -355,7 +355,7 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *sealed) {
 		return // withheld: neither sent nor kept for a fetch
 	}
 	if d := s.hookLateOut(r); d > 0 {
-		// Late, and kept from nobody meanwhile (test).
+		// Late, and kept from every fetch meanwhile (test).
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():

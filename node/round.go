@@ -25,8 +25,8 @@ type sround struct {
 	// published again.
 	batchIn [2]bool
 	// A missing input batch (lack.go): kept is this server's signed
-	// batch that its successor did not take, served on request for a
-	// while; watching: the wait for this server's input runs; lacked:
+	// batch of the round, served on request to the chain until the
+	// round's publication comes here or keptWindow passes; watching: the wait for this server's input runs; lacked:
 	// this server gave its input up (a late batch is dropped); lackBy:
 	// the S of the server that claimed the lack, 0 if none; sending:
 	// this server's delivery of its batch runs.
