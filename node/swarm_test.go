@@ -285,7 +285,7 @@ func runSwarm(t *testing.T, sd swarmSeed) {
 	w.hostiles = swarmHostiles
 	if only := os.Getenv("RIFFLE_SWARM_HOSTILE"); only != "" && only != "off" {
 		w.hostiles = nil
-		for _, h := range append(swarmHostiles, hostileAhead) {
+		for _, h := range append(append(swarmHostiles, swarmRelayHostiles...), hostileAhead) {
 			if slices.Contains(strings.Split(only, ","), h.name) {
 				w.hostiles = append(w.hostiles, h)
 			}
@@ -1098,6 +1098,27 @@ var swarmHostiles = []swarmHostile{
 	{"prepare-refuser", true, insiderPrepareRefuser},
 	{"early-abort", false, func(w *swarm, _ int) func() { return insiderEarly(w, "abort") }},
 	{"early-void", false, func(w *swarm, _ int) func() { return insiderEarly(w, "void") }},
+}
+
+// swarmRelayHostiles: insiders that keep their batch from their successor
+// (TestRelayedBatch): one hands it to the rest of the chain only, which
+// relays it (no void, nobody charged), one keeps it from everyone (a void
+// charged to it). Drawn only when RIFFLE_SWARM_HOSTILE names them, so
+// that the seeds of make test and make swarm draw as before.
+var swarmRelayHostiles = []swarmHostile{
+	{"refuse-successor", true, func(w *swarm, i int) func() {
+		return insiderHooks(w, i, &serverHooks{refuseSucc: func(uint32) bool { return true }})
+	}},
+	{"withhold-batch", true, func(w *swarm, i int) func() {
+		return insiderHooks(w, i, &serverHooks{hideOut: func(uint32) bool { return true }})
+	}},
+}
+
+// insiderHooks sets h on server i for the hostile's time.
+func insiderHooks(w *swarm, i int, h *serverHooks) func() {
+	s := w.servers[i].s
+	s.hooks.Store(h)
+	return func() { s.hooks.Store(nil) }
 }
 
 // hostileAhead: outsiders vote numbers ahead of a founded group before
