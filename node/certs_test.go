@@ -75,7 +75,8 @@ func finalCertBy(t *testing.T, chain []certKey, signers []certKey, n uint64) *wi
 // servers are known here. Forged, wrongly signed, relabelled or
 // under-signed certificates are refused, by verifyCert and by a Prepare
 // that carries one (which then leaves nothing behind), and the valid ones
-// of each kind pass.
+// of each kind pass. A Prepare past a timeout whose gap (§6.3 v3) holds a
+// forged certificate, or is left out, is refused too.
 func TestCertForged(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
@@ -192,8 +193,8 @@ func TestCertForged(t *testing.T) {
 			N++
 		}
 		leader := leaderOf(N, group)
-		prep := func(prev *wire.Cert) []byte {
-			p := wire.Prepare{Number: N, Params: s.cfg.Params.Wire(), Previous: *prev}
+		prep := func(prev *wire.Cert, gap ...wire.Cert) []byte {
+			p := wire.Prepare{Number: N, Params: s.cfg.Params.Wire(), Previous: *prev, Gap: gap}
 			for _, id := range group {
 				p.Chain = append(p.Chain, []byte(id))
 			}
@@ -219,7 +220,15 @@ func TestCertForged(t *testing.T) {
 		if held != 0 || last != 0 || s.certTop() != 0 {
 			t.Fatalf("forged certificates left %d preparations, number %d, certified %d", held, last, s.certTop())
 		}
-		if _, _, err := s.onPrepare(leader, prep(timeoutOf(N-1, notLeading(N-1)...))); err != nil {
+		// Past a timeout, the gap (§6.3 v3): N − 2's certificate, checked
+		// as the previous one is.
+		if _, _, err := s.onPrepare(leader, prep(timeoutOf(N-1, notLeading(N-1)...), *finalCertBy(t, keys, wrong, N-2))); err == nil || !strings.Contains(err.Error(), "gap") {
+			t.Errorf("a gap with a forged certificate: %v", err)
+		}
+		if _, _, err := s.onPrepare(leader, prep(timeoutOf(N-1, notLeading(N-1)...))); err == nil || !strings.Contains(err.Error(), "gap") {
+			t.Errorf("a timeout without its gap: %v", err)
+		}
+		if _, _, err := s.onPrepare(leader, prep(timeoutOf(N-1, notLeading(N-1)...), *finalCertBy(t, keys, keys, N-2))); err != nil {
 			t.Fatalf("Prepare with a valid certificate: %v", err)
 		}
 		if s.certTop() != N-1 || s.lastNumber() != N-1 {

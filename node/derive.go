@@ -104,7 +104,7 @@ func (s *Server) checkLeftOut(p *wire.Prepare) error {
 		}
 		ids = append(ids, d)
 		sortChain(ids)
-		q := wire.Prepare{Number: p.Number, Nonce: p.Nonce, Params: p.Params, Chain: chainIDs(ids), Previous: p.Previous, Window: p.Window}
+		q := wire.Prepare{Number: p.Number, Nonce: p.Nonce, Params: p.Params, Chain: chainIDs(ids), Previous: p.Previous, Window: p.Window, Gap: p.Gap}
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timing.WouldServeTimeout)
 		_, err := call(ctx, s.h, d, request{Proto: ProtoEpoch, Type: wire.TypeWouldServe, Body: q.Marshal(), Timeout: s.cfg.Timing.WouldServeTimeout})
 		cancel()

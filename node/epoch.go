@@ -47,6 +47,9 @@ type sepoch struct {
 	// window is the Prepare's window (§6.3 v3, window.go): the
 	// descriptor signed must pin the same.
 	window []wire.WindowRef
+	// gap is the Prepare's Gap, encoded (window.go): the descriptor
+	// signed must carry the same.
+	gap []byte
 	// final is the final descriptor's view (nil while registration runs).
 	final *view
 	// man: which published manifest chunks the index takes (§6.4 v3,

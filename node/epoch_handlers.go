@@ -166,6 +166,11 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := s.checkPrevious(p.Number, &p.Previous); err != nil {
 		return 0, nil, err
 	}
+	// §6.3 (v3): the certificates that carry the window's walk past a
+	// timeout (window.go).
+	if err := s.checkGap(p.Number, &p.Previous, p.Gap); err != nil {
+		return 0, nil, err
+	}
 	// §6.3 (v3): the window the Prepare pins is held here before this
 	// server answers (window.go), and before the left-out servers are
 	// asked whether they would serve: they may take it from here.
@@ -220,7 +225,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		copy(yp[:], Yp[r].Bytes())
 		g.Y, g.Yp = append(g.Y, y), append(g.Yp, yp)
 	}
-	e := &sepoch{pos: pos, nonce: p.Nonce, leader: from, prev: p.Previous.Marshal(), window: p.Window}
+	e := &sepoch{pos: pos, nonce: p.Nonce, leader: from, prev: p.Previous.Marshal(), window: p.Window, gap: gapBytes(p.Gap)}
 	e.sk, e.rk, e.dkey, e.entry, e.reveal = sk, rk, dkey, g, r
 	s.mu.Lock()
 	// One epoch is prepared at a time (the leader runs them in turn): a
@@ -279,6 +284,9 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		}
 		if !slices.Equal(sd.Desc.Window, e.window) {
 			return 0, nil, errors.New("node: descriptor's window is not the prepared one")
+		}
+		if !bytes.Equal(gapBytes(sd.Desc.Gap), e.gap) {
+			return 0, nil, errors.New("node: descriptor's gap is not the prepared one")
 		}
 		if err := checkEpochNumber(s.number, sd.Desc.Number); err != nil {
 			return 0, nil, err

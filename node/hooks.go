@@ -58,6 +58,7 @@ func (*Server) hookSignAny() bool                                               
 func (*Server) hookNoReceipt() bool                                              { return false }
 func (*Server) hookHoldOpen() bool                                               { return false }
 func (*Server) hookLeaderWindow(_ uint64, w []wire.WindowRef) []wire.WindowRef   { return w }
+func (*Server) hookLeaderGap(_ uint64, g []wire.Cert) []wire.Cert                { return g }
 func (*Server) hookOpenLate(peer.ID) time.Duration                               { return 0 }
 
 func (*Server) hookAccuse(uint32) (int, bool)              { return 0, false }

@@ -116,6 +116,9 @@ type serverHooks struct {
 	// leaderWindow may change the window this server, as leader, pins in
 	// its Prepare (a leader that leaves a pinned epoch out).
 	leaderWindow func(number uint64, w []wire.WindowRef) []wire.WindowRef
+	// leaderGap may change the Gap this server, as leader, carries in its
+	// Prepare (a leader that tampers with it or leaves it out).
+	leaderGap func(number uint64, g []wire.Cert) []wire.Cert
 	// openLate may make this server, as leader, send its signed open
 	// descriptor to server p only after a delay (the registration
 	// deadline each server counts from its own receipt of it).
@@ -425,8 +428,7 @@ func (s *Server) hookRoot(b *wire.Batch, msg []byte) []byte {
 	return msg
 }
 
-// hookHoldOpen reports whether this leader holds its open epoch's
-// registration for good.
+// hookLeaderWindow may change the window this leader pins.
 func (s *Server) hookLeaderWindow(number uint64, w []wire.WindowRef) []wire.WindowRef {
 	if h := s.hooks.Load(); h != nil && h.leaderWindow != nil {
 		return h.leaderWindow(number, w)
@@ -434,6 +436,16 @@ func (s *Server) hookLeaderWindow(number uint64, w []wire.WindowRef) []wire.Wind
 	return w
 }
 
+// hookLeaderGap may change the Gap this leader carries.
+func (s *Server) hookLeaderGap(number uint64, g []wire.Cert) []wire.Cert {
+	if h := s.hooks.Load(); h != nil && h.leaderGap != nil {
+		return h.leaderGap(number, g)
+	}
+	return g
+}
+
+// hookHoldOpen reports whether this leader holds its open epoch's
+// registration for good.
 func (s *Server) hookHoldOpen() bool {
 	h := s.hooks.Load()
 	return h != nil && h.holdOpen != nil && h.holdOpen()

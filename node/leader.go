@@ -132,10 +132,18 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 		s.pokeSync()
 		return wire.Descriptor{}, [32]byte{}, err
 	}
-	// §6.3 (v3): N's window is pinned here; each member holds it before
-	// it answers (window.go).
-	win := s.hookLeaderWindow(number, s.chooseWindow(ctx, chain, number, prev))
-	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.cfg.Params.Wire(), Chain: chainIDs(chain), Previous: prev, Window: win}
+	// §6.3 (v3): past a timeout, the certificates back to the last
+	// epoch carry the window's walk; N's window is pinned here; each
+	// member checks both and holds the window before it answers
+	// (window.go).
+	gap, err := s.gapFor(number, &prev)
+	if err != nil {
+		s.pokeSync()
+		return wire.Descriptor{}, [32]byte{}, err
+	}
+	gap = s.hookLeaderGap(number, gap)
+	win := s.hookLeaderWindow(number, s.chooseWindow(ctx, chain, number, prev, gap))
+	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.cfg.Params.Wire(), Chain: chainIDs(chain), Previous: prev, Window: win, Gap: gap}
 	// The servers this chain leaves out for their refusal budget are out
 	// at every server only if every server has the aborts that count
 	// (refusals.go).
@@ -155,7 +163,7 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 		}
 		return wire.Descriptor{}, [32]byte{}, err
 	}
-	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.cfg.Params.Wire(), Group: make([]wire.GroupEntry, len(chain)), Previous: prev, Window: win}
+	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.cfg.Params.Wire(), Group: make([]wire.GroupEntry, len(chain)), Previous: prev, Window: win, Gap: gap}
 	for i, r := range reps {
 		if err := desc.Group[i].Unmarshal(r, genericLimits()); err != nil {
 			return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: entry of server %d: %w", i, err)

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -285,6 +286,103 @@ func leftOutCertified(number uint64, prev, window []wire.WindowRef) (wire.Window
 	return wire.WindowRef{}, false
 }
 
+// The walk past a timeout (§6.3 v3). A timeout certificate names no
+// epoch, so a walk that reached one stopped there, and the two numbers
+// after a timeout pinned no epoch. The Prepare of N whose previous
+// certificate is a timeout carries the Gap: the certificates of N−2,
+// N−3, … down to the newest that names an epoch (final or abort), or to
+// the window's look-back if all of them are timeouts. Every member checks
+// each against the group certified for its number and refuses a Gap that
+// stops short, skips a number or goes on past an epoch, so the walk past
+// N−1's timeout reaches the same epochs it would have reached had N−1
+// opened, for every client of N.
+
+// The Gap holds at most a certificate a number of the look-back below N−1.
+const _ = uint(wire.MaxGapCerts - (WindowLookback - 1))
+
+// gapFor is the Gap of a Prepare of number whose previous certificate is
+// prev, from the certificates kept here.
+func (s *Server) gapFor(number uint64, prev *wire.Cert) ([]wire.Cert, error) {
+	if prev.Kind != wire.CertTimeout {
+		return nil, nil
+	}
+	var out []wire.Cert
+	for n := number - 2; n >= 1 && n+WindowLookback >= number; n-- {
+		c, ok := s.certOf(n)
+		if !ok {
+			return nil, fmt.Errorf("node: no certificate of epoch %d here for the gap of %d", n, number)
+		}
+		out = append(out, *c)
+		if c.Kind != wire.CertTimeout {
+			break
+		}
+	}
+	return out, nil
+}
+
+// gapBytes encodes a Gap for comparison.
+func gapBytes(gap []wire.Cert) []byte {
+	var b []byte
+	for i := range gap {
+		b = append(b, gap[i].Marshal()...)
+	}
+	return b
+}
+
+// checkGapShape checks a Gap on its own: empty unless prev (the
+// certificate of number−1) is a timeout; else the certificates of
+// number−2 down, a number at a time, each a timeout but the last, which
+// names an epoch or is of the look-back's last number (or 1).
+func checkGapShape(number uint64, prev *wire.Cert, gap []wire.Cert) error {
+	if prev.Kind != wire.CertTimeout {
+		if len(gap) > 0 {
+			return fmt.Errorf("node: a gap of %d certificates after a certificate of kind %d", len(gap), prev.Kind)
+		}
+		return nil
+	}
+	for i := range gap {
+		c := &gap[i]
+		if c.Number+uint64(i)+2 != number || c.Number+WindowLookback < number {
+			return fmt.Errorf("node: the gap of %d holds the certificate of %d at %d", number, c.Number, i)
+		}
+		if c.Kind != wire.CertTimeout && i != len(gap)-1 {
+			return fmt.Errorf("node: the gap of %d goes on past epoch %d", number, c.Number)
+		}
+	}
+	end := number - 1 // the number of the last certificate
+	if len(gap) > 0 {
+		if gap[len(gap)-1].Kind != wire.CertTimeout {
+			return nil
+		}
+		end = gap[len(gap)-1].Number
+	}
+	if end > 1 && end-1+WindowLookback >= number {
+		return fmt.Errorf("node: the gap of %d stops at %d, short of an epoch or the look-back", number, end)
+	}
+	return nil
+}
+
+// checkGap is a member's check of a Prepare's Gap: its shape, then each
+// certificate, the oldest first, as the kept one or verified against the
+// group certified for its number (checkCert) and then kept, as
+// checkPrevious keeps the previous one. Never call with s.mu held.
+func (s *Server) checkGap(number uint64, prev *wire.Cert, gap []wire.Cert) error {
+	if err := checkGapShape(number, prev, gap); err != nil {
+		return err
+	}
+	for i := len(gap) - 1; i >= 0; i-- {
+		c := &gap[i]
+		if mine, ok := s.certOf(c.Number); ok && bytes.Equal(mine.Marshal(), c.Marshal()) {
+			continue
+		}
+		if err := s.checkCert(c); err != nil {
+			return fmt.Errorf("node: the gap's certificate of %d: %w", c.Number, err)
+		}
+		s.addCert(c)
+	}
+	return nil
+}
+
 // checkWindowRefs checks a Prepare's window on its own: at most
 // DecoyEpochs epochs, newest first, each of number at most N−2 and within
 // the look-back.
@@ -303,11 +401,11 @@ func checkWindowRefs(number uint64, refs []wire.WindowRef) error {
 // chooseWindow is the leader's window for epoch number: from what this
 // server holds, and if that is short of DecoyEpochs epochs or of a record
 // N−1's descriptor pinned, from the chain's other servers too.
-func (s *Server) chooseWindow(ctx context.Context, chain []peer.ID, number uint64, prev wire.Cert) []wire.WindowRef {
+func (s *Server) chooseWindow(ctx context.Context, chain []peer.ID, number uint64, prev wire.Cert, gap []wire.Cert) []wire.WindowRef {
 	if s.hookUnpinnedWindow() {
 		return nil
 	}
-	d := &wire.Descriptor{Number: number, Previous: prev}
+	d := &wire.Descriptor{Number: number, Previous: prev, Gap: gap}
 	got := s.windowItems(number)
 	short := func(refs []wire.WindowRef) bool {
 		if len(refs) < DecoyEpochs {
@@ -352,7 +450,10 @@ func (s *Server) holdWindow(ctx context.Context, src peer.ID, p *wire.Prepare, k
 	if err := checkWindowRefs(p.Number, p.Window); err != nil {
 		return err
 	}
-	d := &wire.Descriptor{Number: p.Number, Previous: p.Previous, Window: p.Window}
+	if err := checkGapShape(p.Number, &p.Previous, p.Gap); err != nil {
+		return err
+	}
+	d := &wire.Descriptor{Number: p.Number, Previous: p.Previous, Window: p.Window, Gap: p.Gap}
 	got := s.windowItems(p.Number)
 	w, ok := resolveWindow(d, got)
 	if (!ok || previousGroup(d, got) == nil) && src != "" {

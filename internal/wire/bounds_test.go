@@ -191,6 +191,7 @@ func TestOversized(t *testing.T) {
 		{"prepare chain", (&Prepare{Chain: n(MaxServers + 1)}).Marshal(), func(b []byte) error { var m Prepare; return m.Unmarshal(b) }},
 		{"prepare peer id", (&Prepare{Chain: [][]byte{big(MaxPeerID + 1)}}).Marshal(), func(b []byte) error { var m Prepare; return m.Unmarshal(b) }},
 		{"prepare window", (&Prepare{Window: make([]WindowRef, MaxWindowRefs+1)}).Marshal(), func(b []byte) error { var m Prepare; return m.Unmarshal(b) }},
+		{"prepare gap", (&Prepare{Gap: make([]Cert, MaxGapCerts+1)}).Marshal(), func(b []byte) error { var m Prepare; return m.Unmarshal(b) }},
 		{"entry round keys", manyY.Marshal(), func(b []byte) error { var m GroupEntry; return m.Unmarshal(b, l) }},
 		{"entry mac keys", manyYp.Marshal(), func(b []byte) error { var m GroupEntry; return m.Unmarshal(b, l) }},
 		{"entry key proof", bigPoK.Marshal(), func(b []byte) error { var m GroupEntry; return m.Unmarshal(b, l) }},

@@ -172,6 +172,32 @@ func (m *Cert) Unmarshal(b []byte) error {
 	return d.Done("certificate")
 }
 
+// MaxGapCerts bounds a Prepare's and a descriptor's Gap: the certificates
+// that carry the decoy window's walk past a timeout (§6.3 v3), at most
+// one a number of the window's look-back.
+const MaxGapCerts = 16
+
+// MaxPrepare bounds a Prepare's encoding (and a WouldServe's): 64 KiB for
+// everything but the Gap (at most about 23 KB of it), and a full Gap.
+const MaxPrepare = 64<<10 + 4 + MaxGapCerts*MaxCertSize
+
+// encGap and decGap encode a Gap: u32 n ‖ n × Cert, n ≤ MaxGapCerts.
+func encGap(e *Enc, l []Cert) {
+	e.U32(uint32(len(l)))
+	for i := range l {
+		l[i].enc(e)
+	}
+}
+
+func decGap(d *Dec) []Cert {
+	n := d.Count(MaxGapCerts, certMin, "gap certificates")
+	out := make([]Cert, n)
+	for i := 0; i < n && d.Err == nil; i++ {
+		out[i].dec(d)
+	}
+	return out
+}
+
 // CertReq asks a roster server for its certificates of the numbers from
 // From on, oldest first (body: u64 from).
 type CertReq struct{ From uint64 }

@@ -184,6 +184,10 @@ type Prepare struct {
 	// Window pins N's decoy window (§6.3 v3): the member holds each
 	// record and pool before it answers.
 	Window []WindowRef
+	// Gap carries the walk past a timeout (§6.3 v3): when Previous is a
+	// timeout, the certificates of Number−2 down to the newest that
+	// names an epoch, within the window's look-back; else empty.
+	Gap []Cert
 }
 
 func (m *Prepare) Marshal() []byte {
@@ -194,6 +198,7 @@ func (m *Prepare) Marshal() []byte {
 	encAddrs2(&e, m.Chain)
 	m.Previous.enc(&e)
 	encWindowRefs(&e, m.Window)
+	encGap(&e, m.Gap)
 	return e.B
 }
 
@@ -216,6 +221,7 @@ func (m *Prepare) Unmarshal(b []byte) error {
 	}
 	m.Previous.dec(&d)
 	m.Window = decWindowRefs(&d)
+	m.Gap = decGap(&d)
 	return d.Done("prepare")
 }
 
@@ -314,7 +320,9 @@ type Descriptor struct {
 	Previous Cert
 	// Window is the epoch's decoy window, as its Prepare pinned it
 	// (§6.3 v3): in the epoch id.
-	Window  []WindowRef
+	Window []WindowRef
+	// Gap is the Prepare's (§6.3 v3): in the epoch id.
+	Gap     []Cert
 	Clients []ClientEntry
 	// Reveals are the servers' r_j in chain order (v3, §3), each
 	// CommitSize bytes, after the clients: not in the epoch id, which
@@ -323,8 +331,8 @@ type Descriptor struct {
 }
 
 // MarshalGroup encodes the part hashed into the epoch id: number, nonce,
-// parameters, group, the previous number's certificate and the window
-// (no clients).
+// parameters, group, the previous number's certificate, the window and
+// the gap (no clients).
 func (m *Descriptor) MarshalGroup() []byte {
 	var e Enc
 	e.U64(m.Number)
@@ -336,6 +344,7 @@ func (m *Descriptor) MarshalGroup() []byte {
 	}
 	m.Previous.enc(&e)
 	encWindowRefs(&e, m.Window)
+	encGap(&e, m.Gap)
 	return e.B
 }
 
@@ -366,6 +375,7 @@ func (m *Descriptor) dec(d *Dec, l Limits) {
 	}
 	m.Previous.dec(d)
 	m.Window = decWindowRefs(d)
+	m.Gap = decGap(d)
 	c := d.Count(l.Clients, clientEntrySize, "clients")
 	m.Clients = make([]ClientEntry, c)
 	for i := range m.Clients {

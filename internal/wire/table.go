@@ -160,7 +160,7 @@ var Messages = []Message{
 	req(ProtoRoster, TypeHello, "Hello", size(4096), TypeHello, decHello),
 	rep(ProtoRoster, TypeHello, "Hello", size(4096), decHello),
 
-	req(ProtoEpoch, TypePrepare, "Prepare", size(64<<10), TypeEntry, decPrepare),
+	req(ProtoEpoch, TypePrepare, "Prepare", size(MaxPrepare), TypeEntry, decPrepare),
 	req(ProtoEpoch, TypeSignReq, "SignReq", signedCap, TypeSig, decSigned),
 	req(ProtoEpoch, TypeSigned, "Signed", signedCap, TypeAck, decSigned),
 	req(ProtoEpoch, TypeCloseReq, "CloseReq", size(64<<10), TypeRegList, decEpochRef),
@@ -173,7 +173,7 @@ var Messages = []Message{
 	req(ProtoEpoch, TypeAbort, "Abort", size(64<<10), TypeAck, decAbort),
 	req(ProtoEpoch, TypeTimeoutVote, "TimeoutVote", size(MaxCertSize), TypeAck, decCert),
 	req(ProtoEpoch, TypeCertReq, "CertReq", size(64), TypeCerts, decCertReq),
-	req(ProtoEpoch, TypeWouldServe, "WouldServe", size(64<<10), TypeAck, decPrepare),
+	req(ProtoEpoch, TypeWouldServe, "WouldServe", size(MaxPrepare), TypeAck, decPrepare),
 	req(ProtoEpoch, TypeAccuse, "Accuse", onionCap(4096), TypeAck, decAccuse),
 	req(ProtoEpoch, TypeBlameReq, "BlameReq", size(64), TypeBlameStep, decBlameReq),
 	req(ProtoEpoch, TypeDropReq, "DropReq", size(DropReqSize), TypeDropStep, decDropReq),

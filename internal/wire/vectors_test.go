@@ -84,7 +84,7 @@ func vectorCert(kind uint8) Cert {
 }
 
 func vectorDesc(final bool) Descriptor {
-	d := Descriptor{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Group: []GroupEntry{vectorEntry(0x10), vectorEntry(0x20)}, Previous: vectorCert(CertAbort), Window: vectorWindow(), Clients: []ClientEntry{}, Reveals: [][32]byte{}}
+	d := Descriptor{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Group: []GroupEntry{vectorEntry(0x10), vectorEntry(0x20)}, Previous: vectorCert(CertAbort), Window: vectorWindow(), Gap: []Cert{}, Clients: []ClientEntry{}, Reveals: [][32]byte{}}
 	if final {
 		d.Clients = []ClientEntry{{RegKey: k32(0xa0), Primary: 1, XKey: k32(0xb0), RegHash: k32(0xc0)}}
 		d.Reveals = [][32]byte{k32(0xd0), k32(0xd1)}
@@ -97,6 +97,14 @@ func vectorWindow() []WindowRef {
 	return []WindowRef{{Number: 5, Epoch: k32(0x80), Closing: k32(0x88)}, {Number: 4, Epoch: k32(0x81), Closing: k32(0x89)}}
 }
 
+// vectorGap carries a walk past number 6's timeout: number 5's final
+// certificate.
+func vectorGap() []Cert {
+	c := vectorCert(CertFinal)
+	c.Number = 5
+	return []Cert{c}
+}
+
 func vectorSubmit(slot uint32) Submit {
 	return Submit{Epoch: k32(1), Round: 1, Slot: slot, Onion: []byte{0xee, byte(slot)}, Sig: k64(0x50 + byte(slot))}
 }
@@ -106,7 +114,7 @@ func vectorSubmit(slot uint32) Submit {
 func vectors() []vector {
 	return []vector{
 		{"hello", TypeHello, &Hello{Version: 1, Role: 1, Nick: []byte("alpha"), Addrs: [][]byte{{4, 127, 0, 0, 1}}, Peers: [][]byte{{4, 10, 0, 0, 2}, {4, 10, 0, 0, 3}}}},
-		{"prepare", TypePrepare, &Prepare{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}}, Previous: vectorCert(CertTimeout), Window: vectorWindow()}},
+		{"prepare", TypePrepare, &Prepare{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}}, Previous: vectorCert(CertTimeout), Window: vectorWindow(), Gap: vectorGap()}},
 		{"entry", TypeEntry, func() *GroupEntry { g := vectorEntry(0x10); return &g }()},
 		{"signreq", TypeSignReq, &Signed{Final: false, Desc: vectorDesc(false), Sigs: [][64]byte{}}},
 		{"sig", TypeSig, &Sig{Index: 1, Sig: k64(0x30)}},
@@ -125,7 +133,7 @@ func vectors() []vector {
 			Sigs: []CertSig{{2, k64(0x42)}}, Abort: []byte{}}},
 		{"certreq", TypeCertReq, &CertReq{From: 6}},
 		{"certs", TypeCerts, &Certs{Certs: []Cert{vectorCert(CertFinal)}}},
-		{"wouldserve", TypeWouldServe, &Prepare{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}, {0, 0x24, 0x30}}, Previous: vectorCert(CertNone), Window: []WindowRef{}}},
+		{"wouldserve", TypeWouldServe, &Prepare{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}, {0, 0x24, 0x30}}, Previous: vectorCert(CertNone), Window: []WindowRef{}, Gap: []Cert{}}},
 		{"waitopen", TypeWaitOpen, &EpochRef{Epoch: k32(2), Reason: []byte{}}},
 		{"register", TypeRegister, &ClientRegister{Reg: Register{Epoch: k32(1), RegKey: k32(0xa0), XKey: k32(0xb0), Reg: []byte("reg0"), Sig: k64(0x60)},
 			LTKey: k32(0xd0), LTSig: k64(0xe0)}},

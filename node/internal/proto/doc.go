@@ -44,7 +44,8 @@
 //     constants alone (docs/operator.md).
 //   - checkpoints.go: an epoch's checkpoint rounds (§6.4 v3).
 //   - window.go: the walk back from an open descriptor to the decoy
-//     window it pins, each epoch's record and pool checked (§6.3 v3).
+//     window it pins, past a timeout through the descriptor's gap, each
+//     epoch's record and pool checked (§6.3 v3).
 //   - files.go: the durable write of a data directory's files.
 //   - status.go: the chain entry servers and clients report.
 //   - listcut.go: the request list's round-robin cut and its (position,

@@ -27,10 +27,11 @@ type BudgetWalk struct {
 }
 
 // PreviousGroup returns the descriptor of the epoch before d (the one its
-// certificate names) from items, or nil.
+// certificate names, or past a timeout the one its Gap ends at) from
+// items, or nil.
 func PreviousGroup(d *wire.Descriptor, items []wire.WindowItem) *wire.Descriptor {
-	prev := d.Previous
-	if prev.Kind != wire.CertFinal && prev.Kind != wire.CertAbort {
+	prev, ok := CrossGap(d)
+	if !ok {
 		return nil
 	}
 	for i := range items {
@@ -41,6 +42,24 @@ func PreviousGroup(d *wire.Descriptor, items []wire.WindowItem) *wire.Descriptor
 		}
 	}
 	return nil
+}
+
+// CrossGap is the certificate the walk back from d goes on from: d's
+// previous one if it names an epoch (final or abort), else, past a
+// timeout, the last of d's Gap if that names one and the Gap runs down
+// from the timeout a number at a time (§6.3 v3; the members checked it,
+// the node's checkGap). ok is false where the walk ends.
+func CrossGap(d *wire.Descriptor) (wire.Cert, bool) {
+	prev := d.Previous
+	if prev.Kind == wire.CertTimeout && len(d.Gap) > 0 && len(d.Gap) <= WindowLookback {
+		for i := range d.Gap {
+			if d.Gap[i].Number+uint64(i)+1 != prev.Number {
+				return wire.Cert{}, false
+			}
+		}
+		prev = d.Gap[len(d.Gap)-1]
+	}
+	return prev, prev.Kind == wire.CertFinal || prev.Kind == wire.CertAbort
 }
 
 // WindowWalk is what a walk back from an open descriptor found, all of it
@@ -76,7 +95,8 @@ func WalkWindow(d *wire.Descriptor, got []wire.WindowItem) WindowWalk {
 }
 
 // WalkBack walks back from descriptor d through the certificates the
-// descriptors carry, at most WindowLookback numbers, taking each part
+// descriptors carry, past a timeout through the Gap of the descriptor
+// after it, at most WindowLookback numbers, taking each part
 // (descriptor, record, pool) from got only if it checks; with pinned, the
 // window is the epochs d.Window pins, else WalkWindow's rule.
 func WalkBack(d *wire.Descriptor, got []wire.WindowItem, pinned bool) WindowWalk {
@@ -91,11 +111,18 @@ func WalkBack(d *wire.Descriptor, got []wire.WindowItem, pinned bool) WindowWalk
 		}
 	}
 	w := WindowWalk{Recs: map[[32]byte]*wire.Closing{}, Budget: BudgetWalk{Chains: map[uint64][]peer.ID{}}}
-	prev := d.Previous
-	w.Budget.Certs = append(w.Budget.Certs, prev)
+	at := d // the descriptor whose certificates the walk follows
+	w.Budget.Certs = append(w.Budget.Certs, d.Previous)
+	// Each step goes down at least a number: WindowLookback steps at most.
 	for step := 0; step < WindowLookback; step++ {
-		if prev.Kind != wire.CertFinal && prev.Kind != wire.CertAbort {
+		prev, ok := CrossGap(at)
+		if !ok || prev.Number+WindowLookback < d.Number || prev.Number >= at.Number {
 			break
+		}
+		if at.Previous.Kind == wire.CertTimeout {
+			// Past a timeout: the Gap's aborts count as those of
+			// the certificates the walk passes (a client's budgetView).
+			w.Budget.Certs = append(w.Budget.Certs, at.Gap...)
 		}
 		id, num := prev.Epoch, prev.Number
 		var gd *wire.Descriptor
@@ -127,8 +154,8 @@ func WalkBack(d *wire.Descriptor, got []wire.WindowItem, pinned bool) WindowWalk
 		if ch, err := DescChain(gd); err == nil {
 			w.Budget.Chains[num] = ch
 		}
-		prev = gd.Previous
-		w.Budget.Certs = append(w.Budget.Certs, prev)
+		at = gd
+		w.Budget.Certs = append(w.Budget.Certs, gd.Previous)
 	}
 	w.Missing = len(d.Window) - len(w.Pools)
 	if !pinned {
