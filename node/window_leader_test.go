@@ -176,7 +176,7 @@ func TestLeaderLeavesPinOut(t *testing.T) {
 // carries.
 func TestGapTamperedRefused(t *testing.T) {
 	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestWindowTwoNumbersOn and TestWindowSlotsHeld")
+		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestCertForged (a gap checked at onPrepare) and TestSilentLeader (a gap carried past a timeout)")
 	}
 	t.Parallel()
 	for _, c := range []struct {
