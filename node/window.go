@@ -342,7 +342,7 @@ func checkGapShape(number uint64, prev *wire.Cert, gap []wire.Cert) error {
 	}
 	for i := range gap {
 		c := &gap[i]
-		if c.Number+uint64(i)+2 != number || c.Number+WindowLookback < number {
+		if c.Kind == wire.CertNone || c.Number == 0 || c.Number+uint64(i)+2 != number || c.Number+WindowLookback < number {
 			return fmt.Errorf("node: the gap of %d holds the certificate of %d at %d", number, c.Number, i)
 		}
 		if c.Kind != wire.CertTimeout && i != len(gap)-1 {

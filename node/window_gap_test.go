@@ -69,6 +69,9 @@ func TestGapRules(t *testing.T) {
 	if err := checkGapShape(2, &wire.Cert{Kind: T, Number: 1}, nil); err != nil {
 		t.Errorf("number 2 after 1's timeout: %v", err)
 	}
+	if err := checkGapShape(2, &wire.Cert{Kind: T, Number: 1}, []wire.Cert{{}}); err == nil {
+		t.Error("number 2 with an empty certificate in its gap: accepted")
+	}
 	one := []wire.Cert{gapCert(1, T)}
 	if err := checkGapShape(3, &wire.Cert{Kind: T, Number: 2}, one); err != nil {
 		t.Errorf("number 3 after two timeouts: %v", err)
