@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -181,52 +182,149 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 	// that neither holds it nor gets it from the asker, which took it
 	// before it asked, would refuse the Prepare, so it says so and is left
 	// out. It answered yes, so the others refused the attempt that left it
-	// out for want of the window (TestWouldServeWindow). Only a server of
-	// the group is asked for what this one lacks, one question at a time
-	// (a roster server may be anyone that said hello); nothing taken is
-	// kept, the Previous it walks from being unchecked here. The asker
-	// must be a server of the question's chain, as a member of the
-	// Prepare it checks is, and the number the next one here, and it
-	// gets one fetch a number (askedFetch): a group peer cannot make this
-	// server download window after window of made-up refs (the reply
-	// capped at maxLookbackWindow). A question beyond that is answered
-	// from what is held here.
-	src := peer.ID("")
-	if s.groupPeer(from) && slices.ContainsFunc(p.Chain, func(b []byte) bool { return peer.ID(b) == from }) && p.Number == s.certTop()+1 && s.askedFetch(from, p.Number) {
-		release, err := s.windowSlots.asking.take(from, "", wire.MaxServers, wire.MaxServers)
-		if err != nil {
-			return 0, nil, err
-		}
-		defer release()
-		src = from
-	}
+	// out for want of the window (TestWouldServeWindow). The answer
+	// depends only on the question and what is held here, never on who
+	// asked before: what is held answers first; a yes this server gave
+	// after a fetch for the same question (number, Previous, Window, Gap)
+	// answers next (saidYes), since nothing fetched is kept, the Previous
+	// it walks from being unchecked here. A member asked it again for a
+	// second attempt at N and it answered "not held", as good as not live,
+	// and was left out (TestWouldServeAskedAgain).
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.WouldServeTimeout/2)
 	defer cancel()
+	if !s.windowLacks(&p) {
+		if err := s.holdWindow(wctx, "", &p, false); err != nil {
+			return 0, nil, err
+		}
+		return wire.TypeAck, ack, nil
+	}
+	key := questionKey(&p)
+	if s.saidYes(key, p.Number) {
+		return wire.TypeAck, ack, nil
+	}
+	// Else a fetch from the asker, one question at a time: only from a
+	// server of the group (a roster server may be anyone that said hello)
+	// in the question's chain, as a member of the Prepare it checks is,
+	// for the next number here, once an asker a number (askedFetch), the
+	// reply capped at maxLookbackWindow: a group peer cannot make this
+	// server download window after window of made-up refs. A fetch that
+	// could not run (the slot busy) is given back. A question beyond that
+	// is answered from what is held here.
+	src := peer.ID("")
+	if s.groupPeer(from) && slices.ContainsFunc(p.Chain, func(b []byte) bool { return peer.ID(b) == from }) && p.Number == s.certTop()+1 {
+		if refund, ok := s.askedFetch(from, p.Number); ok {
+			release, err := s.windowSlots.asking.take(from, "", wire.MaxServers, wire.MaxServers)
+			if err != nil {
+				refund()
+				return 0, nil, err
+			}
+			defer release()
+			src = from
+		}
+	}
 	if err := s.holdWindow(wctx, src, &p, false); err != nil {
 		return 0, nil, err
+	}
+	if src != "" {
+		s.rememberYes(key, p.Number)
 	}
 	return wire.TypeAck, ack, nil
 }
 
+// questionKey is what a would-serve answer about the window depends on:
+// the question without its chain and nonce.
+func questionKey(p *wire.Prepare) [32]byte {
+	q := *p
+	q.Chain, q.Nonce = nil, [32]byte{}
+	return sha256.Sum256(q.Marshal())
+}
+
 // askedFetch reports whether this server may fetch the window of a
-// would-serve question of number n from the asker from, and counts it: a
-// first fetch for n from it, of at most maxAskers askers, those of
-// earlier numbers forgotten.
-func (s *Server) askedFetch(from peer.ID, n uint64) bool {
+// would-serve question of number n (the next here) from the asker from,
+// and counts it, with the refund that uncounts it: a first fetch for n
+// from it. The servers of n−1's certificate (the group certified for n)
+// each get theirs; any other server of the group (past probation on the
+// roster) takes one of maxRosterServing for n, maxRosterPerRange of an
+// address range (TestWouldServeFlood): roster identities are cheap, and
+// they filled the table before a member's question came. A Prepare of
+// n holds more than half of n−1's certificate (holdsPrevGroup), so an
+// honest one of its members asks, fetches, and its yes then answers the
+// same question from the others (saidYes). Entries of earlier numbers
+// are forgotten.
+func (s *Server) askedFetch(from peer.ID, n uint64) (refund func(), ok bool) {
+	member := false
+	if g, ok := s.certGroup(n); ok && g[from] && !s.serverExcluded(from) {
+		member = true
+	}
+	rng := ""
+	if !member {
+		rng = s.addrRange(from)
+	}
 	g := &s.windowSlots
 	g.askedMu.Lock()
 	defer g.askedMu.Unlock()
-	for p, m := range g.asked {
-		if m < n {
+	for p, a := range g.asked {
+		if a.n < n {
 			delete(g.asked, p)
 		}
 	}
 	if _, ok := g.asked[from]; ok || len(g.asked) >= maxAskers {
-		return false
+		return nil, false
+	}
+	if !member {
+		others, inRange := 0, 0
+		for _, a := range g.asked {
+			if !a.member {
+				others++
+				if a.rng == rng {
+					inRange++
+				}
+			}
+		}
+		if others >= maxRosterServing || inRange >= maxRosterPerRange {
+			return nil, false
+		}
 	}
 	if g.asked == nil {
-		g.asked = map[peer.ID]uint64{}
+		g.asked = map[peer.ID]asker{}
 	}
-	g.asked[from] = n
-	return true
+	g.asked[from] = asker{n: n, member: member, rng: rng}
+	return func() {
+		g.askedMu.Lock()
+		defer g.askedMu.Unlock()
+		if a, ok := g.asked[from]; ok && a.n == n {
+			delete(g.asked, from)
+		}
+	}, true
+}
+
+// saidYes reports whether this server answered yes to the would-serve
+// question key of number n after a fetch.
+func (s *Server) saidYes(key [32]byte, n uint64) bool {
+	g := &s.windowSlots
+	g.askedMu.Lock()
+	defer g.askedMu.Unlock()
+	m, ok := g.said[key]
+	return ok && m == n
+}
+
+// rememberYes keeps a yes to the would-serve question key of number n,
+// given after a fetch: at most one a fetch counted for n (askedFetch),
+// entries of earlier numbers forgotten.
+func (s *Server) rememberYes(key [32]byte, n uint64) {
+	g := &s.windowSlots
+	g.askedMu.Lock()
+	defer g.askedMu.Unlock()
+	for k, m := range g.said {
+		if m < n {
+			delete(g.said, k)
+		}
+	}
+	if len(g.said) >= maxAskers {
+		return
+	}
+	if g.said == nil {
+		g.said = map[[32]byte]uint64{}
+	}
+	g.said[key] = n
 }

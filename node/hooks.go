@@ -51,6 +51,7 @@ func (*Server) hookWindowReply(peer.ID, *wire.Window)                         {}
 func (*Server) hookWindowRefuse(peer.ID) bool                                 { return false }
 func (*Server) hookKeepOut(peer.ID, [32]byte) bool                            { return false }
 func (*Server) hookUnpinnedWindow() bool                                      { return false }
+func (*Server) hookLackWindow() bool                                          { return false }
 
 func (*Server) hookCheatKeys(_ []peer.ID, keys [][32]byte, _ *closed) [][32]byte { return keys }
 func (*Server) hookCheatList(*wire.RegList)                                      {}

@@ -123,6 +123,9 @@ type serverHooks struct {
 	// descriptor to server p only after a delay (the registration
 	// deadline each server counts from its own receipt of it).
 	openLate func(p peer.ID) time.Duration
+	// lackWindow may make this server hold no closing record or pool of
+	// the window (a server left out of the chains that pinned them).
+	lackWindow func() bool
 }
 
 // recvHook sees every frame body a host of this package receives: each
@@ -235,6 +238,11 @@ func (s *Server) hookWindowReply(to peer.ID, w *wire.Window) {
 func (s *Server) hookUnpinnedWindow() bool {
 	o := s.cfg.observe
 	return o != nil && o.UnpinnedWindow
+}
+
+func (s *Server) hookLackWindow() bool {
+	h := s.hooks.Load()
+	return h != nil && h.lackWindow != nil && h.lackWindow()
 }
 
 func (s *Server) hookKeepOut(from peer.ID, epoch [32]byte) bool {

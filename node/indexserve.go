@@ -125,14 +125,25 @@ type windowSlots struct {
 	// asked holds, for each asker whose would-serve question this
 	// server fetched a window for, the number it asked about: one fetch
 	// an asker a number, entries of numbers past pruned, at most
-	// maxAskers.
+	// maxAskers (askedFetch). said holds the questions of the next
+	// number answered yes after a fetch, as many at most.
 	askedMu sync.Mutex
-	asked   map[peer.ID]uint64
+	asked   map[peer.ID]asker
+	said    map[[32]byte]uint64
+}
+
+// asker is a would-serve asker's fetch: its number, whether it is a
+// server of the certificate before that number, else its address range.
+type asker struct {
+	n      uint64
+	member bool
+	rng    string
 }
 
 // maxAskers bounds the askers of a number whose would-serve window this
-// server fetches: every member of a full chain and as many again.
-const maxAskers = 2 * wire.MaxServers
+// server fetches: every server of a full certificate and the roster's
+// others' share (askedFetch).
+const maxAskers = wire.MaxServers + maxRosterServing
 
 // slotTable holds the peers whose window reply is being read and sent,
 // each with its address range.

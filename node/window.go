@@ -213,6 +213,9 @@ func (s *Server) windowItems(number uint64) []wire.WindowItem {
 		if b, err := s.store.Closing(cert.Epoch); err == nil {
 			it.Closing = b
 		}
+		if s.hookLackWindow() {
+			it.Closing, it.Pool = nil, nil
+		}
 		out = append(out, it)
 	}
 	return out
@@ -475,6 +478,20 @@ func (s *Server) holdWindow(ctx context.Context, src peer.ID, p *wire.Prepare, k
 		s.keepWindow(w.Items)
 	}
 	return nil
+}
+
+// windowLacks reports whether this server must fetch to check the window
+// p pins as holdWindow would: it lacks a pinned epoch, or N−1's
+// descriptor, whose pins N's window must keep. A window that breaks the
+// rules on its own lacks nothing: holdWindow refuses it.
+func (s *Server) windowLacks(p *wire.Prepare) bool {
+	if s.hookUnpinnedWindow() || checkWindowRefs(p.Number, p.Window) != nil || checkGapShape(p.Number, &p.Previous, p.Gap) != nil {
+		return false
+	}
+	d := &wire.Descriptor{Number: p.Number, Previous: p.Previous, Window: p.Window, Gap: p.Gap}
+	got := s.windowItems(p.Number)
+	_, ok := resolveWindow(d, got)
+	return !ok || previousGroup(d, got) == nil
 }
 
 // keepWindow stores the parts of a walk's epochs that this server lacks,

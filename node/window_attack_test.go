@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -550,4 +551,160 @@ func TestWindowItemsZero(t *testing.T) {
 			t.Fatalf("the window before number %d took over 5 s", number)
 		}
 	}
+}
+
+// wouldServeQuestion is the would-serve question member would ask asked
+// about the next number here, N: N−1's certificate and chain, and the
+// window member would pin, which must pin an epoch. It reports false if
+// member is not at N−1 yet, the chain lacks either, or no epoch is pinned.
+func wouldServeQuestion(asked, member *Server, params wire.Params) (wire.Prepare, bool) {
+	n := asked.certTop() + 1
+	prev, ok := asked.certOf(n - 1)
+	if !ok || member.certTop()+1 != n {
+		return wire.Prepare{}, false
+	}
+	in := func(id peer.ID) bool {
+		return slices.ContainsFunc(prev.Chain, func(b []byte) bool { return peer.ID(b) == id })
+	}
+	if !in(asked.ID()) || !in(member.ID()) {
+		return wire.Prepare{}, false
+	}
+	gap, err := member.gapFor(n, prev)
+	if err != nil {
+		return wire.Prepare{}, false
+	}
+	d := &wire.Descriptor{Number: n, Previous: *prev, Gap: gap}
+	refs := pinnedRefs(walkWindow(d, member.windowItems(n)))
+	if len(refs) == 0 {
+		return wire.Prepare{}, false
+	}
+	return wire.Prepare{Number: n, Params: params, Chain: prev.Chain, Previous: *prev, Window: refs, Gap: gap}, true
+}
+
+// lackingWindow starts a network of three servers and returns two of them,
+// asked made to hold no closing record or pool of any window while lack is
+// set (lackWindow: a server left out of the chains that pinned them, which
+// must fetch the window to answer a would-serve question), and the group's
+// parameters.
+func lackingWindow(t *testing.T, cfg func(int, *ServerConfig)) (asked, member *Server, lack *atomic.Bool, params wire.Params) {
+	tn := startAnonNet(t, 3, 2, 2, testParams(4), cfg)
+	asked, member = tn.servers[2], tn.servers[1]
+	lack = new(atomic.Bool)
+	asked.hooks.Store(&serverHooks{lackWindow: lack.Load})
+	var d *wire.Descriptor
+	if err := wait.Until(context.Background(), 3*time.Minute, func() bool {
+		asked.mu.Lock()
+		defer asked.mu.Unlock()
+		for _, e := range asked.epochs {
+			if e.v != nil && len(e.v.Desc.Window) > 0 {
+				d = e.v.Desc
+			}
+		}
+		return d != nil
+	}); err != nil {
+		t.Fatal("no epoch pinned a window")
+	}
+	return asked, member, lack, d.Params
+}
+
+// TestWouldServeAskedAgain (issue 25, the would-serve question): a server
+// left out of a Prepare for N that lacks the window is asked by a member
+// whether it would serve, fetches the window from it and says yes; the
+// attempt fails, and the member asks the same question for the next
+// attempt at N. The fetch was counted for (asker, N) and nothing fetched
+// kept: the second answer was "1 epochs of the prepared window are not
+// held here", which the member takes as not live, and the server was left
+// out. Now a yes after a fetch answers the same question again (saidYes).
+func TestWouldServeAskedAgain(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		asked, member, lack, params := lackingWindow(t, nil)
+		ctx := context.Background()
+		for try := 0; try < 10; try++ {
+			q, ok := wouldServeQuestion(asked, member, params)
+			if !ok {
+				time.Sleep(time.Second)
+				continue
+			}
+			lack.Store(true)
+			lacked := asked.windowLacks(&q)
+			_, _, err1 := asked.onWouldServe(ctx, member.ID(), q.Marshal())
+			_, _, err2 := asked.onWouldServe(ctx, member.ID(), q.Marshal())
+			lack.Store(false)
+			if asked.certTop()+1 != q.Number {
+				continue // the number moved on: no fetch for it any more
+			}
+			if !lacked {
+				t.Fatal("the asked server holds the window it was made to lack")
+			}
+			t.Logf("number %d, %d epochs pinned, asked twice: %v, %v", q.Number, len(q.Window), err1, err2)
+			if err1 != nil || err2 != nil {
+				t.Errorf("the same would-serve question asked twice by a member: first %v, second %v; want two acks", err1, err2)
+			}
+			return
+		}
+		t.Fatal("the number moved on at every try")
+	})
+}
+
+// TestWouldServeFlood (issue 25, the would-serve question): 128 roster
+// servers past probation (probation off here), group peers with no seat
+// in N−1's certificate, each ask a server that lacks the window whether it
+// would serve in a chain of the two of them for N, as soon as N−1 is
+// certified; then a member of N−1's certificate asks its question. They
+// took all maxAskers fetches for N, the member's question got none, and
+// the answer was "not held here": the server was left out for its local
+// lack. Now the roster's others take at most maxRosterServing fetches a
+// number, maxRosterPerRange of a range, and the members of N−1's
+// certificate each have their own.
+func TestWouldServeFlood(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		asked, member, lack, params := lackingWindow(t, func(_ int, c *ServerConfig) { c.Probation = -1 })
+		ctx := context.Background()
+		fakes := make([]peer.ID, 2*wire.MaxServers)
+		for i := range fakes {
+			fakes[i] = newPeerID(t)
+		}
+		for try := 0; try < 10; try++ {
+			q, ok := wouldServeQuestion(asked, member, params)
+			if !ok {
+				time.Sleep(time.Second)
+				continue
+			}
+			for _, f := range fakes {
+				asked.roster.saw(f, "", nil)
+			}
+			lack.Store(true)
+			var wg sync.WaitGroup
+			for _, f := range fakes {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					qf := q
+					qf.Chain = chainIDs([]peer.ID{asked.ID(), f})
+					asked.onWouldServe(ctx, f, qf.Marshal())
+				}()
+			}
+			wg.Wait()
+			g := &asked.windowSlots
+			g.askedMu.Lock()
+			took := len(g.asked)
+			g.askedMu.Unlock()
+			_, _, err := asked.onWouldServe(ctx, member.ID(), q.Marshal())
+			lack.Store(false)
+			if asked.certTop()+1 != q.Number {
+				continue
+			}
+			t.Logf("number %d: %d roster askers took %d fetches; then the member's question: %v", q.Number, len(fakes), took, err)
+			if took > maxRosterServing {
+				t.Errorf("%d roster askers took %d fetches for one number, want at most %d", len(fakes), took, maxRosterServing)
+			}
+			if err != nil {
+				t.Errorf("a member of N−1's certificate asked after a flood of roster askers: %v; want an ack", err)
+			}
+			return
+		}
+		t.Fatal("the number moved on at every try")
+	})
 }
