@@ -708,3 +708,50 @@ func TestWouldServeFlood(t *testing.T) {
 		t.Fatal("the number moved on at every try")
 	})
 }
+
+// TestWouldServeBusyRefund (issue 25, the would-serve question): a member's
+// question that needs a fetch while every fetch slot is taken is refused
+// busy; the fetch did not run, so the member's fetch for N is given back
+// and its next question fetches and is acked. Before, the fetch was
+// counted first and kept: the next question was answered "not held here".
+func TestWouldServeBusyRefund(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		asked, member, lack, params := lackingWindow(t, nil)
+		ctx := context.Background()
+		for try := 0; try < 10; try++ {
+			q, ok := wouldServeQuestion(asked, member, params)
+			if !ok {
+				time.Sleep(time.Second)
+				continue
+			}
+			var releases []func()
+			for range wire.MaxServers {
+				release, err := asked.windowSlots.asking.take(newPeerID(t), "", wire.MaxServers, wire.MaxServers)
+				if err != nil {
+					t.Fatal(err)
+				}
+				releases = append(releases, release)
+			}
+			lack.Store(true)
+			_, _, busy := asked.onWouldServe(ctx, member.ID(), q.Marshal())
+			for _, r := range releases {
+				r()
+			}
+			_, _, err := asked.onWouldServe(ctx, member.ID(), q.Marshal())
+			lack.Store(false)
+			if asked.certTop()+1 != q.Number {
+				continue
+			}
+			t.Logf("number %d: with every fetch slot taken: %v; then: %v", q.Number, busy, err)
+			if !errors.Is(busy, errWindowBusy) {
+				t.Errorf("a question with every fetch slot taken: %v, want busy", busy)
+			}
+			if err != nil {
+				t.Errorf("the member's question once the slots were free: %v; want an ack", err)
+			}
+			return
+		}
+		t.Fatal("the number moved on at every try")
+	})
+}
