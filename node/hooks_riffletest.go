@@ -89,6 +89,10 @@ type serverHooks struct {
 	// fetches of its batch of round r that long late (not its
 	// successor's).
 	serveLate func(r uint32) time.Duration
+	// stallRelay may make this server hold a receiver's ask for a batch
+	// of round r that it did not sign, answering nothing for a round
+	// limit.
+	stallRelay func(r uint32) bool
 	// hideCerts may make this server answer every certificate request
 	// with none (a corrupt founder, amnesia_test.go).
 	hideCerts func() bool
@@ -372,6 +376,11 @@ func (s *Server) hookServeLate(r uint32) time.Duration {
 		return h.serveLate(r)
 	}
 	return 0
+}
+
+func (s *Server) hookStallRelay(r uint32) bool {
+	h := s.hooks.Load()
+	return h != nil && h.stallRelay != nil && h.stallRelay(r)
 }
 
 func (s *Server) hookLoseOut(r uint32) bool {

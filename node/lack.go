@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -144,6 +143,13 @@ func (s *Server) onGetBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 		return 0, nil, errors.New("node: batch asked by a server outside the chain")
 	}
 	refused := int(q.S) == e.pos+1 && asker == e.pos+1 && s.hookRefuseSucc(q.Round)
+	if int(q.S) != e.pos+1 && s.hookStallRelay(q.Round) {
+		select {
+		case <-time.After(keptWindow(e)):
+		case <-s.ctx.Done():
+		}
+		return 0, nil, errors.New("node: stalled (test)")
+	}
 	if int(q.S) == e.pos+1 && asker != e.pos+1 {
 		if d := s.hookServeLate(q.Round); d > 0 {
 			select {
@@ -466,9 +472,10 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 // askRelay asks every chain server but this one and the predecessor for
 // this server's input batch of round r (body q): the first asks go out at
 // once (each is a relay note: noteLocked), the later ones, until ctx ends,
-// to one server at a time, the next once the one before had no copy. A
-// copy is taken as from the predecessor (onBatch: its signature, root and
-// caps). Call without s.mu.
+// to one server at a time, the next once the one before had no copy or
+// fetchGrace has passed (a server that holds an ask unanswered holds up
+// only itself). A copy is taken as from the predecessor (onBatch: its
+// signature, root and caps). Call without s.mu.
 func (s *Server) askRelay(ctx context.Context, e *sepoch, r uint32, q []byte, settled func() bool) {
 	v := e.final
 	pred := v.Chain[e.pos-1]
@@ -492,21 +499,46 @@ func (s *Server) askRelay(ctx context.Context, e *sepoch, r uint32, q []byte, se
 		s.log.Debug("relay ask", "round", r, "to", p.ShortString(), "err", err)
 		return false
 	}
-	var wg sync.WaitGroup
-	for _, p := range others {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ask(p)
-		}()
+	done := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return settled() || ctx.Err() != nil
 	}
-	wg.Wait()
-	for ctx.Err() == nil {
+	// wait waits for n answers of ch, up to d; it reports a copy taken.
+	wait := func(ch <-chan bool, n int, d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		for range n {
+			select {
+			case ok := <-ch:
+				if ok {
+					return true
+				}
+			case <-t.C:
+				return false
+			case <-ctx.Done():
+				return false
+			}
+		}
+		return false
+	}
+	// Every ask runs on its own; its channel has room for every answer,
+	// so none waits on a reader that went on.
+	start := func(p peer.ID) <-chan bool {
+		ch := make(chan bool, 1)
+		go func() { ch <- ask(p) }()
+		return ch
+	}
+	all := make(chan bool, len(others))
+	for _, p := range others {
+		go func() { all <- ask(p) }()
+	}
+	if wait(all, len(others), fetchGrace(e)) {
+		return
+	}
+	for !done() {
 		for _, p := range others {
-			s.mu.Lock()
-			done := settled()
-			s.mu.Unlock()
-			if done || ctx.Err() != nil || ask(p) {
+			if done() || wait(start(p), 1, fetchGrace(e)) {
 				return
 			}
 		}

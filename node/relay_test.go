@@ -77,7 +77,10 @@ func (c *relayRound) get(t *testing.T) ([32]byte, uint32) {
 //   - relayed late: refused to S_1, and the others' fetches answered a
 //     quarter of a second before S_1's window closes: whether or not S_1
 //     gets the copy in time, any void is S_0's (a copy that came after
-//     the noted servers' bodyWait counts as missing there).
+//     the noted servers' bodyWait counts as missing there);
+//   - stalled holder (m = 4): refused to S_1 and handed to the others, and
+//     a corrupt S_2 holds every ask of S_1 for a round limit, answering
+//     nothing: S_1 gets the copy from S_3, no void, nobody charged.
 //
 // In every case the epoch runs to its last round and the file is fetched
 // whole. Before, S_1 was charged for the void whenever it claimed the
@@ -87,7 +90,11 @@ func TestRelayedBatch(t *testing.T) {
 		t.Skip("heavy under -race: the full pass runs it; -race covers the relay in TestLostBatchFetched")
 	}
 	for _, m := range []int{3, 4} {
-		for _, mode := range []string{"refused", "hidden", "late inside", "late outside", "relayed late"} {
+		modes := []string{"refused", "hidden", "late inside", "late outside", "relayed late"}
+		if m == 4 {
+			modes = append(modes, "stalled holder")
+		}
+		for _, mode := range modes {
 			t.Run(fmt.Sprintf("m=%d %s", m, mode), func(t *testing.T) {
 				t.Parallel()
 				virtual(t, func(t *testing.T) { relayCase(t, m, mode) })
@@ -127,6 +134,9 @@ func relayCase(t *testing.T, m int, mode string) {
 			return 0
 		}
 		wantVoid = -1 // either
+	case "stalled holder":
+		h.refuseSucc = c.is
+		bn.servers[2].hooks.Store(&serverHooks{stallRelay: c.is})
 	case "late outside":
 		h.lateOut = func(r uint32) time.Duration {
 			if c.is(r) {
@@ -138,23 +148,6 @@ func relayCase(t *testing.T, m int, mode string) {
 	}
 	bad.hooks.Store(h)
 	lackShare(t, bn, 3*int(p.ChunkSize)+100)
-	epoch, r := c.get(t)
-	for i, s := range bn.servers {
-		v := epochRanOn(t, s, epoch)
-		if wantVoid < 0 && v <= 1 {
-			wantVoid = v // the first server says which
-		}
-		if v != wantVoid {
-			t.Fatalf("server %d: %d void round(s), want %d", i, v, wantVoid)
-		}
-		if recs, _ := s.blameRecords(); len(recs) != 0 {
-			t.Fatalf("server %d named someone: %+v", i, recs)
-		}
-	}
-	want := map[peer.ID]int{}
-	if wantVoid > 0 {
-		want[bad.h.ID()] = 1
-	}
 	// byPos is a count of refusals by the servers' start order (S_0
 	// first: the group's founder leads the first epoch).
 	byPos := func(c map[peer.ID]int) map[string]int {
@@ -169,6 +162,23 @@ func relayCase(t *testing.T, m int, mode string) {
 			out[name] = k
 		}
 		return out
+	}
+	epoch, r := c.get(t)
+	for i, s := range bn.servers {
+		v := epochRanOn(t, s, epoch)
+		if wantVoid < 0 && v <= 1 {
+			wantVoid = v // the first server says which
+		}
+		if v != wantVoid {
+			t.Fatalf("server %d: %d void round(s), want %d (charges %v)", i, v, wantVoid, byPos(s.refusalCounts()))
+		}
+		if recs, _ := s.blameRecords(); len(recs) != 0 {
+			t.Fatalf("server %d named someone: %+v", i, recs)
+		}
+	}
+	want := map[peer.ID]int{}
+	if wantVoid > 0 {
+		want[bad.h.ID()] = 1
 	}
 	for i, s := range bn.servers {
 		err := wait.Until(context.Background(), 10*time.Second, func() bool {
