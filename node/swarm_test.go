@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -203,13 +204,20 @@ type swarm struct {
 }
 
 type swarmServer struct {
-	cfg  ServerConfig
-	s    *Server // nil while down
+	cfg ServerConfig
+	// cur is the running server, nil while down: the outsiders' and
+	// insiders' loops read it on goroutines of their own while the
+	// schedule crashes and restarts it (a data race under -race when it
+	// was a plain field).
+	cur  atomic.Pointer[Server]
 	id   peer.ID
 	addr string
 	// checked: the certificates up to this number were checked.
 	checked uint64
 }
+
+// s is the running server, nil while down; read it once a pass.
+func (sv *swarmServer) s() *Server { return sv.cur.Load() }
 
 type swarmFile struct {
 	link chunker.Link
@@ -324,7 +332,9 @@ func runSwarm(t *testing.T, sd swarmSeed) {
 		addr := s.Addrs()[0]
 		// A restart listens where the server did.
 		cfg.Listen = []string{strings.TrimSuffix(addr.String(), "/p2p/"+s.ID().String())}
-		w.servers = append(w.servers, &swarmServer{cfg: cfg, s: s, id: s.ID(), addr: addr.String()})
+		sv := &swarmServer{cfg: cfg, id: s.ID(), addr: addr.String()}
+		sv.cur.Store(s)
+		w.servers = append(w.servers, sv)
 		peers = append(peers, addr.String())
 	}
 	// Every server knows every other, so that a restart finds the group.
@@ -435,8 +445,8 @@ func (w *swarm) close() {
 		c.Close()
 	}
 	for _, sv := range w.servers {
-		if sv.s != nil {
-			sv.s.Close()
+		if s := sv.s(); s != nil {
+			s.Close()
 		}
 	}
 }
@@ -587,8 +597,8 @@ func (w *swarm) startFault() fault {
 	switch k {
 	case 0:
 		f.kind = "crash"
-		sv.s.Crash()
-		sv.s = nil
+		sv.s().Crash()
+		sv.cur.Store(nil)
 	case 1:
 		f.kind = "partition"
 		var others []peer.ID
@@ -640,7 +650,7 @@ func (w *swarm) endFault(f fault) {
 		if err != nil {
 			w.fail("restart of s%d: %v", f.server, err)
 		}
-		sv.s = s
+		sv.cur.Store(s)
 		w.restarts++
 	case "partition":
 		w.net.Heal()
@@ -668,33 +678,34 @@ func (w *swarm) check() {
 		ids[string(sv.id)] = true
 	}
 	for i, a := range w.servers {
-		if a.s == nil {
+		s := a.s()
+		if s == nil {
 			continue
 		}
 		if !bad[i] {
-			counts := a.s.refusalCounts()
+			counts := s.refusalCounts()
 			for j, b := range w.servers {
 				if n := counts[b.id]; n > 0 && !faulted[j] && !bad[j] && !w.noted[[2]int{i, j}] {
 					w.noted[[2]int{i, j}] = true
-					w.logf("s%d charged s%d (no fault, not hostile) %d aborts: %s", i, j, n, a.s.refusalReasons(b.id))
+					w.logf("s%d charged s%d (no fault, not hostile) %d aborts: %s", i, j, n, s.refusalReasons(b.id))
 				}
 			}
 			for j, b := range w.servers {
 				if i == j || bad[j] {
 					continue
 				}
-				if a.s.serverExcluded(b.id) {
+				if s.serverExcluded(b.id) {
 					w.fail("s%d excludes honest s%d as a culprit", i, j)
 				}
 				for _, f := range framed {
-					if f.last == b.id && a.s.chargedFor(b.id, f.number, f.round) {
-						w.fail("s%d charged s%d, the last server, for the early %s of number %d: %s", i, j, f.kind, f.number, a.s.refusalReasons(b.id))
+					if f.last == b.id && s.chargedFor(b.id, f.number, f.round) {
+						w.fail("s%d charged s%d, the last server, for the early %s of number %d: %s", i, j, f.kind, f.number, s.refusalReasons(b.id))
 					}
 				}
 			}
 		}
-		a.s.cert.mu.Lock()
-		for n, cb := range a.s.cert.certs {
+		s.cert.mu.Lock()
+		for n, cb := range s.cert.certs {
 			if n <= a.checked {
 				continue
 			}
@@ -704,20 +715,20 @@ func (w *swarm) check() {
 			}
 			for _, p := range c.Chain {
 				if !ids[string(p)] {
-					a.s.cert.mu.Unlock()
+					s.cert.mu.Unlock()
 					w.fail("s%d: certificate of %d (kind %d) over a chain with %s, not a server of the swarm", i, n, c.Kind, peer.ID(p).ShortString())
 				}
 			}
 		}
-		a.checked = a.s.cert.top
-		a.s.cert.mu.Unlock()
-		if b := a.s.Banned(); len(b) > 0 {
+		a.checked = s.cert.top
+		s.cert.mu.Unlock()
+		if b := s.Banned(); len(b) > 0 {
 			w.fail("s%d refuses %d honest clients", i, len(b))
 		}
-		if pb := a.s.PoolBytes(); pb > swarmPoolMax {
+		if pb := s.PoolBytes(); pb > swarmPoolMax {
 			w.fail("s%d holds %d B of free round buffers", i, pb)
 		}
-		if kept, prep := a.s.EpochsHeld(); kept+prep > swarmEpochsMax {
+		if kept, prep := s.EpochsHeld(); kept+prep > swarmEpochsMax {
 			w.fail("s%d holds %d epochs and %d prepared", i, kept, prep)
 		}
 		if d := dirBytes(a.cfg.DataDir); d > swarmDiskMax {
@@ -808,9 +819,9 @@ func outsiderTimeoutVotes(w *swarm) func() {
 	stop := outsiderLoop(w, func(ctx context.Context) {
 		for _, v := range vs {
 			for _, sv := range w.servers {
-				// Read once: a crash sets sv.s to nil meanwhile (a
-				// nil dereference in one run of seeds 25 to 74).
-				s := sv.s
+				// Read once: a crash sets it to nil meanwhile (a nil
+				// dereference in one run of seeds 25 to 74).
+				s := sv.s()
 				if s == nil {
 					continue
 				}
@@ -838,7 +849,7 @@ func outsiderTimeoutVotes(w *swarm) func() {
 			}
 		}
 		for i, sv := range w.servers {
-			s := sv.s
+			s := sv.s()
 			if s == nil {
 				continue
 			}
@@ -915,7 +926,7 @@ func outsiderHeaders(w *swarm) func() {
 			open = open[1:]
 		}
 		for _, sv := range w.servers {
-			s := sv.s
+			s := sv.s()
 			if s == nil {
 				continue
 			}
@@ -968,7 +979,7 @@ func outsiderHelloFlood(w *swarm) func() {
 	stop := outsiderLoop(w, func(ctx context.Context) {
 		for _, h := range hosts {
 			for _, sv := range w.servers {
-				if sv.s == nil {
+				if sv.s() == nil {
 					continue
 				}
 				h.AddAddrs(sv.id, []ma.Multiaddr{ma.StringCast(sv.cfg.Listen[0])}, time.Hour)
@@ -1029,12 +1040,13 @@ func (s *Server) refusalReasons(p peer.ID) string {
 func (w *swarm) where(f swarmFile) string {
 	var b strings.Builder
 	for i, sv := range w.servers {
-		if sv.s == nil {
+		s := sv.s()
+		if s == nil {
 			fmt.Fprintf(&b, "s%d down\n", i)
 			continue
 		}
-		held, err := sv.s.store.HasChunk(f.link.ID)
-		idx, ierr := sv.s.store.Index()
+		held, err := s.store.HasChunk(f.link.ID)
+		idx, ierr := s.store.Index()
 		indexed := false
 		for _, e := range idx {
 			indexed = indexed || e.FileID == f.link.ID
@@ -1116,7 +1128,7 @@ var swarmRelayHostiles = []swarmHostile{
 
 // insiderHooks sets h on server i for the hostile's time.
 func insiderHooks(w *swarm, i int, h *serverHooks) func() {
-	s := w.servers[i].s
+	s := w.servers[i].s()
 	s.hooks.Store(h)
 	return func() { s.hooks.Store(nil) }
 }
@@ -1137,7 +1149,7 @@ func (w *swarm) startHostile(h swarmHostile) bool {
 		w.mu.Lock()
 		down := w.down[i]
 		w.mu.Unlock()
-		if down || w.servers[i].s == nil {
+		if down || w.servers[i].s() == nil {
 			return false
 		}
 		w.markBad(i)
@@ -1179,7 +1191,7 @@ func outsiderHelloChurn(w *swarm) func() {
 				hl.Addrs = append(hl.Addrs, a.Bytes())
 			}
 			for _, sv := range w.servers {
-				if s := sv.s; s != nil {
+				if s := sv.s(); s != nil {
 					h.AddAddrs(sv.id, []ma.Multiaddr{ma.StringCast(sv.cfg.Listen[0])}, time.Hour)
 					call(ctx, h, sv.id, request{Proto: ProtoRoster, Type: wire.TypeHello, Body: hl.Marshal(), Timeout: shortTimeout})
 				}
@@ -1187,7 +1199,7 @@ func outsiderHelloChurn(w *swarm) func() {
 			h.Close()
 		}
 		for i, sv := range w.servers {
-			if s := sv.s; s != nil {
+			if s := sv.s(); s != nil {
 				s.roster.mu.Lock()
 				n := len(s.roster.m)
 				s.roster.mu.Unlock()
@@ -1203,7 +1215,7 @@ func outsiderHelloChurn(w *swarm) func() {
 // insiderHoldOpen: server i, as leader, opens its epochs and never closes
 // their registration (TestLeaderHoldsOpen).
 func insiderHoldOpen(w *swarm, i int) func() {
-	s := w.servers[i].s
+	s := w.servers[i].s()
 	s.hooks.Store(&serverHooks{holdOpen: func() bool { return true }})
 	return func() { s.hooks.Store(nil) }
 }
@@ -1213,16 +1225,16 @@ func insiderHoldOpen(w *swarm, i int) func() {
 // group's at the end (TestPrepareRefuser).
 func insiderPrepareRefuser(w *swarm, i int) func() {
 	sv := w.servers[i]
-	sv.s.Crash()
+	sv.s().Crash()
 	cfg := sv.cfg
 	cfg.Params.MaxClients *= 2
 	s, err := NewServer(w.ctx, cfg)
 	if err != nil {
 		w.fail("restart of s%d as a Prepare refuser: %v", i, err)
 	}
-	sv.s = s
+	sv.cur.Store(s)
 	return func() {
-		if sv.s != s {
+		if sv.s() != s {
 			return // a crash restarted it meanwhile, with the group's cap
 		}
 		s.Crash()
@@ -1230,7 +1242,7 @@ func insiderPrepareRefuser(w *swarm, i int) func() {
 		if err != nil {
 			w.fail("restart of s%d: %v", i, err)
 		}
-		sv.s = s
+		sv.cur.Store(s)
 	}
 }
 
@@ -1242,7 +1254,7 @@ func insiderEarly(w *swarm, kind string) func() {
 	done := false
 	return pollLoop(w, 20*time.Millisecond, func(context.Context) {
 		for i, sv := range w.servers {
-			s := sv.s
+			s := sv.s()
 			w.mu.Lock()
 			down := w.down[i]
 			w.mu.Unlock()
