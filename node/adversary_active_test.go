@@ -36,7 +36,7 @@ import (
 //
 // Victims 0 and 1 follow §6.3 (a spoiled chunk is never asked for on
 // purpose again); victims 3 and 4, the positive control, ask for it again
-// in the next epoch (testClientObserver.RetryCorrupted, switched on in the
+// in the next epoch (ClientObserver.RetryCorrupted, switched on in the
 // test only). The strategy reads only the public request lists and what
 // the victims' primaries know (their clients' slots), so where the honest
 // server (here server 2, no victim's primary) sits in the chain does not
@@ -134,7 +134,7 @@ func TestAdversarySpoiledAnswers(t *testing.T) {
 				realReq[epoch][i][r] += len(ids)
 			}
 			o.RetryCorrupted = control[i]
-			c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1000}})
+			c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), ClientHookCfg: ClientHookCfg{Observe: o, JobEpochs: 1000}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -387,7 +387,7 @@ func TestAdversaryIndexGap(t *testing.T) {
 				order = append(order, epoch)
 			}
 			o.NoGapFill = isControl[i]
-			c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1000}})
+			c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), ClientHookCfg: ClientHookCfg{Observe: o, JobEpochs: 1000}})
 			if err != nil {
 				t.Fatal(err)
 			}

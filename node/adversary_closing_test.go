@@ -192,7 +192,7 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 				windows[epoch] = w
 			}
 		}
-		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), ClientHookCfg: ClientHookCfg{Observe: o}})
 		if err != nil {
 			t.Fatal(err)
 		}

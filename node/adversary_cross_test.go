@@ -35,7 +35,7 @@ func crossEpoch(t *testing.T, heldDecoys bool, idle int) (*tally, int, int) {
 	for i := 0; i < n; i++ {
 		o := rec.client(i)
 		o.HeldDecoys = heldDecoys
-		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), ClientHookCfg: ClientHookCfg{Observe: o}})
 		if err != nil {
 			t.Fatal(err)
 		}

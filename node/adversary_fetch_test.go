@@ -64,7 +64,7 @@ func fetchRun(t *testing.T, own bool, trials int, net transport.Network) *tally 
 	start := func(i int) *Client {
 		o := rec.client(i)
 		o.OwnDecoys = own
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger(), Network: net, clientHookCfg: clientHookCfg{observe: o}})
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger(), Network: net, ClientHookCfg: ClientHookCfg{Observe: o}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -150,7 +150,7 @@ func intersectRun(t *testing.T, now bool, trials int) (*tally, *tally) {
 			}
 			member[x][idx] = true
 		}
-		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: now, Server: tn.servers[idx%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1000}})
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: now, Server: tn.servers[idx%m].Addrs()[0].String(), Logger: anonLogger(), ClientHookCfg: ClientHookCfg{Observe: o, JobEpochs: 1000}})
 		if err != nil {
 			t.Fatal(err)
 		}

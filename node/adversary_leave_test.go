@@ -88,7 +88,7 @@ func voidLeaveRun(t *testing.T, old bool, trials int) *tally {
 	start := func(i int) *Client {
 		o := rec.client(i)
 		o.ResendAtOnce = old
-		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1000}})
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), ClientHookCfg: ClientHookCfg{Observe: o, JobEpochs: 1000}})
 		if err != nil {
 			t.Fatal(err)
 		}

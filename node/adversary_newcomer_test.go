@@ -31,7 +31,7 @@ func newcomerRun(t *testing.T, own, restart bool, trials int) *tally {
 	start := func(i int, dir string) *Client {
 		o := rec.client(i)
 		o.OwnDecoys = own
-		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, DataDir: dir, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, DataDir: dir, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), ClientHookCfg: ClientHookCfg{Observe: o}})
 		if err != nil {
 			t.Fatal(err)
 		}

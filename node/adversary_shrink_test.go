@@ -86,7 +86,7 @@ func shrinkRun(t *testing.T, control bool, trials int) (tl *tally, shrunk, epoch
 				realReq[epoch][idx] += len(ids)
 			}
 		}
-		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[primary].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[primary].Addrs()[0].String(), Logger: anonLogger(), ClientHookCfg: ClientHookCfg{Observe: o}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -66,7 +66,7 @@ func sybilRun(t *testing.T, control bool, trials int) sybilResult {
 				realReq[epoch] += len(ids)
 			}
 		}
-		cfg.Server, cfg.Logger, cfg.observe, cfg.Now = tn.servers[primary].Addrs()[0].String(), anonLogger(), o, true
+		cfg.Server, cfg.Logger, cfg.Observe, cfg.Now = tn.servers[primary].Addrs()[0].String(), anonLogger(), o, true
 		c, err := NewClient(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -139,8 +139,8 @@ func (a *advRecord) server(i int) *testObserver {
 	}
 }
 
-func (a *advRecord) client(i int) *testClientObserver {
-	return &testClientObserver{
+func (a *advRecord) client(i int) *ClientObserver {
+	return &ClientObserver{
 		Joined: func(epoch [32]byte, slot uint32, p []byte) {
 			a.mu.Lock()
 			defer a.mu.Unlock()
@@ -374,7 +374,7 @@ func TestAdversaryLinks(t *testing.T) {
 		defer cancel()
 		var clients []*Client
 		for i := 0; i < n; i++ {
-			c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: rec.client(i)}})
+			c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i%m].Addrs()[0].String(), Logger: anonLogger(), ClientHookCfg: ClientHookCfg{Observe: rec.client(i)}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -46,8 +46,8 @@ type firstRequests struct {
 	}
 }
 
-func (f *firstRequests) observer(name string) *testClientObserver {
-	return &testClientObserver{Requested: func(epoch [32]byte, r uint32, ids [][32]byte) {
+func (f *firstRequests) observer(name string) *ClientObserver {
+	return &ClientObserver{Requested: func(epoch [32]byte, r uint32, ids [][32]byte) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if _, ok := f.first[name]; ok {
@@ -127,7 +127,7 @@ func checkpointGet(t *testing.T, control bool) {
 		o := fr.observer(name)
 		o.NoGapFill = control && name == "victim"
 		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[primary].Addrs()[0].String(), Logger: anonLogger(),
-			clientHookCfg: clientHookCfg{observe: o}})
+			ClientHookCfg: ClientHookCfg{Observe: o}})
 		if err != nil {
 			t.Fatal(err)
 		}

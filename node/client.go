@@ -73,7 +73,7 @@ type ClientConfig struct {
 	Timing proto.Tunables
 
 	// The tests' hooks (hooks_riffletest.go); empty in the binary.
-	clientHookCfg
+	ClientHookCfg
 }
 
 // network is the configured network, libp2p by default.

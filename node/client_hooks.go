@@ -17,7 +17,7 @@ import (
 
 // The hooks' state in a client's config and in a client: empty here.
 type (
-	clientHookCfg   struct{}
+	ClientHookCfg   struct{}
 	clientHookState struct{}
 )
 

@@ -19,63 +19,63 @@ import (
 // The client's hook points of the tests (hooks_riffletest.go has the
 // server's and the hooks' state).
 
-// clientHooks let a test make a client misbehave.
-type clientHooks struct {
-	// layerKeys may alter the layer keys of the client's onion of round r
+// ClientHooks let a test make a client misbehave.
+type ClientHooks struct {
+	// LayerKeys may alter the layer keys of the client's onion of round r
 	// in slot slot of the epoch before sealing.
-	layerKeys func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey)
-	// secondOnion may make the client sign and send a second, different
+	LayerKeys func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey)
+	// SecondOnion may make the client sign and send a second, different
 	// onion for round r of the epoch in slot slot.
-	secondOnion func(epoch [32]byte, r, slot uint32) bool
-	// payload may alter the client's encoded payload of round r before
+	SecondOnion func(epoch [32]byte, r, slot uint32) bool
+	// Payload may alter the client's encoded payload of round r before
 	// sealing (a payload whose pseudonym signature fails).
-	payload func(epoch [32]byte, r, slot uint32, raw []byte)
-	// onion may read or overwrite, in place, the client's sealed onion of
+	Payload func(epoch [32]byte, r, slot uint32, raw []byte)
+	// Onion may read or overwrite, in place, the client's sealed onion of
 	// round r before it is signed (a replay of another client's onion).
-	onion func(epoch [32]byte, r, slot uint32, onion []byte)
+	Onion func(epoch [32]byte, r, slot uint32, onion []byte)
 }
 
 func (c *Client) hookJoined(epoch [32]byte, slot uint32, cs *mix.ClientSecret) {
-	if o := c.cfg.observe; o != nil && o.Joined != nil {
+	if o := c.cfg.Observe; o != nil && o.Joined != nil {
 		o.Joined(epoch, slot, cs.Pseudonym().Bytes())
 	}
 }
 
 func (c *Client) hookRow(epoch [32]byte, r uint32, t, row, L int) {
-	if o := c.cfg.observe; o != nil && o.Row != nil {
+	if o := c.cfg.Observe; o != nil && o.Row != nil {
 		o.Row(epoch, r, t, row, L)
 	}
 }
 
 func (c *Client) hookRequested(epoch [32]byte, r uint32, reqs [][32]byte) {
-	if o := c.cfg.observe; o != nil && o.Requested != nil {
+	if o := c.cfg.Observe; o != nil && o.Requested != nil {
 		o.Requested(epoch, r, append([][32]byte(nil), reqs...))
 	}
 }
 
 func (c *Client) hookResendAtOnce() bool {
-	return c.cfg.observe != nil && c.cfg.observe.ResendAtOnce
+	return c.cfg.Observe != nil && c.cfg.Observe.ResendAtOnce
 }
 
 func (c *Client) hookRetryCorrupted() bool {
-	return c.cfg.observe != nil && c.cfg.observe.RetryCorrupted
+	return c.cfg.Observe != nil && c.cfg.Observe.RetryCorrupted
 }
 
 func (c *Client) hookNoManifestCap() bool {
-	return c.cfg.observe != nil && c.cfg.observe.NoManifestCap
+	return c.cfg.Observe != nil && c.cfg.Observe.NoManifestCap
 }
 
-func (c *Client) hookNoGapFill() bool { return c.cfg.observe != nil && c.cfg.observe.NoGapFill }
+func (c *Client) hookNoGapFill() bool { return c.cfg.Observe != nil && c.cfg.Observe.NoGapFill }
 
 func (c *Client) hookNoClosingFill() bool {
-	return c.cfg.observe != nil && c.cfg.observe.NoClosingFill
+	return c.cfg.Observe != nil && c.cfg.Observe.NoClosingFill
 }
 
 // hookHeldDraw is the decoy draw of a control: heldDraw, from held chunks
-// (testClientObserver.HeldDecoys), or the client's own lists
+// (ClientObserver.HeldDecoys), or the client's own lists
 // (OwnDecoys); else nil.
 func (c *Client) hookHeldDraw() func(io.Reader) ([32]byte, bool) {
-	if o := c.cfg.observe; o != nil && o.HeldDecoys {
+	if o := c.cfg.Observe; o != nil && o.HeldDecoys {
 		return c.heldDraw
 	}
 	return c.ownDraw()
@@ -97,12 +97,12 @@ func (c *Client) heldDraw(rnd io.Reader) ([32]byte, bool) {
 
 // hookNoteHeld records a chunk for heldDraw; call with c.mu held.
 func (c *Client) hookNoteHeld(id [32]byte) {
-	if o := c.cfg.observe; o != nil && o.HeldDecoys {
+	if o := c.cfg.Observe; o != nil && o.HeldDecoys {
 		c.testHeld = append(c.testHeld, id)
 	}
 }
 
-func (c *Client) hookJobEpochs() int { return c.cfg.jobEpochs }
+func (c *Client) hookJobEpochs() int { return c.cfg.JobEpochs }
 
 // hookLocal calls the test's localHook, if set, with a step of local work:
 // "manifest" (a root manifest opens an assembler, which verifies a resumed
@@ -117,70 +117,70 @@ func (c *Client) hookLocal(step string) {
 	}
 }
 
-// dupClientTest are hooks of a client for the duplicate-share tests
+// DupClientTest are hooks of a client for the duplicate-share tests
 // (dupexport_test.go sets them): register may change the registration
 // before it is sent (to model a client that registers a copy of another's
 // value); answer chooses how the client answers a duplicate-share abort.
-type dupClientTest struct {
-	register func(epoch [32]byte, serverKeys []*group.Element, regKey ed25519.PublicKey, cs *mix.ClientSecret, reg *mix.Registration)
-	answer   dupAnswerMode
-	regKey   func() ed25519.PrivateKey // a chosen registration key (slot order)
+type DupClientTest struct {
+	Register func(epoch [32]byte, serverKeys []*group.Element, regKey ed25519.PublicKey, cs *mix.ClientSecret, reg *mix.Registration)
+	Answer   DupAnswer
+	RegKey   func() ed25519.PrivateKey // a chosen registration key (slot order)
 }
 
-type dupAnswerMode int
+type DupAnswer int
 
 const (
-	dupHonest dupAnswerMode = iota // prove only a value this client holds
-	dupSilent                      // never answer
-	dupForge                       // answer every abort naming the slot, with a proof of its own value
+	DupHonest DupAnswer = iota // prove only a value this client holds
+	DupSilent                  // never answer
+	DupForge                   // answer every abort naming the slot, with a proof of its own value
 )
 
 func (c *Client) hookRegKey() ed25519.PrivateKey {
-	if h := c.cfg.dupTest; h != nil && h.regKey != nil {
-		return h.regKey()
+	if h := c.cfg.DupTest; h != nil && h.RegKey != nil {
+		return h.RegKey()
 	}
 	return nil
 }
 
 func (c *Client) hookRegister(epoch [32]byte, serverKeys []*group.Element, regKey ed25519.PublicKey, cs *mix.ClientSecret, reg *mix.Registration) {
-	if h := c.cfg.dupTest; h != nil && h.register != nil {
-		h.register(epoch, serverKeys, regKey, cs, reg)
+	if h := c.cfg.DupTest; h != nil && h.Register != nil {
+		h.Register(epoch, serverKeys, regKey, cs, reg)
 	}
 }
 
 // hookDupAnswers reports whether the client answers a duplicate abort,
 // holds telling whether the named value is its own.
 func (c *Client) hookDupAnswers(holds bool) bool {
-	mode := dupHonest
-	if c.cfg.dupTest != nil {
-		mode = c.cfg.dupTest.answer
+	mode := DupHonest
+	if c.cfg.DupTest != nil {
+		mode = c.cfg.DupTest.Answer
 	}
-	return mode != dupSilent && (holds || mode == dupForge)
+	return mode != DupSilent && (holds || mode == DupForge)
 }
 
 func (c *Client) hookPayload(epoch [32]byte, r, slot uint32, raw []byte) {
-	if h := c.hooks.Load(); h != nil && h.payload != nil {
-		h.payload(epoch, r, slot, raw)
+	if h := c.Hooks.Load(); h != nil && h.Payload != nil {
+		h.Payload(epoch, r, slot, raw)
 	}
 }
 
 func (c *Client) hookLayerKeys(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
-	if h := c.hooks.Load(); h != nil && h.layerKeys != nil {
-		h.layerKeys(epoch, r, slot, keys)
+	if h := c.Hooks.Load(); h != nil && h.LayerKeys != nil {
+		h.LayerKeys(epoch, r, slot, keys)
 	}
 }
 
 func (c *Client) hookOnion(epoch [32]byte, r, slot uint32, onion []byte) {
-	if h := c.hooks.Load(); h != nil && h.onion != nil {
-		h.onion(epoch, r, slot, onion)
+	if h := c.Hooks.Load(); h != nil && h.Onion != nil {
+		h.Onion(epoch, r, slot, onion)
 	}
 }
 
 // hookSecondOnion, after a submission went out, may send a second,
 // different onion signed for the same round and slot.
 func (c *Client) hookSecondOnion(ctx context.Context, e *cepoch, sub *wire.Submit) {
-	h := c.hooks.Load()
-	if h == nil || h.secondOnion == nil || !h.secondOnion(e.v.ID, sub.Round, e.slot) {
+	h := c.Hooks.Load()
+	if h == nil || h.SecondOnion == nil || !h.SecondOnion(e.v.ID, sub.Round, e.slot) {
 		return
 	}
 	o := *sub
@@ -197,13 +197,13 @@ func (c *Client) hookOwnRule() bool { return c.useOwnRule() }
 // hookUnpinnedWindow reports whether the tests' control of the window
 // before it was pinned by the Prepare is on (UnpinnedWindow).
 func (c *Client) hookUnpinnedWindow() bool {
-	o := c.cfg.observe
+	o := c.cfg.Observe
 	return o != nil && o.UnpinnedWindow
 }
 
 // hookWindow tells the observer which epochs the client's window holds.
 func (c *Client) hookWindow(v *proto.View) {
-	o := c.cfg.observe
+	o := c.cfg.Observe
 	if o == nil || (o.Window == nil && o.WindowAt == nil) {
 		return
 	}
@@ -222,19 +222,20 @@ func (c *Client) hookWindow(v *proto.View) {
 	}
 }
 
-// clientHookCfg is what a test sets in a ClientConfig.
-type clientHookCfg struct {
-	// observe is the anonymity tests' ground truth (observe.go).
-	observe *testClientObserver
-	// jobEpochs, if set, replaces JobEpochs (J) for this client: the
+// ClientHookCfg is what a test sets in a ClientConfig (riffletest
+// builds only; empty in the binary, client_hooks.go).
+type ClientHookCfg struct {
+	// Observe is the anonymity tests' ground truth (observe.go).
+	Observe *ClientObserver
+	// JobEpochs, if set, replaces JobEpochs (J) for this client: the
 	// tests' short runs.
-	jobEpochs int
-	dupTest   *dupClientTest
+	JobEpochs int
+	DupTest   *DupClientTest
 }
 
 // clientHookState: hooks are set by a test on a running client.
 type clientHookState struct {
-	hooks atomic.Pointer[clientHooks]
+	Hooks atomic.Pointer[ClientHooks]
 	// testHeld: the chunks this client published or fetched, for the
 	// negative control of the anonymity tests (heldDraw).
 	testHeld [][32]byte

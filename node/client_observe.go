@@ -4,10 +4,10 @@ package node
 
 // The anonymity tests' observer of a client (observe.go has the server's).
 
-// testClientObserver is what the anonymity tests learn from a client: the
+// ClientObserver is what the anonymity tests learn from a client: the
 // ground truth the adversary tries to guess (never given to it) and what
 // a global observer of the client's link sees.
-type testClientObserver struct {
+type ClientObserver struct {
 	// Joined: the client's slot and its pseudonym (encoded) in an epoch.
 	Joined func(epoch [32]byte, slot uint32, pseudonym []byte)
 	// Row: the row the client's query for (round, t) asked for, of L.

@@ -504,7 +504,7 @@ func TestFreshKeysAtWindowOpen(t *testing.T) {
 		fn := startFounded(t, 3, 0, 2, p, nil)
 		var late atomic.Bool
 		c0 := fn.addClientCfg(t, func(c *ClientConfig) {
-			c.dupTest = &dupClientTest{register: func([32]byte, []*group.Element, ed25519.PublicKey, *mix.ClientSecret, *mix.Registration) {
+			c.DupTest = &DupClientTest{Register: func([32]byte, []*group.Element, ed25519.PublicKey, *mix.ClientSecret, *mix.Registration) {
 				if late.Load() {
 					time.Sleep(500 * time.Millisecond)
 				}

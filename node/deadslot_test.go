@@ -151,7 +151,7 @@ func TestDeadSlotEpochGoesOn(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		bn := startBlameNetParams(t, testParams(64), 3, 3, 4, 3)
 		d := &deadCase{}
-		bn.clients[1].hooks.Store(&clientHooks{layerKeys: func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
+		bn.clients[1].Hooks.Store(&ClientHooks{LayerKeys: func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
 			if d.fires(epoch, r, slot) {
 				keys[1].MAC[0] ^= 1
 			}
@@ -167,7 +167,7 @@ func TestDeadSlotBadPayload(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		bn := startBlameNetParams(t, testParams(64), 3, 3, 4, 3)
 		d := &deadCase{}
-		bn.clients[1].hooks.Store(&clientHooks{payload: func(epoch [32]byte, r, slot uint32, raw []byte) {
+		bn.clients[1].Hooks.Store(&ClientHooks{Payload: func(epoch [32]byte, r, slot uint32, raw []byte) {
 			if d.fires(epoch, r, slot) {
 				raw[len(raw)/2] ^= 1
 			}
@@ -191,12 +191,12 @@ func TestDeadSlotReplay(t *testing.T) {
 		d := &deadCase{}
 		var mu sync.Mutex
 		seen := map[[32]byte][]byte{} // the copied client's latest onion per epoch
-		bn.clients[0].hooks.Store(&clientHooks{onion: func(epoch [32]byte, r, slot uint32, onion []byte) {
+		bn.clients[0].Hooks.Store(&ClientHooks{Onion: func(epoch [32]byte, r, slot uint32, onion []byte) {
 			mu.Lock()
 			seen[epoch] = append([]byte(nil), onion...)
 			mu.Unlock()
 		}})
-		bn.clients[1].hooks.Store(&clientHooks{onion: func(epoch [32]byte, r, slot uint32, onion []byte) {
+		bn.clients[1].Hooks.Store(&ClientHooks{Onion: func(epoch [32]byte, r, slot uint32, onion []byte) {
 			mu.Lock()
 			other := seen[epoch]
 			mu.Unlock()
@@ -220,7 +220,7 @@ func TestDeadSlotSecondOnion(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		bn := startBlameNetParams(t, testParams(64), 3, 3, 4, 3)
 		d := &deadCase{}
-		bn.clients[1].hooks.Store(&clientHooks{secondOnion: func(epoch [32]byte, r, slot uint32) bool {
+		bn.clients[1].Hooks.Store(&ClientHooks{SecondOnion: func(epoch [32]byte, r, slot uint32) bool {
 			return d.fires(epoch, r, slot)
 		}})
 		deadSlotRunVoids(t, bn, d, 0)
@@ -240,7 +240,7 @@ func TestDeadSlotBadForward(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		bn := startBlameNetParams(t, testParams(64), 3, 2, 4, 2)
 		d := &deadCase{}
-		bn.clients[1].hooks.Store(&clientHooks{layerKeys: func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
+		bn.clients[1].Hooks.Store(&ClientHooks{LayerKeys: func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
 			if d.fires(epoch, r, slot) {
 				keys[2].MAC[0] ^= 1
 			}
@@ -320,7 +320,7 @@ func TestDeadSlotTwoCulprits(t *testing.T) {
 		var epoch [32]byte
 		slots := map[uint32]bool{}
 		for _, c := range []*Client{bn.clients[1], bn.clients[3]} {
-			c.hooks.Store(&clientHooks{layerKeys: func(e [32]byte, r, slot uint32, keys []mix.LayerKey) {
+			c.Hooks.Store(&ClientHooks{LayerKeys: func(e [32]byte, r, slot uint32, keys []mix.LayerKey) {
 				mu.Lock()
 				defer mu.Unlock()
 				if r < 1 || (len(slots) > 0 && e != epoch) {

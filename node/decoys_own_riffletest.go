@@ -12,7 +12,7 @@ import (
 )
 
 // The old decoy rule (before the group's window, issue 26), kept only as
-// the anonymity tests' positive control (testClientObserver.OwnDecoys):
+// the anonymity tests' positive control (ClientObserver.OwnDecoys):
 // decoys come from the lists this client received itself, of the epochs it
 // attended, admitted as their closing records reach it through its index
 // syncs; a record the primary lacks for an epoch the client attended is
@@ -158,7 +158,7 @@ func (p *ownPool) draw(rnd io.Reader) ([32]byte, bool) {
 
 // useOwnRule reports whether the control is on.
 func (c *Client) useOwnRule() bool {
-	o := c.cfg.observe
+	o := c.cfg.Observe
 	return o != nil && o.OwnDecoys
 }
 

@@ -13,19 +13,10 @@ import (
 
 // Test-only hooks of the duplicate-share tests (dupwalk_test.go).
 
-// DupAnswer is how a test client answers a duplicate-share abort.
-type DupAnswer = dupAnswerMode
-
-const (
-	DupHonest = dupHonest
-	DupSilent = dupSilent
-	DupForge  = dupForge
-)
-
 // SetDupTest installs a client's registration hook, answer mode and
 // chosen registration key (nil: drawn).
 func SetDupTest(c *ClientConfig, register func(epoch [32]byte, serverKeys []*group.Element, regKey ed25519.PublicKey, cs *mix.ClientSecret, reg *mix.Registration), answer DupAnswer, regKey func() ed25519.PrivateKey) {
-	c.dupTest = &dupClientTest{register: register, answer: answer, regKey: regKey}
+	c.DupTest = &DupClientTest{Register: register, Answer: answer, RegKey: regKey}
 }
 
 // LeftOut returns the client peers s leaves out of an epoch without a

@@ -22,7 +22,7 @@ func TestBinaryHasNoTestHooks(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	forbidden := hookOnlyNames(t)
-	for _, name := range []string{"testObserver", "testClientObserver", "leaderCheat", "serverHooks", "clientHooks", "dupClientTest", "recvHook", "RecvHook", "heldDraw", "ownPool"} {
+	for _, name := range []string{"testObserver", "ClientObserver", "leaderCheat", "serverHooks", "ClientHooks", "DupClientTest", "recvHook", "RecvHook", "heldDraw", "ownPool"} {
 		if !forbidden[name] {
 			t.Fatalf("%s is not declared in a riffletest-only file", name)
 		}
@@ -33,7 +33,7 @@ func TestBinaryHasNoTestHooks(t *testing.T) {
 	// Positive control: built with the tag, it holds them. (A test
 	// binary that go test runs has no symbol table to look at.)
 	found := strings.Join(hookSymbols(t, buildRiffle(t, "riffletest"), forbidden), "\n")
-	for _, want := range []string{"serverHooks", "clientHooks", "heldDraw", "hookClientHandlers", "ownPool", "RecvHook"} {
+	for _, want := range []string{"serverHooks", "ClientHooks", "heldDraw", "hookClientHandlers", "ownPool", "RecvHook"} {
 		if !strings.Contains(found, want) {
 			t.Errorf("the scan does not see %s in a riffletest build", want)
 		}

@@ -22,7 +22,7 @@ import (
 func TestJobEpochsCount(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
-		c := &Client{cfg: ClientConfig{clientHookCfg: clientHookCfg{jobEpochs: 3}}}
+		c := &Client{cfg: ClientConfig{ClientHookCfg: ClientHookCfg{JobEpochs: 3}}}
 		if ep := c.newJobEpochs(0); ep.limit != 3 {
 			t.Fatalf("default allowance %d, want J = 3", ep.limit)
 		}
@@ -98,7 +98,7 @@ func TestLongJobPauses(t *testing.T) {
 	var mu sync.Mutex
 	reqEpochs := map[[32]byte]int{} // requests of the get's job, by epoch
 	var order [][32]byte            // epochs in the order first seen
-	o := &testClientObserver{Requested: func(epoch [32]byte, _ uint32, ids [][32]byte) {
+	o := &ClientObserver{Requested: func(epoch [32]byte, _ uint32, ids [][32]byte) {
 		mu.Lock()
 		defer mu.Unlock()
 		if _, ok := reqEpochs[epoch]; !ok {
@@ -106,7 +106,7 @@ func TestLongJobPauses(t *testing.T) {
 		}
 		reqEpochs[epoch] += len(ids)
 	}}
-	down, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o, jobEpochs: 1}})
+	down, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger(), ClientHookCfg: ClientHookCfg{Observe: o, JobEpochs: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ func TestKeyExcludedEverywhere(t *testing.T) {
 		var fired atomic.Bool
 		var mu sync.Mutex
 		var badEpoch [32]byte
-		bad.hooks.Store(&clientHooks{secondOnion: func(epoch [32]byte, r, slot uint32) bool {
+		bad.Hooks.Store(&ClientHooks{SecondOnion: func(epoch [32]byte, r, slot uint32) bool {
 			if r != 1 || !fire(&fired) {
 				return false
 			}

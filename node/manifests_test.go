@@ -50,8 +50,8 @@ type requestLog struct {
 	ids map[string]map[[32]byte][][32]byte
 }
 
-func (l *requestLog) observer(name string) *testClientObserver {
-	return &testClientObserver{Requested: func(epoch [32]byte, _ uint32, ids [][32]byte) {
+func (l *requestLog) observer(name string) *ClientObserver {
+	return &ClientObserver{Requested: func(epoch [32]byte, _ uint32, ids [][32]byte) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if l.ids == nil {
@@ -161,7 +161,7 @@ func TestCorruptedAnswersChangeNoRequest(t *testing.T) {
 		defer cancel()
 		var log requestLog
 		client := func(server int, name string) *Client {
-			c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[server].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: log.observer(name)}})
+			c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[server].Addrs()[0].String(), Logger: anonLogger(), ClientHookCfg: ClientHookCfg{Observe: log.observer(name)}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -491,7 +491,7 @@ func TestIndexCapsPerPseudonym(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
 		up, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger(),
-			clientHookCfg: clientHookCfg{observe: &testClientObserver{NoManifestCap: true}}})
+			ClientHookCfg: ClientHookCfg{Observe: &ClientObserver{NoManifestCap: true}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -222,7 +222,7 @@ func TestRoundBlameClientMAC(t *testing.T) {
 				var mu sync.Mutex
 				var badEpoch [32]byte
 				var badSlot uint32
-				bad.hooks.Store(&clientHooks{layerKeys: func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
+				bad.Hooks.Store(&ClientHooks{LayerKeys: func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
 					if r == 1 && fire(&fired) {
 						keys[layer].MAC[0] ^= 1
 						mu.Lock()
@@ -431,7 +431,7 @@ func TestRoundBlameSecondOnion(t *testing.T) {
 		var mu sync.Mutex
 		var badEpoch [32]byte
 		var badSlot uint32
-		bad.hooks.Store(&clientHooks{secondOnion: func(epoch [32]byte, r, slot uint32) bool {
+		bad.Hooks.Store(&ClientHooks{SecondOnion: func(epoch [32]byte, r, slot uint32) bool {
 			if r != 1 || !fire(&fired) {
 				return false
 			}

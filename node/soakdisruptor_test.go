@@ -109,7 +109,7 @@ func soakDisruptorRun(t *testing.T, length time.Duration, disrupt bool) soakRun 
 		current = mine
 		identities = append(identities, mine)
 		mu.Unlock()
-		c.hooks.Store(&clientHooks{layerKeys: func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
+		c.Hooks.Store(&ClientHooks{LayerKeys: func(epoch [32]byte, r, slot uint32, keys []mix.LayerKey) {
 			if r != 1 {
 				return
 			}

@@ -45,7 +45,7 @@ func TestSitOutPausesJobs(t *testing.T) {
 			asked  = map[[32]byte]int{} // job requests by epoch
 			epochs [][32]byte           // epochs joined, in order
 		)
-		o := &testClientObserver{
+		o := &ClientObserver{
 			Requested: func(epoch [32]byte, _ uint32, ids [][32]byte) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -58,7 +58,7 @@ func TestSitOutPausesJobs(t *testing.T) {
 			},
 		}
 		progress := &lockedBuf{}
-		down, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger(), Progress: progress, clientHookCfg: clientHookCfg{observe: o}})
+		down, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger(), Progress: progress, ClientHookCfg: ClientHookCfg{Observe: o}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +216,7 @@ func TestWindowTwoNumbersOn(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		var mu sync.Mutex
 		newest := map[uint64]uint64{} // N → the window's newest number
-		o := &testClientObserver{WindowAt: func(n uint64, nums []uint64) {
+		o := &ClientObserver{WindowAt: func(n uint64, nums []uint64) {
 			mu.Lock()
 			defer mu.Unlock()
 			top := uint64(0)
@@ -228,7 +228,7 @@ func TestWindowTwoNumbersOn(t *testing.T) {
 		tn := startAnonNet(t, 2, 1, 2, testParams(4), nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger(), clientHookCfg: clientHookCfg{observe: o}})
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[0].Addrs()[0].String(), Logger: anonLogger(), ClientHookCfg: ClientHookCfg{Observe: o}})
 		if err != nil {
 			t.Fatal(err)
 		}
