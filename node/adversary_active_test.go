@@ -393,7 +393,7 @@ func TestAdversaryIndexGap(t *testing.T) {
 			}
 			defer c.Close()
 			clients = append(clients, c)
-			ids[i] = c.h.ID()
+			ids[i] = c.PeerID()
 		}
 		runCtx, stop := context.WithCancel(ctx)
 		var wg sync.WaitGroup

@@ -101,9 +101,7 @@ func crossEpoch(t *testing.T, heldDecoys bool, idle int) (*tally, int, int) {
 	}
 	closed := -1
 	for _, c := range clients {
-		c.mu.Lock()
-		n := len(c.decoys.epochs)
-		c.mu.Unlock()
+		n := c.DecoyEpochs()
 		if closed < 0 || n < closed {
 			closed = n
 		}

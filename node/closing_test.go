@@ -79,9 +79,7 @@ func TestClosingRecordSynced(t *testing.T) {
 		}
 		// Two epoch numbers on, the record comes with the window.
 		if err := wait.Until(ctx, 30*time.Second, func() bool {
-			up.mu.Lock()
-			defer up.mu.Unlock()
-			return up.windowRecs[ep] != nil
+			return up.HasWindowRecord(ep)
 		}); err != nil {
 			t.Fatal("the client's window did not bring the closing record")
 		}
@@ -109,9 +107,7 @@ func TestWindowRecordFromOtherServer(t *testing.T) {
 		defer cancel()
 		up, _ := tn.startPair(ctx, t, nil) // up's primary is server 1
 		if err := wait.Until(ctx, 45*time.Second, func() bool {
-			up.mu.Lock()
-			defer up.mu.Unlock()
-			return len(up.windowRecs) > 0 && len(up.decoys.epochs) > 0
+			return up.WindowRecords() > 0 && up.DecoyEpochs() > 0
 		}); err != nil {
 			t.Fatal("the client got no closing record past a primary that withholds them")
 		}

@@ -67,9 +67,6 @@ func (s *Server) PoolBytes() int {
 	return s.pool.bytes
 }
 
-// PeerID is the client's libp2p peer id.
-func (c *Client) PeerID() peer.ID { return c.h.ID() }
-
 // Crash stops s abruptly, as a kill would: its host goes first, so that no
 // goodbye, abort or reply leaves it, then its goroutines and store.
 func (s *Server) Crash() {
@@ -115,9 +112,6 @@ func (s *Server) ForgetChunks() bool {
 	clear(m.chunks)
 	return true
 }
-
-// LongTermPublic is the client's long-term public key (internal/proto/ltkey.go).
-func (c *Client) LongTermPublic() [32]byte { return c.ltKey.Public() }
 
 // KeyExcludedNext reports whether this server refuses a long-term key at
 // the epoch after its last (ltexclude.go).

@@ -34,13 +34,8 @@ func TestHandoverCarriesQueue(t *testing.T) {
 		if err := wait.Until(ctx, 5*time.Minute, func() bool { return leaver.Stats().Uploaded >= 3 }); err != nil {
 			t.Fatalf("the leaver published nothing: %v", err)
 		}
-		leaver.mu.Lock()
-		var queued [][32]byte
-		for _, u := range leaver.upQ {
-			queued = append(queued, u.c.ID)
-		}
-		rounds := int(p.Rounds) - int(leaver.epoch.sealedNext)
-		leaver.mu.Unlock()
+		queued := leaver.Queued()
+		rounds := int(p.Rounds) - int(leaver.SealedNext())
 		if len(queued) < handoverMax+8 || rounds < handoverMax {
 			t.Fatalf("%d chunks queued, %d rounds left at the leave: too few to tell", len(queued), rounds)
 		}

@@ -347,7 +347,7 @@ func TestIndexReqHostile(t *testing.T) {
 			return wire.TypeIndex, (&wire.Index{Next: req.Cursor, More: true}).Marshal(), nil
 		})
 		c := bareClient(t, s, "")
-		c.h.AddAddrs(bad.ID(), bad.Addrs(), time.Hour)
+		c.Host().AddAddrs(bad.ID(), bad.Addrs(), time.Hour)
 		c.syncMu.Lock()
 		_, err = c.syncIndexFrom(ctx, bad.ID())
 		c.syncMu.Unlock()
@@ -382,7 +382,7 @@ func TestIndexGapFilledFromAnotherServer(t *testing.T) {
 		defer cancel()
 		var warned lockedBuf
 		up, victim := tn.startPair(ctx, t, &warned)
-		victimID.Store(victim.h.ID())
+		victimID.Store(victim.PeerID())
 		if _, err := up.Share(ctx, bytes.NewReader(data), "m.bin", false); err != nil {
 			t.Fatal(err)
 		}

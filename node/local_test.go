@@ -96,16 +96,14 @@ func TestLocalWorkDoesNotDelay(t *testing.T) {
 		const slow = 6 * time.Second
 		var hmu sync.Mutex
 		steps := map[string]int{}
-		down.mu.Lock()
-		down.localHook = func(step string) {
+		down.SetLocalHook(func(step string) {
 			hmu.Lock()
 			steps[step]++
 			hmu.Unlock()
 			if step == "manifest" || step == "finish" {
 				time.Sleep(slow)
 			}
-		}
-		down.mu.Unlock()
+		})
 		data := anonRand(t, 40<<10)
 		link, err := up.Share(ctx, bytes.NewReader(data), "slow.bin", false)
 		if err != nil {

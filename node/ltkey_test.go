@@ -88,7 +88,7 @@ func TestKeyExcludedEverywhere(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		bn := startBlameNet(t, 3, 3, 4, 3)
 		bad := bn.clients[1] // primary: chain position 1
-		badKey := bad.ltKey.Public()
+		badKey := bad.LongTermPublic()
 		var fired atomic.Bool
 		var mu sync.Mutex
 		var badEpoch [32]byte
@@ -135,7 +135,7 @@ func TestKeyExcludedEverywhere(t *testing.T) {
 		}
 		// The same key at another primary is refused, and says why.
 		var prog lockedBuf
-		again, err := NewClient(context.Background(), ClientConfig{Network: testNet(t), Server: bn.servers[2].Addrs()[0].String(), LongTermKey: bad.ltKey,
+		again, err := NewClient(context.Background(), ClientConfig{Network: testNet(t), Server: bn.servers[2].Addrs()[0].String(), LongTermKey: bad.LongTermKey(),
 			Logger: rbLogger(), MinAnonymity: 1, Now: true, Progress: &prog})
 		if err != nil {
 			t.Fatal(err)
@@ -149,7 +149,7 @@ func TestKeyExcludedEverywhere(t *testing.T) {
 
 		// Forged and unnamed evidence, sent by a chain server to the others.
 		honest := bn.clients[0] // primary: chain position 0
-		hKey := honest.ltKey.Public()
+		hKey := honest.LongTermPublic()
 		e, err := bn.servers[0].epochFor(badEpoch)
 		if err != nil {
 			t.Fatal(err)

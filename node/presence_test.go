@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -55,18 +57,15 @@ func TestJobWaitsForPresence(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		c.mu.Lock()
-		c.jobWait = 2
-		c.mu.Unlock()
+		c.SetJobWait(2)
 		done := make(chan error, 1)
 		go func() {
 			_, err := c.Share(ctx, bytes.NewReader(anonRand(t, 1000)), "late.bin", false)
 			done <- err
 		}()
 		for {
-			c.mu.Lock()
-			full, st := c.fullEpochs, c.stats
-			c.mu.Unlock()
+			st := c.Stats()
+			full := c.FullEpochs()
 			if full >= 2 {
 				break
 			}

@@ -43,7 +43,7 @@ func TestPrivateShareSealedIndex(t *testing.T) {
 		}
 
 		// What any client syncs: the entries and the manifest chunks.
-		entries, mans, err := down.syncIndex(ctx)
+		entries, mans, err := down.SyncIndex(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -63,7 +63,7 @@ func TestSitOutPausesJobs(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer down.Close()
-		id := down.h.ID()
+		id := down.PeerID()
 		victim.Store(&id)
 		up, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
 		if err != nil {
@@ -193,7 +193,7 @@ func TestWindowRequestSame(t *testing.T) {
 		until(t, ctx, 5*time.Minute, func() bool {
 			mu.Lock()
 			defer mu.Unlock()
-			k, ok := first[late.h.ID()]
+			k, ok := first[late.PeerID()]
 			body = k
 			return ok && len(got[k]) == 3
 		}, "the newcomer's first window request is not the others'")

@@ -1,0 +1,118 @@
+//go:build riffletest
+
+package node
+
+import (
+	"context"
+	"maps"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
+)
+
+// What the network tests read of a running client and may set on it
+// (riffletest builds only): each accessor takes the client's locks itself,
+// so that no test holds c.mu or names the client's fields.
+
+// Host is the client's transport host (its address book, its streams).
+func (c *Client) Host() transport.Host { return c.h }
+
+// PeerID is the client's peer id.
+func (c *Client) PeerID() peer.ID { return c.h.ID() }
+
+// LongTermKey is the key that signs the client's registrations.
+func (c *Client) LongTermKey() *proto.LongTermKey { return c.ltKey }
+
+// LongTermPublic is the public half of LongTermKey.
+func (c *Client) LongTermPublic() [32]byte { return c.ltKey.Public() }
+
+// DecoyEpochs is how many epochs the client's decoy window holds.
+func (c *Client) DecoyEpochs() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.decoys.epochs)
+}
+
+// WindowRecords is how many closing records the window's walk brought;
+// HasWindowRecord, whether it brought epoch ep's.
+func (c *Client) WindowRecords() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.windowRecs)
+}
+
+func (c *Client) HasWindowRecord(ep [32]byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.windowRecs[ep] != nil
+}
+
+// Queued is the ids of the chunks in the client's upload queue, in order.
+func (c *Client) Queued() [][32]byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([][32]byte, 0, len(c.upQ))
+	for _, u := range c.upQ {
+		out = append(out, u.c.ID)
+	}
+	return out
+}
+
+// SealedNext is the next round of the current epoch the client has not
+// sealed an onion for (0 without an epoch).
+func (c *Client) SealedNext() uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.epoch == nil {
+		return 0
+	}
+	return c.epoch.sealedNext
+}
+
+// SetLocalHook sets the function the local worker calls before each step
+// (hookLocal).
+func (c *Client) SetLocalHook(h func(step string)) {
+	c.mu.Lock()
+	c.localHook = h
+	c.mu.Unlock()
+}
+
+// SetJobWait sets the presence wait drawn at arrival (§5.4), in full
+// epochs.
+func (c *Client) SetJobWait(n int) {
+	c.mu.Lock()
+	c.jobWait = n
+	c.mu.Unlock()
+}
+
+// FullEpochs is the full epochs since arrival (presence.go).
+func (c *Client) FullEpochs() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fullEpochs
+}
+
+// EpochLen is how long the last epoch taken part in lasted.
+func (c *Client) EpochLen() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.epochLen
+}
+
+// SyncIndex syncs the index from the primary, from this client's cursor,
+// and returns the whole copy with its manifests.
+func (c *Client) SyncIndex(ctx context.Context) ([]IndexEntry, map[[32]byte][]byte, error) {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	if _, err := c.syncIndexFrom(ctx, c.primary); err != nil {
+		return nil, nil, err
+	}
+	var out []IndexEntry
+	for _, e := range c.icopy.entries {
+		out = append(out, e)
+	}
+	return out, maps.Clone(c.icopy.mans), nil
+}
