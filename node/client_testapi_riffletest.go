@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -116,3 +117,17 @@ func (c *Client) SyncIndex(ctx context.Context) ([]IndexEntry, map[[32]byte][]by
 	}
 	return out, maps.Clone(c.icopy.mans), nil
 }
+
+// Receipts is the current epoch's view, the client's slot in it and the
+// chain servers' receipts of its registration (nil view: no epoch yet).
+func (c *Client) Receipts() (*proto.View, uint32, []wire.Receipt) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.epoch == nil {
+		return nil, 0, nil
+	}
+	return c.epoch.v, c.epoch.slot, append([]wire.Receipt(nil), c.epoch.receipts...)
+}
+
+// PendingFile is the client's pending-epoch marker in its data directory.
+const PendingFile = pendingFile

@@ -24,9 +24,6 @@ import (
 // TestParams are the fast epoch parameters of the tests.
 var TestParams = testParams
 
-// PendingFile is the client's pending-epoch marker in its data directory.
-const PendingFile = pendingFile
-
 // Chain is the chain of live servers as s sees it.
 func (s *Server) Chain() []peer.ID { return s.chain() }
 

@@ -26,13 +26,16 @@ func TestReceiptsEveryServer(t *testing.T) {
 		tn := startAnonNet(t, 3, 6, 6, testParams(8), nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 		defer cancel()
-		epochs := make([]*cepoch, len(tn.clients))
+		type joined struct {
+			v        *view
+			slot     uint32
+			receipts []wire.Receipt
+		}
+		epochs := make([]*joined, len(tn.clients))
 		for i, c := range tn.clients {
 			for {
-				c.mu.Lock()
-				epochs[i] = c.epoch
-				c.mu.Unlock()
-				if epochs[i] != nil {
+				if v, slot, rs := c.Receipts(); v != nil {
+					epochs[i] = &joined{v, slot, rs}
 					break
 				}
 				if ctx.Err() != nil {
