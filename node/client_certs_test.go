@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -35,7 +37,7 @@ func TestClientCertCheck(t *testing.T) {
 			return d
 		}
 		check := func(d *wire.Descriptor, last []peer.ID) error {
-			return clientCheckPrevious(d, group, last, primary, nil)
+			return CheckPrevious(d, group, last, primary, nil)
 		}
 
 		if err := check(desc(6, finalCertBy(t, keys, keys, 5)), group); err != nil {
@@ -79,7 +81,7 @@ func TestClientCertCheck(t *testing.T) {
 		// Required servers count as known: a group of pinned servers verifies
 		// although the last group was another.
 		d := desc(6, finalCertBy(t, strangers, strangers, 5))
-		if err := clientCheckPrevious(d, group, group, primary, ids(strangers)); err != nil {
+		if err := CheckPrevious(d, group, group, primary, ids(strangers)); err != nil {
 			t.Errorf("a certificate of the required servers: %v", err)
 		}
 	})

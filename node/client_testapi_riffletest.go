@@ -131,3 +131,15 @@ func (c *Client) Receipts() (*proto.View, uint32, []wire.Receipt) {
 
 // PendingFile is the client's pending-epoch marker in its data directory.
 const PendingFile = pendingFile
+
+// CheckDupAbort is the check of a duplicate-share abort by a client in
+// slot slot of the epoch of v (checkDupAbort).
+func CheckDupAbort(v *proto.View, slot uint32, a *wire.DupAbort) error {
+	return checkDupAbort(&cepoch{v: v, slot: slot}, a)
+}
+
+// CheckPrevious is the client's check of an open descriptor's previous
+// certificate (clientCheckPrevious).
+func CheckPrevious(d *wire.Descriptor, chain, last []peer.ID, primary peer.ID, require []peer.ID) error {
+	return clientCheckPrevious(d, chain, last, primary, require)
+}

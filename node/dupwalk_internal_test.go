@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
@@ -209,10 +211,9 @@ func TestCheckDupAbort(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		f := newDupFixture(t)
-		e := &cepoch{v: f.mid.final, slot: 1}
 		a := f.abort
 		a.Sigs = [][64]byte{f.sigA, f.sigS, f.sigB}
-		if err := checkDupAbort(e, &a); err != nil {
+		if err := CheckDupAbort(f.mid.final, 1, &a); err != nil {
 			t.Fatalf("good abort: %v", err)
 		}
 		for name, mut := range map[string]func(x *wire.DupAbort){
@@ -228,7 +229,7 @@ func TestCheckDupAbort(t *testing.T) {
 			x := a
 			x.Sigs = append([][64]byte(nil), a.Sigs...)
 			mut(&x)
-			if checkDupAbort(e, &x) == nil {
+			if CheckDupAbort(f.mid.final, 1, &x) == nil {
 				t.Errorf("%s: accepted", name)
 			}
 		}
