@@ -143,3 +143,10 @@ func CheckDupAbort(v *proto.View, slot uint32, a *wire.DupAbort) error {
 func CheckPrevious(d *wire.Descriptor, chain, last []peer.ID, primary peer.ID, require []peer.ID) error {
 	return clientCheckPrevious(d, chain, last, primary, require)
 }
+
+// PausedJobs lists the client's paused jobs (pausedJobs).
+func (c *Client) PausedJobs() []PausedJob {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pausedJobs()
+}

@@ -81,13 +81,6 @@ func queueShare(t *testing.T, c *Client, data []byte, private bool) *ShareHandle
 	return h
 }
 
-// sendRound takes the next chunk into round r of e as submit does.
-func sendRound(c *Client, e *cepoch, r uint32) *upItem {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.takeUpload(e, r, true)
-}
-
 // publishedList is a signed list that published u (and indexed it, if a
 // manifest).
 func publishedList(u *upItem) *wire.RoundList {

@@ -7,8 +7,10 @@ import (
 	"slices"
 	"sort"
 	"testing"
+	"testing/synctest"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // seeded is a deterministic random reader (ChaCha8), so that two clients
@@ -28,7 +30,7 @@ func decoyClient(seed byte) *Client {
 // list with a few ids (some repeated across rounds and epochs), the last
 // E_d of them as the window.
 func feed(c *Client, epochs int) {
-	var eps []*poolEpoch
+	var eps []*proto.PoolEpoch
 	for e := range epochs {
 		ep := [32]byte{0xee, byte(e)}
 		var lists []*wire.RoundList
@@ -45,27 +47,27 @@ func feed(c *Client, epochs int) {
 			sortPairs(rl.Pairs)
 			lists = append(lists, rl)
 		}
-		eps = append([]*poolEpoch{testPoolEpoch(ep, 4, lists...)}, eps...)
+		eps = append([]*proto.PoolEpoch{testPoolEpoch(ep, 4, lists...)}, eps...)
 	}
-	c.decoys.set(eps[:min(len(eps), DecoyEpochs)])
+	c.decoys.set(eps[:min(len(eps), proto.DecoyEpochs)])
 }
 
 // testPoolEpoch is epoch ep's pool as its closing record fixes it, the
 // lists published.
-func testPoolEpoch(ep [32]byte, R int, lists ...*wire.RoundList) *poolEpoch {
+func testPoolEpoch(ep [32]byte, R int, lists ...*wire.RoundList) *proto.PoolEpoch {
 	rec := closingOfLists(ep, R, lists...)
 	seen := map[wire.PoolPair]bool{}
 	var pairs []wire.PoolPair
 	for _, rl := range lists {
-		for _, p := range listPoolPairs(rl) {
-			if !seen[p] {
+		for i, x := range rl.Pairs {
+			if p := (wire.PoolPair{Pos: x.Pos, ID: rl.PairID(i)}); !seen[p] {
 				seen[p] = true
 				pairs = append(pairs, p)
 			}
 		}
 	}
-	pool := samplePool(rec, pairs)
-	return &poolEpoch{ID: ep, Total: pool.Total, Sample: pool.Sample}
+	pool := proto.SamplePool(rec, pairs)
+	return &proto.PoolEpoch{ID: ep, Total: pool.Total, Sample: pool.Sample}
 }
 
 // TestBackgroundRequests (§6.3 v3): decoys are drawn at rate ρ, uniformly
@@ -77,25 +79,25 @@ func testPoolEpoch(ep [32]byte, R int, lists ...*wire.RoundList) *poolEpoch {
 // purpose) and goes out only when a draw lands on it.
 func TestBackgroundRequests(t *testing.T) {
 	t.Parallel()
-	virtual(t, func(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
 		idle := decoyClient(1)
 		if n := len(idle.backgroundRequests(nil, 1)); n != 0 {
 			t.Fatalf("%d decoys with no public lists", n)
 		}
 		idle, busy := decoyClient(1), decoyClient(1)
-		feed(idle, DecoyEpochs+2)
-		feed(busy, DecoyEpochs+2)
+		feed(idle, proto.DecoyEpochs+2)
+		feed(busy, proto.DecoyEpochs+2)
 		// The busy client failed to fetch one public id and had answers
 		// corrupted before; the idle one holds and wants nothing.
-		failed := [32]byte{byte(DecoyEpochs + 1), 3}
+		failed := [32]byte{byte(proto.DecoyEpochs + 1), 3}
 		busy.failed[failed] = true
-		busy.retry[[32]byte{byte(DecoyEpochs), 1}] = true
+		busy.retry[[32]byte{byte(proto.DecoyEpochs), 1}] = true
 		if ids := busy.neededIDs(4); len(ids) != 0 {
 			t.Fatalf("failed ids are needs: %x", ids)
 		}
 		// Pool: the last E_d epochs, 7 distinct ids each.
-		if busy.decoys.weight != DecoyEpochs*7 {
-			t.Fatalf("pool of %d ids, want %d", busy.decoys.weight, DecoyEpochs*7)
+		if busy.decoys.weight != proto.DecoyEpochs*7 {
+			t.Fatalf("pool of %d ids, want %d", busy.decoys.weight, proto.DecoyEpochs*7)
 		}
 		const draws = 40000
 		count := map[[32]byte]int{}
@@ -114,7 +116,7 @@ func TestBackgroundRequests(t *testing.T) {
 			}
 		}
 		// Rate ρ: 5 standard deviations.
-		rho := float64(DecoyRateNum) / DecoyRateDen
+		rho := float64(proto.DecoyRateNum) / proto.DecoyRateDen
 		if mean, sd := draws*rho, math.Sqrt(draws*rho*(1-rho)); math.Abs(float64(total)-mean) > 5*sd {
 			t.Fatalf("%d decoys in %d slots, want about %.0f", total, draws, mean)
 		}
@@ -155,7 +157,7 @@ func sortPairs(ps []wire.ListPair) {
 // once, and decoys follow how many pseudonyms asked.
 func TestDecoyPairsOncePerEpoch(t *testing.T) {
 	t.Parallel()
-	virtual(t, func(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
 		c := decoyClient(7)
 		popular, loner := [32]byte{1}, [32]byte{2}
 		ep := [32]byte{0xee}
@@ -171,7 +173,7 @@ func TestDecoyPairsOncePerEpoch(t *testing.T) {
 			lists = append(lists, rl)
 		}
 		first := testPoolEpoch(ep, 6, lists...)
-		c.decoys.set([]*poolEpoch{first})
+		c.decoys.set([]*proto.PoolEpoch{first})
 		if c.decoys.weight != 4 {
 			t.Fatalf("pool of %d pairs, want 4 (three positions for one id, one for the other)", c.decoys.weight)
 		}
@@ -190,7 +192,7 @@ func TestDecoyPairsOncePerEpoch(t *testing.T) {
 		}
 		// The next epoch counts its pairs again.
 		rl := &wire.RoundList{Epoch: [32]byte{0xef}, Entries: []wire.ListEntry{{ID: loner}}, Pairs: []wire.ListPair{{Pos: 0, Entry: 0}}}
-		c.decoys.set([]*poolEpoch{testPoolEpoch([32]byte{0xef}, 1, rl), first})
+		c.decoys.set([]*proto.PoolEpoch{testPoolEpoch([32]byte{0xef}, 1, rl), first})
 		if c.decoys.weight != 5 {
 			t.Fatalf("pool of %d pairs after a second epoch, want 5", c.decoys.weight)
 		}
@@ -202,7 +204,7 @@ func TestDecoyPairsOncePerEpoch(t *testing.T) {
 func closingOfLists(ep [32]byte, R int, lists ...*wire.RoundList) *wire.Closing {
 	rec := &wire.Closing{Epoch: ep, Rounds: make([]wire.ClosingRound, R)}
 	for _, rl := range lists {
-		rec.Rounds[rl.Round] = wire.ClosingRound{State: wire.ClosedPublished, List: listDigest(rl)}
+		rec.Rounds[rl.Round] = wire.ClosingRound{State: wire.ClosedPublished, List: proto.ListDigest(rl)}
 	}
 	return rec
 }
@@ -220,44 +222,44 @@ func TestPoolCanonical(t *testing.T) {
 	for i := range 3 * wire.MaxPoolPairs {
 		pairs = append(pairs, wire.PoolPair{Pos: uint32(i % 64), ID: [32]byte{byte(i), byte(i >> 8)}})
 	}
-	a := samplePool(rec, pairs)
+	a := proto.SamplePool(rec, pairs)
 	rev := slices.Clone(pairs)
 	slices.Reverse(rev)
-	b := samplePool(rec, rev)
-	if a.Total != uint32(len(pairs)) || len(a.Sample) != wire.MaxPoolPairs || poolDigest(a) != poolDigest(b) {
-		t.Fatalf("pool of %d pairs, sample %d, same whatever the order: %v", a.Total, len(a.Sample), poolDigest(a) == poolDigest(b))
+	b := proto.SamplePool(rec, rev)
+	if a.Total != uint32(len(pairs)) || len(a.Sample) != wire.MaxPoolPairs || proto.PoolDigest(a) != proto.PoolDigest(b) {
+		t.Fatalf("pool of %d pairs, sample %d, same whatever the order: %v", a.Total, len(a.Sample), proto.PoolDigest(a) == proto.PoolDigest(b))
 	}
-	seed := poolSeed(rec)
-	last := poolKey(seed, a.Sample[len(a.Sample)-1])
+	seed := proto.PoolSeed(rec)
+	last := proto.PoolKey(seed, a.Sample[len(a.Sample)-1])
 	inSample := map[wire.PoolPair]bool{}
 	for _, p := range a.Sample {
 		inSample[p] = true
 	}
 	for _, p := range pairs {
-		k := poolKey(seed, p)
+		k := proto.PoolKey(seed, p)
 		if !inSample[p] && bytes.Compare(k[:], last[:]) < 0 {
 			t.Fatalf("pair %v has a lower key than the sample's highest and is left out", p)
 		}
 	}
-	rec.Pairs, rec.Pool = a.Total, poolDigest(a)
-	if err := checkPool(rec, a); err != nil {
+	rec.Pairs, rec.Pool = a.Total, proto.PoolDigest(a)
+	if err := proto.CheckPool(rec, a); err != nil {
 		t.Fatal(err)
 	}
 	bad := *a
 	bad.Sample = slices.Clone(a.Sample)
 	bad.Sample[0].ID[31] ^= 1
-	if checkPool(rec, &bad) == nil {
+	if proto.CheckPool(rec, &bad) == nil {
 		t.Fatal("a pool with another pair is taken")
 	}
 	bad = *a
 	bad.Total--
-	if checkPool(rec, &bad) == nil {
+	if proto.CheckPool(rec, &bad) == nil {
 		t.Fatal("a pool with another weight is taken")
 	}
 	other := *rec
 	other.Rounds = slices.Clone(rec.Rounds)
 	other.Rounds[0].List[0] ^= 1
-	if c := samplePool(&other, pairs); slices.Equal(c.Sample, a.Sample) {
+	if c := proto.SamplePool(&other, pairs); slices.Equal(c.Sample, a.Sample) {
 		t.Fatal("another record's lists sample the same pairs")
 	}
 	// Draws weigh the epoch by its pairs: against a small epoch of
@@ -266,9 +268,9 @@ func TestPoolCanonical(t *testing.T) {
 	for i := range small {
 		small[i] = wire.PoolPair{ID: [32]byte{0xff, byte(i), byte(i >> 8)}}
 	}
-	sp := samplePool(&wire.Closing{Epoch: [32]byte{3}}, small)
+	sp := proto.SamplePool(&wire.Closing{Epoch: [32]byte{3}}, small)
 	c := decoyClient(5)
-	c.decoys.set([]*poolEpoch{{Total: a.Total, Sample: a.Sample}, {Total: sp.Total, Sample: sp.Sample}})
+	c.decoys.set([]*proto.PoolEpoch{{Total: a.Total, Sample: a.Sample}, {Total: sp.Total, Sample: sp.Sample}})
 	big, n := 0, 0
 	for range 20000 {
 		for _, id := range c.backgroundRequests(nil, 1) {

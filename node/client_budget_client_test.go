@@ -2,13 +2,16 @@ package node
 
 import (
 	"crypto/rand"
+	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestClientRefusesBudgetDrop: a client whose window's walk shows, in the
@@ -22,7 +25,7 @@ import (
 // every client of the epoch: each step is a fresh client (issue 26).
 func TestClientRefusesBudgetDrop(t *testing.T) {
 	t.Parallel()
-	virtual(t, func(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
 		ids := make([]peer.ID, 3)
 		for i := range ids {
 			_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
@@ -34,16 +37,16 @@ func TestClientRefusesBudgetDrop(t *testing.T) {
 			}
 		}
 		full := append([]peer.ID(nil), ids...)
-		sortChain(full)
+		slices.Sort(full) // the chain order (sortChain)
 		x := full[2]
 		short := full[:2]
 		// abortCert is the certificate of number n, aborted by signer.
 		abortCert := func(n uint64, signer peer.ID, kind uint8) wire.Cert {
 			ab := wire.Abort{Number: n, Kind: kind, Signer: []byte(signer), Reason: []byte("no")}
-			return wire.Cert{Kind: wire.CertAbort, Number: n, Chain: chainIDs(full), Abort: ab.Marshal()}
+			return wire.Cert{Kind: wire.CertAbort, Number: n, Chain: proto.ChainIDs(full), Abort: ab.Marshal()}
 		}
 		finalCert := func(n uint64, chain []peer.ID) wire.Cert {
-			return wire.Cert{Kind: wire.CertFinal, Number: n, Chain: chainIDs(chain)}
+			return wire.Cert{Kind: wire.CertFinal, Number: n, Chain: proto.ChainIDs(chain)}
 		}
 		desc := func(n uint64, prev wire.Cert) *wire.Descriptor { return &wire.Descriptor{Number: n, Previous: prev} }
 		type step struct {
