@@ -150,3 +150,14 @@ func (c *Client) PausedJobs() []PausedJob {
 	defer c.mu.Unlock()
 	return c.pausedJobs()
 }
+
+// ResendHold is how many rounds after its list a void round's chunk waits
+// to go out again (resendHold).
+const ResendHold = resendHold
+
+// FetchWindow has a bare client on host h, whose primary is primary, fetch
+// the decoy window of v's epoch (fetchWindow).
+func FetchWindow(ctx context.Context, h transport.Host, primary peer.ID, v *proto.View) error {
+	c := &Client{h: h, primary: primary, log: quietLogger(), ctx: ctx}
+	return c.fetchWindow(ctx, v)
+}

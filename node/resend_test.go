@@ -231,7 +231,7 @@ func TestVoidRoundGoesOn(t *testing.T) {
 				t.Fatal("no bolt store")
 			}
 			again := map[[32]byte]bool{}
-			hold := rounds[0] + uint32(p.W) + resendHold
+			hold := rounds[0] + uint32(p.W) + ResendHold
 			for r := rounds[0] + 1; r < p.Rounds; r++ {
 				rec, err := bs.st.Round(epoch, r)
 				if err != nil {

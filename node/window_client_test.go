@@ -301,9 +301,8 @@ func TestWindowAsksPreviousChain(t *testing.T) {
 					return wire.TypeWindow, reply, nil
 				})
 		}
-		c := &Client{h: hosts[3], primary: hosts[0].ID(), log: quietLogger(), ctx: ctx}
 		v := &view{ID: epochID(d), Desc: d, Chain: []peer.ID{hosts[0].ID(), hosts[1].ID()}}
-		if err := c.fetchWindow(ctx, v); err != nil {
+		if err := FetchWindow(ctx, hosts[3], hosts[0].ID(), v); err != nil {
 			t.Fatal(err)
 		}
 		mu.Lock()
