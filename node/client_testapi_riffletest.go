@@ -161,3 +161,11 @@ func FetchWindow(ctx context.Context, h transport.Host, primary peer.ID, v *prot
 	c := &Client{h: h, primary: primary, log: quietLogger(), ctx: ctx}
 	return c.fetchWindow(ctx, v)
 }
+
+// HasManifest reports whether the client's synced index holds manifest id.
+func (c *Client) HasManifest(id [32]byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.manifests[id]
+	return ok
+}

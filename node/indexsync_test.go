@@ -392,14 +392,12 @@ func TestIndexGapFilledFromAnotherServer(t *testing.T) {
 		if st := victim.Stats(); st.IndexFilled != st.IndexGaps {
 			t.Fatalf("%d gaps, %d filled from another server", st.IndexGaps, st.IndexFilled)
 		}
-		victim.mu.Lock()
 		held := 0
 		for id := range manifests {
-			if _, ok := victim.manifests[id]; ok {
+			if victim.HasManifest(id) {
 				held++
 			}
 		}
-		victim.mu.Unlock()
 		if held != len(manifests) {
 			t.Fatalf("the victim's copy holds %d of the file's %d manifests", held, len(manifests))
 		}
@@ -457,21 +455,4 @@ func TestMemStoreIndexSince(t *testing.T) {
 			t.Fatalf("cursor past the log: %+v", ch)
 		}
 	})
-}
-
-// TestCursorOnlyAtPrimary (§7 v3, issue 26): a sync from a server other
-// than the primary starts from 0 whatever the client read there before:
-// a kept cursor there would link the client's runs (a fresh peer id each)
-// through where its last sync from that server ended.
-func TestCursorOnlyAtPrimary(t *testing.T) {
-	prim, other := peer.ID("primary"), peer.ID("other")
-	c := &Client{primary: prim, log: quietLogger()}
-	c.loadIndexCopy()
-	c.icopy.cursors[prim], c.icopy.cursors[other] = 7, 9
-	if got := c.cursorOf(prim); got != 7 {
-		t.Fatalf("primary's cursor %d, want 7", got)
-	}
-	if got := c.cursorOf(other); got != 0 {
-		t.Fatalf("another server's cursor %d, want 0", got)
-	}
 }
