@@ -4,6 +4,7 @@ package node
 
 import (
 	"context"
+	"log/slog"
 	"maps"
 	"time"
 
@@ -168,4 +169,77 @@ func (c *Client) HasManifest(id [32]byte) bool {
 	defer c.mu.Unlock()
 	_, ok := c.manifests[id]
 	return ok
+}
+
+// SyncResult is what one index sync read (syncResult).
+type SyncResult struct {
+	Pages, Bytes, Entries, Mans, Removed, Reset, Closings, Early int
+}
+
+// NewBareClient is a client that only syncs the index, on host h, from
+// primary, with data directory dir ("": none) open; CloseDB closes it.
+func NewBareClient(h transport.Host, primary peer.ID, dir string, log *slog.Logger) *Client {
+	c := &Client{cfg: ClientConfig{DataDir: dir}, log: log, h: h, primary: primary}
+	c.openClientDB()
+	return c
+}
+
+// CloseDB closes the client's database, as a process that ends.
+func (c *Client) CloseDB() {
+	if c.db != nil {
+		c.db.Close()
+		c.db = nil
+	}
+}
+
+// SyncIndexFrom syncs the index from server p (syncIndexFrom).
+func (c *Client) SyncIndexFrom(ctx context.Context, p peer.ID) (SyncResult, error) {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	r, err := c.syncIndexFrom(ctx, p)
+	return SyncResult{r.pages, r.bytes, r.entries, r.mans, r.removed, r.reset, r.closings, r.early}, err
+}
+
+// IndexEntries and IndexManifests are copies of the synced copy's
+// entries and manifests, by id.
+func (c *Client) IndexEntries() map[[32]byte]IndexEntry {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	return maps.Clone(c.icopy.entries)
+}
+
+func (c *Client) IndexManifests() map[[32]byte][]byte {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	return maps.Clone(c.icopy.mans)
+}
+
+// SetIndexRetention sets the group's index retention the copy applies, in
+// hours; SetIndexClock replaces its clock.
+func (c *Client) SetIndexRetention(hours uint32) {
+	c.syncMu.Lock()
+	c.icopy.hours = hours
+	c.syncMu.Unlock()
+}
+
+func (c *Client) SetIndexClock(clock func() time.Time) {
+	c.syncMu.Lock()
+	c.icopy.clock = clock
+	c.syncMu.Unlock()
+}
+
+// ExpireIndex drops what the copy has held past the retention
+// (expireIndex).
+func (c *Client) ExpireIndex() {
+	c.syncMu.Lock()
+	c.expireIndex()
+	c.syncMu.Unlock()
+}
+
+// SetIndexCursor sets the copy's cursor at server p (a stale one).
+func (c *Client) SetIndexCursor(p peer.ID, n uint64) {
+	c.syncMu.Lock()
+	c.loadIndexCopy()
+	c.icopy.cursors[p] = n
+	c.syncMu.Unlock()
 }

@@ -80,12 +80,9 @@ func bareClient(t *testing.T, s *Server, dir string) *Client {
 		t.Fatal(err)
 	}
 	h.AddAddrs(s.ID(), s.Addrs(), time.Hour)
-	c := &Client{cfg: ClientConfig{DataDir: dir}, log: anonLogger(), h: h, primary: s.ID()}
-	c.openClientDB()
+	c := NewBareClient(h, s.ID(), dir, anonLogger())
 	t.Cleanup(func() {
-		if c.db != nil {
-			c.db.Close()
-		}
+		c.CloseDB()
 		h.Close()
 	})
 	return c
@@ -116,10 +113,10 @@ func serverCopy(t *testing.T, s *Server) (entries []string, mans []string) {
 
 // clientCopy is c's synced copy in the same form.
 func clientCopy(c *Client) (entries []string, mans []string) {
-	for _, e := range c.icopy.entries {
+	for _, e := range c.IndexEntries() {
 		entries = append(entries, fmt.Sprintf("%x %s %d", e.FileID, e.Name, e.Size))
 	}
-	for _, b := range c.icopy.mans {
+	for _, b := range c.IndexManifests() {
 		mans = append(mans, fmt.Sprintf("%x", b))
 	}
 	sort.Strings(entries)
@@ -148,34 +145,28 @@ func TestIndexSyncPages(t *testing.T) {
 		c := bareClient(t, s, "")
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		c.syncMu.Lock()
-		res, err := c.syncIndexFrom(ctx, s.ID())
-		c.syncMu.Unlock()
+		res, err := c.SyncIndexFrom(ctx, s.ID())
 		if err != nil {
 			t.Fatal(err)
 		}
 		// 36 manifests and 12 entries of about 18 KiB in all: at least 8
 		// pages of 2 KiB.
-		if res.pages < 8 || res.mans != len(ids) || res.entries != 12 {
+		if res.Pages < 8 || res.Mans != len(ids) || res.Entries != 12 {
 			t.Fatalf("synced %+v, want ≥ 8 pages, %d manifests, 12 entries", res, len(ids))
 		}
-		if res.bytes > res.pages*(page+wire.MaxManifest) {
-			t.Fatalf("%d bytes in %d pages", res.bytes, res.pages)
+		if res.Bytes > res.Pages*(page+wire.MaxManifest) {
+			t.Fatalf("%d bytes in %d pages", res.Bytes, res.Pages)
 		}
-		t.Logf("%d manifests, %d entries in %d pages, %d bytes", res.mans, res.entries, res.pages, res.bytes)
+		t.Logf("%d manifests, %d entries in %d pages, %d bytes", res.Mans, res.Entries, res.Pages, res.Bytes)
 		sameCopy(t, s, c)
 		// Synced again: one page, nothing new.
-		c.syncMu.Lock()
-		res, err = c.syncIndexFrom(ctx, s.ID())
-		c.syncMu.Unlock()
-		if err != nil || res.pages != 1 || res.mans+res.entries+res.removed != 0 {
+		res, err = c.SyncIndexFrom(ctx, s.ID())
+		if err != nil || res.Pages != 1 || res.Mans+res.Entries+res.Removed != 0 {
 			t.Fatalf("second sync read %+v (%v)", res, err)
 		}
 		// A second client, synced before the retention runs out.
 		c2 := bareClient(t, s, "")
-		c2.syncMu.Lock()
-		_, err = c2.syncIndexFrom(ctx, s.ID())
-		c2.syncMu.Unlock()
+		_, err = c2.SyncIndexFrom(ctx, s.ID())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,25 +179,22 @@ func TestIndexSyncPages(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := time.Now()
-		c.icopy.hours, c2.icopy.hours = 1, 1
-		c.icopy.clock = func() time.Time { return now }
-		c.syncMu.Lock()
-		res, err = c.syncIndexFrom(ctx, s.ID())
-		c.syncMu.Unlock()
-		if err != nil || res.removed != 0 || res.early != len(ids) || len(c.icopy.mans) != len(ids) {
-			t.Fatalf("early removals: %+v (%v), %d manifests left", res, err, len(c.icopy.mans))
+		c.SetIndexRetention(1)
+		c2.SetIndexRetention(1)
+		c.SetIndexClock(func() time.Time { return now })
+		res, err = c.SyncIndexFrom(ctx, s.ID())
+		if err != nil || res.Removed != 0 || res.Early != len(ids) || len(c.IndexManifests()) != len(ids) {
+			t.Fatalf("early removals: %+v (%v), %d manifests left", res, err, len(c.IndexManifests()))
 		}
-		c.icopy.clock = func() time.Time { return now.Add(2 * time.Hour) }
-		c.expireIndex()
+		c.SetIndexClock(func() time.Time { return now.Add(2 * time.Hour) })
+		c.ExpireIndex()
 		sameCopy(t, s, c)
 		// The second client syncs once the retention has about run: it
 		// applies the removals.
-		c2.icopy.clock = func() time.Time { return now.Add(55 * time.Minute) }
-		c2.syncMu.Lock()
-		res, err = c2.syncIndexFrom(ctx, s.ID())
-		c2.syncMu.Unlock()
-		if err != nil || res.removed != len(ids) || len(c2.icopy.mans)+len(c2.icopy.entries) != 0 {
-			t.Fatalf("after the index retention: %+v (%v), %d manifests left", res, err, len(c2.icopy.mans))
+		c2.SetIndexClock(func() time.Time { return now.Add(55 * time.Minute) })
+		res, err = c2.SyncIndexFrom(ctx, s.ID())
+		if err != nil || res.Removed != len(ids) || len(c2.IndexManifests())+len(c2.IndexEntries()) != 0 {
+			t.Fatalf("after the index retention: %+v (%v), %d manifests left", res, err, len(c2.IndexManifests()))
 		}
 		sameCopy(t, s, c2)
 	})
@@ -224,25 +212,20 @@ func TestIndexSyncResumes(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		c := bareClient(t, s, dir)
-		c.syncMu.Lock()
-		first, err := c.syncIndexFrom(ctx, s.ID())
-		c.syncMu.Unlock()
-		if err != nil || first.mans != 30 {
+		first, err := c.SyncIndexFrom(ctx, s.ID())
+		if err != nil || first.Mans != 30 {
 			t.Fatalf("first sync: %+v, %v", first, err)
 		}
-		c.db.Close()
-		c.db = nil
+		c.CloseDB()
 		indexFiles(t, s, 1)
 		// A new process: a fresh libp2p identity, the same database.
 		again := bareClient(t, s, dir)
-		again.syncMu.Lock()
-		res, err := again.syncIndexFrom(ctx, s.ID())
-		again.syncMu.Unlock()
+		res, err := again.SyncIndexFrom(ctx, s.ID())
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("first sync: %d pages, %d bytes; after the restart: %d pages, %d bytes", first.pages, first.bytes, res.pages, res.bytes)
-		if res.mans != 3 || res.entries != 1 || res.bytes*5 > first.bytes {
+		t.Logf("first sync: %d pages, %d bytes; after the restart: %d pages, %d bytes", first.Pages, first.Bytes, res.Pages, res.Bytes)
+		if res.Mans != 3 || res.Entries != 1 || res.Bytes*5 > first.Bytes {
 			t.Fatalf("restarted sync read %+v (first %+v): not only what is new", res, first)
 		}
 		sameCopy(t, s, again)
@@ -321,12 +304,9 @@ func TestIndexReqHostile(t *testing.T) {
 		// A client whose cursor is past the server's log (the server's store
 		// was replaced) reads the log again from the start.
 		fresh := bareClient(t, s, "")
-		fresh.loadIndexCopy()
-		fresh.icopy.cursors[s.ID()] = 1000
-		fresh.syncMu.Lock()
-		res, err := fresh.syncIndexFrom(ctx, s.ID())
-		fresh.syncMu.Unlock()
-		if err != nil || res.reset != 1 || res.mans != 6 {
+		fresh.SetIndexCursor(s.ID(), 1000)
+		res, err := fresh.SyncIndexFrom(ctx, s.ID())
+		if err != nil || res.Reset != 1 || res.Mans != 6 {
 			t.Fatalf("cursor past the log: %+v, %v", res, err)
 		}
 		sameCopy(t, s, fresh)
@@ -348,9 +328,7 @@ func TestIndexReqHostile(t *testing.T) {
 		})
 		c := bareClient(t, s, "")
 		c.Host().AddAddrs(bad.ID(), bad.Addrs(), time.Hour)
-		c.syncMu.Lock()
-		_, err = c.syncIndexFrom(ctx, bad.ID())
-		c.syncMu.Unlock()
+		_, err = c.SyncIndexFrom(ctx, bad.ID())
 		if err == nil || asked != 1 {
 			t.Fatalf("a page that does not move the cursor: %v after %d requests", err, asked)
 		}
