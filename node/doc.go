@@ -118,7 +118,13 @@
 //     the anonymity tests' linking adversary sees what servers see) and
 //     cheat.go hold the hooks, built only with the tag riffletest;
 //     client_hooks.go, client_hooks_riffletest.go and client_observe.go
-//     are the client's.
+//     are the client's, and client_testapi_riffletest.go what the tests
+//     read and set of a running client (accessors that take its locks).
+//   - control_client_test.go, presence_client_test.go, decoy_client_test.go,
+//     client_budget_client_test.go, jobepochs_client_test.go,
+//     resend_client_test.go, manifests_client_test.go and
+//     indexsync_client_test.go are the client's unit tests: they name only
+//     the client's code and need no network.
 //
 // The tests that need hooks carry the riffletest build tag, which `make
 // test` sets; `go test ./...` without it still compiles and leaves them out.
