@@ -35,15 +35,22 @@ func (c *lackCase) once(r uint32) bool {
 	if c.fired {
 		return false
 	}
-	c.fired, c.round = true, r
+	c.fired, c.round, c.epoch = true, r, c.cur()
+	return true
+}
+
+// cur is the bad server's running epoch. It takes the server's lock: the
+// hooks are called without it (sendBatch, onGetBatch before it locks).
+func (c *lackCase) cur() [32]byte {
 	c.bad.mu.Lock()
+	defer c.bad.mu.Unlock()
+	var cur [32]byte
 	for id, e := range c.bad.epochs {
 		if !e.ended && e.final != nil {
-			c.epoch = id
+			cur = id
 		}
 	}
-	c.bad.mu.Unlock()
-	return true
+	return cur
 }
 
 func (c *lackCase) get(t *testing.T) ([32]byte, uint32) {

@@ -5,7 +5,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,13 +16,7 @@ import (
 // relayRound is the one round r ≥ 1 a corrupt S_0's hook acts on: the
 // first it is asked about, in the epoch running then. Its epoch is looked
 // up on that first call only (a later call may hold the server's lock).
-type relayRound struct {
-	mu    sync.Mutex
-	bad   *Server
-	fired bool
-	epoch [32]byte
-	round uint32
-}
+type relayRound struct{ lackCase }
 
 func (c *relayRound) is(r uint32) bool {
 	if r < 1 {
@@ -36,30 +29,6 @@ func (c *relayRound) is(r uint32) bool {
 	}
 	c.fired, c.round, c.epoch = true, r, c.cur()
 	return true
-}
-
-// cur is the bad server's running epoch. It takes the server's lock: the
-// hooks are called without it (sendBatch, onGetBatch before it locks).
-func (c *relayRound) cur() [32]byte {
-	c.bad.mu.Lock()
-	defer c.bad.mu.Unlock()
-	var cur [32]byte
-	for id, e := range c.bad.epochs {
-		if !e.ended && e.final != nil {
-			cur = id
-		}
-	}
-	return cur
-}
-
-func (c *relayRound) get(t *testing.T) ([32]byte, uint32) {
-	t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.fired {
-		t.Fatal("the hook never fired")
-	}
-	return c.epoch, c.round
 }
 
 // TestRelayedBatch: a corrupt S_0 keeps its signed batch of one round from
@@ -108,7 +77,7 @@ func relayCase(t *testing.T, m int, mode string) {
 	p.RoundLimitMs = 4000
 	bn := startBlameNetParams(t, p, m, m, 2, 2)
 	bad := bn.servers[0]
-	c := &relayRound{bad: bad}
+	c := &relayRound{lackCase{bad: bad}}
 	// S_1's lack window: half a round limit from S_0's root (lack.go).
 	window := time.Duration(p.RoundLimitMs) * time.Millisecond / 2
 	h := &serverHooks{}
