@@ -626,6 +626,28 @@ func (s *Server) onLack(from peer.ID, body []byte) (wire.Type, []byte, error) {
 			ctx, cancel := context.WithTimeout(s.ctx, bodyWait(e))
 			_ = s.waitFor(ctx, func() bool { return e.ended || e.round(q.Round).void })
 			cancel()
+			// A claim is evidence only once the claimant's own part is
+			// due: before, no server but this one had a part missing to
+			// attest, and a claimant that made it early and then passed
+			// the round on in time had the void, backed by nobody,
+			// charged to this server (TestEarlyLackFramesNoOne). So the
+			// void waits for that due here, and bodyWait more for the
+			// other servers' dues, which count from when the parts came
+			// there; a round passed on meanwhile is not voided.
+			s.mu.Lock()
+			var until time.Time
+			if due := e.absenceDue(q.Round); int(q.S) < len(due) {
+				until = due[q.S].Add(bodyWait(e))
+			}
+			s.mu.Unlock()
+			if d := time.Until(until); d > 0 {
+				ctx, cancel := context.WithTimeout(s.ctx, d)
+				_ = s.waitFor(ctx, func() bool {
+					x := e.round(q.Round)
+					return e.ended || x.void || x.pubDone || x.publishing
+				})
+				cancel()
+			}
 			s.voidRound(e, q.Round)
 		}()
 	}
