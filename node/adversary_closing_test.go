@@ -35,7 +35,7 @@ import (
 // one that asked least for the ids that only the withheld epochs of the
 // pool asked for (by ids: the window is public, and so are the lists).
 // With fill true every client takes the window N's Prepare pinned from
-// every chain server at once (window_client.go); with fill false (the
+// every chain server at once (node/client/window_client.go); with fill false (the
 // positive control, switched on in the test only) every client draws by
 // an old rule: for "sitout" the window before it was pinned
 // (UnpinnedWindow: the last epochs some server gave a record and pool

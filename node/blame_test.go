@@ -15,6 +15,7 @@ import (
 	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // dupReader is crypto/rand except for the scalar u_{i,1} of every
@@ -52,7 +53,7 @@ func TestShareFaultExcludesCulprit(t *testing.T) {
 	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
 		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 4, Params: node.TestParams(8),
-			Client: func(i int, c *node.ClientConfig) {
+			Client: func(i int, c *client.ClientConfig) {
 				if i == 1 || i == 2 {
 					c.Rand = &dupReader{}
 				}

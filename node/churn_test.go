@@ -10,6 +10,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // TestChurn has clients join, act and leave one after another, as the CLI's
@@ -31,7 +32,7 @@ func TestChurn(t *testing.T) {
 		for i := 0; i < 3; i++ {
 			data := nodetest.RandBytes(t, 20000+i)
 			start := time.Now()
-			up, err := tn.NewClient(ctx, i%3, node.ClientConfig{Logger: nodetest.Logger()})
+			up, err := tn.NewClient(ctx, i%3, client.ClientConfig{Logger: nodetest.Logger()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,7 +43,7 @@ func TestChurn(t *testing.T) {
 			}
 			t.Logf("share %d: %v", i, time.Since(start))
 			start = time.Now()
-			down, err := tn.NewClient(ctx, (i+1)%3, node.ClientConfig{Logger: nodetest.Logger()})
+			down, err := tn.NewClient(ctx, (i+1)%3, client.ClientConfig{Logger: nodetest.Logger()})
 			if err != nil {
 				t.Fatal(err)
 			}

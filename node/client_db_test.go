@@ -14,6 +14,7 @@ import (
 	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -28,12 +29,12 @@ func TestOnionsStoredBeforeSending(t *testing.T) {
 		dir := t.TempDir()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		cfg := node.ClientConfig{Network: node.VirtualNet(t), Server: tn.Addr(0), DataDir: dir, MinAnonymity: 1, Now: true}
-		c, err := node.NewClient(ctx, cfg)
+		cfg := client.ClientConfig{Network: node.VirtualNet(t), Server: tn.Addr(0), DataDir: dir, MinAnonymity: 1, Now: true}
+		c, err := client.NewClient(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		marker := filepath.Join(dir, node.PendingFile)
+		marker := filepath.Join(dir, client.PendingFile)
 		if err := wait.Until(ctx, time.Minute, func() bool { return c.Stats().Rounds >= 3 }); err != nil {
 			t.Fatal("client never took part in rounds")
 		}
@@ -50,7 +51,7 @@ func TestOnionsStoredBeforeSending(t *testing.T) {
 			t.Fatalf("marker %q", raw)
 		}
 		copy(id[:], b)
-		db, err := store.OpenClient(filepath.Join(dir, node.ClientDBFile), store.ClientOptions{})
+		db, err := store.OpenClient(filepath.Join(dir, client.ClientDBFile), store.ClientOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +68,7 @@ func TestOnionsStoredBeforeSending(t *testing.T) {
 			t.Fatalf("%d submissions stored after an interruption, want 1 to W+3 = %d", stored, w+3)
 		}
 		db.Close()
-		c2, err := node.NewClient(ctx, cfg)
+		c2, err := client.NewClient(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

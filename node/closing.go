@@ -22,7 +22,7 @@ import (
 // server, which checks the signatures, stores it and logs it in the index
 // log, so that clients get it with their index sync. A client carries a chunk over to another
 // epoch only on a record that shows its round void or its id missing
-// (resend.go), and draws decoys only from epochs with a record (decoys.go).
+// (node/client/resend.go), and draws decoys only from epochs with a record (node/client/decoys.go).
 
 // closingOf is this server's view of epoch e's rounds; call with s.mu
 // held.

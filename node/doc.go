@@ -29,8 +29,7 @@
 //     epoch and the checks of descriptors, registrations and request
 //     lists (its package doc lists its files).
 //   - protonames.go: the names by which node's files use what moved to
-//     internal/proto and transport; they go when the server and client
-//     move.
+//     internal/proto and transport; they go when the server moves.
 //
 // Server:
 //   - server.go: Server, its configuration and life cycle.
@@ -84,47 +83,18 @@
 //     store, with the rounds' pairs and the epochs' closing records.
 //   - bufpool.go: recycled round buffers.
 //   - bench.go: in-process benchmark of a whole network (riffle bench).
-//   - control.go: a share or get job's progress events (JobEvent), which
-//     the local API (internal/webui) streams to `riffle share` and `get`.
 //   - snapshot.go: a read-only snapshot of a server, for local views
-//     (the web UI); snapshot_client.go: a client's, and its share job
-//     handles.
+//     (the web UI).
 //
-// Client:
-//   - client.go: Client, its configuration and main loop.
-//   - client_epoch.go: joining an epoch, the rounds, submissions.
-//   - client_requests.go: request slots, PIR queries.
-//   - decoys.go: decoys drawn from public demand (§6.3 v3).
-//   - window_client.go: the group's decoy window, asked of every chain
-//     server (§6.3 v3); the walk back that checks it is internal/proto's
-//     window.go;
-//     decoys_own_riffletest.go: the old own-history rule, the anonymity
-//     tests' positive control only.
-//   - closing_client.go: the window's records settle re-sends across
-//     epochs (§5.2 v3).
-//   - resend.go: chunks a round did not publish (§5.2 v3).
-//   - client_anon.go: the minimum anonymity set a client accepts (§3 v3).
-//   - client_local.go: local work (assembling, writing) off the round path.
-//   - presence.go: the presence wait before jobs and before leaving (§5.4 v3).
-//   - client_api.go: Share, Get and the index.
-//   - client_db.go: the client's database of sealed onions and jobs.
-//   - handover_client.go, manifests_client.go, waitstate_client.go: the
-//     client's half of handover.go (§5.4 v3), manifests.go (§6.4 v3) and
-//     waitstate.go.
+// Client: package node/client (its package doc lists its files); node's
+// tests reach it through clientnames_test.go and
+// clientnames_riffletest_test.go, aliases of its exported names.
 //
 // Tests:
 //   - hooks.go: the tests' hook points, empty and inlined away in the
 //     binary; hooks_riffletest.go, observe.go (the observers through which
 //     the anonymity tests' linking adversary sees what servers see) and
-//     cheat.go hold the hooks, built only with the tag riffletest;
-//     client_hooks.go, client_hooks_riffletest.go and client_observe.go
-//     are the client's, and client_testapi_riffletest.go what the tests
-//     read and set of a running client (accessors that take its locks).
-//   - control_client_test.go, presence_client_test.go, decoy_client_test.go,
-//     client_budget_client_test.go, jobepochs_client_test.go,
-//     resend_client_test.go, manifests_client_test.go and
-//     indexsync_client_test.go are the client's unit tests: they name only
-//     the client's code and need no network.
+//     cheat.go hold the hooks, built only with the tag riffletest.
 //
 // The tests that need hooks carry the riffletest build tag, which `make
 // test` sets; `go test ./...` without it still compiles and leaves them out.

@@ -17,6 +17,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // leak models a malicious S_0: it learns every value U_{i,0} = b − x_0·a a
@@ -93,15 +94,15 @@ func contains(ps []peer.ID, p peer.ID) bool {
 
 // dupNet starts 3 servers and 4 clients: client 0 the victim, client 1
 // the accomplice answering as given.
-func dupNet(t *testing.T, answer node.DupAnswer) *nodetest.Net {
+func dupNet(t *testing.T, answer client.DupAnswer) *nodetest.Net {
 	l := newLeak()
 	low := lowKey()
 	// MinClients 3: the next epochs run without the accomplice.
 	return nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 4, MinClients: 3, Params: node.TestParams(8),
-		Client: func(i int, c *node.ClientConfig) {
+		Client: func(i int, c *client.ClientConfig) {
 			switch i {
 			case 0:
-				node.SetDupTest(c, l.victim, node.DupHonest, nil)
+				node.SetDupTest(c, l.victim, client.DupHonest, nil)
 			case 1:
 				node.SetDupTest(c, l.accomplice, answer, low)
 			}
@@ -138,7 +139,7 @@ func TestDupFramedHonestClient(t *testing.T) {
 	}
 	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
-		tn := dupNet(t, node.DupForge)
+		tn := dupNet(t, client.DupForge)
 		victim, acc := tn.Clients[0].PeerID(), tn.Clients[1].PeerID()
 		waitEnded(t, tn, "setup share fault: client excluded")
 		var banned []peer.ID
@@ -167,7 +168,7 @@ func TestDupBothProve(t *testing.T) {
 	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
 		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 4, Params: node.TestParams(8),
-			Client: func(i int, c *node.ClientConfig) {
+			Client: func(i int, c *client.ClientConfig) {
 				if i == 1 || i == 2 {
 					c.Rand = &dupReader{}
 				}
@@ -191,7 +192,7 @@ func TestDupBothProve(t *testing.T) {
 func TestDupSilent(t *testing.T) {
 	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
-		tn := dupNet(t, node.DupSilent)
+		tn := dupNet(t, client.DupSilent)
 		victim, acc := tn.Clients[0].PeerID(), tn.Clients[1].PeerID()
 		waitEnded(t, tn, "setup duplicate share: nobody named")
 		var left []peer.ID

@@ -7,6 +7,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // TestHandoverOnLeave (§5.4 v3): a client that leaves mid-epoch hands
@@ -26,7 +27,7 @@ func TestHandoverOnLeave(t *testing.T) {
 		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 3, Params: p})
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		leaver, err := tn.NewClient(ctx, 1, node.ClientConfig{Logger: nodetest.Logger()})
+		leaver, err := tn.NewClient(ctx, 1, client.ClientConfig{Logger: nodetest.Logger()})
 		if err != nil {
 			t.Fatal(err)
 		}

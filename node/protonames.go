@@ -131,7 +131,6 @@ func checkParams(p wire.Params, rate float64) error { return proto.CheckParams(p
 func pirWork(n, k, L, b int) float64                { return proto.PIRWork(n, k, L, b) }
 func epochID(d *wire.Descriptor) [32]byte           { return proto.EpochID(d) }
 func registerDigest(r *wire.Register) [32]byte      { return proto.RegisterDigest(r) }
-func checkX25519(b []byte) error                    { return proto.CheckX25519(b) }
 
 // Certified epoch numbers (§3 v3): the digests servers sign and the
 // checks of a certificate.
@@ -252,9 +251,6 @@ func checkDescriptor(d *wire.Descriptor, rate float64) (*view, error) {
 	return proto.CheckDescriptor(d, rate)
 }
 func checkSigned(sd *wire.Signed, rate float64) (*view, error) { return proto.CheckSigned(sd, rate) }
-func parseRegister(v *view, r *wire.Register) (*mix.Registration, error) {
-	return proto.ParseRegister(v, r)
-}
 func verifyRegs(v *view, regs []wire.Register, rnd io.Reader) ([]*mix.Registration, []int, error) {
 	return proto.VerifyRegs(v, regs, rnd)
 }
@@ -293,13 +289,10 @@ func checkClosing(v *view, c *wire.Closing) error { return proto.CheckClosing(v,
 func checkChainSigs(chain []peer.ID, dg [32]byte, sigs [][64]byte) error {
 	return proto.CheckChainSigs(chain, dg, sigs)
 }
-func poolSeed(c *wire.Closing) [32]byte                  { return proto.PoolSeed(c) }
-func poolKey(seed [32]byte, p wire.PoolPair) [32]byte    { return proto.PoolKey(seed, p) }
-func poolDigest(p *wire.DecoyPool) [32]byte              { return proto.PoolDigest(p) }
-func checkPool(c *wire.Closing, p *wire.DecoyPool) error { return proto.CheckPool(c, p) }
-func syncedManifests(raw [][]byte) map[[32]byte][]byte   { return proto.SyncedManifests(raw) }
-func isManifest(chunk []byte) bool                       { return proto.IsManifest(chunk) }
-func indexFromWire(idx []wire.IndexEntry) []IndexEntry   { return proto.IndexFromWire(idx) }
+func poolDigest(p *wire.DecoyPool) [32]byte            { return proto.PoolDigest(p) }
+func syncedManifests(raw [][]byte) map[[32]byte][]byte { return proto.SyncedManifests(raw) }
+func isManifest(chunk []byte) bool                     { return proto.IsManifest(chunk) }
+func indexFromWire(idx []wire.IndexEntry) []IndexEntry { return proto.IndexFromWire(idx) }
 func samplePool(c *wire.Closing, pairs []wire.PoolPair) *wire.DecoyPool {
 	return proto.SamplePool(c, pairs)
 }
@@ -342,14 +335,6 @@ func ServerCost(p Params, n, m int) Rate { return proto.ServerCost(p, n, m) }
 // FormatRate formats bytes an hour (proto.FormatRate).
 func FormatRate(perHour float64) string { return proto.FormatRate(perHour) }
 
-const (
-	frameHeader        = proto.FrameHeader
-	checkpointEvery    = proto.CheckpointEvery
-	checkpointSyncTime = proto.CheckpointSyncTime
-	checkpointSlack    = proto.CheckpointSlack
-)
-
-func formatBytes(x float64) string                 { return proto.FormatBytes(x) }
 func costTable() string                            { return proto.CostTable() }
 func checkpointLag(intervalMs, W uint32) uint32    { return proto.CheckpointLag(intervalMs, W) }
 func checkpoints(R, intervalMs, W uint32) []uint32 { return proto.Checkpoints(R, intervalMs, W) }
@@ -357,10 +342,7 @@ func indexCeiling(b uint32) int                    { return proto.IndexCeiling(b
 func indexCap(p int, b uint32) int                 { return proto.IndexCap(p, b) }
 
 // The walk back to an epoch's decoy window (§6.3 v3).
-type (
-	poolEpoch  = proto.PoolEpoch
-	windowWalk = proto.WindowWalk
-)
+type windowWalk = proto.WindowWalk
 
 func previousGroup(d *wire.Descriptor, items []wire.WindowItem) *wire.Descriptor {
 	return proto.PreviousGroup(d, items)
@@ -371,7 +353,6 @@ func resolveWindow(d *wire.Descriptor, got []wire.WindowItem) (windowWalk, bool)
 func walkWindow(d *wire.Descriptor, got []wire.WindowItem) windowWalk {
 	return proto.WalkWindow(d, got)
 }
-func descChain(d *wire.Descriptor) ([]peer.ID, error) { return proto.DescChain(d) }
 
 // ChainServer is one server of an epoch's chain, in chain order
 // (proto.ChainServer).

@@ -88,7 +88,7 @@ func TestRefusalBudget(t *testing.T) {
 				// (--accept-budget-drops): this test is about the servers.
 				// An abort that reaches the others before the final
 				// descriptor lands in an abort certificate, which clients
-				// count (client_budget.go); whether it does depends on
+				// count (node/client/client_budget.go); whether it does depends on
 				// timing, and a client that refused the chains without it
 				// would wait out every epoch (TestClientRefusesBudgetDrop
 				// tests that rule).

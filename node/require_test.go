@@ -12,6 +12,7 @@ import (
 	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // TestRequireServer: a client pinned to a server that is not in the chain
@@ -30,12 +31,12 @@ func TestRequireServer(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		pinned, err := tn.NewClient(ctx, 1, node.ClientConfig{Require: []peer.ID{absent}})
+		pinned, err := tn.NewClient(ctx, 1, client.ClientConfig{Require: []peer.ID{absent}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer pinned.Close()
-		present, err := tn.NewClient(ctx, 2, node.ClientConfig{Require: []peer.ID{tn.Servers[0].ID()}})
+		present, err := tn.NewClient(ctx, 2, client.ClientConfig{Require: []peer.ID{tn.Servers[0].ID()}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 type sent struct {
@@ -52,7 +53,7 @@ func TestWireSizesEqual(t *testing.T) {
 		}
 		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: m, Clients: n, Params: p,
 			Server: func(i int, c *node.ServerConfig) { c.Store = node.NewMemStore() },
-			Client: func(i int, c *node.ClientConfig) { c.OnSend = func(t uint8, n int) { recs[i].add(wire.Type(t), n) } }})
+			Client: func(i int, c *client.ClientConfig) { c.OnSend = func(t uint8, n int) { recs[i].add(wire.Type(t), n) } }})
 		clients := tn.Clients
 		data := nodetest.RandBytes(t, 40<<10)
 		link, err := clients[0].Share(ctx, bytes.NewReader(data), "sizes.bin", false)

@@ -14,6 +14,7 @@ import (
 	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // TestSnapshots follows a share started with StartShare and a get with
@@ -116,7 +117,7 @@ func TestSnapshots(t *testing.T) {
 
 		// A client that pins server 2 sees the pin held once it is in an
 		// epoch (server 2 is in every chain of this network).
-		pinned, err := tn.NewClient(ctx, 0, node.ClientConfig{Require: []peer.ID{tn.Servers[2].ID()}})
+		pinned, err := tn.NewClient(ctx, 0, client.ClientConfig{Require: []peer.ID{tn.Servers[2].ID()}})
 		if err != nil {
 			t.Fatal(err)
 		}

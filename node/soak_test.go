@@ -13,6 +13,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // TestSoak runs a network for minutes (RIFFLE_SOAK=1, `make soak`;
@@ -61,10 +62,10 @@ func TestSoak(t *testing.T) {
 			if rng.IntN(2) == 0 {
 				// Newcomers that leave when done, at random primaries.
 				var err error
-				if up, err = tn.NewClient(ctx, rng.IntN(3), node.ClientConfig{}); err != nil {
+				if up, err = tn.NewClient(ctx, rng.IntN(3), client.ClientConfig{}); err != nil {
 					t.Fatal(err)
 				}
-				if down, err = tn.NewClient(ctx, rng.IntN(3), node.ClientConfig{}); err != nil {
+				if down, err = tn.NewClient(ctx, rng.IntN(3), client.ClientConfig{}); err != nil {
 					t.Fatal(err)
 				}
 				closers = append(closers, up.Close, down.Close)

@@ -8,6 +8,7 @@ import (
 	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // Status of a live server and client: the roster holds the other servers,
@@ -30,7 +31,7 @@ func TestStatus(t *testing.T) {
 		if len(st.Roster) != 2 || len(st.Chain) != 3 || st.AnonymitySet != 2 || st.Throughput <= 0 || st.ChunkSize <= 0 || st.EpochRounds != 64 {
 			t.Fatalf("server status %+v", st)
 		}
-		var cs node.ClientStatus
+		var cs client.ClientStatus
 		if err := wait.Until(ctx, time.Minute, func() bool {
 			cs = tn.Clients[0].Status()
 			return cs.Epoch != "" && cs.RoundTime > 0

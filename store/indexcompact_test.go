@@ -9,7 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// syncModel is a client's synced copy as node keeps it (indexsync.go): a
+// syncModel is a client's synced copy as node/client keeps it (indexsync.go): a
 // cursor in one server's log, and when each id was first held. It applies
 // a removal only once the id was held for the retention less a tenth, and
 // drops by itself what it held for the retention and a tenth.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/webui"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // These tests exec the binary of TestMain as a user would, against real
@@ -595,10 +596,10 @@ func TestProgressModes(t *testing.T) {
 	lines := []string{"epoch 1a2b3c4d: 3 servers, anonymity set 4 clients", "share f.bin: 3/10 chunks, round 7, 1.0 KiB/s, eta 9s", "share f.bin: 10/10 chunks, round 14, 1.0 KiB/s, eta 0s", "shared f.bin: 40000 bytes in 10 uploads (data and manifest chunks), 3s"}
 	// The client's own line, then the job's events, whose lines are the
 	// others.
-	events := []node.JobEvent{
-		{Kind: "share", Phase: node.PhaseMoving, Name: "f.bin", Done: 3, Total: 10, Round: 7, Rate: 1024, ETA: 9 * time.Second},
-		{Kind: "share", Phase: node.PhaseMoving, Name: "f.bin", Done: 10, Total: 10, Round: 14, Rate: 1024},
-		{Kind: "share", Phase: node.PhaseShared, Name: "f.bin", Bytes: 40000, Total: 10, Elapsed: 3 * time.Second},
+	events := []client.JobEvent{
+		{Kind: "share", Phase: client.PhaseMoving, Name: "f.bin", Done: 3, Total: 10, Round: 7, Rate: 1024, ETA: 9 * time.Second},
+		{Kind: "share", Phase: client.PhaseMoving, Name: "f.bin", Done: 10, Total: 10, Round: 14, Rate: 1024},
+		{Kind: "share", Phase: client.PhaseShared, Name: "f.bin", Bytes: 40000, Total: 10, Elapsed: 3 * time.Second},
 	}
 	var plain, bar, none bytes.Buffer
 	pl := &progress{w: &plain}

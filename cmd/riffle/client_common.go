@@ -9,19 +9,19 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // startClient joins the network through the primary that --server,
 // $RIFFLE_SERVER or the config file names. Progress lines (epochs,
 // anonymity set, rounds, rates) go to stderr; stdout stays for results.
-func startClient(ctx context.Context, c *cli.Context, p *progress) (*node.Client, error) {
+func startClient(ctx context.Context, c *cli.Context, p *progress) (*client.Client, error) {
 	return startClientProgress(ctx, c, p)
 }
 
 // startClientProgress is startClient with progress lines sent to w (nil:
 // none, for commands whose output is only their result).
-func startClientProgress(ctx context.Context, c *cli.Context, w io.Writer) (*node.Client, error) {
+func startClientProgress(ctx context.Context, c *cli.Context, w io.Writer) (*client.Client, error) {
 
 	srv, err := primary(c)
 	if err != nil {
@@ -38,7 +38,7 @@ func startClientProgress(ctx context.Context, c *cli.Context, w io.Writer) (*nod
 	if err != nil {
 		return nil, fmt.Errorf("--max-rate: %w", err)
 	}
-	cl, err := node.NewClient(ctx, node.ClientConfig{Server: srv, Require: req, MinAnonymity: c.Int("min-anonymity"), AcceptBudgetDrops: c.Bool("accept-budget-drops"),
+	cl, err := client.NewClient(ctx, client.ClientConfig{Server: srv, Require: req, MinAnonymity: c.Int("min-anonymity"), AcceptBudgetDrops: c.Bool("accept-budget-drops"),
 		Now: c.Bool("now"), MaxRate: rate, DataDir: data, Logger: logger(c), Progress: w, Notices: stderr(c)})
 	if err != nil {
 		return nil, joinError(srv, err)

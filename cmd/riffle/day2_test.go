@@ -18,6 +18,7 @@ import (
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/webui"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // Tests of issue 27, "day two": what a user meets after the first share.
@@ -276,8 +277,8 @@ func jsonKeys(t *testing.T, v any) []string {
 // API, to the last one.
 func TestStatusJSONKeys(t *testing.T) {
 	snake := regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
-	client := node.ClientStatus{Require: []string{"x"}, Epoch: "e", Chain: []node.ChainServer{{ID: "a"}}, DataDir: "d",
-		AcceptBudgetDrops: true, Waiting: "w", Stats: node.Stats{Epochs: 1}, Paused: []node.PausedJob{{ID: "p"}}}
+	client := client.ClientStatus{Require: []string{"x"}, Epoch: "e", Chain: []node.ChainServer{{ID: "a"}}, DataDir: "d",
+		AcceptBudgetDrops: true, Waiting: "w", Stats: client.Stats{Epochs: 1}, Paused: []client.PausedJob{{ID: "p"}}}
 	server := node.ServerStatus{Roster: []node.RosterMember{{ID: "r"}}, Epoch: "e", Chain: []node.ChainServer{{ID: "a"}}}
 	for _, v := range []any{client, server} {
 		for _, k := range jsonKeys(t, v) {
@@ -331,7 +332,7 @@ func TestGetOutputNewDirectory(t *testing.T) {
 // directory instead of writing into it.
 func TestServerRefusesClientData(t *testing.T) {
 	env := cleanEnv(t)
-	for _, name := range []string{node.LongTermKeyFile, node.ClientDBFile} {
+	for _, name := range []string{node.LongTermKeyFile, client.ClientDBFile} {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
 			t.Fatal(err)
@@ -402,7 +403,7 @@ func TestDataDirBoundToNetwork(t *testing.T) {
 	if slices.Contains(names, "only-on-a.bin") || !slices.Contains(names, "only-on-b.bin") {
 		t.Errorf("ls on network B with A's data directory: %q; want B's files only", names)
 	}
-	if !strings.Contains(errOut, "held the state of another network") || !strings.Contains(errOut, filepath.Join(data, node.NetworksDir)) {
+	if !strings.Contains(errOut, "held the state of another network") || !strings.Contains(errOut, filepath.Join(data, client.NetworksDir)) {
 		t.Errorf("moving to network B said: %q; want one line saying where A's state is kept", errOut)
 	}
 	t0 := time.Now()
@@ -417,9 +418,9 @@ func TestDataDirBoundToNetwork(t *testing.T) {
 	if !strings.Contains(errOut, "the state kept for this network is back") {
 		t.Errorf("back on network A: %q; want A's state brought back", errOut)
 	}
-	kept, _ := os.ReadDir(filepath.Join(data, node.NetworksDir))
+	kept, _ := os.ReadDir(filepath.Join(data, client.NetworksDir))
 	if len(kept) != 1 {
-		t.Errorf("%s holds %d networks' state; want B's alone", node.NetworksDir, len(kept))
+		t.Errorf("%s holds %d networks' state; want B's alone", client.NetworksDir, len(kept))
 	}
 }
 

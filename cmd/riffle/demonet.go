@@ -11,6 +11,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/localnet"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // demoServers is the chain length of the demo and the benchmark: the
@@ -34,7 +35,7 @@ type demoNetConfig struct {
 type demoNet struct {
 	net     *localnet.Net
 	servers []*node.Server
-	clients []*node.Client
+	clients []*client.Client
 }
 
 // startDemoNet starts the network of internal/localnet: the servers one
@@ -51,7 +52,7 @@ func startDemoNet(ctx context.Context, cfg demoNetConfig) (*demoNet, error) {
 	}
 	net, err := localnet.Start(ctx, localnet.Config{
 		Servers: demoServers, Clients: cfg.Clients, Params: p, Dir: cfg.Dir, Nick: "demo", Logger: cfg.Logger,
-		Client: func(i int, c *node.ClientConfig) {
+		Client: func(i int, c *client.ClientConfig) {
 			if i < cfg.ProgressClients {
 				c.Progress = cfg.Progress
 			}

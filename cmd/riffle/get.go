@@ -18,7 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/riffle-net/riffle/chunker"
-	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // downloadsDir holds, inside the client data directory, one directory per
@@ -53,7 +53,7 @@ pauses, sending cover only, and says so: "riffle resume" lets it go on for J mor
 		Flags: append(clientFlags(),
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "file to write, or directory to write into"},
 			&cli.BoolFlag{Name: "json", Usage: `print one JSON object a link on stdout: {"link", "path", "already"}`},
-			&cli.IntFlag{Name: "unlisted-epochs", Value: node.DefaultUnlistedEpochs,
+			&cli.IntFlag{Name: "unlisted-epochs", Value: client.DefaultUnlistedEpochs,
 				Usage: "give up once the index synced at the start of N epochs since the get began lacked the file (0: wait until --timeout or Ctrl-C)"},
 			maxEpochsFlag(), timeoutFlag()),
 		Action: runGet,
@@ -67,7 +67,7 @@ type getResult struct {
 	Already bool   `json:"already"` // the file was there from an earlier get
 }
 
-// getter fetches a link into a directory: a node.Client's Get or the same
+// getter fetches a link into a directory: a client.Client's Get or the same
 // job handed to a running client.
 type getter func(ctx context.Context, link chunker.Link, dir string) (string, error)
 
@@ -93,7 +93,7 @@ func runGet(c *cli.Context) (err error) {
 	if n := c.Int("unlisted-epochs"); n < 0 || n > 255 {
 		return usagef("--unlisted-epochs %d: give 0 to 255", n)
 	}
-	jctx = node.WithUnlistedEpochs(jctx, c.Int("unlisted-epochs"))
+	jctx = client.WithUnlistedEpochs(jctx, c.Int("unlisted-epochs"))
 	links := make([]chunker.Link, len(args))
 	seen := map[chunker.ID]int{}
 	for i, a := range args {
@@ -183,7 +183,7 @@ func runGet(c *cli.Context) (err error) {
 			defer cl.Close()
 			warnNow(c, "get")
 			get = func(ctx context.Context, l chunker.Link, dir string) (string, error) {
-				return cl.Get(node.WithProgress(ctx, p.event), l, dir)
+				return cl.Get(client.WithProgress(ctx, p.event), l, dir)
 			}
 		}
 		// All links are asked for at once: the client requests up to k
@@ -224,7 +224,7 @@ func runGet(c *cli.Context) (err error) {
 		if ctx.Err() != nil && interrupt.Load() != 0 {
 			return fmt.Errorf("%s: interrupted; partial download kept under %s, the same command resumes it", what, filepath.Join(data, downloadsDir))
 		}
-		if strings.Contains(err.Error(), node.ErrNotListed.Error()) {
+		if strings.Contains(err.Error(), client.ErrNotListed.Error()) {
 			return fmt.Errorf("%s: %s: check the link (one wrong character names a file nobody shared); "+
 				"if it was shared only just now, run get again after the next epoch, or give --unlisted-epochs N to wait longer", what, jobMessage(err))
 		}

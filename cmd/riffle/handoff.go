@@ -16,7 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/riffle-net/riffle/internal/webui"
-	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // runningClient returns the local API of a `riffle client` running with
@@ -57,7 +57,7 @@ func runningClient(ctx context.Context, c *cli.Context) (*webui.LocalClient, err
 }
 
 // clientSettings says what a running client's jobs run under.
-func clientSettings(st *node.ClientStatus) string {
+func clientSettings(st *client.ClientStatus) string {
 	s := fmt.Sprintf("server %s, min-anonymity %d", st.Primary, st.MinAnonymity)
 	if len(st.Require) > 0 {
 		s += ", require-server " + strings.Join(st.Require, " ")
@@ -72,7 +72,7 @@ func clientSettings(st *node.ClientStatus) string {
 // running client of status st does not honour (nil: none). A stricter
 // client is no conflict: it requires more servers, or a larger anonymity
 // set, than the user asked for.
-func handoverConflict(c *cli.Context, st *node.ClientStatus) error {
+func handoverConflict(c *cli.Context, st *client.ClientStatus) error {
 	if src := explicitFlag(c, "server"); src != "" {
 		s, err := primary(c)
 		if err != nil {
@@ -162,7 +162,7 @@ func warnNow(c *cli.Context, what string) {
 // real traffic a job may span before it pauses and asks its user
 // (docs/protocol.md §5.4).
 func maxEpochsFlag() cli.Flag {
-	return &cli.IntFlag{Name: "max-epochs", Usage: fmt.Sprintf("pause each job after it sent real traffic in N epochs (1 to %d, the network's J; default J): a job spanning more epochs is linkable across them", node.JobEpochs)}
+	return &cli.IntFlag{Name: "max-epochs", Usage: fmt.Sprintf("pause each job after it sent real traffic in N epochs (1 to %d, the network's J; default J): a job spanning more epochs is linkable across them", client.JobEpochs)}
 }
 
 // withMaxEpochs checks --max-epochs and puts it in ctx for the jobs.
@@ -171,10 +171,10 @@ func withMaxEpochs(ctx context.Context, c *cli.Context) (context.Context, error)
 		return ctx, nil
 	}
 	n := c.Int("max-epochs")
-	if n < 1 || n > node.JobEpochs {
-		return ctx, usagef("--max-epochs %d: give 1 to %d (a job may not span more epochs than the network's J)", n, node.JobEpochs)
+	if n < 1 || n > client.JobEpochs {
+		return ctx, usagef("--max-epochs %d: give 1 to %d (a job may not span more epochs than the network's J)", n, client.JobEpochs)
 	}
-	return node.WithMaxEpochs(ctx, n), nil
+	return client.WithMaxEpochs(ctx, n), nil
 }
 
 // maxEpochs is --max-epochs for a job handed to a running client (0: not

@@ -14,7 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
-	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // progress shows a command's progress on stderr: a bar per job on a
@@ -53,8 +53,8 @@ func newProgress(c *cli.Context) *progress {
 }
 
 // event shows one event of a job.
-func (p *progress) event(e node.JobEvent) {
-	if e.Phase != node.PhaseMoving || e.Total <= 0 {
+func (p *progress) event(e client.JobEvent) {
+	if e.Phase != client.PhaseMoving || e.Total <= 0 {
 		if l := e.Line(); l != "" {
 			p.line(l)
 		}

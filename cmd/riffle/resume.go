@@ -10,7 +10,7 @@ import (
 
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/webui"
-	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 func init() {
@@ -23,7 +23,7 @@ client; lower with --max-epochs) pauses: it sends cover only, because going on
 would tie it to the clients present in every epoch it spans, fewer each time.
 "riffle status" lists paused jobs and why. resume lets the job of FILE-ID (the
 id in its link; every paused job without one) send in J more epochs. To cancel
-a job instead, interrupt the share or get that waits on it.`, node.JobEpochs),
+a job instead, interrupt the share or get that waits on it.`, client.JobEpochs),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "data", Usage: "the client's data directory (default under the user config directory)"},
 		},
@@ -72,6 +72,6 @@ func runResume(c *cli.Context) error {
 		}
 		return fmt.Errorf("no paused job (riffle status lists paused jobs)")
 	}
-	fmt.Fprintf(stdout(c), "resumed %d job(s) for %d more epochs\n", n, node.JobEpochs)
+	fmt.Fprintf(stdout(c), "resumed %d job(s) for %d more epochs\n", n, client.JobEpochs)
 	return nil
 }

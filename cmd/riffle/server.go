@@ -12,6 +12,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/webui"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // addrsFile is written by a running server into its data directory: its
@@ -223,7 +224,7 @@ func runServer(c *cli.Context) error {
 // server would write its identity and store among the client's files.
 // A client's directory is known by the files a client writes there.
 func notClientData(dir string) error {
-	for _, name := range []string{node.LongTermKeyFile, node.ClientDBFile, webui.SocketFile} {
+	for _, name := range []string{node.LongTermKeyFile, client.ClientDBFile, webui.SocketFile} {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
 			return fmt.Errorf("%s is a riffle client's data directory (it holds %s): give the server a directory of its own", dir, name)
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/riffle-net/riffle/chunker"
-	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 func init() {
@@ -116,7 +116,7 @@ func runShare(c *cli.Context) error {
 				return chunker.Link{}, err
 			}
 			defer f.Close()
-			return cl.Share(node.WithProgress(ctx, p.event), f, name, c.Bool("encrypt"))
+			return cl.Share(client.WithProgress(ctx, p.event), f, name, c.Bool("encrypt"))
 		}
 	}
 	for _, name := range files {

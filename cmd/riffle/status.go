@@ -15,6 +15,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/webui"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 func init() {
@@ -151,7 +152,7 @@ func printJSON(w io.Writer, v any) error {
 
 // printTraffic says what the client sends and receives an hour: the
 // group's worst case from its constants, and what it measured.
-func printTraffic(w io.Writer, st node.ClientStatus) {
+func printTraffic(w io.Writer, st client.ClientStatus) {
 	if st.GroupSendPerHour > 0 {
 		fmt.Fprintf(w, "group cost\t%s/h sent, %s/h received at most (from the group's constants)\n",
 			humanBytes(uint64(st.GroupSendPerHour)), humanBytes(uint64(st.GroupRecvPerHour)))

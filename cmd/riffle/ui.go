@@ -15,6 +15,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/webui"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // The web UI (internal/webui, docs/webui.md). A client with --ui writes the
@@ -146,7 +147,7 @@ func uiURL(bound, token string, public bool) string {
 // token are written there for `riffle ui` and curl. The UI serves, and
 // its jobs run, until ctx ends; ui.Wait returns once every job it started
 // has returned, so that the caller closes the client after them.
-func startClientUI(ctx context.Context, c *cli.Context, cl *node.Client, addr string, public bool, dataDir, downloads string, shareDirs []string) (ui *webui.UI, url string, err error) {
+func startClientUI(ctx context.Context, c *cli.Context, cl *client.Client, addr string, public bool, dataDir, downloads string, shareDirs []string) (ui *webui.UI, url string, err error) {
 	opts := webui.Options{Public: public, DownloadDir: downloads, ShareDirs: shareDirs, DataDir: dataDir}
 	if addr == "" {
 		ui, err := webui.New(ctx, webui.NodeClient{C: cl}, opts)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // BenchConfig sets up a benchmark network on loopback in this process:
@@ -142,7 +143,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 
 // benchShare has every client share its file at once; it returns the links
 // and the time until the last share ended.
-func benchShare(ctx context.Context, clients []*node.Client, files [][]byte) ([]chunker.Link, time.Duration, error) {
+func benchShare(ctx context.Context, clients []*client.Client, files [][]byte) ([]chunker.Link, time.Duration, error) {
 	links := make([]chunker.Link, len(clients))
 	errs := make([]error, len(clients))
 	start := time.Now()
@@ -163,7 +164,7 @@ func benchShare(ctx context.Context, clients []*node.Client, files [][]byte) ([]
 
 // benchGet has client i fetch the file of client i+1, all at once, each
 // into a temporary directory; it returns the time until the last ended.
-func benchGet(ctx context.Context, clients []*node.Client, links []chunker.Link) (time.Duration, error) {
+func benchGet(ctx context.Context, clients []*client.Client, links []chunker.Link) (time.Duration, error) {
 	n := len(clients)
 	errs := make([]error, n)
 	start := time.Now()

@@ -8,7 +8,7 @@ import (
 	"io"
 	"sync"
 
-	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // BenchClients is Bench's client half against servers running elsewhere
@@ -23,7 +23,7 @@ func BenchClients(ctx context.Context, addrs []string, cfg BenchConfig) (BenchRe
 		return BenchResult{}, fmt.Errorf("localnet: bench clients need servers, 2+ clients and 1+ chunks (got %d, %d, %d)", len(addrs), cfg.Clients, cfg.Chunks)
 	}
 	n := cfg.Clients
-	clients := make([]*node.Client, n)
+	clients := make([]*client.Client, n)
 	errs := make([]error, n)
 	defer func() {
 		var wg sync.WaitGroup
@@ -38,7 +38,7 @@ func BenchClients(ctx context.Context, addrs []string, cfg BenchConfig) (BenchRe
 	for i := range clients {
 		wg.Go(func() {
 			// A benchmark network: jobs at once, whatever the anonymity set.
-			clients[i], errs[i] = node.NewClient(ctx, node.ClientConfig{Server: addrs[i%len(addrs)], Logger: cfg.Logger, MinAnonymity: 1, Now: true})
+			clients[i], errs[i] = client.NewClient(ctx, client.ClientConfig{Server: addrs[i%len(addrs)], Logger: cfg.Logger, MinAnonymity: 1, Now: true})
 		})
 	}
 	wg.Wait()

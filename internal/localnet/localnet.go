@@ -18,6 +18,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -52,7 +53,7 @@ type Config struct {
 	// servers before i, Server the primary's address). Client is called
 	// from the clients' goroutines at once.
 	Server func(i int, c *node.ServerConfig)
-	Client func(i int, c *node.ClientConfig)
+	Client func(i int, c *client.ClientConfig)
 	// Network carries every host's streams (nil: libp2p on loopback).
 	// With a memnet.Net inside a testing/synctest bubble the network runs
 	// in virtual time (Virtual).
@@ -62,7 +63,7 @@ type Config struct {
 // Net is a running network.
 type Net struct {
 	Servers []*node.Server
-	Clients []*node.Client
+	Clients []*client.Client
 	// Network is the network of cfg (nil: libp2p).
 	Network transport.Network
 	tmp     string // removed by Close
@@ -131,7 +132,7 @@ func Start(ctx context.Context, cfg Config) (*Net, error) {
 		n.Servers = append(n.Servers, s)
 		peers = append(peers, n.Addr(i))
 	}
-	n.Clients = make([]*node.Client, cfg.Clients)
+	n.Clients = make([]*client.Client, cfg.Clients)
 	errs := make([]error, cfg.Clients)
 	var wg sync.WaitGroup
 	for i := range n.Clients {
@@ -141,11 +142,11 @@ func Start(ctx context.Context, cfg Config) (*Net, error) {
 			// A harness network is small and quick: its clients take
 			// part whatever the set (MinAnonymity 1) and start jobs at
 			// once (Now); tests of either set their own.
-			cc := node.ClientConfig{Server: peers[i%m], Logger: cfg.Logger, MinAnonymity: 1, Now: true, Network: cfg.Network}
+			cc := client.ClientConfig{Server: peers[i%m], Logger: cfg.Logger, MinAnonymity: 1, Now: true, Network: cfg.Network}
 			if cfg.Client != nil {
 				cfg.Client(i, &cc)
 			}
-			n.Clients[i], errs[i] = node.NewClient(ctx, cc)
+			n.Clients[i], errs[i] = client.NewClient(ctx, cc)
 		}()
 	}
 	wg.Wait()
@@ -161,7 +162,7 @@ func (n *Net) Addr(i int) string { return n.Servers[i].Addrs()[0].String() }
 
 // NewClient starts one more client with primary server i; cfg.Server is
 // set to it. The caller closes the client (Close does not).
-func (n *Net) NewClient(ctx context.Context, primary int, cfg node.ClientConfig) (*node.Client, error) {
+func (n *Net) NewClient(ctx context.Context, primary int, cfg client.ClientConfig) (*client.Client, error) {
 	cfg.Server = n.Addr(primary)
 	if cfg.Network == nil {
 		cfg.Network = n.Network
@@ -169,8 +170,8 @@ func (n *Net) NewClient(ctx context.Context, primary int, cfg node.ClientConfig)
 	if cfg.MinAnonymity == 0 {
 		cfg.MinAnonymity = 1 // as Start's clients
 	}
-	cfg.Now = true // as Start's clients; presence tests use node.NewClient
-	return node.NewClient(ctx, cfg)
+	cfg.Now = true // as Start's clients; presence tests use client.NewClient
+	return client.NewClient(ctx, cfg)
 }
 
 // Close stops the clients (in parallel: each leaves its epoch), then the

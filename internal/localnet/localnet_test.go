@@ -8,6 +8,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // TestStartAndClose: a started network of 3 servers and 2 clients runs an
@@ -19,7 +20,7 @@ func TestStartAndClose(t *testing.T) {
 	p := node.Params{ChunkSize: 16 << 10, K: 1, W: 2, Rounds: 8, MaxClients: node.MinClientCap, MaxRows: 16, RegWindowMs: 300, RoundLimitMs: 20000, RoundIntervalMs: node.MinRoundIntervalMs}
 	primaries := make([]string, 2)
 	n, err := Start(ctx, Config{Clients: 2, Params: p, Logger: Logger(),
-		Client: func(i int, c *node.ClientConfig) { primaries[i] = c.Server }})
+		Client: func(i int, c *client.ClientConfig) { primaries[i] = c.Server }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/riffle-net/riffle/chunker"
-	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // Get and share: the forms, the uploads and their bounds.
@@ -120,7 +120,7 @@ func (u *UI) postGet(w http.ResponseWriter, r *http.Request) {
 			j.State, j.Path, j.Done = stateDone, path, j.Total
 			j.Name = display(filepath.Base(path))
 		})
-		fl.end(err, node.JobEvent{Path: path, Name: filepath.Base(path)})
+		fl.end(err, client.JobEvent{Path: path, Name: filepath.Base(path)})
 	}()
 	if o.stream {
 		fl.follow(w, r, cancel)
@@ -401,7 +401,7 @@ func (u *UI) shareStream(w http.ResponseWriter, r *http.Request, rd io.Reader, n
 			}
 			j.State, j.Link, j.fileID, j.Done = stateDone, link.String(), link.ID, j.Total
 		})
-		fl.end(err, node.JobEvent{Link: link.String(), Name: name})
+		fl.end(err, client.JobEvent{Link: link.String(), Name: name})
 		ended <- err
 	}()
 	if o.stream {

@@ -8,16 +8,17 @@ import (
 
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // pollEvery is how often the adapter reads a job's progress from the node:
 // often enough to see a small get's root manifest before the get ends.
 const pollEvery = 100 * time.Millisecond
 
-// NodeClient adapts a running *node.Client to Client. Jobs go through the
+// NodeClient adapts a running *client.Client to Client. Jobs go through the
 // client's own job path (the one `riffle share` and `riffle get` hand to a
 // running client), so the UI adds nothing to what the client sends.
-type NodeClient struct{ C *node.Client }
+type NodeClient struct{ C *client.Client }
 
 func (n NodeClient) Status() Status {
 	s := n.C.Snapshot()

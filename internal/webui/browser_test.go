@@ -21,6 +21,7 @@ import (
 	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // findChromium returns the path of a Chromium (or Chrome) binary, "" if
@@ -76,7 +77,7 @@ func TestBrowser(t *testing.T) {
 	const nServers, nClients = 3, 4
 	var indexReqs atomic.Int64
 	tn := nodetest.New(t, nodetest.Config{Servers: nServers, Clients: nClients, Params: browserParams(), Nick: "<s",
-		Client: func(i int, c *node.ClientConfig) {
+		Client: func(i int, c *client.ClientConfig) {
 			if i == 1 {
 				c.OnSend = func(t uint8, _ int) {
 					if wire.Type(t) == wire.TypeIndexReq {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // FuzzRequests sends arbitrary requests to a UI over a fake client: none
@@ -63,7 +63,7 @@ func FuzzDecodeEvents(f *testing.F) {
 	f.Add([]byte(`{"done":1e400,"phase":"moving"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var n int
-		err := DecodeEvents(bytes.NewReader(b), func(e node.JobEvent) error {
+		err := DecodeEvents(bytes.NewReader(b), func(e client.JobEvent) error {
 			n++
 			if e.Phase == "" {
 				t.Fatal("an event without a phase passed on")
@@ -72,7 +72,7 @@ func FuzzDecodeEvents(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var back node.JobEvent
+			var back client.JobEvent
 			if err := json.Unmarshal(re, &back); err != nil || back != e {
 				t.Fatalf("event %+v re-decodes to %+v (%v)", e, back, err)
 			}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/chunker"
-	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // The local API: the UI's handlers on a Unix socket in the client's data
@@ -31,7 +31,7 @@ const SocketFile = "api.sock"
 // besides Client (NodeClient has it).
 type Daemon interface {
 	// ClientStatus is the client's settings and state (GET /api/client).
-	ClientStatus() node.ClientStatus
+	ClientStatus() client.ClientStatus
 	// WaitIndex returns once the client has synced the index once.
 	WaitIndex(ctx context.Context) error
 	// ResumeFile resumes the paused jobs of file id ("" every one).
@@ -162,7 +162,7 @@ func jobOptions(r *http.Request) (jobOpts, int, error) {
 		return n, nil
 	}
 	var err error
-	if o.maxEpochs, err = num("max_epochs", 1, node.JobEpochs); err != nil {
+	if o.maxEpochs, err = num("max_epochs", 1, client.JobEpochs); err != nil {
 		return o, http.StatusBadRequest, err
 	}
 	if o.unlisted, err = num("unlisted_epochs", 0, maxUnlisted); err != nil {
@@ -183,22 +183,22 @@ func jobOptions(r *http.Request) (jobOpts, int, error) {
 }
 
 // context returns the job's context: its bounds, and its events to emit.
-func (o jobOpts) context(ctx context.Context, emit func(node.JobEvent)) context.Context {
+func (o jobOpts) context(ctx context.Context, emit func(client.JobEvent)) context.Context {
 	if o.maxEpochs > 0 {
-		ctx = node.WithMaxEpochs(ctx, o.maxEpochs)
+		ctx = client.WithMaxEpochs(ctx, o.maxEpochs)
 	}
 	if o.unlisted > 0 {
-		ctx = node.WithUnlistedEpochs(ctx, o.unlisted)
+		ctx = client.WithUnlistedEpochs(ctx, o.unlisted)
 	}
-	return node.WithProgress(ctx, emit)
+	return client.WithProgress(ctx, emit)
 }
 
 // follower carries a job's events to the request that started it with
 // stream=1 (nobody follows the others: their events are dropped).
 type follower struct {
 	job, kind string
-	events    chan node.JobEvent
-	ended     chan node.JobEvent
+	events    chan client.JobEvent
+	ended     chan client.JobEvent
 }
 
 // eventBuffer is the events a follower may lag behind by: a slow one
@@ -211,12 +211,12 @@ const eventWrite = 10 * time.Second
 func newFollower(j *job, stream bool) *follower {
 	f := &follower{job: j.ID, kind: j.Kind}
 	if stream {
-		f.events, f.ended = make(chan node.JobEvent, eventBuffer), make(chan node.JobEvent, 1)
+		f.events, f.ended = make(chan client.JobEvent, eventBuffer), make(chan client.JobEvent, 1)
 	}
 	return f
 }
 
-func (f *follower) emit(e node.JobEvent) {
+func (f *follower) emit(e client.JobEvent) {
 	if f.events == nil {
 		return
 	}
@@ -228,13 +228,13 @@ func (f *follower) emit(e node.JobEvent) {
 }
 
 // end sends the job's last event: done, with e's link or path, or failed.
-func (f *follower) end(err error, e node.JobEvent) {
+func (f *follower) end(err error, e client.JobEvent) {
 	if f.ended == nil {
 		return
 	}
-	e.Job, e.Kind, e.Phase = f.job, f.kind, node.PhaseDone
+	e.Job, e.Kind, e.Phase = f.job, f.kind, client.PhaseDone
 	if err != nil {
-		e = node.JobEvent{Job: f.job, Kind: f.kind, Phase: node.PhaseFailed, Error: err.Error()}
+		e = client.JobEvent{Job: f.job, Kind: f.kind, Phase: client.PhaseFailed, Error: err.Error()}
 	}
 	f.ended <- e
 }
@@ -247,7 +247,7 @@ func (f *follower) follow(w http.ResponseWriter, r *http.Request, cancel func())
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	write := func(e node.JobEvent) bool {
+	write := func(e client.JobEvent) bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(eventWrite))
 		b, _ := json.Marshal(e)
 		if _, err := w.Write(append(b, '\n')); err != nil {
@@ -255,7 +255,7 @@ func (f *follower) follow(w http.ResponseWriter, r *http.Request, cancel func())
 		}
 		return rc.Flush() == nil
 	}
-	if !write(node.JobEvent{Job: f.job, Kind: f.kind, Phase: node.PhaseStarted}) {
+	if !write(client.JobEvent{Job: f.job, Kind: f.kind, Phase: client.PhaseStarted}) {
 		cancel()
 		return
 	}
@@ -322,7 +322,7 @@ func (u *UI) postResumeFile(w http.ResponseWriter, r *http.Request) {
 
 // NodeClient's Daemon.
 
-func (n NodeClient) ClientStatus() node.ClientStatus { return n.C.Status() }
+func (n NodeClient) ClientStatus() client.ClientStatus { return n.C.Status() }
 
 func (n NodeClient) WaitIndex(ctx context.Context) error {
 	_, err := n.C.WaitSyncedIndex(ctx)

@@ -3,13 +3,15 @@ package webui
 import (
 	"bytes"
 	"context"
-	"github.com/riffle-net/riffle/internal/wait"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/node/client"
 
 	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/node"
@@ -54,11 +56,11 @@ func TestLocalSocketNode(t *testing.T) {
 	var lines []string
 	var mu sync.Mutex
 	sharedAs := ""
-	line := func(e node.JobEvent) {
+	line := func(e client.JobEvent) {
 		mu.Lock()
 		defer mu.Unlock()
 		lines = append(lines, e.Line())
-		if e.Phase == node.PhaseShared {
+		if e.Phase == client.PhaseShared {
 			sharedAs = e.Link
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/riffle-net/riffle/internal/wait"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,14 +14,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/node/client"
+
 	"github.com/riffle-net/riffle/chunker"
-	"github.com/riffle-net/riffle/node"
 )
 
 // The fake as a Daemon: what the local socket's own endpoints need.
 
-func (f *fakeClient) ClientStatus() node.ClientStatus {
-	return node.ClientStatus{Primary: "12D3KooWA", Require: []string{}, MinAnonymity: 2, DataDir: "/data"}
+func (f *fakeClient) ClientStatus() client.ClientStatus {
+	return client.ClientStatus{Primary: "12D3KooWA", Require: []string{}, MinAnonymity: 2, DataDir: "/data"}
 }
 
 func (f *fakeClient) WaitIndex(context.Context) error { return nil }
@@ -72,10 +73,10 @@ func dialLocal(t *testing.T, sock string) *LocalClient {
 // events records a job's events.
 type events struct {
 	mu sync.Mutex
-	l  []node.JobEvent
+	l  []client.JobEvent
 }
 
-func (e *events) add(ev node.JobEvent) { e.mu.Lock(); e.l = append(e.l, ev); e.mu.Unlock() }
+func (e *events) add(ev client.JobEvent) { e.mu.Lock(); e.l = append(e.l, ev); e.mu.Unlock() }
 
 func (e *events) phases() []string {
 	e.mu.Lock()
@@ -119,7 +120,7 @@ func TestLocalSocket(t *testing.T) {
 	if err != nil || link.ID != chunker.Sum([]byte("local bytes")) {
 		t.Fatalf("share: %v %v", link, err)
 	}
-	if p := se.phases(); len(p) == 0 || p[len(p)-1] != node.PhaseShared {
+	if p := se.phases(); len(p) == 0 || p[len(p)-1] != client.PhaseShared {
 		t.Fatalf("share events %v, want the client's, ending with shared", p)
 	}
 	// A get into the caller's directory; the events say what it waited
@@ -131,7 +132,7 @@ func TestLocalSocket(t *testing.T) {
 		t.Fatalf("get: %q %v", path, err)
 	}
 	ge.mu.Lock()
-	if len(ge.l) < 2 || ge.l[0].Phase != node.PhaseWaiting || ge.l[0].Waiting != f.waiting || ge.l[0].Kind != "get" || ge.l[0].Job == "" {
+	if len(ge.l) < 2 || ge.l[0].Phase != client.PhaseWaiting || ge.l[0].Waiting != f.waiting || ge.l[0].Kind != "get" || ge.l[0].Job == "" {
 		t.Fatalf("get events %+v", ge.l)
 	}
 	ge.mu.Unlock()
@@ -295,9 +296,9 @@ func TestJobOptions(t *testing.T) {
 		{"unlisted_epochs=4", 0, 4, true},
 		{"unlisted_epochs=0", 0, 0, true},
 		{"unlisted_epochs=5&max_epochs=3", 3, 5, true},
-		{fmt.Sprintf("max_epochs=%d", node.JobEpochs), node.JobEpochs, 0, true},
+		{fmt.Sprintf("max_epochs=%d", client.JobEpochs), client.JobEpochs, 0, true},
 		{"max_epochs=0", 0, 0, false},
-		{fmt.Sprintf("max_epochs=%d", node.JobEpochs+1), 0, 0, false},
+		{fmt.Sprintf("max_epochs=%d", client.JobEpochs+1), 0, 0, false},
 		{"unlisted_epochs=256", 0, 0, false},
 		{"unlisted_epochs=-1", 0, 0, false},
 	} {

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/chunker"
-	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 // LocalClient is the other end of the local API: what `riffle share`,
@@ -144,8 +144,8 @@ func (l *LocalClient) call(ctx context.Context, method, path string, form url.Va
 }
 
 // Status returns the running client's settings and state.
-func (l *LocalClient) Status(ctx context.Context) (*node.ClientStatus, error) {
-	var st node.ClientStatus
+func (l *LocalClient) Status(ctx context.Context) (*client.ClientStatus, error) {
+	var st client.ClientStatus
 	if err := l.call(ctx, http.MethodGet, "/api/client", nil, maxReply, &st); err != nil {
 		return nil, err
 	}
@@ -173,7 +173,7 @@ func (l *LocalClient) Resume(ctx context.Context, id string) (int, error) {
 // Share hands the share of the file or folder at path to the running
 // client (maxEpochs 0: the network's J), passing its events to fn, and
 // returns its link.
-func (l *LocalClient) Share(ctx context.Context, path string, private bool, maxEpochs int, fn func(node.JobEvent)) (chunker.Link, error) {
+func (l *LocalClient) Share(ctx context.Context, path string, private bool, maxEpochs int, fn func(client.JobEvent)) (chunker.Link, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return chunker.Link{}, err
@@ -195,7 +195,7 @@ func (l *LocalClient) Share(ctx context.Context, path string, private bool, maxE
 // Get hands the get of link into dir to the running client (unlisted 0:
 // no bound on epochs whose index lacks the file) and returns the file's
 // path.
-func (l *LocalClient) Get(ctx context.Context, link chunker.Link, dir string, maxEpochs, unlisted int, fn func(node.JobEvent)) (string, error) {
+func (l *LocalClient) Get(ctx context.Context, link chunker.Link, dir string, maxEpochs, unlisted int, fn func(client.JobEvent)) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
@@ -217,7 +217,7 @@ func (l *LocalClient) Get(ctx context.Context, link chunker.Link, dir string, ma
 // job starts a job with stream=1 and follows its events to its end. When
 // ctx ends first the stream is closed, which cancels the job, and the
 // running client's word on what became of it is read for a few seconds.
-func (l *LocalClient) job(ctx context.Context, path string, form url.Values, fn func(node.JobEvent)) (node.JobEvent, error) {
+func (l *LocalClient) job(ctx context.Context, path string, form url.Values, fn func(client.JobEvent)) (client.JobEvent, error) {
 	form.Set("stream", "1")
 	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer rcancel()
@@ -226,21 +226,21 @@ func (l *LocalClient) job(ctx context.Context, path string, form url.Values, fn 
 	resp, err := l.request(rctx, http.MethodPost, path, form)
 	if err != nil {
 		if ctx.Err() != nil {
-			return node.JobEvent{}, &jobError{cause: ctx.Err()}
+			return client.JobEvent{}, &jobError{cause: ctx.Err()}
 		}
-		return node.JobEvent{}, err
+		return client.JobEvent{}, err
 	}
 	defer resp.Body.Close()
 	var id string
-	var last *node.JobEvent
-	err = DecodeEvents(resp.Body, func(e node.JobEvent) error {
+	var last *client.JobEvent
+	err = DecodeEvents(resp.Body, func(e client.JobEvent) error {
 		switch e.Phase {
-		case node.PhaseStarted:
+		case client.PhaseStarted:
 			id = e.Job
-		case node.PhaseDone:
+		case client.PhaseDone:
 			last = &e
 			return io.EOF
-		case node.PhaseFailed:
+		case client.PhaseFailed:
 			return &APIError{Text: e.Error}
 		default:
 			if fn != nil {
@@ -254,17 +254,17 @@ func (l *LocalClient) job(ctx context.Context, path string, form url.Values, fn 
 	case last != nil:
 		return *last, nil
 	case errors.As(err, &failed) && ctx.Err() != nil:
-		return node.JobEvent{}, &jobError{cause: ctx.Err(), text: failed.Text}
+		return client.JobEvent{}, &jobError{cause: ctx.Err(), text: failed.Text}
 	case ctx.Err() != nil:
 		text := ""
 		if id != "" {
 			text = l.jobEnd(id)
 		}
-		return node.JobEvent{}, &jobError{cause: ctx.Err(), text: text}
+		return client.JobEvent{}, &jobError{cause: ctx.Err(), text: text}
 	case err != nil:
-		return node.JobEvent{}, err
+		return client.JobEvent{}, err
 	}
-	return node.JobEvent{}, errors.New("running client: the job's stream ended before the job (the client stopped?)")
+	return client.JobEvent{}, errors.New("running client: the job's stream ended before the job (the client stopped?)")
 }
 
 // jobEnd waits up to cancelGrace for cancelled job id to end and returns
@@ -291,7 +291,7 @@ func (l *LocalClient) jobEnd(id string) string {
 // DecodeEvents reads a stream of job events, one JSON object a line of at
 // most maxEvent bytes, passing each to fn until fn returns an error (which
 // DecodeEvents returns) or the stream ends (nil).
-func DecodeEvents(r io.Reader, fn func(node.JobEvent) error) error {
+func DecodeEvents(r io.Reader, fn func(client.JobEvent) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), maxEvent)
 	for sc.Scan() {
@@ -299,7 +299,7 @@ func DecodeEvents(r io.Reader, fn func(node.JobEvent) error) error {
 		if len(line) == 0 {
 			continue
 		}
-		var e node.JobEvent
+		var e client.JobEvent
 		d := json.NewDecoder(bytes.NewReader(line))
 		if err := d.Decode(&e); err != nil {
 			return fmt.Errorf("running client: bad event: %w", err)

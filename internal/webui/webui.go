@@ -29,7 +29,7 @@ import (
 )
 
 // Client is what the UI needs of a running client. NodeClient adapts a
-// *node.Client; tests use a fake.
+// *client.Client; tests use a fake.
 type Client interface {
 	// Status returns the client's view of the network now.
 	Status() Status

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/chunker"
-	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/client"
 )
 
 const (
@@ -96,7 +96,7 @@ func (f *fakeClient) Share(ctx context.Context, r io.Reader, name string, privat
 	f.mu.Unlock()
 	progress(Progress{Total: 2, Link: link, IDs: []chunker.ID{fileID("d1"), link.ID}})
 	progress(Progress{Done: 2, Total: 2, Link: link})
-	emit(ctx, node.JobEvent{Phase: node.PhaseShared, Name: name, Total: 2, Bytes: int64(len(data))})
+	emit(ctx, client.JobEvent{Phase: client.PhaseShared, Name: name, Total: 2, Bytes: int64(len(data))})
 	return link, nil
 }
 
@@ -108,7 +108,7 @@ func (f *fakeClient) Get(ctx context.Context, link chunker.Link, dir string, pro
 	f.mu.Unlock()
 	if waiting != "" {
 		progress(Progress{Link: link, Waiting: waiting, File: link.ID})
-		emit(ctx, node.JobEvent{Phase: node.PhaseWaiting, Name: link.ID.String(), Waiting: waiting})
+		emit(ctx, client.JobEvent{Phase: client.PhaseWaiting, Name: link.ID.String(), Waiting: waiting})
 		if block != nil {
 			select {
 			case <-block:
@@ -119,7 +119,7 @@ func (f *fakeClient) Get(ctx context.Context, link chunker.Link, dir string, pro
 		block = nil
 	}
 	progress(Progress{Done: 1, Total: 4, Name: "got.bin", IDs: []chunker.ID{link.ID, fileID("g1"), fileID("g2")}, Paused: f.pause, File: link.ID})
-	emit(ctx, node.JobEvent{Phase: node.PhaseMoving, Name: "got.bin", Done: 1, Total: 4})
+	emit(ctx, client.JobEvent{Phase: client.PhaseMoving, Name: "got.bin", Done: 1, Total: 4})
 	if block != nil {
 		select {
 		case <-block:
@@ -133,8 +133,8 @@ func (f *fakeClient) Get(ctx context.Context, link chunker.Link, dir string, pro
 
 // emit sends a job's event where the client sends them: to its
 // context's sink.
-func emit(ctx context.Context, e node.JobEvent) {
-	if fn := node.ProgressOf(ctx); fn != nil {
+func emit(ctx context.Context, e client.JobEvent) {
+	if fn := client.ProgressOf(ctx); fn != nil {
 		fn(e)
 	}
 }

@@ -3,7 +3,7 @@ package proto
 import "time"
 
 // The checkpoint rounds of an epoch (§6.4 v3, "Checkpoints"; the
-// client's syncs are checkpoint.go in package node).
+// client's syncs are checkpoint.go in package node/client).
 
 const (
 	// CheckpointEvery spaces the checkpoints, in rounds (a constant of

@@ -75,7 +75,7 @@ func CheckPool(c *wire.Closing, p *wire.DecoyPool) error {
 	return nil
 }
 
-// The decoy rate and window of §6.3 v3 (decoys.go in package node).
+// The decoy rate and window of §6.3 v3 (decoys.go in package node/client).
 const (
 	// DecoyRateNum / DecoyRateDen is ρ = ½, a constant of every group:
 	// the least rate at which a failed chunk's later draw hides among

@@ -1,0 +1,226 @@
+package client
+
+import (
+	"context"
+	"maps"
+	"sync"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
+)
+
+// Checkpoint syncs (docs/protocol.md §6.4 v3, "Checkpoints"): a get of a
+// file published in the current epoch starts at a checkpoint of that
+// epoch instead of the next epoch's start, without any request following
+// from an answer of the epoch or from what this client learned when.
+//
+// Every client syncs the whole index at the same rounds of every epoch,
+// whatever its user wants: for checkpoint q (every checkpointEvery rounds)
+// it syncs from its primary once it holds the signed list of round
+// q − lag + 1, and checks its copy against the manifests that the signed
+// lists of rounds up to q − lag named (every chain server signed each
+// list, so every client of the epoch holds the same ones: they are the
+// head of the manifest log the get may use). A manifest the primary's copy
+// lacks is asked of every other server of the chain at once. At q, when
+// it holds round q − 1's list, the client hands its gets exactly those
+// named manifests that it holds, never one named later, whenever it
+// learned of it: two clients that want the same file start at the same
+// checkpoint. A named manifest still missing at q is used at no later
+// checkpoint of the epoch; it waits for the next epoch's start, where
+// every client has it (the epoch's sync checks the last epoch's lists).
+// The lag leaves the sync checkpointSyncTime at the pace: the primary's
+// half, then every other server's.
+
+// cpState is an epoch's checkpoint syncs (cepoch.cp); guarded by c.mu.
+type cpState struct {
+	syncs  map[uint32]*cpSync  // by checkpoint round
+	missed map[[32]byte]bool   // named, missing at a checkpoint: not before the next epoch
+	used   map[[32]byte][]byte // the epoch's manifests handed to gets so far
+}
+
+// cpSync is one checkpoint's sync: the named ids it must bring and, once
+// done, those it holds.
+type cpSync struct {
+	due  [][32]byte
+	done chan struct{}
+	held map[[32]byte][]byte
+}
+
+// checkpointRound runs what list r of epoch e starts or ends: the sync of
+// the checkpoint q = r + lag − 1, whose manifests are those of the lists
+// up to r − 1 (prevDue), and the checkpoint r + 1. Call with c.mu held.
+func (c *Client) checkpointRound(ctx context.Context, e *cepoch, r uint32, prevDue [][32]byte) {
+	p := e.v.Desc.Params
+	lag := proto.CheckpointLag(p.RoundIntervalMs, uint32(p.W))
+	for _, q := range proto.Checkpoints(p.Rounds, p.RoundIntervalMs, uint32(p.W)) {
+		if r == q-lag+1 {
+			// Holding list q − lag + 1: the servers have stored what
+			// list q − lag named. Sync for q.
+			s := &cpSync{due: prevDue, done: make(chan struct{})}
+			if e.cp.syncs == nil {
+				e.cp.syncs = map[uint32]*cpSync{}
+			}
+			e.cp.syncs[q] = s
+			group := e.v.Desc.Group
+			go func() {
+				defer close(s.done)
+				s.held = c.syncCheckpoint(ctx, group, s.due)
+			}()
+		}
+		if r+1 == q {
+			c.applyCheckpoint(e, q)
+		}
+	}
+}
+
+// applyCheckpoint hands the gets the manifests checkpoint q brought; call
+// with c.mu held.
+func (c *Client) applyCheckpoint(e *cepoch, q uint32) {
+	s := e.cp.syncs[q]
+	if s == nil {
+		return
+	}
+	delete(e.cp.syncs, q)
+	var held map[[32]byte][]byte
+	select {
+	case <-s.done:
+		held = s.held
+	default:
+		// Not done in its time: every named manifest waits for the next
+		// epoch.
+	}
+	if e.cp.missed == nil {
+		e.cp.missed, e.cp.used = map[[32]byte]bool{}, map[[32]byte][]byte{}
+	}
+	added := 0
+	for _, id := range s.due {
+		if e.cp.missed[id] || e.cp.used[id] != nil {
+			continue
+		}
+		b, ok := held[id]
+		if !ok {
+			e.cp.missed[id] = true
+			continue
+		}
+		e.cp.used[id] = b
+		added++
+	}
+	c.stats.Checkpoints++
+	c.stats.CheckpointMissed = len(e.cp.missed)
+	if added == 0 {
+		return
+	}
+	mans := maps.Clone(c.manifests)
+	if mans == nil {
+		mans = map[[32]byte][]byte{}
+	}
+	maps.Copy(mans, e.cp.used)
+	c.manifests = mans
+	var gets []*getJob
+	for _, g := range c.wants {
+		gets = append(gets, g)
+	}
+	c.notify()
+	c.local.push(func() {
+		for _, g := range gets {
+			c.openFromIndex(g, mans)
+		}
+	})
+}
+
+// syncCheckpoint syncs the index from the primary and, for the named ids
+// its copy lacks, asks every other server of the chain at once, within
+// checkpointSyncTime; it returns the named ids it holds.
+func (c *Client) syncCheckpoint(ctx context.Context, group []wire.GroupEntry, due [][32]byte) map[[32]byte][]byte {
+	ctx, cancel := context.WithTimeout(ctx, proto.CheckpointSyncTime)
+	defer cancel()
+	half, cancelHalf := context.WithTimeout(ctx, proto.CheckpointSyncTime/2)
+	c.syncMu.Lock()
+	_, err := c.syncIndexFrom(half, c.primary)
+	cancelHalf()
+	missing := c.missingFrom(due)
+	c.syncMu.Unlock()
+	if err != nil {
+		c.log.Info("checkpoint index sync from the primary failed", "err", err)
+	}
+	var found map[[32]byte][]byte
+	if len(missing) > 0 && !c.hookNoGapFill() {
+		found = c.manifestsFromOthers(ctx, group, missing)
+	}
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	held := map[[32]byte][]byte{}
+	for _, id := range due {
+		if b, ok := c.icopy.mans[id]; ok {
+			held[id] = b
+		} else if b, ok := found[id]; ok {
+			// Kept in memory: the next epoch's sync checks its lists.
+			c.icopy.mans[id] = b
+			if _, ok := c.icopy.seen[id]; !ok {
+				c.icopy.seen[id] = c.icopy.now()
+			}
+			held[id] = b
+		}
+	}
+	return held
+}
+
+// manifestsFromOthers asks every server of the chain but the primary at
+// once for its index, each from cursor 0 (cursorOf) as every client's
+// sync from another server reads, and keeps the manifests of want that
+// check (they parse and hash to their id), from whichever answers.
+func (c *Client) manifestsFromOthers(ctx context.Context, group []wire.GroupEntry, want [][32]byte) map[[32]byte][]byte {
+	wanted := map[[32]byte]bool{}
+	for _, id := range want {
+		wanted[id] = true
+	}
+	var mu sync.Mutex
+	found := map[[32]byte][]byte{}
+	var wg sync.WaitGroup
+	// Done once every wanted id came, from whichever servers: a server
+	// that stalls delays nothing then.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, g := range group {
+		p, err := peer.IDFromBytes(g.PeerID)
+		if err != nil || p == c.primary || p == c.h.ID() {
+			continue
+		}
+		c.addAddrs(p, g.Addrs)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var cur uint64
+			for range maxIndexPages {
+				rep, err := c.callPeer(ctx, p, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{Cursor: cur}).Marshal(), Timeout: transport.ShortTimeout})
+				if err != nil {
+					c.log.Info("checkpoint index sync from another server failed", "err", err)
+					return
+				}
+				var pg wire.Index
+				if err := pg.Unmarshal(rep, wire.MaxIndexPageItems); err != nil || pg.Next <= cur && pg.More {
+					return
+				}
+				mu.Lock()
+				for id, b := range proto.SyncedManifests(pg.Manifests) {
+					if wanted[id] {
+						found[id] = b
+					}
+				}
+				if len(found) == len(wanted) {
+					cancel()
+				}
+				mu.Unlock()
+				if !pg.More || pg.Next <= cur {
+					return
+				}
+				cur = pg.Next
+			}
+		}()
+	}
+	wg.Wait()
+	return found
+}

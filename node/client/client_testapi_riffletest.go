@@ -1,0 +1,245 @@
+//go:build riffletest
+
+package client
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
+)
+
+// What the network tests read of a running client and may set on it
+// (riffletest builds only): each accessor takes the client's locks itself,
+// so that no test holds c.mu or names the client's fields.
+
+// Host is the client's transport host (its address book, its streams).
+func (c *Client) Host() transport.Host { return c.h }
+
+// PeerID is the client's peer id.
+func (c *Client) PeerID() peer.ID { return c.h.ID() }
+
+// LongTermKey is the key that signs the client's registrations.
+func (c *Client) LongTermKey() *proto.LongTermKey { return c.ltKey }
+
+// LongTermPublic is the public half of LongTermKey.
+func (c *Client) LongTermPublic() [32]byte { return c.ltKey.Public() }
+
+// DecoyEpochs is how many epochs the client's decoy window holds.
+func (c *Client) DecoyEpochs() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.decoys.epochs)
+}
+
+// WindowRecords is how many closing records the window's walk brought;
+// HasWindowRecord, whether it brought epoch ep's.
+func (c *Client) WindowRecords() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.windowRecs)
+}
+
+func (c *Client) HasWindowRecord(ep [32]byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.windowRecs[ep] != nil
+}
+
+// Queued is the ids of the chunks in the client's upload queue, in order.
+func (c *Client) Queued() [][32]byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([][32]byte, 0, len(c.upQ))
+	for _, u := range c.upQ {
+		out = append(out, u.c.ID)
+	}
+	return out
+}
+
+// SealedNext is the next round of the current epoch the client has not
+// sealed an onion for (0 without an epoch).
+func (c *Client) SealedNext() uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.epoch == nil {
+		return 0
+	}
+	return c.epoch.sealedNext
+}
+
+// SetLocalHook sets the function the local worker calls before each step
+// (hookLocal).
+func (c *Client) SetLocalHook(h func(step string)) {
+	c.mu.Lock()
+	c.localHook = h
+	c.mu.Unlock()
+}
+
+// SetJobWait sets the presence wait drawn at arrival (§5.4), in full
+// epochs.
+func (c *Client) SetJobWait(n int) {
+	c.mu.Lock()
+	c.jobWait = n
+	c.mu.Unlock()
+}
+
+// FullEpochs is the full epochs since arrival (presence.go).
+func (c *Client) FullEpochs() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fullEpochs
+}
+
+// EpochLen is how long the last epoch taken part in lasted.
+func (c *Client) EpochLen() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.epochLen
+}
+
+// SyncIndex syncs the index from the primary, from this client's cursor,
+// and returns the whole copy with its manifests.
+func (c *Client) SyncIndex(ctx context.Context) ([]IndexEntry, map[[32]byte][]byte, error) {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	if _, err := c.syncIndexFrom(ctx, c.primary); err != nil {
+		return nil, nil, err
+	}
+	var out []IndexEntry
+	for _, e := range c.icopy.entries {
+		out = append(out, e)
+	}
+	return out, maps.Clone(c.icopy.mans), nil
+}
+
+// Receipts is the current epoch's view, the client's slot in it and the
+// chain servers' receipts of its registration (nil view: no epoch yet).
+func (c *Client) Receipts() (*proto.View, uint32, []wire.Receipt) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.epoch == nil {
+		return nil, 0, nil
+	}
+	return c.epoch.v, c.epoch.slot, append([]wire.Receipt(nil), c.epoch.receipts...)
+}
+
+// PendingFile is the client's pending-epoch marker in its data directory.
+const PendingFile = pendingFile
+
+// CheckDupAbort is the check of a duplicate-share abort by a client in
+// slot slot of the epoch of v (checkDupAbort).
+func CheckDupAbort(v *proto.View, slot uint32, a *wire.DupAbort) error {
+	return checkDupAbort(&cepoch{v: v, slot: slot}, a)
+}
+
+// CheckPrevious is the client's check of an open descriptor's previous
+// certificate (clientCheckPrevious).
+func CheckPrevious(d *wire.Descriptor, chain, last []peer.ID, primary peer.ID, require []peer.ID) error {
+	return clientCheckPrevious(d, chain, last, primary, require)
+}
+
+// PausedJobs lists the client's paused jobs (pausedJobs).
+func (c *Client) PausedJobs() []PausedJob {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pausedJobs()
+}
+
+// ResendHold is how many rounds after its list a void round's chunk waits
+// to go out again (resendHold).
+const ResendHold = resendHold
+
+// FetchWindow has a bare client on host h, whose primary is primary, fetch
+// the decoy window of v's epoch (fetchWindow).
+func FetchWindow(ctx context.Context, h transport.Host, primary peer.ID, v *proto.View) error {
+	c := &Client{h: h, primary: primary, log: quietLogger(), ctx: ctx}
+	return c.fetchWindow(ctx, v)
+}
+
+// HasManifest reports whether the client's synced index holds manifest id.
+func (c *Client) HasManifest(id [32]byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.manifests[id]
+	return ok
+}
+
+// SyncResult is what one index sync read (syncResult).
+type SyncResult struct {
+	Pages, Bytes, Entries, Mans, Removed, Reset, Closings, Early int
+}
+
+// NewBareClient is a client that only syncs the index, on host h, from
+// primary, with data directory dir ("": none) open; CloseDB closes it.
+func NewBareClient(h transport.Host, primary peer.ID, dir string, log *slog.Logger) *Client {
+	c := &Client{cfg: ClientConfig{DataDir: dir}, log: log, h: h, primary: primary}
+	c.openClientDB()
+	return c
+}
+
+// CloseDB closes the client's database, as a process that ends.
+func (c *Client) CloseDB() {
+	if c.db != nil {
+		c.db.Close()
+		c.db = nil
+	}
+}
+
+// SyncIndexFrom syncs the index from server p (syncIndexFrom).
+func (c *Client) SyncIndexFrom(ctx context.Context, p peer.ID) (SyncResult, error) {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	r, err := c.syncIndexFrom(ctx, p)
+	return SyncResult{r.pages, r.bytes, r.entries, r.mans, r.removed, r.reset, r.closings, r.early}, err
+}
+
+// IndexEntries and IndexManifests are copies of the synced copy's
+// entries and manifests, by id.
+func (c *Client) IndexEntries() map[[32]byte]IndexEntry {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	return maps.Clone(c.icopy.entries)
+}
+
+func (c *Client) IndexManifests() map[[32]byte][]byte {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	return maps.Clone(c.icopy.mans)
+}
+
+// SetIndexRetention sets the group's index retention the copy applies, in
+// hours; SetIndexClock replaces its clock.
+func (c *Client) SetIndexRetention(hours uint32) {
+	c.syncMu.Lock()
+	c.icopy.hours = hours
+	c.syncMu.Unlock()
+}
+
+func (c *Client) SetIndexClock(clock func() time.Time) {
+	c.syncMu.Lock()
+	c.icopy.clock = clock
+	c.syncMu.Unlock()
+}
+
+// ExpireIndex drops what the copy has held past the retention
+// (expireIndex).
+func (c *Client) ExpireIndex() {
+	c.syncMu.Lock()
+	c.expireIndex()
+	c.syncMu.Unlock()
+}
+
+// SetIndexCursor sets the copy's cursor at server p (a stale one).
+func (c *Client) SetIndexCursor(p peer.ID, n uint64) {
+	c.syncMu.Lock()
+	c.loadIndexCopy()
+	c.icopy.cursors[p] = n
+	c.syncMu.Unlock()
+}

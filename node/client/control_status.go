@@ -1,0 +1,307 @@
+package client
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/node/internal/proto"
+)
+
+// ClientStatus is what a client reports about itself: the flags it runs
+// under and the epoch it takes part in. Nothing in it names a slot, a
+// chunk or a request.
+type ClientStatus struct {
+	Server  string   `json:"server"`  // the primary's multiaddr
+	Primary string   `json:"primary"` // the primary's peer id
+	Require []string `json:"require"` // required peer ids besides the primary
+	// MinAnonymity: jobs wait for epochs of at least this many clients.
+	MinAnonymity int    `json:"min_anonymity"`
+	DataDir      string `json:"data_dir,omitempty"`
+	// AcceptBudgetDrops: the client takes chains that dropped a server of
+	// its previous chain for its refusal budget (client_budget.go).
+	AcceptBudgetDrops bool `json:"accept_budget_drops,omitempty"`
+
+	Epoch        string              `json:"epoch,omitempty"` // hex id of the current epoch, "" between epochs
+	Chain        []proto.ChainServer `json:"chain,omitempty"`
+	AnonymitySet int                 `json:"anonymity_set"`
+	ChunkSize    int                 `json:"chunk_size"`
+	EpochRounds  int                 `json:"epoch_rounds"`  // rounds run in the current epoch
+	RoundTime    time.Duration       `json:"round_time_ns"` // mean round time of the current epoch
+	// Throughput is the chunk bytes a second this client's slot carries
+	// in the current epoch, one upload and k requests a round, cover
+	// included; Goodput counts only the chunks of its jobs.
+	Throughput float64 `json:"throughput_bytes_per_s"`
+	Goodput    float64 `json:"goodput_bytes_per_s"`
+	Waiting    string  `json:"waiting,omitempty"` // why no epoch runs, if none does
+	// What this client moves an hour: the group's worst case from its
+	// constants (GroupCost; 0 before the first descriptor), and what it
+	// sent and received since it started (every request and reply).
+	GroupSendPerHour float64 `json:"group_send_bytes_per_hour"`
+	GroupRecvPerHour float64 `json:"group_recv_bytes_per_hour"`
+	SentPerHour      float64 `json:"sent_bytes_per_hour"`
+	RecvPerHour      float64 `json:"recv_bytes_per_hour"`
+	// MaxRate is --max-rate, bytes a second each way (0: none).
+	MaxRate float64 `json:"max_rate_bytes_per_s,omitempty"`
+	Stats   Stats   `json:"stats"`
+	// Paused are the jobs paused after their allowance of epochs with
+	// real traffic (§5.4 v3), waiting for their user.
+	Paused []PausedJob `json:"paused,omitempty"`
+}
+
+// Status returns the client's status.
+func (c *Client) Status() ClientStatus {
+	st := ClientStatus{Server: c.cfg.Server, Primary: c.primary.String(), Require: []string{}, DataDir: c.cfg.DataDir, MinAnonymity: c.cfg.MinAnonymity, AcceptBudgetDrops: c.cfg.AcceptBudgetDrops}
+	for _, r := range c.cfg.Require {
+		st.Require = append(st.Require, r.String())
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st.Stats = c.stats
+	st.Paused = c.pausedJobs()
+	st.AnonymitySet, st.ChunkSize = c.anon, c.b
+	if c.epoch == nil {
+		st.Waiting = c.waitReasonLocked()
+	}
+	st.MaxRate = c.cfg.MaxRate
+	if c.group.checked {
+		st.GroupSendPerHour, st.GroupRecvPerHour = c.group.cost.Worst.SendPerHour, c.group.cost.Worst.RecvPerHour
+	}
+	if h := time.Since(c.group.since).Hours(); h > 0 {
+		st.SentPerHour, st.RecvPerHour = float64(c.group.sent.Load())/h, float64(c.group.recv.Load())/h
+	}
+	if e := c.epoch; e != nil {
+		st.Epoch = hex.EncodeToString(e.v.ID[:])
+		for i, p := range e.v.Chain {
+			cs := proto.ChainServer{ID: p.String()}
+			if i < len(e.v.Desc.Group) {
+				cs.Nick = string(e.v.Desc.Group[i].Nick)
+			}
+			st.Chain = append(st.Chain, cs)
+		}
+		st.Waiting = ""
+		st.EpochRounds = c.stats.Rounds - c.epochRounds0
+		if el := time.Since(c.epochAt); st.EpochRounds > 0 {
+			st.RoundTime = el / time.Duration(st.EpochRounds)
+			k := int(e.v.Desc.Params.K)
+			st.Throughput = float64(st.EpochRounds*(1+k)*c.b) / el.Seconds()
+			st.Goodput = float64((c.stats.Uploaded+c.stats.Fetched-c.epochMoved0)*c.b) / el.Seconds()
+		}
+	}
+	return st
+}
+
+// noteEpoch records the start of an epoch for Status (c.mu held).
+func (c *Client) noteEpoch() {
+	c.epochAt, c.epochRounds0, c.waiting = time.Now(), c.stats.Rounds, ""
+	c.epochMoved0 = c.stats.Uploaded + c.stats.Fetched
+}
+
+// noteWait records why the client is not in an epoch, for Status and for
+// the progress of jobs that wait (c.mu not held).
+func (c *Client) noteWait(why string) {
+	c.mu.Lock()
+	changed := c.waiting != why
+	c.waiting = why
+	c.mu.Unlock()
+	if changed && why != "" {
+		c.progress("%s", why)
+	}
+}
+
+// waitReason says what a job without an epoch waits for (c.mu not held).
+func (c *Client) waitReason() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.waitReasonLocked()
+}
+
+// WaitReason says what a job of this client waits for, if it waits: an
+// epoch to open (and about how long), or the presence and anonymity rules
+// that hold jobs; "" while jobs run.
+func (c *Client) WaitReason() string { return c.waitReason() }
+
+// waitReasonLocked is waitReason with c.mu held.
+func (c *Client) waitReasonLocked() string {
+	if c.epoch != nil {
+		if c.holdJobs() {
+			return fmt.Sprintf("holding the job: this epoch has %d clients registered through servers this client trusts, below the minimum of %d asked for (--min-anonymity); sending cover until a larger epoch", c.trusted, c.cfg.MinAnonymity)
+		}
+		if !c.jobsReady() {
+			line := fmt.Sprintf("holding the job: this client has been present %d of the %d full epochs it waits before any job, so that when a job runs says nothing about when it came; sending cover meanwhile", c.fullEpochs, c.jobWait)
+			if c.epochLen > 0 {
+				line += fmt.Sprintf(" (about %s more: epochs here last about %s)", roundUp(time.Duration(c.jobWait-c.fullEpochs)*c.epochLen), roundUp(c.epochLen))
+			}
+			return line
+		}
+		return ""
+	}
+	// A refusal of this client's own settings (a required server
+	// missing, a budget drop) says more than the group's state; any other
+	// failed attempt says less.
+	if c.waiting != "" && strings.Contains(c.waiting, "refused") {
+		return c.waiting
+	}
+	if !c.gstateAt.IsZero() && time.Since(c.gstateAt) <= stateFresh {
+		return c.groupWait()
+	}
+	if c.waiting != "" {
+		return c.waiting
+	}
+	if !c.epochEnd.IsZero() && time.Since(c.epochEnd) < betweenEpochs {
+		return "" // the next epoch is on its way
+	}
+	return epochWaitHint
+}
+
+// CheckHandover reports why a job asking for primary (a peer id, "" for
+// any), the required servers req and a minimum anonymity set must not be
+// handed to a client of status st: it would run under other flags than the
+// user gave.
+func CheckHandover(st *ClientStatus, primary peer.ID, req []peer.ID, minAnonymity int) error {
+	if minAnonymity > st.MinAnonymity {
+		return fmt.Errorf("node: the running client asks for an anonymity set of at least %d clients, not %d", st.MinAnonymity, minAnonymity)
+	}
+	if primary != "" && primary.String() != st.Primary {
+		return fmt.Errorf("node: the running client joins through server %s, not %s", st.Primary, primary)
+	}
+	for _, r := range req {
+		ok := r.String() == st.Primary
+		for _, s := range st.Require {
+			ok = ok || s == r.String()
+		}
+		if !ok {
+			return fmt.Errorf("node: the running client does not require server %s (it requires %v)", r, append([]string{st.Primary}, st.Require...))
+		}
+	}
+	return nil
+}
+
+// CheckBudgetHandover reports why a job that does (accept) or does not
+// take chains that dropped a server for its refusal budget may not go to
+// the running client of status st: a client that takes them would run the
+// job in chains its user did not accept (client_budget.go).
+func CheckBudgetHandover(st *ClientStatus, accept bool) error {
+	if st.AcceptBudgetDrops && !accept {
+		return errors.New("node: the running client takes chains that dropped a server for its refusal budget (--accept-budget-drops); this job does not")
+	}
+	return nil
+}
+
+// cancelShare withdraws what of a cancelled share job is still queued and
+// says whether the file will be published anyway: its root manifest (id
+// link.ID) was already sealed into an onion, which is sent and re-sent
+// whatever happens next (§5.1).
+func (c *Client) cancelShare(job *shareJob, link chunker.Link, total int, cause error) error {
+	c.mu.Lock()
+	kept := c.upQ[:0]
+	dropped, rootDropped := 0, false
+	for _, u := range c.upQ {
+		if u.job == job {
+			dropped++
+			rootDropped = rootDropped || u.c.ID == [32]byte(link.ID)
+			continue
+		}
+		kept = append(kept, u)
+	}
+	clear(c.upQ[len(kept):])
+	c.upQ = kept
+	// Items sealed in this epoch's onions are not put back at its end,
+	// nor is the file encrypted again (resend.go).
+	clear(job.left)
+	job.cancelled, job.plain = true, nil
+	c.mu.Unlock()
+	if rootDropped || total == 0 {
+		return fmt.Errorf("%w: share withdrawn, %d of %d chunks had been sent; the file is not published, no link", cause, total-dropped, total)
+	}
+	return fmt.Errorf("%w: every chunk had been sent before the interrupt, so the file will be published as %s", cause, link)
+}
+
+// waitLine turns the reason a client left or refused an epoch into what a
+// waiting user reads.
+func waitLine(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n") // libp2p lists every address tried
+	msg = strings.ReplaceAll(msg, "node: ", "")
+	return fmt.Sprintf("no epoch: %s; retrying", msg)
+}
+
+// epochWaitHint is the hint of a job waiting for an epoch to open.
+const epochWaitHint = "waiting for the primary to open an epoch: it opens one when its chain has its minimum of servers and at least its minimum of clients (2 by default: this client and one other, with a data directory of its own) have asked to join"
+
+// chunkSizeWaiting is ChunkSize with a progress event every
+// progressEvery while no epoch runs, saying what the job waits for.
+func (c *Client) chunkSizeWaiting(ctx context.Context, kind, name string) (int, error) {
+	start := time.Now()
+	t := time.NewTicker(progressEvery)
+	defer t.Stop()
+	for {
+		c.mu.Lock()
+		b, ch := c.b, c.changed
+		c.mu.Unlock()
+		if b > 0 {
+			return b, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%w: nothing was sent, the file is not published, no link (the job was %s)", ctx.Err(), c.waitReason())
+		case <-t.C:
+			c.jobEvent(ctx, JobEvent{Kind: kind, Phase: PhaseWaiting, Name: name, Waiting: c.waitReason(), Elapsed: time.Since(start)})
+		}
+	}
+}
+
+// betweenEpochs is how long after an epoch's end the wait for the next
+// is not worth a word: registration and setup take about that long.
+const betweenEpochs = 5 * time.Second
+
+// progressEvery is the period of a waiting job's progress lines.
+const progressEvery = 5 * time.Second
+
+// notIndexed says, for a get whose manifest has not come, whether the
+// file is absent from the index synced at the start of the epoch.
+func (c *Client) notIndexed(id chunker.ID) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.indexSynced {
+		return ""
+	}
+	// A private file has no entry (its sealed root names nothing), only
+	// its manifest chunks.
+	if _, ok := c.manifests[[32]byte(id)]; ok {
+		return ""
+	}
+	for _, e := range c.index {
+		if e.FileID == [32]byte(id) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("file %s is not in the index synced at the start of the last epoch: not published, or not yet; waiting", id)
+}
+
+// countReader counts the bytes of a shared file, for its last progress
+// line (the file's size, not the chunks with the manifest).
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// holdJobs reports whether the current epoch's anonymity set, counted
+// over the servers this client trusts (client_anon.go), is below the
+// user's minimum: jobs then wait, and the client sends cover (c.mu held).
+func (c *Client) holdJobs() bool {
+	return c.trusted < c.cfg.MinAnonymity
+}

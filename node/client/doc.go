@@ -1,0 +1,44 @@
+// Package client is riffle's client (docs/protocol.md, the client's side
+// of §4.1 registration, §5 rounds and onions, §6 PIR downloads and the
+// §6.3 decoys, §7 index sync): it joins an epoch through its primary,
+// sends one onion a round whatever its user asks, and fetches what its
+// jobs need by PIR, its requests padded with decoys drawn from public
+// demand. Servers are package node; the rules both sides share are
+// internal/proto's.
+//
+// # Files
+//
+//   - client.go: Client, its configuration and main loop.
+//   - client_epoch.go: joining an epoch, the rounds, submissions.
+//   - client_requests.go: request slots, PIR queries.
+//   - decoys.go: decoys drawn from public demand (§6.3 v3).
+//   - window_client.go: the group's decoy window, asked of every chain
+//     server (§6.3 v3); decoys_own_riffletest.go: the old own-history
+//     rule, the anonymity tests' positive control only.
+//   - closing_client.go: the window's records settle re-sends across
+//     epochs (§5.2 v3); resend.go: chunks a round did not publish.
+//   - client_anon.go: the minimum anonymity set a client accepts (§3 v3).
+//   - group.go, client_budget.go: a group's worst case against the
+//     client's budget; chains that dropped a server for its refusal budget.
+//   - dupclient.go: the answer to a duplicate share at setup (§4.2).
+//   - presence.go: the presence wait before jobs and before leaving (§5.4 v3).
+//   - indexsync.go: incremental index sync (§7 v3); unlisted.go: a get
+//     that gives up on a file no synced index lists.
+//   - checkpoint.go: gets that start at a checkpoint (§6.4 v3).
+//   - client_local.go: local work (assembling, writing) off the round path.
+//   - client_api.go: Share, Get and the index; share_resume.go:
+//     interrupted shares resume.
+//   - client_db.go: the client's database of sealed onions and jobs;
+//     netbind.go: a data directory bound to one network.
+//   - control.go, control_status.go: a job's progress events (JobEvent)
+//     and the client's status, for the local API (internal/webui).
+//   - snapshot_client.go: a read-only snapshot and share job handles.
+//   - handover_client.go, manifests_client.go, waitstate_client.go: the
+//     client's half of node's handover.go (§5.4 v3), manifests.go (§6.4 v3)
+//     and waitstate.go.
+//   - names.go: names the client shares with store.
+//   - client_hooks.go (empty in the binary), client_hooks_riffletest.go,
+//     client_observe.go: the tests' hooks; client_testapi_riffletest.go:
+//     what the tests read and set of a running client (accessors that take
+//     its locks). The *_client_test.go files are unit tests without a network.
+package client

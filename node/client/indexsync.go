@@ -1,0 +1,356 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
+	"github.com/riffle-net/riffle/store"
+)
+
+// Incremental index sync (§7 v3). Each server logs the changes to its
+// public index in order (store index-log: a manifest chunk or an entry
+// added, a manifest removed), numbered by a sequence of its own. A client
+// keeps a synced copy of the index and, for every server it has synced
+// from, the number of the last change it holds there (its cursor); at
+// each epoch's start it asks for the changes after that cursor, page by
+// page (each at most wire.IndexPageBytes), and adds them to its copy.
+// With a client database the copy and the cursors are stored, page by
+// page in one transaction each, so a restarted client goes on from its
+// cursors and reads only what is new.
+//
+// What a client asks never depends on what its user wants: every client
+// syncs everything, at the start of every epoch, from its primary; the
+// cursor only says how much of the primary's log this client already
+// read, which follows from when it synced before, not from any file, and
+// which the primary, which knows its client, learns nothing from. A sync
+// from another server starts from 0 (cursorOf).
+// The servers it syncs from are chosen the same way: its primary, and,
+// when the primary's copy lacks a manifest that a signed request list
+// named (§6.4 v3) or the sync fails, another server of the epoch's chain
+// drawn at random.
+//
+// The index retention is a group constant (Params.IndexHours), so a
+// client knows when a manifest is due to leave: it applies a server's
+// removal only once the retention, less a tenth, has run since it first
+// held the id (an early removal would be a way to take a manifest out of
+// one client's copy), and drops by itself what it has held for the
+// retention and a tenth (a server that never sends the removal cannot
+// keep the copy growing).
+
+// Bounds on one sync, whatever a server sends.
+const (
+	// maxIndexPages bounds the pages of one sync from one server: at
+	// wire.IndexPageBytes each, far more than any index a group keeps.
+	maxIndexPages = 4096
+	// indexFallbacks bounds the other servers a client turns to in one
+	// epoch when its primary's copy has a gap or fails.
+	indexFallbacks = 2
+)
+
+// removalDue and expired give the retention's bounds for an id first
+// held at seen, with a tenth of slack for the servers' clocks and when
+// each client synced.
+func removalDue(seen, now time.Time, hours uint32) bool {
+	ret := time.Duration(hours) * time.Hour
+	return hours > 0 && now.Sub(seen) >= ret-ret/10
+}
+
+// indexCopy is a client's synced copy of the public index. It is touched
+// by one sync at a time (Client.syncMu); the maps it hands out are copies.
+type indexCopy struct {
+	loaded  bool
+	synced  bool // a sync of this run succeeded
+	entries map[[32]byte]IndexEntry
+	mans    map[[32]byte][]byte
+	seen    map[[32]byte]time.Time // when each id was first held
+	cursors map[peer.ID]uint64
+	// hours is the group's index retention, from the last descriptor
+	// (0: unknown or for good: no removal is applied).
+	hours uint32
+	// clock, if set, replaces time.Now (tests).
+	clock func() time.Time
+}
+
+func (ic *indexCopy) now() time.Time {
+	if ic.clock != nil {
+		return ic.clock()
+	}
+	return time.Now()
+}
+
+// syncResult says what one sync from one server read.
+type syncResult struct {
+	pages, bytes   int
+	entries, mans  int
+	removed, reset int
+	closings       int
+	early          int // removals not applied: the retention has not run
+}
+
+// loadIndexCopy loads the stored copy once (the client database, if any).
+func (c *Client) loadIndexCopy() {
+	ic := &c.icopy
+	if ic.loaded {
+		return
+	}
+	ic.loaded = true
+	ic.entries, ic.mans, ic.cursors = map[[32]byte]IndexEntry{}, map[[32]byte][]byte{}, map[peer.ID]uint64{}
+	ic.seen = map[[32]byte]time.Time{}
+	if c.db == nil {
+		return
+	}
+	entries, mans, seen, err := c.db.SyncedIndex()
+	if err != nil {
+		c.log.Warn("stored index copy unreadable; syncing it again", "err", err)
+		return
+	}
+	for _, e := range entries {
+		ic.entries[e.FileID] = e
+	}
+	maps.Copy(ic.mans, mans)
+	maps.Copy(ic.seen, seen)
+}
+
+// expireIndex drops from the copy what it has held for the group's index
+// retention and a tenth.
+func (c *Client) expireIndex() {
+	ic := &c.icopy
+	if ic.hours == 0 {
+		return
+	}
+	ret := time.Duration(ic.hours) * time.Hour
+	before := ic.now().Add(-(ret + ret/10))
+	if c.db != nil {
+		if _, err := c.db.ExpireIndex(before); err != nil {
+			c.log.Warn("expire the synced index", "err", err)
+			return
+		}
+	}
+	for id, t := range ic.seen {
+		if t.Before(before) {
+			delete(ic.seen, id)
+			delete(ic.mans, id)
+			delete(ic.entries, id)
+		}
+	}
+}
+
+// cursorOf returns the cursor of server p: the primary's, or 0 for any
+// other server. A cursor at another server would be where this client's
+// last sync from it ended, a number of that server's log that links the
+// client's syncs there across its runs (its peer id is fresh each run);
+// from 0, every client's sync from another server reads alike.
+func (c *Client) cursorOf(p peer.ID) uint64 {
+	if p != c.primary {
+		return 0
+	}
+	ic := &c.icopy
+	if n, ok := ic.cursors[p]; ok {
+		return n
+	}
+	if c.db != nil {
+		n, err := c.db.IndexCursor([]byte(p))
+		if err == nil {
+			ic.cursors[p] = n
+			return n
+		}
+		c.log.Warn("stored index cursor unreadable", "err", err)
+	}
+	return 0
+}
+
+// callPeer sends a request to server p (the primary or another server of
+// the chain, whose addresses the descriptor gives).
+func (c *Client) callPeer(ctx context.Context, p peer.ID, r transport.Request) ([]byte, error) {
+	return c.callTo(ctx, p, r)
+}
+
+// syncIndexFrom reads every index change server p logged after this
+// client's cursor there, page by page, into the copy.
+func (c *Client) syncIndexFrom(ctx context.Context, p peer.ID) (syncResult, error) {
+	var res syncResult
+	c.loadIndexCopy()
+	ic := &c.icopy
+	cur := c.cursorOf(p)
+	for {
+		if res.pages >= maxIndexPages {
+			return res, fmt.Errorf("node: index sync from %s: more than %d pages", p.ShortString(), maxIndexPages)
+		}
+		rep, err := c.callPeer(ctx, p, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{Cursor: cur}).Marshal(), Timeout: transport.ShortTimeout})
+		if err != nil {
+			return res, fmt.Errorf("node: index sync from %s: %w", p.ShortString(), err)
+		}
+		var pg wire.Index
+		if err := pg.Unmarshal(rep, wire.MaxIndexPageItems); err != nil {
+			return res, fmt.Errorf("node: index sync from %s: %w", p.ShortString(), err)
+		}
+		res.pages++
+		res.bytes += len(rep)
+		items := len(pg.Entries) + len(pg.Manifests) + len(pg.Removed) + len(pg.Closings)
+		if pg.Next < cur && items == 0 {
+			// The server's log is shorter than this cursor: its store
+			// was replaced. Read it again from the start (once).
+			if res.reset > 0 {
+				return res, fmt.Errorf("node: index sync from %s: cursor moved back twice", p.ShortString())
+			}
+			res.reset++
+			cur = 0
+			continue
+		}
+		if pg.Next < cur || (pg.Next == cur && (pg.More || items > 0)) {
+			return res, fmt.Errorf("node: index sync from %s: page does not move the cursor on (%d after %d)", p.ShortString(), pg.Next, cur)
+		}
+		if len(ic.mans)+len(pg.Manifests) > proto.MaxIndexItems || len(ic.entries)+len(pg.Entries) > proto.MaxIndexItems {
+			return res, fmt.Errorf("node: index sync from %s: the copy would pass %d items", p.ShortString(), proto.MaxIndexItems)
+		}
+		// A manifest is kept only if it parses (§6.4 v3): a server
+		// cannot fill the copy with what no get could open.
+		var mans []store.Manifest
+		for id, b := range proto.SyncedManifests(pg.Manifests) {
+			mans = append(mans, store.Manifest{ID: id, Data: b})
+		}
+		entries := proto.IndexFromWire(pg.Entries)
+		now := ic.now()
+		var removed []store.ID
+		for _, id := range pg.Removed {
+			if seen, ok := ic.seen[id]; ok && removalDue(seen, now, ic.hours) {
+				removed = append(removed, id)
+			} else if ok {
+				res.early++
+			}
+		}
+		if c.db != nil {
+			if err := c.db.ApplyIndex([]byte(p), pg.Next, now, entries, mans, removed); err != nil {
+				return res, err
+			}
+		}
+		for _, id := range removed {
+			delete(ic.mans, id)
+			delete(ic.entries, id)
+			delete(ic.seen, id)
+		}
+		for _, m := range mans {
+			if _, ok := ic.mans[m.ID]; !ok {
+				ic.mans[m.ID] = m.Data
+			}
+			if _, ok := ic.seen[m.ID]; !ok {
+				ic.seen[m.ID] = now
+			}
+		}
+		for _, e := range entries {
+			if _, ok := ic.entries[e.FileID]; !ok {
+				ic.entries[e.FileID] = e
+			}
+			if _, ok := ic.seen[e.FileID]; !ok {
+				ic.seen[e.FileID] = now
+			}
+		}
+		// A client takes closing records from the window, which it asks
+		// every chain server for (window_client.go), never from here.
+		for _, b := range pg.Closings {
+			c.hookIndexClosing(b)
+		}
+		res.closings += len(pg.Closings)
+		res.entries += len(entries)
+		res.mans += len(mans)
+		res.removed += len(removed)
+		cur = pg.Next
+		ic.cursors[p] = cur
+		if !pg.More {
+			return res, nil
+		}
+	}
+}
+
+// missingFrom returns the ids of want that the copy lacks.
+func (c *Client) missingFrom(want [][32]byte) [][32]byte {
+	var out [][32]byte
+	for _, id := range want {
+		if _, ok := c.icopy.mans[id]; !ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// syncIndexEpoch is the sync at an epoch's start: from the primary, then,
+// if its copy lacks a manifest that the last epoch's signed lists named or
+// the sync failed, from other servers of the chain drawn at random
+// (group: the epoch's descriptor, for their addresses). It returns the
+// copy's entries and manifests, the gaps the primary left and how many of
+// them other servers filled.
+func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, hours uint32, want [][32]byte) (idx []IndexEntry, mans map[[32]byte][]byte, gaps, filled int, err error) {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	c.loadIndexCopy()
+	c.icopy.hours = hours
+	c.expireIndex()
+	start := time.Now()
+	res, err := c.syncIndexFrom(ctx, c.primary)
+	if err != nil {
+		c.log.Info("index sync from the primary failed", "err", err)
+	} else {
+		c.log.Debug("index synced", "pages", res.pages, "bytes", res.bytes, "manifests", res.mans, "removed", res.removed, "early_removals", res.early, "took", time.Since(start))
+	}
+	missing := c.missingFrom(want)
+	if c.hookNoGapFill() {
+		missing = nil // broken on purpose: the primary's copy is taken as whole
+	}
+	if err == nil {
+		// Gaps are the primary's only when its sync went through.
+		gaps = len(missing)
+	}
+	before := len(missing)
+	if err != nil || gaps > 0 || c.hookOwnFallback() {
+		var others []int
+		for i, g := range group {
+			if p, perr := peer.IDFromBytes(g.PeerID); perr == nil && p != c.primary && p != c.h.ID() {
+				others = append(others, i)
+			}
+		}
+		rand.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
+		for n, i := range others {
+			if n >= indexFallbacks || (err == nil && len(missing) == 0 && !c.hookOwnFallback()) {
+				break
+			}
+			p, _ := peer.IDFromBytes(group[i].PeerID)
+			c.addAddrs(p, group[i].Addrs)
+			if _, ferr := c.syncIndexFrom(ctx, p); ferr != nil {
+				c.log.Info("index sync from another server failed", "err", ferr)
+				continue
+			}
+			err = nil
+			missing = c.missingFrom(want)
+		}
+		filled = min(gaps, before-len(missing))
+	}
+	if err != nil && !c.icopy.synced {
+		return nil, nil, gaps, filled, err
+	}
+	c.icopy.synced = true
+	idx = make([]IndexEntry, 0, len(c.icopy.entries))
+	for _, e := range c.icopy.entries {
+		idx = append(idx, e)
+	}
+	return idx, maps.Clone(c.icopy.mans), gaps, filled, nil
+}
+
+// addAddrs tells the client's host where server p listens.
+func (c *Client) addAddrs(p peer.ID, addrs [][]byte) {
+	var out []ma.Multiaddr
+	for _, b := range addrs {
+		if a, err := ma.NewMultiaddrBytes(b); err == nil {
+			out = append(out, a)
+		}
+	}
+	c.h.AddAddrs(p, out, time.Hour)
+}

@@ -1,0 +1,30 @@
+package client
+
+import "github.com/riffle-net/riffle/node/internal/proto"
+
+// Which upload a client's round carries (manifests.go has the caps).
+
+// nextUpload returns the queue position of the next chunk to upload in
+// epoch e, or -1: the first, unless it is a manifest beyond what the index
+// takes of one pseudonym in an epoch, or waits out full epochs after a
+// round that did not publish it (resend.go), or, in its epoch, holds
+// back after such a round (resendHold); r is the round to fill. Call with
+// c.mu held.
+func (c *Client) nextUpload(e *cepoch, r uint32) int {
+	noCap := c.hookNoManifestCap()
+	for i := range c.upQ {
+		if c.upQ[i].wait > 0 || c.upQ[i].awaiting || c.heldBack(e, &c.upQ[i], r) {
+			// Seen unpublished: it waits for its epoch's closing
+			// record, then out full epochs (resend.go).
+			continue
+		}
+		if j := c.upQ[i].job; j != nil && !j.ep.may(e.epochID()) {
+			// Past its allowance of epochs: paused (presence.go).
+			continue
+		}
+		if !c.upQ[i].manifest || e.manifestsSent < proto.ManifestsPerPseudonym || noCap {
+			return i
+		}
+	}
+	return -1
+}
