@@ -17,7 +17,7 @@ build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/riffle
 
 # riffle with `riffle bench --paper`: the report's plots link gonum's
-# plotting, which no other build needs (internal/benchreport/plots.go).
+# plotting, which no other build needs (cmd/riffle/internal/benchreport/plots.go).
 paper:
 	$(GO) build -trimpath -tags paper -o $(BIN) ./cmd/riffle
 
@@ -26,7 +26,7 @@ demo: build
 
 vet:
 	$(GO) vet -tags riffletest ./...
-	$(GO) vet -tags riffletest,paper ./internal/benchreport/
+	$(GO) vet -tags riffletest,paper ./cmd/riffle/internal/benchreport/
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

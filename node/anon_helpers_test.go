@@ -11,7 +11,7 @@ import (
 )
 
 // Internal end-to-end helpers of the anonymity tests, which reach into
-// servers' and clients' state (internal/nodetest imports node, so an
+// servers' and clients' state (node/nodetest imports node, so an
 // internal test cannot use it).
 
 type anonNet struct {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/nodetest"
 )
 
 // TestLeaderFetchesOmitted: a leader whose store lacks chunks the other

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/nodetest"
 )
 
 // TestCatchUpFromCerts: a server that missed several epochs catches up from

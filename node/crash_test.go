@@ -12,9 +12,9 @@ import (
 
 	ma "github.com/multiformats/go-multiaddr"
 
-	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/nodetest"
 )
 
 // crashNet is a harness network whose servers a test kills abruptly and

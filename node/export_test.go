@@ -1,7 +1,7 @@
 package node
 
 // Internals for the end-to-end tests of package node_test, which start
-// their networks with internal/nodetest (that package imports node, so
+// their networks with node/nodetest (that package imports node, so
 // only an external test package can use it).
 
 import (

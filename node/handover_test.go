@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/node"
 	"github.com/riffle-net/riffle/node/client"
+	"github.com/riffle-net/riffle/node/nodetest"
 )
 
 // TestHandoverOnLeave (§5.4 v3): a client that leaves mid-epoch hands

@@ -9,10 +9,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node"
 	"github.com/riffle-net/riffle/node/client"
+	"github.com/riffle-net/riffle/node/nodetest"
 )
 
 // TestRequireServer: a client pinned to a server that is not in the chain

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/nodetest"
 )
 
 // TestResumableGet interrupts a download and starts it again into the same

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/nodetest"
 )
 
 // TestRosterGossip: two servers that know only a third learn each other

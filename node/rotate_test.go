@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/nodetest"
 )
 
 // waitLed waits until every server of tn opened an epoch as leader.

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node"
 	"github.com/riffle-net/riffle/node/client"
+	"github.com/riffle-net/riffle/node/nodetest"
 )
 
 type sent struct {

@@ -6,7 +6,7 @@ import (
 )
 
 // Snapshots and job handles for local views of a running client or server
-// (the web UI of internal/webui). They read state the node already keeps;
+// (the web UI of cmd/riffle/internal/webui). They read state the node already keeps;
 // nothing here sends a message, so a view changes nothing a client or
 // server does on the network.
 

@@ -11,10 +11,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/chunker"
-	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node"
 	"github.com/riffle-net/riffle/node/client"
+	"github.com/riffle-net/riffle/node/nodetest"
 )
 
 // TestSnapshots follows a share started with StartShare and a get with

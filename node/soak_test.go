@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/node"
 	"github.com/riffle-net/riffle/node/client"
+	"github.com/riffle-net/riffle/node/nodetest"
 )
 
 // TestSoak runs a network for minutes (RIFFLE_SOAK=1, `make soak`;

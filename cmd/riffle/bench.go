@@ -11,9 +11,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/riffle-net/riffle/internal/benchreport"
-	"github.com/riffle-net/riffle/internal/localnet"
+	"github.com/riffle-net/riffle/cmd/riffle/internal/benchreport"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/localnet"
 )
 
 func init() {

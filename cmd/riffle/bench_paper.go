@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/riffle-net/riffle/internal/benchreport"
+	"github.com/riffle-net/riffle/cmd/riffle/internal/benchreport"
 )
 
 // runBenchPaper is `riffle bench --paper`: the paper's figures measured on

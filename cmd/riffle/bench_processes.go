@@ -17,9 +17,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/urfave/cli/v2"
 
-	"github.com/riffle-net/riffle/internal/benchreport"
-	"github.com/riffle-net/riffle/internal/localnet"
+	"github.com/riffle-net/riffle/cmd/riffle/internal/benchreport"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/localnet"
 )
 
 // procServers is the chain length of --processes, as in the in-process

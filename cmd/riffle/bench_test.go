@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riffle-net/riffle/internal/benchreport"
+	"github.com/riffle-net/riffle/cmd/riffle/internal/benchreport"
 )
 
 // benchLimit is a bench's deadline in tests: a bench starts a network per

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riffle-net/riffle/internal/webui"
+	"github.com/riffle-net/riffle/cmd/riffle/internal/webui"
 	"github.com/riffle-net/riffle/node"
 	"github.com/riffle-net/riffle/node/client"
 )

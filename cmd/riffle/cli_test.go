@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riffle-net/riffle/internal/webui"
+	"github.com/riffle-net/riffle/cmd/riffle/internal/webui"
 )
 
 type cliEnv struct {

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/riffle-net/riffle/internal/localnet"
 	"github.com/riffle-net/riffle/node"
 	"github.com/riffle-net/riffle/node/client"
+	"github.com/riffle-net/riffle/node/localnet"
 )
 
 // demoServers is the chain length of the demo and the benchmark: the
@@ -38,7 +38,7 @@ type demoNet struct {
 	clients []*client.Client
 }
 
-// startDemoNet starts the network of internal/localnet: the servers one
+// startDemoNet starts the network of node/localnet: the servers one
 // after the other (each bootstraps from those before it), then the clients
 // in parallel, spread over the servers as primaries. Every epoch waits for
 // all clients: MinClients is the crowd.

@@ -7,8 +7,8 @@ import (
 )
 
 // TestBinaryDeps: the riffle binary links neither the testing package
-// (test helpers live in internal/nodetest, which only tests import; the
-// demo and bench run on internal/localnet) nor gonum's plotting (built
+// (test helpers live in node/nodetest, which only tests import; the
+// demo and bench run on node/localnet) nor gonum's plotting (built
 // only with the paper tag, for `riffle bench --paper`): both weighed on
 // every build of the binary (issue 27 point 11). With the tag the plots
 // are in, which shows the check sees them.

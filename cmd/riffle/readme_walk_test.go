@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riffle-net/riffle/internal/webui"
+	"github.com/riffle-net/riffle/cmd/riffle/internal/webui"
 )
 
 // TestReadmeWalk follows README.md's "A network by hand" as written: it

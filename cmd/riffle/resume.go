@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/riffle-net/riffle/chunker"
-	"github.com/riffle-net/riffle/internal/webui"
+	"github.com/riffle-net/riffle/cmd/riffle/internal/webui"
 	"github.com/riffle-net/riffle/node/client"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/urfave/cli/v2"
 
-	"github.com/riffle-net/riffle/internal/webui"
+	"github.com/riffle-net/riffle/cmd/riffle/internal/webui"
 	"github.com/riffle-net/riffle/node"
 	"github.com/riffle-net/riffle/node/client"
 )

@@ -13,7 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/riffle-net/riffle/internal/webui"
+	"github.com/riffle-net/riffle/cmd/riffle/internal/webui"
 	"github.com/riffle-net/riffle/node"
 	"github.com/riffle-net/riffle/node/client"
 )

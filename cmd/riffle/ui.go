@@ -13,12 +13,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/riffle-net/riffle/internal/webui"
+	"github.com/riffle-net/riffle/cmd/riffle/internal/webui"
 	"github.com/riffle-net/riffle/node"
 	"github.com/riffle-net/riffle/node/client"
 )
 
-// The web UI (internal/webui, docs/webui.md). A client with --ui writes the
+// The web UI (cmd/riffle/internal/webui, docs/webui.md). A client with --ui writes the
 // UI's URL and token into its data directory, so that `riffle ui` can
 // print them instead of starting a second client.
 const (

@@ -1,6 +1,6 @@
 // Package wait holds the one poll-with-deadline helper of riffle's tests,
 // the benchmark and the demo network: node's own tests (package node) use
-// it as well as those that start networks with internal/nodetest, so it
+// it as well as those that start networks with node/nodetest, so it
 // imports nothing of riffle.
 package wait
 

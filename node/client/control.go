@@ -8,7 +8,7 @@ import (
 
 // A share or get job reports its progress as typed events: to the sink
 // its context carries (WithProgress), else as text where the client's
-// progress goes. The local API (internal/webui, docs/webui.md) streams
+// progress goes. The local API (cmd/riffle/internal/webui, docs/webui.md) streams
 // them to the command that handed the job over.
 
 // Phases of a JobEvent. Started, Done and Failed are the local API's own:

@@ -21,7 +21,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/riffle-net/riffle/internal/localnet"
+	"github.com/riffle-net/riffle/node/localnet"
 )
 
 // Sizes of the ceiling measurements.

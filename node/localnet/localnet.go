@@ -1,7 +1,7 @@
 // Package localnet starts a riffle network inside one process on
 // 127.0.0.1: m servers, each bootstrapping from those before it, with no
 // LAN discovery, and n clients spread over them as primaries. `riffle
-// demo`, `riffle bench` (Bench, Baseline) and, through internal/nodetest,
+// demo`, `riffle bench` (Bench, Baseline) and, through node/nodetest,
 // node's end-to-end tests run on it. It must not import testing: the
 // riffle binary links it (TestBinaryDeps in cmd/riffle).
 package localnet

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/riffle-net/riffle/internal/localnet"
+	"github.com/riffle-net/riffle/node/localnet"
 )
 
 // PaperConfig sets what Paper measures and where it writes.

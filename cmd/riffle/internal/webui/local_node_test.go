@@ -13,8 +13,8 @@ import (
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node/client"
 
-	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/nodetest"
 )
 
 // TestLocalSocketNode hands share, get and ls jobs to a running client

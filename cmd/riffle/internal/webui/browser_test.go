@@ -18,10 +18,10 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/riffle-net/riffle/chunker"
-	"github.com/riffle-net/riffle/internal/nodetest"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node"
 	"github.com/riffle-net/riffle/node/client"
+	"github.com/riffle-net/riffle/node/nodetest"
 )
 
 // findChromium returns the path of a Chromium (or Chrome) binary, "" if

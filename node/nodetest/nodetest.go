@@ -1,4 +1,4 @@
-// Package nodetest holds the test-only helpers over internal/localnet, the
+// Package nodetest holds the test-only helpers over node/localnet, the
 // in-process network on 127.0.0.1: New (a network closed when the test
 // ends), Virtual (one in virtual time) and RandBytes. It imports testing,
 // so only tests import it: the riffle binary uses localnet directly
@@ -11,7 +11,7 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/riffle-net/riffle/internal/localnet"
+	"github.com/riffle-net/riffle/node/localnet"
 )
 
 // The network's types and defaults, as localnet has them: node's tests
