@@ -268,7 +268,8 @@ func (c *Client) join(ctx context.Context, v *proto.View, pidx int) (*cepoch, *w
 		return fail(fmt.Errorf("node: final descriptor: %v", err))
 	}
 	if !bytes.Equal(fin.Desc.Previous.Marshal(), v.Desc.Previous.Marshal()) {
-		// The epoch id does not cover it: the open one's was checked.
+		// The epoch id covers it (MarshalGroup), so fv.ID == v.ID implies it;
+		// checked again so that a change of the id's encoding cannot drop it.
 		return fail(errors.New("node: epoch refused: the final descriptor carries another previous certificate"))
 	}
 	// (v3) the receipts its primary gathered from every chain server
