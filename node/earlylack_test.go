@@ -47,33 +47,35 @@ func TestEarlyLackFramesNoOne(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() {
-			for ctx.Err() == nil {
+			// As soon as round 1 is open at some epoch's S_0: that S_0
+			// and the epoch's S_2.
+			var (
+				s0       *Server
+				id       [32]byte
+				claimant peer.ID
+			)
+			if wait.Until(ctx, 10*time.Minute, func() bool {
 				for _, s := range bn.servers {
 					s.mu.Lock()
-					var id [32]byte
-					var claimant peer.ID
 					for eid, e := range s.epochs {
 						if _, open := e.openAt[1]; open && e.pos == 0 && e.final != nil && !e.ended {
-							id, claimant = eid, e.final.Chain[2]
+							s0, id, claimant = s, eid, e.final.Chain[2]
 						}
 					}
 					s.mu.Unlock()
-					if claimant == "" {
-						continue
-					}
-					for _, c := range bn.servers {
-						if c.ID() != claimant {
-							continue
-						}
-						body := (&wire.BatchRef{Epoch: id, Round: 1, S: 2}).Marshal()
-						_, err := call(ctx, c.h, s.ID(), request{Proto: ProtoRound, Type: wire.TypeLack, Body: body, Timeout: shortTimeout})
-						mu.Lock()
-						epoch, sent = id, err == nil
-						mu.Unlock()
-						return
-					}
 				}
-				time.Sleep(10 * time.Millisecond)
+				return s0 != nil
+			}) != nil {
+				return
+			}
+			for _, c := range bn.servers {
+				if c.ID() == claimant {
+					body := (&wire.BatchRef{Epoch: id, Round: 1, S: 2}).Marshal()
+					_, err := call(ctx, c.h, s0.ID(), request{Proto: ProtoRound, Type: wire.TypeLack, Body: body, Timeout: shortTimeout})
+					mu.Lock()
+					epoch, sent = id, err == nil
+					mu.Unlock()
+				}
 			}
 		}()
 		lackShare(t, bn, 3*int(p.ChunkSize)+100)

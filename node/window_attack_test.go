@@ -557,6 +557,21 @@ func TestWindowItemsZero(t *testing.T) {
 // about the next number here, N: N−1's certificate and chain, and the
 // window member would pin, which must pin an epoch. It reports false if
 // member is not at N−1 yet, the chain lacks either, or no epoch is pinned.
+// awaitQuestion waits, on the two servers' numbers, until
+// wouldServeQuestion has a question to ask.
+func awaitQuestion(t *testing.T, asked, member *Server, params wire.Params) wire.Prepare {
+	t.Helper()
+	var q wire.Prepare
+	if err := wait.Until(context.Background(), time.Minute, func() bool {
+		var ok bool
+		q, ok = wouldServeQuestion(asked, member, params)
+		return ok
+	}); err != nil {
+		t.Fatalf("no next number both servers agree on: %v", err)
+	}
+	return q
+}
+
 func wouldServeQuestion(asked, member *Server, params wire.Params) (wire.Prepare, bool) {
 	n := asked.certTop() + 1
 	prev, ok := asked.certOf(n - 1)
@@ -621,11 +636,7 @@ func TestWouldServeAskedAgain(t *testing.T) {
 		asked, member, lack, params := lackingWindow(t, nil)
 		ctx := context.Background()
 		for try := 0; try < 10; try++ {
-			q, ok := wouldServeQuestion(asked, member, params)
-			if !ok {
-				time.Sleep(time.Second)
-				continue
-			}
+			q := awaitQuestion(t, asked, member, params)
 			lack.Store(true)
 			lacked := asked.windowLacks(&q)
 			_, _, err1 := asked.onWouldServe(ctx, member.ID(), q.Marshal())
@@ -667,11 +678,7 @@ func TestWouldServeFlood(t *testing.T) {
 			fakes[i] = newPeerID(t)
 		}
 		for try := 0; try < 10; try++ {
-			q, ok := wouldServeQuestion(asked, member, params)
-			if !ok {
-				time.Sleep(time.Second)
-				continue
-			}
+			q := awaitQuestion(t, asked, member, params)
 			for _, f := range fakes {
 				asked.roster.saw(f, "", nil)
 			}
@@ -720,11 +727,7 @@ func TestWouldServeBusyRefund(t *testing.T) {
 		asked, member, lack, params := lackingWindow(t, nil)
 		ctx := context.Background()
 		for try := 0; try < 10; try++ {
-			q, ok := wouldServeQuestion(asked, member, params)
-			if !ok {
-				time.Sleep(time.Second)
-				continue
-			}
+			q := awaitQuestion(t, asked, member, params)
 			var releases []func()
 			for range wire.MaxServers {
 				release, err := asked.windowSlots.asking.take(newPeerID(t), "", wire.MaxServers, wire.MaxServers)
