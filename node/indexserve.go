@@ -16,18 +16,24 @@ import (
 // may ask, and a flood is refused rather than queued. Peers with no slot
 // here (anyone, and clients syncing from another server than their
 // primary) share maxOutsiderIndex of them, so that they cannot keep this
-// server's own clients from syncing.
+// server's own clients from syncing, and those of one address range (IPv4
+// /24, IPv6 /48) hold at most maxOutsiderIndexPerRange: identities are
+// free, addresses are not, and 8 of one /24 held the whole share while
+// the others waited (TestIndexSlotsPerRange). Loopback peers run on this
+// machine and are not capped by range (every test's clients are there).
 const (
-	maxIndexServing  = 32
-	maxOutsiderIndex = 8
+	maxIndexServing          = 32
+	maxOutsiderIndex         = 8
+	maxOutsiderIndexPerRange = maxOutsiderIndex / 4
 )
 
-// indexSlots counts the index pages in flight; servers holds those
-// served over the epoch protocol to the group's servers catching up, one
-// a server (onServerIndexReq).
+// indexSlots counts the index pages in flight, the outsiders' by range;
+// servers holds those served over the epoch protocol to the group's
+// servers catching up, one a server (onServerIndexReq).
 type indexSlots struct {
 	mu             sync.Mutex
 	all, outsiders int
+	inRange        map[string]int
 	servers        serverSlots
 }
 
@@ -36,15 +42,28 @@ type indexSlots struct {
 // passed.
 func (s *Server) enterIndex(ctx context.Context, from peer.ID) error {
 	outsider := !s.isClientPeer(from)
+	rng := ""
+	if outsider {
+		if rng = s.addrRange(from); rng == "loopback" {
+			rng = ""
+		}
+	}
 	g := &s.indexSlots
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.all >= maxIndexServing || (outsider && g.outsiders >= maxOutsiderIndex) {
+	if g.all >= maxIndexServing || (outsider && g.outsiders >= maxOutsiderIndex) ||
+		(rng != "" && g.inRange[rng] >= maxOutsiderIndexPerRange) {
 		return errors.New("node: too many index requests, try again")
 	}
 	g.all++
 	if outsider {
 		g.outsiders++
+	}
+	if rng != "" {
+		if g.inRange == nil {
+			g.inRange = map[string]int{}
+		}
+		g.inRange[rng]++
 	}
 	go func() {
 		<-ctx.Done()
@@ -52,6 +71,11 @@ func (s *Server) enterIndex(ctx context.Context, from peer.ID) error {
 		g.all--
 		if outsider {
 			g.outsiders--
+		}
+		if rng != "" {
+			if g.inRange[rng]--; g.inRange[rng] <= 0 {
+				delete(g.inRange, rng)
+			}
 		}
 		g.mu.Unlock()
 	}()

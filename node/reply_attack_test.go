@@ -35,7 +35,9 @@ func TestIndexSlotsHeld(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		sr := startSlowReadersOf(ctx, t, []*Server{s}, maxOutsiderIndex, 1, &slowReaders{
+		// Of maxOutsiderIndex / maxOutsiderIndexPerRange ranges: one
+		// range holds no more (TestIndexSlotsPerRange).
+		sr := startSlowReadersOf(ctx, t, []*Server{s}, maxOutsiderIndex, maxOutsiderIndex/maxOutsiderIndexPerRange, &slowReaders{
 			ask: func(*Server) (wire.Type, []byte, wire.Type) {
 				return wire.TypeIndexReq, (&wire.IndexReq{}).Marshal(), wire.TypeIndex
 			},
@@ -56,6 +58,54 @@ func TestIndexSlotsHeld(t *testing.T) {
 			return strings.Contains(err.Error(), "too many index requests")
 		})
 		t.Logf("%d slow readers held the outsiders' index slots: a server served at once, a client refused %d times over %v (bound %v)", maxOutsiderIndex, refused, kept.Round(10*time.Millisecond), bound)
+	})
+}
+
+// TestIndexSlotsPerRange (issue 25): 8 peers with no role, of one /24,
+// ask a server for index pages and never read them. They held all
+// maxOutsiderIndex outsiders' slots, and a peer of another range was
+// refused until one of them let go. Now one range holds at most
+// maxOutsiderIndexPerRange of them, and the other range's peer is served
+// at once.
+func TestIndexSlotsPerRange(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		tn := startAnonNet(t, 2, 2, 2, testParams(4), nil)
+		s := tn.servers[0]
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.certTop() >= 2 }); err != nil {
+			t.Fatalf("no epochs: numbers at %d", s.certTop())
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		sr := startSlowReadersOf(ctx, t, []*Server{s}, maxOutsiderIndex, 1, &slowReaders{
+			ask: func(*Server) (wire.Type, []byte, wire.Type) {
+				return wire.TypeIndexReq, (&wire.IndexReq{}).Marshal(), wire.TypeIndex
+			},
+			every: 2 * time.Second,
+		})
+		defer sr.stop()
+		if err := wait.Until(ctx, 10*time.Second, func() bool { return sr.held.Load() >= maxOutsiderIndexPerRange }); err != nil {
+			t.Fatalf("the slow readers hold %d index slots, want %d", sr.held.Load(), maxOutsiderIndexPerRange)
+		}
+		time.Sleep(5 * time.Second) // the others ask again every 200 ms meanwhile
+		s.indexSlots.mu.Lock()
+		held := s.indexSlots.outsiders
+		s.indexSlots.mu.Unlock()
+		mn := testMemnet(t)
+		h, err := mn.NewHostFrom(nil, nil, net.IPv4(10, 67, 0, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		h.AddAddrs(s.ID(), s.Addrs(), time.Hour)
+		_, err = call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{}).Marshal(), Timeout: shortTimeout})
+		t.Logf("%d slow readers of one /24 hold %d index slots; a peer of another range: %v", maxOutsiderIndex, held, err)
+		if held > maxOutsiderIndexPerRange {
+			t.Errorf("one /24 holds %d outsiders' index slots, want at most %d", held, maxOutsiderIndexPerRange)
+		}
+		if err != nil {
+			t.Errorf("a peer of another range was refused: %v", err)
+		}
 	})
 }
 
