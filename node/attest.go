@@ -8,15 +8,12 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/blame"
 )
 
 // Absence attestations (docs/protocol.md §3, "Charges from evidence"):
 // when a round's parts are due here, what this server signs it lacked,
 // and how a claimant gathers the chain's attestations.
-
-const tagAttest = "riffle/v3/attest"
-
-func attestDigest(a *wire.Attest) [32]byte { return taggedHash(tagAttest, a.MarshalBody()) }
 
 // absenceDue is when each part of round q is due here (nil while q is
 // not open here): the round opens by the group's schedule, or by S_0's
@@ -201,7 +198,7 @@ func (s *Server) signAttestLocked(e *sepoch, kind uint8, round uint32, bits uint
 		return nil
 	}
 	a := &wire.Attest{AttestReq: wire.AttestReq{Epoch: e.v.ID, Number: e.v.Desc.Number, Kind: kind, Round: round}, Lacking: bits, Signer: uint16(e.pos)}
-	sig, err := sign(s.priv, attestDigest(a))
+	sig, err := sign(s.priv, blame.AttestDigest(a))
 	if err != nil {
 		return nil
 	}
@@ -258,7 +255,7 @@ func (s *Server) askAttests(e *sepoch, kind uint8, round uint32, skip peer.ID) [
 			int(a.Signer) >= len(e.v.Chain) || e.v.Chain[a.Signer] != to[i] {
 			continue
 		}
-		if verifyPeerSig(to[i], attestDigest(&a), a.Sig) == nil {
+		if verifyPeerSig(to[i], blame.AttestDigest(&a), a.Sig) == nil {
 			out = append(out, a)
 		}
 	}

@@ -9,24 +9,12 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/blame"
 )
 
 // excludeEpochs is how many following epochs a culprit client's peer is
 // refused by its primary.
 const excludeEpochs = 1
-
-// walkStart returns the server whose output position the walk of a share
-// fault starts from, and that position (§4.2 step 3, §8 step 1). A U at
-// server s's input position p is at S_{s-1}'s output p; a pseudonym at the
-// last server's output q is there, and S_{m-1}'s own route comes first.
-// A start of -1 means the position is already an input slot (a U opened
-// by S_0).
-func walkStart(se *mix.ShareError) (int, int) {
-	if se.Pseudonym {
-		return se.Server, se.Position
-	}
-	return se.Server - 1, se.Position
-}
 
 // walkInput returns the input position at server t on the walk back of
 // the epoch's share fault, with t's verified route proof. It walks
@@ -46,7 +34,7 @@ func (s *Server) walkInput(ctx context.Context, e *sepoch, t int) (int, []byte, 
 	if done {
 		return in, proof, nil
 	}
-	t0, out := walkStart(se)
+	t0, out := blame.WalkStart(se)
 	if t < 0 || t > t0 {
 		return 0, nil, fmt.Errorf("node: server %d is not on the walk (start %d)", t, t0)
 	}
@@ -120,7 +108,7 @@ func (s *Server) onRoute(ctx context.Context, from peer.ID, body []byte) (wire.T
 	if se.Duplicate >= 0 {
 		return s.onDupRoute(ctx, e, se, req)
 	}
-	t0, out := walkStart(se)
+	t0, out := blame.WalkStart(se)
 	if e.pos < t0 {
 		var err error
 		if out, _, err = s.walkInput(ctx, e, e.pos+1); err != nil {
@@ -151,7 +139,7 @@ func (s *Server) shareFault(ctx context.Context, e *sepoch, se *mix.ShareError) 
 		s.dupFault(ctx, e, se) // both positions (§4.1 v3)
 		return
 	}
-	t0, slot := walkStart(se)
+	t0, slot := blame.WalkStart(se)
 	var err error
 	if t0 >= 0 {
 		slot, _, err = s.walkInput(ctx, e, 0)

@@ -1,42 +1,18 @@
 package node
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"sort"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/blame"
 )
 
 // The evidence log (docs/protocol.md §3): evidence named by what was
 // signed, one record a claimant's slot, merged, relayed to the chain and
 // replayed into the same charges on every server.
-
-// evidenceSlot names who made the claim of ev, in which epoch, with what
-// kind of evidence: an abort's signer, kind and round (an honest signer
-// signs one abort an epoch; a claim of one round cannot stand for
-// another's), a void's proposer (one a chain); "" if ev does not decode.
-func evidenceSlot(ev *wire.Charge) string {
-	switch ev.Kind {
-	case wire.EvAbort:
-		var a wire.Abort
-		if a.Unmarshal(ev.Item) != nil {
-			return ""
-		}
-		return fmt.Sprintf("%x/%d/%x/%d/%d", a.Epoch, ev.Kind, a.Signer, a.Kind, a.Round)
-	case wire.EvVoid:
-		var rl wire.RoundList
-		if rl.Unmarshal(ev.Item, genericLimits()) != nil {
-			return ""
-		}
-		return fmt.Sprintf("%x/%d", rl.Epoch, ev.Kind)
-	}
-	return ""
-}
 
 // slotTaken reports whether recs hold evidence of slot with a key smaller
 // than key.
@@ -49,106 +25,24 @@ func slotTaken(recs []refusal, slot, key string) bool {
 	return false
 }
 
-// recordSlot is the evidenceSlot of a record's evidence.
+// recordSlot is the blame.EvidenceSlot of a record's evidence.
 func recordSlot(r *refusal) string {
 	var ev wire.Charge
 	if r.Ev == nil || ev.Unmarshal(r.Ev) != nil {
 		return ""
 	}
-	return evidenceSlot(&ev)
-}
-
-// chargeKey names a piece of evidence by what its signers signed, not by
-// the signatures: a signer can sign one digest afresh as often as it
-// likes, and a copy under a new key would replace the record and drop the
-// attestations it holds. "" if ev does not decode.
-func chargeKey(ev *wire.Charge) string {
-	var dg [32]byte
-	switch ev.Kind {
-	case wire.EvAbort:
-		var a wire.Abort
-		if a.Unmarshal(ev.Item) != nil {
-			return ""
-		}
-		dg = abortDigest(&a)
-	case wire.EvVoid:
-		var rl wire.RoundList
-		if rl.Unmarshal(ev.Item, genericLimits()) != nil {
-			return ""
-		}
-		dg = listDigest(&rl)
-	default:
-		return ""
-	}
-	h := sha256.Sum256(append([]byte{ev.Kind}, dg[:]...))
-	return hex.EncodeToString(h[:])
-}
-
-// sameClaim keeps the attestations of as that attest the claim of ev
-// (its epoch, kind and round): those a replaced record of ev's slot
-// held count for its successor too.
-func sameClaim(ev *wire.Charge, as []wire.Attest) []wire.Attest {
-	var epoch [32]byte
-	var kind uint8
-	var round uint32
-	switch ev.Kind {
-	case wire.EvAbort:
-		var a wire.Abort
-		if a.Unmarshal(ev.Item) != nil {
-			return nil
-		}
-		epoch, kind, round = a.Epoch, a.Kind, a.Round
-	case wire.EvVoid:
-		var rl wire.RoundList
-		if rl.Unmarshal(ev.Item, genericLimits()) != nil {
-			return nil
-		}
-		epoch, kind, round = rl.Epoch, wire.AbortNoPub, rl.Round
-	default:
-		return nil
-	}
-	var out []wire.Attest
-	for _, at := range as {
-		if at.Epoch == epoch && at.Number == ev.Number && at.Kind == kind && at.Round == round {
-			out = append(out, at)
-		}
-	}
-	return out
-}
-
-// mergeAttests adds to into the attestations of from it lacks, at most
-// two different ones a signer (the second proves it equivocated, which
-// voids its word: chargeOf), and reports whether any was added. An
-// attestation of no absence is kept too: it shows the signer's answer.
-func mergeAttests(into *wire.Charge, from []wire.Attest) bool {
-	grew := false
-	for _, a := range from {
-		n, dup := 0, false
-		for _, b := range into.Attests {
-			if b.Signer == a.Signer {
-				n++
-				dup = dup || b == a
-			}
-		}
-		if dup || n >= 2 {
-			continue
-		}
-		into.Attests = append(into.Attests, a)
-		grew = true
-	}
-	sort.SliceStable(into.Attests, func(i, j int) bool { return into.Attests[i].Signer < into.Attests[j].Signer })
-	return grew
+	return blame.EvidenceSlot(&ev)
 }
 
 // logCharge merges ev into the evidence held here and recomputes its
-// charge (chargeOf in ctx); it reports whether the evidence held here
+// charge (blame.ChargeOf in ctx); it reports whether the evidence held here
 // grew. waived keeps the evidence uncounted (its epoch's cause is
 // public). Never call with s.ref.mu held.
-func (s *Server) logCharge(ev *wire.Charge, ctx chargeCtx, waived bool) (bool, error) {
+func (s *Server) logCharge(ev *wire.Charge, ctx blame.Context, waived bool) (bool, error) {
 	rs := &s.ref
 	rs.loaded.Do(s.loadRefusals)
-	key := chargeKey(ev)
-	slot := evidenceSlot(ev)
+	key := blame.ChargeKey(ev)
+	slot := blame.EvidenceSlot(ev)
 	rs.mu.Lock()
 	var rec *refusal
 	for i := range rs.recs {
@@ -173,18 +67,18 @@ func (s *Server) logCharge(ev *wire.Charge, ctx chargeCtx, waived bool) (bool, e
 		for i := range rs.recs {
 			var old wire.Charge
 			if r := &rs.recs[i]; recordSlot(r) == slot && r.Ev != nil && old.Unmarshal(r.Ev) == nil {
-				mergeAttests(merged, sameClaim(merged, old.Attests))
+				blame.MergeAttests(merged, blame.SameClaim(merged, old.Attests))
 			}
 		}
 	}
-	grew := mergeAttests(merged, ev.Attests)
+	grew := blame.MergeAttests(merged, ev.Attests)
 	if rec != nil && !grew {
 		rs.mu.Unlock()
 		return false, nil
 	}
 	rs.mu.Unlock()
 	// Checked outside the lock: signatures.
-	charged, reason, err := chargeOf(merged, ctx)
+	charged, reason, err := blame.ChargeOf(merged, ctx)
 	if err != nil {
 		return false, err
 	}
@@ -208,8 +102,8 @@ func (s *Server) logCharge(ev *wire.Charge, ctx chargeCtx, waived bool) (bool, e
 		}
 	}
 	if rec == nil {
-		rs.recs = append(rs.recs, refusal{Key: key, Number: ev.Number, Window: uint64(len(ctx.chain)),
-			Epoch: hex.EncodeToString(ctx.epoch[:]), Waived: waived})
+		rs.recs = append(rs.recs, refusal{Key: key, Number: ev.Number, Window: uint64(len(ctx.Chain)),
+			Epoch: hex.EncodeToString(ctx.Epoch[:]), Waived: waived})
 		rec = &rs.recs[len(rs.recs)-1]
 	}
 	was := rec.Peer
@@ -248,7 +142,7 @@ func (s *Server) spreadCharge(ev *wire.Charge, chain []peer.ID, skip peer.ID) {
 
 // heldCharge is the encoded evidence held here of ev's object.
 func (s *Server) heldCharge(ev *wire.Charge) []byte {
-	key := chargeKey(ev)
+	key := blame.ChargeKey(ev)
 	s.ref.mu.Lock()
 	defer s.ref.mu.Unlock()
 	for _, r := range s.ref.recs {
@@ -276,20 +170,20 @@ func (s *Server) noteChargeLocked(e *sepoch, ev *wire.Charge, own *wire.Attest, 
 			return
 		}
 		if grew {
-			s.spreadCharge(ev, ctx.chain, from)
+			s.spreadCharge(ev, ctx.Chain, from)
 		}
 	}()
 }
 
-// chargeCtxLocked is e's chargeCtx: from its number's certificate when
+// chargeCtxLocked is e's blame.Context: from its number's certificate when
 // kept here, else from e itself. Call with s.mu held.
-func (s *Server) chargeCtxLocked(e *sepoch) chargeCtx {
+func (s *Server) chargeCtxLocked(e *sepoch) blame.Context {
 	if c, ok := s.certOf(e.v.Desc.Number); ok && c.Epoch == e.v.ID {
-		if ctx, err := certCtx(c); err == nil {
+		if ctx, err := blame.CertContext(c); err == nil {
 			return ctx
 		}
 	}
-	return chargeCtx{epoch: e.v.ID, chain: e.v.Chain, final: e.final != nil}
+	return blame.Context{Epoch: e.v.ID, Chain: e.v.Chain, Final: e.final != nil}
 }
 
 // onCharge takes evidence from a server: for an epoch held here and a
@@ -342,12 +236,12 @@ func (s *Server) onCharge(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	if !ok || c.Epoch != id {
 		return wire.TypeAck, ack, nil
 	}
-	ctx, err := certCtx(c)
+	ctx, err := blame.CertContext(c)
 	if err != nil {
 		return wire.TypeAck, ack, nil
 	}
 	s.mu.Lock()
-	old := ev.Number+2*uint64(len(ctx.chain)) <= s.number
+	old := ev.Number+2*uint64(len(ctx.Chain)) <= s.number
 	s.mu.Unlock()
 	if old {
 		return wire.TypeAck, ack, nil // too old to leave anyone out
@@ -356,58 +250,4 @@ func (s *Server) onCharge(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		return 0, nil, err
 	}
 	return wire.TypeAck, ack, nil
-}
-
-// replayCharges is the charges of a log's evidence: for each server, the
-// numbers of the epochs it is charged for (each once), in order. ctxOf
-// gives the certified context of a number. The same evidence and
-// certificates give the same charges on every server.
-func replayCharges(evs [][]byte, ctxOf func(n uint64) (chargeCtx, bool)) map[peer.ID][]uint64 {
-	byKey := map[string]*wire.Charge{}
-	least := map[string]string{} // per evidenceSlot, its smallest key
-	for _, b := range evs {
-		var ev wire.Charge
-		if ev.Unmarshal(b) != nil {
-			continue
-		}
-		k := chargeKey(&ev)
-		if have := byKey[k]; have != nil {
-			mergeAttests(have, ev.Attests)
-		} else {
-			byKey[k] = &ev
-		}
-		if sl := evidenceSlot(&ev); sl != "" && (least[sl] == "" || k < least[sl]) {
-			least[sl] = k
-		}
-	}
-	for k, ev := range byKey {
-		if sl := evidenceSlot(ev); sl != "" && least[sl] != k {
-			// As logCharge: one record a slot, with the attestations
-			// of its claim that the others held.
-			keep := byKey[least[sl]]
-			mergeAttests(keep, sameClaim(keep, ev.Attests))
-			delete(byKey, k)
-		}
-	}
-	seen := map[string]bool{}
-	out := map[peer.ID][]uint64{}
-	for _, ev := range byKey {
-		ctx, ok := ctxOf(ev.Number)
-		if !ok {
-			continue
-		}
-		p, _, err := chargeOf(ev, ctx)
-		if err != nil || p == "" {
-			continue
-		}
-		k := p.String() + "/" + hex.EncodeToString(ctx.epoch[:])
-		if !seen[k] {
-			seen[k] = true
-			out[p] = append(out[p], ev.Number)
-		}
-	}
-	for p := range out {
-		sort.Slice(out[p], func(i, j int) bool { return out[p][i] < out[p][j] })
-	}
-	return out
 }

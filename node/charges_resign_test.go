@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/blame"
 )
 
 // chargeChain is a chain of m fresh keys for the charge rules' tests.
@@ -67,7 +68,7 @@ func resign(t *testing.T, priv crypto.PrivKey, digest [32]byte, nonce byte) [64]
 func TestResignedVoidKeepsCharge(t *testing.T) {
 	privs, chain := chargeChain(t, 4)
 	epoch := [32]byte{5}
-	ctx := chargeCtx{epoch: epoch, chain: chain, final: true}
+	ctx := blame.Context{Epoch: epoch, Chain: chain, Final: true}
 	const num, round = 7, 3
 	rl := wire.RoundList{Epoch: epoch, Round: round, Flags: wire.ListVoid}
 	dg := listDigest(&rl)
@@ -81,7 +82,7 @@ func TestResignedVoidKeepsCharge(t *testing.T) {
 	item := rl.Marshal()
 	attest := func(by int) wire.Attest {
 		a := wire.Attest{AttestReq: wire.AttestReq{Epoch: epoch, Number: num, Kind: wire.AbortNoPub, Round: round}, Lacking: 1 << 3, Signer: uint16(by)}
-		a.Sig, _ = sign(privs[by], attestDigest(&a))
+		a.Sig, _ = sign(privs[by], blame.AttestDigest(&a))
 		return a
 	}
 	backed := &wire.Charge{Kind: wire.EvVoid, Number: num, Item: item, Attests: []wire.Attest{attest(0), attest(1), attest(2)}}
@@ -120,7 +121,7 @@ func TestResignedVoidKeepsCharge(t *testing.T) {
 		}
 	}
 	// The replay of a log holding both copies charges the same.
-	got := replayCharges([][]byte{backed.Marshal(), before.Marshal()}, func(uint64) (chargeCtx, bool) { return ctx, true })
+	got := blame.ReplayCharges([][]byte{backed.Marshal(), before.Marshal()}, func(uint64) (blame.Context, bool) { return ctx, true })
 	if len(got[chain[3]]) != 1 || len(got[chain[0]]) != 0 {
 		t.Errorf("replay charges %v: want the last server once, S_0 never", got)
 	}
@@ -134,7 +135,7 @@ func TestResignedVoidKeepsCharge(t *testing.T) {
 func TestBlameVoidChargesNobody(t *testing.T) {
 	privs, chain := chargeChain(t, 3)
 	epoch := [32]byte{6}
-	ctx := chargeCtx{epoch: epoch, chain: chain, final: true}
+	ctx := blame.Context{Epoch: epoch, Chain: chain, Final: true}
 	rl := wire.RoundList{Epoch: epoch, Round: 2, Flags: wire.ListVoid | wire.ListBlame}
 	dg := listDigest(&rl)
 	for _, p := range privs {
@@ -142,7 +143,7 @@ func TestBlameVoidChargesNobody(t *testing.T) {
 		rl.Sigs = append(rl.Sigs, sg)
 	}
 	ev := &wire.Charge{Kind: wire.EvVoid, Number: 4, Item: rl.Marshal()}
-	if p, _, err := chargeOf(ev, ctx); err == nil || p != "" {
+	if p, _, err := blame.ChargeOf(ev, ctx); err == nil || p != "" {
 		t.Fatalf("a blamed round's void charged %v (%v)", p, err)
 	}
 	s := &Server{cfg: ServerConfig{DataDir: t.TempDir()}, log: quietLogger()}

@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/node/blame"
 )
 
 // chargedNumbers is what s counts: for each server, the numbers of the
@@ -140,15 +141,15 @@ func TestReplayLogSameCharges(t *testing.T) {
 		}
 		var first map[peer.ID][]uint64
 		for i, s := range fn.servers {
-			ctxOf := func(n uint64) (chargeCtx, bool) {
+			ctxOf := func(n uint64) (blame.Context, bool) {
 				c, ok := s.certOf(n)
 				if !ok {
-					return chargeCtx{}, false
+					return blame.Context{}, false
 				}
-				ctx, err := certCtx(c)
+				ctx, err := blame.CertContext(c)
 				return ctx, err == nil
 			}
-			got := replayCharges(log, ctxOf)
+			got := blame.ReplayCharges(log, ctxOf)
 			own := s.chargedNumbers()
 			t.Logf("server %d: replayed %v, counted %v", i, short(got), short(own))
 			if !reflect.DeepEqual(got, own) {

@@ -3,93 +3,11 @@ package node
 import (
 	"testing"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/blame"
 )
-
-// TestChargeOfAttacks: chargeOf, the charge of a piece of evidence, as
-// an attacker would try it (docs/protocol.md §3, "Attacks on the
-// attestations"), over a chain of four with S_1 absent from round 5.
-func TestChargeOfAttacks(t *testing.T) {
-	var privs []crypto.PrivKey
-	var chain []peer.ID
-	for range 4 {
-		priv, err := LoadIdentity(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, _ := peer.IDFromPrivateKey(priv)
-		privs, chain = append(privs, priv), append(chain, id)
-	}
-	epoch := [32]byte{7}
-	ctx := chargeCtx{epoch: epoch, chain: chain, final: true}
-	const num, round = 9, 5
-	abort := func(signer int) []byte {
-		a := &wire.Abort{Epoch: epoch, Number: num, Round: round, Kind: wire.AbortNoPub, Signer: []byte(chain[signer]), Reason: []byte("no publication")}
-		a.Sig, _ = sign(privs[signer], abortDigest(a))
-		return a.Marshal()
-	}
-	attest := func(by int, lacking uint64) wire.Attest {
-		a := wire.Attest{AttestReq: wire.AttestReq{Epoch: epoch, Number: num, Kind: wire.AbortNoPub, Round: round}, Lacking: lacking, Signer: uint16(by)}
-		a.Sig, _ = sign(privs[by], attestDigest(&a))
-		return a
-	}
-	s1 := uint64(1 << 1)
-	for _, c := range []struct {
-		name    string
-		attests []wire.Attest
-		want    peer.ID
-	}{
-		{"two of the three others lack S_1", []wire.Attest{attest(0, s1), attest(2, s1|1<<2|1<<3)}, chain[1]},
-		{"an answer of no absence changes nothing", []wire.Attest{attest(0, s1), attest(2, s1), attest(3, 0)}, chain[1]},
-		{"one corrupt attester alone frames nobody", []wire.Attest{attest(3, 1<<0)}, chain[3]},
-		{"S_1's own attestation does not count", []wire.Attest{attest(1, s1), attest(0, s1)}, chain[3]},
-		{"attestations stripped: the signer pays", nil, chain[3]},
-		{"a repeated attestation counts once", []wire.Attest{attest(0, s1), attest(0, s1)}, chain[3]},
-		{"an attester that signed two answers counts for nothing", []wire.Attest{attest(0, s1), attest(2, s1), attest(2, 0)}, chain[3]},
-		{"the first backed position, not a later one", []wire.Attest{attest(0, s1|1<<3), attest(2, s1|1<<3), attest(1, 1<<3)}, chain[1]},
-	} {
-		got, _, err := chargeOf(&wire.Charge{Kind: wire.EvAbort, Number: num, Item: abort(3), Attests: c.attests}, ctx)
-		if err != nil || got != c.want {
-			t.Errorf("%s: charged %v (%v), want %v", c.name, got, err, c.want)
-		}
-	}
-	// A forged attestation (S_2's position, S_0's key) refuses the whole.
-	forged := attest(0, s1)
-	forged.Signer = 2
-	if _, _, err := chargeOf(&wire.Charge{Kind: wire.EvAbort, Number: num, Item: abort(3), Attests: []wire.Attest{attest(0, s1), forged}}, ctx); err == nil {
-		t.Error("a forged attestation was taken")
-	}
-	// An attestation of another round does not back this claim.
-	other := attest(0, s1)
-	other.Round = round + 1
-	other.Sig, _ = sign(privs[0], attestDigest(&other))
-	if _, _, err := chargeOf(&wire.Charge{Kind: wire.EvAbort, Number: num, Item: abort(3), Attests: []wire.Attest{other}}, ctx); err == nil {
-		t.Error("an attestation of another round was taken")
-	}
-	// The same evidence merged in any order charges the same.
-	a, b := &wire.Charge{Kind: wire.EvAbort, Number: num, Item: abort(3)}, &wire.Charge{Kind: wire.EvAbort, Number: num, Item: abort(3)}
-	mergeAttests(a, []wire.Attest{attest(0, s1)})
-	mergeAttests(a, []wire.Attest{attest(2, s1), attest(0, s1)})
-	mergeAttests(b, []wire.Attest{attest(2, s1), attest(0, s1)})
-	pa, _, _ := chargeOf(a, ctx)
-	pb, _, _ := chargeOf(b, ctx)
-	if pa != chain[1] || pb != chain[1] || string(a.Marshal()) != string(b.Marshal()) {
-		t.Errorf("merge order changed the evidence or its charge: %v, %v", pa, pb)
-	}
-	// An equivocator's answers: at most two kept, and they void its word
-	// whichever two a server holds.
-	c := &wire.Charge{Kind: wire.EvAbort, Number: num, Item: abort(3)}
-	mergeAttests(c, []wire.Attest{attest(0, s1), attest(2, s1), attest(2, 0), attest(2, 1<<3)})
-	if n := len(c.Attests); n != 3 {
-		t.Errorf("%d attestations kept, want 3 (two of the equivocator)", n)
-	}
-	if p, _, _ := chargeOf(c, ctx); p != chain[3] {
-		t.Errorf("an equivocator's word counted: %v charged", p)
-	}
-}
 
 // TestWaivedEvidenceNotCountedAgain: evidence whose charge was waived for
 // a public cause stays held, waived, so that the same signed abort
@@ -105,7 +23,7 @@ func TestWaivedEvidenceNotCountedAgain(t *testing.T) {
 	other, _ := LoadIdentity(t.TempDir())
 	otherID, _ := peer.IDFromPrivateKey(other)
 	epoch := [32]byte{3}
-	ctx := chargeCtx{epoch: epoch, chain: []peer.ID{otherID, bad}, final: true}
+	ctx := blame.Context{Epoch: epoch, Chain: []peer.ID{otherID, bad}, Final: true}
 	a := &wire.Abort{Epoch: epoch, Number: 5, Kind: wire.AbortFault, Signer: []byte(bad), Reason: []byte("no")}
 	a.Sig, _ = sign(priv, abortDigest(a))
 	ev := &wire.Charge{Kind: wire.EvAbort, Number: 5, Item: a.Marshal()}

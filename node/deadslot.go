@@ -10,6 +10,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/blame"
 )
 
 // A dead slot (docs/protocol.md §8 "A dead slot"): a round blame that
@@ -38,8 +39,6 @@ import (
 // slots, each round void); a blame that starts while another runs ends
 // the epoch, as every blame did before.
 
-const tagDropStep = "riffle/v3/drop-step"
-
 // The route proof of a drop step is a DLEQ proof of fixed size.
 var _ [wire.DropRouteSize - mix.DLEQProofSize]struct{}
 var _ [mix.DLEQProofSize - wire.DropRouteSize]struct{}
@@ -60,11 +59,6 @@ type dropResult struct {
 type dropCell struct {
 	done chan struct{}
 	res  dropResult
-}
-
-func dropStepDigest(st *wire.DropStep) [32]byte {
-	b := st.Marshal()
-	return taggedHash(tagDropStep, b[:len(b)-64])
 }
 
 // deadIn returns the dead positions at server t's input (t = m: the last
@@ -317,7 +311,7 @@ func (s *Server) ownDropStep(e *sepoch, bl *rblame, in int) (*wire.DropStep, err
 		// the true one.
 		st.Out = uint32((out + 1) % len(fwd))
 	}
-	if st.Sig, err = sign(s.priv, dropStepDigest(st)); err != nil {
+	if st.Sig, err = sign(s.priv, blame.DropStepDigest(st)); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -328,7 +322,7 @@ func (s *Server) ownDropStep(e *sepoch, bl *rblame, in int) (*wire.DropStep, err
 // does not verify against t's setup shuffle.
 func (s *Server) checkDrop(e *sepoch, bl *rblame, t, in int, st *wire.DropStep) *culprit {
 	v := e.final
-	if err := verifyPeerSig(v.Chain[t], dropStepDigest(st), st.Sig); err != nil {
+	if err := verifyPeerSig(v.Chain[t], blame.DropStepDigest(st), st.Sig); err != nil {
 		return serverCulprit(t, "its drop step of round %d is not signed by it: %v", bl.round, err)
 	}
 	if st.Epoch != v.ID || st.Round != bl.round || int(st.T) != t || int(st.In) != in {

@@ -46,10 +46,14 @@
 //   - setupblame.go: a signed setup step that does not verify names its
 //     server.
 //   - refusals.go: signed, relayed aborts and the refusal budget of §3.
-//   - charges.go: a charge as a pure function of one signed object and its
-//     absence attestations; attest.go: when a round's parts are due here
-//     and what this server attests; chargelog.go: the evidence log, one
-//     record a claimant's slot, relayed and replayed (§3).
+//   - attest.go: when a round's parts are due here and what this server
+//     attests; chargelog.go: the evidence log, one record a claimant's
+//     slot, relayed to the chain (§3).
+//   - blame (package blame): the verdicts as functions of signed evidence
+//     and public state, without I/O: the charge of a piece of evidence and
+//     the log's replay (§3), round blame's Merkle paths and digests (§8),
+//     the start of a share fault's walk (§4.2); its package doc lists its
+//     files.
 //   - serverdown.go: a server whose connection drops and that does not
 //     answer leaves the roster and ends its epochs.
 //   - epochnum.go: epoch numbers, bounded and kept in the data directory.

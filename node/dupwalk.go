@@ -11,6 +11,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/blame"
 )
 
 // A duplicate U or P at setup (docs/protocol.md §4.1 v3): the value
@@ -64,15 +65,6 @@ type dupStep struct {
 // without a strike (docs/protocol.md §4.1).
 type dupServer struct {
 	leftOut map[peer.ID]uint64
-}
-
-// dupWalkStart is the server whose output the walk of a position starts
-// from (as walkStart): −1 when the position is already a slot.
-func dupWalkStart(se *mix.ShareError, m int) int {
-	if se.Pseudonym {
-		return m - 1
-	}
-	return se.Server - 1
 }
 
 // dupRouteAt returns the input position at server t on the walk that
@@ -155,7 +147,7 @@ func (s *Server) dupStepAt(ctx context.Context, e *sepoch, t, out int) (dupStep,
 // onDupRoute answers a route request of a duplicate's walk: only for an
 // output that one of the two walks reaches at this server.
 func (s *Server) onDupRoute(ctx context.Context, e *sepoch, se *mix.ShareError, req wire.Route) (wire.Type, []byte, error) {
-	t0 := dupWalkStart(se, len(e.final.Chain))
+	t0 := blame.DupWalkStart(se, len(e.final.Chain))
 	if e.pos > t0 {
 		return 0, nil, errors.New("node: this server is not on the walk")
 	}
@@ -184,7 +176,7 @@ func (s *Server) onDupRoute(ctx context.Context, e *sepoch, se *mix.ShareError, 
 func (s *Server) dupFault(ctx context.Context, e *sepoch, se *mix.ShareError) {
 	v := e.final
 	m := len(v.Chain)
-	t0 := dupWalkStart(se, m)
+	t0 := blame.DupWalkStart(se, m)
 	var slots [2]int
 	for i, p := range []int{se.Duplicate, se.Position} {
 		slots[i] = p

@@ -359,3 +359,6 @@ func walkWindow(d *wire.Descriptor, got []wire.WindowItem) windowWalk {
 type ChainServer = proto.ChainServer
 
 func writeFileDurably(path string, b []byte) error { return proto.WriteFileDurably(path, b) }
+
+// leaderOf is proto.LeaderOf: the leader of epoch number n in chain.
+func leaderOf(n uint64, chain []peer.ID) peer.ID { return proto.LeaderOf(n, chain) }

@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/blame"
 )
 
 // The refusal budget of docs/protocol.md §3: a server may end an epoch on
@@ -52,9 +53,9 @@ type refusal struct {
 	Window uint64 `json:"window"` // m of its chain
 	Epoch  string `json:"epoch"`  // hex
 	Reason string `json:"reason"`
-	// Key names the evidence (chargeKey) and Ev is the evidence itself
+	// Key names the evidence (blame.ChargeKey) and Ev is the evidence itself
 	// (wire.Charge: the signed object and the attestations held here), of
-	// which Peer is chargeOf (charges.go); a leader that leaves the server
+	// which Peer is blame.ChargeOf (charges.go); a leader that leaves the server
 	// out hands it to the servers that missed it (budgetEvidence). Peer
 	// is empty when the evidence charges nobody.
 	Key string `json:"key,omitempty"`
@@ -283,7 +284,7 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *w
 	if ev == nil {
 		ev = &wire.Charge{Kind: wire.EvAbort, Number: e.v.Desc.Number, Item: a.Marshal()}
 	}
-	// The charge is chargeOf the abort and its attestations (charges.go);
+	// The charge is blame.ChargeOf the abort and its attestations (charges.go);
 	// of an abort that claims a missing publication, this server adds its
 	// own at first sight, the others theirs.
 	var own *wire.Attest
@@ -294,7 +295,7 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *w
 	s.noteChargeLocked(e, ev, own, "", waived)
 	if !waived {
 		s.wg.Add(1)
-		go s.watchCause(e, chargeKey(ev))
+		go s.watchCause(e, blame.ChargeKey(ev))
 	}
 	return true
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/blame"
 )
 
 // Rotating leaders (§3 (v3) "Epoch numbers and leaders";
@@ -28,11 +29,6 @@ import (
 
 // DefaultLeaderTimeout is T_lead (§3).
 const DefaultLeaderTimeout = 30 * time.Second
-
-// leaderOf is the leader of epoch number n in chain (chain order).
-func leaderOf(n uint64, chain []peer.ID) peer.ID {
-	return chain[n%uint64(len(chain))]
-}
 
 // turnState is where a server is in the rotation. Guarded by Server.mu.
 type turnState struct {
@@ -164,7 +160,7 @@ func (s *Server) gatherNoClose(e *sepoch) {
 		s.mu.Unlock()
 		got = append(got, s.askAttests(e, wire.AbortNoClose, 0, e.leader)...)
 		ev := &wire.Charge{Kind: wire.EvAbort, Number: e.v.Desc.Number}
-		mergeAttests(ev, got)
+		blame.MergeAttests(ev, got)
 		got = ev.Attests
 		if noCloseBacked(ev, e.v.Chain, e.leader) {
 			break
@@ -213,7 +209,7 @@ func noCloseBacked(ev *wire.Charge, chain []peer.ID, leader peer.ID) bool {
 		}
 	}
 	n := 0
-	for i, bits := range attestedLacking(ev.Attests) {
+	for i, bits := range blame.AttestedLacking(ev.Attests) {
 		if int(i) != j && j >= 0 && bits&(1<<uint(j)) != 0 {
 			n++
 		}

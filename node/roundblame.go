@@ -14,6 +14,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/blame"
 )
 
 // Round blame (docs/protocol.md §8): the walk back along one position of one
@@ -37,11 +38,6 @@ import (
 // round is walked; nothing of any other position is revealed.
 
 // Tags of the signed round-blame messages.
-const (
-	tagAccuse    = "riffle/v2/accuse"
-	tagBlameStep = "riffle/v2/blame-step"
-)
-
 // Tunables.BlameStepWait bounds how long a server asked for its step waits
 // to learn of the blame itself (the accusation, or its own check of the
 // published payloads), and Tunables.BlameStepTimeout one step's fetch.
@@ -155,72 +151,6 @@ func (s *Server) releaseInput(e *sepoch, r uint32) {
 	}
 }
 
-// merklePath returns the sibling hashes from entry i up to the root of
-// merkleRoot(entries), bottom first; a level where i is a promoted odd node
-// contributes nothing.
-func merklePath(entries [][]byte, i int) [][32]byte {
-	level := make([][32]byte, len(entries))
-	for j, x := range entries {
-		level[j] = merkleLeaf(j, x)
-	}
-	var path [][32]byte
-	for len(level) > 1 {
-		if i^1 < len(level) {
-			path = append(path, level[i^1])
-		}
-		next := level[:0:0]
-		for j := 0; j < len(level); j += 2 {
-			if j+1 == len(level) {
-				next = append(next, level[j])
-				continue
-			}
-			next = append(next, taggedHash(tagMerkleNd, level[j][:], level[j+1][:]))
-		}
-		level, i = next, i/2
-	}
-	return path
-}
-
-func merkleLeaf(i int, entry []byte) [32]byte {
-	var pos wire.Enc
-	pos.U32(uint32(i))
-	return taggedHash(tagMerkleLf, pos.B, entry)
-}
-
-// merkleCheck reports whether entry is at position i of a batch of n
-// entries with the given root.
-func merkleCheck(n, i int, entry []byte, path [][32]byte, root [32]byte) bool {
-	if i < 0 || i >= n {
-		return false
-	}
-	h := merkleLeaf(i, entry)
-	for size := n; size > 1; size = (size + 1) / 2 {
-		if i^1 < size {
-			if len(path) == 0 {
-				return false
-			}
-			if i%2 == 0 {
-				h = taggedHash(tagMerkleNd, h[:], path[0][:])
-			} else {
-				h = taggedHash(tagMerkleNd, path[0][:], h[:])
-			}
-			path = path[1:]
-		}
-		i /= 2
-	}
-	return len(path) == 0 && h == root
-}
-
-func accuseDigest(a *wire.Accuse) [32]byte {
-	b := a.Marshal()
-	return taggedHash(tagAccuse, b[:len(b)-64])
-}
-
-func blameStepDigest(st *wire.BlameStep) [32]byte {
-	b := st.Marshal()
-	return taggedHash(tagBlameStep, b[:len(b)-64])
-}
-
 // entrySize is the size of an entry at server t's input.
 func (e *sepoch) entrySize(t int) int {
 	b, k := e.bk()
@@ -249,7 +179,7 @@ func (e *sepoch) inputEvidence(r uint32, pos int) (wire.Evidence, error) {
 		return ev, fmt.Errorf("node: input batch of round %d not kept", r)
 	}
 	ev.Entry = append([]byte(nil), h.entries[pos]...)
-	ev.Path = merklePath(h.entries, pos)
+	ev.Path = blame.MerklePath(h.entries, pos)
 	ev.Root, ev.Sig = root.Root, root.Sig
 	return ev, nil
 }
@@ -274,7 +204,7 @@ func (s *Server) checkEvidence(e *sepoch, r uint32, t, pos int, ev *wire.Evidenc
 	if err := verifyPeerSig(v.Chain[t-1], batchDigest(&b), ev.Sig); err != nil {
 		return nil, fmt.Errorf("root signature of server %d: %w", t-1, err)
 	}
-	if !merkleCheck(e.n(), pos, ev.Entry, ev.Path, ev.Root) {
+	if !blame.MerkleCheck(e.n(), pos, ev.Entry, ev.Path, ev.Root) {
 		return nil, errors.New("merkle path does not reach the signed root")
 	}
 	s.mu.Lock()
@@ -321,7 +251,7 @@ func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 	a := &wire.Accuse{Epoch: v.ID, Round: r, S: uint16(e.pos), Pos: uint32(pos), In: ev}
 	copy(a.Zp[:], Zp.Bytes())
 	copy(a.ZpProof[:], proof)
-	if a.Sig, err = sign(s.priv, accuseDigest(a)); err != nil {
+	if a.Sig, err = sign(s.priv, blame.AccuseDigest(a)); err != nil {
 		done("sign accusation")
 		return
 	}
@@ -378,7 +308,7 @@ func (s *Server) onAccuse(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	if int(a.S) >= len(v.Chain) || v.Chain[a.S] != from || a.Round >= v.Desc.Params.Rounds {
 		return 0, nil, errors.New("node: accusation not from its accuser")
 	}
-	if err := verifyPeerSig(from, accuseDigest(&a), a.Sig); err != nil {
+	if err := verifyPeerSig(from, blame.AccuseDigest(&a), a.Sig); err != nil {
 		return 0, nil, err
 	}
 	s.mu.Lock()
@@ -590,7 +520,7 @@ func (s *Server) ownBlameStep(e *sepoch, bl *rblame, out int) (*wire.BlameStep, 
 	copy(st.ZProof[:], zProof)
 	copy(st.Zp[:], Zp.Bytes())
 	copy(st.ZpProof[:], zpProof)
-	if st.Sig, err = sign(s.priv, blameStepDigest(st)); err != nil {
+	if st.Sig, err = sign(s.priv, blame.BlameStepDigest(st)); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -603,7 +533,7 @@ func (s *Server) checkStep(e *sepoch, bl *rblame, t, out int, outEntry []byte, s
 	v := e.final
 	id := mix.EpochID(v.ID)
 	r := bl.round
-	if err := verifyPeerSig(v.Chain[t], blameStepDigest(st), st.Sig); err != nil {
+	if err := verifyPeerSig(v.Chain[t], blame.BlameStepDigest(st), st.Sig); err != nil {
 		return serverCulprit(t, "its step of round %d is not signed by it: %v", r, err)
 	}
 	if st.Epoch != v.ID || st.Round != r || int(st.T) != t || int(st.Out) != out {

@@ -2,7 +2,6 @@ package node
 
 import (
 	"crypto/rand"
-	"fmt"
 	"testing"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -10,49 +9,6 @@ import (
 
 	"github.com/riffle-net/riffle/store"
 )
-
-// TestMerklePath: every entry of every batch size proves against the root
-// of merkleRoot, and nothing else does.
-func TestMerklePath(t *testing.T) {
-	t.Parallel()
-	virtual(t, func(t *testing.T) {
-		for n := 1; n <= 17; n++ {
-			entries := make([][]byte, n)
-			for i := range entries {
-				entries[i] = []byte(fmt.Sprintf("entry %d of %d", i, n))
-			}
-			root := merkleRoot(entries)
-			for i := range entries {
-				path := merklePath(entries, i)
-				if !merkleCheck(n, i, entries[i], path, root) {
-					t.Fatalf("n=%d: entry %d does not prove", n, i)
-				}
-				if merkleCheck(n, i, []byte("other"), path, root) {
-					t.Fatalf("n=%d: a changed entry %d proves", n, i)
-				}
-				if n > 1 && merkleCheck(n, (i+1)%n, entries[i], path, root) {
-					t.Fatalf("n=%d: entry %d proves at another position", n, i)
-				}
-				if len(path) > 0 {
-					bad := append([][32]byte(nil), path...)
-					bad[0][0] ^= 1
-					if merkleCheck(n, i, entries[i], bad, root) {
-						t.Fatalf("n=%d: a changed path proves entry %d", n, i)
-					}
-					if merkleCheck(n, i, entries[i], path[:len(path)-1], root) {
-						t.Fatalf("n=%d: a short path proves entry %d", n, i)
-					}
-				}
-				if merkleCheck(n, i, entries[i], append(path, root), root) {
-					t.Fatalf("n=%d: a long path proves entry %d", n, i)
-				}
-			}
-			if merkleCheck(n, n, entries[0], nil, root) || merkleCheck(n, -1, entries[0], nil, root) {
-				t.Fatalf("n=%d: a position out of range proves", n)
-			}
-		}
-	})
-}
 
 // TestStrikeDoubles: a culprit client's exclusion doubles on each repeat
 // (1, 2, 4, … epochs), capped, per key.

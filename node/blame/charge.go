@@ -1,16 +1,16 @@
-package node
+package blame
 
 import (
 	"errors"
 	"fmt"
 
 	"github.com/libp2p/go-libp2p/core/peer"
-
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // Charges from evidence (docs/protocol.md §3, "Charges from evidence").
-// Every charge to a refusal budget is chargeOf of one signed object (an
+// Every charge to a refusal budget is ChargeOf of one signed object (an
 // abort, or a void list signed by the whole chain) and the absence
 // attestations gathered with it, checked against the certificate of its
 // epoch's number: the same bytes give the same charge on every server,
@@ -18,40 +18,37 @@ import (
 // only when more than half of the chain's servers other than P signed
 // that they lacked P's part when their own deadline had passed; a claim
 // of absence that the majority does not back counts against whoever made
-// it (the abort's signer, the void's proposer S_0). Every server that
-// holds such evidence adds its own attestation once, at first sight, and
-// relays the evidence to the chain whenever it learned something new, so
-// that the honest servers converge on the same attestations.
+// it (the abort's signer, the void's proposer S_0).
 
-// chargeCtx is what chargeOf needs of the log: the certified chain of the
+// Context is what ChargeOf needs of the log: the certified chain of the
 // evidence's number and whether that number's certificate is its final
 // descriptor (an abort certificate or none: the registration never closed).
-type chargeCtx struct {
-	epoch [32]byte
-	chain []peer.ID
-	final bool
+type Context struct {
+	Epoch [32]byte
+	Chain []peer.ID
+	Final bool
 }
 
-// certCtx is the chargeCtx of certificate c (none for a timeout: no epoch
+// CertContext is the Context of certificate c (none for a timeout: no epoch
 // ran, nothing is charged).
-func certCtx(c *wire.Cert) (chargeCtx, error) {
+func CertContext(c *wire.Cert) (Context, error) {
 	if c.Kind == wire.CertTimeout {
-		return chargeCtx{}, errors.New("node: evidence of a timed-out number")
+		return Context{}, errors.New("blame: evidence of a timed-out number")
 	}
-	chain, err := certChain(c)
+	chain, err := proto.CertChain(c)
 	if err != nil {
-		return chargeCtx{}, err
+		return Context{}, err
 	}
-	return chargeCtx{epoch: c.Epoch, chain: chain, final: c.Kind == wire.CertFinal}, nil
+	return Context{Epoch: c.Epoch, Chain: chain, Final: c.Kind == wire.CertFinal}, nil
 }
 
-// chargeOf is the charge of ev in ctx: the server charged (empty for
+// ChargeOf is the charge of ev in ctx: the server charged (empty for
 // nobody) and why. It checks every signature it counts; an attestation
 // that does not verify is an error (the evidence is refused whole).
-func chargeOf(ev *wire.Charge, ctx chargeCtx) (peer.ID, string, error) {
-	m := len(ctx.chain)
+func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
+	m := len(ctx.Chain)
 	if m == 0 {
-		return "", "", errors.New("node: evidence without a chain")
+		return "", "", errors.New("blame: evidence without a chain")
 	}
 	var (
 		signer  peer.ID // who made the claim
@@ -67,53 +64,53 @@ func chargeOf(ev *wire.Charge, ctx chargeCtx) (peer.ID, string, error) {
 			return "", "", err
 		}
 		signer = peer.ID(a.Signer)
-		if !inChain(ctx.chain, signer) {
-			return "", "", errors.New("node: abort signed outside its chain")
+		if !proto.InChain(ctx.Chain, signer) {
+			return "", "", errors.New("blame: abort signed outside its chain")
 		}
 		if a.Kind != wire.AbortCoord && a.Number != ev.Number {
-			return "", "", fmt.Errorf("node: abort of number %d as evidence of %d", a.Number, ev.Number)
+			return "", "", fmt.Errorf("blame: abort of number %d as evidence of %d", a.Number, ev.Number)
 		}
-		if err := verifyPeerSig(signer, abortDigest(&a), a.Sig); err != nil {
+		if err := proto.VerifyPeerSig(signer, proto.AbortDigest(&a), a.Sig); err != nil {
 			return "", "", err
 		}
 		epoch, kind, round, claimOf = a.Epoch, a.Kind, a.Round, string(a.Reason)
 	case wire.EvVoid:
 		var rl wire.RoundList
-		if err := rl.Unmarshal(ev.Item, genericLimits()); err != nil {
+		if err := rl.Unmarshal(ev.Item, proto.GenericLimits()); err != nil {
 			return "", "", err
 		}
 		if !rl.Void() || len(rl.Sigs) != m {
-			return "", "", errors.New("node: a void's evidence is its list signed by the whole chain")
+			return "", "", errors.New("blame: a void's evidence is its list signed by the whole chain")
 		}
 		if rl.Blamed() {
 			// Its cause is public (a culprit named): every honest
 			// server signs it only with the blame's record.
-			return "", "", errors.New("node: a blamed round's void is evidence against nobody")
+			return "", "", errors.New("blame: a blamed round's void is evidence against nobody")
 		}
-		dg := listDigest(&rl)
+		dg := proto.ListDigest(&rl)
 		for i, sg := range rl.Sigs {
-			if err := verifyPeerSig(ctx.chain[i], dg, sg); err != nil {
+			if err := proto.VerifyPeerSig(ctx.Chain[i], dg, sg); err != nil {
 				return "", "", err
 			}
 		}
-		signer, epoch, kind, round = ctx.chain[0], rl.Epoch, wire.AbortNoPub, rl.Round
+		signer, epoch, kind, round = ctx.Chain[0], rl.Epoch, wire.AbortNoPub, rl.Round
 		claimOf = fmt.Sprintf("round %d void", rl.Round)
 	default:
-		return "", "", fmt.Errorf("node: evidence kind %d", ev.Kind)
+		return "", "", fmt.Errorf("blame: evidence kind %d", ev.Kind)
 	}
-	if epoch != ctx.epoch {
-		return "", "", errors.New("node: evidence of another epoch than its number's certificate")
+	if epoch != ctx.Epoch {
+		return "", "", errors.New("blame: evidence of another epoch than its number's certificate")
 	}
 	for i := range ev.Attests {
 		at := &ev.Attests[i]
 		if at.Epoch != epoch || at.Number != ev.Number || at.Kind != kind || at.Round != round || int(at.Signer) >= m {
-			return "", "", errors.New("node: attestation of another claim")
+			return "", "", errors.New("blame: attestation of another claim")
 		}
-		if err := verifyPeerSig(ctx.chain[at.Signer], attestDigest(at), at.Sig); err != nil {
-			return "", "", fmt.Errorf("node: attestation: %w", err)
+		if err := proto.VerifyPeerSig(ctx.Chain[at.Signer], AttestDigest(at), at.Sig); err != nil {
+			return "", "", fmt.Errorf("blame: attestation: %w", err)
 		}
 	}
-	lacked := attestedLacking(ev.Attests)
+	lacked := AttestedLacking(ev.Attests)
 	// backed: more than half of the chain's servers other than j lacked
 	// j's part.
 	backed := func(j int) bool {
@@ -125,12 +122,12 @@ func chargeOf(ev *wire.Charge, ctx chargeCtx) (peer.ID, string, error) {
 		}
 		return 2*n > m-1
 	}
-	leader := leaderOf(ev.Number, ctx.chain)
+	leader := proto.LeaderOf(ev.Number, ctx.Chain)
 	switch {
 	case ev.Kind == wire.EvAbort && kind == wire.AbortFault:
 		return signer, claimOf, nil
 	case ev.Kind == wire.EvAbort && kind == wire.AbortCoord:
-		if signer == leader && !ctx.final {
+		if signer == leader && !ctx.Final {
 			return "", claimOf, nil // a registration that came to nothing
 		}
 		return signer, claimOf, nil
@@ -138,7 +135,7 @@ func chargeOf(ev *wire.Charge, ctx chargeCtx) (peer.ID, string, error) {
 		// Not conditioned on the number's certificate being final: one
 		// server may keep the abort's certificate, another the final one,
 		// of one attempt; an honest server that had the close attests none.
-		for j, p := range ctx.chain {
+		for j, p := range ctx.Chain {
 			if p == leader && backed(j) {
 				return leader, "registration never closed (attested): " + claimOf, nil
 			}
@@ -149,18 +146,18 @@ func chargeOf(ev *wire.Charge, ctx chargeCtx) (peer.ID, string, error) {
 		// descriptor (it has no round), so no certificate kind is needed.
 		for j := range m {
 			if backed(j) {
-				return ctx.chain[j], fmt.Sprintf("round %d: no part from position %d (attested)", round, j), nil
+				return ctx.Chain[j], fmt.Sprintf("round %d: no part from position %d (attested)", round, j), nil
 			}
 		}
 		return signer, fmt.Sprintf("round %d: absence not backed: %s", round, claimOf), nil
 	}
 }
 
-// attestedLacking is what each signer of attests said it lacked: an
+// AttestedLacking is what each signer of attests said it lacked: an
 // honest server signs one attestation a claim, so a signer with two
 // different ones equivocated and counts for nothing. The signatures are
 // the caller's to check.
-func attestedLacking(attests []wire.Attest) map[uint16]uint64 {
+func AttestedLacking(attests []wire.Attest) map[uint16]uint64 {
 	first := map[uint16]wire.Attest{}
 	lacked := map[uint16]uint64{}
 	equiv := map[uint16]bool{}
@@ -178,3 +175,7 @@ func attestedLacking(attests []wire.Attest) map[uint16]uint64 {
 	}
 	return lacked
 }
+
+const tagAttest = "riffle/v3/attest"
+
+func AttestDigest(a *wire.Attest) [32]byte { return proto.TaggedHash(tagAttest, a.MarshalBody()) }

@@ -1,0 +1,17 @@
+// Package blame holds the rules by which servers blame one of their own
+// or a client, as functions of signed evidence and public group state: no
+// server's own view, clock or network, so that every honest server that
+// holds the same bytes reaches the same verdict (docs/protocol.md §3,
+// "Charges from evidence"; §4.2 and §8 for setup and round blame).
+//
+//   - charge.go: the charge of a piece of evidence (a signed abort or void
+//     and the absence attestations gathered with it) and the attestations'
+//     digest.
+//   - log.go: the evidence log's naming, merging and replay into charges.
+//   - round.go: round blame's evidence: Merkle paths of input entries and
+//     the digests of accusations, blame steps and drop steps.
+//   - setup.go: where the walk back of a share fault starts.
+//
+// Package node gathers the evidence, keeps the log and applies the
+// verdicts; this package does no I/O.
+package blame
