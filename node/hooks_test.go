@@ -52,18 +52,22 @@ func buildRiffle(t *testing.T, tags string) string {
 	return bin
 }
 
-// hookOnlyNames are the top-level names declared in this package's,
-// node/transport's and node/client's files built only with the riffletest
-// tag and in none of the others.
+// hookDirs are node's packages below it that the binary links, whose
+// riffletest-only names it must not: node/transport's receive path has a
+// hook of its own (RecvHook); the client's hooks and accessors are
+// node/client's.
+var hookDirs = []string{"transport", "client", "blame", "internal/proto"}
+
+// hookOnlyNames are the top-level names declared in this package's and
+// hookDirs' files built only with the riffletest tag and in none of the
+// others.
 func hookOnlyNames(t *testing.T) map[string]bool {
 	t.Helper()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// node/transport's receive path has a hook of its own (RecvHook); the
-	// client's hooks and accessors are node/client's.
-	for _, dir := range []string{"transport", "client"} {
+	for _, dir := range hookDirs {
 		more, err := filepath.Glob(dir + "/*.go")
 		if err != nil {
 			t.Fatal(err)
@@ -124,8 +128,7 @@ func hookOnlyNames(t *testing.T) map[string]bool {
 }
 
 // hookSymbols returns the symbols of binary bin that name a forbidden
-// identifier or a hook point of this package, node/transport or
-// node/client.
+// identifier or a hook point of this package or of hookDirs.
 func hookSymbols(t *testing.T, bin string, forbidden map[string]bool) []string {
 	t.Helper()
 	out, err := exec.Command("go", "tool", "nm", bin).Output()
@@ -134,7 +137,7 @@ func hookSymbols(t *testing.T, bin string, forbidden map[string]bool) []string {
 	}
 	// What follows the package path up to the end of the symbol, e.g.
 	// "(*Server).hookStage" or "serverHooks]).Load".
-	sym := regexp.MustCompile(`github\.com/riffle-net/riffle/node(?:/transport|/client)?\.(\S+)`)
+	sym := regexp.MustCompile(`github\.com/riffle-net/riffle/node(?:/` + strings.Join(hookDirs, "|/") + `)?\.(\S+)`)
 	ident := regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 	var found []string
 	for _, line := range strings.Split(string(out), "\n") {
