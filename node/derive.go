@@ -205,21 +205,27 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 	// Else a fetch from the asker, one question at a time: only from a
 	// server of the group (a roster server may be anyone that said hello)
 	// in the question's chain, as a member of the Prepare it checks is,
-	// for the next number here, once an asker a number (askedFetch), the
-	// reply capped at maxLookbackWindow: a group peer cannot make this
-	// server download window after window of made-up refs. A fetch that
-	// could not run (the slot busy) is given back. A question beyond that
-	// is answered from what is held here.
+	// for the next number here, within the asker's budget for the number
+	// (askedFetch), the reply capped at maxLookbackWindow: a group peer
+	// cannot make this server download window after window of made-up
+	// refs. A fetch that failed (the asker slow or its slots full) leaves
+	// the next question a fetch, up to wouldServeFetches; one that could
+	// not run is given back. A question beyond that is answered from what
+	// is held here. "Busy" is no answer, since it says nothing of the
+	// question and the asker took it as not live: a question whose fetch
+	// finds every slot taken waits for one (the slots cover every fetch
+	// the budgets give for a number; TestWouldServeBusyWaits).
 	src := peer.ID("")
 	if s.groupPeer(from) && slices.ContainsFunc(p.Chain, func(b []byte) bool { return peer.ID(b) == from }) && p.Number == s.certTop()+1 {
-		if refund, ok := s.askedFetch(from, p.Number); ok {
-			release, err := s.windowSlots.asking.take(from, "", wire.MaxServers, wire.MaxServers)
+		if done, ok := s.askedFetch(from, p.Number); ok {
+			release, err := s.windowSlots.asking.takeWait(wctx, from, "", maxAskers, maxAskers)
 			if err != nil {
-				refund()
-				return 0, nil, err
+				done(false)
+			} else {
+				defer release()
+				defer done(true)
+				src = from
 			}
-			defer release()
-			src = from
 		}
 	}
 	if err := s.holdWindow(wctx, src, &p, false); err != nil {
@@ -241,17 +247,21 @@ func questionKey(p *wire.Prepare) [32]byte {
 
 // askedFetch reports whether this server may fetch the window of a
 // would-serve question of number n (the next here) from the asker from,
-// and counts it, with the refund that uncounts it: a first fetch for n
-// from it. The servers of n−1's certificate (the group certified for n)
-// each get theirs; any other server of the group (past probation on the
-// roster) takes one of maxRosterServing for n, maxRosterPerRange of an
-// address range (TestWouldServeFlood): roster identities are cheap, and
-// they filled the table before a member's question came. A Prepare of
-// n holds more than half of n−1's certificate (holdsPrevGroup), so an
-// honest one of its members asks, fetches, and its yes then answers the
-// same question from the others (saidYes). Entries of earlier numbers
-// are forgotten.
-func (s *Server) askedFetch(from peer.ID, n uint64) (refund func(), ok bool) {
+// and counts it, with done, to call once the fetch ended: done(false)
+// if it could not run, which gives it back. Each asker has
+// wouldServeFetches for n, one at a time: a fetch that failed is not the
+// question's answer, and the asker asks again for the next attempt at n
+// (TestWouldServeFetchFailed). The servers of n−1's certificate (the
+// group certified for n) each get theirs; any other server of the group
+// (past probation on the roster) is one of maxRosterServing askers for
+// n, maxRosterPerRange of an address range (TestWouldServeFlood): roster
+// identities are cheap, and they filled the table before a member's
+// question came. A Prepare of n holds more than half of n−1's
+// certificate (holdsPrevGroup), so an honest one of its members asks,
+// fetches, and its yes then answers the same question from the others
+// (saidYes). Entries of earlier numbers are forgotten once their fetch
+// ended; the table holds at most 2·maxAskers.
+func (s *Server) askedFetch(from peer.ID, n uint64) (done func(ran bool), ok bool) {
 	member := false
 	if g, ok := s.certGroup(n); ok && g[from] && !s.serverExcluded(from) {
 		member = true
@@ -263,37 +273,49 @@ func (s *Server) askedFetch(from peer.ID, n uint64) (refund func(), ok bool) {
 	g := &s.windowSlots
 	g.askedMu.Lock()
 	defer g.askedMu.Unlock()
-	for p, a := range g.asked {
-		if a.n < n {
-			delete(g.asked, p)
+	for k, a := range g.asked {
+		if k.n < n && !a.fetching {
+			delete(g.asked, k)
 		}
 	}
-	if _, ok := g.asked[from]; ok || len(g.asked) >= maxAskers {
-		return nil, false
-	}
-	if !member {
-		others, inRange := 0, 0
-		for _, a := range g.asked {
-			if !a.member {
-				others++
-				if a.rng == rng {
-					inRange++
-				}
-			}
-		}
-		if others >= maxRosterServing || inRange >= maxRosterPerRange {
+	k := askKey{from, n}
+	a := g.asked[k]
+	switch {
+	case a != nil:
+		if a.fetching || a.tries >= wouldServeFetches {
 			return nil, false
 		}
+	case len(g.asked) >= 2*maxAskers:
+		return nil, false
+	default:
+		if !member {
+			others, inRange := 0, 0
+			for k, a := range g.asked {
+				if k.n == n && !a.member {
+					others++
+					if a.rng == rng {
+						inRange++
+					}
+				}
+			}
+			if others >= maxRosterServing || inRange >= maxRosterPerRange {
+				return nil, false
+			}
+		}
+		if g.asked == nil {
+			g.asked = map[askKey]*asker{}
+		}
+		a = &asker{member: member, rng: rng}
+		g.asked[k] = a
 	}
-	if g.asked == nil {
-		g.asked = map[peer.ID]asker{}
-	}
-	g.asked[from] = asker{n: n, member: member, rng: rng}
-	return func() {
+	a.tries++
+	a.fetching = true
+	return func(ran bool) {
 		g.askedMu.Lock()
 		defer g.askedMu.Unlock()
-		if a, ok := g.asked[from]; ok && a.n == n {
-			delete(g.asked, from)
+		a.fetching = false
+		if !ran {
+			a.tries--
 		}
 	}, true
 }

@@ -142,32 +142,46 @@ func (s *Server) enterServer(ctx context.Context, g *serverSlots, from peer.ID) 
 }
 
 // windowSlots are the client and the server window slots, and the
-// would-serve questions that fetch a window (derive.go), one an asker.
+// would-serve questions that fetch a window (derive.go): asking holds
+// those fetching, one an asker.
 type windowSlots struct {
 	clients, asking slotTable
 	servers         serverSlots
-	// asked holds, for each asker whose would-serve question this
-	// server fetched a window for, the number it asked about: one fetch
-	// an asker a number, entries of numbers past pruned, at most
-	// maxAskers (askedFetch). said holds the questions of the next
-	// number answered yes after a fetch, as many at most.
+	// asked holds, for each asker and number whose would-serve window
+	// this server fetched, the asker's fetches (askedFetch): entries of
+	// numbers past pruned once their fetch ended, at most 2·maxAskers.
+	// said holds the questions of the next number answered yes after a
+	// fetch, at most maxAskers.
 	askedMu sync.Mutex
-	asked   map[peer.ID]asker
+	asked   map[askKey]*asker
 	said    map[[32]byte]uint64
 }
 
-// asker is a would-serve asker's fetch: its number, whether it is a
-// server of the certificate before that number, else its address range.
+// askKey is a would-serve asker and the number it asked about.
+type askKey struct {
+	p peer.ID
+	n uint64
+}
+
+// asker is a would-serve asker's fetches for one number: whether it is a
+// server of the certificate before that number, else its address range,
+// the fetches it took and whether one runs.
 type asker struct {
-	n      uint64
-	member bool
-	rng    string
+	member   bool
+	rng      string
+	tries    int
+	fetching bool
 }
 
 // maxAskers bounds the askers of a number whose would-serve window this
 // server fetches: every server of a full certificate and the roster's
-// others' share (askedFetch).
+// others' share (askedFetch); the asking slots hold as many.
 const maxAskers = wire.MaxServers + maxRosterServing
+
+// wouldServeFetches is an asker's budget of would-serve window fetches
+// for one number: a fetch that failed, or a later attempt that pins
+// another window, has one more (each reply capped at maxLookbackWindow).
+const wouldServeFetches = 2
 
 // slotTable holds the peers whose window reply is being read and sent,
 // each with its address range.
@@ -175,15 +189,26 @@ type slotTable struct {
 	mu      sync.Mutex
 	by      map[peer.ID]string
 	inRange map[string]int
+	freed   chan struct{} // closed when a slot is given back (takeWait)
 }
 
 // take takes a slot for from of range rng until release: at most total at
 // once, of them perRange of one range, one a peer; else errWindowBusy.
 func (g *slotTable) take(from peer.ID, rng string, total, perRange int) (release func(), err error) {
+	release, _, err = g.tryTake(from, rng, total, perRange)
+	return release, err
+}
+
+// tryTake is take; when it fails, freed is closed once a slot is given
+// back (taken under the same lock, so that no release falls between).
+func (g *slotTable) tryTake(from peer.ID, rng string, total, perRange int) (release func(), freed <-chan struct{}, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if _, held := g.by[from]; held || len(g.by) >= total || g.inRange[rng] >= perRange {
-		return nil, errWindowBusy
+		if g.freed == nil {
+			g.freed = make(chan struct{})
+		}
+		return nil, g.freed, errWindowBusy
 	}
 	if g.by == nil {
 		g.by, g.inRange = map[peer.ID]string{}, map[string]int{}
@@ -196,8 +221,27 @@ func (g *slotTable) take(from peer.ID, rng string, total, perRange int) (release
 		if g.inRange[rng]--; g.inRange[rng] <= 0 {
 			delete(g.inRange, rng)
 		}
+		if g.freed != nil {
+			close(g.freed)
+			g.freed = nil
+		}
 		g.mu.Unlock()
-	}, nil
+	}, nil, nil
+}
+
+// takeWait is take, waiting for a slot given back until ctx ends.
+func (g *slotTable) takeWait(ctx context.Context, from peer.ID, rng string, total, perRange int) (func(), error) {
+	for {
+		release, freed, err := g.tryTake(from, rng, total, perRange)
+		if err == nil {
+			return release, nil
+		}
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
 }
 
 // enter is take until ctx ends (the reply written or the stream's
