@@ -89,6 +89,9 @@ type serverHooks struct {
 	// fetches of its batch of round r that long late (not its
 	// successor's).
 	serveLate func(r uint32) time.Duration
+	// rootTo may make this server keep its signed root of round r from
+	// chain server p (false: not announced to p).
+	rootTo func(r uint32, p peer.ID) bool
 	// stallRelay may make this server hold a receiver's ask for a batch
 	// of round r that it did not sign, answering nothing for a round
 	// limit.
@@ -376,6 +379,11 @@ func (s *Server) hookServeLate(r uint32) time.Duration {
 		return h.serveLate(r)
 	}
 	return 0
+}
+
+func (s *Server) hookRootTo(r uint32, p peer.ID) bool {
+	h := s.hooks.Load()
+	return h == nil || h.rootTo == nil || h.rootTo(r, p)
 }
 
 func (s *Server) hookStallRelay(r uint32) bool {

@@ -5,6 +5,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -63,6 +64,11 @@ func TestRelayedBatch(t *testing.T) {
 		if m == 4 {
 			modes = append(modes, "stalled holder")
 		}
+		if os.Getenv("RIFFLE_OPEN_ATTACKS") != "" {
+			// Open (docs/testing.md, "Open attacks"): S_1 has no root
+			// to start its wait from, and is charged.
+			modes = append(modes, "root withheld")
+		}
 		for _, mode := range modes {
 			t.Run(fmt.Sprintf("m=%d %s", m, mode), func(t *testing.T) {
 				t.Parallel()
@@ -102,6 +108,13 @@ func relayCase(t *testing.T, m int, mode string) {
 			}
 			return 0
 		}
+		wantVoid = -1 // either
+	case "root withheld":
+		// Refused to S_1, and S_0's root announced to every server
+		// but S_1.
+		h.refuseSucc = c.is
+		s1 := bn.servers[1].h.ID()
+		h.rootTo = func(r uint32, p peer.ID) bool { return p != s1 || !c.is(r) }
 		wantVoid = -1 // either
 	case "stalled holder":
 		h.refuseSucc = c.is

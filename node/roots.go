@@ -94,7 +94,7 @@ func (s *Server) announceRoot(e *sepoch, b *wire.Batch) {
 		return // a test's silent server (hookRoot)
 	}
 	for _, p := range v.Chain {
-		if p == s.h.ID() {
+		if p == s.h.ID() || !s.hookRootTo(b.Round, p) {
 			continue
 		}
 		s.wg.Add(1)
