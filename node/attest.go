@@ -47,8 +47,8 @@ func (e *sepoch) absenceDue(q uint32) []time.Time {
 		// this server for, or from when this server gave up on getting
 		// it (and attests part j−1 missing first).
 		if n := x.noteOf(j - 1); n != nil {
-			at := n.at.Add(bodyWait(e))
-			if n.body != nil {
+			at := e.bodyDue(q, j-1, n)
+			if !n.bodyAt.IsZero() {
 				at = n.bodyAt
 			}
 			if at.After(base) {

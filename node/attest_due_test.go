@@ -43,10 +43,12 @@ func TestAbsenceDueOpenedByFirstPart(t *testing.T) {
 
 // TestAbsenceDueRelayNote: S_1 noted this server (S_2 of three) that it
 // lacks S_0's batch (lack.go). S_1's part is then due a hop after the
-// batch came here, or a hop after the note's bodyWait if it never came,
-// and S_0's batch counts as missing from the note's bodyWait unless it
-// came by then or S_1 passed the round on; a copy that came later still
-// counts as missing, and S_1's claim is then backed here (lacksToo).
+// batch came here, or a hop after the body's due if it never came (a
+// fetch before S_1's lack window closes, or bodyWait after a note later
+// than that: bodyDue), and S_0's batch counts as missing from the body's
+// due unless it came by then or S_1 passed the round on; a copy that came
+// later still counts as missing, and S_1's claim is then backed here
+// (lacksToo).
 func TestAbsenceDueRelayNote(t *testing.T) {
 	const limit = 2 * time.Second
 	desc := wire.Descriptor{Params: wire.Params{Rounds: 8, RoundLimitMs: uint32(limit / time.Millisecond)}}
@@ -64,11 +66,22 @@ func TestAbsenceDueRelayNote(t *testing.T) {
 	}
 	n := &relayNote{at: open.Add(fetchGrace(e))}
 	e.round(5).notes = map[int]*relayNote{0: n}
-	if due := e.absenceDue(5); !due[1].Equal(n.at.Add(wait + hop)) {
-		t.Fatalf("S_1's part due %v after the note, want %v (bodyWait and a hop)", due[1].Sub(n.at), wait+hop)
+	// The body is due a fetch before S_1's lack window closes, counted
+	// from S_0's root here (bodyDue): two bodyWaits after a note sent a
+	// fetchGrace after that root.
+	body := open.Add(hop - fetchGrace(e))
+	if !body.Equal(n.at.Add(2 * wait)) {
+		t.Fatalf("body due %v after the note, want %v", body.Sub(n.at), 2*wait)
 	}
-	if at, miss := e.bodyMissing(5, 0); !miss || !at.Equal(n.at.Add(wait)) || !e.lacksToo(5, 0) {
-		t.Fatalf("S_0's batch: missing %v from %v, want from the note's bodyWait", miss, at.Sub(n.at))
+	if due := e.absenceDue(5); !due[1].Equal(body.Add(hop)) {
+		t.Fatalf("S_1's part due %v after the note, want %v (the body's due and a hop)", due[1].Sub(n.at), body.Add(hop).Sub(n.at))
+	}
+	if at, miss := e.bodyMissing(5, 0); !miss || !at.Equal(body) || !e.lacksToo(5, 0) {
+		t.Fatalf("S_0's batch: missing %v from %v after the note, want from %v", miss, at.Sub(n.at), body.Sub(n.at))
+	}
+	late := &relayNote{at: open.Add(hop - fetchGrace(e)/2)}
+	if due := e.bodyDue(5, 0, late); !due.Equal(late.at.Add(wait)) {
+		t.Fatalf("a late note's body due %v after it, want bodyWait", due.Sub(late.at))
 	}
 	n.body, n.bodyAt = []byte{1}, n.at.Add(wait/2)
 	if due := e.absenceDue(5); !due[1].Equal(n.bodyAt.Add(hop)) {
@@ -77,9 +90,9 @@ func TestAbsenceDueRelayNote(t *testing.T) {
 	if _, miss := e.bodyMissing(5, 0); miss || e.lacksToo(5, 0) {
 		t.Fatal("S_0's batch counts as missing though it came in time")
 	}
-	n.bodyAt = n.at.Add(2 * wait)
+	n.bodyAt = body.Add(time.Millisecond)
 	if _, miss := e.bodyMissing(5, 0); !miss {
-		t.Fatal("a copy that came after bodyWait counts as held")
+		t.Fatal("a copy that came after its due counts as held")
 	}
 	if !s.noteRoot(e, &wire.Root{Epoch: v.ID, Round: 5, S: 2, Root: [32]byte{2}}) {
 		t.Fatal("root refused")

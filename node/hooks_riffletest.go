@@ -89,6 +89,10 @@ type serverHooks struct {
 	// fetches of its batch of round r that long late (not its
 	// successor's).
 	serveLate func(r uint32) time.Duration
+	// dropIn may make this server ignore its input batch of round r,
+	// however it comes (sent, fetched or relayed): a receiver that
+	// claims a lack it does not have.
+	dropIn func(r uint32) bool
 	// rootTo may make this server keep its signed root of round r from
 	// chain server p (false: not announced to p).
 	rootTo func(r uint32, p peer.ID) bool
@@ -379,6 +383,11 @@ func (s *Server) hookServeLate(r uint32) time.Duration {
 		return h.serveLate(r)
 	}
 	return 0
+}
+
+func (s *Server) hookDropIn(r uint32) bool {
+	h := s.hooks.Load()
+	return h != nil && h.dropIn != nil && h.dropIn(r)
 }
 
 func (s *Server) hookRootTo(r uint32, p peer.ID) bool {

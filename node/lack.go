@@ -49,7 +49,18 @@ type relayNote struct {
 	at, bodyAt time.Time
 	body       []byte
 	served     int
+	done       bool // the fetch from the signer ended
 }
+
+// notesHeld bounds the relays of one position's batch (one receiver's
+// notes) running here at once, over the rounds: a note counts until its
+// round was passed on, made void or ended here, and the body it fetched
+// is dropped then (a receiver that passed the round on had its input).
+// A receiver noting every round without a lack made every server fetch
+// and hold an extra n·b a round until the round was pruned, 8 rounds on
+// (TestRelayNotesBounded). Two: the rounds a receiver may wait on at once
+// (mixDepth).
+const notesHeld = mixDepth
 
 // batchServes bounds the copies of one round's batch that its signer, or
 // a noted holder, hands to one chain position (a retry after a lost
@@ -57,8 +68,29 @@ type relayNote struct {
 const batchServes = pubServes
 
 // bodyWait is how long a noted server may take to get the batch from its
-// signer before it counts the batch missing (attest.go).
+// signer before it counts the batch missing (attest.go), at the least
+// (bodyDue).
 func bodyWait(e *sepoch) time.Duration { return fetchGrace(e) }
+
+// bodyDue is when round q's batch j, noted by its receiver (n), counts as
+// missing here if it has not come: bodyWait after the note, or, if later,
+// a fetch (fetchGrace) before the receiver's lack window closes, as seen
+// from the batch's root here (partCame), whichever is later. A copy that
+// came by then the receiver, asking every holder in turn, could still
+// take within its window, so the void is its own if it claims; the signer
+// has all that time for the copies its receiver's notes ask of it (m − 2
+// at once). With bodyWait alone, a receiver that noted every server made
+// a signer whose link carries a copy in more than bodyWait charged
+// (TestThinSignerNotFramed). Call with s.mu held.
+func (e *sepoch) bodyDue(q uint32, j int, n *relayNote) time.Time {
+	due := n.at.Add(bodyWait(e))
+	if came, ok := e.partCame(q, j); ok {
+		if w := came.Add(lackWindow(e) - fetchGrace(e)); w.After(due) {
+			due = w
+		}
+	}
+	return due
+}
 
 func (x *sround) dropRelays() {
 	x.kept, x.notes, x.keptServed = nil, nil, nil
@@ -225,6 +257,9 @@ func (s *Server) noteLocked(e *sepoch, q uint32, j int) (*relayNote, error) {
 	if time.Since(came) > lackWindow(e) {
 		return nil, fmt.Errorf("node: batch %d of round %d asked after its lack window", j+1, q)
 	}
+	if k := e.notesRunning(j); k >= notesHeld {
+		return nil, fmt.Errorf("node: %d relays of position %d's batch run here", k, j)
+	}
 	if x.notes == nil {
 		x.notes = map[int]*relayNote{}
 	}
@@ -239,15 +274,53 @@ func (s *Server) noteLocked(e *sepoch, q uint32, j int) (*relayNote, error) {
 	return n, nil
 }
 
-// relayFetch asks the signer of round q's batch j for it until bodyWait
-// has passed since the note (a transfer begun may end later) and keeps
-// the first copy that checks (takeRelay).
+// notesRunning counts the relays of position j's batch running here
+// (notesHeld), and drops the bodies of those settled: their round passed
+// on, void or ended. Call with s.mu held.
+func (e *sepoch) notesRunning(j int) int {
+	k := 0
+	for q, x := range e.rounds {
+		n := x.notes[j]
+		if n == nil {
+			continue
+		}
+		if e.ended || x.void || x.pruned || e.passedOn(q, j) {
+			n.body = nil
+			continue
+		}
+		if !n.done || n.body != nil {
+			k++
+		}
+	}
+	return k
+}
+
+// dropNoted drops the body of round q's relayed batch j once its receiver
+// passed the round on here (noteRoot). Call with s.mu held.
+func (e *sepoch) dropNoted(q uint32, j int) {
+	if x := e.rounds[q]; x != nil {
+		if n := x.notes[j]; n != nil {
+			n.body = nil
+		}
+	}
+}
+
+// relayFetch asks the signer of round q's batch j for it until its due
+// (bodyDue; a transfer begun may end later) and keeps the first copy
+// that checks (takeRelay).
 func (s *Server) relayFetch(e *sepoch, q uint32, j int, n *relayNote) {
+	defer func() {
+		s.mu.Lock()
+		n.done = true
+		s.mu.Unlock()
+	}()
 	v := e.final
 	signer := v.Chain[j]
 	ref := (&wire.BatchRef{Epoch: v.ID, Round: q, S: uint16(j + 1)}).Marshal()
-	stop := n.at.Add(bodyWait(e))
-	gone := func() bool { return n.body != nil || e.ended || e.admit(q) != nil || e.round(q).void }
+	s.mu.Lock()
+	stop := e.bodyDue(q, j, n)
+	s.mu.Unlock()
+	gone := func() bool { return !n.bodyAt.IsZero() || e.ended || e.admit(q) != nil || e.round(q).void }
 	for time.Now().Before(stop) && s.ctx.Err() == nil {
 		ctx, cancel := context.WithTimeout(s.ctx, keptWindow(e))
 		raw, err := call(ctx, s.h, signer, request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: ref, Timeout: keptWindow(e), Max: wire.BatchCap(v.Lim)})
@@ -349,8 +422,8 @@ func (e *sepoch) bodyMissing(q uint32, j int) (time.Time, bool) {
 	if n == nil || e.passedOn(q, j) {
 		return time.Time{}, false
 	}
-	due := n.at.Add(bodyWait(e))
-	if n.body != nil && !n.bodyAt.After(due) {
+	due := e.bodyDue(q, j, n)
+	if !n.bodyAt.IsZero() && !n.bodyAt.After(due) {
 		return time.Time{}, false
 	}
 	return due, true

@@ -42,6 +42,11 @@ func (s *Server) noteRoot(e *sepoch, r *wire.Root) bool {
 		}
 		now := time.Now()
 		e.rootAt[k] = now
+		if r.S >= 2 {
+			// Its server passed the round on: a relayed copy of its
+			// input is no longer needed here (notesHeld).
+			e.dropNoted(r.Round, int(r.S)-2)
+		}
 		if r.S == 1 {
 			// S_0's signed part says S_0 took the round as open: it
 			// opens here too, so that a last server that sends the
