@@ -84,9 +84,9 @@ type catchState struct {
 // errForged marks a reply that fails a check: its sender misbehaves.
 var errForged = errors.New("node: catch-up: forged or malformed reply")
 
-func (s *Server) pokeCatchup() {
+func (cs *catchState) pokeCatchup() {
 	select {
-	case s.catch.poke <- struct{}{}:
+	case cs.poke <- struct{}{}:
 	default:
 	}
 }
@@ -113,10 +113,10 @@ func (s *Server) shunPeer(p peer.ID, why error) {
 	s.catch.mu.Unlock()
 }
 
-func (s *Server) shunned(p peer.ID) bool {
-	s.catch.mu.Lock()
-	defer s.catch.mu.Unlock()
-	return time.Now().Before(s.catch.shun[p])
+func (cs *catchState) shunned(p peer.ID) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return time.Now().Before(cs.shun[p])
 }
 
 // lacking returns the certified final epochs of the catch-up window,
@@ -195,10 +195,10 @@ func (s *Server) lackingAll() (want map[[32]byte][]peer.ID, old, certified map[[
 func (s *Server) catchupPass(ctx context.Context) {
 	peers := s.chain()
 	for _, p := range peers {
-		if _, gap := s.missingCert(catchupRecent); !gap || ctx.Err() != nil {
+		if _, gap := s.cert.missingCert(catchupRecent); !gap || ctx.Err() != nil {
 			break
 		}
-		if p != s.h.ID() && !s.shunned(p) {
+		if p != s.h.ID() && !s.catch.shunned(p) {
 			s.fillCerts(ctx, p, catchupRecent)
 		}
 	}
@@ -210,7 +210,7 @@ func (s *Server) catchupPass(ctx context.Context) {
 		if len(want) == 0 || ctx.Err() != nil {
 			break
 		}
-		if p != s.h.ID() && !s.shunned(p) {
+		if p != s.h.ID() && !s.catch.shunned(p) {
 			s.catchupFrom(ctx, p, want)
 		}
 	}
@@ -243,12 +243,12 @@ func (s *Server) catchupPass(ctx context.Context) {
 
 // missingCert returns the lowest number of the catch-up window, but the
 // newest recent, whose certificate this server lacks.
-func (s *Server) missingCert(recent uint64) (uint64, bool) {
-	s.cert.mu.Lock()
-	defer s.cert.mu.Unlock()
-	top := s.cert.top
+func (cs *certState) missingCert(recent uint64) (uint64, bool) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	top := cs.top
 	for n := max(1, top+1-min(top, catchupWindow)); n+recent <= top; n++ {
-		if s.cert.certs[n] == nil {
+		if cs.certs[n] == nil {
 			return n, true
 		}
 	}
@@ -261,7 +261,7 @@ func (s *Server) missingCert(recent uint64) (uint64, bool) {
 // epochs it was out of, which the catch-up checks their records against.
 func (s *Server) fillCerts(ctx context.Context, p peer.ID, recent uint64) {
 	for range maxSyncPages {
-		from, gap := s.missingCert(recent)
+		from, gap := s.cert.missingCert(recent)
 		if !gap {
 			return
 		}
@@ -277,7 +277,7 @@ func (s *Server) fillCerts(ctx context.Context, p peer.ID, recent uint64) {
 		took := false
 		for i := range page.Certs {
 			c := &page.Certs[i]
-			if c.Number < from || c.Number > s.certTop() {
+			if c.Number < from || c.Number > s.cert.certTop() {
 				continue
 			}
 			if err := s.checkCert(c); err != nil {
@@ -471,7 +471,7 @@ func (s *Server) pace(ctx context.Context) {
 // signed, or it carries the signature of every chain server).
 func (s *Server) catchupList(ctx context.Context, srcs []peer.ID, epoch [32]byte, r uint32, check func(*wire.RoundList) bool) (*wire.RoundList, error) {
 	for _, q := range srcs {
-		if s.shunned(q) {
+		if s.catch.shunned(q) {
 			continue
 		}
 		rep, err := call(ctx, s.h, q, request{Proto: ProtoRound, Type: wire.TypeListReq, Body: (&wire.EpochRef{Epoch: epoch, Round: r}).Marshal(), Timeout: shortTimeout})
@@ -593,7 +593,7 @@ func (s *Server) catchupRound(ctx context.Context, srcs []peer.ID, rl *wire.Roun
 // to its id.
 func (s *Server) catchupChunk(ctx context.Context, srcs []peer.ID, id [32]byte) ([]byte, error) {
 	for _, q := range srcs {
-		if s.shunned(q) {
+		if s.catch.shunned(q) {
 			continue
 		}
 		rep, err := call(ctx, s.h, q, request{Proto: ProtoRound, Type: wire.TypeGetChunk, Body: (&wire.Chunk{ID: id}).Marshal(), Timeout: bulkTimeout})

@@ -257,15 +257,15 @@ func TestCatchupRefusesForgeries(t *testing.T) {
 			if got := stored(); got != "" {
 				t.Fatalf("a peer forging the %s got stored: %s", mode, got)
 			}
-			if !s.shunned(p) {
+			if !s.catch.shunned(p) {
 				t.Fatalf("a peer forging the %s is not left alone", mode)
 			}
 		}
 		p := serveAs("honest")
 		want, _ := s.lacking()
 		s.catchupFrom(ctx, p, want)
-		if len(want) != 0 || s.shunned(p) {
-			t.Fatalf("an honest peer: %d epochs left, shunned %v", len(want), s.shunned(p))
+		if len(want) != 0 || s.catch.shunned(p) {
+			t.Fatalf("an honest peer: %d epochs left, shunned %v", len(want), s.catch.shunned(p))
 		}
 		e, ok, _ := indexEntryOf(s, link.ID)
 		if !ok || e.Name != "f.bin" {
@@ -527,16 +527,16 @@ func TestCatchupWithoutClosing(t *testing.T) {
 		for range 2 {
 			s.catchupPass(ctx)
 		}
-		if n := held(); n > 0 || !s.shunned(forger) {
-			t.Fatalf("a list short of a signature: %d chunks stored, its server left alone %v", n, s.shunned(forger))
+		if n := held(); n > 0 || !s.catch.shunned(forger) {
+			t.Fatalf("a list short of a signature: %d chunks stored, its server left alone %v", n, s.catch.shunned(forger))
 		}
 		if idx, _ := s.store.Index(); len(idx) > 0 {
 			t.Fatalf("a list short of a signature: %d index entries", len(idx))
 		}
 		honest := serveAs(1, false)
 		s.catchupPass(ctx)
-		if n := held(); n != len(f.chunks) || s.shunned(honest) {
-			t.Fatalf("an honest chain server: %d of %d chunks held, left alone %v", n, len(f.chunks), s.shunned(honest))
+		if n := held(); n != len(f.chunks) || s.catch.shunned(honest) {
+			t.Fatalf("an honest chain server: %d of %d chunks held, left alone %v", n, len(f.chunks), s.catch.shunned(honest))
 		}
 		if e, ok, _ := indexEntryOf(s, f.link.ID); !ok || e.Name != "unclosed .bin" {
 			t.Fatalf("the file is not indexed: %+v", e)

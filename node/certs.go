@@ -111,7 +111,7 @@ func (s *Server) certGroup(n uint64) (map[peer.ID]bool, bool) {
 		defer s.who.mu.Unlock()
 		return s.who.founders, s.who.founders != nil
 	}
-	c, ok := s.certOf(n - 1)
+	c, ok := s.cert.certOf(n - 1)
 	if !ok {
 		return nil, false
 	}
@@ -123,19 +123,19 @@ func (s *Server) certGroup(n uint64) (map[peer.ID]bool, bool) {
 }
 
 // foundersSet reports whether this server's configuration names founders.
-func (s *Server) foundersSet() bool {
-	s.who.mu.Lock()
-	defer s.who.mu.Unlock()
-	return s.who.founders != nil
+func (w *whoState) foundersSet() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.founders != nil
 }
 
 // checkFounding is the rule of number 1's chain when the group has
 // founders: founders only, more than half of them (so that its
 // certificate verifies against them everywhere).
-func (s *Server) checkFounding(chain []peer.ID) error {
-	s.who.mu.Lock()
-	defer s.who.mu.Unlock()
-	f := s.who.founders
+func (w *whoState) checkFounding(chain []peer.ID) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := w.founders
 	if f == nil {
 		return nil
 	}
@@ -159,7 +159,7 @@ func (s *Server) checkCert(c *wire.Cert) error {
 	if g, ok := s.certGroup(c.Number); ok {
 		return verifyCertIn(c, g)
 	}
-	if s.foundersSet() {
+	if s.who.foundersSet() {
 		return fmt.Errorf("node: certificate of %d: the certificate of %d is not here to check it against", c.Number, c.Number-1)
 	}
 	return verifyCert(c, s.knownServers())
@@ -196,10 +196,10 @@ func holdsCertGroup(chain [][]byte, prev *wire.Cert) bool {
 }
 
 // certOf returns the kept certificate of n.
-func (s *Server) certOf(n uint64) (*wire.Cert, bool) {
-	s.cert.mu.Lock()
-	b := s.cert.certs[n]
-	s.cert.mu.Unlock()
+func (cs *certState) certOf(n uint64) (*wire.Cert, bool) {
+	cs.mu.Lock()
+	b := cs.certs[n]
+	cs.mu.Unlock()
 	if b == nil {
 		return nil, false
 	}
@@ -211,10 +211,10 @@ func (s *Server) certOf(n uint64) (*wire.Cert, bool) {
 }
 
 // certTop is the highest certified number here.
-func (s *Server) certTop() uint64 {
-	s.cert.mu.Lock()
-	defer s.cert.mu.Unlock()
-	return s.cert.top
+func (cs *certState) certTop() uint64 {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.top
 }
 
 // keepCert stores a verified certificate (the first of its number wins:
@@ -238,7 +238,7 @@ func (s *Server) keepCert(c *wire.Cert) bool {
 	s.cert.certs[c.Number] = b
 	if c.Number > s.cert.top {
 		s.cert.top = c.Number
-		s.pokeCatchup() // an epoch went by: one this server missed may be closed (catchup.go)
+		s.catch.pokeCatchup() // an epoch went by: one this server missed may be closed (catchup.go)
 	}
 	for n := range s.cert.certs {
 		if n+certKeep <= s.cert.top {
@@ -359,7 +359,7 @@ func (s *Server) previousCert(n uint64) (wire.Cert, error) {
 	if n <= 1 {
 		return wire.Cert{}, nil
 	}
-	c, ok := s.certOf(n - 1)
+	c, ok := s.cert.certOf(n - 1)
 	if !ok {
 		return wire.Cert{}, fmt.Errorf("node: no certificate of epoch %d here", n-1)
 	}
@@ -375,7 +375,7 @@ func (s *Server) checkPrevious(n uint64, c *wire.Cert) error {
 		if c.Kind != wire.CertNone {
 			return errors.New("node: epoch 1 with a previous certificate")
 		}
-		if s.certTop() > 0 {
+		if s.cert.certTop() > 0 {
 			return errors.New("node: epoch 1 after certified epochs")
 		}
 		return nil
@@ -383,7 +383,7 @@ func (s *Server) checkPrevious(n uint64, c *wire.Cert) error {
 	if c.Number != n-1 {
 		return fmt.Errorf("node: epoch %d with the certificate of %d", n, c.Number)
 	}
-	if mine, ok := s.certOf(c.Number); ok && bytes.Equal(mine.Marshal(), c.Marshal()) {
+	if mine, ok := s.cert.certOf(c.Number); ok && bytes.Equal(mine.Marshal(), c.Marshal()) {
 		// Kept here: verified when it came.
 		return nil
 	}
@@ -391,9 +391,9 @@ func (s *Server) checkPrevious(n uint64, c *wire.Cert) error {
 	// timeout and an abort of one attempt), but it goes into the
 	// descriptor: it must verify too, against the group certified for
 	// its number.
-	if c.Number > s.certTop()+1 {
+	if c.Number > s.cert.certTop()+1 {
 		// Numbers between are missing here: fetch them meanwhile.
-		s.pokeSync()
+		s.cert.pokeSync()
 	}
 	if err := s.checkCert(c); err != nil {
 		return err
@@ -452,19 +452,19 @@ func (s *Server) onTimeoutVote(from peer.ID, body []byte) (wire.Type, []byte, er
 	if peer.ID(v.Chain[v.Sigs[0].Index]) != from || s.roster.get(from) == nil {
 		return 0, nil, errors.New("node: timeout vote not from its signer, a roster server")
 	}
-	top := s.certTop()
+	top := s.cert.certTop()
 	switch {
 	case v.Number <= top:
 		return wire.TypeAck, ack, nil
 	case v.Number > top+1:
-		s.pokeSync()
+		s.cert.pokeSync()
 		return wire.TypeAck, ack, nil
 	}
 	if g, ok := s.certGroup(v.Number); ok {
 		if !g[from] {
 			return 0, nil, fmt.Errorf("node: timeout vote of %d by %s, outside the group certified for it", v.Number, from.ShortString())
 		}
-	} else if s.foundersSet() || !s.knownServers()[from] {
+	} else if s.who.foundersSet() || !s.knownServers()[from] {
 		return 0, nil, fmt.Errorf("node: timeout vote of %d by %s, not known here", v.Number, from.ShortString())
 	}
 	if int(v.Sigs[0].Index) == int(v.Number%uint64(len(v.Chain))) {

@@ -48,9 +48,9 @@ func (s *Server) onCertReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 }
 
 // pokeSync asks the certificate loop for a catch-up now.
-func (s *Server) pokeSync() {
+func (cs *certState) pokeSync() {
 	select {
-	case s.cert.poke <- struct{}{}:
+	case cs.poke <- struct{}{}:
 	default:
 	}
 }
@@ -119,7 +119,7 @@ func (s *Server) syncCerts(ctx context.Context) bool {
 func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered, whole bool) {
 	first := true
 	for range maxSyncPages {
-		top := s.certTop()
+		top := s.cert.certTop()
 		ctx, cancel := context.WithTimeout(ctx, shortTimeout)
 		rep, err := call(ctx, s.h, p, request{Proto: ProtoEpoch, Type: wire.TypeCertReq, Body: (&wire.CertReq{From: top + 1}).Marshal(), Timeout: shortTimeout})
 		cancel()

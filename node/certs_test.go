@@ -217,8 +217,8 @@ func TestCertForged(t *testing.T) {
 		s.mu.Lock()
 		held, last := len(s.prep), s.number
 		s.mu.Unlock()
-		if held != 0 || last != 0 || s.certTop() != 0 {
-			t.Fatalf("forged certificates left %d preparations, number %d, certified %d", held, last, s.certTop())
+		if held != 0 || last != 0 || s.cert.certTop() != 0 {
+			t.Fatalf("forged certificates left %d preparations, number %d, certified %d", held, last, s.cert.certTop())
 		}
 		// Past a timeout, the gap (§6.3 v3): N − 2's certificate, checked
 		// as the previous one is.
@@ -231,8 +231,8 @@ func TestCertForged(t *testing.T) {
 		if _, _, err := s.onPrepare(leader, prep(timeoutOf(N-1, notLeading(N-1)...), *finalCertBy(t, keys, keys, N-2))); err != nil {
 			t.Fatalf("Prepare with a valid certificate: %v", err)
 		}
-		if s.certTop() != N-1 || s.lastNumber() != N-1 {
-			t.Fatalf("a valid certificate of %d: certified %d, number %d", N-1, s.certTop(), s.lastNumber())
+		if s.cert.certTop() != N-1 || s.lastNumber() != N-1 {
+			t.Fatalf("a valid certificate of %d: certified %d, number %d", N-1, s.cert.certTop(), s.lastNumber())
 		}
 		// The number is certified here now; a forged certificate of it is
 		// still refused (it would go into the descriptor).
@@ -319,20 +319,20 @@ func TestTimeoutVotes(t *testing.T) {
 			if _, _, err := s.onTimeoutVote(keys[o].id, vote(o, chain)); err != nil {
 				t.Fatal(err)
 			}
-			if i == 0 && s.certTop() != 0 {
+			if i == 0 && s.cert.certTop() != 0 {
 				t.Fatal("certified with one vote")
 			}
 		}
-		if s.certTop() != 0 {
+		if s.cert.certTop() != 0 {
 			t.Fatal("certified with two votes of the chain (the hostile one voted other chains)")
 		}
 		if _, _, err := s.onTimeoutVote(keys[hostile].id, vote(hostile, chain)); err != nil {
 			t.Fatal(err)
 		}
-		if s.certTop() != n || s.CertKind(n) != wire.CertTimeout || s.lastNumber() != n {
-			t.Fatalf("after three votes: certified %d (kind %d), number %d", s.certTop(), s.CertKind(n), s.lastNumber())
+		if s.cert.certTop() != n || s.CertKind(n) != wire.CertTimeout || s.lastNumber() != n {
+			t.Fatalf("after three votes: certified %d (kind %d), number %d", s.cert.certTop(), s.CertKind(n), s.lastNumber())
 		}
-		c, _ := s.certOf(n)
+		c, _ := s.cert.certOf(n)
 		if err := verifyCert(c, s.knownServers()); err != nil || len(c.Sigs) != 3 {
 			t.Fatalf("the timeout certificate made: %v, %d signatures", err, len(c.Sigs))
 		}

@@ -72,7 +72,7 @@ func TestWouldServeAsPrepare(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		for _, s := range tn.servers {
-			if err := wait.Until(ctx, 2*time.Minute, func() bool { return s.certTop() >= 3 }); err != nil {
+			if err := wait.Until(ctx, 2*time.Minute, func() bool { return s.cert.certTop() >= 3 }); err != nil {
 				t.Fatalf("no epochs: %v", err)
 			}
 		}
@@ -80,7 +80,7 @@ func TestWouldServeAsPrepare(t *testing.T) {
 		// budget there, and nowhere else.
 		asked, out, from := tn.servers[3], tn.servers[0].ID(), tn.servers[1].ID()
 		asked.ref.loaded.Do(asked.loadRefusals)
-		top := asked.certTop()
+		top := asked.cert.certTop()
 		asked.ref.mu.Lock()
 		asked.ref.recs = append(asked.ref.recs,
 			refusal{Peer: out.String(), Number: top, Window: m, Reason: "test"},

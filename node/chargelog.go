@@ -178,7 +178,7 @@ func (s *Server) noteChargeLocked(e *sepoch, ev *wire.Charge, own *wire.Attest, 
 // chargeCtxLocked is e's blame.Context: from its number's certificate when
 // kept here, else from e itself. Call with s.mu held.
 func (s *Server) chargeCtxLocked(e *sepoch) blame.Context {
-	if c, ok := s.certOf(e.v.Desc.Number); ok && c.Epoch == e.v.ID {
+	if c, ok := s.cert.certOf(e.v.Desc.Number); ok && c.Epoch == e.v.ID {
 		if ctx, err := blame.CertContext(c); err == nil {
 			return ctx
 		}
@@ -232,7 +232,7 @@ func (s *Server) onCharge(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	if s.roster.get(from) == nil {
 		return 0, nil, errors.New("node: evidence from outside the roster")
 	}
-	c, ok := s.certOf(ev.Number)
+	c, ok := s.cert.certOf(ev.Number)
 	if !ok || c.Epoch != id {
 		return wire.TypeAck, ack, nil
 	}

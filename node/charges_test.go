@@ -66,8 +66,8 @@ func TestReplayLogSameCharges(t *testing.T) {
 			byID[s.ID()] = s
 		}
 		var chain []peer.ID
-		for n := fn.servers[0].certTop(); n > 0 && chain == nil; n-- {
-			if c, ok := fn.servers[0].certOf(n); ok && len(c.Chain) == 4 {
+		for n := fn.servers[0].cert.certTop(); n > 0 && chain == nil; n-- {
+			if c, ok := fn.servers[0].cert.certOf(n); ok && len(c.Chain) == 4 {
 				chain, _ = certChain(c)
 			}
 		}
@@ -142,7 +142,7 @@ func TestReplayLogSameCharges(t *testing.T) {
 		var first map[peer.ID][]uint64
 		for i, s := range fn.servers {
 			ctxOf := func(n uint64) (blame.Context, bool) {
-				c, ok := s.certOf(n)
+				c, ok := s.cert.certOf(n)
 				if !ok {
 					return blame.Context{}, false
 				}

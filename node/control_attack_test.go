@@ -123,7 +123,7 @@ func (fn *foundedNet) waitEpochs(t *testing.T, from int, within time.Duration) t
 func (fn *foundedNet) numbers() []uint64 {
 	var out []uint64
 	for _, s := range fn.servers {
-		out = append(out, s.certTop())
+		out = append(out, s.cert.certTop())
 	}
 	return out
 }
@@ -269,7 +269,7 @@ func TestOutsidersCertifyAhead(t *testing.T) {
 			defer close(done)
 			for ctx.Err() == nil {
 				for _, s := range fn.servers {
-					top := s.certTop()
+					top := s.cert.certTop()
 					for n := top + 1; n <= top+8; n++ {
 						for _, o := range outs {
 							chain := []peer.ID{o.key.id, s.ID()}
@@ -353,7 +353,7 @@ func TestTimeoutVoteFlood(t *testing.T) {
 				defer wg.Done()
 				for ctx.Err() == nil {
 					for _, s := range fn.servers {
-						top := s.certTop()
+						top := s.cert.certTop()
 						for n := top + 1; n <= top+8; n++ {
 							// A chain in which o does not lead n: o and s,
 							// or with another outsider.
@@ -379,7 +379,7 @@ func TestTimeoutVoteFlood(t *testing.T) {
 		}
 		defer func() { cancel(); wg.Wait() }()
 		e0 := fn.epochs()
-		n0 := fn.servers[1].certTop()
+		n0 := fn.servers[1].cert.certTop()
 		start := time.Now()
 		// The silent server leads one number in three: three more epochs
 		// pass at least one of its turns.
@@ -389,13 +389,13 @@ func TestTimeoutVoteFlood(t *testing.T) {
 		took := time.Since(start)
 		fn.shareFetch(t, 5*time.Minute)
 		timeouts := 0
-		for n := n0 + 1; n <= fn.servers[1].certTop(); n++ {
+		for n := n0 + 1; n <= fn.servers[1].cert.certTop(); n++ {
 			if fn.servers[1].CertKind(n) == wire.CertTimeout {
 				timeouts++
 			}
 		}
 		if timeouts == 0 {
-			t.Errorf("no timeout certificate of the silent leader's numbers %d–%d", n0+1, fn.servers[1].certTop())
+			t.Errorf("no timeout certificate of the silent leader's numbers %d–%d", n0+1, fn.servers[1].cert.certTop())
 		}
 		var ids, honest []peer.ID
 		for _, o := range outs {
@@ -450,7 +450,7 @@ func TestLeaderHoldsOpen(t *testing.T) {
 		bad := fn.servers[0]
 		bad.hooks.Store(&serverHooks{holdOpen: func() bool { return true }})
 		e0 := fn.epochs()
-		n0 := fn.servers[1].certTop()
+		n0 := fn.servers[1].cert.certTop()
 		start := time.Now()
 		// The bad server leads one number in four: eight more epochs pass
 		// two of its turns.
@@ -460,8 +460,8 @@ func TestLeaderHoldsOpen(t *testing.T) {
 		took := time.Since(start)
 		fn.shareFetch(t, 5*time.Minute)
 		aborts := 0
-		for n := n0 + 1; n <= fn.servers[1].certTop(); n++ {
-			if c, ok := fn.servers[1].certOf(n); ok && c.Kind == wire.CertAbort {
+		for n := n0 + 1; n <= fn.servers[1].cert.certTop(); n++ {
+			if c, ok := fn.servers[1].cert.certOf(n); ok && c.Kind == wire.CertAbort {
 				var a wire.Abort
 				if a.Unmarshal(c.Abort) == nil && a.Kind == wire.AbortNoClose {
 					aborts++
@@ -469,7 +469,7 @@ func TestLeaderHoldsOpen(t *testing.T) {
 			}
 		}
 		if aborts == 0 {
-			t.Errorf("no number %d–%d certified by a no-close abort", n0+1, fn.servers[1].certTop())
+			t.Errorf("no number %d–%d certified by a no-close abort", n0+1, fn.servers[1].cert.certTop())
 		}
 		for i, s := range fn.servers[1:] {
 			if n := s.refusalCounts()[bad.ID()]; n < 2 {
@@ -642,8 +642,8 @@ func TestPrepareRefuser(t *testing.T) {
 		fn.shareFetch(t, 5*time.Minute)
 		bad := fn.servers[refuser].ID()
 		for i, s := range fn.servers[:refuser] {
-			for n := uint64(1); n <= s.certTop(); n++ {
-				if c, ok := s.certOf(n); ok && c.Kind == wire.CertFinal {
+			for n := uint64(1); n <= s.cert.certTop(); n++ {
+				if c, ok := s.cert.certOf(n); ok && c.Kind == wire.CertFinal {
 					for _, p := range c.Chain {
 						if peer.ID(p) == bad {
 							t.Errorf("server %d: the refuser in the chain of final %d", i, n)

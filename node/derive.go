@@ -56,7 +56,7 @@ func (s *Server) derivedChain(prev *wire.Cert) []peer.ID {
 // takenChain is derivedChain from the certificate of n−1 kept here.
 func (s *Server) takenChain(n uint64) []peer.ID {
 	if n > 1 {
-		if c, ok := s.certOf(n - 1); ok {
+		if c, ok := s.cert.certOf(n - 1); ok {
 			return s.derivedChain(c)
 		}
 	}
@@ -71,7 +71,7 @@ func (s *Server) holdsPrevGroup(n uint64, chain []peer.ID) bool {
 	if n <= 1 {
 		return true
 	}
-	c, ok := s.certOf(n - 1)
+	c, ok := s.cert.certOf(n - 1)
 	if !ok {
 		return true
 	}
@@ -199,7 +199,7 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 		return wire.TypeAck, ack, nil
 	}
 	key := questionKey(&p)
-	if s.saidYes(key, p.Number) {
+	if s.windowSlots.saidYes(key, p.Number) {
 		return wire.TypeAck, ack, nil
 	}
 	// Else a fetch from the asker, one question at a time: only from a
@@ -216,7 +216,7 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 	// finds every slot taken waits for one (the slots cover every fetch
 	// the budgets give for a number; TestWouldServeBusyWaits).
 	src := peer.ID("")
-	if s.groupPeer(from) && slices.ContainsFunc(p.Chain, func(b []byte) bool { return peer.ID(b) == from }) && p.Number == s.certTop()+1 {
+	if s.groupPeer(from) && slices.ContainsFunc(p.Chain, func(b []byte) bool { return peer.ID(b) == from }) && p.Number == s.cert.certTop()+1 {
 		if done, ok := s.askedFetch(from, p.Number); ok {
 			release, err := s.windowSlots.asking.takeWait(wctx, from, "", maxAskers, maxAskers)
 			if err != nil {
@@ -232,7 +232,7 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 		return 0, nil, err
 	}
 	if src != "" {
-		s.rememberYes(key, p.Number)
+		s.windowSlots.rememberYes(key, p.Number)
 	}
 	return wire.TypeAck, ack, nil
 }
@@ -322,8 +322,8 @@ func (s *Server) askedFetch(from peer.ID, n uint64) (done func(ran bool), ok boo
 
 // saidYes reports whether this server answered yes to the would-serve
 // question key of number n after a fetch.
-func (s *Server) saidYes(key [32]byte, n uint64) bool {
-	g := &s.windowSlots
+func (ws *windowSlots) saidYes(key [32]byte, n uint64) bool {
+	g := ws
 	g.askedMu.Lock()
 	defer g.askedMu.Unlock()
 	m, ok := g.said[key]
@@ -333,8 +333,8 @@ func (s *Server) saidYes(key [32]byte, n uint64) bool {
 // rememberYes keeps a yes to the would-serve question key of number n,
 // given after a fetch: at most one a fetch counted for n (askedFetch),
 // entries of earlier numbers forgotten.
-func (s *Server) rememberYes(key [32]byte, n uint64) {
-	g := &s.windowSlots
+func (ws *windowSlots) rememberYes(key [32]byte, n uint64) {
+	g := ws
 	g.askedMu.Lock()
 	defer g.askedMu.Unlock()
 	for k, m := range g.said {

@@ -135,7 +135,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		for i, b := range p.Chain {
 			ids[i] = peer.ID(b)
 		}
-		if err := s.checkFounding(ids); err != nil {
+		if err := s.who.checkFounding(ids); err != nil {
 			return 0, nil, err
 		}
 	}

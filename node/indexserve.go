@@ -259,8 +259,8 @@ func (g *slotTable) enter(ctx context.Context, from peer.ID, rng string, total, 
 }
 
 // enterWindow takes a client window slot for from, of address range rng.
-func (s *Server) enterWindow(ctx context.Context, from peer.ID, rng string) error {
-	return s.windowSlots.clients.enter(ctx, from, rng, maxWindowServing, maxWindowPerRange)
+func (ws *windowSlots) enterWindow(ctx context.Context, from peer.ID, rng string) error {
+	return ws.clients.enter(ctx, from, rng, maxWindowServing, maxWindowPerRange)
 }
 
 // onIndexReq answers one page of the index changes logged after the

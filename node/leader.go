@@ -129,7 +129,7 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 	}
 	prev, err := s.previousCert(number)
 	if err != nil {
-		s.pokeSync()
+		s.cert.pokeSync()
 		return wire.Descriptor{}, [32]byte{}, err
 	}
 	// §6.3 (v3): past a timeout, the certificates back to the last
@@ -138,7 +138,7 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 	// (window.go).
 	gap, err := s.gapFor(number, &prev)
 	if err != nil {
-		s.pokeSync()
+		s.cert.pokeSync()
 		return wire.Descriptor{}, [32]byte{}, err
 	}
 	gap = s.hookLeaderGap(number, gap)
@@ -152,7 +152,7 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 	if err != nil {
 		// A server that refused may know numbers this one does not:
 		// catch up from the certificates (certs.go).
-		s.pokeSync()
+		s.cert.pokeSync()
 		withdrew := s.noteWithdrawal(err)
 		err = fmt.Errorf("node: prepare epoch %d: %w", number, err)
 		if withdrew {

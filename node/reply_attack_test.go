@@ -30,8 +30,8 @@ func TestIndexSlotsHeld(t *testing.T) {
 		const replyWait = 3 * time.Second
 		tn := startAnonNet(t, 2, 2, 2, testParams(4), func(_ int, c *ServerConfig) { c.Timing.ClientReply = replyWait })
 		s := tn.servers[0]
-		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.certTop() >= 4 }); err != nil {
-			t.Fatalf("no epochs: numbers at %d", s.certTop())
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.cert.certTop() >= 4 }); err != nil {
+			t.Fatalf("no epochs: numbers at %d", s.cert.certTop())
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -72,8 +72,8 @@ func TestIndexSlotsPerRange(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		tn := startAnonNet(t, 2, 2, 2, testParams(4), nil)
 		s := tn.servers[0]
-		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.certTop() >= 2 }); err != nil {
-			t.Fatalf("no epochs: numbers at %d", s.certTop())
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.cert.certTop() >= 2 }); err != nil {
+			t.Fatalf("no epochs: numbers at %d", s.cert.certTop())
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -123,8 +123,8 @@ func TestPIRReplyHeld(t *testing.T) {
 		const replyWait = 3 * time.Second
 		tn := startAnonNet(t, 2, 2, 2, testParams(4), func(_ int, c *ServerConfig) { c.Timing.ClientReply = replyWait })
 		s := tn.servers[0]
-		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.certTop() >= 2 }); err != nil {
-			t.Fatalf("no epochs: numbers at %d", s.certTop())
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.cert.certTop() >= 2 }); err != nil {
+			t.Fatalf("no epochs: numbers at %d", s.cert.certTop())
 		}
 		mn := testMemnet(t)
 		h, err := mn.NewHostFrom(nil, nil, net.IPv4(10, 67, 0, 1))

@@ -46,7 +46,7 @@ type turnState struct {
 
 // nextNumber is the number this server expects next: the one after the
 // last certified here.
-func (s *Server) nextNumber() uint64 { return s.certTop() + 1 }
+func (s *Server) nextNumber() uint64 { return s.cert.certTop() + 1 }
 
 // progressed restarts the leader timeout. Call with s.mu held.
 func (s *Server) progressed() { s.turn.progress = time.Now() }
@@ -89,7 +89,7 @@ func (s *Server) takeTurn() (uint64, []peer.ID) {
 	n := s.nextNumber()
 	full := s.takenChain(n)
 	eligible := s.pinned(full)
-	short := len(full) < s.cfg.MinServers || (n == 1 && s.checkFounding(full) != nil) || !s.holdsPrevGroup(n, full)
+	short := len(full) < s.cfg.MinServers || (n == 1 && s.who.checkFounding(full) != nil) || !s.holdsPrevGroup(n, full)
 	s.mu.Lock()
 	s.endUnclosedLocked()
 	if short || s.running() {

@@ -827,7 +827,7 @@ func outsiderTimeoutVotes(w *swarm) func() {
 				}
 				v.h.AddAddrs(sv.id, []ma.Multiaddr{ma.StringCast(sv.cfg.Listen[0])}, time.Hour)
 				call(ctx, v.h, sv.id, request{Proto: ProtoRoster, Type: wire.TypeHello, Body: hello(v.h), Timeout: shortTimeout})
-				top := s.certTop()
+				top := s.cert.certTop()
 				for n := top + 1; n <= top+8; n++ {
 					chain := []peer.ID{v.h.ID(), sv.id}
 					sortChain(chain)

@@ -119,7 +119,7 @@ func (s *Server) onWindowReq(ctx context.Context, from peer.ID, body []byte) (wi
 	// index pages cost, so it takes one of the window slots
 	// (maxWindowServing, one a peer, maxWindowPerRange a range), held
 	// until the reply is written or its short deadline passed.
-	if err := s.enterWindow(ctx, from, s.addrRange(from)); err != nil {
+	if err := s.windowSlots.enterWindow(ctx, from, s.addrRange(from)); err != nil {
 		return 0, nil, err
 	}
 	w := wire.Window{Items: s.windowItems(q.Number)}
@@ -172,7 +172,7 @@ func (s *Server) certPeer(p peer.ID) bool {
 	if s.serverExcluded(p) {
 		return false
 	}
-	top := s.certTop()
+	top := s.cert.certTop()
 	for _, n := range []uint64{top + 1, top} {
 		if n == 0 {
 			continue
@@ -196,7 +196,7 @@ func (s *Server) windowItems(number uint64) []wire.WindowItem {
 	}
 	var out []wire.WindowItem
 	for n := number - 1; n > 0 && n+WindowLookback >= number; n-- {
-		cert, ok := s.certOf(n)
+		cert, ok := s.cert.certOf(n)
 		if !ok || (cert.Kind != wire.CertFinal && cert.Kind != wire.CertAbort) {
 			continue
 		}
@@ -311,7 +311,7 @@ func (s *Server) gapFor(number uint64, prev *wire.Cert) ([]wire.Cert, error) {
 	}
 	var out []wire.Cert
 	for n := number - 2; n >= 1 && n+WindowLookback >= number; n-- {
-		c, ok := s.certOf(n)
+		c, ok := s.cert.certOf(n)
 		if !ok {
 			return nil, fmt.Errorf("node: no certificate of epoch %d here for the gap of %d", n, number)
 		}
@@ -375,7 +375,7 @@ func (s *Server) checkGap(number uint64, prev *wire.Cert, gap []wire.Cert) error
 	}
 	for i := len(gap) - 1; i >= 0; i-- {
 		c := &gap[i]
-		if mine, ok := s.certOf(c.Number); ok && bytes.Equal(mine.Marshal(), c.Marshal()) {
+		if mine, ok := s.cert.certOf(c.Number); ok && bytes.Equal(mine.Marshal(), c.Marshal()) {
 			continue
 		}
 		if err := s.checkCert(c); err != nil {

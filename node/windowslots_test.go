@@ -35,33 +35,33 @@ func TestWindowSlotsBounded(t *testing.T) {
 		// Peer i in range i / maxWindowPerRange: every range full.
 		rng := func(i int) string { return fmt.Sprintf("10.0.%d.0/24", i/maxWindowPerRange) }
 		first, done := context.WithCancel(ctx)
-		if err := s.enterWindow(first, ids[0], rng(0)); err != nil {
+		if err := s.windowSlots.enterWindow(first, ids[0], rng(0)); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.enterWindow(ctx, ids[0], rng(0)); !errors.Is(err, errWindowBusy) {
+		if err := s.windowSlots.enterWindow(ctx, ids[0], rng(0)); !errors.Is(err, errWindowBusy) {
 			t.Fatalf("a second window of one peer at once: %v, want %v", err, errWindowBusy)
 		}
 		for i := 1; i < maxWindowPerRange; i++ {
-			if err := s.enterWindow(ctx, ids[i], rng(i)); err != nil {
+			if err := s.windowSlots.enterWindow(ctx, ids[i], rng(i)); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// The range's share is taken: one more of it waits, another
 		// range's peer is served.
-		if err := s.enterWindow(ctx, ids[maxWindowServing], rng(0)); !errors.Is(err, errWindowBusy) {
+		if err := s.windowSlots.enterWindow(ctx, ids[maxWindowServing], rng(0)); !errors.Is(err, errWindowBusy) {
 			t.Fatalf("window %d of one range at once: %v, want %v", maxWindowPerRange+1, err, errWindowBusy)
 		}
 		for i := maxWindowPerRange; i < maxWindowServing; i++ {
-			if err := s.enterWindow(ctx, ids[i], rng(i)); err != nil {
+			if err := s.windowSlots.enterWindow(ctx, ids[i], rng(i)); err != nil {
 				t.Fatalf("peer %d of range %s: %v", i, rng(i), err)
 			}
 		}
 		last := ids[maxWindowServing]
-		if err := s.enterWindow(ctx, last, "10.9.9.0/24"); !errors.Is(err, errWindowBusy) {
+		if err := s.windowSlots.enterWindow(ctx, last, "10.9.9.0/24"); !errors.Is(err, errWindowBusy) {
 			t.Fatalf("window %d at once: %v, want %v", maxWindowServing+1, err, errWindowBusy)
 		}
 		done()
-		if err := wait.Until(ctx, time.Second, func() bool { return s.enterWindow(ctx, last, rng(0)) == nil }); err != nil {
+		if err := wait.Until(ctx, time.Second, func() bool { return s.windowSlots.enterWindow(ctx, last, rng(0)) == nil }); err != nil {
 			t.Fatalf("the slot of an ended reply did not come back: %v", err)
 		}
 	})
