@@ -2,6 +2,7 @@ package node
 
 import (
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -100,4 +101,41 @@ func TestAbsenceDueRelayNote(t *testing.T) {
 	if _, miss := e.bodyMissing(5, 0); miss {
 		t.Fatal("S_0's batch counts as missing though S_1 passed the round on")
 	}
+}
+
+// TestNoteWithinKeptCopy (issue 25, the batch relay): this server (S_3 of
+// four) gets S_1's root of a round before the round opens here (S_0's
+// part, which would open it, kept from here), and the round opens two
+// round limits later. The dues count S_1's part as come a round limit
+// after that opening (partCame), and the relay note of S_1's batch was
+// taken, and its body due, from then: long after S_1 dropped its kept copy
+// (keptWindow after it sent it), so that the noted server found none and
+// counted the honest signer's batch missing. Now a note must come, and the
+// body is due, within the signer's kept window counted from the root's
+// arrival here.
+func TestNoteWithinKeptCopy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit = 2 * time.Second
+		desc := wire.Descriptor{Params: wire.Params{Rounds: 8, RoundLimitMs: uint32(limit / time.Millisecond)}}
+		v := &view{Desc: &desc, ID: [32]byte{7}, Chain: []peer.ID{"a", "b", "c", "d"}}
+		e := &sepoch{v: v, final: v, pos: 3}
+		e.rounds = map[uint32]*sround{}
+		s := &Server{changed: make(chan struct{})}
+		if !s.noteRoot(e, &wire.Root{Epoch: v.ID, Round: 5, S: 2, Root: [32]byte{1}}) {
+			t.Fatal("root refused")
+		}
+		root := time.Now()
+		time.Sleep(2 * limit)
+		e.opened(5)
+		came, _ := e.partCame(5, 1)
+		kept := root.Add(keptWindow(e))
+		t.Logf("S_1's root came here at 0, the round opened at %v, the part counts as come at %v; S_1's copy kept until %v at most", 2*limit, came.Sub(root), kept.Sub(root))
+		if err := e.noteRefused(5, 1); err == nil {
+			t.Errorf("a note %v after the root taken: S_1 kept its copy %v", time.Since(root), keptWindow(e))
+		}
+		n := &relayNote{at: root.Add(fetchGrace(e))}
+		if due := e.bodyDue(5, 1, n); !due.Before(kept) {
+			t.Errorf("the body of an early note due %v after the root, past the signer's copy (%v)", due.Sub(root), keptWindow(e))
+		}
+	})
 }

@@ -85,7 +85,13 @@ func bodyWait(e *sepoch) time.Duration { return fetchGrace(e) }
 func (e *sepoch) bodyDue(q uint32, j int, n *relayNote) time.Time {
 	due := n.at.Add(bodyWait(e))
 	if came, ok := e.partCame(q, j); ok {
-		if w := came.Add(lackWindow(e) - fetchGrace(e)); w.After(due) {
+		// Not past the signer's kept copy less a fetch, counted from
+		// the root's arrival (noteRefused).
+		w := came.Add(lackWindow(e) - fetchGrace(e))
+		if kept := e.rootAt[rootKey{q, uint16(j + 1)}].Add(keptWindow(e) - fetchGrace(e)); kept.Before(w) {
+			w = kept
+		}
+		if w.After(due) {
 			due = w
 		}
 	}
@@ -244,21 +250,8 @@ func (s *Server) noteLocked(e *sepoch, q uint32, j int) (*relayNote, error) {
 	if n := x.notes[j]; n != nil {
 		return n, nil
 	}
-	if _, open := e.openAt[q]; !open {
-		return nil, fmt.Errorf("node: round %d is not open here", q)
-	}
-	came, ok := e.partCame(q, j)
-	if !ok {
-		return nil, fmt.Errorf("node: no root of batch %d of round %d here", j+1, q)
-	}
-	if e.passedOn(q, j) {
-		return nil, fmt.Errorf("node: server %d passed round %d on", j+1, q)
-	}
-	if time.Since(came) > lackWindow(e) {
-		return nil, fmt.Errorf("node: batch %d of round %d asked after its lack window", j+1, q)
-	}
-	if k := e.notesRunning(j); k >= notesHeld {
-		return nil, fmt.Errorf("node: %d relays of position %d's batch run here", k, j)
+	if err := e.noteRefused(q, j); err != nil {
+		return nil, err
 	}
 	if x.notes == nil {
 		x.notes = map[int]*relayNote{}
@@ -303,6 +296,37 @@ func (e *sepoch) dropNoted(q uint32, j int) {
 			n.body = nil
 		}
 	}
+}
+
+// noteRefused says why a relay note of round q's batch j is not taken
+// here, nil if it is (noteLocked). The note must come while the signer
+// still keeps its copy: within keptWindow less two fetches of the root's
+// arrival here, not of when the dues count it come (partCame), which for
+// a root that came before the round opened here is a round limit after
+// the opening, past the copy: the noted server then found no copy and
+// counted the honest signer's batch missing (TestNoteWithinKeptCopy).
+// Call with s.mu held.
+func (e *sepoch) noteRefused(q uint32, j int) error {
+	if _, open := e.openAt[q]; !open {
+		return fmt.Errorf("node: round %d is not open here", q)
+	}
+	came, ok := e.partCame(q, j)
+	if !ok {
+		return fmt.Errorf("node: no root of batch %d of round %d here", j+1, q)
+	}
+	if e.passedOn(q, j) {
+		return fmt.Errorf("node: server %d passed round %d on", j+1, q)
+	}
+	if time.Since(came) > lackWindow(e) {
+		return fmt.Errorf("node: batch %d of round %d asked after its lack window", j+1, q)
+	}
+	if time.Since(e.rootAt[rootKey{q, uint16(j + 1)}]) > keptWindow(e)-2*fetchGrace(e) {
+		return fmt.Errorf("node: batch %d of round %d asked past its signer's kept copy", j+1, q)
+	}
+	if k := e.notesRunning(j); k >= notesHeld {
+		return fmt.Errorf("node: %d relays of position %d's batch run here", k, j)
+	}
+	return nil
 }
 
 // relayFetch asks the signer of round q's batch j for it until its due
