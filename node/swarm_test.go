@@ -35,7 +35,8 @@ import (
 // The swarm: seeded, reproducible runs of a whole network in virtual time
 // under a random schedule of faults (kill -9 and restart, partitions, slow
 // and lossy links), checking after every step that no honest party is
-// excluded or struck, that epochs keep completing once the faults end,
+// excluded, struck or charged (but for a fault of the schedule: see
+// judgeCharges), that epochs keep completing once the faults end,
 // that each server's memory stays bounded, and at the end that every
 // acknowledged file comes back byte-exact through every server.
 //
@@ -190,11 +191,17 @@ type swarm struct {
 	// bad: servers that were ever hostile (an insider strategy): they
 	// may be charged and left out, and their own view judges nobody.
 	bad map[int]bool
-	// faulted: servers that a fault touched (crash, partition, slow or
-	// lossy links): an absence may be counted against them.
-	faulted map[int]bool
-	down    map[int]bool    // a fault in force
-	noted   map[[2]int]bool // charges of untouched servers already logged
+	// spans: when each fault (crash, partition, slow or lossy links, a
+	// hostile's restart) touched which server (touched).
+	spans []swarmSpan
+	down  map[int]bool // a fault in force
+	// charges: the charges of honest servers seen, by observer and
+	// evidence, each judged once its grace is over (judgeCharges).
+	charges map[swarmChargeKey]*swarmCharge
+	// certSeen: when the swarm first saw a certificate of each number at
+	// some server, and chainOf the servers of its chains.
+	certSeen map[uint64]time.Time
+	chainOf  map[uint64]map[int]bool
 	// framed: the epochs whose last server an early abort or void
 	// would have charged (insiderEarly).
 	framed      []framedLast
@@ -260,7 +267,8 @@ func runSwarm(t *testing.T, sd swarmSeed) {
 	seed := sd.seed
 	w := &swarm{t: t, seed: seed, faultsOnly: sd.faultsOnly, rng: rand.New(rand.NewPCG(seed, 0x5eed)), hrng: rand.New(rand.NewPCG(seed, 0x405711e)),
 		grng:  rand.New(rand.NewPCG(seed, 0x6e7)),
-		start: time.Now(), bad: map[int]bool{}, faulted: map[int]bool{}, down: map[int]bool{}, noted: map[[2]int]bool{}}
+		start: time.Now(), bad: map[int]bool{}, down: map[int]bool{},
+		charges: map[swarmChargeKey]*swarmCharge{}, certSeen: map[uint64]time.Time{}, chainOf: map[uint64]map[int]bool{}}
 	w.net = memnet.New(memnet.Link{Latency: time.Millisecond}, seed)
 	m, n := 3+w.rng.IntN(3), 4+w.rng.IntN(9)
 	if os.Getenv("RIFFLE_SWARM_BIG") != "" {
@@ -621,7 +629,8 @@ func (w *swarm) startFault() fault {
 	}
 	if f.server >= 0 {
 		w.mu.Lock()
-		w.faulted[f.server], w.down[f.server] = true, true
+		w.down[f.server] = true
+		w.spans = append(w.spans, swarmSpan{server: f.server, kind: f.kind, from: time.Now()})
 		w.mu.Unlock()
 	}
 	w.logf("fault: %s of s%d until %.1fs", f.kind, f.server, f.until.Sub(w.start).Seconds())
@@ -659,23 +668,31 @@ func (w *swarm) endFault(f fault) {
 	}
 	w.mu.Lock()
 	delete(w.down, f.server)
+	for k := range w.spans {
+		if sp := &w.spans[k]; sp.server == f.server && sp.to.IsZero() {
+			sp.to = time.Now()
+		}
+	}
 	w.mu.Unlock()
 	w.logf("fault ends: %s of s%d", f.kind, f.server)
 }
 
 // check holds the invariants every step: no honest server named a culprit,
-// charged the last server for an early abort or void, or refused a client
-// (every client of the swarm is honest); no certificate holds a party that is not
-// a server of the swarm; and bounded memory and disk. A server that was
-// ever hostile may be charged and named, and judges nobody.
+// charged an honest server but as judgeCharges allows, charged the last
+// server for an early abort or void, or refused a client (every client of
+// the swarm is honest); no certificate holds a party that is not a server
+// of the swarm; and bounded memory and disk. A server that was ever
+// hostile may be charged and named, and judges nobody.
 func (w *swarm) check() {
 	w.mu.Lock()
-	bad, faulted := maps.Clone(w.bad), maps.Clone(w.faulted)
+	bad := maps.Clone(w.bad)
 	framed := slices.Clone(w.framed)
 	w.mu.Unlock()
 	ids := map[string]bool{}
-	for _, sv := range w.servers {
+	index := map[peer.ID]int{}
+	for j, sv := range w.servers {
 		ids[string(sv.id)] = true
+		index[sv.id] = j
 	}
 	for i, a := range w.servers {
 		s := a.s()
@@ -683,13 +700,7 @@ func (w *swarm) check() {
 			continue
 		}
 		if !bad[i] {
-			counts := s.refusalCounts()
-			for j, b := range w.servers {
-				if n := counts[b.id]; n > 0 && !faulted[j] && !bad[j] && !w.noted[[2]int{i, j}] {
-					w.noted[[2]int{i, j}] = true
-					w.logf("s%d charged s%d (no fault, not hostile) %d aborts: %s", i, j, n, s.refusalReasons(b.id))
-				}
-			}
+			w.judgeCharges(i, s, bad, index)
 			for j, b := range w.servers {
 				if i == j || bad[j] {
 					continue
@@ -713,11 +724,18 @@ func (w *swarm) check() {
 			if c.Unmarshal(cb) != nil {
 				continue
 			}
+			if _, ok := w.certSeen[n]; !ok {
+				w.certSeen[n] = time.Now()
+			}
 			for _, p := range c.Chain {
 				if !ids[string(p)] {
 					s.cert.mu.Unlock()
 					w.fail("s%d: certificate of %d (kind %d) over a chain with %s, not a server of the swarm", i, n, c.Kind, peer.ID(p).ShortString())
 				}
+				if w.chainOf[n] == nil {
+					w.chainOf[n] = map[int]bool{}
+				}
+				w.chainOf[n][index[peer.ID(p)]] = true
 			}
 		}
 		a.checked = s.cert.top
@@ -740,6 +758,165 @@ func (w *swarm) check() {
 	if ms.HeapInuse > swarmHeapMax {
 		w.fail("the process holds %d B of heap", ms.HeapInuse)
 	}
+}
+
+// swarmSpan is a time a fault touched server: from its start to its end
+// (to, zero while in force).
+type swarmSpan struct {
+	server   int
+	kind     string
+	from, to time.Time
+}
+
+type swarmChargeKey struct {
+	observer int
+	key      string // the evidence (refusal.Key)
+}
+
+type swarmCharge struct {
+	seen   time.Time
+	judged bool
+}
+
+// The charges of honest servers (issue 23: no honest party charged). A
+// server is touched at epoch number N when a fault of the schedule was in
+// force on it (crash and restart, partition, slow or lossy links, a
+// hostile's restart) at some time between N's start and the charge, or
+// ended less than swarmSettle before N's start. A charge of an honest
+// server at N holds only when
+//   - that server was touched at N: an absence may be counted against it;
+//   - or the charge is its own signed claim (an abort it signed, a void it
+//     proposed as S_0, an absence it claimed that the others did not
+//     back) and another server of N's chain was touched at N: §3 charges
+//     a refusal on private grounds to its signer, so a peer that a fault
+//     made slow or silent makes an honest server time out and pay (the
+//     limit §3 states of a silent malicious server), once an epoch.
+// Any other charge of an honest server fails the run: one charged with no
+// fault in its epoch's chain, or charged by the others' attestations
+// while untouched. A charge is judged once the grace in which its count
+// may be taken back (AbortGrace, a public cause) is over.
+
+// swarmSettle is how long after a fault ends an epoch it broke may still
+// end with a charge: a lack is declared at the round limit at most.
+func (w *swarm) swarmSettle() time.Duration {
+	return time.Duration(w.p.RoundLimitMs)*time.Millisecond + 2*swarmStep
+}
+
+// touched reports whether a fault touched server j between from and to.
+func (w *swarm) touched(j int, from, to time.Time) (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, sp := range w.spans {
+		end := sp.to
+		if end.IsZero() {
+			end = to
+		}
+		if sp.server == j && !sp.from.After(to) && !end.Add(w.swarmSettle()).Before(from) {
+			return fmt.Sprintf("%s of s%d %.1fs to %.1fs", sp.kind, j, sp.from.Sub(w.start).Seconds(), end.Sub(w.start).Seconds()), true
+		}
+	}
+	return "", false
+}
+
+// epochStart is a bound below the start of number n: the swarm's first
+// sight of an earlier number's certificate, a step before.
+func (w *swarm) epochStart(n uint64) time.Time {
+	best := w.start
+	for k, t := range w.certSeen {
+		if k < n && t.After(best) {
+			best = t
+		}
+	}
+	if best.Equal(w.start) {
+		return best
+	}
+	return best.Add(-swarmStep)
+}
+
+// judgeCharges holds the charges counted at honest server i (s) against
+// honest servers to the rule above.
+func (w *swarm) judgeCharges(i int, s *Server, bad map[int]bool, index map[peer.ID]int) {
+	now := time.Now()
+	for _, h := range s.heldCharges() {
+		j, ok := index[h.peer]
+		if !ok || bad[j] {
+			continue
+		}
+		k := swarmChargeKey{i, h.key}
+		c := w.charges[k]
+		if c == nil {
+			w.charges[k] = &swarmCharge{seen: now}
+			continue
+		}
+		if c.judged || now.Sub(c.seen) < s.cfg.Timing.AbortGrace+swarmStep {
+			continue
+		}
+		c.judged = true
+		from := w.epochStart(h.number)
+		what := fmt.Sprintf("s%d charged s%d at number %d (%s, first seen at %.1fs)", i, j, h.number, h.reason, c.seen.Sub(w.start).Seconds())
+		if f, ok := w.touched(j, from, c.seen); ok {
+			w.logf("%s: s%d touched (%s)", what, j, f)
+			continue
+		}
+		chain := w.chainOf[h.number]
+		if !h.own {
+			w.fail("%s, by the others' attestations, untouched since %.1fs", what, from.Sub(w.start).Seconds())
+		}
+		var excuse string
+		for x := range w.servers {
+			if x == j || (chain != nil && !chain[x]) {
+				continue
+			}
+			if f, ok := w.touched(x, from, c.seen); ok {
+				excuse = f
+				break
+			}
+		}
+		if excuse == "" {
+			w.fail("%s, its own claim, with no fault on a server of its chain %v since %.1fs", what, slices.Sorted(maps.Keys(chain)), from.Sub(w.start).Seconds())
+		}
+		w.logf("%s: its own claim, a fault in its chain (%s)", what, excuse)
+	}
+}
+
+// heldCharge is a charge counted at a server.
+type heldCharge struct {
+	peer   peer.ID
+	number uint64
+	key    string
+	reason string
+	// own: the charge is the charged server's own signed claim, not
+	// the others' attestations (chargeOf).
+	own bool
+}
+
+// heldCharges lists the charges counted here.
+func (s *Server) heldCharges() []heldCharge {
+	s.ref.loaded.Do(s.loadRefusals)
+	s.ref.mu.Lock()
+	defer s.ref.mu.Unlock()
+	var out []heldCharge
+	for i, r := range s.ref.recs {
+		if !s.ref.counted(i) {
+			continue
+		}
+		p, err := peer.Decode(r.Peer)
+		if err != nil {
+			continue
+		}
+		own := !strings.Contains(r.Reason, "(attested)")
+		var ev wire.Charge
+		var a wire.Abort
+		if own && ev.Unmarshal(r.Ev) == nil && ev.Kind == wire.EvAbort && a.Unmarshal(ev.Item) == nil {
+			own = peer.ID(a.Signer) == p
+		}
+		key := r.Key
+		if key == "" {
+			key = fmt.Sprint(r.Number, r.Epoch, r.Reason)
+		}
+		out = append(out, heldCharge{peer: p, number: r.Number, key: key, reason: r.Reason, own: own})
+	}
+	return out
 }
 
 func dirBytes(dir string) int64 {
@@ -1226,6 +1403,7 @@ func insiderHoldOpen(w *swarm, i int) func() {
 func insiderPrepareRefuser(w *swarm, i int) func() {
 	sv := w.servers[i]
 	sv.s().Crash()
+	w.restarted(i, "restart as a Prepare refuser")
 	cfg := sv.cfg
 	cfg.Params.MaxClients *= 2
 	s, err := NewServer(w.ctx, cfg)
@@ -1238,12 +1416,22 @@ func insiderPrepareRefuser(w *swarm, i int) func() {
 			return // a crash restarted it meanwhile, with the group's cap
 		}
 		s.Crash()
+		w.restarted(i, "restart with the group's cap")
 		s, err := NewServer(w.ctx, sv.cfg)
 		if err != nil {
 			w.fail("restart of s%d: %v", i, err)
 		}
 		sv.cur.Store(s)
 	}
+}
+
+// restarted notes a hostile's restart of server i: the epochs it was in
+// break there, as at a crash.
+func (w *swarm) restarted(i int, kind string) {
+	now := time.Now()
+	w.mu.Lock()
+	w.spans = append(w.spans, swarmSpan{server: i, kind: kind, from: now, to: now})
+	w.mu.Unlock()
 }
 
 // insiderEarly: S_0 of an epoch in its rounds signs a "no publication"
