@@ -806,7 +806,8 @@ func (w *swarm) swarmSettle() time.Duration {
 func (w *swarm) touched(j int, from, to time.Time) (string, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, sp := range w.spans {
+	// The latest such fault: the likeliest cause.
+	for _, sp := range slices.Backward(w.spans) {
 		end := sp.to
 		if end.IsZero() {
 			end = to
@@ -854,29 +855,34 @@ func (w *swarm) judgeCharges(i int, s *Server, bad map[int]bool, index map[peer.
 		c.judged = true
 		from := w.epochStart(h.number)
 		what := fmt.Sprintf("s%d charged s%d at number %d (%s, first seen at %.1fs)", i, j, h.number, h.reason, c.seen.Sub(w.start).Seconds())
-		if f, ok := w.touched(j, from, c.seen); ok {
-			w.logf("%s: s%d touched (%s)", what, j, f)
+		why, ok := w.chargeHolds(j, h.own, w.chainOf[h.number], from, c.seen)
+		if !ok {
+			w.fail("%s: %s", what, why)
+		}
+		w.logf("%s: %s", what, why)
+	}
+}
+
+// chargeHolds reports whether a charge of honest server j holds (the rule
+// above) and why: own, whether it is j's own claim; chain, the servers of
+// the charged number's chains (nil: unknown, any server); from and to,
+// the charged epoch's start and the charge's first sight.
+func (w *swarm) chargeHolds(j int, own bool, chain map[int]bool, from, to time.Time) (string, bool) {
+	if f, ok := w.touched(j, from, to); ok {
+		return fmt.Sprintf("s%d touched (%s)", j, f), true
+	}
+	if !own {
+		return fmt.Sprintf("by the others' attestations, s%d untouched since %.1fs", j, from.Sub(w.start).Seconds()), false
+	}
+	for x := range w.servers {
+		if x == j || (chain != nil && !chain[x]) {
 			continue
 		}
-		chain := w.chainOf[h.number]
-		if !h.own {
-			w.fail("%s, by the others' attestations, untouched since %.1fs", what, from.Sub(w.start).Seconds())
+		if f, ok := w.touched(x, from, to); ok {
+			return fmt.Sprintf("its own claim, a fault in its chain (%s)", f), true
 		}
-		var excuse string
-		for x := range w.servers {
-			if x == j || (chain != nil && !chain[x]) {
-				continue
-			}
-			if f, ok := w.touched(x, from, c.seen); ok {
-				excuse = f
-				break
-			}
-		}
-		if excuse == "" {
-			w.fail("%s, its own claim, with no fault on a server of its chain %v since %.1fs", what, slices.Sorted(maps.Keys(chain)), from.Sub(w.start).Seconds())
-		}
-		w.logf("%s: its own claim, a fault in its chain (%s)", what, excuse)
 	}
+	return fmt.Sprintf("its own claim, with no fault on a server of its chain %v since %.1fs", slices.Sorted(maps.Keys(chain)), from.Sub(w.start).Seconds()), false
 }
 
 // heldCharge is a charge counted at a server.
@@ -1481,4 +1487,42 @@ func insiderEarly(w *swarm, kind string) func() {
 			}
 		}
 	})
+}
+
+// TestSwarmChargeRule checks the rule judgeCharges holds the swarm's
+// charges of honest servers to, on a made-up schedule (no network): s0
+// lossy from 10 s to 20 s, s1 restarted at 100 s, s2 and s3 never
+// touched.
+func TestSwarmChargeRule(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	w := &swarm{start: t0, p: testParams(8), servers: make([]*swarmServer, 4), spans: []swarmSpan{
+		{server: 0, kind: "lossy", from: at(10), to: at(20)},
+		{server: 1, kind: "restart", from: at(100), to: at(100)},
+	}}
+	settle := int(w.swarmSettle() / time.Second)
+	all := map[int]bool{0: true, 1: true, 2: true, 3: true}
+	for _, c := range []struct {
+		name     string
+		j        int
+		own      bool
+		chain    map[int]bool
+		from, to int
+		holds    bool
+	}{
+		{"the lossy server itself, attested", 0, false, all, 15, 30, true},
+		{"the lossy server, an epoch after its settle", 0, false, all, 20 + settle + 1, 60, false},
+		{"its own abort, the lossy server in the chain", 2, true, all, 15, 30, true},
+		{"its own abort, an epoch within the settle", 2, true, all, 20 + settle - 1, 60, true},
+		{"its own abort, the lossy server not in the chain", 2, true, map[int]bool{1: true, 2: true, 3: true}, 15, 30, false},
+		{"its own abort, no fault then", 2, true, all, 50, 90, false},
+		{"its own abort, a restart in the chain", 3, true, all, 90, 101, true},
+		{"attested, a fault in its chain", 2, false, all, 15, 30, false},
+		{"its own abort, chain unknown", 2, true, nil, 15, 30, true},
+	} {
+		_, got := w.chargeHolds(c.j, c.own, c.chain, at(c.from), at(c.to))
+		if got != c.holds {
+			t.Errorf("%s: holds %v, want %v", c.name, got, c.holds)
+		}
+	}
 }
