@@ -5,7 +5,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -51,6 +50,13 @@ func (c *relayRound) is(r uint32) bool {
 //   - stalled holder (m = 4): refused to S_1 and handed to the others, and
 //     a corrupt S_2 holds every ask of S_1 for a round limit, answering
 //     nothing: S_1 gets the copy from S_3, no void, nobody charged.
+//   - root withheld: refused to S_1, handed to the others, and S_0's root
+//     announced to every server but S_1: the others hand the root on to
+//     S_1 (forwardRoot), which then asks as in "refused"; no void, nobody
+//     charged. Before, S_1 had no root to start from, and was charged
+//     for the round's void (its part missing everywhere);
+//   - root withheld, hidden: the same root, the batch kept from everyone:
+//     the void is S_0's (before, S_1's).
 //
 // In every case the epoch runs to its last round and the file is fetched
 // whole. Before, S_1 was charged for the void whenever it claimed the
@@ -64,11 +70,7 @@ func TestRelayedBatch(t *testing.T) {
 		if m == 4 {
 			modes = append(modes, "stalled holder")
 		}
-		if os.Getenv("RIFFLE_OPEN_ATTACKS") != "" {
-			// Open (docs/testing.md, "Open attacks"): S_1 has no root
-			// to start its wait from, and is charged.
-			modes = append(modes, "root withheld")
-		}
+		modes = append(modes, "root withheld", "root withheld, hidden")
 		for _, mode := range modes {
 			t.Run(fmt.Sprintf("m=%d %s", m, mode), func(t *testing.T) {
 				t.Parallel()
@@ -116,6 +118,12 @@ func relayCase(t *testing.T, m int, mode string) {
 		s1 := bn.servers[1].h.ID()
 		h.rootTo = func(r uint32, p peer.ID) bool { return p != s1 || !c.is(r) }
 		wantVoid = -1 // either
+	case "root withheld, hidden":
+		// Kept from everyone, and S_0's root from S_1.
+		h.hideOut = c.is
+		s1 := bn.servers[1].h.ID()
+		h.rootTo = func(r uint32, p peer.ID) bool { return p != s1 || !c.is(r) }
+		wantVoid = 1
 	case "stalled holder":
 		h.refuseSucc = c.is
 		bn.servers[2].hooks.Store(&serverHooks{stallRelay: c.is})
