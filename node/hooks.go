@@ -78,7 +78,7 @@ func (*Server) hookRefuseSucc(uint32) bool                 { return false }
 func (*Server) hookLateOut(uint32) time.Duration           { return 0 }
 func (*Server) hookServeLate(uint32) time.Duration         { return 0 }
 func (*Server) hookStallRelay(uint32) bool                 { return false }
-func (*Server) hookRootTo(uint32, peer.ID) bool            { return true }
+func (*Server) hookRootTo(uint32, peer.ID, bool) bool      { return true }
 func (*Server) hookDropIn(uint32) bool                     { return false }
 func (*Server) hookProbe(*sepoch, uint32, int)             {}
 func (*Server) hookRefuseEvidence(wire.Type) bool          { return false }

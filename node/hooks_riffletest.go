@@ -94,8 +94,9 @@ type serverHooks struct {
 	// claims a lack it does not have.
 	dropIn func(r uint32) bool
 	// rootTo may make this server keep its signed root of round r from
-	// chain server p (false: not announced to p).
-	rootTo func(r uint32, p peer.ID) bool
+	// chain server p, which receiver says is the batch's receiver
+	// (false: not announced to p).
+	rootTo func(r uint32, p peer.ID, receiver bool) bool
 	// stallRelay may make this server hold a receiver's ask for a batch
 	// of round r that it did not sign, answering nothing for a round
 	// limit.
@@ -390,9 +391,9 @@ func (s *Server) hookDropIn(r uint32) bool {
 	return h != nil && h.dropIn != nil && h.dropIn(r)
 }
 
-func (s *Server) hookRootTo(r uint32, p peer.ID) bool {
+func (s *Server) hookRootTo(r uint32, p peer.ID, receiver bool) bool {
 	h := s.hooks.Load()
-	return h == nil || h.rootTo == nil || h.rootTo(r, p)
+	return h == nil || h.rootTo == nil || h.rootTo(r, p, receiver)
 }
 
 func (s *Server) hookStallRelay(r uint32) bool {

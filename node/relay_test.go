@@ -116,13 +116,13 @@ func relayCase(t *testing.T, m int, mode string) {
 		// but S_1.
 		h.refuseSucc = c.is
 		s1 := bn.servers[1].h.ID()
-		h.rootTo = func(r uint32, p peer.ID) bool { return p != s1 || !c.is(r) }
+		h.rootTo = func(r uint32, p peer.ID, _ bool) bool { return p != s1 || !c.is(r) }
 		wantVoid = -1 // either
 	case "root withheld, hidden":
 		// Kept from everyone, and S_0's root from S_1.
 		h.hideOut = c.is
 		s1 := bn.servers[1].h.ID()
-		h.rootTo = func(r uint32, p peer.ID) bool { return p != s1 || !c.is(r) }
+		h.rootTo = func(r uint32, p peer.ID, _ bool) bool { return p != s1 || !c.is(r) }
 		wantVoid = 1
 	case "stalled holder":
 		h.refuseSucc = c.is

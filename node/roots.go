@@ -100,7 +100,7 @@ func (s *Server) announceRoot(e *sepoch, b *wire.Batch) {
 		return // a test's silent server (hookRoot)
 	}
 	for _, p := range v.Chain {
-		if p == s.h.ID() || !s.hookRootTo(b.Round, p) {
+		if p == s.h.ID() || !s.hookRootTo(b.Round, p, p == v.Chain[b.S]) {
 			continue
 		}
 		s.wg.Add(1)

@@ -1299,7 +1299,8 @@ var swarmHostiles = []swarmHostile{
 // swarmRelayHostiles: insiders that keep their batch from their successor
 // (TestRelayedBatch): one hands it to the rest of the chain only, which
 // relays it (no void, nobody charged), one keeps it from everyone (a void
-// charged to it). Drawn only when RIFFLE_SWARM_HOSTILE names them, so
+// charged to it), one hands it to the rest and keeps its root from the
+// successor too (the others hand the root on, then relay the batch). Drawn only when RIFFLE_SWARM_HOSTILE names them, so
 // that the seeds of make test and make swarm draw as before.
 var swarmRelayHostiles = []swarmHostile{
 	{"refuse-successor", true, func(w *swarm, i int) func() {
@@ -1307,6 +1308,10 @@ var swarmRelayHostiles = []swarmHostile{
 	}},
 	{"withhold-batch", true, func(w *swarm, i int) func() {
 		return insiderHooks(w, i, &serverHooks{hideOut: func(uint32) bool { return true }})
+	}},
+	{"withhold-root", true, func(w *swarm, i int) func() {
+		return insiderHooks(w, i, &serverHooks{refuseSucc: func(uint32) bool { return true },
+			rootTo: func(_ uint32, _ peer.ID, receiver bool) bool { return !receiver }})
 	}},
 }
 
