@@ -168,8 +168,28 @@ func (s *Server) onClosingProposal(ctx context.Context, from peer.ID, body []byt
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: closing record's decoy pool differs from the lists held here")
 	}
-	s.mu.Unlock()
+	// One record an epoch (§7 v3): this server signs one proposal of
+	// an epoch and refuses any other, so that no two records of one
+	// epoch carry every signature. S_0 that withheld a final list could
+	// otherwise have its chain sign the round as never come and, once
+	// the list came, as published: two valid records, one kept by the
+	// servers and another pinned, whose pools disagree (issue 26, F2).
+	// The choice is taken before the signature leaves and lives as long
+	// as the epoch here: a restarted server holds no epoch it served
+	// before and signs no record of it.
 	dg := closingDigest(&p.Closing)
+	if e.closingMine != nil {
+		mine := closingDigest(e.closingMine)
+		s.mu.Unlock()
+		if mine != dg {
+			return 0, nil, errors.New("node: another closing record of this epoch was signed here")
+		}
+	} else {
+		signed := p.Closing
+		signed.Sigs = nil
+		e.closingMine = &signed
+		s.mu.Unlock()
+	}
 	sig, err := sign(s.priv, dg)
 	if err != nil {
 		return 0, nil, err
@@ -177,11 +197,8 @@ func (s *Server) onClosingProposal(ctx context.Context, from peer.ID, body []byt
 	// §7 (v3): the signature goes to every chain server too, so that
 	// each assembles the record whoever S_0 hands it to.
 	cs := wire.ClosingSig{Epoch: v.ID, Digest: dg, Index: uint16(e.pos), Sig: sig}
-	signed := p.Closing
-	signed.Sigs = nil
 	s.mu.Lock()
-	if e.closingMine == nil {
-		e.closingMine = &signed
+	if _, ok := e.closingSigs[cs.Index]; !ok || e.closingSigs[cs.Index].Digest != dg {
 		s.noteClosingSig(e, cs)
 	}
 	s.mu.Unlock()
@@ -270,7 +287,6 @@ func (s *Server) assembleClosing(e *sepoch) {
 		s.mu.Lock()
 		e.closed = true
 		s.mu.Unlock()
-		rec = nil
 	}
 	s.keepWindowItem(e, &wire.Closing{Epoch: c.Epoch, Rounds: c.Rounds}, rec)
 }
@@ -319,6 +335,6 @@ func (s *Server) onClosing(from peer.ID, body []byte) (wire.Type, []byte, error)
 	s.mu.Lock()
 	e.closed = true
 	s.mu.Unlock()
-	s.keepWindowItem(e, &wire.Closing{Epoch: c.Epoch, Rounds: c.Rounds}, nil)
+	s.keepWindowItem(e, &wire.Closing{Epoch: c.Epoch, Rounds: c.Rounds}, body)
 	return wire.TypeAck, ack, nil
 }

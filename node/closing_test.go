@@ -196,3 +196,66 @@ func TestClosingSigsToEveryServer(t *testing.T) {
 		})
 	}
 }
+
+// TestClosingOneProposal (issue 26, F2): a chain server signs one closing
+// proposal of an epoch and refuses any other. A first server that
+// withheld round 1's final list from a server could have it sign the
+// round as never come and, once the list came, as published: two valid
+// records of one epoch, one kept by the servers and another pinned by a
+// later leader, whose pools disagree. Here a server that signed the
+// epoch's record loses round 1's list (as if its delivery never came), so
+// that a record stating round 1 never came agrees with what it holds;
+// before, it signed that second record too. The record it signed is still
+// signed again (S_0 proposes it again after a refusal elsewhere).
+func TestClosingOneProposal(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		p := testParams(4)
+		tn := startAnonNet(t, 3, 0, 2, p, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+		defer cancel()
+		tn.startPair(ctx, t, nil)
+		var ep [32]byte
+		var s0, v *Server
+		if err := wait.Until(ctx, 40*time.Second, func() bool {
+			for _, s := range tn.servers {
+				for _, es := range s.Snapshot().Epochs {
+					if es.Position != 0 || !es.Ended || es.Listed != es.Rounds {
+						continue
+					}
+					for _, o := range tn.servers {
+						if o == s {
+							continue
+						}
+						o.mu.Lock()
+						e := o.epochs[es.ID]
+						signed := e != nil && e.closingMine != nil && e.rounds[1] != nil && e.rounds[1].list != nil
+						o.mu.Unlock()
+						if signed {
+							ep, s0, v = es.ID, s, o
+							return true
+						}
+					}
+				}
+			}
+			return false
+		}); err != nil {
+			t.Fatal("no epoch's record signed by a server other than its first")
+		}
+		v.mu.Lock()
+		e := v.epochs[ep]
+		first := *e.closingMine
+		e.rounds[1].list = nil
+		other := closingOf(e) // round 1 never came, as v now sees it
+		_, ok := setPool(e, &other)
+		v.mu.Unlock()
+		if !ok || other.Rounds[1].State != wire.ClosedNone {
+			t.Fatal("no second record agrees with the server's view")
+		}
+		if _, _, err := v.onClosingProposal(ctx, s0.ID(), (&wire.ClosingProposal{Closing: first}).Marshal()); err != nil {
+			t.Errorf("the record the server signed, proposed again, refused: %v", err)
+		}
+		if _, _, err := v.onClosingProposal(ctx, s0.ID(), (&wire.ClosingProposal{Closing: other}).Marshal()); err == nil {
+			t.Error("a second closing record of one epoch signed")
+		}
+	})
+}

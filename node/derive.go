@@ -193,7 +193,7 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.WouldServeTimeout/2)
 	defer cancel()
 	if !s.windowLacks(&p) {
-		if err := s.holdWindow(wctx, "", &p, false); err != nil {
+		if _, err := s.holdWindow(wctx, "", &p, false); err != nil {
 			return 0, nil, err
 		}
 		return wire.TypeAck, ack, nil
@@ -228,7 +228,7 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 			}
 		}
 	}
-	if err := s.holdWindow(wctx, src, &p, false); err != nil {
+	if _, err := s.holdWindow(wctx, src, &p, false); err != nil {
 		return 0, nil, err
 	}
 	if src != "" {

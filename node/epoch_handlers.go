@@ -174,7 +174,8 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	// §6.3 (v3): the window the Prepare pins is held here before this
 	// server answers (window.go), and before the left-out servers are
 	// asked whether they would serve: they may take it from here.
-	if err := s.takeWindow(from, &p); err != nil {
+	walk, err := s.takeWindow(from, &p)
+	if err != nil {
 		return 0, nil, err
 	}
 	if err := s.checkLeftOut(&p); err != nil {
@@ -236,6 +237,12 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		delete(s.prep, k)
 	}
 	s.prep[p.Nonce] = e
+	// What this server serves as the number's window is the walk it
+	// checked for the Prepare it may sign (windowItems), stored with the
+	// preparation it replaces.
+	if walk != nil {
+		s.keepWalk(p.Number, walk)
+	}
 	// The first Prepare of a number restarts the leader timeout, once
 	// (rotate.go): the leader gets T_lead to open it (a withdrawal costs
 	// it a retry), and a leader that prepares and never opens is silent

@@ -132,6 +132,13 @@ type Server struct {
 	// disk with their strikes (rb.clients).
 	banned map[peer.ID]uint64
 	turn   turnState // the leader rotation (rotate.go)
+	// checked is the walk of the last Prepare whose window was checked
+	// here (takeWindow), for the servers a member asks whether they
+	// would serve before it takes the Prepare (onServerWindowReq).
+	checked struct {
+		number uint64
+		refs   []walkRef
+	}
 	// rb is what round blames left here (roundblame_after.go).
 	rb        roundBlameState
 	keys      keyState // long-term client keys (ltexclude.go)

@@ -3,6 +3,8 @@ package node
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -85,9 +87,10 @@ func groupBytes(d *wire.Descriptor) []byte {
 }
 
 // keepWindowItem keeps what a client needs of epoch e once its closing
-// record c is stored here: its descriptor without clients and its pool;
-// rec, if set, is the record itself, kept with them when it is not in the
-// store's closing records (those mark an epoch taken whole, catchup.go).
+// record rec (all its signatures; c is the same without them) is stored
+// here: its descriptor without clients, the record and the pool, as one
+// item under the record's digest (so that a walk pinning this record
+// finds it) and as this server's own item of the epoch.
 func (s *Server) keepWindowItem(e *sepoch, c *wire.Closing, rec []byte) {
 	s.mu.Lock()
 	pool, ok := setPool(e, c)
@@ -98,9 +101,133 @@ func (s *Server) keepWindowItem(e *sepoch, c *wire.Closing, rec []byte) {
 		return
 	}
 	it := wire.WindowItem{Number: v.Desc.Number, Epoch: v.ID, Group: groupBytes(v.Desc), Closing: rec, Pool: pool.Marshal()}
-	if err := s.store.PutWindowItem(v.Desc.Number, v.ID, (&wire.Window{Items: []wire.WindowItem{it}}).Marshal()); err != nil {
+	s.putItem(itemKey(v.ID, closingDigest(c)), it)
+	s.putItem(itemKey(v.ID, [32]byte{}), it)
+}
+
+// Window items are kept by the digest of the record they carry (§6.3
+// v3): a record and the pool it signs are kept and served together, and
+// a server that holds two records of one epoch (a first server that
+// proposed twice) serves the one a walk pinned, with its own pool. The
+// key of digest zero holds this server's own item of the epoch: its own
+// record, or only the descriptor if it has none.
+var (
+	tagWindowItem = []byte("riffle/v3/window-item")
+	tagWindowWalk = []byte("riffle/v3/window-walk")
+)
+
+// itemKey is the store key of epoch's item carrying the record of digest
+// dg (zero: this server's own item).
+func itemKey(epoch, dg [32]byte) [32]byte {
+	return sha256.Sum256(slices.Concat(tagWindowItem, epoch[:], dg[:]))
+}
+
+// walkKey is the store key of the walk checked for number's Prepare.
+func walkKey(number uint64) [32]byte {
+	return sha256.Sum256(binary.BigEndian.AppendUint64(slices.Clone(tagWindowWalk), number))
+}
+
+// putItem stores one window item under key.
+func (s *Server) putItem(key [32]byte, it wire.WindowItem) {
+	if err := s.store.PutWindowItem(it.Number, key, (&wire.Window{Items: []wire.WindowItem{it}}).Marshal()); err != nil {
 		s.log.Error("keep window item", "err", err)
 	}
+}
+
+// item returns the item stored under key for number.
+func (s *Server) item(number uint64, key [32]byte) (wire.WindowItem, bool) {
+	b, err := s.store.WindowItem(number, key)
+	if err != nil {
+		return wire.WindowItem{}, false
+	}
+	var kept wire.Window
+	if kept.Unmarshal(b) != nil || len(kept.Items) != 1 {
+		return wire.WindowItem{}, false
+	}
+	return kept.Items[0], true
+}
+
+// walkRef is one epoch of a checked walk: its number, id and the digest
+// of the record the walk pinned (zero if none).
+type walkRef struct {
+	Number uint64
+	Epoch  [32]byte
+	Digest [32]byte
+}
+
+// walkRefs returns the refs of a walk's items.
+func walkRefs(items []wire.WindowItem) []walkRef {
+	out := make([]walkRef, 0, len(items))
+	for _, it := range items {
+		r := walkRef{Number: it.Number, Epoch: it.Epoch}
+		var c wire.Closing
+		if len(it.Closing) > 0 && c.Unmarshal(it.Closing, wire.MaxClosingRounds) == nil {
+			r.Digest = closingDigest(&c)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// sameRecord reports whether rec is a record of digest dg (zero: any,
+// or none).
+func sameRecord(rec []byte, dg [32]byte) bool {
+	if dg == ([32]byte{}) {
+		return true
+	}
+	var c wire.Closing
+	return len(rec) > 0 && c.Unmarshal(rec, wire.MaxClosingRounds) == nil && closingDigest(&c) == dg
+}
+
+// keepWalk stores the walk this server checked for number's Prepare
+// (takeWindow): what it serves as number's window (windowItems).
+func (s *Server) keepWalk(number uint64, refs []walkRef) {
+	b := make([]byte, 0, len(refs)*72)
+	for _, r := range refs {
+		b = binary.BigEndian.AppendUint64(b, r.Number)
+		b = append(b, r.Epoch[:]...)
+		b = append(b, r.Digest[:]...)
+	}
+	if err := s.store.PutWindowItem(number, walkKey(number), b); err != nil {
+		s.log.Error("keep window walk", "err", err)
+	}
+}
+
+// walkOf returns the walk checked here for number's Prepare.
+func (s *Server) walkOf(number uint64) ([]walkRef, bool) {
+	b, err := s.store.WindowItem(number, walkKey(number))
+	if err != nil || len(b)%72 != 0 || len(b)/72 > WindowLookback {
+		return nil, false
+	}
+	out := make([]walkRef, len(b)/72)
+	for i := range out {
+		x := b[72*i:]
+		out[i].Number = binary.BigEndian.Uint64(x)
+		copy(out[i].Epoch[:], x[8:40])
+		copy(out[i].Digest[:], x[40:72])
+	}
+	return out, true
+}
+
+// servedItem is what this server holds of ref's epoch: the item of the
+// pinned record if ref pins one, else its own item; the descriptor, if
+// no item holds it, from memory.
+func (s *Server) servedItem(r walkRef) wire.WindowItem {
+	it, ok := s.item(r.Number, itemKey(r.Epoch, r.Digest))
+	if !ok && r.Digest != ([32]byte{}) {
+		it, ok = s.item(r.Number, itemKey(r.Epoch, [32]byte{}))
+	}
+	if !ok {
+		it = wire.WindowItem{}
+	}
+	it.Number, it.Epoch = r.Number, r.Epoch
+	if it.Group == nil {
+		it.Group = s.heldGroup(r.Epoch)
+	}
+	if s.hookLackWindow() {
+		it.Closing, it.Pool = nil, nil
+	}
+	return it
 }
 
 // onWindowReq answers a client's request for the window before an epoch
@@ -147,6 +274,20 @@ func (s *Server) onServerWindowReq(ctx context.Context, from peer.ID, body []byt
 		return 0, nil, err
 	}
 	w := wire.Window{Items: s.windowItems(q.Number)}
+	// A Prepare checked here but not yet taken: the servers asked
+	// whether they would serve take its window from here. At most a
+	// walk more, an item a number each.
+	s.mu.Lock()
+	var refs []walkRef
+	if s.checked.number == q.Number {
+		refs = s.checked.refs
+	}
+	s.mu.Unlock()
+	for _, r := range refs {
+		if !slices.ContainsFunc(w.Items, func(it wire.WindowItem) bool { return it.Epoch == r.Epoch && sameRecord(it.Closing, r.Digest) }) {
+			w.Items = append(w.Items, s.servedItem(r))
+		}
+	}
 	return wire.TypeWindow, w.Marshal(), nil
 }
 
@@ -184,9 +325,15 @@ func (s *Server) certPeer(p peer.ID) bool {
 	return false
 }
 
-// windowItems is what this server holds of the window before epoch
+// windowItems is what this server serves of the window before epoch
 // number: for each number below it, back WindowLookback numbers, the
-// certified epoch's descriptor without clients, closing record and pool.
+// epoch's descriptor without clients, closing record and pool. For a
+// number whose Prepare it checked, exactly the items of the walk it
+// checked (the walked descriptors, the pinned records and their pools),
+// whatever the kinds of the certificates it keeps (a member that keeps
+// a timeout of K and signed K+1's Prepare, whose previous certificate is
+// K's abort, serves K); else the epochs its own certificates name, down
+// to a number whose Prepare it checked, and that walk below it.
 func (s *Server) windowItems(number uint64) []wire.WindowItem {
 	if number < 2 {
 		// Nothing lies below 1; and number − 1 of 0 wraps to 2^64 − 1,
@@ -196,27 +343,35 @@ func (s *Server) windowItems(number uint64) []wire.WindowItem {
 	}
 	var out []wire.WindowItem
 	for n := number - 1; n > 0 && n+WindowLookback >= number; n-- {
+		if refs, ok := s.walkOf(n + 1); ok {
+			for _, r := range refs {
+				if r.Number <= n && r.Number+WindowLookback >= number {
+					out = append(out, s.servedItem(r))
+				}
+			}
+			break
+		}
 		cert, ok := s.cert.certOf(n)
 		if !ok || (cert.Kind != wire.CertFinal && cert.Kind != wire.CertAbort) {
 			continue
 		}
-		it := wire.WindowItem{Number: n, Epoch: cert.Epoch}
-		if b, err := s.store.WindowItem(n, cert.Epoch); err == nil {
-			var kept wire.Window
-			if kept.Unmarshal(b) == nil && len(kept.Items) == 1 {
-				it.Group, it.Closing, it.Pool = kept.Items[0].Group, kept.Items[0].Closing, kept.Items[0].Pool
-			}
+		out = append(out, s.servedItem(walkRef{Number: n, Epoch: cert.Epoch}))
+	}
+	return out
+}
+
+// heldItems is what this server holds toward number's window, for its
+// own checks (a leader's choice, a member's check of a Prepare): what it
+// serves, and the epochs its own certificates name.
+func (s *Server) heldItems(number uint64) []wire.WindowItem {
+	out := s.windowItems(number)
+	if _, ok := s.walkOf(number); !ok {
+		return out
+	}
+	for n := number - 1; n > 0 && n+WindowLookback >= number; n-- {
+		if cert, ok := s.cert.certOf(n); ok && (cert.Kind == wire.CertFinal || cert.Kind == wire.CertAbort) {
+			out = append(out, s.servedItem(walkRef{Number: n, Epoch: cert.Epoch}))
 		}
-		if it.Group == nil {
-			it.Group = s.heldGroup(cert.Epoch)
-		}
-		if b, err := s.store.Closing(cert.Epoch); err == nil {
-			it.Closing = b
-		}
-		if s.hookLackWindow() {
-			it.Closing, it.Pool = nil, nil
-		}
-		out = append(out, it)
 	}
 	return out
 }
@@ -409,7 +564,7 @@ func (s *Server) chooseWindow(ctx context.Context, chain []peer.ID, number uint6
 		return nil
 	}
 	d := &wire.Descriptor{Number: number, Previous: prev, Gap: gap}
-	got := s.windowItems(number)
+	got := s.heldItems(number)
 	short := func(refs []wire.WindowRef) bool {
 		if len(refs) < DecoyEpochs {
 			return true
@@ -433,8 +588,10 @@ func (s *Server) chooseWindow(ctx context.Context, chain []peer.ID, number uint6
 
 // takeWindow holds the window a Prepare pins before this server answers
 // it: every pinned record and pool, from this server's store or else the
-// leader's, kept here with the walked descriptors.
-func (s *Server) takeWindow(leader peer.ID, p *wire.Prepare) error {
+// leader's, kept here with the walked descriptors. It returns the walk,
+// which this server serves as the number's window once it takes the
+// Prepare (keepWalk).
+func (s *Server) takeWindow(leader peer.ID, p *wire.Prepare) ([]walkRef, error) {
 	// Within the leader's wait for the answer.
 	ctx, cancel := context.WithTimeout(s.ctx, shortTimeout/2)
 	defer cancel()
@@ -443,41 +600,53 @@ func (s *Server) takeWindow(leader peer.ID, p *wire.Prepare) error {
 
 // holdWindow checks that this server holds the window p pins, or gets
 // what it lacks from src within ctx (none if src is empty), by the rules a
-// Prepare's window is checked by; with keep it stores what it walked
-// (takeWindow), without it nothing (the would-serve question, whose
-// Previous is unchecked).
-func (s *Server) holdWindow(ctx context.Context, src peer.ID, p *wire.Prepare, keep bool) error {
+// Prepare's window is checked by (checkWindow).
+func (s *Server) holdWindow(ctx context.Context, src peer.ID, p *wire.Prepare, keep bool) ([]walkRef, error) {
 	if s.hookUnpinnedWindow() {
-		return nil
+		return nil, nil
 	}
 	if err := checkWindowRefs(p.Number, p.Window); err != nil {
-		return err
+		return nil, err
 	}
 	if err := checkGapShape(p.Number, &p.Previous, p.Gap); err != nil {
-		return err
+		return nil, err
 	}
 	d := &wire.Descriptor{Number: p.Number, Previous: p.Previous, Window: p.Window, Gap: p.Gap}
-	got := s.windowItems(p.Number)
-	w, ok := resolveWindow(d, got)
-	if (!ok || previousGroup(d, got) == nil) && src != "" {
+	got := s.heldItems(p.Number)
+	if _, ok := resolveWindow(d, got); (!ok || previousGroup(d, got) == nil) && src != "" {
 		got = append(got, s.askWindow(ctx, []peer.ID{src}, p.Number)...)
-		w, ok = resolveWindow(d, got)
 	}
+	return s.checkWindow(p, got, src, keep)
+}
+
+// checkWindow checks the window p pins against the candidate items got
+// (this server's and src's): every pinned epoch is reached by the walk
+// back from p's certificates with its pinned record and that record's
+// pool, and no record N−1's descriptor pinned is left out. With keep it
+// stores what it walked (takeWindow), without it nothing (the would-serve
+// question, whose Previous is unchecked); it returns the walk.
+func (s *Server) checkWindow(p *wire.Prepare, got []wire.WindowItem, src peer.ID, keep bool) ([]walkRef, error) {
+	d := &wire.Descriptor{Number: p.Number, Previous: p.Previous, Window: p.Window, Gap: p.Gap}
+	w, ok := resolveWindow(d, got)
 	if !ok && src == "" {
-		return fmt.Errorf("node: %d epochs of the prepared window are not held here", w.Missing)
+		return nil, fmt.Errorf("node: %d epochs of the prepared window are not held here", w.Missing)
 	}
 	if !ok {
-		return fmt.Errorf("node: %d epochs of the prepared window are held neither here nor by %s", w.Missing, src.ShortString())
+		return nil, fmt.Errorf("node: %d epochs of the prepared window are held neither here nor by %s", w.Missing, src.ShortString())
 	}
 	if gd := previousGroup(d, got); gd != nil {
 		if r, left := leftOutCertified(p.Number, gd.Window, p.Window); left {
-			return fmt.Errorf("node: the prepared window leaves out epoch %d, pinned by the one before", r.Number)
+			return nil, fmt.Errorf("node: the prepared window leaves out epoch %d, pinned by the one before", r.Number)
 		}
 	}
+	refs := walkRefs(w.Items)
 	if keep {
 		s.keepWindow(w.Items)
+		s.mu.Lock()
+		s.checked.number, s.checked.refs = p.Number, refs
+		s.mu.Unlock()
 	}
-	return nil
+	return refs, nil
 }
 
 // windowLacks reports whether this server must fetch to check the window
@@ -489,26 +658,29 @@ func (s *Server) windowLacks(p *wire.Prepare) bool {
 		return false
 	}
 	d := &wire.Descriptor{Number: p.Number, Previous: p.Previous, Window: p.Window, Gap: p.Gap}
-	got := s.windowItems(p.Number)
+	got := s.heldItems(p.Number)
 	_, ok := resolveWindow(d, got)
 	return !ok || previousGroup(d, got) == nil
 }
 
-// keepWindow stores the parts of a walk's epochs that this server lacks,
-// each record with its window item: not among the store's closing
-// records, which mark an epoch whose rounds this server took whole (a
+// keepWindow stores the parts of a walk's epochs that this server lacks:
+// each item with a record under that record's digest, and as the epoch's
+// own item where this server has none (not among the store's closing
+// records, which mark an epoch whose rounds this server took whole: a
 // server catches up an epoch until it holds its record, catchup.go).
 func (s *Server) keepWindow(items []wire.WindowItem) {
 	for _, it := range items {
-		if b, err := s.store.WindowItem(it.Number, it.Epoch); err == nil {
-			var kept wire.Window
-			if kept.Unmarshal(b) == nil && len(kept.Items) == 1 && len(kept.Items[0].Group) > 0 && (len(kept.Items[0].Pool) > 0 || len(it.Pool) == 0) && (len(kept.Items[0].Closing) > 0 || len(it.Closing) == 0) {
-				continue
+		k := wire.WindowItem{Number: it.Number, Epoch: it.Epoch, Group: it.Group, Closing: it.Closing, Pool: it.Pool}
+		var c wire.Closing
+		if len(it.Closing) > 0 && c.Unmarshal(it.Closing, wire.MaxClosingRounds) == nil {
+			key := itemKey(it.Epoch, closingDigest(&c))
+			if _, ok := s.item(it.Number, key); !ok {
+				s.putItem(key, k)
 			}
 		}
-		k := wire.WindowItem{Number: it.Number, Epoch: it.Epoch, Group: it.Group, Closing: it.Closing, Pool: it.Pool}
-		if err := s.store.PutWindowItem(it.Number, it.Epoch, (&wire.Window{Items: []wire.WindowItem{k}}).Marshal()); err != nil {
-			s.log.Error("keep window item", "err", err)
+		own, ok := s.item(it.Number, itemKey(it.Epoch, [32]byte{}))
+		if !ok || len(own.Group) == 0 || len(own.Closing) == 0 && len(it.Closing) > 0 {
+			s.putItem(itemKey(it.Epoch, [32]byte{}), k)
 		}
 	}
 }

@@ -8,14 +8,16 @@ import (
 
 // The decoy window (§6.3 v3). A server keeps, for the last epochs it
 // served in, what a client needs to check them without having taken part:
-// the descriptor without its clients and the epoch's decoy pool (the
-// closing record is in the closing bucket). A client keeps nothing: it
+// the descriptor without its clients, a closing record and the decoy
+// pool it signs, and the walks it checked. A client keeps nothing: it
 // fetches the whole window for every epoch, so that what it held before
 // never shows.
-var bucketWindow = []byte("window") // u64 number ‖ epoch id → item bytes
+var bucketWindow = []byte("window") // u64 number ‖ key → item bytes (the key is the caller's)
 
-// MaxWindowKept bounds the epochs a server keeps.
-const MaxWindowKept = 64
+// MaxWindowKept bounds the entries a server keeps: a few a number (the
+// walk checked for it, an epoch's own item and the item of a record a
+// walk pinned), over the look-back of 10 numbers and then some.
+const MaxWindowKept = 128
 
 // MaxWindowItem bounds one kept item's bytes.
 const MaxWindowItem = 1 << 23

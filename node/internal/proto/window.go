@@ -190,31 +190,35 @@ func LinkedDescriptor(b []byte, id [32]byte, num uint64) *wire.Descriptor {
 	return &d
 }
 
-// CheckedPool returns epoch id's pool and record, and their encodings,
-// from the first candidates whose record verifies against the epoch's
-// chain (and, if want is set, has that digest) and whose pool matches it.
+// CheckedPool returns epoch id's pool and record, and their encodings:
+// a candidate record that verifies against the epoch's chain (and, if
+// want is set, has that digest) with a candidate pool that matches it.
+// Every record is tried, its own item's pool first: an epoch may have two
+// valid records (a first server that proposed twice), and a server that
+// serves one must not hide the other's pool.
 func CheckedPool(d *wire.Descriptor, id [32]byte, cands []*wire.WindowItem, want *[32]byte) (*PoolEpoch, *wire.Closing, []byte, []byte) {
 	chain, err := DescChain(d)
 	if err != nil {
 		return nil, nil, nil, nil
 	}
 	v := &View{ID: id, Desc: d, Chain: chain}
-	var rec *wire.Closing
-	var rb []byte
+	tried := map[[32]byte]bool{}
 	for _, x := range cands {
 		var c wire.Closing
-		if len(x.Closing) > 0 && c.Unmarshal(x.Closing, wire.MaxClosingRounds) == nil && CheckClosing(v, &c) == nil && (want == nil || ClosingDigest(&c) == *want) {
-			rec, rb = &c, x.Closing
-			break
+		if len(x.Closing) == 0 || c.Unmarshal(x.Closing, wire.MaxClosingRounds) != nil {
+			continue
 		}
-	}
-	if rec == nil {
-		return nil, nil, nil, nil
-	}
-	for _, x := range cands {
-		var p wire.DecoyPool
-		if len(x.Pool) > 0 && p.Unmarshal(x.Pool) == nil && CheckPool(rec, &p) == nil {
-			return &PoolEpoch{ID: id, Total: p.Total, Sample: p.Sample}, rec, rb, x.Pool
+		dg := ClosingDigest(&c)
+		if tried[dg] || want != nil && dg != *want || CheckClosing(v, &c) != nil {
+			continue
+		}
+		tried[dg] = true
+		pools := append([]*wire.WindowItem{x}, cands...)
+		for _, y := range pools {
+			var p wire.DecoyPool
+			if len(y.Pool) > 0 && p.Unmarshal(y.Pool) == nil && CheckPool(&c, &p) == nil {
+				return &PoolEpoch{ID: id, Total: p.Total, Sample: p.Sample}, &c, x.Closing, y.Pool
+			}
 		}
 	}
 	return nil, nil, nil, nil
