@@ -395,10 +395,38 @@ func (s *Server) checkPrevious(n uint64, c *wire.Cert) error {
 		// Numbers between are missing here: fetch them meanwhile.
 		s.cert.pokeSync()
 	}
+	if err := s.abortAfterFinal(c); err != nil {
+		return err
+	}
 	if err := s.checkCert(c); err != nil {
 		return err
 	}
 	s.addCert(c)
+	return nil
+}
+
+// abortAfterFinal refuses an abort certificate of a number this server
+// knows went final: it keeps the number's final certificate, or holds
+// the epoch's final descriptor. Any member of a final epoch's chain holds
+// its open signatures and can add an abort of its own (AbortNoClose), so
+// such a certificate proves nothing (an abort after a final is not
+// evidence); carried as a Prepare's previous certificate or in its gap,
+// it would end the walk's pin of that epoch for good (only a final
+// certificate pins a record) and charge its leader at the clients.
+func (s *Server) abortAfterFinal(c *wire.Cert) error {
+	if c.Kind != wire.CertAbort {
+		return nil
+	}
+	if mine, ok := s.cert.certOf(c.Number); ok && mine.Kind == wire.CertFinal {
+		return fmt.Errorf("node: an abort certificate of %d, final here", c.Number)
+	}
+	s.mu.Lock()
+	e := s.epochs[c.Epoch]
+	final := e != nil && e.final != nil
+	s.mu.Unlock()
+	if final {
+		return fmt.Errorf("node: an abort certificate of %d, whose final descriptor is here", c.Number)
+	}
 	return nil
 }
 

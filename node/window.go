@@ -533,6 +533,9 @@ func (s *Server) checkGap(number uint64, prev *wire.Cert, gap []wire.Cert) error
 		if mine, ok := s.cert.certOf(c.Number); ok && bytes.Equal(mine.Marshal(), c.Marshal()) {
 			continue
 		}
+		if err := s.abortAfterFinal(c); err != nil {
+			return fmt.Errorf("node: the gap's certificate of %d: %w", c.Number, err)
+		}
 		if err := s.checkCert(c); err != nil {
 			return fmt.Errorf("node: the gap's certificate of %d: %w", c.Number, err)
 		}

@@ -23,7 +23,8 @@ import (
 // previous-epoch certificates of N's descriptor and of the descriptors its
 // window's walk pinned (an abort certificate: an epoch ended before its
 // final descriptor, charged to its signer unless it is the leader's
-// coordination abort), and the chains of the walked epochs. A server of
+// coordination abort; a registration never closed, to both its signer and
+// the leader), and the chains of the walked epochs. A server of
 // one of those chains that is missing from N's, with two such aborts of
 // its own less than m epoch numbers apart, the second fewer than m numbers
 // before N, is a budget drop here. Aborts after
@@ -65,14 +66,24 @@ func (b *budgetState) note(c *wire.Cert, now uint64) {
 	if a.Kind == wire.AbortCoord && len(c.Chain) > 0 && signer == peer.ID(c.Chain[int(c.Number%uint64(len(c.Chain)))]) {
 		return // the leader's coordination abort is charged to nobody
 	}
+	b.charge(signer, c)
 	if a.Kind == wire.AbortNoClose && len(c.Chain) > 0 {
-		// A registration never closed: the servers charge its leader.
-		signer = peer.ID(c.Chain[int(c.Number%uint64(len(c.Chain)))])
+		// A registration never closed: the servers charge its leader
+		// when more than half of the chain's other servers attest it,
+		// else the signer. A certificate carries no attestations, so
+		// the client counts it against both: every server the servers
+		// may charge, never fewer (a corrupt member's abort of an epoch
+		// does not clear it at the clients, nor spare the leader).
+		b.charge(peer.ID(c.Chain[int(c.Number%uint64(len(c.Chain)))]), c)
 	}
+}
+
+// charge counts c's abort against p.
+func (b *budgetState) charge(p peer.ID, c *wire.Cert) {
 	if b.aborts == nil {
 		b.aborts = map[peer.ID][]budgetAbort{}
 	}
-	as := b.aborts[signer]
+	as := b.aborts[p]
 	for _, x := range as {
 		if x.number == c.Number {
 			return
@@ -83,7 +94,7 @@ func (b *budgetState) note(c *wire.Cert, now uint64) {
 	if len(as) > budgetKeep {
 		as = as[len(as)-budgetKeep:]
 	}
-	b.aborts[signer] = as
+	b.aborts[p] = as
 }
 
 // budgetView is the walk's view of the refusal budgets (proto.BudgetWalk),

@@ -125,5 +125,19 @@ func TestClientRefusesBudgetDrop(t *testing.T) {
 			{desc(4, abortCert(3, x, wire.AbortCoord)), full, false},
 			{desc(5, abortCert(4, x, wire.AbortFault)), short, true},
 		})
+		// A registration never closed (issue 26, F3): the servers charge
+		// the leader if a majority of the others attest it, else the
+		// signer; a certificate carries no attestations, so the client
+		// counts it against both. Before, it charged the leader only, and
+		// a server the servers charged for two unbacked aborts of its own
+		// was dropped with the client's consent.
+		run("no-close aborts signed by a non-leader", false, []step{
+			{desc(4, abortCert(3, x, wire.AbortNoClose)), full, false},
+			{desc(5, abortCert(4, x, wire.AbortNoClose)), short, true},
+		})
+		run("no-close abort of the leader's epoch", false, []step{
+			{desc(3, abortCert(2, full[0], wire.AbortNoClose)), full, false},
+			{desc(4, abortCert(3, x, wire.AbortFault)), short, true},
+		})
 	})
 }
