@@ -189,7 +189,7 @@ func (s *Server) keepWalk(number uint64, refs []walkRef) {
 		b = append(b, r.Digest[:]...)
 	}
 	if err := s.store.PutWindowItem(number, walkKey(number), b); err != nil {
-		s.log.Error("keep window walk", "err", err)
+		s.log.Error("keep window item", "err", err)
 	}
 }
 

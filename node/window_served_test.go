@@ -5,6 +5,7 @@ package node
 import (
 	"bytes"
 	"crypto/rand"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -212,5 +213,40 @@ func TestCheckedPoolEveryRecord(t *testing.T) {
 	pe, rec, _, _ := proto.CheckedPool(wc.descs[E], id, []*wire.WindowItem{&mixed, &good}, nil)
 	if pe == nil || closingDigest(rec) != dgX {
 		t.Fatal("no record and pool taken from two candidates, the second of which match")
+	}
+}
+
+// TestWindowBudgetStopsAtPin (issue 26, F4): the budgets a client counts
+// (budgetView) come from the descriptors every client of N walks, down to
+// the oldest epoch N pins. Before, the walk's certificates and chains went
+// on as far as replies gave descriptors, so one server that handed one
+// client older genuine descriptors (here: an abort of 2 and 3 by one
+// server, left out of N's chain) made that client alone refuse N. The
+// walk itself still goes on (a server keeps what it walked).
+func TestWindowBudgetStopsAtPin(t *testing.T) {
+	wc := newWindowChain(t, 8, map[uint64]uint8{2: wire.CertAbort, 3: wire.CertAbort})
+	rec, pool, dg := wc.record(t, 6, 7)
+	pinned := wc.item(6)
+	pinned.Closing, pinned.Pool = rec, pool
+	d := &wire.Descriptor{Number: 9, Previous: wc.certs[8], Window: []wire.WindowRef{{Number: 6, Epoch: epochID(wc.descs[6]), Closing: dg}}}
+	all := []wire.WindowItem{wc.item(8), wc.item(7), pinned}
+	more := slices.Clone(all)
+	for n := uint64(5); n >= 1; n-- {
+		more = append(more, wc.item(n))
+	}
+	a, okA := resolveWindow(d, all)
+	b, okB := resolveWindow(d, more)
+	if !okA || !okB {
+		t.Fatalf("window not resolved: %d and %d missing", a.Missing, b.Missing)
+	}
+	if len(b.Items) <= len(a.Items) {
+		t.Fatalf("the walk over older descriptors reached %v, over the window's %v", itemNumbers(b.Items), itemNumbers(a.Items))
+	}
+	if !reflect.DeepEqual(a.Budget, b.Budget) {
+		t.Errorf("budgets differ with older descriptors: %d certificates and %d chains, against %d and %d",
+			len(b.Budget.Certs), len(b.Budget.Chains), len(a.Budget.Certs), len(a.Budget.Chains))
+	}
+	if len(a.Budget.Chains) != 3 {
+		t.Errorf("the budgets hold the chains of %d epochs, want 8, 7 and 6's", len(a.Budget.Chains))
 	}
 }

@@ -113,13 +113,19 @@ func WalkBack(d *wire.Descriptor, got []wire.WindowItem, pinned bool) WindowWalk
 	w := WindowWalk{Recs: map[[32]byte]*wire.Closing{}, Budget: BudgetWalk{Chains: map[uint64][]peer.ID{}}}
 	at := d // the descriptor whose certificates the walk follows
 	w.Budget.Certs = append(w.Budget.Certs, d.Previous)
+	// The budgets (a client's budgetView) come only from the descriptors
+	// every client of d walks: down to the oldest epoch d pins, which it
+	// must reach to hold the window. The walk goes on past it while
+	// replies give descriptors (a server keeps them), but a server that
+	// hands one client older descriptors must not change what it counts.
+	budget := !pinned || len(refs) > 0
 	// Each step goes down at least a number: WindowLookback steps at most.
 	for step := 0; step < WindowLookback; step++ {
 		prev, ok := CrossGap(at)
 		if !ok || prev.Number+WindowLookback < d.Number || prev.Number >= at.Number {
 			break
 		}
-		if at.Previous.Kind == wire.CertTimeout {
+		if at.Previous.Kind == wire.CertTimeout && budget {
 			// Past a timeout: the Gap's aborts count as those of
 			// the certificates the walk passes (a client's budgetView).
 			w.Budget.Certs = append(w.Budget.Certs, at.Gap...)
@@ -151,11 +157,14 @@ func WalkBack(d *wire.Descriptor, got []wire.WindowItem, pinned bool) WindowWalk
 			w.Recs[id] = rec
 		}
 		w.Items = append(w.Items, it)
-		if ch, err := DescChain(gd); err == nil {
-			w.Budget.Chains[num] = ch
+		if budget {
+			if ch, err := DescChain(gd); err == nil {
+				w.Budget.Chains[num] = ch
+			}
+			w.Budget.Certs = append(w.Budget.Certs, gd.Previous)
+			budget = !pinned || len(refs) > 0
 		}
 		at = gd
-		w.Budget.Certs = append(w.Budget.Certs, gd.Previous)
 	}
 	w.Missing = len(d.Window) - len(w.Pools)
 	if !pinned {
