@@ -15,6 +15,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -305,6 +306,15 @@ func TestWindowAsksPreviousChain(t *testing.T) {
 		if err := FetchWindow(ctx, hosts[3], hosts[0].ID(), v); err != nil {
 			t.Fatal(err)
 		}
+		// The client holds the window before every reply came; each
+		// request went out all the same.
+		if err := wait.Until(ctx, time.Minute, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(asked) == 3
+		}); err != nil {
+			t.Fatal("a server of the chains was never asked")
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		want := (&wire.WindowReq{Epoch: v.ID, Number: 5}).Marshal()
@@ -312,6 +322,72 @@ func TestWindowAsksPreviousChain(t *testing.T) {
 			if !bytes.Equal(asked[i], want) {
 				t.Errorf("server %d was asked %x, want %x", i, asked[i], want)
 			}
+		}
+	})
+}
+
+// TestWindowFetchNotStalled (§6.3 v3, issue 26): a client asks every
+// server of N's and N−1's chains for the window and takes it once it
+// holds it, whatever the others have not answered yet: each part is
+// pinned, so no later reply could change it. Before, it waited for every
+// reply, and a server that stalled its answer (here 15 s, within the
+// request's timeout) held the client past the registration window (300
+// ms at the tests' parameters): one corrupt server could keep any client
+// it chose out of any epoch. The stalling server is still asked.
+func TestWindowFetchNotStalled(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var hosts []transport.Host
+		for i := range 3 {
+			var listen []string
+			if i < 2 {
+				listen = []string{"/ip4/127.0.0.1/tcp/0"}
+			}
+			h, err := newHost(t, nil, listen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			hosts = append(hosts, h)
+		}
+		entry := func(h transport.Host) wire.GroupEntry {
+			var addrs [][]byte
+			for _, a := range h.Addrs() {
+				addrs = append(addrs, a.Bytes())
+			}
+			return wire.GroupEntry{PeerID: []byte(h.ID()), Nick: []byte("s"), Addrs: addrs}
+		}
+		prev := &wire.Descriptor{Number: 4, Params: testParams(4).Wire(), Group: []wire.GroupEntry{entry(hosts[0]), entry(hosts[1])}}
+		d := &wire.Descriptor{Number: 5, Params: testParams(4).Wire(), Group: []wire.GroupEntry{entry(hosts[0]), entry(hosts[1])},
+			Previous: wire.Cert{Kind: wire.CertFinal, Number: 4, Epoch: epochID(prev)}}
+		reply := (&wire.Window{Items: []wire.WindowItem{{Number: 4, Epoch: epochID(prev), Group: groupBytes(prev)}}}).Marshal()
+		var stalled atomic.Bool
+		var g gate
+		for i, h := range hosts[:2] {
+			serve(ctx, h, &g, quietLogger(), ProtoClient, time.Minute, anyPeer(func(wire.Type) int { return 1 << 20 }),
+				func(ctx context.Context, _ peer.ID, ty wire.Type, body []byte) (wire.Type, []byte, error) {
+					if i == 1 {
+						stalled.Store(true)
+						select {
+						case <-time.After(15 * time.Second):
+						case <-ctx.Done():
+						}
+					}
+					return wire.TypeWindow, reply, nil
+				})
+		}
+		v := &view{ID: epochID(d), Desc: d, Chain: []peer.ID{hosts[0].ID(), hosts[1].ID()}}
+		start := time.Now()
+		if err := FetchWindow(ctx, hosts[2], hosts[0].ID(), v); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("the window took %v: the client waited for the stalled server", took)
+		}
+		if err := wait.Until(ctx, time.Minute, stalled.Load); err != nil {
+			t.Error("the stalling server was never asked")
 		}
 	})
 }

@@ -49,11 +49,15 @@ type windowReply struct {
 // fetchWindow makes the window of the open epoch v the client's decoy
 // pool, and its records those that settle waiting chunks. It asks every
 // server of v's chain at once, and every server of N−1's chain as soon as
-// a reply gives N−1's descriptor (pinned by v's previous certificate). It
-// returns errNoWindow if no server gave every pinned record and pool.
+// a reply gives N−1's descriptor (pinned by v's previous certificate),
+// and returns once the window is held, or every reply came. It returns
+// errNoWindow if no server gave every pinned record and pool.
 func (c *Client) fetchWindow(ctx context.Context, v *proto.View) error {
 	req := (&wire.WindowReq{Epoch: v.ID, Number: v.Desc.Number}).Marshal()
 	res := make(chan windowReply)
+	// Replies still out when the window is held are read and dropped.
+	done := make(chan struct{})
+	defer close(done)
 	asked := map[peer.ID]bool{}
 	pending := 0
 	ask := func(p peer.ID, addrs [][]byte) {
@@ -78,7 +82,10 @@ func (c *Client) fetchWindow(ctx context.Context, v *proto.View) error {
 			if err == nil {
 				err = w.Unmarshal(rep)
 			}
-			res <- windowReply{p, w.Items, err}
+			select {
+			case res <- windowReply{p, w.Items, err}:
+			case <-done:
+			}
 		}()
 	}
 	for i, p := range v.Chain {
@@ -94,15 +101,25 @@ func (c *Client) fetchWindow(ctx context.Context, v *proto.View) error {
 		}
 		answers++
 		got = append(got, r.items...)
-		if prevAsked {
-			continue
-		}
-		if gd := proto.PreviousGroup(v.Desc, r.items); gd != nil {
-			prevAsked = true
-			for _, g := range gd.Group {
-				if p, err := peer.IDFromBytes(g.PeerID); err == nil {
-					ask(p, g.Addrs)
+		if !prevAsked {
+			if gd := proto.PreviousGroup(v.Desc, r.items); gd != nil {
+				prevAsked = true
+				for _, g := range gd.Group {
+					if p, err := peer.IDFromBytes(g.PeerID); err == nil {
+						ask(p, g.Addrs)
+					}
 				}
+			}
+		}
+		// Every server of both chains is asked; once the window is
+		// held, no later reply can change it (each part is pinned: a
+		// descriptor by its epoch id, a record by its digest, a pool by
+		// the record), so the client waits for none: a server that
+		// stalls its answer delays no client that another server of the
+		// chains answered.
+		if prevAsked && !c.hookUnpinnedWindow() {
+			if _, ok := proto.ResolveWindow(v.Desc, got); ok {
+				break
 			}
 		}
 	}
