@@ -15,8 +15,8 @@ import (
 // an epoch has ended, its first chain server S_0 proposes, for each round,
 // whether its final request list was published, void or never came, with
 // the digest of the list; every chain server signs only what agrees with
-// the lists it holds or signed, once its own epoch has ended, and sends
-// its signature to S_0 and to every other chain server (ClosingSig), so
+// the lists it holds or signed, once its own epoch has ended, one record
+// an epoch (another proposal is refused), and sends its signature to S_0 and to every other chain server (ClosingSig), so
 // that each assembles the record itself once it holds every position's
 // signature; S_0 hands the record with all m signatures to every chain
 // server, which checks the signatures, stores it and logs it in the index
