@@ -350,7 +350,8 @@ func receiverGuess(masks [][]byte, L int, rng *rand.Rand) int {
 // TestAdversaryLinks runs the passive linking adversary with the honest
 // server first, in the middle and last, and the positive control with no
 // honest server. RIFFLE_LONG=1 runs more epochs, RIFFLE_ADVERSARY_FULL=1
-// the default R and k.
+// the default R and k (with RIFFLE_ADVERSARY_TRIALS=N, N epochs: what an
+// epoch at the defaults costs).
 func TestAdversaryLinks(t *testing.T) {
 	t.Parallel()
 	long(t)
@@ -362,6 +363,11 @@ func TestAdversaryLinks(t *testing.T) {
 		switch {
 		case advFull(): // 200 sender trials a position at R = 256, k = 1
 			epochs, minTrials = 25, 200
+			if e := adversaryTrials(t, 0, 0, 0); e > 0 { // RIFFLE_ADVERSARY_TRIALS: epochs
+				// What an epoch costs: too few epochs to ask for
+				// trials (the first ones may hold no receiver trial).
+				epochs, minTrials = e, 0
+			}
 		case os.Getenv("RIFFLE_LONG") != "":
 			epochs, minTrials = 64, 400
 		case testing.Short():
