@@ -11,6 +11,7 @@ import (
 	"io"
 
 	"github.com/riffle-net/riffle/internal/group"
+	"github.com/riffle-net/riffle/internal/sigcache"
 )
 
 // Payload layout (§5.1).
@@ -418,12 +419,13 @@ func SignSubmission(key ed25519.PrivateKey, epoch EpochID, round uint64, slot ui
 
 // VerifySubmissionDigest checks a signature made by SignSubmission given
 // only the onion's SubmissionDigest: how servers after S_0, which never
-// see the onion, check every slot of a round (§5.2).
+// see the onion, check every slot of a round (§5.2). A signature that
+// verified before in this process is not verified again (internal/sigcache).
 func VerifySubmissionDigest(pub ed25519.PublicKey, epoch EpochID, round uint64, slot uint32, digest [32]byte, sig []byte) error {
 	if len(pub) != ed25519.PublicKeySize {
 		return fmt.Errorf("submission: registration key of %d bytes", len(pub))
 	}
-	if !ed25519.Verify(pub, submissionDigestMessage(epoch, round, slot, digest), sig) {
+	if !sigcache.Verify(pub, submissionDigestMessage(epoch, round, slot, digest), sig) {
 		return fmt.Errorf("submission for round %d, slot %d: bad signature", round, slot)
 	}
 	return nil

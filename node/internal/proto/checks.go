@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/group"
+	"github.com/riffle-net/riffle/internal/sigcache"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 )
@@ -151,7 +152,7 @@ func ParseRegister(v *View, r *wire.Register) (*mix.Registration, error) {
 		return nil, errors.New("node: registration for another epoch")
 	}
 	dg := RegisterDigest(r)
-	if !ed25519.Verify(ed25519.PublicKey(r.RegKey[:]), dg[:], r.Sig[:]) {
+	if !sigcache.Verify(ed25519.PublicKey(r.RegKey[:]), dg[:], r.Sig[:]) {
 		return nil, errors.New("node: bad registration signature")
 	}
 	reg, err := mix.ParseRegistration(r.Reg, len(v.Chain))

@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/internal/sigcache"
 	"github.com/riffle-net/riffle/internal/wire"
 )
 
@@ -95,7 +96,13 @@ func Sign(priv crypto.PrivKey, digest [32]byte) ([64]byte, error) {
 }
 
 // VerifyPeerSig checks an Ed25519 signature by the identity key of id.
+// A signature that verified before in this process is not verified again
+// (internal/sigcache).
 func VerifyPeerSig(id peer.ID, digest [32]byte, sig [64]byte) error {
+	k := sigcache.Key("peer", []byte(id), digest[:], sig[:])
+	if sigcache.Seen(k) {
+		return nil
+	}
 	pub, err := id.ExtractPublicKey()
 	if err != nil {
 		return fmt.Errorf("node: public key of %s: %w", id, err)
@@ -107,5 +114,6 @@ func VerifyPeerSig(id peer.ID, digest [32]byte, sig [64]byte) error {
 	if err != nil || !ok {
 		return fmt.Errorf("node: bad signature by %s", id)
 	}
+	sigcache.Add(k)
 	return nil
 }
