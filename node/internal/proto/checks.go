@@ -23,8 +23,8 @@ type View struct {
 	ID         [32]byte // the epoch id
 	Desc       *wire.Descriptor
 	Chain      []peer.ID
-	ServerKeys []*group.Element
-	Y, Yp      [][]*group.Element // [server][round]
+	ServerKeys []*group.Element   // shared with other views (groupcache.go): read only
+	Y, Yp      [][]*group.Element // [server][round]; shared with other views (groupcache.go): read only
 	D          [][]byte
 	Lim        wire.Limits
 }
@@ -54,7 +54,6 @@ func CheckDescriptor(d *wire.Descriptor, rate float64) (*View, error) {
 		return nil, err
 	}
 	v := &View{ID: EpochID(d), Desc: d, Lim: LimitsFor(d.Params, m)}
-	R := int(d.Params.Rounds)
 	for j := range d.Group {
 		g := &d.Group[j]
 		id, err := peer.IDFromBytes(g.PeerID)
@@ -65,31 +64,13 @@ func CheckDescriptor(d *wire.Descriptor, rate float64) (*View, error) {
 			return nil, fmt.Errorf("node: descriptor chain not sorted at position %d", j)
 		}
 		v.Chain = append(v.Chain, id)
-		X, err := group.DecodeNonIdentity(g.X[:])
+		gk, err := checkGroupEntry(d, j)
 		if err != nil {
-			return nil, fmt.Errorf("node: descriptor server %d key: %w", j, err)
+			return nil, err
 		}
-		if err := mix.VerifyKey(X, mix.KeyContext(d.Number, d.Nonce, g.PeerID), g.PoK); err != nil {
-			return nil, fmt.Errorf("node: descriptor server %d key proof: %w", j, err)
-		}
-		v.ServerKeys = append(v.ServerKeys, X)
-		if err := CheckX25519(g.D[:]); err != nil {
-			return nil, fmt.Errorf("node: descriptor server %d x25519 key: %w", j, err)
-		}
+		v.ServerKeys = append(v.ServerKeys, gk.X)
 		v.D = append(v.D, append([]byte(nil), g.D[:]...))
-		if len(g.Y) != R || len(g.Yp) != R {
-			return nil, fmt.Errorf("node: descriptor server %d has %d/%d round keys, want %d", j, len(g.Y), len(g.Yp), R)
-		}
-		ys, yps := make([]*group.Element, R), make([]*group.Element, R)
-		for r := 0; r < R; r++ {
-			if ys[r], err = group.DecodeNonIdentity(g.Y[r][:]); err == nil {
-				yps[r], err = group.DecodeNonIdentity(g.Yp[r][:])
-			}
-			if err != nil {
-				return nil, fmt.Errorf("node: descriptor server %d round %d key: %w", j, r, err)
-			}
-		}
-		v.Y, v.Yp = append(v.Y, ys), append(v.Yp, yps)
+		v.Y, v.Yp = append(v.Y, gk.Y), append(v.Yp, gk.Yp)
 	}
 	// §4.1 v3: every aggregate key, like every single key.
 	if err := mix.CheckAggregateKeys(v.ServerKeys); err != nil {
