@@ -100,6 +100,7 @@ func openBolt(path string, mmapSize int) (*bolt.DB, error) {
 		FreelistType:    bolt.FreelistMapType,
 		NoFreelistSync:  false, // same write speed, reopen ~50× faster
 		InitialMmapSize: mmapSize,
+		NoSync:          noSync(), // false but in tests that ask (nosync_riffletest.go)
 	})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, &lockedError{path: path}
