@@ -378,21 +378,34 @@ func (s *Server) wake() {
 }
 
 // waitFor blocks until cond (evaluated under s.mu) holds or ctx ends.
+// Every change of the server wakes every wait, so a wait keeps one
+// timer for its re-checks rather than one a wake (a timer each was a fifth
+// of the objects a full-size epoch allocated).
 func (s *Server) waitFor(ctx context.Context, cond func() bool) error {
+	var recheck *time.Timer
 	for {
 		s.mu.Lock()
 		if cond() {
 			s.mu.Unlock()
+			if recheck != nil {
+				recheck.Stop()
+			}
 			return nil
 		}
 		ch := s.changed
 		s.mu.Unlock()
+		if recheck == nil {
+			recheck = time.NewTimer(time.Second)
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
+			recheck.Stop()
 			return ctx.Err()
-		case <-time.After(time.Second):
-			// Time-based conditions (deadlines) are re-checked.
+		case <-recheck.C:
+			// Time-based conditions (deadlines) are re-checked at
+			// least every second.
+			recheck.Reset(time.Second)
 		}
 	}
 }
