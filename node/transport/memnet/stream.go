@@ -52,16 +52,28 @@ type pipe struct {
 	rdl     time.Time // the reader's deadline
 	wdl     time.Time // the writer's deadline
 	wake    chan struct{}
+	waited  bool // wake was handed to a waiter
 }
 
 func newPipe(l Link, ln *lane) *pipe {
 	return &pipe{link: l, lane: ln, wake: make(chan struct{})}
 }
 
-// signalLocked wakes every waiter.
+// signalLocked wakes every waiter. A wake nobody waits on stays: every
+// read and write signals, and a channel each was a sixteenth of the
+// objects a full-size epoch of node's tests allocated.
 func (p *pipe) signalLocked() {
+	if !p.waited {
+		return
+	}
 	close(p.wake)
-	p.wake = make(chan struct{})
+	p.wake, p.waited = make(chan struct{}), false
+}
+
+// waitChLocked is the channel the next signal closes.
+func (p *pipe) waitChLocked() chan struct{} {
+	p.waited = true
+	return p.wake
 }
 
 // wait blocks until ch closes or d passes (d ≤ 0: no timer).
@@ -130,7 +142,7 @@ func (p *pipe) read(b []byte) (int, error) {
 			d = p.segs[0].at.Sub(now)
 		}
 		d = untilDeadline(p.rdl, now, d)
-		ch := p.wake
+		ch := p.waitChLocked()
 		p.mu.Unlock()
 		wait(ch, d)
 	}
@@ -159,7 +171,7 @@ func (p *pipe) write(b []byte) (int, error) {
 		}
 		if p.size >= win {
 			d := untilDeadline(p.wdl, now, 0)
-			ch := p.wake
+			ch := p.waitChLocked()
 			p.mu.Unlock()
 			wait(ch, d)
 			continue
