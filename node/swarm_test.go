@@ -795,7 +795,8 @@ type swarmCharge struct {
 // Any other charge of an honest server fails the run: one charged with no
 // fault in its epoch's chain, or charged by the others' attestations
 // while untouched. A charge is judged once the grace in which its count
-// may be taken back (AbortGrace, a public cause) is over.
+// may be taken back (AbortGrace, a public cause) is over: one first seen
+// in a run's last AbortGrace is not judged.
 
 // swarmSettle is how long after a fault ends an epoch it broke may still
 // end with a charge: a lack is declared at the round limit at most.
