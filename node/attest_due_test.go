@@ -139,3 +139,44 @@ func TestNoteWithinKeptCopy(t *testing.T) {
 		}
 	})
 }
+
+// TestNotesHeldPerReceiver (issue 25, the batch relay): S_1 (of three) has
+// relay notes of S_0's batch running here for two rounds; a third round's
+// note is refused until one of them is settled. Once S_1 passes round 5
+// on (its root comes), that note's copy is dropped and the third note is
+// taken.
+func TestNotesHeldPerReceiver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit = 2 * time.Second
+		desc := wire.Descriptor{Params: wire.Params{Rounds: 8, RoundLimitMs: uint32(limit / time.Millisecond)}}
+		v := &view{Desc: &desc, ID: [32]byte{7}, Chain: []peer.ID{"a", "b", "c"}}
+		e := &sepoch{v: v, final: v, pos: 2}
+		e.rounds = map[uint32]*sround{}
+		s := &Server{changed: make(chan struct{})}
+		for q := uint32(5); q <= 7; q++ {
+			if !s.noteRoot(e, &wire.Root{Epoch: v.ID, Round: q, S: 1, Root: [32]byte{byte(q)}}) {
+				t.Fatal("root refused")
+			}
+		}
+		for q := uint32(5); q <= 6; q++ {
+			if err := e.noteRefused(q, 0); err != nil {
+				t.Fatalf("round %d's note refused: %v", q, err)
+			}
+			e.round(q).notes = map[int]*relayNote{0: {at: time.Now(), body: []byte{1}, bodyAt: time.Now()}}
+		}
+		err := e.noteRefused(7, 0)
+		t.Logf("a third round's note with two running: %v", err)
+		if err == nil {
+			t.Fatalf("a third note of one receiver taken with %d running", notesHeld)
+		}
+		if !s.noteRoot(e, &wire.Root{Epoch: v.ID, Round: 5, S: 2, Root: [32]byte{9}}) {
+			t.Fatal("root refused")
+		}
+		if e.rounds[5].notes[0].body != nil {
+			t.Error("round 5's relayed copy kept after S_1 passed the round on")
+		}
+		if err := e.noteRefused(7, 0); err != nil {
+			t.Errorf("the third note once round 5 was passed on: %v", err)
+		}
+	})
+}
