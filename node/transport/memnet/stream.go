@@ -53,6 +53,7 @@ type pipe struct {
 	wdl     time.Time // the writer's deadline
 	wake    chan struct{}
 	waited  bool // wake was handed to a waiter
+	spare   *time.Timer
 }
 
 func newPipe(l Link, ln *lane) *pipe {
@@ -76,17 +77,39 @@ func (p *pipe) waitChLocked() chan struct{} {
 	return p.wake
 }
 
-// wait blocks until ch closes or d passes (d ≤ 0: no timer).
-func wait(ch chan struct{}, d time.Duration) {
+// wait blocks until ch closes or d passes (d ≤ 0: no timer), on t if
+// not nil, and returns the timer it used.
+func wait(ch chan struct{}, d time.Duration, t *time.Timer) *time.Timer {
 	if d <= 0 {
 		<-ch
-		return
+		return t
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
+	if t == nil {
+		t = time.NewTimer(d)
+	} else {
+		t.Reset(d)
+	}
 	select {
 	case <-ch:
+		t.Stop()
 	case <-t.C:
+	}
+	return t
+}
+
+// takeTimerLocked hands a wait the pipe's spare timer (nil if none):
+// most reads wait out the link's latency, and a timer each was a fifth of
+// the timers an epoch of node's tests made.
+func (p *pipe) takeTimerLocked() *time.Timer {
+	t := p.spare
+	p.spare = nil
+	return t
+}
+
+// putTimerLocked keeps t as the pipe's spare timer.
+func (p *pipe) putTimerLocked(t *time.Timer) {
+	if t != nil {
+		p.spare = t
 	}
 }
 
@@ -102,8 +125,10 @@ func untilDeadline(dl, now time.Time, d time.Duration) time.Duration {
 }
 
 func (p *pipe) read(b []byte) (int, error) {
+	var t *time.Timer
 	for {
 		p.mu.Lock()
+		p.putTimerLocked(t)
 		if p.err != nil {
 			p.mu.Unlock()
 			return 0, p.err
@@ -143,15 +168,18 @@ func (p *pipe) read(b []byte) (int, error) {
 		}
 		d = untilDeadline(p.rdl, now, d)
 		ch := p.waitChLocked()
+		t = p.takeTimerLocked()
 		p.mu.Unlock()
-		wait(ch, d)
+		t = wait(ch, d, t)
 	}
 }
 
 func (p *pipe) write(b []byte) (int, error) {
 	total := 0
+	var t *time.Timer
 	for len(b) > 0 {
 		p.mu.Lock()
+		p.putTimerLocked(t)
 		if p.err != nil {
 			p.mu.Unlock()
 			return total, p.err
@@ -172,8 +200,9 @@ func (p *pipe) write(b []byte) (int, error) {
 		if p.size >= win {
 			d := untilDeadline(p.wdl, now, 0)
 			ch := p.waitChLocked()
+			t = p.takeTimerLocked()
 			p.mu.Unlock()
-			wait(ch, d)
+			t = wait(ch, d, t)
 			continue
 		}
 		n := min(len(b), win-p.size)
