@@ -218,14 +218,19 @@ func (s *Server) fetchPubFrom(e *sepoch, r uint32, s0 peer.ID) {
 	}()
 }
 
+// fetchPubLate waits the grace out whole rather than in waitFor: a
+// publication that comes meanwhile makes fetchPub return at once, as it
+// did when the wait ended early, and a wait for every round in flight,
+// woken by every change of the server, was the most of waitFor's CPU.
 func (s *Server) fetchPubLate(e *sepoch, r uint32, s0 peer.ID) {
-	ctx, cancel := context.WithTimeout(s.ctx, fetchGrace(e))
-	_ = s.waitFor(ctx, func() bool {
-		x := e.round(r)
-		return x.batchIn[1] || x.void || e.ended
-	})
-	cancel()
-	ctx, cancel = context.WithTimeout(s.ctx, bulkTimeout)
+	t := time.NewTimer(fetchGrace(e))
+	select {
+	case <-t.C:
+	case <-s.ctx.Done():
+		t.Stop()
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
 	s.fetchPub(ctx, e, r, []peer.ID{s0})
 }
