@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -35,6 +36,10 @@ type ltEntry struct {
 // keyState is the long-term key records, cached from the store. mu is a
 // leaf lock: nothing is locked while holding it.
 type keyState struct {
+	// st and log are the server's store and log (set by NewServer; a
+	// keyState without a store keeps its records in memory only).
+	st       ChunkStore
+	log      *slog.Logger
 	mu       sync.Mutex
 	loaded   bool
 	excluded map[[32]byte]store.KeyExclusion
@@ -62,27 +67,26 @@ func (b *boltStore) KeysSeen() (map[[32]byte]store.KeySeen, error) {
 	return b.st.KeysSeen()
 }
 
-// keysLocked loads the records once. Call with s.keys.mu held.
-func (s *Server) keysLocked() {
-	ks := &s.keys
+// keysLocked loads the records once. Call with ks.mu held.
+func (ks *keyState) keysLocked() {
 	if ks.loaded {
 		return
 	}
 	ks.loaded = true
 	ks.excluded, ks.seen = map[[32]byte]store.KeyExclusion{}, map[[32]byte]store.KeySeen{}
-	kr, ok := s.store.(keyRecorder)
+	kr, ok := ks.st.(keyRecorder)
 	if !ok {
 		return
 	}
 	x, err := kr.KeyExclusions()
 	if err != nil {
-		s.log.Error("long-term key exclusions unreadable", "err", err)
+		ks.log.Error("long-term key exclusions unreadable", "err", err)
 	} else {
 		ks.excluded = x
 	}
 	seen, err := kr.KeysSeen()
 	if err != nil {
-		s.log.Error("long-term key records unreadable", "err", err)
+		ks.log.Error("long-term key records unreadable", "err", err)
 	} else {
 		ks.seen = seen
 	}
@@ -90,20 +94,20 @@ func (s *Server) keysLocked() {
 
 // keyExcluded reports whether a long-term key is refused in epoch number,
 // and up to which epoch.
-func (s *Server) keyExcluded(key [32]byte, number uint64) (uint64, bool) {
-	s.keys.mu.Lock()
-	defer s.keys.mu.Unlock()
-	s.keysLocked()
-	x, ok := s.keys.excluded[key]
+func (ks *keyState) keyExcluded(key [32]byte, number uint64) (uint64, bool) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	ks.keysLocked()
+	x, ok := ks.excluded[key]
 	return x.Until, ok && number <= x.Until
 }
 
 // keySeen returns this primary's record of one of its clients' keys.
-func (s *Server) keySeen(key [32]byte) (store.KeySeen, bool) {
-	s.keys.mu.Lock()
-	defer s.keys.mu.Unlock()
-	s.keysLocked()
-	r, ok := s.keys.seen[key]
+func (ks *keyState) keySeen(key [32]byte) (store.KeySeen, bool) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	ks.keysLocked()
+	r, ok := ks.seen[key]
 	return r, ok
 }
 
@@ -111,25 +115,25 @@ func (s *Server) keySeen(key [32]byte) (store.KeySeen, bool) {
 // number and returns until which epoch number it is excluded: 1, 2, 4, …
 // epochs after number, capped at 2^maxExcludeShift. The record, with the
 // evidence, is on disk before this returns; the key loses its clean record.
-func (s *Server) strikeKey(key [32]byte, number uint64, evidence []byte) uint64 {
-	s.keys.mu.Lock()
-	defer s.keys.mu.Unlock()
-	s.keysLocked()
-	x := s.keys.excluded[key]
+func (ks *keyState) strikeKey(key [32]byte, number uint64, evidence []byte) uint64 {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	ks.keysLocked()
+	x := ks.excluded[key]
 	x.Strikes++
 	shift := min(int(x.Strikes)-1, maxExcludeShift)
 	x.Until = max(x.Until, number+uint64(excludeEpochs)<<shift)
 	x.Evidence = append([]byte(nil), evidence...)
-	s.keys.excluded[key] = x
-	_, hadSeen := s.keys.seen[key]
-	delete(s.keys.seen, key)
-	if kr, ok := s.store.(keyRecorder); ok {
+	ks.excluded[key] = x
+	_, hadSeen := ks.seen[key]
+	delete(ks.seen, key)
+	if kr, ok := ks.st.(keyRecorder); ok {
 		if err := kr.PutKeyExclusion(key, x); err != nil {
-			s.log.Error("long-term key exclusion not stored", "err", err)
+			ks.log.Error("long-term key exclusion not stored", "err", err)
 		}
 		if hadSeen {
 			if err := kr.DeleteKeySeen(key); err != nil {
-				s.log.Error("long-term key record not dropped", "err", err)
+				ks.log.Error("long-term key record not dropped", "err", err)
 			}
 		}
 	}
@@ -139,39 +143,39 @@ func (s *Server) strikeKey(key [32]byte, number uint64, evidence []byte) uint64 
 // noteClientEnd records how a client of this primary ended epoch number:
 // its slot ran dry (dry), or it held it to the end unnamed (a clean
 // epoch, which also halves its dry count). An excluded key gets no record.
-func (s *Server) noteClientEnd(key [32]byte, number uint64, dry bool) {
-	s.keys.mu.Lock()
-	defer s.keys.mu.Unlock()
-	s.keysLocked()
-	if x, ok := s.keys.excluded[key]; ok && number <= x.Until {
+func (ks *keyState) noteClientEnd(key [32]byte, number uint64, dry bool) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	ks.keysLocked()
+	if x, ok := ks.excluded[key]; ok && number <= x.Until {
 		return
 	}
-	r, known := s.keys.seen[key]
+	r, known := ks.seen[key]
 	if dry {
 		r.Dry++
 	} else {
 		r.Clean, r.Dry = number, r.Dry/2
 	}
-	kr, _ := s.store.(keyRecorder)
-	if !known && len(s.keys.seen) >= maxKeysSeen {
+	kr, _ := ks.st.(keyRecorder)
+	if !known && len(ks.seen) >= maxKeysSeen {
 		var oldest [32]byte
 		first := true
-		for k, v := range s.keys.seen {
-			if first || v.Clean < s.keys.seen[oldest].Clean {
+		for k, v := range ks.seen {
+			if first || v.Clean < ks.seen[oldest].Clean {
 				oldest, first = k, false
 			}
 		}
-		delete(s.keys.seen, oldest)
+		delete(ks.seen, oldest)
 		if kr != nil {
 			if err := kr.DeleteKeySeen(oldest); err != nil {
-				s.log.Error("long-term key record not dropped", "err", err)
+				ks.log.Error("long-term key record not dropped", "err", err)
 			}
 		}
 	}
-	s.keys.seen[key] = r
+	ks.seen[key] = r
 	if kr != nil {
 		if err := kr.PutKeySeen(key, r); err != nil {
-			s.log.Error("long-term key record not stored", "err", err)
+			ks.log.Error("long-term key record not stored", "err", err)
 		}
 	}
 }
@@ -220,7 +224,7 @@ func (s *Server) recordClients(e *sepoch) {
 	number := e.final.Desc.Number
 	s.mu.Unlock()
 	for _, x := range ends {
-		s.noteClientEnd(x.key, number, x.dry)
+		s.keys.noteClientEnd(x.key, number, x.dry)
 	}
 }
 
@@ -264,7 +268,7 @@ func (s *Server) clientNamed(e *sepoch, slot int) {
 
 // excludeKey applies checked key evidence of a slot named here.
 func (s *Server) excludeKey(e *sepoch, ev *wire.KeyEvidence, body []byte) {
-	until := s.strikeKey(ev.LTKey, e.final.Desc.Number, body)
+	until := s.keys.strikeKey(ev.LTKey, e.final.Desc.Number, body)
 	// The slot is the culprit's own; no honest client is tied to it.
 	s.log.Warn("round blame: the culprit client's long-term key is excluded", "epoch", fmt.Sprintf("%x", e.final.ID[:6]),
 		"culprit", fmt.Sprintf("client in slot %d", ev.Slot), "key", fmt.Sprintf("%x", ev.LTKey[:8]), "until", until, "evidence", fmt.Sprintf("%x", body))

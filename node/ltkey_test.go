@@ -36,17 +36,18 @@ func TestKeyStrikeDoubles(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := &Server{store: bs, log: quietLogger()}
+		s.keys.st, s.keys.log = s.store, s.log
 		key := [32]byte{7}
-		s.noteClientEnd(key, 3, false)
-		if _, ok := s.keySeen(key); !ok {
+		s.keys.noteClientEnd(key, 3, false)
+		if _, ok := s.keys.keySeen(key); !ok {
 			t.Fatal("a clean epoch left no record")
 		}
 		for i, w := range []uint64{11, 12, 14} {
-			if got := s.strikeKey(key, 10, []byte{byte(i)}); got != w {
+			if got := s.keys.strikeKey(key, 10, []byte{byte(i)}); got != w {
 				t.Fatalf("strike %d: excluded up to %d, want %d", i+1, got, w)
 			}
 		}
-		if _, ok := s.keySeen(key); ok {
+		if _, ok := s.keys.keySeen(key); ok {
 			t.Fatal("a blamed key kept its clean record")
 		}
 		bs.Close()
@@ -56,21 +57,22 @@ func TestKeyStrikeDoubles(t *testing.T) {
 		}
 		defer bs.Close()
 		s = &Server{store: bs, log: quietLogger()}
+		s.keys.st, s.keys.log = s.store, s.log
 		for number, want := range map[uint64]bool{10: true, 11: true, 14: true, 15: false} {
-			if _, got := s.keyExcluded(key, number); got != want {
+			if _, got := s.keys.keyExcluded(key, number); got != want {
 				t.Fatalf("after a restart, epoch %d: excluded %v, want %v", number, got, want)
 			}
 		}
-		if got := s.strikeKey(key, 20, nil); got != 28 {
+		if got := s.keys.strikeKey(key, 20, nil); got != 28 {
 			t.Fatalf("fourth strike after a restart: up to %d, want 28 (the count survives)", got)
 		}
-		if _, ok := s.keyExcluded([32]byte{8}, 11); ok {
+		if _, ok := s.keys.keyExcluded([32]byte{8}, 11); ok {
 			t.Fatal("another key is excluded")
 		}
 		for range 20 {
-			s.strikeKey(key, 100, nil)
+			s.keys.strikeKey(key, 100, nil)
 		}
-		if got := s.strikeKey(key, 100, nil); got != 100+1<<maxExcludeShift {
+		if got := s.keys.strikeKey(key, 100, nil); got != 100+1<<maxExcludeShift {
 			t.Fatalf("capped exclusion %d", got)
 		}
 	})
@@ -112,20 +114,20 @@ func TestKeyExcludedEverywhere(t *testing.T) {
 		ctx := context.Background()
 		if err := wait.Until(ctx, 30*time.Second, func() bool {
 			for _, s := range bn.servers {
-				if _, ok := s.keyExcluded(badKey, number+1); !ok {
+				if _, ok := s.keys.keyExcluded(badKey, number+1); !ok {
 					return false
 				}
 			}
 			return true
 		}); err != nil {
 			for i, s := range bn.servers {
-				until, ok := s.keyExcluded(badKey, number+1)
+				until, ok := s.keys.keyExcluded(badKey, number+1)
 				t.Logf("server %d: excluded %v up to %d", i, ok, until)
 			}
 			t.Fatalf("the culprit's long-term key is not excluded everywhere: %v", err)
 		}
 		for i, s := range bn.servers {
-			if _, ok := s.keyExcluded(badKey, number+2); ok {
+			if _, ok := s.keys.keyExcluded(badKey, number+2); ok {
 				t.Fatalf("server %d excludes a first offender beyond the next epoch", i)
 			}
 			x, err := s.store.(keyRecorder).KeyExclusions()
@@ -180,7 +182,7 @@ func TestKeyExcludedEverywhere(t *testing.T) {
 			}
 		}
 		for i, s := range bn.servers {
-			if _, ok := s.keyExcluded(hKey, number+1); ok {
+			if _, ok := s.keys.keyExcluded(hKey, number+1); ok {
 				t.Fatalf("server %d excludes the honest client's key", i)
 			}
 			x, _ := s.store.(keyRecorder).KeyExclusions()
@@ -301,7 +303,7 @@ func TestReturningClientsFirst(t *testing.T) {
 					prev.dry[uint32(i)] = true
 				}
 				dry[reg] = true
-				s.noteClientEnd(lt, 3, false) // clean once, before
+				s.keys.noteClientEnd(lt, 3, false) // clean once, before
 			} else {
 				returning[reg] = true
 			}
@@ -561,5 +563,7 @@ func storeServer(t testing.TB) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bs.Close() })
-	return &Server{store: bs, log: quietLogger(), rand: rand.Reader}
+	s := &Server{store: bs, log: quietLogger(), rand: rand.Reader}
+	s.keys.st, s.keys.log = s.store, s.log
+	return s
 }
