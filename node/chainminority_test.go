@@ -79,7 +79,7 @@ func TestWouldServeAsPrepare(t *testing.T) {
 		// s3 counts two aborts of s0 one number apart: s0 is out for its
 		// budget there, and nowhere else.
 		asked, out, from := tn.servers[3], tn.servers[0].ID(), tn.servers[1].ID()
-		asked.ref.loaded.Do(asked.loadRefusals)
+		asked.ref.loaded.Do(asked.ref.loadRefusals)
 		top := asked.cert.certTop()
 		asked.ref.mu.Lock()
 		asked.ref.recs = append(asked.ref.recs,

@@ -37,10 +37,9 @@ func recordSlot(r *refusal) string {
 // logCharge merges ev into the evidence held here and recomputes its
 // charge (blame.ChargeOf in ctx); it reports whether the evidence held here
 // grew. waived keeps the evidence uncounted (its epoch's cause is
-// public). Never call with s.ref.mu held.
-func (s *Server) logCharge(ev *wire.Charge, ctx blame.Context, waived bool) (bool, error) {
-	rs := &s.ref
-	rs.loaded.Do(s.loadRefusals)
+// public). Never call with rs.mu held.
+func (rs *refusalState) logCharge(ev *wire.Charge, ctx blame.Context, waived bool) (bool, error) {
+	rs.loaded.Do(rs.loadRefusals)
 	key := blame.ChargeKey(ev)
 	slot := blame.EvidenceSlot(ev)
 	rs.mu.Lock()
@@ -115,9 +114,9 @@ func (s *Server) logCharge(ev *wire.Charge, ctx blame.Context, waived bool) (boo
 		rec.Peer = charged.String()
 	}
 	rs.prune()
-	s.saveRefusalsLocked()
+	rs.saveRefusalsLocked()
 	if rec.Peer != was && charged != "" && !rec.Waived {
-		s.log.Info("abort on private grounds counted", "peer", charged.ShortString(), "number", ev.Number, "reason", reason)
+		rs.log.Info("abort on private grounds counted", "peer", charged.ShortString(), "number", ev.Number, "reason", reason)
 	}
 	return true, nil
 }
@@ -125,7 +124,7 @@ func (s *Server) logCharge(ev *wire.Charge, ctx blame.Context, waived bool) (boo
 // spreadCharge sends the evidence held here under ev's key to the servers
 // of chain but this one and skip.
 func (s *Server) spreadCharge(ev *wire.Charge, chain []peer.ID, skip peer.ID) {
-	body := s.heldCharge(ev)
+	body := s.ref.heldCharge(ev)
 	if body == nil {
 		return
 	}
@@ -141,11 +140,11 @@ func (s *Server) spreadCharge(ev *wire.Charge, chain []peer.ID, skip peer.ID) {
 }
 
 // heldCharge is the encoded evidence held here of ev's object.
-func (s *Server) heldCharge(ev *wire.Charge) []byte {
+func (rs *refusalState) heldCharge(ev *wire.Charge) []byte {
 	key := blame.ChargeKey(ev)
-	s.ref.mu.Lock()
-	defer s.ref.mu.Unlock()
-	for _, r := range s.ref.recs {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for _, r := range rs.recs {
 		if r.Key == key {
 			return r.Ev
 		}
@@ -157,14 +156,14 @@ func (s *Server) heldCharge(ev *wire.Charge) []byte {
 // attestation added at first sight (own), and relays it to the chain if
 // anything was new here. Call with s.mu held.
 func (s *Server) noteChargeLocked(e *sepoch, ev *wire.Charge, own *wire.Attest, from peer.ID, waived bool) {
-	if own != nil && s.heldCharge(ev) == nil {
+	if own != nil && s.ref.heldCharge(ev) == nil {
 		ev.Attests = append(ev.Attests, *own)
 	}
 	ctx := s.chargeCtxLocked(e)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		grew, err := s.logCharge(ev, ctx, waived)
+		grew, err := s.ref.logCharge(ev, ctx, waived)
 		if err != nil {
 			s.log.Warn("evidence refused", "number", ev.Number, "err", err)
 			return
@@ -246,7 +245,7 @@ func (s *Server) onCharge(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	if old {
 		return wire.TypeAck, ack, nil // too old to leave anyone out
 	}
-	if _, err := s.logCharge(&ev, ctx, false); err != nil {
+	if _, err := s.ref.logCharge(&ev, ctx, false); err != nil {
 		return 0, nil, err
 	}
 	return wire.TypeAck, ack, nil

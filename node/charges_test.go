@@ -19,7 +19,7 @@ import (
 // chargedNumbers is what s counts: for each server, the numbers of the
 // epochs it is charged for, in order.
 func (s *Server) chargedNumbers() map[peer.ID][]uint64 {
-	s.ref.loaded.Do(s.loadRefusals)
+	s.ref.loaded.Do(s.ref.loadRefusals)
 	s.ref.mu.Lock()
 	defer s.ref.mu.Unlock()
 	out := map[peer.ID][]uint64{}

@@ -143,7 +143,7 @@ func startFutureRoot(t *testing.T) *futureRoot {
 func (fr *futureRoot) noHonestCharged(t *testing.T, badCharged bool) {
 	t.Helper()
 	for _, to := range fr.others {
-		counts := fr.byID[to].refusalCounts()
+		counts := fr.byID[to].ref.refusalCounts()
 		t.Logf("server %s counts: S_0 %d, S_1 (attacker) %d, S_2 %d, last %d", to.ShortString(), counts[fr.chain[0]], counts[fr.chain[1]], counts[fr.chain[2]], counts[fr.chain[3]])
 		for _, h := range fr.others {
 			if counts[h] != 0 {

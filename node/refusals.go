@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -68,6 +69,10 @@ type refusal struct {
 // refusalState is a server's memory of aborts (its own lock: the chain
 // is computed without s.mu).
 type refusalState struct {
+	// dir and log are the server's data directory (RefusalFile) and log,
+	// set by NewServer.
+	dir    string
+	log    *slog.Logger
 	mu     sync.Mutex
 	loaded sync.Once
 	recs   []refusal
@@ -253,7 +258,7 @@ func (s *Server) relayAbort(e *sepoch, body []byte, from, signer peer.ID) {
 // epoch's cause turns out public. Call with s.mu held.
 func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *wire.Charge) bool {
 	rs := &s.ref
-	rs.loaded.Do(s.loadRefusals)
+	rs.loaded.Do(s.ref.loadRefusals)
 	rs.mu.Lock()
 	if rs.seen == nil {
 		rs.seen, rs.num = map[[32]byte]map[peer.ID]bool{}, map[[32]byte]uint64{}
@@ -316,7 +321,7 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *w
 // budgetEvidence is the signed fault aborts counted here against the
 // servers out for their refusal budget. Never call with s.mu held.
 func (s *Server) budgetEvidence() [][]byte {
-	s.ref.loaded.Do(s.loadRefusals)
+	s.ref.loaded.Do(s.ref.loadRefusals)
 	s.ref.mu.Lock()
 	by := map[string][][]byte{}
 	for _, r := range s.ref.recs {
@@ -422,7 +427,7 @@ func (s *Server) watchCause(e *sepoch, key string) {
 				}
 			}
 		}
-		s.saveRefusalsLocked()
+		s.ref.saveRefusalsLocked()
 		rs.mu.Unlock()
 		if found {
 			return
@@ -497,7 +502,7 @@ func (rs *refusalState) outUntil(p peer.ID) uint64 {
 // refusalOut reports whether p is left out of the next chain for its
 // refusal budget. Never call with s.mu held.
 func (s *Server) refusalOut(p peer.ID) bool {
-	s.ref.loaded.Do(s.loadRefusals)
+	s.ref.loaded.Do(s.ref.loadRefusals)
 	until := s.ref.outUntil(p)
 	if until == 0 {
 		return false
@@ -510,13 +515,13 @@ func (s *Server) refusalOut(p peer.ID) bool {
 
 // refusalCounts returns how many aborts are counted here against each
 // server (tests, operators).
-func (s *Server) refusalCounts() map[peer.ID]int {
-	s.ref.loaded.Do(s.loadRefusals)
-	s.ref.mu.Lock()
-	defer s.ref.mu.Unlock()
+func (rs *refusalState) refusalCounts() map[peer.ID]int {
+	rs.loaded.Do(rs.loadRefusals)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
 	out := map[peer.ID]int{}
-	for i, r := range s.ref.recs {
-		if !s.ref.counted(i) {
+	for i, r := range rs.recs {
+		if !rs.counted(i) {
 			continue
 		}
 		if p, err := peer.Decode(r.Peer); err == nil {
@@ -527,30 +532,30 @@ func (s *Server) refusalCounts() map[peer.ID]int {
 }
 
 // loadRefusals reads the counted aborts of the data directory.
-func (s *Server) loadRefusals() {
-	b, err := os.ReadFile(filepath.Join(s.cfg.DataDir, RefusalFile))
+func (rs *refusalState) loadRefusals() {
+	b, err := os.ReadFile(filepath.Join(rs.dir, RefusalFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return
 	}
 	if err == nil {
 		var recs []refusal
 		if err = json.Unmarshal(b, &recs); err == nil {
-			s.ref.mu.Lock()
-			s.ref.recs = append(recs, s.ref.recs...)
-			s.ref.prune()
-			s.ref.mu.Unlock()
+			rs.mu.Lock()
+			rs.recs = append(recs, rs.recs...)
+			rs.prune()
+			rs.mu.Unlock()
 			return
 		}
 	}
-	s.log.Error("refusal counts unreadable", "err", err)
+	rs.log.Error("refusal counts unreadable", "err", err)
 }
 
 // saveRefusalsLocked writes the counted aborts durably: a temporary file,
-// synced, renamed (a crash leaves the old or the new). Call with s.ref.mu
+// synced, renamed (a crash leaves the old or the new). Call with rs.mu
 // held (one writer at a time, newest last).
-func (s *Server) saveRefusalsLocked() {
-	if err := writeFileSync(filepath.Join(s.cfg.DataDir, RefusalFile), s.ref.recs); err != nil {
-		s.log.Error("refusal counts not saved", "err", err)
+func (rs *refusalState) saveRefusalsLocked() {
+	if err := writeFileSync(filepath.Join(rs.dir, RefusalFile), rs.recs); err != nil {
+		rs.log.Error("refusal counts not saved", "err", err)
 	}
 }
 

@@ -119,7 +119,7 @@ func TestRefusalBudget(t *testing.T) {
 				outAfter := time.Since(start).Round(time.Millisecond)
 				for _, s := range honest {
 					if inChain(s.chain(), bad.h.ID()) {
-						t.Fatalf("the server out for its refusal budget is in an honest chain (out %v, counts %v, number %d)", s.refusalOut(bad.h.ID()), s.refusalCounts(), s.number)
+						t.Fatalf("the server out for its refusal budget is in an honest chain (out %v, counts %v, number %d)", s.refusalOut(bad.h.ID()), s.ref.refusalCounts(), s.number)
 					}
 				}
 				var up, down *Client
@@ -141,7 +141,7 @@ func TestRefusalBudget(t *testing.T) {
 					if s.serverExcluded(bad.h.ID()) {
 						t.Fatal("a refusal got the server blamed")
 					}
-					for p, n := range s.refusalCounts() {
+					for p, n := range s.ref.refusalCounts() {
 						if p != bad.h.ID() {
 							s.ref.mu.Lock()
 							recs := append([]refusal(nil), s.ref.recs...)
@@ -189,24 +189,26 @@ func TestRefusalCountsSurviveRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := &Server{cfg: ServerConfig{DataDir: dir}, log: quietLogger()}
-		s.ref.loaded.Do(s.loadRefusals)
+		s.ref.dir, s.ref.log = s.cfg.DataDir, s.log
+		s.ref.loaded.Do(s.ref.loadRefusals)
 		s.ref.mu.Lock()
 		s.ref.recs = []refusal{
 			{Peer: bad.String(), Number: 7, Window: 3, Reason: "no"},
 			{Peer: bad.String(), Number: 9, Window: 3, Reason: "no"},
 		}
-		s.saveRefusalsLocked()
+		s.ref.saveRefusalsLocked()
 		s.ref.mu.Unlock()
 		s.number = 9
 
 		again := &Server{cfg: ServerConfig{DataDir: dir}, log: quietLogger()}
+		again.ref.dir, again.ref.log = again.cfg.DataDir, again.log
 		for n, want := range map[uint64]bool{9: true, 11: true, 12: false} {
 			again.number = n
 			if got := again.refusalOut(bad); got != want {
 				t.Fatalf("after epoch %d: out = %v, want %v (excluded for epochs 10..12)", n, got, want)
 			}
 		}
-		if c := again.refusalCounts()[bad]; c != 2 {
+		if c := again.ref.refusalCounts()[bad]; c != 2 {
 			t.Fatalf("restarted server counts %d aborts, want 2", c)
 		}
 		// Two aborts m or more numbers apart are within the budget.

@@ -900,7 +900,7 @@ type heldCharge struct {
 
 // heldCharges lists the charges counted here.
 func (s *Server) heldCharges() []heldCharge {
-	s.ref.loaded.Do(s.loadRefusals)
+	s.ref.loaded.Do(s.ref.loadRefusals)
 	s.ref.mu.Lock()
 	defer s.ref.mu.Unlock()
 	var out []heldCharge
