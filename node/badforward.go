@@ -41,7 +41,7 @@ func (s *Server) nameForwarder(e *sepoch, f *wire.Forwarded, why error, send boo
 	if !first {
 		return
 	}
-	s.rb.loaded.Do(s.loadBlamed)
+	s.rb.loaded.Do(s.rb.loadBlamed)
 	s.rb.smu.Lock()
 	if s.rb.servers == nil {
 		s.rb.servers = map[peer.ID]bool{}

@@ -147,7 +147,7 @@ func TestCastWithholdsPublication(t *testing.T) {
 		}
 		shareAndGet(t, up, down)
 		for _, s := range honest {
-			recs, err := s.blameRecords()
+			recs, err := s.rb.blameRecords()
 			if err != nil {
 				t.Fatal(err)
 			}

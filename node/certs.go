@@ -94,7 +94,7 @@ func (s *Server) knownServers() map[peer.ID]bool {
 	}
 	s.who.mu.Unlock()
 	for p := range known {
-		if s.serverExcluded(p) {
+		if s.rb.serverExcluded(p) {
 			delete(known, p)
 		}
 	}
@@ -355,11 +355,11 @@ func (s *Server) certifyAbortLocked(e *sepoch, a *wire.Abort) {
 
 // previousCert is the certificate a Prepare of n carries: that of n−1
 // (none for 1).
-func (s *Server) previousCert(n uint64) (wire.Cert, error) {
+func (cs *certState) previousCert(n uint64) (wire.Cert, error) {
 	if n <= 1 {
 		return wire.Cert{}, nil
 	}
-	c, ok := s.cert.certOf(n - 1)
+	c, ok := cs.certOf(n - 1)
 	if !ok {
 		return wire.Cert{}, fmt.Errorf("node: no certificate of epoch %d here", n-1)
 	}

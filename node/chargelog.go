@@ -159,7 +159,7 @@ func (s *Server) noteChargeLocked(e *sepoch, ev *wire.Charge, own *wire.Attest, 
 	if own != nil && s.ref.heldCharge(ev) == nil {
 		ev.Attests = append(ev.Attests, *own)
 	}
-	ctx := s.chargeCtxLocked(e)
+	ctx := s.cert.chargeCtxLocked(e)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -176,8 +176,8 @@ func (s *Server) noteChargeLocked(e *sepoch, ev *wire.Charge, own *wire.Attest, 
 
 // chargeCtxLocked is e's blame.Context: from its number's certificate when
 // kept here, else from e itself. Call with s.mu held.
-func (s *Server) chargeCtxLocked(e *sepoch) blame.Context {
-	if c, ok := s.cert.certOf(e.v.Desc.Number); ok && c.Epoch == e.v.ID {
+func (cs *certState) chargeCtxLocked(e *sepoch) blame.Context {
+	if c, ok := cs.certOf(e.v.Desc.Number); ok && c.Epoch == e.v.ID {
 		if ctx, err := blame.CertContext(c); err == nil {
 			return ctx
 		}

@@ -108,7 +108,7 @@ func deadSlotRunVoids(t *testing.T, bn *blameNet, d *deadCase, wantVoid int) {
 		if n := voidRounds(s, epoch); n != wantVoid {
 			t.Fatalf("server %d: %d void rounds in the culprit's epoch, want %d", i, n, wantVoid)
 		}
-		if rs, _ := s.blameRecords(); len(rs) != 1 {
+		if rs, _ := s.rb.blameRecords(); len(rs) != 1 {
 			t.Fatalf("server %d: %d blame records, want 1", i, len(rs))
 		}
 	}
@@ -261,7 +261,7 @@ func TestDeadSlotBadForward(t *testing.T) {
 		for i, s := range honest {
 			for {
 				epoch, slot, _ := d.get()
-				rs, err := s.blameRecords()
+				rs, err := s.rb.blameRecords()
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -282,7 +282,7 @@ func TestDeadSlotBadForward(t *testing.T) {
 					if len(server.Evidence) == 0 || st.Unmarshal(server.Evidence[len(server.Evidence)-1]) != nil || int(st.T) != 1 {
 						t.Fatalf("the liar is named without its signed drop step as evidence: %d pieces", len(server.Evidence))
 					}
-					if !s.serverExcluded(liar.h.ID()) {
+					if !s.rb.serverExcluded(liar.h.ID()) {
 						t.Fatal("the lying server is not excluded")
 					}
 					namers++
@@ -352,7 +352,7 @@ func TestDeadSlotTwoCulprits(t *testing.T) {
 			if n := voidRounds(s, epoch); n != 2 {
 				t.Fatalf("server %d: %d void rounds in the culprits' epoch, want 2", i, n)
 			}
-			rs, _ := s.blameRecords()
+			rs, _ := s.rb.blameRecords()
 			named := map[uint32]bool{}
 			for _, r := range rs {
 				if r.Role != "client" || r.Epoch != epoch || !slots[uint32(r.Slot)] {

@@ -67,11 +67,11 @@ func (s *Server) takenChain(n uint64) []peer.ID {
 // than half of the chain of n−1's certificate kept here (holdsCertGroup;
 // true without one: the servers asked check it). Never call with s.mu
 // held.
-func (s *Server) holdsPrevGroup(n uint64, chain []peer.ID) bool {
+func (cs *certState) holdsPrevGroup(n uint64, chain []peer.ID) bool {
 	if n <= 1 {
 		return true
 	}
-	c, ok := s.cert.certOf(n - 1)
+	c, ok := cs.certOf(n - 1)
 	if !ok {
 		return true
 	}
@@ -165,7 +165,7 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 			self = true
 			continue
 		}
-		if s.serverExcluded(id) {
+		if s.rb.serverExcluded(id) {
 			return 0, nil, fmt.Errorf("node: would-serve chain has %s, named by a round blame", id.ShortString())
 		}
 		if cutOut && s.refusalOut(id) {
@@ -263,7 +263,7 @@ func questionKey(p *wire.Prepare) [32]byte {
 // ended; the table holds at most 2·maxAskers.
 func (s *Server) askedFetch(from peer.ID, n uint64) (done func(ran bool), ok bool) {
 	member := false
-	if g, ok := s.certGroup(n); ok && g[from] && !s.serverExcluded(from) {
+	if g, ok := s.certGroup(n); ok && g[from] && !s.rb.serverExcluded(from) {
 		member = true
 	}
 	rng := ""

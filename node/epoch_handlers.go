@@ -114,7 +114,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		inChain = inChain || id == from
 		if id == s.h.ID() {
 			pos = i
-		} else if s.serverExcluded(id) {
+		} else if s.rb.serverExcluded(id) {
 			return 0, nil, fmt.Errorf("node: prepared chain has %s, named by a round blame", id.ShortString())
 		} else if cutOut && s.refusalOut(id) {
 			return 0, nil, fmt.Errorf("node: prepared chain has %s, out for its refusal budget", id.ShortString())

@@ -25,7 +25,7 @@ func (s *Server) leaderLoop(ctx context.Context) {
 			continue
 		}
 		chain := s.proposedChain(full)
-		if len(chain) < s.cfg.MinServers || !s.holdsPrevGroup(number, chain) {
+		if len(chain) < s.cfg.MinServers || !s.cert.holdsPrevGroup(number, chain) {
 			continue
 		}
 		if err := s.runEpoch(ctx, chain, number); err != nil && ctx.Err() == nil {
@@ -127,7 +127,7 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 	if _, err := s.rand.Read(nonce[:]); err != nil {
 		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: epoch nonce: %w", err)
 	}
-	prev, err := s.previousCert(number)
+	prev, err := s.cert.previousCert(number)
 	if err != nil {
 		s.cert.pokeSync()
 		return wire.Descriptor{}, [32]byte{}, err
@@ -136,7 +136,7 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 	// epoch carry the window's walk; N's window is pinned here; each
 	// member checks both and holds the window before it answers
 	// (window.go).
-	gap, err := s.gapFor(number, &prev)
+	gap, err := s.cert.gapFor(number, &prev)
 	if err != nil {
 		s.cert.pokeSync()
 		return wire.Descriptor{}, [32]byte{}, err

@@ -388,11 +388,11 @@ func (s *Server) evidenceLocked(from peer.ID, a *wire.Abort) (wire.Type, []byte,
 // from the roster.
 func (s *Server) publicCause(e *sepoch) bool {
 	for _, p := range e.v.Chain {
-		if p != s.h.ID() && (s.roster.get(p) == nil || s.serverExcluded(p)) {
+		if p != s.h.ID() && (s.roster.get(p) == nil || s.rb.serverExcluded(p)) {
 			return true
 		}
 	}
-	recs, _ := s.blameRecords()
+	recs, _ := s.rb.blameRecords()
 	for _, r := range recs {
 		if r.Epoch == e.v.ID {
 			return true

@@ -135,7 +135,7 @@ func sortChain(ids []peer.ID) {
 func (s *Server) chain() []peer.ID {
 	all := []peer.ID{s.h.ID()}
 	for _, m := range s.roster.live() {
-		if m.id != s.h.ID() && !s.serverExcluded(m.id) {
+		if m.id != s.h.ID() && !s.rb.serverExcluded(m.id) {
 			all = append(all, m.id)
 		}
 	}

@@ -46,7 +46,7 @@ type turnState struct {
 
 // nextNumber is the number this server expects next: the one after the
 // last certified here.
-func (s *Server) nextNumber() uint64 { return s.cert.certTop() + 1 }
+func (cs *certState) nextNumber() uint64 { return cs.certTop() + 1 }
 
 // progressed restarts the leader timeout. Call with s.mu held.
 func (s *Server) progressed() { s.turn.progress = time.Now() }
@@ -86,10 +86,10 @@ func (s *Server) takeTurn() (uint64, []peer.ID) {
 	if s.lostRecords() != nil {
 		return 0, nil
 	}
-	n := s.nextNumber()
+	n := s.cert.nextNumber()
 	full := s.takenChain(n)
 	eligible := s.pinned(full)
-	short := len(full) < s.cfg.MinServers || (n == 1 && s.who.checkFounding(full) != nil) || !s.holdsPrevGroup(n, full)
+	short := len(full) < s.cfg.MinServers || (n == 1 && s.who.checkFounding(full) != nil) || !s.cert.holdsPrevGroup(n, full)
 	s.mu.Lock()
 	s.endUnclosedLocked()
 	if short || s.running() {

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -29,6 +30,10 @@ const maxExcludeShift = 10
 
 // roundBlameState is a server's memory of round blames (guarded by s.mu).
 type roundBlameState struct {
+	// st and log are the server's store and log (set by NewServer), for
+	// the culprits' records.
+	st  ChunkStore
+	log *slog.Logger
 	// clients are this primary's strikes against its clients, by "peer
 	// <id>" and by "ip <address>": how often each was named here and up
 	// to which epoch number it is refused. Kept on disk too (store bucket
@@ -54,8 +59,8 @@ func (b *boltStore) PutBlame(rec store.BlameRecord) error { return b.st.PutBlame
 func (b *boltStore) Blames() ([]store.BlameRecord, error) { return b.st.Blames() }
 
 // blameRecords returns the blame records kept here (tests, operators).
-func (s *Server) blameRecords() ([]store.BlameRecord, error) {
-	br, ok := s.store.(blameRecorder)
+func (rb *roundBlameState) blameRecords() ([]store.BlameRecord, error) {
+	br, ok := rb.st.(blameRecorder)
 	if !ok {
 		return nil, nil
 	}
@@ -63,34 +68,34 @@ func (s *Server) blameRecords() ([]store.BlameRecord, error) {
 }
 
 // serverExcluded reports whether a peer was named as a culprit server.
-func (s *Server) serverExcluded(p peer.ID) bool {
-	s.rb.loaded.Do(s.loadBlamed)
-	s.rb.smu.Lock()
-	defer s.rb.smu.Unlock()
-	return s.rb.servers[p]
+func (rb *roundBlameState) serverExcluded(p peer.ID) bool {
+	rb.loaded.Do(rb.loadBlamed)
+	rb.smu.Lock()
+	defer rb.smu.Unlock()
+	return rb.servers[p]
 }
 
 // loadBlamed adds the culprit servers of the stored blame records.
-func (s *Server) loadBlamed() {
-	if s.store == nil {
+func (rb *roundBlameState) loadBlamed() {
+	if rb.st == nil {
 		return
 	}
-	recs, err := s.blameRecords()
+	recs, err := rb.blameRecords()
 	if err != nil {
-		s.log.Error("round blame: stored records unreadable", "err", err)
+		rb.log.Error("round blame: stored records unreadable", "err", err)
 		return
 	}
-	s.rb.smu.Lock()
-	defer s.rb.smu.Unlock()
+	rb.smu.Lock()
+	defer rb.smu.Unlock()
 	for _, r := range recs {
 		if r.Role != "server" {
 			continue
 		}
 		if p, err := peer.Decode(r.PeerID); err == nil {
-			if s.rb.servers == nil {
-				s.rb.servers = map[peer.ID]bool{}
+			if rb.servers == nil {
+				rb.servers = map[peer.ID]bool{}
 			}
-			s.rb.servers[p] = true
+			rb.servers[p] = true
 		}
 	}
 }

@@ -131,7 +131,7 @@ func culpritRecords(t *testing.T, honest []*Server) []store.BlameRecord {
 	for {
 		var recs []store.BlameRecord
 		for _, s := range honest {
-			rs, err := s.blameRecords()
+			rs, err := s.rb.blameRecords()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -256,7 +256,7 @@ func TestRoundBlameClientMAC(t *testing.T) {
 				}
 				for _, s := range bn.servers {
 					for _, o := range bn.servers {
-						if s.serverExcluded(o.h.ID()) {
+						if s.rb.serverExcluded(o.h.ID()) {
 							t.Fatal("an honest server was excluded")
 						}
 					}
@@ -306,7 +306,7 @@ func serverCaseEvidence(t *testing.T, k, wantEvidence int, hooks func(fired *ato
 		}
 	}
 	for _, s := range honest {
-		if !s.serverExcluded(bad.h.ID()) {
+		if !s.rb.serverExcluded(bad.h.ID()) {
 			t.Fatal("the culprit server is not excluded")
 		}
 		for _, id := range s.chain() {

@@ -62,12 +62,13 @@ func TestBlamedServerSurvivesRestart(t *testing.T) {
 		}
 		defer bs.Close()
 		s := &Server{store: bs, log: quietLogger()}
-		if !s.serverExcluded(bad) {
+		s.rb.st, s.rb.log = s.store, s.log
+		if !s.rb.serverExcluded(bad) {
 			t.Fatal("a recorded culprit server is not excluded after a restart")
 		}
 		_, pub2, _ := crypto.GenerateEd25519Key(rand.Reader)
 		honest, _ := peer.IDFromPublicKey(pub2)
-		if s.serverExcluded(honest) {
+		if s.rb.serverExcluded(honest) {
 			t.Fatal("an unrecorded server is excluded")
 		}
 	})

@@ -247,6 +247,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	s.cert.certs, s.cert.top, s.cert.poke = certs, top, make(chan struct{}, 1)
 	s.catch.poke = make(chan struct{}, 1)
+	s.rb.st, s.rb.log = st, log
 	s.ref.dir, s.ref.log = cfg.DataDir, log
 	s.keys.st, s.keys.log = st, log
 	s.loadStrikes()

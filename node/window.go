@@ -299,7 +299,7 @@ func (s *Server) groupPeer(p peer.ID) bool {
 	if p == s.h.ID() || s.certPeer(p) {
 		return true
 	}
-	if s.roster.get(p) == nil || s.serverExcluded(p) {
+	if s.roster.get(p) == nil || s.rb.serverExcluded(p) {
 		return false
 	}
 	return s.who.check(s.h.ID(), p, s.lastNumber(), false) == nil
@@ -310,7 +310,7 @@ func (s *Server) groupPeer(p peer.ID) bool {
 // number) or of the one before it, or the founders while those are the
 // group (no certificate, or only number 1's).
 func (s *Server) certPeer(p peer.ID) bool {
-	if s.serverExcluded(p) {
+	if s.rb.serverExcluded(p) {
 		return false
 	}
 	top := s.cert.certTop()
@@ -460,13 +460,13 @@ const _ = uint(wire.MaxGapCerts - (WindowLookback - 1))
 
 // gapFor is the Gap of a Prepare of number whose previous certificate is
 // prev, from the certificates kept here.
-func (s *Server) gapFor(number uint64, prev *wire.Cert) ([]wire.Cert, error) {
+func (cs *certState) gapFor(number uint64, prev *wire.Cert) ([]wire.Cert, error) {
 	if prev.Kind != wire.CertTimeout {
 		return nil, nil
 	}
 	var out []wire.Cert
 	for n := number - 2; n >= 1 && n+WindowLookback >= number; n-- {
-		c, ok := s.cert.certOf(n)
+		c, ok := cs.certOf(n)
 		if !ok {
 			return nil, fmt.Errorf("node: no certificate of epoch %d here for the gap of %d", n, number)
 		}

@@ -404,7 +404,7 @@ func TestServerSlotsHeld(t *testing.T) {
 			t.Errorf("the roster identities' slots held %v after their last ask (%d still), want within %v", time.Since(start).Round(100*time.Millisecond), sr.held.Load(), bound)
 		}
 		t.Logf("64 roster identities of 16 /24s held %d server window slots; the certified chain's server served (%d bytes); their holds ended %v after their last ask", held, len(rep), time.Since(start).Round(100*time.Millisecond))
-		s.rb.loaded.Do(s.loadBlamed)
+		s.rb.loaded.Do(s.rb.loadBlamed)
 		s.rb.smu.Lock()
 		if s.rb.servers == nil {
 			s.rb.servers = map[peer.ID]bool{}
@@ -584,7 +584,7 @@ func wouldServeQuestion(asked, member *Server, params wire.Params) (wire.Prepare
 	if !in(asked.ID()) || !in(member.ID()) {
 		return wire.Prepare{}, false
 	}
-	gap, err := member.gapFor(n, prev)
+	gap, err := member.cert.gapFor(n, prev)
 	if err != nil {
 		return wire.Prepare{}, false
 	}
