@@ -32,7 +32,15 @@
 //     internal/proto and transport; they go when the server moves.
 //
 // Server:
-//   - server.go: Server, its configuration and life cycle.
+//   - server.go: Server, its configuration and life cycle. Server.mu
+//     guards the epochs and rounds; the components below own their state
+//     and lock, and their methods take no s.mu: the certificates
+//     (certState, certs.go), the catch-up's memory (catchState,
+//     catchup.go), the long-term key records (keyState, ltexclude.go), the
+//     evidence log (refusalState, refusals.go and chargelog.go), the
+//     culprit servers (roundBlameState.servers, roundblame_after.go), who
+//     may serve (whoState, eligible.go) and the reply slots (indexSlots,
+//     windowSlots, pollGate).
 //   - checks.go: the check of a batch's client signatures (§5.1, §5.2);
 //     the view of an epoch and the checks both sides run on it are
 //     internal/proto's checks.go.
