@@ -333,7 +333,7 @@ func runSwarm(t *testing.T, sd swarmSeed) {
 	for i := range m {
 		cfg := ServerConfig{DataDir: dirs[i], Founders: founders, Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: append([]string(nil), peers...),
 			Nick: fmt.Sprintf("s%d", i), MinServers: DefaultMinServers, MinClients: 2, NoLAN: true, Params: w.p,
-			Logger: anonLogger().With("srv", fmt.Sprintf("s%d", i)), Network: w.net}
+			Logger: anonLogger().With("seed", seed, "srv", fmt.Sprintf("s%d", i)), Network: w.net}
 		s, err := NewServer(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -354,7 +354,7 @@ func runSwarm(t *testing.T, sd swarmSeed) {
 		w.startHostile(hostileAhead)
 	}
 	for i := range n {
-		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: peers[i%m], Logger: anonLogger().With("cli", fmt.Sprintf("c%d", i)), Network: w.net,
+		c, err := NewClient(ctx, ClientConfig{MinAnonymity: 1, Now: true, Server: peers[i%m], Logger: anonLogger().With("seed", seed, "cli", fmt.Sprintf("c%d", i)), Network: w.net,
 			Progress: &w.progress})
 		if err != nil {
 			t.Fatal(err)
