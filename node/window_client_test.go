@@ -260,28 +260,10 @@ func TestWindowAsksPreviousChain(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		var hosts []transport.Host
-		for i := range 4 {
-			var listen []string
-			if i < 3 {
-				listen = []string{"/ip4/127.0.0.1/tcp/0"}
-			}
-			h, err := newHost(t, nil, listen)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer h.Close()
-			hosts = append(hosts, h)
-		}
-		entry := func(h transport.Host) wire.GroupEntry {
-			var addrs [][]byte
-			for _, a := range h.Addrs() {
-				addrs = append(addrs, a.Bytes())
-			}
-			return wire.GroupEntry{PeerID: []byte(h.ID()), Nick: []byte("s"), Addrs: addrs}
-		}
-		prev := &wire.Descriptor{Number: 4, Params: testParams(4).Wire(), Group: []wire.GroupEntry{entry(hosts[1]), entry(hosts[2])}}
-		d := &wire.Descriptor{Number: 5, Params: testParams(4).Wire(), Group: []wire.GroupEntry{entry(hosts[0]), entry(hosts[1])},
+		hosts := windowHosts(t, 4, 3)
+		defer closeHosts(hosts)
+		prev := &wire.Descriptor{Number: 4, Params: testParams(4).Wire(), Group: []wire.GroupEntry{hostEntry(hosts[1]), hostEntry(hosts[2])}}
+		d := &wire.Descriptor{Number: 5, Params: testParams(4).Wire(), Group: []wire.GroupEntry{hostEntry(hosts[0]), hostEntry(hosts[1])},
 			Previous: wire.Cert{Kind: wire.CertFinal, Number: 4, Epoch: epochID(prev)}}
 		reply := (&wire.Window{Items: []wire.WindowItem{{Number: 4, Epoch: epochID(prev), Group: groupBytes(prev)}}}).Marshal()
 		var mu sync.Mutex
@@ -339,28 +321,10 @@ func TestWindowFetchNotStalled(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		var hosts []transport.Host
-		for i := range 3 {
-			var listen []string
-			if i < 2 {
-				listen = []string{"/ip4/127.0.0.1/tcp/0"}
-			}
-			h, err := newHost(t, nil, listen)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer h.Close()
-			hosts = append(hosts, h)
-		}
-		entry := func(h transport.Host) wire.GroupEntry {
-			var addrs [][]byte
-			for _, a := range h.Addrs() {
-				addrs = append(addrs, a.Bytes())
-			}
-			return wire.GroupEntry{PeerID: []byte(h.ID()), Nick: []byte("s"), Addrs: addrs}
-		}
-		prev := &wire.Descriptor{Number: 4, Params: testParams(4).Wire(), Group: []wire.GroupEntry{entry(hosts[0]), entry(hosts[1])}}
-		d := &wire.Descriptor{Number: 5, Params: testParams(4).Wire(), Group: []wire.GroupEntry{entry(hosts[0]), entry(hosts[1])},
+		hosts := windowHosts(t, 3, 2)
+		defer closeHosts(hosts)
+		prev := &wire.Descriptor{Number: 4, Params: testParams(4).Wire(), Group: []wire.GroupEntry{hostEntry(hosts[0]), hostEntry(hosts[1])}}
+		d := &wire.Descriptor{Number: 5, Params: testParams(4).Wire(), Group: []wire.GroupEntry{hostEntry(hosts[0]), hostEntry(hosts[1])},
 			Previous: wire.Cert{Kind: wire.CertFinal, Number: 4, Epoch: epochID(prev)}}
 		reply := (&wire.Window{Items: []wire.WindowItem{{Number: 4, Epoch: epochID(prev), Group: groupBytes(prev)}}}).Marshal()
 		var stalled atomic.Bool
@@ -439,4 +403,39 @@ func TestWindowAtClientCap(t *testing.T) {
 			t.Fatalf("%d of %d clients sat an epoch out for want of the decoy window", sat, n)
 		}
 	})
+}
+
+// windowHosts starts n hosts in the test's network, the first listening
+// ones listening (the stand-in servers; the rest dial out only).
+func windowHosts(t *testing.T, n, listening int) []transport.Host {
+	t.Helper()
+	var hosts []transport.Host
+	for i := range n {
+		var listen []string
+		if i < listening {
+			listen = []string{"/ip4/127.0.0.1/tcp/0"}
+		}
+		h, err := newHost(t, nil, listen)
+		if err != nil {
+			closeHosts(hosts)
+			t.Fatal(err)
+		}
+		hosts = append(hosts, h)
+	}
+	return hosts
+}
+
+func closeHosts(hosts []transport.Host) {
+	for _, h := range hosts {
+		h.Close()
+	}
+}
+
+// hostEntry is h as a descriptor's group entry.
+func hostEntry(h transport.Host) wire.GroupEntry {
+	var addrs [][]byte
+	for _, a := range h.Addrs() {
+		addrs = append(addrs, a.Bytes())
+	}
+	return wire.GroupEntry{PeerID: []byte(h.ID()), Nick: []byte("s"), Addrs: addrs}
 }
