@@ -80,6 +80,9 @@
 //   - lack.go: a missing input batch, fetched from the predecessor or
 //     relayed by the chain, or claimed: its void is the signer's if
 //     nobody got it, else the claimant's (§5.2 v3).
+//   - relay.go: the noted server's side of a relayed batch: the note, its
+//     bounds, the fetch from the signer, when a noted batch counts as
+//     missing (§5.2 v3).
 //   - pubfetch.go: a publication the last server left a chain server
 //     without, fetched from one that holds it (§3).
 //   - publish.go: publication, request lists proposed and signed (§5.3).
