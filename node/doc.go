@@ -90,9 +90,11 @@
 //     state and one event returning their effects; the drivers above do the I/O.
 //   - closing.go: the closing record of an epoch, signed by every chain
 //     server and logged in the index log (§5.2, §7 v3).
-//   - window.go: each epoch's decoy pool, the window a leader pins and
-//     every member holds before it answers, and the gap of certificates
-//     that carries the window's walk past a timeout (§6.3 v3).
+//   - window.go: each epoch's decoy pool, the window's items a server
+//     keeps, and the walk it serves for a number (§6.3 v3).
+//   - window_prepare.go: the window a leader pins and every member checks
+//     and holds before it signs, and the gap of certificates that carries
+//     the window's walk past a timeout (§6.3 v3).
 //   - pirserve.go: PIR serving: padded answers and their combination (§6).
 //   - chunkstore.go, chunkstore_demand.go, store_open.go: the server's chunk
 //     store, with the rounds' pairs and the epochs' closing records.
