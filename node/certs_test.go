@@ -80,10 +80,7 @@ func finalCertBy(t *testing.T, chain []certKey, signers []certKey, n uint64) *wi
 func TestCertForged(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
-		s, err := NewServer(context.Background(), ServerConfig{Network: testNet(t), DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := loneServer(t)
 		defer s.Close()
 		keys := newCertKeys(t, 3) // known: in the roster
 		for _, k := range keys {
@@ -268,10 +265,7 @@ func sortKeys(ks []certKey) {
 func TestTimeoutVotes(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
-		s, err := NewServer(context.Background(), ServerConfig{Network: testNet(t), DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := loneServer(t)
 		defer s.Close()
 		keys := newCertKeys(t, 5)
 		for _, k := range keys {
@@ -348,4 +342,15 @@ func sortChainBytes(ch [][]byte) {
 	for i := range ids {
 		ch[i] = []byte(ids[i])
 	}
+}
+
+// loneServer starts one server in the test's network with no peers (a
+// chain of two at the least), for tests that feed it messages by hand.
+func loneServer(t *testing.T) *Server {
+	t.Helper()
+	s, err := NewServer(context.Background(), ServerConfig{Network: testNet(t), DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

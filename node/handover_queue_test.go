@@ -5,9 +5,10 @@ package node
 import (
 	"bytes"
 	"context"
-	"github.com/riffle-net/riffle/internal/wait"
 	"testing"
 	"time"
+
+	"github.com/riffle-net/riffle/internal/wait"
 )
 
 // TestHandoverCarriesQueue (issue 26, §5.4 v3): the onions a client hands

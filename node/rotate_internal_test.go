@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -17,10 +16,7 @@ import (
 func TestPrepareFromNumbersLeader(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
-		s, err := NewServer(context.Background(), ServerConfig{Network: testNet(t), DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := loneServer(t)
 		defer s.Close()
 		a := newPeerID(t)
 		s.roster.saw(a, "a", nil)
