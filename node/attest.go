@@ -21,8 +21,8 @@ import (
 // is due a round limit (its wait for the onions) and a hop after that,
 // and each later part a hop
 // after the part before it came here (partCame), or after that part's
-// own due if it never came; after its batch came here, or bodyWait after
-// the note, if its server said it lacks that batch (lack.go). A hop is a
+// own due if it never came; after its batch came here, or after the
+// body's due (bodyDue), if its server said it lacks that batch (lack.go). A hop is a
 // server's whole wait for its input (lackWindow) and its processing. When S_0's part opened q here, it came
 // at the opening (roots.go): its successor's part is due a hop after the
 // opening. Call with s.mu held.
@@ -94,8 +94,8 @@ func (e *sepoch) partCame(q uint32, j int) (time.Time, bool) {
 // due passed before the round stopped, or if its server itself said it
 // lacks its input (lack.go) and this server does not lack that input too.
 // A batch whose receiver noted that it lacks it (lack.go) counts as held
-// only if its body came here within bodyWait of the note, and missing
-// from then. Nothing is attested of a round not open here (a root alone
+// only if its body came here by its due (bodyDue), and missing from
+// then. Nothing is attested of a round not open here (a root alone
 // opens nothing). The first one signed is the answer ever
 // after: it speaks of times before it, and two of one signer would be its
 // equivocation. nil when not due or unsigned. Call with s.mu held.
@@ -132,7 +132,7 @@ func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 				_, held = e.roots[rootKey{q, uint16(j + 1)}]
 				// A batch whose receiver said it lacks it is held
 				// only with its body (lack.go): from the note, the
-				// signer had bodyWait to hand it over here.
+				// signer had until bodyDue to hand it over here.
 				if at, miss := e.bodyMissing(q, j); held && miss {
 					held, dueJ = false, at
 				}

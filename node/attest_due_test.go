@@ -45,8 +45,8 @@ func TestAbsenceDueOpenedByFirstPart(t *testing.T) {
 // TestAbsenceDueRelayNote: S_1 noted this server (S_2 of three) that it
 // lacks S_0's batch (lack.go). S_1's part is then due a hop after the
 // batch came here, or a hop after the body's due if it never came (a
-// fetch before S_1's lack window closes, or bodyWait after a note later
-// than that: bodyDue), and S_0's batch counts as missing from the body's
+// fetch before S_1's lack window closes, counted from the root or from a
+// fetch before the note if later: bodyDue), and S_0's batch counts as missing from the body's
 // due unless it came by then or S_1 passed the round on; a copy that came
 // later still counts as missing, and S_1's claim is then backed here
 // (lacksToo).
@@ -80,9 +80,12 @@ func TestAbsenceDueRelayNote(t *testing.T) {
 	if at, miss := e.bodyMissing(5, 0); !miss || !at.Equal(body) || !e.lacksToo(5, 0) {
 		t.Fatalf("S_0's batch: missing %v from %v after the note, want from %v", miss, at.Sub(n.at), body.Sub(n.at))
 	}
-	late := &relayNote{at: open.Add(hop - fetchGrace(e)/2)}
-	if due := e.bodyDue(5, 0, late); !due.Equal(late.at.Add(wait)) {
-		t.Fatalf("a late note's body due %v after it, want bodyWait", due.Sub(late.at))
+	// The latest note taken (noteLast after the root) leaves the signer
+	// two fetches; a fetch, before, framed a thin signer
+	// (TestLateNoteFramesThinSigner).
+	late := &relayNote{at: open.Add(noteLast(e))}
+	if due := e.bodyDue(5, 0, late); !due.Equal(late.at.Add(2 * wait)) {
+		t.Fatalf("a late note's body due %v after it, want two bodyWaits", due.Sub(late.at))
 	}
 	n.body, n.bodyAt = []byte{1}, n.at.Add(wait/2)
 	if due := e.absenceDue(5); !due[1].Equal(n.bodyAt.Add(hop)) {

@@ -80,6 +80,7 @@ func (*Server) hookServeLate(uint32) time.Duration         { return 0 }
 func (*Server) hookStallRelay(uint32) bool                 { return false }
 func (*Server) hookRootTo(uint32, peer.ID, bool) bool      { return true }
 func (*Server) hookDropIn(uint32) bool                     { return false }
+func (*Server) hookNoteLate(uint32) time.Duration          { return 0 }
 func (*Server) hookProbe(*sepoch, uint32, int)             {}
 func (*Server) hookRefuseEvidence(wire.Type) bool          { return false }
 func (*Server) hookLiar() bool                             { return false }

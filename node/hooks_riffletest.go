@@ -93,6 +93,10 @@ type serverHooks struct {
 	// however it comes (sent, fetched or relayed): a receiver that
 	// claims a lack it does not have.
 	dropIn func(r uint32) bool
+	// noteLate may make this server hold its relay notes of its input
+	// batch of round r back that long after its hop wait (a receiver
+	// that notes late, relay.go).
+	noteLate func(r uint32) time.Duration
 	// rootTo may make this server keep its signed root of round r from
 	// chain server p, which receiver says is the batch's receiver
 	// (false: not announced to p).
@@ -382,6 +386,13 @@ func (s *Server) hookLateOut(r uint32) time.Duration {
 func (s *Server) hookServeLate(r uint32) time.Duration {
 	if h := s.hooks.Load(); h != nil && h.serveLate != nil {
 		return h.serveLate(r)
+	}
+	return 0
+}
+
+func (s *Server) hookNoteLate(r uint32) time.Duration {
+	if h := s.hooks.Load(); h != nil && h.noteLate != nil {
+		return h.noteLate(r)
 	}
 	return 0
 }

@@ -26,8 +26,8 @@ import (
 // predecessor that withholds the batch from s alone no longer makes s
 // late. For the dues (attest.go), a noted server counts s's part from
 // when the batch came to it, or, if the signer never gave it the batch,
-// attests the signer's part missing once bodyWait has passed since the
-// note: the void of a batch that nobody got is the signer's, never its
+// attests the signer's part missing once the body's due has passed
+// (bodyDue, relay.go): the void of a batch that nobody got is the signer's, never its
 // honest receiver's. Only the root goes to every server on the normal
 // path; the batch goes to the others only once its receiver said it
 // lacks it (one batch of upload per server and round, not m).
@@ -35,8 +35,8 @@ import (
 // If the batch is still missing when the lack window closes, s passes on
 // nothing for r (never the entries it has: that would show the next
 // server which position is missing) and tells every chain server that it
-// lacks the batch; S_0 has the round signed void once the noted servers
-// have had bodyWait to fetch it, and the void is charged to the first
+// lacks the batch; S_0 has the round signed void once the noted servers'
+// fetches are due, and the void is charged to the first
 // part that more than half of the others attest they lacked: the signer's
 // if they could not get the batch either, else s's own (charges.go). One
 // void an epoch, as for a missing publication (void.go): a second ends
@@ -247,6 +247,11 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 		relayed := make(chan struct{})
 		go func() {
 			defer close(relayed)
+			if d := s.hookNoteLate(r); d > 0 {
+				wctx, cancel := context.WithTimeout(rctx, d)
+				<-wctx.Done()
+				cancel()
+			}
 			s.askRelay(rctx, e, r, q, settled)
 		}()
 		defer func() {
@@ -461,6 +466,15 @@ func (s *Server) onLack(from peer.ID, body []byte) (wire.Type, []byte, error) {
 			var until time.Time
 			if due := e.absenceDue(q.Round); int(q.S) < len(due) {
 				until = due[q.S].Add(bodyWait(e))
+			}
+			// Nor before the latest a noted server's body is due,
+			// for a note taken there (noteLast, bodyDue), as this
+			// server saw the batch's root: before it, a server whose
+			// fetch was still running would back neither part.
+			if came, ok := e.partCame(q.Round, int(q.S)-1); ok {
+				if last := came.Add(noteLast(e) + lackWindow(e) - 2*fetchGrace(e) + bodyWait(e)); last.After(until) {
+					until = last
+				}
 			}
 			s.mu.Unlock()
 			if d := time.Until(until); d > 0 {

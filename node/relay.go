@@ -43,32 +43,46 @@ const notesHeld = mixDepth
 const batchServes = pubServes
 
 // bodyWait is how long a noted server may take to get the batch from its
-// signer before it counts the batch missing (attest.go), at the least
+// signer before it counts the batch missing (attest.go), at the least:
+// S_0's wait on a lack claim (onLack). A note's own body has two of them
 // (bodyDue).
 func bodyWait(e *sepoch) time.Duration { return fetchGrace(e) }
 
+// noteLast is how long after the batch's root came here (partCame) an
+// honest receiver's first note may come: the root may reach the receiver
+// a forward later (forwardRoot, a fetch after the root came at the
+// forwarder), the receiver notes a fetch after its root, and half a fetch
+// is the slack for the root's, the forward's and the note's delays. A
+// receiver whose round opened after its root came there counts the root
+// as come a round limit later (partCame) and notes past this and past the
+// signer's copy alike (noteRefused). A later note is refused: its claim
+// of the lack is its own (attest.go). Taken, a note that late left the
+// signer a fetch for the m − 2 copies its receiver's notes ask of it at
+// once, and a thin signer was charged (TestLateNoteFramesThinSigner).
+func noteLast(e *sepoch) time.Duration { return 2*fetchGrace(e) + fetchGrace(e)/2 }
+
 // bodyDue is when round q's batch j, noted by its receiver (n), counts as
-// missing here if it has not come: bodyWait after the note, or, if later,
-// a fetch (fetchGrace) before the receiver's lack window closes, as seen
-// from the batch's root here (partCame), whichever is later. A copy that
-// came by then the receiver, asking every holder in turn, could still
-// take within its window, so the void is its own if it claims; the signer
-// has all that time for the copies its receiver's notes ask of it (m − 2
-// at once). With bodyWait alone, a receiver that noted every server made
-// a signer whose link carries a copy in more than bodyWait charged
-// (TestThinSignerNotFramed). Call with s.mu held.
+// missing here if it has not come: a fetch (fetchGrace) before the
+// receiver's lack window closes, that window counted from the batch's
+// root here (partCame) or, if later, from a fetch before the note (an
+// honest receiver notes a fetch after its window opens). A copy that came
+// by then the receiver, asking every holder in turn, could still take
+// within its window, so the void is its own if it claims; the signer has
+// at least two fetches after any note taken (noteLast) for the copies its
+// receiver's notes ask of it (m − 2 at once). With a fetch after the
+// note, a receiver that noted every server made a signer whose link
+// carries a copy in more than a fetch charged (TestThinSignerNotFramed,
+// TestLateNoteFramesThinSigner). Not past the signer's kept copy less a
+// fetch, counted from the root's arrival (noteRefused). Call with s.mu
+// held.
 func (e *sepoch) bodyDue(q uint32, j int, n *relayNote) time.Time {
-	due := n.at.Add(bodyWait(e))
-	if came, ok := e.partCame(q, j); ok {
-		// Not past the signer's kept copy less a fetch, counted from
-		// the root's arrival (noteRefused).
-		w := came.Add(lackWindow(e) - fetchGrace(e))
-		if kept := e.rootAt[rootKey{q, uint16(j + 1)}].Add(keptWindow(e) - fetchGrace(e)); kept.Before(w) {
-			w = kept
-		}
-		if w.After(due) {
-			due = w
-		}
+	start := n.at.Add(-fetchGrace(e))
+	if came, ok := e.partCame(q, j); ok && came.After(start) {
+		start = came
+	}
+	due := start.Add(lackWindow(e) - fetchGrace(e))
+	if kept := e.rootAt[rootKey{q, uint16(j + 1)}].Add(keptWindow(e) - fetchGrace(e)); kept.Before(due) {
+		due = kept
 	}
 	return due
 }
@@ -137,13 +151,15 @@ func (e *sepoch) dropNoted(q uint32, j int) {
 }
 
 // noteRefused says why a relay note of round q's batch j is not taken
-// here, nil if it is (noteLocked). The note must come while the signer
-// still keeps its copy: within keptWindow less two fetches of the root's
-// arrival here, not of when the dues count it come (partCame), which for
-// a root that came before the round opened here is a round limit after
-// the opening, past the copy: the noted server then found no copy and
-// counted the honest signer's batch missing (TestNoteWithinKeptCopy).
-// Call with s.mu held.
+// here, nil if it is (noteLocked). The note must come by noteLast after
+// the root (partCame), when an honest receiver's has come
+// (TestLateNoteFramesThinSigner), and while the signer still keeps its
+// copy with two fetches to spare for the body (bodyDue): within
+// keptWindow less three fetches of the root's arrival here, not of when
+// the dues count it come (partCame), which for a root that came before
+// the round opened here is a round limit after the opening, past the
+// copy: the noted server then found no copy and counted the honest
+// signer's batch missing (TestNoteWithinKeptCopy). Call with s.mu held.
 func (e *sepoch) noteRefused(q uint32, j int) error {
 	if _, open := e.openAt[q]; !open {
 		return fmt.Errorf("node: round %d is not open here", q)
@@ -155,10 +171,10 @@ func (e *sepoch) noteRefused(q uint32, j int) error {
 	if e.passedOn(q, j) {
 		return fmt.Errorf("node: server %d passed round %d on", j+1, q)
 	}
-	if time.Since(came) > lackWindow(e) {
-		return fmt.Errorf("node: batch %d of round %d asked after its lack window", j+1, q)
+	if time.Since(came) > noteLast(e) {
+		return fmt.Errorf("node: batch %d of round %d asked later than its receiver's first note comes", j+1, q)
 	}
-	if time.Since(e.rootAt[rootKey{q, uint16(j + 1)}]) > keptWindow(e)-2*fetchGrace(e) {
+	if time.Since(e.rootAt[rootKey{q, uint16(j + 1)}]) > keptWindow(e)-3*fetchGrace(e) {
 		return fmt.Errorf("node: batch %d of round %d asked past its signer's kept copy", j+1, q)
 	}
 	if k := e.notesRunning(j); k >= notesHeld {
@@ -269,7 +285,7 @@ func (e *sepoch) passedOn(q uint32, j int) bool {
 
 // bodyMissing reports, for round q's batch j whose receiver noted it
 // lacks it here, that this server could not get it from its signer
-// either within bodyWait of the note, and since when that counts (then);
+// either by its due (bodyDue), and since when that counts (then);
 // false without a note, or once the receiver passed the round on. A copy
 // that came later is still relayed, but counts as missing: the receiver
 // may have had to claim the lack before it could get it, and the signer
