@@ -13,6 +13,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -130,7 +131,7 @@ func deadSlotRunVoids(t *testing.T, bn *blameNet, d *deadCase, wantVoid int) {
 	// blamed round: the servers' stored rounds of it hold them.
 	published := 0
 	for r := uint32(0); r < bn.servers[0].cfg.Params.Rounds; r++ {
-		rec, err := bn.servers[2].store.(*boltStore).st.Round(epoch, r)
+		rec, err := bn.servers[2].store.(*chunks.BoltStore).DB().Round(epoch, r)
 		if err == nil {
 			published += len(rec.Published)
 		}

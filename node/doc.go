@@ -96,8 +96,10 @@
 //     and holds before it signs, and the gap of certificates that carries
 //     the window's walk past a timeout (§6.3 v3).
 //   - pirserve.go: PIR serving: padded answers and their combination (§6).
-//   - chunkstore.go, chunkstore_demand.go, store_open.go: the server's chunk
-//     store, with the rounds' pairs and the epochs' closing records.
+//   - internal/chunks (package chunks): the server's chunk store (§7), in
+//     bbolt or in memory, with the rounds' pairs and the epochs' closing
+//     records (its package doc lists its files); chunkstore.go: its names
+//     in node's API (ChunkStore, NewMemStore).
 //   - bufpool.go: recycled round buffers.
 //   - bench.go: in-process benchmark of a whole network (riffle bench).
 //   - snapshot.go: a read-only snapshot of a server, for local views

@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/node/transport/memnet"
 )
@@ -100,13 +101,11 @@ func (s *Server) InPhase(phase string) bool {
 // ForgetChunks drops every chunk of s's in-memory store (a server whose
 // store lacks what the others hold); false if s has another store.
 func (s *Server) ForgetChunks() bool {
-	m, ok := s.store.(*memStore)
+	m, ok := s.store.(*chunks.MemStore)
 	if !ok {
 		return false
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	clear(m.chunks)
+	m.ForgetChunks()
 	return true
 }
 

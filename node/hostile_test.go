@@ -16,6 +16,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/chunks"
 )
 
 // Hostile input straight to the peer-facing handlers: for each, bodies that
@@ -139,10 +140,8 @@ func (f *hostileFixture) state() string {
 				len(x.queries), len(x.pads), len(x.padFrom), len(x.answers), x.pruned)
 		}
 	}
-	ms := s.store.(*memStore)
-	ms.mu.RLock()
-	fmt.Fprintf(&b, "store lists %d chunks %d index %d\n", len(ms.lists), len(ms.chunks), len(ms.index))
-	ms.mu.RUnlock()
+	lists, held, index := s.store.(*chunks.MemStore).Sizes()
+	fmt.Fprintf(&b, "store lists %d chunks %d index %d\n", lists, held, index)
 	return b.String()
 }
 

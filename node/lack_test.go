@@ -13,6 +13,7 @@ import (
 
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/node/internal/chunks"
 )
 
 // lackCase is the round a hook of a lack test fired in, and its epoch.
@@ -128,11 +129,11 @@ func TestLostBatchFetched(t *testing.T) {
 			if v := epochRanOn(t, s, epoch); v != 0 {
 				t.Fatalf("server %d: %d void round(s), want none", i, v)
 			}
-			bs, ok := s.store.(*boltStore)
+			bs, ok := s.store.(*chunks.BoltStore)
 			if !ok {
 				t.Fatal("no bolt store")
 			}
-			if _, err := bs.st.Round(epoch, r); err != nil {
+			if _, err := bs.DB().Round(epoch, r); err != nil {
 				t.Fatalf("server %d: the lost round %d was not published: %v", i, r, err)
 			}
 		}

@@ -55,18 +55,6 @@ type keyRecorder interface {
 	KeysSeen() (map[[32]byte]store.KeySeen, error)
 }
 
-func (b *boltStore) PutKeyExclusion(k [32]byte, x store.KeyExclusion) error {
-	return b.st.PutKeyExclusion(k, x)
-}
-func (b *boltStore) KeyExclusions() (map[[32]byte]store.KeyExclusion, error) {
-	return b.st.KeyExclusions()
-}
-func (b *boltStore) PutKeySeen(k [32]byte, r store.KeySeen) error { return b.st.PutKeySeen(k, r) }
-func (b *boltStore) DeleteKeySeen(k [32]byte) error               { return b.st.DeleteKeySeen(k) }
-func (b *boltStore) KeysSeen() (map[[32]byte]store.KeySeen, error) {
-	return b.st.KeysSeen()
-}
-
 // keysLocked loads the records once. Call with ks.mu held.
 func (ks *keyState) keysLocked() {
 	if ks.loaded {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -31,7 +32,7 @@ func TestKeyStrikeDoubles(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		dir := t.TempDir()
-		bs, err := openStore(dir, store.Options{}, nil)
+		bs, err := chunks.OpenStore(dir, store.Options{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +52,7 @@ func TestKeyStrikeDoubles(t *testing.T) {
 			t.Fatal("a blamed key kept its clean record")
 		}
 		bs.Close()
-		bs, err = openStore(dir, store.Options{}, nil)
+		bs, err = chunks.OpenStore(dir, store.Options{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -558,7 +559,7 @@ func TestBadForwardNeedsFailure(t *testing.T) {
 // logger and randomness: enough for the admission and exclusion rules.
 func storeServer(t testing.TB) *Server {
 	t.Helper()
-	bs, err := openStore(t.TempDir(), store.Options{}, nil)
+	bs, err := chunks.OpenStore(t.TempDir(), store.Options{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/riffle-net/riffle/node/internal/chunks"
 )
 
 // TestRoundListPairsPublished (§6.3 and §7 v3): every round's signed
@@ -52,23 +54,23 @@ func TestRoundListPairsPublished(t *testing.T) {
 		defer mu.Unlock()
 		found := 0
 		for _, s := range tn.servers {
-			bs, ok := s.store.(*boltStore)
+			bs, ok := s.store.(*chunks.BoltStore)
 			if !ok {
 				t.Fatal("no bolt store")
 			}
 			rounds := map[[36]byte]bool{}
 			for k := range asked {
-				rounds[roundKey36(k.epoch, k.r)] = true
+				rounds[chunks.RoundKey36(k.epoch, k.r)] = true
 			}
 			for rk := range rounds {
 				var ep [32]byte
 				copy(ep[:], rk[:32])
 				r := uint32(rk[32])<<24 | uint32(rk[33])<<16 | uint32(rk[34])<<8 | uint32(rk[35])
-				rec, err := bs.st.Round(ep, r)
+				rec, err := bs.DB().Round(ep, r)
 				if err != nil || len(rec.Requests) == 0 {
 					continue // not listed (yet) here, or no requests
 				}
-				ps, err := bs.st.Pairs(ep, r)
+				ps, err := bs.DB().Pairs(ep, r)
 				if err != nil {
 					t.Fatalf("round %d has a list of %d ids and no pairs: %v", r, len(rec.Requests), err)
 				}

@@ -19,6 +19,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/chunks"
 )
 
 // withholder makes the last server of bn's chain read and withhold the
@@ -147,10 +148,10 @@ func TestVoidRoundNotResent(t *testing.T) {
 			}
 			if len(held) > 0 {
 				where := ""
-				if bs, ok := s.store.(*boltStore); ok {
+				if bs, ok := s.store.(*chunks.BoltStore); ok {
 					for _, es := range s.Snapshot().Epochs {
 						for r := uint32(0); r < uint32(es.Rounds); r++ {
-							rec, err := bs.st.Round(es.ID, r)
+							rec, err := bs.DB().Round(es.ID, r)
 							if err != nil {
 								continue
 							}
@@ -226,14 +227,14 @@ func TestVoidRoundGoesOn(t *testing.T) {
 			}
 			// Each withheld chunk is published again in a later round of
 			// the void epoch.
-			bs, ok := s.store.(*boltStore)
+			bs, ok := s.store.(*chunks.BoltStore)
 			if !ok {
 				t.Fatal("no bolt store")
 			}
 			again := map[[32]byte]bool{}
 			hold := rounds[0] + uint32(p.W) + ResendHold
 			for r := rounds[0] + 1; r < p.Rounds; r++ {
-				rec, err := bs.st.Round(epoch, r)
+				rec, err := bs.DB().Round(epoch, r)
 				if err != nil {
 					continue
 				}

@@ -55,9 +55,6 @@ type blameRecorder interface {
 	Blames() ([]store.BlameRecord, error)
 }
 
-func (b *boltStore) PutBlame(rec store.BlameRecord) error { return b.st.PutBlame(rec) }
-func (b *boltStore) Blames() ([]store.BlameRecord, error) { return b.st.Blames() }
-
 // blameRecords returns the blame records kept here (tests, operators).
 func (rb *roundBlameState) blameRecords() ([]store.BlameRecord, error) {
 	br, ok := rb.st.(blameRecorder)
@@ -210,13 +207,6 @@ func (s *Server) dropLowestStrike() {
 type clientStriker interface {
 	PutClientStrike(string, store.ClientStrike) (store.ClientStrike, error)
 	ClientStrikes() (map[string]store.ClientStrike, error)
-}
-
-func (b *boltStore) PutClientStrike(k string, x store.ClientStrike) (store.ClientStrike, error) {
-	return b.st.PutClientStrike(k, x)
-}
-func (b *boltStore) ClientStrikes() (map[string]store.ClientStrike, error) {
-	return b.st.ClientStrikes()
 }
 
 // saveStrikes writes strike records to the store, without s.mu (the store

@@ -7,6 +7,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -48,7 +49,7 @@ func TestBlamedServerSurvivesRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bs, err := openStore(dir, store.Options{}, nil)
+		bs, err := chunks.OpenStore(dir, store.Options{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +57,7 @@ func TestBlamedServerSurvivesRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		bs.Close()
-		bs, err = openStore(dir, store.Options{}, nil)
+		bs, err = chunks.OpenStore(dir, store.Options{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
 )
@@ -223,7 +224,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if st == nil {
 		opts := cfg.StoreOptions
 		opts.IndexRetention = time.Duration(cfg.Params.IndexHours) * time.Hour
-		bs, err := openStore(cfg.DataDir, opts, log)
+		bs, err := chunks.OpenStore(cfg.DataDir, opts, log)
 		if err != nil {
 			return nil, err
 		}

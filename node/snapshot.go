@@ -3,6 +3,8 @@ package node
 import (
 	"sort"
 	"time"
+
+	"github.com/riffle-net/riffle/node/internal/chunks"
 )
 
 // Snapshots and job handles for local views of a running client or server
@@ -68,8 +70,8 @@ func (s *Server) Snapshot() ServerSnapshot {
 	for _, p := range s.chain() {
 		out.Chain = append(out.Chain, p.String())
 	}
-	if bs, ok := s.store.(*boltStore); ok {
-		out.StoreBytes = bs.st.Usage()
+	if bs, ok := s.store.(*chunks.BoltStore); ok {
+		out.StoreBytes = bs.DB().Usage()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

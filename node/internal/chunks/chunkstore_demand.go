@@ -1,4 +1,4 @@
-package node
+package chunks
 
 import (
 	"fmt"
@@ -9,24 +9,24 @@ import (
 // The public demand of rounds and the closing records of epochs in the
 // in-memory store (store/demand.go is the bbolt one).
 
-func roundKey36(epoch [32]byte, round uint32) [36]byte {
+func RoundKey36(epoch [32]byte, round uint32) [36]byte {
 	var k [36]byte
 	copy(k[:], epoch[:])
 	k[32], k[33], k[34], k[35] = byte(round>>24), byte(round>>16), byte(round>>8), byte(round)
 	return k
 }
 
-func (m *memStore) PutPairs(epoch [32]byte, round uint32, ps []store.Pair) error {
+func (m *MemStore) PutPairs(epoch [32]byte, round uint32, ps []store.Pair) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.pairs == nil {
 		m.pairs = map[[36]byte][]store.Pair{}
 	}
-	m.pairs[roundKey36(epoch, round)] = append([]store.Pair(nil), ps...)
+	m.pairs[RoundKey36(epoch, round)] = append([]store.Pair(nil), ps...)
 	return nil
 }
 
-func (m *memStore) PutClosing(epoch [32]byte, rec []byte) error {
+func (m *MemStore) PutClosing(epoch [32]byte, rec []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closings == nil {
@@ -43,7 +43,7 @@ func (m *memStore) PutClosing(epoch [32]byte, rec []byte) error {
 	return nil
 }
 
-func (m *memStore) Closing(epoch [32]byte) ([]byte, error) {
+func (m *MemStore) Closing(epoch [32]byte) ([]byte, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	rec, ok := m.closings[epoch]
@@ -53,15 +53,15 @@ func (m *memStore) Closing(epoch [32]byte) ([]byte, error) {
 	return append([]byte(nil), rec...), nil
 }
 
-func (b *boltStore) PutPairs(epoch [32]byte, round uint32, ps []store.Pair) error {
+func (b *BoltStore) PutPairs(epoch [32]byte, round uint32, ps []store.Pair) error {
 	return b.st.PutPairs(epoch, round, ps)
 }
 
-func (b *boltStore) PutClosing(epoch [32]byte, rec []byte) error { return b.st.PutClosing(epoch, rec) }
+func (b *BoltStore) PutClosing(epoch [32]byte, rec []byte) error { return b.st.PutClosing(epoch, rec) }
 
-func (b *boltStore) Closing(epoch [32]byte) ([]byte, error) { return b.st.Closing(epoch) }
+func (b *BoltStore) Closing(epoch [32]byte) ([]byte, error) { return b.st.Closing(epoch) }
 
-func (m *memStore) PutWindowItem(number uint64, epoch [32]byte, item []byte) error {
+func (m *MemStore) PutWindowItem(number uint64, epoch [32]byte, item []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.window == nil {
@@ -71,7 +71,7 @@ func (m *memStore) PutWindowItem(number uint64, epoch [32]byte, item []byte) err
 	return nil
 }
 
-func (m *memStore) WindowItem(_ uint64, epoch [32]byte) ([]byte, error) {
+func (m *MemStore) WindowItem(_ uint64, epoch [32]byte) ([]byte, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	b, ok := m.window[epoch]
@@ -81,21 +81,21 @@ func (m *memStore) WindowItem(_ uint64, epoch [32]byte) ([]byte, error) {
 	return append([]byte(nil), b...), nil
 }
 
-func (b *boltStore) PutWindowItem(number uint64, epoch [32]byte, item []byte) error {
+func (b *BoltStore) PutWindowItem(number uint64, epoch [32]byte, item []byte) error {
 	return b.st.PutWindowItem(number, epoch, item)
 }
 
-func (b *boltStore) WindowItem(number uint64, epoch [32]byte) ([]byte, error) {
+func (b *BoltStore) WindowItem(number uint64, epoch [32]byte) ([]byte, error) {
 	return b.st.WindowItem(number, epoch)
 }
 
-func (m *memStore) PutList(epoch [32]byte, round uint32, list []byte) error {
+func (m *MemStore) PutList(epoch [32]byte, round uint32, list []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.finals == nil {
 		m.finals = map[[36]byte][]byte{}
 	}
-	k := roundKey36(epoch, round)
+	k := RoundKey36(epoch, round)
 	if old, ok := m.finals[k]; ok {
 		if string(old) != string(list) {
 			return fmt.Errorf("%w: another list of round %d", store.ErrConflict, round)
@@ -106,23 +106,23 @@ func (m *memStore) PutList(epoch [32]byte, round uint32, list []byte) error {
 	return nil
 }
 
-func (m *memStore) List(epoch [32]byte, round uint32) ([]byte, error) {
+func (m *MemStore) List(epoch [32]byte, round uint32) ([]byte, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	b, ok := m.finals[roundKey36(epoch, round)]
+	b, ok := m.finals[RoundKey36(epoch, round)]
 	if !ok {
 		return nil, store.ErrNotFound
 	}
 	return append([]byte(nil), b...), nil
 }
 
-func (m *memStore) CatchupCursor(peer []byte) (uint64, error) {
+func (m *MemStore) CatchupCursor(peer []byte) (uint64, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return m.cursors[string(peer)], nil
 }
 
-func (m *memStore) PutCatchupCursor(peer []byte, n uint64) error {
+func (m *MemStore) PutCatchupCursor(peer []byte, n uint64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.cursors == nil {
@@ -132,16 +132,16 @@ func (m *memStore) PutCatchupCursor(peer []byte, n uint64) error {
 	return nil
 }
 
-func (b *boltStore) PutList(epoch [32]byte, round uint32, list []byte) error {
+func (b *BoltStore) PutList(epoch [32]byte, round uint32, list []byte) error {
 	return b.st.PutList(epoch, round, list)
 }
 
-func (b *boltStore) List(epoch [32]byte, round uint32) ([]byte, error) {
+func (b *BoltStore) List(epoch [32]byte, round uint32) ([]byte, error) {
 	return b.st.List(epoch, round)
 }
 
-func (b *boltStore) CatchupCursor(peer []byte) (uint64, error) { return b.st.CatchupCursor(peer) }
+func (b *BoltStore) CatchupCursor(peer []byte) (uint64, error) { return b.st.CatchupCursor(peer) }
 
-func (b *boltStore) PutCatchupCursor(peer []byte, n uint64) error {
+func (b *BoltStore) PutCatchupCursor(peer []byte, n uint64) error {
 	return b.st.PutCatchupCursor(peer, n)
 }
