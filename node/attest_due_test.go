@@ -183,3 +183,43 @@ func TestNotesHeldPerReceiver(t *testing.T) {
 		}
 	})
 }
+
+// TestNoteReleasedAtFetchEnd (issue 25, the batch relay): S_1 (of three)
+// has relay notes of S_0's batch running here for two rounds, each fetch
+// held unanswered by S_0 (no body, not done). A third round's note is
+// refused while they run, and taken once their fetches' own end
+// (relayEnd) has passed. Before, a fetch that its signer held open counted
+// until the call's keptWindow timeout let it go, and here, never done, for
+// good.
+func TestNoteReleasedAtFetchEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit = 2 * time.Second
+		desc := wire.Descriptor{Params: wire.Params{Rounds: 8, RoundLimitMs: uint32(limit / time.Millisecond)}}
+		v := &view{Desc: &desc, ID: [32]byte{7}, Chain: []peer.ID{"a", "b", "c"}}
+		e := &sepoch{v: v, final: v, pos: 2}
+		e.rounds = map[uint32]*sround{}
+		s := &Server{changed: make(chan struct{})}
+		for q := uint32(5); q <= 6; q++ {
+			if !s.noteRoot(e, &wire.Root{Epoch: v.ID, Round: q, S: 1, Root: [32]byte{byte(q)}}) {
+				t.Fatal("root refused")
+			}
+			e.round(q).notes = map[int]*relayNote{0: {at: time.Now()}}
+		}
+		end := e.relayEnd(5, 0, e.rounds[5].notes[0])
+		// Round 7's root comes later, so that its note is in time when
+		// the others' fetches end.
+		time.Sleep(2 * fetchGrace(e))
+		if !s.noteRoot(e, &wire.Root{Epoch: v.ID, Round: 7, S: 1, Root: [32]byte{7}}) {
+			t.Fatal("root refused")
+		}
+		if err := e.noteRefused(7, 0); err == nil {
+			t.Fatalf("a third note of one receiver taken with %d fetches running", notesHeld)
+		}
+		time.Sleep(time.Until(end) + time.Millisecond)
+		err := e.noteRefused(7, 0)
+		t.Logf("the two fetches ended %v after their notes; a third note then: %v", end.Sub(e.rounds[5].notes[0].at), err)
+		if err != nil {
+			t.Errorf("the third note once the two fetches' end passed: %v", err)
+		}
+	})
+}

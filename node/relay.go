@@ -30,7 +30,9 @@ type relayNote struct {
 // notesHeld bounds the relays of one position's batch (one receiver's
 // notes) running here at once, over the rounds: a note counts until its
 // round was passed on, made void or ended here, and the body it fetched
-// is dropped then (a receiver that passed the round on had its input).
+// is dropped then (a receiver that passed the round on had its input);
+// one that holds no body counts until its fetch's own end (relayEnd),
+// not until a signer that holds the fetch unanswered lets it go.
 // A receiver noting every round without a lack made every server fetch
 // and hold an extra n·b a round until the round was pruned, 8 rounds on
 // (TestRelayNotesBounded). Two: the rounds a receiver may wait on at once
@@ -87,6 +89,16 @@ func (e *sepoch) bodyDue(q uint32, j int, n *relayNote) time.Time {
 	return due
 }
 
+// relayEnd is when the fetch for a note (n) of round q's batch j ends
+// here: a fetch after the body's due, when the receiver's lack window
+// closes as bodyDue counts it; a copy got later is of no use to it, which
+// has claimed the lack or passed the round on. A fetch held open by its
+// signer up to keptWindow held a note of notesHeld that long. Call with
+// s.mu held.
+func (e *sepoch) relayEnd(q uint32, j int, n *relayNote) time.Time {
+	return e.bodyDue(q, j, n).Add(fetchGrace(e))
+}
+
 func (x *sround) dropRelays() {
 	x.kept, x.notes, x.keptServed = nil, nil, nil
 }
@@ -133,7 +145,7 @@ func (e *sepoch) notesRunning(j int) int {
 			n.body = nil
 			continue
 		}
-		if !n.done || n.body != nil {
+		if n.body != nil || (!n.done && time.Now().Before(e.relayEnd(q, j, n))) {
 			k++
 		}
 	}
@@ -184,8 +196,8 @@ func (e *sepoch) noteRefused(q uint32, j int) error {
 }
 
 // relayFetch asks the signer of round q's batch j for it until its due
-// (bodyDue; a transfer begun may end later) and keeps the first copy
-// that checks (takeRelay).
+// (bodyDue; a transfer begun may end later, up to relayEnd) and keeps the
+// first copy that checks (takeRelay).
 func (s *Server) relayFetch(e *sepoch, q uint32, j int, n *relayNote) {
 	defer func() {
 		s.mu.Lock()
@@ -196,12 +208,12 @@ func (s *Server) relayFetch(e *sepoch, q uint32, j int, n *relayNote) {
 	signer := v.Chain[j]
 	ref := (&wire.BatchRef{Epoch: v.ID, Round: q, S: uint16(j + 1)}).Marshal()
 	s.mu.Lock()
-	stop := e.bodyDue(q, j, n)
+	stop, end := e.bodyDue(q, j, n), e.relayEnd(q, j, n)
 	s.mu.Unlock()
 	gone := func() bool { return !n.bodyAt.IsZero() || e.ended || e.admit(q) != nil || e.round(q).void }
 	for time.Now().Before(stop) && s.ctx.Err() == nil {
-		ctx, cancel := context.WithTimeout(s.ctx, keptWindow(e))
-		raw, err := call(ctx, s.h, signer, request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: ref, Timeout: keptWindow(e), Max: wire.BatchCap(v.Lim)})
+		ctx, cancel := context.WithDeadline(s.ctx, end)
+		raw, err := call(ctx, s.h, signer, request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: ref, Timeout: time.Until(end), Max: wire.BatchCap(v.Lim)})
 		cancel()
 		if err == nil {
 			if err = s.takeRelay(e, q, j, n, raw); err == nil {
@@ -212,7 +224,7 @@ func (s *Server) relayFetch(e *sepoch, q uint32, j int, n *relayNote) {
 			// A signer that dropped its batch holds the round's
 			// publication (keepOut): the proof that its receiver
 			// passed the round on.
-			ctx, cancel := context.WithTimeout(s.ctx, keptWindow(e))
+			ctx, cancel := context.WithDeadline(s.ctx, end)
 			took := s.fetchPub(ctx, e, q, []peer.ID{signer})
 			cancel()
 			if took {
