@@ -15,31 +15,33 @@ import (
 // from the read until the stream ends): the index is public, so any peer
 // may ask, and a flood is refused rather than queued. Peers with no slot
 // here (anyone, and clients syncing from another server than their
-// primary) share maxOutsiderIndex of them, so that they cannot keep this
-// server's own clients from syncing, and those of one address range (IPv4
-// /24, IPv6 /48) hold at most maxOutsiderIndexPerRange: identities are
-// free, addresses are not, and 8 of one /24 held the whole share while
-// the others waited (TestIndexSlotsPerRange). Loopback peers run on this
-// machine and are not capped by range (every test's clients are there).
+// primary) share maxOutsiderIndex of them, in a slotTable like the
+// window's, so that they cannot keep this server's own clients from
+// syncing, and those of one address range (IPv4 /24, IPv6 /48) hold at
+// most maxOutsiderIndexPerRange: identities are free, addresses are not,
+// and 8 of one /24 held the whole share while the others waited
+// (TestIndexSlotsPerRange). Loopback peers run on this machine and are
+// not capped by range (every test's clients are there).
 const (
 	maxIndexServing          = 32
 	maxOutsiderIndex         = 8
 	maxOutsiderIndexPerRange = maxOutsiderIndex / 4
 )
 
-// indexSlots counts the index pages in flight, the outsiders' by range;
-// servers holds those served over the epoch protocol to the group's
-// servers catching up, one a server (onServerIndexReq).
+// indexSlots counts the index pages in flight (all, under mu) and holds
+// the outsiders' slots; servers holds those served over the epoch
+// protocol to the group's servers catching up, one a server
+// (onServerIndexReq).
 type indexSlots struct {
-	mu             sync.Mutex
-	all, outsiders int
-	inRange        map[string]int
-	servers        serverSlots
+	mu        sync.Mutex
+	all       int
+	outsiders slotTable
+	servers   serverSlots
 }
 
 // enterIndex takes a slot for a page to from; the slot is given back when
 // ctx ends, that is once the reply is written or the stream's deadline
-// passed.
+// passed. An outsider may hold several pages at once, within its ranges'.
 func (s *Server) enterIndex(ctx context.Context, from peer.ID) error {
 	outsider := !s.isClientPeer(from)
 	rng := ""
@@ -51,36 +53,29 @@ func (s *Server) enterIndex(ctx context.Context, from peer.ID) error {
 	g := &s.indexSlots
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.all >= maxIndexServing || (outsider && g.outsiders >= maxOutsiderIndex) ||
-		(rng != "" && g.inRange[rng] >= maxOutsiderIndexPerRange) {
-		return errors.New("node: too many index requests, try again")
+	if g.all >= maxIndexServing {
+		return errIndexBusy
+	}
+	release := func() {}
+	if outsider {
+		var err error
+		release, _, err = g.outsiders.tryTakeIn(from, maxOutsiderIndex, maxOutsiderIndex, slotRange{rng, maxOutsiderIndexPerRange})
+		if err != nil {
+			return errIndexBusy
+		}
 	}
 	g.all++
-	if outsider {
-		g.outsiders++
-	}
-	if rng != "" {
-		if g.inRange == nil {
-			g.inRange = map[string]int{}
-		}
-		g.inRange[rng]++
-	}
 	go func() {
 		<-ctx.Done()
 		g.mu.Lock()
 		g.all--
-		if outsider {
-			g.outsiders--
-		}
-		if rng != "" {
-			if g.inRange[rng]--; g.inRange[rng] <= 0 {
-				delete(g.inRange, rng)
-			}
-		}
 		g.mu.Unlock()
+		release()
 	}()
 	return nil
 }
+
+var errIndexBusy = errors.New("node: too many index requests, try again")
 
 // Window replies served at once (window.go). Every client of an epoch
 // asks every server of the chain for the same window before it registers,
@@ -183,13 +178,22 @@ const maxAskers = wire.MaxServers + maxRosterServing
 // another window, has one more (each reply capped at maxLookbackWindow).
 const wouldServeFetches = 2
 
-// slotTable holds the peers whose window reply is being read and sent,
-// each with its address range.
+// slotTable holds the peers whose reply is being read and sent (window
+// replies, index pages of outsiders), each slot counted in its address
+// ranges, and given back with them.
 type slotTable struct {
 	mu      sync.Mutex
-	by      map[peer.ID]string
+	n       int
+	by      map[peer.ID]int
 	inRange map[string]int
 	freed   chan struct{} // closed when a slot is given back (takeWait)
+}
+
+// slotRange is an address range a slot counts in ("": none) and the most
+// slots one such range holds at once.
+type slotRange struct {
+	name string
+	max  int
 }
 
 // take takes a slot for from of range rng until release: at most total at
@@ -202,24 +206,46 @@ func (g *slotTable) take(from peer.ID, rng string, total, perRange int) (release
 // tryTake is take; when it fails, freed is closed once a slot is given
 // back (taken under the same lock, so that no release falls between).
 func (g *slotTable) tryTake(from peer.ID, rng string, total, perRange int) (release func(), freed <-chan struct{}, err error) {
+	return g.tryTakeIn(from, total, 1, slotRange{rng, perRange})
+}
+
+// tryTakeIn is tryTake with perPeer slots a peer, counted in each of rs.
+func (g *slotTable) tryTakeIn(from peer.ID, total, perPeer int, rs ...slotRange) (release func(), freed <-chan struct{}, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if _, held := g.by[from]; held || len(g.by) >= total || g.inRange[rng] >= perRange {
+	full := g.by[from] >= perPeer || g.n >= total
+	for _, r := range rs {
+		full = full || (r.name != "" && g.inRange[r.name] >= r.max)
+	}
+	if full {
 		if g.freed == nil {
 			g.freed = make(chan struct{})
 		}
 		return nil, g.freed, errWindowBusy
 	}
 	if g.by == nil {
-		g.by, g.inRange = map[peer.ID]string{}, map[string]int{}
+		g.by, g.inRange = map[peer.ID]int{}, map[string]int{}
 	}
-	g.by[from] = rng
-	g.inRange[rng]++
+	g.n++
+	g.by[from]++
+	for _, r := range rs {
+		if r.name != "" {
+			g.inRange[r.name]++
+		}
+	}
 	return func() {
 		g.mu.Lock()
-		delete(g.by, from)
-		if g.inRange[rng]--; g.inRange[rng] <= 0 {
-			delete(g.inRange, rng)
+		g.n--
+		if g.by[from]--; g.by[from] <= 0 {
+			delete(g.by, from)
+		}
+		for _, r := range rs {
+			if r.name == "" {
+				continue
+			}
+			if g.inRange[r.name]--; g.inRange[r.name] <= 0 {
+				delete(g.inRange, r.name)
+			}
 		}
 		if g.freed != nil {
 			close(g.freed)
@@ -227,6 +253,13 @@ func (g *slotTable) tryTake(from peer.ID, rng string, total, perRange int) (rele
 		}
 		g.mu.Unlock()
 	}, nil, nil
+}
+
+// held is how many slots of g are held.
+func (g *slotTable) held() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
 }
 
 // takeWait is take, waiting for a slot given back until ctx ends.

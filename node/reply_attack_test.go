@@ -88,9 +88,7 @@ func TestIndexSlotsPerRange(t *testing.T) {
 			t.Fatalf("the slow readers hold %d index slots, want %d", sr.held.Load(), maxOutsiderIndexPerRange)
 		}
 		time.Sleep(5 * time.Second) // the others ask again every 200 ms meanwhile
-		s.indexSlots.mu.Lock()
-		held := s.indexSlots.outsiders
-		s.indexSlots.mu.Unlock()
+		held := s.indexSlots.outsiders.held()
 		mn := testMemnet(t)
 		h, err := mn.NewHostFrom(nil, nil, net.IPv4(10, 67, 0, 1))
 		if err != nil {
