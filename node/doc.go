@@ -18,9 +18,10 @@
 //   - lan.go: LAN discovery (mDNS), bounded and backed off.
 //   - roster.go: the roster of live servers and the chain it orders.
 //   - transport (package transport): the Host seam (libp2p, memnet),
-//     protocol ids, framing, the one call path and serve path, and each
-//     protocol's read caps, replies and accepted types, from wire's
-//     message table (its package doc lists its files).
+//     protocol ids, framing, the one call path and serve path, the
+//     recycled round buffers (BufPool), and each protocol's read caps,
+//     replies and accepted types, from wire's message table (its package
+//     doc lists its files).
 //   - internal/proto (package proto): the rules both sides share, pure
 //     functions: tagged hashes, Merkle roots and peer signatures, the
 //     parameter bounds and checks, the epoch id, the client selection and
@@ -100,7 +101,6 @@
 //     bbolt or in memory, with the rounds' pairs and the epochs' closing
 //     records (its package doc lists its files); chunkstore.go: its names
 //     in node's API (ChunkStore, NewMemStore).
-//   - bufpool.go: recycled round buffers.
 //   - bench.go: in-process benchmark of a whole network (riffle bench).
 //   - snapshot.go: a read-only snapshot of a server, for local views
 //     (the web UI).

@@ -60,9 +60,7 @@ func (s *Server) EpochsHeld() (kept, prepared int) {
 
 // PoolBytes returns the bytes of free recycled buffers s holds.
 func (s *Server) PoolBytes() int {
-	s.pool.mu.Lock()
-	defer s.pool.mu.Unlock()
-	return s.pool.bytes
+	return s.pool.Free()
 }
 
 // Crash stops s abruptly, as a kill would: its host goes first, so that no

@@ -333,7 +333,7 @@ func (s *Server) takeSubmitLocked(e *sepoch, sub wire.Submit, body []byte, diges
 			return 0, nil, errors.New("node: a different onion was already submitted for this round")
 		}
 		if body != nil {
-			s.pool.put(body) // a resend: nothing refers to it
+			s.pool.Put(body) // a resend: nothing refers to it
 		}
 		return wire.TypeAck, ack, nil
 	}

@@ -126,9 +126,7 @@ func (s *Server) bulkHeld() bulkHeld {
 		e.bufMu.Unlock()
 	}
 	h.Layers = sp.bytes(&seen)
-	s.pool.mu.Lock()
-	h.PoolFree = s.pool.bytes
-	s.pool.mu.Unlock()
+	h.PoolFree = s.pool.Free()
 	return h
 }
 

@@ -512,7 +512,7 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var b wire.Batch
 	var rebuilt [][]byte
 	alloc := func(n int) []byte {
-		x := s.pool.get(n)
+		x := s.pool.Get(n)
 		rebuilt = append(rebuilt, x)
 		return x
 	}
@@ -573,7 +573,7 @@ func (s *Server) runBatch(e *sepoch, b *wire.Batch, ph *payloadHashes, bufs [][]
 			return
 		}
 		for _, x := range bufs {
-			s.pool.put(x)
+			s.pool.Put(x)
 		}
 	}()
 	// Dead slots carry no client signature; a blame under way may

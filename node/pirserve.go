@@ -91,7 +91,7 @@ func (s *Server) padAnswers(e *sepoch, r uint32, j int, ids [][32]byte, keys []*
 	}
 	// One recycled block for all the padded answers to primary j,
 	// back to the pool once they are sent.
-	block := s.pool.get(len(out) * b)
+	block := s.pool.Get(len(out) * b)
 	for i := range out {
 		out[i] = block[i*b : (i+1)*b : (i+1)*b]
 	}
@@ -118,7 +118,7 @@ func (s *Server) padAnswers(e *sepoch, r uint32, j int, ids [][32]byte, keys []*
 		if _, err := call(sctx, s.h, p, request{Proto: ProtoRound, Type: wire.TypePadAnswers, Segments: msg, Timeout: bulkTimeout}); err != nil {
 			s.log.Warn("padded answers", "round", r, "err", err)
 		}
-		s.pool.put(block)
+		s.pool.Put(block)
 	}(v.Chain[j])
 	return true
 }
@@ -194,7 +194,7 @@ func (s *Server) combine(e *sepoch, x *sround, r uint32) {
 	x.pirDone = true
 	// The padded answers are in the answers now: their frames go back.
 	for _, b := range x.padBodies {
-		s.pool.put(b)
+		s.pool.Put(b)
 	}
 	x.pads, x.padBodies = map[uint32][][]byte{}, nil
 	s.notify()
@@ -246,7 +246,7 @@ func (s *Server) onPadAnswers(from peer.ID, body []byte) (wire.Type, []byte, err
 	}
 	x := e.round(rows.Round)
 	if x.padFrom[j] || x.pirDone {
-		s.pool.put(body) // nothing refers to it
+		s.pool.Put(body) // nothing refers to it
 		return wire.TypeAck, ack, nil
 	}
 	x.padFrom[j] = true
@@ -265,7 +265,7 @@ func (s *Server) onPadAnswers(from peer.ID, body []byte) (wire.Type, []byte, err
 	if kept {
 		x.padBodies = append(x.padBodies, body)
 	} else {
-		s.pool.put(body) // XORed into the first server's, which stays
+		s.pool.Put(body) // XORed into the first server's, which stays
 	}
 	s.combine(e, x, rows.Round)
 	return wire.TypeAck, ack, nil

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // TestRoundWindow: a server keeps the bulk state of the last roundsKept
@@ -16,18 +17,18 @@ func TestRoundWindow(t *testing.T) {
 		v := &view{Desc: &wire.Descriptor{Params: p.Wire()}}
 		e := &sepoch{v: v, final: v}
 		e.rounds = map[uint32]*sround{}
-		var pool bufPool
+		var pool transport.BufPool
 		for r := uint32(0); r < 21; r++ {
 			x := e.round(r)
-			body := make([]byte, poolMin)
+			body := make([]byte, transport.PoolMin)
 			x.subs[0] = wire.Submit{Onion: body[10:100]}
 			x.bodies = append(x.bodies, body)
 			x.answers[0] = [][]byte{make([]byte, 100)}
 			e.listed(&pool, r)
 		}
 		// The dropped rounds' frames went back to the pool.
-		if pool.bytes != int(e.pruned)*poolMin {
-			t.Fatalf("pool holds %d bytes, want the %d dropped rounds' frames", pool.bytes, e.pruned)
+		if pool.Free() != int(e.pruned)*transport.PoolMin {
+			t.Fatalf("pool holds %d bytes, want the %d dropped rounds' frames", pool.Free(), e.pruned)
 		}
 		if e.listHigh != 21 || e.pruned != 21-roundsKept {
 			t.Fatalf("listHigh %d pruned %d, want 21 and %d", e.listHigh, e.pruned, 21-roundsKept)

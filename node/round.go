@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // sround is a server's state of one round of an epoch, grouped by the
@@ -14,7 +15,7 @@ type sround struct {
 	// Intake (intake.go) and mixing (mixing.go).
 	subs    map[uint32]wire.Submit // primary: its clients'; leader: all
 	digests map[uint32][32]byte    // leader: SHA-256 of each slot's onion
-	// bodies are the received frames the onions in subs alias (bufPool
+	// bodies are the received frames the onions in subs alias (BufPool
 	// buffers), given back when the round's state is dropped.
 	bodies    [][]byte
 	forwarded bool
@@ -85,7 +86,7 @@ type sround struct {
 	own     map[uint32][][]byte // R_p for this server's clients
 	answers map[uint32][][]byte // combined answers, ready for the client
 	pirDone bool
-	// padBodies are the frames (bufPool buffers) pads alias, given back
+	// padBodies are the frames (BufPool buffers) pads alias, given back
 	// once the answers are combined.
 	padBodies [][]byte
 
@@ -112,7 +113,7 @@ func (e *sepoch) admit(r uint32) error {
 
 // listed notes that round r's list is final and prunes the rounds that
 // fell out of the kept window. Call with s.mu held.
-func (e *sepoch) listed(pool *bufPool, r uint32) {
+func (e *sepoch) listed(pool *transport.BufPool, r uint32) {
 	e.listHigh = max(e.listHigh, r+1)
 	if x := e.rounds[r]; x != nil {
 		x.pubRaw = nil // the list is final: nobody signs it without the publication
@@ -122,7 +123,7 @@ func (e *sepoch) listed(pool *bufPool, r uint32) {
 			// The round was mixed long ago (round r's list needs r−2
 			// published, and so on back): nothing refers to its onions.
 			for _, b := range append(x.bodies, x.padBodies...) {
-				pool.put(b)
+				pool.Put(b)
 			}
 			x.dropBulk()
 		}

@@ -147,7 +147,7 @@ func (s *Server) releaseInput(e *sepoch, r uint32) {
 	}
 	delete(e.held, r)
 	for _, b := range h.bufs {
-		s.pool.put(b)
+		s.pool.Put(b)
 	}
 }
 

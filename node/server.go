@@ -114,7 +114,7 @@ type Server struct {
 	closers     []func() error
 	store       ChunkStore
 	engine      *pir.Engine
-	pool        bufPool // large round buffers (bufpool.go)
+	pool        transport.BufPool // large round buffers (bufpool.go)
 	wg          sync.WaitGroup
 	// The tests' hooks (hooks_riffletest.go); empty in the binary.
 	serverHookState
@@ -270,9 +270,9 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	// Server protocols: big bodies only from server peers (asker.go).
 	serveBoundedBy(cctx, h, &s.handlers, s.log, ProtoEpoch, bulkTimeout, epochReplies, s.serverCaps(s.epochCaps), nil, oneSegment(s.handleEpoch))
-	servePooled(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.serverCaps(s.roundCaps), s.pool.buffers(), s.handleRound)
+	servePooled(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.serverCaps(s.roundCaps), s.pool.Buffers(), s.handleRound)
 	handleClient, handlePIR := s.hookClientHandlers(s.handleClient, s.handlePIR)
-	serveBounded(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, replies, anyPeer(s.clientCaps), s.pool.buffers(), oneSegment(handleClient))
+	serveBounded(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, replies, anyPeer(s.clientCaps), s.pool.Buffers(), oneSegment(handleClient))
 	serveBounded(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, replies, anyPeer(s.pirCaps), nil, handlePIR)
 	if !cfg.NoLAN {
 		if err := s.startLAN(cctx); err != nil {

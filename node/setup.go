@@ -82,7 +82,7 @@ func (s *Server) setup(e *sepoch) {
 	s.hookPseudonyms(v.ID, ps)
 	s.mu.Lock()
 	e.pseudonyms, e.keys, e.setupDone = ps, keys, true
-	s.pool.setLimit(n, int(v.Desc.Params.ChunkSize))
+	s.pool.SetLimit(n, int(v.Desc.Params.ChunkSize))
 	for r := range uint32(mixDepth) {
 		e.opened(r) // the first rounds wait for no publication
 	}

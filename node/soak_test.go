@@ -39,7 +39,7 @@ func TestSoak(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 		end := time.Now().Add(time.Duration(minutes) * time.Minute)
 		// The live heap without the servers' free recycled buffers (bounded by
-		// poolMax each, and not a leak).
+		// transport.BufPool's poolMax each, and not a leak).
 		heap := func() uint64 {
 			runtime.GC()
 			var ms runtime.MemStats

@@ -212,7 +212,7 @@ func Serve(ctx context.Context, h Host, g *Gate, log *slog.Logger, proto protoco
 }
 
 // ServePooled is Serve with request bodies read into buffers from bufs
-// (the server's bufPool; nil: new slices): a handler that is done with a
+// (the server's BufPool; nil: new slices): a handler that is done with a
 // body may give it back.
 func ServePooled(ctx context.Context, h Host, g *Gate, log *slog.Logger, proto protocol.ID, timeout time.Duration, caps func(peer.ID, wire.Type) int, bufs *wire.Buffers, fn HandlerFunc) {
 	ServeSegments(ctx, h, g, log, proto, timeout, caps, bufs, func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {

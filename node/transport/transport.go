@@ -12,6 +12,8 @@
 //   - call.go: the protocol and design versions, the deadlines, the
 //     stream framing (pooled buffers), Call (one request, one reply) and
 //     Serve (a handler per protocol behind a Gate that Close waits on).
+//   - bufpool.go: the recycled large buffers of a round (BufPool): the
+//     frame bodies a server reads (ServePooled) and the answers it pads.
 //   - caps.go: each protocol's read caps, replies and accepted types, from
 //     internal/wire's message table at the server's ceilings.
 //   - hooks.go, hooks_riffletest.go: the receive path's test hook

@@ -1,4 +1,4 @@
-package node
+package transport
 
 import (
 	"math/bits"
@@ -7,14 +7,14 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 )
 
-// bufPool recycles the large buffers of a round: frame bodies of the
+// BufPool recycles the large buffers of a round: frame bodies of the
 // batches a server receives and the padded PIR answers it sends. A fresh
 // buffer of tens of megabytes costs the kernel's page faults and the
 // runtime's zeroing at every use (measured: a copy into a fresh 64 MiB
 // buffer runs at a tenth of the speed of a copy into a reused one), and a
 // round moves hundreds of megabytes through each server.
 //
-// Buffers come in size classes from poolMin up, sixteen per doubling (so a
+// Buffers come in size classes from PoolMin up, sixteen per doubling (so a
 // buffer wastes at most 1/16 of its size: onions just over 2^k bytes are
 // kept by the thousand); the pool keeps at most poolMax bytes of free
 // buffers (less once an epoch runs: poolRounds of its rounds' databases,
@@ -23,7 +23,7 @@ import (
 // collected. Reused buffers are not zeroed: every user overwrites the
 // bytes it reads (frame bodies are read in full, answers are computed in
 // full).
-type bufPool struct {
+type BufPool struct {
 	mu    sync.Mutex
 	free  map[int][][]byte // by class: the capacity
 	bytes int              // capacity of all free buffers
@@ -31,7 +31,7 @@ type bufPool struct {
 }
 
 const (
-	poolMin = 64 << 10 // smaller buffers are cheap to allocate
+	PoolMin = 64 << 10 // smaller buffers are cheap to allocate
 	// poolMax caps the free bytes kept: a round at n = 200, b = 256 KiB
 	// cycles about 200 MB through the pool.
 	poolMax = 512 << 20
@@ -42,11 +42,11 @@ const (
 )
 
 // setLimit caps the free bytes at poolRounds databases of n·b bytes
-// (within [poolMin, poolMax]) and drops free buffers beyond it.
-func (p *bufPool) setLimit(n, b int) {
+// (within [PoolMin, poolMax]) and drops free buffers beyond it.
+func (p *BufPool) SetLimit(n, b int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.limit = min(max(poolRounds*n*b, poolMin), poolMax)
+	p.limit = min(max(poolRounds*n*b, PoolMin), poolMax)
 	for c, l := range p.free {
 		for len(l) > 0 && p.bytes > p.limit {
 			l[len(l)-1] = nil
@@ -57,7 +57,7 @@ func (p *bufPool) setLimit(n, b int) {
 	}
 }
 
-// poolClass is the capacity of the class of n ≥ poolMin: n rounded up to a
+// poolClass is the capacity of the class of n ≥ PoolMin: n rounded up to a
 // multiple of 1/16 of the largest power of two not above n.
 func poolClass(n int) int {
 	step := (1 << (bits.Len(uint(n)) - 1)) / 16
@@ -66,8 +66,8 @@ func poolClass(n int) int {
 
 // get returns a buffer of length n: recycled if the pool has one of its
 // class, else new (with the class's capacity, so that it can be put back).
-func (p *bufPool) get(n int) []byte {
-	if n < poolMin {
+func (p *BufPool) Get(n int) []byte {
+	if n < PoolMin {
 		return make([]byte, n)
 	}
 	c := poolClass(n)
@@ -86,9 +86,9 @@ func (p *bufPool) get(n int) []byte {
 
 // put gives a buffer from get back; the caller must hold no reference to
 // it (nor to any slice of it) afterwards.
-func (p *bufPool) put(b []byte) {
+func (p *BufPool) Put(b []byte) {
 	c := cap(b)
-	if c < poolMin || poolClass(c) != c {
+	if c < PoolMin || poolClass(c) != c {
 		return // not one of get's
 	}
 	p.mu.Lock()
@@ -110,6 +110,14 @@ func (p *bufPool) put(b []byte) {
 // buffers is the pool as frame bodies' buffers: a body grows through
 // recycled buffers as its bytes arrive (wire.BodyStart), each smaller one
 // given back, so that a header alone takes nothing big from the pool.
-func (p *bufPool) buffers() *wire.Buffers {
-	return &wire.Buffers{Get: p.get, Put: p.put}
+func (p *BufPool) Buffers() *wire.Buffers {
+	return &wire.Buffers{Get: p.Get, Put: p.Put}
+}
+
+// Free is the capacity of the free buffers kept (tests: what a round's
+// end gives back, what the pool holds at rest).
+func (p *BufPool) Free() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.bytes
 }
