@@ -140,12 +140,28 @@ func (s *Server) admissionOrder(e *sepoch) [][32]byte {
 // addrRange is the address range a peer connects from (IPv4 /24, IPv6
 // /48); every loopback client is in one range.
 func (s *Server) addrRange(p peer.ID) string {
+	rng, _ := s.addrRanges(p)
+	return rng
+}
+
+// addrRanges is addrRange and the wider range it lies in, IPv6 /32 (""
+// for IPv4, loopback and unknown addresses): tunnel brokers hand out
+// /48s of a few /32s (indexserve.go).
+func (s *Server) addrRanges(p peer.ID) (rng, wide string) {
 	for _, a := range s.h.RemoteAddrs(p) {
 		if ip := remoteIP(a); ip != nil {
-			return ipRange(ip)
+			return ipRange(ip), wideRange(ip)
 		}
 	}
-	return "unknown"
+	return "unknown", ""
+}
+
+// wideRange names an IPv6 address's /32, "" for any other.
+func wideRange(ip net.IP) string {
+	if ip.IsLoopback() || ip.To4() != nil {
+		return ""
+	}
+	return ip.Mask(net.CIDRMask(32, 128)).String() + "/32"
 }
 
 // ipRange names an address's range.

@@ -20,12 +20,19 @@ import (
 // syncing, and those of one address range (IPv4 /24, IPv6 /48) hold at
 // most maxOutsiderIndexPerRange: identities are free, addresses are not,
 // and 8 of one /24 held the whole share while the others waited
-// (TestIndexSlotsPerRange). Loopback peers run on this machine and are
-// not capped by range (every test's clients are there).
+// (TestIndexSlotsPerRange). IPv6 /48s are free from tunnel brokers, which
+// hand them out of a few /32s: those of one /32 hold at most
+// maxOutsiderIndexPerWide, so that four /48s of one broker no longer hold
+// every slot (TestIndexSlotsPerWideRange), and an ISP's customers, most
+// often in one /32, still have half the share. Loopback peers run on
+// this machine and are not capped by range (every test's clients are
+// there; an operator behind a local reverse proxy loses the range caps:
+// docs/operator.md).
 const (
 	maxIndexServing          = 32
 	maxOutsiderIndex         = 8
 	maxOutsiderIndexPerRange = maxOutsiderIndex / 4
+	maxOutsiderIndexPerWide  = maxOutsiderIndex / 2
 )
 
 // indexSlots counts the index pages in flight (all, under mu) and holds
@@ -44,10 +51,10 @@ type indexSlots struct {
 // passed. An outsider may hold several pages at once, within its ranges'.
 func (s *Server) enterIndex(ctx context.Context, from peer.ID) error {
 	outsider := !s.isClientPeer(from)
-	rng := ""
+	var rng, wide string
 	if outsider {
-		if rng = s.addrRange(from); rng == "loopback" {
-			rng = ""
+		if rng, wide = s.addrRanges(from); rng == "loopback" {
+			rng, wide = "", ""
 		}
 	}
 	g := &s.indexSlots
@@ -59,7 +66,8 @@ func (s *Server) enterIndex(ctx context.Context, from peer.ID) error {
 	release := func() {}
 	if outsider {
 		var err error
-		release, _, err = g.outsiders.tryTakeIn(from, maxOutsiderIndex, maxOutsiderIndex, slotRange{rng, maxOutsiderIndexPerRange})
+		release, _, err = g.outsiders.tryTakeIn(from, maxOutsiderIndex, maxOutsiderIndex,
+			slotRange{rng, maxOutsiderIndexPerRange}, slotRange{wide, maxOutsiderIndexPerWide})
 		if err != nil {
 			return errIndexBusy
 		}

@@ -4,6 +4,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -103,6 +104,57 @@ func TestIndexSlotsPerRange(t *testing.T) {
 		}
 		if err != nil {
 			t.Errorf("a peer of another range was refused: %v", err)
+		}
+	})
+}
+
+// TestIndexSlotsPerWideRange (issue 25): 8 peers with no role, of four
+// IPv6 /48s of one /32 (a tunnel broker hands /48s out free), 2 a /48,
+// ask a server for index pages and never read them. They held all
+// maxOutsiderIndex outsiders' slots, and a peer of another /32 was refused
+// until one of them let go. Now one /32 holds at most
+// maxOutsiderIndexPerWide of them, and the other /32's peer is served at
+// once.
+func TestIndexSlotsPerWideRange(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		tn := startAnonNet(t, 2, 2, 2, testParams(4), nil)
+		s := tn.servers[0]
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.cert.certTop() >= 2 }); err != nil {
+			t.Fatalf("no epochs: numbers at %d", s.cert.certTop())
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		const ranges = maxOutsiderIndex / maxOutsiderIndexPerRange
+		sr := startSlowReadersOf(ctx, t, []*Server{s}, maxOutsiderIndex, ranges, &slowReaders{
+			ask: func(*Server) (wire.Type, []byte, wire.Type) {
+				return wire.TypeIndexReq, (&wire.IndexReq{}).Marshal(), wire.TypeIndex
+			},
+			every: 2 * time.Second,
+			addr: func(i int) net.IP {
+				return net.ParseIP(fmt.Sprintf("2001:470:%x::%x", 1+i%ranges, 1+i/ranges))
+			},
+		})
+		defer sr.stop()
+		if err := wait.Until(ctx, 10*time.Second, func() bool { return sr.held.Load() >= maxOutsiderIndexPerWide }); err != nil {
+			t.Fatalf("the slow readers hold %d index slots, want %d", sr.held.Load(), maxOutsiderIndexPerWide)
+		}
+		time.Sleep(5 * time.Second) // the others ask again every 200 ms meanwhile
+		held := s.indexSlots.outsiders.held()
+		mn := testMemnet(t)
+		h, err := mn.NewHostFrom(nil, nil, net.ParseIP("2001:db8:1::1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		h.AddAddrs(s.ID(), s.Addrs(), time.Hour)
+		_, err = call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{}).Marshal(), Timeout: shortTimeout})
+		t.Logf("%d slow readers of %d /48s of one /32 hold %d index slots; a peer of another /32: %v", maxOutsiderIndex, ranges, held, err)
+		if held > maxOutsiderIndexPerWide {
+			t.Errorf("one /32 holds %d outsiders' index slots, want at most %d", held, maxOutsiderIndexPerWide)
+		}
+		if err != nil {
+			t.Errorf("a peer of another /32 was refused: %v", err)
 		}
 	})
 }

@@ -41,6 +41,8 @@ type slowReaders struct {
 	every time.Duration
 	// proto is the protocol they ask on (unset: the client protocol).
 	proto protocol.ID
+	// addr is the i-th peer's address (nil: 10.66.(i mod ranges).x).
+	addr func(i int) net.IP
 }
 
 // stop closes the peers and waits for their goroutines (the bubble's end
@@ -85,7 +87,11 @@ func startSlowReadersOf(ctx context.Context, t *testing.T, servers []*Server, n,
 		sr.every = 100 * time.Millisecond
 	}
 	for i := range n {
-		h, err := mn.NewHostFrom(nil, nil, net.IPv4(10, 66, byte(i%ranges), byte(1+i/ranges)))
+		ip := net.IPv4(10, 66, byte(i%ranges), byte(1+i/ranges))
+		if sr.addr != nil {
+			ip = sr.addr(i)
+		}
+		h, err := mn.NewHostFrom(nil, nil, ip)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -203,14 +203,16 @@ func (n *Net) NewHost(priv crypto.PrivKey, listen []string) (transport.Host, err
 }
 
 // NewHostFrom is NewHost for a host whose connections come from ip (nil:
-// 127.0.0.1), as a peer of another address range looks to the hosts it
-// dials.
+// 127.0.0.1; IPv4 or IPv6), as a peer of another address range looks to
+// the hosts it dials.
 func (n *Net) NewHostFrom(priv crypto.PrivKey, listen []string, ip net.IP) (transport.Host, error) {
-	fromIP := "127.0.0.1"
+	from := "/ip4/127.0.0.1"
 	if ip4 := ip.To4(); ip4 != nil {
-		fromIP = ip4.String()
+		from = "/ip4/" + ip4.String()
+	} else if ip != nil && len(ip) == net.IPv6len {
+		from = "/ip6/" + ip.String()
 	} else if ip != nil {
-		return nil, fmt.Errorf("memnet: source address %v is not IPv4", ip)
+		return nil, fmt.Errorf("memnet: source address %v is neither IPv4 nor IPv6", ip)
 	}
 	if priv == nil {
 		k, _, err := crypto.GenerateEd25519Key(nil)
@@ -241,7 +243,7 @@ func (n *Net) NewHostFrom(priv crypto.PrivKey, listen []string, ip net.IP) (tran
 		h.addrs = append(h.addrs, a)
 		n.byAddr[string(a.Bytes())] = id
 	}
-	h.from = ma.StringCast(fmt.Sprintf("/ip4/%s/tcp/%d", fromIP, n.nextPortLocked()))
+	h.from = ma.StringCast(fmt.Sprintf("%s/tcp/%d", from, n.nextPortLocked()))
 	n.hosts[id] = h
 	return h, nil
 }

@@ -173,7 +173,7 @@ func TestWindow(t *testing.T) {
 }
 
 // TestLinkWindowAndSource: a host made with NewHostFrom is seen at its
-// address by the hosts it dials, and a link's own Window blocks a writer
+// address (IPv4 or IPv6) by the hosts it dials, and a link's own Window blocks a writer
 // whose reader does not read after that many bytes, until its deadline.
 func TestLinkWindowAndSource(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -206,6 +206,19 @@ func TestLinkWindowAndSource(t *testing.T) {
 		}
 		if err := <-wrote; !errors.Is(err, ErrDeadline) || time.Since(start) != time.Second {
 			t.Fatalf("a write of 100 bytes over a window of 16 to a peer that does not read: %v after %v, want %v after 1s", err, time.Since(start), ErrDeadline)
+		}
+		cl6, err := n.NewHostFrom(nil, nil, net.ParseIP("2001:db8:7::1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl6.AddAddrs(srv.ID(), srv.Addrs(), 0)
+		if s6, err := cl6.NewStream(context.Background(), srv.ID(), protoSink); err != nil {
+			t.Fatal(err)
+		} else {
+			defer s6.Reset()
+		}
+		if got := srv.RemoteAddrs(cl6.ID()); len(got) != 1 || !strings.HasPrefix(got[0].String(), "/ip6/2001:db8:7::1/tcp/") {
+			t.Errorf("the server sees the IPv6 client at %v, want 2001:db8:7::1", got)
 		}
 	})
 }
