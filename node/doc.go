@@ -15,11 +15,11 @@
 // Discovery and hosts:
 //   - host.go: the network of servers and clients that name none (libp2p);
 //     the hosts and the identity key of a data directory are transport's.
-//   - lan.go: LAN discovery (mDNS), bounded and backed off.
 //   - roster.go: the roster of live servers and the chain it orders.
 //   - transport (package transport): the Host seam (libp2p, memnet),
 //     protocol ids, framing, the one call path and serve path, the
-//     recycled round buffers (BufPool), and each protocol's read caps,
+//     recycled round buffers (BufPool), LAN discovery (mDNS, bounded and
+//     backed off; its hello is roster.go's), and each protocol's read caps,
 //     replies and accepted types, from wire's message table (its package
 //     doc lists its files).
 //   - internal/proto (package proto): the rules both sides share, pure

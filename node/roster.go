@@ -12,6 +12,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // Roster timing: a server is live while its last hello is younger than
@@ -235,6 +236,19 @@ func (s *Server) handleHello(_ context.Context, from peer.ID, t wire.Type, body 
 		s.learn(h)
 	}
 	return wire.TypeHello, s.hello().Marshal(), nil
+}
+
+// lanConfig is what LAN discovery (transport.LAN) takes from s: an answer
+// is only an address hint, admitted to the roster by s's hello alone.
+func lanConfig(s *Server) transport.LANConfig {
+	return transport.LANConfig{
+		Known:        func(id peer.ID) bool { return s.roster.get(id) != nil },
+		Hello:        s.sayHello,
+		Retry:        s.cfg.Timing.LANRetry,
+		HelloTimeout: s.cfg.Timing.LANHelloTimeout,
+		AddrTTL:      rosterTTL * 2,
+		Log:          s.log,
+	}
 }
 
 // sayHello exchanges hellos with p.

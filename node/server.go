@@ -275,10 +275,13 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	serveBounded(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, replies, anyPeer(s.clientCaps), s.pool.Buffers(), oneSegment(handleClient))
 	serveBounded(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, replies, anyPeer(s.pirCaps), nil, handlePIR)
 	if !cfg.NoLAN {
-		if err := s.startLAN(cctx); err != nil {
+		stop, err := transport.StartLAN(cctx, h, lanConfig(s))
+		if err != nil {
 			// LAN discovery is a convenience: a host without multicast
 			// still works with --peer.
 			s.log.Warn("lan discovery off", "err", err)
+		} else {
+			s.closers = append(s.closers, stop)
 		}
 	}
 	if p, ok := st.(pruner); ok && (cfg.StoreOptions.Retention > 0 || cfg.Params.IndexHours > 0) {

@@ -19,6 +19,8 @@
 //   - hooks.go, hooks_riffletest.go: the receive path's test hook
 //     (RecvHook), built only with the tag riffletest.
 //   - libp2p.go, dialrank.go: the libp2p host and its TCP-first dialling.
+//   - lan.go: LAN discovery (mDNS): answers as bounded, backed-off hellos
+//     (LAN), the hello and the roster being the server's (LANConfig).
 //   - identity.go: the identity key of a data directory (LoadIdentity).
 //   - default.go: the network of a node that names none (DefaultNetwork).
 package transport

@@ -71,7 +71,7 @@ type Tunables struct {
 	// answers, for them to reach their clients (pirserve.go).
 	LastRoundLinger time.Duration
 	// LANRetry is how long a peer found on the LAN is not tried again;
-	// LANHelloTimeout bounds one hello to it (lan.go).
+	// LANHelloTimeout bounds one hello to it (transport's lan.go).
 	LANRetry        time.Duration
 	LANHelloTimeout time.Duration
 	// OutsiderPoll is how long a poll of a peer without a slot may wait

@@ -1,9 +1,10 @@
-package node
+package transport
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -12,12 +13,11 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/node/transport"
 )
 
 // LAN discovery is libp2p's mDNS service (docs/proto-node.md). An answer is
 // only an address hint: the roster admits a server only after the
-// authenticated libp2p hello of roster.go. Anyone on the LAN can answer, so
+// authenticated libp2p hello of node's roster.go. Anyone on the LAN can answer, so
 // what an answer can make a server do is bounded: a few addresses per peer,
 // a few hellos in flight, a hello budget per minute and a per-peer retry
 // delay.
@@ -39,22 +39,37 @@ const (
 	// answered hello is enough to join a LAN's servers, since hellos
 	// gossip the rest.
 	lanHellosPerMinute = 32
-	// A found peer is not tried again for Tunables.LANRetry, whatever
+	// A found peer is not tried again for LANConfig.Retry, whatever
 	// came of the last try: mDNS repeats answers, and a server that
 	// answered a hello stays in the roster through the roster's own
 	// hellos.
 	// lanMaxTracked bounds the per-peer retry map; a flood of fresh peer
 	// ids evicts the oldest entries, and still meets the budget above.
 	lanMaxTracked = 1024
-	// Tunables.LANHelloTimeout bounds one hello to a found peer: on a
+	// LANConfig.HelloTimeout bounds one hello to a found peer: on a
 	// LAN it answers in milliseconds or not at all.
 )
 
-// lanNotifee turns mDNS answers into bounded hello attempts.
-type lanNotifee struct {
-	s     *Server
+// LANConfig is what LAN discovery takes from its server.
+type LANConfig struct {
+	// Known reports a peer already in the roster: nothing to do.
+	Known func(peer.ID) bool
+	// Hello is the server's authenticated hello to a found peer.
+	Hello func(context.Context, peer.ID) error
+	// Retry is how long a found peer is not tried again (Tunables.LANRetry);
+	// HelloTimeout bounds one hello (Tunables.LANHelloTimeout).
+	Retry, HelloTimeout time.Duration
+	// AddrTTL is how long a found peer's addresses are kept.
+	AddrTTL time.Duration
+	Log     *slog.Logger
+}
+
+// LAN turns mDNS answers into bounded hello attempts.
+type LAN struct {
+	h     Host
+	cfg   LANConfig
 	ctx   context.Context
-	hello func(context.Context, peer.ID) error // s.sayHello; tests count it
+	hello func(context.Context, peer.ID) error // cfg.Hello; tests count it
 	sem   chan struct{}                        // hellos in flight
 	wg    sync.WaitGroup                       // hello goroutines
 
@@ -65,27 +80,31 @@ type lanNotifee struct {
 	winCount int                   // hellos started in it
 }
 
-func (s *Server) newLANNotifee(ctx context.Context) *lanNotifee {
-	return &lanNotifee{s: s, ctx: ctx, hello: s.sayHello, sem: make(chan struct{}, lanMaxHellos), tried: map[peer.ID]time.Time{}}
+// NewLAN returns h's LAN notifee, its hellos ending with ctx.
+func NewLAN(ctx context.Context, h Host, cfg LANConfig) *LAN {
+	return &LAN{h: h, cfg: cfg, ctx: ctx, hello: cfg.Hello, sem: make(chan struct{}, lanMaxHellos), tried: map[peer.ID]time.Time{}}
 }
 
-// startLAN advertises this server over mDNS and says hello to the servers
-// it finds, until the server closes.
-func (s *Server) startLAN(ctx context.Context) error {
-	lh, ok := transport.Libp2pOf(s.h)
+// StartLAN advertises h over mDNS and says hello to the servers it finds,
+// until the returned stop.
+func StartLAN(ctx context.Context, h Host, cfg LANConfig) (stop func() error, err error) {
+	lh, ok := Libp2pOf(h)
 	if !ok {
-		return errors.New("node: LAN discovery needs libp2p")
+		return nil, errors.New("node: LAN discovery needs libp2p")
 	}
-	n := s.newLANNotifee(ctx)
+	n := NewLAN(ctx, h, cfg)
 	svc := mdns.NewMdnsService(lh, mdnsService, n)
 	if err := svc.Start(); err != nil {
 		svc.Close()
-		return fmt.Errorf("node: mdns: %w", err)
+		return nil, fmt.Errorf("node: mdns: %w", err)
 	}
 	// The service first, so that no answer arrives once the notifee waits
 	// for its hellos.
-	s.closers = append(s.closers, svc.Close, n.close)
-	return nil
+	return func() error {
+		err := svc.Close()
+		n.Close()
+		return err
+	}, nil
 }
 
 // lanAddrs returns at most lanMaxAddrs of an answer's addresses, only those
@@ -115,9 +134,8 @@ func lanAddrs(addrs []ma.Multiaddr) []ma.Multiaddr {
 // HandlePeerFound is called by the mdns service, in a goroutine of its own,
 // for each peer an answer names. It never blocks: a find that is over a
 // bound is dropped, and mDNS will repeat it.
-func (n *lanNotifee) HandlePeerFound(ai peer.AddrInfo) {
-	s := n.s
-	if ai.ID == "" || ai.ID == s.h.ID() || s.roster.get(ai.ID) != nil {
+func (n *LAN) HandlePeerFound(ai peer.AddrInfo) {
+	if ai.ID == "" || ai.ID == n.h.ID() || n.cfg.Known(ai.ID) {
 		return
 	}
 	addrs := lanAddrs(ai.Addrs)
@@ -130,7 +148,7 @@ func (n *lanNotifee) HandlePeerFound(ai peer.AddrInfo) {
 		n.mu.Unlock()
 		return
 	}
-	if t, ok := n.tried[ai.ID]; ok && now.Sub(t) < n.s.cfg.Timing.LANRetry {
+	if t, ok := n.tried[ai.ID]; ok && now.Sub(t) < n.cfg.Retry {
 		n.mu.Unlock()
 		return
 	}
@@ -153,14 +171,14 @@ func (n *lanNotifee) HandlePeerFound(ai peer.AddrInfo) {
 	n.wg.Add(1)
 	n.mu.Unlock()
 
-	s.h.AddAddrs(ai.ID, addrs, rosterTTL*2)
+	n.h.AddAddrs(ai.ID, addrs, n.cfg.AddrTTL)
 	go func() {
 		defer n.wg.Done()
 		defer func() { <-n.sem }()
-		ctx, cancel := context.WithTimeout(n.ctx, n.s.cfg.Timing.LANHelloTimeout)
+		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.HelloTimeout)
 		defer cancel()
 		if err := n.hello(ctx, ai.ID); err != nil {
-			s.log.Debug("lan hello failed", "peer", ai.ID.ShortString(), "err", err)
+			n.cfg.Log.Debug("lan hello failed", "peer", ai.ID.ShortString(), "err", err)
 			return
 		}
 		// In the roster now, and kept there by its hellos: forget it,
@@ -174,10 +192,10 @@ func (n *lanNotifee) HandlePeerFound(ai peer.AddrInfo) {
 
 // track records a hello attempt to id at now, keeping at most
 // lanMaxTracked entries. Called with mu held.
-func (n *lanNotifee) track(id peer.ID, now time.Time) {
+func (n *LAN) track(id peer.ID, now time.Time) {
 	if len(n.tried) >= lanMaxTracked {
 		for p, t := range n.tried {
-			if now.Sub(t) >= n.s.cfg.Timing.LANRetry {
+			if now.Sub(t) >= n.cfg.Retry {
 				delete(n.tried, p)
 			}
 		}
@@ -195,12 +213,20 @@ func (n *lanNotifee) track(id peer.ID, now time.Time) {
 	n.tried[id] = now
 }
 
-// close refuses further finds and waits for the hellos in flight (they end
+// Close refuses further finds and waits for the hellos in flight (they end
 // with the server's context, cancelled before the closers run).
-func (n *lanNotifee) close() error {
+func (n *LAN) Close() error {
 	n.mu.Lock()
 	n.closed = true
 	n.mu.Unlock()
 	n.wg.Wait()
 	return nil
+}
+
+// Tracked reports whether a hello to id is held back for cfg.Retry.
+func (n *LAN) Tracked(id peer.ID) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.tried[id]
+	return ok
 }
