@@ -96,6 +96,9 @@
 //   - window_prepare.go: the window a leader pins and every member checks
 //     and holds before it signs, and the gap of certificates that carries
 //     the window's walk past a timeout (§6.3 v3).
+//   - manifests.go: the manifests the index takes (§6.4 v3), stored and
+//     noted in the rounds' request lists; what it takes, within the caps
+//     per pseudonym and per round, is package internal/manifests's.
 //   - pirserve.go: PIR serving: padded answers and their combination (§6).
 //   - internal/chunks (package chunks): the server's chunk store (§7), in
 //     bbolt or in memory, with the rounds' pairs and the epochs' closing

@@ -14,6 +14,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/manifests"
 	"github.com/riffle-net/riffle/pir"
 )
 
@@ -53,8 +54,8 @@ type sepoch struct {
 	// final is the final descriptor's view (nil while registration runs).
 	final *view
 	// man: which published manifest chunks the index takes (§6.4 v3,
-	// manifests.go).
-	man manifestCaps
+	// package manifests).
+	man manifests.Caps
 	// paceNext is the earliest time this server may start its part of
 	// the next round (pace.go).
 	paceNext time.Time

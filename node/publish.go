@@ -13,6 +13,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/manifests"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -323,7 +324,7 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	s.mu.Lock()
 	x := e.round(rl.Round)
 	first := x.list == nil
-	var skipped []manifestRound
+	var skipped []manifests.Round
 	if first {
 		x.list, x.listBytes = &rl, body
 		e.listed(&s.pool, rl.Round)
@@ -332,8 +333,8 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 			// A final list for a round never published here (every
 			// server signs a normal list only once it has published the
 			// round): its manifests are none, and the index's cursor
-			// goes past it (manifests.go).
-			skipped = e.manCaps().add(rl.Round, nil)
+			// goes past it (package manifests).
+			skipped = e.manCaps().Add(rl.Round, nil)
 			s.noteManifests(e, skipped)
 		}
 		s.notify()

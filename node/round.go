@@ -55,7 +55,7 @@ type sround struct {
 	// as of then: roundAttestLocked).
 	voidAt time.Time
 	// manifests: the published ids the index took as manifests (§6.4 v3,
-	// manifests.go), set once manDone; the request list carries them.
+	// package manifests), set once manDone; the request list carries them.
 	manifests [][32]byte
 	manDone   bool
 	list      *wire.RoundList

@@ -11,6 +11,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/manifests"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -251,7 +252,7 @@ type pubFx struct {
 	// among them for the index (manifests.go).
 	published [][32]byte
 	chunks    []store.Chunk
-	cands     []manifestCand
+	cands     []manifests.Cand
 	// The round's requests, for the request list (listcut.go).
 	requests map[[32]byte]bool
 	reqByPos [][][32]byte
@@ -311,8 +312,8 @@ func publishStep(ep roundFacts, r uint32, payloads [][]byte, ph *payloadHashes, 
 		chunkPos = append(chunkPos, q)
 		fx.published = append(fx.published, id)
 	}
-	// Manifests are indexed apart, through the caps (manifests.go).
-	fx.cands = manifestCands(chunkPos, fx.chunks)
+	// Manifests are indexed apart, through the caps (package manifests).
+	fx.cands = manifests.Cands(chunkPos, fx.chunks)
 	return fx
 }
 

@@ -2,7 +2,7 @@ package client
 
 import "github.com/riffle-net/riffle/node/internal/proto"
 
-// Which upload a client's round carries (manifests.go has the caps).
+// Which upload a client's round carries (node/internal/manifests has the caps).
 
 // nextUpload returns the queue position of the next chunk to upload in
 // epoch e, or -1: the first, unless it is a manifest beyond what the index
