@@ -114,7 +114,7 @@ type Server struct {
 	closers     []func() error
 	store       ChunkStore
 	engine      *pir.Engine
-	pool        transport.BufPool // large round buffers (bufpool.go)
+	pool        transport.BufPool // large round buffers (transport's bufpool.go)
 	wg          sync.WaitGroup
 	// The tests' hooks (hooks_riffletest.go); empty in the binary.
 	serverHookState
