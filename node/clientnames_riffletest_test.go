@@ -4,6 +4,7 @@ package node
 
 import "github.com/riffle-net/riffle/node/client"
 
+var BudgetDrops = client.BudgetDrops
 var CheckDupAbort = client.CheckDupAbort
 var CheckPrevious = client.CheckPrevious
 
@@ -17,6 +18,7 @@ const DupHonest = client.DupHonest
 const DupSilent = client.DupSilent
 
 var FetchWindow = client.FetchWindow
+var HoldWindowChain = client.HoldWindowChain
 var NewBareClient = client.NewBareClient
 
 const PendingFile = client.PendingFile

@@ -277,6 +277,9 @@ const (
 	// WindowLookback is proto.WindowLookback: the epoch numbers a window
 	// looks back over.
 	WindowLookback = proto.WindowLookback
+	// BudgetLookback is proto.BudgetLookback: the epoch numbers the walk
+	// for the refusal budgets goes back over.
+	BudgetLookback = proto.BudgetLookback
 	// DecoyRateNum / DecoyRateDen is proto's ρ = ½.
 	DecoyRateNum, DecoyRateDen = proto.DecoyRateNum, proto.DecoyRateDen
 	// DecoyEpochs is proto.DecoyEpochs: E_d, the epochs whose request

@@ -194,7 +194,7 @@ func (s *Server) keepWalk(number uint64, refs []walkRef) {
 // walkOf returns the walk checked here for number's Prepare.
 func (s *Server) walkOf(number uint64) ([]walkRef, bool) {
 	b, err := s.store.WindowItem(number, walkKey(number))
-	if err != nil || len(b)%72 != 0 || len(b)/72 > WindowLookback {
+	if err != nil || len(b)%72 != 0 || len(b)/72 > BudgetLookback {
 		return nil, false
 	}
 	out := make([]walkRef, len(b)/72)
@@ -209,8 +209,10 @@ func (s *Server) walkOf(number uint64) ([]walkRef, bool) {
 
 // servedItem is what this server holds of ref's epoch: the item of the
 // pinned record if ref pins one, else its own item; the descriptor, if
-// no item holds it, from memory.
-func (s *Server) servedItem(r walkRef) wire.WindowItem {
+// no item holds it, from memory. For number's window, an epoch beyond
+// the pins' look-back is served as its descriptor only: the walk goes
+// there for the budgets' certificates, and no window pins its pool.
+func (s *Server) servedItem(r walkRef, number uint64) wire.WindowItem {
 	it, ok := s.item(r.Number, itemKey(r.Epoch, r.Digest))
 	if !ok && r.Digest != ([32]byte{}) {
 		it, ok = s.item(r.Number, itemKey(r.Epoch, [32]byte{}))
@@ -222,14 +224,14 @@ func (s *Server) servedItem(r walkRef) wire.WindowItem {
 	if it.Group == nil {
 		it.Group = s.heldGroup(r.Epoch)
 	}
-	if s.hookLackWindow() {
+	if s.hookLackWindow() || r.Number+WindowLookback < number {
 		it.Closing, it.Pool = nil, nil
 	}
 	return it
 }
 
 // onWindowReq answers a client's request for the window before an epoch
-// number: for each number below it, back WindowLookback numbers, the
+// number: for each number below it, back BudgetLookback numbers, the
 // certified epoch's descriptor without clients, closing record and pool
 // as far as this server holds them. The client checks every part.
 func (s *Server) onWindowReq(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
@@ -283,7 +285,7 @@ func (s *Server) onServerWindowReq(ctx context.Context, from peer.ID, body []byt
 	s.mu.Unlock()
 	for _, r := range refs {
 		if !slices.ContainsFunc(w.Items, func(it wire.WindowItem) bool { return it.Epoch == r.Epoch && sameRecord(it.Closing, r.Digest) }) {
-			w.Items = append(w.Items, s.servedItem(r))
+			w.Items = append(w.Items, s.servedItem(r, q.Number))
 		}
 	}
 	return wire.TypeWindow, w.Marshal(), nil
@@ -324,7 +326,7 @@ func (s *Server) certPeer(p peer.ID) bool {
 }
 
 // windowItems is what this server serves of the window before epoch
-// number: for each number below it, back WindowLookback numbers, the
+// number: for each number below it, back BudgetLookback numbers, the
 // epoch's descriptor without clients, closing record and pool. For a
 // number whose Prepare it checked, exactly the items of the walk it
 // checked (the walked descriptors, the pinned records and their pools),
@@ -340,11 +342,11 @@ func (s *Server) windowItems(number uint64) []wire.WindowItem {
 		return nil
 	}
 	var out []wire.WindowItem
-	for n := number - 1; n > 0 && n+WindowLookback >= number; n-- {
+	for n := number - 1; n > 0 && n+BudgetLookback >= number; n-- {
 		if refs, ok := s.walkOf(n + 1); ok {
 			for _, r := range refs {
-				if r.Number <= n && r.Number+WindowLookback >= number {
-					out = append(out, s.servedItem(r))
+				if r.Number <= n && r.Number+BudgetLookback >= number {
+					out = append(out, s.servedItem(r, number))
 				}
 			}
 			break
@@ -353,7 +355,7 @@ func (s *Server) windowItems(number uint64) []wire.WindowItem {
 		if !ok || (cert.Kind != wire.CertFinal && cert.Kind != wire.CertAbort) {
 			continue
 		}
-		out = append(out, s.servedItem(walkRef{Number: n, Epoch: cert.Epoch}))
+		out = append(out, s.servedItem(walkRef{Number: n, Epoch: cert.Epoch}, number))
 	}
 	return out
 }
@@ -366,9 +368,9 @@ func (s *Server) heldItems(number uint64) []wire.WindowItem {
 	if _, ok := s.walkOf(number); !ok {
 		return out
 	}
-	for n := number - 1; n > 0 && n+WindowLookback >= number; n-- {
+	for n := number - 1; n > 0 && n+BudgetLookback >= number; n-- {
 		if cert, ok := s.cert.certOf(n); ok && (cert.Kind == wire.CertFinal || cert.Kind == wire.CertAbort) {
-			out = append(out, s.servedItem(walkRef{Number: n, Epoch: cert.Epoch}))
+			out = append(out, s.servedItem(walkRef{Number: n, Epoch: cert.Epoch}, number))
 		}
 	}
 	return out
@@ -430,6 +432,10 @@ func (s *Server) askWindow(ctx context.Context, peers []peer.ID, number uint64) 
 
 // The Gap holds at most a certificate a number of the look-back below N−1.
 const _ = uint(wire.MaxGapCerts - (WindowLookback - 1))
+
+// A server's window reply (windowItems, and the walk it checked) fits the
+// wire's items.
+const _ = uint(wire.MaxWindowItems - 2*BudgetLookback)
 
 // keepWindow stores the parts of a walk's epochs that this server lacks:
 // each item with a record under that record's digest, and as the epoch's

@@ -163,7 +163,9 @@ func (s *Server) chooseWindow(ctx context.Context, chain []peer.ID, number uint6
 		return left
 	}
 	w := walkWindow(d, got)
-	if short(pinnedRefs(w)) {
+	// Short of the budgets' depth, no member would sign: it must hold
+	// the walk every client of N walks.
+	if w.Short || short(pinnedRefs(w)) {
 		got = append(got, s.askWindow(ctx, chain, number)...)
 		w = walkWindow(d, got)
 		// The leader holds what it pins, as every member does.
@@ -208,17 +210,19 @@ func (s *Server) holdWindow(ctx context.Context, src peer.ID, p *wire.Prepare, k
 // checkWindow checks the window p pins against the candidate items got
 // (this server's and src's): every pinned epoch is reached by the walk
 // back from p's certificates with its pinned record and that record's
-// pool, and no record N−1's descriptor pinned is left out. With keep it
+// pool, the walk reaches the budgets' depth (BudgetLookback: what every
+// client of N counts budgets from), and no record N−1's descriptor
+// pinned is left out. With keep it
 // stores what it walked (takeWindow), without it nothing (the would-serve
 // question, whose Previous is unchecked); it returns the walk.
 func (s *Server) checkWindow(p *wire.Prepare, got []wire.WindowItem, src peer.ID, keep bool) ([]walkRef, error) {
 	d := &wire.Descriptor{Number: p.Number, Previous: p.Previous, Window: p.Window, Gap: p.Gap}
 	w, ok := resolveWindow(d, got)
 	if !ok && src == "" {
-		return nil, fmt.Errorf("node: %d epochs of the prepared window are not held here", w.Missing)
+		return nil, fmt.Errorf("node: %d epochs of the prepared window are not held here (walk short of the budgets' depth: %v)", w.Missing, w.Short)
 	}
 	if !ok {
-		return nil, fmt.Errorf("node: %d epochs of the prepared window are held neither here nor by %s", w.Missing, src.ShortString())
+		return nil, fmt.Errorf("node: %d epochs of the prepared window are held neither here nor by %s (walk short of the budgets' depth: %v)", w.Missing, src.ShortString(), w.Short)
 	}
 	if gd := previousGroup(d, got); gd != nil {
 		if r, left := leftOutCertified(p.Number, gd.Window, p.Window); left {

@@ -16,7 +16,8 @@ var bucketWindow = []byte("window") // u64 number ‖ key → item bytes (the ke
 
 // MaxWindowKept bounds the entries a server keeps: a few a number (the
 // walk checked for it, an epoch's own item and the item of a record a
-// walk pinned), over the look-back of 10 numbers and then some.
+// walk pinned), over the walk's 16 numbers (BudgetLookback) and then
+// some.
 const MaxWindowKept = 128
 
 // MaxWindowItem bounds one kept item's bytes.

@@ -19,19 +19,20 @@ import (
 // abort twice would otherwise steer clients into a chain without it.
 //
 // What a client sees of the budget is public and the same for every client
-// of epoch N, whatever epochs it attended: the signed aborts inside the
-// previous-epoch certificates of N's descriptor and of the descriptors its
-// window's walk pinned (an abort certificate: an epoch ended before its
-// final descriptor, charged to its signer unless it is the leader's
-// coordination abort; a registration never closed, to both its signer and
-// the leader), and the chains of the walked epochs. A server of
-// one of those chains that is missing from N's, with two such aborts of
-// its own less than m epoch numbers apart, the second fewer than m numbers
-// before N, is a budget drop here. Aborts after
-// a final descriptor are not in any certificate, so the client cannot
-// count them, nor see the servers' grounds for taking a count back (a
-// public cause); a server dropped for another reason after two aborts is
-// refused all the same, which errs on the safe side.
+// of epoch N, whatever epochs it attended or what one server withheld: the
+// signed aborts inside the certificates of N−1 down to N−BudgetLookback
+// that the walk back from N's descriptor passes (every client of N walks
+// to that depth or holds no window; proto.WalkBack) (an abort
+// certificate: an epoch ended before its final descriptor, charged to its
+// signer unless it is the leader's coordination abort; a registration
+// never closed, to both its signer and the leader), and the chains of the
+// walked epochs. A server of one of those chains that is missing from
+// N's, with two such aborts of its own less than m epoch numbers apart,
+// the second fewer than m numbers before N, is a budget drop here. Aborts
+// after a final descriptor are not in any certificate, so the client
+// cannot count them, nor see the servers' grounds for taking a count back
+// (a public cause); a server dropped for another reason after two aborts
+// is refused all the same, which errs on the safe side.
 
 // budgetAbort is an abort a client saw in a certificate.
 type budgetAbort struct {

@@ -163,6 +163,24 @@ func FetchWindow(ctx context.Context, h transport.Host, primary peer.ID, v *prot
 	return c.fetchWindow(ctx, v)
 }
 
+// HoldWindowChain is holdWindow's decision without its random wait: v's
+// window fetched as every client fetches it (errNoWindow: the client sits
+// v out), then v's chain taken, or refused for a budget drop the window's
+// walk shows.
+func HoldWindowChain(ctx context.Context, h transport.Host, primary peer.ID, v *proto.View) error {
+	c := &Client{h: h, primary: primary, log: quietLogger(), ctx: ctx}
+	if err := c.fetchWindow(ctx, v); err != nil {
+		return err
+	}
+	return c.takeChain(v.Desc, v.Chain, c.windowBudget)
+}
+
+// BudgetDrops names the servers a client of the epoch of number with
+// chain refuses for their refusal budget, from a walk's budgets.
+func BudgetDrops(w proto.BudgetWalk, chain []peer.ID, number uint64) []string {
+	return budgetView(w).dropped(chain, number)
+}
+
 // HasManifest reports whether the client's synced index holds manifest id.
 func (c *Client) HasManifest(id [32]byte) bool {
 	c.mu.Lock()

@@ -117,8 +117,10 @@ func GroupCost(p Params) ClientCost {
 	pool := 32 + 8 + 36*min(wire.MaxPoolPairs, n*k*int(R))
 	group := open.Desc.MarshalGroup()
 	// The whole window from every server of N's and N − 1's chains: an
-	// item a number back WindowLookback numbers, DecoyEpochs with pools.
-	window := 4 + WindowLookback*(8+32+3*4+len(group)+closing) + DecoyEpochs*pool
+	// item a number back WindowLookback numbers, DecoyEpochs with pools,
+	// and descriptors alone on to the budgets' depth (BudgetLookback).
+	window := 4 + WindowLookback*(8+32+3*4+len(group)+closing) + DecoyEpochs*pool +
+		(BudgetLookback-WindowLookback)*(8+32+3*4+len(group))
 	askers := int64(2 * m)
 	index := (b + 64) + closing
 	// Pages of a full epoch's index, asked for in every attempt (the last

@@ -17,13 +17,21 @@ import (
 const (
 	TagPoolSeed = "riffle/v3/decoy-seed"
 	TagPool     = "riffle/v3/decoy-pool"
-	// WindowLookback bounds the epoch numbers a window looks back over.
+	// WindowLookback bounds the epoch numbers a window's pins look back
+	// over.
 	WindowLookback = 2*DecoyEpochs + 2
+	// BudgetLookback is how far the walk back from N's descriptor goes
+	// for the refusal budgets a client counts (§3): the certificates of
+	// N−1 down to N−BudgetLookback, every client of N alike. Two aborts
+	// less than m apart, the second at least N−m, leave a server out of
+	// N's chain: the first is at least N−2m+1, so 2·m_max numbers cover
+	// every chain of at most m_max servers.
+	BudgetLookback = 2 * MaxGroupServers
 	// MaxLookbackWindow is the longest window a server gives another
-	// (windowItems: an item a number, WindowLookback of them, each at most
+	// (windowItems: an item a number, BudgetLookback of them, each at most
 	// the wire's bounds of an item), the cap askWindow reads a reply
 	// with rather than the table's 64 MiB.
-	MaxLookbackWindow = 4 + WindowLookback*((wire.MaxWindow-4)/wire.MaxWindowItems)
+	MaxLookbackWindow = 4 + BudgetLookback*((wire.MaxWindow-4)/wire.MaxWindowItems)
 )
 
 // PoolSeed hashes the record's rounds: the sampling keys' seed.

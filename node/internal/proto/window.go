@@ -75,15 +75,20 @@ type WindowWalk struct {
 	// Missing counts the pinned epochs whose record or pool no
 	// candidate gave.
 	Missing int
+	// Short: the walk stopped at a descriptor no candidate gave, above
+	// the budgets' depth (BudgetLookback), where the certificates said
+	// it goes on.
+	Short bool
 }
 
 // ResolveWindow is the window of descriptor d (§6.3 v3): exactly the
 // epochs d.Window pins, each with the record of the pinned digest and
-// its pool, reached by the walk back from d. ok is false if any pinned
-// epoch is missing: the window is not held.
+// its pool, reached by the walk back from d, which goes on to the
+// budgets' depth. ok is false if any pinned epoch is missing or the walk
+// is short of that depth: the window is not held.
 func ResolveWindow(d *wire.Descriptor, got []wire.WindowItem) (WindowWalk, bool) {
 	w := WalkBack(d, got, true)
-	return w, w.Missing == 0
+	return w, w.Missing == 0 && !w.Short
 }
 
 // WalkWindow is the rule before the certified window, kept for the
@@ -96,9 +101,16 @@ func WalkWindow(d *wire.Descriptor, got []wire.WindowItem) WindowWalk {
 
 // WalkBack walks back from descriptor d through the certificates the
 // descriptors carry, past a timeout through the Gap of the descriptor
-// after it, at most WindowLookback numbers, taking each part
+// after it, down to number d.Number−BudgetLookback, taking each part
 // (descriptor, record, pool) from got only if it checks; with pinned, the
-// window is the epochs d.Window pins, else WalkWindow's rule.
+// window is the epochs d.Window pins, else WalkWindow's rule (within
+// WindowLookback).
+//
+// The budgets (a client's budgetView) are the certificates of numbers
+// d.Number−1 down to d.Number−BudgetLookback that the walk passes, and the
+// chains of the walked epochs: the same for every client of d, since each
+// must reach that depth to hold the window (Short) and nothing below it
+// counts, whatever older descriptors a server hands one client.
 func WalkBack(d *wire.Descriptor, got []wire.WindowItem, pinned bool) WindowWalk {
 	cands := map[[32]byte][]*wire.WindowItem{}
 	for i := range got {
@@ -111,24 +123,26 @@ func WalkBack(d *wire.Descriptor, got []wire.WindowItem, pinned bool) WindowWalk
 		}
 	}
 	w := WindowWalk{Recs: map[[32]byte]*wire.Closing{}, Budget: BudgetWalk{Chains: map[uint64][]peer.ID{}}}
-	at := d // the descriptor whose certificates the walk follows
-	w.Budget.Certs = append(w.Budget.Certs, d.Previous)
-	// The budgets (a client's budgetView) come only from the descriptors
-	// every client of d walks: down to the oldest epoch d pins, which it
-	// must reach to hold the window. The walk goes on past it while
-	// replies give descriptors (a server keeps them), but a server that
-	// hands one client older descriptors must not change what it counts.
-	budget := !pinned || len(refs) > 0
-	// Each step goes down at least a number: WindowLookback steps at most.
-	for step := 0; step < WindowLookback; step++ {
-		prev, ok := CrossGap(at)
-		if !ok || prev.Number+WindowLookback < d.Number || prev.Number >= at.Number {
-			break
+	deep := func(n uint64) bool { return n+BudgetLookback >= d.Number }
+	certs := func(cs ...wire.Cert) {
+		for _, c := range cs {
+			if c.Kind != wire.CertNone && deep(c.Number) {
+				w.Budget.Certs = append(w.Budget.Certs, c)
+			}
 		}
-		if at.Previous.Kind == wire.CertTimeout && budget {
+	}
+	at := d // the descriptor whose certificates the walk follows
+	certs(d.Previous)
+	// Each step goes down at least a number: BudgetLookback steps at most.
+	for step := 0; step < BudgetLookback; step++ {
+		prev, ok := CrossGap(at)
+		if !ok || !deep(prev.Number) || prev.Number >= at.Number {
+			break // the walk ends here for every client alike
+		}
+		if at.Previous.Kind == wire.CertTimeout {
 			// Past a timeout: the Gap's aborts count as those of
-			// the certificates the walk passes (a client's budgetView).
-			w.Budget.Certs = append(w.Budget.Certs, at.Gap...)
+			// the certificates the walk passes.
+			certs(at.Gap...)
 		}
 		id, num := prev.Epoch, prev.Number
 		var gd *wire.Descriptor
@@ -140,7 +154,8 @@ func WalkBack(d *wire.Descriptor, got []wire.WindowItem, pinned bool) WindowWalk
 			}
 		}
 		if gd == nil {
-			break // the walk cannot go further back
+			w.Short = true // no candidate gave it
+			break
 		}
 		it := wire.WindowItem{Number: num, Epoch: id, Group: gb}
 		var pe *PoolEpoch
@@ -148,7 +163,7 @@ func WalkBack(d *wire.Descriptor, got []wire.WindowItem, pinned bool) WindowWalk
 		if r, ok := refs[id]; pinned && ok && r.Number == num && prev.Kind == wire.CertFinal {
 			pe, rec, it.Closing, it.Pool = CheckedPool(gd, id, cands[id], &r.Closing)
 			delete(refs, id)
-		} else if !pinned && prev.Kind == wire.CertFinal && num+2 <= d.Number && len(w.Pools) < DecoyEpochs {
+		} else if !pinned && prev.Kind == wire.CertFinal && num+2 <= d.Number && num+WindowLookback >= d.Number && len(w.Pools) < DecoyEpochs {
 			pe, rec, it.Closing, it.Pool = CheckedPool(gd, id, cands[id], nil)
 		}
 		if pe != nil {
@@ -157,13 +172,10 @@ func WalkBack(d *wire.Descriptor, got []wire.WindowItem, pinned bool) WindowWalk
 			w.Recs[id] = rec
 		}
 		w.Items = append(w.Items, it)
-		if budget {
-			if ch, err := DescChain(gd); err == nil {
-				w.Budget.Chains[num] = ch
-			}
-			w.Budget.Certs = append(w.Budget.Certs, gd.Previous)
-			budget = !pinned || len(refs) > 0
+		if ch, err := DescChain(gd); err == nil {
+			w.Budget.Chains[num] = ch
 		}
+		certs(gd.Previous)
 		at = gd
 	}
 	w.Missing = len(d.Window) - len(w.Pools)
