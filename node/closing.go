@@ -174,9 +174,8 @@ func (s *Server) onClosingProposal(ctx context.Context, from peer.ID, body []byt
 	// otherwise have its chain sign the round as never come and, once
 	// the list came, as published: two valid records, one kept by the
 	// servers and another pinned, whose pools disagree (issue 26, F2).
-	// The choice is taken before the signature leaves and lives as long
-	// as the epoch here: a restarted server holds no epoch it served
-	// before and signs no record of it.
+	// The choice is on disk before the signature is made
+	// (closingsigned.go), so that it outlives a crash.
 	dg := closingDigest(&p.Closing)
 	if e.closingMine != nil {
 		mine := closingDigest(e.closingMine)
@@ -185,9 +184,16 @@ func (s *Server) onClosingProposal(ctx context.Context, from peer.ID, body []byt
 			return 0, nil, errors.New("node: another closing record of this epoch was signed here")
 		}
 	} else {
-		signed := p.Closing
-		signed.Sigs = nil
-		e.closingMine = &signed
+		s.mu.Unlock()
+		if err := s.closingSigned.take(s.cfg.DataDir, v.Desc.Number, v.ID, dg); err != nil {
+			return 0, nil, err
+		}
+		s.mu.Lock()
+		if e.closingMine == nil {
+			signed := p.Closing
+			signed.Sigs = nil
+			e.closingMine = &signed
+		}
 		s.mu.Unlock()
 	}
 	sig, err := sign(s.priv, dg)

@@ -214,33 +214,7 @@ func TestClosingOneProposal(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 		defer cancel()
 		tn.startPair(ctx, t, nil)
-		var ep [32]byte
-		var s0, v *Server
-		if err := wait.Until(ctx, 40*time.Second, func() bool {
-			for _, s := range tn.servers {
-				for _, es := range s.Snapshot().Epochs {
-					if es.Position != 0 || !es.Ended || es.Listed != es.Rounds {
-						continue
-					}
-					for _, o := range tn.servers {
-						if o == s {
-							continue
-						}
-						o.mu.Lock()
-						e := o.epochs[es.ID]
-						signed := e != nil && e.closingMine != nil && e.rounds[1] != nil && e.rounds[1].list != nil
-						o.mu.Unlock()
-						if signed {
-							ep, s0, v = es.ID, s, o
-							return true
-						}
-					}
-				}
-			}
-			return false
-		}); err != nil {
-			t.Fatal("no epoch's record signed by a server other than its first")
-		}
+		ep, s0, v := signedRecord(ctx, t, tn)
 		v.mu.Lock()
 		e := v.epochs[ep]
 		first := *e.closingMine
@@ -256,6 +230,86 @@ func TestClosingOneProposal(t *testing.T) {
 		}
 		if _, _, err := v.onClosingProposal(ctx, s0.ID(), (&wire.ClosingProposal{Closing: other}).Marshal()); err == nil {
 			t.Error("a second closing record of one epoch signed")
+		}
+	})
+}
+
+// signedRecord waits for an epoch ep that ran to its end and whose
+// closing record a server v other than its first, s0, signed, with round
+// 1's list held.
+func signedRecord(ctx context.Context, t *testing.T, tn *anonNet) (ep [32]byte, s0, v *Server) {
+	t.Helper()
+	if err := wait.Until(ctx, 40*time.Second, func() bool {
+		for _, s := range tn.servers {
+			for _, es := range s.Snapshot().Epochs {
+				if es.Position != 0 || !es.Ended || es.Listed != es.Rounds {
+					continue
+				}
+				for _, o := range tn.servers {
+					if o == s {
+						continue
+					}
+					o.mu.Lock()
+					e := o.epochs[es.ID]
+					signed := e != nil && e.closingMine != nil && e.rounds[1] != nil && e.rounds[1].list != nil
+					o.mu.Unlock()
+					if signed {
+						ep, s0, v = es.ID, s, o
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatal("no epoch's record signed by a server other than its first")
+	}
+	return ep, s0, v
+}
+
+// TestClosingChoiceSurvivesRestart (issue 26, item 3; issue 25: every
+// signature is persisted before it is sent): the closing record a server
+// signed for an epoch is on disk before its signature leaves. Here the
+// server that signed one record crashes and starts again on its data
+// directory, and is handed the epoch's state back (the lists it held,
+// without the memory of what it signed): a second record of the epoch,
+// one that agrees with what it holds, is refused, and the one it signed
+// is signed again. Before, the choice lived in memory only, and the
+// restarted server signed the second record.
+func TestClosingChoiceSurvivesRestart(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		p := testParams(4)
+		tn := startAnonNet(t, 3, 0, 2, p, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+		defer cancel()
+		tn.startPair(ctx, t, nil)
+		ep, s0, v := signedRecord(ctx, t, tn)
+		v.mu.Lock()
+		e := v.epochs[ep]
+		first := *e.closingMine
+		v.mu.Unlock()
+		cfg := v.cfg
+		v.Close()
+		again, err := NewServer(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer again.Close()
+		again.mu.Lock()
+		e.closingMine, e.closingSigs, e.closingDone = nil, nil, false
+		e.rounds[1].list = nil
+		other := closingOf(e) // round 1 never came, as e now shows
+		_, ok := setPool(e, &other)
+		again.epochs[ep] = e
+		again.mu.Unlock()
+		if !ok || other.Rounds[1].State != wire.ClosedNone {
+			t.Fatal("no second record agrees with the server's view")
+		}
+		if _, _, err := again.onClosingProposal(ctx, s0.ID(), (&wire.ClosingProposal{Closing: other}).Marshal()); err == nil {
+			t.Error("the restarted server signed a second closing record of an epoch")
+		}
+		if _, _, err := again.onClosingProposal(ctx, s0.ID(), (&wire.ClosingProposal{Closing: first}).Marshal()); err != nil {
+			t.Errorf("the record signed before the crash, proposed again, refused: %v", err)
 		}
 	})
 }

@@ -146,6 +146,9 @@ type Server struct {
 	dupServer          // duplicate-share verdicts (dupwalk.go)
 	// ref counts aborts on private grounds (refusals.go).
 	ref refusalState
+	// closingSigned: the closing record signed for each recent epoch, on
+	// disk before the signature (closingsigned.go).
+	closingSigned closingSignedState
 	// cert holds the certificates of epoch numbers (certs.go).
 	cert certState
 	// amnesia: this server lost its records and signs nothing for now
