@@ -112,7 +112,8 @@ func (br *budgetRun) items(low uint64) []wire.WindowItem {
 // without X although the servers' rule (two aborts less than m apart)
 // left X out: the steering the refusal exists for. Now the walk reaches
 // N−7's certificate: the client refuses. Descriptors below the depth
-// change nothing, and a walk short of it does not hold the window.
+// change nothing, and a walk short of it does not hold the window, nor
+// lets a member answer N's Prepare.
 func TestBudgetFixedDepth(t *testing.T) {
 	br := newBudgetRun(t)
 	defer closeHosts(br.hosts)
@@ -133,6 +134,16 @@ func TestBudgetFixedDepth(t *testing.T) {
 	if !reflect.DeepEqual(a.Budget, b.Budget) {
 		t.Errorf("budgets differ with descriptors below the depth: %d certificates and %d chains, against %d and %d",
 			len(b.Budget.Certs), len(b.Budget.Chains), len(a.Budget.Certs), len(a.Budget.Chains))
+	}
+	// A member answers N's Prepare only holding the walk to the depth,
+	// which it then serves.
+	var member Server
+	prep := &wire.Prepare{Number: budgetN, Previous: br.d.Previous, Window: br.d.Window}
+	if _, err := member.checkWindow(prep, atPin, "", false); err == nil {
+		t.Error("a member holding the walk only to the oldest pin takes the Prepare")
+	}
+	if _, err := member.checkWindow(prep, deep, "", false); err != nil {
+		t.Errorf("a member holding the walk to the depth refuses the Prepare: %v", err)
 	}
 	why := BudgetDrops(a.Budget, br.v.Chain, budgetN)
 	if len(why) != 1 || !strings.Contains(why[0], br.x.ShortString()) {
