@@ -60,7 +60,12 @@ func certSign(t *testing.T, k certKey, dg [32]byte) [64]byte {
 // finalCertBy is a final certificate of number n signed by keys at
 // positions of a chain of keys.
 func finalCertBy(t *testing.T, chain []certKey, signers []certKey, n uint64) *wire.Cert {
-	c := &wire.Cert{Kind: wire.CertFinal, Number: n, Epoch: [32]byte{1}, Digest: [32]byte{2}}
+	return finalCertOf(t, chain, signers, n, [32]byte{1})
+}
+
+// finalCertOf is finalCertBy naming epoch.
+func finalCertOf(t *testing.T, chain []certKey, signers []certKey, n uint64, epoch [32]byte) *wire.Cert {
+	c := &wire.Cert{Kind: wire.CertFinal, Number: n, Epoch: epoch, Digest: [32]byte{2}}
 	for _, k := range chain {
 		c.Chain = append(c.Chain, []byte(k.id))
 	}
@@ -225,7 +230,7 @@ func TestCertForged(t *testing.T) {
 		if _, _, err := s.onPrepare(leader, prep(timeoutOf(N-1, notLeading(N-1)...))); err == nil || !strings.Contains(err.Error(), "gap") {
 			t.Errorf("a timeout without its gap: %v", err)
 		}
-		if _, _, err := s.onPrepare(leader, prep(timeoutOf(N-1, notLeading(N-1)...), *finalCertBy(t, keys, keys, N-2))); err != nil {
+		if _, _, err := s.onPrepare(leader, prep(timeoutOf(N-1, notLeading(N-1)...), *finalCertOf(t, keys, keys, N-2, heldEpoch(t, s, N-2)))); err != nil {
 			t.Fatalf("Prepare with a valid certificate: %v", err)
 		}
 		if s.cert.certTop() != N-1 || s.lastNumber() != N-1 {
@@ -346,6 +351,17 @@ func sortChainBytes(ch [][]byte) {
 
 // loneServer starts one server in the test's network with no peers (a
 // chain of two at the least), for tests that feed it messages by hand.
+// heldEpoch is a made-up epoch of number n whose descriptor s holds, with
+// no previous certificate: a Prepare's walk back (§6.3 v3), which must
+// reach the budgets' depth, ends there.
+func heldEpoch(t *testing.T, s *Server, n uint64) [32]byte {
+	t.Helper()
+	d := &wire.Descriptor{Number: n, Params: testParams(2).Wire()}
+	id := epochID(d)
+	s.keepWindow([]wire.WindowItem{{Number: n, Epoch: id, Group: groupBytes(d)}})
+	return id
+}
+
 func loneServer(t *testing.T) *Server {
 	t.Helper()
 	s, err := NewServer(context.Background(), ServerConfig{Network: testNet(t), DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore(), MinServers: 2})

@@ -53,7 +53,11 @@ func TestLeftOutRefused(t *testing.T) {
 			c.roster.saw(b.h.ID(), "b", nil)
 			keys := []certKey{a, {b.h.ID(), b.priv}, {c.h.ID(), c.priv}}
 			sortKeys(keys)
-			prev := finalCertBy(t, keys, keys, 1)
+			prev := finalCertOf(t, keys, keys, 1, heldEpoch(t, b, 1))
+			// C holds 1's descriptor and certificate, as a server of 1's
+			// chain does, so that it would hold 2's window.
+			heldEpoch(t, c, 1)
+			c.addCert(prev)
 			if !cLive {
 				c.Close()
 			}
