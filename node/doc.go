@@ -99,7 +99,9 @@
 //   - manifests.go: the manifests the index takes (§6.4 v3), stored and
 //     noted in the rounds' request lists; what it takes, within the caps
 //     per pseudonym and per round, is package internal/manifests's.
-//   - pirserve.go: PIR serving: padded answers and their combination (§6).
+//   - pirserve.go: PIR serving: padded answers and their combination (§6);
+//     a round's masks, parts and answers are package internal/pirround's
+//     (no I/O, its tests network-free).
 //   - internal/chunks (package chunks): the server's chunk store (§7), in
 //     bbolt or in memory, with the rounds' pairs and the epochs' closing
 //     records (its package doc lists its files); chunkstore.go: its names

@@ -111,7 +111,7 @@ func TestPIRQuerySlotOwner(t *testing.T) {
 			t.Errorf("%s: query accepted", c.name)
 		}
 		s.mu.Lock()
-		_, recorded := e.rounds[1].queries[c.slot]
+		_, recorded := e.rounds[1].pir.Queries[c.slot]
 		s.mu.Unlock()
 		if recorded {
 			t.Fatalf("%s: its query was recorded for slot %d", c.name, c.slot)
@@ -126,7 +126,7 @@ func TestPIRQuerySlotOwner(t *testing.T) {
 		t.Fatalf("victim's query: %v, want a wait for its answer", err)
 	}
 	s.mu.Lock()
-	got := e.rounds[1].queries[0]
+	got := e.rounds[1].pir.Queries[0]
 	s.mu.Unlock()
 	if len(got) == 0 || got[0][0] != 1 {
 		t.Fatalf("victim's query not recorded: %v", got)

@@ -137,7 +137,7 @@ func (f *hostileFixture) state() string {
 			x := e.rounds[r]
 			fmt.Fprintf(&b, "  round %d subs %d digests %d bodies %d fwd %v mixed %v pub %d/%v list %v queries %d pads %d padFrom %d answers %d pruned %v\n",
 				r, len(x.subs), len(x.digests), len(x.bodies), x.forwarded, x.mixed, len(x.published), x.pubDone, x.list != nil,
-				len(x.queries), len(x.pads), len(x.padFrom), len(x.answers), x.pruned)
+				len(x.pir.Queries), len(x.pir.Pads), len(x.pir.PadFrom), len(x.pir.Answers), x.pruned)
 		}
 	}
 	lists, held, index := s.store.(*chunks.MemStore).Sizes()

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -132,13 +131,13 @@ func (s *Server) answerOwn(ctx context.Context, e *sepoch, x *sround, r uint32, 
 	b, k := e.bk()
 	mine := e.clientsOf(e.pos)
 	wctx, wcancel := context.WithTimeout(ctx, time.Duration(v.Desc.Params.RoundLimitMs)*time.Millisecond)
-	_ = s.waitFor(wctx, func() bool { return len(x.queries) >= e.queriesDue(mine) || e.ended })
+	_ = s.waitFor(wctx, func() bool { return len(x.pir.Queries) >= e.queriesDue(mine) || e.ended })
 	wcancel()
 	s.mu.Lock()
 	var slots []uint32
 	var masks [][]byte
 	for _, sl := range mine {
-		if q, ok := x.queries[sl]; ok {
+		if q, ok := x.pir.Queries[sl]; ok {
 			slots = append(slots, sl)
 			masks = append(masks, q...)
 			s.hookMasks(v.ID, r, sl, q, max(1, len(ids)))
@@ -164,9 +163,9 @@ func (s *Server) answerOwn(ctx context.Context, e *sepoch, x *sround, r uint32, 
 	if x.pruned {
 		return false
 	}
-	x.own = map[uint32][][]byte{}
+	x.pir.Own = map[uint32][][]byte{}
 	for i, sl := range slots {
-		x.own[sl] = out[i*k : (i+1)*k]
+		x.pir.Own[sl] = out[i*k : (i+1)*k]
 	}
 	s.combine(e, x, r)
 	return true
@@ -175,28 +174,17 @@ func (s *Server) answerOwn(ctx context.Context, e *sepoch, x *sround, r uint32, 
 // combine finishes the answers whose own part and m-1 padded parts are in
 // (§6.3); call with s.mu held.
 func (s *Server) combine(e *sepoch, x *sround, r uint32) {
-	m := len(e.final.Chain)
-	if x.own == nil || len(x.padFrom) < m-1 {
+	fresh, free, ok := x.pir.Combine(len(e.final.Chain))
+	if !ok {
 		return
 	}
-	for sl, own := range x.own {
-		if _, done := x.answers[sl]; done {
-			continue
-		}
-		if pads := x.pads[sl]; pads != nil {
-			for t := range own {
-				pir.XorInto(own[t], pads[t])
-			}
-		}
+	for sl, own := range fresh {
 		s.hookCorrupt(e.final.ID, r, sl, own)
-		x.answers[sl] = own
 	}
-	x.pirDone = true
 	// The padded answers are in the answers now: their frames go back.
-	for _, b := range x.padBodies {
+	for _, b := range free {
 		s.pool.Put(b)
 	}
-	x.pads, x.padBodies = map[uint32][][]byte{}, nil
 	s.notify()
 }
 
@@ -245,27 +233,12 @@ func (s *Server) onPadAnswers(from peer.ID, body []byte) (wire.Type, []byte, err
 		return 0, nil, err
 	}
 	x := e.round(rows.Round)
-	if x.padFrom[j] || x.pirDone {
-		s.pool.Put(body) // nothing refers to it
+	free, added := x.pir.AddPads(j, rows.Slots, rows.Rows, k, body)
+	if free != nil {
+		s.pool.Put(free)
+	}
+	if !added {
 		return wire.TypeAck, ack, nil
-	}
-	x.padFrom[j] = true
-	kept := false
-	for i, sl := range rows.Slots {
-		acc := x.pads[sl]
-		if acc == nil {
-			x.pads[sl] = rows.Rows[i*k : (i+1)*k]
-			kept = true
-			continue
-		}
-		for t := 0; t < k; t++ {
-			pir.XorInto(acc[t], rows.Rows[i*k+t])
-		}
-	}
-	if kept {
-		x.padBodies = append(x.padBodies, body)
-	} else {
-		s.pool.Put(body) // XORed into the first server's, which stays
 	}
 	s.combine(e, x, rows.Round)
 	return wire.TypeAck, ack, nil
@@ -327,29 +300,24 @@ func (s *Server) handlePIR(ctx context.Context, from peer.ID, t wire.Type, body 
 		s.mu.Unlock()
 		return 0, nil, fmt.Errorf("node: round %d is over", q.Round)
 	}
-	if old, ok := x.queries[sl]; ok {
-		same := true
-		for t := range old {
-			same = same && bytes.Equal(old[t], q.Rows[t])
-		}
-		if !same {
-			s.mu.Unlock()
-			return 0, nil, errors.New("node: a different query was already sent for this slot and round")
-		}
-	} else {
-		x.queries[sl] = q.Rows
+	fresh, err := x.pir.Query(sl, q.Rows)
+	if err != nil {
+		s.mu.Unlock()
+		return 0, nil, err
+	}
+	if fresh {
 		s.notify()
 	}
 	s.mu.Unlock()
 	var ans [][]byte
-	err = s.waitFor(ctx, func() bool { ans = x.answers[sl]; return ans != nil || e.ended || x.pruned })
+	err = s.waitFor(ctx, func() bool { ans = x.pir.Answers[sl]; return ans != nil || e.ended || x.pruned })
 	if err == nil && ans == nil {
 		// The epoch ended with this round in flight: its last padded
 		// answers may still be on their way, or may never come (a server
 		// that saw the end first stops answering). Wait a bounded grace,
 		// never the client's whole poll.
 		gctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.EndGrace)
-		_ = s.waitFor(gctx, func() bool { ans = x.answers[sl]; return ans != nil })
+		_ = s.waitFor(gctx, func() bool { ans = x.pir.Answers[sl]; return ans != nil })
 		cancel()
 	}
 	if ans == nil {

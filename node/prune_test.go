@@ -23,7 +23,7 @@ func TestRoundWindow(t *testing.T) {
 			body := make([]byte, transport.PoolMin)
 			x.subs[0] = wire.Submit{Onion: body[10:100]}
 			x.bodies = append(x.bodies, body)
-			x.answers[0] = [][]byte{make([]byte, 100)}
+			x.pir.Answers[0] = [][]byte{make([]byte, 100)}
 			e.listed(&pool, r)
 		}
 		// The dropped rounds' frames went back to the pool.
@@ -35,7 +35,7 @@ func TestRoundWindow(t *testing.T) {
 		}
 		for r := uint32(0); r < 21; r++ {
 			x := e.rounds[r]
-			gone := len(x.subs) == 0 && len(x.answers) == 0 && x.pruned
+			gone := len(x.subs) == 0 && len(x.pir.Answers) == 0 && x.pruned
 			if want := r < e.pruned; gone != want {
 				t.Fatalf("round %d: dropped %v, want %v", r, gone, want)
 			}

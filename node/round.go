@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/pirround"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -79,16 +80,8 @@ type sround struct {
 	// decoy pool while its final list has not come (window.go).
 	signedPairs []wire.PoolPair
 
-	// PIR serving (pirserve.go).
-	queries map[uint32][][]byte // this server's clients' masks
-	pads    map[uint32][][]byte // XOR of the padded answers received
-	padFrom map[int]bool
-	own     map[uint32][][]byte // R_p for this server's clients
-	answers map[uint32][][]byte // combined answers, ready for the client
-	pirDone bool
-	// padBodies are the frames (BufPool buffers) pads alias, given back
-	// once the answers are combined.
-	padBodies [][]byte
+	// pir: PIR serving (pirserve.go, package pirround).
+	pir pirround.Round
 
 	pruned bool // bulk state dropped (prune): nothing more is taken
 }
@@ -122,7 +115,7 @@ func (e *sepoch) listed(pool *transport.BufPool, r uint32) {
 		if x := e.rounds[e.pruned]; x != nil {
 			// The round was mixed long ago (round r's list needs r−2
 			// published, and so on back): nothing refers to its onions.
-			for _, b := range append(x.bodies, x.padBodies...) {
+			for _, b := range append(x.bodies, x.pir.PadBodies...) {
 				pool.Put(b)
 			}
 			x.dropBulk()
@@ -133,10 +126,10 @@ func (e *sepoch) listed(pool *transport.BufPool, r uint32) {
 
 // dropBulk drops round x's bulk state. Call with s.mu held.
 func (x *sround) dropBulk() {
-	x.bodies, x.kept, x.padBodies, x.pubRaw = nil, nil, nil, nil
+	x.bodies, x.kept, x.pubRaw = nil, nil, nil
 	x.dropRelays()
-	x.subs, x.digests, x.queries = map[uint32]wire.Submit{}, map[uint32][32]byte{}, map[uint32][][]byte{}
-	x.pads, x.own, x.answers, x.padFrom = map[uint32][][]byte{}, nil, map[uint32][][]byte{}, map[int]bool{}
+	x.subs, x.digests = map[uint32]wire.Submit{}, map[uint32][32]byte{}
+	x.pir.Drop()
 	x.pruned = true
 }
 
@@ -160,9 +153,10 @@ func (e *sepoch) dropEnded(answers bool) {
 			e.pruned = max(e.pruned, r+1)
 			continue
 		}
-		x.bodies, x.kept, x.padBodies, x.pubRaw = nil, nil, nil, nil
+		x.bodies, x.kept, x.pubRaw = nil, nil, nil
 		x.dropRelays()
-		x.subs, x.digests, x.pads = map[uint32]wire.Submit{}, map[uint32][32]byte{}, map[uint32][][]byte{}
+		x.subs, x.digests = map[uint32]wire.Submit{}, map[uint32][32]byte{}
+		x.pir.DropPads()
 	}
 	clear(e.held)
 	e.bufMu.Lock()

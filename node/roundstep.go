@@ -12,6 +12,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/manifests"
+	"github.com/riffle-net/riffle/node/internal/pirround"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -328,8 +329,8 @@ func (fx *pubFx) stored(x *sround) {
 func (rs *roundsState) at(r uint32) *sround {
 	x := rs.rounds[r]
 	if x == nil {
-		x = &sround{subs: map[uint32]wire.Submit{}, digests: map[uint32][32]byte{}, requests: map[[32]byte]bool{}, queries: map[uint32][][]byte{},
-			pads: map[uint32][][]byte{}, padFrom: map[int]bool{}, answers: map[uint32][][]byte{}}
+		x = &sround{subs: map[uint32]wire.Submit{}, digests: map[uint32][32]byte{}, requests: map[[32]byte]bool{},
+			pir: pirround.New()}
 		rs.rounds[r] = x
 	}
 	return x
