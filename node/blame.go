@@ -12,10 +12,6 @@ import (
 	"github.com/riffle-net/riffle/node/blame"
 )
 
-// excludeEpochs is how many following epochs a culprit client's peer is
-// refused by its primary.
-const excludeEpochs = 1
-
 // walkInput returns the input position at server t on the walk back of
 // the epoch's share fault, with t's verified route proof. It walks
 // strictly from the evidence towards t: t's output position is the input

@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/blame"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -101,7 +102,7 @@ func (ks *keyState) keySeen(key [32]byte) (store.KeySeen, bool) {
 
 // strikeKey counts one more blame against a long-term key named in epoch
 // number and returns until which epoch number it is excluded: 1, 2, 4, …
-// epochs after number, capped at 2^maxExcludeShift. The record, with the
+// epochs after number, capped at 2^blame.MaxExcludeShift. The record, with the
 // evidence, is on disk before this returns; the key loses its clean record.
 func (ks *keyState) strikeKey(key [32]byte, number uint64, evidence []byte) uint64 {
 	ks.mu.Lock()
@@ -109,8 +110,7 @@ func (ks *keyState) strikeKey(key [32]byte, number uint64, evidence []byte) uint
 	ks.keysLocked()
 	x := ks.excluded[key]
 	x.Strikes++
-	shift := min(int(x.Strikes)-1, maxExcludeShift)
-	x.Until = max(x.Until, number+uint64(excludeEpochs)<<shift)
+	x.Until = blame.ExcludedUntil(x.Strikes, x.Until, number)
 	x.Evidence = append([]byte(nil), evidence...)
 	ks.excluded[key] = x
 	_, hadSeen := ks.seen[key]

@@ -19,6 +19,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/blame"
 	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/store"
 )
@@ -73,7 +74,7 @@ func TestKeyStrikeDoubles(t *testing.T) {
 		for range 20 {
 			s.keys.strikeKey(key, 100, nil)
 		}
-		if got := s.keys.strikeKey(key, 100, nil); got != 100+1<<maxExcludeShift {
+		if got := s.keys.strikeKey(key, 100, nil); got != 100+1<<blame.MaxExcludeShift {
 			t.Fatalf("capped exclusion %d", got)
 		}
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/blame"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -24,9 +25,6 @@ import (
 // to this server's chain. A culprit client is refused by the primary that
 // served it, by peer id and by address, for a number of epochs that doubles
 // on each repeat; no other server learns its address.
-
-// maxExcludeShift caps the doubling: at most 2^10 epochs.
-const maxExcludeShift = 10
 
 // roundBlameState is a server's memory of round blames (guarded by s.mu).
 type roundBlameState struct {
@@ -147,7 +145,7 @@ func remoteIP(a ma.Multiaddr) net.IP {
 // strikeClient counts one more blame against a client peer of this
 // primary, and against each address ips it connects from, and returns
 // until which epoch number the peer is refused: 1, 2, 4, … epochs after
-// number, doubling on each repeat up to 2^maxExcludeShift. Call with s.mu
+// number, doubling on each repeat up to 2^blame.MaxExcludeShift. Call with s.mu
 // held; the records it returns go to the store after (saveStrikes).
 func (s *Server) strikeClient(p peer.ID, ips []string, number uint64) (uint64, []strikeRec) {
 	if s.banned == nil {
@@ -182,8 +180,7 @@ func (s *Server) strike(key string, number uint64) uint64 {
 		s.dropLowestStrike()
 	}
 	x.Strikes++
-	shift := min(int(x.Strikes)-1, maxExcludeShift)
-	x.Until = max(x.Until, number+uint64(excludeEpochs)<<shift)
+	x.Until = blame.ExcludedUntil(x.Strikes, x.Until, number)
 	s.rb.clients[key] = x
 	return x.Until
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/node/blame"
 	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/store"
 )
@@ -29,7 +30,7 @@ func TestStrikeDoubles(t *testing.T) {
 		for range 20 {
 			s.strike("peer a", 10)
 		}
-		if got := s.strike("peer a", 10); got != 10+1<<maxExcludeShift {
+		if got := s.strike("peer a", 10); got != 10+1<<blame.MaxExcludeShift {
 			t.Fatalf("capped exclusion %d", got)
 		}
 	})

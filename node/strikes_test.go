@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/blame"
 )
 
 // TestClientStrikesSurviveRestart: a primary that named a client (a round
@@ -70,7 +71,7 @@ func TestClientStrikesSurviveRestart(t *testing.T) {
 		if after == nil || after.Error() != before.Error() {
 			t.Fatalf("after a restart the named client is refused with %v, want %v", after, before)
 		}
-		if s.clientRefusal(bad, number+excludeEpochs+1) != nil {
+		if s.clientRefusal(bad, number+blame.ExcludeEpochs+1) != nil {
 			t.Fatal("refused beyond its first span")
 		}
 		if s.refusalFor(sameAddr, []string{addr}, number+1) == nil {
@@ -80,7 +81,7 @@ func TestClientStrikesSurviveRestart(t *testing.T) {
 			t.Fatal("an unstruck peer or address is refused")
 		}
 		// The next blame doubles: 2 epochs, then 4, from where it is named.
-		for i, span := range []uint64{2 * excludeEpochs, 4 * excludeEpochs} {
+		for i, span := range []uint64{2 * blame.ExcludeEpochs, 4 * blame.ExcludeEpochs} {
 			n := uint64(number + 10*(i+1))
 			if until, _ := s.strikeClient(bad, nil, n); until != n+span {
 				t.Fatalf("strike %d after a restart: refused up to %d, want %d", i+2, until, n+span)

@@ -11,6 +11,8 @@
 //   - round.go: round blame's evidence: Merkle paths of input entries and
 //     the digests of accusations, blame steps and drop steps.
 //   - setup.go: where the walk back of a share fault starts.
+//   - exclude.go: how long a struck client (peer, address or long-term
+//     key) is refused.
 //
 // Package node gathers the evidence, keeps the log and applies the
 // verdicts; this package does no I/O.
