@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/blame"
 )
 
 // Certified epoch numbers (§3 (v3) "Epoch numbers and leaders";
@@ -217,21 +218,64 @@ func (cs *certState) certTop() uint64 {
 	return cs.top
 }
 
-// keepCert stores a verified certificate (the first of its number wins:
-// any one proves the attempt over) and reports whether it was new.
+// certRank orders the kinds of one number's certificates (certOutranks):
+// a final certificate over an abort certificate over a timeout one.
+func certRank(kind uint8) int {
+	switch kind {
+	case wire.CertFinal:
+		return 3
+	case wire.CertAbort:
+		return 2
+	case wire.CertTimeout:
+		return 1
+	}
+	return 0
+}
+
+// certOutranks is the one rule that decides which of two verified
+// certificates of one number is the number's certificate (§3 "One
+// certificate per number"): c replaces held only when its kind ranks
+// higher, whatever came first, so that every honest server that holds the
+// same two keeps the same one. A final certificate shows that the epoch
+// ran (every chain server signed its final descriptor), an abort
+// certificate that it opened (every chain server signed its open
+// descriptor); a timeout only that more than half of the group saw no
+// open descriptor in time, which with an opened epoch takes a server that
+// signed both (equivocation, charged: equivocation.go). Of one kind the
+// certificate held stays: two of one kind carry the same epoch (two
+// epochs opened for one number need a server that signed both opens),
+// or, two timeouts, no epoch and nothing charged.
+func certOutranks(c, held *wire.Cert) bool {
+	return c.Number == held.Number && certRank(c.Kind) > certRank(held.Kind)
+}
+
+// keepCert stores a verified certificate and reports whether it was new
+// here: the first of its number, or one that outranks the one held
+// (certOutranks), which it replaces; what follows from the number's
+// certificate is then recomputed (certReplaced).
 func (s *Server) keepCert(c *wire.Cert) bool {
 	b := c.Marshal()
 	s.cert.mu.Lock()
-	defer s.cert.mu.Unlock()
-	if _, ok := s.cert.certs[c.Number]; ok || c.Number+certKeep <= s.cert.top {
+	var held *wire.Cert
+	if old, ok := s.cert.certs[c.Number]; ok {
+		held = new(wire.Cert)
+		if held.Unmarshal(old) == nil && !certOutranks(c, held) {
+			s.cert.mu.Unlock()
+			return false
+		}
+	}
+	if c.Number+certKeep <= s.cert.top {
+		s.cert.mu.Unlock()
 		return false
 	}
 	dir := filepath.Join(s.cfg.DataDir, CertDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
+		s.cert.mu.Unlock()
 		s.log.Error("certificate not saved", "err", err)
 		return false
 	}
 	if err := writeFileDurably(filepath.Join(dir, strconv.FormatUint(c.Number, 10)), b); err != nil {
+		s.cert.mu.Unlock()
 		s.log.Error("certificate not saved", "err", err)
 		return false
 	}
@@ -251,9 +295,13 @@ func (s *Server) keepCert(c *wire.Cert) bool {
 			delete(s.cert.votes, n)
 		}
 	}
+	s.cert.mu.Unlock()
 	// A final certificate is the epoch that every server logs as opened
 	// and closed; a number that ended otherwise is worth a line.
-	if c.Kind == wire.CertFinal {
+	if held != nil {
+		s.log.Info("epoch number's certificate replaced", "number", c.Number, "kind", certKind(c.Kind), "was", certKind(held.Kind))
+		s.certReplaced(held, c)
+	} else if c.Kind == wire.CertFinal {
 		s.log.Debug("epoch number certified", "number", c.Number, "kind", certKind(c.Kind))
 	} else {
 		s.log.Info("epoch number certified", "number", c.Number, "kind", certKind(c.Kind))
@@ -395,7 +443,7 @@ func (s *Server) checkPrevious(n uint64, c *wire.Cert) error {
 		// Numbers between are missing here: fetch them meanwhile.
 		s.cert.pokeSync()
 	}
-	if err := s.abortAfterFinal(c); err != nil {
+	if err := s.previousOutranked(c); err != nil {
 		return err
 	}
 	if err := s.checkCert(c); err != nil {
@@ -403,6 +451,45 @@ func (s *Server) checkPrevious(n uint64, c *wire.Cert) error {
 	}
 	s.addCert(c)
 	return nil
+}
+
+// certReplaced recomputes what follows from the certificate of c's number
+// once c replaced held there (certOutranks): the charges of the number's
+// evidence, from which the budgets, the derived chains and their leaders
+// follow.
+func (s *Server) certReplaced(held, c *wire.Cert) {
+	if ctx, err := blame.CertContext(c); err == nil {
+		s.ref.rejudge(c.Number, ctx)
+	}
+}
+
+// takeOutranking keeps c if it outranks the certificate of its number held
+// here (certOutranks) and verifies: a Prepare's previous certificate is
+// taken so before the Prepare's leader is checked, since the leader
+// follows from the charges that the number's certificate decides. Never
+// call with s.mu held.
+func (s *Server) takeOutranking(c *wire.Cert) {
+	mine, ok := s.cert.certOf(c.Number)
+	if !ok || !certOutranks(c, mine) {
+		return
+	}
+	if err := s.checkCert(c); err != nil {
+		return
+	}
+	s.addCert(c)
+}
+
+// previousOutranked refuses a Prepare's previous certificate outranked by
+// the one of its number held here (certOutranks), so that its leader
+// catches up (a refused Prepare pokes its certificate sync, which asks
+// for the number it holds too) rather than the chain be derived from
+// another certificate than the group's; and an abort after a final
+// (abortAfterFinal).
+func (s *Server) previousOutranked(c *wire.Cert) error {
+	if mine, ok := s.cert.certOf(c.Number); ok && certOutranks(mine, c) {
+		return fmt.Errorf("node: previous certificate of %d of kind %s, %s here", c.Number, certKind(c.Kind), certKind(mine.Kind))
+	}
+	return s.abortAfterFinal(c)
 }
 
 // abortAfterFinal refuses an abort certificate of a number this server

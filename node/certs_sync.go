@@ -121,7 +121,10 @@ func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered, whole 
 	for range maxSyncPages {
 		top := s.cert.certTop()
 		ctx, cancel := context.WithTimeout(ctx, shortTimeout)
-		rep, err := call(ctx, s.h, p, request{Proto: ProtoEpoch, Type: wire.TypeCertReq, Body: (&wire.CertReq{From: top + 1}).Marshal(), Timeout: shortTimeout})
+		// From the last number held, whose certificate the peer's may
+		// outrank (certOutranks): a server that certified it by an abort
+		// takes the final one the others hold.
+		rep, err := call(ctx, s.h, p, request{Proto: ProtoEpoch, Type: wire.TypeCertReq, Body: (&wire.CertReq{From: max(top, 1)}).Marshal(), Timeout: shortTimeout})
 		cancel()
 		if err != nil {
 			s.log.Debug("certificates not fetched", "peer", p.ShortString(), "err", err)
@@ -138,7 +141,13 @@ func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered, whole 
 		}
 		for i := range page.Certs {
 			c := &page.Certs[i]
-			if c.Number <= top {
+			if c.Number < top {
+				continue
+			}
+			if c.Number == top {
+				if mine, ok := s.cert.certOf(top); ok && certOutranks(c, mine) && s.checkCert(c) == nil && s.keepCert(c) {
+					got = true
+				}
 				continue
 			}
 			if first {

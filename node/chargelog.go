@@ -250,3 +250,52 @@ func (s *Server) onCharge(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	}
 	return wire.TypeAck, ack, nil
 }
+
+// rejudge recomputes the charge of every record of number n in ctx, the
+// context of n's certificate after it was replaced (certOutranks): a
+// server that certified n by an abort and then took its final certificate
+// must charge what the others charge (seeds 165 and 167 of the swarm).
+// Evidence of another epoch than ctx's charges nobody now. Never call
+// with rs.mu held.
+func (rs *refusalState) rejudge(n uint64, ctx blame.Context) {
+	rs.loaded.Do(rs.loadRefusals)
+	type judged struct {
+		key, peer, reason string
+	}
+	rs.mu.Lock()
+	var evs []*wire.Charge
+	for i := range rs.recs {
+		var ev wire.Charge
+		if r := &rs.recs[i]; r.Number == n && r.Ev != nil && ev.Unmarshal(r.Ev) == nil {
+			evs = append(evs, &ev)
+		}
+	}
+	rs.mu.Unlock()
+	// Checked outside the lock: signatures.
+	var out []judged
+	for _, ev := range evs {
+		j := judged{key: blame.ChargeKey(ev)}
+		charged, reason, err := blame.ChargeOf(ev, ctx)
+		if err != nil {
+			j.reason = err.Error()
+		} else if j.reason = reason; charged != "" {
+			j.peer = charged.String()
+		}
+		out = append(out, j)
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	changed := false
+	for _, j := range out {
+		for i := range rs.recs {
+			if r := &rs.recs[i]; r.Key == j.key && r.Number == n && r.Peer != j.peer {
+				rs.log.Info("charge recomputed from the number's new certificate", "number", n, "was", r.Peer, "now", j.peer, "reason", j.reason)
+				r.Peer, r.Reason, changed = j.peer, j.reason, true
+			}
+		}
+	}
+	if changed {
+		rs.prune()
+		rs.saveRefusalsLocked()
+	}
+}

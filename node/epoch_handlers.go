@@ -160,6 +160,10 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	// leader (the certificate adds only live servers here, and is
 	// verified next, before any cost), and no server of that certificate
 	// left out without cause.
+	// A previous certificate that outranks the one of its number held
+	// here replaces it first (certs.go certOutranks): the leader follows
+	// from the charges it decides.
+	s.takeOutranking(&p.Previous)
 	if mine := s.derivedChain(&p.Previous); len(mine) >= s.cfg.MinServers && leaderOf(p.Number, mine) != from {
 		return 0, nil, fmt.Errorf("node: %s leads epoch %d here, not %s", leaderOf(p.Number, mine).ShortString(), p.Number, from.ShortString())
 	}

@@ -139,6 +139,10 @@ type serverHooks struct {
 	// descriptor to server p only after a delay (the registration
 	// deadline each server counts from its own receipt of it).
 	openLate func(p peer.ID) time.Duration
+	// finalTo may make this server, as leader, deliver its signed final
+	// descriptor only to the servers of chain it returns (a final lost on
+	// its way to the rest), and then abort the epoch as undelivered.
+	finalTo func(chain []peer.ID) []peer.ID
 	// lackWindow may make this server hold no closing record or pool of
 	// the window (a server left out of the chains that pinned them).
 	lackWindow func() bool
@@ -495,6 +499,16 @@ func (s *Server) hookLeaderGap(number uint64, g []wire.Cert) []wire.Cert {
 func (s *Server) hookHoldOpen() bool {
 	h := s.hooks.Load()
 	return h != nil && h.holdOpen != nil && h.holdOpen()
+}
+
+// hookFinalTo is the servers of chain this leader delivers its signed
+// final descriptor to.
+func (s *Server) hookFinalTo(chain []peer.ID) []peer.ID {
+	h := s.hooks.Load()
+	if h == nil || h.finalTo == nil {
+		return chain
+	}
+	return h.finalTo(chain)
 }
 
 // hookOpenLate is how long this leader holds back its signed open

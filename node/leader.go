@@ -359,7 +359,12 @@ func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte
 		return fmt.Errorf("node: sign final descriptor: %w", err)
 	}
 	final := &wire.Signed{Final: true, Desc: fin, Sigs: sigs}
-	if _, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: final.Marshal(), Timeout: bulkTimeout}); err != nil {
+	to := s.hookFinalTo(chain)
+	_, err = s.each(ctx, to, request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: final.Marshal(), Timeout: bulkTimeout})
+	if err == nil && len(to) < len(chain) {
+		err = errors.New("node: final descriptor held back")
+	}
+	if err != nil {
 		s.abortAll(ctx, chain, id, "final descriptor not delivered")
 		return fmt.Errorf("node: publish final descriptor: %w", err)
 	}

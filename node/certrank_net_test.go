@@ -1,0 +1,101 @@
+//go:build riffletest
+
+package node
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// TestFinalLostToOneServer: a leader signs its final descriptor, delivers
+// it to every server of its chain but a victim V and signs a coordination
+// abort ("final descriptor not delivered"), which reaches V too (the
+// swarm's seeds 165 and 167). V certifies the number by the abort, the
+// others by the final descriptor, and the abort after the final charges
+// the leader there, not at V (blame.ChargeOf). Before, the first
+// certificate of a number stayed, so V kept the abort one for good and
+// its count of the leader stayed one below the others' (in seed 167 the
+// leader was then out for its budget everywhere but at V, and the servers
+// derived different leaders for the next number, for good). Now the final
+// certificate outranks the abort one (certOutranks): V takes it from the
+// next Prepare's previous certificate or its certificate sync, recomputes
+// the number's charges, and every server holds the final certificate and
+// the same count of the leader; epochs go on.
+func TestFinalLostToOneServer(t *testing.T) {
+	if raceOn && testing.Short() {
+		t.Skip("heavy under -race: TestCertPrecedenceAnyOrder covers the rule")
+	}
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		const lead = 2 * time.Second
+		fn := startFounded(t, 4, 4, 2, testParams(2), func(i int, c *ServerConfig) {
+			c.LeaderTimeout = lead
+			c.MinServers = 3
+		})
+		fn.waitEpochs(t, 0, 2*time.Minute)
+		bad, victim := fn.servers[0], fn.servers[1]
+		var mu sync.Mutex
+		var held uint64 // the number whose final descriptor V missed
+		bad.hooks.Store(&serverHooks{
+			finalTo: func(chain []peer.ID) []peer.ID {
+				mu.Lock()
+				defer mu.Unlock()
+				if held != 0 {
+					return chain
+				}
+				held = bad.lastNumber()
+				var to []peer.ID
+				for _, p := range chain {
+					if p != victim.ID() {
+						to = append(to, p)
+					}
+				}
+				return to
+			},
+		})
+		number := func() uint64 {
+			mu.Lock()
+			defer mu.Unlock()
+			return held
+		}
+		if err := wait.Until(context.Background(), 3*time.Minute, func() bool { return number() != 0 }); err != nil {
+			t.Fatalf("the leader never held its final descriptor back; numbers %v", fn.numbers())
+		}
+		n := number()
+		// Every server holds n's final certificate and counts the
+		// leader's abort after it alike.
+		same := func() bool {
+			counts := map[int]bool{}
+			for _, s := range fn.servers {
+				c, ok := s.cert.certOf(n)
+				if !ok || c.Kind != wire.CertFinal {
+					return false
+				}
+				counts[s.ref.refusalCounts()[bad.ID()]] = true
+			}
+			return len(counts) == 1
+		}
+		err := wait.Until(context.Background(), 2*time.Minute, same)
+		for i, s := range fn.servers {
+			kind := "none"
+			if c, ok := s.cert.certOf(n); ok {
+				kind = certKind(c.Kind)
+			}
+			t.Logf("server %d: certificate of %d %s, leader counted %d, next leader here %s", i, n, kind, s.ref.refusalCounts()[bad.ID()], leaderOf(s.cert.nextNumber(), s.takenChain(s.cert.nextNumber())).ShortString())
+		}
+		if err != nil {
+			t.Fatalf("the servers hold different certificates of %d or count the leader differently (victim %s, leader %s; numbers %v)", n, victim.ID().ShortString(), bad.ID().ShortString(), fn.numbers())
+		}
+		if got := victim.ref.refusalCounts()[bad.ID()]; got < 1 {
+			t.Errorf("the victim does not count the leader's abort after its final")
+		}
+		fn.waitEpochs(t, fn.epochs(), 2*time.Minute)
+	})
+}
