@@ -5,6 +5,7 @@ package node
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,10 +45,10 @@ func TestFinalLostToOneServer(t *testing.T) {
 		var mu sync.Mutex
 		var held uint64 // the number whose final descriptor V missed
 		bad.hooks.Store(&serverHooks{
-			finalTo: func(chain []peer.ID) []peer.ID {
+			signedTo: func(final bool, chain []peer.ID) []peer.ID {
 				mu.Lock()
 				defer mu.Unlock()
-				if held != 0 {
+				if !final || held != 0 {
 					return chain
 				}
 				held = bad.lastNumber()
@@ -95,6 +96,112 @@ func TestFinalLostToOneServer(t *testing.T) {
 		}
 		if got := victim.ref.refusalCounts()[bad.ID()]; got < 1 {
 			t.Errorf("the victim does not count the leader's abort after its final")
+		}
+		fn.waitEpochs(t, fn.epochs(), 2*time.Minute)
+	})
+}
+
+// TestOpenLostTimeoutCertified: a leader delivers its signed open
+// descriptor to one server V only and aborts ("open failed"). V holds the
+// open signatures and certifies the number by the abort; the two others
+// signed the open descriptor too, never had it, and once the abort ended
+// the epoch there they sign the number's timeout, which certifies it
+// there when they do not fetch the abort certificate first (here the
+// servers that hold it answer no certificate request until the timeout
+// one is made): an abort and a timeout certificate of one number, every
+// server honest (so an open and a timeout signature of one server for
+// one number are no evidence of equivocation). Before, each server kept
+// the first it had, for good: V and the leader the abort certificate, the
+// two others the timeout one, under which none of the number's evidence
+// charges anyone. Now the abort certificate outranks the timeout one
+// (certOutranks), and every server holds it.
+func TestOpenLostTimeoutCertified(t *testing.T) {
+	if raceOn && testing.Short() {
+		t.Skip("heavy under -race: TestCertPrecedenceAnyOrder covers the rule")
+	}
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		const lead = 2 * time.Second
+		fn := startFounded(t, 4, 4, 2, testParams(2), func(i int, c *ServerConfig) {
+			c.LeaderTimeout = lead
+			c.MinServers = 3
+		})
+		fn.waitEpochs(t, 0, 2*time.Minute)
+		bad := fn.servers[0]
+		var mu sync.Mutex
+		var held uint64
+		number := func() uint64 {
+			mu.Lock()
+			defer mu.Unlock()
+			return held
+		}
+		var hide atomic.Bool
+		hide.Store(true)
+		for _, s := range fn.servers[1:] {
+			s.hooks.Store(&serverHooks{hideCerts: func() bool {
+				c, ok := s.cert.certOf(number())
+				return hide.Load() && number() != 0 && ok && c.Kind == wire.CertAbort
+			}})
+		}
+		bad.hooks.Store(&serverHooks{
+			hideCerts: func() bool { return hide.Load() && number() != 0 },
+			signedTo: func(final bool, chain []peer.ID) []peer.ID {
+				mu.Lock()
+				defer mu.Unlock()
+				if final || held != 0 {
+					return chain
+				}
+				held = bad.lastNumber()
+				// V is not the next number's leader.
+				next := leaderOf(held+1, chain)
+				for _, p := range chain {
+					if p != bad.ID() && p != next {
+						return []peer.ID{bad.ID(), p}
+					}
+				}
+				return chain
+			},
+		})
+		if err := wait.Until(context.Background(), 3*time.Minute, func() bool { return number() != 0 }); err != nil {
+			t.Fatalf("the leader never held its open descriptor back; numbers %v", fn.numbers())
+		}
+		n := number()
+		kinds := func() []string {
+			var out []string
+			for _, s := range fn.servers {
+				k := "none"
+				if c, ok := s.cert.certOf(n); ok {
+					k = certKind(c.Kind)
+				}
+				out = append(out, k)
+			}
+			return out
+		}
+		timedOut := func() bool {
+			for _, k := range kinds() {
+				if k == "timeout" {
+					return true
+				}
+			}
+			return false
+		}
+		if err := wait.Until(context.Background(), 2*time.Minute, timedOut); err != nil {
+			t.Fatalf("no timeout certificate of %d: %v (numbers %v)", n, kinds(), fn.numbers())
+		}
+		t.Logf("number %d: certificates %v", n, kinds())
+		hide.Store(false)
+		allAbort := func() bool {
+			for _, k := range kinds() {
+				if k != "abort" {
+					return false
+				}
+			}
+			return true
+		}
+		err := wait.Until(context.Background(), 2*time.Minute, allAbort)
+		t.Logf("number %d: certificates %v", n, kinds())
+		if err != nil {
+			t.Fatalf("the servers hold different certificates of %d: %v (numbers %v)", n, kinds(), fn.numbers())
 		}
 		fn.waitEpochs(t, fn.epochs(), 2*time.Minute)
 	})

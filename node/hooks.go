@@ -61,7 +61,7 @@ func (*Server) hookHoldOpen() bool                                              
 func (*Server) hookLeaderWindow(_ uint64, w []wire.WindowRef) []wire.WindowRef   { return w }
 func (*Server) hookLeaderGap(_ uint64, g []wire.Cert) []wire.Cert                { return g }
 func (*Server) hookOpenLate(peer.ID) time.Duration                               { return 0 }
-func (*Server) hookFinalTo(chain []peer.ID) []peer.ID                            { return chain }
+func (*Server) hookSignedTo(_ bool, chain []peer.ID) []peer.ID                   { return chain }
 
 func (*Server) hookAccuse(uint32) (int, bool)              { return 0, false }
 func (*Server) hookCorruptOut(uint32, [][]byte)            {}

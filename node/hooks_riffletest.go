@@ -139,10 +139,10 @@ type serverHooks struct {
 	// descriptor to server p only after a delay (the registration
 	// deadline each server counts from its own receipt of it).
 	openLate func(p peer.ID) time.Duration
-	// finalTo may make this server, as leader, deliver its signed final
-	// descriptor only to the servers of chain it returns (a final lost on
-	// its way to the rest), and then abort the epoch as undelivered.
-	finalTo func(chain []peer.ID) []peer.ID
+	// signedTo may make this server, as leader, deliver its signed open
+	// or final descriptor only to the servers of chain it returns (lost
+	// on its way to the rest), and then abort the epoch as undelivered.
+	signedTo func(final bool, chain []peer.ID) []peer.ID
 	// lackWindow may make this server hold no closing record or pool of
 	// the window (a server left out of the chains that pinned them).
 	lackWindow func() bool
@@ -501,14 +501,14 @@ func (s *Server) hookHoldOpen() bool {
 	return h != nil && h.holdOpen != nil && h.holdOpen()
 }
 
-// hookFinalTo is the servers of chain this leader delivers its signed
-// final descriptor to.
-func (s *Server) hookFinalTo(chain []peer.ID) []peer.ID {
+// hookSignedTo is the servers of chain this leader delivers its signed
+// open or final descriptor to.
+func (s *Server) hookSignedTo(final bool, chain []peer.ID) []peer.ID {
 	h := s.hooks.Load()
-	if h == nil || h.finalTo == nil {
+	if h == nil || h.signedTo == nil {
 		return chain
 	}
-	return h.finalTo(chain)
+	return h.signedTo(final, chain)
 }
 
 // hookOpenLate is how long this leader holds back its signed open

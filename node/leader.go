@@ -195,7 +195,12 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 			now = append(now, p)
 		}
 	}
-	if _, err := s.each(ctx, now, request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: open.Marshal(), Timeout: shortTimeout}); err != nil {
+	to := s.hookSignedTo(false, now)
+	_, err = s.each(ctx, to, request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: open.Marshal(), Timeout: shortTimeout})
+	if err == nil && len(to) < len(now) {
+		err = errors.New("node: open descriptor held back")
+	}
+	if err != nil {
 		s.abortAll(ctx, chain, id, "open failed")
 		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: open epoch %d: %w", number, err)
 	}
@@ -359,7 +364,7 @@ func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte
 		return fmt.Errorf("node: sign final descriptor: %w", err)
 	}
 	final := &wire.Signed{Final: true, Desc: fin, Sigs: sigs}
-	to := s.hookFinalTo(chain)
+	to := s.hookSignedTo(true, chain)
 	_, err = s.each(ctx, to, request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: final.Marshal(), Timeout: bulkTimeout})
 	if err == nil && len(to) < len(chain) {
 		err = errors.New("node: final descriptor held back")
