@@ -83,7 +83,9 @@ func TestFinalLostToOneServer(t *testing.T) {
 			}
 			return len(counts) == 1
 		}
+		start := time.Now()
 		err := wait.Until(context.Background(), 2*time.Minute, same)
+		t.Logf("every server holds the final certificate of %d and counts the leader alike %v after the hold", n, time.Since(start).Round(100*time.Millisecond))
 		for i, s := range fn.servers {
 			kind := "none"
 			if c, ok := s.cert.certOf(n); ok {
@@ -97,7 +99,8 @@ func TestFinalLostToOneServer(t *testing.T) {
 		if got := victim.ref.refusalCounts()[bad.ID()]; got < 1 {
 			t.Errorf("the victim does not count the leader's abort after its final")
 		}
-		fn.waitEpochs(t, fn.epochs(), 2*time.Minute)
+		took := fn.waitEpochs(t, fn.epochs(), 2*time.Minute)
+		t.Logf("next epoch for every client %v later", took.Round(100*time.Millisecond))
 	})
 }
 
@@ -190,6 +193,7 @@ func TestOpenLostTimeoutCertified(t *testing.T) {
 		}
 		t.Logf("number %d: certificates %v", n, kinds())
 		hide.Store(false)
+		start := time.Now()
 		allAbort := func() bool {
 			for _, k := range kinds() {
 				if k != "abort" {
@@ -199,10 +203,11 @@ func TestOpenLostTimeoutCertified(t *testing.T) {
 			return true
 		}
 		err := wait.Until(context.Background(), 2*time.Minute, allAbort)
-		t.Logf("number %d: certificates %v", n, kinds())
+		t.Logf("number %d: certificates %v, %v after the abort certificate's holders answer again", n, kinds(), time.Since(start).Round(100*time.Millisecond))
 		if err != nil {
 			t.Fatalf("the servers hold different certificates of %d: %v (numbers %v)", n, kinds(), fn.numbers())
 		}
-		fn.waitEpochs(t, fn.epochs(), 2*time.Minute)
+		took := fn.waitEpochs(t, fn.epochs(), 2*time.Minute)
+		t.Logf("next epoch for every client %v later", took.Round(100*time.Millisecond))
 	})
 }
