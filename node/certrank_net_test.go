@@ -211,3 +211,77 @@ func TestOpenLostTimeoutCertified(t *testing.T) {
 		t.Logf("next epoch for every client %v later", took.Round(100*time.Millisecond))
 	})
 }
+
+// TestEquivocatorCharged: a chain server that signed the final descriptor
+// of number N then signs N's timeout and sends the vote to the others
+// (as it would to help honest servers outside the chain certify N's
+// timeout while N runs). Each honest server holds N's final certificate
+// with its final signature: the two are its equivocation, charged at every
+// honest server through the evidence log (and relayed). Before, a vote of
+// a certified number was dropped: nobody was charged.
+func TestEquivocatorCharged(t *testing.T) {
+	if raceOn && testing.Short() {
+		t.Skip("heavy under -race: TestVotesThenFinalCharged covers the evidence")
+	}
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		fn := startFounded(t, 4, 4, 2, testParams(2), func(i int, c *ServerConfig) {
+			c.LeaderTimeout = 2 * time.Second
+			c.MinServers = 3
+		})
+		fn.waitEpochs(t, 0, 2*time.Minute)
+		bad := fn.servers[3]
+		// A final number of bad's.
+		var final *wire.Cert
+		for n := bad.cert.certTop(); n > 0 && final == nil; n-- {
+			if c, ok := bad.cert.certOf(n); ok && c.Kind == wire.CertFinal && inCertChain(c, bad.ID()) {
+				final = c
+			}
+		}
+		if final == nil {
+			t.Fatal("no final certificate with the equivocator in its chain")
+		}
+		pos := 0
+		for i, b := range final.Chain {
+			if peer.ID(b) == bad.ID() {
+				pos = i
+			}
+		}
+		sig, err := sign(bad.priv, timeoutDigest(final.Number, final.Chain))
+		if err != nil {
+			t.Fatal(err)
+		}
+		vote := &wire.Cert{Kind: wire.CertTimeout, Number: final.Number, Chain: final.Chain, Sigs: []wire.CertSig{{Index: uint16(pos), Sig: sig}}}
+		var others []peer.ID
+		for _, s := range fn.servers[:3] {
+			others = append(others, s.ID())
+		}
+		bad.notifyAll(others, wire.TypeTimeoutVote, vote.Marshal())
+		start := time.Now()
+		charged := func() bool {
+			for _, s := range fn.servers[:3] {
+				if s.ref.refusalCounts()[bad.ID()] < 1 {
+					return false
+				}
+			}
+			return true
+		}
+		err = wait.Until(context.Background(), time.Minute, charged)
+		for i, s := range fn.servers[:3] {
+			t.Logf("server %d counts %v", i, s.ref.refusalCounts())
+		}
+		if err != nil {
+			t.Fatalf("the equivocator of %d not charged at every honest server", final.Number)
+		}
+		t.Logf("charged at every honest server %v after its vote", time.Since(start).Round(100*time.Millisecond))
+		for i, s := range fn.servers[:3] {
+			for _, h := range fn.servers[:3] {
+				if n := s.ref.refusalCounts()[h.ID()]; n != 0 {
+					t.Errorf("server %d charged honest %s %d times", i, h.ID().ShortString(), n)
+				}
+			}
+		}
+		took := fn.waitEpochs(t, fn.epochs(), 2*time.Minute)
+		t.Logf("next epoch for every client %v later", took.Round(100*time.Millisecond))
+	})
+}

@@ -290,12 +290,36 @@ func (s *Server) keepCert(c *wire.Cert) bool {
 			_ = os.Remove(filepath.Join(dir, strconv.FormatUint(n, 10)))
 		}
 	}
+	var votes []*wire.Cert // the timeout votes of c's number, if it is final
+	if nv := s.cert.votes[c.Number]; nv != nil && c.Kind == wire.CertFinal {
+		for _, vs := range nv.sets {
+			t := &wire.Cert{Kind: wire.CertTimeout, Number: c.Number, Chain: vs.chain}
+			for i, sg := range vs.sigs {
+				t.Sigs = append(t.Sigs, wire.CertSig{Index: i, Sig: sg})
+			}
+			sort.Slice(t.Sigs, func(i, j int) bool { return t.Sigs[i].Index < t.Sigs[j].Index })
+			votes = append(votes, t)
+		}
+	}
 	for n := range s.cert.votes {
 		if n <= s.cert.top {
 			delete(s.cert.votes, n)
 		}
 	}
 	s.cert.mu.Unlock()
+	if held != nil && held.Kind == wire.CertTimeout {
+		votes = append(votes, held)
+	}
+	if len(votes) > 0 {
+		// Checked votes (onTimeoutVote) or a verified certificate.
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			for _, t := range votes {
+				s.noteEquivocations(c, t)
+			}
+		}()
+	}
 	// A final certificate is the epoch that every server logs as opened
 	// and closed; a number that ended otherwise is worth a line.
 	if held != nil {
@@ -401,6 +425,16 @@ func (s *Server) certifyAbortLocked(e *sepoch, a *wire.Abort) {
 	s.addCertLocked(c)
 }
 
+// inCertChain reports whether p is in c's chain.
+func inCertChain(c *wire.Cert, p peer.ID) bool {
+	for _, b := range c.Chain {
+		if peer.ID(b) == p {
+			return true
+		}
+	}
+	return false
+}
+
 // previousCert is the certificate a Prepare of n carries: that of n−1
 // (none for 1).
 func (cs *certState) previousCert(n uint64) (wire.Cert, error) {
@@ -456,7 +490,8 @@ func (s *Server) checkPrevious(n uint64, c *wire.Cert) error {
 // certReplaced recomputes what follows from the certificate of c's number
 // once c replaced held there (certOutranks): the charges of the number's
 // evidence, from which the budgets, the derived chains and their leaders
-// follow.
+// follow. (A final one over a timeout one names its equivocators:
+// keepCert.)
 func (s *Server) certReplaced(held, c *wire.Cert) {
 	if ctx, err := blame.CertContext(c); err == nil {
 		s.ref.rejudge(c.Number, ctx)
@@ -533,6 +568,12 @@ func (s *Server) voteTimeout(n uint64, chain []peer.ID) {
 	if pos < 0 || pos == int(n%uint64(len(chain))) {
 		return
 	}
+	// Never the timeout of a number whose final descriptor this server
+	// signed, and marked on disk before it leaves (equivocation.go).
+	if err := s.markPhase(n, false); err != nil {
+		s.log.Debug("timeout not signed", "number", n, "err", err)
+		return
+	}
 	sig, err := sign(s.priv, timeoutDigest(n, ids))
 	if err != nil {
 		s.log.Error("timeout unsigned", "err", err)
@@ -570,6 +611,16 @@ func (s *Server) onTimeoutVote(from peer.ID, body []byte) (wire.Type, []byte, er
 	top := s.cert.certTop()
 	switch {
 	case v.Number <= top:
+		// A vote of a number final here, by a server that signed its
+		// final descriptor, is that server's equivocation.
+		if c, ok := s.cert.certOf(v.Number); ok && c.Kind == wire.CertFinal && inCertChain(c, from) &&
+			verifyPeerSig(from, timeoutDigest(v.Number, v.Chain), v.Sigs[0].Sig) == nil {
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.noteEquivocations(c, &v)
+			}()
+		}
 		return wire.TypeAck, ack, nil
 	case v.Number > top+1:
 		s.cert.pokeSync()

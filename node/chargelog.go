@@ -227,6 +227,12 @@ func (s *Server) onCharge(from peer.ID, body []byte) (wire.Type, []byte, error) 
 			return wire.TypeAck, ack, nil
 		}
 		s.mu.Unlock()
+	case wire.EvEquiv:
+		final, _, err := blame.ParseEquiv(ev.Item)
+		if err != nil {
+			return 0, nil, err
+		}
+		id = final.Epoch
 	}
 	if s.roster.get(from) == nil {
 		return 0, nil, errors.New("node: evidence from outside the roster")

@@ -302,6 +302,11 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		if err := checkEpochNumber(s.number, sd.Desc.Number); err != nil {
 			return 0, nil, err
 		}
+		// Never the open descriptor of a number whose timeout this
+		// server signed (equivocation.go).
+		if s.timeoutSigned(sd.Desc.Number) {
+			return 0, nil, errTimeoutSigned
+		}
 		// The number is on disk before this server's signature leaves:
 		// a restart never offers or accepts it again.
 		if err := saveEpochNumber(s.cfg.DataDir, sd.Desc.Number); err != nil {
@@ -325,6 +330,12 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	e := s.epochs[v.ID]
 	if e == nil || e.ended {
 		return 0, nil, errors.New("node: final descriptor of an unknown or ended epoch")
+	}
+	// Only of an epoch whose open descriptor is here: should it end
+	// unfinished, this server certifies it by the abort (certs.go), as
+	// it never signs the timeout of a number whose final it signed.
+	if e.openSigs == nil {
+		return 0, nil, errors.New("node: final descriptor of an epoch whose open descriptor is not here")
 	}
 	// (v3) every reveal matches its commitment, and this server's is
 	// the r_j it drew (§3): otherwise the selection is not the one
@@ -368,6 +379,10 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	// (v2) sign only if every registration accepted here is in, (v3)
 	// unless the descriptor is full and keeps this primary's quota.
 	if err := checkPrimaryKept(sd.Desc.Clients, e.regs, e.order, sd.Desc.Params.MaxClients, len(v.Chain)); err != nil && !signAny {
+		return 0, nil, err
+	}
+	// Marked on disk before the signature leaves (equivocation.go).
+	if err := s.markPhase(sd.Desc.Number, true); err != nil {
 		return 0, nil, err
 	}
 	sig, err := sign(s.priv, finalDigest(&sd.Desc))

@@ -151,6 +151,8 @@ type Server struct {
 	closingSigned closingSignedState
 	// cert holds the certificates of epoch numbers (certs.go).
 	cert certState
+	// phase marks what this server signed of the numbers (equivocation.go).
+	phase phaseMarks
 	// amnesia: this server lost its records and signs nothing for now
 	// (amnesia.go).
 	amnesia amnesiaState

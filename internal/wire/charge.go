@@ -25,6 +25,11 @@ const (
 	EvAbort uint8 = 0
 	// EvVoid: Item is a void RoundList signed by every chain server.
 	EvVoid uint8 = 1
+	// EvEquiv: Item is one server's final signature of a number and its
+	// timeout signature of that number: two Certs (u32 length each), the
+	// final one and the timeout one, each with that server's signature
+	// alone.
+	EvEquiv uint8 = 2
 )
 
 // AttestReqSize is an AttestReq's fixed size.
@@ -155,7 +160,7 @@ func (m *Charge) Unmarshal(b []byte) error {
 	if err := d.Done("evidence"); err != nil {
 		return err
 	}
-	if m.Kind > EvVoid {
+	if m.Kind > EvEquiv {
 		return fmt.Errorf("wire: decode evidence: kind %d", m.Kind)
 	}
 	return nil

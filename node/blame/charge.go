@@ -50,6 +50,9 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 	if m == 0 {
 		return "", "", errors.New("blame: evidence without a chain")
 	}
+	if ev.Kind == wire.EvEquiv {
+		return chargeEquiv(ev, ctx)
+	}
 	var (
 		signer  peer.ID // who made the claim
 		kind    uint8   // the claim's kind (for the attestations)

@@ -33,6 +33,12 @@ func EvidenceSlot(ev *wire.Charge) string {
 			return ""
 		}
 		return fmt.Sprintf("%x/%d", rl.Epoch, ev.Kind)
+	case wire.EvEquiv:
+		final, _, err := ParseEquiv(ev.Item)
+		if err != nil {
+			return ""
+		}
+		return fmt.Sprintf("%x/%d/%x", final.Epoch, ev.Kind, []byte(equivSigner(final)))
 	}
 	return ""
 }
@@ -56,6 +62,12 @@ func ChargeKey(ev *wire.Charge) string {
 			return ""
 		}
 		dg = proto.ListDigest(&rl)
+	case wire.EvEquiv:
+		final, timeout, err := ParseEquiv(ev.Item)
+		if err != nil {
+			return ""
+		}
+		dg = equivKey(final, timeout)
 	default:
 		return ""
 	}

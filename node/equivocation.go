@@ -1,0 +1,158 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/blame"
+)
+
+// Equivocation of one number (docs/protocol.md §3, "One certificate per
+// number"): a server's signature of the final descriptor of N and its
+// timeout signature of N. An honest server never signs both: it signs a
+// final descriptor only of an epoch whose open descriptor it signed and
+// holds, signs no open descriptor of a number whose timeout it signed, and
+// no timeout of a number whose final descriptor it signed; the two marks
+// are on disk before the signature leaves, so a restart keeps them. So
+// the pair is evidence (wire.EvEquiv, blame.ChargeOf) charged to its
+// signer. (An open and a timeout signature are not: an honest server
+// signs the timeout of a number whose open descriptor it signed once the
+// epoch ended there uncertified, TestOpenLostTimeoutCertified.)
+
+// PhaseFile holds, in a data directory, the highest number whose timeout
+// this server signed and the highest whose final descriptor it signed.
+const PhaseFile = "phases"
+
+// phaseMarks is what PhaseFile holds. Its own lock.
+type phaseMarks struct {
+	mu     sync.Mutex
+	loaded bool
+	voted  uint64 // the highest number whose timeout was signed here
+	final  uint64 // the highest number whose final descriptor was signed here
+}
+
+// load reads the marks once. Call with pm.mu held.
+func (pm *phaseMarks) load(dir string) {
+	if pm.loaded {
+		return
+	}
+	pm.loaded = true
+	b, err := os.ReadFile(filepath.Join(dir, PhaseFile))
+	if err != nil {
+		return
+	}
+	_, _ = fmt.Sscanf(string(b), "%d %d", &pm.voted, &pm.final)
+}
+
+// mark records that this server signs the timeout (final false) or the
+// final descriptor (final true) of n, on disk first; it refuses when the
+// other of the two of n was signed here.
+func (s *Server) markPhase(n uint64, final bool) error {
+	pm := &s.phase
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	pm.load(s.cfg.DataDir)
+	voted, fin := pm.voted, pm.final
+	if final {
+		if n <= voted {
+			return fmt.Errorf("node: the timeout of %d signed here", n)
+		}
+		fin = max(fin, n)
+	} else {
+		if n <= fin {
+			return fmt.Errorf("node: the final descriptor of %d signed here", n)
+		}
+		voted = max(voted, n)
+	}
+	if voted == pm.voted && fin == pm.final {
+		return nil
+	}
+	if err := writeFileDurably(filepath.Join(s.cfg.DataDir, PhaseFile), fmt.Appendf(nil, "%d %d\n", voted, fin)); err != nil {
+		return err
+	}
+	pm.voted, pm.final = voted, fin
+	return nil
+}
+
+// timeoutSigned reports whether this server signed the timeout of n or a
+// later number.
+func (s *Server) timeoutSigned(n uint64) bool {
+	pm := &s.phase
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	pm.load(s.cfg.DataDir)
+	return n <= pm.voted
+}
+
+// errTimeoutSigned refuses an open descriptor of a number whose timeout
+// this server signed.
+var errTimeoutSigned = errors.New("node: the timeout of this number signed here")
+
+// equivocation is the evidence that p, at position i of final's chain,
+// signed final's descriptor and at position j of timeout's chain the
+// timeout of its number, with sig that timeout signature.
+func equivocation(final *wire.Cert, i int, timeout *wire.Cert, j int) *wire.Charge {
+	f := &wire.Cert{Kind: wire.CertFinal, Number: final.Number, Epoch: final.Epoch, Digest: final.Digest, Chain: final.Chain}
+	for _, sg := range final.Sigs {
+		if int(sg.Index) == i {
+			f.Sigs = []wire.CertSig{sg}
+		}
+	}
+	t := &wire.Cert{Kind: wire.CertTimeout, Number: timeout.Number, Chain: timeout.Chain}
+	for _, sg := range timeout.Sigs {
+		if int(sg.Index) == j {
+			t.Sigs = []wire.CertSig{sg}
+		}
+	}
+	if len(f.Sigs) != 1 || len(t.Sigs) != 1 {
+		return nil
+	}
+	return &wire.Charge{Kind: wire.EvEquiv, Number: final.Number, Item: blame.EquivItem(f, t)}
+}
+
+// noteEquivocations logs, as evidence charged through the log, every
+// server that signed both final and timeout (two certificates of one
+// number, the timeout's signatures not yet checked), and relays it to
+// the live servers. Never call with s.cert.mu held.
+func (s *Server) noteEquivocations(final, timeout *wire.Cert) {
+	if final.Kind != wire.CertFinal || timeout.Kind != wire.CertTimeout || final.Number != timeout.Number {
+		return
+	}
+	ctx, err := blame.CertContext(final)
+	if err != nil {
+		return
+	}
+	pos := map[string]int{}
+	for i, b := range final.Chain {
+		pos[string(b)] = i
+	}
+	for _, sg := range timeout.Sigs {
+		j := int(sg.Index)
+		if j >= len(timeout.Chain) {
+			continue
+		}
+		i, ok := pos[string(timeout.Chain[j])]
+		if !ok {
+			continue
+		}
+		ev := equivocation(final, i, timeout, j)
+		if ev == nil {
+			continue
+		}
+		grew, err := s.ref.logCharge(ev, ctx, false)
+		if err != nil {
+			s.log.Debug("equivocation refused", "number", final.Number, "err", err)
+			continue
+		}
+		s.log.Warn("a server signed the final descriptor of a number and its timeout", "peer", peer.ID(timeout.Chain[j]).ShortString(), "number", final.Number)
+		if grew {
+			s.spreadCharge(ev, s.chain(), "")
+		}
+	}
+}
