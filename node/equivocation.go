@@ -150,8 +150,8 @@ func (s *Server) noteEquivocations(final, timeout *wire.Cert) {
 			s.log.Debug("equivocation refused", "number", final.Number, "err", err)
 			continue
 		}
-		s.log.Warn("a server signed the final descriptor of a number and its timeout", "peer", peer.ID(timeout.Chain[j]).ShortString(), "number", final.Number)
 		if grew {
+			s.log.Warn("a server signed the final descriptor of a number and its timeout", "peer", peer.ID(timeout.Chain[j]).ShortString(), "number", final.Number)
 			s.spreadCharge(ev, s.chain(), "")
 		}
 	}
