@@ -115,7 +115,7 @@ func (s *Server) admissionOrder(e *sepoch) [][32]byte {
 		if lt, ok := e.lt[k]; ok {
 			// A record exists once the key ended an epoch here
 			// cleanly or ran dry (ltexclude.go).
-			if seen, ok := s.keys.keySeen(lt.key); ok {
+			if seen, ok := s.keys.Seen(lt.key); ok {
 				c.dry = seen.Dry > 0
 				c.returning = seen.Dry == 0
 			}

@@ -513,7 +513,7 @@ func TestFreshKeysAtWindowOpen(t *testing.T) {
 		fn.addClient(t)
 		s0 := fn.servers[0]
 		if err := wait.Until(context.Background(), 2*time.Minute, func() bool {
-			seen, ok := s0.keys.keySeen(c0.LongTermPublic())
+			seen, ok := s0.keys.Seen(c0.LongTermPublic())
 			return ok && seen.Dry == 0
 		}); err != nil {
 			t.Fatal("client 0 never returning at its primary")

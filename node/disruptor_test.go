@@ -77,7 +77,7 @@ func disruptorRun(t *testing.T, epochs int, freshKey, newAddr, full bool) int {
 	var returning [][32]byte
 	for range 24 {
 		k := fresh()
-		s.keys.noteClientEnd(k, 0, false)
+		s.keys.NoteClientEnd(k, 0, false)
 		returning = append(returning, k)
 	}
 	others := 10 // the other primary's clients
@@ -96,7 +96,7 @@ func disruptorRun(t *testing.T, epochs int, freshKey, newAddr, full bool) int {
 		}
 		// The primary's refusals at registration (intake.go): the key,
 		// then the address (roundblame_after.go).
-		_, keyOut := s.keys.keyExcluded(badKey, number)
+		_, keyOut := s.keys.Excluded(badKey, number)
 		addrOut := number <= s.rb.clients["ip "+addr].Until
 		e := &sepoch{pos: 0}
 		e.v = &view{Desc: &wire.Descriptor{Number: number, Params: wire.Params{MaxClients: n}}, Chain: make([]peer.ID, m)}
@@ -142,7 +142,7 @@ func disruptorRun(t *testing.T, epochs int, freshKey, newAddr, full bool) int {
 		// The disruptor spoils the epoch and is named: its key is
 		// excluded everywhere, its address at this primary.
 		spoiled++
-		s.keys.strikeKey(badKey, number, nil)
+		s.keys.Strike(badKey, number, nil)
 		s.strike("ip "+addr, number)
 	}
 	return spoiled

@@ -37,7 +37,7 @@
 //     guards the epochs and rounds; the components below own their state
 //     and lock, and their methods take no s.mu: the certificates
 //     (certState, certs.go), the catch-up's memory (catchState,
-//     catchup.go), the long-term key records (keyState, ltexclude.go), the
+//     catchup.go), the long-term key records (internal/ltkeys), the
 //     evidence log (refusalState, refusals.go and chargelog.go), the
 //     culprit servers (roundBlameState.servers, roundblame_after.go), who
 //     may serve (whoState, eligible.go) and the reply slots (indexSlots,
@@ -107,6 +107,9 @@
 //     records (its package doc lists its files); chunkstore.go: its names
 //     in node's API (ChunkStore, NewMemStore).
 //   - bench.go: in-process benchmark of a whole network (riffle bench).
+//   - ltexclude.go: exclusion by long-term key after a blame and a
+//     primary's record of its clients' ends (§8, §5.4); the records, with
+//     their own lock, are package internal/ltkeys's (network-free tests).
 //   - snapshot.go: a read-only snapshot of a server, for local views
 //     (the web UI).
 //

@@ -113,7 +113,7 @@ func (s *Server) KeyExcludedNext(key [32]byte) bool {
 	s.mu.Lock()
 	n := s.number
 	s.mu.Unlock()
-	_, ok := s.keys.keyExcluded(key, n)
+	_, ok := s.keys.Excluded(key, n)
 	return ok
 }
 

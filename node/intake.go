@@ -147,14 +147,14 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 	if err := verifyLongTerm(cr.LTKey, r.Epoch, r.RegKey, cr.LTSig); err != nil {
 		return 0, nil, err
 	}
-	if until, ok := s.keys.keyExcluded(cr.LTKey, e.v.Desc.Number); ok {
+	if until, ok := s.keys.Excluded(cr.LTKey, e.v.Desc.Number); ok {
 		return 0, nil, fmt.Errorf("node: this client's long-term key is excluded up to epoch %d: a blame named it", until)
 	}
 	// (issue 25 point 8) the intake's bounds before the proofs: the
 	// registrations held, and a first-time key's address range.
 	rng := s.addrRange(from)
 	returning := false
-	if seen, ok := s.keys.keySeen(cr.LTKey); ok {
+	if seen, ok := s.keys.Seen(cr.LTKey); ok {
 		returning = seen.Dry == 0
 	}
 	s.mu.Lock()

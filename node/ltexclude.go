@@ -3,14 +3,10 @@ package node
 import (
 	"errors"
 	"fmt"
-	"log/slog"
-	"sync"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/node/blame"
-	"github.com/riffle-net/riffle/store"
 )
 
 // Exclusion by long-term key (docs/protocol.md §8 "After a blame"). When a
@@ -22,150 +18,13 @@ import (
 // registrations from an excluded key when it is a primary. A primary also
 // keeps a small record of its own clients' keys (key-seen): the last epoch
 // each held its slot to the end unnamed, and how often its slot ran dry;
-// the admission order (admission.go) reads it.
-
-// maxKeysSeen bounds a primary's record of its clients' keys; beyond it
-// the key with the oldest clean epoch is dropped.
-const maxKeysSeen = 1 << 14
+// the admission order (admission.go) reads it. The records are package
+// internal/ltkeys's (Keys, its own lock).
 
 // ltEntry is what a primary keeps of one registration's long-term key.
 type ltEntry struct {
 	key [32]byte
 	sig [64]byte
-}
-
-// keyState is the long-term key records, cached from the store. mu is a
-// leaf lock: nothing is locked while holding it.
-type keyState struct {
-	// st and log are the server's store and log (set by NewServer; a
-	// keyState without a store keeps its records in memory only).
-	st       ChunkStore
-	log      *slog.Logger
-	mu       sync.Mutex
-	loaded   bool
-	excluded map[[32]byte]store.KeyExclusion
-	seen     map[[32]byte]store.KeySeen
-}
-
-// keyRecorder is a ChunkStore that keeps long-term key records.
-type keyRecorder interface {
-	PutKeyExclusion([32]byte, store.KeyExclusion) error
-	KeyExclusions() (map[[32]byte]store.KeyExclusion, error)
-	PutKeySeen([32]byte, store.KeySeen) error
-	DeleteKeySeen([32]byte) error
-	KeysSeen() (map[[32]byte]store.KeySeen, error)
-}
-
-// keysLocked loads the records once. Call with ks.mu held.
-func (ks *keyState) keysLocked() {
-	if ks.loaded {
-		return
-	}
-	ks.loaded = true
-	ks.excluded, ks.seen = map[[32]byte]store.KeyExclusion{}, map[[32]byte]store.KeySeen{}
-	kr, ok := ks.st.(keyRecorder)
-	if !ok {
-		return
-	}
-	x, err := kr.KeyExclusions()
-	if err != nil {
-		ks.log.Error("long-term key exclusions unreadable", "err", err)
-	} else {
-		ks.excluded = x
-	}
-	seen, err := kr.KeysSeen()
-	if err != nil {
-		ks.log.Error("long-term key records unreadable", "err", err)
-	} else {
-		ks.seen = seen
-	}
-}
-
-// keyExcluded reports whether a long-term key is refused in epoch number,
-// and up to which epoch.
-func (ks *keyState) keyExcluded(key [32]byte, number uint64) (uint64, bool) {
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	ks.keysLocked()
-	x, ok := ks.excluded[key]
-	return x.Until, ok && number <= x.Until
-}
-
-// keySeen returns this primary's record of one of its clients' keys.
-func (ks *keyState) keySeen(key [32]byte) (store.KeySeen, bool) {
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	ks.keysLocked()
-	r, ok := ks.seen[key]
-	return r, ok
-}
-
-// strikeKey counts one more blame against a long-term key named in epoch
-// number and returns until which epoch number it is excluded: 1, 2, 4, …
-// epochs after number, capped at 2^blame.MaxExcludeShift. The record, with the
-// evidence, is on disk before this returns; the key loses its clean record.
-func (ks *keyState) strikeKey(key [32]byte, number uint64, evidence []byte) uint64 {
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	ks.keysLocked()
-	x := ks.excluded[key]
-	x.Strikes++
-	x.Until = blame.ExcludedUntil(x.Strikes, x.Until, number)
-	x.Evidence = append([]byte(nil), evidence...)
-	ks.excluded[key] = x
-	_, hadSeen := ks.seen[key]
-	delete(ks.seen, key)
-	if kr, ok := ks.st.(keyRecorder); ok {
-		if err := kr.PutKeyExclusion(key, x); err != nil {
-			ks.log.Error("long-term key exclusion not stored", "err", err)
-		}
-		if hadSeen {
-			if err := kr.DeleteKeySeen(key); err != nil {
-				ks.log.Error("long-term key record not dropped", "err", err)
-			}
-		}
-	}
-	return x.Until
-}
-
-// noteClientEnd records how a client of this primary ended epoch number:
-// its slot ran dry (dry), or it held it to the end unnamed (a clean
-// epoch, which also halves its dry count). An excluded key gets no record.
-func (ks *keyState) noteClientEnd(key [32]byte, number uint64, dry bool) {
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	ks.keysLocked()
-	if x, ok := ks.excluded[key]; ok && number <= x.Until {
-		return
-	}
-	r, known := ks.seen[key]
-	if dry {
-		r.Dry++
-	} else {
-		r.Clean, r.Dry = number, r.Dry/2
-	}
-	kr, _ := ks.st.(keyRecorder)
-	if !known && len(ks.seen) >= maxKeysSeen {
-		var oldest [32]byte
-		first := true
-		for k, v := range ks.seen {
-			if first || v.Clean < ks.seen[oldest].Clean {
-				oldest, first = k, false
-			}
-		}
-		delete(ks.seen, oldest)
-		if kr != nil {
-			if err := kr.DeleteKeySeen(oldest); err != nil {
-				ks.log.Error("long-term key record not dropped", "err", err)
-			}
-		}
-	}
-	ks.seen[key] = r
-	if kr != nil {
-		if err := kr.PutKeySeen(key, r); err != nil {
-			ks.log.Error("long-term key record not stored", "err", err)
-		}
-	}
 }
 
 // recordClients notes, at an epoch's end, how each client of this primary
@@ -212,7 +71,7 @@ func (s *Server) recordClients(e *sepoch) {
 	number := e.final.Desc.Number
 	s.mu.Unlock()
 	for _, x := range ends {
-		s.keys.noteClientEnd(x.key, number, x.dry)
+		s.keys.NoteClientEnd(x.key, number, x.dry)
 	}
 }
 
@@ -256,7 +115,7 @@ func (s *Server) clientNamed(e *sepoch, slot int) {
 
 // excludeKey applies checked key evidence of a slot named here.
 func (s *Server) excludeKey(e *sepoch, ev *wire.KeyEvidence, body []byte) {
-	until := s.keys.strikeKey(ev.LTKey, e.final.Desc.Number, body)
+	until := s.keys.Strike(ev.LTKey, e.final.Desc.Number, body)
 	// The slot is the culprit's own; no honest client is tied to it.
 	s.log.Warn("round blame: the culprit client's long-term key is excluded", "epoch", fmt.Sprintf("%x", e.final.ID[:6]),
 		"culprit", fmt.Sprintf("client in slot %d", ev.Slot), "key", fmt.Sprintf("%x", ev.LTKey[:8]), "until", until, "evidence", fmt.Sprintf("%x", body))

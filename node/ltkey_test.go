@@ -21,6 +21,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
 	"github.com/riffle-net/riffle/node/internal/chunks"
+	"github.com/riffle-net/riffle/node/internal/ltkeys"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -38,18 +39,18 @@ func TestKeyStrikeDoubles(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := &Server{store: bs, log: quietLogger()}
-		s.keys.st, s.keys.log = s.store, s.log
+		s.keys.St, s.keys.Log = s.store, s.log
 		key := [32]byte{7}
-		s.keys.noteClientEnd(key, 3, false)
-		if _, ok := s.keys.keySeen(key); !ok {
+		s.keys.NoteClientEnd(key, 3, false)
+		if _, ok := s.keys.Seen(key); !ok {
 			t.Fatal("a clean epoch left no record")
 		}
 		for i, w := range []uint64{11, 12, 14} {
-			if got := s.keys.strikeKey(key, 10, []byte{byte(i)}); got != w {
+			if got := s.keys.Strike(key, 10, []byte{byte(i)}); got != w {
 				t.Fatalf("strike %d: excluded up to %d, want %d", i+1, got, w)
 			}
 		}
-		if _, ok := s.keys.keySeen(key); ok {
+		if _, ok := s.keys.Seen(key); ok {
 			t.Fatal("a blamed key kept its clean record")
 		}
 		bs.Close()
@@ -59,22 +60,22 @@ func TestKeyStrikeDoubles(t *testing.T) {
 		}
 		defer bs.Close()
 		s = &Server{store: bs, log: quietLogger()}
-		s.keys.st, s.keys.log = s.store, s.log
+		s.keys.St, s.keys.Log = s.store, s.log
 		for number, want := range map[uint64]bool{10: true, 11: true, 14: true, 15: false} {
-			if _, got := s.keys.keyExcluded(key, number); got != want {
+			if _, got := s.keys.Excluded(key, number); got != want {
 				t.Fatalf("after a restart, epoch %d: excluded %v, want %v", number, got, want)
 			}
 		}
-		if got := s.keys.strikeKey(key, 20, nil); got != 28 {
+		if got := s.keys.Strike(key, 20, nil); got != 28 {
 			t.Fatalf("fourth strike after a restart: up to %d, want 28 (the count survives)", got)
 		}
-		if _, ok := s.keys.keyExcluded([32]byte{8}, 11); ok {
+		if _, ok := s.keys.Excluded([32]byte{8}, 11); ok {
 			t.Fatal("another key is excluded")
 		}
 		for range 20 {
-			s.keys.strikeKey(key, 100, nil)
+			s.keys.Strike(key, 100, nil)
 		}
-		if got := s.keys.strikeKey(key, 100, nil); got != 100+1<<blame.MaxExcludeShift {
+		if got := s.keys.Strike(key, 100, nil); got != 100+1<<blame.MaxExcludeShift {
 			t.Fatalf("capped exclusion %d", got)
 		}
 	})
@@ -116,23 +117,23 @@ func TestKeyExcludedEverywhere(t *testing.T) {
 		ctx := context.Background()
 		if err := wait.Until(ctx, 30*time.Second, func() bool {
 			for _, s := range bn.servers {
-				if _, ok := s.keys.keyExcluded(badKey, number+1); !ok {
+				if _, ok := s.keys.Excluded(badKey, number+1); !ok {
 					return false
 				}
 			}
 			return true
 		}); err != nil {
 			for i, s := range bn.servers {
-				until, ok := s.keys.keyExcluded(badKey, number+1)
+				until, ok := s.keys.Excluded(badKey, number+1)
 				t.Logf("server %d: excluded %v up to %d", i, ok, until)
 			}
 			t.Fatalf("the culprit's long-term key is not excluded everywhere: %v", err)
 		}
 		for i, s := range bn.servers {
-			if _, ok := s.keys.keyExcluded(badKey, number+2); ok {
+			if _, ok := s.keys.Excluded(badKey, number+2); ok {
 				t.Fatalf("server %d excludes a first offender beyond the next epoch", i)
 			}
-			x, err := s.store.(keyRecorder).KeyExclusions()
+			x, err := s.store.(ltkeys.Recorder).KeyExclusions()
 			if err != nil || x[badKey].Strikes != 1 || len(x[badKey].Evidence) == 0 {
 				t.Fatalf("server %d stored %+v, %v", i, x[badKey], err)
 			}
@@ -184,10 +185,10 @@ func TestKeyExcludedEverywhere(t *testing.T) {
 			}
 		}
 		for i, s := range bn.servers {
-			if _, ok := s.keys.keyExcluded(hKey, number+1); ok {
+			if _, ok := s.keys.Excluded(hKey, number+1); ok {
 				t.Fatalf("server %d excludes the honest client's key", i)
 			}
-			x, _ := s.store.(keyRecorder).KeyExclusions()
+			x, _ := s.store.(ltkeys.Recorder).KeyExclusions()
 			if len(x) != 1 {
 				t.Fatalf("server %d holds %d key exclusions, want the culprit's only", i, len(x))
 			}
@@ -305,7 +306,7 @@ func TestReturningClientsFirst(t *testing.T) {
 					prev.dry[uint32(i)] = true
 				}
 				dry[reg] = true
-				s.keys.noteClientEnd(lt, 3, false) // clean once, before
+				s.keys.NoteClientEnd(lt, 3, false) // clean once, before
 			} else {
 				returning[reg] = true
 			}
@@ -566,7 +567,7 @@ func storeServer(t testing.TB) *Server {
 	}
 	t.Cleanup(func() { bs.Close() })
 	s := &Server{store: bs, log: quietLogger(), rand: rand.Reader}
-	s.keys.st, s.keys.log = s.store, s.log
+	s.keys.St, s.keys.Log = s.store, s.log
 	s.rb.st, s.rb.log = s.store, s.log
 	return s
 }

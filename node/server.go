@@ -20,6 +20,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/chunks"
+	"github.com/riffle-net/riffle/node/internal/ltkeys"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
 )
@@ -142,8 +143,8 @@ type Server struct {
 	}
 	// rb is what round blames left here (roundblame_after.go).
 	rb        roundBlameState
-	keys      keyState // long-term client keys (ltexclude.go)
-	dupServer          // duplicate-share verdicts (dupwalk.go)
+	keys      ltkeys.Keys // long-term client keys (internal/ltkeys)
+	dupServer             // duplicate-share verdicts (dupwalk.go)
 	// ref counts aborts on private grounds (refusals.go).
 	ref refusalState
 	// closingSigned: the closing record signed for each recent epoch, on
@@ -255,7 +256,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.catch.poke = make(chan struct{}, 1)
 	s.rb.st, s.rb.log = st, log
 	s.ref.dir, s.ref.log = cfg.DataDir, log
-	s.keys.st, s.keys.log = st, log
+	s.keys.St, s.keys.Log = st, log
 	s.loadStrikes()
 	s.who.init(&cfg, chains)
 	s.turn.progress = time.Now()

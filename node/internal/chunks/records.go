@@ -3,7 +3,7 @@ package chunks
 import "github.com/riffle-net/riffle/store"
 
 // The server's records beside its chunks, kept by the bbolt store only:
-// long-term key records (node's keyRecorder, ltexclude.go), blame records
+// long-term key records (node/internal/ltkeys's Recorder), blame records
 // (blameRecorder) and a primary's client strikes (clientStriker,
 // roundblame_after.go).
 
