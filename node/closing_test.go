@@ -4,6 +4,8 @@ package node
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -310,6 +312,16 @@ func TestClosingChoiceSurvivesRestart(t *testing.T) {
 		}
 		if _, _, err := again.onClosingProposal(ctx, s0.ID(), (&wire.ClosingProposal{Closing: first}).Marshal()); err != nil {
 			t.Errorf("the record signed before the crash, proposed again, refused: %v", err)
+		}
+		// A file it cannot read keeps the server from starting, rather
+		// than from signing any closing record later, in silence.
+		again.Close()
+		if err := os.WriteFile(filepath.Join(cfg.DataDir, ClosingSignedFile), []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := NewServer(context.Background(), cfg); err == nil {
+			s.Close()
+			t.Error("a server started on an unreadable record of its closing choices")
 		}
 	})
 }

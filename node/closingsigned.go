@@ -41,6 +41,25 @@ type closingSignedState struct {
 	recs   []closingChoice
 }
 
+// loadClosingSigned reads the closing choices on record in dir. A server
+// whose file cannot be read does not start (NewServer), rather than refuse
+// every closing record of its epochs in silence.
+func loadClosingSigned(dir string) ([]closingChoice, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ClosingSignedFile))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("node: closing records signed here unreadable: %w", err)
+	}
+	var recs []closingChoice
+	if err := json.Unmarshal(b, &recs); err != nil {
+		// Never sign on a record that may be lost.
+		return nil, fmt.Errorf("node: closing records signed here unreadable: %w", err)
+	}
+	return recs, nil
+}
+
 // take records that this server signs the closing record of digest dg
 // for epoch (of number), durably, before the signature is made; it
 // refuses another digest for an epoch already on record, here or on disk.
@@ -48,18 +67,11 @@ func (cs *closingSignedState) take(dir string, number uint64, epoch, dg [32]byte
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if !cs.loaded {
-		b, err := os.ReadFile(filepath.Join(dir, ClosingSignedFile))
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-		case err != nil:
-			return fmt.Errorf("node: closing records signed here unreadable: %w", err)
-		default:
-			if err := json.Unmarshal(b, &cs.recs); err != nil {
-				// Never sign on a record that may be lost.
-				return fmt.Errorf("node: closing records signed here unreadable: %w", err)
-			}
+		recs, err := loadClosingSigned(dir)
+		if err != nil {
+			return err
 		}
-		cs.loaded = true
+		cs.recs, cs.loaded = recs, true
 	}
 	e, d := hex.EncodeToString(epoch[:]), hex.EncodeToString(dg[:])
 	for _, r := range cs.recs {

@@ -223,6 +223,10 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	closingRecs, err := loadClosingSigned(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	// A certified number is over: never signed again, whatever the number
 	// file says (it may be lost).
 	number = max(number, top)
@@ -256,6 +260,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.catch.poke = make(chan struct{}, 1)
 	s.rb.st, s.rb.log = st, log
 	s.ref.dir, s.ref.log = cfg.DataDir, log
+	s.closingSigned.recs, s.closingSigned.loaded = closingRecs, true
 	s.keys.St, s.keys.Log = st, log
 	s.loadStrikes()
 	s.who.init(&cfg, chains)
