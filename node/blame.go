@@ -10,6 +10,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/strikes"
 )
 
 // walkInput returns the input position at server t on the walk back of
@@ -152,8 +153,8 @@ func (s *Server) shareFault(ctx context.Context, e *sepoch, se *mix.ShareError) 
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.RouteLinger)
 	<-wctx.Done()
 	cancel()
-	var strikes []strikeRec
-	defer func() { s.saveStrikes(strikes) }() // after s.mu's unlock
+	var recs []strikes.Rec
+	defer func() { s.saveStrikes(recs) }() // after s.mu's unlock
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if slot >= 0 && slot < len(e.final.Desc.Clients) {
@@ -162,7 +163,7 @@ func (s *Server) shareFault(ctx context.Context, e *sepoch, se *mix.ShareError) 
 			if p, ok := e.regFrom[c.RegKey]; ok {
 				// Excluded as after a round blame (§8): doubling, by
 				// peer id and address, kept on disk.
-				_, strikes = s.strikeClient(p, s.peerIPs(p), e.final.Desc.Number)
+				_, recs = s.strikes.Client(p, s.peerIPs(p), e.final.Desc.Number)
 			}
 		}
 		// Every server walked to this slot itself: its long-term key

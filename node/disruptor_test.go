@@ -97,7 +97,7 @@ func disruptorRun(t *testing.T, epochs int, freshKey, newAddr, full bool) int {
 		// The primary's refusals at registration (intake.go): the key,
 		// then the address (roundblame_after.go).
 		_, keyOut := s.keys.Excluded(badKey, number)
-		addrOut := number <= s.rb.clients["ip "+addr].Until
+		addrOut := number <= s.strikes.Clients["ip "+addr].Until
 		e := &sepoch{pos: 0}
 		e.v = &view{Desc: &wire.Descriptor{Number: number, Params: wire.Params{MaxClients: n}}, Chain: make([]peer.ID, m)}
 		e.regs, e.lt, e.regRange = map[[32]byte]wire.Register{}, map[[32]byte]ltEntry{}, map[[32]byte]string{}
@@ -143,7 +143,7 @@ func disruptorRun(t *testing.T, epochs int, freshKey, newAddr, full bool) int {
 		// excluded everywhere, its address at this primary.
 		spoiled++
 		s.keys.Strike(badKey, number, nil)
-		s.strike("ip "+addr, number)
+		s.strikes.Strike("ip "+addr, number)
 	}
 	return spoiled
 }

@@ -107,6 +107,10 @@
 //     records (its package doc lists its files); chunkstore.go: its names
 //     in node's API (ChunkStore, NewMemStore).
 //   - bench.go: in-process benchmark of a whole network (riffle bench).
+//   - internal/strikes (package strikes): a primary's strikes against its
+//     clients, by peer id and address, bounded (§8 "After a blame"); no
+//     I/O and no lock (s.mu guards it), network-free tests;
+//     roundblame_after.go stores and loads its records.
 //   - ltexclude.go: exclusion by long-term key after a blame and a
 //     primary's record of its clients' ends (§8, §5.4); the records, with
 //     their own lock, are package internal/ltkeys's (network-free tests).

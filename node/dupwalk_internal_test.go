@@ -179,7 +179,7 @@ func TestDupVerdictRules(t *testing.T) {
 				f.mid.dup.failed[s] = true
 			}
 			f.s.dupVerdict(f.mid)
-			_, banned := f.s.banned[f.client.id]
+			_, banned := f.s.strikes.Banned[f.client.id]
 			_, left := f.s.leftOut[f.client.id]
 			if banned != c.named || left != c.leftOut {
 				t.Errorf("%s: named %v left out %v, want %v %v", c.name, banned, left, c.named, c.leftOut)

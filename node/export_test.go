@@ -33,7 +33,7 @@ func (s *Server) Banned() []peer.ID {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []peer.ID
-	for p := range s.banned {
+	for p := range s.strikes.Banned {
 		out = append(out, p)
 	}
 	return out

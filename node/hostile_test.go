@@ -117,7 +117,7 @@ func (f *hostileFixture) state() string {
 	defer s.mu.Unlock()
 	var b strings.Builder
 	fmt.Fprintf(&b, "number %d prep %d open %v epochs %d roster %d banned %d\n", s.number, len(s.prep), s.open != nil, len(s.epochs),
-		len(s.roster.live()), len(s.banned))
+		len(s.roster.live()), len(s.strikes.Banned))
 	var ids [][32]byte
 	for id := range s.epochs {
 		ids = append(ids, id)

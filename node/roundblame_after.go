@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,7 +14,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
-	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/strikes"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -32,12 +31,6 @@ type roundBlameState struct {
 	// the culprits' records.
 	st  ChunkStore
 	log *slog.Logger
-	// clients are this primary's strikes against its clients, by "peer
-	// <id>" and by "ip <address>": how often each was named here and up
-	// to which epoch number it is refused. Kept on disk too (store bucket
-	// client-strikes, loadStrikes), so that a restart neither forgives a
-	// client nor resets its doubling; at most store.MaxClientStrikes.
-	clients map[string]store.ClientStrike
 	// servers are the culprit servers: never in a chain here again
 	// (guarded by smu alone: chain() runs without s.mu).
 	smu     sync.Mutex
@@ -96,27 +89,10 @@ func (rb *roundBlameState) loadBlamed() {
 }
 
 // clientRefusal says why this primary refuses a client peer in epoch
-// number, by its peer id or by the address it connects from, or nil. Call
-// with s.mu held.
+// number, by its peer id or by the address it connects from, or nil
+// (internal/strikes's Table). Call with s.mu held.
 func (s *Server) clientRefusal(p peer.ID, number uint64) error {
-	return s.refusalFor(p, s.peerIPs(p), number)
-}
-
-// refusalFor is clientRefusal for a peer connected from the addresses ips.
-// The reason names neither the address nor the blame's epoch: the client
-// knows both. Call with s.mu held.
-func (s *Server) refusalFor(p peer.ID, ips []string, number uint64) error {
-	until, ok := s.banned[p]
-	ok = ok && number <= until
-	for _, ip := range ips {
-		if x, hit := s.rb.clients["ip "+ip]; hit && number <= x.Until {
-			until, ok = max(until, x.Until), true
-		}
-	}
-	if !ok {
-		return nil
-	}
-	return fmt.Errorf("node: this client is refused here up to epoch %d: a blame named it or its address", until)
+	return s.strikes.Refusal(p, s.peerIPs(p), number)
 }
 
 // peerIPs returns the addresses a peer is connected from, except loopback:
@@ -142,64 +118,6 @@ func remoteIP(a ma.Multiaddr) net.IP {
 	return nil
 }
 
-// strikeClient counts one more blame against a client peer of this
-// primary, and against each address ips it connects from, and returns
-// until which epoch number the peer is refused: 1, 2, 4, … epochs after
-// number, doubling on each repeat up to 2^blame.MaxExcludeShift. Call with s.mu
-// held; the records it returns go to the store after (saveStrikes).
-func (s *Server) strikeClient(p peer.ID, ips []string, number uint64) (uint64, []strikeRec) {
-	if s.banned == nil {
-		s.banned = map[peer.ID]uint64{}
-	}
-	pk := "peer " + p.String()
-	until := s.strike(pk, number)
-	s.banned[p] = until
-	recs := []strikeRec{{pk, s.rb.clients[pk]}}
-	for _, ip := range ips {
-		k := "ip " + ip
-		s.strike(k, number)
-		recs = append(recs, strikeRec{k, s.rb.clients[k]})
-	}
-	return until, recs
-}
-
-// strikeRec is one record for the store.
-type strikeRec struct {
-	key string
-	x   store.ClientStrike
-}
-
-// strike counts one more blame against key and returns until which epoch
-// number it is refused. Call with s.mu held.
-func (s *Server) strike(key string, number uint64) uint64 {
-	if s.rb.clients == nil {
-		s.rb.clients = map[string]store.ClientStrike{}
-	}
-	x, known := s.rb.clients[key]
-	if !known && len(s.rb.clients) >= store.MaxClientStrikes {
-		s.dropLowestStrike()
-	}
-	x.Strikes++
-	x.Until = blame.ExcludedUntil(x.Strikes, x.Until, number)
-	s.rb.clients[key] = x
-	return x.Until
-}
-
-// dropLowestStrike forgets the record whose exclusion ended first, as the
-// store does when full. Call with s.mu held.
-func (s *Server) dropLowestStrike() {
-	low, first := "", true
-	for k, x := range s.rb.clients {
-		if first || x.Until < s.rb.clients[low].Until {
-			low, first = k, false
-		}
-	}
-	delete(s.rb.clients, low)
-	if p, err := peer.Decode(strings.TrimPrefix(low, "peer ")); err == nil && strings.HasPrefix(low, "peer ") {
-		delete(s.banned, p)
-	}
-}
-
 // clientStriker is a ChunkStore that keeps a primary's client strikes.
 type clientStriker interface {
 	PutClientStrike(string, store.ClientStrike) (store.ClientStrike, error)
@@ -209,13 +127,13 @@ type clientStriker interface {
 // saveStrikes writes strike records to the store, without s.mu (the store
 // keeps the larger of each field, so writes that race in any order end
 // right).
-func (s *Server) saveStrikes(recs []strikeRec) {
+func (s *Server) saveStrikes(recs []strikes.Rec) {
 	cs, ok := s.store.(clientStriker)
 	if !ok {
 		return
 	}
 	for _, r := range recs {
-		if _, err := cs.PutClientStrike(r.key, r.x); err != nil {
+		if _, err := cs.PutClientStrike(r.Key, r.X); err != nil {
 			s.log.Error("client strike not stored; a restart would forget it", "err", err)
 		}
 	}
@@ -235,17 +153,7 @@ func (s *Server) loadStrikes() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.banned == nil {
-		s.banned = map[peer.ID]uint64{}
-	}
-	s.rb.clients = recs
-	for k, x := range recs {
-		if id, ok := strings.CutPrefix(k, "peer "); ok {
-			if p, err := peer.Decode(id); err == nil {
-				s.banned[p] = max(s.banned[p], x.Until)
-			}
-		}
-	}
+	s.strikes.Load(recs)
 }
 
 // conclude acts on a walk's result: log, record, exclusion.
@@ -285,7 +193,7 @@ func (s *Server) name(e *sepoch, round uint32, c *culprit, evidence [][]byte) {
 		return // no final descriptor to name a party of
 	}
 	epochHex := fmt.Sprintf("%x", v.ID[:6])
-	var strikes []strikeRec
+	var recs []strikes.Rec
 	rec := store.BlameRecord{Epoch: v.ID, Number: v.Desc.Number, Round: round, Reason: c.why, Evidence: evidence, Time: time.Now().Unix()}
 	s.mu.Lock()
 	if c.server >= 0 {
@@ -305,7 +213,7 @@ func (s *Server) name(e *sepoch, round uint32, c *culprit, evidence [][]byte) {
 		if cl := v.Desc.Clients[c.slot]; int(cl.Primary) == e.pos {
 			if p, ok := e.regFrom[cl.RegKey]; ok {
 				var until uint64
-				until, strikes = s.strikeClient(p, s.peerIPs(p), v.Desc.Number)
+				until, recs = s.strikes.Client(p, s.peerIPs(p), v.Desc.Number)
 				excluded = fmt.Sprintf("refused here up to epoch %d", until)
 			}
 		}
@@ -314,7 +222,7 @@ func (s *Server) name(e *sepoch, round uint32, c *culprit, evidence [][]byte) {
 			"culprit", fmt.Sprintf("client in slot %d", c.slot), "evidence", c.why, "exclusion", excluded)
 	}
 	s.mu.Unlock()
-	s.saveStrikes(strikes)
+	s.saveStrikes(recs)
 	if br, ok := s.store.(blameRecorder); ok {
 		if err := br.PutBlame(rec); err != nil {
 			s.log.Error("round blame: record not stored", "err", err)

@@ -20,17 +20,17 @@ func TestStrikeDoubles(t *testing.T) {
 		s := &Server{}
 		want := []uint64{11, 12, 14, 18, 26}
 		for i, w := range want {
-			if got := s.strike("peer a", 10); got != w {
+			if got := s.strikes.Strike("peer a", 10); got != w {
 				t.Fatalf("strike %d: excluded up to %d, want %d", i+1, got, w)
 			}
 		}
-		if got := s.strike("ip 192.0.2.1", 10); got != 11 {
+		if got := s.strikes.Strike("ip 192.0.2.1", 10); got != 11 {
 			t.Fatalf("another key starts at one epoch: %d", got)
 		}
 		for range 20 {
-			s.strike("peer a", 10)
+			s.strikes.Strike("peer a", 10)
 		}
-		if got := s.strike("peer a", 10); got != 10+1<<blame.MaxExcludeShift {
+		if got := s.strikes.Strike("peer a", 10); got != 10+1<<blame.MaxExcludeShift {
 			t.Fatalf("capped exclusion %d", got)
 		}
 	})

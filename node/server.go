@@ -21,6 +21,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/node/internal/ltkeys"
+	"github.com/riffle-net/riffle/node/internal/strikes"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
 )
@@ -120,7 +121,7 @@ type Server struct {
 	// The tests' hooks (hooks_riffletest.go); empty in the binary.
 	serverHookState
 
-	// mu guards the fields below it up to banned, and every epoch's and
+	// mu guards the fields below it up to strikes, and every epoch's and
 	// round's state (sepoch, sround) reached through them.
 	mu      sync.Mutex
 	changed chan struct{}
@@ -129,11 +130,11 @@ type Server struct {
 	open    *sepoch              // epoch accepting registrations here
 	number  uint64               // highest epoch number signed (EpochNumberFile)
 	lastEnd time.Time            // when an epoch last ended here (waitstate.go)
-	// banned: client peers excluded up to an epoch number (a culprit of a
-	// blame, roundblame_after.go), known only to their primary; also on
-	// disk with their strikes (rb.clients).
-	banned map[peer.ID]uint64
-	turn   turnState // the leader rotation (rotate.go)
+	// strikes: this primary's strikes against its client peers and their
+	// addresses (a culprit of a blame, roundblame_after.go), known only
+	// to it; also on disk.
+	strikes strikes.Table
+	turn    turnState // the leader rotation (rotate.go)
 	// checked is the walk of the last Prepare whose window was checked
 	// here (takeWindow), for the servers a member asks whether they
 	// would serve before it takes the Prepare (onServerWindowReq).

@@ -75,7 +75,7 @@ func (s *Server) Snapshot() ServerSnapshot {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, until := range s.banned {
+	for _, until := range s.strikes.Banned {
 		if until > s.number {
 			out.Excluded++
 		}

@@ -52,7 +52,7 @@ func TestClientStrikesSurviveRestart(t *testing.T) {
 			Desc: &wire.Descriptor{Number: number, Clients: []wire.ClientEntry{{RegKey: regKey, Primary: 0}}}}
 		s.name(e, 1, &culprit{server: -1, slot: 0, why: "test"}, nil)
 		s.mu.Lock()
-		_, recs := s.strikeClient(other, []string{addr}, number)
+		_, recs := s.strikes.Client(other, []string{addr}, number)
 		before := s.clientRefusal(bad, number+1)
 		s.mu.Unlock()
 		s.saveStrikes(recs)
@@ -74,16 +74,16 @@ func TestClientStrikesSurviveRestart(t *testing.T) {
 		if s.clientRefusal(bad, number+blame.ExcludeEpochs+1) != nil {
 			t.Fatal("refused beyond its first span")
 		}
-		if s.refusalFor(sameAddr, []string{addr}, number+1) == nil {
+		if s.strikes.Refusal(sameAddr, []string{addr}, number+1) == nil {
 			t.Fatal("after a restart a fresh peer id from the struck address is let in")
 		}
-		if s.refusalFor(sameAddr, []string{"198.51.100.8"}, number+1) != nil || s.clientRefusal(newPeer(), number+1) != nil {
+		if s.strikes.Refusal(sameAddr, []string{"198.51.100.8"}, number+1) != nil || s.clientRefusal(newPeer(), number+1) != nil {
 			t.Fatal("an unstruck peer or address is refused")
 		}
 		// The next blame doubles: 2 epochs, then 4, from where it is named.
 		for i, span := range []uint64{2 * blame.ExcludeEpochs, 4 * blame.ExcludeEpochs} {
 			n := uint64(number + 10*(i+1))
-			if until, _ := s.strikeClient(bad, nil, n); until != n+span {
+			if until, _ := s.strikes.Client(bad, nil, n); until != n+span {
 				t.Fatalf("strike %d after a restart: refused up to %d, want %d", i+2, until, n+span)
 			}
 		}
