@@ -83,8 +83,6 @@ func (s *Server) enterIndex(ctx context.Context, from peer.ID) error {
 	return nil
 }
 
-var errIndexBusy = errors.New("node: too many index requests, try again")
-
 // Window replies served at once (window.go). Every client of an epoch
 // asks every server of the chain for the same window before it registers,
 // when no server counts it as one of its clients yet: in the outsiders'

@@ -270,6 +270,7 @@ const (
 	handoverMax           = proto.HandoverMax
 	stateEvery            = proto.StateEvery
 	errWindowBusy         = proto.ErrWindowBusy
+	errIndexBusy          = proto.ErrIndexBusy
 	maxLookbackWindow     = proto.MaxLookbackWindow
 	// IndexCeilingBytes is proto.IndexCeilingBytes: the manifest bytes
 	// the index takes per R rounds.

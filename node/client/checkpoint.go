@@ -9,7 +9,6 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
-	"github.com/riffle-net/riffle/node/transport"
 )
 
 // Checkpoint syncs (docs/protocol.md §6.4 v3, "Checkpoints"): a get of a
@@ -195,7 +194,7 @@ func (c *Client) manifestsFromOthers(ctx context.Context, group []wire.GroupEntr
 			defer wg.Done()
 			var cur uint64
 			for range maxIndexPages {
-				rep, err := c.callPeer(ctx, p, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{Cursor: cur}).Marshal(), Timeout: transport.ShortTimeout})
+				rep, err := c.indexPage(ctx, p, cur)
 				if err != nil {
 					c.log.Info("checkpoint index sync from another server failed", "err", err)
 					return

@@ -132,7 +132,7 @@ type Client struct {
 	// icopy is the synced copy of the index with its cursors, touched by
 	// one sync at a time (syncMu; indexsync.go).
 	icopy  indexCopy
-	syncMu sync.Mutex
+	syncMu chanLock
 	// manifests are the manifest chunks of the synced index, by id (§6.4
 	// v3): a get takes every manifest from here, never from an answer.
 	manifests map[[32]byte][]byte

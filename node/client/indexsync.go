@@ -2,9 +2,11 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -185,7 +187,7 @@ func (c *Client) syncIndexFrom(ctx context.Context, p peer.ID) (syncResult, erro
 		if res.pages >= maxIndexPages {
 			return res, fmt.Errorf("node: index sync from %s: more than %d pages", p.ShortString(), maxIndexPages)
 		}
-		rep, err := c.callPeer(ctx, p, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{Cursor: cur}).Marshal(), Timeout: transport.ShortTimeout})
+		rep, err := c.indexPage(ctx, p, cur)
 		if err != nil {
 			return res, fmt.Errorf("node: index sync from %s: %w", p.ShortString(), err)
 		}
@@ -269,6 +271,53 @@ func (c *Client) syncIndexFrom(ctx context.Context, p peer.ID) (syncResult, erro
 			return res, nil
 		}
 	}
+}
+
+// chanLock is a mutex whose waiters wait on a channel. A sync holds
+// Client.syncMu while it waits out a busy server (indexPage), and a
+// goroutine blocked on a sync.Mutex is not durably blocked in a
+// testing/synctest bubble: the virtual clock would stop with the sync's
+// timer pending. Its zero value is unlocked.
+type chanLock struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (l *chanLock) Lock() {
+	l.once.Do(func() { l.ch = make(chan struct{}, 1) })
+	l.ch <- struct{}{}
+}
+
+func (l *chanLock) Unlock() { <-l.ch }
+
+// indexRetries bounds how often a client asks a server that answered
+// ErrIndexBusy again for one page.
+const indexRetries = 6
+
+// indexRetryDelay draws the wait before a busy server is asked again:
+// uniform below a sixteenth of proto.CheckpointSyncTime, so that the
+// retries end within a checkpoint's half for the primary and the clients
+// refused at once spread out. Fresh randomness, none of the client's
+// CSPRNG stream: only the retry's timing depends on it.
+func indexRetryDelay() time.Duration {
+	return time.Millisecond + rand.N(proto.CheckpointSyncTime/16)
+}
+
+// indexPage asks p for the page of its index log after cur. Every client
+// of a primary syncs at the same rounds (checkpoint.go), more of them at
+// once than a server's slots, so a busy server is asked again.
+func (c *Client) indexPage(ctx context.Context, p peer.ID, cur uint64) ([]byte, error) {
+	req := transport.Request{Proto: transport.ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{Cursor: cur}).Marshal(), Timeout: transport.ShortTimeout}
+	rep, err := c.callPeer(ctx, p, req)
+	for try := 0; try < indexRetries && errors.Is(err, proto.ErrIndexBusy); try++ {
+		select {
+		case <-time.After(indexRetryDelay()):
+		case <-ctx.Done():
+			return nil, err
+		}
+		rep, err = c.callPeer(ctx, p, req)
+	}
+	return rep, err
 }
 
 // missingFrom returns the ids of want that the copy lacks.

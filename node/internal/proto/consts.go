@@ -20,3 +20,8 @@ const StateEvery = 5 * time.Second
 // ErrWindowBusy refuses a window request for want of a slot: the client
 // asks again a little later.
 const ErrWindowBusy = wire.Refusal("node: too many window requests, try again")
+
+// ErrIndexBusy refuses an index page for want of a slot: the client asks
+// again a little later (every client of a primary syncs at the same
+// checkpoint rounds, more of them than its slots at n = 200).
+const ErrIndexBusy = wire.Refusal("node: too many index requests, try again")
