@@ -435,6 +435,9 @@ func (c *Client) syncOthers(ctx context.Context, group []wire.GroupEntry) bool {
 	// The old rule's control takes records from another server only
 	// where that rule asked one.
 	closings := c.hookOwnFallback()
+	if c.hookOwnRule() && !closings {
+		return false
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	ok := false
