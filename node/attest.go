@@ -150,6 +150,9 @@ func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 			}
 		}
 	}
+	if s.hookAttestNone(q) {
+		bits = 0
+	}
 	a := s.signAttestLocked(e, wire.AbortNoPub, q, bits)
 	if a != nil {
 		if e.attested == nil {

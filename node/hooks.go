@@ -63,29 +63,31 @@ func (*Server) hookLeaderGap(_ uint64, g []wire.Cert) []wire.Cert               
 func (*Server) hookOpenLate(peer.ID) time.Duration                               { return 0 }
 func (*Server) hookSignedTo(_ bool, chain []peer.ID) []peer.ID                   { return chain }
 
-func (*Server) hookAccuse(uint32) (int, bool)              { return 0, false }
-func (*Server) hookCorruptOut(uint32, [][]byte)            {}
-func (*Server) hookDropOut(uint32) bool                    { return false }
-func (*Server) hookWithhold(uint32) bool                   { return false }
-func (*Server) hookPubLate(uint32, peer.ID) time.Duration  { return 0 }
-func (*Server) hookLastOut([32]byte, uint32, [][]byte)     {}
-func (*Server) hookClosingTo(chain []peer.ID) []peer.ID    { return chain }
-func (*Server) hookClosingSigTo(chain []peer.ID) []peer.ID { return chain }
-func (*Server) hookRepeatOut(uint32) bool                  { return false }
-func (*Server) hookHideOut(uint32) bool                    { return false }
-func (*Server) hookHideCerts() bool                        { return false }
-func (*Server) hookLoseOut(uint32) bool                    { return false }
-func (*Server) hookRefuseSucc(uint32) bool                 { return false }
-func (*Server) hookLateOut(uint32) time.Duration           { return 0 }
-func (*Server) hookServeLate(uint32) time.Duration         { return 0 }
-func (*Server) hookStallRelay(uint32) bool                 { return false }
-func (*Server) hookRootTo(uint32, peer.ID, bool) bool      { return true }
-func (*Server) hookDropIn(uint32) bool                     { return false }
-func (*Server) hookNoteLate(uint32) time.Duration          { return 0 }
-func (*Server) hookProbe(*sepoch, uint32, int)             {}
-func (*Server) hookRefuseEvidence(wire.Type) bool          { return false }
-func (*Server) hookLiar() bool                             { return false }
-func (*Server) hookNoPace() bool                           { return false }
-func (*Server) hookLieDrop(uint32) bool                    { return false }
-func (*Server) hookBadProof([]byte)                        {}
-func (*Server) hookRoot(_ *wire.Batch, msg []byte) []byte  { return msg }
+func (*Server) hookAccuse(uint32) (int, bool)               { return 0, false }
+func (*Server) hookCorruptOut(uint32, [][]byte)             {}
+func (*Server) hookDropOut(uint32) bool                     { return false }
+func (*Server) hookWithhold(uint32) bool                    { return false }
+func (*Server) hookPubLate(uint32, peer.ID) time.Duration   { return 0 }
+func (*Server) hookLastOut([32]byte, uint32, [][]byte)      {}
+func (*Server) hookClosingTo(chain []peer.ID) []peer.ID     { return chain }
+func (*Server) hookClosingSigTo(chain []peer.ID) []peer.ID  { return chain }
+func (*Server) hookRepeatOut(uint32) bool                   { return false }
+func (*Server) hookHideOut(uint32) bool                     { return false }
+func (*Server) hookHideCerts() bool                         { return false }
+func (*Server) hookLoseOut(uint32) bool                     { return false }
+func (*Server) hookRefuseSucc(uint32) bool                  { return false }
+func (*Server) hookLateOut(uint32) time.Duration            { return 0 }
+func (*Server) hookServeLate(uint32) time.Duration          { return 0 }
+func (*Server) hookStallRelay(uint32) bool                  { return false }
+func (*Server) hookRootTo(uint32, peer.ID, bool) bool       { return true }
+func (*Server) hookDropIn(uint32) bool                      { return false }
+func (*Server) hookNoteLate(uint32) time.Duration           { return 0 }
+func (*Server) hookRootDelay(uint32, peer.ID) time.Duration { return 0 }
+func (*Server) hookAttestNone(uint32) bool                  { return false }
+func (*Server) hookProbe(*sepoch, uint32, int)              {}
+func (*Server) hookRefuseEvidence(wire.Type) bool           { return false }
+func (*Server) hookLiar() bool                              { return false }
+func (*Server) hookNoPace() bool                            { return false }
+func (*Server) hookLieDrop(uint32) bool                     { return false }
+func (*Server) hookBadProof([]byte)                         {}
+func (*Server) hookRoot(_ *wire.Batch, msg []byte) []byte   { return msg }

@@ -96,7 +96,9 @@ type serverHooks struct {
 	// noteLate may make this server hold its relay notes of its input
 	// batch of round r back that long after its hop wait (a receiver
 	// that notes late, relay.go).
-	noteLate func(r uint32) time.Duration
+	noteLate   func(r uint32) time.Duration
+	rootDelay  func(r uint32, p peer.ID) time.Duration
+	attestNone func(r uint32) bool
 	// rootTo may make this server keep its signed root of round r from
 	// chain server p, which receiver says is the batch's receiver
 	// (false: not announced to p).
@@ -519,4 +521,16 @@ func (s *Server) hookOpenLate(p peer.ID) time.Duration {
 		return 0
 	}
 	return h.openLate(p)
+}
+
+func (s *Server) hookRootDelay(r uint32, p peer.ID) time.Duration {
+	if h := s.hooks.Load(); h != nil && h.rootDelay != nil {
+		return h.rootDelay(r, p)
+	}
+	return 0
+}
+
+func (s *Server) hookAttestNone(r uint32) bool {
+	h := s.hooks.Load()
+	return h != nil && h.attestNone != nil && h.attestNone(r)
 }

@@ -44,7 +44,7 @@ func lateNoteCase(t *testing.T, mode string) {
 	// root): the notes go out that much later than an honest receiver's.
 	late := 4*grace - grace - grace/2 // a quarter second before the window closes
 	if mode == "last taken" {
-		late = 2*grace + grace/2 - grace/5 - grace // a tenth of a second inside noteLast
+		late = 3*grace - grace/5 - grace // a tenth of a second inside noteLast
 	}
 	bn := startBlameNetParams(t, p, 4, 4, 2, 2)
 	s0, bad := bn.servers[0], bn.servers[1]

@@ -53,15 +53,17 @@ func bodyWait(e *sepoch) time.Duration { return fetchGrace(e) }
 // noteLast is how long after the batch's root came here (partCame) an
 // honest receiver's first note may come: the root may reach the receiver
 // a forward later (forwardRoot, a fetch after the root came at the
-// forwarder), the receiver notes a fetch after its root, and half a fetch
-// is the slack for the root's, the forward's and the note's delays. A
+// forwarder), the receiver notes a fetch after its root, and a fetch is
+// the slack for the forward's and the note's delays and the note's stream
+// set-up (half a fetch, a 140 ms link charged an honest receiver:
+// TestRootWithheldSlowLink). A
 // receiver whose round opened after its root came there counts the root
 // as come a round limit later (partCame) and notes past this and past the
 // signer's copy alike (noteRefused). A later note is refused: its claim
 // of the lack is its own (attest.go). Taken, a note that late left the
 // signer a fetch for the m − 2 copies its receiver's notes ask of it at
 // once, and a thin signer was charged (TestLateNoteFramesThinSigner).
-func noteLast(e *sepoch) time.Duration { return 2*fetchGrace(e) + fetchGrace(e)/2 }
+func noteLast(e *sepoch) time.Duration { return 3 * fetchGrace(e) }
 
 // bodyDue is when round q's batch j, noted by its receiver (n), counts as
 // missing here if it has not come: a fetch (fetchGrace) before the

@@ -106,6 +106,12 @@ func (s *Server) announceRoot(e *sepoch, b *wire.Batch) {
 		s.wg.Add(1)
 		go func(p peer.ID) {
 			defer s.wg.Done()
+			if d := s.hookRootDelay(b.Round, p); d > 0 {
+				select {
+				case <-time.After(d):
+				case <-s.ctx.Done():
+				}
+			}
 			if _, err := call(s.ctx, s.h, p, request{Proto: ProtoRound, Type: wire.TypeRoot, Body: msg, Timeout: shortTimeout}); err != nil {
 				s.log.Debug("announce root", "round", b.Round, "err", err)
 			}
