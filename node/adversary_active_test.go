@@ -316,9 +316,9 @@ type gapTrial struct {
 // send one victim, and guess that the victim is the file's fetcher if
 // nobody asks for the file's chunk in the two epochs after it was
 // published. The test makes the victim the fetcher with probability ½
-// (else another client), so chance is ½. Victims 0, 1, 6 and 7 sync
-// from every server of the chain, whatever their primary gave
-// (node/client/indexsync.go); victims 3 and 4, the positive
+// (else another client), so chance is ½. Victims 0, 1, 6 and 7 complete
+// their copy from another server when the signed lists name a manifest
+// their primary left out (node/client/indexsync.go); victims 3 and 4, the positive
 // control, take their primary's copy as whole (NoGapFill, switched on in
 // the test only), and their fetch never starts. Every client shares a
 // file of one chunk after another; a trial is one file. Trials are

@@ -14,8 +14,7 @@ import (
 
 // TestGroupCost checks GroupCost's round against the encodings
 // (docs/proto-node.md: a frame is a 5-byte header and its body), with the
-// index's share of a round (manifests.go: its cap per R rounds) from each
-// of the chain's m_max servers (every sync asks all of them), and its
+// index's share of a round (manifests.go: its cap per R rounds), and its
 // shape: the worst case is at least the idle figure, and a pace twice as
 // slow halves what rounds cost.
 func TestGroupCost(t *testing.T) {
@@ -25,18 +24,17 @@ func TestGroupCost(t *testing.T) {
 	submit := 5 + 32 + 4 + 4 + 4 + int64(mix.OnionSize(int(b), int(k), int(m))) + 64
 	waitList := int64(5 + 32 + 4 + 4)
 	query := 5 + 32 + 4 + 4 + 4 + 4 + k*(4+int64(pir.MaskBytes(L)))
-	// A checkpoint's page request and reply header, spread over the
-	// rounds, to every server of the chain.
+	// A checkpoint's page request and reply header, spread over the rounds.
 	cps := int64(len(checkpoints(p.Rounds, p.RoundIntervalMs, uint32(p.W))))
 	R := int64(p.Rounds)
-	if want := submit + waitList + query + m*((cps*(5+8)+R-1)/R); c.Round.Send != want {
+	if want := submit + waitList + query + (cps*(5+8)+R-1)/R; c.Round.Send != want {
 		t.Fatalf("a round sends %d bytes, want %d", c.Round.Send, want)
 	}
 	answer := 5 + 32 + 4 + 4 + 4 + 4 + k*(4+b)
 	list := 5 + 32 + 4 + 4 + int64(L)*36 + 2*(4+int64(p.MaxClients)*32) + 1 + 4 + int64(p.MaxClients)*k*8 + 4 + m*64
 	// The index's share: the cap's chunks per R rounds, rounded up.
 	index := (int64(indexCap(int(p.MaxClients), p.ChunkSize))*(b+64) + int64(p.Rounds) - 1) / int64(p.Rounds)
-	if want := 5 + answer + list + m*(index+(cps*5+R-1)/R); c.Round.Recv != want {
+	if want := 5 + answer + list + index + (cps*5+R-1)/R; c.Round.Recv != want {
 		t.Fatalf("a round receives %d bytes, want %d", c.Round.Recv, want)
 	}
 	if c.Worst.SendPerHour < c.Idle.SendPerHour || c.Worst.RecvPerHour < c.Idle.RecvPerHour {

@@ -7,12 +7,9 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"io"
 	"math"
-	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -435,82 +432,5 @@ func TestMemStoreIndexSince(t *testing.T) {
 		if ch, _ := st.IndexSince(math.MaxUint64, 2100); ch.Next != cur || ch.More || len(ch.Manifests) != 0 {
 			t.Fatalf("cursor past the log: %+v", ch)
 		}
-	})
-}
-
-// TestIndexSyncSameWholeChain (§6.4, §7 v3; docs/anonymity.md, "Index
-// sync from another server"): a client whose primary leaves every
-// manifest out of its pages and a client of an honest primary ask the
-// server that is neither's primary for the same pages at the same times:
-// whether a client asks the other servers follows neither its primary's
-// reply nor which epochs it attended. Before, only the victim turned to
-// another server, on its gap, and this test failed (0 pages to the
-// honest primary's client).
-func TestIndexSyncSameWholeChain(t *testing.T) {
-	t.Parallel()
-	long(t)
-	virtual(t, func(t *testing.T) {
-		data, manifests, _, _ := manifestFile(t)
-		var victimID atomic.Value
-		victimID.Store(peer.ID(""))
-		var mu sync.Mutex
-		pages := map[peer.ID][]time.Duration{}
-		t0 := time.Now()
-		tn := startAnonNet(t, 3, 0, 2, manifestParams(), func(i int, c *ServerConfig) {
-			switch i {
-			case 0:
-				c.observe = &testObserver{IndexReply: func(to peer.ID, mans []store.Manifest) []store.Manifest {
-					if to == victimID.Load().(peer.ID) {
-						return nil
-					}
-					return mans
-				}}
-			case 2:
-				c.observe = &testObserver{IndexReply: func(to peer.ID, mans []store.Manifest) []store.Manifest {
-					mu.Lock()
-					pages[to] = append(pages[to], time.Since(t0).Truncate(100*time.Millisecond))
-					mu.Unlock()
-					return mans
-				}}
-			}
-		})
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		up, victim := tn.startPair(ctx, t, io.Discard)
-		victimID.Store(victim.PeerID())
-		honest, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { honest.Close() })
-		if _, err := up.Share(ctx, bytes.NewReader(data), "m.bin", false); err != nil {
-			t.Fatal(err)
-		}
-		if err := wait.Until(ctx, 2*time.Minute, func() bool { return victim.Stats().IndexGaps > 0 }); err != nil {
-			t.Fatalf("no gap noticed: %+v", victim.Stats())
-		}
-		for id := range manifests {
-			if !victim.HasManifest(id) || !honest.HasManifest(id) {
-				t.Fatalf("manifest %x: victim holds it %v, honest client %v", id[:4], victim.HasManifest(id), honest.HasManifest(id))
-			}
-		}
-		// Two more epochs, then compare what server 2 served each.
-		n := honest.Stats().Epochs
-		if err := wait.Until(ctx, 2*time.Minute, func() bool { return honest.Stats().Epochs >= n+2 && victim.Stats().Epochs >= n+2 }); err != nil {
-			t.Fatal(err)
-		}
-		vid, hid := victim.PeerID(), honest.PeerID()
-		var v, h []time.Duration
-		if err := wait.Until(ctx, time.Minute, func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			h = slices.Clone(pages[hid])
-			// From the honest client's first epoch on, which started later.
-			v = slices.DeleteFunc(slices.Clone(pages[vid]), func(d time.Duration) bool { return len(h) > 0 && d < h[0] })
-			return len(h) > 0 && slices.Equal(v, h)
-		}); err != nil {
-			t.Fatalf("server 2 served the victim %d pages at %v, the honest primary's client %d at %v", len(v), v, len(h), h)
-		}
-		t.Logf("server 2 served each client %d pages", len(v))
 	})
 }

@@ -3,6 +3,9 @@ package client
 import (
 	"context"
 	"maps"
+	"sync"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
@@ -19,17 +22,16 @@ import (
 // q − lag + 1, and checks its copy against the manifests that the signed
 // lists of rounds up to q − lag named (every chain server signed each
 // list, so every client of the epoch holds the same ones: they are the
-// head of the manifest log the get may use). Then it syncs from every
-// other server of the chain at once, from this run's cursor there,
-// whatever the primary gave (indexsync.go). At q, when
+// head of the manifest log the get may use). A manifest the primary's copy
+// lacks is asked of every other server of the chain at once. At q, when
 // it holds round q − 1's list, the client hands its gets exactly those
 // named manifests that it holds, never one named later, whenever it
 // learned of it: two clients that want the same file start at the same
 // checkpoint. A named manifest still missing at q is used at no later
 // checkpoint of the epoch; it waits for the next epoch's start, where
-// every client's sync from the whole chain brings it. The lag leaves the
-// sync checkpointSyncTime at the pace: the primary's half, then every
-// other server's.
+// every client has it (the epoch's sync checks the last epoch's lists).
+// The lag leaves the sync checkpointSyncTime at the pace: the primary's
+// half, then every other server's.
 
 // cpState is an epoch's checkpoint syncs (cepoch.cp); guarded by c.mu.
 type cpState struct {
@@ -128,26 +130,96 @@ func (c *Client) applyCheckpoint(e *cepoch, q uint32) {
 	})
 }
 
-// syncCheckpoint syncs the index from the primary and then from every
-// other server of the chain at once, whatever the primary gave, within
+// syncCheckpoint syncs the index from the primary and, for the named ids
+// its copy lacks, asks every other server of the chain at once, within
 // checkpointSyncTime; it returns the named ids it holds.
 func (c *Client) syncCheckpoint(ctx context.Context, group []wire.GroupEntry, due [][32]byte) map[[32]byte][]byte {
 	ctx, cancel := context.WithTimeout(ctx, proto.CheckpointSyncTime)
 	defer cancel()
 	half, cancelHalf := context.WithTimeout(ctx, proto.CheckpointSyncTime/2)
 	c.syncMu.Lock()
-	defer c.syncMu.Unlock()
 	_, err := c.syncIndexFrom(half, c.primary)
 	cancelHalf()
+	missing := c.missingFrom(due)
+	c.syncMu.Unlock()
 	if err != nil {
 		c.log.Info("checkpoint index sync from the primary failed", "err", err)
 	}
-	c.syncOthers(ctx, group)
+	var found map[[32]byte][]byte
+	if len(missing) > 0 && !c.hookNoGapFill() {
+		found = c.manifestsFromOthers(ctx, group, missing)
+	}
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
 	held := map[[32]byte][]byte{}
 	for _, id := range due {
 		if b, ok := c.icopy.mans[id]; ok {
 			held[id] = b
+		} else if b, ok := found[id]; ok {
+			// Kept in memory: the next epoch's sync checks its lists.
+			c.icopy.mans[id] = b
+			if _, ok := c.icopy.seen[id]; !ok {
+				c.icopy.seen[id] = c.icopy.now()
+			}
+			held[id] = b
 		}
 	}
 	return held
+}
+
+// manifestsFromOthers asks every server of the chain but the primary at
+// once for its index, each from cursor 0 (cursorOf) as every client's
+// sync from another server reads, and keeps the manifests of want that
+// check (they parse and hash to their id), from whichever answers.
+func (c *Client) manifestsFromOthers(ctx context.Context, group []wire.GroupEntry, want [][32]byte) map[[32]byte][]byte {
+	wanted := map[[32]byte]bool{}
+	for _, id := range want {
+		wanted[id] = true
+	}
+	var mu sync.Mutex
+	found := map[[32]byte][]byte{}
+	var wg sync.WaitGroup
+	// Done once every wanted id came, from whichever servers: a server
+	// that stalls delays nothing then.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, g := range group {
+		p, err := peer.IDFromBytes(g.PeerID)
+		if err != nil || p == c.primary || p == c.h.ID() {
+			continue
+		}
+		c.addAddrs(p, g.Addrs)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var cur uint64
+			for range maxIndexPages {
+				rep, err := c.indexPage(ctx, p, cur)
+				if err != nil {
+					c.log.Info("checkpoint index sync from another server failed", "err", err)
+					return
+				}
+				var pg wire.Index
+				if err := pg.Unmarshal(rep, wire.MaxIndexPageItems); err != nil || pg.Next <= cur && pg.More {
+					return
+				}
+				mu.Lock()
+				for id, b := range proto.SyncedManifests(pg.Manifests) {
+					if wanted[id] {
+						found[id] = b
+					}
+				}
+				if len(found) == len(wanted) {
+					cancel()
+				}
+				mu.Unlock()
+				if !pg.More || pg.Next <= cur {
+					return
+				}
+				cur = pg.Next
+			}
+		}()
+	}
+	wg.Wait()
+	return found
 }

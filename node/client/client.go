@@ -136,6 +136,9 @@ type Client struct {
 	// manifests are the manifest chunks of the synced index, by id (§6.4
 	// v3): a get takes every manifest from here, never from an answer.
 	manifests map[[32]byte][]byte
+	// lastManifests are the manifest ids signed in the lists of the last
+	// epoch taken part in, checked against the next sync.
+	lastManifests [][32]byte
 	// indexSynced: index holds a sync (ls waits for the first).
 	indexSynced bool
 	// indexSyncs counts the syncs taken, so that a get can tell how many
@@ -201,10 +204,10 @@ type Stats struct {
 	// CoverAttacks counts corrupted answers to cover queries (random
 	// rows and decoys the client does not want): targeted attacks.
 	CoverAttacks int `json:"cover_attacks"`
-	// IndexGaps counts manifests that an epoch start's sync from the
-	// other chain servers added to what the primary's gave (§6.4 v3):
-	// the primary left them out. IndexFilled counts those the copy then
-	// held (all of them, since the others are always asked).
+	// IndexGaps counts manifests that a signed request list named and
+	// the primary's copy of the index lacked at the next sync (§6.4 v3):
+	// the primary left them out. IndexFilled counts those of them that
+	// the copy synced from another server then held.
 	IndexGaps   int `json:"index_gaps"`
 	IndexFilled int `json:"index_filled"`
 	// Checkpoints counts the checkpoints of the epochs taken part in

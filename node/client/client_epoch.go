@@ -75,19 +75,20 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	c.mu.Unlock()
 	// §7: every client syncs the whole public index at each epoch's
 	// start, on a fixed schedule that says nothing about what interests
-	// it, incrementally from its cursors, from every chain server
-	// (indexsync.go).
+	// it, incrementally from its cursors (indexsync.go).
 	c.mu.Lock()
+	want := c.lastManifests
 	c.hookOwnWants()
 	c.mu.Unlock()
-	idx, mans, gaps, err := c.syncIndexEpoch(ctx, fin.Desc.Group, fin.Desc.Params.IndexHours)
+	idx, mans, gaps, filled, err := c.syncIndexEpoch(ctx, fin.Desc.Group, fin.Desc.Params.IndexHours, want)
 	c.hookOwnUse()
 	if err == nil {
 		c.mu.Lock()
 		c.index, c.manifests, c.indexSynced = idx, mans, true
 		c.indexSyncs++
+		c.lastManifests = nil
 		c.stats.IndexGaps += gaps
-		c.stats.IndexFilled += gaps
+		c.stats.IndexFilled += filled
 		var gets []*getJob
 		for _, g := range c.wants {
 			gets = append(gets, g)
@@ -95,7 +96,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 		c.notify()
 		c.mu.Unlock()
 		if gaps > 0 {
-			c.progress("warning: the index synced from the primary lacks %d manifests that another server of the chain holds (the primary may be testing which files this client wants); synced from the others", gaps)
+			c.progress("warning: the index synced from the primary lacks %d manifests that the last epoch's signed request lists name (the primary may be testing which files this client wants); %d of them synced from another server", gaps, filled)
 		}
 		// §6.4 (v3): the gets learn every manifest from this copy, so
 		// that no request of the epoch follows from one of its answers.
@@ -316,6 +317,7 @@ func (c *Client) leaveEpoch(e *cepoch) {
 	// later epoch (§6.3).
 	clear(c.inflight)
 	c.hookOwnEnd(e.v)
+	c.lastManifests = e.manifestIDs
 	for id := range c.failed {
 		if c.hookRetryCorrupted() {
 			continue // broken on purpose: asked for again at once

@@ -29,18 +29,16 @@ import (
 // page in one transaction each, so a restarted client goes on from its
 // cursors and reads only what is new.
 //
-// What a client asks never depends on what its user wants, on what a
-// server answered, or on this client's past: every client syncs
-// everything, at the start of every epoch and at each checkpoint
-// (checkpoint.go), from every server of the epoch's chain at once, its
-// primary first. The copy is the union, so one honest chain server, which
-// holds every manifest the signed lists named, makes it whole, and no
-// client checks its copy against lists only some clients hold. The
-// cursor only says how much of a server's log this client already read,
-// which follows from when it synced before, not from any file: the
-// primary's is stored, and the primary knows its client anyway; another
-// server's is kept for this run only (cursorOf), so it tells that server
-// only what it saw of this peer id's syncs.
+// What a client asks never depends on what its user wants: every client
+// syncs everything, at the start of every epoch, from its primary; the
+// cursor only says how much of the primary's log this client already
+// read, which follows from when it synced before, not from any file, and
+// which the primary, which knows its client, learns nothing from. A sync
+// from another server starts from 0 (cursorOf).
+// The servers it syncs from are chosen the same way: its primary, and,
+// when the primary's copy lacks a manifest that a signed request list
+// named (§6.4 v3) or the sync fails, another server of the epoch's chain
+// drawn at random.
 //
 // The index retention is a group constant (Params.IndexHours), so a
 // client knows when a manifest is due to leave: it applies a server's
@@ -55,6 +53,9 @@ const (
 	// maxIndexPages bounds the pages of one sync from one server: at
 	// wire.IndexPageBytes each, far more than any index a group keeps.
 	maxIndexPages = 4096
+	// indexFallbacks bounds the other servers a client turns to in one
+	// epoch when its primary's copy has a gap or fails.
+	indexFallbacks = 2
 )
 
 // removalDue and expired give the retention's bounds for an id first
@@ -73,13 +74,7 @@ type indexCopy struct {
 	entries map[[32]byte]IndexEntry
 	mans    map[[32]byte][]byte
 	seen    map[[32]byte]time.Time // when each id was first held
-	cursors map[peer.ID]uint64     // the primary's, as stored
-	// others are this run's cursors at the other chain servers, never
-	// stored; pruned to the epoch's chain at each epoch's start.
-	others map[peer.ID]uint64
-	// mu guards the copy while the syncs from several servers apply
-	// their pages at once (syncMu held by their caller).
-	mu sync.Mutex
+	cursors map[peer.ID]uint64
 	// hours is the group's index retention, from the last descriptor
 	// (0: unknown or for good: no removal is applied).
 	hours uint32
@@ -111,7 +106,6 @@ func (c *Client) loadIndexCopy() {
 	}
 	ic.loaded = true
 	ic.entries, ic.mans, ic.cursors = map[[32]byte]IndexEntry{}, map[[32]byte][]byte{}, map[peer.ID]uint64{}
-	ic.others = map[peer.ID]uint64{}
 	ic.seen = map[[32]byte]time.Time{}
 	if c.db == nil {
 		return
@@ -152,17 +146,16 @@ func (c *Client) expireIndex() {
 	}
 }
 
-// cursorOf returns the cursor of server p: the primary's, stored, or
-// this run's at any other server. A stored cursor at another server would
-// be where this client's last sync from it ended, a number of that
-// server's log that links the client's syncs there across its runs (its
-// peer id is fresh each run); within a run, that server saw each of this
-// peer id's syncs itself. Call with icopy.mu held.
+// cursorOf returns the cursor of server p: the primary's, or 0 for any
+// other server. A cursor at another server would be where this client's
+// last sync from it ended, a number of that server's log that links the
+// client's syncs there across its runs (its peer id is fresh each run);
+// from 0, every client's sync from another server reads alike.
 func (c *Client) cursorOf(p peer.ID) uint64 {
-	ic := &c.icopy
 	if p != c.primary {
-		return ic.others[p]
+		return 0
 	}
+	ic := &c.icopy
 	if n, ok := ic.cursors[p]; ok {
 		return n
 	}
@@ -184,20 +177,12 @@ func (c *Client) callPeer(ctx context.Context, p peer.ID, r transport.Request) (
 }
 
 // syncIndexFrom reads every index change server p logged after this
-// client's cursor there, page by page, into the copy; syncMu held.
-// Records the pages carry go to the control's hook only with closings
-// set.
+// client's cursor there, page by page, into the copy.
 func (c *Client) syncIndexFrom(ctx context.Context, p peer.ID) (syncResult, error) {
-	return c.syncIndexPages(ctx, p, p == c.primary)
-}
-
-func (c *Client) syncIndexPages(ctx context.Context, p peer.ID, closings bool) (syncResult, error) {
 	var res syncResult
-	ic := &c.icopy
-	ic.mu.Lock()
 	c.loadIndexCopy()
+	ic := &c.icopy
 	cur := c.cursorOf(p)
-	ic.mu.Unlock()
 	for {
 		if res.pages >= maxIndexPages {
 			return res, fmt.Errorf("node: index sync from %s: more than %d pages", p.ShortString(), maxIndexPages)
@@ -212,37 +197,22 @@ func (c *Client) syncIndexPages(ctx context.Context, p peer.ID, closings bool) (
 		}
 		res.pages++
 		res.bytes += len(rep)
-		ic.mu.Lock()
-		done, err := c.applyPage(p, &pg, &cur, &res, closings)
-		ic.mu.Unlock()
-		if err != nil || done {
-			return res, err
-		}
-	}
-}
-
-// applyPage takes one page from p into the copy and moves the cursor
-// on; it reports whether the sync is done. Call with icopy.mu held.
-func (c *Client) applyPage(p peer.ID, pg *wire.Index, curp *uint64, res *syncResult, closings bool) (bool, error) {
-	ic := &c.icopy
-	cur := *curp
-	{
 		items := len(pg.Entries) + len(pg.Manifests) + len(pg.Removed) + len(pg.Closings)
 		if pg.Next < cur && items == 0 {
 			// The server's log is shorter than this cursor: its store
 			// was replaced. Read it again from the start (once).
 			if res.reset > 0 {
-				return false, fmt.Errorf("node: index sync from %s: cursor moved back twice", p.ShortString())
+				return res, fmt.Errorf("node: index sync from %s: cursor moved back twice", p.ShortString())
 			}
 			res.reset++
-			*curp = 0
-			return false, nil
+			cur = 0
+			continue
 		}
 		if pg.Next < cur || (pg.Next == cur && (pg.More || items > 0)) {
-			return false, fmt.Errorf("node: index sync from %s: page does not move the cursor on (%d after %d)", p.ShortString(), pg.Next, cur)
+			return res, fmt.Errorf("node: index sync from %s: page does not move the cursor on (%d after %d)", p.ShortString(), pg.Next, cur)
 		}
 		if len(ic.mans)+len(pg.Manifests) > proto.MaxIndexItems || len(ic.entries)+len(pg.Entries) > proto.MaxIndexItems {
-			return false, fmt.Errorf("node: index sync from %s: the copy would pass %d items", p.ShortString(), proto.MaxIndexItems)
+			return res, fmt.Errorf("node: index sync from %s: the copy would pass %d items", p.ShortString(), proto.MaxIndexItems)
 		}
 		// A manifest is kept only if it parses (§6.4 v3): a server
 		// cannot fill the copy with what no get could open.
@@ -261,14 +231,8 @@ func (c *Client) applyPage(p peer.ID, pg *wire.Index, curp *uint64, res *syncRes
 			}
 		}
 		if c.db != nil {
-			// Another server's cursor is not stored (cursorOf): the
-			// store gets the primary's number for it, which never moves.
-			at := pg.Next
-			if p != c.primary {
-				at = c.cursorOf(c.primary)
-			}
-			if err := c.db.ApplyIndex([]byte(c.primary), at, now, entries, mans, removed); err != nil {
-				return false, err
+			if err := c.db.ApplyIndex([]byte(p), pg.Next, now, entries, mans, removed); err != nil {
+				return res, err
 			}
 		}
 		for _, id := range removed {
@@ -294,22 +258,18 @@ func (c *Client) applyPage(p peer.ID, pg *wire.Index, curp *uint64, res *syncRes
 		}
 		// A client takes closing records from the window, which it asks
 		// every chain server for (window_client.go), never from here.
-		if closings {
-			for _, b := range pg.Closings {
-				c.hookIndexClosing(b)
-			}
+		for _, b := range pg.Closings {
+			c.hookIndexClosing(b)
 		}
 		res.closings += len(pg.Closings)
 		res.entries += len(entries)
 		res.mans += len(mans)
 		res.removed += len(removed)
-		*curp = pg.Next
-		if p == c.primary {
-			ic.cursors[p] = pg.Next
-		} else {
-			ic.others[p] = pg.Next
+		cur = pg.Next
+		ic.cursors[p] = cur
+		if !pg.More {
+			return res, nil
 		}
-		return !pg.More, nil
 	}
 }
 
@@ -360,8 +320,7 @@ func (c *Client) indexPage(ctx context.Context, p peer.ID, cur uint64) ([]byte, 
 	return rep, err
 }
 
-// missingFrom returns the ids of want that the copy lacks; call with
-// syncMu held and no sync running.
+// missingFrom returns the ids of want that the copy lacks.
 func (c *Client) missingFrom(want [][32]byte) [][32]byte {
 	var out [][32]byte
 	for _, id := range want {
@@ -372,32 +331,18 @@ func (c *Client) missingFrom(want [][32]byte) [][32]byte {
 	return out
 }
 
-// syncIndexEpoch is the sync at an epoch's start: from the primary, then
-// from every other server of the chain at once (group: the epoch's
-// descriptor, for their addresses), whatever the primary gave. It returns
-// the copy's entries and manifests, and the manifests the other servers
-// added that the primary's copy lacked (the primary's gaps).
-func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, hours uint32) (idx []IndexEntry, mans map[[32]byte][]byte, gaps int, err error) {
+// syncIndexEpoch is the sync at an epoch's start: from the primary, then,
+// if its copy lacks a manifest that the last epoch's signed lists named or
+// the sync failed, from other servers of the chain drawn at random
+// (group: the epoch's descriptor, for their addresses). It returns the
+// copy's entries and manifests, the gaps the primary left and how many of
+// them other servers filled.
+func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, hours uint32, want [][32]byte) (idx []IndexEntry, mans map[[32]byte][]byte, gaps, filled int, err error) {
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
-	ic := &c.icopy
-	ic.mu.Lock()
 	c.loadIndexCopy()
-	ic.hours = hours
+	c.icopy.hours = hours
 	c.expireIndex()
-	// Cursors only at this chain's servers: the map stays bounded.
-	inChain := map[peer.ID]bool{}
-	for _, g := range group {
-		if p, perr := peer.IDFromBytes(g.PeerID); perr == nil {
-			inChain[p] = true
-		}
-	}
-	for p := range ic.others {
-		if !inChain[p] {
-			delete(ic.others, p)
-		}
-	}
-	ic.mu.Unlock()
 	start := time.Now()
 	res, err := c.syncIndexFrom(ctx, c.primary)
 	if err != nil {
@@ -405,62 +350,47 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 	} else {
 		c.log.Debug("index synced", "pages", res.pages, "bytes", res.bytes, "manifests", res.mans, "removed", res.removed, "early_removals", res.early, "took", time.Since(start))
 	}
-	before := len(ic.mans)
-	octx, cancel := context.WithTimeout(ctx, proto.CheckpointSyncTime)
-	ok := c.syncOthers(octx, group)
-	cancel()
+	missing := c.missingFrom(want)
+	if c.hookNoGapFill() {
+		missing = nil // broken on purpose: the primary's copy is taken as whole
+	}
 	if err == nil {
 		// Gaps are the primary's only when its sync went through.
-		gaps = max(0, len(ic.mans)-before)
+		gaps = len(missing)
 	}
-	if err != nil && !ok && !ic.synced {
-		return nil, nil, gaps, err
+	before := len(missing)
+	if err != nil || gaps > 0 || c.hookOwnFallback() {
+		var others []int
+		for i, g := range group {
+			if p, perr := peer.IDFromBytes(g.PeerID); perr == nil && p != c.primary && p != c.h.ID() {
+				others = append(others, i)
+			}
+		}
+		rand.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
+		for n, i := range others {
+			if n >= indexFallbacks || (err == nil && len(missing) == 0 && !c.hookOwnFallback()) {
+				break
+			}
+			p, _ := peer.IDFromBytes(group[i].PeerID)
+			c.addAddrs(p, group[i].Addrs)
+			if _, ferr := c.syncIndexFrom(ctx, p); ferr != nil {
+				c.log.Info("index sync from another server failed", "err", ferr)
+				continue
+			}
+			err = nil
+			missing = c.missingFrom(want)
+		}
+		filled = min(gaps, before-len(missing))
 	}
-	ic.synced = true
-	idx = make([]IndexEntry, 0, len(ic.entries))
-	for _, e := range ic.entries {
+	if err != nil && !c.icopy.synced {
+		return nil, nil, gaps, filled, err
+	}
+	c.icopy.synced = true
+	idx = make([]IndexEntry, 0, len(c.icopy.entries))
+	for _, e := range c.icopy.entries {
 		idx = append(idx, e)
 	}
-	return idx, maps.Clone(ic.mans), gaps, nil
-}
-
-// syncOthers syncs from every server of the chain but the primary, all at
-// once, each from this run's cursor there; it reports whether one
-// succeeded. The test control that takes its primary's copy as whole
-// asks none. Call with syncMu held.
-func (c *Client) syncOthers(ctx context.Context, group []wire.GroupEntry) bool {
-	if c.hookNoGapFill() {
-		return false
-	}
-	// The old rule's control takes records from another server only
-	// where that rule asked one.
-	closings := c.hookOwnFallback()
-	if c.hookOwnRule() && !closings {
-		return false
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	ok := false
-	for _, g := range group {
-		p, perr := peer.IDFromBytes(g.PeerID)
-		if perr != nil || p == c.primary || p == c.h.ID() {
-			continue
-		}
-		c.addAddrs(p, g.Addrs)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := c.syncIndexPages(ctx, p, closings); err != nil {
-				c.log.Info("index sync from another server failed", "err", err)
-				return
-			}
-			mu.Lock()
-			ok = true
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return ok
+	return idx, maps.Clone(c.icopy.mans), gaps, filled, nil
 }
 
 // addAddrs tells the client's host where server p listens.

@@ -60,10 +60,6 @@ type ClientCost struct {
 	// index beyond its rounds' share (one manifest chunk, for the budget's
 	// rounding up, and a closing record) and a duplicate-share query.
 	Epoch Traffic
-	// IndexRound is the part of Round that one server's index sync
-	// brings: the client syncs from every server of its chain (m_max of
-	// them here), each once (ServerCost counts a server's n clients).
-	IndexRound Traffic
 	// Worst is the most per hour, over epochs of any length (GroupCost).
 	Worst Rate
 	// Idle is per hour with full epochs of R rounds back to back at the
@@ -99,16 +95,15 @@ func GroupCost(p Params) ClientCost {
 	manifests := int64(IndexCap(n, p.ChunkSize))
 	indexRound := (manifests*int64(b+64) + R - 1) / R
 	// A page asked at each checkpoint (checkpoint.go), spread over the
-	// rounds: what it brings is the index's share above. Every sync goes
-	// to every server of the chain, whatever the primary gave
-	// (indexsync.go), so the client receives the index m times.
+	// rounds: what it brings is the index's share above. A sync from the
+	// other servers on a gap, which only a primary that leaves manifests
+	// out causes, is not counted.
 	cps := int64(len(Checkpoints(uint32(R), p.RoundIntervalMs, uint32(p.W))))
 	cpReq := (cps*frame(make([]byte, wire.IndexReqSize)) + R - 1) / R
 	cpPage := (cps*FrameHeader + R - 1) / R
-	c.IndexRound = Traffic{Send: cpReq, Recv: indexRound + cpPage}
 	c.Round = Traffic{
-		Send: frame(sub) + frame(ref) + frame(query) + int64(m)*c.IndexRound.Send,
-		Recv: ack + frame(list) + frame(answer) + int64(m)*c.IndexRound.Recv,
+		Send: frame(sub) + frame(ref) + frame(query) + cpReq,
+		Recv: ack + frame(list) + frame(answer) + indexRound + cpPage,
 	}
 
 	// An epoch attempt (client_epoch.go oneEpoch, join; window_client.go;
@@ -138,13 +133,11 @@ func GroupCost(p Params) ClientCost {
 	// the attempt's start, then at least StateEvery/2 apart through the
 	// registration window.
 	states := int64(1 + rw/(StateEvery/2))
-	// The epoch's index pages come from every server of the chain.
-	syncs := int64(m)
 	c.Epoch = Traffic{
 		Send: frame(ref) + frame(reg) + frame(receipts[:wire.ReceiptSetSize(0)]) + askers*frame(windowReq) +
-			syncs*pages*frame(make([]byte, wire.IndexReqSize)) + frame(ref) + states*frame(nil),
+			pages*frame(make([]byte, wire.IndexReqSize)) + frame(ref) + states*frame(nil),
 		Recv: frame(open.Marshal()) + frame(final.Marshal()) + frame(receipts) + askers*int64(FrameHeader+window) +
-			syncs*(pages*FrameHeader+int64(index)) + frame(make([]byte, wire.DupAbortSize(m))) + states*frame(make([]byte, wire.StateSize)),
+			pages*FrameHeader + int64(index) + frame(make([]byte, wire.DupAbortSize(m))) + states*frame(make([]byte, wire.StateSize)),
 	}
 
 	perHour := func(t Traffic, d time.Duration) Rate {
@@ -177,19 +170,14 @@ func ServerCost(p Params, n, m int) Rate {
 	payload := int64(mix.PayloadSize(b, k))
 	list := frame(maxRoundList(n, int(q.MaxRows), k, m).Marshal())
 	pads := int64(n-int(own)) * int64(k*b)
-	// Every client of the chain syncs the index from this server too,
-	// not only its own (the client's Round counts m_max servers' syncs).
-	mc := int64(MaxGroupServers)
-	ownRound := Traffic{Send: cl.Round.Send - mc*cl.IndexRound.Send, Recv: cl.Round.Recv - mc*cl.IndexRound.Recv}
-	idx := cl.IndexRound.times(int64(n))
 	round := Traffic{
 		// To its clients, the batch on, the published batch to every
 		// other server, pads for the others' clients, its clients'
 		// submissions to S_0, the request list to every server.
-		Send: own*ownRound.Recv + idx.Recv + int64(n)*onion + int64(m-1)*int64(n)*payload + pads + own*onion + int64(m)*list,
+		Send: own*cl.Round.Recv + int64(n)*onion + int64(m-1)*int64(n)*payload + pads + own*onion + int64(m)*list,
 		// From its clients, every primary's submissions (S_0), the batch
 		// in, the published batch, its clients' pads, the list.
-		Recv: own*ownRound.Send + idx.Send + int64(n)*onion + int64(n)*onion + int64(n)*payload + int64(m-1)*own*int64(k*b) + list,
+		Recv: own*cl.Round.Send + int64(n)*onion + int64(n)*onion + int64(n)*payload + int64(m-1)*own*int64(k*b) + list,
 	}
 	epoch := Traffic{Send: own * cl.Epoch.Recv, Recv: own * cl.Epoch.Send}
 	iv := time.Duration(p.RoundIntervalMs) * time.Millisecond
