@@ -67,8 +67,10 @@
 //     answer leaves the roster and ends its epochs.
 //   - epochnum.go: epoch numbers, bounded and kept in the data directory.
 //   - certs.go: certified epoch numbers (§3 v3): final, abort and timeout
-//     certificates kept and made, timeout votes (their digests and checks
-//     are internal/proto's); certs_sync.go: catch-up from roster servers.
+//     certificates kept and made, one a number by precedence (their
+//     digests and checks are internal/proto's); certvotes.go: timeout
+//     votes signed, taken and counted; certs_sync.go: catch-up from
+//     roster servers.
 //   - asker.go: who asks, checked before costly work; caps by protocol
 //     and by sender.
 //   - polls.go: bounds on client long polls.
