@@ -37,17 +37,29 @@ type phaseMarks struct {
 	final  uint64 // the highest number whose final descriptor was signed here
 }
 
-// load reads the marks once. Call with pm.mu held.
+// load reads the marks once. A data directory without them that has
+// signed epochs (an upgrade from before the marks), or whose file cannot
+// be read, takes the most a server of its epoch number can have signed:
+// the timeout of the next number and the final descriptor of its own, so
+// it signs neither again rather than risk the pair (one number lost).
+// Call with pm.mu held.
 func (pm *phaseMarks) load(dir string) {
 	if pm.loaded {
 		return
 	}
 	pm.loaded = true
 	b, err := os.ReadFile(filepath.Join(dir, PhaseFile))
-	if err != nil {
+	if err == nil {
+		if _, err := fmt.Sscanf(string(b), "%d %d", &pm.voted, &pm.final); err == nil {
+			return
+		}
+	}
+	if _, serr := os.Stat(filepath.Join(dir, EpochNumberFile)); errors.Is(err, os.ErrNotExist) && errors.Is(serr, os.ErrNotExist) {
+		pm.voted, pm.final = 0, 0 // a new data directory
 		return
 	}
-	_, _ = fmt.Sscanf(string(b), "%d %d", &pm.voted, &pm.final)
+	n, _ := loadEpochNumber(dir)
+	pm.voted, pm.final = n+1, n
 }
 
 // mark records that this server signs the timeout (final false) or the

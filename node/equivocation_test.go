@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -96,6 +98,33 @@ func TestPhaseMarks(t *testing.T) {
 		}
 		if err := s.markPhase(5, false); err == nil {
 			t.Error("after a restart, the timeout of 5 signed after its final descriptor")
+		}
+		// A data directory from before the marks (epoch number 7, no
+		// phases), or with a file it cannot read: it may have signed
+		// the final descriptor of 7 and the timeout of 8, so it signs
+		// the other of neither. Before, it started from nothing and
+		// signed both, its equivocation.
+		for _, phases := range []string{"", "garbage"} {
+			dir := s.cfg.DataDir
+			if err := os.WriteFile(filepath.Join(dir, EpochNumberFile), []byte("7\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			os.Remove(filepath.Join(dir, PhaseFile))
+			if phases != "" {
+				if err := os.WriteFile(filepath.Join(dir, PhaseFile), []byte(phases), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.phase = phaseMarks{}
+			if err := s.markPhase(7, false); err == nil {
+				t.Errorf("phases %q: the timeout of 7 signed by a server at epoch number 7", phases)
+			}
+			if err := s.markPhase(8, true); err == nil {
+				t.Errorf("phases %q: the final descriptor of 8 signed, its timeout maybe signed before", phases)
+			}
+			if err := s.markPhase(9, true); err != nil {
+				t.Errorf("phases %q: the final descriptor of 9: %v", phases, err)
+			}
 		}
 	})
 }
