@@ -137,7 +137,10 @@ func CertChain(c *wire.Cert) ([]peer.ID, error) {
 	if c.Kind == wire.CertNone {
 		return nil, errors.New("node: no certificate")
 	}
-	if err := c.Unmarshal(c.Marshal()); err != nil {
+	// Checked on a copy: c may be a held certificate other goroutines
+	// read at the same time.
+	var chk wire.Cert
+	if err := chk.Unmarshal(c.Marshal()); err != nil {
 		return nil, fmt.Errorf("node: certificate: %w", err)
 	}
 	chain := make([]peer.ID, len(c.Chain))
