@@ -342,7 +342,6 @@ func FormatRate(perHour float64) string { return proto.FormatRate(perHour) }
 func costTable() string                            { return proto.CostTable() }
 func checkpointLag(intervalMs, W uint32) uint32    { return proto.CheckpointLag(intervalMs, W) }
 func checkpoints(R, intervalMs, W uint32) []uint32 { return proto.Checkpoints(R, intervalMs, W) }
-func indexCeiling(b uint32) int                    { return proto.IndexCeiling(b) }
 func indexCap(p int, b uint32) int                 { return proto.IndexCap(p, b) }
 
 // The walk back to an epoch's decoy window (§6.3 v3).
