@@ -262,6 +262,12 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.rb.st, s.rb.log = st, log
 	s.ref.dir, s.ref.log = cfg.DataDir, log
 	s.closingSigned.recs, s.closingSigned.loaded = closingRecs, true
+	// The phase marks as the directory holds them at start: read later,
+	// they would see the epoch number this run wrote and take it for an
+	// upgrade's.
+	s.phase.mu.Lock()
+	s.phase.load(cfg.DataDir)
+	s.phase.mu.Unlock()
 	s.keys.St, s.keys.Log = st, log
 	s.loadStrikes()
 	s.who.init(&cfg, chains)
