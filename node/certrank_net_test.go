@@ -35,12 +35,7 @@ func TestFinalLostToOneServer(t *testing.T) {
 	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
-		const lead = 2 * time.Second
-		fn := startFounded(t, 4, 4, 2, testParams(2), func(i int, c *ServerConfig) {
-			c.LeaderTimeout = lead
-			c.MinServers = 3
-		})
-		fn.waitEpochs(t, 0, 2*time.Minute)
+		fn := certNet(t, 2*time.Second)
 		bad, victim := fn.servers[0], fn.servers[1]
 		var mu sync.Mutex
 		var held uint64 // the number whose final descriptor V missed
@@ -124,12 +119,7 @@ func TestOpenLostTimeoutCertified(t *testing.T) {
 	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
-		const lead = 2 * time.Second
-		fn := startFounded(t, 4, 4, 2, testParams(2), func(i int, c *ServerConfig) {
-			c.LeaderTimeout = lead
-			c.MinServers = 3
-		})
-		fn.waitEpochs(t, 0, 2*time.Minute)
+		fn := certNet(t, 2*time.Second)
 		bad := fn.servers[0]
 		var mu sync.Mutex
 		var held uint64
@@ -225,11 +215,7 @@ func TestEquivocatorCharged(t *testing.T) {
 	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
-		fn := startFounded(t, 4, 4, 2, testParams(2), func(i int, c *ServerConfig) {
-			c.LeaderTimeout = 2 * time.Second
-			c.MinServers = 3
-		})
-		fn.waitEpochs(t, 0, 2*time.Minute)
+		fn := certNet(t, 2*time.Second)
 		bad := fn.servers[3]
 		// A final number of bad's.
 		var final *wire.Cert
@@ -284,4 +270,15 @@ func TestEquivocatorCharged(t *testing.T) {
 		took := fn.waitEpochs(t, fn.epochs(), 2*time.Minute)
 		t.Logf("next epoch for every client %v later", took.Round(100*time.Millisecond))
 	})
+}
+
+// certNet starts four founders and four clients, chains of at least three
+// servers and a leader timeout of lead, and waits for their first epoch.
+func certNet(t *testing.T, lead time.Duration) *foundedNet {
+	fn := startFounded(t, 4, 4, 2, testParams(2), func(i int, c *ServerConfig) {
+		c.LeaderTimeout = lead
+		c.MinServers = 3
+	})
+	fn.waitEpochs(t, 0, 2*time.Minute)
+	return fn
 }
