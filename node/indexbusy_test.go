@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -47,6 +48,44 @@ func TestIndexBusyAskedAgain(t *testing.T) {
 		}
 		if took < held {
 			t.Fatalf("the sync ended after %v, before the slots were free", took)
+		}
+	})
+}
+
+// TestIndexSlotsPerClient (issue 28): a registered client's index pages
+// took no slot of a table of their own, only the server's 32, so one
+// client (or a few of them), asking for pages and never reading them,
+// held every slot while the other clients' checkpoint syncs were refused.
+// Now a registered client holds at most maxIndexPerClient at once, and
+// takes one again once its pages end. Before: 32 of 32.
+func TestIndexSlotsPerClient(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		tn := startAnonNet(t, 2, 1, 1, testParams(4), nil)
+		s, c := tn.servers[0], tn.clients[0]
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.isClientPeer(c.PeerID()) }); err != nil {
+			t.Fatal("the client never registered")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		got := 0
+		for range maxIndexServing {
+			if s.enterIndex(ctx, c.PeerID()) == nil {
+				got++
+			}
+		}
+		t.Logf("a registered client took %d of %d index slots", got, maxIndexServing)
+		// Its own syncs may hold one of them meanwhile.
+		if got > maxIndexPerClient || got == 0 {
+			cancel()
+			t.Fatalf("a registered client took %d index slots at once, want at most %d", got, maxIndexPerClient)
+		}
+		cancel()
+		if err := wait.Until(context.Background(), 10*time.Second, func() bool {
+			sctx, stop := context.WithCancel(context.Background())
+			defer stop()
+			return s.enterIndex(sctx, c.PeerID()) == nil
+		}); err != nil {
+			t.Fatal("the client's slots were not given back")
 		}
 	})
 }

@@ -27,9 +27,13 @@ import (
 // often in one /32, still have half the share. Loopback peers run on
 // this machine and are not capped by range (every test's clients are
 // there; an operator behind a local reverse proxy loses the range caps:
-// docs/operator.md).
+// docs/operator.md). A registered client holds at most maxIndexPerClient
+// pages at once (its syncs read one page at a time; `ls` may add one),
+// so that one client, or a few, cannot hold every slot while the other
+// clients' checkpoint syncs are refused (TestIndexSlotsPerClient).
 const (
 	maxIndexServing          = 32
+	maxIndexPerClient        = 2
 	maxOutsiderIndex         = 8
 	maxOutsiderIndexPerRange = maxOutsiderIndex / 4
 	maxOutsiderIndexPerWide  = maxOutsiderIndex / 2
@@ -42,13 +46,15 @@ const (
 type indexSlots struct {
 	mu        sync.Mutex
 	all       int
+	clients   slotTable
 	outsiders slotTable
 	servers   serverSlots
 }
 
 // enterIndex takes a slot for a page to from; the slot is given back when
 // ctx ends, that is once the reply is written or the stream's deadline
-// passed. An outsider may hold several pages at once, within its ranges'.
+// passed. An outsider may hold several pages at once, within its ranges';
+// a registered client maxIndexPerClient.
 func (s *Server) enterIndex(ctx context.Context, from peer.ID) error {
 	outsider := !s.isClientPeer(from)
 	var rng, wide string
@@ -63,14 +69,16 @@ func (s *Server) enterIndex(ctx context.Context, from peer.ID) error {
 	if g.all >= maxIndexServing {
 		return errIndexBusy
 	}
-	release := func() {}
+	var release func()
+	var err error
 	if outsider {
-		var err error
 		release, _, err = g.outsiders.tryTakeIn(from, maxOutsiderIndex, maxOutsiderIndex,
 			slotRange{rng, maxOutsiderIndexPerRange}, slotRange{wide, maxOutsiderIndexPerWide})
-		if err != nil {
-			return errIndexBusy
-		}
+	} else {
+		release, _, err = g.clients.tryTakeIn(from, maxIndexServing, maxIndexPerClient)
+	}
+	if err != nil {
+		return errIndexBusy
 	}
 	g.all++
 	go func() {
