@@ -590,7 +590,7 @@ func TestFreshKeysAtWindowOpen(t *testing.T) {
 		in, floodIn := false, 0
 		if e.final != nil {
 			for _, c := range e.final.Desc.Clients {
-				if from, ok := e.regFrom[c.RegKey]; ok {
+				if from, ok := e.RegFrom[c.RegKey]; ok {
 					if from == c0.PeerID() {
 						in = true
 					} else {

@@ -36,7 +36,7 @@ func (s *Server) checkDeparturesLocked(e *sepoch, r uint32) {
 		if e.handedOver(uint32(i), r+1) {
 			continue
 		}
-		p, ok := e.regFrom[c.RegKey]
+		p, ok := e.RegFrom[c.RegKey]
 		if !ok || s.h.Connected(p) {
 			continue
 		}
@@ -67,7 +67,7 @@ func (s *Server) onDisconnect(p peer.ID) {
 			continue
 		}
 		client := false
-		for _, q := range e.regFrom {
+		for _, q := range e.RegFrom {
 			client = client || q == p
 		}
 		if !client {

@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/intake"
 )
 
 // TestReturningDisruptorCost measures what a disrupting client that comes
@@ -100,12 +101,12 @@ func disruptorRun(t *testing.T, epochs int, freshKey, newAddr, full bool) int {
 		addrOut := number <= s.strikes.Clients["ip "+addr].Until
 		e := &sepoch{pos: 0}
 		e.v = &view{Desc: &wire.Descriptor{Number: number, Params: wire.Params{MaxClients: n}}, Chain: make([]peer.ID, m)}
-		e.regs, e.lt, e.regRange = map[[32]byte]wire.Register{}, map[[32]byte]ltEntry{}, map[[32]byte]string{}
+		e.Regs, e.LT, e.RegRange = map[[32]byte]wire.Register{}, map[[32]byte]intake.LT{}, map[[32]byte]string{}
 		reg := func(lt [32]byte, rng string) [32]byte {
 			r := fresh()
-			e.regs[r] = wire.Register{RegKey: r}
-			e.lt[r] = ltEntry{key: lt}
-			e.regRange[r] = rng
+			e.Regs[r] = wire.Register{RegKey: r}
+			e.LT[r] = intake.LT{Key: lt}
+			e.RegRange[r] = rng
 			return r
 		}
 		for _, k := range returning {
@@ -118,7 +119,7 @@ func disruptorRun(t *testing.T, epochs int, freshKey, newAddr, full bool) int {
 		}
 		badReg := [32]byte{}
 		if !keyOut && !addrOut {
-			badReg = reg(badKey, ipRange(parseIP(t, addr)))
+			badReg = reg(badKey, intake.IPRange(parseIP(t, addr)))
 		}
 		order := s.admissionOrder(e)
 		primaryOf, rank := map[[32]byte]uint16{}, map[[32]byte]int{}

@@ -47,8 +47,10 @@
 //     internal/proto's checks.go.
 //   - epoch.go: a server's state of one epoch (sepoch), its end and erasure.
 //   - leader.go: the leader loop: prepare, open, close and finalise an epoch.
-//   - selection.go: the leader's candidates and the check of its
-//     selection (§3 v3), over internal/proto's bounded.go and reveal.go.
+//   - internal/selection (package selection): the primaries' signed
+//     orders, the leader's candidates and the check of its selection
+//     (§3 v3), over internal/proto's bounded.go and reveal.go; pure
+//     functions, network-free tests.
 //   - epoch_handlers.go: the epoch protocol's handlers on every server.
 //   - setup.go: the setup chain of verifiable shuffles (§4.2).
 //   - blame.go, departure.go: share faults at setup, departed clients.
@@ -77,6 +79,11 @@
 //   - censor.go: request lists that omit a requested id held here.
 //   - round.go: a server's state of one round (sround) and its window.
 //   - intake.go: client protocol: registration and submissions (round intake).
+//   - internal/intake (package intake): a primary's registrations of one
+//     epoch, the bounds before their proofs (per address range, first-time
+//     keys) and the admission order (§3, §8, §5.4); no I/O and no lock
+//     (s.mu guards it), network-free tests; admission.go feeds it the key
+//     records and the peer's address range.
 //   - mixing.go: the mix loop: peel, permute, forward, batches between servers.
 //   - roots.go: signed batch roots and their equivocation check (§5.2);
 //     the Merkle root of a published batch.

@@ -275,7 +275,7 @@ func (s *Server) dupVerdict(e *sepoch) {
 		case !ds.proved[slot]:
 			// Silent: left out of the retry, no strike.
 			c := e.final.Desc.Clients[slot]
-			if from, ok := e.regFrom[c.RegKey]; ok && int(c.Primary) == e.pos {
+			if from, ok := e.RegFrom[c.RegKey]; ok && int(c.Primary) == e.pos {
 				if s.leftOut == nil {
 					s.leftOut = map[peer.ID]uint64{}
 				}
@@ -352,7 +352,7 @@ func (s *Server) onDupQuery(ctx context.Context, from peer.ID, body []byte) (wir
 	}
 	s.mu.Lock()
 	e := s.epochs[ref.Epoch]
-	mine := e != nil && e.registeredBy(from)
+	mine := e != nil && e.Table.RegisteredBy(from)
 	s.mu.Unlock()
 	if !mine {
 		return 0, nil, errors.New("node: no epoch of this client here")
@@ -402,7 +402,7 @@ func (s *Server) onDupProof(ctx context.Context, from peer.ID, body []byte, from
 	c := e.final.Desc.Clients[p.Slot]
 	ok := false
 	if fromClient {
-		q, known := e.regFrom[c.RegKey]
+		q, known := e.RegFrom[c.RegKey]
 		ok = int(c.Primary) == e.pos && known && q == from
 	} else {
 		ok = e.final.Chain[c.Primary] == from

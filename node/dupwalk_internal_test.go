@@ -55,7 +55,7 @@ func newDupFixture(t *testing.T) *dupFixture {
 		t.Fatal(err)
 	}
 	f.s.mu.Lock()
-	e.regFrom = map[[32]byte]peer.ID{e.final.Desc.Clients[1].RegKey: f.client.id}
+	e.RegFrom = map[[32]byte]peer.ID{e.final.Desc.Clients[1].RegKey: f.client.id}
 	ab := f.abort
 	ab.Sigs = [][64]byte{{}, f.sigS, {}}
 	e.dup = &dupState{abort: ab, value: f.value, proved: map[uint32]bool{}, failed: map[uint32]bool{}}

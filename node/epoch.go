@@ -14,6 +14,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/intake"
 	"github.com/riffle-net/riffle/node/internal/manifests"
 	"github.com/riffle-net/riffle/pir"
 )
@@ -104,7 +105,9 @@ type registration struct {
 	openSigs   [][64]byte      // its signatures: an abort's certificate (certs.go)
 	finalBytes []byte          // the signed final descriptor, for clients
 
-	regs      map[[32]byte]wire.Register // accepted here as primary
+	// Table: the registrations this server took as primary, with
+	// their peers, ranges, long-term keys and admission order.
+	intake.Table
 	regClosed bool
 	// regDeadline: when this server received the open descriptor plus
 	// the registration window; no close is taken before it.
@@ -114,29 +117,9 @@ type registration struct {
 	slotPrim    []uint16                    // the primary of each slot, as it signed
 	regListed   bool                        // slotRegs taken (one list an epoch)
 	parsed      []*mix.Registration
-	// regSig is this primary's signature of each registration it took
-	// (§8: a forwarded registration whose proofs fail is evidence
-	// against its primary).
-	regSig map[[32]byte][64]byte
-	// lt is, for this primary's own clients, each registration's
-	// long-term key and signature, by registration key: kept here and
-	// published only when a blame names the slot (ltexclude.go).
-	lt map[[32]byte]ltEntry
-	// ltTaken: the long-term keys registered here this epoch (one
-	// registration each).
-	ltTaken map[[32]byte]bool
-	// regRange is the address range each registration here came from,
-	// for the admission lottery (admission.go).
-	regRange map[[32]byte]string
-	// order is this primary's admission order, fixed at its
-	// registration deadline or its close (intake.go), at most n_max.
-	order [][32]byte
-	// rangeN counts the first-time keys registered here per address
-	// range (intake.go).
-	rangeN map[string]int
 	// orders and rest: the leader's list's signed orders of every
-	// primary and the registrations it did not select (orders.go,
-	// selection.go).
+	// primary and the registrations it did not select
+	// (internal/selection).
 	orders []wire.Order
 	rest   []wire.Forwarded
 	// receipts: for this primary's own clients, the chain servers'
@@ -148,10 +131,6 @@ type registration struct {
 	// fwdNamed: a primary was named here for a signed registration
 	// that does not verify (badforward.go).
 	fwdNamed bool
-	// regFrom is, for this primary's own clients, the peer that sent each
-	// registration: only the primary sees it (§4.1), and only to exclude
-	// a culprit from the next epoch.
-	regFrom map[[32]byte]peer.ID
 }
 
 // setupState is the setup chain of §4.2 and its blame walk (§8 step 1).
@@ -319,7 +298,7 @@ func (s *Server) endQuiet(e *sepoch, reason string) {
 	}
 	s.flushManifests(e)
 	if e.final != nil && s.ctx.Err() == nil {
-		record := len(e.lt) > 0
+		record := len(e.LT) > 0
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()

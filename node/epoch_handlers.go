@@ -14,6 +14,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/selection"
 )
 
 var ack = []byte{}
@@ -319,7 +320,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		}
 		delete(s.prep, sd.Desc.Nonce)
 		e.v = v
-		e.regs, e.fwd, e.stepMsgs, e.rounds = map[[32]byte]wire.Register{}, map[[32]byte]wire.Forwarded{}, map[int]*wire.Step{}, map[uint32]*sround{}
+		e.Regs, e.fwd, e.stepMsgs, e.rounds = map[[32]byte]wire.Register{}, map[[32]byte]wire.Forwarded{}, map[int]*wire.Step{}, map[uint32]*sround{}
 		s.epochs[v.ID] = e
 		sig, err := sign(s.priv, openDigest(&sd.Desc))
 		if err != nil {
@@ -358,7 +359,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	// (v3) the client list is the selection of the rule, recomputed
 	// here from the leader's list (selection.go).
-	if err := checkSelection(v.ID, selectionBeta(sd.Desc.Reveals), sd.Desc.Clients, e.slotRegs, e.slotPrim, e.rest, e.orders, sd.Desc.Params.MaxClients, len(v.Chain)); err != nil && !signAny {
+	if err := selection.Check(v.ID, selectionBeta(sd.Desc.Reveals), sd.Desc.Clients, e.slotRegs, e.slotPrim, e.rest, e.orders, sd.Desc.Params.MaxClients, len(v.Chain)); err != nil && !signAny {
 		s.log.Warn("final descriptor refused", "err", err)
 		return 0, nil, err
 	}
@@ -371,14 +372,14 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 			return 0, nil, fmt.Errorf("node: final descriptor slot %d does not match its registration", i)
 		}
 		if int(c.Primary) == e.pos {
-			if _, ok := e.regs[c.RegKey]; !ok {
+			if _, ok := e.Regs[c.RegKey]; !ok {
 				return 0, nil, fmt.Errorf("node: slot %d names this server as primary for a client it never registered", i)
 			}
 		}
 	}
 	// (v2) sign only if every registration accepted here is in, (v3)
 	// unless the descriptor is full and keeps this primary's quota.
-	if err := checkPrimaryKept(sd.Desc.Clients, e.regs, e.order, sd.Desc.Params.MaxClients, len(v.Chain)); err != nil && !signAny {
+	if err := checkPrimaryKept(sd.Desc.Clients, e.Regs, e.Order, sd.Desc.Params.MaxClients, len(v.Chain)); err != nil && !signAny {
 		return 0, nil, err
 	}
 	// Marked on disk before the signature leaves (equivocation.go).
@@ -419,7 +420,7 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 	// (v3) every primary's order, signed by it as a whole, and every
 	// registration of the list in its primary's order: checked before
 	// the costly proofs (orders.go).
-	if _, err := checkOrders(rl.Orders, id, e.v.Chain, rl.Regs, rl.Rest); err != nil {
+	if _, err := selection.CheckOrders(rl.Orders, id, e.v.Chain, rl.Regs, rl.Rest); err != nil {
 		return 0, nil, err
 	}
 	// Each registration carries its primary's signature (§8), checked
@@ -664,14 +665,14 @@ func (s *Server) onClose(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	// registrations waited for it (intake.go).
 	s.fixOrderLocked(e)
 	// (v3) r_j is revealed now, after the deadline (internal/proto/reveal.go), and the
-	// order goes signed as a whole (orders.go).
-	o, err := s.signOrder(e)
+	// order goes signed as a whole (internal/selection).
+	o, err := selection.SignOrder(s.priv, e.v.ID, e.pos, e.Order)
 	if err != nil {
 		return 0, nil, err
 	}
 	rl := wire.RegList{Epoch: ref.Epoch, Reveal: e.reveal, Orders: []wire.Order{o}}
-	for _, k := range e.order {
-		rl.Regs = append(rl.Regs, wire.Forwarded{Primary: uint16(e.pos), Reg: e.regs[k], Sig: e.regSig[k]})
+	for _, k := range e.Order {
+		rl.Regs = append(rl.Regs, wire.Forwarded{Primary: uint16(e.pos), Reg: e.Regs[k], Sig: e.RegSig[k]})
 	}
 	return wire.TypeRegList, rl.Marshal(), nil
 }

@@ -53,13 +53,13 @@ func fixtureChain(t testing.TB, s *Server, chain []peer.ID, pos int, regFrom ...
 	p := testParams(8).Wire()
 	desc := &wire.Descriptor{Number: 1, Params: p}
 	e := &sepoch{pos: pos, leader: chain[0]}
-	e.rounds, e.regs, e.regFrom = map[uint32]*sround{}, map[[32]byte]wire.Register{}, map[[32]byte]peer.ID{}
+	e.rounds, e.Regs, e.RegFrom = map[uint32]*sround{}, map[[32]byte]wire.Register{}, map[[32]byte]peer.ID{}
 	for i, from := range regFrom {
 		var c wire.ClientEntry
 		c.RegKey[0], c.XKey[0] = byte(i+1), byte(0x80+i)
 		c.Primary = uint16(pos)
 		desc.Clients = append(desc.Clients, c)
-		e.regFrom[c.RegKey] = from
+		e.RegFrom[c.RegKey] = from
 	}
 	v := &view{ID: [32]byte{0xee, byte(len(regFrom))}, Desc: desc, Chain: chain, Lim: limitsFor(p, len(chain))}
 	e.v, e.final = v, v

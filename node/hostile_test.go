@@ -87,7 +87,7 @@ func newHostileFixture(t *testing.T) *hostileFixture {
 		desc := &wire.Descriptor{Number: uint64(tag), Params: p.Wire(), Clients: entries}
 		v := &view{ID: [32]byte{tag}, Desc: desc, Chain: chain}
 		e := &sepoch{v: v, pos: pos}
-		e.regs, e.fwd = map[[32]byte]wire.Register{}, map[[32]byte]wire.Forwarded{}
+		e.Regs, e.fwd = map[[32]byte]wire.Register{}, map[[32]byte]wire.Forwarded{}
 		e.stepMsgs, e.rounds = map[int]*wire.Step{}, map[uint32]*sround{}
 		if final {
 			e.final, e.regClosed = v, true
@@ -126,7 +126,7 @@ func (f *hostileFixture) state() string {
 	for _, id := range ids {
 		e := s.epochs[id]
 		fmt.Fprintf(&b, "epoch %x ended %v %q final %v regClosed %v regs %d fwd %d slotRegs %d parsed %d steps %d stepMsgs %d roots %d evidence %d listHigh %d pruned %d\n",
-			id[:1], e.ended, e.reason, e.final != nil, e.regClosed, len(e.regs), len(e.fwd), len(e.slotRegs), len(e.parsed),
+			id[:1], e.ended, e.reason, e.final != nil, e.regClosed, len(e.Regs), len(e.fwd), len(e.slotRegs), len(e.parsed),
 			len(e.steps), len(e.stepMsgs), len(e.roots), len(e.evidence), e.listHigh, e.pruned)
 		var rs []uint32
 		for r := range e.rounds {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/intake"
 )
 
 // epochFor returns a finalised epoch by id.
@@ -100,7 +101,7 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 		// Only a client that registered in the epoch here waits for its
 		// lists (anyone could otherwise hold a stream to the epoch's end).
 		s.mu.Lock()
-		mine := e.registeredBy(from)
+		mine := e.Table.RegisteredBy(from)
 		s.mu.Unlock()
 		if !mine {
 			return 0, nil, errors.New("node: request lists go to the clients registered here")
@@ -158,7 +159,7 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 		returning = seen.Dry == 0
 	}
 	s.mu.Lock()
-	err := e.intakeRoom(rng, returning)
+	err := e.Table.Room(int(e.v.Desc.Params.MaxClients), rng, returning)
 	s.mu.Unlock()
 	if err != nil {
 		return 0, nil, err
@@ -179,11 +180,11 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: registration closed")
 	}
-	if err := e.intakeRoom(rng, returning); err != nil {
+	if err := e.Table.Room(int(e.v.Desc.Params.MaxClients), rng, returning); err != nil {
 		s.mu.Unlock()
 		return 0, nil, err
 	}
-	if e.order != nil && len(e.order) >= int(e.v.Desc.Params.MaxClients) {
+	if e.Order != nil && len(e.Order) >= int(e.v.Desc.Params.MaxClients) {
 		// Past the deadline, the admission order is fixed and full.
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: epoch full")
@@ -196,33 +197,9 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 		s.mu.Unlock()
 		return 0, nil, err
 	}
-	if e.ltTaken[cr.LTKey] {
+	if err := e.Table.Take(r, from, fwd.Sig, intake.LT{Key: cr.LTKey, Sig: cr.LTSig}, rng, returning); err != nil {
 		s.mu.Unlock()
-		return 0, nil, errors.New("node: this long-term key already registered in this epoch")
-	}
-	if e.regFrom == nil {
-		e.regFrom = map[[32]byte]peer.ID{}
-	}
-	if e.lt == nil {
-		e.regSig, e.lt, e.ltTaken, e.regRange = map[[32]byte][64]byte{}, map[[32]byte]ltEntry{}, map[[32]byte]bool{}, map[[32]byte]string{}
-	}
-	e.regs[r.RegKey] = r
-	e.regFrom[r.RegKey] = from
-	e.regSig[r.RegKey] = fwd.Sig
-	// Kept here only: the long-term signature goes to no other server
-	// unless a blame names this client's slot (ltexclude.go).
-	e.lt[r.RegKey] = ltEntry{key: cr.LTKey, sig: cr.LTSig}
-	e.ltTaken[cr.LTKey] = true
-	e.regRange[r.RegKey] = rng
-	if !returning {
-		if e.rangeN == nil {
-			e.rangeN = map[string]int{}
-		}
-		e.rangeN[rng]++
-	}
-	if e.order != nil {
-		// Past the deadline: after the ordered ones, in arrival order.
-		e.order = append(e.order, r.RegKey)
+		return 0, nil, err
 	}
 	s.mu.Unlock()
 	// (issue 25 point 8) the primary orders its registrations before it
@@ -405,55 +382,14 @@ func (s *Server) takeSubs(from peer.ID, body []byte, batch *wire.SubmitBatch) er
 	return nil
 }
 
-// intakeRoom says whether e takes one more registration of a first-time
-// key from address range rng, or of a returning client, before its
-// proofs are checked: at most 2·n_max held until the admission order
-// (returning clients first) picks n_max, at most n_max/2 first-time keys
-// of one range (IPv4 /24, IPv6 /48), so that one range cannot fill the
-// intake, and at most n_max first-time keys in all, so that four ranges
-// cannot either: the other n_max places stay for returning clients
-// (TestFourRangesLeaveRoom). Call with s.mu held.
-func (e *sepoch) intakeRoom(rng string, returning bool) error {
-	n := int(e.v.Desc.Params.MaxClients)
-	if len(e.regs) >= 2*n {
-		return errors.New("node: epoch full")
-	}
-	if returning {
-		return nil
-	}
-	if e.rangeN[rng] >= max(1, n/2) {
-		return fmt.Errorf("node: registrations from address range %s full in this epoch", rng)
-	}
-	fresh := 0
-	for _, c := range e.rangeN {
-		fresh += c
-	}
-	if fresh >= n {
-		return errors.New("node: epoch full for first-time keys (the rest is kept for returning clients)")
-	}
-	return nil
-}
-
 // fixOrderLocked fixes e's admission order once, at this primary's
 // registration deadline or its close: its first n_max registrations by
-// the order of admission.go; the rest are dropped (their clients are told
+// the order of internal/intake; the rest are dropped (their clients are told
 // the epoch is full). Call with s.mu held.
 func (s *Server) fixOrderLocked(e *sepoch) {
-	if e.order != nil {
-		return
+	if e.Order == nil {
+		e.Table.Fix(s.admissionOrder(e), int(e.v.Desc.Params.MaxClients))
 	}
-	order := s.admissionOrder(e)
-	if n := int(e.v.Desc.Params.MaxClients); len(order) > n {
-		for _, k := range order[n:] {
-			delete(e.regs, k)
-			delete(e.regFrom, k)
-			delete(e.regSig, k)
-			delete(e.lt, k)
-			delete(e.regRange, k)
-		}
-		order = order[:n]
-	}
-	e.order = append(make([][32]byte, 0, len(order)), order...)
 }
 
 // awaitOrder holds a registration of e until this primary's registration
@@ -478,7 +414,7 @@ func (s *Server) awaitOrder(ctx context.Context, e *sepoch, key [32]byte) error 
 		return fmt.Errorf("node: epoch did not start: %s", e.reason)
 	}
 	s.fixOrderLocked(e)
-	if _, ok := e.regs[key]; !ok {
+	if _, ok := e.Regs[key]; !ok {
 		return errors.New("node: epoch full: this registration is past the admission order's n_max")
 	}
 	return nil

@@ -18,14 +18,8 @@ import (
 // registrations from an excluded key when it is a primary. A primary also
 // keeps a small record of its own clients' keys (key-seen): the last epoch
 // each held its slot to the end unnamed, and how often its slot ran dry;
-// the admission order (admission.go) reads it. The records are package
+// the admission order (internal/intake) reads it. The records are package
 // internal/ltkeys's (Keys, its own lock).
-
-// ltEntry is what a primary keeps of one registration's long-term key.
-type ltEntry struct {
-	key [32]byte
-	sig [64]byte
-}
 
 // recordClients notes, at an epoch's end, how each client of this primary
 // ended it (§5.4: a dry slot lowers its key's priority; a clean epoch makes
@@ -51,7 +45,7 @@ func (s *Server) recordClients(e *sepoch) {
 		if int(c.Primary) != e.pos || e.named[i] {
 			continue
 		}
-		lt, ok := e.lt[c.RegKey]
+		lt, ok := e.LT[c.RegKey]
 		if !ok {
 			continue
 		}
@@ -66,7 +60,7 @@ func (s *Server) recordClients(e *sepoch) {
 				dry = !has
 			}
 		}
-		ends = append(ends, end{lt.key, dry})
+		ends = append(ends, end{lt.Key, dry})
 	}
 	number := e.final.Desc.Number
 	s.mu.Unlock()
@@ -92,8 +86,8 @@ func (s *Server) clientNamed(e *sepoch, slot int) {
 	var ev *wire.KeyEvidence
 	own := false
 	cl := e.final.Desc.Clients[slot]
-	if lt, ok := e.lt[cl.RegKey]; ok && int(cl.Primary) == e.pos {
-		ev, own = &wire.KeyEvidence{Epoch: e.final.ID, Slot: uint32(slot), LTKey: lt.key, LTSig: lt.sig}, true
+	if lt, ok := e.LT[cl.RegKey]; ok && int(cl.Primary) == e.pos {
+		ev, own = &wire.KeyEvidence{Epoch: e.final.ID, Slot: uint32(slot), LTKey: lt.Key, LTSig: lt.Sig}, true
 	} else if p, ok := e.keyEv[slot]; ok {
 		ev = &p
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
 	"github.com/riffle-net/riffle/node/internal/chunks"
+	"github.com/riffle-net/riffle/node/internal/intake"
 	"github.com/riffle-net/riffle/node/internal/ltkeys"
 	"github.com/riffle-net/riffle/store"
 )
@@ -162,8 +163,8 @@ func TestKeyExcludedEverywhere(t *testing.T) {
 		var hSlot, hSig = -1, [64]byte{}
 		bn.servers[0].mu.Lock()
 		for i, c := range e.final.Desc.Clients {
-			if lt, ok := e.lt[c.RegKey]; ok && lt.key == hKey {
-				hSlot, hSig = i, lt.sig
+			if lt, ok := e.LT[c.RegKey]; ok && lt.Key == hKey {
+				hSlot, hSig = i, lt.Sig
 			}
 		}
 		bn.servers[0].mu.Unlock()
@@ -273,14 +274,14 @@ func TestReturningClientsFirst(t *testing.T) {
 		quota := primaryQuota(n, m)
 		e := &sepoch{pos: 0}
 		e.v = &view{Desc: &wire.Descriptor{Params: wire.Params{MaxClients: n}}, Chain: make([]peer.ID, m)}
-		e.regs, e.lt, e.regRange = map[[32]byte]wire.Register{}, map[[32]byte]ltEntry{}, map[[32]byte]string{}
+		e.Regs, e.LT, e.RegRange = map[[32]byte]wire.Register{}, map[[32]byte]intake.LT{}, map[[32]byte]string{}
 		var seq byte
 		add := func(rng string) (reg, lt [32]byte) {
 			seq++
 			reg, lt = [32]byte{1, seq}, [32]byte{2, seq}
-			e.regs[reg] = wire.Register{RegKey: reg}
-			e.lt[reg] = ltEntry{key: lt}
-			e.regRange[reg] = rng
+			e.Regs[reg] = wire.Register{RegKey: reg}
+			e.LT[reg] = intake.LT{Key: lt}
+			e.RegRange[reg] = rng
 			return reg, lt
 		}
 		// Earlier epochs, as recordClients saw them end: 20 clients held their
@@ -289,7 +290,7 @@ func TestReturningClientsFirst(t *testing.T) {
 		// first without a list, when the epoch of 10 rounds ended).
 		prev := &sepoch{pos: 0}
 		prev.roundsState.listHigh = 3
-		prev.lt, prev.dry = map[[32]byte]ltEntry{}, map[uint32]bool{}
+		prev.LT, prev.dry = map[[32]byte]intake.LT{}, map[uint32]bool{}
 		prev.rounds = map[uint32]*sround{}
 		next := prev.round(3)
 		prevDesc := &wire.Descriptor{Number: 4, Params: wire.Params{Rounds: 10}}
@@ -297,7 +298,7 @@ func TestReturningClientsFirst(t *testing.T) {
 		for i := range 25 {
 			reg, lt := add("198.51.100.0/24")
 			prevDesc.Clients = append(prevDesc.Clients, wire.ClientEntry{RegKey: reg})
-			prev.lt[reg] = ltEntry{key: lt}
+			prev.LT[reg] = intake.LT{Key: lt}
 			if i < 24 {
 				next.subs[uint32(i)] = wire.Submit{}
 			}
@@ -324,8 +325,8 @@ func TestReturningClientsFirst(t *testing.T) {
 			single[reg] = true
 		}
 		order := s.admissionOrder(e)
-		if len(order) != len(e.regs) {
-			t.Fatalf("order of %d, %d registered", len(order), len(e.regs))
+		if len(order) != len(e.Regs) {
+			t.Fatalf("order of %d, %d registered", len(order), len(e.Regs))
 		}
 		for i, k := range order {
 			switch {
@@ -353,19 +354,19 @@ func TestReturningClientsFirst(t *testing.T) {
 		}
 		// The crowded range gets rangeCap places before the keys beyond its
 		// cap, which come after every other range's.
-		head := order[20 : 20+6+rangeCap(quota)]
+		head := order[20 : 20+6+intake.RangeCap(quota)]
 		crowdedIn = 0
 		for _, k := range head {
 			if crowded[k] {
 				crowdedIn++
 			}
 		}
-		if crowdedIn != rangeCap(quota) {
-			t.Fatalf("the crowded range has %d places before its overflow, cap %d", crowdedIn, rangeCap(quota))
+		if crowdedIn != intake.RangeCap(quota) {
+			t.Fatalf("the crowded range has %d places before its overflow, cap %d", crowdedIn, intake.RangeCap(quota))
 		}
 		// The leader fills the quota from the front: a second primary brings
 		// 100 more, so the cap n = 64 is exceeded.
-		e.order = order
+		e.Order = order
 		primaryOf, rank := map[[32]byte]uint16{}, map[[32]byte]int{}
 		var keys [][32]byte
 		for i, k := range order {
@@ -394,7 +395,7 @@ func TestReturningClientsFirst(t *testing.T) {
 				t.Fatal("a newcomer of an uncrowded range was left out by a crowded range")
 			}
 		}
-		if err := checkPrimaryKept(final, e.regs, e.order, n, m); err != nil {
+		if err := checkPrimaryKept(final, e.Regs, e.Order, n, m); err != nil {
 			t.Fatalf("the primary refuses the selection: %v", err)
 		}
 		// A leader that swaps a returning client for a first-timer further down.
@@ -410,7 +411,7 @@ func TestReturningClientsFirst(t *testing.T) {
 				break
 			}
 		}
-		if err := checkPrimaryKept(swapped, e.regs, e.order, n, m); err == nil {
+		if err := checkPrimaryKept(swapped, e.Regs, e.Order, n, m); err == nil {
 			t.Fatal("a full descriptor that drops a returning client for a first-timer was accepted")
 		}
 	})

@@ -45,18 +45,7 @@ func (s *Server) isClientPeer(p peer.ID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range s.epochs {
-		if !e.ended && e.registeredBy(p) {
-			return true
-		}
-	}
-	return false
-}
-
-// registeredBy reports whether p registered with this primary in e. Call
-// with s.mu held.
-func (e *sepoch) registeredBy(p peer.ID) bool {
-	for _, q := range e.regFrom {
-		if q == p {
+		if !e.ended && e.Table.RegisteredBy(p) {
 			return true
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/selection"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -78,6 +79,18 @@ func checkPrimaryKept(clients []wire.ClientEntry, regs map[[32]byte]wire.Registe
 
 // The commit-reveal of the client selection (§3 v3).
 var errRevealsInOpen = proto.ErrRevealsInOpen
+
+// The leader's selection and the primaries' signed orders (§3 v3), which
+// moved to node/internal/selection; leader.go uses these names.
+func selectCandidates(id, beta [32]byte, all map[[32]byte]wire.Forwarded, primaryOf map[[32]byte]uint16, rank map[[32]byte]int, n uint32, m int) [][32]byte {
+	return selection.Candidates(id, beta, all, primaryOf, rank, n, m)
+}
+func unselected(keys [][32]byte, cl *closed) []wire.Forwarded {
+	return selection.Unselected(keys, cl.primaryOf, cl.all)
+}
+func orderOfReply(rl *wire.RegList, id [32]byte, p int, chain []peer.ID) (wire.Order, error) {
+	return selection.OrderOfReply(rl, id, p, chain)
+}
 
 func commitment(r [wire.CommitSize]byte) [wire.CommitSize]byte { return proto.Commitment(r) }
 func selectionBeta(reveals [][wire.CommitSize]byte) [32]byte   { return proto.SelectionBeta(reveals) }

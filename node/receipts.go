@@ -89,7 +89,7 @@ func (s *Server) onReceiptSet(from peer.ID, body []byte) (wire.Type, []byte, err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.epochs[q.Epoch]
-	if e == nil || e.regFrom[q.RegKey] != from {
+	if e == nil || e.RegFrom[q.RegKey] != from {
 		return 0, nil, errors.New("node: no registration of this peer in that epoch")
 	}
 	q.Receipts = e.receipts[q.RegKey]

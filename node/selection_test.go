@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/selection"
 )
 
 // cheatNet starts m = 3 servers on loopback, each of which cheats as c
@@ -145,7 +146,7 @@ func (c *selectionCase) list(keys [][32]byte) ([]wire.ClientEntry, []wire.Regist
 
 func (c *selectionCase) check(keys [][32]byte) error {
 	clients, regs, prims, rest := c.list(keys)
-	return checkSelection(c.id, c.beta, clients, regs, prims, rest, c.orders, MinClientCap, 2)
+	return selection.Check(c.id, c.beta, clients, regs, prims, rest, c.orders, MinClientCap, 2)
 }
 
 // TestSelectionRecomputed checks §3 (v3) "every server recomputes the
@@ -204,7 +205,7 @@ func TestSelectionRecomputed(t *testing.T) {
 		}
 		// A registration of an order missing from the list.
 		clients, regs, prims, rest := c.list(honest)
-		if err := checkSelection(c.id, c.beta, clients, regs, prims, rest[1:], c.orders, MinClientCap, 2); err == nil || !strings.Contains(err.Error(), "leaves out") {
+		if err := selection.Check(c.id, c.beta, clients, regs, prims, rest[1:], c.orders, MinClientCap, 2); err == nil || !strings.Contains(err.Error(), "leaves out") {
 			t.Fatalf("a list without an ordered registration: %v", err)
 		}
 

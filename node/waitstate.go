@@ -45,7 +45,7 @@ func (s *Server) onStateReq(ctx context.Context, from peer.ID) (wire.Type, []byt
 	st.Number, st.Rounds = cur.v.Desc.Number, cur.v.Desc.Params.Rounds
 	switch {
 	case !cur.regClosed:
-		st.Phase, st.Registered = wire.PhaseOpen, uint32(len(cur.regs))
+		st.Phase, st.Registered = wire.PhaseOpen, uint32(len(cur.Regs))
 	case !cur.setupDone:
 		st.Phase = wire.PhaseSetup
 	default:

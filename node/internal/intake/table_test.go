@@ -1,4 +1,4 @@
-package node
+package intake
 
 import (
 	"fmt"
@@ -15,26 +15,23 @@ import (
 // clients, whom the order puts first.
 func TestFourRangesLeaveRoom(t *testing.T) {
 	const n = 64
-	e := &sepoch{v: &view{Desc: &wire.Descriptor{Params: wire.Params{MaxClients: n}}}}
-	e.regs = map[[32]byte]wire.Register{}
+	var tb Table
 	fresh := 0
 	for r := range 4 {
 		rng := fmt.Sprintf("10.0.%d.0/24", r)
 		for range n / 2 {
-			if e.intakeRoom(rng, false) != nil {
+			if tb.Room(n, rng, false) != nil {
 				continue
 			}
 			var k [32]byte
 			k[0], k[1] = byte(fresh), byte(fresh>>8)
-			e.regs[k] = wire.Register{}
-			if e.rangeN == nil {
-				e.rangeN = map[string]int{}
+			if err := tb.Take(wire.Register{RegKey: k}, "", [64]byte{}, LT{Key: k}, rng, false); err != nil {
+				t.Fatal(err)
 			}
-			e.rangeN[rng]++
 			fresh++
 		}
 	}
-	if err := e.intakeRoom("10.0.9.0/24", true); err != nil {
+	if err := tb.Room(n, "10.0.9.0/24", true); err != nil {
 		t.Fatalf("after %d first-time keys of four ranges, a returning client is refused: %v", fresh, err)
 	}
 	if fresh > n {

@@ -1,4 +1,4 @@
-package node
+package selection
 
 import (
 	"bytes"
@@ -8,25 +8,23 @@ import (
 	"sort"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
-// The client selection every server recomputes (docs/protocol.md §3 v3).
-// The leader's list carries the chosen registrations in slot order, every
-// primary's signed order (orders.go) and, in Rest, every registration of
-// those orders it did not choose; each server checks the primaries'
-// signatures of all of them, recomputes selectCandidates over them with β
-// from the final descriptor's reveals and refuses a final descriptor whose
-// client list is not that selection. The refusal names nobody: the
-// reveals reach the leader unsigned (internal/proto/reveal.go) and what a server
-// receipted is its own word, so no third party could tell whether the
-// leader or the refusing server lies.
+// The selection every server recomputes (§3 v3): each server checks the
+// primaries' signatures of the leader's list, recomputes Candidates over
+// it with β from the final descriptor's reveals and refuses a final
+// descriptor whose client list is not that selection. The refusal names
+// nobody: the reveals reach the leader unsigned (proto's reveal.go) and
+// what a server receipted is its own word, so no third party could tell
+// whether the leader or the refusing server lies.
 
-// selectCandidates returns the registration keys of the final descriptor
-// in slot order: those a primary listed (primaryOf), sorted, without a
+// Candidates returns the registration keys of the final descriptor in
+// slot order: those a primary listed (primaryOf), sorted, without a
 // repeated X25519 key, at most maxClients, chosen by the selection of §3
-// (selectClients) when more registered, β being the hash of the servers'
-// reveals. The leader computes it, and every other server again.
-func selectCandidates(id, beta [32]byte, all map[[32]byte]wire.Forwarded, primaryOf map[[32]byte]uint16, rank map[[32]byte]int, maxClients uint32, m int) [][32]byte {
+// (proto.SelectClients) when more registered, β being the hash of the
+// servers' reveals. The leader computes it, and every other server again.
+func Candidates(id, beta [32]byte, all map[[32]byte]wire.Forwarded, primaryOf map[[32]byte]uint16, rank map[[32]byte]int, maxClients uint32, m int) [][32]byte {
 	keys := make([][32]byte, 0, len(all))
 	for k := range all {
 		if _, ok := primaryOf[k]; ok {
@@ -49,18 +47,19 @@ func selectCandidates(id, beta [32]byte, all map[[32]byte]wire.Forwarded, primar
 		seenX[x], seenX[k] = true, true
 		kept = append(kept, k)
 	}
-	return selectClients(id, beta, kept, primaryOf, rank, maxClients, m)
+	return proto.SelectClients(id, beta, kept, primaryOf, rank, maxClients, m)
 }
 
-// unselected is the leader's Rest: every registration of the primaries'
-// orders that keys (the selection) leaves out, by registration key.
-func unselected(keys [][32]byte, cl *closed) []wire.Forwarded {
+// Unselected is the leader's Rest: every registration of the primaries'
+// orders (primaryOf) that keys (the selection) leaves out, by
+// registration key, as all holds it.
+func Unselected(keys [][32]byte, primaryOf map[[32]byte]uint16, all map[[32]byte]wire.Forwarded) []wire.Forwarded {
 	in := make(map[[32]byte]bool, len(keys))
 	for _, k := range keys {
 		in[k] = true
 	}
 	var rest [][32]byte
-	for k := range cl.primaryOf {
+	for k := range primaryOf {
 		if !in[k] {
 			rest = append(rest, k)
 		}
@@ -68,17 +67,17 @@ func unselected(keys [][32]byte, cl *closed) []wire.Forwarded {
 	sort.Slice(rest, func(i, j int) bool { return bytes.Compare(rest[i][:], rest[j][:]) < 0 })
 	out := make([]wire.Forwarded, 0, len(rest))
 	for _, k := range rest {
-		out = append(out, cl.all[k])
+		out = append(out, all[k])
 	}
 	return out
 }
 
-// checkSelection recomputes the selection from the leader's list (the
-// chosen registrations regs with their primaries prims, the unselected
-// rest, the primaries' signed orders) and compares it with the final
-// descriptor's clients: every key of every order must be in the list
-// once, and the clients must be exactly selectCandidates of them with β.
-func checkSelection(id, beta [32]byte, clients []wire.ClientEntry, regs []wire.Register, prims []uint16, rest []wire.Forwarded, orders []wire.Order, n uint32, m int) error {
+// Check recomputes the selection from the leader's list (the chosen
+// registrations regs with their primaries prims, the unselected rest, the
+// primaries' signed orders) and compares it with the final descriptor's
+// clients: every key of every order must be in the list once, and the
+// clients must be exactly Candidates of them with β.
+func Check(id, beta [32]byte, clients []wire.ClientEntry, regs []wire.Register, prims []uint16, rest []wire.Forwarded, orders []wire.Order, n uint32, m int) error {
 	all := make(map[[32]byte]wire.Forwarded, len(regs)+len(rest))
 	for i := range regs {
 		all[regs[i].RegKey] = wire.Forwarded{Primary: prims[i], Reg: regs[i]}
@@ -106,7 +105,7 @@ func checkSelection(id, beta [32]byte, clients []wire.ClientEntry, regs []wire.R
 	if len(primaryOf) != len(all) {
 		return errors.New("node: the leader's list holds a registration of no primary's order")
 	}
-	want := selectCandidates(id, beta, all, primaryOf, rank, n, m)
+	want := Candidates(id, beta, all, primaryOf, rank, n, m)
 	got := make([][32]byte, len(clients))
 	for i, c := range clients {
 		got[i] = c.RegKey
