@@ -69,18 +69,54 @@ func (x *sround) noteOf(j int) *relayNote {
 }
 
 // partCame is when position j's part of round q (its signed root) came
-// here, as far as dues go: one that came before the round opened here
-// counts as come at the latest S_0 could mix the round (a round limit
-// after the opening), since no honest server passes on a round before.
+// here, as far as dues go (partFrom); one that came before the round
+// opened here, its input's part not here, counts as come at the latest
+// S_0 could mix the round (a round limit after the opening). This
+// server's own part has none: its successor's is due from its own due.
 // Call with s.mu held.
 func (e *sepoch) partCame(q uint32, j int) (time.Time, bool) {
-	at, ok := e.rootAt[rootKey{q, uint16(j + 1)}]
 	open, isOpen := e.openAt[q]
-	if !ok || !isOpen {
+	if j == e.pos || !isOpen {
 		return time.Time{}, false
 	}
-	if at.Before(open) {
+	return e.came(q, j, open)
+}
+
+// came is partCame with this server's own part taken as come when it
+// passed the round on (sentAt), the floor of its successor's.
+func (e *sepoch) came(q uint32, j int, open time.Time) (time.Time, bool) {
+	at, ok := e.partFrom(q, j, open)
+	if ok && at.Before(open) {
 		at = open.Add(time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond)
+	}
+	return at, ok
+}
+
+// partFrom is when position j passed round q on, as far as this server
+// can tell: its root's arrival here (its own part: when it sent it), but
+// never before the part it is made of came here (no honest server passes
+// on a round before its input), so that a signer that sends its root to
+// one server before the others, or before the round opens there, cannot
+// start that server's dues apart from theirs (TestEarlyRootFramesReceiver:
+// the receiver counted an early root a round limit after its opening,
+// the others from its arrival, and its note came past theirs). The
+// signer's kept copy counts from here too (noteRefused, bodyDue). open
+// is the round's opening here (zero: not open). Call with s.mu held.
+func (e *sepoch) partFrom(q uint32, j int, open time.Time) (time.Time, bool) {
+	var at time.Time
+	var ok bool
+	if j == e.pos {
+		at, ok = e.sentAt[q]
+	} else {
+		at, ok = e.rootAt[rootKey{q, uint16(j + 1)}]
+	}
+	if !ok {
+		return time.Time{}, false
+	}
+	if j > 0 && !open.IsZero() {
+		if prev, ok := e.came(q, j-1, open); ok && at.Before(prev) {
+			at = prev
+		}
 	}
 	return at, true
 }

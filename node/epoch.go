@@ -190,6 +190,7 @@ type roundsState struct {
 	// endedAt: when the epoch ended here. A round's absences are due from
 	// these (charges.go absenceDue), never from a root alone.
 	rootAt  map[rootKey]time.Time
+	sentAt  map[uint32]time.Time // when this server passed each round on (its root)
 	openAt  map[uint32]time.Time
 	endedAt time.Time
 	// attested: this server's one signed attestation of each round's

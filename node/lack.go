@@ -214,18 +214,27 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 		// latest S_0 could mix it (partCame): from the root alone this
 		// server would claim a lack, and be charged for it, before its
 		// input could come.
-		var start time.Time
-		_ = s.waitFor(s.ctx, func() bool {
-			var ok bool
-			start, ok = e.partCame(r, e.pos-1)
-			return ok || settled()
-		})
-		if wait := time.Until(start); wait > 0 {
-			ctx, cancel := context.WithTimeout(s.ctx, wait)
-			_ = s.waitFor(ctx, settled)
+		// A part before it that comes meanwhile moves the start
+		// (partCame), so it is read again on every change.
+		for s.ctx.Err() == nil {
+			s.mu.Lock()
+			start, ok := e.partCame(r, e.pos-1)
+			st := settled()
+			s.mu.Unlock()
+			if st || (ok && !time.Now().Before(start)) {
+				break
+			}
+			ctx, cancel := s.ctx, context.CancelFunc(func() {})
+			if ok {
+				ctx, cancel = context.WithDeadline(s.ctx, start)
+			}
+			_ = s.waitFor(ctx, func() bool {
+				at, ok2 := e.partCame(r, e.pos-1)
+				return settled() || ok2 != ok || !at.Equal(start)
+			})
 			cancel()
 		}
-		start = time.Now()
+		start := time.Now()
 		deadline := start.Add(lackWindow(e))
 		ctx, cancel := context.WithTimeout(s.ctx, fetchGrace(e))
 		_ = s.waitFor(ctx, settled)

@@ -85,7 +85,8 @@ func (e *sepoch) bodyDue(q uint32, j int, n *relayNote) time.Time {
 		start = came
 	}
 	due := start.Add(lackWindow(e) - fetchGrace(e))
-	if kept := e.rootAt[rootKey{q, uint16(j + 1)}].Add(keptWindow(e) - fetchGrace(e)); kept.Before(due) {
+	from, _ := e.partFrom(q, j, e.openAt[q])
+	if kept := from.Add(keptWindow(e) - fetchGrace(e)); kept.Before(due) {
 		due = kept
 	}
 	return due
@@ -188,7 +189,7 @@ func (e *sepoch) noteRefused(q uint32, j int) error {
 	if time.Since(came) > noteLast(e) {
 		return fmt.Errorf("node: batch %d of round %d asked later than its receiver's first note comes", j+1, q)
 	}
-	if time.Since(e.rootAt[rootKey{q, uint16(j + 1)}]) > keptWindow(e)-3*fetchGrace(e) {
+	if from, _ := e.partFrom(q, j, e.openAt[q]); time.Since(from) > keptWindow(e)-3*fetchGrace(e) {
 		return fmt.Errorf("node: batch %d of round %d asked past its signer's kept copy", j+1, q)
 	}
 	if k := e.notesRunning(j); k >= notesHeld {

@@ -128,15 +128,14 @@ func TestStaggeredRootFramesS0(t *testing.T) {
 
 // TestEarlyRootFramesReceiver (issue 25): S_1 (of four) signs one root of
 // round q, sends it to its receiver S_2 before q opens there, and to S_0
-// and S_3 once q opened there; no batch and no other root of q. S_2 counted
-// the root as come a round limit after its opening and noted past the
-// others' noteLast, while S_0 and S_3 counted S_2's part due from their
-// own root's arrival: honest S_2 was charged everywhere, S_1 never.
+// and S_3 once q opened there; no batch and no other root of q. Before,
+// S_2 counted the root as come a round limit after its opening and noted
+// past the others' noteLast, while S_0 and S_3 counted S_2's part due
+// from their own root's arrival: honest S_2 was charged everywhere, S_1
+// never. Now every server counts S_1's part as come no sooner than S_0's
+// (partFrom): S_2's notes are taken, nobody gets the batch, and S_1 is
+// charged.
 func TestEarlyRootFramesReceiver(t *testing.T) {
-	// Open finding (issue 25, item 3): fails on main, S_2 charged at
-	// every honest server; partCame counts the early root from open+L at
-	// the receiver only.
-	t.Skip("open: a root sent before the round opens frames its honest receiver (issue 25)")
 	virtual(t, func(t *testing.T) {
 		p := testParams(16)
 		p.RoundLimitMs, p.RoundIntervalMs = 4000, 2000
@@ -187,6 +186,9 @@ func TestEarlyRootFramesReceiver(t *testing.T) {
 			t.Logf("server %s counts: S_0 %d, S_1 (attacker) %d, S_2 (receiver) %d, S_3 %d", h.ShortString(), c[chain[0]], c[chain[1]], c[chain[2]], c[chain[3]])
 			if c[chain[2]] > 0 {
 				t.Errorf("honest receiver S_2 charged at %s", h.ShortString())
+			}
+			if c[chain[1]] == 0 {
+				t.Errorf("the early root's signer S_1 not charged at %s", h.ShortString())
 			}
 		}
 	})

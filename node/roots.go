@@ -94,6 +94,16 @@ func (s *Server) announceRoot(e *sepoch, b *wire.Batch) {
 	if int(b.S) >= m {
 		return // the publication reaches every server anyway
 	}
+	// When this part was passed on: the floor of its successor's
+	// (partFrom), as its root's arrival is elsewhere.
+	s.mu.Lock()
+	if e.sentAt == nil {
+		e.sentAt = map[uint32]time.Time{}
+	}
+	if _, ok := e.sentAt[b.Round]; !ok {
+		e.sentAt[b.Round] = time.Now()
+	}
+	s.mu.Unlock()
 	msg := (&wire.Root{Epoch: b.Epoch, Round: b.Round, S: b.S, Root: b.Root, Sig: b.Sig}).Marshal()
 	msg = s.hookRoot(b, msg)
 	if msg == nil {
