@@ -29,7 +29,8 @@
 //   - client_api.go: Share, Get and the index; share_resume.go:
 //     interrupted shares resume.
 //   - client_db.go: the client's database of sealed onions and jobs;
-//     netbind.go: a data directory bound to one network.
+//     netbind.go: a data directory bound to one network (the files
+//     moved aside and back: internal/netdir).
 //   - control.go, control_status.go: a job's progress events (JobEvent)
 //     and the client's status, for the local API (cmd/riffle/internal/webui).
 //   - snapshot_client.go: a read-only snapshot and share job handles.
