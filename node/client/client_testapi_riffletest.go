@@ -178,7 +178,7 @@ func HoldWindowChain(ctx context.Context, h transport.Host, primary peer.ID, v *
 // BudgetDrops names the servers a client of the epoch of number with
 // chain refuses for their refusal budget, from a walk's budgets.
 func BudgetDrops(w proto.BudgetWalk, chain []peer.ID, number uint64) []string {
-	return budgetView(w).dropped(chain, number)
+	return budgetView(w).Dropped(chain, number)
 }
 
 // HasManifest reports whether the client's synced index holds manifest id.
