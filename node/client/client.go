@@ -17,6 +17,7 @@ import (
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/client/internal/waitline"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
@@ -527,7 +528,7 @@ func (c *Client) run() {
 		next := began.Add(c.attemptGap())
 		if err != nil && c.ctx.Err() == nil {
 			c.log.Info("epoch left", "err", err)
-			c.noteWait(waitLine(err))
+			c.noteWait(waitline.Line(err))
 			if at := time.Now().Add(c.cfg.Timing.AttemptRetry); at.After(next) {
 				next = at
 			}

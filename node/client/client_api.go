@@ -70,7 +70,7 @@ func (c *Client) FollowShare(ctx context.Context, h *ShareHandle, name string, s
 				continue
 			}
 			paused = false
-			if why := c.waitReason(); why != "" {
+			if why := c.WaitReason(); why != "" {
 				c.jobEvent(ctx, JobEvent{Kind: "share", Phase: PhaseWaiting, Name: name, Waiting: why})
 				continue
 			}
@@ -131,7 +131,7 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 						return "", err
 					}
 					c.jobEvent(ctx, JobEvent{Kind: "get", Phase: PhaseWaiting, Name: link.ID.String(), Waiting: why})
-				} else if why := c.waitReason(); why != "" {
+				} else if why := c.WaitReason(); why != "" {
 					c.jobEvent(ctx, JobEvent{Kind: "get", Phase: PhaseWaiting, Name: link.ID.String(), Waiting: why})
 				} else {
 					c.jobEvent(ctx, JobEvent{Kind: "get", Phase: PhaseWaiting, Name: link.ID.String(), Round: rounds,

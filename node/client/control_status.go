@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/node/client/internal/waitline"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -116,19 +116,16 @@ func (c *Client) noteWait(why string) {
 	}
 }
 
-// waitReason says what a job without an epoch waits for (c.mu not held).
-func (c *Client) waitReason() string {
+// WaitReason says what a job of this client waits for, if it waits: an
+// epoch to open (and about how long), or the presence and anonymity rules
+// that hold jobs; "" while jobs run (c.mu not held).
+func (c *Client) WaitReason() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.waitReasonLocked()
 }
 
-// WaitReason says what a job of this client waits for, if it waits: an
-// epoch to open (and about how long), or the presence and anonymity rules
-// that hold jobs; "" while jobs run.
-func (c *Client) WaitReason() string { return c.waitReason() }
-
-// waitReasonLocked is waitReason with c.mu held.
+// waitReasonLocked is WaitReason with c.mu held.
 func (c *Client) waitReasonLocked() string {
 	if c.epoch != nil {
 		if c.holdJobs() {
@@ -137,28 +134,14 @@ func (c *Client) waitReasonLocked() string {
 		if !c.jobsReady() {
 			line := fmt.Sprintf("holding the job: this client has been present %d of the %d full epochs it waits before any job, so that when a job runs says nothing about when it came; sending cover meanwhile", c.fullEpochs, c.jobWait)
 			if c.epochLen > 0 {
-				line += fmt.Sprintf(" (about %s more: epochs here last about %s)", roundUp(time.Duration(c.jobWait-c.fullEpochs)*c.epochLen), roundUp(c.epochLen))
+				line += fmt.Sprintf(" (about %s more: epochs here last about %s)", waitline.RoundUp(time.Duration(c.jobWait-c.fullEpochs)*c.epochLen), waitline.RoundUp(c.epochLen))
 			}
 			return line
 		}
 		return ""
 	}
-	// A refusal of this client's own settings (a required server
-	// missing, a budget drop) says more than the group's state; any other
-	// failed attempt says less.
-	if c.waiting != "" && strings.Contains(c.waiting, "refused") {
-		return c.waiting
-	}
-	if !c.gstateAt.IsZero() && time.Since(c.gstateAt) <= stateFresh {
-		return c.groupWait()
-	}
-	if c.waiting != "" {
-		return c.waiting
-	}
-	if !c.epochEnd.IsZero() && time.Since(c.epochEnd) < betweenEpochs {
-		return "" // the next epoch is on its way
-	}
-	return epochWaitHint
+	w := waitline.Between{Waiting: c.waiting, State: c.gstate, StateAt: c.gstateAt, EpochEnd: c.epochEnd, Joining: c.joining, TookPart: c.tookPart}
+	return w.Reason(time.Now())
 }
 
 // CheckHandover reports why a job asking for primary (a peer id, "" for
@@ -224,17 +207,6 @@ func (c *Client) cancelShare(job *shareJob, link chunker.Link, total int, cause 
 	return fmt.Errorf("%w: every chunk had been sent before the interrupt, so the file will be published as %s", cause, link)
 }
 
-// waitLine turns the reason a client left or refused an epoch into what a
-// waiting user reads.
-func waitLine(err error) string {
-	msg, _, _ := strings.Cut(err.Error(), "\n") // libp2p lists every address tried
-	msg = strings.ReplaceAll(msg, "node: ", "")
-	return fmt.Sprintf("no epoch: %s; retrying", msg)
-}
-
-// epochWaitHint is the hint of a job waiting for an epoch to open.
-const epochWaitHint = "waiting for the primary to open an epoch: it opens one when its chain has its minimum of servers and at least its minimum of clients (2 by default: this client and one other, with a data directory of its own) have asked to join"
-
 // chunkSizeWaiting is ChunkSize with a progress event every
 // progressEvery while no epoch runs, saying what the job waits for.
 func (c *Client) chunkSizeWaiting(ctx context.Context, kind, name string) (int, error) {
@@ -251,16 +223,12 @@ func (c *Client) chunkSizeWaiting(ctx context.Context, kind, name string) (int, 
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return 0, fmt.Errorf("%w: nothing was sent, the file is not published, no link (the job was %s)", ctx.Err(), c.waitReason())
+			return 0, fmt.Errorf("%w: nothing was sent, the file is not published, no link (the job was %s)", ctx.Err(), c.WaitReason())
 		case <-t.C:
-			c.jobEvent(ctx, JobEvent{Kind: kind, Phase: PhaseWaiting, Name: name, Waiting: c.waitReason(), Elapsed: time.Since(start)})
+			c.jobEvent(ctx, JobEvent{Kind: kind, Phase: PhaseWaiting, Name: name, Waiting: c.WaitReason(), Elapsed: time.Since(start)})
 		}
 	}
 }
-
-// betweenEpochs is how long after an epoch's end the wait for the next
-// is not worth a word: registration and setup take about that long.
-const betweenEpochs = 5 * time.Second
 
 // progressEvery is the period of a waiting job's progress lines.
 const progressEvery = 5 * time.Second

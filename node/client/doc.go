@@ -37,7 +37,7 @@
 //   - snapshot_client.go: a read-only snapshot and share job handles.
 //   - handover_client.go, manifests_client.go, waitstate_client.go: the
 //     client's half of node's handover.go (§5.4 v3), manifests.go (§6.4 v3)
-//     and waitstate.go.
+//     and waitstate.go (the line a waiting client shows: internal/waitline).
 //   - names.go: names the client shares with store.
 //   - client_hooks.go (empty in the binary), client_hooks_riffletest.go,
 //     client_observe.go: the tests' hooks; client_testapi_riffletest.go:
