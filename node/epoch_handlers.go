@@ -358,7 +358,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, err
 	}
 	// (v3) the client list is the selection of the rule, recomputed
-	// here from the leader's list (selection.go).
+	// here from the leader's list (internal/selection).
 	if err := selection.Check(v.ID, selectionBeta(sd.Desc.Reveals), sd.Desc.Clients, e.slotRegs, e.slotPrim, e.rest, e.orders, sd.Desc.Params.MaxClients, len(v.Chain)); err != nil && !signAny {
 		s.log.Warn("final descriptor refused", "err", err)
 		return 0, nil, err
@@ -419,7 +419,7 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	// (v3) every primary's order, signed by it as a whole, and every
 	// registration of the list in its primary's order: checked before
-	// the costly proofs (orders.go).
+	// the costly proofs (internal/selection).
 	if _, err := selection.CheckOrders(rl.Orders, id, e.v.Chain, rl.Regs, rl.Rest); err != nil {
 		return 0, nil, err
 	}
@@ -436,7 +436,7 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 		regs[i], prims[i] = f.Reg, f.Primary
 	}
 	// (v3) the unselected ones too: the selection is recomputed from
-	// them (selection.go); their proofs are not checked, as none of them
+	// them (internal/selection); their proofs are not checked, as none of them
 	// takes a slot.
 	for i := range rl.Rest {
 		if err := checkForwardSigned(e, &rl.Rest[i]); err != nil {

@@ -343,7 +343,7 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte, desc wire.Descriptor, keys [][32]byte, cl *closed) error {
 	keys = s.hookCheatKeys(chain, keys, cl)
 	fin := desc
-	// (v3) every primary's signed order goes with the list (orders.go).
+	// (v3) every primary's signed order goes with the list (internal/selection).
 	ordered := wire.RegList{Epoch: id, Orders: cl.orders}
 	for _, k := range keys {
 		f := cl.all[k]
@@ -351,7 +351,7 @@ func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte
 		fin.Clients = append(fin.Clients, wire.ClientEntry{RegKey: k, Primary: cl.primaryOf[k], XKey: f.Reg.XKey, RegHash: sha256.Sum256(f.Reg.Reg)})
 	}
 	// (v3) and every listed registration it did not select, so that
-	// every server recomputes the selection (selection.go).
+	// every server recomputes the selection (internal/selection).
 	ordered.Rest = unselected(keys, cl)
 	s.hookCheatList(&ordered)
 	if _, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypeRegList, Body: ordered.Marshal(), Timeout: bulkTimeout}); err != nil {

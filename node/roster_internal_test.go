@@ -28,63 +28,6 @@ func fakeIDs(n, set int) []peer.ID {
 	return out
 }
 
-// TestRosterForgets (§3; proto-node.md "Discovery and roster"): a member
-// silent for rosterForget is forgotten (no more hellos go to it), one that
-// keeps answering never is; a full roster makes room by evicting the
-// stalest member that is not live, and never a live one.
-func TestRosterForgets(t *testing.T) {
-	clk := newFakeClock()
-	r := &roster{clock: clk.now}
-	ids := fakeIDs(2, 0)
-	live, vanished := ids[0], ids[1]
-	r.saw(live, "live", nil)
-	r.saw(vanished, "vanished", nil)
-	forgotten := 0
-	for el := time.Duration(0); el < 3*rosterForget; el += helloEvery {
-		clk.add(helloEvery)
-		r.saw(live, "live", nil)
-		for _, id := range r.forget() {
-			if id == live {
-				t.Fatalf("a member that answered every %v was forgotten after %v", helloEvery, el)
-			}
-			forgotten++
-		}
-		if _, ok := r.m[vanished]; ok && el > rosterForget {
-			t.Fatalf("a member silent for %v is still greeted", el)
-		}
-	}
-	if forgotten != 1 || len(r.m) != 1 || r.get(live) == nil {
-		t.Fatalf("%d forgotten, %d members left", forgotten, len(r.m))
-	}
-
-	// Full of live members: a newcomer waits, nobody live is evicted.
-	full := fakeIDs(maxRoster, 1)
-	r = &roster{clock: clk.now}
-	for _, id := range full {
-		if !r.saw(id, "", nil) {
-			t.Fatal("a member refused below the bound")
-		}
-	}
-	newcomer := fakeIDs(1, 2)[0]
-	if r.saw(newcomer, "new", nil) || len(r.m) != maxRoster || r.get(newcomer) != nil {
-		t.Fatal("a live member evicted for a newcomer")
-	}
-	// Once one member is silent past rosterTTL, the newcomer takes its
-	// place, and only its.
-	clk.add(rosterTTL)
-	for _, id := range full[1:] {
-		r.saw(id, "", nil)
-	}
-	if !r.saw(newcomer, "new", nil) || r.get(newcomer) == nil || r.m[full[0]] != nil || len(r.m) != maxRoster {
-		t.Fatal("the stale member was not evicted for the newcomer")
-	}
-	for _, id := range full[1:] {
-		if r.get(id) == nil {
-			t.Fatal("a live member was evicted")
-		}
-	}
-}
-
 // TestFullSightingsAdmitNewServer (§3 probation): once the first-sighting
 // table is full, a genuinely new server still has its probation counted
 // and serves after P_prob epochs (it stayed on probation at every number),

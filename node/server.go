@@ -111,7 +111,7 @@ type Server struct {
 	rand        io.Reader
 	h           transport.Host
 	priv        crypto.PrivKey
-	roster      roster
+	roster      rosterTable
 	helloNow    chan struct{}
 	closers     []func() error
 	store       ChunkStore

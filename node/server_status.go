@@ -56,10 +56,10 @@ type ServerStatus struct {
 func (s *Server) Status() ServerStatus {
 	st := ServerStatus{ID: s.h.ID().String(), Nick: s.cfg.Nick, Roster: []RosterMember{}, MinServers: s.cfg.MinServers, MinClients: s.cfg.MinClients}
 	for _, m := range s.roster.live() {
-		if m.id == s.h.ID() {
+		if m.ID == s.h.ID() {
 			continue
 		}
-		st.Roster = append(st.Roster, RosterMember{ID: m.id.String(), Nick: m.nick, Seen: time.Since(m.seen).Round(time.Millisecond)})
+		st.Roster = append(st.Roster, RosterMember{ID: m.ID.String(), Nick: m.Nick, Seen: time.Since(m.Seen).Round(time.Millisecond)})
 	}
 	sort.Slice(st.Roster, func(i, j int) bool { return st.Roster[i].ID < st.Roster[j].ID })
 	s.mu.Lock()
@@ -123,8 +123,8 @@ func (s *Server) watch(ctx context.Context) {
 func (s *Server) watchRoster() {
 	now := map[string]string{}
 	for _, m := range s.roster.live() {
-		if m.id != s.h.ID() {
-			now[m.id.String()] = m.nick
+		if m.ID != s.h.ID() {
+			now[m.ID.String()] = m.Nick
 		}
 	}
 	s.mu.Lock()

@@ -28,16 +28,6 @@ func (s *Server) sawServer(id peer.ID, nick string, addrs []ma.Multiaddr) {
 	s.h.Protect(id, serverConnTag)
 }
 
-// expire marks id as not live, keeping it as a target of hellos (a server
-// that comes back is live again at its first answer).
-func (r *roster) expire(id peer.ID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if m := r.m[id]; m != nil {
-		m.gone = true
-	}
-}
-
 // onServerDisconnect runs when the last connection to p closed. If p is a
 // live roster server and does not answer a hello within ServerProbe, it
 // leaves the roster, so that the chain re-forms without it (while
@@ -53,7 +43,7 @@ func (s *Server) onServerDisconnect(p peer.ID) {
 	if err == nil || s.ctx.Err() != nil {
 		return
 	}
-	s.roster.expire(p)
+	s.roster.Expire(p) // still greeted: back at its first answer
 	s.log.Info("server gone", "peer", p.ShortString(), "err", err)
 	s.mu.Lock()
 	defer s.mu.Unlock()

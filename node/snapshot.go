@@ -60,8 +60,8 @@ type ServerSnapshot struct {
 func (s *Server) Snapshot() ServerSnapshot {
 	out := ServerSnapshot{PeerID: s.h.ID().String(), Nick: s.cfg.Nick, Timing: s.Timing(), QuotaBytes: s.cfg.StoreOptions.QuotaBytes}
 	for _, m := range s.roster.live() {
-		rm := RosterEntry{PeerID: m.id.String(), Nick: m.nick, Seen: m.seen}
-		for _, a := range m.addrs {
+		rm := RosterEntry{PeerID: m.ID.String(), Nick: m.Nick, Seen: m.Seen}
+		for _, a := range m.Addrs {
 			rm.Addrs = append(rm.Addrs, a.String())
 		}
 		out.Roster = append(out.Roster, rm)

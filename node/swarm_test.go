@@ -1392,9 +1392,7 @@ func outsiderHelloChurn(w *swarm) func() {
 		}
 		for i, sv := range w.servers {
 			if s := sv.s(); s != nil {
-				s.roster.mu.Lock()
-				n := len(s.roster.m)
-				s.roster.mu.Unlock()
+				n := s.roster.Len()
 				if n > maxRoster {
 					w.logf("s%d: %d roster members", i, n)
 					w.t.Errorf("seed %d: s%d holds %d roster members, over %d", w.seed, i, n, maxRoster)
