@@ -17,6 +17,7 @@ import (
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/catchup"
 	"github.com/riffle-net/riffle/node/transport/memnet"
 	"github.com/riffle-net/riffle/store"
 )
@@ -174,7 +175,7 @@ func TestCatchupRefusesForgeries(t *testing.T) {
 		}
 		s.cert.mu.Lock()
 		s.cert.certs[5] = (&wire.Cert{Kind: wire.CertFinal, Number: 5, Epoch: rl.Epoch, Chain: chain, Abort: []byte{}}).Marshal()
-		s.cert.top = 5 + catchupRecent
+		s.cert.top = 5 + catchup.Recent
 		s.cert.mu.Unlock()
 
 		// A fake file in the pages, named by no list.
@@ -249,23 +250,23 @@ func TestCatchupRefusesForgeries(t *testing.T) {
 		}
 		for _, mode := range []string{"closing", "list", "chunk"} {
 			p := serveAs(mode)
-			want, _ := s.lacking()
+			want, _ := s.catch.Lacking()
 			if len(want) != 1 {
 				t.Fatalf("%s: %d epochs lacking, want 1", mode, len(want))
 			}
-			s.catchupFrom(ctx, p, want)
+			s.catch.From(ctx, p, want)
 			if got := stored(); got != "" {
 				t.Fatalf("a peer forging the %s got stored: %s", mode, got)
 			}
-			if !s.catch.shunned(p) {
+			if !s.catch.Shunned(p) {
 				t.Fatalf("a peer forging the %s is not left alone", mode)
 			}
 		}
 		p := serveAs("honest")
-		want, _ := s.lacking()
-		s.catchupFrom(ctx, p, want)
-		if len(want) != 0 || s.catch.shunned(p) {
-			t.Fatalf("an honest peer: %d epochs left, shunned %v", len(want), s.catch.shunned(p))
+		want, _ := s.catch.Lacking()
+		s.catch.From(ctx, p, want)
+		if len(want) != 0 || s.catch.Shunned(p) {
+			t.Fatalf("an honest peer: %d epochs left, shunned %v", len(want), s.catch.Shunned(p))
 		}
 		e, ok, _ := indexEntryOf(s, link.ID)
 		if !ok || e.Name != "f.bin" {
@@ -364,7 +365,7 @@ func TestCatchupKeepsUnknownRecords(t *testing.T) {
 		a, b := newFakeEpoch(t, 0xa, "known "), newFakeEpoch(t, 0xb, "unknown ")
 		s.cert.mu.Lock()
 		s.cert.certs[5] = a.cert(5)
-		s.cert.top = 5 + catchupRecent
+		s.cert.top = 5 + catchup.Recent
 		s.cert.mu.Unlock()
 
 		h, err := newHost(t, nil, []string{"/ip4/127.0.0.1/tcp/0"})
@@ -411,8 +412,8 @@ func TestCatchupKeepsUnknownRecords(t *testing.T) {
 		s.h.AddAddrs(h.ID(), h.Addrs(), time.Hour)
 		p := h.ID()
 
-		want, _ := s.lacking()
-		s.catchupFrom(ctx, p, want)
+		want, _ := s.catch.Lacking()
+		s.catch.From(ctx, p, want)
 		if _, ok, _ := indexEntryOf(s, a.link.ID); !ok {
 			t.Fatal("the epoch whose certificate the server holds is not taken")
 		}
@@ -421,14 +422,14 @@ func TestCatchupKeepsUnknownRecords(t *testing.T) {
 		}
 		// The certificate sync brings the second epoch's certificate,
 		// after the pass made its list of epochs lacking.
-		want, _ = s.lacking()
+		want, _ = s.catch.Lacking()
 		if len(want) != 0 {
 			t.Fatalf("%d epochs lacking, want none before the certificate", len(want))
 		}
 		s.cert.mu.Lock()
 		s.cert.certs[6] = b.cert(6)
 		s.cert.mu.Unlock()
-		s.catchupFrom(ctx, p, want)
+		s.catch.From(ctx, p, want)
 		if _, ok, _ := indexEntryOf(s, b.link.ID); !ok || len(want) != 0 {
 			t.Fatalf("the second epoch not taken once certified (indexed %v, %d lacking)", ok, len(want))
 		}
@@ -468,7 +469,7 @@ func TestCatchupWithoutClosing(t *testing.T) {
 		}
 		s.cert.mu.Lock()
 		s.cert.certs[5] = f.cert(5)
-		s.cert.top = 5 + catchupRecent
+		s.cert.top = 5 + catchup.Recent
 		s.cert.mu.Unlock()
 
 		// serveAs runs chain server i: no closing record in its index
@@ -525,18 +526,18 @@ func TestCatchupWithoutClosing(t *testing.T) {
 		}
 		forger := serveAs(0, true)
 		for range 2 {
-			s.catchupPass(ctx)
+			s.catch.Pass(ctx)
 		}
-		if n := held(); n > 0 || !s.catch.shunned(forger) {
-			t.Fatalf("a list short of a signature: %d chunks stored, its server left alone %v", n, s.catch.shunned(forger))
+		if n := held(); n > 0 || !s.catch.Shunned(forger) {
+			t.Fatalf("a list short of a signature: %d chunks stored, its server left alone %v", n, s.catch.Shunned(forger))
 		}
 		if idx, _ := s.store.Index(); len(idx) > 0 {
 			t.Fatalf("a list short of a signature: %d index entries", len(idx))
 		}
 		honest := serveAs(1, false)
-		s.catchupPass(ctx)
-		if n := held(); n != len(f.chunks) || s.catch.shunned(honest) {
-			t.Fatalf("an honest chain server: %d of %d chunks held, left alone %v", n, len(f.chunks), s.catch.shunned(honest))
+		s.catch.Pass(ctx)
+		if n := held(); n != len(f.chunks) || s.catch.Shunned(honest) {
+			t.Fatalf("an honest chain server: %d of %d chunks held, left alone %v", n, len(f.chunks), s.catch.Shunned(honest))
 		}
 		if e, ok, _ := indexEntryOf(s, f.link.ID); !ok || e.Name != "unclosed .bin" {
 			t.Fatalf("the file is not indexed: %+v", e)

@@ -282,7 +282,7 @@ func (s *Server) keepCert(c *wire.Cert) bool {
 	s.cert.certs[c.Number] = b
 	if c.Number > s.cert.top {
 		s.cert.top = c.Number
-		s.catch.pokeCatchup() // an epoch went by: one this server missed may be closed (catchup.go)
+		s.catch.Poke() // an epoch went by: one this server missed may be closed (internal/catchup)
 	}
 	for n := range s.cert.certs {
 		if n+certKeep <= s.cert.top {

@@ -39,8 +39,8 @@
 //   - server.go: Server, its configuration and life cycle. Server.mu
 //     guards the epochs and rounds; the components below own their state
 //     and lock, and their methods take no s.mu: the certificates
-//     (certState, certs.go), the catch-up's memory (catchState,
-//     catchup.go), the long-term key records (internal/ltkeys), the
+//     (certState, certs.go), the catch-up (internal/catchup), the
+//     long-term key records (internal/ltkeys), the
 //     evidence log (refusalState, refusals.go and chargelog.go), the
 //     culprit servers (roundBlameState.servers, roundblame_after.go), who
 //     may serve (whoState, eligible.go) and the reply slots (indexSlots,
@@ -96,6 +96,11 @@
 //   - relay.go: the noted server's side of a relayed batch: the note, its
 //     bounds, the fetch from the signer, when a noted batch counts as
 //     missing (§5.2 v3).
+//   - internal/catchup (package catchup): server catch-up (§7): the
+//     closing records, lists and chunks this server lacks, from the
+//     group's index logs, each checked against its certified chain's
+//     signatures; its own lock, network-free tests. catchup.go: what it
+//     asks of the server, and the lists served to a server catching up.
 //   - pubfetch.go: a publication the last server left a chain server
 //     without, fetched from one that holds it (§3).
 //   - publish.go: publication, request lists proposed and signed (§5.3).

@@ -301,11 +301,8 @@ const (
 	DecoyEpochs = proto.DecoyEpochs
 )
 
-func closingDigest(c *wire.Closing) [32]byte      { return proto.ClosingDigest(c) }
-func checkClosing(v *view, c *wire.Closing) error { return proto.CheckClosing(v, c) }
-func checkChainSigs(chain []peer.ID, dg [32]byte, sigs [][64]byte) error {
-	return proto.CheckChainSigs(chain, dg, sigs)
-}
+func closingDigest(c *wire.Closing) [32]byte           { return proto.ClosingDigest(c) }
+func checkClosing(v *view, c *wire.Closing) error      { return proto.CheckClosing(v, c) }
 func poolDigest(p *wire.DecoyPool) [32]byte            { return proto.PoolDigest(p) }
 func syncedManifests(raw [][]byte) map[[32]byte][]byte { return proto.SyncedManifests(raw) }
 func isManifest(chunk []byte) bool                     { return proto.IsManifest(chunk) }

@@ -50,7 +50,7 @@ func TestIndexSlotsHeld(t *testing.T) {
 		}
 		// A server of the group catching up is served while they hold them.
 		start := time.Now()
-		if _, err := tn.servers[1].indexPageFrom(ctx, s.ID(), 0); err != nil || time.Since(start) > time.Second {
+		if _, err := tn.servers[1].catch.IndexPage(ctx, s.ID(), 0); err != nil || time.Since(start) > time.Second {
 			t.Fatalf("a server's index page with the clients' slots held: %v after %v", err, time.Since(start))
 		}
 		// From now on they ask no more: what is left is their hold.

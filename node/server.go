@@ -19,6 +19,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/catchup"
 	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/node/internal/ltkeys"
 	"github.com/riffle-net/riffle/node/internal/strikes"
@@ -158,8 +159,8 @@ type Server struct {
 	// amnesia: this server lost its records and signs nothing for now
 	// (amnesia.go).
 	amnesia amnesiaState
-	// catch is the catch-up's state (catchup.go).
-	catch catchState
+	// catch is the catch-up (internal/catchup).
+	catch catchup.Catchup
 
 	timing   timer    // where the time goes (Timing, riffle bench)
 	handlers gate     // stream handlers in flight
@@ -258,7 +259,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		number: number,
 	}
 	s.cert.certs, s.cert.top, s.cert.poke = certs, top, make(chan struct{}, 1)
-	s.catch.poke = make(chan struct{}, 1)
+	s.catch.Init(catchEnv{s}, st, log, &s.cfg.Timing)
 	s.rb.st, s.rb.log = st, log
 	s.ref.dir, s.ref.log = cfg.DataDir, log
 	s.closingSigned.recs, s.closingSigned.loaded = closingRecs, true
@@ -319,7 +320,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		go func() { defer s.wg.Done(); s.amnesiaLoop(cctx) }()
 	}
 	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.catchupLoop(cctx) }()
+	go func() { defer s.wg.Done(); s.catch.Loop(cctx) }()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.watch(cctx) }()
 	s.log.Info("server up", "id", h.ID().String(), "addrs", fmt.Sprint(h.Addrs()))
