@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/window"
 )
 
 // certKey is a server identity a test signs with.
@@ -358,7 +359,7 @@ func heldEpoch(t *testing.T, s *Server, n uint64) [32]byte {
 	t.Helper()
 	d := &wire.Descriptor{Number: n, Params: testParams(2).Wire()}
 	id := epochID(d)
-	s.keepWindow([]wire.WindowItem{{Number: n, Epoch: id, Group: groupBytes(d)}})
+	s.win.Keep([]wire.WindowItem{{Number: n, Epoch: id, Group: window.GroupBytes(d)}})
 	return id
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/selection"
+	"github.com/riffle-net/riffle/node/internal/window"
 )
 
 var ack = []byte{}
@@ -231,7 +232,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		copy(yp[:], Yp[r].Bytes())
 		g.Y, g.Yp = append(g.Y, y), append(g.Yp, yp)
 	}
-	e := &sepoch{pos: pos, nonce: p.Nonce, leader: from, prev: p.Previous.Marshal(), window: p.Window, gap: gapBytes(p.Gap)}
+	e := &sepoch{pos: pos, nonce: p.Nonce, leader: from, prev: p.Previous.Marshal(), window: p.Window, gap: window.GapBytes(p.Gap)}
 	e.sk, e.rk, e.dkey, e.entry, e.reveal = sk, rk, dkey, g, r
 	s.mu.Lock()
 	// One epoch is prepared at a time (the leader runs them in turn): a
@@ -246,7 +247,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	// checked for the Prepare it may sign (windowItems), stored with the
 	// preparation it replaces.
 	if walk != nil {
-		s.keepWalk(p.Number, walk)
+		s.win.KeepWalk(p.Number, walk)
 	}
 	// The first Prepare of a number restarts the leader timeout, once
 	// (rotate.go): the leader gets T_lead to open it (a withdrawal costs
@@ -297,7 +298,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		if !slices.Equal(sd.Desc.Window, e.window) {
 			return 0, nil, errors.New("node: descriptor's window is not the prepared one")
 		}
-		if !bytes.Equal(gapBytes(sd.Desc.Gap), e.gap) {
+		if !bytes.Equal(window.GapBytes(sd.Desc.Gap), e.gap) {
 			return 0, nil, errors.New("node: descriptor's gap is not the prepared one")
 		}
 		if err := checkEpochNumber(s.number, sd.Desc.Number); err != nil {

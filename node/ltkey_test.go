@@ -23,6 +23,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/node/internal/intake"
 	"github.com/riffle-net/riffle/node/internal/ltkeys"
+	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -570,5 +571,6 @@ func storeServer(t testing.TB) *Server {
 	s := &Server{store: bs, log: quietLogger(), rand: rand.Reader}
 	s.keys.St, s.keys.Log = s.store, s.log
 	s.rb.st, s.rb.log = s.store, s.log
+	s.win = window.Store{St: s.store, Src: winSrc{s}, Log: s.log}
 	return s
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/manifests"
+	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -283,7 +284,7 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 	}
 	s.mu.Lock()
 	x.signed, x.signedState = dg, wire.ClosedPublished
-	x.signedPairs = listPoolPairs(&rl)
+	x.signedPairs = window.ListPoolPairs(&rl)
 	s.mu.Unlock()
 	return wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/node/internal/ltkeys"
 	"github.com/riffle-net/riffle/node/internal/strikes"
+	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
 )
@@ -141,7 +142,7 @@ type Server struct {
 	// would serve before it takes the Prepare (onServerWindowReq).
 	checked struct {
 		number uint64
-		refs   []walkRef
+		refs   []window.Ref
 	}
 	// rb is what round blames left here (roundblame_after.go).
 	rb        roundBlameState
@@ -159,6 +160,8 @@ type Server struct {
 	// amnesia: this server lost its records and signs nothing for now
 	// (amnesia.go).
 	amnesia amnesiaState
+	// win keeps and serves the window's items (internal/window).
+	win window.Store
 	// catch is the catch-up (internal/catchup).
 	catch catchup.Catchup
 
@@ -260,6 +263,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	s.cert.certs, s.cert.top, s.cert.poke = certs, top, make(chan struct{}, 1)
 	s.catch.Init(catchEnv{s}, st, log, &s.cfg.Timing)
+	s.win = window.Store{St: st, Src: winSrc{s}, Log: log}
 	s.rb.st, s.rb.log = st, log
 	s.ref.dir, s.ref.log = cfg.DataDir, log
 	s.closingSigned.recs, s.closingSigned.loaded = closingRecs, true

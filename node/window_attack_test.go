@@ -19,6 +19,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/node/transport/memnet"
 )
@@ -547,7 +548,7 @@ func TestWindowItemsZero(t *testing.T) {
 	s := storeServer(t)
 	for _, number := range []uint64{0, 1} {
 		done := make(chan []wire.WindowItem, 1)
-		go func() { done <- s.windowItems(number) }()
+		go func() { done <- s.win.Served(number) }()
 		select {
 		case items := <-done:
 			if len(items) != 0 {
@@ -595,7 +596,7 @@ func wouldServeQuestion(asked, member *Server, params wire.Params) (wire.Prepare
 		return wire.Prepare{}, false
 	}
 	d := &wire.Descriptor{Number: n, Previous: *prev, Gap: gap}
-	refs := pinnedRefs(walkWindow(d, member.windowItems(n)))
+	refs := window.PinnedRefs(walkWindow(d, member.win.Served(n)))
 	if len(refs) == 0 {
 		return wire.Prepare{}, false
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -265,7 +266,7 @@ func TestWindowAsksPreviousChain(t *testing.T) {
 		prev := &wire.Descriptor{Number: 4, Params: testParams(4).Wire(), Group: []wire.GroupEntry{hostEntry(hosts[1]), hostEntry(hosts[2])}}
 		d := &wire.Descriptor{Number: 5, Params: testParams(4).Wire(), Group: []wire.GroupEntry{hostEntry(hosts[0]), hostEntry(hosts[1])},
 			Previous: wire.Cert{Kind: wire.CertFinal, Number: 4, Epoch: epochID(prev)}}
-		reply := (&wire.Window{Items: []wire.WindowItem{{Number: 4, Epoch: epochID(prev), Group: groupBytes(prev)}}}).Marshal()
+		reply := (&wire.Window{Items: []wire.WindowItem{{Number: 4, Epoch: epochID(prev), Group: window.GroupBytes(prev)}}}).Marshal()
 		var mu sync.Mutex
 		asked := map[int][]byte{}
 		var g gate
@@ -326,7 +327,7 @@ func TestWindowFetchNotStalled(t *testing.T) {
 		prev := &wire.Descriptor{Number: 4, Params: testParams(4).Wire(), Group: []wire.GroupEntry{hostEntry(hosts[0]), hostEntry(hosts[1])}}
 		d := &wire.Descriptor{Number: 5, Params: testParams(4).Wire(), Group: []wire.GroupEntry{hostEntry(hosts[0]), hostEntry(hosts[1])},
 			Previous: wire.Cert{Kind: wire.CertFinal, Number: 4, Epoch: epochID(prev)}}
-		reply := (&wire.Window{Items: []wire.WindowItem{{Number: 4, Epoch: epochID(prev), Group: groupBytes(prev)}}}).Marshal()
+		reply := (&wire.Window{Items: []wire.WindowItem{{Number: 4, Epoch: epochID(prev), Group: window.GroupBytes(prev)}}}).Marshal()
 		var stalled atomic.Bool
 		var g gate
 		for i, h := range hosts[:2] {

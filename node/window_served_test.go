@@ -13,6 +13,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/window"
 )
 
 // windowChain is a made-up run of epochs 1..top for the window's unit
@@ -55,7 +56,7 @@ func newWindowChain(t *testing.T, top uint64, kinds map[uint64]uint8) *windowCha
 // item is epoch n's descriptor without clients, as a window item.
 func (wc *windowChain) item(n uint64) wire.WindowItem {
 	d := wc.descs[n]
-	return wire.WindowItem{Number: n, Epoch: epochID(d), Group: groupBytes(d)}
+	return wire.WindowItem{Number: n, Epoch: epochID(d), Group: window.GroupBytes(d)}
 }
 
 // record is a closing record of epoch n signed by its whole chain, with
@@ -129,14 +130,14 @@ func TestWindowServedAsWalked(t *testing.T) {
 		leader = append(leader, wc.item(n))
 	}
 	p := &wire.Prepare{Number: K + 1, Previous: abort}
-	got := append(a.heldItems(K+1), leader...)
+	got := append(a.win.Held(K+1), leader...)
 	walk, err := a.checkWindow(p, got, "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.keepWalk(K+1, walk)
+	a.win.KeepWalk(K+1, walk)
 	for _, number := range []uint64{K + 1, K + 2} {
-		served := a.windowItems(number)
+		served := a.win.Served(number)
 		if !slices.Contains(itemNumbers(served), K) || !slices.Contains(itemNumbers(served), K-1) {
 			t.Errorf("the window of %d served by a member that keeps K's timeout: epochs %v, want %d and %d among them", number, itemNumbers(served), K, K-1)
 		}
@@ -144,7 +145,7 @@ func TestWindowServedAsWalked(t *testing.T) {
 	// A client's walk from K+1's descriptor over what A serves alone
 	// reaches as far as the member's did.
 	d := &wire.Descriptor{Number: K + 1, Previous: abort}
-	if w := walkWindow(d, a.windowItems(K+1)); len(w.Items) != len(walk) {
+	if w := walkWindow(d, a.win.Served(K+1)); len(w.Items) != len(walk) {
 		t.Errorf("a walk over what A serves reached %v, A's own walk %d epochs", itemNumbers(w.Items), len(walk))
 	}
 }
@@ -171,24 +172,24 @@ func TestWindowServedByRecord(t *testing.T) {
 	}
 	own := wc.item(E)
 	own.Closing, own.Pool = recY, poolY
-	s.keepWindow([]wire.WindowItem{own})
+	s.win.Keep([]wire.WindowItem{own})
 	pinned := wc.item(E)
 	pinned.Closing, pinned.Pool = recX, poolX
 	p := &wire.Prepare{Number: E + 2, Previous: wc.certs[E+1], Window: []wire.WindowRef{{Number: E, Epoch: id, Closing: dgX}}}
 	// The walk goes on below the pin to the budgets' depth.
-	got := append(s.heldItems(E+2), wc.item(E+1), pinned, wc.item(E-1), wc.item(E-2), wc.item(E-3))
+	got := append(s.win.Held(E+2), wc.item(E+1), pinned, wc.item(E-1), wc.item(E-2), wc.item(E-3))
 	walk, err := s.checkWindow(p, got, "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.keepWalk(E+2, walk)
+	s.win.KeepWalk(E+2, walk)
 	d := &wire.Descriptor{Number: E + 2, Previous: wc.certs[E+1], Window: p.Window}
-	if w, ok := resolveWindow(d, s.windowItems(E+2)); !ok {
+	if w, ok := resolveWindow(d, s.win.Served(E+2)); !ok {
 		t.Errorf("the window of %d over what the member serves lacks %d pinned epochs", E+2, w.Missing)
 	}
 	// Where nothing pins a record, the epoch's own item stays Y with Y's
 	// pool.
-	if it := s.servedItem(walkRef{Number: E, Epoch: id}, E+2); !bytes.Equal(it.Closing, recY) || !bytes.Equal(it.Pool, poolY) {
+	if it := s.win.ServedItem(window.Ref{Number: E, Epoch: id}, E+2); !bytes.Equal(it.Closing, recY) || !bytes.Equal(it.Pool, poolY) {
 		t.Error("the epoch's own item is not this server's record with its pool")
 	}
 }
