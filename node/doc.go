@@ -44,7 +44,7 @@
 //     evidence log (refusalState, refusals.go and chargelog.go), the
 //     culprit servers (roundBlameState.servers, roundblame_after.go), who
 //     may serve (whoState, eligible.go) and the reply slots (indexSlots,
-//     windowSlots, pollGate).
+//     windowSlots, and the long polls' gate, internal/polls).
 //   - checks.go: the check of a batch's client signatures (§5.1, §5.2);
 //     the view of an epoch and the checks both sides run on it are
 //     internal/proto's checks.go.
@@ -78,7 +78,9 @@
 //     roster servers.
 //   - asker.go: who asks, checked before costly work; caps by protocol
 //     and by sender.
-//   - polls.go: bounds on client long polls.
+//   - polls.go: who is a client of this server, for the bounds on its
+//     long polls (package internal/polls: per peer, outsiders, in all;
+//     its own lock, network-free tests).
 //   - censor.go: request lists that omit a requested id held here.
 //   - round.go: a server's state of one round (sround) and its window.
 //   - intake.go: client protocol: registration and submissions (round intake).

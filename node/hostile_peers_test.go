@@ -487,13 +487,12 @@ func TestOutsiderCapOnStream(t *testing.T) {
 // WaitList from a peer that registered no slot in the epoch here is
 // refused at once (it held a stream to the epoch's end); an outsider's
 // WaitOpen waits at most Tunables.OutsiderPoll (it waited 10 minutes); an outsider
-// has at most outsiderPollsPerPeer polls in flight and all outsiders at
-// most maxOutsiderPolls, while a registered client is still admitted.
+// has at most polls.OutsiderPerPeer polls in flight and all outsiders at
+// most polls.MaxOutsiders, while a registered client is still admitted.
 func TestClientPolls(t *testing.T) {
 	s := beaconServer(t)
 	victim := newPeerID(t)
 	e := fixtureEpoch(t, s, victim)
-	defer func(n int) { maxOutsiderPolls = n }(maxOutsiderPolls)
 	waitList := (&wire.EpochRef{Epoch: e.v.ID, Round: 7}).Marshal()
 	waitOpen := (&wire.EpochRef{}).Marshal()
 	poll := func(ctx context.Context, from peer.ID, typ wire.Type, body []byte) (time.Duration, error) {
@@ -519,7 +518,7 @@ func TestClientPolls(t *testing.T) {
 		t.Fatalf("an outsider's WaitOpen: %v after %v, want an end after %v", err, d, s.cfg.Timing.OutsiderPoll)
 	}
 	// Counts: polls held open until hold ends.
-	s.cfg.Timing.OutsiderPoll, maxOutsiderPolls = time.Minute, 3
+	s.cfg.Timing.OutsiderPoll, s.polls.Outsiders = time.Minute, 3
 	hold, release := context.WithCancel(ctx)
 	started := make(chan struct{}, 8)
 	held := func(from peer.ID) {
@@ -529,9 +528,7 @@ func TestClientPolls(t *testing.T) {
 		<-started
 		deadline := time.Now().Add(5 * time.Second)
 		for time.Now().Before(deadline) {
-			s.polls.mu.Lock()
-			total := s.polls.total
-			s.polls.mu.Unlock()
+			total, _ := s.polls.Counts()
 			if total >= n {
 				return
 			}

@@ -24,9 +24,8 @@ func (s *Server) onStateReq(ctx context.Context, from peer.ID) (wire.Type, []byt
 		return 0, nil, err
 	}
 	st := wire.State{Live: uint32(len(s.roster.live()) + 1), SinceEnd: wire.NoEnd}
-	s.polls.mu.Lock()
-	st.Waiting = uint32(s.polls.waitOpen)
-	s.polls.mu.Unlock()
+	_, waiting := s.polls.Counts()
+	st.Waiting = uint32(waiting)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st.MinServers, st.MinClients = uint32(s.cfg.MinServers), uint32(s.cfg.MinClients)
