@@ -192,8 +192,8 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 	// and was left out (TestWouldServeAskedAgain).
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.WouldServeTimeout/2)
 	defer cancel()
-	if !s.windowLacks(&p) {
-		if _, err := s.holdWindow(wctx, "", &p, false); err != nil {
+	if !s.win.Lacks(&p) {
+		if _, err := s.win.Hold(wctx, "", &p, false); err != nil {
 			return 0, nil, err
 		}
 		return wire.TypeAck, ack, nil
@@ -228,7 +228,7 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 			}
 		}
 	}
-	if _, err := s.holdWindow(wctx, src, &p, false); err != nil {
+	if _, err := s.win.Hold(wctx, src, &p, false); err != nil {
 		return 0, nil, err
 	}
 	if src != "" {

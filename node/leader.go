@@ -142,7 +142,7 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 		return wire.Descriptor{}, [32]byte{}, err
 	}
 	gap = s.hookLeaderGap(number, gap)
-	win := s.hookLeaderWindow(number, s.chooseWindow(ctx, chain, number, prev, gap))
+	win := s.hookLeaderWindow(number, s.win.Choose(ctx, chain, number, prev, gap))
 	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.cfg.Params.Wire(), Chain: chainIDs(chain), Previous: prev, Window: win, Gap: gap}
 	// The servers this chain leaves out for their refusal budget are out
 	// at every server only if every server has the aborts that count

@@ -138,13 +138,6 @@ type Server struct {
 	// to it; also on disk.
 	strikes strikes.Table
 	turn    turnState // the leader rotation (rotate.go)
-	// checked is the walk of the last Prepare whose window was checked
-	// here (takeWindow), for the servers a member asks whether they
-	// would serve before it takes the Prepare (onServerWindowReq).
-	checked struct {
-		number uint64
-		refs   []window.Ref
-	}
 	// rb is what round blames left here (roundblame_after.go).
 	rb        roundBlameState
 	keys      ltkeys.Keys // long-term client keys (internal/ltkeys)

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -110,7 +109,7 @@ func (s *Server) onWindowReq(ctx context.Context, from peer.ID, body []byte) (wi
 }
 
 // onServerWindowReq answers, over the epoch protocol, a server of the
-// group that asks for the window before an epoch number (askWindow): a
+// group that asks for the window before an epoch number (winSrc.Ask): a
 // member of N's chain that lacks a part of the window N's Prepare pins,
 // N's leader choosing it, or a server asked whether it would serve. It
 // takes none of the clients' slots, so peers with no role that hold those
@@ -128,21 +127,7 @@ func (s *Server) onServerWindowReq(ctx context.Context, from peer.ID, body []byt
 	if err := s.enterServer(ctx, &s.windowSlots.servers, from); err != nil {
 		return 0, nil, err
 	}
-	w := wire.Window{Items: s.win.Served(q.Number)}
-	// A Prepare checked here but not yet taken: the servers asked
-	// whether they would serve take its window from here. At most a
-	// walk more, an item a number each.
-	s.mu.Lock()
-	var refs []window.Ref
-	if s.checked.number == q.Number {
-		refs = s.checked.refs
-	}
-	s.mu.Unlock()
-	for _, r := range refs {
-		if !slices.ContainsFunc(w.Items, func(it wire.WindowItem) bool { return it.Epoch == r.Epoch && window.SameRecord(it.Closing, r.Digest) }) {
-			w.Items = append(w.Items, s.win.ServedItem(r, q.Number))
-		}
-	}
+	w := wire.Window{Items: s.win.ServedToServers(q.Number)}
 	return wire.TypeWindow, w.Marshal(), nil
 }
 
@@ -192,10 +177,11 @@ func (s *Server) certPeer(p peer.ID) bool {
 // pinned, while the window has room for it or pins an older epoch, is
 // refused: it is the leader's signed choice, public in the Prepare.
 
-// askWindow asks the peers other than this server, servers of the group,
-// for the window before number over the epoch protocol (onServerWindowReq),
+// Ask asks the peers other than this server, servers of the group, for
+// the window before number over the epoch protocol (onServerWindowReq),
 // at once, and returns what those that answered gave.
-func (s *Server) askWindow(ctx context.Context, peers []peer.ID, number uint64) []wire.WindowItem {
+func (w winSrc) Ask(ctx context.Context, peers []peer.ID, number uint64) []wire.WindowItem {
+	s := w.s
 	req := (&wire.WindowReq{Number: number}).Marshal()
 	var (
 		mu  sync.Mutex
@@ -246,6 +232,7 @@ type winSrc struct{ s *Server }
 
 func (w winSrc) CertOf(n uint64) (*wire.Cert, bool) { return w.s.cert.certOf(n) }
 func (w winSrc) Lack() bool                         { return w.s.hookLackWindow() }
+func (w winSrc) Unpinned() bool                     { return w.s.hookUnpinnedWindow() }
 
 // Group returns the descriptor without clients of an epoch still in
 // memory here (an aborted setup, or one whose record has not come).

@@ -645,7 +645,7 @@ func TestWouldServeAskedAgain(t *testing.T) {
 		for try := 0; try < 10; try++ {
 			q := awaitQuestion(t, asked, member, params)
 			lack.Store(true)
-			lacked := asked.windowLacks(&q)
+			lacked := asked.win.Lacks(&q)
 			_, _, err1 := asked.onWouldServe(ctx, member.ID(), q.Marshal())
 			_, _, err2 := asked.onWouldServe(ctx, member.ID(), q.Marshal())
 			lack.Store(false)

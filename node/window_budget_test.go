@@ -139,10 +139,10 @@ func TestBudgetFixedDepth(t *testing.T) {
 	// which it then serves.
 	var member Server
 	prep := &wire.Prepare{Number: budgetN, Previous: br.d.Previous, Window: br.d.Window}
-	if _, err := member.checkWindow(prep, atPin, "", false); err == nil {
+	if _, err := member.win.Check(prep, atPin, "", false); err == nil {
 		t.Error("a member holding the walk only to the oldest pin takes the Prepare")
 	}
-	if _, err := member.checkWindow(prep, deep, "", false); err != nil {
+	if _, err := member.win.Check(prep, deep, "", false); err != nil {
 		t.Errorf("a member holding the walk to the depth refuses the Prepare: %v", err)
 	}
 	why := BudgetDrops(a.Budget, br.v.Chain, budgetN)

@@ -131,7 +131,7 @@ func TestWindowServedAsWalked(t *testing.T) {
 	}
 	p := &wire.Prepare{Number: K + 1, Previous: abort}
 	got := append(a.win.Held(K+1), leader...)
-	walk, err := a.checkWindow(p, got, "", true)
+	walk, err := a.win.Check(p, got, "", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestWindowServedByRecord(t *testing.T) {
 	p := &wire.Prepare{Number: E + 2, Previous: wc.certs[E+1], Window: []wire.WindowRef{{Number: E, Epoch: id, Closing: dgX}}}
 	// The walk goes on below the pin to the budgets' depth.
 	got := append(s.win.Held(E+2), wc.item(E+1), pinned, wc.item(E-1), wc.item(E-2), wc.item(E-3))
-	walk, err := s.checkWindow(p, got, "", true)
+	walk, err := s.win.Check(p, got, "", true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,16 +4,21 @@
 // the record it carries, the walk a server checked for a number's
 // Prepare, and the window it serves from them; with the pure rules of a
 // Prepare's pinned window and its gap of certificates past a timeout
-// (prepare.go). Store does no I/O but its store's and takes no lock: the
-// store has its own. Package node pins, checks and fetches windows
-// (window.go, window_prepare.go).
+// (prepare.go), the leader's choice and a member's check of a pinned
+// window (pin.go). Store does no I/O but its store's and its server's
+// (Source.Ask), and has its own leaf lock. Package node serves and asks
+// for windows and checks a Prepare's gap (window.go, window_prepare.go).
 package window
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"log/slog"
 	"slices"
+	"sync"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
@@ -35,13 +40,27 @@ type Source interface {
 	Group(epoch [32]byte) []byte
 	// Lack reports whether to serve descriptors only (a test's hook).
 	Lack() bool
+	// Unpinned reports whether windows go unpinned (a test's hook).
+	Unpinned() bool
+	// Ask asks the peers other than this server, servers of the group,
+	// for the window before number, and returns what they gave.
+	Ask(ctx context.Context, peers []peer.ID, number uint64) []wire.WindowItem
 }
 
-// Store keeps and serves a server's window items.
+// Store keeps and serves a server's window items; mu is a leaf lock.
 type Store struct {
 	St  Backing
 	Src Source
 	Log *slog.Logger
+
+	mu sync.Mutex
+	// checked is the walk of the last Prepare whose window was checked
+	// here (Check with keep), for the servers a member asks whether they
+	// would serve before it takes the Prepare (ServedToServers).
+	checked struct {
+		number uint64
+		refs   []Ref
+	}
 }
 
 // ListPoolPairs returns a list's (position, id) pairs.

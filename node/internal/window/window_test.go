@@ -2,9 +2,12 @@ package window
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"testing"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
@@ -35,6 +38,10 @@ type certSrc struct {
 func (c certSrc) CertOf(n uint64) (*wire.Cert, bool) { x, ok := c.certs[n]; return x, ok }
 func (c certSrc) Group([32]byte) []byte              { return nil }
 func (c certSrc) Lack() bool                         { return c.lack }
+func (c certSrc) Unpinned() bool                     { return false }
+func (c certSrc) Ask(context.Context, []peer.ID, uint64) []wire.WindowItem {
+	return nil
+}
 
 func newStore(n uint64) (*Store, *certSrc) {
 	src := &certSrc{certs: map[uint64]*wire.Cert{}}
@@ -107,5 +114,29 @@ func TestPinnedRecordServed(t *testing.T) {
 	src.lack = true
 	if it := ws.ServedItem(Ref{Number: 1, Epoch: id}, 2); it.Closing != nil {
 		t.Fatal("withheld window: a record served")
+	}
+}
+
+// TestServedToServersAddsCheckedWalk: a server of the group asking for
+// the window of a number whose Prepare was checked here but not yet
+// taken also gets the checked walk's pinned record, which the window
+// served to clients (the certificates' own items) lacks.
+func TestServedToServersAddsCheckedWalk(t *testing.T) {
+	ws, _ := newStore(3)
+	id := [32]byte{3}
+	b := (&wire.Closing{Epoch: id, Pairs: 2}).Marshal()
+	ws.Keep([]wire.WindowItem{{Number: 3, Epoch: id, Group: []byte{3}, Closing: b}})
+	dgB := Refs([]wire.WindowItem{{Closing: b}})[0].Digest
+	ws.Put(ItemKey(id, [32]byte{}), wire.WindowItem{Number: 3, Epoch: id, Group: []byte{3}})
+	ws.checked.number, ws.checked.refs = 4, []Ref{{Number: 3, Epoch: id, Digest: dgB}}
+	if got := ws.Served(4); len(got) != 3 {
+		t.Fatalf("served clients %d items, want 3", len(got))
+	}
+	got := ws.ServedToServers(4)
+	if len(got) != 4 || !bytes.Equal(got[3].Closing, b) {
+		t.Fatalf("served servers %v, want the three and the checked walk's record", numbers(got))
+	}
+	if got := ws.ServedToServers(5); len(got) != 3 {
+		t.Fatalf("another number: %d items, want 3", len(got))
 	}
 }
