@@ -15,110 +15,43 @@ import (
 // when a round's parts are due here, what this server signs it lacked,
 // and how a claimant gathers the chain's attestations.
 
-// absenceDue is when each part of round q is due here (nil while q is
-// not open here): the round opens by the group's schedule, or by S_0's
-// signed part of it, never by a later server's root (openAt); S_0's part
-// is due a round limit (its wait for the onions) and a hop after that,
-// and each later part a hop
-// after the part before it came here (partCame), or after that part's
-// own due if it never came; after its batch came here, or after the
-// body's due (bodyDue), if its server said it lacks that batch (lack.go). A hop is a
-// server's whole wait for its input (lackWindow) and its processing. When S_0's part opened q here, it came
-// at the opening (roots.go): its successor's part is due a hop after the
-// opening. Call with s.mu held.
-func (e *sepoch) absenceDue(q uint32) []time.Time {
-	open, ok := e.openAt[q]
-	if !ok {
-		return nil
-	}
-	v := e.final
-	limit := time.Duration(v.Desc.Params.RoundLimitMs) * time.Millisecond
-	hop := lackWindow(e)
-	due := make([]time.Time, len(v.Chain))
-	due[0] = open.Add(limit + hop)
-	x := e.rounds[q]
-	for j := 1; j < len(due); j++ {
-		base := due[j-1]
-		if at, ok := e.partCame(q, j-1); ok {
-			base = at
-		}
-		// Server j said it lacks part j−1 (a relay note, lack.go): its
-		// own part counts from when the batch came here, which it asks
-		// this server for, or from when this server gave up on getting
-		// it (and attests part j−1 missing first).
-		if n := x.noteOf(j - 1); n != nil {
-			at := e.bodyDue(q, j-1, n)
-			if !n.bodyAt.IsZero() {
-				at = n.bodyAt
-			}
-			if at.After(base) {
-				base = at
-			}
-		}
-		due[j] = base.Add(hop)
-	}
-	return due
+// dues is the epoch's group constants of the dues (blame.Dues).
+func (e *sepoch) dues() blame.Dues {
+	return blame.Dues{Limit: time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond}
 }
 
-// noteOf is x's relay note of position j's batch, nil if none (or no x).
-func (x *sround) noteOf(j int) *relayNote {
-	if x == nil {
-		return nil
+// times is what this server saw of round q, in time, for the dues
+// (blame.Round): the opening, when each part came here (its own: when it
+// passed the round on) and the relay notes taken here. Call with s.mu
+// held.
+func (e *sepoch) times(q uint32) *blame.Round {
+	m := len(e.final.Chain)
+	r := &blame.Round{Open: e.openAt[q], Self: e.pos, Parts: make([]time.Time, m)}
+	for j := 0; j < m-1; j++ {
+		r.Parts[j] = e.rootAt[rootKey{q, uint16(j + 1)}]
 	}
-	return x.notes[j]
+	if at, ok := e.sentAt[q]; ok && e.pos >= 0 && e.pos < m {
+		r.Parts[e.pos] = at
+	}
+	if x := e.rounds[q]; x != nil && len(x.notes) > 0 {
+		r.Notes = make([]blame.Note, m)
+		for j, n := range x.notes {
+			if j >= 0 && j < m {
+				r.Notes[j] = blame.Note{At: n.at, BodyAt: n.bodyAt}
+			}
+		}
+	}
+	return r
 }
 
-// partCame is when position j's part of round q (its signed root) came
-// here, as far as dues go (partFrom); one that came before the round
-// opened here, its input's part not here, counts as come at the latest
-// S_0 could mix the round (a round limit after the opening). This
-// server's own part has none: its successor's is due from its own due.
-// Call with s.mu held.
+// absenceDue is when each part of round q is due here (blame.Dues.Due;
+// nil while q is not open here). Call with s.mu held.
+func (e *sepoch) absenceDue(q uint32) []time.Time { return e.dues().Due(e.times(q)) }
+
+// partCame is when position j's part of round q came here, as far as dues
+// go (blame.Dues.Came). Call with s.mu held.
 func (e *sepoch) partCame(q uint32, j int) (time.Time, bool) {
-	open, isOpen := e.openAt[q]
-	if j == e.pos || !isOpen {
-		return time.Time{}, false
-	}
-	return e.came(q, j, open)
-}
-
-// came is partCame with this server's own part taken as come when it
-// passed the round on (sentAt), the floor of its successor's.
-func (e *sepoch) came(q uint32, j int, open time.Time) (time.Time, bool) {
-	at, ok := e.partFrom(q, j, open)
-	if ok && at.Before(open) {
-		at = open.Add(time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond)
-	}
-	return at, ok
-}
-
-// partFrom is when position j passed round q on, as far as this server
-// can tell: its root's arrival here (its own part: when it sent it), but
-// never before the part it is made of came here (no honest server passes
-// on a round before its input), so that a signer that sends its root to
-// one server before the others, or before the round opens there, cannot
-// start that server's dues apart from theirs (TestEarlyRootFramesReceiver:
-// the receiver counted an early root a round limit after its opening,
-// the others from its arrival, and its note came past theirs). The
-// signer's kept copy counts from here too (noteRefused, bodyDue). open
-// is the round's opening here (zero: not open). Call with s.mu held.
-func (e *sepoch) partFrom(q uint32, j int, open time.Time) (time.Time, bool) {
-	var at time.Time
-	var ok bool
-	if j == e.pos {
-		at, ok = e.sentAt[q]
-	} else {
-		at, ok = e.rootAt[rootKey{q, uint16(j + 1)}]
-	}
-	if !ok {
-		return time.Time{}, false
-	}
-	if j > 0 && !open.IsZero() {
-		if prev, ok := e.came(q, j-1, open); ok && at.Before(prev) {
-			at = prev
-		}
-	}
-	return at, true
+	return e.dues().Came(e.times(q), j)
 }
 
 // roundAttestLocked is this server's signed attestation of what it lacks

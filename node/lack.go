@@ -54,23 +54,14 @@ func delivering(err error) bool {
 }
 
 // lackWindow is how long, from the root's arrival, a server waits for and
-// fetches its input batch before it claims the lack: the hop (fetchGrace)
-// plus one round interval, both taken from the round limit, so that the
-// claim reaches S_0 before S_0 gives up on the round's publication itself
-// (mixLoop waits a round limit for it).
-func lackWindow(e *sepoch) time.Duration {
-	return time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond / 2
-}
+// fetches its input batch before it claims the lack (blame.Dues.Window);
+// fetchGrace how long the batch may still take after its root; keptWindow
+// how long a server keeps a batch it sent.
+func lackWindow(e *sepoch) time.Duration { return e.dues().Window() }
 
-// fetchGrace is how long the batch itself may still take after its root.
-func fetchGrace(e *sepoch) time.Duration { return lackWindow(e) / 4 }
+func fetchGrace(e *sepoch) time.Duration { return e.dues().Fetch() }
 
-// keptWindow is how long a server keeps a batch it sent: past the
-// successor's whole window, which starts later (at the root's arrival),
-// and the noted servers' fetches within it.
-func keptWindow(e *sepoch) time.Duration {
-	return time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond
-}
+func keptWindow(e *sepoch) time.Duration { return e.dues().Kept() }
 
 // keepOut keeps the signed batch b of round r, which this server passes
 // on, for the fetches of its successor and of the servers its successor
@@ -209,28 +200,29 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 			x := e.round(r)
 			return x.batchIn[0] || x.void || e.ended || e.roundBlamed(r)
 		}
-		// The wait counts from the root's arrival, or for a root of a
-		// round not yet open here (a corrupt predecessor's) from the
-		// latest S_0 could mix it (partCame): from the root alone this
-		// server would claim a lack, and be charged for it, before its
-		// input could come.
-		// A part before it that comes meanwhile moves the start
-		// (partCame), so it is read again on every change.
+		// The wait counts from when the input's part came here
+		// (partCame: never before the part before it, and for a root
+		// of a round not yet open here from the latest S_0 could mix
+		// it): from the root alone this server would claim a lack, and
+		// be charged for it, before its input could come. A part
+		// before it that comes meanwhile moves the start, so it is
+		// read again on every change.
 		for s.ctx.Err() == nil {
-			s.mu.Lock()
-			start, ok := e.partCame(r, e.pos-1)
-			st := settled()
-			s.mu.Unlock()
-			if st || (ok && !time.Now().Before(start)) {
+			var start time.Time
+			var st bool
+			_ = s.waitFor(s.ctx, func() bool {
+				var ok bool
+				start, ok = e.partCame(r, e.pos-1)
+				st = settled()
+				return ok || st
+			})
+			if st || !time.Now().Before(start) {
 				break
 			}
-			ctx, cancel := s.ctx, context.CancelFunc(func() {})
-			if ok {
-				ctx, cancel = context.WithDeadline(s.ctx, start)
-			}
+			ctx, cancel := context.WithDeadline(s.ctx, start)
 			_ = s.waitFor(ctx, func() bool {
-				at, ok2 := e.partCame(r, e.pos-1)
-				return settled() || ok2 != ok || !at.Equal(start)
+				at, ok := e.partCame(r, e.pos-1)
+				return settled() || !ok || !at.Equal(start)
 			})
 			cancel()
 		}
@@ -463,28 +455,11 @@ func (s *Server) onLack(from peer.ID, body []byte) (wire.Type, []byte, error) {
 			ctx, cancel := context.WithTimeout(s.ctx, bodyWait(e))
 			_ = s.waitFor(ctx, func() bool { return e.ended || e.round(q.Round).void })
 			cancel()
-			// A claim is evidence only once the claimant's own part is
-			// due: before, no server but this one had a part missing to
-			// attest, and a claimant that made it early and then passed
-			// the round on in time had the void, backed by nobody,
-			// charged to this server (TestEarlyLackFramesNoOne). So the
-			// void waits for that due here, and bodyWait more for the
-			// other servers' dues, which count from when the parts came
-			// there; a round passed on meanwhile is not voided.
+			// Not before the claim is evidence everywhere
+			// (blame.Dues.VoidAfter); a round passed on meanwhile is
+			// not voided.
 			s.mu.Lock()
-			var until time.Time
-			if due := e.absenceDue(q.Round); int(q.S) < len(due) {
-				until = due[q.S].Add(bodyWait(e))
-			}
-			// Nor before the latest a noted server's body is due,
-			// for a note taken there (noteLast, bodyDue), as this
-			// server saw the batch's root: before it, a server whose
-			// fetch was still running would back neither part.
-			if came, ok := e.partCame(q.Round, int(q.S)-1); ok {
-				if last := came.Add(noteLast(e) + lackWindow(e) - 2*fetchGrace(e) + bodyWait(e)); last.After(until) {
-					until = last
-				}
-			}
+			until := e.dues().VoidAfter(e.times(q.Round), int(q.S))
 			s.mu.Unlock()
 			if d := time.Until(until); d > 0 {
 				ctx, cancel := context.WithTimeout(s.ctx, d)

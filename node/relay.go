@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/blame"
 )
 
 // The noted server's side of a relayed batch (docs/protocol.md §5.2 v3,
@@ -45,62 +46,26 @@ const notesHeld = mixDepth
 const batchServes = pubServes
 
 // bodyWait is how long a noted server may take to get the batch from its
-// signer before it counts the batch missing (attest.go), at the least:
-// S_0's wait on a lack claim (onLack). A note's own body has two of them
-// (bodyDue).
-func bodyWait(e *sepoch) time.Duration { return fetchGrace(e) }
-
-// noteLast is how long after the batch's root came here (partCame) an
-// honest receiver's first note may come: the root may reach the receiver
-// a forward later (forwardRoot, a fetch after the root came at the
-// forwarder), the receiver notes a fetch after its root, and a fetch is
-// the slack for the forward's and the note's delays and the note's stream
-// set-up (half a fetch, a 140 ms link charged an honest receiver:
-// TestRootWithheldSlowLink). A
-// receiver whose round opened after its root came there counts the root
-// as come a round limit later (partCame) and notes past this and past the
-// signer's copy alike (noteRefused). A later note is refused: its claim
-// of the lack is its own (attest.go). Taken, a note that late left the
-// signer a fetch for the m − 2 copies its receiver's notes ask of it at
-// once, and a thin signer was charged (TestLateNoteFramesThinSigner).
-func noteLast(e *sepoch) time.Duration { return 3 * fetchGrace(e) }
+// signer before it counts the batch missing (blame.Dues.BodyWait).
+func bodyWait(e *sepoch) time.Duration { return e.dues().BodyWait() }
 
 // bodyDue is when round q's batch j, noted by its receiver (n), counts as
-// missing here if it has not come: a fetch (fetchGrace) before the
-// receiver's lack window closes, that window counted from the batch's
-// root here (partCame) or, if later, from a fetch before the note (an
-// honest receiver notes a fetch after its window opens). A copy that came
-// by then the receiver, asking every holder in turn, could still take
-// within its window, so the void is its own if it claims; the signer has
-// at least two fetches after any note taken (noteLast) for the copies its
-// receiver's notes ask of it (m − 2 at once). With a fetch after the
-// note, a receiver that noted every server made a signer whose link
-// carries a copy in more than a fetch charged (TestThinSignerNotFramed,
-// TestLateNoteFramesThinSigner). Not past the signer's kept copy less a
-// fetch, counted from the root's arrival (noteRefused). Call with s.mu
+// missing here if it has not come (blame.Dues.BodyDue). Call with s.mu
 // held.
 func (e *sepoch) bodyDue(q uint32, j int, n *relayNote) time.Time {
-	start := n.at.Add(-fetchGrace(e))
-	if came, ok := e.partCame(q, j); ok && came.After(start) {
-		start = came
-	}
-	due := start.Add(lackWindow(e) - fetchGrace(e))
-	from, _ := e.partFrom(q, j, e.openAt[q])
-	if kept := from.Add(keptWindow(e) - fetchGrace(e)); kept.Before(due) {
-		due = kept
-	}
-	return due
+	return e.dues().BodyDue(e.times(q), j, n.times())
 }
 
-// relayEnd is when the fetch for a note (n) of round q's batch j ends
-// here: a fetch after the body's due, when the receiver's lack window
-// closes as bodyDue counts it; a copy got later is of no use to it, which
-// has claimed the lack or passed the round on. A fetch held open by its
-// signer up to keptWindow held a note of notesHeld that long. Call with
-// s.mu held.
+// relayEnd is when the fetch for a note (n) of round q's batch j ends here
+// (blame.Dues.RelayEnd): a copy got later is of no use to the receiver,
+// which has claimed the lack or passed the round on, and a fetch held
+// open by its signer no longer holds a note of notesHeld. Call with s.mu
+// held.
 func (e *sepoch) relayEnd(q uint32, j int, n *relayNote) time.Time {
-	return e.bodyDue(q, j, n).Add(fetchGrace(e))
+	return e.dues().RelayEnd(e.times(q), j, n.times())
 }
+
+func (n *relayNote) times() blame.Note { return blame.Note{At: n.at, BodyAt: n.bodyAt} }
 
 func (x *sround) dropRelays() {
 	x.kept, x.notes, x.keptServed = nil, nil, nil
@@ -166,31 +131,15 @@ func (e *sepoch) dropNoted(q uint32, j int) {
 }
 
 // noteRefused says why a relay note of round q's batch j is not taken
-// here, nil if it is (noteLocked). The note must come by noteLast after
-// the root (partCame), when an honest receiver's has come
-// (TestLateNoteFramesThinSigner), and while the signer still keeps its
-// copy with two fetches to spare for the body (bodyDue): within
-// keptWindow less three fetches of the root's arrival here, not of when
-// the dues count it come (partCame), which for a root that came before
-// the round opened here is a round limit after the opening, past the
-// copy: the noted server then found no copy and counted the honest
-// signer's batch missing (TestNoteWithinKeptCopy). Call with s.mu held.
+// here, nil if it is (noteLocked): its timing (blame.Dues.NoteLate), a
+// receiver that passed the round on already, and notesHeld. Call with
+// s.mu held.
 func (e *sepoch) noteRefused(q uint32, j int) error {
-	if _, open := e.openAt[q]; !open {
-		return fmt.Errorf("node: round %d is not open here", q)
-	}
-	came, ok := e.partCame(q, j)
-	if !ok {
-		return fmt.Errorf("node: no root of batch %d of round %d here", j+1, q)
+	if err := e.dues().NoteLate(e.times(q), j, time.Now()); err != nil {
+		return fmt.Errorf("node: round %d: %w", q, err)
 	}
 	if e.passedOn(q, j) {
 		return fmt.Errorf("node: server %d passed round %d on", j+1, q)
-	}
-	if time.Since(came) > noteLast(e) {
-		return fmt.Errorf("node: batch %d of round %d asked later than its receiver's first note comes", j+1, q)
-	}
-	if from, _ := e.partFrom(q, j, e.openAt[q]); time.Since(from) > keptWindow(e)-3*fetchGrace(e) {
-		return fmt.Errorf("node: batch %d of round %d asked past its signer's kept copy", j+1, q)
 	}
 	if k := e.notesRunning(j); k >= notesHeld {
 		return fmt.Errorf("node: %d relays of position %d's batch run here", k, j)
@@ -299,25 +248,12 @@ func (e *sepoch) passedOn(q uint32, j int) bool {
 }
 
 // bodyMissing reports, for round q's batch j whose receiver noted it
-// lacks it here, that this server could not get it from its signer
-// either by its due (bodyDue), and since when that counts (then);
-// false without a note, or once the receiver passed the round on. A copy
-// that came later is still relayed, but counts as missing: the receiver
-// may have had to claim the lack before it could get it, and the signer
-// must not make that claim the receiver's by a late answer. Call with
-// s.mu held.
+// lacks it here, that this server could not get it from its signer by its
+// due, and since when that counts (blame.Dues.BodyMissing); false without
+// a note, or once the receiver passed the round on. Call with s.mu held.
 func (e *sepoch) bodyMissing(q uint32, j int) (time.Time, bool) {
-	x := e.rounds[q]
-	if x == nil {
+	if x := e.rounds[q]; x == nil || x.notes[j] == nil || e.passedOn(q, j) {
 		return time.Time{}, false
 	}
-	n := x.notes[j]
-	if n == nil || e.passedOn(q, j) {
-		return time.Time{}, false
-	}
-	due := e.bodyDue(q, j, n)
-	if !n.bodyAt.IsZero() && !n.bodyAt.After(due) {
-		return time.Time{}, false
-	}
-	return due, true
+	return e.dues().BodyMissing(e.times(q), j)
 }

@@ -133,7 +133,7 @@ func TestStaggeredRootFramesS0(t *testing.T) {
 // past the others' noteLast, while S_0 and S_3 counted S_2's part due
 // from their own root's arrival: honest S_2 was charged everywhere, S_1
 // never. Now every server counts S_1's part as come no sooner than S_0's
-// (partFrom): S_2's notes are taken, nobody gets the batch, and S_1 is
+// (blame.Dues.From): S_2's notes are taken, nobody gets the batch, and S_1 is
 // charged.
 func TestEarlyRootFramesReceiver(t *testing.T) {
 	virtual(t, func(t *testing.T) {

@@ -95,7 +95,7 @@ func (s *Server) announceRoot(e *sepoch, b *wire.Batch) {
 		return // the publication reaches every server anyway
 	}
 	// When this part was passed on: the floor of its successor's
-	// (partFrom), as its root's arrival is elsewhere.
+	// (blame.Dues.From), as its root's arrival is elsewhere.
 	s.mu.Lock()
 	if e.sentAt == nil {
 		e.sentAt = map[uint32]time.Time{}

@@ -7,6 +7,11 @@
 //   - charge.go: the charge of a piece of evidence (a signed abort or void
 //     and the absence attestations gathered with it) and the attestations'
 //     digest.
+//   - due.go: when a round's parts are due at a server, and when a relay
+//     note and the batch it fetches count, from the times it saw and the
+//     round limit: what a server attests it lacked, the one input here
+//     taken from a server's own clock; the charge is then the
+//     attestations' (charge.go).
 //   - log.go: the evidence log's naming, merging and replay into charges.
 //   - round.go: round blame's evidence: Merkle paths of input entries and
 //     the digests of accusations, blame steps and drop steps.

@@ -1,0 +1,237 @@
+package blame
+
+import (
+	"fmt"
+	"time"
+)
+
+// When a round's parts are due at a server, and when a relay note and the
+// batch it fetches count (docs/protocol.md §3, "Charges from evidence",
+// and §5.2, "A batch its receiver lacks is relayed"): functions of the
+// times a server saw (Round) and of the round limit, so that every honest
+// server that saw the same times counts the same dues.
+
+// Dues holds the group constant every due is counted from.
+type Dues struct {
+	Limit time.Duration // the round limit
+}
+
+// Window is a server's wait for its input batch from its root before it
+// claims the lack (the hop and one round interval, both from the round
+// limit: the claim reaches S_0 before S_0 gives the publication up); a
+// hop, for the dues, is one Window.
+func (d Dues) Window() time.Duration { return d.Limit / 2 }
+
+// Fetch is how long the batch itself may take after its root.
+func (d Dues) Fetch() time.Duration { return d.Window() / 4 }
+
+// Kept is how long a server keeps a batch it sent: past its successor's
+// whole window, which starts later, and the noted servers' fetches in it.
+func (d Dues) Kept() time.Duration { return d.Limit }
+
+// BodyWait is how long a noted server may take to get the batch from its
+// signer, at the least: S_0's wait on a lack claim. A note's body has two.
+func (d Dues) BodyWait() time.Duration { return d.Fetch() }
+
+// NoteLast is how long after the batch's part came (Came) an honest
+// receiver's first note may come: the root may reach the receiver a
+// forward later (a fetch after the root came at the forwarder), the
+// receiver notes a fetch after its root, and a fetch is the slack for the
+// forward's and the note's delays and the note's stream set-up (half a
+// fetch, a 140 ms link charged an honest receiver: TestRootWithheldSlowLink,
+// node). A later note is refused: its claim of the lack is its own.
+func (d Dues) NoteLast() time.Duration { return 3 * d.Fetch() }
+
+// Round is what one server saw of one round, in time.
+type Round struct {
+	// Open is when the round opened there (round q − 2 published or
+	// void, the setup verified, or S_0's signed part come, whichever was
+	// first); zero while it is not open.
+	Open time.Time
+	// Self is the server's chain position.
+	Self int
+	// Parts has, by chain position j, when j's signed root first came
+	// there, or for Self when it passed the round on; zero if not.
+	Parts []time.Time
+	// Notes has, by chain position j, the relay note of j's batch that
+	// its receiver asked there (zero At: none).
+	Notes []Note
+}
+
+// Note is a noted server's times of one relay note: when the note came,
+// and when the batch fetched for it from its signer came (zero: not).
+type Note struct{ At, BodyAt time.Time }
+
+func (r *Round) note(j int) (Note, bool) {
+	if j < 0 || j >= len(r.Notes) || r.Notes[j].At.IsZero() {
+		return Note{}, false
+	}
+	return r.Notes[j], true
+}
+
+// From is when position j passed the round on, as far as the server can
+// tell: its root's arrival there (its own part: when it sent it), but
+// never before the part it is made of came there, since no honest server
+// passes a round on before its input: a signer that sends its root to one
+// server early, or before the round opens there, cannot start that
+// server's dues apart from the others' (TestEarlyRootFramesReceiver,
+// node). The signer's kept copy counts from here too.
+func (d Dues) From(r *Round, j int) (time.Time, bool) {
+	if j < 0 || j >= len(r.Parts) || r.Parts[j].IsZero() {
+		return time.Time{}, false
+	}
+	at := r.Parts[j]
+	if j > 0 && !r.Open.IsZero() {
+		if prev, ok := d.came(r, j-1); ok && at.Before(prev) {
+			at = prev
+		}
+	}
+	return at, true
+}
+
+// came is From, with a part that came before the round opened, its input's
+// part not there, counted as come at the latest S_0 could mix the round
+// (a round limit after the opening).
+func (d Dues) came(r *Round, j int) (time.Time, bool) {
+	at, ok := d.From(r, j)
+	if ok && at.Before(r.Open) {
+		at = r.Open.Add(d.Limit)
+	}
+	return at, ok
+}
+
+// Came is when position j's part came, as far as dues go (From, and a part
+// before the opening a round limit after it); never for the server's own
+// part, whose successor's part is due from its own due, nor while the
+// round is not open.
+func (d Dues) Came(r *Round, j int) (time.Time, bool) {
+	if j == r.Self || r.Open.IsZero() {
+		return time.Time{}, false
+	}
+	return d.came(r, j)
+}
+
+// Due is when each part of the round is due (nil while it is not open):
+// S_0's part a round limit (its wait for the onions) and a hop after the
+// opening, each later part a hop after the part before it came (Came), or
+// after that part's due if it never came; after its batch came, or after
+// the body's due (BodyDue), if its server noted that it lacks that batch.
+func (d Dues) Due(r *Round) []time.Time {
+	if r.Open.IsZero() {
+		return nil
+	}
+	hop := d.Window()
+	due := make([]time.Time, len(r.Parts))
+	due[0] = r.Open.Add(d.Limit + hop)
+	for j := 1; j < len(due); j++ {
+		base := due[j-1]
+		if at, ok := d.Came(r, j-1); ok {
+			base = at
+		}
+		// Server j noted that it lacks part j−1: its own part counts
+		// from when the batch came here, which it asks for, or from
+		// when this server gave up on getting it.
+		if n, ok := r.note(j - 1); ok {
+			at := d.BodyDue(r, j-1, n)
+			if !n.BodyAt.IsZero() {
+				at = n.BodyAt
+			}
+			if at.After(base) {
+				base = at
+			}
+		}
+		due[j] = base.Add(hop)
+	}
+	return due
+}
+
+// BodyDue is when batch j, noted by its receiver (n), counts as missing if
+// it has not come: a fetch before the receiver's lack window closes, that
+// window counted from the batch's part (Came) or, if later, from a fetch
+// before the note (an honest receiver notes a fetch after its window
+// opens). A copy that came by then the receiver, asking every holder in
+// turn, could still take within its window; the signer has at least two
+// fetches after any note taken (NoteLast) for the copies its receiver's
+// notes ask of it (TestThinSignerNotFramed, node). Not past the signer's
+// kept copy less a fetch, counted from From.
+func (d Dues) BodyDue(r *Round, j int, n Note) time.Time {
+	start := n.At.Add(-d.Fetch())
+	if came, ok := d.Came(r, j); ok && came.After(start) {
+		start = came
+	}
+	due := start.Add(d.Window() - d.Fetch())
+	from, _ := d.From(r, j)
+	if kept := from.Add(d.Kept() - d.Fetch()); kept.Before(due) {
+		due = kept
+	}
+	return due
+}
+
+// RelayEnd is when the fetch for a note (n) of batch j ends: a fetch after
+// the body's due, when the receiver's window closes as BodyDue counts it.
+func (d Dues) RelayEnd(r *Round, j int, n Note) time.Time {
+	return d.BodyDue(r, j, n).Add(d.Fetch())
+}
+
+// BodyMissing reports that batch j, noted by its receiver, did not come by
+// its due (BodyDue), and since when that counts; false without a note. A
+// copy that came later counts as missing: the receiver may have had to
+// claim the lack before it could get it, and the signer must not make that
+// claim the receiver's by a late answer.
+func (d Dues) BodyMissing(r *Round, j int) (time.Time, bool) {
+	n, ok := r.note(j)
+	if !ok {
+		return time.Time{}, false
+	}
+	due := d.BodyDue(r, j, n)
+	if !n.BodyAt.IsZero() && !n.BodyAt.After(due) {
+		return time.Time{}, false
+	}
+	return due, true
+}
+
+// NoteLate says why a relay note of batch j coming at now is not taken on
+// its timing, nil if it may be: the round must be open and the batch's
+// part there; the note must come by NoteLast after the part came, when an
+// honest receiver's has come (TestLateNoteFramesThinSigner, node), and
+// while the signer still keeps its copy with two fetches to spare for the
+// body: within Kept less three fetches of From, not of Came, which for a
+// part that came before the opening is a round limit after it, past the
+// copy (TestNoteWithinKeptCopy).
+func (d Dues) NoteLate(r *Round, j int, now time.Time) error {
+	if r.Open.IsZero() {
+		return fmt.Errorf("round not open here")
+	}
+	came, ok := d.Came(r, j)
+	if !ok {
+		return fmt.Errorf("no root of batch %d here", j+1)
+	}
+	if now.Sub(came) > d.NoteLast() {
+		return fmt.Errorf("batch %d asked later than its receiver's first note comes", j+1)
+	}
+	if from, _ := d.From(r, j); now.Sub(from) > d.Kept()-3*d.Fetch() {
+		return fmt.Errorf("batch %d asked past its signer's kept copy", j+1)
+	}
+	return nil
+}
+
+// VoidAfter is the soonest S_0 has a round signed void on the lack claim
+// of position k (its input, batch k − 1, missing): the claim is evidence
+// only once the claimant's own part is due, and the noted servers, whose
+// dues count from when the parts came there, have a body wait more; nor
+// before the latest a noted server's body is due for a note taken there
+// (NoteLast, BodyDue), as this server saw the batch's part, and a body
+// wait more: before it, a server whose fetch still ran would back neither
+// part (TestEarlyLackFramesNoOne, node). Zero if the round is not open.
+func (d Dues) VoidAfter(r *Round, k int) time.Time {
+	var until time.Time
+	if due := d.Due(r); k < len(due) {
+		until = due[k].Add(d.BodyWait())
+	}
+	if came, ok := d.Came(r, k-1); ok {
+		if last := came.Add(d.NoteLast() + d.Window() - 2*d.Fetch() + d.BodyWait()); last.After(until) {
+			until = last
+		}
+	}
+	return until
+}
