@@ -33,7 +33,7 @@ func (s *Server) checkDeparturesLocked(e *sepoch, r uint32) {
 				continue
 			}
 		}
-		if e.handedOver(uint32(i), r+1) {
+		if e.handover.Has(uint32(i), r+1) {
 			continue
 		}
 		p, ok := e.RegFrom[c.RegKey]

@@ -57,6 +57,10 @@
 //   - epoch_handlers.go: the epoch protocol's handlers on every server.
 //   - setup.go: the setup chain of verifiable shuffles (§4.2).
 //   - blame.go, departure.go: share faults at setup, departed clients.
+//   - handover.go: a leaving client's cover onions checked and submitted
+//     in their rounds (§5.4 v3); the queue, bounded a slot, is package
+//     internal/handover's (no I/O, no lock: s.mu guards it; network-free
+//     tests).
 //   - setupblame.go: a signed setup step that does not verify names its
 //     server.
 //   - refusals.go: signed, relayed aborts and the refusal budget of §3.

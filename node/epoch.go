@@ -14,6 +14,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/handover"
 	"github.com/riffle-net/riffle/node/internal/intake"
 	"github.com/riffle-net/riffle/node/internal/manifests"
 	"github.com/riffle-net/riffle/pir"
@@ -204,13 +205,9 @@ type roundsState struct {
 	doubleNamed map[uint32]bool
 	// badNamed: a server's malformed signed batch was named here.
 	badNamed bool
-	// handover holds, by slot and round, the cover onions a leaving
-	// client of this primary handed over for rounds not yet admitted
-	// (handover.go).
-	handover map[uint32]map[uint32]wire.Submit
-	// departed marks the slots whose client handed over and left: their
-	// PIR queries never come, and nobody waits for them.
-	departed map[uint32]bool
+	// handover: the cover onions this primary's leaving clients handed
+	// over, and their slots (internal/handover).
+	handover handover.Queue
 	// named: client slots a blame named here; keyEv: checked long-term
 	// key evidence by slot, waiting for this server's own verdict;
 	// keyDone: slots whose long-term key was excluded here (once).

@@ -3,7 +3,6 @@ package node
 import (
 	"bytes"
 	"fmt"
-	"sort"
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
@@ -45,26 +44,10 @@ func (s *Server) onHandover(body []byte) (wire.Type, []byte, error) {
 			return 0, nil, fmt.Errorf("node: round %d already holds this slot's onion", sub.Round)
 		}
 	}
-	if e.handover == nil {
-		e.handover = map[uint32]map[uint32]wire.Submit{}
+	if err := e.handover.Hold(sub, handoverMax); err != nil {
+		return 0, nil, err
 	}
-	held := e.handover[sub.Slot]
-	if held == nil {
-		held = map[uint32]wire.Submit{}
-		e.handover[sub.Slot] = held
-	}
-	if _, ok := held[sub.Round]; !ok && len(held) >= handoverMax {
-		return 0, nil, fmt.Errorf("node: more than %d onions handed over for one slot", handoverMax)
-	}
-	if e.departed == nil {
-		e.departed = map[uint32]bool{}
-	}
-	e.departed[sub.Slot] = true
 	s.notify() // a round may wait for this slot's queries
-	// A copy: the frame goes back to its pool, and the onion may wait
-	// for its round a while.
-	sub.Onion = bytes.Clone(sub.Onion)
-	held[sub.Round] = sub
 	s.releaseHandoverLocked(e)
 	return wire.TypeAck, ack, nil
 }
@@ -73,51 +56,16 @@ func (s *Server) onHandover(body []byte) (wire.Type, []byte, error) {
 // now admitted, in round order. Called when one comes and whenever a
 // round's list is final (the admitted window moves). Call with s.mu held.
 func (s *Server) releaseHandoverLocked(e *sepoch) {
-	for slot, held := range e.handover {
-		rounds := make([]uint32, 0, len(held))
-		for r := range held {
-			rounds = append(rounds, r)
+	if e.ended {
+		return
+	}
+	due := e.handover.Due(e.pruned, func(r uint32) bool { return e.admit(r) == nil })
+	for _, sub := range due {
+		if e.ended {
+			return
 		}
-		sort.Slice(rounds, func(i, j int) bool { return rounds[i] < rounds[j] })
-		for _, r := range rounds {
-			if e.ended {
-				return
-			}
-			if r < e.pruned {
-				delete(held, r) // its round went by (the epoch ends anyway)
-				continue
-			}
-			if e.admit(r) != nil {
-				break
-			}
-			sub := held[r]
-			delete(held, r)
-			if _, _, err := s.takeSubmitLocked(e, sub, nil, mix.SubmissionDigest(sub.Onion)); err != nil {
-				s.log.Debug("handed-over onion not taken", "round", r, "err", err)
-			}
-		}
-		if len(held) == 0 {
-			delete(e.handover, slot)
+		if _, _, err := s.takeSubmitLocked(e, sub, nil, mix.SubmissionDigest(sub.Onion)); err != nil {
+			s.log.Debug("handed-over onion not taken", "round", sub.Round, "err", err)
 		}
 	}
-}
-
-// queriesDue counts the slots among mine whose PIR queries a round
-// waits for: all but those whose client handed over and left. Call with
-// s.mu held.
-func (e *sepoch) queriesDue(mine []uint32) int {
-	n := 0
-	for _, sl := range mine {
-		if !e.departed[sl] && !e.isDead(sl) {
-			n++
-		}
-	}
-	return n
-}
-
-// handedOver reports whether a handed-over onion waits for (slot, r).
-// Call with s.mu held.
-func (e *sepoch) handedOver(slot, r uint32) bool {
-	_, ok := e.handover[slot][r]
-	return ok
 }

@@ -51,7 +51,7 @@ func (s *Server) recordClients(e *sepoch) {
 		}
 		sl := uint32(i)
 		dry := e.dry[sl]
-		if !dry && next < rounds && !e.departed[sl] && !e.handedOver(sl, next) {
+		if !dry && next < rounds && !e.handover.Departed[sl] && !e.handover.Has(sl, next) {
 			x := e.rounds[next]
 			if x == nil {
 				dry = true

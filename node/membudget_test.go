@@ -102,7 +102,7 @@ func (s *Server) bulkHeld() bulkHeld {
 		}
 	}
 	for _, e := range epochs {
-		for _, subs := range e.handover {
+		for _, subs := range e.handover.Held {
 			for _, sub := range subs {
 				sp.add(sub.Onion)
 			}

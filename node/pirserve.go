@@ -131,7 +131,7 @@ func (s *Server) answerOwn(ctx context.Context, e *sepoch, x *sround, r uint32, 
 	b, k := e.bk()
 	mine := e.clientsOf(e.pos)
 	wctx, wcancel := context.WithTimeout(ctx, time.Duration(v.Desc.Params.RoundLimitMs)*time.Millisecond)
-	_ = s.waitFor(wctx, func() bool { return len(x.pir.Queries) >= e.queriesDue(mine) || e.ended })
+	_ = s.waitFor(wctx, func() bool { return len(x.pir.Queries) >= e.handover.QueriesDue(mine, e.isDead) || e.ended })
 	wcancel()
 	s.mu.Lock()
 	var slots []uint32
