@@ -14,44 +14,22 @@ import (
 	"github.com/riffle-net/riffle/node/blame"
 )
 
-// A duplicate U or P at setup (docs/protocol.md §4.1 v3): the value
-// repeats at two positions of one proven list, and nothing in the lists
-// says which of the two clients copied the other (a malicious S_0 can
-// decrypt an honest client's U_{i,0} and have an accomplice register it).
-// Every server walks BOTH positions back to their slots with the route
-// proofs of §8 step 1, signs an abort naming the value and the two slots,
-// and gives the two clients dupWindow to prove knowledge of the value's
-// discrete log (mix.ProveShare). Then, at every server:
-//
-//   - a client whose proof verifies is honest unless the other proves too
-//     (two clients that know one discrete log act together: both are
-//     culprits);
-//   - a client that answers with a proof that does not verify is a
-//     culprit (an honest client answers only when it holds the value);
-//   - a client silent past the deadline is only left out of the next
-//     epoch, with no strike (a network adversary could have cut it off).
-//
-// The epoch ends when the verdict is in, so that the next epoch's
-// registrations meet it.
+// A duplicate U or P at setup (docs/protocol.md §4.1 v3): every server
+// walks BOTH positions back to their slots with the route proofs of §8
+// step 1, signs an abort naming the value and the two slots, and gives
+// the two clients dupWindow to prove knowledge of the value's discrete
+// log (mix.ProveShare); the verdict's rules are blame.Dup's. The epoch
+// ends when the verdict is in, so that the next epoch's registrations
+// meet it.
 
 // dupWindow is how long the two clients of a duplicate have to prove: what
 // every server gives them, so a protocol rule, not a Tunables field.
 const dupWindow = 3 * time.Second
 
-// dupState is an epoch's duplicate-share abort. Guarded by Server.mu.
-type dupState struct {
-	abort  wire.DupAbort // Sigs: one per chain server, zero until seen
-	value  *group.Element
-	proved map[uint32]bool   // slot → its proof verified
-	failed map[uint32]bool   // slot → it answered with a proof that fails
-	proofs map[uint32][]byte // slot → its DupProof, evidence for the record
-	done   bool              // verdict taken
-}
-
 // dupEpoch is the per-epoch part: the abort, signatures that arrived
 // before this server's own walk reached them, and the routes walked.
 type dupEpoch struct {
-	dup      *dupState
+	dup      *blame.Dup // guarded by Server.mu
 	dupEarly map[int][64]byte
 	dupRoute map[[2]int]dupStep // (server t, output position) → step
 }
@@ -64,7 +42,7 @@ type dupStep struct {
 // dupServer is the server-wide part: peers left out of the next epoch
 // without a strike (docs/protocol.md §4.1).
 type dupServer struct {
-	leftOut map[peer.ID]uint64
+	leftOut blame.LeftOut
 }
 
 // dupRouteAt returns the input position at server t on the walk that
@@ -210,10 +188,10 @@ func (s *Server) dupFault(ctx context.Context, e *sepoch, se *mix.ShareError) {
 	}
 	a.Sigs[e.pos] = sig
 	s.mu.Lock()
-	e.dup = &dupState{abort: a, value: value, proved: map[uint32]bool{}, failed: map[uint32]bool{}}
+	e.dup = blame.NewDup(a, value)
 	for j, sg := range e.dupEarly {
 		if verifyPeerSig(v.Chain[j], d, sg) == nil {
-			e.dup.abort.Sigs[j] = sg
+			e.dup.Abort.Sigs[j] = sg
 		}
 	}
 	e.dupEarly = nil
@@ -237,14 +215,7 @@ func (s *Server) dupFault(ctx context.Context, e *sepoch, se *mix.ShareError) {
 	// server's signature (what a client waits for), or from a first
 	// window's end if a signature never comes.
 	sctx, scancel := context.WithTimeout(ctx, dupWindow)
-	_ = s.waitFor(sctx, func() bool {
-		for _, sg := range e.dup.abort.Sigs {
-			if sg == [64]byte{} {
-				return false
-			}
-		}
-		return true
-	})
+	_ = s.waitFor(sctx, e.dup.Signed)
 	scancel()
 	wctx, cancel := context.WithTimeout(ctx, dupWindow)
 	<-wctx.Done()
@@ -252,47 +223,31 @@ func (s *Server) dupFault(ctx context.Context, e *sepoch, se *mix.ShareError) {
 	s.dupVerdict(e)
 }
 
-// dupVerdict applies the rules to what was proven by the deadline. Every
-// server names the culprits (log, store record, §8 "After a blame"); the
-// primary of a slot, the only one that knows its peer, excludes it (a
-// culprit with a strike, a silent client for the next epoch only). Call
-// without s.mu.
+// dupVerdict applies the rules (blame.Dup.Verdict) to what was proven by
+// the deadline. Every server names the culprits (log, store record, §8
+// "After a blame"); the primary of a slot, the only one that knows its
+// peer, excludes it (a culprit with a strike, a silent client for the
+// next epoch only). Call without s.mu.
 func (s *Server) dupVerdict(e *sepoch) {
 	s.mu.Lock()
-	ds := e.dup
-	ds.done = true
-	a, b := ds.abort.SlotA, ds.abort.SlotB
+	named, silent, evidence := e.dup.Verdict()
 	num := e.final.Desc.Number
-	evidence := [][]byte{ds.abort.Marshal()}
-	var culprits []*culprit
-	for _, p := range [][2]uint32{{a, b}, {b, a}} {
-		slot, other := p[0], p[1]
-		switch {
-		case ds.failed[slot]:
-			culprits = append(culprits, &culprit{server: -1, slot: int(slot), why: "setup: its share repeats another and its proof of knowledge does not verify"})
-		case ds.proved[slot] && ds.proved[other]:
-			culprits = append(culprits, &culprit{server: -1, slot: int(slot), why: "setup: it and another client both know the discrete log of one repeated share"})
-		case !ds.proved[slot]:
-			// Silent: left out of the retry, no strike.
-			c := e.final.Desc.Clients[slot]
-			if from, ok := e.RegFrom[c.RegKey]; ok && int(c.Primary) == e.pos {
-				if s.leftOut == nil {
-					s.leftOut = map[peer.ID]uint64{}
-				}
-				s.leftOut[from] = num + 1
+	for _, slot := range silent {
+		c := e.final.Desc.Clients[slot]
+		if from, ok := e.RegFrom[c.RegKey]; ok && int(c.Primary) == e.pos {
+			if s.leftOut == nil {
+				s.leftOut = blame.LeftOut{}
 			}
-		}
-		if pr, ok := ds.proofs[slot]; ok {
-			evidence = append(evidence, pr)
+			s.leftOut.Leave(from, num+1)
 		}
 	}
 	s.mu.Unlock()
-	for _, c := range culprits {
-		s.name(e, 0, c, evidence)
+	for _, c := range named {
+		s.name(e, 0, &culprit{server: -1, slot: int(c.Slot), why: c.Why}, evidence)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(culprits) > 0 {
+	if len(named) > 0 {
 		s.endQuiet(e, "setup share fault: client excluded")
 		return
 	}
@@ -333,12 +288,12 @@ func (s *Server) onDupAbort(from peer.ID, body []byte) (wire.Type, []byte, error
 		e.dupEarly[j] = a.Sigs[j]
 		return wire.TypeAck, ack, nil
 	}
-	st := e.dup.abort
+	st := e.dup.Abort
 	st.Sigs = nil
 	if err := verifyPeerSig(from, dupDigest(&st), a.Sigs[j]); err != nil {
 		return 0, nil, fmt.Errorf("node: duplicate abort of server %d does not match this server's: %w", j, err)
 	}
-	e.dup.abort.Sigs[j] = a.Sigs[j]
+	e.dup.Abort.Sigs[j] = a.Sigs[j]
 	s.notify()
 	return wire.TypeAck, ack, nil
 }
@@ -362,14 +317,11 @@ func (s *Server) onDupQuery(ctx context.Context, from peer.ID, body []byte) (wir
 		if e.dup == nil {
 			return e.ended || e.setupDone
 		}
-		complete := true
-		for _, sg := range e.dup.abort.Sigs {
-			complete = complete && sg != [64]byte{}
-		}
+		complete := e.dup.Signed()
 		if complete {
-			out = e.dup.abort.Marshal()
+			out = e.dup.Abort.Marshal()
 		}
-		return complete || e.dup.done
+		return complete || e.dup.Done
 	})
 	if err != nil {
 		return 0, nil, err
@@ -390,12 +342,12 @@ func (s *Server) onDupProof(ctx context.Context, from peer.ID, body []byte, from
 	}
 	s.mu.Lock()
 	e := s.epochs[p.Epoch]
-	if e == nil || e.dup == nil || e.dup.done {
+	if e == nil || e.dup == nil || e.dup.Done {
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: no open duplicate-share abort of this epoch")
 	}
 	ds := e.dup
-	if p.Slot != ds.abort.SlotA && p.Slot != ds.abort.SlotB {
+	if !ds.Names(p.Slot) {
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: share proof for a slot the abort does not name")
 	}
@@ -407,28 +359,18 @@ func (s *Server) onDupProof(ctx context.Context, from peer.ID, body []byte, from
 	} else {
 		ok = e.final.Chain[c.Primary] == from
 	}
-	if !ok || ds.proved[p.Slot] || ds.failed[p.Slot] {
+	if !ok || ds.Answered(p.Slot) {
 		s.mu.Unlock()
 		if ok {
 			return wire.TypeAck, ack, nil // one answer a slot
 		}
 		return 0, nil, errors.New("node: share proof from a peer that does not serve the slot")
 	}
-	value, comp := ds.value, int(ds.abort.Comp)
+	value, comp := ds.Value, int(ds.Abort.Comp)
 	s.mu.Unlock()
 	verr := mix.VerifyShare(mix.EpochID(p.Epoch), p.Slot, comp, value, p.Proof[:])
 	s.mu.Lock()
-	if !ds.done && !ds.proved[p.Slot] && !ds.failed[p.Slot] {
-		if verr == nil {
-			ds.proved[p.Slot] = true
-		} else {
-			ds.failed[p.Slot] = true
-		}
-		if ds.proofs == nil {
-			ds.proofs = map[uint32][]byte{}
-		}
-		ds.proofs[p.Slot] = append([]byte(nil), body...)
-	}
+	ds.Answer(p.Slot, verr == nil, body)
 	chain := e.final.Chain
 	s.mu.Unlock()
 	if fromClient {
@@ -448,8 +390,5 @@ func (s *Server) onDupProof(ctx context.Context, from peer.ID, body []byte, from
 // dupAdmit refuses a peer left out of this epoch after a duplicate it did
 // not answer. Call with s.mu held.
 func (s *Server) dupAdmit(e *sepoch, from peer.ID) error {
-	if until, ok := s.leftOut[from]; ok && e.v.Desc.Number <= until {
-		return errors.New("node: this client is left out of this epoch (it did not answer for a repeated share)")
-	}
-	return nil
+	return s.leftOut.Admit(from, e.v.Desc.Number)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/blame"
 )
 
 // dupFixture is the hostile fixture's "mid" epoch (this server S_1, chain
@@ -58,7 +59,7 @@ func newDupFixture(t *testing.T) *dupFixture {
 	e.RegFrom = map[[32]byte]peer.ID{e.final.Desc.Clients[1].RegKey: f.client.id}
 	ab := f.abort
 	ab.Sigs = [][64]byte{{}, f.sigS, {}}
-	e.dup = &dupState{abort: ab, value: f.value, proved: map[uint32]bool{}, failed: map[uint32]bool{}}
+	e.dup = blame.NewDup(ab, f.value)
 	f.s.mu.Unlock()
 	return f
 }
@@ -98,8 +99,8 @@ func TestDupProofSenders(t *testing.T) {
 				t.Errorf("%s: accepted", name)
 			}
 		}
-		if len(ds.proved)+len(ds.failed) != 0 {
-			t.Fatalf("a refused proof was recorded: %v %v", ds.proved, ds.failed)
+		if ds.Answers() != 0 {
+			t.Fatalf("a refused proof was recorded: %d answers", ds.Answers())
 		}
 		// The copier's proof, relayed by b (slot 2's primary), fails.
 		if err := handlerErr(s.onDupProof(ctx, f.b.id, f.proof(t, f.copier, 2), false)); err != nil {
@@ -108,12 +109,12 @@ func TestDupProofSenders(t *testing.T) {
 		if err := handlerErr(s.onDupProof(ctx, f.client.id, good, true)); err != nil {
 			t.Fatal(err)
 		}
-		if !ds.proved[1] || ds.failed[1] || ds.proved[2] || !ds.failed[2] {
-			t.Fatalf("proved %v failed %v", ds.proved, ds.failed)
+		if !ds.Proved(1) || ds.Failed(1) || ds.Proved(2) || !ds.Failed(2) {
+			t.Fatalf("proved %v %v failed %v %v", ds.Proved(1), ds.Proved(2), ds.Failed(1), ds.Failed(2))
 		}
 		// A second answer changes nothing.
-		if err := handlerErr(s.onDupProof(ctx, f.b.id, f.proof(t, f.holder, 2), false)); err != nil || ds.proved[2] {
-			t.Fatalf("second answer: %v, proved %v", err, ds.proved)
+		if err := handlerErr(s.onDupProof(ctx, f.b.id, f.proof(t, f.holder, 2), false)); err != nil || ds.Proved(2) {
+			t.Fatalf("second answer: %v, proved %v", err, ds.Proved(2))
 		}
 	})
 }
@@ -149,7 +150,7 @@ func TestDupAbortSignatures(t *testing.T) {
 		if err := handlerErr(s.onDupAbort(f.a.id, msg(0, f.sigA, 2))); err != nil {
 			t.Fatal(err)
 		}
-		if f.mid.dup.abort.Sigs[0] != f.sigA {
+		if f.mid.dup.Abort.Sigs[0] != f.sigA {
 			t.Error("a's signature not kept")
 		}
 	})
@@ -173,10 +174,10 @@ func TestDupVerdictRules(t *testing.T) {
 		} {
 			f := newDupFixture(t)
 			for _, s := range c.proved {
-				f.mid.dup.proved[s] = true
+				f.mid.dup.Answer(s, true, nil)
 			}
 			for _, s := range c.failed {
-				f.mid.dup.failed[s] = true
+				f.mid.dup.Answer(s, false, nil)
 			}
 			f.s.dupVerdict(f.mid)
 			_, banned := f.s.strikes.Banned[f.client.id]

@@ -16,6 +16,9 @@
 //   - round.go: round blame's evidence: Merkle paths of input entries and
 //     the digests of accusations, blame steps and drop steps.
 //   - setup.go: where the walk back of a share fault starts.
+//   - dup.go: a duplicate share at setup (§4.1): the abort's signatures
+//     and the two clients' answers, the verdict on them, and the peers
+//     left out of the next epoch without a strike.
 //   - exclude.go: how long a struck client (peer, address or long-term
 //     key) is refused.
 //
