@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -106,7 +107,12 @@ func lanConfig(s *Server) transport.LANConfig {
 
 // sayHello exchanges hellos with p.
 func (s *Server) sayHello(ctx context.Context, p peer.ID) error {
-	rep, err := call(ctx, s.h, p, request{Proto: ProtoRoster, Type: wire.TypeHello, Body: s.hello().Marshal(), Timeout: shortTimeout / 2})
+	return s.sendHello(ctx, p, s.hello().Marshal())
+}
+
+// sendHello exchanges hellos with p, sending body (a hello of s).
+func (s *Server) sendHello(ctx context.Context, p peer.ID, body []byte) error {
+	rep, err := call(ctx, s.h, p, request{Proto: ProtoRoster, Type: wire.TypeHello, Body: body, Timeout: shortTimeout / 2})
 	if err != nil {
 		return err
 	}
@@ -141,12 +147,17 @@ func (s *Server) rosterLoop(ctx context.Context, boot []peer.AddrInfo) {
 		}
 		s.who.prune()
 		s.roster.Targets(targets)
+		// One hello for every target: they all leave now, and a roster
+		// that peers flooded with ids that never answer made a hello
+		// each (and its log line) most of a swarm seed's CPU.
+		body := s.hello().Marshal()
+		debug := s.log.Enabled(ctx, slog.LevelDebug)
 		var wg sync.WaitGroup
 		for id := range targets {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := s.sayHello(ctx, id); err != nil {
+				if err := s.sendHello(ctx, id, body); err != nil && debug {
 					s.log.Debug("hello failed", "peer", id.ShortString(), "err", err)
 				}
 			}()
