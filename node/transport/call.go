@@ -115,7 +115,7 @@ func Call(ctx context.Context, h Host, p peer.ID, r Request) ([]byte, error) {
 	defer cancel()
 	s, err := h.NewStream(ctx, p, r.Proto)
 	if err != nil {
-		return nil, fmt.Errorf("open %s to %s: %w", r.Proto, p.ShortString(), err)
+		return nil, &callErr{"open ", r.Proto, p, "", err}
 	}
 	dl, _ := ctx.Deadline()
 	_ = s.SetDeadline(dl)
@@ -135,23 +135,40 @@ func Call(ctx context.Context, h Host, p peer.ID, r Request) ([]byte, error) {
 	}
 	if err != nil {
 		s.Reset()
-		return nil, fmt.Errorf("%s to %s: %w", r.Proto, p.ShortString(), err)
+		return nil, &callErr{"", r.Proto, p, "", err}
 	}
 	if err := s.CloseWrite(); err != nil {
 		s.Reset()
-		return nil, fmt.Errorf("%s to %s: close write: %w", r.Proto, p.ShortString(), err)
+		return nil, &callErr{"", r.Proto, p, ": close write", err}
 	}
 	br := getReader(s)
 	rep, err := wire.ReadFrameInto(br, want, max, r.Bufs)
 	putReader(br)
 	if err != nil {
 		s.Reset()
-		return nil, fmt.Errorf("%s to %s: %w", r.Proto, p.ShortString(), err)
+		return nil, &callErr{"", r.Proto, p, "", err}
 	}
 	hookRecv(h, want, rep)
 	s.Close()
 	return rep, nil
 }
+
+// callErr is "[open ]<proto> to <peer>[: close write]: <err>", formatted
+// only when read: most failed calls' errors are dropped, and a peer id's
+// base58 cost more than a failed in-memory dial.
+type callErr struct {
+	pre   string
+	proto protocol.ID
+	p     peer.ID
+	post  string
+	err   error
+}
+
+func (e *callErr) Error() string {
+	return fmt.Sprintf("%s%s to %s%s: %v", e.pre, e.proto, e.p.ShortString(), e.post, e.err)
+}
+
+func (e *callErr) Unwrap() error { return e.err }
 
 // HandlerFunc answers one request; it returns the reply type and body.
 type HandlerFunc func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error)

@@ -159,17 +159,17 @@ func (h *Host) dial(ctx context.Context, p peer.ID) (*conn, error) {
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("memnet: dial %s: %w", p.ShortString(), ctx.Err())
+			return nil, &peerErr{"dial", p, nil, ctx.Err()}
 		case <-t.C:
-			return nil, fmt.Errorf("memnet: dial %s: %w", p.ShortString(), ErrDialTimeout)
+			return nil, &peerErr{"dial", p, nil, ErrDialTimeout}
 		}
 	}
 	if err := sleep(ctx, 2*l.Latency); err != nil {
-		return nil, fmt.Errorf("memnet: dial %s: %w", p.ShortString(), err)
+		return nil, &peerErr{"dial", p, nil, err}
 	}
 	r := h.net.resolve(p, addrs)
 	if r == nil {
-		return nil, fmt.Errorf("memnet: dial %s at %v: %w", p.ShortString(), addrs, transport.ErrNoRoute)
+		return nil, &peerErr{"dial", p, addrs, transport.ErrNoRoute}
 	}
 	// Lock order: lower id first, so that two dials across cannot
 	// deadlock.
@@ -182,7 +182,7 @@ func (h *Host) dial(ctx context.Context, p peer.ID) (*conn, error) {
 	defer a.mu.Unlock()
 	defer b.mu.Unlock()
 	if h.closed || r.closed {
-		return nil, fmt.Errorf("memnet: dial %s: %w", p.ShortString(), ErrHostDown)
+		return nil, &peerErr{"dial", p, nil, ErrHostDown}
 	}
 	if c := h.conns[p]; c != nil {
 		return c, nil
@@ -205,14 +205,14 @@ func (h *Host) NewStream(ctx context.Context, p peer.ID, proto protocol.ID) (tra
 	closed := r.closed
 	r.mu.Unlock()
 	if closed {
-		return nil, fmt.Errorf("memnet: stream to %s: %w", p.ShortString(), ErrHostDown)
+		return nil, &peerErr{"stream to", p, nil, ErrHostDown}
 	}
 	if fn == nil {
-		return nil, fmt.Errorf("memnet: %s at %s: %w", proto, p.ShortString(), ErrNoProto)
+		return nil, &peerErr{string(proto) + " at", p, nil, ErrNoProto}
 	}
 	out, in := c.newStreams(h, proto)
 	if out == nil {
-		return nil, fmt.Errorf("memnet: stream to %s: %w", p.ShortString(), ErrReset)
+		return nil, &peerErr{"stream to", p, nil, ErrReset}
 	}
 	l, _ := h.net.link(h.id, p)
 	if h.net.lossDraw(l.Loss) {
@@ -303,3 +303,22 @@ func (c *conn) close() {
 		}
 	}
 }
+
+// peerErr is "memnet: <what> <peer>[ at <addrs>]: <err>", formatted only
+// when read: a peer id's base58 cost more than the failed dial itself
+// where a roster held hundreds of ids that never answer.
+type peerErr struct {
+	what string
+	p    peer.ID
+	at   []ma.Multiaddr
+	err  error
+}
+
+func (e *peerErr) Error() string {
+	if e.at != nil {
+		return fmt.Sprintf("memnet: %s %s at %v: %v", e.what, e.p.ShortString(), e.at, e.err)
+	}
+	return fmt.Sprintf("memnet: %s %s: %v", e.what, e.p.ShortString(), e.err)
+}
+
+func (e *peerErr) Unwrap() error { return e.err }
