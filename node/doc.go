@@ -57,8 +57,10 @@
 //   - epoch_handlers.go: the epoch protocol's handlers on every server.
 //   - setup.go: the setup chain of verifiable shuffles (§4.2).
 //   - blame.go, departure.go: share faults at setup, departed clients;
-//     dupwalk.go: a duplicate share's walk, abort and answers (§4.1),
-//     the verdict blame's (dup.go).
+//     dupwalk.go: a duplicate share's abort and answers (§4.1), the
+//     verdict blame's (dup.go), the walk of its two positions back to
+//     their slots package internal/dupwalk's (its own lock,
+//     network-free tests).
 //   - handover.go: a leaving client's cover onions checked and submitted
 //     in their rounds (§5.4 v3); the queue, bounded a slot, is package
 //     internal/handover's (no I/O, no lock: s.mu guards it; network-free

@@ -12,6 +12,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/dupwalk"
 )
 
 // A duplicate U or P at setup (docs/protocol.md §4.1 v3): every server
@@ -31,12 +32,7 @@ const dupWindow = 3 * time.Second
 type dupEpoch struct {
 	dup      *blame.Dup // guarded by Server.mu
 	dupEarly map[int][64]byte
-	dupRoute map[[2]int]dupStep // (server t, output position) → step
-}
-
-type dupStep struct {
-	in    int
-	proof []byte
+	dupWalk  *dupwalk.Walk // the routes walked (internal/dupwalk)
 }
 
 // dupServer is the server-wide part: peers left out of the next epoch
@@ -45,109 +41,87 @@ type dupServer struct {
 	leftOut blame.LeftOut
 }
 
-// dupRouteAt returns the input position at server t on the walk that
-// starts from output out0 of server t0 (t ≤ t0), establishing and
-// checking every step from t0 down first (§8 v2: strictly sequential).
-func (s *Server) dupRouteAt(ctx context.Context, e *sepoch, t, t0, out0 int) (int, error) {
-	out := out0
-	if t < t0 {
-		var err error
-		if out, err = s.dupRouteAt(ctx, e, t+1, t0, out0); err != nil {
-			return 0, err
-		}
+// dupWalkOf returns e's walk, made at its first use.
+func dupWalkOf(s *Server, e *sepoch) *dupwalk.Walk {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.dupWalk == nil {
+		e.dupWalk = &dupwalk.Walk{Pos: e.pos, P: dupProver{s, e}}
 	}
-	st, err := s.dupStepAt(ctx, e, t, out)
-	return st.in, err
+	return e.dupWalk
 }
 
-// dupStepAt is server t's route from its output out, proven by t (this
-// server's own from its step secret) and checked against the published
-// setup step; remembered, so that each route is proven once.
-func (s *Server) dupStepAt(ctx context.Context, e *sepoch, t, out int) (dupStep, error) {
-	key := [2]int{t, out}
+// dupProver is what e's walk asks of the server.
+type dupProver struct {
+	s *Server
+	e *sepoch
+}
+
+// Own proves this server's route from its output out with its step
+// secret.
+func (p dupProver) Own(out int) (dupwalk.Step, error) {
+	s, e := p.s, p.e
 	s.mu.Lock()
-	st, ok := e.dupRoute[key]
 	sec := e.sec
 	s.mu.Unlock()
-	if ok {
-		return st, nil
+	if sec == nil {
+		return dupwalk.Step{}, errors.New("node: step secret gone before the walk")
 	}
+	v, t := e.final, e.pos
+	in, proof, err := sec.ProveRoute(mix.EpochID(v.ID), v.ServerKeys, e.stepInputs[t], e.steps[t], out, s.rand)
+	if err != nil {
+		return dupwalk.Step{}, fmt.Errorf("node: route proof of server %d at output %d: %w", t, out, err)
+	}
+	return dupwalk.Step{In: in, Proof: proof}, nil
+}
+
+// Ask asks server t for its route from output out.
+func (p dupProver) Ask(ctx context.Context, t, out int) (dupwalk.Step, error) {
+	s, v := p.s, p.e.final
+	req := wire.Route{Epoch: v.ID, S: uint16(t), Out: uint32(out)}
+	// Server t may not have verified the step that shows the fault
+	// yet (it refuses a walk it has not seen): ask again for a while.
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.DupRouteWait)
+	defer cancel()
+	var rep []byte
+	var err error
+	for {
+		rep, err = call(rctx, s.h, v.Chain[t], request{Proto: ProtoEpoch, Type: wire.TypeRoute, Body: req.Marshal(), Timeout: shortTimeout})
+		if err == nil || rctx.Err() != nil {
+			break
+		}
+		select {
+		case <-rctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if err != nil {
+		return dupwalk.Step{}, fmt.Errorf("node: route of server %d: %w", t, err)
+	}
+	var rt wire.Route
+	if err := rt.Unmarshal(rep); err != nil || rt.Epoch != v.ID || int(rt.S) != t || int(rt.Out) != out {
+		return dupwalk.Step{}, fmt.Errorf("node: route reply of server %d malformed: %v", t, err)
+	}
+	return dupwalk.Step{In: int(rt.In), Proof: rt.Proof}, nil
+}
+
+// Verify checks server t's route against its published setup step.
+func (p dupProver) Verify(t, out int, st dupwalk.Step) error {
+	e := p.e
 	v := e.final
-	id := mix.EpochID(v.ID)
-	if t == e.pos {
-		if sec == nil {
-			return st, errors.New("node: step secret gone before the walk")
-		}
-		in, proof, err := sec.ProveRoute(id, v.ServerKeys, e.stepInputs[t], e.steps[t], out, s.rand)
-		if err != nil {
-			return st, fmt.Errorf("node: route proof of server %d at output %d: %w", t, out, err)
-		}
-		st = dupStep{in, proof}
-	} else {
-		req := wire.Route{Epoch: v.ID, S: uint16(t), Out: uint32(out)}
-		// Server t may not have verified the step that shows the fault
-		// yet (it refuses a walk it has not seen): ask again for a while.
-		rctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.DupRouteWait)
-		defer cancel()
-		var rep []byte
-		var err error
-		for {
-			rep, err = call(rctx, s.h, v.Chain[t], request{Proto: ProtoEpoch, Type: wire.TypeRoute, Body: req.Marshal(), Timeout: shortTimeout})
-			if err == nil || rctx.Err() != nil {
-				break
-			}
-			select {
-			case <-rctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-		if err != nil {
-			return st, fmt.Errorf("node: route of server %d: %w", t, err)
-		}
-		var rt wire.Route
-		if err := rt.Unmarshal(rep); err != nil || rt.Epoch != v.ID || int(rt.S) != t || int(rt.Out) != out {
-			return st, fmt.Errorf("node: route reply of server %d malformed: %v", t, err)
-		}
-		st = dupStep{int(rt.In), rt.Proof}
-	}
-	if err := mix.VerifyRoute(id, t, v.ServerKeys, e.stepInputs[t], e.steps[t], out, st.in, st.proof); err != nil {
-		return st, fmt.Errorf("node: route of server %d from output %d does not verify (server %d is the culprit): %w", t, out, t, err)
-	}
-	s.mu.Lock()
-	if e.dupRoute == nil {
-		e.dupRoute = map[[2]int]dupStep{}
-	}
-	e.dupRoute[key] = st
-	s.mu.Unlock()
-	return st, nil
+	return mix.VerifyRoute(mix.EpochID(v.ID), t, v.ServerKeys, e.stepInputs[t], e.steps[t], out, st.In, st.Proof)
 }
 
 // onDupRoute answers a route request of a duplicate's walk: only for an
 // output that one of the two walks reaches at this server.
 func (s *Server) onDupRoute(ctx context.Context, e *sepoch, se *mix.ShareError, req wire.Route) (wire.Type, []byte, error) {
 	t0 := blame.DupWalkStart(se, len(e.final.Chain))
-	if e.pos > t0 {
-		return 0, nil, errors.New("node: this server is not on the walk")
+	st, err := dupWalkOf(s, e).Serve(ctx, t0, [2]int{se.Duplicate, se.Position}, int(req.Out))
+	if err != nil {
+		return 0, nil, err
 	}
-	for _, start := range []int{se.Duplicate, se.Position} {
-		out := start
-		if e.pos < t0 {
-			var err error
-			if out, err = s.dupRouteAt(ctx, e, e.pos+1, t0, start); err != nil {
-				return 0, nil, err
-			}
-		}
-		if out != int(req.Out) {
-			continue
-		}
-		st, err := s.dupStepAt(ctx, e, e.pos, out)
-		if err != nil {
-			return 0, nil, err
-		}
-		req.In, req.Proof = uint32(st.in), st.proof
-		return wire.TypeRoute, req.Marshal(), nil
-	}
-	return 0, nil, fmt.Errorf("node: route asked for output %d, which neither walk reaches here", req.Out)
+	req.In, req.Proof = uint32(st.In), st.Proof
+	return wire.TypeRoute, req.Marshal(), nil
 }
 
 // dupFault settles a duplicate U or P (se.Duplicate ≥ 0) found at setup.
@@ -160,7 +134,7 @@ func (s *Server) dupFault(ctx context.Context, e *sepoch, se *mix.ShareError) {
 		slots[i] = p
 		if t0 >= 0 {
 			var err error
-			if slots[i], err = s.dupRouteAt(ctx, e, 0, t0, p); err != nil {
+			if slots[i], err = dupWalkOf(s, e).RouteAt(ctx, 0, t0, p); err != nil {
 				s.log.Warn("setup duplicate share: walk failed", "err", err)
 				s.mu.Lock()
 				s.end(e, "setup duplicate share; walk failed")
