@@ -418,31 +418,12 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := rl.Unmarshal(body, limitsFor(e.v.Desc.Params, len(e.v.Chain))); err != nil {
 		return 0, nil, err
 	}
-	// (v3) every primary's order, signed by it as a whole, and every
-	// registration of the list in its primary's order: checked before
-	// the costly proofs (internal/selection).
-	if _, err := selection.CheckOrders(rl.Orders, id, e.v.Chain, rl.Regs, rl.Rest); err != nil {
+	// (v3) every primary's order, signed by it as a whole, every
+	// registration of the list in its primary's order and signed by it
+	// (§8): checked before the costly proofs (internal/selection).
+	regs, prims, err := selection.CheckList(&rl, id, e.v.Chain, func(f *wire.Forwarded) error { return checkForwardSigned(e, f) })
+	if err != nil {
 		return 0, nil, err
-	}
-	// Each registration carries its primary's signature (§8), checked
-	// before the costly proofs: a leader cannot pass off a registration
-	// as a primary's.
-	regs := make([]wire.Register, len(rl.Regs))
-	prims := make([]uint16, len(rl.Regs))
-	for i := range rl.Regs {
-		f := &rl.Regs[i]
-		if err := checkForwardSigned(e, f); err != nil {
-			return 0, nil, fmt.Errorf("node: slot %d: %w", i, err)
-		}
-		regs[i], prims[i] = f.Reg, f.Primary
-	}
-	// (v3) the unselected ones too: the selection is recomputed from
-	// them (internal/selection); their proofs are not checked, as none of them
-	// takes a slot.
-	for i := range rl.Rest {
-		if err := checkForwardSigned(e, &rl.Rest[i]); err != nil {
-			return 0, nil, fmt.Errorf("node: unselected registration %d: %w", i, err)
-		}
 	}
 	// Every server verifies every registration (§4.1) before it signs.
 	parsed, bad, err := verifyRegs(e.v, regs, s.rand)
@@ -461,14 +442,8 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 		}()
 		return 0, nil, fmt.Errorf("node: %d of %d registrations do not verify, first at slot %d, signed by primary %d", len(bad), len(rl.Regs), bad[0], f.Primary)
 	}
-	// §4.1: no key twice, registration or X25519, in any two slots.
-	seen := map[[32]byte]bool{}
-	for i := range regs {
-		rk, xk := regs[i].RegKey, regs[i].XKey
-		if seen[rk] || seen[xk] || rk == xk {
-			return 0, nil, fmt.Errorf("node: slot %d repeats a registration or x25519 key", i)
-		}
-		seen[rk], seen[xk] = true, true
+	if err := selection.Distinct(regs); err != nil {
+		return 0, nil, err
 	}
 	if err := mix.CheckDistinct(parsed); err != nil {
 		return 0, nil, fmt.Errorf("node: registrations: %w", err)

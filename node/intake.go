@@ -3,7 +3,6 @@ package node
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/intake"
 )
 
@@ -254,21 +252,9 @@ func (s *Server) checkSubmission(body []byte, what string) (wire.Submit, *sepoch
 	if err != nil {
 		return sub, nil, [32]byte{}, err
 	}
-	b, k := e.bk()
-	m, n := len(e.final.Chain), e.n()
-	if int(sub.Slot) >= n || int(e.final.Desc.Clients[sub.Slot].Primary) != e.pos {
-		return sub, nil, [32]byte{}, errors.New("node: slot not served by this primary")
-	}
-	if sub.Round >= e.final.Desc.Params.Rounds {
-		return sub, nil, [32]byte{}, fmt.Errorf("node: round %d beyond the epoch's %d", sub.Round, e.final.Desc.Params.Rounds)
-	}
-	if len(sub.Onion) != mix.OnionSize(b, k, m) {
-		return sub, nil, [32]byte{}, fmt.Errorf("node: onion of %d bytes, want %d", len(sub.Onion), mix.OnionSize(b, k, m))
-	}
-	regKey := ed25519.PublicKey(e.final.Desc.Clients[sub.Slot].RegKey[:])
-	digest := mix.SubmissionDigest(sub.Onion)
-	if err := mix.VerifySubmissionDigest(regKey, mix.EpochID(sub.Epoch), uint64(sub.Round), sub.Slot, digest, sub.Sig[:]); err != nil {
-		return sub, nil, [32]byte{}, fmt.Errorf("node: %s: %w", what, err)
+	digest, err := intake.CheckSubmission(&sub, e.final.Desc, e.pos, len(e.final.Chain), what)
+	if err != nil {
+		return sub, nil, [32]byte{}, err
 	}
 	return sub, e, digest, nil
 }
@@ -346,18 +332,9 @@ func (s *Server) takeSubs(from peer.ID, body []byte, batch *wire.SubmitBatch) er
 	if e.pos != 0 {
 		return errors.New("node: submissions sent to a server that is not S_0")
 	}
-	b, k := e.bk()
-	size := mix.OnionSize(b, k, len(e.final.Chain))
-	digests := make([][32]byte, len(batch.Subs))
-	for i, sub := range batch.Subs {
-		c := e.final.Desc.Clients
-		if int(sub.Slot) >= len(c) || e.final.Chain[c[sub.Slot].Primary] != from || sub.Round != batch.Round || len(sub.Onion) != size {
-			return fmt.Errorf("node: submission for slot %d not from its primary", sub.Slot)
-		}
-		digests[i] = mix.SubmissionDigest(sub.Onion)
-		if err := mix.VerifySubmissionDigest(ed25519.PublicKey(c[sub.Slot].RegKey[:]), mix.EpochID(sub.Epoch), uint64(sub.Round), sub.Slot, digests[i], sub.Sig[:]); err != nil {
-			return fmt.Errorf("node: submission of slot %d: %w", sub.Slot, err)
-		}
+	digests, err := intake.CheckBatch(batch, e.final.Desc, e.final.Chain, from)
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

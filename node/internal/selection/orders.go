@@ -1,11 +1,12 @@
 // Package selection is the client selection of docs/protocol.md §3 (v3)
 // that every chain server recomputes: each primary's signed order of the
-// registrations it took (orders.go), and the selection over the leader's
-// list, which carries the chosen registrations in slot order, every
-// primary's order and, in Rest, every registration of those orders it
-// did not choose (selection.go). Pure functions of signed public data: no
-// I/O, no lock, network-free tests. Package node's leader (leader.go)
-// makes the list and its epoch handlers check it.
+// registrations it took and the list's checks before any registration's
+// proofs (orders.go), and the selection over the leader's list, which
+// carries the chosen registrations in slot order, every primary's order
+// and, in Rest, every registration of those orders it did not choose
+// (selection.go). Pure functions of signed public data: no I/O, no lock,
+// network-free tests. Package node's leader (leader.go) makes the list
+// and its epoch handlers check it.
 package selection
 
 import (
@@ -120,4 +121,46 @@ func OrderOfReply(rl *wire.RegList, id [32]byte, p int, chain []peer.ID) (wire.O
 		}
 	}
 	return o, nil
+}
+
+// CheckList checks the leader's registration list before any
+// registration's proofs: every primary's order (CheckOrders), and each
+// registration, chosen or not, signed by its primary (signed: a leader
+// cannot pass off a registration as a primary's, §8). It returns the
+// chosen registrations and their primaries in slot order.
+func CheckList(rl *wire.RegList, id [32]byte, chain []peer.ID, signed func(*wire.Forwarded) error) ([]wire.Register, []uint16, error) {
+	if _, err := CheckOrders(rl.Orders, id, chain, rl.Regs, rl.Rest); err != nil {
+		return nil, nil, err
+	}
+	regs := make([]wire.Register, len(rl.Regs))
+	prims := make([]uint16, len(rl.Regs))
+	for i := range rl.Regs {
+		f := &rl.Regs[i]
+		if err := signed(f); err != nil {
+			return nil, nil, fmt.Errorf("node: slot %d: %w", i, err)
+		}
+		regs[i], prims[i] = f.Reg, f.Primary
+	}
+	// The unselected ones too: the selection is recomputed from them;
+	// their proofs are not checked, as none of them takes a slot.
+	for i := range rl.Rest {
+		if err := signed(&rl.Rest[i]); err != nil {
+			return nil, nil, fmt.Errorf("node: unselected registration %d: %w", i, err)
+		}
+	}
+	return regs, prims, nil
+}
+
+// Distinct checks §4.1's rule on the chosen registrations: no key twice,
+// registration or X25519, in any two slots.
+func Distinct(regs []wire.Register) error {
+	seen := map[[32]byte]bool{}
+	for i := range regs {
+		rk, xk := regs[i].RegKey, regs[i].XKey
+		if seen[rk] || seen[xk] || rk == xk {
+			return fmt.Errorf("node: slot %d repeats a registration or x25519 key", i)
+		}
+		seen[rk], seen[xk] = true, true
+	}
+	return nil
 }
