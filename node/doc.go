@@ -118,15 +118,15 @@
 //     state and one event returning their effects; the drivers above do the I/O.
 //   - closing.go: the closing record of an epoch, signed by every chain
 //     server and logged in the index log (§5.2, §7 v3).
-//   - window.go: each epoch's decoy pool and the window's requests
-//     (§6.3 v3); window_prepare.go: a member's check of a Prepare's gap
+//   - window.go: the lists an epoch's decoy pool is drawn from, and the
+//     window's requests (§6.3 v3); window_prepare.go: a member's check of a Prepare's gap
 //     of certificates.
 //   - internal/window (package window): the window's items a server
 //     keeps by record digest and the walk it serves for a number, the
 //     window a leader pins and every member checks and holds before it
-//     signs, and the rules of a pinned window and of the gap that
-//     carries the walk past a timeout (§6.3 v3); its own leaf lock,
-//     network-free tests.
+//     signs, the rules of a pinned window and of the gap that carries
+//     the walk past a timeout, and the decoy pool as a function of the
+//     lists (§6.3 v3); its own leaf lock, network-free tests.
 //   - manifests.go: the manifests the index takes (§6.4 v3), stored and
 //     noted in the rounds' request lists; what it takes, within the caps
 //     per pseudonym and per round, is package internal/manifests's.

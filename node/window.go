@@ -11,58 +11,23 @@ import (
 	"github.com/riffle-net/riffle/node/internal/window"
 )
 
-// The group's decoy pool (docs/protocol.md §6.3 v3). An epoch's pool is a
-// canonical sample of the distinct (position, id) pairs of its published
-// lists: the MaxPoolPairs pairs of lowest key H(seed ‖ position ‖ id),
-// where seed hashes the closing record's per-round states and list
-// digests. The seed is fixed only once the last list is, so nobody can
-// grind an id into or out of the sample, and it does not depend on the
-// pool digest it helps make. Every signer of the closing record computes
-// the pool from the lists it holds and signs its digest and the number of
-// pairs it was drawn from (closing.go): a client checks a pool against
-// the record alone. Draws weigh each epoch by its pairs, so the sample
-// keeps the weights demand gave.
+// The group's decoy pool (§6.3 v3) is a pure function of the published
+// lists (window.EpochPoolPairs, window.SetPool).
 
-// epochPoolPairs returns the distinct pairs of the rounds record c states
-// published, from the lists this server holds or signed; ok is false if
-// it lacks one. Call with s.mu held.
-func epochPoolPairs(e *sepoch, c *wire.Closing) (out []wire.PoolPair, ok bool) {
-	seen := map[wire.PoolPair]bool{}
-	for r, cr := range c.Rounds {
-		if cr.State != wire.ClosedPublished {
-			continue
-		}
-		x := e.rounds[uint32(r)]
-		var ps []wire.PoolPair
-		switch {
-		case x != nil && x.list != nil && listDigest(x.list) == cr.List:
-			ps = window.ListPoolPairs(x.list)
-		case x != nil && x.signedState == wire.ClosedPublished && x.signed == cr.List:
-			ps = x.signedPairs
-		default:
-			return nil, false
-		}
-		for _, p := range ps {
-			if !seen[p] {
-				seen[p] = true
-				out = append(out, p)
-			}
-		}
-	}
-	return out, true
-}
-
-// setPool fills record c's pool fields from what this server holds; ok is
-// false if it lacks a published round's list. Call with s.mu held.
+// setPool fills record c's pool fields from the lists this server holds
+// or signed; ok is false if it lacks a published round's list. Call with
+// s.mu held.
 func setPool(e *sepoch, c *wire.Closing) (*wire.DecoyPool, bool) {
-	pairs, ok := epochPoolPairs(e, c)
-	if !ok {
+	return window.SetPool(c, func(r uint32, list [32]byte) ([]wire.PoolPair, bool) {
+		x := e.rounds[r]
+		switch {
+		case x != nil && x.list != nil && listDigest(x.list) == list:
+			return window.ListPoolPairs(x.list), true
+		case x != nil && x.signedState == wire.ClosedPublished && x.signed == list:
+			return x.signedPairs, true
+		}
 		return nil, false
-	}
-	c.Pairs, c.Pool = 0, [32]byte{}
-	pool := samplePool(c, pairs)
-	c.Pairs, c.Pool = pool.Total, poolDigest(pool)
-	return pool, true
+	})
 }
 
 // keepWindowItem keeps what a client needs of epoch e once its closing

@@ -5,9 +5,11 @@
 // Prepare, and the window it serves from them; with the pure rules of a
 // Prepare's pinned window and its gap of certificates past a timeout
 // (prepare.go), the leader's choice and a member's check of a pinned
-// window (pin.go). Store does no I/O but its store's and its server's
-// (Source.Ask), and has its own leaf lock. Package node serves and asks
-// for windows and checks a Prepare's gap (window.go, window_prepare.go).
+// window (pin.go), and each epoch's decoy pool as a function of its
+// published lists (pool.go). Store does no I/O but its store's and its
+// server's (Source.Ask), and has its own leaf lock. Package node serves
+// and asks for windows and checks a Prepare's gap (window.go,
+// window_prepare.go).
 package window
 
 import (
