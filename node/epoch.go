@@ -144,13 +144,11 @@ type setupState struct {
 	pseudonyms []*group.Element
 	setupDone  bool
 
-	// A share fault at setup (§4.2 step 3) and its walk back (§8 step 1):
-	// the inputs of every step, and per server t on the walk its input
-	// position and route proof.
+	// A share fault at setup (§4.2 step 3) and the inputs of every step,
+	// which its walk back checks the routes against (§8 step 1; the walk
+	// is dupEpoch's).
 	stepInputs [][][]group.Ciphertext
 	shareErr   *mix.ShareError
-	walkIn     map[int]int
-	walkProof  map[int][]byte
 }
 
 // roundsState is the state of the epoch's rounds (§5, §6) and the

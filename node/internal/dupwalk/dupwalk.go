@@ -6,7 +6,8 @@
 // each proven once. Walk has its own leaf lock; what it proves, asks and
 // checks is its server's (Prover). Package node signs the abort, asks
 // the two clients and takes the verdict (dupwalk.go; the rules are
-// package blame's).
+// package blame's). A share fault's walk (§4.2 step 3, one position) is
+// the same walk with one start.
 package dupwalk
 
 import (
