@@ -89,11 +89,11 @@ func (s *Server) askedByLeader(from peer.ID, sd *wire.Signed) error {
 
 // Each protocol's caps by type, from wire's message table at the server's
 // ceilings (transport.Ceilings).
-func (s *Server) rosterCaps(t wire.Type) int { return wire.RequestCap(wire.ProtoRoster, t, ceilings) }
-func (s *Server) epochCaps(t wire.Type) int  { return wire.RequestCap(wire.ProtoEpoch, t, ceilings) }
-func (s *Server) roundCaps(t wire.Type) int  { return wire.RequestCap(wire.ProtoRound, t, ceilings) }
-func (s *Server) clientCaps(t wire.Type) int { return wire.RequestCap(wire.ProtoClient, t, ceilings) }
-func (s *Server) pirCaps(t wire.Type) int    { return wire.RequestCap(wire.ProtoPIR, t, ceilings) }
+func rosterCaps(t wire.Type) int { return wire.RequestCap(wire.ProtoRoster, t, ceilings) }
+func epochCaps(t wire.Type) int  { return wire.RequestCap(wire.ProtoEpoch, t, ceilings) }
+func roundCaps(t wire.Type) int  { return wire.RequestCap(wire.ProtoRound, t, ceilings) }
+func clientCaps(t wire.Type) int { return wire.RequestCap(wire.ProtoClient, t, ceilings) }
+func pirCaps(t wire.Type) int    { return wire.RequestCap(wire.ProtoPIR, t, ceilings) }
 
 // anyPeer is a protocol's caps by type alone, whoever sends.
 func anyPeer(caps func(wire.Type) int) func(peer.ID, wire.Type) int {

@@ -15,10 +15,9 @@ import (
 func TestReplyTable(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
-		s := &Server{}
 		serveCaps := map[protocol.ID]func(wire.Type) int{
-			ProtoRoster: s.rosterCaps, ProtoEpoch: s.epochCaps, ProtoRound: s.roundCaps,
-			ProtoClient: s.clientCaps, ProtoPIR: s.pirCaps,
+			ProtoRoster: rosterCaps, ProtoEpoch: epochCaps, ProtoRound: roundCaps,
+			ProtoClient: clientCaps, ProtoPIR: pirCaps,
 		}
 		if len(transport.Replies) != len(serveCaps) {
 			t.Fatalf("reply table covers %d protocols, servers serve %d", len(transport.Replies), len(serveCaps))

@@ -42,9 +42,9 @@ func TestHeadersOnStreamReserveLittle(t *testing.T) {
 		if c.server {
 			s.roster.saw(h.ID(), "hostile", nil)
 		}
-		declared := s.clientCaps(c.typ)
+		declared := clientCaps(c.typ)
 		if c.proto == ProtoRound {
-			declared = s.serverCaps(s.roundCaps)(h.ID(), c.typ)
+			declared = s.serverCaps(roundCaps)(h.ID(), c.typ)
 		}
 		var before runtime.MemStats
 		runtime.GC()

@@ -440,20 +440,20 @@ func TestAskerFirst(t *testing.T) {
 	// Caps by sender.
 	server := newPeerID(t)
 	s.roster.saw(server, "peer", nil)
-	epoch, round := s.serverCaps(s.epochCaps), s.serverCaps(s.roundCaps)
+	epoch, round := s.serverCaps(epochCaps), s.serverCaps(roundCaps)
 	for _, typ := range []wire.Type{wire.TypeSignReq, wire.TypeSigned, wire.TypeRegList, wire.TypeStep, wire.TypePrepare} {
 		if c := epoch(outsider, typ); c > outsiderCap {
 			t.Errorf("epoch type %d: an outsider may send %d bytes", typ, c)
 		}
-		if c := epoch(server, typ); c != s.epochCaps(typ) {
-			t.Errorf("epoch type %d: a roster server may send %d bytes, want %d", typ, c, s.epochCaps(typ))
+		if c := epoch(server, typ); c != epochCaps(typ) {
+			t.Errorf("epoch type %d: a roster server may send %d bytes, want %d", typ, c, epochCaps(typ))
 		}
 	}
 	for _, typ := range []wire.Type{wire.TypeBatch, wire.TypeSubmitBatch, wire.TypePadAnswers, wire.TypeProposal} {
 		if c := round(outsider, typ); c > outsiderCap {
 			t.Errorf("round type %d: an outsider may send %d bytes", typ, c)
 		}
-		if c := round(server, typ); c != s.roundCaps(typ) {
+		if c := round(server, typ); c != roundCaps(typ) {
 			t.Errorf("round type %d: a roster server may send %d bytes", typ, c)
 		}
 	}

@@ -517,7 +517,7 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		return x
 	}
 	lim := limitsFor(ep.params, ep.m())
-	lim.Frame = s.roundCaps(wire.TypeBatch)
+	lim.Frame = roundCaps(wire.TypeBatch)
 	if err := b.UnmarshalAlloc(body, lim, alloc); err != nil {
 		return 0, nil, err
 	}

@@ -432,7 +432,7 @@ func (s *Server) onBadBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 	}
 	var b wire.Batch
 	lim := limitsFor(v.Desc.Params, m)
-	lim.Frame = s.roundCaps(wire.TypeBadBatch)
+	lim.Frame = roundCaps(wire.TypeBadBatch)
 	if err := b.Unmarshal(body, lim); err != nil {
 		return 0, nil, err
 	}

@@ -272,7 +272,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.who.init(&cfg, chains)
 	s.turn.progress = time.Now()
 	h.OnDisconnect(s.onConnEnd)
-	serve(cctx, h, &s.handlers, s.log, ProtoRoster, shortTimeout, anyPeer(s.rosterCaps), s.handleHello)
+	serve(cctx, h, &s.handlers, s.log, ProtoRoster, shortTimeout, anyPeer(rosterCaps), s.handleHello)
 	// Every reply of the client protocols is sent within
 	// Tunables.ClientReply plus its size at clientReplyRate, and so are
 	// the windows and index pages of the epoch protocol, which servers
@@ -286,11 +286,11 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		return transport.ReplyBound{}
 	}
 	// Server protocols: big bodies only from server peers (asker.go).
-	serveBoundedBy(cctx, h, &s.handlers, s.log, ProtoEpoch, bulkTimeout, epochReplies, s.serverCaps(s.epochCaps), nil, oneSegment(s.handleEpoch))
-	servePooled(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.serverCaps(s.roundCaps), s.pool.Buffers(), s.handleRound)
+	serveBoundedBy(cctx, h, &s.handlers, s.log, ProtoEpoch, bulkTimeout, epochReplies, s.serverCaps(epochCaps), nil, oneSegment(s.handleEpoch))
+	servePooled(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.serverCaps(roundCaps), s.pool.Buffers(), s.handleRound)
 	handleClient, handlePIR := s.hookClientHandlers(s.handleClient, s.handlePIR)
-	serveBounded(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, replies, anyPeer(s.clientCaps), s.pool.Buffers(), oneSegment(handleClient))
-	serveBounded(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, replies, anyPeer(s.pirCaps), nil, handlePIR)
+	serveBounded(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, replies, anyPeer(clientCaps), s.pool.Buffers(), oneSegment(handleClient))
+	serveBounded(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, replies, anyPeer(pirCaps), nil, handlePIR)
 	if !cfg.NoLAN {
 		stop, err := transport.StartLAN(cctx, h, lanConfig(s))
 		if err != nil {

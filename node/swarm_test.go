@@ -1124,7 +1124,7 @@ func outsiderHeaders(w *swarm) func() {
 					return
 				}
 				hd := []byte{byte(wire.TypeSubmit), 0, 0, 0, 0}
-				binary.BigEndian.PutUint32(hd[1:], uint32(s.clientCaps(wire.TypeSubmit)))
+				binary.BigEndian.PutUint32(hd[1:], uint32(clientCaps(wire.TypeSubmit)))
 				st.Write(append(hd, make([]byte, 1000)...))
 				open = append(open, st)
 			}
