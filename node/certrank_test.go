@@ -32,6 +32,13 @@ func TestCertOutranks(t *testing.T) {
 			}
 		}
 	}
+	// Two timeouts over different chains: the smaller chain, whichever
+	// is held.
+	lo := &wire.Cert{Kind: wire.CertTimeout, Number: 5, Chain: [][]byte{{1}, {2}}}
+	hi := &wire.Cert{Kind: wire.CertTimeout, Number: 5, Chain: [][]byte{{1}, {3}}}
+	if !certOutranks(lo, hi) || certOutranks(hi, lo) || certOutranks(lo, lo) {
+		t.Errorf("timeouts over chains [1 2] and [1 3]: %v over the other, %v back, %v over itself", certOutranks(lo, hi), certOutranks(hi, lo), certOutranks(lo, lo))
+	}
 }
 
 // TestCertPrecedenceAnyOrder: a server keeps the same certificate of a

@@ -50,6 +50,11 @@ const (
 	// maxSyncPages bounds the pages one catch-up reads (then the next one
 	// goes on).
 	maxSyncPages = 8
+	// certRecheck is how far below its last number a server's sync asks
+	// again, for certificates that outrank its own (certs_sync.go): the
+	// depth at which charges still leave a server out (2·m_max numbers,
+	// m_max = 8).
+	certRecheck = 2 * 8
 )
 
 // certState is a server's certificates and the timeout votes it holds. Its
@@ -245,15 +250,40 @@ func certRank(kind uint8) int {
 // certificate held stays: two of one kind carry the same epoch (two
 // epochs opened for one number need a server that signed both opens),
 // or, two timeouts, no epoch and nothing charged.
+//
+// Two timeouts over different chains name different groups for the number
+// after (certGroup): of those the one whose chain encodes smaller wins, so
+// that the one kept depends only on the certificates held, not on their
+// order (TestCertOutranks).
 func certOutranks(c, held *wire.Cert) bool {
-	return c.Number == held.Number && certRank(c.Kind) > certRank(held.Kind)
+	if c.Number != held.Number {
+		return false
+	}
+	if c.Kind == wire.CertTimeout && held.Kind == wire.CertTimeout {
+		return bytes.Compare(chainKey(c.Chain), chainKey(held.Chain)) < 0
+	}
+	return certRank(c.Kind) > certRank(held.Kind)
+}
+
+// chainKey is the encoding of a certificate's chain.
+func chainKey(chain [][]byte) []byte {
+	var e wire.Enc
+	for _, p := range chain {
+		e.Bytes(p)
+	}
+	return e.B
 }
 
 // keepCert stores a verified certificate and reports whether it was new
 // here: the first of its number, or one that outranks the one held
 // (certOutranks), which it replaces; what follows from the number's
 // certificate is then recomputed (certReplaced).
-func (s *Server) keepCert(c *wire.Cert) bool {
+func (s *Server) keepCert(c *wire.Cert) bool { return s.keepCertMade(c, false) }
+
+// keepCertMade is keepCert; made says that this server made c (its final
+// or open signatures, a quorum of timeout votes), and then it sends c to
+// the group if it was new here (certs_sync.go pushCert).
+func (s *Server) keepCertMade(c *wire.Cert, made bool) bool {
 	b := c.Marshal()
 	s.cert.mu.Lock()
 	var held *wire.Cert
@@ -330,6 +360,9 @@ func (s *Server) keepCert(c *wire.Cert) bool {
 	} else {
 		s.log.Info("epoch number certified", "number", c.Number, "kind", certKind(c.Kind))
 	}
+	if held != nil || made {
+		s.pushCert(c, "", false) // so that every server keeps it (certs_sync.go)
+	}
 	return true
 }
 
@@ -345,9 +378,10 @@ func (s *Server) addCert(c *wire.Cert) {
 	s.mu.Unlock()
 }
 
-// addCertLocked is addCert with s.mu held.
-func (s *Server) addCertLocked(c *wire.Cert) {
-	if s.keepCert(c) {
+// madeCertLocked is addCert, with s.mu held, of a certificate made here,
+// sent to the group when new (keepCertMade).
+func (s *Server) madeCertLocked(c *wire.Cert) {
+	if s.keepCertMade(c, true) {
 		s.raiseNumberLocked(c.Number)
 	}
 }
@@ -422,7 +456,7 @@ func (s *Server) certifyAbortLocked(e *sepoch, a *wire.Abort) {
 	for i, sg := range e.openSigs {
 		c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: sg})
 	}
-	s.addCertLocked(c)
+	s.madeCertLocked(c)
 }
 
 // inCertChain reports whether p is in c's chain.

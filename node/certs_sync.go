@@ -121,10 +121,16 @@ func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered, whole 
 	for range maxSyncPages {
 		top := s.cert.certTop()
 		ctx, cancel := context.WithTimeout(ctx, shortTimeout)
-		// From the last number held, whose certificate the peer's may
-		// outrank (certOutranks): a server that certified it by an abort
-		// takes the final one the others hold.
-		rep, err := call(ctx, s.h, p, request{Proto: ProtoEpoch, Type: wire.TypeCertReq, Body: (&wire.CertReq{From: max(top, 1)}).Marshal(), Timeout: shortTimeout})
+		// From certRecheck numbers below the last held, whose
+		// certificates the peer's may outrank (certOutranks): a server
+		// that certified one by an abort, or was away when the better
+		// one was sent to the group (pushCert), takes the final one the
+		// others hold, and one that holds a better one sends it.
+		from := uint64(1)
+		if top > certRecheck {
+			from = top - certRecheck
+		}
+		rep, err := call(ctx, s.h, p, request{Proto: ProtoEpoch, Type: wire.TypeCertReq, Body: (&wire.CertReq{From: from}).Marshal(), Timeout: shortTimeout})
 		cancel()
 		if err != nil {
 			s.log.Debug("certificates not fetched", "peer", p.ShortString(), "err", err)
@@ -141,12 +147,12 @@ func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered, whole 
 		}
 		for i := range page.Certs {
 			c := &page.Certs[i]
-			if c.Number < top {
-				continue
-			}
-			if c.Number == top {
-				if mine, ok := s.cert.certOf(top); ok && certOutranks(c, mine) && s.checkCert(c) == nil && s.keepCert(c) {
+			if c.Number <= top {
+				mine, ok := s.cert.certOf(c.Number)
+				if ok && certOutranks(c, mine) && s.checkCert(c) == nil && s.keepCert(c) {
 					got = true
+				} else if ok && certOutranks(mine, c) {
+					s.pushCert(mine, p, true)
 				}
 				continue
 			}
@@ -173,4 +179,90 @@ func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered, whole 
 		}
 	}
 	return got, answered, false
+}
+
+// Every server keeps the same certificate of a number (§3 "One
+// certificate per number"): the rule (certOutranks) decides between any
+// two, and a certificate that decides must reach every server. A server
+// that replaces the certificate of a number sends the new one to the
+// group's live servers, and one that finds a peer holding a certificate
+// its own outranks (a sync page, a Prepare's previous certificate) sends
+// its own to that peer: a better certificate shown to one server (a
+// leader that held its final descriptor back, aborted and showed the
+// final certificate once numbers past it were certified) reaches every
+// honest server within the relay's delays, and they all recompute the
+// number's charges alike (TestWithheldFinalShownToOne).
+
+// pushCert sends c to the group's live servers but skip (a replacement
+// here), or to skip alone when only is set (its holder's is outranked).
+// Safe with s.mu held: it runs in the background.
+func (s *Server) pushCert(c *wire.Cert, to peer.ID, only bool) {
+	if s.hookHideCerts() {
+		return
+	}
+	body := c.Marshal()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		var peers []peer.ID
+		if only {
+			peers = []peer.ID{to}
+		} else {
+			for _, p := range s.chain() {
+				if p != s.h.ID() && p != to {
+					peers = append(peers, p)
+				}
+			}
+		}
+		if len(peers) == 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
+		defer cancel()
+		_, _ = s.each(ctx, peers, request{Proto: ProtoEpoch, Type: wire.TypeCertPush, Body: body, Timeout: shortTimeout})
+	}()
+}
+
+// onCertPush takes a roster server's certificate of a number certified
+// here when it outranks the one held (certOutranks) and verifies; nothing
+// is stored otherwise. One the held certificate outranks goes back to the
+// sender. A number not certified here is the certificate sync's.
+func (s *Server) onCertPush(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var c wire.Cert
+	if err := c.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	if s.roster.get(from) == nil {
+		return 0, nil, errors.New("node: certificates only from roster servers")
+	}
+	mine, ok := s.cert.certOf(c.Number)
+	switch {
+	case !ok && c.Number == s.cert.certTop()+1:
+		// The next number: as the sync would take it.
+	case !ok:
+		if c.Number > s.cert.certTop() {
+			s.cert.pokeSync()
+		}
+		return wire.TypeAck, ack, nil
+	case certOutranks(mine, &c):
+		s.pushCert(mine, from, true)
+		return wire.TypeAck, ack, nil
+	case !certOutranks(&c, mine):
+		return wire.TypeAck, ack, nil
+	}
+	if err := s.checkCert(&c); err != nil {
+		return 0, nil, err
+	}
+	s.addCert(&c)
+	return wire.TypeAck, ack, nil
+}
+
+// outrankedFrom is previousOutranked of c, a certificate from showed (a
+// Prepare's previous one or one of its gap): one the certificate held
+// here outranks is refused, and the one held here goes to from.
+func (s *Server) outrankedFrom(c *wire.Cert, from peer.ID) error {
+	if mine, ok := s.cert.certOf(c.Number); ok && certOutranks(mine, c) {
+		s.pushCert(mine, from, true)
+	}
+	return s.previousOutranked(c)
 }

@@ -167,7 +167,9 @@ func (s *Server) noteVote(v *wire.Cert) {
 		s.log.Debug("timeout votes do not certify yet", "number", c.Number, "err", err)
 		return
 	}
-	s.addCert(c)
+	s.mu.Lock()
+	s.madeCertLocked(c)
+	s.mu.Unlock()
 }
 
 // certKind names a certificate's kind for the log.

@@ -60,6 +60,8 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onTimeoutVote(from, body)
 	case wire.TypeCertReq:
 		return s.onCertReq(from, body)
+	case wire.TypeCertPush:
+		return s.onCertPush(from, body)
 	case wire.TypeWouldServe:
 		return s.onWouldServe(ctx, from, body)
 	case wire.TypeWindowReq:
@@ -169,11 +171,19 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if mine := s.derivedChain(&p.Previous); len(mine) >= s.cfg.MinServers && leaderOf(p.Number, mine) != from {
 		return 0, nil, fmt.Errorf("node: %s leads epoch %d here, not %s", leaderOf(p.Number, mine).ShortString(), p.Number, from.ShortString())
 	}
+	if err := s.outrankedFrom(&p.Previous, from); err != nil {
+		return 0, nil, err
+	}
 	if err := s.checkPrevious(p.Number, &p.Previous); err != nil {
 		return 0, nil, err
 	}
 	// §6.3 (v3): the certificates that carry the window's walk past a
 	// timeout (window.go).
+	for i := range p.Gap {
+		if err := s.outrankedFrom(&p.Gap[i], from); err != nil {
+			return 0, nil, fmt.Errorf("node: the gap's certificate of %d: %w", p.Gap[i].Number, err)
+		}
+	}
 	if err := s.checkGap(p.Number, &p.Previous, p.Gap); err != nil {
 		return 0, nil, err
 	}
@@ -524,7 +534,7 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	e.final, e.finalBytes = v, body
 	e.regClosed = true
 	// The final descriptor certifies its number (certs.go).
-	s.addCertLocked(finalCert(&sd, v))
+	s.madeCertLocked(finalCert(&sd, v))
 	if s.open == e {
 		s.open = nil
 	}

@@ -62,6 +62,7 @@ func (*Server) hookLeaderWindow(_ uint64, w []wire.WindowRef) []wire.WindowRef  
 func (*Server) hookLeaderGap(_ uint64, g []wire.Cert) []wire.Cert                { return g }
 func (*Server) hookOpenLate(peer.ID) time.Duration                               { return 0 }
 func (*Server) hookSignedTo(_ bool, chain []peer.ID) []peer.ID                   { return chain }
+func (*Server) hookFinalSigned(*wire.Signed)                                     {}
 
 func (*Server) hookAccuse(uint32) (int, bool)               { return 0, false }
 func (*Server) hookCorruptOut(uint32, [][]byte)             {}

@@ -145,6 +145,9 @@ type serverHooks struct {
 	// or final descriptor only to the servers of chain it returns (lost
 	// on its way to the rest), and then abort the epoch as undelivered.
 	signedTo func(final bool, chain []peer.ID) []peer.ID
+	// finalSigned sees this leader's final descriptor with every chain
+	// server's signature, before it is delivered.
+	finalSigned func(sd *wire.Signed)
 	// lackWindow may make this server hold no closing record or pool of
 	// the window (a server left out of the chains that pinned them).
 	lackWindow func() bool
@@ -533,4 +536,11 @@ func (s *Server) hookRootDelay(r uint32, p peer.ID) time.Duration {
 func (s *Server) hookAttestNone(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.attestNone != nil && h.attestNone(r)
+}
+
+// hookFinalSigned shows a test this leader's signed final descriptor.
+func (s *Server) hookFinalSigned(sd *wire.Signed) {
+	if h := s.hooks.Load(); h != nil && h.finalSigned != nil {
+		h.finalSigned(sd)
+	}
 }

@@ -364,6 +364,7 @@ func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte
 		return fmt.Errorf("node: sign final descriptor: %w", err)
 	}
 	final := &wire.Signed{Final: true, Desc: fin, Sigs: sigs}
+	s.hookFinalSigned(final)
 	to := s.hookSignedTo(true, chain)
 	_, err = s.each(ctx, to, request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: final.Marshal(), Timeout: bulkTimeout})
 	if err == nil && len(to) < len(chain) {

@@ -91,6 +91,8 @@ func TestDecodeAllocationBounded(t *testing.T) {
 			name = "submit"
 		case TypeBadForward:
 			name = "forward"
+		case TypeCertPush:
+			name = "timeoutvote"
 		case TypeWouldServe:
 			name = "prepare"
 		case TypeAbort:

@@ -41,6 +41,11 @@ const (
 	// chain (a Prepare encoding, Previous empty). The answer is an ack when
 	// the asked server would serve in that chain, else its withdrawal.
 	TypeWouldServe Type = 24
+	// TypeCertPush: server → the servers of its group, a certificate that
+	// replaced the one of its number there or that outranks one a peer
+	// showed (certOutranks in node/certs.go), so that every server keeps
+	// the same certificate of every number.
+	TypeCertPush Type = 25
 )
 
 // Fixed sizes of a certificate.

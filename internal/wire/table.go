@@ -173,6 +173,7 @@ var Messages = []Message{
 	req(ProtoEpoch, TypeAbort, "Abort", size(64<<10), TypeAck, decAbort),
 	req(ProtoEpoch, TypeTimeoutVote, "TimeoutVote", size(MaxCertSize), TypeAck, decCert),
 	req(ProtoEpoch, TypeCertReq, "CertReq", size(64), TypeCerts, decCertReq),
+	req(ProtoEpoch, TypeCertPush, "CertPush", size(MaxCertSize), TypeAck, decCert),
 	req(ProtoEpoch, TypeWouldServe, "WouldServe", size(MaxPrepare), TypeAck, decPrepare),
 	req(ProtoEpoch, TypeAccuse, "Accuse", onionCap(4096), TypeAck, decAccuse),
 	req(ProtoEpoch, TypeBlameReq, "BlameReq", size(64), TypeBlameStep, decBlameReq),

@@ -133,6 +133,7 @@ func vectors() []vector {
 			Sigs: []CertSig{{2, k64(0x42)}}, Abort: []byte{}}},
 		{"certreq", TypeCertReq, &CertReq{From: 6}},
 		{"certs", TypeCerts, &Certs{Certs: []Cert{vectorCert(CertFinal)}}},
+		{"certpush", TypeCertPush, func() *Cert { c := vectorCert(CertFinal); return &c }()},
 		{"wouldserve", TypeWouldServe, &Prepare{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}, {0, 0x24, 0x30}}, Previous: vectorCert(CertNone), Window: []WindowRef{}, Gap: []Cert{}}},
 		{"waitopen", TypeWaitOpen, &EpochRef{Epoch: k32(2), Reason: []byte{}}},
 		{"register", TypeRegister, &ClientRegister{Reg: Register{Epoch: k32(1), RegKey: k32(0xa0), XKey: k32(0xb0), Reg: []byte("reg0"), Sig: k64(0x60)},
