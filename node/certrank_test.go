@@ -122,3 +122,68 @@ func TestCertPrecedenceAnyOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestRejudgeRace: evidence logged in the background (noteChargeLocked)
+// with the context it read before the number's certificate changed must
+// not keep that context: (1) the leader's coordination abort judged under
+// the abort certificate of K and written after the final certificate
+// replaced it and rejudge ran; (2) judged under the epoch's own context
+// (no certificate of K yet, final descriptor not here) and written before
+// the final certificate came first. Before, both left the abort charged
+// to nobody while every server holding the final certificate charges the
+// leader; now logCharge judges again under the certificate held when it
+// writes, and the first certificate of a number rejudges its evidence.
+func TestRejudgeRace(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		keys := newCertKeys(t, 3)
+		const K = 5
+		chain := make([]peer.ID, len(keys))
+		for i, k := range keys {
+			chain[i] = k.id
+		}
+		id := [32]byte{1}
+		lead := leaderOf(K, chain)
+		var leadKey certKey
+		for _, k := range keys {
+			if k.id == lead {
+				leadKey = k
+			}
+		}
+		coord := wire.Abort{Epoch: id, Kind: wire.AbortCoord, Signer: []byte(lead), Reason: []byte("final descriptor not delivered")}
+		coord.Sig = certSign(t, leadKey, abortDigest(&coord))
+		abortCert := &wire.Cert{Kind: wire.CertAbort, Number: K, Epoch: id, Abort: coord.Marshal()}
+		for i, k := range keys {
+			abortCert.Chain = append(abortCert.Chain, []byte(k.id))
+			abortCert.Sigs = append(abortCert.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, openCertDigest(K, id))})
+		}
+		final := finalCertBy(t, keys, keys, K)
+		ev := func() *wire.Charge { return &wire.Charge{Kind: wire.EvAbort, Number: K, Item: coord.Marshal()} }
+
+		s := loneServer(t)
+		s.keepCert(abortCert)
+		stale, err := blame.CertContext(abortCert)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.keepCert(final)
+		if _, err := s.ref.logCharge(ev(), stale, false); err != nil {
+			t.Fatal(err)
+		}
+		if n := s.ref.refusalCounts()[lead]; n != 1 {
+			t.Errorf("judged under the replaced abort certificate: the leader counted %d times, want 1", n)
+		}
+		s.Close()
+
+		s = loneServer(t)
+		own := blame.Context{Epoch: id, Chain: chain}
+		if _, err := s.ref.logCharge(ev(), own, false); err != nil {
+			t.Fatal(err)
+		}
+		s.keepCert(final)
+		if n := s.ref.refusalCounts()[lead]; n != 1 {
+			t.Errorf("judged under the epoch's own context before its first certificate: the leader counted %d times, want 1", n)
+		}
+		s.Close()
+	})
+}

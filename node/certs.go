@@ -352,9 +352,12 @@ func (s *Server) keepCertMade(c *wire.Cert, made bool) bool {
 	}
 	// A final certificate is the epoch that every server logs as opened
 	// and closed; a number that ended otherwise is worth a line.
+	// What follows from the number's certificate is recomputed, also
+	// for its first: evidence logged before it came was judged in the
+	// epoch's own context (TestRejudgeRace).
+	s.certReplaced(held, c)
 	if held != nil {
 		s.log.Info("epoch number's certificate replaced", "number", c.Number, "kind", certKind(c.Kind), "was", certKind(held.Kind))
-		s.certReplaced(held, c)
 	} else if c.Kind == wire.CertFinal {
 		s.log.Debug("epoch number certified", "number", c.Number, "kind", certKind(c.Kind))
 	} else {
@@ -522,10 +525,10 @@ func (s *Server) checkPrevious(n uint64, c *wire.Cert) error {
 }
 
 // certReplaced recomputes what follows from the certificate of c's number
-// once c replaced held there (certOutranks): the charges of the number's
-// evidence, from which the budgets, the derived chains and their leaders
-// follow. (A final one over a timeout one names its equivocators:
-// keepCert.)
+// once c replaced held there (certOutranks), or came first (held nil):
+// the charges of the number's evidence, from which the budgets, the
+// derived chains and their leaders follow. (A final one over a timeout
+// one names its equivocators: keepCert.)
 func (s *Server) certReplaced(held, c *wire.Cert) {
 	if ctx, err := blame.CertContext(c); err == nil {
 		s.ref.rejudge(c.Number, ctx)

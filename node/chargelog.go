@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/hex"
 	"errors"
+	"slices"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -76,12 +77,26 @@ func (rs *refusalState) logCharge(ev *wire.Charge, ctx blame.Context, waived boo
 		return false, nil
 	}
 	rs.mu.Unlock()
-	// Checked outside the lock: signatures.
-	charged, reason, err := blame.ChargeOf(merged, ctx)
-	if err != nil {
-		return false, err
+	var charged peer.ID
+	var reason string
+	// Judged in the context of the number's certificate held when the
+	// record is written: one read before a replacement, whose rejudge
+	// ran meanwhile, would overwrite the recomputed charge
+	// (TestRejudgeRace). A number's certificate changes at most twice.
+	for range 4 {
+		// Checked outside the lock: signatures.
+		var err error
+		if charged, reason, err = blame.ChargeOf(merged, ctx); err != nil {
+			return false, err
+		}
+		rs.mu.Lock()
+		cur, ok := rs.certCtx(ev.Number)
+		if !ok || sameContext(cur, ctx) {
+			break
+		}
+		rs.mu.Unlock()
+		ctx = cur
 	}
-	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rec = nil
 	for i := range rs.recs {
@@ -119,6 +134,25 @@ func (rs *refusalState) logCharge(ev *wire.Charge, ctx blame.Context, waived boo
 		rs.log.Info("abort on private grounds counted", "peer", charged.ShortString(), "number", ev.Number, "reason", reason)
 	}
 	return true, nil
+}
+
+// certCtx is the context of n's certificate held here, if it names an
+// epoch. Call with rs.mu held (the certificates' lock is taken after it).
+func (rs *refusalState) certCtx(n uint64) (blame.Context, bool) {
+	if rs.certs == nil {
+		return blame.Context{}, false
+	}
+	c, ok := rs.certs.certOf(n)
+	if !ok {
+		return blame.Context{}, false
+	}
+	ctx, err := blame.CertContext(c)
+	return ctx, err == nil
+}
+
+// sameContext reports whether a and b judge alike.
+func sameContext(a, b blame.Context) bool {
+	return a.Epoch == b.Epoch && a.Final == b.Final && slices.Equal(a.Chain, b.Chain)
 }
 
 // spreadCharge sends the evidence held here under ev's key to the servers

@@ -71,8 +71,11 @@ type refusal struct {
 type refusalState struct {
 	// dir and log are the server's data directory (RefusalFile) and log,
 	// set by NewServer.
-	dir    string
-	log    *slog.Logger
+	dir string
+	log *slog.Logger
+	// certs is the server's certificates, whose context a charge is
+	// judged in when it is written (logCharge).
+	certs  *certState
 	mu     sync.Mutex
 	loaded sync.Once
 	recs   []refusal

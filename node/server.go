@@ -259,7 +259,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.catch.Init(catchEnv{s}, st, log, &s.cfg.Timing)
 	s.win = window.Store{St: st, Src: winSrc{s}, Log: log}
 	s.rb.st, s.rb.log = st, log
-	s.ref.dir, s.ref.log = cfg.DataDir, log
+	s.ref.dir, s.ref.log, s.ref.certs = cfg.DataDir, log, &s.cert
 	s.closingSigned.recs, s.closingSigned.loaded = closingRecs, true
 	// The phase marks as the directory holds them at start: read later,
 	// they would see the epoch number this run wrote and take it for an
