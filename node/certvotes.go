@@ -87,7 +87,11 @@ func (s *Server) onTimeoutVote(from peer.ID, body []byte) (wire.Type, []byte, er
 		}
 		return wire.TypeAck, ack, nil
 	case v.Number > top+1:
-		s.cert.pokeSync()
+		// Its signature first: a forged vote ahead cost a sync each.
+		if verifyPeerSig(from, timeoutDigest(v.Number, v.Chain), v.Sigs[0].Sig) == nil {
+			s.hookSyncPoked()
+			s.cert.pokeSync()
+		}
 		return wire.TypeAck, ack, nil
 	}
 	if g, ok := s.certGroup(v.Number); ok {

@@ -26,6 +26,15 @@ func slotTaken(recs []refusal, slot, key string) bool {
 	return false
 }
 
+// slotClosed reports whether evidence of kind for slot may not replace
+// the record recs hold there, whatever its key: an equivocation charges
+// its signer once an epoch whichever pair shows it, and a signer grinding
+// pairs of ever smaller keys rewrote the refusals file once a pair
+// (TestEquivocationGrindWritesOnce).
+func slotClosed(recs []refusal, kind uint8, slot string) bool {
+	return kind == wire.EvEquiv && slotTaken(recs, slot, "\xff")
+}
+
 // recordSlot is the blame.EvidenceSlot of a record's evidence.
 func recordSlot(r *refusal) string {
 	var ev wire.Charge
@@ -53,7 +62,7 @@ func (rs *refusalState) logCharge(ev *wire.Charge, ctx blame.Context, waived boo
 	// One record a signer, epoch and kind of evidence: the smallest
 	// key, the same on every server whatever the order, so that a
 	// signer's flood of objects evicts nothing.
-	if rec == nil && slot != "" && slotTaken(rs.recs, slot, key) {
+	if rec == nil && slot != "" && (slotTaken(rs.recs, slot, key) || slotClosed(rs.recs, ev.Kind, slot)) {
 		rs.mu.Unlock()
 		return false, nil
 	}
@@ -105,7 +114,7 @@ func (rs *refusalState) logCharge(ev *wire.Charge, ctx blame.Context, waived boo
 		}
 	}
 	if rec == nil && slot != "" {
-		if slotTaken(rs.recs, slot, key) {
+		if slotTaken(rs.recs, slot, key) || slotClosed(rs.recs, ev.Kind, slot) {
 			return false, nil
 		}
 		// Checked: it replaces its slot's record of a larger key.

@@ -63,6 +63,7 @@ func (*Server) hookLeaderGap(_ uint64, g []wire.Cert) []wire.Cert               
 func (*Server) hookOpenLate(peer.ID) time.Duration                               { return 0 }
 func (*Server) hookSignedTo(_ bool, chain []peer.ID) []peer.ID                   { return chain }
 func (*Server) hookFinalSigned(*wire.Signed)                                     {}
+func (*Server) hookSyncPoked()                                                   {}
 
 func (*Server) hookAccuse(uint32) (int, bool)               { return 0, false }
 func (*Server) hookCorruptOut(uint32, [][]byte)             {}

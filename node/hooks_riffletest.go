@@ -110,6 +110,8 @@ type serverHooks struct {
 	// hideCerts may make this server answer every certificate request
 	// with none (a corrupt founder, amnesia_test.go).
 	hideCerts func() bool
+	// syncPoked sees every poke of this server's certificate sync.
+	syncPoked func()
 	// silentOut may make this server pass nothing on for round r: no
 	// batch, and no root announced either.
 	silentOut func(r uint32) bool
@@ -542,5 +544,12 @@ func (s *Server) hookAttestNone(r uint32) bool {
 func (s *Server) hookFinalSigned(sd *wire.Signed) {
 	if h := s.hooks.Load(); h != nil && h.finalSigned != nil {
 		h.finalSigned(sd)
+	}
+}
+
+// hookSyncPoked tells a test that this server's certificate sync was poked.
+func (s *Server) hookSyncPoked() {
+	if h := s.hooks.Load(); h != nil && h.syncPoked != nil {
+		h.syncPoked()
 	}
 }

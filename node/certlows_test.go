@@ -1,0 +1,171 @@
+//go:build riffletest
+
+package node
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync/atomic"
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/blame"
+)
+
+// TestAbortTimeoutPrepares (§3's admitted gap): one server holds an abort
+// certificate of N−1, another a timeout one (the open descriptor reached
+// one server only). Before precedence each refused the other's Prepare of
+// N for good. Now the one holding the timeout takes the abort certificate
+// from the Prepare and accepts it as its previous one; the one holding the
+// abort refuses a Prepare carrying the timeout, once, and sends its
+// certificate back (outrankedFrom), after which that leader carries the
+// abort one too.
+func TestAbortTimeoutPrepares(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		keys := newCertKeys(t, 3)
+		founders := map[peer.ID]bool{}
+		chain := make([][]byte, len(keys))
+		for i, k := range keys {
+			founders[k.id] = true
+			chain[i] = []byte(k.id)
+		}
+		id := [32]byte{7}
+		coord := wire.Abort{Epoch: id, Number: 1, Kind: wire.AbortCoord, Signer: chain[1], Reason: []byte("open failed")}
+		coord.Sig = certSign(t, keys[1], abortDigest(&coord))
+		abort := &wire.Cert{Kind: wire.CertAbort, Number: 1, Epoch: id, Chain: chain, Abort: coord.Marshal()}
+		timeout := &wire.Cert{Kind: wire.CertTimeout, Number: 1, Chain: chain}
+		for i, k := range keys {
+			abort.Sigs = append(abort.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, openCertDigest(1, id))})
+			if i != int(1%uint64(len(keys))) {
+				timeout.Sigs = append(timeout.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, timeoutDigest(1, chain))})
+			}
+		}
+		server := func(held *wire.Cert) *Server {
+			s := loneServer(t)
+			s.who.mu.Lock()
+			s.who.founders = founders
+			s.who.mu.Unlock()
+			if err := s.checkCert(held); err != nil {
+				t.Fatalf("%s certificate: %v", certKind(held.Kind), err)
+			}
+			s.addCert(held)
+			return s
+		}
+		// The timeout's holder takes the abort one from the Prepare.
+		a := server(timeout)
+		a.takeOutranking(abort)
+		if err := a.checkPrevious(2, abort); err != nil {
+			t.Errorf("a Prepare of 2 carrying the abort certificate refused where the timeout one was held: %v", err)
+		}
+		if c, _ := a.cert.certOf(1); c.Kind != wire.CertAbort {
+			t.Errorf("the timeout's holder keeps the %s certificate of 1", certKind(c.Kind))
+		}
+		a.Close()
+		// The abort's holder refuses the timeout one and sends its own.
+		b := server(abort)
+		var pushed atomic.Bool
+		b.hooks.Store(&serverHooks{hideCerts: func() bool { pushed.Store(true); return false }})
+		if err := b.outrankedFrom(timeout, keys[0].id); err == nil {
+			t.Error("a Prepare of 2 carrying the timeout certificate taken where the abort one is held")
+		}
+		if !pushed.Load() {
+			t.Error("the abort's holder did not send its certificate back")
+		}
+		if c, _ := b.cert.certOf(1); c.Kind != wire.CertAbort {
+			t.Errorf("the abort's holder now keeps the %s certificate of 1", certKind(c.Kind))
+		}
+		b.Close()
+	})
+}
+
+// TestForgedVoteAheadPokesNothing: a roster server's timeout vote for a
+// number past this server's next, with a forged signature, no longer
+// pokes the certificate sync (before, every such vote cost a catch-up
+// round of requests); a signed one does.
+func TestForgedVoteAheadPokesNothing(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		s := loneServer(t)
+		defer s.Close()
+		keys := newCertKeys(t, 3)
+		chain := make([][]byte, len(keys))
+		for i, k := range keys {
+			s.roster.saw(k.id, "k", nil)
+			chain[i] = []byte(k.id)
+		}
+		var pokes atomic.Int32
+		s.hooks.Store(&serverHooks{syncPoked: func() { pokes.Add(1) }})
+		vote := func(sig [64]byte) []byte {
+			return (&wire.Cert{Kind: wire.CertTimeout, Number: 9, Chain: chain, Sigs: []wire.CertSig{{Index: 0, Sig: sig}}}).Marshal()
+		}
+		if _, _, err := s.onTimeoutVote(keys[0].id, vote([64]byte{1})); err != nil {
+			t.Fatal(err)
+		}
+		if n := pokes.Load(); n != 0 {
+			t.Errorf("a forged vote ahead poked the sync %d times", n)
+		}
+		if _, _, err := s.onTimeoutVote(keys[0].id, vote(certSign(t, keys[0], timeoutDigest(9, chain)))); err != nil {
+			t.Fatal(err)
+		}
+		if n := pokes.Load(); n != 1 {
+			t.Errorf("a signed vote ahead poked the sync %d times, want 1", n)
+		}
+	})
+}
+
+// TestEquivocationGrindWritesOnce: a server that signed a final
+// descriptor signs timeouts of its number over ever other chains, each
+// its equivocation, sent in the order of their evidence keys, largest
+// first. Before, each replaced the one record of its signer and epoch
+// (the smallest key), so the refusals file was rewritten once a piece of
+// evidence; now the first record stays, the file is written once, and
+// the signer is charged once.
+func TestEquivocationGrindWritesOnce(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		s := loneServer(t)
+		defer s.Close()
+		keys := newCertKeys(t, 3)
+		const K = 4
+		final := finalCertBy(t, keys, keys, K)
+		s.keepCert(final)
+		ctx, err := blame.CertContext(final)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := keys[1]
+		var evs []*wire.Charge
+		for i := range 20 {
+			tc := [][]byte{[]byte(bad.id), append([]byte(bad.id), byte(i))}
+			t0 := &wire.Cert{Kind: wire.CertTimeout, Number: K, Chain: tc, Sigs: []wire.CertSig{{Index: 0, Sig: certSign(t, bad, timeoutDigest(K, tc))}}}
+			evs = append(evs, equivocation(final, 1, t0, 0))
+		}
+		sort.Slice(evs, func(i, j int) bool { return blame.ChargeKey(evs[i]) > blame.ChargeKey(evs[j]) })
+		file := filepath.Join(s.cfg.DataDir, RefusalFile)
+		var first []byte
+		writes := 0
+		for i, ev := range evs {
+			if _, err := s.ref.logCharge(ev, ctx, false); err != nil {
+				t.Fatal(err)
+			}
+			b, _ := os.ReadFile(file)
+			if i == 0 {
+				first = b
+			} else if !bytes.Equal(b, first) {
+				writes++
+				first = b
+			}
+		}
+		if writes != 0 {
+			t.Errorf("the refusals file rewritten %d times by 19 more equivocations of one signer and epoch", writes)
+		}
+		if n := s.ref.refusalCounts()[bad.id]; n != 1 {
+			t.Errorf("the equivocator counted %d times, want 1", n)
+		}
+	})
+}
