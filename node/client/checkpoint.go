@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/client/internal/hooks"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -146,7 +147,7 @@ func (c *Client) syncCheckpoint(ctx context.Context, group []wire.GroupEntry, du
 		c.log.Info("checkpoint index sync from the primary failed", "err", err)
 	}
 	var found map[[32]byte][]byte
-	if len(missing) > 0 && !c.hookNoGapFill() {
+	if len(missing) > 0 && !hooks.NoGapFill(&c.hk) {
 		found = c.manifestsFromOthers(ctx, group, missing)
 	}
 	c.syncMu.Lock()

@@ -17,6 +17,7 @@ import (
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/client/internal/hooks"
 	"github.com/riffle-net/riffle/node/client/internal/waitline"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
@@ -73,7 +74,7 @@ type ClientConfig struct {
 	// for tests and embedders).
 	Timing proto.Tunables
 
-	// The tests' hooks (hooks_riffletest.go); empty in the binary.
+	// The tests' hooks (internal/hooks); empty in the binary.
 	ClientHookCfg
 }
 
@@ -160,7 +161,9 @@ type Client struct {
 	// held: chunks this client published or fetched (at most maxHeld),
 	// for local views only (Holds): they never choose a request.
 	held map[[32]byte]bool
-	// The tests' hooks (hooks_riffletest.go); empty in the binary.
+	// hk: the tests' hook points (internal/hooks; empty in the binary);
+	// clientHookState, what a test reaches of them.
+	hk hooks.Hooks
 	clientHookState
 
 	local     localQueue // local work (client_local.go)
@@ -423,6 +426,8 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		changed: make(chan struct{}), wants: map[[32]byte]*getJob{}, inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{},
 		retry: map[[32]byte]bool{}, held: map[[32]byte]bool{}, localDone: make(chan struct{}), bound: make(chan struct{})}
 	c.local.wake = make(chan struct{}, 1)
+	c.hk.Config = cfg.ClientHookCfg
+	c.clientHookState.bind(&c.hk)
 	c.group.since = time.Now()
 	if c.jobWait, err = drawPresence(rnd); err != nil {
 		h.Close()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/client/internal/hooks"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
@@ -64,7 +65,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	fv := e.v
 	n := len(fin.Desc.Clients)
 	c.checkAnonymity(fv, &fin.Desc, pidx)
-	c.hookJoined(fv.ID, e.slot, e.cs)
+	hooks.Joined(&c.hk, fv.ID, e.slot, e.cs)
 	c.mu.Lock()
 	c.epoch, c.anon, c.b = e, n, int(fin.Desc.Params.ChunkSize)
 	c.tookPart = max(c.tookPart, fin.Desc.Number)
@@ -78,10 +79,10 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	// it, incrementally from its cursors (indexsync.go).
 	c.mu.Lock()
 	want := c.lastManifests
-	c.hookOwnWants()
+	hooks.OwnWants(&c.hk)
 	c.mu.Unlock()
 	idx, mans, gaps, filled, err := c.syncIndexEpoch(ctx, fin.Desc.Group, fin.Desc.Params.IndexHours, want)
-	c.hookOwnUse()
+	hooks.OwnUse(&c.hk)
 	if err == nil {
 		c.mu.Lock()
 		c.index, c.manifests, c.indexSynced = idx, mans, true
@@ -232,7 +233,7 @@ func (c *Client) join(ctx context.Context, v *proto.View, pidx int) (*cepoch, *w
 	if err != nil {
 		return nil, nil, err
 	}
-	if k := c.hookRegKey(); k != nil {
+	if k := hooks.RegKey(&c.hk); k != nil {
 		priv = k
 		pub = priv.Public().(ed25519.PublicKey)
 	}
@@ -240,7 +241,7 @@ func (c *Client) join(ctx context.Context, v *proto.View, pidx int) (*cepoch, *w
 	if err != nil {
 		return nil, nil, err
 	}
-	c.hookRegister(v.ID, v.ServerKeys, pub, cs, reg)
+	hooks.Register(&c.hk, v.ID, v.ServerKeys, pub, cs, reg)
 	fail := func(err error) (*cepoch, *wire.Signed, error) {
 		cs.Close()
 		return nil, nil, err
@@ -316,10 +317,10 @@ func (c *Client) leaveEpoch(e *cepoch) {
 	// Requests in flight are forgotten; failed ids may be asked again in a
 	// later epoch (§6.3).
 	clear(c.inflight)
-	c.hookOwnEnd(e.v)
+	hooks.OwnEnd(&c.hk, e.v, proto.DecoyEpochs+closeWaitMax+1)
 	c.lastManifests = e.manifestIDs
 	for id := range c.failed {
-		if c.hookRetryCorrupted() {
+		if hooks.RetryCorrupted(&c.hk) {
 			continue // broken on purpose: asked for again at once
 		}
 		c.retry[id] = true
@@ -373,7 +374,7 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 		}
 		c.confirm(e, r, &rl)
 		c.mu.Lock()
-		c.hookOwnNote(&rl)
+		hooks.OwnNote(&c.hk, &rl)
 		c.indexedLater(e, &rl)
 		prevDue := e.manifestIDs[:len(e.manifestIDs):len(e.manifestIDs)]
 		e.manifestIDs = append(e.manifestIDs, rl.Manifests...)
@@ -544,7 +545,7 @@ func (c *Client) fillPayload(e *cepoch, r uint32, pl *mix.Payload) *store.ShareM
 	if ready {
 		reqs = c.neededIDsIn(e.epochID(), k)
 	}
-	c.hookRequested(e.v.ID, r, reqs)
+	hooks.Requested(&c.hk, e.v.ID, r, reqs)
 	if pl.Kind == mix.KindChunk || len(reqs) > 0 {
 		c.jobTraffic = true
 	}
@@ -574,12 +575,12 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 			return err
 		}
 		e.payloadBuf = raw
-		c.hookPayload(e.v.ID, r, e.slot, raw)
+		hooks.Payload(&c.hk, e.v.ID, r, e.slot, raw)
 		keys, err := e.cs.LayerKeys(mix.EpochID(e.v.ID), uint64(r), e.v.Y, e.v.Yp)
 		if err != nil {
 			return err
 		}
-		c.hookLayerKeys(e.v.ID, r, e.slot, keys)
+		hooks.LayerKeys(&c.hk, e.v.ID, r, e.slot, keys)
 		var buf []byte
 		onion, buf, err = mix.SealInto(e.onionScratch(), mix.EpochID(e.v.ID), uint64(r), keys, raw)
 		mix.CloseLayerKeys(keys)
@@ -590,7 +591,7 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 			e.onionBufs = map[uint32][]byte{}
 		}
 		e.onionBufs[r] = buf
-		c.hookOnion(e.v.ID, r, e.slot, onion)
+		hooks.Onion(&c.hk, e.v.ID, r, e.slot, onion)
 		// Sealed once and kept: a resend after an error sends these bytes
 		// again, never a second sealing (§5.1 v2).
 		e.onions[r] = onion
@@ -608,7 +609,9 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 		}
 	}
 	if err == nil {
-		c.hookSecondOnion(ctx, e, &sub)
+		if o := hooks.SecondOnion(&c.hk, &sub, e.regKey); o != nil {
+			_, _ = c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeSubmit, Segments: o.Segments(), Timeout: transport.BulkTimeout})
+		}
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/node/client/internal/hooks"
 )
 
 // Local work (docs/protocol.md §5.4 v3): assembling, decrypting and
@@ -92,7 +93,7 @@ func (c *Client) assemble(id [32]byte, data []byte) {
 	}
 	c.mu.Unlock()
 	for _, t := range ts {
-		c.hookLocal("chunk")
+		hooks.Local(&c.hk, "chunk")
 		if err := t.g.asm.Add(chunker.ID(id), data); err == nil {
 			c.refresh(t.fid, t.g)
 		}
@@ -117,7 +118,7 @@ func (c *Client) openFromIndex(g *getJob, mans map[[32]byte][]byte) {
 		if !ok {
 			return
 		}
-		c.hookLocal("manifest")
+		hooks.Local(&c.hk, "manifest")
 		var err error
 		asm, err = chunker.NewAssembler(g.dir, g.link, root, chunker.AssembleOptions{Log: c.log})
 		c.mu.Lock()
@@ -178,7 +179,7 @@ func (c *Client) refresh(fid [32]byte, g *getJob) {
 	}
 	delete(c.wants, fid)
 	c.mu.Unlock()
-	c.hookLocal("finish")
+	hooks.Local(&c.hk, "finish")
 	path, err := g.asm.Finish()
 	c.mu.Lock()
 	g.path, g.err = path, err
@@ -211,5 +212,5 @@ func (c *Client) noteHeld(id [32]byte) {
 		}
 	}
 	c.held[id] = true
-	c.hookNoteHeld(id)
+	hooks.NoteHeld(&c.hk, id)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/client/internal/hooks"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
 )
@@ -73,7 +74,7 @@ func (c *Client) query(ctx context.Context, e *cepoch, r uint32, rl *wire.RoundL
 			}
 			rows[t] = cr
 		}
-		c.hookRow(e.v.ID, r, t, rows[t], L)
+		hooks.Row(&c.hk, e.v.ID, r, t, rows[t], L)
 		mk, err := pir.Query(e.others, uint64(r), uint32(t), L, rows[t])
 		if err != nil {
 			return err

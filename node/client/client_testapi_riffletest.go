@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/client/internal/hooks"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -75,11 +76,9 @@ func (c *Client) SealedNext() uint32 {
 }
 
 // SetLocalHook sets the function the local worker calls before each step
-// (hookLocal).
+// (hooks.Local).
 func (c *Client) SetLocalHook(h func(step string)) {
-	c.mu.Lock()
-	c.localHook = h
-	c.mu.Unlock()
+	hooks.SetLocal(&c.hk, h)
 }
 
 // SetJobWait sets the presence wait drawn at arrival (§5.4), in full

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"io"
 
+	"github.com/riffle-net/riffle/node/client/internal/hooks"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -78,7 +79,7 @@ func (c *Client) backgroundRequests(reqs [][32]byte, k int) [][32]byte {
 	}
 	for slot := len(reqs); slot < k; slot++ {
 		draw := c.decoys.draw
-		if d := c.hookHeldDraw(); d != nil {
+		if d := hooks.HeldDraw(&c.hk); d != nil {
 			draw = d
 		}
 		id, ok := draw(c.rand)

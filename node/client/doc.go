@@ -13,8 +13,7 @@
 //   - client_requests.go: request slots, PIR queries.
 //   - decoys.go: decoys drawn from public demand (§6.3 v3).
 //   - window_client.go: the group's decoy window, asked of every chain
-//     server (§6.3 v3); decoys_own_riffletest.go: the old own-history
-//     rule, the anonymity tests' positive control only.
+//     server (§6.3 v3).
 //   - closing_client.go: the window's records settle re-sends across
 //     epochs (§5.2 v3); resend.go: chunks a round did not publish.
 //   - client_anon.go: the minimum anonymity set a client accepts (§3 v3).
@@ -39,8 +38,9 @@
 //     client's half of node's handover.go (§5.4 v3), manifests.go (§6.4 v3)
 //     and waitstate.go (the line a waiting client shows: internal/waitline).
 //   - names.go: names the client shares with store.
-//   - client_hooks.go (empty in the binary), client_hooks_riffletest.go,
-//     client_observe.go: the tests' hooks; client_testapi_riffletest.go:
-//     what the tests read and set of a running client (accessors that take
-//     its locks). The *_client_test.go files are unit tests without a network.
+//   - client_hooks.go (empty in the binary), client_hooks_riffletest.go:
+//     the tests' hooks, internal/hooks's (the old own-lists decoy rule of
+//     the controls too); client_testapi_riffletest.go: what the tests read
+//     and set of a running client (accessors that take its locks). The
+//     *_client_test.go files are unit tests without a network.
 package client

@@ -13,6 +13,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/client/internal/hooks"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
@@ -259,7 +260,7 @@ func (c *Client) syncIndexFrom(ctx context.Context, p peer.ID) (syncResult, erro
 		// A client takes closing records from the window, which it asks
 		// every chain server for (window_client.go), never from here.
 		for _, b := range pg.Closings {
-			c.hookIndexClosing(b)
+			hooks.IndexClosing(&c.hk, b)
 		}
 		res.closings += len(pg.Closings)
 		res.entries += len(entries)
@@ -351,7 +352,7 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 		c.log.Debug("index synced", "pages", res.pages, "bytes", res.bytes, "manifests", res.mans, "removed", res.removed, "early_removals", res.early, "took", time.Since(start))
 	}
 	missing := c.missingFrom(want)
-	if c.hookNoGapFill() {
+	if hooks.NoGapFill(&c.hk) {
 		missing = nil // broken on purpose: the primary's copy is taken as whole
 	}
 	if err == nil {
@@ -359,7 +360,7 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 		gaps = len(missing)
 	}
 	before := len(missing)
-	if err != nil || gaps > 0 || c.hookOwnFallback() {
+	if err != nil || gaps > 0 || hooks.OwnFallback(&c.hk) {
 		var others []int
 		for i, g := range group {
 			if p, perr := peer.IDFromBytes(g.PeerID); perr == nil && p != c.primary && p != c.h.ID() {
@@ -368,7 +369,7 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 		}
 		rand.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
 		for n, i := range others {
-			if n >= indexFallbacks || (err == nil && len(missing) == 0 && !c.hookOwnFallback()) {
+			if n >= indexFallbacks || (err == nil && len(missing) == 0 && !hooks.OwnFallback(&c.hk)) {
 				break
 			}
 			p, _ := peer.IDFromBytes(group[i].PeerID)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/riffle-net/riffle/node/client/internal/hooks"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/store"
 )
@@ -18,7 +19,7 @@ import (
 func TestJobEpochsCount(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		c := &Client{cfg: ClientConfig{ClientHookCfg: ClientHookCfg{JobEpochs: 3}}}
+		c := &Client{hk: hooks.Hooks{Config: ClientHookCfg{JobEpochs: 3}}}
 		if ep := c.newJobEpochs(0); ep.limit != 3 {
 			t.Fatalf("default allowance %d, want J = 3", ep.limit)
 		}

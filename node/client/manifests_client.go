@@ -1,6 +1,9 @@
 package client
 
-import "github.com/riffle-net/riffle/node/internal/proto"
+import (
+	"github.com/riffle-net/riffle/node/client/internal/hooks"
+	"github.com/riffle-net/riffle/node/internal/proto"
+)
 
 // Which upload a client's round carries (node/internal/manifests has the caps).
 
@@ -11,7 +14,7 @@ import "github.com/riffle-net/riffle/node/internal/proto"
 // back after such a round (resendHold); r is the round to fill. Call with
 // c.mu held.
 func (c *Client) nextUpload(e *cepoch, r uint32) int {
-	noCap := c.hookNoManifestCap()
+	noCap := hooks.NoManifestCap(&c.hk)
 	for i := range c.upQ {
 		if c.upQ[i].wait > 0 || c.upQ[i].awaiting || c.heldBack(e, &c.upQ[i], r) {
 			// Seen unpublished: it waits for its epoch's closing

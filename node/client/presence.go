@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/node/client/internal/hooks"
 )
 
 // Presence independent of the job (docs/protocol.md §5.4 v3): a client
@@ -152,7 +153,7 @@ func (c *Client) newJobEpochs(max int) jobEpochs {
 
 // jobJ is the client's J: JobEpochs, or the tests' smaller value.
 func (c *Client) jobJ() int {
-	if j := c.hookJobEpochs(); j > 0 {
+	if j := hooks.JobEpochs(&c.hk); j > 0 {
 		return j
 	}
 	return JobEpochs

@@ -7,6 +7,7 @@ import (
 
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/client/internal/hooks"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/store"
 )
@@ -42,7 +43,7 @@ type reask struct {
 // resendFrom is the first round of e whose onion may carry again what
 // round r's signed list did not publish (resendHold).
 func (c *Client) resendFrom(e *cepoch, r uint32) uint32 {
-	if c.hookResendAtOnce() {
+	if hooks.ResendAtOnce(&c.hk) {
 		return 0 // the rule before, the tests' control: the next onion
 	}
 	return r + uint32(e.v.Desc.Params.W) + resendHold

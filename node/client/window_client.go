@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/client/internal/hooks"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -117,7 +119,7 @@ func (c *Client) fetchWindow(ctx context.Context, v *proto.View) error {
 		// the record), so the client waits for none: a server that
 		// stalls its answer delays no client that another server of the
 		// chains answered.
-		if prevAsked && !c.hookUnpinnedWindow() {
+		if prevAsked && !hooks.UnpinnedWindow(&c.hk) {
 			if _, ok := proto.ResolveWindow(v.Desc, got); ok {
 				break
 			}
@@ -127,7 +129,7 @@ func (c *Client) fetchWindow(ctx context.Context, v *proto.View) error {
 		return errNoWindow
 	}
 	var w proto.WindowWalk
-	if c.hookUnpinnedWindow() {
+	if hooks.UnpinnedWindow(&c.hk) {
 		w = proto.WalkWindow(v.Desc, got) // the rule before: whatever came
 	} else {
 		var ok bool
@@ -176,7 +178,7 @@ func sitOutLine(id [32]byte) string {
 // fails. If every server fails, the client sits the epoch out and pauses
 // its jobs (sitOut).
 func (c *Client) holdWindow(ctx context.Context, v *proto.View) error {
-	if c.hookOwnRule() {
+	if hooks.OwnRule(&c.hk) {
 		return c.takeChain(v.Desc, v.Chain, budgetView{}) // the old rule: no window
 	}
 	if err := c.fetchWindow(ctx, v); err != nil {
@@ -189,7 +191,11 @@ func (c *Client) holdWindow(ctx context.Context, v *proto.View) error {
 	if err := c.takeChain(v.Desc, v.Chain, bv); err != nil {
 		return fmt.Errorf("node: epoch refused: %w", err)
 	}
-	c.hookWindow(v)
+	hooks.Window(&c.hk, v, func() []*proto.PoolEpoch {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return slices.Clone(c.decoys.epochs)
+	})
 	var b [8]byte
 	if _, err := io.ReadFull(c.rand, b[:]); err != nil {
 		return err

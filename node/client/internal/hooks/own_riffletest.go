@@ -1,6 +1,6 @@
 //go:build riffletest
 
-package client
+package hooks
 
 import (
 	"encoding/binary"
@@ -20,18 +20,18 @@ import (
 // is what the controls show an adversary can read. The binary has none of
 // it (hooks.go).
 
-// ownRule is the control's state in a client (clientHookState).
+// ownRule is the control's state in a client (Hooks.mu).
 type ownRule struct {
 	pool ownPool
 	// pastViews are the chains of the epochs this client took part in.
 	pastViews []*proto.View
 	// seen: past epochs whose closing record was used.
 	seen map[[32]byte]bool
-	// closings are the records the index syncs brought (c.syncMu).
+	// closings are the records the index syncs brought.
 	closings     map[[32]byte]*wire.Closing
 	closingOrder [][32]byte
 	// others are the epochs whose records are asked of other servers
-	// when the primary's log lacks them (c.mu).
+	// when the primary's log lacks them.
 	views  []*proto.View
 	others [][32]byte
 }
@@ -156,131 +156,127 @@ func (p *ownPool) draw(rnd io.Reader) ([32]byte, bool) {
 	return p.at(int(binary.BigEndian.Uint64(b[:]) % uint64(p.size))), true
 }
 
-// useOwnRule reports whether the control is on.
-func (c *Client) useOwnRule() bool {
-	o := c.cfg.Observe
-	return o != nil && o.OwnDecoys
-}
-
-// hookOwnNote notes a checked list of the current epoch; c.mu held.
-func (c *Client) hookOwnNote(rl *wire.RoundList) {
-	if c.useOwnRule() {
-		c.own.pool.note(rl)
+// OwnNote notes a checked list of the current epoch.
+func OwnNote(h *Hooks, rl *wire.RoundList) {
+	if OwnRule(h) {
+		h.mu.Lock()
+		h.own.pool.note(rl)
+		h.mu.Unlock()
 	}
 }
 
-// hookOwnEnd ends epoch v in the control's pool and keeps its chain;
-// c.mu held.
-func (c *Client) hookOwnEnd(v *proto.View) {
-	if !c.useOwnRule() || v == nil {
+// OwnEnd ends epoch v in the control's pool and keeps its chain, and
+// the chains of the last keep epochs.
+func OwnEnd(h *Hooks, v *proto.View, keep int) {
+	if !OwnRule(h) || v == nil {
 		return
 	}
-	c.own.pool.endEpoch()
-	if !slices.ContainsFunc(c.own.pastViews, func(p *proto.View) bool { return p.ID == v.ID }) {
-		c.own.pastViews = append(c.own.pastViews, v)
-		if n := proto.DecoyEpochs + closeWaitMax + 1; len(c.own.pastViews) > n {
-			c.own.pastViews = c.own.pastViews[len(c.own.pastViews)-n:]
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.own.pool.endEpoch()
+	if !slices.ContainsFunc(h.own.pastViews, func(p *proto.View) bool { return p.ID == v.ID }) {
+		h.own.pastViews = append(h.own.pastViews, v)
+		if len(h.own.pastViews) > keep {
+			h.own.pastViews = h.own.pastViews[len(h.own.pastViews)-keep:]
 		}
 	}
 }
 
-// hookOwnWants computes, before an index sync, the past epochs whose
-// records the control still wants and of them those to ask other servers
-// for (all but the epoch just ended); c.mu held.
-func (c *Client) hookOwnWants() {
-	if !c.useOwnRule() {
+// OwnWants computes, before an index sync, the past epochs whose records
+// the control still wants and of them those to ask other servers for
+// (all but the epoch just ended).
+func OwnWants(h *Hooks) {
+	if !OwnRule(h) {
 		return
 	}
-	c.own.views, c.own.others = nil, nil
-	for i, v := range c.own.pastViews {
-		if c.own.seen[v.ID] && c.own.pool.closedEpoch(v.ID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.own.views, h.own.others = nil, nil
+	for i, v := range h.own.pastViews {
+		if h.own.seen[v.ID] && h.own.pool.closedEpoch(v.ID) {
 			continue
 		}
-		c.own.views = append(c.own.views, v)
-		if i < len(c.own.pastViews)-1 {
-			c.own.others = append(c.own.others, v.ID)
+		h.own.views = append(h.own.views, v)
+		if i < len(h.own.pastViews)-1 {
+			h.own.others = append(h.own.others, v.ID)
 		}
 	}
 }
 
-// hookIndexClosing keeps a record an index page carried; c.syncMu held.
-func (c *Client) hookIndexClosing(b []byte) {
-	if !c.useOwnRule() {
+// IndexClosing keeps a record an index page carried.
+func IndexClosing(h *Hooks, b []byte) {
+	if !OwnRule(h) {
 		return
 	}
 	var rec wire.Closing
 	if rec.Unmarshal(b, wire.MaxClosingRounds) != nil {
 		return
 	}
-	if c.own.closings == nil {
-		c.own.closings = map[[32]byte]*wire.Closing{}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.own.closings == nil {
+		h.own.closings = map[[32]byte]*wire.Closing{}
 	}
-	if _, ok := c.own.closings[rec.Epoch]; ok {
+	if _, ok := h.own.closings[rec.Epoch]; ok {
 		return
 	}
-	c.own.closings[rec.Epoch] = &rec
-	c.own.closingOrder = append(c.own.closingOrder, rec.Epoch)
-	for len(c.own.closingOrder) > 64 {
-		delete(c.own.closings, c.own.closingOrder[0])
-		c.own.closingOrder = c.own.closingOrder[1:]
+	h.own.closings[rec.Epoch] = &rec
+	h.own.closingOrder = append(h.own.closingOrder, rec.Epoch)
+	for len(h.own.closingOrder) > 64 {
+		delete(h.own.closings, h.own.closingOrder[0])
+		h.own.closingOrder = h.own.closingOrder[1:]
 	}
 }
 
-// hookOwnFallback reports whether the control turns to another server for
-// records its primary's log lacks; c.syncMu held.
-func (c *Client) hookOwnFallback() bool {
-	if !c.useOwnRule() || c.hookNoClosingFill() {
+// OwnFallback reports whether the control turns to another server for
+// records its primary's log lacks.
+func OwnFallback(h *Hooks) bool {
+	if !OwnRule(h) || h.noClosingFill() {
 		return false
 	}
-	c.mu.Lock()
-	others := c.own.others
-	c.mu.Unlock()
-	for _, id := range others {
-		if c.own.closings[id] == nil {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, id := range h.own.others {
+		if h.own.closings[id] == nil {
 			return true
 		}
 	}
 	return false
 }
 
-// hookOwnUse admits to the control's pool the epochs whose records the
-// index syncs brought, checked against their chains.
-func (c *Client) hookOwnUse() {
-	if !c.useOwnRule() {
+// OwnUse admits to the control's pool the epochs whose records the index
+// syncs brought, checked against their chains.
+func OwnUse(h *Hooks) {
+	if !OwnRule(h) {
 		return
 	}
-	c.mu.Lock()
-	views := c.own.views
-	c.mu.Unlock()
-	recs := map[[32]byte]*wire.Closing{}
-	c.syncMu.Lock()
-	for _, v := range views {
-		rec := c.own.closings[v.ID]
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.own.seen == nil {
+		h.own.seen = map[[32]byte]bool{}
+	}
+	for _, v := range h.own.views {
+		rec := h.own.closings[v.ID]
 		if rec == nil {
 			continue
 		}
 		if proto.CheckClosing(v, rec) != nil {
-			delete(c.own.closings, v.ID)
+			delete(h.own.closings, v.ID)
 			continue
 		}
-		recs[v.ID] = rec
-	}
-	c.syncMu.Unlock()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.own.seen == nil {
-		c.own.seen = map[[32]byte]bool{}
-	}
-	for id, rec := range recs {
-		c.own.pool.admit(rec)
-		c.own.seen[id] = true
+		h.own.pool.admit(rec)
+		h.own.seen[v.ID] = true
 	}
 }
 
-// ownDraw is the control's draw, or nil; c.mu held.
-func (c *Client) ownDraw() func(io.Reader) ([32]byte, bool) {
-	if c.useOwnRule() {
-		return c.own.pool.draw
+// ownDraw is the control's draw, or nil.
+func (h *Hooks) ownDraw() func(io.Reader) ([32]byte, bool) {
+	if !OwnRule(h) {
+		return nil
 	}
-	return nil
+	return func(rnd io.Reader) ([32]byte, bool) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.own.pool.draw(rnd)
+	}
 }
