@@ -18,6 +18,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/client/internal/hooks"
+	"github.com/riffle-net/riffle/node/client/internal/meter"
 	"github.com/riffle-net/riffle/node/client/internal/waitline"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
@@ -62,7 +63,7 @@ type ClientConfig struct {
 	// MaxRate, if not zero, is the most bytes a second, each way, the
 	// client agrees to move: it refuses a group whose constants allow more
 	// (GroupCost's worst case), checked once per group, never per epoch,
-	// and stops with ErrOverBudget (group.go).
+	// and stops with ErrOverBudget (internal/meter).
 	MaxRate float64
 	// Now starts jobs at once instead of after the presence wait of §5.4
 	// (PresenceMin to PresenceMax full epochs from arrival): what a
@@ -154,8 +155,8 @@ type Client struct {
 	// against (clientCheckPrevious).
 	lastGroup []peer.ID
 	// group is the group's constants this client checked against
-	// MaxRate, with their cost, and what it moved (group.go).
-	group groupState
+	// MaxRate, with their cost, and what it moved (internal/meter).
+	group meter.Group
 	// fatal is why the client stopped by itself (Err).
 	fatal error
 	// held: chunks this client published or fetched (at most maxHeld),
@@ -428,7 +429,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	c.local.wake = make(chan struct{}, 1)
 	c.hk.Config = cfg.ClientHookCfg
 	c.clientHookState.bind(&c.hk)
-	c.group.since = time.Now()
+	c.group.Since = time.Now()
 	if c.jobWait, err = drawPresence(rnd); err != nil {
 		h.Close()
 		cancel()
@@ -497,14 +498,14 @@ func (c *Client) call(ctx context.Context, r transport.Request) ([]byte, error) 
 func (c *Client) callTo(ctx context.Context, p peer.ID, r transport.Request) ([]byte, error) {
 	onSend := c.cfg.OnSend
 	r.Sent = func(t wire.Type, n int) {
-		c.group.sent.Add(int64(n))
+		c.group.Sent(n)
 		if onSend != nil {
 			onSend(uint8(t), n)
 		}
 	}
 	rep, err := transport.Call(ctx, c.h, p, r)
 	if err == nil {
-		c.group.recv.Add(int64(proto.FrameHeader + len(rep)))
+		c.group.Received(proto.FrameHeader + len(rep))
 	}
 	return rep, err
 }
@@ -530,7 +531,7 @@ func (c *Client) run() {
 		// Epoch attempts start at least the group's registration window
 		// apart, so that what aborted setups cost is bounded by the
 		// constants too (GroupCost); a failed one waits half a second.
-		next := began.Add(c.attemptGap())
+		next := began.Add(c.group.Gap())
 		if err != nil && c.ctx.Err() == nil {
 			c.log.Info("epoch left", "err", err)
 			c.noteWait(waitline.Line(err))

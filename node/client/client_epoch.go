@@ -155,7 +155,7 @@ func (c *Client) openView(ctx context.Context, last [32]byte) (*proto.View, int,
 	if err != nil || open.Final {
 		return nil, 0, fmt.Errorf("node: open descriptor: %v", err)
 	}
-	if err := c.checkGroup(open.Desc.Params); err != nil {
+	if err := c.group.Check(open.Desc.Params, c.cfg.MaxRate); err != nil {
 		return v, 0, err
 	}
 	pidx := -1

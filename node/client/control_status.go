@@ -71,12 +71,10 @@ func (c *Client) Status() ClientStatus {
 		st.Waiting = c.waitReasonLocked()
 	}
 	st.MaxRate = c.cfg.MaxRate
-	if c.group.checked {
-		st.GroupSendPerHour, st.GroupRecvPerHour = c.group.cost.Worst.SendPerHour, c.group.cost.Worst.RecvPerHour
+	if send, recv, ok := c.group.Worst(); ok {
+		st.GroupSendPerHour, st.GroupRecvPerHour = send, recv
 	}
-	if h := time.Since(c.group.since).Hours(); h > 0 {
-		st.SentPerHour, st.RecvPerHour = float64(c.group.sent.Load())/h, float64(c.group.recv.Load())/h
-	}
+	st.SentPerHour, st.RecvPerHour = c.group.Moved(time.Now())
 	if e := c.epoch; e != nil {
 		st.Epoch = hex.EncodeToString(e.v.ID[:])
 		for i, p := range e.v.Chain {

@@ -18,8 +18,8 @@
 //     epochs (§5.2 v3); resend.go: chunks a round did not publish.
 //   - client_anon.go: the minimum anonymity set a client accepts (§3 v3).
 //   - group.go, client_budget.go: a group's worst case against the
-//     client's budget; chains that dropped a server for its refusal budget
-//     (the rule: internal/budget).
+//     client's budget (internal/meter); chains that dropped a server for
+//     its refusal budget (the rule: internal/budget).
 //   - dupclient.go: the answer to a duplicate share at setup (§4.2).
 //   - presence.go: the presence wait before jobs and before leaving (§5.4 v3).
 //   - indexsync.go: incremental index sync (§7 v3); unlisted.go: a get
