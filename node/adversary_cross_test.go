@@ -101,7 +101,7 @@ func crossEpoch(t *testing.T, heldDecoys bool, idle int) (*tally, int, int) {
 	}
 	closed := -1
 	for _, c := range clients {
-		n := c.DecoyEpochs()
+		n := c.Inspect().DecoyEpochs()
 		if closed < 0 || n < closed {
 			closed = n
 		}

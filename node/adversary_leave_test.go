@@ -99,7 +99,7 @@ func voidLeaveRun(t *testing.T, old bool, trials int) *tally {
 	// short, so that each round has its uploaders (and no job pauses for
 	// its epochs, §5.4, which left later trials with one or two).
 	share := func(c *Client) {
-		n := len(c.Queued())
+		n := len(c.Inspect().Queued())
 		if n < 2*int(p.Rounds) {
 			go c.Share(ctx, bytes.NewReader(anonRand(t, 2*int(p.Rounds)*b)), "f.bin", false)
 		}

@@ -81,7 +81,7 @@ func TestClosingRecordSynced(t *testing.T) {
 		}
 		// Two epoch numbers on, the record comes with the window.
 		if err := wait.Until(ctx, 30*time.Second, func() bool {
-			return up.HasWindowRecord(ep)
+			return up.Inspect().HasWindowRecord(ep)
 		}); err != nil {
 			t.Fatal("the client's window did not bring the closing record")
 		}
@@ -109,7 +109,7 @@ func TestWindowRecordFromOtherServer(t *testing.T) {
 		defer cancel()
 		up, _ := tn.startPair(ctx, t, nil) // up's primary is server 1
 		if err := wait.Until(ctx, 45*time.Second, func() bool {
-			return up.WindowRecords() > 0 && up.DecoyEpochs() > 0
+			return up.Inspect().WindowRecords() > 0 && up.Inspect().DecoyEpochs() > 0
 		}); err != nil {
 			t.Fatal("the client got no closing record past a primary that withholds them")
 		}

@@ -35,8 +35,8 @@ func TestHandoverCarriesQueue(t *testing.T) {
 		if err := wait.Until(ctx, 5*time.Minute, func() bool { return leaver.Stats().Uploaded >= 3 }); err != nil {
 			t.Fatalf("the leaver published nothing: %v", err)
 		}
-		queued := leaver.Queued()
-		rounds := int(p.Rounds) - int(leaver.SealedNext())
+		queued := leaver.Inspect().Queued()
+		rounds := int(p.Rounds) - int(leaver.Inspect().SealedNext())
 		if len(queued) < handoverMax+8 || rounds < handoverMax {
 			t.Fatalf("%d chunks queued, %d rounds left at the leave: too few to tell", len(queued), rounds)
 		}

@@ -82,7 +82,7 @@ func bareClient(t *testing.T, s *Server, dir string) *Client {
 	h.AddAddrs(s.ID(), s.Addrs(), time.Hour)
 	c := NewBareClient(h, s.ID(), dir, anonLogger())
 	t.Cleanup(func() {
-		c.CloseDB()
+		c.Inspect().CloseDB()
 		h.Close()
 	})
 	return c
@@ -216,7 +216,7 @@ func TestIndexSyncResumes(t *testing.T) {
 		if err != nil || first.Mans != 30 {
 			t.Fatalf("first sync: %+v, %v", first, err)
 		}
-		c.CloseDB()
+		c.Inspect().CloseDB()
 		indexFiles(t, s, 1)
 		// A new process: a fresh libp2p identity, the same database.
 		again := bareClient(t, s, dir)
@@ -327,7 +327,7 @@ func TestIndexReqHostile(t *testing.T) {
 			return wire.TypeIndex, (&wire.Index{Next: req.Cursor, More: true}).Marshal(), nil
 		})
 		c := bareClient(t, s, "")
-		c.Host().AddAddrs(bad.ID(), bad.Addrs(), time.Hour)
+		c.Inspect().Host().AddAddrs(bad.ID(), bad.Addrs(), time.Hour)
 		_, err = c.SyncIndexFrom(ctx, bad.ID())
 		if err == nil || asked != 1 {
 			t.Fatalf("a page that does not move the cursor: %v after %d requests", err, asked)

@@ -141,7 +141,7 @@ func TestLongJobPauses(t *testing.T) {
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("fetched file differs (%v)", err)
 	}
-	if len(down.PausedJobs()) != 0 {
+	if len(down.Inspect().PausedJobs()) != 0 {
 		t.Fatal("a job still paused")
 	}
 }

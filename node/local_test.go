@@ -96,7 +96,7 @@ func TestLocalWorkDoesNotDelay(t *testing.T) {
 		const slow = 6 * time.Second
 		var hmu sync.Mutex
 		steps := map[string]int{}
-		down.SetLocalHook(func(step string) {
+		down.Inspect().SetLocalHook(func(step string) {
 			hmu.Lock()
 			steps[step]++
 			hmu.Unlock()

@@ -142,7 +142,7 @@ func TestKeyExcludedEverywhere(t *testing.T) {
 		}
 		// The same key at another primary is refused, and says why.
 		var prog lockedBuf
-		again, err := NewClient(context.Background(), ClientConfig{Network: testNet(t), Server: bn.servers[2].Addrs()[0].String(), LongTermKey: bad.LongTermKey(),
+		again, err := NewClient(context.Background(), ClientConfig{Network: testNet(t), Server: bn.servers[2].Addrs()[0].String(), LongTermKey: bad.Inspect().LongTermKey(),
 			Logger: rbLogger(), MinAnonymity: 1, Now: true, Progress: &prog})
 		if err != nil {
 			t.Fatal(err)

@@ -23,7 +23,7 @@ func TestJobWaitsForPresence(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		c.SetJobWait(2)
+		c.Inspect().SetJobWait(2)
 		done := make(chan error, 1)
 		go func() {
 			_, err := c.Share(ctx, bytes.NewReader(anonRand(t, 1000)), "late.bin", false)
@@ -31,7 +31,7 @@ func TestJobWaitsForPresence(t *testing.T) {
 		}()
 		for {
 			st := c.Stats()
-			full := c.FullEpochs()
+			full := c.Inspect().FullEpochs()
 			if full >= 2 {
 				break
 			}

@@ -34,7 +34,7 @@ func TestReceiptsEveryServer(t *testing.T) {
 		epochs := make([]*joined, len(tn.clients))
 		for i, c := range tn.clients {
 			for {
-				if v, slot, rs := c.Receipts(); v != nil {
+				if v, slot, rs := c.Inspect().Receipts(); v != nil {
 					epochs[i] = &joined{v, slot, rs}
 					break
 				}

@@ -189,7 +189,7 @@ func measureWaits(t *testing.T, n, pairs, jobs int, chunk uint32) *waitSamples {
 		t.Error(err)
 	}
 	if st := clients[0].Stats(); st.Epochs > 0 {
-		w.epochs = append(w.epochs, clients[0].EpochLen())
+		w.epochs = append(w.epochs, clients[0].Inspect().EpochLen())
 	}
 	return w
 }

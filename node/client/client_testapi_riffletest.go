@@ -20,45 +20,52 @@ import (
 // (riffletest builds only): each accessor takes the client's locks itself,
 // so that no test holds c.mu or names the client's fields.
 
+// Inspector is what the network tests read and set of a running client
+// beside its API: each accessor takes the client's locks itself.
+type Inspector struct{ c *Client }
+
+// Inspect returns the client's Inspector.
+func (c *Client) Inspect() Inspector { return Inspector{c} }
+
 // Host is the client's transport host (its address book, its streams).
-func (c *Client) Host() transport.Host { return c.h }
+func (i Inspector) Host() transport.Host { return i.c.h }
 
 // PeerID is the client's peer id.
 func (c *Client) PeerID() peer.ID { return c.h.ID() }
 
 // LongTermKey is the key that signs the client's registrations.
-func (c *Client) LongTermKey() *proto.LongTermKey { return c.ltKey }
+func (i Inspector) LongTermKey() *proto.LongTermKey { return i.c.ltKey }
 
 // LongTermPublic is the public half of LongTermKey.
 func (c *Client) LongTermPublic() [32]byte { return c.ltKey.Public() }
 
 // DecoyEpochs is how many epochs the client's decoy window holds.
-func (c *Client) DecoyEpochs() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.decoys.epochs)
+func (i Inspector) DecoyEpochs() int {
+	i.c.mu.Lock()
+	defer i.c.mu.Unlock()
+	return len(i.c.decoys.epochs)
 }
 
 // WindowRecords is how many closing records the window's walk brought;
 // HasWindowRecord, whether it brought epoch ep's.
-func (c *Client) WindowRecords() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.windowRecs)
+func (i Inspector) WindowRecords() int {
+	i.c.mu.Lock()
+	defer i.c.mu.Unlock()
+	return len(i.c.windowRecs)
 }
 
-func (c *Client) HasWindowRecord(ep [32]byte) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.windowRecs[ep] != nil
+func (i Inspector) HasWindowRecord(ep [32]byte) bool {
+	i.c.mu.Lock()
+	defer i.c.mu.Unlock()
+	return i.c.windowRecs[ep] != nil
 }
 
 // Queued is the ids of the chunks in the client's upload queue, in order.
-func (c *Client) Queued() [][32]byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([][32]byte, 0, len(c.upQ))
-	for _, u := range c.upQ {
+func (i Inspector) Queued() [][32]byte {
+	i.c.mu.Lock()
+	defer i.c.mu.Unlock()
+	out := make([][32]byte, 0, len(i.c.upQ))
+	for _, u := range i.c.upQ {
 		out = append(out, u.c.ID)
 	}
 	return out
@@ -66,41 +73,41 @@ func (c *Client) Queued() [][32]byte {
 
 // SealedNext is the next round of the current epoch the client has not
 // sealed an onion for (0 without an epoch).
-func (c *Client) SealedNext() uint32 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.epoch == nil {
+func (i Inspector) SealedNext() uint32 {
+	i.c.mu.Lock()
+	defer i.c.mu.Unlock()
+	if i.c.epoch == nil {
 		return 0
 	}
-	return c.epoch.sealedNext
+	return i.c.epoch.sealedNext
 }
 
 // SetLocalHook sets the function the local worker calls before each step
 // (hooks.Local).
-func (c *Client) SetLocalHook(h func(step string)) {
-	hooks.SetLocal(&c.hk, h)
+func (i Inspector) SetLocalHook(h func(step string)) {
+	hooks.SetLocal(&i.c.hk, h)
 }
 
 // SetJobWait sets the presence wait drawn at arrival (§5.4), in full
 // epochs.
-func (c *Client) SetJobWait(n int) {
-	c.mu.Lock()
-	c.jobWait = n
-	c.mu.Unlock()
+func (i Inspector) SetJobWait(n int) {
+	i.c.mu.Lock()
+	i.c.jobWait = n
+	i.c.mu.Unlock()
 }
 
 // FullEpochs is the full epochs since arrival (presence.go).
-func (c *Client) FullEpochs() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.fullEpochs
+func (i Inspector) FullEpochs() int {
+	i.c.mu.Lock()
+	defer i.c.mu.Unlock()
+	return i.c.fullEpochs
 }
 
 // EpochLen is how long the last epoch taken part in lasted.
-func (c *Client) EpochLen() time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.epochLen
+func (i Inspector) EpochLen() time.Duration {
+	i.c.mu.Lock()
+	defer i.c.mu.Unlock()
+	return i.c.epochLen
 }
 
 // SyncIndex syncs the index from the primary, from this client's cursor,
@@ -120,13 +127,13 @@ func (c *Client) SyncIndex(ctx context.Context) ([]IndexEntry, map[[32]byte][]by
 
 // Receipts is the current epoch's view, the client's slot in it and the
 // chain servers' receipts of its registration (nil view: no epoch yet).
-func (c *Client) Receipts() (*proto.View, uint32, []wire.Receipt) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.epoch == nil {
+func (i Inspector) Receipts() (*proto.View, uint32, []wire.Receipt) {
+	i.c.mu.Lock()
+	defer i.c.mu.Unlock()
+	if i.c.epoch == nil {
 		return nil, 0, nil
 	}
-	return c.epoch.v, c.epoch.slot, append([]wire.Receipt(nil), c.epoch.receipts...)
+	return i.c.epoch.v, i.c.epoch.slot, append([]wire.Receipt(nil), i.c.epoch.receipts...)
 }
 
 // PendingFile is the client's pending-epoch marker in its data directory.
@@ -145,10 +152,10 @@ func CheckPrevious(d *wire.Descriptor, chain, last []peer.ID, primary peer.ID, r
 }
 
 // PausedJobs lists the client's paused jobs (pausedJobs).
-func (c *Client) PausedJobs() []PausedJob {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.pausedJobs()
+func (i Inspector) PausedJobs() []PausedJob {
+	i.c.mu.Lock()
+	defer i.c.mu.Unlock()
+	return i.c.pausedJobs()
 }
 
 // ResendHold is how many rounds after its list a void round's chunk waits
@@ -202,10 +209,10 @@ func NewBareClient(h transport.Host, primary peer.ID, dir string, log *slog.Logg
 }
 
 // CloseDB closes the client's database, as a process that ends.
-func (c *Client) CloseDB() {
-	if c.db != nil {
-		c.db.Close()
-		c.db = nil
+func (i Inspector) CloseDB() {
+	if i.c.db != nil {
+		i.c.db.Close()
+		i.c.db = nil
 	}
 }
 
