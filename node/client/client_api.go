@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/node/client/internal/progress"
 )
 
 // ChunkSize waits for an epoch and returns its chunk size b.
@@ -78,7 +79,7 @@ func (c *Client) FollowShare(ctx context.Context, h *ShareHandle, name string, s
 			rounds := c.stats.Rounds
 			c.mu.Unlock()
 			_, total, _, _ := h.Result()
-			c.jobEvent(ctx, moving("share", name, total-h.Left(), total, rounds, h.b, time.Since(start)))
+			c.jobEvent(ctx, progress.Moving("share", name, total-h.Left(), total, rounds, h.b, time.Since(start)))
 		}
 	}
 }
@@ -139,7 +140,7 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 				}
 				continue
 			}
-			c.jobEvent(ctx, moving("get", name, held, total, rounds, b, time.Since(start)))
+			c.jobEvent(ctx, progress.Moving("get", name, held, total, rounds, b, time.Since(start)))
 		case <-ctx.Done():
 			c.dropGet(g)
 			return "", ctx.Err()

@@ -1,4 +1,4 @@
-package client
+package progress
 
 import (
 	"encoding/json"
@@ -15,8 +15,8 @@ func TestJobEventLine(t *testing.T) {
 		e    JobEvent
 		want string
 	}{
-		{moving("share", "f.bin", 3, 10, 7, 1024, 3*time.Second), "share f.bin: 3/10 chunks, round 7, 1.0 KiB/s, eta 7s"},
-		{moving("get", "g.bin", 0, 10, 2, 1024, time.Second), "get g.bin: 0/10 chunks, round 2, 0.0 KiB/s, eta ?"},
+		{Moving("share", "f.bin", 3, 10, 7, 1024, 3*time.Second), "share f.bin: 3/10 chunks, round 7, 1.0 KiB/s, eta 7s"},
+		{Moving("get", "g.bin", 0, 10, 2, 1024, time.Second), "get g.bin: 0/10 chunks, round 2, 0.0 KiB/s, eta ?"},
 		{JobEvent{Kind: "share", Phase: PhaseWaiting, Name: "a.bin", Waiting: waitline.Hint, Elapsed: 5200 * time.Millisecond}, "share a.bin: " + waitline.Hint + " (5s)"},
 		{JobEvent{Kind: "get", Phase: PhasePaused, Name: "x", Paused: "paused: this job sent real traffic in 1 epochs"}, "get x: paused: this job sent real traffic in 1 epochs"},
 		{JobEvent{Kind: "share", Phase: PhaseResuming, Name: "r.bin", Done: 4, Total: 10}, "share r.bin: resuming: 4 of 10 chunks went out in an earlier run; sending the other 6"},
