@@ -21,9 +21,3 @@ func (c *Client) useClosings(v *proto.View) {
 		go c.reencrypt(j)
 	}
 }
-
-// recordDue reports whether the window of an epoch of number n is the last
-// that may bring the record of the epoch of number seen: the record enters
-// windows from number seen+2 on, and a chunk waits for closeWaitMax of
-// them.
-func recordDue(seen, n uint64) bool { return n >= seen+1+closeWaitMax }

@@ -3,35 +3,22 @@ package client
 import (
 	"bytes"
 	"fmt"
-	"io"
 
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/client/internal/hooks"
+	"github.com/riffle-net/riffle/node/client/internal/resend"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/store"
 )
 
 // Re-sending the chunks of a round that did not publish them (docs/
-// protocol.md §5.2 v3, "a void round counts as seen"). Whoever stopped
-// the round may have read its payloads (the last servers see plaintexts),
-// so the same chunk sent again under another pseudonym would tie the two
-// pseudonyms together. Within one epoch a chunk goes out again under the
-// same pseudonym, which ties nothing new; when the epoch ends with it
-// unsent, it waits for the epoch's closing record (closing.go) and
-// resendRule decides.
+// protocol.md §5.2 v3): the rule is internal/resend's; the queue here
+// applies it.
 
-// resendHold is how many rounds a chunk, and the requests, of a round
-// whose signed list did not publish them wait before they go out again in
-// the same epoch, counted from the onion sealed when that list came (W
-// rounds after the round): the hand-over length. A client that left before
-// the list came cannot send them again (its handed-over onions were
-// sealed), and the epoch it left ends before its hand-over runs out
-// (departure.go), so before any client sends anything of that round
-// again: every uploader of the round behaves alike, and whoever stopped
-// the round, having read its payloads, can tell the one that left among
-// them only by a guess (docs/anonymity.md, "When you come and go").
-const resendHold = proto.HandoverMax
+// resendHold is how many rounds a chunk, and the requests, of a void
+// round wait before they go out again in the same epoch (resend.Hold).
+const resendHold = resend.Hold
 
 // reask is a void round's requests: kept in flight, so not asked again,
 // until the onion of round at.
@@ -69,65 +56,6 @@ func (c *Client) releaseReasks(e *cepoch, r uint32) {
 		}
 	}
 	e.reask = keep
-}
-
-// roundRecord is what a client holds, signed by all m servers, about a
-// round whose chunk it did not see published.
-type roundRecord int
-
-const (
-	// recordNone: no signed record of the round (it was void or did not
-	// finish before the epoch ended, and no list came).
-	recordNone roundRecord = iota
-	// recordMissing: the round's list, signed by all m servers, lacks
-	// the chunk's id among the ids published; a void list (ListVoid)
-	// lacks every id.
-	recordMissing
-)
-
-// resendAction is what becomes of such a chunk once its epoch has ended.
-type resendAction int
-
-const (
-	// resendNever: the chunk counts as published and the user is told.
-	resendNever resendAction = iota
-	// resendLater: a public chunk goes out again after a wait of full
-	// epochs, so that the epoch right after says nothing.
-	resendLater
-	// resendReencrypt: a private file is encrypted again under a fresh
-	// key and sent whole; its link has not been shown yet, so the new
-	// chunks have nothing in common with the ones seen.
-	resendReencrypt
-)
-
-// ResendWaitMax caps the full epochs a public chunk waits before it is
-// sent again: 1 + G, G geometric with p = ½.
-const ResendWaitMax = 4
-
-// resendRule decides the fate of a chunk of a round that ended without
-// publishing it, once the epoch is over: without a record signed by all m
-// servers it counts as published; with one, a public chunk waits 1 + G
-// full epochs (the wait is returned) and a private file is encrypted
-// again.
-func resendRule(rec roundRecord, private bool, rnd io.Reader) (resendAction, int, error) {
-	if rec == recordNone {
-		return resendNever, 0, nil
-	}
-	if private {
-		return resendReencrypt, 0, nil
-	}
-	w := 1
-	var b [1]byte
-	for w < ResendWaitMax {
-		if _, err := io.ReadFull(rnd, b[:]); err != nil {
-			return 0, 0, fmt.Errorf("node: draw a re-send wait: %w", err)
-		}
-		if b[0]&1 == 0 {
-			break
-		}
-		w++
-	}
-	return resendLater, w, nil
 }
 
 // settleEpoch settles the chunks of epoch e that were not seen published,
@@ -174,16 +102,15 @@ func (c *Client) settleEpoch(e *cepoch) []*shareJob {
 	return c.dropSettled(lost, nil)
 }
 
-// closeWaitMax bounds the windows (of epoch numbers e+2, e+3, …) in which
-// a chunk seen in epoch e waits for e's closing record: without one by
-// then, it counts as published.
-const closeWaitMax = 3
+// closeWaitMax bounds the windows in which a chunk waits for its
+// epoch's closing record (resend.CloseWaitMax).
+const closeWaitMax = resend.CloseWaitMax
 
 // settleClosings applies the closing records of the window of the epoch
 // of number n (checked against their epochs' chains, by epoch id) to the
 // chunks that await one; call with c.mu held. A record that shows the
 // chunk's round void, or published with the very list that lacked the
-// chunk, lets resendRule decide; a record that shows anything else, or no
+// chunk, lets resend.Rule decide; a record that shows anything else, or no
 // record in the window of number e+1+closeWaitMax or later, leaves the
 // chunk counted as published, and the user is told. Whether a chunk waits
 // on follows from epoch numbers, never from how many epochs this client
@@ -197,24 +124,24 @@ func (c *Client) settleClosings(recs map[[32]byte]*wire.Closing, n uint64) []*sh
 			continue
 		}
 		rec := recs[u.seenAt.epoch]
-		if rec == nil && !recordDue(u.seenAt.number, n) {
+		if rec == nil && !resend.Due(u.seenAt.number, n) {
 			continue
 		}
 		u.awaiting = false
-		act := resendNever
+		act := resend.Never
 		w := 0
-		if rec != nil && closedCovers(rec, u.seenAt) {
+		if rec != nil && resend.Covers(rec, u.seenAt.round, u.seenAt.list) {
 			var err error
-			act, w, err = resendRule(recordMissing, u.job.private, c.rand)
+			act, w, err = resend.Rule(resend.RecordMissing, u.job.private, c.rand)
 			if err != nil {
 				// No randomness: the safe choice is not to send it at all.
-				act = resendNever
+				act = resend.Never
 			}
 		}
 		switch act {
-		case resendLater:
+		case resend.Later:
 			u.seen, u.wait = false, w
-		case resendReencrypt:
+		case resend.Reencrypt:
 			if !u.job.reencrypting {
 				u.job.reencrypting = true
 				again = append(again, u.job)
@@ -228,16 +155,6 @@ func (c *Client) settleClosings(recs map[[32]byte]*wire.Closing, n uint64) []*sh
 		}
 	}
 	return c.dropSettled(lost, again)
-}
-
-// closedCovers reports whether closing record rec shows the round of s
-// void, or published with the list that lacked the chunk.
-func closedCovers(rec *wire.Closing, s seenRound) bool {
-	if int(s.round) >= len(rec.Rounds) {
-		return false
-	}
-	x := rec.Rounds[s.round]
-	return (x.State == wire.ClosedVoid || x.State == wire.ClosedPublished) && x.List == s.list
 }
 
 // awaitClose reports whether a chunk waits for epoch id's closing
@@ -336,3 +253,7 @@ func (c *Client) waitedEpoch() {
 		}
 	}
 }
+
+// ResendWaitMax caps the full epochs a public chunk waits before it is
+// sent again (resend.WaitMax).
+const ResendWaitMax = resend.WaitMax

@@ -8,53 +8,10 @@ import (
 	"crypto/rand"
 	"strings"
 	"testing"
-	"testing/synctest"
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
-
-// TestResendRule: the decision for a chunk of a round that did not
-// publish it, once its epoch has ended (§5.2 v3). Without a record signed
-// by all m servers it counts as published; with one, a public chunk waits
-// 1 + G full epochs (at least one, at most ResendWaitMax) and a private
-// file is encrypted again.
-func TestResendRule(t *testing.T) {
-	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		for _, private := range []bool{false, true} {
-			act, _, err := resendRule(recordNone, private, rand.Reader)
-			if err != nil || act != resendNever {
-				t.Fatalf("no record, private %v: %v %v, want resendNever", private, act, err)
-			}
-		}
-		act, _, err := resendRule(recordMissing, true, rand.Reader)
-		if err != nil || act != resendReencrypt {
-			t.Fatalf("private with a record: %v %v, want resendReencrypt", act, err)
-		}
-		seen := map[int]bool{}
-		for range 400 {
-			act, w, err := resendRule(recordMissing, false, rand.Reader)
-			if err != nil || act != resendLater {
-				t.Fatalf("public with a record: %v %v, want resendLater", act, err)
-			}
-			if w < 1 || w > ResendWaitMax {
-				t.Fatalf("wait %d full epochs, want 1..%d", w, ResendWaitMax)
-			}
-			seen[w] = true
-		}
-		if !seen[1] || !seen[2] {
-			t.Fatalf("waits drawn %v: not random", seen)
-		}
-		// The draw of a wait: bytes with the low bit set extend it.
-		if _, w, _ := resendRule(recordMissing, false, bytes.NewReader([]byte{1, 1, 0})); w != 3 {
-			t.Fatalf("wait %d from bytes 1,1,0, want 3", w)
-		}
-		if _, w, _ := resendRule(recordMissing, false, bytes.NewReader([]byte{1, 1, 1, 1, 1})); w != ResendWaitMax {
-			t.Fatalf("wait %d from all ones, want the cap %d", w, ResendWaitMax)
-		}
-	})
-}
 
 // resendClient is a client with no network, for the queue's rules.
 func resendClient() *Client {
