@@ -2,16 +2,12 @@ package client
 
 import (
 	"context"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/client/internal/jobdb"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
@@ -24,10 +20,10 @@ import (
 // slot stays filled for its cover window (§5.4) and no round is ever sealed
 // twice. Nothing secret is stored: the submissions are what the primary
 // receives anyway. The stored rounds are dropped at the epoch's end.
-const (
-	ClientDBFile = "client.db"
-	pendingFile  = "pending-epoch" // hex epoch id, space, rounds R
-)
+const ClientDBFile = "client.db"
+
+// pendingFile is the pending-epoch marker (jobdb).
+const pendingFile = jobdb.PendingFile
 
 // openClientDB opens the client DB of cfg.DataDir, or returns nil: another
 // riffle process holding it must not stop this one from taking part.
@@ -55,19 +51,14 @@ func (c *Client) keepSubmission(e *cepoch, sub *wire.Submit, mark *store.ShareMa
 		return nil
 	}
 	if !e.marked {
-		line := hex.EncodeToString(e.v.ID[:]) + " " + strconv.Itoa(int(e.v.Desc.Params.Rounds)) + "\n"
-		if err := os.WriteFile(filepath.Join(c.cfg.DataDir, pendingFile), []byte(line), 0o600); err != nil {
+		if err := jobdb.MarkPending(c.cfg.DataDir, e.v.ID, int(e.v.Desc.Params.Rounds)); err != nil {
 			return fmt.Errorf("node: mark pending epoch: %w", err)
 		}
 		e.marked = true
 	}
-	// Rounds more than W+2 behind this one have final lists (§5.1: round
-	// r+1+W is sealed once round r+1's list is final): their onions are
-	// never sent again, so they leave the file now, not at the epoch's end.
-	keepFrom, behind := uint32(0), uint32(e.v.Desc.Params.W)+2
-	if sub.Round > behind {
-		keepFrom = sub.Round - behind
-	}
+	// Rounds whose onions are never sent again leave the file now, not
+	// at the epoch's end.
+	keepFrom := jobdb.KeepFrom(sub.Round, int(e.v.Desc.Params.W))
 	return c.db.PutOnionMarked(e.v.ID, sub.Round, sub.Marshal(), keepFrom, mark)
 }
 
@@ -79,7 +70,7 @@ func (c *Client) dropSubmissions(id [32]byte) {
 	if _, err := c.db.DropOnions(id); err != nil {
 		c.log.Warn("drop stored onions", "err", err)
 	}
-	os.Remove(filepath.Join(c.cfg.DataDir, pendingFile))
+	jobdb.DropPending(c.cfg.DataDir)
 }
 
 // resendPending sends again the stored submissions of an epoch that a
@@ -89,19 +80,10 @@ func (c *Client) resendPending(ctx context.Context) {
 	if c.db == nil {
 		return
 	}
-	raw, err := os.ReadFile(filepath.Join(c.cfg.DataDir, pendingFile))
-	if errors.Is(err, os.ErrNotExist) {
+	id, R, ok := jobdb.Pending(c.cfg.DataDir)
+	if !ok {
 		return
 	}
-	f := strings.Fields(string(raw))
-	var id [32]byte
-	idb, err1 := hex.DecodeString(f0(f))
-	R, err2 := strconv.Atoi(f1(f))
-	if err != nil || err1 != nil || err2 != nil || len(idb) != 32 || R < 1 || R > proto.MaxRounds {
-		os.Remove(filepath.Join(c.cfg.DataDir, pendingFile))
-		return
-	}
-	copy(id[:], idb)
 	sent := 0
 	for r := 0; r < R; r++ {
 		frame, err := c.db.Onion(id, uint32(r))
@@ -114,18 +96,4 @@ func (c *Client) resendPending(ctx context.Context) {
 	}
 	c.log.Info("resent stored submissions of an interrupted epoch", "accepted", sent)
 	c.dropSubmissions(id)
-}
-
-func f0(f []string) string {
-	if len(f) > 0 {
-		return f[0]
-	}
-	return ""
-}
-
-func f1(f []string) string {
-	if len(f) > 1 {
-		return f[1]
-	}
-	return ""
 }

@@ -29,7 +29,8 @@
 //   - client_local.go: local work (assembling, writing) off the round path.
 //   - client_api.go: Share, Get and the index; share_resume.go:
 //     interrupted shares resume.
-//   - client_db.go: the client's database of sealed onions and jobs;
+//   - client_db.go: the client's database of sealed onions and jobs (the
+//     pending-epoch marker and resume records: internal/jobdb);
 //     netbind.go: a data directory bound to one network (the files
 //     moved aside and back: internal/netdir).
 //   - control.go, control_status.go: a job's progress events (JobEvent,

@@ -2,12 +2,11 @@ package client
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"time"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/node/client/internal/jobdb"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -24,60 +23,19 @@ import (
 // link, so the same plaintext gives the same chunks; its record is found
 // by a hash of the plaintext, name and chunk size.
 
-// resumable is the resume record of a share, found or to be made.
-type resumable struct {
-	key     *[32]byte // nil: no database, nothing is kept
-	found   bool
-	link    string
-	fileKey []byte // a private file's key, from the recorded link
-	states  map[store.ID]uint8
-}
-
-// privateResumeKey is the record key of a private share.
-func privateResumeKey(plain []byte, name string, b int) [32]byte {
-	sum := sha256.Sum256(plain)
-	h := sha256.New()
-	h.Write([]byte("riffle/share-resume/private"))
-	h.Write(sum[:])
-	h.Write(binary.BigEndian.AppendUint32(nil, uint32(b)))
-	h.Write([]byte(name))
-	return [32]byte(h.Sum(nil))
-}
-
-// findResumable looks up the record under key.
-func (c *Client) findResumable(key [32]byte, private bool) resumable {
-	if c.db == nil {
-		return resumable{}
-	}
-	res := resumable{key: &key}
-	link, states, ok, err := c.db.ResumeShare(key)
-	if err != nil || !ok {
-		return res
-	}
-	if private {
-		l, err := chunker.ParseLink(link)
-		if err != nil || l.Key == nil {
-			return res
-		}
-		res.fileKey = l.Key[:]
-	}
-	res.found, res.link, res.states = true, link, states
-	return res
-}
-
 // resumeShare records job as resumable, or, when a record of the same
 // share is there, takes out of items the chunks that went out before and
 // says so. It returns the items to queue.
-func (c *Client) resumeShare(ctx context.Context, job *shareJob, res *resumable, link chunker.Link, items []upItem) []upItem {
-	if res.key == nil {
+func (c *Client) resumeShare(ctx context.Context, job *shareJob, res *jobdb.Resumable, link chunker.Link, items []upItem) []upItem {
+	if res.Key == nil {
 		return items
 	}
-	job.resume = res.key
-	if !res.found || res.link != link.String() {
-		if res.found {
-			c.db.DropShareResume(*res.key)
+	job.resume = res.Key
+	if !res.Found || res.Link != link.String() {
+		if res.Found {
+			c.db.DropShareResume(*res.Key)
 		}
-		if err := c.db.StartShareResume(*res.key, link.String(), time.Now()); err != nil {
+		if err := c.db.StartShareResume(*res.Key, link.String(), time.Now()); err != nil {
 			c.log.Warn("share not kept for resuming", "err", err)
 			job.resume = nil
 		}
@@ -86,7 +44,7 @@ func (c *Client) resumeShare(ctx context.Context, job *shareJob, res *resumable,
 	kept := items[:0]
 	sent, unconfirmed := 0, 0
 	for _, u := range items {
-		st := res.states[store.ID(u.c.ID)]
+		st := res.States[store.ID(u.c.ID)]
 		if st == 0 {
 			kept = append(kept, u)
 			continue

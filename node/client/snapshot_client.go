@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/node/client/internal/jobdb"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/store"
 )
@@ -128,7 +129,7 @@ func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encry
 	var src io.Reader = cr
 	opts := chunker.ShareOptions{Encrypt: encrypt, Rand: c.rand}
 	var plain []byte
-	var res resumable
+	var res jobdb.Resumable
 	if encrypt {
 		// Kept to encrypt the file again under a fresh key if a round
 		// that carried part of it does not publish it (resend.go): the
@@ -138,9 +139,9 @@ func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encry
 			return nil, err
 		}
 		src = bytes.NewReader(plain)
-		res = c.findResumable(privateResumeKey(plain, name, b), true)
-		if res.found {
-			opts.Rand = bytes.NewReader(res.fileKey)
+		res = jobdb.Find(c.db, jobdb.PrivateKey(plain, name, b), true)
+		if res.Found {
+			opts.Rand = bytes.NewReader(res.FileKey)
 		}
 	}
 	mediaType := ""
@@ -159,7 +160,7 @@ func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encry
 		return nil, err
 	}
 	if !encrypt {
-		res = c.findResumable(link.ID, false)
+		res = jobdb.Find(c.db, link.ID, false)
 	}
 	// What went out in an interrupted run of this share is not queued
 	// again (resume.go).
