@@ -17,7 +17,8 @@
 //   - closing_client.go: the window's records settle re-sends across
 //     epochs (§5.2 v3); resend.go: chunks a round did not publish (the rule:
 //     internal/resend).
-//   - client_anon.go: the minimum anonymity set a client accepts (§3 v3).
+//   - client_anon.go: the minimum anonymity set a client accepts (§3 v3;
+//     the count: internal/anonset).
 //   - group.go, client_budget.go: a group's worst case against the
 //     client's budget (internal/meter); chains that dropped a server for
 //     its refusal budget (the rule: internal/budget).
