@@ -19,6 +19,7 @@ import (
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/client/internal/hooks"
 	"github.com/riffle-net/riffle/node/client/internal/meter"
+	"github.com/riffle-net/riffle/node/client/internal/status"
 	"github.com/riffle-net/riffle/node/client/internal/waitline"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
@@ -197,34 +198,8 @@ type Client struct {
 	tookPart uint64
 }
 
-// Stats counts what a client did.
-// Its JSON keys are snake_case, as every status the CLI and the web UI
-// print.
-type Stats struct {
-	Epochs     int `json:"epochs"`
-	Rounds     int `json:"rounds"`
-	Uploaded   int `json:"uploaded"`
-	Fetched    int `json:"fetched"`
-	BadAnswers int `json:"bad_answers"`
-	// CoverAttacks counts corrupted answers to cover queries (random
-	// rows and decoys the client does not want): targeted attacks.
-	CoverAttacks int `json:"cover_attacks"`
-	// IndexGaps counts manifests that a signed request list named and
-	// the primary's copy of the index lacked at the next sync (§6.4 v3):
-	// the primary left them out. IndexFilled counts those of them that
-	// the copy synced from another server then held.
-	IndexGaps   int `json:"index_gaps"`
-	IndexFilled int `json:"index_filled"`
-	// Checkpoints counts the checkpoints of the epochs taken part in
-	// (checkpoint.go); CheckpointMissed, of the current epoch, the
-	// manifests its lists named that no checkpoint brought in time
-	// (they wait for the next epoch).
-	Checkpoints      int `json:"checkpoints"`
-	CheckpointMissed int `json:"checkpoint_missed"`
-	// Unconfirmed counts chunks that went out in a round that ended
-	// without a signed record of it, counted as published (§5.2 v3).
-	Unconfirmed int `json:"unconfirmed"`
-}
+// Stats counts what a client did (internal/status).
+type Stats = status.Stats
 
 type upItem struct {
 	c   store.Chunk

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -11,50 +10,13 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/node/client/internal/status"
 	"github.com/riffle-net/riffle/node/client/internal/waitline"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
-// ClientStatus is what a client reports about itself: the flags it runs
-// under and the epoch it takes part in. Nothing in it names a slot, a
-// chunk or a request.
-type ClientStatus struct {
-	Server  string   `json:"server"`  // the primary's multiaddr
-	Primary string   `json:"primary"` // the primary's peer id
-	Require []string `json:"require"` // required peer ids besides the primary
-	// MinAnonymity: jobs wait for epochs of at least this many clients.
-	MinAnonymity int    `json:"min_anonymity"`
-	DataDir      string `json:"data_dir,omitempty"`
-	// AcceptBudgetDrops: the client takes chains that dropped a server of
-	// its previous chain for its refusal budget (client_budget.go).
-	AcceptBudgetDrops bool `json:"accept_budget_drops,omitempty"`
-
-	Epoch        string              `json:"epoch,omitempty"` // hex id of the current epoch, "" between epochs
-	Chain        []proto.ChainServer `json:"chain,omitempty"`
-	AnonymitySet int                 `json:"anonymity_set"`
-	ChunkSize    int                 `json:"chunk_size"`
-	EpochRounds  int                 `json:"epoch_rounds"`  // rounds run in the current epoch
-	RoundTime    time.Duration       `json:"round_time_ns"` // mean round time of the current epoch
-	// Throughput is the chunk bytes a second this client's slot carries
-	// in the current epoch, one upload and k requests a round, cover
-	// included; Goodput counts only the chunks of its jobs.
-	Throughput float64 `json:"throughput_bytes_per_s"`
-	Goodput    float64 `json:"goodput_bytes_per_s"`
-	Waiting    string  `json:"waiting,omitempty"` // why no epoch runs, if none does
-	// What this client moves an hour: the group's worst case from its
-	// constants (GroupCost; 0 before the first descriptor), and what it
-	// sent and received since it started (every request and reply).
-	GroupSendPerHour float64 `json:"group_send_bytes_per_hour"`
-	GroupRecvPerHour float64 `json:"group_recv_bytes_per_hour"`
-	SentPerHour      float64 `json:"sent_bytes_per_hour"`
-	RecvPerHour      float64 `json:"recv_bytes_per_hour"`
-	// MaxRate is --max-rate, bytes a second each way (0: none).
-	MaxRate float64 `json:"max_rate_bytes_per_s,omitempty"`
-	Stats   Stats   `json:"stats"`
-	// Paused are the jobs paused after their allowance of epochs with
-	// real traffic (§5.4 v3), waiting for their user.
-	Paused []PausedJob `json:"paused,omitempty"`
-}
+// ClientStatus is what a client reports about itself (internal/status).
+type ClientStatus = status.ClientStatus
 
 // Status returns the client's status.
 func (c *Client) Status() ClientStatus {
@@ -142,38 +104,18 @@ func (c *Client) waitReasonLocked() string {
 	return w.Reason(time.Now())
 }
 
-// CheckHandover reports why a job asking for primary (a peer id, "" for
-// any), the required servers req and a minimum anonymity set must not be
-// handed to a client of status st: it would run under other flags than the
-// user gave.
+// CheckHandover reports why a job asking for primary, the required
+// servers req and a minimum anonymity set must not be handed to a client
+// of status st (status.CheckHandover).
 func CheckHandover(st *ClientStatus, primary peer.ID, req []peer.ID, minAnonymity int) error {
-	if minAnonymity > st.MinAnonymity {
-		return fmt.Errorf("node: the running client asks for an anonymity set of at least %d clients, not %d", st.MinAnonymity, minAnonymity)
-	}
-	if primary != "" && primary.String() != st.Primary {
-		return fmt.Errorf("node: the running client joins through server %s, not %s", st.Primary, primary)
-	}
-	for _, r := range req {
-		ok := r.String() == st.Primary
-		for _, s := range st.Require {
-			ok = ok || s == r.String()
-		}
-		if !ok {
-			return fmt.Errorf("node: the running client does not require server %s (it requires %v)", r, append([]string{st.Primary}, st.Require...))
-		}
-	}
-	return nil
+	return status.CheckHandover(st, primary, req, minAnonymity)
 }
 
 // CheckBudgetHandover reports why a job that does (accept) or does not
 // take chains that dropped a server for its refusal budget may not go to
-// the running client of status st: a client that takes them would run the
-// job in chains its user did not accept (client_budget.go).
+// the running client of status st (status.CheckBudgetHandover).
 func CheckBudgetHandover(st *ClientStatus, accept bool) error {
-	if st.AcceptBudgetDrops && !accept {
-		return errors.New("node: the running client takes chains that dropped a server for its refusal budget (--accept-budget-drops); this job does not")
-	}
-	return nil
+	return status.CheckBudgetHandover(st, accept)
 }
 
 // cancelShare withdraws what of a cancelled share job is still queued and

@@ -35,8 +35,8 @@
 //     netbind.go: a data directory bound to one network (the files
 //     moved aside and back: internal/netdir).
 //   - control.go, control_status.go: a job's progress events (JobEvent,
-//     internal/progress) and the client's status, for the local API
-//     (cmd/riffle/internal/webui).
+//     internal/progress) and the client's status (internal/status), for
+//     the local API (cmd/riffle/internal/webui).
 //   - snapshot_client.go: a read-only snapshot and share job handles.
 //   - handover_client.go, manifests_client.go, waitstate_client.go: the
 //     client's half of node's handover.go (§5.4 v3), manifests.go (§6.4 v3)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/node/client/internal/hooks"
+	"github.com/riffle-net/riffle/node/client/internal/status"
 )
 
 // Presence independent of the job (docs/protocol.md §5.4 v3): a client
@@ -251,14 +252,8 @@ func maxEpochsOf(ctx context.Context) int {
 	return n
 }
 
-// PausedJob is a job paused after its allowance of epochs.
-type PausedJob struct {
-	ID     string `json:"id"`     // the file's id (its link's id)
-	Kind   string `json:"kind"`   // "share" or "get"
-	Name   string `json:"name"`   // the file's name, if known
-	Epochs int    `json:"epochs"` // epochs in which it sent real traffic
-	Reason string `json:"reason"`
-}
+// PausedJob is a job paused after its allowance of epochs (status's).
+type PausedJob = status.PausedJob
 
 // pausedJobs lists the paused jobs; call with c.mu held.
 func (c *Client) pausedJobs() []PausedJob {

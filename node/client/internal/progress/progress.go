@@ -2,9 +2,9 @@
 // (JobEvent), for the job's own user: to the sink its context carries
 // (WithProgress), else as a line of text (JobEvent.Line). The local API
 // (cmd/riffle/internal/webui, docs/webui.md) streams them to the command
-// that handed the job over. Nothing in an event names a slot or a
-// round's request (docs/protocol.md §5.4: what a job shows is its user's
-// alone). Pure: no I/O, no lock.
+// that handed the job over; a job paused after its allowance of epochs
+// says so (docs/protocol.md §5.4 v3). Nothing in an event names a slot or
+// a round's request. Pure: no I/O, no lock.
 package progress
 
 import (
