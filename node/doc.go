@@ -40,6 +40,8 @@
 //     guards the epochs and rounds; the components below own their state
 //     and lock, and their methods take no s.mu: the certificates
 //     (certState, certs.go), the catch-up (internal/catchup), the
+//     window's items and the walk last checked (internal/window), a
+//     duplicate's routes (internal/dupwalk), the
 //     long-term key records (internal/ltkeys), the
 //     evidence log (refusalState, refusals.go and chargelog.go), the
 //     culprit servers (roundBlameState.servers, roundblame_after.go), who

@@ -571,6 +571,6 @@ func storeServer(t testing.TB) *Server {
 	s := &Server{store: bs, log: quietLogger(), rand: rand.Reader}
 	s.keys.St, s.keys.Log = s.store, s.log
 	s.rb.st, s.rb.log = s.store, s.log
-	s.win = window.Store{St: s.store, Src: winSrc{s}, Log: s.log}
+	s.win = window.Items{St: s.store, Src: winSrc{s}, Log: s.log}
 	return s
 }

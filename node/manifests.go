@@ -3,9 +3,7 @@ package node
 import (
 	"time"
 
-	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/node/internal/manifests"
-	"github.com/riffle-net/riffle/store"
 )
 
 // The index's manifests (§6.4 v3): package node/internal/manifests decides
@@ -65,32 +63,16 @@ func (s *Server) flushManifests(e *sepoch) {
 	}()
 }
 
+// storeManifests stores what the index took in rounds rs of epoch e.
 func (s *Server) storeManifests(e *sepoch, rs []manifests.Round) {
 	now := time.Unix(time.Now().Unix(), 0) // the index keeps seconds
 	for _, mr := range rs {
 		if len(mr.Cands) == 0 {
 			continue
 		}
-		var mans []store.Manifest
-		var index []IndexEntry
-		for _, c := range mr.Cands {
-			if c.Data == nil {
-				// It waited in its queue: its bytes are the stored chunk.
-				data, err := s.store.GetChunk(c.ID)
-				if err != nil {
-					s.log.Error("index manifests", "round", mr.Round, "err", err)
-					continue
-				}
-				m, err := chunker.DecodeManifest(data)
-				if err != nil {
-					continue
-				}
-				c.Data, c.Man = data, m
-			}
-			mans = append(mans, store.Manifest{ID: c.ID, Epoch: e.v.ID, Round: mr.Round, Pos: uint32(c.Pos), Data: c.Data})
-			if c.Man.Root {
-				index = append(index, IndexEntry{FileID: c.ID, Name: c.Man.Name, Size: uint64(c.Man.Size), Chunks: uint32(c.Man.NumChunks), Epoch: e.v.ID, Round: mr.Round, Time: now})
-			}
+		mans, index, err := manifests.Records(e.v.ID, mr, now, s.store.GetChunk)
+		if err != nil {
+			s.log.Error("index manifests", "round", mr.Round, "err", err)
 		}
 		if err := s.store.PutManifests(mans, index); err != nil {
 			s.log.Error("index manifests", "round", mr.Round, "err", err)

@@ -155,7 +155,7 @@ type Server struct {
 	// (amnesia.go).
 	amnesia amnesiaState
 	// win keeps and serves the window's items (internal/window).
-	win window.Store
+	win window.Items
 	// catch is the catch-up (internal/catchup).
 	catch catchup.Catchup
 
@@ -257,7 +257,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	s.cert.certs, s.cert.top, s.cert.poke = certs, top, make(chan struct{}, 1)
 	s.catch.Init(catchEnv{s}, st, log, &s.cfg.Timing)
-	s.win = window.Store{St: st, Src: winSrc{s}, Log: log}
+	s.win = window.Items{St: st, Src: winSrc{s}, Log: log}
 	s.rb.st, s.rb.log = st, log
 	s.ref.dir, s.ref.log, s.ref.certs = cfg.DataDir, log, &s.cert
 	s.closingSigned.recs, s.closingSigned.loaded = closingRecs, true

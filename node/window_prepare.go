@@ -50,7 +50,7 @@ func (s *Server) checkGap(number uint64, prev *wire.Cert, gap []wire.Cert) error
 // it: every pinned record and pool, from this server's store or else the
 // leader's, kept here with the walked descriptors. It returns the walk,
 // which this server serves as the number's window once it takes the
-// Prepare (window.Store.KeepWalk).
+// Prepare (window.Items.KeepWalk).
 func (s *Server) takeWindow(leader peer.ID, p *wire.Prepare) ([]window.Ref, error) {
 	// Within the leader's wait for the answer.
 	ctx, cancel := context.WithTimeout(s.ctx, shortTimeout/2)

@@ -59,8 +59,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/manifests"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
@@ -609,27 +609,16 @@ func (cu *Catchup) catchupRound(ctx context.Context, srcs []peer.ID, rl *wire.Ro
 			return err
 		}
 	}
-	// The entry's time is when this server took it: the record signs none.
+	// The entry's time is when this server took it: the record signs none;
+	// the output position is not in the list: unknown here.
 	now := time.Unix(time.Now().Unix(), 0) // the index keeps seconds
-	var mans []store.Manifest
-	var index []store.IndexEntry
+	r := manifests.Round{Round: rl.Round}
 	for _, id := range rl.Manifests {
-		data, err := cu.St.GetChunk(id)
-		if err != nil {
-			return err
-		}
-		m, err := chunker.DecodeManifest(data)
-		if err != nil {
-			continue // no chain server indexed it
-		}
-		// The output position is not in the list: unknown here.
-		mans = append(mans, store.Manifest{ID: id, Epoch: rl.Epoch, Round: rl.Round, Data: data})
-		if m.Root {
-			index = append(index, store.IndexEntry{FileID: id, Name: m.Name, Size: uint64(m.Size), Chunks: uint32(m.NumChunks), Epoch: rl.Epoch, Round: rl.Round, Time: now})
-		}
+		r.Cands = append(r.Cands, manifests.Cand{ID: id})
 	}
-	if len(mans) == 0 {
-		return nil
+	mans, index, err := manifests.Records(rl.Epoch, r, now, cu.St.GetChunk)
+	if err != nil || len(mans) == 0 {
+		return err
 	}
 	return cu.St.PutManifests(mans, index)
 }

@@ -1,11 +1,15 @@
 // Package manifests is what the public index takes of the manifest
 // chunks a round publishes (docs/protocol.md §6.4 v3), within public caps
-// per pseudonym and per round. It does no I/O: node stores what it takes
-// (node's manifests.go) and the request lists carry its ids.
+// per pseudonym and per round, and what the index stores of it (Records),
+// for publication and catch-up alike. It does no I/O: node stores what it
+// takes (node's manifests.go, package catchup) and the request lists
+// carry its ids.
 package manifests
 
 import (
+	"errors"
 	"sort"
+	"time"
 
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/node/internal/proto"
@@ -210,4 +214,35 @@ func Cands(pos []int, chunks []store.Chunk) []Cand {
 		out = append(out, Cand{Pos: pos[i], ID: c.ID, Data: append([]byte(nil), c.Data...), Man: m})
 	}
 	return out
+}
+
+// Records is what the index stores of round r's candidates in epoch: each
+// manifest with its bytes and, for a root, its index entry at time now. A
+// candidate without its bytes (it waited in its queue, or a catch-up
+// names it by id) is read with get; one that does not parse is left out
+// (no chain server indexed it), and so is one get fails on, its error
+// returned (joined).
+func Records(epoch [32]byte, r Round, now time.Time, get func([32]byte) ([]byte, error)) ([]store.Manifest, []store.IndexEntry, error) {
+	var mans []store.Manifest
+	var index []store.IndexEntry
+	var errs []error
+	for _, c := range r.Cands {
+		if c.Data == nil {
+			data, err := get(c.ID)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			m, err := chunker.DecodeManifest(data)
+			if err != nil {
+				continue
+			}
+			c.Data, c.Man = data, m
+		}
+		mans = append(mans, store.Manifest{ID: c.ID, Epoch: epoch, Round: r.Round, Pos: uint32(c.Pos), Data: c.Data})
+		if c.Man.Root {
+			index = append(index, store.IndexEntry{FileID: c.ID, Name: c.Man.Name, Size: uint64(c.Man.Size), Chunks: uint32(c.Man.NumChunks), Epoch: epoch, Round: r.Round, Time: now})
+		}
+	}
+	return mans, index, errors.Join(errs...)
 }

@@ -18,7 +18,7 @@ import (
 // Choose is the leader's window for epoch number: from what this
 // server holds, and if that is short of DecoyEpochs epochs or of a record
 // N−1's descriptor pinned, from the chain's other servers too.
-func (ws *Store) Choose(ctx context.Context, chain []peer.ID, number uint64, prev wire.Cert, gap []wire.Cert) []wire.WindowRef {
+func (ws *Items) Choose(ctx context.Context, chain []peer.ID, number uint64, prev wire.Cert, gap []wire.Cert) []wire.WindowRef {
 	if ws.Src.Unpinned() {
 		return nil
 	}
@@ -50,7 +50,7 @@ func (ws *Store) Choose(ctx context.Context, chain []peer.ID, number uint64, pre
 // Hold checks that this server holds the window p pins, or gets
 // what it lacks from src within ctx (none if src is empty), by the rules a
 // Prepare's window is checked by (Check).
-func (ws *Store) Hold(ctx context.Context, src peer.ID, p *wire.Prepare, keep bool) ([]Ref, error) {
+func (ws *Items) Hold(ctx context.Context, src peer.ID, p *wire.Prepare, keep bool) ([]Ref, error) {
 	if ws.Src.Unpinned() {
 		return nil, nil
 	}
@@ -76,7 +76,7 @@ func (ws *Store) Hold(ctx context.Context, src peer.ID, p *wire.Prepare, keep bo
 // pinned is left out. With keep it
 // stores what it walked (node's takeWindow), without it nothing (the
 // would-serve question, whose Previous is unchecked); it returns the walk.
-func (ws *Store) Check(p *wire.Prepare, got []wire.WindowItem, src peer.ID, keep bool) ([]Ref, error) {
+func (ws *Items) Check(p *wire.Prepare, got []wire.WindowItem, src peer.ID, keep bool) ([]Ref, error) {
 	d := &wire.Descriptor{Number: p.Number, Previous: p.Previous, Window: p.Window, Gap: p.Gap}
 	w, ok := proto.ResolveWindow(d, got)
 	if !ok && src == "" {
@@ -104,7 +104,7 @@ func (ws *Store) Check(p *wire.Prepare, got []wire.WindowItem, src peer.ID, keep
 // p pins as Hold would: it lacks a pinned epoch, or N−1's
 // descriptor, whose pins N's window must keep. A window that breaks the
 // rules on its own lacks nothing: Hold refuses it.
-func (ws *Store) Lacks(p *wire.Prepare) bool {
+func (ws *Items) Lacks(p *wire.Prepare) bool {
 	if ws.Src.Unpinned() || CheckWindowRefs(p.Number, p.Window) != nil || CheckGapShape(p.Number, &p.Previous, p.Gap) != nil {
 		return false
 	}
@@ -119,7 +119,7 @@ func (ws *Store) Lacks(p *wire.Prepare) bool {
 // checked here but not yet taken, its walk (the servers asked whether
 // they would serve take its window from here): at most a walk more, an
 // item a number each.
-func (ws *Store) ServedToServers(number uint64) []wire.WindowItem {
+func (ws *Items) ServedToServers(number uint64) []wire.WindowItem {
 	out := ws.Served(number)
 	ws.mu.Lock()
 	var refs []Ref

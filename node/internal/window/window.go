@@ -6,7 +6,7 @@
 // Prepare's pinned window and its gap of certificates past a timeout
 // (prepare.go), the leader's choice and a member's check of a pinned
 // window (pin.go), and each epoch's decoy pool as a function of its
-// published lists (pool.go). Store does no I/O but its store's and its
+// published lists (pool.go). Items does no I/O but its store's and its
 // server's (Source.Ask), and has its own leaf lock. Package node serves
 // and asks for windows and checks a Prepare's gap (window.go,
 // window_prepare.go).
@@ -32,7 +32,7 @@ type Backing interface {
 	WindowItem(number uint64, key [32]byte) ([]byte, error)
 }
 
-// Source is what a Store asks of its server: the certificates kept here
+// Source is what Items asks of its server: the certificates kept here
 // and the descriptors of epochs still in memory.
 type Source interface {
 	// CertOf is the certificate of number n kept here.
@@ -49,8 +49,8 @@ type Source interface {
 	Ask(ctx context.Context, peers []peer.ID, number uint64) []wire.WindowItem
 }
 
-// Store keeps and serves a server's window items; mu is a leaf lock.
-type Store struct {
+// Items keeps and serves a server's window items; mu is a leaf lock.
+type Items struct {
 	St  Backing
 	Src Source
 	Log *slog.Logger
@@ -105,14 +105,14 @@ func walkKey(number uint64) [32]byte {
 }
 
 // Put stores one window item under key.
-func (ws *Store) Put(key [32]byte, it wire.WindowItem) {
+func (ws *Items) Put(key [32]byte, it wire.WindowItem) {
 	if err := ws.St.PutWindowItem(it.Number, key, (&wire.Window{Items: []wire.WindowItem{it}}).Marshal()); err != nil {
 		ws.Log.Error("keep window item", "err", err)
 	}
 }
 
 // Item returns the item stored under key for number.
-func (ws *Store) Item(number uint64, key [32]byte) (wire.WindowItem, bool) {
+func (ws *Items) Item(number uint64, key [32]byte) (wire.WindowItem, bool) {
 	b, err := ws.St.WindowItem(number, key)
 	if err != nil {
 		return wire.WindowItem{}, false
@@ -158,7 +158,7 @@ func SameRecord(rec []byte, dg [32]byte) bool {
 
 // KeepWalk stores the walk this server checked for number's Prepare
 // (node's takeWindow): what it serves as number's window (Served).
-func (ws *Store) KeepWalk(number uint64, refs []Ref) {
+func (ws *Items) KeepWalk(number uint64, refs []Ref) {
 	b := make([]byte, 0, len(refs)*72)
 	for _, r := range refs {
 		b = binary.BigEndian.AppendUint64(b, r.Number)
@@ -171,7 +171,7 @@ func (ws *Store) KeepWalk(number uint64, refs []Ref) {
 }
 
 // Walk returns the walk checked here for number's Prepare.
-func (ws *Store) Walk(number uint64) ([]Ref, bool) {
+func (ws *Items) Walk(number uint64) ([]Ref, bool) {
 	b, err := ws.St.WindowItem(number, walkKey(number))
 	if err != nil || len(b)%72 != 0 || len(b)/72 > proto.BudgetLookback {
 		return nil, false
@@ -191,7 +191,7 @@ func (ws *Store) Walk(number uint64) ([]Ref, bool) {
 // no item holds it, from memory. For number's window, an epoch beyond
 // the pins' look-back is served as its descriptor only: the walk goes
 // there for the budgets' certificates, and no window pins its pool.
-func (ws *Store) ServedItem(r Ref, number uint64) wire.WindowItem {
+func (ws *Items) ServedItem(r Ref, number uint64) wire.WindowItem {
 	it, ok := ws.Item(r.Number, ItemKey(r.Epoch, r.Digest))
 	if !ok && r.Digest != ([32]byte{}) {
 		it, ok = ws.Item(r.Number, ItemKey(r.Epoch, [32]byte{}))
@@ -221,7 +221,7 @@ func named(c *wire.Cert) bool { return c.Kind == wire.CertFinal || c.Kind == wir
 // a timeout of K and signed K+1's Prepare, whose previous certificate is
 // K's abort, serves K); else the epochs its own certificates name, down
 // to a number whose Prepare it checked, and that walk below it.
-func (ws *Store) Served(number uint64) []wire.WindowItem {
+func (ws *Items) Served(number uint64) []wire.WindowItem {
 	if number < 2 {
 		// Nothing lies below 1; and number − 1 of 0 wraps to 2^64 − 1,
 		// where the loop's bound never holds: anyone's request for 0
@@ -250,7 +250,7 @@ func (ws *Store) Served(number uint64) []wire.WindowItem {
 // Held is what this server holds toward number's window, for its own
 // checks (a leader's choice, a member's check of a Prepare): what it
 // serves, and the epochs its own certificates name.
-func (ws *Store) Held(number uint64) []wire.WindowItem {
+func (ws *Items) Held(number uint64) []wire.WindowItem {
 	out := ws.Served(number)
 	if _, ok := ws.Walk(number); !ok {
 		return out
@@ -269,7 +269,7 @@ func (ws *Store) Held(number uint64) []wire.WindowItem {
 // records, which mark an epoch whose rounds this server took whole: a
 // server catches up an epoch until it holds its record, package
 // catchup).
-func (ws *Store) Keep(items []wire.WindowItem) {
+func (ws *Items) Keep(items []wire.WindowItem) {
 	for _, it := range items {
 		k := wire.WindowItem{Number: it.Number, Epoch: it.Epoch, Group: it.Group, Closing: it.Closing, Pool: it.Pool}
 		var c wire.Closing

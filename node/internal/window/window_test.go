@@ -43,9 +43,9 @@ func (c certSrc) Ask(context.Context, []peer.ID, uint64) []wire.WindowItem {
 	return nil
 }
 
-func newStore(n uint64) (*Store, *certSrc) {
+func newStore(n uint64) (*Items, *certSrc) {
 	src := &certSrc{certs: map[uint64]*wire.Cert{}}
-	ws := &Store{St: memBacking{}, Src: src, Log: slog.New(slog.DiscardHandler)}
+	ws := &Items{St: memBacking{}, Src: src, Log: slog.New(slog.DiscardHandler)}
 	var items []wire.WindowItem
 	for i := uint64(1); i <= n; i++ {
 		id := [32]byte{byte(i)}
