@@ -150,6 +150,10 @@
 //     their own lock, are package internal/ltkeys's (network-free tests).
 //   - snapshot.go: a read-only snapshot of a server, for local views
 //     (the web UI).
+//   - server_status.go: the operator's log of roster changes and Status;
+//     what the watch keeps between samples (roster as logged, round
+//     timing) is package internal/status's (its own lock, network-free
+//     tests).
 //
 // Client: package node/client (its package doc lists its files); node's
 // tests reach it through clientnames_test.go and

@@ -23,6 +23,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/node/internal/ltkeys"
 	"github.com/riffle-net/riffle/node/internal/polls"
+	"github.com/riffle-net/riffle/node/internal/status"
 	"github.com/riffle-net/riffle/node/internal/strikes"
 	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/node/transport"
@@ -159,11 +160,11 @@ type Server struct {
 	// catch is the catch-up (internal/catchup).
 	catch catchup.Catchup
 
-	timing   timer      // where the time goes (Timing, riffle bench)
-	handlers gate       // stream handlers in flight
-	obs      observer   // roster log and round timing (server_status.go)
-	who      whoState   // who may serve (eligible.go)
-	polls    polls.Gate // client long polls in flight (internal/polls)
+	timing   timer        // where the time goes (Timing, riffle bench)
+	handlers gate         // stream handlers in flight
+	obs      status.Watch // roster log and round timing (internal/status)
+	who      whoState     // who may serve (eligible.go)
+	polls    polls.Gate   // client long polls in flight (internal/polls)
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

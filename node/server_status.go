@@ -11,17 +11,8 @@ import (
 // roster's joins and departures are logged as they are seen (a server
 // that found no peer says nothing otherwise until an epoch opens), and
 // Status reports the roster, the chain and the current epoch with its
-// anonymity set, round time and goodput. Nothing names a client.
-
-// observer is what the watch loop keeps between samples.
-type observer struct {
-	members map[string]string // peer id → nick, as last logged
-	epoch   [32]byte          // the epoch being timed
-	since   time.Time         // when its first round was seen
-	rounds0 uint32            // its round count then
-	rounds  uint32
-	at      time.Time // when rounds was last seen to change
-}
+// anonymity set, round time and goodput. Nothing names a client. What the
+// watch keeps between samples is package internal/status's (its own lock).
 
 // RosterMember is a live server of the roster.
 type RosterMember struct {
@@ -79,14 +70,10 @@ func (s *Server) Status() ServerStatus {
 		st.EpochRounds = int(e.final.Desc.Params.Rounds)
 		high = e.listHigh
 	}
-	o := s.obs
 	s.mu.Unlock()
 	st.Rounds = int(high)
-	if e != nil && o.epoch == e.final.ID && o.rounds > o.rounds0 {
-		el := o.at.Sub(o.since)
-		n := time.Duration(o.rounds - o.rounds0)
-		st.RoundTime = el / n
-		st.Throughput = float64(int(n)*st.AnonymitySet*st.ChunkSize) / el.Seconds()
+	if e != nil {
+		st.RoundTime, st.Throughput = s.obs.Rate(e.final.ID, st.AnonymitySet, st.ChunkSize)
 	}
 	return st
 }
@@ -127,36 +114,25 @@ func (s *Server) watchRoster() {
 			now[m.ID.String()] = m.Nick
 		}
 	}
-	s.mu.Lock()
-	before := s.obs.members
-	s.obs.members = now
-	s.mu.Unlock()
-	for id, nick := range now {
-		if _, ok := before[id]; !ok {
-			s.log.Info("server joined the roster", "peer", id, "nick", nick, "roster", len(now)+1, "min_servers", s.cfg.MinServers)
-		}
+	joined, left := s.obs.Roster(now)
+	for id, nick := range joined {
+		s.log.Info("server joined the roster", "peer", id, "nick", nick, "roster", len(now)+1, "min_servers", s.cfg.MinServers)
 	}
-	for id, nick := range before {
-		if _, ok := now[id]; !ok {
-			s.log.Info("server left the roster", "peer", id, "nick", nick, "roster", len(now)+1, "min_servers", s.cfg.MinServers)
-		}
+	for id, nick := range left {
+		s.log.Info("server left the roster", "peer", id, "nick", nick, "roster", len(now)+1, "min_servers", s.cfg.MinServers)
 	}
 }
 
 func (s *Server) watchRounds() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	e := s.currentEpoch()
-	if e == nil {
-		return
+	var id [32]byte
+	var high uint32
+	if e != nil {
+		id, high = e.final.ID, e.listHigh
 	}
-	o := &s.obs
-	now := time.Now()
-	if o.epoch != e.final.ID {
-		o.epoch, o.since, o.rounds0, o.rounds, o.at = e.final.ID, now, e.listHigh, e.listHigh, now
-		return
-	}
-	if e.listHigh != o.rounds {
-		o.rounds, o.at = e.listHigh, now
+	s.mu.Unlock()
+	if e != nil {
+		s.obs.Rounds(id, high, time.Now())
 	}
 }
