@@ -317,8 +317,10 @@ type gapTrial struct {
 // nobody asks for the file's chunk in the two epochs after it was
 // published. The test makes the victim the fetcher with probability ½
 // (else another client), so chance is ½. Victims 0, 1, 6 and 7 complete
-// their copy from another server when the signed lists name a manifest
-// their primary left out (node/client/indexsync.go); victims 3 and 4, the positive
+// their copy from the chain's other servers when the signed lists of the
+// epoch they are in name a manifest their primary left out, at a
+// checkpoint or after the epoch's last list (node/client/checkpoint.go);
+// victims 3 and 4, the positive
 // control, take their primary's copy as whole (NoGapFill, switched on in
 // the test only), and their fetch never starts. Every client shares a
 // file of one chunk after another; a trial is one file. Trials are

@@ -10,6 +10,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -337,8 +338,10 @@ func TestIndexReqHostile(t *testing.T) {
 
 // TestIndexGapFilledFromAnotherServer (§6.4, §7 v3): a primary that leaves
 // a file's manifests out of one client's copy of the index is caught by
-// the signed request lists, and the client completes its copy from
-// another server of the chain; the user is told of the gap.
+// the signed request lists of the epoch that named them, checked by the
+// epoch's checkpoints and once after its last list, and the client
+// completes its copy from the chain's other servers, asked at once; the
+// user is told of the gap.
 func TestIndexGapFilledFromAnotherServer(t *testing.T) {
 	t.Parallel()
 	long(t)
@@ -370,13 +373,17 @@ func TestIndexGapFilledFromAnotherServer(t *testing.T) {
 		if st := victim.Stats(); st.IndexFilled != st.IndexGaps {
 			t.Fatalf("%d gaps, %d filled from another server", st.IndexGaps, st.IndexFilled)
 		}
+		// The gets take the filled copy from the next epoch's start on.
 		held := 0
-		for id := range manifests {
-			if victim.HasManifest(id) {
-				held++
+		if err := wait.Until(ctx, 30*time.Second, func() bool {
+			held = 0
+			for id := range manifests {
+				if victim.HasManifest(id) {
+					held++
+				}
 			}
-		}
-		if held != len(manifests) {
+			return held == len(manifests)
+		}); err != nil {
 			t.Fatalf("the victim's copy holds %d of the file's %d manifests", held, len(manifests))
 		}
 		if !strings.Contains(warned.String(), "lacks") {
@@ -431,6 +438,107 @@ func TestMemStoreIndexSince(t *testing.T) {
 		}
 		if ch, _ := st.IndexSince(math.MaxUint64, 2100); ch.Next != cur || ch.More || len(ch.Manifests) != 0 {
 			t.Fatalf("cursor past the log: %+v", ch)
+		}
+	})
+}
+
+// TestIndexCheckSameAfterMissedEpoch (§6.4 v3, issue 26): which manifests
+// a client checks its copy against follows the epoch it is in, never the
+// epochs it attended. Their primary leaves a file's manifests out of
+// what it sends clients A and B; A was in the epoch whose lists named
+// them, B joins at the next one (it missed that epoch). During B's first
+// epoch, the chain's other servers serve A and B the same index pages.
+// Under the rule before (each epoch's start checked the lists of the
+// last epoch the client attended), A alone turned to another server
+// there: a client that missed an epoch synced otherwise. Now A checks
+// that epoch's lists once after its last one, before the next begins.
+func TestIndexCheckSameAfterMissedEpoch(t *testing.T) {
+	t.Parallel()
+	long(t)
+	virtual(t, func(t *testing.T) {
+		data, manifests, _, _ := manifestFile(t)
+		p := manifestParams()
+		// The default registration window: the end check (a round and
+		// 2 s on) is over before the next epoch's descriptor is final.
+		p.RegWindowMs = DefaultParams().RegWindowMs
+		var (
+			mu       sync.Mutex
+			victims  = map[peer.ID]bool{}
+			counting bool
+			served   = map[peer.ID]int{} // pages the other servers served, while counting
+		)
+		tn := startAnonNet(t, 3, 0, 2, p, func(i int, c *ServerConfig) {
+			c.observe = &testObserver{IndexReply: func(to peer.ID, mans []store.Manifest) []store.Manifest {
+				mu.Lock()
+				defer mu.Unlock()
+				if i != 0 {
+					if counting && victims[to] {
+						served[to]++
+					}
+					return mans
+				}
+				if !victims[to] {
+					return mans
+				}
+				var out []store.Manifest
+				for _, m := range mans {
+					if _, ok := manifests[m.ID]; !ok {
+						out = append(out, m)
+					}
+				}
+				return out
+			}}
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		client := func(srv int, o *ClientObserver) *Client {
+			c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[srv].Addrs()[0].String(), Logger: anonLogger(),
+				ClientHookCfg: ClientHookCfg{Observe: o}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			return c
+		}
+		up := client(1, nil)
+		a := client(0, nil)
+		mu.Lock()
+		victims[a.PeerID()] = true
+		mu.Unlock()
+		if err := wait.Until(ctx, time.Minute, func() bool { return a.Stats().Epochs >= 1 }); err != nil {
+			t.Fatal("A took no epoch")
+		}
+		if _, err := up.Share(ctx, bytes.NewReader(data), "m.bin", false); err != nil {
+			t.Fatal(err)
+		}
+		aEpochs := a.Stats().Epochs
+		bJoins := 0
+		b := client(0, &ClientObserver{Joined: func([32]byte, uint32, []byte) {
+			mu.Lock()
+			defer mu.Unlock()
+			bJoins++
+			counting = bJoins == 1
+		}})
+		mu.Lock()
+		victims[b.PeerID()] = true
+		mu.Unlock()
+		if err := wait.Until(ctx, 2*time.Minute, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return bJoins >= 2
+		}); err != nil {
+			t.Fatalf("B took %d epochs", bJoins)
+		}
+		mu.Lock()
+		sa, sb := served[a.PeerID()], served[b.PeerID()]
+		mu.Unlock()
+		st := a.Stats()
+		t.Logf("during B's first epoch the other servers served A %d index pages, B %d; A took %d epochs before and saw %d gaps (%d filled)", sa, sb, aEpochs, st.IndexGaps, st.IndexFilled)
+		if st.IndexGaps == 0 || st.IndexFilled != st.IndexGaps {
+			t.Fatalf("A saw %d gaps, %d filled: the primary left nothing out", st.IndexGaps, st.IndexFilled)
+		}
+		if sa != sb {
+			t.Fatalf("the other servers served A %d index pages and B %d during B's first epoch", sa, sb)
 		}
 	})
 }

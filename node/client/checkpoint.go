@@ -3,7 +3,9 @@ package client
 import (
 	"context"
 	"maps"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -29,16 +31,39 @@ import (
 // named manifests that it holds, never one named later, whenever it
 // learned of it: two clients that want the same file start at the same
 // checkpoint. A named manifest still missing at q is used at no later
-// checkpoint of the epoch; it waits for the next epoch's start, where
-// every client has it (the epoch's sync checks the last epoch's lists).
+// checkpoint of the epoch; it waits for the next epoch's start.
 // The lag leaves the sync checkpointSyncTime at the pace: the primary's
 // half, then every other server's.
+//
+// After the epoch's last list every client of the epoch checks its copy
+// once more, the same way, against every manifest the epoch's lists
+// named (endCheck): the last rounds' manifests, and those missing at a
+// checkpoint, are then held by the next epoch's start, whose sync waits
+// for this check. Which manifests a client checks is thus named by the
+// lists of the epoch it is in, never by the epochs it attended before.
 
 // cpState is an epoch's checkpoint syncs (cepoch.cp); guarded by c.mu.
 type cpState struct {
 	syncs  map[uint32]*cpSync  // by checkpoint round
 	missed map[[32]byte]bool   // named, missing at a checkpoint: not before the next epoch
 	used   map[[32]byte][]byte // the epoch's manifests handed to gets so far
+	// gaps are the named manifests the primary's copy lacked after a
+	// sync that went through, filled those of them another server gave.
+	gaps, filled map[[32]byte]bool
+}
+
+// noteGaps records what a sync of the epoch found missing at the primary
+// and which of those it then held; call with c.mu held.
+func (cp *cpState) noteGaps(gaps [][32]byte, held map[[32]byte][]byte) {
+	if cp.gaps == nil {
+		cp.gaps, cp.filled = map[[32]byte]bool{}, map[[32]byte]bool{}
+	}
+	for _, id := range gaps {
+		cp.gaps[id] = true
+		if held[id] != nil {
+			cp.filled[id] = true
+		}
+	}
 }
 
 // cpSync is one checkpoint's sync: the named ids it must bring and, once
@@ -67,7 +92,11 @@ func (c *Client) checkpointRound(ctx context.Context, e *cepoch, r uint32, prevD
 			group := e.v.Desc.Group
 			go func() {
 				defer close(s.done)
-				s.held = c.syncCheckpoint(ctx, group, s.due)
+				var gaps [][32]byte
+				s.held, gaps = c.syncNamed(ctx, group, s.due)
+				c.mu.Lock()
+				e.cp.noteGaps(gaps, s.held)
+				c.mu.Unlock()
 			}()
 		}
 		if r+1 == q {
@@ -131,10 +160,52 @@ func (c *Client) applyCheckpoint(e *cepoch, q uint32) {
 	})
 }
 
-// syncCheckpoint syncs the index from the primary and, for the named ids
-// its copy lacks, asks every other server of the chain at once, within
-// checkpointSyncTime; it returns the named ids it holds.
-func (c *Client) syncCheckpoint(ctx context.Context, group []wire.GroupEntry, due [][32]byte) map[[32]byte][]byte {
+// startEndCheck runs epoch e's end check in the background: the client
+// goes on to the next epoch meanwhile, and that epoch's sync waits for
+// it (c.tail).
+func (c *Client) startEndCheck(ctx context.Context, e *cepoch) {
+	done := make(chan struct{})
+	c.mu.Lock()
+	c.tail = done
+	c.mu.Unlock()
+	go func() {
+		defer close(done)
+		c.endCheck(ctx, e)
+	}()
+}
+
+// endCheck is the sync after epoch e's last list: a round and
+// proto.CheckpointSlack on, when the servers have stored what that list
+// named, it checks the copy against every manifest the epoch's lists
+// named, as a checkpoint does, and tells the user of the gaps the
+// epoch's syncs found at the primary.
+func (c *Client) endCheck(ctx context.Context, e *cepoch) {
+	p := e.v.Desc.Params
+	select {
+	case <-time.After(time.Duration(p.RoundIntervalMs)*time.Millisecond + proto.CheckpointSlack):
+	case <-ctx.Done():
+		return
+	}
+	c.mu.Lock()
+	due := slices.Clone(e.manifestIDs)
+	c.mu.Unlock()
+	held, gaps := c.syncNamed(ctx, e.v.Desc.Group, due)
+	c.mu.Lock()
+	e.cp.noteGaps(gaps, held)
+	ng, nf := len(e.cp.gaps), len(e.cp.filled)
+	c.stats.IndexGaps += ng
+	c.stats.IndexFilled += nf
+	c.mu.Unlock()
+	if ng > 0 {
+		c.progress("warning: the index synced from the primary lacks %d manifests that this epoch's signed request lists name (the primary may be testing which files this client wants); %d of them synced from the chain's other servers", ng, nf)
+	}
+}
+
+// syncNamed syncs the index from the primary and, for the named ids of
+// due its copy lacks, asks every other server of the chain at once,
+// within checkpointSyncTime; it returns the named ids it holds, and
+// those the primary's copy lacked when its sync went through.
+func (c *Client) syncNamed(ctx context.Context, group []wire.GroupEntry, due [][32]byte) (map[[32]byte][]byte, [][32]byte) {
 	ctx, cancel := context.WithTimeout(ctx, proto.CheckpointSyncTime)
 	defer cancel()
 	half, cancelHalf := context.WithTimeout(ctx, proto.CheckpointSyncTime/2)
@@ -143,8 +214,11 @@ func (c *Client) syncCheckpoint(ctx context.Context, group []wire.GroupEntry, du
 	cancelHalf()
 	missing := c.missingFrom(due)
 	c.syncMu.Unlock()
+	var gaps [][32]byte
 	if err != nil {
 		c.log.Info("checkpoint index sync from the primary failed", "err", err)
+	} else if !hooks.NoGapFill(&c.hk) {
+		gaps = missing
 	}
 	var found map[[32]byte][]byte
 	if len(missing) > 0 && !hooks.NoGapFill(&c.hk) {
@@ -165,7 +239,7 @@ func (c *Client) syncCheckpoint(ctx context.Context, group []wire.GroupEntry, du
 			held[id] = b
 		}
 	}
-	return held
+	return held, gaps
 }
 
 // manifestsFromOthers asks every server of the chain but the primary at

@@ -140,9 +140,9 @@ type Client struct {
 	// manifests are the manifest chunks of the synced index, by id (§6.4
 	// v3): a get takes every manifest from here, never from an answer.
 	manifests map[[32]byte][]byte
-	// lastManifests are the manifest ids signed in the lists of the last
-	// epoch taken part in, checked against the next sync.
-	lastManifests [][32]byte
+	// tail is closed once the end check of the last epoch taken part in
+	// is done (checkpoint.go endCheck); the next epoch's sync waits for it.
+	tail chan struct{}
 	// indexSynced: index holds a sync (ls waits for the first).
 	indexSynced bool
 	// indexSyncs counts the syncs taken, so that a get can tell how many
@@ -311,7 +311,7 @@ type cepoch struct {
 	// cp: the checkpoint syncs (checkpoint.go).
 	cp cpState
 	// manifestIDs are the manifest ids of this epoch's signed request
-	// lists: the next sync must hold them all (§6.4 v3).
+	// lists: its checkpoints and its end check must find them all (§6.4 v3).
 	manifestIDs [][32]byte
 	// sealedNext is one more than the newest round sealed: a client that
 	// leaves hands over cover from there (handover.go).

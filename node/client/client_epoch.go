@@ -78,27 +78,20 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	// start, on a fixed schedule that says nothing about what interests
 	// it, incrementally from its cursors (indexsync.go).
 	c.mu.Lock()
-	want := c.lastManifests
 	hooks.OwnWants(&c.hk)
 	c.mu.Unlock()
-	idx, mans, gaps, filled, err := c.syncIndexEpoch(ctx, fin.Desc.Group, fin.Desc.Params.IndexHours, want)
+	idx, mans, err := c.syncIndexEpoch(ctx, fin.Desc.Group, fin.Desc.Params.IndexHours)
 	hooks.OwnUse(&c.hk)
 	if err == nil {
 		c.mu.Lock()
 		c.index, c.manifests, c.indexSynced = idx, mans, true
 		c.indexSyncs++
-		c.lastManifests = nil
-		c.stats.IndexGaps += gaps
-		c.stats.IndexFilled += filled
 		var gets []*getJob
 		for _, g := range c.wants {
 			gets = append(gets, g)
 		}
 		c.notify()
 		c.mu.Unlock()
-		if gaps > 0 {
-			c.progress("warning: the index synced from the primary lacks %d manifests that the last epoch's signed request lists name (the primary may be testing which files this client wants); %d of them synced from another server", gaps, filled)
-		}
 		// §6.4 (v3): the gets learn every manifest from this copy, so
 		// that no request of the epoch follows from one of its answers.
 		c.local.push(func() {
@@ -110,6 +103,11 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 		c.log.Info("index not synced", "err", err)
 	}
 	err = c.rounds(ctx, e)
+	if ctx.Err() == nil {
+		// §6.4 v3: every manifest the epoch's lists named, checked once
+		// after its last list, whatever the client does next.
+		c.startEndCheck(ctx, e)
+	}
 	if err != nil && ctx.Err() == nil {
 		// Before the epoch's secrets are dropped: a setup aborted on a
 		// repeated share asks this client to prove its own (§4.1 v3).
@@ -318,7 +316,6 @@ func (c *Client) leaveEpoch(e *cepoch) {
 	// later epoch (§6.3).
 	clear(c.inflight)
 	hooks.OwnEnd(&c.hk, e.v, proto.DecoyEpochs+closeWaitMax+1)
-	c.lastManifests = e.manifestIDs
 	for id := range c.failed {
 		if hooks.RetryCorrupted(&c.hk) {
 			continue // broken on purpose: asked for again at once

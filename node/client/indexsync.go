@@ -36,10 +36,13 @@ import (
 // read, which follows from when it synced before, not from any file, and
 // which the primary, which knows its client, learns nothing from. A sync
 // from another server starts from 0 (cursorOf).
-// The servers it syncs from are chosen the same way: its primary, and,
-// when the primary's copy lacks a manifest that a signed request list
-// named (§6.4 v3) or the sync fails, another server of the epoch's chain
-// drawn at random.
+// Nor on its history: the manifests it checks its copy against are those
+// the signed lists of the epoch it is in name, the same for every client
+// of that epoch, at its checkpoints and once after its last list
+// (checkpoint.go); a manifest the primary's copy lacks is asked of every
+// other server of the chain at once. The sync at an epoch's start checks
+// no set (what the last epoch named was checked at its end by its
+// clients); if it fails, it is asked of every other server at once.
 //
 // The index retention is a group constant (Params.IndexHours), so a
 // client knows when a manifest is due to leave: it applies a server's
@@ -54,9 +57,6 @@ const (
 	// maxIndexPages bounds the pages of one sync from one server: at
 	// wire.IndexPageBytes each, far more than any index a group keeps.
 	maxIndexPages = 4096
-	// indexFallbacks bounds the other servers a client turns to in one
-	// epoch when its primary's copy has a gap or fails.
-	indexFallbacks = 2
 )
 
 // removalDue and expired give the retention's bounds for an id first
@@ -180,9 +180,14 @@ func (c *Client) callPeer(ctx context.Context, p peer.ID, r transport.Request) (
 // syncIndexFrom reads every index change server p logged after this
 // client's cursor there, page by page, into the copy.
 func (c *Client) syncIndexFrom(ctx context.Context, p peer.ID) (syncResult, error) {
+	return c.syncIndexVia(ctx, p, nil)
+}
+
+// syncIndexVia is syncIndexFrom; with mu set, each page goes into the
+// copy under mu, so that several servers' syncs run at once.
+func (c *Client) syncIndexVia(ctx context.Context, p peer.ID, mu *sync.Mutex) (syncResult, error) {
 	var res syncResult
 	c.loadIndexCopy()
-	ic := &c.icopy
 	cur := c.cursorOf(p)
 	for {
 		if res.pages >= maxIndexPages {
@@ -198,80 +203,96 @@ func (c *Client) syncIndexFrom(ctx context.Context, p peer.ID) (syncResult, erro
 		}
 		res.pages++
 		res.bytes += len(rep)
-		items := len(pg.Entries) + len(pg.Manifests) + len(pg.Removed) + len(pg.Closings)
-		if pg.Next < cur && items == 0 {
-			// The server's log is shorter than this cursor: its store
-			// was replaced. Read it again from the start (once).
-			if res.reset > 0 {
-				return res, fmt.Errorf("node: index sync from %s: cursor moved back twice", p.ShortString())
-			}
-			res.reset++
-			cur = 0
-			continue
+		if mu != nil {
+			mu.Lock()
 		}
-		if pg.Next < cur || (pg.Next == cur && (pg.More || items > 0)) {
-			return res, fmt.Errorf("node: index sync from %s: page does not move the cursor on (%d after %d)", p.ShortString(), pg.Next, cur)
+		more, next, err := c.applyPage(p, &pg, cur, &res)
+		if mu != nil {
+			mu.Unlock()
 		}
-		if len(ic.mans)+len(pg.Manifests) > proto.MaxIndexItems || len(ic.entries)+len(pg.Entries) > proto.MaxIndexItems {
-			return res, fmt.Errorf("node: index sync from %s: the copy would pass %d items", p.ShortString(), proto.MaxIndexItems)
+		if err != nil {
+			return res, err
 		}
-		// A manifest is kept only if it parses (§6.4 v3): a server
-		// cannot fill the copy with what no get could open.
-		var mans []store.Manifest
-		for id, b := range proto.SyncedManifests(pg.Manifests) {
-			mans = append(mans, store.Manifest{ID: id, Data: b})
-		}
-		entries := proto.IndexFromWire(pg.Entries)
-		now := ic.now()
-		var removed []store.ID
-		for _, id := range pg.Removed {
-			if seen, ok := ic.seen[id]; ok && removalDue(seen, now, ic.hours) {
-				removed = append(removed, id)
-			} else if ok {
-				res.early++
-			}
-		}
-		if c.db != nil {
-			if err := c.db.ApplyIndex([]byte(p), pg.Next, now, entries, mans, removed); err != nil {
-				return res, err
-			}
-		}
-		for _, id := range removed {
-			delete(ic.mans, id)
-			delete(ic.entries, id)
-			delete(ic.seen, id)
-		}
-		for _, m := range mans {
-			if _, ok := ic.mans[m.ID]; !ok {
-				ic.mans[m.ID] = m.Data
-			}
-			if _, ok := ic.seen[m.ID]; !ok {
-				ic.seen[m.ID] = now
-			}
-		}
-		for _, e := range entries {
-			if _, ok := ic.entries[e.FileID]; !ok {
-				ic.entries[e.FileID] = e
-			}
-			if _, ok := ic.seen[e.FileID]; !ok {
-				ic.seen[e.FileID] = now
-			}
-		}
-		// A client takes closing records from the window, which it asks
-		// every chain server for (window_client.go), never from here.
-		for _, b := range pg.Closings {
-			hooks.IndexClosing(&c.hk, b)
-		}
-		res.closings += len(pg.Closings)
-		res.entries += len(entries)
-		res.mans += len(mans)
-		res.removed += len(removed)
-		cur = pg.Next
-		ic.cursors[p] = cur
-		if !pg.More {
+		cur = next
+		if !more {
 			return res, nil
 		}
 	}
+}
+
+// applyPage adds page pg of server p, asked after cursor cur, to the
+// copy; it returns whether more follows and the cursor to ask from next.
+func (c *Client) applyPage(p peer.ID, pg *wire.Index, cur uint64, res *syncResult) (bool, uint64, error) {
+	ic := &c.icopy
+	items := len(pg.Entries) + len(pg.Manifests) + len(pg.Removed) + len(pg.Closings)
+	if pg.Next < cur && items == 0 {
+		// The server's log is shorter than this cursor: its store
+		// was replaced. Read it again from the start (once).
+		if res.reset > 0 {
+			return false, cur, fmt.Errorf("node: index sync from %s: cursor moved back twice", p.ShortString())
+		}
+		res.reset++
+		return true, 0, nil
+	}
+	if pg.Next < cur || (pg.Next == cur && (pg.More || items > 0)) {
+		return false, cur, fmt.Errorf("node: index sync from %s: page does not move the cursor on (%d after %d)", p.ShortString(), pg.Next, cur)
+	}
+	if len(ic.mans)+len(pg.Manifests) > proto.MaxIndexItems || len(ic.entries)+len(pg.Entries) > proto.MaxIndexItems {
+		return false, cur, fmt.Errorf("node: index sync from %s: the copy would pass %d items", p.ShortString(), proto.MaxIndexItems)
+	}
+	// A manifest is kept only if it parses (§6.4 v3): a server
+	// cannot fill the copy with what no get could open.
+	var mans []store.Manifest
+	for id, b := range proto.SyncedManifests(pg.Manifests) {
+		mans = append(mans, store.Manifest{ID: id, Data: b})
+	}
+	entries := proto.IndexFromWire(pg.Entries)
+	now := ic.now()
+	var removed []store.ID
+	for _, id := range pg.Removed {
+		if seen, ok := ic.seen[id]; ok && removalDue(seen, now, ic.hours) {
+			removed = append(removed, id)
+		} else if ok {
+			res.early++
+		}
+	}
+	if c.db != nil {
+		if err := c.db.ApplyIndex([]byte(p), pg.Next, now, entries, mans, removed); err != nil {
+			return false, cur, err
+		}
+	}
+	for _, id := range removed {
+		delete(ic.mans, id)
+		delete(ic.entries, id)
+		delete(ic.seen, id)
+	}
+	for _, m := range mans {
+		if _, ok := ic.mans[m.ID]; !ok {
+			ic.mans[m.ID] = m.Data
+		}
+		if _, ok := ic.seen[m.ID]; !ok {
+			ic.seen[m.ID] = now
+		}
+	}
+	for _, e := range entries {
+		if _, ok := ic.entries[e.FileID]; !ok {
+			ic.entries[e.FileID] = e
+		}
+		if _, ok := ic.seen[e.FileID]; !ok {
+			ic.seen[e.FileID] = now
+		}
+	}
+	// A client takes closing records from the window, which it asks
+	// every chain server for (window_client.go), never from here.
+	for _, b := range pg.Closings {
+		hooks.IndexClosing(&c.hk, b)
+	}
+	res.closings += len(pg.Closings)
+	res.entries += len(entries)
+	res.mans += len(mans)
+	res.removed += len(removed)
+	ic.cursors[p] = pg.Next
+	return pg.More, pg.Next, nil
 }
 
 // chanLock is a mutex whose waiters wait on a channel. A sync holds
@@ -332,13 +353,25 @@ func (c *Client) missingFrom(want [][32]byte) [][32]byte {
 	return out
 }
 
-// syncIndexEpoch is the sync at an epoch's start: from the primary, then,
-// if its copy lacks a manifest that the last epoch's signed lists named or
-// the sync failed, from other servers of the chain drawn at random
-// (group: the epoch's descriptor, for their addresses). It returns the
-// copy's entries and manifests, the gaps the primary left and how many of
-// them other servers filled.
-func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, hours uint32, want [][32]byte) (idx []IndexEntry, mans map[[32]byte][]byte, gaps, filled int, err error) {
+// syncIndexEpoch is the sync at an epoch's start (group: the epoch's
+// descriptor, for the servers' addresses): once the last epoch's end
+// check is done (endCheck, whose fills the copy then holds), from the
+// primary and, if that fails, from every other server of the chain at
+// once. It checks no set of manifests: which ones a client checks are
+// those named by the lists of the epoch it is in (checkpoint.go), never
+// those of the epochs it attended before. It returns the copy's entries
+// and manifests.
+func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, hours uint32) (idx []IndexEntry, mans map[[32]byte][]byte, err error) {
+	c.mu.Lock()
+	tail := c.tail
+	c.mu.Unlock()
+	if tail != nil {
+		select {
+		case <-tail:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
 	c.loadIndexCopy()
@@ -351,47 +384,49 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 	} else {
 		c.log.Debug("index synced", "pages", res.pages, "bytes", res.bytes, "manifests", res.mans, "removed", res.removed, "early_removals", res.early, "took", time.Since(start))
 	}
-	missing := c.missingFrom(want)
-	if hooks.NoGapFill(&c.hk) {
-		missing = nil // broken on purpose: the primary's copy is taken as whole
-	}
-	if err == nil {
-		// Gaps are the primary's only when its sync went through.
-		gaps = len(missing)
-	}
-	before := len(missing)
-	if err != nil || gaps > 0 || hooks.OwnFallback(&c.hk) {
-		var others []int
-		for i, g := range group {
-			if p, perr := peer.IDFromBytes(g.PeerID); perr == nil && p != c.primary && p != c.h.ID() {
-				others = append(others, i)
-			}
-		}
-		rand.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
-		for n, i := range others {
-			if n >= indexFallbacks || (err == nil && len(missing) == 0 && !hooks.OwnFallback(&c.hk)) {
-				break
-			}
-			p, _ := peer.IDFromBytes(group[i].PeerID)
-			c.addAddrs(p, group[i].Addrs)
-			if _, ferr := c.syncIndexFrom(ctx, p); ferr != nil {
-				c.log.Info("index sync from another server failed", "err", ferr)
-				continue
-			}
+	if err != nil || hooks.OwnFallback(&c.hk) {
+		if c.syncOthers(ctx, group) {
 			err = nil
-			missing = c.missingFrom(want)
 		}
-		filled = min(gaps, before-len(missing))
 	}
 	if err != nil && !c.icopy.synced {
-		return nil, nil, gaps, filled, err
+		return nil, nil, err
 	}
 	c.icopy.synced = true
 	idx = make([]IndexEntry, 0, len(c.icopy.entries))
 	for _, e := range c.icopy.entries {
 		idx = append(idx, e)
 	}
-	return idx, maps.Clone(c.icopy.mans), gaps, filled, nil
+	return idx, maps.Clone(c.icopy.mans), nil
+}
+
+// syncOthers syncs the whole index from every server of the chain but
+// the primary at once, each from 0 (cursorOf), into the copy; it reports
+// whether one of them went through. Call with c.syncMu held.
+func (c *Client) syncOthers(ctx context.Context, group []wire.GroupEntry) bool {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	ok := false
+	for _, g := range group {
+		p, err := peer.IDFromBytes(g.PeerID)
+		if err != nil || p == c.primary || p == c.h.ID() {
+			continue
+		}
+		c.addAddrs(p, g.Addrs)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.syncIndexVia(ctx, p, &mu); err != nil {
+				c.log.Info("index sync from another server failed", "err", err)
+				return
+			}
+			mu.Lock()
+			ok = true
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return ok
 }
 
 // addAddrs tells the client's host where server p listens.

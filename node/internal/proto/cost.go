@@ -124,8 +124,8 @@ func GroupCost(p Params) ClientCost {
 	askers := int64(2 * m)
 	index := (b + 64) + closing
 	// Pages of a full epoch's index, asked for in every attempt (the last
-	// page says the log is done).
-	pages := int64((int64(index)+manifests*int64(b+64))/wire.IndexPageBytes + 2)
+	// page says the log is done), and the end check's (checkpoint.go).
+	pages := int64((int64(index)+manifests*int64(b+64))/wire.IndexPageBytes + 3)
 
 	iv := time.Duration(p.RoundIntervalMs) * time.Millisecond
 	rw := time.Duration(p.RegWindowMs) * time.Millisecond

@@ -70,10 +70,11 @@ type Stats struct {
 	// CoverAttacks counts corrupted answers to cover queries (random
 	// rows and decoys the client does not want): targeted attacks.
 	CoverAttacks int `json:"cover_attacks"`
-	// IndexGaps counts manifests that a signed request list named and
-	// the primary's copy of the index lacked at the next sync (§6.4 v3):
-	// the primary left them out. IndexFilled counts those of them that
-	// the copy synced from another server then held.
+	// IndexGaps counts manifests that a signed request list of an epoch
+	// named and the primary's copy of the index lacked at a sync of that
+	// epoch, a checkpoint's or its end check (§6.4 v3): the primary left
+	// them out. IndexFilled counts those of them that the chain's other
+	// servers then gave. Both are added at the epoch's end check.
 	IndexGaps   int `json:"index_gaps"`
 	IndexFilled int `json:"index_filled"`
 	// Checkpoints counts the checkpoints of the epochs taken part in
