@@ -458,8 +458,8 @@ func TestIndexCheckSameAfterMissedEpoch(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		data, manifests, _, _ := manifestFile(t)
 		p := manifestParams()
-		// The default registration window: the end check (a round and
-		// 2 s on) is over before the next epoch's descriptor is final.
+		// The default registration window: the end check (2 s after the
+		// last list) is over before the next epoch's descriptor is final.
 		p.RegWindowMs = DefaultParams().RegWindowMs
 		var (
 			mu       sync.Mutex

@@ -174,15 +174,16 @@ func (c *Client) startEndCheck(ctx context.Context, e *cepoch) {
 	}()
 }
 
-// endCheck is the sync after epoch e's last list: a round and
-// proto.CheckpointSlack on, when the servers have stored what that list
-// named, it checks the copy against every manifest the epoch's lists
-// named, as a checkpoint does, and tells the user of the gaps the
-// epoch's syncs found at the primary.
+// endCheck is the sync after epoch e's last list: proto.CheckpointSlack
+// on, when the servers have stored what that list named (they store a
+// round's manifests as they note them in its list), it checks the copy
+// against every manifest the epoch's lists named, as a checkpoint does,
+// and tells the user of the gaps the epoch's syncs found at the primary.
+// The wait does not grow with the pace: at a slow one, a round's wait
+// would hold the next epoch's sync, and so its first onions, back.
 func (c *Client) endCheck(ctx context.Context, e *cepoch) {
-	p := e.v.Desc.Params
 	select {
-	case <-time.After(time.Duration(p.RoundIntervalMs)*time.Millisecond + proto.CheckpointSlack):
+	case <-time.After(proto.CheckpointSlack):
 	case <-ctx.Done():
 		return
 	}
