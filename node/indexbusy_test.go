@@ -4,11 +4,15 @@ package node
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/store"
 )
 
 // TestIndexBusyAskedAgain (issue 28): every client of a primary syncs the
@@ -86,6 +90,81 @@ func TestIndexSlotsPerClient(t *testing.T) {
 			return s.enterIndex(sctx, c.PeerID()) == nil
 		}); err != nil {
 			t.Fatal("the client's slots were not given back")
+		}
+	})
+}
+
+// TestIndexSyncFailedAsksEveryServer (§7 v3, issue 26): when a client's
+// sync at an epoch's start from its primary fails (every index slot of
+// the primary held), the client syncs from every other server of the
+// chain at once. Before, it drew one of them at random and stopped
+// there once it went through, so which server a client turned to was a
+// draw: with the rule before, one of the two is asked and the test fails.
+func TestIndexSyncFailedAsksEveryServer(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		var (
+			mu     sync.Mutex
+			target peer.ID
+			served = map[int]int{} // pages served to the client, by server
+		)
+		tn := startAnonNet(t, 3, 0, 1, testParams(4), func(i int, c *ServerConfig) {
+			c.observe = &testObserver{IndexReply: func(to peer.ID, mans []store.Manifest) []store.Manifest {
+				mu.Lock()
+				defer mu.Unlock()
+				if to == target {
+					served[i]++
+				}
+				return mans
+			}}
+		})
+		s := tn.servers[0]
+		g := &s.indexSlots
+		var once sync.Once
+		held := make(chan struct{})
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		c, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: s.Addrs()[0].String(), Logger: anonLogger(),
+			ClientHookCfg: ClientHookCfg{Observe: &ClientObserver{Joined: func([32]byte, uint32, []byte) {
+				// Before the epoch's sync: the primary refuses it.
+				once.Do(func() {
+					g.mu.Lock()
+					g.all += maxIndexServing
+					g.mu.Unlock()
+					close(held)
+				})
+			}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		mu.Lock()
+		target = c.PeerID()
+		mu.Unlock()
+		select {
+		case <-held:
+		case <-ctx.Done():
+			t.Fatal("the client took no epoch")
+		}
+		defer func() {
+			g.mu.Lock()
+			g.all -= maxIndexServing
+			g.mu.Unlock()
+		}()
+		count := func() (int, int, int) {
+			mu.Lock()
+			defer mu.Unlock()
+			return served[0], served[1], served[2]
+		}
+		if err := wait.Until(ctx, time.Minute, func() bool { _, a, b := count(); return a+b > 0 }); err != nil {
+			t.Fatal("no other server was asked")
+		}
+		// At once: both within a second of the first.
+		err = wait.Until(ctx, time.Second, func() bool { _, a, b := count(); return a > 0 && b > 0 })
+		p0, p1, p2 := count()
+		t.Logf("the primary's sync refused: pages served by the primary %d, the other servers %d and %d", p0, p1, p2)
+		if err != nil {
+			t.Fatalf("one other server was asked (%d and %d pages), not every one", p1, p2)
 		}
 	})
 }
