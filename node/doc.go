@@ -119,6 +119,9 @@
 //   - publish.go: publication, request lists proposed and signed (§5.3).
 //   - roundstep.go: the batch, mix and publish steps, pure functions of round
 //     state and one event returning their effects; the drivers above do the I/O.
+//     The steps that read no round state (a batch's head and root, a
+//     layer's fault, sealing, reading a publication, the published root)
+//     are package internal/roundstep's (no I/O, no lock, network-free tests).
 //   - closing.go: the closing record of an epoch, signed by every chain
 //     server and logged in the index log (§5.2, §7 v3).
 //   - window.go: the lists an epoch's decoy pool is drawn from, and the

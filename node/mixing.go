@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/roundstep"
 )
 
 // mixDepth is how many rounds may be in the chain at once: S_0 mixes round
@@ -205,8 +205,8 @@ func (s *Server) awaitSetup(e *sepoch) bool {
 }
 
 // mixStep opens this server's layer of round r at every input position,
-// permutes by π_s and passes the batch on (§5.2). It drives layerFault
-// and sealBatch (roundstep.go): it waits, opens the layer and sends.
+// permutes by π_s and passes the batch on (§5.2). It drives
+// roundstep.LayerFault and SealBatch (internal/roundstep): it waits, opens the layer and sends.
 func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte, clientHashes [][32]byte) {
 	if !s.awaitPace(e) {
 		return
@@ -230,9 +230,9 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		s.mu.Unlock()
 	}()
 	mixStart := time.Now()
-	keys, err := mix.ServerLayerKeys(mix.EpochID(ep.id), e.pos, uint64(r), rk, U)
+	keys, err := mix.ServerLayerKeys(mix.EpochID(ep.ID), e.pos, uint64(r), rk, U)
 	if err != nil {
-		s.roundFault(e, r, roundFx{end: "layer keys"}, err)
+		s.roundFault(e, r, roundstep.Fx{End: "layer keys"}, err)
 		return
 	}
 	// Decrypt into this epoch's reused buffers (never in place: the input
@@ -246,7 +246,7 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		mix.CloseLayerKeys(keys)
 		return
 	}
-	out, err := mix.OpenLayerSkipInto(bufs, mix.EpochID(ep.id), uint64(r), e.pos, keys, in, dead)
+	out, err := mix.OpenLayerSkipInto(bufs, mix.EpochID(ep.ID), uint64(r), e.pos, keys, in, dead)
 	if err == nil {
 		if p, ok := s.hookAccuse(r); ok {
 			err = &mix.MACError{Server: e.pos, Round: uint64(r), Positions: []int{p}}
@@ -259,12 +259,12 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		// round opens again without the dead positions.
 		// What still fails then is walked (a second culprit).
 		if now, ok := s.awaitSettled(e, e.pos); ok && len(now) > len(dead) {
-			out, err = mix.OpenLayerSkipInto(bufs, mix.EpochID(ep.id), uint64(r), e.pos, keys, in, now)
+			out, err = mix.OpenLayerSkipInto(bufs, mix.EpochID(ep.ID), uint64(r), e.pos, keys, in, now)
 		}
 	}
 	mix.CloseLayerKeys(keys)
 	if err != nil {
-		s.roundFault(e, r, layerFault(ep, r, in, err), err)
+		s.roundFault(e, r, roundstep.LayerFault(ep, r, in, err), err)
 		return
 	}
 	out = mix.Permute(fwd, out)
@@ -273,28 +273,28 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		out = out[:len(out)-1]
 	}
 	s.timing.add(&s.timing.mix, time.Since(mixStart))
-	sd, err := sealBatch(ep, s.priv, r, out, clientSigs, clientHashes)
+	sd, err := roundstep.SealBatch(ep, s.priv, r, out, clientSigs, clientHashes)
 	if err != nil {
-		s.roundFault(e, r, roundFx{end: "sign batch"}, err)
+		s.roundFault(e, r, roundstep.Fx{End: "sign batch"}, err)
 		return
 	}
-	s.announceRoot(e, &sd.batch)
+	s.announceRoot(e, &sd.Batch)
 	s.sendBatch(e, r, &sd)
 }
 
 // roundFault does what a step's fault asks: keeps the round's evidence
 // (copied before s.mu is taken), then starts a MAC blame or ends the
 // epoch (err is logged).
-func (s *Server) roundFault(e *sepoch, r uint32, fx roundFx, err error) {
+func (s *Server) roundFault(e *sepoch, r uint32, fx roundstep.Fx, err error) {
 	var ev [][]byte
-	if fx.evidence != nil {
-		ev = copyEntries(fx.evidence)
+	if fx.Evidence != nil {
+		ev = copyEntries(fx.Evidence)
 	}
-	if fx.accuse > 0 {
+	if fx.Accuse > 0 {
 		s.mu.Lock()
 		e.keepCopied(r, ev)
 		s.mu.Unlock()
-		s.accuse(e, r, fx.accuse-1)
+		s.accuse(e, r, fx.Accuse-1)
 		return
 	}
 	s.log.Warn("round void", "round", r, "err", err)
@@ -302,7 +302,7 @@ func (s *Server) roundFault(e *sepoch, r uint32, fx roundFx, err error) {
 	if ev != nil {
 		e.keepCopied(r, ev)
 	}
-	s.end(e, fx.end)
+	s.end(e, fx.End)
 	s.mu.Unlock()
 }
 
@@ -312,12 +312,12 @@ func (s *Server) roundFault(e *sepoch, r uint32, fx roundFx, err error) {
 // signed; the buffers stay ours until both are done. A middle batch is
 // kept for the fetches of its receiver and of the servers its receiver
 // asks to relay it (§5.2 v3, lack.go).
-func (s *Server) sendBatch(e *sepoch, r uint32, sd *sealed) {
+func (s *Server) sendBatch(e *sepoch, r uint32, sd *roundstep.Sealed) {
 	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
 	defer cancel()
-	req := request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: sd.batch.Segments(), Timeout: bulkTimeout}
-	if sd.publish {
-		s.hookLastOut(e.final.ID, r, sd.batch.Entries)
+	req := request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: sd.Batch.Segments(), Timeout: bulkTimeout}
+	if sd.Publish {
+		s.hookLastOut(e.final.ID, r, sd.Batch.Entries)
 		if s.hookWithhold(r) {
 			return
 		}
@@ -328,7 +328,7 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *sealed) {
 			// round's chunks for good, while the others serve them
 			// (TestSwarm seed 3). A repeat is acknowledged like the first.
 			rctx, rcancel := context.WithTimeout(ctx, time.Duration(e.final.Desc.Params.RoundLimitMs)*time.Millisecond)
-			err := deliverAll(rctx, sd.to, s.cfg.Timing.EvidenceBackoff, s.cfg.Timing.EvidenceBackoffMax, func(ctx context.Context, p peer.ID) error {
+			err := deliverAll(rctx, sd.To, s.cfg.Timing.EvidenceBackoff, s.cfg.Timing.EvidenceBackoffMax, func(ctx context.Context, p peer.ID) error {
 				if d := s.hookPubLate(r, p); d > 0 {
 					select {
 					case <-time.After(d):
@@ -341,11 +341,11 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *sealed) {
 			})
 			rcancel()
 			if err == nil && s.hookRepeatOut(r) {
-				_, err = s.each(ctx, sd.to, req)
+				_, err = s.each(ctx, sd.To, req)
 			}
 			sent <- err
 		}()
-		s.publish(e, r, sd.batch.Entries, sd.ph)
+		s.publish(e, r, sd.Batch.Entries, sd.PH)
 		if err := <-sent; err != nil {
 			s.log.Warn("publish", "round", r, "err", err)
 		}
@@ -364,7 +364,7 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *sealed) {
 	}
 	// Kept for the fetches of the successor and of the servers it asks
 	// to relay the batch (lack.go), whether or not it takes it now.
-	s.keepOut(e, r, &sd.batch)
+	s.keepOut(e, r, &sd.Batch)
 	var err error
 	switch {
 	case s.hookLoseOut(r):
@@ -375,7 +375,7 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *sealed) {
 		s.mu.Lock()
 		e.round(r).sending = true
 		s.mu.Unlock()
-		_, err = call(ctx, s.h, sd.to[0], req)
+		_, err = call(ctx, s.h, sd.To[0], req)
 		s.mu.Lock()
 		e.round(r).sending = false
 		s.mu.Unlock()
@@ -387,29 +387,13 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *sealed) {
 		return
 	}
 	if s.hookRepeatOut(r) {
-		_, _ = call(ctx, s.h, sd.to[0], req)
+		_, _ = call(ctx, s.h, sd.To[0], req)
 	}
 }
 
-func batchDigest(b *wire.Batch) [32]byte {
-	var e wire.Enc
-	e.U32(b.Round)
-	e.U16(b.S)
-	return taggedHash(tagBatch, b.Epoch[:], e.B, b.Root[:])
-}
-
-// signBatch sets the batch's root (publishedRoot if ph, the hashes of a
-// published batch, is given) and signs it.
-func signBatch(priv crypto.PrivKey, b *wire.Batch, ph *payloadHashes) error {
-	if ph != nil {
-		b.Root = publishedRoot(b.Entries, ph)
-	} else {
-		b.Root = merkleRoot(b.Entries)
-	}
-	sig, err := sign(priv, batchDigest(b))
-	b.Sig = sig
-	return err
-}
+// batchDigest is roundstep.BatchDigest, by the name the round blame's
+// files use.
+func batchDigest(b *wire.Batch) [32]byte { return roundstep.BatchDigest(b) }
 
 // handleRound serves /riffle/1/round (servers only).
 func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
@@ -474,8 +458,8 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 }
 
 // onBatch takes a signed batch from the server before this one, or the
-// last server's publication: the driver of checkBatchHead, batchHeadStep
-// and batchStep (roundstep.go).
+// last server's publication: the driver of roundstep.CheckBatchHead,
+// batchHeadStep and batchStep (roundstep.go).
 func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	// Sender, epoch and signature are checked on the head alone, before
 	// the body costs anything: only then are entries rebuilt, bounded by
@@ -490,7 +474,7 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		return 0, nil, err
 	}
 	ep := s.roundFacts(e)
-	if err := checkBatchHead(ep, from, h); err != nil {
+	if err := roundstep.CheckBatchHead(ep, from, h); err != nil {
 		return 0, nil, err
 	}
 	if s.hookDropIn(h.Round) && int(h.S) == e.pos {
@@ -500,11 +484,11 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	next, fx := batchHeadStep(ep, &e.roundsState, h)
 	s.mu.Unlock()
 	switch next {
-	case batchRefused:
-		return 0, nil, fx.refuse
-	case batchAck:
+	case roundstep.Refused:
+		return 0, nil, fx.Refuse
+	case roundstep.Ack:
 		return wire.TypeAck, ack, nil
-	case batchRepeat:
+	case roundstep.Repeat:
 		return s.repeatBatch(e, h)
 	}
 	// Entries sent without their zero padding are rebuilt in recycled
@@ -516,7 +500,7 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		rebuilt = append(rebuilt, x)
 		return x
 	}
-	lim := limitsFor(ep.params, ep.m())
+	lim := limitsFor(ep.Params, ep.M())
 	lim.Frame = roundCaps(wire.TypeBatch)
 	if err := b.UnmarshalAlloc(body, lim, alloc); err != nil {
 		return 0, nil, err
@@ -524,10 +508,10 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if !s.noteRoot(e, &wire.Root{Epoch: b.Epoch, Round: b.Round, S: b.S, Root: b.Root, Sig: b.Sig}) {
 		return wire.TypeAck, ack, nil
 	}
-	root, ph := batchRoot(ep, &b)
+	root, ph := roundstep.BatchRoot(ep, &b)
 	s.mu.Lock()
 	next, fx = batchStep(ep, &e.roundsState, &b, root, time.Now())
-	if next == batchPublish {
+	if next == roundstep.Publish {
 		// Kept for a chain server the last server left without it. It
 		// also shows that every server passed the round on: this
 		// server's own batch of it need not be kept any longer (lack.go
@@ -535,16 +519,16 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		x := e.round(b.Round)
 		x.pubRaw, x.kept = append([]byte(nil), body...), nil
 	}
-	if next == batchFault {
-		e.keepEvidence(b.Round, fx.evidence)
-		s.end(e, fx.end)
-		s.noteBadBatch(e, fx.badFrom-1, b.Round, body)
+	if next == roundstep.Fault {
+		e.keepEvidence(b.Round, fx.Evidence)
+		s.end(e, fx.End)
+		s.noteBadBatch(e, fx.BadFrom-1, b.Round, body)
 	}
 	s.mu.Unlock()
 	switch next {
-	case batchRefused:
-		return 0, nil, fx.refuse
-	case batchMix, batchPublish:
+	case roundstep.Refused:
+		return 0, nil, fx.Refuse
+	case roundstep.Mix, roundstep.Publish:
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -559,7 +543,7 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 // pool once the round's work here is done; a mixing server's input batch
 // stays until the round is published here, the evidence of a later
 // fault's walk (roundblame.go).
-func (s *Server) runBatch(e *sepoch, b *wire.Batch, ph *payloadHashes, bufs [][]byte) {
+func (s *Server) runBatch(e *sepoch, b *wire.Batch, ph *roundstep.Hashes, bufs [][]byte) {
 	S := int(b.S)
 	m := len(e.final.Chain)
 	held := false
@@ -585,7 +569,7 @@ func (s *Server) runBatch(e *sepoch, b *wire.Batch, ph *payloadHashes, bufs [][]
 	if err := checkClientSigs(e, b, deadSlots); err != nil {
 		// §5.2 (v2): a slot without its client's signature is a fault
 		// of the sender, who passed it on: void, evidence kept.
-		s.roundFault(e, b.Round, roundFx{evidence: b.Entries, end: fmt.Sprintf("round %d void: batch from server %d: %v", b.Round, S-1, err)}, err)
+		s.roundFault(e, b.Round, roundstep.Fx{Evidence: b.Entries, End: fmt.Sprintf("round %d void: batch from server %d: %v", b.Round, S-1, err)}, err)
 		return
 	}
 	if S < m {

@@ -14,17 +14,18 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/manifests"
+	"github.com/riffle-net/riffle/node/internal/roundstep"
 	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/store"
 )
 
 // publish checks, stores and indexes a round's payloads (§5.3, §7), with
-// their hashes from the batch's Merkle root. It drives beginPublish and
-// publishStep (roundstep.go): it verifies, waits and stores, outside s.mu.
-func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHashes) {
+// their hashes from the batch's Merkle root. It drives beginPublish (roundstep.go)
+// and roundstep.PublishStep: it verifies, waits and stores, outside s.mu.
+func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *roundstep.Hashes) {
 	defer s.trace("publish", r)()
 	ep := s.roundFacts(e)
-	s.hookStage(ep.id, r, "publish")
+	s.hookStage(ep.ID, r, "publish")
 	if !s.awaitSetup(e) {
 		return
 	}
@@ -41,7 +42,7 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 		s.mu.Unlock()
 	}()
 	verifyStart := time.Now()
-	bad := mix.VerifyPayloadsHashed(mix.EpochID(ep.id), uint64(r), ps, payloads, ph.hs, ph.ok, s.rand)
+	bad := mix.VerifyPayloadsHashed(mix.EpochID(ep.ID), uint64(r), ps, payloads, ph.Hs, ph.OK, s.rand)
 	s.timing.add(&s.timing.verify, time.Since(verifyStart))
 	var deadOut []int
 	if len(bad) > 0 {
@@ -54,23 +55,23 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 		s.mu.Unlock()
 		if pending {
 			var ok bool
-			if deadOut, ok = s.awaitSettled(e, ep.m()); !ok {
+			if deadOut, ok = s.awaitSettled(e, ep.M()); !ok {
 				return
 			}
 		}
 	}
-	fx := publishStep(ep, r, payloads, ph, bad, deadOut)
-	for _, sr := range fx.seen {
-		s.hookRequests(ep.id, r, sr.q, sr.ids)
+	fx := roundstep.PublishStep(ep, r, payloads, ph, bad, deadOut)
+	for _, sr := range fx.Seen {
+		s.hookRequests(ep.ID, r, sr.Q, sr.IDs)
 	}
-	if fx.end != "" {
+	if fx.End != "" {
 		s.mu.Lock()
-		s.end(e, fx.end)
+		s.end(e, fx.End)
 		s.mu.Unlock()
 		return
 	}
 	storeStart := time.Now()
-	err := s.store.PutRound(ep.id, r, fx.published, fx.chunks, nil)
+	err := s.store.PutRound(ep.ID, r, fx.Published, fx.Chunks, nil)
 	s.timing.add(&s.timing.store, time.Since(storeStart))
 	s.timing.addRound()
 	if err != nil {
@@ -80,17 +81,17 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *payloadHash
 		s.mu.Unlock()
 		return
 	}
-	s.indexManifests(e, r, fx.cands)
-	if fx.blame > 0 {
+	s.indexManifests(e, r, fx.Cands)
+	if fx.Blame > 0 {
 		// §5.3: the payloads that verify, public already, are stored;
 		// the round is not acknowledged and blame walks the first bad
 		// position (§8).
-		s.payloadBlame(e, r, fx.blame-1, payloads)
+		s.payloadBlame(e, r, fx.Blame-1, payloads)
 		return
 	}
 	s.mu.Lock()
 	x := e.round(r)
-	fx.stored(x)
+	stored(&fx, x)
 	e.opened(r + mixDepth)
 	s.releaseInput(e, r)
 	s.notify()

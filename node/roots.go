@@ -9,7 +9,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/mix"
 )
 
 // Signed batch roots (§5.2): every server broadcasts the signed Merkle root
@@ -197,32 +196,4 @@ func (s *Server) forwardRoot(e *sepoch, r wire.Root) {
 			s.log.Debug("forward root", "round", r.Round, "to", to.ShortString(), "err", err)
 		}
 	}()
-}
-
-// payloadHashes are mix.HashPayloads of a published batch, computed once
-// for its Merkle root and used again by publish: no payload is hashed twice.
-type payloadHashes struct {
-	hs []mix.PayloadHash
-	ok []bool
-}
-
-func hashPublished(entries [][]byte, b, k int) *payloadHashes {
-	hs, ok := mix.HashPayloads(entries, b, k)
-	return &payloadHashes{hs: hs, ok: ok}
-}
-
-// publishedRoot is merkleRoot of a published batch (§5.2, v3): the leaf of
-// a well-formed payload is H(payload leaf tag, u32 position, D, signature),
-// D its payload digest (mix.PayloadHash), which with the signature fixes
-// every byte of it; any other entry gets the ordinary leaf over its bytes.
-func publishedRoot(entries [][]byte, ph *payloadHashes) [32]byte {
-	level := make([][32]byte, len(entries))
-	for i, e := range entries {
-		if ph.ok[i] {
-			level[i] = taggedHash(tagMerkleLfP, leafPos(i), ph.hs[i].Digest[:], e[len(e)-mix.SignatureSize:])
-		} else {
-			level[i] = taggedHash(tagMerkleLf, leafPos(i), e)
-		}
-	}
-	return merkleUp(level)
 }

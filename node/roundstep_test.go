@@ -1,9 +1,7 @@
 package node
 
 import (
-	"crypto/ed25519"
 	"crypto/rand"
-	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -15,13 +13,15 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/roundstep"
 )
 
-// The round steps of roundstep.go, run without a network, a store or a
-// server: a chain of three keys, one round's state and one event each.
+// The round steps of roundstep.go, over a round's state, run without a
+// network, a store or a server: a chain of three keys, one round's state
+// and one event each (the steps that read no round state are tested in
+// package internal/roundstep).
 
 type stepChain struct {
 	keys []crypto.PrivKey
@@ -48,9 +48,9 @@ func newStepChain(t *testing.T, m int) stepChain {
 const stepB, stepK, stepN = 64, 1, 3
 
 // facts is the epoch as server pos of the chain sees it.
-func (c stepChain) facts(pos int) roundFacts {
-	return roundFacts{id: [32]byte{7}, self: c.ids[pos], chain: c.ids, pos: pos, n: stepN,
-		params: wire.Params{Rounds: 8, W: 2, ChunkSize: stepB, K: stepK}}
+func (c stepChain) facts(pos int) roundstep.Facts {
+	return roundstep.Facts{ID: [32]byte{7}, Self: c.ids[pos], Chain: c.ids, Pos: pos, N: stepN,
+		Params: wire.Params{Rounds: 8, W: 2, ChunkSize: stepB, K: stepK}}
 }
 
 func newRounds() *roundsState { return &roundsState{rounds: map[uint32]*sround{}} }
@@ -66,7 +66,7 @@ func (c stepChain) batchFrom(t *testing.T, S int, r uint32, n int) *wire.Batch {
 		x[0] = byte(i + 1)
 		b.Entries = append(b.Entries, x)
 	}
-	if err := signBatch(c.keys[S-1], b, nil); err != nil {
+	if err := roundstep.SignBatch(c.keys[S-1], b, nil); err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -76,37 +76,6 @@ func head(b *wire.Batch) wire.BatchHead {
 	return wire.BatchHead{Epoch: b.Epoch, Round: b.Round, S: b.S, Root: b.Root, Sig: b.Sig}
 }
 
-func TestCheckBatchHead(t *testing.T) {
-	c := newStepChain(t, 3)
-	ep := c.facts(1)
-	good := c.batchFrom(t, 1, 2, stepN)
-	if err := checkBatchHead(ep, c.ids[0], head(good)); err != nil {
-		t.Fatalf("the predecessor's batch refused: %v", err)
-	}
-	// The last server's publication comes to every server.
-	pub := c.batchFrom(t, 3, 2, stepN)
-	if err := checkBatchHead(ep, c.ids[2], head(pub)); err != nil {
-		t.Fatalf("the publication refused: %v", err)
-	}
-	forged := head(good)
-	forged.Sig[0] ^= 1
-	beyond := c.batchFrom(t, 1, 8, stepN)
-	for name, tc := range map[string]struct {
-		from peer.ID
-		h    wire.BatchHead
-	}{
-		"wrong predecessor":    {c.ids[2], head(good)},
-		"batch for server 2":   {c.ids[1], head(c.batchFrom(t, 2, 2, stepN))},
-		"signature of another": {c.ids[0], forged},
-		"round beyond epoch":   {c.ids[0], head(beyond)},
-		"no such server":       {c.ids[0], wire.BatchHead{S: 4}},
-	} {
-		if err := checkBatchHead(ep, tc.from, tc.h); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-}
-
 func TestBatchHeadStep(t *testing.T) {
 	c := newStepChain(t, 3)
 	ep := c.facts(1)
@@ -114,39 +83,39 @@ func TestBatchHeadStep(t *testing.T) {
 	pub := head(c.batchFrom(t, 3, 2, stepN))
 
 	rs := newRounds()
-	if next, _ := batchHeadStep(ep, rs, h); next != batchDecode {
+	if next, _ := batchHeadStep(ep, rs, h); next != roundstep.Decode {
 		t.Fatalf("a new batch: %v, want decode", next)
 	}
 	rs.at(2).batchIn[0] = true
-	if next, _ := batchHeadStep(ep, rs, h); next != batchRepeat {
+	if next, _ := batchHeadStep(ep, rs, h); next != roundstep.Repeat {
 		t.Fatalf("a batch of a round taken: %v, want repeat", next)
 	}
-	if next, _ := batchHeadStep(ep, rs, pub); next != batchDecode {
+	if next, _ := batchHeadStep(ep, rs, pub); next != roundstep.Decode {
 		t.Fatalf("the publication after the input: %v, want decode", next)
 	}
 
 	rs = newRounds()
 	rs.at(2).lacked = true
-	if next, _ := batchHeadStep(ep, rs, h); next != batchAck {
+	if next, _ := batchHeadStep(ep, rs, h); next != roundstep.Ack {
 		t.Fatalf("a batch whose input was given up: %v, want a dropped ack", next)
 	}
-	if next, _ := batchHeadStep(ep, rs, pub); next != batchDecode {
+	if next, _ := batchHeadStep(ep, rs, pub); next != roundstep.Decode {
 		t.Fatalf("the publication of a round whose input was given up: %v, want decode", next)
 	}
 	rs.at(2).void = true
-	if next, _ := batchHeadStep(ep, rs, pub); next != batchAck {
+	if next, _ := batchHeadStep(ep, rs, pub); next != roundstep.Ack {
 		t.Fatalf("the publication of a void round: %v, want a dropped ack", next)
 	}
 
 	// Outside the kept window nothing of the round is made.
 	rs = newRounds()
 	rs.pruned = 3
-	if next, fx := batchHeadStep(ep, rs, h); next != batchRefused || fx.refuse == nil {
-		t.Fatalf("a pruned round: %v %v, want refused", next, fx.refuse)
+	if next, fx := batchHeadStep(ep, rs, h); next != roundstep.Refused || fx.Refuse == nil {
+		t.Fatalf("a pruned round: %v %v, want refused", next, fx.Refuse)
 	}
 	rs = newRounds()
-	far := head(c.batchFrom(t, 1, 2+uint32(ep.params.W)+roundsAhead, stepN))
-	if next, _ := batchHeadStep(ep, rs, far); next != batchRefused {
+	far := head(c.batchFrom(t, 1, 2+uint32(ep.Params.W)+roundsAhead, stepN))
+	if next, _ := batchHeadStep(ep, rs, far); next != roundstep.Refused {
 		t.Fatalf("a round too far ahead: %v, want refused", next)
 	}
 	if len(rs.rounds) != 0 {
@@ -161,18 +130,18 @@ func TestBatchStep(t *testing.T) {
 
 	b := c.batchFrom(t, 1, 2, stepN)
 	rs := newRounds()
-	root, ph := batchRoot(ep, b)
+	root, ph := roundstep.BatchRoot(ep, b)
 	if ph != nil {
 		t.Fatal("payload hashes for a mixing batch")
 	}
 	next, fx := batchStep(ep, rs, b, root, now)
-	if next != batchMix || !reflect.DeepEqual(fx, roundFx{}) {
+	if next != roundstep.Mix || !reflect.DeepEqual(fx, roundstep.Fx{}) {
 		t.Fatalf("a good batch: %v %+v, want mix and no effect", next, fx)
 	}
 	if x := rs.at(2); !x.batchIn[0] || !x.inAt.Equal(now) {
 		t.Fatalf("a good batch not taken: batchIn %v inAt %v", x.batchIn, x.inAt)
 	}
-	if next, _ := batchStep(ep, rs, b, root, now.Add(time.Second)); next != batchAck {
+	if next, _ := batchStep(ep, rs, b, root, now.Add(time.Second)); next != roundstep.Ack {
 		t.Fatalf("the same batch twice at once: %v, want ack", next)
 	}
 	if !rs.at(2).inAt.Equal(now) {
@@ -184,9 +153,9 @@ func TestBatchStep(t *testing.T) {
 	rs = newRounds()
 	b = c.batchFrom(t, 1, 2, stepN)
 	b.Entries[1][3] ^= 1
-	root, _ = batchRoot(ep, b)
-	if next, fx := batchStep(ep, rs, b, root, now); next != batchRefused || fx.refuse == nil {
-		t.Fatalf("entries off the root: %v %v, want refused", next, fx.refuse)
+	root, _ = roundstep.BatchRoot(ep, b)
+	if next, fx := batchStep(ep, rs, b, root, now); next != roundstep.Refused || fx.Refuse == nil {
+		t.Fatalf("entries off the root: %v %v, want refused", next, fx.Refuse)
 	}
 	if rs.at(2).batchIn[0] {
 		t.Fatal("a refused batch was taken")
@@ -195,7 +164,7 @@ func TestBatchStep(t *testing.T) {
 	// A signed batch of the wrong shape is its sender's fault.
 	wrongSize := c.batchFrom(t, 1, 2, stepN)
 	wrongSize.Entries[2] = wrongSize.Entries[2][:len(wrongSize.Entries[2])-1]
-	if err := signBatch(c.keys[0], wrongSize, nil); err != nil {
+	if err := roundstep.SignBatch(c.keys[0], wrongSize, nil); err != nil {
 		t.Fatal(err)
 	}
 	for name, b := range map[string]*wire.Batch{
@@ -203,10 +172,10 @@ func TestBatchStep(t *testing.T) {
 		"a missing entry":    c.batchFrom(t, 1, 2, stepN-1),
 	} {
 		rs := newRounds()
-		root, _ := batchRoot(ep, b)
+		root, _ := roundstep.BatchRoot(ep, b)
 		next, fx := batchStep(ep, rs, b, root, now)
-		if next != batchFault || fx.badFrom != 1 || len(fx.evidence) != len(b.Entries) ||
-			!strings.Contains(fx.end, "round 2 void: batch from server 0 malformed") {
+		if next != roundstep.Fault || fx.BadFrom != 1 || len(fx.Evidence) != len(b.Entries) ||
+			!strings.Contains(fx.End, "round 2 void: batch from server 0 malformed") {
 			t.Errorf("%s: %v %+v, want a fault naming server 0 with its batch as evidence", name, next, fx)
 		}
 		if !rs.at(2).batchIn[0] {
@@ -217,151 +186,16 @@ func TestBatchStep(t *testing.T) {
 	// The publication is published, and does not start the round here.
 	rs = newRounds()
 	pub := c.batchFrom(t, 3, 2, stepN)
-	root, ph = batchRoot(ep, pub)
+	root, ph = roundstep.BatchRoot(ep, pub)
 	if ph == nil {
 		t.Fatal("no payload hashes for the publication")
 	}
 	pub.Root = root
-	if next, _ := batchStep(ep, rs, pub, root, now); next != batchPublish {
+	if next, _ := batchStep(ep, rs, pub, root, now); next != roundstep.Publish {
 		t.Fatalf("the publication: %v, want publish", next)
 	}
 	if x := rs.at(2); !x.batchIn[1] || x.batchIn[0] || !x.inAt.IsZero() {
 		t.Fatalf("the publication: batchIn %v inAt %v", x.batchIn, x.inAt)
-	}
-}
-
-func TestSealBatch(t *testing.T) {
-	c := newStepChain(t, 3)
-	out := make([][]byte, stepN)
-	for i := range out {
-		out[i] = make([]byte, mix.PayloadSize(stepB, stepK))
-		out[i][0] = byte(i)
-	}
-	sigs, hashes := make([][64]byte, stepN), make([][32]byte, stepN)
-
-	sd, err := sealBatch(c.facts(1), c.keys[1], 4, out, sigs, hashes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sd.publish || len(sd.to) != 1 || sd.to[0] != c.ids[2] || sd.batch.S != 2 || sd.batch.Zeros != nil {
-		t.Fatalf("a middle server's batch: to %v publish %v S %d", sd.to, sd.publish, sd.batch.S)
-	}
-	if sd.batch.Root != merkleRoot(out) {
-		t.Fatal("root is not the entries' Merkle root")
-	}
-	if err := checkBatchHead(c.facts(2), c.ids[1], head(&sd.batch)); err != nil {
-		t.Fatalf("the next server refuses the sealed head: %v", err)
-	}
-
-	sd, err = sealBatch(c.facts(2), c.keys[2], 4, out, sigs, hashes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !sd.publish || sd.ph == nil || len(sd.to) != 2 || sd.to[0] != c.ids[0] || sd.to[1] != c.ids[1] {
-		t.Fatalf("the last server's batch: to %v publish %v", sd.to, sd.publish)
-	}
-	if sd.batch.Root != publishedRoot(out, sd.ph) || len(sd.batch.Zeros) != stepN {
-		t.Fatal("the publication's root or zero runs")
-	}
-	for i, z := range sd.batch.Zeros {
-		if at, n := mix.PaddingRun(out[i], stepB, stepK); z.At != uint32(at) || z.N != uint32(n) || n == 0 {
-			t.Fatalf("zero run %d: %+v, want at %d n %d", i, z, at, n)
-		}
-	}
-	for _, pos := range []int{0, 1} {
-		if err := checkBatchHead(c.facts(pos), c.ids[2], head(&sd.batch)); err != nil {
-			t.Fatalf("server %d refuses the publication's head: %v", pos, err)
-		}
-	}
-}
-
-func TestLayerFault(t *testing.T) {
-	ep := newStepChain(t, 3).facts(1)
-	in := [][]byte{{1}, {2}}
-	fx := layerFault(ep, 5, in, &mix.MACError{Server: 1, Round: 5, Positions: []int{1, 0}})
-	if fx.accuse != 2 || fx.end != "" || len(fx.evidence) != 2 {
-		t.Fatalf("a MAC failure: %+v, want blame at position 1 with the input as evidence", fx)
-	}
-	fx = layerFault(ep, 5, in, errors.New("short onion"))
-	if fx.accuse != 0 || fx.end != "round 5 void: layer 1: short onion" || len(fx.evidence) != 2 {
-		t.Fatalf("another fault: %+v, want the epoch ended with the input as evidence", fx)
-	}
-}
-
-// stepPayloads are a round's published payloads: a chunk asking for one
-// id, a cover asking for another, a chunk asking for none.
-func stepPayloads(t *testing.T) (raws [][]byte, chunk []byte, ask [2][32]byte) {
-	t.Helper()
-	var keys []*group.Element
-	for range 2 {
-		k, err := mix.NewServerSecret(rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, k.Public())
-	}
-	pub, _, _ := ed25519.GenerateKey(rand.Reader)
-	cs, _, err := mix.Register(mix.EpochID{7}, pub, keys, rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk = []byte("a chunk of a file")
-	ask = [2][32]byte{{1}, {2}}
-	for _, p := range []*mix.Payload{
-		{Kind: mix.KindChunk, Length: uint32(len(chunk)), Chunk: chunk, Requests: [][32]byte{ask[0]}},
-		{Kind: mix.KindCover, Requests: [][32]byte{ask[1]}},
-		{Kind: mix.KindChunk, Length: 4, Chunk: []byte("more"), Requests: [][32]byte{{}}},
-	} {
-		raw, err := mix.EncodePayload(p, stepB, stepK, mix.EpochID{7}, 2, cs, rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raws = append(raws, raw)
-	}
-	return raws, chunk, ask
-}
-
-func TestPublishStep(t *testing.T) {
-	ep := newStepChain(t, 3).facts(0)
-	raws, chunk, ask := stepPayloads(t)
-	ph := hashPublished(raws, stepB, stepK)
-
-	fx := publishStep(ep, 2, raws, ph, nil, nil)
-	if fx.end != "" || fx.blame != 0 {
-		t.Fatalf("a good round: %+v", fx.roundFx)
-	}
-	if len(fx.chunks) != 2 || string(fx.chunks[0].Data) != string(chunk) || fx.chunks[0].ID != ph.hs[0].ChunkID ||
-		len(fx.published) != 2 || fx.published[1] != ph.hs[2].ChunkID {
-		t.Fatalf("chunks %d, published %d: want the two chunks, not the cover", len(fx.chunks), len(fx.published))
-	}
-	if len(fx.requests) != 2 || !fx.requests[ask[0]] || !fx.requests[ask[1]] ||
-		len(fx.reqByPos[0]) != 1 || len(fx.reqByPos[1]) != 1 || len(fx.reqByPos[2]) != 0 || len(fx.seen) != 3 {
-		t.Fatalf("requests %v, by position %v", fx.requests, fx.reqByPos)
-	}
-	x := &sround{}
-	fx.stored(x)
-	if !x.pubDone || len(x.published) != 2 || len(x.reqByPos) != 3 {
-		t.Fatal("the round is not done once stored")
-	}
-
-	// A bad signature: the others are kept, blame walks the first bad.
-	fx = publishStep(ep, 2, raws, ph, []int{0}, nil)
-	if fx.blame != 1 || fx.end != "" || len(fx.chunks) != 1 || fx.chunks[0].ID != ph.hs[2].ChunkID || fx.requests[ask[0]] {
-		t.Fatalf("bad at 0: blame %d, %d chunks, requests %v", fx.blame, len(fx.chunks), fx.requests)
-	}
-	// At a dead slot's output a bad payload is the filler: skipped,
-	// never blamed, even where it would not decode.
-	filler := append([][]byte{}, raws...)
-	filler[1] = make([]byte, len(raws[1]))
-	filler[1][0] = 0xff
-	fx = publishStep(ep, 2, filler, hashPublished(filler, stepB, stepK), []int{1}, []int{1})
-	if fx.blame != 0 || fx.end != "" || len(fx.chunks) != 2 {
-		t.Fatalf("a dead output: %+v, %d chunks", fx.roundFx, len(fx.chunks))
-	}
-	// A payload that does not decode ends the epoch.
-	fx = publishStep(ep, 2, filler, hashPublished(filler, stepB, stepK), nil, nil)
-	if fx.end != "round 2: payload 1 malformed" || len(fx.seen) != 1 {
-		t.Fatalf("a malformed payload: %+v", fx.roundFx)
 	}
 }
 
@@ -383,14 +217,26 @@ func TestBeginPublish(t *testing.T) {
 	}
 }
 
+// TestStored: a round whose publication is stored is done here, its
+// requests ready for the list.
+func TestStored(t *testing.T) {
+	fx := roundstep.PubFx{Published: [][32]byte{{1}, {2}}, Requests: map[[32]byte]bool{{3}: true}, ReqByPos: make([][][32]byte, 3)}
+	x := &sround{}
+	stored(&fx, x)
+	if !x.pubDone || len(x.published) != 2 || len(x.reqByPos) != 3 || !x.requests[[32]byte{3}] {
+		t.Fatal("the round is not done once stored")
+	}
+}
+
 // TestRoundStepsDoNoIO: a step takes no server, epoch (with its lock and
 // secrets), context or store, and roundstep.go reads no clock, takes no
-// lock and sends nothing but through its drivers.
+// lock and sends nothing but through its drivers (internal/roundstep's
+// files: TestStepsDoNoIO there).
 func TestRoundStepsDoNoIO(t *testing.T) {
 	steps := map[string]any{
-		"checkBatchHead": checkBatchHead, "batchHeadStep": batchHeadStep, "batchStep": batchStep,
-		"batchRoot": batchRoot, "layerFault": layerFault, "sealBatch": sealBatch,
-		"beginPublish": beginPublish, "publishStep": publishStep,
+		"CheckBatchHead": roundstep.CheckBatchHead, "batchHeadStep": batchHeadStep, "batchStep": batchStep,
+		"BatchRoot": roundstep.BatchRoot, "LayerFault": roundstep.LayerFault, "SealBatch": roundstep.SealBatch,
+		"beginPublish": beginPublish, "PublishStep": roundstep.PublishStep, "stored": stored,
 	}
 	banned := []reflect.Type{reflect.TypeFor[*Server](), reflect.TypeFor[*sepoch](), reflect.TypeFor[*Client]()}
 	for name, f := range steps {

@@ -1,4 +1,4 @@
-package node
+package roundstep
 
 import (
 	"bytes"
@@ -12,10 +12,11 @@ import (
 
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // testPayload is a well-formed payload (b = 16, k = 1) carrying chunk, with
-// a canonically encoded (not valid) signature: publishedRoot only needs
+// a canonically encoded (not valid) signature: PublishedRoot only needs
 // the payload well formed.
 func testPayload(chunk string, sig byte) []byte {
 	const b, k = 16, 1
@@ -35,29 +36,27 @@ func testPayload(chunk string, sig byte) []byte {
 // leaf over its bytes. The vector is in docs/proto-node.md.
 func TestPublishedRoot(t *testing.T) {
 	t.Parallel()
-	virtual(t, func(t *testing.T) {
-		const b, k = 16, 1
-		entries := [][]byte{testPayload("abc", 1), testPayload("", 2), testPayload("0123456789abcdef", 3)}
-		root := publishedRoot(entries, hashPublished(entries, b, k))
-		if got, want := hex.EncodeToString(root[:]), "34dc42024390f662f5dc68236bb15d87085affb840a9cf02b11a0dad63d735a1"; got != want {
-			t.Errorf("published root %s, want %s", got, want)
-		}
-		if root == merkleRoot(entries) {
-			t.Fatal("payload leaves equal ordinary leaves")
-		}
-		for i := range entries {
-			for at := range entries[i] {
-				changed := make([][]byte, len(entries))
-				copy(changed, entries)
-				changed[i] = bytes.Clone(entries[i])
-				changed[i][at] ^= 1
-				ph := hashPublished(changed, b, k)
-				if publishedRoot(changed, ph) == root {
-					t.Fatalf("entry %d byte %d changed (well formed: %v), root did not", i, at, ph.ok[i])
-				}
+	const b, k = 16, 1
+	entries := [][]byte{testPayload("abc", 1), testPayload("", 2), testPayload("0123456789abcdef", 3)}
+	root := PublishedRoot(entries, HashPublished(entries, b, k))
+	if got, want := hex.EncodeToString(root[:]), "34dc42024390f662f5dc68236bb15d87085affb840a9cf02b11a0dad63d735a1"; got != want {
+		t.Errorf("published root %s, want %s", got, want)
+	}
+	if root == proto.MerkleRoot(entries) {
+		t.Fatal("payload leaves equal ordinary leaves")
+	}
+	for i := range entries {
+		for at := range entries[i] {
+			changed := make([][]byte, len(entries))
+			copy(changed, entries)
+			changed[i] = bytes.Clone(entries[i])
+			changed[i][at] ^= 1
+			ph := HashPublished(changed, b, k)
+			if PublishedRoot(changed, ph) == root {
+				t.Fatalf("entry %d byte %d changed (well formed: %v), root did not", i, at, ph.OK[i])
 			}
 		}
-	})
+	}
 }
 
 // BenchmarkPublishedHashing: the hashing a server does over a published
@@ -86,7 +85,7 @@ func BenchmarkPublishedHashing(b *testing.B) {
 		b.Run("v2/"+kind, func(b *testing.B) {
 			b.SetBytes(int64(n * len(entries[0])))
 			for range b.N {
-				merkleRoot(entries) // serial in v2, as the node ran it
+				proto.MerkleRoot(entries) // serial in v2, as the node ran it
 				parallelFor(n, func(q int) {
 					raw := entries[q]
 					sha256.Sum256(raw[:len(raw)-mix.SignatureSize])
@@ -99,8 +98,8 @@ func BenchmarkPublishedHashing(b *testing.B) {
 		b.Run("v3/"+kind, func(b *testing.B) {
 			b.SetBytes(int64(n * len(entries[0])))
 			for range b.N {
-				ph := hashPublished(entries, bb, k)
-				publishedRoot(entries, ph)
+				ph := HashPublished(entries, bb, k)
+				PublishedRoot(entries, ph)
 			}
 		})
 	}
