@@ -205,6 +205,10 @@ type swarm struct {
 	// some server, and chainOf the servers of its chains.
 	certSeen map[uint64]time.Time
 	chainOf  map[uint64]map[int]bool
+	// agreed: the numbers whose charges checkAgree compared, and pairs
+	// the pairs of servers it compared.
+	agreed map[uint64]bool
+	pairs  int
 	// framed: the epochs whose last server an early abort or void
 	// would have charged (insiderEarly).
 	framed      []framedLast
@@ -437,8 +441,8 @@ func runSwarm(t *testing.T, sd swarmSeed) {
 			}
 		}
 	}
-	t.Logf("seed %d: m=%d n=%d R=%d, %d epochs in %v of virtual time: %d shares acknowledged of %d (%d warned incomplete), %d gets, %d faults, %d restarts, %d hostile parties",
-		seed, m, n, w.p.Rounds, w.epochs(), time.Since(w.start).Round(time.Second), len(w.acked), w.shares, w.warned, w.gets, w.faults, w.restarts, w.hostileRuns)
+	t.Logf("seed %d: m=%d n=%d R=%d, %d epochs in %v of virtual time: %d shares acknowledged of %d (%d warned incomplete), %d gets, %d faults, %d restarts, %d hostile parties; charges of %d numbers compared, %d pairs of servers",
+		seed, m, n, w.p.Rounds, w.epochs(), time.Since(w.start).Round(time.Second), len(w.acked), w.shares, w.warned, w.gets, w.faults, w.restarts, w.hostileRuns, len(w.agreed), w.pairs)
 	w.mu.Unlock()
 }
 
@@ -756,6 +760,7 @@ func (w *swarm) check() {
 			w.fail("s%d's data directory holds %d B", i, d)
 		}
 	}
+	w.checkAgree(bad)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	if ms.HeapInuse > swarmHeapMax {
