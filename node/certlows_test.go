@@ -169,3 +169,56 @@ func TestEquivocationGrindWritesOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestForgedOutrankingFromNonLeader: a Prepare's previous certificate that
+// outranks the one held here has its signatures checked only when its
+// sender leads the number in the chain derived from it. Before, any chain
+// server's Prepare carrying a forged final certificate cost its m
+// signature checks before the leader check refused it.
+func TestForgedOutrankingFromNonLeader(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		s := loneServer(t)
+		defer s.Close()
+		keys := newCertKeys(t, 3)
+		chain := make([][]byte, len(keys))
+		for i, k := range keys {
+			s.roster.saw(k.id, "k", nil)
+			chain[i] = []byte(k.id)
+		}
+		var checked atomic.Int32
+		s.hooks.Store(&serverHooks{certChecked: func(*wire.Cert) { checked.Add(1) }})
+		for K := uint64(4); K < 12; K++ {
+			s.keepCert(&wire.Cert{Kind: wire.CertTimeout, Number: K, Chain: chain})
+			forged := &wire.Cert{Kind: wire.CertFinal, Number: K, Epoch: [32]byte{9}, Digest: [32]byte{9}, Chain: chain}
+			for i := range chain {
+				forged.Sigs = append(forged.Sigs, wire.CertSig{Index: uint16(i), Sig: [64]byte{byte(i)}})
+			}
+			mine := s.derivedChain(forged)
+			lead := leaderOf(K+1, mine)
+			if lead == s.ID() || len(mine) < s.cfg.MinServers {
+				continue
+			}
+			var other peer.ID
+			for _, k := range keys {
+				if k.id != lead {
+					other = k.id
+				}
+			}
+			checked.Store(0)
+			s.takeOutrankingFrom(K+1, forged, other)
+			if n := checked.Load(); n != 0 {
+				t.Errorf("number %d: a forged outranking certificate from a server that does not lead it checked %d times", K+1, n)
+			}
+			s.takeOutrankingFrom(K+1, forged, lead)
+			if n := checked.Load(); n != 1 {
+				t.Errorf("number %d: one from its leader checked %d times, want 1", K+1, n)
+			}
+			if c, _ := s.cert.certOf(K); c.Kind != wire.CertTimeout {
+				t.Errorf("number %d: the forged certificate was taken", K)
+			}
+			return
+		}
+		t.Fatal("no number led by another server here")
+	})
+}

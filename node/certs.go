@@ -162,6 +162,7 @@ func (w *whoState) checkFounding(chain []peer.ID) error {
 // against the one before); one without founders checks c against the
 // servers it knows (verifyCert), trusting its roster on first use.
 func (s *Server) checkCert(c *wire.Cert) error {
+	s.hookCertChecked(c)
 	if g, ok := s.certGroup(c.Number); ok {
 		return verifyCertIn(c, g)
 	}

@@ -266,3 +266,18 @@ func (s *Server) outrankedFrom(c *wire.Cert, from peer.ID) error {
 	}
 	return s.previousOutranked(c)
 }
+
+// takeOutrankingFrom is takeOutranking of the previous certificate of a
+// Prepare of n from from, only when from leads n in the chain derived
+// here from that certificate (the leader check that follows): a forged
+// outranking certificate in any chain server's Prepare cost its m
+// signature checks before the leader check refused it
+// (TestForgedOutrankingFromNonLeader). One the number's leader carries is
+// checked and taken, and the leader checked again under the charges it
+// decides.
+func (s *Server) takeOutrankingFrom(n uint64, c *wire.Cert, from peer.ID) {
+	if mine := s.derivedChain(c); len(mine) >= s.cfg.MinServers && leaderOf(n, mine) != from {
+		return
+	}
+	s.takeOutranking(c)
+}

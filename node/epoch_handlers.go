@@ -166,8 +166,8 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	// left out without cause.
 	// A previous certificate that outranks the one of its number held
 	// here replaces it first (certs.go certOutranks): the leader follows
-	// from the charges it decides.
-	s.takeOutranking(&p.Previous)
+	// from the charges it decides. Only the number's leader's is checked.
+	s.takeOutrankingFrom(p.Number, &p.Previous, from)
 	if mine := s.derivedChain(&p.Previous); len(mine) >= s.cfg.MinServers && leaderOf(p.Number, mine) != from {
 		return 0, nil, fmt.Errorf("node: %s leads epoch %d here, not %s", leaderOf(p.Number, mine).ShortString(), p.Number, from.ShortString())
 	}

@@ -112,6 +112,9 @@ type serverHooks struct {
 	hideCerts func() bool
 	// syncPoked sees every poke of this server's certificate sync.
 	syncPoked func()
+	// certChecked sees every certificate whose signatures this server
+	// checks against a group (checkCert).
+	certChecked func(c *wire.Cert)
 	// silentOut may make this server pass nothing on for round r: no
 	// batch, and no root announced either.
 	silentOut func(r uint32) bool
@@ -551,5 +554,12 @@ func (s *Server) hookFinalSigned(sd *wire.Signed) {
 func (s *Server) hookSyncPoked() {
 	if h := s.hooks.Load(); h != nil && h.syncPoked != nil {
 		h.syncPoked()
+	}
+}
+
+// hookCertChecked tells a test that c's signatures are checked here.
+func (s *Server) hookCertChecked(c *wire.Cert) {
+	if h := s.hooks.Load(); h != nil && h.certChecked != nil {
+		h.certChecked(c)
 	}
 }
