@@ -19,6 +19,7 @@ import (
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/client/internal/hooks"
 	"github.com/riffle-net/riffle/node/client/internal/meter"
+	"github.com/riffle-net/riffle/node/client/internal/netdir"
 	"github.com/riffle-net/riffle/node/client/internal/status"
 	"github.com/riffle-net/riffle/node/client/internal/waitline"
 	"github.com/riffle-net/riffle/node/internal/proto"
@@ -95,12 +96,9 @@ type Client struct {
 	cfg   ClientConfig
 	ltKey *proto.LongTermKey // signs each registration for the primary (internal/proto/ltkey.go)
 	db    *store.ClientDB
-	// The data directory's network (netbind.go): bound is closed once db
-	// is this network's; until then the database opened at start waits
-	// in unbound. netRec: the servers recorded as its network.
-	bound   chan struct{}
-	unbound *store.ClientDB
-	netRec  map[peer.ID]bool
+	// bind is the data directory's binding to one network (netbind.go):
+	// until it is bound, the database opened at start waits in it.
+	bind    *netdir.Binding
 	log     *slog.Logger
 	rand    io.Reader
 	h       transport.Host
@@ -400,7 +398,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	c := &Client{cfg: cfg, ltKey: lt, log: log, rand: rnd, h: h, primary: ai.ID, ctx: cctx, cancel: cancel, done: make(chan struct{}),
 		changed: make(chan struct{}), wants: map[[32]byte]*getJob{}, inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{},
-		retry: map[[32]byte]bool{}, held: map[[32]byte]bool{}, localDone: make(chan struct{}), bound: make(chan struct{})}
+		retry: map[[32]byte]bool{}, held: map[[32]byte]bool{}, localDone: make(chan struct{})}
 	c.local.wake = make(chan struct{}, 1)
 	c.hk.Config = cfg.ClientHookCfg
 	c.clientHookState.bind(&c.hk)
@@ -431,8 +429,8 @@ func (c *Client) Close() error {
 	if c.db != nil {
 		err = c.db.Close()
 	}
-	if c.unbound != nil {
-		err = errors.Join(err, c.unbound.Close())
+	if db := c.bind.Unbound(); db != nil {
+		err = errors.Join(err, db.Close())
 	}
 	return errors.Join(c.h.Close(), err)
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -169,8 +170,12 @@ func (c *Client) dropGet(g *getJob) {
 // its entries.
 func (c *Client) Index(ctx context.Context) ([]IndexEntry, error) {
 	// Not into another network's copy (netbind.go).
-	if err := c.waitBound(ctx); err != nil {
-		return nil, err
+	select {
+	case <-c.bind.Bound():
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.done:
+		return nil, errors.New("node: client closed")
 	}
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()

@@ -1,8 +1,6 @@
 package client
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -41,34 +39,17 @@ const NetworksDir = netdir.NetworksDir
 var boundFiles = []string{ClientDBFile, pendingFile, proto.LongTermKeyFile}
 
 // bindAtStart binds the database opened at start, or holds it back until
-// the first descriptor says which network this is.
+// the first descriptor says which network this is (netdir.Binding).
 func (c *Client) bindAtStart() {
-	if c.db == nil {
-		close(c.bound)
-		return
+	c.bind = netdir.NewBinding(c.cfg.DataDir, boundFiles)
+	var rec [][]byte
+	if c.db != nil {
+		var err error
+		if rec, err = c.db.Network(); err != nil {
+			c.log.Warn("network record unreadable; taking the data directory as this network's", "err", err)
+		}
 	}
-	rec, err := c.db.Network()
-	if err != nil {
-		c.log.Warn("network record unreadable; taking the data directory as this network's", "err", err)
-	}
-	c.netRec = netdir.PeerSet(rec)
-	if len(rec) == 0 || c.netRec[c.primary] {
-		close(c.bound)
-		return
-	}
-	c.unbound, c.db = c.db, nil
-}
-
-// waitBound waits until the data directory is bound to the network.
-func (c *Client) waitBound(ctx context.Context) error {
-	select {
-	case <-c.bound:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.done:
-		return errors.New("node: client closed")
-	}
+	c.db = c.bind.Start(c.db, rec, c.primary)
 }
 
 // bindNetwork binds the data directory to the network of chain (a
@@ -76,20 +57,15 @@ func (c *Client) waitBound(ctx context.Context) error {
 // It runs on the client's loop, before anything of the epoch uses the
 // database.
 func (c *Client) bindNetwork(chain []peer.ID) {
-	select {
-	case <-c.bound:
-	default:
-		db := c.unbound
-		c.unbound = nil
-		if netdir.Overlaps(c.netRec, chain) {
-			c.setDB(db)
-		} else {
+	if db, same, first := c.bind.Take(chain); first {
+		if !same {
 			db.Close()
-			c.setDB(c.switchNetwork(chain))
+			db = c.switchNetwork(chain)
 		}
-		close(c.bound)
+		c.setDB(db)
+		c.bind.MarkBound()
 	}
-	if c.db == nil || netdir.SameSet(c.netRec, chain) {
+	if c.db == nil || c.bind.Recorded(chain) {
 		return
 	}
 	ids := make([][]byte, 0, len(chain))
@@ -100,7 +76,7 @@ func (c *Client) bindNetwork(chain []peer.ID) {
 		c.log.Warn("record the network", "err", err)
 		return
 	}
-	c.netRec = netdir.PeerSet(ids)
+	c.bind.Record(ids)
 }
 
 // setDB installs the bound database (Index reads it under syncMu).
@@ -114,26 +90,18 @@ func (c *Client) setDB(db *store.ClientDB) {
 // back the state kept for the network of chain if there is one, says so
 // in one line, and opens the database (nil if it cannot).
 func (c *Client) switchNetwork(chain []peer.ID) *store.ClientDB {
-	dir := c.cfg.DataDir
-	old := netdir.SortedIDs(c.netRec)
-	kept, err := netdir.MoveAside(dir, boundFiles, old)
+	line, backErr, err := c.bind.Switch(chain)
 	if err != nil {
 		// Nothing was moved, or a part: the database stays closed rather
 		// than mixing two networks; the client goes on without one.
 		c.notice("riffle: this data directory holds the state of another network, and moving it aside failed (%v); going on without the database", err)
 		return nil
 	}
-	back, err := netdir.BringBack(dir, boundFiles, chain)
-	if err != nil {
-		c.log.Warn("bring back a kept network's state", "err", err)
+	if backErr != nil {
+		c.log.Warn("bring back a kept network's state", "err", backErr)
 	}
-	msg := fmt.Sprintf("riffle: this data directory held the state of another network (servers %s); it is kept in %s and comes back when this data directory is used on that network again",
-		netdir.ShortIDs(old), kept)
-	if back != "" {
-		msg += "; the state kept for this network is back from " + back
-	}
-	c.notice("%s", msg)
-	c.netRec = map[peer.ID]bool{}
+	c.notice("%s", line)
+	dir := c.cfg.DataDir
 	if c.cfg.LongTermKey == nil {
 		// The key this network's primaries know the client by (a fresh
 		// one for a network it was never on).
@@ -149,7 +117,7 @@ func (c *Client) switchNetwork(chain []peer.ID) *store.ClientDB {
 		return nil
 	}
 	if rec, err := db.Network(); err == nil {
-		c.netRec = netdir.PeerSet(rec)
+		c.bind.Record(rec)
 	}
 	return db
 }

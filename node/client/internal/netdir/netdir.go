@@ -4,8 +4,9 @@
 // into DIR/networks/<name>/, and the files kept for a network come back
 // when the directory is used on it again. Nothing is deleted. A network
 // is known by its servers: a kept directory lists them, and a chain that
-// shares a server with the list is that network. It does file operations
-// only and takes no lock; the client decides when (node/client's
+// shares a server with the list is that network. Binding holds the
+// database opened at start back until the first chain says which network
+// this is. It takes no lock: the client's loop drives it (node/client's
 // netbind.go).
 package netdir
 
