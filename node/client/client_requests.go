@@ -10,17 +10,12 @@ import (
 	"github.com/riffle-net/riffle/pir"
 )
 
-// neededIDs returns up to n data chunk ids that get jobs need and that
-// were not requested yet in this epoch (in flight, answered or failed: an
+// neededIDsIn returns up to n data chunk ids that get jobs need and that
+// were not requested yet in epoch id (in flight, answered or failed: an
 // id is requested at most once an epoch, so that what a client requests
-// never depends on the epoch's answers, §6.4 v3); call with c.mu held.
-func (c *Client) neededIDs(n int) [][32]byte {
-	return c.neededIDsIn([32]byte{}, n)
-}
-
-// neededIDsIn is neededIDs in epoch id: a job past its allowance of
-// epochs asks for nothing (paused, presence.go), and a job that asks
-// counts the epoch; call with c.mu held.
+// never depends on the epoch's answers, §6.4 v3): a job past its
+// allowance of epochs asks for nothing (paused, presence.go), and a job
+// that asks counts the epoch; call with c.mu held.
 func (c *Client) neededIDsIn(epoch [32]byte, n int) [][32]byte {
 	var out [][32]byte
 	seen := map[[32]byte]bool{}

@@ -92,7 +92,7 @@ func TestBackgroundRequests(t *testing.T) {
 		failed := [32]byte{byte(proto.DecoyEpochs + 1), 3}
 		busy.failed[failed] = true
 		busy.retry[[32]byte{byte(proto.DecoyEpochs), 1}] = true
-		if ids := busy.neededIDs(4); len(ids) != 0 {
+		if ids := busy.neededIDsIn([32]byte{}, 4); len(ids) != 0 {
 			t.Fatalf("failed ids are needs: %x", ids)
 		}
 		// Pool: the last E_d epochs, 7 distinct ids each.
