@@ -32,8 +32,8 @@
 //     interrupted shares resume.
 //   - client_db.go: the client's database of sealed onions and jobs (the
 //     pending-epoch marker and resume records: internal/jobdb);
-//     netbind.go: a data directory bound to one network (the files
-//     moved aside and back: internal/netdir).
+//     netbind.go: a data directory bound to one network (the binding and
+//     the files moved aside and back: internal/netdir).
 //   - control.go, control_status.go: a job's progress events (JobEvent,
 //     internal/progress) and the client's status (internal/status), for
 //     the local API (cmd/riffle/internal/webui).
@@ -45,6 +45,7 @@
 //   - client_hooks.go (empty in the binary), client_hooks_riffletest.go:
 //     the tests' hooks, internal/hooks's (the old own-lists decoy rule of
 //     the controls too); client_testapi_riffletest.go: what the tests read
-//     and set of a running client (accessors that take its locks). The
+//     and set of a running client (Inspector and the index's accessors,
+//     which take its locks). The
 //     *_client_test.go files are unit tests without a network.
 package client
