@@ -37,8 +37,6 @@ const (
 
 func taggedHash(tag string, parts ...[]byte) [32]byte { return proto.TaggedHash(tag, parts...) }
 func merkleRoot(entries [][]byte) [32]byte            { return proto.MerkleRoot(entries) }
-func merkleUp(level [][32]byte) [32]byte              { return proto.MerkleUp(level) }
-func leafPos(i int) []byte                            { return proto.LeafPos(i) }
 
 func sign(priv crypto.PrivKey, digest [32]byte) ([64]byte, error) { return proto.Sign(priv, digest) }
 func verifyPeerSig(id peer.ID, digest [32]byte, sig [64]byte) error {
