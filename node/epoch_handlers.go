@@ -14,6 +14,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/intake"
 	"github.com/riffle-net/riffle/node/internal/selection"
 	"github.com/riffle-net/riffle/node/internal/window"
 )
@@ -568,17 +569,8 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 	}
 	// Only a primary of the chain forwards, and signs what it forwards
 	// (checked before the registration's proofs).
-	if !slices.Contains(e.v.Chain, from) {
-		return 0, nil, errors.New("node: forwarded registration from outside the chain")
-	}
-	if int(f.Primary) >= len(e.v.Chain) || e.v.Chain[f.Primary] != from {
-		return 0, nil, errors.New("node: forwarded registration not from the primary it names")
-	}
-	if len(r.Reg) != mix.RegistrationSize(len(e.v.Chain)) {
-		return 0, nil, fmt.Errorf("node: forwarded registration of %d bytes, want %d", len(r.Reg), mix.RegistrationSize(len(e.v.Chain)))
-	}
-	if err := verifyPeerSig(from, forwardDigest(&f), f.Sig); err != nil {
-		return 0, nil, fmt.Errorf("node: forwarded registration: %w", err)
+	if err := intake.CheckForwarded(&f, e.v.Chain, from); err != nil {
+		return 0, nil, err
 	}
 	s.mu.Lock()
 	closed := e.regClosed

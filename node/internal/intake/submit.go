@@ -4,11 +4,13 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // The round intake (§5.1): the checks of a client's signed onion before
@@ -56,4 +58,24 @@ func CheckBatch(batch *wire.SubmitBatch, d *wire.Descriptor, chain []peer.ID, fr
 		}
 	}
 	return digests, nil
+}
+
+// CheckForwarded checks, before the registration's proofs, a primary's
+// signed registration as another chain server receives it (§3 v3): only
+// a server of chain forwards, from the place it names, a registration of
+// the chain's size, and signs what it forwards.
+func CheckForwarded(f *wire.Forwarded, chain []peer.ID, from peer.ID) error {
+	if !slices.Contains(chain, from) {
+		return errors.New("node: forwarded registration from outside the chain")
+	}
+	if int(f.Primary) >= len(chain) || chain[f.Primary] != from {
+		return errors.New("node: forwarded registration not from the primary it names")
+	}
+	if len(f.Reg.Reg) != mix.RegistrationSize(len(chain)) {
+		return fmt.Errorf("node: forwarded registration of %d bytes, want %d", len(f.Reg.Reg), mix.RegistrationSize(len(chain)))
+	}
+	if err := proto.VerifyPeerSig(from, proto.ForwardDigest(f), f.Sig); err != nil {
+		return fmt.Errorf("node: forwarded registration: %w", err)
+	}
+	return nil
 }

@@ -5,10 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestCheckSubmission (§5.1): a client's onion is taken only for a slot
@@ -60,5 +62,43 @@ func TestCheckSubmission(t *testing.T) {
 	batch.Round, batch.Subs = 4, []wire.Submit{forged}
 	if _, err := CheckBatch(batch, d, chain, "s1"); err == nil || !strings.Contains(err.Error(), "submission of slot 0") {
 		t.Fatalf("a batch's forged onion: %v", err)
+	}
+}
+
+// TestCheckForwarded (§3 v3): a forwarded registration is taken only
+// from a chain server at the place it names, at the chain's registration
+// size and signed by that primary.
+func TestCheckForwarded(t *testing.T) {
+	priv, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, err := peer.IDFromPrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := []peer.ID{"s0", p1, "s2"}
+	f := wire.Forwarded{Primary: 1, Reg: wire.Register{Epoch: [32]byte{1}, Reg: make([]byte, mix.RegistrationSize(len(chain)))}}
+	if f.Sig, err = proto.Sign(priv, proto.ForwardDigest(&f)); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckForwarded(&f, chain, p1); err != nil {
+		t.Fatalf("a signed forward from its primary: %v", err)
+	}
+	if err := CheckForwarded(&f, chain, "outsider"); err == nil || !strings.Contains(err.Error(), "outside the chain") {
+		t.Errorf("from outside the chain: %v", err)
+	}
+	if err := CheckForwarded(&f, chain, "s2"); err == nil || !strings.Contains(err.Error(), "not from the primary it names") {
+		t.Errorf("from another place: %v", err)
+	}
+	short := f
+	short.Reg.Reg = short.Reg.Reg[1:]
+	if err := CheckForwarded(&short, chain, p1); err == nil || !strings.Contains(err.Error(), "bytes, want") {
+		t.Errorf("a short registration: %v", err)
+	}
+	other := f
+	other.Reg.Epoch = [32]byte{2}
+	if err := CheckForwarded(&other, chain, p1); err == nil || !strings.Contains(err.Error(), "forwarded registration: ") {
+		t.Errorf("a registration its primary did not sign: %v", err)
 	}
 }
