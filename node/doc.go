@@ -100,7 +100,9 @@
 //     keys) and the admission order (§3, §8, §5.4); no I/O and no lock
 //     (s.mu guards it), network-free tests; admission.go feeds it the key
 //     records and the peer's address range.
-//   - mixing.go: the mix loop: peel, permute, forward, batches between servers.
+//   - mixing.go: the mix loop: peel, permute, forward, batches between servers;
+//     the layer buffers reused round after round are package
+//     internal/layerbufs's (its own lock, network-free tests).
 //   - roots.go: signed batch roots and their equivocation check (§5.2);
 //     the Merkle root of a published batch.
 //   - lack.go: a missing input batch, fetched from the predecessor or

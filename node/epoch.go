@@ -16,6 +16,7 @@ import (
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/handover"
 	"github.com/riffle-net/riffle/node/internal/intake"
+	"github.com/riffle-net/riffle/node/internal/layerbufs"
 	"github.com/riffle-net/riffle/node/internal/manifests"
 	"github.com/riffle-net/riffle/pir"
 )
@@ -25,7 +26,7 @@ import (
 // together: a round's end can end the epoch, a registration reads the
 // setup's state), with two exceptions: the identity fields below are set
 // before the epoch is published in Server.epochs and final is set once,
-// after which both are read without the lock; layerBuffers has its own.
+// after which both are read without the lock; layers has its own.
 type sepoch struct {
 	// listing counts S_0's request and void lists being signed; the
 	// closing record waits for them (closing.go).
@@ -68,7 +69,9 @@ type sepoch struct {
 	setupState
 	dupEpoch // a duplicate share at setup (dupwalk.go)
 	roundsState
-	layerBuffers
+	// layers: the layer buffers, reused round after round
+	// (internal/layerbufs, its own lock).
+	layers layerbufs.Bufs
 }
 
 // epochSecrets are never on disk and erased by erase (§3 forward secrecy).
@@ -215,15 +218,6 @@ type roundsState struct {
 	// dry: this primary's slots that ran dry (§5.4), which lowers their
 	// keys' admission priority here.
 	dry map[uint32]bool
-}
-
-// layerBuffers are OpenLayerInto's buffers, reused round after round;
-// bufMu guards them (taken without Server.mu).
-type layerBuffers struct {
-	bufMu     sync.Mutex
-	layerBufs [][]byte
-	// layersDropped: the epoch ended, its buffers are not kept.
-	layersDropped bool
 }
 
 // acquire reserves the epoch's secrets for work outside s.mu; false once

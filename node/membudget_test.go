@@ -121,9 +121,7 @@ func (s *Server) bulkHeld() bulkHeld {
 	h.Inputs = sp.bytes(&seen)
 	s.mu.Unlock()
 	for _, e := range epochs {
-		e.bufMu.Lock()
-		sp.addAll(e.layerBufs)
-		e.bufMu.Unlock()
+		sp.addAll(e.layers.Held())
 	}
 	h.Layers = sp.bytes(&seen)
 	h.PoolFree = s.pool.Free()

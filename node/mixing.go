@@ -239,8 +239,8 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 	// is the predecessor's signed batch, the evidence of a blame). A
 	// round blame under way is waited for: its dead slot, if it names a
 	// client, is absent from this round too (deadslot.go).
-	bufs := e.takeLayerBufs(len(in), len(in[0])-mix.TagSize)
-	defer e.putLayerBufs(s, bufs)
+	bufs := e.layers.Take(len(in), len(in[0])-mix.TagSize)
+	defer e.layers.Put(bufs)
 	dead, live := s.awaitSettled(e, e.pos)
 	if !live {
 		mix.CloseLayerKeys(keys)

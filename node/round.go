@@ -159,9 +159,7 @@ func (e *sepoch) dropEnded(answers bool) {
 		x.pir.DropPads()
 	}
 	clear(e.held)
-	e.bufMu.Lock()
-	e.layerBufs, e.layersDropped = nil, true
-	e.bufMu.Unlock()
+	e.layers.Drop()
 }
 
 // opened notes that round r is open here from now (round r − mixDepth
@@ -235,35 +233,6 @@ func copyEntries(entries [][]byte) [][]byte {
 		cp[i] = append([]byte(nil), x...)
 	}
 	return cp
-}
-
-// takeLayerBufs returns n buffers of size bytes for OpenLayerInto, reused
-// from earlier rounds of the epoch when they fit.
-func (e *sepoch) takeLayerBufs(n, size int) [][]byte {
-	e.bufMu.Lock()
-	bufs := e.layerBufs
-	e.layerBufs = nil
-	e.bufMu.Unlock()
-	if len(bufs) != n || (n > 0 && cap(bufs[0]) < size) {
-		slab := make([]byte, n*size)
-		bufs = make([][]byte, n)
-		for p := range bufs {
-			bufs[p] = slab[p*size : (p+1)*size : (p+1)*size]
-		}
-	}
-	for p := range bufs {
-		bufs[p] = bufs[p][:size]
-	}
-	return bufs
-}
-
-// putLayerBufs hands buffers back after the batch made from them is sent.
-func (e *sepoch) putLayerBufs(_ *Server, bufs [][]byte) {
-	e.bufMu.Lock()
-	if !e.layersDropped {
-		e.layerBufs = bufs
-	}
-	e.bufMu.Unlock()
 }
 
 // trace logs, at debug level, when a stage of round r starts and how long
