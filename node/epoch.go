@@ -14,6 +14,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/blame"
 	"github.com/riffle-net/riffle/node/internal/handover"
 	"github.com/riffle-net/riffle/node/internal/intake"
 	"github.com/riffle-net/riffle/node/internal/layerbufs"
@@ -209,12 +210,10 @@ type roundsState struct {
 	// handover: the cover onions this primary's leaving clients handed
 	// over, and their slots (internal/handover).
 	handover handover.Queue
-	// named: client slots a blame named here; keyEv: checked long-term
-	// key evidence by slot, waiting for this server's own verdict;
-	// keyDone: slots whose long-term key was excluded here (once).
-	named   map[int]bool
-	keyEv   map[int]wire.KeyEvidence
-	keyDone map[int]bool
+	// keyNamed: client slots a blame named here and the long-term key
+	// evidence for them, each key excluded once (blame.KeyNamed, its own
+	// lock).
+	keyNamed blame.KeyNamed
 	// dry: this primary's slots that ran dry (§5.4), which lowers their
 	// keys' admission priority here.
 	dry map[uint32]bool

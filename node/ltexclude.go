@@ -19,7 +19,8 @@ import (
 // keeps a small record of its own clients' keys (key-seen): the last epoch
 // each held its slot to the end unnamed, and how often its slot ran dry;
 // the admission order (internal/intake) reads it. The records are package
-// internal/ltkeys's (Keys, its own lock).
+// internal/ltkeys's (Keys, its own lock); an epoch's slots named and the
+// evidence for them are blame.KeyNamed's (its own lock).
 
 // recordClients notes, at an epoch's end, how each client of this primary
 // ended it (§5.4: a dry slot lowers its key's priority; a clean epoch makes
@@ -42,7 +43,7 @@ func (s *Server) recordClients(e *sepoch) {
 	var ends []end
 	next, rounds := e.listHigh, e.final.Desc.Params.Rounds
 	for i, c := range e.final.Desc.Clients {
-		if int(c.Primary) != e.pos || e.named[i] {
+		if int(c.Primary) != e.pos || e.keyNamed.Named(i) {
 			continue
 		}
 		lt, ok := e.LT[c.RegKey]
@@ -74,33 +75,20 @@ func (s *Server) recordClients(e *sepoch) {
 // server that holds checked evidence for the slot excludes the key.
 // Without s.mu.
 func (s *Server) clientNamed(e *sepoch, slot int) {
+	var own *wire.KeyEvidence
 	s.mu.Lock()
-	if e.named == nil {
-		e.named, e.keyDone = map[int]bool{}, map[int]bool{}
-	}
-	e.named[slot] = true
-	if e.keyDone[slot] {
-		s.mu.Unlock()
-		return
-	}
-	var ev *wire.KeyEvidence
-	own := false
 	cl := e.final.Desc.Clients[slot]
 	if lt, ok := e.LT[cl.RegKey]; ok && int(cl.Primary) == e.pos {
-		ev, own = &wire.KeyEvidence{Epoch: e.final.ID, Slot: uint32(slot), LTKey: lt.Key, LTSig: lt.Sig}, true
-	} else if p, ok := e.keyEv[slot]; ok {
-		ev = &p
-	}
-	if ev != nil {
-		e.keyDone[slot] = true
+		own = &wire.KeyEvidence{Epoch: e.final.ID, Slot: uint32(slot), LTKey: lt.Key, LTSig: lt.Sig}
 	}
 	s.mu.Unlock()
+	ev, isOwn := e.keyNamed.Name(slot, own)
 	if ev == nil {
 		return
 	}
 	body := ev.Marshal()
 	s.excludeKey(e, ev, body)
-	if own {
+	if isOwn {
 		if err := s.sendEvidence(e, wire.TypeKeyEvidence, body, shortTimeout, -1); err != nil {
 			s.log.Warn("long-term key evidence not delivered everywhere", "err", err)
 		}
@@ -140,28 +128,11 @@ func (s *Server) onKeyEvidence(from peer.ID, body []byte) (wire.Type, []byte, er
 	if err := verifyLongTerm(ev.LTKey, ev.Epoch, e.final.Desc.Clients[ev.Slot].RegKey, ev.LTSig); err != nil {
 		return 0, nil, fmt.Errorf("node: key evidence: %w", err)
 	}
-	slot := int(ev.Slot)
-	s.mu.Lock()
-	if e.named == nil {
-		e.named, e.keyDone = map[int]bool{}, map[int]bool{}
-	}
-	if e.keyDone[slot] {
-		s.mu.Unlock()
+	// Kept until this server's own verdict if it has not named the slot
+	// (yet); applied at most once a slot.
+	if !e.keyNamed.Evidence(ev) {
 		return wire.TypeAck, ack, nil
 	}
-	if !e.named[slot] {
-		// Not named here (yet): kept until this server's own verdict.
-		if e.keyEv == nil {
-			e.keyEv = map[int]wire.KeyEvidence{}
-		}
-		if _, ok := e.keyEv[slot]; !ok {
-			e.keyEv[slot] = ev
-		}
-		s.mu.Unlock()
-		return wire.TypeAck, ack, nil
-	}
-	e.keyDone[slot] = true
-	s.mu.Unlock()
 	s.excludeKey(e, &ev, body)
 	return wire.TypeAck, ack, nil
 }

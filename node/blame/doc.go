@@ -21,6 +21,8 @@
 //     left out of the next epoch without a strike.
 //   - exclude.go: how long a struck client (peer, address or long-term
 //     key) is refused.
+//   - keynamed.go: an epoch's slots named here and the long-term key
+//     evidence for them, each key excluded once (its own lock).
 //
 // Package node gathers the evidence, keeps the log and applies the
 // verdicts; this package does no I/O.
