@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/pirround"
 	"github.com/riffle-net/riffle/pir"
 )
 
@@ -213,19 +214,8 @@ func (s *Server) onPadAnswers(from peer.ID, body []byte) (wire.Type, []byte, err
 	if j < 0 || j == e.pos {
 		return 0, nil, errors.New("node: padded answers from outside the chain")
 	}
-	mine := e.clientsOf(e.pos)
-	if len(rows.Slots) != len(mine) {
-		return 0, nil, fmt.Errorf("node: padded answers for %d slots, this primary serves %d", len(rows.Slots), len(mine))
-	}
-	for i, sl := range rows.Slots {
-		if sl != mine[i] {
-			return 0, nil, errors.New("node: padded answers for slots of another primary")
-		}
-	}
-	for _, row := range rows.Rows {
-		if len(row) != b {
-			return 0, nil, fmt.Errorf("node: padded answer of %d bytes, want %d", len(row), b)
-		}
+	if err := pirround.CheckPads(rows.Slots, rows.Rows, e.clientsOf(e.pos), b); err != nil {
+		return 0, nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,14 +1,16 @@
 // Package pirround is a primary's PIR state of one round (docs/protocol.md
 // §6.3): its own clients' masks, the other chain servers' padded answers
 // XORed together as they come, its own part, and the combined answers its
-// clients get. It does no I/O and takes no lock: the server's mutex guards
-// a Round, and the server computes the parts and sends them (node's
-// pirserve.go).
+// clients get, and the check of the padded answers before they are taken
+// (CheckPads). It does no I/O and takes no lock: the server's mutex
+// guards a Round, and the server computes the parts and sends them
+// (node's pirserve.go).
 package pirround
 
 import (
 	"bytes"
 	"errors"
+	"fmt"
 
 	"github.com/riffle-net/riffle/pir"
 )
@@ -117,4 +119,24 @@ func (p *Round) Combine(m int) (fresh map[uint32][][]byte, free [][]byte, ok boo
 	free = p.PadBodies
 	p.Pads, p.PadBodies = map[uint32][][]byte{}, nil
 	return fresh, free, true
+}
+
+// CheckPads checks the padded answers another chain server sends this
+// primary (§6.3) before they are taken: one set for each of its own
+// clients' slots mine, in order, each row of b bytes.
+func CheckPads(slots []uint32, rows [][]byte, mine []uint32, b int) error {
+	if len(slots) != len(mine) {
+		return fmt.Errorf("node: padded answers for %d slots, this primary serves %d", len(slots), len(mine))
+	}
+	for i, sl := range slots {
+		if sl != mine[i] {
+			return errors.New("node: padded answers for slots of another primary")
+		}
+	}
+	for _, row := range rows {
+		if len(row) != b {
+			return fmt.Errorf("node: padded answer of %d bytes, want %d", len(row), b)
+		}
+	}
+	return nil
 }

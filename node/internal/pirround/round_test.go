@@ -111,3 +111,26 @@ func TestDrop(t *testing.T) {
 		t.Fatalf("after Drop: %+v", p)
 	}
 }
+
+// TestCheckPads: padded answers are taken only for this primary's own
+// slots, all of them in order, each row of the round's chunk size.
+func TestCheckPads(t *testing.T) {
+	mine := []uint32{2, 5}
+	row := func(n int) []byte { return make([]byte, n) }
+	for _, c := range []struct {
+		name  string
+		slots []uint32
+		rows  [][]byte
+		ok    bool
+	}{
+		{"own slots", []uint32{2, 5}, [][]byte{row(8), row(8)}, true},
+		{"one missing", []uint32{2}, [][]byte{row(8)}, false},
+		{"another primary's", []uint32{2, 6}, [][]byte{row(8), row(8)}, false},
+		{"out of order", []uint32{5, 2}, [][]byte{row(8), row(8)}, false},
+		{"short row", []uint32{2, 5}, [][]byte{row(8), row(7)}, false},
+	} {
+		if err := CheckPads(c.slots, c.rows, mine, 8); (err == nil) != c.ok {
+			t.Errorf("%s: %v, want ok %v", c.name, err, c.ok)
+		}
+	}
+}
