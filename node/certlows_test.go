@@ -4,14 +4,17 @@ package node
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"sort"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
 )
@@ -220,5 +223,63 @@ func TestForgedOutrankingFromNonLeader(t *testing.T) {
 			return
 		}
 		t.Fatal("no number led by another server here")
+	})
+}
+
+// TestTimeoutLenderPushed: a corrupt server X of epoch N's chain lends its
+// timeout vote of N to an honest server D of the group outside that chain
+// while N runs: D certifies N by timeout and goes past N, while the
+// chain's servers certify N by its final descriptor. The chain's servers
+// send the final certificate they made to the group (pushCert): D takes
+// it over its timeout one past N (onCertPush) and charges X for its two
+// signatures of N. Before, D kept the timeout certificate for good (no
+// push, and its sync asked from its last number), charging nobody for N
+// while the chain's servers charged X.
+func TestTimeoutLenderPushed(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		d := loneServer(t)
+		defer d.Close()
+		keys := newCertKeys(t, 3)
+		for _, k := range keys {
+			d.roster.saw(k.id, "k", nil)
+		}
+		group := []peer.ID{d.ID()}
+		for _, k := range keys {
+			group = append(group, k.id)
+		}
+		sortChain(group)
+		const N = 6
+		d.keepCert(&wire.Cert{Kind: wire.CertFinal, Number: N - 1, Epoch: [32]byte{5}, Chain: chainIDs(group)})
+		final := finalCertBy(t, keys, keys, N)
+		x := keys[1]
+		tchain := chainIDs(group)
+		timeout := &wire.Cert{Kind: wire.CertTimeout, Number: N, Chain: tchain}
+		for i, p := range group {
+			switch p {
+			case d.ID():
+				sig, err := sign(d.priv, timeoutDigest(N, tchain))
+				if err != nil {
+					t.Fatal(err)
+				}
+				timeout.Sigs = append(timeout.Sigs, wire.CertSig{Index: uint16(i), Sig: sig})
+			case x.id:
+				timeout.Sigs = append(timeout.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, x, timeoutDigest(N, tchain))})
+			}
+		}
+		d.keepCert(timeout)
+		d.keepCert(&wire.Cert{Kind: wire.CertTimeout, Number: N + 1, Chain: tchain})
+		if _, _, err := d.onCertPush(keys[0].id, final.Marshal()); err != nil {
+			t.Fatalf("the final certificate of %d pushed: %v", N, err)
+		}
+		if c, _ := d.cert.certOf(N); c.Kind != wire.CertFinal {
+			t.Fatalf("D past %d keeps the %s certificate of it", N, certKind(c.Kind))
+		}
+		if err := wait.Until(context.Background(), time.Minute, func() bool { return d.ref.refusalCounts()[x.id] == 1 }); err != nil {
+			t.Errorf("the lender counted %d times at D, want 1", d.ref.refusalCounts()[x.id])
+		}
+		if n := d.ref.refusalCounts()[d.ID()]; n != 0 {
+			t.Errorf("D charged itself %d times", n)
+		}
 	})
 }
