@@ -32,7 +32,8 @@ import (
 // The Prepare and the descriptor of N carry the certificate of N−1, and a
 // server prepares N only when it verifies against the servers it knows
 // (verifyCert). A server that restarted or was away asks roster servers
-// for the certificates from its last (syncCerts) and moves its number
+// for the certificates from certRecheck below its last (syncCerts) and
+// moves its number
 // along the verified chain. Certificates are kept in the data directory
 // (CertDir), the newest certKeep of them.
 const (

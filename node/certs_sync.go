@@ -12,8 +12,9 @@ import (
 )
 
 // Catching up on certified epoch numbers (§3 (v3)): a server that
-// restarted or was away asks roster servers for the certificates after
-// its last one, page by page, and takes each that verifies (certs.go).
+// restarted or was away asks roster servers for the certificates from
+// certRecheck below its last one, page by page, takes each new one that
+// verifies (certs.go) and each that outranks its own.
 
 // onCertReq serves a roster server's request for the kept certificates
 // from a number on: one page, oldest first.
