@@ -99,6 +99,7 @@ func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 			dueJ := due[j]
 			if j < m-1 {
 				_, held = e.roots[rootKey{q, uint16(j + 1)}]
+				held = held && !e.dues().Late(e.times(q), due, j)
 				// A batch whose receiver said it lacks it is held
 				// only with its body (lack.go): from the note, the
 				// signer had until bodyDue to hand it over here.
@@ -140,6 +141,9 @@ func (e *sepoch) lacksToo(q uint32, j int) bool {
 		return false // this server's own part is here
 	}
 	if _, ok := e.roots[rootKey{q, uint16(j + 1)}]; !ok {
+		return true
+	}
+	if d, r := e.dues(), e.times(q); d.Late(r, d.Due(r), j) {
 		return true
 	}
 	_, miss := e.bodyMissing(q, j)

@@ -67,37 +67,54 @@ func TestRootWithheldSlowLink(t *testing.T) {
 }
 
 // TestStaggeredRootFramesS0 (issue 25): a corrupt signer S_1 and its
-// corrupt receiver S_2 of four. S_1 sends its root of the round to S_0
-// at T, to S_2 at T+F, to S_3 at T+2F (F a fetch) and never answers S_3's
-// fetch; S_2 ignores its input, notes 2.3F after its hop wait (inside
-// noteLast at S_3, past it at S_0) and claims at its window's end. S_1
-// attests nothing. S_0's void came before S_3's body was due, so S_3
-// backed neither part, and honest S_0, the proposer, was charged.
+// corrupt receiver S_2, here in a chain of five (three honest: inside the
+// model of §3; the finding's chain of four has two honest of four, outside
+// it, and fails the same way). S_1 sends its root of the round to S_0 at
+// T, to S_2 at T+F, to every later server at T+2F (F a fetch) and answers
+// no noted server's fetch in time; S_2 ignores its input, notes 2.3F after
+// its hop wait (inside noteLast where the root came at T+2F, past it at
+// S_0) and claims at its window's end. S_1 attests nothing. S_0 refused
+// the note and attests S_2's part lacking, the others took it and attest
+// S_1's: no part is backed by more than half of the others, and honest
+// S_0, the void's proposer, is charged everywhere.
 func TestStaggeredRootFramesS0(t *testing.T) {
-	// Open finding (issue 25, item 2): fails on main, S_0 charged at S_0
-	// and S_3. Deferring S_3's attestation to its note's due did not
-	// clear the charge: the void's first evidence already names S_0.
-	t.Skip("open: a staggered root and a corrupt receiver frame honest S_0 (issue 25)")
+	// Open (issue 25, item 2; docs/protocol.md §5.2): a note a corrupt
+	// receiver times between two honest servers' noteLast splits their
+	// attestations, and an unbacked void is its proposer's. Deferring
+	// the void past every noted body's due does not clear it: S_0 took
+	// no note and never backs S_1's part.
+	t.Skip("open: a staggered root and a corrupt receiver split the honest attestations and frame S_0 (issue 25)")
+	staggeredRoot(t, 5, true, 0)
+}
+
+// staggeredRoot runs TestStaggeredRootFramesS0's attack in a chain of m:
+// S_1 sends its root to S_0 at T, to S_2 at T+F and to every later server
+// at T+2F, or with late > 0 to every server but S_2 at T+late; with badRcv
+// S_2 is corrupt as there, else honest and S_1 withholds its batch from
+// it. Every honest server is checked: S_0 is not charged, nor an honest
+// S_2, which S_1's charge must then be.
+func staggeredRoot(t *testing.T, m int, badRcv bool, late time.Duration) {
 	virtual(t, func(t *testing.T) {
 		p := testParams(64)
 		p.RoundLimitMs = 4000
 		F := fetchGrace(&sepoch{final: &view{Desc: &wire.Descriptor{Params: p.Wire()}}})
-		bn := startBlameNetParams(t, p, 4, 4, 2, 2)
-		s0, sig, rcv, s3 := bn.servers[0], bn.servers[1], bn.servers[2], bn.servers[3]
+		bn := startBlameNetParams(t, p, m, m, 2, 2)
+		s0, sig, rcv := bn.servers[0], bn.servers[1], bn.servers[2]
 		c := &relayRound{lackCase{bad: sig}}
 		sig.hooks.Store(&serverHooks{
 			rootDelay: func(r uint32, to peer.ID) time.Duration {
-				if !c.is(r) {
+				if !c.is(r) || (to == s0.h.ID() && late == 0) {
 					return 0
 				}
-				switch to {
-				case rcv.h.ID():
+				if to == rcv.h.ID() {
 					return F
-				case s3.h.ID():
-					return 2 * F
 				}
-				return 0
+				if late > 0 {
+					return late
+				}
+				return 2 * F
 			},
+			refuseSucc: func(r uint32) bool { return !badRcv && c.is(r) },
 			serveLate: func(r uint32) time.Duration {
 				if c.is(r) {
 					return 8 * F
@@ -106,15 +123,23 @@ func TestStaggeredRootFramesS0(t *testing.T) {
 			},
 			attestNone: func(r uint32) bool { c.mu.Lock(); defer c.mu.Unlock(); return c.fired && r == c.round },
 		})
-		rcv.hooks.Store(&serverHooks{dropIn: c.is, noteLate: func(r uint32) time.Duration {
-			if c.is(r) {
-				return 23 * F / 10
-			}
-			return 0
-		}})
+		honest := []int{0}
+		for i := 3; i < m; i++ {
+			honest = append(honest, i)
+		}
+		if badRcv {
+			rcv.hooks.Store(&serverHooks{dropIn: c.is, noteLate: func(r uint32) time.Duration {
+				if c.is(r) {
+					return 23 * F / 10
+				}
+				return 0
+			}})
+		} else {
+			honest = append(honest, 2)
+		}
 		lackShare(t, bn, 3*int(p.ChunkSize)+100)
 		epoch, r := c.get(t)
-		for _, i := range []int{0, 3} {
+		for _, i := range honest {
 			s := bn.servers[i]
 			v := epochRanOn(t, s, epoch)
 			_ = wait.Until(context.Background(), 10*time.Second, func() bool { return v == 0 || len(s.ref.refusalCounts()) > 0 })
@@ -122,8 +147,30 @@ func TestStaggeredRootFramesS0(t *testing.T) {
 			if s.ref.refusalCounts()[s0.h.ID()] > 0 {
 				t.Errorf("honest S_0 charged at server %d", i)
 			}
+			if !badRcv && s.ref.refusalCounts()[rcv.h.ID()] > 0 {
+				t.Errorf("honest receiver S_2 charged at server %d", i)
+			}
+			if !badRcv && s.ref.refusalCounts()[sig.h.ID()] == 0 {
+				t.Errorf("S_1 not charged at server %d", i)
+			}
 		}
 	})
+}
+
+// TestStaggeredRootOneCorrupt: TestStaggeredRootFramesS0's staggered root
+// from a corrupt S_1 alone, m = 4: its receiver S_2 honest, the batch
+// withheld from it and the noted servers' copies late. "0s": the roots
+// staggered by a fetch; S_1 charged. "3s": the root to S_2 in time, to
+// S_0 and S_3 3 s (six fetches) later, past S_2's window: before, the
+// others held S_1's part and counted S_2's due from their own late root,
+// S_2's notes came before the root there, and honest S_2 was charged at
+// every honest server; now a part that came after its due (counted from
+// the part before it) counts as missing (blame.Dues.Late), and S_1 is
+// charged.
+func TestStaggeredRootOneCorrupt(t *testing.T) {
+	for _, late := range []time.Duration{0, 3 * time.Second} {
+		t.Run(late.String(), func(t *testing.T) { staggeredRoot(t, 4, false, late) })
+	}
 }
 
 // TestEarlyRootFramesReceiver (issue 25): S_1 (of four) signs one root of

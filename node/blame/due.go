@@ -113,9 +113,10 @@ func (d Dues) Came(r *Round, j int) (time.Time, bool) {
 
 // Due is when each part of the round is due (nil while it is not open):
 // S_0's part a round limit (its wait for the onions) and a hop after the
-// opening, each later part a hop after the part before it came (Came), or
-// after that part's due if it never came; after its batch came, or after
-// the body's due (BodyDue), if its server noted that it lacks that batch.
+// opening, each later part a hop after the part before it came (Came; the
+// server's own part when it sent it), or after that part's due if it
+// never came; after its batch came, or after the body's due (BodyDue), if
+// its server noted that it lacks that batch.
 func (d Dues) Due(r *Round) []time.Time {
 	if r.Open.IsZero() {
 		return nil
@@ -125,7 +126,7 @@ func (d Dues) Due(r *Round) []time.Time {
 	due[0] = r.Open.Add(d.Limit + hop)
 	for j := 1; j < len(due); j++ {
 		base := due[j-1]
-		if at, ok := d.Came(r, j-1); ok {
+		if at, ok := d.came(r, j-1); ok {
 			base = at
 		}
 		// Server j noted that it lacks part j−1: its own part counts
@@ -215,6 +216,17 @@ func (d Dues) NoteLate(r *Round, j int, now time.Time) error {
 	return nil
 }
 
+// Late reports that part j came here after its due (due from Due): it
+// counts as missing from its due, as if it never came. Every honest
+// server counts a part's due from the part before it, which its signer
+// does not choose; a signer that sends its root to its receiver in time
+// and to the others only after the receiver's window closed otherwise had
+// the void charged to its honest receiver, its part held everywhere
+// (TestStaggeredRootOneCorrupt, node).
+func (d Dues) Late(r *Round, due []time.Time, j int) bool {
+	return j != r.Self && j < len(r.Parts) && j < len(due) && !r.Parts[j].IsZero() && r.Parts[j].After(due[j])
+}
+
 // VoidAfter is the soonest S_0 has a round signed void on the lack claim
 // of position k (its input, batch k − 1, missing): the claim is evidence
 // only once the claimant's own part is due, and the noted servers, whose
@@ -228,7 +240,7 @@ func (d Dues) VoidAfter(r *Round, k int) time.Time {
 	if due := d.Due(r); k < len(due) {
 		until = due[k].Add(d.BodyWait())
 	}
-	if came, ok := d.Came(r, k-1); ok {
+	if came, ok := d.came(r, k-1); ok && !r.Open.IsZero() {
 		if last := came.Add(d.NoteLast() + d.Window() - 2*d.Fetch() + d.BodyWait()); last.After(until) {
 			until = last
 		}

@@ -165,3 +165,29 @@ func TestVoidAfter(t *testing.T) {
 		t.Errorf("void %v after S_1's part came, want %v", got.Sub(came), want.Sub(came))
 	}
 }
+
+// TestLate: S_1's part is due a hop after S_0's part, at S_0 counted from
+// when S_0 sent it; a root that comes after that due counts as missing,
+// one that comes by it as held, and a server's own part is never late.
+// Before, S_0 counted S_1's part due a round limit and two hops after the
+// opening, and any root that came before the attestation as held
+// (TestStaggeredRootOneCorrupt, node).
+func TestLate(t *testing.T) {
+	d := Dues{Limit: 4 * time.Second}
+	sent := t0.Add(time.Second)
+	r := &Round{Open: t0, Self: 0, Parts: []time.Time{sent, sent.Add(d.Window()), {}, {}}}
+	due := d.Due(r)
+	if !due[1].Equal(sent.Add(d.Window())) {
+		t.Fatalf("S_1's part due %v after S_0 sent its own, want a hop", due[1].Sub(sent))
+	}
+	if d.Late(r, due, 1) || d.Late(r, due, 0) {
+		t.Fatal("a part that came at its due, or this server's own, counted late")
+	}
+	r.Parts[1] = r.Parts[1].Add(time.Millisecond)
+	if !d.Late(r, d.Due(r), 1) {
+		t.Fatal("a part that came after its due counted as held")
+	}
+	if d.Late(r, d.Due(r), 2) {
+		t.Fatal("a part not here counted late (it is missing, not late)")
+	}
+}
