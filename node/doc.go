@@ -57,7 +57,9 @@
 //     (§3 v3), over internal/proto's bounded.go and reveal.go; pure
 //     functions, network-free tests.
 //   - epoch_handlers.go: the epoch protocol's handlers on every server.
-//   - setup.go: the setup chain of verifiable shuffles (§4.2).
+//   - setup.go: the setup chain of verifiable shuffles (§4.2); a step
+//     computed, signed and checked is package internal/setupstep's (no
+//     I/O, network-free tests).
 //   - blame.go, departure.go: share faults at setup, departed clients;
 //     dupwalk.go: a duplicate share's abort and answers (§4.1), the
 //     verdict blame's (dup.go), the walk of its two positions back to

@@ -56,7 +56,7 @@ func buildRiffle(t *testing.T, tags string) string {
 // riffletest-only names it must not: node/transport's receive path has a
 // hook of its own (RecvHook); the client's hooks and accessors are
 // node/client's.
-var hookDirs = []string{"transport", "client", "blame", "internal/proto", "internal/chunks", "internal/manifests", "internal/pirround", "internal/ltkeys", "internal/strikes", "internal/intake", "internal/selection", "internal/roster", "client/internal/netdir", "client/internal/budget", "client/internal/waitline", "internal/catchup", "internal/window", "internal/polls", "internal/handover", "internal/dupwalk", "internal/roundstep", "internal/layerbufs", "client/internal/hooks", "client/internal/meter", "client/internal/progress", "client/internal/resend", "client/internal/jobdb", "client/internal/anonset", "client/internal/status", "internal/status"}
+var hookDirs = []string{"transport", "client", "blame", "internal/proto", "internal/chunks", "internal/manifests", "internal/pirround", "internal/ltkeys", "internal/strikes", "internal/intake", "internal/selection", "internal/roster", "client/internal/netdir", "client/internal/budget", "client/internal/waitline", "internal/catchup", "internal/window", "internal/polls", "internal/handover", "internal/dupwalk", "internal/roundstep", "internal/layerbufs", "internal/setupstep", "client/internal/hooks", "client/internal/meter", "client/internal/progress", "client/internal/resend", "client/internal/jobdb", "client/internal/anonset", "client/internal/status", "internal/status"}
 
 // hookOnlyNames are the top-level names declared in this package's and
 // hookDirs' files built only with the riffletest tag and in none of the

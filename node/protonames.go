@@ -26,7 +26,6 @@ const (
 	tagEpochID   = proto.TagEpochID
 	tagDescOpen  = proto.TagDescOpen
 	tagDescFinal = proto.TagDescFinal
-	tagStep      = proto.TagStep
 	tagRegister  = proto.TagRegister
 	tagList      = proto.TagList
 	tagMerkleLf  = proto.TagMerkleLf

@@ -11,6 +11,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/setupstep"
 	"github.com/riffle-net/riffle/pir"
 )
 
@@ -92,12 +93,12 @@ func (s *Server) setup(e *sepoch) {
 }
 
 // ownStep computes this server's setup step k, proves it and broadcasts it
-// to the others. A share fault (§4.2 step 3) is returned beside a complete
+// to the others (the step and its checks: internal/setupstep). A share fault (§4.2 step 3) is returned beside a complete
 // result, not as an error.
 func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group.Ciphertext) (*mix.StepResult, *mix.ShareError, error) {
 	v := e.final
-	var shareErr *mix.ShareError
-	r, sec, err := mix.SetupStep(mix.EpochID(v.ID), k, v.ServerKeys, e.sk, inputs, s.rand)
+	ep := setupEpoch(e)
+	r, sec, shareErr, err := setupstep.Own(ep, k, e.sk, inputs, s.rand)
 	if sec != nil {
 		// Held by the epoch at once, so that erase closes it on
 		// every path, failed broadcasts included.
@@ -105,15 +106,8 @@ func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group
 		e.sec = sec
 		s.mu.Unlock()
 	}
-	if errors.As(err, &shareErr) && r != nil && sec != nil {
-		// §4.2 step 3: a client's U or P is the identity or
-		// repeated. The result is complete and proven: broadcast
-		// it anyway so that everyone can check the claim, then
-		// walk the position back to the client.
-		err = nil
-	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("node: setup step %d: %w", k, err)
+		return nil, nil, err
 	}
 	// §3: x_s is erased as soon as setup no longer needs it.
 	e.sk.Close()
@@ -122,11 +116,11 @@ func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group
 		return nil, nil, err
 	}
 	s.hookBadProof(raw)
-	sig, err := sign(s.priv, taggedHash(tagStep, v.ID[:], []byte{byte(k >> 8), byte(k)}, raw))
+	st, err := setupstep.Sign(s.priv, v.ID, k, raw)
 	if err != nil {
 		return nil, nil, err
 	}
-	msg := (&wire.Step{Epoch: v.ID, S: uint16(k), Result: raw, Sig: sig}).Marshal()
+	msg := st.Marshal()
 	var others []peer.ID
 	for _, p := range v.Chain {
 		if p != s.h.ID() {
@@ -146,26 +140,21 @@ func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group
 // peerStep waits for server k's setup step and verifies it. A share fault
 // it proves is returned beside the result, not as an error.
 func (s *Server) peerStep(ctx context.Context, e *sepoch, k int, inputs [][]group.Ciphertext) (*mix.StepResult, *mix.ShareError, error) {
-	v := e.final
-	m, n := len(v.Chain), len(v.Desc.Clients)
 	var st *wire.Step
 	if err := s.waitFor(ctx, func() bool { st = e.stepMsgs[k]; return st != nil || e.ended }); err != nil || st == nil {
 		return nil, nil, fmt.Errorf("node: no setup step %d: %v", k, err)
 	}
-	if err := verifyPeerSig(v.Chain[k], taggedHash(tagStep, v.ID[:], []byte{byte(k >> 8), byte(k)}, st.Result), st.Sig); err != nil {
-		return nil, nil, fmt.Errorf("node: setup step %d: %w", k, err)
+	r, shareErr, fault, err := setupstep.Check(setupEpoch(e), k, inputs, st, s.rand)
+	if fault != nil {
+		s.nameBadStep(e, k, st, fault)
 	}
-	r, err := mix.ParseStepResult(st.Result, n, m, k)
-	if err != nil {
-		s.nameBadStep(e, k, st, err)
-		return nil, nil, fmt.Errorf("node: setup step %d: %w", k, err)
-	}
-	var shareErr *mix.ShareError
-	if err := mix.VerifyStep(mix.EpochID(v.ID), k, v.ServerKeys, inputs, r, s.rand); err != nil && !errors.As(err, &shareErr) {
-		s.nameBadStep(e, k, st, err)
-		return nil, nil, fmt.Errorf("node: setup step %d does not verify: %w", k, err)
-	}
-	return r, shareErr, nil
+	return r, shareErr, err
+}
+
+// setupEpoch is what a setup step reads of e's final descriptor.
+func setupEpoch(e *sepoch) setupstep.Epoch {
+	v := e.final
+	return setupstep.Epoch{ID: v.ID, Chain: v.Chain, ServerKeys: v.ServerKeys, N: len(v.Desc.Clients)}
 }
 
 func (s *Server) onStep(from peer.ID, body []byte) (wire.Type, []byte, error) {
