@@ -57,9 +57,10 @@
 //     (§3 v3), over internal/proto's bounded.go and reveal.go; pure
 //     functions, network-free tests.
 //   - epoch_handlers.go: the epoch protocol's handlers on every server.
-//   - setup.go: the setup chain of verifiable shuffles (§4.2); a step
-//     computed, signed and checked is package internal/setupstep's (no
-//     I/O, network-free tests).
+//   - setup.go: the setup chain of verifiable shuffles (§4.2); a signed
+//     step that does not verify names its server; a step computed, signed
+//     and checked is package internal/setupstep's (no I/O, network-free
+//     tests).
 //   - blame.go, departure.go: share faults at setup, departed clients;
 //     dupwalk.go: a duplicate share's abort and answers (§4.1), the
 //     verdict blame's (dup.go), the walk of its two positions back to
@@ -70,8 +71,6 @@
 //     in their rounds (§5.4 v3); the queue, bounded a slot, is package
 //     internal/handover's (no I/O, no lock: s.mu guards it; network-free
 //     tests).
-//   - setupblame.go: a signed setup step that does not verify names its
-//     server.
 //   - refusals.go: signed, relayed aborts and the refusal budget of §3.
 //   - attest.go: when a round's parts are due here and what this server
 //     attests; chargelog.go: the evidence log, one record a claimant's

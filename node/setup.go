@@ -146,7 +146,12 @@ func (s *Server) peerStep(ctx context.Context, e *sepoch, k int, inputs [][]grou
 	}
 	r, shareErr, fault, err := setupstep.Check(setupEpoch(e), k, inputs, st, s.rand)
 	if fault != nil {
-		s.nameBadStep(e, k, st, fault)
+		// The signed step is public evidence (§8) that any server can
+		// check against the descriptor and the earlier steps, so every
+		// honest server names server k alike and the next epoch forms
+		// without it. A share fault the step proves is not this: it
+		// walks back to a client (blame.go).
+		s.name(e, 0, &culprit{server: k, slot: 0, why: fmt.Sprintf("setup step %d signed by it does not verify: %v", k, fault)}, [][]byte{st.Marshal()})
 	}
 	return r, shareErr, err
 }
