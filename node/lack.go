@@ -456,16 +456,25 @@ func (s *Server) onLack(from peer.ID, body []byte) (wire.Type, []byte, error) {
 			_ = s.waitFor(ctx, func() bool { return e.ended || e.round(q.Round).void })
 			cancel()
 			// Not before the claim is evidence everywhere
-			// (blame.Dues.VoidAfter); a round passed on meanwhile is
-			// not voided.
-			s.mu.Lock()
-			until := e.dues().VoidAfter(e.times(q.Round), int(q.S))
-			s.mu.Unlock()
-			if d := time.Until(until); d > 0 {
+			// (blame.Dues.VoidAfter), read again on every change: a
+			// part that lands meanwhile (this server's own, an input
+			// root after an early one) moves it later
+			// (TestEarlyRootAfterOpenFramesS0). A round passed on
+			// meanwhile is not voided.
+			for s.ctx.Err() == nil {
+				s.mu.Lock()
+				until := e.dues().VoidAfter(e.times(q.Round), int(q.S))
+				x := e.round(q.Round)
+				stop := e.ended || x.void || x.pubDone || x.publishing
+				s.mu.Unlock()
+				d := time.Until(until)
+				if stop || d <= 0 {
+					break
+				}
 				ctx, cancel := context.WithTimeout(s.ctx, d)
 				_ = s.waitFor(ctx, func() bool {
 					x := e.round(q.Round)
-					return e.ended || x.void || x.pubDone || x.publishing
+					return e.ended || x.void || x.pubDone || x.publishing || !e.dues().VoidAfter(e.times(q.Round), int(q.S)).Equal(until)
 				})
 				cancel()
 			}
