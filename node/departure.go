@@ -24,31 +24,31 @@ func (s *Server) checkDeparturesLocked(e *sepoch, r uint32) {
 		return
 	}
 	next := e.rounds[r+1]
-	for i, c := range e.final.Desc.Clients {
-		if int(c.Primary) != e.pos || e.isDead(uint32(i)) {
-			continue
+	has := func(sl uint32) bool {
+		if e.isDead(sl) {
+			return true // it takes nothing more
 		}
-		if next != nil {
-			if _, ok := next.subs[uint32(i)]; ok {
-				continue
-			}
+		if next == nil {
+			return false
 		}
-		if e.handover.Has(uint32(i), r+1) {
-			continue
-		}
-		p, ok := e.RegFrom[c.RegKey]
-		if !ok || s.h.Connected(p) {
-			continue
-		}
-		// §5.4: a slot that ran dry lowers its key's admission
-		// priority here (ltexclude.go, at the epoch's end).
-		if e.dry == nil {
-			e.dry = map[uint32]bool{}
-		}
-		e.dry[uint32(i)] = true
-		s.end(e, "a client left and its cover window is spent")
+		_, ok := next.subs[sl]
+		return ok
+	}
+	gone := func(regKey [32]byte) bool {
+		p, ok := e.RegFrom[regKey]
+		return ok && !s.h.Connected(p)
+	}
+	sl, spent := e.handover.Spent(e.final.Desc.Clients, e.pos, r+1, has, gone)
+	if !spent {
 		return
 	}
+	// §5.4: a slot that ran dry lowers its key's admission priority here
+	// (ltexclude.go, at the epoch's end).
+	if e.dry == nil {
+		e.dry = map[uint32]bool{}
+	}
+	e.dry[sl] = true
+	s.end(e, "a client left and its cover window is spent")
 }
 
 // onDisconnect closes the race the list-time check leaves open: a client

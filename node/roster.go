@@ -35,31 +35,11 @@ func (r *rosterTable) saw(id peer.ID, nick string, addrs []ma.Multiaddr) bool {
 	return r.Saw(id, nick, addrs)
 }
 
-// chain returns the live servers and this one in chain order.
+// chain returns the live servers and this one in chain order, the
+// excluded left out and those out for their refusal budget while enough
+// remain (internal/roster's Chain).
 func (s *Server) chain() []peer.ID {
-	all := []peer.ID{s.h.ID()}
-	for _, m := range s.roster.live() {
-		if m.ID != s.h.ID() && !s.rb.serverExcluded(m.ID) {
-			all = append(all, m.ID)
-		}
-	}
-	// A server out for its refusal budget stays out only while a chain
-	// forms without it (refusals.go); this one too, as at every other
-	// server: kept in its own chain, two servers out at once each left
-	// the other out and the rest kept both (TestTwoOutForBudget).
-	var ids, out []peer.ID
-	for _, p := range all {
-		if s.refusalOut(p) {
-			out = append(out, p)
-		} else {
-			ids = append(ids, p)
-		}
-	}
-	if len(ids) < s.cfg.MinServers {
-		ids = append(ids, out...)
-	}
-	sortChain(ids)
-	return ids
+	return roster.Chain(s.h.ID(), s.roster.live(), s.rb.serverExcluded, s.refusalOut, s.cfg.MinServers)
 }
 
 func (s *Server) hello() *wire.Hello {

@@ -4,9 +4,10 @@
 // sealed, at most proto.HandoverMax of them and never beyond the epoch,
 // and hands them to its primary, which submits each in its round as if
 // the client had sent it; the epoch then ends, if at all, only when those
-// run out. Queue does no I/O and takes no lock: the server's mutex guards
+// run out; a client that left without, its cover window spent, ends it
+// (Spent). Queue does no I/O and takes no lock: the server's mutex guards
 // it. Package node's handover.go checks each onion as a submission and
-// submits those whose round is admitted.
+// submits those whose round is admitted; departure.go ends the epoch.
 package handover
 
 import (
@@ -96,4 +97,19 @@ func (q *Queue) QueriesDue(mine []uint32, dead func(slot uint32) bool) int {
 		}
 	}
 	return n
+}
+
+// Spent returns the first slot of primary pos, in slot order, whose
+// client is gone and that holds no onion for round next: neither
+// submitted (has) nor handed over. Its cover window is spent (§5.4) and
+// the epoch ends; a slot whose client is still connected is never judged.
+func (q *Queue) Spent(clients []wire.ClientEntry, pos int, next uint32, has func(slot uint32) bool, gone func(regKey [32]byte) bool) (uint32, bool) {
+	for i, c := range clients {
+		sl := uint32(i)
+		if int(c.Primary) != pos || has(sl) || q.Has(sl, next) || !gone(c.RegKey) {
+			continue
+		}
+		return sl, true
+	}
+	return 0, false
 }

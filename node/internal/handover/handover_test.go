@@ -47,3 +47,25 @@ func TestQueue(t *testing.T) {
 		t.Fatalf("%d slots' queries due, want 1 (5 departed, 6 dead)", n)
 	}
 }
+
+// TestSpent (§5.4): the first slot of this primary whose client is gone
+// with no onion for the next round, submitted or handed over; a
+// connected client or another primary's slot is never judged.
+func TestSpent(t *testing.T) {
+	cl := []wire.ClientEntry{{Primary: 1, RegKey: [32]byte{0}}, {Primary: 0, RegKey: [32]byte{1}}, {Primary: 0, RegKey: [32]byte{2}}, {Primary: 0, RegKey: [32]byte{3}}}
+	var q Queue
+	if err := q.Hold(wire.Submit{Slot: 2, Round: 7}, 4); err != nil {
+		t.Fatal(err)
+	}
+	gone := func(k [32]byte) bool { return k != [32]byte{3} } // slot 3 connected
+	has := func(sl uint32) bool { return sl == 1 }            // slot 1 submitted
+	if sl, ok := q.Spent(cl, 0, 7, has, gone); ok {
+		t.Fatalf("slot %d judged spent", sl)
+	}
+	if sl, ok := q.Spent(cl, 0, 8, has, gone); !ok || sl != 2 {
+		t.Fatalf("slot 2 without its round-8 onion: %d, %v", sl, ok)
+	}
+	if sl, ok := q.Spent(cl, 1, 7, has, gone); !ok || sl != 0 {
+		t.Fatalf("primary 1's gone client: %d, %v", sl, ok)
+	}
+}

@@ -4,7 +4,8 @@
 // them (a newcomer evicts only a member that is not live, the stalest
 // first), and the servers others gossiped, at most MaxCandidates, that
 // join only by answering a hello of their own. Table has its own lock and
-// does no I/O; the hello's encoding and checks are here too. Package
+// does no I/O; the hello's encoding and checks, and the chain a server
+// orders from its roster (Chain), are here too. Package
 // node's roster.go says and answers the hellos and orders the chain.
 package roster
 
@@ -250,4 +251,32 @@ func Gossiped(h *wire.Hello, self peer.ID) []peer.AddrInfo {
 		out = append(out, *ai)
 	}
 	return out
+}
+
+// Chain is the chain a server orders from its roster (§3): itself and the
+// live members, less those a round blame excluded (excluded), in chain
+// order. A server out for its refusal budget (out) stays out only while a
+// chain of at least min forms without it, the server itself too, as at
+// every other server: kept in its own chain, two servers out at once each
+// left the other out and the rest kept both (node's TestTwoOutForBudget).
+func Chain(self peer.ID, live []*Member, excluded, out func(peer.ID) bool, min int) []peer.ID {
+	all := []peer.ID{self}
+	for _, m := range live {
+		if m.ID != self && !excluded(m.ID) {
+			all = append(all, m.ID)
+		}
+	}
+	var ids, left []peer.ID
+	for _, p := range all {
+		if out(p) {
+			left = append(left, p)
+		} else {
+			ids = append(ids, p)
+		}
+	}
+	if len(ids) < min {
+		ids = append(ids, left...)
+	}
+	SortChain(ids)
+	return ids
 }

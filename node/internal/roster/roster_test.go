@@ -2,6 +2,7 @@ package roster
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -143,4 +144,28 @@ func TestHelloBounded(t *testing.T) {
 	if _, _, err := ParseHello(h.Marshal(), 2); err == nil {
 		t.Fatal("a hello of another version taken")
 	}
+}
+
+// TestChain (§3): the chain is this server and its live members in chain
+// order, less the excluded; a server out for its refusal budget, this one
+// too, is left out only while min others remain.
+func TestChain(t *testing.T) {
+	var live []*Member
+	for _, id := range []peer.ID{"d", "b", "x", "self"} {
+		live = append(live, &Member{ID: id})
+	}
+	none := func(peer.ID) bool { return false }
+	is := func(q ...peer.ID) func(peer.ID) bool {
+		return func(p peer.ID) bool { return slices.Contains(q, p) }
+	}
+	check := func(what string, got []peer.ID, want ...peer.ID) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", what, got, want)
+		}
+	}
+	check("all", Chain("self", live, none, none, 2), "b", "d", "self", "x")
+	check("excluded", Chain("self", live, is("x"), none, 2), "b", "d", "self")
+	check("out, enough left", Chain("self", live, none, is("b", "self"), 2), "d", "x")
+	check("out, too few left", Chain("self", live, none, is("b", "self", "d"), 2), "b", "d", "self", "x")
 }
