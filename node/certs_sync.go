@@ -119,7 +119,7 @@ func (s *Server) syncCerts(ctx context.Context) bool {
 // took every certificate p had past its last (caught up with p).
 func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered, whole bool) {
 	first := true
-	for pg := range maxSyncPages {
+	for range maxSyncPages {
 		top := s.cert.certTop()
 		ctx, cancel := context.WithTimeout(ctx, shortTimeout)
 		// From certRecheck numbers below the last held, whose
@@ -127,11 +127,9 @@ func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered, whole 
 		// that certified one by an abort, or was away when the better
 		// one was sent to the group (pushCert), takes the final one the
 		// others hold, and one that holds a better one sends it.
-		// Later pages from the last held, so that a long catch-up reads
-		// a page's worth of new ones a page.
-		from := max(top, 1)
-		if pg == 0 {
-			from = max(top, certRecheck+1) - certRecheck
+		from := uint64(1)
+		if top > certRecheck {
+			from = top - certRecheck
 		}
 		rep, err := call(ctx, s.h, p, request{Proto: ProtoEpoch, Type: wire.TypeCertReq, Body: (&wire.CertReq{From: from}).Marshal(), Timeout: shortTimeout})
 		cancel()
