@@ -21,21 +21,7 @@ import (
 // node/internal/proto, so that the move changed no caller. They go once
 // the server and the client are packages of their own that import proto.
 
-// Domain tags (proto.Tag*).
-const (
-	tagEpochID   = proto.TagEpochID
-	tagDescOpen  = proto.TagDescOpen
-	tagDescFinal = proto.TagDescFinal
-	tagRegister  = proto.TagRegister
-	tagList      = proto.TagList
-	tagMerkleLf  = proto.TagMerkleLf
-	tagMerkleLfP = proto.TagMerkleLfP
-	tagMerkleNd  = proto.TagMerkleNd
-	tagBatch     = proto.TagBatch
-)
-
-func taggedHash(tag string, parts ...[]byte) [32]byte { return proto.TaggedHash(tag, parts...) }
-func merkleRoot(entries [][]byte) [32]byte            { return proto.MerkleRoot(entries) }
+func merkleRoot(entries [][]byte) [32]byte { return proto.MerkleRoot(entries) }
 
 func sign(priv crypto.PrivKey, digest [32]byte) ([64]byte, error) { return proto.Sign(priv, digest) }
 func verifyPeerSig(id peer.ID, digest [32]byte, sig [64]byte) error {
