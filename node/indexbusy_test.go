@@ -4,14 +4,19 @@ package node
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
+	"github.com/riffle-net/riffle/node/transport/memnet"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -92,6 +97,96 @@ func TestIndexSlotsPerClient(t *testing.T) {
 			t.Fatal("the client's slots were not given back")
 		}
 	})
+}
+
+// TestIndexSlotsClientRange (issue 28): the clients' index slots had a
+// cap a client and none a range, so 16 registered clients of one /24 (a
+// primary takes n_max/2 first-time keys of one range), each holding
+// maxIndexPerClient pages it never reads, held every slot while the other
+// clients' syncs were refused. Now one range's clients hold at most
+// maxClientIndexPerRange, and a client of another range is served.
+// Before: 32 of 32 slots held, the other range's client refused.
+func TestIndexSlotsClientRange(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		clientSlotsOfRange(t, maxIndexServing/maxIndexPerClient, maxClientIndexPerRange, func(i int) net.IP {
+			return net.IPv4(10, 68, 0, byte(1+i))
+		}, net.IPv4(10, 69, 0, 1))
+	})
+}
+
+// TestIndexSlotsClientWideRange (issue 28): 12 registered clients of
+// three IPv6 /48s of one /32, 4 a /48, each take maxIndexPerClient index
+// pages. They took 24 of 32, each /48 within its share; now the /32 holds
+// at most maxClientIndexPerWide, and a client of another /32 is served.
+func TestIndexSlotsClientWideRange(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		const per = maxClientIndexPerRange / maxIndexPerClient
+		clientSlotsOfRange(t, 3*per, maxClientIndexPerWide, func(i int) net.IP {
+			return net.ParseIP(fmt.Sprintf("2001:470:%x::%x", 1+i/per, 1+i%per))
+		}, net.ParseIP("2001:db8:1::1"))
+	})
+}
+
+// clientSlotsOfRange registers n clients at addresses addr(0..n−1) and
+// one at other with a server, has each of the n take maxIndexPerClient
+// index slots, and checks that they hold at most limit and that the other
+// client then takes one.
+func clientSlotsOfRange(t *testing.T, n, limit int, addr func(int) net.IP, other net.IP) {
+	tn := startAnonNet(t, 2, 0, 1, testParams(4), nil)
+	s, mn := tn.servers[0], testMemnet(t)
+	var cs []*Client
+	for i := range n + 1 {
+		ip := other
+		if i < n {
+			ip = addr(i)
+		}
+		c, err := NewClient(context.Background(), ClientConfig{Network: fromNet{mn, ip}, MinAnonymity: 1, Now: true, Server: s.Addrs()[0].String(), Logger: anonLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		cs = append(cs, c)
+	}
+	if err := wait.Until(context.Background(), 5*time.Minute, func() bool {
+		for _, c := range cs {
+			if !s.isClientPeer(c.PeerID()) {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		t.Fatal("the clients never registered at once")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := 0
+	for _, c := range cs[:n] {
+		for range maxIndexPerClient {
+			if s.enterIndex(ctx, c.PeerID()) == nil {
+				got++
+			}
+		}
+	}
+	honest := s.enterIndex(ctx, cs[n].PeerID())
+	t.Logf("%d registered clients of one range took %d index slots (cap %d); a client of another range: %v", n, got, limit, honest)
+	if got > limit || got == 0 {
+		t.Errorf("the clients of one range took %d index slots, want at most %d", got, limit)
+	}
+	if honest != nil {
+		t.Errorf("a registered client of another range was refused: %v", honest)
+	}
+}
+
+// fromNet is the test's network with its hosts' connections from ip.
+type fromNet struct {
+	mn *memnet.Net
+	ip net.IP
+}
+
+func (n fromNet) NewHost(priv crypto.PrivKey, listen []string) (transport.Host, error) {
+	return n.mn.NewHostFrom(priv, listen, n.ip)
 }
 
 // TestIndexSyncFailedAsksEveryServer (§7 v3, issue 26): when a client's

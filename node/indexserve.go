@@ -30,10 +30,23 @@ import (
 // docs/operator.md). A registered client holds at most maxIndexPerClient
 // pages at once (its syncs read one page at a time; `ls` may add one),
 // so that one client, or a few, cannot hold every slot while the other
-// clients' checkpoint syncs are refused (TestIndexSlotsPerClient).
+// clients' checkpoint syncs are refused (TestIndexSlotsPerClient). The
+// clients of one range hold at most maxClientIndexPerRange, of one IPv6
+// /32 maxClientIndexPerWide, as the outsiders' (loopback exempt): one /24
+// may register n_max/2 first-time keys at a primary, and 16 of them,
+// asking for pages and never reading them, held all 32 slots for the
+// reply bound, about 2 min, again and again (TestIndexSlotsClientRange,
+// TestIndexSlotsClientWideRange).
+// A client counts as one from its registration on, before the admission
+// order takes it or not (isClientPeer): its end check (the sync after an
+// epoch's last list, its epoch ended here) may fall while its next
+// registration waits for that order, and the range caps bound what
+// registrations not yet admitted hold as they bound admitted ones.
 const (
 	maxIndexServing          = 32
 	maxIndexPerClient        = 2
+	maxClientIndexPerRange   = maxIndexServing / 4
+	maxClientIndexPerWide    = maxIndexServing / 2
 	maxOutsiderIndex         = 8
 	maxOutsiderIndexPerRange = maxOutsiderIndex / 4
 	maxOutsiderIndexPerWide  = maxOutsiderIndex / 2
@@ -53,15 +66,13 @@ type indexSlots struct {
 
 // enterIndex takes a slot for a page to from; the slot is given back when
 // ctx ends, that is once the reply is written or the stream's deadline
-// passed. An outsider may hold several pages at once, within its ranges';
-// a registered client maxIndexPerClient.
+// passed. An outsider may hold several pages at once, a registered client
+// maxIndexPerClient, each within its ranges' share.
 func (s *Server) enterIndex(ctx context.Context, from peer.ID) error {
 	outsider := !s.isClientPeer(from)
-	var rng, wide string
-	if outsider {
-		if rng, wide = s.addrRanges(from); rng == "loopback" {
-			rng, wide = "", ""
-		}
+	rng, wide := s.addrRanges(from)
+	if rng == "loopback" {
+		rng, wide = "", ""
 	}
 	g := &s.indexSlots
 	g.mu.Lock()
@@ -75,7 +86,8 @@ func (s *Server) enterIndex(ctx context.Context, from peer.ID) error {
 		release, _, err = g.outsiders.tryTakeIn(from, maxOutsiderIndex, maxOutsiderIndex,
 			slotRange{rng, maxOutsiderIndexPerRange}, slotRange{wide, maxOutsiderIndexPerWide})
 	} else {
-		release, _, err = g.clients.tryTakeIn(from, maxIndexServing, maxIndexPerClient)
+		release, _, err = g.clients.tryTakeIn(from, maxIndexServing, maxIndexPerClient,
+			slotRange{rng, maxClientIndexPerRange}, slotRange{wide, maxClientIndexPerWide})
 	}
 	if err != nil {
 		return errIndexBusy
