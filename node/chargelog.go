@@ -91,8 +91,10 @@ func (rs *refusalState) logCharge(ev *wire.Charge, ctx blame.Context, waived boo
 	// Judged in the context of the number's certificate held when the
 	// record is written: one read before a replacement, whose rejudge
 	// ran meanwhile, would overwrite the recomputed charge
-	// (TestRejudgeRace). A number's certificate changes at most twice.
-	for range 4 {
+	// (TestRejudgeRace). The loop leaves with rs.mu held; it ends since a
+	// number's certificate only ever rises in rank (certOutranks), so its
+	// context changes at most twice.
+	for {
 		// Checked outside the lock: signatures.
 		var err error
 		if charged, reason, err = blame.ChargeOf(merged, ctx); err != nil {
