@@ -4,6 +4,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/node/internal/intake"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // admissionOrder is this primary's order of its registrations of e, at its
@@ -14,7 +15,7 @@ func (s *Server) admissionOrder(e *sepoch) [][32]byte {
 		seen, ok := s.keys.Seen(key)
 		return seen.Dry > 0, ok
 	})
-	quota := primaryQuota(e.v.Desc.Params.MaxClients, len(e.v.Chain))
+	quota := proto.PrimaryQuota(e.v.Desc.Params.MaxClients, len(e.v.Chain))
 	out, err := intake.Order(cs, intake.RangeCap(quota), s.rand)
 	if err != nil {
 		// No randomness: fall back on registration-key order.

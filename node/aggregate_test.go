@@ -11,6 +11,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // scalarReader yields one chosen scalar to mix.NewServerSecret (its
@@ -86,10 +87,10 @@ func TestDescriptorAggregateIdentity(t *testing.T) {
 			}
 			return d
 		}
-		if _, err := checkDescriptor(build(false), DefaultPIRRate); err != nil {
+		if _, err := proto.CheckDescriptor(build(false), DefaultPIRRate); err != nil {
 			t.Fatalf("honest descriptor refused: %v", err)
 		}
-		if _, err := checkDescriptor(build(true), DefaultPIRRate); !errors.Is(err, group.ErrIdentity) {
+		if _, err := proto.CheckDescriptor(build(true), DefaultPIRRate); !errors.Is(err, group.ErrIdentity) {
 			t.Fatalf("descriptor with A_{0,2} = identity: %v", err)
 		}
 	})

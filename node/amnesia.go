@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // A server that lost its records (docs/protocol.md §3, "Lost records"):
@@ -96,9 +97,9 @@ func (s *Server) foundersHoldNone(ctx context.Context) bool {
 	if len(others) == 0 {
 		return true
 	}
-	ctx, cancel := context.WithTimeout(ctx, shortTimeout)
+	ctx, cancel := context.WithTimeout(ctx, transport.ShortTimeout)
 	defer cancel()
-	reps, _ := s.each(ctx, others, request{Proto: ProtoEpoch, Type: wire.TypeCertReq, Body: (&wire.CertReq{From: 1}).Marshal(), Timeout: shortTimeout})
+	reps, _ := s.each(ctx, others, transport.Request{Proto: ProtoEpoch, Type: wire.TypeCertReq, Body: (&wire.CertReq{From: 1}).Marshal(), Timeout: transport.ShortTimeout})
 	none := 0
 	for _, rep := range reps {
 		if rep == nil {

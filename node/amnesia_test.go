@@ -17,6 +17,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestWipedFounderSignsNothing: three founders ran epochs. One founder
@@ -66,7 +67,7 @@ func TestWipedFounderSignsNothing(t *testing.T) {
 		}
 		p := wire.Prepare{Number: 1, Params: bad.cfg.Params.Wire(), Chain: [][]byte{[]byte(again.ID()), []byte(bad.ID())}}
 		_, _ = rand.Read(p.Nonce[:])
-		if leaderOf(1, []peer.ID{again.ID(), bad.ID()}) != bad.ID() {
+		if proto.LeaderOf(1, []peer.ID{again.ID(), bad.ID()}) != bad.ID() {
 			t.Fatal("the corrupt founder does not lead number 1 over the two")
 		}
 		_, _, err = again.onPrepare(bad.ID(), p.Marshal())

@@ -7,6 +7,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // Who is asking, checked before any costly work (§3 "before any costly
@@ -68,7 +70,7 @@ func (s *Server) askedByLeader(from peer.ID, sd *wire.Signed) error {
 	if !inGroup {
 		return errors.New("node: descriptor not from its leader")
 	}
-	id := epochID(&sd.Desc)
+	id := proto.EpochID(&sd.Desc)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.epochs[id]
@@ -89,11 +91,11 @@ func (s *Server) askedByLeader(from peer.ID, sd *wire.Signed) error {
 
 // Each protocol's caps by type, from wire's message table at the server's
 // ceilings (transport.Ceilings).
-func rosterCaps(t wire.Type) int { return wire.RequestCap(wire.ProtoRoster, t, ceilings) }
-func epochCaps(t wire.Type) int  { return wire.RequestCap(wire.ProtoEpoch, t, ceilings) }
-func roundCaps(t wire.Type) int  { return wire.RequestCap(wire.ProtoRound, t, ceilings) }
-func clientCaps(t wire.Type) int { return wire.RequestCap(wire.ProtoClient, t, ceilings) }
-func pirCaps(t wire.Type) int    { return wire.RequestCap(wire.ProtoPIR, t, ceilings) }
+func rosterCaps(t wire.Type) int { return wire.RequestCap(wire.ProtoRoster, t, transport.Ceilings) }
+func epochCaps(t wire.Type) int  { return wire.RequestCap(wire.ProtoEpoch, t, transport.Ceilings) }
+func roundCaps(t wire.Type) int  { return wire.RequestCap(wire.ProtoRound, t, transport.Ceilings) }
+func clientCaps(t wire.Type) int { return wire.RequestCap(wire.ProtoClient, t, transport.Ceilings) }
+func pirCaps(t wire.Type) int    { return wire.RequestCap(wire.ProtoPIR, t, transport.Ceilings) }
 
 // anyPeer is a protocol's caps by type alone, whoever sends.
 func anyPeer(caps func(wire.Type) int) func(peer.ID, wire.Type) int {

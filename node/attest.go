@@ -9,6 +9,8 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // Absence attestations (docs/protocol.md §3, "Charges from evidence"):
@@ -174,7 +176,7 @@ func (s *Server) signAttestLocked(e *sepoch, kind uint8, round uint32, bits uint
 		return nil
 	}
 	a := &wire.Attest{AttestReq: wire.AttestReq{Epoch: e.v.ID, Number: e.v.Desc.Number, Kind: kind, Round: round}, Lacking: bits, Signer: uint16(e.pos)}
-	sig, err := sign(s.priv, blame.AttestDigest(a))
+	sig, err := proto.Sign(s.priv, blame.AttestDigest(a))
 	if err != nil {
 		return nil
 	}
@@ -195,7 +197,7 @@ func (s *Server) onAttestReq(from peer.ID, body []byte) (wire.Type, []byte, erro
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.epochs[q.Epoch]
-	if e == nil || e.v == nil || !inChain(e.v.Chain, from) || e.v.Desc.Number != q.Number {
+	if e == nil || e.v == nil || !proto.InChain(e.v.Chain, from) || e.v.Desc.Number != q.Number {
 		return 0, nil, errors.New("node: attestation asked of an epoch not held here")
 	}
 	var a *wire.Attest
@@ -221,9 +223,9 @@ func (s *Server) askAttests(e *sepoch, kind uint8, round uint32, skip peer.ID) [
 			to = append(to, p)
 		}
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, transport.ShortTimeout)
 	defer cancel()
-	reps, _ := s.each(ctx, to, request{Proto: ProtoEpoch, Type: wire.TypeAttestReq, Body: q, Timeout: shortTimeout})
+	reps, _ := s.each(ctx, to, transport.Request{Proto: ProtoEpoch, Type: wire.TypeAttestReq, Body: q, Timeout: transport.ShortTimeout})
 	var out []wire.Attest
 	for i, rep := range reps {
 		var a wire.Attest
@@ -231,7 +233,7 @@ func (s *Server) askAttests(e *sepoch, kind uint8, round uint32, skip peer.ID) [
 			int(a.Signer) >= len(e.v.Chain) || e.v.Chain[a.Signer] != to[i] {
 			continue
 		}
-		if verifyPeerSig(to[i], blame.AttestDigest(&a), a.Sig) == nil {
+		if proto.VerifyPeerSig(to[i], blame.AttestDigest(&a), a.Sig) == nil {
 			out = append(out, a)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestAbsenceDueOpenedByFirstPart: when S_0's signed part of a round opens
@@ -19,7 +20,7 @@ import (
 func TestAbsenceDueOpenedByFirstPart(t *testing.T) {
 	const limit = 2 * time.Second
 	desc := wire.Descriptor{Params: wire.Params{Rounds: 8, RoundLimitMs: uint32(limit / time.Millisecond)}}
-	v := &view{Desc: &desc, ID: [32]byte{7}, Chain: []peer.ID{"a", "b", "c"}}
+	v := &proto.View{Desc: &desc, ID: [32]byte{7}, Chain: []peer.ID{"a", "b", "c"}}
 	e := &sepoch{v: v, final: v, pos: 2}
 	s := &Server{changed: make(chan struct{})}
 	if !s.noteRoot(e, &wire.Root{Epoch: v.ID, Round: 5, S: 1, Root: [32]byte{1}}) {
@@ -56,7 +57,7 @@ func TestNoteWithinKeptCopy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const limit = 2 * time.Second
 		desc := wire.Descriptor{Params: wire.Params{Rounds: 8, RoundLimitMs: uint32(limit / time.Millisecond)}}
-		v := &view{Desc: &desc, ID: [32]byte{7}, Chain: []peer.ID{"a", "b", "c", "d"}}
+		v := &proto.View{Desc: &desc, ID: [32]byte{7}, Chain: []peer.ID{"a", "b", "c", "d"}}
 		e := &sepoch{v: v, final: v, pos: 3}
 		e.rounds = map[uint32]*sround{}
 		s := &Server{changed: make(chan struct{})}
@@ -88,7 +89,7 @@ func TestNotesHeldPerReceiver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const limit = 2 * time.Second
 		desc := wire.Descriptor{Params: wire.Params{Rounds: 8, RoundLimitMs: uint32(limit / time.Millisecond)}}
-		v := &view{Desc: &desc, ID: [32]byte{7}, Chain: []peer.ID{"a", "b", "c"}}
+		v := &proto.View{Desc: &desc, ID: [32]byte{7}, Chain: []peer.ID{"a", "b", "c"}}
 		e := &sepoch{v: v, final: v, pos: 2}
 		e.rounds = map[uint32]*sround{}
 		s := &Server{changed: make(chan struct{})}
@@ -131,7 +132,7 @@ func TestNoteReleasedAtFetchEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const limit = 2 * time.Second
 		desc := wire.Descriptor{Params: wire.Params{Rounds: 8, RoundLimitMs: uint32(limit / time.Millisecond)}}
-		v := &view{Desc: &desc, ID: [32]byte{7}, Chain: []peer.ID{"a", "b", "c"}}
+		v := &proto.View{Desc: &desc, ID: [32]byte{7}, Chain: []peer.ID{"a", "b", "c"}}
 		e := &sepoch{v: v, final: v, pos: 2}
 		e.rounds = map[uint32]*sround{}
 		s := &Server{changed: make(chan struct{})}

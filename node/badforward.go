@@ -10,6 +10,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -70,7 +72,7 @@ func (s *Server) nameForwarder(e *sepoch, f *wire.Forwarded, why error, send boo
 	ctx, cancel := context.WithTimeout(s.ctx, evidenceDeadline)
 	defer cancel()
 	if err := deliverAll(ctx, others, s.cfg.Timing.EvidenceBackoff, s.cfg.Timing.EvidenceBackoffMax, func(ctx context.Context, q peer.ID) error {
-		_, err := call(ctx, s.h, q, request{Proto: ProtoEpoch, Type: wire.TypeBadForward, Body: body, Timeout: shortTimeout})
+		_, err := transport.Call(ctx, s.h, q, transport.Request{Proto: ProtoEpoch, Type: wire.TypeBadForward, Body: body, Timeout: transport.ShortTimeout})
 		return err
 	}); err != nil {
 		s.log.Warn("registration evidence not delivered everywhere", "err", err)
@@ -89,7 +91,7 @@ func checkForwardSigned(e *sepoch, f *wire.Forwarded) error {
 	if int(f.Primary) >= len(e.v.Chain) {
 		return fmt.Errorf("node: forwarded registration names primary %d of %d servers", f.Primary, len(e.v.Chain))
 	}
-	if err := verifyPeerSig(e.v.Chain[f.Primary], forwardDigest(f), f.Sig); err != nil {
+	if err := proto.VerifyPeerSig(e.v.Chain[f.Primary], proto.ForwardDigest(f), f.Sig); err != nil {
 		return fmt.Errorf("node: registration not signed by its primary: %w", err)
 	}
 	return nil
@@ -99,7 +101,7 @@ func checkForwardSigned(e *sepoch, f *wire.Forwarded) error {
 // only if the primary's signature verifies and the registration does not.
 func (s *Server) onBadForward(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var f wire.Forwarded
-	if err := f.Unmarshal(body, genericLimits()); err != nil {
+	if err := f.Unmarshal(body, proto.GenericLimits()); err != nil {
 		return 0, nil, err
 	}
 	s.mu.Lock()
@@ -114,7 +116,7 @@ func (s *Server) onBadForward(from peer.ID, body []byte) (wire.Type, []byte, err
 	if err := checkForwardSigned(e, &f); err != nil {
 		return 0, nil, err
 	}
-	_, err := checkRegister(e.v, &f.Reg)
+	_, err := proto.CheckRegister(e.v, &f.Reg)
 	if err == nil {
 		return 0, nil, errors.New("node: the forwarded registration verifies: no evidence")
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // TestLeaderTricksFail plays the leader's n−1 tricks of a bounded leader
@@ -65,7 +67,7 @@ func TestLeaderTricksFail(t *testing.T) {
 		}
 		// A close right after the open (the first registration's arrival).
 		for _, h := range honest {
-			_, err := call(ctx, leader.h, h.ID(), request{Proto: ProtoEpoch, Type: wire.TypeCloseReq, Body: (&wire.EpochRef{Epoch: id}).Marshal(), Timeout: shortTimeout})
+			_, err := transport.Call(ctx, leader.h, h.ID(), transport.Request{Proto: ProtoEpoch, Type: wire.TypeCloseReq, Body: (&wire.EpochRef{Epoch: id}).Marshal(), Timeout: transport.ShortTimeout})
 			if err == nil || !strings.Contains(err.Error(), "registration deadline") {
 				t.Fatalf("early close accepted by %s: %v", h.ID().ShortString(), err)
 			}
@@ -92,7 +94,7 @@ func TestLeaderTricksFail(t *testing.T) {
 			}
 			for _, h := range honest {
 				// Refused for its parameters, not for a later check.
-				_, err := call(ctx, leader.h, h.ID(), request{Proto: ProtoEpoch, Type: wire.TypePrepare, Body: prep.Marshal(), Timeout: shortTimeout})
+				_, err := transport.Call(ctx, leader.h, h.ID(), transport.Request{Proto: ProtoEpoch, Type: wire.TypePrepare, Body: prep.Marshal(), Timeout: transport.ShortTimeout})
 				if err == nil || !strings.Contains(err.Error(), "group's") && !strings.Contains(err.Error(), "outside") {
 					t.Fatalf("%s: prepare not refused for its parameters by %s: %v", name, h.ID().ShortString(), err)
 				}
@@ -102,12 +104,12 @@ func TestLeaderTricksFail(t *testing.T) {
 		// round limit is the leader's to choose.
 		q := p
 		q.RegWindowMs *= 2
-		if err := checkGroupParams(q.Wire(), p.Wire()); err == nil {
+		if err := proto.CheckGroupParams(q.Wire(), p.Wire()); err == nil {
 			t.Fatal("a longer registration window taken")
 		}
 		q = p
 		q.RoundLimitMs *= 2
-		if err := checkGroupParams(q.Wire(), p.Wire()); err != nil {
+		if err := proto.CheckGroupParams(q.Wire(), p.Wire()); err != nil {
 			t.Fatalf("another round limit refused: %v", err)
 		}
 	})
@@ -136,7 +138,7 @@ func TestClientSelection(t *testing.T) {
 			keys = append(keys, k)
 		}
 		n, m := uint32(MinClientCap), 2
-		sel := selectClients(id, [32]byte{}, keys, primaryOf, nil, n, m)
+		sel := proto.SelectClients(id, [32]byte{}, keys, primaryOf, nil, n, m)
 		if len(sel) != int(n) {
 			t.Fatalf("%d selected, cap %d", len(sel), n)
 		}
@@ -149,16 +151,16 @@ func TestClientSelection(t *testing.T) {
 			per[primaryOf[k]]++
 			final = append(final, wire.ClientEntry{RegKey: k, Primary: primaryOf[k]})
 		}
-		if per[1] != 3 || per[0] < primaryQuota(n, m) {
-			t.Fatalf("per primary %v, quota %d", per, primaryQuota(n, m))
+		if per[1] != 3 || per[0] < proto.PrimaryQuota(n, m) {
+			t.Fatalf("per primary %v, quota %d", per, proto.PrimaryQuota(n, m))
 		}
 		for p := range regs {
-			if err := checkPrimaryKept(final, regs[p], nil, n, m); err != nil {
+			if err := proto.CheckPrimaryKept(final, regs[p], nil, n, m); err != nil {
 				t.Fatalf("primary %d refuses the selection: %v", p, err)
 			}
 		}
 		// The n−1 attack: the small primary's clients dropped but one.
-		if err := checkPrimaryKept(final[:1], regs[1], nil, n, m); err == nil {
+		if err := proto.CheckPrimaryKept(final[:1], regs[1], nil, n, m); err == nil {
 			t.Fatal("a descriptor that drops clients and is not full was accepted")
 		}
 		// Full, but below the big primary's quota.
@@ -167,11 +169,11 @@ func TestClientSelection(t *testing.T) {
 			k := sha256.Sum256([]byte(fmt.Sprint("sybil", i)))
 			stuffed = append(stuffed, wire.ClientEntry{RegKey: k, Primary: 1})
 		}
-		if err := checkPrimaryKept(stuffed, regs[0], nil, n, m); err == nil {
+		if err := proto.CheckPrimaryKept(stuffed, regs[0], nil, n, m); err == nil {
 			t.Fatal("a full descriptor below the quota was accepted")
 		}
 		// Under the cap nothing is dropped.
-		if got := selectClients(id, [32]byte{}, keys[:10], primaryOf, nil, n, m); len(got) != 10 {
+		if got := proto.SelectClients(id, [32]byte{}, keys[:10], primaryOf, nil, n, m); len(got) != 10 {
 			t.Fatalf("%d of 10 kept under the cap", len(got))
 		}
 	})

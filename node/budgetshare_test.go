@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestBudgetDropEvidenceShared (§3 refusal budget): a server that missed
@@ -83,7 +84,7 @@ func completedWithout(s *Server, p peer.ID, from uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range s.epochs {
-		if e.ended && e.reason == "complete" && e.v.Desc.Number > from && !inChain(e.v.Chain, p) {
+		if e.ended && e.reason == "complete" && e.v.Desc.Number > from && !proto.InChain(e.v.Chain, p) {
 			return true
 		}
 	}
@@ -132,7 +133,7 @@ func TestTwoOutForBudget(t *testing.T) {
 			for _, s := range bn.servers[2:] {
 				s.mu.Lock()
 				for _, e := range s.epochs {
-					if e.ended && e.reason == "complete" && e.v.Desc.Number > from && inChain(e.v.Chain, a.h.ID()) && inChain(e.v.Chain, b.h.ID()) {
+					if e.ended && e.reason == "complete" && e.v.Desc.Number > from && proto.InChain(e.v.Chain, a.h.ID()) && proto.InChain(e.v.Chain, b.h.ID()) {
 						s.mu.Unlock()
 						return true
 					}

@@ -30,12 +30,12 @@ func TestReplyTable(t *testing.T) {
 				if r.Max <= 0 && proto != ProtoPIR {
 					t.Errorf("%s: reply to %d has no cap", proto, rt)
 				}
-				if want, _, err := replyTo(proto, rt); err != nil || want != r.T {
+				if want, _, err := transport.ReplyTo(proto, rt); err != nil || want != r.T {
 					t.Errorf("%s: replyTo(%d) = %d, %v", proto, rt, want, err)
 				}
 			}
 		}
-		if _, _, err := replyTo(ProtoRound, wire.TypeHello); err == nil {
+		if _, _, err := transport.ReplyTo(ProtoRound, wire.TypeHello); err == nil {
 			t.Fatal("a hello on the round protocol has a reply")
 		}
 	})

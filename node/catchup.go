@@ -7,6 +7,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/catchup"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // Server catch-up (§7 v3) is package node/internal/catchup's: it reads
@@ -46,8 +47,8 @@ func (c catchEnv) KeepCert(ct *wire.Cert) bool              { return c.s.keepCer
 func (c catchEnv) SyncCerts(ctx context.Context, p peer.ID) (got, answered, whole bool) {
 	return c.s.syncFrom(ctx, p)
 }
-func (c catchEnv) Call(ctx context.Context, p peer.ID, r request) ([]byte, error) {
-	return call(ctx, c.s.h, p, r)
+func (c catchEnv) Call(ctx context.Context, p peer.ID, r transport.Request) ([]byte, error) {
+	return transport.Call(ctx, c.s.h, p, r)
 }
 
 // missingCert returns the lowest number of the catch-up window, but the

@@ -18,6 +18,8 @@ import (
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/catchup"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/node/transport/memnet"
 	"github.com/riffle-net/riffle/store"
 )
@@ -150,7 +152,7 @@ func TestCatchupRefusesForgeries(t *testing.T) {
 		rl := wire.RoundList{Epoch: [32]byte{0xe1}, Round: 0}
 		for _, c := range chunks {
 			rl.Published = append(rl.Published, c.ID)
-			if isManifest(c.Data) {
+			if proto.IsManifest(c.Data) {
 				rl.Manifests = append(rl.Manifests, c.ID)
 			}
 		}
@@ -165,9 +167,9 @@ func TestCatchupRefusesForgeries(t *testing.T) {
 		if bytes.Compare(chain[0], chain[1]) > 0 { // a certificate's chain is sorted
 			keys[0], keys[1], chain[0], chain[1] = keys[1], keys[0], chain[1], chain[0]
 		}
-		closing := wire.Closing{Epoch: rl.Epoch, Rounds: []wire.ClosingRound{{State: wire.ClosedPublished, List: listDigest(&rl)}, {}}}
+		closing := wire.Closing{Epoch: rl.Epoch, Rounds: []wire.ClosingRound{{State: wire.ClosedPublished, List: proto.ListDigest(&rl)}, {}}}
 		for _, k := range keys {
-			sg, err := sign(k, closingDigest(&closing))
+			sg, err := proto.Sign(k, proto.ClosingDigest(&closing))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,12 +195,12 @@ func TestCatchupRefusesForgeries(t *testing.T) {
 			}
 			page := wire.Index{Next: 3, Entries: []wire.IndexEntry{{FileID: fakeID, Name: []byte("fake"), Size: 64, Chunks: 1}},
 				Manifests: [][]byte{fake}, Closings: [][]byte{rec.Marshal()}}
-			var g gate
+			var g transport.Gate
 			caps := func(peer.ID, wire.Type) int { return 64 << 10 }
-			serve(ctx, h, &g, quietLogger(), ProtoClient, shortTimeout, caps, func(_ context.Context, _ peer.ID, t wire.Type, _ []byte) (wire.Type, []byte, error) {
+			transport.Serve(ctx, h, &g, quietLogger(), ProtoClient, transport.ShortTimeout, caps, func(_ context.Context, _ peer.ID, t wire.Type, _ []byte) (wire.Type, []byte, error) {
 				return wire.TypeIndex, page.Marshal(), nil
 			})
-			serve(ctx, h, &g, quietLogger(), ProtoRound, shortTimeout, caps, func(_ context.Context, _ peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
+			transport.Serve(ctx, h, &g, quietLogger(), ProtoRound, transport.ShortTimeout, caps, func(_ context.Context, _ peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
 				switch t {
 				case wire.TypeListReq:
 					l := rl
@@ -310,7 +312,7 @@ func newFakeEpoch(t *testing.T, id byte, text string) *fakeEpoch {
 	f.list = wire.RoundList{Epoch: [32]byte{id}, Round: 0}
 	for _, c := range f.chunks {
 		f.list.Published = append(f.list.Published, c.ID)
-		if isManifest(c.Data) {
+		if proto.IsManifest(c.Data) {
 			f.list.Manifests = append(f.list.Manifests, c.ID)
 		}
 	}
@@ -325,9 +327,9 @@ func newFakeEpoch(t *testing.T, id byte, text string) *fakeEpoch {
 		keys[0], keys[1], f.chain[0], f.chain[1] = keys[1], keys[0], f.chain[1], f.chain[0]
 	}
 	f.keys = keys
-	f.closing = wire.Closing{Epoch: f.list.Epoch, Rounds: []wire.ClosingRound{{State: wire.ClosedPublished, List: listDigest(&f.list)}, {}}}
+	f.closing = wire.Closing{Epoch: f.list.Epoch, Rounds: []wire.ClosingRound{{State: wire.ClosedPublished, List: proto.ListDigest(&f.list)}, {}}}
 	for _, k := range keys {
-		sg, err := sign(k, closingDigest(&f.closing))
+		sg, err := proto.Sign(k, proto.ClosingDigest(&f.closing))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -374,15 +376,15 @@ func TestCatchupKeepsUnknownRecords(t *testing.T) {
 		}
 		defer h.Close()
 		page := wire.Index{Next: 3, Closings: [][]byte{a.closing.Marshal(), b.closing.Marshal()}}
-		var g gate
+		var g transport.Gate
 		caps := func(peer.ID, wire.Type) int { return 64 << 10 }
-		serve(ctx, h, &g, quietLogger(), ProtoClient, shortTimeout, caps, func(context.Context, peer.ID, wire.Type, []byte) (wire.Type, []byte, error) {
+		transport.Serve(ctx, h, &g, quietLogger(), ProtoClient, transport.ShortTimeout, caps, func(context.Context, peer.ID, wire.Type, []byte) (wire.Type, []byte, error) {
 			return wire.TypeIndex, page.Marshal(), nil
 		})
-		serve(ctx, h, &g, quietLogger(), ProtoEpoch, shortTimeout, caps, func(context.Context, peer.ID, wire.Type, []byte) (wire.Type, []byte, error) {
+		transport.Serve(ctx, h, &g, quietLogger(), ProtoEpoch, transport.ShortTimeout, caps, func(context.Context, peer.ID, wire.Type, []byte) (wire.Type, []byte, error) {
 			return 0, nil, errors.New("node: certificates only for roster servers")
 		})
-		serve(ctx, h, &g, quietLogger(), ProtoRound, shortTimeout, caps, func(_ context.Context, _ peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
+		transport.Serve(ctx, h, &g, quietLogger(), ProtoRound, transport.ShortTimeout, caps, func(_ context.Context, _ peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
 			switch t {
 			case wire.TypeListReq:
 				var ref wire.EpochRef
@@ -461,7 +463,7 @@ func TestCatchupWithoutClosing(t *testing.T) {
 		defer s.Close()
 		f := newFakeEpoch(t, 0xc, "unclosed ")
 		for _, k := range f.keys {
-			sg, err := sign(k, listDigest(&f.list))
+			sg, err := proto.Sign(k, proto.ListDigest(&f.list))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -481,12 +483,12 @@ func TestCatchupWithoutClosing(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { h.Close() })
-			var g gate
+			var g transport.Gate
 			caps := func(peer.ID, wire.Type) int { return 64 << 10 }
-			serve(ctx, h, &g, quietLogger(), ProtoClient, shortTimeout, caps, func(context.Context, peer.ID, wire.Type, []byte) (wire.Type, []byte, error) {
+			transport.Serve(ctx, h, &g, quietLogger(), ProtoClient, transport.ShortTimeout, caps, func(context.Context, peer.ID, wire.Type, []byte) (wire.Type, []byte, error) {
 				return wire.TypeIndex, (&wire.Index{}).Marshal(), nil
 			})
-			serve(ctx, h, &g, quietLogger(), ProtoRound, shortTimeout, caps, func(_ context.Context, _ peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
+			transport.Serve(ctx, h, &g, quietLogger(), ProtoRound, transport.ShortTimeout, caps, func(_ context.Context, _ peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
 				switch t {
 				case wire.TypeListReq:
 					var ref wire.EpochRef

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -56,7 +58,7 @@ func (s *Server) omittedHeld(e *sepoch, r uint32, x *sround, rl *wire.RoundList,
 	for _, h := range held {
 		mine[h.ID] = true
 	}
-	keep := roundRobinCut(listStart(e.final.ID, r, len(byPos)), byPos, func(id [32]byte) bool { return in[id] || mine[id] }, maxRows)
+	keep := proto.RoundRobinCut(proto.ListStart(e.final.ID, r, len(byPos)), byPos, func(id [32]byte) bool { return in[id] || mine[id] }, maxRows)
 	var out [][32]byte
 	for _, id := range keep {
 		if !in[id] {
@@ -109,7 +111,7 @@ func (s *Server) fetchOmitted(ctx context.Context, e *sepoch, ids [][32]byte) bo
 			if p == s.h.ID() {
 				continue
 			}
-			rep, err := call(ctx, s.h, p, request{Proto: ProtoRound, Type: wire.TypeGetChunk, Body: (&wire.Chunk{ID: id}).Marshal(), Timeout: bulkTimeout})
+			rep, err := transport.Call(ctx, s.h, p, transport.Request{Proto: ProtoRound, Type: wire.TypeGetChunk, Body: (&wire.Chunk{ID: id}).Marshal(), Timeout: transport.BulkTimeout})
 			if err != nil {
 				continue
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestAbortTimeoutPrepares (§3's admitted gap): one server holds an abort
@@ -39,13 +40,13 @@ func TestAbortTimeoutPrepares(t *testing.T) {
 		}
 		id := [32]byte{7}
 		coord := wire.Abort{Epoch: id, Number: 1, Kind: wire.AbortCoord, Signer: chain[1], Reason: []byte("open failed")}
-		coord.Sig = certSign(t, keys[1], abortDigest(&coord))
+		coord.Sig = certSign(t, keys[1], proto.AbortDigest(&coord))
 		abort := &wire.Cert{Kind: wire.CertAbort, Number: 1, Epoch: id, Chain: chain, Abort: coord.Marshal()}
 		timeout := &wire.Cert{Kind: wire.CertTimeout, Number: 1, Chain: chain}
 		for i, k := range keys {
-			abort.Sigs = append(abort.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, openCertDigest(1, id))})
+			abort.Sigs = append(abort.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, proto.OpenCertDigest(1, id))})
 			if i != int(1%uint64(len(keys))) {
-				timeout.Sigs = append(timeout.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, timeoutDigest(1, chain))})
+				timeout.Sigs = append(timeout.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, proto.TimeoutDigest(1, chain))})
 			}
 		}
 		server := func(held *wire.Cert) *Server {
@@ -112,7 +113,7 @@ func TestForgedVoteAheadPokesNothing(t *testing.T) {
 		if n := pokes.Load(); n != 0 {
 			t.Errorf("a forged vote ahead poked the sync %d times", n)
 		}
-		if _, _, err := s.onTimeoutVote(keys[0].id, vote(certSign(t, keys[0], timeoutDigest(9, chain)))); err != nil {
+		if _, _, err := s.onTimeoutVote(keys[0].id, vote(certSign(t, keys[0], proto.TimeoutDigest(9, chain)))); err != nil {
 			t.Fatal(err)
 		}
 		if n := pokes.Load(); n != 1 {
@@ -145,7 +146,7 @@ func TestEquivocationGrindWritesOnce(t *testing.T) {
 		var evs []*wire.Charge
 		for i := range 20 {
 			tc := [][]byte{[]byte(bad.id), append([]byte(bad.id), byte(i))}
-			t0 := &wire.Cert{Kind: wire.CertTimeout, Number: K, Chain: tc, Sigs: []wire.CertSig{{Index: 0, Sig: certSign(t, bad, timeoutDigest(K, tc))}}}
+			t0 := &wire.Cert{Kind: wire.CertTimeout, Number: K, Chain: tc, Sigs: []wire.CertSig{{Index: 0, Sig: certSign(t, bad, proto.TimeoutDigest(K, tc))}}}
 			evs = append(evs, equivocation(final, 1, t0, 0))
 		}
 		sort.Slice(evs, func(i, j int) bool { return blame.ChargeKey(evs[i]) > blame.ChargeKey(evs[j]) })
@@ -198,7 +199,7 @@ func TestForgedOutrankingFromNonLeader(t *testing.T) {
 				forged.Sigs = append(forged.Sigs, wire.CertSig{Index: uint16(i), Sig: [64]byte{byte(i)}})
 			}
 			mine := s.derivedChain(forged)
-			lead := leaderOf(K+1, mine)
+			lead := proto.LeaderOf(K+1, mine)
 			if lead == s.ID() || len(mine) < s.cfg.MinServers {
 				continue
 			}
@@ -250,21 +251,21 @@ func TestTimeoutLenderPushed(t *testing.T) {
 		}
 		sortChain(group)
 		const N = 6
-		d.keepCert(&wire.Cert{Kind: wire.CertFinal, Number: N - 1, Epoch: [32]byte{5}, Chain: chainIDs(group)})
+		d.keepCert(&wire.Cert{Kind: wire.CertFinal, Number: N - 1, Epoch: [32]byte{5}, Chain: proto.ChainIDs(group)})
 		final := finalCertBy(t, keys, keys, N)
 		x := keys[1]
-		tchain := chainIDs(group)
+		tchain := proto.ChainIDs(group)
 		timeout := &wire.Cert{Kind: wire.CertTimeout, Number: N, Chain: tchain}
 		for i, p := range group {
 			switch p {
 			case d.ID():
-				sig, err := sign(d.priv, timeoutDigest(N, tchain))
+				sig, err := proto.Sign(d.priv, proto.TimeoutDigest(N, tchain))
 				if err != nil {
 					t.Fatal(err)
 				}
 				timeout.Sigs = append(timeout.Sigs, wire.CertSig{Index: uint16(i), Sig: sig})
 			case x.id:
-				timeout.Sigs = append(timeout.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, x, timeoutDigest(N, tchain))})
+				timeout.Sigs = append(timeout.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, x, proto.TimeoutDigest(N, tchain))})
 			}
 		}
 		d.keepCert(timeout)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestFinalLostToOneServer: a leader signs its final descriptor, delivers
@@ -86,7 +87,7 @@ func TestFinalLostToOneServer(t *testing.T) {
 			if c, ok := s.cert.certOf(n); ok {
 				kind = certKind(c.Kind)
 			}
-			t.Logf("server %d: certificate of %d %s, leader counted %d, next leader here %s", i, n, kind, s.ref.refusalCounts()[bad.ID()], leaderOf(s.cert.nextNumber(), s.takenChain(s.cert.nextNumber())).ShortString())
+			t.Logf("server %d: certificate of %d %s, leader counted %d, next leader here %s", i, n, kind, s.ref.refusalCounts()[bad.ID()], proto.LeaderOf(s.cert.nextNumber(), s.takenChain(s.cert.nextNumber())).ShortString())
 		}
 		if err != nil {
 			t.Fatalf("the servers hold different certificates of %d or count the leader differently (victim %s, leader %s; numbers %v)", n, victim.ID().ShortString(), bad.ID().ShortString(), fn.numbers())
@@ -146,7 +147,7 @@ func TestOpenLostTimeoutCertified(t *testing.T) {
 				}
 				held = bad.lastNumber()
 				// V is not the next number's leader.
-				next := leaderOf(held+1, chain)
+				next := proto.LeaderOf(held+1, chain)
 				for _, p := range chain {
 					if p != bad.ID() && p != next {
 						return []peer.ID{bad.ID(), p}
@@ -233,7 +234,7 @@ func TestEquivocatorCharged(t *testing.T) {
 				pos = i
 			}
 		}
-		sig, err := sign(bad.priv, timeoutDigest(final.Number, final.Chain))
+		sig, err := proto.Sign(bad.priv, proto.TimeoutDigest(final.Number, final.Chain))
 		if err != nil {
 			t.Fatal(err)
 		}

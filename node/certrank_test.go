@@ -7,6 +7,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestCertOutranks: the rule that decides a number's certificate
@@ -61,7 +62,7 @@ func TestCertPrecedenceAnyOrder(t *testing.T) {
 			chain[i] = k.id
 		}
 		id := [32]byte{1}
-		lead := leaderOf(K, chain)
+		lead := proto.LeaderOf(K, chain)
 		var leadKey certKey
 		for _, k := range keys {
 			if k.id == lead {
@@ -69,11 +70,11 @@ func TestCertPrecedenceAnyOrder(t *testing.T) {
 			}
 		}
 		coord := wire.Abort{Epoch: id, Kind: wire.AbortCoord, Signer: []byte(lead), Reason: []byte("final descriptor not delivered")}
-		coord.Sig = certSign(t, leadKey, abortDigest(&coord))
+		coord.Sig = certSign(t, leadKey, proto.AbortDigest(&coord))
 		abortCert := &wire.Cert{Kind: wire.CertAbort, Number: K, Epoch: id, Abort: coord.Marshal()}
 		for i, k := range keys {
 			abortCert.Chain = append(abortCert.Chain, []byte(k.id))
-			abortCert.Sigs = append(abortCert.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, openCertDigest(K, id))})
+			abortCert.Sigs = append(abortCert.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, proto.OpenCertDigest(K, id))})
 		}
 		final := finalCertBy(t, keys, keys, K)
 		timeout := &wire.Cert{Kind: wire.CertTimeout, Number: K, Chain: abortCert.Chain}
@@ -143,7 +144,7 @@ func TestRejudgeRace(t *testing.T) {
 			chain[i] = k.id
 		}
 		id := [32]byte{1}
-		lead := leaderOf(K, chain)
+		lead := proto.LeaderOf(K, chain)
 		var leadKey certKey
 		for _, k := range keys {
 			if k.id == lead {
@@ -151,11 +152,11 @@ func TestRejudgeRace(t *testing.T) {
 			}
 		}
 		coord := wire.Abort{Epoch: id, Kind: wire.AbortCoord, Signer: []byte(lead), Reason: []byte("final descriptor not delivered")}
-		coord.Sig = certSign(t, leadKey, abortDigest(&coord))
+		coord.Sig = certSign(t, leadKey, proto.AbortDigest(&coord))
 		abortCert := &wire.Cert{Kind: wire.CertAbort, Number: K, Epoch: id, Abort: coord.Marshal()}
 		for i, k := range keys {
 			abortCert.Chain = append(abortCert.Chain, []byte(k.id))
-			abortCert.Sigs = append(abortCert.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, openCertDigest(K, id))})
+			abortCert.Sigs = append(abortCert.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, proto.OpenCertDigest(K, id))})
 		}
 		final := finalCertBy(t, keys, keys, K)
 		ev := func() *wire.Charge { return &wire.Charge{Kind: wire.EvAbort, Number: K, Item: coord.Marshal()} }

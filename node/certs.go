@@ -16,6 +16,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // Certified epoch numbers (§3 (v3) "Epoch numbers and leaders";
@@ -165,12 +166,12 @@ func (w *whoState) checkFounding(chain []peer.ID) error {
 func (s *Server) checkCert(c *wire.Cert) error {
 	s.hookCertChecked(c)
 	if g, ok := s.certGroup(c.Number); ok {
-		return verifyCertIn(c, g)
+		return proto.VerifyCertIn(c, g)
 	}
 	if s.who.foundersSet() {
 		return fmt.Errorf("node: certificate of %d: the certificate of %d is not here to check it against", c.Number, c.Number-1)
 	}
-	return verifyCert(c, s.knownServers())
+	return proto.VerifyCert(c, s.knownServers())
 }
 
 // errChainMinority refuses a Prepare whose chain holds at most half of the
@@ -306,7 +307,7 @@ func (s *Server) keepCertMade(c *wire.Cert, made bool) bool {
 		s.log.Error("certificate not saved", "err", err)
 		return false
 	}
-	if err := writeFileDurably(filepath.Join(dir, strconv.FormatUint(c.Number, 10)), b); err != nil {
+	if err := proto.WriteFileDurably(filepath.Join(dir, strconv.FormatUint(c.Number, 10)), b); err != nil {
 		s.cert.mu.Unlock()
 		s.log.Error("certificate not saved", "err", err)
 		return false
@@ -441,8 +442,8 @@ func loadCerts(dir string) (map[uint64][]byte, uint64, error) {
 
 // finalCert is the certificate of a final descriptor whose signatures
 // checkSigned verified.
-func finalCert(sd *wire.Signed, v *view) *wire.Cert {
-	c := &wire.Cert{Kind: wire.CertFinal, Number: sd.Desc.Number, Epoch: v.ID, Digest: sha256.Sum256(sd.Desc.Marshal()), Chain: chainIDs(v.Chain)}
+func finalCert(sd *wire.Signed, v *proto.View) *wire.Cert {
+	c := &wire.Cert{Kind: wire.CertFinal, Number: sd.Desc.Number, Epoch: v.ID, Digest: sha256.Sum256(sd.Desc.Marshal()), Chain: proto.ChainIDs(v.Chain)}
 	for i, sg := range sd.Sigs {
 		c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: sg})
 	}
@@ -457,7 +458,7 @@ func (s *Server) certifyAbortLocked(e *sepoch, a *wire.Abort) {
 	if e.final != nil || e.openSigs == nil || a.Number != e.v.Desc.Number || a.Epoch != e.v.ID {
 		return
 	}
-	c := &wire.Cert{Kind: wire.CertAbort, Number: a.Number, Epoch: e.v.ID, Chain: chainIDs(e.v.Chain), Abort: a.Marshal()}
+	c := &wire.Cert{Kind: wire.CertAbort, Number: a.Number, Epoch: e.v.ID, Chain: proto.ChainIDs(e.v.Chain), Abort: a.Marshal()}
 	for i, sg := range e.openSigs {
 		c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: sg})
 	}

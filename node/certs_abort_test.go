@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestAbortAfterFinalRefused (issue 26, F3): any member of a final
@@ -33,19 +34,19 @@ func TestAbortAfterFinalRefused(t *testing.T) {
 			c := &wire.Cert{Kind: wire.CertAbort, Number: n, Epoch: id}
 			for i, k := range keys {
 				c.Chain = append(c.Chain, []byte(k.id))
-				c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, openCertDigest(n, id))})
+				c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, proto.OpenCertDigest(n, id))})
 			}
 			a := wire.Abort{Epoch: id, Number: n, Kind: wire.AbortNoClose, Signer: []byte(keys[1].id), Reason: []byte("no close")}
-			a.Sig = certSign(t, keys[1], abortDigest(&a))
+			a.Sig = certSign(t, keys[1], proto.AbortDigest(&a))
 			c.Abort = a.Marshal()
 			return c
 		}
 		final := finalCertBy(t, keys, keys, K)
-		if err := verifyCert(final, known); err != nil {
+		if err := proto.VerifyCert(final, known); err != nil {
 			t.Fatal(err)
 		}
 		forged := abortOf(K)
-		if err := verifyCert(forged, known); err != nil {
+		if err := proto.VerifyCert(forged, known); err != nil {
 			t.Fatalf("the member's abort of K does not verify: %v", err)
 		}
 		s.addCert(final)

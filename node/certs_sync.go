@@ -9,6 +9,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // Catching up on certified epoch numbers (§3 (v3)): a server that
@@ -121,7 +123,7 @@ func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered, whole 
 	first := true
 	for range maxSyncPages {
 		top := s.cert.certTop()
-		ctx, cancel := context.WithTimeout(ctx, shortTimeout)
+		ctx, cancel := context.WithTimeout(ctx, transport.ShortTimeout)
 		// From certRecheck numbers below the last held, whose
 		// certificates the peer's may outrank (certOutranks): a server
 		// that certified one by an abort, or was away when the better
@@ -131,7 +133,7 @@ func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered, whole 
 		if top > certRecheck {
 			from = top - certRecheck
 		}
-		rep, err := call(ctx, s.h, p, request{Proto: ProtoEpoch, Type: wire.TypeCertReq, Body: (&wire.CertReq{From: from}).Marshal(), Timeout: shortTimeout})
+		rep, err := transport.Call(ctx, s.h, p, transport.Request{Proto: ProtoEpoch, Type: wire.TypeCertReq, Body: (&wire.CertReq{From: from}).Marshal(), Timeout: transport.ShortTimeout})
 		cancel()
 		if err != nil {
 			s.log.Debug("certificates not fetched", "peer", p.ShortString(), "err", err)
@@ -218,9 +220,9 @@ func (s *Server) pushCert(c *wire.Cert, to peer.ID, only bool) {
 		if len(peers) == 0 {
 			return
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
+		ctx, cancel := context.WithTimeout(s.ctx, transport.ShortTimeout)
 		defer cancel()
-		_, _ = s.each(ctx, peers, request{Proto: ProtoEpoch, Type: wire.TypeCertPush, Body: body, Timeout: shortTimeout})
+		_, _ = s.each(ctx, peers, transport.Request{Proto: ProtoEpoch, Type: wire.TypeCertPush, Body: body, Timeout: transport.ShortTimeout})
 	}()
 }
 
@@ -277,7 +279,7 @@ func (s *Server) outrankedFrom(c *wire.Cert, from peer.ID) error {
 // checked and taken, and the leader checked again under the charges it
 // decides.
 func (s *Server) takeOutrankingFrom(n uint64, c *wire.Cert, from peer.ID) {
-	if mine := s.derivedChain(c); len(mine) >= s.cfg.MinServers && leaderOf(n, mine) != from {
+	if mine := s.derivedChain(c); len(mine) >= s.cfg.MinServers && proto.LeaderOf(n, mine) != from {
 		return
 	}
 	s.takeOutranking(c)

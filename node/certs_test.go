@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/window"
 )
 
@@ -51,7 +52,7 @@ func newCertKeys(t *testing.T, n int) []certKey {
 
 func certSign(t *testing.T, k certKey, dg [32]byte) [64]byte {
 	t.Helper()
-	sig, err := sign(k.priv, dg)
+	sig, err := proto.Sign(k.priv, dg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func finalCertOf(t *testing.T, chain []certKey, signers []certKey, n uint64, epo
 		c.Chain = append(c.Chain, []byte(k.id))
 	}
 	for i := range chain {
-		c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, signers[i], finalCertDigest(n, c.Epoch, c.Digest))})
+		c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, signers[i], proto.FinalCertDigest(n, c.Epoch, c.Digest))})
 	}
 	return c
 }
@@ -96,30 +97,30 @@ func TestCertForged(t *testing.T) {
 		known := s.knownServers()
 
 		// Final: every chain server's signature.
-		if err := verifyCert(finalCertBy(t, keys, keys, 5), known); err != nil {
+		if err := proto.VerifyCert(finalCertBy(t, keys, keys, 5), known); err != nil {
 			t.Fatalf("valid final certificate: %v", err)
 		}
 		wrong := append([]certKey{}, keys...)
 		wrong[1] = strangers[0]
-		if err := verifyCert(finalCertBy(t, keys, wrong, 5), known); err == nil {
+		if err := proto.VerifyCert(finalCertBy(t, keys, wrong, 5), known); err == nil {
 			t.Error("a final certificate with a signature by the wrong key verified")
 		}
-		if err := verifyCert(finalCertBy(t, strangers, strangers, 5), known); err == nil || !strings.Contains(err.Error(), "known here") {
+		if err := proto.VerifyCert(finalCertBy(t, strangers, strangers, 5), known); err == nil || !strings.Contains(err.Error(), "known here") {
 			t.Errorf("a final certificate of unknown servers: %v", err)
 		}
 		chain := []certKey{keys[0], strangers[1], strangers[2]}
 		sortKeys(chain)
-		if err := verifyCert(finalCertBy(t, chain, chain, 5), known); err == nil {
+		if err := proto.VerifyCert(finalCertBy(t, chain, chain, 5), known); err == nil {
 			t.Error("a final certificate with one known server of three verified")
 		}
 		relabel := finalCertBy(t, keys, keys, 5)
 		relabel.Number = 6
-		if err := verifyCert(relabel, known); err == nil {
+		if err := proto.VerifyCert(relabel, known); err == nil {
 			t.Error("a final certificate relabelled to another number verified")
 		}
 		short := finalCertBy(t, keys, keys, 5)
 		short.Sigs = short.Sigs[:2]
-		if err := verifyCert(short, known); err == nil {
+		if err := proto.VerifyCert(short, known); err == nil {
 			t.Error("a final certificate missing a signature verified")
 		}
 
@@ -130,7 +131,7 @@ func TestCertForged(t *testing.T) {
 				c.Chain = append(c.Chain, []byte(k.id))
 			}
 			for _, i := range signers {
-				c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, keys[i], timeoutDigest(n, c.Chain))})
+				c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, keys[i], proto.TimeoutDigest(n, c.Chain))})
 			}
 			return c
 		}
@@ -145,22 +146,22 @@ func TestCertForged(t *testing.T) {
 		}
 		const n = 7
 		others := notLeading(n)
-		if err := verifyCert(timeoutOf(n, others...), known); err != nil {
+		if err := proto.VerifyCert(timeoutOf(n, others...), known); err != nil {
 			t.Fatalf("timeout signed by both servers other than the leader: %v", err)
 		}
-		if err := verifyCert(timeoutOf(n, others[0]), known); err == nil {
+		if err := proto.VerifyCert(timeoutOf(n, others[0]), known); err == nil {
 			t.Error("a timeout signed by one server of three verified")
 		}
 		withLeader := []int{others[0], n % 3}
 		if withLeader[1] < withLeader[0] {
 			withLeader[0], withLeader[1] = withLeader[1], withLeader[0]
 		}
-		if err := verifyCert(timeoutOf(n, withLeader...), known); err == nil || !strings.Contains(err.Error(), "its leader") {
+		if err := proto.VerifyCert(timeoutOf(n, withLeader...), known); err == nil || !strings.Contains(err.Error(), "its leader") {
 			t.Errorf("a timeout the leader signed: %v", err)
 		}
 		other := timeoutOf(n, others...)
 		other.Number = n + 1
-		if err := verifyCert(other, known); err == nil {
+		if err := proto.VerifyCert(other, known); err == nil {
 			t.Error("a timeout relabelled to another number verified")
 		}
 
@@ -170,20 +171,20 @@ func TestCertForged(t *testing.T) {
 			c := &wire.Cert{Kind: wire.CertAbort, Number: 5, Epoch: id}
 			for i, k := range keys {
 				c.Chain = append(c.Chain, []byte(k.id))
-				c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, openCertDigest(5, id))})
+				c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, proto.OpenCertDigest(5, id))})
 			}
 			a := wire.Abort{Epoch: epoch, Number: 5, Kind: wire.AbortCoord, Signer: []byte(by.id), Reason: []byte("open failed")}
-			a.Sig = certSign(t, by, abortDigest(&a))
+			a.Sig = certSign(t, by, proto.AbortDigest(&a))
 			c.Abort = a.Marshal()
 			return c
 		}
-		if err := verifyCert(abortCert(keys[1], [32]byte{9}), known); err != nil {
+		if err := proto.VerifyCert(abortCert(keys[1], [32]byte{9}), known); err != nil {
 			t.Fatalf("valid abort certificate: %v", err)
 		}
-		if err := verifyCert(abortCert(strangers[0], [32]byte{9}), known); err == nil {
+		if err := proto.VerifyCert(abortCert(strangers[0], [32]byte{9}), known); err == nil {
 			t.Error("an abort certificate whose abort is signed outside the chain verified")
 		}
-		if err := verifyCert(abortCert(keys[1], [32]byte{8}), known); err == nil {
+		if err := proto.VerifyCert(abortCert(keys[1], [32]byte{8}), known); err == nil {
 			t.Error("an abort certificate holding another epoch's abort verified")
 		}
 
@@ -192,10 +193,10 @@ func TestCertForged(t *testing.T) {
 		group := []peer.ID{s.ID(), keys[0].id, keys[1].id, keys[2].id}
 		sortChain(group)
 		N := uint64(6)
-		for leaderOf(N, group) == s.ID() {
+		for proto.LeaderOf(N, group) == s.ID() {
 			N++
 		}
-		leader := leaderOf(N, group)
+		leader := proto.LeaderOf(N, group)
 		prep := func(prev *wire.Cert, gap ...wire.Cert) []byte {
 			p := wire.Prepare{Number: N, Params: s.cfg.Params.Wire(), Previous: *prev, Gap: gap}
 			for _, id := range group {
@@ -290,7 +291,7 @@ func TestTimeoutVotes(t *testing.T) {
 					pos = j
 				}
 			}
-			v := wire.Cert{Kind: wire.CertTimeout, Number: n, Chain: ch, Sigs: []wire.CertSig{{Index: uint16(pos), Sig: certSign(t, keys[i], timeoutDigest(n, ch))}}}
+			v := wire.Cert{Kind: wire.CertTimeout, Number: n, Chain: ch, Sigs: []wire.CertSig{{Index: uint16(pos), Sig: certSign(t, keys[i], proto.TimeoutDigest(n, ch))}}}
 			return v.Marshal()
 		}
 		var others []int
@@ -333,7 +334,7 @@ func TestTimeoutVotes(t *testing.T) {
 			t.Fatalf("after three votes: certified %d (kind %d), number %d", s.cert.certTop(), s.CertKind(n), s.lastNumber())
 		}
 		c, _ := s.cert.certOf(n)
-		if err := verifyCert(c, s.knownServers()); err != nil || len(c.Sigs) != 3 {
+		if err := proto.VerifyCert(c, s.knownServers()); err != nil || len(c.Sigs) != 3 {
 			t.Fatalf("the timeout certificate made: %v, %d signatures", err, len(c.Sigs))
 		}
 	})
@@ -358,7 +359,7 @@ func sortChainBytes(ch [][]byte) {
 func heldEpoch(t *testing.T, s *Server, n uint64) [32]byte {
 	t.Helper()
 	d := &wire.Descriptor{Number: n, Params: testParams(2).Wire()}
-	id := epochID(d)
+	id := proto.EpochID(d)
 	s.win.Keep([]wire.WindowItem{{Number: n, Epoch: id, Group: window.GroupBytes(d)}})
 	return id
 }

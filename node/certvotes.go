@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // Timeout votes (§3 (v3) "Epoch numbers and leaders"): a server that saw
@@ -22,7 +23,7 @@ func (s *Server) voteTimeout(n uint64, chain []peer.ID) {
 	if s.lostRecords() != nil {
 		return
 	}
-	ids := chainIDs(chain)
+	ids := proto.ChainIDs(chain)
 	pos := -1
 	for i, p := range chain {
 		if p == s.h.ID() {
@@ -38,13 +39,13 @@ func (s *Server) voteTimeout(n uint64, chain []peer.ID) {
 		s.log.Debug("timeout not signed", "number", n, "err", err)
 		return
 	}
-	sig, err := sign(s.priv, timeoutDigest(n, ids))
+	sig, err := proto.Sign(s.priv, proto.TimeoutDigest(n, ids))
 	if err != nil {
 		s.log.Error("timeout unsigned", "err", err)
 		return
 	}
 	v := &wire.Cert{Kind: wire.CertTimeout, Number: n, Chain: ids, Sigs: []wire.CertSig{{Index: uint16(pos), Sig: sig}}}
-	s.log.Info("leader silent: timeout signed", "number", n, "leader", leaderOf(n, chain).ShortString())
+	s.log.Info("leader silent: timeout signed", "number", n, "leader", proto.LeaderOf(n, chain).ShortString())
 	s.noteVote(v)
 	body := v.Marshal()
 	var others []peer.ID
@@ -78,7 +79,7 @@ func (s *Server) onTimeoutVote(from peer.ID, body []byte) (wire.Type, []byte, er
 		// A vote of a number final here, by a server that signed its
 		// final descriptor, is that server's equivocation.
 		if c, ok := s.cert.certOf(v.Number); ok && c.Kind == wire.CertFinal && inCertChain(c, from) &&
-			verifyPeerSig(from, timeoutDigest(v.Number, v.Chain), v.Sigs[0].Sig) == nil {
+			proto.VerifyPeerSig(from, proto.TimeoutDigest(v.Number, v.Chain), v.Sigs[0].Sig) == nil {
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
@@ -88,7 +89,7 @@ func (s *Server) onTimeoutVote(from peer.ID, body []byte) (wire.Type, []byte, er
 		return wire.TypeAck, ack, nil
 	case v.Number > top+1:
 		// Its signature first: a forged vote ahead cost a sync each.
-		if verifyPeerSig(from, timeoutDigest(v.Number, v.Chain), v.Sigs[0].Sig) == nil {
+		if proto.VerifyPeerSig(from, proto.TimeoutDigest(v.Number, v.Chain), v.Sigs[0].Sig) == nil {
 			s.hookSyncPoked()
 			s.cert.pokeSync()
 		}
@@ -104,7 +105,7 @@ func (s *Server) onTimeoutVote(from peer.ID, body []byte) (wire.Type, []byte, er
 	if int(v.Sigs[0].Index) == int(v.Number%uint64(len(v.Chain))) {
 		return 0, nil, errors.New("node: timeout vote by the number's leader")
 	}
-	if err := verifyPeerSig(from, timeoutDigest(v.Number, v.Chain), v.Sigs[0].Sig); err != nil {
+	if err := proto.VerifyPeerSig(from, proto.TimeoutDigest(v.Number, v.Chain), v.Sigs[0].Sig); err != nil {
 		return 0, nil, err
 	}
 	s.noteVote(&v)
@@ -155,7 +156,7 @@ func (s *Server) noteVote(v *wire.Cert) {
 	}
 	if vs != nil {
 		vs.sigs[v.Sigs[0].Index] = v.Sigs[0].Sig
-		if len(vs.sigs) >= timeoutQuorum(len(vs.chain)) {
+		if len(vs.sigs) >= proto.TimeoutQuorum(len(vs.chain)) {
 			c = &wire.Cert{Kind: wire.CertTimeout, Number: v.Number, Chain: vs.chain}
 			for i, sg := range vs.sigs {
 				c.Sigs = append(c.Sigs, wire.CertSig{Index: i, Sig: sg})

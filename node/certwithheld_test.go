@@ -13,6 +13,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestWithheldFinalShownToOne: a leader gathers every signature of its
@@ -81,7 +82,7 @@ func TestWithheldFinalShownToOne(t *testing.T) {
 			}
 		}
 		ab, _ := victim.cert.certOf(n)
-		fc := &wire.Cert{Kind: wire.CertFinal, Number: n, Epoch: epochID(&sd.Desc), Digest: sha256.Sum256(sd.Desc.Marshal()), Chain: ab.Chain}
+		fc := &wire.Cert{Kind: wire.CertFinal, Number: n, Epoch: proto.EpochID(&sd.Desc), Digest: sha256.Sum256(sd.Desc.Marshal()), Chain: ab.Chain}
 		for i, sg := range sd.Sigs {
 			fc.Sigs = append(fc.Sigs, wire.CertSig{Index: uint16(i), Sig: sg})
 		}

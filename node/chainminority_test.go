@@ -13,6 +13,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestPrepareChainMinorityRefused (§3 v3, the swarm's seed 9): a
@@ -40,8 +41,8 @@ func TestPrepareChainMinorityRefused(t *testing.T) {
 		sortChain(prev)
 		prepare := func(chain ...peer.ID) error {
 			sortChain(chain)
-			p := wire.Prepare{Number: 9, Params: s.cfg.Params.Wire(), Chain: chainIDs(chain),
-				Previous: wire.Cert{Kind: wire.CertFinal, Number: 8, Chain: chainIDs(prev)}}
+			p := wire.Prepare{Number: 9, Params: s.cfg.Params.Wire(), Chain: proto.ChainIDs(chain),
+				Previous: wire.Cert{Kind: wire.CertFinal, Number: 8, Chain: proto.ChainIDs(prev)}}
 			_, _, err := s.onPrepare(ids[1], p.Marshal())
 			return err
 		}
@@ -51,7 +52,7 @@ func TestPrepareChainMinorityRefused(t *testing.T) {
 		if err := prepare(ids[0], ids[1], ids[2], ids[4]); errors.Is(err, errChainMinority) {
 			t.Fatalf("a chain with 3 of the 4 servers of the previous certificate: %v", err)
 		}
-		if holdsCertGroup(chainIDs([]peer.ID{ids[0], ids[1]}), &wire.Cert{Kind: wire.CertTimeout, Number: 8, Chain: chainIDs(prev)}) {
+		if holdsCertGroup(proto.ChainIDs([]peer.ID{ids[0], ids[1]}), &wire.Cert{Kind: wire.CertTimeout, Number: 8, Chain: proto.ChainIDs(prev)}) {
 			t.Fatal("2 of 4 held a timeout certificate's group")
 		}
 	})
@@ -94,7 +95,7 @@ func TestWouldServeAsPrepare(t *testing.T) {
 			chain = append(chain, s.ID())
 		}
 		sortChain(chain)
-		q := wire.Prepare{Number: top + 2, Params: asked.cfg.Params.Wire(), Chain: chainIDs(chain)}
+		q := wire.Prepare{Number: top + 2, Params: asked.cfg.Params.Wire(), Chain: proto.ChainIDs(chain)}
 		if _, _, err := asked.onWouldServe(ctx, from, q.Marshal()); err == nil {
 			t.Fatal("s3 would serve in a chain with s0, which it counts out for its refusal budget (its Prepare would be refused)")
 		}
@@ -105,7 +106,7 @@ func TestWouldServeAsPrepare(t *testing.T) {
 				rest = append(rest, p)
 			}
 		}
-		q.Chain = chainIDs(rest)
+		q.Chain = proto.ChainIDs(rest)
 		if _, _, err := asked.onWouldServe(ctx, from, q.Marshal()); err != nil {
 			t.Fatalf("s3 would not serve without s0: %v", err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // The evidence log (docs/protocol.md §3): evidence named by what was
@@ -249,20 +250,20 @@ func (s *Server) onCharge(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		id = a.Epoch
 		s.mu.Lock()
 		e := s.epochs[a.Epoch]
-		if e != nil && e.v != nil && inChain(e.v.Chain, from) {
+		if e != nil && e.v != nil && proto.InChain(e.v.Chain, from) {
 			defer s.mu.Unlock()
 			return s.takeAbortLocked(e, from, &a, &ev)
 		}
 		s.mu.Unlock()
 	case wire.EvVoid:
 		var rl wire.RoundList
-		if err := rl.Unmarshal(ev.Item, genericLimits()); err != nil {
+		if err := rl.Unmarshal(ev.Item, proto.GenericLimits()); err != nil {
 			return 0, nil, err
 		}
 		id = rl.Epoch
 		s.mu.Lock()
 		e := s.epochs[rl.Epoch]
-		if e != nil && e.final != nil && inChain(e.v.Chain, from) && rl.Void() && !e.blameVoided(rl.Round) {
+		if e != nil && e.final != nil && proto.InChain(e.v.Chain, from) && rl.Void() && !e.blameVoided(rl.Round) {
 			var own *wire.Attest
 			if e.admit(rl.Round) == nil {
 				own = s.roundAttestLocked(e, rl.Round)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // chargeChain is a chain of m fresh keys for the charge rules' tests.
@@ -71,9 +72,9 @@ func TestResignedVoidKeepsCharge(t *testing.T) {
 	ctx := blame.Context{Epoch: epoch, Chain: chain, Final: true}
 	const num, round = 7, 3
 	rl := wire.RoundList{Epoch: epoch, Round: round, Flags: wire.ListVoid}
-	dg := listDigest(&rl)
+	dg := proto.ListDigest(&rl)
 	for _, p := range privs {
-		sg, err := sign(p, dg)
+		sg, err := proto.Sign(p, dg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +83,7 @@ func TestResignedVoidKeepsCharge(t *testing.T) {
 	item := rl.Marshal()
 	attest := func(by int) wire.Attest {
 		a := wire.Attest{AttestReq: wire.AttestReq{Epoch: epoch, Number: num, Kind: wire.AbortNoPub, Round: round}, Lacking: 1 << 3, Signer: uint16(by)}
-		a.Sig, _ = sign(privs[by], blame.AttestDigest(&a))
+		a.Sig, _ = proto.Sign(privs[by], blame.AttestDigest(&a))
 		return a
 	}
 	backed := &wire.Charge{Kind: wire.EvVoid, Number: num, Item: item, Attests: []wire.Attest{attest(0), attest(1), attest(2)}}
@@ -93,7 +94,7 @@ func TestResignedVoidKeepsCharge(t *testing.T) {
 		c := rl
 		c.Sigs = append([][64]byte(nil), rl.Sigs...)
 		c.Sigs[2] = resign(t, privs[2], dg, n)
-		if verifyPeerSig(chain[2], dg, c.Sigs[2]) != nil {
+		if proto.VerifyPeerSig(chain[2], dg, c.Sigs[2]) != nil {
 			t.Fatal("the fresh signature does not verify")
 		}
 		ev := &wire.Charge{Kind: wire.EvVoid, Number: num, Item: c.Marshal()}
@@ -138,9 +139,9 @@ func TestBlameVoidChargesNobody(t *testing.T) {
 	epoch := [32]byte{6}
 	ctx := blame.Context{Epoch: epoch, Chain: chain, Final: true}
 	rl := wire.RoundList{Epoch: epoch, Round: 2, Flags: wire.ListVoid | wire.ListBlame}
-	dg := listDigest(&rl)
+	dg := proto.ListDigest(&rl)
 	for _, p := range privs {
-		sg, _ := sign(p, dg)
+		sg, _ := proto.Sign(p, dg)
 		rl.Sigs = append(rl.Sigs, sg)
 	}
 	ev := &wire.Charge{Kind: wire.EvVoid, Number: 4, Item: rl.Marshal()}
@@ -156,7 +157,7 @@ func TestBlameVoidChargesNobody(t *testing.T) {
 	// The flag alone, without ListVoid, does not decode.
 	rl.Flags = wire.ListBlame
 	var back wire.RoundList
-	if err := back.Unmarshal(rl.Marshal(), genericLimits()); err == nil {
+	if err := back.Unmarshal(rl.Marshal(), proto.GenericLimits()); err == nil {
 		t.Fatal("a list flagged blamed but not void decoded")
 	}
 }

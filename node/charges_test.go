@@ -14,6 +14,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // chargedNumbers is what s counts: for each server, the numbers of the
@@ -68,7 +69,7 @@ func TestReplayLogSameCharges(t *testing.T) {
 		var chain []peer.ID
 		for n := fn.servers[0].cert.certTop(); n > 0 && chain == nil; n-- {
 			if c, ok := fn.servers[0].cert.certOf(n); ok && len(c.Chain) == 4 {
-				chain, _ = certChain(c)
+				chain, _ = proto.CertChain(c)
 			}
 		}
 		if chain == nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestWaivedEvidenceNotCountedAgain: evidence whose charge was waived for
@@ -25,7 +26,7 @@ func TestWaivedEvidenceNotCountedAgain(t *testing.T) {
 	epoch := [32]byte{3}
 	ctx := blame.Context{Epoch: epoch, Chain: []peer.ID{otherID, bad}, Final: true}
 	a := &wire.Abort{Epoch: epoch, Number: 5, Kind: wire.AbortFault, Signer: []byte(bad), Reason: []byte("no")}
-	a.Sig, _ = sign(priv, abortDigest(a))
+	a.Sig, _ = proto.Sign(priv, proto.AbortDigest(a))
 	ev := &wire.Charge{Kind: wire.EvAbort, Number: 5, Item: a.Marshal()}
 	s := &Server{cfg: ServerConfig{DataDir: dir}, log: quietLogger()}
 	s.ref.dir, s.ref.log = s.cfg.DataDir, s.log

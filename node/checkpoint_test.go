@@ -17,20 +17,21 @@ import (
 
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/store"
 )
 
 // TestCheckpointRounds: the checkpoints of an epoch follow from the group
 // constants alone, past the lag that the sync's time needs at the pace.
 func TestCheckpointRounds(t *testing.T) {
-	if lag := checkpointLag(DefaultRoundIntervalMs, 2); lag != 27 {
+	if lag := proto.CheckpointLag(DefaultRoundIntervalMs, 2); lag != 27 {
 		t.Fatalf("lag %d rounds at 800 ms", lag)
 	}
-	if got := checkpoints(256, DefaultRoundIntervalMs, 2); len(got) != 14 || got[0] != 32 || got[13] != 240 {
+	if got := proto.Checkpoints(256, DefaultRoundIntervalMs, 2); len(got) != 14 || got[0] != 32 || got[13] != 240 {
 		t.Fatalf("checkpoints %v", got)
 	}
 	// A fast pace leaves no time for a sync within an epoch: none.
-	if got := checkpoints(256, MinRoundIntervalMs, 2); len(got) != 0 {
+	if got := proto.Checkpoints(256, MinRoundIntervalMs, 2); len(got) != 0 {
 		t.Fatalf("checkpoints at 10 ms: %v", got)
 	}
 }
@@ -88,7 +89,7 @@ func checkpointGet(t *testing.T, control bool) {
 	p := testParams(96)
 	p.ChunkSize = MinChunkSize
 	p.RoundIntervalMs = 400
-	lag := checkpointLag(p.RoundIntervalMs, uint32(p.W))
+	lag := proto.CheckpointLag(p.RoundIntervalMs, uint32(p.W))
 	data := make([]byte, 3*MinChunkSize-500)
 	rand.Read(data)
 	fr := &firstRequests{ids: map[[32]byte]bool{}, first: map[string]struct {
@@ -97,7 +98,7 @@ func checkpointGet(t *testing.T, control bool) {
 	}{}}
 	var root [32]byte
 	_, err := chunker.Share(bytes.NewReader(data), "c.bin", "", MinChunkSize, chunker.ShareOptions{}, func(id chunker.ID, c []byte) error {
-		if isManifest(c) {
+		if proto.IsManifest(c) {
 			root = id
 		} else {
 			fr.ids[id] = true
@@ -161,7 +162,7 @@ func checkpointGet(t *testing.T, control bool) {
 		t.Fatalf("the root was taken in round %d: no checkpoint after it", entry.Round)
 	}
 	var q uint32
-	for _, x := range checkpoints(p.Rounds, p.RoundIntervalMs, uint32(p.W)) {
+	for _, x := range proto.Checkpoints(p.Rounds, p.RoundIntervalMs, uint32(p.W)) {
 		if x >= entry.Round+lag {
 			q = x
 			break

@@ -7,6 +7,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestCheckClientSigs: every server checks, for every slot of a batch's
@@ -25,7 +26,7 @@ func TestCheckClientSigs(t *testing.T) {
 			copy(c.RegKey[:], pub)
 			desc.Clients = append(desc.Clients, c)
 		}
-		v := &view{Desc: &desc, ID: [32]byte{7}}
+		v := &proto.View{Desc: &desc, ID: [32]byte{7}}
 		e := &sepoch{v: v, final: v}
 		good := func() *wire.Batch {
 			b := &wire.Batch{Epoch: v.ID, Round: 9, S: 2}

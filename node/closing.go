@@ -9,6 +9,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // The closing record of an epoch (docs/protocol.md §5.2 and §7 v3). Once
@@ -34,7 +36,7 @@ func closingOf(e *sepoch) wire.Closing {
 		if x == nil || x.list == nil {
 			continue
 		}
-		c.Rounds[r] = wire.ClosingRound{State: wire.ClosedPublished, List: listDigest(x.list)}
+		c.Rounds[r] = wire.ClosingRound{State: wire.ClosedPublished, List: proto.ListDigest(x.list)}
 		if x.list.Void() {
 			c.Rounds[r].State = wire.ClosedVoid
 		}
@@ -63,7 +65,7 @@ const (
 // it still proposes, then has every chain server sign the closing record
 // and delivers it.
 func (s *Server) closeEpoch(e *sepoch) {
-	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
 	defer cancel()
 	if err := s.waitFor(ctx, func() bool { return e.listing == 0 }); err != nil {
 		return
@@ -79,9 +81,9 @@ func (s *Server) closeEpoch(e *sepoch) {
 	prop := wire.ClosingProposal{Closing: c}
 	var reps [][]byte
 	for try := 1; ; try++ {
-		actx, acancel := context.WithTimeout(s.ctx, bulkTimeout)
+		actx, acancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
 		var err error
-		reps, err = s.each(actx, v.Chain, request{Proto: ProtoRound, Type: wire.TypeClosingProposal, Body: prop.Marshal(), Timeout: bulkTimeout})
+		reps, err = s.each(actx, v.Chain, transport.Request{Proto: ProtoRound, Type: wire.TypeClosingProposal, Body: prop.Marshal(), Timeout: transport.BulkTimeout})
 		acancel()
 		if err == nil {
 			break
@@ -97,7 +99,7 @@ func (s *Server) closeEpoch(e *sepoch) {
 		case <-time.After(closingRetry):
 		}
 	}
-	ctx, cancel = context.WithTimeout(s.ctx, bulkTimeout)
+	ctx, cancel = context.WithTimeout(s.ctx, transport.BulkTimeout)
 	defer cancel()
 	for i, rep := range reps {
 		var sg wire.Sig
@@ -107,7 +109,7 @@ func (s *Server) closeEpoch(e *sepoch) {
 		}
 		c.Sigs = append(c.Sigs, sg.Sig)
 	}
-	if _, err := s.each(ctx, s.hookClosingTo(v.Chain), request{Proto: ProtoRound, Type: wire.TypeClosing, Body: c.Marshal(), Timeout: bulkTimeout}); err != nil {
+	if _, err := s.each(ctx, s.hookClosingTo(v.Chain), transport.Request{Proto: ProtoRound, Type: wire.TypeClosing, Body: c.Marshal(), Timeout: transport.BulkTimeout}); err != nil {
 		s.log.Warn("deliver closing record", "epoch", fmt.Sprintf("%x", v.ID[:6]), "err", err)
 	}
 }
@@ -176,9 +178,9 @@ func (s *Server) onClosingProposal(ctx context.Context, from peer.ID, body []byt
 	// servers and another pinned, whose pools disagree (issue 26, F2).
 	// The choice is on disk before the signature is made
 	// (closingsigned.go), so that it outlives a crash.
-	dg := closingDigest(&p.Closing)
+	dg := proto.ClosingDigest(&p.Closing)
 	if e.closingMine != nil {
-		mine := closingDigest(e.closingMine)
+		mine := proto.ClosingDigest(e.closingMine)
 		s.mu.Unlock()
 		if mine != dg {
 			return 0, nil, errors.New("node: another closing record of this epoch was signed here")
@@ -196,7 +198,7 @@ func (s *Server) onClosingProposal(ctx context.Context, from peer.ID, body []byt
 		}
 		s.mu.Unlock()
 	}
-	sig, err := sign(s.priv, dg)
+	sig, err := proto.Sign(s.priv, dg)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -218,9 +220,9 @@ func (s *Server) onClosingProposal(ctx context.Context, from peer.ID, body []byt
 				to = append(to, q)
 			}
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+		ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
 		defer cancel()
-		_, _ = s.each(ctx, to, request{Proto: ProtoRound, Type: wire.TypeClosingSig, Body: cs.Marshal(), Timeout: shortTimeout})
+		_, _ = s.each(ctx, to, transport.Request{Proto: ProtoRound, Type: wire.TypeClosingSig, Body: cs.Marshal(), Timeout: transport.ShortTimeout})
 	}()
 	return wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
 }
@@ -249,7 +251,7 @@ func (s *Server) onClosingSig(from peer.ID, body []byte) (wire.Type, []byte, err
 	if int(cs.Index) >= len(e.final.Chain) || e.final.Chain[cs.Index] != from {
 		return 0, nil, errors.New("node: closing signature from another position")
 	}
-	if err := verifyPeerSig(from, cs.Digest, cs.Sig); err != nil {
+	if err := proto.VerifyPeerSig(from, cs.Digest, cs.Sig); err != nil {
 		return 0, nil, err
 	}
 	s.mu.Lock()
@@ -269,7 +271,7 @@ func (s *Server) assembleClosing(e *sepoch) {
 		return
 	}
 	c := *e.closingMine
-	dg := closingDigest(&c)
+	dg := proto.ClosingDigest(&c)
 	for i := range e.final.Chain {
 		cs, ok := e.closingSigs[uint16(i)]
 		if !ok || cs.Digest != dg {
@@ -305,7 +307,7 @@ func (s *Server) assembleClosing(e *sepoch) {
 func closingWhole(e *sepoch, c *wire.Closing) bool {
 	for r, cr := range c.Rounds {
 		x := e.rounds[uint32(r)]
-		if cr.State == wire.ClosedPublished && (x == nil || x.list == nil || listDigest(x.list) != cr.List) {
+		if cr.State == wire.ClosedPublished && (x == nil || x.list == nil || proto.ListDigest(x.list) != cr.List) {
 			return false
 		}
 	}
@@ -325,7 +327,7 @@ func (s *Server) onClosing(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := c.Unmarshal(body, int(v.Desc.Params.Rounds)); err != nil {
 		return 0, nil, err
 	}
-	if err := checkClosing(v, &c); err != nil {
+	if err := proto.CheckClosing(v, &c); err != nil {
 		return 0, nil, err
 	}
 	s.mu.Lock()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestClosingRecordSynced (§5.2, §7 v3): once an epoch has ended, every
@@ -29,7 +30,7 @@ func TestClosingRecordSynced(t *testing.T) {
 		up, _ := tn.startPair(ctx, t, nil)
 		// An epoch that ran to its end at S_0 (its first server).
 		var ep [32]byte
-		var v *view
+		var v *proto.View
 		if err := wait.Until(ctx, 40*time.Second, func() bool {
 			for _, s := range tn.servers {
 				for _, es := range s.Snapshot().Epochs {
@@ -59,7 +60,7 @@ func TestClosingRecordSynced(t *testing.T) {
 			if err := c.Unmarshal(rec, int(p.Rounds)); err != nil {
 				t.Fatal(err)
 			}
-			if err := checkClosing(v, &c); err != nil {
+			if err := proto.CheckClosing(v, &c); err != nil {
 				t.Fatalf("server %d: %v", i, err)
 			}
 			for r, x := range c.Rounds {

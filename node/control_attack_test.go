@@ -23,6 +23,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -212,8 +213,8 @@ func newOutsiderServer(t *testing.T, fn *foundedNet) *outsiderServer {
 		}
 		return hl.Marshal()
 	}
-	var g gate
-	serve(ctx, h, &g, quietLogger(), ProtoRoster, shortTimeout, func(peer.ID, wire.Type) int { return 64 << 10 },
+	var g transport.Gate
+	transport.Serve(ctx, h, &g, quietLogger(), ProtoRoster, transport.ShortTimeout, func(peer.ID, wire.Type) int { return 64 << 10 },
 		func(context.Context, peer.ID, wire.Type, []byte) (wire.Type, []byte, error) {
 			return wire.TypeHello, hello(), nil
 		})
@@ -221,7 +222,7 @@ func newOutsiderServer(t *testing.T, fn *foundedNet) *outsiderServer {
 		for ctx.Err() == nil {
 			for i, s := range fn.servers {
 				h.AddAddrs(s.ID(), []ma.Multiaddr{ma.StringCast(fn.addrs[i])}, time.Hour)
-				call(ctx, h, s.ID(), request{Proto: ProtoRoster, Type: wire.TypeHello, Body: hello(), Timeout: shortTimeout})
+				transport.Call(ctx, h, s.ID(), transport.Request{Proto: ProtoRoster, Type: wire.TypeHello, Body: hello(), Timeout: transport.ShortTimeout})
 			}
 			select {
 			case <-ctx.Done():
@@ -240,12 +241,12 @@ func (o *outsiderServer) vote(t *testing.T, s *Server, n uint64, chain []peer.ID
 			pos = i
 		}
 	}
-	ids := chainIDs(chain)
+	ids := proto.ChainIDs(chain)
 	v := wire.Cert{Kind: wire.CertTimeout, Number: n, Chain: ids,
-		Sigs: []wire.CertSig{{Index: uint16(pos), Sig: mustSign(t, o.key.priv, timeoutDigest(n, ids))}}}
-	ctx, cancel := context.WithTimeout(context.Background(), shortTimeout)
+		Sigs: []wire.CertSig{{Index: uint16(pos), Sig: mustSign(t, o.key.priv, proto.TimeoutDigest(n, ids))}}}
+	ctx, cancel := context.WithTimeout(context.Background(), transport.ShortTimeout)
 	defer cancel()
-	_, err := call(ctx, o.h, s.ID(), request{Proto: ProtoEpoch, Type: wire.TypeTimeoutVote, Body: v.Marshal(), Timeout: shortTimeout})
+	_, err := transport.Call(ctx, o.h, s.ID(), transport.Request{Proto: ProtoEpoch, Type: wire.TypeTimeoutVote, Body: v.Marshal(), Timeout: transport.ShortTimeout})
 	return err
 }
 
@@ -274,7 +275,7 @@ func TestOutsidersCertifyAhead(t *testing.T) {
 						for _, o := range outs {
 							chain := []peer.ID{o.key.id, s.ID()}
 							sortChain(chain)
-							if leaderOf(n, chain) != o.key.id {
+							if proto.LeaderOf(n, chain) != o.key.id {
 								o.vote(t, s, n, chain)
 								break
 							}
@@ -360,7 +361,7 @@ func TestTimeoutVoteFlood(t *testing.T) {
 							chain := []peer.ID{o.key.id, s.ID()}
 							for j := 0; j < len(outs); j++ {
 								sortChain(chain)
-								if leaderOf(n, chain) != o.key.id {
+								if proto.LeaderOf(n, chain) != o.key.id {
 									break
 								}
 								if outs[j] != o {
@@ -553,7 +554,7 @@ func TestFreshKeysAtWindowOpen(t *testing.T) {
 			raw, _ := reg.MarshalBinary()
 			msg := wire.Register{Epoch: e.v.ID, XKey: reg.PIRKey, Reg: raw}
 			copy(msg.RegKey[:], pub)
-			dg := registerDigest(&msg)
+			dg := proto.RegisterDigest(&msg)
 			copy(msg.Sig[:], ed25519.Sign(priv, dg[:]))
 			lt, err := NewLongTermKey(rand.Reader)
 			if err != nil {

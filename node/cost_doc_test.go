@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"testing"
+
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 const (
@@ -25,7 +27,7 @@ func TestCostTableDoc(t *testing.T) {
 		t.Fatalf("%s: no %q … %q markers", operatorDoc, costTableBegin, costTableEnd)
 	}
 	i += len(costTableBegin)
-	want := costTable()
+	want := proto.CostTable()
 	if string(doc[i:j]) == want {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/pir"
 )
 
@@ -25,7 +26,7 @@ func TestGroupCost(t *testing.T) {
 	waitList := int64(5 + 32 + 4 + 4)
 	query := 5 + 32 + 4 + 4 + 4 + 4 + k*(4+int64(pir.MaskBytes(L)))
 	// A checkpoint's page request and reply header, spread over the rounds.
-	cps := int64(len(checkpoints(p.Rounds, p.RoundIntervalMs, uint32(p.W))))
+	cps := int64(len(proto.Checkpoints(p.Rounds, p.RoundIntervalMs, uint32(p.W))))
 	R := int64(p.Rounds)
 	if want := submit + waitList + query + (cps*(5+8)+R-1)/R; c.Round.Send != want {
 		t.Fatalf("a round sends %d bytes, want %d", c.Round.Send, want)
@@ -33,7 +34,7 @@ func TestGroupCost(t *testing.T) {
 	answer := 5 + 32 + 4 + 4 + 4 + 4 + k*(4+b)
 	list := 5 + 32 + 4 + 4 + int64(L)*36 + 2*(4+int64(p.MaxClients)*32) + 1 + 4 + int64(p.MaxClients)*k*8 + 4 + m*64
 	// The index's share: the cap's chunks per R rounds, rounded up.
-	index := (int64(indexCap(int(p.MaxClients), p.ChunkSize))*(b+64) + int64(p.Rounds) - 1) / int64(p.Rounds)
+	index := (int64(proto.IndexCap(int(p.MaxClients), p.ChunkSize))*(b+64) + int64(p.Rounds) - 1) / int64(p.Rounds)
 	if want := 5 + answer + list + index + (cps*5+R-1)/R; c.Round.Recv != want {
 		t.Fatalf("a round receives %d bytes, want %d", c.Round.Recv, want)
 	}

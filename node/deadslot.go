@@ -11,6 +11,8 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // A dead slot (docs/protocol.md §8 "A dead slot"): a round blame that
@@ -266,7 +268,7 @@ func (s *Server) computeDrop(ctx context.Context, e *sepoch, bl *rblame, t int) 
 		}
 	} else {
 		req := wire.DropReq{Epoch: v.ID, Round: bl.round, T: uint16(t), In: uint32(in)}
-		rep, err := call(ctx, s.h, v.Chain[t], request{Proto: ProtoEpoch, Type: wire.TypeDropReq, Body: req.Marshal(), Timeout: s.cfg.Timing.BlameStepTimeout, Max: wire.DropStepSize})
+		rep, err := transport.Call(ctx, s.h, v.Chain[t], transport.Request{Proto: ProtoEpoch, Type: wire.TypeDropReq, Body: req.Marshal(), Timeout: s.cfg.Timing.BlameStepTimeout, Max: wire.DropStepSize})
 		if err != nil {
 			return dropResult{err: fmt.Errorf("drop step of server %d: %w", t, err)}
 		}
@@ -311,7 +313,7 @@ func (s *Server) ownDropStep(e *sepoch, bl *rblame, in int) (*wire.DropStep, err
 		// the true one.
 		st.Out = uint32((out + 1) % len(fwd))
 	}
-	if st.Sig, err = sign(s.priv, blame.DropStepDigest(st)); err != nil {
+	if st.Sig, err = proto.Sign(s.priv, blame.DropStepDigest(st)); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -322,7 +324,7 @@ func (s *Server) ownDropStep(e *sepoch, bl *rblame, in int) (*wire.DropStep, err
 // does not verify against t's setup shuffle.
 func (s *Server) checkDrop(e *sepoch, bl *rblame, t, in int, st *wire.DropStep) *culprit {
 	v := e.final
-	if err := verifyPeerSig(v.Chain[t], blame.DropStepDigest(st), st.Sig); err != nil {
+	if err := proto.VerifyPeerSig(v.Chain[t], blame.DropStepDigest(st), st.Sig); err != nil {
 		return serverCulprit(t, "its drop step of round %d is not signed by it: %v", bl.round, err)
 	}
 	if st.Epoch != v.ID || st.Round != bl.round || int(st.T) != t || int(st.In) != in {
@@ -405,9 +407,9 @@ func (s *Server) dropDouble(e *sepoch, d wire.DoubleSubmit) {
 func (s *Server) blameVoid(e *sepoch, r uint32) {
 	v := e.final
 	rl := wire.RoundList{Epoch: v.ID, Round: r, Flags: wire.ListVoid | wire.ListBlame}
-	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
 	defer cancel()
-	reps, err := s.each(ctx, v.Chain, request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: bulkTimeout})
+	reps, err := s.each(ctx, v.Chain, transport.Request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: transport.BulkTimeout})
 	if err == nil {
 		for i, rep := range reps {
 			var sg wire.Sig
@@ -427,7 +429,7 @@ func (s *Server) blameVoid(e *sepoch, r uint32) {
 		s.mu.Unlock()
 		return
 	}
-	if _, err := s.each(ctx, v.Chain, request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: rl.Marshal(), Timeout: bulkTimeout}); err != nil {
+	if _, err := s.each(ctx, v.Chain, transport.Request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: rl.Marshal(), Timeout: transport.BulkTimeout}); err != nil {
 		s.log.Warn("deliver void list", "round", r, "err", err)
 	}
 }
@@ -459,7 +461,7 @@ func (s *Server) signBlameVoid(ctx context.Context, e *sepoch, rl *wire.RoundLis
 		s.log.Warn("round void (a client was named), epoch goes on", "round", rl.Round)
 	}
 	s.mu.Unlock()
-	sig, err := sign(s.priv, listDigest(rl))
+	sig, err := proto.Sign(s.priv, proto.ListDigest(rl))
 	if err != nil {
 		return true, 0, nil, err
 	}

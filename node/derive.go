@@ -11,6 +11,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // The roster of an epoch follows from the certificate of the number before
@@ -75,7 +77,7 @@ func (cs *certState) holdsPrevGroup(n uint64, chain []peer.ID) bool {
 	if !ok {
 		return true
 	}
-	return holdsCertGroup(chainIDs(chain), c)
+	return holdsCertGroup(proto.ChainIDs(chain), c)
 }
 
 // checkLeftOut refuses a Prepare whose chain leaves out a server of its
@@ -105,9 +107,9 @@ func (s *Server) checkLeftOut(p *wire.Prepare) error {
 		}
 		ids = append(ids, d)
 		sortChain(ids)
-		q := wire.Prepare{Number: p.Number, Nonce: p.Nonce, Params: p.Params, Chain: chainIDs(ids), Previous: p.Previous, Window: p.Window, Gap: p.Gap}
+		q := wire.Prepare{Number: p.Number, Nonce: p.Nonce, Params: p.Params, Chain: proto.ChainIDs(ids), Previous: p.Previous, Window: p.Window, Gap: p.Gap}
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timing.WouldServeTimeout)
-		_, err := call(ctx, s.h, d, request{Proto: ProtoEpoch, Type: wire.TypeWouldServe, Body: q.Marshal(), Timeout: s.cfg.Timing.WouldServeTimeout})
+		_, err := transport.Call(ctx, s.h, d, transport.Request{Proto: ProtoEpoch, Type: wire.TypeWouldServe, Body: q.Marshal(), Timeout: s.cfg.Timing.WouldServeTimeout})
 		cancel()
 		switch {
 		case err == nil:
@@ -138,10 +140,10 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 	}
 	// The parameters too, as its Prepare would be checked: a server that
 	// would refuse them refuses to serve, and may be left out.
-	if err := checkParams(p.Params, s.cfg.PIRRate); err != nil {
+	if err := proto.CheckParams(p.Params, s.cfg.PIRRate); err != nil {
 		return 0, nil, err
 	}
-	if err := checkGroupParams(p.Params, s.cfg.Params.Wire()); err != nil {
+	if err := proto.CheckGroupParams(p.Params, s.cfg.Params.Wire()); err != nil {
 		return 0, nil, err
 	}
 	// The chain's servers as its Prepare would check them (onPrepare):

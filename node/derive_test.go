@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestLeftOutRefused: a Prepare of N whose chain leaves out a live, honest
@@ -42,7 +43,7 @@ func TestLeftOutRefused(t *testing.T) {
 				c = newSrv(allow)
 				ids := []peer.ID{a.id, b.h.ID(), c.h.ID()}
 				sortChain(ids)
-				if leaderOf(2, ids) == a.id {
+				if proto.LeaderOf(2, ids) == a.id {
 					break
 				}
 				c.Close()
@@ -63,8 +64,8 @@ func TestLeftOutRefused(t *testing.T) {
 			}
 			ch := []peer.ID{a.id, b.h.ID()}
 			sortChain(ch)
-			p := wire.Prepare{Number: 2, Nonce: [32]byte{9}, Params: b.cfg.Params.Wire(), Chain: chainIDs(ch), Previous: *prev}
-			if d := b.derivedChain(prev); len(d) != 3 || leaderOf(2, d) != a.id {
+			p := wire.Prepare{Number: 2, Nonce: [32]byte{9}, Params: b.cfg.Params.Wire(), Chain: proto.ChainIDs(ch), Previous: *prev}
+			if d := b.derivedChain(prev); len(d) != 3 || proto.LeaderOf(2, d) != a.id {
 				t.Fatalf("derived chain %v, want A, B and C led by A", d)
 			}
 			_, _, err := b.onPrepare(a.id, p.Marshal())

@@ -10,6 +10,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // TestDispatchFollowsTable: each protocol's handler refuses every type the
@@ -22,18 +24,18 @@ func TestDispatchFollowsTable(t *testing.T) {
 		s := beaconServer(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		handlers := map[protocol.ID]handlerFunc{
+		handlers := map[protocol.ID]transport.HandlerFunc{
 			ProtoRoster: s.handleHello, ProtoEpoch: s.handleEpoch, ProtoRound: s.handleRound, ProtoClient: s.handleClient,
 			ProtoPIR: func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
 				rt, _, err := s.handlePIR(ctx, from, t, body)
 				return rt, nil, err
 			},
 		}
-		if len(handlers) != len(wireProto) {
-			t.Fatalf("%d handlers for %d protocols", len(handlers), len(wireProto))
+		if len(handlers) != len(transport.WireProto) {
+			t.Fatalf("%d handlers for %d protocols", len(handlers), len(transport.WireProto))
 		}
 		served := map[wire.Proto]bool{wire.ProtoAny: true}
-		for _, p := range wireProto {
+		for _, p := range transport.WireProto {
 			served[p] = true
 		}
 		for _, m := range wire.Messages {
@@ -41,21 +43,21 @@ func TestDispatchFollowsTable(t *testing.T) {
 				t.Errorf("the table's %s protocol has no handler here", m.Proto)
 			}
 		}
-		for proto, h := range handlers {
+		for pid, h := range handlers {
 			for ty := range 256 {
-				m, listed := wire.Lookup(wireProto[proto], wire.Request, wire.Type(ty))
+				m, listed := wire.Lookup(transport.WireProto[pid], wire.Request, wire.Type(ty))
 				_, _, err := h(ctx, s.ID(), wire.Type(ty), nil)
 				// An empty body is malformed, but for a request that has
 				// none (StateReq): that one is answered.
 				var emptyErr error
 				if listed {
-					_, emptyErr = m.Decode(nil, genericLimits())
+					_, emptyErr = m.Decode(nil, proto.GenericLimits())
 				}
 				switch {
-				case listed && ((err == nil && emptyErr != nil) || errors.Is(err, errUnhandled) || errors.Is(err, wire.ErrNotTaken)):
-					t.Errorf("%s: type %d, listed in the table: %v", proto, ty, err)
+				case listed && ((err == nil && emptyErr != nil) || errors.Is(err, transport.ErrUnhandled) || errors.Is(err, wire.ErrNotTaken)):
+					t.Errorf("%s: type %d, listed in the table: %v", pid, ty, err)
 				case !listed && !errors.Is(err, wire.ErrNotTaken):
-					t.Errorf("%s: type %d, not in the table: %v, want a refusal", proto, ty, err)
+					t.Errorf("%s: type %d, not in the table: %v, want a refusal", pid, ty, err)
 				}
 			}
 		}

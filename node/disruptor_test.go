@@ -13,6 +13,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/intake"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestReturningDisruptorCost measures what a disrupting client that comes
@@ -100,7 +101,7 @@ func disruptorRun(t *testing.T, epochs int, freshKey, newAddr, full bool) int {
 		_, keyOut := s.keys.Excluded(badKey, number)
 		addrOut := number <= s.strikes.Clients["ip "+addr].Until
 		e := &sepoch{pos: 0}
-		e.v = &view{Desc: &wire.Descriptor{Number: number, Params: wire.Params{MaxClients: n}}, Chain: make([]peer.ID, m)}
+		e.v = &proto.View{Desc: &wire.Descriptor{Number: number, Params: wire.Params{MaxClients: n}}, Chain: make([]peer.ID, m)}
 		e.Regs, e.LT, e.RegRange = map[[32]byte]wire.Register{}, map[[32]byte]intake.LT{}, map[[32]byte]string{}
 		reg := func(lt [32]byte, rng string) [32]byte {
 			r := fresh()
@@ -134,7 +135,7 @@ func disruptorRun(t *testing.T, epochs int, freshKey, newAddr, full bool) int {
 			keys = append(keys, k)
 		}
 		admitted := false
-		for _, k := range selectClients(e.v.ID, fresh(), sortedKeys(keys), primaryOf, rank, n, m) {
+		for _, k := range proto.SelectClients(e.v.ID, fresh(), sortedKeys(keys), primaryOf, rank, n, m) {
 			admitted = admitted || (badReg != [32]byte{} && k == badReg)
 		}
 		if !admitted {

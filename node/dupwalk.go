@@ -13,6 +13,8 @@ import (
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/blame"
 	"github.com/riffle-net/riffle/node/internal/dupwalk"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // A duplicate U or P at setup (docs/protocol.md §4.1 v3): every server
@@ -86,7 +88,7 @@ func (p dupProver) Ask(ctx context.Context, t, out int) (dupwalk.Step, error) {
 	var rep []byte
 	var err error
 	for {
-		rep, err = call(rctx, s.h, v.Chain[t], request{Proto: ProtoEpoch, Type: wire.TypeRoute, Body: req.Marshal(), Timeout: shortTimeout})
+		rep, err = transport.Call(rctx, s.h, v.Chain[t], transport.Request{Proto: ProtoEpoch, Type: wire.TypeRoute, Body: req.Marshal(), Timeout: transport.ShortTimeout})
 		if err == nil || rctx.Err() != nil {
 			break
 		}
@@ -152,8 +154,8 @@ func (s *Server) dupFault(ctx context.Context, e *sepoch, se *mix.ShareError) {
 	}
 	a := wire.DupAbort{Epoch: v.ID, S: uint16(se.Server), Comp: uint16(comp), SlotA: uint32(slots[0]), SlotB: uint32(slots[1]), Sigs: make([][64]byte, m)}
 	copy(a.Value[:], value.Bytes())
-	d := dupDigest(&a)
-	sig, err := sign(s.priv, d)
+	d := proto.DupDigest(&a)
+	sig, err := proto.Sign(s.priv, d)
 	if err != nil {
 		s.mu.Lock()
 		s.end(e, "setup duplicate share; signing failed")
@@ -164,7 +166,7 @@ func (s *Server) dupFault(ctx context.Context, e *sepoch, se *mix.ShareError) {
 	s.mu.Lock()
 	e.dup = blame.NewDup(a, value)
 	for j, sg := range e.dupEarly {
-		if verifyPeerSig(v.Chain[j], d, sg) == nil {
+		if proto.VerifyPeerSig(v.Chain[j], d, sg) == nil {
 			e.dup.Abort.Sigs[j] = sg
 		}
 	}
@@ -183,7 +185,7 @@ func (s *Server) dupFault(ctx context.Context, e *sepoch, se *mix.ShareError) {
 	go func() {
 		bctx, cancel := context.WithTimeout(s.ctx, dupWindow)
 		defer cancel()
-		_, _ = s.each(bctx, others, request{Proto: ProtoEpoch, Type: wire.TypeDupAbort, Body: own.Marshal(), Timeout: shortTimeout})
+		_, _ = s.each(bctx, others, transport.Request{Proto: ProtoEpoch, Type: wire.TypeDupAbort, Body: own.Marshal(), Timeout: transport.ShortTimeout})
 	}()
 	// The clients' deadline runs from the moment the abort carries every
 	// server's signature (what a client waits for), or from a first
@@ -264,7 +266,7 @@ func (s *Server) onDupAbort(from peer.ID, body []byte) (wire.Type, []byte, error
 	}
 	st := e.dup.Abort
 	st.Sigs = nil
-	if err := verifyPeerSig(from, dupDigest(&st), a.Sigs[j]); err != nil {
+	if err := proto.VerifyPeerSig(from, proto.DupDigest(&st), a.Sigs[j]); err != nil {
 		return 0, nil, fmt.Errorf("node: duplicate abort of server %d does not match this server's: %w", j, err)
 	}
 	e.dup.Abort.Sigs[j] = a.Sigs[j]
@@ -354,9 +356,9 @@ func (s *Server) onDupProof(ctx context.Context, from peer.ID, body []byte, from
 				others = append(others, q)
 			}
 		}
-		fctx, cancel := context.WithTimeout(ctx, shortTimeout)
+		fctx, cancel := context.WithTimeout(ctx, transport.ShortTimeout)
 		defer cancel()
-		_, _ = s.each(fctx, others, request{Proto: ProtoEpoch, Type: wire.TypeDupProof, Body: body, Timeout: shortTimeout})
+		_, _ = s.each(fctx, others, transport.Request{Proto: ProtoEpoch, Type: wire.TypeDupProof, Body: body, Timeout: transport.ShortTimeout})
 	}
 	return wire.TypeAck, ack, nil
 }

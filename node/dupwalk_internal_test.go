@@ -14,6 +14,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // dupFixture is the hostile fixture's "mid" epoch (this server S_1, chain
@@ -50,9 +51,9 @@ func newDupFixture(t *testing.T) *dupFixture {
 	f.value, _ = f.holder.Share(1)
 	f.abort = wire.DupAbort{Epoch: e.v.ID, S: 1, Comp: 1, SlotA: 1, SlotB: 2, Sigs: make([][64]byte, 3)}
 	copy(f.abort.Value[:], f.value.Bytes())
-	d := dupDigest(&f.abort)
+	d := proto.DupDigest(&f.abort)
 	f.sigA, f.sigB = mustSign(t, f.a.priv, d), mustSign(t, f.b.priv, d)
-	if f.sigS, err = sign(f.s.priv, d); err != nil {
+	if f.sigS, err = proto.Sign(f.s.priv, d); err != nil {
 		t.Fatal(err)
 	}
 	f.s.mu.Lock()
@@ -135,7 +136,7 @@ func TestDupAbortSignatures(t *testing.T) {
 		}
 		other := f.abort
 		other.SlotB = 0
-		sigOther := mustSign(t, f.a.priv, dupDigest(&other))
+		sigOther := mustSign(t, f.a.priv, proto.DupDigest(&other))
 		for name, err := range map[string]error{
 			"stranger":           handlerErr(s.onDupAbort(f.stranger.id, msg(0, f.sigA, 2))),
 			"b's signature by a": handlerErr(s.onDupAbort(f.a.id, msg(0, f.sigB, 2))),
@@ -193,7 +194,7 @@ func TestDupVerdictRules(t *testing.T) {
 			next := func(n uint64) *sepoch {
 				d := *f.mid.v.Desc
 				d.Number = n
-				return &sepoch{v: &view{Desc: &d}}
+				return &sepoch{v: &proto.View{Desc: &d}}
 			}
 			f.s.mu.Lock()
 			err := f.s.dupAdmit(next(f.mid.v.Desc.Number+1), f.client.id)

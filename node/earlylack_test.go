@@ -12,6 +12,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // TestEarlyLackFramesNoOne (issue 25, found by an attacker's review): of
@@ -71,7 +72,7 @@ func TestEarlyLackFramesNoOne(t *testing.T) {
 			for _, c := range bn.servers {
 				if c.ID() == claimant {
 					body := (&wire.BatchRef{Epoch: id, Round: 1, S: 2}).Marshal()
-					_, err := call(ctx, c.h, s0.ID(), request{Proto: ProtoRound, Type: wire.TypeLack, Body: body, Timeout: shortTimeout})
+					_, err := transport.Call(ctx, c.h, s0.ID(), transport.Request{Proto: ProtoRound, Type: wire.TypeLack, Body: body, Timeout: transport.ShortTimeout})
 					mu.Lock()
 					epoch, sent = id, err == nil
 					mu.Unlock()

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // Who may serve (§3 (v3) "Who may serve"; docs/proto-node.md "Who may
@@ -252,7 +254,7 @@ func (w *whoState) record(dir string, n uint64, chain []peer.ID) error {
 		b.WriteByte('\n')
 	}
 	w.mu.Unlock()
-	return writeFileDurably(filepath.Join(dir, ChainsFile), b.Bytes())
+	return proto.WriteFileDurably(filepath.Join(dir, ChainsFile), b.Bytes())
 }
 
 // maxChainsFile bounds the chains file read at start (seenWindow lines of

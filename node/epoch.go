@@ -19,6 +19,8 @@ import (
 	"github.com/riffle-net/riffle/node/internal/intake"
 	"github.com/riffle-net/riffle/node/internal/layerbufs"
 	"github.com/riffle-net/riffle/node/internal/manifests"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
 )
 
@@ -34,7 +36,7 @@ type sepoch struct {
 	listing int
 	// Identity: the open descriptor's view, this server's chain position
 	// and the epoch's nonce.
-	v     *view
+	v     *proto.View
 	pos   int
 	nonce [32]byte
 	// leader sent the Prepare (rotate.go): every later leader message of
@@ -56,7 +58,7 @@ type sepoch struct {
 	// signed must carry the same.
 	gap []byte
 	// final is the final descriptor's view (nil while registration runs).
-	final *view
+	final *proto.View
 	// man: which published manifest chunks the index takes (§6.4 v3,
 	// package manifests).
 	man manifests.Caps
@@ -359,9 +361,9 @@ func (s *Server) notifyAll(to []peer.ID, t wire.Type, body []byte) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
+		ctx, cancel := context.WithTimeout(s.ctx, transport.ShortTimeout)
 		defer cancel()
-		_, _ = s.each(ctx, to, request{Proto: ProtoEpoch, Type: t, Body: body, Timeout: shortTimeout})
+		_, _ = s.each(ctx, to, transport.Request{Proto: ProtoEpoch, Type: t, Body: body, Timeout: transport.ShortTimeout})
 	}()
 }
 
@@ -370,8 +372,8 @@ func (s *Server) notifyAll(to []peer.ID, t wire.Type, body []byte) {
 // request, the segments joined (a body of one segment as it is: callers
 // of one body never reuse it, while a caller of several segments may reuse
 // their buffers after the call, and the handler may keep parts of its body).
-func (s *Server) each(ctx context.Context, chain []peer.ID, r request) ([][]byte, error) {
-	want, _, err := replyTo(r.Proto, r.Type)
+func (s *Server) each(ctx context.Context, chain []peer.ID, r transport.Request) ([][]byte, error) {
+	want, _, err := transport.ReplyTo(r.Proto, r.Type)
 	if err != nil {
 		return nil, err
 	}
@@ -384,7 +386,7 @@ func (s *Server) each(ctx context.Context, chain []peer.ID, r request) ([][]byte
 		go func() {
 			defer wg.Done()
 			if p == s.h.ID() {
-				var h handlerFunc
+				var h transport.HandlerFunc
 				switch r.Proto {
 				case ProtoEpoch:
 					h = s.handleEpoch
@@ -402,7 +404,7 @@ func (s *Server) each(ctx context.Context, chain []peer.ID, r request) ([][]byte
 				out[i], errs[i] = rep, err
 				return
 			}
-			out[i], errs[i] = call(ctx, s.h, p, r)
+			out[i], errs[i] = transport.Call(ctx, s.h, p, r)
 		}()
 	}
 	wg.Wait()

@@ -15,15 +15,17 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/intake"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/selection"
 	"github.com/riffle-net/riffle/node/internal/window"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 var ack = []byte{}
 
 // handleEpoch serves /riffle/1/epoch.
 func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
-	if err := takes(ProtoEpoch, t); err != nil {
+	if err := transport.Takes(ProtoEpoch, t); err != nil {
 		return 0, nil, err
 	}
 	switch t {
@@ -74,7 +76,7 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeCharge:
 		return s.onCharge(from, body)
 	}
-	return 0, nil, unhandled(ProtoEpoch, t)
+	return 0, nil, transport.Unhandled(ProtoEpoch, t)
 }
 
 func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error) {
@@ -85,11 +87,11 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := p.Unmarshal(body); err != nil {
 		return 0, nil, err
 	}
-	if err := checkParams(p.Params, s.cfg.PIRRate); err != nil {
+	if err := proto.CheckParams(p.Params, s.cfg.PIRRate); err != nil {
 		return 0, nil, err
 	}
 	// (v3) every parameter but the times is a group constant.
-	if err := checkGroupParams(p.Params, s.cfg.Params.Wire()); err != nil {
+	if err := proto.CheckGroupParams(p.Params, s.cfg.Params.Wire()); err != nil {
 		return 0, nil, err
 	}
 	if len(p.Chain) < 1 {
@@ -169,8 +171,8 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	// here replaces it first (certs.go certOutranks): the leader follows
 	// from the charges it decides. Only the number's leader's is checked.
 	s.takeOutrankingFrom(p.Number, &p.Previous, from)
-	if mine := s.derivedChain(&p.Previous); len(mine) >= s.cfg.MinServers && leaderOf(p.Number, mine) != from {
-		return 0, nil, fmt.Errorf("node: %s leads epoch %d here, not %s", leaderOf(p.Number, mine).ShortString(), p.Number, from.ShortString())
+	if mine := s.derivedChain(&p.Previous); len(mine) >= s.cfg.MinServers && proto.LeaderOf(p.Number, mine) != from {
+		return 0, nil, fmt.Errorf("node: %s leads epoch %d here, not %s", proto.LeaderOf(p.Number, mine).ShortString(), p.Number, from.ShortString())
 	}
 	if err := s.outrankedFrom(&p.Previous, from); err != nil {
 		return 0, nil, err
@@ -228,7 +230,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		rk.Close()
 		return 0, nil, fmt.Errorf("node: selection value: %w", err)
 	}
-	g := wire.GroupEntry{PeerID: pid, Nick: []byte(s.cfg.Nick), PoK: pok, Commit: commitment(r)}
+	g := wire.GroupEntry{PeerID: pid, Nick: []byte(s.cfg.Nick), PoK: pok, Commit: proto.Commitment(r)}
 	for _, a := range s.h.Addrs() {
 		if len(g.Addrs) < wire.MaxAddrs {
 			g.Addrs = append(g.Addrs, a.Bytes())
@@ -277,13 +279,13 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, err
 	}
 	var sd wire.Signed
-	if err := sd.Unmarshal(body, genericLimits()); err != nil {
+	if err := sd.Unmarshal(body, proto.GenericLimits()); err != nil {
 		return 0, nil, err
 	}
 	if err := s.askedByLeader(from, &sd); err != nil {
 		return 0, nil, err
 	}
-	v, err := checkDescriptor(&sd.Desc, s.cfg.PIRRate)
+	v, err := proto.CheckDescriptor(&sd.Desc, s.cfg.PIRRate)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -294,7 +296,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 			return 0, nil, errors.New("node: open descriptor lists clients")
 		}
 		if len(sd.Desc.Reveals) != 0 {
-			return 0, nil, errRevealsInOpen
+			return 0, nil, proto.ErrRevealsInOpen
 		}
 		e := s.prep[sd.Desc.Nonce]
 		if e == nil || e.pos >= len(v.Chain) || v.Chain[e.pos] != s.h.ID() {
@@ -334,7 +336,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		e.v = v
 		e.Regs, e.fwd, e.stepMsgs, e.rounds = map[[32]byte]wire.Register{}, map[[32]byte]wire.Forwarded{}, map[int]*wire.Step{}, map[uint32]*sround{}
 		s.epochs[v.ID] = e
-		sig, err := sign(s.priv, openDigest(&sd.Desc))
+		sig, err := proto.Sign(s.priv, proto.OpenDigest(&sd.Desc))
 		if err != nil {
 			return 0, nil, err
 		}
@@ -353,7 +355,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	// (v3) every reveal matches its commitment, and this server's is
 	// the r_j it drew (§3): otherwise the selection is not the one
 	// committed to before registration.
-	if err := checkReveals(&sd.Desc); err != nil {
+	if err := proto.CheckReveals(&sd.Desc); err != nil {
 		return 0, nil, err
 	}
 	if sd.Desc.Reveals[e.pos] != e.reveal {
@@ -365,13 +367,13 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	signAny := s.hookSignAny()
 	// (v3) every registration receipted here is in, unless the
 	// descriptor is full and keeps its primary's quota (receipts.go).
-	if err := checkReceipted(sd.Desc.Clients, e.fwd, e.orders, sd.Desc.Params.MaxClients, len(v.Chain)); err != nil && !signAny {
+	if err := proto.CheckReceipted(sd.Desc.Clients, e.fwd, e.orders, sd.Desc.Params.MaxClients, len(v.Chain)); err != nil && !signAny {
 		s.log.Warn("final descriptor refused", "err", err)
 		return 0, nil, err
 	}
 	// (v3) the client list is the selection of the rule, recomputed
 	// here from the leader's list (internal/selection).
-	if err := selection.Check(v.ID, selectionBeta(sd.Desc.Reveals), sd.Desc.Clients, e.slotRegs, e.slotPrim, e.rest, e.orders, sd.Desc.Params.MaxClients, len(v.Chain)); err != nil && !signAny {
+	if err := selection.Check(v.ID, proto.SelectionBeta(sd.Desc.Reveals), sd.Desc.Clients, e.slotRegs, e.slotPrim, e.rest, e.orders, sd.Desc.Params.MaxClients, len(v.Chain)); err != nil && !signAny {
 		s.log.Warn("final descriptor refused", "err", err)
 		return 0, nil, err
 	}
@@ -391,14 +393,14 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	// (v2) sign only if every registration accepted here is in, (v3)
 	// unless the descriptor is full and keeps this primary's quota.
-	if err := checkPrimaryKept(sd.Desc.Clients, e.Regs, e.Order, sd.Desc.Params.MaxClients, len(v.Chain)); err != nil && !signAny {
+	if err := proto.CheckPrimaryKept(sd.Desc.Clients, e.Regs, e.Order, sd.Desc.Params.MaxClients, len(v.Chain)); err != nil && !signAny {
 		return 0, nil, err
 	}
 	// Marked on disk before the signature leaves (equivocation.go).
 	if err := s.markPhase(sd.Desc.Number, true); err != nil {
 		return 0, nil, err
 	}
-	sig, err := sign(s.priv, finalDigest(&sd.Desc))
+	sig, err := proto.Sign(s.priv, proto.FinalDigest(&sd.Desc))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -426,7 +428,7 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, err
 	}
 	var rl wire.RegList
-	if err := rl.Unmarshal(body, limitsFor(e.v.Desc.Params, len(e.v.Chain))); err != nil {
+	if err := rl.Unmarshal(body, proto.LimitsFor(e.v.Desc.Params, len(e.v.Chain))); err != nil {
 		return 0, nil, err
 	}
 	// (v3) every primary's order, signed by it as a whole, every
@@ -437,7 +439,7 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, err
 	}
 	// Every server verifies every registration (§4.1) before it signs.
-	parsed, bad, err := verifyRegs(e.v, regs, s.rand)
+	parsed, bad, err := proto.VerifyRegs(e.v, regs, s.rand)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -445,7 +447,7 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 		// A registration signed by its primary whose proofs fail is
 		// evidence against that primary (§8): named here and sent on.
 		f := rl.Regs[bad[0]]
-		_, why := checkRegister(e.v, &f.Reg)
+		_, why := proto.CheckRegister(e.v, &f.Reg)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -490,13 +492,13 @@ func (e *sepoch) regListRefusal() error {
 
 func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var sd wire.Signed
-	if err := sd.Unmarshal(body, genericLimits()); err != nil {
+	if err := sd.Unmarshal(body, proto.GenericLimits()); err != nil {
 		return 0, nil, err
 	}
 	if err := s.askedByLeader(from, &sd); err != nil {
 		return 0, nil, err
 	}
-	v, err := checkSigned(&sd, s.cfg.PIRRate)
+	v, err := proto.CheckSigned(&sd, s.cfg.PIRRate)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -557,7 +559,7 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 // chosen ones in the leader's list).
 func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var f wire.Forwarded
-	if err := f.Unmarshal(body, genericLimits()); err != nil {
+	if err := f.Unmarshal(body, proto.GenericLimits()); err != nil {
 		return 0, nil, err
 	}
 	r := &f.Reg
@@ -579,7 +581,7 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 		return 0, nil, errors.New("node: registration closed")
 	}
 	if e.leader == s.h.ID() {
-		if _, err := checkRegister(e.v, r); err != nil {
+		if _, err := proto.CheckRegister(e.v, r); err != nil {
 			// Signed by its primary: evidence against it (§8).
 			s.wg.Add(1)
 			go func() {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // Epoch numbers (docs/proto-node.md "Hostile peers and crashes"). A server
@@ -66,5 +68,5 @@ func loadEpochNumber(dir string) (uint64, error) {
 // saveEpochNumber writes n to dir durably: a temporary file, synced, then
 // renamed over the old one, so that a crash leaves the old or the new.
 func saveEpochNumber(dir string, n uint64) error {
-	return writeFileDurably(filepath.Join(dir, EpochNumberFile), []byte(strconv.FormatUint(n, 10)+"\n"))
+	return proto.WriteFileDurably(filepath.Join(dir, EpochNumberFile), []byte(strconv.FormatUint(n, 10)+"\n"))
 }

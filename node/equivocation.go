@@ -11,6 +11,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // Equivocation of one number (docs/protocol.md §3, "One certificate per
@@ -85,7 +86,7 @@ func (s *Server) markPhase(n uint64, final bool) error {
 	if voted == pm.voted && fin == pm.final {
 		return nil
 	}
-	if err := writeFileDurably(filepath.Join(s.cfg.DataDir, PhaseFile), fmt.Appendf(nil, "%d %d\n", voted, fin)); err != nil {
+	if err := proto.WriteFileDurably(filepath.Join(s.cfg.DataDir, PhaseFile), fmt.Appendf(nil, "%d %d\n", voted, fin)); err != nil {
 		return err
 	}
 	pm.voted, pm.final = voted, fin

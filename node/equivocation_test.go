@@ -10,6 +10,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestEquivocationEvidence: a server's final signature of a number and its
@@ -27,7 +28,7 @@ func TestEquivocationEvidence(t *testing.T) {
 	}
 	timeout := &wire.Cert{Kind: wire.CertTimeout, Number: K, Chain: final.Chain}
 	for _, i := range []int{1, 2} {
-		timeout.Sigs = append(timeout.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, keys[i], timeoutDigest(K, final.Chain))})
+		timeout.Sigs = append(timeout.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, keys[i], proto.TimeoutDigest(K, final.Chain))})
 	}
 	ev := equivocation(final, 1, timeout, 1)
 	if ev == nil {
@@ -53,7 +54,7 @@ func TestEquivocationEvidence(t *testing.T) {
 	}
 	// A timeout signature by another key.
 	bad := *tm
-	bad.Sigs = []wire.CertSig{{Index: 1, Sig: certSign(t, keys[0], timeoutDigest(K, final.Chain))}}
+	bad.Sigs = []wire.CertSig{{Index: 1, Sig: certSign(t, keys[0], proto.TimeoutDigest(K, final.Chain))}}
 	if _, _, err := blame.ChargeOf(&wire.Charge{Kind: wire.EvEquiv, Number: K, Item: blame.EquivItem(f, &bad)}, ctx); err == nil {
 		t.Error("a forged timeout signature charged")
 	}
@@ -143,7 +144,7 @@ func TestVotesThenFinalCharged(t *testing.T) {
 		const K = 4
 		final := finalCertBy(t, keys, keys, K)
 		vote := &wire.Cert{Kind: wire.CertTimeout, Number: K, Chain: final.Chain,
-			Sigs: []wire.CertSig{{Index: 2, Sig: certSign(t, keys[2], timeoutDigest(K, final.Chain))}}}
+			Sigs: []wire.CertSig{{Index: 2, Sig: certSign(t, keys[2], proto.TimeoutDigest(K, final.Chain))}}}
 		s.noteVote(vote)
 		s.keepCert(final)
 		charged := func() bool { return s.ref.refusalCounts()[keys[2].id] == 1 }

@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // Evidence delivery (§8): public evidence of a fault (two signed roots,
@@ -21,7 +22,7 @@ import (
 // server acknowledges or evidenceDeadline passes (the back-off:
 // Tunables.EvidenceBackoff, EvidenceBackoffMax). Receivers acknowledge a
 // repeat without acting on it again (the epoch's named flags).
-const evidenceDeadline = bulkTimeout // all attempts to one server
+const evidenceDeadline = transport.BulkTimeout // all attempts to one server
 
 // deliverAll runs send for every peer concurrently, retrying each until it
 // succeeds or ctx ends (backoff from first, doubling up to most, between
@@ -80,7 +81,7 @@ func (s *Server) sendToChain(e *sepoch, proto protocol.ID, typ wire.Type, body [
 	ctx, cancel := context.WithTimeout(s.ctx, deadline)
 	defer cancel()
 	return deliverAll(ctx, others, s.cfg.Timing.EvidenceBackoff, s.cfg.Timing.EvidenceBackoffMax, func(ctx context.Context, p peer.ID) error {
-		_, err := call(ctx, s.h, p, request{Proto: proto, Type: typ, Body: body, Timeout: perTry})
+		_, err := transport.Call(ctx, s.h, p, transport.Request{Proto: proto, Type: typ, Body: body, Timeout: perTry})
 		return err
 	})
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // runningEpoch waits until server s holds an epoch in its rounds and
@@ -65,13 +67,13 @@ func TestFutureRootFramesHonest(t *testing.T) {
 		t.Logf("round %d (newest list %d): %d honest attestations of its absences", q, open, len(got))
 		a := &wire.Abort{Epoch: e.v.ID, Number: n, Round: q, Kind: wire.AbortNoPub, Signer: []byte(bad.ID()), Reason: []byte(fmt.Sprintf("round %d: no publication", q))}
 		var err error
-		if a.Sig, err = sign(bad.priv, abortDigest(a)); err != nil {
+		if a.Sig, err = proto.Sign(bad.priv, proto.AbortDigest(a)); err != nil {
 			t.Fatal(err)
 		}
 		ev := wire.Charge{Kind: wire.EvAbort, Number: n, Item: a.Marshal(), Attests: append(got, *own)}
 		e0 := fr.fn.epochs()
 		for _, to := range others {
-			if _, err := call(context.Background(), bad.h, to, request{Proto: ProtoEpoch, Type: wire.TypeCharge, Body: ev.Marshal(), Timeout: shortTimeout}); err != nil {
+			if _, err := transport.Call(context.Background(), bad.h, to, transport.Request{Proto: ProtoEpoch, Type: wire.TypeCharge, Body: ev.Marshal(), Timeout: transport.ShortTimeout}); err != nil {
 				t.Logf("charge to %s: %v", to.ShortString(), err)
 			}
 		}
@@ -120,7 +122,7 @@ func startFutureRoot(t *testing.T) *futureRoot {
 		t.Fatalf("round %d beyond the epoch", fr.q)
 	}
 	b := wire.Batch{Epoch: id, Round: fr.q, S: uint16(pos + 1), Root: [32]byte{7}}
-	sig, err := sign(bad.priv, batchDigest(&b))
+	sig, err := proto.Sign(bad.priv, batchDigest(&b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +133,7 @@ func startFutureRoot(t *testing.T) *futureRoot {
 		}
 	}
 	for _, to := range fr.others {
-		if _, err := call(context.Background(), bad.h, to, request{Proto: ProtoRound, Type: wire.TypeRoot, Body: root, Timeout: shortTimeout}); err != nil {
+		if _, err := transport.Call(context.Background(), bad.h, to, transport.Request{Proto: ProtoRound, Type: wire.TypeRoot, Body: root, Timeout: transport.ShortTimeout}); err != nil {
 			t.Logf("root to %s: %v", to.ShortString(), err)
 		}
 	}
@@ -261,7 +263,7 @@ func TestEvidenceFloodKeepsCharges(t *testing.T) {
 		// Two final numbers of ended epochs whose chain holds bad.
 		var finals []*wire.Cert
 		for n := v.cert.certTop() - 1; n > 0 && len(finals) < 2; n-- {
-			if c, ok := v.cert.certOf(n); ok && c.Kind == wire.CertFinal && inChain(mustChain(t, c), bad.ID()) {
+			if c, ok := v.cert.certOf(n); ok && c.Kind == wire.CertFinal && proto.InChain(mustChain(t, c), bad.ID()) {
 				finals = append(finals, c)
 			}
 		}
@@ -270,7 +272,7 @@ func TestEvidenceFloodKeepsCharges(t *testing.T) {
 		}
 		abort := func(c *wire.Cert, reason string) []byte {
 			a := &wire.Abort{Epoch: c.Epoch, Number: c.Number, Kind: wire.AbortFault, Signer: []byte(bad.ID()), Reason: []byte(reason)}
-			sig, err := sign(bad.priv, abortDigest(a))
+			sig, err := proto.Sign(bad.priv, proto.AbortDigest(a))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -278,7 +280,7 @@ func TestEvidenceFloodKeepsCharges(t *testing.T) {
 			return (&wire.Charge{Kind: wire.EvAbort, Number: c.Number, Item: a.Marshal()}).Marshal()
 		}
 		send := func(body []byte) {
-			if _, err := call(context.Background(), bad.h, v.ID(), request{Proto: ProtoEpoch, Type: wire.TypeCharge, Body: body, Timeout: shortTimeout}); err != nil {
+			if _, err := transport.Call(context.Background(), bad.h, v.ID(), transport.Request{Proto: ProtoEpoch, Type: wire.TypeCharge, Body: body, Timeout: transport.ShortTimeout}); err != nil {
 				t.Logf("charge: %v", err)
 			}
 		}
@@ -311,7 +313,7 @@ func TestEvidenceFloodKeepsCharges(t *testing.T) {
 
 func mustChain(t *testing.T, c *wire.Cert) []peer.ID {
 	t.Helper()
-	ch, err := certChain(c)
+	ch, err := proto.CertChain(c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // Handing over on leaving (docs/protocol.md §5.4 v3). A client that must
@@ -44,7 +45,7 @@ func (s *Server) onHandover(body []byte) (wire.Type, []byte, error) {
 			return 0, nil, fmt.Errorf("node: round %d already holds this slot's onion", sub.Round)
 		}
 	}
-	if err := e.handover.Hold(sub, handoverMax); err != nil {
+	if err := e.handover.Hold(sub, proto.HandoverMax); err != nil {
 		return 0, nil, err
 	}
 	s.notify() // a round may wait for this slot's queries

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestHandoverCarriesQueue (issue 26, §5.4 v3): the onions a client hands
@@ -37,7 +38,7 @@ func TestHandoverCarriesQueue(t *testing.T) {
 		}
 		queued := leaver.Inspect().Queued()
 		rounds := int(p.Rounds) - int(leaver.Inspect().SealedNext())
-		if len(queued) < handoverMax+8 || rounds < handoverMax {
+		if len(queued) < proto.HandoverMax+8 || rounds < proto.HandoverMax {
 			t.Fatalf("%d chunks queued, %d rounds left at the leave: too few to tell", len(queued), rounds)
 		}
 		stay := tn.clients[0]
@@ -56,8 +57,8 @@ func TestHandoverCarriesQueue(t *testing.T) {
 		}
 		// The hand-over's handoverMax onions, one chunk each, less the
 		// manifests' cap; cover would publish none of them.
-		if published < handoverMax-4 {
-			t.Errorf("%d of the %d chunks queued at the leave published after it; want the hand-over's %d", published, len(queued), handoverMax)
+		if published < proto.HandoverMax-4 {
+			t.Errorf("%d of the %d chunks queued at the leave published after it; want the hand-over's %d", published, len(queued), proto.HandoverMax)
 		}
 		t.Logf("%d of %d queued chunks published after the leave", published, len(queued))
 	})

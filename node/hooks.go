@@ -10,6 +10,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -31,7 +32,7 @@ type (
 	serverHookState struct{}
 )
 
-func (s *Server) hookClientHandlers(c handlerFunc, p segHandlerFunc) (handlerFunc, segHandlerFunc) {
+func (s *Server) hookClientHandlers(c transport.HandlerFunc, p transport.SegHandlerFunc) (transport.HandlerFunc, transport.SegHandlerFunc) {
 	return c, p
 }
 

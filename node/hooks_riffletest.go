@@ -12,6 +12,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
@@ -164,7 +165,7 @@ var recvHook = &transport.RecvHook
 
 // hookClientHandlers wraps the handlers of the client and PIR protocols
 // to call the observer's Received first when it has one.
-func (s *Server) hookClientHandlers(c handlerFunc, p segHandlerFunc) (handlerFunc, segHandlerFunc) {
+func (s *Server) hookClientHandlers(c transport.HandlerFunc, p transport.SegHandlerFunc) (transport.HandlerFunc, transport.SegHandlerFunc) {
 	o := s.cfg.observe
 	if o == nil || o.Received == nil {
 		return c, p
@@ -438,7 +439,7 @@ func (s *Server) hookProbe(e *sepoch, r uint32, pos int) {
 	if h := s.hooks.Load(); h != nil && h.probe != nil && e.pos > 0 {
 		v := e.final
 		req := wire.BlameReq{Epoch: v.ID, Round: r, T: uint16(e.pos - 1), Out: uint32(pos)}
-		_, err := call(s.ctx, s.h, v.Chain[e.pos-1], request{Proto: ProtoEpoch, Type: wire.TypeBlameReq, Body: req.Marshal(), Timeout: shortTimeout, Max: e.entrySize(0) + 4096})
+		_, err := transport.Call(s.ctx, s.h, v.Chain[e.pos-1], transport.Request{Proto: ProtoEpoch, Type: wire.TypeBlameReq, Body: req.Marshal(), Timeout: transport.ShortTimeout, Max: e.entrySize(0) + 4096})
 		h.probe(err)
 	}
 }
@@ -482,7 +483,7 @@ func (s *Server) hookRoot(b *wire.Batch, msg []byte) []byte {
 	if h := s.hooks.Load(); h != nil && h.equivocate != nil && h.equivocate(b.Round) {
 		o := *b
 		o.Root[0] ^= 1
-		o.Sig, _ = sign(s.priv, batchDigest(&o))
+		o.Sig, _ = proto.Sign(s.priv, batchDigest(&o))
 		return (&wire.Root{Epoch: o.Epoch, Round: o.Round, S: o.S, Root: o.Root, Sig: o.Sig}).Marshal()
 	}
 	return msg

@@ -20,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
 	"github.com/riffle-net/riffle/store"
@@ -61,7 +62,7 @@ func fixtureChain(t testing.TB, s *Server, chain []peer.ID, pos int, regFrom ...
 		desc.Clients = append(desc.Clients, c)
 		e.RegFrom[c.RegKey] = from
 	}
-	v := &view{ID: [32]byte{0xee, byte(len(regFrom))}, Desc: desc, Chain: chain, Lim: limitsFor(p, len(chain))}
+	v := &proto.View{ID: [32]byte{0xee, byte(len(regFrom))}, Desc: desc, Chain: chain, Lim: proto.LimitsFor(p, len(chain))}
 	e.v, e.final = v, v
 	s.mu.Lock()
 	s.epochs[v.ID] = e
@@ -277,7 +278,7 @@ func TestProposalCensorship(t *testing.T) {
 	for _, c := range cases {
 		e.final.Desc.Params.MaxRows = c.maxRows
 		rl := wire.RoundList{Epoch: e.v.ID, Round: r, Entries: c.entries}
-		rl.Pairs = listPairs(x.reqByPos, c.entries)
+		rl.Pairs = proto.ListPairs(x.reqByPos, c.entries)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		rt, rep, err := s.onProposal(ctx, leader, rl.Marshal())
 		cancel()
@@ -305,8 +306,8 @@ func TestProposalCensorship(t *testing.T) {
 	e.final.Desc.Params.MaxRows = 64
 	for name, pairs := range map[string][]wire.ListPair{
 		"no pairs":   nil,
-		"a pair out": listPairs(x.reqByPos, held)[1:],
-		"a pair in":  append(listPairs(x.reqByPos, held), wire.ListPair{Pos: 2, Entry: 0}),
+		"a pair out": proto.ListPairs(x.reqByPos, held)[1:],
+		"a pair in":  append(proto.ListPairs(x.reqByPos, held), wire.ListPair{Pos: 2, Entry: 0}),
 	} {
 		rl := wire.RoundList{Epoch: e.v.ID, Round: r, Entries: held, Pairs: pairs}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -473,11 +474,11 @@ func TestOutsiderCapOnStream(t *testing.T) {
 	h.AddAddrs(s.ID(), s.h.Addrs(), time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err = call(ctx, h, s.ID(), request{Proto: ProtoEpoch, Type: wire.TypeSignReq, Body: make([]byte, outsiderCap+1), Timeout: 5 * time.Second})
+	_, err = transport.Call(ctx, h, s.ID(), transport.Request{Proto: ProtoEpoch, Type: wire.TypeSignReq, Body: make([]byte, outsiderCap+1), Timeout: 5 * time.Second})
 	if err == nil || strings.Contains(err.Error(), "peer refused") {
 		t.Fatalf("an outsider's body over the cap: %v, want the stream cut", err)
 	}
-	_, err = call(ctx, h, s.ID(), request{Proto: ProtoEpoch, Type: wire.TypeSignReq, Body: make([]byte, 64), Timeout: 5 * time.Second})
+	_, err = transport.Call(ctx, h, s.ID(), transport.Request{Proto: ProtoEpoch, Type: wire.TypeSignReq, Body: make([]byte, 64), Timeout: 5 * time.Second})
 	if err == nil || !strings.Contains(err.Error(), "peer refused") {
 		t.Fatalf("an outsider's small body: %v, want a refusal", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/chunks"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // Hostile input straight to the peer-facing handlers: for each, bodies that
@@ -85,7 +86,7 @@ func newHostileFixture(t *testing.T) *hostileFixture {
 	}
 	mk := func(tag byte, pos int, chain []peer.ID, final bool) *sepoch {
 		desc := &wire.Descriptor{Number: uint64(tag), Params: p.Wire(), Clients: entries}
-		v := &view{ID: [32]byte{tag}, Desc: desc, Chain: chain}
+		v := &proto.View{ID: [32]byte{tag}, Desc: desc, Chain: chain}
 		e := &sepoch{v: v, pos: pos}
 		e.Regs, e.fwd = map[[32]byte]wire.Register{}, map[[32]byte]wire.Forwarded{}
 		e.stepMsgs, e.rounds = map[int]*wire.Step{}, map[uint32]*sround{}
@@ -191,7 +192,7 @@ func oversized(b []byte) []byte { return append(append([]byte(nil), b...), 0, 0,
 
 func mustSign(t *testing.T, k crypto.PrivKey, d [32]byte) [64]byte {
 	t.Helper()
-	sig, err := sign(k, d)
+	sig, err := proto.Sign(k, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func mustSign(t *testing.T, k crypto.PrivKey, d [32]byte) [64]byte {
 // batch is a round-r batch for position S of e's chain, signed by k.
 func (f *hostileFixture) batch(t *testing.T, e *sepoch, r uint32, S uint16, k crypto.PrivKey) []byte {
 	b := wire.Batch{Epoch: e.v.ID, Round: r, S: S, Entries: [][]byte{{1}, {2}, {3}}}
-	b.Root = merkleRoot(b.Entries)
+	b.Root = proto.MerkleRoot(b.Entries)
 	b.Sig = mustSign(t, k, batchDigest(&b))
 	return bytes.Join(b.Segments(), nil)
 }
@@ -212,7 +213,7 @@ func TestHostileRoundHandlers(t *testing.T) {
 		f := newHostileFixture(t)
 		mid, R := f.mid, f.p.Rounds
 		good := f.batch(t, mid, 0, 1, f.a.priv)
-		unknown := sepoch{v: &view{ID: [32]byte{0xEE}}}
+		unknown := sepoch{v: &proto.View{ID: [32]byte{0xEE}}}
 		root := func(r uint32, S uint16, k crypto.PrivKey) []byte {
 			b := wire.Batch{Epoch: mid.v.ID, Round: r, S: S, Root: [32]byte{9}}
 			return (&wire.Root{Epoch: mid.v.ID, Round: r, S: S, Root: b.Root, Sig: mustSign(t, k, batchDigest(&b))}).Marshal()
@@ -305,7 +306,7 @@ func TestHostileIntake(t *testing.T) {
 		}
 		takeSubs := func(from peer.ID, body []byte) error {
 			var b wire.SubmitBatch
-			if err := b.Unmarshal(body, genericLimits()); err != nil {
+			if err := b.Unmarshal(body, proto.GenericLimits()); err != nil {
 				return err
 			}
 			return f.s.takeSubs(from, body, &b)
@@ -322,7 +323,7 @@ func TestHostileIntake(t *testing.T) {
 		pirErr := func(_ wire.Type, _ [][]byte, err error) error { return err }
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		unknown := sepoch{v: &view{ID: [32]byte{0xEE}}}
+		unknown := sepoch{v: &proto.View{ID: [32]byte{0xEE}}}
 		// mid: this server is slot 1's primary; led: slot 0's and S_0.
 		good := submit(mid, 0, 1, f.clients[1], size)
 		runHostile(t, f, []hostileCase{
@@ -402,7 +403,7 @@ func TestHostileIntake(t *testing.T) {
 func (f *hostileFixture) register(t *testing.T, e *sepoch, key ed25519.PrivateKey) []byte {
 	r := wire.Register{Epoch: e.v.ID, XKey: [32]byte{7}, Reg: make([]byte, 64)}
 	copy(r.RegKey[:], key.Public().(ed25519.PublicKey))
-	dg := registerDigest(&r)
+	dg := proto.RegisterDigest(&r)
 	copy(r.Sig[:], ed25519.Sign(key, dg[:]))
 	return r.Marshal()
 }
@@ -411,7 +412,7 @@ func (f *hostileFixture) register(t *testing.T, e *sepoch, key ed25519.PrivateKe
 // long-term key signature.
 func (f *hostileFixture) clientRegister(t *testing.T, e *sepoch, key ed25519.PrivateKey) []byte {
 	var cr wire.ClientRegister
-	if err := cr.Reg.Unmarshal(f.register(t, e, key), genericLimits()); err != nil {
+	if err := cr.Reg.Unmarshal(f.register(t, e, key), proto.GenericLimits()); err != nil {
 		t.Fatal(err)
 	}
 	lt, err := NewLongTermKey(rand.Reader)
@@ -425,11 +426,11 @@ func (f *hostileFixture) clientRegister(t *testing.T, e *sepoch, key ed25519.Pri
 // forwarded is register as primary pos signs it with pk.
 func (f *hostileFixture) forwarded(t *testing.T, e *sepoch, key ed25519.PrivateKey, pos uint16, pk peerKey) wire.Forwarded {
 	fw := wire.Forwarded{Primary: pos}
-	if err := fw.Reg.Unmarshal(f.register(t, e, key), genericLimits()); err != nil {
+	if err := fw.Reg.Unmarshal(f.register(t, e, key), proto.GenericLimits()); err != nil {
 		t.Fatal(err)
 	}
 	var err error
-	if fw.Sig, err = sign(pk.priv, forwardDigest(&fw)); err != nil {
+	if fw.Sig, err = proto.Sign(pk.priv, proto.ForwardDigest(&fw)); err != nil {
 		t.Fatal(err)
 	}
 	return fw
@@ -513,7 +514,7 @@ func TestHostileEpochHandlers(t *testing.T) {
 				return handlerErr(f.s.onForwardedRegister(f.a.id, truncated(fwd(led))))
 			}},
 			{name: "forwarded registration/unknown epoch", run: func() error {
-				e := &sepoch{v: &view{ID: [32]byte{0xEE}}}
+				e := &sepoch{v: &proto.View{ID: [32]byte{0xEE}}}
 				return handlerErr(f.s.onForwardedRegister(f.a.id, fwd(e)))
 			}},
 			{name: "forwarded registration/not led here", run: func() error {

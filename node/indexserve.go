@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -78,7 +79,7 @@ func (s *Server) enterIndex(ctx context.Context, from peer.ID) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.all >= maxIndexServing {
-		return errIndexBusy
+		return proto.ErrIndexBusy
 	}
 	var release func()
 	var err error
@@ -90,7 +91,7 @@ func (s *Server) enterIndex(ctx context.Context, from peer.ID) error {
 			slotRange{rng, maxClientIndexPerRange}, slotRange{wide, maxClientIndexPerWide})
 	}
 	if err != nil {
-		return errIndexBusy
+		return proto.ErrIndexBusy
 	}
 	g.all++
 	go func() {
@@ -247,7 +248,7 @@ func (g *slotTable) tryTakeIn(from peer.ID, total, perPeer int, rs ...slotRange)
 		if g.freed == nil {
 			g.freed = make(chan struct{})
 		}
-		return nil, g.freed, errWindowBusy
+		return nil, g.freed, proto.ErrWindowBusy
 	}
 	if g.by == nil {
 		g.by, g.inRange = map[peer.ID]int{}, map[string]int{}

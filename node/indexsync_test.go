@@ -20,6 +20,8 @@ import (
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -52,7 +54,7 @@ func indexFiles(t *testing.T, s *Server, n int) [][32]byte {
 		link, err := chunker.Share(bytes.NewReader(data), fmt.Sprintf("f%d.bin", i), "", MinChunkSize, chunker.ShareOptions{}, func(id chunker.ID, c []byte) error {
 			c = append([]byte(nil), c...)
 			chunks = append(chunks, store.Chunk{ID: id, Data: c})
-			if isManifest(c) {
+			if proto.IsManifest(c) {
 				mans = append(mans, store.Manifest{ID: id, Round: uint32(i), Data: c})
 				ids = append(ids, id)
 			}
@@ -250,7 +252,7 @@ func TestIndexReqHostile(t *testing.T) {
 		h.AddAddrs(s.ID(), s.Addrs(), time.Hour)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		rep, err := call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{Cursor: math.MaxUint64}).Marshal(), Timeout: shortTimeout})
+		rep, err := transport.Call(ctx, h, s.ID(), transport.Request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{Cursor: math.MaxUint64}).Marshal(), Timeout: transport.ShortTimeout})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,12 +264,12 @@ func TestIndexReqHostile(t *testing.T) {
 			t.Fatalf("page for a cursor past the log: next %d more %v, %d items", pg.Next, pg.More, len(pg.Entries)+len(pg.Manifests))
 		}
 		for _, body := range [][]byte{make([]byte, wire.IndexReqSize+1), make([]byte, 1<<20), nil} {
-			if _, err := call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: body, Timeout: shortTimeout}); err == nil {
+			if _, err := transport.Call(ctx, h, s.ID(), transport.Request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: body, Timeout: transport.ShortTimeout}); err == nil {
 				t.Fatalf("index request of %d bytes answered", len(body))
 			}
 		}
 		// The server still answers a well-formed request.
-		if _, err := call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{}).Marshal(), Timeout: shortTimeout}); err != nil {
+		if _, err := transport.Call(ctx, h, s.ID(), transport.Request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{}).Marshal(), Timeout: transport.ShortTimeout}); err != nil {
 			t.Fatal(err)
 		}
 
@@ -291,7 +293,7 @@ func TestIndexReqHostile(t *testing.T) {
 				t.Fatalf("outsider page %d: %v", i, err)
 			}
 		}
-		if _, err := call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{}).Marshal(), Timeout: shortTimeout}); err == nil {
+		if _, err := transport.Call(ctx, h, s.ID(), transport.Request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{}).Marshal(), Timeout: transport.ShortTimeout}); err == nil {
 			t.Fatal("a page beyond the outsiders' slots was served")
 		}
 		for _, f := range cancels {
@@ -319,7 +321,7 @@ func TestIndexReqHostile(t *testing.T) {
 		}
 		defer bad.Close()
 		var asked int
-		serve(ctx, bad, &gate{}, anonLogger(), ProtoClient, shortTimeout, func(peer.ID, wire.Type) int { return 64 }, func(_ context.Context, _ peer.ID, _ wire.Type, body []byte) (wire.Type, []byte, error) {
+		transport.Serve(ctx, bad, &transport.Gate{}, anonLogger(), ProtoClient, transport.ShortTimeout, func(peer.ID, wire.Type) int { return 64 }, func(_ context.Context, _ peer.ID, _ wire.Type, body []byte) (wire.Type, []byte, error) {
 			asked++
 			var req wire.IndexReq
 			if err := req.Unmarshal(body); err != nil {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/intake"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // epochFor returns a finalised epoch by id.
@@ -46,7 +48,7 @@ func (s *Server) epochForWait(id [32]byte) (*sepoch, error) {
 
 // handleClient serves /riffle/1/client.
 func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
-	if err := takes(ProtoClient, t); err != nil {
+	if err := transport.Takes(ProtoClient, t); err != nil {
 		return 0, nil, err
 	}
 	switch t {
@@ -123,12 +125,12 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 	case wire.TypeReceiptSet:
 		return s.onReceiptSet(from, body)
 	}
-	return 0, nil, unhandled(ProtoClient, t)
+	return 0, nil, transport.Unhandled(ProtoClient, t)
 }
 
 func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var cr wire.ClientRegister
-	if err := cr.Unmarshal(body, genericLimits()); err != nil {
+	if err := cr.Unmarshal(body, proto.GenericLimits()); err != nil {
 		return 0, nil, err
 	}
 	r := cr.Reg
@@ -143,7 +145,7 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 	}
 	// The long-term key (§8 "After a blame"): its signature and its
 	// exclusion are checked before the registration's costly proofs.
-	if err := verifyLongTerm(cr.LTKey, r.Epoch, r.RegKey, cr.LTSig); err != nil {
+	if err := proto.VerifyLongTerm(cr.LTKey, r.Epoch, r.RegKey, cr.LTSig); err != nil {
 		return 0, nil, err
 	}
 	if until, ok := s.keys.Excluded(cr.LTKey, e.v.Desc.Number); ok {
@@ -162,13 +164,13 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 	if err != nil {
 		return 0, nil, err
 	}
-	if _, err := checkRegister(e.v, &r); err != nil {
+	if _, err := proto.CheckRegister(e.v, &r); err != nil {
 		return 0, nil, err
 	}
 	// Signed as forwarded (§8): a registration whose proofs fail would be
 	// evidence against this primary.
 	fwd := wire.Forwarded{Primary: uint16(e.pos), Reg: r}
-	sig, err := sign(s.priv, forwardDigest(&fwd))
+	sig, err := proto.Sign(s.priv, proto.ForwardDigest(&fwd))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -245,7 +247,7 @@ func (s *Server) waitBytes(ctx context.Context, e *sepoch, get func() []byte, wh
 // registration key signed it. what names the message in errors.
 func (s *Server) checkSubmission(body []byte, what string) (wire.Submit, *sepoch, [32]byte, error) {
 	var sub wire.Submit
-	if err := sub.Unmarshal(body, genericLimits()); err != nil {
+	if err := sub.Unmarshal(body, proto.GenericLimits()); err != nil {
 		return sub, nil, [32]byte{}, err
 	}
 	e, err := s.epochFor(sub.Epoch)
@@ -316,9 +318,9 @@ func (s *Server) takeSubmitLocked(e *sepoch, sub wire.Submit, body []byte, diges
 }
 
 func (s *Server) forwardSubs(e *sepoch, batch *wire.SubmitBatch) {
-	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
 	defer cancel()
-	if _, err := call(ctx, s.h, e.final.Chain[0], request{Proto: ProtoRound, Type: wire.TypeSubmitBatch, Segments: batch.Segments(), Timeout: bulkTimeout}); err != nil {
+	if _, err := transport.Call(ctx, s.h, e.final.Chain[0], transport.Request{Proto: ProtoRound, Type: wire.TypeSubmitBatch, Segments: batch.Segments(), Timeout: transport.BulkTimeout}); err != nil {
 		s.log.Warn("forward submissions", "round", batch.Round, "err", err)
 	}
 }

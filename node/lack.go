@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // A missing input batch (docs/protocol.md §5.2 v3, "a void that names
@@ -268,7 +269,7 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 				break
 			}
 			ctx, cancel := context.WithTimeout(s.ctx, left)
-			raw, err := call(ctx, s.h, pred, request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: q, Timeout: left, Max: wire.BatchCap(v.Lim)})
+			raw, err := transport.Call(ctx, s.h, pred, transport.Request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: q, Timeout: left, Max: wire.BatchCap(v.Lim)})
 			cancel()
 			if err == nil {
 				// Taken like any batch from the predecessor: sender,
@@ -282,7 +283,7 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 				// Still on its way: wait on, up to the delivery's
 				// own deadline (a predecessor that keeps saying so
 				// leaves the round to the publication's void).
-				if later := time.Now().Add(fetchGrace(e)); later.After(deadline) && later.Before(start.Add(bulkTimeout)) {
+				if later := time.Now().Add(fetchGrace(e)); later.After(deadline) && later.Before(start.Add(transport.BulkTimeout)) {
 					deadline = later
 				}
 			}
@@ -318,7 +319,7 @@ func (s *Server) askRelay(ctx context.Context, e *sepoch, r uint32, q []byte, se
 		return
 	}
 	ask := func(p peer.ID) bool {
-		raw, err := call(ctx, s.h, p, request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: q, Timeout: keptWindow(e), Max: wire.BatchCap(v.Lim)})
+		raw, err := transport.Call(ctx, s.h, p, transport.Request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: q, Timeout: keptWindow(e), Max: wire.BatchCap(v.Lim)})
 		if err == nil {
 			if _, _, err = s.onBatch(pred, raw); err == nil {
 				s.log.Info("missing batch relayed by a chain server", "round", r, "from", p.ShortString())
@@ -401,13 +402,13 @@ func (s *Server) claimLack(e *sepoch, r uint32) {
 			others = append(others, p)
 		}
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, transport.ShortTimeout)
 	defer cancel()
 	for _, to := range [][]peer.ID{others, v.Chain[:1]} {
 		if len(to) == 0 {
 			continue
 		}
-		if _, err := s.each(ctx, to, request{Proto: ProtoRound, Type: wire.TypeLack, Body: body, Timeout: shortTimeout}); err != nil {
+		if _, err := s.each(ctx, to, transport.Request{Proto: ProtoRound, Type: wire.TypeLack, Body: body, Timeout: transport.ShortTimeout}); err != nil {
 			s.log.Debug("lack notice", "round", r, "err", err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport/memnet"
 )
 
@@ -39,7 +40,7 @@ func TestLateNoteFramesThinSigner(t *testing.T) {
 func lateNoteCase(t *testing.T, mode string) {
 	p := testParams(64)
 	p.RoundLimitMs = 4000
-	grace := fetchGrace(&sepoch{final: &view{Desc: &wire.Descriptor{Params: p.Wire()}}})
+	grace := fetchGrace(&sepoch{final: &proto.View{Desc: &wire.Descriptor{Params: p.Wire()}}})
 	// The hook's delay counts from S_1's hop wait (a fetch after its
 	// root): the notes go out that much later than an honest receiver's.
 	late := 4*grace - grace - grace/2 // a quarter second before the window closes

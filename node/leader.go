@@ -10,6 +10,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/selection"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // leaderLoop runs epochs while this server heads the chain of live servers.
@@ -83,7 +86,7 @@ func (s *Server) abortAll(ctx context.Context, chain []peer.ID, id [32]byte, rea
 		}
 	}
 	body := s.abortBody(id, reason)
-	_, _ = s.each(context.WithoutCancel(ctx), chain, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: shortTimeout})
+	_, _ = s.each(context.WithoutCancel(ctx), chain, transport.Request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: transport.ShortTimeout})
 }
 
 // runEpoch drives one epoch as leader (§3, §4): prepare, sign and open the
@@ -107,7 +110,7 @@ func (s *Server) runEpoch(ctx context.Context, chain []peer.ID, number uint64) e
 		return err
 	}
 	desc.Reveals = cl.reveals
-	keys := selectCandidates(id, selectionBeta(cl.reveals), cl.all, cl.primaryOf, cl.rank, desc.Params.MaxClients, len(chain))
+	keys := selection.Candidates(id, proto.SelectionBeta(cl.reveals), cl.all, cl.primaryOf, cl.rank, desc.Params.MaxClients, len(chain))
 	if len(keys) < s.cfg.MinClients {
 		s.abortAll(ctx, chain, id, "too few clients")
 		return fmt.Errorf("node: %d valid registrations < %d", len(keys), s.cfg.MinClients)
@@ -143,12 +146,12 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 	}
 	gap = s.hookLeaderGap(number, gap)
 	win := s.hookLeaderWindow(number, s.win.Choose(ctx, chain, number, prev, gap))
-	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.cfg.Params.Wire(), Chain: chainIDs(chain), Previous: prev, Window: win, Gap: gap}
+	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.cfg.Params.Wire(), Chain: proto.ChainIDs(chain), Previous: prev, Window: win, Gap: gap}
 	// The servers this chain leaves out for their refusal budget are out
 	// at every server only if every server has the aborts that count
 	// (refusals.go).
 	s.handEvidence(ctx, chain)
-	reps, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypePrepare, Body: prep.Marshal(), Timeout: shortTimeout})
+	reps, err := s.each(ctx, chain, transport.Request{Proto: ProtoEpoch, Type: wire.TypePrepare, Body: prep.Marshal(), Timeout: transport.ShortTimeout})
 	if err != nil {
 		// A server that refused may know numbers this one does not:
 		// catch up from the certificates (certs.go).
@@ -165,7 +168,7 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 	}
 	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.cfg.Params.Wire(), Group: make([]wire.GroupEntry, len(chain)), Previous: prev, Window: win, Gap: gap}
 	for i, r := range reps {
-		if err := desc.Group[i].Unmarshal(r, genericLimits()); err != nil {
+		if err := desc.Group[i].Unmarshal(r, proto.GenericLimits()); err != nil {
 			return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: entry of server %d: %w", i, err)
 		}
 	}
@@ -174,11 +177,11 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 		// The servers that signed have taken the number and never vote
 		// its timeout: without the leader's abort, one signature lost in
 		// transit held the group at this number for good (TestSwarm seed 6).
-		s.abortAll(ctx, chain, epochID(&desc), "open not signed")
+		s.abortAll(ctx, chain, proto.EpochID(&desc), "open not signed")
 		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: sign open descriptor %d: %w", number, err)
 	}
 	open := &wire.Signed{Desc: desc, Sigs: sigs}
-	id := epochID(&desc)
+	id := proto.EpochID(&desc)
 	now := chain
 	if hooksBuilt {
 		now = nil
@@ -188,7 +191,7 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 				go func() {
 					defer s.wg.Done()
 					time.Sleep(d)
-					_, _ = s.each(s.ctx, []peer.ID{p}, request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: open.Marshal(), Timeout: shortTimeout})
+					_, _ = s.each(s.ctx, []peer.ID{p}, transport.Request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: open.Marshal(), Timeout: transport.ShortTimeout})
 				}()
 				continue
 			}
@@ -196,7 +199,7 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 		}
 	}
 	to := s.hookSignedTo(false, now)
-	_, err = s.each(ctx, to, request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: open.Marshal(), Timeout: shortTimeout})
+	_, err = s.each(ctx, to, transport.Request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: open.Marshal(), Timeout: transport.ShortTimeout})
 	if err == nil && len(to) < len(now) {
 		err = errors.New("node: open descriptor held back")
 	}
@@ -262,7 +265,7 @@ type closed struct {
 // verified registration lists, their signed orders and their reveals.
 func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]byte, e *sepoch, desc wire.Descriptor) (*closed, error) {
 	params := desc.Params
-	reps, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypeCloseReq, Body: (&wire.EpochRef{Epoch: id}).Marshal(), Timeout: shortTimeout})
+	reps, err := s.each(ctx, chain, transport.Request{Proto: ProtoEpoch, Type: wire.TypeCloseReq, Body: (&wire.EpochRef{Epoch: id}).Marshal(), Timeout: transport.ShortTimeout})
 	if err != nil {
 		s.abortAll(ctx, chain, id, "close failed")
 		return nil, fmt.Errorf("node: close registration: %w", err)
@@ -274,7 +277,7 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 		all[k] = r
 	}
 	s.mu.Unlock()
-	lim := limitsFor(params, len(chain))
+	lim := proto.LimitsFor(params, len(chain))
 	primaryOf := map[[32]byte]uint16{}
 	rank := map[[32]byte]int{}
 	orders := make([]wire.Order, len(chain))
@@ -286,7 +289,7 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 		}
 		reveals[i] = rl.Reveal
 		// (v3) its signed order lists exactly its entries, in order.
-		o, err := orderOfReply(&rl, id, i, chain)
+		o, err := selection.OrderOfReply(&rl, id, i, chain)
 		if err != nil {
 			s.abortAll(ctx, chain, id, "bad order")
 			return nil, err
@@ -297,13 +300,13 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 		var regs []wire.Register
 		var fs []wire.Forwarded
 		for _, f := range rl.Regs {
-			if int(f.Primary) != i || f.Reg.Epoch != id || verifyPeerSig(chain[i], forwardDigest(&f), f.Sig) != nil {
+			if int(f.Primary) != i || f.Reg.Epoch != id || proto.VerifyPeerSig(chain[i], proto.ForwardDigest(&f), f.Sig) != nil {
 				s.abortAll(ctx, chain, id, "bad registration list")
 				return nil, fmt.Errorf("node: registration list of server %d: an entry not signed by it", i)
 			}
 			regs, fs = append(regs, f.Reg), append(fs, f)
 		}
-		parsed, bad, err := verifyRegs(e.v, regs, s.rand)
+		parsed, bad, err := proto.VerifyRegs(e.v, regs, s.rand)
 		if err != nil {
 			s.abortAll(ctx, chain, id, "registrations unverifiable")
 			return nil, err
@@ -312,7 +315,7 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 			// Signed by its primary: evidence against it (§8). The
 			// primary is named and the epoch ends.
 			f := fs[bad[0]]
-			_, why := checkRegister(e.v, &f.Reg)
+			_, why := proto.CheckRegister(e.v, &f.Reg)
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
@@ -329,7 +332,7 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 			rank[f.Reg.RegKey] = j
 		}
 	}
-	if _, err := revealsOf(&desc, reveals); err != nil {
+	if _, err := proto.RevealsOf(&desc, reveals); err != nil {
 		// A server revealed nothing or not its committed r_j: the
 		// selection cannot be computed, the epoch aborts (§3).
 		s.abortAll(ctx, chain, id, "bad reveal")
@@ -354,7 +357,7 @@ func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte
 	// every server recomputes the selection (internal/selection).
 	ordered.Rest = unselected(keys, cl)
 	s.hookCheatList(&ordered)
-	if _, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypeRegList, Body: ordered.Marshal(), Timeout: bulkTimeout}); err != nil {
+	if _, err := s.each(ctx, chain, transport.Request{Proto: ProtoEpoch, Type: wire.TypeRegList, Body: ordered.Marshal(), Timeout: transport.BulkTimeout}); err != nil {
 		s.abortAll(ctx, chain, id, "registration list refused")
 		return fmt.Errorf("node: send registrations: %w", err)
 	}
@@ -366,7 +369,7 @@ func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte
 	final := &wire.Signed{Final: true, Desc: fin, Sigs: sigs}
 	s.hookFinalSigned(final)
 	to := s.hookSignedTo(true, chain)
-	_, err = s.each(ctx, to, request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: final.Marshal(), Timeout: bulkTimeout})
+	_, err = s.each(ctx, to, transport.Request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: final.Marshal(), Timeout: transport.BulkTimeout})
 	if err == nil && len(to) < len(chain) {
 		err = errors.New("node: final descriptor held back")
 	}
@@ -378,7 +381,7 @@ func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte
 }
 
 func (s *Server) collectSigs(ctx context.Context, chain []peer.ID, req *wire.Signed) ([][64]byte, error) {
-	reps, err := s.each(ctx, chain, request{Proto: ProtoEpoch, Type: wire.TypeSignReq, Body: req.Marshal(), Timeout: bulkTimeout})
+	reps, err := s.each(ctx, chain, transport.Request{Proto: ProtoEpoch, Type: wire.TypeSignReq, Body: req.Marshal(), Timeout: transport.BulkTimeout})
 	if err != nil {
 		return nil, err
 	}

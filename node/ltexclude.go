@@ -7,6 +7,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // Exclusion by long-term key (docs/protocol.md §8 "After a blame"). When a
@@ -89,7 +91,7 @@ func (s *Server) clientNamed(e *sepoch, slot int) {
 	body := ev.Marshal()
 	s.excludeKey(e, ev, body)
 	if isOwn {
-		if err := s.sendEvidence(e, wire.TypeKeyEvidence, body, shortTimeout, -1); err != nil {
+		if err := s.sendEvidence(e, wire.TypeKeyEvidence, body, transport.ShortTimeout, -1); err != nil {
 			s.log.Warn("long-term key evidence not delivered everywhere", "err", err)
 		}
 	}
@@ -125,7 +127,7 @@ func (s *Server) onKeyEvidence(from peer.ID, body []byte) (wire.Type, []byte, er
 	if int(ev.Slot) >= e.n() {
 		return 0, nil, errors.New("node: key evidence for a slot beyond the epoch's")
 	}
-	if err := verifyLongTerm(ev.LTKey, ev.Epoch, e.final.Desc.Clients[ev.Slot].RegKey, ev.LTSig); err != nil {
+	if err := proto.VerifyLongTerm(ev.LTKey, ev.Epoch, e.final.Desc.Clients[ev.Slot].RegKey, ev.LTSig); err != nil {
 		return 0, nil, fmt.Errorf("node: key evidence: %w", err)
 	}
 	// Kept until this server's own verdict if it has not named the slot

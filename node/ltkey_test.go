@@ -23,7 +23,9 @@ import (
 	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/node/internal/intake"
 	"github.com/riffle-net/riffle/node/internal/ltkeys"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/window"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -179,10 +181,10 @@ func TestKeyExcludedEverywhere(t *testing.T) {
 		forged := wire.KeyEvidence{Epoch: badEpoch, Slot: uint32(hSlot), LTKey: hKey, LTSig: forger.Sign(badEpoch, e.final.Desc.Clients[hSlot].RegKey)}
 		unnamed := wire.KeyEvidence{Epoch: badEpoch, Slot: uint32(hSlot), LTKey: hKey, LTSig: hSig}
 		for i, s := range bn.servers[1:] {
-			if _, err := call(ctx, bn.servers[0].h, s.h.ID(), request{Proto: ProtoRound, Type: wire.TypeKeyEvidence, Body: forged.Marshal(), Timeout: shortTimeout}); err == nil || !strings.Contains(err.Error(), "does not verify") {
+			if _, err := transport.Call(ctx, bn.servers[0].h, s.h.ID(), transport.Request{Proto: ProtoRound, Type: wire.TypeKeyEvidence, Body: forged.Marshal(), Timeout: transport.ShortTimeout}); err == nil || !strings.Contains(err.Error(), "does not verify") {
 				t.Fatalf("server %d: forged key evidence: %v, want refused", i+1, err)
 			}
-			if _, err := call(ctx, bn.servers[0].h, s.h.ID(), request{Proto: ProtoRound, Type: wire.TypeKeyEvidence, Body: unnamed.Marshal(), Timeout: shortTimeout}); err != nil {
+			if _, err := transport.Call(ctx, bn.servers[0].h, s.h.ID(), transport.Request{Proto: ProtoRound, Type: wire.TypeKeyEvidence, Body: unnamed.Marshal(), Timeout: transport.ShortTimeout}); err != nil {
 				t.Fatalf("server %d: genuine evidence for an unnamed slot: %v (kept until a verdict, acknowledged)", i+1, err)
 			}
 		}
@@ -215,7 +217,7 @@ func TestLongTermSigOnlyToPrimary(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			var cr wire.ClientRegister
-			if typ == wire.TypeRegister && cr.Unmarshal(body, genericLimits()) == nil {
+			if typ == wire.TypeRegister && cr.Unmarshal(body, proto.GenericLimits()) == nil {
 				needles = append(needles, needle{self, append([]byte(nil), cr.LTSig[:]...)}, needle{self, append([]byte(nil), cr.LTKey[:]...)})
 				got[self]++
 				return
@@ -272,9 +274,9 @@ func TestReturningClientsFirst(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		s := storeServer(t)
 		n, m := uint32(MinClientCap), 2
-		quota := primaryQuota(n, m)
+		quota := proto.PrimaryQuota(n, m)
 		e := &sepoch{pos: 0}
-		e.v = &view{Desc: &wire.Descriptor{Params: wire.Params{MaxClients: n}}, Chain: make([]peer.ID, m)}
+		e.v = &proto.View{Desc: &wire.Descriptor{Params: wire.Params{MaxClients: n}}, Chain: make([]peer.ID, m)}
 		e.Regs, e.LT, e.RegRange = map[[32]byte]wire.Register{}, map[[32]byte]intake.LT{}, map[[32]byte]string{}
 		var seq byte
 		add := func(rng string) (reg, lt [32]byte) {
@@ -313,7 +315,7 @@ func TestReturningClientsFirst(t *testing.T) {
 				returning[reg] = true
 			}
 		}
-		prev.final = &view{Desc: prevDesc}
+		prev.final = &proto.View{Desc: prevDesc}
 		s.recordClients(prev)
 		// First-timers: 60 from one crowded range, one each from 6 others.
 		crowded, single := map[[32]byte]bool{}, map[[32]byte]bool{}
@@ -379,7 +381,7 @@ func TestReturningClientsFirst(t *testing.T) {
 			primaryOf[k], rank[k] = 1, i
 			keys = append(keys, k)
 		}
-		sel := selectClients([32]byte{9}, [32]byte{}, keys, primaryOf, rank, n, m)
+		sel := proto.SelectClients([32]byte{9}, [32]byte{}, keys, primaryOf, rank, n, m)
 		in := map[[32]byte]bool{}
 		var final []wire.ClientEntry
 		for _, k := range sel {
@@ -396,7 +398,7 @@ func TestReturningClientsFirst(t *testing.T) {
 				t.Fatal("a newcomer of an uncrowded range was left out by a crowded range")
 			}
 		}
-		if err := checkPrimaryKept(final, e.Regs, e.Order, n, m); err != nil {
+		if err := proto.CheckPrimaryKept(final, e.Regs, e.Order, n, m); err != nil {
 			t.Fatalf("the primary refuses the selection: %v", err)
 		}
 		// A leader that swaps a returning client for a first-timer further down.
@@ -412,7 +414,7 @@ func TestReturningClientsFirst(t *testing.T) {
 				break
 			}
 		}
-		if err := checkPrimaryKept(swapped, e.Regs, e.Order, n, m); err == nil {
+		if err := proto.CheckPrimaryKept(swapped, e.Regs, e.Order, n, m); err == nil {
 			t.Fatal("a full descriptor that drops a returning client for a first-timer was accepted")
 		}
 	})
@@ -547,7 +549,7 @@ func TestBadForwardNeedsFailure(t *testing.T) {
 				break
 			}
 		}
-		_, err := call(context.Background(), other.h, leader.h.ID(), request{Proto: ProtoEpoch, Type: wire.TypeBadForward, Body: good, Timeout: shortTimeout})
+		_, err := transport.Call(context.Background(), other.h, leader.h.ID(), transport.Request{Proto: ProtoEpoch, Type: wire.TypeBadForward, Body: good, Timeout: transport.ShortTimeout})
 		if err == nil || !strings.Contains(err.Error(), "verifies") {
 			t.Fatalf("evidence whose registration verifies: %v, want refused", err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -26,7 +27,7 @@ func manifestFile(t *testing.T) (data []byte, manifests, chunks map[[32]byte]boo
 	rand.Read(data)
 	manifests, chunks = map[[32]byte]bool{}, map[[32]byte]bool{}
 	_, err := chunker.Share(bytes.NewReader(data), "m.bin", "", MinChunkSize, chunker.ShareOptions{}, func(id chunker.ID, c []byte) error {
-		if isManifest(c) {
+		if proto.IsManifest(c) {
 			manifests[id] = true
 		} else if !chunks[id] {
 			chunks[id] = true
@@ -214,7 +215,7 @@ func TestIndexCarriesManifests(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		var kept [][]byte
 		_, err := chunker.Share(bytes.NewReader(make([]byte, 40<<10)), "z", "", MinChunkSize, chunker.ShareOptions{}, func(id chunker.ID, c []byte) error {
-			if isManifest(c) {
+			if proto.IsManifest(c) {
 				kept = append(kept, append([]byte(nil), c...))
 			}
 			return nil
@@ -239,7 +240,7 @@ func TestIndexCarriesManifests(t *testing.T) {
 			t.Fatal(err)
 		}
 		raw = append(raw, []byte("not a manifest, dropped by the client"))
-		got := syncedManifests(raw)
+		got := proto.SyncedManifests(raw)
 		if len(got) != len(kept) {
 			t.Fatalf("client kept %d manifests of %d", len(got), len(kept))
 		}
@@ -367,7 +368,7 @@ func TestIndexCapsPerPseudonym(t *testing.T) {
 				t.Fatalf("%d files indexed, in %d epochs", found, len(byEpoch))
 			}
 			for _, n := range byEpoch {
-				if n > manifestsPerPseudonym {
+				if n > proto.ManifestsPerPseudonym {
 					t.Fatalf("%d manifests of one pseudonym indexed in one epoch", n)
 				}
 			}

@@ -10,7 +10,9 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/roundstep"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // mixDepth is how many rounds may be in the chain at once: S_0 mixes round
@@ -174,7 +176,7 @@ func (s *Server) pubMissing(e *sepoch, q uint32) (missing, came bool) {
 	fetched := s.fetchPub(ctx, e, q, e.final.Chain)
 	cancel()
 	if fetched {
-		ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+		ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
 		_ = s.waitFor(ctx, func() bool { return e.ended || gone() })
 		cancel()
 	}
@@ -313,9 +315,9 @@ func (s *Server) roundFault(e *sepoch, r uint32, fx roundstep.Fx, err error) {
 // kept for the fetches of its receiver and of the servers its receiver
 // asks to relay it (§5.2 v3, lack.go).
 func (s *Server) sendBatch(e *sepoch, r uint32, sd *roundstep.Sealed) {
-	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
 	defer cancel()
-	req := request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: sd.Batch.Segments(), Timeout: bulkTimeout}
+	req := transport.Request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: sd.Batch.Segments(), Timeout: transport.BulkTimeout}
 	if sd.Publish {
 		s.hookLastOut(e.final.ID, r, sd.Batch.Entries)
 		if s.hookWithhold(r) {
@@ -336,7 +338,7 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *roundstep.Sealed) {
 						return ctx.Err()
 					}
 				}
-				_, err := call(ctx, s.h, p, req)
+				_, err := transport.Call(ctx, s.h, p, req)
 				return err
 			})
 			rcancel()
@@ -375,7 +377,7 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *roundstep.Sealed) {
 		s.mu.Lock()
 		e.round(r).sending = true
 		s.mu.Unlock()
-		_, err = call(ctx, s.h, sd.To[0], req)
+		_, err = transport.Call(ctx, s.h, sd.To[0], req)
 		s.mu.Lock()
 		e.round(r).sending = false
 		s.mu.Unlock()
@@ -387,7 +389,7 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *roundstep.Sealed) {
 		return
 	}
 	if s.hookRepeatOut(r) {
-		_, _ = call(ctx, s.h, sd.To[0], req)
+		_, _ = transport.Call(ctx, s.h, sd.To[0], req)
 	}
 }
 
@@ -397,7 +399,7 @@ func batchDigest(b *wire.Batch) [32]byte { return roundstep.BatchDigest(b) }
 
 // handleRound serves /riffle/1/round (servers only).
 func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
-	if err := takes(ProtoRound, t); err != nil {
+	if err := transport.Takes(ProtoRound, t); err != nil {
 		return 0, nil, err
 	}
 	if from != s.h.ID() && s.roster.get(from) == nil {
@@ -406,7 +408,7 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 	switch t {
 	case wire.TypeSubmitBatch:
 		var b wire.SubmitBatch
-		if err := b.Unmarshal(body, genericLimits()); err != nil {
+		if err := b.Unmarshal(body, proto.GenericLimits()); err != nil {
 			return 0, nil, err
 		}
 		if err := s.takeSubs(from, body, &b); err != nil {
@@ -454,7 +456,7 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeListReq:
 		return s.onListReq(body)
 	}
-	return 0, nil, unhandled(ProtoRound, t)
+	return 0, nil, transport.Unhandled(ProtoRound, t)
 }
 
 // onBatch takes a signed batch from the server before this one, or the
@@ -500,7 +502,7 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		rebuilt = append(rebuilt, x)
 		return x
 	}
-	lim := limitsFor(ep.Params, ep.M())
+	lim := proto.LimitsFor(ep.Params, ep.M())
 	lim.Frame = roundCaps(wire.TypeBatch)
 	if err := b.UnmarshalAlloc(body, lim, alloc); err != nil {
 		return 0, nil, err

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 var updateDoc = flag.Bool("update", false, "rewrite the message table in docs/proto-node.md")
@@ -30,7 +31,7 @@ func TestMessageTableDoc(t *testing.T) {
 		t.Fatalf("%s: no %q … %q markers", msgDoc, msgDocBegin, msgDocEnd)
 	}
 	i += len(msgDocBegin)
-	want := wire.Markdown(ceilings)
+	want := wire.Markdown(transport.Ceilings)
 	if string(doc[i:j]) == want {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/selection"
 )
 
@@ -25,7 +26,7 @@ func signOrders(t testing.TB, rl *wire.RegList, id [32]byte, privs []crypto.Priv
 				}
 			}
 		}
-		sig, err := sign(privs[p], selection.OrderDigest(&o))
+		sig, err := proto.Sign(privs[p], selection.OrderDigest(&o))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,8 @@ package node
 import (
 	"strings"
 	"testing"
+
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestCheckParams: the defaults fit; parameters whose PIR work (§9) cannot
@@ -10,20 +12,20 @@ import (
 func TestCheckParams(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
-		if err := checkParams(DefaultParams().Wire(), DefaultPIRRate); err != nil {
+		if err := proto.CheckParams(DefaultParams().Wire(), DefaultPIRRate); err != nil {
 			t.Fatalf("defaults refused: %v", err)
 		}
 		p := DefaultParams()
 		p.MaxClients, p.K, p.MaxRows, p.ChunkSize = 4096, 16, 1<<16, 4<<20
-		err := checkParams(p.Wire(), DefaultPIRRate)
+		err := proto.CheckParams(p.Wire(), DefaultPIRRate)
 		if err == nil || !strings.Contains(err.Error(), "PIR work") {
 			t.Fatalf("oversized PIR work accepted: %v", err)
 		}
 		// The same parameters pass with a round limit long enough for them.
-		need := pirWork(int(p.MaxClients), int(p.K), int(p.MaxRows), int(p.ChunkSize)) / DefaultPIRRate
+		need := proto.PIRWork(int(p.MaxClients), int(p.K), int(p.MaxRows), int(p.ChunkSize)) / DefaultPIRRate
 		if need*1000 < 1<<32-1 {
 			p.RoundLimitMs = uint32(need*1000) + 1000
-			if err := checkParams(p.Wire(), DefaultPIRRate); err != nil {
+			if err := proto.CheckParams(p.Wire(), DefaultPIRRate); err != nil {
 				t.Fatalf("work that fits refused: %v", err)
 			}
 		}
@@ -31,7 +33,7 @@ func TestCheckParams(t *testing.T) {
 		for _, iv := range []uint32{MinRoundIntervalMs, MaxRoundIntervalMs} {
 			q := DefaultParams()
 			q.RoundIntervalMs = iv
-			if err := checkParams(q.Wire(), DefaultPIRRate); err != nil {
+			if err := proto.CheckParams(q.Wire(), DefaultPIRRate); err != nil {
 				t.Fatalf("round interval %d ms refused: %v", iv, err)
 			}
 		}
@@ -48,7 +50,7 @@ func TestCheckParams(t *testing.T) {
 		} {
 			q := DefaultParams()
 			bad(&q)
-			if checkParams(q.Wire(), DefaultPIRRate) == nil {
+			if proto.CheckParams(q.Wire(), DefaultPIRRate) == nil {
 				t.Fatalf("bad parameters accepted: %+v", q)
 			}
 		}

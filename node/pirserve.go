@@ -10,6 +10,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/pirround"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
 )
 
@@ -47,7 +48,7 @@ func (s *Server) answerRound(e *sepoch, r uint32) {
 	for i, le := range rl.Entries {
 		ids[i] = le.ID
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
 	defer cancel()
 	for j := 0; j < m; j++ {
 		if j == e.pos {
@@ -113,9 +114,9 @@ func (s *Server) padAnswers(e *sepoch, r uint32, j int, ids [][32]byte, keys []*
 	s.wg.Add(1)
 	go func(p peer.ID) {
 		defer s.wg.Done()
-		sctx, scancel := context.WithTimeout(s.ctx, bulkTimeout)
+		sctx, scancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
 		defer scancel()
-		if _, err := call(sctx, s.h, p, request{Proto: ProtoRound, Type: wire.TypePadAnswers, Segments: msg, Timeout: bulkTimeout}); err != nil {
+		if _, err := transport.Call(sctx, s.h, p, transport.Request{Proto: ProtoRound, Type: wire.TypePadAnswers, Segments: msg, Timeout: transport.BulkTimeout}); err != nil {
 			s.log.Warn("padded answers", "round", r, "err", err)
 		}
 		s.pool.Put(block)
@@ -237,7 +238,7 @@ func (s *Server) onPadAnswers(from peer.ID, body []byte) (wire.Type, []byte, err
 // handlePIR serves a client's k masks for a round and returns its k
 // combined answers (§6.3).
 func (s *Server) handlePIR(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
-	if err := takes(ProtoPIR, t); err != nil {
+	if err := transport.Takes(ProtoPIR, t); err != nil {
 		return 0, nil, err
 	}
 	if len(body) < 36 {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // Test vectors of docs/proto-node.md (the Merkle roots were checked with an
@@ -13,9 +14,9 @@ import (
 func TestProtoVectors(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
-		root := merkleRoot([][]byte{[]byte("a"), []byte("b"), []byte("c")})
-		empty := merkleRoot(nil)
-		one := merkleRoot([][]byte{[]byte("a")})
+		root := proto.MerkleRoot([][]byte{[]byte("a"), []byte("b"), []byte("c")})
+		empty := proto.MerkleRoot(nil)
+		one := proto.MerkleRoot([][]byte{[]byte("a")})
 		var fr bytes.Buffer
 		_ = wire.WriteFrame(&fr, wire.TypeSubmit, []byte{1, 2, 3})
 		b := wire.Batch{Round: 5, S: 1, Root: root}
@@ -39,7 +40,7 @@ func TestProtoVectors(t *testing.T) {
 			}
 		}
 		// The root commits to order and to every entry.
-		if merkleRoot([][]byte{[]byte("b"), []byte("a"), []byte("c")}) == root || merkleRoot([][]byte{[]byte("a"), []byte("b")}) == root {
+		if proto.MerkleRoot([][]byte{[]byte("b"), []byte("a"), []byte("c")}) == root || proto.MerkleRoot([][]byte{[]byte("a"), []byte("b")}) == root {
 			t.Fatal("merkle root ignores order or an entry")
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -14,7 +15,7 @@ func TestRoundWindow(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(256)
-		v := &view{Desc: &wire.Descriptor{Params: p.Wire()}}
+		v := &proto.View{Desc: &wire.Descriptor{Params: p.Wire()}}
 		e := &sepoch{v: v, final: v}
 		e.rounds = map[uint32]*sround{}
 		var pool transport.BufPool

@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // A publication that reached only some servers (docs/protocol.md §3,
@@ -116,7 +117,7 @@ func (s *Server) fetchPub(ctx context.Context, e *sepoch, r uint32, from []peer.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			raw, err := call(ctx, s.h, p, request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: q, Timeout: bulkTimeout, Max: wire.BatchCap(v.Lim)})
+			raw, err := transport.Call(ctx, s.h, p, transport.Request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: q, Timeout: transport.BulkTimeout, Max: wire.BatchCap(v.Lim)})
 			if err == nil {
 				// Taken as from the last server: its signature and root.
 				_, _, err = s.onBatch(last, raw)
@@ -230,7 +231,7 @@ func (s *Server) fetchPubLate(e *sepoch, r uint32, s0 peer.ID) {
 		t.Stop()
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
 	defer cancel()
 	s.fetchPub(ctx, e, r, []peer.ID{s0})
 }

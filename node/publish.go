@@ -14,8 +14,10 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/manifests"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/roundstep"
 	"github.com/riffle-net/riffle/node/internal/window"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -116,7 +118,7 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 	if err := s.waitFor(s.ctx, func() bool { return e.round(r).manDone || e.ended }); err != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
 	defer cancel()
 	s.mu.Lock()
 	x := e.round(r)
@@ -128,7 +130,7 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 	published, byPos := x.published, x.reqByPos
 	s.mu.Unlock()
 	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i][:], ids[j][:]) < 0 })
-	q0 := listStart(v.ID, r, len(byPos))
+	q0 := proto.ListStart(v.ID, r, len(byPos))
 	var rl wire.RoundList
 	var reps [][]byte
 	var err error
@@ -143,14 +145,14 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 		for _, h := range held {
 			lens[h.ID] = h.Length
 		}
-		keep := roundRobinCut(q0, byPos, func(id [32]byte) bool { _, ok := lens[id]; return ok }, int(v.Desc.Params.MaxRows))
+		keep := proto.RoundRobinCut(q0, byPos, func(id [32]byte) bool { _, ok := lens[id]; return ok }, int(v.Desc.Params.MaxRows))
 		kept := make([]store.Request, len(keep))
 		for i, id := range keep {
 			kept[i] = store.Request{ID: id, Length: lens[id]}
 		}
 		rl.Entries = listEntries(kept)
-		rl.Pairs = listPairs(byPos, rl.Entries)
-		reps, err = s.each(ctx, v.Chain, request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: bulkTimeout})
+		rl.Pairs = proto.ListPairs(byPos, rl.Entries)
+		reps, err = s.each(ctx, v.Chain, transport.Request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: transport.BulkTimeout})
 		// A server that holds a requested id this one lacks refuses the
 		// list (it omits the id): fetch what it names, propose again.
 		if err == nil || !s.fetchOmitted(ctx, e, refusedOmitted(err)) {
@@ -174,14 +176,14 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 		}
 		rl.Sigs = append(rl.Sigs, sg.Sig)
 	}
-	if _, err := s.each(ctx, v.Chain, request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: rl.Marshal(), Timeout: bulkTimeout}); err != nil {
+	if _, err := s.each(ctx, v.Chain, transport.Request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: rl.Marshal(), Timeout: transport.BulkTimeout}); err != nil {
 		s.log.Warn("deliver request list", "round", r, "err", err)
 	}
 }
 
 func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var rl wire.RoundList
-	if err := rl.Unmarshal(body, genericLimits()); err != nil {
+	if err := rl.Unmarshal(body, proto.GenericLimits()); err != nil {
 		return 0, nil, err
 	}
 	e, err := s.epochFor(rl.Epoch)
@@ -225,7 +227,7 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 		}
 	}
 	// (§6.3 v3) the pairs are the demand this server saw published.
-	pairsOK := reqOK && samePairs(rl.Pairs, listPairs(x.reqByPos, rl.Entries))
+	pairsOK := reqOK && proto.SamePairs(rl.Pairs, proto.ListPairs(x.reqByPos, rl.Entries))
 	s.mu.Unlock()
 	if !samePub {
 		return 0, nil, errors.New("node: proposal's published or manifest ids differ from this server's")
@@ -266,7 +268,7 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 			}
 			continue
 		}
-		rep, err := call(ctx, s.h, from, request{Proto: ProtoRound, Type: wire.TypeGetChunk, Body: (&wire.Chunk{ID: le.ID}).Marshal(), Timeout: bulkTimeout})
+		rep, err := transport.Call(ctx, s.h, from, transport.Request{Proto: ProtoRound, Type: wire.TypeGetChunk, Body: (&wire.Chunk{ID: le.ID}).Marshal(), Timeout: transport.BulkTimeout})
 		if err != nil {
 			return 0, nil, fmt.Errorf("node: fetch %x: %w", le.ID[:6], err)
 		}
@@ -278,8 +280,8 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 			return 0, nil, err
 		}
 	}
-	dg := listDigest(&rl)
-	sig, err := sign(s.priv, dg)
+	dg := proto.ListDigest(&rl)
+	sig, err := proto.Sign(s.priv, dg)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -292,7 +294,7 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 
 func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var rl wire.RoundList
-	if err := rl.Unmarshal(body, genericLimits()); err != nil {
+	if err := rl.Unmarshal(body, proto.GenericLimits()); err != nil {
 		return 0, nil, err
 	}
 	e, err := s.epochFor(rl.Epoch)
@@ -302,7 +304,7 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	if e.final.Chain[0] != from {
 		return 0, nil, errors.New("node: request list not from the leader")
 	}
-	if err := checkList(e.final, &rl); err != nil {
+	if err := proto.CheckList(e.final, &rl); err != nil {
 		return 0, nil, err
 	}
 	// A void round has no round record and no requests (§5.2 v3).

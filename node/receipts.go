@@ -8,6 +8,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // Receipts of registrations (docs/protocol.md §3 v3). A primary sends each
@@ -21,8 +23,8 @@ import (
 
 // receipt signs this server's receipt of f in e.
 func (s *Server) receipt(e *sepoch, f *wire.Forwarded) (wire.Receipt, error) {
-	r := wire.Receipt{Epoch: e.v.ID, Server: uint16(e.pos), RegKey: f.Reg.RegKey, RegHash: regHash(&f.Reg)}
-	sig, err := sign(s.priv, receiptDigest(&r))
+	r := wire.Receipt{Epoch: e.v.ID, Server: uint16(e.pos), RegKey: f.Reg.RegKey, RegHash: proto.RegHash(&f.Reg)}
+	sig, err := proto.Sign(s.priv, proto.ReceiptDigest(&r))
 	r.Sig = sig
 	return r, err
 }
@@ -46,7 +48,7 @@ func (s *Server) fanOut(ctx context.Context, e *sepoch, f *wire.Forwarded) {
 			if p == s.h.ID() {
 				_, rep, err = s.onForwardedRegister(p, fb)
 			} else {
-				rep, err = call(ctx, s.h, p, request{Proto: ProtoEpoch, Type: wire.TypeForward, Body: fb, Timeout: shortTimeout})
+				rep, err = transport.Call(ctx, s.h, p, transport.Request{Proto: ProtoEpoch, Type: wire.TypeForward, Body: fb, Timeout: transport.ShortTimeout})
 			}
 			var r wire.Receipt
 			if err == nil {
@@ -56,7 +58,7 @@ func (s *Server) fanOut(ctx context.Context, e *sepoch, f *wire.Forwarded) {
 				err = errors.New("node: receipt of another chain position")
 			}
 			if err == nil {
-				err = checkReceipt(&r, e.v.ID, &f.Reg, chain)
+				err = proto.CheckReceipt(&r, e.v.ID, &f.Reg, chain)
 			}
 			if err != nil {
 				s.log.Debug("registration receipt", "position", j, "err", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestReceiptsEveryServer checks §3 (v3) "receipts": every client's
@@ -27,7 +28,7 @@ func TestReceiptsEveryServer(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 		defer cancel()
 		type joined struct {
-			v        *view
+			v        *proto.View
 			slot     uint32
 			receipts []wire.Receipt
 		}
@@ -55,7 +56,7 @@ func TestReceiptsEveryServer(t *testing.T) {
 					t.Fatalf("client %d: receipt %+v", i, r)
 				}
 				seen[r.Server] = true
-				if err := verifyPeerSig(e.v.Chain[r.Server], receiptDigest(&r), r.Sig); err != nil {
+				if err := proto.VerifyPeerSig(e.v.Chain[r.Server], proto.ReceiptDigest(&r), r.Sig); err != nil {
 					t.Fatalf("client %d: receipt of server %d: %v", i, r.Server, err)
 				}
 			}
@@ -149,10 +150,10 @@ func TestReceiptsHostile(t *testing.T) {
 		good := func(ep *sepoch, pos uint16, pk peerKey, size int) wire.Forwarded {
 			fw := wire.Forwarded{Primary: pos, Reg: wire.Register{Epoch: ep.v.ID, XKey: [32]byte{7}, Reg: make([]byte, size)}}
 			copy(fw.Reg.RegKey[:], f.clients[0].Public().(ed25519.PublicKey))
-			dg := registerDigest(&fw.Reg)
+			dg := proto.RegisterDigest(&fw.Reg)
 			copy(fw.Reg.Sig[:], ed25519.Sign(f.clients[0], dg[:]))
 			var err error
-			if fw.Sig, err = sign(pk.priv, forwardDigest(&fw)); err != nil {
+			if fw.Sig, err = proto.Sign(pk.priv, proto.ForwardDigest(&fw)); err != nil {
 				t.Fatal(err)
 			}
 			return fw
@@ -176,7 +177,7 @@ func TestReceiptsHostile(t *testing.T) {
 				return handlerErr(f.s.onForwardedRegister(f.stranger.id, fw.Marshal()))
 			}},
 			{name: "unknown epoch", run: func() error {
-				fw := good(&sepoch{v: &view{ID: [32]byte{0xEE}}}, 0, f.a, size)
+				fw := good(&sepoch{v: &proto.View{ID: [32]byte{0xEE}}}, 0, f.a, size)
 				return handlerErr(f.s.onForwardedRegister(f.a.id, fw.Marshal()))
 			}},
 			{name: "closed epoch", run: func() error {
@@ -185,7 +186,7 @@ func TestReceiptsHostile(t *testing.T) {
 			}},
 			{name: "oversized registration", run: func() error { return handlerErr(f.s.onForwardedRegister(f.a.id, oversized.Marshal())) }},
 			{name: "over the generic cap", run: func() error {
-				fw := good(e, 0, f.a, genericLimits().Reg+1)
+				fw := good(e, 0, f.a, proto.GenericLimits().Reg+1)
 				return handlerErr(f.s.onForwardedRegister(f.a.id, fw.Marshal()))
 			}},
 			{name: "receipts asked by a stranger", run: func() error {
@@ -211,7 +212,7 @@ func TestReceiptsHostile(t *testing.T) {
 		if err := r.Unmarshal(rep); err != nil || len(rep) != wire.ReceiptSize {
 			t.Fatal(err)
 		}
-		if err := checkReceipt(&r, e.v.ID, &fw.Reg, e.v.Chain); err != nil || r.Server != 1 {
+		if err := proto.CheckReceipt(&r, e.v.ID, &fw.Reg, e.v.Chain); err != nil || r.Server != 1 {
 			t.Fatalf("receipt: %v (server %d)", err, r.Server)
 		}
 		// The same again is receipted again; another under its key is not.
@@ -220,7 +221,7 @@ func TestReceiptsHostile(t *testing.T) {
 		}
 		other := good(e, 0, f.a, size)
 		other.Reg.XKey[0] = 9
-		other.Sig, _ = sign(f.a.priv, forwardDigest(&other))
+		other.Sig, _ = proto.Sign(f.a.priv, proto.ForwardDigest(&other))
 		if _, _, err := f.s.onForwardedRegister(f.a.id, other.Marshal()); err == nil {
 			t.Fatal("a second registration under one key was receipted")
 		}

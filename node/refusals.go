@@ -16,6 +16,8 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // The refusal budget of docs/protocol.md §3: a server may end an epoch on
@@ -141,9 +143,9 @@ func (s *Server) broadcastAbortKind(e *sepoch, kind uint8, round uint32, reason 
 		if body == nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, shortTimeout)
+		ctx, cancel := context.WithTimeout(s.ctx, transport.ShortTimeout)
 		defer cancel()
-		_, _ = s.each(ctx, others, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: shortTimeout})
+		_, _ = s.each(ctx, others, transport.Request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: transport.ShortTimeout})
 	}()
 }
 
@@ -167,7 +169,7 @@ func (s *Server) signAbortLocked(e *sepoch, kind uint8, round uint32, reason str
 	if len(a.Reason) > wire.MaxReason {
 		a.Reason = a.Reason[:wire.MaxReason]
 	}
-	sig, err := sign(s.priv, abortDigest(a))
+	sig, err := proto.Sign(s.priv, proto.AbortDigest(a))
 	if err != nil {
 		s.log.Error("abort unsigned", "err", err)
 		return nil
@@ -186,7 +188,7 @@ func (s *Server) abortBody(id [32]byte, reason string) []byte {
 		return s.signAbortLocked(e, wire.AbortCoord, 0, reason)
 	}
 	a := &wire.Abort{Epoch: id, Kind: wire.AbortCoord, Signer: []byte(s.h.ID()), Reason: []byte(reason)}
-	sig, err := sign(s.priv, abortDigest(a))
+	sig, err := proto.Sign(s.priv, proto.AbortDigest(a))
 	if err != nil {
 		return nil
 	}
@@ -205,7 +207,7 @@ func (s *Server) onAbort(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.epochs[a.Epoch]
-	if e == nil || !inChain(e.v.Chain, from) {
+	if e == nil || !proto.InChain(e.v.Chain, from) {
 		// Not an epoch of this server's (or no longer held), or handed
 		// on from outside its chain: the evidence of a budget.
 		return s.evidenceLocked(from, &a)
@@ -220,13 +222,13 @@ func (s *Server) takeAbortLocked(e *sepoch, from peer.ID, ap *wire.Abort, ev *wi
 	a := *ap
 	body := a.Marshal()
 	signer := peer.ID(a.Signer)
-	if !inChain(e.v.Chain, signer) {
+	if !proto.InChain(e.v.Chain, signer) {
 		return 0, nil, errors.New("node: abort signed outside the chain")
 	}
 	if a.Kind != wire.AbortCoord && a.Number != e.v.Desc.Number {
 		return 0, nil, fmt.Errorf("node: abort of epoch number %d, not %d", a.Number, e.v.Desc.Number)
 	}
-	if err := verifyPeerSig(signer, abortDigest(&a), a.Sig); err != nil {
+	if err := proto.VerifyPeerSig(signer, proto.AbortDigest(&a), a.Sig); err != nil {
 		return 0, nil, err
 	}
 	if s.noteAbortLocked(e, &a, signer, ev) && signer != s.h.ID() && ev == nil {
@@ -358,14 +360,14 @@ func (s *Server) handEvidence(ctx context.Context, chain []peer.ID) {
 			others = append(others, p)
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, shortTimeout)
+	ctx, cancel := context.WithTimeout(ctx, transport.ShortTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, b := range ev {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _ = s.each(ctx, others, request{Proto: ProtoEpoch, Type: wire.TypeCharge, Body: b, Timeout: shortTimeout})
+			_, _ = s.each(ctx, others, transport.Request{Proto: ProtoEpoch, Type: wire.TypeCharge, Body: b, Timeout: transport.ShortTimeout})
 		}()
 	}
 	wg.Wait()
@@ -567,5 +569,5 @@ func writeFileSync(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return writeFileDurably(path, b)
+	return proto.WriteFileDurably(path, b)
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // abortEveryEpoch makes s end, with free text, every epoch it is in once
@@ -50,7 +52,7 @@ func abortEpochs(t *testing.T, s *Server, limit int) func() []uint64 {
 							others = append(others, p)
 						}
 					}
-					go s.each(context.Background(), others, request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: shortTimeout})
+					go s.each(context.Background(), others, transport.Request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: transport.ShortTimeout})
 					mu.Lock()
 					ended = append(ended, e.v.Desc.Number)
 					mu.Unlock()
@@ -118,7 +120,7 @@ func TestRefusalBudget(t *testing.T) {
 				}
 				outAfter := time.Since(start).Round(time.Millisecond)
 				for _, s := range honest {
-					if inChain(s.chain(), bad.h.ID()) {
+					if proto.InChain(s.chain(), bad.h.ID()) {
 						t.Fatalf("the server out for its refusal budget is in an honest chain (out %v, counts %v, number %d)", s.refusalOut(bad.h.ID()), s.ref.refusalCounts(), s.number)
 					}
 				}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // The noted server's side of a relayed batch (docs/protocol.md §5.2 v3,
@@ -165,7 +167,7 @@ func (s *Server) relayFetch(e *sepoch, q uint32, j int, n *relayNote) {
 	gone := func() bool { return !n.bodyAt.IsZero() || e.ended || e.admit(q) != nil || e.round(q).void }
 	for time.Now().Before(stop) && s.ctx.Err() == nil {
 		ctx, cancel := context.WithDeadline(s.ctx, end)
-		raw, err := call(ctx, s.h, signer, request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: ref, Timeout: time.Until(end), Max: wire.BatchCap(v.Lim)})
+		raw, err := transport.Call(ctx, s.h, signer, transport.Request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: ref, Timeout: time.Until(end), Max: wire.BatchCap(v.Lim)})
 		cancel()
 		if err == nil {
 			if err = s.takeRelay(e, q, j, n, raw); err == nil {
@@ -210,14 +212,14 @@ func (s *Server) takeRelay(e *sepoch, q uint32, j int, n *relayNote, raw []byte)
 	if h.Epoch != v.ID || h.Round != q || int(h.S) != j+1 {
 		return errors.New("node: relayed batch of another round or position")
 	}
-	if err := verifyPeerSig(v.Chain[j], batchDigest(&wire.Batch{Epoch: h.Epoch, Round: h.Round, S: h.S, Root: h.Root}), h.Sig); err != nil {
+	if err := proto.VerifyPeerSig(v.Chain[j], batchDigest(&wire.Batch{Epoch: h.Epoch, Round: h.Round, S: h.S, Root: h.Root}), h.Sig); err != nil {
 		return err
 	}
 	var b wire.Batch
-	if err := b.Unmarshal(raw, limitsFor(v.Desc.Params, len(v.Chain))); err != nil {
+	if err := b.Unmarshal(raw, proto.LimitsFor(v.Desc.Params, len(v.Chain))); err != nil {
 		return err
 	}
-	if merkleRoot(b.Entries) != b.Root {
+	if proto.MerkleRoot(b.Entries) != b.Root {
 		return errors.New("node: relayed batch's entries miss its signed root")
 	}
 	if !s.noteRoot(e, &wire.Root{Epoch: b.Epoch, Round: b.Round, S: b.S, Root: b.Root, Sig: b.Sig}) {

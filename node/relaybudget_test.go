@@ -10,6 +10,8 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/node/transport/memnet"
 )
 
@@ -65,7 +67,7 @@ func TestThinSignerNotFramed(t *testing.T) {
 			select {
 			case d := <-took:
 				t.Logf("noted server %d: the copy came %v after the note", i, d)
-				if d <= fetchGrace(&sepoch{final: &view{Desc: &wire.Descriptor{Params: p.Wire()}}}) {
+				if d <= fetchGrace(&sepoch{final: &proto.View{Desc: &wire.Descriptor{Params: p.Wire()}}}) {
 					t.Fatalf("a copy came %v after the note, within bodyWait: the links are not thin", d)
 				}
 			case <-time.After(time.Minute):
@@ -176,7 +178,7 @@ func TestRelayNotesBounded(t *testing.T) {
 						}
 						body := (&wire.BatchRef{Epoch: k.epoch, Round: k.round, S: uint16(pos)}).Marshal()
 						go func() {
-							_, _ = call(ctx, bad.h, s.ID(), request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: body, Timeout: shortTimeout})
+							_, _ = transport.Call(ctx, bad.h, s.ID(), transport.Request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: body, Timeout: transport.ShortTimeout})
 						}()
 						notes++
 					}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/node/transport/memnet"
 )
 
@@ -97,7 +99,7 @@ func staggeredRoot(t *testing.T, m int, badRcv bool, late time.Duration) {
 	virtual(t, func(t *testing.T) {
 		p := testParams(64)
 		p.RoundLimitMs = 4000
-		F := fetchGrace(&sepoch{final: &view{Desc: &wire.Descriptor{Params: p.Wire()}}})
+		F := fetchGrace(&sepoch{final: &proto.View{Desc: &wire.Descriptor{Params: p.Wire()}}})
 		bn := startBlameNetParams(t, p, m, m, 2, 2)
 		s0, sig, rcv := bn.servers[0], bn.servers[1], bn.servers[2]
 		c := &relayRound{lackCase{bad: sig}}
@@ -200,10 +202,10 @@ func TestEarlyRootFramesReceiver(t *testing.T) {
 		bad.mu.Unlock()
 		bad.hooks.Store(&serverHooks{silentOut: func(r uint32) bool { return r == q }})
 		b := wire.Batch{Epoch: id, Round: q, S: uint16(pos + 1), Root: [32]byte{7}}
-		sig, _ := sign(bad.priv, batchDigest(&b))
+		sig, _ := proto.Sign(bad.priv, batchDigest(&b))
 		root := (&wire.Root{Epoch: id, Round: q, S: b.S, Root: b.Root, Sig: sig}).Marshal()
 		send := func(to peer.ID) {
-			if _, err := call(context.Background(), bad.h, to, request{Proto: ProtoRound, Type: wire.TypeRoot, Body: root, Timeout: shortTimeout}); err != nil {
+			if _, err := transport.Call(context.Background(), bad.h, to, transport.Request{Proto: ProtoRound, Type: wire.TypeRoot, Body: root, Timeout: transport.ShortTimeout}); err != nil {
 				t.Logf("root to %s: %v", to.ShortString(), err)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/node/transport/memnet"
 )
 
@@ -97,7 +98,7 @@ func TestIndexSlotsPerRange(t *testing.T) {
 		}
 		defer h.Close()
 		h.AddAddrs(s.ID(), s.Addrs(), time.Hour)
-		_, err = call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{}).Marshal(), Timeout: shortTimeout})
+		_, err = transport.Call(ctx, h, s.ID(), transport.Request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{}).Marshal(), Timeout: transport.ShortTimeout})
 		t.Logf("%d slow readers of one /24 hold %d index slots; a peer of another range: %v", maxOutsiderIndex, held, err)
 		if held > maxOutsiderIndexPerRange {
 			t.Errorf("one /24 holds %d outsiders' index slots, want at most %d", held, maxOutsiderIndexPerRange)
@@ -148,7 +149,7 @@ func TestIndexSlotsPerWideRange(t *testing.T) {
 		}
 		defer h.Close()
 		h.AddAddrs(s.ID(), s.Addrs(), time.Hour)
-		_, err = call(ctx, h, s.ID(), request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{}).Marshal(), Timeout: shortTimeout})
+		_, err = transport.Call(ctx, h, s.ID(), transport.Request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{}).Marshal(), Timeout: transport.ShortTimeout})
 		t.Logf("%d slow readers of %d /48s of one /32 hold %d index slots; a peer of another /32: %v", maxOutsiderIndex, ranges, held, err)
 		if held > maxOutsiderIndexPerWide {
 			t.Errorf("one /32 holds %d outsiders' index slots, want at most %d", held, maxOutsiderIndexPerWide)

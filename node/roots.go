@@ -9,6 +9,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // Signed batch roots (§5.2): every server broadcasts the signed Merkle root
@@ -121,7 +123,7 @@ func (s *Server) announceRoot(e *sepoch, b *wire.Batch) {
 				case <-s.ctx.Done():
 				}
 			}
-			if _, err := call(s.ctx, s.h, p, request{Proto: ProtoRound, Type: wire.TypeRoot, Body: msg, Timeout: shortTimeout}); err != nil {
+			if _, err := transport.Call(s.ctx, s.h, p, transport.Request{Proto: ProtoRound, Type: wire.TypeRoot, Body: msg, Timeout: transport.ShortTimeout}); err != nil {
 				s.log.Debug("announce root", "round", b.Round, "err", err)
 			}
 		}(p)
@@ -141,11 +143,11 @@ func (s *Server) onRoot(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	// From its signer, or handed on to its receiver by another chain
 	// server (forwardRoot): the signature is the signer's either way.
 	if r.S < 1 || int(r.S) > len(v.Chain) || r.Round >= v.Desc.Params.Rounds ||
-		(v.Chain[r.S-1] != from && (int(r.S) != e.pos || !inChain(v.Chain, from))) {
+		(v.Chain[r.S-1] != from && (int(r.S) != e.pos || !proto.InChain(v.Chain, from))) {
 		return 0, nil, errors.New("node: root announced by the wrong server")
 	}
 	b := wire.Batch{Epoch: r.Epoch, Round: r.Round, S: r.S, Root: r.Root}
-	if err := verifyPeerSig(v.Chain[r.S-1], batchDigest(&b), r.Sig); err != nil {
+	if err := proto.VerifyPeerSig(v.Chain[r.S-1], batchDigest(&b), r.Sig); err != nil {
 		return 0, nil, err
 	}
 	// Nothing is kept of a round too far ahead, or over (principle 3).
@@ -192,7 +194,7 @@ func (s *Server) forwardRoot(e *sepoch, r wire.Root) {
 		if skip || s.ctx.Err() != nil {
 			return
 		}
-		if _, err := call(s.ctx, s.h, to, request{Proto: ProtoRound, Type: wire.TypeRoot, Body: r.Marshal(), Timeout: shortTimeout}); err != nil {
+		if _, err := transport.Call(s.ctx, s.h, to, transport.Request{Proto: ProtoRound, Type: wire.TypeRoot, Body: r.Marshal(), Timeout: transport.ShortTimeout}); err != nil {
 			s.log.Debug("forward root", "round", r.Round, "to", to.ShortString(), "err", err)
 		}
 	}()

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestRootEquivocation: the same root twice is fine; a second, different
@@ -13,7 +14,7 @@ func TestRootEquivocation(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		s := beaconServer(t)
 		// A descriptor, as every final view has (S_0 closes the ended epoch).
-		v := &view{Desc: &wire.Descriptor{}}
+		v := &proto.View{Desc: &wire.Descriptor{}}
 		e := &sepoch{v: v, final: v}
 		r1 := wire.Root{Round: 4, S: 1, Root: [32]byte{1}}
 		first, again := s.noteRoot(e, &r1), s.noteRoot(e, &r1)

@@ -57,7 +57,7 @@ func (s *Server) learn(h *wire.Hello) {
 
 // handleHello answers a roster hello and records a server peer.
 func (s *Server) handleHello(_ context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
-	if err := takes(ProtoRoster, t); err != nil {
+	if err := transport.Takes(ProtoRoster, t); err != nil {
 		return 0, nil, err
 	}
 	h, addrs, err := roster.ParseHello(body, ProtocolVersion)
@@ -92,7 +92,7 @@ func (s *Server) sayHello(ctx context.Context, p peer.ID) error {
 
 // sendHello exchanges hellos with p, sending body (a hello of s).
 func (s *Server) sendHello(ctx context.Context, p peer.ID, body []byte) error {
-	rep, err := call(ctx, s.h, p, request{Proto: ProtoRoster, Type: wire.TypeHello, Body: body, Timeout: shortTimeout / 2})
+	rep, err := transport.Call(ctx, s.h, p, transport.Request{Proto: ProtoRoster, Type: wire.TypeHello, Body: body, Timeout: transport.ShortTimeout / 2})
 	if err != nil {
 		return err
 	}

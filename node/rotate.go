@@ -7,6 +7,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // Rotating leaders (§3 (v3) "Epoch numbers and leaders";
@@ -105,7 +106,7 @@ func (s *Server) takeTurn() (uint64, []peer.ID) {
 	}
 	// A number this server signed an open descriptor of is never led
 	// again: it ends in a certificate first.
-	mine := leaderOf(n, full) == s.h.ID() && n > s.number
+	mine := proto.LeaderOf(n, full) == s.h.ID() && n > s.number
 	s.mu.Unlock()
 	if !mine {
 		return 0, nil
@@ -179,7 +180,7 @@ func (s *Server) gatherNoClose(e *sepoch) {
 	s.log.Warn("leader silent after opening: epoch aborted", "number", e.v.Desc.Number, "leader", e.leader.ShortString(), "attested by", len(got))
 	s.endQuiet(e, reason)
 	a := &wire.Abort{Epoch: e.v.ID, Number: e.v.Desc.Number, Kind: wire.AbortNoClose, Signer: []byte(s.h.ID()), Reason: []byte(reason)}
-	sig, err := sign(s.priv, abortDigest(a))
+	sig, err := proto.Sign(s.priv, proto.AbortDigest(a))
 	if err != nil {
 		s.mu.Unlock()
 		return

@@ -15,6 +15,8 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // Round blame (docs/protocol.md §8): the walk back along one position of one
@@ -201,7 +203,7 @@ func (s *Server) checkEvidence(e *sepoch, r uint32, t, pos int, ev *wire.Evidenc
 		return nil, mix.VerifySubmissionDigest(ed25519.PublicKey(c.RegKey[:]), mix.EpochID(v.ID), uint64(r), uint32(pos), mix.SubmissionDigest(ev.Entry), ev.Sig[:])
 	}
 	b := wire.Batch{Epoch: v.ID, Round: r, S: uint16(t), Root: ev.Root}
-	if err := verifyPeerSig(v.Chain[t-1], batchDigest(&b), ev.Sig); err != nil {
+	if err := proto.VerifyPeerSig(v.Chain[t-1], batchDigest(&b), ev.Sig); err != nil {
 		return nil, fmt.Errorf("root signature of server %d: %w", t-1, err)
 	}
 	if !blame.MerkleCheck(e.n(), pos, ev.Entry, ev.Path, ev.Root) {
@@ -251,7 +253,7 @@ func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 	a := &wire.Accuse{Epoch: v.ID, Round: r, S: uint16(e.pos), Pos: uint32(pos), In: ev}
 	copy(a.Zp[:], Zp.Bytes())
 	copy(a.ZpProof[:], proof)
-	if a.Sig, err = sign(s.priv, blame.AccuseDigest(a)); err != nil {
+	if a.Sig, err = proto.Sign(s.priv, blame.AccuseDigest(a)); err != nil {
 		done("sign accusation")
 		return
 	}
@@ -264,7 +266,7 @@ func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 	// accusation: a lost delivery is retried, within the one short
 	// deadline a single attempt had (a server still without it by then
 	// stops the walk as a silent one does).
-	if err := s.sendToChain(e, ProtoEpoch, wire.TypeAccuse, a.Marshal(), shortTimeout, shortTimeout, -1); err != nil {
+	if err := s.sendToChain(e, ProtoEpoch, wire.TypeAccuse, a.Marshal(), transport.ShortTimeout, transport.ShortTimeout, -1); err != nil {
 		s.log.Warn("round blame: accusation not delivered everywhere", "round", r, "err", err)
 	}
 	s.hookProbe(e, r, pos)
@@ -308,7 +310,7 @@ func (s *Server) onAccuse(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	if int(a.S) >= len(v.Chain) || v.Chain[a.S] != from || a.Round >= v.Desc.Params.Rounds {
 		return 0, nil, errors.New("node: accusation not from its accuser")
 	}
-	if err := verifyPeerSig(from, blame.AccuseDigest(&a), a.Sig); err != nil {
+	if err := proto.VerifyPeerSig(from, blame.AccuseDigest(&a), a.Sig); err != nil {
 		return 0, nil, err
 	}
 	s.mu.Lock()
@@ -467,7 +469,7 @@ func (s *Server) computeStep(ctx context.Context, e *sepoch, bl *rblame, t int) 
 		}
 	} else {
 		req := wire.BlameReq{Epoch: v.ID, Round: bl.round, T: uint16(t), Out: uint32(out)}
-		rep, err := call(ctx, s.h, v.Chain[t], request{Proto: ProtoEpoch, Type: wire.TypeBlameReq, Body: req.Marshal(), Timeout: s.cfg.Timing.BlameStepTimeout, Max: e.entrySize(0) + 4096})
+		rep, err := transport.Call(ctx, s.h, v.Chain[t], transport.Request{Proto: ProtoEpoch, Type: wire.TypeBlameReq, Body: req.Marshal(), Timeout: s.cfg.Timing.BlameStepTimeout, Max: e.entrySize(0) + 4096})
 		if err != nil {
 			return stepResult{err: fmt.Errorf("step of server %d: %w", t, err)}
 		}
@@ -520,7 +522,7 @@ func (s *Server) ownBlameStep(e *sepoch, bl *rblame, out int) (*wire.BlameStep, 
 	copy(st.ZProof[:], zProof)
 	copy(st.Zp[:], Zp.Bytes())
 	copy(st.ZpProof[:], zpProof)
-	if st.Sig, err = sign(s.priv, blame.BlameStepDigest(st)); err != nil {
+	if st.Sig, err = proto.Sign(s.priv, blame.BlameStepDigest(st)); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -533,7 +535,7 @@ func (s *Server) checkStep(e *sepoch, bl *rblame, t, out int, outEntry []byte, s
 	v := e.final
 	id := mix.EpochID(v.ID)
 	r := bl.round
-	if err := verifyPeerSig(v.Chain[t], blame.BlameStepDigest(st), st.Sig); err != nil {
+	if err := proto.VerifyPeerSig(v.Chain[t], blame.BlameStepDigest(st), st.Sig); err != nil {
 		return serverCulprit(t, "its step of round %d is not signed by it: %v", r, err)
 	}
 	if st.Epoch != v.ID || st.Round != r || int(st.T) != t || int(st.Out) != out {

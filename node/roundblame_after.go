@@ -14,7 +14,9 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/strikes"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -248,7 +250,7 @@ func (s *Server) equivocation(e *sepoch, a, b wire.Root) {
 	body := ev.Marshal()
 	t := int(a.S) - 1
 	s.name(e, a.Round, serverCulprit(t, "server %d signed two roots for its output of round %d (equivocation)", t, a.Round), [][]byte{body})
-	if err := s.sendEvidence(e, wire.TypeEquivocation, body, shortTimeout, t); err != nil {
+	if err := s.sendEvidence(e, wire.TypeEquivocation, body, transport.ShortTimeout, t); err != nil {
 		s.log.Warn("equivocation evidence not delivered everywhere", "err", err)
 	}
 }
@@ -278,7 +280,7 @@ func (s *Server) onEquivocation(from peer.ID, body []byte) (wire.Type, []byte, e
 	signer := v.Chain[a.S-1]
 	for _, r := range []wire.Root{a, b} {
 		bt := wire.Batch{Epoch: r.Epoch, Round: r.Round, S: r.S, Root: r.Root}
-		if err := verifyPeerSig(signer, batchDigest(&bt), r.Sig); err != nil {
+		if err := proto.VerifyPeerSig(signer, batchDigest(&bt), r.Sig); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -305,7 +307,7 @@ func (s *Server) doubleSubmit(e *sepoch, d wire.DoubleSubmit) {
 		defer s.wg.Done()
 		s.dropDouble(e, d)
 	}()
-	if err := s.sendEvidence(e, wire.TypeDoubleSubmit, body, shortTimeout, -1); err != nil {
+	if err := s.sendEvidence(e, wire.TypeDoubleSubmit, body, transport.ShortTimeout, -1); err != nil {
 		s.log.Warn("double-submission evidence not delivered everywhere", "err", err)
 	}
 }
@@ -395,7 +397,7 @@ func (s *Server) noteBadBatch(e *sepoch, t int, r uint32, body []byte) {
 	go func() {
 		defer s.wg.Done()
 		s.name(e, r, serverCulprit(t, "server %d signed a batch of round %d with a missing or wrong-size entry", t, r), [][]byte{body})
-		if err := s.sendEvidence(e, wire.TypeBadBatch, body, bulkTimeout, t); err != nil {
+		if err := s.sendEvidence(e, wire.TypeBadBatch, body, transport.BulkTimeout, t); err != nil {
 			s.log.Warn("malformed-batch evidence not delivered everywhere", "err", err)
 		}
 	}()
@@ -427,16 +429,16 @@ func (s *Server) onBadBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 	if s.hookRefuseEvidence(wire.TypeBadBatch) {
 		return 0, nil, errors.New("node: evidence refused (test hook)")
 	}
-	if err := verifyPeerSig(v.Chain[S-1], batchDigest(&wire.Batch{Epoch: h.Epoch, Round: h.Round, S: h.S, Root: h.Root}), h.Sig); err != nil {
+	if err := proto.VerifyPeerSig(v.Chain[S-1], batchDigest(&wire.Batch{Epoch: h.Epoch, Round: h.Round, S: h.S, Root: h.Root}), h.Sig); err != nil {
 		return 0, nil, err
 	}
 	var b wire.Batch
-	lim := limitsFor(v.Desc.Params, m)
+	lim := proto.LimitsFor(v.Desc.Params, m)
 	lim.Frame = roundCaps(wire.TypeBadBatch)
 	if err := b.Unmarshal(body, lim); err != nil {
 		return 0, nil, err
 	}
-	if merkleRoot(b.Entries) != b.Root {
+	if proto.MerkleRoot(b.Entries) != b.Root {
 		return 0, nil, errors.New("node: the entries do not match the signed root")
 	}
 	want := e.entrySize(S)

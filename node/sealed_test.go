@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestPrivateShareSealedIndex (§6.4 v3): a private file's manifest, root
@@ -57,7 +58,7 @@ func TestPrivateShareSealedIndex(t *testing.T) {
 		again, err := chunker.Share(bytes.NewReader(data), "secret-plan.bin", "", MinChunkSize,
 			chunker.ShareOptions{Encrypt: true, Rand: bytes.NewReader(link.Key[:])}, func(id chunker.ID, c []byte) error {
 				ids = append(ids, id)
-				if isManifest(c) {
+				if proto.IsManifest(c) {
 					manIDs = append(manIDs, id)
 				}
 				return nil

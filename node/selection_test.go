@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/selection"
 )
 
@@ -108,7 +109,7 @@ type selectionCase struct {
 
 func newSelectionCase(t *testing.T) *selectionCase {
 	c := &selectionCase{id: [32]byte{7}, all: map[[32]byte]wire.Forwarded{}, primaryOf: map[[32]byte]uint16{}, rank: map[[32]byte]int{}, orders: make([]wire.Order, 2)}
-	c.beta = selectionBeta(randomReveals(t, 2))
+	c.beta = proto.SelectionBeta(randomReveals(t, 2))
 	for i := range 103 {
 		k := sha256.Sum256([]byte(fmt.Sprint("client", i)))
 		p := uint16(0)
@@ -162,7 +163,7 @@ func TestSelectionRecomputed(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		c := newSelectionCase(t)
-		honest := selectCandidates(c.id, c.beta, c.all, c.primaryOf, c.rank, MinClientCap, 2)
+		honest := selection.Candidates(c.id, c.beta, c.all, c.primaryOf, c.rank, MinClientCap, 2)
 		if len(honest) != MinClientCap {
 			t.Fatalf("%d selected", len(honest))
 		}
@@ -176,7 +177,7 @@ func TestSelectionRecomputed(t *testing.T) {
 			in[k] = true
 		}
 		var out, beyond [32]byte
-		for _, k := range c.orders[0].Keys[primaryQuota(MinClientCap, 2):] {
+		for _, k := range c.orders[0].Keys[proto.PrimaryQuota(MinClientCap, 2):] {
 			if in[k] && beyond == ([32]byte{}) {
 				beyond = k
 			}
@@ -191,7 +192,7 @@ func TestSelectionRecomputed(t *testing.T) {
 			t.Fatalf("a swapped selection: %v", err)
 		}
 		// Another β.
-		other := selectCandidates(c.id, selectionBeta(randomReveals(t, 2)), c.all, c.primaryOf, c.rank, MinClientCap, 2)
+		other := selection.Candidates(c.id, proto.SelectionBeta(randomReveals(t, 2)), c.all, c.primaryOf, c.rank, MinClientCap, 2)
 		if err := c.check(other); err == nil {
 			t.Fatal("a selection under another β was accepted")
 		}
@@ -200,7 +201,7 @@ func TestSelectionRecomputed(t *testing.T) {
 		for k, r := range c.rank {
 			back[k] = -r
 		}
-		if err := c.check(selectCandidates(c.id, c.beta, c.all, c.primaryOf, back, MinClientCap, 2)); err == nil {
+		if err := c.check(selection.Candidates(c.id, c.beta, c.all, c.primaryOf, back, MinClientCap, 2)); err == nil {
 			t.Fatal("a selection against the signed order was accepted")
 		}
 		// A registration of an order missing from the list.

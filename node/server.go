@@ -160,11 +160,11 @@ type Server struct {
 	// catch is the catch-up (internal/catchup).
 	catch catchup.Catchup
 
-	timing   timer        // where the time goes (Timing, riffle bench)
-	handlers gate         // stream handlers in flight
-	obs      status.Watch // roster log and round timing (internal/status)
-	who      whoState     // who may serve (eligible.go)
-	polls    polls.Gate   // client long polls in flight (internal/polls)
+	timing   timer          // where the time goes (Timing, riffle bench)
+	handlers transport.Gate // stream handlers in flight
+	obs      status.Watch   // roster log and round timing (internal/status)
+	who      whoState       // who may serve (eligible.go)
+	polls    polls.Gate     // client long polls in flight (internal/polls)
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -273,7 +273,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.who.init(&cfg, chains)
 	s.turn.progress = time.Now()
 	h.OnDisconnect(s.onConnEnd)
-	serve(cctx, h, &s.handlers, s.log, ProtoRoster, shortTimeout, anyPeer(rosterCaps), s.handleHello)
+	transport.Serve(cctx, h, &s.handlers, s.log, ProtoRoster, transport.ShortTimeout, anyPeer(rosterCaps), s.handleHello)
 	// Every reply of the client protocols is sent within
 	// Tunables.ClientReply plus its size at clientReplyRate, and so are
 	// the windows and index pages of the epoch protocol, which servers
@@ -287,11 +287,11 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		return transport.ReplyBound{}
 	}
 	// Server protocols: big bodies only from server peers (asker.go).
-	serveBoundedBy(cctx, h, &s.handlers, s.log, ProtoEpoch, bulkTimeout, epochReplies, s.serverCaps(epochCaps), nil, oneSegment(s.handleEpoch))
-	servePooled(cctx, h, &s.handlers, s.log, ProtoRound, bulkTimeout, s.serverCaps(roundCaps), s.pool.Buffers(), s.handleRound)
+	transport.ServeBoundedBy(cctx, h, &s.handlers, s.log, ProtoEpoch, transport.BulkTimeout, epochReplies, s.serverCaps(epochCaps), nil, oneSegment(s.handleEpoch))
+	transport.ServePooled(cctx, h, &s.handlers, s.log, ProtoRound, transport.BulkTimeout, s.serverCaps(roundCaps), s.pool.Buffers(), s.handleRound)
 	handleClient, handlePIR := s.hookClientHandlers(s.handleClient, s.handlePIR)
-	serveBounded(cctx, h, &s.handlers, s.log, ProtoClient, pollTimeout, replies, anyPeer(clientCaps), s.pool.Buffers(), oneSegment(handleClient))
-	serveBounded(cctx, h, &s.handlers, s.log, ProtoPIR, pollTimeout, replies, anyPeer(pirCaps), nil, handlePIR)
+	transport.ServeBounded(cctx, h, &s.handlers, s.log, ProtoClient, transport.PollTimeout, replies, anyPeer(clientCaps), s.pool.Buffers(), oneSegment(handleClient))
+	transport.ServeBounded(cctx, h, &s.handlers, s.log, ProtoPIR, transport.PollTimeout, replies, anyPeer(pirCaps), nil, handlePIR)
 	if !cfg.NoLAN {
 		stop, err := transport.StartLAN(cctx, h, lanConfig(s))
 		if err != nil {

@@ -11,14 +11,16 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/setupstep"
+	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
 )
 
 // setup runs this server's part of §4.2 in chain order: verify every
 // earlier step, compute and broadcast its own, verify every later one.
 func (s *Server) setup(e *sepoch) {
-	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout*2)
+	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout*2)
 	defer cancel()
 	fail := func(err error) {
 		s.log.Warn("setup failed", "err", err)
@@ -127,7 +129,7 @@ func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group
 			others = append(others, p)
 		}
 	}
-	if _, err := s.each(ctx, others, request{Proto: ProtoEpoch, Type: wire.TypeStep, Body: msg, Timeout: bulkTimeout}); err != nil {
+	if _, err := s.each(ctx, others, transport.Request{Proto: ProtoEpoch, Type: wire.TypeStep, Body: msg, Timeout: transport.BulkTimeout}); err != nil {
 		return nil, nil, fmt.Errorf("node: broadcast setup step %d: %w", k, err)
 	}
 	s.mu.Lock()
@@ -179,7 +181,7 @@ func (s *Server) onStep(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		return 0, nil, errors.New("node: setup step of an unknown epoch or from the wrong server")
 	}
 	var st wire.Step
-	if err := st.Unmarshal(body, limitsFor(e.v.Desc.Params, len(e.v.Chain))); err != nil {
+	if err := st.Unmarshal(body, proto.LimitsFor(e.v.Desc.Params, len(e.v.Chain))); err != nil {
 		return 0, nil, err
 	}
 	s.mu.Lock()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestClientStrikesSurviveRestart: a primary that named a client (a round
@@ -48,7 +49,7 @@ func TestClientStrikesSurviveRestart(t *testing.T) {
 		regKey := [32]byte{1}
 		e := &sepoch{pos: 0}
 		e.RegFrom = map[[32]byte]peer.ID{regKey: bad}
-		e.final = &view{ID: [32]byte{9}, Chain: []peer.ID{s.ID(), newPeer()},
+		e.final = &proto.View{ID: [32]byte{9}, Chain: []peer.ID{s.ID(), newPeer()},
 			Desc: &wire.Descriptor{Number: number, Clients: []wire.ClientEntry{{RegKey: regKey, Primary: 0}}}}
 		s.name(e, 1, &culprit{server: -1, slot: 0, why: "test"}, nil)
 		s.mu.Lock()

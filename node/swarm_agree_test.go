@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // The swarm's check that the control plane is one log (issue 23, §3):
@@ -104,7 +105,7 @@ func TestSwarmAgreeCheck(t *testing.T) {
 		const n = 5
 		for _, s := range []*Server{a, b} {
 			for k := uint64(n - 1); k <= n+1; k++ {
-				s.keepCert(&wire.Cert{Kind: wire.CertFinal, Number: k, Epoch: [32]byte{byte(k)}, Chain: chainIDs(ids)})
+				s.keepCert(&wire.Cert{Kind: wire.CertFinal, Number: k, Epoch: [32]byte{byte(k)}, Chain: proto.ChainIDs(ids)})
 			}
 		}
 		long := time.Hour

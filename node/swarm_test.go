@@ -28,6 +28,7 @@ import (
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/node/transport/memnet"
 )
@@ -1018,16 +1019,16 @@ func outsiderTimeoutVotes(w *swarm) func() {
 					continue
 				}
 				v.h.AddAddrs(sv.id, []ma.Multiaddr{ma.StringCast(sv.cfg.Listen[0])}, time.Hour)
-				call(ctx, v.h, sv.id, request{Proto: ProtoRoster, Type: wire.TypeHello, Body: hello(v.h), Timeout: shortTimeout})
+				transport.Call(ctx, v.h, sv.id, transport.Request{Proto: ProtoRoster, Type: wire.TypeHello, Body: hello(v.h), Timeout: transport.ShortTimeout})
 				top := s.cert.certTop()
 				for n := top + 1; n <= top+8; n++ {
 					chain := []peer.ID{v.h.ID(), sv.id}
 					sortChain(chain)
-					if leaderOf(n, chain) == v.h.ID() {
+					if proto.LeaderOf(n, chain) == v.h.ID() {
 						continue
 					}
-					ids := chainIDs(chain)
-					sig, err := sign(v.priv, timeoutDigest(n, ids))
+					ids := proto.ChainIDs(chain)
+					sig, err := proto.Sign(v.priv, proto.TimeoutDigest(n, ids))
 					if err != nil {
 						continue
 					}
@@ -1036,7 +1037,7 @@ func outsiderTimeoutVotes(w *swarm) func() {
 						pos = 1
 					}
 					vote := wire.Cert{Kind: wire.CertTimeout, Number: n, Chain: ids, Sigs: []wire.CertSig{{Index: pos, Sig: sig}}}
-					call(ctx, v.h, sv.id, request{Proto: ProtoEpoch, Type: wire.TypeTimeoutVote, Body: vote.Marshal(), Timeout: shortTimeout})
+					transport.Call(ctx, v.h, sv.id, transport.Request{Proto: ProtoEpoch, Type: wire.TypeTimeoutVote, Body: vote.Marshal(), Timeout: transport.ShortTimeout})
 				}
 			}
 		}
@@ -1161,8 +1162,8 @@ func outsiderHelloFlood(w *swarm) func() {
 			}
 			return hl.Marshal()
 		}
-		var g gate
-		serve(w.ctx, h, &g, quietLogger(), ProtoRoster, shortTimeout, func(peer.ID, wire.Type) int { return 64 << 10 },
+		var g transport.Gate
+		transport.Serve(w.ctx, h, &g, quietLogger(), ProtoRoster, transport.ShortTimeout, func(peer.ID, wire.Type) int { return 64 << 10 },
 			func(context.Context, peer.ID, wire.Type, []byte) (wire.Type, []byte, error) {
 				return wire.TypeHello, hello(), nil
 			})
@@ -1179,7 +1180,7 @@ func outsiderHelloFlood(w *swarm) func() {
 				for _, a := range h.Addrs() {
 					hl.Addrs = append(hl.Addrs, a.Bytes())
 				}
-				call(ctx, h, sv.id, request{Proto: ProtoRoster, Type: wire.TypeHello, Body: hl.Marshal(), Timeout: shortTimeout})
+				transport.Call(ctx, h, sv.id, transport.Request{Proto: ProtoRoster, Type: wire.TypeHello, Body: hl.Marshal(), Timeout: transport.ShortTimeout})
 			}
 		}
 	})
@@ -1390,7 +1391,7 @@ func outsiderHelloChurn(w *swarm) func() {
 			for _, sv := range w.servers {
 				if s := sv.s(); s != nil {
 					h.AddAddrs(sv.id, []ma.Multiaddr{ma.StringCast(sv.cfg.Listen[0])}, time.Hour)
-					call(ctx, h, sv.id, request{Proto: ProtoRoster, Type: wire.TypeHello, Body: hl.Marshal(), Timeout: shortTimeout})
+					transport.Call(ctx, h, sv.id, transport.Request{Proto: ProtoRoster, Type: wire.TypeHello, Body: hl.Marshal(), Timeout: transport.ShortTimeout})
 				}
 			}
 			h.Close()

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // A void that names nobody does not end the epoch (docs/protocol.md §5.2
@@ -43,9 +45,9 @@ func (s *Server) voidRound(e *sepoch, r uint32) bool {
 	s.listingStart(e)
 	defer s.listingDone(e)
 	rl := wire.RoundList{Epoch: v.ID, Round: r, Flags: wire.ListVoid}
-	ctx, cancel := context.WithTimeout(s.ctx, bulkTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
 	defer cancel()
-	reps, err := s.each(ctx, v.Chain, request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: bulkTimeout})
+	reps, err := s.each(ctx, v.Chain, transport.Request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: transport.BulkTimeout})
 	if err != nil {
 		s.log.Warn("void list refused", "round", r, "err", err)
 		return false
@@ -58,7 +60,7 @@ func (s *Server) voidRound(e *sepoch, r uint32) bool {
 		}
 		rl.Sigs = append(rl.Sigs, sg.Sig)
 	}
-	if _, err := s.each(ctx, v.Chain, request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: rl.Marshal(), Timeout: bulkTimeout}); err != nil {
+	if _, err := s.each(ctx, v.Chain, transport.Request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: rl.Marshal(), Timeout: transport.BulkTimeout}); err != nil {
 		s.log.Warn("deliver void list", "round", r, "err", err)
 	}
 	return true
@@ -101,10 +103,10 @@ func (s *Server) signVoid(ctx context.Context, e *sepoch, rl *wire.RoundList) (w
 		// the part a majority lacked, or the proposer (charges.go).
 		s.roundAttestLocked(e, rl.Round)
 	}
-	dg := listDigest(rl)
+	dg := proto.ListDigest(rl)
 	x.signed, x.signedState = dg, wire.ClosedVoid
 	s.mu.Unlock()
-	sig, err := sign(s.priv, dg)
+	sig, err := proto.Sign(s.priv, dg)
 	if err != nil {
 		return 0, nil, err
 	}

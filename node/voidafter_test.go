@@ -12,6 +12,8 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // TestEarlyRootLateInputFramesS0 (issue 25): S_2 of four passes nothing
@@ -55,10 +57,10 @@ func TestEarlyRootLateInputFramesS0(t *testing.T) {
 				}})
 				bad.hooks.Store(&serverHooks{silentOut: func(r uint32) bool { return r == q }})
 				b := wire.Batch{Epoch: id, Round: q, S: uint16(pos + 1), Root: [32]byte{7}}
-				sig, _ := sign(bad.priv, batchDigest(&b))
+				sig, _ := proto.Sign(bad.priv, batchDigest(&b))
 				root := (&wire.Root{Epoch: id, Round: q, S: b.S, Root: b.Root, Sig: sig}).Marshal()
 				send := func(to peer.ID) {
-					if _, err := call(context.Background(), bad.h, to, request{Proto: ProtoRound, Type: wire.TypeRoot, Body: root, Timeout: shortTimeout}); err != nil {
+					if _, err := transport.Call(context.Background(), bad.h, to, transport.Request{Proto: ProtoRound, Type: wire.TypeRoot, Body: root, Timeout: transport.ShortTimeout}); err != nil {
 						t.Logf("root to %s: %v", to.ShortString(), err)
 					}
 				}
@@ -158,10 +160,10 @@ func TestEarlyRootAfterOpenFramesS0(t *testing.T) {
 		bad.mu.Unlock()
 		bad.hooks.Store(&serverHooks{silentOut: func(r uint32) bool { return r == q }})
 		b := wire.Batch{Epoch: id, Round: q, S: uint16(pos + 1), Root: [32]byte{7}}
-		sig, _ := sign(bad.priv, batchDigest(&b))
+		sig, _ := proto.Sign(bad.priv, batchDigest(&b))
 		root := (&wire.Root{Epoch: id, Round: q, S: b.S, Root: b.Root, Sig: sig}).Marshal()
 		send := func(to peer.ID) {
-			if _, err := call(context.Background(), bad.h, to, request{Proto: ProtoRound, Type: wire.TypeRoot, Body: root, Timeout: shortTimeout}); err != nil {
+			if _, err := transport.Call(context.Background(), bad.h, to, transport.Request{Proto: ProtoRound, Type: wire.TypeRoot, Body: root, Timeout: transport.ShortTimeout}); err != nil {
 				t.Logf("root to %s: %v", to.ShortString(), err)
 			}
 		}

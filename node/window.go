@@ -8,7 +8,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/window"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // The group's decoy pool (§6.3 v3) is a pure function of the published
@@ -21,7 +23,7 @@ func setPool(e *sepoch, c *wire.Closing) (*wire.DecoyPool, bool) {
 	return window.SetPool(c, func(r uint32, list [32]byte) ([]wire.PoolPair, bool) {
 		x := e.rounds[r]
 		switch {
-		case x != nil && x.list != nil && listDigest(x.list) == list:
+		case x != nil && x.list != nil && proto.ListDigest(x.list) == list:
 			return window.ListPoolPairs(x.list), true
 		case x != nil && x.signedState == wire.ClosedPublished && x.signed == list:
 			return x.signedPairs, true
@@ -45,7 +47,7 @@ func (s *Server) keepWindowItem(e *sepoch, c *wire.Closing, rec []byte) {
 		return
 	}
 	it := wire.WindowItem{Number: v.Desc.Number, Epoch: v.ID, Group: window.GroupBytes(v.Desc), Closing: rec, Pool: pool.Marshal()}
-	s.win.Put(window.ItemKey(v.ID, closingDigest(c)), it)
+	s.win.Put(window.ItemKey(v.ID, proto.ClosingDigest(c)), it)
 	s.win.Put(window.ItemKey(v.ID, [32]byte{}), it)
 }
 
@@ -160,7 +162,7 @@ func (w winSrc) Ask(ctx context.Context, peers []peer.ID, number uint64) []wire.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rep, err := call(ctx, s.h, p, request{Proto: ProtoEpoch, Type: wire.TypeWindowReq, Body: req, Timeout: shortTimeout, Max: maxLookbackWindow})
+			rep, err := transport.Call(ctx, s.h, p, transport.Request{Proto: ProtoEpoch, Type: wire.TypeWindowReq, Body: req, Timeout: transport.ShortTimeout, Max: proto.MaxLookbackWindow})
 			var w wire.Window
 			if err != nil || w.Unmarshal(rep) != nil {
 				return

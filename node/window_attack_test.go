@@ -19,6 +19,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/node/transport/memnet"
@@ -240,7 +241,7 @@ func TestWindowSlotDeadline(t *testing.T) {
 		// From now on they ask no more: what is left is their hold.
 		cancel()
 		refused, kept, bound := servedAfterHold(t, s, wire.TypeWindowReq, (&wire.WindowReq{Number: s.cert.certTop() + 1}).Marshal(), replyWait, func(err error) bool {
-			return errors.Is(err, errWindowBusy)
+			return errors.Is(err, proto.ErrWindowBusy)
 		})
 		t.Logf("%d slow readers of four /24s held every window slot: a client refused %d times over %v (bound %v)", maxWindowServing, refused, kept.Round(10*time.Millisecond), bound)
 	})
@@ -299,7 +300,7 @@ func TestWindowHeldAtLeader(t *testing.T) {
 			for i, b := range c.Chain {
 				chain[i] = peer.ID(b)
 			}
-			if c.Kind == wire.CertFinal && leaderOf(n, chain) == x.ID() {
+			if c.Kind == wire.CertFinal && proto.LeaderOf(n, chain) == x.ID() {
 				led++
 			}
 			if c.Kind != wire.CertFinal {
@@ -345,7 +346,7 @@ func TestWouldServeWindow(t *testing.T) {
 		}); err != nil {
 			t.Fatal("no epoch pinned a window")
 		}
-		q := wire.Prepare{Number: d.Number, Params: d.Params, Chain: chainIDs(chain), Previous: d.Previous, Window: d.Window}
+		q := wire.Prepare{Number: d.Number, Params: d.Params, Chain: proto.ChainIDs(chain), Previous: d.Previous, Window: d.Window}
 		if _, _, err := asked.onWouldServe(ctx, from, q.Marshal()); err != nil {
 			t.Fatalf("a server would not serve with the window epoch %d pinned: %v", d.Number, err)
 		}
@@ -396,7 +397,7 @@ func TestServerSlotsHeld(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		held := sr.held.Load()
 		req := (&wire.WindowReq{Number: s.cert.certTop() + 1}).Marshal()
-		rep, err := call(context.Background(), member.h, s.ID(), request{Proto: ProtoEpoch, Type: wire.TypeWindowReq, Body: req, Timeout: shortTimeout})
+		rep, err := transport.Call(context.Background(), member.h, s.ID(), transport.Request{Proto: ProtoEpoch, Type: wire.TypeWindowReq, Body: req, Timeout: transport.ShortTimeout})
 		if err != nil {
 			t.Errorf("a server of the certified chain refused the window with %d slots held by roster identities: %v", held, err)
 		}
@@ -466,7 +467,7 @@ func TestWouldServeFetches(t *testing.T) {
 				return
 			}
 			fetches.Add(1)
-			if wire.WriteFrame(st, wire.TypeWindow, make([]byte, maxLookbackWindow+1)) != nil {
+			if wire.WriteFrame(st, wire.TypeWindow, make([]byte, proto.MaxLookbackWindow+1)) != nil {
 				st.Reset()
 				return
 			}
@@ -479,8 +480,8 @@ func TestWouldServeFetches(t *testing.T) {
 		ask := func(chain []peer.ID, n uint64) {
 			ref := wire.WindowRef{Number: n - 2}
 			ref.Epoch[0], ref.Closing[0] = 1, 2
-			q := wire.Prepare{Number: n, Params: d.Params, Chain: chainIDs(chain), Previous: d.Previous, Window: []wire.WindowRef{ref}}
-			_, err := call(ctx, fake, asked.ID(), request{Proto: ProtoEpoch, Type: wire.TypeWouldServe, Body: q.Marshal(), Timeout: time.Minute})
+			q := wire.Prepare{Number: n, Params: d.Params, Chain: proto.ChainIDs(chain), Previous: d.Previous, Window: []wire.WindowRef{ref}}
+			_, err := transport.Call(ctx, fake, asked.ID(), transport.Request{Proto: ProtoEpoch, Type: wire.TypeWouldServe, Body: q.Marshal(), Timeout: time.Minute})
 			t.Logf("number %d (next here %d): %v", n, asked.cert.certTop()+1, err)
 		}
 		for range 3 {
@@ -492,7 +493,7 @@ func TestWouldServeFetches(t *testing.T) {
 		for range 3 {
 			ask([]peer.ID{asked.ID(), fake.ID()}, asked.cert.certTop()+1) // the next number: one fetch
 		}
-		t.Logf("9 would-serve questions with made-up windows: %d window fetches from the asker, %d replies of %d bytes read whole", fetches.Load(), full.Load(), maxLookbackWindow+1)
+		t.Logf("9 would-serve questions with made-up windows: %d window fetches from the asker, %d replies of %d bytes read whole", fetches.Load(), full.Load(), proto.MaxLookbackWindow+1)
 		if n := fetches.Load(); n < 1 || n > wouldServeFetches+1 {
 			t.Errorf("%d window fetches from the asker, want at most its budget of %d (one more if the number moved on)", n, wouldServeFetches)
 		}
@@ -520,7 +521,7 @@ func servedAfterHold(t *testing.T, s *Server, ty wire.Type, body []byte, replyWa
 	var rep []byte
 	refused := 0
 	for time.Since(start) < time.Minute {
-		rep, err = call(context.Background(), probe, s.ID(), request{Proto: ProtoClient, Type: ty, Body: body, Timeout: shortTimeout})
+		rep, err = transport.Call(context.Background(), probe, s.ID(), transport.Request{Proto: ProtoClient, Type: ty, Body: body, Timeout: transport.ShortTimeout})
 		if err == nil || !busy(err) {
 			break
 		}
@@ -596,7 +597,7 @@ func wouldServeQuestion(asked, member *Server, params wire.Params) (wire.Prepare
 		return wire.Prepare{}, false
 	}
 	d := &wire.Descriptor{Number: n, Previous: *prev, Gap: gap}
-	refs := window.PinnedRefs(walkWindow(d, member.win.Served(n)))
+	refs := window.PinnedRefs(proto.WalkWindow(d, member.win.Served(n)))
 	if len(refs) == 0 {
 		return wire.Prepare{}, false
 	}
@@ -696,7 +697,7 @@ func TestWouldServeFlood(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					qf := q
-					qf.Chain = chainIDs([]peer.ID{asked.ID(), f})
+					qf.Chain = proto.ChainIDs([]peer.ID{asked.ID(), f})
 					asked.onWouldServe(ctx, f, qf.Marshal())
 				}()
 			}

@@ -29,7 +29,7 @@ type budgetRun struct {
 	hosts  []transport.Host // the seven servers, X last
 	x      peer.ID
 	d      *wire.Descriptor // N's, without X
-	v      *view
+	v      *proto.View
 	pinned []wire.WindowItem // N−2..N−5 with records and pools
 }
 
@@ -71,9 +71,9 @@ func newBudgetRun(t *testing.T) *budgetRun {
 	for n := uint64(1); n < budgetN; n++ {
 		d := &wire.Descriptor{Number: n, Params: testParams(2).Wire(), Group: group, Previous: prev}
 		br.wc.descs[n] = d
-		prev = wire.Cert{Kind: wire.CertFinal, Number: n, Epoch: epochID(d), Chain: proto.ChainIDs(ids)}
+		prev = wire.Cert{Kind: wire.CertFinal, Number: n, Epoch: proto.EpochID(d), Chain: proto.ChainIDs(ids)}
 		if n == budgetN-7 || n == budgetN-1 {
-			ab := wire.Abort{Epoch: epochID(d), Number: n, Kind: wire.AbortFault, Signer: []byte(br.x), Reason: []byte("refused")}
+			ab := wire.Abort{Epoch: proto.EpochID(d), Number: n, Kind: wire.AbortFault, Signer: []byte(br.x), Reason: []byte("refused")}
 			prev.Kind, prev.Abort = wire.CertAbort, ab.Marshal()
 		}
 		br.wc.certs[n] = prev
@@ -84,10 +84,10 @@ func newBudgetRun(t *testing.T) *budgetRun {
 		it := br.wc.item(n)
 		it.Closing, it.Pool = rec, pool
 		br.pinned = append(br.pinned, it)
-		refs = append(refs, wire.WindowRef{Number: n, Epoch: epochID(br.wc.descs[n]), Closing: dg})
+		refs = append(refs, wire.WindowRef{Number: n, Epoch: proto.EpochID(br.wc.descs[n]), Closing: dg})
 	}
 	br.d = &wire.Descriptor{Number: budgetN, Params: testParams(2).Wire(), Group: group[:m-1], Previous: prev, Window: refs}
-	br.v = &view{ID: epochID(br.d), Desc: br.d, Chain: ids[:m-1]}
+	br.v = &proto.View{ID: proto.EpochID(br.d), Desc: br.d, Chain: ids[:m-1]}
 	return br
 }
 
@@ -120,14 +120,14 @@ func TestBudgetFixedDepth(t *testing.T) {
 	atPin := br.items(budgetN - 5)
 	deep := br.items(budgetN - BudgetLookback)
 	all := br.items(1)
-	if w, ok := resolveWindow(br.d, atPin); ok || !w.Short {
+	if w, ok := proto.ResolveWindow(br.d, atPin); ok || !w.Short {
 		t.Errorf("a walk that stops at the oldest pin holds the window (short %v)", w.Short)
 	}
-	if w, ok := resolveWindow(br.d, br.items(budgetN-BudgetLookback+1)); ok || !w.Short {
+	if w, ok := proto.ResolveWindow(br.d, br.items(budgetN-BudgetLookback+1)); ok || !w.Short {
 		t.Errorf("a walk a number short of the depth holds the window (short %v)", w.Short)
 	}
-	a, okA := resolveWindow(br.d, deep)
-	b, okB := resolveWindow(br.d, all)
+	a, okA := proto.ResolveWindow(br.d, deep)
+	b, okB := proto.ResolveWindow(br.d, all)
 	if !okA || !okB {
 		t.Fatalf("window not held over the walk to the depth (%v, %d missing) or over every descriptor (%v)", a.Short, a.Missing, b.Short)
 	}
@@ -176,9 +176,9 @@ func TestBudgetDepthEveryClient(t *testing.T) {
 		withheld := func(server int, from peer.ID) bool {
 			return from == clients[2].ID() || from == clients[1].ID() && server == 0
 		}
-		var g gate
+		var g transport.Gate
 		for i, h := range br.hosts {
-			serve(ctx, h, &g, quietLogger(), ProtoClient, time.Minute, anyPeer(func(wire.Type) int { return 1 << 20 }),
+			transport.Serve(ctx, h, &g, quietLogger(), ProtoClient, time.Minute, anyPeer(func(wire.Type) int { return 1 << 20 }),
 				func(_ context.Context, from peer.ID, ty wire.Type, _ []byte) (wire.Type, []byte, error) {
 					if ty != wire.TypeWindowReq {
 						return 0, nil, errors.New("not a window request")

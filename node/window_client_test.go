@@ -17,6 +17,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -265,13 +266,13 @@ func TestWindowAsksPreviousChain(t *testing.T) {
 		defer closeHosts(hosts)
 		prev := &wire.Descriptor{Number: 4, Params: testParams(4).Wire(), Group: []wire.GroupEntry{hostEntry(hosts[1]), hostEntry(hosts[2])}}
 		d := &wire.Descriptor{Number: 5, Params: testParams(4).Wire(), Group: []wire.GroupEntry{hostEntry(hosts[0]), hostEntry(hosts[1])},
-			Previous: wire.Cert{Kind: wire.CertFinal, Number: 4, Epoch: epochID(prev)}}
-		reply := (&wire.Window{Items: []wire.WindowItem{{Number: 4, Epoch: epochID(prev), Group: window.GroupBytes(prev)}}}).Marshal()
+			Previous: wire.Cert{Kind: wire.CertFinal, Number: 4, Epoch: proto.EpochID(prev)}}
+		reply := (&wire.Window{Items: []wire.WindowItem{{Number: 4, Epoch: proto.EpochID(prev), Group: window.GroupBytes(prev)}}}).Marshal()
 		var mu sync.Mutex
 		asked := map[int][]byte{}
-		var g gate
+		var g transport.Gate
 		for i, h := range hosts[:3] {
-			serve(ctx, h, &g, quietLogger(), ProtoClient, time.Minute, anyPeer(func(wire.Type) int { return 1 << 20 }),
+			transport.Serve(ctx, h, &g, quietLogger(), ProtoClient, time.Minute, anyPeer(func(wire.Type) int { return 1 << 20 }),
 				func(_ context.Context, _ peer.ID, ty wire.Type, body []byte) (wire.Type, []byte, error) {
 					mu.Lock()
 					asked[i] = append([]byte(nil), body...)
@@ -285,7 +286,7 @@ func TestWindowAsksPreviousChain(t *testing.T) {
 					return wire.TypeWindow, reply, nil
 				})
 		}
-		v := &view{ID: epochID(d), Desc: d, Chain: []peer.ID{hosts[0].ID(), hosts[1].ID()}}
+		v := &proto.View{ID: proto.EpochID(d), Desc: d, Chain: []peer.ID{hosts[0].ID(), hosts[1].ID()}}
 		if err := FetchWindow(ctx, hosts[3], hosts[0].ID(), v); err != nil {
 			t.Fatal(err)
 		}
@@ -326,12 +327,12 @@ func TestWindowFetchNotStalled(t *testing.T) {
 		defer closeHosts(hosts)
 		prev := &wire.Descriptor{Number: 4, Params: testParams(4).Wire(), Group: []wire.GroupEntry{hostEntry(hosts[0]), hostEntry(hosts[1])}}
 		d := &wire.Descriptor{Number: 5, Params: testParams(4).Wire(), Group: []wire.GroupEntry{hostEntry(hosts[0]), hostEntry(hosts[1])},
-			Previous: wire.Cert{Kind: wire.CertFinal, Number: 4, Epoch: epochID(prev)}}
-		reply := (&wire.Window{Items: []wire.WindowItem{{Number: 4, Epoch: epochID(prev), Group: window.GroupBytes(prev)}}}).Marshal()
+			Previous: wire.Cert{Kind: wire.CertFinal, Number: 4, Epoch: proto.EpochID(prev)}}
+		reply := (&wire.Window{Items: []wire.WindowItem{{Number: 4, Epoch: proto.EpochID(prev), Group: window.GroupBytes(prev)}}}).Marshal()
 		var stalled atomic.Bool
-		var g gate
+		var g transport.Gate
 		for i, h := range hosts[:2] {
-			serve(ctx, h, &g, quietLogger(), ProtoClient, time.Minute, anyPeer(func(wire.Type) int { return 1 << 20 }),
+			transport.Serve(ctx, h, &g, quietLogger(), ProtoClient, time.Minute, anyPeer(func(wire.Type) int { return 1 << 20 }),
 				func(ctx context.Context, _ peer.ID, ty wire.Type, body []byte) (wire.Type, []byte, error) {
 					if i == 1 {
 						stalled.Store(true)
@@ -343,7 +344,7 @@ func TestWindowFetchNotStalled(t *testing.T) {
 					return wire.TypeWindow, reply, nil
 				})
 		}
-		v := &view{ID: epochID(d), Desc: d, Chain: []peer.ID{hosts[0].ID(), hosts[1].ID()}}
+		v := &proto.View{ID: proto.EpochID(d), Desc: d, Chain: []peer.ID{hosts[0].ID(), hosts[1].ID()}}
 		start := time.Now()
 		if err := FetchWindow(ctx, hosts[2], hosts[0].ID(), v); err != nil {
 			t.Fatal(err)

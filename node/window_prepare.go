@@ -9,6 +9,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/window"
+	"github.com/riffle-net/riffle/node/transport"
 )
 
 // The window a Prepare pins (docs/protocol.md §6.3 v3): the leader's
@@ -53,7 +54,7 @@ func (s *Server) checkGap(number uint64, prev *wire.Cert, gap []wire.Cert) error
 // Prepare (window.Items.KeepWalk).
 func (s *Server) takeWindow(leader peer.ID, p *wire.Prepare) ([]window.Ref, error) {
 	// Within the leader's wait for the answer.
-	ctx, cancel := context.WithTimeout(s.ctx, shortTimeout/2)
+	ctx, cancel := context.WithTimeout(s.ctx, transport.ShortTimeout/2)
 	defer cancel()
 	return s.win.Hold(ctx, leader, p, true)
 }

@@ -47,7 +47,7 @@ func newWindowChain(t *testing.T, top uint64, kinds map[uint64]uint8) *windowCha
 		if k, ok := kinds[n]; ok {
 			kind = k
 		}
-		prev = wire.Cert{Kind: kind, Number: n, Epoch: epochID(d), Chain: [][]byte{{1}}}
+		prev = wire.Cert{Kind: kind, Number: n, Epoch: proto.EpochID(d), Chain: [][]byte{{1}}}
 		wc.certs[n] = prev
 	}
 	return wc
@@ -56,7 +56,7 @@ func newWindowChain(t *testing.T, top uint64, kinds map[uint64]uint8) *windowCha
 // item is epoch n's descriptor without clients, as a window item.
 func (wc *windowChain) item(n uint64) wire.WindowItem {
 	d := wc.descs[n]
-	return wire.WindowItem{Number: n, Epoch: epochID(d), Group: window.GroupBytes(d)}
+	return wire.WindowItem{Number: n, Epoch: proto.EpochID(d), Group: window.GroupBytes(d)}
 }
 
 // record is a closing record of epoch n signed by its whole chain, with
@@ -64,7 +64,7 @@ func (wc *windowChain) item(n uint64) wire.WindowItem {
 // come, and the pool it signs.
 func (wc *windowChain) record(t *testing.T, n uint64, ids ...byte) (rec, pool []byte, dg [32]byte) {
 	t.Helper()
-	id := epochID(wc.descs[n])
+	id := proto.EpochID(wc.descs[n])
 	c := &wire.Closing{Epoch: id, Rounds: make([]wire.ClosingRound, 2)}
 	c.Rounds[0] = wire.ClosingRound{State: wire.ClosedPublished, List: [32]byte{1}}
 	pairs := []wire.PoolPair{{Pos: 0, ID: [32]byte{0xaa}}}
@@ -74,11 +74,11 @@ func (wc *windowChain) record(t *testing.T, n uint64, ids ...byte) (rec, pool []
 			pairs = append(pairs, wire.PoolPair{Pos: uint32(i), ID: [32]byte{x}})
 		}
 	}
-	p := samplePool(c, pairs)
-	c.Pairs, c.Pool = p.Total, poolDigest(p)
-	dg = closingDigest(c)
+	p := proto.SamplePool(c, pairs)
+	c.Pairs, c.Pool = p.Total, proto.PoolDigest(p)
+	dg = proto.ClosingDigest(c)
 	for _, k := range wc.keys {
-		sg, err := sign(k, dg)
+		sg, err := proto.Sign(k, dg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func TestWindowServedAsWalked(t *testing.T) {
 	// A client's walk from K+1's descriptor over what A serves alone
 	// reaches as far as the member's did.
 	d := &wire.Descriptor{Number: K + 1, Previous: abort}
-	if w := walkWindow(d, a.win.Served(K+1)); len(w.Items) != len(walk) {
+	if w := proto.WalkWindow(d, a.win.Served(K+1)); len(w.Items) != len(walk) {
 		t.Errorf("a walk over what A serves reached %v, A's own walk %d epochs", itemNumbers(w.Items), len(walk))
 	}
 }
@@ -165,7 +165,7 @@ func TestWindowServedByRecord(t *testing.T) {
 	s := windowServer(t, wc.certs[E], wc.certs[E+1])
 	recY, poolY, _ := wc.record(t, E)
 	recX, poolX, dgX := wc.record(t, E, 7, 8)
-	id := epochID(wc.descs[E])
+	id := proto.EpochID(wc.descs[E])
 	// Y is this server's own record, X the leader's pin.
 	if err := s.store.PutClosing(id, recY); err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func TestWindowServedByRecord(t *testing.T) {
 	}
 	s.win.KeepWalk(E+2, walk)
 	d := &wire.Descriptor{Number: E + 2, Previous: wc.certs[E+1], Window: p.Window}
-	if w, ok := resolveWindow(d, s.win.Served(E+2)); !ok {
+	if w, ok := proto.ResolveWindow(d, s.win.Served(E+2)); !ok {
 		t.Errorf("the window of %d over what the member serves lacks %d pinned epochs", E+2, w.Missing)
 	}
 	// Where nothing pins a record, the epoch's own item stays Y with Y's
@@ -210,9 +210,9 @@ func TestCheckedPoolEveryRecord(t *testing.T) {
 	mixed.Closing, mixed.Pool = recY, poolZ // a record with a pool of neither
 	good := wc.item(E)
 	good.Closing, good.Pool = recX, poolX
-	id := epochID(wc.descs[E])
+	id := proto.EpochID(wc.descs[E])
 	pe, rec, _, _ := proto.CheckedPool(wc.descs[E], id, []*wire.WindowItem{&mixed, &good}, nil)
-	if pe == nil || closingDigest(rec) != dgX {
+	if pe == nil || proto.ClosingDigest(rec) != dgX {
 		t.Fatal("no record and pool taken from two candidates, the second of which match")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // TestWindowSlotsBounded (§6.3 v3, principle 3): a server holds at most
@@ -38,8 +39,8 @@ func TestWindowSlotsBounded(t *testing.T) {
 		if err := s.windowSlots.enterWindow(first, ids[0], rng(0)); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.windowSlots.enterWindow(ctx, ids[0], rng(0)); !errors.Is(err, errWindowBusy) {
-			t.Fatalf("a second window of one peer at once: %v, want %v", err, errWindowBusy)
+		if err := s.windowSlots.enterWindow(ctx, ids[0], rng(0)); !errors.Is(err, proto.ErrWindowBusy) {
+			t.Fatalf("a second window of one peer at once: %v, want %v", err, proto.ErrWindowBusy)
 		}
 		for i := 1; i < maxWindowPerRange; i++ {
 			if err := s.windowSlots.enterWindow(ctx, ids[i], rng(i)); err != nil {
@@ -48,8 +49,8 @@ func TestWindowSlotsBounded(t *testing.T) {
 		}
 		// The range's share is taken: one more of it waits, another
 		// range's peer is served.
-		if err := s.windowSlots.enterWindow(ctx, ids[maxWindowServing], rng(0)); !errors.Is(err, errWindowBusy) {
-			t.Fatalf("window %d of one range at once: %v, want %v", maxWindowPerRange+1, err, errWindowBusy)
+		if err := s.windowSlots.enterWindow(ctx, ids[maxWindowServing], rng(0)); !errors.Is(err, proto.ErrWindowBusy) {
+			t.Fatalf("window %d of one range at once: %v, want %v", maxWindowPerRange+1, err, proto.ErrWindowBusy)
 		}
 		for i := maxWindowPerRange; i < maxWindowServing; i++ {
 			if err := s.windowSlots.enterWindow(ctx, ids[i], rng(i)); err != nil {
@@ -57,8 +58,8 @@ func TestWindowSlotsBounded(t *testing.T) {
 			}
 		}
 		last := ids[maxWindowServing]
-		if err := s.windowSlots.enterWindow(ctx, last, "10.9.9.0/24"); !errors.Is(err, errWindowBusy) {
-			t.Fatalf("window %d at once: %v, want %v", maxWindowServing+1, err, errWindowBusy)
+		if err := s.windowSlots.enterWindow(ctx, last, "10.9.9.0/24"); !errors.Is(err, proto.ErrWindowBusy) {
+			t.Fatalf("window %d at once: %v, want %v", maxWindowServing+1, err, proto.ErrWindowBusy)
 		}
 		done()
 		if err := wait.Until(ctx, time.Second, func() bool { return s.windowSlots.enterWindow(ctx, last, rng(0)) == nil }); err != nil {
