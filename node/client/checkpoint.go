@@ -254,48 +254,37 @@ func (c *Client) manifestsFromOthers(ctx context.Context, group []wire.GroupEntr
 	}
 	var mu sync.Mutex
 	found := map[[32]byte][]byte{}
-	var wg sync.WaitGroup
 	// Done once every wanted id came, from whichever servers: a server
 	// that stalls delays nothing then.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for _, g := range group {
-		p, err := peer.IDFromBytes(g.PeerID)
-		if err != nil || p == c.primary || p == c.h.ID() {
-			continue
-		}
-		c.addAddrs(p, g.Addrs)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var cur uint64
-			for range maxIndexPages {
-				rep, err := c.indexPage(ctx, p, cur)
-				if err != nil {
-					c.log.Info("checkpoint index sync from another server failed", "err", err)
-					return
-				}
-				var pg wire.Index
-				if err := pg.Unmarshal(rep, wire.MaxIndexPageItems); err != nil || pg.Next <= cur && pg.More {
-					return
-				}
-				mu.Lock()
-				for id, b := range proto.SyncedManifests(pg.Manifests) {
-					if wanted[id] {
-						found[id] = b
-					}
-				}
-				if len(found) == len(wanted) {
-					cancel()
-				}
-				mu.Unlock()
-				if !pg.More || pg.Next <= cur {
-					return
-				}
-				cur = pg.Next
+	c.atOthers(group, func(p peer.ID) {
+		var cur uint64
+		for range maxIndexPages {
+			rep, err := c.indexPage(ctx, p, cur)
+			if err != nil {
+				c.log.Info("checkpoint index sync from another server failed", "err", err)
+				return
 			}
-		}()
-	}
-	wg.Wait()
+			var pg wire.Index
+			if err := pg.Unmarshal(rep, wire.MaxIndexPageItems); err != nil || pg.Next <= cur && pg.More {
+				return
+			}
+			mu.Lock()
+			for id, b := range proto.SyncedManifests(pg.Manifests) {
+				if wanted[id] {
+					found[id] = b
+				}
+			}
+			if len(found) == len(wanted) {
+				cancel()
+			}
+			mu.Unlock()
+			if !pg.More || pg.Next <= cur {
+				return
+			}
+			cur = pg.Next
+		}
+	})
 	return found
 }

@@ -405,28 +405,34 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 // whether one of them went through. Call with c.syncMu held.
 func (c *Client) syncOthers(ctx context.Context, group []wire.GroupEntry) bool {
 	var mu sync.Mutex
-	var wg sync.WaitGroup
 	ok := false
+	c.atOthers(group, func(p peer.ID) {
+		if _, err := c.syncIndexVia(ctx, p, &mu); err != nil {
+			c.log.Info("index sync from another server failed", "err", err)
+			return
+		}
+		mu.Lock()
+		ok = true
+		mu.Unlock()
+	})
+	return ok
+}
+
+// atOthers runs fn for every server of the chain but the primary, all at
+// once, each told where the server listens, and waits for them: a client
+// that turns from its primary asks every other server alike, so that
+// what it holds is the honest server's answer (§6.4 v3).
+func (c *Client) atOthers(group []wire.GroupEntry, fn func(p peer.ID)) {
+	var wg sync.WaitGroup
 	for _, g := range group {
 		p, err := peer.IDFromBytes(g.PeerID)
 		if err != nil || p == c.primary || p == c.h.ID() {
 			continue
 		}
 		c.addAddrs(p, g.Addrs)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := c.syncIndexVia(ctx, p, &mu); err != nil {
-				c.log.Info("index sync from another server failed", "err", err)
-				return
-			}
-			mu.Lock()
-			ok = true
-			mu.Unlock()
-		}()
+		wg.Go(func() { fn(p) })
 	}
 	wg.Wait()
-	return ok
 }
 
 // addAddrs tells the client's host where server p listens.
