@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"testing"
@@ -61,11 +62,15 @@ type hostileFixture struct {
 	p              Params
 }
 
-func newHostileFixture(t *testing.T) *hostileFixture {
+func newHostileFixture(t *testing.T) *hostileFixture { return newHostileFixtureLog(t, nil) }
+
+// newHostileFixtureLog is newHostileFixture with the server's log (nil:
+// none): set before the server starts, since its loops read it.
+func newHostileFixtureLog(t *testing.T, log *slog.Logger) *hostileFixture {
 	t.Helper()
 	p := testParams(8)
 	s, err := NewServer(context.Background(), ServerConfig{Network: testNet(t), DataDir: t.TempDir(), Listen: []string{"/ip4/127.0.0.1/tcp/0"},
-		NoLAN: true, Store: NewMemStore(), MinServers: 3, Params: p})
+		NoLAN: true, Store: NewMemStore(), MinServers: 3, Params: p, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

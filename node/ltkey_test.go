@@ -432,9 +432,8 @@ func TestReturningClientsFirst(t *testing.T) {
 func TestForwardedRegistrationSigned(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
-		f := newHostileFixture(t)
 		var logBuf lockedBuf
-		f.s.log = slog.New(slog.NewTextHandler(&logBuf, nil))
+		f := newHostileFixtureLog(t, slog.New(slog.NewTextHandler(&logBuf, nil)))
 		e := f.open // chain a, s, b
 		f.s.mu.Lock()
 		e.leader, e.regClosed = f.a.id, true
@@ -480,9 +479,8 @@ func TestForwardedRegistrationSigned(t *testing.T) {
 		}
 
 		// Evidence sent by a chain server, at a second server.
-		g := newHostileFixture(t)
 		var gLog lockedBuf
-		g.s.log = slog.New(slog.NewTextHandler(&gLog, nil))
+		g := newHostileFixtureLog(t, slog.New(slog.NewTextHandler(&gLog, nil)))
 		ge := g.open
 		badFw := g.forwarded(t, ge, g.clients[0], 0, g.a)
 		forged := badFw
