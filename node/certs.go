@@ -68,6 +68,8 @@ type certState struct {
 	votes map[uint64]*numVotes
 	poke  chan struct{}
 	ask   int // rotates the roster server asked
+	// backs is the push-backs in flight, by peer and number (pushCert).
+	backs map[peer.ID]map[uint64]bool
 }
 
 // numVotes is the timeout votes of one number: by chain, and each

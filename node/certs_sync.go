@@ -196,11 +196,22 @@ func (s *Server) syncFrom(ctx context.Context, p peer.ID) (got, answered, whole 
 // honest server within the relay's delays, and they all recompute the
 // number's charges alike (TestWithheldFinalShownToOne).
 
+// maxPushBacks bounds the push-backs in flight to one peer: a sync page's
+// worth of numbers (certRecheck). One dropped is no loss: the peer's sync
+// asks that far back and takes the better certificate.
+const maxPushBacks = certRecheck
+
 // pushCert sends c to the group's live servers but skip (a replacement
-// here), or to skip alone when only is set (its holder's is outranked).
-// Safe with s.mu held: it runs in the background.
+// here), or to skip alone when only is set (its holder's is outranked):
+// then at most one push of a number to a peer is in flight, and
+// maxPushBacks to a peer (a push-back costs a call of up to ShortTimeout
+// that the handlers' limits do not count). Safe with s.mu held: it runs
+// in the background.
 func (s *Server) pushCert(c *wire.Cert, to peer.ID, only bool) {
 	if s.hookHideCerts() {
+		return
+	}
+	if only && !s.cert.startPushBack(to, c.Number) {
 		return
 	}
 	body := c.Marshal()
@@ -209,6 +220,8 @@ func (s *Server) pushCert(c *wire.Cert, to peer.ID, only bool) {
 		defer s.wg.Done()
 		var peers []peer.ID
 		if only {
+			defer s.cert.endPushBack(to, c.Number)
+			s.hookPushBack(to, c.Number)
 			peers = []peer.ID{to}
 		} else {
 			for _, p := range s.chain() {
@@ -226,10 +239,43 @@ func (s *Server) pushCert(c *wire.Cert, to peer.ID, only bool) {
 	}()
 }
 
+// startPushBack reports whether a push-back of n to p may start, and
+// records it in flight: none of n to p is, and fewer than maxPushBacks
+// to p.
+func (cs *certState) startPushBack(p peer.ID, n uint64) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	m := cs.backs[p]
+	if m[n] || len(m) >= maxPushBacks {
+		return false
+	}
+	if m == nil {
+		if cs.backs == nil {
+			cs.backs = map[peer.ID]map[uint64]bool{}
+		}
+		m = map[uint64]bool{}
+		cs.backs[p] = m
+	}
+	m[n] = true
+	return true
+}
+
+// endPushBack removes a push-back of n to p, and p's entry once empty.
+func (cs *certState) endPushBack(p peer.ID, n uint64) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	delete(cs.backs[p], n)
+	if len(cs.backs[p]) == 0 {
+		delete(cs.backs, p)
+	}
+}
+
 // onCertPush takes a roster server's certificate of a number certified
 // here when it outranks the one held (certOutranks) and verifies; nothing
 // is stored otherwise. One the held certificate outranks goes back to the
-// sender. A number not certified here is the certificate sync's.
+// sender, and one of a number ahead pokes the certificate sync, each only
+// once it verifies: a forged one of either cost a push-back or a sync
+// (TestForgedPushCostsNothing).
 func (s *Server) onCertPush(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var c wire.Cert
 	if err := c.Unmarshal(body); err != nil {
@@ -238,16 +284,24 @@ func (s *Server) onCertPush(from peer.ID, body []byte) (wire.Type, []byte, error
 	if s.roster.get(from) == nil {
 		return 0, nil, errors.New("node: certificates only from roster servers")
 	}
+	top := s.cert.certTop()
 	mine, ok := s.cert.certOf(c.Number)
 	switch {
-	case !ok && c.Number == s.cert.certTop()+1:
+	case !ok && c.Number == top+1:
 		// The next number: as the sync would take it.
 	case !ok:
-		if c.Number > s.cert.certTop() {
+		if c.Number > top {
+			if err := s.checkCertAhead(&c); err != nil {
+				return 0, nil, err
+			}
+			s.hookSyncPoked()
 			s.cert.pokeSync()
 		}
 		return wire.TypeAck, ack, nil
 	case certOutranks(mine, &c):
+		if err := s.checkCert(&c); err != nil {
+			return 0, nil, err
+		}
 		s.pushCert(mine, from, true)
 		return wire.TypeAck, ack, nil
 	case !certOutranks(&c, mine):
@@ -258,6 +312,18 @@ func (s *Server) onCertPush(from peer.ID, body []byte) (wire.Type, []byte, error
 	}
 	s.addCert(&c)
 	return wire.TypeAck, ack, nil
+}
+
+// checkCertAhead verifies c, of a number past the one after this
+// server's last, whose group is not known here: against the newest group
+// certified here (that of the number after the last), else as checkCert
+// does without one. It only decides whether to catch up now; the sync
+// checks each certificate against its own group.
+func (s *Server) checkCertAhead(c *wire.Cert) error {
+	if g, ok := s.certGroup(s.cert.certTop() + 1); ok {
+		return proto.VerifyCertIn(c, g)
+	}
+	return s.checkCert(c)
 }
 
 // outrankedFrom is previousOutranked of c, a certificate from showed (a

@@ -65,6 +65,7 @@ func (*Server) hookOpenLate(peer.ID) time.Duration                              
 func (*Server) hookSignedTo(_ bool, chain []peer.ID) []peer.ID                   { return chain }
 func (*Server) hookFinalSigned(*wire.Signed)                                     {}
 func (*Server) hookSyncPoked()                                                   {}
+func (*Server) hookPushBack(peer.ID, uint64)                                     {}
 func (*Server) hookCertChecked(*wire.Cert)                                       {}
 
 func (*Server) hookAccuse(uint32) (int, bool)               { return 0, false }

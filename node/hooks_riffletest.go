@@ -113,6 +113,9 @@ type serverHooks struct {
 	hideCerts func() bool
 	// syncPoked sees every poke of this server's certificate sync.
 	syncPoked func()
+	// pushBack sees each push-back of a certificate as it starts
+	// (pushCert); it may block to hold the push-back in flight.
+	pushBack func(to peer.ID, n uint64)
 	// certChecked sees every certificate whose signatures this server
 	// checks against a group (checkCert).
 	certChecked func(c *wire.Cert)
@@ -562,5 +565,12 @@ func (s *Server) hookSyncPoked() {
 func (s *Server) hookCertChecked(c *wire.Cert) {
 	if h := s.hooks.Load(); h != nil && h.certChecked != nil {
 		h.certChecked(c)
+	}
+}
+
+// hookPushBack tells a test that a push-back of n to to starts.
+func (s *Server) hookPushBack(to peer.ID, n uint64) {
+	if h := s.hooks.Load(); h != nil && h.pushBack != nil {
+		h.pushBack(to, n)
 	}
 }
