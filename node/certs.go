@@ -125,11 +125,7 @@ func (s *Server) certGroup(n uint64) (map[peer.ID]bool, bool) {
 	if !ok {
 		return nil, false
 	}
-	g := make(map[peer.ID]bool, len(c.Chain))
-	for _, b := range c.Chain {
-		g[peer.ID(b)] = true
-	}
-	return g, true
+	return certGroupOf(c), true
 }
 
 // foundersSet reports whether this server's configuration names founders.
@@ -303,6 +299,11 @@ func (s *Server) keepCertMade(c *wire.Cert, made bool) bool {
 		s.cert.mu.Unlock()
 		return false
 	}
+	if err := s.cert.fitsBelowLocked(c); err != nil {
+		s.cert.mu.Unlock()
+		s.log.Info("certificate not kept: the one below it here certifies another group", "number", c.Number, "err", err)
+		return false
+	}
 	dir := filepath.Join(s.cfg.DataDir, CertDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		s.cert.mu.Unlock()
@@ -315,6 +316,10 @@ func (s *Server) keepCertMade(c *wire.Cert, made bool) bool {
 		return false
 	}
 	s.cert.certs[c.Number] = b
+	var dropped []uint64
+	if held == nil || !bytes.Equal(chainKey(held.Chain), chainKey(c.Chain)) {
+		dropped = s.cert.dropPastLocked(c.Number, dir)
+	}
 	if c.Number > s.cert.top {
 		s.cert.top = c.Number
 		s.catch.Poke() // an epoch went by: one this server missed may be closed (internal/catchup)
@@ -361,6 +366,13 @@ func (s *Server) keepCertMade(c *wire.Cert, made bool) bool {
 	// for its first: evidence logged before it came was judged in the
 	// epoch's own context (TestRejudgeRace).
 	s.certReplaced(held, c)
+	if len(dropped) > 0 {
+		s.log.Warn("certificates past a replaced one dropped: they no longer verify against the group it certifies", "number", c.Number, "dropped", len(dropped))
+		for _, n := range dropped {
+			s.ref.rejudge(n, blame.Context{}) // no certificate: nothing of n counts
+		}
+		s.cert.pokeSync() // the group's, from the new one on
+	}
 	if held != nil {
 		s.log.Info("epoch number's certificate replaced", "number", c.Number, "kind", certKind(c.Kind), "was", certKind(held.Kind))
 	} else if c.Kind == wire.CertFinal {

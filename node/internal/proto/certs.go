@@ -61,14 +61,32 @@ func ChainIDs(chain []peer.ID) [][]byte {
 }
 
 // VerifyCertIn checks c against group, the group certified for its
-// number: more than half of group in c's chain, and for a timeout,
-// signers of group only, other than the number's leader, more than half
-// of group's servers other than it; then every signature, as VerifyCert.
+// number (FitsGroup), then every signature, as VerifyCert.
 func VerifyCertIn(c *wire.Cert, group map[peer.ID]bool) error {
 	chain, err := CertChain(c)
 	if err != nil {
 		return err
 	}
+	if err := fitsGroup(c, chain, group); err != nil {
+		return err
+	}
+	return CheckCertSigs(c, chain)
+}
+
+// FitsGroup is VerifyCertIn without the signatures: more than half of
+// group in c's chain, and for a timeout, signers of group only, other
+// than the number's leader, more than half of group's servers other than
+// it. A certificate whose signatures were checked is checked again so
+// against a group that changed (node/certs.go keepCertMade).
+func FitsGroup(c *wire.Cert, group map[peer.ID]bool) error {
+	chain, err := CertChain(c)
+	if err != nil {
+		return err
+	}
+	return fitsGroup(c, chain, group)
+}
+
+func fitsGroup(c *wire.Cert, chain []peer.ID, group map[peer.ID]bool) error {
 	in := 0
 	for _, p := range chain {
 		if group[p] {
@@ -95,7 +113,7 @@ func VerifyCertIn(c *wire.Cert, group map[peer.ID]bool) error {
 			return fmt.Errorf("node: timeout certificate of %d has %d signatures of the group's %d voters", c.Number, n, voters)
 		}
 	}
-	return CheckCertSigs(c, chain)
+	return nil
 }
 
 // VerifyCert checks a certificate against the known servers: a majority of
