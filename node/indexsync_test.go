@@ -394,6 +394,66 @@ func TestIndexGapFilledFromAnotherServer(t *testing.T) {
 	})
 }
 
+// TestIndexGapPrimaryStalls (§6.4 v3, issue 26): a primary that stalls
+// the sync of one client's copy past the primary's half of the sync time
+// whenever a page holds a file's manifests, rather than leave them out,
+// is caught as one that leaves them out: the client completes its copy
+// from the other servers, counts those manifests as gaps and warns its
+// user. Before, the others filled the copy but no gap was counted and the
+// user was never told.
+func TestIndexGapPrimaryStalls(t *testing.T) {
+	t.Parallel()
+	long(t)
+	virtual(t, func(t *testing.T) {
+		data, manifests, _, _ := manifestFile(t)
+		var victimID atomic.Value
+		victimID.Store(peer.ID(""))
+		tn := startAnonNet(t, 3, 0, 2, manifestParams(), func(i int, c *ServerConfig) {
+			if i == 0 {
+				c.observe = &testObserver{IndexReply: func(to peer.ID, mans []store.Manifest) []store.Manifest {
+					if to != victimID.Load().(peer.ID) {
+						return mans
+					}
+					for _, m := range mans {
+						if manifests[m.ID] {
+							time.Sleep(proto.CheckpointSyncTime)
+							return nil
+						}
+					}
+					return mans
+				}}
+			}
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		var warned lockedBuf
+		up, victim := tn.startPair(ctx, t, &warned)
+		victimID.Store(victim.PeerID())
+		if _, err := up.Share(ctx, bytes.NewReader(data), "m.bin", false); err != nil {
+			t.Fatal(err)
+		}
+		held := 0
+		if err := wait.Until(ctx, 80*time.Second, func() bool {
+			held = 0
+			for id := range manifests {
+				if victim.HasManifest(id) {
+					held++
+				}
+			}
+			return held == len(manifests)
+		}); err != nil {
+			t.Fatalf("the victim's copy holds %d of the file's %d manifests", held, len(manifests))
+		}
+		st := victim.Stats()
+		if st.IndexGaps == 0 || st.IndexFilled != st.IndexGaps {
+			t.Fatalf("the others filled the copy: %d gaps, %d filled", st.IndexGaps, st.IndexFilled)
+		}
+		if !strings.Contains(warned.String(), "lacks") {
+			t.Fatalf("the user was not told: %s", warned.String())
+		}
+	})
+}
+
 // TestMemStoreIndexSince: the in-memory store (tests, the demo) logs and
 // pages the index as the bbolt store does.
 func TestMemStoreIndexSince(t *testing.T) {

@@ -48,7 +48,8 @@ type cpState struct {
 	missed map[[32]byte]bool   // named, missing at a checkpoint: not before the next epoch
 	used   map[[32]byte][]byte // the epoch's manifests handed to gets so far
 	// gaps are the named manifests the primary's copy lacked after a
-	// sync that went through, filled those of them another server gave.
+	// sync that went through, or another server gave after one that
+	// stalled or failed; filled those of them another server gave.
 	gaps, filled map[[32]byte]bool
 }
 
@@ -198,14 +199,15 @@ func (c *Client) endCheck(ctx context.Context, e *cepoch) {
 	c.stats.IndexFilled += nf
 	c.mu.Unlock()
 	if ng > 0 {
-		c.progress("warning: the index synced from the primary lacks %d manifests that this epoch's signed request lists name (the primary may be testing which files this client wants); %d of them synced from the chain's other servers", ng, nf)
+		c.progress("warning: the index synced from the primary lacks %d manifests that this epoch's signed request lists name (left out, or its sync stalled: the primary may be testing which files this client wants); %d of them synced from the chain's other servers", ng, nf)
 	}
 }
 
 // syncNamed syncs the index from the primary and, for the named ids of
 // due its copy lacks, asks every other server of the chain at once,
 // within checkpointSyncTime; it returns the named ids it holds, and
-// those the primary's copy lacked when its sync went through.
+// those the primary's copy lacked when its sync went through, or, when
+// it stalled or failed, those the others gave.
 func (c *Client) syncNamed(ctx context.Context, group []wire.GroupEntry, due [][32]byte) (map[[32]byte][]byte, [][32]byte) {
 	ctx, cancel := context.WithTimeout(ctx, proto.CheckpointSyncTime)
 	defer cancel()
@@ -224,6 +226,15 @@ func (c *Client) syncNamed(ctx context.Context, group []wire.GroupEntry, due [][
 	var found map[[32]byte][]byte
 	if len(missing) > 0 && !hooks.NoGapFill(&c.hk) {
 		found = c.manifestsFromOthers(ctx, group, missing)
+	}
+	if err != nil {
+		// A primary that stalls its sync withholds as one that leaves
+		// manifests out: those the others gave are its gaps.
+		for _, id := range missing {
+			if found[id] != nil {
+				gaps = append(gaps, id)
+			}
+		}
 	}
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
