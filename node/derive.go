@@ -12,6 +12,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/slots"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -201,7 +202,7 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 		return wire.TypeAck, ack, nil
 	}
 	key := questionKey(&p)
-	if s.windowSlots.saidYes(key, p.Number) {
+	if s.windowSlots.SaidYes(key, p.Number) {
 		return wire.TypeAck, ack, nil
 	}
 	// Else a fetch from the asker, one question at a time: only from a
@@ -211,7 +212,7 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 	// (askedFetch), the reply capped at maxLookbackWindow: a group peer
 	// cannot make this server download window after window of made-up
 	// refs. A fetch that failed (the asker slow or its slots full) leaves
-	// the next question a fetch, up to wouldServeFetches; one that could
+	// the next question a fetch, up to slots.WouldServeFetches; one that could
 	// not run is given back. A question beyond that is answered from what
 	// is held here. "Busy" is no answer, since it says nothing of the
 	// question and the asker took it as not live: a question whose fetch
@@ -220,7 +221,7 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 	src := peer.ID("")
 	if s.groupPeer(from) && slices.ContainsFunc(p.Chain, func(b []byte) bool { return peer.ID(b) == from }) && p.Number == s.cert.certTop()+1 {
 		if done, ok := s.askedFetch(from, p.Number); ok {
-			release, err := s.windowSlots.asking.takeWait(wctx, from, "", maxAskers, maxAskers)
+			release, err := s.windowSlots.Asking.TakeWait(wctx, from, "", slots.MaxAskers, slots.MaxAskers)
 			if err != nil {
 				done(false)
 			} else {
@@ -234,7 +235,7 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 		return 0, nil, err
 	}
 	if src != "" {
-		s.windowSlots.rememberYes(key, p.Number)
+		s.windowSlots.RememberYes(key, p.Number)
 	}
 	return wire.TypeAck, ack, nil
 }
@@ -249,20 +250,12 @@ func questionKey(p *wire.Prepare) [32]byte {
 
 // askedFetch reports whether this server may fetch the window of a
 // would-serve question of number n (the next here) from the asker from,
-// and counts it, with done, to call once the fetch ended: done(false)
-// if it could not run, which gives it back. Each asker has
-// wouldServeFetches for n, one at a time: a fetch that failed is not the
-// question's answer, and the asker asks again for the next attempt at n
-// (TestWouldServeFetchFailed). The servers of n−1's certificate (the
-// group certified for n) each get theirs; any other server of the group
-// (past probation on the roster) is one of maxRosterServing askers for
-// n, maxRosterPerRange of an address range (TestWouldServeFlood): roster
-// identities are cheap, and they filled the table before a member's
-// question came. A Prepare of n holds more than half of n−1's
-// certificate (holdsPrevGroup), so an honest one of its members asks,
-// fetches, and its yes then answers the same question from the others
-// (saidYes). Entries of earlier numbers are forgotten once their fetch
-// ended; the table holds at most 2·maxAskers.
+// and counts it (slots.Window.Asked, whose budgets it is): the servers
+// of n−1's certificate (the group certified for n) are members, any
+// other server of the group is counted in its address range. A Prepare
+// of n holds more than half of n−1's certificate (holdsPrevGroup), so an
+// honest one of its members asks, fetches, and its yes then answers the
+// same question from the others (SaidYes).
 func (s *Server) askedFetch(from peer.ID, n uint64) (done func(ran bool), ok bool) {
 	member := false
 	if g, ok := s.certGroup(n); ok && g[from] && !s.rb.serverExcluded(from) {
@@ -272,83 +265,5 @@ func (s *Server) askedFetch(from peer.ID, n uint64) (done func(ran bool), ok boo
 	if !member {
 		rng = s.addrRange(from)
 	}
-	g := &s.windowSlots
-	g.askedMu.Lock()
-	defer g.askedMu.Unlock()
-	for k, a := range g.asked {
-		if k.n < n && !a.fetching {
-			delete(g.asked, k)
-		}
-	}
-	k := askKey{from, n}
-	a := g.asked[k]
-	switch {
-	case a != nil:
-		if a.fetching || a.tries >= wouldServeFetches {
-			return nil, false
-		}
-	case len(g.asked) >= 2*maxAskers:
-		return nil, false
-	default:
-		if !member {
-			others, inRange := 0, 0
-			for k, a := range g.asked {
-				if k.n == n && !a.member {
-					others++
-					if a.rng == rng {
-						inRange++
-					}
-				}
-			}
-			if others >= maxRosterServing || inRange >= maxRosterPerRange {
-				return nil, false
-			}
-		}
-		if g.asked == nil {
-			g.asked = map[askKey]*asker{}
-		}
-		a = &asker{member: member, rng: rng}
-		g.asked[k] = a
-	}
-	a.tries++
-	a.fetching = true
-	return func(ran bool) {
-		g.askedMu.Lock()
-		defer g.askedMu.Unlock()
-		a.fetching = false
-		if !ran {
-			a.tries--
-		}
-	}, true
-}
-
-// saidYes reports whether this server answered yes to the would-serve
-// question key of number n after a fetch.
-func (ws *windowSlots) saidYes(key [32]byte, n uint64) bool {
-	g := ws
-	g.askedMu.Lock()
-	defer g.askedMu.Unlock()
-	m, ok := g.said[key]
-	return ok && m == n
-}
-
-// rememberYes keeps a yes to the would-serve question key of number n,
-// given after a fetch: at most one a fetch counted for n (askedFetch),
-// entries of earlier numbers forgotten.
-func (ws *windowSlots) rememberYes(key [32]byte, n uint64) {
-	g := ws
-	g.askedMu.Lock()
-	defer g.askedMu.Unlock()
-	for k, m := range g.said {
-		if m < n {
-			delete(g.said, k)
-		}
-	}
-	if len(g.said) >= maxAskers {
-		return
-	}
-	if g.said == nil {
-		g.said = map[[32]byte]uint64{}
-	}
-	g.said[key] = n
+	return s.windowSlots.Asked(from, n, member, rng)
 }

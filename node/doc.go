@@ -45,8 +45,9 @@
 //     long-term key records (internal/ltkeys), the
 //     evidence log (refusalState, refusals.go and chargelog.go), the
 //     culprit servers (roundBlameState.servers, roundblame_after.go), who
-//     may serve (whoState, eligible.go) and the reply slots (indexSlots,
-//     windowSlots, and the long polls' gate, internal/polls).
+//     may serve (whoState, eligible.go) and the reply slots (the index's,
+//     the window's and the servers', internal/slots, and the long polls'
+//     gate, internal/polls).
 //   - checks.go: the check of a batch's client signatures (§5.1, §5.2);
 //     the view of an epoch and the checks both sides run on it are
 //     internal/proto's checks.go.
@@ -139,6 +140,11 @@
 //   - manifests.go: the manifests the index takes (§6.4 v3), stored and
 //     noted in the rounds' request lists; what it takes, within the caps
 //     per pseudonym and per round, is package internal/manifests's.
+//   - indexserve.go: index pages served to any peer and to the group's
+//     servers (§7 v3); internal/slots (package slots): the reply slots of
+//     index pages, windows and would-serve fetches, each table with a
+//     peer's and an address range's share (its own leaf locks, no I/O,
+//     network-free tests).
 //   - pirserve.go: PIR serving: padded answers and their combination (§6);
 //     a round's masks, parts and answers are package internal/pirround's
 //     (no I/O, its tests network-free).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/slots"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/node/transport/memnet"
 	"github.com/riffle-net/riffle/store"
@@ -22,7 +23,7 @@ import (
 
 // TestIndexBusyAskedAgain (issue 28): every client of a primary syncs the
 // index at the same checkpoint rounds, and at n = 200 a primary's 67 or
-// so clients are more than its maxIndexServing slots, so a third to a
+// so clients are more than its slots.MaxIndexServing slots, so a third to a
 // half of them were refused, their checkpoint's manifests left to the
 // next epoch. A client now asks a busy server again after a random
 // delay: with every slot of its primary held for a second, its sync ends
@@ -34,16 +35,12 @@ func TestIndexBusyAskedAgain(t *testing.T) {
 		s, c := tn.servers[0], tn.clients[0]
 		const held = time.Second
 		g := &s.indexSlots
-		g.mu.Lock()
-		g.all += maxIndexServing
-		g.mu.Unlock()
+		g.Add(slots.MaxIndexServing)
 		freed := make(chan struct{})
 		go func() {
 			defer close(freed)
 			time.Sleep(held)
-			g.mu.Lock()
-			g.all -= maxIndexServing
-			g.mu.Unlock()
+			g.Add(-slots.MaxIndexServing)
 		}()
 		defer func() { <-freed }()
 		ctx, cancel := context.WithTimeout(context.Background(), proto.CheckpointSyncTime/2)
@@ -51,7 +48,7 @@ func TestIndexBusyAskedAgain(t *testing.T) {
 		start := time.Now()
 		_, _, err := c.SyncIndex(ctx)
 		took := time.Since(start)
-		t.Logf("the primary's %d index slots held for %v: the sync ended after %v: %v", maxIndexServing, held, took.Round(time.Millisecond), err)
+		t.Logf("the primary's %d index slots held for %v: the sync ended after %v: %v", slots.MaxIndexServing, held, took.Round(time.Millisecond), err)
 		if err != nil {
 			t.Fatalf("a client's sync with its primary's slots held for %v: %v", held, err)
 		}
@@ -65,7 +62,7 @@ func TestIndexBusyAskedAgain(t *testing.T) {
 // took no slot of a table of their own, only the server's 32, so one
 // client (or a few of them), asking for pages and never reading them,
 // held every slot while the other clients' checkpoint syncs were refused.
-// Now a registered client holds at most maxIndexPerClient at once, and
+// Now a registered client holds at most slots.MaxIndexPerClient at once, and
 // takes one again once its pages end. Before: 32 of 32.
 func TestIndexSlotsPerClient(t *testing.T) {
 	t.Parallel()
@@ -77,16 +74,16 @@ func TestIndexSlotsPerClient(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		got := 0
-		for range maxIndexServing {
+		for range slots.MaxIndexServing {
 			if s.enterIndex(ctx, c.PeerID()) == nil {
 				got++
 			}
 		}
-		t.Logf("a registered client took %d of %d index slots", got, maxIndexServing)
+		t.Logf("a registered client took %d of %d index slots", got, slots.MaxIndexServing)
 		// Its own syncs may hold one of them meanwhile.
-		if got > maxIndexPerClient || got == 0 {
+		if got > slots.MaxIndexPerClient || got == 0 {
 			cancel()
-			t.Fatalf("a registered client took %d index slots at once, want at most %d", got, maxIndexPerClient)
+			t.Fatalf("a registered client took %d index slots at once, want at most %d", got, slots.MaxIndexPerClient)
 		}
 		cancel()
 		if err := wait.Until(context.Background(), 10*time.Second, func() bool {
@@ -102,35 +99,35 @@ func TestIndexSlotsPerClient(t *testing.T) {
 // TestIndexSlotsClientRange (issue 28): the clients' index slots had a
 // cap a client and none a range, so 16 registered clients of one /24 (a
 // primary takes n_max/2 first-time keys of one range), each holding
-// maxIndexPerClient pages it never reads, held every slot while the other
+// slots.MaxIndexPerClient pages it never reads, held every slot while the other
 // clients' syncs were refused. Now one range's clients hold at most
-// maxClientIndexPerRange, and a client of another range is served.
+// slots.MaxClientIndexPerRange, and a client of another range is served.
 // Before: 32 of 32 slots held, the other range's client refused.
 func TestIndexSlotsClientRange(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
-		clientSlotsOfRange(t, maxIndexServing/maxIndexPerClient, maxClientIndexPerRange, func(i int) net.IP {
+		clientSlotsOfRange(t, slots.MaxIndexServing/slots.MaxIndexPerClient, slots.MaxClientIndexPerRange, func(i int) net.IP {
 			return net.IPv4(10, 68, 0, byte(1+i))
 		}, net.IPv4(10, 69, 0, 1))
 	})
 }
 
 // TestIndexSlotsClientWideRange (issue 28): 12 registered clients of
-// three IPv6 /48s of one /32, 4 a /48, each take maxIndexPerClient index
+// three IPv6 /48s of one /32, 4 a /48, each take slots.MaxIndexPerClient index
 // pages. They took 24 of 32, each /48 within its share; now the /32 holds
-// at most maxClientIndexPerWide, and a client of another /32 is served.
+// at most slots.MaxClientIndexPerWide, and a client of another /32 is served.
 func TestIndexSlotsClientWideRange(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
-		const per = maxClientIndexPerRange / maxIndexPerClient
-		clientSlotsOfRange(t, 3*per, maxClientIndexPerWide, func(i int) net.IP {
+		const per = slots.MaxClientIndexPerRange / slots.MaxIndexPerClient
+		clientSlotsOfRange(t, 3*per, slots.MaxClientIndexPerWide, func(i int) net.IP {
 			return net.ParseIP(fmt.Sprintf("2001:470:%x::%x", 1+i/per, 1+i%per))
 		}, net.ParseIP("2001:db8:1::1"))
 	})
 }
 
 // clientSlotsOfRange registers n clients at addresses addr(0..n−1) and
-// one at other with a server, has each of the n take maxIndexPerClient
+// one at other with a server, has each of the n take slots.MaxIndexPerClient
 // index slots, and checks that they hold at most limit and that the other
 // client then takes one.
 func clientSlotsOfRange(t *testing.T, n, limit int, addr func(int) net.IP, other net.IP) {
@@ -163,7 +160,7 @@ func clientSlotsOfRange(t *testing.T, n, limit int, addr func(int) net.IP, other
 	defer cancel()
 	got := 0
 	for _, c := range cs[:n] {
-		for range maxIndexPerClient {
+		for range slots.MaxIndexPerClient {
 			if s.enterIndex(ctx, c.PeerID()) == nil {
 				got++
 			}
@@ -223,9 +220,7 @@ func TestIndexSyncFailedAsksEveryServer(t *testing.T) {
 			ClientHookCfg: ClientHookCfg{Observe: &ClientObserver{Joined: func([32]byte, uint32, []byte) {
 				// Before the epoch's sync: the primary refuses it.
 				once.Do(func() {
-					g.mu.Lock()
-					g.all += maxIndexServing
-					g.mu.Unlock()
+					g.Add(slots.MaxIndexServing)
 					close(held)
 				})
 			}}}})
@@ -242,9 +237,7 @@ func TestIndexSyncFailedAsksEveryServer(t *testing.T) {
 			t.Fatal("the client took no epoch")
 		}
 		defer func() {
-			g.mu.Lock()
-			g.all -= maxIndexServing
-			g.mu.Unlock()
+			g.Add(-slots.MaxIndexServing)
 		}()
 		count := func() (int, int, int) {
 			mu.Lock()

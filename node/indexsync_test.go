@@ -21,6 +21,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/slots"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
@@ -274,22 +275,20 @@ func TestIndexReqHostile(t *testing.T) {
 		}
 
 		// Pages in flight are bounded: peers with no slot here share
-		// maxOutsiderIndex, and a slot comes back when its stream ends (the
+		// slots.MaxOutsiderIndex, and a slot comes back when its stream ends (the
 		// requests above give theirs back once their streams are done).
 		slotsFree := func() bool {
-			s.indexSlots.mu.Lock()
-			defer s.indexSlots.mu.Unlock()
-			return s.indexSlots.all == 0
+			return s.indexSlots.All() == 0
 		}
 		if err := wait.Until(ctx, 10*time.Second, slotsFree); err != nil {
 			t.Fatalf("the requests above kept their slots: %v", err)
 		}
 		var cancels []context.CancelFunc
-		for i := range maxOutsiderIndex + 1 {
+		for i := range slots.MaxOutsiderIndex + 1 {
 			sctx, scancel := context.WithCancel(ctx)
 			cancels = append(cancels, scancel)
 			err := s.enterIndex(sctx, h.ID())
-			if (i < maxOutsiderIndex) != (err == nil) {
+			if (i < slots.MaxOutsiderIndex) != (err == nil) {
 				t.Fatalf("outsider page %d: %v", i, err)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/slots"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/node/transport/memnet"
 )
@@ -37,17 +38,17 @@ func TestIndexSlotsHeld(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		// Of maxOutsiderIndex / maxOutsiderIndexPerRange ranges: one
+		// Of slots.MaxOutsiderIndex / slots.MaxOutsiderIndexPerRange ranges: one
 		// range holds no more (TestIndexSlotsPerRange).
-		sr := startSlowReadersOf(ctx, t, []*Server{s}, maxOutsiderIndex, maxOutsiderIndex/maxOutsiderIndexPerRange, &slowReaders{
+		sr := startSlowReadersOf(ctx, t, []*Server{s}, slots.MaxOutsiderIndex, slots.MaxOutsiderIndex/slots.MaxOutsiderIndexPerRange, &slowReaders{
 			ask: func(*Server) (wire.Type, []byte, wire.Type) {
 				return wire.TypeIndexReq, (&wire.IndexReq{}).Marshal(), wire.TypeIndex
 			},
 			every: 2 * time.Second,
 		})
 		defer sr.stop()
-		if err := wait.Until(ctx, 10*time.Second, func() bool { return sr.held.Load() == maxOutsiderIndex }); err != nil {
-			t.Fatalf("the slow readers hold %d index slots, want %d", sr.held.Load(), maxOutsiderIndex)
+		if err := wait.Until(ctx, 10*time.Second, func() bool { return sr.held.Load() == slots.MaxOutsiderIndex }); err != nil {
+			t.Fatalf("the slow readers hold %d index slots, want %d", sr.held.Load(), slots.MaxOutsiderIndex)
 		}
 		// A server of the group catching up is served while they hold them.
 		start := time.Now()
@@ -59,15 +60,15 @@ func TestIndexSlotsHeld(t *testing.T) {
 		refused, kept, bound := servedAfterHold(t, s, wire.TypeIndexReq, (&wire.IndexReq{}).Marshal(), replyWait, func(err error) bool {
 			return strings.Contains(err.Error(), "too many index requests")
 		})
-		t.Logf("%d slow readers held the outsiders' index slots: a server served at once, a client refused %d times over %v (bound %v)", maxOutsiderIndex, refused, kept.Round(10*time.Millisecond), bound)
+		t.Logf("%d slow readers held the outsiders' index slots: a server served at once, a client refused %d times over %v (bound %v)", slots.MaxOutsiderIndex, refused, kept.Round(10*time.Millisecond), bound)
 	})
 }
 
 // TestIndexSlotsPerRange (issue 25): 8 peers with no role, of one /24,
 // ask a server for index pages and never read them. They held all
-// maxOutsiderIndex outsiders' slots, and a peer of another range was
+// slots.MaxOutsiderIndex outsiders' slots, and a peer of another range was
 // refused until one of them let go. Now one range holds at most
-// maxOutsiderIndexPerRange of them, and the other range's peer is served
+// slots.MaxOutsiderIndexPerRange of them, and the other range's peer is served
 // at once.
 func TestIndexSlotsPerRange(t *testing.T) {
 	t.Parallel()
@@ -79,18 +80,18 @@ func TestIndexSlotsPerRange(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		sr := startSlowReadersOf(ctx, t, []*Server{s}, maxOutsiderIndex, 1, &slowReaders{
+		sr := startSlowReadersOf(ctx, t, []*Server{s}, slots.MaxOutsiderIndex, 1, &slowReaders{
 			ask: func(*Server) (wire.Type, []byte, wire.Type) {
 				return wire.TypeIndexReq, (&wire.IndexReq{}).Marshal(), wire.TypeIndex
 			},
 			every: 2 * time.Second,
 		})
 		defer sr.stop()
-		if err := wait.Until(ctx, 10*time.Second, func() bool { return sr.held.Load() >= maxOutsiderIndexPerRange }); err != nil {
-			t.Fatalf("the slow readers hold %d index slots, want %d", sr.held.Load(), maxOutsiderIndexPerRange)
+		if err := wait.Until(ctx, 10*time.Second, func() bool { return sr.held.Load() >= slots.MaxOutsiderIndexPerRange }); err != nil {
+			t.Fatalf("the slow readers hold %d index slots, want %d", sr.held.Load(), slots.MaxOutsiderIndexPerRange)
 		}
 		time.Sleep(5 * time.Second) // the others ask again every 200 ms meanwhile
-		held := s.indexSlots.outsiders.held()
+		held := s.indexSlots.Outsiders.Held()
 		mn := testMemnet(t)
 		h, err := mn.NewHostFrom(nil, nil, net.IPv4(10, 67, 0, 1))
 		if err != nil {
@@ -99,9 +100,9 @@ func TestIndexSlotsPerRange(t *testing.T) {
 		defer h.Close()
 		h.AddAddrs(s.ID(), s.Addrs(), time.Hour)
 		_, err = transport.Call(ctx, h, s.ID(), transport.Request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{}).Marshal(), Timeout: transport.ShortTimeout})
-		t.Logf("%d slow readers of one /24 hold %d index slots; a peer of another range: %v", maxOutsiderIndex, held, err)
-		if held > maxOutsiderIndexPerRange {
-			t.Errorf("one /24 holds %d outsiders' index slots, want at most %d", held, maxOutsiderIndexPerRange)
+		t.Logf("%d slow readers of one /24 hold %d index slots; a peer of another range: %v", slots.MaxOutsiderIndex, held, err)
+		if held > slots.MaxOutsiderIndexPerRange {
+			t.Errorf("one /24 holds %d outsiders' index slots, want at most %d", held, slots.MaxOutsiderIndexPerRange)
 		}
 		if err != nil {
 			t.Errorf("a peer of another range was refused: %v", err)
@@ -112,9 +113,9 @@ func TestIndexSlotsPerRange(t *testing.T) {
 // TestIndexSlotsPerWideRange (issue 25): 8 peers with no role, of four
 // IPv6 /48s of one /32 (a tunnel broker hands /48s out free), 2 a /48,
 // ask a server for index pages and never read them. They held all
-// maxOutsiderIndex outsiders' slots, and a peer of another /32 was refused
+// slots.MaxOutsiderIndex outsiders' slots, and a peer of another /32 was refused
 // until one of them let go. Now one /32 holds at most
-// maxOutsiderIndexPerWide of them, and the other /32's peer is served at
+// slots.MaxOutsiderIndexPerWide of them, and the other /32's peer is served at
 // once.
 func TestIndexSlotsPerWideRange(t *testing.T) {
 	t.Parallel()
@@ -126,8 +127,8 @@ func TestIndexSlotsPerWideRange(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		const ranges = maxOutsiderIndex / maxOutsiderIndexPerRange
-		sr := startSlowReadersOf(ctx, t, []*Server{s}, maxOutsiderIndex, ranges, &slowReaders{
+		const ranges = slots.MaxOutsiderIndex / slots.MaxOutsiderIndexPerRange
+		sr := startSlowReadersOf(ctx, t, []*Server{s}, slots.MaxOutsiderIndex, ranges, &slowReaders{
 			ask: func(*Server) (wire.Type, []byte, wire.Type) {
 				return wire.TypeIndexReq, (&wire.IndexReq{}).Marshal(), wire.TypeIndex
 			},
@@ -137,11 +138,11 @@ func TestIndexSlotsPerWideRange(t *testing.T) {
 			},
 		})
 		defer sr.stop()
-		if err := wait.Until(ctx, 10*time.Second, func() bool { return sr.held.Load() >= maxOutsiderIndexPerWide }); err != nil {
-			t.Fatalf("the slow readers hold %d index slots, want %d", sr.held.Load(), maxOutsiderIndexPerWide)
+		if err := wait.Until(ctx, 10*time.Second, func() bool { return sr.held.Load() >= slots.MaxOutsiderIndexPerWide }); err != nil {
+			t.Fatalf("the slow readers hold %d index slots, want %d", sr.held.Load(), slots.MaxOutsiderIndexPerWide)
 		}
 		time.Sleep(5 * time.Second) // the others ask again every 200 ms meanwhile
-		held := s.indexSlots.outsiders.held()
+		held := s.indexSlots.Outsiders.Held()
 		mn := testMemnet(t)
 		h, err := mn.NewHostFrom(nil, nil, net.ParseIP("2001:db8:1::1"))
 		if err != nil {
@@ -150,9 +151,9 @@ func TestIndexSlotsPerWideRange(t *testing.T) {
 		defer h.Close()
 		h.AddAddrs(s.ID(), s.Addrs(), time.Hour)
 		_, err = transport.Call(ctx, h, s.ID(), transport.Request{Proto: ProtoClient, Type: wire.TypeIndexReq, Body: (&wire.IndexReq{}).Marshal(), Timeout: transport.ShortTimeout})
-		t.Logf("%d slow readers of %d /48s of one /32 hold %d index slots; a peer of another /32: %v", maxOutsiderIndex, ranges, held, err)
-		if held > maxOutsiderIndexPerWide {
-			t.Errorf("one /32 holds %d outsiders' index slots, want at most %d", held, maxOutsiderIndexPerWide)
+		t.Logf("%d slow readers of %d /48s of one /32 hold %d index slots; a peer of another /32: %v", slots.MaxOutsiderIndex, ranges, held, err)
+		if held > slots.MaxOutsiderIndexPerWide {
+			t.Errorf("one /32 holds %d outsiders' index slots, want at most %d", held, slots.MaxOutsiderIndexPerWide)
 		}
 		if err != nil {
 			t.Errorf("a peer of another /32 was refused: %v", err)

@@ -23,6 +23,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/node/internal/ltkeys"
 	"github.com/riffle-net/riffle/node/internal/polls"
+	"github.com/riffle-net/riffle/node/internal/slots"
 	"github.com/riffle-net/riffle/node/internal/status"
 	"github.com/riffle-net/riffle/node/internal/strikes"
 	"github.com/riffle-net/riffle/node/internal/window"
@@ -103,11 +104,11 @@ type pruner interface {
 // Server is a riffle server.
 type Server struct {
 	// indexSlots counts the index pages being read and sent
-	// (indexserve.go).
-	indexSlots indexSlots
+	// (package slots; indexserve.go enters them).
+	indexSlots slots.Index
 	// windowSlots counts the window replies being read and sent, to
-	// clients and to the group's servers (indexserve.go).
-	windowSlots windowSlots
+	// clients and to the group's servers (package slots).
+	windowSlots slots.Window
 	ctx         context.Context
 	cancel      context.CancelFunc
 	cfg         ServerConfig
@@ -277,7 +278,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	// Every reply of the client protocols is sent within
 	// Tunables.ClientReply plus its size at clientReplyRate, and so are
 	// the windows and index pages of the epoch protocol, which servers
-	// that are only on the roster may ask for (serverSlots): one that
+	// that are only on the roster may ask for (slots.Servers): one that
 	// never reads holds its slot for seconds, not the stream's 2 min.
 	replies := transport.ReplyBound{Base: cfg.Timing.ClientReply, Rate: clientReplyRate}
 	epochReplies := func(t wire.Type) transport.ReplyBound {

@@ -65,9 +65,9 @@ func (s *Server) onWindowReq(ctx context.Context, from peer.ID, body []byte) (wi
 	}
 	// Any peer may ask, before it registers: a window costs what a few
 	// index pages cost, so it takes one of the window slots
-	// (maxWindowServing, one a peer, maxWindowPerRange a range), held
+	// (slots.MaxWindowServing, one a peer, slots.MaxWindowPerRange a range), held
 	// until the reply is written or its short deadline passed.
-	if err := s.windowSlots.enterWindow(ctx, from, s.addrRange(from)); err != nil {
+	if err := s.windowSlots.EnterClient(ctx, from, s.addrRange(from)); err != nil {
 		return 0, nil, err
 	}
 	w := wire.Window{Items: s.win.Served(q.Number)}
@@ -91,7 +91,7 @@ func (s *Server) onServerWindowReq(ctx context.Context, from peer.ID, body []byt
 	if err := q.Unmarshal(body); err != nil {
 		return 0, nil, err
 	}
-	if err := s.enterServer(ctx, &s.windowSlots.servers, from); err != nil {
+	if err := s.enterServer(ctx, &s.windowSlots.Servers, from); err != nil {
 		return 0, nil, err
 	}
 	w := wire.Window{Items: s.win.ServedToServers(q.Number)}

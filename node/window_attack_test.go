@@ -20,6 +20,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/slots"
 	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/node/transport/memnet"
@@ -199,8 +200,8 @@ func TestWindowSlotsHeld(t *testing.T) {
 		defer cancel()
 		sr := startSlowReaders(ctx, t, fn.servers, 64, 1)
 		defer sr.stop()
-		if err := wait.Until(ctx, 30*time.Second, func() bool { return sr.held.Load() >= maxWindowPerRange }); err != nil {
-			t.Fatalf("the slow readers hold %d slots, want at least %d", sr.held.Load(), maxWindowPerRange)
+		if err := wait.Until(ctx, 30*time.Second, func() bool { return sr.held.Load() >= slots.MaxWindowPerRange }); err != nil {
+			t.Fatalf("the slow readers hold %d slots, want at least %d", sr.held.Load(), slots.MaxWindowPerRange)
 		}
 		e0 := fn.epochs()
 		took := fn.waitEpochs(t, e0+2, 3*time.Minute)
@@ -233,17 +234,17 @@ func TestWindowSlotDeadline(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		sr := startSlowReaders(ctx, t, []*Server{s}, maxWindowServing, maxWindowServing/maxWindowPerRange)
+		sr := startSlowReaders(ctx, t, []*Server{s}, slots.MaxWindowServing, slots.MaxWindowServing/slots.MaxWindowPerRange)
 		defer sr.stop()
-		if err := wait.Until(ctx, 10*time.Second, func() bool { return sr.held.Load() == maxWindowServing }); err != nil {
-			t.Fatalf("the slow readers hold %d slots, want %d", sr.held.Load(), maxWindowServing)
+		if err := wait.Until(ctx, 10*time.Second, func() bool { return sr.held.Load() == slots.MaxWindowServing }); err != nil {
+			t.Fatalf("the slow readers hold %d slots, want %d", sr.held.Load(), slots.MaxWindowServing)
 		}
 		// From now on they ask no more: what is left is their hold.
 		cancel()
 		refused, kept, bound := servedAfterHold(t, s, wire.TypeWindowReq, (&wire.WindowReq{Number: s.cert.certTop() + 1}).Marshal(), replyWait, func(err error) bool {
 			return errors.Is(err, proto.ErrWindowBusy)
 		})
-		t.Logf("%d slow readers of four /24s held every window slot: a client refused %d times over %v (bound %v)", maxWindowServing, refused, kept.Round(10*time.Millisecond), bound)
+		t.Logf("%d slow readers of four /24s held every window slot: a client refused %d times over %v (bound %v)", slots.MaxWindowServing, refused, kept.Round(10*time.Millisecond), bound)
 	})
 }
 
@@ -279,10 +280,10 @@ func TestWindowHeldAtLeader(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		sr := startSlowReaders(ctx, t, []*Server{x}, maxWindowServing, maxWindowServing/maxWindowPerRange)
+		sr := startSlowReaders(ctx, t, []*Server{x}, slots.MaxWindowServing, slots.MaxWindowServing/slots.MaxWindowPerRange)
 		defer sr.stop()
-		if err := wait.Until(ctx, 30*time.Second, func() bool { return sr.held.Load() == maxWindowServing }); err != nil {
-			t.Fatalf("the slow readers hold %d slots, want %d", sr.held.Load(), maxWindowServing)
+		if err := wait.Until(ctx, 30*time.Second, func() bool { return sr.held.Load() == slots.MaxWindowServing }); err != nil {
+			t.Fatalf("the slow readers hold %d slots, want %d", sr.held.Load(), slots.MaxWindowServing)
 		}
 		from := x.cert.certTop() + 1
 		// Six numbers on: two of them led by x.
@@ -368,8 +369,8 @@ func TestWouldServeWindow(t *testing.T) {
 // one a peer with no share by range, each for the stream's 2 min: a
 // server of the certified chain was refused the window it must hold to
 // answer a Prepare. Now the certified chains' servers have slots the
-// roster's others cannot take, those take at most maxRosterServing of
-// theirs, maxRosterPerRange of a range, and a held reply ends after
+// roster's others cannot take, those take at most slots.MaxRosterServing of
+// theirs, slots.MaxRosterPerRange of a range, and a held reply ends after
 // Tunables.ClientReply and its size at clientReplyRate. A server named by
 // a round blame is no certified chain's server either.
 func TestServerSlotsHeld(t *testing.T) {
@@ -391,8 +392,8 @@ func TestServerSlotsHeld(t *testing.T) {
 		for _, h := range sr.hosts {
 			s.roster.saw(h.ID(), "", nil)
 		}
-		if err := wait.Until(ctx, 30*time.Second, func() bool { return sr.held.Load() >= maxRosterServing }); err != nil {
-			t.Fatalf("the roster identities hold %d slots, want at least %d", sr.held.Load(), maxRosterServing)
+		if err := wait.Until(ctx, 30*time.Second, func() bool { return sr.held.Load() >= slots.MaxRosterServing }); err != nil {
+			t.Fatalf("the roster identities hold %d slots, want at least %d", sr.held.Load(), slots.MaxRosterServing)
 		}
 		time.Sleep(2 * time.Second)
 		held := sr.held.Load()
@@ -401,8 +402,8 @@ func TestServerSlotsHeld(t *testing.T) {
 		if err != nil {
 			t.Errorf("a server of the certified chain refused the window with %d slots held by roster identities: %v", held, err)
 		}
-		if held > maxRosterServing {
-			t.Errorf("64 roster identities of 16 /24s hold %d server window slots, want at most %d", held, maxRosterServing)
+		if held > slots.MaxRosterServing {
+			t.Errorf("64 roster identities of 16 /24s hold %d server window slots, want at most %d", held, slots.MaxRosterServing)
 		}
 		// From now on they ask no more: what is left is their hold.
 		cancel()
@@ -433,7 +434,7 @@ func TestServerSlotsHeld(t *testing.T) {
 // fetched a window from the asker for every question, whether the asker
 // was in the question's chain or the number the next one, and read the
 // reply up to the table's 64 MiB. Now it fetches only for an asker of the
-// question's chain, for the next number, wouldServeFetches an asker a number, and
+// question's chain, for the next number, slots.WouldServeFetches an asker a number, and
 // reads at most maxLookbackWindow.
 func TestWouldServeFetches(t *testing.T) {
 	t.Parallel()
@@ -494,8 +495,8 @@ func TestWouldServeFetches(t *testing.T) {
 			ask([]peer.ID{asked.ID(), fake.ID()}, asked.cert.certTop()+1) // the next number: one fetch
 		}
 		t.Logf("9 would-serve questions with made-up windows: %d window fetches from the asker, %d replies of %d bytes read whole", fetches.Load(), full.Load(), proto.MaxLookbackWindow+1)
-		if n := fetches.Load(); n < 1 || n > wouldServeFetches+1 {
-			t.Errorf("%d window fetches from the asker, want at most its budget of %d (one more if the number moved on)", n, wouldServeFetches)
+		if n := fetches.Load(); n < 1 || n > slots.WouldServeFetches+1 {
+			t.Errorf("%d window fetches from the asker, want at most its budget of %d (one more if the number moved on)", n, slots.WouldServeFetches)
 		}
 		if full.Load() > 0 {
 			t.Errorf("%d window replies over what %d items take read whole", full.Load(), WindowLookback)
@@ -671,10 +672,10 @@ func TestWouldServeAskedAgain(t *testing.T) {
 // in N−1's certificate, each ask a server that lacks the window whether it
 // would serve in a chain of the two of them for N, as soon as N−1 is
 // certified; then a member of N−1's certificate asks its question. They
-// took all maxAskers fetches for N, the member's question got none, and
+// took all slots.MaxAskers fetches for N, the member's question got none, and
 // the answer was "not held here": the server was left out for its local
-// lack. Now the roster's others take at most maxRosterServing fetches a
-// number, maxRosterPerRange of a range, and the members of N−1's
+// lack. Now the roster's others take at most slots.MaxRosterServing fetches a
+// number, slots.MaxRosterPerRange of a range, and the members of N−1's
 // certificate each have their own.
 func TestWouldServeFlood(t *testing.T) {
 	t.Parallel()
@@ -702,18 +703,15 @@ func TestWouldServeFlood(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			g := &asked.windowSlots
-			g.askedMu.Lock()
-			took := len(g.asked)
-			g.askedMu.Unlock()
+			took := asked.windowSlots.AskedLen()
 			_, _, err := asked.onWouldServe(ctx, member.ID(), q.Marshal())
 			lack.Store(false)
 			if asked.cert.certTop()+1 != q.Number {
 				continue
 			}
 			t.Logf("number %d: %d roster askers took %d fetches; then the member's question: %v", q.Number, len(fakes), took, err)
-			if took > maxRosterServing {
-				t.Errorf("%d roster askers took %d fetches for one number, want at most %d", len(fakes), took, maxRosterServing)
+			if took > slots.MaxRosterServing {
+				t.Errorf("%d roster askers took %d fetches for one number, want at most %d", len(fakes), took, slots.MaxRosterServing)
 			}
 			if err != nil {
 				t.Errorf("a member of N−1's certificate asked after a flood of roster askers: %v; want an ack", err)
@@ -738,8 +736,8 @@ func TestWouldServeBusyWaits(t *testing.T) {
 		for try := 0; try < 10; try++ {
 			q := awaitQuestion(t, asked, member, params)
 			var releases []func()
-			for range maxAskers {
-				release, err := asked.windowSlots.asking.take(newPeerID(t), "", maxAskers, maxAskers)
+			for range slots.MaxAskers {
+				release, err := asked.windowSlots.Asking.Take(newPeerID(t), "", slots.MaxAskers, slots.MaxAskers)
 				if err != nil {
 					break // a table smaller than the budgets (before)
 				}
@@ -777,7 +775,7 @@ func TestWouldServeBusyWaits(t *testing.T) {
 // (the member has its one window reply for this server running); the
 // member asks the same question again for the next attempt. Before, the
 // one fetch for (member, N) was spent: the second answer was "not held
-// here", as good as not live. Now the asker has wouldServeFetches for N,
+// here", as good as not live. Now the asker has slots.WouldServeFetches for N,
 // one at a time, and the second question fetches and is acked.
 func TestWouldServeFetchFailed(t *testing.T) {
 	t.Parallel()
@@ -786,7 +784,7 @@ func TestWouldServeFetchFailed(t *testing.T) {
 		ctx := context.Background()
 		for try := 0; try < 10; try++ {
 			q := awaitQuestion(t, asked, member, params)
-			release, err := member.windowSlots.servers.chain.take(asked.ID(), "", maxCertServing, maxCertServing)
+			release, err := member.windowSlots.Servers.Chain.Take(asked.ID(), "", slots.MaxCertServing, slots.MaxCertServing)
 			if err != nil {
 				t.Fatal(err)
 			}
