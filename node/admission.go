@@ -7,22 +7,28 @@ import (
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
-// admissionOrder is this primary's order of its registrations of e, at its
-// close (internal/intake's admission order, over the long-term key
-// records of ltexclude.go). Call with s.mu held.
+// admissionOrder is this primary's order of its registrations of e
+// (internal/registry), over the long-term key records of ltexclude.go.
 func (s *Server) admissionOrder(e *sepoch) [][32]byte {
-	cs := e.Table.Candidates(func(key [32]byte) (bool, bool) {
+	seen := func(key [32]byte) (bool, bool) {
 		seen, ok := s.keys.Seen(key)
 		return seen.Dry > 0, ok
-	})
-	quota := proto.PrimaryQuota(e.v.Desc.Params.MaxClients, len(e.v.Chain))
-	out, err := intake.Order(cs, intake.RangeCap(quota), s.rand)
+	}
+	out, err := e.reg.AdmissionOrder(proto.PrimaryQuota(e.v.Desc.Params.MaxClients, len(e.v.Chain)), seen, s.rand)
 	if err != nil {
-		// No randomness: fall back on registration-key order.
+		// No randomness: registration-key order.
 		s.log.Error("admission order", "err", err)
-		out = intake.KeyOrder(cs)
 	}
 	return out
+}
+
+// fixOrder fixes e's admission order once, at this primary's registration
+// deadline or its close: its first n_max registrations by admissionOrder.
+// Call with s.mu held.
+func (s *Server) fixOrder(e *sepoch) {
+	if !e.reg.Fixed() {
+		e.reg.Fix(s.admissionOrder(e), int(e.v.Desc.Params.MaxClients))
+	}
 }
 
 // addrRange is the address range a peer connects from (IPv4 /24, IPv6

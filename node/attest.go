@@ -159,7 +159,7 @@ func (s *Server) closeAttestLocked(e *sepoch) *wire.Attest {
 	if e.closeAttest != nil {
 		return e.closeAttest
 	}
-	if e.final != nil || e.regClosed || e.regDeadline.IsZero() || time.Since(e.regDeadline) < s.cfg.LeaderTimeout/2 {
+	if e.final != nil || e.reg.Closed() || e.reg.Deadline().IsZero() || time.Since(e.reg.Deadline()) < s.cfg.LeaderTimeout/2 {
 		return nil
 	}
 	for j, p := range e.v.Chain {

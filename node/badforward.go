@@ -34,8 +34,7 @@ func (s *Server) nameForwarder(e *sepoch, f *wire.Forwarded, why error, send boo
 	p := v.Chain[pos]
 	body := f.Marshal()
 	s.mu.Lock()
-	first := !e.fwdNamed
-	e.fwdNamed = true
+	first := e.reg.NameOnce()
 	if first {
 		s.end(e, fmt.Sprintf("server %d forwarded a registration that does not verify", pos))
 	}

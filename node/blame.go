@@ -87,7 +87,7 @@ func (s *Server) shareFault(ctx context.Context, e *sepoch, se *mix.ShareError) 
 	if slot >= 0 && slot < len(e.final.Desc.Clients) {
 		c := e.final.Desc.Clients[slot]
 		if int(c.Primary) == e.pos {
-			if p, ok := e.RegFrom[c.RegKey]; ok {
+			if p, ok := e.reg.From(c.RegKey); ok {
 				// Excluded as after a round blame (§8): doubling, by
 				// peer id and address, kept on disk.
 				_, recs = s.strikes.Client(p, s.peerIPs(p), e.final.Desc.Number)

@@ -469,11 +469,12 @@ func finalCert(sd *wire.Signed, v *proto.View) *wire.Cert {
 // certificate's) and not finalised (its final descriptor is). Call with
 // s.mu held.
 func (s *Server) certifyAbortLocked(e *sepoch, a *wire.Abort) {
-	if e.final != nil || e.openSigs == nil || a.Number != e.v.Desc.Number || a.Epoch != e.v.ID {
+	sigs := e.reg.OpenSigs()
+	if e.final != nil || sigs == nil || a.Number != e.v.Desc.Number || a.Epoch != e.v.ID {
 		return
 	}
 	c := &wire.Cert{Kind: wire.CertAbort, Number: a.Number, Epoch: e.v.ID, Chain: proto.ChainIDs(e.v.Chain), Abort: a.Marshal()}
-	for i, sg := range e.openSigs {
+	for i, sg := range sigs {
 		c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: sg})
 	}
 	s.madeCertLocked(c)

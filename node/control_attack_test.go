@@ -530,7 +530,7 @@ func TestFreshKeysAtWindowOpen(t *testing.T) {
 		if err := wait.Until(context.Background(), time.Minute, func() bool {
 			s0.mu.Lock()
 			defer s0.mu.Unlock()
-			if o := s0.open; o != nil && o.openBytes != nil && !before[o.v.ID] {
+			if o := s0.open; o != nil && o.reg.OpenBytes() != nil && !before[o.v.ID] {
 				e = o
 			}
 			return e != nil
@@ -591,7 +591,7 @@ func TestFreshKeysAtWindowOpen(t *testing.T) {
 		in, floodIn := false, 0
 		if e.final != nil {
 			for _, c := range e.final.Desc.Clients {
-				if from, ok := e.RegFrom[c.RegKey]; ok {
+				if from, ok := e.reg.From(c.RegKey); ok {
 					if from == c0.PeerID() {
 						in = true
 					} else {

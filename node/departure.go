@@ -35,7 +35,7 @@ func (s *Server) checkDeparturesLocked(e *sepoch, r uint32) {
 		return ok
 	}
 	gone := func(regKey [32]byte) bool {
-		p, ok := e.RegFrom[regKey]
+		p, ok := e.reg.From(regKey)
 		return ok && !s.h.Connected(p)
 	}
 	sl, spent := e.handover.Spent(e.final.Desc.Clients, e.pos, r+1, has, gone)
@@ -66,11 +66,7 @@ func (s *Server) onDisconnect(p peer.ID) {
 		if e.ended || e.final == nil || !e.setupDone {
 			continue
 		}
-		client := false
-		for _, q := range e.RegFrom {
-			client = client || q == p
-		}
-		if !client {
+		if !e.reg.RegisteredBy(p) {
 			continue
 		}
 		// The newest round whose list is final here.

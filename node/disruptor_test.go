@@ -102,12 +102,13 @@ func disruptorRun(t *testing.T, epochs int, freshKey, newAddr, full bool) int {
 		addrOut := number <= s.strikes.Clients["ip "+addr].Until
 		e := &sepoch{pos: 0}
 		e.v = &proto.View{Desc: &wire.Descriptor{Number: number, Params: wire.Params{MaxClients: n}}, Chain: make([]peer.ID, m)}
-		e.Regs, e.LT, e.RegRange = map[[32]byte]wire.Register{}, map[[32]byte]intake.LT{}, map[[32]byte]string{}
+		tb := e.reg.Table()
+		tb.Regs, tb.LT, tb.RegRange = map[[32]byte]wire.Register{}, map[[32]byte]intake.LT{}, map[[32]byte]string{}
 		reg := func(lt [32]byte, rng string) [32]byte {
 			r := fresh()
-			e.Regs[r] = wire.Register{RegKey: r}
-			e.LT[r] = intake.LT{Key: lt}
-			e.RegRange[r] = rng
+			tb.Regs[r] = wire.Register{RegKey: r}
+			tb.LT[r] = intake.LT{Key: lt}
+			tb.RegRange[r] = rng
 			return r
 		}
 		for _, k := range returning {

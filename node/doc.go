@@ -97,11 +97,19 @@
 //   - censor.go: request lists that omit a requested id held here.
 //   - round.go: a server's state of one round (sround) and its window.
 //   - intake.go: client protocol: registration and submissions (round intake).
+//   - internal/registry (package registry): a server's registration of
+//     one epoch (§3 v3, §4.1): the Prepare's commitments and the open
+//     descriptor's check against them, the deadline and the close, the
+//     registrations forwarded and receipted here, the leader's list and
+//     the final descriptor's checks against them, a primary's own
+//     registrations and its signed list; its own lock, no I/O,
+//     network-free tests. epoch_handlers.go and intake.go decode,
+//     verify the proofs, sign and send.
 //   - internal/intake (package intake): a primary's registrations of one
 //     epoch, the bounds before their proofs (per address range, first-time
 //     keys) and the admission order (§3, §8, §5.4); no I/O and no lock
-//     (s.mu guards it), network-free tests; admission.go feeds it the key
-//     records and the peer's address range.
+//     (registry's guards its Table), network-free tests; admission.go
+//     feeds it the key records and the peer's address range.
 //   - mixing.go: the mix loop: peel, permute, forward, batches between servers;
 //     the layer buffers reused round after round are package
 //     internal/layerbufs's (its own lock, network-free tests).

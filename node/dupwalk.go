@@ -210,7 +210,7 @@ func (s *Server) dupVerdict(e *sepoch) {
 	num := e.final.Desc.Number
 	for _, slot := range silent {
 		c := e.final.Desc.Clients[slot]
-		if from, ok := e.RegFrom[c.RegKey]; ok && int(c.Primary) == e.pos {
+		if from, ok := e.reg.From(c.RegKey); ok && int(c.Primary) == e.pos {
 			if s.leftOut == nil {
 				s.leftOut = blame.LeftOut{}
 			}
@@ -283,7 +283,7 @@ func (s *Server) onDupQuery(ctx context.Context, from peer.ID, body []byte) (wir
 	}
 	s.mu.Lock()
 	e := s.epochs[ref.Epoch]
-	mine := e != nil && e.Table.RegisteredBy(from)
+	mine := e != nil && e.reg.RegisteredBy(from)
 	s.mu.Unlock()
 	if !mine {
 		return 0, nil, errors.New("node: no epoch of this client here")
@@ -330,7 +330,7 @@ func (s *Server) onDupProof(ctx context.Context, from peer.ID, body []byte, from
 	c := e.final.Desc.Clients[p.Slot]
 	ok := false
 	if fromClient {
-		q, known := e.RegFrom[c.RegKey]
+		q, known := e.reg.From(c.RegKey)
 		ok = int(c.Primary) == e.pos && known && q == from
 	} else {
 		ok = e.final.Chain[c.Primary] == from

@@ -57,7 +57,7 @@ func newDupFixture(t *testing.T) *dupFixture {
 		t.Fatal(err)
 	}
 	f.s.mu.Lock()
-	e.RegFrom = map[[32]byte]peer.ID{e.final.Desc.Clients[1].RegKey: f.client.id}
+	e.reg.Table().RegFrom = map[[32]byte]peer.ID{e.final.Desc.Clients[1].RegKey: f.client.id}
 	ab := f.abort
 	ab.Sigs = [][64]byte{{}, f.sigS, {}}
 	e.dup = blame.NewDup(ab, f.value)

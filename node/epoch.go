@@ -16,10 +16,10 @@ import (
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/blame"
 	"github.com/riffle-net/riffle/node/internal/handover"
-	"github.com/riffle-net/riffle/node/internal/intake"
 	"github.com/riffle-net/riffle/node/internal/layerbufs"
 	"github.com/riffle-net/riffle/node/internal/manifests"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/registry"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
 )
@@ -29,7 +29,8 @@ import (
 // together: a round's end can end the epoch, a registration reads the
 // setup's state), with two exceptions: the identity fields below are set
 // before the epoch is published in Server.epochs and final is set once,
-// after which both are read without the lock; layers has its own.
+// after which both are read without the lock; the registration (reg) and
+// layers have their own.
 type sepoch struct {
 	// listing counts S_0's request and void lists being signed; the
 	// closing record waits for them (closing.go).
@@ -42,21 +43,12 @@ type sepoch struct {
 	// leader sent the Prepare (rotate.go): every later leader message of
 	// the epoch must come from it.
 	leader peer.ID
-	// prev is the Prepare's certificate of the number before (certs.go):
-	// the descriptor signed must carry the same.
-	prev []byte
 	// closingMine is the closing record this server signed (without
 	// signatures) and closingSigs the chain's signatures of it that came,
 	// one per chain position (closing.go); closingDone: assembled.
 	closingMine *wire.Closing
 	closingSigs map[uint16]wire.ClosingSig
 	closingDone bool
-	// window is the Prepare's window (§6.3 v3, window.go): the
-	// descriptor signed must pin the same.
-	window []wire.WindowRef
-	// gap is the Prepare's Gap, encoded (window.go): the descriptor
-	// signed must carry the same.
-	gap []byte
 	// final is the final descriptor's view (nil while registration runs).
 	final *proto.View
 	// man: which published manifest chunks the index takes (§6.4 v3,
@@ -68,7 +60,9 @@ type sepoch struct {
 
 	epochSecrets
 	epochLife
-	registration
+	// reg: the registration, from the Prepare to the final descriptor
+	// (internal/registry, its own lock).
+	reg registry.Epoch
 	setupState
 	dupEpoch // a duplicate share at setup (dupwalk.go)
 	roundsState
@@ -85,9 +79,6 @@ type epochSecrets struct {
 	dkey *ecdh.PrivateKey
 	sec  *mix.StepSecret
 	keys []*pir.Keys // per slot, nil for this server's own clients
-	// reveal is r_j of the selection (§3 v3, internal/proto/reveal.go): drawn fresh at
-	// every Prepare, kept secret until the close.
-	reveal [wire.CommitSize]byte
 }
 
 // epochLife is the epoch's end and the uses of its secrets. Guarded by
@@ -102,42 +93,6 @@ type epochLife struct {
 	// (mixing, PIR): erasure at the epoch's end waits for the last.
 	users  int
 	erased bool
-}
-
-// registration is the epoch from preparation to the final descriptor
-// (§4.1). Guarded by Server.mu.
-type registration struct {
-	entry      wire.GroupEntry // this server's entry in the descriptor
-	openBytes  []byte          // the signed open descriptor, for clients
-	openSigs   [][64]byte      // its signatures: an abort's certificate (certs.go)
-	finalBytes []byte          // the signed final descriptor, for clients
-
-	// Table: the registrations this server took as primary, with
-	// their peers, ranges, long-term keys and admission order.
-	intake.Table
-	regClosed bool
-	// regDeadline: when this server received the open descriptor plus
-	// the registration window; no close is taken before it.
-	regDeadline time.Time
-	fwd         map[[32]byte]wire.Forwarded // forwarded by primaries and receipted here
-	slotRegs    []wire.Register             // final slot order
-	slotPrim    []uint16                    // the primary of each slot, as it signed
-	regListed   bool                        // slotRegs taken (one list an epoch)
-	parsed      []*mix.Registration
-	// orders and rest: the leader's list's signed orders of every
-	// primary and the registrations it did not select
-	// (internal/selection).
-	orders []wire.Order
-	rest   []wire.Forwarded
-	// receipts: for this primary's own clients, the chain servers'
-	// receipts of each registration, by registration key (receipts.go).
-	receipts map[[32]byte][]wire.Receipt
-	// fwdPer counts the registrations receipted here per primary (at
-	// most the client cap each).
-	fwdPer map[uint16]int
-	// fwdNamed: a primary was named here for a signed registration
-	// that does not verify (badforward.go).
-	fwdNamed bool
 }
 
 // setupState is the setup chain of §4.2 and its blame walk (§8 step 1).
@@ -289,7 +244,7 @@ func (s *Server) endQuiet(e *sepoch, reason string) {
 	}
 	s.flushManifests(e)
 	if e.final != nil && s.ctx.Err() == nil {
-		record := len(e.LT) > 0
+		record := e.reg.HasLT()
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()

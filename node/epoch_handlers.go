@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/ecdh"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -245,8 +243,9 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		copy(yp[:], Yp[r].Bytes())
 		g.Y, g.Yp = append(g.Y, y), append(g.Yp, yp)
 	}
-	e := &sepoch{pos: pos, nonce: p.Nonce, leader: from, prev: p.Previous.Marshal(), window: p.Window, gap: window.GapBytes(p.Gap)}
-	e.sk, e.rk, e.dkey, e.entry, e.reveal = sk, rk, dkey, g, r
+	e := &sepoch{pos: pos, nonce: p.Nonce, leader: from}
+	e.sk, e.rk, e.dkey = sk, rk, dkey
+	e.reg.Prepared(g, p.Previous.Marshal(), p.Window, window.GapBytes(p.Gap), r)
 	s.mu.Lock()
 	// One epoch is prepared at a time (the leader runs them in turn): a
 	// preparation that never got its descriptor signed is dropped here,
@@ -302,17 +301,8 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		if e == nil || e.pos >= len(v.Chain) || v.Chain[e.pos] != s.h.ID() {
 			return 0, nil, errors.New("node: no prepared epoch for this descriptor")
 		}
-		if !bytes.Equal(sd.Desc.Group[e.pos].Marshal(), e.entry.Marshal()) {
-			return 0, nil, errors.New("node: descriptor alters this server's entry")
-		}
-		if !bytes.Equal(sd.Desc.Previous.Marshal(), e.prev) {
-			return 0, nil, errors.New("node: descriptor's previous certificate is not the prepared one")
-		}
-		if !slices.Equal(sd.Desc.Window, e.window) {
-			return 0, nil, errors.New("node: descriptor's window is not the prepared one")
-		}
-		if !bytes.Equal(window.GapBytes(sd.Desc.Gap), e.gap) {
-			return 0, nil, errors.New("node: descriptor's gap is not the prepared one")
+		if err := e.reg.CheckOpen(&sd.Desc, e.pos, window.GapBytes(sd.Desc.Gap)); err != nil {
+			return 0, nil, err
 		}
 		if err := checkEpochNumber(s.number, sd.Desc.Number); err != nil {
 			return 0, nil, err
@@ -334,7 +324,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		}
 		delete(s.prep, sd.Desc.Nonce)
 		e.v = v
-		e.Regs, e.fwd, e.stepMsgs, e.rounds = map[[32]byte]wire.Register{}, map[[32]byte]wire.Forwarded{}, map[int]*wire.Step{}, map[uint32]*sround{}
+		e.stepMsgs, e.rounds = map[int]*wire.Step{}, map[uint32]*sround{}
 		s.epochs[v.ID] = e
 		sig, err := proto.Sign(s.priv, proto.OpenDigest(&sd.Desc))
 		if err != nil {
@@ -349,7 +339,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	// Only of an epoch whose open descriptor is here: should it end
 	// unfinished, this server certifies it by the abort (certs.go), as
 	// it never signs the timeout of a number whose final it signed.
-	if e.openSigs == nil {
+	if e.reg.OpenSigs() == nil {
 		return 0, nil, errors.New("node: final descriptor of an epoch whose open descriptor is not here")
 	}
 	// (v3) every reveal matches its commitment, and this server's is
@@ -358,42 +348,24 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := proto.CheckReveals(&sd.Desc); err != nil {
 		return 0, nil, err
 	}
-	if sd.Desc.Reveals[e.pos] != e.reveal {
-		return 0, nil, errors.New("node: final descriptor carries another reveal for this server")
-	}
-	if len(e.slotRegs) != len(sd.Desc.Clients) {
-		return 0, nil, fmt.Errorf("node: final descriptor lists %d clients, %d registrations received", len(sd.Desc.Clients), len(e.slotRegs))
+	if err := e.reg.CheckFinalList(&sd.Desc, e.pos); err != nil {
+		return 0, nil, err
 	}
 	signAny := s.hookSignAny()
 	// (v3) every registration receipted here is in, unless the
-	// descriptor is full and keeps its primary's quota (receipts.go).
-	if err := proto.CheckReceipted(sd.Desc.Clients, e.fwd, e.orders, sd.Desc.Params.MaxClients, len(v.Chain)); err != nil && !signAny {
-		s.log.Warn("final descriptor refused", "err", err)
-		return 0, nil, err
-	}
-	// (v3) the client list is the selection of the rule, recomputed
-	// here from the leader's list (internal/selection).
-	if err := selection.Check(v.ID, proto.SelectionBeta(sd.Desc.Reveals), sd.Desc.Clients, e.slotRegs, e.slotPrim, e.rest, e.orders, sd.Desc.Params.MaxClients, len(v.Chain)); err != nil && !signAny {
+	// descriptor is full and keeps its primary's quota (receipts.go),
+	// and the client list is the selection of the rule, recomputed here
+	// from the leader's list (internal/selection).
+	if err := e.reg.CheckSelection(v.ID, &sd.Desc, len(v.Chain)); err != nil && !signAny {
 		s.log.Warn("final descriptor refused", "err", err)
 		return 0, nil, err
 	}
 	if len(sd.Desc.Clients) < s.cfg.MinClients {
 		return 0, nil, fmt.Errorf("node: final descriptor lists %d clients, fewer than %d", len(sd.Desc.Clients), s.cfg.MinClients)
 	}
-	for i, c := range sd.Desc.Clients {
-		r := &e.slotRegs[i]
-		if r.RegKey != c.RegKey || r.XKey != c.XKey || sha256.Sum256(r.Reg) != c.RegHash || e.slotPrim[i] != c.Primary {
-			return 0, nil, fmt.Errorf("node: final descriptor slot %d does not match its registration", i)
-		}
-		if int(c.Primary) == e.pos {
-			if _, ok := e.Regs[c.RegKey]; !ok {
-				return 0, nil, fmt.Errorf("node: slot %d names this server as primary for a client it never registered", i)
-			}
-		}
-	}
 	// (v2) sign only if every registration accepted here is in, (v3)
 	// unless the descriptor is full and keeps this primary's quota.
-	if err := proto.CheckPrimaryKept(sd.Desc.Clients, e.Regs, e.Order, sd.Desc.Params.MaxClients, len(v.Chain)); err != nil && !signAny {
+	if err := e.reg.CheckSlots(&sd.Desc, e.pos, len(v.Chain), !signAny); err != nil {
 		return 0, nil, err
 	}
 	// Marked on disk before the signature leaves (equivocation.go).
@@ -422,7 +394,7 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, errors.New("node: registration list for an unknown epoch or not from its leader")
 	}
 	s.mu.Lock()
-	err := e.regListRefusal()
+	err := e.reg.ListRefusal(e.ended)
 	s.mu.Unlock()
 	if err != nil {
 		return 0, nil, err
@@ -464,30 +436,10 @@ func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Checked again: another list may have been taken meanwhile.
-	if err := e.regListRefusal(); err != nil {
+	if err := e.reg.TakeList(e.ended, regs, prims, parsed, rl.Orders, rl.Rest); err != nil {
 		return 0, nil, err
 	}
-	e.slotRegs, e.slotPrim, e.parsed, e.regListed = regs, prims, parsed, true
-	e.orders, e.rest = rl.Orders, rl.Rest
 	return wire.TypeAck, ack, nil
-}
-
-// regListRefusal says why e takes no registration list now, nil if it
-// does: only after the close, only once, and never after the final
-// descriptor (setup reads the list then, and a later one would change the
-// slots this server signed). Call with s.mu held.
-func (e *sepoch) regListRefusal() error {
-	switch {
-	case e.ended:
-		return errors.New("node: registration list for an ended epoch")
-	case e.final != nil:
-		return errors.New("node: registration list after the final descriptor")
-	case e.regListed:
-		return errors.New("node: a second registration list")
-	case !e.regClosed:
-		return errors.New("node: registration list before the close")
-	}
-	return nil
 }
 
 func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) {
@@ -509,13 +461,9 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		return 0, nil, errors.New("node: signed descriptor of an unknown or ended epoch")
 	}
 	if !sd.Final {
-		if e.openBytes == nil {
-			// (v3) the registration deadline as seen here: no close
-			// before it (onClose). The leader starts its own window
-			// only after every server has the open descriptor.
-			e.regDeadline = time.Now().Add(time.Duration(sd.Desc.Params.RegWindowMs) * time.Millisecond)
-		}
-		e.openBytes, e.openSigs = body, sd.Sigs
+		// The first sets the registration deadline as seen here: no
+		// close before it (onClose).
+		e.reg.Opened(body, sd.Sigs, time.Duration(sd.Desc.Params.RegWindowMs)*time.Millisecond, time.Now())
 		// The leader opens an epoch only after the previous one ended;
 		// anything older still running here missed its end.
 		for _, old := range s.epochs {
@@ -534,8 +482,8 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	if e.final != nil {
 		return wire.TypeAck, ack, nil
 	}
-	e.final, e.finalBytes = v, body
-	e.regClosed = true
+	e.final = v
+	e.reg.Finalled(body)
 	// The final descriptor certifies its number (certs.go).
 	s.madeCertLocked(finalCert(&sd, v))
 	if s.open == e {
@@ -574,10 +522,7 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 	if err := intake.CheckForwarded(&f, e.v.Chain, from); err != nil {
 		return 0, nil, err
 	}
-	s.mu.Lock()
-	closed := e.regClosed
-	s.mu.Unlock()
-	if closed {
+	if e.reg.Closed() {
 		return 0, nil, errors.New("node: registration closed")
 	}
 	if e.leader == s.h.ID() {
@@ -598,25 +543,9 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 	if err != nil {
 		return 0, nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e.regClosed {
-		return 0, nil, errors.New("node: registration closed")
+	if err := e.reg.TakeForwarded(&f, int(e.v.Desc.Params.MaxClients)); err != nil {
+		return 0, nil, err
 	}
-	if old, ok := e.fwd[r.RegKey]; ok {
-		if !bytes.Equal(old.Reg.Marshal(), r.Marshal()) || old.Primary != f.Primary {
-			return 0, nil, errors.New("node: another registration under this key was receipted")
-		}
-		return wire.TypeReceipt, rc.Marshal(), nil
-	}
-	if e.fwdPer == nil {
-		e.fwdPer = map[uint16]int{}
-	}
-	if e.fwdPer[f.Primary] >= int(e.v.Desc.Params.MaxClients) {
-		return 0, nil, errors.New("node: this primary forwarded as many registrations as the client cap")
-	}
-	e.fwdPer[f.Primary]++
-	e.fwd[r.RegKey] = f
 	return wire.TypeReceipt, rc.Marshal(), nil
 }
 
@@ -631,28 +560,23 @@ func (s *Server) onClose(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if e == nil || e.leader != from {
 		return 0, nil, errors.New("node: close of an unknown epoch or not from its leader")
 	}
-	if e.regDeadline.IsZero() || time.Now().Before(e.regDeadline) {
-		// (v3) a close before the deadline would let a leader shut an
-		// epoch on its first registration (n−1).
-		return 0, nil, errors.New("node: close before the registration deadline")
+	// (v3) a close before the deadline would let a leader shut an
+	// epoch on its first registration (n−1).
+	if err := e.reg.Close(time.Now()); err != nil {
+		return 0, nil, err
 	}
-	e.regClosed = true
 	if s.open == e {
 		s.open = nil
 	}
 	// The list goes in this primary's own admission order (§3, §8): the
 	// leader fills its quota from the front. Fixed at the deadline when
 	// registrations waited for it (intake.go).
-	s.fixOrderLocked(e)
+	s.fixOrder(e)
 	// (v3) r_j is revealed now, after the deadline (internal/proto/reveal.go), and the
 	// order goes signed as a whole (internal/selection).
-	o, err := selection.SignOrder(s.priv, e.v.ID, e.pos, e.Order)
+	rl, err := e.reg.List(s.priv, ref.Epoch, e.pos)
 	if err != nil {
 		return 0, nil, err
-	}
-	rl := wire.RegList{Epoch: ref.Epoch, Reveal: e.reveal, Orders: []wire.Order{o}}
-	for _, k := range e.Order {
-		rl.Regs = append(rl.Regs, wire.Forwarded{Primary: uint16(e.pos), Reg: e.Regs[k], Sig: e.RegSig[k]})
 	}
 	return wire.TypeRegList, rl.Marshal(), nil
 }

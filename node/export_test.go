@@ -79,7 +79,7 @@ func (s *Server) InPhase(phase string) bool {
 	defer s.mu.Unlock()
 	switch phase {
 	case "registration":
-		return s.open != nil && !s.open.regClosed
+		return s.open != nil && !s.open.reg.Closed()
 	case "setup":
 		for _, e := range s.epochs {
 			if !e.ended && e.final != nil && !e.setupDone {

@@ -54,13 +54,15 @@ func fixtureChain(t testing.TB, s *Server, chain []peer.ID, pos int, regFrom ...
 	p := testParams(8).Wire()
 	desc := &wire.Descriptor{Number: 1, Params: p}
 	e := &sepoch{pos: pos, leader: chain[0]}
-	e.rounds, e.Regs, e.RegFrom = map[uint32]*sround{}, map[[32]byte]wire.Register{}, map[[32]byte]peer.ID{}
+	e.rounds = map[uint32]*sround{}
+	tb := e.reg.Table()
+	tb.Regs, tb.RegFrom = map[[32]byte]wire.Register{}, map[[32]byte]peer.ID{}
 	for i, from := range regFrom {
 		var c wire.ClientEntry
 		c.RegKey[0], c.XKey[0] = byte(i+1), byte(0x80+i)
 		c.Primary = uint16(pos)
 		desc.Clients = append(desc.Clients, c)
-		e.RegFrom[c.RegKey] = from
+		tb.RegFrom[c.RegKey] = from
 	}
 	v := &proto.View{ID: [32]byte{0xee, byte(len(regFrom))}, Desc: desc, Chain: chain, Lim: proto.LimitsFor(p, len(chain))}
 	e.v, e.final = v, v
@@ -343,14 +345,12 @@ func TestRegListOnce(t *testing.T) {
 	state := func() (bool, int) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return e.regListed, len(e.slotRegs)
+		return e.reg.Listed()
 	}
 	if err := send(leader, list); err == nil {
 		t.Fatal("a list before the close was taken")
 	}
-	s.mu.Lock()
-	e.regClosed = true
-	s.mu.Unlock()
+	e.reg.SetPhase(true, false, false)
 	// From a non-leader: refused before decoding, even a body that the
 	// generic caps would have read (a count of 2^32−1 registrations).
 	huge := append(append([]byte(nil), e.v.ID[:]...), 0xff, 0xff, 0xff, 0xff)
@@ -375,7 +375,8 @@ func TestRegListOnce(t *testing.T) {
 		t.Fatal("a second list was taken")
 	}
 	s.mu.Lock()
-	e.regListed, e.final = false, final
+	e.final = final
+	e.reg.SetPhase(true, false, true)
 	s.mu.Unlock()
 	if err := send(leader, list); err == nil || !strings.Contains(err.Error(), "after the final") {
 		t.Fatalf("a list after the final descriptor: %v", err)
@@ -644,7 +645,7 @@ func TestStepAndForwardSenderFirst(t *testing.T) {
 		t.Fatalf("a registration forwarded by an outsider: %v, want refused before its check", err)
 	}
 	s.mu.Lock()
-	n := len(e.fwd)
+	n := e.reg.ForwardedCount()
 	s.mu.Unlock()
 	if n != 0 {
 		t.Fatal("a refused forward was kept")

@@ -93,17 +93,17 @@ func newHostileFixtureLog(t *testing.T, log *slog.Logger) *hostileFixture {
 		desc := &wire.Descriptor{Number: uint64(tag), Params: p.Wire(), Clients: entries}
 		v := &proto.View{ID: [32]byte{tag}, Desc: desc, Chain: chain}
 		e := &sepoch{v: v, pos: pos}
-		e.Regs, e.fwd = map[[32]byte]wire.Register{}, map[[32]byte]wire.Forwarded{}
 		e.stepMsgs, e.rounds = map[int]*wire.Step{}, map[uint32]*sround{}
 		if final {
-			e.final, e.regClosed = v, true
+			e.final = v
+			e.reg.SetPhase(true, false, true)
 		}
 		return e
 	}
 	f.led = mk(0xA0, 0, []peer.ID{s.ID(), f.a.id, f.b.id}, true)
 	f.mid = mk(0xB0, 1, []peer.ID{f.a.id, s.ID(), f.b.id}, true)
 	f.open = mk(0xC0, 1, []peer.ID{f.a.id, s.ID(), f.b.id}, false)
-	f.open.openBytes = []byte("open descriptor")
+	f.open.reg.Opened([]byte("open descriptor"), nil, 0, time.Time{}) // no deadline
 	s.mu.Lock()
 	for _, e := range []*sepoch{f.led, f.mid, f.open} {
 		s.epochs[e.v.ID] = e
@@ -131,8 +131,8 @@ func (f *hostileFixture) state() string {
 	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i][:], ids[j][:]) < 0 })
 	for _, id := range ids {
 		e := s.epochs[id]
-		fmt.Fprintf(&b, "epoch %x ended %v %q final %v regClosed %v regs %d fwd %d slotRegs %d parsed %d steps %d stepMsgs %d roots %d evidence %d listHigh %d pruned %d\n",
-			id[:1], e.ended, e.reason, e.final != nil, e.regClosed, len(e.Regs), len(e.fwd), len(e.slotRegs), len(e.parsed),
+		fmt.Fprintf(&b, "epoch %x ended %v %q final %v %s steps %d stepMsgs %d roots %d evidence %d listHigh %d pruned %d\n",
+			id[:1], e.ended, e.reason, e.final != nil, e.reg.Summary(),
 			len(e.steps), len(e.stepMsgs), len(e.roots), len(e.evidence), e.listHigh, e.pruned)
 		var rs []uint32
 		for r := range e.rounds {

@@ -69,11 +69,11 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 		}
 		var out []byte
 		err := s.waitFor(ctx, func() bool {
-			if s.open != nil && !s.open.regClosed && s.open.openBytes != nil && s.open.v.ID != ref.Epoch {
-				out = s.open.openBytes
-				return true
+			if s.open == nil || s.open.v.ID == ref.Epoch {
+				return false
 			}
-			return false
+			out = s.open.reg.Offer()
+			return out != nil
 		})
 		if err != nil {
 			return 0, nil, fmt.Errorf("node: no epoch opened: %w", err)
@@ -100,10 +100,7 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 		}
 		// Only a client that registered in the epoch here waits for its
 		// lists (anyone could otherwise hold a stream to the epoch's end).
-		s.mu.Lock()
-		mine := e.Table.RegisteredBy(from)
-		s.mu.Unlock()
-		if !mine {
+		if !e.reg.RegisteredBy(from) {
 			return 0, nil, errors.New("node: request lists go to the clients registered here")
 		}
 		out, err := s.waitBytes(ctx, e, func() []byte {
@@ -158,10 +155,8 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 	if seen, ok := s.keys.Seen(cr.LTKey); ok {
 		returning = seen.Dry == 0
 	}
-	s.mu.Lock()
-	err := e.Table.Room(int(e.v.Desc.Params.MaxClients), rng, returning)
-	s.mu.Unlock()
-	if err != nil {
+	n := int(e.v.Desc.Params.MaxClients)
+	if err := e.reg.Room(n, rng, returning); err != nil {
 		return 0, nil, err
 	}
 	if _, err := proto.CheckRegister(e.v, &r); err != nil {
@@ -176,18 +171,9 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 	}
 	fwd.Sig = sig
 	s.mu.Lock()
-	if e.regClosed {
-		s.mu.Unlock()
-		return 0, nil, errors.New("node: registration closed")
-	}
-	if err := e.Table.Room(int(e.v.Desc.Params.MaxClients), rng, returning); err != nil {
+	if err := e.reg.Room(n, rng, returning); err != nil {
 		s.mu.Unlock()
 		return 0, nil, err
-	}
-	if e.Order != nil && len(e.Order) >= int(e.v.Desc.Params.MaxClients) {
-		// Past the deadline, the admission order is fixed and full.
-		s.mu.Unlock()
-		return 0, nil, errors.New("node: epoch full")
 	}
 	if err := s.clientRefusal(from, e.v.Desc.Number); err != nil {
 		s.mu.Unlock()
@@ -197,7 +183,7 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 		s.mu.Unlock()
 		return 0, nil, err
 	}
-	if err := e.Table.Take(r, from, fwd.Sig, intake.LT{Key: cr.LTKey, Sig: cr.LTSig}, rng, returning); err != nil {
+	if err := e.reg.Take(n, r, from, fwd.Sig, intake.LT{Key: cr.LTKey, Sig: cr.LTSig}, rng, returning); err != nil {
 		s.mu.Unlock()
 		return 0, nil, err
 	}
@@ -215,7 +201,7 @@ func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte
 	// leader also collects every primary's list at the close, so a lost
 	// forward costs nothing.
 	s.fanOut(ctx, e, &fwd)
-	out, err := s.waitBytes(ctx, e, func() []byte { return e.finalBytes }, "epoch did not start")
+	out, err := s.waitBytes(ctx, e, e.reg.FinalBytes, "epoch did not start")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -361,24 +347,11 @@ func (s *Server) takeSubs(from peer.ID, body []byte, batch *wire.SubmitBatch) er
 	return nil
 }
 
-// fixOrderLocked fixes e's admission order once, at this primary's
-// registration deadline or its close: its first n_max registrations by
-// the order of internal/intake; the rest are dropped (their clients are told
-// the epoch is full). Call with s.mu held.
-func (s *Server) fixOrderLocked(e *sepoch) {
-	if e.Order == nil {
-		e.Table.Fix(s.admissionOrder(e), int(e.v.Desc.Params.MaxClients))
-	}
-}
-
 // awaitOrder holds a registration of e until this primary's registration
 // deadline, fixes the admission order, and says whether the registration
 // is in it.
 func (s *Server) awaitOrder(ctx context.Context, e *sepoch, key [32]byte) error {
-	s.mu.Lock()
-	wait := time.Until(e.regDeadline)
-	s.mu.Unlock()
-	if wait > 0 {
+	if wait := time.Until(e.reg.Deadline()); wait > 0 {
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -392,8 +365,8 @@ func (s *Server) awaitOrder(ctx context.Context, e *sepoch, key [32]byte) error 
 	if e.ended {
 		return fmt.Errorf("node: epoch did not start: %s", e.reason)
 	}
-	s.fixOrderLocked(e)
-	if _, ok := e.Regs[key]; !ok {
+	s.fixOrder(e)
+	if !e.reg.Ordered(key) {
 		return errors.New("node: epoch full: this registration is past the admission order's n_max")
 	}
 	return nil

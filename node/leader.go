@@ -230,7 +230,7 @@ func (s *Server) awaitRegistrations(ctx context.Context, chain []peer.ID, id [32
 		e := s.epochs[id]
 		count, ended := 0, false
 		if e != nil {
-			count, ended = len(e.fwd), e.ended
+			count, ended = e.reg.ForwardedCount(), e.ended
 		}
 		s.mu.Unlock()
 		if e == nil {
@@ -271,12 +271,7 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 		return nil, fmt.Errorf("node: close registration: %w", err)
 	}
 	reveals := make([][wire.CommitSize]byte, len(chain))
-	s.mu.Lock()
-	all := map[[32]byte]wire.Forwarded{}
-	for k, r := range e.fwd {
-		all[k] = r
-	}
-	s.mu.Unlock()
+	all := e.reg.Forwarded()
 	lim := proto.LimitsFor(params, len(chain))
 	primaryOf := map[[32]byte]uint16{}
 	rank := map[[32]byte]int{}

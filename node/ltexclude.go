@@ -48,7 +48,7 @@ func (s *Server) recordClients(e *sepoch) {
 		if int(c.Primary) != e.pos || e.keyNamed.Named(i) {
 			continue
 		}
-		lt, ok := e.LT[c.RegKey]
+		lt, ok := e.reg.LT(c.RegKey)
 		if !ok {
 			continue
 		}
@@ -80,7 +80,7 @@ func (s *Server) clientNamed(e *sepoch, slot int) {
 	var own *wire.KeyEvidence
 	s.mu.Lock()
 	cl := e.final.Desc.Clients[slot]
-	if lt, ok := e.LT[cl.RegKey]; ok && int(cl.Primary) == e.pos {
+	if lt, ok := e.reg.LT(cl.RegKey); ok && int(cl.Primary) == e.pos {
 		own = &wire.KeyEvidence{Epoch: e.final.ID, Slot: uint32(slot), LTKey: lt.Key, LTSig: lt.Sig}
 	}
 	s.mu.Unlock()

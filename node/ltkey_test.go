@@ -166,7 +166,7 @@ func TestKeyExcludedEverywhere(t *testing.T) {
 		var hSlot, hSig = -1, [64]byte{}
 		bn.servers[0].mu.Lock()
 		for i, c := range e.final.Desc.Clients {
-			if lt, ok := e.LT[c.RegKey]; ok && lt.Key == hKey {
+			if lt, ok := e.reg.LT(c.RegKey); ok && lt.Key == hKey {
 				hSlot, hSig = i, lt.Sig
 			}
 		}
@@ -277,14 +277,15 @@ func TestReturningClientsFirst(t *testing.T) {
 		quota := proto.PrimaryQuota(n, m)
 		e := &sepoch{pos: 0}
 		e.v = &proto.View{Desc: &wire.Descriptor{Params: wire.Params{MaxClients: n}}, Chain: make([]peer.ID, m)}
-		e.Regs, e.LT, e.RegRange = map[[32]byte]wire.Register{}, map[[32]byte]intake.LT{}, map[[32]byte]string{}
+		tb := e.reg.Table()
+		tb.Regs, tb.LT, tb.RegRange = map[[32]byte]wire.Register{}, map[[32]byte]intake.LT{}, map[[32]byte]string{}
 		var seq byte
 		add := func(rng string) (reg, lt [32]byte) {
 			seq++
 			reg, lt = [32]byte{1, seq}, [32]byte{2, seq}
-			e.Regs[reg] = wire.Register{RegKey: reg}
-			e.LT[reg] = intake.LT{Key: lt}
-			e.RegRange[reg] = rng
+			tb.Regs[reg] = wire.Register{RegKey: reg}
+			tb.LT[reg] = intake.LT{Key: lt}
+			tb.RegRange[reg] = rng
 			return reg, lt
 		}
 		// Earlier epochs, as recordClients saw them end: 20 clients held their
@@ -293,7 +294,7 @@ func TestReturningClientsFirst(t *testing.T) {
 		// first without a list, when the epoch of 10 rounds ended).
 		prev := &sepoch{pos: 0}
 		prev.roundsState.listHigh = 3
-		prev.LT, prev.dry = map[[32]byte]intake.LT{}, map[uint32]bool{}
+		prev.reg.Table().LT, prev.dry = map[[32]byte]intake.LT{}, map[uint32]bool{}
 		prev.rounds = map[uint32]*sround{}
 		next := prev.round(3)
 		prevDesc := &wire.Descriptor{Number: 4, Params: wire.Params{Rounds: 10}}
@@ -301,7 +302,7 @@ func TestReturningClientsFirst(t *testing.T) {
 		for i := range 25 {
 			reg, lt := add("198.51.100.0/24")
 			prevDesc.Clients = append(prevDesc.Clients, wire.ClientEntry{RegKey: reg})
-			prev.LT[reg] = intake.LT{Key: lt}
+			prev.reg.Table().LT[reg] = intake.LT{Key: lt}
 			if i < 24 {
 				next.subs[uint32(i)] = wire.Submit{}
 			}
@@ -328,8 +329,8 @@ func TestReturningClientsFirst(t *testing.T) {
 			single[reg] = true
 		}
 		order := s.admissionOrder(e)
-		if len(order) != len(e.Regs) {
-			t.Fatalf("order of %d, %d registered", len(order), len(e.Regs))
+		if len(order) != len(tb.Regs) {
+			t.Fatalf("order of %d, %d registered", len(order), len(tb.Regs))
 		}
 		for i, k := range order {
 			switch {
@@ -369,7 +370,7 @@ func TestReturningClientsFirst(t *testing.T) {
 		}
 		// The leader fills the quota from the front: a second primary brings
 		// 100 more, so the cap n = 64 is exceeded.
-		e.Order = order
+		tb.Order = order
 		primaryOf, rank := map[[32]byte]uint16{}, map[[32]byte]int{}
 		var keys [][32]byte
 		for i, k := range order {
@@ -398,7 +399,7 @@ func TestReturningClientsFirst(t *testing.T) {
 				t.Fatal("a newcomer of an uncrowded range was left out by a crowded range")
 			}
 		}
-		if err := proto.CheckPrimaryKept(final, e.Regs, e.Order, n, m); err != nil {
+		if err := proto.CheckPrimaryKept(final, tb.Regs, tb.Order, n, m); err != nil {
 			t.Fatalf("the primary refuses the selection: %v", err)
 		}
 		// A leader that swaps a returning client for a first-timer further down.
@@ -414,7 +415,7 @@ func TestReturningClientsFirst(t *testing.T) {
 				break
 			}
 		}
-		if err := proto.CheckPrimaryKept(swapped, e.Regs, e.Order, n, m); err == nil {
+		if err := proto.CheckPrimaryKept(swapped, tb.Regs, tb.Order, n, m); err == nil {
 			t.Fatal("a full descriptor that drops a returning client for a first-timer was accepted")
 		}
 	})
@@ -436,7 +437,8 @@ func TestForwardedRegistrationSigned(t *testing.T) {
 		f := newHostileFixtureLog(t, slog.New(slog.NewTextHandler(&logBuf, nil)))
 		e := f.open // chain a, s, b
 		f.s.mu.Lock()
-		e.leader, e.regClosed = f.a.id, true
+		e.leader = f.a.id
+		e.reg.SetPhase(true, false, false)
 		f.s.mu.Unlock()
 		privs := []crypto.PrivKey{f.a.priv, f.s.priv, f.b.priv}
 		rl := wire.RegList{Epoch: e.v.ID, Regs: []wire.Forwarded{f.forwarded(t, e, f.clients[0], 2, f.a)}}
@@ -472,7 +474,8 @@ func TestForwardedRegistrationSigned(t *testing.T) {
 			t.Fatal("the primary that signed a failing registration is not named")
 		}
 		f.s.mu.Lock()
-		ended, listed := e.ended, e.regListed
+		ended := e.ended
+		listed, _ := e.reg.Listed()
 		f.s.mu.Unlock()
 		if !ended || listed {
 			t.Fatalf("epoch ended %v, list taken %v; want ended, not taken", ended, listed)

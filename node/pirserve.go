@@ -266,7 +266,7 @@ func (s *Server) handlePIR(ctx context.Context, from peer.ID, t wire.Type, body 
 	// (v3, §6.1) a query for slot i is taken only from the peer that
 	// registered slot i: anyone else's first mask would be recorded and
 	// the owner's real query refused as "a different query".
-	owner, ok := e.RegFrom[e.final.Desc.Clients[sl].RegKey]
+	owner, ok := e.reg.From(e.final.Desc.Clients[sl].RegKey)
 	if !ok || owner != from {
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: query for a slot this peer did not register")

@@ -12,7 +12,7 @@ func (s *Server) isClientPeer(p peer.ID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range s.epochs {
-		if !e.ended && e.Table.RegisteredBy(p) {
+		if !e.ended && e.reg.RegisteredBy(p) {
 			return true
 		}
 	}

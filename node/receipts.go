@@ -70,12 +70,7 @@ func (s *Server) fanOut(ctx context.Context, e *sepoch, f *wire.Forwarded) {
 		}()
 	}
 	wg.Wait()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e.receipts == nil {
-		e.receipts = map[[32]byte][]wire.Receipt{}
-	}
-	e.receipts[f.Reg.RegKey] = got
+	e.reg.KeepReceipts(f.Reg.RegKey, got)
 }
 
 // onReceiptSet answers a client's request for the receipts of the
@@ -89,11 +84,14 @@ func (s *Server) onReceiptSet(from peer.ID, body []byte) (wire.Type, []byte, err
 		return 0, nil, errors.New("node: a receipt request carries receipts")
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	e := s.epochs[q.Epoch]
-	if e == nil || e.RegFrom[q.RegKey] != from {
+	s.mu.Unlock()
+	var ok bool
+	if e != nil {
+		q.Receipts, ok = e.reg.Receipts(q.RegKey, from)
+	}
+	if !ok {
 		return 0, nil, errors.New("node: no registration of this peer in that epoch")
 	}
-	q.Receipts = e.receipts[q.RegKey]
 	return wire.TypeReceiptSet, q.Marshal(), nil
 }

@@ -64,7 +64,7 @@ func TestReceiptsEveryServer(t *testing.T) {
 			for j, s := range tn.servers {
 				s.mu.Lock()
 				se := s.epochs[e.v.ID]
-				_, ok := se.fwd[key]
+				_, ok := se.reg.Forwarded()[key]
 				s.mu.Unlock()
 				if !ok {
 					t.Fatalf("server %d holds no registration of client %d", j, i)

@@ -129,10 +129,10 @@ func (s *Server) takeTurn() (uint64, []peer.ID) {
 // so makes it wait, not pay. Call with s.mu held.
 func (s *Server) endUnclosedLocked() {
 	e := s.open
-	if e == nil || e.ended || e.regClosed || e.final != nil || e.regDeadline.IsZero() || e.leader == s.h.ID() || e.noCloseAsking {
+	if e == nil || e.ended || e.reg.Closed() || e.final != nil || e.reg.Deadline().IsZero() || e.leader == s.h.ID() || e.noCloseAsking {
 		return
 	}
-	if time.Since(e.regDeadline) < s.cfg.LeaderTimeout || len(e.fwd) < s.cfg.MinClients {
+	if time.Since(e.reg.Deadline()) < s.cfg.LeaderTimeout || e.reg.ForwardedCount() < s.cfg.MinClients {
 		return
 	}
 	e.noCloseAsking = true
@@ -151,7 +151,7 @@ func (s *Server) gatherNoClose(e *sepoch) {
 	var got []wire.Attest
 	for {
 		s.mu.Lock()
-		if e.ended || e.regClosed || e.final != nil {
+		if e.ended || e.reg.Closed() || e.final != nil {
 			s.mu.Unlock()
 			return
 		}
@@ -173,7 +173,7 @@ func (s *Server) gatherNoClose(e *sepoch) {
 		}
 	}
 	s.mu.Lock()
-	if e.ended || e.regClosed || e.final != nil {
+	if e.ended || e.reg.Closed() || e.final != nil {
 		s.mu.Unlock()
 		return
 	}

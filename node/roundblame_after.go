@@ -213,7 +213,7 @@ func (s *Server) name(e *sepoch, round uint32, c *culprit, evidence [][]byte) {
 		rec.Role, rec.Slot = "client", c.slot
 		excluded := ""
 		if cl := v.Desc.Clients[c.slot]; int(cl.Primary) == e.pos {
-			if p, ok := e.RegFrom[cl.RegKey]; ok {
+			if p, ok := e.reg.From(cl.RegKey); ok {
 				var until uint64
 				until, recs = s.strikes.Client(p, s.peerIPs(p), v.Desc.Number)
 				excluded = fmt.Sprintf("refused here up to epoch %d", until)

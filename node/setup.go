@@ -30,7 +30,7 @@ func (s *Server) setup(e *sepoch) {
 	}
 	s.mu.Lock()
 	ok := e.acquire()
-	parsed := e.parsed // read under s.mu: onRegList writes it under s.mu
+	parsed := e.reg.Parsed()
 	s.mu.Unlock()
 	if !ok {
 		return

@@ -48,7 +48,7 @@ func TestClientStrikesSurviveRestart(t *testing.T) {
 		s := start()
 		regKey := [32]byte{1}
 		e := &sepoch{pos: 0}
-		e.RegFrom = map[[32]byte]peer.ID{regKey: bad}
+		e.reg.Table().RegFrom = map[[32]byte]peer.ID{regKey: bad}
 		e.final = &proto.View{ID: [32]byte{9}, Chain: []peer.ID{s.ID(), newPeer()},
 			Desc: &wire.Descriptor{Number: number, Clients: []wire.ClientEntry{{RegKey: regKey, Primary: 0}}}}
 		s.name(e, 1, &culprit{server: -1, slot: 0, why: "test"}, nil)

@@ -43,14 +43,14 @@ func (s *Server) onStateReq(ctx context.Context, from peer.ID) (wire.Type, []byt
 	}
 	st.Number, st.Rounds = cur.v.Desc.Number, cur.v.Desc.Params.Rounds
 	switch {
-	case !cur.regClosed:
-		st.Phase, st.Registered = wire.PhaseOpen, uint32(len(cur.Regs))
+	case !cur.reg.Closed():
+		st.Phase, st.Registered = wire.PhaseOpen, uint32(cur.reg.Registered())
 	case !cur.setupDone:
 		st.Phase = wire.PhaseSetup
 	default:
 		st.Phase, st.Done = wire.PhaseRounds, min(cur.listHigh, st.Rounds)
-		if st.Done > 0 && !cur.regDeadline.IsZero() {
-			st.RoundMillis = uint32(min(time.Since(cur.regDeadline).Milliseconds()/int64(st.Done), 1<<31))
+		if dl := cur.reg.Deadline(); st.Done > 0 && !dl.IsZero() {
+			st.RoundMillis = uint32(min(time.Since(dl).Milliseconds()/int64(st.Done), 1<<31))
 		}
 	}
 	return wire.TypeState, st.Marshal(), nil

@@ -7,7 +7,7 @@
 // order that picks n_max of them at the registration deadline
 // (admission.go), returning clients first; and the checks of a client's
 // signed onion, at its primary and forwarded at S_0 (§5.1, submit.go). It
-// does no I/O and takes no lock: the server's mutex guards a Table.
+// does no I/O and takes no lock: package registry guards a Table.
 // Package node's intake.go checks the registration and its long-term key,
 // forwards it and files the onions.
 package intake
