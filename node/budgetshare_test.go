@@ -64,18 +64,7 @@ func TestBudgetDropEvidenceShared(t *testing.T) {
 
 // forgetAborts drops every abort counted at s against p.
 func forgetAborts(s *Server, p peer.ID) {
-	s.ref.mu.Lock()
-	defer s.ref.mu.Unlock()
-	kept := s.ref.recs[:0]
-	for _, r := range s.ref.recs {
-		if r.Peer != p.String() {
-			kept = append(kept, r)
-		}
-	}
-	s.ref.recs = kept
-	for _, m := range s.ref.seen {
-		delete(m, p)
-	}
+	s.ref.Forget(p)
 }
 
 // completedWithout reports whether an epoch numbered above from completed

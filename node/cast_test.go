@@ -154,7 +154,7 @@ func TestCastWithholdsPublication(t *testing.T) {
 			if len(recs) > 0 {
 				t.Fatalf("a withheld publication named someone: %+v", recs[0])
 			}
-			counts := s.ref.refusalCounts()
+			counts := s.ref.RefusalCounts()
 			for p, n := range counts {
 				if p != bad.h.ID() {
 					t.Fatalf("honest server %s charged with %d aborts", p.ShortString(), n)

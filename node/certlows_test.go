@@ -17,6 +17,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -147,14 +148,14 @@ func TestEquivocationGrindWritesOnce(t *testing.T) {
 		for i := range 20 {
 			tc := [][]byte{[]byte(bad.id), append([]byte(bad.id), byte(i))}
 			t0 := &wire.Cert{Kind: wire.CertTimeout, Number: K, Chain: tc, Sigs: []wire.CertSig{{Index: 0, Sig: certSign(t, bad, proto.TimeoutDigest(K, tc))}}}
-			evs = append(evs, equivocation(final, 1, t0, 0))
+			evs = append(evs, chargelog.Equivocation(final, 1, t0, 0))
 		}
 		sort.Slice(evs, func(i, j int) bool { return blame.ChargeKey(evs[i]) > blame.ChargeKey(evs[j]) })
 		file := filepath.Join(s.cfg.DataDir, RefusalFile)
 		var first []byte
 		writes := 0
 		for i, ev := range evs {
-			if _, err := s.ref.logCharge(ev, ctx, false); err != nil {
+			if _, err := s.ref.LogCharge(ev, ctx, false); err != nil {
 				t.Fatal(err)
 			}
 			b, _ := os.ReadFile(file)
@@ -168,7 +169,7 @@ func TestEquivocationGrindWritesOnce(t *testing.T) {
 		if writes != 0 {
 			t.Errorf("the refusals file rewritten %d times by 19 more equivocations of one signer and epoch", writes)
 		}
-		if n := s.ref.refusalCounts()[bad.id]; n != 1 {
+		if n := s.ref.RefusalCounts()[bad.id]; n != 1 {
 			t.Errorf("the equivocator counted %d times, want 1", n)
 		}
 	})
@@ -281,10 +282,10 @@ func TestTimeoutLenderPushed(t *testing.T) {
 		if c, _ := d.cert.certOf(N); c.Kind != wire.CertFinal {
 			t.Fatalf("D past %d keeps the %s certificate of it", N, certKind(c.Kind))
 		}
-		if err := wait.Until(context.Background(), time.Minute, func() bool { return d.ref.refusalCounts()[x.id] == 1 }); err != nil {
-			t.Errorf("the lender counted %d times at D, want 1", d.ref.refusalCounts()[x.id])
+		if err := wait.Until(context.Background(), time.Minute, func() bool { return d.ref.RefusalCounts()[x.id] == 1 }); err != nil {
+			t.Errorf("the lender counted %d times at D, want 1", d.ref.RefusalCounts()[x.id])
 		}
-		if n := d.ref.refusalCounts()[d.ID()]; n != 0 {
+		if n := d.ref.RefusalCounts()[d.ID()]; n != 0 {
 			t.Errorf("D charged itself %d times", n)
 		}
 	})

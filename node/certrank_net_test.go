@@ -75,7 +75,7 @@ func TestFinalLostToOneServer(t *testing.T) {
 				if !ok || c.Kind != wire.CertFinal {
 					return false
 				}
-				counts[s.ref.refusalCounts()[bad.ID()]] = true
+				counts[s.ref.RefusalCounts()[bad.ID()]] = true
 			}
 			return len(counts) == 1 && !counts[0]
 		}
@@ -87,12 +87,12 @@ func TestFinalLostToOneServer(t *testing.T) {
 			if c, ok := s.cert.certOf(n); ok {
 				kind = certKind(c.Kind)
 			}
-			t.Logf("server %d: certificate of %d %s, leader counted %d, next leader here %s", i, n, kind, s.ref.refusalCounts()[bad.ID()], proto.LeaderOf(s.cert.nextNumber(), s.takenChain(s.cert.nextNumber())).ShortString())
+			t.Logf("server %d: certificate of %d %s, leader counted %d, next leader here %s", i, n, kind, s.ref.RefusalCounts()[bad.ID()], proto.LeaderOf(s.cert.nextNumber(), s.takenChain(s.cert.nextNumber())).ShortString())
 		}
 		if err != nil {
 			t.Fatalf("the servers hold different certificates of %d or count the leader differently (victim %s, leader %s; numbers %v)", n, victim.ID().ShortString(), bad.ID().ShortString(), fn.numbers())
 		}
-		if got := victim.ref.refusalCounts()[bad.ID()]; got < 1 {
+		if got := victim.ref.RefusalCounts()[bad.ID()]; got < 1 {
 			t.Errorf("the victim does not count the leader's abort after its final")
 		}
 		took := fn.waitEpochs(t, fn.epochs(), 2*time.Minute)
@@ -247,7 +247,7 @@ func TestEquivocatorCharged(t *testing.T) {
 		start := time.Now()
 		charged := func() bool {
 			for _, s := range fn.servers[:3] {
-				if s.ref.refusalCounts()[bad.ID()] < 1 {
+				if s.ref.RefusalCounts()[bad.ID()] < 1 {
 					return false
 				}
 			}
@@ -255,7 +255,7 @@ func TestEquivocatorCharged(t *testing.T) {
 		}
 		err = wait.Until(context.Background(), time.Minute, charged)
 		for i, s := range fn.servers[:3] {
-			t.Logf("server %d counts %v", i, s.ref.refusalCounts())
+			t.Logf("server %d counts %v", i, s.ref.RefusalCounts())
 		}
 		if err != nil {
 			t.Fatalf("the equivocator of %d not charged at every honest server", final.Number)
@@ -263,7 +263,7 @@ func TestEquivocatorCharged(t *testing.T) {
 		t.Logf("charged at every honest server %v after its vote", time.Since(start).Round(100*time.Millisecond))
 		for i, s := range fn.servers[:3] {
 			for _, h := range fn.servers[:3] {
-				if n := s.ref.refusalCounts()[h.ID()]; n != 0 {
+				if n := s.ref.RefusalCounts()[h.ID()]; n != 0 {
 					t.Errorf("server %d charged honest %s %d times", i, h.ID().ShortString(), n)
 				}
 			}

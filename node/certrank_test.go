@@ -103,7 +103,7 @@ func TestCertPrecedenceAnyOrder(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if _, err := s.ref.logCharge(ev, ctx, false); err != nil {
+					if _, err := s.ref.LogCharge(ev, ctx, false); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -112,7 +112,7 @@ func TestCertPrecedenceAnyOrder(t *testing.T) {
 			if !ok || got.Kind != tc.want {
 				t.Errorf("%s: the certificate of %d here is %s, want %s", tc.name, K, certKind(got.Kind), certKind(tc.want))
 			}
-			n := s.ref.refusalCounts()[lead]
+			n := s.ref.RefusalCounts()[lead]
 			if tc.want == wire.CertFinal && tc.order[0].Kind != wire.CertTimeout && n != 1 {
 				t.Errorf("%s: the leader's abort after its final counted %d times, want 1", tc.name, n)
 			}
@@ -168,21 +168,21 @@ func TestRejudgeRace(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.keepCert(final)
-		if _, err := s.ref.logCharge(ev(), stale, false); err != nil {
+		if _, err := s.ref.LogCharge(ev(), stale, false); err != nil {
 			t.Fatal(err)
 		}
-		if n := s.ref.refusalCounts()[lead]; n != 1 {
+		if n := s.ref.RefusalCounts()[lead]; n != 1 {
 			t.Errorf("judged under the replaced abort certificate: the leader counted %d times, want 1", n)
 		}
 		s.Close()
 
 		s = loneServer(t)
 		own := blame.Context{Epoch: id, Chain: chain}
-		if _, err := s.ref.logCharge(ev(), own, false); err != nil {
+		if _, err := s.ref.LogCharge(ev(), own, false); err != nil {
 			t.Fatal(err)
 		}
 		s.keepCert(final)
-		if n := s.ref.refusalCounts()[lead]; n != 1 {
+		if n := s.ref.RefusalCounts()[lead]; n != 1 {
 			t.Errorf("judged under the epoch's own context before its first certificate: the leader counted %d times, want 1", n)
 		}
 		s.Close()

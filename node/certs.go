@@ -369,7 +369,7 @@ func (s *Server) keepCertMade(c *wire.Cert, made bool) bool {
 	if len(dropped) > 0 {
 		s.log.Warn("certificates past a replaced one dropped: they no longer verify against the group it certifies", "number", c.Number, "dropped", len(dropped))
 		for _, n := range dropped {
-			s.ref.rejudge(n, blame.Context{}) // no certificate: nothing of n counts
+			s.ref.Rejudge(n, blame.Context{}) // no certificate: nothing of n counts
 		}
 		s.cert.pokeSync() // the group's, from the new one on
 	}
@@ -549,7 +549,7 @@ func (s *Server) checkPrevious(n uint64, c *wire.Cert) error {
 // one names its equivocators: keepCert.)
 func (s *Server) certReplaced(held, c *wire.Cert) {
 	if ctx, err := blame.CertContext(c); err == nil {
-		s.ref.rejudge(c.Number, ctx)
+		s.ref.Rejudge(c.Number, ctx)
 	}
 }
 

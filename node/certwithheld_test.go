@@ -94,7 +94,7 @@ func TestWithheldFinalShownToOne(t *testing.T) {
 		same := func() bool {
 			for _, s := range fn.servers {
 				c, ok := s.cert.certOf(n)
-				if !ok || c.Kind != wire.CertFinal || s.ref.refusalCounts()[bad.ID()] != 1 {
+				if !ok || c.Kind != wire.CertFinal || s.ref.RefusalCounts()[bad.ID()] != 1 {
 					return false
 				}
 			}
@@ -106,7 +106,7 @@ func TestWithheldFinalShownToOne(t *testing.T) {
 			if c, ok := s.cert.certOf(n); ok {
 				kind = certKind(c.Kind)
 			}
-			t.Logf("server %d: certificate of %d %s, leader counted %d", i, n, kind, s.ref.refusalCounts()[bad.ID()])
+			t.Logf("server %d: certificate of %d %s, leader counted %d", i, n, kind, s.ref.RefusalCounts()[bad.ID()])
 		}
 		if err != nil {
 			t.Fatalf("the servers hold different certificates of %d or count the leader differently after it was shown to %s", n, victim.ID().ShortString())
@@ -114,7 +114,7 @@ func TestWithheldFinalShownToOne(t *testing.T) {
 		t.Logf("every server holds the final certificate of %d and counts the leader once %v after it was shown to one", n, time.Since(start).Round(100*time.Millisecond))
 		for i, s := range fn.servers[1:] {
 			for _, h := range fn.servers[1:] {
-				if c := s.ref.refusalCounts()[h.ID()]; c != 0 {
+				if c := s.ref.RefusalCounts()[h.ID()]; c != 0 {
 					t.Errorf("server %d charged honest %s %d times", i+1, h.ID().ShortString(), c)
 				}
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -80,13 +81,10 @@ func TestWouldServeAsPrepare(t *testing.T) {
 		// s3 counts two aborts of s0 one number apart: s0 is out for its
 		// budget there, and nowhere else.
 		asked, out, from := tn.servers[3], tn.servers[0].ID(), tn.servers[1].ID()
-		asked.ref.loaded.Do(asked.ref.loadRefusals)
 		top := asked.cert.certTop()
-		asked.ref.mu.Lock()
-		asked.ref.recs = append(asked.ref.recs,
-			refusal{Peer: out.String(), Number: top, Window: m, Reason: "test"},
-			refusal{Peer: out.String(), Number: top + 1, Window: m, Reason: "test"})
-		asked.ref.mu.Unlock()
+		asked.ref.Add(
+			chargelog.Record{Peer: out.String(), Number: top, Window: m, Reason: "test"},
+			chargelog.Record{Peer: out.String(), Number: top + 1, Window: m, Reason: "test"})
 		if !asked.refusalOut(out) {
 			t.Fatal("s0 is not out for its budget at s3")
 		}

@@ -111,13 +111,13 @@ func TestResignedVoidKeepsCharge(t *testing.T) {
 	}
 	for _, order := range [][]*wire.Charge{{backed, before}, {before, backed}, {backed, after}} {
 		s := &Server{cfg: ServerConfig{DataDir: t.TempDir()}, log: quietLogger()}
-		s.ref.dir, s.ref.log = s.cfg.DataDir, s.log
+		s.ref.Init(s.cfg.DataDir, s.log, nil)
 		for _, ev := range order {
-			if _, err := s.ref.logCharge(ev, ctx, false); err != nil {
+			if _, err := s.ref.LogCharge(ev, ctx, false); err != nil {
 				t.Fatal(err)
 			}
 		}
-		c := s.ref.refusalCounts()
+		c := s.ref.RefusalCounts()
 		if c[chain[3]] != 1 || c[chain[0]] != 0 {
 			t.Errorf("charges %v: want the last server once, S_0 never", c)
 		}
@@ -149,9 +149,9 @@ func TestBlameVoidChargesNobody(t *testing.T) {
 		t.Fatalf("a blamed round's void charged %v (%v)", p, err)
 	}
 	s := &Server{cfg: ServerConfig{DataDir: t.TempDir()}, log: quietLogger()}
-	s.ref.dir, s.ref.log = s.cfg.DataDir, s.log
-	_, _ = s.ref.logCharge(ev, ctx, false)
-	if c := s.ref.refusalCounts(); len(c) != 0 {
+	s.ref.Init(s.cfg.DataDir, s.log, nil)
+	_, _ = s.ref.LogCharge(ev, ctx, false)
+	if c := s.ref.RefusalCounts(); len(c) != 0 {
 		t.Fatalf("a blamed round's void counted: %v", c)
 	}
 	// The flag alone, without ListVoid, does not decode.

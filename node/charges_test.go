@@ -20,12 +20,9 @@ import (
 // chargedNumbers is what s counts: for each server, the numbers of the
 // epochs it is charged for, in order.
 func (s *Server) chargedNumbers() map[peer.ID][]uint64 {
-	s.ref.loaded.Do(s.ref.loadRefusals)
-	s.ref.mu.Lock()
-	defer s.ref.mu.Unlock()
 	out := map[peer.ID][]uint64{}
-	for i, r := range s.ref.recs {
-		if p, err := peer.Decode(r.Peer); err == nil && s.ref.counted(i) {
+	for _, r := range s.ref.Records(true) {
+		if p, err := peer.Decode(r.Peer); err == nil {
 			out[p] = append(out[p], r.Number)
 		}
 	}
@@ -34,10 +31,8 @@ func (s *Server) chargedNumbers() map[peer.ID][]uint64 {
 
 // heldEvidence is every piece of evidence s holds.
 func (s *Server) heldEvidence() [][]byte {
-	s.ref.mu.Lock()
-	defer s.ref.mu.Unlock()
 	var out [][]byte
-	for _, r := range s.ref.recs {
+	for _, r := range s.ref.Records(false) {
 		if r.Ev != nil && !r.Waived {
 			out = append(out, r.Ev)
 		}
@@ -162,7 +157,7 @@ func TestReplayLogSameCharges(t *testing.T) {
 				t.Errorf("server %d replays the log to %v, server 0 to %v", i, short(got), short(first))
 			}
 			for _, q := range fn.servers {
-				if u, u0 := s.ref.outUntil(q.ID()), fn.servers[0].ref.outUntil(q.ID()); u != u0 {
+				if u, u0 := s.ref.OutUntil(q.ID()), fn.servers[0].ref.OutUntil(q.ID()); u != u0 {
 					t.Errorf("server %d leaves %s out until %d, server 0 until %d", i, q.ID().ShortString(), u, u0)
 				}
 			}

@@ -29,33 +29,33 @@ func TestWaivedEvidenceNotCountedAgain(t *testing.T) {
 	a.Sig, _ = proto.Sign(priv, proto.AbortDigest(a))
 	ev := &wire.Charge{Kind: wire.EvAbort, Number: 5, Item: a.Marshal()}
 	s := &Server{cfg: ServerConfig{DataDir: dir}, log: quietLogger()}
-	s.ref.dir, s.ref.log = s.cfg.DataDir, s.log
-	if _, err := s.ref.logCharge(ev, ctx, true); err != nil {
+	s.ref.Init(s.cfg.DataDir, s.log, nil)
+	if _, err := s.ref.LogCharge(ev, ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ref.logCharge(ev, ctx, false); err != nil {
+	if _, err := s.ref.LogCharge(ev, ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	if n := s.ref.refusalCounts()[bad]; n != 0 {
+	if n := s.ref.RefusalCounts()[bad]; n != 0 {
 		t.Fatalf("a waived abort handed on again counts %d", n)
 	}
 	again := &Server{cfg: ServerConfig{DataDir: dir}, log: quietLogger()}
-	again.ref.dir, again.ref.log = again.cfg.DataDir, again.log
-	if _, err := again.ref.logCharge(ev, ctx, false); err != nil {
+	again.ref.Init(again.cfg.DataDir, again.log, nil)
+	if _, err := again.ref.LogCharge(ev, ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	if n := again.ref.refusalCounts()[bad]; n != 0 {
+	if n := again.ref.RefusalCounts()[bad]; n != 0 {
 		t.Fatalf("after a restart, a waived abort handed on again counts %d", n)
 	}
 	// Not waived, the same abort counts once, however often it comes.
 	fresh := &Server{cfg: ServerConfig{DataDir: t.TempDir()}, log: quietLogger()}
-	fresh.ref.dir, fresh.ref.log = fresh.cfg.DataDir, fresh.log
+	fresh.ref.Init(fresh.cfg.DataDir, fresh.log, nil)
 	for range 3 {
-		if _, err := fresh.ref.logCharge(ev, ctx, false); err != nil {
+		if _, err := fresh.ref.LogCharge(ev, ctx, false); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := fresh.ref.refusalCounts()[bad]; n != 1 {
+	if n := fresh.ref.RefusalCounts()[bad]; n != 1 {
 		t.Fatalf("an abort handed on three times counts %d, want 1", n)
 	}
 }

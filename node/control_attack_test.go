@@ -179,7 +179,7 @@ func (fn *foundedNet) certsHolding(ids ...peer.ID) []string {
 func (fn *foundedNet) charged(ids ...peer.ID) int {
 	n := 0
 	for _, s := range fn.servers {
-		counts := s.ref.refusalCounts()
+		counts := s.ref.RefusalCounts()
 		for _, id := range ids {
 			n += counts[id]
 		}
@@ -473,7 +473,7 @@ func TestLeaderHoldsOpen(t *testing.T) {
 			t.Errorf("no number %d–%d certified by a no-close abort", n0+1, fn.servers[1].cert.certTop())
 		}
 		for i, s := range fn.servers[1:] {
-			if n := s.ref.refusalCounts()[bad.ID()]; n < 2 {
+			if n := s.ref.RefusalCounts()[bad.ID()]; n < 2 {
 				t.Errorf("server %d charged the leader that held its registration %d times, want 2", i+1, n)
 			}
 		}
@@ -706,7 +706,7 @@ func TestEarlyNoPubCharged(t *testing.T) {
 				took := fn.waitEpochs(t, e0, 2*time.Minute)
 				fn.shareFetch(t, 5*time.Minute)
 				for i, s := range fn.servers {
-					counts := s.ref.refusalCounts()
+					counts := s.ref.RefusalCounts()
 					if counts[last] != 0 {
 						t.Errorf("server %d charged the last server %d times", i, counts[last])
 					}

@@ -43,7 +43,7 @@
 //     window's items and the walk last checked (internal/window), a
 //     duplicate's routes (internal/dupwalk), the
 //     long-term key records (internal/ltkeys), the
-//     evidence log (refusalState, refusals.go and chargelog.go), the
+//     evidence log (internal/chargelog), the
 //     culprit servers (roundBlameState.servers, roundblame_after.go), who
 //     may serve (whoState, eligible.go) and the reply slots (the index's,
 //     the window's and the servers', internal/slots, and the long polls'
@@ -73,9 +73,13 @@
 //     internal/handover's (no I/O, no lock: s.mu guards it; network-free
 //     tests).
 //   - refusals.go: signed, relayed aborts and the refusal budget of §3.
+//   - internal/chargelog (package chargelog): the evidence log of §3,
+//     one record a claimant's slot, each charge a function of the
+//     evidence and its number's certificate, the refusal budget's counts
+//     and the aborts seen; its own lock, network-free tests.
 //   - attest.go: when a round's parts are due here and what this server
-//     attests; chargelog.go: the evidence log, one record a claimant's
-//     slot, relayed to the chain (§3).
+//     attests; chargelog.go: evidence taken from the chain and relayed
+//     to it (§3).
 //   - blame (package blame): the verdicts as functions of signed evidence
 //     and public state, without I/O: the charge of a piece of evidence and
 //     the log's replay (§3), round blame's Merkle paths and digests (§8),

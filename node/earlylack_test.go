@@ -88,12 +88,12 @@ func TestEarlyLackFramesNoOne(t *testing.T) {
 		}
 		for i, s := range bn.servers {
 			if v := epochRanOn(t, s, id); v != 0 {
-				t.Errorf("server %d: %d void round(s), want none (charges %v)", i, v, s.ref.refusalCounts())
+				t.Errorf("server %d: %d void round(s), want none (charges %v)", i, v, s.ref.RefusalCounts())
 			}
 		}
 		for i, s := range bn.servers {
-			if err := wait.Until(context.Background(), 10*time.Second, func() bool { return len(s.ref.refusalCounts()) == 0 }); err != nil {
-				t.Errorf("server %d charged %v for a claim made before the claimant's part was due", i, s.ref.refusalCounts())
+			if err := wait.Until(context.Background(), 10*time.Second, func() bool { return len(s.ref.RefusalCounts()) == 0 }); err != nil {
+				t.Errorf("server %d charged %v for a claim made before the claimant's part was due", i, s.ref.RefusalCounts())
 			}
 		}
 	})

@@ -7,10 +7,9 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -107,64 +106,24 @@ func (s *Server) timeoutSigned(n uint64) bool {
 // this server signed.
 var errTimeoutSigned = errors.New("node: the timeout of this number signed here")
 
-// equivocation is the evidence that p, at position i of final's chain,
-// signed final's descriptor and at position j of timeout's chain the
-// timeout of its number, with sig that timeout signature.
-func equivocation(final *wire.Cert, i int, timeout *wire.Cert, j int) *wire.Charge {
-	f := &wire.Cert{Kind: wire.CertFinal, Number: final.Number, Epoch: final.Epoch, Digest: final.Digest, Chain: final.Chain}
-	for _, sg := range final.Sigs {
-		if int(sg.Index) == i {
-			f.Sigs = []wire.CertSig{sg}
-		}
-	}
-	t := &wire.Cert{Kind: wire.CertTimeout, Number: timeout.Number, Chain: timeout.Chain}
-	for _, sg := range timeout.Sigs {
-		if int(sg.Index) == j {
-			t.Sigs = []wire.CertSig{sg}
-		}
-	}
-	if len(f.Sigs) != 1 || len(t.Sigs) != 1 {
-		return nil
-	}
-	return &wire.Charge{Kind: wire.EvEquiv, Number: final.Number, Item: blame.EquivItem(f, t)}
-}
-
 // noteEquivocations logs, as evidence charged through the log, every
 // server that signed both final and timeout (two certificates of one
 // number, the timeout's signatures not yet checked), and relays it to
 // the live servers. Never call with s.cert.mu held.
 func (s *Server) noteEquivocations(final, timeout *wire.Cert) {
-	if final.Kind != wire.CertFinal || timeout.Kind != wire.CertTimeout || final.Number != timeout.Number {
-		return
-	}
 	ctx, err := blame.CertContext(final)
 	if err != nil {
 		return
 	}
-	pos := map[string]int{}
-	for i, b := range final.Chain {
-		pos[string(b)] = i
-	}
-	for _, sg := range timeout.Sigs {
-		j := int(sg.Index)
-		if j >= len(timeout.Chain) {
-			continue
-		}
-		i, ok := pos[string(timeout.Chain[j])]
-		if !ok {
-			continue
-		}
-		ev := equivocation(final, i, timeout, j)
-		if ev == nil {
-			continue
-		}
-		grew, err := s.ref.logCharge(ev, ctx, false)
+	evs, who := chargelog.Equivocations(final, timeout)
+	for i, ev := range evs {
+		grew, err := s.ref.LogCharge(ev, ctx, false)
 		if err != nil {
 			s.log.Debug("equivocation refused", "number", final.Number, "err", err)
 			continue
 		}
 		if grew {
-			s.log.Warn("a server signed the final descriptor of a number and its timeout", "peer", peer.ID(timeout.Chain[j]).ShortString(), "number", final.Number)
+			s.log.Warn("a server signed the final descriptor of a number and its timeout", "peer", who[i].ShortString(), "number", final.Number)
 			s.spreadCharge(ev, s.chain(), "")
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -30,7 +31,7 @@ func TestEquivocationEvidence(t *testing.T) {
 	for _, i := range []int{1, 2} {
 		timeout.Sigs = append(timeout.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, keys[i], proto.TimeoutDigest(K, final.Chain))})
 	}
-	ev := equivocation(final, 1, timeout, 1)
+	ev := chargelog.Equivocation(final, 1, timeout, 1)
 	if ev == nil {
 		t.Fatal("no evidence of position 1")
 	}
@@ -46,7 +47,7 @@ func TestEquivocationEvidence(t *testing.T) {
 		t.Fatalf("decoded: charges %v (%v)", p, err)
 	}
 	// Position 1's final half with position 2's timeout half.
-	mixed := equivocation(final, 1, timeout, 2)
+	mixed := chargelog.Equivocation(final, 1, timeout, 2)
 	f, tm, _ := blame.ParseEquiv(ev.Item)
 	_, t2, _ := blame.ParseEquiv(mixed.Item)
 	if _, _, err := blame.ChargeOf(&wire.Charge{Kind: wire.EvEquiv, Number: K, Item: blame.EquivItem(f, t2)}, ctx); err == nil {
@@ -63,7 +64,7 @@ func TestEquivocationEvidence(t *testing.T) {
 	if _, _, err := blame.ChargeOf(ev, other); err == nil {
 		t.Error("charged in another epoch's context")
 	}
-	two := equivocation(final, 2, timeout, 2)
+	two := chargelog.Equivocation(final, 2, timeout, 2)
 	if p, _, err := blame.ChargeOf(two, ctx); err != nil || p != keys[2].id {
 		t.Errorf("position 2's equivocation charges %v (%v)", p, err)
 	}
@@ -147,12 +148,12 @@ func TestVotesThenFinalCharged(t *testing.T) {
 			Sigs: []wire.CertSig{{Index: 2, Sig: certSign(t, keys[2], proto.TimeoutDigest(K, final.Chain))}}}
 		s.noteVote(vote)
 		s.keepCert(final)
-		charged := func() bool { return s.ref.refusalCounts()[keys[2].id] == 1 }
+		charged := func() bool { return s.ref.RefusalCounts()[keys[2].id] == 1 }
 		if err := wait.Until(context.Background(), 10*time.Second, charged); err != nil {
-			t.Fatalf("the equivocating voter counted %d times, want 1 (counts %v)", s.ref.refusalCounts()[keys[2].id], s.ref.refusalCounts())
+			t.Fatalf("the equivocating voter counted %d times, want 1 (counts %v)", s.ref.RefusalCounts()[keys[2].id], s.ref.RefusalCounts())
 		}
 		for _, k := range keys[:2] {
-			if n := s.ref.refusalCounts()[k.id]; n != 0 {
+			if n := s.ref.RefusalCounts()[k.id]; n != 0 {
 				t.Errorf("a server that did not vote counted %d times", n)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -145,7 +146,7 @@ func startFutureRoot(t *testing.T) *futureRoot {
 func (fr *futureRoot) noHonestCharged(t *testing.T, badCharged bool) {
 	t.Helper()
 	for _, to := range fr.others {
-		counts := fr.byID[to].ref.refusalCounts()
+		counts := fr.byID[to].ref.RefusalCounts()
 		t.Logf("server %s counts: S_0 %d, S_1 (attacker) %d, S_2 %d, last %d", to.ShortString(), counts[fr.chain[0]], counts[fr.chain[1]], counts[fr.chain[2]], counts[fr.chain[3]])
 		for _, h := range fr.others {
 			if counts[h] != 0 {
@@ -290,7 +291,7 @@ func TestEvidenceFloodKeepsCharges(t *testing.T) {
 		if err := wait.Until(context.Background(), 30*time.Second, func() bool { return counted() == 2 }); err != nil {
 			t.Fatalf("the two aborts not counted: %v", v.chargedNumbers()[bad.ID()])
 		}
-		for i := range 2 * refusalKeep {
+		for i := range 2 * chargelog.Keep {
 			send(abort(finals[0], fmt.Sprintf("flood %d", i)))
 		}
 		time.Sleep(5 * time.Second) // virtual time: the evidence settles (what is dropped is a non-event)

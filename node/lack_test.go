@@ -138,7 +138,7 @@ func TestLostBatchFetched(t *testing.T) {
 			}
 		}
 		for i, s := range bn.servers {
-			if n := len(s.ref.refusalCounts()); n != 0 {
+			if n := len(s.ref.RefusalCounts()); n != 0 {
 				t.Fatalf("server %d counts %d refusals, want none", i, n)
 			}
 		}
@@ -208,15 +208,15 @@ func TestWithheldBatchTwiceEndsEpoch(t *testing.T) {
 					t.Fatalf("server %d: the epoch ran to its end after a second void", i)
 				}
 			}
-			if err := wait.Until(ctx, 10*time.Second, func() bool { return s.ref.refusalCounts()[withholder] == 1 }); err != nil {
-				t.Fatalf("server %d counts %v; want one against the withholder %s", i, s.ref.refusalCounts(), withholder.ShortString())
+			if err := wait.Until(ctx, 10*time.Second, func() bool { return s.ref.RefusalCounts()[withholder] == 1 }); err != nil {
+				t.Fatalf("server %d counts %v; want one against the withholder %s", i, s.ref.RefusalCounts(), withholder.ShortString())
 			}
 		}
 		// The epoch's abort is signed after AbortSettle: give it that and
 		// more to charge anyone else.
 		for i, s := range bn.servers {
-			if wait.Until(ctx, s.cfg.Timing.AbortSettle+2*time.Second, func() bool { return len(s.ref.refusalCounts()) != 1 }) == nil {
-				t.Fatalf("server %d counts %v; want one, against the withholder %s only", i, s.ref.refusalCounts(), withholder.ShortString())
+			if wait.Until(ctx, s.cfg.Timing.AbortSettle+2*time.Second, func() bool { return len(s.ref.RefusalCounts()) != 1 }) == nil {
+				t.Fatalf("server %d counts %v; want one, against the withholder %s only", i, s.ref.RefusalCounts(), withholder.ShortString())
 			}
 		}
 		t.Logf("rounds %v withheld by S_0: the first void, the second ended the epoch; both charged to S_0", rounds)

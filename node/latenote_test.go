@@ -100,13 +100,13 @@ func lateNoteCase(t *testing.T, mode string) {
 			continue
 		}
 		err := wait.Until(context.Background(), 10*time.Second, func() bool {
-			ch := s.ref.refusalCounts()
+			ch := s.ref.RefusalCounts()
 			return len(ch) == 1 && ch[bad.ID()] == 1
 		})
 		if err != nil {
-			t.Errorf("server %d counts %v; want S_1 (%s) once, S_0 (%s) never", i, s.ref.refusalCounts(), bad.ID().ShortString(), s0.ID().ShortString())
+			t.Errorf("server %d counts %v; want S_1 (%s) once, S_0 (%s) never", i, s.ref.RefusalCounts(), bad.ID().ShortString(), s0.ID().ShortString())
 		}
 	}
-	ch := s0.ref.refusalCounts()
+	ch := s0.ref.RefusalCounts()
 	t.Logf("%s: round %d, S_1's notes %v after an honest receiver's: S_1 charged %d, S_0 %d", mode, r, late, ch[bad.ID()], ch[s0.ID()])
 }

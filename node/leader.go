@@ -74,14 +74,14 @@ func (s *Server) abortAll(ctx context.Context, chain []peer.ID, id [32]byte, rea
 	e := s.epochs[id]
 	s.mu.Unlock()
 	if e != nil && e.v != nil {
-		if s.abortedByOther(e) {
+		if s.ref.AbortedByOther(e.v.ID, s.h.ID()) {
 			return
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(s.cfg.Timing.AbortSettle):
 		}
-		if s.abortedByOther(e) {
+		if s.ref.AbortedByOther(e.v.ID, s.h.ID()) {
 			return
 		}
 	}

@@ -81,7 +81,7 @@ func TestLatePublicationFramesFirst(t *testing.T) {
 		ends := awaitEnds(t, id, q, s0, mid)
 		charged := func() bool {
 			for _, s := range []*Server{s0, mid} {
-				if s.ref.refusalCounts()[bad.ID()] < 1 {
+				if s.ref.RefusalCounts()[bad.ID()] < 1 {
 					return false
 				}
 			}
@@ -90,7 +90,7 @@ func TestLatePublicationFramesFirst(t *testing.T) {
 		_ = wait.Until(context.Background(), 20*time.Second, charged)
 		time.Sleep(5 * time.Second) // virtual time: relays settle (a charge of S_0 may come late)
 		for i, s := range []*Server{s0, mid} {
-			c := s.ref.refusalCounts()
+			c := s.ref.RefusalCounts()
 			t.Logf("server %d counts: S_0 %d, middle %d, last %d", i, c[s0.ID()], c[mid.ID()], c[bad.ID()])
 			if c[s0.ID()] != 0 || c[mid.ID()] != 0 {
 				t.Errorf("server %d charged an honest server for the publication the last server kept", i)
@@ -177,7 +177,7 @@ func TestPublicationWithheldFetched(t *testing.T) {
 				ends := awaitEnds(t, id, q, s0, mid)
 				time.Sleep(5 * time.Second) // virtual time: relays settle (no charge is a non-event)
 				for i, s := range []*Server{s0, mid} {
-					c := s.ref.refusalCounts()
+					c := s.ref.RefusalCounts()
 					end := ends[i]
 					t.Logf("server %d: epoch ended %q, %d void rounds; counts: S_0 %d, middle %d, last %d", i, end.reason, end.voids, c[s0.ID()], c[mid.ID()], c[bad.ID()])
 					if c[s0.ID()] != 0 || c[mid.ID()] != 0 {

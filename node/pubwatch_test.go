@@ -61,7 +61,7 @@ func TestPublicationFetchedWhenDue(t *testing.T) {
 			t.Errorf("the middle servers handed S_0 %d copies, want 1 (one asked at a time)", served)
 		}
 		for _, s := range mids {
-			if c := s.ref.refusalCounts(); c[s0.ID()] != 0 {
+			if c := s.ref.RefusalCounts(); c[s0.ID()] != 0 {
 				t.Errorf("a middle server charged S_0")
 			}
 		}

@@ -5,10 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
-	"sort"
 	"sync"
 	"time"
 
@@ -16,6 +12,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -29,63 +26,19 @@ import (
 // charges the same signer; the counts are kept in the data directory, so
 // that a restart does not reset them.
 
-const (
-	// RefusalFile holds the counted aborts in a data directory (JSON).
-	RefusalFile = "refusals"
-	// Tunables.AbortGrace is how long a counted abort may still turn
-	// out to have a public cause (a blame record for its epoch, a server
-	// of its chain gone from the roster), which takes the count back: a
-	// blame walk and a departed server's probe both finish well within it.
-	// refusalKeep is how many counted aborts are kept per server (two
-	// decide; a few more for the operator).
-	refusalKeep = 4
-	// seenKeep is how many epoch numbers back the relay memory reaches.
-	seenKeep = 16
-	// Tunables.AbortSettle is how long a server that ended an epoch
-	// waits before it signs its abort: if another server's abort comes
-	// meanwhile, its own fault was that one's consequence (a peer that
-	// already ended the epoch refuses its requests) and it sends nothing,
-	// so that it is not charged for another's refusal. Its own epoch ends
-	// at once.
-)
+// RefusalFile holds the counted aborts in a data directory (JSON).
+const RefusalFile = chargelog.File
 
-// refusal is one counted abort.
-type refusal struct {
-	Peer   string `json:"peer"`
-	Number uint64 `json:"number"` // the aborted epoch's number
-	Window uint64 `json:"window"` // m of its chain
-	Epoch  string `json:"epoch"`  // hex
-	Reason string `json:"reason"`
-	// Key names the evidence (blame.ChargeKey) and Ev is the evidence itself
-	// (wire.Charge: the signed object and the attestations held here), of
-	// which Peer is blame.ChargeOf (charges.go); a leader that leaves the server
-	// out hands it to the servers that missed it (budgetEvidence). Peer
-	// is empty when the evidence charges nobody.
-	Key string `json:"key,omitempty"`
-	Ev  []byte `json:"ev,omitempty"`
-	// Waived: the epoch's cause turned out public; the evidence is kept,
-	// so that it is not counted again when it comes back.
-	Waived bool `json:"waived,omitempty"`
-}
-
-// refusalState is a server's memory of aborts (its own lock: the chain
-// is computed without s.mu).
-type refusalState struct {
-	// dir and log are the server's data directory (RefusalFile) and log,
-	// set by NewServer.
-	dir string
-	log *slog.Logger
-	// certs is the server's certificates, whose context a charge is
-	// judged in when it is written (logCharge).
-	certs  *certState
-	mu     sync.Mutex
-	loaded sync.Once
-	recs   []refusal
-	// seen: (epoch, signer) aborts already handled here, by the epoch's
-	// number for pruning.
-	seen map[[32]byte]map[peer.ID]bool
-	num  map[[32]byte]uint64
-}
+// Tunables.AbortGrace is how long a counted abort may still turn out to
+// have a public cause (a blame record for its epoch, a server of its chain
+// gone from the roster), which takes the count back: a blame walk and a
+// departed server's probe both finish well within it. Tunables.AbortSettle
+// is how long a server that ended an epoch waits before it signs its
+// abort: if another server's abort comes meanwhile, its own fault was that
+// one's consequence (a peer that already ended the epoch refuses its
+// requests) and it sends nothing, so that it is not charged for another's
+// refusal. Its own epoch ends at once. The log itself, the counts and the
+// aborts seen are package internal/chargelog's (its own lock).
 
 // broadcastAbort tells every other server of e's chain that e ended here
 // (§3: a failure ends the epoch for everyone; without the notice the
@@ -136,7 +89,7 @@ func (s *Server) broadcastAbortKind(e *sepoch, kind uint8, round uint32, reason 
 		}
 		s.mu.Lock()
 		var body []byte
-		if !s.abortedByOther(e) {
+		if !s.ref.AbortedByOther(e.v.ID, s.h.ID()) {
 			body = s.signAbortLocked(e, kind, round, reason)
 		}
 		s.mu.Unlock()
@@ -147,18 +100,6 @@ func (s *Server) broadcastAbortKind(e *sepoch, kind uint8, round uint32, reason 
 		defer cancel()
 		_, _ = s.each(ctx, others, transport.Request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: transport.ShortTimeout})
 	}()
-}
-
-// abortedByOther reports whether another server's abort of e came here.
-func (s *Server) abortedByOther(e *sepoch) bool {
-	s.ref.mu.Lock()
-	defer s.ref.mu.Unlock()
-	for p := range s.ref.seen[e.v.ID] {
-		if p != s.h.ID() {
-			return true
-		}
-	}
-	return false
 }
 
 // signAbortLocked returns this server's signed abort of e and notes it
@@ -262,32 +203,13 @@ func (s *Server) relayAbort(e *sepoch, body []byte, from, signer peer.ID) {
 // counts against nobody. A count is taken back if, within AbortGrace, the
 // epoch's cause turns out public. Call with s.mu held.
 func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *wire.Charge) bool {
-	rs := &s.ref
-	rs.loaded.Do(s.ref.loadRefusals)
-	rs.mu.Lock()
-	if rs.seen == nil {
-		rs.seen, rs.num = map[[32]byte]map[peer.ID]bool{}, map[[32]byte]uint64{}
-	}
-	if rs.seen[e.v.ID][signer] {
-		rs.mu.Unlock()
+	if !s.ref.FirstSight(e.v.ID, e.v.Desc.Number, signer) {
 		if ev != nil {
 			// The same abort with attestations: they may be news.
 			s.noteChargeLocked(e, ev, nil, "", s.publicCause(e))
 		}
 		return false
 	}
-	if rs.seen[e.v.ID] == nil {
-		rs.seen[e.v.ID] = map[peer.ID]bool{}
-		rs.num[e.v.ID] = e.v.Desc.Number
-		for id, n := range rs.num {
-			if n+seenKeep < e.v.Desc.Number {
-				delete(rs.seen, id)
-				delete(rs.num, id)
-			}
-		}
-	}
-	rs.seen[e.v.ID][signer] = true
-	rs.mu.Unlock()
 	// An opened epoch that ends before its final descriptor is certified
 	// by its open signatures and this abort (certs.go).
 	s.certifyAbortLocked(e, a)
@@ -323,34 +245,12 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *w
 // server once it verifies against the certificate of its number: the
 // signer's own signature is the evidence, whoever carries it.
 
-// budgetEvidence is the signed fault aborts counted here against the
-// servers out for their refusal budget. Never call with s.mu held.
-func (s *Server) budgetEvidence() [][]byte {
-	s.ref.loaded.Do(s.ref.loadRefusals)
-	s.ref.mu.Lock()
-	by := map[string][][]byte{}
-	for _, r := range s.ref.recs {
-		if r.Ev != nil && r.Peer != "" && !r.Waived {
-			by[r.Peer] = append(by[r.Peer], r.Ev)
-		}
-	}
-	s.ref.mu.Unlock()
-	var out [][]byte
-	for id, aborts := range by {
-		p, err := peer.Decode(id)
-		if err == nil && p != s.h.ID() && s.refusalOut(p) {
-			out = append(out, aborts...)
-		}
-	}
-	return out
-}
-
 // handEvidence sends the budget's evidence to the servers of chain, each
 // abort once, all at once, within shortTimeout (as long as the Prepare
 // may take); the replies do not matter (a server that did not take it
 // refuses the Prepare, and the leader tries again).
 func (s *Server) handEvidence(ctx context.Context, chain []peer.ID) {
-	ev := s.budgetEvidence()
+	ev := s.ref.BudgetEvidence(s.h.ID(), s.refusalOut)
 	if len(ev) == 0 {
 		return
 	}
@@ -420,20 +320,7 @@ func (s *Server) watchCause(e *sepoch, key string) {
 		if !s.publicCause(e) {
 			continue
 		}
-		rs := &s.ref
-		rs.mu.Lock()
-		found := false
-		for i := range rs.recs {
-			if rs.recs[i].Key == key {
-				found = true
-				if !rs.recs[i].Waived {
-					rs.recs[i].Waived = true
-					s.log.Info("abort had a public cause: not counted", "number", rs.recs[i].Number)
-				}
-			}
-		}
-		s.ref.saveRefusalsLocked()
-		rs.mu.Unlock()
+		found := s.ref.Waive(key)
 		if found {
 			return
 		}
@@ -442,73 +329,10 @@ func (s *Server) watchCause(e *sepoch, key string) {
 	}
 }
 
-// prune keeps the newest refusalKeep records of each server. Call with
-// rs.mu held.
-func (rs *refusalState) prune() {
-	sort.SliceStable(rs.recs, func(i, j int) bool { return rs.recs[i].Number < rs.recs[j].Number })
-	count := map[string]int{}
-	for i := len(rs.recs) - 1; i >= 0; i-- {
-		count[rs.recs[i].Peer]++
-	}
-	kept := rs.recs[:0]
-	for _, r := range rs.recs {
-		keep := refusalKeep
-		if r.Peer == "" {
-			keep = seenKeep // evidence that charges nobody, kept to relay
-		}
-		if count[r.Peer] > keep {
-			count[r.Peer]--
-			continue
-		}
-		kept = append(kept, r)
-	}
-	rs.recs = kept
-}
-
-// counted reports whether recs[i] counts: it charges someone, is not
-// waived, and no earlier record charges that server for that epoch (once
-// an epoch). Call with rs.mu held.
-func (rs *refusalState) counted(i int) bool {
-	r := &rs.recs[i]
-	if r.Peer == "" || r.Waived {
-		return false
-	}
-	for j := range i {
-		q := &rs.recs[j]
-		if q.Peer == r.Peer && !q.Waived && (q.Epoch == r.Epoch && r.Epoch != "" || q.Number == r.Number) {
-			return false
-		}
-	}
-	return true
-}
-
-// outUntil returns the epoch number up to which p is left out of chains
-// (0 if it is not): two counted aborts less than m epoch numbers apart
-// leave it out of the m chains after the second.
-func (rs *refusalState) outUntil(p peer.ID) uint64 {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	var prev *refusal
-	var until uint64
-	id := p.String()
-	for i := range rs.recs {
-		r := &rs.recs[i]
-		if r.Peer != id || !rs.counted(i) {
-			continue
-		}
-		if prev != nil && r.Number > prev.Number && r.Number-prev.Number < r.Window {
-			until = max(until, r.Number+r.Window)
-		}
-		prev = r
-	}
-	return until
-}
-
 // refusalOut reports whether p is left out of the next chain for its
 // refusal budget. Never call with s.mu held.
 func (s *Server) refusalOut(p peer.ID) bool {
-	s.ref.loaded.Do(s.ref.loadRefusals)
-	until := s.ref.outUntil(p)
+	until := s.ref.OutUntil(p)
 	if until == 0 {
 		return false
 	}
@@ -518,52 +342,7 @@ func (s *Server) refusalOut(p peer.ID) bool {
 	return next <= until
 }
 
-// refusalCounts returns how many aborts are counted here against each
-// server (tests, operators).
-func (rs *refusalState) refusalCounts() map[peer.ID]int {
-	rs.loaded.Do(rs.loadRefusals)
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	out := map[peer.ID]int{}
-	for i, r := range rs.recs {
-		if !rs.counted(i) {
-			continue
-		}
-		if p, err := peer.Decode(r.Peer); err == nil {
-			out[p]++
-		}
-	}
-	return out
-}
-
-// loadRefusals reads the counted aborts of the data directory.
-func (rs *refusalState) loadRefusals() {
-	b, err := os.ReadFile(filepath.Join(rs.dir, RefusalFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return
-	}
-	if err == nil {
-		var recs []refusal
-		if err = json.Unmarshal(b, &recs); err == nil {
-			rs.mu.Lock()
-			rs.recs = append(recs, rs.recs...)
-			rs.prune()
-			rs.mu.Unlock()
-			return
-		}
-	}
-	rs.log.Error("refusal counts unreadable", "err", err)
-}
-
-// saveRefusalsLocked writes the counted aborts durably: a temporary file,
-// synced, renamed (a crash leaves the old or the new). Call with rs.mu
-// held (one writer at a time, newest last).
-func (rs *refusalState) saveRefusalsLocked() {
-	if err := writeFileSync(filepath.Join(rs.dir, RefusalFile), rs.recs); err != nil {
-		rs.log.Error("refusal counts not saved", "err", err)
-	}
-}
-
+// writeFileSync writes v as JSON durably (closingsigned.go).
 func writeFileSync(path string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -121,7 +122,7 @@ func TestRefusalBudget(t *testing.T) {
 				outAfter := time.Since(start).Round(time.Millisecond)
 				for _, s := range honest {
 					if proto.InChain(s.chain(), bad.h.ID()) {
-						t.Fatalf("the server out for its refusal budget is in an honest chain (out %v, counts %v, number %d)", s.refusalOut(bad.h.ID()), s.ref.refusalCounts(), s.number)
+						t.Fatalf("the server out for its refusal budget is in an honest chain (out %v, counts %v, number %d)", s.refusalOut(bad.h.ID()), s.ref.RefusalCounts(), s.number)
 					}
 				}
 				var up, down *Client
@@ -143,11 +144,9 @@ func TestRefusalBudget(t *testing.T) {
 					if s.rb.serverExcluded(bad.h.ID()) {
 						t.Fatal("a refusal got the server blamed")
 					}
-					for p, n := range s.ref.refusalCounts() {
+					for p, n := range s.ref.RefusalCounts() {
 						if p != bad.h.ID() {
-							s.ref.mu.Lock()
-							recs := append([]refusal(nil), s.ref.recs...)
-							s.ref.mu.Unlock()
+							recs := s.ref.Records(false)
 							t.Fatalf("honest server %s charged with %d aborts: %+v", p.ShortString(), n, recs)
 						}
 					}
@@ -191,31 +190,29 @@ func TestRefusalCountsSurviveRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := &Server{cfg: ServerConfig{DataDir: dir}, log: quietLogger()}
-		s.ref.dir, s.ref.log = s.cfg.DataDir, s.log
-		s.ref.loaded.Do(s.ref.loadRefusals)
-		s.ref.mu.Lock()
-		s.ref.recs = []refusal{
-			{Peer: bad.String(), Number: 7, Window: 3, Reason: "no"},
-			{Peer: bad.String(), Number: 9, Window: 3, Reason: "no"},
-		}
-		s.ref.saveRefusalsLocked()
-		s.ref.mu.Unlock()
+		s.ref.Init(s.cfg.DataDir, s.log, nil)
+		s.ref.Add(
+			chargelog.Record{Peer: bad.String(), Number: 7, Window: 3, Reason: "no"},
+			chargelog.Record{Peer: bad.String(), Number: 9, Window: 3, Reason: "no"},
+		)
+		s.ref.Save()
 		s.number = 9
 
 		again := &Server{cfg: ServerConfig{DataDir: dir}, log: quietLogger()}
-		again.ref.dir, again.ref.log = again.cfg.DataDir, again.log
+		again.ref.Init(again.cfg.DataDir, again.log, nil)
 		for n, want := range map[uint64]bool{9: true, 11: true, 12: false} {
 			again.number = n
 			if got := again.refusalOut(bad); got != want {
 				t.Fatalf("after epoch %d: out = %v, want %v (excluded for epochs 10..12)", n, got, want)
 			}
 		}
-		if c := again.ref.refusalCounts()[bad]; c != 2 {
+		if c := again.ref.RefusalCounts()[bad]; c != 2 {
 			t.Fatalf("restarted server counts %d aborts, want 2", c)
 		}
 		// Two aborts m or more numbers apart are within the budget.
-		within := &refusalState{recs: []refusal{{Peer: bad.String(), Number: 7, Window: 3}, {Peer: bad.String(), Number: 10, Window: 3}}}
-		if u := within.outUntil(bad); u != 0 {
+		var within chargelog.Log
+		within.Add(chargelog.Record{Peer: bad.String(), Number: 7, Window: 3}, chargelog.Record{Peer: bad.String(), Number: 10, Window: 3})
+		if u := within.OutUntil(bad); u != 0 {
 			t.Fatalf("aborts 3 epochs apart leave the server out until %d", u)
 		}
 	})

@@ -160,7 +160,7 @@ func relayCase(t *testing.T, m int, mode string) {
 			wantVoid = v // the first server says which
 		}
 		if v != wantVoid {
-			t.Fatalf("server %d: %d void round(s), want %d (charges %v)", i, v, wantVoid, byPos(s.ref.refusalCounts()))
+			t.Fatalf("server %d: %d void round(s), want %d (charges %v)", i, v, wantVoid, byPos(s.ref.RefusalCounts()))
 		}
 		if recs, _ := s.rb.blameRecords(); len(recs) != 0 {
 			t.Fatalf("server %d named someone: %+v", i, recs)
@@ -172,10 +172,10 @@ func relayCase(t *testing.T, m int, mode string) {
 	}
 	for i, s := range bn.servers {
 		err := wait.Until(context.Background(), 10*time.Second, func() bool {
-			return len(s.ref.refusalCounts()) == len(want) && s.ref.refusalCounts()[bad.h.ID()] == want[bad.h.ID()]
+			return len(s.ref.RefusalCounts()) == len(want) && s.ref.RefusalCounts()[bad.h.ID()] == want[bad.h.ID()]
 		})
 		if err != nil {
-			t.Fatalf("server %d counts %v; want %v", i, byPos(s.ref.refusalCounts()), byPos(want))
+			t.Fatalf("server %d counts %v; want %v", i, byPos(s.ref.RefusalCounts()), byPos(want))
 		}
 	}
 	t.Logf("m = %d, round %d %s by S_0: %d void, charged %v", m, r, mode, wantVoid, byPos(want))

@@ -87,14 +87,14 @@ func TestThinSignerNotFramed(t *testing.T) {
 				continue
 			}
 			err := wait.Until(context.Background(), 10*time.Second, func() bool {
-				ch := s.ref.refusalCounts()
+				ch := s.ref.RefusalCounts()
 				return len(ch) == 1 && ch[bad.ID()] == 1
 			})
 			if err != nil {
-				t.Errorf("server %d counts %v; want S_1 (%s) once, S_0 (%s) never", i, s.ref.refusalCounts(), bad.ID().ShortString(), s0.ID().ShortString())
+				t.Errorf("server %d counts %v; want S_1 (%s) once, S_0 (%s) never", i, s.ref.RefusalCounts(), bad.ID().ShortString(), s0.ID().ShortString())
 			}
 		}
-		t.Logf("round %d: S_1 claimed a lack it did not have, S_0's copies over thin links: charged %v", r, s0.ref.refusalCounts())
+		t.Logf("round %d: S_1 claimed a lack it did not have, S_0's copies over thin links: charged %v", r, s0.ref.RefusalCounts())
 	})
 }
 

@@ -20,7 +20,7 @@ import (
 // chargesByPos is s's refusal counts keyed by chain position (s0, s1…).
 func chargesByPos(s *Server, servers []*Server) map[string]int {
 	out := map[string]int{}
-	for id, k := range s.ref.refusalCounts() {
+	for id, k := range s.ref.RefusalCounts() {
 		for j, x := range servers {
 			if x.h.ID() == id {
 				out[fmt.Sprintf("s%d", j)] = k
@@ -57,9 +57,9 @@ func TestRootWithheldSlowLink(t *testing.T) {
 				epoch, r := c.get(t)
 				for i, s := range bn.servers {
 					v := epochRanOn(t, s, epoch)
-					_ = wait.Until(context.Background(), 10*time.Second, func() bool { return v == 0 || len(s.ref.refusalCounts()) > 0 })
+					_ = wait.Until(context.Background(), 10*time.Second, func() bool { return v == 0 || len(s.ref.RefusalCounts()) > 0 })
 					t.Logf("round %d: server %d: %d void, charges %v", r, i, v, chargesByPos(s, bn.servers))
-					if s.ref.refusalCounts()[s1] > 0 {
+					if s.ref.RefusalCounts()[s1] > 0 {
 						t.Errorf("honest receiver S_1 charged at server %d", i)
 					}
 				}
@@ -144,15 +144,15 @@ func staggeredRoot(t *testing.T, m int, badRcv bool, late time.Duration) {
 		for _, i := range honest {
 			s := bn.servers[i]
 			v := epochRanOn(t, s, epoch)
-			_ = wait.Until(context.Background(), 10*time.Second, func() bool { return v == 0 || len(s.ref.refusalCounts()) > 0 })
+			_ = wait.Until(context.Background(), 10*time.Second, func() bool { return v == 0 || len(s.ref.RefusalCounts()) > 0 })
 			t.Logf("round %d: honest server %d: %d void, charges %v", r, i, v, chargesByPos(s, bn.servers))
-			if s.ref.refusalCounts()[s0.h.ID()] > 0 {
+			if s.ref.RefusalCounts()[s0.h.ID()] > 0 {
 				t.Errorf("honest S_0 charged at server %d", i)
 			}
-			if !badRcv && s.ref.refusalCounts()[rcv.h.ID()] > 0 {
+			if !badRcv && s.ref.RefusalCounts()[rcv.h.ID()] > 0 {
 				t.Errorf("honest receiver S_2 charged at server %d", i)
 			}
-			if !badRcv && s.ref.refusalCounts()[sig.h.ID()] == 0 {
+			if !badRcv && s.ref.RefusalCounts()[sig.h.ID()] == 0 {
 				t.Errorf("S_1 not charged at server %d", i)
 			}
 		}
@@ -224,14 +224,14 @@ func TestEarlyRootFramesReceiver(t *testing.T) {
 		send(chain[3])
 		_ = wait.Until(context.Background(), 3*time.Minute, func() bool {
 			for _, p := range []peer.ID{chain[0], chain[3]} {
-				if len(byID[p].ref.refusalCounts()) == 0 {
+				if len(byID[p].ref.RefusalCounts()) == 0 {
 					return false
 				}
 			}
 			return true
 		})
 		for _, h := range []peer.ID{chain[0], chain[2], chain[3]} {
-			c := byID[h].ref.refusalCounts()
+			c := byID[h].ref.RefusalCounts()
 			t.Logf("server %s counts: S_0 %d, S_1 (attacker) %d, S_2 (receiver) %d, S_3 %d", h.ShortString(), c[chain[0]], c[chain[1]], c[chain[2]], c[chain[3]])
 			if c[chain[2]] > 0 {
 				t.Errorf("honest receiver S_2 charged at %s", h.ShortString())

@@ -77,14 +77,14 @@ func TestStaggeredOpenFramesSigner(t *testing.T) {
 		t.Logf("next epoch %v after the abort", took.Round(100*time.Millisecond))
 		time.Sleep(10 * time.Second) // the abort's relays and charges settle
 		for i, s := range fn.servers[1:] {
-			c := s.ref.refusalCounts()
+			c := s.ref.RefusalCounts()
 			t.Logf("server %d charges: leader %d, victim %d", i+1, c[bad.ID()], c[victim.ID()])
 		}
 		for i, s := range fn.servers[1:] {
-			if n := s.ref.refusalCounts()[victim.ID()]; n != 0 {
+			if n := s.ref.RefusalCounts()[victim.ID()]; n != 0 {
 				t.Errorf("server %d charged the honest victim %d times for the leader's held registration", i+1, n)
 			}
-			if n := s.ref.refusalCounts()[bad.ID()]; n < 1 {
+			if n := s.ref.RefusalCounts()[bad.ID()]; n < 1 {
 				t.Errorf("server %d did not charge the leader that held its registration", i+1)
 			}
 		}
@@ -132,11 +132,11 @@ func TestSilentMiddleFramesLast(t *testing.T) {
 		time.Sleep(5 * time.Second)
 		s0, last := bn.servers[0].h.ID(), bn.servers[2].h.ID()
 		for i, s := range bn.servers {
-			got := s.ref.refusalCounts()
+			got := s.ref.RefusalCounts()
 			t.Logf("server %d counts: S_0 %d, S_1 %d, last %d; out for the budget: S_0 %v, last %v", i, got[s0], got[c.bad.h.ID()], got[last], s.refusalOut(s0), s.refusalOut(last))
 		}
 		for _, i := range []int{0, 2} {
-			got := bn.servers[i].ref.refusalCounts()
+			got := bn.servers[i].ref.RefusalCounts()
 			if got[s0] != 0 || got[last] != 0 {
 				t.Errorf("server %d charged an honest server for round %d that the middle server kept: %v", i, r, got)
 			}

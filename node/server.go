@@ -20,6 +20,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/catchup"
+	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/node/internal/ltkeys"
 	"github.com/riffle-net/riffle/node/internal/polls"
@@ -144,8 +145,8 @@ type Server struct {
 	rb        roundBlameState
 	keys      ltkeys.Keys // long-term client keys (internal/ltkeys)
 	dupServer             // duplicate-share verdicts (dupwalk.go)
-	// ref counts aborts on private grounds (refusals.go).
-	ref refusalState
+	// ref is the evidence log and the refusal budget (internal/chargelog).
+	ref chargelog.Log
 	// closingSigned: the closing record signed for each recent epoch, on
 	// disk before the signature (closingsigned.go).
 	closingSigned closingSignedState
@@ -261,7 +262,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.catch.Init(catchEnv{s}, st, log, &s.cfg.Timing)
 	s.win = window.Items{St: st, Src: winSrc{s}, Log: log}
 	s.rb.st, s.rb.log = st, log
-	s.ref.dir, s.ref.log, s.ref.certs = cfg.DataDir, log, &s.cert
+	s.ref.Init(cfg.DataDir, log, s.cert.certOf)
 	s.closingSigned.recs, s.closingSigned.loaded = closingRecs, true
 	// The phase marks as the directory holds them at start: read later,
 	// they would see the epoch number this run wrote and take it for an

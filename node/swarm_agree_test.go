@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -72,7 +73,7 @@ func (w *swarm) disagreement(bad map[int]bool) string {
 			if !ok || !inCertChain(c, s.ID()) {
 				continue
 			}
-			hs = append(hs, held{i, c, s.ref.chargedAt(n)})
+			hs = append(hs, held{i, c, chargedAt(&s.ref, n)})
 		}
 		for a := range hs {
 			for b := range a {
@@ -116,19 +117,13 @@ func TestSwarmAgreeCheck(t *testing.T) {
 			sv.cur.Store(s)
 			w.servers = append(w.servers, sv)
 		}
-		a.ref.loaded.Do(a.ref.loadRefusals)
-		a.ref.mu.Lock()
-		a.ref.recs = append(a.ref.recs, refusal{Peer: b.ID().String(), Number: n, Window: 2, Key: "k"})
-		a.ref.mu.Unlock()
+		a.ref.Add(chargelog.Record{Peer: b.ID().String(), Number: n, Window: 2, Key: "k"})
 		msg := w.disagreement(nil)
 		if !strings.Contains(msg, fmt.Sprintf("number %d: s0 and s1", n)) || !strings.Contains(msg, "[s1]") {
 			t.Errorf("a charge held at s0 alone: %q", msg)
 		}
 		w.agreed = nil
-		b.ref.loaded.Do(b.ref.loadRefusals)
-		b.ref.mu.Lock()
-		b.ref.recs = append(b.ref.recs, refusal{Peer: b.ID().String(), Number: n, Window: 2, Key: "k"})
-		b.ref.mu.Unlock()
+		b.ref.Add(chargelog.Record{Peer: b.ID().String(), Number: n, Window: 2, Key: "k"})
 		if msg := w.disagreement(nil); msg != "" {
 			t.Errorf("the same charges at both: %q", msg)
 		}
@@ -144,12 +139,9 @@ func sameCertOf(a, b *wire.Cert) bool {
 // chargedAt is the servers charged here for number n's evidence, whether
 // or not the count was taken back (a public cause is each server's own
 // view, §3 "Limits"), sorted.
-func (rs *refusalState) chargedAt(n uint64) []string {
-	rs.loaded.Do(rs.loadRefusals)
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
+func chargedAt(rs *chargelog.Log, n uint64) []string {
 	set := map[string]bool{}
-	for _, r := range rs.recs {
+	for _, r := range rs.Records(false) {
 		if r.Number == n && r.Peer != "" {
 			set[r.Peer] = true
 		}

@@ -908,14 +908,8 @@ type heldCharge struct {
 
 // heldCharges lists the charges counted here.
 func (s *Server) heldCharges() []heldCharge {
-	s.ref.loaded.Do(s.ref.loadRefusals)
-	s.ref.mu.Lock()
-	defer s.ref.mu.Unlock()
 	var out []heldCharge
-	for i, r := range s.ref.recs {
-		if !s.ref.counted(i) {
-			continue
-		}
+	for _, r := range s.ref.Records(true) {
 		p, err := peer.Decode(r.Peer)
 		if err != nil {
 			continue
@@ -1205,10 +1199,8 @@ type framedLast struct {
 // server that left, say) is not the framing the early void or abort
 // tries; the swarm logs it as a charge of an honest server.
 func (s *Server) chargedFor(p peer.ID, n uint64, q uint32) bool {
-	s.ref.mu.Lock()
-	defer s.ref.mu.Unlock()
 	pre := fmt.Sprintf("round %d", q)
-	for _, r := range s.ref.recs {
+	for _, r := range s.ref.Records(false) {
 		if r.Peer == p.String() && r.Number == n && (r.Reason == pre+" void" || strings.HasPrefix(r.Reason, pre+":")) {
 			return true
 		}
@@ -1218,10 +1210,8 @@ func (s *Server) chargedFor(p peer.ID, n uint64, q uint32) bool {
 
 // refusalReasons lists the reasons of the aborts counted at s against p.
 func (s *Server) refusalReasons(p peer.ID) string {
-	s.ref.mu.Lock()
-	defer s.ref.mu.Unlock()
 	var out []string
-	for _, r := range s.ref.recs {
+	for _, r := range s.ref.Records(false) {
 		if r.Peer == p.String() {
 			out = append(out, fmt.Sprintf("%d: %s", r.Number, r.Reason))
 		}

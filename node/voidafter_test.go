@@ -87,7 +87,7 @@ func TestEarlyRootLateInputFramesS0(t *testing.T) {
 				send(chain[3])
 				_ = wait.Until(context.Background(), 3*time.Minute, func() bool {
 					for _, p := range []peer.ID{chain[0], chain[3]} {
-						if len(byID[p].ref.refusalCounts()) == 0 {
+						if len(byID[p].ref.RefusalCounts()) == 0 {
 							return false
 						}
 					}
@@ -116,7 +116,7 @@ func TestEarlyRootLateInputFramesS0(t *testing.T) {
 					s.mu.Lock()
 					tm := s.epochs[id].times(q)
 					s.mu.Unlock()
-					c := s.ref.refusalCounts()
+					c := s.ref.RefusalCounts()
 					t.Logf("server %s: open %v parts %v; counts: S_0 %d, S_1 %d, S_2 %d, S_3 (receiver) %d", h.ShortString(), tm.Open.Format("15:04:05.000"), tm.Parts, c[chain[0]], c[chain[1]], c[chain[2]], c[chain[3]])
 					if c[chain[3]] > 0 {
 						t.Errorf("honest receiver S_3 charged at %s", h.ShortString())
@@ -182,14 +182,14 @@ func TestEarlyRootAfterOpenFramesS0(t *testing.T) {
 		send(chain[3])
 		_ = wait.Until(context.Background(), 3*time.Minute, func() bool {
 			for _, p := range []peer.ID{chain[0], chain[2], chain[3]} {
-				if len(byID[p].ref.refusalCounts()) == 0 {
+				if len(byID[p].ref.RefusalCounts()) == 0 {
 					return false
 				}
 			}
 			return true
 		})
 		for _, h := range []peer.ID{chain[0], chain[2], chain[3]} {
-			c := byID[h].ref.refusalCounts()
+			c := byID[h].ref.RefusalCounts()
 			t.Logf("server %s counts: S_0 %d, S_1 (attacker) %d, S_2 (receiver) %d, S_3 %d", h.ShortString(), c[chain[0]], c[chain[1]], c[chain[2]], c[chain[3]])
 			if c[chain[0]] > 0 || c[chain[2]] > 0 {
 				t.Errorf("honest server charged at %s", h.ShortString())

@@ -65,10 +65,10 @@ func TestVoidLastRounds(t *testing.T) {
 				// The charge comes with the void or the abort; the abort's
 				// relay may still be on its way.
 				for i, s := range bn.servers[:2] {
-					if err := wait.Until(ctx, 10*time.Second, func() bool { return s.ref.refusalCounts()[bad.h.ID()] >= want }); err != nil {
-						t.Fatalf("server %d charges the last server %d times", i, s.ref.refusalCounts()[bad.h.ID()])
+					if err := wait.Until(ctx, 10*time.Second, func() bool { return s.ref.RefusalCounts()[bad.h.ID()] >= want }); err != nil {
+						t.Fatalf("server %d charges the last server %d times", i, s.ref.RefusalCounts()[bad.h.ID()])
 					}
-					for p, n := range s.ref.refusalCounts() {
+					for p, n := range s.ref.RefusalCounts() {
 						if p != bad.h.ID() {
 							t.Fatalf("server %d charges honest server %s with %d aborts", i, p.ShortString(), n)
 						}

@@ -1,0 +1,338 @@
+// Package chargelog is a server's evidence log (docs/protocol.md §3,
+// "Charges from evidence" and "The refusal budget"): the signed evidence
+// of aborts, voids and equivocations it holds, one record a claimant's
+// slot, each record's charge recomputed from the evidence and the
+// certificate of its number (blame.ChargeOf), and the refusal budget those
+// charges count: two counted aborts less than m epoch numbers apart leave
+// a server out of the next m chains. It also remembers which signed
+// aborts of recent epochs it handled, so that each is relayed once.
+//
+// The log is kept in the data directory (File), so that a restart does
+// not reset it. Log has its own lock; it takes the certificates' lock
+// (through the lookup it is given) after its own, never the server's, and
+// does no I/O but its file.
+//
+//   - chargelog.go: the records, the budget's counts and the seen aborts.
+//   - log.go: evidence merged into the log and judged (LogCharge,
+//     Rejudge), one record a slot.
+package chargelog
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+)
+
+const (
+	// File holds the counted aborts in a data directory (JSON).
+	File = "refusals"
+	// Keep is how many counted aborts are kept per server (two
+	// decide; a few more for the operator).
+	Keep = 4
+	// SeenKeep is how many epoch numbers back the relay memory reaches.
+	SeenKeep = 16
+)
+
+// Record is one counted abort.
+type Record struct {
+	Peer   string `json:"peer"`
+	Number uint64 `json:"number"` // the aborted epoch's number
+	Window uint64 `json:"window"` // m of its chain
+	Epoch  string `json:"epoch"`  // hex
+	Reason string `json:"reason"`
+	// Key names the evidence (blame.ChargeKey) and Ev is the evidence itself
+	// (wire.Charge: the signed object and the attestations held here), of
+	// which Peer is blame.ChargeOf; a leader that leaves the server
+	// out hands it to the servers that missed it (BudgetEvidence). Peer
+	// is empty when the evidence charges nobody.
+	Key string `json:"key,omitempty"`
+	Ev  []byte `json:"ev,omitempty"`
+	// Waived: the epoch's cause turned out public; the evidence is kept,
+	// so that it is not counted again when it comes back.
+	Waived bool `json:"waived,omitempty"`
+}
+
+// Log is a server's memory of aborts and their evidence, with its own
+// lock (the chain is computed without the server's).
+type Log struct {
+	// dir and log are the server's data directory (File) and log.
+	dir string
+	log *slog.Logger
+	// cert is the certificate of a number kept here, whose context a
+	// charge is judged in when it is written (LogCharge).
+	cert   func(n uint64) (*wire.Cert, bool)
+	mu     sync.Mutex
+	loaded sync.Once
+	recs   []Record
+	// seen: (epoch, signer) aborts already handled here, by the epoch's
+	// number for pruning.
+	seen map[[32]byte]map[peer.ID]bool
+	num  map[[32]byte]uint64
+}
+
+// Init sets the log's data directory, logger and certificate lookup
+// (nil: none kept); the records are read at first use.
+func (rs *Log) Init(dir string, log *slog.Logger, cert func(n uint64) (*wire.Cert, bool)) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	rs.dir, rs.log, rs.cert = dir, log, cert
+}
+
+func (rs *Log) load() { rs.loaded.Do(rs.loadRefusals) }
+
+// FirstSight records that signer's abort of epoch id (of the given
+// number) is handled here and reports whether it was new; the memory
+// reaches SeenKeep numbers back.
+func (rs *Log) FirstSight(id [32]byte, number uint64, signer peer.ID) bool {
+	rs.load()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.seen == nil {
+		rs.seen, rs.num = map[[32]byte]map[peer.ID]bool{}, map[[32]byte]uint64{}
+	}
+	if rs.seen[id][signer] {
+		return false
+	}
+	if rs.seen[id] == nil {
+		rs.seen[id] = map[peer.ID]bool{}
+		rs.num[id] = number
+		for old, n := range rs.num {
+			if n+SeenKeep < number {
+				delete(rs.seen, old)
+				delete(rs.num, old)
+			}
+		}
+	}
+	rs.seen[id][signer] = true
+	return true
+}
+
+// AbortedByOther reports whether a server other than self aborted epoch
+// id here.
+func (rs *Log) AbortedByOther(id [32]byte, self peer.ID) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for p := range rs.seen[id] {
+		if p != self {
+			return true
+		}
+	}
+	return false
+}
+
+// BudgetEvidence is the signed fault aborts counted here against the
+// servers but self that out reports out for their refusal budget: a
+// leader that leaves them out hands these to its chain (§3).
+func (rs *Log) BudgetEvidence(self peer.ID, out func(peer.ID) bool) [][]byte {
+	rs.load()
+	rs.mu.Lock()
+	by := map[string][][]byte{}
+	for _, r := range rs.recs {
+		if r.Ev != nil && r.Peer != "" && !r.Waived {
+			by[r.Peer] = append(by[r.Peer], r.Ev)
+		}
+	}
+	rs.mu.Unlock()
+	var ev [][]byte
+	for id, aborts := range by {
+		p, err := peer.Decode(id)
+		if err == nil && p != self && out(p) {
+			ev = append(ev, aborts...)
+		}
+	}
+	return ev
+}
+
+// Waive takes back the count of the evidence under key (its epoch's
+// cause turned out public) and reports whether the evidence is here.
+func (rs *Log) Waive(key string) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	found := false
+	for i := range rs.recs {
+		if rs.recs[i].Key == key {
+			found = true
+			if !rs.recs[i].Waived {
+				rs.recs[i].Waived = true
+				rs.log.Info("abort had a public cause: not counted", "number", rs.recs[i].Number)
+			}
+		}
+	}
+	rs.saveRefusalsLocked()
+	return found
+}
+
+// prune keeps the newest Keep records of each server. Call with
+// rs.mu held.
+func (rs *Log) prune() {
+	sort.SliceStable(rs.recs, func(i, j int) bool { return rs.recs[i].Number < rs.recs[j].Number })
+	count := map[string]int{}
+	for i := len(rs.recs) - 1; i >= 0; i-- {
+		count[rs.recs[i].Peer]++
+	}
+	kept := rs.recs[:0]
+	for _, r := range rs.recs {
+		keep := Keep
+		if r.Peer == "" {
+			keep = SeenKeep // evidence that charges nobody, kept to relay
+		}
+		if count[r.Peer] > keep {
+			count[r.Peer]--
+			continue
+		}
+		kept = append(kept, r)
+	}
+	rs.recs = kept
+}
+
+// counted reports whether recs[i] counts: it charges someone, is not
+// waived, and no earlier record charges that server for that epoch (once
+// an epoch). Call with rs.mu held.
+func (rs *Log) counted(i int) bool {
+	r := &rs.recs[i]
+	if r.Peer == "" || r.Waived {
+		return false
+	}
+	for j := range i {
+		q := &rs.recs[j]
+		if q.Peer == r.Peer && !q.Waived && (q.Epoch == r.Epoch && r.Epoch != "" || q.Number == r.Number) {
+			return false
+		}
+	}
+	return true
+}
+
+// OutUntil returns the epoch number up to which p is left out of chains
+// (0 if it is not): two counted aborts less than m epoch numbers apart
+// leave it out of the m chains after the second.
+func (rs *Log) OutUntil(p peer.ID) uint64 {
+	rs.load()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	var prev *Record
+	var until uint64
+	id := p.String()
+	for i := range rs.recs {
+		r := &rs.recs[i]
+		if r.Peer != id || !rs.counted(i) {
+			continue
+		}
+		if prev != nil && r.Number > prev.Number && r.Number-prev.Number < r.Window {
+			until = max(until, r.Number+r.Window)
+		}
+		prev = r
+	}
+	return until
+}
+
+// RefusalCounts returns how many aborts are counted here against each
+// server (tests, operators).
+func (rs *Log) RefusalCounts() map[peer.ID]int {
+	rs.load()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	out := map[peer.ID]int{}
+	for i, r := range rs.recs {
+		if !rs.counted(i) {
+			continue
+		}
+		if p, err := peer.Decode(r.Peer); err == nil {
+			out[p]++
+		}
+	}
+	return out
+}
+
+// Records returns a copy of the records, all or only those that count
+// (tests, operators).
+func (rs *Log) Records(counted bool) []Record {
+	rs.load()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	var out []Record
+	for i, r := range rs.recs {
+		if !counted || rs.counted(i) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Add appends records as they are, unsaved (tests).
+func (rs *Log) Add(recs ...Record) {
+	rs.load()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.recs = append(rs.recs, recs...)
+}
+
+// Save writes the records (tests).
+func (rs *Log) Save() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.saveRefusalsLocked()
+}
+
+// Forget drops every record charging p and p's aborts seen (tests).
+func (rs *Log) Forget(p peer.ID) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	kept := rs.recs[:0]
+	for _, r := range rs.recs {
+		if r.Peer != p.String() {
+			kept = append(kept, r)
+		}
+	}
+	rs.recs = kept
+	for _, m := range rs.seen {
+		delete(m, p)
+	}
+}
+
+// loadRefusals reads the counted aborts of the data directory.
+func (rs *Log) loadRefusals() {
+	if rs.dir == "" {
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(rs.dir, File))
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if err == nil {
+		var recs []Record
+		if err = json.Unmarshal(b, &recs); err == nil {
+			rs.mu.Lock()
+			rs.recs = append(recs, rs.recs...)
+			rs.prune()
+			rs.mu.Unlock()
+			return
+		}
+	}
+	rs.log.Error("refusal counts unreadable", "err", err)
+}
+
+// saveRefusalsLocked writes the counted aborts durably: a temporary file,
+// synced, renamed (a crash leaves the old or the new). Call with rs.mu
+// held (one writer at a time, newest last).
+func (rs *Log) saveRefusalsLocked() {
+	if rs.dir == "" {
+		return
+	}
+	b, err := json.Marshal(rs.recs)
+	if err == nil {
+		err = proto.WriteFileDurably(filepath.Join(rs.dir, File), b)
+	}
+	if err != nil {
+		rs.log.Error("refusal counts not saved", "err", err)
+	}
+}
