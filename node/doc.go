@@ -64,10 +64,10 @@
 //     tests).
 //   - blame.go, departure.go: share faults at setup, departed clients;
 //     dupwalk.go: a duplicate share's abort and answers (§4.1), the
-//     verdict blame's (dup.go), the walk of its two positions back to
-//     their slots package internal/dupwalk's (its own lock,
-//     network-free tests); a share fault's walk is that walk with one
-//     start.
+//     verdict blame's (dup.go), the abort, its signatures and the
+//     clients' answers, and the walk of its two positions back to their
+//     slots package internal/dupwalk's (their own locks, network-free
+//     tests); a share fault's walk is that walk with one start.
 //   - handover.go: a leaving client's cover onions checked and submitted
 //     in their rounds (§5.4 v3); the queue, bounded a slot, is package
 //     internal/handover's (no I/O, no lock: s.mu guards it; network-free

@@ -29,14 +29,6 @@ import (
 // every server gives them, so a protocol rule, not a Tunables field.
 const dupWindow = 3 * time.Second
 
-// dupEpoch is the per-epoch part: the abort, signatures that arrived
-// before this server's own walk reached them, and the routes walked.
-type dupEpoch struct {
-	dup      *blame.Dup // guarded by Server.mu
-	dupEarly map[int][64]byte
-	dupWalk  *dupwalk.Walk // the routes walked (internal/dupwalk)
-}
-
 // dupServer is the server-wide part: peers left out of the next epoch
 // without a strike (docs/protocol.md §4.1).
 type dupServer struct {
@@ -45,12 +37,7 @@ type dupServer struct {
 
 // dupWalkOf returns e's walk, made at its first use.
 func dupWalkOf(s *Server, e *sepoch) *dupwalk.Walk {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e.dupWalk == nil {
-		e.dupWalk = &dupwalk.Walk{Pos: e.pos, P: dupProver{s, e}}
-	}
-	return e.dupWalk
+	return e.dup.Walk(func() *dupwalk.Walk { return &dupwalk.Walk{Pos: e.pos, P: dupProver{s, e}} })
 }
 
 // dupProver is what e's walk asks of the server.
@@ -164,13 +151,7 @@ func (s *Server) dupFault(ctx context.Context, e *sepoch, se *mix.ShareError) {
 	}
 	a.Sigs[e.pos] = sig
 	s.mu.Lock()
-	e.dup = blame.NewDup(a, value)
-	for j, sg := range e.dupEarly {
-		if proto.VerifyPeerSig(v.Chain[j], d, sg) == nil {
-			e.dup.Abort.Sigs[j] = sg
-		}
-	}
-	e.dupEarly = nil
+	e.dup.Start(a, value, v.Chain)
 	s.notify() // the clients' waits end: setup will not complete
 	s.mu.Unlock()
 	s.log.Warn("setup aborted: a client's share repeats; both positions walked back, the two clients are asked to prove")
@@ -252,24 +233,11 @@ func (s *Server) onDupAbort(from peer.ID, body []byte) (wire.Type, []byte, error
 	if j < 0 || j == e.pos {
 		return 0, nil, errors.New("node: duplicate abort from outside the chain")
 	}
-	if e.dup == nil {
-		// This server's own walk has not reached its abort yet: keep
-		// the signature (one per server) to check against it then.
-		if e.ended {
-			return 0, nil, errors.New("node: duplicate abort of an ended epoch")
-		}
-		if e.dupEarly == nil {
-			e.dupEarly = map[int][64]byte{}
-		}
-		e.dupEarly[j] = a.Sigs[j]
-		return wire.TypeAck, ack, nil
+	// Before this server's own walk reached its abort, the signature
+	// is kept (one a server) to check against it then.
+	if err := e.dup.Sign(j, from, a.Sigs[j], e.ended); err != nil {
+		return 0, nil, err
 	}
-	st := e.dup.Abort
-	st.Sigs = nil
-	if err := proto.VerifyPeerSig(from, proto.DupDigest(&st), a.Sigs[j]); err != nil {
-		return 0, nil, fmt.Errorf("node: duplicate abort of server %d does not match this server's: %w", j, err)
-	}
-	e.dup.Abort.Sigs[j] = a.Sigs[j]
 	s.notify()
 	return wire.TypeAck, ack, nil
 }
@@ -290,14 +258,9 @@ func (s *Server) onDupQuery(ctx context.Context, from peer.ID, body []byte) (wir
 	}
 	var out []byte
 	err := s.waitFor(ctx, func() bool {
-		if e.dup == nil {
-			return e.ended || e.setupDone
-		}
-		complete := e.dup.Signed()
-		if complete {
-			out = e.dup.Abort.Marshal()
-		}
-		return complete || e.dup.Done
+		var over bool
+		out, over = e.dup.Query(e.ended, e.setupDone)
+		return over
 	})
 	if err != nil {
 		return 0, nil, err
@@ -318,14 +281,14 @@ func (s *Server) onDupProof(ctx context.Context, from peer.ID, body []byte, from
 	}
 	s.mu.Lock()
 	e := s.epochs[p.Epoch]
-	if e == nil || e.dup == nil || e.dup.Done {
+	if e == nil {
 		s.mu.Unlock()
 		return 0, nil, errors.New("node: no open duplicate-share abort of this epoch")
 	}
-	ds := e.dup
-	if !ds.Names(p.Slot) {
+	value, comp, answered, err := e.dup.Open(p.Slot)
+	if err != nil {
 		s.mu.Unlock()
-		return 0, nil, errors.New("node: share proof for a slot the abort does not name")
+		return 0, nil, err
 	}
 	c := e.final.Desc.Clients[p.Slot]
 	ok := false
@@ -335,20 +298,17 @@ func (s *Server) onDupProof(ctx context.Context, from peer.ID, body []byte, from
 	} else {
 		ok = e.final.Chain[c.Primary] == from
 	}
-	if !ok || ds.Answered(p.Slot) {
+	if !ok || answered {
 		s.mu.Unlock()
 		if ok {
 			return wire.TypeAck, ack, nil // one answer a slot
 		}
 		return 0, nil, errors.New("node: share proof from a peer that does not serve the slot")
 	}
-	value, comp := ds.Value, int(ds.Abort.Comp)
 	s.mu.Unlock()
 	verr := mix.VerifyShare(mix.EpochID(p.Epoch), p.Slot, comp, value, p.Proof[:])
-	s.mu.Lock()
-	ds.Answer(p.Slot, verr == nil, body)
+	e.dup.Answer(p.Slot, verr == nil, body)
 	chain := e.final.Chain
-	s.mu.Unlock()
 	if fromClient {
 		var others []peer.ID
 		for _, q := range chain {

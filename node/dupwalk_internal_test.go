@@ -60,7 +60,7 @@ func newDupFixture(t *testing.T) *dupFixture {
 	e.reg.Table().RegFrom = map[[32]byte]peer.ID{e.final.Desc.Clients[1].RegKey: f.client.id}
 	ab := f.abort
 	ab.Sigs = [][64]byte{{}, f.sigS, {}}
-	e.dup = blame.NewDup(ab, f.value)
+	*e.dup.Dup() = blame.NewDup(ab, f.value)
 	f.s.mu.Unlock()
 	return f
 }
@@ -81,7 +81,7 @@ func TestDupProofSenders(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		f := newDupFixture(t)
 		ctx := context.Background()
-		s, ds := f.s, f.mid.dup
+		s, ds := f.s, *f.mid.dup.Dup()
 		good := f.proof(t, f.holder, 1)
 		refused := map[string]func() error{
 			"stranger for slot 1": func() error { return handlerErr(s.onDupProof(ctx, f.stranger.id, good, true)) },
@@ -151,7 +151,7 @@ func TestDupAbortSignatures(t *testing.T) {
 		if err := handlerErr(s.onDupAbort(f.a.id, msg(0, f.sigA, 2))); err != nil {
 			t.Fatal(err)
 		}
-		if f.mid.dup.Abort.Sigs[0] != f.sigA {
+		if (*f.mid.dup.Dup()).Abort.Sigs[0] != f.sigA {
 			t.Error("a's signature not kept")
 		}
 	})

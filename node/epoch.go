@@ -15,6 +15,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/dupwalk"
 	"github.com/riffle-net/riffle/node/internal/handover"
 	"github.com/riffle-net/riffle/node/internal/layerbufs"
 	"github.com/riffle-net/riffle/node/internal/manifests"
@@ -64,7 +65,8 @@ type sepoch struct {
 	// (internal/registry, its own lock).
 	reg registry.Epoch
 	setupState
-	dupEpoch // a duplicate share at setup (dupwalk.go)
+	// dup: a duplicate share at setup (internal/dupwalk, its own lock).
+	dup dupwalk.Abort
 	roundsState
 	// layers: the layer buffers, reused round after round
 	// (internal/layerbufs, its own lock).
@@ -107,7 +109,7 @@ type setupState struct {
 
 	// A share fault at setup (§4.2 step 3) and the inputs of every step,
 	// which its walk back checks the routes against (§8 step 1; the walk
-	// is dupEpoch's).
+	// is dup's).
 	stepInputs [][][]group.Ciphertext
 	shareErr   *mix.ShareError
 }

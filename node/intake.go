@@ -214,7 +214,7 @@ func (s *Server) waitBytes(ctx context.Context, e *sepoch, get func() []byte, wh
 	var out []byte
 	if err := s.waitFor(ctx, func() bool {
 		out = get()
-		return out != nil || e.ended || e.dup != nil
+		return out != nil || e.ended || e.dup.Started()
 	}); err != nil {
 		return nil, err
 	}

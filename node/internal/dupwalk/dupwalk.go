@@ -4,10 +4,13 @@
 // by that server and checked against its published setup step,
 // established from the walk's start down, strictly in order (§8 v2), and
 // each proven once. Walk has its own leaf lock; what it proves, asks and
-// checks is its server's (Prover). Package node signs the abort, asks
-// the two clients and takes the verdict (dupwalk.go; the rules are
-// package blame's). A share fault's walk (§4.2 step 3, one position) is
-// the same walk with one start.
+// checks is its server's (Prover). Abort (abort.go, its own lock) is the
+// epoch's duplicate at one server: the abort and the chain's signatures,
+// early ones kept until this server's own abort, what a waiting client
+// gets, the two clients' answers and the verdict (the rules are package
+// blame's). Package node walks, signs, sends and names (dupwalk.go). A
+// share fault's walk (§4.2 step 3, one position) is the same walk with
+// one start.
 package dupwalk
 
 import (
