@@ -157,9 +157,12 @@
 //     index pages, windows and would-serve fetches, each table with a
 //     peer's and an address range's share (its own leaf locks, no I/O,
 //     network-free tests).
-//   - pirserve.go: PIR serving: padded answers and their combination (§6);
-//     a round's masks, parts and answers are package internal/pirround's
-//     (no I/O, its tests network-free).
+//   - pirserve.go: what PIR serving asks of the server (pirHost) and
+//     its two drivers; the serving itself (§6.3: padded answers made and
+//     sent, a client's query taken and answered, the others' padded
+//     answers checked and combined) is package internal/pirserve's, each
+//     epoch's rounds' state under its own lock (sepoch.pir), over package
+//     internal/pirround's Round (no I/O, network-free tests).
 //   - internal/chunks (package chunks): the server's chunk store (§7), in
 //     bbolt or in memory, with the rounds' pairs and the epochs' closing
 //     records (its package doc lists its files); chunkstore.go: its names

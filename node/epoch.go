@@ -19,6 +19,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/handover"
 	"github.com/riffle-net/riffle/node/internal/layerbufs"
 	"github.com/riffle-net/riffle/node/internal/manifests"
+	"github.com/riffle-net/riffle/node/internal/pirserve"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/registry"
 	"github.com/riffle-net/riffle/node/transport"
@@ -30,8 +31,8 @@ import (
 // together: a round's end can end the epoch, a registration reads the
 // setup's state), with two exceptions: the identity fields below are set
 // before the epoch is published in Server.epochs and final is set once,
-// after which both are read without the lock; the registration (reg) and
-// layers have their own.
+// after which both are read without the lock; the registration (reg),
+// layers and pir have their own.
 type sepoch struct {
 	// listing counts S_0's request and void lists being signed; the
 	// closing record waits for them (closing.go).
@@ -71,6 +72,9 @@ type sepoch struct {
 	// layers: the layer buffers, reused round after round
 	// (internal/layerbufs, its own lock).
 	layers layerbufs.Bufs
+	// pir: the rounds' PIR state at this primary (internal/pirserve,
+	// its own lock).
+	pir pirserve.Rounds
 }
 
 // epochSecrets are never on disk and erased by erase (§3 forward secrecy).

@@ -113,10 +113,7 @@ func TestPIRQuerySlotOwner(t *testing.T) {
 		if err == nil {
 			t.Errorf("%s: query accepted", c.name)
 		}
-		s.mu.Lock()
-		_, recorded := e.rounds[1].pir.Queries[c.slot]
-		s.mu.Unlock()
-		if recorded {
+		if recorded := e.pir.QueryOf(1, c.slot) != nil; recorded {
 			t.Fatalf("%s: its query was recorded for slot %d", c.name, c.slot)
 		}
 	}
@@ -128,9 +125,7 @@ func TestPIRQuerySlotOwner(t *testing.T) {
 	if err == nil || bytes.Contains([]byte(err.Error()), []byte("different query")) {
 		t.Fatalf("victim's query: %v, want a wait for its answer", err)
 	}
-	s.mu.Lock()
-	got := e.rounds[1].pir.Queries[0]
-	s.mu.Unlock()
+	got := e.pir.QueryOf(1, 0)
 	if len(got) == 0 || got[0][0] != 1 {
 		t.Fatalf("victim's query not recorded: %v", got)
 	}

@@ -141,9 +141,10 @@ func (f *hostileFixture) state() string {
 		sort.Slice(rs, func(i, j int) bool { return rs[i] < rs[j] })
 		for _, r := range rs {
 			x := e.rounds[r]
+			queries, pads, padFrom, answers := e.pir.Sizes(r)
 			fmt.Fprintf(&b, "  round %d subs %d digests %d bodies %d fwd %v mixed %v pub %d/%v list %v queries %d pads %d padFrom %d answers %d pruned %v\n",
 				r, len(x.subs), len(x.digests), len(x.bodies), x.forwarded, x.mixed, len(x.published), x.pubDone, x.list != nil,
-				len(x.pir.Queries), len(x.pir.Pads), len(x.pir.PadFrom), len(x.pir.Answers), x.pruned)
+				queries, pads, padFrom, answers, x.pruned)
 		}
 	}
 	lists, held, index := s.store.(*chunks.MemStore).Sizes()
@@ -273,16 +274,16 @@ func TestHostileRoundHandlers(t *testing.T) {
 			{name: "list/wrong signatures", run: func() error { return handlerErr(f.s.onRoundList(f.a.id, list(mid, 0, 1, 3))) }},
 			{name: "list/unsigned", run: func() error { return handlerErr(f.s.onRoundList(f.a.id, list(mid, 0, 1, 0))) }},
 
-			{name: "pads/truncated", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, truncated(pads(mid, 0, []uint32{1})))) }},
-			{name: "pads/short", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, make([]byte, 20))) }},
-			{name: "pads/oversized", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, oversized(pads(mid, 0, []uint32{1})))) }},
-			{name: "pads/unknown epoch", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(&unknown, 0, []uint32{1}))) }},
-			{name: "pads/unknown sender", run: func() error { return handlerErr(f.s.onPadAnswers(f.stranger.id, pads(mid, 0, []uint32{1}))) }},
-			{name: "pads/from itself", run: func() error { return handlerErr(f.s.onPadAnswers(f.s.ID(), pads(mid, 0, []uint32{1}))) }},
-			{name: "pads/another primary's slots", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(mid, 0, []uint32{0}))) }},
-			{name: "pads/round outside window", run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(mid, 1<<30, []uint32{1}))) }},
-			{name: "pads/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(mid, 2, []uint32{1}))) },
-				run: func() error { return handlerErr(f.s.onPadAnswers(f.a.id, pads(mid, 2, []uint32{1}))) }},
+			{name: "pads/truncated", run: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.a.id, truncated(pads(mid, 0, []uint32{1})))) }},
+			{name: "pads/short", run: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.a.id, make([]byte, 20))) }},
+			{name: "pads/oversized", run: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.a.id, oversized(pads(mid, 0, []uint32{1})))) }},
+			{name: "pads/unknown epoch", run: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.a.id, pads(&unknown, 0, []uint32{1}))) }},
+			{name: "pads/unknown sender", run: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.stranger.id, pads(mid, 0, []uint32{1}))) }},
+			{name: "pads/from itself", run: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.s.ID(), pads(mid, 0, []uint32{1}))) }},
+			{name: "pads/another primary's slots", run: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.a.id, pads(mid, 0, []uint32{0}))) }},
+			{name: "pads/round outside window", run: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.a.id, pads(mid, 1<<30, []uint32{1}))) }},
+			{name: "pads/repeated", repeat: true, setup: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.a.id, pads(mid, 2, []uint32{1}))) },
+				run: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.a.id, pads(mid, 2, []uint32{1}))) }},
 			{name: "root/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onRoot(f.b.id, root(1, 3, f.b.priv))) },
 				run: func() error { return handlerErr(f.s.onRoot(f.b.id, root(1, 3, f.b.priv))) }},
 

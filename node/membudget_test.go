@@ -85,7 +85,6 @@ func (s *Server) bulkHeld() bulkHeld {
 	for _, e := range epochs {
 		for _, x := range e.rounds {
 			sp.addAll(x.bodies)
-			sp.addAll(x.pir.PadBodies)
 			sp.add(x.kept)
 			for _, n := range x.notes {
 				sp.add(n.body)
@@ -94,12 +93,8 @@ func (s *Server) bulkHeld() bulkHeld {
 			for _, sub := range x.subs {
 				sp.add(sub.Onion)
 			}
-			for _, m := range []map[uint32][][]byte{x.pir.Queries, x.pir.Pads, x.pir.Own, x.pir.Answers} {
-				for _, rows := range m {
-					sp.addAll(rows)
-				}
-			}
 		}
+		e.pir.Each(sp.addAll)
 	}
 	for _, e := range epochs {
 		for _, subs := range e.handover.Held {

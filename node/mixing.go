@@ -422,7 +422,7 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeRoundList:
 		return s.onRoundList(from, body)
 	case wire.TypePadAnswers:
-		return s.onPadAnswers(from, body)
+		return s.pir.OnPadAnswers(from, body)
 	case wire.TypeRoot:
 		return s.onRoot(from, body)
 	case wire.TypeGetBatch:

@@ -24,7 +24,9 @@ func TestRoundWindow(t *testing.T) {
 			body := make([]byte, transport.PoolMin)
 			x.subs[0] = wire.Submit{Onion: body[10:100]}
 			x.bodies = append(x.bodies, body)
-			x.pir.Answers[0] = [][]byte{make([]byte, 100)}
+			if _, over, err := e.pir.Query(r, 0, [][]byte{make([]byte, 100)}); over || err != nil {
+				t.Fatalf("round %d's query: over %v, %v", r, over, err)
+			}
 			e.listed(&pool, r)
 		}
 		// The dropped rounds' frames went back to the pool.
@@ -36,7 +38,8 @@ func TestRoundWindow(t *testing.T) {
 		}
 		for r := uint32(0); r < 21; r++ {
 			x := e.rounds[r]
-			gone := len(x.subs) == 0 && len(x.pir.Answers) == 0 && x.pruned
+			queries, _, _, _ := e.pir.Sizes(r)
+			gone := len(x.subs) == 0 && queries == 0 && x.pruned
 			if want := r < e.pruned; gone != want {
 				t.Fatalf("round %d: dropped %v, want %v", r, gone, want)
 			}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/node/internal/pirround"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -80,9 +79,6 @@ type sround struct {
 	// decoy pool while its final list has not come (window.go).
 	signedPairs []wire.PoolPair
 
-	// pir: PIR serving (pirserve.go, package pirround).
-	pir pirround.Round
-
 	pruned bool // bulk state dropped (prune): nothing more is taken
 }
 
@@ -115,12 +111,15 @@ func (e *sepoch) listed(pool *transport.BufPool, r uint32) {
 		if x := e.rounds[e.pruned]; x != nil {
 			// The round was mixed long ago (round r's list needs r−2
 			// published, and so on back): nothing refers to its onions.
-			for _, b := range append(x.bodies, x.pir.PadBodies...) {
+			for _, b := range x.bodies {
 				pool.Put(b)
 			}
 			x.dropBulk()
 		}
 		e.pruned++
+	}
+	for _, b := range e.pir.Prune(e.pruned) {
+		pool.Put(b)
 	}
 }
 
@@ -129,7 +128,6 @@ func (x *sround) dropBulk() {
 	x.bodies, x.kept, x.pubRaw = nil, nil, nil
 	x.dropRelays()
 	x.subs, x.digests = map[uint32]wire.Submit{}, map[uint32][32]byte{}
-	x.pir.Drop()
 	x.pruned = true
 }
 
@@ -156,7 +154,11 @@ func (e *sepoch) dropEnded(answers bool) {
 		x.bodies, x.kept, x.pubRaw = nil, nil, nil
 		x.dropRelays()
 		x.subs, x.digests = map[uint32]wire.Submit{}, map[uint32][32]byte{}
-		x.pir.DropPads()
+	}
+	if answers {
+		e.pir.Prune(e.pruned) // their frames may still be read by a send
+	} else {
+		e.pir.DropPads()
 	}
 	clear(e.held)
 	e.layers.Drop()

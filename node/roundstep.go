@@ -7,7 +7,6 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
-	"github.com/riffle-net/riffle/node/internal/pirround"
 	"github.com/riffle-net/riffle/node/internal/roundstep"
 )
 
@@ -110,8 +109,7 @@ func stored(fx *roundstep.PubFx, x *sround) {
 func (rs *roundsState) at(r uint32) *sround {
 	x := rs.rounds[r]
 	if x == nil {
-		x = &sround{subs: map[uint32]wire.Submit{}, digests: map[uint32][32]byte{}, requests: map[[32]byte]bool{},
-			pir: pirround.New()}
+		x = &sround{subs: map[uint32]wire.Submit{}, digests: map[uint32][32]byte{}, requests: map[[32]byte]bool{}}
 		rs.rounds[r] = x
 	}
 	return x

@@ -23,6 +23,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/node/internal/ltkeys"
+	"github.com/riffle-net/riffle/node/internal/pirserve"
 	"github.com/riffle-net/riffle/node/internal/polls"
 	"github.com/riffle-net/riffle/node/internal/slots"
 	"github.com/riffle-net/riffle/node/internal/status"
@@ -122,8 +123,11 @@ type Server struct {
 	closers     []func() error
 	store       ChunkStore
 	engine      *pir.Engine
-	pool        transport.BufPool // large round buffers (transport's bufpool.go)
-	wg          sync.WaitGroup
+	// pir serves the clients' queries and the padded answers
+	// (internal/pirserve, pirserve.go).
+	pir  *pirserve.Service
+	pool transport.BufPool // large round buffers (transport's bufpool.go)
+	wg   sync.WaitGroup
 	// The tests' hooks (hooks_riffletest.go); empty in the binary.
 	serverHookState
 
@@ -261,6 +265,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.cert.certs, s.cert.top, s.cert.poke = certs, top, make(chan struct{}, 1)
 	s.catch.Init(catchEnv{s}, st, log, &s.cfg.Timing)
 	s.win = window.Items{St: st, Src: winSrc{s}, Log: log}
+	s.pir = newPIR(s)
 	s.rb.st, s.rb.log = st, log
 	s.ref.Init(cfg.DataDir, log, s.cert.certOf)
 	s.closingSigned.recs, s.closingSigned.loaded = closingRecs, true

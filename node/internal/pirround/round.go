@@ -2,9 +2,9 @@
 // §6.3): its own clients' masks, the other chain servers' padded answers
 // XORed together as they come, its own part, and the combined answers its
 // clients get, and the check of the padded answers before they are taken
-// (CheckPads). It does no I/O and takes no lock: the server's mutex
-// guards a Round, and the server computes the parts and sends them
-// (node's pirserve.go).
+// (CheckPads). It does no I/O and takes no lock: package pirserve's
+// Rounds guards a Round under its own, and computes the parts and sends
+// them.
 package pirround
 
 import (
