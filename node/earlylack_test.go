@@ -71,7 +71,10 @@ func TestEarlyLackFramesNoOne(t *testing.T) {
 			}
 			for _, c := range bn.servers {
 				if c.ID() == claimant {
-					body := (&wire.BatchRef{Epoch: id, Round: 1, S: 2}).Marshal()
+					c.mu.Lock()
+					claim := c.signAttestLocked(c.epochs[id], wire.ClaimLack, 1, 1<<1)
+					c.mu.Unlock()
+					body := claim.Marshal()
 					_, err := transport.Call(ctx, c.h, s0.ID(), transport.Request{Proto: ProtoRound, Type: wire.TypeLack, Body: body, Timeout: transport.ShortTimeout})
 					mu.Lock()
 					epoch, sent = id, err == nil

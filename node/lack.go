@@ -10,6 +10,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -389,9 +391,16 @@ func (s *Server) claimLack(e *sepoch, r uint32) {
 		return
 	}
 	x.lacked, x.lackBy = true, uint16(e.pos)
+	if x.claim == nil {
+		x.claim = s.signAttestLocked(e, wire.ClaimLack, r, 1<<uint(e.pos-1))
+	}
+	claim := x.claim
 	s.mu.Unlock()
+	if claim == nil {
+		return
+	}
 	s.log.Warn("input batch missing after the fetch window: round passes on nothing", "round", r)
-	body := (&wire.BatchRef{Epoch: v.ID, Round: r, S: uint16(e.pos)}).Marshal()
+	body := claim.Marshal()
 	// S_0 proposes the void as soon as it has the notice, and a server
 	// asked to sign a void it has no notice for charges the last server:
 	// so the others get the notice first (each has it once it acks), and
@@ -419,13 +428,26 @@ func (s *Server) claimLack(e *sepoch, r uint32) {
 // the signer's if they could not get the batch either, else the
 // claimant's, charges.go). S_0 has the round signed void bodyWait later.
 func (s *Server) onLack(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	q, e, err := s.batchRef(body)
+	var c wire.Attest
+	if err := c.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(c.Epoch)
 	if err != nil {
 		return 0, nil, err
 	}
 	v := e.final
+	q := wire.BatchRef{Epoch: c.Epoch, Round: c.Round, S: c.Signer}
 	if q.S < 1 || int(q.S) >= len(v.Chain) || v.Chain[q.S] != from || q.Round >= v.Desc.Params.Rounds {
 		return 0, nil, errors.New("node: lack claimed by the wrong server")
+	}
+	// The claim is the void's evidence against its claimant (charges.go):
+	// its own signature, of its own input, in this epoch's number.
+	if c.Kind != wire.ClaimLack || c.Number != v.Desc.Number || c.Lacking != 1<<uint(q.S-1) {
+		return 0, nil, errors.New("node: not a lack claim of the claimant's input")
+	}
+	if err := proto.VerifyPeerSig(from, blame.AttestDigest(&c), c.Sig); err != nil {
+		return 0, nil, err
 	}
 	s.mu.Lock()
 	if err := e.admit(q.Round); err != nil {
@@ -440,7 +462,7 @@ func (s *Server) onLack(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	}
 	x := e.round(q.Round)
 	if x.lackBy == 0 {
-		x.lackBy = q.S
+		x.lackBy, x.claim = q.S, &c
 	}
 	s.mu.Unlock()
 	s.log.Warn("a server lacks its input batch", "round", q.Round, "position", q.S)

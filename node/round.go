@@ -29,11 +29,13 @@ type sround struct {
 	// batch of the round, served on request to the chain until the
 	// round's publication comes here or keptWindow passes; watching: the wait for this server's input runs; lacked:
 	// this server gave its input up (a late batch is dropped); lackBy:
-	// the S of the server that claimed the lack, 0 if none; sending:
+	// the S of the server that claimed the lack, 0 if none, and claim
+	// its signed claim (wire.ClaimLack, the void's evidence); sending:
 	// this server's delivery of its batch runs.
 	kept                      []byte
 	watching, lacked, sending bool
 	lackBy                    uint16
+	claim                     *wire.Attest
 	// keptServed: the copies of kept handed to each chain position;
 	// notes: by chain position j, the relay of j's batch that its
 	// receiver asked this server for (lack.go relayNote).

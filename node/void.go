@@ -132,6 +132,11 @@ func (s *Server) noteVoid(e *sepoch, r uint32, body []byte) {
 	}
 	own := s.roundAttestLocked(e, r)
 	ev := &wire.Charge{Kind: wire.EvVoid, Number: e.final.Desc.Number, Item: body}
+	if x.claim != nil {
+		// The lack claim the void was proposed on: unbacked, the void
+		// is its claimant's (blame.ChargeOf).
+		ev.Attests = append(ev.Attests, *x.claim)
+	}
 	s.noteChargeLocked(e, ev, own, "", s.publicCause(e))
 }
 

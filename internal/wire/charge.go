@@ -32,6 +32,13 @@ const (
 	EvEquiv uint8 = 2
 )
 
+// ClaimLack is the kind of an Attest that is a lack claim (TypeLack): its
+// signer, at chain position S, lacks its input batch of Round (Lacking =
+// 1 << (S−1)). In a void's evidence it names the claimant, which pays for
+// a void whose absence no majority backs (§3: a claim the majority does
+// not back is its signer's).
+const ClaimLack uint8 = 4
+
 // AttestReqSize is an AttestReq's fixed size.
 const AttestReqSize = 32 + 8 + 1 + 4
 
@@ -43,8 +50,8 @@ const AttestSize = AttestReqSize + 8 + 2 + SigSize
 const maxChargeItem = 16 << 10
 
 // maxAttests bounds a Charge's attestations: two a chain server (a
-// second, different one shows its signer equivocated).
-const maxAttests = 2 * MaxServers
+// second, different one shows its signer equivocated) and its lack claim.
+const maxAttests = 3 * MaxServers
 
 // MaxChargeSize bounds an encoded Charge.
 const MaxChargeSize = 1 + 8 + 4 + maxChargeItem + 4 + maxAttests*AttestSize

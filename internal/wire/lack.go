@@ -9,10 +9,11 @@ const (
 	// signed batch it was to receive and has not; the reply is that Batch
 	// (TypeBatch), or an error.
 	TypeGetBatch Type = 88
-	// TypeLack: a chain server → every other chain server, a BatchRef for
-	// its own input batch that it still lacks after the fetch window: it
-	// passes on nothing for the round, and the round's void is charged to
-	// it.
+	// TypeLack: a chain server → every other chain server, its signed
+	// claim (an Attest of kind ClaimLack) that it still lacks its own
+	// input batch after the fetch window: it passes on nothing for the
+	// round, and a void of the round that no part's absence backs is
+	// charged to it.
 	TypeLack Type = 89
 )
 

@@ -208,7 +208,7 @@ var Messages = []Message{
 	req(ProtoRound, TypePadAnswers, "PadAnswers", size(MaxFrame), TypeAck, decPadAnswers),
 	req(ProtoRound, TypeRoot, "Root", size(256), TypeAck, decRoot),
 	req(ProtoRound, TypeGetBatch, "GetBatch", size(BatchRefSize), TypeBatch, decBatchRef),
-	req(ProtoRound, TypeLack, "Lack", size(BatchRefSize), TypeAck, decBatchRef),
+	req(ProtoRound, TypeLack, "Lack", size(AttestSize), TypeAck, decAttest),
 	req(ProtoRound, TypeClosingProposal, "ClosingProposal", size(MaxClosing), TypeSig, decClosingProp),
 	req(ProtoRound, TypeClosing, "Closing", size(MaxClosing), TypeAck, decClosing),
 	req(ProtoRound, TypeClosingSig, "ClosingSig", size(ClosingSigSize), TypeAck, decClosingSig),

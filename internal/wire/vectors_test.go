@@ -162,7 +162,7 @@ func vectors() []vector {
 		{"waitlist", TypeWaitList, &EpochRef{Epoch: k32(1), Round: 4, Reason: []byte{}}},
 		{"listreq", TypeListReq, &EpochRef{Epoch: k32(1), Round: 4, Reason: []byte{}}},
 		{"getbatch", TypeGetBatch, &BatchRef{Epoch: k32(1), Round: 2, S: 1}},
-		{"lack", TypeLack, &BatchRef{Epoch: k32(1), Round: 2, S: 1}},
+		{"lack", TypeLack, &Attest{AttestReq: AttestReq{Epoch: k32(1), Number: 9, Kind: ClaimLack, Round: 2}, Lacking: 1, Signer: 1, Sig: k64(0x35)}},
 		{"attestreq", TypeAttestReq, &AttestReq{Epoch: k32(1), Number: 9, Kind: AbortNoPub, Round: 3}},
 		{"attest", TypeAttest, &Attest{AttestReq: AttestReq{Epoch: k32(1), Number: 9, Kind: AbortNoPub, Round: 3}, Lacking: 2, Signer: 2, Sig: k64(0x33)}},
 		{"charge", TypeCharge, &Charge{Kind: EvAbort, Number: 9, Item: []byte{1, 2, 3}, Attests: []Attest{{AttestReq: AttestReq{Epoch: k32(1), Number: 9, Kind: AbortNoPub, Round: 3}, Lacking: 4, Signer: 0, Sig: k64(0x34)}}}},

@@ -18,7 +18,8 @@ import (
 // only when more than half of the chain's servers other than P signed
 // that they lacked P's part when their own deadline had passed; a claim
 // of absence that the majority does not back counts against whoever made
-// it (the abort's signer, the void's proposer S_0).
+// it (the abort's signer; for a void, the server whose signed lack claim
+// it carries, else its proposer S_0).
 
 // Context is what ChargeOf needs of the log: the certified chain of the
 // evidence's number and whether that number's certificate is its final
@@ -104,9 +105,24 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 	if epoch != ctx.Epoch {
 		return "", "", errors.New("blame: evidence of another epoch than its number's certificate")
 	}
+	// claimant: the first chain position whose signed lack claim of the
+	// void's round is in the evidence (0: none).
+	claimant := 0
 	for i := range ev.Attests {
 		at := &ev.Attests[i]
-		if at.Epoch != epoch || at.Number != ev.Number || at.Kind != kind || at.Round != round || int(at.Signer) >= m {
+		if at.Epoch != epoch || at.Number != ev.Number || at.Round != round || int(at.Signer) >= m {
+			return "", "", errors.New("blame: attestation of another claim")
+		}
+		switch {
+		case at.Kind == kind:
+		case at.Kind == wire.ClaimLack && ev.Kind == wire.EvVoid:
+			if at.Signer == 0 || at.Lacking != 1<<(at.Signer-1) {
+				return "", "", errors.New("blame: a lack claim of another part than its signer's input")
+			}
+			if claimant == 0 || int(at.Signer) < claimant {
+				claimant = int(at.Signer)
+			}
+		default:
 			return "", "", errors.New("blame: attestation of another claim")
 		}
 		if err := proto.VerifyPeerSig(ctx.Chain[at.Signer], AttestDigest(at), at.Sig); err != nil {
@@ -152,19 +168,29 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 				return ctx.Chain[j], fmt.Sprintf("round %d: no part from position %d (attested)", round, j), nil
 			}
 		}
+		if claimant > 0 {
+			// A void on a server's signed claim that it lacked its
+			// input: the claim is the claimant's, not its proposer's
+			// (TestStaggeredRootFramesS0, node).
+			return ctx.Chain[claimant], fmt.Sprintf("round %d: lack claimed by position %d not backed: %s", round, claimant, claimOf), nil
+		}
 		return signer, fmt.Sprintf("round %d: absence not backed: %s", round, claimOf), nil
 	}
 }
 
 // AttestedLacking is what each signer of attests said it lacked: an
 // honest server signs one attestation a claim, so a signer with two
-// different ones equivocated and counts for nothing. The signatures are
-// the caller's to check.
+// different ones equivocated and counts for nothing. A lack claim
+// (wire.ClaimLack) is no attestation. The signatures are the caller's to
+// check.
 func AttestedLacking(attests []wire.Attest) map[uint16]uint64 {
 	first := map[uint16]wire.Attest{}
 	lacked := map[uint16]uint64{}
 	equiv := map[uint16]bool{}
 	for _, a := range attests {
+		if a.Kind == wire.ClaimLack {
+			continue
+		}
 		if f, ok := first[a.Signer]; ok {
 			equiv[a.Signer] = equiv[a.Signer] || f != a
 			continue

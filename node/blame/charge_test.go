@@ -96,3 +96,74 @@ func newKey() (crypto.PrivKey, error) {
 	priv, _, err := crypto.GenerateEd25519Key(rand.Reader)
 	return priv, err
 }
+
+// TestVoidChargesUnbackedClaimant: a void signed by the whole chain of
+// four, round 5, proposed by S_0 on S_2's signed lack claim of its input
+// (wire.ClaimLack). No part backed: the claimant pays, not the proposer;
+// a part backed: that part's server, as before; no claim: S_0. A claim of
+// a part other than its signer's input, or forged, refuses the evidence.
+func TestVoidChargesUnbackedClaimant(t *testing.T) {
+	var privs []crypto.PrivKey
+	var chain []peer.ID
+	for range 4 {
+		priv, err := newKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := peer.IDFromPrivateKey(priv)
+		privs, chain = append(privs, priv), append(chain, id)
+	}
+	epoch := [32]byte{7}
+	ctx := Context{Epoch: epoch, Chain: chain, Final: true}
+	const num, round = 9, 5
+	rl := &wire.RoundList{Epoch: epoch, Round: round, Flags: wire.ListVoid, Entries: []wire.ListEntry{}, Published: [][32]byte{}, Manifests: [][32]byte{}}
+	dg := proto.ListDigest(rl)
+	for _, p := range privs {
+		sig, _ := proto.Sign(p, dg)
+		rl.Sigs = append(rl.Sigs, sig)
+	}
+	item := rl.Marshal()
+	sign := func(by int, kind uint8, lacking uint64) wire.Attest {
+		a := wire.Attest{AttestReq: wire.AttestReq{Epoch: epoch, Number: num, Kind: kind, Round: round}, Lacking: lacking, Signer: uint16(by)}
+		a.Sig, _ = proto.Sign(privs[by], AttestDigest(&a))
+		return a
+	}
+	claim := sign(2, wire.ClaimLack, 1<<1)
+	for _, c := range []struct {
+		name    string
+		attests []wire.Attest
+		want    peer.ID
+	}{
+		{"split: S_0 lacks S_2's part, S_3 S_1's", []wire.Attest{claim, sign(0, wire.AbortNoPub, 1<<2), sign(3, wire.AbortNoPub, 1<<1)}, chain[2]},
+		{"no claim: the proposer", []wire.Attest{sign(0, wire.AbortNoPub, 1<<2), sign(3, wire.AbortNoPub, 1<<1)}, chain[0]},
+		{"the signer backed: the signer", []wire.Attest{claim, sign(2, wire.AbortNoPub, 1<<1), sign(0, wire.AbortNoPub, 1<<1), sign(3, wire.AbortNoPub, 1<<1)}, chain[1]},
+		{"the claim is no attestation of its own", []wire.Attest{claim, sign(0, wire.AbortNoPub, 1<<1), sign(3, wire.AbortNoPub, 1<<1)}, chain[1]},
+		{"claim and attestation of one signer are no equivocation", []wire.Attest{claim, sign(2, wire.AbortNoPub, 1<<1), sign(3, wire.AbortNoPub, 1<<1)}, chain[1]},
+	} {
+		ev := &wire.Charge{Kind: wire.EvVoid, Number: num, Item: item}
+		MergeAttests(ev, c.attests)
+		got, why, err := ChargeOf(ev, ctx)
+		if err != nil || got != c.want {
+			t.Errorf("%s: charged %v (%q, %v), want %v", c.name, got, why, err, c.want)
+		}
+	}
+	for name, bad := range map[string]wire.Attest{
+		"a claim of another part": sign(2, wire.ClaimLack, 1<<0),
+		"a claim by S_0":          sign(0, wire.ClaimLack, 1),
+	} {
+		if _, _, err := ChargeOf(&wire.Charge{Kind: wire.EvVoid, Number: num, Item: item, Attests: []wire.Attest{bad}}, ctx); err == nil {
+			t.Errorf("%s was taken", name)
+		}
+	}
+	forged := sign(3, wire.ClaimLack, 1<<1)
+	forged.Signer = 2
+	if _, _, err := ChargeOf(&wire.Charge{Kind: wire.EvVoid, Number: num, Item: item, Attests: []wire.Attest{forged}}, ctx); err == nil {
+		t.Error("a forged claim was taken")
+	}
+	// An abort's evidence takes no claim: its signer is the claimant.
+	a := &wire.Abort{Epoch: epoch, Number: num, Round: round, Kind: wire.AbortNoPub, Signer: []byte(chain[0]), Reason: []byte("no publication")}
+	a.Sig, _ = proto.Sign(privs[0], proto.AbortDigest(a))
+	if _, _, err := ChargeOf(&wire.Charge{Kind: wire.EvAbort, Number: num, Item: a.Marshal(), Attests: []wire.Attest{claim}}, ctx); err == nil {
+		t.Error("a lack claim was taken in an abort's evidence")
+	}
+}

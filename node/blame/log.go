@@ -100,7 +100,8 @@ func SameClaim(ev *wire.Charge, as []wire.Attest) []wire.Attest {
 	}
 	var out []wire.Attest
 	for _, at := range as {
-		if at.Epoch == epoch && at.Number == ev.Number && at.Kind == kind && at.Round == round {
+		claim := at.Kind == wire.ClaimLack && ev.Kind == wire.EvVoid
+		if at.Epoch == epoch && at.Number == ev.Number && (at.Kind == kind || claim) && at.Round == round {
 			out = append(out, at)
 		}
 	}
@@ -108,15 +109,16 @@ func SameClaim(ev *wire.Charge, as []wire.Attest) []wire.Attest {
 }
 
 // MergeAttests adds to into the attestations of from it lacks, at most
-// two different ones a signer (the second proves it equivocated, which
-// voids its word: ChargeOf), and reports whether any was added. An
-// attestation of no absence is kept too: it shows the signer's answer.
+// two different ones a signer and kind (the second proves it
+// equivocated, which voids its word: ChargeOf; a lack claim is one kind,
+// its signer's attestation another), and reports whether any was added.
+// An attestation of no absence is kept too: it shows the signer's answer.
 func MergeAttests(into *wire.Charge, from []wire.Attest) bool {
 	grew := false
 	for _, a := range from {
 		n, dup := 0, false
 		for _, b := range into.Attests {
-			if b.Signer == a.Signer {
+			if b.Signer == a.Signer && b.Kind == a.Kind {
 				n++
 				dup = dup || b == a
 			}
