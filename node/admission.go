@@ -1,33 +1,33 @@
 package node
 
 import (
+	"io"
+	"log/slog"
+
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/node/internal/intake"
+	"github.com/riffle-net/riffle/node/internal/ltkeys"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
-// admissionOrder is this primary's order of its registrations of e
-// (internal/registry), over the long-term key records of ltexclude.go.
-func (s *Server) admissionOrder(e *sepoch) [][32]byte {
-	seen := func(key [32]byte) (bool, bool) {
-		seen, ok := s.keys.Seen(key)
-		return seen.Dry > 0, ok
-	}
-	out, err := e.reg.AdmissionOrder(proto.PrimaryQuota(e.v.Desc.Params.MaxClients, len(e.v.Chain)), seen, s.rand)
-	if err != nil {
+// fixOrder fixes e's admission order once, at this primary's registration
+// deadline or its close (internal/registry), over the long-term key
+// records of ltexclude.go.
+func fixOrder(e *sepoch, keys *ltkeys.Keys, rnd io.Reader, log *slog.Logger) {
+	n := e.v.Desc.Params.MaxClients
+	if err := e.reg.FixOrder(int(n), proto.PrimaryQuota(n, len(e.v.Chain)), seenDry(keys), rnd); err != nil {
 		// No randomness: registration-key order.
-		s.log.Error("admission order", "err", err)
+		log.Error("admission order", "err", err)
 	}
-	return out
 }
 
-// fixOrder fixes e's admission order once, at this primary's registration
-// deadline or its close: its first n_max registrations by admissionOrder.
-// Call with s.mu held.
-func (s *Server) fixOrder(e *sepoch) {
-	if !e.reg.Fixed() {
-		e.reg.Fix(s.admissionOrder(e), int(e.v.Desc.Params.MaxClients))
+// seenDry says, of a long-term key with a record in keys, whether its
+// slot ran dry since its last clean epoch (the admission order's input).
+func seenDry(keys *ltkeys.Keys) func(key [32]byte) (bool, bool) {
+	return func(key [32]byte) (bool, bool) {
+		seen, ok := keys.Seen(key)
+		return seen.Dry > 0, ok
 	}
 }
 

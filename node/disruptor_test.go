@@ -123,7 +123,7 @@ func disruptorRun(t *testing.T, epochs int, freshKey, newAddr, full bool) int {
 		if !keyOut && !addrOut {
 			badReg = reg(badKey, intake.IPRange(parseIP(t, addr)))
 		}
-		order := s.admissionOrder(e)
+		order, _ := e.reg.AdmissionOrder(proto.PrimaryQuota(n, m), seenDry(&s.keys), s.rand)
 		primaryOf, rank := map[[32]byte]uint16{}, map[[32]byte]int{}
 		var keys [][32]byte
 		for i, k := range order {

@@ -102,7 +102,8 @@
 //   - round.go: a server's state of one round (sround) and its window.
 //   - intake.go: client protocol: registration and submissions (round intake).
 //   - internal/registry (package registry): a server's registration of
-//     one epoch (§3 v3, §4.1): the Prepare's commitments and the open
+//     one epoch (§3 v3, §4.1): the keys and entry a Prepare's answer
+//     draws, the Prepare's commitments and the open
 //     descriptor's check against them, the deadline and the close, the
 //     registrations forwarded and receipted here, the leader's list and
 //     the final descriptor's checks against them, a primary's own

@@ -3,7 +3,6 @@ package node
 import (
 	"bytes"
 	"context"
-	"crypto/ecdh"
 	"errors"
 	"fmt"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/intake"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/registry"
 	"github.com/riffle-net/riffle/node/internal/selection"
 	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/node/transport"
@@ -198,53 +198,16 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := s.checkLeftOut(&p); err != nil {
 		return 0, nil, err
 	}
-	sk, err := mix.NewServerSecret(s.rand)
-	if err != nil {
-		return 0, nil, err
-	}
-	rk, err := mix.NewRoundKeys(int(p.Params.Rounds), s.rand)
-	if err != nil {
-		sk.Close()
-		return 0, nil, err
-	}
-	dkey, err := ecdh.X25519().GenerateKey(s.rand)
-	if err != nil {
-		sk.Close()
-		rk.Close()
-		return 0, nil, fmt.Errorf("node: x25519 key: %w", err)
-	}
-	pid := []byte(s.h.ID())
-	pok, err := sk.ProveKey(mix.KeyContext(p.Number, p.Nonce, pid), s.rand)
-	if err != nil {
-		sk.Close()
-		rk.Close()
-		return 0, nil, err
-	}
-	// (v3) a fresh r_j for every attempt, never reused: its
-	// commitment goes into the entry the epoch id covers (internal/proto/reveal.go).
-	var r [wire.CommitSize]byte
-	if _, err := s.rand.Read(r[:]); err != nil {
-		sk.Close()
-		rk.Close()
-		return 0, nil, fmt.Errorf("node: selection value: %w", err)
-	}
-	g := wire.GroupEntry{PeerID: pid, Nick: []byte(s.cfg.Nick), PoK: pok, Commit: proto.Commitment(r)}
+	var addrs [][]byte
 	for _, a := range s.h.Addrs() {
-		if len(g.Addrs) < wire.MaxAddrs {
-			g.Addrs = append(g.Addrs, a.Bytes())
-		}
+		addrs = append(addrs, a.Bytes())
 	}
-	copy(g.X[:], sk.Public().Bytes())
-	copy(g.D[:], dkey.PublicKey().Bytes())
-	Y, Yp := rk.Public()
-	for r := range Y {
-		var y, yp [32]byte
-		copy(y[:], Y[r].Bytes())
-		copy(yp[:], Yp[r].Bytes())
-		g.Y, g.Yp = append(g.Y, y), append(g.Yp, yp)
+	keys, g, r, err := registry.Draw(s.rand, p.Number, p.Nonce, int(p.Params.Rounds), []byte(s.h.ID()), []byte(s.cfg.Nick), addrs)
+	if err != nil {
+		return 0, nil, err
 	}
 	e := &sepoch{pos: pos, nonce: p.Nonce, leader: from}
-	e.sk, e.rk, e.dkey = sk, rk, dkey
+	e.sk, e.rk, e.dkey = keys.SK, keys.RK, keys.DKey
 	e.reg.Prepared(g, p.Previous.Marshal(), p.Window, window.GapBytes(p.Gap), r)
 	s.mu.Lock()
 	// One epoch is prepared at a time (the leader runs them in turn): a
@@ -539,7 +502,7 @@ func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []by
 	if s.hookNoReceipt() && e.leader != s.h.ID() {
 		return 0, nil, errors.New("node: forwards lost (test)")
 	}
-	rc, err := s.receipt(e, &f)
+	rc, err := registry.Receipt(s.priv, e.v.ID, e.pos, &f)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -571,7 +534,7 @@ func (s *Server) onClose(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	// The list goes in this primary's own admission order (§3, §8): the
 	// leader fills its quota from the front. Fixed at the deadline when
 	// registrations waited for it (intake.go).
-	s.fixOrder(e)
+	fixOrder(e, &s.keys, s.rand, s.log)
 	// (v3) r_j is revealed now, after the deadline (internal/proto/reveal.go), and the
 	// order goes signed as a whole (internal/selection).
 	rl, err := e.reg.List(s.priv, ref.Epoch, e.pos)

@@ -365,7 +365,7 @@ func (s *Server) awaitOrder(ctx context.Context, e *sepoch, key [32]byte) error 
 	if e.ended {
 		return fmt.Errorf("node: epoch did not start: %s", e.reason)
 	}
-	s.fixOrder(e)
+	fixOrder(e, &s.keys, s.rand, s.log)
 	if !e.reg.Ordered(key) {
 		return errors.New("node: epoch full: this registration is past the admission order's n_max")
 	}

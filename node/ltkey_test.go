@@ -328,7 +328,7 @@ func TestReturningClientsFirst(t *testing.T) {
 			reg, _ := add(fmt.Sprintf("192.0.%d.0/24", i))
 			single[reg] = true
 		}
-		order := s.admissionOrder(e)
+		order, _ := e.reg.AdmissionOrder(quota, seenDry(&s.keys), s.rand)
 		if len(order) != len(tb.Regs) {
 			t.Fatalf("order of %d, %d registered", len(order), len(tb.Regs))
 		}

@@ -21,14 +21,6 @@ import (
 // selection took less than that registration's primary's quota
 // (checkReceipted).
 
-// receipt signs this server's receipt of f in e.
-func (s *Server) receipt(e *sepoch, f *wire.Forwarded) (wire.Receipt, error) {
-	r := wire.Receipt{Epoch: e.v.ID, Server: uint16(e.pos), RegKey: f.Reg.RegKey, RegHash: proto.RegHash(&f.Reg)}
-	sig, err := proto.Sign(s.priv, proto.ReceiptDigest(&r))
-	r.Sig = sig
-	return r, err
-}
-
 // fanOut sends this primary's signed registration f to every chain server
 // of e (itself included) and keeps the receipts that verify for its
 // client. A server that does not answer gives no receipt; that is no

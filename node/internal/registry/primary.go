@@ -9,6 +9,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/intake"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/selection"
 )
 
@@ -67,20 +68,33 @@ func (r *Epoch) AdmissionOrder(quota int, seen func(key [32]byte) (dry, ok bool)
 	return out, err
 }
 
-// Fixed reports whether the admission order is fixed.
-func (r *Epoch) Fixed() bool {
+// FixOrder fixes the admission order once, at this primary's deadline
+// or its close, to the first n of AdmissionOrder; the rest are dropped
+// (their clients are told the epoch is full). The error is
+// AdmissionOrder's, for the log.
+func (r *Epoch) FixOrder(n, quota int, seen func(key [32]byte) (dry, ok bool), rnd io.Reader) error {
+	r.mu.Lock()
+	fixed := r.table.Order != nil
+	r.mu.Unlock()
+	if fixed {
+		return nil
+	}
+	order, err := r.AdmissionOrder(quota, seen, rnd)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.table.Order != nil
+	r.table.Fix(order, n) // a no-op if fixed meanwhile
+	return err
 }
 
-// Fix fixes the admission order once, at this primary's deadline or its
-// close, to order's first n registrations; the rest are dropped (their
-// clients are told the epoch is full).
-func (r *Epoch) Fix(order [][32]byte, n int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.table.Fix(order, n)
+// Receipt is chain server pos's signed receipt of the forwarded
+// registration f of epoch id (§3 v3): its client keeps it, and the server
+// refuses a final descriptor that leaves f out while its primary's quota
+// is not met.
+func Receipt(priv crypto.PrivKey, id [32]byte, pos int, f *wire.Forwarded) (wire.Receipt, error) {
+	rc := wire.Receipt{Epoch: id, Server: uint16(pos), RegKey: f.Reg.RegKey, RegHash: proto.RegHash(&f.Reg)}
+	sig, err := proto.Sign(priv, proto.ReceiptDigest(&rc))
+	rc.Sig = sig
+	return rc, err
 }
 
 // Ordered reports whether the registration under key is in the fixed

@@ -1,14 +1,16 @@
 // Package registry is a server's registration of one epoch (docs/protocol.md
 // §3 "Registration" v3, §4.1), from the Prepare to the final descriptor:
+// the fresh keys and the entry a Prepare's answer draws (prepare.go);
 // what this server committed to in its Prepare (its entry, the previous
 // certificate, the window and gap, its selection value r_j) and the open
 // descriptor's checks against it (chain.go); the open descriptor, the
 // registration deadline and the close; a primary's own registrations
 // (internal/intake's Table), its admission order and the list it signs at
 // the close, and the chain servers' receipts it keeps for its clients
-// (primary.go); the registrations forwarded by every primary and receipted
-// here, bounded by the client cap each, the leader's list and the final
-// descriptor's checks against all of them (chain.go). An Epoch has its own
+// (primary.go), with the receipt a chain server signs; the registrations
+// forwarded by every primary and receipted here, bounded by the client
+// cap each, the leader's list and the final descriptor's checks against
+// all of them (chain.go). An Epoch has its own
 // lock and does no I/O; package node's handlers decode, verify the costly
 // proofs, sign and send, and store here. Network-free tests.
 package registry

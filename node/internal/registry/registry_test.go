@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"strings"
@@ -10,8 +11,11 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/intake"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 func key(i int) [32]byte { return [32]byte{byte(i), byte(i >> 8), 1} }
@@ -108,17 +112,21 @@ func TestPrimaryIntake(t *testing.T) {
 			t.Fatalf("registration %d before the order: %v", i, err)
 		}
 	}
-	if r.Registered() != 3 || r.Fixed() {
-		t.Fatalf("%d held, fixed %v", r.Registered(), r.Fixed())
+	if r.Registered() != 3 || r.Ordered(key(0)) {
+		t.Fatalf("%d held, or ordered before the order", r.Registered())
 	}
-	order, err := r.AdmissionOrder(n, func([32]byte) (bool, bool) { return false, true }, rand.Reader)
-	if err != nil || len(order) != 3 {
-		t.Fatalf("order of %d: %v", len(order), err)
+	all := func([32]byte) (bool, bool) { return false, true }
+	if err := r.FixOrder(n, n, all, rand.Reader); err != nil {
+		t.Fatal(err)
 	}
-	r.Fix(order, n)
-	r.Fix([][32]byte{key(2), key(1), key(0)}, n) // fixed once
-	if !r.Ordered(order[0]) || !r.Ordered(order[1]) || r.Ordered(order[2]) {
-		t.Fatal("the fixed order is not the first n")
+	var order [][32]byte
+	for i := range 3 {
+		if r.Ordered(key(i)) {
+			order = append(order, key(i))
+		}
+	}
+	if len(order) != n || r.Registered() != n {
+		t.Fatalf("%d in the fixed order, %d held; want n = %d", len(order), r.Registered(), n)
 	}
 	if err := r.Room(n, "r", true); err == nil || !strings.Contains(err.Error(), "full") {
 		t.Fatalf("room past a full order: %v", err)
@@ -131,7 +139,7 @@ func TestPrimaryIntake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rl.Regs) != n || rl.Regs[0].Reg.RegKey != order[0] || rl.Regs[1].Reg.RegKey != order[1] || rl.Regs[0].Primary != 1 || len(rl.Orders) != 1 {
+	if len(rl.Regs) != n || !r.Ordered(rl.Regs[0].Reg.RegKey) || !r.Ordered(rl.Regs[1].Reg.RegKey) || rl.Regs[0].Primary != 1 || len(rl.Orders) != 1 || len(rl.Orders[0].Keys) != n || rl.Orders[0].Keys[0] != rl.Regs[0].Reg.RegKey {
 		t.Fatalf("list %+v", rl)
 	}
 	from, _ := r.From(order[0])
@@ -207,5 +215,85 @@ func TestCheckOpenAndFinal(t *testing.T) {
 	fd.Clients[0].XKey[0]++
 	if err := r.CheckSlots(&fd, 1, 2, false); err == nil || !strings.Contains(err.Error(), "does not match") {
 		t.Fatalf("a slot unlike its registration: %v", err)
+	}
+}
+
+// TestDraw: the entry a Prepare's answer offers carries the public parts
+// of the keys drawn, a proof of knowledge of the server key bound to the
+// number, the nonce and the peer id, the commitment of the r_j returned,
+// at most wire.MaxAddrs addresses; two draws share nothing.
+func TestDraw(t *testing.T) {
+	addrs := make([][]byte, wire.MaxAddrs+3)
+	for i := range addrs {
+		addrs[i] = []byte{byte(i)}
+	}
+	nonce := [32]byte{5}
+	k, g, r, err := Draw(rand.Reader, 7, nonce, 4, []byte("peer"), []byte("nick"), addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	if len(g.Addrs) != wire.MaxAddrs || len(g.Y) != 4 || len(g.Yp) != 4 {
+		t.Fatalf("%d addresses, %d round keys", len(g.Addrs), len(g.Y))
+	}
+	if g.Commit != proto.Commitment(r) {
+		t.Fatal("the entry does not commit to the r_j drawn")
+	}
+	X, err := group.DecodeNonIdentity(g.X[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mix.VerifyKey(X, mix.KeyContext(7, nonce, []byte("peer")), g.PoK); err != nil {
+		t.Fatalf("the proof of knowledge: %v", err)
+	}
+	if mix.VerifyKey(X, mix.KeyContext(8, nonce, []byte("peer")), g.PoK) == nil {
+		t.Fatal("the proof of knowledge holds for another number")
+	}
+	if !bytes.Equal(g.D[:], k.DKey.PublicKey().Bytes()) {
+		t.Fatal("the entry's exchange key is not the one drawn")
+	}
+	k2, g2, r2, err := Draw(rand.Reader, 7, nonce, 4, []byte("peer"), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k2.Close()
+	if r2 == r || g2.X == g.X || g2.D == g.D || g2.Y[0] == g.Y[0] {
+		t.Fatal("two draws share a value")
+	}
+}
+
+// TestFixOrderAndReceipt: FixOrder keeps the first n of the admission
+// order, returning clients first, once; a receipt verifies for its
+// registration and chain position only.
+func TestFixOrderAndReceipt(t *testing.T) {
+	var r Epoch
+	for i := range 4 {
+		if err := r.Take(8, wire.Register{RegKey: key(i)}, "c", [64]byte{}, intake.LT{Key: key(100 + i)}, "r", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	returning := func(k [32]byte) (bool, bool) { return false, k == key(102) || k == key(103) }
+	if err := r.FixOrder(2, 8, returning, rand.Reader); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Ordered(key(2)) || !r.Ordered(key(3)) || r.Ordered(key(0)) || r.Registered() != 2 {
+		t.Fatal("the returning clients are not the order's first two")
+	}
+	if err := r.FixOrder(4, 8, func([32]byte) (bool, bool) { return false, false }, rand.Reader); err != nil || r.Registered() != 2 {
+		t.Fatal("the order fixed twice")
+	}
+	priv, _, _ := crypto.GenerateEd25519Key(rand.Reader)
+	id, _ := peer.IDFromPrivateKey(priv)
+	f := wire.Forwarded{Primary: 0, Reg: wire.Register{Epoch: [32]byte{4}, RegKey: key(1), Reg: []byte("r")}}
+	rc, err := Receipt(priv, [32]byte{4}, 1, &f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := []peer.ID{"other", id}
+	if err := proto.CheckReceipt(&rc, [32]byte{4}, &f.Reg, chain); err != nil {
+		t.Fatal(err)
+	}
+	if proto.CheckReceipt(&rc, [32]byte{4}, &f.Reg, []peer.ID{id, "other"}) == nil {
+		t.Fatal("a receipt verifies for another chain position")
 	}
 }
