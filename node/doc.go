@@ -150,9 +150,10 @@
 //     signs, the rules of a pinned window and of the gap that carries
 //     the walk past a timeout, and the decoy pool as a function of the
 //     lists (§6.3 v3); its own leaf lock, network-free tests.
-//   - manifests.go: the manifests the index takes (§6.4 v3), stored and
-//     noted in the rounds' request lists; what it takes, within the caps
-//     per pseudonym and per round, is package internal/manifests's.
+//   - manifests.go: the manifests the index takes (§6.4 v3), noted in
+//     the rounds' request lists; what it takes, within the caps per
+//     pseudonym and per round, the ids each round took (sepoch.man, its
+//     own lock) and their storing are package internal/manifests's.
 //   - indexserve.go: index pages served to any peer and to the group's
 //     servers (§7 v3); internal/slots (package slots): the reply slots of
 //     index pages, windows and would-serve fetches, each table with a

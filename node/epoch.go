@@ -32,7 +32,7 @@ import (
 // setup's state), with two exceptions: the identity fields below are set
 // before the epoch is published in Server.epochs and final is set once,
 // after which both are read without the lock; the registration (reg),
-// layers and pir have their own.
+// man, layers and pir have their own.
 type sepoch struct {
 	// listing counts S_0's request and void lists being signed; the
 	// closing record waits for them (closing.go).
@@ -53,9 +53,9 @@ type sepoch struct {
 	closingDone bool
 	// final is the final descriptor's view (nil while registration runs).
 	final *proto.View
-	// man: which published manifest chunks the index takes (§6.4 v3,
-	// package manifests).
-	man manifests.Caps
+	// man: which published manifest chunks the index takes, by round
+	// (§6.4 v3, package manifests; its own lock).
+	man manifests.Index
 	// paceNext is the earliest time this server may start its part of
 	// the next round (pace.go).
 	paceNext time.Time

@@ -249,9 +249,12 @@ func TestProposalCensorship(t *testing.T) {
 	sort.Slice(held, func(i, j int) bool { return bytes.Compare(held[i].ID[:], held[j].ID[:]) < 0 })
 	nobody := [32]byte{0xff, 0xff} // requested, held by no server
 	const r = 2
+	for q := uint32(0); q <= r; q++ {
+		e.man.Add(e.final.Desc.Params.Rounds, e.final.Desc.Params.ChunkSize, q, nil) // round r done, no manifests
+	}
 	s.mu.Lock()
 	x := e.round(r)
-	x.list, x.pubDone, x.manDone = nil, true, true
+	x.list, x.pubDone = nil, true
 	x.requests = map[[32]byte]bool{held[0].ID: true, held[1].ID: true, held[2].ID: true, nobody: true}
 	// Position 0 asks for two ids, position 1 for one, position 2 for
 	// one nobody holds: a cut to 2 keeps position 0's first and position

@@ -115,14 +115,18 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 	// The list carries the round's indexed manifests (§6.4 v3): known
 	// once every earlier round is published here or has a final list
 	// (manifests.go). No timeout of its own: the epoch's end frees it.
-	if err := s.waitFor(s.ctx, func() bool { return e.round(r).manDone || e.ended }); err != nil {
+	var manifests [][32]byte
+	if err := s.waitFor(s.ctx, func() bool {
+		var done bool
+		manifests, done = e.man.Taken(r)
+		return done || e.ended
+	}); err != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
 	defer cancel()
 	s.mu.Lock()
 	x := e.round(r)
-	manifests := x.manifests
 	var ids [][32]byte
 	for id := range x.requests {
 		ids = append(ids, id)
@@ -204,21 +208,24 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 	// Whether the round is done here is read under the lock, in the
 	// condition: publish sets it concurrently.
 	var x *sround
+	var mans [][32]byte
 	done := false
 	if err := s.waitFor(ctx, func() bool {
 		x = e.round(rl.Round)
-		done = x.pubDone && x.manDone
+		var manDone bool
+		mans, manDone = e.man.Taken(rl.Round)
+		done = x.pubDone && manDone
 		return done || e.ended
 	}); err != nil || !done {
 		return 0, nil, errors.New("node: round not published here")
 	}
 	s.mu.Lock()
-	samePub := len(x.published) == len(rl.Published) && len(x.manifests) == len(rl.Manifests)
+	samePub := len(x.published) == len(rl.Published) && len(mans) == len(rl.Manifests)
 	for i := 0; samePub && i < len(x.published); i++ {
 		samePub = x.published[i] == rl.Published[i]
 	}
-	for i := 0; samePub && i < len(x.manifests); i++ {
-		samePub = x.manifests[i] == rl.Manifests[i]
+	for i := 0; samePub && i < len(mans); i++ {
+		samePub = mans[i] == rl.Manifests[i]
 	}
 	reqOK := true
 	for i, le := range rl.Entries {
@@ -338,13 +345,13 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 			// server signs a normal list only once it has published the
 			// round): its manifests are none, and the index's cursor
 			// goes past it (package manifests).
-			skipped = e.manCaps().Add(rl.Round, nil)
-			s.noteManifests(e, skipped)
+			p := e.final.Desc.Params
+			skipped = e.man.Add(p.Rounds, p.ChunkSize, rl.Round, nil)
 		}
 		s.notify()
 	}
 	s.mu.Unlock()
-	s.storeManifests(e, skipped)
+	manifests.Put(s.store, s.log, e.v.ID, skipped)
 	if first {
 		if rl.Void() {
 			s.noteVoid(e, rl.Round, body)

@@ -55,11 +55,7 @@ type sround struct {
 	publishing, void bool
 	// voidAt: when the round became void here (its absences are judged
 	// as of then: roundAttestLocked).
-	voidAt time.Time
-	// manifests: the published ids the index took as manifests (§6.4 v3,
-	// package manifests), set once manDone; the request list carries them.
-	manifests [][32]byte
-	manDone   bool
+	voidAt    time.Time
 	list      *wire.RoundList
 	listBytes []byte
 	// pubRaw: the last server's signed publication as it came here, kept

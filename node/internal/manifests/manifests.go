@@ -1,9 +1,10 @@
 // Package manifests is what the public index takes of the manifest
 // chunks a round publishes (docs/protocol.md §6.4 v3), within public caps
 // per pseudonym and per round, and what the index stores of it (Records),
-// for publication and catch-up alike. It does no I/O: node stores what it
-// takes (node's manifests.go, package catchup) and the request lists
-// carry its ids.
+// for publication and catch-up alike. An epoch's Index holds the caps
+// and the ids each round took, under its own lock; Put stores them (node's
+// manifests.go drives it, package catchup stores what it takes), and the
+// request lists carry the ids.
 package manifests
 
 import (
@@ -67,10 +68,9 @@ type Cand struct {
 	Man  *chunker.Manifest
 }
 
-// Caps keeps the indexing state of one epoch (node's sepoch.man): the
-// next round to take, the candidates of rounds published ahead of it,
-// the queue of each pseudonym, and the counts so far. Guarded by the
-// server's mutex.
+// Caps keeps the indexing state of one epoch (Index's): the next round
+// to take, the candidates of rounds published ahead of it, the queue of
+// each pseudonym, and the counts so far. No lock: Index guards it.
 type Caps struct {
 	R, B    uint32 // the epoch's rounds and chunk size (0: the defaults)
 	next    uint32
