@@ -43,7 +43,7 @@ func (s *Server) lostRecords() error {
 	if !a.on {
 		return nil
 	}
-	if a.until != math.MaxUint64 && s.cert.certTop() >= a.until {
+	if a.until != math.MaxUint64 && s.cert.Top() >= a.until {
 		a.on = false
 		s.log.Info("records lost: the log moved past this server's window, it signs again", "number", a.until)
 		return nil
@@ -63,7 +63,7 @@ func (s *Server) amnesiaLoop(ctx context.Context) {
 			return
 		case <-time.After(s.cfg.Timing.CertSyncStart):
 		}
-		if top := s.cert.certTop(); top > 0 {
+		if top := s.cert.Top(); top > 0 {
 			s.amnesia.mu.Lock()
 			if s.amnesia.until == math.MaxUint64 {
 				s.amnesia.until = top + 1

@@ -62,7 +62,7 @@ func TestWipedFounderSignsNothing(t *testing.T) {
 			t.Fatal("the corrupt founder never in the wiped one's roster")
 		}
 		time.Sleep(5 * time.Second) // its catch-up has run and found nothing
-		if top := again.cert.certTop(); top != 0 {
+		if top := again.cert.Top(); top != 0 {
 			t.Fatalf("the wiped founder took certificates up to %d from a founder that hides them", top)
 		}
 		p := wire.Prepare{Number: 1, Params: bad.cfg.Params.Wire(), Chain: [][]byte{[]byte(again.ID()), []byte(bad.ID())}}

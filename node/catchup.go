@@ -19,7 +19,7 @@ func (c catchEnv) Self() peer.ID        { return c.s.h.ID() }
 func (c catchEnv) Chain() []peer.ID     { return c.s.chain() }
 func (c catchEnv) Known(p peer.ID) bool { return c.s.roster.get(p) != nil }
 func (c catchEnv) Rounds() uint32       { return c.s.cfg.Params.Rounds }
-func (c catchEnv) CertTop() uint64      { return c.s.cert.certTop() }
+func (c catchEnv) CertTop() uint64      { return c.s.cert.Top() }
 
 func (c catchEnv) Running(id [32]byte) bool {
 	c.s.mu.Lock()
@@ -28,35 +28,21 @@ func (c catchEnv) Running(id [32]byte) bool {
 	return e != nil && !e.ended
 }
 
-func (c catchEnv) Certs(window uint64) (uint64, map[uint64][]byte) {
-	cs := &c.s.cert
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	bs := map[uint64][]byte{}
-	for n, b := range cs.certs {
-		if n+window > cs.top {
-			bs[n] = b
-		}
-	}
-	return cs.top, bs
-}
+func (c catchEnv) Certs(window uint64) (uint64, map[uint64][]byte) { return c.s.cert.Window(window) }
 
-func (c catchEnv) MissingCert(recent uint64) (uint64, bool) { return c.s.cert.missingCert(recent) }
-func (c catchEnv) CheckCert(ct *wire.Cert) error            { return c.s.checkCert(ct) }
-func (c catchEnv) KeepCert(ct *wire.Cert) bool              { return c.s.keepCert(ct) }
+// MissingCert is the lowest number of the catch-up window, but the
+// newest recent, whose certificate this server lacks.
+func (c catchEnv) MissingCert(recent uint64) (n uint64, ok bool) {
+	c.s.cert.Has(func(top uint64, has func(uint64) bool) { n, ok = catchup.MissingCert(top, recent, has) })
+	return n, ok
+}
+func (c catchEnv) CheckCert(ct *wire.Cert) error { return c.s.cert.Check(ct) }
+func (c catchEnv) KeepCert(ct *wire.Cert) bool   { return c.s.cert.Keep(ct) }
 func (c catchEnv) SyncCerts(ctx context.Context, p peer.ID) (got, answered, whole bool) {
-	return c.s.syncFrom(ctx, p)
+	return c.s.cert.SyncFrom(ctx, p)
 }
 func (c catchEnv) Call(ctx context.Context, p peer.ID, r transport.Request) ([]byte, error) {
 	return transport.Call(ctx, c.s.h, p, r)
-}
-
-// missingCert returns the lowest number of the catch-up window, but the
-// newest recent, whose certificate this server lacks.
-func (cs *certState) missingCert(recent uint64) (uint64, bool) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	return catchup.MissingCert(cs.top, recent, func(n uint64) bool { return cs.certs[n] != nil })
 }
 
 // onListReq serves a round's final list to a server catching up: from

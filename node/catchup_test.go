@@ -175,10 +175,7 @@ func TestCatchupRefusesForgeries(t *testing.T) {
 			}
 			closing.Sigs = append(closing.Sigs, sg)
 		}
-		s.cert.mu.Lock()
-		s.cert.certs[5] = (&wire.Cert{Kind: wire.CertFinal, Number: 5, Epoch: rl.Epoch, Chain: chain, Abort: []byte{}}).Marshal()
-		s.cert.top = 5 + catchup.Recent
-		s.cert.mu.Unlock()
+		s.cert.Put(5, (&wire.Cert{Kind: wire.CertFinal, Number: 5, Epoch: rl.Epoch, Chain: chain, Abort: []byte{}}).Marshal(), 5+catchup.Recent)
 
 		// A fake file in the pages, named by no list.
 		fake := bytes.Repeat([]byte{0x42}, 64)
@@ -365,10 +362,7 @@ func TestCatchupKeepsUnknownRecords(t *testing.T) {
 		}
 		defer s.Close()
 		a, b := newFakeEpoch(t, 0xa, "known "), newFakeEpoch(t, 0xb, "unknown ")
-		s.cert.mu.Lock()
-		s.cert.certs[5] = a.cert(5)
-		s.cert.top = 5 + catchup.Recent
-		s.cert.mu.Unlock()
+		s.cert.Put(5, a.cert(5), 5+catchup.Recent)
 
 		h, err := newHost(t, nil, []string{"/ip4/127.0.0.1/tcp/0"})
 		if err != nil {
@@ -428,9 +422,7 @@ func TestCatchupKeepsUnknownRecords(t *testing.T) {
 		if len(want) != 0 {
 			t.Fatalf("%d epochs lacking, want none before the certificate", len(want))
 		}
-		s.cert.mu.Lock()
-		s.cert.certs[6] = b.cert(6)
-		s.cert.mu.Unlock()
+		s.cert.Put(6, b.cert(6), 0)
 		s.catch.From(ctx, p, want)
 		if _, ok, _ := indexEntryOf(s, b.link.ID); !ok || len(want) != 0 {
 			t.Fatalf("the second epoch not taken once certified (indexed %v, %d lacking)", ok, len(want))
@@ -469,10 +461,7 @@ func TestCatchupWithoutClosing(t *testing.T) {
 			}
 			f.list.Sigs = append(f.list.Sigs, sg)
 		}
-		s.cert.mu.Lock()
-		s.cert.certs[5] = f.cert(5)
-		s.cert.top = 5 + catchup.Recent
-		s.cert.mu.Unlock()
+		s.cert.Put(5, f.cert(5), 5+catchup.Recent)
 
 		// serveAs runs chain server i: no closing record in its index
 		// log, round 0's list (forged: short of a signature) and the

@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -72,8 +73,8 @@ func TestReplacedCertDropsPast(t *testing.T) {
 			}
 		}
 		prev := &wire.Cert{Kind: wire.CertFinal, Number: N - 1, Epoch: [32]byte{5}, Chain: proto.ChainIDs(gids)}
-		d.keepCert(prev)
-		k.keepCert(prev)
+		d.cert.Keep(prev)
+		k.cert.Keep(prev)
 
 		// D's side: timeout of N over G by D, d2, d3, x.
 		tchain := proto.ChainIDs(gids)
@@ -83,75 +84,75 @@ func TestReplacedCertDropsPast(t *testing.T) {
 				timeout.Sigs = append(timeout.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, c, proto.TimeoutDigest(N, tchain))})
 			}
 		}
-		if err := d.checkCert(timeout); err != nil {
+		if err := d.cert.Check(timeout); err != nil {
 			t.Fatalf("timeout of N at D: %v", err)
 		}
-		d.addCert(timeout)
+		d.cert.Add(timeout)
 		dChain := sorted([]certKey{dk, d2, d3, x})
 		n1D := finalCertOf(t, dChain, dChain, N+1, [32]byte{7})
-		if err := d.checkCert(n1D); err != nil {
+		if err := d.cert.Check(n1D); err != nil {
 			t.Fatalf("D's N+1 at D: %v", err)
 		}
-		d.addCert(n1D)
+		d.cert.Add(n1D)
 		n2D := finalCertOf(t, dChain, dChain, N+2, [32]byte{6})
-		if err := d.checkCert(n2D); err != nil {
+		if err := d.cert.Check(n2D); err != nil {
 			t.Fatalf("D's N+2 at D: %v", err)
 		}
-		d.addCert(n2D)
+		d.cert.Add(n2D)
 
 		// K's side: N goes final over {K,k1,k2,x}.
 		kChain := sorted([]certKey{kk, k1, k2, x})
 		finalN := finalCertOf(t, kChain, kChain, N, [32]byte{9})
-		if err := k.checkCert(finalN); err != nil {
+		if err := k.cert.Check(finalN); err != nil {
 			t.Fatalf("final of N at K: %v", err)
 		}
-		k.addCert(finalN)
+		k.cert.Add(finalN)
 		// It is pushed to D (from K).
-		if _, _, err := d.onCertPush(k.ID(), finalN.Marshal()); err != nil {
+		if _, _, err := d.cert.OnCertPush(k.ID(), finalN.Marshal()); err != nil {
 			t.Fatalf("final of N pushed to D: %v", err)
 		}
-		if c, _ := d.cert.certOf(N); c.Kind != wire.CertFinal {
-			t.Fatalf("D keeps %s of N", certKind(c.Kind))
+		if c, _ := d.cert.Of(N); c.Kind != wire.CertFinal {
+			t.Fatalf("D keeps %s of N", certs.KindName(c.Kind))
 		}
 		for _, n := range []uint64{N + 1, N + 2} {
-			if _, ok := d.cert.certOf(n); ok {
+			if _, ok := d.cert.Of(n); ok {
 				t.Fatalf("D keeps its certificate of %d past the replaced N=%d", n, N)
 			}
 			if _, err := os.Stat(filepath.Join(d.cfg.DataDir, CertDir, strconv.FormatUint(n, 10))); err == nil {
 				t.Fatalf("D's file of %d stays", n)
 			}
 		}
-		if top := d.cert.certTop(); top != N {
+		if top := d.cert.Top(); top != N {
 			t.Fatalf("D's top %d, want N=%d", top, N)
 		}
 		// Nor is it taken again, made or shown (checked against the old group).
-		if d.keepCert(n1D) {
+		if d.cert.Keep(n1D) {
 			t.Fatalf("D kept its N+1 over the old group again")
 		}
-		if _, _, err := d.onCertPush(k.ID(), n1D.Marshal()); err == nil {
+		if _, _, err := d.cert.OnCertPush(k.ID(), n1D.Marshal()); err == nil {
 			t.Fatalf("D took its N+1 over the old group from a push")
 		}
 		// D's N+1 pushed to K: refused.
-		_, _, err := k.onCertPush(d.ID(), n1D.Marshal())
+		_, _, err := k.cert.OnCertPush(d.ID(), n1D.Marshal())
 		t.Logf("K takes D's N+1? err=%v", err)
-		if _, ok := k.cert.certOf(N + 1); ok {
+		if _, ok := k.cert.Of(N + 1); ok {
 			t.Fatalf("K took D's N+1")
 		}
 		// K's group certifies its own N+1 over {K,k1,k2}.
 		kChain1 := sorted([]certKey{kk, k1, k2})
 		n1K := finalCertOf(t, kChain1, kChain1, N+1, [32]byte{8})
-		if err := k.checkCert(n1K); err != nil {
+		if err := k.cert.Check(n1K); err != nil {
 			t.Fatalf("K's N+1 at K: %v", err)
 		}
-		k.addCert(n1K)
-		if _, _, err := d.onCertPush(k.ID(), n1K.Marshal()); err != nil {
+		k.cert.Add(n1K)
+		if _, _, err := d.cert.OnCertPush(k.ID(), n1K.Marshal()); err != nil {
 			t.Fatalf("D refuses K's N+1: %v", err)
 		}
-		cd, ok := d.cert.certOf(N + 1)
+		cd, ok := d.cert.Of(N + 1)
 		if !ok {
 			t.Fatalf("D holds no N+1")
 		}
-		ck, _ := k.cert.certOf(N + 1)
+		ck, _ := k.cert.Of(N + 1)
 		if cd.Epoch != ck.Epoch {
 			t.Errorf("FORK: N+1 at D is epoch %x over %d servers, at K epoch %x over %d servers; both final, N final at both", cd.Epoch[:1], len(cd.Chain), ck.Epoch[:1], len(ck.Chain))
 		}

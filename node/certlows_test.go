@@ -17,6 +17,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
@@ -55,34 +56,34 @@ func TestAbortTimeoutPrepares(t *testing.T) {
 			s.who.mu.Lock()
 			s.who.founders = founders
 			s.who.mu.Unlock()
-			if err := s.checkCert(held); err != nil {
-				t.Fatalf("%s certificate: %v", certKind(held.Kind), err)
+			if err := s.cert.Check(held); err != nil {
+				t.Fatalf("%s certificate: %v", certs.KindName(held.Kind), err)
 			}
-			s.addCert(held)
+			s.cert.Add(held)
 			return s
 		}
 		// The timeout's holder takes the abort one from the Prepare.
 		a := server(timeout)
-		a.takeOutranking(abort)
-		if err := a.checkPrevious(2, abort); err != nil {
+		a.cert.TakeOutranking(abort)
+		if err := a.cert.CheckPrevious(2, abort); err != nil {
 			t.Errorf("a Prepare of 2 carrying the abort certificate refused where the timeout one was held: %v", err)
 		}
-		if c, _ := a.cert.certOf(1); c.Kind != wire.CertAbort {
-			t.Errorf("the timeout's holder keeps the %s certificate of 1", certKind(c.Kind))
+		if c, _ := a.cert.Of(1); c.Kind != wire.CertAbort {
+			t.Errorf("the timeout's holder keeps the %s certificate of 1", certs.KindName(c.Kind))
 		}
 		a.Close()
 		// The abort's holder refuses the timeout one and sends its own.
 		b := server(abort)
 		var pushed atomic.Bool
 		b.hooks.Store(&serverHooks{hideCerts: func() bool { pushed.Store(true); return false }})
-		if err := b.outrankedFrom(timeout, keys[0].id); err == nil {
+		if err := b.cert.OutrankedFrom(timeout, keys[0].id); err == nil {
 			t.Error("a Prepare of 2 carrying the timeout certificate taken where the abort one is held")
 		}
 		if !pushed.Load() {
 			t.Error("the abort's holder did not send its certificate back")
 		}
-		if c, _ := b.cert.certOf(1); c.Kind != wire.CertAbort {
-			t.Errorf("the abort's holder now keeps the %s certificate of 1", certKind(c.Kind))
+		if c, _ := b.cert.Of(1); c.Kind != wire.CertAbort {
+			t.Errorf("the abort's holder now keeps the %s certificate of 1", certs.KindName(c.Kind))
 		}
 		b.Close()
 	})
@@ -108,13 +109,13 @@ func TestForgedVoteAheadPokesNothing(t *testing.T) {
 		vote := func(sig [64]byte) []byte {
 			return (&wire.Cert{Kind: wire.CertTimeout, Number: 9, Chain: chain, Sigs: []wire.CertSig{{Index: 0, Sig: sig}}}).Marshal()
 		}
-		if _, _, err := s.onTimeoutVote(keys[0].id, vote([64]byte{1})); err != nil {
+		if _, _, err := s.cert.OnTimeoutVote(keys[0].id, vote([64]byte{1})); err != nil {
 			t.Fatal(err)
 		}
 		if n := pokes.Load(); n != 0 {
 			t.Errorf("a forged vote ahead poked the sync %d times", n)
 		}
-		if _, _, err := s.onTimeoutVote(keys[0].id, vote(certSign(t, keys[0], proto.TimeoutDigest(9, chain)))); err != nil {
+		if _, _, err := s.cert.OnTimeoutVote(keys[0].id, vote(certSign(t, keys[0], proto.TimeoutDigest(9, chain)))); err != nil {
 			t.Fatal(err)
 		}
 		if n := pokes.Load(); n != 1 {
@@ -138,7 +139,7 @@ func TestEquivocationGrindWritesOnce(t *testing.T) {
 		keys := newCertKeys(t, 3)
 		const K = 4
 		final := finalCertBy(t, keys, keys, K)
-		s.keepCert(final)
+		s.cert.Keep(final)
 		ctx, err := blame.CertContext(final)
 		if err != nil {
 			t.Fatal(err)
@@ -194,8 +195,8 @@ func TestForgedOutrankingFromNonLeader(t *testing.T) {
 		var checked atomic.Int32
 		s.hooks.Store(&serverHooks{certChecked: func(*wire.Cert) { checked.Add(1) }})
 		for K := uint64(4); K < 12; K++ {
-			s.keepCert(&wire.Cert{Kind: wire.CertTimeout, Number: K, Chain: chain})
-			if c, _ := s.cert.certOf(K); c == nil {
+			s.cert.Keep(&wire.Cert{Kind: wire.CertTimeout, Number: K, Chain: chain})
+			if c, _ := s.cert.Of(K); c == nil {
 				// Refused at storage: it does not fit the group of
 				// the certificate below (certs_past.go).
 				continue
@@ -216,15 +217,15 @@ func TestForgedOutrankingFromNonLeader(t *testing.T) {
 				}
 			}
 			checked.Store(0)
-			s.takeOutrankingFrom(K+1, forged, other)
+			s.cert.TakeOutrankingFrom(K+1, forged, other)
 			if n := checked.Load(); n != 0 {
 				t.Errorf("number %d: a forged outranking certificate from a server that does not lead it checked %d times", K+1, n)
 			}
-			s.takeOutrankingFrom(K+1, forged, lead)
+			s.cert.TakeOutrankingFrom(K+1, forged, lead)
 			if n := checked.Load(); n != 1 {
 				t.Errorf("number %d: one from its leader checked %d times, want 1", K+1, n)
 			}
-			if c, _ := s.cert.certOf(K); c.Kind != wire.CertTimeout {
+			if c, _ := s.cert.Of(K); c.Kind != wire.CertTimeout {
 				t.Errorf("number %d: the forged certificate was taken", K)
 			}
 			return
@@ -257,7 +258,7 @@ func TestTimeoutLenderPushed(t *testing.T) {
 		}
 		sortChain(group)
 		const N = 6
-		d.keepCert(&wire.Cert{Kind: wire.CertFinal, Number: N - 1, Epoch: [32]byte{5}, Chain: proto.ChainIDs(group)})
+		d.cert.Keep(&wire.Cert{Kind: wire.CertFinal, Number: N - 1, Epoch: [32]byte{5}, Chain: proto.ChainIDs(group)})
 		final := finalCertBy(t, keys, keys, N)
 		x := keys[1]
 		tchain := proto.ChainIDs(group)
@@ -274,13 +275,13 @@ func TestTimeoutLenderPushed(t *testing.T) {
 				timeout.Sigs = append(timeout.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, x, proto.TimeoutDigest(N, tchain))})
 			}
 		}
-		d.keepCert(timeout)
-		d.keepCert(&wire.Cert{Kind: wire.CertTimeout, Number: N + 1, Chain: tchain})
-		if _, _, err := d.onCertPush(keys[0].id, final.Marshal()); err != nil {
+		d.cert.Keep(timeout)
+		d.cert.Keep(&wire.Cert{Kind: wire.CertTimeout, Number: N + 1, Chain: tchain})
+		if _, _, err := d.cert.OnCertPush(keys[0].id, final.Marshal()); err != nil {
 			t.Fatalf("the final certificate of %d pushed: %v", N, err)
 		}
-		if c, _ := d.cert.certOf(N); c.Kind != wire.CertFinal {
-			t.Fatalf("D past %d keeps the %s certificate of it", N, certKind(c.Kind))
+		if c, _ := d.cert.Of(N); c.Kind != wire.CertFinal {
+			t.Fatalf("D past %d keeps the %s certificate of it", N, certs.KindName(c.Kind))
 		}
 		if err := wait.Until(context.Background(), time.Minute, func() bool { return d.ref.RefusalCounts()[x.id] == 1 }); err != nil {
 			t.Errorf("the lender counted %d times at D, want 1", d.ref.RefusalCounts()[x.id])

@@ -13,6 +13,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -20,7 +21,7 @@ import (
 // forged certificate, of a number ahead or of one whose certificate here
 // outranks it, is refused before it pokes the sync or starts a push-back;
 // a signed one does either, and at most one push-back of a number to a
-// peer, maxPushBacks to a peer, is in flight, the table empty after.
+// peer, certs.MaxPushBacks to a peer, is in flight, the table empty after.
 func TestForgedPushCostsNothing(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
@@ -34,7 +35,7 @@ func TestForgedPushCostsNothing(t *testing.T) {
 		}
 		const top = 20
 		for n := uint64(1); n <= top; n++ {
-			s.keepCert(finalCertBy(t, keys, keys, n))
+			s.cert.Keep(finalCertBy(t, keys, keys, n))
 		}
 		var pokes, backs atomic.Int32
 		release := make(chan struct{})
@@ -44,7 +45,7 @@ func TestForgedPushCostsNothing(t *testing.T) {
 		})
 		from := keys[0].id
 		push := func(c *wire.Cert) error {
-			_, _, err := s.onCertPush(from, c.Marshal())
+			_, _, err := s.cert.OnCertPush(from, c.Marshal())
 			return err
 		}
 		// Signed by every server but the number's leader (VerifyCertIn).
@@ -95,24 +96,22 @@ func TestForgedPushCostsNothing(t *testing.T) {
 				}
 			}
 		}
-		if err := wait.Until(context.Background(), time.Second, func() bool { return backs.Load() >= maxPushBacks }); err != nil {
-			t.Fatalf("%d push-backs started for 19 signed outranked numbers, want %d", backs.Load(), maxPushBacks)
+		if err := wait.Until(context.Background(), time.Second, func() bool { return backs.Load() >= certs.MaxPushBacks }); err != nil {
+			t.Fatalf("%d push-backs started for 19 signed outranked numbers, want %d", backs.Load(), certs.MaxPushBacks)
 		}
-		if b := backs.Load(); b != maxPushBacks {
-			t.Errorf("%d push-backs started for 5 pushes each of 19 signed outranked numbers, want %d", b, maxPushBacks)
+		if b := backs.Load(); b != certs.MaxPushBacks {
+			t.Errorf("%d push-backs started for 5 pushes each of 19 signed outranked numbers, want %d", b, certs.MaxPushBacks)
 		}
 		close(release)
 		if err := wait.Until(context.Background(), time.Minute, func() bool {
-			s.cert.mu.Lock()
-			defer s.cert.mu.Unlock()
-			return len(s.cert.backs) == 0
+			return s.cert.PushBacks() == 0
 		}); err != nil {
 			t.Fatal("push-backs still held in the table after they ended")
 		}
 		if err := push(timeout(top, false)); err != nil {
 			t.Fatal(err)
 		}
-		if err := wait.Until(context.Background(), time.Second, func() bool { return backs.Load() == maxPushBacks+1 }); err != nil {
+		if err := wait.Until(context.Background(), time.Second, func() bool { return backs.Load() == certs.MaxPushBacks+1 }); err != nil {
 			t.Errorf("no push-back once the others ended (%d in all)", backs.Load())
 		}
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -71,7 +72,7 @@ func TestFinalLostToOneServer(t *testing.T) {
 		same := func() bool {
 			counts := map[int]bool{}
 			for _, s := range fn.servers {
-				c, ok := s.cert.certOf(n)
+				c, ok := s.cert.Of(n)
 				if !ok || c.Kind != wire.CertFinal {
 					return false
 				}
@@ -84,10 +85,10 @@ func TestFinalLostToOneServer(t *testing.T) {
 		t.Logf("every server holds the final certificate of %d and counts the leader alike %v after the hold", n, time.Since(start).Round(100*time.Millisecond))
 		for i, s := range fn.servers {
 			kind := "none"
-			if c, ok := s.cert.certOf(n); ok {
-				kind = certKind(c.Kind)
+			if c, ok := s.cert.Of(n); ok {
+				kind = certs.KindName(c.Kind)
 			}
-			t.Logf("server %d: certificate of %d %s, leader counted %d, next leader here %s", i, n, kind, s.ref.RefusalCounts()[bad.ID()], proto.LeaderOf(s.cert.nextNumber(), s.takenChain(s.cert.nextNumber())).ShortString())
+			t.Logf("server %d: certificate of %d %s, leader counted %d, next leader here %s", i, n, kind, s.ref.RefusalCounts()[bad.ID()], proto.LeaderOf(s.cert.Next(), s.takenChain(s.cert.Next())).ShortString())
 		}
 		if err != nil {
 			t.Fatalf("the servers hold different certificates of %d or count the leader differently (victim %s, leader %s; numbers %v)", n, victim.ID().ShortString(), bad.ID().ShortString(), fn.numbers())
@@ -133,7 +134,7 @@ func TestOpenLostTimeoutCertified(t *testing.T) {
 		hide.Store(true)
 		for _, s := range fn.servers[1:] {
 			s.hooks.Store(&serverHooks{hideCerts: func() bool {
-				c, ok := s.cert.certOf(number())
+				c, ok := s.cert.Of(number())
 				return hide.Load() && number() != 0 && ok && c.Kind == wire.CertAbort
 			}})
 		}
@@ -164,8 +165,8 @@ func TestOpenLostTimeoutCertified(t *testing.T) {
 			var out []string
 			for _, s := range fn.servers {
 				k := "none"
-				if c, ok := s.cert.certOf(n); ok {
-					k = certKind(c.Kind)
+				if c, ok := s.cert.Of(n); ok {
+					k = certs.KindName(c.Kind)
 				}
 				out = append(out, k)
 			}
@@ -220,8 +221,8 @@ func TestEquivocatorCharged(t *testing.T) {
 		bad := fn.servers[3]
 		// A final number of bad's.
 		var final *wire.Cert
-		for n := bad.cert.certTop(); n > 0 && final == nil; n-- {
-			if c, ok := bad.cert.certOf(n); ok && c.Kind == wire.CertFinal && inCertChain(c, bad.ID()) {
+		for n := bad.cert.Top(); n > 0 && final == nil; n-- {
+			if c, ok := bad.cert.Of(n); ok && c.Kind == wire.CertFinal && certs.InChain(c, bad.ID()) {
 				final = c
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -25,11 +26,11 @@ func TestCertOutranks(t *testing.T) {
 	for i, a := range kinds {
 		for j, b := range kinds {
 			c, held := &wire.Cert{Kind: a, Number: 5}, &wire.Cert{Kind: b, Number: 5}
-			if got := certOutranks(c, held); got != want[i][j] {
-				t.Errorf("%s over a held %s: %v, want %v", certKind(a), certKind(b), got, want[i][j])
+			if got := certs.Outranks(c, held); got != want[i][j] {
+				t.Errorf("%s over a held %s: %v, want %v", certs.KindName(a), certs.KindName(b), got, want[i][j])
 			}
-			if certOutranks(&wire.Cert{Kind: a, Number: 6}, held) {
-				t.Errorf("%s of 6 replaces the %s of 5", certKind(a), certKind(b))
+			if certs.Outranks(&wire.Cert{Kind: a, Number: 6}, held) {
+				t.Errorf("%s of 6 replaces the %s of 5", certs.KindName(a), certs.KindName(b))
 			}
 		}
 	}
@@ -37,8 +38,8 @@ func TestCertOutranks(t *testing.T) {
 	// is held.
 	lo := &wire.Cert{Kind: wire.CertTimeout, Number: 5, Chain: [][]byte{{1}, {2}}}
 	hi := &wire.Cert{Kind: wire.CertTimeout, Number: 5, Chain: [][]byte{{1}, {3}}}
-	if !certOutranks(lo, hi) || certOutranks(hi, lo) || certOutranks(lo, lo) {
-		t.Errorf("timeouts over chains [1 2] and [1 3]: %v over the other, %v back, %v over itself", certOutranks(lo, hi), certOutranks(hi, lo), certOutranks(lo, lo))
+	if !certs.Outranks(lo, hi) || certs.Outranks(hi, lo) || certs.Outranks(lo, lo) {
+		t.Errorf("timeouts over chains [1 2] and [1 3]: %v over the other, %v back, %v over itself", certs.Outranks(lo, hi), certs.Outranks(hi, lo), certs.Outranks(lo, lo))
 	}
 }
 
@@ -97,7 +98,7 @@ func TestCertPrecedenceAnyOrder(t *testing.T) {
 			// when it comes.
 			ev := &wire.Charge{Kind: wire.EvAbort, Number: K, Item: coord.Marshal()}
 			for i, c := range tc.order {
-				s.keepCert(c)
+				s.cert.Keep(c)
 				if i == 0 && c.Kind != wire.CertTimeout {
 					ctx, err := blame.CertContext(c)
 					if err != nil {
@@ -108,9 +109,9 @@ func TestCertPrecedenceAnyOrder(t *testing.T) {
 					}
 				}
 			}
-			got, ok := s.cert.certOf(K)
+			got, ok := s.cert.Of(K)
 			if !ok || got.Kind != tc.want {
-				t.Errorf("%s: the certificate of %d here is %s, want %s", tc.name, K, certKind(got.Kind), certKind(tc.want))
+				t.Errorf("%s: the certificate of %d here is %s, want %s", tc.name, K, certs.KindName(got.Kind), certs.KindName(tc.want))
 			}
 			n := s.ref.RefusalCounts()[lead]
 			if tc.want == wire.CertFinal && tc.order[0].Kind != wire.CertTimeout && n != 1 {
@@ -162,12 +163,12 @@ func TestRejudgeRace(t *testing.T) {
 		ev := func() *wire.Charge { return &wire.Charge{Kind: wire.EvAbort, Number: K, Item: coord.Marshal()} }
 
 		s := loneServer(t)
-		s.keepCert(abortCert)
+		s.cert.Keep(abortCert)
 		stale, err := blame.CertContext(abortCert)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.keepCert(final)
+		s.cert.Keep(final)
 		if _, err := s.ref.LogCharge(ev(), stale, false); err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +182,7 @@ func TestRejudgeRace(t *testing.T) {
 		if _, err := s.ref.LogCharge(ev(), own, false); err != nil {
 			t.Fatal(err)
 		}
-		s.keepCert(final)
+		s.cert.Keep(final)
 		if n := s.ref.RefusalCounts()[lead]; n != 1 {
 			t.Errorf("judged under the epoch's own context before its first certificate: the leader counted %d times, want 1", n)
 		}

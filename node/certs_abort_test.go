@@ -25,7 +25,7 @@ func TestAbortAfterFinalRefused(t *testing.T) {
 		for _, k := range keys {
 			s.roster.saw(k.id, "k", nil)
 		}
-		known := s.knownServers()
+		known := s.cert.Known()
 		const K = 5
 		// Abort of K (epoch {1}, the final certificate's) by keys[1], a
 		// member that is not K's leader, over every open signature.
@@ -49,19 +49,19 @@ func TestAbortAfterFinalRefused(t *testing.T) {
 		if err := proto.VerifyCert(forged, known); err != nil {
 			t.Fatalf("the member's abort of K does not verify: %v", err)
 		}
-		s.addCert(final)
-		if err := s.checkPrevious(K+1, forged); err == nil {
+		s.cert.Add(final)
+		if err := s.cert.CheckPrevious(K+1, forged); err == nil {
 			t.Error("an abort of K, final here, taken as the previous certificate of K+1")
 		}
 		timeout := &wire.Cert{Kind: wire.CertTimeout, Number: K + 1}
 		if err := s.checkGap(K+2, timeout, []wire.Cert{*forged}); err == nil {
 			t.Error("an abort of K, final here, taken in the gap of K+2")
 		}
-		if c, _ := s.cert.certOf(K); c.Kind != wire.CertFinal {
+		if c, _ := s.cert.Of(K); c.Kind != wire.CertFinal {
 			t.Errorf("K's certificate here is of kind %d, want final", c.Kind)
 		}
 		// A number that is not final here: its abort is taken.
-		if err := s.checkPrevious(K+3, abortOf(K+2)); err != nil {
+		if err := s.cert.CheckPrevious(K+3, abortOf(K+2)); err != nil {
 			t.Errorf("an abort of a number not final here: %v", err)
 		}
 	})

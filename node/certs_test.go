@@ -94,7 +94,7 @@ func TestCertForged(t *testing.T) {
 			s.roster.saw(k.id, "k", nil)
 		}
 		strangers := newCertKeys(t, 3) // never seen here
-		known := s.knownServers()
+		known := s.cert.Known()
 
 		// Final: every chain server's signature.
 		if err := proto.VerifyCert(finalCertBy(t, keys, keys, 5), known); err != nil {
@@ -221,8 +221,8 @@ func TestCertForged(t *testing.T) {
 		s.mu.Lock()
 		held, last := len(s.prep), s.number
 		s.mu.Unlock()
-		if held != 0 || last != 0 || s.cert.certTop() != 0 {
-			t.Fatalf("forged certificates left %d preparations, number %d, certified %d", held, last, s.cert.certTop())
+		if held != 0 || last != 0 || s.cert.Top() != 0 {
+			t.Fatalf("forged certificates left %d preparations, number %d, certified %d", held, last, s.cert.Top())
 		}
 		// Past a timeout, the gap (§6.3 v3): N − 2's certificate, checked
 		// as the previous one is.
@@ -235,8 +235,8 @@ func TestCertForged(t *testing.T) {
 		if _, _, err := s.onPrepare(leader, prep(timeoutOf(N-1, notLeading(N-1)...), *finalCertOf(t, keys, keys, N-2, heldEpoch(t, s, N-2)))); err != nil {
 			t.Fatalf("Prepare with a valid certificate: %v", err)
 		}
-		if s.cert.certTop() != N-1 || s.lastNumber() != N-1 {
-			t.Fatalf("a valid certificate of %d: certified %d, number %d", N-1, s.cert.certTop(), s.lastNumber())
+		if s.cert.Top() != N-1 || s.lastNumber() != N-1 {
+			t.Fatalf("a valid certificate of %d: certified %d, number %d", N-1, s.cert.Top(), s.lastNumber())
 		}
 		// The number is certified here now; a forged certificate of it is
 		// still refused (it would go into the descriptor).
@@ -300,10 +300,10 @@ func TestTimeoutVotes(t *testing.T) {
 				others = append(others, i)
 			}
 		}
-		if _, _, err := s.onTimeoutVote(keys[lead].id, vote(lead, chain)); err == nil {
+		if _, _, err := s.cert.OnTimeoutVote(keys[lead].id, vote(lead, chain)); err == nil {
 			t.Error("the leader's own timeout vote taken")
 		}
-		if _, _, err := s.onTimeoutVote(keys[others[1]].id, vote(others[0], chain)); err == nil {
+		if _, _, err := s.cert.OnTimeoutVote(keys[others[1]].id, vote(others[0], chain)); err == nil {
 			t.Error("a vote sent by another than its signer taken")
 		}
 		// A hostile voter signs many chains (itself and made-up servers).
@@ -313,28 +313,28 @@ func TestTimeoutVotes(t *testing.T) {
 			ch := [][]byte{[]byte(keys[hostile].id), []byte(fake[0].id), []byte(fake[1].id)}
 			sortChainBytes(ch)
 			// (refused where it would lead its made-up chain)
-			_, _, _ = s.onTimeoutVote(keys[hostile].id, vote(hostile, ch))
+			_, _, _ = s.cert.OnTimeoutVote(keys[hostile].id, vote(hostile, ch))
 		}
 		// Quorum of 5: ⌊4/2⌋ + 1 = 3 of the four others.
 		for i, o := range others[1:3] {
-			if _, _, err := s.onTimeoutVote(keys[o].id, vote(o, chain)); err != nil {
+			if _, _, err := s.cert.OnTimeoutVote(keys[o].id, vote(o, chain)); err != nil {
 				t.Fatal(err)
 			}
-			if i == 0 && s.cert.certTop() != 0 {
+			if i == 0 && s.cert.Top() != 0 {
 				t.Fatal("certified with one vote")
 			}
 		}
-		if s.cert.certTop() != 0 {
+		if s.cert.Top() != 0 {
 			t.Fatal("certified with two votes of the chain (the hostile one voted other chains)")
 		}
-		if _, _, err := s.onTimeoutVote(keys[hostile].id, vote(hostile, chain)); err != nil {
+		if _, _, err := s.cert.OnTimeoutVote(keys[hostile].id, vote(hostile, chain)); err != nil {
 			t.Fatal(err)
 		}
-		if s.cert.certTop() != n || s.CertKind(n) != wire.CertTimeout || s.lastNumber() != n {
-			t.Fatalf("after three votes: certified %d (kind %d), number %d", s.cert.certTop(), s.CertKind(n), s.lastNumber())
+		if s.cert.Top() != n || s.CertKind(n) != wire.CertTimeout || s.lastNumber() != n {
+			t.Fatalf("after three votes: certified %d (kind %d), number %d", s.cert.Top(), s.CertKind(n), s.lastNumber())
 		}
-		c, _ := s.cert.certOf(n)
-		if err := proto.VerifyCert(c, s.knownServers()); err != nil || len(c.Sigs) != 3 {
+		c, _ := s.cert.Of(n)
+		if err := proto.VerifyCert(c, s.cert.Known()); err != nil || len(c.Sigs) != 3 {
 			t.Fatalf("the timeout certificate made: %v, %d signatures", err, len(c.Sigs))
 		}
 	})

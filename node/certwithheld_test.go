@@ -13,6 +13,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -67,7 +68,7 @@ func TestWithheldFinalShownToOne(t *testing.T) {
 		n := sd.Desc.Number
 		past := func() bool {
 			for _, s := range fn.servers {
-				if s.cert.certTop() < n+2 {
+				if s.cert.Top() < n+2 {
 					return false
 				}
 			}
@@ -77,23 +78,23 @@ func TestWithheldFinalShownToOne(t *testing.T) {
 			t.Fatalf("numbers past %d not certified: %v", n, fn.numbers())
 		}
 		for i, s := range fn.servers {
-			if c, ok := s.cert.certOf(n); !ok || c.Kind != wire.CertAbort {
+			if c, ok := s.cert.Of(n); !ok || c.Kind != wire.CertAbort {
 				t.Fatalf("server %d does not hold the abort certificate of %d", i, n)
 			}
 		}
-		ab, _ := victim.cert.certOf(n)
+		ab, _ := victim.cert.Of(n)
 		fc := &wire.Cert{Kind: wire.CertFinal, Number: n, Epoch: proto.EpochID(&sd.Desc), Digest: sha256.Sum256(sd.Desc.Marshal()), Chain: ab.Chain}
 		for i, sg := range sd.Sigs {
 			fc.Sigs = append(fc.Sigs, wire.CertSig{Index: uint16(i), Sig: sg})
 		}
-		if err := victim.checkCert(fc); err != nil {
+		if err := victim.cert.Check(fc); err != nil {
 			t.Fatalf("the withheld final certificate does not verify: %v", err)
 		}
-		victim.takeOutranking(fc)
+		victim.cert.TakeOutranking(fc)
 		start := time.Now()
 		same := func() bool {
 			for _, s := range fn.servers {
-				c, ok := s.cert.certOf(n)
+				c, ok := s.cert.Of(n)
 				if !ok || c.Kind != wire.CertFinal || s.ref.RefusalCounts()[bad.ID()] != 1 {
 					return false
 				}
@@ -103,8 +104,8 @@ func TestWithheldFinalShownToOne(t *testing.T) {
 		err := wait.Until(context.Background(), time.Minute, same)
 		for i, s := range fn.servers {
 			kind := "none"
-			if c, ok := s.cert.certOf(n); ok {
-				kind = certKind(c.Kind)
+			if c, ok := s.cert.Of(n); ok {
+				kind = certs.KindName(c.Kind)
 			}
 			t.Logf("server %d: certificate of %d %s, leader counted %d", i, n, kind, s.ref.RefusalCounts()[bad.ID()])
 		}

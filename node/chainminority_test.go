@@ -13,6 +13,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
@@ -47,13 +48,13 @@ func TestPrepareChainMinorityRefused(t *testing.T) {
 			_, _, err := s.onPrepare(ids[1], p.Marshal())
 			return err
 		}
-		if err := prepare(ids[0], ids[1], ids[4]); !errors.Is(err, errChainMinority) {
-			t.Fatalf("a chain with 2 of the 4 servers of the previous certificate: %v, want %v", err, errChainMinority)
+		if err := prepare(ids[0], ids[1], ids[4]); !errors.Is(err, certs.ErrChainMinority) {
+			t.Fatalf("a chain with 2 of the 4 servers of the previous certificate: %v, want %v", err, certs.ErrChainMinority)
 		}
-		if err := prepare(ids[0], ids[1], ids[2], ids[4]); errors.Is(err, errChainMinority) {
+		if err := prepare(ids[0], ids[1], ids[2], ids[4]); errors.Is(err, certs.ErrChainMinority) {
 			t.Fatalf("a chain with 3 of the 4 servers of the previous certificate: %v", err)
 		}
-		if holdsCertGroup(proto.ChainIDs([]peer.ID{ids[0], ids[1]}), &wire.Cert{Kind: wire.CertTimeout, Number: 8, Chain: proto.ChainIDs(prev)}) {
+		if certs.HoldsGroup(proto.ChainIDs([]peer.ID{ids[0], ids[1]}), &wire.Cert{Kind: wire.CertTimeout, Number: 8, Chain: proto.ChainIDs(prev)}) {
 			t.Fatal("2 of 4 held a timeout certificate's group")
 		}
 	})
@@ -74,14 +75,14 @@ func TestWouldServeAsPrepare(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		for _, s := range tn.servers {
-			if err := wait.Until(ctx, 2*time.Minute, func() bool { return s.cert.certTop() >= 3 }); err != nil {
+			if err := wait.Until(ctx, 2*time.Minute, func() bool { return s.cert.Top() >= 3 }); err != nil {
 				t.Fatalf("no epochs: %v", err)
 			}
 		}
 		// s3 counts two aborts of s0 one number apart: s0 is out for its
 		// budget there, and nowhere else.
 		asked, out, from := tn.servers[3], tn.servers[0].ID(), tn.servers[1].ID()
-		top := asked.cert.certTop()
+		top := asked.cert.Top()
 		asked.ref.Add(
 			chargelog.Record{Peer: out.String(), Number: top, Window: m, Reason: "test"},
 			chargelog.Record{Peer: out.String(), Number: top + 1, Window: m, Reason: "test"})

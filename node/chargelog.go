@@ -7,6 +7,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -39,7 +40,7 @@ func (s *Server) noteChargeLocked(e *sepoch, ev *wire.Charge, own *wire.Attest, 
 	if own != nil && s.ref.HeldCharge(ev) == nil {
 		ev.Attests = append(ev.Attests, *own)
 	}
-	ctx := s.cert.chargeCtxLocked(e)
+	ctx := chargeCtxLocked(&s.cert, e)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -56,8 +57,8 @@ func (s *Server) noteChargeLocked(e *sepoch, ev *wire.Charge, own *wire.Attest, 
 
 // chargeCtxLocked is e's blame.Context: from its number's certificate when
 // kept here, else from e itself. Call with s.mu held.
-func (cs *certState) chargeCtxLocked(e *sepoch) blame.Context {
-	if c, ok := cs.certOf(e.v.Desc.Number); ok && c.Epoch == e.v.ID {
+func chargeCtxLocked(cs *certs.Certs, e *sepoch) blame.Context {
+	if c, ok := cs.Of(e.v.Desc.Number); ok && c.Epoch == e.v.ID {
 		if ctx, err := blame.CertContext(c); err == nil {
 			return ctx
 		}
@@ -117,7 +118,7 @@ func (s *Server) onCharge(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	if s.roster.get(from) == nil {
 		return 0, nil, errors.New("node: evidence from outside the roster")
 	}
-	c, ok := s.cert.certOf(ev.Number)
+	c, ok := s.cert.Of(ev.Number)
 	if !ok || c.Epoch != id {
 		return wire.TypeAck, ack, nil
 	}

@@ -62,8 +62,8 @@ func TestReplayLogSameCharges(t *testing.T) {
 			byID[s.ID()] = s
 		}
 		var chain []peer.ID
-		for n := fn.servers[0].cert.certTop(); n > 0 && chain == nil; n-- {
-			if c, ok := fn.servers[0].cert.certOf(n); ok && len(c.Chain) == 4 {
+		for n := fn.servers[0].cert.Top(); n > 0 && chain == nil; n-- {
+			if c, ok := fn.servers[0].cert.Of(n); ok && len(c.Chain) == 4 {
 				chain, _ = proto.CertChain(c)
 			}
 		}
@@ -138,7 +138,7 @@ func TestReplayLogSameCharges(t *testing.T) {
 		var first map[peer.ID][]uint64
 		for i, s := range fn.servers {
 			ctxOf := func(n uint64) (blame.Context, bool) {
-				c, ok := s.cert.certOf(n)
+				c, ok := s.cert.Of(n)
 				if !ok {
 					return blame.Context{}, false
 				}

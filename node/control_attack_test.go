@@ -124,7 +124,7 @@ func (fn *foundedNet) waitEpochs(t *testing.T, from int, within time.Duration) t
 func (fn *foundedNet) numbers() []uint64 {
 	var out []uint64
 	for _, s := range fn.servers {
-		out = append(out, s.cert.certTop())
+		out = append(out, s.cert.Top())
 	}
 	return out
 }
@@ -156,8 +156,8 @@ func (fn *foundedNet) shareFetch(t *testing.T, within time.Duration) {
 func (fn *foundedNet) certsHolding(ids ...peer.ID) []string {
 	var out []string
 	for i, s := range fn.servers {
-		s.cert.mu.Lock()
-		for n, b := range s.cert.certs {
+		_, all := s.cert.All()
+		for n, b := range all {
 			var c wire.Cert
 			if c.Unmarshal(b) != nil {
 				continue
@@ -170,7 +170,6 @@ func (fn *foundedNet) certsHolding(ids ...peer.ID) []string {
 				}
 			}
 		}
-		s.cert.mu.Unlock()
 	}
 	return out
 }
@@ -270,7 +269,7 @@ func TestOutsidersCertifyAhead(t *testing.T) {
 			defer close(done)
 			for ctx.Err() == nil {
 				for _, s := range fn.servers {
-					top := s.cert.certTop()
+					top := s.cert.Top()
 					for n := top + 1; n <= top+8; n++ {
 						for _, o := range outs {
 							chain := []peer.ID{o.key.id, s.ID()}
@@ -354,7 +353,7 @@ func TestTimeoutVoteFlood(t *testing.T) {
 				defer wg.Done()
 				for ctx.Err() == nil {
 					for _, s := range fn.servers {
-						top := s.cert.certTop()
+						top := s.cert.Top()
 						for n := top + 1; n <= top+8; n++ {
 							// A chain in which o does not lead n: o and s,
 							// or with another outsider.
@@ -380,7 +379,7 @@ func TestTimeoutVoteFlood(t *testing.T) {
 		}
 		defer func() { cancel(); wg.Wait() }()
 		e0 := fn.epochs()
-		n0 := fn.servers[1].cert.certTop()
+		n0 := fn.servers[1].cert.Top()
 		start := time.Now()
 		// The silent server leads one number in three: three more epochs
 		// pass at least one of its turns.
@@ -390,13 +389,13 @@ func TestTimeoutVoteFlood(t *testing.T) {
 		took := time.Since(start)
 		fn.shareFetch(t, 5*time.Minute)
 		timeouts := 0
-		for n := n0 + 1; n <= fn.servers[1].cert.certTop(); n++ {
+		for n := n0 + 1; n <= fn.servers[1].cert.Top(); n++ {
 			if fn.servers[1].CertKind(n) == wire.CertTimeout {
 				timeouts++
 			}
 		}
 		if timeouts == 0 {
-			t.Errorf("no timeout certificate of the silent leader's numbers %d–%d", n0+1, fn.servers[1].cert.certTop())
+			t.Errorf("no timeout certificate of the silent leader's numbers %d–%d", n0+1, fn.servers[1].cert.Top())
 		}
 		var ids, honest []peer.ID
 		for _, o := range outs {
@@ -412,17 +411,15 @@ func TestTimeoutVoteFlood(t *testing.T) {
 			t.Errorf("%d aborts charged to honest servers", n)
 		}
 		for _, s := range fn.servers {
-			s.cert.mu.Lock()
-			for n, nv := range s.cert.votes {
-				for signer := range nv.by {
+			for n, signers := range s.cert.Voters() {
+				for _, signer := range signers {
 					for _, id := range ids {
-						if peer.ID(signer) == id {
+						if signer == id {
 							t.Errorf("an outsider's vote of %d stored", n)
 						}
 					}
 				}
 			}
-			s.cert.mu.Unlock()
 		}
 		t.Logf("3 epochs in %v under the flood (%d timeout certificates); numbers %v", took.Round(100*time.Millisecond), timeouts, fn.numbers())
 	})
@@ -451,7 +448,7 @@ func TestLeaderHoldsOpen(t *testing.T) {
 		bad := fn.servers[0]
 		bad.hooks.Store(&serverHooks{holdOpen: func() bool { return true }})
 		e0 := fn.epochs()
-		n0 := fn.servers[1].cert.certTop()
+		n0 := fn.servers[1].cert.Top()
 		start := time.Now()
 		// The bad server leads one number in four: eight more epochs pass
 		// two of its turns.
@@ -461,8 +458,8 @@ func TestLeaderHoldsOpen(t *testing.T) {
 		took := time.Since(start)
 		fn.shareFetch(t, 5*time.Minute)
 		aborts := 0
-		for n := n0 + 1; n <= fn.servers[1].cert.certTop(); n++ {
-			if c, ok := fn.servers[1].cert.certOf(n); ok && c.Kind == wire.CertAbort {
+		for n := n0 + 1; n <= fn.servers[1].cert.Top(); n++ {
+			if c, ok := fn.servers[1].cert.Of(n); ok && c.Kind == wire.CertAbort {
 				var a wire.Abort
 				if a.Unmarshal(c.Abort) == nil && a.Kind == wire.AbortNoClose {
 					aborts++
@@ -470,7 +467,7 @@ func TestLeaderHoldsOpen(t *testing.T) {
 			}
 		}
 		if aborts == 0 {
-			t.Errorf("no number %d–%d certified by a no-close abort", n0+1, fn.servers[1].cert.certTop())
+			t.Errorf("no number %d–%d certified by a no-close abort", n0+1, fn.servers[1].cert.Top())
 		}
 		for i, s := range fn.servers[1:] {
 			if n := s.ref.RefusalCounts()[bad.ID()]; n < 2 {
@@ -643,8 +640,8 @@ func TestPrepareRefuser(t *testing.T) {
 		fn.shareFetch(t, 5*time.Minute)
 		bad := fn.servers[refuser].ID()
 		for i, s := range fn.servers[:refuser] {
-			for n := uint64(1); n <= s.cert.certTop(); n++ {
-				if c, ok := s.cert.certOf(n); ok && c.Kind == wire.CertFinal {
+			for n := uint64(1); n <= s.cert.Top(); n++ {
+				if c, ok := s.cert.Of(n); ok && c.Kind == wire.CertFinal {
 					for _, p := range c.Chain {
 						if peer.ID(p) == bad {
 							t.Errorf("server %d: the refuser in the chain of final %d", i, n)

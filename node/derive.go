@@ -59,26 +59,11 @@ func (s *Server) derivedChain(prev *wire.Cert) []peer.ID {
 // takenChain is derivedChain from the certificate of n−1 kept here.
 func (s *Server) takenChain(n uint64) []peer.ID {
 	if n > 1 {
-		if c, ok := s.cert.certOf(n - 1); ok {
+		if c, ok := s.cert.Of(n - 1); ok {
 			return s.derivedChain(c)
 		}
 	}
 	return s.groupChain()
-}
-
-// holdsPrevGroup reports whether chain, proposed for number n, holds more
-// than half of the chain of n−1's certificate kept here (holdsCertGroup;
-// true without one: the servers asked check it). Never call with s.mu
-// held.
-func (cs *certState) holdsPrevGroup(n uint64, chain []peer.ID) bool {
-	if n <= 1 {
-		return true
-	}
-	c, ok := cs.certOf(n - 1)
-	if !ok {
-		return true
-	}
-	return holdsCertGroup(proto.ChainIDs(chain), c)
 }
 
 // checkLeftOut refuses a Prepare whose chain leaves out a server of its
@@ -219,7 +204,7 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 	// finds every slot taken waits for one (the slots cover every fetch
 	// the budgets give for a number; TestWouldServeBusyWaits).
 	src := peer.ID("")
-	if s.groupPeer(from) && slices.ContainsFunc(p.Chain, func(b []byte) bool { return peer.ID(b) == from }) && p.Number == s.cert.certTop()+1 {
+	if s.groupPeer(from) && slices.ContainsFunc(p.Chain, func(b []byte) bool { return peer.ID(b) == from }) && p.Number == s.cert.Top()+1 {
 		if done, ok := s.askedFetch(from, p.Number); ok {
 			release, err := s.windowSlots.Asking.TakeWait(wctx, from, "", slots.MaxAskers, slots.MaxAskers)
 			if err != nil {
@@ -253,12 +238,12 @@ func questionKey(p *wire.Prepare) [32]byte {
 // and counts it (slots.Window.Asked, whose budgets it is): the servers
 // of n−1's certificate (the group certified for n) are members, any
 // other server of the group is counted in its address range. A Prepare
-// of n holds more than half of n−1's certificate (holdsPrevGroup), so an
+// of n holds more than half of n−1's certificate (certs.HoldsPrevGroup), so an
 // honest one of its members asks, fetches, and its yes then answers the
 // same question from the others (SaidYes).
 func (s *Server) askedFetch(from peer.ID, n uint64) (done func(ran bool), ok bool) {
 	member := false
-	if g, ok := s.certGroup(n); ok && g[from] && !s.rb.serverExcluded(from) {
+	if g, ok := s.cert.Group(n); ok && g[from] && !s.rb.serverExcluded(from) {
 		member = true
 	}
 	rng := ""

@@ -58,7 +58,7 @@ func TestLeftOutRefused(t *testing.T) {
 			// C holds 1's descriptor and certificate, as a server of 1's
 			// chain does, so that it would hold 2's window.
 			heldEpoch(t, c, 1)
-			c.addCert(prev)
+			c.cert.Add(prev)
 			if !cLive {
 				c.Close()
 			}

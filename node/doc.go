@@ -39,7 +39,7 @@
 //   - server.go: Server, its configuration and life cycle. Server.mu
 //     guards the epochs and rounds; the components below own their state
 //     and lock, and their methods take no s.mu: the certificates
-//     (certState, certs.go), the catch-up (internal/catchup), the
+//     (internal/certs), the catch-up (internal/catchup), the
 //     window's items and the walk last checked (internal/window), a
 //     duplicate's routes (internal/dupwalk), the
 //     long-term key records (internal/ltkeys), the
@@ -87,12 +87,15 @@
 //     files.
 //   - serverdown.go: a server whose connection drops and that does not
 //     answer leaves the roster and ends its epochs.
-//   - epochnum.go: epoch numbers, bounded and kept in the data directory.
-//   - certs.go: certified epoch numbers (§3 v3): final, abort and timeout
-//     certificates kept and made, one a number by precedence (their
-//     digests and checks are internal/proto's); certvotes.go: timeout
-//     votes signed, taken and counted; certs_sync.go: catch-up from
-//     roster servers.
+//   - internal/certs (package certs): certified epoch numbers (§3 v3):
+//     final, abort and timeout certificates kept, one a number by
+//     precedence, each fitting the group the one below it certifies
+//     (their digests and checks are internal/proto's); timeout votes
+//     taken and counted; the catch-up from roster servers and the pushes
+//     of a better certificate; the epoch number's bounds and file; its
+//     own lock, network-free tests. certs.go: what it asks of the server,
+//     and the final and abort certificates made here; certvotes.go: a
+//     timeout vote signed and sent.
 //   - asker.go: who asks, checked before costly work; caps by protocol
 //     and by sender.
 //   - polls.go: who is a client of this server, for the bounds on its

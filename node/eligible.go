@@ -305,6 +305,27 @@ func loadChains(dir string) ([]seenChain, error) {
 	return out, nil
 }
 
+// checkFounding is the rule of number 1's chain when the group has
+// founders: founders only, more than half of them (so that its
+// certificate verifies against them everywhere).
+func (w *whoState) checkFounding(chain []peer.ID) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := w.founders
+	if f == nil {
+		return nil
+	}
+	for _, p := range chain {
+		if !f[p] {
+			return fmt.Errorf("node: epoch 1's chain holds %s, not a founder", p.ShortString())
+		}
+	}
+	if 2*len(chain) <= len(f) {
+		return fmt.Errorf("node: epoch 1's chain holds %d of the %d founders, not more than half", len(chain), len(f))
+	}
+	return nil
+}
+
 // lastNumber is this server's last epoch number.
 func (s *Server) lastNumber() uint64 {
 	s.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/certs"
 )
 
 // TestProbationPersists: the chains a server signed are kept in its data
@@ -35,7 +36,7 @@ func TestProbationPersists(t *testing.T) {
 		}
 		chain := []peer.ID{old, s.ID()}
 		sortChain(chain)
-		if err := saveEpochNumber(dir, 5); err != nil {
+		if err := certs.SaveNumber(dir, 5); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.who.record(dir, 5, chain); err != nil {

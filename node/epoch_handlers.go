@@ -11,6 +11,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/intake"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/registry"
@@ -58,11 +59,11 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeAbort:
 		return s.onAbort(from, body)
 	case wire.TypeTimeoutVote:
-		return s.onTimeoutVote(from, body)
+		return s.cert.OnTimeoutVote(from, body)
 	case wire.TypeCertReq:
-		return s.onCertReq(from, body)
+		return s.cert.OnCertReq(from, body)
 	case wire.TypeCertPush:
-		return s.onCertPush(from, body)
+		return s.cert.OnCertPush(from, body)
 	case wire.TypeWouldServe:
 		return s.onWouldServe(ctx, from, body)
 	case wire.TypeWindowReq:
@@ -96,9 +97,9 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, errors.New("node: prepare without a chain")
 	}
 	// The number's certificate must verify against the group certified
-	// for it (certs.go).
-	if !holdsCertGroup(p.Chain, &p.Previous) {
-		return 0, nil, errChainMinority
+	// for it (internal/certs).
+	if !certs.HoldsGroup(p.Chain, &p.Previous) {
+		return 0, nil, certs.ErrChainMinority
 	}
 	// Servers out for their refusal budget stay in a chain that would
 	// fall below --min-servers without them, as in chain().
@@ -150,12 +151,12 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	// Agree on the leader (rotate.go): the number's leader in the
 	// chain derived here from the certificate of the number before,
 	// whatever the proposed chain left out. The number's bounds first
-	// (epochnum.go), then the leader, then that certificate (certs.go).
+	// (certs.CheckNumber), then the leader, then that certificate (internal/certs).
 	s.mu.Lock()
 	last := s.number
 	busy := s.busy()
 	s.mu.Unlock()
-	if err := checkEpochNumber(last, p.Number); err != nil {
+	if err := certs.CheckNumber(last, p.Number); err != nil {
 		return 0, nil, err
 	}
 	if busy != nil {
@@ -166,22 +167,22 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	// verified next, before any cost), and no server of that certificate
 	// left out without cause.
 	// A previous certificate that outranks the one of its number held
-	// here replaces it first (certs.go certOutranks): the leader follows
+	// here replaces it first (certs.Outranks): the leader follows
 	// from the charges it decides. Only the number's leader's is checked.
-	s.takeOutrankingFrom(p.Number, &p.Previous, from)
+	s.cert.TakeOutrankingFrom(p.Number, &p.Previous, from)
 	if mine := s.derivedChain(&p.Previous); len(mine) >= s.cfg.MinServers && proto.LeaderOf(p.Number, mine) != from {
 		return 0, nil, fmt.Errorf("node: %s leads epoch %d here, not %s", proto.LeaderOf(p.Number, mine).ShortString(), p.Number, from.ShortString())
 	}
-	if err := s.outrankedFrom(&p.Previous, from); err != nil {
+	if err := s.cert.OutrankedFrom(&p.Previous, from); err != nil {
 		return 0, nil, err
 	}
-	if err := s.checkPrevious(p.Number, &p.Previous); err != nil {
+	if err := s.cert.CheckPrevious(p.Number, &p.Previous); err != nil {
 		return 0, nil, err
 	}
 	// §6.3 (v3): the certificates that carry the window's walk past a
 	// timeout (window.go).
 	for i := range p.Gap {
-		if err := s.outrankedFrom(&p.Gap[i], from); err != nil {
+		if err := s.cert.OutrankedFrom(&p.Gap[i], from); err != nil {
 			return 0, nil, fmt.Errorf("node: the gap's certificate of %d: %w", p.Gap[i].Number, err)
 		}
 	}
@@ -267,7 +268,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		if err := e.reg.CheckOpen(&sd.Desc, e.pos, window.GapBytes(sd.Desc.Gap)); err != nil {
 			return 0, nil, err
 		}
-		if err := checkEpochNumber(s.number, sd.Desc.Number); err != nil {
+		if err := certs.CheckNumber(s.number, sd.Desc.Number); err != nil {
 			return 0, nil, err
 		}
 		// Never the open descriptor of a number whose timeout this
@@ -277,7 +278,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		}
 		// The number is on disk before this server's signature leaves:
 		// a restart never offers or accepts it again.
-		if err := saveEpochNumber(s.cfg.DataDir, sd.Desc.Number); err != nil {
+		if err := certs.SaveNumber(s.cfg.DataDir, sd.Desc.Number); err != nil {
 			return 0, nil, err
 		}
 		s.number = sd.Desc.Number
@@ -300,7 +301,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 		return 0, nil, errors.New("node: final descriptor of an unknown or ended epoch")
 	}
 	// Only of an epoch whose open descriptor is here: should it end
-	// unfinished, this server certifies it by the abort (certs.go), as
+	// unfinished, this server certifies it by the abort (certs.go certifyAbortLocked), as
 	// it never signs the timeout of a number whose final it signed.
 	if e.reg.OpenSigs() == nil {
 		return 0, nil, errors.New("node: final descriptor of an epoch whose open descriptor is not here")
@@ -447,8 +448,8 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	}
 	e.final = v
 	e.reg.Finalled(body)
-	// The final descriptor certifies its number (certs.go).
-	s.madeCertLocked(finalCert(&sd, v))
+	// The final descriptor certifies its number (certs.Final).
+	s.madeCertLocked(certs.Final(&sd, v))
 	if s.open == e {
 		s.open = nil
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
@@ -58,7 +59,7 @@ func (pm *phaseMarks) load(dir string) {
 		pm.voted, pm.final = 0, 0 // a new data directory
 		return
 	}
-	n, _ := loadEpochNumber(dir)
+	n, _ := certs.LoadNumber(dir)
 	pm.voted, pm.final = n+1, n
 }
 

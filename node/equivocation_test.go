@@ -146,8 +146,8 @@ func TestVotesThenFinalCharged(t *testing.T) {
 		final := finalCertBy(t, keys, keys, K)
 		vote := &wire.Cert{Kind: wire.CertTimeout, Number: K, Chain: final.Chain,
 			Sigs: []wire.CertSig{{Index: 2, Sig: certSign(t, keys[2], proto.TimeoutDigest(K, final.Chain))}}}
-		s.noteVote(vote)
-		s.keepCert(final)
+		s.cert.NoteVote(vote)
+		s.cert.Keep(final)
 		charged := func() bool { return s.ref.RefusalCounts()[keys[2].id] == 1 }
 		if err := wait.Until(context.Background(), 10*time.Second, charged); err != nil {
 			t.Fatalf("the equivocating voter counted %d times, want 1 (counts %v)", s.ref.RefusalCounts()[keys[2].id], s.ref.RefusalCounts())

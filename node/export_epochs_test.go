@@ -27,12 +27,12 @@ func (s *Server) Led() int {
 }
 
 // CertTop returns the highest epoch number certified at s.
-func (s *Server) CertTop() uint64 { return s.cert.certTop() }
+func (s *Server) CertTop() uint64 { return s.cert.Top() }
 
 // CertKind returns the kind of s's certificate of number n (wire.CertNone
 // if it holds none).
 func (s *Server) CertKind(n uint64) uint8 {
-	c, ok := s.cert.certOf(n)
+	c, ok := s.cert.Of(n)
 	if !ok {
 		return 0
 	}

@@ -263,13 +263,13 @@ func TestEvidenceFloodKeepsCharges(t *testing.T) {
 		bad, v := fn.servers[2], fn.servers[0]
 		// Two final numbers of ended epochs whose chain holds bad.
 		var finals []*wire.Cert
-		for n := v.cert.certTop() - 1; n > 0 && len(finals) < 2; n-- {
-			if c, ok := v.cert.certOf(n); ok && c.Kind == wire.CertFinal && proto.InChain(mustChain(t, c), bad.ID()) {
+		for n := v.cert.Top() - 1; n > 0 && len(finals) < 2; n-- {
+			if c, ok := v.cert.Of(n); ok && c.Kind == wire.CertFinal && proto.InChain(mustChain(t, c), bad.ID()) {
 				finals = append(finals, c)
 			}
 		}
 		if len(finals) < 2 {
-			t.Fatalf("fewer than two final numbers below %d", v.cert.certTop())
+			t.Fatalf("fewer than two final numbers below %d", v.cert.Top())
 		}
 		abort := func(c *wire.Cert, reason string) []byte {
 			a := &wire.Abort{Epoch: c.Epoch, Number: c.Number, Kind: wire.AbortFault, Signer: []byte(bad.ID()), Reason: []byte(reason)}

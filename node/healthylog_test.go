@@ -55,7 +55,7 @@ func TestHealthyNetworkLogsNoWarning(t *testing.T) {
 		if _, err := clients[4].Get(ctx, link, t.TempDir()); err != nil {
 			t.Fatal(err)
 		}
-		for tn.servers[0].cert.certTop() < 8 {
+		for tn.servers[0].cert.Top() < 8 {
 			time.Sleep(time.Second)
 		}
 		time.Sleep(1500 * time.Millisecond)
@@ -70,9 +70,9 @@ func TestHealthyNetworkLogsNoWarning(t *testing.T) {
 		}
 		const epochs = 20
 		deadline := time.Now().Add(30 * time.Minute)
-		for tn.servers[0].cert.certTop() < epochs {
+		for tn.servers[0].cert.Top() < epochs {
 			if time.Now().After(deadline) {
-				t.Fatalf("%d epochs certified in 30 min", tn.servers[0].cert.certTop())
+				t.Fatalf("%d epochs certified in 30 min", tn.servers[0].cert.Top())
 			}
 			time.Sleep(time.Second)
 		}

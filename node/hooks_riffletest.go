@@ -114,10 +114,10 @@ type serverHooks struct {
 	// syncPoked sees every poke of this server's certificate sync.
 	syncPoked func()
 	// pushBack sees each push-back of a certificate as it starts
-	// (pushCert); it may block to hold the push-back in flight.
+	// (certs.Push); it may block to hold the push-back in flight.
 	pushBack func(to peer.ID, n uint64)
 	// certChecked sees every certificate whose signatures this server
-	// checks against a group (checkCert).
+	// checks against a group (certs.Check).
 	certChecked func(c *wire.Cert)
 	// silentOut may make this server pass nothing on for round r: no
 	// batch, and no root announced either.

@@ -20,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
@@ -143,8 +144,8 @@ func leaderBelow(t testing.TB, s *Server) peer.ID {
 }
 
 // TestEpochNumberBounds: a server takes a proposed epoch number N only if
-// N > last and N − last ≤ maxEpochGap (a server with no epoch on record:
-// N ≤ maxFirstEpoch). A refused Prepare leaves nothing behind. The bounds
+// N > last and N − last ≤ certs.MaxEpochGap (a server with no epoch on record:
+// N ≤ certs.MaxFirstEpoch). A refused Prepare leaves nothing behind. The bounds
 // are the second line: a number within them is then refused without the
 // certificate of the number before (certs.go), but epoch 1, which has none.
 func TestEpochNumberBounds(t *testing.T) {
@@ -161,14 +162,14 @@ func TestEpochNumberBounds(t *testing.T) {
 		ok      bool
 	}{
 		{0, 1, true},
-		{0, maxFirstEpoch, true},
-		{0, maxFirstEpoch + 1, false},
+		{0, certs.MaxFirstEpoch, true},
+		{0, certs.MaxFirstEpoch + 1, false},
 		{0, 1<<64 - 1, false},
 		{5, 6, true},
-		{5, 5 + maxEpochGap, true},
+		{5, 5 + certs.MaxEpochGap, true},
 		{5, 5, false},
 		{5, 4, false},
-		{5, 5 + maxEpochGap + 1, false},
+		{5, 5 + certs.MaxEpochGap + 1, false},
 		{5, 1<<64 - 1, false},
 		{1<<64 - 2, 1<<64 - 1, true},
 	}
@@ -202,11 +203,11 @@ func TestEpochNumberBounds(t *testing.T) {
 // and every other server refused it for ever).
 func TestEpochNumberPersists(t *testing.T) {
 	dir := t.TempDir()
-	if n, err := loadEpochNumber(dir); err != nil || n != 0 {
+	if n, err := certs.LoadNumber(dir); err != nil || n != 0 {
 		t.Fatalf("fresh directory: %d, %v", n, err)
 	}
 	for _, n := range []uint64{1, 41, 1<<64 - 1} {
-		if err := saveEpochNumber(dir, n); err != nil {
+		if err := certs.SaveNumber(dir, n); err != nil {
 			t.Fatal(err)
 		}
 		s, err := NewServer(context.Background(), ServerConfig{Network: testNet(t), DataDir: dir, Listen: []string{"/ip4/127.0.0.1/tcp/0"}, NoLAN: true, Store: NewMemStore()})
@@ -222,7 +223,7 @@ func TestEpochNumberPersists(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, EpochNumberFile), []byte("x\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadEpochNumber(dir); err == nil {
+	if _, err := certs.LoadNumber(dir); err == nil {
 		t.Fatal("a corrupt epoch number file was read")
 	}
 }

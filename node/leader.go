@@ -12,6 +12,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/selection"
+	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -28,7 +29,7 @@ func (s *Server) leaderLoop(ctx context.Context) {
 			continue
 		}
 		chain := s.proposedChain(full)
-		if len(chain) < s.cfg.MinServers || !s.cert.holdsPrevGroup(number, chain) {
+		if len(chain) < s.cfg.MinServers || !s.cert.HoldsPrevGroup(number, chain) {
 			continue
 		}
 		if err := s.runEpoch(ctx, chain, number); err != nil && ctx.Err() == nil {
@@ -130,18 +131,18 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 	if _, err := s.rand.Read(nonce[:]); err != nil {
 		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: epoch nonce: %w", err)
 	}
-	prev, err := s.cert.previousCert(number)
+	prev, err := s.cert.Previous(number)
 	if err != nil {
-		s.cert.pokeSync()
+		s.cert.PokeSync()
 		return wire.Descriptor{}, [32]byte{}, err
 	}
 	// §6.3 (v3): past a timeout, the certificates back to the last
 	// epoch carry the window's walk; N's window is pinned here; each
 	// member checks both and holds the window before it answers
 	// (window.go).
-	gap, err := s.cert.gapFor(number, &prev)
+	gap, err := window.GapFor(number, &prev, s.cert.Of)
 	if err != nil {
-		s.cert.pokeSync()
+		s.cert.PokeSync()
 		return wire.Descriptor{}, [32]byte{}, err
 	}
 	gap = s.hookLeaderGap(number, gap)
@@ -154,8 +155,8 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 	reps, err := s.each(ctx, chain, transport.Request{Proto: ProtoEpoch, Type: wire.TypePrepare, Body: prep.Marshal(), Timeout: transport.ShortTimeout})
 	if err != nil {
 		// A server that refused may know numbers this one does not:
-		// catch up from the certificates (certs.go).
-		s.cert.pokeSync()
+		// catch up from the certificates (internal/certs).
+		s.cert.PokeSync()
 		withdrew := s.noteWithdrawal(err)
 		err = fmt.Errorf("node: prepare epoch %d: %w", number, err)
 		if withdrew {

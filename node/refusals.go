@@ -211,7 +211,7 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *w
 		return false
 	}
 	// An opened epoch that ends before its final descriptor is certified
-	// by its open signatures and this abort (certs.go).
+	// by its open signatures and this abort (certs.go certifyAbortLocked).
 	s.certifyAbortLocked(e, a)
 	if ev == nil {
 		ev = &wire.Charge{Kind: wire.EvAbort, Number: e.v.Desc.Number, Item: a.Marshal()}

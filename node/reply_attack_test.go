@@ -33,8 +33,8 @@ func TestIndexSlotsHeld(t *testing.T) {
 		const replyWait = 3 * time.Second
 		tn := startAnonNet(t, 2, 2, 2, testParams(4), func(_ int, c *ServerConfig) { c.Timing.ClientReply = replyWait })
 		s := tn.servers[0]
-		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.cert.certTop() >= 4 }); err != nil {
-			t.Fatalf("no epochs: numbers at %d", s.cert.certTop())
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.cert.Top() >= 4 }); err != nil {
+			t.Fatalf("no epochs: numbers at %d", s.cert.Top())
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -75,8 +75,8 @@ func TestIndexSlotsPerRange(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		tn := startAnonNet(t, 2, 2, 2, testParams(4), nil)
 		s := tn.servers[0]
-		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.cert.certTop() >= 2 }); err != nil {
-			t.Fatalf("no epochs: numbers at %d", s.cert.certTop())
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.cert.Top() >= 2 }); err != nil {
+			t.Fatalf("no epochs: numbers at %d", s.cert.Top())
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -122,8 +122,8 @@ func TestIndexSlotsPerWideRange(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		tn := startAnonNet(t, 2, 2, 2, testParams(4), nil)
 		s := tn.servers[0]
-		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.cert.certTop() >= 2 }); err != nil {
-			t.Fatalf("no epochs: numbers at %d", s.cert.certTop())
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.cert.Top() >= 2 }); err != nil {
+			t.Fatalf("no epochs: numbers at %d", s.cert.Top())
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -175,8 +175,8 @@ func TestPIRReplyHeld(t *testing.T) {
 		const replyWait = 3 * time.Second
 		tn := startAnonNet(t, 2, 2, 2, testParams(4), func(_ int, c *ServerConfig) { c.Timing.ClientReply = replyWait })
 		s := tn.servers[0]
-		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.cert.certTop() >= 2 }); err != nil {
-			t.Fatalf("no epochs: numbers at %d", s.cert.certTop())
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.cert.Top() >= 2 }); err != nil {
+			t.Fatalf("no epochs: numbers at %d", s.cert.Top())
 		}
 		mn := testMemnet(t)
 		h, err := mn.NewHostFrom(nil, nil, net.IPv4(10, 67, 0, 1))

@@ -55,8 +55,8 @@ func TestStaggeredOpenFramesSigner(t *testing.T) {
 		// One of the bad leader's turns ends in a no-close abort.
 		noClose := func() bool {
 			for _, s := range fn.servers[1:] {
-				for n := s.cert.certTop(); n > 0 && n+8 > s.cert.certTop(); n-- {
-					if c, ok := s.cert.certOf(n); ok && c.Kind == wire.CertAbort {
+				for n := s.cert.Top(); n > 0 && n+8 > s.cert.Top(); n-- {
+					if c, ok := s.cert.Of(n); ok && c.Kind == wire.CertAbort {
 						var a wire.Abort
 						if a.Unmarshal(c.Abort) == nil && a.Kind == wire.AbortNoClose {
 							t.Logf("number %d: no-close abort signed by %s (victim %s, leader %s): %s", n, peer.ID(a.Signer).ShortString(), victim.ID().ShortString(), bad.ID().ShortString(), a.Reason)

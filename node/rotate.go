@@ -22,7 +22,7 @@ import (
 // that withdrew. A silent leader costs one T_lead: a server that saw no
 // epoch opened, ended or certified (nor a number's first Prepare) for
 // T_lead while its group chain was
-// complete signs a timeout of the number (certs.go); once more than half
+// complete signs a timeout of the number (certvotes.go); once more than half
 // of the servers other than the leader did, the timeout certificate moves
 // every server to the next number, whose leader is the next server. A
 // server that lacks a number's certificate waits for it (or catches up)
@@ -44,10 +44,6 @@ type turnState struct {
 	// active is when an epoch's state last changed here (notify).
 	active time.Time
 }
-
-// nextNumber is the number this server expects next: the one after the
-// last certified here.
-func (cs *certState) nextNumber() uint64 { return cs.certTop() + 1 }
 
 // progressed restarts the leader timeout. Call with s.mu held.
 func (s *Server) progressed() { s.turn.progress = time.Now() }
@@ -81,16 +77,16 @@ func (s *Server) running() bool {
 // takeTurn decides, once per leader-loop tick, the number to lead (0: none)
 // and the chain to propose. While an epoch runs, or the group chain is
 // short (below --min-servers, or holding at most half of the chain of the
-// last number's certificate: holdsPrevGroup), the timeout does not run; past it, this server signs a timeout of
+// last number's certificate: certs.HoldsPrevGroup), the timeout does not run; past it, this server signs a timeout of
 // the number (once every T_lead until it is certified).
 func (s *Server) takeTurn() (uint64, []peer.ID) {
 	if s.lostRecords() != nil {
 		return 0, nil
 	}
-	n := s.cert.nextNumber()
+	n := s.cert.Next()
 	full := s.takenChain(n)
 	eligible := s.pinned(full)
-	short := len(full) < s.cfg.MinServers || (n == 1 && s.who.checkFounding(full) != nil) || !s.cert.holdsPrevGroup(n, full)
+	short := len(full) < s.cfg.MinServers || (n == 1 && s.who.checkFounding(full) != nil) || !s.cert.HoldsPrevGroup(n, full)
 	s.mu.Lock()
 	s.endUnclosedLocked()
 	if short || s.running() {

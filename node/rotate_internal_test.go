@@ -41,7 +41,7 @@ func TestPrepareFromNumbersLeader(t *testing.T) {
 		// The certificate of epoch 1, kept here as if certified: a Prepare of
 		// 2 carries it (certs.go).
 		one = wire.Cert{Kind: wire.CertTimeout, Number: 1, Chain: [][]byte{[]byte(chain[0]), []byte(chain[1])}}
-		if na == 2 && !s.keepCert(&one) {
+		if na == 2 && !s.cert.Keep(&one) {
 			t.Fatal("certificate of 1 not kept")
 		}
 		if _, _, err := s.onPrepare(a, prep(ns)); err == nil || !strings.Contains(err.Error(), "leads epoch") {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/catchup"
+	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/node/internal/ltkeys"
@@ -72,7 +73,7 @@ type ServerConfig struct {
 	// Founders are the servers of the group's number 1 (--founder), the
 	// same list in every server's configuration: number 1's chain holds
 	// only founders, more than half of them, and its timeout votes count
-	// only from them (certs.go). Empty: any live roster server may found
+	// only from them (internal/certs). Empty: any live roster server may found
 	// the group (a bootstrap an outsider can disrupt, §3).
 	Founders []peer.ID
 	// LeaderTimeout is T_lead (0: DefaultLeaderTimeout; rotate.go).
@@ -154,8 +155,8 @@ type Server struct {
 	// closingSigned: the closing record signed for each recent epoch, on
 	// disk before the signature (closingsigned.go).
 	closingSigned closingSignedState
-	// cert holds the certificates of epoch numbers (certs.go).
-	cert certState
+	// cert holds the certificates of epoch numbers (internal/certs).
+	cert certs.Certs
 	// phase marks what this server signed of the numbers (equivocation.go).
 	phase phaseMarks
 	// amnesia: this server lost its records and signs nothing for now
@@ -217,7 +218,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	number, err := loadEpochNumber(cfg.DataDir)
+	number, err := certs.LoadNumber(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +226,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	certs, top, err := loadCerts(cfg.DataDir)
+	kept, top, err := certs.Load(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -262,12 +263,12 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		changed: make(chan struct{}), epochs: map[[32]byte]*sepoch{}, prep: map[[32]byte]*sepoch{},
 		number: number,
 	}
-	s.cert.certs, s.cert.top, s.cert.poke = certs, top, make(chan struct{}, 1)
+	s.cert.Init(certEnv{s}, cfg.DataDir, log, cfg.Timing.CertSyncEvery, cfg.Timing.CertSyncStart, kept, top)
 	s.catch.Init(catchEnv{s}, st, log, &s.cfg.Timing)
 	s.win = window.Items{St: st, Src: winSrc{s}, Log: log}
 	s.pir = newPIR(s)
 	s.rb.st, s.rb.log = st, log
-	s.ref.Init(cfg.DataDir, log, s.cert.certOf)
+	s.ref.Init(cfg.DataDir, log, s.cert.Of)
 	s.closingSigned.recs, s.closingSigned.loaded = closingRecs, true
 	// The phase marks as the directory holds them at start: read later,
 	// they would see the epoch number this run wrote and take it for an
@@ -317,7 +318,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	go func() { defer s.wg.Done(); s.rosterLoop(cctx, boot) }()
 	go func() { defer s.wg.Done(); s.leaderLoop(cctx) }()
 	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.certLoop(cctx) }()
+	go func() { defer s.wg.Done(); s.cert.Loop(cctx) }()
 	if idErr == nil && number == 0 && len(cfg.Founders) > 0 {
 		// An identity without records: it lost them (amnesia.go).
 		s.amnesia.on, s.amnesia.until = true, math.MaxUint64

@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
@@ -69,8 +70,8 @@ func (w *swarm) disagreement(bad map[int]bool) string {
 			if _, t := w.touched(i, from, to); t {
 				continue
 			}
-			c, ok := s.cert.certOf(n)
-			if !ok || !inCertChain(c, s.ID()) {
+			c, ok := s.cert.Of(n)
+			if !ok || !certs.InChain(c, s.ID()) {
 				continue
 			}
 			hs = append(hs, held{i, c, chargedAt(&s.ref, n)})
@@ -78,13 +79,13 @@ func (w *swarm) disagreement(bad map[int]bool) string {
 		for a := range hs {
 			for b := range a {
 				x, y := hs[b], hs[a]
-				if !sameCertOf(x.cert, y.cert) || !inCertChain(x.cert, w.servers[y.i].id) || !inCertChain(y.cert, w.servers[x.i].id) {
+				if !sameCertOf(x.cert, y.cert) || !certs.InChain(x.cert, w.servers[y.i].id) || !certs.InChain(y.cert, w.servers[x.i].id) {
 					continue
 				}
 				w.pairs++
 				if !slices.Equal(x.charged, y.charged) {
 					return fmt.Sprintf("number %d: s%d and s%d hold its %s certificate, both in its chain, untouched since %.1fs, and charge differently: s%d %v, s%d %v",
-						n, x.i, y.i, certKind(x.cert.Kind), from.Sub(w.start).Seconds(), x.i, w.names(x.charged), y.i, w.names(y.charged))
+						n, x.i, y.i, certs.KindName(x.cert.Kind), from.Sub(w.start).Seconds(), x.i, w.names(x.charged), y.i, w.names(y.charged))
 				}
 			}
 		}
@@ -106,7 +107,7 @@ func TestSwarmAgreeCheck(t *testing.T) {
 		const n = 5
 		for _, s := range []*Server{a, b} {
 			for k := uint64(n - 1); k <= n+1; k++ {
-				s.keepCert(&wire.Cert{Kind: wire.CertFinal, Number: k, Epoch: [32]byte{byte(k)}, Chain: proto.ChainIDs(ids)})
+				s.cert.Keep(&wire.Cert{Kind: wire.CertFinal, Number: k, Epoch: [32]byte{byte(k)}, Chain: proto.ChainIDs(ids)})
 			}
 		}
 		long := time.Hour
@@ -133,7 +134,7 @@ func TestSwarmAgreeCheck(t *testing.T) {
 // sameCertOf reports whether a and b are the same certificate of a number
 // as far as its charges go: kind, epoch and chain.
 func sameCertOf(a, b *wire.Cert) bool {
-	return a.Kind == b.Kind && a.Epoch == b.Epoch && bytes.Equal(chainKey(a.Chain), chainKey(b.Chain))
+	return a.Kind == b.Kind && a.Epoch == b.Epoch && bytes.Equal(certs.ChainKey(a.Chain), certs.ChainKey(b.Chain))
 }
 
 // chargedAt is the servers charged here for number n's evidence, whether

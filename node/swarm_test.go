@@ -723,8 +723,8 @@ func (w *swarm) check() {
 				}
 			}
 		}
-		s.cert.mu.Lock()
-		for n, cb := range s.cert.certs {
+		top, all := s.cert.All()
+		for n, cb := range all {
 			if n <= a.checked {
 				continue
 			}
@@ -737,7 +737,6 @@ func (w *swarm) check() {
 			}
 			for _, p := range c.Chain {
 				if !ids[string(p)] {
-					s.cert.mu.Unlock()
 					w.fail("s%d: certificate of %d (kind %d) over a chain with %s, not a server of the swarm", i, n, c.Kind, peer.ID(p).ShortString())
 				}
 				if w.chainOf[n] == nil {
@@ -746,8 +745,7 @@ func (w *swarm) check() {
 				w.chainOf[n][index[peer.ID(p)]] = true
 			}
 		}
-		a.checked = s.cert.top
-		s.cert.mu.Unlock()
+		a.checked = top
 		if b := s.Banned(); len(b) > 0 {
 			w.fail("s%d refuses %d honest clients", i, len(b))
 		}
@@ -1014,7 +1012,7 @@ func outsiderTimeoutVotes(w *swarm) func() {
 				}
 				v.h.AddAddrs(sv.id, []ma.Multiaddr{ma.StringCast(sv.cfg.Listen[0])}, time.Hour)
 				transport.Call(ctx, v.h, sv.id, transport.Request{Proto: ProtoRoster, Type: wire.TypeHello, Body: hello(v.h), Timeout: transport.ShortTimeout})
-				top := s.cert.certTop()
+				top := s.cert.Top()
 				for n := top + 1; n <= top+8; n++ {
 					chain := []peer.ID{v.h.ID(), sv.id}
 					sortChain(chain)
@@ -1040,9 +1038,9 @@ func outsiderTimeoutVotes(w *swarm) func() {
 			if s == nil {
 				continue
 			}
-			s.cert.mu.Lock()
 			var bad []uint64
-			for n, b := range s.cert.certs {
+			_, all := s.cert.All()
+			for n, b := range all {
 				var c wire.Cert
 				if c.Unmarshal(b) != nil {
 					continue
@@ -1055,7 +1053,6 @@ func outsiderTimeoutVotes(w *swarm) func() {
 					}
 				}
 			}
-			s.cert.mu.Unlock()
 			if len(bad) > 0 {
 				// Not the test's goroutine: an error, not a Fatal.
 				w.logf("s%d: certificates over an outsider's chain: %v", i, bad)

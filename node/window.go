@@ -120,12 +120,12 @@ func (s *Server) certPeer(p peer.ID) bool {
 	if s.rb.serverExcluded(p) {
 		return false
 	}
-	top := s.cert.certTop()
+	top := s.cert.Top()
 	for _, n := range []uint64{top + 1, top} {
 		if n == 0 {
 			continue
 		}
-		if g, ok := s.certGroup(n); ok && g[p] {
+		if g, ok := s.cert.Group(n); ok && g[p] {
 			return true
 		}
 	}
@@ -197,7 +197,7 @@ const _ = uint(wire.MaxWindowItems - 2*BudgetLookback)
 // winSrc is what the window's store asks of the server.
 type winSrc struct{ s *Server }
 
-func (w winSrc) CertOf(n uint64) (*wire.Cert, bool) { return w.s.cert.certOf(n) }
+func (w winSrc) CertOf(n uint64) (*wire.Cert, bool) { return w.s.cert.Of(n) }
 func (w winSrc) Lack() bool                         { return w.s.hookLackWindow() }
 func (w winSrc) Unpinned() bool                     { return w.s.hookUnpinnedWindow() }
 

@@ -83,7 +83,7 @@ func startSlowReadersOf(ctx context.Context, t *testing.T, servers []*Server, n,
 	sr.done = make(chan struct{})
 	if sr.ask == nil {
 		sr.ask = func(s *Server) (wire.Type, []byte, wire.Type) {
-			return wire.TypeWindowReq, (&wire.WindowReq{Number: s.cert.certTop() + 1}).Marshal(), wire.TypeWindow
+			return wire.TypeWindowReq, (&wire.WindowReq{Number: s.cert.Top() + 1}).Marshal(), wire.TypeWindow
 		}
 	}
 	if sr.every == 0 {
@@ -229,8 +229,8 @@ func TestWindowSlotDeadline(t *testing.T) {
 		const replyWait = 3 * time.Second
 		tn := startAnonNet(t, 2, 2, 2, testParams(4), func(_ int, c *ServerConfig) { c.Timing.ClientReply = replyWait })
 		s := tn.servers[0]
-		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.cert.certTop() >= 4 }); err != nil {
-			t.Fatalf("no epochs: numbers at %d", s.cert.certTop())
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.cert.Top() >= 4 }); err != nil {
+			t.Fatalf("no epochs: numbers at %d", s.cert.Top())
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -241,7 +241,7 @@ func TestWindowSlotDeadline(t *testing.T) {
 		}
 		// From now on they ask no more: what is left is their hold.
 		cancel()
-		refused, kept, bound := servedAfterHold(t, s, wire.TypeWindowReq, (&wire.WindowReq{Number: s.cert.certTop() + 1}).Marshal(), replyWait, func(err error) bool {
+		refused, kept, bound := servedAfterHold(t, s, wire.TypeWindowReq, (&wire.WindowReq{Number: s.cert.Top() + 1}).Marshal(), replyWait, func(err error) bool {
 			return errors.Is(err, proto.ErrWindowBusy)
 		})
 		t.Logf("%d slow readers of four /24s held every window slot: a client refused %d times over %v (bound %v)", slots.MaxWindowServing, refused, kept.Round(10*time.Millisecond), bound)
@@ -285,15 +285,15 @@ func TestWindowHeldAtLeader(t *testing.T) {
 		if err := wait.Until(ctx, 30*time.Second, func() bool { return sr.held.Load() == slots.MaxWindowServing }); err != nil {
 			t.Fatalf("the slow readers hold %d slots, want %d", sr.held.Load(), slots.MaxWindowServing)
 		}
-		from := x.cert.certTop() + 1
+		from := x.cert.Top() + 1
 		// Six numbers on: two of them led by x.
-		if err := wait.Until(ctx, 3*time.Minute, func() bool { return x.cert.certTop() >= from+6 }); err != nil {
-			t.Fatalf("numbers at %d, want %d", x.cert.certTop(), from+6)
+		if err := wait.Until(ctx, 3*time.Minute, func() bool { return x.cert.Top() >= from+6 }); err != nil {
+			t.Fatalf("numbers at %d, want %d", x.cert.Top(), from+6)
 		}
 		var kinds []string
 		led, bad := 0, 0
 		for n := from; n < from+6; n++ {
-			c, ok := x.cert.certOf(n)
+			c, ok := x.cert.Of(n)
 			if !ok {
 				t.Fatalf("no certificate of %d", n)
 			}
@@ -379,8 +379,8 @@ func TestServerSlotsHeld(t *testing.T) {
 		const replyWait = 3 * time.Second
 		tn := startAnonNet(t, 2, 2, 2, testParams(4), func(_ int, c *ServerConfig) { c.Timing.ClientReply = replyWait; c.Probation = -1 })
 		s, member := tn.servers[0], tn.servers[1]
-		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.cert.certTop() >= 4 }); err != nil {
-			t.Fatalf("no epochs: numbers at %d", s.cert.certTop())
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.cert.Top() >= 4 }); err != nil {
+			t.Fatalf("no epochs: numbers at %d", s.cert.Top())
 		}
 		if !s.certPeer(member.ID()) {
 			t.Fatal("the other server is not in a certified chain")
@@ -397,7 +397,7 @@ func TestServerSlotsHeld(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 		held := sr.held.Load()
-		req := (&wire.WindowReq{Number: s.cert.certTop() + 1}).Marshal()
+		req := (&wire.WindowReq{Number: s.cert.Top() + 1}).Marshal()
 		rep, err := transport.Call(context.Background(), member.h, s.ID(), transport.Request{Proto: ProtoEpoch, Type: wire.TypeWindowReq, Body: req, Timeout: transport.ShortTimeout})
 		if err != nil {
 			t.Errorf("a server of the certified chain refused the window with %d slots held by roster identities: %v", held, err)
@@ -483,16 +483,16 @@ func TestWouldServeFetches(t *testing.T) {
 			ref.Epoch[0], ref.Closing[0] = 1, 2
 			q := wire.Prepare{Number: n, Params: d.Params, Chain: proto.ChainIDs(chain), Previous: d.Previous, Window: []wire.WindowRef{ref}}
 			_, err := transport.Call(ctx, fake, asked.ID(), transport.Request{Proto: ProtoEpoch, Type: wire.TypeWouldServe, Body: q.Marshal(), Timeout: time.Minute})
-			t.Logf("number %d (next here %d): %v", n, asked.cert.certTop()+1, err)
+			t.Logf("number %d (next here %d): %v", n, asked.cert.Top()+1, err)
 		}
 		for range 3 {
-			ask([]peer.ID{asked.ID(), tn.servers[0].ID()}, asked.cert.certTop()+1) // the asker not in the chain
+			ask([]peer.ID{asked.ID(), tn.servers[0].ID()}, asked.cert.Top()+1) // the asker not in the chain
 		}
 		for range 3 {
-			ask([]peer.ID{asked.ID(), fake.ID()}, asked.cert.certTop()+20) // not the next number
+			ask([]peer.ID{asked.ID(), fake.ID()}, asked.cert.Top()+20) // not the next number
 		}
 		for range 3 {
-			ask([]peer.ID{asked.ID(), fake.ID()}, asked.cert.certTop()+1) // the next number: one fetch
+			ask([]peer.ID{asked.ID(), fake.ID()}, asked.cert.Top()+1) // the next number: one fetch
 		}
 		t.Logf("9 would-serve questions with made-up windows: %d window fetches from the asker, %d replies of %d bytes read whole", fetches.Load(), full.Load(), proto.MaxLookbackWindow+1)
 		if n := fetches.Load(); n < 1 || n > slots.WouldServeFetches+1 {
@@ -582,9 +582,9 @@ func awaitQuestion(t *testing.T, asked, member *Server, params wire.Params) wire
 }
 
 func wouldServeQuestion(asked, member *Server, params wire.Params) (wire.Prepare, bool) {
-	n := asked.cert.certTop() + 1
-	prev, ok := asked.cert.certOf(n - 1)
-	if !ok || member.cert.certTop()+1 != n {
+	n := asked.cert.Top() + 1
+	prev, ok := asked.cert.Of(n - 1)
+	if !ok || member.cert.Top()+1 != n {
 		return wire.Prepare{}, false
 	}
 	in := func(id peer.ID) bool {
@@ -593,7 +593,7 @@ func wouldServeQuestion(asked, member *Server, params wire.Params) (wire.Prepare
 	if !in(asked.ID()) || !in(member.ID()) {
 		return wire.Prepare{}, false
 	}
-	gap, err := member.cert.gapFor(n, prev)
+	gap, err := window.GapFor(n, prev, member.cert.Of)
 	if err != nil {
 		return wire.Prepare{}, false
 	}
@@ -651,7 +651,7 @@ func TestWouldServeAskedAgain(t *testing.T) {
 			_, _, err1 := asked.onWouldServe(ctx, member.ID(), q.Marshal())
 			_, _, err2 := asked.onWouldServe(ctx, member.ID(), q.Marshal())
 			lack.Store(false)
-			if asked.cert.certTop()+1 != q.Number {
+			if asked.cert.Top()+1 != q.Number {
 				continue // the number moved on: no fetch for it any more
 			}
 			if !lacked {
@@ -706,7 +706,7 @@ func TestWouldServeFlood(t *testing.T) {
 			took := asked.windowSlots.AskedLen()
 			_, _, err := asked.onWouldServe(ctx, member.ID(), q.Marshal())
 			lack.Store(false)
-			if asked.cert.certTop()+1 != q.Number {
+			if asked.cert.Top()+1 != q.Number {
 				continue
 			}
 			t.Logf("number %d: %d roster askers took %d fetches; then the member's question: %v", q.Number, len(fakes), took, err)
@@ -757,7 +757,7 @@ func TestWouldServeBusyWaits(t *testing.T) {
 			took := time.Since(start)
 			<-freed
 			lack.Store(false)
-			if asked.cert.certTop()+1 != q.Number {
+			if asked.cert.Top()+1 != q.Number {
 				continue
 			}
 			t.Logf("number %d: %d fetch slots taken for 1 s; the member's question: %v after %v", q.Number, len(releases), err, took)
@@ -793,7 +793,7 @@ func TestWouldServeFetchFailed(t *testing.T) {
 			release()
 			_, _, err2 := asked.onWouldServe(ctx, member.ID(), q.Marshal())
 			lack.Store(false)
-			if asked.cert.certTop()+1 != q.Number {
+			if asked.cert.Top()+1 != q.Number {
 				continue
 			}
 			t.Logf("number %d: the fetch refused by the member: %v; asked again: %v", q.Number, err1, err2)

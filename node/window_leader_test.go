@@ -165,7 +165,7 @@ func TestLeaderLeavesPinOut(t *testing.T) {
 		defer reqMu.Unlock()
 		after := 0
 		for n := top + 1; n < top+span; n++ {
-			if c, ok := tn.servers[1].cert.certOf(n); ok && slices.Contains(cut, n-1) && c.Kind == wire.CertFinal {
+			if c, ok := tn.servers[1].cert.Of(n); ok && slices.Contains(cut, n-1) && c.Kind == wire.CertFinal {
 				after += asked[c.Epoch]
 			}
 		}

@@ -17,15 +17,9 @@ import (
 // of both before it signs, which keeps the walk it checked (window.go
 // serves it).
 
-// gapFor is the Gap of a Prepare of number whose previous certificate is
-// prev, from the certificates kept here (window.GapFor).
-func (cs *certState) gapFor(number uint64, prev *wire.Cert) ([]wire.Cert, error) {
-	return window.GapFor(number, prev, cs.certOf)
-}
-
 // checkGap is a member's check of a Prepare's Gap: its shape, then each
 // certificate, the oldest first, as the kept one or verified against the
-// group certified for its number (checkCert) and then kept, as
+// group certified for its number (certs.Check) and then kept, as
 // checkPrevious keeps the previous one. Never call with s.mu held.
 func (s *Server) checkGap(number uint64, prev *wire.Cert, gap []wire.Cert) error {
 	if err := window.CheckGapShape(number, prev, gap); err != nil {
@@ -33,16 +27,16 @@ func (s *Server) checkGap(number uint64, prev *wire.Cert, gap []wire.Cert) error
 	}
 	for i := len(gap) - 1; i >= 0; i-- {
 		c := &gap[i]
-		if mine, ok := s.cert.certOf(c.Number); ok && bytes.Equal(mine.Marshal(), c.Marshal()) {
+		if mine, ok := s.cert.Of(c.Number); ok && bytes.Equal(mine.Marshal(), c.Marshal()) {
 			continue
 		}
-		if err := s.abortAfterFinal(c); err != nil {
+		if err := s.cert.AbortAfterFinal(c); err != nil {
 			return fmt.Errorf("node: the gap's certificate of %d: %w", c.Number, err)
 		}
-		if err := s.checkCert(c); err != nil {
+		if err := s.cert.Check(c); err != nil {
 			return fmt.Errorf("node: the gap's certificate of %d: %w", c.Number, err)
 		}
-		s.addCert(c)
+		s.cert.Add(c)
 	}
 	return nil
 }

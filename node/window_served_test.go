@@ -90,10 +90,8 @@ func (wc *windowChain) record(t *testing.T, n uint64, ids ...byte) (rec, pool []
 // windowServer is a server with a store and the certificates given.
 func windowServer(t *testing.T, certs ...wire.Cert) *Server {
 	s := storeServer(t)
-	s.cert.certs = map[uint64][]byte{}
 	for _, c := range certs {
-		s.cert.certs[c.Number] = c.Marshal()
-		s.cert.top = max(s.cert.top, c.Number)
+		s.cert.Put(c.Number, c.Marshal(), c.Number)
 	}
 	return s
 }

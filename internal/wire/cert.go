@@ -43,7 +43,7 @@ const (
 	TypeWouldServe Type = 24
 	// TypeCertPush: server → the servers of its group, a certificate that
 	// replaced the one of its number there or that outranks one a peer
-	// showed (certOutranks in node/certs.go), so that every server keeps
+	// showed (Outranks in node/internal/certs), so that every server keeps
 	// the same certificate of every number.
 	TypeCertPush Type = 25
 )

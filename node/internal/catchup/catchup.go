@@ -11,7 +11,7 @@
 //     and pages, over the epoch protocol: IndexPage), for the closing
 //     records it lacks;
 //  2. it takes a closing record only for an epoch whose final certificate
-//     it holds (node's certs.go: signed by every chain server, checked when
+//     it holds (package certs: signed by every chain server, checked when
 //     taken; those of the epochs it skipped are fetched first, fillCerts)
 //     and only with a valid signature of every server of that
 //     certificate's chain;
@@ -309,7 +309,7 @@ func MissingCert(top, recent uint64, has func(uint64) bool) (uint64, bool) {
 }
 
 // fillCerts fetches from p the certificates missing in the catch-up
-// window and keeps those that verify (certs.go): a server that moved on by
+// window and keeps those that verify (package certs): a server that moved on by
 // a later epoch's certificate (a Prepare carries it) skipped those of the
 // epochs it was out of, which the catch-up checks their records against.
 func (cu *Catchup) fillCerts(ctx context.Context, p peer.ID, recent uint64) {

@@ -91,7 +91,7 @@ func (rs *Log) LogCharge(ev *wire.Charge, ctx blame.Context, waived bool) (bool,
 	// record is written: one read before a replacement, whose rejudge
 	// ran meanwhile, would overwrite the recomputed charge
 	// (TestRejudgeRace). The loop leaves with rs.mu held; it ends since a
-	// number's certificate only ever rises in rank (certOutranks), so its
+	// number's certificate only ever rises in rank (certs.Outranks), so its
 	// context changes at most twice.
 	for {
 		// Checked outside the lock: signatures.

@@ -77,7 +77,7 @@ func VerifyCertIn(c *wire.Cert, group map[peer.ID]bool) error {
 // group in c's chain, and for a timeout, signers of group only, other
 // than the number's leader, more than half of group's servers other than
 // it. A certificate whose signatures were checked is checked again so
-// against a group that changed (node/certs.go keepCertMade).
+// against a group that changed (node/internal/certs keep.go).
 func FitsGroup(c *wire.Cert, group map[peer.ID]bool) error {
 	chain, err := CertChain(c)
 	if err != nil {

@@ -35,7 +35,7 @@ type Tunables struct {
 	// is left alone.
 	CatchupShun time.Duration
 	// CertSyncEvery is how often an idle server asks a roster server for
-	// certificates above its last (certs_sync.go).
+	// certificates above its last (internal/certs sync.go).
 	CertSyncEvery time.Duration
 	// CertSyncStart is how often a server that just started asks, until a
 	// roster server answered.
