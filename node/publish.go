@@ -294,7 +294,7 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 	}
 	s.mu.Lock()
 	x.signed, x.signedState = dg, wire.ClosedPublished
-	x.signedPairs = window.ListPoolPairs(&rl)
+	x.signedListed = window.Listed{Pairs: window.ListPoolPairs(&rl), Manifests: rl.Manifests}
 	s.mu.Unlock()
 	return wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -73,9 +74,10 @@ type sround struct {
 	// the round and whether it was void (closing.go).
 	signed      [32]byte
 	signedState uint8
-	// signedPairs: the pairs of the list signed published, for the
-	// decoy pool while its final list has not come (window.go).
-	signedPairs []wire.PoolPair
+	// signedListed: the pairs and manifest ids of the list signed
+	// published, for the decoy pool while its final list has not come
+	// (window.go).
+	signedListed window.Listed
 
 	pruned bool // bulk state dropped (prune): nothing more is taken
 }

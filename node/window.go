@@ -20,15 +20,15 @@ import (
 // or signed; ok is false if it lacks a published round's list. Call with
 // s.mu held.
 func setPool(e *sepoch, c *wire.Closing) (*wire.DecoyPool, bool) {
-	return window.SetPool(c, func(r uint32, list [32]byte) ([]wire.PoolPair, bool) {
+	return window.SetPool(c, func(r uint32, list [32]byte) (window.Listed, bool) {
 		x := e.rounds[r]
 		switch {
 		case x != nil && x.list != nil && proto.ListDigest(x.list) == list:
-			return window.ListPoolPairs(x.list), true
+			return window.Listed{Pairs: window.ListPoolPairs(x.list), Manifests: x.list.Manifests}, true
 		case x != nil && x.signedState == wire.ClosedPublished && x.signed == list:
-			return x.signedPairs, true
+			return x.signedListed, true
 		}
-		return nil, false
+		return window.Listed{}, false
 	})
 }
 

@@ -107,7 +107,7 @@ func FuzzDecoyPool(f *testing.F) {
 }
 
 func vectorPool() *DecoyPool {
-	return &DecoyPool{Epoch: k32(0xb1), Total: 9, Sample: []PoolPair{{Pos: 3, ID: k32(0xc1)}, {Pos: 0, ID: k32(0xc2)}}}
+	return &DecoyPool{Epoch: k32(0xb1), Total: 9, Sample: []PoolPair{{Pos: 3, ID: k32(0xc1)}, {Pos: 0, ID: k32(0xc2)}}, Manifests: [][32]byte{k32(0xd1), k32(0xd2)}}
 }
 
 // TestDecoyPoolRoundTrip: decode(encode(x)) == x for the pool encoding.

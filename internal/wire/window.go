@@ -24,8 +24,13 @@ const (
 	// MaxPoolPairs bounds an epoch's decoy pool: whatever demand an epoch
 	// had, a client fetches at most this many pairs for it.
 	MaxPoolPairs = 4096
+	// MaxPoolManifests bounds the manifest ids a DecoyPool names: above
+	// what the index takes in one epoch at the smallest chunk (its byte
+	// ceiling per R rounds over 1 KiB, plus one; node/internal/proto
+	// checks it).
+	MaxPoolManifests = 1<<16 + 1
 	// MaxPool bounds a DecoyPool's encoding.
-	MaxPool = 32 + 4 + 4 + 36*MaxPoolPairs
+	MaxPool = 32 + 4 + 4 + 36*MaxPoolPairs + 4 + 32*MaxPoolManifests
 	// MaxWindowGroup bounds a descriptor without clients in a Window.
 	MaxWindowGroup = 1 << 22
 	// MaxWindow bounds a Window's encoding.
@@ -152,23 +157,31 @@ type PoolPair struct {
 // DecoyPool is an epoch's decoy pool (§6.3 v3): of the distinct
 // (position, id) pairs of its published lists, the Pairs (Closing.Pairs)
 // of them, the at most MaxPoolPairs with the lowest sampling keys, in key
-// order:
+// order; and the manifest ids its published lists named (§6.4 v3), in
+// round order, which a client that was not in the epoch checks its index
+// copy against:
 //
 //	epoch id 32 ‖ u32 pairs ‖ u32 n ‖ n × (u32 position ‖ id 32)
+//	‖ u32 m ‖ m × manifest id 32
 type DecoyPool struct {
-	Epoch  [32]byte
-	Total  uint32
-	Sample []PoolPair
+	Epoch     [32]byte
+	Total     uint32
+	Sample    []PoolPair
+	Manifests [][32]byte
 }
 
 func (m *DecoyPool) Marshal() []byte {
-	e := Enc{B: make([]byte, 0, 32+8+36*len(m.Sample))}
+	e := Enc{B: make([]byte, 0, 32+8+36*len(m.Sample)+4+32*len(m.Manifests))}
 	e.Fixed(m.Epoch[:])
 	e.U32(m.Total)
 	e.U32(uint32(len(m.Sample)))
 	for _, p := range m.Sample {
 		e.U32(p.Pos)
 		e.Fixed(p.ID[:])
+	}
+	e.U32(uint32(len(m.Manifests)))
+	for _, id := range m.Manifests {
+		e.Fixed(id[:])
 	}
 	return e.B
 }
@@ -182,6 +195,14 @@ func (m *DecoyPool) Unmarshal(b []byte) error {
 	for i := range m.Sample {
 		m.Sample[i].Pos = d.U32("position")
 		m.Sample[i].ID = d.Array32("id")
+	}
+	k := d.Count(MaxPoolManifests, 32, "pool manifests")
+	m.Manifests = nil
+	if k > 0 {
+		m.Manifests = make([][32]byte, k)
+	}
+	for i := range m.Manifests {
+		m.Manifests[i] = d.Array32("manifest id")
 	}
 	return d.Done("decoy pool")
 }

@@ -357,10 +357,10 @@ func (c *Client) missingFrom(want [][32]byte) [][32]byte {
 // descriptor, for the servers' addresses): once the last epoch's end
 // check is done (endCheck, whose fills the copy then holds), from the
 // primary and, if that fails, from every other server of the chain at
-// once. It checks no set of manifests: which ones a client checks are
-// those named by the lists of the epoch it is in (checkpoint.go), never
-// those of the epochs it attended before. It returns the copy's entries
-// and manifests.
+// once. It then checks the copy against the manifests the window's pools
+// name (checkWindow), the same for every client of the epoch, never
+// against those of the epochs it attended before. It returns the copy's
+// entries and manifests.
 func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, hours uint32) (idx []IndexEntry, mans map[[32]byte][]byte, err error) {
 	c.mu.Lock()
 	tail := c.tail
@@ -393,11 +393,67 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 		return nil, nil, err
 	}
 	c.icopy.synced = true
+	c.checkWindow(ctx, group, err == nil)
 	idx = make([]IndexEntry, 0, len(c.icopy.entries))
 	for _, e := range c.icopy.entries {
 		idx = append(idx, e)
 	}
 	return idx, maps.Clone(c.icopy.mans), nil
+}
+
+// checkWindow checks the copy against the manifest ids that the pools of
+// the decoy window's epochs name (§6.4 v3), each pinned by its closing
+// record, which every chain server of that epoch signed: the same ids for
+// every client of the epoch, whether it was in those epochs or not (a
+// newcomer, a restarted client, one kept out of an epoch). Those the copy
+// lacks are asked of every other server of the chain at once, within half
+// a checkpoint's sync time, and counted and told to the user as the end
+// check does; with primaryOK (the primary's sync went through) each is a
+// gap, else each another server gave. Call with c.syncMu held.
+func (c *Client) checkWindow(ctx context.Context, group []wire.GroupEntry, primaryOK bool) {
+	if hooks.NoGapFill(&c.hk) {
+		return
+	}
+	c.mu.Lock()
+	seen := map[[32]byte]bool{}
+	var due [][32]byte
+	for _, e := range c.decoys.epochs {
+		for _, id := range e.Manifests {
+			if !seen[id] {
+				seen[id] = true
+				due = append(due, id)
+			}
+		}
+	}
+	c.mu.Unlock()
+	missing := c.missingFrom(due)
+	if len(missing) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, proto.CheckpointSyncTime/2)
+	defer cancel()
+	found := c.manifestsFromOthers(ctx, group, missing)
+	gaps := 0
+	for _, id := range missing {
+		b, ok := found[id]
+		if primaryOK || ok {
+			gaps++
+		}
+		if ok {
+			// Kept in memory, as the end check's fills.
+			c.icopy.mans[id] = b
+			if _, ok := c.icopy.seen[id]; !ok {
+				c.icopy.seen[id] = c.icopy.now()
+			}
+		}
+	}
+	c.mu.Lock()
+	c.stats.IndexGaps += gaps
+	c.stats.IndexFilled += len(found)
+	c.mu.Unlock()
+	if gaps > 0 {
+		c.progress("warning: the index synced from the primary lacks %d manifests that the closing records of the decoy window name (left out: the primary may be testing which files this client wants); %d of them synced from the chain's other servers", gaps, len(found))
+	}
 }
 
 // syncOthers syncs the whole index from every server of the chain but

@@ -23,6 +23,11 @@ const (
 	MaxIndexItems = 1 << 20
 )
 
+// A pool names every manifest id an epoch's lists name: at most the
+// ceiling at the smallest chunk, plus one (node/internal/manifests'
+// IndexBudget).
+const _ = uint(wire.MaxPoolManifests - (IndexCeilingBytes/MinChunkSize + 1))
+
 // SyncedManifests checks the manifests of a synced index: each must parse;
 // its id is the SHA-256 of its bytes. Others are dropped.
 func SyncedManifests(raw [][]byte) map[[32]byte][]byte {

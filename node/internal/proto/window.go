@@ -9,12 +9,14 @@ import (
 // The walk back from an open descriptor to its decoy window (§6.3 v3),
 // which a leader, a server that holds a window and a client each run.
 
-// PoolEpoch is one epoch of the window, checked against its record.
+// PoolEpoch is one epoch of the window, checked against its record:
+// its pool and the manifest ids its lists named.
 type PoolEpoch struct {
-	Number uint64
-	ID     [32]byte
-	Total  uint32
-	Sample []wire.PoolPair
+	Number    uint64
+	ID        [32]byte
+	Total     uint32
+	Sample    []wire.PoolPair
+	Manifests [][32]byte
 }
 
 // BudgetWalk is what the walk back from an open descriptor pinned of the
@@ -238,7 +240,7 @@ func CheckedPool(d *wire.Descriptor, id [32]byte, cands []*wire.WindowItem, want
 		for _, y := range pools {
 			var p wire.DecoyPool
 			if len(y.Pool) > 0 && p.Unmarshal(y.Pool) == nil && CheckPool(&c, &p) == nil {
-				return &PoolEpoch{ID: id, Total: p.Total, Sample: p.Sample}, &c, x.Closing, y.Pool
+				return &PoolEpoch{ID: id, Total: p.Total, Sample: p.Sample, Manifests: p.Manifests}, &c, x.Closing, y.Pool
 			}
 		}
 	}

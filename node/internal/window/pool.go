@@ -15,44 +15,58 @@ import (
 // the pool from the lists it holds and signs its digest and the number of
 // pairs it was drawn from (node's closing.go): a client checks a pool
 // against the record alone. Draws weigh each epoch by its pairs, so the
-// sample keeps the weights demand gave.
+// sample keeps the weights demand gave. The pool also names the manifest
+// ids the epoch's lists named, so that the record's digest pins them for
+// a client that was not in the epoch (§6.4 v3).
 
-// Held gives the pairs of round r's list of digest list as this server
+// Listed is what one published list gives its epoch's pool: its
+// (position, id) pairs and the manifest ids it names.
+type Listed struct {
+	Pairs     []wire.PoolPair
+	Manifests [][32]byte
+}
+
+// Held gives what round r's list of digest list holds, as this server
 // holds it; false if it holds none of that digest.
-type Held func(r uint32, list [32]byte) ([]wire.PoolPair, bool)
+type Held func(r uint32, list [32]byte) (Listed, bool)
 
 // EpochPoolPairs returns the distinct pairs of the rounds record c states
-// published, from the lists held gives; ok is false if one lacks.
-func EpochPoolPairs(c *wire.Closing, held Held) (out []wire.PoolPair, ok bool) {
+// published, and the manifest ids they name in round order, from the
+// lists held gives; ok is false if one lacks.
+func EpochPoolPairs(c *wire.Closing, held Held) (out []wire.PoolPair, mans [][32]byte, ok bool) {
 	seen := map[wire.PoolPair]bool{}
 	for r, cr := range c.Rounds {
 		if cr.State != wire.ClosedPublished {
 			continue
 		}
-		ps, ok := held(uint32(r), cr.List)
+		l, ok := held(uint32(r), cr.List)
 		if !ok {
-			return nil, false
+			return nil, nil, false
 		}
-		for _, p := range ps {
+		for _, p := range l.Pairs {
 			if !seen[p] {
 				seen[p] = true
 				out = append(out, p)
 			}
 		}
+		mans = append(mans, l.Manifests...)
 	}
-	return out, true
+	return out, mans, true
 }
 
 // SetPool fills record c's pool fields (Pairs, Pool) from the lists held
-// gives and returns the pool; ok is false if a published round's list
-// lacks. What c held in them before counts for nothing.
+// gives and returns the pool, with the manifest ids the lists named; ok
+// is false if a published round's list lacks, or the lists name more
+// manifests than a pool carries (the index takes fewer in an epoch).
+// What c held in them before counts for nothing.
 func SetPool(c *wire.Closing, held Held) (*wire.DecoyPool, bool) {
-	pairs, ok := EpochPoolPairs(c, held)
-	if !ok {
+	pairs, mans, ok := EpochPoolPairs(c, held)
+	if !ok || len(mans) > wire.MaxPoolManifests {
 		return nil, false
 	}
 	c.Pairs, c.Pool = 0, [32]byte{}
 	pool := proto.SamplePool(c, pairs)
+	pool.Manifests = mans
 	c.Pairs, c.Pool = pool.Total, proto.PoolDigest(pool)
 	return pool, true
 }

@@ -72,9 +72,11 @@ type Stats struct {
 	CoverAttacks int `json:"cover_attacks"`
 	// IndexGaps counts manifests that a signed request list of an epoch
 	// named and the primary's copy of the index lacked at a sync of that
-	// epoch, a checkpoint's or its end check (§6.4 v3): the primary left
-	// them out. IndexFilled counts those of them that the chain's other
-	// servers then gave. Both are added at the epoch's end check.
+	// epoch, a checkpoint's or its end check, or that the pool of an
+	// epoch of the decoy window named and the copy lacked after an
+	// epoch's start sync (§6.4 v3): the primary left them out.
+	// IndexFilled counts those of them that the chain's other servers
+	// then gave. Both are added at the epoch's end check and its start.
 	IndexGaps   int `json:"index_gaps"`
 	IndexFilled int `json:"index_filled"`
 	// Checkpoints counts the checkpoints of the epochs taken part in
