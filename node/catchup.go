@@ -7,6 +7,8 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/catchup"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -18,8 +20,40 @@ type catchEnv struct{ s *Server }
 func (c catchEnv) Self() peer.ID        { return c.s.h.ID() }
 func (c catchEnv) Chain() []peer.ID     { return c.s.chain() }
 func (c catchEnv) Known(p peer.ID) bool { return c.s.roster.get(p) != nil }
-func (c catchEnv) Rounds() uint32       { return c.s.cfg.Params.Rounds }
 func (c catchEnv) CertTop() uint64      { return c.s.cert.Top() }
+
+// EpochRounds is R of epoch id's descriptor (number n): the epoch's own
+// while held here, else that of a window item's descriptor, this
+// server's or one srcs give, that hashes to id.
+func (c catchEnv) EpochRounds(ctx context.Context, n uint64, id [32]byte, srcs []peer.ID) (uint32, bool) {
+	s := c.s
+	s.mu.Lock()
+	var R uint32
+	if e := s.epochs[id]; e != nil && e.v != nil && e.v.ID == id {
+		R = e.v.Desc.Params.Rounds
+	}
+	s.mu.Unlock()
+	if R > 0 {
+		return R, true
+	}
+	of := func(items []wire.WindowItem) (uint32, bool) {
+		for _, it := range items {
+			if d := proto.LinkedDescriptor(it.Group, id, n); it.Epoch == id && d != nil && d.Params.Rounds <= proto.MaxRounds {
+				return d.Params.Rounds, true
+			}
+		}
+		return 0, false
+	}
+	if it, ok := s.win.Item(n, window.ItemKey(id, [32]byte{})); ok {
+		if R, ok := of([]wire.WindowItem{it}); ok {
+			return R, true
+		}
+	}
+	if len(srcs) == 0 {
+		return 0, false
+	}
+	return of(winSrc{s}.Ask(ctx, srcs, n+1))
+}
 
 func (c catchEnv) Running(id [32]byte) bool {
 	c.s.mu.Lock()

@@ -19,6 +19,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/catchup"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/node/transport/memnet"
 	"github.com/riffle-net/riffle/store"
@@ -441,7 +442,9 @@ func TestCatchupKeepsUnknownRecords(t *testing.T) {
 // indexed, and no closing record is made up. Before, the server took an
 // epoch only through its record, and a file the chain had published and
 // its client had seen published never reached the servers out of the
-// chain.
+// chain. The rounds asked are those of the epoch's descriptor (R = 16,
+// the file in round 12), which the chain servers give with the window:
+// before, the server asked its own setting's (R = 8) and missed the file.
 func TestCatchupWithoutClosing(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
@@ -454,6 +457,11 @@ func TestCatchupWithoutClosing(t *testing.T) {
 		}
 		defer s.Close()
 		f := newFakeEpoch(t, 0xc, "unclosed ")
+		desc := wire.Descriptor{Number: 5, Params: testParams(16).Wire()}
+		for _, p := range f.chain {
+			desc.Group = append(desc.Group, wire.GroupEntry{PeerID: p})
+		}
+		f.list.Epoch, f.list.Round = proto.EpochID(&desc), 12
 		for _, k := range f.keys {
 			sg, err := proto.Sign(k, proto.ListDigest(&f.list))
 			if err != nil {
@@ -463,9 +471,9 @@ func TestCatchupWithoutClosing(t *testing.T) {
 		}
 		s.cert.Put(5, f.cert(5), 5+catchup.Recent)
 
-		// serveAs runs chain server i: no closing record in its index
-		// log, round 0's list (forged: short of a signature) and the
-		// chunks.
+		// serveAs runs chain server i: the epoch's descriptor in the
+		// window, no closing record in its index log, round 12's list
+		// (forged: short of a signature) and the chunks.
 		serveAs := func(i int, forged bool) peer.ID {
 			h, err := newHost(t, f.keys[i], []string{"/ip4/127.0.0.1/tcp/0"})
 			if err != nil {
@@ -477,11 +485,15 @@ func TestCatchupWithoutClosing(t *testing.T) {
 			transport.Serve(ctx, h, &g, quietLogger(), ProtoClient, transport.ShortTimeout, caps, func(context.Context, peer.ID, wire.Type, []byte) (wire.Type, []byte, error) {
 				return wire.TypeIndex, (&wire.Index{}).Marshal(), nil
 			})
+			transport.Serve(ctx, h, &g, quietLogger(), ProtoEpoch, transport.ShortTimeout, caps, func(context.Context, peer.ID, wire.Type, []byte) (wire.Type, []byte, error) {
+				it := wire.WindowItem{Number: 5, Epoch: f.list.Epoch, Group: window.GroupBytes(&desc)}
+				return wire.TypeWindow, (&wire.Window{Items: []wire.WindowItem{it}}).Marshal(), nil
+			})
 			transport.Serve(ctx, h, &g, quietLogger(), ProtoRound, transport.ShortTimeout, caps, func(_ context.Context, _ peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
 				switch t {
 				case wire.TypeListReq:
 					var ref wire.EpochRef
-					if err := ref.Unmarshal(body); err != nil || ref.Epoch != f.list.Epoch || ref.Round != 0 {
+					if err := ref.Unmarshal(body); err != nil || ref.Epoch != f.list.Epoch || ref.Round != f.list.Round {
 						return 0, nil, errors.New("no such list")
 					}
 					l := f.list

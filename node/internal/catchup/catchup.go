@@ -25,9 +25,9 @@
 //     which marks the epoch done;
 //  5. an epoch that a whole pass found no record of (a chain server
 //     killed at its end leaves it without one) is taken from its rounds'
-//     final lists, each only with the signature of every chain server
-//     (catchupLists), and stays lacking until its record comes or it is
-//     given up.
+//     final lists (the R of its own descriptor), each only with the
+//     signature of every chain server (catchupLists), and stays
+//     lacking until its record comes or it is given up.
 //
 // This suffices: the closing record and each list it names carry the
 // signature of every chain server of the epoch, so one honest chain
@@ -37,7 +37,7 @@
 // signed lists alone, exactly what every chain server indexed.
 //
 // A peer whose reply is malformed or fails a check is left alone for
-// Tunables.CatchupShun; an epoch that no peer completes is given up after
+// Tunables.CatchupShun (shun.go); an epoch that no peer completes is given up after
 // catchupTries passes. Passes run at each new certificate and every
 // Tunables.CatchupEvery, paced by Tunables.CatchupGap (the rate bound),
 // without the server's mutex, one request at a time.
@@ -91,8 +91,9 @@ type Server interface {
 	Known(p peer.ID) bool
 	// Running reports whether epoch id runs here.
 	Running(id [32]byte) bool
-	// Rounds is R of the group's parameters.
-	Rounds() uint32
+	// EpochRounds is R of the certified descriptor of epoch id, number
+	// n: held here, else asked of srcs, checked against id.
+	EpochRounds(ctx context.Context, n uint64, id [32]byte, srcs []peer.ID) (uint32, bool)
 	// Certs returns the newest certified number and the certificates
 	// kept of the window numbers below it and it.
 	Certs(window uint64) (top uint64, certs map[uint64][]byte)
@@ -137,6 +138,8 @@ type Catchup struct {
 	// listed: the rounds of an epoch without a closing record taken
 	// from their lists (catchupLists), pruned with tries.
 	listed map[[32]byte]map[uint32]bool
+	// rounds: R of those epochs' descriptors, pruned with listed.
+	rounds map[[32]byte]uint32
 }
 
 // errForged marks a reply that fails a check: its sender misbehaves.
@@ -168,23 +171,6 @@ func (cu *Catchup) Loop(ctx context.Context) {
 		}
 		cu.Pass(ctx)
 	}
-}
-
-func (cu *Catchup) shunPeer(p peer.ID, why error) {
-	cu.Log.Warn("catch-up: peer left alone", "peer", p.ShortString(), "err", why)
-	cu.mu.Lock()
-	if cu.shun == nil {
-		cu.shun = map[peer.ID]time.Time{}
-	}
-	cu.shun[p] = time.Now().Add(cu.T.CatchupShun)
-	cu.mu.Unlock()
-}
-
-// Shunned reports whether p is left alone for now.
-func (cu *Catchup) Shunned(p peer.ID) bool {
-	cu.mu.Lock()
-	defer cu.mu.Unlock()
-	return time.Now().Before(cu.shun[p])
 }
 
 // Lacking returns the certified final epochs of the catch-up window,
@@ -239,6 +225,11 @@ func (cu *Catchup) lackingAll() (want map[[32]byte][]peer.ID, old, certified map
 	for id := range cu.listed {
 		if !certified[id] {
 			delete(cu.listed, id)
+		}
+	}
+	for id := range cu.rounds {
+		if !certified[id] {
+			delete(cu.rounds, id)
 		}
 	}
 	cu.mu.Unlock()
@@ -554,7 +545,12 @@ func (cu *Catchup) catchupLists(ctx context.Context, peers []peer.ID, id [32]byt
 	signed := func(rl *wire.RoundList) bool {
 		return !rl.Void() && proto.CheckChainSigs(chain, proto.ListDigest(rl), rl.Sigs) == nil
 	}
-	for r := range cu.Srv.Rounds() {
+	R, ok := cu.epochRounds(ctx, id, srcs)
+	if !ok {
+		cu.Log.Info("catch-up: epoch's descriptor not found", "epoch", fmt.Sprintf("%x", id[:6]))
+		return
+	}
+	for r := range R {
 		if ctx.Err() != nil {
 			return
 		}
@@ -591,6 +587,35 @@ func (cu *Catchup) catchupLists(ctx context.Context, peers []peer.ID, id [32]byt
 		cu.listed[id][r] = true
 		cu.mu.Unlock()
 	}
+}
+
+// epochRounds is R of the descriptor of epoch id, certified final in
+// the window: the epoch's own, never this server's setting (a group whose
+// constants changed ran other R), asked once.
+func (cu *Catchup) epochRounds(ctx context.Context, id [32]byte, srcs []peer.ID) (uint32, bool) {
+	cu.mu.Lock()
+	R, ok := cu.rounds[id]
+	cu.mu.Unlock()
+	if ok {
+		return R, true
+	}
+	_, bs := cu.Srv.Certs(Window)
+	for n, b := range bs {
+		var c wire.Cert
+		if c.Unmarshal(b) != nil || c.Kind != wire.CertFinal || c.Epoch != id {
+			continue
+		}
+		if R, ok = cu.Srv.EpochRounds(ctx, n, id, srcs); ok {
+			cu.mu.Lock()
+			if cu.rounds == nil {
+				cu.rounds = map[[32]byte]uint32{}
+			}
+			cu.rounds[id] = R
+			cu.mu.Unlock()
+		}
+		return R, ok
+	}
+	return 0, false
 }
 
 // catchupRound stores the chunks a checked list published that this

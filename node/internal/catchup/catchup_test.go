@@ -5,8 +5,11 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"log/slog"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -27,14 +30,18 @@ type fakeServer struct {
 	running map[[32]byte]bool
 	reply   func(p peer.ID, r transport.Request) ([]byte, error)
 	calls   int
+	// rounds is R of the epochs' descriptors (1 if unset).
+	rounds uint32
 }
 
 func (f *fakeServer) Self() peer.ID            { return f.self }
 func (f *fakeServer) Chain() []peer.ID         { return append([]peer.ID{f.self}, f.peers...) }
 func (f *fakeServer) Known(peer.ID) bool       { return true }
 func (f *fakeServer) Running(id [32]byte) bool { return f.running[id] }
-func (f *fakeServer) Rounds() uint32           { return 1 }
-func (f *fakeServer) CertTop() uint64          { return f.top }
+func (f *fakeServer) EpochRounds(context.Context, uint64, [32]byte, []peer.ID) (uint32, bool) {
+	return max(f.rounds, 1), true
+}
+func (f *fakeServer) CertTop() uint64 { return f.top }
 func (f *fakeServer) Certs(uint64) (uint64, map[uint64][]byte) {
 	return f.top, f.certs
 }
@@ -192,5 +199,85 @@ func TestMissingCert(t *testing.T) {
 	}
 	if n, ok := MissingCert(Window+10, 0, func(n uint64) bool { return n > 20 }); !ok || n != 11 {
 		t.Fatalf("got %d %v, want the window's first number 11", n, ok)
+	}
+}
+
+// TestShunBounded: the peers left alone stay at most maxShunned, each
+// shunned within its time; once their time passed, the next shun prunes
+// them. Before, every peer ever shunned stayed (2·maxShunned here).
+func TestShunBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cu, _ := newCatchup(&fakeServer{})
+		why := errors.New("bad reply")
+		for i := range 2 * maxShunned {
+			cu.shunPeer(peer.ID(fmt.Sprintf("peer %d", i)), why)
+			time.Sleep(time.Second)
+		}
+		newest := peer.ID(fmt.Sprintf("peer %d", 2*maxShunned-1))
+		if n := len(cu.shun); n != maxShunned || !cu.Shunned(newest) || cu.Shunned("peer 0") {
+			t.Fatalf("%d peers held, newest shunned %v, oldest %v; want %d, the newest", n, cu.Shunned(newest), cu.Shunned("peer 0"), maxShunned)
+		}
+		time.Sleep(cu.T.CatchupShun)
+		cu.shunPeer("late", why)
+		if n := len(cu.shun); n != 1 || cu.Shunned(newest) {
+			t.Fatalf("%d peers held once the others' time passed, want 1", n)
+		}
+	})
+}
+
+// TestListsTakeEveryRoundOfTheEpoch: an epoch without a closing record
+// is taken from the lists of every round of its own descriptor (R = 3),
+// not of this server's setting. Before, the fallback asked the rounds of
+// the server's own parameters (R = 1 in the fake): one of three chunks.
+func TestListsTakeEveryRoundOfTheEpoch(t *testing.T) {
+	priv, signer := key(t)
+	_, self := key(t)
+	const R = 3
+	id := sha256.Sum256([]byte("an epoch of three rounds"))
+	var lists [R][]byte
+	var chunks [R][]byte
+	for r := range R {
+		chunks[r] = []byte(fmt.Sprintf("chunk of round %d", r))
+		rl := wire.RoundList{Epoch: id, Round: uint32(r), Published: [][32]byte{sha256.Sum256(chunks[r])}}
+		sig, err := proto.Sign(priv, proto.ListDigest(&rl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rl.Sigs = [][64]byte{sig}
+		lists[r] = rl.Marshal()
+	}
+	reply := func(_ peer.ID, r transport.Request) ([]byte, error) {
+		switch r.Type {
+		case wire.TypeIndexReq:
+			return (&wire.Index{}).Marshal(), nil // no closing record
+		case wire.TypeListReq:
+			var ref wire.EpochRef
+			if err := ref.Unmarshal(r.Body); err != nil || ref.Round >= R {
+				return nil, errors.New("no such round")
+			}
+			return lists[ref.Round], nil
+		case wire.TypeGetChunk:
+			var c wire.Chunk
+			if err := c.Unmarshal(r.Body, proto.MaxChunkSize); err != nil {
+				return nil, err
+			}
+			for _, b := range chunks {
+				if sha256.Sum256(b) == c.ID {
+					return (&wire.Chunk{ID: c.ID, Data: b}).Marshal(), nil
+				}
+			}
+		}
+		return nil, errors.New("not served")
+	}
+	cert := (&wire.Cert{Kind: wire.CertFinal, Number: 1, Epoch: id, Chain: [][]byte{[]byte(signer)}}).Marshal()
+	f := &fakeServer{self: self, peers: []peer.ID{signer}, top: 1 + Recent, certs: map[uint64][]byte{1: cert}, reply: reply, rounds: R}
+	cu, st := newCatchup(f)
+	for range 2 { // the second pass takes the lists
+		cu.Pass(context.Background())
+	}
+	for r, b := range chunks {
+		if ok, _ := st.HasChunk(sha256.Sum256(b)); !ok {
+			t.Fatalf("round %d's chunk not taken", r)
+		}
 	}
 }
