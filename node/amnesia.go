@@ -86,14 +86,12 @@ func (s *Server) amnesiaLoop(ctx context.Context) {
 // number 1 and reports whether more than half of the founders other than
 // this server answered with none (and none answered with any).
 func (s *Server) foundersHoldNone(ctx context.Context) bool {
-	s.who.mu.Lock()
 	var others []peer.ID
-	for p := range s.who.founders {
+	for p := range s.who.Founders() {
 		if p != s.h.ID() {
 			others = append(others, p)
 		}
 	}
-	s.who.mu.Unlock()
 	if len(others) == 0 {
 		return true
 	}

@@ -53,9 +53,7 @@ func TestAbortTimeoutPrepares(t *testing.T) {
 		}
 		server := func(held *wire.Cert) *Server {
 			s := loneServer(t)
-			s.who.mu.Lock()
-			s.who.founders = founders
-			s.who.mu.Unlock()
+			s.who.SetFounders(founders)
 			if err := s.cert.Check(held); err != nil {
 				t.Fatalf("%s certificate: %v", certs.KindName(held.Kind), err)
 			}

@@ -62,23 +62,8 @@ func (c certEnv) Go(f func()) {
 	}()
 }
 
-func (c certEnv) SignedChains() [][]peer.ID {
-	w := &c.s.who
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := make([][]peer.ID, 0, len(w.chains))
-	for _, sc := range w.chains {
-		out = append(out, sc.ids)
-	}
-	return out
-}
-
-func (c certEnv) Founders() map[peer.ID]bool {
-	w := &c.s.who
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.founders
-}
+func (c certEnv) SignedChains() [][]peer.ID  { return c.s.who.SignedChains() }
+func (c certEnv) Founders() map[peer.ID]bool { return c.s.who.Founders() }
 
 func (c certEnv) RaiseNumber(n uint64) {
 	c.s.mu.Lock()

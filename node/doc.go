@@ -45,7 +45,7 @@
 //     long-term key records (internal/ltkeys), the
 //     evidence log (internal/chargelog), the
 //     culprit servers (roundBlameState.servers, roundblame_after.go), who
-//     may serve (whoState, eligible.go) and the reply slots (the index's,
+//     may serve (internal/eligible) and the reply slots (the index's,
 //     the window's and the servers', internal/slots, and the long polls'
 //     gate, internal/polls).
 //   - checks.go: the check of a batch's client signatures (§5.1, §5.2);
@@ -87,6 +87,11 @@
 //     files.
 //   - serverdown.go: a server whose connection drops and that does not
 //     answer leaves the roster and ends its epochs.
+//   - internal/eligible (package eligible): who may serve with this
+//     server (§3 v3): the operator's pins, probation, the founders, the
+//     chains signed and the withdrawals; its own lock, network-free
+//     tests. eligible.go: the chains this server may join, a refused
+//     Prepare's withdrawal.
 //   - internal/certs (package certs): certified epoch numbers (§3 v3):
 //     final, abort and timeout certificates kept, one a number by
 //     precedence, each fitting the group the one below it certifies

@@ -39,7 +39,7 @@ func TestProbationPersists(t *testing.T) {
 		if err := certs.SaveNumber(dir, 5); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.who.record(dir, 5, chain); err != nil {
+		if err := s.who.Record(dir, 5, chain); err != nil {
 			t.Fatal(err)
 		}
 		s.Close()

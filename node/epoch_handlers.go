@@ -127,7 +127,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		} else if s.roster.get(id) == nil && id != from {
 			return 0, nil, fmt.Errorf("node: prepared chain has %s, not a live server here", id.ShortString())
 		}
-		// Who may serve (eligible.go): a server not eligible here is
+		// Who may serve (internal/eligible): a server not eligible here is
 		// a withdrawal, not a refusal.
 		if err := s.eligible(id); err != nil {
 			return 0, nil, err
@@ -141,7 +141,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		for i, b := range p.Chain {
 			ids[i] = peer.ID(b)
 		}
-		if err := s.who.checkFounding(ids); err != nil {
+		if err := s.who.CheckFounding(ids); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -282,8 +282,8 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 			return 0, nil, err
 		}
 		s.number = sd.Desc.Number
-		// The chain is on record for probation (eligible.go).
-		if err := s.who.record(s.cfg.DataDir, sd.Desc.Number, v.Chain); err != nil {
+		// The chain is on record for probation (internal/eligible).
+		if err := s.who.Record(s.cfg.DataDir, sd.Desc.Number, v.Chain); err != nil {
 			return 0, nil, err
 		}
 		delete(s.prep, sd.Desc.Nonce)

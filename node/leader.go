@@ -28,7 +28,7 @@ func (s *Server) leaderLoop(ctx context.Context) {
 		if number == 0 {
 			continue
 		}
-		chain := s.proposedChain(full)
+		chain := s.who.Proposed(s.h.ID(), full)
 		if len(chain) < s.cfg.MinServers || !s.cert.HoldsPrevGroup(number, chain) {
 			continue
 		}

@@ -125,7 +125,7 @@ func (s *Server) rosterLoop(ctx context.Context, boot []peer.AddrInfo) {
 			s.h.Unprotect(id, serverConnTag)
 			s.log.Debug("server forgotten", "peer", id.ShortString())
 		}
-		s.who.prune()
+		s.who.Prune()
 		s.roster.Targets(targets)
 		// One hello for every target: they all leave now, and a roster
 		// that peers flooded with ids that never answer made a hello

@@ -23,6 +23,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/chunks"
+	"github.com/riffle-net/riffle/node/internal/eligible"
 	"github.com/riffle-net/riffle/node/internal/ltkeys"
 	"github.com/riffle-net/riffle/node/internal/pirserve"
 	"github.com/riffle-net/riffle/node/internal/polls"
@@ -65,10 +66,10 @@ type ServerConfig struct {
 	// DefaultPruneEvery; only with a retention set).
 	PruneEvery time.Duration
 	// AllowServers, when set, are the only other servers this one joins
-	// a chain with (--allow-server; eligible.go).
+	// a chain with (--allow-server; internal/eligible).
 	AllowServers []peer.ID
-	// Probation is P_prob in epochs (0: DefaultProbation; negative:
-	// none; eligible.go).
+	// Probation is P_prob in epochs (0: eligible.DefaultProbation; negative:
+	// none; internal/eligible).
 	Probation int
 	// Founders are the servers of the group's number 1 (--founder), the
 	// same list in every server's configuration: number 1's chain holds
@@ -170,7 +171,7 @@ type Server struct {
 	timing   timer          // where the time goes (Timing, riffle bench)
 	handlers transport.Gate // stream handlers in flight
 	obs      status.Watch   // roster log and round timing (internal/status)
-	who      whoState       // who may serve (eligible.go)
+	who      eligible.Table // who may serve (internal/eligible)
 	polls    polls.Gate     // client long polls in flight (internal/polls)
 }
 
@@ -222,7 +223,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	chains, err := loadChains(cfg.DataDir)
+	chains, err := eligible.LoadChains(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +279,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.phase.mu.Unlock()
 	s.keys.St, s.keys.Log = st, log
 	s.loadStrikes()
-	s.who.init(&cfg, chains)
+	s.who.Init(cfg.AllowServers, cfg.Probation, cfg.Founders, chains)
 	s.turn.progress = time.Now()
 	h.OnDisconnect(s.onConnEnd)
 	transport.Serve(cctx, h, &s.handlers, s.log, ProtoRoster, transport.ShortTimeout, anyPeer(rosterCaps), s.handleHello)

@@ -24,7 +24,7 @@ func (s *Server) sawServer(id peer.ID, nick string, addrs []ma.Multiaddr) {
 	if !s.roster.saw(id, nick, addrs) {
 		return // full of live servers: it is not sighted until admitted
 	}
-	s.who.saw(id, s.lastNumber())
+	s.who.Saw(id, s.lastNumber())
 	s.h.Protect(id, serverConnTag)
 }
 

@@ -109,7 +109,7 @@ func (s *Server) groupPeer(p peer.ID) bool {
 	if s.roster.get(p) == nil || s.rb.serverExcluded(p) {
 		return false
 	}
-	return s.who.check(s.h.ID(), p, s.lastNumber(), false) == nil
+	return s.who.Check(s.h.ID(), p, s.lastNumber(), false) == nil
 }
 
 // certPeer reports whether p, not named by a round blame, is in a chain
