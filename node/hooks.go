@@ -81,6 +81,7 @@ func (*Server) hookHideOut(uint32) bool                     { return false }
 func (*Server) hookHideCerts() bool                         { return false }
 func (*Server) hookLoseOut(uint32) bool                     { return false }
 func (*Server) hookRefuseSucc(uint32) bool                  { return false }
+func (*Server) hookHoldSubs([32]byte, uint32) bool          { return false }
 func (*Server) hookLateOut(uint32) time.Duration            { return 0 }
 func (*Server) hookServeLate(uint32) time.Duration          { return 0 }
 func (*Server) hookStallRelay(uint32) bool                  { return false }

@@ -160,6 +160,9 @@ type serverHooks struct {
 	// lackWindow may make this server hold no closing record or pool of
 	// the window (a server left out of the chains that pinned them).
 	lackWindow func() bool
+	// holdSubs may make this server, as a primary, keep its clients'
+	// onions of round r of an epoch from S_0 (never forwarded).
+	holdSubs func(epoch [32]byte, r uint32) bool
 }
 
 // recvHook sees every frame body a host of this package receives: each
@@ -387,6 +390,11 @@ func (s *Server) hookHideCerts() bool {
 func (s *Server) hookHideOut(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && (h.hideOut != nil && h.hideOut(r) || h.silentOut != nil && h.silentOut(r))
+}
+
+func (s *Server) hookHoldSubs(epoch [32]byte, r uint32) bool {
+	h := s.hooks.Load()
+	return h != nil && h.holdSubs != nil && h.holdSubs(epoch, r)
 }
 
 func (s *Server) hookRefuseSucc(r uint32) bool {

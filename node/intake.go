@@ -304,6 +304,9 @@ func (s *Server) takeSubmitLocked(e *sepoch, sub wire.Submit, body []byte, diges
 }
 
 func (s *Server) forwardSubs(e *sepoch, batch *wire.SubmitBatch) {
+	if s.hookHoldSubs(batch.Epoch, batch.Round) {
+		return
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
 	defer cancel()
 	if _, err := transport.Call(ctx, s.h, e.final.Chain[0], transport.Request{Proto: ProtoRound, Type: wire.TypeSubmitBatch, Segments: batch.Segments(), Timeout: transport.BulkTimeout}); err != nil {

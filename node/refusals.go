@@ -61,7 +61,10 @@ func (s *Server) endUnfilled(e *sepoch, r uint32) {
 			return
 		}
 	}
-	s.end(e, fmt.Sprintf("round %d not filled", r))
+	// A slot without its onion: charged to no server (wire.AbortUnfilled).
+	reason := fmt.Sprintf("round %d not filled", r)
+	s.endQuiet(e, reason)
+	s.broadcastAbortKind(e, wire.AbortUnfilled, r, reason)
 }
 
 // endNoPub ends e for the missing publication of round q with an abort

@@ -26,6 +26,12 @@ const (
 	// of the chain's servers other than the leader attest no close by
 	// their own deadline plus half of T_lead, else its signer.
 	AbortNoClose uint8 = 3
+	// AbortUnfilled: S_0 could not fill round Round: a slot held no
+	// onion at the round limit. Only the slot's primary and its client
+	// know whether the client sent none or the primary held it back, so
+	// it charges no server (the primary counts a dry slot against its
+	// client's key, §5.4). 4 is an Attest kind (ClaimLack).
+	AbortUnfilled uint8 = 5
 )
 
 // Abort ends an epoch for every server of its chain (TypeAbort). It is
@@ -36,7 +42,7 @@ type Abort struct {
 	Epoch  [32]byte
 	Number uint64 // the epoch's number
 	Round  uint32 // the round it ends in (0 before the rounds)
-	Kind   uint8  // AbortFault, AbortCoord, AbortNoPub or AbortNoClose
+	Kind   uint8  // AbortFault, AbortCoord, AbortNoPub, AbortNoClose or AbortUnfilled
 	Signer []byte // peer id of the server that ends the epoch
 	Reason []byte // free text, at most MaxReason
 	Sig    [64]byte
@@ -71,7 +77,7 @@ func (m *Abort) Unmarshal(b []byte) error {
 	if err := d.Done("abort"); err != nil {
 		return err
 	}
-	if m.Kind > AbortNoClose {
+	if m.Kind > AbortNoClose && m.Kind != AbortUnfilled {
 		return fmt.Errorf("wire: decode abort: unknown kind %d", m.Kind)
 	}
 	return nil

@@ -145,6 +145,11 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 	switch {
 	case ev.Kind == wire.EvAbort && kind == wire.AbortFault:
 		return signer, claimOf, nil
+	case ev.Kind == wire.EvAbort && kind == wire.AbortUnfilled:
+		// A dry slot: its client sent no onion, or its primary held it;
+		// nobody but those two can tell, and S_0 is neither
+		// (TestStalledOnionFramesS0, node).
+		return "", fmt.Sprintf("round %d not filled: a dry slot, no server charged", round), nil
 	case ev.Kind == wire.EvAbort && kind == wire.AbortCoord:
 		if signer == leader && !ctx.Final {
 			return "", claimOf, nil // a registration that came to nothing
