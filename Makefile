@@ -1,8 +1,13 @@
 # riffle: the two commands a newcomer needs are `make demo` and `make test`.
 GO       ?= go
 BIN      := bin/riffle
-# Packages whose concurrency matters run under the race detector too.
-RACE_PKGS := ./store/... ./node/... ./pir/...
+# The race detector runs the tests of the packages below store, node and
+# pir that start goroutines (a `go` statement in any of their files: a new
+# one joins by itself). The others start none: node's and node/client's
+# race binaries instrument them and drive them from many goroutines
+# (docs/testing.md, "What make test costs").
+GO_STMT := ^[[:space:]]*go ([[:alnum:]_.]+[(]|func)
+RACE_PKGS := $(shell grep -rlE '$(GO_STMT)' --include='*.go' store node pir | xargs -n1 dirname | sort -u | sed 's|^|./|')
 # How many seeds `make swarm` runs.
 SEEDS    ?= 100
 
