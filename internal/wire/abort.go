@@ -30,7 +30,8 @@ const (
 	// onion at the round limit. Only the slot's primary and its client
 	// know whether the client sent none or the primary held it back, so
 	// it charges no server (the primary counts a dry slot against its
-	// client's key, §5.4). 4 is an Attest kind (ClaimLack).
+	// client's key, §5.4); signed by another server, it charges its
+	// signer. 4 is an Attest kind (ClaimLack).
 	AbortUnfilled uint8 = 5
 )
 

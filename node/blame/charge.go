@@ -148,7 +148,11 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 	case ev.Kind == wire.EvAbort && kind == wire.AbortUnfilled:
 		// A dry slot: its client sent no onion, or its primary held it;
 		// nobody but those two can tell, and S_0 is neither
-		// (TestStalledOnionFramesS0, node).
+		// (TestStalledOnionFramesS0, node). Only S_0 fills rounds: the
+		// kind from another signer is its own fault abort.
+		if signer != ctx.Chain[0] {
+			return signer, claimOf, nil
+		}
 		return "", fmt.Sprintf("round %d not filled: a dry slot, no server charged", round), nil
 	case ev.Kind == wire.EvAbort && kind == wire.AbortCoord:
 		if signer == leader && !ctx.Final {

@@ -167,3 +167,28 @@ func TestVoidChargesUnbackedClaimant(t *testing.T) {
 		t.Error("a lack claim was taken in an abort's evidence")
 	}
 }
+
+// TestUnfilledChargesNobody: S_0's abort of a round it could not fill
+// (wire.AbortUnfilled) charges no server; the same kind signed by another
+// chain server, which fills no round, charges its signer.
+func TestUnfilledChargesNobody(t *testing.T) {
+	var privs []crypto.PrivKey
+	var chain []peer.ID
+	for range 3 {
+		priv, err := newKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := peer.IDFromPrivateKey(priv)
+		privs, chain = append(privs, priv), append(chain, id)
+	}
+	ctx := Context{Epoch: [32]byte{7}, Chain: chain, Final: true}
+	for signer, want := range map[int]peer.ID{0: "", 1: chain[1], 2: chain[2]} {
+		a := &wire.Abort{Epoch: ctx.Epoch, Number: 9, Kind: wire.AbortUnfilled, Signer: []byte(chain[signer]), Reason: []byte("round 0 not filled")}
+		a.Sig, _ = proto.Sign(privs[signer], proto.AbortDigest(a))
+		got, why, err := ChargeOf(&wire.Charge{Kind: wire.EvAbort, Number: 9, Item: a.Marshal()}, ctx)
+		if err != nil || got != want {
+			t.Errorf("signed by S_%d: charged %v (%q, %v), want %v", signer, got, why, err, want)
+		}
+	}
+}

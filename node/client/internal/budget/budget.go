@@ -66,8 +66,8 @@ func (b *state) note(c *wire.Cert, now uint64) {
 	if a.Kind == wire.AbortCoord && len(c.Chain) > 0 && signer == peer.ID(c.Chain[int(c.Number%uint64(len(c.Chain)))]) {
 		return // the leader's coordination abort is charged to nobody
 	}
-	if a.Kind == wire.AbortUnfilled {
-		return // a dry slot is charged to no server
+	if a.Kind == wire.AbortUnfilled && len(c.Chain) > 0 && signer == peer.ID(c.Chain[0]) {
+		return // S_0's unfilled round, a dry slot, is charged to no server
 	}
 	b.charge(signer, c)
 	if a.Kind == wire.AbortNoClose && len(c.Chain) > 0 {
