@@ -139,8 +139,11 @@
 //     group's index logs, each checked against its certified chain's
 //     signatures; its own lock, network-free tests. catchup.go: what it
 //     asks of the server, and the lists served to a server catching up.
-//   - pubfetch.go: a publication the last server left a chain server
-//     without, fetched from one that holds it (§3).
+//   - pubfetch.go: what the fetches of a publication the last server
+//     left a chain server without ask of the server (pubHost); the
+//     publications kept for the chain, served and fetched from one that
+//     holds them (§3), are package internal/pubfetch's (sepoch.pubs, its
+//     own lock; network-free tests).
 //   - publish.go: publication, request lists proposed and signed (§5.3).
 //   - roundstep.go: the batch, mix and publish steps, pure functions of round
 //     state and one event returning their effects; the drivers above do the I/O.

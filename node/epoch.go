@@ -21,6 +21,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/manifests"
 	"github.com/riffle-net/riffle/node/internal/pirserve"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/pubfetch"
 	"github.com/riffle-net/riffle/node/internal/registry"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
@@ -32,7 +33,7 @@ import (
 // setup's state), with two exceptions: the identity fields below are set
 // before the epoch is published in Server.epochs and final is set once,
 // after which both are read without the lock; the registration (reg),
-// man, layers and pir have their own.
+// man, layers, pir and pubs have their own.
 type sepoch struct {
 	// listing counts S_0's request and void lists being signed; the
 	// closing record waits for them (closing.go).
@@ -75,6 +76,9 @@ type sepoch struct {
 	// pir: the rounds' PIR state at this primary (internal/pirserve,
 	// its own lock).
 	pir pirserve.Rounds
+	// pubs: the last server's publications kept for the chain and
+	// their fetches (internal/pubfetch, its own lock).
+	pubs pubfetch.Kept
 }
 
 // epochSecrets are never on disk and erased by erase (§3 forward secrecy).

@@ -108,7 +108,7 @@ func (s *Server) onGetBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 	v := e.final
 	m := len(v.Chain)
 	if int(q.S) == m {
-		return s.servePub(e, from, q.Round)
+		return s.pub.Serve(pubEpoch(e), from, q.Round)
 	}
 	asker := slices.Index(v.Chain, from)
 	if q.S < 1 || int(q.S) >= m || asker < 0 || from == s.h.ID() || q.Round >= v.Desc.Params.Rounds {

@@ -89,12 +89,12 @@ func (s *Server) bulkHeld() bulkHeld {
 			for _, n := range x.notes {
 				sp.add(n.body)
 			}
-			sp.add(x.pubRaw)
 			for _, sub := range x.subs {
 				sp.add(sub.Onion)
 			}
 		}
 		e.pir.Each(sp.addAll)
+		e.pubs.Each(sp.add)
 	}
 	for _, e := range epochs {
 		for _, subs := range e.handover.Held {

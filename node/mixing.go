@@ -78,7 +78,7 @@ func (s *Server) mixLoop(e *sepoch) {
 			return
 		}
 		s.mixStep(e, r, ins, sigs, hashes)
-		s.watchPub(e, r)
+		s.pub.Watch(pubEpoch(e), r)
 	}
 	s.awaitLastRounds(e)
 }
@@ -155,7 +155,7 @@ func (s *Server) pubMissing(e *sepoch, q uint32) (missing, came bool) {
 	// A publication that reached other chain servers and not this one
 	// is fetched from them (pubfetch.go): the last server does not make
 	// S_0 claim what others hold, which they would not back. The watch
-	// began fetching it once it was due (watchPub); once that is over,
+	// began fetching it once it was due (pubfetch.Service.Watch); once that is over,
 	// the holders are asked once more, should they have taken it since.
 	// A holder that does not answer delays the claim a round limit (in
 	// all: the watch's fetch and this one).
@@ -164,16 +164,13 @@ func (s *Server) pubMissing(e *sepoch, q uint32) (missing, came bool) {
 		end = due[len(due)-1].Add(time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond * 5 / 4)
 	}
 	ctx, cancel := context.WithDeadline(s.ctx, end)
-	s.mu.Lock()
-	watch := e.round(q).pubWatch
-	s.mu.Unlock()
-	if watch != nil {
+	if watch := e.pubs.Watch(q); watch != nil {
 		select {
 		case <-watch:
 		case <-ctx.Done():
 		}
 	}
-	fetched := s.fetchPub(ctx, e, q, e.final.Chain)
+	fetched := s.pub.Fetch(ctx, pubEpoch(e), q, e.final.Chain)
 	cancel()
 	if fetched {
 		ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
@@ -518,8 +515,8 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		// also shows that every server passed the round on: this
 		// server's own batch of it need not be kept any longer (lack.go
 		// passedOn; a noted server asks for the publication then).
-		x := e.round(b.Round)
-		x.pubRaw, x.kept = append([]byte(nil), body...), nil
+		e.pubs.Keep(b.Round, body)
+		e.round(b.Round).kept = nil
 	}
 	if next == roundstep.Fault {
 		e.keepEvidence(b.Round, fx.Evidence)

@@ -203,7 +203,7 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 	// A publication the last server left this server without is
 	// fetched from S_0, which holds it (pubfetch.go).
 	s.mu.Lock()
-	s.fetchPubFrom(e, rl.Round, from)
+	s.pub.FetchFrom(pubEpoch(e), rl.Round, from)
 	s.mu.Unlock()
 	// Whether the round is done here is read under the lock, in the
 	// condition: publish sets it concurrently.

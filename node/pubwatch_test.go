@@ -44,9 +44,7 @@ func TestPublicationFetchedWhenDue(t *testing.T) {
 		for _, s := range mids {
 			s.mu.Lock()
 			if e := s.epochs[id]; e != nil && e.final != nil {
-				if x := e.rounds[q]; x != nil {
-					served += x.pubServed[0]
-				}
+				served += e.pubs.Served(q, 0)
 			}
 			s.mu.Unlock()
 		}

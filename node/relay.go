@@ -11,6 +11,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/pubfetch"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -44,8 +45,8 @@ const notesHeld = mixDepth
 
 // batchServes bounds the copies of one round's batch that its signer, or
 // a noted holder, hands to one chain position (a retry after a lost
-// transfer, not a flood), as pubServes does for the publication.
-const batchServes = pubServes
+// transfer, not a flood), as pubfetch.Serves does for the publication.
+const batchServes = pubfetch.Serves
 
 // bodyWait is how long a noted server may take to get the batch from its
 // signer before it counts the batch missing (blame.Dues.BodyWait).
@@ -179,7 +180,7 @@ func (s *Server) relayFetch(e *sepoch, q uint32, j int, n *relayNote) {
 			// publication (keepOut): the proof that its receiver
 			// passed the round on.
 			ctx, cancel := context.WithDeadline(s.ctx, end)
-			took := s.fetchPub(ctx, e, q, []peer.ID{signer})
+			took := s.pub.Fetch(ctx, pubEpoch(e), q, []peer.ID{signer})
 			cancel()
 			if took {
 				return

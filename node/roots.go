@@ -61,7 +61,7 @@ func (s *Server) noteRoot(e *sepoch, r *wire.Root) bool {
 			e.openedAt(r.Round, now)
 		}
 		// A part that came moves the dues after it (S_0's watch for
-		// the publication, pubfetch.go watchPub).
+		// the publication, pubfetch.Service.Watch).
 		s.wake()
 		return true
 	}

@@ -59,17 +59,6 @@ type sround struct {
 	voidAt    time.Time
 	list      *wire.RoundList
 	listBytes []byte
-	// pubRaw: the last server's signed publication as it came here, kept
-	// until the round's final list is here for a chain server that lacks
-	// it; pubServed: how often it went to each position; pubFetching:
-	// this server asked S_0 for it (pubfetch.go).
-	pubRaw      []byte
-	pubServed   map[int]int
-	pubFetching bool
-	// pubWatch: closed when S_0's watch for the publication, which
-	// fetches it once it is due (pubfetch.go watchPub), is over; nil if
-	// none runs.
-	pubWatch chan struct{}
 	// signed, signedState: the digest of the list this server signed for
 	// the round and whether it was void (closing.go).
 	signed      [32]byte
@@ -104,9 +93,7 @@ func (e *sepoch) admit(r uint32) error {
 // fell out of the kept window. Call with s.mu held.
 func (e *sepoch) listed(pool *transport.BufPool, r uint32) {
 	e.listHigh = max(e.listHigh, r+1)
-	if x := e.rounds[r]; x != nil {
-		x.pubRaw = nil // the list is final: nobody signs it without the publication
-	}
+	e.pubs.Drop(r) // the list is final: nobody signs it without the publication
 	for e.pruned+roundsKept < e.listHigh {
 		if x := e.rounds[e.pruned]; x != nil {
 			// The round was mixed long ago (round r's list needs r−2
@@ -116,6 +103,7 @@ func (e *sepoch) listed(pool *transport.BufPool, r uint32) {
 			}
 			x.dropBulk()
 		}
+		e.pubs.Drop(e.pruned)
 		e.pruned++
 	}
 	for _, b := range e.pir.Prune(e.pruned) {
@@ -125,7 +113,7 @@ func (e *sepoch) listed(pool *transport.BufPool, r uint32) {
 
 // dropBulk drops round x's bulk state. Call with s.mu held.
 func (x *sround) dropBulk() {
-	x.bodies, x.kept, x.pubRaw = nil, nil, nil
+	x.bodies, x.kept = nil, nil
 	x.dropRelays()
 	x.subs, x.digests = map[uint32]wire.Submit{}, map[uint32][32]byte{}
 	x.pruned = true
@@ -151,10 +139,11 @@ func (e *sepoch) dropEnded(answers bool) {
 			e.pruned = max(e.pruned, r+1)
 			continue
 		}
-		x.bodies, x.kept, x.pubRaw = nil, nil, nil
+		x.bodies, x.kept = nil, nil
 		x.dropRelays()
 		x.subs, x.digests = map[uint32]wire.Submit{}, map[uint32][32]byte{}
 	}
+	e.pubs.DropAll()
 	if answers {
 		e.pir.Prune(e.pruned) // their frames may still be read by a send
 	} else {

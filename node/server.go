@@ -27,6 +27,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/ltkeys"
 	"github.com/riffle-net/riffle/node/internal/pirserve"
 	"github.com/riffle-net/riffle/node/internal/polls"
+	"github.com/riffle-net/riffle/node/internal/pubfetch"
 	"github.com/riffle-net/riffle/node/internal/slots"
 	"github.com/riffle-net/riffle/node/internal/status"
 	"github.com/riffle-net/riffle/node/internal/strikes"
@@ -127,7 +128,10 @@ type Server struct {
 	engine      *pir.Engine
 	// pir serves the clients' queries and the padded answers
 	// (internal/pirserve, pirserve.go).
-	pir  *pirserve.Service
+	pir *pirserve.Service
+	// pub fetches the publications a last server left this one
+	// without (internal/pubfetch, pubfetch.go).
+	pub  *pubfetch.Service
 	pool transport.BufPool // large round buffers (transport's bufpool.go)
 	wg   sync.WaitGroup
 	// The tests' hooks (hooks_riffletest.go); empty in the binary.
@@ -268,6 +272,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.catch.Init(catchEnv{s}, st, log, &s.cfg.Timing)
 	s.win = window.Items{St: st, Src: winSrc{s}, Log: log}
 	s.pir = newPIR(s)
+	s.pub = &pubfetch.Service{Host: pubHost{s}, Log: log, Ctx: cctx}
 	s.rb.st, s.rb.log = st, log
 	s.ref.Init(cfg.DataDir, log, s.cert.Of)
 	s.closingSigned.recs, s.closingSigned.loaded = closingRecs, true
