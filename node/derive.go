@@ -12,6 +12,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/roster"
 	"github.com/riffle-net/riffle/node/internal/slots"
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -139,31 +140,11 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 	// left it out: one server that counted another out for its budget,
 	// where the leader did not, held the group without an epoch for good
 	// (the swarm's seed 5; TestWouldServeAsPrepare).
-	nOut := 0
-	for _, b := range p.Chain {
-		if s.refusalOut(peer.ID(b)) {
-			nOut++
-		}
+	pos, err := roster.Members(p.Chain, s.h.ID(), "would-serve chain", s.cfg.MinServers, s.rb.serverExcluded, s.refusalOut, s.eligible)
+	if err != nil {
+		return 0, nil, err
 	}
-	cutOut := len(p.Chain)-nOut >= s.cfg.MinServers
-	self := false
-	for _, b := range p.Chain {
-		id := peer.ID(b)
-		if id == s.h.ID() {
-			self = true
-			continue
-		}
-		if s.rb.serverExcluded(id) {
-			return 0, nil, fmt.Errorf("node: would-serve chain has %s, named by a round blame", id.ShortString())
-		}
-		if cutOut && s.refusalOut(id) {
-			return 0, nil, fmt.Errorf("node: would-serve chain has %s, out for its refusal budget", id.ShortString())
-		}
-		if err := s.eligible(id); err != nil {
-			return 0, nil, err
-		}
-	}
-	if !self {
+	if pos < 0 {
 		return 0, nil, errors.New("node: would-serve chain without this server")
 	}
 	// The window, as its Prepare would be checked (takeWindow): a server

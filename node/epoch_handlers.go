@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -15,6 +16,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/intake"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/registry"
+	"github.com/riffle-net/riffle/node/internal/roster"
 	"github.com/riffle-net/riffle/node/internal/selection"
 	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/node/transport"
@@ -101,38 +103,25 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if !certs.HoldsGroup(p.Chain, &p.Previous) {
 		return 0, nil, certs.ErrChainMinority
 	}
-	// Servers out for their refusal budget stay in a chain that would
-	// fall below --min-servers without them, as in chain().
-	nOut := 0
-	for _, c := range p.Chain {
-		if s.refusalOut(peer.ID(c)) {
-			nOut++
-		}
-	}
-	cutOut := len(p.Chain)-nOut >= s.cfg.MinServers
-	inChain := false
-	pos := -1
-	for i, c := range p.Chain {
-		id := peer.ID(c)
-		if i > 0 && bytes.Compare(p.Chain[i-1], c) >= 0 {
+	for i := 1; i < len(p.Chain); i++ {
+		if bytes.Compare(p.Chain[i-1], p.Chain[i]) >= 0 {
 			return 0, nil, errors.New("node: prepared chain not sorted")
 		}
-		inChain = inChain || id == from
-		if id == s.h.ID() {
-			pos = i
-		} else if s.rb.serverExcluded(id) {
-			return 0, nil, fmt.Errorf("node: prepared chain has %s, named by a round blame", id.ShortString())
-		} else if cutOut && s.refusalOut(id) {
-			return 0, nil, fmt.Errorf("node: prepared chain has %s, out for its refusal budget", id.ShortString())
-		} else if s.roster.get(id) == nil && id != from {
-			return 0, nil, fmt.Errorf("node: prepared chain has %s, not a live server here", id.ShortString())
+	}
+	// Servers out for their refusal budget stay in a chain that would
+	// fall below --min-servers without them, as in chain().
+	pos, err := roster.Members(p.Chain, s.h.ID(), "prepared chain", s.cfg.MinServers, s.rb.serverExcluded, s.refusalOut, func(id peer.ID) error {
+		if s.roster.get(id) == nil && id != from {
+			return fmt.Errorf("node: prepared chain has %s, not a live server here", id.ShortString())
 		}
 		// Who may serve (internal/eligible): a server not eligible here is
 		// a withdrawal, not a refusal.
-		if err := s.eligible(id); err != nil {
-			return 0, nil, err
-		}
+		return s.eligible(id)
+	})
+	if err != nil {
+		return 0, nil, err
 	}
+	inChain := slices.ContainsFunc(p.Chain, func(b []byte) bool { return peer.ID(b) == from })
 	if pos < 0 {
 		return 0, nil, errors.New("node: this server is not in the prepared chain")
 	}

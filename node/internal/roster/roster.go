@@ -4,8 +4,9 @@
 // them (a newcomer evicts only a member that is not live, the stalest
 // first), and the servers others gossiped, at most MaxCandidates, that
 // join only by answering a hello of their own. Table has its own lock and
-// does no I/O; the hello's encoding and checks, and the chain a server
-// orders from its roster (Chain), are here too. Package
+// does no I/O; the hello's encoding and checks, the chain a server
+// orders from its roster (Chain) and its check of a chain proposed to it
+// (Members) are here too. Package
 // node's roster.go says and answers the hellos and orders the chain.
 package roster
 
@@ -279,4 +280,39 @@ func Chain(self peer.ID, live []*Member, excluded, out func(peer.ID) bool, min i
 	}
 	SortChain(ids)
 	return ids
+}
+
+// Members checks the servers of a chain proposed to self (a Prepare's, or
+// a would-serve question's; what names it in errors) as Chain orders
+// self's own: none that a round blame excluded (excluded), none out for
+// its refusal budget (out) while at least min remain without those, and
+// every other one passes more (nil: none). It returns self's position, -1
+// if self is not in it.
+func Members(chain [][]byte, self peer.ID, what string, min int, excluded, out func(peer.ID) bool, more func(peer.ID) error) (int, error) {
+	nOut := 0
+	for _, c := range chain {
+		if out(peer.ID(c)) {
+			nOut++
+		}
+	}
+	cutOut := len(chain)-nOut >= min
+	pos := -1
+	for i, c := range chain {
+		id := peer.ID(c)
+		switch {
+		case id == self:
+			pos = i
+			continue
+		case excluded(id):
+			return -1, fmt.Errorf("node: %s has %s, named by a round blame", what, id.ShortString())
+		case cutOut && out(id):
+			return -1, fmt.Errorf("node: %s has %s, out for its refusal budget", what, id.ShortString())
+		}
+		if more != nil {
+			if err := more(id); err != nil {
+				return -1, err
+			}
+		}
+	}
+	return pos, nil
 }

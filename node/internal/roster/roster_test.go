@@ -3,6 +3,7 @@ package roster
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -168,4 +169,33 @@ func TestChain(t *testing.T) {
 	check("excluded", Chain("self", live, is("x"), none, 2), "b", "d", "self")
 	check("out, enough left", Chain("self", live, none, is("b", "self"), 2), "d", "x")
 	check("out, too few left", Chain("self", live, none, is("b", "self", "d"), 2), "b", "d", "self", "x")
+}
+
+// TestMembers: a proposed chain is refused for a server a round blame
+// excluded, for one out for its refusal budget only while enough remain
+// without it, and for what more says of the others, never of self.
+func TestMembers(t *testing.T) {
+	chain := [][]byte{[]byte("a"), []byte("b"), []byte("c"), []byte("d")}
+	none := func(peer.ID) bool { return false }
+	is := func(q peer.ID) func(peer.ID) bool { return func(p peer.ID) bool { return p == q } }
+	if pos, err := Members(chain, "c", "prepared chain", 3, none, none, nil); err != nil || pos != 2 {
+		t.Fatalf("a clean chain: %d, %v", pos, err)
+	}
+	if pos, err := Members(chain, "x", "prepared chain", 3, none, none, nil); err != nil || pos != -1 {
+		t.Fatalf("a chain without self: %d, %v", pos, err)
+	}
+	if _, err := Members(chain, "c", "prepared chain", 3, is("b"), none, nil); err == nil || !strings.Contains(err.Error(), "prepared chain has") {
+		t.Fatalf("an excluded server: %v", err)
+	}
+	if _, err := Members(chain, "c", "would-serve chain", 3, none, is("d"), nil); err == nil || !strings.Contains(err.Error(), "would-serve chain has") {
+		t.Fatalf("a server out with three left: %v", err)
+	}
+	if _, err := Members(chain, "c", "prepared chain", 4, none, is("d"), nil); err != nil {
+		t.Fatalf("a server out kept in a chain of min servers: %v", err)
+	}
+	seen := map[peer.ID]bool{}
+	more := func(p peer.ID) error { seen[p] = true; return nil }
+	if _, err := Members(chain, "c", "prepared chain", 3, none, none, more); err != nil || len(seen) != 3 || seen["c"] {
+		t.Fatalf("more asked of %v", seen)
+	}
 }
