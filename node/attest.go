@@ -187,7 +187,7 @@ func (s *Server) signAttestLocked(e *sepoch, kind uint8, round uint32, bits uint
 // onAttestReq answers a chain server's request for this server's
 // attestation, or says it is not due here.
 func (s *Server) onAttestReq(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	if err := s.lostRecords(); err != nil {
+	if err := s.amnesia.Lost(s.cert.Top()); err != nil {
 		return 0, nil, err
 	}
 	var q wire.AttestReq

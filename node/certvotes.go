@@ -15,7 +15,7 @@ import (
 // voteTimeout signs that no open descriptor of n came within T_lead here,
 // keeps the vote and sends it to the other servers of chain.
 func (s *Server) voteTimeout(n uint64, chain []peer.ID) {
-	if s.lostRecords() != nil {
+	if s.amnesia.Lost(s.cert.Top()) != nil {
 		return
 	}
 	ids := proto.ChainIDs(chain)
@@ -29,8 +29,8 @@ func (s *Server) voteTimeout(n uint64, chain []peer.ID) {
 		return
 	}
 	// Never the timeout of a number whose final descriptor this server
-	// signed, and marked on disk before it leaves (equivocation.go).
-	if err := s.markPhase(n, false); err != nil {
+	// signed, and marked on disk before it leaves (internal/signed).
+	if err := s.phase.Mark(s.cfg.DataDir, n, false); err != nil {
 		s.log.Debug("timeout not signed", "number", n, "err", err)
 		return
 	}

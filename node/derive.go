@@ -115,7 +115,7 @@ func (s *Server) checkLeftOut(p *wire.Prepare) error {
 // serve in a chain (a Prepare left it out): an ack, or the withdrawal it
 // would send the leader (eligible.go).
 func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
-	if err := s.lostRecords(); err != nil {
+	if err := s.amnesia.Lost(s.cert.Top()); err != nil {
 		return 0, nil, err
 	}
 	if s.roster.get(from) == nil {

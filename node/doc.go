@@ -87,6 +87,12 @@
 //     files.
 //   - serverdown.go: a server whose connection drops and that does not
 //     answer leaves the roster and ends its epochs.
+//   - internal/signed (package signed): what this server signed, kept
+//     so that it never signs both the timeout and the final descriptor of
+//     a number (the marks, on disk first), and the amnesia of a server
+//     that lost its records (§3); network-free tests. equivocation.go:
+//     the equivocations a pair of certificates shows, charged;
+//     amnesia.go: the founders asked whether they hold any certificate.
 //   - internal/eligible (package eligible): who may serve with this
 //     server (§3 v3): the operator's pins, probation, the founders, the
 //     chains signed and the withdrawals; its own lock, network-free

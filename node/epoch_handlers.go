@@ -18,6 +18,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/registry"
 	"github.com/riffle-net/riffle/node/internal/roster"
 	"github.com/riffle-net/riffle/node/internal/selection"
+	"github.com/riffle-net/riffle/node/internal/signed"
 	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -81,7 +82,7 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 }
 
 func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	if err := s.lostRecords(); err != nil {
+	if err := s.amnesia.Lost(s.cert.Top()); err != nil {
 		return 0, nil, err
 	}
 	var p wire.Prepare
@@ -227,7 +228,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 }
 
 func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	if err := s.lostRecords(); err != nil {
+	if err := s.amnesia.Lost(s.cert.Top()); err != nil {
 		return 0, nil, err
 	}
 	var sd wire.Signed
@@ -261,9 +262,9 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 			return 0, nil, err
 		}
 		// Never the open descriptor of a number whose timeout this
-		// server signed (equivocation.go).
-		if s.timeoutSigned(sd.Desc.Number) {
-			return 0, nil, errTimeoutSigned
+		// server signed (internal/signed).
+		if s.phase.TimeoutSigned(s.cfg.DataDir, sd.Desc.Number) {
+			return 0, nil, signed.ErrTimeoutSigned
 		}
 		// The number is on disk before this server's signature leaves:
 		// a restart never offers or accepts it again.
@@ -321,8 +322,8 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := e.reg.CheckSlots(&sd.Desc, e.pos, len(v.Chain), !signAny); err != nil {
 		return 0, nil, err
 	}
-	// Marked on disk before the signature leaves (equivocation.go).
-	if err := s.markPhase(sd.Desc.Number, true); err != nil {
+	// Marked on disk before the signature leaves (internal/signed).
+	if err := s.phase.Mark(s.cfg.DataDir, sd.Desc.Number, true); err != nil {
 		return 0, nil, err
 	}
 	sig, err := proto.Sign(s.priv, proto.FinalDigest(&sd.Desc))

@@ -12,6 +12,7 @@ import (
 	"github.com/riffle-net/riffle/node/blame"
 	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/signed"
 )
 
 // TestEquivocationEvidence: a server's final signature of a number and its
@@ -81,24 +82,24 @@ func TestPhaseMarks(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		s := loneServer(t)
 		defer s.Close()
-		if err := s.markPhase(5, true); err != nil {
+		if err := s.phase.Mark(s.cfg.DataDir, 5, true); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.markPhase(5, false); err == nil {
+		if err := s.phase.Mark(s.cfg.DataDir, 5, false); err == nil {
 			t.Error("the timeout of 5 signed after its final descriptor")
 		}
-		if err := s.markPhase(6, false); err != nil {
+		if err := s.phase.Mark(s.cfg.DataDir, 6, false); err != nil {
 			t.Fatalf("the timeout of 6: %v", err)
 		}
-		if err := s.markPhase(6, true); err == nil {
+		if err := s.phase.Mark(s.cfg.DataDir, 6, true); err == nil {
 			t.Error("the final descriptor of 6 signed after its timeout")
 		}
 		// As after a restart: read back from the data directory.
-		s.phase = phaseMarks{}
-		if !s.timeoutSigned(6) || s.timeoutSigned(7) {
+		s.phase = signed.Marks{}
+		if !s.phase.TimeoutSigned(s.cfg.DataDir, 6) || s.phase.TimeoutSigned(s.cfg.DataDir, 7) {
 			t.Error("the timeout of 6 forgotten, or 7 taken as signed")
 		}
-		if err := s.markPhase(5, false); err == nil {
+		if err := s.phase.Mark(s.cfg.DataDir, 5, false); err == nil {
 			t.Error("after a restart, the timeout of 5 signed after its final descriptor")
 		}
 		// A data directory from before the marks (epoch number 7, no
@@ -111,20 +112,20 @@ func TestPhaseMarks(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, EpochNumberFile), []byte("7\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			os.Remove(filepath.Join(dir, PhaseFile))
+			os.Remove(filepath.Join(dir, signed.PhaseFile))
 			if phases != "" {
-				if err := os.WriteFile(filepath.Join(dir, PhaseFile), []byte(phases), 0o600); err != nil {
+				if err := os.WriteFile(filepath.Join(dir, signed.PhaseFile), []byte(phases), 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}
-			s.phase = phaseMarks{}
-			if err := s.markPhase(7, false); err == nil {
+			s.phase = signed.Marks{}
+			if err := s.phase.Mark(s.cfg.DataDir, 7, false); err == nil {
 				t.Errorf("phases %q: the timeout of 7 signed by a server at epoch number 7", phases)
 			}
-			if err := s.markPhase(8, true); err == nil {
+			if err := s.phase.Mark(s.cfg.DataDir, 8, true); err == nil {
 				t.Errorf("phases %q: the final descriptor of 8 signed, its timeout maybe signed before", phases)
 			}
-			if err := s.markPhase(9, true); err != nil {
+			if err := s.phase.Mark(s.cfg.DataDir, 9, true); err != nil {
 				t.Errorf("phases %q: the final descriptor of 9: %v", phases, err)
 			}
 		}

@@ -80,7 +80,7 @@ func (s *Server) running() bool {
 // last number's certificate: certs.HoldsPrevGroup), the timeout does not run; past it, this server signs a timeout of
 // the number (once every T_lead until it is certified).
 func (s *Server) takeTurn() (uint64, []peer.ID) {
-	if s.lostRecords() != nil {
+	if s.amnesia.Lost(s.cert.Top()) != nil {
 		return 0, nil
 	}
 	n := s.cert.Next()

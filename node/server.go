@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,6 +27,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/pirserve"
 	"github.com/riffle-net/riffle/node/internal/polls"
 	"github.com/riffle-net/riffle/node/internal/pubfetch"
+	"github.com/riffle-net/riffle/node/internal/signed"
 	"github.com/riffle-net/riffle/node/internal/slots"
 	"github.com/riffle-net/riffle/node/internal/status"
 	"github.com/riffle-net/riffle/node/internal/strikes"
@@ -162,11 +162,11 @@ type Server struct {
 	closingSigned closingSignedState
 	// cert holds the certificates of epoch numbers (internal/certs).
 	cert certs.Certs
-	// phase marks what this server signed of the numbers (equivocation.go).
-	phase phaseMarks
+	// phase marks what this server signed of the numbers (internal/signed).
+	phase signed.Marks
 	// amnesia: this server lost its records and signs nothing for now
-	// (amnesia.go).
-	amnesia amnesiaState
+	// (internal/signed).
+	amnesia signed.Amnesia
 	// win keeps and serves the window's items (internal/window).
 	win window.Items
 	// catch is the catch-up (internal/catchup).
@@ -279,9 +279,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	// The phase marks as the directory holds them at start: read later,
 	// they would see the epoch number this run wrote and take it for an
 	// upgrade's.
-	s.phase.mu.Lock()
-	s.phase.load(cfg.DataDir)
-	s.phase.mu.Unlock()
+	s.phase.Load(cfg.DataDir)
 	s.keys.St, s.keys.Log = st, log
 	s.loadStrikes()
 	s.who.Init(cfg.AllowServers, cfg.Probation, cfg.Founders, chains)
@@ -326,11 +324,14 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.cert.Loop(cctx) }()
 	if idErr == nil && number == 0 && len(cfg.Founders) > 0 {
-		// An identity without records: it lost them (amnesia.go).
-		s.amnesia.on, s.amnesia.until = true, math.MaxUint64
+		// An identity without records: it lost them (internal/signed).
+		s.amnesia.Start(s.log)
 		s.log.Warn("records lost: this server signs nothing until the group's log moves past its window")
 		s.wg.Add(1)
-		go func() { defer s.wg.Done(); s.amnesiaLoop(cctx) }()
+		go func() {
+			defer s.wg.Done()
+			s.amnesia.Loop(cctx, cfg.Timing.CertSyncStart, s.cert.Top, s.foundersHoldNone)
+		}()
 	}
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.catch.Loop(cctx) }()

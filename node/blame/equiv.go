@@ -17,7 +17,7 @@ import (
 // signature of the same number. An honest server signs a final descriptor
 // only after its open descriptor, never signs an open descriptor of a
 // number whose timeout it signed, and never signs the timeout of a number
-// whose final descriptor it signed (node/equivocation.go, both kept on
+// whose final descriptor it signed (node/internal/signed, both kept on
 // disk before the signature leaves), so the pair is a corrupt server's.
 
 // EquivItem is the item of an EvEquiv charge: final and timeout, each a
