@@ -171,8 +171,9 @@
 //     the rounds' request lists; what it takes, within the caps per
 //     pseudonym and per round, the ids each round took (sepoch.man, its
 //     own lock) and their storing are package internal/manifests's.
-//   - indexserve.go: index pages served to any peer and to the group's
-//     servers (§7 v3); internal/slots (package slots): the reply slots of
+//   - indexserve.go: who a peer is, for the index pages served to any
+//     peer and to the group's servers (§7 v3), which are package
+//     internal/indexserve's (network-free tests); internal/slots (package slots): the reply slots of
 //     index pages, windows and would-serve fetches, each table with a
 //     peer's and an address range's share (its own leaf locks, no I/O,
 //     network-free tests).

@@ -72,7 +72,7 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeWindowReq:
 		return s.onServerWindowReq(ctx, from, body)
 	case wire.TypeIndexReq:
-		return s.onServerIndexReq(ctx, from, body)
+		return s.index.OnServerIndexReq(ctx, from, body)
 	case wire.TypeAttestReq:
 		return s.onAttestReq(from, body)
 	case wire.TypeCharge:

@@ -75,7 +75,7 @@ func TestIndexSlotsPerClient(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		got := 0
 		for range slots.MaxIndexServing {
-			if s.enterIndex(ctx, c.PeerID()) == nil {
+			if s.index.Enter(ctx, c.PeerID()) == nil {
 				got++
 			}
 		}
@@ -89,7 +89,7 @@ func TestIndexSlotsPerClient(t *testing.T) {
 		if err := wait.Until(context.Background(), 10*time.Second, func() bool {
 			sctx, stop := context.WithCancel(context.Background())
 			defer stop()
-			return s.enterIndex(sctx, c.PeerID()) == nil
+			return s.index.Enter(sctx, c.PeerID()) == nil
 		}); err != nil {
 			t.Fatal("the client's slots were not given back")
 		}
@@ -161,12 +161,12 @@ func clientSlotsOfRange(t *testing.T, n, limit int, addr func(int) net.IP, other
 	got := 0
 	for _, c := range cs[:n] {
 		for range slots.MaxIndexPerClient {
-			if s.enterIndex(ctx, c.PeerID()) == nil {
+			if s.index.Enter(ctx, c.PeerID()) == nil {
 				got++
 			}
 		}
 	}
-	honest := s.enterIndex(ctx, cs[n].PeerID())
+	honest := s.index.Enter(ctx, cs[n].PeerID())
 	t.Logf("%d registered clients of one range took %d index slots (cap %d); a client of another range: %v", n, got, limit, honest)
 	if got > limit || got == 0 {
 		t.Errorf("the clients of one range took %d index slots, want at most %d", got, limit)

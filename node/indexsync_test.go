@@ -287,7 +287,7 @@ func TestIndexReqHostile(t *testing.T) {
 		for i := range slots.MaxOutsiderIndex + 1 {
 			sctx, scancel := context.WithCancel(ctx)
 			cancels = append(cancels, scancel)
-			err := s.enterIndex(sctx, h.ID())
+			err := s.index.Enter(sctx, h.ID())
 			if (i < slots.MaxOutsiderIndex) != (err == nil) {
 				t.Fatalf("outsider page %d: %v", i, err)
 			}

@@ -114,7 +114,7 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 		}
 		return wire.TypeRoundList, out, nil
 	case wire.TypeIndexReq:
-		return s.onIndexReq(ctx, from, body)
+		return s.index.OnIndexReq(ctx, from, body)
 	case wire.TypeWindowReq:
 		return s.onWindowReq(ctx, from, body)
 	case wire.TypeStateReq:

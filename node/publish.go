@@ -388,12 +388,3 @@ func requests(list []wire.ListEntry) []store.Request {
 	}
 	return out
 }
-
-// indexToWire is the index as the client protocol carries it (no epoch).
-func indexToWire(idx []IndexEntry) []wire.IndexEntry {
-	out := make([]wire.IndexEntry, len(idx))
-	for i, e := range idx {
-		out[i] = wire.IndexEntry{FileID: e.FileID, Name: []byte(e.Name), Size: e.Size, Chunks: e.Chunks, Round: e.Round, Time: e.Time.Unix()}
-	}
-	return out
-}

@@ -23,6 +23,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/node/internal/eligible"
+	"github.com/riffle-net/riffle/node/internal/indexserve"
 	"github.com/riffle-net/riffle/node/internal/ltkeys"
 	"github.com/riffle-net/riffle/node/internal/pirserve"
 	"github.com/riffle-net/riffle/node/internal/polls"
@@ -131,9 +132,12 @@ type Server struct {
 	pir *pirserve.Service
 	// pub fetches the publications a last server left this one
 	// without (internal/pubfetch, pubfetch.go).
-	pub  *pubfetch.Service
-	pool transport.BufPool // large round buffers (transport's bufpool.go)
-	wg   sync.WaitGroup
+	pub *pubfetch.Service
+	// index serves the index log's pages (internal/indexserve,
+	// indexserve.go).
+	index *indexserve.Service
+	pool  transport.BufPool // large round buffers (transport's bufpool.go)
+	wg    sync.WaitGroup
 	// The tests' hooks (hooks_riffletest.go); empty in the binary.
 	serverHookState
 
@@ -273,6 +277,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.win = window.Items{St: st, Src: winSrc{s}, Log: log}
 	s.pir = newPIR(s)
 	s.pub = &pubfetch.Service{Host: pubHost{s}, Log: log, Ctx: cctx}
+	s.index = &indexserve.Service{Slots: &s.indexSlots, Store: st, Peers: indexPeers{s}, Hooks: indexPeers{s}}
 	s.rb.st, s.rb.log = st, log
 	s.ref.Init(cfg.DataDir, log, s.cert.Of)
 	s.closingSigned.recs, s.closingSigned.loaded = closingRecs, true

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riffle-net/riffle/node/internal/indexserve"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/store"
 )
@@ -55,7 +56,7 @@ func TestIndexWireRoundTrip(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		in := []IndexEntry{{FileID: [32]byte{1}, Name: "a b.txt", Size: 1 << 40, Chunks: 7, Epoch: [32]byte{2}, Round: 9, Time: time.Unix(1700000001, 0)}}
-		out := proto.IndexFromWire(indexToWire(in))
+		out := proto.IndexFromWire(indexserve.ToWire(in))
 		want := in[0]
 		want.Epoch = [32]byte{}
 		if len(out) != 1 || out[0].FileID != want.FileID || out[0].Name != want.Name || out[0].Size != want.Size ||
