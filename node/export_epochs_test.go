@@ -51,3 +51,16 @@ func (s *Server) RunningLeader() peer.ID {
 	}
 	return ""
 }
+
+// RoundEpoch returns the number and chain of an epoch in its rounds at s
+// (setup done, not ended; 0 if none).
+func (s *Server) RoundEpoch() (uint64, []peer.ID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.epochs {
+		if !e.ended && e.setupDone && e.final != nil {
+			return e.v.Desc.Number, append([]peer.ID(nil), e.final.Chain...)
+		}
+	}
+	return 0, nil
+}

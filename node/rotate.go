@@ -75,10 +75,16 @@ func (s *Server) running() bool {
 }
 
 // takeTurn decides, once per leader-loop tick, the number to lead (0: none)
-// and the chain to propose. While an epoch runs, or the group chain is
-// short (below --min-servers, or holding at most half of the chain of the
-// last number's certificate: certs.HoldsPrevGroup), the timeout does not run; past it, this server signs a timeout of
-// the number (once every T_lead until it is certified).
+// and the chain to propose. While an epoch runs here (busy: one that
+// changed within T_lead), or the group chain is short (below
+// --min-servers, or holding at most half of the chain of the last
+// number's certificate: certs.HoldsPrevGroup), the timeout does not run;
+// past it, this server signs a timeout of the number (once every T_lead
+// until it is certified). An epoch whose end this server missed holds
+// its turn no longer than it holds off others' Prepares: a chain whose
+// S_0 restarted mid-epoch left it running at the others for good, and
+// when the next number's leader was one of them, nobody led or signed a
+// timeout (the swarm's seed 91; TestStaleEpochYieldsTurn).
 func (s *Server) takeTurn() (uint64, []peer.ID) {
 	if s.amnesia.Lost(s.cert.Top()) != nil {
 		return 0, nil
@@ -89,7 +95,7 @@ func (s *Server) takeTurn() (uint64, []peer.ID) {
 	short := len(full) < s.cfg.MinServers || (n == 1 && s.who.CheckFounding(full) != nil) || !s.cert.HoldsPrevGroup(n, full)
 	s.mu.Lock()
 	s.endUnclosedLocked()
-	if short || s.running() {
+	if short || s.busy() != nil {
 		s.progressed()
 		s.mu.Unlock()
 		return 0, nil
