@@ -3,6 +3,8 @@ package node
 import (
 	"crypto/sha256"
 	"crypto/sha512"
+	"slices"
+	"strings"
 	"testing"
 
 	"filippo.io/edwards25519"
@@ -80,35 +82,37 @@ func TestResignedVoidKeepsCharge(t *testing.T) {
 		}
 		rl.Sigs = append(rl.Sigs, sg)
 	}
-	item := rl.Marshal()
 	attest := func(by int) wire.Attest {
 		a := wire.Attest{AttestReq: wire.AttestReq{Epoch: epoch, Number: num, Kind: wire.AbortNoPub, Round: round}, Lacking: 1 << 3, Signer: uint16(by)}
 		a.Sig, _ = proto.Sign(privs[by], blame.AttestDigest(&a))
 		return a
 	}
-	backed := &wire.Charge{Kind: wire.EvVoid, Number: num, Item: item, Attests: []wire.Attest{attest(0), attest(1), attest(2)}}
-	// Copies re-signed by S_2 until one sorts before the original and
-	// one after, so that each order of arrival is tried.
-	var before, after *wire.Charge
-	for n := byte(1); before == nil || after == nil; n++ {
+	// Three copies, the original and two re-signed by S_2, sorted by the
+	// name a charge is filed under: the middle one is backed, so a copy
+	// sorts before it and one after, and each order of arrival is tried.
+	// (A search for copies on each side of a fixed original never ends
+	// when its name is among the smallest or largest of those tried.)
+	named := func(item []byte) string {
+		h := sha256.Sum256(append([]byte{wire.EvVoid}, item...))
+		return string(h[:])
+	}
+	items := [][]byte{rl.Marshal()}
+	for n := byte(1); n <= 2; n++ {
 		c := rl
 		c.Sigs = append([][64]byte(nil), rl.Sigs...)
 		c.Sigs[2] = resign(t, privs[2], dg, n)
 		if proto.VerifyPeerSig(chain[2], dg, c.Sigs[2]) != nil {
 			t.Fatal("the fresh signature does not verify")
 		}
-		ev := &wire.Charge{Kind: wire.EvVoid, Number: num, Item: c.Marshal()}
-		if string(ev.Item) == string(item) {
-			continue
-		}
-		old := sha256.Sum256(append([]byte{ev.Kind}, ev.Item...))
-		orig := sha256.Sum256(append([]byte{backed.Kind}, backed.Item...))
-		if string(old[:]) < string(orig[:]) {
-			before = ev
-		} else {
-			after = ev
-		}
+		items = append(items, c.Marshal())
 	}
+	slices.SortFunc(items, func(a, b []byte) int { return strings.Compare(named(a), named(b)) })
+	if named(items[0]) == named(items[1]) || named(items[1]) == named(items[2]) {
+		t.Fatal("a re-signed copy is the original")
+	}
+	backed := &wire.Charge{Kind: wire.EvVoid, Number: num, Item: items[1], Attests: []wire.Attest{attest(0), attest(1), attest(2)}}
+	before := &wire.Charge{Kind: wire.EvVoid, Number: num, Item: items[0]}
+	after := &wire.Charge{Kind: wire.EvVoid, Number: num, Item: items[2]}
 	for _, order := range [][]*wire.Charge{{backed, before}, {before, backed}, {backed, after}} {
 		s := &Server{cfg: ServerConfig{DataDir: t.TempDir()}, log: quietLogger()}
 		s.ref.Init(s.cfg.DataDir, s.log, nil)
