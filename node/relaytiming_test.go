@@ -171,6 +171,9 @@ func staggeredRoot(t *testing.T, m int, badRcv bool, late time.Duration) {
 // taken, and S_1 is charged; with the grace and S_2's window a hop from
 // its root, honest S_2 was charged at every honest server.
 func TestStaggeredRootOneCorrupt(t *testing.T) {
+	if raceOn && testing.Short() {
+		t.Skip("heavy under -race (7 s of CPU a case, 1 s without): the full pass runs it; -race covers the same paths in TestEarlyRootAfterOpenFramesS0 (a root held from one server), TestEarlyRootFramesReceiver and TestRelayNotesBounded")
+	}
 	for _, late := range []time.Duration{0, 2750 * time.Millisecond, 3 * time.Second} {
 		t.Run(late.String(), func(t *testing.T) { staggeredRoot(t, 4, false, late) })
 	}
