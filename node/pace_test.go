@@ -3,10 +3,13 @@
 package node
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/riffle-net/riffle/internal/wait"
 )
 
 // TestRoundsPaced: in virtual time, each server of a small network starts
@@ -81,6 +84,50 @@ func testRoundsPaced(t *testing.T, fast bool) {
 		}
 		if want := 3 * 5; fast && gaps < want-2*mixDepth || !fast && gaps < want {
 			t.Fatalf("only %d gaps between mix steps seen", gaps)
+		}
+	})
+}
+
+// TestSlowPaceKeepsEpoch: at a group pace above T_lead, the quiet between
+// two rounds is no stall. Each epoch runs all its rounds; before, the next
+// number's leader took an epoch quiet for T_lead as one whose end it
+// missed, prepared, and ended every epoch after its first round.
+func TestSlowPaceKeepsEpoch(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		const R = 4
+		p := testParams(R)
+		p.RoundIntervalMs = uint32(DefaultLeaderTimeout/time.Millisecond) * 3 / 2
+		var mu sync.Mutex
+		mixed := map[[32]byte]int{}
+		startAnonNet(t, 3, 3, 3, p, func(i int, c *ServerConfig) {
+			if i != 0 {
+				return
+			}
+			c.observe = &testObserver{Stage: func(epoch [32]byte, r uint32, stage string) {
+				if stage == "mix" {
+					mu.Lock()
+					mixed[epoch]++
+					mu.Unlock()
+				}
+			}}
+		})
+		if err := wait.Until(context.Background(), 20*time.Minute, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, n := range mixed {
+				if n >= R {
+					return true
+				}
+			}
+			return false
+		}); err != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			var counts []int
+			for _, n := range mixed {
+				counts = append(counts, n)
+			}
+			t.Fatalf("no epoch ran its %d rounds at a pace of %d ms (rounds mixed by server 0, per epoch: %v)", R, p.RoundIntervalMs, counts)
 		}
 	})
 }

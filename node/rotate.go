@@ -53,10 +53,25 @@ func (s *Server) progressed() { s.turn.progress = time.Now() }
 // that an epoch runs, and its turn must not cut it short; an epoch whose
 // end this server missed stops blocking after T_lead). Call with s.mu held.
 func (s *Server) busy() error {
-	if s.running() && time.Since(s.turn.active) < s.cfg.LeaderTimeout {
-		return errBusy
+	for _, e := range s.epochs {
+		if !e.ended && time.Since(s.turn.active) < s.idleLimit(e) {
+			return errBusy
+		}
 	}
 	return nil
+}
+
+// idleLimit is how long epoch e may go without a change here and still
+// hold this server's turn and others' Prepares: T_lead past the quiet the
+// group pace puts between two rounds, so that a pace above T_lead (up to
+// MaxRoundIntervalMs) does not end a healthy epoch after its first round
+// (TestSlowPaceKeepsEpoch). Call with s.mu held.
+func (s *Server) idleLimit(e *sepoch) time.Duration {
+	d := s.cfg.LeaderTimeout
+	if e.final != nil {
+		d += time.Duration(e.final.Desc.Params.RoundIntervalMs) * time.Millisecond
+	}
+	return d
 }
 
 // errBusy is busy's refusal of a Prepare: turn-taking, not a fault (the
