@@ -97,8 +97,11 @@ type serverHooks struct {
 	// noteLate may make this server hold its relay notes of its input
 	// batch of round r back that long after its hop wait (a receiver
 	// that notes late, relay.go).
-	noteLate   func(r uint32) time.Duration
-	rootDelay  func(r uint32, p peer.ID) time.Duration
+	noteLate  func(r uint32) time.Duration
+	rootDelay func(r uint32, p peer.ID) time.Duration
+	// silentLack may make this server give its input of round r up
+	// without a lack notice (claimLack): no claim rides in the void.
+	silentLack func(r uint32) bool
 	attestNone func(r uint32) bool
 	// rootTo may make this server keep its signed root of round r from
 	// chain server p, which receiver says is the batch's receiver
@@ -581,4 +584,9 @@ func (s *Server) hookPushBack(to peer.ID, n uint64) {
 	if h := s.hooks.Load(); h != nil && h.pushBack != nil {
 		h.pushBack(to, n)
 	}
+}
+
+func (s *Server) hookSilentLack(r uint32) bool {
+	h := s.hooks.Load()
+	return h != nil && h.silentLack != nil && h.silentLack(r)
 }

@@ -405,11 +405,17 @@ func (s *Server) claimLack(e *sepoch, r uint32) {
 		return
 	}
 	x.lacked, x.lackBy = true, uint16(e.pos)
-	if x.claim == nil {
-		x.claim = s.signAttestLocked(e, wire.ClaimLack, r, 1<<uint(e.pos-1))
+	if x.ownClaim == nil {
+		x.ownClaim = s.signAttestLocked(e, wire.ClaimLack, r, 1<<uint(e.pos-1))
 	}
-	claim := x.claim
+	if x.claim == nil {
+		x.claim = x.ownClaim
+	}
+	claim := x.ownClaim
 	s.mu.Unlock()
+	if s.hookSilentLack(r) {
+		return
+	}
 	if claim == nil {
 		return
 	}

@@ -31,12 +31,14 @@ type sround struct {
 	// round's publication comes here or keptWindow passes; watching: the wait for this server's input runs; lacked:
 	// this server gave its input up (a late batch is dropped); lackBy:
 	// the S of the server that claimed the lack, 0 if none, and claim
-	// its signed claim (wire.ClaimLack, the void's evidence); sending:
-	// this server's delivery of its batch runs.
+	// its signed claim (wire.ClaimLack, the void's evidence); ownClaim:
+	// this server's own claim, the only one it sends (another's claim
+	// sent as its own is refused everywhere); sending: this server's
+	// delivery of its batch runs.
 	kept                      []byte
 	watching, lacked, sending bool
 	lackBy                    uint16
-	claim                     *wire.Attest
+	claim, ownClaim           *wire.Attest
 	// keptServed: the copies of kept handed to each chain position;
 	// notes: by chain position j, the relay of j's batch that its
 	// receiver asked this server for (lack.go relayNote).

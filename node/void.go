@@ -132,10 +132,14 @@ func (s *Server) noteVoid(e *sepoch, r uint32, body []byte) {
 	}
 	own := s.roundAttestLocked(e, r)
 	ev := &wire.Charge{Kind: wire.EvVoid, Number: e.final.Desc.Number, Item: body}
+	// The lack claims the void was proposed on, the first taken here
+	// and this server's own: unbacked, the void is its first
+	// claimant's (blame.ChargeOf).
 	if x.claim != nil {
-		// The lack claim the void was proposed on: unbacked, the void
-		// is its claimant's (blame.ChargeOf).
 		ev.Attests = append(ev.Attests, *x.claim)
+	}
+	if x.ownClaim != nil && x.ownClaim != x.claim {
+		ev.Attests = append(ev.Attests, *x.ownClaim)
 	}
 	s.noteChargeLocked(e, ev, own, "", s.publicCause(e))
 }
