@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -176,9 +177,10 @@ func (s *Server) onGetBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 // watchInput starts, once per round, the wait for round r's input batch
 // whose signed root has come: after fetchGrace it asks the predecessor
 // for it and, at once, the other chain servers (the relay note, whose
-// copies it then asks for one server at a time), until lackWindow has
-// passed and, for an input from S_1 on, a lackWindow after the input's
-// due (blame.Dues.LackEnd); then it claims the lack. Call without s.mu.
+// copies it then asks for with one ask open at each: askRelay), until
+// lackWindow has passed and, for an input from S_1 on, a lackWindow after
+// the input's due (blame.Dues.LackEnd); then it claims the lack. Call
+// without s.mu.
 func (s *Server) watchInput(e *sepoch, r uint32) {
 	v := e.final
 	if e.pos < 1 || e.pos >= len(v.Chain) {
@@ -316,12 +318,14 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 }
 
 // askRelay asks every chain server but this one and the predecessor for
-// this server's input batch of round r (body q): the first asks go out at
-// once (each is a relay note: noteLocked), the later ones, until ctx ends,
-// to one server at a time, the next once the one before had no copy or
-// fetchGrace has passed (a server that holds an ask unanswered holds up
-// only itself). A copy is taken as from the predecessor (onBatch: its
-// signature, root and caps). Call without s.mu.
+// this server's input batch of round r (body q) until ctx ends: the first
+// asks go out at once (each is a relay note: noteLocked), and each server
+// is asked again a pause after its last ask failed, one ask open at each:
+// a holder that holds an ask unanswered holds up only itself, and a copy
+// that comes to any other holder by the body's due (blame.Dues.BodyDue) is
+// taken within a pause and a transfer (TestRelayStallerFramesReceiver).
+// A copy is taken as from the predecessor (onBatch: its signature, root
+// and caps). Call without s.mu.
 func (s *Server) askRelay(ctx context.Context, e *sepoch, r uint32, q []byte, settled func() bool) {
 	v := e.final
 	pred := v.Chain[e.pos-1]
@@ -334,6 +338,8 @@ func (s *Server) askRelay(ctx context.Context, e *sepoch, r uint32, q []byte, se
 	if len(others) == 0 {
 		return
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	ask := func(p peer.ID) bool {
 		raw, err := transport.Call(ctx, s.h, p, transport.Request{Proto: ProtoRound, Type: wire.TypeGetBatch, Body: q, Timeout: keptWindow(e), Max: wire.BatchCap(v.Lim)})
 		if err == nil {
@@ -350,48 +356,23 @@ func (s *Server) askRelay(ctx context.Context, e *sepoch, r uint32, q []byte, se
 		defer s.mu.Unlock()
 		return settled() || ctx.Err() != nil
 	}
-	// wait waits for n answers of ch, up to d; it reports a copy taken.
-	wait := func(ch <-chan bool, n int, d time.Duration) bool {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		for range n {
-			select {
-			case ok := <-ch:
-				if ok {
-					return true
-				}
-			case <-t.C:
-				return false
-			case <-ctx.Done():
-				return false
-			}
-		}
-		return false
-	}
-	// Every ask runs on its own; its channel has room for every answer,
-	// so none waits on a reader that went on.
-	start := func(p peer.ID) <-chan bool {
-		ch := make(chan bool, 1)
-		go func() { ch <- ask(p) }()
-		return ch
-	}
-	all := make(chan bool, len(others))
+	var wg sync.WaitGroup
 	for _, p := range others {
-		go func() { all <- ask(p) }()
-	}
-	if wait(all, len(others), fetchGrace(e)) {
-		return
-	}
-	for !done() {
-		for _, p := range others {
-			if done() || wait(start(p), 1, fetchGrace(e)) {
-				return
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !done() {
+				if ask(p) {
+					cancel() // the others' open asks end with it
+					return
+				}
+				wctx, stop := context.WithTimeout(ctx, 250*time.Millisecond)
+				_ = s.waitFor(wctx, settled)
+				stop()
 			}
-		}
-		wctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
-		_ = s.waitFor(wctx, settled)
-		cancel()
+		}()
 	}
+	wg.Wait()
 }
 
 // claimLack gives round r up here (a late batch is dropped: onBatch) and

@@ -150,8 +150,9 @@ func (d Dues) Due(r *Round) []time.Time {
 // it has not come: a fetch before the receiver's lack window closes, that
 // window counted from the batch's part (Came) or, if later, from a fetch
 // before the note (an honest receiver notes a fetch after its window
-// opens). A copy that came by then the receiver, asking every holder in
-// turn, could still take within its window; the signer has at least two
+// opens). A copy that came by then the receiver, with an ask open at
+// every holder (one that holds its ask holds up only itself), could still
+// take within its window; the signer has at least two
 // fetches after any note taken (NoteLast) for the copies its receiver's
 // notes ask of it (TestThinSignerNotFramed, node). Not past the signer's
 // kept copy less a fetch, counted from From.
