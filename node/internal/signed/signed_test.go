@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -69,18 +70,19 @@ func TestAmnesiaEnds(t *testing.T) {
 		if !errors.Is(a.Lost(0), ErrLostRecords) {
 			t.Fatal("not lost at start")
 		}
-		var top uint64 = 4
+		var top atomic.Uint64 // read by the loop's goroutine
+		top.Store(4)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			a.Loop(context.Background(), time.Second, func() uint64 { return top }, func(context.Context) bool { return true })
+			a.Loop(context.Background(), time.Second, top.Load, func(context.Context) bool { return true })
 		}()
 		time.Sleep(3 * time.Second)
 		synctest.Wait()
 		if !errors.Is(a.Lost(4), ErrLostRecords) {
 			t.Fatal("signs again at the number it caught up to")
 		}
-		top = 5
+		top.Store(5)
 		<-done
 		if a.Lost(5) != nil {
 			t.Fatal("still lost once the next number is certified")
