@@ -61,6 +61,20 @@ func (s *Server) busy() error {
 	return nil
 }
 
+// holdsTurn reports whether an epoch here holds this server's turn: one
+// that registers, whatever its quiet (a leader that holds registration
+// open is ended by the attested no-close abort, which charges it, not by
+// the next Prepare: TestStaggeredOpenFramesSigner), or one in its rounds
+// while busy. Call with s.mu held.
+func (s *Server) holdsTurn() bool {
+	for _, e := range s.epochs {
+		if !e.ended && (e.final == nil || time.Since(s.turn.active) < s.idleLimit(e)) {
+			return true
+		}
+	}
+	return false
+}
+
 // idleLimit is how long epoch e may go without a change here and still
 // hold this server's turn and others' Prepares: T_lead past the quiet the
 // group pace puts between two rounds, so that a pace above T_lead (up to
@@ -110,7 +124,7 @@ func (s *Server) takeTurn() (uint64, []peer.ID) {
 	short := len(full) < s.cfg.MinServers || (n == 1 && s.who.CheckFounding(full) != nil) || !s.cert.HoldsPrevGroup(n, full)
 	s.mu.Lock()
 	s.endUnclosedLocked()
-	if short || s.busy() != nil {
+	if short || s.holdsTurn() {
 		s.progressed()
 		s.mu.Unlock()
 		return 0, nil
