@@ -20,6 +20,7 @@ import (
 // within two T_lead. Before, neither of the two led nor signed a timeout
 // while their epoch "ran", and nothing was certified again.
 func TestStaleEpochYieldsTurn(t *testing.T) {
+	t.Skip("open (issue 25): yielding the turn once an epoch in its rounds is quiet let a corrupt minority that passes rounds on late, inside their dues, end a healthy epoch and get an honest server charged (an attacker's review); the rule is withdrawn until staleness is decided from the epoch's dues, not from quiet")
 	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
 		const m = 3
