@@ -178,7 +178,9 @@ func (s *Server) onGetBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 // whose signed root has come: after fetchGrace it asks the predecessor
 // for it and, at once, the other chain servers (the relay note, whose
 // copies it then asks for with one ask open at each: askRelay), until
-// lackWindow has passed; then it claims the lack. Call without s.mu.
+// lackWindow has passed and, for an input from S_1 on, a lackWindow after
+// the input's due (blame.Dues.LackEnd); then it claims the lack. Call
+// without s.mu.
 func (s *Server) watchInput(e *sepoch, r uint32) {
 	v := e.final
 	if e.pos < 1 || e.pos >= len(v.Chain) {
@@ -231,7 +233,18 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 			cancel()
 		}
 		start := time.Now()
-		deadline := start.Add(lackWindow(e))
+		// The window lasts past the input's due here (LackEnd), read
+		// again on every ask: a part that moves the due moves it.
+		var delivery time.Time
+		deadline := func() time.Time {
+			s.mu.Lock()
+			end := e.dues().LackEnd(e.times(r), start)
+			s.mu.Unlock()
+			if delivery.After(end) {
+				end = delivery
+			}
+			return end
+		}
 		ctx, cancel := context.WithTimeout(s.ctx, fetchGrace(e))
 		_ = s.waitFor(ctx, settled)
 		cancel()
@@ -246,9 +259,9 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 			return
 		}
 		// The relay runs beside the asks of the predecessor, up to the
-		// lack window (a predecessor that says it is still delivering
-		// does not hold the others' copies back).
-		rctx, rcancel := context.WithDeadline(s.ctx, deadline)
+		// lack window's end (a predecessor that says it is still
+		// delivering does not hold the others' copies back).
+		rctx, rcancel := context.WithCancel(s.ctx)
 		relayed := make(chan struct{})
 		go func() {
 			defer close(relayed)
@@ -267,7 +280,7 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 			if done() {
 				return
 			}
-			left := time.Until(deadline)
+			left := time.Until(deadline())
 			if left <= 0 {
 				break
 			}
@@ -286,15 +299,17 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 				// Still on its way: wait on, up to the delivery's
 				// own deadline (a predecessor that keeps saying so
 				// leaves the round to the publication's void).
-				if later := time.Now().Add(fetchGrace(e)); later.After(deadline) && later.Before(start.Add(transport.BulkTimeout)) {
-					deadline = later
+				if later := time.Now().Add(fetchGrace(e)); later.After(deadline()) && later.Before(start.Add(transport.BulkTimeout)) {
+					delivery = later
 				}
 			}
 			s.log.Debug("fetch batch", "round", r, "err", err)
-			ctx, cancel = context.WithTimeout(s.ctx, min(250*time.Millisecond, max(time.Until(deadline), 0)))
+			ctx, cancel = context.WithTimeout(s.ctx, min(250*time.Millisecond, max(time.Until(deadline()), 0)))
 			_ = s.waitFor(ctx, settled)
 			cancel()
 		}
+		rcancel() // the relay asks end with the window, before the claim
+		<-relayed
 		if done() {
 			return
 		}

@@ -165,12 +165,16 @@ func staggeredRoot(t *testing.T, m int, badRcv bool, late time.Duration) {
 // S_2's notes came before the root there, and honest S_2 was charged at
 // every honest server; now a part that came after its due (counted from
 // the part before it) counts as missing (blame.Dues.Late), and S_1 is
-// charged.
+// charged. "2.75s": the root to the others inside LateGrace of its due,
+// not late there, and after S_2's window from its own root: S_2 asks on
+// until a hop after its input's due (blame.Dues.LackEnd), its notes are
+// taken, and S_1 is charged; with the grace and S_2's window a hop from
+// its root, honest S_2 was charged at every honest server.
 func TestStaggeredRootOneCorrupt(t *testing.T) {
 	if raceOn && testing.Short() {
 		t.Skip("heavy under -race (7 s of CPU a case, 1 s without): the full pass runs it; -race covers the same paths in TestEarlyRootAfterOpenFramesS0 (a root held from one server), TestEarlyRootFramesReceiver and TestRelayNotesBounded")
 	}
-	for _, late := range []time.Duration{0, 3 * time.Second} {
+	for _, late := range []time.Duration{0, 2750 * time.Millisecond, 3 * time.Second} {
 		t.Run(late.String(), func(t *testing.T) { staggeredRoot(t, 4, false, late) })
 	}
 }
@@ -238,6 +242,66 @@ func TestEarlyRootFramesReceiver(t *testing.T) {
 			}
 			if c[chain[1]] == 0 {
 				t.Errorf("the early root's signer S_1 not charged at %s", h.ShortString())
+			}
+		}
+	})
+}
+
+// TestSqueezedReceiverNotFramed (issue 25, the attacker's review of
+// 701d2bd): m = 5, S_1 and S_3 corrupt (inside the model). S_1 keeps its
+// root of a round from its receiver S_2, which gets it from another
+// server's forward a fetch later, and sends S_2 its batch just before S_2
+// would note, two fetches (less 0.1 s) after it sent its root to the
+// others. Honest S_2 is slow: it passes the round on 1.5 s (of a 2 s hop)
+// after its input came. S_3 ignores its input and claims the lack. Before
+// (blame.Dues.Late with no grace), S_2's root came 0.4 s after its due at
+// every honest server, counted lacking there, and honest S_2 was charged
+// at every honest server; now S_3 is, and S_2 nowhere.
+func TestSqueezedReceiverNotFramed(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		p := testParams(64)
+		p.RoundLimitMs = 4000
+		F := fetchGrace(&sepoch{final: &proto.View{Desc: &wire.Descriptor{Params: p.Wire()}}})
+		slow := 3 * time.Second / 2
+		bn := startBlameNetParams(t, p, 5, 5, 2, 2)
+		sig, rcv, claim := bn.servers[1], bn.servers[2], bn.servers[3]
+		c := &relayRound{lackCase{bad: sig}}
+		sig.hooks.Store(&serverHooks{
+			rootTo: func(r uint32, _ peer.ID, receiver bool) bool { return !receiver || !c.is(r) },
+			lateOut: func(r uint32) time.Duration {
+				if c.is(r) {
+					return 2*F - 100*time.Millisecond
+				}
+				return 0
+			},
+		})
+		rcv.hooks.Store(&serverHooks{
+			rootDelay: func(r uint32, _ peer.ID) time.Duration {
+				if c.is(r) {
+					return slow
+				}
+				return 0
+			},
+			lateOut: func(r uint32) time.Duration {
+				if c.is(r) {
+					return slow
+				}
+				return 0
+			},
+		})
+		claim.hooks.Store(&serverHooks{dropIn: c.is})
+		lackShare(t, bn, 3*int(p.ChunkSize)+100)
+		epoch, r := c.get(t)
+		for _, i := range []int{0, 2, 4} {
+			s := bn.servers[i]
+			v := epochRanOn(t, s, epoch)
+			_ = wait.Until(context.Background(), 10*time.Second, func() bool { return v == 0 || len(s.ref.RefusalCounts()) > 0 })
+			t.Logf("round %d: honest server %d: %d void, charges %v", r, i, v, chargesByPos(s, bn.servers))
+			if s.ref.RefusalCounts()[rcv.h.ID()] > 0 {
+				t.Errorf("honest, slow S_2 charged at server %d", i)
+			}
+			if v > 0 && s.ref.RefusalCounts()[claim.h.ID()] == 0 {
+				t.Errorf("the claimant S_3 not charged for the void at server %d", i)
 			}
 		}
 	})

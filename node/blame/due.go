@@ -217,15 +217,57 @@ func (d Dues) NoteLate(r *Round, j int, now time.Time) error {
 	return nil
 }
 
-// Late reports that part j came here after its due (due from Due): it
-// counts as missing from its due, as if it never came. Every honest
-// server counts a part's due from the part before it, which its signer
-// does not choose; a signer that sends its root to its receiver in time
-// and to the others only after the receiver's window closed otherwise had
-// the void charged to its honest receiver, its part held everywhere
-// (TestStaggeredRootOneCorrupt, node).
+// LateGrace is how long after its due a part j ≥ 1 may still come here
+// without counting as late: its input may reach its server that long
+// after the input's part came here with no note here, the input's signer
+// keeping its root from it (a fetch until another server hands the root
+// on) and its batch until just before its server notes (a fetch more).
+// Without it a corrupt signer left its honest receiver a quarter of a
+// round limit of its hop, and a later corrupt server's void charged the
+// receiver (TestLateSqueezedReceiver).
+func (d Dues) LateGrace() time.Duration { return 2 * d.Fetch() }
+
+// Late reports that part j came here after its due (due from Due), and
+// for j ≥ 1 after LateGrace more: it counts as missing from its due, as if
+// it never came. Every honest server counts a part's due from the part
+// before it, which its signer does not choose; a signer that sends its
+// root to its receiver in time and to the others only after the
+// receiver's window closed otherwise had the void charged to its honest
+// receiver, its part held everywhere (TestStaggeredRootOneCorrupt, node).
+// The receiver's window lasts past LateGrace (LackEnd), so that a root
+// that comes in time here meets its notes. S_0's part has no grace: no
+// server comes before it, and its due holds the round limit.
 func (d Dues) Late(r *Round, due []time.Time, j int) bool {
-	return j != r.Self && j < len(r.Parts) && j < len(due) && !r.Parts[j].IsZero() && r.Parts[j].After(due[j])
+	if j == r.Self || j >= len(r.Parts) || j >= len(due) || r.Parts[j].IsZero() {
+		return false
+	}
+	at := due[j]
+	if j > 0 {
+		at = at.Add(d.LateGrace())
+	}
+	return r.Parts[j].After(at)
+}
+
+// LackEnd is when the server (r.Self ≥ 1), waiting since start for its
+// input batch, gives up and claims the lack: a Window after start, and
+// for an input from S_1 on no sooner than a Window after the input's due
+// here, which is its own part's due had the input never come. Its asks,
+// each a relay note, go on that long: a signer whose root comes at
+// another server in time there (within LateGrace of its due) meets a
+// note there, with two fetches of slack for the asks' round among the
+// holders, and cannot frame its receiver by a root sent after the window
+// (TestStaggeredRootOneCorrupt, node).
+func (d Dues) LackEnd(r *Round, start time.Time) time.Time {
+	end := start.Add(d.Window())
+	if r.Self < 2 {
+		return end
+	}
+	if due := d.Due(r); r.Self-1 < len(due) {
+		if at := due[r.Self-1].Add(d.Window()); at.After(end) {
+			end = at
+		}
+	}
+	return end
 }
 
 // VoidAfter is the soonest S_0 has a round signed void on the lack claim
@@ -235,13 +277,23 @@ func (d Dues) Late(r *Round, due []time.Time, j int) bool {
 // before the latest a noted server's body is due for a note taken there
 // (NoteLast, BodyDue), as this server saw the batch's part, and a body
 // wait more: before it, a server whose fetch still ran would back neither
-// part (TestEarlyLackFramesNoOne, node). Zero if the round is not open.
+// part (TestEarlyLackFramesNoOne, node). The batch's part may come at
+// another server as late as LateGrace after its due and still count
+// there, and its receiver notes it there up to LackEnd: the latest body
+// due counts from that too, for a batch from S_1 on. Zero if the round is
+// not open.
 func (d Dues) VoidAfter(r *Round, k int) time.Time {
 	var until time.Time
-	if due := d.Due(r); k < len(due) {
+	due := d.Due(r)
+	if k < len(due) {
 		until = due[k].Add(d.BodyWait())
 	}
 	if came, ok := d.came(r, k-1); ok && !r.Open.IsZero() {
+		if k-1 >= 1 && k-1 < len(due) {
+			if in := due[k-1].Add(d.LateGrace()); in.After(came) {
+				came = in
+			}
+		}
 		if last := came.Add(d.NoteLast() + d.Window() - 2*d.Fetch() + d.BodyWait()); last.After(until) {
 			until = last
 		}

@@ -150,7 +150,9 @@ func TestNoteLate(t *testing.T) {
 
 // TestVoidAfter: S_0 voids on S_2's claim (m = 3) no sooner than the
 // claimant's own part is due and a body wait, nor than the latest body due
-// of a note taken anywhere, counted from the part here, and a body wait.
+// of a note taken anywhere, and a body wait: counted from the part here,
+// or from the latest it may come at another server and count there
+// (LateGrace after its due), if later.
 func TestVoidAfter(t *testing.T) {
 	d := Dues{Limit: 4 * time.Second}
 	F := d.Fetch()
@@ -160,15 +162,22 @@ func TestVoidAfter(t *testing.T) {
 	if !due[2].Equal(came.Add(d.Window())) {
 		t.Fatalf("the claimant's part due %v after S_1's, want a hop", due[2].Sub(came))
 	}
-	want := came.Add(d.NoteLast() + d.Window() - 2*F + d.BodyWait())
+	in := due[1].Add(d.LateGrace())
+	want := in.Add(d.NoteLast() + d.Window() - 2*F + d.BodyWait())
 	if got := d.VoidAfter(r, 2); !got.Equal(want) || !got.After(due[2].Add(d.BodyWait())) {
 		t.Errorf("void %v after S_1's part came, want %v", got.Sub(came), want.Sub(came))
+	}
+	// A part late here counts from its arrival.
+	r.Parts[1] = in.Add(F)
+	if got, want := d.VoidAfter(r, 2), r.Parts[1].Add(d.NoteLast()+d.Window()-2*F+d.BodyWait()); !got.Equal(want) {
+		t.Errorf("void %v after a late part came, want %v", got.Sub(r.Parts[1]), want.Sub(r.Parts[1]))
 	}
 }
 
 // TestLate: S_1's part is due a hop after S_0's part, at S_0 counted from
-// when S_0 sent it; a root that comes after that due counts as missing,
-// one that comes by it as held, and a server's own part is never late.
+// when S_0 sent it; a root that comes after that due and LateGrace counts
+// as missing, one that comes by then as held, and a server's own part is
+// never late; S_0's part is late from its due.
 // Before, S_0 counted S_1's part due a round limit and two hops after the
 // opening, and any root that came before the attestation as held
 // (TestStaggeredRootOneCorrupt, node).
@@ -183,11 +192,76 @@ func TestLate(t *testing.T) {
 	if d.Late(r, due, 1) || d.Late(r, due, 0) {
 		t.Fatal("a part that came at its due, or this server's own, counted late")
 	}
+	r.Parts[1] = r.Parts[1].Add(d.LateGrace())
+	if d.Late(r, d.Due(r), 1) {
+		t.Fatal("a part that came within LateGrace of its due counted late")
+	}
 	r.Parts[1] = r.Parts[1].Add(time.Millisecond)
 	if !d.Late(r, d.Due(r), 1) {
-		t.Fatal("a part that came after its due counted as held")
+		t.Fatal("a part that came after its due and LateGrace counted as held")
+	}
+	r = &Round{Open: t0, Self: 1, Parts: []time.Time{t0.Add(d.Limit + d.Window() + time.Millisecond), {}, {}, {}}}
+	if !d.Late(r, d.Due(r), 0) {
+		t.Fatal("S_0's part after its due counted as held (it has no grace)")
 	}
 	if d.Late(r, d.Due(r), 2) {
 		t.Fatal("a part not here counted late (it is missing, not late)")
+	}
+}
+
+// TestLateSqueezedReceiver (issue 25, the attacker's review of 701d2bd):
+// m = 5, S_1 corrupt, seen from S_0. S_1's root comes here promptly; S_1
+// keeps it from its receiver S_2, which gets it a fetch later from S_0's
+// forward, and completes S_2's batch just before S_2 would note, a fetch
+// after that. Honest S_2 then mixes for most of a hop. Before, S_2's part
+// counted late here (and lacking: the first part attested when a later
+// corrupt server voids the round) once S_2 mixed more than a quarter of a
+// round limit less three transits; now it may mix a hop less three
+// transits, and only a part later than that counts late.
+func TestLateSqueezedReceiver(t *testing.T) {
+	d := Dues{Limit: 10 * time.Second} // the default round limit
+	tr := 20 * time.Millisecond        // one transit
+	p1 := 10 * time.Millisecond
+	sent0 := t0.Add(time.Second)                         // S_0 passed the round on
+	root1X := sent0.Add(tr + p1)                         // S_1's root here
+	root1S2 := root1X.Add(d.Fetch() + tr)                // forwarded from here to S_2
+	body1S2 := root1S2.Add(d.Fetch() - time.Millisecond) // just before S_2 notes
+	for _, p2 := range []time.Duration{d.Limit/4 + 50*time.Millisecond - 3*tr, d.Window() - 3*tr} {
+		root2X := body1S2.Add(p2 + tr)
+		r := &Round{Open: t0, Self: 0, Parts: []time.Time{sent0, root1X, root2X, {}, {}}, Notes: make([]Note, 5)}
+		due := d.Due(r)
+		if d.Late(r, due, 2) {
+			t.Errorf("honest S_2, which got its input %v after S_1's root came here and mixed %v, counts as lacking here (Late; due %v after its input)",
+				body1S2.Sub(root1X), p2, due[2].Sub(body1S2))
+		}
+	}
+	r := &Round{Open: t0, Self: 0, Parts: []time.Time{sent0, root1X, body1S2.Add(d.Window() + time.Millisecond), {}, {}}}
+	if !d.Late(r, d.Due(r), 2) {
+		t.Error("S_2's part a hop after the latest its input can come without a note here counts as held")
+	}
+}
+
+// TestLackEnd: a receiver from S_2 on waits for its input until a Window
+// after the input's due (its own part's due had the input never come),
+// past LateGrace and two fetches for its notes; S_1 waits a Window from
+// its start. Before, every receiver gave up a Window after its start, so
+// a signer whose root came at the others within LateGrace of its due
+// met no note there and framed its receiver (TestStaggeredRootOneCorrupt,
+// node).
+func TestLackEnd(t *testing.T) {
+	d := Dues{Limit: 4 * time.Second}
+	sent0 := t0.Add(time.Second)
+	r := &Round{Open: t0, Self: 2, Parts: []time.Time{sent0, sent0, {}, {}}}
+	due := d.Due(r)
+	if got, want := d.LackEnd(r, sent0), due[1].Add(d.Window()); !got.Equal(want) || !got.After(due[1].Add(d.LateGrace()+d.Fetch())) {
+		t.Errorf("S_2 gives up %v after its input's due, want %v", got.Sub(due[1]), want.Sub(due[1]))
+	}
+	late := due[1].Add(d.Fetch())
+	if got := d.LackEnd(r, late); !got.Equal(late.Add(d.Window())) {
+		t.Errorf("S_2 with a late start gives up %v after it, want a Window", got.Sub(late))
+	}
+	r1 := &Round{Open: t0, Self: 1, Parts: []time.Time{sent0, {}, {}, {}}}
+	if got := d.LackEnd(r1, sent0); !got.Equal(sent0.Add(d.Window())) {
+		t.Errorf("S_1 gives up %v after its start, want a Window", got.Sub(sent0))
 	}
 }
