@@ -1,35 +1,10 @@
 package node
 
 import (
-	"io"
-	"log/slog"
-
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/node/internal/intake"
-	"github.com/riffle-net/riffle/node/internal/ltkeys"
-	"github.com/riffle-net/riffle/node/internal/proto"
 )
-
-// fixOrder fixes e's admission order once, at this primary's registration
-// deadline or its close (internal/registry), over the long-term key
-// records of ltexclude.go.
-func fixOrder(e *sepoch, keys *ltkeys.Keys, rnd io.Reader, log *slog.Logger) {
-	n := e.v.Desc.Params.MaxClients
-	if err := e.reg.FixOrder(int(n), proto.PrimaryQuota(n, len(e.v.Chain)), seenDry(keys), rnd); err != nil {
-		// No randomness: registration-key order.
-		log.Error("admission order", "err", err)
-	}
-}
-
-// seenDry says, of a long-term key with a record in keys, whether its
-// slot ran dry since its last clean epoch (the admission order's input).
-func seenDry(keys *ltkeys.Keys) func(key [32]byte) (bool, bool) {
-	return func(key [32]byte) (bool, bool) {
-		seen, ok := keys.Seen(key)
-		return seen.Dry > 0, ok
-	}
-}
 
 // addrRange is the address range a peer connects from (IPv4 /24, IPv6
 // /48); every loopback client is in one range.

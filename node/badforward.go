@@ -11,6 +11,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/registry"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
@@ -78,24 +79,6 @@ func (s *Server) nameForwarder(e *sepoch, f *wire.Forwarded, why error, send boo
 	}
 }
 
-// checkForwardSigned checks that f is a registration of e, names a
-// primary of e's chain and carries its signature (cheap, before any
-// proof). A registration of another epoch is no evidence: a leader could
-// replay one an honest primary signed then, which fails here only for its
-// epoch id.
-func checkForwardSigned(e *sepoch, f *wire.Forwarded) error {
-	if f.Reg.Epoch != e.v.ID {
-		return errors.New("node: forwarded registration of another epoch")
-	}
-	if int(f.Primary) >= len(e.v.Chain) {
-		return fmt.Errorf("node: forwarded registration names primary %d of %d servers", f.Primary, len(e.v.Chain))
-	}
-	if err := proto.VerifyPeerSig(e.v.Chain[f.Primary], proto.ForwardDigest(f), f.Sig); err != nil {
-		return fmt.Errorf("node: registration not signed by its primary: %w", err)
-	}
-	return nil
-}
-
 // onBadForward takes a chain server's evidence against a primary: named
 // only if the primary's signature verifies and the registration does not.
 func (s *Server) onBadForward(from peer.ID, body []byte) (wire.Type, []byte, error) {
@@ -112,7 +95,7 @@ func (s *Server) onBadForward(from peer.ID, body []byte) (wire.Type, []byte, err
 	if !slices.Contains(e.v.Chain, from) {
 		return 0, nil, errors.New("node: registration evidence not from a chain server")
 	}
-	if err := checkForwardSigned(e, &f); err != nil {
+	if err := registry.CheckForwardSigned(e.v, &f); err != nil {
 		return 0, nil, err
 	}
 	_, err := proto.CheckRegister(e.v, &f.Reg)

@@ -564,7 +564,7 @@ func TestFreshKeysAtWindowOpen(t *testing.T) {
 				defer wg.Done()
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel()
-				_, _, err := s0.onClientRegister(ctx, from, cr.Marshal())
+				_, _, err := s0.regs.OnClientRegister(ctx, from, cr.Marshal())
 				kind := "in the final descriptor"
 				if err != nil {
 					kind = err.Error()

@@ -14,6 +14,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/intake"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/registry"
 )
 
 // TestReturningDisruptorCost measures what a disrupting client that comes
@@ -123,7 +124,7 @@ func disruptorRun(t *testing.T, epochs int, freshKey, newAddr, full bool) int {
 		if !keyOut && !addrOut {
 			badReg = reg(badKey, intake.IPRange(parseIP(t, addr)))
 		}
-		order, _ := e.reg.AdmissionOrder(proto.PrimaryQuota(n, m), seenDry(&s.keys), s.rand)
+		order, _ := e.reg.AdmissionOrder(proto.PrimaryQuota(n, m), registry.SeenDry(&s.keys), s.rand)
 		primaryOf, rank := map[[32]byte]uint16{}, map[[32]byte]int{}
 		var keys [][32]byte
 		for i, k := range order {

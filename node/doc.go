@@ -114,21 +114,25 @@
 //     its own lock, network-free tests).
 //   - censor.go: request lists that omit a requested id held here.
 //   - round.go: a server's state of one round (sround) and its window.
-//   - intake.go: client protocol: registration and submissions (round intake).
+//   - intake.go: client protocol: its dispatch and submissions (round
+//     intake).
 //   - internal/registry (package registry): a server's registration of
 //     one epoch (§3 v3, §4.1): the keys and entry a Prepare's answer
 //     draws, the Prepare's commitments and the open
 //     descriptor's check against them, the deadline and the close, the
 //     registrations forwarded and receipted here, the leader's list and
 //     the final descriptor's checks against them, a primary's own
-//     registrations and its signed list; its own lock, no I/O,
-//     network-free tests. epoch_handlers.go and intake.go decode,
-//     verify the proofs, sign and send.
+//     registrations and its signed list (its own lock, no I/O); and the
+//     registration's handlers (Service: a client's registration, held
+//     to the admission order and fanned out for receipts, the client's
+//     waits and receipts; the forwards, the close and the leader's list
+//     at a chain server), over what they ask of the server (Host);
+//     network-free tests. registration.go: the host (regHost).
 //   - internal/intake (package intake): a primary's registrations of one
 //     epoch, the bounds before their proofs (per address range, first-time
 //     keys) and the admission order (§3, §8, §5.4); no I/O and no lock
-//     (registry's guards its Table), network-free tests; admission.go
-//     feeds it the key records and the peer's address range.
+//     (registry's guards its Table), network-free tests; admission.go:
+//     a peer's address range.
 //   - mixing.go: the mix loop: peel, permute, forward, batches between servers;
 //     the layer buffers reused round after round are package
 //     internal/layerbufs's (its own lock, network-free tests).

@@ -11,13 +11,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/certs"
-	"github.com/riffle-net/riffle/node/internal/intake"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/registry"
 	"github.com/riffle-net/riffle/node/internal/roster"
-	"github.com/riffle-net/riffle/node/internal/selection"
 	"github.com/riffle-net/riffle/node/internal/signed"
 	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/node/transport"
@@ -38,13 +35,13 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeSigned:
 		return s.onSigned(from, body)
 	case wire.TypeForward:
-		return s.onForwardedRegister(from, body)
+		return s.regs.OnForwarded(from, body)
 	case wire.TypeBadForward:
 		return s.onBadForward(from, body)
 	case wire.TypeCloseReq:
-		return s.onClose(from, body)
+		return s.regs.OnClose(from, body)
 	case wire.TypeRegList:
-		return s.onRegList(from, body)
+		return s.regs.OnRegList(from, body)
 	case wire.TypeStep:
 		return s.onStep(from, body)
 	case wire.TypeRoute:
@@ -307,7 +304,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	signAny := s.hookSignAny()
 	// (v3) every registration receipted here is in, unless the
-	// descriptor is full and keeps its primary's quota (receipts.go),
+	// descriptor is full and keeps its primary's quota (internal/registry),
 	// and the client list is the selection of the rule, recomputed here
 	// from the leader's list (internal/selection).
 	if err := e.reg.CheckSelection(v.ID, &sd.Desc, len(v.Chain)); err != nil && !signAny {
@@ -333,69 +330,6 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	return wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
 }
 
-func (s *Server) onRegList(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	// The epoch id leads the body: check the sender and the epoch's state
-	// before decoding up to the epoch's caps and verifying registrations.
-	if len(body) < 32 {
-		return 0, nil, errors.New("node: short registration list")
-	}
-	var id [32]byte
-	copy(id[:], body[:32])
-	s.mu.Lock()
-	e := s.epochs[id]
-	s.mu.Unlock()
-	if e == nil || e.leader != from {
-		return 0, nil, errors.New("node: registration list for an unknown epoch or not from its leader")
-	}
-	s.mu.Lock()
-	err := e.reg.ListRefusal(e.ended)
-	s.mu.Unlock()
-	if err != nil {
-		return 0, nil, err
-	}
-	var rl wire.RegList
-	if err := rl.Unmarshal(body, proto.LimitsFor(e.v.Desc.Params, len(e.v.Chain))); err != nil {
-		return 0, nil, err
-	}
-	// (v3) every primary's order, signed by it as a whole, every
-	// registration of the list in its primary's order and signed by it
-	// (§8): checked before the costly proofs (internal/selection).
-	regs, prims, err := selection.CheckList(&rl, id, e.v.Chain, func(f *wire.Forwarded) error { return checkForwardSigned(e, f) })
-	if err != nil {
-		return 0, nil, err
-	}
-	// Every server verifies every registration (§4.1) before it signs.
-	parsed, bad, err := proto.VerifyRegs(e.v, regs, s.rand)
-	if err != nil {
-		return 0, nil, err
-	}
-	if len(bad) > 0 {
-		// A registration signed by its primary whose proofs fail is
-		// evidence against that primary (§8): named here and sent on.
-		f := rl.Regs[bad[0]]
-		_, why := proto.CheckRegister(e.v, &f.Reg)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.nameForwarder(e, &f, why, true)
-		}()
-		return 0, nil, fmt.Errorf("node: %d of %d registrations do not verify, first at slot %d, signed by primary %d", len(bad), len(rl.Regs), bad[0], f.Primary)
-	}
-	if err := selection.Distinct(regs); err != nil {
-		return 0, nil, err
-	}
-	if err := mix.CheckDistinct(parsed); err != nil {
-		return 0, nil, fmt.Errorf("node: registrations: %w", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	// Checked again: another list may have been taken meanwhile.
-	if err := e.reg.TakeList(e.ended, regs, prims, parsed, rl.Orders, rl.Rest); err != nil {
-		return 0, nil, err
-	}
-	return wire.TypeAck, ack, nil
-}
-
 func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var sd wire.Signed
 	if err := sd.Unmarshal(body, proto.GenericLimits()); err != nil {
@@ -416,7 +350,7 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	}
 	if !sd.Final {
 		// The first sets the registration deadline as seen here: no
-		// close before it (onClose).
+		// close before it (registry's OnClose).
 		e.reg.Opened(body, sd.Sigs, time.Duration(sd.Desc.Params.RegWindowMs)*time.Millisecond, time.Now())
 		// The leader opens an epoch only after the previous one ended;
 		// anything older still running here missed its end.
@@ -451,86 +385,4 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		go func() { defer s.wg.Done(); s.mixLoop(e) }()
 	}
 	return wire.TypeAck, ack, nil
-}
-
-// onForwardedRegister takes a primary's signed registration (§3 v3) at
-// any chain server until its registration closes, and answers with this
-// server's signed receipt. The sender, its chain position and its
-// signature are checked before anything costly; the leader alone also
-// checks the registration's proofs at once (every server verifies the
-// chosen ones in the leader's list).
-func (s *Server) onForwardedRegister(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	var f wire.Forwarded
-	if err := f.Unmarshal(body, proto.GenericLimits()); err != nil {
-		return 0, nil, err
-	}
-	r := &f.Reg
-	s.mu.Lock()
-	e := s.epochs[r.Epoch]
-	s.mu.Unlock()
-	if e == nil || e.v == nil || e.ended {
-		return 0, nil, errors.New("node: forwarded registration for an epoch not open here")
-	}
-	// Only a primary of the chain forwards, and signs what it forwards
-	// (checked before the registration's proofs).
-	if err := intake.CheckForwarded(&f, e.v.Chain, from); err != nil {
-		return 0, nil, err
-	}
-	if e.reg.Closed() {
-		return 0, nil, errors.New("node: registration closed")
-	}
-	if e.leader == s.h.ID() {
-		if _, err := proto.CheckRegister(e.v, r); err != nil {
-			// Signed by its primary: evidence against it (§8).
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				s.nameForwarder(e, &f, err, true)
-			}()
-			return 0, nil, err
-		}
-	}
-	if s.hookNoReceipt() && e.leader != s.h.ID() {
-		return 0, nil, errors.New("node: forwards lost (test)")
-	}
-	rc, err := registry.Receipt(s.priv, e.v.ID, e.pos, &f)
-	if err != nil {
-		return 0, nil, err
-	}
-	if err := e.reg.TakeForwarded(&f, int(e.v.Desc.Params.MaxClients)); err != nil {
-		return 0, nil, err
-	}
-	return wire.TypeReceipt, rc.Marshal(), nil
-}
-
-func (s *Server) onClose(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	var ref wire.EpochRef
-	if err := ref.Unmarshal(body); err != nil {
-		return 0, nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.epochs[ref.Epoch]
-	if e == nil || e.leader != from {
-		return 0, nil, errors.New("node: close of an unknown epoch or not from its leader")
-	}
-	// (v3) a close before the deadline would let a leader shut an
-	// epoch on its first registration (n−1).
-	if err := e.reg.Close(time.Now()); err != nil {
-		return 0, nil, err
-	}
-	if s.open == e {
-		s.open = nil
-	}
-	// The list goes in this primary's own admission order (§3, §8): the
-	// leader fills its quota from the front. Fixed at the deadline when
-	// registrations waited for it (intake.go).
-	fixOrder(e, &s.keys, s.rand, s.log)
-	// (v3) r_j is revealed now, after the deadline (internal/proto/reveal.go), and the
-	// order goes signed as a whole (internal/selection).
-	rl, err := e.reg.List(s.priv, ref.Epoch, e.pos)
-	if err != nil {
-		return 0, nil, err
-	}
-	return wire.TypeRegList, rl.Marshal(), nil
 }

@@ -338,7 +338,7 @@ func TestRegListOnce(t *testing.T) {
 	signOrders(t, &rl, e.v.ID, []crypto.PrivKey{lk.priv, s.priv})
 	list := rl.Marshal()
 	send := func(from peer.ID, body []byte) error {
-		_, _, err := s.onRegList(from, body)
+		_, _, err := s.regs.OnRegList(from, body)
 		return err
 	}
 	state := func() (bool, int) {
@@ -639,7 +639,7 @@ func TestStepAndForwardSenderFirst(t *testing.T) {
 		e = fixtureChain(t, s, []peer.ID{s.ID()}, 0)
 	}
 	reg := (&wire.Forwarded{Reg: wire.Register{Epoch: e.v.ID}}).Marshal()
-	_, _, err := s.onForwardedRegister(newPeerID(t), reg)
+	_, _, err := s.regs.OnForwarded(newPeerID(t), reg)
 	if err == nil || !strings.Contains(err.Error(), "outside the chain") {
 		t.Fatalf("a registration forwarded by an outsider: %v, want refused before its check", err)
 	}

@@ -386,13 +386,13 @@ func TestHostileIntake(t *testing.T) {
 			{name: "query/round outside window", run: func() error { return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, query(mid, 1<<30, 1))) }},
 
 			{name: "register/truncated", run: func() error {
-				return handlerErr(f.s.onClientRegister(ctx, f.stranger.id, truncated(f.clientRegister(t, f.open, f.clients[1]))))
+				return handlerErr(f.s.regs.OnClientRegister(ctx, f.stranger.id, truncated(f.clientRegister(t, f.open, f.clients[1]))))
 			}},
 			{name: "register/epoch not open", run: func() error {
-				return handlerErr(f.s.onClientRegister(ctx, f.stranger.id, f.clientRegister(t, mid, f.clients[1])))
+				return handlerErr(f.s.regs.OnClientRegister(ctx, f.stranger.id, f.clientRegister(t, mid, f.clients[1])))
 			}},
 			{name: "register/unverifiable", run: func() error {
-				return handlerErr(f.s.onClientRegister(ctx, f.stranger.id, f.clientRegister(t, f.open, f.clients[1])))
+				return handlerErr(f.s.regs.OnClientRegister(ctx, f.stranger.id, f.clientRegister(t, f.open, f.clients[1])))
 			}},
 			{name: "wait list/truncated", run: func() error {
 				return handlerErr(f.s.handleClient(ctx, f.stranger.id, wire.TypeWaitList, truncated((&wire.EpochRef{Epoch: mid.v.ID}).Marshal())))
@@ -500,35 +500,35 @@ func TestHostileEpochHandlers(t *testing.T) {
 			{name: "signed/truncated", run: func() error { return handlerErr(f.s.onSigned(f.a.id, truncated(f.open.v.Desc.Marshal()))) }},
 			{name: "signed/garbage", run: func() error { return handlerErr(f.s.onSigned(f.a.id, bytes.Repeat([]byte{0xff}, 200))) }},
 
-			{name: "registration list/truncated", run: func() error { return handlerErr(f.s.onRegList(f.a.id, truncated(regList(mid)))) }},
+			{name: "registration list/truncated", run: func() error { return handlerErr(f.s.regs.OnRegList(f.a.id, truncated(regList(mid)))) }},
 			{name: "registration list/unknown epoch", run: func() error {
-				return handlerErr(f.s.onRegList(f.a.id, (&wire.RegList{Epoch: [32]byte{0xEE}}).Marshal()))
+				return handlerErr(f.s.regs.OnRegList(f.a.id, (&wire.RegList{Epoch: [32]byte{0xEE}}).Marshal()))
 			}},
-			{name: "registration list/not the leader", run: func() error { return handlerErr(f.s.onRegList(f.b.id, regList(mid))) }},
+			{name: "registration list/not the leader", run: func() error { return handlerErr(f.s.regs.OnRegList(f.b.id, regList(mid))) }},
 			{name: "registration list/not signed by its primary", run: func() error {
 				var rl wire.RegList
 				rl.Epoch = mid.v.ID
 				rl.Regs = []wire.Forwarded{f.forwarded(t, mid, f.clients[0], 2, f.a)}
-				return handlerErr(f.s.onRegList(f.a.id, rl.Marshal()))
+				return handlerErr(f.s.regs.OnRegList(f.a.id, rl.Marshal()))
 			}},
 
-			{name: "close/truncated", run: func() error { return handlerErr(f.s.onClose(f.a.id, truncated(ref(f.open.v.ID)))) }},
-			{name: "close/unknown epoch", run: func() error { return handlerErr(f.s.onClose(f.a.id, ref([32]byte{0xEE}))) }},
-			{name: "close/not the leader", run: func() error { return handlerErr(f.s.onClose(f.b.id, ref(f.open.v.ID))) }},
+			{name: "close/truncated", run: func() error { return handlerErr(f.s.regs.OnClose(f.a.id, truncated(ref(f.open.v.ID)))) }},
+			{name: "close/unknown epoch", run: func() error { return handlerErr(f.s.regs.OnClose(f.a.id, ref([32]byte{0xEE}))) }},
+			{name: "close/not the leader", run: func() error { return handlerErr(f.s.regs.OnClose(f.b.id, ref(f.open.v.ID))) }},
 
 			{name: "forwarded registration/truncated", run: func() error {
-				return handlerErr(f.s.onForwardedRegister(f.a.id, truncated(fwd(led))))
+				return handlerErr(f.s.regs.OnForwarded(f.a.id, truncated(fwd(led))))
 			}},
 			{name: "forwarded registration/unknown epoch", run: func() error {
 				e := &sepoch{v: &proto.View{ID: [32]byte{0xEE}}}
-				return handlerErr(f.s.onForwardedRegister(f.a.id, fwd(e)))
+				return handlerErr(f.s.regs.OnForwarded(f.a.id, fwd(e)))
 			}},
 			{name: "forwarded registration/not led here", run: func() error {
-				return handlerErr(f.s.onForwardedRegister(f.a.id, fwd(f.open)))
+				return handlerErr(f.s.regs.OnForwarded(f.a.id, fwd(f.open)))
 			}},
 			{name: "forwarded registration/not signed by its primary", run: func() error {
 				fw := f.forwarded(t, led, f.clients[1], 1, f.b)
-				return handlerErr(f.s.onForwardedRegister(f.a.id, fw.Marshal()))
+				return handlerErr(f.s.regs.OnForwarded(f.a.id, fw.Marshal()))
 			}},
 
 			{name: "step/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onStep(f.a.id, step(mid, 0))) },

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -63,24 +62,9 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 	}
 	switch t {
 	case wire.TypeWaitOpen:
-		var ref wire.EpochRef
-		if err := ref.Unmarshal(body); err != nil {
-			return 0, nil, err
-		}
-		var out []byte
-		err := s.waitFor(ctx, func() bool {
-			if s.open == nil || s.open.v.ID == ref.Epoch {
-				return false
-			}
-			out = s.open.reg.Offer()
-			return out != nil
-		})
-		if err != nil {
-			return 0, nil, fmt.Errorf("node: no epoch opened: %w", err)
-		}
-		return wire.TypeSigned, out, nil
+		return s.regs.OnWaitOpen(ctx, body)
 	case wire.TypeRegister:
-		return s.onClientRegister(ctx, from, body)
+		return s.regs.OnClientRegister(ctx, from, body)
 	case wire.TypeSubmit:
 		return s.onSubmit(from, body)
 	case wire.TypeHandover:
@@ -90,29 +74,7 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 	case wire.TypeDupProof:
 		return s.onDupProof(ctx, from, body, true)
 	case wire.TypeWaitList:
-		var ref wire.EpochRef
-		if err := ref.Unmarshal(body); err != nil {
-			return 0, nil, err
-		}
-		e, err := s.epochFor(ref.Epoch)
-		if err != nil {
-			return 0, nil, err
-		}
-		// Only a client that registered in the epoch here waits for its
-		// lists (anyone could otherwise hold a stream to the epoch's end).
-		if !e.reg.RegisteredBy(from) {
-			return 0, nil, errors.New("node: request lists go to the clients registered here")
-		}
-		out, err := s.waitBytes(ctx, e, func() []byte {
-			if x := e.rounds[ref.Round]; x != nil {
-				return x.listBytes
-			}
-			return nil
-		}, "epoch ended")
-		if err != nil {
-			return 0, nil, err
-		}
-		return wire.TypeRoundList, out, nil
+		return s.regs.OnWaitList(ctx, from, body)
 	case wire.TypeIndexReq:
 		return s.index.OnIndexReq(ctx, from, body)
 	case wire.TypeWindowReq:
@@ -120,111 +82,9 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 	case wire.TypeStateReq:
 		return s.onStateReq(ctx, from)
 	case wire.TypeReceiptSet:
-		return s.onReceiptSet(from, body)
+		return s.regs.OnReceiptSet(from, body)
 	}
 	return 0, nil, transport.Unhandled(ProtoClient, t)
-}
-
-func (s *Server) onClientRegister(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
-	var cr wire.ClientRegister
-	if err := cr.Unmarshal(body, proto.GenericLimits()); err != nil {
-		return 0, nil, err
-	}
-	r := cr.Reg
-	s.mu.Lock()
-	e := s.open
-	s.mu.Unlock()
-	if e == nil || e.v.ID != r.Epoch {
-		return 0, nil, errors.New("node: epoch not open for registration here")
-	}
-	if s.hookKeepOut(from, r.Epoch) {
-		return 0, nil, errors.New("node: registration refused")
-	}
-	// The long-term key (§8 "After a blame"): its signature and its
-	// exclusion are checked before the registration's costly proofs.
-	if err := proto.VerifyLongTerm(cr.LTKey, r.Epoch, r.RegKey, cr.LTSig); err != nil {
-		return 0, nil, err
-	}
-	if until, ok := s.keys.Excluded(cr.LTKey, e.v.Desc.Number); ok {
-		return 0, nil, fmt.Errorf("node: this client's long-term key is excluded up to epoch %d: a blame named it", until)
-	}
-	// (issue 25 point 8) the intake's bounds before the proofs: the
-	// registrations held, and a first-time key's address range.
-	rng := s.addrRange(from)
-	returning := false
-	if seen, ok := s.keys.Seen(cr.LTKey); ok {
-		returning = seen.Dry == 0
-	}
-	n := int(e.v.Desc.Params.MaxClients)
-	if err := e.reg.Room(n, rng, returning); err != nil {
-		return 0, nil, err
-	}
-	if _, err := proto.CheckRegister(e.v, &r); err != nil {
-		return 0, nil, err
-	}
-	// Signed as forwarded (§8): a registration whose proofs fail would be
-	// evidence against this primary.
-	fwd := wire.Forwarded{Primary: uint16(e.pos), Reg: r}
-	sig, err := proto.Sign(s.priv, proto.ForwardDigest(&fwd))
-	if err != nil {
-		return 0, nil, err
-	}
-	fwd.Sig = sig
-	s.mu.Lock()
-	if err := e.reg.Room(n, rng, returning); err != nil {
-		s.mu.Unlock()
-		return 0, nil, err
-	}
-	if err := s.clientRefusal(from, e.v.Desc.Number); err != nil {
-		s.mu.Unlock()
-		return 0, nil, err
-	}
-	if err := s.dupAdmit(e, from); err != nil {
-		s.mu.Unlock()
-		return 0, nil, err
-	}
-	if err := e.reg.Take(n, r, from, fwd.Sig, intake.LT{Key: cr.LTKey, Sig: cr.LTSig}, rng, returning); err != nil {
-		s.mu.Unlock()
-		return 0, nil, err
-	}
-	s.mu.Unlock()
-	// (issue 25 point 8) the primary orders its registrations before it
-	// forwards them: until its registration deadline it only holds them;
-	// then the first n_max of its admission order go on and the rest are
-	// refused, so that fresh keys at the window's open cannot push
-	// returning clients out.
-	if err := s.awaitOrder(ctx, e, r.RegKey); err != nil {
-		return 0, nil, err
-	}
-	// (v3) Forward to every chain server (§3), without the long-term
-	// key, and keep their receipts for the client (receipts.go); the
-	// leader also collects every primary's list at the close, so a lost
-	// forward costs nothing.
-	s.fanOut(ctx, e, &fwd)
-	out, err := s.waitBytes(ctx, e, e.reg.FinalBytes, "epoch did not start")
-	if err != nil {
-		return 0, nil, err
-	}
-	return wire.TypeSigned, out, nil
-}
-
-// waitBytes waits until get (called under s.mu) returns bytes, or e ends,
-// which is an error saying what did not happen and why.
-func (s *Server) waitBytes(ctx context.Context, e *sepoch, get func() []byte, what string) ([]byte, error) {
-	var out []byte
-	if err := s.waitFor(ctx, func() bool {
-		out = get()
-		return out != nil || e.ended || e.dup.Started()
-	}); err != nil {
-		return nil, err
-	}
-	if out == nil && !e.ended {
-		return nil, fmt.Errorf("node: %s: setup aborted on a repeated share", what)
-	}
-	if out == nil {
-		return nil, fmt.Errorf("node: %s: %s", what, e.reason)
-	}
-	return out, nil
 }
 
 // checkSubmission decodes one signed onion of a client of this primary and
@@ -347,30 +207,5 @@ func (s *Server) takeSubs(from peer.ID, body []byte, batch *wire.SubmitBatch) er
 	}
 	x.bodies = append(x.bodies, body)
 	s.notify()
-	return nil
-}
-
-// awaitOrder holds a registration of e until this primary's registration
-// deadline, fixes the admission order, and says whether the registration
-// is in it.
-func (s *Server) awaitOrder(ctx context.Context, e *sepoch, key [32]byte) error {
-	if wait := time.Until(e.reg.Deadline()); wait > 0 {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e.ended {
-		return fmt.Errorf("node: epoch did not start: %s", e.reason)
-	}
-	fixOrder(e, &s.keys, s.rand, s.log)
-	if !e.reg.Ordered(key) {
-		return errors.New("node: epoch full: this registration is past the admission order's n_max")
-	}
 	return nil
 }

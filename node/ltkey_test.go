@@ -24,6 +24,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/intake"
 	"github.com/riffle-net/riffle/node/internal/ltkeys"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/registry"
 	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
@@ -328,7 +329,7 @@ func TestReturningClientsFirst(t *testing.T) {
 			reg, _ := add(fmt.Sprintf("192.0.%d.0/24", i))
 			single[reg] = true
 		}
-		order, _ := e.reg.AdmissionOrder(quota, seenDry(&s.keys), s.rand)
+		order, _ := e.reg.AdmissionOrder(quota, registry.SeenDry(&s.keys), s.rand)
 		if len(order) != len(tb.Regs) {
 			t.Fatalf("order of %d, %d registered", len(order), len(tb.Regs))
 		}
@@ -443,7 +444,7 @@ func TestForwardedRegistrationSigned(t *testing.T) {
 		privs := []crypto.PrivKey{f.a.priv, f.s.priv, f.b.priv}
 		rl := wire.RegList{Epoch: e.v.ID, Regs: []wire.Forwarded{f.forwarded(t, e, f.clients[0], 2, f.a)}}
 		signOrders(t, &rl, e.v.ID, privs)
-		if _, _, err := f.s.onRegList(f.a.id, rl.Marshal()); err == nil || !strings.Contains(err.Error(), "not signed by its primary") {
+		if _, _, err := f.s.regs.OnRegList(f.a.id, rl.Marshal()); err == nil || !strings.Contains(err.Error(), "not signed by its primary") {
 			t.Fatalf("an entry signed by the leader for primary 2: %v", err)
 		}
 		if f.s.rb.serverExcluded(f.b.id) || f.s.rb.serverExcluded(f.a.id) || strings.Contains(logBuf.String(), "culprit named") {
@@ -453,7 +454,7 @@ func TestForwardedRegistrationSigned(t *testing.T) {
 		// fails here for its epoch id alone): no evidence.
 		rl.Regs = []wire.Forwarded{f.forwarded(t, f.mid, f.clients[0], 0, f.a)}
 		signOrders(t, &rl, e.v.ID, privs)
-		if _, _, err := f.s.onRegList(f.a.id, rl.Marshal()); err == nil || !strings.Contains(err.Error(), "another epoch") {
+		if _, _, err := f.s.regs.OnRegList(f.a.id, rl.Marshal()); err == nil || !strings.Contains(err.Error(), "another epoch") {
 			t.Fatalf("a registration of another epoch: %v", err)
 		}
 		if f.s.rb.serverExcluded(f.a.id) || strings.Contains(logBuf.String(), "culprit named") {
@@ -461,7 +462,7 @@ func TestForwardedRegistrationSigned(t *testing.T) {
 		}
 		rl.Regs = []wire.Forwarded{f.forwarded(t, e, f.clients[0], 0, f.a)}
 		signOrders(t, &rl, e.v.ID, privs)
-		if _, _, err := f.s.onRegList(f.a.id, rl.Marshal()); err == nil || !strings.Contains(err.Error(), "signed by primary 0") {
+		if _, _, err := f.s.regs.OnRegList(f.a.id, rl.Marshal()); err == nil || !strings.Contains(err.Error(), "signed by primary 0") {
 			t.Fatalf("an entry signed by its primary whose proofs fail: %v", err)
 		}
 		// (The fixture's memory store keeps no records; the log and the

@@ -163,48 +163,48 @@ func TestReceiptsHostile(t *testing.T) {
 		forged.Sig[5] ^= 1
 		oversized := good(e, 0, f.a, size+1)
 		runHostile(t, f, []hostileCase{
-			{name: "forged primary signature", run: func() error { return handlerErr(f.s.onForwardedRegister(f.a.id, forged.Marshal())) }},
+			{name: "forged primary signature", run: func() error { return handlerErr(f.s.regs.OnForwarded(f.a.id, forged.Marshal())) }},
 			{name: "signed by another server", run: func() error {
 				fw := good(e, 0, f.b, size)
-				return handlerErr(f.s.onForwardedRegister(f.a.id, fw.Marshal()))
+				return handlerErr(f.s.regs.OnForwarded(f.a.id, fw.Marshal()))
 			}},
 			{name: "names another position", run: func() error {
 				fw := good(e, 2, f.a, size)
-				return handlerErr(f.s.onForwardedRegister(f.a.id, fw.Marshal()))
+				return handlerErr(f.s.regs.OnForwarded(f.a.id, fw.Marshal()))
 			}},
 			{name: "from outside the chain", run: func() error {
 				fw := good(e, 0, f.stranger, size)
-				return handlerErr(f.s.onForwardedRegister(f.stranger.id, fw.Marshal()))
+				return handlerErr(f.s.regs.OnForwarded(f.stranger.id, fw.Marshal()))
 			}},
 			{name: "unknown epoch", run: func() error {
 				fw := good(&sepoch{v: &proto.View{ID: [32]byte{0xEE}}}, 0, f.a, size)
-				return handlerErr(f.s.onForwardedRegister(f.a.id, fw.Marshal()))
+				return handlerErr(f.s.regs.OnForwarded(f.a.id, fw.Marshal()))
 			}},
 			{name: "closed epoch", run: func() error {
 				fw := good(f.mid, 0, f.a, size)
-				return handlerErr(f.s.onForwardedRegister(f.a.id, fw.Marshal()))
+				return handlerErr(f.s.regs.OnForwarded(f.a.id, fw.Marshal()))
 			}},
-			{name: "oversized registration", run: func() error { return handlerErr(f.s.onForwardedRegister(f.a.id, oversized.Marshal())) }},
+			{name: "oversized registration", run: func() error { return handlerErr(f.s.regs.OnForwarded(f.a.id, oversized.Marshal())) }},
 			{name: "over the generic cap", run: func() error {
 				fw := good(e, 0, f.a, proto.GenericLimits().Reg+1)
-				return handlerErr(f.s.onForwardedRegister(f.a.id, fw.Marshal()))
+				return handlerErr(f.s.regs.OnForwarded(f.a.id, fw.Marshal()))
 			}},
 			{name: "receipts asked by a stranger", run: func() error {
 				q := wire.ReceiptSet{Epoch: e.v.ID, RegKey: forged.Reg.RegKey}
-				return handlerErr(f.s.onReceiptSet(f.stranger.id, q.Marshal()))
+				return handlerErr(f.s.regs.OnReceiptSet(f.stranger.id, q.Marshal()))
 			}},
 		})
 		// The forged one's messages say why, before any proof.
-		if _, _, err := f.s.onForwardedRegister(f.a.id, forged.Marshal()); err == nil || !strings.Contains(err.Error(), "bad signature") {
+		if _, _, err := f.s.regs.OnForwarded(f.a.id, forged.Marshal()); err == nil || !strings.Contains(err.Error(), "bad signature") {
 			t.Fatalf("forged: %v", err)
 		}
-		if _, _, err := f.s.onForwardedRegister(f.a.id, oversized.Marshal()); err == nil || !strings.Contains(err.Error(), "bytes") {
+		if _, _, err := f.s.regs.OnForwarded(f.a.id, oversized.Marshal()); err == nil || !strings.Contains(err.Error(), "bytes") {
 			t.Fatalf("oversized: %v", err)
 		}
 		// A good one (this server does not lead: no proof now, the leader's
 		// list is verified in batch) is receipted, signed by this server.
 		fw := good(e, 0, f.a, size)
-		typ, rep, err := f.s.onForwardedRegister(f.a.id, fw.Marshal())
+		typ, rep, err := f.s.regs.OnForwarded(f.a.id, fw.Marshal())
 		if err != nil || typ != wire.TypeReceipt {
 			t.Fatalf("good forward: %v", err)
 		}
@@ -216,13 +216,13 @@ func TestReceiptsHostile(t *testing.T) {
 			t.Fatalf("receipt: %v (server %d)", err, r.Server)
 		}
 		// The same again is receipted again; another under its key is not.
-		if _, _, err := f.s.onForwardedRegister(f.a.id, fw.Marshal()); err != nil {
+		if _, _, err := f.s.regs.OnForwarded(f.a.id, fw.Marshal()); err != nil {
 			t.Fatalf("a resend: %v", err)
 		}
 		other := good(e, 0, f.a, size)
 		other.Reg.XKey[0] = 9
 		other.Sig, _ = proto.Sign(f.a.priv, proto.ForwardDigest(&other))
-		if _, _, err := f.s.onForwardedRegister(f.a.id, other.Marshal()); err == nil {
+		if _, _, err := f.s.regs.OnForwarded(f.a.id, other.Marshal()); err == nil {
 			t.Fatal("a second registration under one key was receipted")
 		}
 	})

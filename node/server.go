@@ -28,6 +28,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/pirserve"
 	"github.com/riffle-net/riffle/node/internal/polls"
 	"github.com/riffle-net/riffle/node/internal/pubfetch"
+	"github.com/riffle-net/riffle/node/internal/registry"
 	"github.com/riffle-net/riffle/node/internal/signed"
 	"github.com/riffle-net/riffle/node/internal/slots"
 	"github.com/riffle-net/riffle/node/internal/status"
@@ -136,8 +137,11 @@ type Server struct {
 	// index serves the index log's pages (internal/indexserve,
 	// indexserve.go).
 	index *indexserve.Service
-	pool  transport.BufPool // large round buffers (transport's bufpool.go)
-	wg    sync.WaitGroup
+	// regs: the registration's handlers (internal/registry,
+	// registration.go).
+	regs registry.Service
+	pool transport.BufPool // large round buffers (transport's bufpool.go)
+	wg   sync.WaitGroup
 	// The tests' hooks (hooks_riffletest.go); empty in the binary.
 	serverHookState
 
@@ -277,6 +281,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.win = window.Items{St: st, Src: winSrc{s}, Log: log}
 	s.pir = newPIR(s)
 	s.pub = &pubfetch.Service{Host: pubHost{s}, Log: log, Ctx: cctx}
+	s.regs = registry.Service{H: regHost{s}, Keys: &s.keys, Log: log}
 	s.index = &indexserve.Service{Slots: &s.indexSlots, Store: st, Peers: indexPeers{s}, Hooks: indexPeers{s}}
 	s.rb.st, s.rb.log = st, log
 	s.ref.Init(cfg.DataDir, log, s.cert.Of)

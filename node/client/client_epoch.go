@@ -272,7 +272,7 @@ func (c *Client) join(ctx context.Context, v *proto.View, pidx int) (*cepoch, *w
 		return fail(errors.New("node: epoch refused: the final descriptor carries another previous certificate"))
 	}
 	// (v3) the receipts its primary gathered from every chain server
-	// (receipts.go): kept, each checked.
+	// (§3 "Receipts"): kept, each checked.
 	receipts := c.fetchReceipts(ctx, v, &msg)
 	slot := -1
 	for i, ce := range fin.Desc.Clients {

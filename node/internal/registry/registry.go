@@ -11,8 +11,12 @@
 // forwarded by every primary and receipted here, bounded by the client
 // cap each, the leader's list and the final descriptor's checks against
 // all of them (chain.go). An Epoch has its own
-// lock and does no I/O; package node's handlers decode, verify the costly
-// proofs, sign and send, and store here. Network-free tests.
+// lock and does no I/O. Service is the registration's handlers, which
+// decode, verify the costly proofs, sign, send and store here: a client's
+// registration at its primary and its waits (service.go), a primary's
+// forward, the leader's close and its list at a chain server
+// (chainserve.go); what they ask of their server is Host. Network-free
+// tests, the handlers' with a fake host.
 package registry
 
 import (
