@@ -107,7 +107,7 @@ func FuzzDecoyPool(f *testing.F) {
 }
 
 func vectorPool() *DecoyPool {
-	return &DecoyPool{Epoch: k32(0xb1), Total: 9, Sample: []PoolPair{{Pos: 3, ID: k32(0xc1)}, {Pos: 0, ID: k32(0xc2)}}, Manifests: [][32]byte{k32(0xd1), k32(0xd2)}}
+	return &DecoyPool{Version: PoolV2, Epoch: k32(0xb1), Total: 9, Sample: []PoolPair{{Pos: 3, ID: k32(0xc1)}, {Pos: 0, ID: k32(0xc2)}}, Manifests: [][32]byte{k32(0xd1), k32(0xd2)}}
 }
 
 // TestDecoyPoolRoundTrip: decode(encode(x)) == x for the pool encoding.
@@ -123,6 +123,41 @@ func TestDecoyPoolRoundTrip(t *testing.T) {
 	b := want.Marshal()
 	if err := got.Unmarshal(b[:len(b)-1]); err == nil {
 		t.Fatal("a truncated pool decoded")
+	}
+}
+
+// TestDecoyPoolV1: a pool in the layout older builds signed and stored
+// (no manifest ids after the sample) decodes as PoolV1, names no ids and
+// encodes back to the same bytes, so that the digest its record signed
+// still checks it; before the layouts were told apart it did not decode.
+func TestDecoyPoolV1(t *testing.T) {
+	old := vectorPool()
+	// The layout before the ids, written out by hand.
+	var e Enc
+	e.Fixed(old.Epoch[:])
+	e.U32(old.Total)
+	e.U32(uint32(len(old.Sample)))
+	for _, p := range old.Sample {
+		e.U32(p.Pos)
+		e.Fixed(p.ID[:])
+	}
+	var got DecoyPool
+	if err := got.Unmarshal(e.B); err != nil {
+		t.Fatalf("an old-layout pool: %v", err)
+	}
+	if !got.IDLess() || got.Manifests != nil || got.Total != old.Total || !reflect.DeepEqual(got.Sample, old.Sample) {
+		t.Fatalf("decoded %+v", got)
+	}
+	if !bytes.Equal(got.Marshal(), e.B) {
+		t.Fatal("an old-layout pool encodes to other bytes")
+	}
+	// A current pool with no ids still carries their count.
+	cur := DecoyPool{Version: PoolV2, Epoch: old.Epoch, Total: old.Total, Sample: old.Sample}
+	if b := cur.Marshal(); len(b) != len(e.B)+4 {
+		t.Fatalf("a current pool without ids is %d bytes, want %d", len(b), len(e.B)+4)
+	}
+	if err := got.Unmarshal(cur.Marshal()); err != nil || got.IDLess() {
+		t.Fatalf("a current pool without ids decoded as %+v (%v)", got, err)
 	}
 }
 

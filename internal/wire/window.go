@@ -163,12 +163,30 @@ type PoolPair struct {
 //
 //	epoch id 32 ‖ u32 pairs ‖ u32 n ‖ n × (u32 position ‖ id 32)
 //	‖ u32 m ‖ m × manifest id 32
+//
+// Version PoolV1, the layout older builds signed and stored, ends after
+// the sample: it names no manifest ids. The sample's count fixes where it
+// ends, so a decoder tells the two apart; the record's pool digest is
+// over the bytes, so a record signed over one layout checks only a pool
+// of that layout.
 type DecoyPool struct {
+	// Version is PoolV1 or PoolV2 (zero encodes as PoolV2).
+	Version   uint8
 	Epoch     [32]byte
 	Total     uint32
 	Sample    []PoolPair
 	Manifests [][32]byte
 }
+
+// The layouts of a DecoyPool.
+const (
+	PoolV1 = 1 // no manifest ids (before §6.4's ids were carried)
+	PoolV2 = 2 // with the manifest ids
+)
+
+// IDLess reports whether the pool is of the layout that names no
+// manifest ids.
+func (m *DecoyPool) IDLess() bool { return m.Version == PoolV1 }
 
 func (m *DecoyPool) Marshal() []byte {
 	e := Enc{B: make([]byte, 0, 32+8+36*len(m.Sample)+4+32*len(m.Manifests))}
@@ -178,6 +196,9 @@ func (m *DecoyPool) Marshal() []byte {
 	for _, p := range m.Sample {
 		e.U32(p.Pos)
 		e.Fixed(p.ID[:])
+	}
+	if m.IDLess() {
+		return e.B
 	}
 	e.U32(uint32(len(m.Manifests)))
 	for _, id := range m.Manifests {
@@ -196,8 +217,12 @@ func (m *DecoyPool) Unmarshal(b []byte) error {
 		m.Sample[i].Pos = d.U32("position")
 		m.Sample[i].ID = d.Array32("id")
 	}
+	m.Version, m.Manifests = PoolV2, nil
+	if len(d.B) == 0 && d.Err == nil {
+		m.Version = PoolV1
+		return nil
+	}
 	k := d.Count(MaxPoolManifests, 32, "pool manifests")
-	m.Manifests = nil
 	if k > 0 {
 		m.Manifests = make([][32]byte, k)
 	}

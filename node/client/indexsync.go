@@ -415,17 +415,13 @@ func (c *Client) checkWindow(ctx context.Context, group []wire.GroupEntry, prima
 		return
 	}
 	c.mu.Lock()
-	seen := map[[32]byte]bool{}
-	var due [][32]byte
-	for _, e := range c.decoys.epochs {
-		for _, id := range e.Manifests {
-			if !seen[id] {
-				seen[id] = true
-				due = append(due, id)
-			}
-		}
-	}
+	due, idless := windowDue(c.decoys.epochs)
 	c.mu.Unlock()
+	if len(idless) > 0 {
+		// The record fixes the layout, so every client of the epoch
+		// leaves the same epochs unchecked.
+		c.log.Info("decoy window: pools signed by an older build name no manifest ids; those epochs' manifests are not checked at this start", "epochs", idless)
+	}
 	missing := c.missingFrom(due)
 	if len(missing) == 0 {
 		return
@@ -454,6 +450,25 @@ func (c *Client) checkWindow(ctx context.Context, group []wire.GroupEntry, prima
 	if gaps > 0 {
 		c.progress("warning: the index synced from the primary lacks %d manifests that the closing records of the decoy window name (left out: the primary may be testing which files this client wants); %d of them synced from the chain's other servers", gaps, len(found))
 	}
+}
+
+// windowDue returns the manifest ids the pools of window eps name, each
+// once, and the numbers of its epochs whose pools name none by their
+// layout (wire.PoolV1, signed by an older build).
+func windowDue(eps []*proto.PoolEpoch) (due [][32]byte, idless []uint64) {
+	seen := map[[32]byte]bool{}
+	for _, e := range eps {
+		if e.IDLess {
+			idless = append(idless, e.Number)
+		}
+		for _, id := range e.Manifests {
+			if !seen[id] {
+				seen[id] = true
+				due = append(due, id)
+			}
+		}
+	}
+	return due, idless
 }
 
 // syncOthers syncs the whole index from every server of the chain but

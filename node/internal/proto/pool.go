@@ -66,7 +66,7 @@ func SamplePool(c *wire.Closing, pairs []wire.PoolPair) *wire.DecoyPool {
 		ks[i] = kp{PoolKey(seed, p), p}
 	}
 	slices.SortFunc(ks, func(a, b kp) int { return bytes.Compare(a.k[:], b.k[:]) })
-	pool := &wire.DecoyPool{Epoch: c.Epoch, Total: uint32(len(pairs)), Sample: make([]wire.PoolPair, 0, min(len(ks), wire.MaxPoolPairs))}
+	pool := &wire.DecoyPool{Version: wire.PoolV2, Epoch: c.Epoch, Total: uint32(len(pairs)), Sample: make([]wire.PoolPair, 0, min(len(ks), wire.MaxPoolPairs))}
 	for _, x := range ks[:min(len(ks), wire.MaxPoolPairs)] {
 		pool.Sample = append(pool.Sample, x.p)
 	}

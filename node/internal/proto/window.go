@@ -10,13 +10,17 @@ import (
 // which a leader, a server that holds a window and a client each run.
 
 // PoolEpoch is one epoch of the window, checked against its record:
-// its pool and the manifest ids its lists named.
+// its pool and the manifest ids its lists named. IDLess: the record
+// signed a pool of the layout before the ids (wire.PoolV1, an older
+// build's), which names none; the same for every client, as the record
+// fixes the layout.
 type PoolEpoch struct {
 	Number    uint64
 	ID        [32]byte
 	Total     uint32
 	Sample    []wire.PoolPair
 	Manifests [][32]byte
+	IDLess    bool
 }
 
 // BudgetWalk is what the walk back from an open descriptor pinned of the
@@ -240,7 +244,7 @@ func CheckedPool(d *wire.Descriptor, id [32]byte, cands []*wire.WindowItem, want
 		for _, y := range pools {
 			var p wire.DecoyPool
 			if len(y.Pool) > 0 && p.Unmarshal(y.Pool) == nil && CheckPool(&c, &p) == nil {
-				return &PoolEpoch{ID: id, Total: p.Total, Sample: p.Sample, Manifests: p.Manifests}, &c, x.Closing, y.Pool
+				return &PoolEpoch{ID: id, Total: p.Total, Sample: p.Sample, Manifests: p.Manifests, IDLess: p.IDLess()}, &c, x.Closing, y.Pool
 			}
 		}
 	}
