@@ -34,12 +34,12 @@ func (s *Server) onRoute(ctx context.Context, from peer.ID, body []byte) (wire.T
 		return 0, nil, errors.New("node: no share fault of this epoch to walk here")
 	}
 	if se.Duplicate >= 0 {
-		return s.onDupRoute(ctx, e, se, req)
+		return s.dups.OnRoute(ctx, dupEp(e), se, req)
 	}
 	// The walk is the duplicate's walk with one start (internal/dupwalk):
 	// this server's route only from the output its own walk reaches.
 	t0, out := blame.WalkStart(se)
-	st, err := dupWalkOf(s, e).Serve(ctx, t0, [2]int{out, out}, int(req.Out))
+	st, err := s.dups.WalkOf(dupEp(e)).Serve(ctx, t0, [2]int{out, out}, int(req.Out))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -57,7 +57,7 @@ func (s *Server) shareFault(ctx context.Context, e *sepoch, se *mix.ShareError) 
 	e.shareErr = se
 	s.mu.Unlock()
 	if se.Duplicate >= 0 {
-		s.dupFault(ctx, e, se) // both positions (§4.1 v3)
+		s.dups.Fault(ctx, dupEp(e), se) // both positions (§4.1 v3)
 		return
 	}
 	// Walked down from the evidence, each route checked against its
@@ -66,7 +66,7 @@ func (s *Server) shareFault(ctx context.Context, e *sepoch, se *mix.ShareError) 
 	t0, slot := blame.WalkStart(se)
 	var err error
 	if t0 >= 0 {
-		slot, err = dupWalkOf(s, e).RouteAt(ctx, 0, t0, slot)
+		slot, err = s.dups.WalkOf(dupEp(e)).RouteAt(ctx, 0, t0, slot)
 	}
 	if err != nil {
 		s.log.Warn("setup share fault: walk failed", "err", err)

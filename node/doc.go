@@ -63,11 +63,13 @@
 //     and checked is package internal/setupstep's (no I/O, network-free
 //     tests).
 //   - blame.go, departure.go: share faults at setup, departed clients;
-//     dupwalk.go: a duplicate share's abort and answers (§4.1), the
-//     verdict blame's (dup.go), the abort, its signatures and the
-//     clients' answers, and the walk of its two positions back to their
-//     slots package internal/dupwalk's (their own locks, network-free
-//     tests); a share fault's walk is that walk with one start.
+//     a duplicate share (§4.1) is package internal/dupwalk's: the walk
+//     of its two positions back to their slots, the abort, its
+//     signatures and the clients' answers (their own locks) and their
+//     handlers (Service), the verdict's rules blame's (dup.go);
+//     network-free tests. dupwalk.go: what it asks of the server
+//     (dupHost) and the peers left out after one. A share fault's walk
+//     is that walk with one start.
 //   - handover.go: a leaving client's cover onions checked and submitted
 //     in their rounds (§5.4 v3); the queue, bounded a slot, is package
 //     internal/handover's (no I/O, no lock: s.mu guards it; network-free

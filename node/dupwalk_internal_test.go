@@ -84,16 +84,16 @@ func TestDupProofSenders(t *testing.T) {
 		s, ds := f.s, *f.mid.dup.Dup()
 		good := f.proof(t, f.holder, 1)
 		refused := map[string]func() error{
-			"stranger for slot 1": func() error { return handlerErr(s.onDupProof(ctx, f.stranger.id, good, true)) },
-			"server a for slot 1": func() error { return handlerErr(s.onDupProof(ctx, f.a.id, good, false)) },
-			"client for slot 0":   func() error { return handlerErr(s.onDupProof(ctx, f.client.id, f.proof(t, f.holder, 0), true)) },
-			"server a for slot 2": func() error { return handlerErr(s.onDupProof(ctx, f.a.id, f.proof(t, f.copier, 2), false)) },
-			"truncated":           func() error { return handlerErr(s.onDupProof(ctx, f.client.id, truncated(good), true)) },
-			"oversized":           func() error { return handlerErr(s.onDupProof(ctx, f.client.id, oversized(good), true)) },
+			"stranger for slot 1": func() error { return handlerErr(s.dups.OnProof(ctx, f.stranger.id, good, true)) },
+			"server a for slot 1": func() error { return handlerErr(s.dups.OnProof(ctx, f.a.id, good, false)) },
+			"client for slot 0":   func() error { return handlerErr(s.dups.OnProof(ctx, f.client.id, f.proof(t, f.holder, 0), true)) },
+			"server a for slot 2": func() error { return handlerErr(s.dups.OnProof(ctx, f.a.id, f.proof(t, f.copier, 2), false)) },
+			"truncated":           func() error { return handlerErr(s.dups.OnProof(ctx, f.client.id, truncated(good), true)) },
+			"oversized":           func() error { return handlerErr(s.dups.OnProof(ctx, f.client.id, oversized(good), true)) },
 			"other epoch (led)": func() error {
-				return handlerErr(s.onDupProof(ctx, f.client.id, append([]byte{0xA0}, good[1:]...), true))
+				return handlerErr(s.dups.OnProof(ctx, f.client.id, append([]byte{0xA0}, good[1:]...), true))
 			},
-			"client on server path": func() error { return handlerErr(s.onDupProof(ctx, f.client.id, good, false)) },
+			"client on server path": func() error { return handlerErr(s.dups.OnProof(ctx, f.client.id, good, false)) },
 		}
 		for name, fn := range refused {
 			if fn() == nil {
@@ -104,17 +104,17 @@ func TestDupProofSenders(t *testing.T) {
 			t.Fatalf("a refused proof was recorded: %d answers", ds.Answers())
 		}
 		// The copier's proof, relayed by b (slot 2's primary), fails.
-		if err := handlerErr(s.onDupProof(ctx, f.b.id, f.proof(t, f.copier, 2), false)); err != nil {
+		if err := handlerErr(s.dups.OnProof(ctx, f.b.id, f.proof(t, f.copier, 2), false)); err != nil {
 			t.Fatal(err)
 		}
-		if err := handlerErr(s.onDupProof(ctx, f.client.id, good, true)); err != nil {
+		if err := handlerErr(s.dups.OnProof(ctx, f.client.id, good, true)); err != nil {
 			t.Fatal(err)
 		}
 		if !ds.Proved(1) || ds.Failed(1) || ds.Proved(2) || !ds.Failed(2) {
 			t.Fatalf("proved %v %v failed %v %v", ds.Proved(1), ds.Proved(2), ds.Failed(1), ds.Failed(2))
 		}
 		// A second answer changes nothing.
-		if err := handlerErr(s.onDupProof(ctx, f.b.id, f.proof(t, f.holder, 2), false)); err != nil || ds.Proved(2) {
+		if err := handlerErr(s.dups.OnProof(ctx, f.b.id, f.proof(t, f.holder, 2), false)); err != nil || ds.Proved(2) {
 			t.Fatalf("second answer: %v, proved %v", err, ds.Proved(2))
 		}
 	})
@@ -138,17 +138,17 @@ func TestDupAbortSignatures(t *testing.T) {
 		other.SlotB = 0
 		sigOther := mustSign(t, f.a.priv, proto.DupDigest(&other))
 		for name, err := range map[string]error{
-			"stranger":           handlerErr(s.onDupAbort(f.stranger.id, msg(0, f.sigA, 2))),
-			"b's signature by a": handlerErr(s.onDupAbort(f.a.id, msg(0, f.sigB, 2))),
-			"other statement":    handlerErr(s.onDupAbort(f.a.id, msg(0, sigOther, 0))),
-			"own position":       handlerErr(s.onDupAbort(f.a.id, msg(1, f.sigA, 2))),
-			"truncated":          handlerErr(s.onDupAbort(f.a.id, truncated(msg(0, f.sigA, 2)))),
+			"stranger":           handlerErr(s.dups.OnAbort(f.stranger.id, msg(0, f.sigA, 2))),
+			"b's signature by a": handlerErr(s.dups.OnAbort(f.a.id, msg(0, f.sigB, 2))),
+			"other statement":    handlerErr(s.dups.OnAbort(f.a.id, msg(0, sigOther, 0))),
+			"own position":       handlerErr(s.dups.OnAbort(f.a.id, msg(1, f.sigA, 2))),
+			"truncated":          handlerErr(s.dups.OnAbort(f.a.id, truncated(msg(0, f.sigA, 2)))),
 		} {
 			if err == nil {
 				t.Errorf("%s: accepted", name)
 			}
 		}
-		if err := handlerErr(s.onDupAbort(f.a.id, msg(0, f.sigA, 2))); err != nil {
+		if err := handlerErr(s.dups.OnAbort(f.a.id, msg(0, f.sigA, 2))); err != nil {
 			t.Fatal(err)
 		}
 		if (*f.mid.dup.Dup()).Abort.Sigs[0] != f.sigA {
@@ -180,7 +180,7 @@ func TestDupVerdictRules(t *testing.T) {
 			for _, s := range c.failed {
 				f.mid.dup.Answer(s, false, nil)
 			}
-			f.s.dupVerdict(f.mid)
+			f.s.dups.Verdict(dupEp(f.mid))
 			_, banned := f.s.strikes.Banned[f.client.id]
 			_, left := f.s.leftOut[f.client.id]
 			if banned != c.named || left != c.leftOut {
@@ -191,14 +191,9 @@ func TestDupVerdictRules(t *testing.T) {
 			}
 			// The next epoch refuses a silent client (a named one meets the
 			// ban instead), and only the next.
-			next := func(n uint64) *sepoch {
-				d := *f.mid.v.Desc
-				d.Number = n
-				return &sepoch{v: &proto.View{Desc: &d}}
-			}
 			f.s.mu.Lock()
-			err := f.s.dupAdmit(next(f.mid.v.Desc.Number+1), f.client.id)
-			later := f.s.dupAdmit(next(f.mid.v.Desc.Number+2), f.client.id)
+			err := f.s.leftOut.Admit(f.client.id, f.mid.v.Desc.Number+1)
+			later := f.s.leftOut.Admit(f.client.id, f.mid.v.Desc.Number+2)
 			f.s.mu.Unlock()
 			if (err != nil) != c.leftOut || later != nil {
 				t.Errorf("%s: next epoch %v, the one after %v", c.name, err, later)

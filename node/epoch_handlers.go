@@ -47,9 +47,9 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeRoute:
 		return s.onRoute(ctx, from, body)
 	case wire.TypeDupAbort:
-		return s.onDupAbort(from, body)
+		return s.dups.OnAbort(from, body)
 	case wire.TypeDupProof:
-		return s.onDupProof(ctx, from, body, false)
+		return s.dups.OnProof(ctx, from, body, false)
 	case wire.TypeAccuse:
 		return s.onAccuse(from, body)
 	case wire.TypeBlameReq:

@@ -70,9 +70,9 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 	case wire.TypeHandover:
 		return s.onHandover(body)
 	case wire.TypeDupQuery:
-		return s.onDupQuery(ctx, from, body)
+		return s.dups.OnQuery(ctx, from, body)
 	case wire.TypeDupProof:
-		return s.onDupProof(ctx, from, body, true)
+		return s.dups.OnProof(ctx, from, body, true)
 	case wire.TypeWaitList:
 		return s.regs.OnWaitList(ctx, from, body)
 	case wire.TypeIndexReq:

@@ -22,6 +22,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/chunks"
+	"github.com/riffle-net/riffle/node/internal/dupwalk"
 	"github.com/riffle-net/riffle/node/internal/eligible"
 	"github.com/riffle-net/riffle/node/internal/indexserve"
 	"github.com/riffle-net/riffle/node/internal/ltkeys"
@@ -140,6 +141,9 @@ type Server struct {
 	// regs: the registration's handlers (internal/registry,
 	// registration.go).
 	regs registry.Service
+	// dups: a duplicate share's handlers (internal/dupwalk,
+	// dupwalk.go).
+	dups dupwalk.Service
 	pool transport.BufPool // large round buffers (transport's bufpool.go)
 	wg   sync.WaitGroup
 	// The tests' hooks (hooks_riffletest.go); empty in the binary.
@@ -282,6 +286,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.pir = newPIR(s)
 	s.pub = &pubfetch.Service{Host: pubHost{s}, Log: log, Ctx: cctx}
 	s.regs = registry.Service{H: regHost{s}, Keys: &s.keys, Log: log}
+	s.dups = dupwalk.Service{H: dupHost{s}, Log: log, Ctx: cctx, RouteWait: cfg.Timing.DupRouteWait}
 	s.index = &indexserve.Service{Slots: &s.indexSlots, Store: st, Peers: indexPeers{s}, Hooks: indexPeers{s}}
 	s.rb.st, s.rb.log = st, log
 	s.ref.Init(cfg.DataDir, log, s.cert.Of)

@@ -8,9 +8,12 @@
 // epoch's duplicate at one server: the abort and the chain's signatures,
 // early ones kept until this server's own abort, what a waiting client
 // gets, the two clients' answers and the verdict (the rules are package
-// blame's). Package node walks, signs, sends and names (dupwalk.go). A
-// share fault's walk (§4.2 step 3, one position) is the same walk with
-// one start.
+// blame's). Service (service.go) is the duplicate's handlers: the fault
+// walked, signed and broadcast, the verdict, the routes served, the
+// chain's signatures, a client's wait and the two clients' proofs, over
+// what they ask of their server (Host: node's dupwalk.go names the
+// culprits and ends the epoch). A share fault's walk (§4.2 step 3, one
+// position) is the same walk with one start.
 package dupwalk
 
 import (

@@ -19,7 +19,7 @@ import (
 // (shortTimeout, bulkTimeout, pollTimeout: both ends of a stream use them),
 // the roster's helloEvery and rosterTTL (others judge a server live by its
 // hellos), a client's state requests (StateEvery: one period for every
-// client), dupWindow (what a duplicate's clients are given). Also left:
+// client), dupwalk.Window (what a duplicate's clients are given). Also left:
 // the bounds of tables (rosterForget), the re-check periods inside a wait
 // (fractions of a second) and the periods of the lines a user reads
 // (progressEvery).
