@@ -8,6 +8,8 @@ BIN      := bin/riffle
 # (docs/testing.md, "What make test costs").
 GO_STMT := ^[[:space:]]*go ([[:alnum:]_.]+[(]|func)
 RACE_PKGS := $(shell grep -rlE '$(GO_STMT)' --include='*.go' store node pir | xargs -n1 dirname | sort -u | sed 's|^|./|')
+# make test's and make test-serial's flags.
+TESTFLAGS := -tags riffletest -count=1 -timeout 30m -vet=off
 # How many seeds `make swarm` runs.
 SEEDS    ?= 100
 
@@ -49,6 +51,9 @@ lint:
 # Every test, and beside it the race detector over the packages whose
 # concurrency matters (in -short mode, docs/testing.md): the race pass's
 # output follows the full pass's, and either failing fails the target.
+# Both passes run with -vet=off: vet, a prerequisite, has run every
+# analyzer over the same files and tags (go test's own vet is a subset of
+# them, run again in each pass).
 # node's network tests run in virtual time on an in-memory network and use
 # the CPU; a few run real libp2p on loopback, and cmd/riffle's run real
 # processes in real time, up to 8 at once, waiting more than computing:
@@ -57,18 +62,18 @@ lint:
 # each part costs: docs/testing.md, "What make test costs".
 test: vet fmt-check
 	@racelog=$$(mktemp); trap 'rm -f "$$racelog"' EXIT; \
-	$(GO) test -tags riffletest -count=1 -timeout 30m -race -short $(RACE_PKGS) >"$$racelog" 2>&1 & race=$$!; \
-	echo "$(GO) test -tags riffletest -count=1 -timeout 30m ./..."; \
-	full=0; $(GO) test -tags riffletest -count=1 -timeout 30m ./... || full=$$?; \
+	$(GO) test $(TESTFLAGS) -race -short $(RACE_PKGS) >"$$racelog" 2>&1 & race=$$!; \
+	echo "$(GO) test $(TESTFLAGS) ./..."; \
+	full=0; $(GO) test $(TESTFLAGS) ./... || full=$$?; \
 	racerc=0; wait $$race || racerc=$$?; \
-	echo "$(GO) test -tags riffletest -count=1 -timeout 30m -race -short $(RACE_PKGS)"; \
+	echo "$(GO) test $(TESTFLAGS) -race -short $(RACE_PKGS)"; \
 	cat "$$racelog"; \
 	if [ $$full -ne 0 ] || [ $$racerc -ne 0 ]; then echo "make test: full pass exited $$full, race pass $$racerc"; exit 1; fi
 
 # The same, one package at a time.
 test-serial: vet fmt-check
-	$(GO) test -tags riffletest -count=1 -p 1 ./...
-	$(GO) test -tags riffletest -count=1 -p 1 -race -short $(RACE_PKGS)
+	$(GO) test $(TESTFLAGS) -p 1 ./...
+	$(GO) test $(TESTFLAGS) -p 1 -race -short $(RACE_PKGS)
 
 # Seeded runs of whole networks under random faults, in virtual time
 # (node/swarm_test.go): seeds 1..SEEDS (SEEDS=A-B: seeds A..B), then the
