@@ -153,6 +153,9 @@ type roundsState struct {
 	// noCloseAsking: this server gathers the attestations that the
 	// leader never closed the registration (rotate.go endUnclosedLocked).
 	noCloseAsking bool
+	// staleAsking: this server ends the epoch for a stale round
+	// (stale.go endStaleLocked).
+	staleAsking bool
 	// rootAt: when each signed root came here (roots.go); openAt: when
 	// each round opened here by the group's schedule (round q − mixDepth
 	// published or void here, the setup verified for the first rounds,

@@ -64,3 +64,6 @@ func (s *Server) RoundEpoch() (uint64, []peer.ID) {
 	}
 	return 0, nil
 }
+
+// Refusals is the refusal-budget count of each server charged here.
+func (s *Server) Refusals() map[peer.ID]int { return s.ref.RefusalCounts() }

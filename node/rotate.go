@@ -94,10 +94,10 @@ func (s *Server) running() bool {
 // is short (below --min-servers, or holding at most half of the chain of
 // the last number's certificate: certs.HoldsPrevGroup), the timeout does
 // not run; past it, this server signs a timeout of the number (once every
-// T_lead until it is certified). An epoch whose S_0 restarted mid-epoch
-// still holds the others' turns (the swarm's seed 91, open: yielding on
-// quiet let a corrupt minority end healthy epochs and frame;
-// TestStaleEpochYieldsTurn is skipped until staleness follows the dues).
+// T_lead until it is certified). An epoch holds the turn until it ends:
+// one stale by its dues is ended here (stale.go), never one that was only
+// quiet (a corrupt minority that passes its parts on late, inside their
+// dues, then ended healthy epochs and had honest servers charged).
 func (s *Server) takeTurn() (uint64, []peer.ID) {
 	if s.amnesia.Lost(s.cert.Top()) != nil {
 		return 0, nil
@@ -108,6 +108,9 @@ func (s *Server) takeTurn() (uint64, []peer.ID) {
 	short := len(full) < s.cfg.MinServers || (n == 1 && s.who.CheckFounding(full) != nil) || !s.cert.HoldsPrevGroup(n, full)
 	s.mu.Lock()
 	s.endUnclosedLocked()
+	for _, e := range s.epochs {
+		s.endStaleLocked(e)
+	}
 	if short || s.running() {
 		s.progressed()
 		s.mu.Unlock()

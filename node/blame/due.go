@@ -300,3 +300,20 @@ func (d Dues) VoidAfter(r *Round, k int) time.Time {
 	}
 	return until
 }
+
+// Stale is when round r, open here, is stale if neither its publication
+// nor a void of it came: three round limits past the last part's due
+// (Due). Before it S_0 takes its own path for a missing publication (a
+// quarter limit past the same due, the holders asked a round limit, then
+// its void or its abort), with a limit to spare for the spread of the
+// openings. Only the dues count, never how long the round was quiet: a
+// corrupt minority that passes its parts on late, inside their dues,
+// makes no round stale (TestRev2SlowRoundSupersedesEpoch, node). Zero
+// while the round is not open.
+func (d Dues) Stale(r *Round) time.Time {
+	due := d.Due(r)
+	if len(due) == 0 {
+		return time.Time{}
+	}
+	return due[len(due)-1].Add(3 * d.Limit)
+}

@@ -265,3 +265,28 @@ func TestLackEnd(t *testing.T) {
 		t.Errorf("S_1 gives up %v after its start, want a Window", got.Sub(sent0))
 	}
 }
+
+// TestStaleFromDues: a round is stale three round limits past its last
+// part's due, which a part that came (here S_0's, late) moves on, and
+// never while it is not open.
+func TestStaleFromDues(t *testing.T) {
+	d := Dues{Limit: 2 * time.Second}
+	hop := d.Window()
+	r := &Round{Open: t0, Self: 2, Parts: make([]time.Time, 3)}
+	// No part came: S_0's due, then a hop for each later part.
+	want := t0.Add(d.Limit + 3*hop + 3*d.Limit)
+	if got := d.Stale(r); !got.Equal(want) {
+		t.Errorf("stale %v after the opening, want %v", got.Sub(t0), want.Sub(t0))
+	}
+	r.Parts[0] = t0.Add(d.Limit + hop) // S_0's part at its due
+	if got := d.Stale(r); !got.Equal(want) {
+		t.Errorf("S_0's part at its due: stale %v after the opening, want %v", got.Sub(t0), want.Sub(t0))
+	}
+	r.Parts[1] = t0.Add(d.Limit + hop + hop/2)
+	if got, w := d.Stale(r), t0.Add(d.Limit+hop+hop/2+hop+3*d.Limit); !got.Equal(w) {
+		t.Errorf("S_1's part half a hop late: stale %v after the opening, want %v", got.Sub(t0), w.Sub(t0))
+	}
+	if !d.Stale(&Round{Parts: make([]time.Time, 3)}).IsZero() {
+		t.Error("a round not open is stale")
+	}
+}
