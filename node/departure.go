@@ -4,15 +4,17 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// checkDepartures ends the epoch as soon as a departed client's cover
-// window is spent (§5.4), instead of letting the leader wait out the round
-// limit. When round r's list is final, a primary looks at each of its
-// clients whose connection is gone: if the client never submitted an onion
-// for round r+1, that round cannot be filled and the epoch ends now. The
-// already-submitted onions have kept the slot filled until here, as §5.4
-// wants; the end says only that a client left (which the closed connection
-// shows anyway), never which slot. A connected client is never judged:
-// its onion for r+1 was sent W ≥ 1 rounds ahead.
+// checkDepartures notes a departed client's slot dry once its cover
+// window is spent (§5.4): when round r's list is final, a primary looks at
+// each of its clients whose connection is gone, and one that never
+// submitted an onion for round r+1 ran dry; it counts against the client's
+// key here at the epoch's end (ltexclude.go). The primary does not end the
+// epoch for it: its word that a client left is no evidence, and an abort
+// of its own would charge it, honest, to its refusal budget for what its
+// client did. The round cannot be filled, and S_0 ends the epoch at the
+// round limit with the abort of an unfilled round, which charges no server
+// (wire.AbortUnfilled; TestClientCrashChargesNoPrimary). A connected
+// client is never judged: its onion for r+1 was sent W ≥ 1 rounds ahead.
 func (s *Server) checkDepartures(e *sepoch, r uint32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -48,14 +50,11 @@ func (s *Server) checkDeparturesLocked(e *sepoch, r uint32) {
 		e.dry = map[uint32]bool{}
 	}
 	e.dry[sl] = true
-	s.end(e, "a client left and its cover window is spent")
 }
 
-// onDisconnect closes the race the list-time check leaves open: a client
-// whose connection drops after round r's list was final, with no onion
-// for r+1, would otherwise hold the epoch until the round limit, as no
-// later list comes to look again. The check is the same, run now for the
-// newest final list of every epoch this server is a primary in.
+// onDisconnect runs the same check when a client's connection drops
+// after round r's list was final, for the newest final list of every
+// epoch this server is a primary in: no later list may come to look again.
 func (s *Server) onDisconnect(p peer.ID) {
 	if s.h.Connected(p) {
 		return

@@ -15,7 +15,7 @@ import (
 // not end the epoch W rounds later (before, the primary ended it: "a
 // client left and its cover window is spent"). The others go on in the
 // same epoch for well over W rounds after the leave, and the epoch ends
-// only when the handed-over onions run out.
+// only once the handed-over onions ran out, at S_0's round limit.
 func TestHandoverOnLeave(t *testing.T) {
 	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
@@ -61,8 +61,10 @@ func TestHandoverOnLeave(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		// The onions run out: the epoch ends, and the next forms without it.
-		deadline = time.Now().Add(90 * time.Second)
+		// The onions run out: S_0 ends the epoch at the round limit (the
+		// primary's word that its client left is no evidence:
+		// departure.go), and the next forms without it.
+		deadline = time.Now().Add(time.Duration(p.RoundLimitMs)*time.Millisecond + 90*time.Second)
 		for stay.Stats().Epochs == before.Epochs {
 			if time.Now().After(deadline) {
 				t.Fatal("the epoch did not end after the handed-over onions ran out")
