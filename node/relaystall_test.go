@@ -25,6 +25,9 @@ import (
 // control, S_4 answering every ask.
 func TestRelayStallerFramesReceiver(t *testing.T) {
 	for _, stall := range []bool{false, true} {
+		if !stall && raceOn && testing.Short() {
+			continue // 61 s of CPU for both cases under -race: the stall case races every path the control runs
+		}
 		t.Run(fmt.Sprint(stall), func(t *testing.T) { oneStaller(t, stall) })
 	}
 }
@@ -72,6 +75,9 @@ func oneStaller(t *testing.T, stall bool) {
 // ask an honest holder again before its window closed: honest S_2 was
 // charged at every honest server. "0": the control, no staller.
 func TestRelayStallersFrameReceiver(t *testing.T) {
+	if raceOn && testing.Short() {
+		t.Skip("heavy under -race: the full pass runs it; -race covers the concurrent asks and a staller in TestRelayStallerFramesReceiver")
+	}
 	for _, n := range []int{0, 2} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) { stallersFrame(t, n) })
 	}
