@@ -126,6 +126,9 @@ type Client struct {
 	// (closing_client.go).
 	decoys     decoyPool
 	windowRecs map[[32]byte]*wire.Closing
+	// prev is the epoch before the window's epoch, whose manifests the
+	// check at its start covers too (prevcheck.go).
+	prev *prevEpoch
 	// windowBudget is what the window's walk shows of the servers'
 	// refusal budgets (client_budget.go).
 	windowBudget budgetView

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,8 +42,9 @@ import (
 // of that epoch, at its checkpoints and once after its last list
 // (checkpoint.go); a manifest the primary's copy lacks is asked of every
 // other server of the chain at once. The sync at an epoch's start checks
-// no set (what the last epoch named was checked at its end by its
-// clients); if it fails, it is asked of every other server at once.
+// the ids of the window's epochs and of the epoch before (checkWindow),
+// the same for every client of the epoch; if it fails, it is asked of
+// every other server at once.
 //
 // The index retention is a group constant (Params.IndexHours), so a
 // client knows when a manifest is due to leave: it applies a server's
@@ -403,31 +405,49 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 
 // checkWindow checks the copy against the manifest ids that the pools of
 // the decoy window's epochs name (§6.4 v3), each pinned by its closing
-// record, which every chain server of that epoch signed: the same ids for
-// every client of the epoch, whether it was in those epochs or not (a
-// newcomer, a restarted client, one kept out of an epoch). Those the copy
-// lacks are asked of every other server of the chain at once, within half
-// a checkpoint's sync time, and counted and told to the user as the end
+// record, which every chain server of that epoch signed, and those of the
+// epoch before (prevcheck.go): the same epochs for every client of the
+// epoch, whether it was in them or not (a newcomer, a restarted client,
+// one kept out of an epoch). Those the copy lacks are asked of every
+// other server of the chain at once; the record of the epoch before, if
+// the window's replies lacked it, and the ids are had within half a
+// checkpoint's sync time, and counted and told to the user as the end
 // check does; with primaryOK (the primary's sync went through) each is a
 // gap, else each another server gave. Call with c.syncMu held.
 func (c *Client) checkWindow(ctx context.Context, group []wire.GroupEntry, primaryOK bool) {
 	if hooks.NoGapFill(&c.hk) {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, proto.CheckpointSyncTime/2)
+	defer cancel()
 	c.mu.Lock()
-	due, idless := windowDue(c.decoys.epochs)
+	eps, prev := slices.Clone(c.decoys.epochs), c.prev
+	var n uint64
+	if c.epoch != nil {
+		n = c.epoch.v.Desc.Number
+	}
 	c.mu.Unlock()
+	if prev != nil && !hooks.NoPrevCheck(&c.hk) {
+		if prev.pool == nil {
+			c.fetchPrev(ctx, prev)
+		}
+		if prev.pool != nil {
+			eps = append(eps, prev.pool)
+		} else {
+			c.log.Info("no server of the chains gave the closing record of the epoch before: its manifests are checked at the next epoch's start", "epoch", prev.number)
+		}
+	}
+	due, idless := windowDue(eps)
 	if len(idless) > 0 {
 		// The record fixes the layout, so every client of the epoch
 		// leaves the same epochs unchecked.
 		c.log.Info("decoy window: pools signed by an older build name no manifest ids; those epochs' manifests are not checked at this start", "epochs", idless)
 	}
+	hooks.StartCheck(&c.hk, n, eps)
 	missing := c.missingFrom(due)
 	if len(missing) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, proto.CheckpointSyncTime/2)
-	defer cancel()
 	found := c.manifestsFromOthers(ctx, group, missing)
 	gaps := 0
 	for _, id := range missing {

@@ -140,8 +140,10 @@ func (c *Client) fetchWindow(ctx context.Context, v *proto.View) error {
 			return errNoWindow
 		}
 	}
+	prev := prevOf(v, got, &w)
 	c.mu.Lock()
 	c.decoys.set(w.Pools)
+	c.prev = prev
 	c.windowRecs = w.Recs
 	c.windowBudget = budgetView(w.Budget)
 	c.mu.Unlock()

@@ -31,6 +31,8 @@ func HeldDraw(*Hooks) func(io.Reader) ([32]byte, bool)                  { return
 func OwnRule(*Hooks) bool                                               { return false }
 func UnpinnedWindow(*Hooks) bool                                        { return false }
 func Window(*Hooks, *proto.View, func() []*proto.PoolEpoch)             {}
+func StartCheck(*Hooks, uint64, []*proto.PoolEpoch)                     {}
+func NoPrevCheck(*Hooks) bool                                           { return false }
 func NoteHeld(*Hooks, [32]byte)                                         {}
 func OwnNote(*Hooks, *wire.RoundList)                                   {}
 func OwnEnd(*Hooks, *proto.View, int)                                   {}

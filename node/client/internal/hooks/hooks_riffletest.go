@@ -260,6 +260,24 @@ func Window(h *Hooks, v *proto.View, epochs func() []*proto.PoolEpoch) {
 	}
 }
 
+// StartCheck tells the observer the epochs whose manifest ids the check
+// at epoch n's start covered.
+func StartCheck(h *Hooks, n uint64, eps []*proto.PoolEpoch) {
+	o := h.Config.Observe
+	if o == nil || o.StartCheck == nil {
+		return
+	}
+	nums := make([]uint64, 0, len(eps))
+	for _, e := range eps {
+		nums = append(nums, e.Number)
+	}
+	o.StartCheck(n, nums)
+}
+
+// NoPrevCheck reports whether the check at an epoch's start leaves the
+// epoch before out (the rule before, a test's control).
+func NoPrevCheck(h *Hooks) bool { return h.Config.Observe != nil && h.Config.Observe.NoPrevCheck }
+
 // ClientObserver is what the anonymity tests learn from a client: the
 // ground truth the adversary tries to guess (never given to it) and what
 // a global observer of the client's link sees.
@@ -314,4 +332,11 @@ type ClientObserver struct {
 	// newest first, once it holds it; WindowAt: the same by number.
 	Window   func(epoch [32]byte, window [][32]byte)
 	WindowAt func(n uint64, window []uint64)
+	// StartCheck: the epochs whose manifest ids the check at epoch n's
+	// start covered (the window's and the one before).
+	StartCheck func(n uint64, epochs []uint64)
+	// NoPrevCheck breaks §6.4 (v3) on purpose, for the control of the
+	// newcomer's check: the check at an epoch's start covers the window
+	// alone, not the epoch before (the rule before).
+	NoPrevCheck bool
 }
