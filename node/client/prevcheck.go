@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -87,7 +88,17 @@ func (c *Client) fetchPrev(ctx context.Context, p *prevEpoch) {
 			asked[q] = true
 			c.addAddrs(q, g.Addrs)
 			go func() {
-				rep, err := c.callPeer(ctx, q, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: transport.ShortTimeout})
+				r := transport.Request{Proto: transport.ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: transport.ShortTimeout}
+				rep, err := c.callPeer(ctx, q, r)
+				for try := 0; try < windowRetries && errors.Is(err, proto.ErrWindowBusy); try++ {
+					// Every client whose replies lacked the record
+					// asks at once: a busy server is asked again.
+					select {
+					case <-time.After(indexRetryDelay()):
+					case <-ctx.Done():
+					}
+					rep, err = c.callPeer(ctx, q, r)
+				}
 				var w wire.Window
 				if err == nil {
 					err = w.Unmarshal(rep)
