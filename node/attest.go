@@ -79,15 +79,22 @@ func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 		return a
 	}
 	due := e.absenceDue(q)
-	if due == nil {
+	x := e.rounds[q]
+	void := x != nil && x.void
+	if due == nil && !void {
 		return nil
 	}
-	x := e.rounds[q]
 	stop := e.endedAt
 	if x != nil && !x.voidAt.IsZero() && (stop.IsZero() || x.voidAt.Before(stop)) {
 		stop = x.voidAt
 	}
 	m := len(v.Chain)
+	if due == nil {
+		// A void signed here of a round not open here: nothing lacking,
+		// but attested, since a void's charge waits for every
+		// signer's attestation (blame.ChargeOf).
+		return s.keepAttestLocked(e, q, s.signAttestLocked(e, wire.AbortNoPub, q, 0))
+	}
 	if stop.IsZero() {
 		if time.Now().Before(due[m-1]) {
 			return nil
@@ -125,7 +132,12 @@ func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 	if s.hookAttestNone(q) {
 		bits = 0
 	}
-	a := s.signAttestLocked(e, wire.AbortNoPub, q, bits)
+	return s.keepAttestLocked(e, q, s.signAttestLocked(e, wire.AbortNoPub, q, bits))
+}
+
+// keepAttestLocked keeps a, this server's attestation of round q, as
+// the answer ever after. Call with s.mu held.
+func (s *Server) keepAttestLocked(e *sepoch, q uint32, a *wire.Attest) *wire.Attest {
 	if a != nil {
 		if e.attested == nil {
 			e.attested = map[uint32]*wire.Attest{}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -18,6 +19,13 @@ import (
 // spreadCharge sends the evidence held here under ev's key to the servers
 // of chain but this one and skip.
 func (s *Server) spreadCharge(ev *wire.Charge, chain []peer.ID, skip peer.ID) {
+	if d := s.hookSpreadLate(); d > 0 {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(d):
+		}
+	}
 	body := s.ref.HeldCharge(ev)
 	if body == nil {
 		return

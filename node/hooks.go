@@ -91,6 +91,7 @@ func (*Server) hookNoteLate(uint32) time.Duration           { return 0 }
 func (*Server) hookSilentLack(uint32) bool                  { return false }
 func (*Server) hookRootDelay(uint32, peer.ID) time.Duration { return 0 }
 func (*Server) hookAttestNone(uint32) bool                  { return false }
+func (*Server) hookSpreadLate() time.Duration               { return 0 }
 func (*Server) hookProbe(*sepoch, uint32, int)              {}
 func (*Server) hookRefuseEvidence(wire.Type) bool           { return false }
 func (*Server) hookLiar() bool                              { return false }

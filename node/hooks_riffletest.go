@@ -103,6 +103,9 @@ type serverHooks struct {
 	// without a lack notice (claimLack): no claim rides in the void.
 	silentLack func(r uint32) bool
 	attestNone func(r uint32) bool
+	// spreadLate may hold this server's relay of charge evidence to the
+	// chain back that long (slow links to the judging server).
+	spreadLate func() time.Duration
 	// rootTo may make this server keep its signed root of round r from
 	// chain server p, which receiver says is the batch's receiver
 	// (false: not announced to p).
@@ -549,6 +552,13 @@ func (s *Server) hookOpenLate(p peer.ID) time.Duration {
 func (s *Server) hookRootDelay(r uint32, p peer.ID) time.Duration {
 	if h := s.hooks.Load(); h != nil && h.rootDelay != nil {
 		return h.rootDelay(r, p)
+	}
+	return 0
+}
+
+func (s *Server) hookSpreadLate() time.Duration {
+	if h := s.hooks.Load(); h != nil && h.spreadLate != nil {
+		return h.spreadLate()
 	}
 	return 0
 }

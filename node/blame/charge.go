@@ -130,12 +130,32 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 		}
 	}
 	lacked := AttestedLacking(ev.Attests)
+	attested := map[uint16]bool{} // signers with an attestation here, equivocators too
+	for _, a := range ev.Attests {
+		if a.Kind != wire.ClaimLack {
+			attested[a.Signer] = true
+		}
+	}
 	// backed: more than half of the chain's servers other than j lacked
 	// j's part.
 	backed := func(j int) bool {
 		n := 0
 		for i, bits := range lacked {
 			if int(i) != j && bits&(1<<uint(j)) != 0 {
+				n++
+			}
+		}
+		return 2*n > m-1
+	}
+	// mayBack: j's part could still be backed by the attestations not in
+	// the evidence yet, each counted as lacking it.
+	mayBack := func(j int) bool {
+		n := 0
+		for i := range m {
+			if i == j {
+				continue
+			}
+			if bits, ok := lacked[uint16(i)]; ok && bits&(1<<uint(j)) != 0 || !attested[uint16(i)] {
 				n++
 			}
 		}
@@ -175,6 +195,17 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 		for j := range m {
 			if backed(j) {
 				return ctx.Chain[j], fmt.Sprintf("round %d: no part from position %d (attested)", round, j), nil
+			}
+			// Every signer of a void attested as it signed (the
+			// round's attestation, node signVoid): until the verdict
+			// is one that no attestation still to come can move, the
+			// void charges nobody. Judged on a server's own
+			// attestation alone, the void charged its claimant for
+			// the milliseconds before the others' came, whatever
+			// they then backed (TestEarlyRootLateInputFramesS0,
+			// node).
+			if ev.Kind == wire.EvVoid && mayBack(j) {
+				return "", fmt.Sprintf("round %d: position %d's part may still be backed: %s", round, j, claimOf), nil
 			}
 		}
 		if claimant > 0 {

@@ -134,10 +134,14 @@ func TestVoidChargesUnbackedClaimant(t *testing.T) {
 		attests []wire.Attest
 		want    peer.ID
 	}{
-		{"split: S_0 lacks S_2's part, S_3 S_1's", []wire.Attest{claim, sign(0, wire.AbortNoPub, 1<<2), sign(3, wire.AbortNoPub, 1<<1)}, chain[2]},
-		{"no claim: the proposer", []wire.Attest{sign(0, wire.AbortNoPub, 1<<2), sign(3, wire.AbortNoPub, 1<<1)}, chain[0]},
+		{"split: S_0 lacks S_2's part, S_3 S_1's", []wire.Attest{claim, sign(0, wire.AbortNoPub, 1<<2), sign(1, wire.AbortNoPub, 0), sign(2, wire.AbortNoPub, 0), sign(3, wire.AbortNoPub, 1<<1)}, chain[2]},
+		{"no claim: the proposer", []wire.Attest{sign(0, wire.AbortNoPub, 1<<2), sign(1, wire.AbortNoPub, 0), sign(2, wire.AbortNoPub, 0), sign(3, wire.AbortNoPub, 1<<1)}, chain[0]},
 		{"the signer backed: the signer", []wire.Attest{claim, sign(2, wire.AbortNoPub, 1<<1), sign(0, wire.AbortNoPub, 1<<1), sign(3, wire.AbortNoPub, 1<<1)}, chain[1]},
-		{"the claim is no attestation of its own", []wire.Attest{claim, sign(0, wire.AbortNoPub, 1<<1), sign(3, wire.AbortNoPub, 1<<1)}, chain[1]},
+		{"the claim is no attestation of its own", []wire.Attest{claim, sign(0, wire.AbortNoPub, 1<<1), sign(1, wire.AbortNoPub, 0), sign(3, wire.AbortNoPub, 1<<1)}, chain[1]},
+		// A verdict that an attestation still to come could move
+		// charges nobody yet: the split's, S_1's and S_2's not in.
+		{"split, two attestations missing: nobody yet", []wire.Attest{claim, sign(0, wire.AbortNoPub, 1<<2), sign(3, wire.AbortNoPub, 1<<1)}, ""},
+		{"the proposer's attestation alone: nobody yet", []wire.Attest{claim, sign(0, wire.AbortNoPub, 1<<2)}, ""},
 		{"claim and attestation of one signer are no equivocation", []wire.Attest{claim, sign(2, wire.AbortNoPub, 1<<1), sign(3, wire.AbortNoPub, 1<<1)}, chain[1]},
 	} {
 		ev := &wire.Charge{Kind: wire.EvVoid, Number: num, Item: item}
