@@ -86,8 +86,8 @@ func TestWouldServeAsPrepare(t *testing.T) {
 		asked.ref.Add(
 			chargelog.Record{Peer: out.String(), Number: top, Window: m, Reason: "test"},
 			chargelog.Record{Peer: out.String(), Number: top + 1, Window: m, Reason: "test"})
-		if !asked.refusalOut(out) {
-			t.Fatal("s0 is not out for its budget at s3")
+		if !asked.refusalOutAt(out, top+2) {
+			t.Fatal("s0 is not out of number top+2 for its budget at s3")
 		}
 		var chain []peer.ID
 		for _, s := range tn.servers {

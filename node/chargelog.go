@@ -77,7 +77,8 @@ func chargeCtxLocked(cs *certs.Certs, e *sepoch) blame.Context {
 // onCharge takes evidence from a server: for an epoch held here and a
 // sender of its chain, as an abort or void of that epoch (the abort ends
 // it); otherwise checked against the certificate of its number, from a
-// roster server, recent enough to count.
+// roster server, recent enough to count, or held until that certificate
+// comes (chargelog.Pend).
 func (s *Server) onCharge(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var ev wire.Charge
 	if err := ev.Unmarshal(body); err != nil {
@@ -128,6 +129,17 @@ func (s *Server) onCharge(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	}
 	c, ok := s.cert.Of(ev.Number)
 	if !ok || c.Epoch != id {
+		// Its certificate has not come (or not yet the one that names
+		// its epoch): held for it, from a server of the group only.
+		if s.groupPeer(from) && s.ref.Pend(from, id, &ev, s.cert.Top()) {
+			// The certificate may have come meanwhile, its Rejudge
+			// run: judge what waits for it.
+			if c, ok := s.cert.Of(ev.Number); ok && c.Epoch == id {
+				if ctx, err := blame.CertContext(c); err == nil {
+					s.ref.Rejudge(ev.Number, ctx)
+				}
+			}
+		}
 		return wire.TypeAck, ack, nil
 	}
 	ctx, err := blame.CertContext(c)

@@ -34,21 +34,22 @@ import (
 // derivedChain is the chain of the number after prev's, in chain order.
 // Never call with s.mu held.
 func (s *Server) derivedChain(prev *wire.Cert) []peer.ID {
-	ids := s.groupChain()
 	if prev == nil || prev.Kind == wire.CertNone {
-		return ids
+		return s.groupChain()
 	}
+	n := prev.Number + 1
+	ids := s.groupChainAt(n)
 	have := map[peer.ID]bool{}
 	for _, p := range ids {
 		have[p] = true
 	}
 	live := map[peer.ID]bool{}
-	for _, p := range s.chain() {
+	for _, p := range s.chainAt(n) {
 		live[p] = true
 	}
 	for _, b := range prev.Chain {
 		p := peer.ID(b)
-		if !have[p] && live[p] && !s.refusalOut(p) {
+		if !have[p] && live[p] && !s.refusalOutAt(p, n) {
 			have[p] = true
 			ids = append(ids, p)
 		}
@@ -80,12 +81,12 @@ func (s *Server) checkLeftOut(p *wire.Prepare) error {
 		in[string(b)] = true
 	}
 	live := map[peer.ID]bool{}
-	for _, q := range s.chain() {
+	for _, q := range s.chainAt(p.Number) {
 		live[q] = true
 	}
 	for _, b := range p.Previous.Chain {
 		d := peer.ID(b)
-		if in[string(b)] || d == s.h.ID() || !live[d] || s.refusalOut(d) {
+		if in[string(b)] || d == s.h.ID() || !live[d] || s.refusalOutAt(d, p.Number) {
 			continue
 		}
 		ids := make([]peer.ID, 0, len(p.Chain)+1)
@@ -140,7 +141,8 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 	// left it out: one server that counted another out for its budget,
 	// where the leader did not, held the group without an epoch for good
 	// (the swarm's seed 5; TestWouldServeAsPrepare).
-	pos, err := roster.Members(p.Chain, s.h.ID(), "would-serve chain", s.cfg.MinServers, s.rb.serverExcluded, s.refusalOut, s.eligible)
+	out := func(q peer.ID) bool { return s.refusalOutAt(q, p.Number) }
+	pos, err := roster.Members(p.Chain, s.h.ID(), "would-serve chain", s.cfg.MinServers, s.rb.serverExcluded, out, s.eligible)
 	if err != nil {
 		return 0, nil, err
 	}

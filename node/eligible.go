@@ -40,7 +40,12 @@ func (s *Server) eligibleChain() []peer.ID {
 // pins left aside): the chain the leader rotation runs over (rotate.go),
 // so that servers with different pins agree on the leaders.
 func (s *Server) groupChain() []peer.ID {
-	return s.who.Filter(s.h.ID(), s.chain(), s.lastNumber(), false)
+	return s.groupChainAt(s.cert.Next())
+}
+
+// groupChainAt is groupChain for number n.
+func (s *Server) groupChainAt(n uint64) []peer.ID {
+	return s.who.Filter(s.h.ID(), s.chainAt(n), s.lastNumber(), false)
 }
 
 // noteWithdrawal records the server whose refusal in err is a withdrawal,

@@ -108,7 +108,8 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	// Servers out for their refusal budget stay in a chain that would
 	// fall below --min-servers without them, as in chain().
-	pos, err := roster.Members(p.Chain, s.h.ID(), "prepared chain", s.cfg.MinServers, s.rb.serverExcluded, s.refusalOut, func(id peer.ID) error {
+	out := func(q peer.ID) bool { return s.refusalOutAt(q, p.Number) }
+	pos, err := roster.Members(p.Chain, s.h.ID(), "prepared chain", s.cfg.MinServers, s.rb.serverExcluded, out, func(id peer.ID) error {
 		if s.roster.get(id) == nil && id != from {
 			return fmt.Errorf("node: prepared chain has %s, not a live server here", id.ShortString())
 		}

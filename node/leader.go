@@ -151,7 +151,7 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 	// The servers this chain leaves out for their refusal budget are out
 	// at every server only if every server has the aborts that count
 	// (refusals.go).
-	s.handEvidence(ctx, chain)
+	s.handEvidence(ctx, chain, number)
 	reps, err := s.each(ctx, chain, transport.Request{Proto: ProtoEpoch, Type: wire.TypePrepare, Body: prep.Marshal(), Timeout: transport.ShortTimeout})
 	if err != nil {
 		// A server that refused may know numbers this one does not:

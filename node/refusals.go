@@ -252,8 +252,8 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *w
 // abort once, all at once, within shortTimeout (as long as the Prepare
 // may take); the replies do not matter (a server that did not take it
 // refuses the Prepare, and the leader tries again).
-func (s *Server) handEvidence(ctx context.Context, chain []peer.ID) {
-	ev := s.ref.BudgetEvidence(s.h.ID(), s.refusalOut)
+func (s *Server) handEvidence(ctx context.Context, chain []peer.ID, n uint64) {
+	ev := s.ref.BudgetEvidence(s.h.ID(), func(p peer.ID) bool { return s.refusalOutAt(p, n) })
 	if len(ev) == 0 {
 		return
 	}
@@ -263,6 +263,12 @@ func (s *Server) handEvidence(ctx context.Context, chain []peer.ID) {
 			others = append(others, p)
 		}
 	}
+	s.sendBudget(ctx, others, ev)
+}
+
+// sendBudget sends each piece of ev to the servers to at once, within
+// shortTimeout.
+func (s *Server) sendBudget(ctx context.Context, others []peer.ID, ev [][]byte) {
 	ctx, cancel := context.WithTimeout(ctx, transport.ShortTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -332,17 +338,19 @@ func (s *Server) watchCause(e *sepoch, key string) {
 	}
 }
 
-// refusalOut reports whether p is left out of the next chain for its
-// refusal budget. Never call with s.mu held.
+// refusalOut reports whether p is left out of the chain of the next
+// number certified here for its refusal budget (refusalOutAt).
 func (s *Server) refusalOut(p peer.ID) bool {
-	until := s.ref.OutUntil(p)
-	if until == 0 {
-		return false
-	}
-	s.mu.Lock()
-	next := s.number + 1
-	s.mu.Unlock()
-	return next <= until
+	return s.refusalOutAt(p, s.cert.Next())
+}
+
+// refusalOutAt reports whether p is out of number n's chain for its
+// refusal budget: a function of the evidence logged and n alone, never
+// of the number this server reached (one that had signed an open
+// descriptor past its certificates counted a window that had ended for
+// the others; TestLogReplayAgrees).
+func (s *Server) refusalOutAt(p peer.ID, n uint64) bool {
+	return s.ref.OutAt(p, n)
 }
 
 // writeFileSync writes v as JSON durably (closingsigned.go).

@@ -196,13 +196,11 @@ func TestRefusalCountsSurviveRestart(t *testing.T) {
 			chargelog.Record{Peer: bad.String(), Number: 9, Window: 3, Reason: "no"},
 		)
 		s.ref.Save()
-		s.number = 9
 
 		again := &Server{cfg: ServerConfig{DataDir: dir}, log: quietLogger()}
 		again.ref.Init(again.cfg.DataDir, again.log, nil)
 		for n, want := range map[uint64]bool{9: true, 11: true, 12: false} {
-			again.number = n
-			if got := again.refusalOut(bad); got != want {
+			if got := again.refusalOutAt(bad, n+1); got != want {
 				t.Fatalf("after epoch %d: out = %v, want %v (excluded for epochs 10..12)", n, got, want)
 			}
 		}

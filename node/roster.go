@@ -39,7 +39,13 @@ func (r *rosterTable) saw(id peer.ID, nick string, addrs []ma.Multiaddr) bool {
 // excluded left out and those out for their refusal budget while enough
 // remain (internal/roster's Chain).
 func (s *Server) chain() []peer.ID {
-	return roster.Chain(s.h.ID(), s.roster.live(), s.rb.serverExcluded, s.refusalOut, s.cfg.MinServers)
+	return s.chainAt(s.cert.Next())
+}
+
+// chainAt is chain for number n: those out for their budget at n left out.
+func (s *Server) chainAt(n uint64) []peer.ID {
+	out := func(p peer.ID) bool { return s.refusalOutAt(p, n) }
+	return roster.Chain(s.h.ID(), s.roster.live(), s.rb.serverExcluded, out, s.cfg.MinServers)
 }
 
 func (s *Server) hello() *wire.Hello {

@@ -77,6 +77,8 @@ type Log struct {
 	// number for pruning.
 	seen map[[32]byte]map[peer.ID]bool
 	num  map[[32]byte]uint64
+	// pending is evidence waiting for its number's certificate (Pend).
+	pending []pend
 }
 
 // Init sets the log's data directory, logger and certificate lookup
@@ -233,6 +235,31 @@ func (rs *Log) OutUntil(p peer.ID) uint64 {
 		prev = r
 	}
 	return until
+}
+
+// OutAt reports whether p is out of the chain of number n for its
+// refusal budget: two counted aborts of numbers below n, less than m
+// numbers apart, the second less than m before n. It reads nothing but
+// the records (their numbers, not this server's own), so servers that
+// hold the same evidence agree at every number, whichever number each
+// has reached (TestLogReplayAgrees).
+func (rs *Log) OutAt(p peer.ID, n uint64) bool {
+	rs.load()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	var prev *Record
+	id := p.String()
+	for i := range rs.recs {
+		r := &rs.recs[i]
+		if r.Peer != id || r.Number >= n || !rs.counted(i) {
+			continue
+		}
+		if prev != nil && r.Number > prev.Number && r.Number-prev.Number < r.Window && n <= r.Number+r.Window {
+			return true
+		}
+		prev = r
+	}
+	return false
 }
 
 // RefusalCounts returns how many aborts are counted here against each

@@ -183,13 +183,18 @@ func (rs *Log) HeldCharge(ev *wire.Charge) []byte {
 // higher rank): a server that certified n by an abort and then took its
 // final certificate must charge what the others charge (seeds 165 and 167
 // of the swarm). Evidence of another epoch than ctx's charges nobody now.
-// Never call with rs.mu held.
+// Evidence held for the certificate (Pend) is logged. Never call with
+// rs.mu held.
 func (rs *Log) Rejudge(n uint64, ctx blame.Context) {
 	rs.load()
 	type judged struct {
 		key, peer, reason string
 	}
 	rs.mu.Lock()
+	var early []wire.Charge
+	if len(ctx.Chain) > 0 {
+		early = rs.takePending(n, ctx.Epoch)
+	}
 	var evs []*wire.Charge
 	for i := range rs.recs {
 		var ev wire.Charge
@@ -211,7 +216,6 @@ func (rs *Log) Rejudge(n uint64, ctx blame.Context) {
 		out = append(out, j)
 	}
 	rs.mu.Lock()
-	defer rs.mu.Unlock()
 	changed := false
 	for _, j := range out {
 		for i := range rs.recs {
@@ -224,6 +228,13 @@ func (rs *Log) Rejudge(n uint64, ctx blame.Context) {
 	if changed {
 		rs.prune()
 		rs.saveRefusalsLocked()
+	}
+	rs.mu.Unlock()
+	// Evidence that came before this certificate is judged now.
+	for i := range early {
+		if _, err := rs.LogCharge(&early[i], ctx, false); err != nil {
+			rs.log.Debug("evidence held for its certificate refused", "number", n, "err", err)
+		}
 	}
 }
 
