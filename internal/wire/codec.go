@@ -99,7 +99,10 @@ func ReadFrameInto(r io.Reader, want Type, max int, bufs *Buffers) ([]byte, erro
 
 // Buffers recycles the buffers frame bodies are read into. Get returns a
 // buffer of length n (its bytes need not be zero); Put takes back one
-// from Get that the reader no longer uses. A nil Put keeps nothing.
+// from Get that the reader no longer uses. A nil Put keeps nothing. Get
+// may hand out the memory of the buffer it replaces (a client's answer
+// buffer does, TestBodyIntoOneReusedBuffer): a body is never read into
+// two of Get's buffers at once.
 type Buffers struct {
 	Get func(n int) []byte
 	Put func(b []byte)
