@@ -5,6 +5,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/window"
 )
 
 // TestAbortAfterFinalRefused (issue 26, F3): any member of a final
@@ -54,7 +55,7 @@ func TestAbortAfterFinalRefused(t *testing.T) {
 			t.Error("an abort of K, final here, taken as the previous certificate of K+1")
 		}
 		timeout := &wire.Cert{Kind: wire.CertTimeout, Number: K + 1}
-		if err := s.checkGap(K+2, timeout, []wire.Cert{*forged}); err == nil {
+		if err := window.CheckGap(&s.cert, K+2, timeout, []wire.Cert{*forged}); err == nil {
 			t.Error("an abort of K, final here, taken in the gap of K+2")
 		}
 		if c, _ := s.cert.Of(K); c.Kind != wire.CertFinal {

@@ -164,9 +164,10 @@
 //     are package internal/roundstep's (no I/O, no lock, network-free tests).
 //   - closing.go: the closing record of an epoch, signed by every chain
 //     server and logged in the index log (§5.2, §7 v3).
-//   - window.go: the lists an epoch's decoy pool is drawn from, and the
-//     window's requests (§6.3 v3); window_prepare.go: a member's check of a Prepare's gap
-//     of certificates.
+//   - window.go: the lists an epoch's decoy pool is drawn from, and who
+//     a peer asking for the window is (winPeers, §6.3 v3);
+//     window_prepare.go: the window a Prepare pins, held before a member
+//     answers.
 //   - internal/window (package window): the window's items a server
 //     keeps by record digest and the walk it serves for a number, the
 //     window a leader pins and every member checks and holds before it

@@ -67,7 +67,7 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeWouldServe:
 		return s.onWouldServe(ctx, from, body)
 	case wire.TypeWindowReq:
-		return s.onServerWindowReq(ctx, from, body)
+		return s.wins.OnServerReq(ctx, from, body)
 	case wire.TypeIndexReq:
 		return s.index.OnServerIndexReq(ctx, from, body)
 	case wire.TypeAttestReq:
@@ -174,7 +174,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 			return 0, nil, fmt.Errorf("node: the gap's certificate of %d: %w", p.Gap[i].Number, err)
 		}
 	}
-	if err := s.checkGap(p.Number, &p.Previous, p.Gap); err != nil {
+	if err := window.CheckGap(&s.cert, p.Number, &p.Previous, p.Gap); err != nil {
 		return 0, nil, err
 	}
 	// §6.3 (v3): the window the Prepare pins is held here before this

@@ -78,7 +78,7 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 	case wire.TypeIndexReq:
 		return s.index.OnIndexReq(ctx, from, body)
 	case wire.TypeWindowReq:
-		return s.onWindowReq(ctx, from, body)
+		return s.wins.OnClientReq(ctx, from, body)
 	case wire.TypeStateReq:
 		return s.onStateReq(ctx, from)
 	case wire.TypeReceiptSet:

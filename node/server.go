@@ -179,8 +179,10 @@ type Server struct {
 	// amnesia: this server lost its records and signs nothing for now
 	// (internal/signed).
 	amnesia signed.Amnesia
-	// win keeps and serves the window's items (internal/window).
-	win window.Items
+	// win keeps the window's items, wins serves them and asks for them
+	// (internal/window, window.go).
+	win  window.Items
+	wins window.Service
 	// catch is the catch-up (internal/catchup).
 	catch catchup.Catchup
 
@@ -283,6 +285,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.cert.Init(certEnv{s}, cfg.DataDir, log, cfg.Timing.CertSyncEvery, cfg.Timing.CertSyncStart, kept, top)
 	s.catch.Init(catchEnv{s}, st, log, &s.cfg.Timing)
 	s.win = window.Items{St: st, Src: winSrc{s}, Log: log}
+	s.wins = window.Service{Items: &s.win, Peers: winPeers{s}}
 	s.pir = newPIR(s)
 	s.pub = &pubfetch.Service{Host: pubHost{s}, Log: log, Ctx: cctx}
 	s.regs = registry.Service{H: regHost{s}, Keys: &s.keys, Log: log}

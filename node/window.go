@@ -2,8 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
-	"sync"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -51,51 +49,25 @@ func (s *Server) keepWindowItem(e *sepoch, c *wire.Closing, rec []byte) {
 	s.win.Put(window.ItemKey(v.ID, [32]byte{}), it)
 }
 
-// onWindowReq answers a client's request for the window before an epoch
-// number: for each number below it, back BudgetLookback numbers, the
-// certified epoch's descriptor without clients, closing record and pool
-// as far as this server holds them. The client checks every part.
-func (s *Server) onWindowReq(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
-	var q wire.WindowReq
-	if err := q.Unmarshal(body); err != nil {
-		return 0, nil, err
-	}
-	if s.hookWindowRefuse(from) {
-		return 0, nil, errors.New("node: window request refused")
-	}
-	// Any peer may ask, before it registers: a window costs what a few
-	// index pages cost, so it takes one of the window slots
-	// (slots.MaxWindowServing, one a peer, slots.MaxWindowPerRange a range), held
-	// until the reply is written or its short deadline passed.
-	if err := s.windowSlots.EnterClient(ctx, from, s.addrRange(from)); err != nil {
-		return 0, nil, err
-	}
-	w := wire.Window{Items: s.win.Served(q.Number)}
-	s.hookWindowReply(from, &w)
-	return wire.TypeWindow, w.Marshal(), nil
+// The window is served and asked for by package internal/window
+// (Service); winPeers is who a peer is and its slots, as it asks.
+type winPeers struct{ s *Server }
+
+func (w winPeers) Self() peer.ID                     { return w.s.h.ID() }
+func (w winPeers) Group(p peer.ID) bool              { return w.s.groupPeer(p) }
+func (w winPeers) Refuse(p peer.ID) bool             { return w.s.hookWindowRefuse(p) }
+func (w winPeers) Reply(p peer.ID, win *wire.Window) { w.s.hookWindowReply(p, win) }
+
+func (w winPeers) Call(ctx context.Context, p peer.ID, r transport.Request) ([]byte, error) {
+	return transport.Call(ctx, w.s.h, p, r)
 }
 
-// onServerWindowReq answers, over the epoch protocol, a server of the
-// group that asks for the window before an epoch number (winSrc.Ask): a
-// member of N's chain that lacks a part of the window N's Prepare pins,
-// N's leader choosing it, or a server asked whether it would serve. It
-// takes none of the clients' slots, so peers with no role that hold those
-// keep no member from the window it must hold to answer the Prepare; a
-// peer outside the group is refused before any work, and a server has
-// one reply at a time.
-func (s *Server) onServerWindowReq(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
-	if !s.groupPeer(from) {
-		return 0, nil, errors.New("node: window requests on the epoch protocol only from the group's servers")
-	}
-	var q wire.WindowReq
-	if err := q.Unmarshal(body); err != nil {
-		return 0, nil, err
-	}
-	if err := s.enterServer(ctx, &s.windowSlots.Servers, from); err != nil {
-		return 0, nil, err
-	}
-	w := wire.Window{Items: s.win.ServedToServers(q.Number)}
-	return wire.TypeWindow, w.Marshal(), nil
+func (w winPeers) EnterClient(ctx context.Context, p peer.ID) error {
+	return w.s.windowSlots.EnterClient(ctx, p, w.s.addrRange(p))
+}
+
+func (w winPeers) EnterServer(ctx context.Context, p peer.ID) error {
+	return w.s.enterServer(ctx, &w.s.windowSlots.Servers, p)
 }
 
 // groupPeer reports whether p is a server of the group here: of a
@@ -144,36 +116,9 @@ func (s *Server) certPeer(p peer.ID) bool {
 // pinned, while the window has room for it or pins an older epoch, is
 // refused: it is the leader's signed choice, public in the Prepare.
 
-// Ask asks the peers other than this server, servers of the group, for
-// the window before number over the epoch protocol (onServerWindowReq),
-// at once, and returns what those that answered gave.
+// Ask asks the group's servers for the window (window.Service.Ask).
 func (w winSrc) Ask(ctx context.Context, peers []peer.ID, number uint64) []wire.WindowItem {
-	s := w.s
-	req := (&wire.WindowReq{Number: number}).Marshal()
-	var (
-		mu  sync.Mutex
-		out []wire.WindowItem
-		wg  sync.WaitGroup
-	)
-	for _, p := range peers {
-		if p == s.h.ID() {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rep, err := transport.Call(ctx, s.h, p, transport.Request{Proto: ProtoEpoch, Type: wire.TypeWindowReq, Body: req, Timeout: transport.ShortTimeout, Max: proto.MaxLookbackWindow})
-			var w wire.Window
-			if err != nil || w.Unmarshal(rep) != nil {
-				return
-			}
-			mu.Lock()
-			out = append(out, w.Items...)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return out
+	return w.s.wins.Ask(ctx, peers, number)
 }
 
 // The walk past a timeout (§6.3 v3). A timeout certificate names no

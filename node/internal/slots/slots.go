@@ -130,7 +130,7 @@ func (g *Index) All() int {
 	return g.all
 }
 
-// Window replies served at once (node's window.go). Every client of an
+// Window replies served at once (package window's Service). Every client of an
 // epoch asks every server of the chain for the same window before it
 // registers, when no server counts it as one of its clients yet: in the
 // outsiders' share of the index slots (8), a server refused most of the

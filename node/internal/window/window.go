@@ -7,9 +7,11 @@
 // (prepare.go), the leader's choice and a member's check of a pinned
 // window (pin.go), and each epoch's decoy pool as a function of its
 // published lists (pool.go). Items does no I/O but its store's and its
-// server's (Source.Ask), and has its own leaf lock. Package node serves
-// and asks for windows and checks a Prepare's gap (window.go,
-// window_prepare.go).
+// server's (Source.Ask), and has its own leaf lock. Service (serve.go)
+// serves the window to clients and to the group's servers, each in its
+// slots, and asks the servers for it, over what it asks of its server
+// (Peers); CheckGap is a member's check of a Prepare's gap of
+// certificates. Package node says who a peer is (window.go).
 package window
 
 import (
