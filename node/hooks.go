@@ -89,6 +89,7 @@ func (*Server) hookRootTo(uint32, peer.ID, bool) bool       { return true }
 func (*Server) hookDropIn(uint32) bool                      { return false }
 func (*Server) hookNoteLate(uint32) time.Duration           { return 0 }
 func (*Server) hookSilentLack(uint32) bool                  { return false }
+func (*Server) hookVoidWait(uint32)                         {}
 func (*Server) hookRootDelay(uint32, peer.ID) time.Duration { return 0 }
 func (*Server) hookAttestNone(uint32) bool                  { return false }
 func (*Server) hookSpreadLate() time.Duration               { return 0 }

@@ -169,6 +169,8 @@ type serverHooks struct {
 	// holdSubs may make this server, as a primary, keep its clients'
 	// onions of round r of an epoch from S_0 (never forwarded).
 	holdSubs func(epoch [32]byte, r uint32) bool
+	// voidWait sees S_0 start its wait to void round r on a lack claim.
+	voidWait func(r uint32)
 }
 
 // recvHook sees every frame body a host of this package receives: each
@@ -420,6 +422,12 @@ func (s *Server) hookServeLate(r uint32) time.Duration {
 		return h.serveLate(r)
 	}
 	return 0
+}
+
+func (s *Server) hookVoidWait(r uint32) {
+	if h := s.hooks.Load(); h != nil && h.voidWait != nil {
+		h.voidWait(r)
+	}
 }
 
 func (s *Server) hookNoteLate(r uint32) time.Duration {

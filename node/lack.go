@@ -67,6 +67,10 @@ func fetchGrace(e *sepoch) time.Duration { return e.dues().Fetch() }
 
 func keptWindow(e *sepoch) time.Duration { return e.dues().Kept() }
 
+// reaskPause is the pause before a failed ask for the input batch is made
+// again (blame.Dues.Reask).
+func reaskPause(e *sepoch) time.Duration { return e.dues().Reask() }
+
 // keepOut keeps the signed batch b of round r, which this server passes
 // on, for the fetches of its successor and of the servers its successor
 // noted (onGetBatch) until keptWindow has passed or the round's
@@ -304,7 +308,7 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 				}
 			}
 			s.log.Debug("fetch batch", "round", r, "err", err)
-			ctx, cancel = context.WithTimeout(s.ctx, min(250*time.Millisecond, max(time.Until(deadline()), 0)))
+			ctx, cancel = context.WithTimeout(s.ctx, min(reaskPause(e), max(time.Until(deadline()), 0)))
 			_ = s.waitFor(ctx, settled)
 			cancel()
 		}
@@ -366,7 +370,7 @@ func (s *Server) askRelay(ctx context.Context, e *sepoch, r uint32, q []byte, se
 					cancel() // the others' open asks end with it
 					return
 				}
-				wctx, stop := context.WithTimeout(ctx, 250*time.Millisecond)
+				wctx, stop := context.WithTimeout(ctx, reaskPause(e))
 				_ = s.waitFor(wctx, settled)
 				stop()
 			}
@@ -465,9 +469,17 @@ func (s *Server) onLack(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if x.lackBy == 0 {
 		x.lackBy, x.claim = q.S, &c
 	}
+	// One wait a claimant and round: a claimant that resends its claim
+	// (a valid copy each time) starts no more goroutines.
+	first := x.voidWaits&(1<<q.S) == 0
+	x.voidWaits |= 1 << q.S
 	s.mu.Unlock()
+	if !first {
+		return wire.TypeAck, ack, nil
+	}
 	s.log.Warn("a server lacks its input batch", "round", q.Round, "position", q.S)
 	if e.pos == 0 {
+		s.hookVoidWait(q.Round)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()

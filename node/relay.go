@@ -187,7 +187,7 @@ func (s *Server) relayFetch(e *sepoch, q uint32, j int, n *relayNote) {
 			}
 		}
 		s.log.Debug("relay fetch", "round", q, "position", j, "err", err)
-		ctx, cancel = context.WithTimeout(s.ctx, min(250*time.Millisecond, max(time.Until(stop), 0)))
+		ctx, cancel = context.WithTimeout(s.ctx, min(reaskPause(e), max(time.Until(stop), 0)))
 		_ = s.waitFor(ctx, gone)
 		cancel()
 		s.mu.Lock()

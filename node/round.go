@@ -39,6 +39,10 @@ type sround struct {
 	watching, lacked, sending bool
 	lackBy                    uint16
 	claim, ownClaim           *wire.Attest
+	// voidWaits: S_0's wait to void the round on a lack claim runs (or
+	// ran), by claimant position (wire.MaxServers ≤ 64): one a claimant
+	// and round, however many copies of its claim come (onLack).
+	voidWaits uint64
 	// keptServed: the copies of kept handed to each chain position;
 	// notes: by chain position j, the relay of j's batch that its
 	// receiver asked this server for (lack.go relayNote).

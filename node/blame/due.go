@@ -33,6 +33,14 @@ func (d Dues) Kept() time.Duration { return d.Limit }
 // signer, at the least: S_0's wait on a lack claim. A note's body has two.
 func (d Dues) BodyWait() time.Duration { return d.Fetch() }
 
+// Reask is the pause before a receiver asks a holder (its predecessor or a
+// noted server) again for its input batch after an ask failed: half a
+// fetch, so that a copy that comes to a holder by the body's due (a fetch
+// before the window's end) is asked for again inside the window, at a
+// pace that scales with the round limit (a fixed 250 ms was a tenth of a
+// window at a 5 s limit and 4.8 windows at the 100 ms floor).
+func (d Dues) Reask() time.Duration { return d.Fetch() / 2 }
+
 // NoteLast is how long after the batch's part came (Came) an honest
 // receiver's first note may come: the root may reach the receiver a
 // forward later (a fetch after the root came at the forwarder), the

@@ -290,3 +290,25 @@ func TestStaleFromDues(t *testing.T) {
 		t.Error("a round not open is stale")
 	}
 }
+
+// TestReaskScales: the pause before a failed batch ask is made again is
+// half a fetch at every round limit: a copy that reaches a holder by its
+// body's due (a fetch before the lack window closes) is asked for again
+// inside the window, and the asks never spin (at the 100 ms floor of the
+// round limit, a fixed 250 ms pause outlasted the 50 ms window; at 60 s,
+// it asked 240 times a window).
+func TestReaskScales(t *testing.T) {
+	for _, limit := range []time.Duration{100 * time.Millisecond, 2 * time.Second, 4 * time.Second, 10 * time.Second, 60 * time.Second} {
+		d := Dues{Limit: limit}
+		p := d.Reask()
+		if p <= 0 || p >= d.Fetch() {
+			t.Errorf("limit %v: pause %v, want within (0, a fetch %v)", limit, p, d.Fetch())
+		}
+		if asks := d.Window() / p; asks != 8 {
+			t.Errorf("limit %v: %d asks a lack window, want 8", limit, asks)
+		}
+	}
+	if p := (Dues{Limit: 4 * time.Second}).Reask(); p != 250*time.Millisecond {
+		t.Errorf("at a 4 s round limit the pause is %v, want the 250 ms it was", p)
+	}
+}
