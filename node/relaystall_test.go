@@ -33,25 +33,9 @@ func TestRelayStallerFramesReceiver(t *testing.T) {
 }
 
 func oneStaller(t *testing.T, stall bool) {
-	virtual(t, func(t *testing.T) {
-		const m = 5
-		p := testParams(64)
-		p.RoundLimitMs = 4000
-		F := fetchGrace(&sepoch{final: &proto.View{Desc: &wire.Descriptor{Params: p.Wire()}}})
-		bn := startBlameNetParams(t, p, m, m, 2, 2)
-		sig := bn.servers[1]
-		c := &relayRound{lackCase{bad: sig}}
-		sig.hooks.Store(&serverHooks{
-			refuseSucc: c.is,
-			serveLate: func(r uint32) time.Duration {
-				if c.is(r) {
-					return 17 * F / 10
-				}
-				return 0
-			},
-		})
-		var mu sync.Mutex
-		asks := 0
+	var mu sync.Mutex
+	asks := 0
+	relayStall(t, 5, 17, []int{0, 2, 3}, func(bn *blameNet, c *relayRound, _ *serverHooks) {
 		bn.servers[4].hooks.Store(&serverHooks{stallRelay: func(r uint32) bool {
 			if !c.is(r) {
 				return false
@@ -61,9 +45,35 @@ func oneStaller(t *testing.T, stall bool) {
 			asks++
 			return stall && asks > 1
 		}})
+	})
+}
+
+// relayStall runs a relay-stall case on m servers: S_1 withholds its
+// batch of a round from S_2 and answers the noted servers' fetches
+// late/10 fetches late; set adds the stallers' hooks (and may add to
+// S_1's, h, before they are stored); no server of honest is charged.
+func relayStall(t *testing.T, m, late int, honest []int, set func(bn *blameNet, c *relayRound, h *serverHooks)) {
+	virtual(t, func(t *testing.T) {
+		p := testParams(64)
+		p.RoundLimitMs = 4000
+		F := fetchGrace(&sepoch{final: &proto.View{Desc: &wire.Descriptor{Params: p.Wire()}}})
+		bn := startBlameNetParams(t, p, m, m, 2, 2)
+		sig := bn.servers[1]
+		c := &relayRound{lackCase{bad: sig}}
+		h := &serverHooks{
+			refuseSucc: c.is,
+			serveLate: func(r uint32) time.Duration {
+				if c.is(r) {
+					return time.Duration(late) * F / 10
+				}
+				return 0
+			},
+		}
+		set(bn, c, h)
+		sig.hooks.Store(h)
 		lackShare(t, bn, 3*int(p.ChunkSize)+100)
 		epoch, _ := c.get(t)
-		noHonestCharged(t, bn, epoch, []int{0, 2, 3})
+		noHonestCharged(t, bn, epoch, honest)
 	})
 }
 
@@ -84,30 +94,11 @@ func TestRelayStallersFrameReceiver(t *testing.T) {
 }
 
 func stallersFrame(t *testing.T, n int) {
-	virtual(t, func(t *testing.T) {
-		const m = 7
-		p := testParams(64)
-		p.RoundLimitMs = 4000
-		F := fetchGrace(&sepoch{final: &proto.View{Desc: &wire.Descriptor{Params: p.Wire()}}})
-		bn := startBlameNetParams(t, p, m, m, 2, 2)
-		sig := bn.servers[1]
-		c := &relayRound{lackCase{bad: sig}}
-		sig.hooks.Store(&serverHooks{
-			refuseSucc: c.is,
-			serveLate: func(r uint32) time.Duration {
-				if c.is(r) {
-					return 13 * F / 10
-				}
-				return 0
-			},
-			attestNone: func(r uint32) bool { c.mu.Lock(); defer c.mu.Unlock(); return c.fired && r == c.round },
-		})
+	relayStall(t, 7, 13, []int{0, 2, 3, 4}, func(bn *blameNet, c *relayRound, h *serverHooks) {
+		h.attestNone = func(r uint32) bool { c.mu.Lock(); defer c.mu.Unlock(); return c.fired && r == c.round }
 		for _, i := range []int{5, 6}[:n] {
 			bn.servers[i].hooks.Store(&serverHooks{stallRelay: c.is})
 		}
-		lackShare(t, bn, 3*int(p.ChunkSize)+100)
-		epoch, _ := c.get(t)
-		noHonestCharged(t, bn, epoch, []int{0, 2, 3, 4})
 	})
 }
 
