@@ -104,7 +104,7 @@ clean:
 	rm -rf bin
 
 # Every adversary test (node/adversary_*_test.go) at the default R = 256
-# and k = 1, chunks kept at 16 KiB, at least 200 trials a strategy, one
+# and k = 1, chunks of 1 KiB, at least 200 trials a strategy, one
 # test at a time; hours of CPU (docs/bench/anonymity.md).
 .PHONY: adversary
 adversary:

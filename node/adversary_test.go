@@ -252,13 +252,15 @@ func advFull() bool { return os.Getenv("RIFFLE_ADVERSARY_FULL") != "" }
 // advParams are the parameters of every adversary test: testParams(R)
 // (R small, k = 2, so that a run takes minutes), or with
 // RIFFLE_ADVERSARY_FULL=1 the defaults' R = 256 and k = 1, the two that
-// shape what an adversary sees of the lists. Chunks stay small: their
-// size changes the CPU a round costs, not who asks for what.
+// shape what an adversary sees of the lists, and chunks of 1 KiB: the
+// tests size their files in chunks and the network has no bandwidth, so
+// b changes no chunk count, id or virtual time, only the CPU a round's
+// payloads and answers cost (a sixth of a run's at 16 KiB).
 func advParams(R int) Params {
 	p := testParams(R)
 	if advFull() {
 		d := DefaultParams()
-		p.Rounds, p.K = d.Rounds, d.K
+		p.Rounds, p.K, p.ChunkSize = d.Rounds, d.K, 1<<10
 	}
 	return p
 }
