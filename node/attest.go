@@ -129,7 +129,7 @@ func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 			}
 		}
 	}
-	if s.hookAttestNone(q) {
+	if s.hookRun().AttestNone(q) {
 		bits = 0
 	}
 	return s.keepAttestLocked(e, q, s.signAttestLocked(e, wire.AbortNoPub, q, bits))

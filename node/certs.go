@@ -49,10 +49,10 @@ func (c certEnv) Call(ctx context.Context, p peer.ID, r transport.Request) ([]by
 func (c certEnv) Each(ctx context.Context, peers []peer.ID, r transport.Request) ([][]byte, error) {
 	return c.s.each(ctx, peers, r)
 }
-func (c certEnv) CertChecked(ct *wire.Cert)     { c.s.hookCertChecked(ct) }
-func (c certEnv) HideCerts() bool               { return c.s.hookHideCerts() }
-func (c certEnv) SyncPoked()                    { c.s.hookSyncPoked() }
-func (c certEnv) PushBack(to peer.ID, n uint64) { c.s.hookPushBack(to, n) }
+func (c certEnv) CertChecked(ct *wire.Cert)     { c.s.hookRun().CertChecked(ct) }
+func (c certEnv) HideCerts() bool               { return c.s.hookRun().HideCerts() }
+func (c certEnv) SyncPoked()                    { c.s.hookRun().SyncPoked() }
+func (c certEnv) PushBack(to peer.ID, n uint64) { c.s.hookRun().PushBack(to, n) }
 
 func (c certEnv) Go(f func()) {
 	c.s.wg.Add(1)

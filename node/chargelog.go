@@ -19,7 +19,7 @@ import (
 // spreadCharge sends the evidence held here under ev's key to the servers
 // of chain but this one and skip.
 func (s *Server) spreadCharge(ev *wire.Charge, chain []peer.ID, skip peer.ID) {
-	if d := s.hookSpreadLate(); d > 0 {
+	if d := s.hookRun().SpreadLate(); d > 0 {
 		select {
 		case <-s.ctx.Done():
 			return

@@ -75,7 +75,7 @@ func (s *Server) closeEpoch(e *sepoch) {
 	c := closingOf(e)
 	_, _ = setPool(e, &c) // S_0 holds the lists it states
 	s.mu.Unlock()
-	if s.hookWithholdClosing(&c) {
+	if s.hookCfg().WithholdClosing(&c) {
 		return // broken on purpose: no closing record
 	}
 	prop := wire.ClosingProposal{Closing: c}
@@ -109,7 +109,7 @@ func (s *Server) closeEpoch(e *sepoch) {
 		}
 		c.Sigs = append(c.Sigs, sg.Sig)
 	}
-	if _, err := s.each(ctx, s.hookClosingTo(v.Chain), transport.Request{Proto: ProtoRound, Type: wire.TypeClosing, Body: c.Marshal(), Timeout: transport.BulkTimeout}); err != nil {
+	if _, err := s.each(ctx, s.hookRun().ClosingTo(v.Chain), transport.Request{Proto: ProtoRound, Type: wire.TypeClosing, Body: c.Marshal(), Timeout: transport.BulkTimeout}); err != nil {
 		s.log.Warn("deliver closing record", "epoch", fmt.Sprintf("%x", v.ID[:6]), "err", err)
 	}
 }
@@ -215,7 +215,7 @@ func (s *Server) onClosingProposal(ctx context.Context, from peer.ID, body []byt
 	go func() {
 		defer s.wg.Done()
 		var to []peer.ID
-		for _, q := range s.hookClosingSigTo(v.Chain) {
+		for _, q := range s.hookRun().ClosingSigTo(v.Chain) {
 			if q != s.h.ID() {
 				to = append(to, q)
 			}

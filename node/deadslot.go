@@ -277,7 +277,7 @@ func (s *Server) computeDrop(ctx context.Context, e *sepoch, bl *rblame, t int) 
 			return dropResult{named: serverCulprit(t, "its drop step of round %d is malformed: %v", bl.round, err)}
 		}
 	}
-	if t == e.pos && s.hookLiar() {
+	if t == e.pos && s.hookRun().Liar() {
 		return dropResult{st: st} // a liar takes its own step as it is
 	}
 	if c := s.checkDrop(e, bl, t, in, st); c != nil {
@@ -308,7 +308,7 @@ func (s *Server) ownDropStep(e *sepoch, bl *rblame, in int) (*wire.DropStep, err
 	}
 	st := &wire.DropStep{Epoch: v.ID, Round: bl.round, T: uint16(t), In: uint32(in), Out: uint32(out)}
 	copy(st.Route[:], proof)
-	if s.hookLieDrop(bl.round) {
+	if s.hookRun().LieDrop(bl.round) {
 		// A lying server: another output position, under the proof of
 		// the true one.
 		st.Out = uint32((out + 1) % len(fwd))

@@ -215,7 +215,9 @@
 //
 // Tests:
 //   - hooks.go: the tests' hook points, empty and inlined away in the
-//     binary; hooks_riffletest.go, observe.go (the observers through which
+//     binary, methods of two views of the server (hookpoints.go: hookCfg,
+//     what a test configured; hookRun, what it set on a running server),
+//     not of Server; hooks_riffletest.go, observe.go (the observers through which
 //     the anonymity tests' linking adversary sees what servers see) and
 //     cheat.go hold the hooks, built only with the tag riffletest.
 //

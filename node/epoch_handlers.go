@@ -303,7 +303,7 @@ func (s *Server) onSignReq(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := e.reg.CheckFinalList(&sd.Desc, e.pos); err != nil {
 		return 0, nil, err
 	}
-	signAny := s.hookSignAny()
+	signAny := s.hookCfg().SignAny()
 	// (v3) every registration receipted here is in, unless the
 	// descriptor is full and keeps its primary's quota (internal/registry),
 	// and the client list is the selection of the rule, recomputed here

@@ -32,71 +32,71 @@ type (
 	serverHookState struct{}
 )
 
-func (s *Server) hookClientHandlers(c transport.HandlerFunc, p transport.SegHandlerFunc) (transport.HandlerFunc, transport.SegHandlerFunc) {
+func (s *hookCfg) ClientHandlers(c transport.HandlerFunc, p transport.SegHandlerFunc) (transport.HandlerFunc, transport.SegHandlerFunc) {
 	return c, p
 }
 
-func (*Server) hookStage([32]byte, uint32, string)                            {}
-func (*Server) hookPseudonyms([32]byte, []*group.Element)                     {}
-func (*Server) hookPerm([32]byte, int, *mix.StepSecret)                       {}
-func (*Server) hookMask([32]byte, uint32, uint32, int, []byte, int)           {}
-func (*Server) hookMasks([32]byte, uint32, uint32, [][]byte, int)             {}
-func (*Server) hookCorrupt([32]byte, uint32, uint32, [][]byte)                {}
-func (*Server) hookSubmit([32]byte, uint32, uint32)                           {}
-func (*Server) hookRequests([32]byte, uint32, int, [][32]byte)                {}
-func (*Server) hookWithholdClosing(*wire.Closing) bool                        { return false }
-func (*Server) hookIndexPage() int                                            { return 0 }
-func (*Server) hookIndexReply(_ peer.ID, m []store.Manifest) []store.Manifest { return m }
-func (*Server) hookIndexClosings(_ peer.ID, r [][]byte) [][]byte              { return r }
-func (*Server) hookWindowReply(peer.ID, *wire.Window)                         {}
-func (*Server) hookWindowRefuse(peer.ID) bool                                 { return false }
-func (*Server) hookKeepOut(peer.ID, [32]byte) bool                            { return false }
-func (*Server) hookUnpinnedWindow() bool                                      { return false }
-func (*Server) hookLackWindow() bool                                          { return false }
+func (*hookCfg) Stage([32]byte, uint32, string)                            {}
+func (*hookCfg) Pseudonyms([32]byte, []*group.Element)                     {}
+func (*hookCfg) Perm([32]byte, int, *mix.StepSecret)                       {}
+func (*hookCfg) Mask([32]byte, uint32, uint32, int, []byte, int)           {}
+func (*hookCfg) Masks([32]byte, uint32, uint32, [][]byte, int)             {}
+func (*hookCfg) Corrupt([32]byte, uint32, uint32, [][]byte)                {}
+func (*hookCfg) Submit([32]byte, uint32, uint32)                           {}
+func (*hookCfg) Requests([32]byte, uint32, int, [][32]byte)                {}
+func (*hookCfg) WithholdClosing(*wire.Closing) bool                        { return false }
+func (*hookCfg) IndexPage() int                                            { return 0 }
+func (*hookCfg) IndexReply(_ peer.ID, m []store.Manifest) []store.Manifest { return m }
+func (*hookCfg) IndexClosings(_ peer.ID, r [][]byte) [][]byte              { return r }
+func (*hookCfg) WindowReply(peer.ID, *wire.Window)                         {}
+func (*hookCfg) WindowRefuse(peer.ID) bool                                 { return false }
+func (*hookCfg) KeepOut(peer.ID, [32]byte) bool                            { return false }
+func (*hookCfg) UnpinnedWindow() bool                                      { return false }
+func (*hookRun) LackWindow() bool                                          { return false }
 
-func (*Server) hookCheatKeys(_ []peer.ID, keys [][32]byte, _ *closed) [][32]byte { return keys }
-func (*Server) hookCheatList(*wire.RegList)                                      {}
-func (*Server) hookSignAny() bool                                                { return false }
-func (*Server) hookNoReceipt() bool                                              { return false }
-func (*Server) hookHoldOpen() bool                                               { return false }
-func (*Server) hookLeaderWindow(_ uint64, w []wire.WindowRef) []wire.WindowRef   { return w }
-func (*Server) hookLeaderGap(_ uint64, g []wire.Cert) []wire.Cert                { return g }
-func (*Server) hookOpenLate(peer.ID) time.Duration                               { return 0 }
-func (*Server) hookSignedTo(_ bool, chain []peer.ID) []peer.ID                   { return chain }
-func (*Server) hookFinalSigned(*wire.Signed)                                     {}
-func (*Server) hookSyncPoked()                                                   {}
-func (*Server) hookPushBack(peer.ID, uint64)                                     {}
-func (*Server) hookCertChecked(*wire.Cert)                                       {}
+func (*hookCfg) CheatKeys(_ []peer.ID, keys [][32]byte, _ *closed) [][32]byte { return keys }
+func (*hookCfg) CheatList(*wire.RegList)                                      {}
+func (*hookCfg) SignAny() bool                                                { return false }
+func (*hookCfg) NoReceipt() bool                                              { return false }
+func (*hookRun) HoldOpen() bool                                               { return false }
+func (*hookRun) LeaderWindow(_ uint64, w []wire.WindowRef) []wire.WindowRef   { return w }
+func (*hookRun) LeaderGap(_ uint64, g []wire.Cert) []wire.Cert                { return g }
+func (*hookRun) OpenLate(peer.ID) time.Duration                               { return 0 }
+func (*hookRun) SignedTo(_ bool, chain []peer.ID) []peer.ID                   { return chain }
+func (*hookRun) FinalSigned(*wire.Signed)                                     {}
+func (*hookRun) SyncPoked()                                                   {}
+func (*hookRun) PushBack(peer.ID, uint64)                                     {}
+func (*hookRun) CertChecked(*wire.Cert)                                       {}
 
-func (*Server) hookAccuse(uint32) (int, bool)               { return 0, false }
-func (*Server) hookCorruptOut(uint32, [][]byte)             {}
-func (*Server) hookDropOut(uint32) bool                     { return false }
-func (*Server) hookWithhold(uint32) bool                    { return false }
-func (*Server) hookPubLate(uint32, peer.ID) time.Duration   { return 0 }
-func (*Server) hookLastOut([32]byte, uint32, [][]byte)      {}
-func (*Server) hookClosingTo(chain []peer.ID) []peer.ID     { return chain }
-func (*Server) hookClosingSigTo(chain []peer.ID) []peer.ID  { return chain }
-func (*Server) hookRepeatOut(uint32) bool                   { return false }
-func (*Server) hookHideOut(uint32) bool                     { return false }
-func (*Server) hookHideCerts() bool                         { return false }
-func (*Server) hookLoseOut(uint32) bool                     { return false }
-func (*Server) hookRefuseSucc(uint32) bool                  { return false }
-func (*Server) hookHoldSubs([32]byte, uint32) bool          { return false }
-func (*Server) hookLateOut(uint32) time.Duration            { return 0 }
-func (*Server) hookServeLate(uint32) time.Duration          { return 0 }
-func (*Server) hookStallRelay(uint32) bool                  { return false }
-func (*Server) hookRootTo(uint32, peer.ID, bool) bool       { return true }
-func (*Server) hookDropIn(uint32) bool                      { return false }
-func (*Server) hookNoteLate(uint32) time.Duration           { return 0 }
-func (*Server) hookSilentLack(uint32) bool                  { return false }
-func (*Server) hookVoidWait(uint32)                         {}
-func (*Server) hookRootDelay(uint32, peer.ID) time.Duration { return 0 }
-func (*Server) hookAttestNone(uint32) bool                  { return false }
-func (*Server) hookSpreadLate() time.Duration               { return 0 }
-func (*Server) hookProbe(*sepoch, uint32, int)              {}
-func (*Server) hookRefuseEvidence(wire.Type) bool           { return false }
-func (*Server) hookLiar() bool                              { return false }
-func (*Server) hookNoPace() bool                            { return false }
-func (*Server) hookLieDrop(uint32) bool                     { return false }
-func (*Server) hookBadProof([]byte)                         {}
-func (*Server) hookRoot(_ *wire.Batch, msg []byte) []byte   { return msg }
+func (*hookRun) Accuse(uint32) (int, bool)               { return 0, false }
+func (*hookRun) CorruptOut(uint32, [][]byte)             {}
+func (*hookRun) DropOut(uint32) bool                     { return false }
+func (*hookRun) Withhold(uint32) bool                    { return false }
+func (*hookRun) PubLate(uint32, peer.ID) time.Duration   { return 0 }
+func (*hookCfg) LastOut([32]byte, uint32, [][]byte)      {}
+func (*hookRun) ClosingTo(chain []peer.ID) []peer.ID     { return chain }
+func (*hookRun) ClosingSigTo(chain []peer.ID) []peer.ID  { return chain }
+func (*hookRun) RepeatOut(uint32) bool                   { return false }
+func (*hookRun) HideOut(uint32) bool                     { return false }
+func (*hookRun) HideCerts() bool                         { return false }
+func (*hookRun) LoseOut(uint32) bool                     { return false }
+func (*hookRun) RefuseSucc(uint32) bool                  { return false }
+func (*hookRun) HoldSubs([32]byte, uint32) bool          { return false }
+func (*hookRun) LateOut(uint32) time.Duration            { return 0 }
+func (*hookRun) ServeLate(uint32) time.Duration          { return 0 }
+func (*hookRun) StallRelay(uint32) bool                  { return false }
+func (*hookRun) RootTo(uint32, peer.ID, bool) bool       { return true }
+func (*hookRun) DropIn(uint32) bool                      { return false }
+func (*hookRun) NoteLate(uint32) time.Duration           { return 0 }
+func (*hookRun) SilentLack(uint32) bool                  { return false }
+func (*hookRun) VoidWait(uint32)                         {}
+func (*hookRun) RootDelay(uint32, peer.ID) time.Duration { return 0 }
+func (*hookRun) AttestNone(uint32) bool                  { return false }
+func (*hookRun) SpreadLate() time.Duration               { return 0 }
+func (*hookRun) Probe(*sepoch, uint32, int)              {}
+func (*hookRun) RefuseEvidence(wire.Type) bool           { return false }
+func (*hookRun) Liar() bool                              { return false }
+func (*hookRun) NoPace() bool                            { return false }
+func (*hookRun) LieDrop(uint32) bool                     { return false }
+func (*hookRun) BadProof([]byte)                         {}
+func (*hookRun) Root(_ *wire.Batch, msg []byte) []byte   { return msg }

@@ -177,9 +177,9 @@ type serverHooks struct {
 // request and each reply (transport.RecvHook).
 var recvHook = &transport.RecvHook
 
-// hookClientHandlers wraps the handlers of the client and PIR protocols
+// ClientHandlers wraps the handlers of the client and PIR protocols
 // to call the observer's Received first when it has one.
-func (s *Server) hookClientHandlers(c transport.HandlerFunc, p transport.SegHandlerFunc) (transport.HandlerFunc, transport.SegHandlerFunc) {
+func (s *hookCfg) ClientHandlers(c transport.HandlerFunc, p transport.SegHandlerFunc) (transport.HandlerFunc, transport.SegHandlerFunc) {
 	o := s.cfg.observe
 	if o == nil || o.Received == nil {
 		return c, p
@@ -193,13 +193,13 @@ func (s *Server) hookClientHandlers(c transport.HandlerFunc, p transport.SegHand
 		}
 }
 
-func (s *Server) hookStage(epoch [32]byte, r uint32, stage string) {
+func (s *hookCfg) Stage(epoch [32]byte, r uint32, stage string) {
 	if o := s.cfg.observe; o != nil && o.Stage != nil {
 		o.Stage(epoch, r, stage)
 	}
 }
 
-func (s *Server) hookPseudonyms(epoch [32]byte, ps []*group.Element) {
+func (s *hookCfg) Pseudonyms(epoch [32]byte, ps []*group.Element) {
 	if o := s.cfg.observe; o != nil && o.Pseudonyms != nil {
 		enc := make([][]byte, len(ps))
 		for i, p := range ps {
@@ -209,27 +209,27 @@ func (s *Server) hookPseudonyms(epoch [32]byte, ps []*group.Element) {
 	}
 }
 
-func (s *Server) hookPerm(epoch [32]byte, pos int, sec *mix.StepSecret) {
+func (s *hookCfg) Perm(epoch [32]byte, pos int, sec *mix.StepSecret) {
 	if o := s.cfg.observe; o != nil && o.Perm != nil {
 		o.Perm(epoch, pos, sec.Forward())
 	}
 }
 
-func (s *Server) hookMask(epoch [32]byte, r, slot uint32, t int, mask []byte, L int) {
+func (s *hookCfg) Mask(epoch [32]byte, r, slot uint32, t int, mask []byte, L int) {
 	if o := s.cfg.observe; o != nil && o.Mask != nil {
 		o.Mask(epoch, r, slot, t, mask, L)
 	}
 }
 
-func (s *Server) hookMasks(epoch [32]byte, r, slot uint32, masks [][]byte, L int) {
+func (s *hookCfg) Masks(epoch [32]byte, r, slot uint32, masks [][]byte, L int) {
 	for t, mk := range masks {
-		s.hookMask(epoch, r, slot, t, mk, L)
+		s.Mask(epoch, r, slot, t, mk, L)
 	}
 }
 
-// hookCorrupt spoils the combined answers own of (round, slot) that the
+// Corrupt spoils the combined answers own of (round, slot) that the
 // active adversary picks.
-func (s *Server) hookCorrupt(epoch [32]byte, r, slot uint32, own [][]byte) {
+func (s *hookCfg) Corrupt(epoch [32]byte, r, slot uint32, own [][]byte) {
 	if o := s.cfg.observe; o != nil && o.Corrupt != nil {
 		for t := range own {
 			if len(own[t]) > 0 && o.Corrupt(epoch, r, slot, t) {
@@ -239,68 +239,68 @@ func (s *Server) hookCorrupt(epoch [32]byte, r, slot uint32, own [][]byte) {
 	}
 }
 
-func (s *Server) hookSubmit(epoch [32]byte, r, slot uint32) {
+func (s *hookCfg) Submit(epoch [32]byte, r, slot uint32) {
 	if o := s.cfg.observe; o != nil && o.Submit != nil {
 		o.Submit(epoch, r, slot, time.Now())
 	}
 }
 
-func (s *Server) hookRequests(epoch [32]byte, r uint32, q int, ids [][32]byte) {
+func (s *hookCfg) Requests(epoch [32]byte, r uint32, q int, ids [][32]byte) {
 	if o := s.cfg.observe; o != nil && o.Requests != nil {
 		o.Requests(epoch, r, q, ids)
 	}
 }
 
-func (s *Server) hookWithholdClosing(c *wire.Closing) bool {
+func (s *hookCfg) WithholdClosing(c *wire.Closing) bool {
 	o := s.cfg.observe
 	return o != nil && o.Closing != nil && !o.Closing(c)
 }
 
-func (s *Server) hookIndexPage() int { return s.cfg.indexPage }
+func (s *hookCfg) IndexPage() int { return s.cfg.indexPage }
 
-func (s *Server) hookIndexReply(to peer.ID, mans []store.Manifest) []store.Manifest {
+func (s *hookCfg) IndexReply(to peer.ID, mans []store.Manifest) []store.Manifest {
 	if o := s.cfg.observe; o != nil && o.IndexReply != nil {
 		return o.IndexReply(to, mans)
 	}
 	return mans
 }
 
-func (s *Server) hookIndexClosings(to peer.ID, recs [][]byte) [][]byte {
+func (s *hookCfg) IndexClosings(to peer.ID, recs [][]byte) [][]byte {
 	if o := s.cfg.observe; o != nil && o.IndexClosings != nil {
 		return o.IndexClosings(to, recs)
 	}
 	return recs
 }
 
-func (s *Server) hookWindowReply(to peer.ID, w *wire.Window) {
+func (s *hookCfg) WindowReply(to peer.ID, w *wire.Window) {
 	if o := s.cfg.observe; o != nil && o.WindowReply != nil {
 		o.WindowReply(to, w)
 	}
 }
 
-// hookUnpinnedWindow reports whether the tests' control of the window
+// UnpinnedWindow reports whether the tests' control of the window
 // before it was pinned by the Prepare is on (testObserver.UnpinnedWindow).
-func (s *Server) hookUnpinnedWindow() bool {
+func (s *hookCfg) UnpinnedWindow() bool {
 	o := s.cfg.observe
 	return o != nil && o.UnpinnedWindow
 }
 
-func (s *Server) hookLackWindow() bool {
+func (s *hookRun) LackWindow() bool {
 	h := s.hooks.Load()
 	return h != nil && h.lackWindow != nil && h.lackWindow()
 }
 
-func (s *Server) hookKeepOut(from peer.ID, epoch [32]byte) bool {
+func (s *hookCfg) KeepOut(from peer.ID, epoch [32]byte) bool {
 	o := s.cfg.observe
 	return o != nil && o.KeepOut != nil && o.KeepOut(from, epoch)
 }
 
-func (s *Server) hookWindowRefuse(to peer.ID) bool {
+func (s *hookCfg) WindowRefuse(to peer.ID) bool {
 	o := s.cfg.observe
 	return o != nil && o.WindowRefuse != nil && o.WindowRefuse(to)
 }
 
-func (s *Server) hookCheatKeys(chain []peer.ID, keys [][32]byte, cl *closed) [][32]byte {
+func (s *hookCfg) CheatKeys(chain []peer.ID, keys [][32]byte, cl *closed) [][32]byte {
 	if c := s.cfg.cheat; c != nil && c.keys != nil {
 		keys = c.keys(keys, cl)
 	}
@@ -310,52 +310,52 @@ func (s *Server) hookCheatKeys(chain []peer.ID, keys [][32]byte, cl *closed) [][
 	return keys
 }
 
-func (s *Server) hookCheatList(rl *wire.RegList) {
+func (s *hookCfg) CheatList(rl *wire.RegList) {
 	if c := s.cfg.cheat; c != nil && c.list != nil {
 		c.list(rl)
 	}
 }
 
-func (s *Server) hookSignAny() bool   { return s.cfg.cheat != nil && s.cfg.cheat.signAny }
-func (s *Server) hookNoReceipt() bool { return s.cfg.cheat != nil && s.cfg.cheat.noReceipt }
+func (s *hookCfg) SignAny() bool   { return s.cfg.cheat != nil && s.cfg.cheat.signAny }
+func (s *hookCfg) NoReceipt() bool { return s.cfg.cheat != nil && s.cfg.cheat.noReceipt }
 
-func (s *Server) hookAccuse(r uint32) (int, bool) {
+func (s *hookRun) Accuse(r uint32) (int, bool) {
 	if h := s.hooks.Load(); h != nil && h.accuse != nil {
 		return h.accuse(r)
 	}
 	return 0, false
 }
 
-func (s *Server) hookCorruptOut(r uint32, out [][]byte) {
+func (s *hookRun) CorruptOut(r uint32, out [][]byte) {
 	if h := s.hooks.Load(); h != nil && h.corruptOut != nil {
 		h.corruptOut(r, out)
 	}
 }
 
-func (s *Server) hookDropOut(r uint32) bool {
+func (s *hookRun) DropOut(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.dropOut != nil && h.dropOut(r)
 }
 
-func (s *Server) hookWithhold(r uint32) bool {
+func (s *hookRun) Withhold(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.withhold != nil && h.withhold(r)
 }
 
-func (s *Server) hookPubLate(r uint32, p peer.ID) time.Duration {
+func (s *hookRun) PubLate(r uint32, p peer.ID) time.Duration {
 	if h := s.hooks.Load(); h != nil && h.pubLate != nil {
 		return h.pubLate(r, p)
 	}
 	return 0
 }
 
-func (s *Server) hookLastOut(epoch [32]byte, r uint32, out [][]byte) {
+func (s *hookCfg) LastOut(epoch [32]byte, r uint32, out [][]byte) {
 	if o := s.cfg.observe; o != nil && o.LastOut != nil {
 		o.LastOut(epoch, r, out)
 	}
 }
 
-func (s *Server) hookClosingTo(chain []peer.ID) []peer.ID {
+func (s *hookRun) ClosingTo(chain []peer.ID) []peer.ID {
 	h := s.hooks.Load()
 	if h == nil || h.closingTo == nil {
 		return chain
@@ -369,7 +369,7 @@ func (s *Server) hookClosingTo(chain []peer.ID) []peer.ID {
 	return out
 }
 
-func (s *Server) hookClosingSigTo(chain []peer.ID) []peer.ID {
+func (s *hookRun) ClosingSigTo(chain []peer.ID) []peer.ID {
 	h := s.hooks.Load()
 	if h == nil || h.closingSigTo == nil {
 		return chain
@@ -383,84 +383,84 @@ func (s *Server) hookClosingSigTo(chain []peer.ID) []peer.ID {
 	return out
 }
 
-func (s *Server) hookRepeatOut(r uint32) bool {
+func (s *hookRun) RepeatOut(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.repeatOut != nil && h.repeatOut(r)
 }
 
-// hookHideCerts reports whether this server answers certificate requests
+// HideCerts reports whether this server answers certificate requests
 // with none.
-func (s *Server) hookHideCerts() bool {
+func (s *hookRun) HideCerts() bool {
 	h := s.hooks.Load()
 	return h != nil && h.hideCerts != nil && h.hideCerts()
 }
 
-func (s *Server) hookHideOut(r uint32) bool {
+func (s *hookRun) HideOut(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && (h.hideOut != nil && h.hideOut(r) || h.silentOut != nil && h.silentOut(r))
 }
 
-func (s *Server) hookHoldSubs(epoch [32]byte, r uint32) bool {
+func (s *hookRun) HoldSubs(epoch [32]byte, r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.holdSubs != nil && h.holdSubs(epoch, r)
 }
 
-func (s *Server) hookRefuseSucc(r uint32) bool {
+func (s *hookRun) RefuseSucc(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.refuseSucc != nil && h.refuseSucc(r)
 }
 
-func (s *Server) hookLateOut(r uint32) time.Duration {
+func (s *hookRun) LateOut(r uint32) time.Duration {
 	if h := s.hooks.Load(); h != nil && h.lateOut != nil {
 		return h.lateOut(r)
 	}
 	return 0
 }
 
-func (s *Server) hookServeLate(r uint32) time.Duration {
+func (s *hookRun) ServeLate(r uint32) time.Duration {
 	if h := s.hooks.Load(); h != nil && h.serveLate != nil {
 		return h.serveLate(r)
 	}
 	return 0
 }
 
-func (s *Server) hookVoidWait(r uint32) {
+func (s *hookRun) VoidWait(r uint32) {
 	if h := s.hooks.Load(); h != nil && h.voidWait != nil {
 		h.voidWait(r)
 	}
 }
 
-func (s *Server) hookNoteLate(r uint32) time.Duration {
+func (s *hookRun) NoteLate(r uint32) time.Duration {
 	if h := s.hooks.Load(); h != nil && h.noteLate != nil {
 		return h.noteLate(r)
 	}
 	return 0
 }
 
-func (s *Server) hookDropIn(r uint32) bool {
+func (s *hookRun) DropIn(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.dropIn != nil && h.dropIn(r)
 }
 
-func (s *Server) hookRootTo(r uint32, p peer.ID, receiver bool) bool {
+func (s *hookRun) RootTo(r uint32, p peer.ID, receiver bool) bool {
 	h := s.hooks.Load()
 	return h == nil || h.rootTo == nil || h.rootTo(r, p, receiver)
 }
 
-func (s *Server) hookStallRelay(r uint32) bool {
+func (s *hookRun) StallRelay(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.stallRelay != nil && h.stallRelay(r)
 }
 
-func (s *Server) hookLoseOut(r uint32) bool {
+func (s *hookRun) LoseOut(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.loseOut != nil && h.loseOut(r)
 }
 
-// hookProbe asks the predecessor for its walk step right after this
+// Probe asks the predecessor for its walk step right after this
 // server's accusation of input position pos and tells the probe whether it
 // got one.
-func (s *Server) hookProbe(e *sepoch, r uint32, pos int) {
+func (s *hookRun) Probe(e *sepoch, r uint32, pos int) {
 	if h := s.hooks.Load(); h != nil && h.probe != nil && e.pos > 0 {
 		v := e.final
 		req := wire.BlameReq{Epoch: v.ID, Round: r, T: uint16(e.pos - 1), Out: uint32(pos)}
@@ -469,39 +469,39 @@ func (s *Server) hookProbe(e *sepoch, r uint32, pos int) {
 	}
 }
 
-// hookRefuseEvidence reports whether this server refuses a delivery of
+// RefuseEvidence reports whether this server refuses a delivery of
 // evidence of type t (a lost delivery, to be retried).
-func (s *Server) hookRefuseEvidence(t wire.Type) bool {
+func (s *hookRun) RefuseEvidence(t wire.Type) bool {
 	h := s.hooks.Load()
 	return h != nil && h.refuseEvidence != nil && h.refuseEvidence(t)
 }
 
-// hookLiar: this server lies about drop steps (and so takes its own as it
-// is).
-func (s *Server) hookNoPace() bool {
+func (s *hookRun) NoPace() bool {
 	h := s.hooks.Load()
 	return h != nil && h.noPace
 }
 
-func (s *Server) hookLiar() bool {
+// Liar: this server lies about drop steps (and so takes its own as it
+// is).
+func (s *hookRun) Liar() bool {
 	h := s.hooks.Load()
 	return h != nil && h.lieDrop != nil
 }
 
-func (s *Server) hookLieDrop(r uint32) bool {
+func (s *hookRun) LieDrop(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.lieDrop != nil && h.lieDrop(r)
 }
 
-func (s *Server) hookBadProof(raw []byte) {
+func (s *hookRun) BadProof(raw []byte) {
 	if h := s.hooks.Load(); h != nil && h.badProof != nil {
 		h.badProof(raw)
 	}
 }
 
-// hookRoot is the root message this server announces for b: msg, or
+// Root is the root message this server announces for b: msg, or
 // another signed root for the same batch (an equivocation).
-func (s *Server) hookRoot(b *wire.Batch, msg []byte) []byte {
+func (s *hookRun) Root(b *wire.Batch, msg []byte) []byte {
 	if h := s.hooks.Load(); h != nil && h.silentOut != nil && h.silentOut(b.Round) {
 		return nil
 	}
@@ -514,32 +514,32 @@ func (s *Server) hookRoot(b *wire.Batch, msg []byte) []byte {
 	return msg
 }
 
-// hookLeaderWindow may change the window this leader pins.
-func (s *Server) hookLeaderWindow(number uint64, w []wire.WindowRef) []wire.WindowRef {
+// LeaderWindow may change the window this leader pins.
+func (s *hookRun) LeaderWindow(number uint64, w []wire.WindowRef) []wire.WindowRef {
 	if h := s.hooks.Load(); h != nil && h.leaderWindow != nil {
 		return h.leaderWindow(number, w)
 	}
 	return w
 }
 
-// hookLeaderGap may change the Gap this leader carries.
-func (s *Server) hookLeaderGap(number uint64, g []wire.Cert) []wire.Cert {
+// LeaderGap may change the Gap this leader carries.
+func (s *hookRun) LeaderGap(number uint64, g []wire.Cert) []wire.Cert {
 	if h := s.hooks.Load(); h != nil && h.leaderGap != nil {
 		return h.leaderGap(number, g)
 	}
 	return g
 }
 
-// hookHoldOpen reports whether this leader holds its open epoch's
+// HoldOpen reports whether this leader holds its open epoch's
 // registration for good.
-func (s *Server) hookHoldOpen() bool {
+func (s *hookRun) HoldOpen() bool {
 	h := s.hooks.Load()
 	return h != nil && h.holdOpen != nil && h.holdOpen()
 }
 
-// hookSignedTo is the servers of chain this leader delivers its signed
+// SignedTo is the servers of chain this leader delivers its signed
 // open or final descriptor to.
-func (s *Server) hookSignedTo(final bool, chain []peer.ID) []peer.ID {
+func (s *hookRun) SignedTo(final bool, chain []peer.ID) []peer.ID {
 	h := s.hooks.Load()
 	if h == nil || h.signedTo == nil {
 		return chain
@@ -547,9 +547,9 @@ func (s *Server) hookSignedTo(final bool, chain []peer.ID) []peer.ID {
 	return h.signedTo(final, chain)
 }
 
-// hookOpenLate is how long this leader holds back its signed open
+// OpenLate is how long this leader holds back its signed open
 // descriptor from p.
-func (s *Server) hookOpenLate(p peer.ID) time.Duration {
+func (s *hookRun) OpenLate(p peer.ID) time.Duration {
 	h := s.hooks.Load()
 	if h == nil || h.openLate == nil {
 		return 0
@@ -557,54 +557,54 @@ func (s *Server) hookOpenLate(p peer.ID) time.Duration {
 	return h.openLate(p)
 }
 
-func (s *Server) hookRootDelay(r uint32, p peer.ID) time.Duration {
+func (s *hookRun) RootDelay(r uint32, p peer.ID) time.Duration {
 	if h := s.hooks.Load(); h != nil && h.rootDelay != nil {
 		return h.rootDelay(r, p)
 	}
 	return 0
 }
 
-func (s *Server) hookSpreadLate() time.Duration {
+func (s *hookRun) SpreadLate() time.Duration {
 	if h := s.hooks.Load(); h != nil && h.spreadLate != nil {
 		return h.spreadLate()
 	}
 	return 0
 }
 
-func (s *Server) hookAttestNone(r uint32) bool {
+func (s *hookRun) AttestNone(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.attestNone != nil && h.attestNone(r)
 }
 
-// hookFinalSigned shows a test this leader's signed final descriptor.
-func (s *Server) hookFinalSigned(sd *wire.Signed) {
+// FinalSigned shows a test this leader's signed final descriptor.
+func (s *hookRun) FinalSigned(sd *wire.Signed) {
 	if h := s.hooks.Load(); h != nil && h.finalSigned != nil {
 		h.finalSigned(sd)
 	}
 }
 
-// hookSyncPoked tells a test that this server's certificate sync was poked.
-func (s *Server) hookSyncPoked() {
+// SyncPoked tells a test that this server's certificate sync was poked.
+func (s *hookRun) SyncPoked() {
 	if h := s.hooks.Load(); h != nil && h.syncPoked != nil {
 		h.syncPoked()
 	}
 }
 
-// hookCertChecked tells a test that c's signatures are checked here.
-func (s *Server) hookCertChecked(c *wire.Cert) {
+// CertChecked tells a test that c's signatures are checked here.
+func (s *hookRun) CertChecked(c *wire.Cert) {
 	if h := s.hooks.Load(); h != nil && h.certChecked != nil {
 		h.certChecked(c)
 	}
 }
 
-// hookPushBack tells a test that a push-back of n to to starts.
-func (s *Server) hookPushBack(to peer.ID, n uint64) {
+// PushBack tells a test that a push-back of n to to starts.
+func (s *hookRun) PushBack(to peer.ID, n uint64) {
 	if h := s.hooks.Load(); h != nil && h.pushBack != nil {
 		h.pushBack(to, n)
 	}
 }
 
-func (s *Server) hookSilentLack(r uint32) bool {
+func (s *hookRun) SilentLack(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.silentLack != nil && h.silentLack(r)
 }

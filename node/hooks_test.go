@@ -34,7 +34,7 @@ func TestBinaryHasNoTestHooks(t *testing.T) {
 	// Positive control: built with the tag, it holds them. (A test
 	// binary that go test runs has no symbol table to look at.)
 	found := strings.Join(hookSymbols(t, buildRiffle(t, "riffletest"), forbidden), "\n")
-	for _, want := range []string{"serverHooks", "ClientHooks", "heldDraw", "hookClientHandlers", "ownPool", "RecvHook"} {
+	for _, want := range []string{"serverHooks", "ClientHooks", "heldDraw", "hookCfg).ClientHandlers", "ownPool", "RecvHook"} {
 		if !strings.Contains(found, want) {
 			t.Errorf("the scan does not see %s in a riffletest build", want)
 		}
@@ -166,7 +166,7 @@ func hookSymbols(t *testing.T, bin string, forbidden map[string]bool) []string {
 		t.Fatalf("go tool nm %s: %v", bin, err)
 	}
 	// What follows the package path up to the end of the symbol, e.g.
-	// "(*Server).hookStage" or "serverHooks]).Load".
+	// "(*hookCfg).Stage" or "serverHooks]).Load".
 	sym := regexp.MustCompile(`github\.com/riffle-net/riffle/node(?:/` + strings.Join(hookDirs(t), "|/") + `)?\.(\S+)`)
 	ident := regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 	var found []string

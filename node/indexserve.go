@@ -23,11 +23,13 @@ type indexPeers struct{ s *Server }
 func (p indexPeers) Client(q peer.ID) bool               { return p.s.isClientPeer(q) }
 func (p indexPeers) Ranges(q peer.ID) (rng, wide string) { return p.s.addrRanges(q) }
 func (p indexPeers) Group(q peer.ID) bool                { return p.s.groupPeer(q) }
-func (p indexPeers) Page() int                           { return p.s.hookIndexPage() }
+func (p indexPeers) Page() int                           { return p.s.hookCfg().IndexPage() }
 func (p indexPeers) Manifests(to peer.ID, m []store.Manifest) []store.Manifest {
-	return p.s.hookIndexReply(to, m)
+	return p.s.hookCfg().IndexReply(to, m)
 }
-func (p indexPeers) Closings(to peer.ID, r [][]byte) [][]byte { return p.s.hookIndexClosings(to, r) }
+func (p indexPeers) Closings(to peer.ID, r [][]byte) [][]byte {
+	return p.s.hookCfg().IndexClosings(to, r)
+}
 func (p indexPeers) EnterServer(ctx context.Context, g *slots.Servers, q peer.ID) error {
 	return p.s.enterServer(ctx, g, q)
 }

@@ -113,7 +113,7 @@ func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	if err != nil {
 		return 0, nil, err
 	}
-	s.hookSubmit(sub.Epoch, sub.Round, sub.Slot)
+	s.hookCfg().Submit(sub.Epoch, sub.Round, sub.Slot)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e.ended {
@@ -164,7 +164,7 @@ func (s *Server) takeSubmitLocked(e *sepoch, sub wire.Submit, body []byte, diges
 }
 
 func (s *Server) forwardSubs(e *sepoch, batch *wire.SubmitBatch) {
-	if s.hookHoldSubs(batch.Epoch, batch.Round) {
+	if s.hookRun().HoldSubs(batch.Epoch, batch.Round) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)

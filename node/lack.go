@@ -119,8 +119,8 @@ func (s *Server) onGetBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 	if q.S < 1 || int(q.S) >= m || asker < 0 || from == s.h.ID() || q.Round >= v.Desc.Params.Rounds {
 		return 0, nil, errors.New("node: batch asked by a server outside the chain")
 	}
-	refused := int(q.S) == e.pos+1 && asker == e.pos+1 && s.hookRefuseSucc(q.Round)
-	if int(q.S) != e.pos+1 && s.hookStallRelay(q.Round) {
+	refused := int(q.S) == e.pos+1 && asker == e.pos+1 && s.hookRun().RefuseSucc(q.Round)
+	if int(q.S) != e.pos+1 && s.hookRun().StallRelay(q.Round) {
 		select {
 		case <-time.After(keptWindow(e)):
 		case <-s.ctx.Done():
@@ -128,7 +128,7 @@ func (s *Server) onGetBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 		return 0, nil, errors.New("node: stalled (test)")
 	}
 	if int(q.S) == e.pos+1 && asker != e.pos+1 {
-		if d := s.hookServeLate(q.Round); d > 0 {
+		if d := s.hookRun().ServeLate(q.Round); d > 0 {
 			select {
 			case <-time.After(d):
 			case <-s.ctx.Done():
@@ -269,7 +269,7 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 		relayed := make(chan struct{})
 		go func() {
 			defer close(relayed)
-			if d := s.hookNoteLate(r); d > 0 {
+			if d := s.hookRun().NoteLate(r); d > 0 {
 				wctx, cancel := context.WithTimeout(rctx, d)
 				<-wctx.Done()
 				cancel()
@@ -398,7 +398,7 @@ func (s *Server) claimLack(e *sepoch, r uint32) {
 	}
 	claim := x.ownClaim
 	s.mu.Unlock()
-	if s.hookSilentLack(r) {
+	if s.hookRun().SilentLack(r) {
 		return
 	}
 	if claim == nil {
@@ -479,7 +479,7 @@ func (s *Server) onLack(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	}
 	s.log.Warn("a server lacks its input batch", "round", q.Round, "position", q.S)
 	if e.pos == 0 {
-		s.hookVoidWait(q.Round)
+		s.hookRun().VoidWait(q.Round)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()

@@ -145,8 +145,8 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 		s.cert.PokeSync()
 		return wire.Descriptor{}, [32]byte{}, err
 	}
-	gap = s.hookLeaderGap(number, gap)
-	win := s.hookLeaderWindow(number, s.win.Choose(ctx, chain, number, prev, gap))
+	gap = s.hookRun().LeaderGap(number, gap)
+	win := s.hookRun().LeaderWindow(number, s.win.Choose(ctx, chain, number, prev, gap))
 	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.cfg.Params.Wire(), Chain: proto.ChainIDs(chain), Previous: prev, Window: win, Gap: gap}
 	// The servers this chain leaves out for their refusal budget are out
 	// at every server only if every server has the aborts that count
@@ -187,7 +187,7 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 	if hooksBuilt {
 		now = nil
 		for _, p := range chain {
-			if d := s.hookOpenLate(p); d > 0 {
+			if d := s.hookRun().OpenLate(p); d > 0 {
 				s.wg.Add(1)
 				go func() {
 					defer s.wg.Done()
@@ -199,7 +199,7 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 			now = append(now, p)
 		}
 	}
-	to := s.hookSignedTo(false, now)
+	to := s.hookRun().SignedTo(false, now)
 	_, err = s.each(ctx, to, transport.Request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: open.Marshal(), Timeout: transport.ShortTimeout})
 	if err == nil && len(to) < len(now) {
 		err = errors.New("node: open descriptor held back")
@@ -241,7 +241,7 @@ func (s *Server) awaitRegistrations(ctx context.Context, chain []peer.ID, id [32
 			// Another server's abort (a close overdue there, §3).
 			return nil, errors.New("node: epoch ended during registration")
 		}
-		if time.Now().After(deadline) && count >= s.cfg.MinClients && !s.hookHoldOpen() {
+		if time.Now().After(deadline) && count >= s.cfg.MinClients && !s.hookRun().HoldOpen() {
 			return e, nil
 		}
 	}
@@ -340,7 +340,7 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 // finalizeEpoch sends the ordered registrations, collects the signatures
 // of the final descriptor and delivers it to every server.
 func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte, desc wire.Descriptor, keys [][32]byte, cl *closed) error {
-	keys = s.hookCheatKeys(chain, keys, cl)
+	keys = s.hookCfg().CheatKeys(chain, keys, cl)
 	fin := desc
 	// (v3) every primary's signed order goes with the list (internal/selection).
 	ordered := wire.RegList{Epoch: id, Orders: cl.orders}
@@ -352,7 +352,7 @@ func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte
 	// (v3) and every listed registration it did not select, so that
 	// every server recomputes the selection (internal/selection).
 	ordered.Rest = unselected(keys, cl)
-	s.hookCheatList(&ordered)
+	s.hookCfg().CheatList(&ordered)
 	if _, err := s.each(ctx, chain, transport.Request{Proto: ProtoEpoch, Type: wire.TypeRegList, Body: ordered.Marshal(), Timeout: transport.BulkTimeout}); err != nil {
 		s.abortAll(ctx, chain, id, "registration list refused")
 		return fmt.Errorf("node: send registrations: %w", err)
@@ -363,8 +363,8 @@ func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte
 		return fmt.Errorf("node: sign final descriptor: %w", err)
 	}
 	final := &wire.Signed{Final: true, Desc: fin, Sigs: sigs}
-	s.hookFinalSigned(final)
-	to := s.hookSignedTo(true, chain)
+	s.hookRun().FinalSigned(final)
+	to := s.hookRun().SignedTo(true, chain)
 	_, err = s.each(ctx, to, transport.Request{Proto: ProtoEpoch, Type: wire.TypeSigned, Body: final.Marshal(), Timeout: transport.BulkTimeout})
 	if err == nil && len(to) < len(chain) {
 		err = errors.New("node: final descriptor held back")

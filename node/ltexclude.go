@@ -121,7 +121,7 @@ func (s *Server) onKeyEvidence(from peer.ID, body []byte) (wire.Type, []byte, er
 	if !fromChain(e, from) {
 		return 0, nil, errors.New("node: key evidence not from a chain server")
 	}
-	if s.hookRefuseEvidence(wire.TypeKeyEvidence) {
+	if s.hookRun().RefuseEvidence(wire.TypeKeyEvidence) {
 		return 0, nil, errors.New("node: evidence refused (test hook)")
 	}
 	if int(ev.Slot) >= e.n() {

@@ -211,7 +211,7 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		return
 	}
 	defer s.trace("mixStep", r)()
-	s.hookStage(e.final.ID, r, "mix")
+	s.hookCfg().Stage(e.final.ID, r, "mix")
 	ep := s.roundFacts(e)
 	if !s.awaitSetup(e) {
 		return
@@ -247,7 +247,7 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 	}
 	out, err := mix.OpenLayerSkipInto(bufs, mix.EpochID(ep.ID), uint64(r), e.pos, keys, in, dead)
 	if err == nil {
-		if p, ok := s.hookAccuse(r); ok {
+		if p, ok := s.hookRun().Accuse(r); ok {
 			err = &mix.MACError{Server: e.pos, Round: uint64(r), Positions: []int{p}}
 		}
 	}
@@ -267,8 +267,8 @@ func (s *Server) mixStep(e *sepoch, r uint32, in [][]byte, clientSigs [][64]byte
 		return
 	}
 	out = mix.Permute(fwd, out)
-	s.hookCorruptOut(r, out)
-	if s.hookDropOut(r) {
+	s.hookRun().CorruptOut(r, out)
+	if s.hookRun().DropOut(r) {
 		out = out[:len(out)-1]
 	}
 	s.timing.add(&s.timing.mix, time.Since(mixStart))
@@ -316,8 +316,8 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *roundstep.Sealed) {
 	defer cancel()
 	req := transport.Request{Proto: ProtoRound, Type: wire.TypeBatch, Segments: sd.Batch.Segments(), Timeout: transport.BulkTimeout}
 	if sd.Publish {
-		s.hookLastOut(e.final.ID, r, sd.Batch.Entries)
-		if s.hookWithhold(r) {
+		s.hookCfg().LastOut(e.final.ID, r, sd.Batch.Entries)
+		if s.hookRun().Withhold(r) {
 			return
 		}
 		sent := make(chan error, 1)
@@ -328,7 +328,7 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *roundstep.Sealed) {
 			// (TestSwarm seed 3). A repeat is acknowledged like the first.
 			rctx, rcancel := context.WithTimeout(ctx, time.Duration(e.final.Desc.Params.RoundLimitMs)*time.Millisecond)
 			err := deliverAll(rctx, sd.To, s.cfg.Timing.EvidenceBackoff, s.cfg.Timing.EvidenceBackoffMax, func(ctx context.Context, p peer.ID) error {
-				if d := s.hookPubLate(r, p); d > 0 {
+				if d := s.hookRun().PubLate(r, p); d > 0 {
 					select {
 					case <-time.After(d):
 					case <-ctx.Done():
@@ -339,7 +339,7 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *roundstep.Sealed) {
 				return err
 			})
 			rcancel()
-			if err == nil && s.hookRepeatOut(r) {
+			if err == nil && s.hookRun().RepeatOut(r) {
 				_, err = s.each(ctx, sd.To, req)
 			}
 			sent <- err
@@ -350,10 +350,10 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *roundstep.Sealed) {
 		}
 		return
 	}
-	if s.hookHideOut(r) {
+	if s.hookRun().HideOut(r) {
 		return // withheld: neither sent nor kept for a fetch
 	}
-	if d := s.hookLateOut(r); d > 0 {
+	if d := s.hookRun().LateOut(r); d > 0 {
 		// Late, and kept from every fetch meanwhile (test).
 		select {
 		case <-time.After(d):
@@ -366,9 +366,9 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *roundstep.Sealed) {
 	s.keepOut(e, r, &sd.Batch)
 	var err error
 	switch {
-	case s.hookLoseOut(r):
+	case s.hookRun().LoseOut(r):
 		err = errors.New("lost in transit (test)")
-	case s.hookRefuseSucc(r):
+	case s.hookRun().RefuseSucc(r):
 		return // withheld from the successor alone (test)
 	default:
 		s.mu.Lock()
@@ -385,7 +385,7 @@ func (s *Server) sendBatch(e *sepoch, r uint32, sd *roundstep.Sealed) {
 		s.log.Warn("forward batch: kept for a fetch", "round", r, "err", err)
 		return
 	}
-	if s.hookRepeatOut(r) {
+	if s.hookRun().RepeatOut(r) {
 		_, _ = transport.Call(ctx, s.h, sd.To[0], req)
 	}
 }
@@ -476,7 +476,7 @@ func (s *Server) onBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if err := roundstep.CheckBatchHead(ep, from, h); err != nil {
 		return 0, nil, err
 	}
-	if s.hookDropIn(h.Round) && int(h.S) == e.pos {
+	if s.hookRun().DropIn(h.Round) && int(h.S) == e.pos {
 		return wire.TypeAck, ack, nil
 	}
 	s.mu.Lock()

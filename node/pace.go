@@ -18,7 +18,7 @@ import "time"
 // clock (virtual time in the tests). It reports false if the server is
 // closing.
 func (s *Server) awaitPace(e *sepoch) bool {
-	if s.hookNoPace() {
+	if s.hookRun().NoPace() {
 		return true
 	}
 	iv := time.Duration(e.final.Desc.Params.RoundIntervalMs) * time.Millisecond

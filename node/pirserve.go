@@ -107,15 +107,15 @@ func (h pirHost) Call(ctx context.Context, p peer.ID, r transport.Request) ([]by
 }
 
 func (h pirHost) Mask(epoch [32]byte, r, slot uint32, t int, mask []byte, L int) {
-	h.s.hookMask(epoch, r, slot, t, mask, L)
+	h.s.hookCfg().Mask(epoch, r, slot, t, mask, L)
 }
 
 func (h pirHost) Masks(epoch [32]byte, r, slot uint32, masks [][]byte, L int) {
-	h.s.hookMasks(epoch, r, slot, masks, L)
+	h.s.hookCfg().Masks(epoch, r, slot, masks, L)
 }
 
 func (h pirHost) Corrupt(epoch [32]byte, r, slot uint32, own [][]byte) {
-	h.s.hookCorrupt(epoch, r, slot, own)
+	h.s.hookCfg().Corrupt(epoch, r, slot, own)
 }
 
 // answerRound does this server's PIR work of round r (§6.3), its list

@@ -27,7 +27,7 @@ import (
 func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *roundstep.Hashes) {
 	defer s.trace("publish", r)()
 	ep := s.roundFacts(e)
-	s.hookStage(ep.ID, r, "publish")
+	s.hookCfg().Stage(ep.ID, r, "publish")
 	if !s.awaitSetup(e) {
 		return
 	}
@@ -64,7 +64,7 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *roundstep.H
 	}
 	fx := roundstep.PublishStep(ep, r, payloads, ph, bad, deadOut)
 	for _, sr := range fx.Seen {
-		s.hookRequests(ep.ID, r, sr.Q, sr.IDs)
+		s.hookCfg().Requests(ep.ID, r, sr.Q, sr.IDs)
 	}
 	if fx.End != "" {
 		s.mu.Lock()

@@ -106,18 +106,18 @@ func (s *Server) announceRoot(e *sepoch, b *wire.Batch) {
 	}
 	s.mu.Unlock()
 	msg := (&wire.Root{Epoch: b.Epoch, Round: b.Round, S: b.S, Root: b.Root, Sig: b.Sig}).Marshal()
-	msg = s.hookRoot(b, msg)
+	msg = s.hookRun().Root(b, msg)
 	if msg == nil {
-		return // a test's silent server (hookRoot)
+		return // a test's silent server (hookRun.Root)
 	}
 	for _, p := range v.Chain {
-		if p == s.h.ID() || !s.hookRootTo(b.Round, p, p == v.Chain[b.S]) {
+		if p == s.h.ID() || !s.hookRun().RootTo(b.Round, p, p == v.Chain[b.S]) {
 			continue
 		}
 		s.wg.Add(1)
 		go func(p peer.ID) {
 			defer s.wg.Done()
-			if d := s.hookRootDelay(b.Round, p); d > 0 {
+			if d := s.hookRun().RootDelay(b.Round, p); d > 0 {
 				select {
 				case <-time.After(d):
 				case <-s.ctx.Done():

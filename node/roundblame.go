@@ -269,7 +269,7 @@ func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 	if err := s.sendToChain(e, ProtoEpoch, wire.TypeAccuse, a.Marshal(), transport.ShortTimeout, transport.ShortTimeout, -1); err != nil {
 		s.log.Warn("round blame: accusation not delivered everywhere", "round", r, "err", err)
 	}
-	s.hookProbe(e, r, pos)
+	s.hookRun().Probe(e, r, pos)
 	c := s.walkRound(e, bl)
 	s.conclude(e, bl, c)
 	// A named client's slot dies and the epoch goes on; otherwise the

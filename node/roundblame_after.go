@@ -270,7 +270,7 @@ func (s *Server) onEquivocation(from peer.ID, body []byte) (wire.Type, []byte, e
 	if !fromChain(e, from) {
 		return 0, nil, errors.New("node: equivocation evidence not from a chain server")
 	}
-	if s.hookRefuseEvidence(wire.TypeEquivocation) {
+	if s.hookRun().RefuseEvidence(wire.TypeEquivocation) {
 		return 0, nil, errors.New("node: evidence refused (test hook)")
 	}
 	a, b := ev.A, ev.B
@@ -349,7 +349,7 @@ func (s *Server) onDoubleSubmit(from peer.ID, body []byte) (wire.Type, []byte, e
 	if !fromChain(e, from) {
 		return 0, nil, errors.New("node: double-submission evidence not from a chain server")
 	}
-	if s.hookRefuseEvidence(wire.TypeDoubleSubmit) {
+	if s.hookRun().RefuseEvidence(wire.TypeDoubleSubmit) {
 		return 0, nil, errors.New("node: evidence refused (test hook)")
 	}
 	if int(d.Slot) >= e.n() || d.Round >= v.Desc.Params.Rounds || d.HashA == d.HashB {
@@ -426,7 +426,7 @@ func (s *Server) onBadBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 	if !inChain || S < 1 || S > m || h.Round >= v.Desc.Params.Rounds {
 		return 0, nil, errors.New("node: malformed-batch evidence not from a chain server")
 	}
-	if s.hookRefuseEvidence(wire.TypeBadBatch) {
+	if s.hookRun().RefuseEvidence(wire.TypeBadBatch) {
 		return 0, nil, errors.New("node: evidence refused (test hook)")
 	}
 	if err := proto.VerifyPeerSig(v.Chain[S-1], batchDigest(&wire.Batch{Epoch: h.Epoch, Round: h.Round, S: h.S, Root: h.Root}), h.Sig); err != nil {

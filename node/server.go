@@ -319,7 +319,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	// Server protocols: big bodies only from server peers (asker.go).
 	transport.ServeBoundedBy(cctx, h, &s.handlers, s.log, ProtoEpoch, transport.BulkTimeout, epochReplies, s.serverCaps(epochCaps), nil, oneSegment(s.handleEpoch))
 	transport.ServePooled(cctx, h, &s.handlers, s.log, ProtoRound, transport.BulkTimeout, s.serverCaps(roundCaps), s.pool.Buffers(), s.handleRound)
-	handleClient, handlePIR := s.hookClientHandlers(s.handleClient, s.handlePIR)
+	handleClient, handlePIR := s.hookCfg().ClientHandlers(s.handleClient, s.handlePIR)
 	transport.ServeBounded(cctx, h, &s.handlers, s.log, ProtoClient, transport.PollTimeout, replies, anyPeer(clientCaps), s.pool.Buffers(), oneSegment(handleClient))
 	transport.ServeBounded(cctx, h, &s.handlers, s.log, ProtoPIR, transport.PollTimeout, replies, anyPeer(pirCaps), nil, handlePIR)
 	if !cfg.NoLAN {

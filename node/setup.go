@@ -82,7 +82,7 @@ func (s *Server) setup(e *sepoch) {
 		}
 		keys[i] = k
 	}
-	s.hookPseudonyms(v.ID, ps)
+	s.hookCfg().Pseudonyms(v.ID, ps)
 	s.mu.Lock()
 	e.pseudonyms, e.keys, e.setupDone = ps, keys, true
 	s.pool.SetLimit(n, int(v.Desc.Params.ChunkSize))
@@ -117,7 +117,7 @@ func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group
 	if err != nil {
 		return nil, nil, err
 	}
-	s.hookBadProof(raw)
+	s.hookRun().BadProof(raw)
 	st, err := setupstep.Sign(s.priv, v.ID, k, raw)
 	if err != nil {
 		return nil, nil, err
@@ -135,7 +135,7 @@ func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group
 	s.mu.Lock()
 	e.forward, e.U = sec.Forward(), r.U
 	s.mu.Unlock()
-	s.hookPerm(v.ID, e.pos, sec)
+	s.hookCfg().Perm(v.ID, e.pos, sec)
 	return r, shareErr, nil
 }
 

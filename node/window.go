@@ -55,8 +55,8 @@ type winPeers struct{ s *Server }
 
 func (w winPeers) Self() peer.ID                     { return w.s.h.ID() }
 func (w winPeers) Group(p peer.ID) bool              { return w.s.groupPeer(p) }
-func (w winPeers) Refuse(p peer.ID) bool             { return w.s.hookWindowRefuse(p) }
-func (w winPeers) Reply(p peer.ID, win *wire.Window) { w.s.hookWindowReply(p, win) }
+func (w winPeers) Refuse(p peer.ID) bool             { return w.s.hookCfg().WindowRefuse(p) }
+func (w winPeers) Reply(p peer.ID, win *wire.Window) { w.s.hookCfg().WindowReply(p, win) }
 
 func (w winPeers) Call(ctx context.Context, p peer.ID, r transport.Request) ([]byte, error) {
 	return transport.Call(ctx, w.s.h, p, r)
@@ -143,8 +143,8 @@ const _ = uint(wire.MaxWindowItems - 2*BudgetLookback)
 type winSrc struct{ s *Server }
 
 func (w winSrc) CertOf(n uint64) (*wire.Cert, bool) { return w.s.cert.Of(n) }
-func (w winSrc) Lack() bool                         { return w.s.hookLackWindow() }
-func (w winSrc) Unpinned() bool                     { return w.s.hookUnpinnedWindow() }
+func (w winSrc) Lack() bool                         { return w.s.hookRun().LackWindow() }
+func (w winSrc) Unpinned() bool                     { return w.s.hookCfg().UnpinnedWindow() }
 
 // Group returns the descriptor without clients of an epoch still in
 // memory here (an aborted setup, or one whose record has not come).
