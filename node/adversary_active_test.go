@@ -395,7 +395,7 @@ func TestAdversaryIndexGap(t *testing.T) {
 			}
 			defer c.Close()
 			clients = append(clients, c)
-			ids[i] = c.PeerID()
+			ids[i] = c.Inspect().PeerID()
 		}
 		runCtx, stop := context.WithCancel(ctx)
 		var wg sync.WaitGroup

@@ -199,8 +199,8 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 		defer c.Close()
 		if isVictim[i] {
 			vmu.Lock()
-			victims[c.PeerID()] = true
-			peerIdx[c.PeerID()] = i
+			victims[c.Inspect().PeerID()] = true
+			peerIdx[c.Inspect().PeerID()] = i
 			vmu.Unlock()
 		}
 		clients = append(clients, c)

@@ -107,7 +107,7 @@ func fetchRun(t *testing.T, own bool, trials int, net transport.Network) *tally 
 		mu.Lock()
 		var cands []int // 0..long-1: the long-running clients; long: the newcomer
 		for q, cl := range append(append([]*Client(nil), longs...), c) {
-			if !seen[cl.PeerID()] {
+			if !seen[cl.Inspect().PeerID()] {
 				cands = append(cands, q)
 			}
 		}

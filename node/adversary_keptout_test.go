@@ -97,7 +97,7 @@ func keptOutRun(t *testing.T, own bool, keepOuts int) *tally {
 		defer c.Close()
 		if i == victim {
 			vmu.Lock()
-			vpeer = c.PeerID()
+			vpeer = c.Inspect().PeerID()
 			vmu.Unlock()
 		}
 		clients = append(clients, c)

@@ -58,7 +58,7 @@ func TestShareFaultExcludesCulprit(t *testing.T) {
 					c.Rand = &dupReader{}
 				}
 			}})
-		bad := map[peer.ID]bool{tn.Clients[1].PeerID(): true, tn.Clients[2].PeerID(): true}
+		bad := map[peer.ID]bool{tn.Clients[1].Inspect().PeerID(): true, tn.Clients[2].Inspect().PeerID(): true}
 		var banned []peer.ID
 		walked := map[int]bool{} // servers seen ending an epoch on the walk
 		err := wait.Until(context.Background(), 40*time.Second, func() bool {
@@ -88,7 +88,7 @@ func TestShareFaultExcludesCulprit(t *testing.T) {
 		// key. An honest client's is refused nowhere.
 		if err := wait.Until(context.Background(), 20*time.Second, func() bool {
 			for _, s := range tn.Servers {
-				if !s.KeyExcludedNext(tn.Clients[1].LongTermPublic()) {
+				if !s.KeyExcludedNext(tn.Clients[1].Inspect().LongTermPublic()) {
 					return false
 				}
 			}
@@ -97,7 +97,7 @@ func TestShareFaultExcludesCulprit(t *testing.T) {
 			t.Fatal("the culprit's long-term key is not excluded at every server")
 		}
 		for _, s := range tn.Servers {
-			if s.KeyExcludedNext(tn.Clients[0].LongTermPublic()) || s.KeyExcludedNext(tn.Clients[3].LongTermPublic()) {
+			if s.KeyExcludedNext(tn.Clients[0].Inspect().LongTermPublic()) || s.KeyExcludedNext(tn.Clients[3].Inspect().LongTermPublic()) {
 				t.Fatal("an honest client's long-term key is excluded")
 			}
 		}

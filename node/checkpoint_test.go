@@ -136,7 +136,7 @@ func checkpointGet(t *testing.T, control bool) {
 		return c
 	}
 	up, honest, victim := start("up", 1), start("honest", 2), start("victim", 0)
-	victimID.Store(victim.PeerID())
+	victimID.Store(victim.Inspect().PeerID())
 	// Share at an epoch's start, so that the root goes out in its first
 	// rounds.
 	n := up.Stats().Epochs

@@ -511,7 +511,7 @@ func TestFreshKeysAtWindowOpen(t *testing.T) {
 		fn.addClient(t)
 		s0 := fn.servers[0]
 		if err := wait.Until(context.Background(), 2*time.Minute, func() bool {
-			seen, ok := s0.keys.Seen(c0.LongTermPublic())
+			seen, ok := s0.keys.Seen(c0.Inspect().LongTermPublic())
 			return ok && seen.Dry == 0
 		}); err != nil {
 			t.Fatal("client 0 never returning at its primary")
@@ -589,7 +589,7 @@ func TestFreshKeysAtWindowOpen(t *testing.T) {
 		if e.final != nil {
 			for _, c := range e.final.Desc.Clients {
 				if from, ok := e.reg.From(c.RegKey); ok {
-					if from == c0.PeerID() {
+					if from == c0.Inspect().PeerID() {
 						in = true
 					} else {
 						floodIn++

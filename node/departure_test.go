@@ -61,7 +61,7 @@ func TestClientCrashChargesNoPrimary(t *testing.T) {
 		}
 		primary := tn.servers[leave]
 		t.Logf("epoch %d: the client of S_%d (server %d) crashes", n, posOf(chain, string(primary.h.ID())), leave)
-		testMemnet(t).Crash(tn.clients[leave].PeerID())
+		testMemnet(t).Crash(tn.clients[leave].Inspect().PeerID())
 		if err := wait.Until(ctx, 5*time.Minute, func() bool {
 			for _, s := range tn.servers {
 				for _, es := range s.Snapshot().Epochs {

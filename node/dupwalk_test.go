@@ -140,7 +140,7 @@ func TestDupFramedHonestClient(t *testing.T) {
 	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
 		tn := dupNet(t, client.DupForge)
-		victim, acc := tn.Clients[0].PeerID(), tn.Clients[1].PeerID()
+		victim, acc := tn.Clients[0].Inspect().PeerID(), tn.Clients[1].Inspect().PeerID()
 		waitEnded(t, tn, "setup share fault: client excluded")
 		var banned []peer.ID
 		for _, s := range tn.Servers {
@@ -179,8 +179,8 @@ func TestDupBothProve(t *testing.T) {
 			banned = append(banned, s.Banned()...)
 		}
 		for i, c := range tn.Clients {
-			if bad := i == 1 || i == 2; bad != contains(banned, c.PeerID()) {
-				t.Errorf("client %d: culprit %v, banned %v", i, bad, contains(banned, c.PeerID()))
+			if bad := i == 1 || i == 2; bad != contains(banned, c.Inspect().PeerID()) {
+				t.Errorf("client %d: culprit %v, banned %v", i, bad, contains(banned, c.Inspect().PeerID()))
 			}
 		}
 	})
@@ -193,7 +193,7 @@ func TestDupSilent(t *testing.T) {
 	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
 		tn := dupNet(t, client.DupSilent)
-		victim, acc := tn.Clients[0].PeerID(), tn.Clients[1].PeerID()
+		victim, acc := tn.Clients[0].Inspect().PeerID(), tn.Clients[1].Inspect().PeerID()
 		waitEnded(t, tn, "setup duplicate share: nobody named")
 		var left []peer.ID
 		for _, s := range tn.Servers {

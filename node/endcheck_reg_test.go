@@ -105,7 +105,7 @@ func TestEndCheckStallKeepsRegistration(t *testing.T) {
 			slots[epoch] = slot
 			mu.Unlock()
 		}})
-		victim = v.PeerID()
+		victim = v.Inspect().PeerID()
 		mu.Unlock()
 		// The stall, then a registration after it began.
 		if err := wait.Until(ctx, 2*time.Minute, func() bool {

@@ -44,7 +44,7 @@ func TestHealthyNetworkLogsNoWarning(t *testing.T) {
 			t.Cleanup(func() { c.Close() })
 			clients = append(clients, c)
 			if i%3 == 1 {
-				testMemnet(t).SetLink(tn.servers[1].h.ID(), c.PeerID(), memnet.Link{Latency: 600 * time.Millisecond})
+				testMemnet(t).SetLink(tn.servers[1].h.ID(), c.Inspect().PeerID(), memnet.Link{Latency: 600 * time.Millisecond})
 			}
 		}
 		data := anonRand(t, 3*int(p.ChunkSize))

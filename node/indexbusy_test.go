@@ -46,7 +46,7 @@ func TestIndexBusyAskedAgain(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), proto.CheckpointSyncTime/2)
 		defer cancel()
 		start := time.Now()
-		_, _, err := c.SyncIndex(ctx)
+		_, _, err := c.Inspect().SyncIndex(ctx)
 		took := time.Since(start)
 		t.Logf("the primary's %d index slots held for %v: the sync ended after %v: %v", slots.MaxIndexServing, held, took.Round(time.Millisecond), err)
 		if err != nil {
@@ -69,13 +69,13 @@ func TestIndexSlotsPerClient(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		tn := startAnonNet(t, 2, 1, 1, testParams(4), nil)
 		s, c := tn.servers[0], tn.clients[0]
-		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.isClientPeer(c.PeerID()) }); err != nil {
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.isClientPeer(c.Inspect().PeerID()) }); err != nil {
 			t.Fatal("the client never registered")
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		got := 0
 		for range slots.MaxIndexServing {
-			if s.index.Enter(ctx, c.PeerID()) == nil {
+			if s.index.Enter(ctx, c.Inspect().PeerID()) == nil {
 				got++
 			}
 		}
@@ -89,7 +89,7 @@ func TestIndexSlotsPerClient(t *testing.T) {
 		if err := wait.Until(context.Background(), 10*time.Second, func() bool {
 			sctx, stop := context.WithCancel(context.Background())
 			defer stop()
-			return s.index.Enter(sctx, c.PeerID()) == nil
+			return s.index.Enter(sctx, c.Inspect().PeerID()) == nil
 		}); err != nil {
 			t.Fatal("the client's slots were not given back")
 		}
@@ -148,7 +148,7 @@ func clientSlotsOfRange(t *testing.T, n, limit int, addr func(int) net.IP, other
 	}
 	if err := wait.Until(context.Background(), 5*time.Minute, func() bool {
 		for _, c := range cs {
-			if !s.isClientPeer(c.PeerID()) {
+			if !s.isClientPeer(c.Inspect().PeerID()) {
 				return false
 			}
 		}
@@ -161,12 +161,12 @@ func clientSlotsOfRange(t *testing.T, n, limit int, addr func(int) net.IP, other
 	got := 0
 	for _, c := range cs[:n] {
 		for range slots.MaxIndexPerClient {
-			if s.index.Enter(ctx, c.PeerID()) == nil {
+			if s.index.Enter(ctx, c.Inspect().PeerID()) == nil {
 				got++
 			}
 		}
 	}
-	honest := s.index.Enter(ctx, cs[n].PeerID())
+	honest := s.index.Enter(ctx, cs[n].Inspect().PeerID())
 	t.Logf("%d registered clients of one range took %d index slots (cap %d); a client of another range: %v", n, got, limit, honest)
 	if got > limit || got == 0 {
 		t.Errorf("the clients of one range took %d index slots, want at most %d", got, limit)
@@ -229,7 +229,7 @@ func TestIndexSyncFailedAsksEveryServer(t *testing.T) {
 		}
 		defer c.Close()
 		mu.Lock()
-		target = c.PeerID()
+		target = c.Inspect().PeerID()
 		mu.Unlock()
 		select {
 		case <-held:

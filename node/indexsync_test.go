@@ -117,10 +117,10 @@ func serverCopy(t *testing.T, s *Server) (entries []string, mans []string) {
 
 // clientCopy is c's synced copy in the same form.
 func clientCopy(c *Client) (entries []string, mans []string) {
-	for _, e := range c.IndexEntries() {
+	for _, e := range c.Inspect().IndexEntries() {
 		entries = append(entries, fmt.Sprintf("%x %s %d", e.FileID, e.Name, e.Size))
 	}
-	for _, b := range c.IndexManifests() {
+	for _, b := range c.Inspect().IndexManifests() {
 		mans = append(mans, fmt.Sprintf("%x", b))
 	}
 	sort.Strings(entries)
@@ -149,7 +149,7 @@ func TestIndexSyncPages(t *testing.T) {
 		c := bareClient(t, s, "")
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		res, err := c.SyncIndexFrom(ctx, s.ID())
+		res, err := c.Inspect().SyncIndexFrom(ctx, s.ID())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,13 +164,13 @@ func TestIndexSyncPages(t *testing.T) {
 		t.Logf("%d manifests, %d entries in %d pages, %d bytes", res.Mans, res.Entries, res.Pages, res.Bytes)
 		sameCopy(t, s, c)
 		// Synced again: one page, nothing new.
-		res, err = c.SyncIndexFrom(ctx, s.ID())
+		res, err = c.Inspect().SyncIndexFrom(ctx, s.ID())
 		if err != nil || res.Pages != 1 || res.Mans+res.Entries+res.Removed != 0 {
 			t.Fatalf("second sync read %+v (%v)", res, err)
 		}
 		// A second client, synced before the retention runs out.
 		c2 := bareClient(t, s, "")
-		_, err = c2.SyncIndexFrom(ctx, s.ID())
+		_, err = c2.Inspect().SyncIndexFrom(ctx, s.ID())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,22 +183,22 @@ func TestIndexSyncPages(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := time.Now()
-		c.SetIndexRetention(1)
-		c2.SetIndexRetention(1)
-		c.SetIndexClock(func() time.Time { return now })
-		res, err = c.SyncIndexFrom(ctx, s.ID())
-		if err != nil || res.Removed != 0 || res.Early != len(ids) || len(c.IndexManifests()) != len(ids) {
-			t.Fatalf("early removals: %+v (%v), %d manifests left", res, err, len(c.IndexManifests()))
+		c.Inspect().SetIndexRetention(1)
+		c2.Inspect().SetIndexRetention(1)
+		c.Inspect().SetIndexClock(func() time.Time { return now })
+		res, err = c.Inspect().SyncIndexFrom(ctx, s.ID())
+		if err != nil || res.Removed != 0 || res.Early != len(ids) || len(c.Inspect().IndexManifests()) != len(ids) {
+			t.Fatalf("early removals: %+v (%v), %d manifests left", res, err, len(c.Inspect().IndexManifests()))
 		}
-		c.SetIndexClock(func() time.Time { return now.Add(2 * time.Hour) })
-		c.ExpireIndex()
+		c.Inspect().SetIndexClock(func() time.Time { return now.Add(2 * time.Hour) })
+		c.Inspect().ExpireIndex()
 		sameCopy(t, s, c)
 		// The second client syncs once the retention has about run: it
 		// applies the removals.
-		c2.SetIndexClock(func() time.Time { return now.Add(55 * time.Minute) })
-		res, err = c2.SyncIndexFrom(ctx, s.ID())
-		if err != nil || res.Removed != len(ids) || len(c2.IndexManifests())+len(c2.IndexEntries()) != 0 {
-			t.Fatalf("after the index retention: %+v (%v), %d manifests left", res, err, len(c2.IndexManifests()))
+		c2.Inspect().SetIndexClock(func() time.Time { return now.Add(55 * time.Minute) })
+		res, err = c2.Inspect().SyncIndexFrom(ctx, s.ID())
+		if err != nil || res.Removed != len(ids) || len(c2.Inspect().IndexManifests())+len(c2.Inspect().IndexEntries()) != 0 {
+			t.Fatalf("after the index retention: %+v (%v), %d manifests left", res, err, len(c2.Inspect().IndexManifests()))
 		}
 		sameCopy(t, s, c2)
 	})
@@ -216,7 +216,7 @@ func TestIndexSyncResumes(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		c := bareClient(t, s, dir)
-		first, err := c.SyncIndexFrom(ctx, s.ID())
+		first, err := c.Inspect().SyncIndexFrom(ctx, s.ID())
 		if err != nil || first.Mans != 30 {
 			t.Fatalf("first sync: %+v, %v", first, err)
 		}
@@ -224,7 +224,7 @@ func TestIndexSyncResumes(t *testing.T) {
 		indexFiles(t, s, 1)
 		// A new process: a fresh libp2p identity, the same database.
 		again := bareClient(t, s, dir)
-		res, err := again.SyncIndexFrom(ctx, s.ID())
+		res, err := again.Inspect().SyncIndexFrom(ctx, s.ID())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -306,8 +306,8 @@ func TestIndexReqHostile(t *testing.T) {
 		// A client whose cursor is past the server's log (the server's store
 		// was replaced) reads the log again from the start.
 		fresh := bareClient(t, s, "")
-		fresh.SetIndexCursor(s.ID(), 1000)
-		res, err := fresh.SyncIndexFrom(ctx, s.ID())
+		fresh.Inspect().SetIndexCursor(s.ID(), 1000)
+		res, err := fresh.Inspect().SyncIndexFrom(ctx, s.ID())
 		if err != nil || res.Reset != 1 || res.Mans != 6 {
 			t.Fatalf("cursor past the log: %+v, %v", res, err)
 		}
@@ -330,7 +330,7 @@ func TestIndexReqHostile(t *testing.T) {
 		})
 		c := bareClient(t, s, "")
 		c.Inspect().Host().AddAddrs(bad.ID(), bad.Addrs(), time.Hour)
-		_, err = c.SyncIndexFrom(ctx, bad.ID())
+		_, err = c.Inspect().SyncIndexFrom(ctx, bad.ID())
 		if err == nil || asked != 1 {
 			t.Fatalf("a page that does not move the cursor: %v after %d requests", err, asked)
 		}
@@ -364,7 +364,7 @@ func TestIndexGapFilledFromAnotherServer(t *testing.T) {
 		defer cancel()
 		var warned lockedBuf
 		up, victim := tn.startPair(ctx, t, &warned)
-		victimID.Store(victim.PeerID())
+		victimID.Store(victim.Inspect().PeerID())
 		if _, err := up.Share(ctx, bytes.NewReader(data), "m.bin", false); err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +379,7 @@ func TestIndexGapFilledFromAnotherServer(t *testing.T) {
 		if err := wait.Until(ctx, 30*time.Second, func() bool {
 			held = 0
 			for id := range manifests {
-				if victim.HasManifest(id) {
+				if victim.Inspect().HasManifest(id) {
 					held++
 				}
 			}
@@ -427,7 +427,7 @@ func TestIndexGapPrimaryStalls(t *testing.T) {
 		defer cancel()
 		var warned lockedBuf
 		up, victim := tn.startPair(ctx, t, &warned)
-		victimID.Store(victim.PeerID())
+		victimID.Store(victim.Inspect().PeerID())
 		if _, err := up.Share(ctx, bytes.NewReader(data), "m.bin", false); err != nil {
 			t.Fatal(err)
 		}
@@ -435,7 +435,7 @@ func TestIndexGapPrimaryStalls(t *testing.T) {
 		if err := wait.Until(ctx, 80*time.Second, func() bool {
 			held = 0
 			for id := range manifests {
-				if victim.HasManifest(id) {
+				if victim.Inspect().HasManifest(id) {
 					held++
 				}
 			}
@@ -565,7 +565,7 @@ func TestIndexCheckSameAfterMissedEpoch(t *testing.T) {
 		up := client(1, nil)
 		a := client(0, nil)
 		mu.Lock()
-		victims[a.PeerID()] = true
+		victims[a.Inspect().PeerID()] = true
 		mu.Unlock()
 		if err := wait.Until(ctx, time.Minute, func() bool { return a.Stats().Epochs >= 1 }); err != nil {
 			t.Fatal("A took no epoch")
@@ -582,7 +582,7 @@ func TestIndexCheckSameAfterMissedEpoch(t *testing.T) {
 			counting = bJoins == 1
 		}})
 		mu.Lock()
-		victims[b.PeerID()] = true
+		victims[b.Inspect().PeerID()] = true
 		mu.Unlock()
 		if err := wait.Until(ctx, 2*time.Minute, func() bool {
 			mu.Lock()
@@ -592,7 +592,7 @@ func TestIndexCheckSameAfterMissedEpoch(t *testing.T) {
 			t.Fatalf("B took %d epochs", bJoins)
 		}
 		mu.Lock()
-		sa, sb := served[a.PeerID()], served[b.PeerID()]
+		sa, sb := served[a.Inspect().PeerID()], served[b.Inspect().PeerID()]
 		mu.Unlock()
 		st := a.Stats()
 		t.Logf("during B's first epoch the other servers served A %d index pages, B %d; A took %d epochs before and saw %d gaps (%d filled)", sa, sb, aEpochs, st.IndexGaps, st.IndexFilled)

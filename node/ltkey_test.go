@@ -98,7 +98,7 @@ func TestKeyExcludedEverywhere(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		bn := startBlameNet(t, 3, 3, 4, 3)
 		bad := bn.clients[1] // primary: chain position 1
-		badKey := bad.LongTermPublic()
+		badKey := bad.Inspect().LongTermPublic()
 		var fired atomic.Bool
 		var mu sync.Mutex
 		var badEpoch [32]byte
@@ -159,7 +159,7 @@ func TestKeyExcludedEverywhere(t *testing.T) {
 
 		// Forged and unnamed evidence, sent by a chain server to the others.
 		honest := bn.clients[0] // primary: chain position 0
-		hKey := honest.LongTermPublic()
+		hKey := honest.Inspect().LongTermPublic()
 		e, err := bn.servers[0].epochFor(badEpoch)
 		if err != nil {
 			t.Fatal(err)

@@ -76,7 +76,7 @@ func TestPresenceWireShape(t *testing.T) {
 		for r := range roles {
 			c := newClient(0)
 			mu.Lock()
-			who[c.PeerID()] = r
+			who[c.Inspect().PeerID()] = r
 			mu.Unlock()
 			cs = append(cs, c)
 		}

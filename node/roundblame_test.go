@@ -249,7 +249,7 @@ func TestRoundBlameClientMAC(t *testing.T) {
 				// the next epoch; no server is excluded anywhere.
 				primary := bn.servers[1]
 				primary.mu.Lock()
-				_, refused := primary.strikes.Banned[bad.PeerID()]
+				_, refused := primary.strikes.Banned[bad.Inspect().PeerID()]
 				primary.mu.Unlock()
 				if !refused {
 					t.Fatal("the culprit client's primary does not refuse it")

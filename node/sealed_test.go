@@ -44,7 +44,7 @@ func TestPrivateShareSealedIndex(t *testing.T) {
 		}
 
 		// What any client syncs: the entries and the manifest chunks.
-		entries, mans, err := down.SyncIndex(ctx)
+		entries, mans, err := down.Inspect().SyncIndex(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -136,7 +136,7 @@ func testSyncStall(t *testing.T, mode int) {
 			clients = append(clients, c)
 			if i == 0 {
 				mu.Lock()
-				target = c.PeerID()
+				target = c.Inspect().PeerID()
 				mu.Unlock()
 			}
 		}

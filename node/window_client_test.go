@@ -66,7 +66,7 @@ func TestSitOutPausesJobs(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer down.Close()
-		id := down.PeerID()
+		id := down.Inspect().PeerID()
 		victim.Store(&id)
 		up, err := NewClient(ctx, ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[1].Addrs()[0].String(), Logger: anonLogger()})
 		if err != nil {
@@ -196,7 +196,7 @@ func TestWindowRequestSame(t *testing.T) {
 		until(t, ctx, 5*time.Minute, func() bool {
 			mu.Lock()
 			defer mu.Unlock()
-			k, ok := first[late.PeerID()]
+			k, ok := first[late.Inspect().PeerID()]
 			body = k
 			return ok && len(got[k]) == 3
 		}, "the newcomer's first window request is not the others'")

@@ -89,12 +89,12 @@ func TestWindowManifestsNewcomer(t *testing.T) {
 		var warned lockedBuf
 		mu.Lock()
 		b := client(0, &warned)
-		victim = b.PeerID()
+		victim = b.Inspect().PeerID()
 		mu.Unlock()
 		held := func() int {
 			n := 0
 			for id := range manifests {
-				if b.HasManifest(id) {
+				if b.Inspect().HasManifest(id) {
 					n++
 				}
 			}
@@ -170,7 +170,7 @@ func TestWindowManifestsRestart(t *testing.T) {
 		holds := func(c *Client) int {
 			n := 0
 			for id := range manifests {
-				if c.HasManifest(id) {
+				if c.Inspect().HasManifest(id) {
 					n++
 				}
 			}
@@ -179,7 +179,7 @@ func TestWindowManifestsRestart(t *testing.T) {
 		up := start(1, "", nil)
 		mu.Lock()
 		a := start(0, dir, nil)
-		victim = a.PeerID()
+		victim = a.Inspect().PeerID()
 		mu.Unlock()
 		if err := wait.Until(ctx, time.Minute, func() bool { return a.Stats().Epochs >= 1 }); err != nil {
 			t.Fatal("the client took no epoch")
@@ -197,7 +197,7 @@ func TestWindowManifestsRestart(t *testing.T) {
 		var warned lockedBuf
 		mu.Lock()
 		b := start(0, dir, &warned)
-		victim = b.PeerID()
+		victim = b.Inspect().PeerID()
 		mu.Unlock()
 		if err := wait.Until(ctx, 80*time.Second, func() bool { return holds(b) == len(manifests) }); err != nil {
 			t.Fatalf("restarted, the client holds %d of the file's %d manifests after %d epochs: %+v", holds(b), len(manifests), b.Stats().Epochs, b.Stats())
@@ -298,10 +298,10 @@ func TestWindowManifestsPrevEpoch(t *testing.T) {
 				t.Fatal(err)
 			}
 			if srv == 0 {
-				victims[c.PeerID()] = true
+				victims[c.Inspect().PeerID()] = true
 			}
 			if name == "new" {
-				newcomer = c.PeerID()
+				newcomer = c.Inspect().PeerID()
 			}
 			t.Cleanup(func() { c.Close() })
 			return c
@@ -328,7 +328,7 @@ func TestWindowManifestsPrevEpoch(t *testing.T) {
 		held := func(c *Client) int {
 			n := 0
 			for id := range manifests {
-				if c.HasManifest(id) {
+				if c.Inspect().HasManifest(id) {
 					n++
 				}
 			}

@@ -31,13 +31,13 @@ func (c *Client) Inspect() Inspector { return Inspector{c} }
 func (i Inspector) Host() transport.Host { return i.c.h }
 
 // PeerID is the client's peer id.
-func (c *Client) PeerID() peer.ID { return c.h.ID() }
+func (i Inspector) PeerID() peer.ID { return i.c.h.ID() }
 
 // LongTermKey is the key that signs the client's registrations.
 func (i Inspector) LongTermKey() *proto.LongTermKey { return i.c.ltKey }
 
 // LongTermPublic is the public half of LongTermKey.
-func (c *Client) LongTermPublic() [32]byte { return c.ltKey.Public() }
+func (i Inspector) LongTermPublic() [32]byte { return i.c.ltKey.Public() }
 
 // DecoyEpochs is how many epochs the client's decoy window holds.
 func (i Inspector) DecoyEpochs() int {
@@ -112,7 +112,8 @@ func (i Inspector) EpochLen() time.Duration {
 
 // SyncIndex syncs the index from the primary, from this client's cursor,
 // and returns the whole copy with its manifests.
-func (c *Client) SyncIndex(ctx context.Context) ([]IndexEntry, map[[32]byte][]byte, error) {
+func (i Inspector) SyncIndex(ctx context.Context) ([]IndexEntry, map[[32]byte][]byte, error) {
+	c := i.c
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
 	if _, err := c.syncIndexFrom(ctx, c.primary); err != nil {
@@ -188,7 +189,8 @@ func BudgetDrops(w proto.BudgetWalk, chain []peer.ID, number uint64) []string {
 }
 
 // HasManifest reports whether the client's synced index holds manifest id.
-func (c *Client) HasManifest(id [32]byte) bool {
+func (i Inspector) HasManifest(id [32]byte) bool {
+	c := i.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, ok := c.manifests[id]
@@ -217,7 +219,8 @@ func (i Inspector) CloseDB() {
 }
 
 // SyncIndexFrom syncs the index from server p (syncIndexFrom).
-func (c *Client) SyncIndexFrom(ctx context.Context, p peer.ID) (SyncResult, error) {
+func (i Inspector) SyncIndexFrom(ctx context.Context, p peer.ID) (SyncResult, error) {
+	c := i.c
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
 	r, err := c.syncIndexFrom(ctx, p)
@@ -226,13 +229,15 @@ func (c *Client) SyncIndexFrom(ctx context.Context, p peer.ID) (SyncResult, erro
 
 // IndexEntries and IndexManifests are copies of the synced copy's
 // entries and manifests, by id.
-func (c *Client) IndexEntries() map[[32]byte]IndexEntry {
+func (i Inspector) IndexEntries() map[[32]byte]IndexEntry {
+	c := i.c
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
 	return maps.Clone(c.icopy.entries)
 }
 
-func (c *Client) IndexManifests() map[[32]byte][]byte {
+func (i Inspector) IndexManifests() map[[32]byte][]byte {
+	c := i.c
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
 	return maps.Clone(c.icopy.mans)
@@ -240,13 +245,15 @@ func (c *Client) IndexManifests() map[[32]byte][]byte {
 
 // SetIndexRetention sets the group's index retention the copy applies, in
 // hours; SetIndexClock replaces its clock.
-func (c *Client) SetIndexRetention(hours uint32) {
+func (i Inspector) SetIndexRetention(hours uint32) {
+	c := i.c
 	c.syncMu.Lock()
 	c.icopy.hours = hours
 	c.syncMu.Unlock()
 }
 
-func (c *Client) SetIndexClock(clock func() time.Time) {
+func (i Inspector) SetIndexClock(clock func() time.Time) {
+	c := i.c
 	c.syncMu.Lock()
 	c.icopy.clock = clock
 	c.syncMu.Unlock()
@@ -254,14 +261,16 @@ func (c *Client) SetIndexClock(clock func() time.Time) {
 
 // ExpireIndex drops what the copy has held past the retention
 // (expireIndex).
-func (c *Client) ExpireIndex() {
+func (i Inspector) ExpireIndex() {
+	c := i.c
 	c.syncMu.Lock()
 	c.expireIndex()
 	c.syncMu.Unlock()
 }
 
 // SetIndexCursor sets the copy's cursor at server p (a stale one).
-func (c *Client) SetIndexCursor(p peer.ID, n uint64) {
+func (i Inspector) SetIndexCursor(p peer.ID, n uint64) {
+	c := i.c
 	c.syncMu.Lock()
 	c.loadIndexCopy()
 	c.icopy.cursors[p] = n

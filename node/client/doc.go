@@ -45,7 +45,7 @@
 //   - client_hooks.go (empty in the binary), client_hooks_riffletest.go:
 //     the tests' hooks, internal/hooks's (the old own-lists decoy rule of
 //     the controls too); client_testapi_riffletest.go: what the tests read
-//     and set of a running client (Inspector and the index's accessors,
-//     which take its locks). The
+//     and set of a running client (Inspector, whose accessors take its
+//     locks; none is a method of Client). The
 //     *_client_test.go files are unit tests without a network.
 package client
