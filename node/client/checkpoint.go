@@ -11,6 +11,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/client/internal/hooks"
+	"github.com/riffle-net/riffle/node/client/internal/indexsync"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -212,11 +213,11 @@ func (c *Client) syncNamed(ctx context.Context, group []wire.GroupEntry, due [][
 	ctx, cancel := context.WithTimeout(ctx, proto.CheckpointSyncTime)
 	defer cancel()
 	half, cancelHalf := context.WithTimeout(ctx, proto.CheckpointSyncTime/2)
-	c.syncMu.Lock()
-	_, err := c.syncIndexFrom(half, c.primary)
+	c.icopy.Lock()
+	_, err := c.icopy.SyncFrom(half, c.primary)
 	cancelHalf()
-	missing := c.missingFrom(due)
-	c.syncMu.Unlock()
+	missing := c.icopy.Missing(due)
+	c.icopy.Unlock()
 	var gaps [][32]byte
 	if err != nil {
 		c.log.Info("checkpoint index sync from the primary failed", "err", err)
@@ -236,18 +237,15 @@ func (c *Client) syncNamed(ctx context.Context, group []wire.GroupEntry, due [][
 			}
 		}
 	}
-	c.syncMu.Lock()
-	defer c.syncMu.Unlock()
+	c.icopy.Lock()
+	defer c.icopy.Unlock()
 	held := map[[32]byte][]byte{}
 	for _, id := range due {
-		if b, ok := c.icopy.mans[id]; ok {
+		if b, ok := c.icopy.Manifest(id); ok {
 			held[id] = b
 		} else if b, ok := found[id]; ok {
 			// Kept in memory: the next epoch's sync checks its lists.
-			c.icopy.mans[id] = b
-			if _, ok := c.icopy.seen[id]; !ok {
-				c.icopy.seen[id] = c.icopy.now()
-			}
+			c.icopy.Fill(id, b)
 			held[id] = b
 		}
 	}
@@ -271,8 +269,8 @@ func (c *Client) manifestsFromOthers(ctx context.Context, group []wire.GroupEntr
 	defer cancel()
 	c.atOthers(group, func(p peer.ID) {
 		var cur uint64
-		for range maxIndexPages {
-			rep, err := c.indexPage(ctx, p, cur)
+		for range indexsync.MaxPages {
+			rep, err := c.icopy.Page(ctx, p, cur)
 			if err != nil {
 				c.log.Info("checkpoint index sync from another server failed", "err", err)
 				return

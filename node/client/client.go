@@ -18,6 +18,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/client/internal/hooks"
+	"github.com/riffle-net/riffle/node/client/internal/indexsync"
 	"github.com/riffle-net/riffle/node/client/internal/meter"
 	"github.com/riffle-net/riffle/node/client/internal/netdir"
 	"github.com/riffle-net/riffle/node/client/internal/status"
@@ -135,9 +136,8 @@ type Client struct {
 	stats        Stats
 	index        []IndexEntry // the synced copy, as of the last epoch's start
 	// icopy is the synced copy of the index with its cursors, touched by
-	// one sync at a time (syncMu; indexsync.go).
-	icopy  indexCopy
-	syncMu chanLock
+	// one sync at a time under its own lock (internal/indexsync).
+	icopy indexsync.Copy
 	// manifests are the manifest chunks of the synced index, by id (§6.4
 	// v3): a get takes every manifest from here, never from an answer.
 	manifests map[[32]byte][]byte
@@ -403,6 +403,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		changed: make(chan struct{}), wants: map[[32]byte]*getJob{}, inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{},
 		retry: map[[32]byte]bool{}, held: map[[32]byte]bool{}, localDone: make(chan struct{})}
 	c.local.wake = make(chan struct{}, 1)
+	c.icopy.Host = indexHost{c}
 	c.hk.Config = cfg.ClientHookCfg
 	c.clientHookState.bind(&c.hk)
 	c.group.Since = time.Now()

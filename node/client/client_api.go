@@ -177,16 +177,12 @@ func (c *Client) Index(ctx context.Context) ([]IndexEntry, error) {
 	case <-c.done:
 		return nil, errors.New("node: client closed")
 	}
-	c.syncMu.Lock()
-	defer c.syncMu.Unlock()
-	if _, err := c.syncIndexFrom(ctx, c.primary); err != nil {
+	c.icopy.Lock()
+	defer c.icopy.Unlock()
+	if _, err := c.icopy.SyncFrom(ctx, c.primary); err != nil {
 		return nil, err
 	}
-	out := make([]IndexEntry, 0, len(c.icopy.entries))
-	for _, e := range c.icopy.entries {
-		out = append(out, e)
-	}
-	return out, nil
+	return c.icopy.Entries(), nil
 }
 
 var _ network.Stream

@@ -5,7 +5,6 @@ package client
 import (
 	"context"
 	"log/slog"
-	"maps"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -114,16 +113,12 @@ func (i Inspector) EpochLen() time.Duration {
 // and returns the whole copy with its manifests.
 func (i Inspector) SyncIndex(ctx context.Context) ([]IndexEntry, map[[32]byte][]byte, error) {
 	c := i.c
-	c.syncMu.Lock()
-	defer c.syncMu.Unlock()
-	if _, err := c.syncIndexFrom(ctx, c.primary); err != nil {
+	c.icopy.Lock()
+	defer c.icopy.Unlock()
+	if _, err := c.icopy.SyncFrom(ctx, c.primary); err != nil {
 		return nil, nil, err
 	}
-	var out []IndexEntry
-	for _, e := range c.icopy.entries {
-		out = append(out, e)
-	}
-	return out, maps.Clone(c.icopy.mans), nil
+	return c.icopy.Entries(), c.icopy.Manifests(), nil
 }
 
 // Receipts is the current epoch's view, the client's slot in it and the
@@ -197,7 +192,7 @@ func (i Inspector) HasManifest(id [32]byte) bool {
 	return ok
 }
 
-// SyncResult is what one index sync read (syncResult).
+// SyncResult is what one index sync read (indexsync.Result).
 type SyncResult struct {
 	Pages, Bytes, Entries, Mans, Removed, Reset, Closings, Early int
 }
@@ -206,6 +201,7 @@ type SyncResult struct {
 // primary, with data directory dir ("": none) open; CloseDB closes it.
 func NewBareClient(h transport.Host, primary peer.ID, dir string, log *slog.Logger) *Client {
 	c := &Client{cfg: ClientConfig{DataDir: dir}, log: log, h: h, primary: primary}
+	c.icopy.Host = indexHost{c}
 	c.openClientDB()
 	return c
 }
@@ -218,61 +214,60 @@ func (i Inspector) CloseDB() {
 	}
 }
 
-// SyncIndexFrom syncs the index from server p (syncIndexFrom).
+// SyncIndexFrom syncs the index from server p (indexsync's SyncFrom).
 func (i Inspector) SyncIndexFrom(ctx context.Context, p peer.ID) (SyncResult, error) {
 	c := i.c
-	c.syncMu.Lock()
-	defer c.syncMu.Unlock()
-	r, err := c.syncIndexFrom(ctx, p)
-	return SyncResult{r.pages, r.bytes, r.entries, r.mans, r.removed, r.reset, r.closings, r.early}, err
+	c.icopy.Lock()
+	defer c.icopy.Unlock()
+	r, err := c.icopy.SyncFrom(ctx, p)
+	return SyncResult(r), err
 }
 
 // IndexEntries and IndexManifests are copies of the synced copy's
 // entries and manifests, by id.
 func (i Inspector) IndexEntries() map[[32]byte]IndexEntry {
 	c := i.c
-	c.syncMu.Lock()
-	defer c.syncMu.Unlock()
-	return maps.Clone(c.icopy.entries)
+	c.icopy.Lock()
+	defer c.icopy.Unlock()
+	return c.icopy.EntryMap()
 }
 
 func (i Inspector) IndexManifests() map[[32]byte][]byte {
 	c := i.c
-	c.syncMu.Lock()
-	defer c.syncMu.Unlock()
-	return maps.Clone(c.icopy.mans)
+	c.icopy.Lock()
+	defer c.icopy.Unlock()
+	return c.icopy.Manifests()
 }
 
 // SetIndexRetention sets the group's index retention the copy applies, in
 // hours; SetIndexClock replaces its clock.
 func (i Inspector) SetIndexRetention(hours uint32) {
 	c := i.c
-	c.syncMu.Lock()
-	c.icopy.hours = hours
-	c.syncMu.Unlock()
+	c.icopy.Lock()
+	c.icopy.SetHours(hours)
+	c.icopy.Unlock()
 }
 
 func (i Inspector) SetIndexClock(clock func() time.Time) {
 	c := i.c
-	c.syncMu.Lock()
-	c.icopy.clock = clock
-	c.syncMu.Unlock()
+	c.icopy.Lock()
+	c.icopy.SetClock(clock)
+	c.icopy.Unlock()
 }
 
 // ExpireIndex drops what the copy has held past the retention
-// (expireIndex).
+// (indexsync's Expire).
 func (i Inspector) ExpireIndex() {
 	c := i.c
-	c.syncMu.Lock()
-	c.expireIndex()
-	c.syncMu.Unlock()
+	c.icopy.Lock()
+	c.icopy.Expire()
+	c.icopy.Unlock()
 }
 
 // SetIndexCursor sets the copy's cursor at server p (a stale one).
 func (i Inspector) SetIndexCursor(p peer.ID, n uint64) {
 	c := i.c
-	c.syncMu.Lock()
-	c.loadIndexCopy()
-	c.icopy.cursors[p] = n
-	c.syncMu.Unlock()
+	c.icopy.Lock()
+	c.icopy.SetCursor(p, n)
+	c.icopy.Unlock()
 }

@@ -79,11 +79,11 @@ func (c *Client) bindNetwork(chain []peer.ID) {
 	c.bind.Record(ids)
 }
 
-// setDB installs the bound database (Index reads it under syncMu).
+// setDB installs the bound database (the synced copy reads it under its lock).
 func (c *Client) setDB(db *store.ClientDB) {
-	c.syncMu.Lock()
+	c.icopy.Lock()
 	c.db = db
-	c.syncMu.Unlock()
+	c.icopy.Unlock()
 }
 
 // switchNetwork moves the state of the recorded network aside, brings

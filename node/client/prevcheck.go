@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/client/internal/indexsync"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -89,15 +90,15 @@ func (c *Client) fetchPrev(ctx context.Context, p *prevEpoch) {
 			c.addAddrs(q, g.Addrs)
 			go func() {
 				r := transport.Request{Proto: transport.ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: transport.ShortTimeout}
-				rep, err := c.callPeer(ctx, q, r)
+				rep, err := c.callTo(ctx, q, r)
 				for try := 0; try < windowRetries && errors.Is(err, proto.ErrWindowBusy); try++ {
 					// Every client whose replies lacked the record
 					// asks at once: a busy server is asked again.
 					select {
-					case <-time.After(indexRetryDelay()):
+					case <-time.After(indexsync.RetryDelay()):
 					case <-ctx.Done():
 					}
-					rep, err = c.callPeer(ctx, q, r)
+					rep, err = c.callTo(ctx, q, r)
 				}
 				var w wire.Window
 				if err == nil {

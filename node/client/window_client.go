@@ -70,7 +70,7 @@ func (c *Client) fetchWindow(ctx context.Context, v *proto.View) error {
 		c.addAddrs(p, addrs)
 		pending++
 		go func() {
-			rep, err := c.callPeer(ctx, p, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: transport.ShortTimeout})
+			rep, err := c.callTo(ctx, p, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: transport.ShortTimeout})
 			for try := 0; try < windowRetries && errors.Is(err, proto.ErrWindowBusy); try++ {
 				// A busy server (every client of the epoch asks at
 				// once) is asked again after a random delay.
@@ -78,7 +78,7 @@ func (c *Client) fetchWindow(ctx context.Context, v *proto.View) error {
 				case <-time.After(windowRetryDelay(v)):
 				case <-ctx.Done():
 				}
-				rep, err = c.callPeer(ctx, p, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: transport.ShortTimeout})
+				rep, err = c.callTo(ctx, p, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: transport.ShortTimeout})
 			}
 			var w wire.Window
 			if err == nil {
