@@ -32,6 +32,7 @@ import (
 // whose primary it is fetches the file byte-exact.
 func TestCatchupAfterPartition(t *testing.T) {
 	long(t) // whole networks over many epochs: the full pass runs it, the race pass would take half a minute
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		net := memnet.New(memnet.Link{Latency: time.Millisecond}, 1)
 		ctx, cancel := context.WithCancel(context.Background())

@@ -25,6 +25,7 @@ import (
 // certificates of N+1 for good ("FORK: N+1 at D is epoch 07 over 4
 // servers, at K epoch 08 over 3 servers").
 func TestReplacedCertDropsPast(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		d := loneServer(t)
 		defer d.Close()

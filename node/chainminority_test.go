@@ -26,6 +26,7 @@ import (
 // newcomer; the two it had left out refused 9's certificate when they came
 // back and never placed an epoch again.
 func TestPrepareChainMinorityRefused(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		tn := startAnonNet(t, 1, 0, 1, testParams(4), nil)
 		s := tn.servers[0]
@@ -69,6 +70,7 @@ func TestPrepareChainMinorityRefused(t *testing.T) {
 // serve"), and the group ran no epoch for good. Now it refuses the
 // question too, and its absence is taken.
 func TestWouldServeAsPrepare(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		const m = 4
 		tn := startAnonNet(t, m, 2, 2, testParams(4), func(_ int, c *ServerConfig) { c.MinServers = 3 })

@@ -143,6 +143,7 @@ func storedClosing(ctx context.Context, t *testing.T, s *Server, i int, epoch [3
 // the signatures to S_0 alone (the rule before, the control: the other
 // servers send theirs to nobody), no server but S_0 holds it.
 func TestClosingSigsToEveryServer(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	if raceOn && testing.Short() {
 		t.Skip("heavy under -race (18 s of CPU): the full pass runs it; -race covers the spread of closing signatures in TestClosingRecordSynced and TestClosingOneProposal")
 	}
@@ -214,6 +215,7 @@ func TestClosingSigsToEveryServer(t *testing.T) {
 // before, it signed that second record too. The record it signed is still
 // signed again (S_0 proposes it again after a refusal elsewhere).
 func TestClosingOneProposal(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		p := testParams(4)
 		tn := startAnonNet(t, 3, 0, 2, p, nil)
@@ -283,6 +285,7 @@ func signedRecord(ctx context.Context, t *testing.T, tn *anonNet) (ep [32]byte, 
 // is signed again. Before, the choice lived in memory only, and the
 // restarted server signed the second record.
 func TestClosingChoiceSurvivesRestart(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		p := testParams(4)
 		tn := startAnonNet(t, 3, 0, 2, p, nil)

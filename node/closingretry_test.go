@@ -22,6 +22,7 @@ import (
 // the servers outside the chain never took the files the epoch published,
 // which clients had seen published and acknowledged.
 func TestClosingProposedAgain(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		const m = 3
 		net := testMemnet(t)

@@ -21,6 +21,7 @@ import (
 // here, as for a record the server assembles itself (assembleClosing).
 // Before, onClosing stored S_0's record without that check.
 func TestClosingDeliveredNotWhole(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		p := testParams(4)
 		tn := startAnonNet(t, 3, 0, 2, p, nil)

@@ -19,6 +19,7 @@ import (
 // window is spent") and every server charged it, honest, to its refusal
 // budget.
 func TestClientCrashChargesNoPrimary(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		const m = 3
 		p := testParams(32)

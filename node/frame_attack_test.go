@@ -54,6 +54,7 @@ func runningEpoch(t *testing.T, s *Server) ([32]byte, []peer.ID) {
 // honest servers attest nothing, the abort's signer is charged, and the
 // epochs go on.
 func TestFutureRootFramesHonest(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		fr := startFutureRoot(t)
 		bad, e, q, chain, others := fr.bad, fr.e, fr.q, fr.chain, fr.others
@@ -169,6 +170,7 @@ func (fr *futureRoot) noHonestCharged(t *testing.T, badCharged bool) {
 // then the real batch's root conflicts with the announced one, and the
 // attacker is named for its two signed roots and left out.
 func TestFutureRootFramesSuccessor(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	if raceOn && testing.Short() {
 		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestFutureRootFramesHonest")
 	}
@@ -257,6 +259,7 @@ func TestFutureRootFramesSuccessor(t *testing.T) {
 // every server keeps the same one): the flood is dropped, both charges
 // stand.
 func TestEvidenceFloodKeepsCharges(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		fn := startFounded(t, 3, 3, 3, testParams(2), nil)
 		fn.waitEpochs(t, 2, 3*time.Minute)

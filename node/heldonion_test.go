@@ -29,6 +29,7 @@ import (
 // (docs/protocol.md §5.4): not built, so the test is skipped unless
 // RIFFLE_OPEN=1.
 func TestHeldOnionEndsUncharged(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	if os.Getenv("RIFFLE_OPEN") != "1" {
 		t.Skip("open (issue 25): a primary that holds one onion of a round after round 0 ends the epoch uncharged (RIFFLE_OPEN=1 runs it)")
 	}

@@ -22,6 +22,7 @@ import (
 // one it took first as its own, every receiver refused it ("lack claimed
 // by the wrong server"), S_0 never heard S_2's lack.
 func TestForeignClaimMutesLack(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	if raceOn && testing.Short() {
 		t.Skip("heavy under -race (16 s of CPU): the full pass runs it; -race covers the lack claims at m = 5 in TestStaggeredRootFramesS0")
 	}
@@ -84,6 +85,7 @@ func TestForeignClaimMutesLack(t *testing.T) {
 // notice, so no claim rides in any void's evidence. S_0 voids on the
 // missing publication instead, and no honest server may pay for it.
 func TestSilentClaimFramesS0(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	if raceOn && testing.Short() {
 		t.Skip("heavy under -race (13 s of CPU): the full pass runs it; -race covers the same network with its lack notice in TestStaggeredRootFramesS0")
 	}

@@ -93,6 +93,7 @@ func testRoundsPaced(t *testing.T, fast bool) {
 // number's leader took an epoch quiet for T_lead as one whose end it
 // missed, prepared, and ended every epoch after its first round.
 func TestSlowPaceKeepsEpoch(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		const R = 4
 		p := testParams(R)

@@ -18,6 +18,7 @@ import (
 // link; now it comes within fetchGrace and the transfer, from the one
 // middle server asked first.
 func TestPublicationFetchedWhenDue(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		p := testParams(8)
 		p.RoundLimitMs = 4000

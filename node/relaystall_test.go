@@ -24,11 +24,15 @@ import (
 // unbacked and honest S_2 charged at every honest server. "false": the
 // control, S_4 answering every ask.
 func TestRelayStallerFramesReceiver(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	for _, stall := range []bool{false, true} {
 		if !stall && raceOn && testing.Short() {
 			continue // 61 s of CPU for both cases under -race: the stall case races every path the control runs
 		}
-		t.Run(fmt.Sprint(stall), func(t *testing.T) { oneStaller(t, stall) })
+		t.Run(fmt.Sprint(stall), func(t *testing.T) {
+			t.Parallel()
+			oneStaller(t, stall)
+		})
 	}
 }
 
@@ -85,11 +89,15 @@ func relayStall(t *testing.T, m, late int, honest []int, set func(bn *blameNet, 
 // ask an honest holder again before its window closed: honest S_2 was
 // charged at every honest server. "0": the control, no staller.
 func TestRelayStallersFrameReceiver(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	if raceOn && testing.Short() {
 		t.Skip("heavy under -race: the full pass runs it; -race covers the concurrent asks and a staller in TestRelayStallerFramesReceiver")
 	}
 	for _, n := range []int{0, 2} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) { stallersFrame(t, n) })
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			t.Parallel()
+			stallersFrame(t, n)
+		})
 	}
 }
 

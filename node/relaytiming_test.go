@@ -81,6 +81,7 @@ func TestRootWithheldSlowLink(t *testing.T) {
 // proposer, honest S_0, was charged at every honest server; now the void
 // carries S_2's signed lack claim (wire.ClaimLack), and the claimant pays.
 func TestStaggeredRootFramesS0(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	staggeredRoot(t, 5, true, 0)
 }
 
@@ -171,11 +172,15 @@ func staggeredRoot(t *testing.T, m int, badRcv bool, late time.Duration) {
 // taken, and S_1 is charged; with the grace and S_2's window a hop from
 // its root, honest S_2 was charged at every honest server.
 func TestStaggeredRootOneCorrupt(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	if raceOn && testing.Short() {
 		t.Skip("heavy under -race (7 s of CPU a case, 1 s without): the full pass runs it; -race covers the same paths in TestEarlyRootAfterOpenFramesS0 (a root held from one server), TestEarlyRootFramesReceiver and TestRelayNotesBounded")
 	}
 	for _, late := range []time.Duration{0, 2750 * time.Millisecond, 3 * time.Second} {
-		t.Run(late.String(), func(t *testing.T) { staggeredRoot(t, 4, false, late) })
+		t.Run(late.String(), func(t *testing.T) {
+			t.Parallel()
+			staggeredRoot(t, 4, false, late)
+		})
 	}
 }
 
@@ -189,6 +194,7 @@ func TestStaggeredRootOneCorrupt(t *testing.T) {
 // (blame.Dues.From): S_2's notes are taken, nobody gets the batch, and S_1 is
 // charged.
 func TestEarlyRootFramesReceiver(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		p := testParams(16)
 		p.RoundLimitMs, p.RoundIntervalMs = 4000, 2000
@@ -258,6 +264,7 @@ func TestEarlyRootFramesReceiver(t *testing.T) {
 // every honest server, counted lacking there, and honest S_2 was charged
 // at every honest server; now S_3 is, and S_2 nowhere.
 func TestSqueezedReceiverNotFramed(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		p := testParams(64)
 		p.RoundLimitMs = 4000

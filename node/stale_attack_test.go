@@ -26,6 +26,7 @@ import (
 // Cases 0 and 3 are controls; cases 4 to 6 have S_0 hold its batch 1.4
 // round limits.
 func TestSlowRoundsKeepEpoch(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	type tc struct {
 		m    int
 		lim  uint32
@@ -41,6 +42,7 @@ func TestSlowRoundsKeepEpoch(t *testing.T) {
 		{3, 10000, map[int]int{0: 140}},
 	} {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
 			if testing.Short() && c.m > 5 {
 				t.Skip("m > 5: the full pass runs it")
 			}
@@ -121,8 +123,12 @@ func slowRounds(t *testing.T, m int, limMs uint32, held map[int]int) {
 // for the pause (the review could not make it). The limit of 400 ms is
 // below the 100 ms fetch CheckParams allows, a harder control.
 func TestRelayPauseKeepsReceiver(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	for _, c := range [][3]uint32{{600, 10, 19}, {600, 11, 19}, {600, 11, 15}, {400, 11, 19}} {
-		t.Run(fmt.Sprint(c), func(t *testing.T) { relayPause(t, c[0], c[1], c[2]) })
+		t.Run(fmt.Sprint(c), func(t *testing.T) {
+			t.Parallel()
+			relayPause(t, c[0], c[1], c[2])
+		})
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 // its signer, honest S_0, at every honest server; now a dry slot charges
 // nobody (the holder, or nobody, never S_0).
 func TestStalledOnionFramesS0(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		p := testParams(16)
 		p.RoundLimitMs = 4000

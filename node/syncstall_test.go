@@ -28,9 +28,19 @@ import (
 // The end check of the epoch before, whose tail the next epoch's sync
 // waits for, stalled the same way, delays that epoch alike.
 func TestSyncStallDelaysEverySlot(t *testing.T) {
-	t.Run("within the round limit", func(t *testing.T) { testSyncStall(t, stallStart) })
-	t.Run("the end check before", func(t *testing.T) { testSyncStall(t, stallTail) })
-	t.Run("past the round limit", func(t *testing.T) { testSyncStall(t, stallPast) })
+	t.Parallel() // a network of its own in virtual time
+	t.Run("within the round limit", func(t *testing.T) {
+		t.Parallel()
+		testSyncStall(t, stallStart)
+	})
+	t.Run("the end check before", func(t *testing.T) {
+		t.Parallel()
+		testSyncStall(t, stallTail)
+	})
+	t.Run("past the round limit", func(t *testing.T) {
+		t.Parallel()
+		testSyncStall(t, stallPast)
+	})
 }
 
 const (

@@ -156,6 +156,7 @@ func TestEarlyRootLateInputFramesS0(t *testing.T) {
 // servers, S_1 at none; now S_0 reads VoidAfter again on every change
 // (onLack) and S_1 is charged everywhere.
 func TestEarlyRootAfterOpenFramesS0(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		p := testParams(16)
 		p.RoundLimitMs, p.RoundIntervalMs = 4000, 2000

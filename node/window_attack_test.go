@@ -261,7 +261,7 @@ func TestWindowSlotDeadline(t *testing.T) {
 // the clients take the window from the other servers.
 func TestWindowHeldAtLeader(t *testing.T) {
 	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestWindowSlotsHeld and TestWindowSlotDeadline")
+		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestServerSlotsHeld and TestWindowSlotDeadline")
 	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
@@ -327,6 +327,7 @@ func TestWindowHeldAtLeader(t *testing.T) {
 // of the window, it made every other member refuse the attempt that left
 // it out.
 func TestWouldServeWindow(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		tn := startAnonNet(t, 3, 2, 2, testParams(4), nil)
 		asked, from := tn.servers[2], tn.servers[1].ID()

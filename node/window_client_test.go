@@ -368,8 +368,9 @@ func TestWindowFetchNotStalled(t *testing.T) {
 // their own, one per peer at a time, and a client asks a busy server
 // again: over three epochs of 64 clients, none sits out.
 func TestWindowAtClientCap(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestWindowSlotsHeld and TestWindowRequestSame")
+		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestWindowSlotDeadline and TestWindowRequestSame")
 	}
 	virtual(t, func(t *testing.T) {
 		const m, n = 3, MinClientCap

@@ -29,7 +29,7 @@ import (
 // full window, the one the timeout would have left them.
 func TestLeaderLeavesPinOut(t *testing.T) {
 	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestWindowTwoNumbersOn and TestWindowSlotsHeld")
+		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestWindowTwoNumbersOn and TestWalkCrossesTimeout")
 	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 // slots.MaxWindowPerRange of one address range, and refuses more with
 // errWindowBusy; a slot comes back when its reply's stream ends.
 func TestWindowSlotsBounded(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		s := &Server{}
 		ctx, cancel := context.WithCancel(context.Background())
