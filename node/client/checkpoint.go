@@ -4,14 +4,8 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-
-	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/node/client/internal/hooks"
-	"github.com/riffle-net/riffle/node/client/internal/indexsync"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -95,7 +89,7 @@ func (c *Client) checkpointRound(ctx context.Context, e *cepoch, r uint32, prevD
 			go func() {
 				defer close(s.done)
 				var gaps [][32]byte
-				s.held, gaps = c.syncNamed(ctx, group, s.due)
+				s.held, gaps = c.icopy.SyncNamed(ctx, group, s.due)
 				c.mu.Lock()
 				e.cp.noteGaps(gaps, s.held)
 				c.mu.Unlock()
@@ -192,7 +186,7 @@ func (c *Client) endCheck(ctx context.Context, e *cepoch) {
 	c.mu.Lock()
 	due := slices.Clone(e.manifestIDs)
 	c.mu.Unlock()
-	held, gaps := c.syncNamed(ctx, e.v.Desc.Group, due)
+	held, gaps := c.icopy.SyncNamed(ctx, e.v.Desc.Group, due)
 	c.mu.Lock()
 	e.cp.noteGaps(gaps, held)
 	ng, nf := len(e.cp.gaps), len(e.cp.filled)
@@ -202,98 +196,4 @@ func (c *Client) endCheck(ctx context.Context, e *cepoch) {
 	if ng > 0 {
 		c.progress("warning: the index synced from the primary lacks %d manifests that this epoch's signed request lists name (left out, or its sync stalled: the primary may be testing which files this client wants); %d of them synced from the chain's other servers", ng, nf)
 	}
-}
-
-// syncNamed syncs the index from the primary and, for the named ids of
-// due its copy lacks, asks every other server of the chain at once,
-// within checkpointSyncTime; it returns the named ids it holds, and
-// those the primary's copy lacked when its sync went through, or, when
-// it stalled or failed, those the others gave.
-func (c *Client) syncNamed(ctx context.Context, group []wire.GroupEntry, due [][32]byte) (map[[32]byte][]byte, [][32]byte) {
-	ctx, cancel := context.WithTimeout(ctx, proto.CheckpointSyncTime)
-	defer cancel()
-	half, cancelHalf := context.WithTimeout(ctx, proto.CheckpointSyncTime/2)
-	c.icopy.Lock()
-	_, err := c.icopy.SyncFrom(half, c.primary)
-	cancelHalf()
-	missing := c.icopy.Missing(due)
-	c.icopy.Unlock()
-	var gaps [][32]byte
-	if err != nil {
-		c.log.Info("checkpoint index sync from the primary failed", "err", err)
-	} else if !hooks.NoGapFill(&c.hk) {
-		gaps = missing
-	}
-	var found map[[32]byte][]byte
-	if len(missing) > 0 && !hooks.NoGapFill(&c.hk) {
-		found = c.manifestsFromOthers(ctx, group, missing)
-	}
-	if err != nil {
-		// A primary that stalls its sync withholds as one that leaves
-		// manifests out: those the others gave are its gaps.
-		for _, id := range missing {
-			if found[id] != nil {
-				gaps = append(gaps, id)
-			}
-		}
-	}
-	c.icopy.Lock()
-	defer c.icopy.Unlock()
-	held := map[[32]byte][]byte{}
-	for _, id := range due {
-		if b, ok := c.icopy.Manifest(id); ok {
-			held[id] = b
-		} else if b, ok := found[id]; ok {
-			// Kept in memory: the next epoch's sync checks its lists.
-			c.icopy.Fill(id, b)
-			held[id] = b
-		}
-	}
-	return held, gaps
-}
-
-// manifestsFromOthers asks every server of the chain but the primary at
-// once for its index, each from cursor 0 (cursorOf) as every client's
-// sync from another server reads, and keeps the manifests of want that
-// check (they parse and hash to their id), from whichever answers.
-func (c *Client) manifestsFromOthers(ctx context.Context, group []wire.GroupEntry, want [][32]byte) map[[32]byte][]byte {
-	wanted := map[[32]byte]bool{}
-	for _, id := range want {
-		wanted[id] = true
-	}
-	var mu sync.Mutex
-	found := map[[32]byte][]byte{}
-	// Done once every wanted id came, from whichever servers: a server
-	// that stalls delays nothing then.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	c.atOthers(group, func(p peer.ID) {
-		var cur uint64
-		for range indexsync.MaxPages {
-			rep, err := c.icopy.Page(ctx, p, cur)
-			if err != nil {
-				c.log.Info("checkpoint index sync from another server failed", "err", err)
-				return
-			}
-			var pg wire.Index
-			if err := pg.Unmarshal(rep, wire.MaxIndexPageItems); err != nil || pg.Next <= cur && pg.More {
-				return
-			}
-			mu.Lock()
-			for id, b := range proto.SyncedManifests(pg.Manifests) {
-				if wanted[id] {
-					found[id] = b
-				}
-			}
-			if len(found) == len(wanted) {
-				cancel()
-			}
-			mu.Unlock()
-			if !pg.More || pg.Next <= cur {
-				return
-			}
-			cur = pg.Next
-		}
-	})
-	return found
 }

@@ -26,8 +26,10 @@
 //   - presence.go: the presence wait before jobs and before leaving (§5.4 v3).
 //   - indexsync.go: the index sync at an epoch's start and the check of
 //     the copy against the window's manifests (§7 v3); the copy, its
-//     cursors, the sync from one server and its rules are package
-//     internal/indexsync's (its own lock, network-free tests); unlisted.go:
+//     cursors, the sync from one server and its rules, and what is asked
+//     of the chain's other servers (a failed sync, the named manifests
+//     the primary's copy lacks) are package internal/indexsync's (its
+//     own lock, network-free tests); unlisted.go:
 //     a get that gives up on a file no synced index lists.
 //   - checkpoint.go: gets that start at a checkpoint (§6.4 v3).
 //   - client_local.go: local work (assembling, writing) off the round path.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -45,6 +44,11 @@ func (h indexHost) Call(ctx context.Context, p peer.ID, r transport.Request) ([]
 }
 func (h indexHost) Log() *slog.Logger  { return h.c.log }
 func (h indexHost) Closing(rec []byte) { hooks.IndexClosing(&h.c.hk, rec) }
+func (h indexHost) NoGapFill() bool    { return hooks.NoGapFill(&h.c.hk) }
+func (h indexHost) Self() peer.ID      { return h.c.h.ID() }
+func (h indexHost) Listens(p peer.ID, addrs [][]byte) {
+	addAddrs(h.c.h, p, addrs)
+}
 func (h indexHost) DB() indexsync.DB {
 	if h.c.db == nil {
 		return nil // not a nil *store.ClientDB in the interface
@@ -84,7 +88,7 @@ func (c *Client) syncIndexEpoch(ctx context.Context, group []wire.GroupEntry, ho
 		c.log.Debug("index synced", "pages", res.Pages, "bytes", res.Bytes, "manifests", res.Mans, "removed", res.Removed, "early_removals", res.Early, "took", time.Since(start))
 	}
 	if err != nil || hooks.OwnFallback(&c.hk) {
-		if c.syncOthers(ctx, group) {
+		if c.icopy.SyncOthers(ctx, group) {
 			err = nil
 		}
 	}
@@ -141,7 +145,7 @@ func (c *Client) checkWindow(ctx context.Context, group []wire.GroupEntry, prima
 	if len(missing) == 0 {
 		return
 	}
-	found := c.manifestsFromOthers(ctx, group, missing)
+	found := c.icopy.FromOthers(ctx, group, missing)
 	gaps := 0
 	for _, id := range missing {
 		b, ok := found[id]
@@ -181,48 +185,13 @@ func windowDue(eps []*proto.PoolEpoch) (due [][32]byte, idless []uint64) {
 	return due, idless
 }
 
-// syncOthers syncs the whole index from every server of the chain but
-// the primary at once, each from 0 (indexsync's cursorOf), into the copy; it reports
-// whether one of them went through. Call with c.icopy held.
-func (c *Client) syncOthers(ctx context.Context, group []wire.GroupEntry) bool {
-	var mu sync.Mutex
-	ok := false
-	c.atOthers(group, func(p peer.ID) {
-		if _, err := c.icopy.SyncVia(ctx, p, &mu); err != nil {
-			c.log.Info("index sync from another server failed", "err", err)
-			return
-		}
-		mu.Lock()
-		ok = true
-		mu.Unlock()
-	})
-	return ok
-}
-
-// atOthers runs fn for every server of the chain but the primary, all at
-// once, each told where the server listens, and waits for them: a client
-// that turns from its primary asks every other server alike, so that
-// what it holds is the honest server's answer (§6.4 v3).
-func (c *Client) atOthers(group []wire.GroupEntry, fn func(p peer.ID)) {
-	var wg sync.WaitGroup
-	for _, g := range group {
-		p, err := peer.IDFromBytes(g.PeerID)
-		if err != nil || p == c.primary || p == c.h.ID() {
-			continue
-		}
-		c.addAddrs(p, g.Addrs)
-		wg.Go(func() { fn(p) })
-	}
-	wg.Wait()
-}
-
-// addAddrs tells the client's host where server p listens.
-func (c *Client) addAddrs(p peer.ID, addrs [][]byte) {
+// addAddrs tells host h where server p listens.
+func addAddrs(h transport.Host, p peer.ID, addrs [][]byte) {
 	var out []ma.Multiaddr
 	for _, b := range addrs {
 		if a, err := ma.NewMultiaddrBytes(b); err == nil {
 			out = append(out, a)
 		}
 	}
-	c.h.AddAddrs(p, out, time.Hour)
+	h.AddAddrs(p, out, time.Hour)
 }

@@ -87,7 +87,7 @@ func (c *Client) fetchPrev(ctx context.Context, p *prevEpoch) {
 				continue
 			}
 			asked[q] = true
-			c.addAddrs(q, g.Addrs)
+			addAddrs(c.h, q, g.Addrs)
 			go func() {
 				r := transport.Request{Proto: transport.ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: transport.ShortTimeout}
 				rep, err := c.callTo(ctx, q, r)

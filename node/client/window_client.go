@@ -67,7 +67,7 @@ func (c *Client) fetchWindow(ctx context.Context, v *proto.View) error {
 			return
 		}
 		asked[p] = true
-		c.addAddrs(p, addrs)
+		addAddrs(c.h, p, addrs)
 		pending++
 		go func() {
 			rep, err := c.callTo(ctx, p, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeWindowReq, Body: req, Timeout: transport.ShortTimeout})

@@ -2,10 +2,10 @@
 // its sync from one server (docs/protocol.md §7 v3): the copy and its
 // cursors (Copy, under its own lock), the pages read from a server and
 // the rules a page must keep, the retention's removals and expiry, and
-// the retries at a busy server. What the client checks the copy against
-// (the window's and the checkpoints' manifests) is node/client's
-// (indexsync.go, checkpoint.go); the network and the database are its
-// Host's.
+// the retries at a busy server, and what is asked of the chain's other
+// servers (others.go). Which manifests the client checks the copy against
+// (the window's and the checkpoints') is node/client's (indexsync.go,
+// checkpoint.go); the network and the database are its Host's.
 package indexsync
 
 import (
@@ -56,9 +56,16 @@ type Host interface {
 	// copy's lock, so the client installs another under it.
 	DB() DB
 	Log() *slog.Logger
+	// Self is this client's peer id; Listens tells its host where
+	// server p listens (a descriptor's addresses).
+	Self() peer.ID
+	Listens(p peer.ID, addrs [][]byte)
 	// Closing is the tests' hook on a closing record a page carries: a
-	// client takes closing records from the window, never from here.
+	// client takes closing records from the window, never from here;
+	// NoGapFill, the tests' hook that asks no other server for what the
+	// copy lacks.
 	Closing(rec []byte)
+	NoGapFill() bool
 }
 
 // DB is where the copy and its cursors are stored (store.ClientDB).

@@ -2,13 +2,16 @@ package indexsync
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
@@ -21,16 +24,27 @@ import (
 type server struct {
 	primary  peer.ID
 	serve    func(p peer.ID, cur uint64) (*wire.Index, error)
+	mu       sync.Mutex // the others are asked at once
 	calls    int
 	closings int
+	listens  []peer.ID
 }
 
 func (s *server) Primary() peer.ID  { return s.primary }
 func (s *server) DB() DB            { return nil }
 func (s *server) Log() *slog.Logger { return slog.New(slog.DiscardHandler) }
 func (s *server) Closing([]byte)    { s.closings++ }
+func (s *server) NoGapFill() bool   { return false }
+func (s *server) Self() peer.ID     { return self }
+func (s *server) Listens(p peer.ID, _ [][]byte) {
+	s.mu.Lock()
+	s.listens = append(s.listens, p)
+	s.mu.Unlock()
+}
 func (s *server) Call(_ context.Context, p peer.ID, r transport.Request) ([]byte, error) {
+	s.mu.Lock()
 	s.calls++
+	s.mu.Unlock()
 	var q wire.IndexReq
 	if err := q.Unmarshal(r.Body); err != nil {
 		return nil, err
@@ -46,7 +60,20 @@ func entry(b byte) wire.IndexEntry {
 	return wire.IndexEntry{FileID: [32]byte{b}, Name: []byte{'f', b}, Size: 1, Chunks: 1}
 }
 
-var prim, other = peer.ID("primary"), peer.ID("other")
+var prim, other, self, third = newID(), newID(), newID(), newID()
+
+// newID is a fresh peer id (a group entry's ids must parse).
+func newID() peer.ID {
+	_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	id, err := peer.IDFromPublicKey(pub)
+	if err != nil {
+		panic(err)
+	}
+	return id
+}
 
 // TestCursorOnlyAtPrimary (§7 v3, issue 26): a sync from a server other
 // than the primary starts from 0 whatever the client read there before:
