@@ -75,7 +75,9 @@ test: vet fmt-check
 	cat "$$racelog"; \
 	if [ $$full -ne 0 ] || [ $$racerc -ne 0 ]; then echo "make test: full pass exited $$full, race pass $$racerc"; exit 1; fi
 
-# The same, one package at a time.
+# The same, one pass after the other, one package at a time: about 490 s
+# of CPU, at least 4 minutes on two idle cores (docs/testing.md, "What
+# make test costs").
 test-serial: vet fmt-check
 	$(GO) test $(TESTFLAGS) -p 1 ./...
 	$(GO) test $(TESTFLAGS) -p 1 $(RACEFLAGS) $(RACE_PKGS)
