@@ -227,13 +227,24 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 		t.FailNow()
 	}
 	satOut := map[[32]byte]bool{} // epochs that ran without the victims
-	// Requests by output position in each complete epoch.
-	counts := func() map[[32]byte][]int {
+	// The polls' counts of ended epochs, which no later record changes:
+	// counting every epoch again at each poll grew with the square of
+	// the epochs (6 s of CPU an epoch by the 60th at R = 256).
+	polled := map[[32]byte][]int{}
+	// Requests by output position in each complete epoch; with memo, the
+	// polls' (the score counts afresh).
+	counts := func(memo bool) map[[32]byte][]int {
 		out := map[[32]byte][]int{}
 		for id, j := range rec.joined {
 			if len(j) != n || rec.pseud[id] == nil || !rec.ended(id, p.Rounds) {
 				if len(j) == n-len(isVictim) && rec.pseud[id] != nil {
 					satOut[id] = true
+				}
+				continue
+			}
+			if c, ok := polled[id]; memo && ok {
+				if c != nil {
+					out[id] = c
 				}
 				continue
 			}
@@ -254,8 +265,14 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 					asking++
 				}
 			}
+			if memo {
+				polled[id] = nil
+			}
 			if asking >= n/2 {
 				out[id] = c
+				if memo {
+					polled[id] = c
+				}
 			}
 		}
 		return out
@@ -279,11 +296,11 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 	waitCount(ctx, t, "epochs with decoys under way", epochs, func() int {
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
-		return len(counts()) + len(satOut)
+		return len(counts(true)) + len(satOut)
 	})
 	if mode == "sitout" {
 		rec.mu.Lock()
-		t.Logf("targeted sit-out (fill %v): the victim(s) sat out %d epochs, took part in %d", fill, len(satOut), len(counts()))
+		t.Logf("targeted sit-out (fill %v): the victim(s) sat out %d epochs, took part in %d", fill, len(satOut), len(counts(true)))
 		rec.mu.Unlock()
 	}
 	stopDemand()
@@ -295,7 +312,7 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 	defer rec.mu.Unlock()
 	rng := rand.New(rand.NewPCG(13, 14))
 	tl, ti := &tally{}, &tally{}
-	cs := counts()
+	cs := counts(false)
 	var ids [][32]byte
 	for id := range cs {
 		ids = append(ids, id)

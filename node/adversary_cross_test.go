@@ -149,14 +149,7 @@ func crossEpoch(t *testing.T, heldDecoys bool, idle int) (*tally, int, int) {
 }
 
 // ended reports whether all R rounds of epoch id published requests.
-func (a *advRecord) ended(id [32]byte, R uint32) bool {
-	for _, k := range a.byEpoch[id] {
-		if k.r == R-1 {
-			return true
-		}
-	}
-	return false
-}
+func (a *advRecord) ended(id [32]byte, R uint32) bool { return a.listed[epochRound{id, R - 1}] }
 
 // TestAdversaryCrossEpoch: with decoys from public demand (§6.3 v3: the
 // (position, id) pairs of epochs admitted by their closing records, which

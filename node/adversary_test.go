@@ -57,6 +57,14 @@ type advRecord struct {
 	// byEpoch lists reqs' keys by epoch: scans of one epoch over all of
 	// reqs grew with the square of the epochs, hours at R = 256.
 	byEpoch map[[32]byte][]reqKey
+	// listed holds the rounds whose lists were recorded: ended, which
+	// tests poll every 100 ms for each epoch, scanned byEpoch.
+	listed map[epochRound]bool
+}
+
+type epochRound struct {
+	epoch [32]byte
+	r     uint32
 }
 
 type reqKey struct {
@@ -86,7 +94,7 @@ type joinTruth struct {
 func newAdvRecord() *advRecord {
 	return &advRecord{perm: map[[32]byte]map[int][]int{}, pseud: map[[32]byte][][]byte{}, masks: map[maskKey]map[int][]byte{},
 		maskL: map[maskKey]int{}, arrive: map[[32]byte]map[uint32]time.Time{}, joined: map[[32]byte]map[int]joinTruth{}, rows: map[rowKey][2]int{}, reqs: map[reqKey][][32]byte{},
-		byEpoch: map[[32]byte][]reqKey{}}
+		byEpoch: map[[32]byte][]reqKey{}, listed: map[epochRound]bool{}}
 }
 
 func (a *advRecord) server(i int) *testObserver {
@@ -121,6 +129,7 @@ func (a *advRecord) server(i int) *testObserver {
 			if _, ok := a.reqs[k]; !ok {
 				a.byEpoch[epoch] = append(a.byEpoch[epoch], k)
 			}
+			a.listed[epochRound{epoch, r}] = true
 			a.reqs[k] = append([][32]byte(nil), ids...)
 		},
 		Submit: func(epoch [32]byte, r, slot uint32, at time.Time) {
