@@ -17,7 +17,7 @@ import (
 // logMessage is one Info, Warn or Error call with a literal message.
 type logMessage struct {
 	msg, where string
-	client     bool // in a method of *Client
+	client     bool // in a method of *Client or in node/client
 }
 
 // logMessages parses the non-test Go files under roots and returns every
@@ -40,7 +40,10 @@ func logMessages(t *testing.T, roots ...string) []logMessage {
 				if !ok || fn.Body == nil {
 					continue
 				}
-				client := fn.Recv != nil && len(fn.Recv.List) == 1 && recvName(fn.Recv.List[0].Type) == "Client"
+				// A client's: a method of *Client, or anything in the
+				// client's packages (their components log to its log).
+				client := fn.Recv != nil && len(fn.Recv.List) == 1 && recvName(fn.Recv.List[0].Type) == "Client" ||
+					strings.HasPrefix(filepath.ToSlash(path), "client/")
 				ast.Inspect(fn.Body, func(n ast.Node) bool {
 					call, ok := n.(*ast.CallExpr)
 					if !ok || len(call.Args) == 0 {
