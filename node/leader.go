@@ -120,8 +120,20 @@ func (s *Server) runEpoch(ctx context.Context, chain []peer.ID, number uint64) e
 		return err
 	}
 	s.log.Info("epoch closed", "epoch", fmt.Sprintf("%x", id[:6]), "clients", len(keys))
-	// The epoch now runs from events; the leader waits for its end.
-	return s.waitFor(ctx, func() bool { return e.ended })
+	// The epoch now runs from events; the leader waits for its end, and
+	// ends it for a stale round as the others do from takeTurn, which
+	// does not run here meanwhile (stale.go).
+	for {
+		wctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.LeaderPoll)
+		err := s.waitFor(wctx, func() bool { return e.ended })
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.mu.Lock()
+		s.endStaleLocked(e)
+		s.mu.Unlock()
+	}
 }
 
 // openEpoch prepares the next epoch on every server of the chain, collects

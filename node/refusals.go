@@ -71,6 +71,13 @@ func (s *Server) endUnfilled(e *sepoch, r uint32) {
 // that says so (AbortNoPub). Call with s.mu held.
 func (s *Server) endNoPub(e *sepoch, q uint32, reason string) {
 	s.endQuiet(e, reason)
+	// Attested now, with the round's relay notes: the end drops them
+	// (dropEnded) before the abort is signed, AbortSettle later, and a
+	// batch that nobody could get from its signer was then attested
+	// held, its honest receiver charged (TestStaleEndKeepsNotes).
+	if e.final != nil && e.admit(q) == nil {
+		s.roundAttestLocked(e, q)
+	}
 	s.broadcastAbortKind(e, wire.AbortNoPub, q, reason)
 }
 

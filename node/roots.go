@@ -58,7 +58,11 @@ func (s *Server) noteRoot(e *sepoch, r *wire.Root) bool {
 			// (docs/protocol.md §3), so its successor's part is due a
 			// hop after it, not as a part that came before the opening
 			// (partCame), a round limit later.
+			_, open := e.openAt[r.Round]
 			e.openedAt(r.Round, now)
+			if !open && e.pos > 0 {
+				s.relayOpening(e, *r)
+			}
 		}
 		// A part that came moves the dues after it (S_0's watch for
 		// the publication, pubfetch.Service.Watch).
@@ -140,10 +144,11 @@ func (s *Server) onRoot(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		return 0, nil, err
 	}
 	v := e.final
-	// From its signer, or handed on to its receiver by another chain
-	// server (forwardRoot): the signature is the signer's either way.
+	// From its signer, or handed on by another chain server to its
+	// receiver (forwardRoot) or, S_0's, to every server (relayOpening):
+	// the signature is the signer's either way.
 	if r.S < 1 || int(r.S) > len(v.Chain) || r.Round >= v.Desc.Params.Rounds ||
-		(v.Chain[r.S-1] != from && (int(r.S) != e.pos || !proto.InChain(v.Chain, from))) {
+		(v.Chain[r.S-1] != from && ((int(r.S) != e.pos && r.S != 1) || !proto.InChain(v.Chain, from))) {
 		return 0, nil, errors.New("node: root announced by the wrong server")
 	}
 	b := wire.Batch{Epoch: r.Epoch, Round: r.Round, S: r.S, Root: r.Root}
@@ -161,10 +166,41 @@ func (s *Server) onRoot(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if s.noteRoot(e, &r) && int(r.S) == e.pos {
 		// Our own input: fetch it if it does not come (lack.go).
 		s.watchInput(e, r.Round)
-	} else if !had && int(r.S) < len(v.Chain) && int(r.S) != e.pos {
+	} else if !had && int(r.S) < len(v.Chain) && int(r.S) != e.pos && from != v.Chain[r.S] {
 		s.forwardRoot(e, r)
 	}
 	return wire.TypeAck, ack, nil
+}
+
+// relayOpening hands S_0's signed part of round r, which opened r here, to
+// every other chain server but S_0, where it opens r too: a corrupt S_0
+// that showed its part of a round ahead to one server alone opened the
+// round there only, the round went stale there first (its dues count from
+// the opening), and the abort of its missing publication, which the
+// others, where the round never opened, attested nothing of, charged that
+// honest server (TestS0RootAheadFramesNoOne). Relayed, the part opens the
+// round at every honest server within a message's delay, and each
+// attests what it lacked. Once a round at most, m − 2 messages of a
+// hundred and forty bytes; an honest S_0's part rarely opens a round (it
+// mixes r once r − 2 is published, which opens r everywhere). Call with
+// s.mu held.
+func (s *Server) relayOpening(e *sepoch, r wire.Root) {
+	if s.h == nil {
+		return // a bare server of the dues' unit tests: no network
+	}
+	msg := r.Marshal()
+	for _, p := range e.final.Chain[1:] {
+		if p == s.h.ID() {
+			continue
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if _, err := transport.Call(s.ctx, s.h, p, transport.Request{Proto: ProtoRound, Type: wire.TypeRoot, Body: msg, Timeout: transport.ShortTimeout}); err != nil {
+				s.log.Debug("relay opening", "round", r.Round, "to", p.ShortString(), "err", err)
+			}
+		}()
+	}
 }
 
 // forwardRoot hands a signed root of a middle batch to the batch's
