@@ -215,6 +215,8 @@ func (s *Server) onAttestReq(from peer.ID, body []byte) (wire.Type, []byte, erro
 	var a *wire.Attest
 	if q.Kind == wire.AbortNoClose {
 		a = s.closeAttestLocked(e)
+	} else if q.Kind == wire.AbortDown {
+		a = s.downAttestLocked(e, int(q.Round))
 	} else if e.final != nil && e.admit(q.Round) == nil {
 		a = s.roundAttestLocked(e, q.Round)
 	}

@@ -60,6 +60,7 @@ func (s *Server) nameForwarder(e *sepoch, f *wire.Forwarded, why error, send boo
 			s.log.Error("registration blame: record not stored", "err", err)
 		}
 	}
+	s.ref.Cause(v.ID) // the public cause of its epoch's end
 	if !send {
 		return
 	}

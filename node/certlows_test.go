@@ -154,7 +154,7 @@ func TestEquivocationGrindWritesOnce(t *testing.T) {
 		var first []byte
 		writes := 0
 		for i, ev := range evs {
-			if _, err := s.ref.LogCharge(ev, ctx, false); err != nil {
+			if _, err := s.ref.LogCharge(ev, ctx); err != nil {
 				t.Fatal(err)
 			}
 			b, _ := os.ReadFile(file)

@@ -104,7 +104,7 @@ func TestCertPrecedenceAnyOrder(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if _, err := s.ref.LogCharge(ev, ctx, false); err != nil {
+					if _, err := s.ref.LogCharge(ev, ctx); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -169,7 +169,7 @@ func TestRejudgeRace(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.cert.Keep(final)
-		if _, err := s.ref.LogCharge(ev(), stale, false); err != nil {
+		if _, err := s.ref.LogCharge(ev(), stale); err != nil {
 			t.Fatal(err)
 		}
 		if n := s.ref.RefusalCounts()[lead]; n != 1 {
@@ -179,7 +179,7 @@ func TestRejudgeRace(t *testing.T) {
 
 		s = loneServer(t)
 		own := blame.Context{Epoch: id, Chain: chain}
-		if _, err := s.ref.LogCharge(ev(), own, false); err != nil {
+		if _, err := s.ref.LogCharge(ev(), own); err != nil {
 			t.Fatal(err)
 		}
 		s.cert.Keep(final)

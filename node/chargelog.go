@@ -44,7 +44,7 @@ func (s *Server) spreadCharge(ev *wire.Charge, chain []peer.ID, skip peer.ID) {
 // noteChargeLocked logs ev of held epoch e, with this server's own
 // attestation added at first sight (own), and relays it to the chain if
 // anything was new here. Call with s.mu held.
-func (s *Server) noteChargeLocked(e *sepoch, ev *wire.Charge, own *wire.Attest, from peer.ID, waived bool) {
+func (s *Server) noteChargeLocked(e *sepoch, ev *wire.Charge, own *wire.Attest, from peer.ID) {
 	if own != nil && s.ref.HeldCharge(ev) == nil {
 		ev.Attests = append(ev.Attests, *own)
 	}
@@ -52,7 +52,7 @@ func (s *Server) noteChargeLocked(e *sepoch, ev *wire.Charge, own *wire.Attest, 
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		grew, err := s.ref.LogCharge(ev, ctx, waived)
+		grew, err := s.ref.LogCharge(ev, ctx)
 		if err != nil {
 			s.log.Warn("evidence refused", "number", ev.Number, "err", err)
 			return
@@ -112,7 +112,7 @@ func (s *Server) onCharge(from peer.ID, body []byte) (wire.Type, []byte, error) 
 			if e.admit(rl.Round) == nil {
 				own = s.roundAttestLocked(e, rl.Round)
 			}
-			s.noteChargeLocked(e, &ev, own, from, s.publicCause(e))
+			s.noteChargeLocked(e, &ev, own, from)
 			s.mu.Unlock()
 			return wire.TypeAck, ack, nil
 		}
@@ -152,7 +152,7 @@ func (s *Server) onCharge(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	if old {
 		return wire.TypeAck, ack, nil // too old to leave anyone out
 	}
-	if _, err := s.ref.LogCharge(&ev, ctx, false); err != nil {
+	if _, err := s.ref.LogCharge(&ev, ctx); err != nil {
 		return 0, nil, err
 	}
 	return wire.TypeAck, ack, nil

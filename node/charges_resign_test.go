@@ -117,7 +117,7 @@ func TestResignedVoidKeepsCharge(t *testing.T) {
 		s := &Server{cfg: ServerConfig{DataDir: t.TempDir()}, log: quietLogger()}
 		s.ref.Init(s.cfg.DataDir, s.log, nil)
 		for _, ev := range order {
-			if _, err := s.ref.LogCharge(ev, ctx, false); err != nil {
+			if _, err := s.ref.LogCharge(ev, ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -154,7 +154,7 @@ func TestBlameVoidChargesNobody(t *testing.T) {
 	}
 	s := &Server{cfg: ServerConfig{DataDir: t.TempDir()}, log: quietLogger()}
 	s.ref.Init(s.cfg.DataDir, s.log, nil)
-	_, _ = s.ref.LogCharge(ev, ctx, false)
+	_, _ = s.ref.LogCharge(ev, ctx)
 	if c := s.ref.RefusalCounts(); len(c) != 0 {
 		t.Fatalf("a blamed round's void counted: %v", c)
 	}

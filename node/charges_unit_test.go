@@ -10,12 +10,12 @@ import (
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
-// TestWaivedEvidenceNotCountedAgain: evidence whose charge was waived for
-// a public cause stays held, waived, so that the same signed abort
-// handed on again (a relay, a leader's budget evidence, a replay by
-// anyone) is not counted, here or after a restart.
+// TestWaivedEvidenceNotCountedAgain: evidence of an epoch whose end has a
+// public cause in the log (a blame record of it) is held and not counted,
+// whether the cause came before or after it, however often the same
+// signed abort is handed on again (a relay, a leader's budget evidence, a
+// replay by anyone); without the cause it counts once.
 func TestWaivedEvidenceNotCountedAgain(t *testing.T) {
-	dir := t.TempDir()
 	priv, err := LoadIdentity(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -28,30 +28,32 @@ func TestWaivedEvidenceNotCountedAgain(t *testing.T) {
 	a := &wire.Abort{Epoch: epoch, Number: 5, Kind: wire.AbortFault, Signer: []byte(bad), Reason: []byte("no")}
 	a.Sig, _ = proto.Sign(priv, proto.AbortDigest(a))
 	ev := &wire.Charge{Kind: wire.EvAbort, Number: 5, Item: a.Marshal()}
-	s := &Server{cfg: ServerConfig{DataDir: dir}, log: quietLogger()}
-	s.ref.Init(s.cfg.DataDir, s.log, nil)
-	if _, err := s.ref.LogCharge(ev, ctx, true); err != nil {
-		t.Fatal(err)
+	for _, first := range []bool{true, false} {
+		s := &Server{cfg: ServerConfig{DataDir: t.TempDir()}, log: quietLogger()}
+		s.ref.Init(s.cfg.DataDir, s.log, nil)
+		if first {
+			s.ref.Cause(epoch)
+		}
+		for range 2 {
+			if _, err := s.ref.LogCharge(ev, ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !first {
+			s.ref.Cause(epoch)
+		}
+		if n := s.ref.RefusalCounts()[bad]; n != 0 {
+			t.Fatalf("cause first %v: an abort of an epoch with a blame record counts %d", first, n)
+		}
+		if ev := s.ref.BudgetEvidence(otherID, func(peer.ID) bool { return true }); len(ev) != 0 {
+			t.Fatalf("cause first %v: waived evidence handed on as a budget's (%d)", first, len(ev))
+		}
 	}
-	if _, err := s.ref.LogCharge(ev, ctx, false); err != nil {
-		t.Fatal(err)
-	}
-	if n := s.ref.RefusalCounts()[bad]; n != 0 {
-		t.Fatalf("a waived abort handed on again counts %d", n)
-	}
-	again := &Server{cfg: ServerConfig{DataDir: dir}, log: quietLogger()}
-	again.ref.Init(again.cfg.DataDir, again.log, nil)
-	if _, err := again.ref.LogCharge(ev, ctx, false); err != nil {
-		t.Fatal(err)
-	}
-	if n := again.ref.RefusalCounts()[bad]; n != 0 {
-		t.Fatalf("after a restart, a waived abort handed on again counts %d", n)
-	}
-	// Not waived, the same abort counts once, however often it comes.
+	// Without a cause, the same abort counts once, however often it comes.
 	fresh := &Server{cfg: ServerConfig{DataDir: t.TempDir()}, log: quietLogger()}
 	fresh.ref.Init(fresh.cfg.DataDir, fresh.log, nil)
 	for range 3 {
-		if _, err := fresh.ref.LogCharge(ev, ctx, false); err != nil {
+		if _, err := fresh.ref.LogCharge(ev, ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -172,6 +172,9 @@ type roundsState struct {
 	// equivocation.
 	attested    map[uint32]*wire.Attest
 	closeAttest *wire.Attest
+	// downAttest: this server's signed attestation that the server at
+	// each chain position was down (serverdown.go), one a position.
+	downAttest map[int]*wire.Attest
 	// doubleNamed: the slots whose client's two onions for one round
 	// were named here.
 	doubleNamed map[uint32]bool

@@ -23,7 +23,7 @@ func (s *Server) noteEquivocations(final, timeout *wire.Cert) {
 	}
 	evs, who := chargelog.Equivocations(final, timeout)
 	for i, ev := range evs {
-		grew, err := s.ref.LogCharge(ev, ctx, false)
+		grew, err := s.ref.LogCharge(ev, ctx)
 		if err != nil {
 			s.log.Debug("equivocation refused", "number", final.Number, "err", err)
 			continue

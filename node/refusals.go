@@ -11,7 +11,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/node/blame"
 	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
@@ -29,16 +28,16 @@ import (
 // RefusalFile holds the counted aborts in a data directory (JSON).
 const RefusalFile = chargelog.File
 
-// Tunables.AbortGrace is how long a counted abort may still turn out to
-// have a public cause (a blame record for its epoch, a server of its chain
-// gone from the roster), which takes the count back: a blame walk and a
-// departed server's probe both finish well within it. Tunables.AbortSettle
-// is how long a server that ended an epoch waits before it signs its
-// abort: if another server's abort comes meanwhile, its own fault was that
-// one's consequence (a peer that already ended the epoch refuses its
-// requests) and it sends nothing, so that it is not charged for another's
-// refusal. Its own epoch ends at once. The log itself, the counts and the
-// aborts seen are package internal/chargelog's (its own lock).
+// A count is taken back only for a public cause the log holds, the same
+// at every server whenever it came (chargelog.Log.Cause): a blame record
+// of its epoch, or a departure of one of its servers that the majority
+// attests (serverdown.go). Tunables.AbortSettle is how long a server that
+// ended an epoch waits before it signs its abort: if another server's
+// abort comes meanwhile, its own fault was that one's consequence (a peer
+// that already ended the epoch refuses its requests) and it sends
+// nothing, so that it is not charged for another's refusal. Its own
+// epoch ends at once. The log itself, the counts and the aborts seen are
+// package internal/chargelog's (its own lock).
 
 // broadcastAbort tells every other server of e's chain that e ended here
 // (§3: a failure ends the epoch for everyone; without the notice the
@@ -210,13 +209,13 @@ func (s *Server) relayAbort(e *sepoch, body []byte, from, signer peer.ID) {
 // noteAbortLocked handles an abort the first time it is seen here and
 // reports whether it was new. A fault abort counts against its signer at
 // once; a coordination abort by the leader before the final descriptor
-// counts against nobody. A count is taken back if, within AbortGrace, the
-// epoch's cause turns out public. Call with s.mu held.
+// counts against nobody. A count is taken back for a public cause in the
+// log (chargelog.Log.Cause). Call with s.mu held.
 func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *wire.Charge) bool {
 	if !s.ref.FirstSight(e.v.ID, e.v.Desc.Number, signer) {
 		if ev != nil {
 			// The same abort with attestations: they may be news.
-			s.noteChargeLocked(e, ev, nil, "", s.publicCause(e))
+			s.noteChargeLocked(e, ev, nil, "")
 		}
 		return false
 	}
@@ -233,12 +232,7 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *w
 	if a.Kind == wire.AbortNoPub && e.final != nil && e.admit(a.Round) == nil {
 		own = s.roundAttestLocked(e, a.Round)
 	}
-	waived := s.publicCause(e)
-	s.noteChargeLocked(e, ev, own, "", waived)
-	if !waived {
-		s.wg.Add(1)
-		go s.watchCause(e, blame.ChargeKey(ev))
-	}
+	s.noteChargeLocked(e, ev, own, "")
 	return true
 }
 
@@ -302,47 +296,6 @@ func (s *Server) evidenceLocked(from peer.ID, a *wire.Abort) (wire.Type, []byte,
 	s.mu.Unlock()
 	defer s.mu.Lock()
 	return s.onCharge(from, ev)
-}
-
-// publicCause reports whether e's end has a cause every server can see: a
-// blame record here names someone in it, or a server of its chain is gone
-// from the roster.
-func (s *Server) publicCause(e *sepoch) bool {
-	for _, p := range e.v.Chain {
-		if p != s.h.ID() && (s.roster.get(p) == nil || s.rb.serverExcluded(p)) {
-			return true
-		}
-	}
-	recs, _ := s.rb.blameRecords()
-	for _, r := range recs {
-		if r.Epoch == e.v.ID {
-			return true
-		}
-	}
-	return false
-}
-
-// watchCause waives the evidence under key if e's cause turns out public
-// within AbortGrace.
-func (s *Server) watchCause(e *sepoch, key string) {
-	defer s.wg.Done()
-	deadline := time.Now().Add(s.cfg.Timing.AbortGrace)
-	for time.Now().Before(deadline) {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-time.After(250 * time.Millisecond):
-		}
-		if !s.publicCause(e) {
-			continue
-		}
-		found := s.ref.Waive(key)
-		if found {
-			return
-		}
-		// The evidence is logged in the background (noteChargeLocked):
-		// not yet here, it is waived when it comes.
-	}
 }
 
 // refusalOut reports whether p is left out of the chain of the next

@@ -221,17 +221,22 @@ func (s *Server) gatherNoClose(e *sepoch) {
 // a no-close claim against leader: more than half of chain's servers other
 // than it.
 func noCloseBacked(ev *wire.Charge, chain []peer.ID, leader peer.ID) bool {
-	j := -1
-	for i, p := range chain {
+	for j, p := range chain {
 		if p == leader {
-			j = i
+			return backedAgainst(ev, len(chain), j)
 		}
 	}
+	return false
+}
+
+// backedAgainst reports whether ev's attestations (not checked here) say
+// position j lacking at more than half of the m − 1 other servers.
+func backedAgainst(ev *wire.Charge, m, j int) bool {
 	n := 0
 	for i, bits := range blame.AttestedLacking(ev.Attests) {
-		if int(i) != j && j >= 0 && bits&(1<<uint(j)) != 0 {
+		if int(i) != j && bits&(1<<uint(j)) != 0 {
 			n++
 		}
 	}
-	return 2*n > len(chain)-1
+	return 2*n > m-1
 }

@@ -230,6 +230,7 @@ func (s *Server) name(e *sepoch, round uint32, c *culprit, evidence [][]byte) {
 			s.log.Error("round blame: record not stored", "err", err)
 		}
 	}
+	s.ref.Cause(v.ID) // the public cause of its epoch's end
 	if c.server < 0 {
 		// The long-term key (ltexclude.go): published by the slot's
 		// primary, excluded everywhere it is checked.

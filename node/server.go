@@ -293,6 +293,11 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.index = &indexserve.Service{Slots: &s.indexSlots, Store: st, Peers: indexPeers{s}, Hooks: indexPeers{s}}
 	s.rb.st, s.rb.log = st, log
 	s.ref.Init(cfg.DataDir, log, s.cert.Of)
+	if recs, err := s.rb.blameRecords(); err == nil {
+		for _, r := range recs {
+			s.ref.Cause(r.Epoch) // a blame: its epoch's counts taken back
+		}
+	}
 	s.closingSigned.recs, s.closingSigned.loaded = closingRecs, true
 	// The phase marks as the directory holds them at start: read later,
 	// they would see the epoch number this run wrote and take it for an

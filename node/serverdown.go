@@ -2,9 +2,14 @@ package node
 
 import (
 	"context"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // Tunables.ServerProbe is how long a server that lost its last connection
@@ -51,11 +56,97 @@ func (s *Server) onServerDisconnect(p peer.ID) {
 		if e.ended {
 			continue
 		}
-		for _, q := range e.v.Chain {
+		for j, q := range e.v.Chain {
 			if q == p {
-				s.end(e, "server "+p.ShortString()+" left")
+				s.endQuiet(e, "server "+p.ShortString()+" left")
+				s.wg.Add(1)
+				go func() {
+					defer s.wg.Done()
+					s.gatherDown(e, j)
+				}()
 				break
 			}
 		}
 	}
+}
+
+// gatherDown ends e for everyone with a signed abort saying that the
+// server at chain position j was down (wire.AbortDown), carrying the
+// chain's signed attestations of it: one server's view that a peer left
+// is no evidence (§3). It asks the chain's other servers until more than
+// half of them attest the server down, which charges it, without blame,
+// and is the public cause that takes back the epoch's other counts at
+// every server; after AbortGrace without that backing it signs anyway
+// (charged to itself), unless another server's abort ended e meanwhile.
+func (s *Server) gatherDown(e *sepoch, j int) {
+	p := e.v.Chain[j]
+	reason := "server " + p.ShortString() + " left"
+	deadline := time.Now().Add(s.cfg.Timing.AbortGrace)
+	var got []wire.Attest
+	backed := false
+	for {
+		s.mu.Lock()
+		if own := s.downAttestLocked(e, j); own != nil {
+			got = append(got, *own)
+		}
+		s.mu.Unlock()
+		got = append(got, s.askAttests(e, wire.AbortDown, uint32(j), p)...)
+		ev := &wire.Charge{Kind: wire.EvAbort, Number: e.v.Desc.Number}
+		blame.MergeAttests(ev, got)
+		got = ev.Attests
+		if backed = backedAgainst(ev, len(e.v.Chain), j); backed || !time.Now().Before(deadline) {
+			break
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(max(s.cfg.Timing.ServerProbe/2, 100*time.Millisecond)):
+		}
+	}
+	s.mu.Lock()
+	if !backed && s.ref.AbortedByOther(e.v.ID, s.h.ID()) {
+		s.mu.Unlock()
+		return // its end was another's (the settle rule, refusals.go)
+	}
+	a := &wire.Abort{Epoch: e.v.ID, Number: e.v.Desc.Number, Round: uint32(j), Kind: wire.AbortDown, Signer: []byte(s.h.ID()), Reason: []byte(reason)}
+	sig, err := proto.Sign(s.priv, proto.AbortDigest(a))
+	if err != nil {
+		s.mu.Unlock()
+		return
+	}
+	a.Sig = sig
+	ev := &wire.Charge{Kind: wire.EvAbort, Number: a.Number, Item: a.Marshal(), Attests: got}
+	s.noteAbortLocked(e, a, s.h.ID(), ev)
+	var others []peer.ID
+	for _, q := range e.v.Chain {
+		if q != s.h.ID() {
+			others = append(others, q)
+		}
+	}
+	s.mu.Unlock()
+	s.notifyAll(others, wire.TypeCharge, ev.Marshal())
+}
+
+// downAttestLocked is this server's signed attestation that the server at
+// chain position j of e was down: signed once that server is not live
+// here (its probe failed), the answer ever after; nil before. Call with
+// s.mu held.
+func (s *Server) downAttestLocked(e *sepoch, j int) *wire.Attest {
+	if j < 0 || j >= len(e.v.Chain) || e.v.Chain[j] == s.h.ID() {
+		return nil
+	}
+	if a := e.downAttest[j]; a != nil {
+		return a
+	}
+	if s.roster.get(e.v.Chain[j]) != nil {
+		return nil
+	}
+	a := s.signAttestLocked(e, wire.AbortDown, uint32(j), 1<<uint(j))
+	if a != nil {
+		if e.downAttest == nil {
+			e.downAttest = map[int]*wire.Attest{}
+		}
+		e.downAttest[j] = a
+	}
+	return a
 }

@@ -141,7 +141,7 @@ func (s *Server) noteVoid(e *sepoch, r uint32, body []byte) {
 	if x.ownClaim != nil && x.ownClaim != x.claim {
 		ev.Attests = append(ev.Attests, *x.ownClaim)
 	}
-	s.noteChargeLocked(e, ev, own, "", s.publicCause(e))
+	s.noteChargeLocked(e, ev, own, "")
 }
 
 // listingStart and listingDone count S_0's lists being signed (closing.go

@@ -6,8 +6,8 @@ import "fmt"
 const (
 	// AbortFault: the signer ends the epoch for what it saw itself: a
 	// fault, a refusal on private grounds, free text. It counts against
-	// the signer's refusal budget unless the epoch's cause turns out
-	// public (a blame, a server of the chain gone).
+	// the signer's refusal budget unless the log holds a public cause
+	// of its epoch (a blame record, a backed AbortDown).
 	AbortFault uint8 = 0
 	// AbortCoord: the leader ends an epoch whose registration it could not
 	// complete (a request to the chain failed). Accepted only before the
@@ -33,6 +33,12 @@ const (
 	// client's key, §5.4); signed by another server, it charges its
 	// signer. 4 is an Attest kind (ClaimLack).
 	AbortUnfilled uint8 = 5
+	// AbortDown: the server at chain position Round was down (its
+	// probe failed). It charges that server, without blame, when more
+	// than half of the chain's servers other than it attest it down,
+	// else its signer; a backed one is the public cause that takes
+	// back the other counts of its epoch.
+	AbortDown uint8 = 6
 )
 
 // Abort ends an epoch for every server of its chain (TypeAbort). It is
@@ -43,7 +49,7 @@ type Abort struct {
 	Epoch  [32]byte
 	Number uint64 // the epoch's number
 	Round  uint32 // the round it ends in (0 before the rounds)
-	Kind   uint8  // AbortFault, AbortCoord, AbortNoPub, AbortNoClose or AbortUnfilled
+	Kind   uint8  // AbortFault, AbortCoord, AbortNoPub, AbortNoClose, AbortUnfilled or AbortDown
 	Signer []byte // peer id of the server that ends the epoch
 	Reason []byte // free text, at most MaxReason
 	Sig    [64]byte
@@ -78,7 +84,7 @@ func (m *Abort) Unmarshal(b []byte) error {
 	if err := d.Done("abort"); err != nil {
 		return err
 	}
-	if m.Kind > AbortNoClose && m.Kind != AbortUnfilled {
+	if m.Kind > AbortNoClose && m.Kind != AbortUnfilled && m.Kind != AbortDown {
 		return fmt.Errorf("wire: decode abort: unknown kind %d", m.Kind)
 	}
 	return nil

@@ -57,7 +57,8 @@ const maxAttests = 3 * MaxServers
 const MaxChargeSize = 1 + 8 + 4 + maxChargeItem + 4 + maxAttests*AttestSize
 
 // AttestReq asks a chain server what it lacks: of round Round's outputs
-// (Kind AbortNoPub), or the leader's close (Kind AbortNoClose).
+// (Kind AbortNoPub), the leader's close (Kind AbortNoClose), or the server
+// at chain position Round, down (Kind AbortDown).
 type AttestReq struct {
 	Epoch  [32]byte
 	Number uint64

@@ -189,6 +189,13 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 			}
 		}
 		return signer, "registration never closed (not backed): " + claimOf, nil
+	case kind == wire.AbortDown:
+		// "P was down": P's refusal budget, without blame, when the
+		// majority of the others back it; else the claimant's.
+		if j := int(round); j < m && ctx.Chain[j] != signer && backed(j) {
+			return ctx.Chain[j], fmt.Sprintf("position %d down (attested): %s", j, claimOf), nil
+		}
+		return signer, "server down (not backed): " + claimOf, nil
 	default: // a missing publication: an abort of kind NoPub, or a void
 		// No honest server attests a part of a round before the final
 		// descriptor (it has no round), so no certificate kind is needed.
@@ -248,3 +255,15 @@ func AttestedLacking(attests []wire.Attest) map[uint16]uint64 {
 const tagAttest = "riffle/v3/attest"
 
 func AttestDigest(a *wire.Attest) [32]byte { return proto.TaggedHash(tagAttest, a.MarshalBody()) }
+
+// PublicCause reports whether ev, charged to charged (ChargeOf), is a
+// public cause of its epoch's end: a departure the majority attests
+// (wire.AbortDown charged to the server down, not its signer). The other
+// counts of that epoch are then taken back at every server that holds it.
+func PublicCause(ev *wire.Charge, charged peer.ID) bool {
+	if ev.Kind != wire.EvAbort || charged == "" {
+		return false
+	}
+	var a wire.Abort
+	return a.Unmarshal(ev.Item) == nil && a.Kind == wire.AbortDown && peer.ID(a.Signer) != charged
+}

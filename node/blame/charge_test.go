@@ -196,3 +196,53 @@ func TestUnfilledChargesNobody(t *testing.T) {
 		}
 	}
 }
+
+// TestDownChargesBackedServer: an abort saying S_2 was down (wire.AbortDown,
+// Round 2) over a chain of four, signed by S_0, charges S_2 when more than
+// half of the others (two of S_0, S_1, S_3) attest it down, and is then a
+// public cause of its epoch; else it charges its signer. The down server's
+// own word and a signer naming itself count for nothing.
+func TestDownChargesBackedServer(t *testing.T) {
+	var privs []crypto.PrivKey
+	var chain []peer.ID
+	for range 4 {
+		priv, err := newKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := peer.IDFromPrivateKey(priv)
+		privs, chain = append(privs, priv), append(chain, id)
+	}
+	ctx := Context{Epoch: [32]byte{7}, Chain: chain, Final: true}
+	abort := func(signer int, down uint32) []byte {
+		a := &wire.Abort{Epoch: ctx.Epoch, Number: 9, Round: down, Kind: wire.AbortDown, Signer: []byte(chain[signer]), Reason: []byte("server left")}
+		a.Sig, _ = proto.Sign(privs[signer], proto.AbortDigest(a))
+		return a.Marshal()
+	}
+	attest := func(by int, down uint32) wire.Attest {
+		a := wire.Attest{AttestReq: wire.AttestReq{Epoch: ctx.Epoch, Number: 9, Kind: wire.AbortDown, Round: down}, Lacking: 1 << down, Signer: uint16(by)}
+		a.Sig, _ = proto.Sign(privs[by], AttestDigest(&a))
+		return a
+	}
+	for _, c := range []struct {
+		name    string
+		signer  int
+		down    uint32
+		attests []wire.Attest
+		want    peer.ID
+		cause   bool
+	}{
+		{"two of three attest", 0, 2, []wire.Attest{attest(0, 2), attest(1, 2)}, chain[2], true},
+		{"all three attest", 0, 2, []wire.Attest{attest(0, 2), attest(1, 2), attest(3, 2)}, chain[2], true},
+		{"its signer alone", 0, 2, []wire.Attest{attest(0, 2)}, chain[0], false},
+		{"the down server's own word", 0, 2, []wire.Attest{attest(0, 2), attest(2, 2)}, chain[0], false},
+		{"no attestation", 0, 2, nil, chain[0], false},
+		{"its signer down", 1, 1, []wire.Attest{attest(0, 1), attest(3, 1)}, chain[1], false},
+	} {
+		ev := &wire.Charge{Kind: wire.EvAbort, Number: 9, Item: abort(c.signer, c.down), Attests: c.attests}
+		got, why, err := ChargeOf(ev, ctx)
+		if err != nil || got != c.want || PublicCause(ev, got) != c.cause {
+			t.Errorf("%s: charged %v (%q, %v), cause %v; want %v, cause %v", c.name, got, why, err, PublicCause(ev, got), c.want, c.cause)
+		}
+	}
+}

@@ -18,6 +18,7 @@
 package chargelog
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -56,9 +57,13 @@ type Record struct {
 	// is empty when the evidence charges nobody.
 	Key string `json:"key,omitempty"`
 	Ev  []byte `json:"ev,omitempty"`
-	// Waived: the epoch's cause turned out public; the evidence is kept,
-	// so that it is not counted again when it comes back.
+	// Waived: a count taken back by a server's own view of its epoch's
+	// cause (records written before causes were log entries); kept.
 	Waived bool `json:"waived,omitempty"`
+	// Cause: the evidence is a public cause of its epoch
+	// (blame.PublicCause): it counts, and the other records of its epoch
+	// do not.
+	Cause bool `json:"cause,omitempty"`
 }
 
 // Log is a server's memory of aborts and their evidence, with its own
@@ -79,6 +84,8 @@ type Log struct {
 	num  map[[32]byte]uint64
 	// pending is evidence waiting for its number's certificate (Pend).
 	pending []pend
+	// causes: the epochs (hex) with a blame record (Cause).
+	causes map[string]bool
 }
 
 // Init sets the log's data directory, logger and certificate lookup
@@ -140,7 +147,7 @@ func (rs *Log) BudgetEvidence(self peer.ID, out func(peer.ID) bool) [][]byte {
 	rs.mu.Lock()
 	by := map[string][][]byte{}
 	for _, r := range rs.recs {
-		if r.Ev != nil && r.Peer != "" && !r.Waived {
+		if r.Ev != nil && r.Peer != "" && !r.Waived && (r.Cause || !rs.causeOf(r.Epoch)) {
 			by[r.Peer] = append(by[r.Peer], r.Ev)
 		}
 	}
@@ -155,23 +162,35 @@ func (rs *Log) BudgetEvidence(self peer.ID, out func(peer.ID) bool) [][]byte {
 	return ev
 }
 
-// Waive takes back the count of the evidence under key (its epoch's
-// cause turned out public) and reports whether the evidence is here.
-func (rs *Log) Waive(key string) bool {
+// Cause notes a blame record of epoch id, the public cause of its end:
+// the counts of its epoch's other evidence are taken back, whenever either
+// came (a function of what the log holds, never of a clock; the server
+// adds its stored blame records at its start).
+func (rs *Log) Cause(id [32]byte) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	found := false
+	if rs.causes == nil {
+		rs.causes = map[string]bool{}
+	}
+	rs.causes[hex.EncodeToString(id[:])] = true
+}
+
+// causeOf reports whether the log holds a public cause of epoch (hex): a
+// blame record, or evidence that is one (Record.Cause). Call with rs.mu
+// held.
+func (rs *Log) causeOf(epoch string) bool {
+	if epoch == "" {
+		return false
+	}
+	if rs.causes[epoch] {
+		return true
+	}
 	for i := range rs.recs {
-		if rs.recs[i].Key == key {
-			found = true
-			if !rs.recs[i].Waived {
-				rs.recs[i].Waived = true
-				rs.log.Info("abort had a public cause: not counted", "number", rs.recs[i].Number)
-			}
+		if r := &rs.recs[i]; r.Cause && r.Epoch == epoch {
+			return true
 		}
 	}
-	rs.saveRefusalsLocked()
-	return found
+	return false
 }
 
 // prune keeps the newest Keep records of each server. Call with
@@ -198,11 +217,12 @@ func (rs *Log) prune() {
 }
 
 // counted reports whether recs[i] counts: it charges someone, is not
-// waived, and no earlier record charges that server for that epoch (once
+// waived, its epoch has no public cause in the log unless it is that
+// cause, and no earlier record charges that server for that epoch (once
 // an epoch). Call with rs.mu held.
 func (rs *Log) counted(i int) bool {
 	r := &rs.recs[i]
-	if r.Peer == "" || r.Waived {
+	if r.Peer == "" || r.Waived || !r.Cause && rs.causeOf(r.Epoch) {
 		return false
 	}
 	for j := range i {

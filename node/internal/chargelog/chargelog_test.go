@@ -60,7 +60,7 @@ func TestRefusalBudget(t *testing.T) {
 	for _, n := range []uint64{7, 9} {
 		epoch := [32]byte{byte(n)}
 		ctx := blame.Context{Epoch: epoch, Chain: chain, Final: true}
-		if _, err := l.LogCharge(faultAbort(t, bad, epoch, n, "no"), ctx, false); err != nil {
+		if _, err := l.LogCharge(faultAbort(t, bad, epoch, n, "no"), ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,7 +116,7 @@ func TestOneRecordASlot(t *testing.T) {
 		var l Log
 		l.Init(t.TempDir(), nil, nil)
 		for _, i := range order {
-			if _, err := l.LogCharge(evs[i], ctx, false); err != nil {
+			if _, err := l.LogCharge(evs[i], ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -140,7 +140,7 @@ func TestRejudgeFollowsCertificate(t *testing.T) {
 	ev := faultAbort(t, ss[0], epoch, 5, "no")
 	var l Log
 	l.Init(t.TempDir(), nil, nil)
-	if _, err := l.LogCharge(ev, ctx, false); err != nil {
+	if _, err := l.LogCharge(ev, ctx); err != nil {
 		t.Fatal(err)
 	}
 	if c := l.RefusalCounts()[ss[0].id]; c != 1 {
@@ -162,7 +162,7 @@ func TestRejudgeFollowsCertificate(t *testing.T) {
 	}
 	var held Log
 	held.Init(t.TempDir(), nil, func(n uint64) (*wire.Cert, bool) { return cert, n == 5 })
-	_, _ = held.LogCharge(ev, ctx, false)
+	_, _ = held.LogCharge(ev, ctx)
 	if c := held.RefusalCounts(); len(c) != 0 {
 		t.Fatalf("judged in a stale context: counts %v, want none", c)
 	}

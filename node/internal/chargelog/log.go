@@ -45,9 +45,8 @@ func recordSlot(r *Record) string {
 
 // LogCharge merges ev into the evidence held here and recomputes its
 // charge (blame.ChargeOf in ctx); it reports whether the evidence held here
-// grew. waived keeps the evidence uncounted (its epoch's cause is
-// public). Never call with rs.mu held.
-func (rs *Log) LogCharge(ev *wire.Charge, ctx blame.Context, waived bool) (bool, error) {
+// grew. Never call with rs.mu held.
+func (rs *Log) LogCharge(ev *wire.Charge, ctx blame.Context) (bool, error) {
 	rs.load()
 	key := blame.ChargeKey(ev)
 	slot := blame.EvidenceSlot(ev)
@@ -127,20 +126,18 @@ func (rs *Log) LogCharge(ev *wire.Charge, ctx blame.Context, waived bool) (bool,
 	}
 	if rec == nil {
 		rs.recs = append(rs.recs, Record{Key: key, Number: ev.Number, Window: uint64(len(ctx.Chain)),
-			Epoch: hex.EncodeToString(ctx.Epoch[:]), Waived: waived})
+			Epoch: hex.EncodeToString(ctx.Epoch[:])})
 		rec = &rs.recs[len(rs.recs)-1]
 	}
 	was := rec.Peer
-	// A waiver only adds: the copy logged first may have been judged
-	// before the epoch's public cause was known here.
-	rec.Waived = rec.Waived || waived
+	rec.Cause = blame.PublicCause(merged, charged)
 	rec.Peer, rec.Reason, rec.Ev = "", reason, merged.Marshal()
 	if charged != "" {
 		rec.Peer = charged.String()
 	}
 	rs.prune()
 	rs.saveRefusalsLocked()
-	if rec.Peer != was && charged != "" && !rec.Waived {
+	if rec.Peer != was && charged != "" && !rec.Waived && (rec.Cause || !rs.causeOf(rec.Epoch)) {
 		rs.log.Info("abort on private grounds counted", "peer", charged.ShortString(), "number", ev.Number, "reason", reason)
 	}
 	return true, nil
@@ -189,6 +186,7 @@ func (rs *Log) Rejudge(n uint64, ctx blame.Context) {
 	rs.load()
 	type judged struct {
 		key, peer, reason string
+		cause             bool
 	}
 	rs.mu.Lock()
 	var early []wire.Charge
@@ -211,7 +209,7 @@ func (rs *Log) Rejudge(n uint64, ctx blame.Context) {
 		if err != nil {
 			j.reason = err.Error()
 		} else if j.reason = reason; charged != "" {
-			j.peer = charged.String()
+			j.peer, j.cause = charged.String(), blame.PublicCause(ev, charged)
 		}
 		out = append(out, j)
 	}
@@ -219,9 +217,9 @@ func (rs *Log) Rejudge(n uint64, ctx blame.Context) {
 	changed := false
 	for _, j := range out {
 		for i := range rs.recs {
-			if r := &rs.recs[i]; r.Key == j.key && r.Number == n && r.Peer != j.peer {
+			if r := &rs.recs[i]; r.Key == j.key && r.Number == n && (r.Peer != j.peer || r.Cause != j.cause) {
 				rs.log.Info("charge recomputed from the number's new certificate", "number", n, "was", r.Peer, "now", j.peer, "reason", j.reason)
-				r.Peer, r.Reason, changed = j.peer, j.reason, true
+				r.Peer, r.Reason, r.Cause, changed = j.peer, j.reason, j.cause, true
 			}
 		}
 	}
@@ -232,7 +230,7 @@ func (rs *Log) Rejudge(n uint64, ctx blame.Context) {
 	rs.mu.Unlock()
 	// Evidence that came before this certificate is judged now.
 	for i := range early {
-		if _, err := rs.LogCharge(&early[i], ctx, false); err != nil {
+		if _, err := rs.LogCharge(&early[i], ctx); err != nil {
 			rs.log.Debug("evidence held for its certificate refused", "number", n, "err", err)
 		}
 	}

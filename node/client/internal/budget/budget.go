@@ -79,6 +79,10 @@ func (b *state) note(c *wire.Cert, now uint64) {
 		// does not clear it at the clients, nor spare the leader).
 		b.charge(peer.ID(c.Chain[int(c.Number%uint64(len(c.Chain)))]), c)
 	}
+	if a.Kind == wire.AbortDown && int(a.Round) < len(c.Chain) {
+		// "A server was down": the same, against the server it names.
+		b.charge(peer.ID(c.Chain[a.Round]), c)
+	}
 }
 
 // charge counts c's abort against p.

@@ -17,7 +17,8 @@ import (
 // aborts of its own less than m numbers apart, the second fewer than m
 // numbers before N, is a budget drop; the leader's coordination abort is
 // charged to nobody, a registration never closed to the signer and the
-// leader (docs/protocol.md §3 "Who may serve").
+// leader, a server down to the signer and that server (docs/protocol.md §3
+// "Who may serve").
 func TestDropped(t *testing.T) {
 	ids := make([]peer.ID, 3)
 	for i := range ids {
@@ -33,6 +34,10 @@ func TestDropped(t *testing.T) {
 	x, short := full[2], full[:2]
 	abortCert := func(n uint64, signer peer.ID, kind uint8) wire.Cert {
 		ab := wire.Abort{Number: n, Kind: kind, Signer: []byte(signer), Reason: []byte("no")}
+		return wire.Cert{Kind: wire.CertAbort, Number: n, Chain: proto.ChainIDs(full), Abort: ab.Marshal()}
+	}
+	downCert := func(n uint64, signer peer.ID, down uint32) wire.Cert {
+		ab := wire.Abort{Number: n, Round: down, Kind: wire.AbortDown, Signer: []byte(signer), Reason: []byte("left")}
 		return wire.Cert{Kind: wire.CertAbort, Number: n, Chain: proto.ChainIDs(full), Abort: ab.Marshal()}
 	}
 	// walk: the certificates given, each epoch's chain full.
@@ -59,6 +64,7 @@ func TestDropped(t *testing.T) {
 		{"leader's coordination abort", walk(abortCert(2, x, wire.AbortCoord), abortCert(3, x, wire.AbortFault)), 4, short, false},
 		{"another's coordination abort", walk(abortCert(3, x, wire.AbortCoord), abortCert(4, x, wire.AbortFault)), 5, short, true},
 		{"no-close of the leader's epoch", walk(abortCert(2, full[0], wire.AbortNoClose), abortCert(3, x, wire.AbortFault)), 4, short, true},
+		{"another server's abort saying x was down", walk(downCert(2, full[0], 2), abortCert(3, x, wire.AbortFault)), 4, short, true},
 	} {
 		why := tc.v.Dropped(tc.chain, tc.n)
 		if (why != nil) != tc.drop {

@@ -1,0 +1,129 @@
+package node
+
+import (
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
+)
+
+// TestWaiverFromLog (§3, "The refusal budget"): two servers A and B of an
+// epoch over A, B, X and P take X's signed fault abort of it; P is gone
+// from A's roster and live in B's. A count is taken back only for a cause
+// in the log, the same at both, never for a server's own view of the
+// roster: before, A waived X's abort at once (P not live there) and B
+// counted it for good ({} against {X: 1}); now both count it. Then X's
+// abort saying P was down, attested by A and X, comes to A at once and to
+// B 30 s later: both take X's count back and charge P once ({P: 1}),
+// whenever it came.
+func TestWaiverFromLog(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		a, b := loneServer(t), loneServer(t)
+		defer a.Close()
+		defer b.Close()
+		xKey, x := replayKey(t)
+		_, p := replayKey(t)
+		ids := []peer.ID{a.ID(), b.ID(), x, p}
+		sortChain(ids)
+		name := map[peer.ID]string{a.ID(): "A", b.ID(): "B", x: "X", p: "P"}
+		ea := fixtureChain(t, a, ids, chainPos(ids, a.ID()))
+		eb := fixtureChain(t, b, ids, chainPos(ids, b.ID()))
+		id := ea.v.ID
+		for _, s := range []*Server{a, b} {
+			for _, q := range []peer.ID{a.ID(), b.ID(), x} {
+				if q != s.ID() {
+					s.roster.saw(q, "", nil)
+				}
+			}
+		}
+		b.roster.saw(p, "", nil) // P is live at B only
+		abort := waiverAbort(t, xKey, id, 1, wire.AbortFault, 0)
+		for _, s := range []*Server{a, b} {
+			if _, _, err := s.onAbort(x, abort.Marshal()); err != nil {
+				t.Fatalf("%s refused X's abort: %v", name[s.ID()], err)
+			}
+		}
+		// Longer than any waiting a server might do.
+		for range 60 {
+			time.Sleep(time.Second)
+			for _, q := range []peer.ID{a.ID(), x} {
+				b.roster.saw(q, "", nil)
+			}
+			b.roster.saw(p, "", nil)
+			a.roster.saw(b.ID(), "", nil)
+			a.roster.saw(x, "", nil)
+		}
+		counts := func(s *Server) map[string]int {
+			out := map[string]int{}
+			for q, c := range s.ref.RefusalCounts() {
+				out[name[q]] = c
+			}
+			return out
+		}
+		want := map[string]int{"X": 1}
+		if ca, cb := counts(a), counts(b); !maps.Equal(ca, want) || !maps.Equal(cb, want) {
+			t.Errorf("X's abort, P gone at A only: A counts %v, B %v; want %v at both", ca, cb, want)
+		}
+
+		// Then X's abort saying P was down, attested by A and X (two of
+		// the three others): the cause, at A at once and at B 30 s later.
+		j := chainPos(ids, p)
+		a.mu.Lock()
+		own := a.downAttestLocked(ea, j)
+		a.mu.Unlock()
+		if own == nil {
+			t.Fatal("A, where P is not live, attests nothing")
+		}
+		b.mu.Lock()
+		if b.downAttestLocked(eb, j) != nil {
+			t.Error("B, where P is live, attests it down")
+		}
+		b.mu.Unlock()
+		xa := wire.Attest{AttestReq: wire.AttestReq{Epoch: id, Number: 1, Kind: wire.AbortDown, Round: uint32(j)}, Lacking: 1 << uint(j), Signer: uint16(chainPos(ids, x))}
+		xa.Sig, _ = proto.Sign(xKey, blame.AttestDigest(&xa))
+		down := &wire.Charge{Kind: wire.EvAbort, Number: 1, Item: waiverAbort(t, xKey, id, 1, wire.AbortDown, uint32(j)).Marshal(), Attests: []wire.Attest{*own, xa}}
+		if _, _, err := a.onCharge(x, down.Marshal()); err != nil {
+			t.Fatalf("A refused the down abort: %v", err)
+		}
+		time.Sleep(30 * time.Second)
+		if _, _, err := b.onCharge(x, down.Marshal()); err != nil {
+			t.Fatalf("B refused the down abort: %v", err)
+		}
+		time.Sleep(time.Second)
+		want = map[string]int{"P": 1}
+		if ca, cb := counts(a), counts(b); !maps.Equal(ca, want) || !maps.Equal(cb, want) {
+			t.Errorf("with P's attested departure: A counts %v, B %v; want %v at both", ca, cb, want)
+		}
+	})
+}
+
+// chainPos is p's position in chain (-1: none).
+func chainPos(chain []peer.ID, p peer.ID) int {
+	for i, q := range chain {
+		if q == p {
+			return i
+		}
+	}
+	return -1
+}
+
+// waiverAbort is priv's signed abort of epoch id (number n) of kind and
+// round.
+func waiverAbort(t *testing.T, priv crypto.PrivKey, id [32]byte, n uint64, kind uint8, round uint32) *wire.Abort {
+	t.Helper()
+	signer, _ := peer.IDFromPrivateKey(priv)
+	a := &wire.Abort{Epoch: id, Number: n, Round: round, Kind: kind, Signer: []byte(signer), Reason: []byte("ended")}
+	sig, err := proto.Sign(priv, proto.AbortDigest(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Sig = sig
+	return a
+}
