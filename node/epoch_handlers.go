@@ -142,7 +142,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	// (certs.CheckNumber), then the leader, then that certificate (internal/certs).
 	s.mu.Lock()
 	last := s.number
-	busy := s.busy()
+	busy := s.busy(p.Number)
 	s.mu.Unlock()
 	if err := certs.CheckNumber(last, p.Number); err != nil {
 		return 0, nil, err

@@ -41,37 +41,26 @@ type turnState struct {
 	prepared uint64
 	// led counts the epochs this server opened as leader.
 	led int
-	// active is when an epoch's state last changed here (notify).
-	active time.Time
 }
 
 // progressed restarts the leader timeout. Call with s.mu held.
 func (s *Server) progressed() { s.turn.progress = time.Now() }
 
-// busy says why this server takes no Prepare now: an epoch runs here and
-// changed within T_lead (a server outside the last chains does not know
-// that an epoch runs, and its turn must not cut it short; an epoch whose
-// end this server missed stops blocking after T_lead). Call with s.mu held.
-func (s *Server) busy() error {
+// busy says why this server takes no Prepare of number n now: an epoch
+// runs here whose number is n−1 or above. A Prepare of n carries the
+// certificate of n−1 (checked after), so one past a running epoch's
+// successor shows that the group certified a number after it, which more
+// than half of its chain only signs once the epoch ended there; how long
+// the epoch was quiet here decides nothing (a quiet rule let another
+// leader's Prepare cut a slow, healthy epoch short at one server and not
+// at another: TestBusyFromNumbers). Call with s.mu held.
+func (s *Server) busy(n uint64) error {
 	for _, e := range s.epochs {
-		if !e.ended && time.Since(s.turn.active) < s.idleLimit(e) {
+		if !e.ended && e.v != nil && e.v.Desc != nil && n <= e.v.Desc.Number+1 {
 			return errBusy
 		}
 	}
 	return nil
-}
-
-// idleLimit is how long epoch e may go without a change here and still
-// hold this server's turn and others' Prepares: T_lead past the quiet the
-// group pace puts between two rounds, so that a pace above T_lead (up to
-// MaxRoundIntervalMs) does not end a healthy epoch after its first round
-// (TestSlowPaceKeepsEpoch). Call with s.mu held.
-func (s *Server) idleLimit(e *sepoch) time.Duration {
-	d := s.cfg.LeaderTimeout
-	if e.final != nil {
-		d += time.Duration(e.final.Desc.Params.RoundIntervalMs) * time.Millisecond
-	}
-	return d
 }
 
 // errBusy is busy's refusal of a Prepare: turn-taking, not a fault (the

@@ -429,12 +429,11 @@ func (s *Server) Close() error {
 
 // notify wakes every waiter; call with s.mu held.
 func (s *Server) notify() {
-	s.turn.active = time.Now()
 	s.wake()
 }
 
-// wake wakes every waiter, the epoch's activity unmarked (a root that
-// moves a due, roots.go); call with s.mu held.
+// wake wakes every waiter (also for a root that moves a due, roots.go);
+// call with s.mu held.
 func (s *Server) wake() {
 	close(s.changed)
 	s.changed = make(chan struct{})
