@@ -173,8 +173,11 @@ type roundsState struct {
 	attested    map[uint32]*wire.Attest
 	closeAttest *wire.Attest
 	// downAttest: this server's signed attestation that the server at
-	// each chain position was down (serverdown.go), one a position.
+	// each chain position was down (serverdown.go), one a position;
+	// downAborts: the signed aborts saying so seen here (a few a
+	// position), which it adds its attestation to once its probe fails.
 	downAttest map[int]*wire.Attest
+	downAborts map[int][][]byte
 	// doubleNamed: the slots whose client's two onions for one round
 	// were named here.
 	doubleNamed map[uint32]bool

@@ -212,10 +212,15 @@ func (s *Server) relayAbort(e *sepoch, body []byte, from, signer peer.ID) {
 // counts against nobody. A count is taken back for a public cause in the
 // log (chargelog.Log.Cause). Call with s.mu held.
 func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *wire.Charge) bool {
+	var down *wire.Attest
+	if a.Kind == wire.AbortDown && e.noteDownAbort(a) {
+		// Its own "down" now, or once its probe fails (serverdown.go).
+		down = s.downAttestLocked(e, int(a.Round))
+	}
 	if !s.ref.FirstSight(e.v.ID, e.v.Desc.Number, signer) {
 		if ev != nil {
 			// The same abort with attestations: they may be news.
-			s.noteChargeLocked(e, ev, nil, "")
+			s.noteChargeLocked(e, ev, down, "")
 		}
 		return false
 	}
@@ -231,6 +236,9 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *w
 	var own *wire.Attest
 	if a.Kind == wire.AbortNoPub && e.final != nil && e.admit(a.Round) == nil {
 		own = s.roundAttestLocked(e, a.Round)
+	}
+	if down != nil {
+		own = down
 	}
 	s.noteChargeLocked(e, ev, own, "")
 	return true

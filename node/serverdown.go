@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -53,6 +54,7 @@ func (s *Server) onServerDisconnect(p peer.ID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range s.epochs {
+		s.attestDownLocked(e, p)
 		if e.ended {
 			continue
 		}
@@ -76,12 +78,16 @@ func (s *Server) onServerDisconnect(p peer.ID) {
 // is no evidence (§3). It asks the chain's other servers until more than
 // half of them attest the server down, which charges it, without blame,
 // and is the public cause that takes back the epoch's other counts at
-// every server; after AbortGrace without that backing it signs anyway
-// (charged to itself), unless another server's abort ended e meanwhile.
+// every server; after twice the probe without that backing it signs
+// anyway (charged to itself while no majority backs it), unless another
+// server's abort ended e meanwhile.
 func (s *Server) gatherDown(e *sepoch, j int) {
 	p := e.v.Chain[j]
 	reason := "server " + p.ShortString() + " left"
-	deadline := time.Now().Add(s.cfg.Timing.AbortGrace)
+	// The others' probes began as this one's did: past twice the probe,
+	// the rest of the chain would meanwhile charge this server's
+	// absence. Later attestations still back the abort (attestDownLocked).
+	deadline := time.Now().Add(2*s.cfg.Timing.ServerProbe + s.cfg.Timing.AbortSettle)
 	var got []wire.Attest
 	backed := false
 	for {
@@ -125,6 +131,52 @@ func (s *Server) gatherDown(e *sepoch, j int) {
 	}
 	s.mu.Unlock()
 	s.notifyAll(others, wire.TypeCharge, ev.Marshal())
+}
+
+// noteDownAbort keeps a signed abort of e saying a server was down (a
+// few a position), for attestDownLocked, and reports whether it is
+// kept. Call with s.mu held.
+func (e *sepoch) noteDownAbort(a *wire.Abort) bool {
+	j, b := int(a.Round), a.Marshal()
+	if j >= len(e.v.Chain) {
+		return false
+	}
+	for _, x := range e.downAborts[j] {
+		if bytes.Equal(x, b) {
+			return true
+		}
+	}
+	if len(e.downAborts[j]) >= maxDownAborts {
+		return false
+	}
+	if e.downAborts == nil {
+		e.downAborts = map[int][][]byte{}
+	}
+	e.downAborts[j] = append(e.downAborts[j], b)
+	return true
+}
+
+// maxDownAborts bounds the down aborts kept a position: one a signer of
+// an honest chain would do, m_max.
+const maxDownAborts = 8
+
+// attestDownLocked adds this server's attestation that p was down to the
+// evidence of every abort of e saying so seen here before its own probe
+// of p failed, and relays it: the abort's backing does not hang on which
+// server's probe ended first. Call with s.mu held.
+func (s *Server) attestDownLocked(e *sepoch, p peer.ID) {
+	for j, q := range e.v.Chain {
+		if q != p || len(e.downAborts[j]) == 0 {
+			continue
+		}
+		own := s.downAttestLocked(e, j)
+		if own == nil {
+			return
+		}
+		for _, item := range e.downAborts[j] {
+			s.noteChargeLocked(e, &wire.Charge{Kind: wire.EvAbort, Number: e.v.Desc.Number, Item: item, Attests: []wire.Attest{*own}}, nil, "")
+		}
+	}
 }
 
 // downAttestLocked is this server's signed attestation that the server at
