@@ -23,9 +23,9 @@ import (
 // honest servers that hold the same certificate of a number and were both
 // in its chain charge the same servers for that number's evidence, once
 // it had time to reach them. Evidence goes to the number's chain and a
-// charge may be taken back for a public cause within AbortGrace, so a
-// number is compared once the next one is certified and AbortGrace and
-// swarmSettle more have passed, between the servers of its chain that no
+// charge may still move within swarmChargeSettle (late attestations, a
+// public cause that comes later), so a number is compared once the next
+// one is certified and swarmChargeSettle and swarmSettle more have passed, between the servers of its chain that no
 // fault touched from its start to then (a server down or cut off misses
 // the relays). The first number where two such servers differ fails the
 // run.
@@ -48,7 +48,7 @@ func (w *swarm) disagreement(bad map[int]bool) string {
 	var settled []uint64
 	for n := range w.certSeen {
 		next, ok := w.certSeen[n+1]
-		if !w.agreed[n] && ok && now.Sub(next) > w.servers[0].cfg.Timing.AbortGrace+w.swarmSettle()+2*swarmStep {
+		if !w.agreed[n] && ok && now.Sub(next) > swarmChargeSettle+w.swarmSettle()+2*swarmStep {
 			settled = append(settled, n)
 		}
 	}

@@ -801,8 +801,13 @@ type swarmCharge struct {
 // Any other charge of an honest server fails the run: one charged with no
 // fault in its epoch's chain, or charged by the others' attestations
 // while untouched. A charge is judged once the grace in which its count
-// may be taken back (AbortGrace, a public cause) is over: one first seen
-// in a run's last AbortGrace is not judged.
+// may still move is over (swarmChargeSettle): one first seen in a run's
+// last swarmChargeSettle is not judged.
+
+// swarmChargeSettle is how long a charge may still move once first seen:
+// the attestations of a departure come as the other servers' probes fail,
+// and evidence is relayed whenever it grows.
+const swarmChargeSettle = 20 * time.Second
 
 // swarmSettle is how long after a fault ends an epoch it broke may still
 // end with a charge: a lack is declared at the round limit at most.
@@ -857,7 +862,7 @@ func (w *swarm) judgeCharges(i int, s *Server, bad map[int]bool, index map[peer.
 			w.charges[k] = &swarmCharge{seen: now}
 			continue
 		}
-		if c.judged || now.Sub(c.seen) < s.cfg.Timing.AbortGrace+swarmStep {
+		if c.judged || now.Sub(c.seen) < swarmChargeSettle+swarmStep {
 			continue
 		}
 		c.judged = true

@@ -77,10 +77,8 @@ type Tunables struct {
 	// OutsiderPoll is how long a poll of a peer without a slot may wait
 	// (polls.go).
 	OutsiderPoll time.Duration
-	// AbortGrace is how long a counted abort may still turn out to have a
-	// public cause; AbortSettle how long a server that ended an epoch
-	// waits before it signs its abort (refusals.go).
-	AbortGrace  time.Duration
+	// AbortSettle is how long a server that ended an epoch waits before
+	// it signs its abort (refusals.go).
 	AbortSettle time.Duration
 	// BlameStepWait bounds how long a server asked for its blame step
 	// waits to learn of the blame; BlameStepTimeout one step's fetch
@@ -130,7 +128,6 @@ func DefaultTunables() Tunables {
 		LANRetry:           30 * time.Second,
 		LANHelloTimeout:    5 * time.Second,
 		OutsiderPoll:       60 * time.Second,
-		AbortGrace:         20 * time.Second,
 		AbortSettle:        time.Second,
 		BlameStepWait:      5 * time.Second,
 		BlameStepTimeout:   30 * time.Second,
