@@ -123,6 +123,12 @@ func (s *Server) onCharge(from peer.ID, body []byte) (wire.Type, []byte, error) 
 			return 0, nil, err
 		}
 		id = final.Epoch
+	case wire.EvHeld:
+		r, _, err := wire.ParseHeld(ev.Item)
+		if err != nil {
+			return 0, nil, err
+		}
+		id = r.Epoch
 	}
 	if s.roster.get(from) == nil {
 		return 0, nil, errors.New("node: evidence from outside the roster")

@@ -4,11 +4,11 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// checkDepartures notes a departed client's slot dry once its cover
+// checkDepartures signs a departed client's slot dry once its cover
 // window is spent (§5.4): when round r's list is final, a primary looks at
 // each of its clients whose connection is gone, and one that never
-// submitted an onion for round r+1 ran dry; it counts against the client's
-// key here at the epoch's end (ltexclude.go). The primary does not end the
+// submitted an onion for round r+1 ran dry; the signed statement (held.go)
+// counts against the client's key here at the epoch's end (ltexclude.go). The primary does not end the
 // epoch for it: its word that a client left is no evidence, and an abort
 // of its own would charge it, honest, to its refusal budget for what its
 // client did. The round cannot be filled, and S_0 ends the epoch at the
@@ -44,12 +44,10 @@ func (s *Server) checkDeparturesLocked(e *sepoch, r uint32) {
 	if !spent {
 		return
 	}
-	// §5.4: a slot that ran dry lowers its key's admission priority here
-	// (ltexclude.go, at the epoch's end).
-	if e.dry == nil {
-		e.dry = map[uint32]bool{}
-	}
-	e.dry[sl] = true
+	// §5.4: signed dry for r+1 (held.go), the statement S_0 gets when it
+	// asks; it lowers the key's admission priority here (ltexclude.go,
+	// at the epoch's end).
+	s.signDryLocked(e, r+1, sl)
 }
 
 // onDisconnect runs the same check when a client's connection drops

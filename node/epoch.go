@@ -190,9 +190,16 @@ type roundsState struct {
 	// evidence for them, each key excluded once (blame.KeyNamed, its own
 	// lock).
 	keyNamed blame.KeyNamed
-	// dry: this primary's slots that ran dry (§5.4), which lowers their
-	// keys' admission priority here.
-	dry map[uint32]bool
+	// dries: the signed dry statements held here, this primary's own
+	// and those S_0 handed on; shown: the receipts clients showed here of
+	// rounds their epoch ended before; heldLogged: the pairs of the two
+	// logged as evidence (held.go, §5.4). A slot this primary signed dry
+	// lowers its key's admission priority here.
+	dries      map[dryKey]wire.Dry
+	shown      map[dryKey]wire.OnionReceipt
+	heldLogged map[dryKey]bool
+	// asked: the rounds S_0 asked the primaries' dry statements of.
+	asked map[uint32]bool
 }
 
 // acquire reserves the epoch's secrets for work outside s.mu; false once

@@ -16,23 +16,42 @@ import (
 	"github.com/riffle-net/riffle/internal/wait"
 )
 
-// TestHeldOnionEndsUncharged (issue 25, open): a corrupt primary (of three
-// servers, round limit 4 s) forwards its client's onions of rounds 0 to 2
-// and keeps round 3's from S_0. S_0 waits the round limit and ends the
-// epoch "round 3 not filled", an abort that charges no server
-// (wire.AbortUnfilled: a dry slot), so one corrupt primary ends every
-// epoch it serves in uncharged. The fix asserted here: the held round is
-// filled all the same (the epoch runs to its end), or the holder is
-// charged at every honest server. Charging the holder needs its signed
-// per-onion receipt and its signed forward, and filling the round a path
-// from the client to S_0 that the primary does not control
-// (docs/protocol.md §5.4): not built, so the test is skipped unless
-// RIFFLE_OPEN=1.
+// TestHeldOnionEndsUncharged (issue 25): a corrupt primary (of three
+// servers, round limit 4 s) forwards its clients' onions of rounds 0 to 2
+// and keeps round 3's from S_0, which waits the round limit, asks the
+// primaries of the empty slots for their dry statements (node/held.go) and
+// ends the epoch "round 3 not filled". Asserted: the held round is filled
+// all the same (the epoch runs to its end), or the holder is charged at
+// every honest server.
+//
+// "says dry": asked, the holder signs its slots dry, the onions it took
+// and receipted too; its clients show their receipts of round 3 to the
+// other chain servers when their epoch ends, and every honest server
+// charges the holder on the two signatures (wire.EvHeld). Before the
+// receipts and dry statements, nobody was charged.
+//
+// "says nothing": asked, the holder neither signs dry nor sends the
+// onions. Nothing it signed conflicts, and the abort of the unfilled
+// round charges no server: open (docs/protocol.md §5.4, "Limit"), so the
+// case is skipped unless RIFFLE_OPEN=1.
 func TestHeldOnionEndsUncharged(t *testing.T) {
-	t.Parallel() // a network of its own in virtual time
-	if os.Getenv("RIFFLE_OPEN") != "1" {
-		t.Skip("open (issue 25): a primary that holds one onion of a round after round 0 ends the epoch uncharged (RIFFLE_OPEN=1 runs it)")
-	}
+	t.Parallel() // a network of its own in virtual time, each case
+	t.Run("says dry", func(t *testing.T) {
+		t.Parallel()
+		heldOnion(t, true)
+	})
+	t.Run("says nothing", func(t *testing.T) {
+		t.Parallel()
+		if os.Getenv("RIFFLE_OPEN") != "1" {
+			t.Skip("open (issue 25): a primary that holds an onion and answers nothing when asked ends the epoch uncharged (RIFFLE_OPEN=1 runs it)")
+		}
+		heldOnion(t, false)
+	})
+}
+
+// heldOnion runs TestHeldOnionEndsUncharged's primary that holds round 3;
+// asked for its dry statements, it lies if says, else it answers nothing.
+func heldOnion(t *testing.T, says bool) {
 	const held = 3
 	virtual(t, func(t *testing.T) {
 		p := testParams(16)
@@ -44,14 +63,19 @@ func TestHeldOnionEndsUncharged(t *testing.T) {
 			fired bool
 			id    [32]byte
 		)
-		bad.hooks.Store(&serverHooks{holdSubs: func(epoch [32]byte, r uint32) bool {
+		hold := func(epoch [32]byte, r uint32) bool {
 			mu.Lock()
 			defer mu.Unlock()
 			if !fired && r == held {
 				fired, id = true, epoch
 			}
 			return fired && epoch == id && r == held
-		}})
+		}
+		hk := &serverHooks{holdSubs: hold, drySilent: hold}
+		if says {
+			hk.drySilent, hk.dryLie = nil, hold
+		}
+		bad.hooks.Store(hk)
 		if err := wait.Until(context.Background(), 3*time.Minute, func() bool {
 			mu.Lock()
 			defer mu.Unlock()
@@ -96,7 +120,7 @@ func TestHeldOnionEndsUncharged(t *testing.T) {
 			_ = wait.Until(context.Background(), 10*time.Second, func() bool {
 				for _, r := range h.ref.Records(false) {
 					if r.Epoch == hex.EncodeToString(eid[:]) && r.Peer != "" {
-						charged = peer.ID(r.Peer)
+						charged, _ = peer.Decode(r.Peer)
 						return true
 					}
 				}
@@ -104,6 +128,85 @@ func TestHeldOnionEndsUncharged(t *testing.T) {
 			})
 			if charged != bad.ID() {
 				t.Errorf("server %s: the unfilled round %d charged %q, not the primary that held its onion; counts %v", q.ShortString(), held, charged, h.ref.RefusalCounts())
+			}
+		}
+	})
+}
+
+// TestSilentClientChargesNoServer (issue 25): a client that stays
+// connected and sends no onion of round 3 (of three servers, round limit
+// 4 s). S_0 asks the slot's primary, which signs the slot dry; the epoch
+// ends "round 3 not filled" and no honest server charges anyone, the
+// client showing no receipt of round 3 (it has none); the dry statement
+// reaches S_0 and counts against the client's key at its primary only.
+func TestSilentClientChargesNoServer(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
+	const silent = 3
+	virtual(t, func(t *testing.T) {
+		p := testParams(16)
+		p.RoundLimitMs = 4000
+		bn := startBlameNetParams(t, p, 3, 3, 2, 2)
+		var (
+			mu    sync.Mutex
+			fired bool
+			id    [32]byte
+			slot  uint32
+		)
+		bn.clients[1].Hooks.Store(&ClientHooks{Silent: func(epoch [32]byte, r, sl uint32) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if !fired && r == silent {
+				fired, id, slot = true, epoch, sl
+			}
+			return fired && epoch == id && r == silent
+		}})
+		if err := wait.Until(context.Background(), 3*time.Minute, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return fired
+		}); err != nil {
+			t.Fatalf("the client never reached round %d", silent)
+		}
+		mu.Lock()
+		eid, sl := id, slot
+		mu.Unlock()
+		var chain []peer.ID
+		byID := map[peer.ID]*Server{}
+		for _, s := range bn.servers {
+			byID[s.ID()] = s
+			s.mu.Lock()
+			if e := s.epochs[eid]; e != nil && e.final != nil {
+				chain = e.final.Chain
+			}
+			s.mu.Unlock()
+		}
+		s0 := byID[chain[0]]
+		var reason string
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool {
+			for _, es := range s0.Snapshot().Epochs {
+				if es.ID == eid && es.Ended {
+					reason = es.Reason
+					return true
+				}
+			}
+			return false
+		}); err != nil {
+			t.Fatal("the epoch of the silent client never ended at S_0")
+		}
+		t.Logf("S_0 ended the epoch: %q", reason)
+		s0.mu.Lock()
+		d, dry := s0.epochs[eid].dries[dryKey{silent, sl}]
+		s0.mu.Unlock()
+		if !strings.Contains(reason, "not filled") || !dry {
+			t.Fatalf("S_0 ended the epoch for %q, holding the slot's dry statement: %v", reason, dry)
+		}
+		t.Logf("slot %d signed dry by S_%d", sl, d.Server)
+		time.Sleep(2*DefaultTunables().AbortSettle + 10*time.Second) // virtual: the aborts, receipts shown and relays
+		for _, s := range bn.servers {
+			for q, c := range s.ref.RefusalCounts() {
+				if c > 0 {
+					t.Errorf("server %s charged %s for a silent client", s.ID().ShortString(), q.ShortString())
+				}
 			}
 		}
 	})

@@ -169,6 +169,10 @@ type serverHooks struct {
 	// holdSubs may make this server, as a primary, keep its clients'
 	// onions of round r of an epoch from S_0 (never forwarded).
 	holdSubs func(epoch [32]byte, r uint32) bool
+	// drySilent makes this primary answer no request for its dry
+	// statements of round r (held.go); dryLie makes it sign every slot of
+	// its own dry for round r, the onions it took too.
+	drySilent, dryLie func(epoch [32]byte, r uint32) bool
 	// voidWait sees S_0 start its wait to void round r on a lack claim.
 	voidWait func(r uint32)
 }
@@ -403,6 +407,28 @@ func (s *hookRun) HideOut(r uint32) bool {
 func (s *hookRun) HoldSubs(epoch [32]byte, r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.holdSubs != nil && h.holdSubs(epoch, r)
+}
+
+func (s *hookRun) DrySilent(epoch [32]byte, r uint32) bool {
+	h := s.hooks.Load()
+	return h != nil && h.drySilent != nil && h.drySilent(epoch, r)
+}
+
+func (s *hookRun) DryLie(epoch [32]byte, r uint32) bool {
+	h := s.hooks.Load()
+	return h != nil && h.dryLie != nil && h.dryLie(epoch, r)
+}
+
+// LieDryLocked signs slot sl dry for round r whatever it holds (the
+// corrupt primary of dryLie). Call with s.mu held.
+func (s *hookRun) LieDryLocked(e *sepoch, r, sl uint32) (wire.Dry, bool) {
+	d := wire.Dry{Epoch: e.final.ID, Round: r, Slot: sl, Server: uint16(e.pos)}
+	sig, err := proto.Sign(s.priv, proto.DryDigest(&d))
+	if err != nil {
+		return wire.Dry{}, false
+	}
+	d.Sig = sig
+	return d, true
 }
 
 func (s *hookRun) RefuseSucc(r uint32) bool {

@@ -83,6 +83,8 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 		return s.onStateReq(ctx, from)
 	case wire.TypeReceiptSet:
 		return s.regs.OnReceiptSet(from, body)
+	case wire.TypeShowReceipt:
+		return s.onShowReceipt(body)
 	}
 	return 0, nil, transport.Unhandled(ProtoClient, t)
 }
@@ -122,7 +124,15 @@ func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	if err := e.admit(sub.Round); err != nil {
 		return 0, nil, err
 	}
-	return s.takeSubmitLocked(e, sub, body, digest)
+	if e.signedDry(sub.Round, sub.Slot) {
+		// held.go: signed dry, the slot takes no onion of the round.
+		return 0, nil, fmt.Errorf("node: slot %d was signed dry for round %d", sub.Slot, sub.Round)
+	}
+	if _, _, err := s.takeSubmitLocked(e, sub, body, digest); err != nil {
+		return 0, nil, err
+	}
+	// §5.4: every taken onion, a resend too, gets the signed receipt.
+	return s.receiptLocked(e, &sub, digest)
 }
 
 // takeSubmitLocked files a checked submission of one of this primary's

@@ -27,7 +27,8 @@ import (
 // recordClients notes, at an epoch's end, how each client of this primary
 // ended it (§5.4: a dry slot lowers its key's priority; a clean epoch makes
 // it a returning client). An epoch in which no round ran judges nobody. A
-// slot ran dry when its client left with its cover window spent (e.dry),
+// slot ran dry when this primary signed it dry (held.go: its client left
+// with its cover window spent, or S_0 asked for a round it could not fill),
 // or, in an epoch that ended before its last round, when it holds no onion
 // for the first round without a final list (a client that submits W rounds
 // ahead has sent it long before) and its client did not hand over cover
@@ -53,7 +54,7 @@ func (s *Server) recordClients(e *sepoch) {
 			continue
 		}
 		sl := uint32(i)
-		dry := e.dry[sl]
+		dry := e.dryEver(sl)
 		if !dry && next < rounds && !e.handover.Departed[sl] && !e.handover.Has(sl, next) {
 			x := e.rounds[next]
 			if x == nil {

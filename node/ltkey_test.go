@@ -295,7 +295,7 @@ func TestReturningClientsFirst(t *testing.T) {
 		// first without a list, when the epoch of 10 rounds ended).
 		prev := &sepoch{pos: 0}
 		prev.roundsState.listHigh = 3
-		prev.reg.Table().LT, prev.dry = map[[32]byte]intake.LT{}, map[uint32]bool{}
+		prev.reg.Table().LT, prev.dries = map[[32]byte]intake.LT{}, map[dryKey]wire.Dry{}
 		prev.rounds = map[uint32]*sround{}
 		next := prev.round(3)
 		prevDesc := &wire.Descriptor{Number: 4, Params: wire.Params{Rounds: 10}}
@@ -309,7 +309,7 @@ func TestReturningClientsFirst(t *testing.T) {
 			}
 			if i >= 20 {
 				if i < 24 {
-					prev.dry[uint32(i)] = true
+					prev.dries[dryKey{4, uint32(i)}] = wire.Dry{Round: 4, Slot: uint32(i)} // signed by S_0, this primary
 				}
 				dry[reg] = true
 				s.keys.NoteClientEnd(lt, 3, false) // clean once, before

@@ -71,6 +71,12 @@ func (s *Server) mixLoop(e *sepoch) {
 					continue
 				}
 			}
+			// §5.4: the primaries of its empty slots say them dry
+			// (held.go), or send their onions again.
+			if s.ctx.Err() == nil && s.askDries(e, r) {
+				r--
+				continue
+			}
 			s.mu.Lock()
 			// §5.4: a round that cannot be filled ends the epoch.
 			s.endUnfilled(e, r)
@@ -452,6 +458,10 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		return wire.TypeChunk, (&wire.Chunk{ID: c.ID, Data: data}).Marshal(), nil
 	case wire.TypeListReq:
 		return s.onListReq(body)
+	case wire.TypeDryReq:
+		return s.onDryReq(from, body)
+	case wire.TypeDrySet:
+		return s.onDrySet(from, body)
 	}
 	return 0, nil, transport.Unhandled(ProtoRound, t)
 }

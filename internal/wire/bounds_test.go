@@ -66,6 +66,8 @@ func wideDecoders() map[string]func([]byte) error {
 		"windowreq":       func(b []byte) error { var m WindowReq; return m.Unmarshal(b) },
 		"window":          func(b []byte) error { var m Window; return m.Unmarshal(b) },
 		"state":           func(b []byte) error { var m State; return m.Unmarshal(b) },
+		"onionreceipt":    func(b []byte) error { var m OnionReceipt; return m.Unmarshal(b) },
+		"dryset":          func(b []byte) error { var m DrySet; return m.Unmarshal(b, wideLimits) },
 	}
 }
 
@@ -97,7 +99,11 @@ func TestDecodeAllocationBounded(t *testing.T) {
 			name = "prepare"
 		case TypeAbort:
 			name = "abort"
-		case TypeCloseReq, TypeWaitOpen, TypeWaitList, TypeListReq, TypeDupQuery:
+		case TypeCharge:
+			name = "charge"
+		case TypeShowReceipt:
+			name = "onionreceipt"
+		case TypeCloseReq, TypeWaitOpen, TypeWaitList, TypeListReq, TypeDupQuery, TypeDryReq:
 			name = "epochref"
 		case TypeBatch, TypeBadBatch:
 			name = "batch"

@@ -30,6 +30,10 @@ const (
 	// final one and the timeout one, each with that server's signature
 	// alone.
 	EvEquiv uint8 = 2
+	// EvHeld: Item is a primary's receipt of an onion and its dry
+	// statement of the same slot and round (HeldItem), which an honest
+	// primary never both signs (§5.4).
+	EvHeld uint8 = 3
 )
 
 // ClaimLack is the kind of an Attest that is a lack claim (TypeLack): its
@@ -168,7 +172,7 @@ func (m *Charge) Unmarshal(b []byte) error {
 	if err := d.Done("evidence"); err != nil {
 		return err
 	}
-	if m.Kind > EvEquiv {
+	if m.Kind > EvHeld {
 		return fmt.Errorf("wire: decode evidence: kind %d", m.Kind)
 	}
 	return nil

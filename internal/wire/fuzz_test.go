@@ -84,6 +84,9 @@ func FuzzClosingSig(f *testing.F)      { fuzzDecoder(f, "closingsig") }
 func FuzzWindowReq(f *testing.F)       { fuzzDecoder(f, "windowreq") }
 func FuzzWindow(f *testing.F)          { fuzzDecoder(f, "window") }
 func FuzzState(f *testing.F)           { fuzzDecoder(f, "state") }
+func FuzzOnionReceipt(f *testing.F)    { fuzzDecoder(f, "onionreceipt", "showreceipt") }
+func FuzzDrySet(f *testing.F)          { fuzzDecoder(f, "dryset") }
+func FuzzChargeHeld(f *testing.F)      { fuzzDecoder(f, "charge-held") }
 func FuzzBlameReq(f *testing.F)        { fuzzDecoder(f, "blamereq") }
 func FuzzEquivocation(f *testing.F)    { fuzzDecoder(f, "equivocation") }
 func FuzzDoubleSubmit(f *testing.F)    { fuzzDecoder(f, "doublesubmit") }

@@ -91,6 +91,8 @@ var (
 	decDropReq      = decoder(func(m *DropReq, b []byte, _ Limits) error { return m.Unmarshal(b) })
 	decDropStep     = decoder(func(m *DropStep, b []byte, _ Limits) error { return m.Unmarshal(b) })
 	decSubmit       = decoder(func(m *Submit, b []byte, l Limits) error { return m.Unmarshal(b, l) })
+	decOnionReceipt = decoder(func(m *OnionReceipt, b []byte, _ Limits) error { return m.Unmarshal(b) })
+	decDrySet       = decoder(func(m *DrySet, b []byte, l Limits) error { return m.Unmarshal(b, l) })
 	decSubmitBatch  = decoder(func(m *SubmitBatch, b []byte, l Limits) error { return m.Unmarshal(b, l) })
 	decBatch        = decoder(func(m *Batch, b []byte, l Limits) error { return m.Unmarshal(b, l) })
 	decRoot         = decoder(func(m *Root, b []byte, _ Limits) error { return m.Unmarshal(b) })
@@ -144,6 +146,8 @@ var (
 	sigCap    = size(256)       // one server signature (Sig)
 	signedCap = size(256 << 20) // a signed descriptor, open or final, with every client entry
 	listCap   = size(64 << 20)  // a signed request list of up to the cap on rows
+	// one dry statement a slot
+	drySetCap = func(l Limits) int { return 32 + 4 + 4 + l.Clients*DrySize }
 	onionCap  = func(extra int) func(Limits) int { return func(l Limits) int { return l.Onion + extra } }
 )
 
@@ -219,6 +223,10 @@ var Messages = []Message{
 	req(ProtoRound, TypeGetChunk, "GetChunk", size(64), TypeChunk, decGetChunk),
 	// A round's final list, to a server catching up (§7 v3).
 	req(ProtoRound, TypeListReq, "ListReq", size(1024), TypeRoundList, decEpochRef),
+	// A round S_0 could not fill: the primaries' dry statements (§5.4).
+	req(ProtoRound, TypeDryReq, "DryReq", size(1024), TypeDrySet, decEpochRef),
+	req(ProtoRound, TypeDrySet, "DrySet", drySetCap, TypeAck, decDrySet),
+	rep(ProtoRound, TypeDrySet, "DrySet", drySetCap, decDrySet),
 	rep(ProtoRound, TypeSig, "Sig", sigCap, decSig),
 	rep(ProtoRound, TypeChunk, "Chunk", func(l Limits) int { return l.Chunk + 64 }, decChunk),
 	rep(ProtoRound, TypeBatch, "Batch", size(MaxFrame), decBatch),
@@ -227,7 +235,7 @@ var Messages = []Message{
 
 	req(ProtoClient, TypeWaitOpen, "WaitOpen", size(1024), TypeSigned, decEpochRef),
 	req(ProtoClient, TypeRegister, "Register", size(64<<10), TypeSigned, decRegister),
-	req(ProtoClient, TypeSubmit, "Submit", onionCap(256), TypeAck, decSubmit),
+	req(ProtoClient, TypeSubmit, "Submit", onionCap(256), TypeOnionReceipt, decSubmit),
 	req(ProtoClient, TypeHandover, "Handover", onionCap(256), TypeAck, decSubmit),
 	req(ProtoClient, TypeDupQuery, "DupQuery", size(1024), TypeDupAbort, decEpochRef),
 	req(ProtoClient, TypeDupProof, "DupProof", size(64+DupProofSize), TypeAck, decDupProof),
@@ -237,6 +245,9 @@ var Messages = []Message{
 	req(ProtoClient, TypeWindowReq, "WindowReq", size(32+8), TypeWindow, decWindowReq),
 	// What the group is doing, for a client in no epoch (state.go).
 	req(ProtoClient, TypeStateReq, "StateReq", ackCap, TypeState, decEmpty),
+	// A receipt of a round the client's epoch ended before (§5.4).
+	req(ProtoClient, TypeShowReceipt, "ShowReceipt", size(OnionReceiptSize), TypeAck, decOnionReceipt),
+	rep(ProtoClient, TypeOnionReceipt, "OnionReceipt", size(OnionReceiptSize), decOnionReceipt),
 	rep(ProtoClient, TypeSigned, "Signed", signedCap, decSigned),
 	rep(ProtoClient, TypeDupAbort, "DupAbort", size(DupAbortSize(MaxServers)), decDupAbort),
 	rep(ProtoClient, TypeRoundList, "RoundList", listCap, decRoundList),

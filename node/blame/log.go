@@ -39,6 +39,8 @@ func EvidenceSlot(ev *wire.Charge) string {
 			return ""
 		}
 		return fmt.Sprintf("%x/%d/%x", final.Epoch, ev.Kind, []byte(equivSigner(final)))
+	case wire.EvHeld:
+		return heldSlot(ev)
 	}
 	return ""
 }
@@ -68,6 +70,11 @@ func ChargeKey(ev *wire.Charge) string {
 			return ""
 		}
 		dg = equivKey(final, timeout)
+	case wire.EvHeld:
+		var ok bool
+		if dg, ok = heldKey(ev); !ok {
+			return ""
+		}
 	default:
 		return ""
 	}

@@ -301,6 +301,9 @@ type cepoch struct {
 	reqs     map[uint32][][32]byte
 	ups      map[uint32]*upItem
 	onions   map[uint32][]byte // sealed once, kept to resend (§5.1)
+	// onionReceipts: the primary's receipts of the onions of the rounds
+	// without a final list yet (onionreceipt.go).
+	onionReceipts map[uint32]wire.OnionReceipt
 	// manifestsSent counts the manifest chunks sent this epoch: past
 	// manifestsPerPseudonym the index would not take them, so they wait
 	// for the next epoch.
@@ -337,6 +340,7 @@ type cepoch struct {
 // onionDone recycles the buffer of round r's onion: the round is over.
 func (e *cepoch) onionDone(r uint32) {
 	delete(e.onions, r)
+	delete(e.onionReceipts, r)
 	if buf, ok := e.onionBufs[r]; ok {
 		delete(e.onionBufs, r)
 		e.freeOnions = append(e.freeOnions, buf)

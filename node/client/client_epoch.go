@@ -109,6 +109,8 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 		c.startEndCheck(ctx, e)
 	}
 	if err != nil && ctx.Err() == nil {
+		// §5.4: the receipts of the rounds the epoch ended before.
+		c.showReceipts(ctx, e)
 		// Before the epoch's secrets are dropped: a setup aborted on a
 		// repeated share asks this client to prove its own (§4.1 v3).
 		if derr := c.answerDup(ctx, e); derr != nil {
@@ -599,13 +601,18 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 	if err := c.keepSubmission(e, &sub, mark); err != nil {
 		return fmt.Errorf("node: store onion of round %d before sending: %w", r, err)
 	}
+	if hooks.Silent(&c.hk, e.v.ID, r, e.slot) {
+		return nil
+	}
 	var err error
+	var rep []byte
 	for try := 0; try < 3; try++ {
-		if _, err = c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeSubmit, Segments: sub.Segments(), Timeout: transport.BulkTimeout}); err == nil {
+		if rep, err = c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeSubmit, Segments: sub.Segments(), Timeout: transport.BulkTimeout}); err == nil {
 			break
 		}
 	}
 	if err == nil {
+		c.takeReceipt(e, &sub, rep)
 		if o := hooks.SecondOnion(&c.hk, &sub, e.regKey); o != nil {
 			_, _ = c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeSubmit, Segments: o.Segments(), Timeout: transport.BulkTimeout})
 		}

@@ -48,5 +48,6 @@ func Payload(*Hooks, [32]byte, uint32, uint32, []byte)                  {}
 func LayerKeys(*Hooks, [32]byte, uint32, uint32, []mix.LayerKey)        {}
 func Onion(*Hooks, [32]byte, uint32, uint32, []byte)                    {}
 func SecondOnion(*Hooks, *wire.Submit, ed25519.PrivateKey) *wire.Submit { return nil }
+func Silent(*Hooks, [32]byte, uint32, uint32) bool                      { return false }
 func Register(*Hooks, [32]byte, []*group.Element, ed25519.PublicKey, *mix.ClientSecret, *mix.Registration) {
 }

@@ -29,6 +29,9 @@ type ClientHooks struct {
 	// Onion may read or overwrite, in place, the client's sealed onion of
 	// round r before it is signed (a replay of another client's onion).
 	Onion func(epoch [32]byte, r, slot uint32, onion []byte)
+	// Silent may make the client send no onion of round r in slot slot,
+	// staying connected (a dry slot).
+	Silent func(epoch [32]byte, r, slot uint32) bool
 }
 
 // DupClientTest are hooks of a client for the duplicate-share tests
@@ -208,6 +211,12 @@ func Onion(h *Hooks, epoch [32]byte, r, slot uint32, onion []byte) {
 	if m := h.Misbehave.Load(); m != nil && m.Onion != nil {
 		m.Onion(epoch, r, slot, onion)
 	}
+}
+
+// Silent reports whether the client sends nothing for round r.
+func Silent(h *Hooks, epoch [32]byte, r, slot uint32) bool {
+	m := h.Misbehave.Load()
+	return m != nil && m.Silent != nil && m.Silent(epoch, r, slot)
 }
 
 // SecondOnion, after submission sub went out, may return a second,

@@ -1,0 +1,154 @@
+package wire
+
+// A primary's receipts and dry statements (docs/protocol.md §5.4): what
+// tells a primary that held its client's onion from a client that sent
+// none. A primary signs a receipt of every onion it takes and a dry
+// statement for each slot of a round it holds no onion of; an honest one
+// never signs both for one slot and round, so the two together are
+// evidence against it (EvHeld).
+
+const (
+	// TypeOnionReceipt: primary → client, the reply to TypeSubmit (and
+	// TypeHandover): its signed receipt of the onion, the same size for
+	// every client.
+	TypeOnionReceipt Type = 52
+	// TypeShowReceipt: client → a chain server other than its primary,
+	// an OnionReceipt of a round its epoch ended before; acknowledged.
+	TypeShowReceipt Type = 53
+	// TypeDryReq: S_0 → a primary, an EpochRef naming a round S_0 could
+	// not fill; the reply is a DrySet of the primary's slots without an
+	// onion of it.
+	TypeDryReq Type = 54
+	// TypeDrySet: the reply to TypeDryReq, and S_0 → every chain server
+	// (acknowledged): the dry statements of the round it could not fill.
+	TypeDrySet Type = 55
+)
+
+// OnionReceiptSize is an OnionReceipt's fixed size.
+const OnionReceiptSize = 32 + 4 + 4 + 2 + 32 + SigSize
+
+// DrySize is a Dry's fixed size.
+const DrySize = 32 + 4 + 4 + 2 + SigSize
+
+// OnionReceipt is the primary at chain position Server's signature over
+// H("riffle/v3/onion-receipt", the encoding before Sig): it took the
+// onion whose submission digest (mix.SubmissionDigest) is Digest for
+// slot Slot of round Round.
+type OnionReceipt struct {
+	Epoch  [32]byte
+	Round  uint32
+	Slot   uint32
+	Server uint16
+	Digest [32]byte
+	Sig    [64]byte
+}
+
+// MarshalBody is the signed part.
+func (m *OnionReceipt) MarshalBody() []byte {
+	e := Enc{B: make([]byte, 0, OnionReceiptSize)}
+	e.Fixed(m.Epoch[:])
+	e.U32(m.Round)
+	e.U32(m.Slot)
+	e.U16(m.Server)
+	e.Fixed(m.Digest[:])
+	return e.B
+}
+
+func (m *OnionReceipt) Marshal() []byte { return append(m.MarshalBody(), m.Sig[:]...) }
+
+func (m *OnionReceipt) dec(d *Dec) {
+	m.Epoch = d.Array32("epoch id")
+	m.Round = d.U32("round")
+	m.Slot = d.U32("slot")
+	m.Server = d.U16("server")
+	m.Digest = d.Array32("onion digest")
+	m.Sig = d.Array64("signature")
+}
+
+func (m *OnionReceipt) Unmarshal(b []byte) error {
+	d := Dec{B: b}
+	m.dec(&d)
+	return d.Done("onion receipt")
+}
+
+// Dry is the primary at chain position Server's signature over
+// H("riffle/v3/dry", the encoding before Sig): it holds no onion for slot
+// Slot of round Round, and takes none for it from then on.
+type Dry struct {
+	Epoch  [32]byte
+	Round  uint32
+	Slot   uint32
+	Server uint16
+	Sig    [64]byte
+}
+
+// MarshalBody is the signed part.
+func (m *Dry) MarshalBody() []byte {
+	e := Enc{B: make([]byte, 0, DrySize)}
+	e.Fixed(m.Epoch[:])
+	e.U32(m.Round)
+	e.U32(m.Slot)
+	e.U16(m.Server)
+	return e.B
+}
+
+func (m *Dry) Marshal() []byte { return append(m.MarshalBody(), m.Sig[:]...) }
+
+func (m *Dry) dec(d *Dec) {
+	m.Epoch = d.Array32("epoch id")
+	m.Round = d.U32("round")
+	m.Slot = d.U32("slot")
+	m.Server = d.U16("server")
+	m.Sig = d.Array64("signature")
+}
+
+func (m *Dry) Unmarshal(b []byte) error {
+	d := Dec{B: b}
+	m.dec(&d)
+	return d.Done("dry statement")
+}
+
+// DrySet is the dry statements of one round, at most one a slot.
+type DrySet struct {
+	Epoch [32]byte
+	Round uint32
+	Dries []Dry
+}
+
+func (m *DrySet) Marshal() []byte {
+	e := Enc{B: make([]byte, 0, 32+4+4+len(m.Dries)*DrySize)}
+	e.Fixed(m.Epoch[:])
+	e.U32(m.Round)
+	e.U32(uint32(len(m.Dries)))
+	for i := range m.Dries {
+		e.B = append(e.B, m.Dries[i].Marshal()...)
+	}
+	return e.B
+}
+
+func (m *DrySet) Unmarshal(b []byte, l Limits) error {
+	d := Dec{B: b}
+	m.Epoch = d.Array32("epoch id")
+	m.Round = d.U32("round")
+	n := d.Count(l.Clients, DrySize, "dry statements")
+	m.Dries = make([]Dry, n)
+	for i := 0; i < n && d.Err == nil; i++ {
+		m.Dries[i].dec(&d)
+	}
+	return d.Done("dry set")
+}
+
+// HeldItem is an EvHeld charge's item: a receipt and a dry statement.
+func HeldItem(r *OnionReceipt, dr *Dry) []byte {
+	return append(r.Marshal(), dr.Marshal()...)
+}
+
+// ParseHeld decodes an EvHeld item.
+func ParseHeld(b []byte) (OnionReceipt, Dry, error) {
+	var r OnionReceipt
+	var dr Dry
+	d := Dec{B: b}
+	r.dec(&d)
+	dr.dec(&d)
+	return r, dr, d.Done("held onion evidence")
+}

@@ -1,0 +1,42 @@
+package proto
+
+import (
+	"errors"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// A primary's receipts of onions and its dry statements (docs/protocol.md
+// §5.4).
+const (
+	tagOnionReceipt = "riffle/v3/onion-receipt"
+	tagDry          = "riffle/v3/dry"
+)
+
+// OnionReceiptDigest is what a primary signs in an OnionReceipt.
+func OnionReceiptDigest(r *wire.OnionReceipt) [32]byte {
+	return TaggedHash(tagOnionReceipt, r.MarshalBody())
+}
+
+// DryDigest is what a primary signs in a Dry.
+func DryDigest(d *wire.Dry) [32]byte { return TaggedHash(tagDry, d.MarshalBody()) }
+
+// CheckOnionReceipt checks r as a receipt of epoch id signed by the chain
+// server at its position.
+func CheckOnionReceipt(r *wire.OnionReceipt, id [32]byte, chain []peer.ID) error {
+	if r.Epoch != id || int(r.Server) >= len(chain) {
+		return errors.New("proto: receipt of another epoch or server")
+	}
+	return VerifyPeerSig(chain[r.Server], OnionReceiptDigest(r), r.Sig)
+}
+
+// CheckDry checks d as a dry statement of epoch id signed by the chain
+// server at its position.
+func CheckDry(d *wire.Dry, id [32]byte, chain []peer.ID) error {
+	if d.Epoch != id || int(d.Server) >= len(chain) {
+		return errors.New("proto: dry statement of another epoch or server")
+	}
+	return VerifyPeerSig(chain[d.Server], DryDigest(d), d.Sig)
+}
