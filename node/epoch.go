@@ -198,6 +198,9 @@ type roundsState struct {
 	dries      map[dryKey]wire.Dry
 	shown      map[dryKey]wire.OnionReceipt
 	heldLogged map[dryKey]bool
+	// receipted: the slots and rounds this primary receipted, kept past
+	// the epoch's end (its onions are not); never signed dry.
+	receipted map[dryKey]bool
 	// asked: the rounds S_0 asked the primaries' dry statements of.
 	asked map[uint32]bool
 }

@@ -31,6 +31,15 @@ type dryKey struct{ round, slot uint32 }
 // few rounds' worth of every slot.
 func (e *sepoch) heldCap() int { return 4*len(e.final.Desc.Clients) + 16 }
 
+// heldRound reports whether round r may hold a dry statement or a shown
+// receipt here: one without a final list here, no further ahead than a
+// client submits and a primary forwards, so that each slot holds a few
+// and no signer's flood fills the table for the others. Call with s.mu
+// held.
+func (e *sepoch) heldRound(r uint32) bool {
+	return r >= e.listHigh && r < e.listHigh+uint32(max(e.final.Desc.Params.W, 1))+roundsAhead
+}
+
 // receiptLocked is this primary's signed receipt of sub, whose
 // submission digest is digest. Call with s.mu held.
 func (s *Server) receiptLocked(e *sepoch, sub *wire.Submit, digest [32]byte) (wire.Type, []byte, error) {
@@ -40,6 +49,18 @@ func (s *Server) receiptLocked(e *sepoch, sub *wire.Submit, digest [32]byte) (wi
 		return 0, nil, err
 	}
 	r.Sig = sig
+	// Kept past the epoch's end, when the onions are dropped: a slot
+	// receipted is never signed dry (rev40a).
+	if e.receipted == nil || len(e.receipted) >= e.heldCap() {
+		old := e.receipted
+		e.receipted = map[dryKey]bool{}
+		for k := range old {
+			if k.round >= e.listHigh {
+				e.receipted[k] = true
+			}
+		}
+	}
+	e.receipted[dryKey{sub.Round, sub.Slot}] = true
 	return wire.TypeOnionReceipt, r.Marshal(), nil
 }
 
@@ -69,7 +90,9 @@ func (s *Server) signDryLocked(e *sepoch, r, sl uint32) (wire.Dry, bool) {
 	if d, ok := e.dries[k]; ok {
 		return d, true
 	}
-	if e.isDead(sl) || e.handover.Has(sl, r) || len(e.dries) >= e.heldCap() {
+	// An ended epoch's onions are dropped: no dry statement is signed
+	// after its end, nor of a slot receipted (rev40a).
+	if e.ended || e.receipted[k] || e.isDead(sl) || e.handover.Has(sl, r) || len(e.dries) >= e.heldCap() {
 		return wire.Dry{}, false
 	}
 	if x := e.rounds[r]; x != nil {
@@ -112,11 +135,20 @@ func (s *Server) onDryReq(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	}
 	p := e.final.Desc.Params
 	W := uint32(max(p.W, 1))
+	limit := time.Duration(p.RoundLimitMs) * time.Millisecond
+	opened, open := e.openAt[r]
 	switch {
+	case e.ended:
+		// Its onions are dropped here: a dry statement now could say
+		// dry of an onion receipted (rev40a).
+		s.mu.Unlock()
+		return 0, nil, fmt.Errorf("node: epoch ended: %s", e.reason)
 	case r >= p.Rounds:
 		s.mu.Unlock()
 		return 0, nil, fmt.Errorf("node: round %d beyond the epoch's %d", r, p.Rounds)
-	case r < W && !e.setupDone, r >= W && e.listHigh <= r-W:
+	case r < W && !e.setupDone, r >= W && e.listHigh <= r-W, !open, time.Since(opened) < limit/2:
+		// Its clients' onions may still be on their way: S_0 asks at
+		// its round limit, a full limit after the round opened there.
 		s.mu.Unlock()
 		return 0, nil, fmt.Errorf("node: round %d not due here", r)
 	}
@@ -171,7 +203,7 @@ func checkDryLocked(e *sepoch, d *wire.Dry, r uint32) error {
 func (s *Server) noteDryLocked(e *sepoch, d wire.Dry) {
 	k := dryKey{d.Round, d.Slot}
 	if _, ok := e.dries[k]; !ok {
-		if len(e.dries) >= e.heldCap() {
+		if !e.heldRound(d.Round) || len(e.dries) >= e.heldCap() {
 			return
 		}
 		if e.dries == nil {
@@ -314,7 +346,9 @@ func (s *Server) onShowReceipt(body []byte) (wire.Type, []byte, error) {
 	chain := e.final.Chain
 	k := dryKey{r.Round, r.Slot}
 	_, have := e.shown[k]
-	full := len(e.shown) >= e.heldCap()
+	// A few rounds a slot (heldRound): one slot's receipts, or its
+	// primary's, crowd out no other's.
+	full := !e.heldRound(r.Round)
 	s.mu.Unlock()
 	if !ok {
 		return 0, nil, errors.New("node: a receipt of another epoch or not by its slot's primary")
@@ -327,7 +361,7 @@ func (s *Server) onShowReceipt(body []byte) (wire.Type, []byte, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, have := e.shown[k]; !have && len(e.shown) < e.heldCap() {
+	if _, have := e.shown[k]; !have && e.heldRound(r.Round) {
 		if e.shown == nil {
 			e.shown = map[dryKey]wire.OnionReceipt{}
 		}
