@@ -139,6 +139,9 @@ type roundsState struct {
 	voids int
 	// roots holds every signed batch root seen, by (round, S) (§5.2).
 	roots map[rootKey]wire.Root
+	// aheadS0 holds S_0's signed part of each round beyond the admission
+	// window until the window reaches it (roots.go holdAheadLocked).
+	aheadS0 map[uint32]aheadRoot
 	// rb is the epoch's round blame, held the input batches of rounds not
 	// yet published here (roundblame.go).
 	rb *rblame

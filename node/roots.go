@@ -27,8 +27,21 @@ type rootKey struct {
 // noteRoot records a verified signed root; it returns false, ending the
 // epoch, if a different root was signed for the same (round, S).
 func (s *Server) noteRoot(e *sepoch, r *wire.Root) bool {
+	return s.noteRootFrom(e, r, true)
+}
+
+// noteRootFrom is noteRoot of a root that came from its signer (direct)
+// or was handed on by another server: only S_0's part that came from S_0
+// itself is relayed when it opens a round here, a relayed copy's sender
+// having sent it to every server already.
+func (s *Server) noteRootFrom(e *sepoch, r *wire.Root, direct bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.noteRootLocked(e, r, direct)
+}
+
+// noteRootLocked is noteRootFrom with s.mu held.
+func (s *Server) noteRootLocked(e *sepoch, r *wire.Root, direct bool) bool {
 	if e.roots == nil {
 		e.roots = map[rootKey]wire.Root{}
 	}
@@ -60,7 +73,7 @@ func (s *Server) noteRoot(e *sepoch, r *wire.Root) bool {
 			// (partCame), a round limit later.
 			_, open := e.openAt[r.Round]
 			e.openedAt(r.Round, now)
-			if !open && e.pos > 0 {
+			if !open && e.pos > 0 && direct {
 				s.relayOpening(e, *r)
 			}
 		}
@@ -72,20 +85,71 @@ func (s *Server) noteRoot(e *sepoch, r *wire.Root) bool {
 	if old.Root == r.Root {
 		return true
 	}
-	// Keep both signed roots as the evidence (the first stays in roots),
-	// and name their signer everywhere (roundblame_after.go).
-	e.keepEvidence(r.Round, [][]byte{old.Marshal(), r.Marshal()})
-	s.end(e, fmt.Sprintf("round %d: server %d signed two batch roots", r.Round, r.S-1))
+	s.equivocatedLocked(e, old, *r)
+	return false
+}
+
+// equivocatedLocked ends the epoch on two different roots signed for one
+// (round, S), keeping both as the evidence (the first stays in roots),
+// and names their signer everywhere (roundblame_after.go). Call with s.mu
+// held.
+func (s *Server) equivocatedLocked(e *sepoch, a, b wire.Root) {
+	e.keepEvidence(b.Round, [][]byte{a.Marshal(), b.Marshal()})
+	s.end(e, fmt.Sprintf("round %d: server %d signed two batch roots", b.Round, b.S-1))
 	if !e.equivNamed {
 		e.equivNamed = true
-		a, b := old, *r
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			s.equivocation(e, a, b)
 		}()
 	}
-	return false
+}
+
+// holdAheadLocked keeps S_0's signed part of a round beyond this server's
+// admission window until the window reaches it (openAheadLocked): refused
+// here, a part S_0 showed to one server whose window it had moved on
+// first (S_0 hands out the lists) opened its round there alone, the round
+// went stale there first and that honest server was charged
+// (TestS0RootRelayAheadOfWindow). One part a round of the epoch, so at
+// most R of a hundred and forty bytes; a second, different one is S_0's
+// equivocation. Call with s.mu held.
+func (s *Server) holdAheadLocked(e *sepoch, r wire.Root, direct bool) {
+	if a, ok := e.aheadS0[r.Round]; ok {
+		if a.r.Root != r.Root {
+			s.equivocatedLocked(e, a.r, r)
+		}
+		return
+	}
+	if e.aheadS0 == nil {
+		e.aheadS0 = map[uint32]aheadRoot{}
+	}
+	e.aheadS0[r.Round] = aheadRoot{r: r, direct: direct}
+}
+
+// openAheadLocked takes each held part of S_0 that the admission window
+// now reaches as if it came now: it opens its round here from this
+// instant, when this server can first take the round's batches, and is
+// relayed if it came from S_0 itself. Call with s.mu held after the
+// window moved.
+func (s *Server) openAheadLocked(e *sepoch) {
+	for q, a := range e.aheadS0 {
+		if e.admit(q) != nil {
+			continue
+		}
+		delete(e.aheadS0, q)
+		if e.ended {
+			continue
+		}
+		r := a.r
+		if s.noteRootLocked(e, &r, a.direct) && e.pos == 1 {
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.watchInput(e, q) // our own input (lack.go)
+			}()
+		}
+	}
 }
 
 // announceRoot sends a batch's signed root to every other chain server,
@@ -151,19 +215,37 @@ func (s *Server) onRoot(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		(v.Chain[r.S-1] != from && ((int(r.S) != e.pos && r.S != 1) || !proto.InChain(v.Chain, from))) {
 		return 0, nil, errors.New("node: root announced by the wrong server")
 	}
-	b := wire.Batch{Epoch: r.Epoch, Round: r.Round, S: r.S, Root: r.Root}
-	if err := proto.VerifyPeerSig(v.Chain[r.S-1], batchDigest(&b), r.Sig); err != nil {
-		return 0, nil, err
+	direct := from == v.Chain[r.S-1]
+	// A copy of a root held here already needs no second check of its
+	// signature; a different one does (it may be the signer's second).
+	s.mu.Lock()
+	old, had := e.roots[rootKey{r.Round, r.S}]
+	if a, ok := e.aheadS0[r.Round]; ok && !had && r.S == 1 {
+		old, had = a.r, true
 	}
-	// Nothing is kept of a round too far ahead, or over (principle 3).
+	s.mu.Unlock()
+	if !had || old.Root != r.Root || old.Sig != r.Sig {
+		b := wire.Batch{Epoch: r.Epoch, Round: r.Round, S: r.S, Root: r.Root}
+		if err := proto.VerifyPeerSig(v.Chain[r.S-1], batchDigest(&b), r.Sig); err != nil {
+			return 0, nil, err
+		}
+	}
+	// Nothing is kept of a round too far ahead, or over (principle 3),
+	// but S_0's own part of a round ahead, held within its budget
+	// (holdAheadLocked).
 	s.mu.Lock()
 	err = e.admit(r.Round)
-	_, had := e.roots[rootKey{r.Round, r.S}]
+	if err != nil && r.S == 1 && r.Round >= e.pruned {
+		s.holdAheadLocked(e, r, direct)
+		s.mu.Unlock()
+		return wire.TypeAck, ack, nil
+	}
+	_, had = e.roots[rootKey{r.Round, r.S}]
 	s.mu.Unlock()
 	if err != nil {
 		return 0, nil, err
 	}
-	if s.noteRoot(e, &r) && int(r.S) == e.pos {
+	if s.noteRootFrom(e, &r, direct) && int(r.S) == e.pos {
 		// Our own input: fetch it if it does not come (lack.go).
 		s.watchInput(e, r.Round)
 	} else if !had && int(r.S) < len(v.Chain) && int(r.S) != e.pos && from != v.Chain[r.S] {
@@ -189,6 +271,16 @@ func (s *Server) relayOpening(e *sepoch, r wire.Root) {
 		return // a bare server of the dues' unit tests: no network
 	}
 	msg := r.Marshal()
+	// With it the newest final list here, which moved this server's
+	// admission window to r: S_0 hands out the lists, and a server it
+	// gave a list late would refuse the round's notes and parts as too
+	// far ahead (TestS0RootRelayAheadOfWindow).
+	var list []byte
+	if e.listHigh > 0 {
+		if x := e.rounds[e.listHigh-1]; x != nil {
+			list = x.listBytes
+		}
+	}
 	for _, p := range e.final.Chain[1:] {
 		if p == s.h.ID() {
 			continue
@@ -196,6 +288,11 @@ func (s *Server) relayOpening(e *sepoch, r wire.Root) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			if list != nil {
+				if _, err := transport.Call(s.ctx, s.h, p, transport.Request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: list, Timeout: transport.BulkTimeout}); err != nil {
+					s.log.Debug("relay opening's list", "round", r.Round, "to", p.ShortString(), "err", err)
+				}
+			}
 			if _, err := transport.Call(s.ctx, s.h, p, transport.Request{Proto: ProtoRound, Type: wire.TypeRoot, Body: msg, Timeout: transport.ShortTimeout}); err != nil {
 				s.log.Debug("relay opening", "round", r.Round, "to", p.ShortString(), "err", err)
 			}
@@ -234,4 +331,11 @@ func (s *Server) forwardRoot(e *sepoch, r wire.Root) {
 			s.log.Debug("forward root", "round", r.Round, "to", to.ShortString(), "err", err)
 		}
 	}()
+}
+
+// aheadRoot is S_0's part of a round ahead of the admission window and
+// whether it came from S_0 itself (holdAheadLocked).
+type aheadRoot struct {
+	r      wire.Root
+	direct bool
 }
