@@ -154,3 +154,84 @@ func TestS0RootRelayAheadOfWindow(t *testing.T) {
 		}
 	})
 }
+
+// TestS0RootAheadHeld: S_0's signed part of a round beyond a server's
+// admission window is held there, not refused and not opening the round
+// (holdAheadLocked); "opens": it opens the round once the window reaches
+// it; "equivocation": a second, different part of the round while held
+// ends the epoch as S_0's two roots.
+func TestS0RootAheadHeld(t *testing.T) {
+	for _, name := range []string{"opens", "equivocation"} {
+		t.Run(name, func(t *testing.T) {
+			virtual(t, func(t *testing.T) {
+				p := testParams(64)
+				p.RoundLimitMs, p.RoundIntervalMs = 4000, 2000
+				fn := startFounded(t, 4, 4, 3, p, func(i int, c *ServerConfig) { c.MinServers = 3 })
+				byID := map[peer.ID]*Server{}
+				for _, s := range fn.servers {
+					byID[s.ID()] = s
+				}
+				id, chain := runningEpoch(t, fn.servers[0])
+				s0, s2 := byID[chain[0]], byID[chain[2]]
+				s2.mu.Lock()
+				e := s2.epochs[id]
+				q := e.listHigh + uint32(e.final.Desc.Params.W) + roundsAhead
+				s2.mu.Unlock()
+				if q >= p.Rounds {
+					t.Fatalf("round %d beyond the epoch", q)
+				}
+				send := func(root byte) error {
+					b := wire.Batch{Epoch: id, Round: q, S: 1, Root: [32]byte{root}}
+					sig, err := proto.Sign(s0.priv, batchDigest(&b))
+					if err != nil {
+						t.Fatal(err)
+					}
+					body := (&wire.Root{Epoch: id, Round: q, S: 1, Root: b.Root, Sig: sig}).Marshal()
+					_, err = transport.Call(context.Background(), s0.h, s2.ID(), transport.Request{Proto: ProtoRound, Type: wire.TypeRoot, Body: body, Timeout: transport.ShortTimeout})
+					return err
+				}
+				if err := send(7); err != nil {
+					t.Fatalf("S_0's part ahead refused: %v", err)
+				}
+				s2.mu.Lock()
+				_, held := e.aheadS0[q]
+				_, open := e.openAt[q]
+				admitted := e.admit(q) == nil
+				s2.mu.Unlock()
+				if admitted {
+					t.Fatalf("round %d within the window already", q)
+				}
+				if !held || open {
+					t.Fatalf("S_0's part of round %d ahead: held %v, opened %v", q, held, open)
+				}
+				if name == "equivocation" {
+					if err := send(8); err != nil {
+						t.Fatalf("second part: %v", err)
+					}
+					s2.mu.Lock()
+					ended, reason := e.ended, e.reason
+					s2.mu.Unlock()
+					if !ended || !strings.Contains(reason, "signed two batch roots") {
+						t.Fatalf("two parts of S_0 held: ended %v (%q)", ended, reason)
+					}
+					return
+				}
+				if err := wait.Until(context.Background(), 5*time.Minute, func() bool {
+					s2.mu.Lock()
+					defer s2.mu.Unlock()
+					return e.admit(q) == nil || e.ended
+				}); err != nil {
+					t.Fatal("the window never reached the round")
+				}
+				s2.mu.Lock()
+				_, held = e.aheadS0[q]
+				_, open = e.openAt[q]
+				_, noted := e.roots[rootKey{q, 1}]
+				s2.mu.Unlock()
+				if held || !open || !noted {
+					t.Fatalf("window at round %d: still held %v, opened %v, root kept %v", q, held, open, noted)
+				}
+			})
+		})
+	}
+}
