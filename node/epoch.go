@@ -141,7 +141,7 @@ type roundsState struct {
 	roots map[rootKey]wire.Root
 	// aheadS0 holds S_0's signed part of each round beyond the admission
 	// window until the window reaches it (roots.go holdAheadLocked).
-	aheadS0 map[uint32]aheadRoot
+	aheadS0 map[uint32]wire.Root
 	// rb is the epoch's round blame, held the input batches of rounds not
 	// yet published here (roundblame.go).
 	rb *rblame

@@ -223,7 +223,7 @@ func (s *Server) takeRelay(e *sepoch, q uint32, j int, n *relayNote, raw []byte)
 	if proto.MerkleRoot(b.Entries) != b.Root {
 		return errors.New("node: relayed batch's entries miss its signed root")
 	}
-	if !s.noteRootFrom(e, &wire.Root{Epoch: b.Epoch, Round: b.Round, S: b.S, Root: b.Root, Sig: b.Sig}, false) {
+	if !s.noteRoot(e, &wire.Root{Epoch: b.Epoch, Round: b.Round, S: b.S, Root: b.Root, Sig: b.Sig}) {
 		return errors.New("node: relayed batch's signer equivocated")
 	}
 	s.mu.Lock()

@@ -27,21 +27,13 @@ type rootKey struct {
 // noteRoot records a verified signed root; it returns false, ending the
 // epoch, if a different root was signed for the same (round, S).
 func (s *Server) noteRoot(e *sepoch, r *wire.Root) bool {
-	return s.noteRootFrom(e, r, true)
-}
-
-// noteRootFrom is noteRoot of a root that came from its signer (direct)
-// or was handed on by another server: only S_0's part that came from S_0
-// itself is relayed when it opens a round here, a relayed copy's sender
-// having sent it to every server already.
-func (s *Server) noteRootFrom(e *sepoch, r *wire.Root, direct bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.noteRootLocked(e, r, direct)
+	return s.noteRootLocked(e, r)
 }
 
-// noteRootLocked is noteRootFrom with s.mu held.
-func (s *Server) noteRootLocked(e *sepoch, r *wire.Root, direct bool) bool {
+// noteRootLocked is noteRoot with s.mu held.
+func (s *Server) noteRootLocked(e *sepoch, r *wire.Root) bool {
 	if e.roots == nil {
 		e.roots = map[rootKey]wire.Root{}
 	}
@@ -73,7 +65,11 @@ func (s *Server) noteRootLocked(e *sepoch, r *wire.Root, direct bool) bool {
 			// (partCame), a round limit later.
 			_, open := e.openAt[r.Round]
 			e.openedAt(r.Round, now)
-			if !open && e.pos > 0 && direct {
+			// Relayed whoever handed it here: a corrupt server
+			// that hands S_0's part to one server alone, as a copy,
+			// must not keep it from the others
+			// (TestS0RootRelayedCopyOpensEverywhere).
+			if !open && e.pos > 0 {
 				s.relayOpening(e, *r)
 			}
 		}
@@ -114,24 +110,24 @@ func (s *Server) equivocatedLocked(e *sepoch, a, b wire.Root) {
 // (TestS0RootRelayAheadOfWindow). One part a round of the epoch, so at
 // most R of a hundred and forty bytes; a second, different one is S_0's
 // equivocation. Call with s.mu held.
-func (s *Server) holdAheadLocked(e *sepoch, r wire.Root, direct bool) {
+func (s *Server) holdAheadLocked(e *sepoch, r wire.Root) {
 	if a, ok := e.aheadS0[r.Round]; ok {
-		if a.r.Root != r.Root {
-			s.equivocatedLocked(e, a.r, r)
+		if a.Root != r.Root {
+			s.equivocatedLocked(e, a, r)
 		}
 		return
 	}
 	if e.aheadS0 == nil {
-		e.aheadS0 = map[uint32]aheadRoot{}
+		e.aheadS0 = map[uint32]wire.Root{}
 	}
-	e.aheadS0[r.Round] = aheadRoot{r: r, direct: direct}
+	e.aheadS0[r.Round] = r
 }
 
 // openAheadLocked takes each held part of S_0 that the admission window
 // now reaches as if it came now: it opens its round here from this
-// instant, when this server can first take the round's batches, and is
-// relayed if it came from S_0 itself. Call with s.mu held after the
-// window moved.
+// instant, when this server can first take the round's batches, is
+// relayed as any opening is, and is handed to S_0's receiver as onRoot
+// hands it. Call with s.mu held after the window moved.
 func (s *Server) openAheadLocked(e *sepoch) {
 	for q, a := range e.aheadS0 {
 		if e.admit(q) != nil {
@@ -141,13 +137,21 @@ func (s *Server) openAheadLocked(e *sepoch) {
 		if e.ended {
 			continue
 		}
-		r := a.r
-		if s.noteRootLocked(e, &r, a.direct) && e.pos == 1 {
+		r := a
+		_, had := e.roots[rootKey{q, 1}]
+		if !s.noteRootLocked(e, &r) {
+			continue
+		}
+		if e.pos == 1 {
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
 				s.watchInput(e, q) // our own input (lack.go)
 			}()
+		} else if !had && len(e.final.Chain) > 1 {
+			// As onRoot does: S_0's receiver may never have had it
+			// (TestRelayedBatch, "root withheld, hidden").
+			s.forwardRoot(e, r)
 		}
 	}
 }
@@ -215,13 +219,12 @@ func (s *Server) onRoot(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		(v.Chain[r.S-1] != from && ((int(r.S) != e.pos && r.S != 1) || !proto.InChain(v.Chain, from))) {
 		return 0, nil, errors.New("node: root announced by the wrong server")
 	}
-	direct := from == v.Chain[r.S-1]
 	// A copy of a root held here already needs no second check of its
 	// signature; a different one does (it may be the signer's second).
 	s.mu.Lock()
 	old, had := e.roots[rootKey{r.Round, r.S}]
 	if a, ok := e.aheadS0[r.Round]; ok && !had && r.S == 1 {
-		old, had = a.r, true
+		old, had = a, true
 	}
 	s.mu.Unlock()
 	if !had || old.Root != r.Root || old.Sig != r.Sig {
@@ -236,7 +239,7 @@ func (s *Server) onRoot(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	s.mu.Lock()
 	err = e.admit(r.Round)
 	if err != nil && r.S == 1 && r.Round >= e.pruned {
-		s.holdAheadLocked(e, r, direct)
+		s.holdAheadLocked(e, r)
 		s.mu.Unlock()
 		return wire.TypeAck, ack, nil
 	}
@@ -245,7 +248,7 @@ func (s *Server) onRoot(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if s.noteRootFrom(e, &r, direct) && int(r.S) == e.pos {
+	if s.noteRoot(e, &r) && int(r.S) == e.pos {
 		// Our own input: fetch it if it does not come (lack.go).
 		s.watchInput(e, r.Round)
 	} else if !had && int(r.S) < len(v.Chain) && int(r.S) != e.pos && from != v.Chain[r.S] {
@@ -331,11 +334,4 @@ func (s *Server) forwardRoot(e *sepoch, r wire.Root) {
 			s.log.Debug("forward root", "round", r.Round, "to", to.ShortString(), "err", err)
 		}
 	}()
-}
-
-// aheadRoot is S_0's part of a round ahead of the admission window and
-// whether it came from S_0 itself (holdAheadLocked).
-type aheadRoot struct {
-	r      wire.Root
-	direct bool
 }
