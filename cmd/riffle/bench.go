@@ -169,6 +169,7 @@ func runBench(c *cli.Context) (err error) {
 				return fmt.Errorf("bench n = %d over %s: %w", n, tr, err)
 			}
 			byTransport = append(byTransport, r)
+			noteResumed(c, fmt.Sprintf("n = %d over %s", n, tr), r)
 			steady := float64(b) / r.RoundTime.Seconds()
 			base, vs := "-", "-"
 			if !c.Bool("no-baseline") && tr == "tcp" {
@@ -198,6 +199,14 @@ func runBench(c *cli.Context) (err error) {
 		}
 	}
 	return nil
+}
+
+// noteResumed says on stderr, outside the table, that a run let paused
+// jobs go on: their pauses are in its goodputs.
+func noteResumed(c *cli.Context, run string, r localnet.BenchResult) {
+	if r.Resumed > 0 {
+		fmt.Fprintf(stderr(c), "riffle bench: %s: %d paused jobs let go on (a bench resumes them for its user); the pauses count in the goodputs\n", run, r.Resumed)
+	}
 }
 
 // ratio is a/b, or 0 if b is zero.

@@ -289,6 +289,7 @@ func runBenchRemote(ctx context.Context, c *cli.Context, counts []int, chunks, k
 		if err != nil {
 			return fmt.Errorf("bench --servers n = %d: %w", n, err)
 		}
+		noteResumed(c, fmt.Sprintf("n = %d", n), r)
 		fmt.Fprintf(out, rowFmt, n, humanBytes(uint64(r.UploadGoodput))+"/s", humanBytes(uint64(r.DownloadGoodput))+"/s", time.Since(start).Round(100*time.Millisecond))
 	}
 	return nil

@@ -24,8 +24,17 @@ import (
 // shows where the network stood (lastBytes of its log).
 const benchLimit = 240 * time.Second
 
-// lastBytes is the end of a long log, at most n bytes of it.
+// lastBytes is the end of a long log, at most n bytes of it, without the
+// per-round stage lines (several a round, they would leave only the last
+// second of a stalled run in view).
 func lastBytes(s string, n int) string {
+	var b strings.Builder
+	for line := range strings.Lines(s) {
+		if !strings.Contains(line, `msg="round stage"`) && !strings.Contains(line, `msg="round stored"`) {
+			b.WriteString(line)
+		}
+	}
+	s = b.String()
 	if len(s) <= n {
 		return s
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/riffle-net/riffle/node"
+	"github.com/riffle-net/riffle/node/localnet"
 )
 
 // Demo defaults: 4 MiB in 64 KiB chunks is 64 data rounds plus the
@@ -117,6 +118,14 @@ func runDemo(c *cli.Context) error {
 	}
 	want := sha256.Sum256(sample)
 	fmt.Fprintf(out, "client 0 shares sample.bin: %d bytes, sha256 %s\n", size, hex.EncodeToString(want[:]))
+	// The demo's clients are in this process, out of `riffle resume`'s
+	// reach: the demo lets a paused job go on and says so.
+	stopResume := localnet.KeepGoing(ctx, dn.clients, logger(c))
+	defer func() {
+		if n := stopResume(); n > 0 {
+			fmt.Fprintf(errw, "demo: %d paused jobs let go on (the demo resumes them for its user)\n", n)
+		}
+	}()
 	start := time.Now()
 	up0 := dn.clients[0].Stats()
 	link, err := dn.clients[0].Share(ctx, bytes.NewReader(sample), "sample.bin", false)

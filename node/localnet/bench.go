@@ -57,6 +57,9 @@ type BenchResult struct {
 	// CPU is this process's CPU time (user and system; servers and
 	// clients alike) over the shares and the gets.
 	CPU time.Duration
+	// Resumed counts the jobs that paused and that the bench let go on
+	// (KeepGoing); their pause is in the goodputs.
+	Resumed int
 }
 
 // String is a one-paragraph report.
@@ -124,16 +127,19 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 		before[i] = s.Timing()
 	}
 	cpu0 := processCPU()
+	stop := KeepGoing(ctx, net.Clients, cfg.Logger)
 	links, shareTime, err := benchShare(ctx, net.Clients, files)
 	if err != nil {
+		stop()
 		return BenchResult{}, err
 	}
 	getTime, err := benchGet(ctx, net.Clients, links)
+	resumed := stop()
 	if err != nil {
 		return BenchResult{}, err
 	}
 	cpu := processCPU() - cpu0
-	res := BenchResult{Servers: m, Clients: n, ChunkSize: b, K: k, ShareTime: shareTime, GetTime: getTime, CPU: cpu,
+	res := BenchResult{Servers: m, Clients: n, ChunkSize: b, K: k, ShareTime: shareTime, GetTime: getTime, CPU: cpu, Resumed: resumed,
 		UploadGoodput: float64(size) / shareTime.Seconds(), DownloadGoodput: float64(size) / getTime.Seconds()}
 	if err := res.addTimings(net.Servers, before); err != nil {
 		return res, err

@@ -61,14 +61,17 @@ func BenchClients(ctx context.Context, addrs []string, cfg BenchConfig) (BenchRe
 			return BenchResult{}, err
 		}
 	}
+	stop := KeepGoing(ctx, clients, cfg.Logger)
 	links, shareTime, err := benchShare(ctx, clients, files)
 	if err != nil {
+		stop()
 		return BenchResult{}, err
 	}
 	getTime, err := benchGet(ctx, clients, links)
+	resumed := stop()
 	if err != nil {
 		return BenchResult{}, err
 	}
-	return BenchResult{Servers: len(addrs), Clients: n, ChunkSize: b, K: cfg.K, ShareTime: shareTime, GetTime: getTime,
+	return BenchResult{Servers: len(addrs), Clients: n, ChunkSize: b, K: cfg.K, ShareTime: shareTime, GetTime: getTime, Resumed: resumed,
 		UploadGoodput: float64(size) / shareTime.Seconds(), DownloadGoodput: float64(size) / getTime.Seconds()}, nil
 }
