@@ -336,6 +336,7 @@ func TestAdversaryIntersect(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		trials := adversaryTrials(t, 8, 24, 200)
 		wait, waitAge := intersectRun(t, false, trials)
+		t.Logf("with the presence wait (the first arm): %s; by arrival two epochs before %s", wait, waitAge)
 		ctl, ctlAge := intersectRun(t, true, trials)
 		t.Logf("intersection, R = %d, m = 3, one arrival an epoch: with the presence wait %s; without (control) %s", advParams(2).Rounds, wait, ctl)
 		t.Logf("the same by arrival two epochs before the fetch: with the wait %s; without %s", waitAge, ctlAge)

@@ -207,6 +207,7 @@ func TestAdversaryShrink(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		trials := adversaryTrials(t, 20, 60, 200)
 		def, dShrunk, dEpochs := shrinkRun(t, false, trials)
+		t.Logf("with the v3 checks (the first arm): %d of %d epochs shrunk, linked %s", dShrunk, dEpochs, def)
 		ctl, cShrunk, cEpochs := shrinkRun(t, true, trials)
 		t.Logf("a leader that shrinks epochs, m = 3, 6 Sybils, 4 honest clients: with the v3 checks %d of %d epochs ran with one honest client, linked %s; without them (control) %d of %d ran shrunk, linked %s",
 			dShrunk, dEpochs, def, cShrunk, cEpochs, ctl)
