@@ -73,7 +73,8 @@ type cpSync struct {
 // checkpointRound runs what list r of epoch e starts or ends: the sync of
 // the checkpoint q = r + lag − 1, whose manifests are those of the lists
 // up to r − 1 (prevDue), and the checkpoint r + 1. Call with c.mu held.
-func (c *Client) checkpointRound(ctx context.Context, e *cepoch, r uint32, prevDue [][32]byte) {
+func (e *cepoch) checkpointRound(ctx context.Context, r uint32, prevDue [][32]byte) {
+	c := e.c
 	p := e.v.Desc.Params
 	lag := proto.CheckpointLag(p.RoundIntervalMs, uint32(p.W))
 	for _, q := range proto.Checkpoints(p.Rounds, p.RoundIntervalMs, uint32(p.W)) {
@@ -96,14 +97,15 @@ func (c *Client) checkpointRound(ctx context.Context, e *cepoch, r uint32, prevD
 			}()
 		}
 		if r+1 == q {
-			c.applyCheckpoint(e, q)
+			e.applyCheckpoint(q)
 		}
 	}
 }
 
 // applyCheckpoint hands the gets the manifests checkpoint q brought; call
 // with c.mu held.
-func (c *Client) applyCheckpoint(e *cepoch, q uint32) {
+func (e *cepoch) applyCheckpoint(q uint32) {
+	c := e.c
 	s := e.cp.syncs[q]
 	if s == nil {
 		return
@@ -159,14 +161,15 @@ func (c *Client) applyCheckpoint(e *cepoch, q uint32) {
 // startEndCheck runs epoch e's end check in the background: the client
 // goes on to the next epoch meanwhile, and that epoch's sync waits for
 // it (c.tail).
-func (c *Client) startEndCheck(ctx context.Context, e *cepoch) {
+func (e *cepoch) startEndCheck(ctx context.Context) {
+	c := e.c
 	done := make(chan struct{})
 	c.mu.Lock()
 	c.tail = done
 	c.mu.Unlock()
 	go func() {
 		defer close(done)
-		c.endCheck(ctx, e)
+		e.endCheck(ctx)
 	}()
 }
 
@@ -177,7 +180,8 @@ func (c *Client) startEndCheck(ctx context.Context, e *cepoch) {
 // and tells the user of the gaps the epoch's syncs found at the primary.
 // The wait does not grow with the pace: at a slow one, a round's wait
 // would hold the next epoch's sync, and so its first onions, back.
-func (c *Client) endCheck(ctx context.Context, e *cepoch) {
+func (e *cepoch) endCheck(ctx context.Context) {
+	c := e.c
 	select {
 	case <-time.After(proto.CheckpointSlack):
 	case <-ctx.Done():

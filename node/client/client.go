@@ -286,8 +286,12 @@ type getJob struct {
 	ep        jobEpochs // epochs with real traffic (presence.go)
 }
 
-// cepoch is a client's state of one epoch.
+// cepoch is a client's state of one epoch and its steps (client_epoch.go):
+// the epoch's own fields are touched by its round loop, and those shared
+// with the client's queue (reqs, ups, manWait, reask, cp) under c.mu,
+// since a chunk moves between them and the queue in one step.
 type cepoch struct {
+	c    *Client // whose queue the epoch fills and empties
 	v    *proto.View
 	slot uint32
 	// receipts: the chain servers' signed receipts of this client's

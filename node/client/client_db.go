@@ -46,7 +46,8 @@ func (c *Client) openClientDB() {
 // keepSubmission stores a round's signed submission before it is sent.
 // mark, if any, is the chunk the onion carries, kept as sent in the same
 // transaction (share_resume.go).
-func (c *Client) keepSubmission(e *cepoch, sub *wire.Submit, mark *store.ShareMark) error {
+func (e *cepoch) keepSubmission(sub *wire.Submit, mark *store.ShareMark) error {
+	c := e.c
 	if c.db == nil {
 		return nil
 	}

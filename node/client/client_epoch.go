@@ -102,25 +102,25 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	} else {
 		c.log.Info("index not synced", "err", err)
 	}
-	err = c.rounds(ctx, e)
+	err = e.rounds(ctx)
 	if ctx.Err() == nil {
 		// §6.4 v3: every manifest the epoch's lists named, checked once
 		// after its last list, whatever the client does next.
-		c.startEndCheck(ctx, e)
+		e.startEndCheck(ctx)
 	}
 	if err != nil && ctx.Err() == nil {
 		// §5.4: the receipts of the rounds the epoch ended before.
-		c.showReceipts(ctx, e)
+		e.showReceipts(ctx)
 		// Before the epoch's secrets are dropped: a setup aborted on a
 		// repeated share asks this client to prove its own (§4.1 v3).
-		if derr := c.answerDup(ctx, e); derr != nil {
+		if derr := e.answerDup(ctx); derr != nil {
 			c.log.Debug("no duplicate-share answer", "err", derr)
 		}
 	}
 	if ctx.Err() != nil && err != nil {
 		// Leaving mid-epoch: cover for the rounds ahead, so that the
 		// departure does not end the epoch (§5.4 v3).
-		c.handOver(e)
+		e.handOver()
 	}
 	if ctx.Err() == nil {
 		// A clean end (not a crash or a Close mid-epoch, after which the
@@ -289,7 +289,7 @@ func (c *Client) join(ctx context.Context, v *proto.View, pidx int) (*cepoch, *w
 	if err != nil {
 		return fail(err)
 	}
-	e := &cepoch{v: fv, slot: uint32(slot), receipts: receipts, regKey: priv, cs: cs, pidx: pidx, reqs: map[uint32][][32]byte{}, ups: map[uint32]*upItem{}, onions: map[uint32][]byte{},
+	e := &cepoch{c: c, v: fv, slot: uint32(slot), receipts: receipts, regKey: priv, cs: cs, pidx: pidx, reqs: map[uint32][][32]byte{}, ups: map[uint32]*upItem{}, onions: map[uint32][]byte{},
 		answerBufs: make(chan []byte, queriesInFlight)}
 	for j := range fv.Chain {
 		if j == pidx {
@@ -336,11 +336,12 @@ func (c *Client) leaveEpoch(e *cepoch) {
 // onion of round r+1+W goes out as soon as that list is final and the
 // chain always holds W rounds: every client does the same whatever its
 // user does, so the timing says nothing about anyone.
-func (c *Client) rounds(ctx context.Context, e *cepoch) error {
+func (e *cepoch) rounds(ctx context.Context) error {
+	c := e.c
 	p := e.v.Desc.Params
 	R, W := p.Rounds, uint32(p.W)
 	for r := uint32(0); r < min(W, R); r++ {
-		if err := c.submit(ctx, e, r); err != nil {
+		if err := e.submit(ctx, r); err != nil {
 			return err
 		}
 	}
@@ -371,19 +372,19 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 		if err := proto.CheckList(e.v, &rl); err != nil {
 			return err
 		}
-		c.confirm(e, r, &rl)
+		e.confirm(r, &rl)
 		c.mu.Lock()
 		hooks.OwnNote(&c.hk, &rl)
-		c.indexedLater(e, &rl)
+		e.indexedLater(&rl)
 		prevDue := e.manifestIDs[:len(e.manifestIDs):len(e.manifestIDs)]
 		e.manifestIDs = append(e.manifestIDs, rl.Manifests...)
-		c.checkpointRound(ctx, e, r, prevDue)
+		e.checkpointRound(ctx, r, prevDue)
 		if rl.Void() {
 			// §5.2 v3: a void round, signed so by every server: its
 			// chunk went back to the queue (confirm) and its requests
 			// are asked again, both only resendHold rounds on; there is
 			// no database to query.
-			e.reask = append(e.reask, reask{at: c.resendFrom(e, r), ids: e.reqs[r]})
+			e.reask = append(e.reask, reask{at: e.resendFrom(r), ids: e.reqs[r]})
 			delete(e.reqs, r)
 		}
 		c.mu.Unlock()
@@ -391,7 +392,7 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 		// for a crash is dropped with the epoch).
 		e.onionDone(r)
 		if r+W < R {
-			if err := c.submit(ctx, e, r+W); err != nil {
+			if err := e.submit(ctx, r+W); err != nil {
 				return queryErr(ctx, err)
 			}
 		}
@@ -407,7 +408,7 @@ func (c *Client) rounds(ctx context.Context, e *cepoch) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := c.query(ctx, e, r, &rl); err != nil {
+			if err := e.query(ctx, r, &rl); err != nil {
 				cancel(err)
 				return
 			}
@@ -452,7 +453,8 @@ func (c *Client) published(u *upItem) {
 // indexedLater counts as published the manifests of this client that
 // waited in the servers' queue and that round list rl took; call with
 // c.mu held.
-func (c *Client) indexedLater(e *cepoch, rl *wire.RoundList) {
+func (e *cepoch) indexedLater(rl *wire.RoundList) {
+	c := e.c
 	e.manWait = slices.DeleteFunc(e.manWait, func(u *upItem) bool {
 		if !slices.Contains(rl.Manifests, u.c.ID) {
 			return false
@@ -464,7 +466,8 @@ func (c *Client) indexedLater(e *cepoch, rl *wire.RoundList) {
 
 // confirm checks that round r's upload was published; if not, it goes
 // back to the front of the queue, marked as seen.
-func (c *Client) confirm(e *cepoch, r uint32, rl *wire.RoundList) {
+func (e *cepoch) confirm(r uint32, rl *wire.RoundList) {
+	c := e.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	u := e.ups[r]
@@ -495,11 +498,12 @@ func (c *Client) confirm(e *cepoch, r uint32, rl *wire.RoundList) {
 // takeUpload takes the next chunk to upload out of the queue into round r
 // of e and counts the epoch for its job (§5.4 v3), or returns nil: cover.
 // Jobs send nothing unless ready. Call with c.mu held.
-func (c *Client) takeUpload(e *cepoch, r uint32, ready bool) *upItem {
+func (e *cepoch) takeUpload(r uint32, ready bool) *upItem {
+	c := e.c
 	if !ready {
 		return nil
 	}
-	i := c.nextUpload(e, r)
+	i := e.nextUpload(r)
 	if i < 0 {
 		return nil
 	}
@@ -525,7 +529,8 @@ func (c *Client) takeUpload(e *cepoch, r uint32, ready bool) *upItem {
 // Both a round's submission and a hand-over on leaving (handover.go) fill
 // their payloads here, so that the onions a leaving client hands over
 // carry what it would have sent.
-func (c *Client) fillPayload(e *cepoch, r uint32, pl *mix.Payload) *store.ShareMark {
+func (e *cepoch) fillPayload(r uint32, pl *mix.Payload) *store.ShareMark {
+	c := e.c
 	k := len(pl.Requests)
 	var mark *store.ShareMark
 	c.mu.Lock()
@@ -533,13 +538,13 @@ func (c *Client) fillPayload(e *cepoch, r uint32, pl *mix.Payload) *store.ShareM
 	// Jobs wait for the client's presence (§5.4 v3) and for an epoch of
 	// the minimum anonymity set (§3 v3); decoys and cover do not.
 	ready := c.jobsReady() && !c.holdJobs()
-	if u := c.takeUpload(e, r, ready); u != nil {
+	if u := e.takeUpload(r, ready); u != nil {
 		pl.Kind, pl.Length, pl.Chunk = mix.KindChunk, uint32(len(u.c.Data)), u.c.Data
 		mark = shareMark(u)
 	}
 	// Data chunks only, never a manifest (§6.4 v3: those come from the
 	// synced index).
-	c.releaseReasks(e, r)
+	e.releaseReasks(r)
 	var reqs [][32]byte
 	if ready {
 		reqs = c.neededIDsIn(e.epochID(), k)
@@ -559,7 +564,8 @@ func (c *Client) fillPayload(e *cepoch, r uint32, pl *mix.Payload) *store.ShareM
 
 // submit seals and sends the onion of round r (§5.1): the next queued
 // chunk or cover, and up to k requests.
-func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
+func (e *cepoch) submit(ctx context.Context, r uint32) error {
+	c := e.c
 	p := e.v.Desc.Params
 	b, k := int(p.ChunkSize), int(p.K)
 	onion := e.onions[r]
@@ -568,7 +574,7 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 	var mark *store.ShareMark
 	if onion == nil {
 		pl := &mix.Payload{Kind: mix.KindCover, Requests: make([][32]byte, k)}
-		mark = c.fillPayload(e, r, pl)
+		mark = e.fillPayload(r, pl)
 		raw, err := mix.EncodePayloadInto(e.payloadBuf, pl, b, k, mix.EpochID(e.v.ID), uint64(r), e.cs, c.rand)
 		if err != nil {
 			return err
@@ -598,7 +604,7 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 	}
 	sub := wire.Submit{Epoch: e.v.ID, Round: r, Slot: e.slot, Onion: onion}
 	copy(sub.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.ID), uint64(r), e.slot, onion))
-	if err := c.keepSubmission(e, &sub, mark); err != nil {
+	if err := e.keepSubmission(&sub, mark); err != nil {
 		return fmt.Errorf("node: store onion of round %d before sending: %w", r, err)
 	}
 	if hooks.Silent(&c.hk, e.v.ID, r, e.slot) {
@@ -612,7 +618,7 @@ func (c *Client) submit(ctx context.Context, e *cepoch, r uint32) error {
 		}
 	}
 	if err == nil {
-		c.takeReceipt(e, &sub, rep)
+		e.takeReceipt(&sub, rep)
 		if o := hooks.SecondOnion(&c.hk, &sub, e.regKey); o != nil {
 			_, _ = c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeSubmit, Segments: o.Segments(), Timeout: transport.BulkTimeout})
 		}

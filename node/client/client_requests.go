@@ -44,7 +44,8 @@ func (c *Client) neededIDsIn(epoch [32]byte, n int) [][32]byte {
 }
 
 // query sends the k masks of round r and checks the k answers (§6.1, §6.3).
-func (c *Client) query(ctx context.Context, e *cepoch, r uint32, rl *wire.RoundList) error {
+func (e *cepoch) query(ctx context.Context, r uint32, rl *wire.RoundList) error {
+	c := e.c
 	_, k := int(e.v.Desc.Params.ChunkSize), int(e.v.Desc.Params.K)
 	L := max(1, len(rl.Entries))
 	c.mu.Lock()

@@ -21,7 +21,8 @@ import (
 // bound to the epoch and its slot. The epoch's secrets are dropped
 // afterwards and the next epoch draws new ones (u, q, registration and
 // X25519 keys: join).
-func (c *Client) answerDup(ctx context.Context, e *cepoch) error {
+func (e *cepoch) answerDup(ctx context.Context) error {
+	c := e.c
 	rep, err := c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeDupQuery, Body: (&wire.EpochRef{Epoch: e.v.ID}).Marshal(), Timeout: transport.PollTimeout})
 	if err != nil {
 		return err // typically: no duplicate in this epoch

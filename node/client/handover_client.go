@@ -18,7 +18,8 @@ import (
 // primary (§5.4 v3). Called when the client leaves mid-epoch, before the
 // epoch's secrets are dropped; it gives up at the first refusal (the
 // epoch may have ended) and within Tunables.HandoverTimeout.
-func (c *Client) handOver(e *cepoch) {
+func (e *cepoch) handOver() {
+	c := e.c
 	p := e.v.Desc.Params
 	b, k := int(p.ChunkSize), int(p.K)
 	first := e.sealedNext
@@ -35,7 +36,7 @@ func (c *Client) handOver(e *cepoch) {
 			// As a submission: a chunk it carries counts as sent
 			// (share_resume.go), so that a run after this one does
 			// not send it again under another pseudonym.
-			if err := c.keepSubmission(e, &sub, mark); err != nil {
+			if err := e.keepSubmission(&sub, mark); err != nil {
 				return err
 			}
 		}
@@ -61,7 +62,7 @@ func (c *Client) handOver(e *cepoch) {
 		// chunk, the jobs' requests, decoys (issue 26: its pseudonym
 		// does not stop at the departure).
 		pl := &mix.Payload{Kind: mix.KindCover, Requests: make([][32]byte, k)}
-		mark := c.fillPayload(e, r, pl)
+		mark := e.fillPayload(r, pl)
 		raw, err := mix.EncodePayload(pl, b, k, mix.EpochID(e.v.ID), uint64(r), e.cs, c.rand)
 		if err != nil {
 			c.log.Debug("hand over", "err", err)

@@ -35,7 +35,7 @@ func TestJobEpochsCount(t *testing.T) {
 			c.upQ = append(c.upQ, upItem{c: store.Chunk{ID: [32]byte{1, byte(i)}}, job: long})
 		}
 		c.upQ = append(c.upQ, upItem{c: store.Chunk{ID: [32]byte{2}}, job: other})
-		epoch := func(n byte) *cepoch { return &cepoch{v: &proto.View{ID: [32]byte{n}}, ups: map[uint32]*upItem{}} }
+		epoch := func(n byte) *cepoch { return &cepoch{c: c, v: &proto.View{ID: [32]byte{n}}, ups: map[uint32]*upItem{}} }
 		// Two chunks in each of epochs 1 and 2: two epochs counted.
 		for n := byte(1); n <= 2; n++ {
 			e := epoch(n)
@@ -85,5 +85,5 @@ func TestJobEpochsCount(t *testing.T) {
 func sendRound(c *Client, e *cepoch, r uint32) *upItem {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.takeUpload(e, r, true)
+	return e.takeUpload(r, true)
 }

@@ -13,10 +13,11 @@ import (
 // round that did not publish it (resend.go), or, in its epoch, holds
 // back after such a round (resendHold); r is the round to fill. Call with
 // c.mu held.
-func (c *Client) nextUpload(e *cepoch, r uint32) int {
+func (e *cepoch) nextUpload(r uint32) int {
+	c := e.c
 	noCap := hooks.NoManifestCap(&c.hk)
 	for i := range c.upQ {
-		if c.upQ[i].wait > 0 || c.upQ[i].awaiting || c.heldBack(e, &c.upQ[i], r) {
+		if c.upQ[i].wait > 0 || c.upQ[i].awaiting || e.heldBack(&c.upQ[i], r) {
 			// Seen unpublished: it waits for its epoch's closing
 			// record, then out full epochs (resend.go).
 			continue

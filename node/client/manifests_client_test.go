@@ -29,10 +29,10 @@ func TestSharerKeepsManifestsForLaterEpochs(t *testing.T) {
 		for _, u := range c.upQ {
 			job.left[u.c.ID] = true
 		}
-		e := &cepoch{ups: map[uint32]*upItem{}}
+		e := &cepoch{c: c, ups: map[uint32]*upItem{}}
 		var sent [][32]byte
 		for r := 0; r < 5; r++ {
-			i := c.nextUpload(e, 0)
+			i := e.nextUpload(0)
 			if i < 0 {
 				break
 			}
@@ -43,12 +43,12 @@ func TestSharerKeepsManifestsForLaterEpochs(t *testing.T) {
 			}
 			sent = append(sent, u.c.ID)
 		}
-		if len(sent) != 5 || sent[4] != ([32]byte{0xd}) || c.nextUpload(e, 0) != -1 {
+		if len(sent) != 5 || sent[4] != ([32]byte{0xd}) || e.nextUpload(0) != -1 {
 			t.Fatalf("sent %v; %d left", sent, len(c.upQ))
 		}
 		// A new epoch: its manifests go out again.
-		e2 := &cepoch{ups: map[uint32]*upItem{}}
-		if i := c.nextUpload(e2, 0); i != 0 || !c.upQ[0].manifest {
+		e2 := &cepoch{c: c, ups: map[uint32]*upItem{}}
+		if i := e2.nextUpload(0); i != 0 || !c.upQ[0].manifest {
 			t.Fatalf("next epoch starts with %d", i)
 		}
 		// Published in round 3 of e2, not taken by the index: it waits for
@@ -60,12 +60,12 @@ func TestSharerKeepsManifestsForLaterEpochs(t *testing.T) {
 		c.upQ = c.upQ[1:]
 		e2.ups[3] = &u
 		e2.manifestsSent = proto.ManifestsPerPseudonym
-		c.confirm(e2, 3, &wire.RoundList{Published: [][32]byte{u.c.ID}})
-		if len(c.upQ) != 1 || len(e2.manWait) != 1 || !job.left[u.c.ID] || c.nextUpload(e2, 0) != -1 {
+		e2.confirm(3, &wire.RoundList{Published: [][32]byte{u.c.ID}})
+		if len(c.upQ) != 1 || len(e2.manWait) != 1 || !job.left[u.c.ID] || e2.nextUpload(0) != -1 {
 			t.Fatalf("a manifest not yet indexed: queue %d, waiting %d, left %v", len(c.upQ), len(e2.manWait), job.left[u.c.ID])
 		}
 		// Round 5's list takes it: published.
-		c.indexedLater(e2, &wire.RoundList{Manifests: [][32]byte{u.c.ID}})
+		e2.indexedLater(&wire.RoundList{Manifests: [][32]byte{u.c.ID}})
 		if job.left[u.c.ID] || len(e2.manWait) != 0 {
 			t.Fatal("a manifest a later list took is still left")
 		}
@@ -73,8 +73,8 @@ func TestSharerKeepsManifestsForLaterEpochs(t *testing.T) {
 		// when the epoch ends, for a later epoch.
 		u = c.upQ[0]
 		c.upQ = c.upQ[1:]
-		e3 := &cepoch{ups: map[uint32]*upItem{7: &u}}
-		c.confirm(e3, 7, &wire.RoundList{Published: [][32]byte{u.c.ID}})
+		e3 := &cepoch{c: c, ups: map[uint32]*upItem{7: &u}}
+		e3.confirm(7, &wire.RoundList{Published: [][32]byte{u.c.ID}})
 		c.settleEpoch(e3)
 		if len(c.upQ) != 1 || c.upQ[0].c.ID != u.c.ID || !job.left[u.c.ID] {
 			t.Fatalf("a manifest its epoch never indexed: queue %d, left %v", len(c.upQ), job.left[u.c.ID])

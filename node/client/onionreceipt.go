@@ -20,7 +20,8 @@ import (
 
 // takeReceipt keeps the primary's receipt of sub, the reply rep, if it
 // is one: signed by the primary, of this slot, round and onion.
-func (c *Client) takeReceipt(e *cepoch, sub *wire.Submit, rep []byte) {
+func (e *cepoch) takeReceipt(sub *wire.Submit, rep []byte) {
+	c := e.c
 	var r wire.OnionReceipt
 	if err := r.Unmarshal(rep); err != nil {
 		c.log.Debug("submission not receipted", "round", sub.Round, "err", err)
@@ -42,7 +43,8 @@ func (c *Client) takeReceipt(e *cepoch, sub *wire.Submit, rep []byte) {
 
 // showReceipts hands the receipts of the rounds without a final list to
 // every chain server but the primary, at an epoch that ended early.
-func (c *Client) showReceipts(ctx context.Context, e *cepoch) {
+func (e *cepoch) showReceipts(ctx context.Context) {
+	c := e.c
 	if len(e.onionReceipts) == 0 {
 		return
 	}

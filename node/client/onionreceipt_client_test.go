@@ -27,7 +27,8 @@ func TestTakeReceiptChecks(t *testing.T) {
 		id, _ := peer.IDFromPrivateKey(priv)
 		privs, chain = append(privs, priv), append(chain, id)
 	}
-	e := &cepoch{v: &proto.View{ID: [32]byte{7}, Chain: chain}, slot: 4, pidx: 1}
+	c := &Client{log: quietLogger()}
+	e := &cepoch{c: c, v: &proto.View{ID: [32]byte{7}, Chain: chain}, slot: 4, pidx: 1}
 	sub := &wire.Submit{Epoch: e.v.ID, Round: 3, Slot: 4, Onion: []byte("the onion")}
 	good := func() wire.OnionReceipt {
 		return wire.OnionReceipt{Epoch: e.v.ID, Round: 3, Slot: 4, Server: 1, Digest: mix.SubmissionDigest(sub.Onion)}
@@ -36,7 +37,6 @@ func TestTakeReceiptChecks(t *testing.T) {
 		r.Sig, _ = proto.Sign(privs[by], proto.OnionReceiptDigest(&r))
 		return r.Marshal()
 	}
-	c := &Client{log: quietLogger()}
 	for _, x := range []struct {
 		name string
 		rep  []byte
@@ -50,13 +50,13 @@ func TestTakeReceiptChecks(t *testing.T) {
 		{"of another onion", func() []byte { r := good(); r.Digest[0] ^= 1; return sign(r, 1) }()},
 		{"of another epoch", func() []byte { r := good(); r.Epoch[0] ^= 1; return sign(r, 1) }()},
 	} {
-		c.takeReceipt(e, sub, x.rep)
+		e.takeReceipt(sub, x.rep)
 		if len(e.onionReceipts) != 0 {
 			t.Errorf("%s: kept", x.name)
 			e.onionReceipts = nil
 		}
 	}
-	c.takeReceipt(e, sub, sign(good(), 1))
+	e.takeReceipt(sub, sign(good(), 1))
 	if _, ok := e.onionReceipts[3]; !ok {
 		t.Fatal("the primary's receipt of the onion was not kept")
 	}

@@ -29,7 +29,8 @@ type reask struct {
 
 // resendFrom is the first round of e whose onion may carry again what
 // round r's signed list did not publish (resendHold).
-func (c *Client) resendFrom(e *cepoch, r uint32) uint32 {
+func (e *cepoch) resendFrom(r uint32) uint32 {
+	c := e.c
 	if hooks.ResendAtOnce(&c.hk) {
 		return 0 // the rule before, the tests' control: the next onion
 	}
@@ -38,13 +39,14 @@ func (c *Client) resendFrom(e *cepoch, r uint32) uint32 {
 
 // heldBack reports whether u, seen unpublished in a round of e, still
 // waits in round r (resendHold). Call with c.mu held.
-func (c *Client) heldBack(e *cepoch, u *upItem, r uint32) bool {
-	return u.seen && e.v != nil && u.seenAt.epoch == e.epochID() && r < c.resendFrom(e, u.seenAt.round)
+func (e *cepoch) heldBack(u *upItem, r uint32) bool {
+	return u.seen && e.v != nil && u.seenAt.epoch == e.epochID() && r < e.resendFrom(u.seenAt.round)
 }
 
 // releaseReasks lets the void rounds' requests whose hold is over in
 // round r be asked again. Call with c.mu held.
-func (c *Client) releaseReasks(e *cepoch, r uint32) {
+func (e *cepoch) releaseReasks(r uint32) {
+	c := e.c
 	keep := e.reask[:0]
 	for _, q := range e.reask {
 		if r < q.at {

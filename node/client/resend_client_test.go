@@ -52,17 +52,17 @@ func publishedList(u *upItem) *wire.RoundList {
 func TestResendQueue(t *testing.T) {
 	data := make([]byte, 10<<10)
 	rand.Read(data)
-	ep := func() *cepoch { return &cepoch{ups: map[uint32]*upItem{}} }
+	ep := func(c *Client) *cepoch { return &cepoch{c: c, ups: map[uint32]*upItem{}} }
 
 	t.Run("no record", func(t *testing.T) {
 		c := resendClient()
 		h := queueShare(t, c, data, false)
-		e := ep()
+		e := ep(c)
 		var sent []*upItem
 		for r := uint32(0); r < 2; r++ {
 			sent = append(sent, sendRound(c, e, r))
 		}
-		c.confirm(e, 0, publishedList(sent[0]))
+		e.confirm(0, publishedList(sent[0]))
 		c.leaveEpoch(e)
 		c.mu.Lock()
 		queued := len(c.upQ)
@@ -87,13 +87,13 @@ func TestResendQueue(t *testing.T) {
 	t.Run("public missing", func(t *testing.T) {
 		c := resendClient()
 		queueShare(t, c, data, false)
-		e := ep()
+		e := ep(c)
 		u := sendRound(c, e, 0)
-		c.confirm(e, 0, &wire.RoundList{}) // signed, without the id
+		e.confirm(0, &wire.RoundList{}) // signed, without the id
 		if got := sendRound(c, e, 1); got.c.ID != u.c.ID {
 			t.Fatal("a chunk missing from a signed list is not sent again first in the same epoch")
 		}
-		c.confirm(e, 1, &wire.RoundList{})
+		e.confirm(1, &wire.RoundList{})
 		c.mu.Lock()
 		c.fullEpoch()
 		c.mu.Unlock()
@@ -106,7 +106,7 @@ func TestResendQueue(t *testing.T) {
 		c.settleClosings(map[[32]byte]*wire.Closing{{}: rec}, 2)
 		c.mu.Unlock()
 		// The next epoch: the chunk waits at least one full epoch.
-		e2 := ep()
+		e2 := ep(c)
 		for r := uint32(0); ; r++ {
 			got := sendRound(c, e2, r)
 			if got == nil {
@@ -115,7 +115,7 @@ func TestResendQueue(t *testing.T) {
 			if got.c.ID == u.c.ID {
 				t.Fatal("a chunk seen unpublished goes out in the epoch right after")
 			}
-			c.confirm(e2, r, publishedList(got))
+			e2.confirm(r, publishedList(got))
 		}
 		// It goes out once its wait is over, within ResendWaitMax full
 		// epochs.
@@ -123,7 +123,7 @@ func TestResendQueue(t *testing.T) {
 			c.mu.Lock()
 			c.fullEpoch()
 			c.mu.Unlock()
-			if got := sendRound(c, ep(), 0); got != nil {
+			if got := sendRound(c, ep(c), 0); got != nil {
 				if got.c.ID != u.c.ID {
 					t.Fatal("unexpected chunk")
 				}
@@ -141,9 +141,9 @@ func TestResendQueue(t *testing.T) {
 		for _, id := range h.IDs {
 			old[id] = true
 		}
-		e := ep()
+		e := ep(c)
 		u := sendRound(c, e, 0)
-		c.confirm(e, 0, &wire.RoundList{})
+		e.confirm(0, &wire.RoundList{})
 		c.mu.Lock()
 		if jobs := c.settleEpoch(e); len(jobs) != 0 {
 			t.Fatal("a private file encrypted again before the epoch's closing record")
@@ -177,13 +177,13 @@ func TestResendQueue(t *testing.T) {
 			t.Fatalf("%d chunks queued, want the whole file (%d)", n, total)
 		}
 		// Every new chunk published: the job is done, with the new link.
-		e2 := ep()
+		e2 := ep(c)
 		for r := uint32(0); ; r++ {
 			got := sendRound(c, e2, r)
 			if got == nil {
 				break
 			}
-			c.confirm(e2, r, publishedList(got))
+			e2.confirm(r, publishedList(got))
 		}
 		select {
 		case <-h.Done():
@@ -207,7 +207,7 @@ func TestResendNeedsClosing(t *testing.T) {
 	seenOnce := func(t *testing.T) (*Client, *ShareHandle, *upItem) {
 		c := resendClient()
 		h := queueShare(t, c, data, false)
-		e := &cepoch{ups: map[uint32]*upItem{}}
+		e := &cepoch{c: c, ups: map[uint32]*upItem{}}
 		// Every chunk goes out; round 0's is void, the others are
 		// published; the epoch ends.
 		var sent []*upItem
@@ -219,9 +219,9 @@ func TestResendNeedsClosing(t *testing.T) {
 			sent = append(sent, got)
 		}
 		u := sent[0]
-		c.confirm(e, 0, &wire.RoundList{Flags: wire.ListVoid})
+		e.confirm(0, &wire.RoundList{Flags: wire.ListVoid})
 		for r, got := range sent[1:] {
-			c.confirm(e, uint32(r+1), publishedList(got))
+			e.confirm(uint32(r+1), publishedList(got))
 		}
 		c.leaveEpoch(e)
 		return c, h, u
@@ -236,7 +236,7 @@ func TestResendNeedsClosing(t *testing.T) {
 			c.mu.Lock()
 			c.fullEpoch()
 			c.mu.Unlock()
-			if got := sendRound(c, &cepoch{ups: map[uint32]*upItem{}}, 0); got != nil && got.c.ID == id {
+			if got := sendRound(c, &cepoch{c: c, ups: map[uint32]*upItem{}}, 0); got != nil && got.c.ID == id {
 				return true
 			}
 		}
@@ -313,18 +313,18 @@ func TestResendNeedsClosing(t *testing.T) {
 // else does before its epoch ends).
 func TestVoidRequestsHeld(t *testing.T) {
 	c := &Client{inflight: map[[32]byte]bool{}}
-	e := &cepoch{v: &proto.View{Desc: &wire.Descriptor{Params: wire.Params{W: 2}}}}
+	e := &cepoch{c: c, v: &proto.View{Desc: &wire.Descriptor{Params: wire.Params{W: 2}}}}
 	id := [32]byte{7}
 	c.inflight[id] = true
 	const r = 5
-	e.reask = append(e.reask, reask{at: c.resendFrom(e, r), ids: [][32]byte{id}})
+	e.reask = append(e.reask, reask{at: e.resendFrom(r), ids: [][32]byte{id}})
 	for q := uint32(r + 1); q < r+2+resendHold; q++ {
-		c.releaseReasks(e, q)
+		e.releaseReasks(q)
 		if !c.inflight[id] {
 			t.Fatalf("a void round's request free to be asked again in round %d", q)
 		}
 	}
-	c.releaseReasks(e, r+2+resendHold)
+	e.releaseReasks(r + 2 + resendHold)
 	if c.inflight[id] || len(e.reask) != 0 {
 		t.Fatalf("the request is still held in round %d", r+2+resendHold)
 	}
