@@ -147,7 +147,7 @@ func (e *cepoch) applyCheckpoint(q uint32) {
 	maps.Copy(mans, e.cp.used)
 	c.manifests = mans
 	var gets []*getJob
-	for _, g := range c.wants {
+	for _, g := range c.q.wants {
 		gets = append(gets, g)
 	}
 	c.notify()

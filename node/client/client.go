@@ -108,19 +108,14 @@ type Client struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 
-	mu       sync.Mutex
-	changed  chan struct{}
-	epoch    *cepoch
-	anon     int
-	b        int // chunk size of the current epoch
-	upQ      []upItem
-	wants    map[[32]byte]*getJob
-	inflight map[[32]byte]bool
-	failed   map[[32]byte]bool
-	// retry holds ids whose answer was corrupted in an earlier epoch:
-	// never asked for on purpose again, taken only when a decoy draw
-	// lands on them (§6.3 v3).
-	retry map[[32]byte]bool
+	// mu guards the jobs' queue, the current epoch and the fields below
+	// up to local; changed is closed and replaced at every change (notify).
+	mu      sync.Mutex
+	changed chan struct{}
+	q       queue // the jobs and what they queue (queue.go)
+	epoch   *cepoch
+	anon    int
+	b       int // chunk size of the current epoch
 	// decoys is the group's window decoys are drawn from (decoys.go,
 	// window_client.go); windowRecs are the closing records of its walk,
 	// by epoch id, which settle the chunks that wait for one
@@ -149,9 +144,6 @@ type Client struct {
 	// indexSyncs counts the syncs taken, so that a get can tell how many
 	// lacked its file (unlisted.go).
 	indexSyncs int
-	// trusted is the current epoch's anonymity set counted over the
-	// servers this client trusts (client_anon.go).
-	trusted int
 	// lastGroup is the chain of the last open descriptor taken (its
 	// previous certificate verified): what the next one's verifies
 	// against (clientCheckPrevious).
@@ -172,31 +164,10 @@ type Client struct {
 	local     localQueue // local work (client_local.go)
 	localDone chan struct{}
 
-	// Presence (presence.go): full epochs since arrival, the wait drawn
-	// at arrival before jobs start, and the full epochs at the last one
-	// with a job.
-	fullEpochs, jobWait, lastJob int
-	hadJob                       bool
-	jobTraffic                   bool // a job sent real traffic this epoch
-
-	// For Status: when the current epoch began, the round count then,
-	// and why no epoch runs (control_status.go).
-	epochAt      time.Time
-	epochRounds0 int
-	epochMoved0  int // chunks uploaded and fetched before the epoch
-	epochEnd     time.Time
-	epochLen     time.Duration // how long the last epoch taken part in lasted
-	waiting      string
-	// gstate is the primary's last answer on the group's state, at
-	// gstateAt (waitstate.go).
-	gstate   wire.State
-	gstateAt time.Time
-	// joining is the number of the epoch this client registers in, until
-	// it holds the final descriptor or gives up (0: none).
-	joining uint64
-	// tookPart is the number of the last epoch this client held the
-	// final descriptor of.
-	tookPart uint64
+	// pres is the presence count (presence.go) and notes what Status says
+	// of the epochs (control_status.go), each under its own lock.
+	pres  presence
+	notes epochNotes
 }
 
 // Stats counts what a client did (internal/status).
@@ -246,7 +217,7 @@ type shareJob struct {
 	total        int
 	reencrypting bool
 	reencrypted  int
-	cancelled    bool // withdrawn (cancelShare): nothing is queued again
+	cancelled    bool // withdrawn (ShareHandle.Cancel): nothing is queued again
 	// unconfirmed counts chunks counted as published without a record;
 	// warnings are the lines the user was shown about them.
 	unconfirmed int
@@ -408,14 +379,16 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	h.AddAddrs(ai.ID, ai.Addrs, time.Hour)
 	cctx, cancel := context.WithCancel(ctx)
 	c := &Client{cfg: cfg, ltKey: lt, log: log, rand: rnd, h: h, primary: ai.ID, ctx: cctx, cancel: cancel, done: make(chan struct{}),
-		changed: make(chan struct{}), wants: map[[32]byte]*getJob{}, inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{},
-		retry: map[[32]byte]bool{}, held: map[[32]byte]bool{}, localDone: make(chan struct{})}
+		changed: make(chan struct{}), held: map[[32]byte]bool{}, localDone: make(chan struct{})}
+	c.q = newQueue(&c.stats, rnd, log, c.progress)
 	c.local.wake = make(chan struct{}, 1)
 	c.icopy.Host = indexHost{c}
 	c.hk.Config = cfg.ClientHookCfg
 	c.clientHookState.bind(&c.hk)
 	c.group.Since = time.Now()
-	if c.jobWait, err = drawPresence(rnd); err != nil {
+	c.pres = presence{now: cfg.Now, hk: &c.hk}
+	c.notes.minAnon = cfg.MinAnonymity
+	if c.pres.wait, err = drawPresence(rnd); err != nil {
 		h.Close()
 		cancel()
 		return nil, fmt.Errorf("node: presence draw: %w", err)
@@ -519,7 +492,9 @@ func (c *Client) run() {
 		next := began.Add(c.group.Gap())
 		if err != nil && c.ctx.Err() == nil {
 			c.log.Info("epoch left", "err", err)
-			c.noteWait(waitline.Line(err))
+			if why := waitline.Line(err); c.notes.setWait(why) && why != "" {
+				c.progress("%s", why)
+			}
 			if at := time.Now().Add(c.cfg.Timing.AttemptRetry); at.After(next) {
 				next = at
 			}

@@ -63,7 +63,7 @@ func (c *Client) FollowShare(ctx context.Context, h *ShareHandle, name string, s
 			return h.Link, h.Cancel(ctx.Err())
 		case <-t.C:
 			link, _, _, _ := h.Result()
-			if why := c.jobPaused(&h.job.ep, link.ID); why != "" {
+			if why := h.job.ep.pauseLine(&c.mu, link.ID); why != "" {
 				// Said once a pause: the job waits for its user.
 				if !paused {
 					c.jobEvent(ctx, JobEvent{Kind: "share", Phase: PhasePaused, Name: name, Paused: why})
@@ -88,9 +88,9 @@ func (c *Client) FollowShare(ctx context.Context, h *ShareHandle, name string, s
 // Get fetches the file of link into dir and returns its path. A partial
 // download in dir is resumed (the chunker verifies what is on disk).
 func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string, error) {
-	g := &getJob{link: link, dir: dir, root: true, done: make(chan struct{}), ep: c.newJobEpochs(maxEpochsOf(ctx))}
+	g := &getJob{link: link, dir: dir, root: true, done: make(chan struct{}), ep: c.pres.newJob(maxEpochsOf(ctx))}
 	c.mu.Lock()
-	c.wants[link.ID] = g
+	c.q.wants[link.ID] = g
 	mans, syncs0 := c.manifests, c.indexSyncs
 	c.mu.Unlock()
 	unlisted, bounded := unlistedEpochsOf(ctx)
@@ -109,7 +109,7 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 			}
 			return g.path, g.err
 		case <-t.C:
-			if why := c.jobPaused(&g.ep, link.ID); why != "" {
+			if why := g.ep.pauseLine(&c.mu, link.ID); why != "" {
 				if !paused {
 					c.jobEvent(ctx, JobEvent{Kind: "get", Phase: PhasePaused, Name: link.ID.String(), Paused: why})
 				}
@@ -152,8 +152,8 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 // dropGet withdraws a get that its asker gave up.
 func (c *Client) dropGet(g *getJob) {
 	c.mu.Lock()
-	if c.wants[g.link.ID] == g {
-		delete(c.wants, g.link.ID)
+	if c.q.wants[g.link.ID] == g {
+		delete(c.q.wants, g.link.ID)
 	}
 	g.cancelled = true
 	asm := g.asm

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -36,14 +35,8 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	if err != nil {
 		return v.ID, err
 	}
-	c.mu.Lock()
-	c.joining = v.Desc.Number
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		c.joining = 0
-		c.mu.Unlock()
-	}()
+	c.notes.join(v.Desc.Number)
+	defer c.notes.join(0)
 	if err := c.holdWindow(ctx, v); err != nil {
 		return v.ID, err
 	}
@@ -68,10 +61,9 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	hooks.Joined(&c.hk, fv.ID, e.slot, e.cs)
 	c.mu.Lock()
 	c.epoch, c.anon, c.b = e, n, int(fin.Desc.Params.ChunkSize)
-	c.tookPart = max(c.tookPart, fin.Desc.Number)
 	c.stats.Epochs++
 	roundsBefore := c.stats.Rounds
-	c.noteEpoch()
+	c.notes.begin(fin.Desc.Number, c.stats.Rounds, c.stats.Uploaded+c.stats.Fetched)
 	c.notify()
 	c.mu.Unlock()
 	// §7: every client syncs the whole public index at each epoch's
@@ -87,7 +79,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 		c.index, c.manifests, c.indexSynced = idx, mans, true
 		c.indexSyncs++
 		var gets []*getJob
-		for _, g := range c.wants {
+		for _, g := range c.q.wants {
 			gets = append(gets, g)
 		}
 		c.notify()
@@ -130,7 +122,8 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 		// joined at registration) to its end, whatever ended it.
 		c.mu.Lock()
 		if c.stats.Rounds > roundsBefore {
-			c.fullEpoch()
+			c.q.fullEpoch(&c.pres)
+			c.notify()
 		}
 		c.mu.Unlock()
 	}
@@ -310,23 +303,20 @@ func (c *Client) leaveEpoch(e *cepoch) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.epoch = nil
-	c.epochEnd = time.Now()
-	if !c.epochAt.IsZero() {
-		c.epochLen = c.epochEnd.Sub(c.epochAt)
-	}
+	c.notes.ended()
 	// Requests in flight are forgotten; failed ids may be asked again in a
 	// later epoch (§6.3).
-	clear(c.inflight)
+	clear(c.q.inflight)
 	hooks.OwnEnd(&c.hk, e.v, proto.DecoyEpochs+closeWaitMax+1)
-	for id := range c.failed {
+	for id := range c.q.failed {
 		if hooks.RetryCorrupted(&c.hk) {
 			continue // broken on purpose: asked for again at once
 		}
-		c.retry[id] = true
+		c.q.retry[id] = true
 	}
-	clear(c.failed)
+	clear(c.q.failed)
 	// §5.2 v3: what becomes of the chunks the epoch did not publish.
-	for _, j := range c.settleEpoch(e) {
+	for _, j := range c.q.settleEpoch(e) {
 		go c.reencrypt(j)
 	}
 }
@@ -492,7 +482,7 @@ func (e *cepoch) confirm(r uint32, rl *wire.RoundList) {
 	// new; if the epoch ends first, resendRule decides (§5.2 v3).
 	u.seen = true
 	u.seenAt = seenRound{epoch: e.epochID(), number: e.epochNumber(), round: r, list: proto.ListDigest(rl)}
-	c.upQ = append([]upItem{*u}, c.upQ...)
+	c.q.up = append([]upItem{*u}, c.q.up...)
 }
 
 // takeUpload takes the next chunk to upload out of the queue into round r
@@ -507,11 +497,11 @@ func (e *cepoch) takeUpload(r uint32, ready bool) *upItem {
 	if i < 0 {
 		return nil
 	}
-	u := c.upQ[i]
+	u := c.q.up[i]
 	if i == 0 {
-		c.upQ = c.upQ[1:]
+		c.q.up = c.q.up[1:]
 	} else {
-		c.upQ = append(c.upQ[:i:i], c.upQ[i+1:]...)
+		c.q.up = append(c.q.up[:i:i], c.q.up[i+1:]...)
 	}
 	e.ups[r] = &u
 	if u.job != nil {
@@ -537,7 +527,7 @@ func (e *cepoch) fillPayload(r uint32, pl *mix.Payload) *store.ShareMark {
 	defer c.mu.Unlock()
 	// Jobs wait for the client's presence (§5.4 v3) and for an epoch of
 	// the minimum anonymity set (§3 v3); decoys and cover do not.
-	ready := c.jobsReady() && !c.holdJobs()
+	ready := c.pres.ready() && !c.notes.hold()
 	if u := e.takeUpload(r, ready); u != nil {
 		pl.Kind, pl.Length, pl.Chunk = mix.KindChunk, uint32(len(u.c.Data)), u.c.Data
 		mark = shareMark(u)
@@ -551,12 +541,12 @@ func (e *cepoch) fillPayload(r uint32, pl *mix.Payload) *store.ShareMark {
 	}
 	hooks.Requested(&c.hk, e.v.ID, r, reqs)
 	if pl.Kind == mix.KindChunk || len(reqs) > 0 {
-		c.jobTraffic = true
+		c.pres.sent()
 	}
 	reqs = c.backgroundRequests(reqs, k)
 	for i, id := range reqs {
 		pl.Requests[i] = id
-		c.inflight[id] = true
+		c.q.inflight[id] = true
 	}
 	e.reqs[r] = reqs
 	return mark

@@ -68,7 +68,7 @@ func (c *Client) localWorker() {
 func (c *Client) deliver(id [32]byte, data []byte) {
 	c.mu.Lock()
 	c.stats.Fetched++
-	delete(c.retry, id)
+	delete(c.q.retry, id)
 	c.noteHeld(id)
 	c.mu.Unlock()
 	buf := append([]byte(nil), data...)
@@ -86,7 +86,7 @@ func (c *Client) assemble(id [32]byte, data []byte) {
 		g   *getJob
 	}
 	var ts []target
-	for fid, g := range c.wants {
+	for fid, g := range c.q.wants {
 		if g.asm != nil && g.needs(id) {
 			ts = append(ts, target{fid, g})
 		}
@@ -107,7 +107,7 @@ func (c *Client) assemble(id [32]byte, data []byte) {
 func (c *Client) openFromIndex(g *getJob, mans map[[32]byte][]byte) {
 	fid := g.link.ID
 	c.mu.Lock()
-	if g.cancelled || c.wants[fid] != g {
+	if g.cancelled || c.q.wants[fid] != g {
 		c.mu.Unlock()
 		return
 	}
@@ -128,7 +128,7 @@ func (c *Client) openFromIndex(g *getJob, mans map[[32]byte][]byte) {
 			return
 		}
 		if err != nil {
-			delete(c.wants, fid)
+			delete(c.q.wants, fid)
 			g.err = err
 			close(g.done)
 			c.notify()
@@ -177,7 +177,7 @@ func (c *Client) refresh(fid [32]byte, g *getJob) {
 		c.mu.Unlock()
 		return
 	}
-	delete(c.wants, fid)
+	delete(c.q.wants, fid)
 	c.mu.Unlock()
 	hooks.Local(&c.hk, "finish")
 	path, err := g.asm.Finish()

@@ -19,7 +19,7 @@ import (
 func (c *Client) neededIDsIn(epoch [32]byte, n int) [][32]byte {
 	var out [][32]byte
 	seen := map[[32]byte]bool{}
-	for _, g := range c.wants {
+	for _, g := range c.q.wants {
 		if len(out) >= n {
 			break
 		}
@@ -31,7 +31,7 @@ func (c *Client) neededIDsIn(epoch [32]byte, n int) [][32]byte {
 			if len(out) >= n {
 				break
 			}
-			if !c.inflight[id] && !c.failed[id] && !c.retry[id] && !seen[id] {
+			if !c.q.inflight[id] && !c.q.failed[id] && !c.q.retry[id] && !seen[id] {
 				seen[id] = true
 				out = append(out, id)
 			}
@@ -149,7 +149,7 @@ func (c *Client) badAnswer(r uint32, id [32]byte, real bool) {
 	c.mu.Lock()
 	c.stats.BadAnswers++
 	if real {
-		c.failed[id] = true
+		c.q.failed[id] = true
 	} else {
 		c.stats.CoverAttacks++
 	}

@@ -63,8 +63,8 @@ func (i Inspector) HasWindowRecord(ep [32]byte) bool {
 func (i Inspector) Queued() [][32]byte {
 	i.c.mu.Lock()
 	defer i.c.mu.Unlock()
-	out := make([][32]byte, 0, len(i.c.upQ))
-	for _, u := range i.c.upQ {
+	out := make([][32]byte, 0, len(i.c.q.up))
+	for _, u := range i.c.q.up {
 		out = append(out, u.c.ID)
 	}
 	return out
@@ -90,23 +90,19 @@ func (i Inspector) SetLocalHook(h func(step string)) {
 // SetJobWait sets the presence wait drawn at arrival (§5.4), in full
 // epochs.
 func (i Inspector) SetJobWait(n int) {
-	i.c.mu.Lock()
-	i.c.jobWait = n
-	i.c.mu.Unlock()
+	i.c.pres.mu.Lock()
+	i.c.pres.wait = n
+	i.c.pres.mu.Unlock()
 }
 
 // FullEpochs is the full epochs since arrival (presence.go).
 func (i Inspector) FullEpochs() int {
-	i.c.mu.Lock()
-	defer i.c.mu.Unlock()
-	return i.c.fullEpochs
+	return i.c.pres.epochs()
 }
 
 // EpochLen is how long the last epoch taken part in lasted.
 func (i Inspector) EpochLen() time.Duration {
-	i.c.mu.Lock()
-	defer i.c.mu.Unlock()
-	return i.c.epochLen
+	return i.c.notes.epochLen()
 }
 
 // SyncIndex syncs the index from the primary, from this client's cursor,
@@ -147,11 +143,11 @@ func CheckPrevious(d *wire.Descriptor, chain, last []peer.ID, primary peer.ID, r
 	return clientCheckPrevious(d, chain, last, primary, require)
 }
 
-// PausedJobs lists the client's paused jobs (pausedJobs).
+// PausedJobs lists the client's paused jobs (queue.paused).
 func (i Inspector) PausedJobs() []PausedJob {
 	i.c.mu.Lock()
 	defer i.c.mu.Unlock()
-	return i.c.pausedJobs()
+	return i.c.q.paused()
 }
 
 // ResendHold is how many rounds after its list a void round's chunk waits

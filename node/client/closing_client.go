@@ -15,7 +15,7 @@ import "github.com/riffle-net/riffle/node/internal/proto"
 // (resend.go).
 func (c *Client) useClosings(v *proto.View) {
 	c.mu.Lock()
-	again := c.settleClosings(c.windowRecs, v.Desc.Number)
+	again := c.q.settleClosings(c.windowRecs, v.Desc.Number)
 	c.mu.Unlock()
 	for _, j := range again {
 		go c.reencrypt(j)

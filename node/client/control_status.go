@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"github.com/riffle-net/riffle/internal/wire"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -27,10 +29,10 @@ func (c *Client) Status() ClientStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st.Stats = c.stats
-	st.Paused = c.pausedJobs()
+	st.Paused = c.q.paused()
 	st.AnonymitySet, st.ChunkSize = c.anon, c.b
 	if c.epoch == nil {
-		st.Waiting = c.waitReasonLocked()
+		st.Waiting = c.notes.reason(false, &c.pres)
 	}
 	st.MaxRate = c.cfg.MaxRate
 	if send, recv, ok := c.group.Worst(); ok {
@@ -47,33 +49,16 @@ func (c *Client) Status() ClientStatus {
 			st.Chain = append(st.Chain, cs)
 		}
 		st.Waiting = ""
-		st.EpochRounds = c.stats.Rounds - c.epochRounds0
-		if el := time.Since(c.epochAt); st.EpochRounds > 0 {
+		at, rounds0, moved0 := c.notes.started()
+		st.EpochRounds = c.stats.Rounds - rounds0
+		if el := time.Since(at); st.EpochRounds > 0 {
 			st.RoundTime = el / time.Duration(st.EpochRounds)
 			k := int(e.v.Desc.Params.K)
 			st.Throughput = float64(st.EpochRounds*(1+k)*c.b) / el.Seconds()
-			st.Goodput = float64((c.stats.Uploaded+c.stats.Fetched-c.epochMoved0)*c.b) / el.Seconds()
+			st.Goodput = float64((c.stats.Uploaded+c.stats.Fetched-moved0)*c.b) / el.Seconds()
 		}
 	}
 	return st
-}
-
-// noteEpoch records the start of an epoch for Status (c.mu held).
-func (c *Client) noteEpoch() {
-	c.epochAt, c.epochRounds0, c.waiting = time.Now(), c.stats.Rounds, ""
-	c.epochMoved0 = c.stats.Uploaded + c.stats.Fetched
-}
-
-// noteWait records why the client is not in an epoch, for Status and for
-// the progress of jobs that wait (c.mu not held).
-func (c *Client) noteWait(why string) {
-	c.mu.Lock()
-	changed := c.waiting != why
-	c.waiting = why
-	c.mu.Unlock()
-	if changed && why != "" {
-		c.progress("%s", why)
-	}
 }
 
 // WaitReason says what a job of this client waits for, if it waits: an
@@ -82,25 +67,122 @@ func (c *Client) noteWait(why string) {
 func (c *Client) WaitReason() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.waitReasonLocked()
+	return c.notes.reason(c.epoch != nil, &c.pres)
 }
 
-// waitReasonLocked is WaitReason with c.mu held.
-func (c *Client) waitReasonLocked() string {
-	if c.epoch != nil {
-		if c.holdJobs() {
-			return fmt.Sprintf("holding the job: this epoch has %d clients registered through servers this client trusts, below the minimum of %d asked for (--min-anonymity); sending cover until a larger epoch", c.trusted, c.cfg.MinAnonymity)
-		}
-		if !c.jobsReady() {
-			line := fmt.Sprintf("holding the job: this client has been present %d of the %d full epochs it waits before any job, so that when a job runs says nothing about when it came; sending cover meanwhile", c.fullEpochs, c.jobWait)
-			if c.epochLen > 0 {
-				line += fmt.Sprintf(" (about %s more: epochs here last about %s)", waitline.RoundUp(time.Duration(c.jobWait-c.fullEpochs)*c.epochLen), waitline.RoundUp(c.epochLen))
-			}
-			return line
-		}
-		return ""
+// epochNotes is what the client notes of its epochs for Status and for
+// the line a waiting job shows, under its own lock, taken after Client.mu
+// where both are and before presence's.
+type epochNotes struct {
+	minAnon int // ClientConfig.MinAnonymity
+
+	mu sync.Mutex
+	// trusted is the current epoch's anonymity set counted over the
+	// servers this client trusts (client_anon.go).
+	trusted int
+	// When the current epoch began, the round count then and the chunks
+	// uploaded and fetched before it; when the last one ended and how long
+	// it lasted.
+	at              time.Time
+	rounds0, moved0 int
+	end             time.Time
+	last            time.Duration
+	// waiting is why no epoch runs; gstate the primary's last answer on
+	// the group's state, at gstateAt (waitstate.go).
+	waiting  string
+	gstate   wire.State
+	gstateAt time.Time
+	// joining is the number of the epoch this client registers in, until
+	// it holds the final descriptor or gives up (0: none); tookPart the
+	// number of the last epoch it held the final descriptor of.
+	joining, tookPart uint64
+}
+
+// begin notes the start of epoch number n, rounds and moved the client's
+// counts of rounds and of chunks moved then.
+func (n *epochNotes) begin(number uint64, rounds, moved int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.at, n.rounds0, n.moved0, n.waiting = time.Now(), rounds, moved, ""
+	n.tookPart = max(n.tookPart, number)
+}
+
+// started is what begin noted.
+func (n *epochNotes) started() (at time.Time, rounds0, moved0 int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.at, n.rounds0, n.moved0
+}
+
+// ended notes the end of the epoch taken part in.
+func (n *epochNotes) ended() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.end = time.Now()
+	if !n.at.IsZero() {
+		n.last = n.end.Sub(n.at)
 	}
-	w := waitline.Between{Waiting: c.waiting, State: c.gstate, StateAt: c.gstateAt, EpochEnd: c.epochEnd, Joining: c.joining, TookPart: c.tookPart}
+}
+
+// epochLen is how long the last epoch taken part in lasted.
+func (n *epochNotes) epochLen() time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.last
+}
+
+// join notes the number of the epoch the client registers in (0: none).
+func (n *epochNotes) join(number uint64) {
+	n.mu.Lock()
+	n.joining = number
+	n.mu.Unlock()
+}
+
+// setWait notes why the client is not in an epoch and reports whether
+// that changed.
+func (n *epochNotes) setWait(why string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	changed := n.waiting != why
+	n.waiting = why
+	return changed
+}
+
+// setState notes the primary's answer on the group's state.
+func (n *epochNotes) setState(st wire.State) {
+	n.mu.Lock()
+	n.gstate, n.gstateAt = st, time.Now()
+	n.mu.Unlock()
+}
+
+// setTrusted notes the current epoch's anonymity set over trusted servers.
+func (n *epochNotes) setTrusted(k int) {
+	n.mu.Lock()
+	n.trusted = k
+	n.mu.Unlock()
+}
+
+// hold reports whether the current epoch's anonymity set, counted over
+// the servers this client trusts (client_anon.go), is below the user's
+// minimum: jobs then wait, and the client sends cover.
+func (n *epochNotes) hold() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.trusted < n.minAnon
+}
+
+// reason is WaitReason of a client in an epoch (inEpoch) or between
+// epochs, whose presence count is p.
+func (n *epochNotes) reason(inEpoch bool, p *presence) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if inEpoch {
+		if n.trusted < n.minAnon {
+			return fmt.Sprintf("holding the job: this epoch has %d clients registered through servers this client trusts, below the minimum of %d asked for (--min-anonymity); sending cover until a larger epoch", n.trusted, n.minAnon)
+		}
+		return p.holding(n.last)
+	}
+	w := waitline.Between{Waiting: n.waiting, State: n.gstate, StateAt: n.gstateAt, EpochEnd: n.end, Joining: n.joining, TookPart: n.tookPart}
 	return w.Reason(time.Now())
 }
 
@@ -118,33 +200,26 @@ func CheckBudgetHandover(st *ClientStatus, accept bool) error {
 	return status.CheckBudgetHandover(st, accept)
 }
 
-// cancelShare withdraws what of a cancelled share job is still queued and
-// says whether the file will be published anyway: its root manifest (id
-// link.ID) was already sealed into an onion, which is sent and re-sent
-// whatever happens next (§5.1).
-func (c *Client) cancelShare(job *shareJob, link chunker.Link, total int, cause error) error {
-	c.mu.Lock()
-	kept := c.upQ[:0]
-	dropped, rootDropped := 0, false
-	for _, u := range c.upQ {
+// withdraw takes what of a cancelled share job is still queued out of the
+// queue and reports how many chunks it took and whether the file's root
+// manifest (id root) was among them.
+func (q *queue) withdraw(job *shareJob, root [32]byte) (dropped int, rootDropped bool) {
+	kept := q.up[:0]
+	for _, u := range q.up {
 		if u.job == job {
 			dropped++
-			rootDropped = rootDropped || u.c.ID == [32]byte(link.ID)
+			rootDropped = rootDropped || u.c.ID == root
 			continue
 		}
 		kept = append(kept, u)
 	}
-	clear(c.upQ[len(kept):])
-	c.upQ = kept
+	clear(q.up[len(kept):])
+	q.up = kept
 	// Items sealed in this epoch's onions are not put back at its end,
 	// nor is the file encrypted again (resend.go).
 	clear(job.left)
 	job.cancelled, job.plain = true, nil
-	c.mu.Unlock()
-	if rootDropped || total == 0 {
-		return fmt.Errorf("%w: share withdrawn, %d of %d chunks had been sent; the file is not published, no link", cause, total-dropped, total)
-	}
-	return fmt.Errorf("%w: every chunk had been sent before the interrupt, so the file will be published as %s", cause, link)
+	return dropped, rootDropped
 }
 
 // chunkSizeWaiting is ChunkSize with a progress event every
@@ -205,11 +280,4 @@ func (c *countReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	return n, err
-}
-
-// holdJobs reports whether the current epoch's anonymity set, counted
-// over the servers this client trusts (client_anon.go), is below the
-// user's minimum: jobs then wait, and the client sends cover (c.mu held).
-func (c *Client) holdJobs() bool {
-	return c.trusted < c.cfg.MinAnonymity
 }

@@ -22,8 +22,9 @@ func (s seeded) Read(p []byte) (int, error) { return s.r.Read(p) }
 func newSeeded(seed byte) seeded { return seeded{rand.NewChaCha8([32]byte{seed})} }
 
 func decoyClient(seed byte) *Client {
-	return &Client{rand: newSeeded(seed), inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{},
-		retry: map[[32]byte]bool{}, wants: map[[32]byte]*getJob{}}
+	c := &Client{rand: newSeeded(seed)}
+	c.q = newQueue(&c.stats, c.rand, nil, nil)
+	return c
 }
 
 // feed gives a client the same public demand: epochs of rounds, each
@@ -90,8 +91,8 @@ func TestBackgroundRequests(t *testing.T) {
 		// The busy client failed to fetch one public id and had answers
 		// corrupted before; the idle one holds and wants nothing.
 		failed := [32]byte{byte(proto.DecoyEpochs + 1), 3}
-		busy.failed[failed] = true
-		busy.retry[[32]byte{byte(proto.DecoyEpochs), 1}] = true
+		busy.q.failed[failed] = true
+		busy.q.retry[[32]byte{byte(proto.DecoyEpochs), 1}] = true
 		if ids := busy.neededIDsIn([32]byte{}, 4); len(ids) != 0 {
 			t.Fatalf("failed ids are needs: %x", ids)
 		}

@@ -95,7 +95,7 @@ func (c *Client) backgroundRequests(reqs [][32]byte, k int) [][32]byte {
 // wanted reports whether a get job needs data chunk id; call with c.mu
 // held.
 func (c *Client) wanted(id [32]byte) bool {
-	for _, g := range c.wants {
+	for _, g := range c.q.wants {
 		if g.asm != nil && g.needs(id) {
 			return true
 		}

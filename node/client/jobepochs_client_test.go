@@ -20,21 +20,22 @@ func TestJobEpochsCount(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &Client{hk: hooks.Hooks{Config: ClientHookCfg{JobEpochs: 3}}}
-		if ep := c.newJobEpochs(0); ep.limit != 3 {
+		c.pres.hk = &c.hk
+		if ep := c.pres.newJob(0); ep.limit != 3 {
 			t.Fatalf("default allowance %d, want J = 3", ep.limit)
 		}
-		if ep := c.newJobEpochs(7); ep.limit != 3 {
+		if ep := c.pres.newJob(7); ep.limit != 3 {
 			t.Fatalf("allowance above J: %d, want 3", ep.limit)
 		}
-		if ep := (&Client{}).newJobEpochs(0); ep.limit != JobEpochs {
+		if ep := (&presence{}).newJob(0); ep.limit != JobEpochs {
 			t.Fatalf("allowance %d, want JobEpochs", ep.limit)
 		}
-		long := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{}), ep: c.newJobEpochs(2)}
-		other := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{}), ep: c.newJobEpochs(0)}
+		long := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{}), ep: c.pres.newJob(2)}
+		other := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{}), ep: c.pres.newJob(0)}
 		for i := 0; i < 10; i++ {
-			c.upQ = append(c.upQ, upItem{c: store.Chunk{ID: [32]byte{1, byte(i)}}, job: long})
+			c.q.up = append(c.q.up, upItem{c: store.Chunk{ID: [32]byte{1, byte(i)}}, job: long})
 		}
-		c.upQ = append(c.upQ, upItem{c: store.Chunk{ID: [32]byte{2}}, job: other})
+		c.q.up = append(c.q.up, upItem{c: store.Chunk{ID: [32]byte{2}}, job: other})
 		epoch := func(n byte) *cepoch { return &cepoch{c: c, v: &proto.View{ID: [32]byte{n}}, ups: map[uint32]*upItem{}} }
 		// Two chunks in each of epochs 1 and 2: two epochs counted.
 		for n := byte(1); n <= 2; n++ {
@@ -60,7 +61,7 @@ func TestJobEpochsCount(t *testing.T) {
 			t.Fatalf("not paused: used %d", long.ep.used)
 		}
 		c.mu.Lock()
-		p := c.pausedJobs()
+		p := c.q.paused()
 		c.mu.Unlock()
 		if len(p) != 1 || p[0].Kind != "share" || p[0].Epochs != 2 || !strings.Contains(p[0].Reason, "sent real traffic in 2 epochs") {
 			t.Fatalf("paused jobs: %+v", p)

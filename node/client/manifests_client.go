@@ -16,17 +16,17 @@ import (
 func (e *cepoch) nextUpload(r uint32) int {
 	c := e.c
 	noCap := hooks.NoManifestCap(&c.hk)
-	for i := range c.upQ {
-		if c.upQ[i].wait > 0 || c.upQ[i].awaiting || e.heldBack(&c.upQ[i], r) {
+	for i := range c.q.up {
+		if c.q.up[i].wait > 0 || c.q.up[i].awaiting || e.heldBack(&c.q.up[i], r) {
 			// Seen unpublished: it waits for its epoch's closing
 			// record, then out full epochs (resend.go).
 			continue
 		}
-		if j := c.upQ[i].job; j != nil && !j.ep.may(e.epochID()) {
+		if j := c.q.up[i].job; j != nil && !j.ep.may(e.epochID()) {
 			// Past its allowance of epochs: paused (presence.go).
 			continue
 		}
-		if !c.upQ[i].manifest || e.manifestsSent < proto.ManifestsPerPseudonym || noCap {
+		if !c.q.up[i].manifest || e.manifestsSent < proto.ManifestsPerPseudonym || noCap {
 			return i
 		}
 	}

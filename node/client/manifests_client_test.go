@@ -22,11 +22,12 @@ func TestSharerKeepsManifestsForLaterEpochs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{})}
 		c := &Client{}
+		c.q = newQueue(&c.stats, nil, nil, nil)
 		for i := 0; i < 6; i++ {
-			c.upQ = append(c.upQ, upItem{c: store.Chunk{ID: [32]byte{byte(i)}}, job: job, manifest: true})
+			c.q.up = append(c.q.up, upItem{c: store.Chunk{ID: [32]byte{byte(i)}}, job: job, manifest: true})
 		}
-		c.upQ = append(c.upQ, upItem{c: store.Chunk{ID: [32]byte{0xd}}, job: job})
-		for _, u := range c.upQ {
+		c.q.up = append(c.q.up, upItem{c: store.Chunk{ID: [32]byte{0xd}}, job: job})
+		for _, u := range c.q.up {
 			job.left[u.c.ID] = true
 		}
 		e := &cepoch{c: c, ups: map[uint32]*upItem{}}
@@ -36,19 +37,19 @@ func TestSharerKeepsManifestsForLaterEpochs(t *testing.T) {
 			if i < 0 {
 				break
 			}
-			u := c.upQ[i]
-			c.upQ = append(c.upQ[:i:i], c.upQ[i+1:]...)
+			u := c.q.up[i]
+			c.q.up = append(c.q.up[:i:i], c.q.up[i+1:]...)
 			if u.manifest {
 				e.manifestsSent++
 			}
 			sent = append(sent, u.c.ID)
 		}
 		if len(sent) != 5 || sent[4] != ([32]byte{0xd}) || e.nextUpload(0) != -1 {
-			t.Fatalf("sent %v; %d left", sent, len(c.upQ))
+			t.Fatalf("sent %v; %d left", sent, len(c.q.up))
 		}
 		// A new epoch: its manifests go out again.
 		e2 := &cepoch{c: c, ups: map[uint32]*upItem{}}
-		if i := e2.nextUpload(0); i != 0 || !c.upQ[0].manifest {
+		if i := e2.nextUpload(0); i != 0 || !c.q.up[0].manifest {
 			t.Fatalf("next epoch starts with %d", i)
 		}
 		// Published in round 3 of e2, not taken by the index: it waits for
@@ -56,13 +57,13 @@ func TestSharerKeepsManifestsForLaterEpochs(t *testing.T) {
 		// epoch would not be taken).
 		c.held = map[[32]byte]bool{}
 		c.changed = make(chan struct{})
-		u := c.upQ[0]
-		c.upQ = c.upQ[1:]
+		u := c.q.up[0]
+		c.q.up = c.q.up[1:]
 		e2.ups[3] = &u
 		e2.manifestsSent = proto.ManifestsPerPseudonym
 		e2.confirm(3, &wire.RoundList{Published: [][32]byte{u.c.ID}})
-		if len(c.upQ) != 1 || len(e2.manWait) != 1 || !job.left[u.c.ID] || e2.nextUpload(0) != -1 {
-			t.Fatalf("a manifest not yet indexed: queue %d, waiting %d, left %v", len(c.upQ), len(e2.manWait), job.left[u.c.ID])
+		if len(c.q.up) != 1 || len(e2.manWait) != 1 || !job.left[u.c.ID] || e2.nextUpload(0) != -1 {
+			t.Fatalf("a manifest not yet indexed: queue %d, waiting %d, left %v", len(c.q.up), len(e2.manWait), job.left[u.c.ID])
 		}
 		// Round 5's list takes it: published.
 		e2.indexedLater(&wire.RoundList{Manifests: [][32]byte{u.c.ID}})
@@ -71,13 +72,13 @@ func TestSharerKeepsManifestsForLaterEpochs(t *testing.T) {
 		}
 		// Another, never taken in its epoch: back at the queue's front
 		// when the epoch ends, for a later epoch.
-		u = c.upQ[0]
-		c.upQ = c.upQ[1:]
+		u = c.q.up[0]
+		c.q.up = c.q.up[1:]
 		e3 := &cepoch{c: c, ups: map[uint32]*upItem{7: &u}}
 		e3.confirm(7, &wire.RoundList{Published: [][32]byte{u.c.ID}})
-		c.settleEpoch(e3)
-		if len(c.upQ) != 1 || c.upQ[0].c.ID != u.c.ID || !job.left[u.c.ID] {
-			t.Fatalf("a manifest its epoch never indexed: queue %d, left %v", len(c.upQ), job.left[u.c.ID])
+		c.q.settleEpoch(e3)
+		if len(c.q.up) != 1 || c.q.up[0].c.ID != u.c.ID || !job.left[u.c.ID] {
+			t.Fatalf("a manifest its epoch never indexed: queue %d, left %v", len(c.q.up), job.left[u.c.ID])
 		}
 	})
 }

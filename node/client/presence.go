@@ -3,8 +3,11 @@ package client
 import (
 	"context"
 	"fmt"
+	"github.com/riffle-net/riffle/node/client/internal/waitline"
 	"io"
 	"sort"
+	"sync"
+	"time"
 
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/node/client/internal/hooks"
@@ -40,28 +43,77 @@ func drawPresence(rnd io.Reader) (int, error) {
 	return w, nil
 }
 
-// jobsReady reports whether this client may carry its jobs' traffic:
-// after its arrival wait, or at once with Now; call with c.mu held.
-func (c *Client) jobsReady() bool {
-	return c.cfg.Now || c.fullEpochs >= c.jobWait
+// presence is the client's count of full epochs present (§5.4 v3) under
+// its own lock, taken after Client.mu where both are: what its jobs wait
+// for before they start and the client before it leaves.
+type presence struct {
+	now bool         // jobs at once (ClientConfig.Now)
+	hk  *hooks.Hooks // the tests' J
+
+	mu      sync.Mutex
+	full    int  // full epochs since arrival
+	wait    int  // full epochs drawn at arrival before jobs start
+	lastJob int  // full epochs at the last one with a job
+	hadJob  bool // a job ran since arrival
+	traffic bool // a job sent real traffic this epoch
 }
 
-// fullEpoch counts an epoch the client held its slot in from the first
-// round to the end (whatever ended it), and notes the end of its last
-// job; call with c.mu held.
-func (c *Client) fullEpoch() {
-	c.fullEpochs++
-	c.waitedEpoch()
-	if c.jobTraffic || c.busy() {
-		c.lastJob, c.hadJob = c.fullEpochs, true
+// ready reports whether the client may carry its jobs' traffic: after its
+// arrival wait, or at once with Now.
+func (p *presence) ready() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.now || p.full >= p.wait
+}
+
+// sent notes that a job sent real traffic this epoch.
+func (p *presence) sent() {
+	p.mu.Lock()
+	p.traffic = true
+	p.mu.Unlock()
+}
+
+// count counts an epoch the client held its slot in from the first round
+// to the end (whatever ended it), and notes the end of its last job; busy:
+// a job is queued or running.
+func (p *presence) count(busy bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.full++
+	if p.traffic || busy {
+		p.lastJob, p.hadJob = p.full, true
 	}
-	c.jobTraffic = false
-	c.notify()
+	p.traffic = false
 }
 
-// busy reports whether a job is queued or running; call with c.mu held.
-func (c *Client) busy() bool {
-	return len(c.upQ) > 0 || len(c.wants) > 0
+// mayLeave reports whether a client without a job (busy false) has
+// waited w full epochs since its last job, if it had one.
+func (p *presence) mayLeave(busy bool, w int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !busy && (!p.hadJob || p.full >= p.lastJob+w)
+}
+
+// epochs is the full epochs counted since arrival.
+func (p *presence) epochs() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.full
+}
+
+// holding says why jobs wait for the arrival wait, with how long it lasts
+// at epochs of about epochLen, or "" once they may run.
+func (p *presence) holding(epochLen time.Duration) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.now || p.full >= p.wait {
+		return ""
+	}
+	line := fmt.Sprintf("holding the job: this client has been present %d of the %d full epochs it waits before any job, so that when a job runs says nothing about when it came; sending cover meanwhile", p.full, p.wait)
+	if epochLen > 0 {
+		line += fmt.Sprintf(" (about %s more: epochs here last about %s)", waitline.RoundUp(time.Duration(p.wait-p.full)*epochLen), waitline.RoundUp(epochLen))
+	}
+	return line
 }
 
 // Leave leaves the network the way §5.4 asks: once no job is left, after
@@ -78,11 +130,7 @@ func (c *Client) Leave(ctx context.Context) error {
 		return err
 	}
 	c.mu.Lock()
-	for {
-		ready := !c.busy() && (!c.hadJob || c.fullEpochs >= c.lastJob+w)
-		if ready {
-			break
-		}
+	for !c.pres.mayLeave(c.q.busy(), w) {
 		ch := c.changed
 		c.mu.Unlock()
 		select {
@@ -94,12 +142,12 @@ func (c *Client) Leave(ctx context.Context) error {
 	}
 	// At an epoch's end: wait for the next full epoch to be counted,
 	// unless the client is between epochs.
-	target := c.fullEpochs + 1
+	target := c.pres.epochs() + 1
 	inEpoch := c.epoch != nil
 	c.mu.Unlock()
 	for inEpoch {
 		c.mu.Lock()
-		done := c.fullEpochs >= target || c.epoch == nil
+		done := c.pres.epochs() >= target || c.epoch == nil
 		ch := c.changed
 		c.mu.Unlock()
 		if done {
@@ -131,7 +179,7 @@ func (c *Client) Leave(ctx context.Context) error {
 const JobEpochs = 8
 
 // jobEpochs is a job's count of epochs with real traffic and its
-// allowance (c.mu held for all of its methods).
+// allowance (c.mu held for all of its methods but pauseLine, which takes it).
 type jobEpochs struct {
 	used  int      // epochs in which the job sent real traffic
 	last  [32]byte // id of the last of them
@@ -142,20 +190,22 @@ type jobEpochs struct {
 	paused, sat bool
 }
 
-// newJobEpochs returns the count of a new job whose user asked for at
-// most max epochs (0: the client's J; more than J: J).
-func (c *Client) newJobEpochs(max int) jobEpochs {
-	j := c.jobJ()
+// newJob returns the count of a new job whose user asked for at most max
+// epochs (0: the client's J; more than J: J).
+func (p *presence) newJob(max int) jobEpochs {
+	j := p.j()
 	if max <= 0 || max > j {
 		max = j
 	}
 	return jobEpochs{limit: max}
 }
 
-// jobJ is the client's J: JobEpochs, or the tests' smaller value.
-func (c *Client) jobJ() int {
-	if j := hooks.JobEpochs(&c.hk); j > 0 {
-		return j
+// j is the client's J: JobEpochs, or the tests' smaller value.
+func (p *presence) j() int {
+	if p.hk != nil {
+		if j := hooks.JobEpochs(p.hk); j > 0 {
+			return j
+		}
 	}
 	return JobEpochs
 }
@@ -169,7 +219,7 @@ func (j *jobEpochs) may(id [32]byte) bool {
 	}
 	limit := j.limit
 	if limit == 0 {
-		limit = JobEpochs // a job made without newJobEpochs
+		limit = JobEpochs // a job made without presence.newJob
 	}
 	if j.used >= limit {
 		j.paused = true
@@ -212,22 +262,18 @@ func sitOutPause(id chunker.ID) string {
 		"(an adversary that keeps it out and watches what stops may be testing which job is its); run `riffle resume %s` to go on, or interrupt it to cancel", id)
 }
 
-// sitOut tells the user that the client sits epoch id out (no server gave
-// the window) and pauses every job until the user resumes it: the next
-// epoch's traffic of a job would otherwise follow the exclusion.
-func (c *Client) sitOut(id [32]byte) {
-	c.progress("%s", sitOutLine(id))
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i := range c.upQ {
-		if j := c.upQ[i].job; j != nil {
+// pauseAll pauses every job until its user resumes it, after the client
+// sat an epoch out (no server gave the window): the next epoch's traffic
+// of a job would otherwise follow the exclusion.
+func (q *queue) pauseAll() {
+	for i := range q.up {
+		if j := q.up[i].job; j != nil {
 			j.ep.paused, j.ep.sat = true, true
 		}
 	}
-	for _, g := range c.wants {
+	for _, g := range q.wants {
 		g.ep.paused, g.ep.sat = true, true
 	}
-	c.notify()
 }
 
 // pauseLine says why a job paused and what its user may do.
@@ -255,17 +301,17 @@ func maxEpochsOf(ctx context.Context) int {
 // PausedJob is a job paused after its allowance of epochs (status's).
 type PausedJob = status.PausedJob
 
-// pausedJobs lists the paused jobs; call with c.mu held.
-func (c *Client) pausedJobs() []PausedJob {
+// paused lists the paused jobs.
+func (q *queue) paused() []PausedJob {
 	var out []PausedJob
 	seen := map[*shareJob]bool{}
-	for _, u := range c.upQ {
+	for _, u := range q.up {
 		if j := u.job; j != nil && !seen[j] && j.ep.paused {
 			seen[j] = true
 			out = append(out, PausedJob{ID: j.link.ID.String(), Kind: "share", Name: j.name, Epochs: j.ep.used, Reason: j.ep.reason(j.link.ID)})
 		}
 	}
-	for id, g := range c.wants {
+	for id, g := range q.wants {
 		if g.ep.paused {
 			out = append(out, PausedJob{ID: chunker.ID(id).String(), Kind: "get", Epochs: g.ep.used, Reason: g.ep.reason(chunker.ID(id))})
 		}
@@ -280,36 +326,43 @@ func (c *Client) pausedJobs() []PausedJob {
 func (c *Client) Resume(id string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := 0
-	j := c.jobJ()
-	seen := map[*shareJob]bool{}
-	for _, u := range c.upQ {
-		if s := u.job; s != nil && !seen[s] && s.ep.paused && (id == "" || s.link.ID.String() == id) {
-			seen[s] = true
-			s.ep.resume(j)
-			n++
-		}
-	}
-	for fid, g := range c.wants {
-		if g.ep.paused && (id == "" || chunker.ID(fid).String() == id) {
-			g.ep.resume(j)
-			n++
-		}
-	}
+	n := c.q.resume(id, c.pres.j())
 	if n > 0 {
 		c.notify()
 	}
 	return n
 }
 
-// jobPaused returns the pause line of a paused job, or "" (c.mu not held).
-func (c *Client) jobPaused(ep *jobEpochs, id chunker.ID) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !ep.paused {
+// resume lets the paused jobs of file id (all if "") go on for add more
+// epochs, and returns how many it resumed.
+func (q *queue) resume(id string, add int) int {
+	n := 0
+	seen := map[*shareJob]bool{}
+	for _, u := range q.up {
+		if s := u.job; s != nil && !seen[s] && s.ep.paused && (id == "" || s.link.ID.String() == id) {
+			seen[s] = true
+			s.ep.resume(add)
+			n++
+		}
+	}
+	for fid, g := range q.wants {
+		if g.ep.paused && (id == "" || chunker.ID(fid).String() == id) {
+			g.ep.resume(add)
+			n++
+		}
+	}
+	return n
+}
+
+// pauseLine returns the pause line of the job if it is paused, or ""; it
+// takes mu, the client's lock, itself.
+func (j *jobEpochs) pauseLine(mu *sync.Mutex, id chunker.ID) string {
+	mu.Lock()
+	defer mu.Unlock()
+	if !j.paused {
 		return ""
 	}
-	return ep.reason(id)
+	return j.reason(id)
 }
 
 // epochID is e's id (zero for the unit tests' bare epochs).
@@ -333,7 +386,7 @@ func (e *cepoch) epochNumber() uint64 {
 func (c *Client) PauseReason(id chunker.ID) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, p := range c.pausedJobs() {
+	for _, p := range c.q.paused() {
 		if p.ID == id.String() {
 			return p.Reason
 		}

@@ -54,18 +54,18 @@ func (e *cepoch) releaseReasks(r uint32) {
 			continue
 		}
 		for _, id := range q.ids {
-			delete(c.inflight, id)
+			delete(c.q.inflight, id)
 		}
 	}
 	e.reask = keep
 }
 
 // settleEpoch settles the chunks of epoch e that were not seen published,
-// as the epoch ends; call with c.mu held: a chunk whose round gave no list
+// as the epoch ends; a chunk whose round gave no list
 // counts as published, and one that a signed list lacked waits for the
 // epoch's closing record (settleClosings). It returns the private jobs to
 // encrypt again (their chunks are out of the queue).
-func (c *Client) settleEpoch(e *cepoch) []*shareJob {
+func (q *queue) settleEpoch(e *cepoch) []*shareJob {
 	// Chunks whose round gave no list: no record, so they count as
 	// published.
 	lost := map[*shareJob]int{}
@@ -76,7 +76,7 @@ func (c *Client) settleEpoch(e *cepoch) []*shareJob {
 		delete(u.job.left, u.c.ID)
 		u.job.unconfirmed++
 		lost[u.job]++
-		c.stats.Unconfirmed++
+		q.stats.Unconfirmed++
 	}
 	clear(e.ups)
 	// Manifests published and never indexed in the epoch: sent again in
@@ -87,21 +87,21 @@ func (c *Client) settleEpoch(e *cepoch) []*shareJob {
 			again = append(again, *u)
 		}
 	}
-	c.upQ = append(again, c.upQ...)
+	q.up = append(again, q.up...)
 	e.manWait = nil
 	for j, n := range lost {
-		c.warnUnconfirmed(j, n)
+		q.warnUnconfirmed(j, n)
 	}
 	// Chunks a signed list showed missing and that did not go out again
 	// in this epoch cross to another epoch only on the epoch's closing
 	// record (settleClosings): until it comes, they wait.
-	for i := range c.upQ {
-		u := &c.upQ[i]
+	for i := range q.up {
+		u := &q.up[i]
 		if u.seen && u.job != nil && !u.awaiting {
 			u.awaiting = true
 		}
 	}
-	return c.dropSettled(lost, nil)
+	return q.dropSettled(lost, nil)
 }
 
 // closeWaitMax bounds the windows in which a chunk waits for its
@@ -110,18 +110,18 @@ const closeWaitMax = resend.CloseWaitMax
 
 // settleClosings applies the closing records of the window of the epoch
 // of number n (checked against their epochs' chains, by epoch id) to the
-// chunks that await one; call with c.mu held. A record that shows the
+// chunks that await one. A record that shows the
 // chunk's round void, or published with the very list that lacked the
 // chunk, lets resend.Rule decide; a record that shows anything else, or no
 // record in the window of number e+1+closeWaitMax or later, leaves the
 // chunk counted as published, and the user is told. Whether a chunk waits
 // on follows from epoch numbers, never from how many epochs this client
 // attended meanwhile. It returns the private jobs to encrypt again.
-func (c *Client) settleClosings(recs map[[32]byte]*wire.Closing, n uint64) []*shareJob {
+func (q *queue) settleClosings(recs map[[32]byte]*wire.Closing, n uint64) []*shareJob {
 	lost := map[*shareJob]int{}
 	var again []*shareJob
-	for i := range c.upQ {
-		u := &c.upQ[i]
+	for i := range q.up {
+		u := &q.up[i]
 		if !u.awaiting || u.job == nil {
 			continue
 		}
@@ -134,7 +134,7 @@ func (c *Client) settleClosings(recs map[[32]byte]*wire.Closing, n uint64) []*sh
 		w := 0
 		if rec != nil && resend.Covers(rec, u.seenAt.round, u.seenAt.list) {
 			var err error
-			act, w, err = resend.Rule(resend.RecordMissing, u.job.private, c.rand)
+			act, w, err = resend.Rule(resend.RecordMissing, u.job.private, q.rand)
 			if err != nil {
 				// No randomness: the safe choice is not to send it at all.
 				act = resend.Never
@@ -151,19 +151,19 @@ func (c *Client) settleClosings(recs map[[32]byte]*wire.Closing, n uint64) []*sh
 		default:
 			delete(u.job.left, u.c.ID)
 			u.job.unconfirmed++
-			c.stats.Unconfirmed++
-			c.warnUnconfirmed(u.job, 1)
+			q.stats.Unconfirmed++
+			q.warnUnconfirmed(u.job, 1)
 			lost[u.job]++
 		}
 	}
-	return c.dropSettled(lost, again)
+	return q.dropSettled(lost, again)
 }
 
 // awaitClose reports whether a chunk waits for epoch id's closing
-// record; call with c.mu held.
-func (c *Client) awaitClose(id [32]byte) bool {
-	for i := range c.upQ {
-		if c.upQ[i].awaiting && c.upQ[i].seenAt.epoch == id {
+// record.
+func (q *queue) awaitClose(id [32]byte) bool {
+	for i := range q.up {
+		if q.up[i].awaiting && q.up[i].seenAt.epoch == id {
 			return true
 		}
 	}
@@ -171,18 +171,17 @@ func (c *Client) awaitClose(id [32]byte) bool {
 }
 
 // dropSettled takes out of the queue the chunks that count as published
-// and the jobs to encrypt again, and ends the jobs with nothing left;
-// call with c.mu held.
-func (c *Client) dropSettled(lost map[*shareJob]int, again []*shareJob) []*shareJob {
-	kept := c.upQ[:0]
-	for _, u := range c.upQ {
+// and the jobs to encrypt again, and ends the jobs with nothing left.
+func (q *queue) dropSettled(lost map[*shareJob]int, again []*shareJob) []*shareJob {
+	kept := q.up[:0]
+	for _, u := range q.up {
 		if u.job != nil && (u.job.reencrypting || !u.job.left[u.c.ID]) {
 			continue
 		}
 		kept = append(kept, u)
 	}
-	clear(c.upQ[len(kept):])
-	c.upQ = kept
+	clear(q.up[len(kept):])
+	q.up = kept
 	for _, j := range again {
 		clear(j.left)
 	}
@@ -195,15 +194,15 @@ func (c *Client) dropSettled(lost map[*shareJob]int, again []*shareJob) []*share
 }
 
 // warnUnconfirmed tells the user that n chunks of job j count as published
-// without a record that says so; call with c.mu held. The line names the
-// file and nothing about the round or the slot.
-func (c *Client) warnUnconfirmed(j *shareJob, n int) {
+// without a record that says so. The line names the file and nothing
+// about the round or the slot.
+func (q *queue) warnUnconfirmed(j *shareJob, n int) {
 	msg := fmt.Sprintf("share %s: %d chunk(s) went out in a round that ended without a record signed by every server; "+
 		"they count as published and are not sent again (a re-send under a new pseudonym could be linked to this one), "+
 		"so the file may be incomplete: share it again later if a get of its link does not finish", j.name, n)
 	j.warnings = append(j.warnings, msg)
-	c.log.Warn("unconfirmed upload counted as published", "chunks", n)
-	c.progress("%s", msg)
+	q.log.Warn("unconfirmed upload counted as published", "chunks", n)
+	q.say("%s", msg)
 }
 
 // reencrypt encrypts the plaintext of private job j again under a fresh
@@ -241,17 +240,16 @@ func (c *Client) reencrypt(j *shareJob) {
 	j.reencrypted++
 	// A new key: the record of the old link resumes nothing.
 	c.finishResumable(j)
-	c.upQ = append(c.upQ, items...)
+	c.q.up = append(c.q.up, items...)
 	c.progress("share %s: a round did not publish part of this private file; it is sent again whole under a fresh key", j.name)
 	c.notify()
 }
 
-// waitedEpoch counts a full epoch off the waits of queued chunks; call
-// with c.mu held.
-func (c *Client) waitedEpoch() {
-	for i := range c.upQ {
-		if c.upQ[i].wait > 0 {
-			c.upQ[i].wait--
+// waitedEpoch counts a full epoch off the waits of queued chunks.
+func (q *queue) waitedEpoch() {
+	for i := range q.up {
+		if q.up[i].wait > 0 {
+			q.up[i].wait--
 		}
 	}
 }

@@ -15,8 +15,9 @@ import (
 
 // resendClient is a client with no network, for the queue's rules.
 func resendClient() *Client {
-	return &Client{log: quietLogger(), rand: rand.Reader, changed: make(chan struct{}), wants: map[[32]byte]*getJob{},
-		inflight: map[[32]byte]bool{}, failed: map[[32]byte]bool{}, retry: map[[32]byte]bool{}, held: map[[32]byte]bool{}}
+	c := &Client{log: quietLogger(), rand: rand.Reader, changed: make(chan struct{}), held: map[[32]byte]bool{}}
+	c.q = newQueue(&c.stats, c.rand, c.log, c.progress)
+	return c
 }
 
 // queueShare queues a share job of data as StartShare does, without an
@@ -65,8 +66,8 @@ func TestResendQueue(t *testing.T) {
 		e.confirm(0, publishedList(sent[0]))
 		c.leaveEpoch(e)
 		c.mu.Lock()
-		queued := len(c.upQ)
-		for _, u := range c.upQ {
+		queued := len(c.q.up)
+		for _, u := range c.q.up {
 			if u.c.ID == sent[1].c.ID {
 				t.Fatal("a chunk of a round without a list is queued again")
 			}
@@ -95,7 +96,8 @@ func TestResendQueue(t *testing.T) {
 		}
 		e.confirm(1, &wire.RoundList{})
 		c.mu.Lock()
-		c.fullEpoch()
+		c.q.fullEpoch(&c.pres)
+		c.notify()
 		c.mu.Unlock()
 		c.leaveEpoch(e)
 		// The epoch's closing record shows round 1 published with the
@@ -103,7 +105,7 @@ func TestResendQueue(t *testing.T) {
 		c.mu.Lock()
 		rec := &wire.Closing{Rounds: make([]wire.ClosingRound, 2)}
 		rec.Rounds[1] = wire.ClosingRound{State: wire.ClosedPublished, List: proto.ListDigest(&wire.RoundList{})}
-		c.settleClosings(map[[32]byte]*wire.Closing{{}: rec}, 2)
+		c.q.settleClosings(map[[32]byte]*wire.Closing{{}: rec}, 2)
 		c.mu.Unlock()
 		// The next epoch: the chunk waits at least one full epoch.
 		e2 := ep(c)
@@ -121,7 +123,8 @@ func TestResendQueue(t *testing.T) {
 		// epochs.
 		for n := 0; n < ResendWaitMax; n++ {
 			c.mu.Lock()
-			c.fullEpoch()
+			c.q.fullEpoch(&c.pres)
+			c.notify()
 			c.mu.Unlock()
 			if got := sendRound(c, ep(c), 0); got != nil {
 				if got.c.ID != u.c.ID {
@@ -145,16 +148,16 @@ func TestResendQueue(t *testing.T) {
 		u := sendRound(c, e, 0)
 		e.confirm(0, &wire.RoundList{})
 		c.mu.Lock()
-		if jobs := c.settleEpoch(e); len(jobs) != 0 {
+		if jobs := c.q.settleEpoch(e); len(jobs) != 0 {
 			t.Fatal("a private file encrypted again before the epoch's closing record")
 		}
-		jobs := c.settleClosings(map[[32]byte]*wire.Closing{{}: closingOfLists([32]byte{}, 1, &wire.RoundList{})}, 2)
+		jobs := c.q.settleClosings(map[[32]byte]*wire.Closing{{}: closingOfLists([32]byte{}, 1, &wire.RoundList{})}, 2)
 		c.mu.Unlock()
 		if len(jobs) != 1 {
 			t.Fatalf("%d jobs to encrypt again, want 1", len(jobs))
 		}
 		c.mu.Lock()
-		for _, q := range c.upQ {
+		for _, q := range c.q.up {
 			if q.c.ID == u.c.ID || old[q.c.ID] {
 				t.Fatal("a chunk of the first encryption is still queued")
 			}
@@ -166,8 +169,8 @@ func TestResendQueue(t *testing.T) {
 			t.Fatalf("encrypted again: %v, same key %v, same id %v, %d chunks (were %d)", err, *link.Key == *link0.Key, link.ID == link0.ID, total, total0)
 		}
 		c.mu.Lock()
-		n := len(c.upQ)
-		for _, q := range c.upQ {
+		n := len(c.q.up)
+		for _, q := range c.q.up {
 			if old[q.c.ID] {
 				t.Fatal("a chunk of the first encryption is queued")
 			}
@@ -234,7 +237,8 @@ func TestResendNeedsClosing(t *testing.T) {
 	sentIn := func(c *Client, epochs int, id [32]byte) bool {
 		for range epochs {
 			c.mu.Lock()
-			c.fullEpoch()
+			c.q.fullEpoch(&c.pres)
+			c.notify()
 			c.mu.Unlock()
 			if got := sendRound(c, &cepoch{c: c, ups: map[uint32]*upItem{}}, 0); got != nil && got.c.ID == id {
 				return true
@@ -248,13 +252,13 @@ func TestResendNeedsClosing(t *testing.T) {
 			t.Fatal("the chunk crossed to another epoch without a closing record")
 		}
 		c.mu.Lock()
-		waits := c.awaitClose(ep)
+		waits := c.q.awaitClose(ep)
 		c.mu.Unlock()
 		if !waits {
 			t.Fatal("the chunk does not wait for its epoch's closing record")
 		}
 		c.mu.Lock()
-		c.settleClosings(voidRec(wire.ClosedVoid, proto.ListDigest(&wire.RoundList{Flags: wire.ListVoid})), 2)
+		c.q.settleClosings(voidRec(wire.ClosedVoid, proto.ListDigest(&wire.RoundList{Flags: wire.ListVoid})), 2)
 		c.mu.Unlock()
 		if !sentIn(c, ResendWaitMax+1, u.c.ID) {
 			t.Fatal("the chunk is not sent again on a closing record that shows its round void")
@@ -283,7 +287,7 @@ func TestResendNeedsClosing(t *testing.T) {
 					t.Fatalf("counted published before the window of number %d", n)
 				}
 				c.mu.Lock()
-				c.settleClosings(recs(), n)
+				c.q.settleClosings(recs(), n)
 				c.mu.Unlock()
 				if name != "no record" {
 					break
@@ -312,20 +316,21 @@ func TestResendNeedsClosing(t *testing.T) {
 // (a client that left before the void list cannot ask them again; nobody
 // else does before its epoch ends).
 func TestVoidRequestsHeld(t *testing.T) {
-	c := &Client{inflight: map[[32]byte]bool{}}
+	c := &Client{}
+	c.q.inflight = map[[32]byte]bool{}
 	e := &cepoch{c: c, v: &proto.View{Desc: &wire.Descriptor{Params: wire.Params{W: 2}}}}
 	id := [32]byte{7}
-	c.inflight[id] = true
+	c.q.inflight[id] = true
 	const r = 5
 	e.reask = append(e.reask, reask{at: e.resendFrom(r), ids: [][32]byte{id}})
 	for q := uint32(r + 1); q < r+2+resendHold; q++ {
 		e.releaseReasks(q)
-		if !c.inflight[id] {
+		if !c.q.inflight[id] {
 			t.Fatalf("a void round's request free to be asked again in round %d", q)
 		}
 	}
 	e.releaseReasks(r + 2 + resendHold)
-	if c.inflight[id] || len(e.reask) != 0 {
+	if c.q.inflight[id] || len(e.reask) != 0 {
 		t.Fatalf("the request is still held in round %d", r+2+resendHold)
 	}
 }

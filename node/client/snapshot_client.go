@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"strings"
 
@@ -42,7 +43,7 @@ func (c *Client) Snapshot() ClientSnapshot {
 	s := ClientSnapshot{ClientStatus: c.Status()}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s.Queued, s.Wanted = len(c.upQ), len(c.wants)
+	s.Queued, s.Wanted = len(c.q.up), len(c.q.wants)
 	if e := c.epoch; e != nil && hex.EncodeToString(e.v.ID[:]) == s.Epoch {
 		p := e.v.Desc.Params
 		s.Number, s.K, s.Rounds = e.v.Desc.Number, int(p.K), int(p.Rounds)
@@ -82,7 +83,7 @@ type GetStatus struct {
 // has id is; ok is false when no get of that file runs.
 func (c *Client) GetProgress(id chunker.ID) (st GetStatus, ok bool) {
 	c.mu.Lock()
-	g := c.wants[id]
+	g := c.q.wants[id]
 	if g == nil {
 		c.mu.Unlock()
 		return GetStatus{}, false
@@ -122,7 +123,7 @@ func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encry
 	if err != nil {
 		return nil, err
 	}
-	job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{}), name: name, b: b, private: encrypt, ep: c.newJobEpochs(maxEpochsOf(ctx))}
+	job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{}), name: name, b: b, private: encrypt, ep: c.pres.newJob(maxEpochsOf(ctx))}
 	h := &ShareHandle{b: b, c: c, job: job}
 	var items []upItem
 	cr := &countReader{r: r}
@@ -171,7 +172,7 @@ func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encry
 	if encrypt {
 		job.plain = plain
 	}
-	c.upQ = append(c.upQ, items...)
+	c.q.up = append(c.q.up, items...)
 	if len(job.left) == 0 {
 		c.finishResumable(job)
 		job.finish()
@@ -212,5 +213,14 @@ func (h *ShareHandle) Result() (chunker.Link, int, []string, error) {
 // wrapped with what became of the file (published anyway or not).
 func (h *ShareHandle) Cancel(cause error) error {
 	link, total, _, _ := h.Result()
-	return h.c.cancelShare(h.job, link, total, cause)
+	c := h.c
+	c.mu.Lock()
+	dropped, rootDropped := c.q.withdraw(h.job, [32]byte(link.ID))
+	c.mu.Unlock()
+	// The root manifest sealed into an onion is sent and re-sent whatever
+	// happens next (§5.1): then the file will be published.
+	if rootDropped || total == 0 {
+		return fmt.Errorf("%w: share withdrawn, %d of %d chunks had been sent; the file is not published, no link", cause, total-dropped, total)
+	}
+	return fmt.Errorf("%w: every chunk had been sent before the interrupt, so the file will be published as %s", cause, link)
 }

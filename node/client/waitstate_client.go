@@ -22,9 +22,7 @@ func (c *Client) askState(ctx context.Context) {
 		if err == nil {
 			var st wire.State
 			if st.Unmarshal(rep) == nil {
-				c.mu.Lock()
-				c.gstate, c.gstateAt = st, time.Now()
-				c.mu.Unlock()
+				c.notes.setState(st)
 			}
 		}
 		select {

@@ -178,13 +178,19 @@ func sitOutLine(id [32]byte) string {
 // out: registration never comes before the window is held, and the draw
 // is made only then, so nothing drawn goes to waste on a fetch that
 // fails. If every server fails, the client sits the epoch out and pauses
-// its jobs (sitOut).
+// its jobs (queue.pauseAll).
 func (c *Client) holdWindow(ctx context.Context, v *proto.View) error {
 	if hooks.OwnRule(&c.hk) {
 		return c.takeChain(v.Desc, v.Chain, budgetView{}) // the old rule: no window
 	}
 	if err := c.fetchWindow(ctx, v); err != nil {
-		c.sitOut(v.ID)
+		// Every job pauses until its user resumes it: the next epoch's
+		// traffic of a job would otherwise follow the exclusion.
+		c.progress("%s", sitOutLine(v.ID))
+		c.mu.Lock()
+		c.q.pauseAll()
+		c.notify()
+		c.mu.Unlock()
 		return err
 	}
 	c.mu.Lock()
