@@ -140,12 +140,12 @@ func (e *cepoch) applyCheckpoint(q uint32) {
 	if added == 0 {
 		return
 	}
-	mans := maps.Clone(c.manifests)
+	mans := maps.Clone(c.idx.manifests)
 	if mans == nil {
 		mans = map[[32]byte][]byte{}
 	}
 	maps.Copy(mans, e.cp.used)
-	c.manifests = mans
+	c.idx.manifests = mans
 	var gets []*getJob
 	for _, g := range c.q.wants {
 		gets = append(gets, g)

@@ -119,7 +119,7 @@ type Client struct {
 	// decoys is the group's window decoys are drawn from (decoys.go,
 	// window_client.go); windowRecs are the closing records of its walk,
 	// by epoch id, which settle the chunks that wait for one
-	// (closing_client.go).
+	// (resend.go).
 	decoys     decoyPool
 	windowRecs map[[32]byte]*wire.Closing
 	// prev is the epoch before the window's epoch, whose manifests the
@@ -129,21 +129,14 @@ type Client struct {
 	// refusal budgets (client_budget.go).
 	windowBudget budgetView
 	stats        Stats
-	index        []IndexEntry // the synced copy, as of the last epoch's start
+	// idx is the synced index as of the last epoch's start (indexsync.go).
+	idx syncedIndex
 	// icopy is the synced copy of the index with its cursors, touched by
 	// one sync at a time under its own lock (internal/indexsync).
 	icopy indexsync.Copy
-	// manifests are the manifest chunks of the synced index, by id (§6.4
-	// v3): a get takes every manifest from here, never from an answer.
-	manifests map[[32]byte][]byte
 	// tail is closed once the end check of the last epoch taken part in
 	// is done (checkpoint.go endCheck); the next epoch's sync waits for it.
 	tail chan struct{}
-	// indexSynced: index holds a sync (ls waits for the first).
-	indexSynced bool
-	// indexSyncs counts the syncs taken, so that a get can tell how many
-	// lacked its file (unlisted.go).
-	indexSyncs int
 	// lastGroup is the chain of the last open descriptor taken (its
 	// previous certificate verified): what the next one's verifies
 	// against (clientCheckPrevious).

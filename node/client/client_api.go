@@ -91,12 +91,27 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 	g := &getJob{link: link, dir: dir, root: true, done: make(chan struct{}), ep: c.pres.newJob(maxEpochsOf(ctx))}
 	c.mu.Lock()
 	c.q.wants[link.ID] = g
-	mans, syncs0 := c.manifests, c.indexSyncs
+	mans, syncs0 := c.idx.manifests, c.idx.syncs
 	c.mu.Unlock()
 	unlisted, bounded := unlistedEpochsOf(ctx)
 	// Every manifest of the file comes from the synced index (§6.4 v3):
 	// the one synced already, else the next.
 	c.local.push(func() { c.openFromIndex(g, mans) })
+	// drop withdraws the get once its asker gave up.
+	drop := func() {
+		c.mu.Lock()
+		if c.q.wants[g.link.ID] == g {
+			delete(c.q.wants, g.link.ID)
+		}
+		g.cancelled = true
+		asm := g.asm
+		c.mu.Unlock()
+		if asm != nil {
+			// The partial file stays: a later Get into the same directory
+			// verifies it and fetches only what is missing.
+			asm.Close()
+		}
+	}
 	start := time.Now()
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
@@ -127,12 +142,15 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 				name = asm.Name()
 			}
 			if total == 0 {
-				if why := c.notIndexed(link.ID); why != "" {
+				c.mu.Lock()
+				absent := c.idx.notIndexed(link.ID)
+				c.mu.Unlock()
+				if absent != "" {
 					if err := c.unlisted(link.ID, syncs0, unlisted, bounded); err != nil {
-						c.dropGet(g)
+						drop()
 						return "", err
 					}
-					c.jobEvent(ctx, JobEvent{Kind: "get", Phase: PhaseWaiting, Name: link.ID.String(), Waiting: why})
+					c.jobEvent(ctx, JobEvent{Kind: "get", Phase: PhaseWaiting, Name: link.ID.String(), Waiting: absent})
 				} else if why := c.WaitReason(); why != "" {
 					c.jobEvent(ctx, JobEvent{Kind: "get", Phase: PhaseWaiting, Name: link.ID.String(), Waiting: why})
 				} else {
@@ -143,25 +161,9 @@ func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string
 			}
 			c.jobEvent(ctx, progress.Moving("get", name, held, total, rounds, b, time.Since(start)))
 		case <-ctx.Done():
-			c.dropGet(g)
+			drop()
 			return "", ctx.Err()
 		}
-	}
-}
-
-// dropGet withdraws a get that its asker gave up.
-func (c *Client) dropGet(g *getJob) {
-	c.mu.Lock()
-	if c.q.wants[g.link.ID] == g {
-		delete(c.q.wants, g.link.ID)
-	}
-	g.cancelled = true
-	asm := g.asm
-	c.mu.Unlock()
-	if asm != nil {
-		// The partial file stays: a later Get into the same directory
-		// verifies it and fetches only what is missing.
-		asm.Close()
 	}
 }
 
@@ -192,7 +194,7 @@ var _ network.Stream
 func (c *Client) SyncedIndex() []IndexEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]IndexEntry(nil), c.index...)
+	return append([]IndexEntry(nil), c.idx.entries...)
 }
 
 // WaitSyncedIndex returns the synced index once there is one (the first
@@ -200,9 +202,9 @@ func (c *Client) SyncedIndex() []IndexEntry {
 func (c *Client) WaitSyncedIndex(ctx context.Context) ([]IndexEntry, error) {
 	for {
 		c.mu.Lock()
-		if c.indexSynced {
+		if c.idx.synced {
 			defer c.mu.Unlock()
-			return append([]IndexEntry(nil), c.index...), nil
+			return append([]IndexEntry(nil), c.idx.entries...), nil
 		}
 		ch := c.changed
 		c.mu.Unlock()

@@ -40,8 +40,14 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	if err := c.holdWindow(ctx, v); err != nil {
 		return v.ID, err
 	}
-	// §5.2 v3: the window's records settle the chunks that wait for one.
-	c.useClosings(v)
+	// §5.2 v3: the window's records settle the chunks that wait for one
+	// (resend.go).
+	c.mu.Lock()
+	again := c.q.settleClosings(c.windowRecs, v.Desc.Number)
+	c.mu.Unlock()
+	for _, j := range again {
+		go c.reencrypt(j)
+	}
 	e, fin, err := c.join(ctx, v, pidx)
 	stop()
 	if err != nil {
@@ -76,8 +82,8 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	hooks.OwnUse(&c.hk)
 	if err == nil {
 		c.mu.Lock()
-		c.index, c.manifests, c.indexSynced = idx, mans, true
-		c.indexSyncs++
+		c.idx.entries, c.idx.manifests, c.idx.synced = idx, mans, true
+		c.idx.syncs++
 		var gets []*getJob
 		for _, g := range c.q.wants {
 			gets = append(gets, g)
@@ -127,7 +133,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 		}
 		c.mu.Unlock()
 	}
-	c.leaveEpoch(e)
+	e.leave()
 	return v.ID, err
 }
 
@@ -268,7 +274,13 @@ func (c *Client) join(ctx context.Context, v *proto.View, pidx int) (*cepoch, *w
 	}
 	// (v3) the receipts its primary gathered from every chain server
 	// (§3 "Receipts"): kept, each checked.
-	receipts := c.fetchReceipts(ctx, v, &msg)
+	var receipts []wire.Receipt
+	rq := wire.ReceiptSet{Epoch: v.ID, RegKey: msg.RegKey}
+	if rrep, err := c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeReceiptSet, Body: rq.Marshal(), Timeout: transport.ShortTimeout}); err != nil {
+		c.log.Debug("receipts", "err", err)
+	} else if receipts, err = checkReceipts(rrep, v, &msg); err != nil {
+		c.log.Debug("receipts: malformed answer", "err", err)
+	}
 	slot := -1
 	for i, ce := range fin.Desc.Clients {
 		if bytes.Equal(ce.RegKey[:], pub) {
@@ -297,9 +309,10 @@ func (c *Client) join(ctx context.Context, v *proto.View, pidx int) (*cepoch, *w
 	return e, &fin, nil
 }
 
-// leaveEpoch forgets the epoch's requests in flight and settles the
+// leave forgets the epoch's requests in flight and settles the
 // uploads it did not publish (resend.go).
-func (c *Client) leaveEpoch(e *cepoch) {
+func (e *cepoch) leave() {
+	c := e.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.epoch = nil
@@ -425,7 +438,8 @@ func queryErr(ctx context.Context, err error) error {
 }
 
 // published counts u's chunk as published; call with c.mu held.
-func (c *Client) published(u *upItem) {
+func (e *cepoch) published(u *upItem) {
+	c := e.c
 	id := u.c.ID
 	c.stats.Uploaded++
 	c.noteHeld(id)
@@ -444,12 +458,11 @@ func (c *Client) published(u *upItem) {
 // waited in the servers' queue and that round list rl took; call with
 // c.mu held.
 func (e *cepoch) indexedLater(rl *wire.RoundList) {
-	c := e.c
 	e.manWait = slices.DeleteFunc(e.manWait, func(u *upItem) bool {
 		if !slices.Contains(rl.Manifests, u.c.ID) {
 			return false
 		}
-		c.published(u)
+		e.published(u)
 		return true
 	})
 }
@@ -474,7 +487,7 @@ func (e *cepoch) confirm(r uint32, rl *wire.RoundList) {
 		return
 	}
 	if slices.Contains(rl.Published, u.c.ID) {
-		c.published(u)
+		e.published(u)
 		return
 	}
 	// The list, signed by all m servers, lacks the chunk: it goes out
@@ -537,7 +550,7 @@ func (e *cepoch) fillPayload(r uint32, pl *mix.Payload) *store.ShareMark {
 	e.releaseReasks(r)
 	var reqs [][32]byte
 	if ready {
-		reqs = c.neededIDsIn(e.epochID(), k)
+		reqs = c.q.neededIDsIn(e.epochID(), k)
 	}
 	hooks.Requested(&c.hk, e.v.ID, r, reqs)
 	if pl.Kind == mix.KindChunk || len(reqs) > 0 {
@@ -616,19 +629,15 @@ func (e *cepoch) submit(ctx context.Context, r uint32) error {
 	return err
 }
 
-// fetchReceipts asks the primary for the receipts of this client's
-// registration reg and keeps those that verify (§3 v3), one per server.
-func (c *Client) fetchReceipts(ctx context.Context, v *proto.View, reg *wire.Register) []wire.Receipt {
-	q := wire.ReceiptSet{Epoch: v.ID, RegKey: reg.RegKey}
-	rep, err := c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeReceiptSet, Body: q.Marshal(), Timeout: transport.ShortTimeout})
-	if err != nil {
-		c.log.Debug("receipts", "err", err)
-		return nil
-	}
+// checkReceipts keeps of the primary's answer rep, the receipts of this
+// client's registration reg, those that verify (§3 v3), one per server.
+func checkReceipts(rep []byte, v *proto.View, reg *wire.Register) ([]wire.Receipt, error) {
 	var set wire.ReceiptSet
-	if err := set.Unmarshal(rep); err != nil || set.Epoch != v.ID || set.RegKey != reg.RegKey {
-		c.log.Debug("receipts: malformed answer", "err", err)
-		return nil
+	if err := set.Unmarshal(rep); err != nil {
+		return nil, err
+	}
+	if set.Epoch != v.ID || set.RegKey != reg.RegKey {
+		return nil, errors.New("the receipts of another registration")
 	}
 	seen := map[uint16]bool{}
 	var out []wire.Receipt
@@ -639,5 +648,5 @@ func (c *Client) fetchReceipts(ctx context.Context, v *proto.View, reg *wire.Reg
 		seen[r.Server] = true
 		out = append(out, r)
 	}
-	return out
+	return out, nil
 }

@@ -15,11 +15,11 @@ import (
 // id is requested at most once an epoch, so that what a client requests
 // never depends on the epoch's answers, §6.4 v3): a job past its
 // allowance of epochs asks for nothing (paused, presence.go), and a job
-// that asks counts the epoch; call with c.mu held.
-func (c *Client) neededIDsIn(epoch [32]byte, n int) [][32]byte {
+// that asks counts the epoch.
+func (q *queue) neededIDsIn(epoch [32]byte, n int) [][32]byte {
 	var out [][32]byte
 	seen := map[[32]byte]bool{}
-	for _, g := range c.q.wants {
+	for _, g := range q.wants {
 		if len(out) >= n {
 			break
 		}
@@ -31,7 +31,7 @@ func (c *Client) neededIDsIn(epoch [32]byte, n int) [][32]byte {
 			if len(out) >= n {
 				break
 			}
-			if !c.q.inflight[id] && !c.q.failed[id] && !c.q.retry[id] && !seen[id] {
+			if !q.inflight[id] && !q.failed[id] && !q.retry[id] && !seen[id] {
 				seen[id] = true
 				out = append(out, id)
 			}
@@ -120,7 +120,7 @@ func (e *cepoch) query(ctx context.Context, r uint32, rl *wire.RoundList) error 
 			// An empty list's database is one zero row: the answer
 			// must be all zero, and it is a cover answer.
 			if !allZero(row) {
-				c.badAnswer(r, [32]byte{}, false)
+				e.badAnswer(r, [32]byte{}, false)
 			}
 			continue
 		}
@@ -128,9 +128,9 @@ func (e *cepoch) query(ctx context.Context, r uint32, rl *wire.RoundList) error 
 		// The whole row of every answer, real or cover (§6.3 v2).
 		if err := pir.CheckRow(row, le.ID, int(le.Len)); err != nil {
 			c.mu.Lock()
-			real := t < len(reqs) && reqs[t] == le.ID && c.wanted(le.ID)
+			real := t < len(reqs) && reqs[t] == le.ID && c.q.wanted(le.ID)
 			c.mu.Unlock()
-			c.badAnswer(r, le.ID, real)
+			e.badAnswer(r, le.ID, real)
 			continue
 		}
 		if t < len(reqs) && reqs[t] == le.ID {
@@ -145,7 +145,8 @@ func (e *cepoch) query(ctx context.Context, r uint32, rl *wire.RoundList) error 
 // (§6.3); a spoiled cover answer (a random row, the zero row, or a decoy
 // the client does not want) can only be a targeted attack (§6.3 v3).
 // Nothing goes to the servers.
-func (c *Client) badAnswer(r uint32, id [32]byte, real bool) {
+func (e *cepoch) badAnswer(r uint32, id [32]byte, real bool) {
+	c := e.c
 	c.mu.Lock()
 	c.stats.BadAnswers++
 	if real {

@@ -184,7 +184,7 @@ func (i Inspector) HasManifest(id [32]byte) bool {
 	c := i.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.manifests[id]
+	_, ok := c.idx.manifests[id]
 	return ok
 }
 

@@ -4,14 +4,14 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"github.com/riffle-net/riffle/internal/wire"
 	"io"
 	"sync"
 	"time"
 
+	"github.com/riffle-net/riffle/internal/wire"
+
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/node/client/internal/status"
 	"github.com/riffle-net/riffle/node/client/internal/waitline"
 	"github.com/riffle-net/riffle/node/internal/proto"
@@ -247,27 +247,6 @@ func (c *Client) chunkSizeWaiting(ctx context.Context, kind, name string) (int, 
 
 // progressEvery is the period of a waiting job's progress lines.
 const progressEvery = 5 * time.Second
-
-// notIndexed says, for a get whose manifest has not come, whether the
-// file is absent from the index synced at the start of the epoch.
-func (c *Client) notIndexed(id chunker.ID) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.indexSynced {
-		return ""
-	}
-	// A private file has no entry (its sealed root names nothing), only
-	// its manifest chunks.
-	if _, ok := c.manifests[[32]byte(id)]; ok {
-		return ""
-	}
-	for _, e := range c.index {
-		if e.FileID == [32]byte(id) {
-			return ""
-		}
-	}
-	return fmt.Sprintf("file %s is not in the index synced at the start of the last epoch: not published, or not yet; waiting", id)
-}
 
 // countReader counts the bytes of a shared file, for its last progress
 // line (the file's size, not the chunks with the manifest).

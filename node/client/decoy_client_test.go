@@ -93,7 +93,7 @@ func TestBackgroundRequests(t *testing.T) {
 		failed := [32]byte{byte(proto.DecoyEpochs + 1), 3}
 		busy.q.failed[failed] = true
 		busy.q.retry[[32]byte{byte(proto.DecoyEpochs), 1}] = true
-		if ids := busy.neededIDsIn([32]byte{}, 4); len(ids) != 0 {
+		if ids := busy.q.neededIDsIn([32]byte{}, 4); len(ids) != 0 {
 			t.Fatalf("failed ids are needs: %x", ids)
 		}
 		// Pool: the last E_d epochs, 7 distinct ids each.

@@ -92,10 +92,9 @@ func (c *Client) backgroundRequests(reqs [][32]byte, k int) [][32]byte {
 	return reqs
 }
 
-// wanted reports whether a get job needs data chunk id; call with c.mu
-// held.
-func (c *Client) wanted(id [32]byte) bool {
-	for _, g := range c.q.wants {
+// wanted reports whether a get job needs data chunk id.
+func (q *queue) wanted(id [32]byte) bool {
+	for _, g := range q.wants {
 		if g.asm != nil && g.needs(id) {
 			return true
 		}

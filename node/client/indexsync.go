@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/client/internal/hooks"
 	"github.com/riffle-net/riffle/node/client/internal/indexsync"
@@ -194,4 +196,38 @@ func addAddrs(h transport.Host, p peer.ID, addrs [][]byte) {
 		}
 	}
 	h.AddAddrs(p, out, time.Hour)
+}
+
+// syncedIndex is the index as synced at the start of the last epoch (§7
+// v3), under Client.mu.
+type syncedIndex struct {
+	entries []IndexEntry
+	// manifests are the manifest chunks of the synced index, by id (§6.4
+	// v3): a get takes every manifest from here, never from an answer.
+	manifests map[[32]byte][]byte
+	// synced: entries hold a sync (ls waits for the first); syncs counts
+	// the syncs taken, so that a get can tell how many lacked its file
+	// (unlisted.go).
+	synced bool
+	syncs  int
+}
+
+// notIndexed says, for a get whose manifest has not come, whether the
+// file is absent from the index synced at the start of the epoch; call
+// with c.mu held.
+func (x *syncedIndex) notIndexed(id chunker.ID) string {
+	if !x.synced {
+		return ""
+	}
+	// A private file has no entry (its sealed root names nothing), only
+	// its manifest chunks.
+	if _, ok := x.manifests[[32]byte(id)]; ok {
+		return ""
+	}
+	for _, e := range x.entries {
+		if e.FileID == [32]byte(id) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("file %s is not in the index synced at the start of the last epoch: not published, or not yet; waiting", id)
 }

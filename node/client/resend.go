@@ -104,6 +104,15 @@ func (q *queue) settleEpoch(e *cepoch) []*shareJob {
 	return q.dropSettled(lost, nil)
 }
 
+// A client's side of the closing records (docs/protocol.md §5.2 and §6.3
+// v3). A client takes them only from epoch N's window (window_client.go):
+// the records of the epochs of number at most N−2 that its walk back from
+// N's descriptor checked, from the replies of every server of N's and
+// N−1's chains. Which records it holds is then the same for every client
+// of N, whatever epochs it attended or when a record would have reached
+// it; it asks for them on no other occasion. They settle the chunks that
+// wait for one as the client registers in N (oneEpoch).
+
 // closeWaitMax bounds the windows in which a chunk waits for its
 // epoch's closing record (resend.CloseWaitMax).
 const closeWaitMax = resend.CloseWaitMax

@@ -64,7 +64,7 @@ func TestResendQueue(t *testing.T) {
 			sent = append(sent, sendRound(c, e, r))
 		}
 		e.confirm(0, publishedList(sent[0]))
-		c.leaveEpoch(e)
+		e.leave()
 		c.mu.Lock()
 		queued := len(c.q.up)
 		for _, u := range c.q.up {
@@ -99,7 +99,7 @@ func TestResendQueue(t *testing.T) {
 		c.q.fullEpoch(&c.pres)
 		c.notify()
 		c.mu.Unlock()
-		c.leaveEpoch(e)
+		e.leave()
 		// The epoch's closing record shows round 1 published with the
 		// list that lacked the chunk (closing.go).
 		c.mu.Lock()
@@ -226,7 +226,7 @@ func TestResendNeedsClosing(t *testing.T) {
 		for r, got := range sent[1:] {
 			e.confirm(uint32(r+1), publishedList(got))
 		}
-		c.leaveEpoch(e)
+		e.leave()
 		return c, h, u
 	}
 	voidRec := func(state uint8, list [32]byte) map[[32]byte]*wire.Closing {

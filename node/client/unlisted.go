@@ -49,7 +49,7 @@ func (c *Client) unlisted(id chunker.ID, syncs0, n int, bounded bool) error {
 		return nil
 	}
 	c.mu.Lock()
-	lacked := c.indexSyncs - syncs0
+	lacked := c.idx.syncs - syncs0
 	c.mu.Unlock()
 	if lacked < n {
 		return nil
