@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/internal/wire"
 )
 
 // TestHeldOnionEndsUncharged (issue 25): a corrupt primary (of three
@@ -54,61 +55,20 @@ func TestHeldOnionEndsUncharged(t *testing.T) {
 func heldOnion(t *testing.T, says bool) {
 	const held = 3
 	virtual(t, func(t *testing.T) {
-		p := testParams(16)
-		p.RoundLimitMs = 4000
-		bn := startBlameNetParams(t, p, 3, 3, 2, 2)
+		bn, _ := startHeldNet(t)
 		bad := bn.servers[1]
-		var (
-			mu    sync.Mutex
-			fired bool
-			id    [32]byte
-		)
-		hold := func(epoch [32]byte, r uint32) bool {
-			mu.Lock()
-			defer mu.Unlock()
-			if !fired && r == held {
-				fired, id = true, epoch
-			}
-			return fired && epoch == id && r == held
-		}
+		once := &roundOnce{r: held}
+		hold := func(epoch [32]byte, r uint32) bool { return once.hit(epoch, r, 0) }
 		hk := &serverHooks{holdSubs: hold, drySilent: hold}
 		if says {
 			hk.drySilent, hk.dryLie = nil, hold
 		}
 		bad.hooks.Store(hk)
-		if err := wait.Until(context.Background(), 3*time.Minute, func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return fired
-		}); err != nil {
-			t.Fatalf("the primary never forwarded a round %d", held)
-		}
-		mu.Lock()
-		eid := id
-		mu.Unlock()
-		bad.mu.Lock()
-		chain := append([]peer.ID(nil), bad.epochs[eid].final.Chain...)
-		bad.mu.Unlock()
-		byID := map[peer.ID]*Server{}
-		for _, s := range bn.servers {
-			byID[s.ID()] = s
-		}
-		s0 := byID[chain[0]]
-		var reason string
-		var listed, rounds int
-		if err := wait.Until(context.Background(), 2*time.Minute, func() bool {
-			for _, es := range s0.Snapshot().Epochs {
-				if es.ID == eid && es.Ended {
-					reason, listed, rounds = es.Reason, es.Listed, es.Rounds
-					return true
-				}
-			}
-			return false
-		}); err != nil {
-			t.Fatal("the held epoch never ended at S_0")
-		}
-		t.Logf("S_0 ended the epoch after %d of %d lists: %q", listed, rounds, reason)
-		if !strings.Contains(reason, "not filled") {
+		eid, _ := once.wait(t, "the primary never forwarded a round %d")
+		chain, _, byID := finalOf(bn, eid)
+		es := endedAt(t, byID[chain[0]], eid, "the held epoch never ended at S_0")
+		t.Logf("S_0 ended the epoch after %d of %d lists: %q", es.Listed, es.Rounds, es.Reason)
+		if !strings.Contains(es.Reason, "not filled") {
 			return // the held round was filled: the epoch went on
 		}
 		for _, q := range chain {
@@ -143,56 +103,11 @@ func TestSilentClientChargesNoServer(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
 	const silent = 3
 	virtual(t, func(t *testing.T) {
-		p := testParams(16)
-		p.RoundLimitMs = 4000
-		bn := startBlameNetParams(t, p, 3, 3, 2, 2)
-		var (
-			mu    sync.Mutex
-			fired bool
-			id    [32]byte
-			slot  uint32
-		)
-		bn.clients[1].Hooks.Store(&ClientHooks{Silent: func(epoch [32]byte, r, sl uint32) bool {
-			mu.Lock()
-			defer mu.Unlock()
-			if !fired && r == silent {
-				fired, id, slot = true, epoch, sl
-			}
-			return fired && epoch == id && r == silent
-		}})
-		if err := wait.Until(context.Background(), 3*time.Minute, func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return fired
-		}); err != nil {
-			t.Fatalf("the client never reached round %d", silent)
-		}
-		mu.Lock()
-		eid, sl := id, slot
-		mu.Unlock()
-		var chain []peer.ID
-		byID := map[peer.ID]*Server{}
-		for _, s := range bn.servers {
-			byID[s.ID()] = s
-			s.mu.Lock()
-			if e := s.epochs[eid]; e != nil && e.final != nil {
-				chain = e.final.Chain
-			}
-			s.mu.Unlock()
-		}
+		bn, _ := startHeldNet(t)
+		eid, sl := silentClient(t, bn, silent)
+		chain, _, byID := finalOf(bn, eid)
 		s0 := byID[chain[0]]
-		var reason string
-		if err := wait.Until(context.Background(), 2*time.Minute, func() bool {
-			for _, es := range s0.Snapshot().Epochs {
-				if es.ID == eid && es.Ended {
-					reason = es.Reason
-					return true
-				}
-			}
-			return false
-		}); err != nil {
-			t.Fatal("the epoch of the silent client never ended at S_0")
-		}
+		reason := endedAt(t, s0, eid, "the epoch of the silent client never ended at S_0").Reason
 		t.Logf("S_0 ended the epoch: %q", reason)
 		s0.mu.Lock()
 		d, dry := s0.epochs[eid].dries[dryKey{silent, sl}]
@@ -210,4 +125,96 @@ func TestSilentClientChargesNoServer(t *testing.T) {
 			}
 		}
 	})
+}
+
+// startHeldNet is the network the held-onion tests share
+// (heldonion_test.go, dryafterend_test.go): three servers, each a chain's,
+// with a round limit of 4 s, and two clients.
+func startHeldNet(t *testing.T) (*blameNet, Params) {
+	t.Helper()
+	p := testParams(16)
+	p.RoundLimitMs = 4000
+	return startBlameNetParams(t, p, 3, 3, 2, 2), p
+}
+
+// roundOnce picks round r of the first epoch a hook is asked about that
+// round in (and the slot it was asked for).
+type roundOnce struct {
+	r     uint32
+	mu    sync.Mutex
+	fired bool
+	id    [32]byte
+	slot  uint32
+}
+
+// hit reports whether round r of epoch is the one picked.
+func (o *roundOnce) hit(epoch [32]byte, r, slot uint32) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.fired && r == o.r {
+		o.fired, o.id, o.slot = true, epoch, slot
+	}
+	return o.fired && epoch == o.id && r == o.r
+}
+
+// wait waits until a round was picked and returns its epoch and slot;
+// failing, it says why with fail (whose %d is the round).
+func (o *roundOnce) wait(t *testing.T, fail string) ([32]byte, uint32) {
+	t.Helper()
+	if err := wait.Until(context.Background(), 3*time.Minute, func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.fired
+	}); err != nil {
+		t.Fatalf(fail, o.r)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.id, o.slot
+}
+
+// silentClient has client 1 send no onion of round r of the first epoch
+// that reaches it, and returns that epoch and the client's slot once it
+// did.
+func silentClient(t *testing.T, bn *blameNet, r uint32) ([32]byte, uint32) {
+	t.Helper()
+	once := &roundOnce{r: r}
+	bn.clients[1].Hooks.Store(&ClientHooks{Silent: once.hit})
+	return once.wait(t, "the client never reached round %d")
+}
+
+// finalOf is epoch eid's chain and clients, from a server that holds its
+// final descriptor, and bn's servers by peer id.
+func finalOf(bn *blameNet, eid [32]byte) ([]peer.ID, []wire.ClientEntry, map[peer.ID]*Server) {
+	var chain []peer.ID
+	var clients []wire.ClientEntry
+	byID := map[peer.ID]*Server{}
+	for _, s := range bn.servers {
+		byID[s.ID()] = s
+		s.mu.Lock()
+		if e := s.epochs[eid]; e != nil && e.final != nil {
+			chain, clients = e.final.Chain, e.final.Desc.Clients
+		}
+		s.mu.Unlock()
+	}
+	return chain, clients, byID
+}
+
+// endedAt waits until epoch eid ended at s and returns its snapshot there;
+// failing, it says why with fail.
+func endedAt(t *testing.T, s *Server, eid [32]byte, fail string) EpochSnapshot {
+	t.Helper()
+	var out EpochSnapshot
+	if err := wait.Until(context.Background(), 2*time.Minute, func() bool {
+		for _, es := range s.Snapshot().Epochs {
+			if es.ID == eid && es.Ended {
+				out = es
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatal(fail)
+	}
+	return out
 }

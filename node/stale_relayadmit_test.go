@@ -4,17 +4,11 @@ package node
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-
 	"github.com/riffle-net/riffle/internal/wait"
-	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/node/internal/proto"
-	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/node/transport/memnet"
 )
 
@@ -31,32 +25,10 @@ import (
 // is charged, nobody else.
 func TestS0RootRelayAheadOfWindow(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		p := testParams(64)
-		p.RoundLimitMs, p.RoundIntervalMs = 4000, 2000
-		cfgs := make([]ServerConfig, 4)
-		fn := startFounded(t, 4, 4, 3, p, func(i int, c *ServerConfig) {
-			c.MinServers = 3
-			cfgs[i] = *c
-		})
-		byID := map[peer.ID]*Server{}
-		for _, s := range fn.servers {
-			byID[s.ID()] = s
-		}
-		id, chain := runningEpoch(t, fn.servers[0])
-		bad, h := byID[chain[0]], byID[chain[1]]
-		var top uint32
-		if err := wait.Until(context.Background(), time.Minute, func() bool {
-			bad.mu.Lock()
-			defer bad.mu.Unlock()
-			be := bad.epochs[id]
-			for r := range be.sentAt {
-				top = max(top, r)
-			}
-			at, ok := be.sentAt[top]
-			return ok && time.Since(at) < 300*time.Millisecond && top >= 2
-		}); err != nil {
-			t.Fatal("S_0 never passed a round on")
-		}
+		sn := startS0Net(t, 4, 2000)
+		id, chain := sn.id, sn.chain
+		bad, h := sn.at(0), sn.at(1)
+		top := sn.passedTop(t)
 		lh := func(s *Server) uint32 {
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -71,23 +43,10 @@ func TestS0RootRelayAheadOfWindow(t *testing.T) {
 		if err := wait.Until(context.Background(), time.Minute, func() bool { return lh(h) > base }); err != nil {
 			t.Fatal("S_1 got no new list")
 		}
-		h.mu.Lock()
-		he := h.epochs[id]
-		q := he.listHigh + uint32(he.final.Desc.Params.W) + roundsAhead - 1
-		_, already := he.openAt[q]
-		h.mu.Unlock()
-		t.Logf("listHigh: S_1 %d, S_2 %d, S_3 %d; q = %d", lh(h), lh(byID[chain[2]]), lh(byID[chain[3]]), q)
-		if q >= p.Rounds || already {
-			t.Fatalf("round %d beyond the epoch or open at S_1 (%v)", q, already)
-		}
+		q, _ := sn.ahead(t, h)
+		t.Logf("listHigh: S_1 %d, S_2 %d, S_3 %d; q = %d", lh(h), lh(sn.at(2)), lh(sn.at(3)), q)
 		bad.hooks.Store(&serverHooks{silentOut: func(r uint32) bool { return r > top }})
-		b := wire.Batch{Epoch: id, Round: q, S: 1, Root: [32]byte{7}}
-		sig, err := proto.Sign(bad.priv, batchDigest(&b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		root := (&wire.Root{Epoch: id, Round: q, S: 1, Root: b.Root, Sig: sig}).Marshal()
-		if _, err := transport.Call(context.Background(), bad.h, h.ID(), transport.Request{Proto: ProtoRound, Type: wire.TypeRoot, Body: root, Timeout: transport.ShortTimeout}); err != nil {
+		if err := sendRoot(bad, h, sn.rootOf(t, q, 7)); err != nil {
 			t.Fatalf("root to S_1: %v", err)
 		}
 		time.Sleep(200 * time.Millisecond) // virtual: the relay came and went
@@ -95,7 +54,7 @@ func TestS0RootRelayAheadOfWindow(t *testing.T) {
 			net.SetLink(bad.ID(), o, memnet.Link{})
 		}
 		for i, o := range chain[1:] {
-			s := byID[o]
+			s := sn.byID[o]
 			s.mu.Lock()
 			_, open := s.epochs[id].openAt[q]
 			s.mu.Unlock()
@@ -103,55 +62,10 @@ func TestS0RootRelayAheadOfWindow(t *testing.T) {
 		}
 		time.Sleep(3 * time.Second) // the lists reach S_2, S_3
 		// S_0 restarts, forgetting the epoch (as startS0Ahead).
-		addr := bad.Addrs()[0].String()
-		i := slices.Index(fn.servers, bad)
-		bad.Crash()
-		cfg := cfgs[i]
-		cfg.Listen = []string{addr[:strings.Index(addr, "/p2p/")]}
-		for try := 0; try < 20; try++ {
-			var s *Server
-			if s, err = NewServer(context.Background(), cfg); err == nil {
-				t.Cleanup(func() { s.Close() })
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			t.Fatalf("restart S_0: %v", err)
-		}
+		sn.restartS0(t)
 		honest := chain[1:]
-		if err := wait.Until(context.Background(), 5*time.Minute, func() bool {
-			for _, p := range honest {
-				s := byID[p]
-				s.mu.Lock()
-				e := s.epochs[id]
-				over := e == nil || e.ended
-				s.mu.Unlock()
-				if !over {
-					return false
-				}
-			}
-			return true
-		}); err != nil {
-			t.Fatal("the epoch did not end at the honest servers")
-		}
-		time.Sleep(90 * time.Second)
-		for i, p := range honest {
-			s := byID[p]
-			s.mu.Lock()
-			reason := s.epochs[id].reason
-			s.mu.Unlock()
-			counts := s.ref.RefusalCounts()
-			t.Logf("S_%d: ended %q; charges%s", i+1, reason, fmtCharges(counts, chain))
-			for j, o := range honest {
-				if counts[o] != 0 {
-					t.Errorf("S_%d charged honest S_%d %d times", i+1, j+1, counts[o])
-				}
-			}
-			if counts[chain[0]] == 0 {
-				t.Errorf("S_%d: S_0 not charged", i+1)
-			}
-		}
+		sn.waitEnded(t, honest)
+		sn.checkCharges(t, honest, true)
 	})
 }
 
@@ -164,32 +78,16 @@ func TestS0RootAheadHeld(t *testing.T) {
 	for _, name := range []string{"opens", "equivocation"} {
 		t.Run(name, func(t *testing.T) {
 			virtual(t, func(t *testing.T) {
-				p := testParams(64)
-				p.RoundLimitMs, p.RoundIntervalMs = 4000, 2000
-				fn := startFounded(t, 4, 4, 3, p, func(i int, c *ServerConfig) { c.MinServers = 3 })
-				byID := map[peer.ID]*Server{}
-				for _, s := range fn.servers {
-					byID[s.ID()] = s
-				}
-				id, chain := runningEpoch(t, fn.servers[0])
-				s0, s2 := byID[chain[0]], byID[chain[2]]
+				sn := startS0Net(t, 4, 2000)
+				id, s2 := sn.id, sn.at(2)
 				s2.mu.Lock()
 				e := s2.epochs[id]
 				q := e.listHigh + uint32(e.final.Desc.Params.W) + roundsAhead
 				s2.mu.Unlock()
-				if q >= p.Rounds {
+				if q >= sn.p.Rounds {
 					t.Fatalf("round %d beyond the epoch", q)
 				}
-				send := func(root byte) error {
-					b := wire.Batch{Epoch: id, Round: q, S: 1, Root: [32]byte{root}}
-					sig, err := proto.Sign(s0.priv, batchDigest(&b))
-					if err != nil {
-						t.Fatal(err)
-					}
-					body := (&wire.Root{Epoch: id, Round: q, S: 1, Root: b.Root, Sig: sig}).Marshal()
-					_, err = transport.Call(context.Background(), s0.h, s2.ID(), transport.Request{Proto: ProtoRound, Type: wire.TypeRoot, Body: body, Timeout: transport.ShortTimeout})
-					return err
-				}
+				send := func(root byte) error { return sendRoot(sn.at(0), s2, sn.rootOf(t, q, root)) }
 				if err := send(7); err != nil {
 					t.Fatalf("S_0's part ahead refused: %v", err)
 				}

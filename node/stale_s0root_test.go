@@ -54,56 +54,26 @@ func TestS0RootAheadFramesNoOne(t *testing.T) {
 	}
 }
 
-// s0Ahead is the set-up of TestS0RootAheadFramesNoOne after S_0 went.
+// s0Ahead is the set-up of TestS0RootAheadFramesNoOne after S_0 went:
+// q is the round of S_0's part that S_1 alone got, num the epoch's number.
 type s0Ahead struct {
-	byID  map[peer.ID]*Server
-	id    [32]byte
-	chain []peer.ID
-	q     uint32
-	num   uint64
+	*s0Net
+	q   uint32
+	num uint64
 }
 
 func s0RootAhead(t *testing.T, settle bool, ivMs uint32, slowLag time.Duration) {
 	virtual(t, func(t *testing.T) {
 		sa := startS0Ahead(t, settle, ivMs, slowLag)
-		byID, id, chain, q := sa.byID, sa.id, sa.chain, sa.q
-		honest := chain[1:]
+		honest := sa.chain[1:]
 		gone := time.Now()
-		if err := wait.Until(context.Background(), 5*time.Minute, func() bool {
-			for _, p := range honest {
-				s := byID[p]
-				s.mu.Lock()
-				e := s.epochs[id]
-				over := e == nil || e.ended
-				s.mu.Unlock()
-				if !over {
-					return false
-				}
-			}
-			return true
-		}); err != nil {
-			t.Fatal("the epoch did not end at the honest servers")
-		}
+		sa.waitEnded(t, honest)
 		t.Logf("the epoch ended at the honest servers %v after S_0 went", time.Since(gone))
-		time.Sleep(90 * time.Second) // virtual: the evidence relays settle
-		leader := proto.LeaderOf(sa.num, chain)
+		reasons := sa.checkCharges(t, honest, slowLag == 0)
+		leader := proto.LeaderOf(sa.num, sa.chain)
 		for i, p := range honest {
-			s := byID[p]
-			s.mu.Lock()
-			reason := s.epochs[id].reason
-			s.mu.Unlock()
-			counts := s.ref.RefusalCounts()
-			t.Logf("S_%d: ended %q; charges%s", i+1, reason, fmtCharges(counts, chain))
-			for j, o := range honest {
-				if counts[o] != 0 {
-					t.Errorf("S_%d charged honest S_%d %d times", i+1, j+1, counts[o])
-				}
-			}
-			if counts[chain[0]] == 0 && slowLag == 0 {
-				t.Errorf("S_%d: S_0, whose part of round %d nobody got, not charged", i+1, q)
-			}
-			if p == leader && !strings.HasPrefix(reason, "round ") {
-				t.Errorf("S_%d, the leader, did not end the stale epoch itself: %q", i+1, reason)
+			if p == leader && !strings.HasPrefix(reasons[i], "round ") {
+				t.Errorf("S_%d, the leader, did not end the stale epoch itself: %q", i+1, reasons[i])
 			}
 		}
 	})
@@ -119,7 +89,7 @@ func s0RootAhead(t *testing.T, settle bool, ivMs uint32, slowLag time.Duration) 
 func TestStaleEndKeepsNotes(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		sa := startS0Ahead(t, false, 2000, 0)
-		s2 := sa.byID[sa.chain[2]]
+		s2 := sa.at(2)
 		s2.mu.Lock()
 		e := s2.epochs[sa.id]
 		s2.mu.Unlock()
@@ -157,53 +127,17 @@ func TestStaleEndKeepsNotes(t *testing.T) {
 // TestS0RootAheadFramesNoOne's cases say).
 func startS0Ahead(t *testing.T, settle bool, ivMs uint32, slowLag time.Duration) *s0Ahead {
 	t.Helper()
-	p := testParams(64)
-	p.RoundLimitMs, p.RoundIntervalMs = 4000, ivMs
-	cfgs := make([]ServerConfig, 4)
-	fn := startFounded(t, 4, 4, 3, p, func(i int, c *ServerConfig) {
-		c.MinServers = 3
-		cfgs[i] = *c
-	})
-	byID := map[peer.ID]*Server{}
-	for _, s := range fn.servers {
-		byID[s.ID()] = s
-	}
-	id, chain := runningEpoch(t, fn.servers[0])
-	bad, h := byID[chain[0]], byID[chain[1]]
-	// Once S_0 has just passed on its part of its newest round.
-	var top uint32
-	if err := wait.Until(context.Background(), time.Minute, func() bool {
-		bad.mu.Lock()
-		defer bad.mu.Unlock()
-		be := bad.epochs[id]
-		for r := range be.sentAt {
-			top = max(top, r)
-		}
-		at, ok := be.sentAt[top]
-		return ok && time.Since(at) < 300*time.Millisecond && top >= 2
-	}); err != nil {
-		t.Fatal("S_0 never passed a round on")
-	}
-	h.mu.Lock()
-	he := h.epochs[id]
-	q := he.listHigh + uint32(he.final.Desc.Params.W) + roundsAhead - 1
-	_, already := he.openAt[q]
-	h.mu.Unlock()
-	if q >= p.Rounds || already {
-		t.Fatalf("round %d beyond the epoch or open at S_1 (%v)", q, already)
-	}
+	sn := startS0Net(t, 4, ivMs)
+	id, chain := sn.id, sn.chain
+	bad, h := sn.at(0), sn.at(1)
+	top := sn.passedTop(t)
+	q, num := sn.ahead(t, h)
 	if settle {
 		bad.hooks.Store(&serverHooks{silentOut: func(r uint32) bool { return r >= q }})
 	} else {
 		bad.hooks.Store(&serverHooks{silentOut: func(r uint32) bool { return r > top }})
 	}
-	b := wire.Batch{Epoch: id, Round: q, S: 1, Root: [32]byte{7}}
-	sig, err := proto.Sign(bad.priv, batchDigest(&b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := (&wire.Root{Epoch: id, Round: q, S: 1, Root: b.Root, Sig: sig}).Marshal()
-	if _, err := transport.Call(context.Background(), bad.h, h.ID(), transport.Request{Proto: ProtoRound, Type: wire.TypeRoot, Body: root, Timeout: transport.ShortTimeout}); err != nil {
+	if err := sendRoot(bad, h, sn.rootOf(t, q, 7)); err != nil {
 		t.Fatalf("root to S_1: %v", err)
 	}
 	t.Logf("S_0 sent its part of round %d to S_1 alone (its newest part: round %d)", q, top)
@@ -231,27 +165,169 @@ func startS0Ahead(t *testing.T, settle bool, ivMs uint32, slowLag time.Duration)
 		bad.epochs[id].ended = true
 		bad.mu.Unlock()
 	} else {
-		// A restart that forgot the epoch: S_0 stays in the
-		// roster, answers at once and signs nothing of it.
-		addr := bad.Addrs()[0].String()
-		i := slices.Index(fn.servers, bad)
-		bad.Crash()
-		cfg := cfgs[i]
-		cfg.Listen = []string{addr[:strings.Index(addr, "/p2p/")]}
-		var err error
-		for try := 0; try < 20; try++ {
-			var s *Server
-			if s, err = NewServer(context.Background(), cfg); err == nil {
-				t.Cleanup(func() { s.Close() })
-				break
-			}
-			time.Sleep(100 * time.Millisecond) // the port is being released
+		// A restart that forgot the epoch: S_0 stays in the roster,
+		// answers at once and signs nothing of it.
+		sn.restartS0(t)
+	}
+	return &s0Ahead{s0Net: sn, q: q, num: num}
+}
+
+// s0Net is the set-up the tests of S_0's part of a round share
+// (stale_s0root_test.go, stale_relayadmit_test.go,
+// stale_relaycopy_test.go): m founded servers that need three, a round
+// limit of 4 s, rounds ivMs apart, and a running epoch.
+type s0Net struct {
+	p     Params
+	fn    *foundedNet
+	cfgs  []ServerConfig
+	byID  map[peer.ID]*Server
+	id    [32]byte
+	chain []peer.ID
+}
+
+func startS0Net(t *testing.T, m int, ivMs uint32) *s0Net {
+	t.Helper()
+	p := testParams(64)
+	p.RoundLimitMs, p.RoundIntervalMs = 4000, ivMs
+	sn := &s0Net{p: p, cfgs: make([]ServerConfig, m), byID: map[peer.ID]*Server{}}
+	sn.fn = startFounded(t, m, m, 3, p, func(i int, c *ServerConfig) {
+		c.MinServers = 3
+		sn.cfgs[i] = *c
+	})
+	for _, s := range sn.fn.servers {
+		sn.byID[s.ID()] = s
+	}
+	sn.id, sn.chain = runningEpoch(t, sn.fn.servers[0])
+	return sn
+}
+
+// at is the chain's S_i.
+func (sn *s0Net) at(i int) *Server { return sn.byID[sn.chain[i]] }
+
+// passedTop waits until S_0 has just passed on its part of its newest
+// round, at least round 2, and returns that round.
+func (sn *s0Net) passedTop(t *testing.T) uint32 {
+	t.Helper()
+	bad := sn.at(0)
+	var top uint32
+	if err := wait.Until(context.Background(), time.Minute, func() bool {
+		bad.mu.Lock()
+		defer bad.mu.Unlock()
+		be := bad.epochs[sn.id]
+		for r := range be.sentAt {
+			top = max(top, r)
 		}
-		if err != nil {
-			t.Fatalf("restart S_0: %v", err)
+		at, ok := be.sentAt[top]
+		return ok && time.Since(at) < 300*time.Millisecond && top >= 2
+	}); err != nil {
+		t.Fatal("S_0 never passed a round on")
+	}
+	return top
+}
+
+// ahead is the last round of s's admission window, listHigh + W +
+// roundsAhead − 1, which must lie in the epoch and not be open at s yet,
+// and the epoch's number.
+func (sn *s0Net) ahead(t *testing.T, s *Server) (q uint32, num uint64) {
+	t.Helper()
+	s.mu.Lock()
+	e := s.epochs[sn.id]
+	q = e.listHigh + uint32(e.final.Desc.Params.W) + roundsAhead - 1
+	_, already := e.openAt[q]
+	num = e.final.Desc.Number
+	s.mu.Unlock()
+	if q >= sn.p.Rounds || already {
+		t.Fatalf("round %d beyond the epoch or open at S_1 (%v)", q, already)
+	}
+	return q, num
+}
+
+// rootOf is S_0's signed part of round q with batch root {root}, as a
+// Root message.
+func (sn *s0Net) rootOf(t *testing.T, q uint32, root byte) []byte {
+	t.Helper()
+	b := wire.Batch{Epoch: sn.id, Round: q, S: 1, Root: [32]byte{root}}
+	sig, err := proto.Sign(sn.at(0).priv, batchDigest(&b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return (&wire.Root{Epoch: sn.id, Round: q, S: 1, Root: b.Root, Sig: sig}).Marshal()
+}
+
+// sendRoot hands the Root message body from server from to server to.
+func sendRoot(from, to *Server, body []byte) error {
+	_, err := transport.Call(context.Background(), from.h, to.ID(), transport.Request{Proto: ProtoRound, Type: wire.TypeRoot, Body: body, Timeout: transport.ShortTimeout})
+	return err
+}
+
+// restartS0 crashes S_0 and starts it again at its address: it stays in
+// the roster, answers at once and has forgotten the epoch.
+func (sn *s0Net) restartS0(t *testing.T) {
+	t.Helper()
+	bad := sn.at(0)
+	addr := bad.Addrs()[0].String()
+	cfg := sn.cfgs[slices.Index(sn.fn.servers, bad)]
+	bad.Crash()
+	cfg.Listen = []string{addr[:strings.Index(addr, "/p2p/")]}
+	var err error
+	// Until the port is released.
+	if werr := wait.Until(context.Background(), 2*time.Second, func() bool {
+		var s *Server
+		if s, err = NewServer(context.Background(), cfg); err != nil {
+			return false
+		}
+		t.Cleanup(func() { s.Close() })
+		return true
+	}); werr != nil {
+		t.Fatalf("restart S_0: %v", err)
+	}
+}
+
+// waitEnded waits until the epoch ended at every server of ps.
+func (sn *s0Net) waitEnded(t *testing.T, ps []peer.ID) {
+	t.Helper()
+	if err := wait.Until(context.Background(), 5*time.Minute, func() bool {
+		for _, p := range ps {
+			s := sn.byID[p]
+			s.mu.Lock()
+			e := s.epochs[sn.id]
+			over := e == nil || e.ended
+			s.mu.Unlock()
+			if !over {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		t.Fatal("the epoch did not end at the honest servers")
+	}
+}
+
+// checkCharges lets the evidence relays settle (90 s, virtual), then
+// checks that no server of honest charges another of them and, with s0,
+// that each charges S_0. It returns why the epoch ended at each.
+func (sn *s0Net) checkCharges(t *testing.T, honest []peer.ID, s0 bool) []string {
+	t.Helper()
+	time.Sleep(90 * time.Second)
+	var reasons []string
+	for i, p := range honest {
+		s := sn.byID[p]
+		s.mu.Lock()
+		reason := s.epochs[sn.id].reason
+		s.mu.Unlock()
+		reasons = append(reasons, reason)
+		counts := s.ref.RefusalCounts()
+		t.Logf("S_%d: ended %q; charges%s", i+1, reason, fmtCharges(counts, sn.chain))
+		for j, o := range honest {
+			if counts[o] != 0 {
+				t.Errorf("S_%d charged honest S_%d %d times", i+1, j+1, counts[o])
+			}
+		}
+		if s0 && counts[sn.chain[0]] == 0 {
+			t.Errorf("S_%d: S_0 not charged", i+1)
 		}
 	}
-	return &s0Ahead{byID: byID, id: id, chain: chain, q: q, num: he.final.Desc.Number}
+	return reasons
 }
 
 func fmtCharges(counts map[peer.ID]int, chain []peer.ID) string {
