@@ -8,14 +8,21 @@
 //
 // # Files
 //
-//   - client.go: Client, its configuration and main loop.
-//   - client_epoch.go: joining an epoch, the rounds, submissions.
+//   - client.go: Client, its configuration and main loop. Client.mu
+//     guards the queue and the current epoch; the presence count and the
+//     epoch notes have locks of their own, taken after it.
+//   - client_epoch.go: joining an epoch (oneEpoch, join) and the epoch's
+//     steps, methods of its state cepoch: the rounds, submissions, the
+//     payload, the confirmation of each round's list, the end (§4.1, §5).
+//   - queue.go: the jobs' queue (chunks to upload, files wanted, requests
+//     in flight), under Client.mu; its rules are in resend.go (§5.2 v3),
+//     presence.go (pauses, §5.4 v3) and client_requests.go (§6.3).
 //   - client_requests.go: request slots, PIR queries.
 //   - decoys.go: decoys drawn from public demand (§6.3 v3).
 //   - window_client.go: the group's decoy window, asked of every chain
 //     server (§6.3 v3).
-//   - closing_client.go: the window's records settle re-sends across
-//     epochs (§5.2 v3); resend.go: chunks a round did not publish (the rule:
+//   - resend.go: chunks a round did not publish, and the window's
+//     closing records that settle them across epochs (§5.2 v3; the rule:
 //     internal/resend).
 //   - client_anon.go: the minimum anonymity set a client accepts (§3 v3;
 //     the count: internal/anonset).
@@ -23,8 +30,10 @@
 //     client's budget (internal/meter); chains that dropped a server for
 //     its refusal budget (the rule: internal/budget).
 //   - dupclient.go: the answer to a duplicate share at setup (§4.2).
-//   - presence.go: the presence wait before jobs and before leaving (§5.4 v3).
-//   - indexsync.go: the index sync at an epoch's start and the check of
+//   - presence.go: the presence count (type presence, its own lock): the
+//     wait before jobs and before leaving, and each job's epochs (§5.4 v3).
+//   - indexsync.go: the index sync at an epoch's start, the index as
+//     synced then (syncedIndex), and the check of
 //     the copy against the window's manifests (§7 v3); the copy, its
 //     cursors, the sync from one server and its rules, and what is asked
 //     of the chain's other servers (a failed sync, the named manifests
@@ -41,7 +50,8 @@
 //     the files moved aside and back: internal/netdir).
 //   - control.go, control_status.go: a job's progress events (JobEvent,
 //     internal/progress) and the client's status (internal/status), for
-//     the local API (cmd/riffle/internal/webui).
+//     the local API (cmd/riffle/internal/webui); what Status and a waiting
+//     job's line say of the epochs is epochNotes's (its own lock).
 //   - snapshot_client.go: a read-only snapshot and share job handles.
 //   - handover_client.go, manifests_client.go, waitstate_client.go: the
 //     client's half of node's handover.go (§5.4 v3), manifests.go (§6.4 v3)
