@@ -77,30 +77,8 @@ func (e *cepoch) query(ctx context.Context, r uint32, rl *wire.RoundList) error 
 		}
 		q.Rows = append(q.Rows, mk)
 	}
-	// The answer's buffer goes back to the epoch's free list when this
-	// round is done with it: delivered chunks are written out or decoded
-	// into copies, never kept.
-	var buf []byte
-	alloc := func(n int) []byte {
-		select {
-		case buf = <-e.answerBufs:
-		default:
-		}
-		if cap(buf) < n {
-			buf = make([]byte, n)
-		}
-		return buf[:n]
-	}
-	defer func() {
-		if buf != nil {
-			select {
-			case e.answerBufs <- buf:
-			default:
-			}
-		}
-	}()
-	rep, err := c.call(ctx, transport.Request{Proto: transport.ProtoPIR, Type: wire.TypeQuery, Body: q.Marshal(), Timeout: transport.PollTimeout,
-		Max: 64 + k*(8+int(e.v.Desc.Params.ChunkSize)), Bufs: &wire.Buffers{Get: alloc}})
+	rep, release, err := askPIR(ctx, c.call, e.answerBufs, q.Marshal(), 64+k*(8+int(e.v.Desc.Params.ChunkSize)))
+	defer release()
 	// The ids stay in flight until the epoch ends: answered, corrupted or
 	// lost, none is requested again in this epoch (§6.4 v3).
 	if err != nil {
@@ -138,6 +116,35 @@ func (e *cepoch) query(ctx context.Context, r uint32, rl *wire.RoundList) error 
 		}
 	}
 	return nil
+}
+
+// askPIR sends a PIR query (body) to the primary by call and reads its
+// answer, of at most max bytes, into a buffer of the epoch's free list
+// (free); release gives the buffer back once the round is done with it:
+// delivered chunks are written out or decoded into copies, never kept.
+func askPIR(ctx context.Context, call func(context.Context, transport.Request) ([]byte, error), free chan []byte, body []byte, max int) (rep []byte, release func(), err error) {
+	var buf []byte
+	alloc := func(n int) []byte {
+		select {
+		case buf = <-free:
+		default:
+		}
+		if cap(buf) < n {
+			buf = make([]byte, n)
+		}
+		return buf[:n]
+	}
+	release = func() {
+		if buf != nil {
+			select {
+			case free <- buf:
+			default:
+			}
+		}
+	}
+	rep, err = call(ctx, transport.Request{Proto: transport.ProtoPIR, Type: wire.TypeQuery, Body: body, Timeout: transport.PollTimeout,
+		Max: max, Bufs: &wire.Buffers{Get: alloc}})
+	return rep, release, err
 }
 
 // badAnswer counts an answer that failed its check and tells the user: for
