@@ -68,41 +68,71 @@ func ReadFrame(r io.Reader, want Type, max int) ([]byte, error) {
 // ReadFrameInto is ReadFrame with the body read into buffers from bufs
 // (nil: new slices).
 func ReadFrameInto(r io.Reader, want Type, max int, bufs *Buffers) ([]byte, error) {
+	n, err := readHeader(r, want, max)
+	if err != nil {
+		return nil, err
+	}
+	b, err := readBody(r, n, bufs)
+	if err != nil {
+		return nil, fmt.Errorf("wire: read body of type %d (%d bytes): %w", want, n, err)
+	}
+	return b, nil
+}
+
+// ReadFrameTo is ReadFrame with the body read straight into dst, a buffer
+// the caller keeps and reads into again and again (a client's PIR answers):
+// nothing is allocated, grown or copied. The cap is min(max, len(dst)).
+// The returned body is dst's first bytes.
+func ReadFrameTo(r io.Reader, want Type, max int, dst []byte) ([]byte, error) {
+	n, err := readHeader(r, want, min(max, len(dst)))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.ReadFull(r, dst[:n]); err != nil {
+		if errors.Is(err, io.EOF) && n > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("wire: read body of type %d (%d bytes): %w", want, n, err)
+	}
+	return dst[:n], nil
+}
+
+// readHeader reads a frame's header and returns its body's length: of
+// type want and at most max bytes, or a refusal read whole as a
+// *RemoteError.
+func readHeader(r io.Reader, want Type, max int) (int, error) {
 	var h [HeaderSize]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return nil, fmt.Errorf("wire: read header (want type %d): %w", want, err)
+		return 0, fmt.Errorf("wire: read header (want type %d): %w", want, err)
 	}
 	t := Type(h[0])
 	n := int64(binary.BigEndian.Uint32(h[1:]))
 	if t == TypeError {
 		if n > MaxErrorText {
-			return nil, fmt.Errorf("%w: error text of %d bytes > %d", ErrTooLarge, n, MaxErrorText)
+			return 0, fmt.Errorf("%w: error text of %d bytes > %d", ErrTooLarge, n, MaxErrorText)
 		}
 		b := make([]byte, n)
 		if _, err := io.ReadFull(r, b); err != nil {
-			return nil, fmt.Errorf("wire: read error text: %w", err)
+			return 0, fmt.Errorf("wire: read error text: %w", err)
 		}
-		return nil, &RemoteError{Text: string(b)}
+		return 0, &RemoteError{Text: string(b)}
 	}
 	if t != want {
-		return nil, fmt.Errorf("wire: got message type %d, want %d", t, want)
+		return 0, fmt.Errorf("wire: got message type %d, want %d", t, want)
 	}
 	if n > int64(max) || n > MaxFrame {
-		return nil, fmt.Errorf("%w: type %d body of %d bytes > cap %d", ErrTooLarge, t, n, max)
+		return 0, fmt.Errorf("%w: type %d body of %d bytes > cap %d", ErrTooLarge, t, n, max)
 	}
-	b, err := readBody(r, int(n), bufs)
-	if err != nil {
-		return nil, fmt.Errorf("wire: read body of type %d (%d bytes): %w", t, n, err)
-	}
-	return b, nil
+	return int(n), nil
 }
 
 // Buffers recycles the buffers frame bodies are read into. Get returns a
 // buffer of length n (its bytes need not be zero); Put takes back one
 // from Get that the reader no longer uses. A nil Put keeps nothing. Get
-// may hand out the memory of the buffer it replaces (a client's answer
-// buffer does, TestBodyIntoOneReusedBuffer): a body is never read into
-// two of Get's buffers at once.
+// may hand out the memory of the buffer it replaces
+// (TestBodyIntoOneReusedBuffer): a body is never read into two of Get's
+// buffers at once. (A caller that reuses one buffer of the cap's size
+// reads into it with ReadFrameTo instead.)
 type Buffers struct {
 	Get func(n int) []byte
 	Put func(b []byte)

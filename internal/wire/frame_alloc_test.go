@@ -169,6 +169,51 @@ func TestBodyIntoOneReusedBuffer(t *testing.T) {
 	}
 }
 
+// TestFrameToCallersBuffer: ReadFrameTo reads a body straight into the
+// caller's buffer, every time the same memory, allocating next to nothing
+// however large the body; a body above len(dst) or the cap is refused
+// before it is read, a short one fails, and a refusal still reads whole.
+func TestFrameToCallersBuffer(t *testing.T) {
+	dst := make([]byte, 5*BodyStart+17)
+	for _, n := range []int{0, 1, BodyStart + 1, len(dst)} {
+		body := make([]byte, n)
+		for i := range body {
+			body[i] = byte(i*7 + n)
+		}
+		var frame bytes.Buffer
+		_ = WriteFrame(&frame, TypeBatch, body)
+		r := bytes.NewReader(frame.Bytes())
+		var got []byte
+		var err error
+		a := allocBytes(func() {
+			r.Reset(frame.Bytes())
+			got, err = ReadFrameTo(iotest.HalfReader(r), TypeBatch, MaxFrame, dst)
+		})
+		if err != nil || !bytes.Equal(got, body) || (n > 0 && &got[0] != &dst[0]) {
+			t.Fatalf("body of %d bytes into the caller's buffer: %v, equal %v", n, err, bytes.Equal(got, body))
+		}
+		if a > 4<<10 {
+			t.Fatalf("body of %d bytes into the caller's buffer allocated %d bytes", n, a)
+		}
+	}
+	over := append(header(TypeBatch, uint32(len(dst)+1)), make([]byte, len(dst)+1)...)
+	if _, err := ReadFrameTo(bytes.NewReader(over), TypeBatch, MaxFrame, dst); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a body above the buffer: %v", err)
+	}
+	if _, err := ReadFrameTo(bytes.NewReader(over), TypeBatch, 100, dst); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a body above the cap: %v", err)
+	}
+	short := append(header(TypeBatch, 1000), make([]byte, 999)...)
+	if _, err := ReadFrameTo(bytes.NewReader(short), TypeBatch, MaxFrame, dst); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("a short body: %v", err)
+	}
+	var refusal bytes.Buffer
+	_ = WriteError(&refusal, errors.New("no"))
+	if _, err := ReadFrameTo(&refusal, TypeBatch, MaxFrame, dst); err == nil || err.Error() != "peer refused: no" {
+		t.Fatalf("a refusal: %v", err)
+	}
+}
+
 // FuzzReadBody: a frame read in pieces of any size, with recycled
 // buffers that hold stale bytes, reads the same as in one piece.
 func FuzzReadBody(f *testing.F) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -82,6 +83,37 @@ func answerNet(tb testing.TB) (run func(free chan []byte, steps []int)) {
 				})
 			}
 			wg.Wait()
+		}
+	}
+}
+
+// TestAnswerBuffersReused: answers read alone, in overlapping pairs and a
+// pair then one alone reuse the epoch's free list: past the first
+// answers, a client allocates nothing of an answer's size, and the list
+// holds at most queriesInFlight buffers of the answer's cap.
+func TestAnswerBuffersReused(t *testing.T) {
+	run := answerNet(t)
+	free := make(chan []byte, queriesInFlight)
+	steps := []int{1, 2, 1, 2, 2, 1}
+	run(free, steps)
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	const times = 10
+	for range times {
+		run(free, steps)
+	}
+	runtime.ReadMemStats(&b)
+	per := (b.TotalAlloc - a.TotalAlloc) / uint64(times*9)
+	t.Logf("%d bytes allocated an answer of %d bytes", per, answerMax)
+	if per > answerMax/8 {
+		t.Fatalf("%d bytes allocated an answer of %d bytes: its buffer is not reused", per, answerMax)
+	}
+	if len(free) > queriesInFlight {
+		t.Fatalf("%d free answer buffers", len(free))
+	}
+	for range len(free) {
+		if b := <-free; len(b) != answerMax {
+			t.Fatalf("a free answer buffer of %d bytes", len(b))
 		}
 	}
 }

@@ -119,31 +119,28 @@ func (e *cepoch) query(ctx context.Context, r uint32, rl *wire.RoundList) error 
 }
 
 // askPIR sends a PIR query (body) to the primary by call and reads its
-// answer, of at most max bytes, into a buffer of the epoch's free list
-// (free); release gives the buffer back once the round is done with it:
-// delivered chunks are written out or decoded into copies, never kept.
+// answer, of at most max bytes, straight into a buffer of max bytes from
+// the epoch's free list (free; a new one if it has none); release gives
+// the buffer back once the round is done with it: delivered chunks are
+// written out or decoded into copies, never kept. The free list holds at
+// most queriesInFlight buffers, of the epoch's answer cap whatever n.
 func askPIR(ctx context.Context, call func(context.Context, transport.Request) ([]byte, error), free chan []byte, body []byte, max int) (rep []byte, release func(), err error) {
 	var buf []byte
-	alloc := func(n int) []byte {
-		select {
-		case buf = <-free:
-		default:
-		}
-		if cap(buf) < n {
-			buf = make([]byte, n)
-		}
-		return buf[:n]
+	select {
+	case buf = <-free:
+	default:
+	}
+	if len(buf) != max {
+		buf = make([]byte, max)
 	}
 	release = func() {
-		if buf != nil {
-			select {
-			case free <- buf:
-			default:
-			}
+		select {
+		case free <- buf:
+		default:
 		}
 	}
 	rep, err = call(ctx, transport.Request{Proto: transport.ProtoPIR, Type: wire.TypeQuery, Body: body, Timeout: transport.PollTimeout,
-		Max: max, Bufs: &wire.Buffers{Get: alloc}})
+		Max: max, Into: buf})
 	return rep, release, err
 }
 

@@ -87,6 +87,10 @@ type Request struct {
 	Sent func(t wire.Type, n int)
 	// Bufs, if set, gives the buffers the reply is read into.
 	Bufs *wire.Buffers
+	// Into, if set, is the caller's buffer the reply is read straight
+	// into (wire.ReadFrameTo; the cap is at most len(Into)), instead of
+	// Bufs.
+	Into []byte
 }
 
 // BodySegments is the request body as segments.
@@ -142,7 +146,12 @@ func Call(ctx context.Context, h Host, p peer.ID, r Request) ([]byte, error) {
 		return nil, &callErr{"", r.Proto, p, ": close write", err}
 	}
 	br := getReader(s)
-	rep, err := wire.ReadFrameInto(br, want, max, r.Bufs)
+	var rep []byte
+	if r.Into != nil {
+		rep, err = wire.ReadFrameTo(br, want, max, r.Into)
+	} else {
+		rep, err = wire.ReadFrameInto(br, want, max, r.Bufs)
+	}
 	putReader(br)
 	if err != nil {
 		s.Reset()
