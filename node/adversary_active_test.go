@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -498,18 +499,18 @@ func TestAdversaryIndexGap(t *testing.T) {
 func playUntil(ctx context.Context, t *testing.T, target int, play func() (null, ctl *tally)) (null, ctl *tally) {
 	t.Helper()
 	last := -1
-	for {
+	if err := wait.UntilEvery(ctx, ctxLeft(ctx), 200*time.Millisecond, func() bool {
 		null, ctl = play()
 		if null.trials >= target && ctl.trials >= target {
-			return null, ctl
+			return true
 		}
 		if n := min(null.trials, ctl.trials); advFull() && n/10 != last/10 {
 			t.Logf("%d and %d trials of %d: %s; control %s", null.trials, ctl.trials, target, null, ctl) // full runs take hours: show progress
 			last = n
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("only %d and %d trials", null.trials, ctl.trials)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return false
+	}); err != nil {
+		t.Fatalf("only %d and %d trials", null.trials, ctl.trials)
 	}
+	return null, ctl
 }

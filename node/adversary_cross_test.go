@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/riffle-net/riffle/internal/wait"
 )
 
 // crossEpoch plays the cross-epoch adversary (docs/anonymity.md, "How it
@@ -85,19 +87,18 @@ func crossEpoch(t *testing.T, heldDecoys bool, idle int) (*tally, int, int) {
 	}
 	rec.mu.Unlock()
 	var idleIDs [][32]byte
-	for len(idleIDs) < idle {
-		if ctx.Err() != nil {
-			t.Fatalf("%d idle epochs", len(idleIDs))
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := wait.UntilEvery(ctx, advTimeout(10*time.Minute), 100*time.Millisecond, func() bool {
 		rec.mu.Lock()
+		defer rec.mu.Unlock()
 		idleIDs = idleIDs[:0]
 		for id, j := range rec.joined {
 			if !before[id] && len(j) == n && rec.pseud[id] != nil && rec.ended(id, p.Rounds) {
 				idleIDs = append(idleIDs, id)
 			}
 		}
-		rec.mu.Unlock()
+		return len(idleIDs) >= idle
+	}); err != nil {
+		t.Fatalf("%d idle epochs", len(idleIDs))
 	}
 	closed := -1
 	for _, c := range clients {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/riffle-net/riffle/internal/wait"
 )
 
 // The linking adversary (docs/anonymity.md, "How it is tested"). Real
@@ -297,24 +299,32 @@ func checkLinks(t *testing.T, what string, def, ctl *tally) {
 	}
 }
 
+// ctxLeft is the time ctx has left, an hour if it has no deadline: the
+// timeout of a wait that ctx bounds.
+func ctxLeft(ctx context.Context) time.Duration {
+	if end, ok := ctx.Deadline(); ok {
+		return time.Until(end)
+	}
+	return time.Hour
+}
+
 // waitCount polls have until it reaches want; the test fails when ctx
 // ends first.
 func waitCount(ctx context.Context, t *testing.T, what string, want int, have func() int) {
 	t.Helper()
 	last := -1
-	for {
+	if err := wait.UntilEvery(ctx, ctxLeft(ctx), 100*time.Millisecond, func() bool {
 		n := have()
 		if n >= want {
-			return
+			return true
 		}
 		if advFull() && n/10 != last/10 {
 			t.Logf("%d %s of %d", n, what, want) // full runs take hours: show progress
 		}
 		last = n
-		if ctx.Err() != nil {
-			t.Fatalf("%d %s of %d", n, what, want)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return false
+	}); err != nil {
+		t.Fatalf("%d %s of %d", last, what, want)
 	}
 }
 
@@ -427,11 +437,8 @@ func TestAdversaryLinks(t *testing.T) {
 			}
 			return out
 		}
-		for len(complete()) < epochs+1 {
-			if ctx.Err() != nil {
-				t.Fatalf("only %d complete epochs", len(complete()))
-			}
-			time.Sleep(100 * time.Millisecond)
+		if err := wait.UntilEvery(ctx, advTimeout(10*time.Minute), 100*time.Millisecond, func() bool { return len(complete()) >= epochs+1 }); err != nil {
+			t.Fatalf("only %d complete epochs", len(complete()))
 		}
 		for _, c := range clients {
 			c.Close()

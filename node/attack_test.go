@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/riffle-net/riffle/internal/wait"
 )
 
 // TestCorruptedCoverAnswerIsAttack (§6.3 v3): a primary that spoils every
@@ -37,11 +39,8 @@ func TestCorruptedCoverAnswerIsAttack(t *testing.T) {
 		}
 		defer o.Close()
 		// Reported, and the victim goes on querying round after round.
-		for st := v.Stats(); st.CoverAttacks < 8 || st.Rounds < 8; st = v.Stats() {
-			if ctx.Err() != nil {
-				t.Fatalf("no attack reported: %+v\n%s", v.Stats(), victim.String())
-			}
-			time.Sleep(50 * time.Millisecond)
+		if err := wait.UntilEvery(ctx, time.Minute, 50*time.Millisecond, func() bool { st := v.Stats(); return st.CoverAttacks >= 8 && st.Rounds >= 8 }); err != nil {
+			t.Fatalf("no attack reported: %+v\n%s", v.Stats(), victim.String())
 		}
 		if !strings.Contains(victim.String(), "targeted attack") {
 			t.Fatalf("the user was not told: %s", victim.String())

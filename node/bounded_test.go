@@ -12,6 +12,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
@@ -35,10 +36,7 @@ func TestLeaderTricksFail(t *testing.T) {
 		var leader *Server
 		var honest []*Server
 		var id [32]byte
-		for {
-			if ctx.Err() != nil {
-				t.Fatal("no epoch opened")
-			}
+		until(t, ctx, time.Minute, func() bool {
 			open := 0
 			for _, s := range tn.servers {
 				s.mu.Lock()
@@ -48,11 +46,8 @@ func TestLeaderTricksFail(t *testing.T) {
 				}
 				s.mu.Unlock()
 			}
-			if open == len(tn.servers) {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return open == len(tn.servers)
+		}, "no epoch opened")
 		chain := tn.servers[0].chain()
 		// The leader is whoever sent the open epoch's Prepare (leaders rotate).
 		tn.servers[0].mu.Lock()
@@ -231,11 +226,8 @@ func TestMinAnonymity(t *testing.T) {
 		if !strings.Contains(pinned.String(), "2 through trusted servers") {
 			t.Fatalf("pinned client: %s", pinned.String())
 		}
-		for a.Stats().Rounds < 8 {
-			if ctx.Err() != nil {
-				t.Fatal("the holding client sends no cover")
-			}
-			time.Sleep(50 * time.Millisecond)
+		if err := wait.UntilEvery(ctx, time.Minute, 50*time.Millisecond, func() bool { return a.Stats().Rounds >= 8 }); err != nil {
+			t.Fatal("the holding client sends no cover")
 		}
 		if st := a.Stats(); st.Uploaded != 0 {
 			t.Fatalf("the holding client uploaded: %+v", st)

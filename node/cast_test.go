@@ -3,6 +3,7 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/mix"
 )
 
@@ -124,19 +126,14 @@ func TestCastWithholdsPublication(t *testing.T) {
 				honest = append(honest, s)
 			}
 		}
-		deadline := time.Now().Add(60 * time.Second)
-		for {
+		if err := wait.UntilEvery(context.Background(), 60*time.Second, 50*time.Millisecond, func() bool {
 			out := true
 			for _, s := range honest {
 				out = out && s.refusalOut(bad.h.ID())
 			}
-			if out {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the withholding server is not left out within 60 s")
-			}
-			time.Sleep(50 * time.Millisecond)
+			return out
+		}); err != nil {
+			t.Fatal("the withholding server is not left out within 60 s")
 		}
 		outAfter := time.Since(start).Round(time.Millisecond)
 		var up, down *Client

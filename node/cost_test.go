@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/pir"
@@ -74,11 +75,8 @@ func TestGroupCostHolds(t *testing.T) {
 		worst := GroupCost(p).Worst
 		tn := startAnonNet(t, 3, 3, 3, p, nil)
 		deadline := time.Now().Add(5 * time.Minute)
-		for tn.clients[0].Stats().Rounds < 2*int(p.Rounds) {
-			if time.Now().After(deadline) {
-				t.Fatal("rounds did not run")
-			}
-			time.Sleep(100 * time.Millisecond)
+		if err := wait.UntilEvery(context.Background(), time.Until(deadline), 100*time.Millisecond, func() bool { return tn.clients[0].Stats().Rounds >= 2*int(p.Rounds) }); err != nil {
+			t.Fatal("rounds did not run")
 		}
 		st := tn.clients[0].Status()
 		if st.SentPerHour <= 0 || st.SentPerHour > worst.SendPerHour || st.RecvPerHour > worst.RecvPerHour {
@@ -108,11 +106,8 @@ func TestGroupCostHolds(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer high.Close()
-		for high.Stats().Epochs == 0 {
-			if time.Now().After(deadline) || high.Err() != nil {
-				t.Fatalf("a client within its budget took no epoch: %v", high.Err())
-			}
-			time.Sleep(100 * time.Millisecond)
+		if err := wait.UntilEvery(context.Background(), time.Until(deadline), 100*time.Millisecond, func() bool { return high.Stats().Epochs != 0 || high.Err() != nil }); err != nil || high.Err() != nil {
+			t.Fatalf("a client within its budget took no epoch: %v", high.Err())
 		}
 	})
 }

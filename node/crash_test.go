@@ -84,26 +84,23 @@ func startCrashNetWith(t *testing.T, m int, p node.Params, adjust func(c *node.S
 // restart starts server i again on its data directory and address.
 func (cn *crashNet) restart(i int) {
 	var err error
-	for try := 0; try < 20; try++ {
+	// Two seconds for the port to be released.
+	if wait.UntilEvery(context.Background(), 2*time.Second, 100*time.Millisecond, func() bool {
 		var s *node.Server
 		if s, err = node.NewServer(context.Background(), cn.cfgs[i]); err == nil {
 			cn.net.Servers[i] = s
-			return
 		}
-		time.Sleep(100 * time.Millisecond) // the port is being released
+		return err == nil
+	}) != nil {
+		cn.t.Fatalf("restart server %d: %v", i, err)
 	}
-	cn.t.Fatalf("restart server %d: %v", i, err)
 }
 
 // phase waits until server i is in phase (node.Server.InPhase).
 func (cn *crashNet) phase(i int, phase string, d time.Duration) {
 	cn.t.Helper()
-	deadline := time.Now().Add(d)
-	for !cn.net.Servers[i].InPhase(phase) {
-		if time.Now().After(deadline) {
-			cn.t.Fatalf("server %d not in phase %s within %v", i, phase, d)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := wait.UntilEvery(context.Background(), d, 10*time.Millisecond, func() bool { return cn.net.Servers[i].InPhase(phase) }); err != nil {
+		cn.t.Fatalf("server %d not in phase %s within %v", i, phase, d)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/chunks"
@@ -260,10 +261,11 @@ func TestDeadSlotBadForward(t *testing.T) {
 		namers := 0
 		deadline := time.Now().Add(60 * time.Second)
 		for i, s := range honest {
-			for {
+			var rs []store.BlameRecord
+			if err := wait.UntilEvery(context.Background(), time.Until(deadline), 100*time.Millisecond, func() bool {
 				epoch, slot, _ := d.get()
-				rs, err := s.rb.blameRecords()
-				if err != nil {
+				var err error
+				if rs, err = s.rb.blameRecords(); err != nil {
 					t.Fatal(err)
 				}
 				var server *store.BlameRecord
@@ -292,12 +294,11 @@ func TestDeadSlotBadForward(t *testing.T) {
 					if server == nil {
 						t.Logf("honest server %d did not get the false step: the epoch ended, nobody named", i)
 					}
-					break
+					return true
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("honest server %d: the epoch did not end early after the false step (%d records)", i, len(rs))
-				}
-				time.Sleep(100 * time.Millisecond)
+				return false
+			}); err != nil {
+				t.Fatalf("honest server %d: the epoch did not end early after the false step (%d records)", i, len(rs))
 			}
 		}
 		if namers == 0 {

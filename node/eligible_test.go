@@ -10,6 +10,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node"
 	"github.com/riffle-net/riffle/node/nodetest"
 )
@@ -70,9 +71,9 @@ func TestAllowServer(t *testing.T) {
 			}
 			return n
 		}
-		for last() < epochs {
-			if time.Now().After(end) {
-				t.Fatalf("epoch %d after 40 s, want %d", last(), epochs)
+		if err := wait.UntilEvery(context.Background(), time.Until(end), 10*time.Millisecond, func() bool {
+			if last() >= epochs {
+				return true
 			}
 			for _, s := range tn.Servers {
 				c := s.OpenChain()
@@ -93,7 +94,9 @@ func TestAllowServer(t *testing.T) {
 					}
 				}
 			}
-			time.Sleep(10 * time.Millisecond)
+			return false
+		}); err != nil {
+			t.Fatalf("epoch %d after 40 s, want %d", last(), epochs)
 		}
 		t.Logf("epochs seen open: %d with server 0, %d without; led %d %d %d %d", with, without, tn.Servers[0].Led(), tn.Servers[1].Led(), tn.Servers[2].Led(), tn.Servers[3].Led())
 		if with != 0 || without == 0 {
@@ -125,8 +128,7 @@ func TestProbation(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ns.Close()
-		end := time.Now().Add(60 * time.Second)
-		for time.Now().Before(end) {
+		if err := wait.Until(context.Background(), 60*time.Second, func() bool {
 			for _, s := range tn.Servers {
 				c := s.OpenChain()
 				if !slices.Contains(c, ns.ID()) {
@@ -136,22 +138,19 @@ func TestProbation(t *testing.T) {
 					t.Fatalf("the new server joined epoch %d, in the roster since epoch %d, probation %d", n, n0, prob)
 				}
 				t.Logf("new server joined epoch %d (in the roster from epoch %d)", s.LastNumber(), n0)
-				return
+				return true
 			}
-			time.Sleep(20 * time.Millisecond)
+			return false
+		}); err != nil {
+			t.Fatalf("the new server never joined a chain (last epoch %d, from %d)", tn.Servers[0].LastNumber(), n0)
 		}
-		t.Fatalf("the new server never joined a chain (last epoch %d, from %d)", tn.Servers[0].LastNumber(), n0)
 	})
 }
 
 // waitNumber waits until s signed epoch number n.
 func waitNumber(t *testing.T, s *node.Server, n uint64, within time.Duration) {
 	t.Helper()
-	end := time.Now().Add(within)
-	for s.LastNumber() < n {
-		if time.Now().After(end) {
-			t.Fatalf("%s at epoch %d after %v, want %d", s.ID().ShortString(), s.LastNumber(), within, n)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := wait.Until(context.Background(), within, func() bool { return s.LastNumber() >= n }); err != nil {
+		t.Fatalf("%s at epoch %d after %v, want %d", s.ID().ShortString(), s.LastNumber(), within, n)
 	}
 }

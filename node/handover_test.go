@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node"
 	"github.com/riffle-net/riffle/node/client"
 	"github.com/riffle-net/riffle/node/nodetest"
@@ -34,12 +35,8 @@ func TestHandoverOnLeave(t *testing.T) {
 		stay := tn.Clients[0]
 		// Wait until the leaver is in an epoch with the others and a few
 		// rounds ran.
-		deadline := time.Now().Add(60 * time.Second)
-		for leaver.Stats().Rounds < 3 {
-			if time.Now().After(deadline) {
-				t.Fatal("the leaving client ran no rounds")
-			}
-			time.Sleep(20 * time.Millisecond)
+		if err := wait.Until(context.Background(), 60*time.Second, func() bool { return leaver.Stats().Rounds >= 3 }); err != nil {
+			t.Fatal("the leaving client ran no rounds")
 		}
 		if err := leaver.Close(); err != nil {
 			t.Fatal(err)
@@ -47,29 +44,20 @@ func TestHandoverOnLeave(t *testing.T) {
 		before := stay.Stats()
 		// Well beyond W = 2 rounds, and within the 32 handed over.
 		const beyond = 12
-		deadline = time.Now().Add(60 * time.Second)
-		for {
+		if err := wait.Until(context.Background(), 60*time.Second, func() bool {
 			now := stay.Stats()
 			if now.Epochs != before.Epochs {
 				t.Fatalf("the epoch ended %d rounds after a client left (want more than %d)", now.Rounds-before.Rounds, beyond)
 			}
-			if now.Rounds >= before.Rounds+beyond {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("only %d rounds in 60 s after the leave", now.Rounds-before.Rounds)
-			}
-			time.Sleep(20 * time.Millisecond)
+			return now.Rounds >= before.Rounds+beyond
+		}); err != nil {
+			t.Fatalf("only %d rounds in 60 s after the leave", stay.Stats().Rounds-before.Rounds)
 		}
 		// The onions run out: S_0 ends the epoch at the round limit (the
 		// primary's word that its client left is no evidence:
 		// departure.go), and the next forms without it.
-		deadline = time.Now().Add(time.Duration(p.RoundLimitMs)*time.Millisecond + 90*time.Second)
-		for stay.Stats().Epochs == before.Epochs {
-			if time.Now().After(deadline) {
-				t.Fatal("the epoch did not end after the handed-over onions ran out")
-			}
-			time.Sleep(50 * time.Millisecond)
+		if err := wait.UntilEvery(context.Background(), time.Duration(p.RoundLimitMs)*time.Millisecond+90*time.Second, 50*time.Millisecond, func() bool { return stay.Stats().Epochs != before.Epochs }); err != nil {
+			t.Fatal("the epoch did not end after the handed-over onions ran out")
 		}
 		if got := stay.Stats().Rounds - before.Rounds; got > 32+4 {
 			t.Errorf("%d rounds after the leave: more than the handed-over onions cover", got)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/protocol"
 
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -66,11 +67,13 @@ func TestHeadersOnStreamReserveLittle(t *testing.T) {
 		// would for each header.
 		var grew uint64
 		limit := uint64(c.streams) * 4 * wire.BodyStart
-		for start := time.Now(); time.Since(start) < 2*time.Second && grew <= 16*limit; time.Sleep(100 * time.Millisecond) {
+		// Two seconds of the streams' work, or less once it is too much.
+		_ = wait.UntilEvery(ctx, 2*time.Second, 100*time.Millisecond, func() bool {
 			var now runtime.MemStats
 			runtime.ReadMemStats(&now)
 			grew = now.TotalAlloc - before.TotalAlloc
-		}
+			return grew > 16*limit
+		})
 		for _, st := range streams {
 			st.Reset()
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node/transport/memnet"
 )
 
@@ -55,8 +56,8 @@ func TestHealthyNetworkLogsNoWarning(t *testing.T) {
 		if _, err := clients[4].Get(ctx, link, t.TempDir()); err != nil {
 			t.Fatal(err)
 		}
-		for tn.servers[0].cert.Top() < 8 {
-			time.Sleep(time.Second)
+		if err := wait.UntilEvery(ctx, 30*time.Minute, time.Second, func() bool { return tn.servers[0].cert.Top() >= 8 }); err != nil {
+			t.Fatalf("%d epochs certified in 30 min, want 8", tn.servers[0].cert.Top())
 		}
 		time.Sleep(1500 * time.Millisecond)
 		clients[5].Close()
@@ -69,12 +70,8 @@ func TestHealthyNetworkLogsNoWarning(t *testing.T) {
 			t.Cleanup(func() { c.Close() })
 		}
 		const epochs = 20
-		deadline := time.Now().Add(30 * time.Minute)
-		for tn.servers[0].cert.Top() < epochs {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d epochs certified in 30 min", tn.servers[0].cert.Top())
-			}
-			time.Sleep(time.Second)
+		if err := wait.UntilEvery(ctx, 30*time.Minute, time.Second, func() bool { return tn.servers[0].cert.Top() >= epochs }); err != nil {
+			t.Fatalf("%d epochs certified in 30 min", tn.servers[0].cert.Top())
 		}
 		out := logs.String()
 		var bad []string

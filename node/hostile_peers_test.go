@@ -19,6 +19,7 @@ import (
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/proto"
@@ -527,15 +528,9 @@ func TestClientPolls(t *testing.T) {
 	}
 	waitIn := func(n int) {
 		<-started
-		deadline := time.Now().Add(5 * time.Second)
-		for time.Now().Before(deadline) {
-			total, _ := s.polls.Counts()
-			if total >= n {
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
+		if err := wait.UntilEvery(context.Background(), 5*time.Second, 5*time.Millisecond, func() bool { total, _ := s.polls.Counts(); return total >= n }); err != nil {
+			t.Fatalf("%d polls not in flight", n)
 		}
-		t.Fatalf("%d polls not in flight", n)
 	}
 	one := newPeerID(t)
 	held(one)

@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/store"
 )
@@ -273,22 +274,17 @@ func TestIndexGapDetected(t *testing.T) {
 		if _, err := up.Share(ctx, bytes.NewReader(data), "m.bin", false); err != nil {
 			t.Fatal(err)
 		}
-		for victim.Stats().IndexGaps == 0 {
-			if ctx.Err() != nil {
-				t.Fatalf("no gap noticed: %+v", victim.Stats())
-			}
-			time.Sleep(50 * time.Millisecond)
+		if err := wait.UntilEvery(ctx, 90*time.Second, 50*time.Millisecond, func() bool { return victim.Stats().IndexGaps != 0 }); err != nil {
+			t.Fatalf("no gap noticed: %+v", victim.Stats())
 		}
 		if !strings.Contains(warned.String(), "lacks") {
 			t.Fatalf("the user was not told: %s", warned.String())
 		}
 		// The honest primary's client has synced since, and its copy holds
 		// every manifest the lists named.
-		for n := up.Stats().Epochs; up.Stats().Epochs < n+2; {
-			if ctx.Err() != nil {
-				t.Fatal("no more epochs")
-			}
-			time.Sleep(50 * time.Millisecond)
+		n := up.Stats().Epochs
+		if err := wait.UntilEvery(ctx, 90*time.Second, 50*time.Millisecond, func() bool { return up.Stats().Epochs >= n+2 }); err != nil {
+			t.Fatal("no more epochs")
 		}
 		if st := up.Stats(); st.IndexGaps != 0 {
 			t.Fatalf("the client of an honest primary saw %d gaps", st.IndexGaps)
@@ -320,11 +316,9 @@ func TestIndexCapsPerPseudonym(t *testing.T) {
 		}
 		defer other.Close()
 		// Start at an epoch's beginning: the ten uploads fit in its rounds.
-		for n := up.Stats().Epochs; up.Stats().Epochs <= n; {
-			if ctx.Err() != nil {
-				t.Fatal("no epoch")
-			}
-			time.Sleep(10 * time.Millisecond)
+		n := up.Stats().Epochs
+		if err := wait.UntilEvery(ctx, 90*time.Second, 10*time.Millisecond, func() bool { return up.Stats().Epochs > n }); err != nil {
+			t.Fatal("no epoch")
 		}
 		var hs []*ShareHandle
 		for i := 0; i < 5; i++ {
@@ -344,16 +338,12 @@ func TestIndexCapsPerPseudonym(t *testing.T) {
 		// Every server's index holds the five, at most four from one epoch.
 		for _, s := range tn.servers {
 			var idx []IndexEntry
-			for {
-				idx, err = s.store.Index()
-				if err != nil {
+			_ = wait.Until(ctx, 90*time.Second, func() bool { // the checks below say what is missing
+				if idx, err = s.store.Index(); err != nil {
 					t.Fatal(err)
 				}
-				if len(idx) >= 5 || ctx.Err() != nil {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				return len(idx) >= 5
+			})
 			byEpoch := map[[32]byte]int{}
 			found := 0
 			for _, e := range idx {

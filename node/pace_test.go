@@ -53,12 +53,8 @@ func testRoundsPaced(t *testing.T, fast bool) {
 				}
 			}
 		}
-		deadline := time.Now().Add(5 * time.Minute)
-		for tn.clients[0].Stats().Rounds < 6 {
-			if time.Now().After(deadline) {
-				t.Fatal("rounds did not run")
-			}
-			time.Sleep(50 * time.Millisecond)
+		if err := wait.UntilEvery(context.Background(), 5*time.Minute, 50*time.Millisecond, func() bool { return tn.clients[0].Stats().Rounds >= 6 }); err != nil {
+			t.Fatal("rounds did not run")
 		}
 		mu.Lock()
 		defer mu.Unlock()

@@ -7,6 +7,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/riffle-net/riffle/internal/wait"
 )
 
 // TestJobWaitsForPresence (§5.4 v3): a client's job sends nothing real
@@ -29,22 +31,22 @@ func TestJobWaitsForPresence(t *testing.T) {
 			_, err := c.Share(ctx, bytes.NewReader(anonRand(t, 1000)), "late.bin", false)
 			done <- err
 		}()
-		for {
-			st := c.Stats()
+		if err := wait.Until(ctx, 2*time.Minute, func() bool {
 			full := c.Inspect().FullEpochs()
 			if full >= 2 {
-				break
+				return true
 			}
-			if st.Uploaded != 0 {
+			if c.Stats().Uploaded != 0 {
 				t.Fatalf("uploaded after %d full epochs, wait 2", full)
 			}
 			select {
 			case err := <-done:
 				t.Fatalf("share done after %d full epochs (wait 2): %v", full, err)
-			case <-ctx.Done():
-				t.Fatal("no 2 full epochs")
-			case <-time.After(20 * time.Millisecond):
+			default:
 			}
+			return false
+		}); err != nil {
+			t.Fatal("no 2 full epochs")
 		}
 		if err := <-done; err != nil {
 			t.Fatal(err)

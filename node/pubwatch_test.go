@@ -3,8 +3,11 @@
 package node
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/riffle-net/riffle/internal/wait"
 )
 
 // TestPublicationFetchedWhenDue: the last server of four sends its
@@ -28,8 +31,9 @@ func TestPublicationFetchedWhenDue(t *testing.T) {
 		const q = 3
 		id := withholdPub(t, bad, q, s0.ID())
 		var due, took time.Time
-		for end := time.Now().Add(time.Minute); took.IsZero() && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		_ = wait.UntilEvery(context.Background(), time.Minute, 10*time.Millisecond, func() bool { // a zero took fails below
 			s0.mu.Lock()
+			defer s0.mu.Unlock()
 			if e := s0.epochs[id]; e != nil && e.final != nil {
 				if d := e.absenceDue(q); d != nil {
 					due = d[len(d)-1]
@@ -38,8 +42,8 @@ func TestPublicationFetchedWhenDue(t *testing.T) {
 					took = time.Now()
 				}
 			}
-			s0.mu.Unlock()
-		}
+			return !took.IsZero()
+		})
 		time.Sleep(100 * time.Millisecond) // virtual time: a second copy would be under way
 		served := 0
 		for _, s := range mids {

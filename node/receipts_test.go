@@ -12,6 +12,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/proto"
@@ -34,15 +35,14 @@ func TestReceiptsEveryServer(t *testing.T) {
 		}
 		epochs := make([]*joined, len(tn.clients))
 		for i, c := range tn.clients {
-			for {
+			if err := wait.UntilEvery(ctx, 40*time.Second, 50*time.Millisecond, func() bool {
 				if v, slot, rs := c.Inspect().Receipts(); v != nil {
 					epochs[i] = &joined{v, slot, rs}
-					break
+					return true
 				}
-				if ctx.Err() != nil {
-					t.Fatalf("client %d joined no epoch", i)
-				}
-				time.Sleep(50 * time.Millisecond)
+				return false
+			}); err != nil {
+				t.Fatalf("client %d joined no epoch", i)
 			}
 		}
 		for i, e := range epochs {
@@ -122,15 +122,7 @@ func TestLeaderDropsReceipted(t *testing.T) {
 }
 
 func waitUntil(d time.Duration, f func() bool) error {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	for !f() {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return nil
+	return wait.UntilEvery(context.Background(), d, 50*time.Millisecond, f)
 }
 
 // TestReceiptsHostile checks that a server receipts only a registration

@@ -12,6 +12,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/proto"
@@ -105,19 +106,14 @@ func TestRefusalBudget(t *testing.T) {
 						honest = append(honest, s)
 					}
 				}
-				deadline := time.Now().Add(60 * time.Second)
-				for {
+				if err := wait.UntilEvery(context.Background(), 60*time.Second, 50*time.Millisecond, func() bool {
 					out := true
 					for _, s := range honest {
 						out = out && s.refusalOut(bad.h.ID())
 					}
-					if out {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("the aborting server is not left out within 60 s (it ended epochs %v)", aborted())
-					}
-					time.Sleep(50 * time.Millisecond)
+					return out
+				}); err != nil {
+					t.Fatalf("the aborting server is not left out within 60 s (it ended epochs %v)", aborted())
 				}
 				outAfter := time.Since(start).Round(time.Millisecond)
 				for _, s := range honest {
@@ -152,12 +148,8 @@ func TestRefusalBudget(t *testing.T) {
 					}
 				}
 				// It returns after m chains without it, and aborts again.
-				deadline = time.Now().Add(40 * time.Second)
-				for len(aborted()) < 3 {
-					if time.Now().After(deadline) {
-						t.Fatalf("the server did not return after m epochs (it ended %v)", aborted())
-					}
-					time.Sleep(50 * time.Millisecond)
+				if err := wait.UntilEvery(context.Background(), 40*time.Second, 50*time.Millisecond, func() bool { return len(aborted()) >= 3 }); err != nil {
+					t.Fatalf("the server did not return after m epochs (it ended %v)", aborted())
 				}
 				// Never m epoch numbers in a row all ended by it.
 				nums := aborted()

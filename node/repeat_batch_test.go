@@ -3,10 +3,13 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/riffle-net/riffle/internal/wait"
 )
 
 // TestRepeatedBatchMixedOnce: every server sends each of its signed
@@ -33,12 +36,8 @@ func TestRepeatedBatchMixedOnce(t *testing.T) {
 		for _, s := range tn.servers {
 			s.hooks.Store(&serverHooks{repeatOut: func(uint32) bool { return true }})
 		}
-		deadline := time.Now().Add(60 * time.Second)
-		for tn.clients[0].Stats().Rounds < 5 {
-			if time.Now().After(deadline) {
-				t.Fatal("rounds did not run with every batch sent twice")
-			}
-			time.Sleep(20 * time.Millisecond)
+		if err := wait.Until(context.Background(), 60*time.Second, func() bool { return tn.clients[0].Stats().Rounds >= 5 }); err != nil {
+			t.Fatal("rounds did not run with every batch sent twice")
 		}
 		mu.Lock()
 		defer mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node"
 	"github.com/riffle-net/riffle/node/nodetest"
 )
@@ -41,9 +42,7 @@ func TestResumableGet(t *testing.T) {
 		// Polled every millisecond: in virtual time, with a millisecond
 		// each way, a round takes a few milliseconds.
 		go func() {
-			for gctx.Err() == nil && dl.Stats().Fetched < 5 {
-				time.Sleep(time.Millisecond)
-			}
+			_ = wait.UntilEvery(gctx, 2*time.Minute, time.Millisecond, func() bool { return dl.Stats().Fetched >= 5 })
 			gcancel()
 		}()
 		if _, err := dl.Get(gctx, link, dir); err == nil {

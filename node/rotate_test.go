@@ -15,23 +15,18 @@ import (
 // waitLed waits until every server of tn opened an epoch as leader.
 func waitLed(t *testing.T, tn *nodetest.Net, within time.Duration, skip int) {
 	t.Helper()
-	end := time.Now().Add(within)
-	for {
+	if err := wait.Until(context.Background(), within, func() bool {
 		all := true
 		for i, s := range tn.Servers {
 			all = all && (i == skip || s.Led() > 0)
 		}
-		if all {
-			return
+		return all
+	}); err != nil {
+		var led []int
+		for _, s := range tn.Servers {
+			led = append(led, s.Led())
 		}
-		if time.Now().After(end) {
-			var led []int
-			for _, s := range tn.Servers {
-				led = append(led, s.Led())
-			}
-			t.Fatalf("epochs led per server after %v: %v (last number %d)", within, led, tn.Servers[0].LastNumber())
-		}
-		time.Sleep(20 * time.Millisecond)
+		t.Fatalf("epochs led per server after %v: %v (last number %d)", within, led, tn.Servers[0].LastNumber())
 	}
 }
 

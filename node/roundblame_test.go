@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/store"
@@ -86,19 +87,14 @@ func startBlameNetParams(t *testing.T, p Params, m, minServers, n, minClients in
 		servers = append(servers, s)
 		peers = append(peers, s.Addrs()[0].String())
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	if err := wait.UntilEvery(context.Background(), 20*time.Second, 50*time.Millisecond, func() bool {
 		ok := true
 		for _, s := range servers {
 			ok = ok && len(s.chain()) == m
 		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("servers did not find each other")
-		}
-		time.Sleep(50 * time.Millisecond)
+		return ok
+	}); err != nil {
+		t.Fatal("servers did not find each other")
 	}
 	byID := map[peer.ID]*Server{}
 	for _, s := range servers {
@@ -127,9 +123,9 @@ func startBlameNetParams(t *testing.T, p Params, m, minServers, n, minClients in
 // returns them.
 func culpritRecords(t *testing.T, honest []*Server) []store.BlameRecord {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var recs []store.BlameRecord
+	var recs []store.BlameRecord
+	if err := wait.UntilEvery(context.Background(), 60*time.Second, 100*time.Millisecond, func() bool {
+		recs = recs[:0]
 		for _, s := range honest {
 			rs, err := s.rb.blameRecords()
 			if err != nil {
@@ -142,14 +138,11 @@ func culpritRecords(t *testing.T, honest []*Server) []store.BlameRecord {
 				t.Fatalf("server %s has %d blame records: %+v", s.h.ID().ShortString(), len(rs), rs)
 			}
 		}
-		if len(recs) == len(honest) {
-			return recs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d honest servers named a culprit within 60 s", len(recs), len(honest))
-		}
-		time.Sleep(100 * time.Millisecond)
+		return len(recs) == len(honest)
+	}); err != nil {
+		t.Fatalf("only %d of %d honest servers named a culprit within 60 s", len(recs), len(honest))
 	}
+	return recs
 }
 
 // shareAndGet shares a file from one honest client and gets it through

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/selection"
@@ -35,9 +36,8 @@ func cheatNet(t *testing.T, c *leaderCheat) (*anonNet, []*lockedBuf) {
 // waitLogs waits until a server's log holds every one of want.
 func waitLogs(t *testing.T, logs []*lockedBuf, d time.Duration, want ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	for ctx.Err() == nil {
+	var got string
+	if wait.UntilEvery(context.Background(), d, 100*time.Millisecond, func() bool {
 		for _, l := range logs {
 			s := l.String()
 			ok := true
@@ -45,10 +45,13 @@ func waitLogs(t *testing.T, logs []*lockedBuf, d time.Duration, want ...string) 
 				ok = ok && strings.Contains(s, w)
 			}
 			if ok {
-				return s
+				got = s
+				return true
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
+		return false
+	}) == nil {
+		return got
 	}
 	var all []string
 	for _, l := range logs {

@@ -522,14 +522,14 @@ func servedAfterHold(t *testing.T, s *Server, ty wire.Type, body []byte, replyWa
 	probe.AddAddrs(s.ID(), s.Addrs(), time.Hour)
 	var rep []byte
 	refused := 0
-	for time.Since(start) < time.Minute {
+	_ = wait.UntilEvery(context.Background(), time.Minute, 100*time.Millisecond, func() bool { // err says what failed
 		rep, err = transport.Call(context.Background(), probe, s.ID(), transport.Request{Proto: ProtoClient, Type: ty, Body: body, Timeout: transport.ShortTimeout})
 		if err == nil || !busy(err) {
-			break
+			return true
 		}
 		refused++
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false
+	})
 	kept := time.Since(start)
 	if err != nil {
 		t.Fatalf("a client's request after %v (%d refused): %v", kept, refused, err)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/cmd/riffle/internal/webui"
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node"
 	"github.com/riffle-net/riffle/node/client"
 )
@@ -71,12 +72,8 @@ func (p *proc) wait(d time.Duration) int {
 // waitFor polls cond every 50 ms for up to d.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := wait.UntilEvery(context.Background(), d, 50*time.Millisecond, cond); err != nil {
+		t.Fatalf("timed out after %v waiting for %s", d, what)
 	}
 }
 
@@ -251,12 +248,9 @@ func TestHandoffShareInterrupt(t *testing.T) {
 	tn.startClientDaemon(t, 0, t.TempDir())
 	big, _ := writeRandom(t, "halfway.bin", 400<<10)
 	p = start(t, tn.env, "share", "--data", data, big)
-	sending := time.Now().Add(60 * time.Second)
-	for !regexp.MustCompile(`share halfway.bin: [1-9][0-9]*/[0-9]+ chunks`).MatchString(p.errb.String()) {
-		if p.wait(0) >= 0 || time.Now().After(sending) {
-			t.Fatalf("the share sent no chunks within 60 s:\n%s", p.errb.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	sent := regexp.MustCompile(`share halfway.bin: [1-9][0-9]*/[0-9]+ chunks`)
+	if err := wait.UntilEvery(context.Background(), 60*time.Second, 50*time.Millisecond, func() bool { return sent.MatchString(p.errb.String()) || p.wait(0) >= 0 }); err != nil || !sent.MatchString(p.errb.String()) {
+		t.Fatalf("the share sent no chunks within 60 s:\n%s", p.errb.String())
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGINT)
 	if code := p.wait(20 * time.Second); code != exitInterrupted || !strings.Contains(p.errb.String(), "share withdrawn") || !strings.Contains(p.errb.String(), "not published") {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/cmd/riffle/internal/webui"
+	"github.com/riffle-net/riffle/internal/wait"
 )
 
 type cliEnv struct {
@@ -90,15 +91,15 @@ func (e *cliEnv) startDaemon(t *testing.T, args ...string) func() string {
 
 func waitAddrs(t *testing.T, dir string) []string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(filepath.Join(dir, addrsFile)); err == nil && len(b) > 0 {
-			return strings.Fields(string(b))
-		}
-		time.Sleep(100 * time.Millisecond)
+	var addrs []string
+	if err := wait.UntilEvery(context.Background(), 30*time.Second, 100*time.Millisecond, func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, addrsFile))
+		addrs = strings.Fields(string(b))
+		return err == nil && len(addrs) > 0
+	}); err != nil {
+		t.Fatalf("server in %s wrote no addresses", dir)
 	}
-	t.Fatalf("server in %s wrote no addresses", dir)
-	return nil
+	return addrs
 }
 
 // TestCLI runs real servers and clients as processes: server, id, client,
@@ -161,8 +162,8 @@ func TestCLI(t *testing.T) {
 	// get through the second.
 	dataB := t.TempDir()
 	e.startDaemon(t, "client", "--server", addrs[2], "--data", dataB)
-	for !webui.Available(filepath.Join(dataB, webui.SocketFile)) {
-		time.Sleep(50 * time.Millisecond)
+	if err := wait.UntilEvery(context.Background(), 30*time.Second, 50*time.Millisecond, func() bool { return webui.Available(filepath.Join(dataB, webui.SocketFile)) }); err != nil {
+		t.Fatal("the second client daemon opened no local socket within 30 s")
 	}
 	data2 := append([]byte("second file "), data[:1000]...)
 	file2 := filepath.Join(t.TempDir(), "second.txt")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/cmd/riffle/internal/webui"
+	"github.com/riffle-net/riffle/internal/wait"
 )
 
 // TestReadmeWalk follows README.md's "A network by hand" as written: it
@@ -123,16 +125,11 @@ func TestReadmeWalk(t *testing.T) {
 			// status is there once its local socket is.
 			var out, errOut string
 			var err error
-			deadline := time.Now().Add(30 * time.Second)
-			for {
+			if wait.UntilEvery(context.Background(), 30*time.Second, 500*time.Millisecond, func() bool {
 				out, errOut, err = runBin(t, env, args...)
-				if err == nil && (!strings.Contains(out, "roster") || strings.Contains(out, "2 live peers")) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s: %v\n%s%s", l, err, out, errOut)
-				}
-				time.Sleep(500 * time.Millisecond)
+				return err == nil && (!strings.Contains(out, "roster") || strings.Contains(out, "2 live peers"))
+			}) != nil {
+				t.Fatalf("%s: %v\n%s%s", l, err, out, errOut)
 			}
 			t.Logf("%s", out)
 		case strings.HasPrefix(l, `echo "hello, riffle" > `):

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/url"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/riffle-net/riffle/internal/wait"
 )
 
 // TestUIFlagsRefusePublic: a non-loopback --ui needs --ui-public, and the
@@ -51,11 +54,12 @@ func TestUIServe(t *testing.T) {
 	addr := waitAddrs(t, sdir)[0]
 	re := regexp.MustCompile(`web ui (http://127\.0\.0\.1:\d+/)`)
 	var surl string
-	for deadline := time.Now().Add(20 * time.Second); surl == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	_ = wait.UntilEvery(context.Background(), 20*time.Second, 100*time.Millisecond, func() bool { // an empty surl fails below
 		if m := re.FindStringSubmatch(serr()); m != nil {
 			surl = m[1]
 		}
-	}
+		return surl != ""
+	})
 	if surl == "" {
 		t.Fatalf("server printed no UI URL:\n%s", serr())
 	}
@@ -70,11 +74,12 @@ func TestUIServe(t *testing.T) {
 	cdir := t.TempDir()
 	e.startDaemon(t, "client", "--server", addr, "--data", cdir, "--ui", "127.0.0.1:0")
 	var curl string
-	for deadline := time.Now().Add(20 * time.Second); curl == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	_ = wait.UntilEvery(context.Background(), 20*time.Second, 100*time.Millisecond, func() bool { // an empty curl fails below
 		if b, err := os.ReadFile(filepath.Join(cdir, uiURLFile)); err == nil {
 			curl = strings.TrimSpace(string(b))
 		}
-	}
+		return curl != ""
+	})
 	if curl == "" {
 		t.Fatal("client wrote no UI URL")
 	}

@@ -19,9 +19,16 @@ const Every = 20 * time.Millisecond
 // it returns an error once timeout has passed or ctx is done first. cond
 // is called at once, so a condition already true costs no wait.
 func Until(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	return UntilEvery(ctx, timeout, Every, cond)
+}
+
+// UntilEvery is Until calling cond every period: for a condition that
+// costs (scoring the epochs of an adversary run) or one polled over many
+// virtual minutes.
+func UntilEvery(ctx context.Context, timeout, period time.Duration, cond func() bool) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	t := time.NewTicker(Every)
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		if cond() {

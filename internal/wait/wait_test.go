@@ -24,6 +24,14 @@ func TestUntil(t *testing.T) {
 	if d := time.Since(start); d < 100*time.Millisecond || d > 2*time.Second {
 		t.Fatalf("timeout of 100ms took %v", d)
 	}
+	n.Store(0)
+	start = time.Now()
+	if err := UntilEvery(context.Background(), time.Second, 50*time.Millisecond, func() bool { return n.Add(1) >= 3 }); err != nil {
+		t.Fatalf("UntilEvery, met on the third poll: %v", err)
+	}
+	if d := time.Since(start); d < 100*time.Millisecond {
+		t.Fatalf("three polls 50ms apart took %v", d)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := Until(ctx, time.Minute, func() bool { return false }); !errors.Is(err, context.Canceled) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/riffle-net/riffle/internal/wait"
 )
 
 // TestBrowserPhone drives the UI over a fake client in headless Chromium
@@ -107,9 +108,10 @@ func TestBrowserPhone(t *testing.T) {
 	}
 	f.epochs.Add(1)
 	text := ""
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && !strings.Contains(text, "#8"); time.Sleep(200 * time.Millisecond) {
+	_ = wait.UntilEvery(context.Background(), 15*time.Second, 200*time.Millisecond, func() bool { // text is checked below
 		text, _ = chromedp.Run(bctx, chromedp.Text(chromedp.CSS(`[data-text="epoch"]`)))
-	}
+		return strings.Contains(text, "#8")
+	})
 	if !strings.Contains(text, "#8") {
 		t.Errorf("the network page still shows %q", text)
 	}

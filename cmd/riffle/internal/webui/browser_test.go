@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node"
 	"github.com/riffle-net/riffle/node/client"
@@ -174,19 +175,17 @@ func TestBrowser(t *testing.T) {
 	until := func(url, sel, want string) string {
 		t.Helper()
 		var text string
-		for ctx.Err() == nil {
+		if err := wait.UntilEvery(ctx, 150*time.Second, 300*time.Millisecond, func() bool {
 			do("load "+url, chromedp.Navigate(url))
 			text = str("read "+sel, chromedp.Text(css(sel)))
-			if strings.Contains(text, want) {
-				return text
-			}
 			if strings.Contains(text, "failed") {
 				t.Fatalf("%s: %s", url, text)
 			}
-			time.Sleep(300 * time.Millisecond)
+			return strings.Contains(text, want)
+		}); err != nil {
+			t.Fatalf("%s: %q never showed %q (last %q)", url, sel, want, text)
 		}
-		t.Fatalf("%s: %q never showed %q (last %q)", url, sel, want, text)
-		return ""
+		return text
 	}
 
 	t.Logf("network up")
@@ -199,18 +198,17 @@ func TestBrowser(t *testing.T) {
 	// The click starts a navigation: the old page's #files is still there
 	// until the search's page has loaded, so wait for its URL first.
 	loc := ""
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	_ = wait.UntilEvery(context.Background(), 30*time.Second, 200*time.Millisecond, func() bool { // loc is checked below
 		// Reading the location while the page navigates may fail with
 		// "Inspected target navigated or closed": that is the navigation
 		// under way, so read again.
 		l, err := chromedp.Run(bctx, chromedp.Location())
 		if err != nil {
-			continue
+			return false
 		}
-		if loc = l; strings.Contains(loc, "q=REPORT") {
-			break
-		}
-	}
+		loc = l
+		return strings.Contains(loc, "q=REPORT")
+	})
 	if !strings.Contains(loc, "q=REPORT") {
 		t.Fatalf("search went to %s", loc)
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/node/client"
 )
 
@@ -205,20 +206,19 @@ func wantCode(t *testing.T, w *httptest.ResponseRecorder, code int, what string)
 // waitJob polls the API until job id leaves the running state.
 func waitJob(t *testing.T, h http.Handler, id string) JobView {
 	t.Helper()
-	for range 200 {
-		var v JobView
+	var v JobView
+	if err := wait.UntilEvery(context.Background(), 2*time.Second, 10*time.Millisecond, func() bool {
+		v = JobView{}
 		w := get(t, h, "/api/jobs/"+id)
 		wantCode(t, w, 200, "job")
 		if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil {
 			t.Fatal(err)
 		}
-		if v.State != stateRunning {
-			return v
-		}
-		time.Sleep(10 * time.Millisecond)
+		return v.State != stateRunning
+	}); err != nil {
+		t.Fatalf("job %s still running", id)
 	}
-	t.Fatalf("job %s still running", id)
-	return JobView{}
+	return v
 }
 
 func TestPagesRenderAndEscape(t *testing.T) {
@@ -761,16 +761,8 @@ func TestResumePausedJob(t *testing.T) {
 	wantCode(t, w, http.StatusSeeOther, "post get")
 	loc := w.Header().Get("Location")
 	id := strings.TrimPrefix(loc, "/jobs/")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		v, _ := u.jobs.get(id)
-		if v.Paused != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the job never showed its pause")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := wait.UntilEvery(context.Background(), 10*time.Second, 5*time.Millisecond, func() bool { v, _ := u.jobs.get(id); return v.Paused != "" }); err != nil {
+		t.Fatal("the job never showed its pause")
 	}
 	page := get(t, u, loc).Body.String()
 	if !strings.Contains(page, "sent real traffic in 8 epochs") || !strings.Contains(page, `action="/jobs/`+id+`/resume"`) || !strings.Contains(page, `name="csrf" value="`+testToken+`"`) {
@@ -814,12 +806,8 @@ func TestJobSaysWhatItWaitsFor(t *testing.T) {
 	wantCode(t, w, http.StatusSeeOther, "post get")
 	loc := w.Header().Get("Location")
 	id := strings.TrimPrefix(loc, "/jobs/")
-	deadline := time.Now().Add(10 * time.Second)
-	for v, _ := u.jobs.get(id); v.Waiting == ""; v, _ = u.jobs.get(id) {
-		if time.Now().After(deadline) {
-			t.Fatal("the job never said what it waits for")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := wait.UntilEvery(context.Background(), 10*time.Second, 5*time.Millisecond, func() bool { v, _ := u.jobs.get(id); return v.Waiting != "" }); err != nil {
+		t.Fatal("the job never said what it waits for")
 	}
 	if page := get(t, u, loc).Body.String(); !strings.Contains(page, `id="waiting"`) || !strings.Contains(page, "about 40s left") {
 		t.Fatalf("waiting job page: %s", page)
@@ -847,12 +835,8 @@ func TestCancelPausedJob(t *testing.T) {
 	wantCode(t, w, http.StatusSeeOther, "post get")
 	loc := w.Header().Get("Location")
 	id := strings.TrimPrefix(loc, "/jobs/")
-	deadline := time.Now().Add(10 * time.Second)
-	for v, _ := u.jobs.get(id); v.Paused == ""; v, _ = u.jobs.get(id) {
-		if time.Now().After(deadline) {
-			t.Fatal("the job never showed its pause")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := wait.UntilEvery(context.Background(), 10*time.Second, 5*time.Millisecond, func() bool { v, _ := u.jobs.get(id); return v.Paused != "" }); err != nil {
+		t.Fatal("the job never showed its pause")
 	}
 	if page := get(t, u, loc).Body.String(); !strings.Contains(page, `action="/jobs/`+id+`/cancel"`) {
 		t.Fatalf("paused job page without a cancel form: %s", page)
