@@ -61,9 +61,8 @@ const maxAttests = 3 * MaxServers
 const MaxChargeSize = 1 + 8 + 4 + maxChargeItem + 4 + maxAttests*AttestSize
 
 // AttestReq asks a chain server what it lacks: of round Round's outputs
-// (Kind AbortNoPub), the leader's close (Kind AbortNoClose), the server
-// at chain position Round, down (Kind AbortDown), or round Round's final
-// request list (Kind AbortNoList: bit 0, S_0's).
+// (Kind AbortNoPub), the leader's close (Kind AbortNoClose), or the server
+// at chain position Round, down (Kind AbortDown).
 type AttestReq struct {
 	Epoch  [32]byte
 	Number uint64
@@ -97,7 +96,7 @@ func (m *AttestReq) Unmarshal(b []byte) error {
 	if err := d.Done("attestation request"); err != nil {
 		return err
 	}
-	if m.Kind != AbortNoPub && m.Kind != AbortNoClose && m.Kind != AbortNoList {
+	if m.Kind != AbortNoPub && m.Kind != AbortNoClose {
 		return fmt.Errorf("wire: decode attestation request: kind %d", m.Kind)
 	}
 	return nil
@@ -106,9 +105,7 @@ func (m *AttestReq) Unmarshal(b []byte) error {
 // Attest is one chain server's signed statement of what it lacked when
 // its own deadline had passed: bit j of Lacking set, "none from the
 // server at chain position j" (its batch root of the round, or for the
-// last server the publication; for AbortNoClose, the leader's close; for
-// AbortNoList, bit 0: no final list of the round, published there, by
-// its due).
+// last server the publication; for AbortNoClose, the leader's close).
 // Signed over SHA-256("riffle/v3/attest", the encoding before Sig).
 type Attest struct {
 	AttestReq
