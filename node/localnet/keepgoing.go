@@ -38,7 +38,7 @@ func KeepGoing(ctx context.Context, clients []*client.Client, log *slog.Logger) 
 					if n := c.Resume(p.ID); n > 0 {
 						resumed += n
 						if log != nil {
-							log.Warn("bench: a paused job resumed", "client", i, "reason", p.Reason)
+							log.Warn("paused job resumed for its user", "client", i, "reason", p.Reason)
 						}
 					}
 				}
