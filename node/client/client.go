@@ -21,6 +21,7 @@ import (
 	"github.com/riffle-net/riffle/node/client/internal/indexsync"
 	"github.com/riffle-net/riffle/node/client/internal/meter"
 	"github.com/riffle-net/riffle/node/client/internal/netdir"
+	"github.com/riffle-net/riffle/node/client/internal/presence"
 	"github.com/riffle-net/riffle/node/client/internal/status"
 	"github.com/riffle-net/riffle/node/client/internal/waitline"
 	"github.com/riffle-net/riffle/node/internal/proto"
@@ -157,10 +158,11 @@ type Client struct {
 	local     localQueue // local work (client_local.go)
 	localDone chan struct{}
 
-	// pres is the presence count (presence.go) and notes what Status says
-	// of the epochs (control_status.go), each under its own lock.
-	pres  presence
-	notes epochNotes
+	// pres is the presence count (internal/presence) and notes what Status
+	// and the wait line say of the epochs (internal/waitline), each under
+	// its own lock, taken after mu where both are.
+	pres  *presence.Count
+	notes *waitline.Notes
 }
 
 // Stats counts what a client did (internal/status).
@@ -379,13 +381,14 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	c.hk.Config = cfg.ClientHookCfg
 	c.clientHookState.bind(&c.hk)
 	c.group.Since = time.Now()
-	c.pres = presence{now: cfg.Now, hk: &c.hk}
-	c.notes.minAnon = cfg.MinAnonymity
-	if c.pres.wait, err = drawPresence(rnd); err != nil {
+	c.notes = waitline.NewNotes(cfg.MinAnonymity)
+	wait, err := presence.Draw(rnd)
+	if err != nil {
 		h.Close()
 		cancel()
 		return nil, fmt.Errorf("node: presence draw: %w", err)
 	}
+	c.pres = presence.New(cfg.Now, wait)
 	if err := h.Connect(cctx, *ai); err != nil {
 		h.Close()
 		cancel()
@@ -485,7 +488,7 @@ func (c *Client) run() {
 		next := began.Add(c.group.Gap())
 		if err != nil && c.ctx.Err() == nil {
 			c.log.Info("epoch left", "err", err)
-			if why := waitline.Line(err); c.notes.setWait(why) && why != "" {
+			if why := waitline.Line(err); c.notes.SetWait(why) && why != "" {
 				c.progress("%s", why)
 			}
 			if at := time.Now().Add(c.cfg.Timing.AttemptRetry); at.After(next) {

@@ -13,12 +13,12 @@ import (
 // internal/anonset) and tells the
 // user in one line: the chain's size and the set, or, when the trusted set
 // is below the client's minimum, that jobs wait: the client takes part
-// with cover only (epochNotes.hold), so that nothing of its jobs goes out in an
+// with cover only (waitline.Notes.Hold), so that nothing of its jobs goes out in an
 // epoch that small, and the epoch still runs for the others. The chain and
 // the count through each primary go to the debug log. Call without c.mu.
 func (c *Client) checkAnonymity(v *proto.View, d *wire.Descriptor, pidx int) {
 	n, per := anonset.Trusted(v.Chain, c.cfg.Require, d, pidx)
-	c.notes.setTrusted(n)
+	c.notes.SetTrusted(n)
 	var chain strings.Builder
 	for i, g := range d.Group {
 		fmt.Fprintf(&chain, " %s(%s)", string(g.Nick), v.Chain[i].ShortString())

@@ -88,7 +88,7 @@ func (c *Client) FollowShare(ctx context.Context, h *ShareHandle, name string, s
 // Get fetches the file of link into dir and returns its path. A partial
 // download in dir is resumed (the chunker verifies what is on disk).
 func (c *Client) Get(ctx context.Context, link chunker.Link, dir string) (string, error) {
-	g := &getJob{link: link, dir: dir, root: true, done: make(chan struct{}), ep: c.pres.newJob(maxEpochsOf(ctx))}
+	g := &getJob{link: link, dir: dir, root: true, done: make(chan struct{}), ep: newJobEpochs(&c.hk, maxEpochsOf(ctx))}
 	c.mu.Lock()
 	c.q.wants[link.ID] = g
 	mans, syncs0 := c.idx.manifests, c.idx.syncs

@@ -35,8 +35,8 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	if err != nil {
 		return v.ID, err
 	}
-	c.notes.join(v.Desc.Number)
-	defer c.notes.join(0)
+	c.notes.Join(v.Desc.Number)
+	defer c.notes.Join(0)
 	if err := c.holdWindow(ctx, v); err != nil {
 		return v.ID, err
 	}
@@ -69,7 +69,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 	c.epoch, c.anon, c.b = e, n, int(fin.Desc.Params.ChunkSize)
 	c.stats.Epochs++
 	roundsBefore := c.stats.Rounds
-	c.notes.begin(fin.Desc.Number, c.stats.Rounds, c.stats.Uploaded+c.stats.Fetched)
+	c.notes.Begin(fin.Desc.Number, c.stats.Rounds, c.stats.Uploaded+c.stats.Fetched)
 	c.notify()
 	c.mu.Unlock()
 	// §7: every client syncs the whole public index at each epoch's
@@ -128,7 +128,7 @@ func (c *Client) oneEpoch(last [32]byte) ([32]byte, error) {
 		// joined at registration) to its end, whatever ended it.
 		c.mu.Lock()
 		if c.stats.Rounds > roundsBefore {
-			c.q.fullEpoch(&c.pres)
+			c.q.fullEpoch(c.pres)
 			c.notify()
 		}
 		c.mu.Unlock()
@@ -316,7 +316,7 @@ func (e *cepoch) leave() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.epoch = nil
-	c.notes.ended()
+	c.notes.Ended()
 	// Requests in flight are forgotten; failed ids may be asked again in a
 	// later epoch (§6.3).
 	clear(c.q.inflight)
@@ -540,7 +540,7 @@ func (e *cepoch) fillPayload(r uint32, pl *mix.Payload) *store.ShareMark {
 	defer c.mu.Unlock()
 	// Jobs wait for the client's presence (§5.4 v3) and for an epoch of
 	// the minimum anonymity set (§3 v3); decoys and cover do not.
-	ready := c.pres.ready() && !c.notes.hold()
+	ready := c.pres.Ready() && !c.notes.Hold()
 	if u := e.takeUpload(r, ready); u != nil {
 		pl.Kind, pl.Length, pl.Chunk = mix.KindChunk, uint32(len(u.c.Data)), u.c.Data
 		mark = shareMark(u)
@@ -554,7 +554,7 @@ func (e *cepoch) fillPayload(r uint32, pl *mix.Payload) *store.ShareMark {
 	}
 	hooks.Requested(&c.hk, e.v.ID, r, reqs)
 	if pl.Kind == mix.KindChunk || len(reqs) > 0 {
-		c.pres.sent()
+		c.pres.Sent()
 	}
 	reqs = c.backgroundRequests(reqs, k)
 	for i, id := range reqs {

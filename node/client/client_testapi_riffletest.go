@@ -90,19 +90,17 @@ func (i Inspector) SetLocalHook(h func(step string)) {
 // SetJobWait sets the presence wait drawn at arrival (§5.4), in full
 // epochs.
 func (i Inspector) SetJobWait(n int) {
-	i.c.pres.mu.Lock()
-	i.c.pres.wait = n
-	i.c.pres.mu.Unlock()
+	i.c.pres.SetWait(n)
 }
 
-// FullEpochs is the full epochs since arrival (presence.go).
+// FullEpochs is the full epochs since arrival (internal/presence).
 func (i Inspector) FullEpochs() int {
-	return i.c.pres.epochs()
+	return i.c.pres.Epochs()
 }
 
 // EpochLen is how long the last epoch taken part in lasted.
 func (i Inspector) EpochLen() time.Duration {
-	return i.c.notes.epochLen()
+	return i.c.notes.EpochLen()
 }
 
 // SyncIndex syncs the index from the primary, from this client's cursor,

@@ -5,15 +5,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"sync"
 	"time"
-
-	"github.com/riffle-net/riffle/internal/wire"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/node/client/internal/status"
-	"github.com/riffle-net/riffle/node/client/internal/waitline"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -32,7 +28,7 @@ func (c *Client) Status() ClientStatus {
 	st.Paused = c.q.paused()
 	st.AnonymitySet, st.ChunkSize = c.anon, c.b
 	if c.epoch == nil {
-		st.Waiting = c.notes.reason(false, &c.pres)
+		st.Waiting = c.notes.Reason(false, c.pres.Holding)
 	}
 	st.MaxRate = c.cfg.MaxRate
 	if send, recv, ok := c.group.Worst(); ok {
@@ -49,7 +45,7 @@ func (c *Client) Status() ClientStatus {
 			st.Chain = append(st.Chain, cs)
 		}
 		st.Waiting = ""
-		at, rounds0, moved0 := c.notes.started()
+		at, rounds0, moved0 := c.notes.Started()
 		st.EpochRounds = c.stats.Rounds - rounds0
 		if el := time.Since(at); st.EpochRounds > 0 {
 			st.RoundTime = el / time.Duration(st.EpochRounds)
@@ -67,123 +63,7 @@ func (c *Client) Status() ClientStatus {
 func (c *Client) WaitReason() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.notes.reason(c.epoch != nil, &c.pres)
-}
-
-// epochNotes is what the client notes of its epochs for Status and for
-// the line a waiting job shows, under its own lock, taken after Client.mu
-// where both are and before presence's.
-type epochNotes struct {
-	minAnon int // ClientConfig.MinAnonymity
-
-	mu sync.Mutex
-	// trusted is the current epoch's anonymity set counted over the
-	// servers this client trusts (client_anon.go).
-	trusted int
-	// When the current epoch began, the round count then and the chunks
-	// uploaded and fetched before it; when the last one ended and how long
-	// it lasted.
-	at              time.Time
-	rounds0, moved0 int
-	end             time.Time
-	last            time.Duration
-	// waiting is why no epoch runs; gstate the primary's last answer on
-	// the group's state, at gstateAt (waitstate.go).
-	waiting  string
-	gstate   wire.State
-	gstateAt time.Time
-	// joining is the number of the epoch this client registers in, until
-	// it holds the final descriptor or gives up (0: none); tookPart the
-	// number of the last epoch it held the final descriptor of.
-	joining, tookPart uint64
-}
-
-// begin notes the start of epoch number n, rounds and moved the client's
-// counts of rounds and of chunks moved then.
-func (n *epochNotes) begin(number uint64, rounds, moved int) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.at, n.rounds0, n.moved0, n.waiting = time.Now(), rounds, moved, ""
-	n.tookPart = max(n.tookPart, number)
-}
-
-// started is what begin noted.
-func (n *epochNotes) started() (at time.Time, rounds0, moved0 int) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.at, n.rounds0, n.moved0
-}
-
-// ended notes the end of the epoch taken part in.
-func (n *epochNotes) ended() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.end = time.Now()
-	if !n.at.IsZero() {
-		n.last = n.end.Sub(n.at)
-	}
-}
-
-// epochLen is how long the last epoch taken part in lasted.
-func (n *epochNotes) epochLen() time.Duration {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.last
-}
-
-// join notes the number of the epoch the client registers in (0: none).
-func (n *epochNotes) join(number uint64) {
-	n.mu.Lock()
-	n.joining = number
-	n.mu.Unlock()
-}
-
-// setWait notes why the client is not in an epoch and reports whether
-// that changed.
-func (n *epochNotes) setWait(why string) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	changed := n.waiting != why
-	n.waiting = why
-	return changed
-}
-
-// setState notes the primary's answer on the group's state.
-func (n *epochNotes) setState(st wire.State) {
-	n.mu.Lock()
-	n.gstate, n.gstateAt = st, time.Now()
-	n.mu.Unlock()
-}
-
-// setTrusted notes the current epoch's anonymity set over trusted servers.
-func (n *epochNotes) setTrusted(k int) {
-	n.mu.Lock()
-	n.trusted = k
-	n.mu.Unlock()
-}
-
-// hold reports whether the current epoch's anonymity set, counted over
-// the servers this client trusts (client_anon.go), is below the user's
-// minimum: jobs then wait, and the client sends cover.
-func (n *epochNotes) hold() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.trusted < n.minAnon
-}
-
-// reason is WaitReason of a client in an epoch (inEpoch) or between
-// epochs, whose presence count is p.
-func (n *epochNotes) reason(inEpoch bool, p *presence) string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if inEpoch {
-		if n.trusted < n.minAnon {
-			return fmt.Sprintf("holding the job: this epoch has %d clients registered through servers this client trusts, below the minimum of %d asked for (--min-anonymity); sending cover until a larger epoch", n.trusted, n.minAnon)
-		}
-		return p.holding(n.last)
-	}
-	w := waitline.Between{Waiting: n.waiting, State: n.gstate, StateAt: n.gstateAt, EpochEnd: n.end, Joining: n.joining, TookPart: n.tookPart}
-	return w.Reason(time.Now())
+	return c.notes.Reason(c.epoch != nil, c.pres.Holding)
 }
 
 // CheckHandover reports why a job asking for primary, the required

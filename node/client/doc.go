@@ -30,8 +30,9 @@
 //     client's budget (internal/meter); chains that dropped a server for
 //     its refusal budget (the rule: internal/budget).
 //   - dupclient.go: the answer to a duplicate share at setup (§4.2).
-//   - presence.go: the presence count (type presence, its own lock): the
-//     wait before jobs and before leaving, and each job's epochs (§5.4 v3).
+//   - presence.go: leaving after the presence wait and each job's epochs
+//     (§5.4 v3); the count of full epochs present is internal/presence's
+//     (its own lock).
 //   - indexsync.go: the index sync at an epoch's start, the index as
 //     synced then (syncedIndex), and the check of
 //     the copy against the window's manifests (§7 v3); the copy, its
@@ -51,7 +52,8 @@
 //   - control.go, control_status.go: a job's progress events (JobEvent,
 //     internal/progress) and the client's status (internal/status), for
 //     the local API (cmd/riffle/internal/webui); what Status and a waiting
-//     job's line say of the epochs is epochNotes's (its own lock).
+//     job's line say of the epochs is internal/waitline's Notes (its own
+//     lock).
 //   - snapshot_client.go: a read-only snapshot and share job handles.
 //   - handover_client.go, manifests_client.go, waitstate_client.go: the
 //     client's half of node's handover.go (§5.4 v3), manifests.go (§6.4 v3)

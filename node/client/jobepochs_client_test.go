@@ -20,18 +20,17 @@ func TestJobEpochsCount(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		c := &Client{hk: hooks.Hooks{Config: ClientHookCfg{JobEpochs: 3}}}
-		c.pres.hk = &c.hk
-		if ep := c.pres.newJob(0); ep.limit != 3 {
+		if ep := newJobEpochs(&c.hk, 0); ep.limit != 3 {
 			t.Fatalf("default allowance %d, want J = 3", ep.limit)
 		}
-		if ep := c.pres.newJob(7); ep.limit != 3 {
+		if ep := newJobEpochs(&c.hk, 7); ep.limit != 3 {
 			t.Fatalf("allowance above J: %d, want 3", ep.limit)
 		}
-		if ep := (&presence{}).newJob(0); ep.limit != JobEpochs {
+		if ep := newJobEpochs(nil, 0); ep.limit != JobEpochs {
 			t.Fatalf("allowance %d, want JobEpochs", ep.limit)
 		}
-		long := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{}), ep: c.pres.newJob(2)}
-		other := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{}), ep: c.pres.newJob(0)}
+		long := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{}), ep: newJobEpochs(&c.hk, 2)}
+		other := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{}), ep: newJobEpochs(&c.hk, 0)}
 		for i := 0; i < 10; i++ {
 			c.q.up = append(c.q.up, upItem{c: store.Chunk{ID: [32]byte{1, byte(i)}}, job: long})
 		}

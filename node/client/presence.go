@@ -3,118 +3,18 @@ package client
 import (
 	"context"
 	"fmt"
-	"github.com/riffle-net/riffle/node/client/internal/waitline"
-	"io"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/riffle-net/riffle/chunker"
 	"github.com/riffle-net/riffle/node/client/internal/hooks"
+	"github.com/riffle-net/riffle/node/client/internal/presence"
 	"github.com/riffle-net/riffle/node/client/internal/status"
 )
 
-// Presence independent of the job (docs/protocol.md §5.4 v3): a client
-// that comes only for a job, or leaves right after it, dates the job, and
-// through the published ids the file. So a long-running client starts a
-// queued job only after a wait of full epochs present, counted from its
-// arrival, and honours a request to leave only after a fresh wait
-// following its last job.
-const (
-	// PresenceMin and PresenceMax bound the wait in full epochs: 2 + G,
-	// G geometric with p = ½, capped at PresenceMax.
-	PresenceMin, PresenceMax = 2, 8
-)
-
-// drawPresence draws 2 + G full epochs, G geometric with p = ½ (the number
-// of 1 bits of random bytes before the first 0), capped at PresenceMax.
-func drawPresence(rnd io.Reader) (int, error) {
-	w := PresenceMin
-	var b [1]byte
-	for w < PresenceMax {
-		if _, err := io.ReadFull(rnd, b[:]); err != nil {
-			return 0, err
-		}
-		if b[0]&1 == 0 {
-			break
-		}
-		w++
-	}
-	return w, nil
-}
-
-// presence is the client's count of full epochs present (§5.4 v3) under
-// its own lock, taken after Client.mu where both are: what its jobs wait
-// for before they start and the client before it leaves.
-type presence struct {
-	now bool         // jobs at once (ClientConfig.Now)
-	hk  *hooks.Hooks // the tests' J
-
-	mu      sync.Mutex
-	full    int  // full epochs since arrival
-	wait    int  // full epochs drawn at arrival before jobs start
-	lastJob int  // full epochs at the last one with a job
-	hadJob  bool // a job ran since arrival
-	traffic bool // a job sent real traffic this epoch
-}
-
-// ready reports whether the client may carry its jobs' traffic: after its
-// arrival wait, or at once with Now.
-func (p *presence) ready() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.now || p.full >= p.wait
-}
-
-// sent notes that a job sent real traffic this epoch.
-func (p *presence) sent() {
-	p.mu.Lock()
-	p.traffic = true
-	p.mu.Unlock()
-}
-
-// count counts an epoch the client held its slot in from the first round
-// to the end (whatever ended it), and notes the end of its last job; busy:
-// a job is queued or running.
-func (p *presence) count(busy bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.full++
-	if p.traffic || busy {
-		p.lastJob, p.hadJob = p.full, true
-	}
-	p.traffic = false
-}
-
-// mayLeave reports whether a client without a job (busy false) has
-// waited w full epochs since its last job, if it had one.
-func (p *presence) mayLeave(busy bool, w int) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return !busy && (!p.hadJob || p.full >= p.lastJob+w)
-}
-
-// epochs is the full epochs counted since arrival.
-func (p *presence) epochs() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.full
-}
-
-// holding says why jobs wait for the arrival wait, with how long it lasts
-// at epochs of about epochLen, or "" once they may run.
-func (p *presence) holding(epochLen time.Duration) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.now || p.full >= p.wait {
-		return ""
-	}
-	line := fmt.Sprintf("holding the job: this client has been present %d of the %d full epochs it waits before any job, so that when a job runs says nothing about when it came; sending cover meanwhile", p.full, p.wait)
-	if epochLen > 0 {
-		line += fmt.Sprintf(" (about %s more: epochs here last about %s)", waitline.RoundUp(time.Duration(p.wait-p.full)*epochLen), waitline.RoundUp(epochLen))
-	}
-	return line
-}
+// PresenceMin and PresenceMax bound the wait before jobs, in full epochs
+// (§5.4 v3; internal/presence).
+const PresenceMin, PresenceMax = presence.Min, presence.Max
 
 // Leave leaves the network the way §5.4 asks: once no job is left, after
 // a fresh wait of full epochs following the last job (none if it never
@@ -125,12 +25,12 @@ func (c *Client) Leave(ctx context.Context) error {
 	if c.cfg.Now {
 		return c.Close()
 	}
-	w, err := drawPresence(c.rand)
+	w, err := presence.Draw(c.rand)
 	if err != nil {
 		return err
 	}
 	c.mu.Lock()
-	for !c.pres.mayLeave(c.q.busy(), w) {
+	for !c.pres.MayLeave(c.q.busy(), w) {
 		ch := c.changed
 		c.mu.Unlock()
 		select {
@@ -142,12 +42,12 @@ func (c *Client) Leave(ctx context.Context) error {
 	}
 	// At an epoch's end: wait for the next full epoch to be counted,
 	// unless the client is between epochs.
-	target := c.pres.epochs() + 1
+	target := c.pres.Epochs() + 1
 	inEpoch := c.epoch != nil
 	c.mu.Unlock()
 	for inEpoch {
 		c.mu.Lock()
-		done := c.pres.epochs() >= target || c.epoch == nil
+		done := c.pres.Epochs() >= target || c.epoch == nil
 		ch := c.changed
 		c.mu.Unlock()
 		if done {
@@ -190,20 +90,20 @@ type jobEpochs struct {
 	paused, sat bool
 }
 
-// newJob returns the count of a new job whose user asked for at most max
-// epochs (0: the client's J; more than J: J).
-func (p *presence) newJob(max int) jobEpochs {
-	j := p.j()
+// newJobEpochs returns the count of a new job whose user asked for at most
+// max epochs (0: the client's J, jobJ; more than J: J).
+func newJobEpochs(hk *hooks.Hooks, max int) jobEpochs {
+	j := jobJ(hk)
 	if max <= 0 || max > j {
 		max = j
 	}
 	return jobEpochs{limit: max}
 }
 
-// j is the client's J: JobEpochs, or the tests' smaller value.
-func (p *presence) j() int {
-	if p.hk != nil {
-		if j := hooks.JobEpochs(p.hk); j > 0 {
+// jobJ is the client's J: JobEpochs, or the tests' smaller value.
+func jobJ(hk *hooks.Hooks) int {
+	if hk != nil {
+		if j := hooks.JobEpochs(hk); j > 0 {
 			return j
 		}
 	}
@@ -219,7 +119,7 @@ func (j *jobEpochs) may(id [32]byte) bool {
 	}
 	limit := j.limit
 	if limit == 0 {
-		limit = JobEpochs // a job made without presence.newJob
+		limit = JobEpochs // a job made without newJobEpochs
 	}
 	if j.used >= limit {
 		j.paused = true
@@ -326,7 +226,7 @@ func (q *queue) paused() []PausedJob {
 func (c *Client) Resume(id string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := c.q.resume(id, c.pres.j())
+	n := c.q.resume(id, jobJ(&c.hk))
 	if n > 0 {
 		c.notify()
 	}

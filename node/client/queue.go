@@ -3,6 +3,8 @@ package client
 import (
 	"io"
 	"log/slog"
+
+	"github.com/riffle-net/riffle/node/client/internal/presence"
 )
 
 // queue is the client's jobs and what they queue: the chunks to upload,
@@ -41,7 +43,7 @@ func (q *queue) busy() bool {
 
 // fullEpoch counts a full epoch off the waits of queued chunks and into
 // the presence count p (§5.4 v3).
-func (q *queue) fullEpoch(p *presence) {
+func (q *queue) fullEpoch(p *presence.Count) {
 	q.waitedEpoch()
-	p.count(q.busy())
+	p.Full(q.busy())
 }

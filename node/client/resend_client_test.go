@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/client/internal/presence"
+	"github.com/riffle-net/riffle/node/client/internal/waitline"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -17,6 +19,7 @@ import (
 func resendClient() *Client {
 	c := &Client{log: quietLogger(), rand: rand.Reader, changed: make(chan struct{}), held: map[[32]byte]bool{}}
 	c.q = newQueue(&c.stats, c.rand, c.log, c.progress)
+	c.pres, c.notes = presence.New(false, 0), waitline.NewNotes(0)
 	return c
 }
 
@@ -96,7 +99,7 @@ func TestResendQueue(t *testing.T) {
 		}
 		e.confirm(1, &wire.RoundList{})
 		c.mu.Lock()
-		c.q.fullEpoch(&c.pres)
+		c.q.fullEpoch(c.pres)
 		c.notify()
 		c.mu.Unlock()
 		e.leave()
@@ -123,7 +126,7 @@ func TestResendQueue(t *testing.T) {
 		// epochs.
 		for n := 0; n < ResendWaitMax; n++ {
 			c.mu.Lock()
-			c.q.fullEpoch(&c.pres)
+			c.q.fullEpoch(c.pres)
 			c.notify()
 			c.mu.Unlock()
 			if got := sendRound(c, ep(c), 0); got != nil {
@@ -237,7 +240,7 @@ func TestResendNeedsClosing(t *testing.T) {
 	sentIn := func(c *Client, epochs int, id [32]byte) bool {
 		for range epochs {
 			c.mu.Lock()
-			c.q.fullEpoch(&c.pres)
+			c.q.fullEpoch(c.pres)
 			c.notify()
 			c.mu.Unlock()
 			if got := sendRound(c, &cepoch{c: c, ups: map[uint32]*upItem{}}, 0); got != nil && got.c.ID == id {

@@ -123,7 +123,7 @@ func (c *Client) StartShare(ctx context.Context, r io.Reader, name string, encry
 	if err != nil {
 		return nil, err
 	}
-	job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{}), name: name, b: b, private: encrypt, ep: c.pres.newJob(maxEpochsOf(ctx))}
+	job := &shareJob{left: map[[32]byte]bool{}, done: make(chan struct{}), name: name, b: b, private: encrypt, ep: newJobEpochs(&c.hk, maxEpochsOf(ctx))}
 	h := &ShareHandle{b: b, c: c, job: job}
 	var items []upItem
 	cr := &countReader{r: r}

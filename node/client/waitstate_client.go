@@ -22,7 +22,7 @@ func (c *Client) askState(ctx context.Context) {
 		if err == nil {
 			var st wire.State
 			if st.Unmarshal(rep) == nil {
-				c.notes.setState(st)
+				c.notes.SetState(st)
 			}
 		}
 		select {

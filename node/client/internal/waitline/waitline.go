@@ -3,7 +3,9 @@
 // answers, node's waitstate.go): a line for its user from the reason its
 // last attempt failed, the primary's last answer on the group's state and
 // the epochs it took part in or registers in. Between.Reason is a
-// function of that state and the time: no I/O, no lock.
+// function of that state and the time: no I/O, no lock. Notes keeps that
+// state, and what the client's status says of its epochs, under a lock
+// of its own (notes.go).
 package waitline
 
 import (

@@ -1,6 +1,4 @@
-//go:build riffletest
-
-package client
+package presence
 
 import (
 	"crypto/rand"
@@ -19,18 +17,18 @@ func TestPresenceDraw(t *testing.T) {
 		const draws = 64000
 		count := map[int]int{}
 		for range draws {
-			w, err := drawPresence(rand.Reader)
+			w, err := Draw(rand.Reader)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if w < PresenceMin || w > PresenceMax {
-				t.Fatalf("wait %d outside [%d, %d]", w, PresenceMin, PresenceMax)
+			if w < Min || w > Max {
+				t.Fatalf("wait %d outside [%d, %d]", w, Min, Max)
 			}
 			count[w]++
 		}
-		for w := PresenceMin; w <= PresenceMax; w++ {
-			p := math.Pow(0.5, float64(w-PresenceMin+1))
-			if w == PresenceMax {
+		for w := Min; w <= Max; w++ {
+			p := math.Pow(0.5, float64(w-Min+1))
+			if w == Max {
 				p *= 2 // the cap takes the tail
 			}
 			mean, sd := draws*p, math.Sqrt(draws*p*(1-p))
