@@ -127,9 +127,9 @@ func (x *sround) dropBulk() {
 
 // dropEnded drops the bulk state of an ended epoch's rounds: the epoch
 // itself stays a while (forget: its closing, lists and roots), its bulk
-// state would be a second epoch's worth. The onions, padded answers, held
-// inputs and layer buffers go at once (answers only: nothing more is mixed
-// or combined), the masks and answers once the requests in flight at the
+// state would be a second epoch's worth. The onions (handed-over ones
+// too), padded answers, held inputs and layer buffers go at once (answers
+// only: nothing more is mixed or combined), the masks and answers once the requests in flight at the
 // end had their grace (EndGrace). An epoch with a round blame keeps it
 // all, its walk's evidence. The buffers are not given back to the pool: a
 // send begun before the end may still read them. Call with s.mu held.
@@ -156,6 +156,7 @@ func (e *sepoch) dropEnded(answers bool) {
 		e.pir.DropPads()
 	}
 	clear(e.held)
+	e.handover.DropOnions()
 	e.layers.Drop()
 }
 

@@ -81,6 +81,18 @@ func (q *Queue) Due(pruned uint32, admit func(r uint32) bool) []wire.Submit {
 	return out
 }
 
+// DropOnions lets every held onion go once the epoch has ended (none is
+// submitted any more), keeping the slot and round each was for: Has,
+// Spent and QueriesDue answer as before.
+func (q *Queue) DropOnions() {
+	for _, held := range q.Held {
+		for r, sub := range held {
+			sub.Onion = nil
+			held[r] = sub
+		}
+	}
+}
+
 // Has reports whether a handed-over onion waits for (slot, r).
 func (q *Queue) Has(slot, r uint32) bool {
 	_, ok := q.Held[slot][r]

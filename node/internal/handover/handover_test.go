@@ -48,6 +48,26 @@ func TestQueue(t *testing.T) {
 	}
 }
 
+// TestDropOnions: an ended epoch's held onions go, and what was held for
+// which slot and round stays: Has and QueriesDue answer as before.
+func TestDropOnions(t *testing.T) {
+	var q Queue
+	for r := uint32(3); r < 6; r++ {
+		if err := q.Hold(wire.Submit{Slot: 2, Round: r, Onion: make([]byte, 1000)}, 4); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.DropOnions()
+	for r := uint32(3); r < 6; r++ {
+		if !q.Has(2, r) || q.Held[2][r].Onion != nil || q.Held[2][r].Round != r {
+			t.Fatalf("round %d after the drop: has %v, %d onion bytes", r, q.Has(2, r), len(q.Held[2][r].Onion))
+		}
+	}
+	if q.Has(2, 6) || q.QueriesDue([]uint32{1, 2}, func(uint32) bool { return false }) != 1 {
+		t.Fatal("the drop changed what was held or who departed")
+	}
+}
+
 // TestSpent (§5.4): the first slot of this primary whose client is gone
 // with no onion for the next round, submitted or handed over; a
 // connected client or another primary's slot is never judged.
