@@ -81,7 +81,7 @@ func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 	due := e.absenceDue(q)
 	x := e.rounds[q]
 	void := x != nil && x.void
-	if due == nil && !void {
+	if due == nil && !void && !e.ended {
 		return nil
 	}
 	stop := e.endedAt
@@ -90,9 +90,10 @@ func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 	}
 	m := len(v.Chain)
 	if due == nil {
-		// A void signed here of a round not open here: nothing lacking,
-		// but attested, since a void's charge waits for every
-		// signer's attestation (blame.ChargeOf).
+		// A void signed here, or the epoch ended, of a round not open
+		// here: nothing lacking, but attested, since a charge waits
+		// until no attestation still to come can move it
+		// (blame.ChargeOf).
 		return s.keepAttestLocked(e, q, s.signAttestLocked(e, wire.AbortNoPub, q, 0))
 	}
 	if stop.IsZero() {

@@ -181,12 +181,16 @@ func (s *Server) takeAbortLocked(e *sepoch, from peer.ID, ap *wire.Abort, ev *wi
 	if err := proto.VerifyPeerSig(signer, proto.AbortDigest(&a), a.Sig); err != nil {
 		return 0, nil, err
 	}
+	// Any server of the chain may end the epoch: a fault anywhere stops
+	// it for all (within the refusal budget when nobody is named). Ended
+	// first, so that the round this server attests of an abort for a
+	// missing publication stopped here: a round not open or not yet due
+	// is attested with nothing lacking, and the abort's charge does not
+	// wait for an answer that never comes (TestEarlyNoPubCharged).
+	s.endQuiet(e, "ended by "+signer.ShortString()+": "+string(a.Reason))
 	if s.noteAbortLocked(e, &a, signer, ev) && signer != s.h.ID() && ev == nil {
 		s.relayAbort(e, body, from, signer)
 	}
-	// Any server of the chain may end the epoch: a fault anywhere stops
-	// it for all (within the refusal budget when nobody is named).
-	s.endQuiet(e, "ended by "+signer.ShortString()+": "+string(a.Reason))
 	return wire.TypeAck, ack, nil
 }
 
