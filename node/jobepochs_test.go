@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/riffle-net/riffle/internal/wait"
 )
 
 // TestLongJobPauses (§5.4 v3), end to end with J = 1: a get whose file
@@ -143,13 +141,5 @@ func TestLongJobPauses(t *testing.T) {
 	}
 	if len(down.Inspect().PausedJobs()) != 0 {
 		t.Fatal("a job still paused")
-	}
-}
-
-// until fails t with msg unless cond holds within timeout.
-func until(t *testing.T, ctx context.Context, timeout time.Duration, cond func() bool, msg string) {
-	t.Helper()
-	if err := wait.Until(ctx, timeout, cond); err != nil {
-		t.Fatalf("%s: %v", msg, err)
 	}
 }
