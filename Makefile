@@ -38,6 +38,7 @@ demo: build
 
 vet:
 	$(GO) vet -tags riffletest ./...
+	$(GO) vet ./... # tests without the tag compile too (go test ./... by hand)
 	$(GO) vet -tags riffletest,paper ./cmd/riffle/internal/benchreport/
 
 fmt-check:
