@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"maps"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
 	"github.com/riffle-net/riffle/node/internal/proto"
@@ -93,8 +95,8 @@ func TestWaiverFromLog(t *testing.T) {
 		b.mu.Lock()
 		b.attestDownLocked(eb, p)
 		b.mu.Unlock()
-		time.Sleep(time.Second)
 		want = map[string]int{"P": 1}
+		_ = wait.Until(context.Background(), time.Minute, func() bool { return maps.Equal(counts(a), want) && maps.Equal(counts(b), want) })
 		if ca, cb := counts(a), counts(b); !maps.Equal(ca, want) || !maps.Equal(cb, want) {
 			t.Errorf("with P's attested departure: A counts %v, B %v; want %v at both", ca, cb, want)
 		}
