@@ -79,26 +79,16 @@ func (c catchEnv) Call(ctx context.Context, p peer.ID, r transport.Request) ([]b
 	return transport.Call(ctx, c.s.h, p, r)
 }
 
-// onListReq serves a round's final list to a server catching up: from
-// memory while the epoch is held, else as kept in the store.
-func (s *Server) onListReq(body []byte) (wire.Type, []byte, error) {
-	var ref wire.EpochRef
-	if err := ref.Unmarshal(body); err != nil {
-		return 0, nil, err
-	}
+// HeldList is a round's final list while its epoch is held here, for a
+// server catching up (index.OnListReq; the store's otherwise).
+func (c catchEnv) HeldList(ref wire.EpochRef) []byte {
+	s := c.s
 	s.mu.Lock()
-	var b []byte
+	defer s.mu.Unlock()
 	if e := s.epochs[ref.Epoch]; e != nil {
 		if x := e.rounds[ref.Round]; x != nil && x.list != nil && !x.list.Void() {
-			b = x.listBytes
+			return x.listBytes
 		}
 	}
-	s.mu.Unlock()
-	if b == nil {
-		var err error
-		if b, err = s.store.List(ref.Epoch, ref.Round); err != nil {
-			return 0, nil, err
-		}
-	}
-	return wire.TypeRoundList, b, nil
+	return nil
 }

@@ -251,23 +251,23 @@ func TestCatchupRefusesForgeries(t *testing.T) {
 		}
 		for _, mode := range []string{"closing", "list", "chunk"} {
 			p := serveAs(mode)
-			want, _ := s.catch.Lacking()
+			want, _ := s.ix.Catch.Lacking()
 			if len(want) != 1 {
 				t.Fatalf("%s: %d epochs lacking, want 1", mode, len(want))
 			}
-			s.catch.From(ctx, p, want)
+			s.ix.Catch.From(ctx, p, want)
 			if got := stored(); got != "" {
 				t.Fatalf("a peer forging the %s got stored: %s", mode, got)
 			}
-			if !s.catch.Shunned(p) {
+			if !s.ix.Catch.Shunned(p) {
 				t.Fatalf("a peer forging the %s is not left alone", mode)
 			}
 		}
 		p := serveAs("honest")
-		want, _ := s.catch.Lacking()
-		s.catch.From(ctx, p, want)
-		if len(want) != 0 || s.catch.Shunned(p) {
-			t.Fatalf("an honest peer: %d epochs left, shunned %v", len(want), s.catch.Shunned(p))
+		want, _ := s.ix.Catch.Lacking()
+		s.ix.Catch.From(ctx, p, want)
+		if len(want) != 0 || s.ix.Catch.Shunned(p) {
+			t.Fatalf("an honest peer: %d epochs left, shunned %v", len(want), s.ix.Catch.Shunned(p))
 		}
 		e, ok, _ := indexEntryOf(s, link.ID)
 		if !ok || e.Name != "f.bin" {
@@ -410,8 +410,8 @@ func TestCatchupKeepsUnknownRecords(t *testing.T) {
 		s.h.AddAddrs(h.ID(), h.Addrs(), time.Hour)
 		p := h.ID()
 
-		want, _ := s.catch.Lacking()
-		s.catch.From(ctx, p, want)
+		want, _ := s.ix.Catch.Lacking()
+		s.ix.Catch.From(ctx, p, want)
 		if _, ok, _ := indexEntryOf(s, a.link.ID); !ok {
 			t.Fatal("the epoch whose certificate the server holds is not taken")
 		}
@@ -420,12 +420,12 @@ func TestCatchupKeepsUnknownRecords(t *testing.T) {
 		}
 		// The certificate sync brings the second epoch's certificate,
 		// after the pass made its list of epochs lacking.
-		want, _ = s.catch.Lacking()
+		want, _ = s.ix.Catch.Lacking()
 		if len(want) != 0 {
 			t.Fatalf("%d epochs lacking, want none before the certificate", len(want))
 		}
 		s.cert.Put(6, b.cert(6), 0)
-		s.catch.From(ctx, p, want)
+		s.ix.Catch.From(ctx, p, want)
 		if _, ok, _ := indexEntryOf(s, b.link.ID); !ok || len(want) != 0 {
 			t.Fatalf("the second epoch not taken once certified (indexed %v, %d lacking)", ok, len(want))
 		}
@@ -530,18 +530,18 @@ func TestCatchupWithoutClosing(t *testing.T) {
 		}
 		forger := serveAs(0, true)
 		for range 2 {
-			s.catch.Pass(ctx)
+			s.ix.Catch.Pass(ctx)
 		}
-		if n := held(); n > 0 || !s.catch.Shunned(forger) {
-			t.Fatalf("a list short of a signature: %d chunks stored, its server left alone %v", n, s.catch.Shunned(forger))
+		if n := held(); n > 0 || !s.ix.Catch.Shunned(forger) {
+			t.Fatalf("a list short of a signature: %d chunks stored, its server left alone %v", n, s.ix.Catch.Shunned(forger))
 		}
 		if idx, _ := s.store.Index(); len(idx) > 0 {
 			t.Fatalf("a list short of a signature: %d index entries", len(idx))
 		}
 		honest := serveAs(1, false)
-		s.catch.Pass(ctx)
-		if n := held(); n != len(f.chunks) || s.catch.Shunned(honest) {
-			t.Fatalf("an honest chain server: %d of %d chunks held, left alone %v", n, len(f.chunks), s.catch.Shunned(honest))
+		s.ix.Catch.Pass(ctx)
+		if n := held(); n != len(f.chunks) || s.ix.Catch.Shunned(honest) {
+			t.Fatalf("an honest chain server: %d of %d chunks held, left alone %v", n, len(f.chunks), s.ix.Catch.Shunned(honest))
 		}
 		if e, ok, _ := indexEntryOf(s, f.link.ID); !ok || e.Name != "unclosed .bin" {
 			t.Fatalf("the file is not indexed: %+v", e)

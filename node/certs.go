@@ -41,7 +41,7 @@ func (c certEnv) Rejudge(n uint64, x blame.Context) { c.s.ref.Rejudge(n, x) }
 func (c certEnv) Equivocations(final, timeout *wire.Cert) {
 	c.s.noteEquivocations(final, timeout)
 }
-func (c certEnv) Certified()           { c.s.catch.Poke() }
+func (c certEnv) Certified()           { c.s.ix.Catch.Poke() }
 func (c certEnv) Ctx() context.Context { return c.s.ctx }
 func (c certEnv) Call(ctx context.Context, p peer.ID, r transport.Request) ([]byte, error) {
 	return transport.Call(ctx, c.s.h, p, r)

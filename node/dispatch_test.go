@@ -27,7 +27,7 @@ func TestDispatchFollowsTable(t *testing.T) {
 		handlers := map[protocol.ID]transport.HandlerFunc{
 			ProtoRoster: s.handleHello, ProtoEpoch: s.handleEpoch, ProtoRound: s.handleRound, ProtoClient: s.handleClient,
 			ProtoPIR: func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
-				rt, _, err := s.handlePIR(ctx, from, t, body)
+				rt, _, err := s.ix.OnPIR(ctx, from, t, body)
 				return rt, nil, err
 			},
 		}

@@ -39,7 +39,7 @@
 //   - server.go: Server, its configuration and life cycle. Server.mu
 //     guards the epochs and rounds; the components below own their state
 //     and lock, and their methods take no s.mu: the certificates
-//     (internal/certs), the catch-up (internal/catchup), the
+//     (internal/certs), the index and its serving (internal/index), the
 //     window's items and the walk last checked (internal/window), a
 //     duplicate's routes (internal/dupwalk), the
 //     long-term key records (internal/ltkeys), the
@@ -146,16 +146,22 @@
 //   - relay.go: the noted server's side of a relayed batch: the note, its
 //     bounds, the fetch from the signer, when a noted batch counts as
 //     missing (§5.2 v3).
-//   - internal/catchup (package catchup): server catch-up (§7): the
-//     closing records, lists and chunks this server lacks, from the
-//     group's index logs, each checked against its certified chain's
-//     signatures; its own lock, network-free tests. catchup.go: what it
-//     asks of the server, and the lists served to a server catching up.
+//   - internal/index (package index): the index and what serves it
+//     (§6, §7), one type, Index (Server.ix): the store and its
+//     retention, the manifests a round adds, the index pages, PIR, the
+//     publications kept for the chain and the catch-up, each part a
+//     package of its own below, with its own lock; network-free tests.
+//   - internal/catchup (package catchup, Index.Catch): server catch-up
+//     (§7): the closing records, lists and chunks this server lacks,
+//     from the group's index logs, each checked against its certified
+//     chain's signatures; its own lock, network-free tests. catchup.go:
+//     what it asks of the server, and the lists held here for a server
+//     catching up.
 //   - pubfetch.go: what the fetches of a publication the last server
 //     left a chain server without ask of the server (pubHost); the
 //     publications kept for the chain, served and fetched from one that
-//     holds them (§3), are package internal/pubfetch's (sepoch.pubs, its
-//     own lock; network-free tests).
+//     holds them (§3), are package internal/pubfetch's (Index.Pub,
+//     Server.pub; sepoch.pubs, its own lock; network-free tests).
 //   - publish.go: publication, request lists proposed and signed (§5.3).
 //   - roundstep.go: the batch, mix and publish steps, pure functions of round
 //     state and one event returning their effects; the drivers above do the I/O.
@@ -177,23 +183,27 @@
 //   - manifests.go: the manifests the index takes (§6.4 v3), noted in
 //     the rounds' request lists; what it takes, within the caps per
 //     pseudonym and per round, the ids each round took (sepoch.man, its
-//     own lock) and their storing are package internal/manifests's.
+//     own lock) and their storing are package internal/manifests's,
+//     driven by internal/index.
 //   - indexserve.go: who a peer is, for the index pages served to any
 //     peer and to the group's servers (§7 v3), which are package
-//     internal/indexserve's (network-free tests); internal/slots (package slots): the reply slots of
+//     internal/indexserve's (Index.Pages; network-free tests);
+//     internal/slots (package slots): the reply slots of
 //     index pages, windows and would-serve fetches, each table with a
 //     peer's and an address range's share (its own leaf locks, no I/O,
 //     network-free tests).
-//   - pirserve.go: what PIR serving asks of the server (pirHost) and
-//     its two drivers; the serving itself (§6.3: padded answers made and
+//   - pirserve.go: what PIR serving asks of the server (pirHost), the
+//     index made (newIndex) and the round's PIR driver; the serving itself (§6.3: padded answers made and
 //     sent, a client's query taken and answered, the others' padded
-//     answers checked and combined) is package internal/pirserve's, each
+//     answers checked and combined) is package internal/pirserve's
+//     (Index.PIR), each
 //     epoch's rounds' state under its own lock (sepoch.pir), over package
 //     internal/pirround's Round (no I/O, network-free tests).
 //   - internal/chunks (package chunks): the server's chunk store (§7), in
 //     bbolt or in memory, with the rounds' pairs and the epochs' closing
-//     records (its package doc lists its files); chunkstore.go: its names
-//     in node's API (ChunkStore, NewMemStore).
+//     records (its package doc lists its files; Index.Store,
+//     Server.store); chunkstore.go: its names in node's API (ChunkStore,
+//     NewMemStore).
 //   - bench.go: in-process benchmark of a whole network (riffle bench).
 //   - internal/strikes (package strikes): a primary's strikes against its
 //     clients, by peer id and address, bounded (§8 "After a blame"); no

@@ -69,7 +69,7 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeWindowReq:
 		return s.wins.OnServerReq(ctx, from, body)
 	case wire.TypeIndexReq:
-		return s.index.OnServerIndexReq(ctx, from, body)
+		return s.ix.Pages.OnServerIndexReq(ctx, from, body)
 	case wire.TypeAttestReq:
 		return s.onAttestReq(from, body)
 	case wire.TypeCharge:

@@ -110,7 +110,7 @@ func TestPIRQuerySlotOwner(t *testing.T) {
 	}
 	for _, c := range cases {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		_, _, err := s.handlePIR(ctx, c.from, wire.TypeQuery, query(e, 1, c.slot, 0))
+		_, _, err := s.ix.OnPIR(ctx, c.from, wire.TypeQuery, query(e, 1, c.slot, 0))
 		cancel()
 		if err == nil {
 			t.Errorf("%s: query accepted", c.name)
@@ -123,7 +123,7 @@ func TestPIRQuerySlotOwner(t *testing.T) {
 	// answer (none comes in this fixture) instead of being refused.
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	_, _, err := s.handlePIR(ctx, victim, wire.TypeQuery, query(e, 1, 0, 1))
+	_, _, err := s.ix.OnPIR(ctx, victim, wire.TypeQuery, query(e, 1, 0, 1))
 	if err == nil || bytes.Contains([]byte(err.Error()), []byte("different query")) {
 		t.Fatalf("victim's query: %v, want a wait for its answer", err)
 	}

@@ -274,16 +274,16 @@ func TestHostileRoundHandlers(t *testing.T) {
 			{name: "list/wrong signatures", run: func() error { return handlerErr(f.s.onRoundList(f.a.id, list(mid, 0, 1, 3))) }},
 			{name: "list/unsigned", run: func() error { return handlerErr(f.s.onRoundList(f.a.id, list(mid, 0, 1, 0))) }},
 
-			{name: "pads/truncated", run: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.a.id, truncated(pads(mid, 0, []uint32{1})))) }},
-			{name: "pads/short", run: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.a.id, make([]byte, 20))) }},
-			{name: "pads/oversized", run: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.a.id, oversized(pads(mid, 0, []uint32{1})))) }},
-			{name: "pads/unknown epoch", run: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.a.id, pads(&unknown, 0, []uint32{1}))) }},
-			{name: "pads/unknown sender", run: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.stranger.id, pads(mid, 0, []uint32{1}))) }},
-			{name: "pads/from itself", run: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.s.ID(), pads(mid, 0, []uint32{1}))) }},
-			{name: "pads/another primary's slots", run: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.a.id, pads(mid, 0, []uint32{0}))) }},
-			{name: "pads/round outside window", run: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.a.id, pads(mid, 1<<30, []uint32{1}))) }},
-			{name: "pads/repeated", repeat: true, setup: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.a.id, pads(mid, 2, []uint32{1}))) },
-				run: func() error { return handlerErr(f.s.pir.OnPadAnswers(f.a.id, pads(mid, 2, []uint32{1}))) }},
+			{name: "pads/truncated", run: func() error { return handlerErr(f.s.ix.PIR.OnPadAnswers(f.a.id, truncated(pads(mid, 0, []uint32{1})))) }},
+			{name: "pads/short", run: func() error { return handlerErr(f.s.ix.PIR.OnPadAnswers(f.a.id, make([]byte, 20))) }},
+			{name: "pads/oversized", run: func() error { return handlerErr(f.s.ix.PIR.OnPadAnswers(f.a.id, oversized(pads(mid, 0, []uint32{1})))) }},
+			{name: "pads/unknown epoch", run: func() error { return handlerErr(f.s.ix.PIR.OnPadAnswers(f.a.id, pads(&unknown, 0, []uint32{1}))) }},
+			{name: "pads/unknown sender", run: func() error { return handlerErr(f.s.ix.PIR.OnPadAnswers(f.stranger.id, pads(mid, 0, []uint32{1}))) }},
+			{name: "pads/from itself", run: func() error { return handlerErr(f.s.ix.PIR.OnPadAnswers(f.s.ID(), pads(mid, 0, []uint32{1}))) }},
+			{name: "pads/another primary's slots", run: func() error { return handlerErr(f.s.ix.PIR.OnPadAnswers(f.a.id, pads(mid, 0, []uint32{0}))) }},
+			{name: "pads/round outside window", run: func() error { return handlerErr(f.s.ix.PIR.OnPadAnswers(f.a.id, pads(mid, 1<<30, []uint32{1}))) }},
+			{name: "pads/repeated", repeat: true, setup: func() error { return handlerErr(f.s.ix.PIR.OnPadAnswers(f.a.id, pads(mid, 2, []uint32{1}))) },
+				run: func() error { return handlerErr(f.s.ix.PIR.OnPadAnswers(f.a.id, pads(mid, 2, []uint32{1}))) }},
 			{name: "root/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onRoot(f.b.id, root(1, 3, f.b.priv))) },
 				run: func() error { return handlerErr(f.s.onRoot(f.b.id, root(1, 3, f.b.priv))) }},
 
@@ -374,16 +374,16 @@ func TestHostileIntake(t *testing.T) {
 				return takeSubs(f.a.id, batchBody(led, R-1, submit(led, R-1, 1, f.clients[1], size)))
 			}},
 
-			{name: "query/short", run: func() error { return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, make([]byte, 20))) }},
+			{name: "query/short", run: func() error { return pirErr(f.s.ix.OnPIR(ctx, f.stranger.id, wire.TypeQuery, make([]byte, 20))) }},
 			{name: "query/truncated", run: func() error {
-				return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, truncated(query(mid, 0, 1))))
+				return pirErr(f.s.ix.OnPIR(ctx, f.stranger.id, wire.TypeQuery, truncated(query(mid, 0, 1))))
 			}},
 			{name: "query/oversized", run: func() error {
-				return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, oversized(query(mid, 0, 1))))
+				return pirErr(f.s.ix.OnPIR(ctx, f.stranger.id, wire.TypeQuery, oversized(query(mid, 0, 1))))
 			}},
-			{name: "query/unknown epoch", run: func() error { return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, query(&unknown, 0, 1))) }},
-			{name: "query/another primary's slot", run: func() error { return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, query(mid, 0, 0))) }},
-			{name: "query/round outside window", run: func() error { return pirErr(f.s.handlePIR(ctx, f.stranger.id, wire.TypeQuery, query(mid, 1<<30, 1))) }},
+			{name: "query/unknown epoch", run: func() error { return pirErr(f.s.ix.OnPIR(ctx, f.stranger.id, wire.TypeQuery, query(&unknown, 0, 1))) }},
+			{name: "query/another primary's slot", run: func() error { return pirErr(f.s.ix.OnPIR(ctx, f.stranger.id, wire.TypeQuery, query(mid, 0, 0))) }},
+			{name: "query/round outside window", run: func() error { return pirErr(f.s.ix.OnPIR(ctx, f.stranger.id, wire.TypeQuery, query(mid, 1<<30, 1))) }},
 
 			{name: "register/truncated", run: func() error {
 				return handlerErr(f.s.regs.OnClientRegister(ctx, f.stranger.id, truncated(f.clientRegister(t, f.open, f.clients[1]))))

@@ -34,7 +34,7 @@ func TestIndexBusyAskedAgain(t *testing.T) {
 		tn := startAnonNet(t, 2, 1, 1, testParams(4), nil)
 		s, c := tn.servers[0], tn.clients[0]
 		const held = time.Second
-		g := &s.indexSlots
+		g := &s.ix.Slots
 		g.Add(slots.MaxIndexServing)
 		freed := make(chan struct{})
 		go func() {
@@ -75,7 +75,7 @@ func TestIndexSlotsPerClient(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		got := 0
 		for range slots.MaxIndexServing {
-			if s.index.Enter(ctx, c.Inspect().PeerID()) == nil {
+			if s.ix.Pages.Enter(ctx, c.Inspect().PeerID()) == nil {
 				got++
 			}
 		}
@@ -89,7 +89,7 @@ func TestIndexSlotsPerClient(t *testing.T) {
 		if err := wait.Until(context.Background(), 10*time.Second, func() bool {
 			sctx, stop := context.WithCancel(context.Background())
 			defer stop()
-			return s.index.Enter(sctx, c.Inspect().PeerID()) == nil
+			return s.ix.Pages.Enter(sctx, c.Inspect().PeerID()) == nil
 		}); err != nil {
 			t.Fatal("the client's slots were not given back")
 		}
@@ -161,12 +161,12 @@ func clientSlotsOfRange(t *testing.T, n, limit int, addr func(int) net.IP, other
 	got := 0
 	for _, c := range cs[:n] {
 		for range slots.MaxIndexPerClient {
-			if s.index.Enter(ctx, c.Inspect().PeerID()) == nil {
+			if s.ix.Pages.Enter(ctx, c.Inspect().PeerID()) == nil {
 				got++
 			}
 		}
 	}
-	honest := s.index.Enter(ctx, cs[n].Inspect().PeerID())
+	honest := s.ix.Pages.Enter(ctx, cs[n].Inspect().PeerID())
 	t.Logf("%d registered clients of one range took %d index slots (cap %d); a client of another range: %v", n, got, limit, honest)
 	if got > limit || got == 0 {
 		t.Errorf("the clients of one range took %d index slots, want at most %d", got, limit)
@@ -211,7 +211,7 @@ func TestIndexSyncFailedAsksEveryServer(t *testing.T) {
 			}}
 		})
 		s := tn.servers[0]
-		g := &s.indexSlots
+		g := &s.ix.Slots
 		var once sync.Once
 		held := make(chan struct{})
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

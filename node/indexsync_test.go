@@ -179,7 +179,7 @@ func TestIndexSyncPages(t *testing.T) {
 		// once the retention has about run since it first held the id: at
 		// once, it keeps its copy (a server cannot take a manifest out of one
 		// client's copy early), and drops it by itself later.
-		if _, err := s.store.(pruner).Prune(time.Now().Add(2 * time.Hour)); err != nil {
+		if _, err := s.store.(interface{ Prune(time.Time) (int, error) }).Prune(time.Now().Add(2 * time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 		now := time.Now()
@@ -278,7 +278,7 @@ func TestIndexReqHostile(t *testing.T) {
 		// slots.MaxOutsiderIndex, and a slot comes back when its stream ends (the
 		// requests above give theirs back once their streams are done).
 		slotsFree := func() bool {
-			return s.indexSlots.All() == 0
+			return s.ix.Slots.All() == 0
 		}
 		if err := wait.Until(ctx, 10*time.Second, slotsFree); err != nil {
 			t.Fatalf("the requests above kept their slots: %v", err)
@@ -287,7 +287,7 @@ func TestIndexReqHostile(t *testing.T) {
 		for i := range slots.MaxOutsiderIndex + 1 {
 			sctx, scancel := context.WithCancel(ctx)
 			cancels = append(cancels, scancel)
-			err := s.index.Enter(sctx, h.ID())
+			err := s.ix.Pages.Enter(sctx, h.ID())
 			if (i < slots.MaxOutsiderIndex) != (err == nil) {
 				t.Fatalf("outsider page %d: %v", i, err)
 			}

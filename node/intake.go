@@ -76,7 +76,7 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 	case wire.TypeWaitList:
 		return s.regs.OnWaitList(ctx, from, body)
 	case wire.TypeIndexReq:
-		return s.index.OnIndexReq(ctx, from, body)
+		return s.ix.Pages.OnIndexReq(ctx, from, body)
 	case wire.TypeWindowReq:
 		return s.wins.OnClientReq(ctx, from, body)
 	case wire.TypeStateReq:

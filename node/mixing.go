@@ -425,7 +425,7 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeRoundList:
 		return s.onRoundList(from, body)
 	case wire.TypePadAnswers:
-		return s.pir.OnPadAnswers(from, body)
+		return s.ix.PIR.OnPadAnswers(from, body)
 	case wire.TypeRoot:
 		return s.onRoot(from, body)
 	case wire.TypeGetBatch:
@@ -457,7 +457,7 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		}
 		return wire.TypeChunk, (&wire.Chunk{ID: c.ID, Data: data}).Marshal(), nil
 	case wire.TypeListReq:
-		return s.onListReq(body)
+		return s.ix.OnListReq(body, catchEnv{s}.HeldList)
 	case wire.TypeDryReq:
 		return s.onDryReq(from, body)
 	case wire.TypeDrySet:

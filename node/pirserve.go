@@ -7,6 +7,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/index"
 	"github.com/riffle-net/riffle/node/internal/pirserve"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
@@ -18,11 +19,13 @@ import (
 // server: the epochs, their secrets and lists, the waits, the sends.
 type pirHost struct{ s *Server }
 
-// newPIR is s's PIR serving.
-func newPIR(s *Server) *pirserve.Service {
-	return &pirserve.Service{Host: pirHost{s}, Store: s.store, Engine: s.engine, Pool: &s.pool, Log: s.log, Ctx: s.ctx,
-		Spent:  func(d time.Duration) { s.timing.add(&s.timing.pir, d) },
-		Linger: s.cfg.Timing.LastRoundLinger, Grace: s.cfg.Timing.EndGrace}
+// newIndex is s's index and what serves it (internal/index), over the
+// store s.store; each part asks the server through its host here.
+func newIndex(s *Server) *index.Index {
+	return index.New(index.Config{Store: s.store, Log: s.log, Ctx: s.ctx, Timing: &s.cfg.Timing, Pool: &s.pool,
+		Spent: func(d time.Duration) { s.timing.add(&s.timing.pir, d) },
+		PIR:   pirHost{s}, Pub: pubHost{s}, Peers: indexPeers{s}, Hooks: indexPeers{s}, Catch: catchEnv{s},
+		Go: pirHost{s}.Go})
 }
 
 // pirEpoch is epoch e as PIR serving reads it; its descriptor is final.
@@ -125,14 +128,5 @@ func (s *Server) answerRound(e *sepoch, r uint32) {
 	s.mu.Lock()
 	rl := e.round(r).list
 	s.mu.Unlock()
-	s.pir.AnswerRound(pirEpoch(e), r, rl)
-}
-
-// handlePIR serves /riffle/1/pir: a client's k masks for a round and its
-// k combined answers (§6.3).
-func (s *Server) handlePIR(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, [][]byte, error) {
-	if err := transport.Takes(ProtoPIR, t); err != nil {
-		return 0, nil, err
-	}
-	return s.pir.HandleQuery(ctx, from, body)
+	s.ix.PIR.AnswerRound(pirEpoch(e), r, rl)
 }

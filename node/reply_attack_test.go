@@ -52,7 +52,7 @@ func TestIndexSlotsHeld(t *testing.T) {
 		}
 		// A server of the group catching up is served while they hold them.
 		start := time.Now()
-		if _, err := tn.servers[1].catch.IndexPage(ctx, s.ID(), 0); err != nil || time.Since(start) > time.Second {
+		if _, err := tn.servers[1].ix.Catch.IndexPage(ctx, s.ID(), 0); err != nil || time.Since(start) > time.Second {
 			t.Fatalf("a server's index page with the clients' slots held: %v after %v", err, time.Since(start))
 		}
 		// From now on they ask no more: what is left is their hold.
@@ -91,7 +91,7 @@ func TestIndexSlotsPerRange(t *testing.T) {
 			t.Fatalf("the slow readers hold %d index slots, want %d", sr.held.Load(), slots.MaxOutsiderIndexPerRange)
 		}
 		time.Sleep(5 * time.Second) // the others ask again every 200 ms meanwhile
-		held := s.indexSlots.Outsiders.Held()
+		held := s.ix.Slots.Outsiders.Held()
 		mn := testMemnet(t)
 		h, err := mn.NewHostFrom(nil, nil, net.IPv4(10, 67, 0, 1))
 		if err != nil {
@@ -142,7 +142,7 @@ func TestIndexSlotsPerWideRange(t *testing.T) {
 			t.Fatalf("the slow readers hold %d index slots, want %d", sr.held.Load(), slots.MaxOutsiderIndexPerWide)
 		}
 		time.Sleep(5 * time.Second) // the others ask again every 200 ms meanwhile
-		held := s.indexSlots.Outsiders.Held()
+		held := s.ix.Slots.Outsiders.Held()
 		mn := testMemnet(t)
 		h, err := mn.NewHostFrom(nil, nil, net.ParseIP("2001:db8:1::1"))
 		if err != nil {

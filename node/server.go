@@ -18,15 +18,13 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/node/internal/catchup"
 	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/node/internal/dupwalk"
 	"github.com/riffle-net/riffle/node/internal/eligible"
-	"github.com/riffle-net/riffle/node/internal/indexserve"
+	"github.com/riffle-net/riffle/node/internal/index"
 	"github.com/riffle-net/riffle/node/internal/ltkeys"
-	"github.com/riffle-net/riffle/node/internal/pirserve"
 	"github.com/riffle-net/riffle/node/internal/polls"
 	"github.com/riffle-net/riffle/node/internal/pubfetch"
 	"github.com/riffle-net/riffle/node/internal/registry"
@@ -36,7 +34,6 @@ import (
 	"github.com/riffle-net/riffle/node/internal/strikes"
 	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/node/transport"
-	"github.com/riffle-net/riffle/pir"
 )
 
 // Defaults of a server's configuration.
@@ -104,16 +101,8 @@ func (c *ServerConfig) network() transport.Network {
 // DefaultPruneEvery is how often a server prunes its store by default.
 const DefaultPruneEvery = 10 * time.Minute
 
-// pruner is a store with retention (the bbolt store).
-type pruner interface {
-	Prune(now time.Time) (int, error)
-}
-
 // Server is a riffle server.
 type Server struct {
-	// indexSlots counts the index pages being read and sent
-	// (package slots; indexserve.go enters them).
-	indexSlots slots.Index
 	// windowSlots counts the window replies being read and sent, to
 	// clients and to the group's servers (package slots).
 	windowSlots slots.Window
@@ -127,17 +116,14 @@ type Server struct {
 	roster      rosterTable
 	helloNow    chan struct{}
 	closers     []func() error
-	store       ChunkStore
-	engine      *pir.Engine
-	// pir serves the clients' queries and the padded answers
-	// (internal/pirserve, pirserve.go).
-	pir *pirserve.Service
-	// pub fetches the publications a last server left this one
-	// without (internal/pubfetch, pubfetch.go).
-	pub *pubfetch.Service
-	// index serves the index log's pages (internal/indexserve,
-	// indexserve.go).
-	index *indexserve.Service
+	// ix is the index and what serves it: the store, the index pages,
+	// PIR, the publications kept for the chain, the catch-up
+	// (internal/index).
+	ix *index.Index
+	// store and pub are ix's Store and Pub, by the names the round files
+	// use.
+	store ChunkStore
+	pub   *pubfetch.Service
 	// regs: the registration's handlers (internal/registry,
 	// registration.go).
 	regs registry.Service
@@ -183,8 +169,6 @@ type Server struct {
 	// (internal/window, window.go).
 	win  window.Items
 	wins window.Service
-	// catch is the catch-up (internal/catchup).
-	catch catchup.Catchup
 
 	timing   timer          // where the time goes (Timing, riffle bench)
 	handlers transport.Gate // stream handlers in flight
@@ -278,19 +262,16 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s := &Server{
 		ctx: cctx, cancel: cancel, cfg: cfg, log: log, rand: rnd,
 		h: h, priv: priv, helloNow: make(chan struct{}, 1), store: st,
-		engine:  pir.NewEngine(pir.Options{}),
 		changed: make(chan struct{}), epochs: map[[32]byte]*sepoch{}, prep: map[[32]byte]*sepoch{},
 		number: number,
 	}
 	s.cert.Init(certEnv{s}, cfg.DataDir, log, cfg.Timing.CertSyncEvery, cfg.Timing.CertSyncStart, kept, top)
-	s.catch.Init(catchEnv{s}, st, log, &s.cfg.Timing)
 	s.win = window.Items{St: st, Src: winSrc{s}, Log: log}
 	s.wins = window.Service{Items: &s.win, Peers: winPeers{s}}
-	s.pir = newPIR(s)
-	s.pub = &pubfetch.Service{Host: pubHost{s}, Log: log, Ctx: cctx}
+	s.ix = newIndex(s)
+	s.pub = s.ix.Pub
 	s.regs = registry.Service{H: regHost{s}, Keys: &s.keys, Log: log}
 	s.dups = dupwalk.Service{H: dupHost{s}, Log: log, Ctx: cctx, RouteWait: cfg.Timing.DupRouteWait}
-	s.index = &indexserve.Service{Slots: &s.indexSlots, Store: st, Peers: indexPeers{s}, Hooks: indexPeers{s}}
 	s.rb.st, s.rb.log = st, log
 	s.ref.Init(cfg.DataDir, log, s.cert.Of)
 	if recs, err := s.rb.blameRecords(); err == nil {
@@ -324,7 +305,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	// Server protocols: big bodies only from server peers (asker.go).
 	transport.ServeBoundedBy(cctx, h, &s.handlers, s.log, ProtoEpoch, transport.BulkTimeout, epochReplies, s.serverCaps(epochCaps), nil, oneSegment(s.handleEpoch))
 	transport.ServePooled(cctx, h, &s.handlers, s.log, ProtoRound, transport.BulkTimeout, s.serverCaps(roundCaps), s.pool.Buffers(), s.handleRound)
-	handleClient, handlePIR := s.hookCfg().ClientHandlers(s.handleClient, s.handlePIR)
+	handleClient, handlePIR := s.hookCfg().ClientHandlers(s.handleClient, s.ix.OnPIR)
 	transport.ServeBounded(cctx, h, &s.handlers, s.log, ProtoClient, transport.PollTimeout, replies, anyPeer(clientCaps), s.pool.Buffers(), oneSegment(handleClient))
 	transport.ServeBounded(cctx, h, &s.handlers, s.log, ProtoPIR, transport.PollTimeout, replies, anyPeer(pirCaps), nil, handlePIR)
 	if !cfg.NoLAN {
@@ -337,9 +318,9 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			s.closers = append(s.closers, stop)
 		}
 	}
-	if p, ok := st.(pruner); ok && (cfg.StoreOptions.Retention > 0 || cfg.Params.IndexHours > 0) {
+	if s.ix.Prunes() && (cfg.StoreOptions.Retention > 0 || cfg.Params.IndexHours > 0) {
 		s.wg.Add(1)
-		go func() { defer s.wg.Done(); s.pruneLoop(cctx, p) }()
+		go func() { defer s.wg.Done(); s.ix.PruneLoop(cctx, cfg.PruneEvery) }()
 	}
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.rosterLoop(cctx, boot) }()
@@ -357,7 +338,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		}()
 	}
 	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.catch.Loop(cctx) }()
+	go func() { defer s.wg.Done(); s.ix.Catch.Loop(cctx) }()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.watch(cctx) }()
 	s.log.Info("server up", "id", h.ID().String(), "addrs", fmt.Sprint(h.Addrs()))
@@ -468,23 +449,6 @@ func (s *Server) waitFor(ctx context.Context, cond func() bool) error {
 			// Time-based conditions (deadlines) are re-checked at
 			// least every second.
 			recheck.Reset(time.Second)
-		}
-	}
-}
-
-// pruneLoop applies the store's retention every PruneEvery (§7).
-func (s *Server) pruneLoop(ctx context.Context, p pruner) {
-	t := time.NewTicker(s.cfg.PruneEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			// The store logs what it removed.
-			if _, err := p.Prune(now); err != nil {
-				s.log.Error("prune store", "err", err)
-			}
 		}
 	}
 }

@@ -3,8 +3,6 @@ package node
 import (
 	"sort"
 	"time"
-
-	"github.com/riffle-net/riffle/node/internal/chunks"
 )
 
 // Snapshots and job handles for local views of a running client or server
@@ -70,9 +68,7 @@ func (s *Server) Snapshot() ServerSnapshot {
 	for _, p := range s.chain() {
 		out.Chain = append(out.Chain, p.String())
 	}
-	if bs, ok := s.store.(*chunks.BoltStore); ok {
-		out.StoreBytes = bs.DB().Usage()
-	}
+	out.StoreBytes = s.ix.Usage()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, until := range s.strikes.Banned {

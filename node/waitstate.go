@@ -20,7 +20,7 @@ import (
 // registers); the answer is a few dozen bytes built from counters, and
 // takes one of the index pages' slots while it is written.
 func (s *Server) onStateReq(ctx context.Context, from peer.ID) (wire.Type, []byte, error) {
-	if err := s.index.Enter(ctx, from); err != nil {
+	if err := s.ix.Pages.Enter(ctx, from); err != nil {
 		return 0, nil, err
 	}
 	st := wire.State{Live: uint32(len(s.roster.live()) + 1), SinceEnd: wire.NoEnd}
