@@ -25,7 +25,7 @@ func TestDispatchFollowsTable(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		handlers := map[protocol.ID]transport.HandlerFunc{
-			ProtoRoster: s.handleHello, ProtoEpoch: s.handleEpoch, ProtoRound: s.handleRound, ProtoClient: s.handleClient,
+			ProtoRoster: s.hellos.OnHello, ProtoEpoch: s.handleEpoch, ProtoRound: s.handleRound, ProtoClient: s.handleClient,
 			ProtoPIR: func(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
 				rt, _, err := s.ix.OnPIR(ctx, from, t, body)
 				return rt, nil, err

@@ -15,9 +15,10 @@
 // Discovery and hosts:
 //   - host.go: the network of servers and clients that name none (libp2p);
 //     the hosts and the identity key of a data directory are transport's.
-//   - roster.go: hellos said and answered, and the chain the roster
-//     orders; the roster itself (live servers, bounded and pruned, the
-//     gossiped candidates, the hello's encoding) is package
+//   - roster.go: the chain the roster orders, and what the hellos ask
+//     of the server; the roster itself (live servers, bounded and
+//     pruned, the gossiped candidates, the hello's encoding) and the
+//     hellos said and answered (Hellos, Server.hellos) are package
 //     internal/roster's, with its own lock (network-free tests).
 //   - transport (package transport): the Host seam (libp2p, memnet),
 //     protocol ids, framing, the one call path and serve path, the

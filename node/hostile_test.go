@@ -554,10 +554,10 @@ func TestHostileEpochHandlers(t *testing.T) {
 				return handlerErr(f.s.onRoute(ctx, f.a.id, (&wire.Route{Epoch: mid.v.ID, S: 1}).Marshal()))
 			}},
 			{name: "hello/truncated", run: func() error {
-				return handlerErr(f.s.handleHello(ctx, f.stranger.id, wire.TypeHello, truncated(f.s.hello().Marshal())))
+				return handlerErr(f.s.hellos.OnHello(ctx, f.stranger.id, wire.TypeHello, truncated(f.s.hellos.Hello().Marshal())))
 			}},
 			{name: "hello/garbage", run: func() error {
-				return handlerErr(f.s.handleHello(ctx, f.stranger.id, wire.TypeHello, bytes.Repeat([]byte{0xff}, 64)))
+				return handlerErr(f.s.hellos.OnHello(ctx, f.stranger.id, wire.TypeHello, bytes.Repeat([]byte{0xff}, 64)))
 			}},
 			{name: "get chunk/truncated", run: func() error {
 				return handlerErr(f.s.handleRound(ctx, f.s.ID(), wire.TypeGetChunk, truncated((&wire.Chunk{ID: [32]byte{1}}).Marshal())))

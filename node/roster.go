@@ -2,14 +2,10 @@ package node
 
 import (
 	"context"
-	"log/slog"
-	"sync"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
-	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/roster"
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -48,34 +44,14 @@ func (s *Server) chainAt(n uint64) []peer.ID {
 	return roster.Chain(s.h.ID(), s.roster.live(), s.rb.serverExcluded, out, s.cfg.MinServers)
 }
 
-func (s *Server) hello() *wire.Hello {
-	return roster.Hello(ProtocolVersion, s.cfg.Nick, s.h.Addrs(), s.roster.live())
-}
-
-// learn records the servers a hello gossips as candidates for a hello.
-func (s *Server) learn(h *wire.Hello) {
-	for _, ai := range roster.Gossiped(h, s.h.ID()) {
-		if s.roster.get(ai.ID) == nil && s.roster.Candidate(ai.ID) {
-			s.h.AddAddrs(ai.ID, ai.Addrs, rosterTTL*2)
-		}
-	}
-}
-
-// handleHello answers a roster hello and records a server peer.
-func (s *Server) handleHello(_ context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
-	if err := transport.Takes(ProtoRoster, t); err != nil {
-		return 0, nil, err
-	}
-	h, addrs, err := roster.ParseHello(body, ProtocolVersion)
-	if err != nil {
-		return 0, nil, err
-	}
-	if h.Role == roleServer {
-		s.sawServer(from, string(h.Nick), addrs)
-		s.h.AddAddrs(from, addrs, rosterTTL*2)
-		s.learn(h)
-	}
-	return wire.TypeHello, s.hello().Marshal(), nil
+// newHellos is s's side of the roster protocol (internal/roster's
+// Hellos): a server's hello is recorded by sawServer, one forgotten
+// loses its connections' protection.
+func newHellos(s *Server) *roster.Hellos {
+	return &roster.Hellos{Table: &s.roster.Table, H: s.h, Version: ProtocolVersion, Nick: s.cfg.Nick, Log: s.log,
+		Saw:    s.sawServer,
+		Forgot: func(id peer.ID) { s.h.Unprotect(id, serverConnTag) },
+		Tick:   s.who.Prune}
 }
 
 // lanConfig is what LAN discovery (transport.LAN) takes from s: an answer
@@ -83,7 +59,7 @@ func (s *Server) handleHello(_ context.Context, from peer.ID, t wire.Type, body 
 func lanConfig(s *Server) transport.LANConfig {
 	return transport.LANConfig{
 		Known:        func(id peer.ID) bool { return s.roster.get(id) != nil },
-		Hello:        s.sayHello,
+		Hello:        s.hellos.Say,
 		Retry:        s.cfg.Timing.LANRetry,
 		HelloTimeout: s.cfg.Timing.LANHelloTimeout,
 		AddrTTL:      rosterTTL * 2,
@@ -91,69 +67,7 @@ func lanConfig(s *Server) transport.LANConfig {
 	}
 }
 
-// sayHello exchanges hellos with p.
+// sayHello exchanges hellos with p (serverdown.go's name).
 func (s *Server) sayHello(ctx context.Context, p peer.ID) error {
-	return s.sendHello(ctx, p, s.hello().Marshal())
-}
-
-// sendHello exchanges hellos with p, sending body (a hello of s).
-func (s *Server) sendHello(ctx context.Context, p peer.ID, body []byte) error {
-	rep, err := transport.Call(ctx, s.h, p, transport.Request{Proto: ProtoRoster, Type: wire.TypeHello, Body: body, Timeout: transport.ShortTimeout / 2})
-	if err != nil {
-		return err
-	}
-	h, addrs, err := roster.ParseHello(rep, ProtocolVersion)
-	if err != nil {
-		return err
-	}
-	if h.Role == roleServer {
-		s.sawServer(p, string(h.Nick), addrs)
-		s.learn(h)
-	}
-	return nil
-}
-
-// rosterLoop keeps hellos going to the bootstrap peers and every known
-// server, so that the roster tracks who is live.
-func (s *Server) rosterLoop(ctx context.Context, boot []peer.AddrInfo) {
-	t := time.NewTicker(helloEvery)
-	defer t.Stop()
-	for {
-		targets := map[peer.ID]bool{}
-		for _, b := range boot {
-			if b.ID != s.h.ID() {
-				s.h.AddAddrs(b.ID, b.Addrs, rosterTTL*2)
-				targets[b.ID] = true
-			}
-		}
-		// A server silent for rosterForget gets no more hellos.
-		for _, id := range s.roster.Forget() {
-			s.h.Unprotect(id, serverConnTag)
-			s.log.Debug("server forgotten", "peer", id.ShortString())
-		}
-		s.who.Prune()
-		s.roster.Targets(targets)
-		// One hello for every target: they all leave now, and a roster
-		// that peers flooded with ids that never answer made a hello
-		// each (and its log line) most of a swarm seed's CPU.
-		body := s.hello().Marshal()
-		debug := s.log.Enabled(ctx, slog.LevelDebug)
-		var wg sync.WaitGroup
-		for id := range targets {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := s.sendHello(ctx, id, body); err != nil && debug {
-					s.log.Debug("hello failed", "peer", id.ShortString(), "err", err)
-				}
-			}()
-		}
-		wg.Wait()
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-s.helloNow:
-		}
-	}
+	return s.hellos.Say(ctx, p)
 }

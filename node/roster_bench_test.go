@@ -11,7 +11,7 @@ import (
 	"github.com/riffle-net/riffle/node/transport/memnet"
 )
 
-// BenchmarkHelloTick is one tick of rosterLoop's hellos from a server
+// BenchmarkHelloTick is one tick of the roster's hellos (roster.Hellos.Loop) from a server
 // whose roster holds 4 live servers and 252 ids that never answer (peers
 // that said hello once and left, kept for rosterForget): a hello built for
 // each target (each, as sayHello does) against one for the tick (once).
@@ -49,9 +49,9 @@ func BenchmarkHelloTick(b *testing.B) {
 	})
 	b.Run("once", func(b *testing.B) {
 		for b.Loop() {
-			body := s.hello().Marshal()
+			body := s.hellos.Hello().Marshal()
 			for _, id := range targets {
-				_ = s.sendHello(ctx, id, body)
+				_ = s.hellos.Send(ctx, id, body)
 			}
 		}
 	})

@@ -28,6 +28,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/polls"
 	"github.com/riffle-net/riffle/node/internal/pubfetch"
 	"github.com/riffle-net/riffle/node/internal/registry"
+	"github.com/riffle-net/riffle/node/internal/roster"
 	"github.com/riffle-net/riffle/node/internal/signed"
 	"github.com/riffle-net/riffle/node/internal/slots"
 	"github.com/riffle-net/riffle/node/internal/status"
@@ -114,7 +115,7 @@ type Server struct {
 	h           transport.Host
 	priv        crypto.PrivKey
 	roster      rosterTable
-	helloNow    chan struct{}
+	hellos      *roster.Hellos // the roster protocol (roster.go)
 	closers     []func() error
 	// ix is the index and what serves it: the store, the index pages,
 	// PIR, the publications kept for the chain, the catch-up
@@ -261,13 +262,14 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	s := &Server{
 		ctx: cctx, cancel: cancel, cfg: cfg, log: log, rand: rnd,
-		h: h, priv: priv, helloNow: make(chan struct{}, 1), store: st,
+		h: h, priv: priv, store: st,
 		changed: make(chan struct{}), epochs: map[[32]byte]*sepoch{}, prep: map[[32]byte]*sepoch{},
 		number: number,
 	}
 	s.cert.Init(certEnv{s}, cfg.DataDir, log, cfg.Timing.CertSyncEvery, cfg.Timing.CertSyncStart, kept, top)
 	s.win = window.Items{St: st, Src: winSrc{s}, Log: log}
 	s.wins = window.Service{Items: &s.win, Peers: winPeers{s}}
+	s.hellos = newHellos(s)
 	s.ix = newIndex(s)
 	s.pub = s.ix.Pub
 	s.regs = registry.Service{H: regHost{s}, Keys: &s.keys, Log: log}
@@ -289,7 +291,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.who.Init(cfg.AllowServers, cfg.Probation, cfg.Founders, chains)
 	s.turn.progress = time.Now()
 	h.OnDisconnect(s.onConnEnd)
-	transport.Serve(cctx, h, &s.handlers, s.log, ProtoRoster, transport.ShortTimeout, anyPeer(rosterCaps), s.handleHello)
+	transport.Serve(cctx, h, &s.handlers, s.log, ProtoRoster, transport.ShortTimeout, anyPeer(rosterCaps), s.hellos.OnHello)
 	// Every reply of the client protocols is sent within
 	// Tunables.ClientReply plus its size at clientReplyRate, and so are
 	// the windows and index pages of the epoch protocol, which servers
@@ -323,7 +325,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		go func() { defer s.wg.Done(); s.ix.PruneLoop(cctx, cfg.PruneEvery) }()
 	}
 	s.wg.Add(2)
-	go func() { defer s.wg.Done(); s.rosterLoop(cctx, boot) }()
+	go func() { defer s.wg.Done(); s.hellos.Loop(cctx, boot) }()
 	go func() { defer s.wg.Done(); s.leaderLoop(cctx) }()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.cert.Loop(cctx) }()

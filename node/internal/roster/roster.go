@@ -6,8 +6,9 @@
 // join only by answering a hello of their own. Table has its own lock and
 // does no I/O; the hello's encoding and checks, the chain a server
 // orders from its roster (Chain) and its check of a chain proposed to it
-// (Members) are here too. Package
-// node's roster.go says and answers the hellos and orders the chain.
+// (Members) are here too, and Hellos (hellos.go), which says and
+// answers the hellos over the roster protocol, its state Table's; package
+// node's roster.go gives it the server's side and orders the chain.
 package roster
 
 import (
