@@ -107,6 +107,12 @@ func (s *Server) ForgetChunks() bool {
 	return true
 }
 
+// HoldsChunk reports whether s stores chunk id.
+func (s *Server) HoldsChunk(id [32]byte) bool {
+	ok, err := s.store.HasChunk(id)
+	return err == nil && ok
+}
+
 // KeyExcludedNext reports whether this server refuses a long-term key at
 // the epoch after its last (ltexclude.go).
 func (s *Server) KeyExcludedNext(key [32]byte) bool {

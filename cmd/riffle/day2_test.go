@@ -556,7 +556,8 @@ func killedShare(t *testing.T, tn *testNet, data, file string) int {
 }
 
 // Point 6: a share killed partway resumes when run again: it sends only
-// what did not go out, says so, and the link fetches byte for byte.
+// what did not go out, says so, and the link fetches byte for byte, or
+// lacks at most the chunks the share reported in doubt.
 func TestShareResumesAfterKill(t *testing.T) {
 	t.Parallel() // real processes in real time: overlap their waits
 	if testing.Short() {
@@ -586,9 +587,25 @@ func TestShareResumesAfterKill(t *testing.T) {
 	}
 	t.Logf("killed after %d chunks published; resumed with %d of %d gone out", before, sent, total)
 	link := strings.TrimSpace(out)
-	got, errOut, err := runBin(t, tn.env, "get", "--server", tn.addrs[0], "--data", t.TempDir(), "-o", filepath.Join(t.TempDir(), "copy.bin"), "--unlisted-epochs", "0", "--timeout", "80s", link)
+	// A kill between a round's onion stored (its chunk marked sent) and
+	// its sending loses that chunk: it is not sent again, and the share
+	// says how many are in doubt (node's TestResumeAfterLostOnion kills
+	// at that moment). The get then lacks at most those.
+	doubt := 0
+	if m := regexp.MustCompile(`(\d+) chunk\(s\) went out just before the earlier run stopped`).FindStringSubmatch(errOut); m != nil {
+		fmt.Sscan(m[1], &doubt)
+		if !strings.Contains(errOut, "never seen published: the link may not fetch the whole file") {
+			t.Errorf("the resumed share warned of %d chunks in doubt, but its last line does not say so:\n%s", doubt, errOut)
+		}
+	}
+	got, getErr, err := runBin(t, tn.env, "get", "--server", tn.addrs[0], "--data", t.TempDir(), "-o", filepath.Join(t.TempDir(), "copy.bin"), "--unlisted-epochs", "0", "--timeout", "80s", link)
 	if err != nil {
-		t.Fatalf("get of the resumed share: %v\n%s", err, errOut)
+		done, all := chunksDone(getErr)
+		if doubt == 0 || all == 0 || all-done > doubt {
+			t.Fatalf("get of the resumed share (%d chunks in doubt): %v\n%s", doubt, err, getErr)
+		}
+		t.Logf("the get lacks %d of %d chunks, of the %d the share reported in doubt", all-done, all, doubt)
+		return
 	}
 	if b, err := os.ReadFile(strings.TrimSpace(got)); err != nil || !slices.Equal(b, want) {
 		t.Fatalf("the resumed share fetched back differs (%v)", err)

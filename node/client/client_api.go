@@ -54,7 +54,7 @@ func (c *Client) FollowShare(ctx context.Context, h *ShareHandle, name string, s
 			if err != nil {
 				return chunker.Link{}, err
 			}
-			c.jobEvent(ctx, JobEvent{Kind: "share", Phase: PhaseShared, Name: name, Link: link.String(), Bytes: h.Bytes, Total: total, Earlier: h.resumed(), Elapsed: time.Since(start)})
+			c.jobEvent(ctx, JobEvent{Kind: "share", Phase: PhaseShared, Name: name, Link: link.String(), Bytes: h.Bytes, Total: total, Earlier: h.resumed(), Unconfirmed: h.unconfirmed(), Elapsed: time.Since(start)})
 			for _, w := range warnings {
 				c.jobEvent(ctx, JobEvent{Kind: "share", Phase: PhaseWarning, Name: name, Note: w})
 			}

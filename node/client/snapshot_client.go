@@ -188,6 +188,14 @@ func (h *ShareHandle) resumed() int {
 	return h.job.resumed
 }
 
+// unconfirmed returns how many of the job's chunks count as published
+// without a signed list seen to show them.
+func (h *ShareHandle) unconfirmed() int {
+	h.c.mu.Lock()
+	defer h.c.mu.Unlock()
+	return h.job.unconfirmed
+}
+
 // Left returns how many of the job's chunks are not yet published.
 func (h *ShareHandle) Left() int {
 	h.c.mu.Lock()

@@ -43,12 +43,15 @@ type JobEvent struct {
 	Elapsed time.Duration `json:"elapsed_ns,omitempty"`
 	Bytes   int64         `json:"bytes,omitempty"`
 	Earlier int           `json:"earlier,omitempty"`
-	Waiting string        `json:"waiting,omitempty"`
-	Paused  string        `json:"paused,omitempty"`
-	Note    string        `json:"note,omitempty"`
-	Link    string        `json:"link,omitempty"`
-	Path    string        `json:"path,omitempty"`
-	Error   string        `json:"error,omitempty"`
+	// Unconfirmed: chunks of a finished share counted as published
+	// without a signed list that shows them (docs/protocol.md §5.2 v3).
+	Unconfirmed int    `json:"unconfirmed,omitempty"`
+	Waiting     string `json:"waiting,omitempty"`
+	Paused      string `json:"paused,omitempty"`
+	Note        string `json:"note,omitempty"`
+	Link        string `json:"link,omitempty"`
+	Path        string `json:"path,omitempty"`
+	Error       string `json:"error,omitempty"`
 }
 
 // Line is the event as a line of text ("" for the API's own phases).
@@ -75,7 +78,11 @@ func (e JobEvent) Line() string {
 		if e.Earlier > 0 {
 			earlier = fmt.Sprintf(", %d of them in an earlier run", e.Earlier)
 		}
-		return fmt.Sprintf("shared %s: %d bytes in %d uploads (data and manifest chunks%s), %s", e.Name, e.Bytes, e.Total, earlier, e.Elapsed.Round(time.Millisecond))
+		line := fmt.Sprintf("shared %s: %d bytes in %d uploads (data and manifest chunks%s), %s", e.Name, e.Bytes, e.Total, earlier, e.Elapsed.Round(time.Millisecond))
+		if e.Unconfirmed > 0 {
+			line += fmt.Sprintf("; %d of them never seen published: the link may not fetch the whole file (warning below)", e.Unconfirmed)
+		}
+		return line
 	case PhaseFetched:
 		return fmt.Sprintf("fetched %s in %s", e.Name, e.Elapsed.Round(time.Millisecond))
 	case PhaseWarning:

@@ -21,6 +21,7 @@ func TestJobEventLine(t *testing.T) {
 		{JobEvent{Kind: "get", Phase: PhasePaused, Name: "x", Paused: "paused: this job sent real traffic in 1 epochs"}, "get x: paused: this job sent real traffic in 1 epochs"},
 		{JobEvent{Kind: "share", Phase: PhaseResuming, Name: "r.bin", Done: 4, Total: 10}, "share r.bin: resuming: 4 of 10 chunks went out in an earlier run; sending the other 6"},
 		{JobEvent{Kind: "share", Phase: PhaseShared, Name: "s.bin", Bytes: 40000, Total: 10, Earlier: 4, Elapsed: 3 * time.Second}, "shared s.bin: 40000 bytes in 10 uploads (data and manifest chunks, 4 of them in an earlier run), 3s"},
+		{JobEvent{Kind: "share", Phase: PhaseShared, Name: "u.bin", Bytes: 40000, Total: 10, Earlier: 4, Unconfirmed: 1, Elapsed: 3 * time.Second}, "shared u.bin: 40000 bytes in 10 uploads (data and manifest chunks, 4 of them in an earlier run), 3s; 1 of them never seen published: the link may not fetch the whole file (warning below)"},
 		{JobEvent{Kind: "get", Phase: PhaseFetched, Name: "f.bin", Elapsed: 1500 * time.Millisecond}, "fetched f.bin in 1.5s"},
 		{JobEvent{Kind: "share", Phase: PhaseWarning, Note: "share v.bin: 2 chunks count as published"}, "warning: share v.bin: 2 chunks count as published"},
 		{JobEvent{Kind: "get", Phase: PhaseDone, Path: "/p"}, ""},
