@@ -18,7 +18,7 @@ import (
 type catchEnv struct{ s *Server }
 
 func (c catchEnv) Self() peer.ID        { return c.s.h.ID() }
-func (c catchEnv) Chain() []peer.ID     { return c.s.chain() }
+func (c catchEnv) Chain() []peer.ID     { return c.s.members.Chain() }
 func (c catchEnv) Known(p peer.ID) bool { return c.s.roster.get(p) != nil }
 func (c catchEnv) CertTop() uint64      { return c.s.cert.Top() }
 

@@ -33,8 +33,8 @@ type certEnv struct{ s *Server }
 
 func (c certEnv) Self() peer.ID                     { return c.s.h.ID() }
 func (c certEnv) Known(p peer.ID) bool              { return c.s.roster.get(p) != nil }
-func (c certEnv) Chain() []peer.ID                  { return c.s.chain() }
-func (c certEnv) GroupChain() []peer.ID             { return c.s.groupChain() }
+func (c certEnv) Chain() []peer.ID                  { return c.s.members.Chain() }
+func (c certEnv) GroupChain() []peer.ID             { return c.s.members.Group() }
 func (c certEnv) Excluded(p peer.ID) bool           { return c.s.rb.serverExcluded(p) }
 func (c certEnv) LastNumber() uint64                { return c.s.lastNumber() }
 func (c certEnv) Rejudge(n uint64, x blame.Context) { c.s.ref.Rejudge(n, x) }
@@ -87,7 +87,7 @@ func (c certEnv) FinalHeld(id [32]byte) bool {
 // Leader is the leader of n in the chain derived here from prev; ok is
 // false when that chain is below MinServers.
 func (c certEnv) Leader(n uint64, prev *wire.Cert) (peer.ID, bool) {
-	mine := c.s.derivedChain(prev)
+	mine := c.s.members.Derived(prev)
 	if len(mine) < c.s.cfg.MinServers {
 		return "", false
 	}

@@ -19,7 +19,9 @@ import (
 
 // The roster of an epoch follows from the certificate of the number before
 // (§3 (v3) "Epoch numbers and leaders"; docs/proto-node.md "Chains derived
-// from certificates"). The chain a server expects for number N is its group
+// from certificates"; the chain is internal/members's Chains.Derived, and
+// this file the left-out check and the would-serve question). The chain a
+// server expects for number N is its group
 // chain (live roster servers, not blamed, past probation, the operator's
 // pins left aside) joined with the live servers of N−1's certificate that
 // are neither blamed nor out for their refusal budget: a server of the
@@ -30,43 +32,6 @@ import (
 // a cause each server checks alone: blamed, out for its refusal budget, not
 // live here, or its own withdrawal, which each server asks of it
 // (TypeWouldServe) rather than take the leader's word.
-
-// derivedChain is the chain of the number after prev's, in chain order.
-// Never call with s.mu held.
-func (s *Server) derivedChain(prev *wire.Cert) []peer.ID {
-	if prev == nil || prev.Kind == wire.CertNone {
-		return s.groupChain()
-	}
-	n := prev.Number + 1
-	ids := s.groupChainAt(n)
-	have := map[peer.ID]bool{}
-	for _, p := range ids {
-		have[p] = true
-	}
-	live := map[peer.ID]bool{}
-	for _, p := range s.chainAt(n) {
-		live[p] = true
-	}
-	for _, b := range prev.Chain {
-		p := peer.ID(b)
-		if !have[p] && live[p] && !s.refusalOutAt(p, n) {
-			have[p] = true
-			ids = append(ids, p)
-		}
-	}
-	sortChain(ids)
-	return ids
-}
-
-// takenChain is derivedChain from the certificate of n−1 kept here.
-func (s *Server) takenChain(n uint64) []peer.ID {
-	if n > 1 {
-		if c, ok := s.cert.Of(n - 1); ok {
-			return s.derivedChain(c)
-		}
-	}
-	return s.groupChain()
-}
 
 // checkLeftOut refuses a Prepare whose chain leaves out a server of its
 // previous certificate without a cause that holds here. A full chain
@@ -81,7 +46,7 @@ func (s *Server) checkLeftOut(p *wire.Prepare) error {
 		in[string(b)] = true
 	}
 	live := map[peer.ID]bool{}
-	for _, q := range s.chainAt(p.Number) {
+	for _, q := range s.members.At(p.Number) {
 		live[q] = true
 	}
 	for _, b := range p.Previous.Chain {
@@ -142,7 +107,7 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 	// where the leader did not, held the group without an epoch for good
 	// (the swarm's seed 5; TestWouldServeAsPrepare).
 	out := func(q peer.ID) bool { return s.refusalOutAt(q, p.Number) }
-	pos, err := roster.Members(p.Chain, s.h.ID(), "would-serve chain", s.cfg.MinServers, s.rb.serverExcluded, out, s.eligible)
+	pos, err := roster.Members(p.Chain, s.h.ID(), "would-serve chain", s.cfg.MinServers, s.rb.serverExcluded, out, s.members.Eligible)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -187,7 +152,7 @@ func (s *Server) onWouldServe(ctx context.Context, from peer.ID, body []byte) (w
 	// finds every slot taken waits for one (the slots cover every fetch
 	// the budgets give for a number; TestWouldServeBusyWaits).
 	src := peer.ID("")
-	if s.groupPeer(from) && slices.ContainsFunc(p.Chain, func(b []byte) bool { return peer.ID(b) == from }) && p.Number == s.cert.Top()+1 {
+	if s.members.GroupPeer(from) && slices.ContainsFunc(p.Chain, func(b []byte) bool { return peer.ID(b) == from }) && p.Number == s.cert.Top()+1 {
 		if done, ok := s.askedFetch(from, p.Number); ok {
 			release, err := s.windowSlots.Asking.TakeWait(wctx, from, "", slots.MaxAskers, slots.MaxAskers)
 			if err != nil {

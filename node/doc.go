@@ -99,8 +99,16 @@
 //   - internal/eligible (package eligible): who may serve with this
 //     server (§3 v3): the operator's pins, probation, the founders, the
 //     chains signed and the withdrawals; its own lock, network-free
-//     tests. eligible.go: the chains this server may join, a refused
-//     Prepare's withdrawal.
+//     tests. eligible.go: what the chains read of the server (memberHost),
+//     a refused Prepare's withdrawal.
+//   - internal/members (package members): who serves with this server
+//     (§3 v3), Chains (Server.members): the chain ordered from the roster
+//     for a number, the group chain the leader rotation runs over, the
+//     chain derived from the certificate of the number before, and
+//     whether a peer is a server of the group; no state and no lock of its
+//     own (the roster's, eligible's and the certificates' locks), no I/O,
+//     network-free tests. derive.go: a Prepare that leaves out a server of
+//     the last certificate, and the would-serve question asked of it.
 //   - internal/certs (package certs): certified epoch numbers (§3 v3):
 //     final, abort and timeout certificates kept, one a number by
 //     precedence, each fitting the group the one below it certifies

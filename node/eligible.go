@@ -12,7 +12,8 @@ import (
 // Who may serve (§3 (v3) "Who may serve") is package
 // internal/eligible's: the operator's pins, the probation, the founders,
 // the chains signed and the withdrawals, with its own lock. This file is
-// the chains this server may join and a refused Prepare's withdrawal.
+// what the chains (internal/members) read of the server and a refused
+// Prepare's withdrawal.
 
 // withdrawMark begins every withdrawal's reason.
 const withdrawMark = eligible.WithdrawMark
@@ -24,29 +25,14 @@ func (s *Server) lastNumber() uint64 {
 	return s.number
 }
 
-// eligible says why p may not be in a chain this server joins, or nil.
-func (s *Server) eligible(p peer.ID) error {
-	return s.who.Check(s.h.ID(), p, s.lastNumber(), true)
-}
+// memberHost is what internal/members (Server.members: the chains, who
+// is a server of the group) reads of the server.
+type memberHost struct{ s *Server }
 
-// eligibleChain returns this server and the live roster servers eligible
-// here (not named by a round blame, allowed, past probation), in chain
-// order.
-func (s *Server) eligibleChain() []peer.ID {
-	return s.who.Filter(s.h.ID(), s.chain(), s.lastNumber(), true)
-}
-
-// groupChain is eligibleChain by the group's rules alone (the operator's
-// pins left aside): the chain the leader rotation runs over (rotate.go),
-// so that servers with different pins agree on the leaders.
-func (s *Server) groupChain() []peer.ID {
-	return s.groupChainAt(s.cert.Next())
-}
-
-// groupChainAt is groupChain for number n.
-func (s *Server) groupChainAt(n uint64) []peer.ID {
-	return s.who.Filter(s.h.ID(), s.chainAt(n), s.lastNumber(), false)
-}
+func (h memberHost) Self() peer.ID                  { return h.s.h.ID() }
+func (h memberHost) Excluded(p peer.ID) bool        { return h.s.rb.serverExcluded(p) }
+func (h memberHost) OutAt(p peer.ID, n uint64) bool { return h.s.refusalOutAt(p, n) }
+func (h memberHost) LastNumber() uint64             { return h.s.lastNumber() }
 
 // noteWithdrawal records the server whose refusal in err is a withdrawal,
 // or that refused on another ground; it reports whether there was one

@@ -115,7 +115,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 		}
 		// Who may serve (internal/eligible): a server not eligible here is
 		// a withdrawal, not a refusal.
-		return s.eligible(id)
+		return s.members.Eligible(id)
 	})
 	if err != nil {
 		return 0, nil, err
@@ -150,7 +150,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if busy != nil {
 		return 0, nil, busy
 	}
-	// The roster of N follows from N−1's certificate (derive.go): its
+	// The roster of N follows from N−1's certificate (internal/members): its
 	// leader (the certificate adds only live servers here, and is
 	// verified next, before any cost), and no server of that certificate
 	// left out without cause.
@@ -158,7 +158,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	// here replaces it first (certs.Outranks): the leader follows
 	// from the charges it decides. Only the number's leader's is checked.
 	s.cert.TakeOutrankingFrom(p.Number, &p.Previous, from)
-	if mine := s.derivedChain(&p.Previous); len(mine) >= s.cfg.MinServers && proto.LeaderOf(p.Number, mine) != from {
+	if mine := s.members.Derived(&p.Previous); len(mine) >= s.cfg.MinServers && proto.LeaderOf(p.Number, mine) != from {
 		return 0, nil, fmt.Errorf("node: %s leads epoch %d here, not %s", proto.LeaderOf(p.Number, mine).ShortString(), p.Number, from.ShortString())
 	}
 	if err := s.cert.OutrankedFrom(&p.Previous, from); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/chunks"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/node/transport/memnet"
@@ -27,6 +28,19 @@ var TestParams = testParams
 
 // Chain is the chain of live servers as s sees it.
 func (s *Server) Chain() []peer.ID { return s.chain() }
+
+// internal/members's Chains (Server.members) by the names the tests use.
+func (s *Server) chain() []peer.ID                       { return s.members.Chain() }
+func (s *Server) derivedChain(prev *wire.Cert) []peer.ID { return s.members.Derived(prev) }
+func (s *Server) takenChain(n uint64) []peer.ID          { return s.members.Taken(n) }
+func (s *Server) eligible(p peer.ID) error               { return s.members.Eligible(p) }
+func (s *Server) certPeer(p peer.ID) bool                { return s.members.CertPeer(p) }
+
+// eligibleChain is this server and the live roster servers eligible here
+// (not named by a round blame, allowed, past probation), in chain order.
+func (s *Server) eligibleChain() []peer.ID {
+	return s.who.Filter(s.h.ID(), s.chain(), s.lastNumber(), true)
+}
 
 // Banned returns the client peers s refuses.
 func (s *Server) Banned() []peer.ID {

@@ -22,7 +22,7 @@ type indexPeers struct{ s *Server }
 
 func (p indexPeers) Client(q peer.ID) bool               { return p.s.isClientPeer(q) }
 func (p indexPeers) Ranges(q peer.ID) (rng, wide string) { return p.s.addrRanges(q) }
-func (p indexPeers) Group(q peer.ID) bool                { return p.s.groupPeer(q) }
+func (p indexPeers) Group(q peer.ID) bool                { return p.s.members.GroupPeer(q) }
 func (p indexPeers) Page() int                           { return p.s.hookCfg().IndexPage() }
 func (p indexPeers) Manifests(to peer.ID, m []store.Manifest) []store.Manifest {
 	return p.s.hookCfg().IndexReply(to, m)
@@ -37,7 +37,7 @@ func (p indexPeers) EnterServer(ctx context.Context, g *slots.Servers, q peer.ID
 // enterServer takes a slot of g for from, a server of the group
 // (groupPeer), until ctx ends: the certified chains' never want one.
 func (s *Server) enterServer(ctx context.Context, g *slots.Servers, from peer.ID) error {
-	chain := from == s.h.ID() || s.certPeer(from)
+	chain := from == s.h.ID() || s.members.CertPeer(from)
 	rng := ""
 	if !chain {
 		rng = s.addrRange(from)

@@ -31,19 +31,6 @@ func (r *rosterTable) saw(id peer.ID, nick string, addrs []ma.Multiaddr) bool {
 	return r.Saw(id, nick, addrs)
 }
 
-// chain returns the live servers and this one in chain order, the
-// excluded left out and those out for their refusal budget while enough
-// remain (internal/roster's Chain).
-func (s *Server) chain() []peer.ID {
-	return s.chainAt(s.cert.Next())
-}
-
-// chainAt is chain for number n: those out for their budget at n left out.
-func (s *Server) chainAt(n uint64) []peer.ID {
-	out := func(p peer.ID) bool { return s.refusalOutAt(p, n) }
-	return roster.Chain(s.h.ID(), s.roster.live(), s.rb.serverExcluded, out, s.cfg.MinServers)
-}
-
 // newHellos is s's side of the roster protocol (internal/roster's
 // Hellos): a server's hello is recorded by sawServer, one forgotten
 // loses its connections' protection.

@@ -13,7 +13,7 @@ import (
 // Rotating leaders (§3 (v3) "Epoch numbers and leaders";
 // docs/proto-node.md "Rotating leaders"). The leader of epoch number N is
 // chain[N mod |chain|] of the chain derived from N−1's certificate
-// (derive.go: the group chain of internal/eligible, live, not blamed, past
+// (internal/members' Derived: the group chain of internal/eligible, live, not blamed, past
 // probation, the operator's pins left aside so that servers with different
 // pins agree, with the live servers of that certificate), so that a low
 // peer id buys nothing; every server checks a Prepare's sender against its
@@ -92,7 +92,7 @@ func (s *Server) takeTurn() (uint64, []peer.ID) {
 		return 0, nil
 	}
 	n := s.cert.Next()
-	full := s.takenChain(n)
+	full := s.members.Taken(n)
 	eligible := s.who.Pinned(s.h.ID(), full)
 	short := len(full) < s.cfg.MinServers || (n == 1 && s.who.CheckFounding(full) != nil) || !s.cert.HoldsPrevGroup(n, full)
 	s.mu.Lock()

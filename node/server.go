@@ -25,6 +25,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/eligible"
 	"github.com/riffle-net/riffle/node/internal/index"
 	"github.com/riffle-net/riffle/node/internal/ltkeys"
+	"github.com/riffle-net/riffle/node/internal/members"
 	"github.com/riffle-net/riffle/node/internal/polls"
 	"github.com/riffle-net/riffle/node/internal/pubfetch"
 	"github.com/riffle-net/riffle/node/internal/registry"
@@ -175,6 +176,9 @@ type Server struct {
 	handlers transport.Gate // stream handlers in flight
 	obs      status.Watch   // roster log and round timing (internal/status)
 	who      eligible.Table // who may serve (internal/eligible)
+	// members are the chains and who is a server of the group, over
+	// roster, who and cert (internal/members, eligible.go).
+	members members.Chains
 	polls    polls.Gate     // client long polls in flight (internal/polls)
 }
 
@@ -270,6 +274,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.win = window.Items{St: st, Src: winSrc{s}, Log: log}
 	s.wins = window.Service{Items: &s.win, Peers: winPeers{s}}
 	s.hellos = newHellos(s)
+	s.members = members.Chains{H: memberHost{s}, Roster: &s.roster.Table, Who: &s.who, Certs: &s.cert, Min: cfg.MinServers}
 	s.ix = newIndex(s)
 	s.pub = s.ix.Pub
 	s.regs = registry.Service{H: regHost{s}, Keys: &s.keys, Log: log}

@@ -65,7 +65,7 @@ func (s *Server) Snapshot() ServerSnapshot {
 		out.Roster = append(out.Roster, rm)
 	}
 	sort.Slice(out.Roster, func(i, j int) bool { return out.Roster[i].PeerID < out.Roster[j].PeerID })
-	for _, p := range s.chain() {
+	for _, p := range s.members.Chain() {
 		out.Chain = append(out.Chain, p.String())
 	}
 	out.StoreBytes = s.ix.Usage()

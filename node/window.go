@@ -54,7 +54,7 @@ func (s *Server) keepWindowItem(e *sepoch, c *wire.Closing, rec []byte) {
 type winPeers struct{ s *Server }
 
 func (w winPeers) Self() peer.ID                     { return w.s.h.ID() }
-func (w winPeers) Group(p peer.ID) bool              { return w.s.groupPeer(p) }
+func (w winPeers) Group(p peer.ID) bool              { return w.s.members.GroupPeer(p) }
 func (w winPeers) Refuse(p peer.ID) bool             { return w.s.hookCfg().WindowRefuse(p) }
 func (w winPeers) Reply(p peer.ID, win *wire.Window) { w.s.hookCfg().WindowReply(p, win) }
 
@@ -70,39 +70,8 @@ func (w winPeers) EnterServer(ctx context.Context, p peer.ID) error {
 	return w.s.enterServer(ctx, &w.s.windowSlots.Servers, p)
 }
 
-// groupPeer reports whether p is a server of the group here: of a
-// certified chain (certPeer), or a live roster server, not blamed, past
-// its probation (eligible for a chain by the group's rules). A peer that
-// only said hello as a server is neither.
-func (s *Server) groupPeer(p peer.ID) bool {
-	if p == s.h.ID() || s.certPeer(p) {
-		return true
-	}
-	if s.roster.get(p) == nil || s.rb.serverExcluded(p) {
-		return false
-	}
-	return s.who.Check(s.h.ID(), p, s.lastNumber(), false) == nil
-}
-
-// certPeer reports whether p, not named by a round blame, is in a chain
-// certified here: that of the last certificate kept (the group of the next
-// number) or of the one before it, or the founders while those are the
-// group (no certificate, or only number 1's).
-func (s *Server) certPeer(p peer.ID) bool {
-	if s.rb.serverExcluded(p) {
-		return false
-	}
-	top := s.cert.Top()
-	for _, n := range []uint64{top + 1, top} {
-		if n == 0 {
-			continue
-		}
-		if g, ok := s.cert.Group(n); ok && g[p] {
-			return true
-		}
-	}
-	return false
-}
+// groupPeer is members.Chains.GroupPeer (chargelog.go's name).
+func (s *Server) groupPeer(p peer.ID) bool { return s.members.GroupPeer(p) }
 
 // The certified window (§6.3 v3). The leader of N pins N's window in its
 // Prepare: the epochs walkWindow finds (the last DecoyEpochs final epochs

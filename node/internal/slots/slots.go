@@ -154,7 +154,7 @@ const (
 // Prepare, the leader from the chain, a server catching up), in slots of
 // their own, one a server: peers with no role cannot keep a member from
 // the window it must hold to sign (TestWindowSlotsHeld). The servers of
-// the certified chains (node's certPeer: the chains of the last two
+// the certified chains (members.Chains.CertPeer: the chains of the last two
 // certificates, the founders before them) are never refused for want of
 // a slot: there are no more of them than MaxCertServing. A server that
 // is only on the roster past its probation, which any identity that said

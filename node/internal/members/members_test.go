@@ -1,0 +1,104 @@
+package members
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/eligible"
+	"github.com/riffle-net/riffle/node/internal/roster"
+)
+
+type host struct {
+	self     peer.ID
+	excluded map[peer.ID]bool
+	out      map[peer.ID]bool
+}
+
+func (h *host) Self() peer.ID                  { return h.self }
+func (h *host) Excluded(p peer.ID) bool        { return h.excluded[p] }
+func (h *host) OutAt(p peer.ID, _ uint64) bool { return h.out[p] }
+func (h *host) LastNumber() uint64             { return 0 }
+
+type certsKept struct {
+	top    uint64
+	groups map[uint64]map[peer.ID]bool
+}
+
+func (c *certsKept) Top() uint64                  { return c.top }
+func (c *certsKept) Next() uint64                 { return c.top + 1 }
+func (c *certsKept) Of(uint64) (*wire.Cert, bool) { return nil, false }
+func (c *certsKept) Group(n uint64) (map[peer.ID]bool, bool) {
+	g, ok := c.groups[n]
+	return g, ok
+}
+
+// chains: self S and live servers A, B, C, D; the group's founders are
+// S, A and B, so at number 1 only they are of the group chain.
+func chains(t *testing.T) (*Chains, *host, []peer.ID) {
+	t.Helper()
+	ids := make([]peer.ID, 5)
+	for i := range ids {
+		ids[i] = peer.ID(fmt.Sprintf("server-%d", i))
+	}
+	h := &host{self: ids[0], excluded: map[peer.ID]bool{}, out: map[peer.ID]bool{}}
+	r := &roster.Table{}
+	for _, p := range ids[1:] {
+		r.Saw(p, "", nil)
+	}
+	w := &eligible.Table{}
+	w.Init(nil, -1, ids[:3], nil)
+	c := &Chains{H: h, Roster: r, Who: w, Certs: &certsKept{groups: map[uint64]map[peer.ID]bool{}}, Min: 3}
+	return c, h, ids
+}
+
+func sorted(ids ...peer.ID) []peer.ID {
+	out := slices.Clone(ids)
+	roster.SortChain(out)
+	return out
+}
+
+// TestDerived (§3 v3): the chain of the number after a certificate's is
+// the group chain joined with the live servers of the certificate's
+// chain that are neither blamed nor out for their refusal budget.
+func TestDerived(t *testing.T) {
+	c, h, ids := chains(t)
+	S, A, B, C, D := ids[0], ids[1], ids[2], ids[3], ids[4]
+	if got, want := c.Group(), sorted(S, A, B); !slices.Equal(got, want) {
+		t.Fatalf("group chain at number 1: %v, want the founders %v", got, want)
+	}
+	prev := &wire.Cert{Kind: wire.CertFinal, Number: 1, Chain: [][]byte{[]byte(A), []byte(C), []byte(D)}}
+	if got, want := c.Derived(prev), sorted(S, A, B, C, D); !slices.Equal(got, want) {
+		t.Fatalf("derived: %v, want %v", got, want)
+	}
+	h.excluded[C], h.out[D] = true, true
+	if got, want := c.Derived(prev), sorted(S, A, B); !slices.Equal(got, want) {
+		t.Fatalf("derived, C blamed and D out for its budget: %v, want %v", got, want)
+	}
+	if got, want := c.Derived(nil), c.Group(); !slices.Equal(got, want) {
+		t.Fatalf("derived without a certificate: %v, want the group chain %v", got, want)
+	}
+}
+
+// TestGroupPeer: a server of a certified group is of the group; a live
+// roster server only if eligible by the group's rules; a blamed one
+// never; a peer off the roster only through a certificate.
+func TestGroupPeer(t *testing.T) {
+	c, h, ids := chains(t)
+	A, C := ids[1], ids[3]
+	outsider := peer.ID("not-on-the-roster")
+	if !c.GroupPeer(A) || c.GroupPeer(C) || c.GroupPeer(outsider) {
+		t.Fatalf("founder %v, non-founder %v, outsider %v", c.GroupPeer(A), c.GroupPeer(C), c.GroupPeer(outsider))
+	}
+	c.Certs.(*certsKept).groups[1] = map[peer.ID]bool{C: true, outsider: true}
+	if !c.CertPeer(C) || !c.GroupPeer(C) || !c.GroupPeer(outsider) {
+		t.Fatal("a server of the certified group is not of the group")
+	}
+	h.excluded[C] = true
+	if c.CertPeer(C) || c.GroupPeer(C) {
+		t.Fatal("a blamed server is of the group")
+	}
+}
