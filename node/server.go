@@ -179,7 +179,7 @@ type Server struct {
 	// members are the chains and who is a server of the group, over
 	// roster, who and cert (internal/members, eligible.go).
 	members members.Chains
-	polls    polls.Gate     // client long polls in flight (internal/polls)
+	polls   polls.Gate // client long polls in flight (internal/polls)
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
