@@ -128,11 +128,10 @@ func readHeader(r io.Reader, want Type, max int) (int, error) {
 
 // Buffers recycles the buffers frame bodies are read into. Get returns a
 // buffer of length n (its bytes need not be zero); Put takes back one
-// from Get that the reader no longer uses. A nil Put keeps nothing. Get
-// may hand out the memory of the buffer it replaces
-// (TestBodyIntoOneReusedBuffer): a body is never read into two of Get's
-// buffers at once. (A caller that reuses one buffer of the cap's size
-// reads into it with ReadFrameTo instead.)
+// from Get that the reader no longer uses. A nil Put keeps nothing. A body
+// is read into several of Get's buffers at once, so each must be memory
+// of its own (a caller that reuses one buffer of the cap's size reads into
+// it with ReadFrameTo instead).
 type Buffers struct {
 	Get func(n int) []byte
 	Put func(b []byte)
@@ -152,37 +151,57 @@ func (bs *Buffers) put(b []byte) {
 }
 
 // BodyStart is the buffer a body's first bytes are read into. A header
-// alone reserves no more: the buffer doubles only once it is full, so a
-// reader holds at most about twice the bytes its peer really sent (§3
-// "Identify first, work later"), not the length the header claims.
+// alone reserves no more: what the reader takes at most doubles once it is
+// full, so a reader holds at most about twice the bytes its peer really
+// sent (§3 "Identify first, work later"), not the length the header
+// claims.
 const BodyStart = 64 << 10
 
-// readBody reads a body of n bytes as they arrive. Each larger buffer comes
-// from bufs and the one it replaces goes back, so that a pool keeps its
-// worth for honest senders (the copies add up to less than n bytes).
+// readBody reads a body of n bytes as they arrive. Until half of it came,
+// it reads into pieces from bufs, each at most as large as all before it
+// (nothing copied); then into one buffer of n, the pieces copied to its
+// start once and given back. So a body costs half its length in copies
+// (TestBodyCopiedOnce), where a buffer grown by doubling copied one to two
+// times it, and the reader never takes more than twice what came.
 func readBody(r io.Reader, n int, bufs *Buffers) ([]byte, error) {
-	c := min(n, BodyStart)
-	b := bufs.get(c)
-	got := 0
-	for {
-		m, err := io.ReadFull(r, b[got:c])
+	var held [16][]byte
+	pieces := held[:0]
+	putAll := func() {
+		for _, p := range pieces {
+			bufs.put(p)
+		}
+	}
+	got, half := 0, n-n/2
+	for n > BodyStart && got < half {
+		p := bufs.get(min(max(got, BodyStart), half-got))
+		pieces = append(pieces, p)
+		m, err := io.ReadFull(r, p)
 		got += m
 		if err != nil {
-			bufs.put(b)
-			if errors.Is(err, io.EOF) && n > 0 {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, err
+			putAll()
+			return nil, bodyErr(err, n)
 		}
-		if got == n {
-			return b[:n], nil
-		}
-		c = min(2*c, n)
-		nb := bufs.get(c)
-		copy(nb, b[:got])
-		bufs.put(b)
-		b = nb
 	}
+	b := bufs.get(n)
+	at := 0
+	for _, p := range pieces {
+		at += copy(b[at:], p)
+	}
+	putAll()
+	if _, err := io.ReadFull(r, b[got:n]); err != nil {
+		bufs.put(b)
+		return nil, bodyErr(err, n)
+	}
+	return b[:n], nil
+}
+
+// bodyErr is a body's read error; the end of the stream before n bytes is
+// unexpected.
+func bodyErr(err error, n int) error {
+	if errors.Is(err, io.EOF) && n > 0 {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // TypeError carries a refusal with its reason instead of the expected reply.

@@ -147,24 +147,28 @@ func TestBodyReadAsItArrives(t *testing.T) {
 	}
 }
 
-// TestBodyIntoOneReusedBuffer: a Buffers whose Get hands out the memory
-// of one buffer each time (a client's PIR answer buffer, kept across
-// rounds) reads every body whole: the reader holds one buffer at a time,
-// the one being replaced only while its bytes are copied to the start of
-// the next.
-func TestBodyIntoOneReusedBuffer(t *testing.T) {
-	one := make([]byte, 8*BodyStart)
-	bufs := &Buffers{Get: func(n int) []byte { return one[:n] }}
-	for _, n := range []int{BodyStart + 1, 4*BodyStart + 64, 5*BodyStart + 17} {
+// TestBodyCopiedOnce: a body above BodyStart is read into pieces that
+// add up to half its length, then into one buffer of its length, so that
+// half its length is copied (a buffer grown by doubling copied 1 to 2
+// times it: 448 KiB for a body of 320 KiB). Every piece goes back; the
+// body is whole.
+func TestBodyCopiedOnce(t *testing.T) {
+	for _, n := range []int{BodyStart + 1, 2 * BodyStart, 2*BodyStart + 1, 4*BodyStart + 64, 5*BodyStart + 17, 200*(256<<10+100) + 300} {
 		body := make([]byte, n)
 		for i := range body {
 			body[i] = byte(i*7 + i>>16)
 		}
 		var frame bytes.Buffer
 		_ = WriteFrame(&frame, TypeBatch, body)
-		got, err := ReadFrameInto(&frame, TypeBatch, n, bufs)
+		var cb countingBuffers
+		got, err := ReadFrameInto(iotest.HalfReader(&frame), TypeBatch, n, cb.buffers())
 		if err != nil || !bytes.Equal(got, body) {
-			t.Fatalf("body of %d bytes read into one reused buffer: %v, equal %v", n, err, bytes.Equal(got, body))
+			t.Fatalf("body of %d bytes: %v, equal %v", n, err, bytes.Equal(got, body))
+		}
+		copied := cb.got - n // every buffer but the body's own, copied into it
+		t.Logf("body of %d bytes: %d bytes copied (%.2f of it)", n, copied, float64(copied)/float64(n))
+		if copied > n-n/2 || cb.back != copied || len(cb.out) != 1 {
+			t.Fatalf("body of %d bytes: %d bytes copied, %d given back, %d buffers kept", n, copied, cb.back, len(cb.out))
 		}
 	}
 }

@@ -107,9 +107,10 @@ func (p *BufPool) Put(b []byte) {
 	p.bytes += c
 }
 
-// buffers is the pool as frame bodies' buffers: a body grows through
-// recycled buffers as its bytes arrive (wire.BodyStart), each smaller one
-// given back, so that a header alone takes nothing big from the pool.
+// buffers is the pool as frame bodies' buffers: a body is read into
+// recycled pieces as its bytes arrive (wire.BodyStart), then into one
+// buffer of its length, the pieces given back, so that a header alone
+// takes nothing big from the pool.
 func (p *BufPool) Buffers() *wire.Buffers {
 	return &wire.Buffers{Get: p.Get, Put: p.Put}
 }
