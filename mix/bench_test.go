@@ -377,3 +377,37 @@ func BenchmarkVerifyRegistrations(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkSubmitDigest: what a client hashes and signs for one onion of
+// b = 256 KiB and then checks its primary's receipt against: the onion
+// hashed twice (signed from the onion, the receipt's digest hashed again)
+// against once (the digest signed and kept).
+func BenchmarkSubmitDigest(b *testing.B) {
+	_, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var epoch EpochID
+	onion := make([]byte, OnionSize(256<<10, 1, 3))
+	for _, c := range []struct {
+		name string
+		run  func() [32]byte
+	}{
+		{"twice", func() [32]byte {
+			_ = SignSubmission(key, epoch, 3, 7, onion)
+			return SubmissionDigest(onion)
+		}},
+		{"once", func() [32]byte {
+			d := SubmissionDigest(onion)
+			_ = SignSubmissionDigest(key, epoch, 3, 7, d)
+			return d
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(onion)))
+			for b.Loop() {
+				_ = c.run()
+			}
+		})
+	}
+}

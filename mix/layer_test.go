@@ -358,6 +358,11 @@ func TestSubmissionSig(t *testing.T) {
 	if err := VerifySubmission(pub, epoch, 3, 7, onion, sig); err != nil {
 		t.Fatal(err)
 	}
+	// Signed from the digest (a client that checks its receipt with it):
+	// the same signature, byte for byte.
+	if d := SignSubmissionDigest(key, epoch, 3, 7, SubmissionDigest(onion)); !bytes.Equal(d, sig) {
+		t.Fatal("a submission signed from its digest differs")
+	}
 	other := testRegKey(t, rand).Public().(ed25519.PublicKey)
 	for name, err := range map[string]error{
 		"other round": VerifySubmission(pub, epoch, 4, 7, onion, sig),

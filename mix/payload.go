@@ -417,6 +417,13 @@ func SignSubmission(key ed25519.PrivateKey, epoch EpochID, round uint64, slot ui
 	return ed25519.Sign(key, submissionMessage(epoch, round, slot, onion))
 }
 
+// SignSubmissionDigest is SignSubmission given the onion's
+// SubmissionDigest, for a client that needs the digest again (to check
+// its primary's receipt) and so hashes the onion once.
+func SignSubmissionDigest(key ed25519.PrivateKey, epoch EpochID, round uint64, slot uint32, digest [32]byte) []byte {
+	return ed25519.Sign(key, submissionDigestMessage(epoch, round, slot, digest))
+}
+
 // VerifySubmissionDigest checks a signature made by SignSubmission given
 // only the onion's SubmissionDigest: how servers after S_0, which never
 // see the onion, check every slot of a round (§5.2). A signature that

@@ -606,7 +606,8 @@ func (e *cepoch) submit(ctx context.Context, r uint32) error {
 		e.sealedNext = max(e.sealedNext, r+1)
 	}
 	sub := wire.Submit{Epoch: e.v.ID, Round: r, Slot: e.slot, Onion: onion}
-	copy(sub.Sig[:], mix.SignSubmission(e.regKey, mix.EpochID(e.v.ID), uint64(r), e.slot, onion))
+	digest := mix.SubmissionDigest(onion) // hashed once: signed, then checked in the receipt
+	copy(sub.Sig[:], mix.SignSubmissionDigest(e.regKey, mix.EpochID(e.v.ID), uint64(r), e.slot, digest))
 	if err := e.keepSubmission(&sub, mark); err != nil {
 		return fmt.Errorf("node: store onion of round %d before sending: %w", r, err)
 	}
@@ -621,7 +622,7 @@ func (e *cepoch) submit(ctx context.Context, r uint32) error {
 		}
 	}
 	if err == nil {
-		e.takeReceipt(&sub, rep)
+		e.takeReceipt(&sub, digest, rep)
 		if o := hooks.SecondOnion(&c.hk, &sub, e.regKey); o != nil {
 			_, _ = c.call(ctx, transport.Request{Proto: transport.ProtoClient, Type: wire.TypeSubmit, Segments: o.Segments(), Timeout: transport.BulkTimeout})
 		}

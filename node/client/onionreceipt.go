@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -19,15 +18,16 @@ import (
 // before its last round) with what its own primary signed.
 
 // takeReceipt keeps the primary's receipt of sub, the reply rep, if it
-// is one: signed by the primary, of this slot, round and onion.
-func (e *cepoch) takeReceipt(sub *wire.Submit, rep []byte) {
+// is one: signed by the primary, of this slot, round and onion (digest,
+// the onion's SubmissionDigest).
+func (e *cepoch) takeReceipt(sub *wire.Submit, digest [32]byte, rep []byte) {
 	c := e.c
 	var r wire.OnionReceipt
 	if err := r.Unmarshal(rep); err != nil {
 		c.log.Debug("submission not receipted", "round", sub.Round, "err", err)
 		return
 	}
-	if r.Round != sub.Round || r.Slot != sub.Slot || int(r.Server) != e.pidx || r.Digest != mix.SubmissionDigest(sub.Onion) {
+	if r.Round != sub.Round || r.Slot != sub.Slot || int(r.Server) != e.pidx || r.Digest != digest {
 		c.log.Debug("a receipt of another onion", "round", sub.Round)
 		return
 	}

@@ -50,13 +50,13 @@ func TestTakeReceiptChecks(t *testing.T) {
 		{"of another onion", func() []byte { r := good(); r.Digest[0] ^= 1; return sign(r, 1) }()},
 		{"of another epoch", func() []byte { r := good(); r.Epoch[0] ^= 1; return sign(r, 1) }()},
 	} {
-		e.takeReceipt(sub, x.rep)
+		e.takeReceipt(sub, mix.SubmissionDigest(sub.Onion), x.rep)
 		if len(e.onionReceipts) != 0 {
 			t.Errorf("%s: kept", x.name)
 			e.onionReceipts = nil
 		}
 	}
-	e.takeReceipt(sub, sign(good(), 1))
+	e.takeReceipt(sub, mix.SubmissionDigest(sub.Onion), sign(good(), 1))
 	if _, ok := e.onionReceipts[3]; !ok {
 		t.Fatal("the primary's receipt of the onion was not kept")
 	}
