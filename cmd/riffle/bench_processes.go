@@ -54,7 +54,7 @@ func runBenchProcesses(ctx context.Context, c *cli.Context, counts []int, chunks
 		if n > int(node.DefaultParams().MaxClients) {
 			return fmt.Errorf("--processes: n = %d above the servers' client cap %d", n, node.DefaultParams().MaxClients)
 		}
-		row, err := benchProcessesOnce(ctx, self, n, chunks, b, k)
+		row, err := benchProcessesOnce(ctx, self, n, chunks, b, k, serverProfiles(c, n))
 		if err != nil {
 			return fmt.Errorf("processes n = %d: %w", n, err)
 		}
@@ -63,7 +63,21 @@ func runBenchProcesses(ctx context.Context, c *cli.Context, counts []int, chunks
 	return nil
 }
 
-func benchProcessesOnce(ctx context.Context, self string, n, chunks, b, k int) ([]any, error) {
+// serverProfiles is what server i adds to its command line for the
+// bench's --cpuprofile and --memprofile: its own files, FILE.nN.sI.
+func serverProfiles(c *cli.Context, n int) func(i int) []string {
+	return func(i int) []string {
+		var args []string
+		for _, f := range []string{"cpuprofile", "memprofile"} {
+			if p := c.String(f); p != "" {
+				args = append(args, "--"+f, fmt.Sprintf("%s.n%d.s%d", p, n, i))
+			}
+		}
+		return args
+	}
+}
+
+func benchProcessesOnce(ctx context.Context, self string, n, chunks, b, k int, profiles func(i int) []string) ([]any, error) {
 	dir, err := os.MkdirTemp("", "riffle-procs-")
 	if err != nil {
 		return nil, err
@@ -90,6 +104,7 @@ func benchProcessesOnce(ctx context.Context, self string, n, chunks, b, k int) (
 		for _, a := range addrs {
 			args = append(args, "--peer", a)
 		}
+		args = append(args, profiles(i)...)
 		logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("s%d.log", i)))
 		if err != nil {
 			return nil, err

@@ -79,3 +79,44 @@ func (p *peakHeap) finish() (uint64, error) {
 	p.done.Wait()
 	return p.peak, p.err
 }
+
+// startProfiles starts a CPU profile into cpu and a heap profile at the
+// highest live heap into mem, either "" for none (`riffle server`, each
+// server of `riffle bench --processes`). stop ends both and returns the
+// peak live heap seen.
+func startProfiles(cpu, mem string) (stop func() (uint64, error), err error) {
+	var cf *os.File
+	if cpu != "" {
+		if cf, err = os.Create(cpu); err != nil {
+			return nil, fmt.Errorf("cpu profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(cf); err != nil {
+			cf.Close()
+			return nil, fmt.Errorf("cpu profile: %w", err)
+		}
+	}
+	var ph *peakHeap
+	if mem != "" {
+		if ph, err = startPeakHeap(mem, time.Second); err != nil {
+			if cf != nil {
+				pprof.StopCPUProfile()
+				cf.Close()
+			}
+			return nil, err
+		}
+	}
+	return func() (uint64, error) {
+		var peak uint64
+		var err error
+		if ph != nil {
+			peak, err = ph.finish()
+		}
+		if cf != nil {
+			pprof.StopCPUProfile()
+			if cerr := cf.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("cpu profile: %w", cerr)
+			}
+		}
+		return peak, err
+	}, nil
+}

@@ -51,6 +51,8 @@ timing flags matter only there.`,
 			&cli.DurationFlag{Name: "round-limit", Usage: "a round not filled in this time ends the epoch, as leader", DefaultText: (time.Duration(defaults.RoundLimitMs) * time.Millisecond).String()},
 			&cli.DurationFlag{Name: "round-interval", Usage: "the group pace: no round starts sooner than this after the previous one (a group constant: set it alike on every server)",
 				DefaultText: (time.Duration(defaults.RoundIntervalMs) * time.Millisecond).String()},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the server's run to `FILE` (go tool pprof)"},
+			&cli.StringFlag{Name: "memprofile", Usage: "write a heap profile to `FILE` at the server's highest live heap (sampled every second; go tool pprof)"},
 			verboseFlag(),
 			uiFlag(""), uiPublicFlag(),
 		},
@@ -118,7 +120,7 @@ func paramsWith(p node.Params, chunk, rounds, k int, reg, limit time.Duration) (
 	return p, nil
 }
 
-func runServer(c *cli.Context) error {
+func runServer(c *cli.Context) (err error) {
 	if err := noArgs(c); err != nil {
 		return err
 	}
@@ -158,6 +160,15 @@ func runServer(c *cli.Context) error {
 	if err := checkUIFlags(c); err != nil {
 		return err
 	}
+	endProfiles, err := startProfiles(c.String("cpuprofile"), c.String("memprofile"))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if _, perr := endProfiles(); err == nil {
+			err = perr
+		}
+	}()
 	ctx, stop := signalContext(c.Context)
 	defer stop()
 	dir := c.String("data")
