@@ -32,7 +32,8 @@ func (s *Server) leaderLoop(ctx context.Context) {
 		if len(chain) < s.cfg.MinServers || !s.cert.HoldsPrevGroup(number, chain) {
 			continue
 		}
-		if err := s.runEpoch(ctx, chain, number); err != nil && ctx.Err() == nil {
+		l := &leading{s: s, ctx: ctx, chain: chain, number: number}
+		if err := l.run(); err != nil && ctx.Err() == nil {
 			if t := (*turnTaking)(nil); errors.As(err, &t) {
 				s.log.Debug("epoch put off", "err", err)
 			} else {
@@ -63,14 +64,27 @@ func (t *turnTaking) Unwrap() error { return t.error }
 // the leader tries the number again at once without it.
 var errRetryWithout = errors.New("node: a server refused the prepare")
 
-// abortAll ends epoch id on every server of the chain with the leader's
+// leading is one epoch this server leads (§3, §4): the chain it proposed
+// and the number, from the Prepare to the final descriptor; the epoch's
+// id once its open descriptor is signed. Its steps are its methods; the
+// epoch's state is the server's (sepoch, under Server.mu).
+type leading struct {
+	s      *Server
+	ctx    context.Context
+	chain  []peer.ID
+	number uint64
+	id     [32]byte
+}
+
+// abort ends the epoch on every server of the chain with the leader's
 // signed coordination abort. If the epoch is known here and another
 // server's abort of it comes within AbortSettle, the leader's failure was
 // that abort's consequence (a server that already ended the epoch refuses
 // the leader's requests) and it sends nothing: a coordination abort after
 // the final descriptor is charged to the leader, and it must not be
 // charged for another's refusal.
-func (s *Server) abortAll(ctx context.Context, chain []peer.ID, id [32]byte, reason string) {
+func (l *leading) abort(reason string) {
+	s, ctx, chain, id := l.s, l.ctx, l.chain, l.id
 	s.mu.Lock()
 	e := s.epochs[id]
 	s.mu.Unlock()
@@ -90,33 +104,35 @@ func (s *Server) abortAll(ctx context.Context, chain []peer.ID, id [32]byte, rea
 	_, _ = s.each(context.WithoutCancel(ctx), chain, transport.Request{Proto: ProtoEpoch, Type: wire.TypeAbort, Body: body, Timeout: transport.ShortTimeout})
 }
 
-// runEpoch drives one epoch as leader (§3, §4): prepare, sign and open the
+// run drives the epoch as leader (§3, §4): prepare, sign and open the
 // descriptor, wait for registrations, close, sign the final descriptor; the
 // setup and the rounds then run from events until the epoch ends.
-func (s *Server) runEpoch(ctx context.Context, chain []peer.ID, number uint64) error {
-	desc, id, err := s.openEpoch(ctx, chain, number)
+func (l *leading) run() error {
+	s, ctx, chain := l.s, l.ctx, l.chain
+	desc, err := l.open()
 	if err != nil {
 		return err
 	}
+	id := l.id
 	s.mu.Lock()
 	s.turn.led++
 	s.mu.Unlock()
 	s.log.Info("epoch open", "number", desc.Number, "epoch", fmt.Sprintf("%x", id[:6]), "servers", len(chain))
-	e, err := s.awaitRegistrations(ctx, chain, id, desc.Params)
+	e, err := l.awaitRegistrations(desc.Params)
 	if err != nil {
 		return err
 	}
-	cl, err := s.closeRegistration(ctx, chain, id, e, desc)
+	cl, err := l.closeRegistration(e, desc)
 	if err != nil {
 		return err
 	}
 	desc.Reveals = cl.reveals
 	keys := selection.Candidates(id, proto.SelectionBeta(cl.reveals), cl.all, cl.primaryOf, cl.rank, desc.Params.MaxClients, len(chain))
 	if len(keys) < s.cfg.MinClients {
-		s.abortAll(ctx, chain, id, "too few clients")
+		l.abort("too few clients")
 		return fmt.Errorf("node: %d valid registrations < %d", len(keys), s.cfg.MinClients)
 	}
-	if err := s.finalizeEpoch(ctx, chain, id, desc, keys, cl); err != nil {
+	if err := l.finalize(desc, keys, cl); err != nil {
 		return err
 	}
 	s.log.Info("epoch closed", "epoch", fmt.Sprintf("%x", id[:6]), "clients", len(keys))
@@ -136,17 +152,18 @@ func (s *Server) runEpoch(ctx context.Context, chain []peer.ID, number uint64) e
 	}
 }
 
-// openEpoch prepares the next epoch on every server of the chain, collects
-// their group entries and signatures and opens the signed descriptor.
-func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) (wire.Descriptor, [32]byte, error) {
+// open prepares the epoch on every server of the chain, collects their
+// group entries and signatures and opens the signed descriptor (l.id).
+func (l *leading) open() (wire.Descriptor, error) {
+	s, ctx, chain, number := l.s, l.ctx, l.chain, l.number
 	var nonce [32]byte
 	if _, err := s.rand.Read(nonce[:]); err != nil {
-		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: epoch nonce: %w", err)
+		return wire.Descriptor{}, fmt.Errorf("node: epoch nonce: %w", err)
 	}
 	prev, err := s.cert.Previous(number)
 	if err != nil {
 		s.cert.PokeSync()
-		return wire.Descriptor{}, [32]byte{}, err
+		return wire.Descriptor{}, err
 	}
 	// §6.3 (v3): past a timeout, the certificates back to the last
 	// epoch carry the window's walk; N's window is pinned here; each
@@ -155,7 +172,7 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 	gap, err := window.GapFor(number, &prev, s.cert.Of)
 	if err != nil {
 		s.cert.PokeSync()
-		return wire.Descriptor{}, [32]byte{}, err
+		return wire.Descriptor{}, err
 	}
 	gap = s.hookRun().LeaderGap(number, gap)
 	win := s.hookRun().LeaderWindow(number, s.win.Choose(ctx, chain, number, prev, gap))
@@ -177,24 +194,24 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 		if withdrew || errors.Is(err, errBusy) {
 			err = &turnTaking{err}
 		}
-		return wire.Descriptor{}, [32]byte{}, err
+		return wire.Descriptor{}, err
 	}
 	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.cfg.Params.Wire(), Group: make([]wire.GroupEntry, len(chain)), Previous: prev, Window: win, Gap: gap}
 	for i, r := range reps {
 		if err := desc.Group[i].Unmarshal(r, proto.GenericLimits()); err != nil {
-			return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: entry of server %d: %w", i, err)
+			return wire.Descriptor{}, fmt.Errorf("node: entry of server %d: %w", i, err)
 		}
 	}
-	sigs, err := s.collectSigs(ctx, chain, &wire.Signed{Desc: desc})
+	l.id = proto.EpochID(&desc)
+	sigs, err := l.sigs(&wire.Signed{Desc: desc})
 	if err != nil {
 		// The servers that signed have taken the number and never vote
 		// its timeout: without the leader's abort, one signature lost in
 		// transit held the group at this number for good (TestSwarm seed 6).
-		s.abortAll(ctx, chain, proto.EpochID(&desc), "open not signed")
-		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: sign open descriptor %d: %w", number, err)
+		l.abort("open not signed")
+		return wire.Descriptor{}, fmt.Errorf("node: sign open descriptor %d: %w", number, err)
 	}
 	open := &wire.Signed{Desc: desc, Sigs: sigs}
-	id := proto.EpochID(&desc)
 	now := chain
 	if hooksBuilt {
 		now = nil
@@ -217,15 +234,16 @@ func (s *Server) openEpoch(ctx context.Context, chain []peer.ID, number uint64) 
 		err = errors.New("node: open descriptor held back")
 	}
 	if err != nil {
-		s.abortAll(ctx, chain, id, "open failed")
-		return wire.Descriptor{}, [32]byte{}, fmt.Errorf("node: open epoch %d: %w", number, err)
+		l.abort("open failed")
+		return wire.Descriptor{}, fmt.Errorf("node: open epoch %d: %w", number, err)
 	}
-	return desc, id, nil
+	return desc, nil
 }
 
 // awaitRegistrations waits at least the registration window, and until
 // enough clients registered; it aborts the epoch if a server leaves.
-func (s *Server) awaitRegistrations(ctx context.Context, chain []peer.ID, id [32]byte, params wire.Params) (*sepoch, error) {
+func (l *leading) awaitRegistrations(params wire.Params) (*sepoch, error) {
+	s, ctx, chain, id := l.s, l.ctx, l.chain, l.id
 	deadline := time.Now().Add(time.Duration(params.RegWindowMs) * time.Millisecond)
 	for {
 		select {
@@ -235,7 +253,7 @@ func (s *Server) awaitRegistrations(ctx context.Context, chain []peer.ID, id [32
 		}
 		for _, p := range chain {
 			if p != s.h.ID() && s.roster.get(p) == nil {
-				s.abortAll(ctx, chain, id, "server left")
+				l.abort("server left")
 				return nil, fmt.Errorf("node: server %s left during registration", p.ShortString())
 			}
 		}
@@ -276,11 +294,12 @@ type closed struct {
 
 // closeRegistration closes registration on every server and gathers their
 // verified registration lists, their signed orders and their reveals.
-func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]byte, e *sepoch, desc wire.Descriptor) (*closed, error) {
+func (l *leading) closeRegistration(e *sepoch, desc wire.Descriptor) (*closed, error) {
+	s, ctx, chain, id := l.s, l.ctx, l.chain, l.id
 	params := desc.Params
 	reps, err := s.each(ctx, chain, transport.Request{Proto: ProtoEpoch, Type: wire.TypeCloseReq, Body: (&wire.EpochRef{Epoch: id}).Marshal(), Timeout: transport.ShortTimeout})
 	if err != nil {
-		s.abortAll(ctx, chain, id, "close failed")
+		l.abort("close failed")
 		return nil, fmt.Errorf("node: close registration: %w", err)
 	}
 	reveals := make([][wire.CommitSize]byte, len(chain))
@@ -292,14 +311,14 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 	for i, r := range reps {
 		var rl wire.RegList
 		if err := rl.Unmarshal(r, lim); err != nil {
-			s.abortAll(ctx, chain, id, "bad registration list")
+			l.abort("bad registration list")
 			return nil, fmt.Errorf("node: registration list of server %d: %w", i, err)
 		}
 		reveals[i] = rl.Reveal
 		// (v3) its signed order lists exactly its entries, in order.
 		o, err := selection.OrderOfReply(&rl, id, i, chain)
 		if err != nil {
-			s.abortAll(ctx, chain, id, "bad order")
+			l.abort("bad order")
 			return nil, err
 		}
 		orders[i] = o
@@ -309,14 +328,14 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 		var fs []wire.Forwarded
 		for _, f := range rl.Regs {
 			if int(f.Primary) != i || f.Reg.Epoch != id || proto.VerifyPeerSig(chain[i], proto.ForwardDigest(&f), f.Sig) != nil {
-				s.abortAll(ctx, chain, id, "bad registration list")
+				l.abort("bad registration list")
 				return nil, fmt.Errorf("node: registration list of server %d: an entry not signed by it", i)
 			}
 			regs, fs = append(regs, f.Reg), append(fs, f)
 		}
 		parsed, bad, err := proto.VerifyRegs(e.v, regs, s.rand)
 		if err != nil {
-			s.abortAll(ctx, chain, id, "registrations unverifiable")
+			l.abort("registrations unverifiable")
 			return nil, err
 		}
 		if len(bad) > 0 {
@@ -343,15 +362,16 @@ func (s *Server) closeRegistration(ctx context.Context, chain []peer.ID, id [32]
 	if _, err := proto.RevealsOf(&desc, reveals); err != nil {
 		// A server revealed nothing or not its committed r_j: the
 		// selection cannot be computed, the epoch aborts (§3).
-		s.abortAll(ctx, chain, id, "bad reveal")
+		l.abort("bad reveal")
 		return nil, err
 	}
 	return &closed{all: all, primaryOf: primaryOf, rank: rank, orders: orders, reveals: reveals}, nil
 }
 
-// finalizeEpoch sends the ordered registrations, collects the signatures
-// of the final descriptor and delivers it to every server.
-func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte, desc wire.Descriptor, keys [][32]byte, cl *closed) error {
+// finalize sends the ordered registrations, collects the signatures of
+// the final descriptor and delivers it to every server.
+func (l *leading) finalize(desc wire.Descriptor, keys [][32]byte, cl *closed) error {
+	s, ctx, chain, id := l.s, l.ctx, l.chain, l.id
 	keys = s.hookCfg().CheatKeys(chain, keys, cl)
 	fin := desc
 	// (v3) every primary's signed order goes with the list (internal/selection).
@@ -366,12 +386,12 @@ func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte
 	ordered.Rest = unselected(keys, cl)
 	s.hookCfg().CheatList(&ordered)
 	if _, err := s.each(ctx, chain, transport.Request{Proto: ProtoEpoch, Type: wire.TypeRegList, Body: ordered.Marshal(), Timeout: transport.BulkTimeout}); err != nil {
-		s.abortAll(ctx, chain, id, "registration list refused")
+		l.abort("registration list refused")
 		return fmt.Errorf("node: send registrations: %w", err)
 	}
-	sigs, err := s.collectSigs(ctx, chain, &wire.Signed{Final: true, Desc: fin})
+	sigs, err := l.sigs(&wire.Signed{Final: true, Desc: fin})
 	if err != nil {
-		s.abortAll(ctx, chain, id, "final descriptor refused")
+		l.abort("final descriptor refused")
 		return fmt.Errorf("node: sign final descriptor: %w", err)
 	}
 	final := &wire.Signed{Final: true, Desc: fin, Sigs: sigs}
@@ -382,13 +402,15 @@ func (s *Server) finalizeEpoch(ctx context.Context, chain []peer.ID, id [32]byte
 		err = errors.New("node: final descriptor held back")
 	}
 	if err != nil {
-		s.abortAll(ctx, chain, id, "final descriptor not delivered")
+		l.abort("final descriptor not delivered")
 		return fmt.Errorf("node: publish final descriptor: %w", err)
 	}
 	return nil
 }
 
-func (s *Server) collectSigs(ctx context.Context, chain []peer.ID, req *wire.Signed) ([][64]byte, error) {
+// sigs collects the chain's signatures of req, one a position.
+func (l *leading) sigs(req *wire.Signed) ([][64]byte, error) {
+	s, ctx, chain := l.s, l.ctx, l.chain
 	reps, err := s.each(ctx, chain, transport.Request{Proto: ProtoEpoch, Type: wire.TypeSignReq, Body: req.Marshal(), Timeout: transport.BulkTimeout})
 	if err != nil {
 		return nil, err

@@ -17,11 +17,22 @@ import (
 	"github.com/riffle-net/riffle/pir"
 )
 
-// setup runs this server's part of §4.2 in chain order: verify every
-// earlier step, compute and broadcast its own, verify every later one.
-func (s *Server) setup(e *sepoch) {
-	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout*2)
+// settingUp is this server's part of one epoch's setup (§4.2): the epoch
+// and the setup's deadline (set by run). Its steps are its methods; the
+// epoch's state is the server's (sepoch, under Server.mu).
+type settingUp struct {
+	s   *Server
+	e   *sepoch
+	ctx context.Context
+}
+
+// run runs the setup in chain order: verify every earlier step, compute
+// and broadcast its own, verify every later one.
+func (u *settingUp) run() {
+	ctx, cancel := context.WithTimeout(u.s.ctx, transport.BulkTimeout*2)
 	defer cancel()
+	u.ctx = ctx
+	s, e := u.s, u.e
 	fail := func(err error) {
 		s.log.Warn("setup failed", "err", err)
 		s.mu.Lock()
@@ -48,9 +59,9 @@ func (s *Server) setup(e *sepoch) {
 		var shareErr *mix.ShareError
 		var err error
 		if k == e.pos {
-			res, shareErr, err = s.ownStep(ctx, e, k, inputs)
+			res, shareErr, err = u.own(k, inputs)
 		} else {
-			res, shareErr, err = s.peerStep(ctx, e, k, inputs)
+			res, shareErr, err = u.peer(k, inputs)
 		}
 		if err != nil {
 			fail(err)
@@ -94,10 +105,12 @@ func (s *Server) setup(e *sepoch) {
 	s.log.Info("setup done", "epoch", fmt.Sprintf("%x", v.ID[:6]), "clients", n)
 }
 
-// ownStep computes this server's setup step k, proves it and broadcasts it
-// to the others (the step and its checks: internal/setupstep). A share fault (§4.2 step 3) is returned beside a complete
-// result, not as an error.
-func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group.Ciphertext) (*mix.StepResult, *mix.ShareError, error) {
+// own computes this server's setup step k, proves it and broadcasts it
+// to the others (the step and its checks: internal/setupstep). A share
+// fault (§4.2 step 3) is returned beside a complete result, not as an
+// error.
+func (u *settingUp) own(k int, inputs [][]group.Ciphertext) (*mix.StepResult, *mix.ShareError, error) {
+	s, e, ctx := u.s, u.e, u.ctx
 	v := e.final
 	ep := setupEpoch(e)
 	r, sec, shareErr, err := setupstep.Own(ep, k, e.sk, inputs, s.rand)
@@ -139,9 +152,10 @@ func (s *Server) ownStep(ctx context.Context, e *sepoch, k int, inputs [][]group
 	return r, shareErr, nil
 }
 
-// peerStep waits for server k's setup step and verifies it. A share fault
+// peer waits for server k's setup step and verifies it. A share fault
 // it proves is returned beside the result, not as an error.
-func (s *Server) peerStep(ctx context.Context, e *sepoch, k int, inputs [][]group.Ciphertext) (*mix.StepResult, *mix.ShareError, error) {
+func (u *settingUp) peer(k int, inputs [][]group.Ciphertext) (*mix.StepResult, *mix.ShareError, error) {
+	s, e, ctx := u.s, u.e, u.ctx
 	var st *wire.Step
 	if err := s.waitFor(ctx, func() bool { st = e.stepMsgs[k]; return st != nil || e.ended }); err != nil || st == nil {
 		return nil, nil, fmt.Errorf("node: no setup step %d: %v", k, err)
