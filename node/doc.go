@@ -53,13 +53,16 @@
 //     the view of an epoch and the checks both sides run on it are
 //     internal/proto's checks.go.
 //   - epoch.go: a server's state of one epoch (sepoch), its end and erasure.
-//   - leader.go: the leader loop: prepare, open, close and finalise an epoch.
+//   - leader.go: the leader loop; an epoch led here (leading: its chain,
+//     number and id) is prepared, opened, closed and finalised by its
+//     methods.
 //   - internal/selection (package selection): the primaries' signed
 //     orders, the leader's candidates and the check of its selection
 //     (§3 v3), over internal/proto's bounded.go and reveal.go; pure
 //     functions, network-free tests.
 //   - epoch_handlers.go: the epoch protocol's handlers on every server.
-//   - setup.go: the setup chain of verifiable shuffles (§4.2); a signed
+//   - setup.go: the setup chain of verifiable shuffles (§4.2), this
+//     server's part of it the methods of settingUp; a signed
 //     step that does not verify names its server; a step computed, signed
 //     and checked is package internal/setupstep's (no I/O, network-free
 //     tests).
@@ -223,10 +226,10 @@
 //     their own lock, are package internal/ltkeys's (network-free tests).
 //   - snapshot.go: a read-only snapshot of a server, for local views
 //     (the web UI).
-//   - server_status.go: the operator's log of roster changes and Status;
-//     what the watch keeps between samples (roster as logged, round
-//     timing) is package internal/status's (its own lock, network-free
-//     tests).
+//   - server_status.go: Status, and what the watch samples of the server
+//     (watchSampler); the watch loop, which logs the roster's changes,
+//     and what it keeps between samples (roster as logged, round timing)
+//     are package internal/status's (its own lock, network-free tests).
 //
 // Client: package node/client (its package doc lists its files); node's
 // tests reach it through clientnames_test.go and

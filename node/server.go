@@ -347,7 +347,10 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.ix.Catch.Loop(cctx) }()
 	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.watch(cctx) }()
+	go func() {
+		defer s.wg.Done()
+		s.obs.Loop(cctx, cfg.Timing.WatchEvery, watchSampler{s}, s.log, cfg.MinServers)
+	}()
 	s.log.Info("server up", "id", h.ID().String(), "addrs", fmt.Sprint(h.Addrs()))
 	return s, nil
 }

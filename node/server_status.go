@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"encoding/hex"
 	"sort"
 	"time"
@@ -12,7 +11,8 @@ import (
 // that found no peer says nothing otherwise until an epoch opens), and
 // Status reports the roster, the chain and the current epoch with its
 // anonymity set, round time and goodput. Nothing names a client. What the
-// watch keeps between samples is package internal/status's (its own lock).
+// watch keeps between samples, and its loop, are package internal/status's
+// (its own lock).
 
 // RosterMember is a live server of the roster.
 type RosterMember struct {
@@ -92,47 +92,25 @@ func (s *Server) currentEpoch() *sepoch {
 	return cur
 }
 
-// watch logs roster changes and times the current epoch's rounds.
-func (s *Server) watch(ctx context.Context) {
-	t := time.NewTicker(s.cfg.Timing.WatchEvery)
-	defer t.Stop()
-	for {
-		s.watchRoster()
-		s.watchRounds()
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
+// watchSampler is what the watch loop (internal/status) samples.
+type watchSampler struct{ s *Server }
 
-func (s *Server) watchRoster() {
+func (w watchSampler) Live() map[string]string {
 	now := map[string]string{}
-	for _, m := range s.roster.live() {
-		if m.ID != s.h.ID() {
+	for _, m := range w.s.roster.live() {
+		if m.ID != w.s.h.ID() {
 			now[m.ID.String()] = m.Nick
 		}
 	}
-	joined, left := s.obs.Roster(now)
-	for id, nick := range joined {
-		s.log.Info("server joined the roster", "peer", id, "nick", nick, "roster", len(now)+1, "min_servers", s.cfg.MinServers)
-	}
-	for id, nick := range left {
-		s.log.Info("server left the roster", "peer", id, "nick", nick, "roster", len(now)+1, "min_servers", s.cfg.MinServers)
-	}
+	return now
 }
 
-func (s *Server) watchRounds() {
-	s.mu.Lock()
-	e := s.currentEpoch()
-	var id [32]byte
-	var high uint32
-	if e != nil {
-		id, high = e.final.ID, e.listHigh
+func (w watchSampler) Current() (id [32]byte, high uint32, ok bool) {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	e := w.s.currentEpoch()
+	if e == nil {
+		return id, 0, false
 	}
-	s.mu.Unlock()
-	if e != nil {
-		s.obs.Rounds(id, high, time.Now())
-	}
+	return e.final.ID, e.listHigh, true
 }

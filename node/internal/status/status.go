@@ -2,9 +2,10 @@
 // for its operator: the roster as last logged, to say who joined and who
 // left, and the timing of the current epoch's rounds, for the status's
 // mean round time and throughput (docs/protocol.md §9 "Costs"). Nothing
-// in it names a client. Watch has its own leaf lock and does no I/O;
-// package node's server_status.go samples the roster and the epoch,
-// logs and builds the status.
+// in it names a client. Watch has its own leaf lock and sends nothing;
+// its loop (loop.go) samples the server through a Sampler, logs the
+// roster's changes and times the rounds; package node's server_status.go
+// is the sampler and builds the status.
 package status
 
 import (

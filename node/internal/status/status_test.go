@@ -1,6 +1,9 @@
 package status
 
 import (
+	"bytes"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 )
@@ -46,5 +49,39 @@ func TestRateFromFirstSeen(t *testing.T) {
 	w.Rounds(e2, 3, t0.Add(6*time.Second))
 	if d, _ := w.Rate(e2, 4, 100); d != 0 {
 		t.Fatalf("a new epoch kept the old timing: %v", d)
+	}
+}
+
+type sampler struct {
+	live  map[string]string
+	epoch [32]byte
+	high  uint32
+	ok    bool
+}
+
+func (s *sampler) Live() map[string]string           { return s.live }
+func (s *sampler) Current() ([32]byte, uint32, bool) { return s.epoch, s.high, s.ok }
+
+// TestSample: a sample logs each server that joined or left the roster
+// once, and times the current epoch's rounds only while one runs.
+func TestSample(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	var w Watch
+	s := &sampler{live: map[string]string{"a": "A"}}
+	w.Sample(s, log, 3)
+	w.Sample(s, log, 3)
+	s.live = map[string]string{}
+	w.Sample(s, log, 3)
+	if j, l := strings.Count(buf.String(), "server joined the roster"), strings.Count(buf.String(), "server left the roster"); j != 1 || l != 1 {
+		t.Fatalf("joined logged %d times, left %d:\n%s", j, l, buf.String())
+	}
+	if d, _ := w.Rate([32]byte{}, 1, 1); d != 0 {
+		t.Fatalf("rounds timed with no epoch running: %v", d)
+	}
+	s.epoch, s.high, s.ok = [32]byte{1}, 2, true
+	w.Sample(s, log, 3)
+	if w.epoch != s.epoch || w.rounds != 2 {
+		t.Fatalf("current epoch not timed: %x %d", w.epoch[:1], w.rounds)
 	}
 }
