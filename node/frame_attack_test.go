@@ -258,7 +258,19 @@ func TestFutureRootFramesSuccessor(t *testing.T) {
 // one record an epoch and kind of evidence (the smallest key, so that
 // every server keeps the same one): the flood is dropped, both charges
 // stand.
-func TestEvidenceFloodKeepsCharges(t *testing.T) {
+func TestEvidenceFloodKeepsCharges(t *testing.T) { evidenceFlood(t, false) }
+
+// TestRoundFloodKeepsCharges (issue 25): the same flood as aborts of
+// rounds 1..8 of the second epoch, each a slot of its own (a signer,
+// epoch, kind and round). Before, the store kept the server's newest four
+// records, all of the second epoch: one count, no longer left out. Now
+// it keeps every record of a server's newest four numbers, and four a
+// signer's abort kind and epoch.
+func TestRoundFloodKeepsCharges(t *testing.T) { evidenceFlood(t, true) }
+
+// evidenceFlood floods a server with a charged server's aborts of its
+// second charged epoch, another reason each, or another round (byRound).
+func evidenceFlood(t *testing.T, byRound bool) {
 	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		fn := startFounded(t, 3, 3, 3, testParams(2), nil)
@@ -274,8 +286,8 @@ func TestEvidenceFloodKeepsCharges(t *testing.T) {
 		if len(finals) < 2 {
 			t.Fatalf("fewer than two final numbers below %d", v.cert.Top())
 		}
-		abort := func(c *wire.Cert, reason string) []byte {
-			a := &wire.Abort{Epoch: c.Epoch, Number: c.Number, Kind: wire.AbortFault, Signer: []byte(bad.ID()), Reason: []byte(reason)}
+		abort := func(c *wire.Cert, round uint32, reason string) []byte {
+			a := &wire.Abort{Epoch: c.Epoch, Number: c.Number, Round: round, Kind: wire.AbortFault, Signer: []byte(bad.ID()), Reason: []byte(reason)}
 			sig, err := proto.Sign(bad.priv, proto.AbortDigest(a))
 			if err != nil {
 				t.Fatal(err)
@@ -289,13 +301,17 @@ func TestEvidenceFloodKeepsCharges(t *testing.T) {
 			}
 		}
 		counted := func() int { return len(v.chargedNumbers()[bad.ID()]) }
-		send(abort(finals[1], "first"))
-		send(abort(finals[0], "second"))
+		send(abort(finals[1], 0, "first"))
+		send(abort(finals[0], 0, "second"))
 		if err := wait.Until(context.Background(), 30*time.Second, func() bool { return counted() == 2 }); err != nil {
 			t.Fatalf("the two aborts not counted: %v", v.chargedNumbers()[bad.ID()])
 		}
 		for i := range 2 * chargelog.Keep {
-			send(abort(finals[0], fmt.Sprintf("flood %d", i)))
+			if byRound {
+				send(abort(finals[0], uint32(i+1), "second"))
+			} else {
+				send(abort(finals[0], 0, fmt.Sprintf("flood %d", i)))
+			}
 		}
 		time.Sleep(5 * time.Second) // virtual time: the evidence settles (what is dropped is a non-event)
 		held := 0
@@ -309,8 +325,8 @@ func TestEvidenceFloodKeepsCharges(t *testing.T) {
 		if counted() != 2 {
 			t.Errorf("the flood of one epoch's aborts took a charge away: %v", v.chargedNumbers()[bad.ID()])
 		}
-		if held > 1 {
-			t.Errorf("%d records of one signer's epoch held", held)
+		if want := map[bool]int{false: 1, true: chargelog.Keep}[byRound]; held > want {
+			t.Errorf("%d records of one signer's epoch held, want at most %d", held, want)
 		}
 	})
 }

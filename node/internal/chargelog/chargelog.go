@@ -21,6 +21,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -36,8 +37,9 @@ import (
 const (
 	// File holds the counted aborts in a data directory (JSON).
 	File = "refusals"
-	// Keep is how many counted aborts are kept per server (two
-	// decide; a few more for the operator).
+	// Keep is how many numbers a server is charged for are kept (two
+	// decide; a few more for the operator), and how many records a
+	// signer's abort kind and epoch.
 	Keep = 4
 	// SeenKeep is how many epoch numbers back the relay memory reaches.
 	SeenKeep = 16
@@ -193,27 +195,80 @@ func (rs *Log) causeOf(epoch string) bool {
 	return false
 }
 
-// prune keeps the newest Keep records of each server. Call with
-// rs.mu held.
+// prune bounds the log: at most Keep records a claimant's abort kind
+// and epoch (an honest signer signs one; rounds make the others), the
+// smallest keys; for each server charged, every record of its newest
+// Keep numbers; of the evidence that charges nobody, the newest SeenKeep.
+// A server's own evidence of more rounds of a number never pushes out
+// its older charges (TestSelfFloodKeepsOldCharge), and only the number
+// bound reads a record's charge, so that evidence whose charge a
+// certificate or an attestation still moves is kept whole. It reads the
+// records alone, ordered by number then key, so servers holding the same
+// evidence and certificates keep the same whatever the order it came in.
+// Call with rs.mu held.
 func (rs *Log) prune() {
-	sort.SliceStable(rs.recs, func(i, j int) bool { return rs.recs[i].Number < rs.recs[j].Number })
-	count := map[string]int{}
-	for i := len(rs.recs) - 1; i >= 0; i-- {
-		count[rs.recs[i].Peer]++
-	}
-	kept := rs.recs[:0]
-	for _, r := range rs.recs {
-		keep := Keep
-		if r.Peer == "" {
-			keep = SeenKeep // evidence that charges nobody, kept to relay
+	sort.SliceStable(rs.recs, func(i, j int) bool {
+		a, b := &rs.recs[i], &rs.recs[j]
+		if a.Number != b.Number {
+			return a.Number < b.Number
 		}
-		if count[r.Peer] > keep {
-			count[r.Peer]--
+		return a.Key < b.Key
+	})
+	keep := make([]bool, len(rs.recs))
+	claims := map[string]int{}
+	byKey := make([]int, len(rs.recs))
+	for i := range byKey {
+		byKey[i] = i
+	}
+	sort.SliceStable(byKey, func(i, j int) bool { return rs.recs[byKey[i]].Key < rs.recs[byKey[j]].Key })
+	for _, i := range byKey {
+		c := claimant(&rs.recs[i])
+		claims[c]++
+		keep[i] = c == "" || claims[c] <= Keep
+	}
+	// A server's numbers, and evidence charging nobody, from the newest.
+	type seen struct {
+		last  uint64
+		count int
+	}
+	numbers := map[string]seen{}
+	nobody := 0
+	for i := len(rs.recs) - 1; i >= 0; i-- {
+		r := &rs.recs[i]
+		if !keep[i] {
 			continue
 		}
-		kept = append(kept, r)
+		if r.Peer == "" {
+			nobody++
+			keep[i] = nobody <= SeenKeep // kept to relay
+			continue
+		}
+		ns := numbers[r.Peer]
+		if ns.count == 0 || ns.last != r.Number {
+			ns = seen{r.Number, ns.count + 1}
+			numbers[r.Peer] = ns
+		}
+		keep[i] = ns.count <= Keep
+	}
+	kept := rs.recs[:0]
+	for i, r := range rs.recs {
+		if keep[i] {
+			kept = append(kept, r)
+		}
 	}
 	rs.recs = kept
+}
+
+// claimant names who made a record's claim, in which epoch and of what
+// kind: its slot without the round (blame.EvidenceSlot); "" but for an
+// abort.
+func claimant(r *Record) string {
+	var ev wire.Charge
+	var a wire.Abort
+	if r.Ev == nil || ev.Unmarshal(r.Ev) != nil || ev.Kind != wire.EvAbort || a.Unmarshal(ev.Item) != nil {
+		return ""
+	}
+	return fmt.Sprintf("%x/%x/%d", a.Epoch, a.Signer, a.Kind)
 }
 
 // counted reports whether recs[i] counts: it charges someone, is not

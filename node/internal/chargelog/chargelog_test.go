@@ -3,6 +3,7 @@ package chargelog
 import (
 	"crypto/rand"
 	"fmt"
+	mrand "math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -182,5 +183,112 @@ func TestFirstSight(t *testing.T) {
 	l.FirstSight([32]byte{2}, 2+SeenKeep, ss[1].id)
 	if !l.FirstSight([32]byte{1}, 1, ss[0].id) {
 		t.Fatal("an abort more than SeenKeep numbers back is not forgotten")
+	}
+}
+
+// roundAbort is s's signed fault abort of round r of epoch number n (its
+// epoch {n}), as evidence: each round is a slot of its own.
+func roundAbort(t *testing.T, s signer, n uint64, r uint32) *wire.Charge {
+	t.Helper()
+	a := &wire.Abort{Epoch: [32]byte{byte(n)}, Number: n, Round: r, Kind: wire.AbortFault, Signer: []byte(s.id), Reason: []byte("no")}
+	sig, err := proto.Sign(s.priv, proto.AbortDigest(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Sig = sig
+	return &wire.Charge{Kind: wire.EvAbort, Number: n, Item: a.Marshal()}
+}
+
+// TestSelfFloodKeepsOldCharge (§3 "The refusal budget", issue 25): a
+// server charged at 7 and 9 (m = 3) that signs fault aborts of rounds
+// 1..9 of 9, each a record of its own slot, stays out until 12: the
+// prune keeps every record of a server's newest Keep numbers, so its own
+// evidence never pushes out its charge of 7, and Keep records a signer's
+// abort kind and epoch. Before, the prune kept its newest four records,
+// all of 9: one count, out until 0. Every order of the same evidence
+// leaves the same records, and a restart the same.
+func TestSelfFloodKeepsOldCharge(t *testing.T) {
+	ss := signers(t, 3)
+	chain := []peer.ID{ss[0].id, ss[1].id, ss[2].id}
+	bad := ss[1]
+	evs := []*wire.Charge{roundAbort(t, bad, 7, 0)}
+	for r := range uint32(10) {
+		evs = append(evs, roundAbort(t, bad, 9, r))
+	}
+	// More numbers than Keep for the bound, with two rounds each.
+	for n := uint64(20); n < 20+Keep+2; n++ {
+		evs = append(evs, roundAbort(t, bad, n, 1), roundAbort(t, bad, n, 0))
+	}
+	logAll := func(l *Log, order []int) {
+		for _, i := range order {
+			n := evs[i].Number
+			ctx := blame.Context{Epoch: [32]byte{byte(n)}, Chain: chain, Final: true}
+			if _, err := l.LogCharge(evs[i], ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var l Log
+	l.Init(t.TempDir(), nil, nil)
+	logAll(&l, []int{0, 1, 2, 3, 4, 5})
+	if u, c := l.OutUntil(bad.id), l.RefusalCounts()[bad.id]; u != 12 || c != 2 {
+		t.Fatalf("charged at 7 and 9 (m = 3), then rounds 1..4 of 9: %d counted, out until %d, want 2 and 12 (%d records)", c, u, len(l.Records(false)))
+	}
+	logAll(&l, []int{6, 7, 8, 9, 10})
+	if u := l.OutUntil(bad.id); u != 12 {
+		t.Errorf("and rounds 5..9 of 9: out until %d, want 12", u)
+	}
+	if recs := l.Records(false); len(recs) != 1+Keep {
+		t.Errorf("%d records held, want %d (one of 7, %d of 9)", len(recs), 1+Keep, Keep)
+	}
+	// The bound: Keep numbers a server, one record each, the newest.
+	dir := t.TempDir()
+	var want []Record
+	for try := range 4 {
+		order := make([]int, len(evs))
+		for i := range order {
+			order[i] = i
+		}
+		switch try {
+		case 1:
+			slices.Reverse(order)
+		case 2, 3:
+			mrand.New(mrand.NewPCG(uint64(try), 0)).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		}
+		var l Log
+		d := t.TempDir()
+		if try == 0 {
+			d = dir
+		}
+		l.Init(d, nil, nil)
+		logAll(&l, order)
+		got := l.Records(false)
+		if len(got) != 2*Keep {
+			t.Errorf("order %d: %d records, want %d (two rounds of the newest %d numbers)", try, len(got), 2*Keep, Keep)
+		}
+		for _, r := range got {
+			if r.Number < 20+2 {
+				t.Errorf("order %d: number %d kept, older than the newest %d", try, r.Number, Keep)
+			}
+		}
+		if try == 0 {
+			want = got
+			// Older than the newest Keep numbers: dropped at once, not new
+			// (not relayed), the log as it was.
+			old := roundAbort(t, bad, 3, 0)
+			if grew, err := l.LogCharge(old, blame.Context{Epoch: [32]byte{3}, Chain: chain, Final: true}); grew || err != nil {
+				t.Errorf("an abort of number 3 below the newest %d: new %v (%v), want false", Keep, grew, err)
+			}
+			if n := len(l.Records(false)); n != len(want) {
+				t.Errorf("after an abort of number 3: %d records, want %d", n, len(want))
+			}
+		} else if !slices.EqualFunc(got, want, func(a, b Record) bool { return a.Key == b.Key && a.Peer == b.Peer }) {
+			t.Errorf("order %d: records differ from the first order's", try)
+		}
+	}
+	var again Log
+	again.Init(dir, nil, nil)
+	if got := again.Records(false); !slices.EqualFunc(got, want, func(a, b Record) bool { return a.Key == b.Key }) {
+		t.Errorf("after a restart: %d records, not the %d saved", len(got), len(want))
 	}
 }

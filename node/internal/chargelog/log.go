@@ -124,7 +124,8 @@ func (rs *Log) LogCharge(ev *wire.Charge, ctx blame.Context) (bool, error) {
 			}
 		}
 	}
-	if rec == nil {
+	added := rec == nil
+	if added {
 		rs.recs = append(rs.recs, Record{Key: key, Number: ev.Number, Window: uint64(len(ctx.Chain)),
 			Epoch: hex.EncodeToString(ctx.Epoch[:])})
 		rec = &rs.recs[len(rs.recs)-1]
@@ -135,12 +136,19 @@ func (rs *Log) LogCharge(ev *wire.Charge, ctx blame.Context) (bool, error) {
 	if charged != "" {
 		rec.Peer = charged.String()
 	}
-	rs.prune()
+	now, epoch, waived, cause := rec.Peer, rec.Epoch, rec.Waived, rec.Cause
+	rs.prune() // moves the records: rec is stale
+	kept := slices.ContainsFunc(rs.recs, func(r Record) bool { return r.Key == key })
+	if !kept && added {
+		// Pruned at once (another record counts its server's number):
+		// the log is as it was, and nothing is relayed.
+		return false, nil
+	}
 	rs.saveRefusalsLocked()
-	if rec.Peer != was && charged != "" && !rec.Waived && (rec.Cause || !rs.causeOf(rec.Epoch)) {
+	if kept && now != was && charged != "" && !waived && (cause || !rs.causeOf(epoch)) {
 		rs.log.Info("abort on private grounds counted", "peer", charged.ShortString(), "number", ev.Number, "reason", reason)
 	}
-	return true, nil
+	return kept, nil
 }
 
 // certCtx is the context of n's certificate held here, if it names an
