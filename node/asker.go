@@ -7,29 +7,28 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/peers"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
 // Who is asking, checked before any costly work (§3 "before any costly
 // check or any allocation sized by a message, a server checks who sent
-// it"; docs/proto-node.md "Hostile peers and crashes").
+// it"; docs/proto-node.md "Hostile peers and crashes"), is package
+// internal/peers's (Server.peers); this file is what it reads of the
+// epochs, the check of a descriptor's sender and each protocol's caps.
 
-// outsiderCap is the most a peer outside the roster (and outside every
-// epoch chain held here) may send on the server protocols (epoch, round):
-// nothing it may send there is legitimate, and reading a small body lets
-// the refusal say why.
-const outsiderCap = 4 << 10
+// outsiderCap is peers.OutsiderCap by the name the tests use.
+const outsiderCap = peers.OutsiderCap
 
-// isServerPeer reports whether p is a live roster server or in the chain
-// of an epoch this server holds.
-func (s *Server) isServerPeer(p peer.ID) bool {
-	if p == s.h.ID() || s.roster.get(p) != nil {
-		return true
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, e := range s.epochs {
+// peerEpochs is what internal/peers (Server.peers: who is asking) reads
+// of the running epochs.
+type peerEpochs struct{ s *Server }
+
+func (h peerEpochs) InChain(p peer.ID) bool {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	for _, e := range h.s.epochs {
 		if e.ended {
 			continue
 		}
@@ -42,16 +41,15 @@ func (s *Server) isServerPeer(p peer.ID) bool {
 	return false
 }
 
-// serverCaps bounds a request on a server protocol by its sender: the cap
-// of its type for a server peer, at most outsiderCap for anyone else.
-func (s *Server) serverCaps(caps func(wire.Type) int) func(peer.ID, wire.Type) int {
-	return func(from peer.ID, t wire.Type) int {
-		c := caps(t)
-		if c > outsiderCap && !s.isServerPeer(from) {
-			return outsiderCap
+func (h peerEpochs) Registered(p peer.ID) bool {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	for _, e := range h.s.epochs {
+		if !e.ended && e.reg.RegisteredBy(p) {
+			return true
 		}
-		return c
 	}
+	return false
 }
 
 // askedByLeader is the cheap check of a signed descriptor's sender, made

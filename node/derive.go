@@ -196,7 +196,7 @@ func (s *Server) askedFetch(from peer.ID, n uint64) (done func(ran bool), ok boo
 	}
 	rng := ""
 	if !member {
-		rng = s.addrRange(from)
+		rng = s.peers.Range(from)
 	}
 	return s.windowSlots.Asked(from, n, member, rng)
 }

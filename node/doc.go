@@ -121,11 +121,15 @@
 //     own lock, network-free tests. certs.go: what it asks of the server,
 //     and the final and abort certificates made here; certvotes.go: a
 //     timeout vote signed and sent.
-//   - asker.go: who asks, checked before costly work; caps by protocol
-//     and by sender.
-//   - polls.go: who is a client of this server, for the bounds on its
-//     long polls (package internal/polls: per peer, outsiders, in all;
-//     its own lock, network-free tests).
+//   - internal/peers (package peers): who asks, checked before costly
+//     work (§3), Who (Server.peers): a server of the roster or of a chain
+//     held here, a client registered here, a peer's address range, the
+//     caps of the server protocols by sender, a long poll's admission
+//     (package internal/polls: per peer, outsiders, in all; its own
+//     lock) and a group server's reply slot; no state or lock of its
+//     own, no I/O, network-free tests. asker.go: what it reads of the
+//     epochs (peerEpochs), a descriptor's sender checked, each
+//     protocol's caps by type.
 //   - censor.go: request lists that omit a requested id held here.
 //   - round.go: a server's state of one round (sround) and its window.
 //   - intake.go: client protocol: its dispatch and submissions (round
@@ -145,8 +149,7 @@
 //   - internal/intake (package intake): a primary's registrations of one
 //     epoch, the bounds before their proofs (per address range, first-time
 //     keys) and the admission order (§3, §8, §5.4); no I/O and no lock
-//     (registry's guards its Table), network-free tests; admission.go:
-//     a peer's address range.
+//     (registry's guards its Table), network-free tests.
 //   - mixing.go: the mix loop: peel, permute, forward, batches between servers;
 //     the layer buffers reused round after round are package
 //     internal/layerbufs's (its own lock, network-free tests).

@@ -45,7 +45,7 @@ func TestHeadersOnStreamReserveLittle(t *testing.T) {
 		}
 		declared := clientCaps(c.typ)
 		if c.proto == ProtoRound {
-			declared = s.serverCaps(roundCaps)(h.ID(), c.typ)
+			declared = s.peers.Caps(roundCaps)(h.ID(), c.typ)
 		}
 		var before runtime.MemStats
 		runtime.GC()

@@ -442,7 +442,7 @@ func TestAskerFirst(t *testing.T) {
 	// Caps by sender.
 	server := newPeerID(t)
 	s.roster.saw(server, "peer", nil)
-	epoch, round := s.serverCaps(epochCaps), s.serverCaps(roundCaps)
+	epoch, round := s.peers.Caps(epochCaps), s.peers.Caps(roundCaps)
 	for _, typ := range []wire.Type{wire.TypeSignReq, wire.TypeSigned, wire.TypeRegList, wire.TypeStep, wire.TypePrepare} {
 		if c := epoch(outsider, typ); c > outsiderCap {
 			t.Errorf("epoch type %d: an outsider may send %d bytes", typ, c)

@@ -69,7 +69,7 @@ func TestIndexSlotsPerClient(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		tn := startAnonNet(t, 2, 1, 1, testParams(4), nil)
 		s, c := tn.servers[0], tn.clients[0]
-		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.isClientPeer(c.Inspect().PeerID()) }); err != nil {
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool { return s.peers.Client(c.Inspect().PeerID()) }); err != nil {
 			t.Fatal("the client never registered")
 		}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -148,7 +148,7 @@ func clientSlotsOfRange(t *testing.T, n, limit int, addr func(int) net.IP, other
 	}
 	if err := wait.Until(context.Background(), 5*time.Minute, func() bool {
 		for _, c := range cs {
-			if !s.isClientPeer(c.Inspect().PeerID()) {
+			if !s.peers.Client(c.Inspect().PeerID()) {
 				return false
 			}
 		}

@@ -20,8 +20,8 @@ const clientReplyRate = 64 << 10
 // indexPeers is who a peer is, as it asks.
 type indexPeers struct{ s *Server }
 
-func (p indexPeers) Client(q peer.ID) bool               { return p.s.isClientPeer(q) }
-func (p indexPeers) Ranges(q peer.ID) (rng, wide string) { return p.s.addrRanges(q) }
+func (p indexPeers) Client(q peer.ID) bool               { return p.s.peers.Client(q) }
+func (p indexPeers) Ranges(q peer.ID) (rng, wide string) { return p.s.peers.Ranges(q) }
 func (p indexPeers) Group(q peer.ID) bool                { return p.s.members.GroupPeer(q) }
 func (p indexPeers) Page() int                           { return p.s.hookCfg().IndexPage() }
 func (p indexPeers) Manifests(to peer.ID, m []store.Manifest) []store.Manifest {
@@ -31,16 +31,5 @@ func (p indexPeers) Closings(to peer.ID, r [][]byte) [][]byte {
 	return p.s.hookCfg().IndexClosings(to, r)
 }
 func (p indexPeers) EnterServer(ctx context.Context, g *slots.Servers, q peer.ID) error {
-	return p.s.enterServer(ctx, g, q)
-}
-
-// enterServer takes a slot of g for from, a server of the group
-// (groupPeer), until ctx ends: the certified chains' never want one.
-func (s *Server) enterServer(ctx context.Context, g *slots.Servers, from peer.ID) error {
-	chain := from == s.h.ID() || s.members.CertPeer(from)
-	rng := ""
-	if !chain {
-		rng = s.addrRange(from)
-	}
-	return g.Enter(ctx, from, chain, rng)
+	return p.s.peers.EnterServer(ctx, g, q)
 }

@@ -53,7 +53,7 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 	switch t {
 	case wire.TypeWaitOpen, wire.TypeRegister, wire.TypeWaitList, wire.TypeDupQuery:
 		// Long polls: bounded per peer and in all (internal/polls).
-		pctx, release, err := s.enterPoll(ctx, from, t == wire.TypeWaitOpen)
+		pctx, release, err := s.peers.EnterPoll(ctx, from, t == wire.TypeWaitOpen)
 		if err != nil {
 			return 0, nil, err
 		}

@@ -28,7 +28,7 @@ func ofReg(ep *registry.Ep) *sepoch { return ep.Ref.(*sepoch) }
 func (h regHost) Self() peer.ID          { return h.s.h.ID() }
 func (h regHost) Priv() crypto.PrivKey   { return h.s.priv }
 func (h regHost) Rand() io.Reader        { return h.s.rand }
-func (h regHost) Range(p peer.ID) string { return h.s.addrRange(p) }
+func (h regHost) Range(p peer.ID) string { return h.s.peers.Range(p) }
 func (h regHost) NoReceipt() bool        { return h.s.hookCfg().NoReceipt() }
 
 func (h regHost) KeepOut(p peer.ID, epoch [32]byte) bool { return h.s.hookCfg().KeepOut(p, epoch) }

@@ -26,6 +26,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/index"
 	"github.com/riffle-net/riffle/node/internal/ltkeys"
 	"github.com/riffle-net/riffle/node/internal/members"
+	"github.com/riffle-net/riffle/node/internal/peers"
 	"github.com/riffle-net/riffle/node/internal/polls"
 	"github.com/riffle-net/riffle/node/internal/pubfetch"
 	"github.com/riffle-net/riffle/node/internal/registry"
@@ -179,7 +180,10 @@ type Server struct {
 	// members are the chains and who is a server of the group, over
 	// roster, who and cert (internal/members, eligible.go).
 	members members.Chains
-	polls   polls.Gate // client long polls in flight (internal/polls)
+	// peers says who is asking, over roster, members and polls
+	// (internal/peers, asker.go).
+	peers peers.Who
+	polls polls.Gate // client long polls in flight (internal/polls)
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -275,6 +279,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.wins = window.Service{Items: &s.win, Peers: winPeers{s}}
 	s.hellos = newHellos(s)
 	s.members = members.Chains{H: memberHost{s}, Roster: &s.roster.Table, Who: &s.who, Certs: &s.cert, Min: cfg.MinServers}
+	s.peers = peers.Who{H: h, Roster: &s.roster.Table, Members: &s.members, Epochs: peerEpochs{s}, Polls: &s.polls, Timing: &s.cfg.Timing}
 	s.ix = newIndex(s)
 	s.pub = s.ix.Pub
 	s.regs = registry.Service{H: regHost{s}, Keys: &s.keys, Log: log}
@@ -310,8 +315,8 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		return transport.ReplyBound{}
 	}
 	// Server protocols: big bodies only from server peers (asker.go).
-	transport.ServeBoundedBy(cctx, h, &s.handlers, s.log, ProtoEpoch, transport.BulkTimeout, epochReplies, s.serverCaps(epochCaps), nil, oneSegment(s.handleEpoch))
-	transport.ServePooled(cctx, h, &s.handlers, s.log, ProtoRound, transport.BulkTimeout, s.serverCaps(roundCaps), s.pool.Buffers(), s.handleRound)
+	transport.ServeBoundedBy(cctx, h, &s.handlers, s.log, ProtoEpoch, transport.BulkTimeout, epochReplies, s.peers.Caps(epochCaps), nil, oneSegment(s.handleEpoch))
+	transport.ServePooled(cctx, h, &s.handlers, s.log, ProtoRound, transport.BulkTimeout, s.peers.Caps(roundCaps), s.pool.Buffers(), s.handleRound)
 	handleClient, handlePIR := s.hookCfg().ClientHandlers(s.handleClient, s.ix.OnPIR)
 	transport.ServeBounded(cctx, h, &s.handlers, s.log, ProtoClient, transport.PollTimeout, replies, anyPeer(clientCaps), s.pool.Buffers(), oneSegment(handleClient))
 	transport.ServeBounded(cctx, h, &s.handlers, s.log, ProtoPIR, transport.PollTimeout, replies, anyPeer(pirCaps), nil, handlePIR)

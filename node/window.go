@@ -63,11 +63,11 @@ func (w winPeers) Call(ctx context.Context, p peer.ID, r transport.Request) ([]b
 }
 
 func (w winPeers) EnterClient(ctx context.Context, p peer.ID) error {
-	return w.s.windowSlots.EnterClient(ctx, p, w.s.addrRange(p))
+	return w.s.windowSlots.EnterClient(ctx, p, w.s.peers.Range(p))
 }
 
 func (w winPeers) EnterServer(ctx context.Context, p peer.ID) error {
-	return w.s.enterServer(ctx, &w.s.windowSlots.Servers, p)
+	return w.s.peers.EnterServer(ctx, &w.s.windowSlots.Servers, p)
 }
 
 // groupPeer is members.Chains.GroupPeer (chargelog.go's name).

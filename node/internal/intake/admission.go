@@ -6,6 +6,8 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"sort"
+
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 // A primary's admission order (§3 "Registration", §8 "After a blame",
@@ -113,6 +115,17 @@ func KeyOrder(cs []Candidate) [][32]byte {
 	}
 	sort.Slice(out, func(i, j int) bool { return string(out[i][:]) < string(out[j][:]) })
 	return out
+}
+
+// RemoteIP is the IP address of a peer's remote multiaddr, nil if it has
+// none.
+func RemoteIP(a ma.Multiaddr) net.IP {
+	for _, code := range []int{ma.P_IP4, ma.P_IP6} {
+		if v, err := a.ValueForProtocol(code); err == nil {
+			return net.ParseIP(v)
+		}
+	}
+	return nil
 }
 
 // WideRange names an IPv6 address's /32, "" for any other: tunnel brokers

@@ -75,7 +75,7 @@ type Tunables struct {
 	LANRetry        time.Duration
 	LANHelloTimeout time.Duration
 	// OutsiderPoll is how long a poll of a peer without a slot may wait
-	// (polls.go).
+	// (internal/peers, internal/polls).
 	OutsiderPoll time.Duration
 	// AbortSettle is how long a server that ended an epoch waits before
 	// it signs its abort (refusals.go).

@@ -48,7 +48,7 @@ import (
 // reply bound, about 2 min, again and again (TestIndexSlotsClientRange,
 // TestIndexSlotsClientWideRange).
 // A client counts as one from its registration on, before the admission
-// order takes it or not (node's isClientPeer): its end check (the sync
+// order takes it or not (peers.Who.Client): its end check (the sync
 // after an epoch's last list, its epoch ended here) may fall while its
 // next registration waits for that order, and the range caps bound what
 // registrations not yet admitted hold as they bound admitted ones.
