@@ -61,10 +61,24 @@ const (
 	closingHeld  = 4
 )
 
-// closeEpoch runs at S_0 once epoch e has ended: it waits for the lists
-// it still proposes, then has every chain server sign the closing record
-// and delivers it.
-func (s *Server) closeEpoch(e *sepoch) {
+// closings is this server's side of its epochs' closing records: the one
+// record it signs for each epoch (signed, on disk first, its own lock),
+// S_0's proposal, the chain's signatures, the record assembled, checked
+// and stored. Each epoch's part (sepoch.closingMine, closingSigs,
+// closingDone, closed) is under Server.mu.
+type closings struct {
+	s      *Server
+	signed closingSignedState
+}
+
+// closeEpoch is closings.propose (epoch.go's name).
+func (s *Server) closeEpoch(e *sepoch) { s.closing.propose(e) }
+
+// propose runs at S_0 once epoch e has ended: it waits for the lists it
+// still proposes, then has every chain server sign the closing record and
+// delivers it.
+func (c *closings) propose(e *sepoch) {
+	s := c.s
 	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
 	defer cancel()
 	if err := s.waitFor(ctx, func() bool { return e.listing == 0 }); err != nil {
@@ -72,13 +86,13 @@ func (s *Server) closeEpoch(e *sepoch) {
 	}
 	v := e.final
 	s.mu.Lock()
-	c := closingOf(e)
-	_, _ = setPool(e, &c) // S_0 holds the lists it states
+	rec := closingOf(e)
+	_, _ = setPool(e, &rec) // S_0 holds the lists it states
 	s.mu.Unlock()
-	if s.hookCfg().WithholdClosing(&c) {
+	if s.hookCfg().WithholdClosing(&rec) {
 		return // broken on purpose: no closing record
 	}
-	prop := wire.ClosingProposal{Closing: c}
+	prop := wire.ClosingProposal{Closing: rec}
 	var reps [][]byte
 	for try := 1; ; try++ {
 		actx, acancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
@@ -107,16 +121,17 @@ func (s *Server) closeEpoch(e *sepoch) {
 			s.log.Warn("closing record: bad signature", "epoch", fmt.Sprintf("%x", v.ID[:6]))
 			return
 		}
-		c.Sigs = append(c.Sigs, sg.Sig)
+		rec.Sigs = append(rec.Sigs, sg.Sig)
 	}
-	if _, err := s.each(ctx, s.hookRun().ClosingTo(v.Chain), transport.Request{Proto: ProtoRound, Type: wire.TypeClosing, Body: c.Marshal(), Timeout: transport.BulkTimeout}); err != nil {
+	if _, err := s.each(ctx, s.hookRun().ClosingTo(v.Chain), transport.Request{Proto: ProtoRound, Type: wire.TypeClosing, Body: rec.Marshal(), Timeout: transport.BulkTimeout}); err != nil {
 		s.log.Warn("deliver closing record", "epoch", fmt.Sprintf("%x", v.ID[:6]), "err", err)
 	}
 }
 
-// peekClosingEpoch checks a closing message's sender, the epoch's S_0,
-// before its body is decoded.
-func (s *Server) peekClosingEpoch(from peer.ID, body []byte) (*sepoch, error) {
+// peek checks a closing message's sender, the epoch's S_0, before its
+// body is decoded.
+func (c *closings) peek(from peer.ID, body []byte) (*sepoch, error) {
+	s := c.s
 	if len(body) < 32 {
 		return nil, errors.New("node: closing message too short")
 	}
@@ -130,12 +145,13 @@ func (s *Server) peekClosingEpoch(from peer.ID, body []byte) (*sepoch, error) {
 	return e, nil
 }
 
-// onClosingProposal signs S_0's closing record of an epoch once the epoch
-// has ended here, if every round agrees with what this server holds: a
-// round stated published or void has the list this server holds or
-// signed, and a round stated without a list has no final list here.
-func (s *Server) onClosingProposal(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
-	e, err := s.peekClosingEpoch(from, body)
+// onProposal signs S_0's closing record of an epoch once the epoch has
+// ended here, if every round agrees with what this server holds: a round
+// stated published or void has the list this server holds or signed, and
+// a round stated without a list has no final list here.
+func (c *closings) onProposal(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
+	s := c.s
+	e, err := c.peek(from, body)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -187,7 +203,7 @@ func (s *Server) onClosingProposal(ctx context.Context, from peer.ID, body []byt
 		}
 	} else {
 		s.mu.Unlock()
-		if err := s.closingSigned.take(s.cfg.DataDir, v.Desc.Number, v.ID, dg); err != nil {
+		if err := c.signed.take(s.cfg.DataDir, v.Desc.Number, v.ID, dg); err != nil {
 			return 0, nil, err
 		}
 		s.mu.Lock()
@@ -207,10 +223,10 @@ func (s *Server) onClosingProposal(ctx context.Context, from peer.ID, body []byt
 	cs := wire.ClosingSig{Epoch: v.ID, Digest: dg, Index: uint16(e.pos), Sig: sig}
 	s.mu.Lock()
 	if _, ok := e.closingSigs[cs.Index]; !ok || e.closingSigs[cs.Index].Digest != dg {
-		s.noteClosingSig(e, cs)
+		noteClosingSig(e, cs)
 	}
 	s.mu.Unlock()
-	s.assembleClosing(e)
+	c.assemble(e)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -229,17 +245,18 @@ func (s *Server) onClosingProposal(ctx context.Context, from peer.ID, body []byt
 
 // noteClosingSig keeps a chain server's closing signature, one per
 // position (the last); call with s.mu held.
-func (s *Server) noteClosingSig(e *sepoch, cs wire.ClosingSig) {
+func noteClosingSig(e *sepoch, cs wire.ClosingSig) {
 	if e.closingSigs == nil {
 		e.closingSigs = map[uint16]wire.ClosingSig{}
 	}
 	e.closingSigs[cs.Index] = cs
 }
 
-// onClosingSig keeps a chain server's signature of an epoch's closing
-// record, checked against its sender's key, and assembles the record once
-// every position signed the one this server signed.
-func (s *Server) onClosingSig(from peer.ID, body []byte) (wire.Type, []byte, error) {
+// onSig keeps a chain server's signature of an epoch's closing record,
+// checked against its sender's key, and assembles the record once every
+// position signed the one this server signed.
+func (c *closings) onSig(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	s := c.s
 	var cs wire.ClosingSig
 	if err := cs.Unmarshal(body); err != nil {
 		return 0, nil, err
@@ -255,40 +272,40 @@ func (s *Server) onClosingSig(from peer.ID, body []byte) (wire.Type, []byte, err
 		return 0, nil, err
 	}
 	s.mu.Lock()
-	s.noteClosingSig(e, cs)
+	noteClosingSig(e, cs)
 	s.mu.Unlock()
-	s.assembleClosing(e)
+	c.assemble(e)
 	return wire.TypeAck, ack, nil
 }
 
-// assembleClosing stores epoch e's closing record, as onClosing would,
-// once every chain position's signature of the record this server signed
-// is here.
-func (s *Server) assembleClosing(e *sepoch) {
+// assemble stores epoch e's closing record, as onRecord would, once every
+// chain position's signature of the record this server signed is here.
+func (c *closings) assemble(e *sepoch) {
+	s := c.s
 	s.mu.Lock()
 	if e.closingMine == nil || e.closingDone {
 		s.mu.Unlock()
 		return
 	}
-	c := *e.closingMine
-	dg := proto.ClosingDigest(&c)
+	rec := *e.closingMine
+	dg := proto.ClosingDigest(&rec)
 	for i := range e.final.Chain {
 		cs, ok := e.closingSigs[uint16(i)]
 		if !ok || cs.Digest != dg {
 			s.mu.Unlock()
 			return
 		}
-		c.Sigs = append(c.Sigs, cs.Sig)
+		rec.Sigs = append(rec.Sigs, cs.Sig)
 	}
 	e.closingDone = true
-	whole := closingWhole(e, &c)
+	whole := closingWhole(e, &rec)
 	s.mu.Unlock()
-	if _, err := s.store.Closing(c.Epoch); err == nil {
+	if _, err := s.store.Closing(rec.Epoch); err == nil {
 		return // S_0's came first
 	}
-	rec := c.Marshal()
+	raw := rec.Marshal()
 	if whole {
-		if err := s.store.PutClosing(c.Epoch, rec); err != nil {
+		if err := s.store.PutClosing(rec.Epoch, raw); err != nil {
 			s.log.Warn("keep the assembled closing record", "err", err)
 			return
 		}
@@ -296,7 +313,7 @@ func (s *Server) assembleClosing(e *sepoch) {
 		e.closed = true
 		s.mu.Unlock()
 	}
-	s.keepWindowItem(e, &wire.Closing{Epoch: c.Epoch, Rounds: c.Rounds}, rec)
+	s.keepWindowItem(e, &wire.Closing{Epoch: rec.Epoch, Rounds: rec.Rounds}, raw)
 }
 
 // closingWhole reports whether every round c states published has its
@@ -314,35 +331,36 @@ func closingWhole(e *sepoch, c *wire.Closing) bool {
 	return true
 }
 
-// onClosing stores an epoch's closing record signed by all its chain
-// servers, as assembleClosing does (among the closing records only if
-// whole here), and logs it in the index log.
-func (s *Server) onClosing(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	e, err := s.peekClosingEpoch(from, body)
+// onRecord stores an epoch's closing record signed by all its chain
+// servers, as assemble does (among the closing records only if whole
+// here), and logs it in the index log.
+func (c *closings) onRecord(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	s := c.s
+	e, err := c.peek(from, body)
 	if err != nil {
 		return 0, nil, err
 	}
 	v := e.final
-	var c wire.Closing
-	if err := c.Unmarshal(body, int(v.Desc.Params.Rounds)); err != nil {
+	var rec wire.Closing
+	if err := rec.Unmarshal(body, int(v.Desc.Params.Rounds)); err != nil {
 		return 0, nil, err
 	}
-	if err := proto.CheckClosing(v, &c); err != nil {
+	if err := proto.CheckClosing(v, &rec); err != nil {
 		return 0, nil, err
 	}
 	s.mu.Lock()
-	whole := closingWhole(e, &c)
+	whole := closingWhole(e, &rec)
 	s.mu.Unlock()
 	if !whole {
-		s.keepWindowItem(e, &wire.Closing{Epoch: c.Epoch, Rounds: c.Rounds}, body)
+		s.keepWindowItem(e, &wire.Closing{Epoch: rec.Epoch, Rounds: rec.Rounds}, body)
 		return wire.TypeAck, ack, nil
 	}
-	if err := s.store.PutClosing(c.Epoch, body); err != nil {
+	if err := s.store.PutClosing(rec.Epoch, body); err != nil {
 		return 0, nil, err
 	}
 	s.mu.Lock()
 	e.closed = true
 	s.mu.Unlock()
-	s.keepWindowItem(e, &wire.Closing{Epoch: c.Epoch, Rounds: c.Rounds}, body)
+	s.keepWindowItem(e, &wire.Closing{Epoch: rec.Epoch, Rounds: rec.Rounds}, body)
 	return wire.TypeAck, ack, nil
 }

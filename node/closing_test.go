@@ -233,10 +233,10 @@ func TestClosingOneProposal(t *testing.T) {
 		if !ok || other.Rounds[1].State != wire.ClosedNone {
 			t.Fatal("no second record agrees with the server's view")
 		}
-		if _, _, err := v.onClosingProposal(ctx, s0.ID(), (&wire.ClosingProposal{Closing: first}).Marshal()); err != nil {
+		if _, _, err := v.closing.onProposal(ctx, s0.ID(), (&wire.ClosingProposal{Closing: first}).Marshal()); err != nil {
 			t.Errorf("the record the server signed, proposed again, refused: %v", err)
 		}
-		if _, _, err := v.onClosingProposal(ctx, s0.ID(), (&wire.ClosingProposal{Closing: other}).Marshal()); err == nil {
+		if _, _, err := v.closing.onProposal(ctx, s0.ID(), (&wire.ClosingProposal{Closing: other}).Marshal()); err == nil {
 			t.Error("a second closing record of one epoch signed")
 		}
 	})
@@ -314,10 +314,10 @@ func TestClosingChoiceSurvivesRestart(t *testing.T) {
 		if !ok || other.Rounds[1].State != wire.ClosedNone {
 			t.Fatal("no second record agrees with the server's view")
 		}
-		if _, _, err := again.onClosingProposal(ctx, s0.ID(), (&wire.ClosingProposal{Closing: other}).Marshal()); err == nil {
+		if _, _, err := again.closing.onProposal(ctx, s0.ID(), (&wire.ClosingProposal{Closing: other}).Marshal()); err == nil {
 			t.Error("the restarted server signed a second closing record of an epoch")
 		}
-		if _, _, err := again.onClosingProposal(ctx, s0.ID(), (&wire.ClosingProposal{Closing: first}).Marshal()); err != nil {
+		if _, _, err := again.closing.onProposal(ctx, s0.ID(), (&wire.ClosingProposal{Closing: first}).Marshal()); err != nil {
 			t.Errorf("the record signed before the crash, proposed again, refused: %v", err)
 		}
 		// A file it cannot read keeps the server from starting, rather

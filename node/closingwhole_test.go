@@ -18,8 +18,8 @@ import (
 // record comes) is handed S_0's closing record, signed by all. The store's
 // closing records mark an epoch taken whole (catchup.go skips it), so the
 // record goes there only if every round it states published has its list
-// here, as for a record the server assembles itself (assembleClosing).
-// Before, onClosing stored S_0's record without that check.
+// here, as for a record the server assembles itself (closings.assemble).
+// Before, onClosing (now closings.onRecord) stored S_0's record without that check.
 func TestClosingDeliveredNotWhole(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
@@ -87,7 +87,7 @@ func TestClosingDeliveredNotWhole(t *testing.T) {
 		}
 		e.rounds[1].list = nil
 		v.mu.Unlock()
-		if _, _, err := v.onClosing(s0.ID(), rec); err != nil {
+		if _, _, err := v.closing.onRecord(s0.ID(), rec); err != nil {
 			t.Fatalf("closing record refused: %v", err)
 		}
 		if _, err := v.store.Closing(ep); err == nil {

@@ -184,7 +184,10 @@
 //     layer's fault, sealing, reading a publication, the published root)
 //     are package internal/roundstep's (no I/O, no lock, network-free tests).
 //   - closing.go: the closing record of an epoch, signed by every chain
-//     server and logged in the index log (§5.2, §7 v3).
+//     server and logged in the index log (§5.2, §7 v3): proposed,
+//     signed, assembled and stored by the methods of closings
+//     (Server.closing), which keeps the one record signed for each
+//     epoch, on disk first (closingsigned.go, its own lock).
 //   - window.go: the lists an epoch's decoy pool is drawn from, and who
 //     a peer asking for the window is (winPeers, §6.3 v3);
 //     window_prepare.go: the window a Prepare pins, held before a member

@@ -433,11 +433,11 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeLack:
 		return s.onLack(from, body)
 	case wire.TypeClosingProposal:
-		return s.onClosingProposal(ctx, from, body)
+		return s.closing.onProposal(ctx, from, body)
 	case wire.TypeClosing:
-		return s.onClosing(from, body)
+		return s.closing.onRecord(from, body)
 	case wire.TypeClosingSig:
-		return s.onClosingSig(from, body)
+		return s.closing.onSig(from, body)
 	case wire.TypeEquivocation:
 		return s.onEquivocation(from, body)
 	case wire.TypeDoubleSubmit:

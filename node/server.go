@@ -158,9 +158,10 @@ type Server struct {
 	dupServer             // duplicate-share verdicts (dupwalk.go)
 	// ref is the evidence log and the refusal budget (internal/chargelog).
 	ref chargelog.Log
-	// closingSigned: the closing record signed for each recent epoch, on
-	// disk before the signature (closingsigned.go).
-	closingSigned closingSignedState
+	// closing: the epochs' closing records, and the one signed for each
+	// recent epoch, on disk before the signature (closing.go,
+	// closingsigned.go).
+	closing closings
 	// cert holds the certificates of epoch numbers (internal/certs).
 	cert certs.Certs
 	// phase marks what this server signed of the numbers (internal/signed).
@@ -291,7 +292,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			s.ref.Cause(r.Epoch) // a blame: its epoch's counts taken back
 		}
 	}
-	s.closingSigned.recs, s.closingSigned.loaded = closingRecs, true
+	s.closing.s, s.closing.signed.recs, s.closing.signed.loaded = s, closingRecs, true
 	// The phase marks as the directory holds them at start: read later,
 	// they would see the epoch number this run wrote and take it for an
 	// upgrade's.
