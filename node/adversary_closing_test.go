@@ -23,8 +23,8 @@ import (
 // (§5.2, §6.3 v3): servers 0 and 1 are corrupt and leave closing records
 // and pools out of the index pages and windows they send two victims
 // (clients 0 and 1, whose primaries they are): with mode "all" every
-// one; "late" the newest (in index pages one sync late, as the review's
-// corrupt primary did); "partial" those of about half the epochs
+// one; "late" the newest (in index pages, those of the victim's epoch
+// and the one or two before it: lateHold); "partial" those of about half the epochs
 // (halfOut: the two victims lack different halves, so that the control's
 // victims do not tie); "sitout" every one, and S_0 hands its records to
 // corrupt servers only (TestAdversaryTargetedSitOut). A client draws its decoys
@@ -34,7 +34,9 @@ import (
 // each epoch two ways, n = 8 choices each, ties at random: the one with
 // the fewest requests in the epoch's published lists (fewest), and the
 // one that asked least for the ids that only the withheld epochs of the
-// pool asked for (by ids: the window is public, and so are the lists).
+// pool asked for (by ids: the window is public, and so are the lists);
+// with "late" a third, the one whose requests fit best the pool the
+// corrupt servers left the victim by the old rule (fit: fitScores).
 // With fill true every client takes the window N's Prepare pinned from
 // every chain server at once (node/client/window_client.go); with fill false (the
 // positive control, switched on in the test only) every client draws by
@@ -47,7 +49,7 @@ import (
 // asked for something (decoys are under way); as in TestAdversaryLinks
 // the variance bound is Σ p. sat counts the epochs that ran without the
 // victims.
-func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byIDs *tally, sat int) {
+func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byIDs, fit *tally, sat int) {
 	unpinned := !fill && mode == "sitout"
 	ownRule := !fill && !unpinned
 	const m, n = 3, 8
@@ -62,11 +64,9 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 	// the order they ran (under rec.mu).
 	windows := map[[32]byte][][32]byte{}
 	var order [][32]byte
-	held := map[peer.ID][][]byte{} // "late": the record each victim gets at its next sync
-	// "late", under vmu: each victim's epoch, and the record it lacked in
-	// it (its index sync comes after it joined).
-	peerIdx, curEpoch := map[peer.ID]int{}, map[int][32]byte{}
-	heldFor := map[[32]byte]map[int][32]byte{}
+	lh := newLateHold() // "late", under vmu
+	// Under vmu: the victims' and every client's index.
+	peerIdx, clientIdx := map[peer.ID]int{}, map[peer.ID]int{}
 	honest := 2 // the server that is not corrupt (read under vmu)
 	tn := startAnonNet(t, m, 0, n, p, func(i int, c *ServerConfig) {
 		o := rec.server(i)
@@ -74,30 +74,13 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 		o.IndexClosings = func(to peer.ID, recs [][]byte) [][]byte {
 			vmu.Lock()
 			defer vmu.Unlock()
+			if c, ok := clientIdx[to]; ok && mode == "late" && i != honest {
+				return lh.page(c, i == c%m, victims[to], recs)
+			}
 			if !victims[to] || i == honest {
 				return recs
 			}
 			switch mode {
-			case "late":
-				// One sync late: the newest record of the page (the log
-				// is oldest first) waits for the victim's next sync.
-				out := held[to]
-				held[to] = nil
-				if len(recs) > 0 {
-					out = append(out, recs[:len(recs)-1]...)
-					held[to] = [][]byte{recs[len(recs)-1]}
-					// Which record the victim lacks in the epoch it
-					// syncs for: the adversary's to score by.
-					var c wire.Closing
-					if c.Unmarshal(recs[len(recs)-1], 1<<20) == nil {
-						v := peerIdx[to]
-						if heldFor[curEpoch[v]] == nil {
-							heldFor[curEpoch[v]] = map[int][32]byte{}
-						}
-						heldFor[curEpoch[v]][v] = c.Epoch
-					}
-				}
-				return out
 			case "partial":
 				var kept [][]byte
 				for _, r := range recs {
@@ -178,7 +161,7 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 		o.Joined = func(epoch [32]byte, slot uint32, ps []byte) {
 			joined(epoch, slot, ps)
 			vmu.Lock()
-			curEpoch[i] = epoch
+			lh.joined(i, epoch)
 			vmu.Unlock()
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
@@ -198,10 +181,14 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 			t.Fatal(err)
 		}
 		defer c.Close()
+		vmu.Lock()
+		clientIdx[c.Inspect().PeerID()] = i
+		vmu.Unlock()
 		if isVictim[i] {
 			vmu.Lock()
 			victims[c.Inspect().PeerID()] = true
 			peerIdx[c.Inspect().PeerID()] = i
+			lh.depth[i] = len(lh.depth) + 1
 			vmu.Unlock()
 		}
 		clients = append(clients, c)
@@ -327,8 +314,16 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	rng := rand.New(rand.NewPCG(13, 14))
-	tl, ti := &tally{}, &tally{}
-	var sw struct{ only, victim, others, noLack int }
+	tl, ti, tf := &tally{}, &tally{}, &tally{}
+	var sw struct{ only, victim, others, noLack, lacked int }
+	// "late": the clients of corrupt primaries other than the victims,
+	// whose pools the adversary knows.
+	var crowd []int
+	for c := range n {
+		if !isVictim[c] && c%m != honest {
+			crowd = append(crowd, c)
+		}
+	}
 	cs := counts(false)
 	var ids [][32]byte
 	for id := range cs {
@@ -369,17 +364,33 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 				w = append(w, order[j])
 			}
 		}
-		vmu.Lock()
-		lacked := heldFor[id]
-		vmu.Unlock()
+		lacks := map[int][][32]byte{} // "late": what each victim's pool lacked
+		pools := map[int][][32]byte{}
+		if mode == "late" {
+			// When each client's first onion of the epoch came: after
+			// its start sync, whose records it draws from.
+			at := map[int]time.Time{}
+			for c, j := range rec.joined[id] {
+				at[c] = rec.arrive[id][j.slot]
+			}
+			vmu.Lock()
+			for v := range isVictim {
+				pools[v], lacks[v] = lh.lack(id, v, crowd, at)
+			}
+			vmu.Unlock()
+		}
 		fitFor := func(v int) ([]int, []int, int) {
 			only, kept := map[[32]byte]bool{}, map[[32]byte]bool{}
+			w := w
+			if mode == "late" && ownRule {
+				w = pools[v]
+			}
 			for j, e := range w {
 				out := mode == "all" || mode == "sitout" || mode == "partial" && halfOut(v, e)
 				if mode == "late" {
-					// The window's newest, or the record held back
-					// from v's index sync for this epoch.
-					out = !ownRule && j == 0 || ownRule && e == lacked[v]
+					// The window's newest, or what the corrupt servers
+					// left v's pool without at its start.
+					out = !ownRule && j == 0 || ownRule && slices.Contains(lacks[v], e)
 				}
 				for x := range asked(e) {
 					if out {
@@ -437,18 +448,37 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 				sw.victim += score[truth]
 				sw.others += sum(score) - score[truth]
 			}
-			if mode == "late" && ownRule && lacked[v] == ([32]byte{}) {
-				sw.noLack++
+			if mode == "late" {
+				// The pool the victim held, by the old rule, against
+				// the others': the likeliest pseudonym is the guess.
+				fs := fitScores(rec, id, pools[v], lacks, v, n)
+				var top []int
+				for q, x := range fs {
+					switch {
+					case len(top) == 0 || x > fs[top[0]]:
+						top = []int{q}
+					case x == fs[top[0]]:
+						top = append(top, q)
+					}
+				}
+				tf.add(top[rng.IntN(len(top))] == truth, pn, pn)
+				sw.lacked += len(lacks[v])
+				if len(lacks[v]) == 0 {
+					sw.noLack++
+				}
 			}
 		}
 	}
 	if ti.trials > 0 {
 		// Each arm as it ends: a run stopped in its second arm still
 		// gives the first's figures.
-		t.Logf("withheld (%s, fill %v): fewest %s, by ids %s; %.1f ids a trial only the withheld epochs asked for; the victim asked for them %.2f times a trial, another pseudonym %.2f; %d trials with no record held back",
-			mode, fill, tl, ti, float64(sw.only)/float64(ti.trials), float64(sw.victim)/float64(ti.trials), float64(sw.others)/float64(ti.trials*(n-1)), sw.noLack)
+		t.Logf("withheld (%s, fill %v): fewest %s, by ids %s; %.1f ids a trial only the withheld epochs asked for; the victim asked for them %.2f times a trial, another pseudonym %.2f",
+			mode, fill, tl, ti, float64(sw.only)/float64(ti.trials), float64(sw.victim)/float64(ti.trials), float64(sw.others)/float64(ti.trials*(n-1)))
+		if mode == "late" {
+			t.Logf("withheld (late, fill %v): by the pools' fit %s; the victim's pool by the old rule lacked %.2f epochs a trial, none in %d trials", fill, tf, float64(sw.lacked)/float64(tf.trials), sw.noLack)
+		}
 	}
-	return tl, ti, len(satOut)
+	return tl, ti, tf, len(satOut)
 }
 
 // richChunks: the chunks of each fresh file with the newest or half the
@@ -485,8 +515,8 @@ func TestAdversaryTargetedSitOut(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		epochs := adversaryTrials(t, 24, 40, 200)
-		defF, defI, defSat := withheldRun(t, true, "sitout", epochs)
-		ctlF, ctlI, ctlSat := withheldRun(t, false, "sitout", epochs)
+		defF, defI, _, defSat := withheldRun(t, true, "sitout", epochs)
+		ctlF, ctlI, _, ctlSat := withheldRun(t, false, "sitout", epochs)
 		t.Logf("targeted sit-out, m = 3, n = 8, one victim: pinned window: fewest requests %s, by ids %s, %d epochs sat out; unpinned (control): fewest %s, by ids %s, %d epochs sat out", defF, defI, defSat, ctlF, ctlI, ctlSat)
 		if defF.trials == 0 {
 			t.Fatal("the victim took part in no epoch")
@@ -508,16 +538,15 @@ func TestAdversaryTargetedSitOut(t *testing.T) {
 }
 
 // TestAdversaryWithheldRecord (§5.2, §6.3 v3): servers that withhold the
-// closing records from a client, all of them, the newest one (one sync
-// late) or every other one, do not single it out, by how many ids its
-// pseudonym asks for or by which, since the client takes the window from
+// closing records from a client, all of them, the newest ones (handed
+// over only epochs later) or every other one, do not single it out, by
+// how many ids its pseudonym asks for, by which, or by how well they fit
+// the pool the client was left, since the client takes the window from
 // every chain server; a client that draws by the old rule (its own
 // lists, its primary's records taken as all: the positive control) is
-// linked far above chance by at least one score with all or half of
-// them withheld (half at R = 256 only: at R = 4 a pseudonym draws too
-// few decoys for either score to tell); with the newest withheld its
-// control does not link reliably, so that arm logs figures and cannot
-// fail. One subtest a way of withholding
+// linked far above chance by at least one score (the newest and half
+// at R = 256 only: at R = 4 a pseudonym draws too few decoys for any
+// score to tell). One subtest a way of withholding
 // (-run 'TestAdversaryWithheldRecord/late'). Only with RIFFLE_ADVERSARY=1
 // (12 epochs of each kind, 24 trials), RIFFLE_LONG=1 (40 epochs) or
 // RIFFLE_ADVERSARY_FULL=1 (100 epochs, 200 trials).
@@ -527,13 +556,13 @@ func TestAdversaryWithheldRecord(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			virtual(t, func(t *testing.T) {
 				epochs := adversaryTrials(t, 12, 40, 100)
-				defF, defI, _ := withheldRun(t, true, mode, epochs)
-				ctlF, ctlI, _ := withheldRun(t, false, mode, epochs)
-				t.Logf("withheld closing records (%s), m = 3, n = 8: victims that take the window from every server: fewest requests %s, by ids %s; victims that draw by the old rule (control): fewest %s, by ids %s", mode, defF, defI, ctlF, ctlI)
+				defF, defI, defP, _ := withheldRun(t, true, mode, epochs)
+				ctlF, ctlI, ctlP, _ := withheldRun(t, false, mode, epochs)
+				t.Logf("withheld closing records (%s), m = 3, n = 8: victims that take the window from every server: fewest requests %s, by ids %s, by fit %s; victims that draw by the old rule (control): fewest %s, by ids %s, by fit %s", mode, defF, defI, defP, ctlF, ctlI, ctlP)
 				for _, x := range []struct {
 					what     string
 					def, ctl *tally
-				}{{"fewest", defF, ctlF}, {"by ids", defI, ctlI}} {
+				}{{"fewest", defF, ctlF}, {"by ids", defI, ctlI}, {"by fit", defP, ctlP}} {
 					if float64(x.def.wins) > x.def.bound() {
 						t.Errorf("%s records withheld, %s: linked above chance: %s", mode, x.what, x.def)
 					}
@@ -543,12 +572,14 @@ func TestAdversaryWithheldRecord(t *testing.T) {
 				// half, never for the withheld epochs' own, which at
 				// R = 4 the others ask for about once an epoch (too few
 				// decoys to tell: asserted at the defaults, R = 256,
-				// only). With the newest withheld the control does not
-				// link reliably even there (10/20 in one run, 15/60 in
-				// another, bound 0.308): figures only, so that arm cannot
-				// fail yet.
-				if (mode == "all" || mode == "partial" && advFull()) && float64(ctlF.wins) <= ctlF.bound() && float64(ctlI.wins) <= ctlI.bound() {
-					t.Errorf("%s records withheld, control: not linked by either score (fewest %s, by ids %s); the adversary is broken", mode, ctlF, ctlI)
+				// only); with the newest withheld its requests fit a
+				// pool without the epoch just ended (lateHold; at the
+				// defaults only, as half).
+				if (mode == "all" || advFull()) && float64(ctlF.wins) <= ctlF.bound() && float64(ctlI.wins) <= ctlI.bound() && (ctlP.trials == 0 || float64(ctlP.wins) <= ctlP.bound()) {
+					t.Errorf("%s records withheld, control: not linked by any score (fewest %s, by ids %s, by fit %s); the adversary is broken", mode, ctlF, ctlI, ctlP)
+				}
+				if mode == "late" && defP.trials == 0 {
+					t.Error("late records withheld: no trial scored by fit")
 				}
 			})
 		})
