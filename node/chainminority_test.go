@@ -97,7 +97,7 @@ func TestWouldServeAsPrepare(t *testing.T) {
 		}
 		sortChain(chain)
 		q := wire.Prepare{Number: top + 2, Params: asked.cfg.Params.Wire(), Chain: proto.ChainIDs(chain)}
-		if _, _, err := asked.onWouldServe(ctx, from, q.Marshal()); err == nil {
+		if _, _, err := asked.would.OnWouldServe(ctx, from, q.Marshal()); err == nil {
 			t.Fatal("s3 would serve in a chain with s0, which it counts out for its refusal budget (its Prepare would be refused)")
 		}
 		// Without s0, it would serve.
@@ -108,7 +108,7 @@ func TestWouldServeAsPrepare(t *testing.T) {
 			}
 		}
 		q.Chain = proto.ChainIDs(rest)
-		if _, _, err := asked.onWouldServe(ctx, from, q.Marshal()); err != nil {
+		if _, _, err := asked.would.OnWouldServe(ctx, from, q.Marshal()); err != nil {
 			t.Fatalf("s3 would not serve without s0: %v", err)
 		}
 	})

@@ -110,8 +110,12 @@
 //     chain derived from the certificate of the number before, and
 //     whether a peer is a server of the group; no state and no lock of its
 //     own (the roster's, eligible's and the certificates' locks), no I/O,
-//     network-free tests. derive.go: a Prepare that leaves out a server of
-//     the last certificate, and the would-serve question asked of it.
+//     network-free tests.
+//   - internal/wouldserve (package wouldserve): a Prepare that leaves out
+//     a server of the last certificate, and the would-serve question
+//     asked of it and answered (§3 v3), Service (Server.would); no state
+//     or lock of its own (the window's, the slots' and the chains'),
+//     network-free tests. derive.go: the service made (newWouldServe).
 //   - internal/certs (package certs): certified epoch numbers (§3 v3):
 //     final, abort and timeout certificates kept, one a number by
 //     precedence, each fitting the group the one below it certifies

@@ -65,7 +65,7 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeCertPush:
 		return s.cert.OnCertPush(from, body)
 	case wire.TypeWouldServe:
-		return s.onWouldServe(ctx, from, body)
+		return s.would.OnWouldServe(ctx, from, body)
 	case wire.TypeWindowReq:
 		return s.wins.OnServerReq(ctx, from, body)
 	case wire.TypeIndexReq:
@@ -184,7 +184,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := s.checkLeftOut(&p); err != nil {
+	if err := s.would.CheckLeftOut(&p); err != nil {
 		return 0, nil, err
 	}
 	var addrs [][]byte

@@ -36,6 +36,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/status"
 	"github.com/riffle-net/riffle/node/internal/strikes"
 	"github.com/riffle-net/riffle/node/internal/window"
+	"github.com/riffle-net/riffle/node/internal/wouldserve"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -184,6 +185,9 @@ type Server struct {
 	// peers says who is asking, over roster, members and polls
 	// (internal/peers, asker.go).
 	peers peers.Who
+	// would asks a left-out server whether it would serve, and answers
+	// (internal/wouldserve, derive.go).
+	would *wouldserve.Service
 	polls polls.Gate // client long polls in flight (internal/polls)
 }
 
@@ -280,6 +284,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.wins = window.Service{Items: &s.win, Peers: winPeers{s}}
 	s.hellos = newHellos(s)
 	s.members = members.Chains{H: memberHost{s}, Roster: &s.roster.Table, Who: &s.who, Certs: &s.cert, Min: cfg.MinServers}
+	s.would = newWouldServe(s)
 	s.peers = peers.Who{H: h, Roster: &s.roster.Table, Members: &s.members, Epochs: peerEpochs{s}, Polls: &s.polls, Timing: &s.cfg.Timing}
 	s.ix = newIndex(s)
 	s.pub = s.ix.Pub

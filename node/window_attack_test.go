@@ -349,12 +349,12 @@ func TestWouldServeWindow(t *testing.T) {
 			t.Fatal("no epoch pinned a window")
 		}
 		q := wire.Prepare{Number: d.Number, Params: d.Params, Chain: proto.ChainIDs(chain), Previous: d.Previous, Window: d.Window}
-		if _, _, err := asked.onWouldServe(ctx, from, q.Marshal()); err != nil {
+		if _, _, err := asked.would.OnWouldServe(ctx, from, q.Marshal()); err != nil {
 			t.Fatalf("a server would not serve with the window epoch %d pinned: %v", d.Number, err)
 		}
 		q.Window = append([]wire.WindowRef(nil), d.Window...)
 		q.Window[0].Closing[0] ^= 1
-		if _, _, err := asked.onWouldServe(ctx, from, q.Marshal()); err == nil {
+		if _, _, err := asked.would.OnWouldServe(ctx, from, q.Marshal()); err == nil {
 			t.Fatal("a server would serve with a window whose record nobody holds (its Prepare would be refused)")
 		} else {
 			t.Logf("a window pinning a record nobody holds: %v", err)
@@ -649,8 +649,8 @@ func TestWouldServeAskedAgain(t *testing.T) {
 			q := awaitQuestion(t, asked, member, params)
 			lack.Store(true)
 			lacked := asked.win.Lacks(&q)
-			_, _, err1 := asked.onWouldServe(ctx, member.ID(), q.Marshal())
-			_, _, err2 := asked.onWouldServe(ctx, member.ID(), q.Marshal())
+			_, _, err1 := asked.would.OnWouldServe(ctx, member.ID(), q.Marshal())
+			_, _, err2 := asked.would.OnWouldServe(ctx, member.ID(), q.Marshal())
 			lack.Store(false)
 			if asked.cert.Top()+1 != q.Number {
 				continue // the number moved on: no fetch for it any more
@@ -700,12 +700,12 @@ func TestWouldServeFlood(t *testing.T) {
 					defer wg.Done()
 					qf := q
 					qf.Chain = proto.ChainIDs([]peer.ID{asked.ID(), f})
-					asked.onWouldServe(ctx, f, qf.Marshal())
+					asked.would.OnWouldServe(ctx, f, qf.Marshal())
 				}()
 			}
 			wg.Wait()
 			took := asked.windowSlots.AskedLen()
-			_, _, err := asked.onWouldServe(ctx, member.ID(), q.Marshal())
+			_, _, err := asked.would.OnWouldServe(ctx, member.ID(), q.Marshal())
 			lack.Store(false)
 			if asked.cert.Top()+1 != q.Number {
 				continue
@@ -754,7 +754,7 @@ func TestWouldServeBusyWaits(t *testing.T) {
 			}()
 			lack.Store(true)
 			start := time.Now()
-			_, _, err := asked.onWouldServe(ctx, member.ID(), q.Marshal())
+			_, _, err := asked.would.OnWouldServe(ctx, member.ID(), q.Marshal())
 			took := time.Since(start)
 			<-freed
 			lack.Store(false)
@@ -790,9 +790,9 @@ func TestWouldServeFetchFailed(t *testing.T) {
 				t.Fatal(err)
 			}
 			lack.Store(true)
-			_, _, err1 := asked.onWouldServe(ctx, member.ID(), q.Marshal())
+			_, _, err1 := asked.would.OnWouldServe(ctx, member.ID(), q.Marshal())
 			release()
-			_, _, err2 := asked.onWouldServe(ctx, member.ID(), q.Marshal())
+			_, _, err2 := asked.would.OnWouldServe(ctx, member.ID(), q.Marshal())
 			lack.Store(false)
 			if asked.cert.Top()+1 != q.Number {
 				continue

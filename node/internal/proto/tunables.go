@@ -41,7 +41,7 @@ type Tunables struct {
 	// roster server answered.
 	CertSyncStart time.Duration
 	// WouldServeTimeout bounds the question to a left-out server
-	// (derive.go): well within the leader's Prepare timeout.
+	// (internal/wouldserve): well within the leader's Prepare timeout.
 	WouldServeTimeout time.Duration
 	// ClientReply bounds the send of every reply of the client and PIR
 	// protocols, plus a second per clientReplyRate bytes (server.go): a

@@ -10,7 +10,7 @@ import (
 )
 
 // Window is the client and the server window slots, and the
-// would-serve questions that fetch a window (node's derive.go): Asking
+// would-serve questions that fetch a window (package wouldserve): Asking
 // holds those fetching, one an asker.
 type Window struct {
 	Clients, Asking Table
