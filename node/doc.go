@@ -53,9 +53,11 @@
 //     the view of an epoch and the checks both sides run on it are
 //     internal/proto's checks.go.
 //   - epoch.go: a server's state of one epoch (sepoch), its end and erasure.
-//   - leader.go: the leader loop; an epoch led here (leading: its chain,
-//     number and id) is prepared, opened, closed and finalised by its
-//     methods.
+//   - rotate.go: the leader rotation (§3 v3), rotation (Server.turn):
+//     the turn taken each tick, the timeout voted, an epoch another
+//     leader left unclosed ended; its state under s.mu. leader.go: its
+//     loop; an epoch led here (leading: its chain, number and id) is
+//     prepared, opened, closed and finalised by its methods.
 //   - internal/selection (package selection): the primaries' signed
 //     orders, the leader's candidates and the check of its selection
 //     (§3 v3), over internal/proto's bounded.go and reveal.go; pure

@@ -16,15 +16,16 @@ import (
 	"github.com/riffle-net/riffle/node/transport"
 )
 
-// leaderLoop runs epochs while this server heads the chain of live servers.
-func (s *Server) leaderLoop(ctx context.Context) {
+// loop runs epochs while this server heads the chain of live servers.
+func (rt *rotation) loop(ctx context.Context) {
+	s := rt.s
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(s.cfg.Timing.LeaderPoll):
 		}
-		number, full := s.takeTurn()
+		number, full := rt.takeTurn()
 		if number == 0 {
 			continue
 		}

@@ -43,6 +43,15 @@ type turnState struct {
 	led int
 }
 
+// rotation is this server's part in the leader rotation: the loop that
+// takes its turn and leads an epoch (leading), and the end of an epoch
+// another leader opened and left unclosed. Its state (turnState) is
+// under Server.mu.
+type rotation struct {
+	s *Server
+	turnState
+}
+
 // progressed restarts the leader timeout. Call with s.mu held.
 func (s *Server) progressed() { s.turn.progress = time.Now() }
 
@@ -87,7 +96,8 @@ func (s *Server) running() bool {
 // one stale by its dues is ended here (stale.go), never one that was only
 // quiet (a corrupt minority that passes its parts on late, inside their
 // dues, then ended healthy epochs and had honest servers charged).
-func (s *Server) takeTurn() (uint64, []peer.ID) {
+func (rt *rotation) takeTurn() (uint64, []peer.ID) {
+	s := rt.s
 	if s.amnesia.Lost(s.cert.Top()) != nil {
 		return 0, nil
 	}
@@ -96,7 +106,7 @@ func (s *Server) takeTurn() (uint64, []peer.ID) {
 	eligible := s.who.Pinned(s.h.ID(), full)
 	short := len(full) < s.cfg.MinServers || (n == 1 && s.who.CheckFounding(full) != nil) || !s.cert.HoldsPrevGroup(n, full)
 	s.mu.Lock()
-	s.endUnclosedLocked()
+	rt.endUnclosedLocked()
 	for _, e := range s.epochs {
 		s.endStaleLocked(e)
 	}
@@ -134,7 +144,8 @@ func (s *Server) takeTurn() (uint64, []peer.ID) {
 // with the attestations charges the leader at every server. A leader that
 // sends its open descriptor to this server early and to the others late
 // so makes it wait, not pay. Call with s.mu held.
-func (s *Server) endUnclosedLocked() {
+func (rt *rotation) endUnclosedLocked() {
+	s := rt.s
 	e := s.open
 	if e == nil || e.ended || e.reg.Closed() || e.final != nil || e.reg.Deadline().IsZero() || e.leader == s.h.ID() || e.noCloseAsking {
 		return
@@ -146,14 +157,15 @@ func (s *Server) endUnclosedLocked() {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.gatherNoClose(e)
+		rt.gatherNoClose(e)
 	}()
 }
 
 // gatherNoClose asks for the no-close attestations every quarter of T_lead
 // until they back the claim, then ends e with the attested abort; it stops
 // once e ended or closed otherwise.
-func (s *Server) gatherNoClose(e *sepoch) {
+func (rt *rotation) gatherNoClose(e *sepoch) {
+	s := rt.s
 	const reason = "registration not closed within T_lead of its deadline"
 	var got []wire.Attest
 	for {

@@ -152,7 +152,7 @@ type Server struct {
 	// addresses (a culprit of a blame, roundblame_after.go), known only
 	// to it; also on disk.
 	strikes strikes.Table
-	turn    turnState // the leader rotation (rotate.go)
+	turn    rotation // the leader rotation and its state (rotate.go)
 	// rb is what round blames left here (roundblame_after.go).
 	rb        roundBlameState
 	keys      ltkeys.Keys // long-term client keys (internal/ltkeys)
@@ -305,7 +305,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.keys.St, s.keys.Log = st, log
 	s.loadStrikes()
 	s.who.Init(cfg.AllowServers, cfg.Probation, cfg.Founders, chains)
-	s.turn.progress = time.Now()
+	s.turn.s, s.turn.progress = s, time.Now()
 	h.OnDisconnect(s.onConnEnd)
 	transport.Serve(cctx, h, &s.handlers, s.log, ProtoRoster, transport.ShortTimeout, anyPeer(rosterCaps), s.hellos.OnHello)
 	// Every reply of the client protocols is sent within
@@ -342,7 +342,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	}
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.hellos.Loop(cctx, boot) }()
-	go func() { defer s.wg.Done(); s.leaderLoop(cctx) }()
+	go func() { defer s.wg.Done(); s.turn.loop(cctx) }()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.cert.Loop(cctx) }()
 	if idErr == nil && number == 0 && len(cfg.Founders) > 0 {
