@@ -218,6 +218,8 @@ func (s *Server) onAttestReq(from peer.ID, body []byte) (wire.Type, []byte, erro
 		a = s.closeAttestLocked(e)
 	} else if q.Kind == wire.AbortDown {
 		a = s.downAttestLocked(e, int(q.Round))
+	} else if q.Kind == wire.AbortNoList {
+		a = s.listAttestLocked(e, q.Round)
 	} else if e.final != nil && e.admit(q.Round) == nil {
 		a = s.roundAttestLocked(e, q.Round)
 	}

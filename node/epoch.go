@@ -157,8 +157,9 @@ type roundsState struct {
 	// leader never closed the registration (rotate.go endUnclosedLocked).
 	noCloseAsking bool
 	// staleAsking: this server ends the epoch for a stale round
-	// (stale.go endStaleLocked).
-	staleAsking bool
+	// (stale.go endStaleLocked); listAsking: for a round's list past
+	// its due (listdue.go).
+	staleAsking, listAsking bool
 	// rootAt: when each signed root came here (roots.go); openAt: when
 	// each round opened here by the group's schedule (round q − mixDepth
 	// published or void here, the setup verified for the first rounds,
@@ -175,6 +176,9 @@ type roundsState struct {
 	// equivocation.
 	attested    map[uint32]*wire.Attest
 	closeAttest *wire.Attest
+	// listAttested: this server's one signed attestation of each
+	// round's final list (listdue.go), as attested.
+	listAttested map[uint32]*wire.Attest
 	// downAttest: this server's signed attestation that the server at
 	// each chain position was down (serverdown.go), one a position;
 	// downAborts: the signed aborts saying so seen here (a few a

@@ -79,6 +79,8 @@ func (*hookRun) ClosingSigTo(chain []peer.ID) []peer.ID { return chain }
 func (*hookRun) RepeatOut(uint32) bool                  { return false }
 func (*hookRun) HideOut(uint32) bool                    { return false }
 func (*hookRun) HideCerts() bool                        { return false }
+func (*hookRun) NoList(uint32) bool                     { return false }
+func (*hookRun) ListTo(uint32, peer.ID) bool            { return true }
 func (*hookRun) LoseOut(uint32) bool                    { return false }
 func (*hookRun) RefuseSucc(uint32) bool                 { return false }
 func (*hookRun) HoldSubs([32]byte, uint32) bool         { return false }

@@ -128,6 +128,12 @@ type serverHooks struct {
 	// silentOut may make this server pass nothing on for round r: no
 	// batch, and no root announced either.
 	silentOut func(r uint32) bool
+	// noList may make this server, as S_0, propose no request list of
+	// round r (published everywhere, listed nowhere).
+	noList func(r uint32) bool
+	// listTo may make this server, as S_0, deliver round r's final
+	// request list only to the chain servers for which it returns true.
+	listTo func(r uint32, p peer.ID) bool
 	// closingTo may make this server, as S_0, deliver an epoch's signed
 	// closing record only to the chain servers for which it returns true.
 	closingTo func(p peer.ID) bool
@@ -397,6 +403,19 @@ func (s *hookRun) RepeatOut(r uint32) bool {
 func (s *hookRun) HideCerts() bool {
 	h := s.hooks.Load()
 	return h != nil && h.hideCerts != nil && h.hideCerts()
+}
+
+// NoList reports whether this server, as S_0, proposes no list of round r.
+func (s *hookRun) NoList(r uint32) bool {
+	h := s.hooks.Load()
+	return h != nil && h.noList != nil && h.noList(r)
+}
+
+// ListTo reports whether this server, as S_0, delivers round r's final
+// list to p.
+func (s *hookRun) ListTo(r uint32, p peer.ID) bool {
+	h := s.hooks.Load()
+	return h == nil || h.listTo == nil || h.listTo(r, p)
 }
 
 func (s *hookRun) HideOut(r uint32) bool {

@@ -98,7 +98,7 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *roundstep.H
 	s.releaseInput(e, r)
 	s.notify()
 	s.mu.Unlock()
-	if e.pos == 0 && !x.void {
+	if e.pos == 0 && !x.void && !s.hookRun().NoList(r) {
 		s.proposeList(e, r)
 	}
 }
@@ -180,7 +180,13 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 		}
 		rl.Sigs = append(rl.Sigs, sg.Sig)
 	}
-	if _, err := s.each(ctx, v.Chain, transport.Request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: rl.Marshal(), Timeout: transport.BulkTimeout}); err != nil {
+	var to []peer.ID
+	for _, p := range v.Chain {
+		if s.hookRun().ListTo(r, p) {
+			to = append(to, p)
+		}
+	}
+	if _, err := s.each(ctx, to, transport.Request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: rl.Marshal(), Timeout: transport.BulkTimeout}); err != nil {
 		s.log.Warn("deliver request list", "round", r, "err", err)
 	}
 }
@@ -340,7 +346,7 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	first := x.list == nil
 	var skipped []manifests.Round
 	if first {
-		x.list, x.listBytes = &rl, body
+		x.list, x.listBytes, x.listAt = &rl, body, time.Now()
 		e.listed(&s.pool, rl.Round)
 		s.openAheadLocked(e)
 		s.releaseHandoverLocked(e)

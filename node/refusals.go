@@ -241,6 +241,11 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *w
 	if a.Kind == wire.AbortNoPub && e.final != nil && e.admit(a.Round) == nil {
 		own = s.roundAttestLocked(e, a.Round)
 	}
+	if a.Kind == wire.AbortNoList {
+		// Of any round, pruned too: a round past its due is listed
+		// past (the others' lists prune it).
+		own = s.listAttestLocked(e, a.Round)
+	}
 	if down != nil {
 		own = down
 	}

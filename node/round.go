@@ -65,6 +65,7 @@ type sround struct {
 	voidAt    time.Time
 	list      *wire.RoundList
 	listBytes []byte
+	listAt    time.Time // when the final list came here (listdue.go)
 	// signed, signedState: the digest of the list this server signed for
 	// the round and whether it was void (closing.go).
 	signed      [32]byte

@@ -18,9 +18,10 @@ import (
 // attestations, the first part a majority lacked, else its signer
 // (blame.ChargeOf). How long the epoch was quiet here counts for nothing.
 
-// endStaleLocked starts the end of e if one of its rounds is stale here.
-// Call with s.mu held.
+// endStaleLocked starts the end of e if one of its rounds is stale here,
+// or a list past its due (listdue.go). Call with s.mu held.
 func (s *Server) endStaleLocked(e *sepoch) {
+	s.endListlessLocked(e)
 	if e.ended || e.final == nil || e.pos <= 0 || e.staleAsking {
 		return
 	}

@@ -39,6 +39,12 @@ const (
 	// else its signer; a backed one is the public cause that takes
 	// back the other counts of its epoch.
 	AbortDown uint8 = 6
+	// AbortNoList: the signer published round Round and no final request
+	// list of it came by its due (v3, since kind 7). It charges S_0, which
+	// proposes and delivers every list, when more than half of the
+	// chain's servers other than S_0 attest none came by their own due,
+	// else its signer.
+	AbortNoList uint8 = 7
 )
 
 // Abort ends an epoch for every server of its chain (TypeAbort). It is
@@ -49,7 +55,7 @@ type Abort struct {
 	Epoch  [32]byte
 	Number uint64 // the epoch's number
 	Round  uint32 // the round it ends in (0 before the rounds)
-	Kind   uint8  // AbortFault, AbortCoord, AbortNoPub, AbortNoClose, AbortUnfilled or AbortDown
+	Kind   uint8  // AbortFault, AbortCoord, AbortNoPub, AbortNoClose, AbortUnfilled, AbortDown or AbortNoList
 	Signer []byte // peer id of the server that ends the epoch
 	Reason []byte // free text, at most MaxReason
 	Sig    [64]byte
@@ -84,7 +90,7 @@ func (m *Abort) Unmarshal(b []byte) error {
 	if err := d.Done("abort"); err != nil {
 		return err
 	}
-	if m.Kind > AbortNoClose && m.Kind != AbortUnfilled && m.Kind != AbortDown {
+	if m.Kind > AbortNoClose && m.Kind != AbortUnfilled && m.Kind != AbortDown && m.Kind != AbortNoList {
 		return fmt.Errorf("wire: decode abort: unknown kind %d", m.Kind)
 	}
 	return nil

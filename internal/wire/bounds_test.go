@@ -101,6 +101,8 @@ func TestDecodeAllocationBounded(t *testing.T) {
 			name = "abort"
 		case TypeCharge:
 			name = "charge"
+		case TypeAttestReq:
+			name = "attestreq"
 		case TypeShowReceipt:
 			name = "onionreceipt"
 		case TypeCloseReq, TypeWaitOpen, TypeWaitList, TypeListReq, TypeDupQuery, TypeDryReq:

@@ -61,8 +61,9 @@ const maxAttests = 3 * MaxServers
 const MaxChargeSize = 1 + 8 + 4 + maxChargeItem + 4 + maxAttests*AttestSize
 
 // AttestReq asks a chain server what it lacks: of round Round's outputs
-// (Kind AbortNoPub), the leader's close (Kind AbortNoClose), or the server
-// at chain position Round, down (Kind AbortDown).
+// (Kind AbortNoPub), the leader's close (Kind AbortNoClose), the server
+// at chain position Round, down (Kind AbortDown), or round Round's final
+// request list (Kind AbortNoList: bit 0, S_0's).
 type AttestReq struct {
 	Epoch  [32]byte
 	Number uint64
@@ -96,7 +97,7 @@ func (m *AttestReq) Unmarshal(b []byte) error {
 	if err := d.Done("attestation request"); err != nil {
 		return err
 	}
-	if m.Kind != AbortNoPub && m.Kind != AbortNoClose {
+	if m.Kind != AbortNoPub && m.Kind != AbortNoClose && m.Kind != AbortNoList {
 		return fmt.Errorf("wire: decode attestation request: kind %d", m.Kind)
 	}
 	return nil
@@ -105,7 +106,9 @@ func (m *AttestReq) Unmarshal(b []byte) error {
 // Attest is one chain server's signed statement of what it lacked when
 // its own deadline had passed: bit j of Lacking set, "none from the
 // server at chain position j" (its batch root of the round, or for the
-// last server the publication; for AbortNoClose, the leader's close).
+// last server the publication; for AbortNoClose, the leader's close; for
+// AbortNoList, bit 0: no final list of the round, published there, by
+// its due).
 // Signed over SHA-256("riffle/v3/attest", the encoding before Sig).
 type Attest struct {
 	AttestReq

@@ -199,6 +199,14 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 			return ctx.Chain[j], fmt.Sprintf("position %d down (attested): %s", j, claimOf), nil
 		}
 		return signer, "server down (not backed): " + claimOf, nil
+	case kind == wire.AbortNoList:
+		// No final list of a published round: S_0 proposes and
+		// delivers every list, so it is S_0's when more than half of
+		// the others attest none came by their due; else the signer's.
+		if backed(0) {
+			return ctx.Chain[0], fmt.Sprintf("round %d: no list from S_0 (attested): %s", round, claimOf), nil
+		}
+		return signer, fmt.Sprintf("round %d: no list (not backed): %s", round, claimOf), nil
 	default: // a missing publication: an abort of kind NoPub, or a void
 		// No honest server attests a part of a round before the final
 		// descriptor (it has no round), so no certificate kind is needed.

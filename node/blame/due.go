@@ -325,3 +325,28 @@ func (d Dues) Stale(r *Round) time.Time {
 	}
 	return due[len(due)-1].Add(3 * d.Limit)
 }
+
+// ListDue is when round r's final request list is due at a server where
+// the round is open: at the stale instant (Stale), three round limits
+// past its publication's due, by when an honest S_0 has the publication,
+// from the last server or from the holders (a quarter and a round limit
+// past the same due at S_0), or has given it up (its void or abort), and
+// its list's signatures and delivery have most of a round limit more,
+// with a limit to spare for the spread of the openings. Counted from the
+// due, never from when the publication came: the last server chooses
+// that, for each server apart. Zero while the round is not open.
+func (d Dues) ListDue(r *Round) time.Time { return d.Stale(r) }
+
+// ListGone is when a server that published round r and holds no final
+// list of it gives the list up and ends the epoch (an abort of kind
+// AbortNoList): two round limits past ListDue, in which it asks the chain
+// for the list, so that the others' dues, counted from their own
+// openings, have passed and they attest the list missing. Zero while the
+// round is not open.
+func (d Dues) ListGone(r *Round) time.Time {
+	due := d.ListDue(r)
+	if due.IsZero() {
+		return due
+	}
+	return due.Add(2 * d.Limit)
+}

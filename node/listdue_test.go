@@ -1,0 +1,199 @@
+//go:build riffletest
+
+package node
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// listNet is a running epoch of four founding servers and three clients
+// (round limit 4 s, eight rounds), with its chain's servers by position.
+type listNet struct {
+	fn      *foundedNet
+	id      [32]byte
+	chain   []*Server
+	num     uint64
+	reasons map[*Server]string // why the epoch ended, as ended saw it
+}
+
+func startListNet(t *testing.T) *listNet {
+	t.Helper()
+	p := testParams(8)
+	p.RoundLimitMs = 4000
+	fn := startFounded(t, 4, 4, 3, p, func(i int, c *ServerConfig) { c.MinServers = 3 })
+	byID := map[peer.ID]*Server{}
+	for _, s := range fn.servers {
+		byID[s.ID()] = s
+	}
+	id, ids := runningEpoch(t, fn.servers[0])
+	ln := &listNet{fn: fn, id: id, reasons: map[*Server]string{}}
+	for _, p := range ids {
+		ln.chain = append(ln.chain, byID[p])
+	}
+	s0 := ln.chain[0]
+	s0.mu.Lock()
+	ln.num = s0.epochs[id].v.Desc.Number
+	s0.mu.Unlock()
+	return ln
+}
+
+// ended waits until the epoch ended at each of servers, within d.
+func (ln *listNet) ended(t *testing.T, servers []*Server, d time.Duration) {
+	t.Helper()
+	start := time.Now()
+	if err := wait.Until(context.Background(), d, func() bool {
+		for _, s := range servers {
+			s.mu.Lock()
+			e := s.epochs[ln.id]
+			over := e == nil || e.ended
+			if e != nil && e.ended && ln.reasons[s] == "" {
+				ln.reasons[s] = e.reason
+			}
+			s.mu.Unlock()
+			if !over {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		for i, s := range servers {
+			s.mu.Lock()
+			e := s.epochs[ln.id]
+			var missing []uint32
+			for q, x := range e.rounds {
+				if e.listMissing(x) {
+					missing = append(missing, q)
+				}
+			}
+			s.mu.Unlock()
+			t.Logf("server %d: published rounds without a list %v; top certified %d", i, missing, s.cert.Top())
+		}
+		t.Fatalf("epoch %d still runs %v on", ln.num, d)
+	}
+	t.Logf("epoch %d ended everywhere %v on", ln.num, time.Since(start))
+}
+
+func (ln *listNet) reason(s *Server) string {
+	if r, ok := ln.reasons[s]; ok {
+		return r
+	}
+	return "(not seen)"
+}
+
+// charges checks each of servers' counts after the evidence settled:
+// culprit (if any) counted, every other chain server not.
+func (ln *listNet) charges(t *testing.T, servers []*Server, culprit *Server) {
+	t.Helper()
+	time.Sleep(90 * time.Second) // virtual: the evidence relays settle
+	var ids []peer.ID
+	for _, s := range ln.chain {
+		ids = append(ids, s.ID())
+	}
+	for _, s := range servers {
+		counts := s.ref.RefusalCounts()
+		t.Logf("%s: ended %q; charges%s", s.ID().ShortString(), ln.reason(s), fmtCharges(counts, ids))
+		for j, o := range ln.chain {
+			if o == culprit && counts[o.ID()] == 0 {
+				t.Errorf("%s did not charge S_%d", s.ID().ShortString(), j)
+			}
+			if o != culprit && counts[o.ID()] != 0 {
+				t.Errorf("%s charged S_%d %d times", s.ID().ShortString(), j, counts[o.ID()])
+			}
+		}
+	}
+}
+
+// TestListlessEpochEnds (issue 25, rev40b): a corrupt S_0 of four mixes
+// and publishes every round and proposes no list of the last two. Every
+// round was published, so none was stale, the epoch never ended, busy(n)
+// refused every Prepare of the next number at the honest servers and the
+// group held at this number with nobody charged (before: after 10
+// virtual minutes the number stayed at 1, no charge). Now each list is
+// due three round limits past its publication's due; past it the honest
+// servers ask the chain for it, end the epoch two round limits later
+// with the abort of the missing list, and the attestations that no list
+// came charge S_0 at every honest server, nobody else; the group goes
+// on to the next number.
+func TestListlessEpochEnds(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		ln := startListNet(t)
+		last := ln.fn.servers[0].cfg.Params.Rounds - 1
+		ln.chain[0].hooks.Store(&serverHooks{noList: func(r uint32) bool { return r >= last-1 }})
+		honest := ln.chain[1:]
+		ln.ended(t, honest, 3*time.Minute)
+		for _, s := range honest {
+			if r := ln.reason(s); !strings.Contains(r, "no request list") {
+				t.Errorf("%s: ended %q, not for the missing list", s.ID().ShortString(), r)
+			}
+		}
+		ln.charges(t, honest, ln.chain[0])
+		if err := wait.Until(context.Background(), 5*time.Minute, func() bool {
+			for _, s := range honest {
+				if s.cert.Top() <= ln.num {
+					return false
+				}
+			}
+			return true
+		}); err != nil {
+			t.Errorf("no number past %d certified at the honest servers: %v", ln.num, ln.fn.numbers())
+		}
+	})
+}
+
+// TestListLateAtOneServer: an honest S_0 whose final lists of the last
+// two rounds reach S_1 and S_2 and never S_3 (a link lost them). S_3
+// asks the chain for each once it is due and takes it from S_1 or S_2:
+// the epoch completes everywhere and nobody is charged (before, S_3 never
+// ended the epoch).
+func TestListLateAtOneServer(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		ln := startListNet(t)
+		last := ln.fn.servers[0].cfg.Params.Rounds - 1
+		s3 := ln.chain[3].ID()
+		ln.chain[0].hooks.Store(&serverHooks{listTo: func(r uint32, p peer.ID) bool { return r < last-1 || p != s3 }})
+		ln.ended(t, ln.chain, 3*time.Minute)
+		for _, s := range ln.chain {
+			if r := ln.reason(s); r != "complete" {
+				t.Errorf("%s: ended %q, not complete", s.ID().ShortString(), r)
+			}
+		}
+		ln.charges(t, ln.chain, nil)
+	})
+}
+
+// TestEarlyNoListChargesSigner: a corrupt S_1 signs the abort of a
+// missing list of round 2 as soon as it published it, long before the
+// list is due, with its own attestation that it lacks the list. The
+// others, whose dues have not passed, back nothing: S_1 is charged at
+// every server, the honest S_0 nowhere (charged on the claim alone, S_0
+// would be).
+func TestEarlyNoListChargesSigner(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		ln := startListNet(t)
+		const q = 2
+		s1 := ln.chain[1]
+		if err := wait.Until(context.Background(), time.Minute, func() bool {
+			s1.mu.Lock()
+			defer s1.mu.Unlock()
+			x := s1.epochs[ln.id].rounds[q]
+			return x != nil && x.pubDone
+		}); err != nil {
+			t.Fatalf("round %d never published at S_1", q)
+		}
+		s1.mu.Lock()
+		e := s1.epochs[ln.id]
+		e.listAttested = map[uint32]*wire.Attest{q: s1.signAttestLocked(e, wire.AbortNoList, q, 1)}
+		s1.endNoList(e, q, "round 2: no request list (early)")
+		s1.mu.Unlock()
+		ln.ended(t, ln.chain, time.Minute)
+		ln.charges(t, ln.chain, s1)
+	})
+}
