@@ -208,21 +208,29 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 		}
 		return signer, fmt.Sprintf("round %d: no list (not backed): %s", round, claimOf), nil
 	default: // a missing publication: an abort of kind NoPub, or a void
+		// Two different attestations of the round by one signer are
+		// its equivocation (an honest server signs one a round and
+		// answers with it ever after, node roundAttestLocked): the
+		// evidence charges the lowest such position, whatever else it
+		// holds, so that every server holding both judges the same
+		// whichever came first (TestEquivocatorCharged).
+		if k, ok := equivocator(ev.Attests, kind); ok {
+			return ctx.Chain[k], fmt.Sprintf("round %d: position %d signed two attestations: %s", round, k, claimOf), nil
+		}
 		// No honest server attests a part of a round before the final
 		// descriptor (it has no round), so no certificate kind is needed.
+		// The verdict is given only once no attestation still to come
+		// can move it: a part is charged when backed and no earlier
+		// part may still be; the claimant when no part may still be.
+		// Judged on a partial set, a void or an abort charged its
+		// claimant for the milliseconds before the others' came,
+		// whatever they then backed (TestEarlyRootLateInputFramesS0,
+		// node; TestAbortNoPubChargeStays).
 		for j := range m {
 			if backed(j) {
 				return ctx.Chain[j], fmt.Sprintf("round %d: no part from position %d (attested)", round, j), nil
 			}
-			// Every signer of a void attested as it signed (the
-			// round's attestation, node signVoid): until the verdict
-			// is one that no attestation still to come can move, the
-			// void charges nobody. Judged on a server's own
-			// attestation alone, the void charged its claimant for
-			// the milliseconds before the others' came, whatever
-			// they then backed (TestEarlyRootLateInputFramesS0,
-			// node).
-			if ev.Kind == wire.EvVoid && mayBack(j) {
+			if mayBack(j) {
 				return "", fmt.Sprintf("round %d: position %d's part may still be backed: %s", round, j, claimOf), nil
 			}
 		}
@@ -234,6 +242,25 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 		}
 		return signer, fmt.Sprintf("round %d: absence not backed: %s", round, claimOf), nil
 	}
+}
+
+// equivocator is the lowest chain position with two different
+// attestations of kind in attests (a lack claim is another kind).
+func equivocator(attests []wire.Attest, kind uint8) (uint16, bool) {
+	first := map[uint16]wire.Attest{}
+	var low uint16
+	found := false
+	for _, a := range attests {
+		if a.Kind != kind {
+			continue
+		}
+		if f, ok := first[a.Signer]; ok && f != a && (!found || a.Signer < low) {
+			low, found = a.Signer, true
+		} else if !ok {
+			first[a.Signer] = a
+		}
+	}
+	return low, found
 }
 
 // AttestedLacking is what each signer of attests said it lacked: an

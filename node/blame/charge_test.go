@@ -43,13 +43,15 @@ func TestChargeOfAttacks(t *testing.T) {
 		attests []wire.Attest
 		want    peer.ID
 	}{
-		{"two of the three others lack S_1", []wire.Attest{attest(0, s1), attest(2, s1|1<<2|1<<3)}, chain[1]},
+		{"two of the three others lack S_1", []wire.Attest{attest(0, s1), attest(2, s1|1<<3), attest(3, 1<<2)}, chain[1]},
+		{"S_1 and the signer yet to answer: nobody yet", []wire.Attest{attest(0, s1), attest(2, s1|1<<3)}, ""},
 		{"an answer of no absence changes nothing", []wire.Attest{attest(0, s1), attest(2, s1), attest(3, 0)}, chain[1]},
-		{"one corrupt attester alone frames nobody", []wire.Attest{attest(3, 1<<0)}, chain[3]},
-		{"S_1's own attestation does not count", []wire.Attest{attest(1, s1), attest(0, s1)}, chain[3]},
-		{"attestations stripped: the signer pays", nil, chain[3]},
-		{"a repeated attestation counts once", []wire.Attest{attest(0, s1), attest(0, s1)}, chain[3]},
-		{"an attester that signed two answers counts for nothing", []wire.Attest{attest(0, s1), attest(2, s1), attest(2, 0)}, chain[3]},
+		{"one corrupt attester alone frames nobody", []wire.Attest{attest(3, 1<<0), attest(1, 0), attest(2, 0)}, chain[3]},
+		{"one corrupt attester before the others: nobody yet", []wire.Attest{attest(3, 1<<0)}, ""},
+		{"S_1's own attestation does not count", []wire.Attest{attest(1, s1), attest(0, s1), attest(2, 0), attest(3, 0)}, chain[3]},
+		{"attestations stripped: nobody yet", nil, ""},
+		{"a repeated attestation counts once", []wire.Attest{attest(0, s1), attest(0, s1), attest(2, 0), attest(3, 0)}, chain[3]},
+		{"an attester that signed two answers is charged", []wire.Attest{attest(0, s1), attest(2, s1), attest(2, 0)}, chain[2]},
 		{"the first backed position, not a later one", []wire.Attest{attest(0, s1|1<<3), attest(2, s1|1<<3), attest(1, 1<<3)}, chain[1]},
 	} {
 		got, _, err := ChargeOf(&wire.Charge{Kind: wire.EvAbort, Number: num, Item: abort(3), Attests: c.attests}, ctx)
@@ -73,22 +75,27 @@ func TestChargeOfAttacks(t *testing.T) {
 	// The same evidence merged in any order charges the same.
 	a, b := &wire.Charge{Kind: wire.EvAbort, Number: num, Item: abort(3)}, &wire.Charge{Kind: wire.EvAbort, Number: num, Item: abort(3)}
 	MergeAttests(a, []wire.Attest{attest(0, s1)})
-	MergeAttests(a, []wire.Attest{attest(2, s1), attest(0, s1)})
-	MergeAttests(b, []wire.Attest{attest(2, s1), attest(0, s1)})
+	MergeAttests(a, []wire.Attest{attest(3, 1<<2), attest(2, s1), attest(0, s1)})
+	MergeAttests(b, []wire.Attest{attest(2, s1), attest(0, s1), attest(3, 1<<2)})
 	pa, _, _ := ChargeOf(a, ctx)
 	pb, _, _ := ChargeOf(b, ctx)
 	if pa != chain[1] || pb != chain[1] || string(a.Marshal()) != string(b.Marshal()) {
 		t.Errorf("merge order changed the evidence or its charge: %v, %v", pa, pb)
 	}
-	// An equivocator's answers: at most two kept, and they void its word
+	// An equivocator's answers: at most two kept, and they charge it
 	// whichever two a server holds.
-	c := &wire.Charge{Kind: wire.EvAbort, Number: num, Item: abort(3)}
-	MergeAttests(c, []wire.Attest{attest(0, s1), attest(2, s1), attest(2, 0), attest(2, 1<<3)})
-	if n := len(c.Attests); n != 3 {
-		t.Errorf("%d attestations kept, want 3 (two of the equivocator)", n)
-	}
-	if p, _, _ := ChargeOf(c, ctx); p != chain[3] {
-		t.Errorf("an equivocator's word counted: %v charged", p)
+	for _, order := range [][]wire.Attest{
+		{attest(0, s1), attest(2, s1), attest(2, 0), attest(2, 1<<3)},
+		{attest(2, 1<<3), attest(2, 0), attest(0, s1), attest(2, s1)},
+	} {
+		c := &wire.Charge{Kind: wire.EvAbort, Number: num, Item: abort(3)}
+		MergeAttests(c, order)
+		if n := len(c.Attests); n != 3 {
+			t.Errorf("%d attestations kept, want 3 (two of the equivocator)", n)
+		}
+		if p, _, _ := ChargeOf(c, ctx); p != chain[2] {
+			t.Errorf("an equivocator not charged: %v charged", p)
+		}
 	}
 }
 

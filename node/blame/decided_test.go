@@ -1,0 +1,219 @@
+package blame
+
+import (
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
+)
+
+// A chain of five for the round-5 evidence of number 9: a void list
+// signed by all five and an abort for the missing publication signed by
+// S_0; sign(by, lacking) is by's attestation of the round.
+type five struct {
+	ctx         Context
+	chain       []peer.ID
+	void, abort []byte
+	sign        func(by int, lacking uint64) wire.Attest
+}
+
+func newFive(t *testing.T) five {
+	t.Helper()
+	var privs []crypto.PrivKey
+	var chain []peer.ID
+	for range 5 {
+		priv, err := newKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := peer.IDFromPrivateKey(priv)
+		privs, chain = append(privs, priv), append(chain, id)
+	}
+	epoch := [32]byte{7}
+	const num, round = 9, 5
+	rl := &wire.RoundList{Epoch: epoch, Round: round, Flags: wire.ListVoid, Entries: []wire.ListEntry{}, Published: [][32]byte{}, Manifests: [][32]byte{}}
+	dg := proto.ListDigest(rl)
+	for _, p := range privs {
+		sig, _ := proto.Sign(p, dg)
+		rl.Sigs = append(rl.Sigs, sig)
+	}
+	a := &wire.Abort{Epoch: epoch, Number: num, Round: round, Kind: wire.AbortNoPub, Signer: []byte(chain[0]), Reason: []byte("no publication")}
+	a.Sig, _ = proto.Sign(privs[0], proto.AbortDigest(a))
+	signed := map[[2]uint64]wire.Attest{}
+	return five{
+		ctx: Context{Epoch: epoch, Chain: chain, Final: true}, chain: chain, void: rl.Marshal(), abort: a.Marshal(),
+		sign: func(by int, lacking uint64) wire.Attest {
+			k := [2]uint64{uint64(by), lacking}
+			if x, ok := signed[k]; ok {
+				return x
+			}
+			x := wire.Attest{AttestReq: wire.AttestReq{Epoch: epoch, Number: num, Kind: wire.AbortNoPub, Round: round}, Lacking: lacking, Signer: uint16(by)}
+			x.Sig, _ = proto.Sign(privs[by], AttestDigest(&x))
+			signed[k] = x
+			return x
+		},
+	}
+}
+
+func (f five) judge(t *testing.T, kind uint8, as ...wire.Attest) peer.ID {
+	t.Helper()
+	item := f.void
+	if kind == wire.EvAbort {
+		item = f.abort
+	}
+	ev := &wire.Charge{Kind: kind, Number: 9, Item: item}
+	MergeAttests(ev, as)
+	p, _, err := ChargeOf(ev, f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestCorruptPairNeverFramesHonest: S_1 and S_2 of five corrupt, S_2
+// passing nothing on (every honest server lacks parts 2 to 4). For every
+// answer of the pair (none, any lacking bits, or two different ones),
+// every set of the honest attestations that came, views agreeing or S_1's
+// root late at S_3 and S_4, the void and the abort charge S_1, S_2 or
+// nobody yet, never S_0 (the claimant), S_3 or S_4; and a verdict given
+// is final: no attestation of the set, taken away, gives another charge
+// (but the second of an equivocator's, which charges it).
+// Before, an abort on S_0's attestation alone charged S_0 and a silent
+// pair left the void uncharged whatever the honest attestations said.
+func TestCorruptPairNeverFramesHonest(t *testing.T) {
+	f := newFive(t)
+	const rest = 1<<2 | 1<<3 | 1<<4
+	views := map[string][3]uint64{
+		"agreeing":         {rest, 1<<4 | 1<<2, 1<<3 | 1<<2},
+		"S_1 late at S_3+": {rest, 1<<1 | 1<<4 | 1<<2, 1<<1 | 1<<3 | 1<<2},
+	}
+	// answers of one corrupt server: none, one of a few bit sets, or two.
+	answers := func(by int) [][]wire.Attest {
+		out := [][]wire.Attest{nil}
+		for _, b := range []uint64{0, 1 << 0, 1 << 1, 1 << 2, 1<<0 | 1<<1 | 1<<3, rest, 1<<3 | 1<<4} {
+			out = append(out, []wire.Attest{f.sign(by, b)})
+		}
+		return append(out, []wire.Attest{f.sign(by, 0), f.sign(by, 1<<0)})
+	}
+	honest := map[peer.ID]bool{f.chain[0]: true, f.chain[3]: true, f.chain[4]: true}
+	for name, v := range views {
+		h := []wire.Attest{f.sign(0, v[0]), f.sign(3, v[1]), f.sign(4, v[2])}
+		gotPair := 0
+		for _, a1 := range answers(1) {
+			for _, a2 := range answers(2) {
+				for mask := 1; mask < 8; mask++ { // S_0's own is always in
+					if mask&1 == 0 {
+						continue
+					}
+					var set []wire.Attest
+					for i := range h {
+						if mask&(1<<i) != 0 {
+							set = append(set, h[i])
+						}
+					}
+					set = append(append(set, a1...), a2...)
+					for _, kind := range []uint8{wire.EvVoid, wire.EvAbort} {
+						p := f.judge(t, kind, set...)
+						if honest[p] {
+							t.Fatalf("%s, kind %d, set %v: honest %s charged", name, kind, lacks(set), p.ShortString())
+						}
+						if p != "" && mask == 7 {
+							gotPair++
+						}
+						if p == "" || len(a1) > 1 || len(a2) > 1 {
+							continue // an equivocation moves onto its signer (TestEquivocatorCharged)
+						}
+						for drop := range set {
+							sub := append(append([]wire.Attest{}, set[:drop]...), set[drop+1:]...)
+							if q := f.judge(t, kind, sub...); q != "" && q != p {
+								t.Fatalf("%s, kind %d: %v charges %s, without %v %s: a verdict moved", name, kind, lacks(set), p.ShortString(), lacks(set[drop:drop+1]), q.ShortString())
+							}
+						}
+					}
+				}
+			}
+		}
+		if gotPair == 0 {
+			t.Errorf("%s: the pair never charged with every honest attestation in", name)
+		}
+	}
+	// The views agreeing and the pair silent: S_2 (its part backed by
+	// the three honest servers; part 1 cannot be backed any more).
+	ag := views["agreeing"]
+	for _, kind := range []uint8{wire.EvVoid, wire.EvAbort} {
+		if p := f.judge(t, kind, f.sign(0, ag[0]), f.sign(3, ag[1]), f.sign(4, ag[2])); p != f.chain[2] {
+			t.Errorf("kind %d, silent pair, views agreeing: charged %q, want S_2", kind, p.ShortString())
+		}
+	}
+}
+
+func lacks(as []wire.Attest) []string {
+	var out []string
+	for _, a := range as {
+		out = append(out, string(rune('0'+a.Signer))+":"+bits(a.Lacking))
+	}
+	return out
+}
+
+func bits(b uint64) string {
+	s := ""
+	for j := range 5 {
+		if b&(1<<j) != 0 {
+			s += string(rune('0' + j))
+		}
+	}
+	return s
+}
+
+// TestAbortNoPubChargeStays (m = 4): an abort for the missing publication
+// judged on its signer S_0's attestation alone charges nobody yet, and
+// S_2, whose part the others lack, once theirs came. Before, S_0 first,
+// then S_2: the charge moved.
+func TestAbortNoPubChargeStays(t *testing.T) {
+	f := newFive(t)
+	ctx := Context{Epoch: f.ctx.Epoch, Chain: f.chain[:4], Final: true}
+	judge := func(as ...wire.Attest) peer.ID {
+		ev := &wire.Charge{Kind: wire.EvAbort, Number: 9, Item: f.abort}
+		MergeAttests(ev, as)
+		p, _, err := ChargeOf(ev, ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	own := f.sign(0, 1<<2|1<<3)
+	if p := judge(own); p != "" {
+		t.Errorf("on S_0's attestation alone: charged %s, want nobody yet", p.ShortString())
+	}
+	if p := judge(own, f.sign(1, 1<<2|1<<3), f.sign(3, 1<<2)); p != f.chain[2] {
+		t.Errorf("with the others': charged %q, want S_2", p.ShortString())
+	}
+}
+
+// TestEquivocatorCharged: S_2 gives attestation A (lacking part 1) to
+// some and A' (lacking 3 and 4) to others. Every server holding both
+// charges S_2, in every order of arrival. Before, both voided S_2's word
+// and charged S_2 through the others' attestations only by chance of the
+// bits. One holding A alone charges S_1 (backed with A): the move is from
+// one corrupt server to a proven equivocator, and never onto an honest
+// one.
+func TestEquivocatorCharged(t *testing.T) {
+	f := newFive(t)
+	const tail = 1<<3 | 1<<4
+	a, a2 := f.sign(2, 1<<1|tail), f.sign(2, tail)
+	base := []wire.Attest{f.sign(0, 1<<1|1<<2|tail), f.sign(3, 1<<1|1<<2|1<<4), f.sign(4, 1<<2|1<<3), f.sign(1, 1<<2|tail)}
+	for _, order := range [][]wire.Attest{
+		append(append([]wire.Attest{a}, base...), a2),
+		append(append([]wire.Attest{a2}, base...), a),
+		{a2, a},
+	} {
+		for _, kind := range []uint8{wire.EvVoid, wire.EvAbort} {
+			if p := f.judge(t, kind, order...); p != f.chain[2] {
+				t.Errorf("kind %d, %v: charged %q, want the equivocator S_2", kind, lacks(order), p.ShortString())
+			}
+		}
+	}
+}
