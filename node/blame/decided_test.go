@@ -16,8 +16,19 @@ import (
 type five struct {
 	ctx         Context
 	chain       []peer.ID
+	privs       []crypto.PrivKey
 	void, abort []byte
 	sign        func(by int, lacking uint64) wire.Attest
+}
+
+// abortBy is a signed by chain position by.
+func (f five) abortBy(t *testing.T, by int, a *wire.Abort) []byte {
+	t.Helper()
+	var err error
+	if a.Sig, err = proto.Sign(f.privs[by], proto.AbortDigest(a)); err != nil {
+		t.Fatal(err)
+	}
+	return a.Marshal()
 }
 
 func newFive(t *testing.T) five {
@@ -44,7 +55,7 @@ func newFive(t *testing.T) five {
 	a.Sig, _ = proto.Sign(privs[0], proto.AbortDigest(a))
 	signed := map[[2]uint64]wire.Attest{}
 	return five{
-		ctx: Context{Epoch: epoch, Chain: chain, Final: true}, chain: chain, void: rl.Marshal(), abort: a.Marshal(),
+		ctx: Context{Epoch: epoch, Chain: chain, Final: true}, chain: chain, privs: privs, void: rl.Marshal(), abort: a.Marshal(),
 		sign: func(by int, lacking uint64) wire.Attest {
 			k := [2]uint64{uint64(by), lacking}
 			if x, ok := signed[k]; ok {
@@ -215,5 +226,34 @@ func TestEquivocatorCharged(t *testing.T) {
 				t.Errorf("kind %d, %v: charged %q, want the equivocator S_2", kind, lacks(order), p.ShortString())
 			}
 		}
+	}
+}
+
+// TestSelectionFramesNoDownstream (the rev40a review's scenario, m = 5,
+// S_2 alone corrupt, passing nothing on in round 5): S_2 signs the abort
+// for the missing publication itself and hands it on with the
+// attestations it chose, its own (lacking part 3 only), S_0's and S_1's.
+// Before, part 3 was backed by three of four and the honest S_3 charged;
+// now parts 2 to 4 may still be backed by the attestations to come:
+// nobody yet, and S_2 once S_3's and S_4's came.
+func TestSelectionFramesNoDownstream(t *testing.T) {
+	f := newFive(t)
+	a := &wire.Abort{Epoch: f.ctx.Epoch, Number: 9, Round: 5, Kind: wire.AbortNoPub, Signer: []byte(f.chain[2]), Reason: []byte("no publication")}
+	judge := func(as ...wire.Attest) peer.ID {
+		ev := &wire.Charge{Kind: wire.EvAbort, Number: 9, Item: f.abortBy(t, 2, a)}
+		MergeAttests(ev, as)
+		p, _, err := ChargeOf(ev, f.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const rest = 1<<2 | 1<<3 | 1<<4
+	own, s0, s1 := f.sign(2, 1<<3), f.sign(0, rest), f.sign(1, rest)
+	if p := judge(own, s0, s1); p != "" {
+		t.Errorf("S_2's selection: charged %q, want nobody yet", p.ShortString())
+	}
+	if p := judge(own, s0, s1, f.sign(3, 1<<2|1<<4), f.sign(4, 1<<2|1<<3)); p != f.chain[2] {
+		t.Errorf("every attestation: charged %q, want S_2", p.ShortString())
 	}
 }
