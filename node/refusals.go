@@ -221,24 +221,13 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *w
 		// Its own "down" now, or once its probe fails (serverdown.go).
 		down = s.downAttestLocked(e, int(a.Round))
 	}
-	if !s.ref.FirstSight(e.v.ID, e.v.Desc.Number, signer) {
-		if ev != nil {
-			// The same abort with attestations: they may be news.
-			s.noteChargeLocked(e, ev, down, "")
-		}
-		return false
-	}
-	// An opened epoch that ends before its final descriptor is certified
-	// by its open signatures and this abort (certs.go certifyAbortLocked).
-	s.certifyAbortLocked(e, a)
-	if ev == nil {
-		ev = &wire.Charge{Kind: wire.EvAbort, Number: e.v.Desc.Number, Item: a.Marshal()}
-	}
 	// The charge is blame.ChargeOf the abort and its attestations (charges.go);
-	// of an abort that claims a missing publication, this server adds its
-	// own at first sight, the others theirs.
+	// of an abort that claims a missing publication or list, this server
+	// adds its own whenever it takes it, the others theirs: a signer's
+	// second abort of the epoch (one of an unfilled round first) got none
+	// here, and its charge waited for good (TestEarlyNoPubCharged).
 	var own *wire.Attest
-	if a.Kind == wire.AbortNoPub && e.final != nil && e.admit(a.Round) == nil {
+	if a.Kind == wire.AbortNoPub && e.attestable(a.Round) {
 		own = s.roundAttestLocked(e, a.Round)
 	}
 	if a.Kind == wire.AbortNoList {
@@ -248,6 +237,22 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *w
 	}
 	if down != nil {
 		own = down
+	}
+	if !s.ref.FirstSight(e.v.ID, e.v.Desc.Number, signer) {
+		if ev == nil && own != nil && own != down {
+			ev = &wire.Charge{Kind: wire.EvAbort, Number: e.v.Desc.Number, Item: a.Marshal()}
+		}
+		if ev != nil {
+			// The same abort with attestations: they may be news.
+			s.noteChargeLocked(e, ev, own, "")
+		}
+		return false
+	}
+	// An opened epoch that ends before its final descriptor is certified
+	// by its open signatures and this abort (certs.go certifyAbortLocked).
+	s.certifyAbortLocked(e, a)
+	if ev == nil {
+		ev = &wire.Charge{Kind: wire.EvAbort, Number: e.v.Desc.Number, Item: a.Marshal()}
 	}
 	s.noteChargeLocked(e, ev, own, "")
 	return true
