@@ -72,8 +72,17 @@ func (e *sepoch) partCame(q uint32, j int) (time.Time, bool) {
 // equivocation. nil when not due or unsigned. Call with s.mu held.
 func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 	v := e.final
-	if v == nil || q >= v.Desc.Params.Rounds {
+	if v == nil {
 		return nil
+	}
+	if q >= v.Desc.Params.Rounds {
+		// No such round: nothing lacking, once the epoch ended (an
+		// abort of it). Not kept: the same bytes every time (Ed25519
+		// signs deterministically), so no table grows and no two differ.
+		if !e.ended {
+			return nil
+		}
+		return s.signAttestLocked(e, wire.AbortNoPub, q, 0)
 	}
 	if a := e.attested[q]; a != nil {
 		return a

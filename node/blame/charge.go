@@ -214,6 +214,12 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 		// evidence charges the lowest such position, whatever else it
 		// holds, so that every server holding both judges the same
 		// whichever came first (TestEquivocatorCharged).
+		if ev.Kind == wire.EvAbort && !ctx.Final {
+			// No round ran before the final descriptor: no honest
+			// server attests one, and the verdict would wait for good
+			// (TestAbortBeforeFinalCharged).
+			return signer, fmt.Sprintf("round %d: no round before the final descriptor: %s", round, claimOf), nil
+		}
 		if k, ok := equivocator(ev.Attests, kind); ok {
 			return ctx.Chain[k], fmt.Sprintf("round %d: position %d signed two attestations: %s", round, k, claimOf), nil
 		}

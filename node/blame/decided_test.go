@@ -257,3 +257,18 @@ func TestSelectionFramesNoDownstream(t *testing.T) {
 		t.Errorf("every attestation: charged %q, want S_2", p.ShortString())
 	}
 }
+
+// TestAbortBeforeFinalCharged (the rev41a review's case): an abort for a
+// missing publication under a number whose certificate is no final
+// descriptor (no round ran) charges its signer at once. Held, it waited
+// for attestations no honest server signs.
+func TestAbortBeforeFinalCharged(t *testing.T) {
+	f := newFive(t)
+	ctx := f.ctx
+	ctx.Final = false
+	a := &wire.Abort{Epoch: f.ctx.Epoch, Number: 9, Round: 5, Kind: wire.AbortNoPub, Signer: []byte(f.chain[2]), Reason: []byte("no publication")}
+	ev := &wire.Charge{Kind: wire.EvAbort, Number: 9, Item: f.abortBy(t, 2, a)}
+	if p, _, err := ChargeOf(ev, ctx); err != nil || p != f.chain[2] {
+		t.Errorf("charged %q (%v), want its signer S_2", p.ShortString(), err)
+	}
+}
