@@ -203,8 +203,20 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 		// No final list of a published round: S_0 proposes and
 		// delivers every list, so it is S_0's when more than half of
 		// the others attest none came by their due; else the signer's.
+		// As for a missing publication, only once no attestation to
+		// come can move it (TestNoListChargeStays); two of one signer
+		// charge it.
+		if signer == ctx.Chain[0] {
+			return signer, fmt.Sprintf("round %d: no list, by S_0 itself: %s", round, claimOf), nil
+		}
+		if k, ok := equivocator(ev.Attests, kind); ok {
+			return ctx.Chain[k], fmt.Sprintf("round %d: position %d signed two attestations: %s", round, k, claimOf), nil
+		}
 		if backed(0) {
 			return ctx.Chain[0], fmt.Sprintf("round %d: no list from S_0 (attested): %s", round, claimOf), nil
+		}
+		if mayBack(0) {
+			return "", fmt.Sprintf("round %d: S_0's list may still be attested missing: %s", round, claimOf), nil
 		}
 		return signer, fmt.Sprintf("round %d: no list (not backed): %s", round, claimOf), nil
 	default: // a missing publication: an abort of kind NoPub, or a void

@@ -272,3 +272,41 @@ func TestAbortBeforeFinalCharged(t *testing.T) {
 		t.Errorf("charged %q (%v), want its signer S_2", p.ShortString(), err)
 	}
 }
+
+// TestNoListChargeStays (the rev41a review's case, m = 5): an abort for
+// S_0's missing list (kind 7) signed by S_2, judged on S_2's attestation
+// alone, charged S_2 (not backed), then S_0 once S_3's and S_4's came.
+// Now nobody yet, then S_0; two attestations of one signer charge it.
+func TestNoListChargeStays(t *testing.T) {
+	f := newFive(t)
+	a := &wire.Abort{Epoch: f.ctx.Epoch, Number: 9, Round: 5, Kind: wire.AbortNoList, Signer: []byte(f.chain[2]), Reason: []byte("no list")}
+	item := f.abortBy(t, 2, a)
+	at := func(by int, bits uint64) wire.Attest {
+		x := wire.Attest{AttestReq: wire.AttestReq{Epoch: f.ctx.Epoch, Number: 9, Kind: wire.AbortNoList, Round: 5}, Lacking: bits, Signer: uint16(by)}
+		x.Sig, _ = proto.Sign(f.privs[by], AttestDigest(&x))
+		return x
+	}
+	judge := func(as ...wire.Attest) peer.ID {
+		ev := &wire.Charge{Kind: wire.EvAbort, Number: 9, Item: item}
+		MergeAttests(ev, as)
+		p, _, err := ChargeOf(ev, f.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		name string
+		as   []wire.Attest
+		want peer.ID
+	}{
+		{"the signer's alone", []wire.Attest{at(2, 1)}, ""},
+		{"three of four", []wire.Attest{at(2, 1), at(3, 1), at(4, 1)}, f.chain[0]},
+		{"two of four lacking, two holding", []wire.Attest{at(1, 0), at(2, 1), at(3, 1), at(4, 0)}, f.chain[2]},
+		{"an equivocator", []wire.Attest{at(2, 1), at(3, 1), at(3, 0)}, f.chain[3]},
+	} {
+		if p := judge(c.as...); p != c.want {
+			t.Errorf("%s: charged %q, want %q", c.name, p.ShortString(), c.want.ShortString())
+		}
+	}
+}

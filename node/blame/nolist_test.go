@@ -50,13 +50,13 @@ func TestNoListChargesBackedS0(t *testing.T) {
 	}{
 		{"two of the three others lack it: S_0", 1, []wire.Attest{none(1), none(2)}, chain[0]},
 		{"all three: S_0", 3, []wire.Attest{none(1), none(2), none(3)}, chain[0]},
-		{"the signer alone: the signer", 1, []wire.Attest{none(1)}, chain[1]},
+		{"the signer alone: nobody yet", 1, []wire.Attest{none(1)}, ""},
 		{"the others hold it: the signer", 1, []wire.Attest{none(1), held(2), held(3)}, chain[1]},
-		{"S_0's own word does not count", 2, []wire.Attest{none(2), none(0)}, chain[2]},
-		{"no attestations: the signer", 3, nil, chain[3]},
+		{"S_0's own word does not count", 2, []wire.Attest{none(2), none(0), held(1), held(3)}, chain[2]},
+		{"no attestations: nobody yet", 3, nil, ""},
 		{"signed by S_0: S_0", 0, nil, chain[0]},
 		{"only S_0's bit counts", 1, []wire.Attest{attest(1, wire.AbortNoList, 1<<2), attest(3, wire.AbortNoList, 1<<2)}, chain[1]},
-		{"an equivocator counts for nothing", 1, []wire.Attest{none(1), none(2), held(2)}, chain[1]},
+		{"an equivocator is charged", 1, []wire.Attest{none(1), none(2), held(2)}, chain[2]},
 	} {
 		got, _, err := ChargeOf(&wire.Charge{Kind: wire.EvAbort, Number: num, Item: abort(c.signer), Attests: c.attests}, ctx)
 		if err != nil || got != c.want {
