@@ -131,6 +131,12 @@ type serverHooks struct {
 	// noList may make this server, as S_0, propose no request list of
 	// round r (published everywhere, listed nowhere).
 	noList func(r uint32) bool
+	// signLate may make this server hold its signature of S_0's
+	// proposed list of round r.
+	signLate func(r uint32) time.Duration
+	// listReqRound may make this server answer a ListReq for
+	// round r with another round's list.
+	listReqRound func(r uint32) uint32
 	// listTo may make this server, as S_0, deliver round r's final
 	// request list only to the chain servers for which it returns true.
 	listTo func(r uint32, p peer.ID) bool
@@ -652,4 +658,18 @@ func (s *hookRun) PushBack(to peer.ID, n uint64) {
 func (s *hookRun) SilentLack(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.silentLack != nil && h.silentLack(r)
+}
+
+func (s *hookRun) SignLate(r uint32) time.Duration {
+	if h := s.hooks.Load(); h != nil && h.signLate != nil {
+		return h.signLate(r)
+	}
+	return 0
+}
+
+func (s *hookRun) ListReqRound(r uint32) uint32 {
+	if h := s.hooks.Load(); h != nil && h.listReqRound != nil {
+		return h.listReqRound(r)
+	}
+	return r
 }

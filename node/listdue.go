@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -101,10 +102,8 @@ func (s *Server) endListless(e *sepoch, q uint32) {
 		ctx, cancel := context.WithTimeout(s.ctx, min(half, wait))
 		reps, _ := s.each(ctx, others, transport.Request{Proto: ProtoRound, Type: wire.TypeListReq, Body: (&wire.EpochRef{Epoch: e.final.ID, Round: q}).Marshal(), Timeout: min(half, wait)})
 		for i, rep := range reps {
-			if rep != nil {
-				if _, _, err := s.onRoundList(others[i], rep); err == nil {
-					break
-				}
+			if rep != nil && s.takeAskedList(e, q, others[i], rep) {
+				break
 			}
 		}
 		<-ctx.Done()
@@ -121,6 +120,26 @@ func (s *Server) endListless(e *sepoch, q uint32) {
 	}
 	s.log.Warn("listless epoch: no request list by its due", "number", e.final.Desc.Number, "round", q)
 	s.endNoList(e, q, fmt.Sprintf("round %d: no request list by its due", q))
+}
+
+// takeAskedList takes rep, a chain server's answer to this server's
+// ListReq, as round q's final list, and reports whether round q has
+// its list here now. Only a list of exactly (e, q) counts: any other
+// valid list of the epoch, an old one a corrupt server answers with,
+// is taken by onRoundList without error and held this server's asking
+// at one reply (the rev41b review).
+func (s *Server) takeAskedList(e *sepoch, q uint32, from peer.ID, rep []byte) bool {
+	var rl wire.RoundList
+	if rl.Unmarshal(rep, proto.GenericLimits()) != nil || rl.Epoch != e.final.ID || rl.Round != q {
+		return false
+	}
+	if _, _, err := s.onRoundList(from, rep); err != nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x := e.rounds[q]
+	return x != nil && x.list != nil
 }
 
 // endNoList ends e for round q's missing list with an abort that says so

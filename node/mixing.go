@@ -457,7 +457,7 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		}
 		return wire.TypeChunk, (&wire.Chunk{ID: c.ID, Data: data}).Marshal(), nil
 	case wire.TypeListReq:
-		return s.ix.OnListReq(body, catchEnv{s}.HeldList)
+		return s.ix.OnListReq(s.listReqBody(body), catchEnv{s}.HeldList)
 	case wire.TypeDryReq:
 		return s.onDryReq(from, body)
 	case wire.TypeDrySet:
