@@ -97,7 +97,7 @@ func (m *AttestReq) Unmarshal(b []byte) error {
 	if err := d.Done("attestation request"); err != nil {
 		return err
 	}
-	if m.Kind != AbortNoPub && m.Kind != AbortNoClose && m.Kind != AbortNoList {
+	if m.Kind != AbortNoPub && m.Kind != AbortNoClose && m.Kind != AbortDown && m.Kind != AbortNoList {
 		return fmt.Errorf("wire: decode attestation request: kind %d", m.Kind)
 	}
 	return nil

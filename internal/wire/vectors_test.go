@@ -166,6 +166,7 @@ func vectors() []vector {
 		{"lack", TypeLack, &Attest{AttestReq: AttestReq{Epoch: k32(1), Number: 9, Kind: ClaimLack, Round: 2}, Lacking: 1, Signer: 1, Sig: k64(0x35)}},
 		{"attestreq", TypeAttestReq, &AttestReq{Epoch: k32(1), Number: 9, Kind: AbortNoPub, Round: 3}},
 		{"attestreq-nolist", TypeAttestReq, &AttestReq{Epoch: k32(1), Number: 9, Kind: AbortNoList, Round: 6}},
+		{"attestreq-down", TypeAttestReq, &AttestReq{Epoch: k32(1), Number: 9, Kind: AbortDown, Round: 2}},
 		{"attest", TypeAttest, &Attest{AttestReq: AttestReq{Epoch: k32(1), Number: 9, Kind: AbortNoPub, Round: 3}, Lacking: 2, Signer: 2, Sig: k64(0x33)}},
 		{"charge", TypeCharge, &Charge{Kind: EvAbort, Number: 9, Item: []byte{1, 2, 3}, Attests: []Attest{{AttestReq: AttestReq{Epoch: k32(1), Number: 9, Kind: AbortNoPub, Round: 3}, Lacking: 4, Signer: 0, Sig: k64(0x34)}}}},
 		{"charge-held", TypeCharge, &Charge{Kind: EvHeld, Number: 9, Item: HeldItem(&OnionReceipt{Epoch: k32(1), Round: 3, Slot: 2, Server: 1, Digest: k32(0x50), Sig: k64(0x60)}, &Dry{Epoch: k32(1), Round: 3, Slot: 2, Server: 1, Sig: k64(0x70)}), Attests: []Attest{}}},
