@@ -198,7 +198,8 @@ func (rs *Log) causeOf(epoch string) bool {
 // prune bounds the log: at most Keep records a claimant's abort kind
 // and epoch (an honest signer signs one; rounds make the others), the
 // smallest keys; for each server charged, every record of its newest
-// Keep numbers; of the evidence that charges nobody, the newest SeenKeep.
+// Keep numbers; of the evidence that charges nobody, the newest Keep an
+// abort's signer and the newest SeenKeep of the rest.
 // A server's own evidence of more rounds of a number never pushes out
 // its older charges (TestSelfFloodKeepsOldCharge), and only the number
 // bound reads a record's charge, so that evidence whose charge a
@@ -232,15 +233,25 @@ func (rs *Log) prune() {
 		count int
 	}
 	numbers := map[string]seen{}
-	nobody := 0
+	nobody := map[string]int{}
 	for i := len(rs.recs) - 1; i >= 0; i-- {
 		r := &rs.recs[i]
 		if !keep[i] {
 			continue
 		}
 		if r.Peer == "" {
-			nobody++
-			keep[i] = nobody <= SeenKeep // kept to relay
+			// Kept to relay and to judge as attestations come: an
+			// abort Keep its signer, so that one signer's flood of
+			// aborts nobody can attest yet evicts only its own
+			// (TestUnchargedFloodEvictsOnlyItsSigner); voids, which
+			// carry the whole chain's signatures, share SeenKeep
+			// (TestUnchargedVoidsBounded).
+			k, budget := abortSigner(r), Keep
+			if k == "" {
+				budget = SeenKeep
+			}
+			nobody[k]++
+			keep[i] = nobody[k] <= budget
 			continue
 		}
 		ns := numbers[r.Peer]
@@ -257,6 +268,16 @@ func (rs *Log) prune() {
 		}
 	}
 	rs.recs = kept
+}
+
+// abortSigner is the signer of a record's abort; "" for other evidence.
+func abortSigner(r *Record) string {
+	var ev wire.Charge
+	var a wire.Abort
+	if r.Ev == nil || ev.Unmarshal(r.Ev) != nil || ev.Kind != wire.EvAbort || a.Unmarshal(ev.Item) != nil {
+		return ""
+	}
+	return string(a.Signer)
 }
 
 // claimant names who made a record's claim, in which epoch and of what
