@@ -139,6 +139,13 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 			attested[a.Signer] = true
 		}
 	}
+	if kind == wire.AbortNoPub {
+		// A round's attestations: a signer's word is every part any of
+		// its attestations says it lacked, so that a second one can only
+		// add to what backs a part and never takes a given charge away
+		// or moves it (TestEquivocationMovesNoCharge).
+		lacked = unionLacking(ev.Attests, kind)
+	}
 	// backed: more than half of the chain's servers other than j lacked
 	// j's part.
 	backed := func(j int) bool {
@@ -220,20 +227,15 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 		}
 		return signer, fmt.Sprintf("round %d: no list (not backed): %s", round, claimOf), nil
 	default: // a missing publication: an abort of kind NoPub, or a void
-		// Two different attestations of the round by one signer are
-		// its equivocation (an honest server signs one a round and
-		// answers with it ever after, node roundAttestLocked): the
-		// evidence charges the lowest such position, whatever else it
-		// holds, so that every server holding both judges the same
-		// whichever came first (TestEquivocatorCharged).
+		// Two different attestations of the round by one signer count
+		// as one word, every part either says it lacked (unionLacking):
+		// charging the equivocator moved a charge already given onto it,
+		// when and as the corrupt pair chose (TestEquivocationMovesNoCharge).
 		if ev.Kind == wire.EvAbort && !ctx.Final {
 			// No round ran before the final descriptor: no honest
 			// server attests one, and the verdict would wait for good
 			// (TestAbortBeforeFinalCharged).
 			return signer, fmt.Sprintf("round %d: no round before the final descriptor: %s", round, claimOf), nil
-		}
-		if k, ok := equivocator(ev.Attests, kind); ok {
-			return ctx.Chain[k], fmt.Sprintf("round %d: position %d signed two attestations: %s", round, k, claimOf), nil
 		}
 		// No honest server attests a part of a round before the final
 		// descriptor (it has no round), so no certificate kind is needed.
@@ -260,6 +262,23 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 		}
 		return signer, fmt.Sprintf("round %d: absence not backed: %s", round, claimOf), nil
 	}
+}
+
+// unionLacking is, for each signer of an attestation of kind in attests,
+// every part any of its attestations says it lacked. An honest server
+// signs one attestation a round; a corrupt one that signs two gains
+// nothing by it: a part counts as backed by it if either says so, so
+// that the charge it helped give stays whatever it signs later. No
+// honest server is framed by it: its part, held by every honest server,
+// is backed by at most the corrupt minority.
+func unionLacking(attests []wire.Attest, kind uint8) map[uint16]uint64 {
+	out := map[uint16]uint64{}
+	for _, a := range attests {
+		if a.Kind == kind {
+			out[a.Signer] |= a.Lacking
+		}
+	}
+	return out
 }
 
 // equivocator is the lowest chain position with two different

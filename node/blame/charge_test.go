@@ -51,7 +51,7 @@ func TestChargeOfAttacks(t *testing.T) {
 		{"S_1's own attestation does not count", []wire.Attest{attest(1, s1), attest(0, s1), attest(2, 0), attest(3, 0)}, chain[3]},
 		{"attestations stripped: nobody yet", nil, ""},
 		{"a repeated attestation counts once", []wire.Attest{attest(0, s1), attest(0, s1), attest(2, 0), attest(3, 0)}, chain[3]},
-		{"an attester that signed two answers is charged", []wire.Attest{attest(0, s1), attest(2, s1), attest(2, 0)}, chain[2]},
+		{"an attester's two answers are one word: each part either lacks", []wire.Attest{attest(0, s1), attest(2, 0), attest(2, s1), attest(3, 0)}, chain[1]},
 		{"the first backed position, not a later one", []wire.Attest{attest(0, s1|1<<3), attest(2, s1|1<<3), attest(1, 1<<3)}, chain[1]},
 	} {
 		got, _, err := ChargeOf(&wire.Charge{Kind: wire.EvAbort, Number: num, Item: abort(3), Attests: c.attests}, ctx)
@@ -82,19 +82,20 @@ func TestChargeOfAttacks(t *testing.T) {
 	if pa != chain[1] || pb != chain[1] || string(a.Marshal()) != string(b.Marshal()) {
 		t.Errorf("merge order changed the evidence or its charge: %v, %v", pa, pb)
 	}
-	// An equivocator's answers: at most two kept, and they charge it
-	// whichever two a server holds.
+	// An equivocator's answers: one kept only if it lacks a part the
+	// others kept do not, so that its word (every part any lacks) is the
+	// same whichever order they came in; with S_3's, S_1 is charged.
 	for _, order := range [][]wire.Attest{
-		{attest(0, s1), attest(2, s1), attest(2, 0), attest(2, 1<<3)},
-		{attest(2, 1<<3), attest(2, 0), attest(0, s1), attest(2, s1)},
+		{attest(0, s1), attest(2, s1), attest(2, 0), attest(2, 1<<3), attest(3, 0)},
+		{attest(2, 1<<3), attest(2, 0), attest(0, s1), attest(3, 0), attest(2, s1)},
 	} {
 		c := &wire.Charge{Kind: wire.EvAbort, Number: num, Item: abort(3)}
 		MergeAttests(c, order)
-		if n := len(c.Attests); n != 3 {
-			t.Errorf("%d attestations kept, want 3 (two of the equivocator)", n)
+		if n := len(c.Attests); n != 4 {
+			t.Errorf("%d attestations kept, want 4 (two of the equivocator)", n)
 		}
-		if p, _, _ := ChargeOf(c, ctx); p != chain[2] {
-			t.Errorf("an equivocator not charged: %v charged", p)
+		if p, _, _ := ChargeOf(c, ctx); p != chain[1] {
+			t.Errorf("an equivocator's word: %v charged, want S_1", p)
 		}
 	}
 }

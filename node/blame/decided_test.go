@@ -91,7 +91,7 @@ func (f five) judge(t *testing.T, kind uint8, as ...wire.Attest) peer.ID {
 // root late at S_3 and S_4, the void and the abort charge S_1, S_2 or
 // nobody yet, never S_0 (the claimant), S_3 or S_4; and a verdict given
 // is final: no attestation of the set, taken away, gives another charge
-// (but the second of an equivocator's, which charges it).
+// (an equivocator's second too: TestEquivocationMovesNoCharge).
 // Before, an abort on S_0's attestation alone charged S_0 and a silent
 // pair left the void uncharged whatever the honest attestations said.
 func TestCorruptPairNeverFramesHonest(t *testing.T) {
@@ -134,8 +134,8 @@ func TestCorruptPairNeverFramesHonest(t *testing.T) {
 						if p != "" && mask == 7 {
 							gotPair++
 						}
-						if p == "" || len(a1) > 1 || len(a2) > 1 {
-							continue // an equivocation moves onto its signer (TestEquivocatorCharged)
+						if p == "" {
+							continue
 						}
 						for drop := range set {
 							sub := append(append([]wire.Attest{}, set[:drop]...), set[drop+1:]...)
@@ -204,26 +204,31 @@ func TestAbortNoPubChargeStays(t *testing.T) {
 	}
 }
 
-// TestEquivocatorCharged: S_2 gives attestation A (lacking part 1) to
-// some and A' (lacking 3 and 4) to others. Every server holding both
-// charges S_2, in every order of arrival. Before, both voided S_2's word
-// and charged S_2 through the others' attestations only by chance of the
-// bits. One holding A alone charges S_1 (backed with A): the move is from
-// one corrupt server to a proven equivocator, and never onto an honest
-// one.
-func TestEquivocatorCharged(t *testing.T) {
+// TestEquivocatorWordIsUnion: S_2 gives attestation A (lacking part 1)
+// to some and A' (lacking 3 and 4) to others. Every server holding both
+// counts S_2's word as every part either lacks, in every order of
+// arrival: with the others' in, part 1 is backed (S_0, S_2, S_3) and S_1
+// charged, as one holding A alone charges; the two alone charge nobody
+// yet. Before, both charged S_2, and a server holding A first charged S_1
+// and then moved the charge to S_2 (TestEquivocationMovesNoCharge).
+func TestEquivocatorWordIsUnion(t *testing.T) {
 	f := newFive(t)
 	const tail = 1<<3 | 1<<4
 	a, a2 := f.sign(2, 1<<1|tail), f.sign(2, tail)
 	base := []wire.Attest{f.sign(0, 1<<1|1<<2|tail), f.sign(3, 1<<1|1<<2|1<<4), f.sign(4, 1<<2|1<<3), f.sign(1, 1<<2|tail)}
-	for _, order := range [][]wire.Attest{
-		append(append([]wire.Attest{a}, base...), a2),
-		append(append([]wire.Attest{a2}, base...), a),
-		{a2, a},
+	for _, c := range []struct {
+		order []wire.Attest
+		want  peer.ID
+	}{
+		{append(append([]wire.Attest{a}, base...), a2), f.chain[1]},
+		{append(append([]wire.Attest{a2}, base...), a), f.chain[1]},
+		{append([]wire.Attest{a}, base...), f.chain[1]},
+		{[]wire.Attest{a2, a}, ""},
+		{[]wire.Attest{a, a2}, ""},
 	} {
 		for _, kind := range []uint8{wire.EvVoid, wire.EvAbort} {
-			if p := f.judge(t, kind, order...); p != f.chain[2] {
-				t.Errorf("kind %d, %v: charged %q, want the equivocator S_2", kind, lacks(order), p.ShortString())
+			if p := f.judge(t, kind, c.order...); p != c.want {
+				t.Errorf("kind %d, %v: charged %q, want %q", kind, lacks(c.order), p.ShortString(), c.want.ShortString())
 			}
 		}
 	}
@@ -307,6 +312,30 @@ func TestNoListChargeStays(t *testing.T) {
 	} {
 		if p := judge(c.as...); p != c.want {
 			t.Errorf("%s: charged %q, want %q", c.name, p.ShortString(), c.want.ShortString())
+		}
+	}
+}
+
+// TestEquivocationMovesNoCharge (the rev41a review's case): S_1 withheld
+// its part; every attestation is in, S_0, S_2, S_3 and S_4 lacking part
+// 1: S_1 is charged. S_2, S_1's corrupt partner, then hands the chain a
+// second attestation (nothing lacking). Before, two attestations of one
+// signer charged it: the given charge moved from S_1 to S_2, when and
+// onto whom the pair chose. Now an equivocator's word is every part
+// either of its attestations lacks: the charge stays on S_1.
+func TestEquivocationMovesNoCharge(t *testing.T) {
+	f := newFive(t)
+	const rest = 1<<1 | 1<<2 | 1<<3 | 1<<4
+	as := []wire.Attest{f.sign(0, rest), f.sign(1, 0), f.sign(2, rest), f.sign(3, rest), f.sign(4, rest)}
+	for _, kind := range []uint8{wire.EvAbort, wire.EvVoid} {
+		before := f.judge(t, kind, as...)
+		if before != f.chain[1] {
+			t.Fatalf("kind %d: charged %q with every attestation in, want S_1", kind, before.ShortString())
+		}
+		for _, second := range []uint64{0, 1 << 0, 1 << 3} {
+			if after := f.judge(t, kind, append(append([]wire.Attest{}, as...), f.sign(2, second))...); after != before {
+				t.Errorf("kind %d: S_2's second attestation (lacking %s) moved the charge from S_1 to %q", kind, bits(second), after.ShortString())
+			}
 		}
 	}
 }
