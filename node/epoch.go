@@ -170,6 +170,10 @@ type roundsState struct {
 	sentAt  map[uint32]time.Time // when this server passed each round on (its root)
 	openAt  map[uint32]time.Time
 	endedAt time.Time
+	// liveAtEnd: bit j, chain server j was live in the roster here when
+	// the epoch ended; a later outage of it is not attested
+	// (serverdown.go downAttestLocked).
+	liveAtEnd uint64
 	// attested: this server's one signed attestation of each round's
 	// absences, and closeAttest of the registration's close (charges.go):
 	// an attester signs one a claim, so that two of one signer are its
@@ -274,6 +278,13 @@ func (s *Server) endQuiet(e *sepoch, reason string) {
 		return
 	}
 	e.ended, e.reason, e.endedAt = true, reason, time.Now()
+	if e.v != nil {
+		for j, p := range e.v.Chain {
+			if j < 64 && s.roster.get(p) != nil {
+				e.liveAtEnd |= 1 << uint(j)
+			}
+		}
+	}
 	if e.setupDone {
 		// An epoch that ran, not a registration that came to nothing.
 		s.lastEnd = time.Now()

@@ -181,8 +181,12 @@ func (s *Server) attestDownLocked(e *sepoch, p peer.ID) {
 
 // downAttestLocked is this server's signed attestation that the server at
 // chain position j of e was down: signed once that server is not live
-// here (its probe failed), the answer ever after; nil before. Call with
-// s.mu held.
+// here (its probe failed), the answer ever after; nil before. Once e
+// ended here, only an outage that began before its end is attested: no
+// hello since, and if the server is forgotten here, not live at the end.
+// A later outage, a restart, says nothing of the epoch, and attested it
+// moved an unbacked down abort onto that server
+// (TestLateOutageNotAttested). Call with s.mu held.
 func (s *Server) downAttestLocked(e *sepoch, j int) *wire.Attest {
 	if j < 0 || j >= len(e.v.Chain) || e.v.Chain[j] == s.h.ID() {
 		return nil
@@ -190,8 +194,15 @@ func (s *Server) downAttestLocked(e *sepoch, j int) *wire.Attest {
 	if a := e.downAttest[j]; a != nil {
 		return a
 	}
-	if s.roster.get(e.v.Chain[j]) != nil {
+	p := e.v.Chain[j]
+	if s.roster.get(p) != nil {
 		return nil
+	}
+	if e.ended {
+		seen, known := s.roster.LastSeen(p)
+		if known && seen.After(e.endedAt) || !known && e.liveAtEnd&(1<<uint(j)) != 0 {
+			return nil
+		}
 	}
 	a := s.signAttestLocked(e, wire.AbortDown, uint32(j), 1<<uint(j))
 	if a != nil {

@@ -22,8 +22,10 @@ import (
 // roster: before, A waived X's abort at once (P not live there) and B
 // counted it for good ({} against {X: 1}); now both count it. Then X's
 // abort saying P was down, with X's attestation: A adds its own at once
-// (P not live there), B once its probe of P fails 30 s later; both then
-// take X's count back and charge P once ({P: 1}), whenever it came.
+// (P not live there) and hands it on to B; both then take X's count back
+// and charge P once ({P: 1}). B's own probe of P failing 30 s later adds
+// nothing: P said hello to B after the epoch ended there, and an outage
+// that began after the end is not attested (TestLateOutageNotAttested).
 func TestWaiverFromLog(t *testing.T) {
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
@@ -45,6 +47,8 @@ func TestWaiverFromLog(t *testing.T) {
 			}
 		}
 		b.roster.saw(p, "", nil) // P is live at B only
+		a.h.AddAddrs(b.ID(), b.h.Addrs(), time.Hour)
+		b.h.AddAddrs(a.ID(), a.h.Addrs(), time.Hour)
 		abort := waiverAbort(t, xKey, id, 1, wire.AbortFault, 0)
 		for _, s := range []*Server{a, b} {
 			if _, _, err := s.onAbort(x, abort.Marshal()); err != nil {
@@ -75,8 +79,7 @@ func TestWaiverFromLog(t *testing.T) {
 
 		// Then X's abort saying P was down, with X's attestation alone:
 		// A, where P is not live, adds its own (two of the three
-		// others: backed) at once; B, where P is live, adds none and
-		// counts X's claim, until its own probe of P fails 30 s later.
+		// others: backed) at once and hands the grown evidence to B.
 		j := chainPos(ids, p)
 		xa := wire.Attest{AttestReq: wire.AttestReq{Epoch: id, Number: 1, Kind: wire.AbortDown, Round: uint32(j)}, Lacking: 1 << uint(j), Signer: uint16(chainPos(ids, x))}
 		xa.Sig, _ = proto.Sign(xKey, blame.AttestDigest(&xa))
@@ -86,19 +89,89 @@ func TestWaiverFromLog(t *testing.T) {
 				t.Fatalf("%s refused the down abort: %v", name[s.ID()], err)
 			}
 		}
-		time.Sleep(time.Second)
-		if ca, cb := counts(a), counts(b); !maps.Equal(ca, map[string]int{"P": 1}) || !maps.Equal(cb, map[string]int{"X": 1}) {
-			t.Errorf("the down abort, P gone at A only: A counts %v, B %v; want {P: 1}, {X: 1}", ca, cb)
+		want = map[string]int{"P": 1}
+		_ = wait.Until(context.Background(), time.Minute, func() bool { return maps.Equal(counts(a), want) && maps.Equal(counts(b), want) })
+		if ca, cb := counts(a), counts(b); !maps.Equal(ca, want) || !maps.Equal(cb, want) {
+			t.Errorf("with P's attested departure: A counts %v, B %v; want %v at both", ca, cb, want)
 		}
 		time.Sleep(30 * time.Second)
 		b.roster.Expire(p) // B's probe of P failed (onServerDisconnect)
 		b.mu.Lock()
 		b.attestDownLocked(eb, p)
+		late := eb.downAttest[j]
 		b.mu.Unlock()
-		want = map[string]int{"P": 1}
-		_ = wait.Until(context.Background(), time.Minute, func() bool { return maps.Equal(counts(a), want) && maps.Equal(counts(b), want) })
+		if late != nil {
+			t.Errorf("B attested P down at an outage that began after the epoch ended there")
+		}
+	})
+}
+
+// TestLateOutageNotAttested (reviewer rev40b): X signs an abort saying
+// P was down while P is live at A and B, the others of the chain: no
+// majority backs it and it counts against X. P restarts 30 s later, the
+// epoch still held at both, and both probes of P fail. Before, both then
+// attested P down, the abort was backed by all three others and the
+// charge moved onto P ({P: 1} at both); now an outage that began after
+// the epoch ended is not attested and both keep {X: 1}.
+func TestLateOutageNotAttested(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		a, b := loneServer(t), loneServer(t)
+		defer a.Close()
+		defer b.Close()
+		xKey, x := replayKey(t)
+		_, p := replayKey(t)
+		ids := []peer.ID{a.ID(), b.ID(), x, p}
+		sortChain(ids)
+		name := map[peer.ID]string{a.ID(): "A", b.ID(): "B", x: "X", p: "P"}
+		eps := map[*Server]*sepoch{}
+		for _, s := range []*Server{a, b} {
+			eps[s] = fixtureChain(t, s, ids, chainPos(ids, s.ID()))
+			for _, q := range ids {
+				if q != s.ID() {
+					s.roster.saw(q, "", nil)
+				}
+			}
+		}
+		id := eps[a].v.ID
+		a.h.AddAddrs(b.ID(), b.h.Addrs(), time.Hour)
+		b.h.AddAddrs(a.ID(), a.h.Addrs(), time.Hour)
+		j := chainPos(ids, p)
+		xa := wire.Attest{AttestReq: wire.AttestReq{Epoch: id, Number: 1, Kind: wire.AbortDown, Round: uint32(j)}, Lacking: 1 << uint(j), Signer: uint16(chainPos(ids, x))}
+		xa.Sig, _ = proto.Sign(xKey, blame.AttestDigest(&xa))
+		down := &wire.Charge{Kind: wire.EvAbort, Number: 1, Item: waiverAbort(t, xKey, id, 1, wire.AbortDown, uint32(j)).Marshal(), Attests: []wire.Attest{xa}}
+		for _, s := range []*Server{a, b} {
+			if _, _, err := s.onCharge(x, down.Marshal()); err != nil {
+				t.Fatalf("%s refused the down abort: %v", name[s.ID()], err)
+			}
+		}
+		counts := func(s *Server) map[string]int {
+			out := map[string]int{}
+			for q, c := range s.ref.RefusalCounts() {
+				out[name[q]] = c
+			}
+			return out
+		}
+		want := map[string]int{"X": 1}
+		for range 30 {
+			time.Sleep(time.Second)
+			for _, s := range []*Server{a, b} {
+				s.roster.saw(p, "", nil) // P live, hello every second
+			}
+		}
 		if ca, cb := counts(a), counts(b); !maps.Equal(ca, want) || !maps.Equal(cb, want) {
-			t.Errorf("with P's attested departure: A counts %v, B %v; want %v at both", ca, cb, want)
+			t.Fatalf("X's unbacked down abort of a live P: A counts %v, B %v; want %v at both", ca, cb, want)
+		}
+		time.Sleep(5 * time.Second) // P restarts: no hello
+		for _, s := range []*Server{a, b} {
+			s.roster.Expire(p) // the probe of P failed (onServerDisconnect)
+			s.mu.Lock()
+			s.attestDownLocked(eps[s], p)
+			s.mu.Unlock()
+		}
+		time.Sleep(5 * time.Second) // virtual: the grown evidence spread
+		if ca, cb := counts(a), counts(b); !maps.Equal(ca, want) || !maps.Equal(cb, want) {
+			t.Errorf("P's outage after the epoch ended: A counts %v, B %v; want %v at both (the charge moved)", ca, cb, want)
 		}
 	})
 }

@@ -140,6 +140,17 @@ func (r *Table) Get(id peer.ID) *Member {
 	return nil
 }
 
+// LastSeen returns id's last hello, live or not; false if id is no
+// member.
+func (r *Table) LastSeen(id peer.ID) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m := r.m[id]; m != nil {
+		return m.Seen, true
+	}
+	return time.Time{}, false
+}
+
 // Len is the number of members, live or not.
 func (r *Table) Len() int {
 	r.mu.Lock()
