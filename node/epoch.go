@@ -209,6 +209,9 @@ type roundsState struct {
 	dries      map[dryKey]wire.Dry
 	shown      map[dryKey]wire.OnionReceipt
 	heldLogged map[dryKey]bool
+	// ranDry: this primary's slots it ever signed dry (the dry
+	// statements themselves are pruned with their rounds).
+	ranDry map[uint32]bool
 	// receipted: the slots and rounds this primary receipted, kept past
 	// the epoch's end (its onions are not); never signed dry.
 	receipted map[dryKey]bool

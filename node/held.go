@@ -27,9 +27,38 @@ import (
 // dryKey names a slot of a round.
 type dryKey struct{ round, slot uint32 }
 
-// heldCap bounds an epoch's dry statements and shown receipts here: a
-// few rounds' worth of every slot.
+// heldCap bounds this primary's receipt records (receiptLocked): a few
+// rounds' worth of every slot.
 func (e *sepoch) heldCap() int { return 4*len(e.final.Desc.Clients) + 16 }
+
+// The dry statements and shown receipts held here are keyed by slot and
+// round, each checked against the signature of the slot's primary, and
+// taken only of the rounds heldRound allows: every signer fills only its
+// own slots' keys, so one table holds at most every slot's window and no
+// signer or sender crowds out another's, nor one table the other (the
+// tables had one shared cap before, which a primary of many slots could
+// fill). pruneHeldLocked drops the rounds with a final list here.
+
+// pruneHeldLocked drops the dry statements and shown receipts of rounds
+// with a final list here, once a table holds more than every slot's
+// window. Call with s.mu held.
+func (e *sepoch) pruneHeldLocked() {
+	bound := len(e.final.Desc.Clients) * int(uint32(max(e.final.Desc.Params.W, 1))+roundsAhead)
+	if len(e.dries) > bound {
+		for k := range e.dries {
+			if k.round < e.listHigh {
+				delete(e.dries, k)
+			}
+		}
+	}
+	if len(e.shown) > bound {
+		for k := range e.shown {
+			if k.round < e.listHigh {
+				delete(e.shown, k)
+			}
+		}
+	}
+}
 
 // heldRound reports whether round r may hold a dry statement or a shown
 // receipt here: one without a final list here, no further ahead than a
@@ -73,18 +102,12 @@ func (e *sepoch) signedDry(r, sl uint32) bool {
 
 // dryEver reports whether this primary signed slot sl dry for any round
 // (its key's admission priority drops, ltexclude.go). Call with s.mu held.
-func (e *sepoch) dryEver(sl uint32) bool {
-	for k, d := range e.dries {
-		if k.slot == sl && int(d.Server) == e.pos {
-			return true
-		}
-	}
-	return false
-}
+func (e *sepoch) dryEver(sl uint32) bool { return e.ranDry[sl] }
 
 // signDryLocked signs slot sl of this primary dry for round r, once, and
 // keeps the statement; false if the slot holds an onion of r (or has one
-// handed over for it), is dead or the table is full. Call with s.mu held.
+// handed over for it), is dead or r is outside heldRound. Call with s.mu
+// held.
 func (s *Server) signDryLocked(e *sepoch, r, sl uint32) (wire.Dry, bool) {
 	k := dryKey{r, sl}
 	if d, ok := e.dries[k]; ok {
@@ -92,7 +115,7 @@ func (s *Server) signDryLocked(e *sepoch, r, sl uint32) (wire.Dry, bool) {
 	}
 	// An ended epoch's onions are dropped: no dry statement is signed
 	// after its end, nor of a slot receipted (rev40a).
-	if e.ended || e.receipted[k] || e.isDead(sl) || e.handover.Has(sl, r) || len(e.dries) >= e.heldCap() {
+	if e.ended || e.receipted[k] || e.isDead(sl) || e.handover.Has(sl, r) || !e.heldRound(r) {
 		return wire.Dry{}, false
 	}
 	if x := e.rounds[r]; x != nil {
@@ -109,7 +132,12 @@ func (s *Server) signDryLocked(e *sepoch, r, sl uint32) (wire.Dry, bool) {
 	if e.dries == nil {
 		e.dries = map[dryKey]wire.Dry{}
 	}
+	if e.ranDry == nil {
+		e.ranDry = map[uint32]bool{}
+	}
 	e.dries[k] = d
+	e.ranDry[sl] = true
+	e.pruneHeldLocked()
 	return d, true
 }
 
@@ -203,13 +231,14 @@ func checkDryLocked(e *sepoch, d *wire.Dry, r uint32) error {
 func (s *Server) noteDryLocked(e *sepoch, d wire.Dry) {
 	k := dryKey{d.Round, d.Slot}
 	if _, ok := e.dries[k]; !ok {
-		if !e.heldRound(d.Round) || len(e.dries) >= e.heldCap() {
+		if !e.heldRound(d.Round) {
 			return
 		}
 		if e.dries == nil {
 			e.dries = map[dryKey]wire.Dry{}
 		}
 		e.dries[k] = d
+		e.pruneHeldLocked()
 	}
 	s.matchHeldLocked(e, k)
 }
@@ -305,21 +334,31 @@ func allSlots(n int) []uint32 {
 	return out
 }
 
-// onDrySet takes S_0's dry statements of a round it could not fill.
+// onDrySet takes S_0's dry statements of a round it could not fill:
+// decoded only once the sender is S_0 of an epoch held here, within the
+// epoch's limits.
 func (s *Server) onDrySet(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	var set wire.DrySet
-	if err := set.Unmarshal(body, proto.GenericLimits()); err != nil {
+	id, round, err := wire.DrySetHead(body)
+	if err != nil {
 		return 0, nil, err
 	}
-	e, err := s.epochFor(set.Epoch)
+	e, err := s.epochFor(id)
 	if err != nil {
 		return 0, nil, err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e.final.Chain[0] != from || set.Round >= e.final.Desc.Params.Rounds {
+	if e.final.Chain[0] != from || round >= e.final.Desc.Params.Rounds {
+		s.mu.Unlock()
 		return 0, nil, errors.New("node: dry statements come from S_0, of a round of the epoch")
 	}
+	lim := proto.LimitsFor(e.final.Desc.Params, len(e.final.Chain))
+	s.mu.Unlock()
+	var set wire.DrySet
+	if err := set.Unmarshal(body, lim); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, d := range set.Dries {
 		if checkDryLocked(e, &d, set.Round) == nil {
 			s.noteDryLocked(e, d)
@@ -366,6 +405,7 @@ func (s *Server) onShowReceipt(body []byte) (wire.Type, []byte, error) {
 			e.shown = map[dryKey]wire.OnionReceipt{}
 		}
 		e.shown[k] = r
+		e.pruneHeldLocked()
 	}
 	s.matchHeldLocked(e, k)
 	return wire.TypeAck, ack, nil

@@ -295,7 +295,7 @@ func TestReturningClientsFirst(t *testing.T) {
 		// first without a list, when the epoch of 10 rounds ended).
 		prev := &sepoch{pos: 0}
 		prev.roundsState.listHigh = 3
-		prev.reg.Table().LT, prev.dries = map[[32]byte]intake.LT{}, map[dryKey]wire.Dry{}
+		prev.reg.Table().LT, prev.dries, prev.ranDry = map[[32]byte]intake.LT{}, map[dryKey]wire.Dry{}, map[uint32]bool{}
 		prev.rounds = map[uint32]*sround{}
 		next := prev.round(3)
 		prevDesc := &wire.Descriptor{Number: 4, Params: wire.Params{Rounds: 10}}
@@ -310,6 +310,7 @@ func TestReturningClientsFirst(t *testing.T) {
 			if i >= 20 {
 				if i < 24 {
 					prev.dries[dryKey{4, uint32(i)}] = wire.Dry{Round: 4, Slot: uint32(i)} // signed by S_0, this primary
+					prev.ranDry[uint32(i)] = true
 				}
 				dry[reg] = true
 				s.keys.NoteClientEnd(lt, 3, false) // clean once, before

@@ -126,6 +126,15 @@ func (m *DrySet) Marshal() []byte {
 	return e.B
 }
 
+// DrySetHead decodes a DrySet's epoch and round alone: a receiver checks
+// its sender's role before it decodes the statements.
+func DrySetHead(b []byte) (epoch [32]byte, round uint32, err error) {
+	d := Dec{B: b}
+	epoch = d.Array32("epoch id")
+	round = d.U32("round")
+	return epoch, round, d.Err
+}
+
 func (m *DrySet) Unmarshal(b []byte, l Limits) error {
 	d := Dec{B: b}
 	m.Epoch = d.Array32("epoch id")
