@@ -237,9 +237,9 @@ func (s *Server) onAttestReq(from peer.ID, body []byte) (wire.Type, []byte, erro
 		a = s.closeAttestLocked(e)
 	} else if q.Kind == wire.AbortDown {
 		a = s.downAttestLocked(e, int(q.Round))
-	} else if q.Kind == wire.AbortNoList {
-		a = s.listAttestLocked(e, q.Round)
-	} else if e.attestable(q.Round) {
+	} else if q.Kind != wire.AbortNoList && e.attestable(q.Round) {
+		// None of a list (kind 7): its abort charges its signer
+		// whatever is attested (listdue.go).
 		a = s.roundAttestLocked(e, q.Round)
 	}
 	if a == nil {

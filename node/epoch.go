@@ -180,9 +180,6 @@ type roundsState struct {
 	// equivocation.
 	attested    map[uint32]*wire.Attest
 	closeAttest *wire.Attest
-	// listAttested: this server's one signed attestation of each
-	// round's final list (listdue.go), as attested.
-	listAttested map[uint32]*wire.Attest
 	// downAttest: this server's signed attestation that the server at
 	// each chain position was down (serverdown.go), one a position;
 	// downAborts: the signed aborts saying so seen here (a few a

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -14,19 +13,22 @@ import (
 
 // A list due (docs/protocol.md §5.3, "A list due"): S_0 proposes and
 // delivers every round's final request list, and an epoch ends only once
-// its last rounds' lists are there (answerRound). An S_0 that published
-// every round but listed none of the last left every round published, so
-// none stale (stale.go), and the epoch, and with it the group's numbers
-// (busy), held for good with nobody charged. So a round published here
+// its last rounds' lists are there (answerRound). A round published here
 // has its list due at blame.Dues.ListDue; past it this server asks the
-// chain for the list, and at ListGone ends the epoch with an abort of
-// kind AbortNoList, which charges S_0 on the chain's signed attestations
-// that no list came by their own dues, else its signer (blame.ChargeOf).
+// chain for the list until it has it or the epoch ends, so that a list
+// lost on one link comes from the servers that have it. It signs no
+// abort for a list that never comes: an abort charged on the chain's
+// attestations that none came framed an honest S_0 whose list a corrupt
+// signer held back past the due, and an honest asker that a corrupt S_0
+// served some servers only; telling "no proposal
+// came" from "a signature was withheld" needs evidence the protocol does
+// not have yet. An S_0 that never lists a published round holds the
+// epoch, and through busy the group, as it did before the due.
 
-// endListlessLocked starts asking for the list of the first round of e
-// published here whose list is past its due, and then ending e for it.
-// Call with s.mu held.
-func (s *Server) endListlessLocked(e *sepoch) {
+// askListLocked starts asking the chain for the list of the first
+// round of e published here whose list is past its due. Call with s.mu
+// held.
+func (s *Server) askListLocked(e *sepoch) {
 	if e.ended || e.final == nil || e.pos <= 0 || e.listAsking {
 		return
 	}
@@ -38,7 +40,7 @@ func (s *Server) endListlessLocked(e *sepoch) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.endListless(e, q)
+		s.askList(e, q)
 	}()
 }
 
@@ -75,11 +77,15 @@ func (e *sepoch) listMissing(x *sround) bool {
 	return x != nil && x.pubDone && !x.void && x.list == nil
 }
 
-// endListless asks the chain for round q's final list, every half round
-// limit until ListGone, and then ends e with the abort of the missing
-// list if it did not come (nor the epoch's end otherwise).
-func (s *Server) endListless(e *sepoch, q uint32) {
-	half := time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond / 2
+// askList asks the chain for round q's final list every half round limit
+// until it is here or e ended; past ListGone it warns once and asks half
+// as often each time, down to once in eight round limits, so that an
+// epoch held for good costs its servers, and a chain server answering
+// each ask with a list's worth of bytes costs them, little.
+func (s *Server) askList(e *sepoch, q uint32) {
+	limit := time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond
+	every := limit / 2
+	warned := false
 	for {
 		s.mu.Lock()
 		x := e.rounds[q]
@@ -88,7 +94,14 @@ func (s *Server) endListless(e *sepoch, q uint32) {
 			s.mu.Unlock()
 			return
 		}
-		wait := time.Until(e.dues().ListGone(e.times(q)))
+		if gone := e.dues().ListGone(e.times(q)); !gone.IsZero() && !time.Now().Before(gone) {
+			if warned {
+				every = min(2*every, 8*limit)
+			} else {
+				warned = true
+				s.log.Warn("request list past its due: still asking the chain", "number", e.final.Desc.Number, "round", q)
+			}
+		}
 		var others []peer.ID
 		for _, p := range e.final.Chain {
 			if p != s.h.ID() {
@@ -96,11 +109,8 @@ func (s *Server) endListless(e *sepoch, q uint32) {
 			}
 		}
 		s.mu.Unlock()
-		if wait <= 0 {
-			break
-		}
-		ctx, cancel := context.WithTimeout(s.ctx, min(half, wait))
-		reps, _ := s.each(ctx, others, transport.Request{Proto: ProtoRound, Type: wire.TypeListReq, Body: (&wire.EpochRef{Epoch: e.final.ID, Round: q}).Marshal(), Timeout: min(half, wait)})
+		ctx, cancel := context.WithTimeout(s.ctx, every)
+		reps, _ := s.each(ctx, others, transport.Request{Proto: ProtoRound, Type: wire.TypeListReq, Body: (&wire.EpochRef{Epoch: e.final.ID, Round: q}).Marshal(), Timeout: min(every, limit)})
 		for i, rep := range reps {
 			if rep != nil && s.takeAskedList(e, q, others[i], rep) {
 				break
@@ -112,14 +122,6 @@ func (s *Server) endListless(e *sepoch, q uint32) {
 			return
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e.ended || !e.listMissing(e.rounds[q]) {
-		e.listAsking = false
-		return
-	}
-	s.log.Warn("listless epoch: no request list by its due", "number", e.final.Desc.Number, "round", q)
-	s.endNoList(e, q, fmt.Sprintf("round %d: no request list by its due", q))
 }
 
 // takeAskedList takes rep, a chain server's answer to this server's
@@ -127,7 +129,7 @@ func (s *Server) endListless(e *sepoch, q uint32) {
 // its list here now. Only a list of exactly (e, q) counts: any other
 // valid list of the epoch, an old one a corrupt server answers with,
 // is taken by onRoundList without error and held this server's asking
-// at one reply (the rev41b review).
+// at one reply.
 func (s *Server) takeAskedList(e *sepoch, q uint32, from peer.ID, rep []byte) bool {
 	var rl wire.RoundList
 	if rl.Unmarshal(rep, proto.GenericLimits()) != nil || rl.Epoch != e.final.ID || rl.Round != q {
@@ -140,51 +142,4 @@ func (s *Server) takeAskedList(e *sepoch, q uint32, from peer.ID, rep []byte) bo
 	defer s.mu.Unlock()
 	x := e.rounds[q]
 	return x != nil && x.list != nil
-}
-
-// endNoList ends e for round q's missing list with an abort that says so
-// (AbortNoList), attested here as it ends. Call with s.mu held.
-func (s *Server) endNoList(e *sepoch, q uint32, reason string) {
-	s.endQuiet(e, reason)
-	s.listAttestLocked(e, q)
-	s.broadcastAbortKind(e, wire.AbortNoList, q, reason)
-}
-
-// listAttestLocked is this server's signed attestation of round q's
-// final list: bit 0 (S_0's) set when the round was published here and
-// its list had not come by its due (ListDue), a list that came later
-// counting as missing, as a late root does (blame.Dues.Late), and the
-// due passed before the epoch ended here. Signed once the due passed or
-// the epoch ended, the answer ever after; nil before, or while the
-// round is not open here. Call with s.mu held.
-func (s *Server) listAttestLocked(e *sepoch, q uint32) *wire.Attest {
-	if a := e.listAttested[q]; a != nil {
-		return a
-	}
-	if e.final == nil || q >= e.final.Desc.Params.Rounds {
-		return nil
-	}
-	due := e.dues().ListDue(e.times(q))
-	if due.IsZero() {
-		return nil
-	}
-	stop := e.endedAt
-	if stop.IsZero() {
-		if time.Now().Before(due) {
-			return nil
-		}
-		stop = time.Now()
-	}
-	var bits uint64
-	if x := e.rounds[q]; x != nil && x.pubDone && !x.void && !due.After(stop) && (x.list == nil || x.listAt.After(due)) {
-		bits = 1
-	}
-	a := s.signAttestLocked(e, wire.AbortNoList, q, bits)
-	if a != nil {
-		if e.listAttested == nil {
-			e.listAttested = map[uint32]*wire.Attest{}
-		}
-		e.listAttested[q] = a
-	}
-	return a
 }

@@ -222,18 +222,13 @@ func (s *Server) noteAbortLocked(e *sepoch, a *wire.Abort, signer peer.ID, ev *w
 		down = s.downAttestLocked(e, int(a.Round))
 	}
 	// The charge is blame.ChargeOf the abort and its attestations (charges.go);
-	// of an abort that claims a missing publication or list, this server
+	// of an abort that claims a missing publication, this server
 	// adds its own whenever it takes it, the others theirs: a signer's
 	// second abort of the epoch (one of an unfilled round first) got none
 	// here, and its charge waited for good (TestEarlyNoPubCharged).
 	var own *wire.Attest
 	if a.Kind == wire.AbortNoPub && e.attestable(a.Round) {
 		own = s.roundAttestLocked(e, a.Round)
-	}
-	if a.Kind == wire.AbortNoList {
-		// Of any round, pruned too: a round past its due is listed
-		// past (the others' lists prune it).
-		own = s.listAttestLocked(e, a.Round)
 	}
 	if down != nil {
 		own = down

@@ -19,9 +19,10 @@ import (
 // (blame.ChargeOf). How long the epoch was quiet here counts for nothing.
 
 // endStaleLocked starts the end of e if one of its rounds is stale here,
-// or a list past its due (listdue.go). Call with s.mu held.
+// and asks the chain for a list past its due (listdue.go). Call with
+// s.mu held.
 func (s *Server) endStaleLocked(e *sepoch) {
-	s.endListlessLocked(e)
+	s.askListLocked(e)
 	if e.ended || e.final == nil || e.pos <= 0 || e.staleAsking {
 		return
 	}

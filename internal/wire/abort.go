@@ -40,10 +40,9 @@ const (
 	// back the other counts of its epoch.
 	AbortDown uint8 = 6
 	// AbortNoList: the signer published round Round and no final request
-	// list of it came by its due (v3, since kind 7). It charges S_0, which
-	// proposes and delivers every list, when more than half of the
-	// chain's servers other than S_0 attest none came by their own due,
-	// else its signer.
+	// list of it came by its due (v3, since kind 7). No honest server
+	// signs one; it charges its signer (attestations that no list came
+	// framed an honest S_0 whose list a signer held back).
 	AbortNoList uint8 = 7
 )
 

@@ -207,25 +207,11 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 		}
 		return signer, "server down (not backed): " + claimOf, nil
 	case kind == wire.AbortNoList:
-		// No final list of a published round: S_0 proposes and
-		// delivers every list, so it is S_0's when more than half of
-		// the others attest none came by their due; else the signer's.
-		// As for a missing publication, only once no attestation to
-		// come can move it (TestNoListChargeStays); two of one signer
-		// charge it.
-		if signer == ctx.Chain[0] {
-			return signer, fmt.Sprintf("round %d: no list, by S_0 itself: %s", round, claimOf), nil
-		}
-		if k, ok := equivocator(ev.Attests, kind); ok {
-			return ctx.Chain[k], fmt.Sprintf("round %d: position %d signed two attestations: %s", round, k, claimOf), nil
-		}
-		if backed(0) {
-			return ctx.Chain[0], fmt.Sprintf("round %d: no list from S_0 (attested): %s", round, claimOf), nil
-		}
-		if mayBack(0) {
-			return "", fmt.Sprintf("round %d: S_0's list may still be attested missing: %s", round, claimOf), nil
-		}
-		return signer, fmt.Sprintf("round %d: no list (not backed): %s", round, claimOf), nil
+		// No final list of a published round: no honest server signs
+		// one (node listdue.go). The attestations that none came by
+		// a server's due framed an honest S_0 whose list a corrupt
+		// signer held back, so they count for nothing; the signer's.
+		return signer, fmt.Sprintf("round %d: no list (signer's claim): %s", round, claimOf), nil
 	default: // a missing publication: an abort of kind NoPub, or a void
 		// Two different attestations of the round by one signer count
 		// as one word, every part either says it lacked (unionLacking):
@@ -279,25 +265,6 @@ func unionLacking(attests []wire.Attest, kind uint8) map[uint16]uint64 {
 		}
 	}
 	return out
-}
-
-// equivocator is the lowest chain position with two different
-// attestations of kind in attests (a lack claim is another kind).
-func equivocator(attests []wire.Attest, kind uint8) (uint16, bool) {
-	first := map[uint16]wire.Attest{}
-	var low uint16
-	found := false
-	for _, a := range attests {
-		if a.Kind != kind {
-			continue
-		}
-		if f, ok := first[a.Signer]; ok && f != a && (!found || a.Signer < low) {
-			low, found = a.Signer, true
-		} else if !ok {
-			first[a.Signer] = a
-		}
-	}
-	return low, found
 }
 
 // AttestedLacking is what each signer of attests said it lacked: an

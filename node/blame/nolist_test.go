@@ -10,13 +10,14 @@ import (
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
-// TestNoListChargesBackedS0: an abort of kind AbortNoList (no final list
-// of a published round by its due) over a chain of four charges S_0 only
-// when more than half of the three others attest the list missing (bit
-// 0); otherwise its signer, whoever signed it. S_0's own word counts for
-// nothing, nor another bit (judged as a missing publication, two
-// attestations of bit 2 charged S_2), nor another kind's attestation.
-func TestNoListChargesBackedS0(t *testing.T) {
+// TestNoListChargesSigner: an abort of kind AbortNoList (no final list
+// of a published round by its due) over a chain of four charges its
+// signer, whatever is attested: no honest server signs one, and the
+// others' true attestations that no list came by their due charged an
+// honest S_0 whose list a corrupt signer held back (the rev41b review;
+// before, the first two cases charged S_0). Another kind's attestation
+// is refused.
+func TestNoListChargesSigner(t *testing.T) {
 	var privs []crypto.PrivKey
 	var chain []peer.ID
 	for range 4 {
@@ -48,19 +49,28 @@ func TestNoListChargesBackedS0(t *testing.T) {
 		attests []wire.Attest
 		want    peer.ID
 	}{
-		{"two of the three others lack it: S_0", 1, []wire.Attest{none(1), none(2)}, chain[0]},
-		{"all three: S_0", 3, []wire.Attest{none(1), none(2), none(3)}, chain[0]},
-		{"the signer alone: nobody yet", 1, []wire.Attest{none(1)}, ""},
-		{"the others hold it: the signer", 1, []wire.Attest{none(1), held(2), held(3)}, chain[1]},
-		{"S_0's own word does not count", 2, []wire.Attest{none(2), none(0), held(1), held(3)}, chain[2]},
-		{"no attestations: nobody yet", 3, nil, ""},
-		{"signed by S_0: S_0", 0, nil, chain[0]},
-		{"only S_0's bit counts", 1, []wire.Attest{attest(1, wire.AbortNoList, 1<<2), attest(3, wire.AbortNoList, 1<<2)}, chain[1]},
-		{"an equivocator is charged", 1, []wire.Attest{none(1), none(2), held(2)}, chain[2]},
+		{"two of the three others lack it", 1, []wire.Attest{none(1), none(2)}, chain[1]},
+		{"all three", 3, []wire.Attest{none(1), none(2), none(3)}, chain[3]},
+		{"the signer alone", 1, []wire.Attest{none(1)}, chain[1]},
+		{"the others hold it", 1, []wire.Attest{none(1), held(2), held(3)}, chain[1]},
+		{"S_0's own word", 2, []wire.Attest{none(2), none(0), held(1), held(3)}, chain[2]},
+		{"no attestations", 3, nil, chain[3]},
+		{"signed by S_0", 0, nil, chain[0]},
+		{"an equivocator", 1, []wire.Attest{none(1), none(2), held(2)}, chain[1]},
 	} {
 		got, _, err := ChargeOf(&wire.Charge{Kind: wire.EvAbort, Number: num, Item: abort(c.signer), Attests: c.attests}, ctx)
 		if err != nil || got != c.want {
 			t.Errorf("%s: charged %v (%v), want %v", c.name, got, err, c.want)
+		}
+	}
+	// Nor is it held for attestations to come: a round nobody attests
+	// (past the epoch's rounds), under a final descriptor or none,
+	// charged nobody for good (the rev42a review, F1).
+	for _, final := range []bool{true, false} {
+		c := ctx
+		c.Final = final
+		if got, _, err := ChargeOf(&wire.Charge{Kind: wire.EvAbort, Number: num, Item: abort(1)}, c); err != nil || got != chain[1] {
+			t.Errorf("final %v, no attestation: charged %v (%v), want its signer", final, got, err)
 		}
 	}
 	// A missing publication's attestations back no missing list.
