@@ -5,6 +5,7 @@ package node
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,12 +119,18 @@ func (ln *listNet) charges(t *testing.T, servers []*Server, culprit *Server) {
 // charged. With the list-due abort (rev40b) they ended it and charged
 // S_0 on their attestations that no list came, the same attestations
 // that charged an honest S_0 whose list a corrupt signer held back
-// (TestLateListSignature).
+// (TestLateListSignature). Past ListGone each asks half as often each
+// time, down to once in eight round limits: over eight virtual minutes
+// the three ask S_0 at most 90 times (every half round limit, 720).
 func TestListlessChargesNobody(t *testing.T) {
 	virtual(t, func(t *testing.T) {
 		ln := startListNet(t)
 		last := ln.fn.servers[0].cfg.Params.Rounds - 1
-		ln.chain[0].hooks.Store(&serverHooks{noList: func(r uint32) bool { return r >= last-1 }})
+		var asked atomic.Int64
+		ln.chain[0].hooks.Store(&serverHooks{
+			noList:       func(r uint32) bool { return r >= last-1 },
+			listReqRound: func(r uint32) uint32 { asked.Add(1); return r },
+		})
 		honest := ln.chain[1:]
 		if err := wait.Until(context.Background(), 3*time.Minute, func() bool {
 			for _, s := range honest {
@@ -140,7 +147,13 @@ func TestListlessChargesNobody(t *testing.T) {
 		}); err != nil {
 			t.Fatalf("round %d never published and past its list's ListGone at the honest servers", last)
 		}
-		time.Sleep(time.Minute) // virtual: an abort would have come
+		asked.Store(0)
+		time.Sleep(8 * time.Minute) // virtual: an abort would have come
+		if n := asked.Load(); n > 90 {
+			t.Errorf("S_0 asked for the list %d times in 8 min past ListGone, want at most 90", n)
+		} else {
+			t.Logf("S_0 asked for the list %d times in 8 min past ListGone", n)
+		}
 		for _, s := range honest {
 			s.mu.Lock()
 			e := s.epochs[ln.id]
