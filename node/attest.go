@@ -35,6 +35,14 @@ func (e *sepoch) times(q uint32) *blame.Round {
 	if at, ok := e.sentAt[q]; ok && e.pos >= 0 && e.pos < m {
 		r.Parts[e.pos] = at
 	}
+	for j := 0; j < m-1; j++ {
+		if c := e.copies[rootKey{q, uint16(j + 1)}]; c != nil {
+			if r.In == nil {
+				r.In = make([]time.Time, m)
+			}
+			r.In[j] = c.in
+		}
+	}
 	if x := e.rounds[q]; x != nil && len(x.notes) > 0 {
 		r.Notes = make([]blame.Note, m)
 		for j, n := range x.notes {
@@ -105,9 +113,16 @@ func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 		// (blame.ChargeOf).
 		return s.keepAttestLocked(e, q, s.signAttestLocked(e, wire.AbortNoPub, q, 0))
 	}
+	d := e.dues()
 	if stop.IsZero() {
+		// Not before any copy still to come could count (Settled).
 		if time.Now().Before(due[m-1]) {
 			return nil
+		}
+		for j := 0; j < m-1; j++ {
+			if time.Now().Before(d.Settled(due, j, m)) {
+				return nil
+			}
 		}
 		stop = time.Now()
 	}
@@ -117,8 +132,12 @@ func (s *Server) roundAttestLocked(e *sepoch, q uint32) *wire.Attest {
 			var held bool
 			dueJ := due[j]
 			if j < m-1 {
+				// Missing once no relayed copy still to come can
+				// count, so that every honest server attests alike
+				// (rootrelay.go).
+				dueJ = d.Settled(due, j, m)
 				_, held = e.roots[rootKey{q, uint16(j + 1)}]
-				held = held && !e.dues().Late(e.times(q), due, j)
+				held = held && !d.Late(e.times(q), due, j)
 				// A batch whose receiver said it lacks it is held
 				// only with its body (lack.go): from the note, the
 				// signer had until bodyDue to hand it over here.

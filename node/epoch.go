@@ -167,7 +167,8 @@ type roundsState struct {
 	// endedAt: when the epoch ended here. A round's absences are due from
 	// these (charges.go absenceDue), never from a root alone.
 	rootAt  map[rootKey]time.Time
-	sentAt  map[uint32]time.Time // when this server passed each round on (its root)
+	copies  map[rootKey]*partCopy // each part's copies taken here (rootrelay.go)
+	sentAt  map[uint32]time.Time  // when this server passed each round on (its root)
 	openAt  map[uint32]time.Time
 	endedAt time.Time
 	// liveAtEnd: bit j, chain server j was live in the roster here when

@@ -428,6 +428,8 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.ix.PIR.OnPadAnswers(from, body)
 	case wire.TypeRoot:
 		return s.onRoot(from, body)
+	case wire.TypeRootRelay:
+		return s.onRootRelay(from, body)
 	case wire.TypeGetBatch:
 		return s.onGetBatch(from, body)
 	case wire.TypeLack:

@@ -207,22 +207,36 @@ func (s *Server) onRoot(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if err := r.Unmarshal(body); err != nil {
 		return 0, nil, err
 	}
+	return s.takeRoot(from, r, nil)
+}
+
+// takeRoot takes a copy of a signed part's root handed here by from, with
+// the relay signatures it carries (rootrelay.go; none from its signer, or
+// a plain hand-on).
+func (s *Server) takeRoot(from peer.ID, r wire.Root, relays []wire.RelaySig) (wire.Type, []byte, error) {
 	e, err := s.epochFor(r.Epoch)
 	if err != nil {
 		return 0, nil, err
 	}
 	v := e.final
 	// From its signer, or handed on by another chain server to its
-	// receiver (forwardRoot) or, S_0's, to every server (relayOpening):
-	// the signature is the signer's either way.
+	// receiver (forwardRoot) or, S_0's, to every server (relayOpening),
+	// or relayed signed (rootrelay.go): the signature is the signer's
+	// either way.
 	if r.S < 1 || int(r.S) > len(v.Chain) || r.Round >= v.Desc.Params.Rounds ||
-		(v.Chain[r.S-1] != from && !proto.InChain(v.Chain, from)) {
+		(v.Chain[r.S-1] != from && !proto.InChain(v.Chain, from)) || len(relays) > len(v.Chain) {
 		return 0, nil, errors.New("node: root announced by the wrong server")
 	}
 	// A copy of a root held here already needs no second check of its
 	// signature; a different one does (it may be the signer's second).
+	// One this server relayed already changes nothing (relayTaken).
 	s.mu.Lock()
-	old, had := e.roots[rootKey{r.Round, r.S}]
+	k := rootKey{r.Round, r.S}
+	if e.relayTaken(k, &r) {
+		s.mu.Unlock()
+		return wire.TypeAck, ack, nil
+	}
+	old, had := e.roots[k]
 	if a, ok := e.aheadS0[r.Round]; ok && !had && r.S == 1 {
 		old, had = a, true
 	}
@@ -232,6 +246,9 @@ func (s *Server) onRoot(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		if err := proto.VerifyPeerSig(v.Chain[r.S-1], batchDigest(&b), r.Sig); err != nil {
 			return 0, nil, err
 		}
+	}
+	if err := checkRelays(v.Chain, &r, relays); err != nil {
+		return 0, nil, err
 	}
 	// Nothing is kept of a round too far ahead, or over (principle 3),
 	// but S_0's own part of a round ahead, held within its budget
@@ -243,9 +260,6 @@ func (s *Server) onRoot(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		s.mu.Unlock()
 		return wire.TypeAck, ack, nil
 	}
-	_, had = e.roots[rootKey{r.Round, r.S}]
-	_, open := e.openAt[r.Round]
-	opens := r.S == 1 && !open && e.pos > 0 // relayOpening hands it on
 	s.mu.Unlock()
 	if err != nil {
 		return 0, nil, err
@@ -255,39 +269,23 @@ func (s *Server) onRoot(from peer.ID, body []byte) (wire.Type, []byte, error) {
 		// Our own input: fetch it if it does not come (lack.go).
 		s.watchInput(e, r.Round)
 	}
-	if noted && !had && !opens {
-		s.relayPart(e, r, from)
+	if noted {
+		// Relayed, every part one honest server takes in time the
+		// others take in time too, so that they attest alike: a signer
+		// that showed its part to some servers only, or timed it to
+		// reach one at the edge of its due, split the honest servers'
+		// attestations, and with a corrupt minority withholding theirs
+		// the round's charge stayed on nobody for good
+		// (TestCorruptPairVoidRelayed, TestEdgeSplitCharged).
+		s.mu.Lock()
+		var outs []relayOut
+		if !e.ended && e.roots[k] == r {
+			outs = s.takeCopyLocked(e, r, relays, time.Now())
+		}
+		s.mu.Unlock()
+		s.sendRelays(e, outs)
 	}
 	return wire.TypeAck, ack, nil
-}
-
-// relayPart hands a signed part of a round seen here first to every other
-// chain server but its signer and the server it came from: a signer that
-// shows its part to some servers only split the honest servers'
-// attestations (some lacking it, some not), and with a corrupt minority
-// withholding theirs the round's charge stayed on nobody for good
-// (TestCorruptPairVoidRelayed). Relayed, every part one honest server
-// holds reaches the others within a message's delay, so that they attest
-// alike. Once a part and server, at most m − 3 messages of a hundred and
-// forty bytes.
-func (s *Server) relayPart(e *sepoch, r wire.Root, from peer.ID) {
-	if s.h == nil {
-		return
-	}
-	v := e.final
-	msg := r.Marshal()
-	for _, p := range v.Chain {
-		if p == s.h.ID() || p == from || p == v.Chain[r.S-1] || !s.hookRun().RootTo(r.Round, p, int(r.S) < len(v.Chain) && p == v.Chain[r.S]) {
-			continue
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			if _, err := transport.Call(s.ctx, s.h, p, transport.Request{Proto: ProtoRound, Type: wire.TypeRoot, Body: msg, Timeout: transport.ShortTimeout}); err != nil {
-				s.log.Debug("relay part", "round", r.Round, "to", p.ShortString(), "err", err)
-			}
-		}()
-	}
 }
 
 // relayOpening hands S_0's signed part of round r, which opened r here, to

@@ -46,6 +46,7 @@ func wideDecoders() map[string]func([]byte) error {
 		"index":           func(b []byte) error { var m Index; return m.Unmarshal(b, 1<<24) },
 		"indexreq":        func(b []byte) error { var m IndexReq; return m.Unmarshal(b) },
 		"root":            func(b []byte) error { var m Root; return m.Unmarshal(b) },
+		"rootrelay":       func(b []byte) error { var m RootRelay; return m.Unmarshal(b) },
 		"getbatch":        func(b []byte) error { var m BatchRef; return m.Unmarshal(b) },
 		"lack":            func(b []byte) error { var m BatchRef; return m.Unmarshal(b) },
 		"attestreq":       func(b []byte) error { var m AttestReq; return m.Unmarshal(b) },

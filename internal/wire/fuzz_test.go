@@ -58,6 +58,7 @@ func FuzzChunk(f *testing.F)       { fuzzDecoder(f, "chunk", "getchunk") }
 func FuzzIndex(f *testing.F)       { fuzzDecoder(f, "index") }
 func FuzzIndexReq(f *testing.F)    { fuzzDecoder(f, "indexreq") }
 func FuzzRoot(f *testing.F)        { fuzzDecoder(f, "root") }
+func FuzzRootRelay(f *testing.F)   { fuzzDecoder(f, "rootrelay") }
 func FuzzBatchRef(f *testing.F)    { fuzzDecoder(f, "getbatch", "lack") }
 func FuzzDropReq(f *testing.F)     { fuzzDecoder(f, "dropreq") }
 func FuzzDropStep(f *testing.F)    { fuzzDecoder(f, "dropstep") }

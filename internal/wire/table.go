@@ -96,6 +96,7 @@ var (
 	decSubmitBatch  = decoder(func(m *SubmitBatch, b []byte, l Limits) error { return m.Unmarshal(b, l) })
 	decBatch        = decoder(func(m *Batch, b []byte, l Limits) error { return m.Unmarshal(b, l) })
 	decRoot         = decoder(func(m *Root, b []byte, _ Limits) error { return m.Unmarshal(b) })
+	decRootRelay    = decoder(func(m *RootRelay, b []byte, _ Limits) error { return m.Unmarshal(b) })
 	decBatchRef     = decoder(func(m *BatchRef, b []byte, _ Limits) error { return m.Unmarshal(b) })
 	decRoundList    = decoder(func(m *RoundList, b []byte, l Limits) error { return m.Unmarshal(b, l) })
 	decClosingProp  = decoder(func(m *ClosingProposal, b []byte, l Limits) error { return m.Unmarshal(b, l.Rounds) })
@@ -211,6 +212,7 @@ var Messages = []Message{
 	req(ProtoRound, TypeRoundList, "RoundList", listCap, TypeAck, decRoundList),
 	req(ProtoRound, TypePadAnswers, "PadAnswers", size(MaxFrame), TypeAck, decPadAnswers),
 	req(ProtoRound, TypeRoot, "Root", size(256), TypeAck, decRoot),
+	req(ProtoRound, TypeRootRelay, "RootRelay", size(RootRelaySize(MaxServers)), TypeAck, decRootRelay),
 	req(ProtoRound, TypeGetBatch, "GetBatch", size(BatchRefSize), TypeBatch, decBatchRef),
 	req(ProtoRound, TypeLack, "Lack", size(AttestSize), TypeAck, decAttest),
 	req(ProtoRound, TypeClosingProposal, "ClosingProposal", size(MaxClosing), TypeSig, decClosingProp),

@@ -182,6 +182,7 @@ func vectors() []vector {
 		{"state", TypeState, &State{Live: 3, MinServers: 3, MinClients: 2, Waiting: 4, Phase: PhaseRounds, Number: 12, Registered: 5, Done: 7, Rounds: 32, RoundMillis: 850, SinceEnd: 41000}},
 		{"window", TypeWindow, &Window{Items: []WindowItem{{Number: 8, Epoch: k32(0xb1), Group: []byte("descriptor"), Closing: []byte("record"), Pool: []byte("pool")}, {Number: 7, Epoch: k32(0xb0), Group: []byte{}, Closing: []byte{}, Pool: []byte{}}}}},
 		{"root", TypeRoot, &Root{Epoch: k32(1), Round: 2, S: 1, Root: k32(9), Sig: k64(10)}},
+		{"rootrelay", TypeRootRelay, &RootRelay{Root: Root{Epoch: k32(1), Round: 2, S: 1, Root: k32(9), Sig: k64(10)}, Relays: []RelaySig{{Index: 3, Sig: k64(11)}, {Index: 2, Sig: k64(12)}}}},
 		{"receipt", TypeReceipt, &Receipt{Epoch: k32(1), Server: 2, RegKey: k32(0xa0), RegHash: k32(0xc0), Sig: k64(0x6d)}},
 		{"receiptset", TypeReceiptSet, &ReceiptSet{Epoch: k32(1), RegKey: k32(0xa0), Receipts: []Receipt{
 			{Epoch: k32(1), Server: 0, RegKey: k32(0xa0), RegHash: k32(0xc0), Sig: k64(0x6e)}, {Epoch: k32(1), Server: 1, RegKey: k32(0xa0), RegHash: k32(0xc0), Sig: k64(0x6f)}}}},

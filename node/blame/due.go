@@ -64,6 +64,10 @@ type Round struct {
 	// Notes has, by chain position j, the relay note of j's batch that
 	// its receiver asked there (zero At: none).
 	Notes []Note
+	// In has, by chain position j, when j's part counts as come for its
+	// lateness (Late): the earliest over its copies of arrival less a
+	// relay step per relay signature (RelayStep); zero: Parts.
+	In []time.Time
 }
 
 // Note is a noted server's times of one relay note: when the note came,
@@ -249,11 +253,57 @@ func (d Dues) Late(r *Round, due []time.Time, j int) bool {
 	if j == r.Self || j >= len(r.Parts) || j >= len(due) || r.Parts[j].IsZero() {
 		return false
 	}
-	at := due[j]
-	if j > 0 {
-		at = at.Add(d.LateGrace())
+	came := r.Parts[j]
+	if j < len(r.In) && !r.In[j].IsZero() && r.In[j].Before(came) {
+		came = r.In[j]
 	}
-	return r.Parts[j].After(at)
+	return came.After(d.lastIn(due, j))
+}
+
+// lastIn is the last instant part j may come here directly and count as
+// in time: its due, and LateGrace for j ≥ 1.
+func (d Dues) lastIn(due []time.Time, j int) time.Time {
+	if j > 0 {
+		return due[j].Add(d.LateGrace())
+	}
+	return due[j]
+}
+
+// RelayStep is how much later than lastIn a copy of a part may come here
+// for each relay signature it carries, of distinct chain servers other
+// than its signer, and still count as in time (docs/protocol.md §5.2,
+// "every honest server holds the same parts"): a message's delay and the
+// spread of the honest servers' dues (a root relayed at first sight), at
+// most half a fetch. An honest server that takes a part in time signs and
+// relays it at once, so that every honest server takes it in time too,
+// by a step more (Dolev and Strong's authenticated broadcast, 1983): a
+// signer that times its part to reach one honest server at the edge of
+// its due cannot split the honest servers' attestations
+// (TestEdgeSplitCharged, node).
+func (d Dues) RelayStep() time.Duration { return d.Fetch() / 2 }
+
+// Faults is how many corrupt servers of a chain of m the relay windows
+// allow for: fewer than half.
+func Faults(m int) int { return (m - 1) / 2 }
+
+// RelayWindow is how many relay signatures a copy of a part counts (more
+// count as that many), and Settled is when no copy still to come can
+// make part j count as in time here: Faults(m) relay steps past lastIn.
+// A copy with that many signatures of servers other than the part's
+// signer holds an honest one, which took the part in time and relayed
+// it to every server: by then every honest server took it.
+func (d Dues) Settled(due []time.Time, j, m int) time.Time {
+	return d.lastIn(due, j).Add(time.Duration(Faults(m)) * d.RelayStep())
+}
+
+// TakenIn reports whether a copy of part j with k relay signatures
+// coming at now counts as in time here (due from Due).
+func (d Dues) TakenIn(due []time.Time, j, k, m int, now time.Time) bool {
+	if j >= len(due) {
+		return true // the round not open: not late (Late)
+	}
+	k = min(k, Faults(m))
+	return !now.Add(-time.Duration(k) * d.RelayStep()).After(d.lastIn(due, j))
 }
 
 // LackEnd is when the server (r.Self ≥ 1), waiting since start for its

@@ -312,3 +312,41 @@ func TestReaskScales(t *testing.T) {
 		t.Errorf("at a 4 s round limit the pause is %v, want the 250 ms it was", p)
 	}
 }
+
+// TestRelayWindows: m = 5 (f = 2). A direct copy of part 1 counts as in
+// time up to its due and LateGrace; a copy with k relay signatures k relay
+// steps later, at most f; an In earlier than the arrival makes a late
+// part not late; the part is settled f steps past its last instant.
+func TestRelayWindows(t *testing.T) {
+	d := Dues{Limit: 4 * time.Second}
+	r := &Round{Open: t0, Self: 4, Parts: make([]time.Time, 5)}
+	r.Parts[0] = t0
+	due := d.Due(r)
+	last := due[1].Add(d.LateGrace())
+	step := d.RelayStep()
+	for _, c := range []struct {
+		k    int
+		at   time.Time
+		want bool
+	}{
+		{0, last, true}, {0, last.Add(time.Millisecond), false},
+		{1, last.Add(step), true}, {1, last.Add(step + time.Millisecond), false},
+		{2, last.Add(2 * step), true}, {3, last.Add(3 * step), false},
+	} {
+		if got := d.TakenIn(due, 1, c.k, 5, c.at); got != c.want {
+			t.Errorf("k = %d at last + %v: in time %v, want %v", c.k, c.at.Sub(last), got, c.want)
+		}
+	}
+	r.Parts[1] = last.Add(step)
+	if !d.Late(r, due, 1) {
+		t.Error("a direct copy a step late is not late")
+	}
+	r.In = make([]time.Time, 5)
+	r.In[1] = r.Parts[1].Add(-step) // that copy carried one relay signature
+	if d.Late(r, due, 1) {
+		t.Error("a copy with one relay signature a step late is late")
+	}
+	if got := d.Settled(due, 1, 5).Sub(last); got != 2*step {
+		t.Errorf("settled %v past the last instant, want %v", got, 2*step)
+	}
+}
