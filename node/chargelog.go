@@ -42,10 +42,12 @@ func (s *Server) spreadCharge(ev *wire.Charge, chain []peer.ID, skip peer.ID) {
 }
 
 // noteChargeLocked logs ev of held epoch e, with this server's own
-// attestation added at first sight (own), and relays it to the chain if
-// anything was new here. Call with s.mu held.
+// attestation added while the evidence held here has none of it (own),
+// and relays it to the chain if anything was new here: an abort held for
+// the final descriptor is logged before this server can attest its round
+// (holdPreFinalLocked). Call with s.mu held.
 func (s *Server) noteChargeLocked(e *sepoch, ev *wire.Charge, own *wire.Attest, from peer.ID) {
-	if own != nil && s.ref.HeldCharge(ev) == nil {
+	if own != nil && !s.attestHeld(ev, own) {
 		ev.Attests = append(ev.Attests, *own)
 	}
 	ctx := chargeCtxLocked(&s.cert, e)
@@ -61,6 +63,22 @@ func (s *Server) noteChargeLocked(e *sepoch, ev *wire.Charge, own *wire.Attest, 
 			s.spreadCharge(ev, ctx.Chain, from)
 		}
 	}()
+}
+
+// attestHeld reports whether the evidence of ev's object held here has
+// an attestation of own's signer and kind.
+func (s *Server) attestHeld(ev *wire.Charge, own *wire.Attest) bool {
+	b := s.ref.HeldCharge(ev)
+	var held wire.Charge
+	if b == nil || held.Unmarshal(b) != nil {
+		return false
+	}
+	for _, a := range held.Attests {
+		if a.Signer == own.Signer && a.Kind == own.Kind {
+			return true
+		}
+	}
+	return false
 }
 
 // chargeCtxLocked is e's blame.Context: from its number's certificate when

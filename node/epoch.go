@@ -153,6 +153,10 @@ type roundsState struct {
 	dead       []deadRoute
 	held       map[uint32]*heldInput
 	equivNamed bool // a server's two signed roots were named here
+	// preFinal holds the aborts for a missing publication or list that
+	// came before the final descriptor, one a signer and kind, taken
+	// when it comes (refusals.go holdPreFinalLocked).
+	preFinal map[preFinalKey]preFinalAbort
 	// noCloseAsking: this server gathers the attestations that the
 	// leader never closed the registration (rotate.go endUnclosedLocked).
 	noCloseAsking bool

@@ -385,5 +385,6 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.mixLoop(e) }()
 	}
+	s.takePreFinalLocked(e)
 	return wire.TypeAck, ack, nil
 }

@@ -181,6 +181,10 @@ func (s *Server) takeAbortLocked(e *sepoch, from peer.ID, ap *wire.Abort, ev *wi
 	if err := proto.VerifyPeerSig(signer, proto.AbortDigest(&a), a.Sig); err != nil {
 		return 0, nil, err
 	}
+	if (a.Kind == wire.AbortNoPub || a.Kind == wire.AbortNoList) && e.final == nil {
+		s.holdPreFinalLocked(e, from, a, ev)
+		return wire.TypeAck, ack, nil
+	}
 	// Any server of the chain may end the epoch: a fault anywhere stops
 	// it for all (within the refusal budget when nobody is named). Ended
 	// first, so that the round this server attests of an abort for a
@@ -192,6 +196,59 @@ func (s *Server) takeAbortLocked(e *sepoch, from peer.ID, ap *wire.Abort, ev *wi
 		s.relayAbort(e, body, from, signer)
 	}
 	return wire.TypeAck, ack, nil
+}
+
+// preFinalKey and preFinalAbort: an abort held until the final
+// descriptor (holdPreFinalLocked).
+type preFinalKey struct {
+	signer peer.ID
+	kind   uint8
+}
+
+type preFinalAbort struct {
+	from peer.ID
+	a    wire.Abort
+	ev   *wire.Charge
+}
+
+// holdPreFinalLocked keeps an abort for a missing publication or list
+// that came before this server's final descriptor, and takePreFinalLocked
+// takes it when the descriptor comes: no round ran here yet, and an honest
+// server signs such an abort only once its rounds ran. Taken at once, a
+// corrupt server's abort raced the final descriptor: the servers it ended
+// refused the descriptor, never attested a round, and the abort, judged
+// under the final certificate, charged nobody for good (TestAbortRacesFinal;
+// the rev42a review's F2). Held, it ends nothing until the rounds could
+// run, and its round is attested then. One a signer and kind, at most 2m.
+// Call with s.mu held.
+func (s *Server) holdPreFinalLocked(e *sepoch, from peer.ID, a wire.Abort, ev *wire.Charge) {
+	k := preFinalKey{peer.ID(a.Signer), a.Kind}
+	if _, ok := e.preFinal[k]; ok {
+		return
+	}
+	if e.preFinal == nil {
+		e.preFinal = map[preFinalKey]preFinalAbort{}
+	}
+	e.preFinal[k] = preFinalAbort{from: from, a: a, ev: ev}
+	// Logged now all the same, so that every server holds the same
+	// evidence: judged under no final certificate it charges nobody yet
+	// (blame.ChargeOf), and under the final one once it comes (Rejudge).
+	if ev == nil {
+		ev = &wire.Charge{Kind: wire.EvAbort, Number: e.v.Desc.Number, Item: a.Marshal()}
+	}
+	s.noteChargeLocked(e, ev, nil, "")
+}
+
+// takePreFinalLocked takes the aborts held for e's final descriptor, now
+// come (holdPreFinalLocked). Call with s.mu held.
+func (s *Server) takePreFinalLocked(e *sepoch) {
+	held := e.preFinal
+	e.preFinal = nil
+	for _, h := range held {
+		if _, _, err := s.takeAbortLocked(e, h.from, &h.a, h.ev); err != nil {
+			s.log.Debug("held abort", "err", err)
+		}
+	}
 }
 
 // relayAbort sends a signed abort on to every server of the chain but this

@@ -218,10 +218,14 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 		// charging the equivocator moved a charge already given onto it,
 		// when and as the corrupt pair chose (TestEquivocationMovesNoCharge).
 		if ev.Kind == wire.EvAbort && !ctx.Final {
-			// No round ran before the final descriptor: no honest
-			// server attests one, and the verdict would wait for good
-			// (TestAbortBeforeFinalCharged).
-			return signer, fmt.Sprintf("round %d: no round before the final descriptor: %s", round, claimOf), nil
+			// No round ran before the final descriptor, and no honest
+			// server ends its epoch on such an abort before it holds
+			// the descriptor (node holdPreFinalLocked): nobody, until
+			// the number's final certificate comes, if it does.
+			// Charged to its signer at once, the verdict moved with
+			// the certificate a server held (TestAbortBeforeFinalCharged;
+			// the rev42a review's F3).
+			return "", fmt.Sprintf("round %d: no round before the final descriptor: %s", round, claimOf), nil
 		}
 		// No honest server attests a part of a round before the final
 		// descriptor (it has no round), so no certificate kind is needed.

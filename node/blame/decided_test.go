@@ -263,18 +263,24 @@ func TestSelectionFramesNoDownstream(t *testing.T) {
 	}
 }
 
-// TestAbortBeforeFinalCharged (the rev41a review's case): an abort for a
-// missing publication under a number whose certificate is no final
-// descriptor (no round ran) charges its signer at once. Held, it waited
-// for attestations no honest server signs.
+// TestAbortBeforeFinalCharged (the rev42a review's F3, m = 5): honest S_3
+// aborts for S_2's missing part, which S_1, S_3 and S_4 attest lacking;
+// S_2 missed the final descriptor. Judged under no final certificate (at
+// S_2, before the final one came) the abort charged its signer, the
+// honest S_3, at once, and S_2 once the final certificate came: the
+// charge moved. Now nobody under no final certificate, S_2 under it.
 func TestAbortBeforeFinalCharged(t *testing.T) {
 	f := newFive(t)
+	a := &wire.Abort{Epoch: f.ctx.Epoch, Number: 9, Round: 5, Kind: wire.AbortNoPub, Signer: []byte(f.chain[3]), Reason: []byte("no publication")}
+	ev := &wire.Charge{Kind: wire.EvAbort, Number: 9, Item: f.abortBy(t, 3, a)}
+	MergeAttests(ev, []wire.Attest{f.sign(1, 1<<2|1<<3|1<<4), f.sign(3, 1<<2|1<<3|1<<4), f.sign(4, 1<<2|1<<3)})
 	ctx := f.ctx
 	ctx.Final = false
-	a := &wire.Abort{Epoch: f.ctx.Epoch, Number: 9, Round: 5, Kind: wire.AbortNoPub, Signer: []byte(f.chain[2]), Reason: []byte("no publication")}
-	ev := &wire.Charge{Kind: wire.EvAbort, Number: 9, Item: f.abortBy(t, 2, a)}
-	if p, _, err := ChargeOf(ev, ctx); err != nil || p != f.chain[2] {
-		t.Errorf("charged %q (%v), want its signer S_2", p.ShortString(), err)
+	if p, _, err := ChargeOf(ev, ctx); err != nil || p != "" {
+		t.Errorf("under no final certificate: charged %q (%v), want nobody", p.ShortString(), err)
+	}
+	if p, _, err := ChargeOf(ev, f.ctx); err != nil || p != f.chain[2] {
+		t.Errorf("under the final certificate: charged %q (%v), want S_2", p.ShortString(), err)
 	}
 }
 
