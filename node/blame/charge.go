@@ -140,11 +140,11 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 		}
 	}
 	if kind == wire.AbortNoPub {
-		// A round's attestations: a signer's word is every part any of
-		// its attestations says it lacked, so that a second one can only
-		// add to what backs a part and never takes a given charge away
-		// or moves it (TestEquivocationMovesNoCharge).
-		lacked = unionLacking(ev.Attests, kind)
+		// A round's attestations: a signer's word is the parts all of
+		// its attestations say it lacked (wordLacking): its second does
+		// not void its word, which moved a charge given onto it
+		// (TestEquivocationMovesNoCharge).
+		lacked = wordLacking(ev.Attests, kind)
 	}
 	// backed: more than half of the chain's servers other than j lacked
 	// j's part.
@@ -214,7 +214,7 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 		return signer, fmt.Sprintf("round %d: no list (signer's claim): %s", round, claimOf), nil
 	default: // a missing publication: an abort of kind NoPub, or a void
 		// Two different attestations of the round by one signer count
-		// as one word, every part either says it lacked (unionLacking):
+		// as one word, the parts both say it lacked (wordLacking):
 		// charging the equivocator moved a charge already given onto it,
 		// when and as the corrupt pair chose (TestEquivocationMovesNoCharge).
 		if ev.Kind == wire.EvAbort && !ctx.Final {
@@ -254,18 +254,26 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 	}
 }
 
-// unionLacking is, for each signer of an attestation of kind in attests,
-// every part any of its attestations says it lacked. An honest server
-// signs one attestation a round; a corrupt one that signs two gains
-// nothing by it: a part counts as backed by it if either says so, so
-// that the charge it helped give stays whatever it signs later. No
-// honest server is framed by it: its part, held by every honest server,
-// is backed by at most the corrupt minority.
-func unionLacking(attests []wire.Attest, kind uint8) map[uint16]uint64 {
+// wordLacking is, for each signer of an attestation of kind in attests,
+// the parts every one of its attestations says it lacked. An honest
+// server signs one attestation a round; a corrupt one that signs a
+// second can only take back what it said it lacked, never add to what
+// backs a part: adding, its second tipped a part before the one charged
+// and moved the charge there, when and onto whom the pair chose
+// (TestUnionFloodKeepsEvidence, node/internal/chargelog; the rev42b
+// review's G2). With the honest servers' attestations alike (node
+// rootrelay.go), a part is backed or refuted by them alone, and no
+// corrupt server's second moves a verdict given on them all.
+func wordLacking(attests []wire.Attest, kind uint8) map[uint16]uint64 {
 	out := map[uint16]uint64{}
 	for _, a := range attests {
-		if a.Kind == kind {
-			out[a.Signer] |= a.Lacking
+		if a.Kind != kind {
+			continue
+		}
+		if w, ok := out[a.Signer]; ok {
+			out[a.Signer] = w & a.Lacking
+		} else {
+			out[a.Signer] = a.Lacking
 		}
 	}
 	return out

@@ -204,14 +204,16 @@ func TestAbortNoPubChargeStays(t *testing.T) {
 	}
 }
 
-// TestEquivocatorWordIsUnion: S_2 gives attestation A (lacking part 1)
+// TestEquivocatorWord: S_2 gives attestation A (lacking parts 1, 3, 4)
 // to some and A' (lacking 3 and 4) to others. Every server holding both
-// counts S_2's word as every part either lacks, in every order of
-// arrival: with the others' in, part 1 is backed (S_0, S_2, S_3) and S_1
-// charged, as one holding A alone charges; the two alone charge nobody
-// yet. Before, both charged S_2, and a server holding A first charged S_1
-// and then moved the charge to S_2 (TestEquivocationMovesNoCharge).
-func TestEquivocatorWordIsUnion(t *testing.T) {
+// counts S_2's word as the parts both lack, in every order of arrival:
+// part 1 is then lacked by S_0 and S_3 only, not backed, and S_2's own
+// part is (S_0, S_1, S_3, S_4): S_2 is charged. One holding A alone
+// charges S_1: with the honest servers split on part 1 (S_4 holds it),
+// which their signed relays prevent (node TestEdgeSplitCharged), the
+// move is between the two corrupt servers, never onto an honest one.
+// The two alone charge nobody yet.
+func TestEquivocatorWord(t *testing.T) {
 	f := newFive(t)
 	const tail = 1<<3 | 1<<4
 	a, a2 := f.sign(2, 1<<1|tail), f.sign(2, tail)
@@ -220,8 +222,8 @@ func TestEquivocatorWordIsUnion(t *testing.T) {
 		order []wire.Attest
 		want  peer.ID
 	}{
-		{append(append([]wire.Attest{a}, base...), a2), f.chain[1]},
-		{append(append([]wire.Attest{a2}, base...), a), f.chain[1]},
+		{append(append([]wire.Attest{a}, base...), a2), f.chain[2]},
+		{append(append([]wire.Attest{a2}, base...), a), f.chain[2]},
 		{append([]wire.Attest{a}, base...), f.chain[1]},
 		{[]wire.Attest{a2, a}, ""},
 		{[]wire.Attest{a, a2}, ""},
@@ -328,8 +330,8 @@ func TestNoListChargeStays(t *testing.T) {
 // 1: S_1 is charged. S_2, S_1's corrupt partner, then hands the chain a
 // second attestation (nothing lacking). Before, two attestations of one
 // signer charged it: the given charge moved from S_1 to S_2, when and
-// onto whom the pair chose. Now an equivocator's word is every part
-// either of its attestations lacks: the charge stays on S_1.
+// onto whom the pair chose. Now an equivocator's word is the parts all
+// its attestations lack: the three honest servers still back S_1.
 func TestEquivocationMovesNoCharge(t *testing.T) {
 	f := newFive(t)
 	const rest = 1<<1 | 1<<2 | 1<<3 | 1<<4

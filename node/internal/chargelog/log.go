@@ -66,7 +66,12 @@ func (rs *Log) LogCharge(ev *wire.Charge, ctx blame.Context) (bool, error) {
 	}
 	merged := &wire.Charge{Kind: ev.Kind, Number: ev.Number, Item: ev.Item}
 	if rec != nil {
-		if err := merged.Unmarshal(rec.Ev); err != nil {
+		if err := merged.Unmarshal(rec.Ev); err != nil && rec.Ev != nil {
+			// Never replaced by the incoming message alone: that
+			// dropped every attestation the record held.
+			rs.mu.Unlock()
+			return false, err
+		} else if err != nil {
 			merged = &wire.Charge{Kind: ev.Kind, Number: ev.Number, Item: ev.Item}
 		}
 	} else if slot != "" {
