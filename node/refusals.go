@@ -233,10 +233,13 @@ func (s *Server) holdPreFinalLocked(e *sepoch, from peer.ID, a wire.Abort, ev *w
 	// Logged now all the same, so that every server holds the same
 	// evidence: judged under no final certificate it charges nobody yet
 	// (blame.ChargeOf), and under the final one once it comes (Rejudge).
-	if ev == nil {
-		ev = &wire.Charge{Kind: wire.EvAbort, Number: e.v.Desc.Number, Item: a.Marshal()}
+	logged := &wire.Charge{Kind: wire.EvAbort, Number: e.v.Desc.Number, Item: a.Marshal()}
+	if ev != nil {
+		// A copy: the held one gets this server's attestation later,
+		// while the log may still read this one.
+		logged = &wire.Charge{Kind: ev.Kind, Number: ev.Number, Item: ev.Item, Attests: append([]wire.Attest(nil), ev.Attests...)}
 	}
-	s.noteChargeLocked(e, ev, nil, "")
+	s.noteChargeLocked(e, logged, nil, "")
 }
 
 // takePreFinalLocked takes the aborts held for e's final descriptor, now
