@@ -256,9 +256,11 @@ func (s *Server) onAttestReq(from peer.ID, body []byte) (wire.Type, []byte, erro
 		a = s.closeAttestLocked(e)
 	} else if q.Kind == wire.AbortDown {
 		a = s.downAttestLocked(e, int(q.Round))
-	} else if q.Kind != wire.AbortNoList && e.attestable(q.Round) {
-		// None of a list (kind 7): its abort charges its signer
-		// whatever is attested (listdue.go).
+	} else if q.Kind == wire.AbortNoList {
+		// A note that no list was proposed here, which ends an epoch
+		// charging nobody (listdue.go); it backs no abort.
+		a = s.listNoteLocked(e, q.Round)
+	} else if e.attestable(q.Round) {
 		a = s.roundAttestLocked(e, q.Round)
 	}
 	if a == nil {

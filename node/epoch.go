@@ -185,6 +185,9 @@ type roundsState struct {
 	// equivocation.
 	attested    map[uint32]*wire.Attest
 	closeAttest *wire.Attest
+	// listNoted: this server's one signed note of each round that no
+	// list was proposed to it by ListGone (listdue.go listNoteLocked).
+	listNoted map[uint32]*wire.Attest
 	// downAttest: this server's signed attestation that the server at
 	// each chain position was down (serverdown.go), one a position;
 	// downAborts: the signed aborts saying so seen here (a few a

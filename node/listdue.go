@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -22,8 +23,10 @@ import (
 // signer held back past the due, and an honest asker that a corrupt S_0
 // served some servers only; telling "no proposal
 // came" from "a signature was withheld" needs evidence the protocol does
-// not have yet. An S_0 that never lists a published round holds the
-// epoch, and through busy the group, as it did before the due.
+// not have yet. An S_0 that proposes no list ends its epoch, charging
+// nobody, once more than half of the chain signed that none came
+// (endUnproposed); one that has a list signed and delivers it nowhere
+// still holds the epoch, and through busy the group.
 
 // askListLocked starts asking the chain for the list of the first
 // round of e published here whose list is past its due. Call with s.mu
@@ -94,7 +97,9 @@ func (s *Server) askList(e *sepoch, q uint32) {
 			s.mu.Unlock()
 			return
 		}
-		if gone := e.dues().ListGone(e.times(q)); !gone.IsZero() && !time.Now().Before(gone) {
+		gone := e.dues().ListGone(e.times(q))
+		past := !gone.IsZero() && !time.Now().Before(gone)
+		if past {
 			if warned {
 				every = min(2*every, 8*limit)
 			} else {
@@ -109,6 +114,9 @@ func (s *Server) askList(e *sepoch, q uint32) {
 			}
 		}
 		s.mu.Unlock()
+		if past && s.endUnproposed(e, q) {
+			return
+		}
 		ctx, cancel := context.WithTimeout(s.ctx, every)
 		reps, _ := s.each(ctx, others, transport.Request{Proto: ProtoRound, Type: wire.TypeListReq, Body: (&wire.EpochRef{Epoch: e.final.ID, Round: q}).Marshal(), Timeout: min(every, limit)})
 		for i, rep := range reps {
@@ -142,4 +150,62 @@ func (s *Server) takeAskedList(e *sepoch, q uint32, from peer.ID, rep []byte) bo
 	defer s.mu.Unlock()
 	x := e.rounds[q]
 	return x != nil && x.list != nil
+}
+
+// endUnproposed ends e, charging nobody, once more than half of its
+// chain's servers signed that round q's list was never proposed to them
+// by their ListGone (listNoteLocked), this server's own note counted,
+// and reports whether it did. An honest server signs that note only
+// when S_0 proposed it nothing, so a corrupt minority can end no epoch
+// this way, and a withheld signature ends none (the signers that got
+// the proposal sign no note); an S_0 that proposes nothing holds its
+// epoch for ListGone, not for good. Never call with s.mu held.
+func (s *Server) endUnproposed(e *sepoch, q uint32) bool {
+	s.mu.Lock()
+	own := s.listNoteLocked(e, q)
+	s.mu.Unlock()
+	notes := map[uint16]bool{}
+	if own != nil {
+		notes[own.Signer] = true
+	}
+	for _, a := range s.askAttests(e, wire.AbortNoList, q, "") {
+		if a.Lacking&1 != 0 {
+			notes[a.Signer] = true
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if 2*len(notes) <= len(e.final.Chain) || e.ended || !e.listMissing(e.rounds[q]) {
+		return false
+	}
+	s.log.Warn("request list never proposed: epoch ended, nobody charged", "number", e.final.Desc.Number, "round", q, "notes", len(notes))
+	s.endQuiet(e, fmt.Sprintf("round %d: no request list proposed (%d of %d past its due)", q, len(notes), len(e.final.Chain)))
+	return true
+}
+
+// listNoteLocked is this server's signed note (an Attest of kind
+// AbortNoList, bit 0) that round q, published here, had no final list
+// and no proposal of it signed here by ListGone: signed once, the answer
+// ever after; nil while that does not hold. It counts for no charge
+// (blame.ChargeOf), only for endUnproposed. Call with s.mu held.
+func (s *Server) listNoteLocked(e *sepoch, q uint32) *wire.Attest {
+	if a := e.listNoted[q]; a != nil {
+		return a
+	}
+	if e.ended || e.final == nil || q >= e.final.Desc.Params.Rounds {
+		return nil
+	}
+	x := e.rounds[q]
+	gone := e.dues().ListGone(e.times(q))
+	if !e.listMissing(x) || x.signed != ([32]byte{}) || gone.IsZero() || time.Now().Before(gone) {
+		return nil
+	}
+	a := s.signAttestLocked(e, wire.AbortNoList, q, 1)
+	if a != nil {
+		if e.listNoted == nil {
+			e.listNoted = map[uint32]*wire.Attest{}
+		}
+		e.listNoted[q] = a
+	}
+	return a
 }

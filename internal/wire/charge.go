@@ -63,8 +63,8 @@ const MaxChargeSize = 1 + 8 + 4 + maxChargeItem + 4 + maxAttests*AttestSize
 // AttestReq asks a chain server what it lacks: of round Round's outputs
 // (Kind AbortNoPub), the leader's close (Kind AbortNoClose), the server
 // at chain position Round, down (Kind AbortDown), or round Round's final
-// request list (Kind AbortNoList: bit 0, S_0's; no honest server signs
-// or counts one).
+// request list (Kind AbortNoList: bit 0, no list proposed there by its
+// ListGone; a note that charges nobody).
 type AttestReq struct {
 	Epoch  [32]byte
 	Number uint64
@@ -108,8 +108,8 @@ func (m *AttestReq) Unmarshal(b []byte) error {
 // its own deadline had passed: bit j of Lacking set, "none from the
 // server at chain position j" (its batch root of the round, or for the
 // last server the publication; for AbortNoClose, the leader's close; for
-// AbortNoList, bit 0: no final list of the round, published there, by
-// its due; counted for nothing).
+// AbortNoList, bit 0: no final list of the round, published there, nor
+// a proposal of it signed there, by ListGone; it charges nobody).
 // Signed over SHA-256("riffle/v3/attest", the encoding before Sig).
 type Attest struct {
 	AttestReq
