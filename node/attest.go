@@ -255,7 +255,7 @@ func (s *Server) onAttestReq(from peer.ID, body []byte) (wire.Type, []byte, erro
 	if q.Kind == wire.AbortNoClose {
 		a = s.closeAttestLocked(e)
 	} else if q.Kind == wire.AbortDown {
-		a = s.downAttestLocked(e, int(q.Round))
+		a = s.askedDownLocked(e, int(q.Round))
 	} else if q.Kind == wire.AbortNoList {
 		// A note that no list was proposed here, which ends an epoch
 		// charging nobody (listdue.go); it backs no abort.

@@ -179,6 +179,9 @@ type roundsState struct {
 	// the epoch ended; a later outage of it is not attested
 	// (serverdown.go downAttestLocked).
 	liveAtEnd uint64
+	// probedDown: bit j, this server's probe of chain server j failed
+	// while it held the epoch (serverdown.go askedDownLocked).
+	probedDown uint64
 	// attested: this server's one signed attestation of each round's
 	// absences, and closeAttest of the registration's close (charges.go):
 	// an attester signs one a claim, so that two of one signer are its

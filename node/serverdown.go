@@ -54,6 +54,11 @@ func (s *Server) onServerDisconnect(p peer.ID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range s.epochs {
+		for j, q := range e.v.Chain {
+			if q == p && j < 64 {
+				e.probedDown |= 1 << uint(j)
+			}
+		}
 		s.attestDownLocked(e, p)
 		if e.ended {
 			continue
@@ -177,6 +182,19 @@ func (s *Server) attestDownLocked(e *sepoch, p peer.ID) {
 			s.noteChargeLocked(e, &wire.Charge{Kind: wire.EvAbort, Number: e.v.Desc.Number, Item: item, Attests: []wire.Attest{*own}}, nil, "")
 		}
 	}
+}
+
+// askedDownLocked is downAttestLocked for another server's request
+// (gatherDown's): given only once this server's own probe of that server
+// failed while it held e, or while it holds an abort saying it was down.
+// Answered at any moment it was not live here, it let a server collect
+// attestations of a lapse that ended no epoch and sign a backed abort
+// later, with the server live again (rev42b G5). Call with s.mu held.
+func (s *Server) askedDownLocked(e *sepoch, j int) *wire.Attest {
+	if j < 0 || j >= 64 || e.probedDown&(1<<uint(j)) == 0 && len(e.downAborts[j]) == 0 {
+		return nil
+	}
+	return s.downAttestLocked(e, j)
 }
 
 // downAttestLocked is this server's signed attestation that the server at
