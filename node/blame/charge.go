@@ -139,13 +139,6 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 			attested[a.Signer] = true
 		}
 	}
-	if kind == wire.AbortNoPub {
-		// A round's attestations: a signer's word is the parts all of
-		// its attestations say it lacked (wordLacking): its second does
-		// not void its word, which moved a charge given onto it
-		// (TestEquivocationMovesNoCharge).
-		lacked = wordLacking(ev.Attests, kind)
-	}
 	// backed: more than half of the chain's servers other than j lacked
 	// j's part.
 	backed := func(j int) bool {
@@ -213,10 +206,10 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 		// signer held back, so they count for nothing; the signer's.
 		return signer, fmt.Sprintf("round %d: no list (signer's claim): %s", round, claimOf), nil
 	default: // a missing publication: an abort of kind NoPub, or a void
-		// Two different attestations of the round by one signer count
-		// as one word, the parts both say it lacked (wordLacking):
-		// charging the equivocator moved a charge already given onto it,
-		// when and as the corrupt pair chose (TestEquivocationMovesNoCharge).
+		// Two different attestations of the round by one signer charge
+		// it only where the second is pivotal (below): charged whatever
+		// else the evidence held, the equivocator took a charge already
+		// given, when the pair chose (TestEquivocationMovesNoCharge).
 		if ev.Kind == wire.EvAbort && !ctx.Final {
 			// No round ran before the final descriptor, and no honest
 			// server ends its epoch on such an abort before it holds
@@ -236,47 +229,81 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 		// claimant for the milliseconds before the others' came,
 		// whatever they then backed (TestEarlyRootLateInputFramesS0,
 		// node; TestAbortNoPubChargeStays).
-		for j := range m {
-			if backed(j) {
-				return ctx.Chain[j], fmt.Sprintf("round %d: no part from position %d (attested)", round, j), nil
+		verdict := func() (peer.ID, string) {
+			for j := range m {
+				if backed(j) {
+					return ctx.Chain[j], fmt.Sprintf("round %d: no part from position %d (attested)", round, j)
+				}
+				if mayBack(j) {
+					return "", fmt.Sprintf("round %d: position %d's part may still be backed: %s", round, j, claimOf)
+				}
 			}
-			if mayBack(j) {
-				return "", fmt.Sprintf("round %d: position %d's part may still be backed: %s", round, j, claimOf), nil
+			if claimant > 0 {
+				// A void on a server's signed claim that it lacked
+				// its input: the claim is the claimant's, not its
+				// proposer's (TestStaggeredRootFramesS0, node).
+				return ctx.Chain[claimant], fmt.Sprintf("round %d: lack claimed by position %d not backed: %s", round, claimant, claimOf)
+			}
+			return signer, fmt.Sprintf("round %d: absence not backed: %s", round, claimOf)
+		}
+		// A signer with two different attestations of the round: judged
+		// with every such signer's word both as the parts all of its
+		// attestations lack and as the parts any lacks. If the two agree,
+		// its second changes nothing; if not, it is pivotal and the lowest
+		// such signer is charged, proven corrupt by its own signatures.
+		// Either word alone let a corrupt second move a given charge onto
+		// an honest server where the honest views differ (adding, onto an
+		// earlier part; taking back, onto the claimant: the rev42b
+		// review's G2 and G6, TestEquivocationNeverFrames).
+		lacked = wordLacking(ev.Attests, kind, false)
+		p, why := verdict()
+		if k, ok := equivocator(ev.Attests, kind); ok {
+			lacked = wordLacking(ev.Attests, kind, true)
+			if q, _ := verdict(); q != p {
+				return ctx.Chain[k], fmt.Sprintf("round %d: position %d signed two attestations, the second pivotal: %s", round, k, claimOf), nil
 			}
 		}
-		if claimant > 0 {
-			// A void on a server's signed claim that it lacked its
-			// input: the claim is the claimant's, not its proposer's
-			// (TestStaggeredRootFramesS0, node).
-			return ctx.Chain[claimant], fmt.Sprintf("round %d: lack claimed by position %d not backed: %s", round, claimant, claimOf), nil
-		}
-		return signer, fmt.Sprintf("round %d: absence not backed: %s", round, claimOf), nil
+		return p, why, nil
 	}
 }
 
 // wordLacking is, for each signer of an attestation of kind in attests,
-// the parts every one of its attestations says it lacked. An honest
-// server signs one attestation a round; a corrupt one that signs a
-// second can only take back what it said it lacked, never add to what
-// backs a part: adding, its second tipped a part before the one charged
-// and moved the charge there, when and onto whom the pair chose
-// (TestUnionFloodKeepsEvidence, node/internal/chargelog; the rev42b
-// review's G2). With the honest servers' attestations alike (node
-// rootrelay.go), a part is backed or refuted by them alone, and no
-// corrupt server's second moves a verdict given on them all.
-func wordLacking(attests []wire.Attest, kind uint8) map[uint16]uint64 {
+// the parts every one of its attestations says it lacked, or with any,
+// the parts one of them does. An honest server signs one a round.
+func wordLacking(attests []wire.Attest, kind uint8, any bool) map[uint16]uint64 {
 	out := map[uint16]uint64{}
 	for _, a := range attests {
 		if a.Kind != kind {
 			continue
 		}
-		if w, ok := out[a.Signer]; ok {
-			out[a.Signer] = w & a.Lacking
-		} else {
+		if w, ok := out[a.Signer]; !ok {
 			out[a.Signer] = a.Lacking
+		} else if any {
+			out[a.Signer] = w | a.Lacking
+		} else {
+			out[a.Signer] = w & a.Lacking
 		}
 	}
 	return out
+}
+
+// equivocator is the lowest chain position with two different
+// attestations of kind in attests.
+func equivocator(attests []wire.Attest, kind uint8) (uint16, bool) {
+	first := map[uint16]wire.Attest{}
+	var low uint16
+	found := false
+	for _, a := range attests {
+		if a.Kind != kind {
+			continue
+		}
+		if f, ok := first[a.Signer]; ok && f != a && (!found || a.Signer < low) {
+			low, found = a.Signer, true
+		} else if !ok {
+			first[a.Signer] = a
+		}
+	}
+	return low, found
 }
 
 // AttestedLacking is what each signer of attests said it lacked: an

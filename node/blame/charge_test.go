@@ -51,7 +51,8 @@ func TestChargeOfAttacks(t *testing.T) {
 		{"S_1's own attestation does not count", []wire.Attest{attest(1, s1), attest(0, s1), attest(2, 0), attest(3, 0)}, chain[3]},
 		{"attestations stripped: nobody yet", nil, ""},
 		{"a repeated attestation counts once", []wire.Attest{attest(0, s1), attest(0, s1), attest(2, 0), attest(3, 0)}, chain[3]},
-		{"an attester's two answers are one word: the parts both lack", []wire.Attest{attest(0, s1), attest(2, 0), attest(2, s1), attest(3, 0)}, chain[3]},
+		{"an attester's second answer, pivotal, charges it", []wire.Attest{attest(0, s1), attest(2, 0), attest(2, s1), attest(3, 0)}, chain[2]},
+		{"an attester's second answer, not pivotal, changes nothing", []wire.Attest{attest(0, s1), attest(2, s1), attest(2, s1|1<<3), attest(3, 0)}, chain[1]},
 		{"the first backed position, not a later one", []wire.Attest{attest(0, s1|1<<3), attest(2, s1|1<<3), attest(1, 1<<3)}, chain[1]},
 	} {
 		got, _, err := ChargeOf(&wire.Charge{Kind: wire.EvAbort, Number: num, Item: abort(3), Attests: c.attests}, ctx)
@@ -82,21 +83,22 @@ func TestChargeOfAttacks(t *testing.T) {
 	if pa != chain[1] || pb != chain[1] || string(a.Marshal()) != string(b.Marshal()) {
 		t.Errorf("merge order changed the evidence or its charge: %v, %v", pa, pb)
 	}
-	// An equivocator's answers: one kept only if it takes back a part
-	// the others kept all lack, so that its word (the parts all lack) is
-	// the same whichever order they came in: here none, and with S_3's
-	// nothing backs S_1: the claimant S_3 is charged.
+	// An equivocator's answers: one kept only if it changes the parts
+	// all of those kept lack or the parts any does, so that both words
+	// are the same whichever order they came in: here none and {1, 3};
+	// with S_3's, S_1 is backed on the one and not on the other: the
+	// second is pivotal, and the equivocator S_2 is charged.
 	for _, order := range [][]wire.Attest{
 		{attest(0, s1), attest(2, s1), attest(2, 0), attest(2, 1<<3), attest(3, 0)},
 		{attest(2, 1<<3), attest(2, 0), attest(0, s1), attest(3, 0), attest(2, s1)},
 	} {
 		c := &wire.Charge{Kind: wire.EvAbort, Number: num, Item: abort(3)}
 		MergeAttests(c, order)
-		if n := len(c.Attests); n != 4 {
-			t.Errorf("%d attestations kept, want 4 (two of the equivocator)", n)
+		if n := len(c.Attests); n != 5 {
+			t.Errorf("%d attestations kept, want 5 (three of the equivocator)", n)
 		}
-		if p, _, _ := ChargeOf(c, ctx); p != chain[3] {
-			t.Errorf("an equivocator's word: %v charged, want S_3", p)
+		if p, _, _ := ChargeOf(c, ctx); p != chain[2] {
+			t.Errorf("a pivotal equivocator: %v charged, want S_2", p)
 		}
 	}
 }

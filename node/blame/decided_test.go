@@ -206,9 +206,9 @@ func TestAbortNoPubChargeStays(t *testing.T) {
 
 // TestEquivocatorWord: S_2 gives attestation A (lacking parts 1, 3, 4)
 // to some and A' (lacking 3 and 4) to others. Every server holding both
-// counts S_2's word as the parts both lack, in every order of arrival:
-// part 1 is then lacked by S_0 and S_3 only, not backed, and S_2's own
-// part is (S_0, S_1, S_3, S_4): S_2 is charged. One holding A alone
+// charges S_2, in every order of arrival: its second is pivotal (with
+// its word the parts both lack, part 1 is not backed and S_2's own part
+// is; with the parts either lacks, S_1's is). One holding A alone
 // charges S_1: with the honest servers split on part 1 (S_4 holds it),
 // which their signed relays prevent (node TestEdgeSplitCharged), the
 // move is between the two corrupt servers, never onto an honest one.

@@ -119,27 +119,30 @@ func SameClaim(ev *wire.Charge, as []wire.Attest) []wire.Attest {
 // two different ones a signer and kind (the second proves it
 // equivocated, which voids its word: ChargeOf; a lack claim is one kind,
 // its signer's attestation another), and reports whether any was added.
-// Of a round's (kind AbortNoPub), whose signer's word is the parts all
-// its attestations say it lacked (ChargeOf), another is added only if it
-// takes back a part of a group's chain (below MaxGroupServers) those held
-// all lack: at most nine a signer, so that a record stays within the
-// wire's bound on a Charge's attestations (65 a signer pushed one past it:
-// TestUnionFloodKeepsEvidence), and the word is the same whichever came
-// first. An attestation of no absence is kept too: it shows the signer's
-// answer.
+// Of a round's (kind AbortNoPub), whose signer's words are the parts all
+// its attestations say it lacked and the parts any does (ChargeOf),
+// another is added only if it changes either within a group's chain
+// (below MaxGroupServers): at most seventeen a signer, so that a record
+// stays within the wire's bound on a Charge's attestations (65 a signer
+// pushed one past it: TestUnionFloodKeepsEvidence), and both words are
+// the same whichever came first. An attestation of no absence is kept
+// too: it shows the signer's answer.
 func MergeAttests(into *wire.Charge, from []wire.Attest) bool {
 	grew := false
 	for _, a := range from {
 		n, dup := 0, false
-		word := ^uint64(0)
+		all, some := ^uint64(0), uint64(0)
 		for _, b := range into.Attests {
 			if b.Signer == a.Signer && b.Kind == a.Kind {
 				n++
 				dup = dup || b == a
-				word &= b.Lacking
+				all &= b.Lacking
+				some |= b.Lacking
 			}
 		}
-		if dup || a.Kind != wire.AbortNoPub && n >= 2 || a.Kind == wire.AbortNoPub && n > 0 && word&^a.Lacking&(1<<proto.MaxGroupServers-1) == 0 {
+		const parts = 1<<proto.MaxGroupServers - 1
+		moves := (all&^a.Lacking|a.Lacking&^some)&parts != 0
+		if dup || a.Kind != wire.AbortNoPub && n >= 2 || a.Kind == wire.AbortNoPub && n > 0 && !moves {
 			continue
 		}
 		into.Attests = append(into.Attests, a)
