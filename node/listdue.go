@@ -157,7 +157,7 @@ func (s *Server) takeAskedList(e *sepoch, q uint32, from peer.ID, rep []byte) bo
 // by their ListGone (listNoteLocked), this server's own note counted,
 // and reports whether it did. An honest server signs that note only
 // when S_0 proposed it nothing, so a corrupt minority can end no epoch
-// this way, and a withheld signature ends none (the signers that got
+// this way, and a withheld signature ends none (the servers that got
 // the proposal sign no note); an S_0 that proposes nothing holds its
 // epoch for ListGone, not for good. Never call with s.mu held.
 func (s *Server) endUnproposed(e *sepoch, q uint32) bool {
@@ -185,7 +185,7 @@ func (s *Server) endUnproposed(e *sepoch, q uint32) bool {
 
 // listNoteLocked is this server's signed note (an Attest of kind
 // AbortNoList, bit 0) that round q, published here, had no final list
-// and no proposal of it signed here by ListGone: signed once, the answer
+// and no proposal of it came here by ListGone: signed once, the answer
 // ever after; nil while that does not hold. It counts for no charge
 // (blame.ChargeOf), only for endUnproposed. Call with s.mu held.
 func (s *Server) listNoteLocked(e *sepoch, q uint32) *wire.Attest {
@@ -197,7 +197,7 @@ func (s *Server) listNoteLocked(e *sepoch, q uint32) *wire.Attest {
 	}
 	x := e.rounds[q]
 	gone := e.dues().ListGone(e.times(q))
-	if !e.listMissing(x) || x.signed != ([32]byte{}) || gone.IsZero() || time.Now().Before(gone) {
+	if !e.listMissing(x) || x.proposed || gone.IsZero() || time.Now().Before(gone) {
 		return nil
 	}
 	a := s.signAttestLocked(e, wire.AbortNoList, q, 1)

@@ -142,3 +142,33 @@ func TestUnattestableNoListCharged(t *testing.T) {
 		})
 	}
 }
+
+// TestSlowSignersEndNothing: every server but S_0 takes 25 s to sign
+// S_0's proposals of the last two rounds (slow checks or chunk fetches),
+// past ListGone, 20 s after the publication's due. A server that got a
+// proposal signs no note that none came: the lists come late, the epoch
+// completes everywhere and nobody is charged (with a note signed while
+// the proposal was unsigned here, three of four noted and the epoch
+// ended, its last lists lost).
+func TestSlowSignersEndNothing(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		ln := startListNet(t)
+		last := ln.fn.servers[0].cfg.Params.Rounds - 1
+		for _, s := range ln.chain[1:] {
+			s.hooks.Store(&serverHooks{signLate: func(r uint32) time.Duration {
+				if r >= last-1 {
+					return 25 * time.Second
+				}
+				return 0
+			}})
+		}
+		ln.ended(t, ln.chain, 3*time.Minute)
+		for _, s := range ln.chain {
+			s.hooks.Store(nil)
+			if r := ln.reason(s); r != "complete" {
+				t.Errorf("%s: ended %q, not complete", s.ID().ShortString(), r)
+			}
+		}
+		ln.charges(t, ln.chain, nil)
+	})
+}

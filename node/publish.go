@@ -203,6 +203,13 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 	if e.final.Chain[0] != from || len(rl.Sigs) != 0 || len(rl.Entries) > int(e.final.Desc.Params.MaxRows) {
 		return 0, nil, errors.New("node: proposal not from the leader or malformed")
 	}
+	// S_0 proposed: this server signs no note that it did not
+	// (listdue.go listNoteLocked), however long its checks take.
+	s.mu.Lock()
+	if x := e.rounds[rl.Round]; x != nil {
+		x.proposed = true
+	}
+	s.mu.Unlock()
 	if rl.Void() {
 		return s.signVoid(ctx, e, &rl)
 	}
@@ -221,6 +228,7 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 	done := false
 	if err := s.waitFor(ctx, func() bool {
 		x = e.round(rl.Round)
+		x.proposed = true
 		var manDone bool
 		mans, manDone = e.man.Taken(rl.Round)
 		done = x.pubDone && manDone

@@ -66,6 +66,8 @@ type sround struct {
 	list      *wire.RoundList
 	listBytes []byte
 	listAt    time.Time // when the final list came here (listdue.go)
+	// proposed: S_0 proposed a list of the round here (listdue.go).
+	proposed bool
 	// signed, signedState: the digest of the list this server signed for
 	// the round and whether it was void (closing.go).
 	signed      [32]byte

@@ -109,7 +109,7 @@ func (m *AttestReq) Unmarshal(b []byte) error {
 // server at chain position j" (its batch root of the round, or for the
 // last server the publication; for AbortNoClose, the leader's close; for
 // AbortNoList, bit 0: no final list of the round, published there, nor
-// a proposal of it signed there, by ListGone; it charges nobody).
+// a proposal of it from S_0, by ListGone; it charges nobody).
 // Signed over SHA-256("riffle/v3/attest", the encoding before Sig).
 type Attest struct {
 	AttestReq
