@@ -26,17 +26,7 @@ import (
 // server charges S_2 and nobody honest.
 func TestAbortSelectionFramesNoDownstream(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		p := testParams(16)
-		p.RoundLimitMs, p.RoundIntervalMs = 4000, 2000
-		fn := startFounded(t, 5, 4, 3, p, func(i int, c *ServerConfig) { c.MinServers = 3 })
-		byID := map[peer.ID]*Server{}
-		for _, s := range fn.servers {
-			byID[s.ID()] = s
-		}
-		id, chain := runningEpoch(t, fn.servers[0])
-		if len(chain) != 5 {
-			t.Skipf("chain of %d", len(chain))
-		}
+		_, byID, id, chain := fiveChain(t)
 		bad := byID[chain[2]]
 		bad.mu.Lock()
 		e := bad.epochs[id]

@@ -736,3 +736,21 @@ func TestEarlyNoPubCharged(t *testing.T) {
 		})
 	}
 }
+
+// fiveChain starts five founded servers at a 4 s round limit and returns
+// them by id with a running epoch whose chain holds all five (the
+// round-blame attacks of a corrupt pair of five).
+func fiveChain(t *testing.T) (*foundedNet, map[peer.ID]*Server, [32]byte, []peer.ID) {
+	p := testParams(16)
+	p.RoundLimitMs, p.RoundIntervalMs = 4000, 2000
+	fn := startFounded(t, 5, 4, 3, p, func(i int, c *ServerConfig) { c.MinServers = 3 })
+	byID := map[peer.ID]*Server{}
+	for _, s := range fn.servers {
+		byID[s.ID()] = s
+	}
+	id, chain := runningEpoch(t, fn.servers[0])
+	if len(chain) != 5 {
+		t.Skipf("chain of %d", len(chain))
+	}
+	return fn, byID, id, chain
+}

@@ -25,17 +25,7 @@ import (
 // the three honest servers attest alike: a corrupt server is charged.
 func TestEdgeSplitCharged(t *testing.T) {
 	virtual(t, func(t *testing.T) {
-		p := testParams(16)
-		p.RoundLimitMs, p.RoundIntervalMs = 4000, 2000
-		fn := startFounded(t, 5, 4, 3, p, func(i int, c *ServerConfig) { c.MinServers = 3 })
-		byID := map[peer.ID]*Server{}
-		for _, s := range fn.servers {
-			byID[s.ID()] = s
-		}
-		id, chain := runningEpoch(t, fn.servers[0])
-		if len(chain) != 5 {
-			t.Skipf("chain of %d", len(chain))
-		}
+		_, byID, id, chain := fiveChain(t)
 		s1, bad, s4 := byID[chain[1]], byID[chain[2]], byID[chain[4]]
 		bad.mu.Lock()
 		e := bad.epochs[id]
