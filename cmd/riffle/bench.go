@@ -47,8 +47,8 @@ a binary built with "make paper" draws the plots (they link a plotting library
 no other command needs).
 --processes runs each server as its own process (this binary, riffle server on
 127.0.0.1 with --no-mdns) and the clients in this one, and reports each server's
-CPU time and peak RSS (from /proc) beside the goodputs, then the baseline between
-a plain-libp2p server process and the clients' process; there "vs baseline" is
+CPU time and peak RSS (from /proc) beside the goodputs, then (unless --no-baseline)
+the baseline between a plain-libp2p server process and the clients' process; there "vs baseline" is
 the baseline's time to move each client's file up and a file down over riffle's
 share and get time. --servers runs only the
 clients, against servers running elsewhere (make netns uses it).`,

@@ -54,7 +54,7 @@ func runBenchProcesses(ctx context.Context, c *cli.Context, counts []int, chunks
 		if n > int(node.DefaultParams().MaxClients) {
 			return fmt.Errorf("--processes: n = %d above the servers' client cap %d", n, node.DefaultParams().MaxClients)
 		}
-		row, err := benchProcessesOnce(ctx, self, n, chunks, b, k, serverProfiles(c, n))
+		row, err := benchProcessesOnce(ctx, self, n, chunks, b, k, !c.Bool("no-baseline"), serverProfiles(c, n))
 		if err != nil {
 			return fmt.Errorf("processes n = %d: %w", n, err)
 		}
@@ -77,7 +77,7 @@ func serverProfiles(c *cli.Context, n int) func(i int) []string {
 	}
 }
 
-func benchProcessesOnce(ctx context.Context, self string, n, chunks, b, k int, profiles func(i int) []string) ([]any, error) {
+func benchProcessesOnce(ctx context.Context, self string, n, chunks, b, k int, baseline bool, profiles func(i int) []string) ([]any, error) {
 	dir, err := os.MkdirTemp("", "riffle-procs-")
 	if err != nil {
 		return nil, err
@@ -149,6 +149,9 @@ func benchProcessesOnce(ctx context.Context, self string, n, chunks, b, k int, p
 		p.stop()
 	}
 	procs = nil
+	if !baseline {
+		return append(row, "-", "-"), nil
+	}
 	// The baseline between the same kinds of processes: a plain-libp2p
 	// server process and this one, moving each client's file up and a
 	// file down (chunks rounds of b each way).

@@ -202,6 +202,28 @@ func TestBenchProcesses(t *testing.T) {
 	}
 }
 
+// TestBenchProcessesNoBaseline: with --no-baseline, --processes starts no
+// baseline server and prints "-" for the baseline and the fraction.
+// (Before, it ran the baseline whatever the flag said.)
+func TestBenchProcessesNoBaseline(t *testing.T) {
+	t.Parallel() // real processes or sockets in real time: overlap their waits
+	if testing.Short() {
+		t.Skip("runs a loopback network of processes")
+	}
+	out, errOut, err := runBinFor(t, benchLimit, cleanEnv(t), "bench", "--verbose", "--processes", "--no-baseline", "--clients", "2", "--rounds", "1", "--chunk-size", "16384")
+	if err != nil {
+		t.Fatalf("bench --processes --no-baseline: %v\n%s%s", err, out, lastBytes(errOut, 16<<10))
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("bench printed:\n%s", out)
+	}
+	f := strings.Fields(lines[2])
+	if len(f) != 6+4*4+2 || f[0] != "2" || f[len(f)-2] != "-" || f[len(f)-1] != "-" {
+		t.Fatalf("row %q", lines[2])
+	}
+}
+
 // TestBenchServersBad: --servers without an address, or with one that is
 // not a multiaddr, fails with one riffle: line and no row.
 func TestBenchServersBad(t *testing.T) {
