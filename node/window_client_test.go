@@ -146,6 +146,63 @@ func TestSitOutPausesJobs(t *testing.T) {
 	})
 }
 
+// TestSitOutAsksAgain (§6.3 v3, issue 28; riffle bench --processes at
+// n = 200, whose servers want every client in every epoch): every server
+// refuses one client the decoy window once it has run an epoch, until it
+// says it sits out, then serves it again. The group's minimum is all three
+// clients, so the epoch it sat out closes only with its registration.
+// Before, the client waited for the epoch after it, and no epoch ran
+// again; now it asks again, a registration window later, for the epoch
+// still open, registers, and every client runs two more epochs.
+func TestSitOutAsksAgain(t *testing.T) {
+	t.Parallel()
+	virtual(t, func(t *testing.T) {
+		const m = 3
+		var refuse atomic.Bool
+		var victim atomic.Pointer[peer.ID]
+		tn := startAnonNet(t, m, 0, m, testParams(4), func(i int, c *ServerConfig) {
+			c.observe = &testObserver{WindowRefuse: func(to peer.ID) bool {
+				v := victim.Load()
+				return refuse.Load() && v != nil && *v == to
+			}}
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		progress := &lockedBuf{}
+		var cs []*Client
+		for i := range m {
+			cfg := ClientConfig{Network: testNet(t), MinAnonymity: 1, Now: true, Server: tn.servers[i].Addrs()[0].String(), Logger: anonLogger()}
+			if i == 0 {
+				cfg.Progress = progress
+			}
+			c, err := NewClient(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			cs = append(cs, c)
+		}
+		id := cs[0].Inspect().PeerID()
+		victim.Store(&id)
+		until(t, ctx, 5*time.Minute, func() bool { return cs[0].Stats().Epochs >= 1 }, "no epoch")
+		refuse.Store(true)
+		until(t, ctx, 5*time.Minute, func() bool { return strings.Contains(progress.String(), "sitting out") }, "the client did not sit out")
+		refuse.Store(false)
+		var base [m]int
+		for i, c := range cs {
+			base[i] = c.Stats().Epochs
+		}
+		until(t, ctx, 5*time.Minute, func() bool {
+			for i, c := range cs {
+				if c.Stats().Epochs < base[i]+2 {
+					return false
+				}
+			}
+			return true
+		}, "no two more epochs after the sit-out")
+	})
+}
+
 // TestWindowRequestSame (§6.3 v3, issue 26): every client of an epoch, a
 // long-running one and one in its first epoch alike, sends every server of
 // the chain the same window request, byte for byte: nothing in it says
