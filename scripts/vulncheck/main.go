@@ -43,18 +43,15 @@ func main() {
 		fmt.Printf("vulncheck: SKIPPED: the vulnerability database %s cannot be fetched: %v\n", vulndb, err)
 		return
 	}
-	args := []string{"run", govulncheck, "-db", (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String(), "-format", "json"}
-	if *tags != "" {
-		args = append(args, "-tags", *tags)
+	// A package-level scan costs a second; the call graph of the symbol
+	// level half a minute. A called function of a required module is in a
+	// package the module imports, so the symbol level runs only when the
+	// package level found such a package: the check fails exactly as the
+	// symbol level alone would.
+	r, err := scan(dir, *tags, pkgs, "package")
+	if err == nil && len(r.mods) > 0 {
+		r, err = scan(dir, *tags, pkgs, "symbol")
 	}
-	var out bytes.Buffer
-	cmd := exec.Command("go", append(args, pkgs...)...)
-	cmd.Stdout, cmd.Stderr = &out, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "vulncheck: govulncheck: %v\n", err)
-		os.Exit(1)
-	}
-	r, err := parse(&out)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "vulncheck: %v\n", err)
 		os.Exit(1)
@@ -64,7 +61,11 @@ func main() {
 		for i, l := range r.std {
 			ids[i], _, _ = strings.Cut(l, ":")
 		}
-		fmt.Printf("vulncheck: warning: %s has %d known vulnerabilities in code this module reaches (%s); build with %s or newer\n", r.goVersion, len(r.std), strings.Join(ids, ", "), r.stdFix)
+		where := "code this module reaches"
+		if r.level == "package" {
+			where = "packages this module imports"
+		}
+		fmt.Printf("vulncheck: warning: %s has %d known vulnerabilities in %s (%s); build with %s or newer\n", r.goVersion, len(r.std), where, strings.Join(ids, ", "), r.stdFix)
 	}
 	for _, f := range r.mods {
 		fmt.Printf("vulncheck: %s\n", f)
@@ -74,6 +75,21 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("vulncheck: ok: no called vulnerability in a required module (database %s)\n", vulndb)
+}
+
+// scan runs govulncheck at a scan level, "package" or "symbol".
+func scan(db, tags string, pkgs []string, level string) (report, error) {
+	args := []string{"run", govulncheck, "-db", (&url.URL{Scheme: "file", Path: filepath.ToSlash(db)}).String(), "-format", "json", "-scan", level}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	var out bytes.Buffer
+	cmd := exec.Command("go", append(args, pkgs...)...)
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return report{}, fmt.Errorf("govulncheck: %w", err)
+	}
+	return parse(&out, level)
 }
 
 // database fetches the vulndb module and returns its directory of OSV
@@ -100,8 +116,10 @@ func database() (string, error) {
 	return dir, nil
 }
 
-// report is what a govulncheck run found in code the module calls.
+// report is what a govulncheck run found in code the module calls, or at
+// the package level in packages it imports.
 type report struct {
+	level     string
 	goVersion string
 	std, mods []string // one line per vulnerability
 	stdFix    string   // the newest Go release a standard library finding needs
@@ -111,10 +129,11 @@ type frame struct {
 	Module, Version, Package, Function, Receiver string
 }
 
-// parse reads govulncheck's JSON stream and keeps symbol-level findings
-// (a vulnerable function on a call path from the module), one per OSV id.
-func parse(r io.Reader) (report, error) {
-	var rep report
+// parse reads govulncheck's JSON stream and keeps the findings of a level,
+// one per OSV id: at "symbol" a vulnerable function on a call path from the
+// module, at "package" a vulnerable package the module imports.
+func parse(r io.Reader, level string) (report, error) {
+	rep := report{level: level}
 	summary := map[string]string{}
 	seen := map[string]bool{}
 	dec := json.NewDecoder(r)
@@ -145,7 +164,10 @@ func parse(r io.Reader) (report, error) {
 			summary[msg.OSV.ID] = msg.OSV.Summary
 		case msg.Finding != nil:
 			f := msg.Finding
-			if len(f.Trace) == 0 || f.Trace[0].Function == "" || seen[f.OSV] {
+			if len(f.Trace) == 0 || seen[f.OSV] {
+				continue
+			}
+			if v := f.Trace[0]; v.Package == "" || level == "symbol" && v.Function == "" {
 				continue
 			}
 			seen[f.OSV] = true
@@ -155,6 +177,9 @@ func parse(r io.Reader) (report, error) {
 				fix = "fixed in " + f.FixedVersion
 			}
 			line := fmt.Sprintf("%s: %s@%s (%s): %s; %s reaches %s", f.OSV, v.Module, v.Version, fix, summary[f.OSV], name(caller), name(v))
+			if level == "package" {
+				line = fmt.Sprintf("%s: %s@%s (%s): %s; in %s", f.OSV, v.Module, v.Version, fix, summary[f.OSV], v.Package)
+			}
 			if v.Module == "stdlib" || v.Module == "toolchain" {
 				rep.std = append(rep.std, line)
 				if fv := "go" + strings.TrimPrefix(f.FixedVersion, "v"); f.FixedVersion != "" && newer(fv, rep.stdFix) {

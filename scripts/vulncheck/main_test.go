@@ -24,7 +24,7 @@ const stream = `{"config":{"go_version":"go1.26.8","scan_level":"symbol"}}
 // TestParse: only called functions count, each OSV once; a module's fails
 // the check, the standard library's warn with the newest release needed.
 func TestParse(t *testing.T) {
-	r, err := parse(strings.NewReader(stream))
+	r, err := parse(strings.NewReader(stream), "symbol")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,8 +40,43 @@ func TestParse(t *testing.T) {
 	if r.stdFix != "go1.26.10" {
 		t.Errorf("standard library fixed in %q, want go1.26.10", r.stdFix)
 	}
-	if _, err := parse(strings.NewReader(`{"finding":`)); err == nil {
+	if _, err := parse(strings.NewReader(`{"finding":`), "symbol"); err == nil {
 		t.Error("a cut stream parsed")
+	}
+}
+
+// pkgStream: a package-level scan, which names the imported vulnerable
+// package and no function, after the module-level finding of each.
+const pkgStream = `{"config":{"go_version":"go1.26.8","scan_level":"package"}}
+{"osv":{"id":"GO-2","summary":"net/http leak"}}
+{"osv":{"id":"GO-4","summary":"imported only"}}
+{"osv":{"id":"GO-5","summary":"required only"}}
+{"finding":{"osv":"GO-2","fixed_version":"v1.26.9","trace":[{"module":"stdlib","version":"v1.26.8"}]}}
+{"finding":{"osv":"GO-4","fixed_version":"v1.0.1","trace":[{"module":"example.com/m","version":"v1.0.0"}]}}
+{"finding":{"osv":"GO-5","fixed_version":"v1.0.1","trace":[{"module":"example.com/r","version":"v1.0.0"}]}}
+{"finding":{"osv":"GO-2","fixed_version":"v1.26.9","trace":[{"module":"stdlib","version":"v1.26.8","package":"net/http"}]}}
+{"finding":{"osv":"GO-4","fixed_version":"v1.0.1","trace":[{"module":"example.com/m","version":"v1.0.0","package":"example.com/m"}]}}
+`
+
+// TestParsePackageLevel: at the package level an imported vulnerable
+// package of a required module is a finding (so the symbol level runs),
+// a module required but not imported is none, and the standard library's
+// imported packages warn.
+func TestParsePackageLevel(t *testing.T) {
+	r, err := parse(strings.NewReader(pkgStream), "package")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.mods) != 1 || r.mods[0] != "GO-4: example.com/m@v1.0.0 (fixed in v1.0.1): imported only; in example.com/m" {
+		t.Errorf("module findings: %q", r.mods)
+	}
+	if len(r.std) != 1 || !strings.HasPrefix(r.std[0], "GO-2: stdlib@v1.26.8 (fixed in v1.26.9)") || r.stdFix != "go1.26.9" {
+		t.Errorf("standard library findings: %q, fixed in %q", r.std, r.stdFix)
+	}
+	// The symbol level of the first stream: the imported, uncalled GO-4 is
+	// no finding there.
+	if r, _ := parse(strings.NewReader(stream), "symbol"); strings.Contains(strings.Join(r.mods, ""), "GO-4") {
+		t.Errorf("an uncalled package counted at the symbol level: %q", r.mods)
 	}
 }
 
