@@ -260,6 +260,8 @@ func (s *Server) onAttestReq(from peer.ID, body []byte) (wire.Type, []byte, erro
 		// A note that no list was proposed here, which ends an epoch
 		// charging nobody (listdue.go); it backs no abort.
 		a = s.listNoteLocked(e, q.Round)
+	} else if q.Kind == wire.AttestSilent {
+		a = s.silentAttestLocked(e, q.Round)
 	} else if e.attestable(q.Round) {
 		a = s.roundAttestLocked(e, q.Round)
 	}

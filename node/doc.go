@@ -87,7 +87,9 @@
 //     and the aborts seen; its own lock, network-free tests.
 //   - attest.go: when a round's parts are due here and what this server
 //     attests; chargelog.go: evidence taken from the chain and relayed
-//     to it (§3).
+//     to it (§3); held.go: a primary's receipts and dry statements,
+//     silent.go: its accounts of a round and the attestations of a
+//     primary that gave none (§5.4).
 //   - blame (package blame): the verdicts as functions of signed evidence
 //     and public state, without I/O: the charge of a piece of evidence and
 //     the log's replay (§3), round blame's Merkle paths and digests (§8),

@@ -220,9 +220,18 @@ type roundsState struct {
 	// ranDry: this primary's slots it ever signed dry (the dry
 	// statements themselves are pruned with their rounds).
 	ranDry map[uint32]bool
-	// receipted: the slots and rounds this primary receipted, kept past
-	// the epoch's end (its onions are not); never signed dry.
-	receipted map[dryKey]bool
+	// receipted: the slots and rounds this primary receipted, with the
+	// onions' digests, kept past the epoch's end (its onions are not);
+	// never signed dry.
+	receipted map[dryKey][32]byte
+	// accountAsk: when this server began asking the primaries for their
+	// accounts of each round, accounted the primaries that gave one
+	// covering the receipts shown here, and silentAttest its one signed
+	// attestation of which did not (silent.go), a round of heldRound's
+	// each.
+	accountAsk   map[uint32]time.Time
+	accounted    map[accountKey]bool
+	silentAttest map[uint32]*wire.Attest
 	// asked: the rounds S_0 asked the primaries' dry statements of.
 	asked map[uint32]bool
 }
@@ -299,6 +308,9 @@ func (s *Server) endQuiet(e *sepoch, reason string) {
 	if e.setupDone {
 		// An epoch that ran, not a registration that came to nothing.
 		s.lastEnd = time.Now()
+	}
+	for k := range e.shown {
+		s.startAccountsLocked(e, k.round) // silent.go
 	}
 	s.flushManifests(e)
 	if e.final != nil && s.ctx.Err() == nil {

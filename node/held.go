@@ -82,14 +82,14 @@ func (s *Server) receiptLocked(e *sepoch, sub *wire.Submit, digest [32]byte) (wi
 	// receipted is never signed dry (rev40a).
 	if e.receipted == nil || len(e.receipted) >= e.heldCap() {
 		old := e.receipted
-		e.receipted = map[dryKey]bool{}
-		for k := range old {
+		e.receipted = map[dryKey][32]byte{}
+		for k, d := range old {
 			if k.round >= e.listHigh {
-				e.receipted[k] = true
+				e.receipted[k] = d
 			}
 		}
 	}
-	e.receipted[dryKey{sub.Round, sub.Slot}] = true
+	e.receipted[dryKey{sub.Round, sub.Slot}] = digest
 	return wire.TypeOnionReceipt, r.Marshal(), nil
 }
 
@@ -115,7 +115,8 @@ func (s *Server) signDryLocked(e *sepoch, r, sl uint32) (wire.Dry, bool) {
 	}
 	// An ended epoch's onions are dropped: no dry statement is signed
 	// after its end, nor of a slot receipted (rev40a).
-	if e.ended || e.receipted[k] || e.isDead(sl) || e.handover.Has(sl, r) || !e.heldRound(r) {
+	_, receipted := e.receipted[k]
+	if e.ended || receipted || e.isDead(sl) || e.handover.Has(sl, r) || !e.heldRound(r) {
 		return wire.Dry{}, false
 	}
 	if x := e.rounds[r]; x != nil {
@@ -408,6 +409,11 @@ func (s *Server) onShowReceipt(body []byte) (wire.Type, []byte, error) {
 		e.pruneHeldLocked()
 	}
 	s.matchHeldLocked(e, k)
+	if e.ended {
+		// Its primary's account of the round is asked for (silent.go):
+		// not before the end, when the round may still run.
+		s.startAccountsLocked(e, r.Round)
+	}
 	return wire.TypeAck, ack, nil
 }
 

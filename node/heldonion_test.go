@@ -5,7 +5,6 @@ package node
 import (
 	"context"
 	"encoding/hex"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -32,9 +31,13 @@ import (
 // receipts and dry statements, nobody was charged.
 //
 // "says nothing": asked, the holder neither signs dry nor sends the
-// onions. Nothing it signed conflicts, and the abort of the unfilled
-// round charges no server: open (docs/protocol.md §5.4, "Limit"), so the
-// case is skipped unless RIFFLE_OPEN=1.
+// onions, and gives no chain server its account of round 3
+// (node/silent.go); the other two attest so, and every honest server
+// charges the holder on a receipt its clients showed with their
+// attestations (wire.EvSilent), nobody else. Before the accounts, nothing
+// it signed conflicted and the abort of the unfilled round charged no
+// server (RIFFLE_OPEN=1 ran the case; 2 of 2 honest servers charged
+// nobody).
 func TestHeldOnionEndsUncharged(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time, each case
 	t.Run("says dry", func(t *testing.T) {
@@ -43,9 +46,6 @@ func TestHeldOnionEndsUncharged(t *testing.T) {
 	})
 	t.Run("says nothing", func(t *testing.T) {
 		t.Parallel()
-		if os.Getenv("RIFFLE_OPEN") != "1" {
-			t.Skip("open (issue 25): a primary that holds an onion and answers nothing when asked ends the epoch uncharged (RIFFLE_OPEN=1 runs it)")
-		}
 		heldOnion(t, false)
 	})
 }
@@ -71,6 +71,7 @@ func heldOnion(t *testing.T, says bool) {
 		if !strings.Contains(es.Reason, "not filled") {
 			return // the held round was filled: the epoch went on
 		}
+		end := time.Now()
 		for _, q := range chain {
 			h := byID[q]
 			if h == bad {
@@ -88,6 +89,13 @@ func heldOnion(t *testing.T, says bool) {
 			})
 			if charged != bad.ID() {
 				t.Errorf("server %s: the unfilled round %d charged %q, not the primary that held its onion; counts %v", q.ShortString(), held, charged, h.ref.RefusalCounts())
+			} else {
+				t.Logf("server %s charged the holder %v after S_0 ended the epoch", q.ShortString(), time.Since(end))
+			}
+			for p, c := range h.ref.RefusalCounts() {
+				if c > 0 && p != bad.ID() {
+					t.Errorf("server %s charged %s, not the holder", q.ShortString(), p.ShortString())
+				}
 			}
 		}
 	})

@@ -101,6 +101,7 @@ func (*hookRun) SilentLack(uint32) bool                  { return false }
 func (*hookRun) VoidWait(uint32)                         {}
 func (*hookRun) RootDelay(uint32, peer.ID) time.Duration { return 0 }
 func (*hookRun) AttestNone(uint32) bool                  { return false }
+func (*hookRun) SilentAll(uint32) bool                   { return false }
 func (*hookRun) SpreadLate() time.Duration               { return 0 }
 func (*hookRun) Probe(*sepoch, uint32, int)              {}
 func (*hookRun) RefuseEvidence(wire.Type) bool           { return false }

@@ -87,8 +87,8 @@ type serverHooks struct {
 	// late, keeping it from every fetch until then.
 	lateOut func(r uint32) time.Duration
 	// serveLate may make this server answer the other chain servers'
-	// fetches of its batch of round r that long late (not its
-	// successor's).
+	// fetches of its batch of round r, and their asks for its account
+	// of round r, that long late (not its successor's fetch).
 	serveLate func(r uint32) time.Duration
 	// dropIn may make this server ignore its input batch of round r,
 	// however it comes (sent, fetched or relayed): a receiver that
@@ -103,6 +103,9 @@ type serverHooks struct {
 	// without a lack notice (claimLack): no claim rides in the void.
 	silentLack func(r uint32) bool
 	attestNone func(r uint32) bool
+	// silentAll may make this server attest every primary silent of
+	// round r (silent.go), whatever accounts it got.
+	silentAll func(r uint32) bool
 	// spreadLate may hold this server's relay of charge evidence to the
 	// chain back that long (slow links to the judging server).
 	spreadLate func() time.Duration
@@ -182,7 +185,7 @@ type serverHooks struct {
 	// onions of round r of an epoch from S_0 (never forwarded).
 	holdSubs func(epoch [32]byte, r uint32) bool
 	// drySilent makes this primary answer no request for its dry
-	// statements of round r (held.go); dryLie makes it sign every slot of
+	// statements or its account of round r (held.go, silent.go); dryLie makes it sign every slot of
 	// its own dry for round r, the onions it took too.
 	drySilent, dryLie func(epoch [32]byte, r uint32) bool
 	// voidWait sees S_0 start its wait to void round r on a lack claim.
@@ -625,6 +628,11 @@ func (s *hookRun) SpreadLate() time.Duration {
 func (s *hookRun) AttestNone(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.attestNone != nil && h.attestNone(r)
+}
+
+func (s *hookRun) SilentAll(r uint32) bool {
+	h := s.hooks.Load()
+	return h != nil && h.silentAll != nil && h.silentAll(r)
 }
 
 // FinalSigned shows a test this leader's signed final descriptor.

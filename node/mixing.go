@@ -464,6 +464,8 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onDryReq(from, body)
 	case wire.TypeDrySet:
 		return s.onDrySet(from, body)
+	case wire.TypeAccountReq:
+		return s.onAccountReq(from, body)
 	}
 	return 0, nil, transport.Unhandled(ProtoRound, t)
 }

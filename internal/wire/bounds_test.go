@@ -69,6 +69,7 @@ func wideDecoders() map[string]func([]byte) error {
 		"state":           func(b []byte) error { var m State; return m.Unmarshal(b) },
 		"onionreceipt":    func(b []byte) error { var m OnionReceipt; return m.Unmarshal(b) },
 		"dryset":          func(b []byte) error { var m DrySet; return m.Unmarshal(b, wideLimits) },
+		"account":         func(b []byte) error { var m Account; return m.Unmarshal(b, wideLimits) },
 	}
 }
 
@@ -106,7 +107,7 @@ func TestDecodeAllocationBounded(t *testing.T) {
 			name = "attestreq"
 		case TypeShowReceipt:
 			name = "onionreceipt"
-		case TypeCloseReq, TypeWaitOpen, TypeWaitList, TypeListReq, TypeDupQuery, TypeDryReq:
+		case TypeCloseReq, TypeWaitOpen, TypeWaitList, TypeListReq, TypeDupQuery, TypeDryReq, TypeAccountReq:
 			name = "epochref"
 		case TypeBatch, TypeBadBatch:
 			name = "batch"

@@ -34,6 +34,11 @@ const (
 	// statement of the same slot and round (HeldItem), which an honest
 	// primary never both signs (§5.4).
 	EvHeld uint8 = 3
+	// EvSilent: Item is a primary's OnionReceipt, with the chain's
+	// attestations of kind AttestSilent of its round: charged to the
+	// primary when more than half of the chain's other servers attest
+	// that it gave them no account covering it (§5.4).
+	EvSilent uint8 = 4
 )
 
 // ClaimLack is the kind of an Attest that is a lack claim (TypeLack): its
@@ -42,6 +47,13 @@ const (
 // a void whose absence no majority backs (§3: a claim the majority does
 // not back is its signer's).
 const ClaimLack uint8 = 4
+
+// AttestSilent is the kind of an Attest that a primary gave no account:
+// bit j of Lacking set, the primary at chain position j gave its signer
+// no Account of round Round, or none covering a receipt of it held there,
+// while the signer asked for one over a round limit (§5.4, "A silent
+// primary").
+const AttestSilent uint8 = 8
 
 // AttestReqSize is an AttestReq's fixed size.
 const AttestReqSize = 32 + 8 + 1 + 4
@@ -64,7 +76,8 @@ const MaxChargeSize = 1 + 8 + 4 + maxChargeItem + 4 + maxAttests*AttestSize
 // (Kind AbortNoPub), the leader's close (Kind AbortNoClose), the server
 // at chain position Round, down (Kind AbortDown), or round Round's final
 // request list (Kind AbortNoList: bit 0, no list proposed there by its
-// ListGone; a note that charges nobody).
+// ListGone; a note that charges nobody), or the primaries' accounts of
+// round Round (Kind AttestSilent).
 type AttestReq struct {
 	Epoch  [32]byte
 	Number uint64
@@ -98,7 +111,7 @@ func (m *AttestReq) Unmarshal(b []byte) error {
 	if err := d.Done("attestation request"); err != nil {
 		return err
 	}
-	if m.Kind != AbortNoPub && m.Kind != AbortNoClose && m.Kind != AbortDown && m.Kind != AbortNoList {
+	if m.Kind != AbortNoPub && m.Kind != AbortNoClose && m.Kind != AbortDown && m.Kind != AbortNoList && m.Kind != AttestSilent {
 		return fmt.Errorf("wire: decode attestation request: kind %d", m.Kind)
 	}
 	return nil
@@ -109,7 +122,8 @@ func (m *AttestReq) Unmarshal(b []byte) error {
 // server at chain position j" (its batch root of the round, or for the
 // last server the publication; for AbortNoClose, the leader's close; for
 // AbortNoList, bit 0: no final list of the round, published there, nor
-// a proposal of it from S_0, by ListGone; it charges nobody).
+// a proposal of it from S_0, by ListGone; it charges nobody; for
+// AttestSilent, the primaries that gave no account of the round).
 // Signed over SHA-256("riffle/v3/attest", the encoding before Sig).
 type Attest struct {
 	AttestReq
@@ -176,7 +190,7 @@ func (m *Charge) Unmarshal(b []byte) error {
 	if err := d.Done("evidence"); err != nil {
 		return err
 	}
-	if m.Kind > EvHeld {
+	if m.Kind > EvSilent {
 		return fmt.Errorf("wire: decode evidence: kind %d", m.Kind)
 	}
 	return nil

@@ -88,6 +88,8 @@ func FuzzState(f *testing.F)           { fuzzDecoder(f, "state") }
 func FuzzOnionReceipt(f *testing.F)    { fuzzDecoder(f, "onionreceipt", "showreceipt") }
 func FuzzDrySet(f *testing.F)          { fuzzDecoder(f, "dryset") }
 func FuzzChargeHeld(f *testing.F)      { fuzzDecoder(f, "charge-held") }
+func FuzzAccount(f *testing.F)         { fuzzDecoder(f, "account") }
+func FuzzChargeSilent(f *testing.F)    { fuzzDecoder(f, "charge-silent") }
 func FuzzBlameReq(f *testing.F)        { fuzzDecoder(f, "blamereq") }
 func FuzzEquivocation(f *testing.F)    { fuzzDecoder(f, "equivocation") }
 func FuzzDoubleSubmit(f *testing.F)    { fuzzDecoder(f, "doublesubmit") }

@@ -22,6 +22,12 @@ const (
 	// TypeDrySet: the reply to TypeDryReq, and S_0 → every chain server
 	// (acknowledged): the dry statements of the round it could not fill.
 	TypeDrySet Type = 55
+	// TypeAccountReq: a chain server → a primary, an EpochRef naming a
+	// round; the reply is the primary's signed Account of it (§5.4, "A
+	// silent primary").
+	TypeAccountReq Type = 56
+	// TypeAccount is the reply to TypeAccountReq.
+	TypeAccount Type = 59
 )
 
 // OnionReceiptSize is an OnionReceipt's fixed size.
@@ -145,6 +151,73 @@ func (m *DrySet) Unmarshal(b []byte, l Limits) error {
 		m.Dries[i].dec(&d)
 	}
 	return d.Done("dry set")
+}
+
+// AccountEntrySize is an AccountEntry's fixed size.
+const AccountEntrySize = 4 + 32
+
+// AccountEntry is one onion a primary receipted: its slot and submission
+// digest.
+type AccountEntry struct {
+	Slot   uint32
+	Digest [32]byte
+}
+
+// Account is the primary at chain position Server's signature over
+// H("riffle/v3/account", the encoding before Sig): the onions of round
+// Round it receipted, in slot order. A primary's account of a round
+// covers every receipt it signed of it; one missing from it, or none
+// given to the chain, is what a majority's attestations (AttestSilent)
+// charge it for on a receipt (EvSilent).
+type Account struct {
+	Epoch   [32]byte
+	Round   uint32
+	Server  uint16
+	Entries []AccountEntry
+	Sig     [64]byte
+}
+
+// MarshalBody is the signed part.
+func (m *Account) MarshalBody() []byte {
+	e := Enc{B: make([]byte, 0, 32+4+2+4+len(m.Entries)*AccountEntrySize)}
+	e.Fixed(m.Epoch[:])
+	e.U32(m.Round)
+	e.U16(m.Server)
+	e.U32(uint32(len(m.Entries)))
+	for _, x := range m.Entries {
+		e.U32(x.Slot)
+		e.Fixed(x.Digest[:])
+	}
+	return e.B
+}
+
+func (m *Account) Marshal() []byte { return append(m.MarshalBody(), m.Sig[:]...) }
+
+// Unmarshal decodes an account of at most l.Clients entries.
+func (m *Account) Unmarshal(b []byte, l Limits) error {
+	d := Dec{B: b}
+	m.Epoch = d.Array32("epoch id")
+	m.Round = d.U32("round")
+	m.Server = d.U16("server")
+	n := d.Count(l.Clients, AccountEntrySize, "account entries")
+	m.Entries = make([]AccountEntry, n)
+	for i := 0; i < n && d.Err == nil; i++ {
+		m.Entries[i].Slot = d.U32("slot")
+		m.Entries[i].Digest = d.Array32("onion digest")
+	}
+	m.Sig = d.Array64("signature")
+	return d.Done("account")
+}
+
+// Covers reports whether the account names the onion of r's slot with
+// r's digest.
+func (m *Account) Covers(r *OnionReceipt) bool {
+	for _, x := range m.Entries {
+		if x.Slot == r.Slot && x.Digest == r.Digest {
+			return true
+		}
+	}
+	return false
 }
 
 // HeldItem is an EvHeld charge's item: a receipt and a dry statement.

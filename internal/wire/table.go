@@ -93,6 +93,7 @@ var (
 	decSubmit       = decoder(func(m *Submit, b []byte, l Limits) error { return m.Unmarshal(b, l) })
 	decOnionReceipt = decoder(func(m *OnionReceipt, b []byte, _ Limits) error { return m.Unmarshal(b) })
 	decDrySet       = decoder(func(m *DrySet, b []byte, l Limits) error { return m.Unmarshal(b, l) })
+	decAccount      = decoder(func(m *Account, b []byte, l Limits) error { return m.Unmarshal(b, l) })
 	decSubmitBatch  = decoder(func(m *SubmitBatch, b []byte, l Limits) error { return m.Unmarshal(b, l) })
 	decBatch        = decoder(func(m *Batch, b []byte, l Limits) error { return m.Unmarshal(b, l) })
 	decRoot         = decoder(func(m *Root, b []byte, _ Limits) error { return m.Unmarshal(b) })
@@ -149,7 +150,9 @@ var (
 	listCap   = size(64 << 20)  // a signed request list of up to the cap on rows
 	// one dry statement a slot
 	drySetCap = func(l Limits) int { return 32 + 4 + 4 + l.Clients*DrySize }
-	onionCap  = func(extra int) func(Limits) int { return func(l Limits) int { return l.Onion + extra } }
+	// one entry a slot
+	accountCap = func(l Limits) int { return 32 + 4 + 2 + 4 + l.Clients*AccountEntrySize + SigSize }
+	onionCap   = func(extra int) func(Limits) int { return func(l Limits) int { return l.Onion + extra } }
 )
 
 func req(p Proto, t Type, name string, c func(Limits) int, reply Type, d Decoder) Message {
@@ -229,6 +232,9 @@ var Messages = []Message{
 	req(ProtoRound, TypeDryReq, "DryReq", size(1024), TypeDrySet, decEpochRef),
 	req(ProtoRound, TypeDrySet, "DrySet", drySetCap, TypeAck, decDrySet),
 	rep(ProtoRound, TypeDrySet, "DrySet", drySetCap, decDrySet),
+	// A primary's account of a round, to a chain server (§5.4).
+	req(ProtoRound, TypeAccountReq, "AccountReq", size(1024), TypeAccount, decEpochRef),
+	rep(ProtoRound, TypeAccount, "Account", accountCap, decAccount),
 	rep(ProtoRound, TypeSig, "Sig", sigCap, decSig),
 	rep(ProtoRound, TypeChunk, "Chunk", func(l Limits) int { return l.Chunk + 64 }, decChunk),
 	rep(ProtoRound, TypeBatch, "Batch", size(MaxFrame), decBatch),

@@ -57,6 +57,9 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 	if ev.Kind == wire.EvHeld {
 		return chargeHeld(ev, ctx)
 	}
+	if ev.Kind == wire.EvSilent {
+		return chargeSilent(ev, ctx)
+	}
 	var (
 		signer  peer.ID // who made the claim
 		kind    uint8   // the claim's kind (for the attestations)

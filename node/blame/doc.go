@@ -21,6 +21,9 @@
 //     left out of the next epoch without a strike.
 //   - exclude.go: how long a struck client (peer, address or long-term
 //     key) is refused.
+//   - held.go: a primary's receipt and its dry statement of one slot
+//     (a held onion), and a receipt with the chain's attestations that
+//     its primary gave no account of the round (a silent primary, §5.4).
 //   - keynamed.go: an epoch's slots named here and the long-term key
 //     evidence for them, each key excluded once (its own lock).
 //

@@ -60,3 +60,71 @@ func heldKey(ev *wire.Charge) ([32]byte, bool) {
 	rd, dd := proto.OnionReceiptDigest(&r), proto.DryDigest(&d)
 	return sha256.Sum256(append(rd[:], dd[:]...)), true
 }
+
+// A silent primary (docs/protocol.md §5.4): a primary's receipt of an
+// onion, shown by its client, and the chain's attestations (kind
+// wire.AttestSilent) that it gave them no account of the round covering
+// it. An honest primary answers every chain server's ask with an account
+// of every onion it receipted (node/silent.go), so more than half of the
+// others attest it only of a primary that took the onion and answered
+// nothing, or left the onion out: charged to it. Its own attestation
+// counts for nothing, and a minority's, corrupt, charges nobody.
+
+// chargeSilent is ChargeOf of an EvSilent charge: the receipt's primary
+// when more than half of the chain's other servers attest it gave no
+// account of the receipt's round; nobody otherwise, until they do. A
+// signer with two different attestations of the round is charged where
+// its second is pivotal, as for a round's (ChargeOf).
+func chargeSilent(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
+	var r wire.OnionReceipt
+	if err := r.Unmarshal(ev.Item); err != nil {
+		return "", "", err
+	}
+	if err := proto.CheckOnionReceipt(&r, ctx.Epoch, ctx.Chain); err != nil {
+		return "", "", fmt.Errorf("blame: silent primary's receipt: %w", err)
+	}
+	if !ctx.Final {
+		return "", "", errors.New("blame: a receipt under a number with no final certificate")
+	}
+	m, j := len(ctx.Chain), int(r.Server)
+	for i := range ev.Attests {
+		at := &ev.Attests[i]
+		if at.Kind != wire.AttestSilent || at.Epoch != r.Epoch || at.Number != ev.Number || at.Round != r.Round || int(at.Signer) >= m {
+			return "", "", errors.New("blame: attestation of another claim")
+		}
+		if err := proto.VerifyPeerSig(ctx.Chain[at.Signer], AttestDigest(at), at.Sig); err != nil {
+			return "", "", fmt.Errorf("blame: attestation: %w", err)
+		}
+	}
+	verdict := func(any bool) peer.ID {
+		n := 0
+		for i, bits := range wordLacking(ev.Attests, wire.AttestSilent, any) {
+			if int(i) != j && bits&(1<<uint(j)) != 0 {
+				n++
+			}
+		}
+		if 2*n > m-1 {
+			return ctx.Chain[j]
+		}
+		return ""
+	}
+	p := verdict(false)
+	if k, ok := equivocator(ev.Attests, wire.AttestSilent); ok && verdict(true) != p {
+		return ctx.Chain[k], fmt.Sprintf("round %d: position %d signed two account attestations, the second pivotal", r.Round, k), nil
+	}
+	if p == "" {
+		return "", fmt.Sprintf("round %d: position %d's account not attested missing by a majority", r.Round, j), nil
+	}
+	return p, fmt.Sprintf("receipted slot %d's onion of round %d and gave the chain no account of it (attested)", r.Slot, r.Round), nil
+}
+
+// silentSlot is an EvSilent charge's EvidenceSlot and, hashed, its
+// ChargeKey: one record a primary and round of an epoch, its first
+// receipt, every attestation merged.
+func silentSlot(ev *wire.Charge) string {
+	var r wire.OnionReceipt
+	if r.Unmarshal(ev.Item) != nil {
+		return ""
+	}
+	return fmt.Sprintf("%x/%d/%d/%d", r.Epoch, ev.Kind, r.Server, r.Round)
+}

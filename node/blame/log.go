@@ -41,6 +41,8 @@ func EvidenceSlot(ev *wire.Charge) string {
 		return fmt.Sprintf("%x/%d/%x", final.Epoch, ev.Kind, []byte(equivSigner(final)))
 	case wire.EvHeld:
 		return heldSlot(ev)
+	case wire.EvSilent:
+		return silentSlot(ev)
 	}
 	return ""
 }
@@ -75,6 +77,15 @@ func ChargeKey(ev *wire.Charge) string {
 		if dg, ok = heldKey(ev); !ok {
 			return ""
 		}
+	case wire.EvSilent:
+		// By the claim, a primary and round, whichever of its receipts
+		// shows it: every receipt merges into one record, and none a
+		// primary grinds replaces it.
+		sl := silentSlot(ev)
+		if sl == "" {
+			return ""
+		}
+		dg = sha256.Sum256([]byte(sl))
 	default:
 		return ""
 	}
@@ -102,6 +113,12 @@ func SameClaim(ev *wire.Charge, as []wire.Attest) []wire.Attest {
 			return nil
 		}
 		epoch, kind, round = rl.Epoch, wire.AbortNoPub, rl.Round
+	case wire.EvSilent:
+		var r wire.OnionReceipt
+		if r.Unmarshal(ev.Item) != nil {
+			return nil
+		}
+		epoch, kind, round = r.Epoch, wire.AttestSilent, r.Round
 	default:
 		return nil
 	}

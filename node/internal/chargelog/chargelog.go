@@ -245,8 +245,12 @@ func (rs *Log) prune() {
 			// aborts nobody can attest yet evicts only its own
 			// (TestUnchargedFloodEvictsOnlyItsSigner); voids, which
 			// carry the whole chain's signatures, share SeenKeep
-			// (TestUnchargedVoidsBounded).
+			// (TestUnchargedVoidsBounded); a silent primary's
+			// receipts Keep that primary an epoch.
 			k, budget := abortSigner(r), Keep
+			if k == "" {
+				k, budget = silentPrimary(r), Keep
+			}
 			if k == "" {
 				budget = SeenKeep
 			}
@@ -278,6 +282,18 @@ func abortSigner(r *Record) string {
 		return ""
 	}
 	return string(a.Signer)
+}
+
+// silentPrimary names the primary and epoch of a record's receipt of a
+// silent primary (wire.EvSilent), "" for other evidence: its receipts,
+// however many rounds, evict only its own (one record a round).
+func silentPrimary(r *Record) string {
+	var ev wire.Charge
+	var rc wire.OnionReceipt
+	if r.Ev == nil || ev.Unmarshal(r.Ev) != nil || ev.Kind != wire.EvSilent || rc.Unmarshal(ev.Item) != nil {
+		return ""
+	}
+	return fmt.Sprintf("silent/%x/%d", rc.Epoch, rc.Server)
 }
 
 // claimant names who made a record's claim, in which epoch and of what

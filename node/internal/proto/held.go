@@ -13,6 +13,7 @@ import (
 const (
 	tagOnionReceipt = "riffle/v3/onion-receipt"
 	tagDry          = "riffle/v3/dry"
+	tagAccount      = "riffle/v3/account"
 )
 
 // OnionReceiptDigest is what a primary signs in an OnionReceipt.
@@ -39,4 +40,16 @@ func CheckDry(d *wire.Dry, id [32]byte, chain []peer.ID) error {
 		return errors.New("proto: dry statement of another epoch or server")
 	}
 	return VerifyPeerSig(chain[d.Server], DryDigest(d), d.Sig)
+}
+
+// AccountDigest is what a primary signs in an Account.
+func AccountDigest(a *wire.Account) [32]byte { return TaggedHash(tagAccount, a.MarshalBody()) }
+
+// CheckAccount checks a as an account of round r of epoch id signed by
+// the chain server at its position.
+func CheckAccount(a *wire.Account, id [32]byte, r uint32, chain []peer.ID) error {
+	if a.Epoch != id || a.Round != r || int(a.Server) >= len(chain) {
+		return errors.New("proto: account of another epoch, round or server")
+	}
+	return VerifyPeerSig(chain[a.Server], AccountDigest(a), a.Sig)
 }

@@ -1,0 +1,272 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
+)
+
+// A silent primary (docs/protocol.md §5.4): a primary that took an onion,
+// signed its receipt and then answered nothing for the round. Any chain
+// server asks each primary for its account of a round (wire.Account, the
+// onions it receipted) over one round limit and then signs which primaries
+// gave it none covering the receipts shown to it (an Attest of kind
+// wire.AttestSilent). A server holding a shown receipt of a primary it
+// attests so gathers the chain's attestations and logs the receipt with
+// them (wire.EvSilent): more than half of the others attesting charges the
+// primary (blame.ChargeOf), the same on every server. An honest primary
+// answers every ask with every onion it receipted, so no honest server
+// attests it.
+
+// accountKey names a primary's account of a round: the round and the
+// primary's chain position.
+type accountKey struct {
+	round uint32
+	pos   int
+}
+
+// onAccountReq answers a chain server's ask for this primary's account of
+// a round: every onion of it receipted here (receiptLocked keeps them past
+// the epoch's end), whenever asked.
+func (s *Server) onAccountReq(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	var q wire.EpochRef
+	if err := q.Unmarshal(body); err != nil {
+		return 0, nil, err
+	}
+	e, err := s.epochFor(q.Epoch)
+	if err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	ok := e.pos >= 0 && proto.InChain(e.final.Chain, from) && q.Round < e.final.Desc.Params.Rounds
+	s.mu.Unlock()
+	if !ok {
+		return 0, nil, errors.New("node: an account is a chain server's to ask, of a round of the epoch")
+	}
+	if s.hookRun().DrySilent(q.Epoch, q.Round) {
+		return 0, nil, errors.New("node: no answer")
+	}
+	if d := s.hookRun().ServeLate(q.Round); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-s.ctx.Done():
+			return 0, nil, s.ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	a := wire.Account{Epoch: q.Epoch, Round: q.Round, Server: uint16(e.pos)}
+	for _, sl := range e.clientsOf(e.pos) {
+		if d, ok := e.receipted[dryKey{q.Round, sl}]; ok {
+			a.Entries = append(a.Entries, wire.AccountEntry{Slot: sl, Digest: d})
+		}
+	}
+	s.mu.Unlock()
+	sig, err := proto.Sign(s.priv, proto.AccountDigest(&a))
+	if err != nil {
+		return 0, nil, err
+	}
+	a.Sig = sig
+	return wire.TypeAccount, a.Marshal(), nil
+}
+
+// accountRound reports whether this server asks the primaries for their
+// accounts of round r of e: a round of the epoch with no final list here
+// whose receipts it keeps (heldRound). Call with s.mu held.
+func (e *sepoch) accountRound(r uint32) bool {
+	if e.final == nil || e.pos < 0 || r >= e.final.Desc.Params.Rounds || !e.heldRound(r) {
+		return false
+	}
+	x := e.rounds[r]
+	return x == nil || x.list == nil
+}
+
+// startAccountsLocked starts asking the primaries for their accounts of
+// round r, once a round, once e ended here: begun while the round may
+// still run, the attestation, the answer ever after, would speak of
+// accounts given before the onions were. Call with s.mu held.
+func (s *Server) startAccountsLocked(e *sepoch, r uint32) {
+	if _, ok := e.accountAsk[r]; ok || !e.ended || !e.accountRound(r) {
+		return
+	}
+	if e.accountAsk == nil {
+		e.accountAsk = map[uint32]time.Time{}
+	}
+	e.accountAsk[r] = time.Now()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.askAccounts(e, r)
+	}()
+}
+
+// shownOf is the receipts of round r by the primary at chain position j
+// shown here. Call with s.mu held.
+func (e *sepoch) shownOf(r uint32, j int) []wire.OnionReceipt {
+	var out []wire.OnionReceipt
+	for k, rc := range e.shown {
+		if k.round == r && int(rc.Server) == j {
+			out = append(out, rc)
+		}
+	}
+	return out
+}
+
+// primariesOf is the chain positions of e other than this server's that
+// serve a slot. Call with s.mu held.
+func (e *sepoch) primariesOf() []int {
+	var out []int
+	for j := range e.final.Chain {
+		if j != e.pos && len(e.clientsOf(j)) > 0 {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// askAccounts asks every other primary for its account of round r for
+// one round limit, each ask open until then (askAccount); then it signs
+// which gave none covering the receipts shown here (wire.AttestSilent)
+// and gathers the chain's attestations against each of those of which a
+// receipt is held here. Without s.mu.
+func (s *Server) askAccounts(e *sepoch, r uint32) {
+	s.mu.Lock()
+	limit := time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond
+	end := e.accountAsk[r].Add(limit)
+	ps := e.primariesOf()
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, j := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.askAccount(e, r, j, end)
+		}()
+	}
+	wg.Wait()
+	if s.ctx.Err() != nil {
+		return
+	}
+	s.mu.Lock()
+	var bits uint64
+	for _, j := range ps {
+		if j < 64 && (!e.accounted[accountKey{r, j}] || s.hookRun().SilentAll(r)) {
+			bits |= 1 << uint(j)
+		}
+	}
+	own := s.signAttestLocked(e, wire.AttestSilent, r, bits)
+	if own == nil {
+		s.mu.Unlock()
+		return
+	}
+	if e.silentAttest == nil {
+		e.silentAttest = map[uint32]*wire.Attest{}
+	}
+	e.silentAttest[r] = own
+	held := map[uint16]wire.OnionReceipt{}
+	for k, rc := range e.shown {
+		if k.round == r && rc.Server < 64 && bits&(1<<uint(rc.Server)) != 0 {
+			if old, ok := held[rc.Server]; !ok || rc.Slot < old.Slot {
+				held[rc.Server] = rc
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, rc := range held {
+		s.gatherSilent(e, rc, own)
+	}
+}
+
+// askAccount asks the primary at chain position j for its account of
+// round r until one covers every receipt of it shown here when it was
+// asked, or until end: each ask stays open until end, so a primary that
+// answers within a round limit of the first is heard however slow, and
+// one whose account does not cover them is asked again an eighth of a
+// round limit later. A receipt shown after the ask is not held against
+// its answer: an honest primary's covers every receipt it signed before
+// it answered, and a client showing one at the last moment would
+// otherwise have it attested. Without s.mu.
+func (s *Server) askAccount(e *sepoch, r uint32, j int, end time.Time) {
+	s.mu.Lock()
+	limit := time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond
+	chain, id := e.final.Chain, e.final.ID
+	lim := proto.LimitsFor(e.final.Desc.Params, len(chain))
+	s.mu.Unlock()
+	every := max(limit/8, 50*time.Millisecond)
+	q := (&wire.EpochRef{Epoch: id, Round: r}).Marshal()
+	for wait := time.Until(end); wait > 0; wait = time.Until(end) {
+		s.mu.Lock()
+		want := e.shownOf(r, j)
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(s.ctx, wait)
+		rep, err := transport.Call(ctx, s.h, chain[j], transport.Request{Proto: ProtoRound, Type: wire.TypeAccountReq, Body: q, Timeout: wait})
+		cancel()
+		var a wire.Account
+		if err == nil && a.Unmarshal(rep, lim) == nil && int(a.Server) == j && proto.CheckAccount(&a, id, r, chain) == nil &&
+			!slices.ContainsFunc(want, func(rc wire.OnionReceipt) bool { return !a.Covers(&rc) }) {
+			s.mu.Lock()
+			if e.accounted == nil {
+				e.accounted = map[accountKey]bool{}
+			}
+			e.accounted[accountKey{r, j}] = true
+			s.mu.Unlock()
+			return
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(min(every, max(time.Until(end), 0))):
+		}
+	}
+}
+
+// silentAttestLocked is this server's signed attestation of which
+// primaries gave it no account of round r, the answer ever after; nil
+// until its asks are over (askAccounts), which another server's request
+// starts once e ended here. Call with s.mu held.
+func (s *Server) silentAttestLocked(e *sepoch, r uint32) *wire.Attest {
+	if a := e.silentAttest[r]; a != nil {
+		return a
+	}
+	s.startAccountsLocked(e, r)
+	return nil
+}
+
+// gatherSilent asks the chain's other servers but rc's primary for their
+// attestations of rc's round until more than half of them back the
+// primary's silence, or two round limits pass, and logs rc with them
+// (wire.EvSilent) and relays it: unbacked, it charges nobody until
+// attestations that back it come. Never call with s.mu held.
+func (s *Server) gatherSilent(e *sepoch, rc wire.OnionReceipt, own *wire.Attest) {
+	s.mu.Lock()
+	limit := time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond
+	p, m := e.final.Chain[rc.Server], len(e.final.Chain)
+	s.mu.Unlock()
+	deadline := time.Now().Add(2*limit + s.cfg.Timing.AbortSettle)
+	ev := &wire.Charge{Kind: wire.EvSilent, Number: own.Number, Item: rc.Marshal(), Attests: []wire.Attest{*own}}
+	for !backedAgainst(ev, m, int(rc.Server)) && time.Now().Before(deadline) {
+		blame.MergeAttests(ev, s.askAttests(e, wire.AttestSilent, rc.Round, p))
+		if backedAgainst(ev, m, int(rc.Server)) {
+			break
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(max(limit/4, 100*time.Millisecond)):
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if backedAgainst(ev, m, int(rc.Server)) {
+		s.log.Warn("a primary gave no account of an onion it receipted", "round", rc.Round, "slot", rc.Slot, "primary", p.ShortString())
+	}
+	s.noteChargeLocked(e, ev, nil, "")
+}

@@ -1,0 +1,113 @@
+//go:build riffletest
+
+package node
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/riffle-net/riffle/internal/wait"
+	"github.com/riffle-net/riffle/internal/wire"
+)
+
+// The silent primary's accounts (silent.go; docs/protocol.md §5.4, "A
+// silent primary"), with honest primaries: TestHeldOnionEndsUncharged
+// "says nothing" is the silent one. Both cases run
+// TestSilentClientChargesNoServer's epoch (three servers, round limit
+// 4 s, client 1 sends no onion of round 3): it ends "round 3 not filled",
+// client 0 shows its receipts of rounds 3 and 4 to the two servers but its
+// primary, and they ask the primaries for their accounts.
+
+// TestSlowPrimaryNotCharged: every primary answers each ask for its
+// account half a round limit late, inside the window of a round limit: the
+// receipt holders attest nobody and no server is charged.
+func TestSlowPrimaryNotCharged(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
+	virtual(t, func(t *testing.T) {
+		bn, p := startHeldNet(t)
+		late := time.Duration(p.RoundLimitMs) * time.Millisecond / 2
+		eid, _ := silentClient(t, bn, 3)
+		for _, s := range bn.servers {
+			s.hooks.Store(&serverHooks{serveLate: func(r uint32) time.Duration { return late }})
+		}
+		accountsAsked(t, bn, eid, nil)
+	})
+}
+
+// TestFalseSilentAttestNoCharge: a corrupt server other than client 0's
+// primary attests every primary silent of every round, and gathers and
+// relays its attestation with client 0's receipt; the third server,
+// honest, holds the primary's account: one of the two others is no
+// majority, and no server is charged.
+func TestFalseSilentAttestNoCharge(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
+	virtual(t, func(t *testing.T) {
+		bn, _ := startHeldNet(t)
+		eid, sl := silentClient(t, bn, 3)
+		chain, clients, byID := finalOf(bn, eid)
+		honest := int(clients[1-sl].Primary)
+		liar := byID[chain[(honest+1)%len(chain)]]
+		liar.hooks.Store(&serverHooks{silentAll: func(uint32) bool { return true }})
+		if a, ok := accountsAsked(t, bn, eid, liar)[liar]; !ok || a.Lacking&(1<<uint(honest)) == 0 {
+			t.Fatalf("the liar's attestation: %+v, want primary %d silent", a, honest)
+		}
+		logged := 0
+		for _, s := range bn.servers {
+			for _, r := range s.ref.Records(false) {
+				var ev wire.Charge
+				if ev.Unmarshal(r.Ev) == nil && ev.Kind == wire.EvSilent {
+					logged++
+				}
+			}
+		}
+		if logged == 0 {
+			t.Fatal("the liar's evidence was logged nowhere")
+		}
+		t.Logf("the liar's evidence, charging nobody, held in %d records", logged)
+	})
+}
+
+// accountsAsked waits until epoch eid ended and the account asks and
+// gathering of its rounds are over, checks that no server was charged,
+// that some server signed its attestation of the primaries' accounts,
+// and that each but liar's names no primary, and returns them.
+func accountsAsked(t *testing.T, bn *blameNet, eid [32]byte, liar *Server) map[*Server]wire.Attest {
+	t.Helper()
+	chain, _, byID := finalOf(bn, eid)
+	endedAt(t, byID[chain[0]], eid, "the epoch of the silent client never ended at S_0")
+	// Read while the ended epoch is kept: every server's attestation,
+	// once signed.
+	got := map[*Server]wire.Attest{}
+	_ = wait.Until(context.Background(), 20*time.Second, func() bool {
+		for _, s := range bn.servers {
+			s.mu.Lock()
+			if e := s.epochs[eid]; e != nil {
+				for _, a := range e.silentAttest {
+					got[s] = *a
+				}
+			}
+			s.mu.Unlock()
+		}
+		return len(got) == len(bn.servers)
+	})
+	time.Sleep(2*DefaultTunables().AbortSettle + 20*time.Second) // virtual: the gathering, two round limits, and relays
+	signed := len(got)
+	for s, a := range got {
+		if a.Lacking != 0 && s != liar {
+			t.Errorf("server %s attested primaries %b silent of round %d", s.ID().ShortString(), a.Lacking, a.Round)
+		}
+	}
+	for _, s := range bn.servers {
+		for q, c := range s.ref.RefusalCounts() {
+			if c > 0 {
+				t.Errorf("server %s charged %s", s.ID().ShortString(), q.ShortString())
+			}
+		}
+	}
+	if signed == 0 {
+		t.Fatal("no server attested the primaries' accounts: none was asked")
+	}
+	t.Logf("%d attestations of the primaries' accounts signed", signed)
+	return got
+}
