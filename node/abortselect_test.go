@@ -25,6 +25,7 @@ import (
 // attestations, which every honest server adds and relays: every honest
 // server charges S_2 and nobody honest.
 func TestAbortSelectionFramesNoDownstream(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		_, byID, id, chain := fiveChain(t)
 		bad := byID[chain[2]]

@@ -22,6 +22,7 @@ import (
 // exactly the round asked counts, and S_3 takes it from S_1 or S_2: the
 // epoch completes at every honest server and no honest one is charged.
 func TestStaleListAnswer(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		ln := startListNet(t)
 		last := ln.fn.servers[0].cfg.Params.Rounds - 1
@@ -51,6 +52,7 @@ func TestStaleListAnswer(t *testing.T) {
 // charged at the three honest servers. Now nobody signs that abort: the
 // lists come late, the epoch completes and nobody is charged.
 func TestLateListSignature(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		ln := startListNet(t)
 		last := ln.fn.servers[0].cfg.Params.Rounds - 1
@@ -80,6 +82,7 @@ func TestLateListSignature(t *testing.T) {
 // was charged, though the epoch had completed. Now such an abort
 // charges its signer, S_1, whatever is attested.
 func TestListLiarAfterRecovery(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		ln := startListNet(t)
 		last := ln.fn.servers[0].cfg.Params.Rounds - 1
@@ -111,6 +114,7 @@ func TestListLiarAfterRecovery(t *testing.T) {
 // ended the epoch and charged nobody, for good, each epoch the signer
 // was in. Now the abort charges its signer at once.
 func TestUnattestableNoListCharged(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	for _, where := range []string{"beyond window", "past rounds"} {
 		t.Run(where, func(t *testing.T) {
 			virtual(t, func(t *testing.T) {
@@ -151,6 +155,7 @@ func TestUnattestableNoListCharged(t *testing.T) {
 // the proposal was unsigned here, three of four noted and the epoch
 // ended, its last lists lost).
 func TestSlowSignersEndNothing(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		ln := startListNet(t)
 		last := ln.fn.servers[0].cfg.Params.Rounds - 1

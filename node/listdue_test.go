@@ -120,6 +120,7 @@ func (ln *listNet) charges(t *testing.T, servers []*Server, culprit *Server) {
 // charging nobody, and the group goes on to the next number (with the
 // abort off, before this: the epoch held for good, nobody charged).
 func TestListlessEpochEnds(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		ln := startListNet(t)
 		last := ln.fn.servers[0].cfg.Params.Rounds - 1
@@ -153,6 +154,7 @@ func TestListlessEpochEnds(t *testing.T) {
 // down to once in eight round limits: over eight virtual minutes the
 // three ask S_0 at most 90 times (every half round limit, 720).
 func TestUndeliveredListChargesNobody(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		ln := startListNet(t)
 		last := ln.fn.servers[0].cfg.Params.Rounds - 1
@@ -202,6 +204,7 @@ func TestUndeliveredListChargesNobody(t *testing.T) {
 // the epoch completes everywhere and nobody is charged (before, S_3 never
 // ended the epoch).
 func TestListLateAtOneServer(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		ln := startListNet(t)
 		last := ln.fn.servers[0].cfg.Params.Rounds - 1
@@ -223,6 +226,7 @@ func TestListLateAtOneServer(t *testing.T) {
 // every server, the honest S_0 nowhere (charged on the claim alone, S_0
 // would be).
 func TestEarlyNoListChargesSigner(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		ln := startListNet(t)
 		const q = 2

@@ -31,6 +31,7 @@ import (
 // attested with nothing lacking, and C is charged everywhere. The
 // finalSigned hook plays the race.
 func TestAbortRacesFinal(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		fn := certNet(t, 2*time.Second)
 		start := fn.servers[0].lastNumber() + 1

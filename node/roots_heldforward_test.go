@@ -25,6 +25,7 @@ import (
 // released without forwardRoot and S_1 never got the root it needs to
 // start its wait and claim (lack.go).
 func TestHeldPartForwardedToReceiver(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	for _, mode := range []string{"in window", "ahead", "ahead, not open"} {
 		t.Run(mode, func(t *testing.T) {
 			if raceOn && testing.Short() && mode != "ahead, not open" {

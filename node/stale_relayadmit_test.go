@@ -24,6 +24,7 @@ import (
 // until the window reaches it: q opens everywhere within a message and S_0
 // is charged, nobody else.
 func TestS0RootRelayAheadOfWindow(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		sn := startS0Net(t, 4, 2000)
 		id, chain := sn.id, sn.chain
@@ -75,6 +76,7 @@ func TestS0RootRelayAheadOfWindow(t *testing.T) {
 // it; "equivocation": a second, different part of the round while held
 // ends the epoch as S_0's two roots.
 func TestS0RootAheadHeld(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	for _, name := range []string{"opens", "equivocation"} {
 		t.Run(name, func(t *testing.T) {
 			virtual(t, func(t *testing.T) {

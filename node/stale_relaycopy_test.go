@@ -14,6 +14,7 @@ import (
 // from S_0 itself left q open at S_1 alone, and S_1 was charged at every
 // honest server.
 func TestS0RootRelayedCopyOpensEverywhere(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	if raceOn && testing.Short() {
 		// The race pass's other tests cover every statement of node/...
 		// this one does (docs/testing.md): the full pass runs it.

@@ -87,6 +87,7 @@ func s0RootAhead(t *testing.T, settle bool, ivMs uint32, slowLag time.Duration) 
 // was charged for the round. TestS0RootAheadFramesNoOne's "stalled", S_2
 // ending round q at once: its attestation now lacks part 0.
 func TestStaleEndKeepsNotes(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		sa := startS0Ahead(t, false, 2000, 0)
 		s2 := sa.at(2)

@@ -19,6 +19,7 @@ import (
 // lacking once the epoch ended (attestable, roundAttestLocked), and every
 // server charges the signer.
 func TestUnattestableAbortCharged(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	for _, where := range []string{"beyond window", "past rounds"} {
 		t.Run(where, func(t *testing.T) {
 			virtual(t, func(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 // relay, a copy with one relay signature counts a relay step later, and
 // the three honest servers attest alike: a corrupt server is charged.
 func TestEdgeSplitCharged(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		_, byID, id, chain := fiveChain(t)
 		s1, bad, s4 := byID[chain[1]], byID[chain[2]], byID[chain[4]]

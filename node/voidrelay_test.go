@@ -22,6 +22,7 @@ import (
 // server attests part 2 lacking and part 1 held, and all three charge
 // S_2 and no honest server.
 func TestCorruptPairVoidRelayed(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		_, byID, id, chain := fiveChain(t)
 		s1, bad := byID[chain[1]], byID[chain[2]]
