@@ -1301,7 +1301,8 @@ var swarmHostiles = []swarmHostile{
 // (TestRelayedBatch): one hands it to the rest of the chain only, which
 // relays it (no void, nobody charged), one keeps it from everyone (a void
 // charged to it), one hands it to the rest and keeps its root from the
-// successor too (the others hand the root on, then relay the batch). Drawn only when RIFFLE_SWARM_HOSTILE names them, so
+// successor too (the others hand the root on, then relay the batch); and a
+// silent primary. Drawn only when RIFFLE_SWARM_HOSTILE names them, so
 // that the seeds of make test and make swarm draw as before.
 var swarmRelayHostiles = []swarmHostile{
 	{"refuse-successor", true, func(w *swarm, i int) func() {
@@ -1313,6 +1314,13 @@ var swarmRelayHostiles = []swarmHostile{
 	{"withhold-root", true, func(w *swarm, i int) func() {
 		return insiderHooks(w, i, &serverHooks{refuseSucc: func(uint32) bool { return true },
 			rootTo: func(_ uint32, _ peer.ID, receiver bool) bool { return !receiver }})
+	}},
+	// As a primary it keeps every onion it receipts from S_0 and answers
+	// no ask for its dry statements or its account (a silent primary,
+	// TestHeldOnionEndsUncharged "says nothing").
+	{"silent-primary", true, func(w *swarm, i int) func() {
+		all := func([32]byte, uint32) bool { return true }
+		return insiderHooks(w, i, &serverHooks{holdSubs: all, drySilent: all})
 	}},
 }
 
