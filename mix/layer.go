@@ -55,6 +55,11 @@ func CloseLayerKeys(keys []LayerKey) {
 func ShareKey(epoch EpochID, s int, round uint64, kind KeyKind, Z *group.Element) [LayerKeySize]byte {
 	var ikm [group.ElementSize]byte
 	copy(ikm[:], Z.Bytes())
+	return shareKey(epoch, s, round, kind, &ikm)
+}
+
+// shareKey is ShareKey from ENC(Z); it erases ikm.
+func shareKey(epoch EpochID, s int, round uint64, kind KeyKind, ikm *[group.ElementSize]byte) [LayerKeySize]byte {
 	tag := tagLayerEnc
 	if kind == MACKey {
 		tag = tagLayerMAC
@@ -74,6 +79,26 @@ func ShareKey(epoch EpochID, s int, round uint64, kind KeyKind, Z *group.Element
 	return out
 }
 
+// dhKey derives a layer key from the Diffie–Hellman share x·P, x one
+// party's secret and P the other's public element. pair is nil but in a
+// riffletest build with the memo on (dhmemo_riffletest.go): then it is
+// ENC(U) || ENC(Y), the client's and the server's public elements, of
+// which x·P is the Diffie–Hellman function, so the party that comes
+// second takes the share the first computed.
+func dhKey(epoch EpochID, s int, round uint64, kind KeyKind, x *group.Scalar, P *group.Element, pair *[2 * group.ElementSize]byte) [LayerKeySize]byte {
+	var ikm [group.ElementSize]byte
+	if pair != nil && dhMemoTake(pair, &ikm) {
+		return shareKey(epoch, s, round, kind, &ikm)
+	}
+	Z := group.NewElement().ScalarMult(x, P)
+	copy(ikm[:], Z.Bytes())
+	Z.Set(group.NewElement())
+	if pair != nil {
+		dhMemoPut(pair, &ikm)
+	}
+	return shareKey(epoch, s, round, kind, &ikm)
+}
+
 // ServerLayerKeys derives server s's layer keys for one round at every input
 // position p from the published shares U_{p,s} (§4.2): 2n constant-time
 // scalar multiplications, spread over all cores.
@@ -87,13 +112,19 @@ func ServerLayerKeys(epoch EpochID, s int, round uint64, rk *RoundKeys, U []*gro
 			return nil, fmt.Errorf("layer keys: share at position %d: %w", p, group.ErrIdentity)
 		}
 	}
+	var yEnc, ypEnc []byte
+	if dhMemoOn() {
+		yEnc, ypEnc = rk.Y[round].Bytes(), rk.Yp[round].Bytes()
+	}
 	out := make([]LayerKey, len(U))
 	parallel(len(U), func(p int) {
-		Z := group.NewElement().ScalarMult(y, U[p])
-		out[p].Enc = ShareKey(epoch, s, round, EncKey, Z)
-		Z.ScalarMult(yp, U[p])
-		out[p].MAC = ShareKey(epoch, s, round, MACKey, Z)
-		Z.Set(group.NewElement())
+		var pe, pm *[2 * group.ElementSize]byte
+		if dhMemoOn() {
+			u := U[p].Bytes()
+			pe, pm = dhPair(u, yEnc), dhPair(u, ypEnc)
+		}
+		out[p].Enc = dhKey(epoch, s, round, EncKey, y, U[p], pe)
+		out[p].MAC = dhKey(epoch, s, round, MACKey, yp, U[p], pm)
 	})
 	return out, nil
 }
@@ -117,11 +148,12 @@ func (cs *ClientSecret) LayerKeys(epoch EpochID, round uint64, Y, Yp [][]*group.
 		if y == nil || yp == nil || group.IsIdentity(y) || group.IsIdentity(yp) {
 			return nil, fmt.Errorf("client layer keys: server %d round %d key: %w", j, round, group.ErrIdentity)
 		}
-		Z := group.NewElement().ScalarMult(cs.u[j], y)
-		out[j].Enc = ShareKey(epoch, j, round, EncKey, Z)
-		Z.ScalarMult(cs.u[j], yp)
-		out[j].MAC = ShareKey(epoch, j, round, MACKey, Z)
-		Z.Set(group.NewElement())
+		var pe, pm *[2 * group.ElementSize]byte
+		if dhMemoOn() && cs.uEnc != nil {
+			pe, pm = dhPair(cs.uEnc[j][:], y.Bytes()), dhPair(cs.uEnc[j][:], yp.Bytes())
+		}
+		out[j].Enc = dhKey(epoch, j, round, EncKey, cs.u[j], y, pe)
+		out[j].MAC = dhKey(epoch, j, round, MACKey, cs.u[j], yp, pm)
 	}
 	return out, nil
 }

@@ -29,7 +29,8 @@ func RegistrationSize(m int) int { return (m+1)*registrationEntrySize + PIRKeySi
 type ClientSecret struct {
 	u       []*group.Scalar
 	q       *group.Scalar
-	P       *group.Element // the pseudonym P_i = q_i·G
+	P       *group.Element            // the pseudonym P_i = q_i·G
+	uEnc    [][group.ElementSize]byte // ENC(u_j·G), only with the memo on (dhKey)
 	pirSeed [32]byte
 	closed  bool
 }
@@ -102,6 +103,9 @@ func Register(epoch EpochID, regKey ed25519.PublicKey, serverKeys []*group.Eleme
 		M := group.NewElement().ScalarBaseMult(x)
 		if j < m {
 			cs.u[j] = x
+			if dhMemoOn() {
+				cs.uEnc = append(cs.uEnc, [group.ElementSize]byte(M.Bytes()))
+			}
 		} else {
 			cs.q, cs.P = x, M
 		}
