@@ -62,6 +62,8 @@
 //     orders, the leader's candidates and the check of its selection
 //     (§3 v3), over internal/proto's bounded.go and reveal.go; pure
 //     functions, network-free tests.
+//   - dispatch.go: the epoch and round protocols' messages, each to the
+//     part that takes it.
 //   - epoch_handlers.go: the epoch protocol's handlers on every server.
 //   - setup.go: the setup chain of verifiable shuffles (§4.2), this
 //     server's part of it the methods of settingUp; a signed
@@ -158,7 +160,9 @@
 //     epoch, the bounds before their proofs (per address range, first-time
 //     keys) and the admission order (§3, §8, §5.4); no I/O and no lock
 //     (registry's guards its Table), network-free tests.
-//   - mixing.go: the mix loop: peel, permute, forward, batches between servers;
+//   - mixing.go: the mix path, mixer (Server.mixing): S_0's round driver,
+//     peel, permute, forward, batches between servers; the round state
+//     under s.mu, the rest of the server through mixHost;
 //     the layer buffers reused round after round are package
 //     internal/layerbufs's (its own lock, network-free tests).
 //   - roots.go: signed batch roots and their equivocation check (§5.2);

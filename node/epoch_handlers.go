@@ -2,7 +2,6 @@ package node
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,66 +16,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/roster"
 	"github.com/riffle-net/riffle/node/internal/signed"
 	"github.com/riffle-net/riffle/node/internal/window"
-	"github.com/riffle-net/riffle/node/transport"
 )
-
-var ack = []byte{}
-
-// handleEpoch serves /riffle/1/epoch.
-func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, body []byte) (wire.Type, []byte, error) {
-	if err := transport.Takes(ProtoEpoch, t); err != nil {
-		return 0, nil, err
-	}
-	switch t {
-	case wire.TypePrepare:
-		return s.onPrepare(from, body)
-	case wire.TypeSignReq:
-		return s.onSignReq(from, body)
-	case wire.TypeSigned:
-		return s.onSigned(from, body)
-	case wire.TypeForward:
-		return s.regs.OnForwarded(from, body)
-	case wire.TypeBadForward:
-		return s.onBadForward(from, body)
-	case wire.TypeCloseReq:
-		return s.regs.OnClose(from, body)
-	case wire.TypeRegList:
-		return s.regs.OnRegList(from, body)
-	case wire.TypeStep:
-		return s.onStep(from, body)
-	case wire.TypeRoute:
-		return s.onRoute(ctx, from, body)
-	case wire.TypeDupAbort:
-		return s.dups.OnAbort(from, body)
-	case wire.TypeDupProof:
-		return s.dups.OnProof(ctx, from, body, false)
-	case wire.TypeAccuse:
-		return s.onAccuse(from, body)
-	case wire.TypeBlameReq:
-		return s.onBlameReq(ctx, from, body)
-	case wire.TypeDropReq:
-		return s.onDropReq(ctx, from, body)
-	case wire.TypeAbort:
-		return s.onAbort(from, body)
-	case wire.TypeTimeoutVote:
-		return s.cert.OnTimeoutVote(from, body)
-	case wire.TypeCertReq:
-		return s.cert.OnCertReq(from, body)
-	case wire.TypeCertPush:
-		return s.cert.OnCertPush(from, body)
-	case wire.TypeWouldServe:
-		return s.would.OnWouldServe(ctx, from, body)
-	case wire.TypeWindowReq:
-		return s.wins.OnServerReq(ctx, from, body)
-	case wire.TypeIndexReq:
-		return s.ix.Pages.OnServerIndexReq(ctx, from, body)
-	case wire.TypeAttestReq:
-		return s.onAttestReq(from, body)
-	case wire.TypeCharge:
-		return s.onCharge(from, body)
-	}
-	return 0, nil, transport.Unhandled(ProtoEpoch, t)
-}
 
 func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if err := s.amnesia.Lost(s.cert.Top()); err != nil {
@@ -383,7 +323,7 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	go func() { defer s.wg.Done(); (&settingUp{s: s, e: e}).run() }()
 	if e.pos == 0 {
 		s.wg.Add(1)
-		go func() { defer s.wg.Done(); s.mixLoop(e) }()
+		go func() { defer s.wg.Done(); s.mixing.mixLoop(e) }()
 	}
 	s.takePreFinalLocked(e)
 	return wire.TypeAck, ack, nil

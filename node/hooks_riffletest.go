@@ -42,6 +42,14 @@ type serverHookState struct {
 	hooks atomic.Pointer[serverHooks]
 }
 
+// hookSrc gives a part of the server outside Server (mixer, submissions,
+// closings) the server's hook points.
+type hookSrc struct{ s *Server }
+
+func newHookSrc(s *Server) hookSrc { return hookSrc{s} }
+func (h hookSrc) run() *hookRun    { return h.s.hookRun() }
+func (h hookSrc) cfg() *hookCfg    { return h.s.hookCfg() }
+
 // serverHooks let a test make a server misbehave.
 type serverHooks struct {
 	// noPace makes this server start its layers without the group

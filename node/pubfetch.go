@@ -66,7 +66,7 @@ func (h pubHost) Grace(ep *pubfetch.Epoch) time.Duration { return fetchGrace(ofP
 
 func (h pubHost) Take(ep *pubfetch.Epoch, raw []byte) error {
 	v := ep.V
-	_, _, err := h.s.onBatch(v.Chain[len(v.Chain)-1], raw)
+	_, _, err := h.s.mixing.onBatch(v.Chain[len(v.Chain)-1], raw)
 	return err
 }
 

@@ -247,3 +247,21 @@ func (s *Server) trace(stage string, r uint32) func() {
 		s.log.Debug("round stage", "stage", stage, "round", r, "start", start.Format("15:04:05.000"), "took", time.Since(start).Round(time.Microsecond))
 	}
 }
+
+// awaitSetup waits, up to the round limit, until this server has verified
+// the epoch's setup: S_0 starts round 0 once its own check is done, and a
+// later server's check (it verifies every step) can still be running when
+// round 0's batch arrives. It reports false if the epoch ended instead, or
+// ends it if the setup does not finish in time.
+func (s *Server) awaitSetup(e *sepoch) bool {
+	limit := time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond
+	ctx, cancel := context.WithTimeout(s.ctx, limit)
+	defer cancel()
+	err := s.waitFor(ctx, func() bool { return e.setupDone || e.ended })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil && !e.setupDone && !e.ended {
+		s.end(e, "setup not verified within the round limit")
+	}
+	return e.setupDone && !e.ended
+}

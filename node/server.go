@@ -189,6 +189,8 @@ type Server struct {
 	// (internal/wouldserve, derive.go).
 	would *wouldserve.Service
 	polls polls.Gate // client long polls in flight (internal/polls)
+	// mixing is the mix path (mixing.go).
+	mixing mixer
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -288,6 +290,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.peers = peers.Who{H: h, Roster: &s.roster.Table, Members: &s.members, Epochs: peerEpochs{s}, Polls: &s.polls, Timing: &s.cfg.Timing}
 	s.ix = newIndex(s)
 	s.pub = s.ix.Pub
+	s.mixing = newMixer(s)
 	s.regs = registry.Service{H: regHost{s}, Keys: &s.keys, Log: log}
 	s.dups = dupwalk.Service{H: dupHost{s}, Log: log, Ctx: cctx, RouteWait: cfg.Timing.DupRouteWait}
 	s.rb.st, s.rb.log = st, log
