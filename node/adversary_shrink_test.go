@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/chunker"
+	"github.com/riffle-net/riffle/node/internal/leader"
 )
 
 // shrinkRun plays the leader that shrinks an epoch around one honest
@@ -40,7 +41,7 @@ func shrinkRun(t *testing.T, control bool, trials int) (tl *tally, shrunk, epoch
 	rec := newAdvRecord()
 	p := advParams(4)
 	var tn *anonNet
-	shrink := func(chain []peer.ID, keys [][32]byte, cl *closed) [][32]byte {
+	shrink := func(chain []peer.ID, keys [][32]byte, cl *leader.Closed) [][32]byte {
 		hp := -1
 		for j, id := range chain {
 			if id == tn.servers[2].ID() {
@@ -50,7 +51,7 @@ func shrinkRun(t *testing.T, control bool, trials int) (tl *tally, shrunk, epoch
 		var out [][32]byte
 		kept := false
 		for _, k := range keys {
-			if int(cl.primaryOf[k]) != hp {
+			if int(cl.PrimaryOf[k]) != hp {
 				out = append(out, k)
 			} else if !kept {
 				out, kept = append(out, k), true

@@ -56,8 +56,10 @@
 //   - rotate.go: the leader rotation (§3 v3), rotation (Server.turn):
 //     the turn taken each tick, the timeout voted, an epoch another
 //     leader left unclosed ended; its state under s.mu. leader.go: its
-//     loop; an epoch led here (leading: its chain, number and id) is
-//     prepared, opened, closed and finalised by its methods.
+//     loop, and the server as an epoch led here sees it (leadHost).
+//   - internal/leader (package leader): an epoch led here (Leading: its
+//     chain, number and id) prepared, opened, closed and finalised, or
+//     aborted, over leader.Host; network-free tests.
 //   - internal/selection (package selection): the primaries' signed
 //     orders, the leader's candidates and the check of its selection
 //     (§3 v3), over internal/proto's bounded.go and reveal.go; pure

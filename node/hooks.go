@@ -10,6 +10,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/leader"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
@@ -63,19 +64,19 @@ func (*hookCfg) KeepOut(peer.ID, [32]byte) bool                            { ret
 func (*hookCfg) UnpinnedWindow() bool                                      { return false }
 func (*hookRun) LackWindow() bool                                          { return false }
 
-func (*hookCfg) CheatKeys(_ []peer.ID, keys [][32]byte, _ *closed) [][32]byte { return keys }
-func (*hookCfg) CheatList(*wire.RegList)                                      {}
-func (*hookCfg) SignAny() bool                                                { return false }
-func (*hookCfg) NoReceipt() bool                                              { return false }
-func (*hookRun) HoldOpen() bool                                               { return false }
-func (*hookRun) LeaderWindow(_ uint64, w []wire.WindowRef) []wire.WindowRef   { return w }
-func (*hookRun) LeaderGap(_ uint64, g []wire.Cert) []wire.Cert                { return g }
-func (*hookRun) OpenLate(peer.ID) time.Duration                               { return 0 }
-func (*hookRun) SignedTo(_ bool, chain []peer.ID) []peer.ID                   { return chain }
-func (*hookRun) FinalSigned(*wire.Signed)                                     {}
-func (*hookRun) SyncPoked()                                                   {}
-func (*hookRun) PushBack(peer.ID, uint64)                                     {}
-func (*hookRun) CertChecked(*wire.Cert)                                       {}
+func (*hookCfg) CheatKeys(_ []peer.ID, keys [][32]byte, _ *leader.Closed) [][32]byte { return keys }
+func (*hookCfg) CheatList(*wire.RegList)                                             {}
+func (*hookCfg) SignAny() bool                                                       { return false }
+func (*hookCfg) NoReceipt() bool                                                     { return false }
+func (*hookRun) HoldOpen() bool                                                      { return false }
+func (*hookRun) LeaderWindow(_ uint64, w []wire.WindowRef) []wire.WindowRef          { return w }
+func (*hookRun) LeaderGap(_ uint64, g []wire.Cert) []wire.Cert                       { return g }
+func (*hookRun) OpenLate(peer.ID) time.Duration                                      { return 0 }
+func (*hookRun) SignedTo(_ bool, chain []peer.ID) []peer.ID                          { return chain }
+func (*hookRun) FinalSigned(*wire.Signed)                                            {}
+func (*hookRun) SyncPoked()                                                          {}
+func (*hookRun) PushBack(peer.ID, uint64)                                            {}
+func (*hookRun) CertChecked(*wire.Cert)                                              {}
 
 func (*hookRun) Accuse(uint32) (int, bool)              { return 0, false }
 func (*hookRun) CorruptOut(uint32, [][]byte)            {}

@@ -12,6 +12,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/leader"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
@@ -327,7 +328,7 @@ func (s *hookCfg) WindowRefuse(to peer.ID) bool {
 	return o != nil && o.WindowRefuse != nil && o.WindowRefuse(to)
 }
 
-func (s *hookCfg) CheatKeys(chain []peer.ID, keys [][32]byte, cl *closed) [][32]byte {
+func (s *hookCfg) CheatKeys(chain []peer.ID, keys [][32]byte, cl *leader.Closed) [][32]byte {
 	if c := s.cfg.cheat; c != nil && c.keys != nil {
 		keys = c.keys(keys, cl)
 	}

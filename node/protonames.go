@@ -9,7 +9,6 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
-	"github.com/riffle-net/riffle/node/internal/selection"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -30,10 +29,6 @@ const (
 	// server accepts.
 	MinClientCap = proto.MinClientCap
 )
-
-func unselected(keys [][32]byte, cl *closed) []wire.Forwarded {
-	return selection.Unselected(keys, cl.primaryOf, cl.all)
-}
 
 // Long-term client keys (§8 "After a blame", §3 "Registration", §5.4).
 

@@ -15,6 +15,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/leader"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -86,10 +87,10 @@ func TestLeaderDropsReceipted(t *testing.T) {
 			id      [32]byte
 			primary int
 		}
-		tn, logs := cheatNet(t, &leaderCheat{keys: func(keys [][32]byte, cl *closed) [][32]byte {
+		tn, logs := cheatNet(t, &leaderCheat{keys: func(keys [][32]byte, cl *leader.Closed) [][32]byte {
 			k := keys[len(keys)-1]
 			mu.Lock()
-			dropped.id, dropped.primary = cl.all[k].Reg.Epoch, int(cl.primaryOf[k])
+			dropped.id, dropped.primary = cl.All[k].Reg.Epoch, int(cl.PrimaryOf[k])
 			mu.Unlock()
 			return keys[:len(keys)-1]
 		}})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/leader"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -72,10 +73,8 @@ func (s *Server) busy(n uint64) error {
 	return nil
 }
 
-// errBusy is busy's refusal of a Prepare: turn-taking, not a fault (the
-// leader's own epoch ended a moment before this server's). The leader
-// recognises it, as sent, by errors.Is (wire.Refusal).
-const errBusy = wire.Refusal("node: an epoch is running here")
+// errBusy is busy's refusal of a Prepare (leader.ErrBusy).
+const errBusy = leader.ErrBusy
 
 // running reports whether an epoch runs here. Call with s.mu held.
 func (s *Server) running() bool {

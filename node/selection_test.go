@@ -15,6 +15,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/leader"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/selection"
 )
@@ -214,7 +215,7 @@ func TestSelectionRecomputed(t *testing.T) {
 		}
 
 		// Over the wire: server 0 receipts nothing when it does not lead.
-		drop := func(keys [][32]byte, _ *closed) [][32]byte { return keys[:len(keys)-1] }
+		drop := func(keys [][32]byte, _ *leader.Closed) [][32]byte { return keys[:len(keys)-1] }
 		logs := make([]*lockedBuf, 3)
 		tn := startAnonNet(t, 3, 6, 6, testParams(8), func(i int, sc *ServerConfig) {
 			logs[i] = &lockedBuf{}
