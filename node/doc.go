@@ -66,7 +66,10 @@
 //     functions, network-free tests.
 //   - dispatch.go: the epoch and round protocols' messages, each to the
 //     part that takes it.
-//   - epoch_handlers.go: the epoch protocol's handlers on every server.
+//   - epoch_handlers.go: the epoch protocol's handlers on every server;
+//     a Prepare's first checks (its parameters, its chain and who is in
+//     it) are package internal/prepare's, a function of the Prepare and
+//     of the group's facts with network-free tests.
 //   - setup.go: the setup chain of verifiable shuffles (§4.2), this
 //     server's part of it the methods of settingUp; a signed
 //     step that does not verify names its server; a step computed, signed

@@ -1,19 +1,17 @@
 package node
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/certs"
+	"github.com/riffle-net/riffle/node/internal/prepare"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/registry"
-	"github.com/riffle-net/riffle/node/internal/roster"
 	"github.com/riffle-net/riffle/node/internal/signed"
 	"github.com/riffle-net/riffle/node/internal/window"
 )
@@ -26,55 +24,10 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	if err := p.Unmarshal(body); err != nil {
 		return 0, nil, err
 	}
-	if err := proto.CheckParams(p.Params, s.cfg.PIRRate); err != nil {
-		return 0, nil, err
-	}
-	// (v3) every parameter but the times is a group constant.
-	if err := proto.CheckGroupParams(p.Params, s.cfg.Params.Wire()); err != nil {
-		return 0, nil, err
-	}
-	if len(p.Chain) < 1 {
-		return 0, nil, errors.New("node: prepare without a chain")
-	}
-	// The number's certificate must verify against the group certified
-	// for it (internal/certs).
-	if !certs.HoldsGroup(p.Chain, &p.Previous) {
-		return 0, nil, certs.ErrChainMinority
-	}
-	for i := 1; i < len(p.Chain); i++ {
-		if bytes.Compare(p.Chain[i-1], p.Chain[i]) >= 0 {
-			return 0, nil, errors.New("node: prepared chain not sorted")
-		}
-	}
-	// Servers out for their refusal budget stay in a chain that would
-	// fall below --min-servers without them, as in chain().
-	out := func(q peer.ID) bool { return s.refusalOutAt(q, p.Number) }
-	pos, err := roster.Members(p.Chain, s.h.ID(), "prepared chain", s.cfg.MinServers, s.rb.serverExcluded, out, func(id peer.ID) error {
-		if s.roster.get(id) == nil && id != from {
-			return fmt.Errorf("node: prepared chain has %s, not a live server here", id.ShortString())
-		}
-		// Who may serve (internal/eligible): a server not eligible here is
-		// a withdrawal, not a refusal.
-		return s.members.Eligible(id)
-	})
+	// The parameters, the chain and who is in it (internal/prepare).
+	pos, err := prepare.Check(&p, from, s.prepFacts)
 	if err != nil {
 		return 0, nil, err
-	}
-	inChain := slices.ContainsFunc(p.Chain, func(b []byte) bool { return peer.ID(b) == from })
-	if pos < 0 {
-		return 0, nil, errors.New("node: this server is not in the prepared chain")
-	}
-	if p.Number == 1 {
-		ids := make([]peer.ID, len(p.Chain))
-		for i, b := range p.Chain {
-			ids[i] = peer.ID(b)
-		}
-		if err := s.who.CheckFounding(ids); err != nil {
-			return 0, nil, err
-		}
-	}
-	if !inChain {
-		return 0, nil, errors.New("node: prepare from outside its chain")
 	}
 	// Agree on the leader (rotate.go): the number's leader in the
 	// chain derived here from the certificate of the number before,

@@ -28,6 +28,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/members"
 	"github.com/riffle-net/riffle/node/internal/peers"
 	"github.com/riffle-net/riffle/node/internal/polls"
+	"github.com/riffle-net/riffle/node/internal/prepare"
 	"github.com/riffle-net/riffle/node/internal/pubfetch"
 	"github.com/riffle-net/riffle/node/internal/registry"
 	"github.com/riffle-net/riffle/node/internal/roster"
@@ -191,6 +192,8 @@ type Server struct {
 	polls polls.Gate // client long polls in flight (internal/polls)
 	// mixing is the mix path (mixing.go).
 	mixing mixer
+	// prepFacts is what a Prepare's first checks read (internal/prepare).
+	prepFacts prepare.Facts
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -291,6 +294,9 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.ix = newIndex(s)
 	s.pub = s.ix.Pub
 	s.mixing = newMixer(s)
+	s.prepFacts = prepare.Facts{Self: h.ID(), PIRRate: cfg.PIRRate, Params: cfg.Params.Wire(), MinServers: cfg.MinServers,
+		Excluded: s.rb.serverExcluded, OutAt: s.refusalOutAt, Live: func(p peer.ID) bool { return s.roster.get(p) != nil },
+		Eligible: s.members.Eligible, CheckFounding: s.who.CheckFounding}
 	s.regs = registry.Service{H: regHost{s}, Keys: &s.keys, Log: log}
 	s.dups = dupwalk.Service{H: dupHost{s}, Log: log, Ctx: cctx, RouteWait: cfg.Timing.DupRouteWait}
 	s.rb.st, s.rb.log = st, log
