@@ -86,7 +86,7 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		if err := b.Unmarshal(body, proto.GenericLimits()); err != nil {
 			return 0, nil, err
 		}
-		if err := s.takeSubs(from, body, &b); err != nil {
+		if err := s.submits.takeSubs(from, body, &b); err != nil {
 			return 0, nil, err
 		}
 		return wire.TypeAck, ack, nil

@@ -147,8 +147,9 @@
 //     protocol's caps by type.
 //   - censor.go: request lists that omit a requested id held here.
 //   - round.go: a server's state of one round (sround) and its window.
-//   - intake.go: client protocol: its dispatch and submissions (round
-//     intake).
+//   - intake.go: client protocol: its dispatch; the intake of onions,
+//     submissions (Server.submits), with handover.go: the round state
+//     under s.mu, the rest of the server through submitHost.
 //   - internal/registry (package registry): a server's registration of
 //     one epoch (§3 v3, §4.1): the keys and entry a Prepare's answer
 //     draws, the Prepare's commitments and the open

@@ -24,13 +24,13 @@ import (
 // size, the slot's registration key over epoch, round, slot and onion)
 // before anything is kept, at most handoverMax per slot, and submitted
 // when its round is admitted (releaseHandoverLocked).
-func (s *Server) onHandover(body []byte) (wire.Type, []byte, error) {
-	sub, e, _, err := s.checkSubmission(body, "handed-over onion")
+func (in *submissions) onHandover(body []byte) (wire.Type, []byte, error) {
+	sub, e, _, err := in.checkSubmission(body, "handed-over onion")
 	if err != nil {
 		return 0, nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	in.mu.Lock()
+	defer in.mu.Unlock()
 	if e.ended {
 		return 0, nil, fmt.Errorf("node: epoch ended: %s", e.reason)
 	}
@@ -48,15 +48,15 @@ func (s *Server) onHandover(body []byte) (wire.Type, []byte, error) {
 	if err := e.handover.Hold(sub, proto.HandoverMax); err != nil {
 		return 0, nil, err
 	}
-	s.notify() // a round may wait for this slot's queries
-	s.releaseHandoverLocked(e)
+	in.host.notify() // a round may wait for this slot's queries
+	in.releaseHandoverLocked(e)
 	return wire.TypeAck, ack, nil
 }
 
 // releaseHandoverLocked submits every handed-over onion whose round is
 // now admitted, in round order. Called when one comes and whenever a
 // round's list is final (the admitted window moves). Call with s.mu held.
-func (s *Server) releaseHandoverLocked(e *sepoch) {
+func (in *submissions) releaseHandoverLocked(e *sepoch) {
 	if e.ended {
 		return
 	}
@@ -65,8 +65,8 @@ func (s *Server) releaseHandoverLocked(e *sepoch) {
 		if e.ended {
 			return
 		}
-		if _, _, err := s.takeSubmitLocked(e, sub, nil, mix.SubmissionDigest(sub.Onion)); err != nil {
-			s.log.Debug("handed-over onion not taken", "round", sub.Round, "err", err)
+		if _, _, err := in.takeSubmitLocked(e, sub, nil, mix.SubmissionDigest(sub.Onion)); err != nil {
+			in.log.Debug("handed-over onion not taken", "round", sub.Round, "err", err)
 		}
 	}
 }

@@ -315,7 +315,7 @@ func TestHostileIntake(t *testing.T) {
 			if err := b.Unmarshal(body, proto.GenericLimits()); err != nil {
 				return err
 			}
-			return f.s.takeSubs(from, body, &b)
+			return f.s.submits.takeSubs(from, body, &b)
 		}
 		query := func(e *sepoch, r uint32, slots ...uint32) []byte {
 			q := wire.Rows{Epoch: e.v.ID, Round: r, Slots: slots}
@@ -333,27 +333,27 @@ func TestHostileIntake(t *testing.T) {
 		// mid: this server is slot 1's primary; led: slot 0's and S_0.
 		good := submit(mid, 0, 1, f.clients[1], size)
 		runHostile(t, f, []hostileCase{
-			{name: "submit/repeated", repeat: true, setup: func() error { return handlerErr(f.s.onSubmit(f.stranger.id, subBody(good))) },
-				run: func() error { return handlerErr(f.s.onSubmit(f.stranger.id, subBody(good))) }},
-			{name: "submit/truncated", run: func() error { return handlerErr(f.s.onSubmit(f.stranger.id, truncated(subBody(good)))) }},
-			{name: "submit/oversized", run: func() error { return handlerErr(f.s.onSubmit(f.stranger.id, oversized(subBody(good)))) }},
+			{name: "submit/repeated", repeat: true, setup: func() error { return handlerErr(f.s.submits.onSubmit(f.stranger.id, subBody(good))) },
+				run: func() error { return handlerErr(f.s.submits.onSubmit(f.stranger.id, subBody(good))) }},
+			{name: "submit/truncated", run: func() error { return handlerErr(f.s.submits.onSubmit(f.stranger.id, truncated(subBody(good)))) }},
+			{name: "submit/oversized", run: func() error { return handlerErr(f.s.submits.onSubmit(f.stranger.id, oversized(subBody(good)))) }},
 			{name: "submit/unknown epoch", run: func() error {
-				return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(&unknown, 0, 1, f.clients[1], size))))
+				return handlerErr(f.s.submits.onSubmit(f.stranger.id, subBody(submit(&unknown, 0, 1, f.clients[1], size))))
 			}},
 			{name: "submit/another primary's slot", run: func() error {
-				return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, 0, 0, f.clients[0], size))))
+				return handlerErr(f.s.submits.onSubmit(f.stranger.id, subBody(submit(mid, 0, 0, f.clients[0], size))))
 			}},
 			{name: "submit/round beyond epoch", run: func() error {
-				return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, R, 1, f.clients[1], size))))
+				return handlerErr(f.s.submits.onSubmit(f.stranger.id, subBody(submit(mid, R, 1, f.clients[1], size))))
 			}},
 			{name: "submit/round outside window", run: func() error {
-				return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, R-1, 1, f.clients[1], size))))
+				return handlerErr(f.s.submits.onSubmit(f.stranger.id, subBody(submit(mid, R-1, 1, f.clients[1], size))))
 			}},
 			{name: "submit/wrong size", run: func() error {
-				return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, 0, 1, f.clients[1], size-1))))
+				return handlerErr(f.s.submits.onSubmit(f.stranger.id, subBody(submit(mid, 0, 1, f.clients[1], size-1))))
 			}},
 			{name: "submit/wrong key", run: func() error {
-				return handlerErr(f.s.onSubmit(f.stranger.id, subBody(submit(mid, 0, 1, f.clients[2], size))))
+				return handlerErr(f.s.submits.onSubmit(f.stranger.id, subBody(submit(mid, 0, 1, f.clients[2], size))))
 			}},
 
 			{name: "submit batch/truncated", run: func() error {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -66,9 +68,9 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 	case wire.TypeRegister:
 		return s.regs.OnClientRegister(ctx, from, body)
 	case wire.TypeSubmit:
-		return s.onSubmit(from, body)
+		return s.submits.onSubmit(from, body)
 	case wire.TypeHandover:
-		return s.onHandover(body)
+		return s.submits.onHandover(body)
 	case wire.TypeDupQuery:
 		return s.dups.OnQuery(ctx, from, body)
 	case wire.TypeDupProof:
@@ -89,16 +91,51 @@ func (s *Server) handleClient(ctx context.Context, from peer.ID, t wire.Type, bo
 	return 0, nil, transport.Unhandled(ProtoClient, t)
 }
 
+// submissions is the intake of onions (§5.1, §5.4): a client's, checked
+// and kept by its primary (onSubmit, onHandover), and the primaries'
+// batches of them at S_0 (takeSubs). The rounds' state is the epoch's
+// (sepoch), under mu, the server's lock; the rest of the server is
+// reached through host.
+type submissions struct {
+	host  submitHost
+	mu    *sync.Mutex
+	ctx   context.Context
+	h     transport.Host
+	log   *slog.Logger
+	pool  *transport.BufPool
+	hooks hookSrc
+}
+
+// submitHost is what the intake takes from the rest of the server.
+type submitHost interface {
+	epochFor(id [32]byte) (*sepoch, error)
+	epochForWait(id [32]byte) (*sepoch, error)
+	// Under mu.
+	notify()
+	receiptLocked(e *sepoch, sub *wire.Submit, digest [32]byte) (wire.Type, []byte, error)
+	noteDouble(e *sepoch, a, b *wire.Submit)
+	forwardIfReady(e *sepoch, r uint32)
+}
+
+func newSubmissions(s *Server) submissions {
+	return submissions{host: s, mu: &s.mu, ctx: s.ctx, h: s.h, log: s.log, pool: &s.pool, hooks: newHookSrc(s)}
+}
+
+// forwardSubs and releaseHandoverLocked are the intake's, for the round
+// blame's files (held.go, deadslot.go) and the publication (publish.go).
+func (s *Server) forwardSubs(e *sepoch, batch *wire.SubmitBatch) { s.submits.forwardSubs(e, batch) }
+func (s *Server) releaseHandoverLocked(e *sepoch)                { s.submits.releaseHandoverLocked(e) }
+
 // checkSubmission decodes one signed onion of a client of this primary and
 // checks it before anything is kept (§5.1): the slot is served here, the
 // round is within the epoch, the onion has the epoch's size and the slot's
 // registration key signed it. what names the message in errors.
-func (s *Server) checkSubmission(body []byte, what string) (wire.Submit, *sepoch, [32]byte, error) {
+func (in *submissions) checkSubmission(body []byte, what string) (wire.Submit, *sepoch, [32]byte, error) {
 	var sub wire.Submit
 	if err := sub.Unmarshal(body, proto.GenericLimits()); err != nil {
 		return sub, nil, [32]byte{}, err
 	}
-	e, err := s.epochFor(sub.Epoch)
+	e, err := in.host.epochFor(sub.Epoch)
 	if err != nil {
 		return sub, nil, [32]byte{}, err
 	}
@@ -110,14 +147,14 @@ func (s *Server) checkSubmission(body []byte, what string) (wire.Submit, *sepoch
 }
 
 // onSubmit takes one onion from a client of this primary (§5.1, §5.4).
-func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	sub, e, digest, err := s.checkSubmission(body, "submission")
+func (in *submissions) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) {
+	sub, e, digest, err := in.checkSubmission(body, "submission")
 	if err != nil {
 		return 0, nil, err
 	}
-	s.hookCfg().Submit(sub.Epoch, sub.Round, sub.Slot)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	in.hooks.cfg().Submit(sub.Epoch, sub.Round, sub.Slot)
+	in.mu.Lock()
+	defer in.mu.Unlock()
 	if e.ended {
 		return 0, nil, fmt.Errorf("node: epoch ended: %s", e.reason)
 	}
@@ -128,18 +165,18 @@ func (s *Server) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		// held.go: signed dry, the slot takes no onion of the round.
 		return 0, nil, fmt.Errorf("node: slot %d was signed dry for round %d", sub.Slot, sub.Round)
 	}
-	if _, _, err := s.takeSubmitLocked(e, sub, body, digest); err != nil {
+	if _, _, err := in.takeSubmitLocked(e, sub, body, digest); err != nil {
 		return 0, nil, err
 	}
 	// §5.4: every taken onion, a resend too, gets the signed receipt.
-	return s.receiptLocked(e, &sub, digest)
+	return in.host.receiptLocked(e, &sub, digest)
 }
 
 // takeSubmitLocked files a checked submission of one of this primary's
 // clients for an admitted round: S_0 keeps it for its round driver, any
 // other primary forwards its clients' onions of the round once it holds
 // all of them. body is the frame sub's onion aliases. Call with s.mu held.
-func (s *Server) takeSubmitLocked(e *sepoch, sub wire.Submit, body []byte, digest [32]byte) (wire.Type, []byte, error) {
+func (in *submissions) takeSubmitLocked(e *sepoch, sub wire.Submit, body []byte, digest [32]byte) (wire.Type, []byte, error) {
 	x := e.round(sub.Round)
 	if e.isDead(sub.Slot) {
 		// deadslot.go: a slot a blame named takes nothing more.
@@ -150,11 +187,11 @@ func (s *Server) takeSubmitLocked(e *sepoch, sub wire.Submit, body []byte, diges
 			// §5.1: two different onions signed for one (round, slot)
 			// is evidence against the client: named, its slot dies
 			// (deadslot.go), and the first onion stays.
-			s.noteDouble(e, &old, &sub)
+			in.host.noteDouble(e, &old, &sub)
 			return 0, nil, errors.New("node: a different onion was already submitted for this round")
 		}
 		if body != nil {
-			s.pool.Put(body) // a resend: nothing refers to it
+			in.pool.Put(body) // a resend: nothing refers to it
 		}
 		return wire.TypeAck, ack, nil
 	}
@@ -166,27 +203,27 @@ func (s *Server) takeSubmitLocked(e *sepoch, sub wire.Submit, body []byte, diges
 		x.digests[sub.Slot] = digest
 		// S_0 holds its own clients' onions where the other primaries'
 		// batches land: wake its round driver.
-		s.notify()
+		in.host.notify()
 		return wire.TypeAck, ack, nil
 	}
-	s.forwardIfReady(e, sub.Round)
+	in.host.forwardIfReady(e, sub.Round)
 	return wire.TypeAck, ack, nil
 }
 
-func (s *Server) forwardSubs(e *sepoch, batch *wire.SubmitBatch) {
-	if s.hookRun().HoldSubs(batch.Epoch, batch.Round) {
+func (in *submissions) forwardSubs(e *sepoch, batch *wire.SubmitBatch) {
+	if in.hooks.run().HoldSubs(batch.Epoch, batch.Round) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
+	ctx, cancel := context.WithTimeout(in.ctx, transport.BulkTimeout)
 	defer cancel()
-	if _, err := transport.Call(ctx, s.h, e.final.Chain[0], transport.Request{Proto: ProtoRound, Type: wire.TypeSubmitBatch, Segments: batch.Segments(), Timeout: transport.BulkTimeout}); err != nil {
-		s.log.Warn("forward submissions", "round", batch.Round, "err", err)
+	if _, err := transport.Call(ctx, in.h, e.final.Chain[0], transport.Request{Proto: ProtoRound, Type: wire.TypeSubmitBatch, Segments: batch.Segments(), Timeout: transport.BulkTimeout}); err != nil {
+		in.log.Warn("forward submissions", "round", batch.Round, "err", err)
 	}
 }
 
 // takeSubs is the leader's intake of a primary's submissions.
-func (s *Server) takeSubs(from peer.ID, body []byte, batch *wire.SubmitBatch) error {
-	e, err := s.epochForWait(batch.Epoch)
+func (in *submissions) takeSubs(from peer.ID, body []byte, batch *wire.SubmitBatch) error {
+	e, err := in.host.epochForWait(batch.Epoch)
 	if err != nil {
 		return err
 	}
@@ -197,8 +234,8 @@ func (s *Server) takeSubs(from peer.ID, body []byte, batch *wire.SubmitBatch) er
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	in.mu.Lock()
+	defer in.mu.Unlock()
 	if err := e.admit(batch.Round); err != nil {
 		return err
 	}
@@ -210,12 +247,12 @@ func (s *Server) takeSubs(from peer.ID, body []byte, batch *wire.SubmitBatch) er
 		if old, ok := x.subs[sub.Slot]; ok && !bytes.Equal(old.Onion, sub.Onion) {
 			// The client is named and its slot dies; the batch's
 			// other onions are taken.
-			s.noteDouble(e, &old, &sub)
+			in.host.noteDouble(e, &old, &sub)
 			continue
 		}
 		x.subs[sub.Slot], x.digests[sub.Slot] = sub, digests[i]
 	}
 	x.bodies = append(x.bodies, body)
-	s.notify()
+	in.host.notify()
 	return nil
 }

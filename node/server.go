@@ -192,6 +192,8 @@ type Server struct {
 	polls polls.Gate // client long polls in flight (internal/polls)
 	// mixing is the mix path (mixing.go).
 	mixing mixer
+	// submits is the intake of onions (intake.go).
+	submits submissions
 	// prepFacts is what a Prepare's first checks read (internal/prepare).
 	prepFacts prepare.Facts
 }
@@ -294,6 +296,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.ix = newIndex(s)
 	s.pub = s.ix.Pub
 	s.mixing = newMixer(s)
+	s.submits = newSubmissions(s)
 	s.prepFacts = prepare.Facts{Self: h.ID(), PIRRate: cfg.PIRRate, Params: cfg.Params.Wire(), MinServers: cfg.MinServers,
 		Excluded: s.rb.serverExcluded, OutAt: s.refusalOutAt, Live: func(p peer.ID) bool { return s.roster.get(p) != nil },
 		Eligible: s.members.Eligible, CheckFounding: s.who.CheckFounding}
