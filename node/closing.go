@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
@@ -67,8 +70,34 @@ const (
 // and stored. Each epoch's part (sepoch.closingMine, closingSigs,
 // closingDone, closed) is under Server.mu.
 type closings struct {
-	s      *Server
-	signed closingSignedState
+	host    closingHost
+	mu      *sync.Mutex
+	ctx     context.Context
+	log     *slog.Logger
+	store   ChunkStore
+	priv    crypto.PrivKey
+	self    peer.ID
+	wg      *sync.WaitGroup
+	dataDir string
+	hooks   hookSrc
+	signed  closingSignedState
+}
+
+// closingHost is what the closing records take from the rest of the
+// server.
+type closingHost interface {
+	epochFor(id [32]byte) (*sepoch, error)
+	waitFor(ctx context.Context, cond func() bool) error
+	each(ctx context.Context, chain []peer.ID, r transport.Request) ([][]byte, error)
+	keepWindowItem(e *sepoch, c *wire.Closing, rec []byte)
+}
+
+// init makes c the server's side of the closing records, with the ones
+// it signed (loaded from its directory).
+func (c *closings) init(s *Server, recs []closingChoice) {
+	c.host, c.mu, c.ctx, c.log, c.store, c.priv, c.self, c.wg = s, &s.mu, s.ctx, s.log, s.store, s.priv, s.h.ID(), &s.wg
+	c.dataDir, c.hooks = s.cfg.DataDir, newHookSrc(s)
+	c.signed.recs, c.signed.loaded = recs, true
 }
 
 // closeEpoch is closings.propose (epoch.go's name).
@@ -78,64 +107,62 @@ func (s *Server) closeEpoch(e *sepoch) { s.closing.propose(e) }
 // still proposes, then has every chain server sign the closing record and
 // delivers it.
 func (c *closings) propose(e *sepoch) {
-	s := c.s
-	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
+	ctx, cancel := context.WithTimeout(c.ctx, transport.BulkTimeout)
 	defer cancel()
-	if err := s.waitFor(ctx, func() bool { return e.listing == 0 }); err != nil {
+	if err := c.host.waitFor(ctx, func() bool { return e.listing == 0 }); err != nil {
 		return
 	}
 	v := e.final
-	s.mu.Lock()
+	c.mu.Lock()
 	rec := closingOf(e)
 	_, _ = setPool(e, &rec) // S_0 holds the lists it states
-	s.mu.Unlock()
-	if s.hookCfg().WithholdClosing(&rec) {
+	c.mu.Unlock()
+	if c.hooks.cfg().WithholdClosing(&rec) {
 		return // broken on purpose: no closing record
 	}
 	prop := wire.ClosingProposal{Closing: rec}
 	var reps [][]byte
 	for try := 1; ; try++ {
-		actx, acancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
+		actx, acancel := context.WithTimeout(c.ctx, transport.BulkTimeout)
 		var err error
-		reps, err = s.each(actx, v.Chain, transport.Request{Proto: ProtoRound, Type: wire.TypeClosingProposal, Body: prop.Marshal(), Timeout: transport.BulkTimeout})
+		reps, err = c.host.each(actx, v.Chain, transport.Request{Proto: ProtoRound, Type: wire.TypeClosingProposal, Body: prop.Marshal(), Timeout: transport.BulkTimeout})
 		acancel()
 		if err == nil {
 			break
 		}
 		if try == closingTries {
-			s.log.Warn("closing record refused", "epoch", fmt.Sprintf("%x", v.ID[:6]), "err", err)
+			c.log.Warn("closing record refused", "epoch", fmt.Sprintf("%x", v.ID[:6]), "err", err)
 			return
 		}
-		s.log.Info("closing record refused: proposed again", "epoch", fmt.Sprintf("%x", v.ID[:6]), "err", err)
+		c.log.Info("closing record refused: proposed again", "epoch", fmt.Sprintf("%x", v.ID[:6]), "err", err)
 		select {
-		case <-s.ctx.Done():
+		case <-c.ctx.Done():
 			return
 		case <-time.After(closingRetry):
 		}
 	}
-	ctx, cancel = context.WithTimeout(s.ctx, transport.BulkTimeout)
+	ctx, cancel = context.WithTimeout(c.ctx, transport.BulkTimeout)
 	defer cancel()
 	for i, rep := range reps {
 		var sg wire.Sig
 		if err := sg.Unmarshal(rep); err != nil || int(sg.Index) != i {
-			s.log.Warn("closing record: bad signature", "epoch", fmt.Sprintf("%x", v.ID[:6]))
+			c.log.Warn("closing record: bad signature", "epoch", fmt.Sprintf("%x", v.ID[:6]))
 			return
 		}
 		rec.Sigs = append(rec.Sigs, sg.Sig)
 	}
-	if _, err := s.each(ctx, s.hookRun().ClosingTo(v.Chain), transport.Request{Proto: ProtoRound, Type: wire.TypeClosing, Body: rec.Marshal(), Timeout: transport.BulkTimeout}); err != nil {
-		s.log.Warn("deliver closing record", "epoch", fmt.Sprintf("%x", v.ID[:6]), "err", err)
+	if _, err := c.host.each(ctx, c.hooks.run().ClosingTo(v.Chain), transport.Request{Proto: ProtoRound, Type: wire.TypeClosing, Body: rec.Marshal(), Timeout: transport.BulkTimeout}); err != nil {
+		c.log.Warn("deliver closing record", "epoch", fmt.Sprintf("%x", v.ID[:6]), "err", err)
 	}
 }
 
 // peek checks a closing message's sender, the epoch's S_0, before its
 // body is decoded.
 func (c *closings) peek(from peer.ID, body []byte) (*sepoch, error) {
-	s := c.s
 	if len(body) < 32 {
 		return nil, errors.New("node: closing message too short")
 	}
-	e, err := s.epochFor([32]byte(body[:32]))
+	e, err := c.host.epochFor([32]byte(body[:32]))
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +177,6 @@ func (c *closings) peek(from peer.ID, body []byte) (*sepoch, error) {
 // stated published or void has the list this server holds or signed, and
 // a round stated without a list has no final list here.
 func (c *closings) onProposal(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
-	s := c.s
 	e, err := c.peek(from, body)
 	if err != nil {
 		return 0, nil, err
@@ -163,10 +189,10 @@ func (c *closings) onProposal(ctx context.Context, from peer.ID, body []byte) (w
 	if len(p.Rounds) != int(v.Desc.Params.Rounds) {
 		return 0, nil, fmt.Errorf("node: closing of %d rounds for %d", len(p.Rounds), v.Desc.Params.Rounds)
 	}
-	if err := s.waitFor(ctx, func() bool { return e.ended }); err != nil {
+	if err := c.host.waitFor(ctx, func() bool { return e.ended }); err != nil {
 		return 0, nil, errors.New("node: closing proposed for an epoch still running here")
 	}
-	s.mu.Lock()
+	c.mu.Lock()
 	mine := closingOf(e)
 	for r, pr := range p.Rounds {
 		x := e.rounds[uint32(r)]
@@ -176,14 +202,14 @@ func (c *closings) onProposal(ctx context.Context, from peer.ID, body []byte) (w
 			// Signed here, the final list not delivered here yet: every
 			// server signed it, S_0 holds it.
 		default:
-			s.mu.Unlock()
+			c.mu.Unlock()
 			return 0, nil, fmt.Errorf("node: closing states round %d as %d, this server holds %d", r, pr.State, have.State)
 		}
 	}
 	// §6.3 v3: the pool is computed here from the lists held or signed.
 	mine.Rounds = p.Rounds
 	if _, ok := setPool(e, &mine); !ok || mine.Pairs != p.Pairs || mine.Pool != p.Pool {
-		s.mu.Unlock()
+		c.mu.Unlock()
 		return 0, nil, errors.New("node: closing record's decoy pool differs from the lists held here")
 	}
 	// One record an epoch (§7 v3): this server signs one proposal of
@@ -197,48 +223,48 @@ func (c *closings) onProposal(ctx context.Context, from peer.ID, body []byte) (w
 	dg := proto.ClosingDigest(&p.Closing)
 	if e.closingMine != nil {
 		mine := proto.ClosingDigest(e.closingMine)
-		s.mu.Unlock()
+		c.mu.Unlock()
 		if mine != dg {
 			return 0, nil, errors.New("node: another closing record of this epoch was signed here")
 		}
 	} else {
-		s.mu.Unlock()
-		if err := c.signed.take(s.cfg.DataDir, v.Desc.Number, v.ID, dg); err != nil {
+		c.mu.Unlock()
+		if err := c.signed.take(c.dataDir, v.Desc.Number, v.ID, dg); err != nil {
 			return 0, nil, err
 		}
-		s.mu.Lock()
+		c.mu.Lock()
 		if e.closingMine == nil {
 			signed := p.Closing
 			signed.Sigs = nil
 			e.closingMine = &signed
 		}
-		s.mu.Unlock()
+		c.mu.Unlock()
 	}
-	sig, err := proto.Sign(s.priv, dg)
+	sig, err := proto.Sign(c.priv, dg)
 	if err != nil {
 		return 0, nil, err
 	}
 	// §7 (v3): the signature goes to every chain server too, so that
 	// each assembles the record whoever S_0 hands it to.
 	cs := wire.ClosingSig{Epoch: v.ID, Digest: dg, Index: uint16(e.pos), Sig: sig}
-	s.mu.Lock()
+	c.mu.Lock()
 	if _, ok := e.closingSigs[cs.Index]; !ok || e.closingSigs[cs.Index].Digest != dg {
 		noteClosingSig(e, cs)
 	}
-	s.mu.Unlock()
+	c.mu.Unlock()
 	c.assemble(e)
-	s.wg.Add(1)
+	c.wg.Add(1)
 	go func() {
-		defer s.wg.Done()
+		defer c.wg.Done()
 		var to []peer.ID
-		for _, q := range s.hookRun().ClosingSigTo(v.Chain) {
-			if q != s.h.ID() {
+		for _, q := range c.hooks.run().ClosingSigTo(v.Chain) {
+			if q != c.self {
 				to = append(to, q)
 			}
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
+		ctx, cancel := context.WithTimeout(c.ctx, transport.BulkTimeout)
 		defer cancel()
-		_, _ = s.each(ctx, to, transport.Request{Proto: ProtoRound, Type: wire.TypeClosingSig, Body: cs.Marshal(), Timeout: transport.ShortTimeout})
+		_, _ = c.host.each(ctx, to, transport.Request{Proto: ProtoRound, Type: wire.TypeClosingSig, Body: cs.Marshal(), Timeout: transport.ShortTimeout})
 	}()
 	return wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
 }
@@ -256,12 +282,11 @@ func noteClosingSig(e *sepoch, cs wire.ClosingSig) {
 // checked against its sender's key, and assembles the record once every
 // position signed the one this server signed.
 func (c *closings) onSig(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	s := c.s
 	var cs wire.ClosingSig
 	if err := cs.Unmarshal(body); err != nil {
 		return 0, nil, err
 	}
-	e, err := s.epochFor(cs.Epoch)
+	e, err := c.host.epochFor(cs.Epoch)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -271,9 +296,9 @@ func (c *closings) onSig(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if err := proto.VerifyPeerSig(from, cs.Digest, cs.Sig); err != nil {
 		return 0, nil, err
 	}
-	s.mu.Lock()
+	c.mu.Lock()
 	noteClosingSig(e, cs)
-	s.mu.Unlock()
+	c.mu.Unlock()
 	c.assemble(e)
 	return wire.TypeAck, ack, nil
 }
@@ -281,10 +306,9 @@ func (c *closings) onSig(from peer.ID, body []byte) (wire.Type, []byte, error) {
 // assemble stores epoch e's closing record, as onRecord would, once every
 // chain position's signature of the record this server signed is here.
 func (c *closings) assemble(e *sepoch) {
-	s := c.s
-	s.mu.Lock()
+	c.mu.Lock()
 	if e.closingMine == nil || e.closingDone {
-		s.mu.Unlock()
+		c.mu.Unlock()
 		return
 	}
 	rec := *e.closingMine
@@ -292,28 +316,28 @@ func (c *closings) assemble(e *sepoch) {
 	for i := range e.final.Chain {
 		cs, ok := e.closingSigs[uint16(i)]
 		if !ok || cs.Digest != dg {
-			s.mu.Unlock()
+			c.mu.Unlock()
 			return
 		}
 		rec.Sigs = append(rec.Sigs, cs.Sig)
 	}
 	e.closingDone = true
 	whole := closingWhole(e, &rec)
-	s.mu.Unlock()
-	if _, err := s.store.Closing(rec.Epoch); err == nil {
+	c.mu.Unlock()
+	if _, err := c.store.Closing(rec.Epoch); err == nil {
 		return // S_0's came first
 	}
 	raw := rec.Marshal()
 	if whole {
-		if err := s.store.PutClosing(rec.Epoch, raw); err != nil {
-			s.log.Warn("keep the assembled closing record", "err", err)
+		if err := c.store.PutClosing(rec.Epoch, raw); err != nil {
+			c.log.Warn("keep the assembled closing record", "err", err)
 			return
 		}
-		s.mu.Lock()
+		c.mu.Lock()
 		e.closed = true
-		s.mu.Unlock()
+		c.mu.Unlock()
 	}
-	s.keepWindowItem(e, &wire.Closing{Epoch: rec.Epoch, Rounds: rec.Rounds}, raw)
+	c.host.keepWindowItem(e, &wire.Closing{Epoch: rec.Epoch, Rounds: rec.Rounds}, raw)
 }
 
 // closingWhole reports whether every round c states published has its
@@ -335,7 +359,6 @@ func closingWhole(e *sepoch, c *wire.Closing) bool {
 // servers, as assemble does (among the closing records only if whole
 // here), and logs it in the index log.
 func (c *closings) onRecord(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	s := c.s
 	e, err := c.peek(from, body)
 	if err != nil {
 		return 0, nil, err
@@ -348,19 +371,19 @@ func (c *closings) onRecord(from peer.ID, body []byte) (wire.Type, []byte, error
 	if err := proto.CheckClosing(v, &rec); err != nil {
 		return 0, nil, err
 	}
-	s.mu.Lock()
+	c.mu.Lock()
 	whole := closingWhole(e, &rec)
-	s.mu.Unlock()
+	c.mu.Unlock()
 	if !whole {
-		s.keepWindowItem(e, &wire.Closing{Epoch: rec.Epoch, Rounds: rec.Rounds}, body)
+		c.host.keepWindowItem(e, &wire.Closing{Epoch: rec.Epoch, Rounds: rec.Rounds}, body)
 		return wire.TypeAck, ack, nil
 	}
-	if err := s.store.PutClosing(rec.Epoch, body); err != nil {
+	if err := c.store.PutClosing(rec.Epoch, body); err != nil {
 		return 0, nil, err
 	}
-	s.mu.Lock()
+	c.mu.Lock()
 	e.closed = true
-	s.mu.Unlock()
-	s.keepWindowItem(e, &wire.Closing{Epoch: rec.Epoch, Rounds: rec.Rounds}, body)
+	c.mu.Unlock()
+	c.host.keepWindowItem(e, &wire.Closing{Epoch: rec.Epoch, Rounds: rec.Rounds}, body)
 	return wire.TypeAck, ack, nil
 }

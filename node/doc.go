@@ -205,7 +205,8 @@
 //     server and logged in the index log (§5.2, §7 v3): proposed,
 //     signed, assembled and stored by the methods of closings
 //     (Server.closing), which keeps the one record signed for each
-//     epoch, on disk first (closingsigned.go, its own lock).
+//     epoch, on disk first (closingsigned.go, its own lock); the epochs'
+//     parts under s.mu, the rest of the server through closingHost.
 //   - window.go: the lists an epoch's decoy pool is drawn from, and who
 //     a peer asking for the window is (winPeers, §6.3 v3);
 //     window_prepare.go: the window a Prepare pins, held before a member

@@ -309,7 +309,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			s.ref.Cause(r.Epoch) // a blame: its epoch's counts taken back
 		}
 	}
-	s.closing.s, s.closing.signed.recs, s.closing.signed.loaded = s, closingRecs, true
+	s.closing.init(s, closingRecs)
 	// The phase marks as the directory holds them at start: read later,
 	// they would see the epoch number this run wrote and take it for an
 	// upgrade's.
