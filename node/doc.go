@@ -71,7 +71,8 @@
 //     it) are package internal/prepare's, a function of the Prepare and
 //     of the group's facts with network-free tests.
 //   - setup.go: the setup chain of verifiable shuffles (§4.2), this
-//     server's part of it the methods of settingUp; a signed
+//     server's part of it the methods of settingUp (the epoch's state
+//     under s.mu, the rest of the server through setupHost); a signed
 //     step that does not verify names its server; a step computed, signed
 //     and checked is package internal/setupstep's (no I/O, network-free
 //     tests).

@@ -273,7 +273,7 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	}
 	s.notify()
 	s.wg.Add(1)
-	go func() { defer s.wg.Done(); (&settingUp{s: s, e: e}).run() }()
+	go func() { defer s.wg.Done(); newSettingUp(s, e).run() }()
 	if e.pos == 0 {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.mixing.mixLoop(e) }()

@@ -5,7 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"sync"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/group"
@@ -21,35 +25,60 @@ import (
 // and the setup's deadline (set by run). Its steps are its methods; the
 // epoch's state is the server's (sepoch, under Server.mu).
 type settingUp struct {
-	s   *Server
-	e   *sepoch
-	ctx context.Context
+	host  setupHost
+	mu    *sync.Mutex
+	base  context.Context // the server's
+	rand  io.Reader
+	priv  crypto.PrivKey
+	self  peer.ID
+	log   *slog.Logger
+	pool  *transport.BufPool
+	hooks hookSrc
+	e     *sepoch
+	ctx   context.Context
+}
+
+// setupHost is what the setup takes from the rest of the server.
+type setupHost interface {
+	waitFor(ctx context.Context, cond func() bool) error
+	each(ctx context.Context, chain []peer.ID, r transport.Request) ([][]byte, error)
+	shareFault(ctx context.Context, e *sepoch, se *mix.ShareError)
+	name(e *sepoch, round uint32, c *culprit, evidence [][]byte)
+	// Under mu.
+	end(e *sepoch, reason string)
+	notify()
+}
+
+// newSettingUp is this server's part of e's setup.
+func newSettingUp(s *Server, e *sepoch) *settingUp {
+	return &settingUp{host: s, mu: &s.mu, base: s.ctx, rand: s.rand, priv: s.priv, self: s.h.ID(), log: s.log, pool: &s.pool,
+		hooks: newHookSrc(s), e: e}
 }
 
 // run runs the setup in chain order: verify every earlier step, compute
 // and broadcast its own, verify every later one.
 func (u *settingUp) run() {
-	ctx, cancel := context.WithTimeout(u.s.ctx, transport.BulkTimeout*2)
+	ctx, cancel := context.WithTimeout(u.base, transport.BulkTimeout*2)
 	defer cancel()
 	u.ctx = ctx
-	s, e := u.s, u.e
+	e := u.e
 	fail := func(err error) {
-		s.log.Warn("setup failed", "err", err)
-		s.mu.Lock()
-		s.end(e, "setup failed")
-		s.mu.Unlock()
+		u.log.Warn("setup failed", "err", err)
+		u.mu.Lock()
+		u.host.end(e, "setup failed")
+		u.mu.Unlock()
 	}
-	s.mu.Lock()
+	u.mu.Lock()
 	ok := e.acquire()
 	parsed := e.reg.Parsed()
-	s.mu.Unlock()
+	u.mu.Unlock()
 	if !ok {
 		return
 	}
 	defer func() {
-		s.mu.Lock()
+		u.mu.Lock()
 		e.release()
-		s.mu.Unlock()
+		u.mu.Unlock()
 	}()
 	v := e.final
 	m, n := len(v.Chain), len(v.Desc.Clients)
@@ -67,12 +96,12 @@ func (u *settingUp) run() {
 			fail(err)
 			return
 		}
-		s.mu.Lock()
+		u.mu.Lock()
 		e.steps = append(e.steps, res)
 		e.stepInputs = append(e.stepInputs, inputs)
-		s.mu.Unlock()
+		u.mu.Unlock()
 		if shareErr != nil {
-			s.shareFault(ctx, e, shareErr)
+			u.host.shareFault(ctx, e, shareErr)
 			return
 		}
 		if k < m-1 {
@@ -93,16 +122,16 @@ func (u *settingUp) run() {
 		}
 		keys[i] = k
 	}
-	s.hookCfg().Pseudonyms(v.ID, ps)
-	s.mu.Lock()
+	u.hooks.cfg().Pseudonyms(v.ID, ps)
+	u.mu.Lock()
 	e.pseudonyms, e.keys, e.setupDone = ps, keys, true
-	s.pool.SetLimit(n, int(v.Desc.Params.ChunkSize))
+	u.pool.SetLimit(n, int(v.Desc.Params.ChunkSize))
 	for r := range uint32(mixDepth) {
 		e.opened(r) // the first rounds wait for no publication
 	}
-	s.notify()
-	s.mu.Unlock()
-	s.log.Info("setup done", "epoch", fmt.Sprintf("%x", v.ID[:6]), "clients", n)
+	u.host.notify()
+	u.mu.Unlock()
+	u.log.Info("setup done", "epoch", fmt.Sprintf("%x", v.ID[:6]), "clients", n)
 }
 
 // own computes this server's setup step k, proves it and broadcasts it
@@ -110,16 +139,16 @@ func (u *settingUp) run() {
 // fault (§4.2 step 3) is returned beside a complete result, not as an
 // error.
 func (u *settingUp) own(k int, inputs [][]group.Ciphertext) (*mix.StepResult, *mix.ShareError, error) {
-	s, e, ctx := u.s, u.e, u.ctx
+	e, ctx := u.e, u.ctx
 	v := e.final
 	ep := setupEpoch(e)
-	r, sec, shareErr, err := setupstep.Own(ep, k, e.sk, inputs, s.rand)
+	r, sec, shareErr, err := setupstep.Own(ep, k, e.sk, inputs, u.rand)
 	if sec != nil {
 		// Held by the epoch at once, so that erase closes it on
 		// every path, failed broadcasts included.
-		s.mu.Lock()
+		u.mu.Lock()
 		e.sec = sec
-		s.mu.Unlock()
+		u.mu.Unlock()
 	}
 	if err != nil {
 		return nil, nil, err
@@ -130,44 +159,44 @@ func (u *settingUp) own(k int, inputs [][]group.Ciphertext) (*mix.StepResult, *m
 	if err != nil {
 		return nil, nil, err
 	}
-	s.hookRun().BadProof(raw)
-	st, err := setupstep.Sign(s.priv, v.ID, k, raw)
+	u.hooks.run().BadProof(raw)
+	st, err := setupstep.Sign(u.priv, v.ID, k, raw)
 	if err != nil {
 		return nil, nil, err
 	}
 	msg := st.Marshal()
 	var others []peer.ID
 	for _, p := range v.Chain {
-		if p != s.h.ID() {
+		if p != u.self {
 			others = append(others, p)
 		}
 	}
-	if _, err := s.each(ctx, others, transport.Request{Proto: ProtoEpoch, Type: wire.TypeStep, Body: msg, Timeout: transport.BulkTimeout}); err != nil {
+	if _, err := u.host.each(ctx, others, transport.Request{Proto: ProtoEpoch, Type: wire.TypeStep, Body: msg, Timeout: transport.BulkTimeout}); err != nil {
 		return nil, nil, fmt.Errorf("node: broadcast setup step %d: %w", k, err)
 	}
-	s.mu.Lock()
+	u.mu.Lock()
 	e.forward, e.U = sec.Forward(), r.U
-	s.mu.Unlock()
-	s.hookCfg().Perm(v.ID, e.pos, sec)
+	u.mu.Unlock()
+	u.hooks.cfg().Perm(v.ID, e.pos, sec)
 	return r, shareErr, nil
 }
 
 // peer waits for server k's setup step and verifies it. A share fault
 // it proves is returned beside the result, not as an error.
 func (u *settingUp) peer(k int, inputs [][]group.Ciphertext) (*mix.StepResult, *mix.ShareError, error) {
-	s, e, ctx := u.s, u.e, u.ctx
+	e, ctx := u.e, u.ctx
 	var st *wire.Step
-	if err := s.waitFor(ctx, func() bool { st = e.stepMsgs[k]; return st != nil || e.ended }); err != nil || st == nil {
+	if err := u.host.waitFor(ctx, func() bool { st = e.stepMsgs[k]; return st != nil || e.ended }); err != nil || st == nil {
 		return nil, nil, fmt.Errorf("node: no setup step %d: %v", k, err)
 	}
-	r, shareErr, fault, err := setupstep.Check(setupEpoch(e), k, inputs, st, s.rand)
+	r, shareErr, fault, err := setupstep.Check(setupEpoch(e), k, inputs, st, u.rand)
 	if fault != nil {
 		// The signed step is public evidence (§8) that any server can
 		// check against the descriptor and the earlier steps, so every
 		// honest server names server k alike and the next epoch forms
 		// without it. A share fault the step proves is not this: it
 		// walks back to a client (blame.go).
-		s.name(e, 0, &culprit{server: k, slot: 0, why: fmt.Sprintf("setup step %d signed by it does not verify: %v", k, fault)}, [][]byte{st.Marshal()})
+		u.host.name(e, 0, &culprit{server: k, slot: 0, why: fmt.Sprintf("setup step %d signed by it does not verify: %v", k, fault)}, [][]byte{st.Marshal()})
 	}
 	return r, shareErr, err
 }
