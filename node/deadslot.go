@@ -409,8 +409,13 @@ func (s *Server) blameVoid(e *sepoch, r uint32) {
 	rl := wire.RoundList{Epoch: v.ID, Round: r, Flags: wire.ListVoid | wire.ListBlame}
 	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
 	defer cancel()
-	reps, err := s.each(ctx, v.Chain, transport.Request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: transport.BulkTimeout})
+	err := s.signProposal(&rl)
+	var reps [][]byte
 	if err == nil {
+		reps, err = s.each(ctx, v.Chain, transport.Request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: transport.BulkTimeout})
+	}
+	if err == nil {
+		rl.Sigs = nil
 		for i, rep := range reps {
 			var sg wire.Sig
 			if err = sg.Unmarshal(rep); err == nil && int(sg.Index) != i {

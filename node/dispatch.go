@@ -96,6 +96,8 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onProposal(ctx, from, body)
 	case wire.TypeRoundList:
 		return s.onRoundList(from, body)
+	case wire.TypeListSig:
+		return s.onListSig(from, body)
 	case wire.TypePadAnswers:
 		return s.ix.PIR.OnPadAnswers(from, body)
 	case wire.TypeRoot:
@@ -131,6 +133,9 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		}
 		return wire.TypeChunk, (&wire.Chunk{ID: c.ID, Data: data}).Marshal(), nil
 	case wire.TypeListReq:
+		if p := s.heldProposal(from, body); p != nil {
+			return wire.TypeRoundList, p, nil
+		}
 		return s.ix.OnListReq(s.listReqBody(body), catchEnv{s}.HeldList)
 	case wire.TypeDryReq:
 		return s.onDryReq(from, body)

@@ -78,24 +78,25 @@ func (*hookRun) SyncPoked()                                                     
 func (*hookRun) PushBack(peer.ID, uint64)                                            {}
 func (*hookRun) CertChecked(*wire.Cert)                                              {}
 
-func (*hookRun) Accuse(uint32) (int, bool)              { return 0, false }
-func (*hookRun) CorruptOut(uint32, [][]byte)            {}
-func (*hookRun) DropOut(uint32) bool                    { return false }
-func (*hookRun) Withhold(uint32) bool                   { return false }
-func (*hookRun) PubLate(uint32, peer.ID) time.Duration  { return 0 }
-func (*hookCfg) LastOut([32]byte, uint32, [][]byte)     {}
-func (*hookRun) ClosingTo(chain []peer.ID) []peer.ID    { return chain }
-func (*hookRun) ClosingSigTo(chain []peer.ID) []peer.ID { return chain }
-func (*hookRun) RepeatOut(uint32) bool                  { return false }
-func (*hookRun) HideOut(uint32) bool                    { return false }
-func (*hookRun) HideCerts() bool                        { return false }
-func (*hookRun) NoList(uint32) bool                     { return false }
-func (*hookRun) ListTo(uint32, peer.ID) bool            { return true }
-func (*hookRun) LoseOut(uint32) bool                    { return false }
-func (*hookRun) RefuseSucc(uint32) bool                 { return false }
-func (*hookRun) HoldSubs([32]byte, uint32) bool         { return false }
-func (*hookRun) DrySilent([32]byte, uint32) bool        { return false }
-func (*hookRun) DryLie([32]byte, uint32) bool           { return false }
+func (*hookRun) Accuse(uint32) (int, bool)                  { return 0, false }
+func (*hookRun) CorruptOut(uint32, [][]byte)                {}
+func (*hookRun) DropOut(uint32) bool                        { return false }
+func (*hookRun) Withhold(uint32) bool                       { return false }
+func (*hookRun) PubLate(uint32, peer.ID) time.Duration      { return 0 }
+func (*hookCfg) LastOut([32]byte, uint32, [][]byte)         {}
+func (*hookRun) ClosingTo(chain []peer.ID) []peer.ID        { return chain }
+func (*hookRun) ClosingSigTo(chain []peer.ID) []peer.ID     { return chain }
+func (*hookRun) RepeatOut(uint32) bool                      { return false }
+func (*hookRun) HideOut(uint32) bool                        { return false }
+func (*hookRun) HideCerts() bool                            { return false }
+func (*hookRun) NoList(uint32) bool                         { return false }
+func (*hookRun) ListTo(uint32, peer.ID) bool                { return true }
+func (*hookRun) ProposalTo(_ uint32, c []peer.ID) []peer.ID { return c }
+func (*hookRun) LoseOut(uint32) bool                        { return false }
+func (*hookRun) RefuseSucc(uint32) bool                     { return false }
+func (*hookRun) HoldSubs([32]byte, uint32) bool             { return false }
+func (*hookRun) DrySilent([32]byte, uint32) bool            { return false }
+func (*hookRun) DryLie([32]byte, uint32) bool               { return false }
 func (*hookRun) LieDryLocked(*sepoch, uint32, uint32) (wire.Dry, bool) {
 	return wire.Dry{}, false
 }

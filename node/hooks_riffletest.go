@@ -152,6 +152,10 @@ type serverHooks struct {
 	// listTo may make this server, as S_0, deliver round r's final
 	// request list only to the chain servers for which it returns true.
 	listTo func(r uint32, p peer.ID) bool
+	// proposalTo may make this server, as S_0, propose round r's
+	// request list only to the chain servers for which it returns true,
+	// and then deliver none.
+	proposalTo func(r uint32, p peer.ID) bool
 	// closingTo may make this server, as S_0, deliver an epoch's signed
 	// closing record only to the chain servers for which it returns true.
 	closingTo func(p peer.ID) bool
@@ -384,27 +388,24 @@ func (s *hookCfg) LastOut(epoch [32]byte, r uint32, out [][]byte) {
 }
 
 func (s *hookRun) ClosingTo(chain []peer.ID) []peer.ID {
-	h := s.hooks.Load()
-	if h == nil || h.closingTo == nil {
-		return chain
+	if h := s.hooks.Load(); h != nil && h.closingTo != nil {
+		return peersWhere(chain, h.closingTo)
 	}
-	var out []peer.ID
-	for _, p := range chain {
-		if h.closingTo(p) {
-			out = append(out, p)
-		}
-	}
-	return out
+	return chain
 }
 
 func (s *hookRun) ClosingSigTo(chain []peer.ID) []peer.ID {
-	h := s.hooks.Load()
-	if h == nil || h.closingSigTo == nil {
-		return chain
+	if h := s.hooks.Load(); h != nil && h.closingSigTo != nil {
+		return peersWhere(chain, h.closingSigTo)
 	}
+	return chain
+}
+
+// peersWhere is the servers of chain for which f returns true.
+func peersWhere(chain []peer.ID, f func(peer.ID) bool) []peer.ID {
 	var out []peer.ID
 	for _, p := range chain {
-		if h.closingSigTo(p) {
+		if f(p) {
 			out = append(out, p)
 		}
 	}
@@ -427,6 +428,15 @@ func (s *hookRun) HideCerts() bool {
 func (s *hookRun) NoList(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.noList != nil && h.noList(r)
+}
+
+// ProposalTo is the servers of chain to which this server, as S_0,
+// proposes round r's list.
+func (s *hookRun) ProposalTo(r uint32, chain []peer.ID) []peer.ID {
+	if h := s.hooks.Load(); h != nil && h.proposalTo != nil {
+		return peersWhere(chain, func(p peer.ID) bool { return h.proposalTo(r, p) })
+	}
+	return chain
 }
 
 // ListTo reports whether this server, as S_0, delivers round r's final

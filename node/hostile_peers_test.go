@@ -237,7 +237,8 @@ func TestEpochNumberPersists(t *testing.T) {
 // another's one, is refused too.
 func TestProposalCensorship(t *testing.T) {
 	s := beaconServer(t)
-	leader := leaderBelow(t, s)
+	lk := newPeerKey(t)
+	leader := lk.id
 	e := fixtureChain(t, s, []peer.ID{leader, s.ID()}, 1)
 	var held []wire.ListEntry
 	for i := 0; i < 3; i++ {
@@ -281,6 +282,7 @@ func TestProposalCensorship(t *testing.T) {
 		e.final.Desc.Params.MaxRows = c.maxRows
 		rl := wire.RoundList{Epoch: e.v.ID, Round: r, Entries: c.entries}
 		rl.Pairs = proto.ListPairs(x.reqByPos, c.entries)
+		rl.Sigs = [][64]byte{mustSign(t, lk.priv, proto.ListDigest(&rl))}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		rt, rep, err := s.onProposal(ctx, leader, rl.Marshal())
 		cancel()
@@ -312,6 +314,7 @@ func TestProposalCensorship(t *testing.T) {
 		"a pair in":  append(proto.ListPairs(x.reqByPos, held), wire.ListPair{Pos: 2, Entry: 0}),
 	} {
 		rl := wire.RoundList{Epoch: e.v.ID, Round: r, Entries: held, Pairs: pairs}
+		rl.Sigs = [][64]byte{mustSign(t, lk.priv, proto.ListDigest(&rl))}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_, _, err := s.onProposal(ctx, leader, rl.Marshal())
 		cancel()

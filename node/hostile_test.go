@@ -231,6 +231,11 @@ func TestHostileRoundHandlers(t *testing.T) {
 			}
 			return rl.Marshal()
 		}
+		lsig := func(e *sepoch, r uint32, i uint16, k crypto.PrivKey) []byte {
+			ls := wire.ListSig{Epoch: e.v.ID, Round: r, Digest: [32]byte{7}, Index: i}
+			ls.Sig = mustSign(t, k, ls.Digest)
+			return ls.Marshal()
+		}
 		pads := func(e *sepoch, r uint32, slots []uint32) []byte {
 			rows := wire.Rows{Epoch: e.v.ID, Round: r, Slots: slots}
 			for range slots {
@@ -266,6 +271,20 @@ func TestHostileRoundHandlers(t *testing.T) {
 			{name: "proposal/signed already", run: func() error { return handlerErr(f.s.onProposal(ctx, f.a.id, list(mid, 0, 1, 3))) }},
 			{name: "proposal/too many rows", run: func() error {
 				return handlerErr(f.s.onProposal(ctx, f.a.id, list(mid, 0, int(f.p.MaxRows)+1, 0)))
+			}},
+
+			{name: "listsig/truncated", run: func() error { return handlerErr(f.s.onListSig(f.b.id, truncated(lsig(mid, 0, 2, f.b.priv)))) }},
+			{name: "listsig/unknown epoch", run: func() error { return handlerErr(f.s.onListSig(f.b.id, lsig(&unknown, 0, 2, f.b.priv))) }},
+			{name: "listsig/another position", run: func() error { return handlerErr(f.s.onListSig(f.a.id, lsig(mid, 0, 2, f.a.priv))) }},
+			{name: "listsig/position 0", run: func() error { return handlerErr(f.s.onListSig(f.a.id, lsig(mid, 0, 0, f.a.priv))) }},
+			{name: "listsig/position beyond chain", run: func() error { return handlerErr(f.s.onListSig(f.b.id, lsig(mid, 0, 9, f.b.priv))) }},
+			{name: "listsig/round beyond epoch", run: func() error { return handlerErr(f.s.onListSig(f.b.id, lsig(mid, R, 2, f.b.priv))) }},
+			{name: "listsig/wrong key", run: func() error { return handlerErr(f.s.onListSig(f.b.id, lsig(mid, 0, 2, f.a.priv))) }},
+			{name: "proposal/unsigned", run: func() error { return handlerErr(f.s.onProposal(ctx, f.a.id, list(mid, 0, 1, 0))) }},
+			{name: "proposal/signed by another", run: func() error {
+				rl := wire.RoundList{Epoch: mid.v.ID, Round: 0, Entries: []wire.ListEntry{{Len: 1}}}
+				rl.Sigs = [][64]byte{mustSign(t, f.b.priv, proto.ListDigest(&rl))}
+				return handlerErr(f.s.onProposal(ctx, f.a.id, rl.Marshal()))
 			}},
 
 			{name: "list/truncated", run: func() error { return handlerErr(f.s.onRoundList(f.a.id, truncated(list(mid, 0, 1, 3)))) }},

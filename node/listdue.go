@@ -26,7 +26,8 @@ import (
 // not have yet. An S_0 that proposes no list ends its epoch, charging
 // nobody, once more than half of the chain signed that none came
 // (endUnproposed); one that has a list signed and delivers it nowhere
-// still holds the epoch, and through busy the group.
+// holds nothing up: every signer sends its signature to every chain
+// server, which assembles the list itself (listsig.go).
 
 // askListLocked starts asking the chain for the list of the first
 // round of e published here whose list is past its due. Call with s.mu
@@ -143,7 +144,11 @@ func (s *Server) takeAskedList(e *sepoch, q uint32, from peer.ID, rep []byte) bo
 	if rl.Unmarshal(rep, proto.GenericLimits()) != nil || rl.Epoch != e.final.ID || rl.Round != q {
 		return false
 	}
-	if _, _, err := s.onRoundList(from, rep); err != nil {
+	if len(rl.Sigs) == 1 {
+		// S_0's proposal, which S_0 left this server without: signed
+		// here, the signature goes to the chain (listsig.go).
+		s.takeHandedProposal(e, &rl, from)
+	} else if _, _, err := s.onRoundList(from, rep); err != nil {
 		return false
 	}
 	s.mu.Lock()

@@ -148,11 +148,12 @@ func TestListlessEpochEnds(t *testing.T) {
 
 // TestUndeliveredListChargesNobody (issue 25): a corrupt S_0 of four
 // proposes the lists of the last two rounds, has them signed and
-// delivers them nowhere. The honest servers signed the proposals, so
-// they sign no note that none came: the epoch holds (§5.3's limit) and
-// nobody is charged. Past ListGone each asks half as often each time,
-// down to once in eight round limits: over eight virtual minutes the
-// three ask S_0 at most 90 times (every half round limit, 720).
+// delivers them nowhere. Every signer sends its signature to every chain
+// server, so each honest server assembles the lists itself: the epoch
+// completes at each, nobody is charged, and S_0 is asked for no list of
+// those rounds (before: the honest servers, which had a proposal, signed
+// no note, the epoch held for good, nobody charged, and they asked S_0
+// 55 times in eight virtual minutes past ListGone).
 func TestUndeliveredListChargesNobody(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
@@ -160,41 +161,85 @@ func TestUndeliveredListChargesNobody(t *testing.T) {
 		last := ln.fn.servers[0].cfg.Params.Rounds - 1
 		var asked atomic.Int64
 		ln.chain[0].hooks.Store(&serverHooks{
-			listTo:       func(r uint32, p peer.ID) bool { return r < last-1 },
-			listReqRound: func(r uint32) uint32 { asked.Add(1); return r },
+			listTo: func(r uint32, p peer.ID) bool { return r < last-1 },
+			listReqRound: func(r uint32) uint32 {
+				if r >= last-1 {
+					asked.Add(1)
+				}
+				return r
+			},
 		})
 		honest := ln.chain[1:]
-		if err := wait.Until(context.Background(), 3*time.Minute, func() bool {
-			for _, s := range honest {
-				s.mu.Lock()
-				e := s.epochs[ln.id]
-				x := e.rounds[last]
-				due := x != nil && x.pubDone && !time.Now().Before(e.dues().ListGone(e.times(last)))
-				s.mu.Unlock()
-				if !due {
-					return false
-				}
-			}
-			return true
-		}); err != nil {
-			t.Fatalf("round %d never published and past its list's ListGone at the honest servers", last)
-		}
-		asked.Store(0)
-		time.Sleep(8 * time.Minute) // virtual: an abort would have come
-		if n := asked.Load(); n > 90 {
-			t.Errorf("S_0 asked for the list %d times in 8 min past ListGone, want at most 90", n)
-		} else {
-			t.Logf("S_0 asked for the list %d times in 8 min past ListGone", n)
-		}
+		ln.ended(t, honest, 3*time.Minute)
 		for _, s := range honest {
-			s.mu.Lock()
-			e := s.epochs[ln.id]
-			if e.ended {
-				t.Errorf("%s ended the epoch %q", s.ID().ShortString(), e.reason)
+			if r := ln.reason(s); r != "complete" {
+				t.Errorf("%s: ended %q, not complete", s.ID().ShortString(), r)
 			}
-			s.mu.Unlock()
 		}
+		if n := asked.Load(); n > 3 {
+			t.Errorf("S_0 asked for the last lists %d times, want at most 3", n)
+		}
+		t.Logf("S_0 asked for the last lists %d times", asked.Load())
 		ln.charges(t, honest, nil)
+	})
+}
+
+// TestListToOneServer (issue 25): a corrupt S_0 of four delivers the
+// final lists of the last two rounds to S_1 alone. S_2 and S_3 assemble
+// them from the chain's signatures, before their due: nobody asks S_0
+// for them, the epoch completes everywhere and nobody is charged (before:
+// S_2 and S_3 waited for the due and asked the chain for each).
+func TestListToOneServer(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		ln := startListNet(t)
+		last := ln.fn.servers[0].cfg.Params.Rounds - 1
+		s1 := ln.chain[1].ID()
+		var asked atomic.Int64
+		ln.chain[0].hooks.Store(&serverHooks{
+			listTo: func(r uint32, p peer.ID) bool { return r < last-1 || p == s1 },
+			listReqRound: func(r uint32) uint32 {
+				if r >= last-1 {
+					asked.Add(1)
+				}
+				return r
+			},
+		})
+		ln.ended(t, ln.chain, 3*time.Minute)
+		for _, s := range ln.chain {
+			if r := ln.reason(s); r != "complete" {
+				t.Errorf("%s: ended %q, not complete", s.ID().ShortString(), r)
+			}
+		}
+		if n := asked.Load(); n != 0 {
+			t.Errorf("S_0 asked for the last lists %d times, want none", n)
+		}
+		ln.charges(t, ln.chain[1:], nil)
+	})
+}
+
+// TestProposalWithheldFromSigner (issue 25): a corrupt S_0 of four
+// proposes the lists of the last two rounds to S_1 and S_2 alone and
+// delivers none. Past its due S_3 asks the chain for each list, gets
+// S_0's signed proposal from a signer, signs it and sends its signature
+// to every chain server: each assembles the list, the epoch completes at
+// every server and nobody is charged (before, with no proposal handed
+// on, S_3 never signed, no list became final and the epoch held for
+// good).
+func TestProposalWithheldFromSigner(t *testing.T) {
+	virtual(t, func(t *testing.T) {
+		ln := startListNet(t)
+		last := ln.fn.servers[0].cfg.Params.Rounds - 1
+		s3 := ln.chain[3].ID()
+		ln.chain[0].hooks.Store(&serverHooks{
+			proposalTo: func(r uint32, p peer.ID) bool { return r < last-1 || p != s3 },
+		})
+		ln.ended(t, ln.chain, 3*time.Minute)
+		for _, s := range ln.chain {
+			if r := ln.reason(s); r != "complete" {
+				t.Errorf("%s: ended %q, not complete", s.ID().ShortString(), r)
+			}
+		}
+		ln.charges(t, ln.chain[1:], nil)
 	})
 }
 

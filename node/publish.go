@@ -156,6 +156,14 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 		}
 		rl.Entries = listEntries(kept)
 		rl.Pairs = proto.ListPairs(byPos, rl.Entries)
+		if err = s.signProposal(&rl); err != nil {
+			break
+		}
+		if to := s.hookRun().ProposalTo(r, v.Chain); len(to) != len(v.Chain) {
+			// A corrupt S_0 that leaves a signer out (riffletest).
+			_, _ = s.each(ctx, to, transport.Request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: transport.BulkTimeout})
+			return
+		}
 		reps, err = s.each(ctx, v.Chain, transport.Request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: transport.BulkTimeout})
 		// A server that holds a requested id this one lacks refuses the
 		// list (it omits the id): fetch what it names, propose again.
@@ -170,6 +178,7 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 		s.mu.Unlock()
 		return
 	}
+	rl.Sigs = nil
 	for i, rep := range reps {
 		var sg wire.Sig
 		if err := sg.Unmarshal(rep); err != nil || int(sg.Index) != i {
@@ -200,8 +209,22 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 	if err != nil {
 		return 0, nil, err
 	}
-	if e.final.Chain[0] != from || len(rl.Sigs) != 0 || len(rl.Entries) > int(e.final.Desc.Params.MaxRows) {
-		return 0, nil, errors.New("node: proposal not from the leader or malformed")
+	if e.final.Chain[0] != from {
+		return 0, nil, errors.New("node: proposal not from the leader")
+	}
+	return s.takeProposal(ctx, e, &rl, from)
+}
+
+// takeProposal signs rl, S_0's proposal of a round, come from S_0 or
+// handed on by from, a chain server that signed it (listsig.go): its
+// chunks and publication are fetched from from. The signature goes back
+// to from and to every chain server (spreadListSig).
+func (s *Server) takeProposal(ctx context.Context, e *sepoch, rl *wire.RoundList, from peer.ID) (wire.Type, []byte, error) {
+	if rl.Round >= e.final.Desc.Params.Rounds || len(rl.Entries) > int(e.final.Desc.Params.MaxRows) {
+		return 0, nil, errors.New("node: proposal malformed")
+	}
+	if err := checkProposal(e, rl); err != nil {
+		return 0, nil, err
 	}
 	// S_0 proposed: this server signs no note that it did not
 	// (listdue.go listNoteLocked), however long its checks take.
@@ -210,14 +233,28 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 		x.proposed = true
 	}
 	s.mu.Unlock()
+	var t wire.Type
+	var rep []byte
+	var err error
 	if rl.Void() {
-		return s.signVoid(ctx, e, &rl)
+		t, rep, err = s.signVoid(ctx, e, rl)
+	} else {
+		t, rep, err = s.signList(ctx, e, rl, from)
 	}
+	if err == nil {
+		s.spreadListSig(e, rl, rep)
+	}
+	return t, rep, err
+}
+
+// signList checks and signs rl, a proposal of a published round (§5.3).
+func (s *Server) signList(ctx context.Context, e *sepoch, rlp *wire.RoundList, from peer.ID) (wire.Type, []byte, error) {
+	rl := *rlp
 	if d := s.hookRun().SignLate(rl.Round); d > 0 {
 		time.Sleep(d) // a chain server that holds its list signature (riffletest)
 	}
 	// A publication the last server left this server without is
-	// fetched from S_0, which holds it (pubfetch.go).
+	// fetched from from, S_0 or a signer, which holds it (pubfetch.go).
 	s.mu.Lock()
 	s.pub.FetchFrom(pubEpoch(e), rl.Round, from)
 	s.mu.Unlock()
@@ -331,6 +368,13 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	if e.final.Chain[0] != from && !proto.InChain(e.final.Chain, from) {
 		return 0, nil, errors.New("node: request list not from the chain")
 	}
+	// The first copy only (S_0's, or one assembled here: listsig.go).
+	s.mu.Lock()
+	had := e.rounds[rl.Round] != nil && e.rounds[rl.Round].list != nil
+	s.mu.Unlock()
+	if had {
+		return wire.TypeAck, ack, nil
+	}
 	if err := proto.CheckList(e.final, &rl); err != nil {
 		return 0, nil, err
 	}
@@ -358,6 +402,7 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	var skipped []manifests.Round
 	if first {
 		x.list, x.listBytes, x.listAt = &rl, body, time.Now()
+		x.proposal, x.propBytes, x.listSigs = nil, nil, nil
 		e.listed(&s.pool, rl.Round)
 		s.openAheadLocked(e)
 		s.releaseHandoverLocked(e)

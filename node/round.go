@@ -68,6 +68,15 @@ type sround struct {
 	listAt    time.Time // when the final list came here (listdue.go)
 	// proposed: S_0 proposed a list of the round here (listdue.go).
 	proposed bool
+	// proposal: S_0's signed proposal this server signed last, as
+	// signed (propBytes) and its digest, kept until the final list is
+	// here;
+	// listSigs: the chain's signatures of a proposal of the round, one
+	// a position (listsig.go).
+	proposal   *wire.RoundList
+	propBytes  []byte
+	propDigest [32]byte
+	listSigs   map[uint16]wire.ListSig
 	// signed, signedState: the digest of the list this server signed for
 	// the round and whether it was void (closing.go).
 	signed      [32]byte
@@ -123,6 +132,7 @@ func (e *sepoch) listed(pool *transport.BufPool, r uint32) {
 // dropBulk drops round x's bulk state. Call with s.mu held.
 func (x *sround) dropBulk() {
 	x.bodies, x.kept = nil, nil
+	x.proposal, x.propBytes, x.listSigs = nil, nil, nil
 	x.dropRelays()
 	x.subs, x.digests = map[uint32]wire.Submit{}, map[uint32][32]byte{}
 	x.pruned = true

@@ -45,6 +45,9 @@ func (s *Server) voidRound(e *sepoch, r uint32) bool {
 	s.listingStart(e)
 	defer s.listingDone(e)
 	rl := wire.RoundList{Epoch: v.ID, Round: r, Flags: wire.ListVoid}
+	if err := s.signProposal(&rl); err != nil {
+		return false
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
 	defer cancel()
 	reps, err := s.each(ctx, v.Chain, transport.Request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: transport.BulkTimeout})
@@ -52,6 +55,7 @@ func (s *Server) voidRound(e *sepoch, r uint32) bool {
 		s.log.Warn("void list refused", "round", r, "err", err)
 		return false
 	}
+	rl.Sigs = nil
 	for i, rep := range reps {
 		var sg wire.Sig
 		if err := sg.Unmarshal(rep); err != nil || int(sg.Index) != i {

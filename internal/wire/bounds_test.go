@@ -57,6 +57,7 @@ func wideDecoders() map[string]func([]byte) error {
 		"closing":         func(b []byte) error { var m Closing; return m.Unmarshal(b, 1<<20) },
 		"closingproposal": func(b []byte) error { var m ClosingProposal; return m.Unmarshal(b, 1<<20) },
 		"closingsig":      func(b []byte) error { var m ClosingSig; return m.Unmarshal(b) },
+		"listsig":         func(b []byte) error { var m ListSig; return m.Unmarshal(b) },
 		"accuse":          func(b []byte) error { var m Accuse; return m.Unmarshal(b, 1<<24) },
 		"blamereq":        func(b []byte) error { var m BlameReq; return m.Unmarshal(b) },
 		"blamestep":       func(b []byte) error { var m BlameStep; return m.Unmarshal(b, 1<<24) },

@@ -82,6 +82,7 @@ func FuzzOrder(f *testing.F) {
 func FuzzClosing(f *testing.F)         { fuzzDecoder(f, "closing") }
 func FuzzClosingProposal(f *testing.F) { fuzzDecoder(f, "closingproposal") }
 func FuzzClosingSig(f *testing.F)      { fuzzDecoder(f, "closingsig") }
+func FuzzListSig(f *testing.F)         { fuzzDecoder(f, "listsig") }
 func FuzzWindowReq(f *testing.F)       { fuzzDecoder(f, "windowreq") }
 func FuzzWindow(f *testing.F)          { fuzzDecoder(f, "window") }
 func FuzzState(f *testing.F)           { fuzzDecoder(f, "state") }

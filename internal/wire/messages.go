@@ -26,7 +26,7 @@ const (
 	TypeHandover    Type = 58
 	TypeSubmitBatch Type = 41 // primary → S_0: its clients' onions of one round
 	TypeBatch       Type = 42 // S_s → S_{s+1}, and S_{m-1} → all (payloads)
-	TypeProposal    Type = 43 // leader → server: request list to sign
+	TypeProposal    Type = 98 // leader → server: request list to sign, with the leader's signature (43: unsigned, no longer taken)
 	TypeRoundList   Type = 44 // the signed request list
 	TypePadAnswers  Type = 45 // non-primary → primary: padded PIR answers
 	TypeQuery       Type = 46 // client → primary: k masks

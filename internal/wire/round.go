@@ -305,8 +305,9 @@ type ListEntry struct {
 }
 
 // RoundList is the request list of a round (§5.3) with the ids published;
-// Sigs is empty in a proposal and holds one signature per chain position in
-// the final list.
+// Sigs holds S_0's signature alone in a proposal, so that any chain server
+// can hand the proposal on, and one signature per chain position in the
+// final list.
 type RoundList struct {
 	Epoch     [32]byte
 	Round     uint32

@@ -102,6 +102,7 @@ var (
 	decRoundList    = decoder(func(m *RoundList, b []byte, l Limits) error { return m.Unmarshal(b, l) })
 	decClosingProp  = decoder(func(m *ClosingProposal, b []byte, l Limits) error { return m.Unmarshal(b, l.Rounds) })
 	decClosing      = decoder(func(m *Closing, b []byte, l Limits) error { return m.Unmarshal(b, l.Rounds) })
+	decListSig      = decoder(func(m *ListSig, b []byte, _ Limits) error { return m.Unmarshal(b) })
 	decClosingSig   = decoder(func(m *ClosingSig, b []byte, _ Limits) error { return m.Unmarshal(b) })
 	decPadAnswers   = decoder(func(m *Rows, b []byte, l Limits) error { return m.Unmarshal(b, l.Clients, l.K, l.Chunk) })
 	decQuery        = decoder(func(m *Rows, b []byte, l Limits) error { return m.Unmarshal(b, 1, l.K, l.MaskSize) })
@@ -213,6 +214,8 @@ var Messages = []Message{
 	req(ProtoRound, TypeBatch, "Batch", size(MaxFrame), TypeAck, decBatch),
 	req(ProtoRound, TypeProposal, "Proposal", listCap, TypeSig, decRoundList),
 	req(ProtoRound, TypeRoundList, "RoundList", listCap, TypeAck, decRoundList),
+	// A chain server's signature of S_0's proposal, to every chain server.
+	req(ProtoRound, TypeListSig, "ListSig", size(ListSigSize), TypeAck, decListSig),
 	req(ProtoRound, TypePadAnswers, "PadAnswers", size(MaxFrame), TypeAck, decPadAnswers),
 	req(ProtoRound, TypeRoot, "Root", size(256), TypeAck, decRoot),
 	req(ProtoRound, TypeRootRelay, "RootRelay", size(RootRelaySize(MaxServers)), TypeAck, decRootRelay),
