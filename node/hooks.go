@@ -34,13 +34,16 @@ type (
 )
 
 // hookSrc gives a part of the server outside Server (mixer, submissions,
-// closings) the server's hook points: nil views here, so that the empty
+// closings, settingUp) the server's hook points: nil views here, so that the empty
 // hooks inline away and no field of the binary holds a view's type.
 type hookSrc struct{}
 
 func newHookSrc(*Server) hookSrc { return hookSrc{} }
 func (hookSrc) run() *hookRun    { return nil }
 func (hookSrc) cfg() *hookCfg    { return nil }
+
+// leaderHooks: none in the binary (leader.Config.Hooks).
+func (*Server) leaderHooks() leader.Hooks { return nil }
 
 func (s *hookCfg) ClientHandlers(c transport.HandlerFunc, p transport.SegHandlerFunc) (transport.HandlerFunc, transport.SegHandlerFunc) {
 	return c, p

@@ -55,7 +55,7 @@ func (rt *rotation) loop(ctx context.Context) {
 // (internal/leader).
 func (s *Server) leaderConfig() leader.Config {
 	return leader.Config{Self: s.h.ID(), Params: s.cfg.Params.Wire(), MinClients: s.cfg.MinClients, Timing: &s.cfg.Timing,
-		Rand: s.rand, Log: s.log, Certs: &s.cert, Window: &s.win, Charges: &s.ref, HooksBuilt: hooksBuilt}
+		Rand: s.rand, Log: s.log, Certs: &s.cert, Window: &s.win, Charges: &s.ref, Hooks: s.leaderHooks()}
 }
 
 // leadHost is the server as an epoch led here sees it (leader.Host).
@@ -106,23 +106,6 @@ func (h leadHost) HandEvidence(ctx context.Context, chain []peer.ID, n uint64) {
 	h.s.handEvidence(ctx, chain, n)
 }
 func (h leadHost) NoteWithdrawal(err error) bool { return h.s.noteWithdrawal(err) }
-
-func (h leadHost) LeaderGap(n uint64, g []wire.Cert) []wire.Cert {
-	return h.s.hookRun().LeaderGap(n, g)
-}
-func (h leadHost) LeaderWindow(n uint64, w []wire.WindowRef) []wire.WindowRef {
-	return h.s.hookRun().LeaderWindow(n, w)
-}
-func (h leadHost) OpenLate(p peer.ID) time.Duration { return h.s.hookRun().OpenLate(p) }
-func (h leadHost) SignedTo(final bool, chain []peer.ID) []peer.ID {
-	return h.s.hookRun().SignedTo(final, chain)
-}
-func (h leadHost) HoldOpen() bool              { return h.s.hookRun().HoldOpen() }
-func (h leadHost) FinalSigned(sd *wire.Signed) { h.s.hookRun().FinalSigned(sd) }
-func (h leadHost) CheatKeys(chain []peer.ID, keys [][32]byte, cl *leader.Closed) [][32]byte {
-	return h.s.hookCfg().CheatKeys(chain, keys, cl)
-}
-func (h leadHost) CheatList(rl *wire.RegList) { h.s.hookCfg().CheatList(rl) }
 
 // ledEpoch is an epoch led here, as its leader sees it (leader.Epoch).
 type ledEpoch struct {

@@ -44,14 +44,14 @@ type Config struct {
 	Certs      *certs.Certs
 	Window     *window.Items
 	Charges    *chargelog.Log
-	// HooksBuilt: the tests' hooks are in the build (their late sends
-	// are looked for).
-	HooksBuilt bool
+	// Hooks are the tests' hook points, nil in the binary: every call
+	// sits behind hooksBuilt, a constant false there, so none is linked
+	// (TestBinaryHasNoTestHooks).
+	Hooks Hooks
 }
 
 // Host is what a leader asks of the rest of the server.
 type Host interface {
-	Hooks
 	// Ctx is the server's context: a late send outlives the leader's.
 	Ctx() context.Context
 	// Go runs f in a goroutine the server waits for at its close.
@@ -89,8 +89,7 @@ type Epoch interface {
 	EndStale()
 }
 
-// Hooks are the tests' hook points on the leader's path; neutral outside
-// the tests.
+// Hooks are the tests' hook points on the leader's path (Config.Hooks).
 type Hooks interface {
 	LeaderGap(n uint64, g []wire.Cert) []wire.Cert
 	LeaderWindow(n uint64, w []wire.WindowRef) []wire.WindowRef
@@ -107,6 +106,9 @@ type server struct {
 	Config
 	Host
 }
+
+// hooked reports whether the tests' hooks are built in and set.
+func (s *server) hooked() bool { return hooksBuilt && s.Hooks != nil }
 
 // New is the epoch of number the server leads with chain, for ctx.
 func New(ctx context.Context, c Config, h Host, chain []peer.ID, number uint64) *Leading {
@@ -228,8 +230,13 @@ func (l *Leading) open() (wire.Descriptor, error) {
 		s.Certs.PokeSync()
 		return wire.Descriptor{}, err
 	}
-	gap = s.LeaderGap(number, gap)
-	win := s.LeaderWindow(number, s.Window.Choose(ctx, chain, number, prev, gap))
+	if s.hooked() {
+		gap = s.Hooks.LeaderGap(number, gap)
+	}
+	win := s.Window.Choose(ctx, chain, number, prev, gap)
+	if s.hooked() {
+		win = s.Hooks.LeaderWindow(number, win)
+	}
 	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.Params, Chain: proto.ChainIDs(chain), Previous: prev, Window: win, Gap: gap}
 	// The servers this chain leaves out for their refusal budget are out
 	// at every server only if every server has the aborts that count
@@ -267,10 +274,10 @@ func (l *Leading) open() (wire.Descriptor, error) {
 	}
 	open := &wire.Signed{Desc: desc, Sigs: sigs}
 	now := chain
-	if s.HooksBuilt {
+	if s.hooked() {
 		now = nil
 		for _, p := range chain {
-			if d := s.OpenLate(p); d > 0 {
+			if d := s.Hooks.OpenLate(p); d > 0 {
 				s.Go(func() {
 					time.Sleep(d)
 					_, _ = s.Each(s.Ctx(), []peer.ID{p}, transport.Request{Proto: transport.ProtoEpoch, Type: wire.TypeSigned, Body: open.Marshal(), Timeout: transport.ShortTimeout})
@@ -280,7 +287,10 @@ func (l *Leading) open() (wire.Descriptor, error) {
 			now = append(now, p)
 		}
 	}
-	to := s.SignedTo(false, now)
+	to := now
+	if s.hooked() {
+		to = s.Hooks.SignedTo(false, now)
+	}
 	_, err = s.Each(ctx, to, transport.Request{Proto: transport.ProtoEpoch, Type: wire.TypeSigned, Body: open.Marshal(), Timeout: transport.ShortTimeout})
 	if err == nil && len(to) < len(now) {
 		err = errors.New("node: open descriptor held back")
@@ -317,7 +327,7 @@ func (l *Leading) awaitRegistrations(params wire.Params) (Epoch, error) {
 			// Another server's abort (a close overdue there, §3).
 			return nil, errors.New("node: epoch ended during registration")
 		}
-		if time.Now().After(deadline) && count >= s.MinClients && !s.HoldOpen() {
+		if time.Now().After(deadline) && count >= s.MinClients && !(s.hooked() && s.Hooks.HoldOpen()) {
 			return e, nil
 		}
 	}
@@ -416,7 +426,9 @@ func (l *Leading) closeRegistration(e Epoch, desc wire.Descriptor) (*Closed, err
 // the final descriptor and delivers it to every server.
 func (l *Leading) finalize(desc wire.Descriptor, keys [][32]byte, cl *Closed) error {
 	s, ctx, chain, id := l.s, l.ctx, l.chain, l.id
-	keys = s.CheatKeys(chain, keys, cl)
+	if s.hooked() {
+		keys = s.Hooks.CheatKeys(chain, keys, cl)
+	}
 	fin := desc
 	// (v3) every primary's signed order goes with the list (internal/selection).
 	ordered := wire.RegList{Epoch: id, Orders: cl.Orders}
@@ -428,7 +440,9 @@ func (l *Leading) finalize(desc wire.Descriptor, keys [][32]byte, cl *Closed) er
 	// (v3) and every listed registration it did not select, so that
 	// every server recomputes the selection (internal/selection).
 	ordered.Rest = selection.Unselected(keys, cl.PrimaryOf, cl.All)
-	s.CheatList(&ordered)
+	if s.hooked() {
+		s.Hooks.CheatList(&ordered)
+	}
 	if _, err := s.Each(ctx, chain, transport.Request{Proto: transport.ProtoEpoch, Type: wire.TypeRegList, Body: ordered.Marshal(), Timeout: transport.BulkTimeout}); err != nil {
 		l.abort("registration list refused")
 		return fmt.Errorf("node: send registrations: %w", err)
@@ -439,8 +453,11 @@ func (l *Leading) finalize(desc wire.Descriptor, keys [][32]byte, cl *Closed) er
 		return fmt.Errorf("node: sign final descriptor: %w", err)
 	}
 	final := &wire.Signed{Final: true, Desc: fin, Sigs: sigs}
-	s.FinalSigned(final)
-	to := s.SignedTo(true, chain)
+	to := chain
+	if s.hooked() {
+		s.Hooks.FinalSigned(final)
+		to = s.Hooks.SignedTo(true, chain)
+	}
 	_, err = s.Each(ctx, to, transport.Request{Proto: transport.ProtoEpoch, Type: wire.TypeSigned, Body: final.Marshal(), Timeout: transport.BulkTimeout})
 	if err == nil && len(to) < len(chain) {
 		err = errors.New("node: final descriptor held back")
