@@ -105,6 +105,8 @@ func (*hookRun) LieDryLocked(*sepoch, uint32, uint32) (wire.Dry, bool) {
 }
 func (*hookRun) LateOut(uint32) time.Duration            { return 0 }
 func (*hookRun) SignLate(uint32) time.Duration           { return 0 }
+func (*hookRun) ListSigTo(peer.ID) bool                  { return true }
+func (*hookRun) LeaderLate(uint32) time.Duration         { return 0 }
 func (*hookRun) ListReqRound(r uint32) uint32            { return r }
 func (*hookRun) ServeLate(uint32) time.Duration          { return 0 }
 func (*hookRun) StallRelay(uint32) bool                  { return false }

@@ -146,6 +146,11 @@ type serverHooks struct {
 	// signLate may make this server hold its signature of S_0's
 	// proposed list of round r.
 	signLate func(r uint32) time.Duration
+	// listSigTo may make this server send its list signature only to
+	// the chain servers it returns true for; leaderLate may make it
+	// answer S_0 that late once it sent its signature on.
+	listSigTo  func(p peer.ID) bool
+	leaderLate func(r uint32) time.Duration
 	// listReqRound may make this server answer a ListReq for
 	// round r with another round's list.
 	listReqRound func(r uint32) uint32
@@ -432,20 +437,6 @@ func (s *hookRun) NoList(r uint32) bool {
 
 // ProposalTo is the servers of chain to which this server, as S_0,
 // proposes round r's list.
-func (s *hookRun) ProposalTo(r uint32, chain []peer.ID) []peer.ID {
-	if h := s.hooks.Load(); h != nil && h.proposalTo != nil {
-		return peersWhere(chain, func(p peer.ID) bool { return h.proposalTo(r, p) })
-	}
-	return chain
-}
-
-// ListTo reports whether this server, as S_0, delivers round r's final
-// list to p.
-func (s *hookRun) ListTo(r uint32, p peer.ID) bool {
-	h := s.hooks.Load()
-	return h == nil || h.listTo == nil || h.listTo(r, p)
-}
-
 func (s *hookRun) HideOut(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && (h.hideOut != nil && h.hideOut(r) || h.silentOut != nil && h.silentOut(r))
@@ -685,18 +676,4 @@ func (s *hookRun) PushBack(to peer.ID, n uint64) {
 func (s *hookRun) SilentLack(r uint32) bool {
 	h := s.hooks.Load()
 	return h != nil && h.silentLack != nil && h.silentLack(r)
-}
-
-func (s *hookRun) SignLate(r uint32) time.Duration {
-	if h := s.hooks.Load(); h != nil && h.signLate != nil {
-		return h.signLate(r)
-	}
-	return 0
-}
-
-func (s *hookRun) ListReqRound(r uint32) uint32 {
-	if h := s.hooks.Load(); h != nil && h.listReqRound != nil {
-		return h.listReqRound(r)
-	}
-	return r
 }

@@ -65,7 +65,7 @@ func (s *Server) spreadListSig(e *sepoch, rl *wire.RoundList, rep []byte) {
 	}
 	var to []peer.ID
 	for _, q := range e.final.Chain {
-		if q != s.h.ID() {
+		if q != s.h.ID() && s.hookRun().ListSigTo(q) {
 			to = append(to, q)
 		}
 	}
@@ -126,7 +126,7 @@ func (s *Server) onListSig(from peer.ID, body []byte) (wire.Type, []byte, error)
 
 // assembleList takes round q's final list, assembled here, once the
 // proposal this server signed and every position's signature of it are
-// here.
+// here, and delivers it to the chain.
 func (s *Server) assembleList(e *sepoch, q uint32) {
 	s.mu.Lock()
 	x := e.rounds[q]
@@ -146,9 +146,30 @@ func (s *Server) assembleList(e *sepoch, q uint32) {
 		rl.Sigs[i] = ls.Sig
 	}
 	s.mu.Unlock()
-	if _, _, err := s.onRoundList(s.h.ID(), rl.Marshal()); err != nil {
+	b := rl.Marshal()
+	if _, _, err := s.onRoundList(s.h.ID(), b); err != nil {
 		s.log.Warn("assembled request list refused", "round", q, "err", err)
+		return
 	}
+	if e.pos == 0 {
+		return // S_0 delivers its own (publish.go)
+	}
+	// A signer may have sent its signature here only: the list goes to
+	// every chain server, S_0 included, so that one server's list is
+	// everyone's and a withheld signature only delays (first copy wins).
+	var to []peer.ID
+	for _, p := range e.final.Chain {
+		if p != s.h.ID() {
+			to = append(to, p)
+		}
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
+		defer cancel()
+		_, _ = s.each(ctx, to, transport.Request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: b, Timeout: transport.BulkTimeout})
+	}()
 }
 
 // heldProposal answers a chain server's ListReq for a round of an epoch

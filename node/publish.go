@@ -172,10 +172,13 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 		}
 	}
 	if err != nil {
-		s.log.Warn("request list refused", "round", r, "err", err)
 		s.mu.Lock()
+		defer s.mu.Unlock()
+		if x := e.rounds[r]; x != nil && x.list != nil {
+			return // assembled by a signer from the signatures it got (listsig.go)
+		}
+		s.log.Warn("request list refused", "round", r, "err", err)
 		s.end(e, fmt.Sprintf("round %d: request list refused", r))
-		s.mu.Unlock()
 		return
 	}
 	rl.Sigs = nil
@@ -243,6 +246,10 @@ func (s *Server) takeProposal(ctx context.Context, e *sepoch, rl *wire.RoundList
 	}
 	if err == nil {
 		s.spreadListSig(e, rl, rep)
+		if d := s.hookRun().LeaderLate(rl.Round); d > 0 {
+			time.Sleep(d) // a signer that keeps its answer from S_0 (riffletest)
+			return 0, nil, errors.New("node: late")
+		}
 	}
 	return t, rep, err
 }
