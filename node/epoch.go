@@ -309,8 +309,9 @@ func (s *Server) endQuiet(e *sepoch, reason string) {
 		// An epoch that ran, not a registration that came to nothing.
 		s.lastEnd = time.Now()
 	}
+	s.keepAccountsLocked(e) // silent.go
 	for k := range e.shown {
-		s.startAccountsLocked(e, k.round) // silent.go
+		s.startAccountsLocked(e, k.round, false)
 	}
 	s.flushManifests(e)
 	if e.final != nil && s.ctx.Err() == nil {

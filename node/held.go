@@ -412,7 +412,7 @@ func (s *Server) onShowReceipt(body []byte) (wire.Type, []byte, error) {
 	if e.ended {
 		// Its primary's account of the round is asked for (silent.go):
 		// not before the end, when the round may still run.
-		s.startAccountsLocked(e, r.Round)
+		s.startAccountsLocked(e, r.Round, false)
 	}
 	return wire.TypeAck, ack, nil
 }

@@ -145,6 +145,9 @@ type Server struct {
 	mu      sync.Mutex
 	changed chan struct{}
 	epochs  map[[32]byte]*sepoch
+	// kept: this primary's receipts of recently ended epochs, for the
+	// accounts asked of it after forget (silent.go).
+	kept    map[[32]byte]*keptAccounts
 	prep    map[[32]byte]*sepoch // by nonce, before the epoch id is known
 	open    *sepoch              // epoch accepting registrations here
 	number  uint64               // highest epoch number signed (EpochNumberFile)

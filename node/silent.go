@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -34,23 +35,95 @@ type accountKey struct {
 	pos   int
 }
 
+// keptAccounts is what a primary answers the asks for its accounts of an
+// epoch with: its chain, position, slots and receipts.
+type keptAccounts struct {
+	chain     []peer.ID
+	pos       int
+	rounds    uint32
+	slots     []uint32
+	endedAt   time.Time
+	keep      time.Duration
+	receipted map[dryKey][32]byte
+}
+
+// maxKept bounds the ended epochs whose receipts a primary keeps past
+// forget (which keeps two): an epoch lasts at least a registration window.
+const maxKept = 8
+
+// accountStartBy is how long after an epoch's end here a shown receipt
+// starts the asks for its round's accounts: a client learns the end from
+// its primary's answer to its poll, at the poll timeout at the latest. An
+// attestation asked by another server starts them two round limits later
+// still (the asker's own asks came first), and a primary keeps its
+// receipts (accountKeep) past both, so that no receipt shown late has an
+// honest primary that forgot the epoch attested (the rev43 review). limit
+// is the epoch's round limit.
+func accountStartBy(limit time.Duration, asked bool) time.Duration {
+	if asked {
+		return transport.PollTimeout + 3*limit
+	}
+	return transport.PollTimeout + limit
+}
+
+// accountKeep is how long after its end a primary keeps an epoch's
+// receipts: past the latest ask's start and its round limit, with a round
+// limit for the servers' ends apart.
+func accountKeep(limit time.Duration) time.Duration {
+	return accountStartBy(limit, true) + 3*limit
+}
+
+// keepAccountsLocked keeps e's receipts past its forget, at its end.
+// Call with s.mu held.
+func (s *Server) keepAccountsLocked(e *sepoch) {
+	if e.final == nil || e.pos < 0 || len(e.receipted) == 0 {
+		return
+	}
+	var oldest [32]byte
+	for id, k := range s.kept {
+		if time.Since(k.endedAt) > k.keep {
+			delete(s.kept, id)
+		} else if o := s.kept[oldest]; o == nil || k.endedAt.Before(o.endedAt) {
+			oldest = id
+		}
+	}
+	if len(s.kept) >= maxKept {
+		delete(s.kept, oldest)
+	}
+	if s.kept == nil {
+		s.kept = map[[32]byte]*keptAccounts{}
+	}
+	s.kept[e.final.ID] = &keptAccounts{chain: e.final.Chain, pos: e.pos, rounds: e.final.Desc.Params.Rounds,
+		slots: e.clientsOf(e.pos), endedAt: time.Now(), keep: accountKeep(time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond),
+		receipted: maps.Clone(e.receipted)}
+}
+
+// accountsOfLocked is epoch id's receipts here: of the epoch held, or
+// kept past its forget. Call with s.mu held.
+func (s *Server) accountsOfLocked(id [32]byte) *keptAccounts {
+	if e := s.epochs[id]; e != nil && e.final != nil {
+		return &keptAccounts{chain: e.final.Chain, pos: e.pos, rounds: e.final.Desc.Params.Rounds, slots: e.clientsOf(e.pos), receipted: e.receipted}
+	}
+	if k := s.kept[id]; k != nil && time.Since(k.endedAt) <= k.keep {
+		return k
+	}
+	return nil
+}
+
 // onAccountReq answers a chain server's ask for this primary's account of
-// a round: every onion of it receipted here (receiptLocked keeps them past
-// the epoch's end), whenever asked.
+// a round: every onion of it receipted here, whenever asked, from the
+// receipts kept past the epoch's end and its forget (keepAccountsLocked).
 func (s *Server) onAccountReq(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var q wire.EpochRef
 	if err := q.Unmarshal(body); err != nil {
 		return 0, nil, err
 	}
-	e, err := s.epochFor(q.Epoch)
-	if err != nil {
-		return 0, nil, err
-	}
 	s.mu.Lock()
-	ok := e.pos >= 0 && proto.InChain(e.final.Chain, from) && q.Round < e.final.Desc.Params.Rounds
+	k := s.accountsOfLocked(q.Epoch)
+	ok := k != nil && k.pos >= 0 && proto.InChain(k.chain, from) && q.Round < k.rounds
 	s.mu.Unlock()
 	if !ok {
-		return 0, nil, errors.New("node: an account is a chain server's to ask, of a round of the epoch")
+		return 0, nil, errors.New("node: an account is a chain server's to ask, of a round of an epoch held here")
 	}
 	if s.hookRun().DrySilent(q.Epoch, q.Round) {
 		return 0, nil, errors.New("node: no answer")
@@ -63,9 +136,9 @@ func (s *Server) onAccountReq(from peer.ID, body []byte) (wire.Type, []byte, err
 		}
 	}
 	s.mu.Lock()
-	a := wire.Account{Epoch: q.Epoch, Round: q.Round, Server: uint16(e.pos)}
-	for _, sl := range e.clientsOf(e.pos) {
-		if d, ok := e.receipted[dryKey{q.Round, sl}]; ok {
+	a := wire.Account{Epoch: q.Epoch, Round: q.Round, Server: uint16(k.pos)}
+	for _, sl := range k.slots {
+		if d, ok := k.receipted[dryKey{q.Round, sl}]; ok {
 			a.Entries = append(a.Entries, wire.AccountEntry{Slot: sl, Digest: d})
 		}
 	}
@@ -90,11 +163,17 @@ func (e *sepoch) accountRound(r uint32) bool {
 }
 
 // startAccountsLocked starts asking the primaries for their accounts of
-// round r, once a round, once e ended here: begun while the round may
+// round r, once a round, once e ended here and until accountStartBy
+// after (asked: for another server's request): begun while the round may
 // still run, the attestation, the answer ever after, would speak of
-// accounts given before the onions were. Call with s.mu held.
-func (s *Server) startAccountsLocked(e *sepoch, r uint32) {
+// accounts given before the onions were, and begun later a primary may no
+// longer keep the epoch's receipts. Call with s.mu held.
+func (s *Server) startAccountsLocked(e *sepoch, r uint32, asked bool) {
 	if _, ok := e.accountAsk[r]; ok || !e.ended || !e.accountRound(r) {
+		return
+	}
+	limit := time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond
+	if time.Since(e.endedAt) > accountStartBy(limit, asked) {
 		return
 	}
 	if e.accountAsk == nil {
@@ -236,7 +315,7 @@ func (s *Server) silentAttestLocked(e *sepoch, r uint32) *wire.Attest {
 	if a := e.silentAttest[r]; a != nil {
 		return a
 	}
-	s.startAccountsLocked(e, r)
+	s.startAccountsLocked(e, r, true)
 	return nil
 }
 

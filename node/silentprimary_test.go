@@ -111,3 +111,65 @@ func accountsAsked(t *testing.T, bn *blameNet, eid [32]byte, liar *Server) map[*
 	t.Logf("%d attestations of the primaries' accounts signed", signed)
 	return got
 }
+
+// TestForgottenEpochAccounted: a primary answers the ask for its account
+// of a round of an ended epoch it no longer holds (forget keeps two ended
+// epochs), from the receipts it kept at the end: a corrupt client that
+// shows a receipt only then no longer has its honest primary attested
+// silent (the rev43 review: both other servers got "unknown epoch" and
+// charged it). Asked past accountKeep, it answers nothing, and no server
+// starts its asks that late (accountStartBy).
+func TestForgottenEpochAccounted(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
+	virtual(t, func(t *testing.T) {
+		bn, p := startHeldNet(t)
+		eid, sl := silentClient(t, bn, 3)
+		chain, clients, byID := finalOf(bn, eid)
+		pi := int(clients[1-sl].Primary)
+		P, asker := byID[chain[pi]], chain[(pi+1)%len(chain)]
+		endedAt(t, P, eid, "the epoch never ended at the primary")
+		P.mu.Lock()
+		want, ok := P.epochs[eid].receipted[dryKey{3, 1 - sl}]
+		delete(P.epochs, eid) // forget
+		P.mu.Unlock()
+		if !ok {
+			t.Fatal("the primary receipted no onion of round 3 of client 0")
+		}
+		ask := func() (wire.Account, error) {
+			var a wire.Account
+			_, rep, err := P.onAccountReq(asker, (&wire.EpochRef{Epoch: eid, Round: 3}).Marshal())
+			if err == nil {
+				err = a.Unmarshal(rep, wire.Limits{Clients: len(clients)})
+			}
+			return a, err
+		}
+		a, err := ask()
+		if err != nil || !a.Covers(&wire.OnionReceipt{Slot: 1 - sl, Digest: want}) {
+			t.Fatalf("the primary that forgot the epoch answered %+v, %v; want its account of round 3", a, err)
+		}
+		// Past their bounds: the end moved back rather than the network
+		// run for ten minutes.
+		limit := time.Duration(p.RoundLimitMs) * time.Millisecond
+		P.mu.Lock()
+		P.kept[eid].endedAt = time.Now().Add(-accountKeep(limit) - time.Second)
+		P.mu.Unlock()
+		if _, err := ask(); err == nil {
+			t.Error("an account given past accountKeep")
+		}
+		s := byID[asker]
+		s.mu.Lock()
+		e := s.epochs[eid]
+		if e == nil {
+			s.mu.Unlock()
+			t.Fatal("the asker forgot the epoch")
+		}
+		e.endedAt = time.Now().Add(-accountStartBy(limit, true) - time.Second)
+		delete(e.accountAsk, 3)
+		s.startAccountsLocked(e, 3, true)
+		_, started := e.accountAsk[3]
+		s.mu.Unlock()
+		if started {
+			t.Error("asks started past accountStartBy")
+		}
+	})
+}
