@@ -105,6 +105,7 @@ func (*hookRun) LieDryLocked(*sepoch, uint32, uint32) (wire.Dry, bool) {
 }
 func (*hookRun) LateOut(uint32) time.Duration            { return 0 }
 func (*hookRun) SignLate(uint32) time.Duration           { return 0 }
+func (*hookRun) NoAssemble() bool                        { return false }
 func (*hookRun) ListSigTo(peer.ID) bool                  { return true }
 func (*hookRun) LeaderLate(uint32) time.Duration         { return 0 }
 func (*hookRun) ListReqRound(r uint32) uint32            { return r }

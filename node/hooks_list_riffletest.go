@@ -49,3 +49,8 @@ func (s *hookRun) ListReqRound(r uint32) uint32 {
 	}
 	return r
 }
+
+func (s *hookRun) NoAssemble() bool {
+	h := s.hooks.Load()
+	return h != nil && h.noAssemble
+}

@@ -151,6 +151,8 @@ type serverHooks struct {
 	// answer S_0 that late once it sent its signature on.
 	listSigTo  func(p peer.ID) bool
 	leaderLate func(r uint32) time.Duration
+	// noAssemble: this server assembles and delivers no list itself.
+	noAssemble bool
 	// listReqRound may make this server answer a ListReq for
 	// round r with another round's list.
 	listReqRound func(r uint32) uint32

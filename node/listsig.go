@@ -128,6 +128,9 @@ func (s *Server) onListSig(from peer.ID, body []byte) (wire.Type, []byte, error)
 // proposal this server signed and every position's signature of it are
 // here, and delivers it to the chain.
 func (s *Server) assembleList(e *sepoch, q uint32) {
+	if s.hookRun().NoAssemble() {
+		return // a corrupt signer that keeps to the proposal (riffletest)
+	}
 	s.mu.Lock()
 	x := e.rounds[q]
 	if x == nil || x.list != nil || x.proposal == nil {
@@ -206,7 +209,7 @@ func (s *Server) takeHandedProposal(e *sepoch, rl *wire.RoundList, from peer.ID)
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
 	defer cancel()
-	if _, _, err := s.takeProposal(ctx, e, rl, from); err != nil {
+	if _, _, err := s.takeProposal(ctx, e, rl, from, false); err != nil {
 		s.log.Warn("handed-on request list proposal refused", "round", rl.Round, "err", err)
 	}
 }

@@ -215,34 +215,39 @@ func (s *Server) onProposal(ctx context.Context, from peer.ID, body []byte) (wir
 	if e.final.Chain[0] != from {
 		return 0, nil, errors.New("node: proposal not from the leader")
 	}
-	return s.takeProposal(ctx, e, &rl, from)
+	return s.takeProposal(ctx, e, &rl, from, true)
 }
 
 // takeProposal signs rl, S_0's proposal of a round, come from S_0 or
 // handed on by from, a chain server that signed it (listsig.go): its
 // chunks and publication are fetched from from. The signature goes back
-// to from and to every chain server (spreadListSig).
-func (s *Server) takeProposal(ctx context.Context, e *sepoch, rl *wire.RoundList, from peer.ID) (wire.Type, []byte, error) {
+// to from and to every chain server (spreadListSig). direct: from is S_0.
+func (s *Server) takeProposal(ctx context.Context, e *sepoch, rl *wire.RoundList, from peer.ID, direct bool) (wire.Type, []byte, error) {
 	if rl.Round >= e.final.Desc.Params.Rounds || len(rl.Entries) > int(e.final.Desc.Params.MaxRows) {
 		return 0, nil, errors.New("node: proposal malformed")
 	}
 	if err := checkProposal(e, rl); err != nil {
 		return 0, nil, err
 	}
-	// S_0 proposed: this server signs no note that it did not
-	// (listdue.go listNoteLocked), however long its checks take.
-	s.mu.Lock()
-	if x := e.rounds[rl.Round]; x != nil {
-		x.proposed = true
+	// S_0 proposed to this server: it signs no note that S_0 did not
+	// (listdue.go listNoteLocked), however long its checks take. A
+	// proposal only handed on by a signer does not count: else S_0 and
+	// one signer that hands its proposal on and withholds its signature
+	// keep every honest server from noting and hold the epoch for good.
+	if direct {
+		s.mu.Lock()
+		if x := e.rounds[rl.Round]; x != nil {
+			x.proposed = true
+		}
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
 	var t wire.Type
 	var rep []byte
 	var err error
 	if rl.Void() {
 		t, rep, err = s.signVoid(ctx, e, rl)
 	} else {
-		t, rep, err = s.signList(ctx, e, rl, from)
+		t, rep, err = s.signList(ctx, e, rl, from, direct)
 	}
 	if err == nil {
 		s.spreadListSig(e, rl, rep)
@@ -254,8 +259,9 @@ func (s *Server) takeProposal(ctx context.Context, e *sepoch, rl *wire.RoundList
 	return t, rep, err
 }
 
-// signList checks and signs rl, a proposal of a published round (§5.3).
-func (s *Server) signList(ctx context.Context, e *sepoch, rlp *wire.RoundList, from peer.ID) (wire.Type, []byte, error) {
+// signList checks and signs rl, a proposal of a published round (§5.3);
+// direct as for takeProposal.
+func (s *Server) signList(ctx context.Context, e *sepoch, rlp *wire.RoundList, from peer.ID, direct bool) (wire.Type, []byte, error) {
 	rl := *rlp
 	if d := s.hookRun().SignLate(rl.Round); d > 0 {
 		time.Sleep(d) // a chain server that holds its list signature (riffletest)
@@ -272,7 +278,7 @@ func (s *Server) signList(ctx context.Context, e *sepoch, rlp *wire.RoundList, f
 	done := false
 	if err := s.waitFor(ctx, func() bool {
 		x = e.round(rl.Round)
-		x.proposed = true
+		x.proposed = x.proposed || direct
 		var manDone bool
 		mans, manDone = e.man.Taken(rl.Round)
 		done = x.pubDone && manDone
