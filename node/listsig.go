@@ -63,18 +63,24 @@ func (s *Server) spreadListSig(e *sepoch, rl *wire.RoundList, rep []byte) {
 	if e.pos <= 0 {
 		return
 	}
-	var to []peer.ID
-	for _, q := range e.final.Chain {
-		if q != s.h.ID() && s.hookRun().ListSigTo(q) {
-			to = append(to, q)
+	s.toChain(e, s.hookRun().ListSigTo, transport.Request{Proto: ProtoRound, Type: wire.TypeListSig, Body: ls.Marshal(), Timeout: transport.ShortTimeout})
+}
+
+// toChain sends r to every other server of e's chain that to lets
+// through, in the background, each within r's timeout.
+func (s *Server) toChain(e *sepoch, to func(peer.ID) bool, r transport.Request) {
+	var ps []peer.ID
+	for _, p := range e.final.Chain {
+		if p != s.h.ID() && to(p) {
+			ps = append(ps, p)
 		}
 	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		ctx, cancel := context.WithTimeout(s.ctx, transport.ShortTimeout)
+		ctx, cancel := context.WithTimeout(s.ctx, r.Timeout)
 		defer cancel()
-		_, _ = s.each(ctx, to, transport.Request{Proto: ProtoRound, Type: wire.TypeListSig, Body: ls.Marshal(), Timeout: transport.ShortTimeout})
+		_, _ = s.each(ctx, ps, r)
 	}()
 }
 
@@ -160,19 +166,7 @@ func (s *Server) assembleList(e *sepoch, q uint32) {
 	// A signer may have sent its signature here only: the list goes to
 	// every chain server, S_0 included, so that one server's list is
 	// everyone's and a withheld signature only delays (first copy wins).
-	var to []peer.ID
-	for _, p := range e.final.Chain {
-		if p != s.h.ID() {
-			to = append(to, p)
-		}
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
-		defer cancel()
-		_, _ = s.each(ctx, to, transport.Request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: b, Timeout: transport.BulkTimeout})
-	}()
+	s.toChain(e, func(peer.ID) bool { return true }, transport.Request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: b, Timeout: transport.BulkTimeout})
 }
 
 // heldProposal answers a chain server's ListReq for a round of an epoch
