@@ -63,7 +63,7 @@ func (s *Server) spreadListSig(e *sepoch, rl *wire.RoundList, rep []byte) {
 	if e.pos <= 0 {
 		return
 	}
-	s.toChain(e, s.hookRun().ListSigTo, transport.Request{Proto: ProtoRound, Type: wire.TypeListSig, Body: ls.Marshal(), Timeout: transport.ShortTimeout})
+	s.toChain(e, func(p peer.ID) bool { return s.hookRun().ListSigTo(p) }, transport.Request{Proto: ProtoRound, Type: wire.TypeListSig, Body: ls.Marshal(), Timeout: transport.ShortTimeout})
 }
 
 // toChain sends r to every other server of e's chain that to lets
