@@ -6,6 +6,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/client/internal/hooks"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
@@ -62,7 +63,15 @@ func (e *cepoch) handOver() {
 		// chunk, the jobs' requests, decoys (issue 26: its pseudonym
 		// does not stop at the departure).
 		pl := &mix.Payload{Kind: mix.KindCover, Requests: make([][32]byte, k)}
-		mark := e.fillPayload(r, pl)
+		var mark *store.ShareMark
+		if hooks.CoverHandover(&c.hk) {
+			// The rule before, a test's control only: cover, decoys.
+			c.mu.Lock()
+			copy(pl.Requests, c.backgroundRequests(nil, k))
+			c.mu.Unlock()
+		} else {
+			mark = e.fillPayload(r, pl)
+		}
 		raw, err := mix.EncodePayload(pl, b, k, mix.EpochID(e.v.ID), uint64(r), e.cs, c.rand)
 		if err != nil {
 			c.log.Debug("hand over", "err", err)

@@ -25,6 +25,7 @@ func Row(*Hooks, [32]byte, uint32, int, int, int)                       {}
 func Requested(*Hooks, [32]byte, uint32, [][32]byte)                    {}
 func RetryCorrupted(*Hooks) bool                                        { return false }
 func ResendAtOnce(*Hooks) bool                                          { return false }
+func CoverHandover(*Hooks) bool                                         { return false }
 func NoManifestCap(*Hooks) bool                                         { return false }
 func NoGapFill(*Hooks) bool                                             { return false }
 func HeldDraw(*Hooks) func(io.Reader) ([32]byte, bool)                  { return nil }

@@ -101,6 +101,10 @@ func ResendAtOnce(h *Hooks) bool {
 	return h.Config.Observe != nil && h.Config.Observe.ResendAtOnce
 }
 
+func CoverHandover(h *Hooks) bool {
+	return h.Config.Observe != nil && h.Config.Observe.CoverHandover
+}
+
 func RetryCorrupted(h *Hooks) bool {
 	return h.Config.Observe != nil && h.Config.Observe.RetryCorrupted
 }
@@ -303,6 +307,11 @@ type ClientObserver struct {
 	// requests of a void round go out again in the next onion sealed,
 	// not resendHold rounds after the list (the rule before).
 	ResendAtOnce bool
+	// CoverHandover breaks §5.4 (v3) on purpose, for the positive
+	// control of the leaving adversary: the onions a leaving client hands
+	// over are cover with decoys only (the rule before), so its
+	// pseudonym's uploads and job requests stop at the departure.
+	CoverHandover bool
 	// NoManifestCap breaks §6.4 (v3) on purpose, for the test of the
 	// servers' caps: the client sends all its manifests at once.
 	NoManifestCap bool
