@@ -9,9 +9,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/mix"
-	"github.com/riffle-net/riffle/node/blame"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/roundblame"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -41,26 +40,11 @@ import (
 // slots, each round void); a blame that starts while another runs ends
 // the epoch, as every blame did before.
 
-// The route proof of a drop step is a DLEQ proof of fixed size.
-var _ [wire.DropRouteSize - mix.DLEQProofSize]struct{}
-var _ [mix.DLEQProofSize - wire.DropRouteSize]struct{}
-
 // deadRoute is one dead slot's route: pos[t] is its position at server
 // t's input (pos[0] the slot), pos[m] at the last server's output.
 type deadRoute struct {
 	slot int
 	pos  []int
-}
-
-type dropResult struct {
-	st    *wire.DropStep
-	named *culprit
-	err   error
-}
-
-type dropCell struct {
-	done chan struct{}
-	res  dropResult
 }
 
 // deadIn returns the dead positions at server t's input (t = m: the last
@@ -85,16 +69,16 @@ func (e *sepoch) isDead(slot uint32) bool {
 
 // blamePending reports whether a round blame runs that has not settled
 // (rounds in flight wait for it). Call with s.mu held.
-func (e *sepoch) blamePending() bool { return e.rb != nil && !e.rb.settled }
+func (e *sepoch) blamePending() bool { return e.rb != nil && !e.rb.Settled }
 
 // blameBusy reports whether a new round blame must end the epoch instead
 // of starting: one runs, or one ended the epoch. After blames that each
 // dropped a slot, another may start. Call with s.mu held.
-func (e *sepoch) blameBusy() bool { return e.rb != nil && !(e.rb.settled && e.rb.dropped) }
+func (e *sepoch) blameBusy() bool { return e.rb != nil && !(e.rb.Settled && e.rb.Dropped) }
 
 // startBlame makes bl the epoch's round blame, keeping the settled ones
 // before it (each voided its round). Call with s.mu held, after blameBusy.
-func (e *sepoch) startBlame(bl *rblame) {
+func (e *sepoch) startBlame(bl *roundblame.Blame) {
 	if e.rb != nil {
 		e.blames = append(e.blames, e.rb)
 	}
@@ -105,17 +89,17 @@ func (e *sepoch) startBlame(bl *rblame) {
 // it settles with a dead slot). Call with s.mu held.
 func (e *sepoch) roundBlamed(r uint32) bool {
 	bl := e.blameOf(r)
-	return bl != nil && !bl.double
+	return bl != nil && !bl.Double
 }
 
 // blameOf returns the epoch's round blame of round r, or nil. Call with
 // s.mu held.
-func (e *sepoch) blameOf(r uint32) *rblame {
-	if e.rb != nil && e.rb.round == r {
+func (e *sepoch) blameOf(r uint32) *roundblame.Blame {
+	if e.rb != nil && e.rb.Round == r {
 		return e.rb
 	}
 	for _, bl := range e.blames {
-		if bl.round == r {
+		if bl.Round == r {
 			return bl
 		}
 	}
@@ -145,26 +129,26 @@ func (s *Server) awaitSettled(e *sepoch, t int) ([]int, bool) {
 // has its slot dropped and the round void, and the epoch goes on;
 // anything else ends the epoch as before (abort: whether to tell the
 // others). Call without s.mu, while holding the epoch's secrets.
-func (s *Server) settleBlame(e *sepoch, bl *rblame, c *culprit, abort bool) {
-	if c != nil && c.server < 0 {
+func (s *Server) settleBlame(e *sepoch, bl *roundblame.Blame, c *roundblame.Culprit, abort bool) {
+	if c != nil && c.Server < 0 {
 		s.mu.Lock()
-		bl.slotKnown, bl.slot = true, c.slot
+		bl.SlotKnown, bl.Slot = true, c.Slot
 		s.notify()
 		s.mu.Unlock()
 		if s.dropSlot(e, bl) {
 			s.mu.Lock()
-			bl.settled, bl.dropped = true, true
+			bl.Settled, bl.Dropped = true, true
 			s.forwardPending(e)
 			s.notify()
 			s.mu.Unlock()
-			if e.pos == 0 && !bl.double {
-				s.blameVoid(e, bl.round)
+			if e.pos == 0 && !bl.Double {
+				s.blameVoid(e, bl.Round)
 			}
 			return
 		}
 	}
 	s.mu.Lock()
-	bl.settled = true
+	bl.Settled = true
 	if abort {
 		s.end(e, "round blame done")
 	} else {
@@ -177,7 +161,7 @@ func (s *Server) settleBlame(e *sepoch, bl *rblame, c *culprit, abort bool) {
 // dropSlot runs the forward reveal of the slot the walk named and records
 // its route; false if it did not finish (a server named, or a step not
 // had), which ends the epoch.
-func (s *Server) dropSlot(e *sepoch, bl *rblame) bool {
+func (s *Server) dropSlot(e *sepoch, bl *roundblame.Blame) bool {
 	m := len(e.final.Chain)
 	// The steps are checked against the setup's shuffles (a second
 	// onion can be named before this server has verified the setup).
@@ -187,153 +171,33 @@ func (s *Server) dropSlot(e *sepoch, bl *rblame) bool {
 	ctx, cancel := context.WithTimeout(s.ctx, time.Duration(m)*s.cfg.Timing.BlameStepTimeout)
 	defer cancel()
 	pos := make([]int, m+1)
-	pos[0] = bl.slot
+	pos[0] = bl.Slot
 	var evidence [][]byte
+	w, ep := s.walks(), blameEp(e)
 	for t := 0; t < m; t++ {
-		res := s.dropOf(ctx, e, bl, t)
-		if res.st != nil {
-			evidence = append(evidence, res.st.Marshal())
+		res := w.DropOf(ctx, ep, bl, t)
+		if res.St != nil {
+			evidence = append(evidence, res.St.Marshal())
 		}
-		if res.named != nil {
-			s.name(e, bl.round, res.named, evidence)
+		if res.Named != nil {
+			s.name(e, bl.Round, res.Named, evidence)
 			return false
 		}
-		if res.err != nil {
-			s.log.Warn("dead slot: route reveal stopped, nobody named", "round", bl.round, "position", t, "err", res.err)
+		if res.Err != nil {
+			s.log.Warn("dead slot: route reveal stopped, nobody named", "round", bl.Round, "position", t, "err", res.Err)
 			return false
 		}
-		pos[t+1] = int(res.st.Out)
+		pos[t+1] = int(res.St.Out)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e.ended {
 		return false
 	}
-	e.dead = append(e.dead, deadRoute{slot: bl.slot, pos: pos})
+	e.dead = append(e.dead, deadRoute{slot: bl.Slot, pos: pos})
 	// The slot is the culprit's own; no honest client is tied to it.
-	s.log.Warn("round void, epoch goes on: the named client's slot is dead for the rest of the epoch", "round", bl.round, "slot", bl.slot)
+	s.log.Warn("round void, epoch goes on: the named client's slot is dead for the rest of the epoch", "round", bl.Round, "slot", bl.Slot)
 	return true
-}
-
-// dropOf returns server t's checked drop step, computed once per blame.
-func (s *Server) dropOf(ctx context.Context, e *sepoch, bl *rblame, t int) dropResult {
-	bl.mu.Lock()
-	if bl.dcells == nil {
-		bl.dcells = map[int]*dropCell{}
-	}
-	c, ok := bl.dcells[t]
-	if !ok {
-		c = &dropCell{done: make(chan struct{})}
-		bl.dcells[t] = c
-	}
-	bl.mu.Unlock()
-	if ok {
-		select {
-		case <-c.done:
-			return c.res
-		case <-ctx.Done():
-			return dropResult{err: ctx.Err()}
-		}
-	}
-	cctx, cancel := context.WithTimeout(s.ctx, time.Duration(t+1)*s.cfg.Timing.BlameStepTimeout)
-	c.res = s.computeDrop(cctx, e, bl, t)
-	cancel()
-	close(c.done)
-	return c.res
-}
-
-func (s *Server) computeDrop(ctx context.Context, e *sepoch, bl *rblame, t int) dropResult {
-	v := e.final
-	if t < 0 || t >= len(v.Chain) {
-		return dropResult{err: fmt.Errorf("server %d is not on the chain", t)}
-	}
-	s.mu.Lock()
-	in, known := bl.slot, bl.slotKnown
-	s.mu.Unlock()
-	if !known {
-		return dropResult{err: errors.New("no client named here")}
-	}
-	if t > 0 {
-		prev := s.dropOf(ctx, e, bl, t-1)
-		if prev.named != nil || prev.err != nil {
-			return dropResult{err: errors.New("the reveal stopped at an earlier server")}
-		}
-		in = int(prev.st.Out)
-	}
-	var st *wire.DropStep
-	if t == e.pos {
-		var err error
-		if st, err = s.ownDropStep(e, bl, in); err != nil {
-			return dropResult{err: err}
-		}
-	} else {
-		req := wire.DropReq{Epoch: v.ID, Round: bl.round, T: uint16(t), In: uint32(in)}
-		rep, err := transport.Call(ctx, s.h, v.Chain[t], transport.Request{Proto: ProtoEpoch, Type: wire.TypeDropReq, Body: req.Marshal(), Timeout: s.cfg.Timing.BlameStepTimeout, Max: wire.DropStepSize})
-		if err != nil {
-			return dropResult{err: fmt.Errorf("drop step of server %d: %w", t, err)}
-		}
-		st = &wire.DropStep{}
-		if err := st.Unmarshal(rep); err != nil {
-			return dropResult{named: serverCulprit(t, "its drop step of round %d is malformed: %v", bl.round, err)}
-		}
-	}
-	if t == e.pos && s.hookRun().Liar() {
-		return dropResult{st: st} // a liar takes its own step as it is
-	}
-	if c := s.checkDrop(e, bl, t, in, st); c != nil {
-		return dropResult{st: st, named: c}
-	}
-	return dropResult{st: st}
-}
-
-// ownDropStep is this server's drop step at input position in: where its
-// permutation sends it, with the route proof at that output.
-func (s *Server) ownDropStep(e *sepoch, bl *rblame, in int) (*wire.DropStep, error) {
-	v := e.final
-	id := mix.EpochID(v.ID)
-	t := e.pos
-	s.mu.Lock()
-	sec, fwd := e.sec, e.forward
-	s.mu.Unlock()
-	if sec == nil || in < 0 || in >= len(fwd) {
-		return nil, errors.New("node: drop step: secrets gone or position out of range")
-	}
-	out := fwd[in]
-	got, proof, err := sec.ProveRoute(id, v.ServerKeys, e.stepInputs[t], e.steps[t], out, s.rand)
-	if err != nil {
-		return nil, fmt.Errorf("node: drop step: %w", err)
-	}
-	if got != in || len(proof) != wire.DropRouteSize {
-		return nil, errors.New("node: drop step: the route proof does not match the permutation")
-	}
-	st := &wire.DropStep{Epoch: v.ID, Round: bl.round, T: uint16(t), In: uint32(in), Out: uint32(out)}
-	copy(st.Route[:], proof)
-	if s.hookRun().LieDrop(bl.round) {
-		// A lying server: another output position, under the proof of
-		// the true one.
-		st.Out = uint32((out + 1) % len(fwd))
-	}
-	if st.Sig, err = proto.Sign(s.priv, blame.DropStepDigest(st)); err != nil {
-		return nil, err
-	}
-	return st, nil
-}
-
-// checkDrop checks server t's drop step at input position in; it names t
-// if the step is not its, answers another question, or its route proof
-// does not verify against t's setup shuffle.
-func (s *Server) checkDrop(e *sepoch, bl *rblame, t, in int, st *wire.DropStep) *culprit {
-	v := e.final
-	if err := proto.VerifyPeerSig(v.Chain[t], blame.DropStepDigest(st), st.Sig); err != nil {
-		return serverCulprit(t, "its drop step of round %d is not signed by it: %v", bl.round, err)
-	}
-	if st.Epoch != v.ID || st.Round != bl.round || int(st.T) != t || int(st.In) != in {
-		return serverCulprit(t, "its drop step answers another question (round %d, server %d, input %d)", st.Round, st.T, st.In)
-	}
-	if err := mix.VerifyRoute(mix.EpochID(v.ID), t, v.ServerKeys, e.stepInputs[t], e.steps[t], int(st.Out), in, st.Route[:]); err != nil {
-		return serverCulprit(t, "its drop step sends input %d of the dead slot to output %d, which its setup shuffle does not prove: %v", in, st.Out, err)
-	}
-	return nil
 }
 
 // onDropReq answers a drop step request: only once this server's own walk
@@ -351,13 +215,13 @@ func (s *Server) onDropReq(ctx context.Context, from peer.ID, body []byte) (wire
 	m := len(e.final.Chain)
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(m+1)*s.cfg.Timing.BlameStepTimeout)
 	defer cancel()
-	var bl *rblame
+	var bl *roundblame.Blame
 	_ = s.waitFor(wctx, func() bool {
 		bl = e.blameOf(req.Round)
-		return e.ended || (bl != nil && (bl.slotKnown || bl.settled))
+		return e.ended || (bl != nil && (bl.SlotKnown || bl.Settled))
 	})
 	s.mu.Lock()
-	ok := bl != nil && bl.slotKnown && !e.ended
+	ok := bl != nil && bl.SlotKnown && !e.ended
 	s.mu.Unlock()
 	if !ok {
 		return 0, nil, errors.New("node: no client named here for this round")
@@ -365,14 +229,14 @@ func (s *Server) onDropReq(ctx context.Context, from peer.ID, body []byte) (wire
 	if !s.awaitSetup(e) {
 		return 0, nil, errors.New("node: setup not verified here")
 	}
-	res := s.dropOf(wctx, e, bl, e.pos)
-	if res.st == nil {
+	res := s.walks().DropOf(wctx, blameEp(e), bl, e.pos)
+	if res.St == nil {
 		return 0, nil, errors.New("node: the reveal does not reach this server")
 	}
-	if int(res.st.In) != int(req.In) {
-		return 0, nil, fmt.Errorf("node: drop step asked at input %d, the route reaches %d here", req.In, res.st.In)
+	if int(res.St.In) != int(req.In) {
+		return 0, nil, fmt.Errorf("node: drop step asked at input %d, the route reaches %d here", req.In, res.St.In)
 	}
-	return wire.TypeDropStep, res.st.Marshal(), nil
+	return wire.TypeDropStep, res.St.Marshal(), nil
 }
 
 // dropDouble kills the slot of a client that signed two onions for one
@@ -390,11 +254,11 @@ func (s *Server) dropDouble(e *sepoch, d wire.DoubleSubmit) {
 		s.mu.Unlock()
 		return
 	}
-	bl := &rblame{round: d.Round, cells: map[int]*stepCell{}, start: -1, double: true}
+	bl := roundblame.NewDouble(d.Round)
 	e.startBlame(bl)
 	s.notify()
 	s.mu.Unlock()
-	s.settleBlame(e, bl, &culprit{server: -1, slot: int(d.Slot)}, true)
+	s.settleBlame(e, bl, &roundblame.Culprit{Server: -1, Slot: int(d.Slot)}, true)
 	s.mu.Lock()
 	e.release()
 	s.mu.Unlock()
@@ -449,15 +313,15 @@ func (s *Server) signBlameVoid(ctx context.Context, e *sepoch, rl *wire.RoundLis
 	s.mu.Lock()
 	bl := e.blameOf(rl.Round)
 	s.mu.Unlock()
-	if bl == nil || bl.double {
+	if bl == nil || bl.Double {
 		// Signed, it would waive a void whose cause is not public.
 		return true, 0, nil, errors.New("node: a blame void of a round not blamed here")
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(len(e.final.Chain)+1)*s.cfg.Timing.BlameStepTimeout)
 	defer cancel()
-	_ = s.waitFor(wctx, func() bool { return e.ended || bl.settled })
+	_ = s.waitFor(wctx, func() bool { return e.ended || bl.Settled })
 	s.mu.Lock()
-	if e.ended || !bl.dropped {
+	if e.ended || !bl.Dropped {
 		s.mu.Unlock()
 		return true, 0, nil, errors.New("node: the blamed round's slot was not dropped here")
 	}
@@ -477,7 +341,7 @@ func (s *Server) signBlameVoid(ctx context.Context, e *sepoch, rl *wire.RoundLis
 // a slot here (its void counts against nothing). Call with s.mu held.
 func (e *sepoch) blameVoided(r uint32) bool {
 	bl := e.blameOf(r)
-	return bl != nil && bl.dropped && !bl.double
+	return bl != nil && bl.Dropped && !bl.Double
 }
 
 // liveCount counts the slots among mine that are not dead and, of those,

@@ -84,6 +84,13 @@
 //     network-free tests. dupwalk.go: what it asks of the server
 //     (dupHost) and the peers left out after one. A share fault's walk
 //     is that walk with one start.
+//   - roundblame.go, roundblame_after.go, deadslot.go: round blame (§8):
+//     a blame started (an accusation sent or taken, a bad payload), a
+//     step served, the culprit named, recorded and excluded, a named
+//     client's slot dead for the rest of the epoch. The walk back, the
+//     dead slot's forward reveal and the checks of each step are package
+//     internal/roundblame's (Service over blameHost; the checks functions
+//     of the epoch's public values; network-free tests).
 //   - handover.go: a leaving client's cover onions checked and submitted
 //     in their rounds (§5.4 v3); the queue, bounded a slot, is package
 //     internal/handover's (no I/O, no lock: s.mu guards it; network-free

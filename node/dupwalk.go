@@ -11,6 +11,7 @@ import (
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/blame"
 	"github.com/riffle-net/riffle/node/internal/dupwalk"
+	"github.com/riffle-net/riffle/node/internal/roundblame"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -81,5 +82,5 @@ func (h dupHost) Steps(ep *dupwalk.Ep) ([][][]group.Ciphertext, []*mix.StepResul
 }
 
 func (h dupHost) Name(ep *dupwalk.Ep, slot int, why string, evidence [][]byte) {
-	h.s.name(ofDup(ep), 0, &culprit{server: -1, slot: slot, why: why}, evidence)
+	h.s.name(ofDup(ep), 0, &roundblame.Culprit{Server: -1, Slot: slot, Why: why}, evidence)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/pubfetch"
 	"github.com/riffle-net/riffle/node/internal/registry"
+	"github.com/riffle-net/riffle/node/internal/roundblame"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
 )
@@ -144,10 +145,10 @@ type roundsState struct {
 	aheadS0 map[uint32]wire.Root
 	// rb is the epoch's round blame, held the input batches of rounds not
 	// yet published here (roundblame.go).
-	rb *rblame
+	rb *roundblame.Blame
 	// blames are the epoch's earlier round blames, each of which
 	// dropped a slot (deadslot.go).
-	blames []*rblame
+	blames []*roundblame.Blame
 	// dead are the slots a round blame named, dead for the rest of the
 	// epoch, with their routes (deadslot.go).
 	dead       []deadRoute

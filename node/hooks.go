@@ -11,6 +11,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/leader"
+	"github.com/riffle-net/riffle/node/internal/roundblame"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
@@ -44,6 +45,9 @@ func (hookSrc) cfg() *hookCfg    { return nil }
 
 // leaderHooks: none in the binary (leader.Config.Hooks).
 func (*Server) leaderHooks() leader.Hooks { return nil }
+
+// blameHooks: none in the binary (roundblame.Config.Hooks).
+func (*Server) blameHooks() roundblame.Hooks { return nil }
 
 func (s *hookCfg) ClientHandlers(c transport.HandlerFunc, p transport.SegHandlerFunc) (transport.HandlerFunc, transport.SegHandlerFunc) {
 	return c, p
@@ -122,8 +126,6 @@ func (*hookRun) SilentAll(uint32) bool                   { return false }
 func (*hookRun) SpreadLate() time.Duration               { return 0 }
 func (*hookRun) Probe(*sepoch, uint32, int)              {}
 func (*hookRun) RefuseEvidence(wire.Type) bool           { return false }
-func (*hookRun) Liar() bool                              { return false }
 func (*hookRun) NoPace() bool                            { return false }
-func (*hookRun) LieDrop(uint32) bool                     { return false }
 func (*hookRun) BadProof([]byte)                         {}
 func (*hookRun) Root(_ *wire.Batch, msg []byte) []byte   { return msg }

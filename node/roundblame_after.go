@@ -15,6 +15,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/roundblame"
 	"github.com/riffle-net/riffle/node/internal/strikes"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
@@ -159,48 +160,29 @@ func (s *Server) loadStrikes() {
 }
 
 // conclude acts on a walk's result: log, record, exclusion.
-func (s *Server) conclude(e *sepoch, bl *rblame, c *culprit) {
+func (s *Server) conclude(e *sepoch, bl *roundblame.Blame, c *roundblame.Culprit) {
 	v := e.final
 	if c == nil {
-		s.log.Warn("round blame: the walk did not finish; nobody is named", "epoch", fmt.Sprintf("%x", v.ID[:6]), "round", bl.round)
+		s.log.Warn("round blame: the walk did not finish; nobody is named", "epoch", fmt.Sprintf("%x", v.ID[:6]), "round", bl.Round)
 		return
 	}
-	var evidence [][]byte
-	if bl.acc != nil {
-		evidence = append(evidence, bl.acc.Marshal())
-	}
-	bl.mu.Lock()
-	for t := bl.start; t >= 0; t-- {
-		cell := bl.cells[t]
-		if cell == nil {
-			break
-		}
-		select {
-		case <-cell.done:
-			if cell.res.st != nil {
-				evidence = append(evidence, cell.res.st.Marshal())
-			}
-		default:
-		}
-	}
-	bl.mu.Unlock()
-	s.name(e, bl.round, c, evidence)
+	s.name(e, bl.Round, c, bl.Evidence())
 }
 
 // name logs a culprit with its evidence, records it in the store and
 // excludes it (§8 "After a blame").
-func (s *Server) name(e *sepoch, round uint32, c *culprit, evidence [][]byte) {
+func (s *Server) name(e *sepoch, round uint32, c *roundblame.Culprit, evidence [][]byte) {
 	v := e.final
-	if v == nil || v.Desc == nil || c.server >= len(v.Chain) || c.slot >= len(v.Desc.Clients) {
+	if v == nil || v.Desc == nil || c.Server >= len(v.Chain) || c.Slot >= len(v.Desc.Clients) {
 		return // no final descriptor to name a party of
 	}
 	epochHex := fmt.Sprintf("%x", v.ID[:6])
 	var recs []strikes.Rec
-	rec := store.BlameRecord{Epoch: v.ID, Number: v.Desc.Number, Round: round, Reason: c.why, Evidence: evidence, Time: time.Now().Unix()}
+	rec := store.BlameRecord{Epoch: v.ID, Number: v.Desc.Number, Round: round, Reason: c.Why, Evidence: evidence, Time: time.Now().Unix()}
 	s.mu.Lock()
-	if c.server >= 0 {
-		p := v.Chain[c.server]
-		rec.Role, rec.Server, rec.PeerID = "server", c.server, p.String()
+	if c.Server >= 0 {
+		p := v.Chain[c.Server]
+		rec.Role, rec.Server, rec.PeerID = "server", c.Server, p.String()
 		s.rb.smu.Lock()
 		if s.rb.servers == nil {
 			s.rb.servers = map[peer.ID]bool{}
@@ -208,11 +190,11 @@ func (s *Server) name(e *sepoch, round uint32, c *culprit, evidence [][]byte) {
 		s.rb.servers[p] = true
 		s.rb.smu.Unlock()
 		s.log.Warn("round blame: culprit named; it is excluded from every chain here", "epoch", epochHex, "round", round,
-			"culprit", fmt.Sprintf("server %d (%s)", c.server, p), "evidence", c.why)
+			"culprit", fmt.Sprintf("server %d (%s)", c.Server, p), "evidence", c.Why)
 	} else {
-		rec.Role, rec.Slot = "client", c.slot
+		rec.Role, rec.Slot = "client", c.Slot
 		excluded := ""
-		if cl := v.Desc.Clients[c.slot]; int(cl.Primary) == e.pos {
+		if cl := v.Desc.Clients[c.Slot]; int(cl.Primary) == e.pos {
 			if p, ok := e.reg.From(cl.RegKey); ok {
 				var until uint64
 				until, recs = s.strikes.Client(p, s.peerIPs(p), v.Desc.Number)
@@ -221,7 +203,7 @@ func (s *Server) name(e *sepoch, round uint32, c *culprit, evidence [][]byte) {
 		}
 		// The slot is the culprit's own; no honest client is tied to it.
 		s.log.Warn("round blame: culprit named", "epoch", epochHex, "round", round,
-			"culprit", fmt.Sprintf("client in slot %d", c.slot), "evidence", c.why, "exclusion", excluded)
+			"culprit", fmt.Sprintf("client in slot %d", c.Slot), "evidence", c.Why, "exclusion", excluded)
 	}
 	s.mu.Unlock()
 	s.saveStrikes(recs)
@@ -231,13 +213,13 @@ func (s *Server) name(e *sepoch, round uint32, c *culprit, evidence [][]byte) {
 		}
 	}
 	s.ref.Cause(v.ID) // the public cause of its epoch's end
-	if c.server < 0 {
+	if c.Server < 0 {
 		// The long-term key (ltexclude.go): published by the slot's
 		// primary, excluded everywhere it is checked.
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.clientNamed(e, c.slot)
+			s.clientNamed(e, c.Slot)
 		}()
 	}
 }
@@ -250,7 +232,7 @@ func (s *Server) equivocation(e *sepoch, a, b wire.Root) {
 	ev := wire.Equivocation{A: a, B: b}
 	body := ev.Marshal()
 	t := int(a.S) - 1
-	s.name(e, a.Round, serverCulprit(t, "server %d signed two roots for its output of round %d (equivocation)", t, a.Round), [][]byte{body})
+	s.name(e, a.Round, roundblame.ServerCulprit(t, "server %d signed two roots for its output of round %d (equivocation)", t, a.Round), [][]byte{body})
 	if err := s.sendEvidence(e, wire.TypeEquivocation, body, transport.ShortTimeout, t); err != nil {
 		s.log.Warn("equivocation evidence not delivered everywhere", "err", err)
 	}
@@ -292,7 +274,7 @@ func (s *Server) onEquivocation(from peer.ID, body []byte) (wire.Type, []byte, e
 	s.mu.Unlock()
 	if first {
 		t := int(a.S) - 1
-		s.name(e, a.Round, serverCulprit(t, "server %d signed two roots for its output of round %d (equivocation)", t, a.Round), [][]byte{body})
+		s.name(e, a.Round, roundblame.ServerCulprit(t, "server %d signed two roots for its output of round %d (equivocation)", t, a.Round), [][]byte{body})
 	}
 	return wire.TypeAck, ack, nil
 }
@@ -332,7 +314,7 @@ func (s *Server) noteDouble(e *sepoch, a, b *wire.Submit) {
 }
 
 func (s *Server) nameDouble(e *sepoch, d wire.DoubleSubmit, body []byte) {
-	s.name(e, d.Round, &culprit{server: -1, slot: int(d.Slot), why: fmt.Sprintf("it signed two different onions for round %d", d.Round)}, [][]byte{body})
+	s.name(e, d.Round, &roundblame.Culprit{Server: -1, Slot: int(d.Slot), Why: fmt.Sprintf("it signed two different onions for round %d", d.Round)}, [][]byte{body})
 }
 
 // onDoubleSubmit checks two signed submissions of one slot that differ and
@@ -397,7 +379,7 @@ func (s *Server) noteBadBatch(e *sepoch, t int, r uint32, body []byte) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.name(e, r, serverCulprit(t, "server %d signed a batch of round %d with a missing or wrong-size entry", t, r), [][]byte{body})
+		s.name(e, r, roundblame.ServerCulprit(t, "server %d signed a batch of round %d with a missing or wrong-size entry", t, r), [][]byte{body})
 		if err := s.sendEvidence(e, wire.TypeBadBatch, body, transport.BulkTimeout, t); err != nil {
 			s.log.Warn("malformed-batch evidence not delivered everywhere", "err", err)
 		}

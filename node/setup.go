@@ -16,6 +16,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/roundblame"
 	"github.com/riffle-net/riffle/node/internal/setupstep"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/pir"
@@ -43,7 +44,7 @@ type setupHost interface {
 	waitFor(ctx context.Context, cond func() bool) error
 	each(ctx context.Context, chain []peer.ID, r transport.Request) ([][]byte, error)
 	shareFault(ctx context.Context, e *sepoch, se *mix.ShareError)
-	name(e *sepoch, round uint32, c *culprit, evidence [][]byte)
+	name(e *sepoch, round uint32, c *roundblame.Culprit, evidence [][]byte)
 	// Under mu.
 	end(e *sepoch, reason string)
 	notify()
@@ -196,7 +197,7 @@ func (u *settingUp) peer(k int, inputs [][]group.Ciphertext) (*mix.StepResult, *
 		// honest server names server k alike and the next epoch forms
 		// without it. A share fault the step proves is not this: it
 		// walks back to a client (blame.go).
-		u.host.name(e, 0, &culprit{server: k, slot: 0, why: fmt.Sprintf("setup step %d signed by it does not verify: %v", k, fault)}, [][]byte{st.Marshal()})
+		u.host.name(e, 0, &roundblame.Culprit{Server: k, Slot: 0, Why: fmt.Sprintf("setup step %d signed by it does not verify: %v", k, fault)}, [][]byte{st.Marshal()})
 	}
 	return r, shareErr, err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/roundblame"
 )
 
 // TestClientStrikesSurviveRestart: a primary that named a client (a round
@@ -51,7 +52,7 @@ func TestClientStrikesSurviveRestart(t *testing.T) {
 		e.reg.Table().RegFrom = map[[32]byte]peer.ID{regKey: bad}
 		e.final = &proto.View{ID: [32]byte{9}, Chain: []peer.ID{s.ID(), newPeer()},
 			Desc: &wire.Descriptor{Number: number, Clients: []wire.ClientEntry{{RegKey: regKey, Primary: 0}}}}
-		s.name(e, 1, &culprit{server: -1, slot: 0, why: "test"}, nil)
+		s.name(e, 1, &roundblame.Culprit{Server: -1, Slot: 0, Why: "test"}, nil)
 		s.mu.Lock()
 		_, recs := s.strikes.Client(other, []string{addr}, number)
 		before := s.clientRefusal(bad, number+1)
