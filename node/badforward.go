@@ -12,6 +12,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/registry"
+	"github.com/riffle-net/riffle/node/internal/roundblame"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
@@ -43,17 +44,12 @@ func (s *Server) nameForwarder(e *sepoch, f *wire.Forwarded, why error, send boo
 	if !first {
 		return
 	}
-	s.rb.loaded.Do(s.rb.loadBlamed)
-	s.rb.smu.Lock()
-	if s.rb.servers == nil {
-		s.rb.servers = map[peer.ID]bool{}
-	}
-	s.rb.servers[p] = true
-	s.rb.smu.Unlock()
+	s.rb.Load()
+	s.rb.Add(p)
 	reason := fmt.Sprintf("it signed a forwarded registration that does not verify: %v", why)
 	s.log.Warn("registration blame: culprit named; it is excluded from every chain here", "epoch", fmt.Sprintf("%x", v.ID[:6]),
 		"culprit", fmt.Sprintf("server %d (%s)", pos, p), "evidence", reason, "forwarded", fmt.Sprintf("%x", body))
-	if br, ok := s.store.(blameRecorder); ok {
+	if br, ok := s.store.(roundblame.Recorder); ok {
 		rec := store.BlameRecord{Epoch: v.ID, Number: v.Desc.Number, Role: "server", Server: pos, PeerID: p.String(),
 			Reason: reason, Evidence: [][]byte{body}, Time: time.Now().Unix()}
 		if err := br.PutBlame(rec); err != nil {

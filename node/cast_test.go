@@ -144,7 +144,7 @@ func TestCastWithholdsPublication(t *testing.T) {
 		}
 		shareAndGet(t, up, down)
 		for _, s := range honest {
-			recs, err := s.rb.blameRecords()
+			recs, err := s.rb.Records()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -35,7 +35,7 @@ func (c certEnv) Self() peer.ID                     { return c.s.h.ID() }
 func (c certEnv) Known(p peer.ID) bool              { return c.s.roster.get(p) != nil }
 func (c certEnv) Chain() []peer.ID                  { return c.s.members.Chain() }
 func (c certEnv) GroupChain() []peer.ID             { return c.s.members.Group() }
-func (c certEnv) Excluded(p peer.ID) bool           { return c.s.rb.serverExcluded(p) }
+func (c certEnv) Excluded(p peer.ID) bool           { return c.s.rb.Has(p) }
 func (c certEnv) LastNumber() uint64                { return c.s.lastNumber() }
 func (c certEnv) Rejudge(n uint64, x blame.Context) { c.s.ref.Rejudge(n, x) }
 func (c certEnv) Equivocations(final, timeout *wire.Cert) {

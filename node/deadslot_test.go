@@ -110,7 +110,7 @@ func deadSlotRunVoids(t *testing.T, bn *blameNet, d *deadCase, wantVoid int) {
 		if n := voidRounds(s, epoch); n != wantVoid {
 			t.Fatalf("server %d: %d void rounds in the culprit's epoch, want %d", i, n, wantVoid)
 		}
-		if rs, _ := s.rb.blameRecords(); len(rs) != 1 {
+		if rs, _ := s.rb.Records(); len(rs) != 1 {
 			t.Fatalf("server %d: %d blame records, want 1", i, len(rs))
 		}
 	}
@@ -265,7 +265,7 @@ func TestDeadSlotBadForward(t *testing.T) {
 			if err := wait.UntilEvery(context.Background(), time.Until(deadline), 100*time.Millisecond, func() bool {
 				epoch, slot, _ := d.get()
 				var err error
-				if rs, err = s.rb.blameRecords(); err != nil {
+				if rs, err = s.rb.Records(); err != nil {
 					t.Fatal(err)
 				}
 				var server *store.BlameRecord
@@ -285,7 +285,7 @@ func TestDeadSlotBadForward(t *testing.T) {
 					if len(server.Evidence) == 0 || st.Unmarshal(server.Evidence[len(server.Evidence)-1]) != nil || int(st.T) != 1 {
 						t.Fatalf("the liar is named without its signed drop step as evidence: %d pieces", len(server.Evidence))
 					}
-					if !s.rb.serverExcluded(liar.h.ID()) {
+					if !s.rb.Has(liar.h.ID()) {
 						t.Fatal("the lying server is not excluded")
 					}
 					namers++
@@ -354,7 +354,7 @@ func TestDeadSlotTwoCulprits(t *testing.T) {
 			if n := voidRounds(s, epoch); n != 2 {
 				t.Fatalf("server %d: %d void rounds in the culprits' epoch, want 2", i, n)
 			}
-			rs, _ := s.rb.blameRecords()
+			rs, _ := s.rb.Records()
 			named := map[uint32]bool{}
 			for _, r := range rs {
 				if r.Role != "client" || r.Epoch != epoch || !slots[uint32(r.Slot)] {

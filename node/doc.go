@@ -45,7 +45,7 @@
 //     duplicate's routes (internal/dupwalk), the
 //     long-term key records (internal/ltkeys), the
 //     evidence log (internal/chargelog), the
-//     culprit servers (roundBlameState.servers, roundblame_after.go), who
+//     culprit servers (internal/roundblame.Excluded), who
 //     may serve (internal/eligible) and the reply slots (the index's,
 //     the window's and the servers', internal/slots, and the long polls'
 //     gate, internal/polls).

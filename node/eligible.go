@@ -30,7 +30,7 @@ func (s *Server) lastNumber() uint64 {
 type memberHost struct{ s *Server }
 
 func (h memberHost) Self() peer.ID                  { return h.s.h.ID() }
-func (h memberHost) Excluded(p peer.ID) bool        { return h.s.rb.serverExcluded(p) }
+func (h memberHost) Excluded(p peer.ID) bool        { return h.s.rb.Has(p) }
 func (h memberHost) OutAt(p peer.ID, n uint64) bool { return h.s.refusalOutAt(p, n) }
 func (h memberHost) LastNumber() uint64             { return h.s.lastNumber() }
 

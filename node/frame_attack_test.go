@@ -233,14 +233,14 @@ func TestFutureRootFramesSuccessor(t *testing.T) {
 		t.Logf("two epochs %v after the attack", time.Since(start).Round(100*time.Millisecond))
 		if err := wait.Until(context.Background(), time.Minute, func() bool {
 			for _, p := range fr.others {
-				if !fr.byID[p].rb.serverExcluded(fr.bad.ID()) {
+				if !fr.byID[p].rb.Has(fr.bad.ID()) {
 					return false
 				}
 			}
 			return true
 		}); err != nil {
 			for _, p := range fr.others {
-				if !fr.byID[p].rb.serverExcluded(fr.bad.ID()) {
+				if !fr.byID[p].rb.Has(fr.bad.ID()) {
 					t.Errorf("server %s did not leave out the server that signed two roots", p.ShortString())
 				}
 			}

@@ -255,7 +255,7 @@ func TestLongTermSigOnlyToPrimary(t *testing.T) {
 			}
 		}
 		for i, s := range bn.servers {
-			if recs, _ := s.rb.blameRecords(); len(recs) != 0 {
+			if recs, _ := s.rb.Records(); len(recs) != 0 {
 				t.Fatalf("server %d named a culprit: the check ran after a blame", i)
 			}
 		}
@@ -448,7 +448,7 @@ func TestForwardedRegistrationSigned(t *testing.T) {
 		if _, _, err := f.s.regs.OnRegList(f.a.id, rl.Marshal()); err == nil || !strings.Contains(err.Error(), "not signed by its primary") {
 			t.Fatalf("an entry signed by the leader for primary 2: %v", err)
 		}
-		if f.s.rb.serverExcluded(f.b.id) || f.s.rb.serverExcluded(f.a.id) || strings.Contains(logBuf.String(), "culprit named") {
+		if f.s.rb.Has(f.b.id) || f.s.rb.Has(f.a.id) || strings.Contains(logBuf.String(), "culprit named") {
 			t.Fatal("a registration the leader signed for another named someone")
 		}
 		// A registration primary 0 genuinely signed in another epoch (it
@@ -458,7 +458,7 @@ func TestForwardedRegistrationSigned(t *testing.T) {
 		if _, _, err := f.s.regs.OnRegList(f.a.id, rl.Marshal()); err == nil || !strings.Contains(err.Error(), "another epoch") {
 			t.Fatalf("a registration of another epoch: %v", err)
 		}
-		if f.s.rb.serverExcluded(f.a.id) || strings.Contains(logBuf.String(), "culprit named") {
+		if f.s.rb.Has(f.a.id) || strings.Contains(logBuf.String(), "culprit named") {
 			t.Fatal("a replayed registration of another epoch named its primary")
 		}
 		rl.Regs = []wire.Forwarded{f.forwarded(t, e, f.clients[0], 0, f.a)}
@@ -470,7 +470,7 @@ func TestForwardedRegistrationSigned(t *testing.T) {
 		// exclusion from chains show the naming. TestBadForwardNeedsFailure
 		// runs on stores that keep them.)
 		named := func(s *Server, log *lockedBuf, p peer.ID) bool {
-			return s.rb.serverExcluded(p) && strings.Contains(log.String(), "registration blame: culprit named") && strings.Contains(log.String(), p.String())
+			return s.rb.Has(p) && strings.Contains(log.String(), "registration blame: culprit named") && strings.Contains(log.String(), p.String())
 		}
 		if err := wait.Until(context.Background(), 10*time.Second, func() bool { return named(f.s, &logBuf, f.a.id) }); err != nil {
 			t.Fatal("the primary that signed a failing registration is not named")
@@ -496,7 +496,7 @@ func TestForwardedRegistrationSigned(t *testing.T) {
 		if _, _, err := g.s.onBadForward(g.stranger.id, badFw.Marshal()); err == nil {
 			t.Fatal("evidence from outside the chain was taken")
 		}
-		if g.s.rb.serverExcluded(g.a.id) || strings.Contains(gLog.String(), "culprit named") {
+		if g.s.rb.Has(g.a.id) || strings.Contains(gLog.String(), "culprit named") {
 			t.Fatal("refused evidence named someone")
 		}
 		if _, _, err := g.s.onBadForward(g.b.id, badFw.Marshal()); err != nil {
@@ -557,7 +557,7 @@ func TestBadForwardNeedsFailure(t *testing.T) {
 			t.Fatalf("evidence whose registration verifies: %v, want refused", err)
 		}
 		for i, s := range bn.servers {
-			if recs, _ := s.rb.blameRecords(); len(recs) != 0 {
+			if recs, _ := s.rb.Records(); len(recs) != 0 {
 				t.Fatalf("server %d named %+v", i, recs)
 			}
 		}
@@ -575,7 +575,7 @@ func storeServer(t testing.TB) *Server {
 	t.Cleanup(func() { bs.Close() })
 	s := &Server{store: bs, log: quietLogger(), rand: rand.Reader}
 	s.keys.St, s.keys.Log = s.store, s.log
-	s.rb.st, s.rb.log = s.store, s.log
+	s.rb.St, s.rb.Log = s.store, s.log
 	s.win = window.Items{St: s.store, Src: winSrc{s}, Log: s.log}
 	return s
 }

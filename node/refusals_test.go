@@ -130,14 +130,14 @@ func TestRefusalBudget(t *testing.T) {
 				shareAndGet(t, up, down)
 				// Nobody is named, and only the aborting server is charged.
 				for _, s := range honest {
-					recs, err := s.rb.blameRecords()
+					recs, err := s.rb.Records()
 					if err != nil {
 						t.Fatal(err)
 					}
 					if len(recs) > 0 {
 						t.Fatalf("a refusal named someone: %+v", recs[0])
 					}
-					if s.rb.serverExcluded(bad.h.ID()) {
+					if s.rb.Has(bad.h.ID()) {
 						t.Fatal("a refusal got the server blamed")
 					}
 					for p, n := range s.ref.RefusalCounts() {

@@ -162,7 +162,7 @@ func relayCase(t *testing.T, m int, mode string) {
 		if v != wantVoid {
 			t.Fatalf("server %d: %d void round(s), want %d (charges %v)", i, v, wantVoid, byPos(s.ref.RefusalCounts()))
 		}
-		if recs, _ := s.rb.blameRecords(); len(recs) != 0 {
+		if recs, _ := s.rb.Records(); len(recs) != 0 {
 			t.Fatalf("server %d named someone: %+v", i, recs)
 		}
 	}

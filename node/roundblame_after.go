@@ -1,12 +1,9 @@
 package node
 
 import (
-	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -27,69 +24,6 @@ import (
 // to this server's chain. A culprit client is refused by the primary that
 // served it, by peer id and by address, for a number of epochs that doubles
 // on each repeat; no other server learns its address.
-
-// roundBlameState is a server's memory of round blames (guarded by s.mu).
-type roundBlameState struct {
-	// st and log are the server's store and log (set by NewServer), for
-	// the culprits' records.
-	st  ChunkStore
-	log *slog.Logger
-	// servers are the culprit servers: never in a chain here again
-	// (guarded by smu alone: chain() runs without s.mu).
-	smu     sync.Mutex
-	servers map[peer.ID]bool
-	// loaded: servers holds the culprits of the stored records too (a
-	// restart keeps them out).
-	loaded sync.Once
-}
-
-// blameRecorder is a ChunkStore that keeps blame records.
-type blameRecorder interface {
-	PutBlame(store.BlameRecord) error
-	Blames() ([]store.BlameRecord, error)
-}
-
-// blameRecords returns the blame records kept here (tests, operators).
-func (rb *roundBlameState) blameRecords() ([]store.BlameRecord, error) {
-	br, ok := rb.st.(blameRecorder)
-	if !ok {
-		return nil, nil
-	}
-	return br.Blames()
-}
-
-// serverExcluded reports whether a peer was named as a culprit server.
-func (rb *roundBlameState) serverExcluded(p peer.ID) bool {
-	rb.loaded.Do(rb.loadBlamed)
-	rb.smu.Lock()
-	defer rb.smu.Unlock()
-	return rb.servers[p]
-}
-
-// loadBlamed adds the culprit servers of the stored blame records.
-func (rb *roundBlameState) loadBlamed() {
-	if rb.st == nil {
-		return
-	}
-	recs, err := rb.blameRecords()
-	if err != nil {
-		rb.log.Error("round blame: stored records unreadable", "err", err)
-		return
-	}
-	rb.smu.Lock()
-	defer rb.smu.Unlock()
-	for _, r := range recs {
-		if r.Role != "server" {
-			continue
-		}
-		if p, err := peer.Decode(r.PeerID); err == nil {
-			if rb.servers == nil {
-				rb.servers = map[peer.ID]bool{}
-			}
-			rb.servers[p] = true
-		}
-	}
-}
 
 // clientRefusal says why this primary refuses a client peer in epoch
 // number, by its peer id or by the address it connects from, or nil
@@ -183,12 +117,7 @@ func (s *Server) name(e *sepoch, round uint32, c *roundblame.Culprit, evidence [
 	if c.Server >= 0 {
 		p := v.Chain[c.Server]
 		rec.Role, rec.Server, rec.PeerID = "server", c.Server, p.String()
-		s.rb.smu.Lock()
-		if s.rb.servers == nil {
-			s.rb.servers = map[peer.ID]bool{}
-		}
-		s.rb.servers[p] = true
-		s.rb.smu.Unlock()
+		s.rb.Add(p)
 		s.log.Warn("round blame: culprit named; it is excluded from every chain here", "epoch", epochHex, "round", round,
 			"culprit", fmt.Sprintf("server %d (%s)", c.Server, p), "evidence", c.Why)
 	} else {
@@ -207,7 +136,7 @@ func (s *Server) name(e *sepoch, round uint32, c *roundblame.Culprit, evidence [
 	}
 	s.mu.Unlock()
 	s.saveStrikes(recs)
-	if br, ok := s.store.(blameRecorder); ok {
+	if br, ok := s.store.(roundblame.Recorder); ok {
 		if err := br.PutBlame(rec); err != nil {
 			s.log.Error("round blame: record not stored", "err", err)
 		}
@@ -256,24 +185,17 @@ func (s *Server) onEquivocation(from peer.ID, body []byte) (wire.Type, []byte, e
 	if s.hookRun().RefuseEvidence(wire.TypeEquivocation) {
 		return 0, nil, errors.New("node: evidence refused (test hook)")
 	}
-	a, b := ev.A, ev.B
-	if b.Epoch != a.Epoch || b.Round != a.Round || b.S != a.S || a.Root == b.Root || a.S < 1 || int(a.S) > len(v.Chain) {
-		return 0, nil, errors.New("node: not two roots of one batch")
+	t, err := roundblame.CheckEquivocation(v, &ev)
+	if err != nil {
+		return 0, nil, err
 	}
-	signer := v.Chain[a.S-1]
-	for _, r := range []wire.Root{a, b} {
-		bt := wire.Batch{Epoch: r.Epoch, Round: r.Round, S: r.S, Root: r.Root}
-		if err := proto.VerifyPeerSig(signer, batchDigest(&bt), r.Sig); err != nil {
-			return 0, nil, err
-		}
-	}
+	a := ev.A
 	s.mu.Lock()
 	first := !e.equivNamed
 	e.equivNamed = true
 	s.end(e, fmt.Sprintf("round %d: server %d signed two batch roots", a.Round, a.S-1))
 	s.mu.Unlock()
 	if first {
-		t := int(a.S) - 1
 		s.name(e, a.Round, roundblame.ServerCulprit(t, "server %d signed two roots for its output of round %d (equivocation)", t, a.Round), [][]byte{body})
 	}
 	return wire.TypeAck, ack, nil
@@ -335,17 +257,8 @@ func (s *Server) onDoubleSubmit(from peer.ID, body []byte) (wire.Type, []byte, e
 	if s.hookRun().RefuseEvidence(wire.TypeDoubleSubmit) {
 		return 0, nil, errors.New("node: evidence refused (test hook)")
 	}
-	if int(d.Slot) >= e.n() || d.Round >= v.Desc.Params.Rounds || d.HashA == d.HashB {
-		return 0, nil, errors.New("node: not two submissions of one slot")
-	}
-	key := ed25519.PublicKey(v.Desc.Clients[d.Slot].RegKey[:])
-	for _, x := range []struct {
-		h   [32]byte
-		sig [64]byte
-	}{{d.HashA, d.SigA}, {d.HashB, d.SigB}} {
-		if err := mix.VerifySubmissionDigest(key, mix.EpochID(d.Epoch), uint64(d.Round), d.Slot, x.h, x.sig[:]); err != nil {
-			return 0, nil, err
-		}
+	if err := roundblame.CheckDoubleSubmit(v, &d); err != nil {
+		return 0, nil, err
 	}
 	s.mu.Lock()
 	first := !e.doubleNamed[d.Slot]
@@ -400,7 +313,7 @@ func (s *Server) onBadBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 		return 0, nil, err
 	}
 	v := e.final
-	m, n := len(v.Chain), e.n()
+	m := len(v.Chain)
 	inChain := false
 	for _, p := range v.Chain {
 		inChain = inChain || p == from
@@ -412,29 +325,15 @@ func (s *Server) onBadBatch(from peer.ID, body []byte) (wire.Type, []byte, error
 	if s.hookRun().RefuseEvidence(wire.TypeBadBatch) {
 		return 0, nil, errors.New("node: evidence refused (test hook)")
 	}
-	if err := proto.VerifyPeerSig(v.Chain[S-1], batchDigest(&wire.Batch{Epoch: h.Epoch, Round: h.Round, S: h.S, Root: h.Root}), h.Sig); err != nil {
-		return 0, nil, err
-	}
-	var b wire.Batch
 	lim := proto.LimitsFor(v.Desc.Params, m)
 	lim.Frame = roundCaps(wire.TypeBadBatch)
-	if err := b.Unmarshal(body, lim); err != nil {
+	r, err := roundblame.CheckBadBatch(v, h, body, lim)
+	if err != nil {
 		return 0, nil, err
 	}
-	if proto.MerkleRoot(b.Entries) != b.Root {
-		return 0, nil, errors.New("node: the entries do not match the signed root")
-	}
-	want := e.entrySize(S)
-	bad := len(b.Entries) != n
-	for _, x := range b.Entries {
-		bad = bad || len(x) != want
-	}
-	if !bad {
-		return 0, nil, errors.New("node: the batch is well formed")
-	}
 	s.mu.Lock()
-	s.end(e, fmt.Sprintf("round %d void: batch from server %d malformed", b.Round, S-1))
-	s.noteBadBatch(e, S-1, b.Round, body)
+	s.end(e, fmt.Sprintf("round %d void: batch from server %d malformed", r, S-1))
+	s.noteBadBatch(e, S-1, r, body)
 	s.mu.Unlock()
 	return wire.TypeAck, ack, nil
 }

@@ -127,7 +127,7 @@ func culpritRecords(t *testing.T, honest []*Server) []store.BlameRecord {
 	if err := wait.UntilEvery(context.Background(), 60*time.Second, 100*time.Millisecond, func() bool {
 		recs = recs[:0]
 		for _, s := range honest {
-			rs, err := s.rb.blameRecords()
+			rs, err := s.rb.Records()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -249,7 +249,7 @@ func TestRoundBlameClientMAC(t *testing.T) {
 				}
 				for _, s := range bn.servers {
 					for _, o := range bn.servers {
-						if s.rb.serverExcluded(o.h.ID()) {
+						if s.rb.Has(o.h.ID()) {
 							t.Fatal("an honest server was excluded")
 						}
 					}
@@ -299,7 +299,7 @@ func serverCaseEvidence(t *testing.T, k, wantEvidence int, hooks func(fired *ato
 		}
 	}
 	for _, s := range honest {
-		if !s.rb.serverExcluded(bad.h.ID()) {
+		if !s.rb.Has(bad.h.ID()) {
 			t.Fatal("the culprit server is not excluded")
 		}
 		for _, id := range s.chain() {

@@ -64,13 +64,13 @@ func TestBlamedServerSurvivesRestart(t *testing.T) {
 		}
 		defer bs.Close()
 		s := &Server{store: bs, log: quietLogger()}
-		s.rb.st, s.rb.log = s.store, s.log
-		if !s.rb.serverExcluded(bad) {
+		s.rb.St, s.rb.Log = s.store, s.log
+		if !s.rb.Has(bad) {
 			t.Fatal("a recorded culprit server is not excluded after a restart")
 		}
 		_, pub2, _ := crypto.GenerateEd25519Key(rand.Reader)
 		honest, _ := peer.IDFromPublicKey(pub2)
-		if s.rb.serverExcluded(honest) {
+		if s.rb.Has(honest) {
 			t.Fatal("an unrecorded server is excluded")
 		}
 	})

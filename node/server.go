@@ -32,6 +32,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/pubfetch"
 	"github.com/riffle-net/riffle/node/internal/registry"
 	"github.com/riffle-net/riffle/node/internal/roster"
+	"github.com/riffle-net/riffle/node/internal/roundblame"
 	"github.com/riffle-net/riffle/node/internal/signed"
 	"github.com/riffle-net/riffle/node/internal/slots"
 	"github.com/riffle-net/riffle/node/internal/status"
@@ -157,8 +158,9 @@ type Server struct {
 	// to it; also on disk.
 	strikes strikes.Table
 	turn    rotation // the leader rotation and its state (rotate.go)
-	// rb is what round blames left here (roundblame_after.go).
-	rb        roundBlameState
+	// rb: the culprit servers round blames named here (internal/roundblame,
+	// its own lock).
+	rb        roundblame.Excluded
 	keys      ltkeys.Keys // long-term client keys (internal/ltkeys)
 	dupServer             // duplicate-share verdicts (dupwalk.go)
 	// ref is the evidence log and the refusal budget (internal/chargelog).
@@ -301,13 +303,13 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.mixing = newMixer(s)
 	s.submits = newSubmissions(s)
 	s.prepFacts = prepare.Facts{Self: h.ID(), PIRRate: cfg.PIRRate, Params: cfg.Params.Wire(), MinServers: cfg.MinServers,
-		Excluded: s.rb.serverExcluded, OutAt: s.refusalOutAt, Live: func(p peer.ID) bool { return s.roster.get(p) != nil },
+		Excluded: s.rb.Has, OutAt: s.refusalOutAt, Live: func(p peer.ID) bool { return s.roster.get(p) != nil },
 		Eligible: s.members.Eligible, CheckFounding: s.who.CheckFounding}
 	s.regs = registry.Service{H: regHost{s}, Keys: &s.keys, Log: log}
 	s.dups = dupwalk.Service{H: dupHost{s}, Log: log, Ctx: cctx, RouteWait: cfg.Timing.DupRouteWait}
-	s.rb.st, s.rb.log = st, log
+	s.rb.St, s.rb.Log = st, log
 	s.ref.Init(cfg.DataDir, log, s.cert.Of)
-	if recs, err := s.rb.blameRecords(); err == nil {
+	if recs, err := s.rb.Records(); err == nil {
 		for _, r := range recs {
 			s.ref.Cause(r.Epoch) // a blame: its epoch's counts taken back
 		}

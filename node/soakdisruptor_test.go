@@ -139,7 +139,7 @@ func soakDisruptorRun(t *testing.T, length time.Duration, disrupt bool) soakRun 
 				time.Sleep(200 * time.Millisecond)
 				hit := false
 				for _, s := range bn.servers {
-					rs, err := s.rb.blameRecords()
+					rs, err := s.rb.Records()
 					if err != nil {
 						t.Error(err)
 						return
@@ -213,7 +213,7 @@ func soakDisruptorRun(t *testing.T, length time.Duration, disrupt bool) soakRun 
 	spoiled := map[[32]byte]bool{}
 	culprits := map[named]bool{}
 	for k, s := range bn.servers {
-		rs, err := s.rb.blameRecords()
+		rs, err := s.rb.Records()
 		if err != nil {
 			t.Fatal(err)
 		}

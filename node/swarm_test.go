@@ -713,7 +713,7 @@ func (w *swarm) check() {
 				if i == j || bad[j] {
 					continue
 				}
-				if s.rb.serverExcluded(b.id) {
+				if s.rb.Has(b.id) {
 					w.fail("s%d excludes honest s%d as a culprit", i, j)
 				}
 				for _, f := range framed {

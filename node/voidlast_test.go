@@ -73,7 +73,7 @@ func TestVoidLastRounds(t *testing.T) {
 							t.Fatalf("server %d charges honest server %s with %d aborts", i, p.ShortString(), n)
 						}
 					}
-					recs, err := s.rb.blameRecords()
+					recs, err := s.rb.Records()
 					if err != nil {
 						t.Fatal(err)
 					}

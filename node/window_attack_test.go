@@ -414,13 +414,8 @@ func TestServerSlotsHeld(t *testing.T) {
 			t.Errorf("the roster identities' slots held %v after their last ask (%d still), want within %v", time.Since(start).Round(100*time.Millisecond), sr.held.Load(), bound)
 		}
 		t.Logf("64 roster identities of 16 /24s held %d server window slots; the certified chain's server served (%d bytes); their holds ended %v after their last ask", held, len(rep), time.Since(start).Round(100*time.Millisecond))
-		s.rb.loaded.Do(s.rb.loadBlamed)
-		s.rb.smu.Lock()
-		if s.rb.servers == nil {
-			s.rb.servers = map[peer.ID]bool{}
-		}
-		s.rb.servers[member.ID()] = true
-		s.rb.smu.Unlock()
+		s.rb.Load()
+		s.rb.Add(member.ID())
 		if s.certPeer(member.ID()) || s.groupPeer(member.ID()) {
 			t.Error("a server named by a round blame counts as the group's")
 		}

@@ -4,8 +4,8 @@ import "github.com/riffle-net/riffle/store"
 
 // The server's records beside its chunks, kept by the bbolt store only:
 // long-term key records (node/internal/ltkeys's Recorder), blame records
-// (blameRecorder) and a primary's client strikes (clientStriker,
-// roundblame_after.go).
+// (node/internal/roundblame's Recorder) and a primary's client strikes
+// (clientStriker, roundblame_after.go).
 
 func (b *BoltStore) PutKeyExclusion(k [32]byte, x store.KeyExclusion) error {
 	return b.st.PutKeyExclusion(k, x)
