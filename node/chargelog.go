@@ -125,7 +125,7 @@ func (s *Server) onCharge(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		id = rl.Epoch
 		s.mu.Lock()
 		e := s.epochs[rl.Epoch]
-		if e != nil && e.final != nil && proto.InChain(e.v.Chain, from) && rl.Void() && !e.blameVoided(rl.Round) {
+		if e != nil && e.final != nil && proto.InChain(e.v.Chain, from) && rl.Void() && !e.blames.Voided(rl.Round) {
 			var own *wire.Attest
 			if e.admit(rl.Round) == nil {
 				own = s.roundAttestLocked(e, rl.Round)

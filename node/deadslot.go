@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/roundblame"
@@ -67,45 +65,6 @@ func (e *sepoch) isDead(slot uint32) bool {
 	return false
 }
 
-// blamePending reports whether a round blame runs that has not settled
-// (rounds in flight wait for it). Call with s.mu held.
-func (e *sepoch) blamePending() bool { return e.rb != nil && !e.rb.Settled }
-
-// blameBusy reports whether a new round blame must end the epoch instead
-// of starting: one runs, or one ended the epoch. After blames that each
-// dropped a slot, another may start. Call with s.mu held.
-func (e *sepoch) blameBusy() bool { return e.rb != nil && !(e.rb.Settled && e.rb.Dropped) }
-
-// startBlame makes bl the epoch's round blame, keeping the settled ones
-// before it (each voided its round). Call with s.mu held, after blameBusy.
-func (e *sepoch) startBlame(bl *roundblame.Blame) {
-	if e.rb != nil {
-		e.blames = append(e.blames, e.rb)
-	}
-	e.rb = bl
-}
-
-// roundBlamed reports whether round r is the round of a walk (void once
-// it settles with a dead slot). Call with s.mu held.
-func (e *sepoch) roundBlamed(r uint32) bool {
-	bl := e.blameOf(r)
-	return bl != nil && !bl.Double
-}
-
-// blameOf returns the epoch's round blame of round r, or nil. Call with
-// s.mu held.
-func (e *sepoch) blameOf(r uint32) *roundblame.Blame {
-	if e.rb != nil && e.rb.Round == r {
-		return e.rb
-	}
-	for _, bl := range e.blames {
-		if bl.Round == r {
-			return bl
-		}
-	}
-	return nil
-}
-
 // awaitSettled waits until no round blame of e is unsettled and returns
 // the dead positions at server t's input; false if the epoch ended.
 func (s *Server) awaitSettled(e *sepoch, t int) ([]int, bool) {
@@ -116,7 +75,7 @@ func (s *Server) awaitSettled(e *sepoch, t int) ([]int, bool) {
 			ended = true
 			return true
 		}
-		if e.blamePending() {
+		if e.blames.Pending() {
 			return false
 		}
 		dead = e.deadIn(t)
@@ -200,45 +159,6 @@ func (s *Server) dropSlot(e *sepoch, bl *roundblame.Blame) bool {
 	return true
 }
 
-// onDropReq answers a drop step request: only once this server's own walk
-// named the slot the route starts at, and it has checked every earlier
-// step of the reveal itself.
-func (s *Server) onDropReq(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
-	var req wire.DropReq
-	if err := req.Unmarshal(body); err != nil {
-		return 0, nil, err
-	}
-	e, err := s.stepEpoch(req.Epoch, from, req.T, "drop")
-	if err != nil {
-		return 0, nil, err
-	}
-	m := len(e.final.Chain)
-	wctx, cancel := context.WithTimeout(ctx, time.Duration(m+1)*s.cfg.Timing.BlameStepTimeout)
-	defer cancel()
-	var bl *roundblame.Blame
-	_ = s.waitFor(wctx, func() bool {
-		bl = e.blameOf(req.Round)
-		return e.ended || (bl != nil && (bl.SlotKnown || bl.Settled))
-	})
-	s.mu.Lock()
-	ok := bl != nil && bl.SlotKnown && !e.ended
-	s.mu.Unlock()
-	if !ok {
-		return 0, nil, errors.New("node: no client named here for this round")
-	}
-	if !s.awaitSetup(e) {
-		return 0, nil, errors.New("node: setup not verified here")
-	}
-	res := s.walks().DropOf(wctx, blameEp(e), bl, e.pos)
-	if res.St == nil {
-		return 0, nil, errors.New("node: the reveal does not reach this server")
-	}
-	if int(res.St.In) != int(req.In) {
-		return 0, nil, fmt.Errorf("node: drop step asked at input %d, the route reaches %d here", req.In, res.St.In)
-	}
-	return wire.TypeDropStep, res.St.Marshal(), nil
-}
-
 // dropDouble kills the slot of a client that signed two onions for one
 // round (§5.1, DoubleSubmit): no walk, the evidence names it; the forward
 // reveal runs as after a walk. The round is not void: the slot's first
@@ -249,13 +169,13 @@ func (s *Server) dropDouble(e *sepoch, d wire.DoubleSubmit) {
 		s.mu.Unlock()
 		return
 	}
-	if e.blameBusy() || !e.acquire() {
+	if e.blames.Busy() || !e.acquire() {
 		s.end(e, "two onions signed for one slot")
 		s.mu.Unlock()
 		return
 	}
 	bl := roundblame.NewDouble(d.Round)
-	e.startBlame(bl)
+	e.blames.Start(bl)
 	s.notify()
 	s.mu.Unlock()
 	s.settleBlame(e, bl, &roundblame.Culprit{Server: -1, Slot: int(d.Slot)}, true)
@@ -311,7 +231,7 @@ func (s *Server) signBlameVoid(ctx context.Context, e *sepoch, rl *wire.RoundLis
 		return false, 0, nil, nil
 	}
 	s.mu.Lock()
-	bl := e.blameOf(rl.Round)
+	bl := e.blames.Of(rl.Round)
 	s.mu.Unlock()
 	if bl == nil || bl.Double {
 		// Signed, it would waive a void whose cause is not public.
@@ -335,13 +255,6 @@ func (s *Server) signBlameVoid(ctx context.Context, e *sepoch, rl *wire.RoundLis
 		return true, 0, nil, err
 	}
 	return true, wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
-}
-
-// blameVoided reports whether round r is the round of a blame that dropped
-// a slot here (its void counts against nothing). Call with s.mu held.
-func (e *sepoch) blameVoided(r uint32) bool {
-	bl := e.blameOf(r)
-	return bl != nil && bl.Dropped && !bl.Double
 }
 
 // liveCount counts the slots among mine that are not dead and, of those,

@@ -47,9 +47,9 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeAccuse:
 		return s.onAccuse(from, body)
 	case wire.TypeBlameReq:
-		return s.onBlameReq(ctx, from, body)
+		return s.walks().OnStepReq(ctx, from, body)
 	case wire.TypeDropReq:
-		return s.onDropReq(ctx, from, body)
+		return s.walks().OnDropReq(ctx, from, body)
 	case wire.TypeAbort:
 		return s.onAbort(from, body)
 	case wire.TypeTimeoutVote:

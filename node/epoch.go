@@ -143,12 +143,9 @@ type roundsState struct {
 	// aheadS0 holds S_0's signed part of each round beyond the admission
 	// window until the window reaches it (roots.go holdAheadLocked).
 	aheadS0 map[uint32]wire.Root
-	// rb is the epoch's round blame, held the input batches of rounds not
-	// yet published here (roundblame.go).
-	rb *roundblame.Blame
-	// blames are the epoch's earlier round blames, each of which
-	// dropped a slot (deadslot.go).
-	blames []*roundblame.Blame
+	// blames: the epoch's round blames, the latest and the earlier
+	// ones that each dropped a slot (internal/roundblame, deadslot.go).
+	blames roundblame.Blames
 	// dead are the slots a round blame named, dead for the rest of the
 	// epoch, with their routes (deadslot.go).
 	dead       []deadRoute

@@ -208,7 +208,7 @@ func (s *Server) watchInput(e *sepoch, r uint32) {
 		// A round under a round blame is the blame's to void.
 		settled := func() bool {
 			x := e.round(r)
-			return x.batchIn[0] || x.void || e.ended || e.roundBlamed(r)
+			return x.batchIn[0] || x.void || e.ended || e.blames.Walked(r)
 		}
 		// The wait counts from when the input's part came here
 		// (partCame: never before the part before it, and for a root
@@ -385,7 +385,7 @@ func (s *Server) claimLack(e *sepoch, r uint32) {
 	v := e.final
 	s.mu.Lock()
 	x := e.round(r)
-	if x.batchIn[0] || x.void || e.ended || e.roundBlamed(r) {
+	if x.batchIn[0] || x.void || e.ended || e.blames.Walked(r) {
 		s.mu.Unlock()
 		return
 	}

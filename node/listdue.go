@@ -57,7 +57,7 @@ func (s *Server) askListLocked(e *sepoch) {
 func (e *sepoch) listlessRound(now time.Time) (uint32, bool) {
 	held := e.final.Desc.Params.Rounds
 	for q, x := range e.rounds {
-		if q < held && e.roundBlamed(q) && (x == nil || x.list == nil) {
+		if q < held && e.blames.Walked(q) && (x == nil || x.list == nil) {
 			held = q
 		}
 	}

@@ -53,7 +53,7 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *roundstep.H
 		// verifies is published as any other (deadslot.go). A blame
 		// under way is waited for first.
 		s.mu.Lock()
-		pending := e.rb != nil
+		pending := e.blames.Any()
 		s.mu.Unlock()
 		if pending {
 			var ok bool

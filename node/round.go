@@ -147,7 +147,7 @@ func (x *sround) dropBulk() {
 // all, its walk's evidence. The buffers are not given back to the pool: a
 // send begun before the end may still read them. Call with s.mu held.
 func (e *sepoch) dropEnded(answers bool) {
-	if !e.ended || e.rb != nil || len(e.blames) > 0 {
+	if !e.ended || e.blames.Any() {
 		return
 	}
 	for r, x := range e.rounds {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -25,14 +24,16 @@ import (
 // deadslot.go).
 
 // blameEp is e as the walk sees it.
-func blameEp(e *sepoch) *roundblame.Ep { return &roundblame.Ep{V: e.final, Pos: e.pos, Ref: e} }
+func blameEp(e *sepoch) *roundblame.Ep {
+	return &roundblame.Ep{V: e.final, Pos: e.pos, Blames: &e.blames, Ref: e}
+}
 
 func ofBlame(ep *roundblame.Ep) *sepoch { return ep.Ref.(*sepoch) }
 
 // walks is this server's round-blame walks.
 func (s *Server) walks() *roundblame.Service {
 	return roundblame.New(roundblame.Config{Ctx: s.ctx, Priv: s.priv, Rand: s.rand, Log: s.log,
-		StepTimeout: s.cfg.Timing.BlameStepTimeout, Hooks: s.blameHooks()}, blameHost{s})
+		StepTimeout: s.cfg.Timing.BlameStepTimeout, StepWait: s.cfg.Timing.BlameStepWait, Hooks: s.blameHooks()}, blameHost{s})
 }
 
 type blameHost struct{ s *Server }
@@ -66,6 +67,20 @@ func (h blameHost) Root(ep *roundblame.Ep, r uint32, t int) (wire.Root, bool) {
 	h.s.mu.Unlock()
 	return old, ok
 }
+
+func (h blameHost) StepEpoch(id [32]byte, from peer.ID, t uint16, what string) (*roundblame.Ep, error) {
+	e, err := h.s.stepEpoch(id, from, t, what)
+	if err != nil {
+		return nil, err
+	}
+	return blameEp(e), nil
+}
+
+func (h blameHost) WaitFor(ctx context.Context, cond func() bool) error {
+	return h.s.waitFor(ctx, cond)
+}
+func (h blameHost) Ended(ep *roundblame.Ep) bool      { return ofBlame(ep).ended }
+func (h blameHost) AwaitSetup(ep *roundblame.Ep) bool { return h.s.awaitSetup(ofBlame(ep)) }
 
 func (h blameHost) InputEvidence(ep *roundblame.Ep, r uint32, pos int) (wire.Evidence, error) {
 	h.s.mu.Lock()
@@ -102,7 +117,7 @@ func (e *sepoch) holdInput(r uint32, entries [][]byte, bufs [][]byte) bool {
 // is published here and no blame walks it. Call with s.mu held.
 func (s *Server) releaseInput(e *sepoch, r uint32) {
 	h := e.held[r]
-	if h == nil || e.roundBlamed(r) {
+	if h == nil || e.blames.Walked(r) {
 		return
 	}
 	delete(e.held, r)
@@ -149,7 +164,7 @@ func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 	v := e.final
 	id := mix.EpochID(v.ID)
 	s.mu.Lock()
-	if e.blameBusy() || !e.acquire() {
+	if e.blames.Busy() || !e.acquire() {
 		s.end(e, fmt.Sprintf("round %d void: MAC failure at layer %d", r, e.pos))
 		s.mu.Unlock()
 		return
@@ -182,7 +197,7 @@ func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 	}
 	bl := roundblame.NewAccused(r, a)
 	s.mu.Lock()
-	e.startBlame(bl)
+	e.blames.Start(bl)
 	s.mu.Unlock()
 	s.log.Warn("round void: MAC failure; blame starts", "round", r, "layer", e.pos)
 	// The walk asks the others for their steps only once they hold the
@@ -229,12 +244,12 @@ func (s *Server) onAccuse(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		return 0, nil, err
 	}
 	s.mu.Lock()
-	if e.blameBusy() || !e.acquire() {
+	if e.blames.Busy() || !e.acquire() {
 		s.mu.Unlock()
 		return wire.TypeAck, ack, nil // one blame per epoch
 	}
 	bl := roundblame.NewAccused(a.Round, &a)
-	e.startBlame(bl)
+	e.blames.Start(bl)
 	s.notify()
 	s.mu.Unlock()
 	s.wg.Add(1)
@@ -255,14 +270,14 @@ func (s *Server) onAccuse(from peer.ID, body []byte) (wire.Type, []byte, error) 
 // starts on its own.
 func (s *Server) payloadBlame(e *sepoch, r uint32, q int, payloads [][]byte) {
 	s.mu.Lock()
-	if q >= len(payloads) || e.blameBusy() || !e.acquire() {
+	if q >= len(payloads) || e.blames.Busy() || !e.acquire() {
 		s.end(e, fmt.Sprintf("round %d: bad pseudonym signature", r))
 		s.mu.Unlock()
 		return
 	}
 	m := len(e.final.Chain)
 	bl := roundblame.NewPayload(r, m, q, append([]byte(nil), payloads[q]...))
-	e.startBlame(bl)
+	e.blames.Start(bl)
 	s.notify()
 	s.mu.Unlock()
 	s.log.Warn("round void: bad pseudonym signature; blame starts", "round", r)
@@ -272,37 +287,4 @@ func (s *Server) payloadBlame(e *sepoch, r uint32, q int, payloads [][]byte) {
 	s.mu.Lock()
 	e.release()
 	s.mu.Unlock()
-}
-
-// onBlameReq answers a walk request for this server's step: only once this
-// server has itself checked every step between the evidence and itself.
-func (s *Server) onBlameReq(ctx context.Context, from peer.ID, body []byte) (wire.Type, []byte, error) {
-	var req wire.BlameReq
-	if err := req.Unmarshal(body); err != nil {
-		return 0, nil, err
-	}
-	e, err := s.stepEpoch(req.Epoch, from, req.T, "blame")
-	if err != nil {
-		return 0, nil, err
-	}
-	wctx, cancel := context.WithTimeout(ctx, s.cfg.Timing.BlameStepWait)
-	var bl *roundblame.Blame
-	// Wait for this round's own blame: the accusation may reach this
-	// server after the request, and an earlier blame of the epoch (a
-	// dead slot's) is not this one.
-	_ = s.waitFor(wctx, func() bool { bl = e.blameOf(req.Round); return bl != nil || e.ended })
-	cancel()
-	if bl == nil {
-		return 0, nil, errors.New("node: no round blame of this round here")
-	}
-	sctx, cancel := context.WithTimeout(ctx, time.Duration(bl.Start()+1)*s.cfg.Timing.BlameStepTimeout)
-	defer cancel()
-	res := s.walks().StepOf(sctx, blameEp(e), bl, e.pos)
-	if res.St == nil {
-		return 0, nil, errors.New("node: the walk does not reach this server")
-	}
-	if int(res.St.Out) != int(req.Out) {
-		return 0, nil, fmt.Errorf("node: step asked at output %d, the walk reaches %d here", req.Out, res.St.Out)
-	}
-	return wire.TypeBlameStep, res.St.Marshal(), nil
 }

@@ -51,7 +51,7 @@ func (e *sepoch) staleRound(now time.Time) (uint32, bool) {
 		if x := e.rounds[q]; x != nil && (x.pubDone || x.publishing || x.void || x.list != nil) {
 			continue
 		}
-		if e.roundBlamed(q) {
+		if e.blames.Walked(q) {
 			continue
 		}
 		if at := e.dues().Stale(e.times(q)); at.IsZero() || now.Before(at) {

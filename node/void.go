@@ -127,11 +127,11 @@ func (s *Server) noteVoid(e *sepoch, r uint32, body []byte) {
 	x := e.round(r)
 	if !x.void {
 		e.voided(x, r)
-		if !e.blameVoided(r) {
+		if !e.blames.Voided(r) {
 			e.voids++
 		}
 	}
-	if e.blameVoided(r) || e.roundBlamed(r) {
+	if e.blames.Voided(r) || e.blames.Walked(r) {
 		return
 	}
 	own := s.roundAttestLocked(e, r)

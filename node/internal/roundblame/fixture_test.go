@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -191,13 +192,15 @@ type host struct {
 	peers map[peer.ID]*node
 	calls int
 	fail  error // every call fails so
+	ended bool  // the epoch ended here
 }
 
 // node is one server of the test's chain: its service, epoch and blame.
 type node struct {
-	svc *Service
-	ep  *Ep
-	bl  *Blame
+	svc    *Service
+	ep     *Ep
+	bl     *Blame
+	blames Blames
 }
 
 func (h *host) Locked(f func()) {
@@ -212,26 +215,45 @@ func (h *host) Call(ctx context.Context, p peer.ID, r transport.Request) ([]byte
 		return nil, h.fail
 	}
 	x := h.peers[p]
+	from := h.f.v.Chain[h.pos]
+	var rep []byte
+	var err error
 	switch r.Type {
 	case wire.TypeBlameReq:
-		var req wire.BlameReq
-		if err := req.Unmarshal(r.Body); err != nil {
-			return nil, err
-		}
-		res := x.svc.StepOf(ctx, x.ep, x.bl, x.ep.Pos)
-		if res.St == nil || res.St.Out != req.Out {
-			return nil, errors.New("the walk does not reach this server")
-		}
-		return res.St.Marshal(), nil
+		_, rep, err = x.svc.OnStepReq(ctx, from, r.Body)
 	case wire.TypeDropReq:
-		res := x.svc.DropOf(ctx, x.ep, x.bl, x.ep.Pos)
-		if res.St == nil {
-			return nil, errors.New("the reveal does not reach this server")
-		}
-		return res.St.Marshal(), nil
+		_, rep, err = x.svc.OnDropReq(ctx, from, r.Body)
+	default:
+		err = errors.New("not asked in these tests")
 	}
-	return nil, errors.New("not asked in these tests")
+	if err == nil && len(rep) > r.Max {
+		err = errors.New("reply over its cap")
+	}
+	return rep, err
 }
+
+func (h *host) StepEpoch(id [32]byte, from peer.ID, t uint16, _ string) (*Ep, error) {
+	x := h.peers[h.f.v.Chain[h.pos]]
+	if id != h.f.v.ID || !slices.Contains(h.f.v.Chain, from) || int(t) != h.pos {
+		return nil, errors.New("step asked of the wrong server")
+	}
+	return x.ep, nil
+}
+
+// WaitFor checks cond once more when ctx ends: in these tests what a
+// handler waits for is there from the start, or never.
+func (h *host) WaitFor(ctx context.Context, cond func() bool) error {
+	var ok bool
+	h.Locked(func() { ok = cond() })
+	if ok {
+		return nil
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (h *host) Ended(*Ep) bool      { return h.ended }
+func (h *host) AwaitSetup(*Ep) bool { return !h.ended }
 
 func (h *host) Setup(*Ep) Setup { return h.f.setup }
 
@@ -255,8 +277,12 @@ func (f *epoch) chain(mk func() *Blame) ([]*node, []*host) {
 	var hosts []*host
 	for s := range f.v.Chain {
 		h := &host{f: f, pos: s, peers: peers}
-		cfg := Config{Ctx: context.Background(), Priv: f.privs[s], Rand: rand.Reader, Log: slog.New(slog.DiscardHandler), StepTimeout: time.Minute}
-		x := &node{svc: New(cfg, h), ep: &Ep{V: f.v, Pos: s}, bl: mk()}
+		cfg := Config{Ctx: context.Background(), Priv: f.privs[s], Rand: rand.Reader, Log: slog.New(slog.DiscardHandler), StepTimeout: time.Minute, StepWait: time.Minute}
+		x := &node{svc: New(cfg, h), bl: mk()}
+		x.ep = &Ep{V: f.v, Pos: s, Blames: &x.blames}
+		if x.bl != nil {
+			x.blames.Start(x.bl)
+		}
 		peers[f.v.Chain[s]], nodes, hosts = x, append(nodes, x), append(hosts, h)
 	}
 	return nodes, hosts

@@ -58,11 +58,14 @@ func ServerCulprit(t int, format string, a ...any) *Culprit {
 }
 
 // Ep is an epoch as a walk sees it: its final descriptor, this server's
-// position in its chain, and the server's own epoch (Ref, for Host).
+// position in its chain, its blames, and the server's own epoch (Ref,
+// for Host).
 type Ep struct {
 	V   *proto.View
 	Pos int
-	Ref any
+	// Blames are the epoch's blames here (under the server's lock).
+	Blames *Blames
+	Ref    any
 }
 
 // N is the epoch's number of slots.

@@ -45,6 +45,18 @@ type Host interface {
 	// InputEvidence is this server's input entry at pos in round r,
 	// provable alone (under its lock).
 	InputEvidence(ep *Ep, r uint32, pos int) (wire.Evidence, error)
+	// StepEpoch is the epoch of a step request (a walk's or a
+	// reveal's, what) from a server of its chain, asking this server
+	// for its own position t.
+	StepEpoch(id [32]byte, from peer.ID, t uint16, what string) (*Ep, error)
+	// WaitFor blocks until cond, run under the server's lock, holds or
+	// ctx ends.
+	WaitFor(ctx context.Context, cond func() bool) error
+	// Ended reports whether the epoch ended here (under the lock).
+	Ended(ep *Ep) bool
+	// AwaitSetup waits for the epoch's setup to be verified here;
+	// false if it was not (the epoch ended).
+	AwaitSetup(ep *Ep) bool
 }
 
 // Hooks are the tests' hook points (Config.Hooks).
@@ -62,8 +74,10 @@ type Config struct {
 	Priv crypto.PrivKey
 	Rand io.Reader
 	Log  *slog.Logger
-	// StepTimeout bounds one step's fetch (Tunables.BlameStepTimeout).
-	StepTimeout time.Duration
+	// StepTimeout bounds one step's fetch (Tunables.BlameStepTimeout),
+	// StepWait how long a server asked for its step waits to learn of
+	// the blame itself (Tunables.BlameStepWait).
+	StepTimeout, StepWait time.Duration
 	// Hooks are the tests' hook points, nil in the binary: every call
 	// sits behind hooksBuilt (TestBinaryHasNoTestHooks).
 	Hooks Hooks

@@ -1,0 +1,57 @@
+package roundblame
+
+// Blames are one epoch's round blames at one server: the latest, and the
+// settled ones before it, each of which dropped a slot (§8 "A dead
+// slot"). Guarded by the server's lock.
+type Blames struct {
+	cur     *Blame
+	settled []*Blame
+}
+
+// Any reports whether a blame ever started.
+func (b *Blames) Any() bool { return b.cur != nil }
+
+// Pending reports whether a round blame runs that has not settled
+// (rounds in flight wait for it).
+func (b *Blames) Pending() bool { return b.cur != nil && !b.cur.Settled }
+
+// Busy reports whether a new round blame must end the epoch instead of
+// starting: one runs, or one ended the epoch. After blames that each
+// dropped a slot, another may start.
+func (b *Blames) Busy() bool { return b.cur != nil && !(b.cur.Settled && b.cur.Dropped) }
+
+// Start makes bl the epoch's round blame, keeping the settled ones
+// before it (each voided its round). After Busy.
+func (b *Blames) Start(bl *Blame) {
+	if b.cur != nil {
+		b.settled = append(b.settled, b.cur)
+	}
+	b.cur = bl
+}
+
+// Walked reports whether round r is the round of a walk (void once it
+// settles with a dead slot).
+func (b *Blames) Walked(r uint32) bool {
+	bl := b.Of(r)
+	return bl != nil && !bl.Double
+}
+
+// Of returns the epoch's round blame of round r, or nil.
+func (b *Blames) Of(r uint32) *Blame {
+	if b.cur != nil && b.cur.Round == r {
+		return b.cur
+	}
+	for _, bl := range b.settled {
+		if bl.Round == r {
+			return bl
+		}
+	}
+	return nil
+}
+
+// Voided reports whether round r is the round of a blame that dropped a
+// slot here (its void counts against nothing).
+func (b *Blames) Voided(r uint32) bool {
+	bl := b.Of(r)
+	return bl != nil && bl.Dropped && !bl.Double
+}
