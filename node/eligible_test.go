@@ -147,6 +147,56 @@ func TestProbation(t *testing.T) {
 	})
 }
 
+// TestLateFounderServes: a founder that number 1's chain left out (it
+// came up, or its hellos came, after the others had formed it) joins the
+// chains once it holds the group's log, not after a probation counted from
+// the others' first sighting of it. Four founders, three of them running
+// number 1 with two clients; the fourth starts when their last number is
+// n0 and joins a chain by n0 + 3 (a founder without records signs nothing
+// until the log moves one number past what it caught up to). Before,
+// every server put it on probation until n0 + 8 (P_prob = 8), as
+// TestRoundBlameServerCorrupts found at 500 ms links.
+func TestLateFounderServes(t *testing.T) {
+	t.Parallel()
+	node.Virtual(t, func(t *testing.T) {
+		dir := t.TempDir()
+		ids := serverIDs(t, dir, 4)
+		p := node.TestParams(2)
+		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 2, MinServers: 3, MinClients: 2, Dir: dir, Params: p,
+			Server: func(_ int, c *node.ServerConfig) { c.Founders = ids }})
+		waitNumber(t, tn.Servers[0], 1, 30*time.Second)
+		n0 := tn.Servers[0].LastNumber()
+		var peers []string
+		for i := range tn.Servers {
+			peers = append(peers, tn.Addr(i))
+		}
+		late, err := node.NewServer(context.Background(), node.ServerConfig{Network: node.VirtualNet(t), DataDir: filepath.Join(dir, "s3"), Listen: []string{"/ip4/127.0.0.1/tcp/0"}, Peers: peers,
+			NoLAN: true, MinServers: 3, MinClients: 2, Params: p, Founders: ids, Logger: nodetest.Logger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer late.Close()
+		const within = 3
+		if err := wait.Until(context.Background(), 2*time.Minute, func() bool {
+			for _, s := range tn.Servers {
+				if slices.Contains(s.OpenChain(), late.ID()) {
+					t.Logf("the late founder joined epoch %d (started at %d)", s.LastNumber(), n0)
+					if n := s.LastNumber(); n > n0+within {
+						t.Fatalf("the late founder joined epoch %d, started at %d", n, n0)
+					}
+					return true
+				}
+			}
+			if n := tn.Servers[0].LastNumber(); n > n0+within {
+				t.Fatalf("epoch %d without the late founder, started at %d", n, n0)
+			}
+			return false
+		}); err != nil {
+			t.Fatalf("the late founder joined no chain (last epoch %d, from %d)", tn.Servers[0].LastNumber(), n0)
+		}
+	})
+}
+
 // waitNumber waits until s signed epoch number n.
 func waitNumber(t *testing.T, s *node.Server, n uint64, within time.Duration) {
 	t.Helper()

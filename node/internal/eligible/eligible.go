@@ -203,6 +203,13 @@ func (w *Table) Check(self, p peer.ID, n uint64, pins bool) error {
 	if w.probation == 0 || len(w.chains) == 0 {
 		return nil
 	}
+	// The founders are the group certified for number 1, the same list in
+	// every configuration: a chain of number 0. A founder that number 1
+	// left out by the order of the first hellos is no newcomer (probation
+	// from this server's own sighting kept it out for P_prob epochs).
+	if w.founders[p] && n < SeenWindow {
+		return nil
+	}
 	for _, c := range w.chains {
 		if c.Number+SeenWindow <= n {
 			continue

@@ -180,3 +180,30 @@ func TestChainsKept(t *testing.T) {
 		t.Fatalf("%d chains from %d, want %d from 4", len(got), got[0].Number, SeenWindow)
 	}
 }
+
+// TestFounderServesNoProbation (§3 probation): a founder that number 1's
+// chain left out (the first hellos came in another order) is a member of
+// the chain of number 0, the founders: it serves no probation within the
+// window, while a non-founder seen as early does, and so does a founder
+// that no chain of the window held once the window has passed.
+func TestFounderServesNoProbation(t *testing.T) {
+	ids := fakeIDs(4, 5)
+	a, b, late, outsider := ids[0], ids[1], ids[2], ids[3]
+	var w Table
+	w.Init(nil, 0, []peer.ID{a, b, late}, []SeenChain{{Number: 1, IDs: []peer.ID{a, b}}})
+	w.Saw(late, 0)
+	w.Saw(outsider, 0)
+	for n := uint64(1); n < SeenWindow; n++ {
+		if err := w.Check(a, late, n, true); err != nil {
+			t.Fatalf("a founder left out of number 1, at number %d: %v", n, err)
+		}
+		if err := w.Check(a, outsider, n, true); n < DefaultProbation && (err == nil || !strings.Contains(err.Error(), "probation")) {
+			t.Fatalf("a non-founder seen at number 0, at number %d: %v", n, err)
+		}
+	}
+	w.Init(nil, 0, []peer.ID{a, b, late}, []SeenChain{{Number: SeenWindow + 1, IDs: []peer.ID{a, b}}})
+	w.Saw(late, SeenWindow+1)
+	if err := w.Check(a, late, SeenWindow+2, true); err == nil || !strings.Contains(err.Error(), "probation") {
+		t.Fatalf("a founder in no chain of the window past it: %v", err)
+	}
+}
