@@ -114,6 +114,8 @@ func leavingRun(t *testing.T, cover bool, trials int) (ups, reqs, both, fewest *
 		fmu   sync.Mutex
 		first = map[int][32]byte{} // the first epoch each client joined
 	)
+	// start starts client i; the caller closes it (a test's cleanup kept
+	// every leaver, closed, until the end: gigabytes at 400 trials).
 	start := func(i int) *Client {
 		o := rec.client(i)
 		o.CoverHandover = cover
@@ -130,10 +132,9 @@ func leavingRun(t *testing.T, cover bool, trials int) (ups, reqs, both, fewest *
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	share := func(c *Client) {
+	share := func(ctx context.Context, c *Client) {
 		if len(c.Inspect().Queued()) < 2*int(p.Rounds) {
 			go c.Share(ctx, bytes.NewReader(anonRand(t, 2*int(p.Rounds)*b)), "q.bin", false)
 		}
@@ -152,7 +153,9 @@ func leavingRun(t *testing.T, cover bool, trials int) (ups, reqs, both, fewest *
 	}
 	var clients []*Client
 	for i := range long {
-		clients = append(clients, start(i))
+		c := start(i)
+		defer c.Close()
+		clients = append(clients, c)
 	}
 	for _, c := range clients[:2] {
 		go func() {
@@ -170,15 +173,20 @@ func leavingRun(t *testing.T, cover bool, trials int) (ups, reqs, both, fewest *
 	waitCount(ctx, t, "fresh files published", 1, func() int { _, n := link(); return n })
 	rng := rand.New(rand.NewPCG(26, 5))
 	ups, reqs, both, fewest = &tally{}, &tally{}, &tally{}, &tally{}
+	// A leaver's share ends when it leaves: its follower, polling every
+	// 2 s, kept the closed client until the end.
 	next := start(long)
-	share(next)
+	defer func() { next.Close() }() // the last one, which never left
+	lctx, lstop := context.WithCancel(ctx)
+	defer func() { lstop() }()
+	share(lctx, next)
 	getL, getN := link()
 	used, stopGets := 0, context.CancelFunc(func() {})
 	for trial := 0; trial < trials; trial++ {
 		idx := long + trial
 		leaver := next
 		for _, c := range clients[2:] {
-			share(c)
+			share(ctx, c)
 		}
 		var ep [32]byte
 		waitCount(ctx, t, "the leaver's epoch", 1, func() int {
@@ -215,8 +223,11 @@ func leavingRun(t *testing.T, cover bool, trials int) (ups, reqs, both, fewest *
 		epochs := clients[1].Stats().Epochs
 		d := lr.lastRound() + 1
 		leaver.Close()
+		lstop()
 		next = start(idx + 1)
-		share(next)
+		l, stop := context.WithCancel(ctx)
+		lstop = stop
+		share(l, next)
 		waitCount(ctx, t, "the next epoch", epochs+1, func() int { return int(clients[1].Stats().Epochs) })
 		rec.mu.Lock()
 		ps := rec.pseud[ep]
