@@ -248,6 +248,9 @@ func (s *Server) onAttestReq(from peer.ID, body []byte) (wire.Type, []byte, erro
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.epochs[q.Epoch]
+	if e == nil && q.Kind == wire.AttestSilent {
+		e = s.askingLocked(q.Epoch) // silent.go: forgotten, its asks running
+	}
 	if e == nil || e.v == nil || !proto.InChain(e.v.Chain, from) || e.v.Desc.Number != q.Number {
 		return 0, nil, errors.New("node: attestation asked of an epoch not held here")
 	}

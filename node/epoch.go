@@ -373,6 +373,7 @@ func (s *Server) forget() {
 			held++
 			continue
 		}
+		s.keepAskingLocked(e) // silent.go
 		delete(s.epochs, e.v.ID)
 	}
 }

@@ -55,7 +55,7 @@ func TestHeldOnionEndsUncharged(t *testing.T) {
 func heldOnion(t *testing.T, says bool) {
 	const held = 3
 	virtual(t, func(t *testing.T) {
-		bn, _ := startHeldNet(t)
+		bn, p := startHeldNet(t)
 		bad := bn.servers[1]
 		once := &roundOnce{r: held}
 		hold := func(epoch [32]byte, r uint32) bool { return once.hit(epoch, r, 0) }
@@ -78,7 +78,9 @@ func heldOnion(t *testing.T, says bool) {
 				continue
 			}
 			var charged peer.ID
-			_ = wait.Until(context.Background(), 10*time.Second, func() bool {
+			// The asks' window and the gathering for "says nothing".
+			asks := (accountAsks + 1) * time.Duration(p.RoundLimitMs) * time.Millisecond
+			_ = wait.Until(context.Background(), 10*time.Second+asks, func() bool {
 				for _, r := range h.ref.Records(false) {
 					if r.Epoch == hex.EncodeToString(eid[:]) && r.Peer != "" {
 						charged, _ = peer.Decode(r.Peer)

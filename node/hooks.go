@@ -129,3 +129,5 @@ func (*hookRun) RefuseEvidence(wire.Type) bool           { return false }
 func (*hookRun) NoPace() bool                            { return false }
 func (*hookRun) BadProof([]byte)                         {}
 func (*hookRun) Root(_ *wire.Batch, msg []byte) []byte   { return msg }
+
+func (*hookRun) AccountLate(peer.ID, uint32) time.Duration { return 0 }

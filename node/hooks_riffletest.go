@@ -99,6 +99,9 @@ type serverHooks struct {
 	// fetches of its batch of round r, and their asks for its account
 	// of round r, that long late (not its successor's fetch).
 	serveLate func(r uint32) time.Duration
+	// accountLate may make this server answer one asker's asks for its
+	// account of round r that long late (a slow link to that server).
+	accountLate func(from peer.ID, r uint32) time.Duration
 	// dropIn may make this server ignore its input batch of round r,
 	// however it comes (sent, fetched or relayed): a receiver that
 	// claims a lack it does not have.
@@ -486,6 +489,13 @@ func (s *hookRun) LateOut(r uint32) time.Duration {
 func (s *hookRun) ServeLate(r uint32) time.Duration {
 	if h := s.hooks.Load(); h != nil && h.serveLate != nil {
 		return h.serveLate(r)
+	}
+	return 0
+}
+
+func (s *hookRun) AccountLate(from peer.ID, r uint32) time.Duration {
+	if h := s.hooks.Load(); h != nil && h.accountLate != nil {
+		return h.accountLate(from, r)
 	}
 	return 0
 }

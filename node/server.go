@@ -148,7 +148,10 @@ type Server struct {
 	epochs  map[[32]byte]*sepoch
 	// kept: this primary's receipts of recently ended epochs, for the
 	// accounts asked of it after forget (silent.go).
-	kept    map[[32]byte]*keptAccounts
+	kept map[[32]byte]*keptAccounts
+	// asking: ended epochs forgotten while their account asks run, for
+	// the answers to the asks for their attestations (silent.go).
+	asking  map[[32]byte]*sepoch
 	prep    map[[32]byte]*sepoch // by nonce, before the epoch id is known
 	open    *sepoch              // epoch accepting registrations here
 	number  uint64               // highest epoch number signed (EpochNumberFile)

@@ -19,9 +19,9 @@ import (
 // A silent primary (docs/protocol.md §5.4): a primary that took an onion,
 // signed its receipt and then answered nothing for the round. Any chain
 // server asks each primary for its account of a round (wire.Account, the
-// onions it receipted) over one round limit and then signs which primaries
-// gave it none covering the receipts shown to it (an Attest of kind
-// wire.AttestSilent). A server holding a shown receipt of a primary it
+// onions it receipted) over accountAsks round limits and then signs which
+// primaries gave it none covering the receipts shown to it (an Attest of
+// kind wire.AttestSilent). A server holding a shown receipt of a primary it
 // attests so gathers the chain's attestations and logs the receipt with
 // them (wire.EvSilent): more than half of the others attesting charges the
 // primary (blame.ChargeOf), the same on every server. An honest primary
@@ -51,26 +51,91 @@ type keptAccounts struct {
 // forget (which keeps two): an epoch lasts at least a registration window.
 const maxKept = 8
 
+// accountAsks is how many round limits a server asks a primary for its
+// account before it may attest it silent, asking anew at the start of
+// each. The round limit bounds a hop of the round under the model's
+// delays (§3), so an honest primary's answer, an ask and its reply, takes
+// at most one: attesting after one ask of one limit made one slow link
+// between two honest servers, with one liar, the charge of an honest
+// primary in m = 4 (the rev43 review). An account is cheap; four limits
+// heard from four moments leave a link four times past the bound, or an
+// ask lost or stuck on one connection, no silence.
+const accountAsks = 4
+
 // accountStartBy is how long after an epoch's end here a shown receipt
 // starts the asks for its round's accounts: a client learns the end from
 // its primary's answer to its poll, at the poll timeout at the latest. An
-// attestation asked by another server starts them two round limits later
-// still (the asker's own asks came first), and a primary keeps its
-// receipts (accountKeep) past both, so that no receipt shown late has an
-// honest primary that forgot the epoch attested (the rev43 review). limit
-// is the epoch's round limit.
+// attestation asked by another server starts them the asks' window and a
+// round limit later still (the asker's own asks came first), and a
+// primary keeps its receipts (accountKeep) past both, so that no receipt
+// shown late has an honest primary that forgot the epoch attested (the
+// rev43 review). limit is the epoch's round limit.
 func accountStartBy(limit time.Duration, asked bool) time.Duration {
 	if asked {
-		return transport.PollTimeout + 3*limit
+		return transport.PollTimeout + (accountAsks+2)*limit
 	}
 	return transport.PollTimeout + limit
 }
 
 // accountKeep is how long after its end a primary keeps an epoch's
-// receipts: past the latest ask's start and its round limit, with a round
-// limit for the servers' ends apart.
+// receipts: past the latest ask's start and the asks' window, with two
+// round limits for the servers' ends apart.
 func accountKeep(limit time.Duration) time.Duration {
-	return accountStartBy(limit, true) + 3*limit
+	return accountStartBy(limit, true) + (accountAsks+2)*limit
+}
+
+// accountsHeld bounds the ended epochs forgotten while their account asks
+// run (accountsBusy) whose attestations are still answered.
+const accountsHeld = 4
+
+// keepAskingLocked keeps e, forgotten, for the answers to the asks for its
+// silent attestations while its account asks run (askingLocked): epochs
+// end faster than the asks run where rounds are quick, and an asked server
+// that forgot one answered no attestation. At most accountsHeld, pruned
+// once not busy. Call with s.mu held.
+func (s *Server) keepAskingLocked(e *sepoch) {
+	for id, x := range s.asking {
+		if !x.accountsBusy() {
+			delete(s.asking, id)
+		}
+	}
+	if len(s.asking) >= accountsHeld || !e.accountsBusy() {
+		return
+	}
+	if s.asking == nil {
+		s.asking = map[[32]byte]*sepoch{}
+	}
+	s.asking[e.v.ID] = e
+}
+
+// askingLocked is epoch id, forgotten while its account asks run, or nil.
+// Call with s.mu held.
+func (s *Server) askingLocked(id [32]byte) *sepoch {
+	if e := s.asking[id]; e != nil && e.accountsBusy() {
+		return e
+	}
+	return nil
+}
+
+// accountsBusy reports whether an ask for accounts of e, or the gathering
+// after it, may still run: begun within the asks' window, an asked
+// server's window and a round limit, and within accountKeep of e's end
+// (an epoch ends faster than the asks run where rounds are quick). Call
+// with s.mu held.
+func (e *sepoch) accountsBusy() bool {
+	if e.final == nil || len(e.accountAsk) == 0 {
+		return false
+	}
+	limit := time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond
+	if time.Since(e.endedAt) > accountKeep(limit) {
+		return false
+	}
+	for _, at := range e.accountAsk {
+		if time.Since(at) < (2*accountAsks+2)*limit {
+			return true
+		}
+	}
+	return false
 }
 
 // keepAccountsLocked keeps e's receipts past its forget, at its end.
@@ -128,7 +193,7 @@ func (s *Server) onAccountReq(from peer.ID, body []byte) (wire.Type, []byte, err
 	if s.hookRun().DrySilent(q.Epoch, q.Round) {
 		return 0, nil, errors.New("node: no answer")
 	}
-	if d := s.hookRun().ServeLate(q.Round); d > 0 {
+	if d := max(s.hookRun().ServeLate(q.Round), s.hookRun().AccountLate(from, q.Round)); d > 0 {
 		select {
 		case <-time.After(d):
 		case <-s.ctx.Done():
@@ -212,14 +277,14 @@ func (e *sepoch) primariesOf() []int {
 }
 
 // askAccounts asks every other primary for its account of round r for
-// one round limit, each ask open until then (askAccount); then it signs
-// which gave none covering the receipts shown here (wire.AttestSilent)
-// and gathers the chain's attestations against each of those of which a
-// receipt is held here. Without s.mu.
+// accountAsks round limits (askAccount); then it signs which gave none
+// covering the receipts shown here (wire.AttestSilent) and gathers the
+// chain's attestations against each of those of which a receipt is held
+// here. Without s.mu.
 func (s *Server) askAccounts(e *sepoch, r uint32) {
 	s.mu.Lock()
 	limit := time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond
-	end := e.accountAsk[r].Add(limit)
+	end := e.accountAsk[r].Add(accountAsks * limit)
 	ps := e.primariesOf()
 	s.mu.Unlock()
 	var wg sync.WaitGroup
@@ -266,14 +331,43 @@ func (s *Server) askAccounts(e *sepoch, r uint32) {
 
 // askAccount asks the primary at chain position j for its account of
 // round r until one covers every receipt of it shown here when it was
-// asked, or until end: each ask stays open until end, so a primary that
-// answers within a round limit of the first is heard however slow, and
-// one whose account does not cover them is asked again an eighth of a
-// round limit later. A receipt shown after the ask is not held against
-// its answer: an honest primary's covers every receipt it signed before
-// it answered, and a client showing one at the last moment would
-// otherwise have it attested. Without s.mu.
+// asked, or until end: a new ask starts each round limit, and every ask
+// stays open until end, so that a primary whose answer to any of them
+// comes by end is heard however slow, and an ask lost or stuck on one
+// connection is not the last (at most accountAsks open at once). A
+// receipt shown after an ask is not held against its answer: an honest
+// primary's covers every receipt it signed before it answered, and a
+// client showing one at the last moment would otherwise have it attested.
+// Without s.mu.
 func (s *Server) askAccount(e *sepoch, r uint32, j int, end time.Time) {
+	s.mu.Lock()
+	limit := time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond
+	s.mu.Unlock()
+	ctx, cancel := context.WithDeadline(s.ctx, end)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range accountAsks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Duration(i) * limit):
+			}
+			if s.askAccountFrom(ctx, e, r, j, end) {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// askAccountFrom is one of askAccount's asks: it asks until an account
+// covers the receipts shown here, each ask open until end and asked again
+// an eighth of a round limit after one that fails or does not cover them,
+// and reports whether one did. Without s.mu.
+func (s *Server) askAccountFrom(ctx context.Context, e *sepoch, r uint32, j int, end time.Time) bool {
 	s.mu.Lock()
 	limit := time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond
 	chain, id := e.final.Chain, e.final.ID
@@ -281,13 +375,11 @@ func (s *Server) askAccount(e *sepoch, r uint32, j int, end time.Time) {
 	s.mu.Unlock()
 	every := max(limit/8, 50*time.Millisecond)
 	q := (&wire.EpochRef{Epoch: id, Round: r}).Marshal()
-	for wait := time.Until(end); wait > 0; wait = time.Until(end) {
+	for wait := time.Until(end); wait > 0 && ctx.Err() == nil; wait = time.Until(end) {
 		s.mu.Lock()
 		want := e.shownOf(r, j)
 		s.mu.Unlock()
-		ctx, cancel := context.WithTimeout(s.ctx, wait)
 		rep, err := transport.Call(ctx, s.h, chain[j], transport.Request{Proto: ProtoRound, Type: wire.TypeAccountReq, Body: q, Timeout: wait})
-		cancel()
 		var a wire.Account
 		if err == nil && a.Unmarshal(rep, lim) == nil && int(a.Server) == j && proto.CheckAccount(&a, id, r, chain) == nil &&
 			!slices.ContainsFunc(want, func(rc wire.OnionReceipt) bool { return !a.Covers(&rc) }) {
@@ -297,14 +389,15 @@ func (s *Server) askAccount(e *sepoch, r uint32, j int, end time.Time) {
 			}
 			e.accounted[accountKey{r, j}] = true
 			s.mu.Unlock()
-			return
+			return true
 		}
 		select {
-		case <-s.ctx.Done():
-			return
+		case <-ctx.Done():
+			return false
 		case <-time.After(min(every, max(time.Until(end), 0))):
 		}
 	}
+	return false
 }
 
 // silentAttestLocked is this server's signed attestation of which
@@ -321,7 +414,8 @@ func (s *Server) silentAttestLocked(e *sepoch, r uint32) *wire.Attest {
 
 // gatherSilent asks the chain's other servers but rc's primary for their
 // attestations of rc's round until more than half of them back the
-// primary's silence, or two round limits pass, and logs rc with them
+// primary's silence, or the asks' window (which an asked server starts
+// only then) and a round limit pass, and logs rc with them
 // (wire.EvSilent) and relays it: unbacked, it charges nobody until
 // attestations that back it come. Never call with s.mu held.
 func (s *Server) gatherSilent(e *sepoch, rc wire.OnionReceipt, own *wire.Attest) {
@@ -329,7 +423,7 @@ func (s *Server) gatherSilent(e *sepoch, rc wire.OnionReceipt, own *wire.Attest)
 	limit := time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond
 	p, m := e.final.Chain[rc.Server], len(e.final.Chain)
 	s.mu.Unlock()
-	deadline := time.Now().Add(2*limit + s.cfg.Timing.AbortSettle)
+	deadline := time.Now().Add((accountAsks+1)*limit + s.cfg.Timing.AbortSettle)
 	ev := &wire.Charge{Kind: wire.EvSilent, Number: own.Number, Item: rc.Marshal(), Attests: []wire.Attest{*own}}
 	for !backedAgainst(ev, m, int(rc.Server)) && time.Now().Before(deadline) {
 		blame.MergeAttests(ev, s.askAttests(e, wire.AttestSilent, rc.Round, p))

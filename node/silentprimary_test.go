@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
 )
@@ -76,10 +78,14 @@ func accountsAsked(t *testing.T, bn *blameNet, eid [32]byte, liar *Server) map[*
 	t.Helper()
 	chain, _, byID := finalOf(bn, eid)
 	endedAt(t, byID[chain[0]], eid, "the epoch of the silent client never ended at S_0")
+	// The asks' window, of the epoch's round limit.
+	byID[chain[0]].mu.Lock()
+	asks := accountAsks * time.Duration(byID[chain[0]].epochs[eid].final.Desc.Params.RoundLimitMs) * time.Millisecond
+	byID[chain[0]].mu.Unlock()
 	// Read while the ended epoch is kept: every server's attestation,
 	// once signed.
 	got := map[*Server]wire.Attest{}
-	_ = wait.Until(context.Background(), 20*time.Second, func() bool {
+	_ = wait.Until(context.Background(), 20*time.Second+asks, func() bool {
 		for _, s := range bn.servers {
 			s.mu.Lock()
 			if e := s.epochs[eid]; e != nil {
@@ -91,7 +97,7 @@ func accountsAsked(t *testing.T, bn *blameNet, eid [32]byte, liar *Server) map[*
 		}
 		return len(got) == len(bn.servers)
 	})
-	time.Sleep(2*DefaultTunables().AbortSettle + 20*time.Second) // virtual: the gathering, two round limits, and relays
+	time.Sleep(2*DefaultTunables().AbortSettle + 20*time.Second + asks) // virtual: the gathering, an asked server's asks and a round limit, and relays
 	signed := len(got)
 	for s, a := range got {
 		if a.Lacking != 0 && s != liar {
@@ -171,5 +177,37 @@ func TestForgottenEpochAccounted(t *testing.T) {
 		if started {
 			t.Error("asks started past accountStartBy")
 		}
+	})
+}
+
+// TestSlowLinkAndLiarNoCharge (rev43 F4): m = 4, so that two of the
+// primary's three other servers charge it. A corrupt server attests every
+// primary silent of every round, and client 0's honest primary answers
+// one honest server's asks for its account two round limits late (a slow
+// link between two honest servers; the third server hears it at once):
+// with an attestation after one round limit of asks, that server's true
+// "none by my deadline" plus the liar's charged the honest primary. The
+// asks now run for accountAsks round limits, re-asked from several
+// moments, so that an answer two limits late on one link is heard.
+func TestSlowLinkAndLiarNoCharge(t *testing.T) {
+	t.Parallel() // a network of its own in virtual time
+	virtual(t, func(t *testing.T) {
+		p := testParams(16)
+		p.RoundLimitMs = 4000
+		bn := startBlameNetParams(t, p, 4, 4, 2, 2)
+		eid, sl := silentClient(t, bn, 3)
+		chain, clients, byID := finalOf(bn, eid)
+		honest := int(clients[1-sl].Primary)
+		liar := byID[chain[(honest+1)%len(chain)]]
+		slow := chain[(honest+2)%len(chain)]
+		late := 2 * time.Duration(p.RoundLimitMs) * time.Millisecond
+		liar.hooks.Store(&serverHooks{silentAll: func(uint32) bool { return true }})
+		byID[chain[honest]].hooks.Store(&serverHooks{accountLate: func(from peer.ID, r uint32) time.Duration {
+			if from == slow {
+				return late
+			}
+			return 0
+		}})
+		accountsAsked(t, bn, eid, liar)
 	})
 }
