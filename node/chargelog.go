@@ -153,6 +153,12 @@ func (s *Server) onCharge(from peer.ID, body []byte) (wire.Type, []byte, error) 
 			return 0, nil, err
 		}
 		id = r.Epoch
+	case wire.EvForward:
+		r, _, err := wire.ParseForward(ev.Item, proto.GenericLimits())
+		if err != nil {
+			return 0, nil, err
+		}
+		id = r.Epoch
 	}
 	if s.roster.get(from) == nil {
 		return 0, nil, errors.New("node: evidence from outside the roster")

@@ -307,9 +307,16 @@ func (s *Server) forwardIfReady(e *sepoch, r uint32) {
 	if len(batch.Subs) == 0 {
 		return
 	}
-	s.wg.Add(1)
+	f := s.signForwardRootLocked(e, r) // forward.go
+	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		s.forwardSubs(e, &batch)
+	}()
+	go func() {
+		defer s.wg.Done()
+		if f != nil {
+			s.sendForwardRoot(e, f)
+		}
 	}()
 }

@@ -143,6 +143,8 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 		return s.onDrySet(from, body)
 	case wire.TypeAccountReq:
 		return s.onAccountReq(from, body)
+	case wire.TypeForwardRoot:
+		return s.onForwardRoot(from, body)
 	}
 	return 0, nil, transport.Unhandled(ProtoRound, t)
 }

@@ -215,6 +215,11 @@ type roundsState struct {
 	dries      map[dryKey]wire.Dry
 	shown      map[dryKey]wire.OnionReceipt
 	heldLogged map[dryKey]bool
+	// fwdRoots: the primaries' forward roots held here, one a round of
+	// heldRound's and primary; fwdLogged: the receipts logged with one
+	// that leaves them out (forward.go, §5.4).
+	fwdRoots  map[accountKey]*wire.ForwardRoot
+	fwdLogged map[dryKey]bool
 	// ranDry: this primary's slots it ever signed dry (the dry
 	// statements themselves are pruned with their rounds).
 	ranDry map[uint32]bool

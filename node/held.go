@@ -58,6 +58,13 @@ func (e *sepoch) pruneHeldLocked() {
 			}
 		}
 	}
+	if len(e.fwdRoots) > len(e.final.Chain)*int(uint32(max(e.final.Desc.Params.W, 1))+roundsAhead) {
+		for k := range e.fwdRoots {
+			if k.round < e.listHigh {
+				delete(e.fwdRoots, k)
+			}
+		}
+	}
 }
 
 // heldRound reports whether round r may hold a dry statement or a shown
@@ -188,6 +195,7 @@ func (s *Server) onDryReq(from peer.ID, body []byte) (wire.Type, []byte, error) 
 	lie := s.hookRun().DryLie(q.Epoch, r)
 	set := wire.DrySet{Epoch: q.Epoch, Round: r}
 	batch := wire.SubmitBatch{Epoch: q.Epoch, Round: r}
+	whole := true
 	if r >= e.listHigh && e.admit(r) == nil {
 		x := e.rounds[r]
 		for _, sl := range e.clientsOf(e.pos) {
@@ -207,11 +215,26 @@ func (s *Server) onDryReq(from peer.ID, body []byte) (wire.Type, []byte, error) 
 			}
 			if d, ok := s.signDryLocked(e, r, sl); ok {
 				set.Dries = append(set.Dries, d)
+			} else if !e.isDead(sl) {
+				whole = false // a handed-over onion still to come
 			}
 		}
 	}
+	var f *wire.ForwardRoot
+	if len(batch.Subs) > 0 && whole {
+		// forward.go: every slot is in the forward, signed dry or dead,
+		// so that no onion the root leaves out is receipted after.
+		f = s.signForwardRootLocked(e, r)
+	}
 	s.mu.Unlock()
 	if len(batch.Subs) > 0 {
+		if f != nil {
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.sendForwardRoot(e, f)
+			}()
+		}
 		s.forwardSubs(e, &batch)
 	}
 	return wire.TypeDrySet, set.Marshal(), nil
@@ -409,6 +432,7 @@ func (s *Server) onShowReceipt(body []byte) (wire.Type, []byte, error) {
 		e.pruneHeldLocked()
 	}
 	s.matchHeldLocked(e, k)
+	s.matchForwardLocked(e, k)
 	if e.ended {
 		// Its primary's account of the round is asked for (silent.go):
 		// not before the end, when the round may still run.

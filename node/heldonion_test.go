@@ -40,6 +40,13 @@ import (
 // server (RIFFLE_OPEN=1 ran the case; 2 of 2 honest servers charged
 // nobody).
 //
+// "roots without them": the holder answers as an honest primary but
+// signs its forward root of round 3 (node/forward.go) without the onions
+// it receipted, and sends it to every chain server; every honest server
+// charges it on a receipt its clients showed and that root
+// (wire.EvForward). Without the forward roots, this is "gives its
+// account": nobody was charged.
+//
 // "gives its account" (open, issue 25): asked, the holder signs no dry
 // statement (it holds every onion), sends the onions "again" to nobody,
 // and answers every ask for its account of round 3 truthfully: its
@@ -57,6 +64,10 @@ func TestHeldOnionEndsUncharged(t *testing.T) {
 	t.Run("says nothing", func(t *testing.T) {
 		t.Parallel()
 		heldOnion(t, "nothing")
+	})
+	t.Run("roots without them", func(t *testing.T) {
+		t.Parallel()
+		heldOnion(t, "root")
 	})
 	t.Run("gives its account", func(t *testing.T) {
 		if os.Getenv("RIFFLE_OPEN") != "1" {
@@ -83,6 +94,12 @@ func heldOnion(t *testing.T, says string) {
 			hk.dryLie = hold
 		case "nothing":
 			hk.drySilent = hold
+		case "root":
+			hk.forwardRoot = func(f *wire.ForwardRoot) {
+				if hold(f.Epoch, f.Round) {
+					f.Entries = nil
+				}
+			}
 		}
 		bad.hooks.Store(hk)
 		eid, _ := once.wait(t, "the primary never forwarded a round %d")

@@ -131,3 +131,4 @@ func (*hookRun) BadProof([]byte)                         {}
 func (*hookRun) Root(_ *wire.Batch, msg []byte) []byte   { return msg }
 
 func (*hookRun) AccountLate(peer.ID, uint32) time.Duration { return 0 }
+func (*hookRun) ForwardRoot(*wire.ForwardRoot)             {}

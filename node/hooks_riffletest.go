@@ -102,6 +102,9 @@ type serverHooks struct {
 	// accountLate may make this server answer one asker's asks for its
 	// account of round r that long late (a slow link to that server).
 	accountLate func(from peer.ID, r uint32) time.Duration
+	// forwardRoot may alter this primary's forward root before it is
+	// signed (forward.go).
+	forwardRoot func(f *wire.ForwardRoot)
 	// dropIn may make this server ignore its input batch of round r,
 	// however it comes (sent, fetched or relayed): a receiver that
 	// claims a lack it does not have.
@@ -498,6 +501,12 @@ func (s *hookRun) AccountLate(from peer.ID, r uint32) time.Duration {
 		return h.accountLate(from, r)
 	}
 	return 0
+}
+
+func (s *hookRun) ForwardRoot(f *wire.ForwardRoot) {
+	if h := s.hooks.Load(); h != nil && h.forwardRoot != nil {
+		h.forwardRoot(f)
+	}
 }
 
 func (s *hookRun) VoidWait(r uint32) {

@@ -178,6 +178,11 @@ func (in *submissions) onSubmit(from peer.ID, body []byte) (wire.Type, []byte, e
 // all of them. body is the frame sub's onion aliases. Call with s.mu held.
 func (in *submissions) takeSubmitLocked(e *sepoch, sub wire.Submit, body []byte, digest [32]byte) (wire.Type, []byte, error) {
 	x := e.round(sub.Round)
+	if e.outsideRoot(sub.Round, sub.Slot) {
+		// forward.go: its forward root of the round is signed without
+		// the slot, which takes no onion of it from then on.
+		return 0, nil, fmt.Errorf("node: round %d was forwarded without slot %d", sub.Round, sub.Slot)
+	}
 	if e.isDead(sub.Slot) {
 		// deadslot.go: a slot a blame named takes nothing more.
 		return 0, nil, errors.New("node: this slot is dead for the rest of the epoch")

@@ -21,6 +21,9 @@ type sround struct {
 	bodies    [][]byte
 	forwarded bool
 	mixed     bool
+	// fwdRoot: this primary's signed forward root of the round, once it
+	// forwarded (forward.go): no onion outside it is taken after.
+	fwdRoot *wire.ForwardRoot
 	// batchIn: the signed batch of this round was taken (mixing.go
 	// onBatch), [0] the predecessor's input, [1] the last server's
 	// payloads; a repeat is acknowledged and dropped, never mixed or

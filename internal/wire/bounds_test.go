@@ -71,6 +71,7 @@ func wideDecoders() map[string]func([]byte) error {
 		"onionreceipt":    func(b []byte) error { var m OnionReceipt; return m.Unmarshal(b) },
 		"dryset":          func(b []byte) error { var m DrySet; return m.Unmarshal(b, wideLimits) },
 		"account":         func(b []byte) error { var m Account; return m.Unmarshal(b, wideLimits) },
+		"forwardroot":     func(b []byte) error { var m ForwardRoot; return m.Unmarshal(b, wideLimits) },
 	}
 }
 

@@ -39,6 +39,10 @@ const (
 	// primary when more than half of the chain's other servers attest
 	// that it gave them no account covering it (§5.4).
 	EvSilent uint8 = 4
+	// EvForward: Item is a primary's OnionReceipt and its ForwardRoot of
+	// the same round without the receipt's onion (ForwardItem), which an
+	// honest primary never both signs (§5.4).
+	EvForward uint8 = 5
 )
 
 // ClaimLack is the kind of an Attest that is a lack claim (TypeLack): its
@@ -61,9 +65,10 @@ const AttestReqSize = 32 + 8 + 1 + 4
 // AttestSize is an Attest's fixed size.
 const AttestSize = AttestReqSize + 8 + 2 + SigSize
 
-// maxChargeItem bounds an Charge's item: an abort, or a void list's
-// few fields and its signatures.
-const maxChargeItem = 16 << 10
+// maxChargeItem bounds an Charge's item: an abort, a void list's few
+// fields and its signatures, or a receipt and a forward root of up to
+// 4096 slots (the client cap).
+const maxChargeItem = 160 << 10
 
 // maxAttests bounds a Charge's attestations: two a chain server (a
 // second, different one shows its signer equivocated) and its lack claim.
@@ -190,7 +195,7 @@ func (m *Charge) Unmarshal(b []byte) error {
 	if err := d.Done("evidence"); err != nil {
 		return err
 	}
-	if m.Kind > EvSilent {
+	if m.Kind > EvForward {
 		return fmt.Errorf("wire: decode evidence: kind %d", m.Kind)
 	}
 	return nil

@@ -90,6 +90,7 @@ func FuzzOnionReceipt(f *testing.F)    { fuzzDecoder(f, "onionreceipt", "showrec
 func FuzzDrySet(f *testing.F)          { fuzzDecoder(f, "dryset") }
 func FuzzChargeHeld(f *testing.F)      { fuzzDecoder(f, "charge-held") }
 func FuzzAccount(f *testing.F)         { fuzzDecoder(f, "account") }
+func FuzzForwardRoot(f *testing.F)     { fuzzDecoder(f, "forwardroot") }
 func FuzzChargeSilent(f *testing.F)    { fuzzDecoder(f, "charge-silent") }
 func FuzzBlameReq(f *testing.F)        { fuzzDecoder(f, "blamereq") }
 func FuzzEquivocation(f *testing.F)    { fuzzDecoder(f, "equivocation") }

@@ -28,6 +28,9 @@ const (
 	TypeAccountReq Type = 56
 	// TypeAccount is the reply to TypeAccountReq.
 	TypeAccount Type = 59
+	// TypeForwardRoot: a primary → every chain server, its signed
+	// ForwardRoot of a round, beside its forward to S_0; acknowledged.
+	TypeForwardRoot Type = 63
 )
 
 // OnionReceiptSize is an OnionReceipt's fixed size.
@@ -179,16 +182,7 @@ type Account struct {
 
 // MarshalBody is the signed part.
 func (m *Account) MarshalBody() []byte {
-	e := Enc{B: make([]byte, 0, 32+4+2+4+len(m.Entries)*AccountEntrySize)}
-	e.Fixed(m.Epoch[:])
-	e.U32(m.Round)
-	e.U16(m.Server)
-	e.U32(uint32(len(m.Entries)))
-	for _, x := range m.Entries {
-		e.U32(x.Slot)
-		e.Fixed(x.Digest[:])
-	}
-	return e.B
+	return slotDigestsBody(m.Epoch, m.Round, m.Server, m.Entries)
 }
 
 func (m *Account) Marshal() []byte { return append(m.MarshalBody(), m.Sig[:]...) }
@@ -196,28 +190,119 @@ func (m *Account) Marshal() []byte { return append(m.MarshalBody(), m.Sig[:]...)
 // Unmarshal decodes an account of at most l.Clients entries.
 func (m *Account) Unmarshal(b []byte, l Limits) error {
 	d := Dec{B: b}
-	m.Epoch = d.Array32("epoch id")
-	m.Round = d.U32("round")
-	m.Server = d.U16("server")
-	n := d.Count(l.Clients, AccountEntrySize, "account entries")
-	m.Entries = make([]AccountEntry, n)
-	for i := 0; i < n && d.Err == nil; i++ {
-		m.Entries[i].Slot = d.U32("slot")
-		m.Entries[i].Digest = d.Array32("onion digest")
-	}
-	m.Sig = d.Array64("signature")
+	m.Epoch, m.Round, m.Server, m.Entries, m.Sig = decSlotDigests(&d, l)
 	return d.Done("account")
 }
 
 // Covers reports whether the account names the onion of r's slot with
 // r's digest.
-func (m *Account) Covers(r *OnionReceipt) bool {
-	for _, x := range m.Entries {
+func (m *Account) Covers(r *OnionReceipt) bool { return covers(m.Entries, r) }
+
+// ForwardRoot is the primary at chain position Server's signature over
+// H("riffle/v3/forward-root", the encoding before Sig): the onions of
+// round Round it forwards to S_0, slot and submission digest, in slot
+// order; it takes no other onion of the round after it signed it. A
+// receipt of the round's onion missing from it is the primary's (EvForward).
+type ForwardRoot struct {
+	Epoch   [32]byte
+	Round   uint32
+	Server  uint16
+	Entries []AccountEntry
+	Sig     [64]byte
+}
+
+// MarshalBody is the signed part.
+func (m *ForwardRoot) MarshalBody() []byte {
+	return slotDigestsBody(m.Epoch, m.Round, m.Server, m.Entries)
+}
+
+func (m *ForwardRoot) Marshal() []byte { return append(m.MarshalBody(), m.Sig[:]...) }
+
+// ForwardRootHead decodes a ForwardRoot's epoch, round and primary
+// alone: a receiver checks its sender's role before it decodes the
+// entries.
+func ForwardRootHead(b []byte) (epoch [32]byte, round uint32, server uint16, err error) {
+	d := Dec{B: b}
+	epoch = d.Array32("epoch id")
+	round = d.U32("round")
+	server = d.U16("server")
+	return epoch, round, server, d.Err
+}
+
+// Unmarshal decodes a forward root of at most l.Clients entries.
+func (m *ForwardRoot) Unmarshal(b []byte, l Limits) error {
+	d := Dec{B: b}
+	m.Epoch, m.Round, m.Server, m.Entries, m.Sig = decSlotDigests(&d, l)
+	return d.Done("forward root")
+}
+
+// Covers reports whether the root names the onion of r's slot with r's
+// digest.
+func (m *ForwardRoot) Covers(r *OnionReceipt) bool { return covers(m.Entries, r) }
+
+// slotDigestsBody is an Account's or ForwardRoot's signed part.
+func slotDigestsBody(epoch [32]byte, round uint32, server uint16, xs []AccountEntry) []byte {
+	e := Enc{B: make([]byte, 0, 32+4+2+4+len(xs)*AccountEntrySize)}
+	e.Fixed(epoch[:])
+	e.U32(round)
+	e.U16(server)
+	e.U32(uint32(len(xs)))
+	for _, x := range xs {
+		e.U32(x.Slot)
+		e.Fixed(x.Digest[:])
+	}
+	return e.B
+}
+
+// decSlotDigests decodes an Account's or ForwardRoot's fields, at most
+// l.Clients entries.
+func decSlotDigests(d *Dec, l Limits) (epoch [32]byte, round uint32, server uint16, xs []AccountEntry, sig [64]byte) {
+	epoch = d.Array32("epoch id")
+	round = d.U32("round")
+	server = d.U16("server")
+	n := d.Count(l.Clients, AccountEntrySize, "entries")
+	xs = make([]AccountEntry, n)
+	for i := 0; i < n && d.Err == nil; i++ {
+		xs[i].Slot = d.U32("slot")
+		xs[i].Digest = d.Array32("onion digest")
+	}
+	sig = d.Array64("signature")
+	return
+}
+
+func covers(xs []AccountEntry, r *OnionReceipt) bool {
+	for _, x := range xs {
 		if x.Slot == r.Slot && x.Digest == r.Digest {
 			return true
 		}
 	}
 	return false
+}
+
+// ForwardItem is an EvForward charge's item: a receipt and the same
+// primary's forward root of the round (u32 length each).
+func ForwardItem(r *OnionReceipt, f *ForwardRoot) []byte {
+	var e Enc
+	e.Bytes(r.Marshal())
+	e.Bytes(f.Marshal())
+	return e.B
+}
+
+// ParseForward decodes an EvForward item, a root of at most l.Clients
+// entries.
+func ParseForward(b []byte, l Limits) (OnionReceipt, ForwardRoot, error) {
+	var r OnionReceipt
+	var f ForwardRoot
+	d := Dec{B: b}
+	rb := d.Bytes(OnionReceiptSize, "receipt")
+	fb := d.Bytes(maxChargeItem, "forward root")
+	if err := d.Done("forward evidence"); err != nil {
+		return r, f, err
+	}
+	if err := r.Unmarshal(rb); err != nil {
+		return r, f, err
+	}
+	return r, f, f.Unmarshal(fb, l)
 }
 
 // HeldItem is an EvHeld charge's item: a receipt and a dry statement.

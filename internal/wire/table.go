@@ -94,6 +94,7 @@ var (
 	decOnionReceipt = decoder(func(m *OnionReceipt, b []byte, _ Limits) error { return m.Unmarshal(b) })
 	decDrySet       = decoder(func(m *DrySet, b []byte, l Limits) error { return m.Unmarshal(b, l) })
 	decAccount      = decoder(func(m *Account, b []byte, l Limits) error { return m.Unmarshal(b, l) })
+	decForwardRoot  = decoder(func(m *ForwardRoot, b []byte, l Limits) error { return m.Unmarshal(b, l) })
 	decSubmitBatch  = decoder(func(m *SubmitBatch, b []byte, l Limits) error { return m.Unmarshal(b, l) })
 	decBatch        = decoder(func(m *Batch, b []byte, l Limits) error { return m.Unmarshal(b, l) })
 	decRoot         = decoder(func(m *Root, b []byte, _ Limits) error { return m.Unmarshal(b) })
@@ -238,6 +239,7 @@ var Messages = []Message{
 	// A primary's account of a round, to a chain server (§5.4).
 	req(ProtoRound, TypeAccountReq, "AccountReq", size(1024), TypeAccount, decEpochRef),
 	rep(ProtoRound, TypeAccount, "Account", accountCap, decAccount),
+	req(ProtoRound, TypeForwardRoot, "ForwardRoot", accountCap, TypeAck, decForwardRoot),
 	rep(ProtoRound, TypeSig, "Sig", sigCap, decSig),
 	rep(ProtoRound, TypeChunk, "Chunk", func(l Limits) int { return l.Chunk + 64 }, decChunk),
 	rep(ProtoRound, TypeBatch, "Batch", size(MaxFrame), decBatch),

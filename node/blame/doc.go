@@ -24,6 +24,8 @@
 //   - held.go: a primary's receipt and its dry statement of one slot
 //     (a held onion), and a receipt with the chain's attestations that
 //     its primary gave no account of the round (a silent primary, §5.4).
+//   - forward.go: a primary's receipt and its forward root of the round
+//     without that onion (§5.4).
 //   - keynamed.go: an epoch's slots named here and the long-term key
 //     evidence for them, each key excluded once (its own lock).
 //

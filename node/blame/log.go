@@ -43,6 +43,8 @@ func EvidenceSlot(ev *wire.Charge) string {
 		return heldSlot(ev)
 	case wire.EvSilent:
 		return silentSlot(ev)
+	case wire.EvForward:
+		return forwardSlot(ev)
 	}
 	return ""
 }
@@ -75,6 +77,11 @@ func ChargeKey(ev *wire.Charge) string {
 	case wire.EvHeld:
 		var ok bool
 		if dg, ok = heldKey(ev); !ok {
+			return ""
+		}
+	case wire.EvForward:
+		var ok bool
+		if dg, ok = forwardKey(ev); !ok {
 			return ""
 		}
 	case wire.EvSilent:

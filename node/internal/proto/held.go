@@ -14,6 +14,7 @@ const (
 	tagOnionReceipt = "riffle/v3/onion-receipt"
 	tagDry          = "riffle/v3/dry"
 	tagAccount      = "riffle/v3/account"
+	tagForwardRoot  = "riffle/v3/forward-root"
 )
 
 // OnionReceiptDigest is what a primary signs in an OnionReceipt.
@@ -52,4 +53,24 @@ func CheckAccount(a *wire.Account, id [32]byte, r uint32, chain []peer.ID) error
 		return errors.New("proto: account of another epoch, round or server")
 	}
 	return VerifyPeerSig(chain[a.Server], AccountDigest(a), a.Sig)
+}
+
+// ForwardRootDigest is what a primary signs in a ForwardRoot.
+func ForwardRootDigest(f *wire.ForwardRoot) [32]byte {
+	return TaggedHash(tagForwardRoot, f.MarshalBody())
+}
+
+// CheckForwardRoot checks f as a forward root of epoch id signed by the
+// chain server at its position, its entries in strictly increasing slot
+// order.
+func CheckForwardRoot(f *wire.ForwardRoot, id [32]byte, chain []peer.ID) error {
+	if f.Epoch != id || int(f.Server) >= len(chain) {
+		return errors.New("proto: forward root of another epoch or server")
+	}
+	for i := 1; i < len(f.Entries); i++ {
+		if f.Entries[i].Slot <= f.Entries[i-1].Slot {
+			return errors.New("proto: forward root not in slot order")
+		}
+	}
+	return VerifyPeerSig(chain[f.Server], ForwardRootDigest(f), f.Sig)
 }
