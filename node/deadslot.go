@@ -8,7 +8,6 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
-	"github.com/riffle-net/riffle/node/internal/roundblame"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -38,32 +37,8 @@ import (
 // slots, each round void); a blame that starts while another runs ends
 // the epoch, as every blame did before.
 
-// deadRoute is one dead slot's route: pos[t] is its position at server
-// t's input (pos[0] the slot), pos[m] at the last server's output.
-type deadRoute struct {
-	slot int
-	pos  []int
-}
-
-// deadIn returns the dead positions at server t's input (t = m: the last
-// server's output). Call with s.mu held.
-func (e *sepoch) deadIn(t int) []int {
-	var out []int
-	for _, d := range e.dead {
-		out = append(out, d.pos[t])
-	}
-	return out
-}
-
 // isDead reports whether a slot is dead. Call with s.mu held.
-func (e *sepoch) isDead(slot uint32) bool {
-	for _, d := range e.dead {
-		if d.slot == int(slot) {
-			return true
-		}
-	}
-	return false
-}
+func (e *sepoch) isDead(slot uint32) bool { return e.blames.IsDead(slot) }
 
 // awaitSettled waits until no round blame of e is unsettled and returns
 // the dead positions at server t's input; false if the epoch ended.
@@ -78,110 +53,10 @@ func (s *Server) awaitSettled(e *sepoch, t int) ([]int, bool) {
 		if e.blames.Pending() {
 			return false
 		}
-		dead = e.deadIn(t)
+		dead = e.blames.DeadIn(t)
 		return true
 	})
 	return dead, !ended && s.ctx.Err() == nil
-}
-
-// settleBlame follows a walk's result at this server: a client named here
-// has its slot dropped and the round void, and the epoch goes on;
-// anything else ends the epoch as before (abort: whether to tell the
-// others). Call without s.mu, while holding the epoch's secrets.
-func (s *Server) settleBlame(e *sepoch, bl *roundblame.Blame, c *roundblame.Culprit, abort bool) {
-	if c != nil && c.Server < 0 {
-		s.mu.Lock()
-		bl.SlotKnown, bl.Slot = true, c.Slot
-		s.notify()
-		s.mu.Unlock()
-		if s.dropSlot(e, bl) {
-			s.mu.Lock()
-			bl.Settled, bl.Dropped = true, true
-			s.forwardPending(e)
-			s.notify()
-			s.mu.Unlock()
-			if e.pos == 0 && !bl.Double {
-				s.blameVoid(e, bl.Round)
-			}
-			return
-		}
-	}
-	s.mu.Lock()
-	bl.Settled = true
-	if abort {
-		s.end(e, "round blame done")
-	} else {
-		s.endQuiet(e, "round blame done")
-	}
-	s.notify()
-	s.mu.Unlock()
-}
-
-// dropSlot runs the forward reveal of the slot the walk named and records
-// its route; false if it did not finish (a server named, or a step not
-// had), which ends the epoch.
-func (s *Server) dropSlot(e *sepoch, bl *roundblame.Blame) bool {
-	m := len(e.final.Chain)
-	// The steps are checked against the setup's shuffles (a second
-	// onion can be named before this server has verified the setup).
-	if !s.awaitSetup(e) {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(s.ctx, time.Duration(m)*s.cfg.Timing.BlameStepTimeout)
-	defer cancel()
-	pos := make([]int, m+1)
-	pos[0] = bl.Slot
-	var evidence [][]byte
-	w, ep := s.walks(), blameEp(e)
-	for t := 0; t < m; t++ {
-		res := w.DropOf(ctx, ep, bl, t)
-		if res.St != nil {
-			evidence = append(evidence, res.St.Marshal())
-		}
-		if res.Named != nil {
-			s.name(e, bl.Round, res.Named, evidence)
-			return false
-		}
-		if res.Err != nil {
-			s.log.Warn("dead slot: route reveal stopped, nobody named", "round", bl.Round, "position", t, "err", res.Err)
-			return false
-		}
-		pos[t+1] = int(res.St.Out)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e.ended {
-		return false
-	}
-	e.dead = append(e.dead, deadRoute{slot: bl.Slot, pos: pos})
-	// The slot is the culprit's own; no honest client is tied to it.
-	s.log.Warn("round void, epoch goes on: the named client's slot is dead for the rest of the epoch", "round", bl.Round, "slot", bl.Slot)
-	return true
-}
-
-// dropDouble kills the slot of a client that signed two onions for one
-// round (§5.1, DoubleSubmit): no walk, the evidence names it; the forward
-// reveal runs as after a walk. The round is not void: the slot's first
-// onion, or the filler, stands in it. Without s.mu.
-func (s *Server) dropDouble(e *sepoch, d wire.DoubleSubmit) {
-	s.mu.Lock()
-	if e.ended || e.isDead(d.Slot) {
-		s.mu.Unlock()
-		return
-	}
-	if e.blames.Busy() || !e.acquire() {
-		s.end(e, "two onions signed for one slot")
-		s.mu.Unlock()
-		return
-	}
-	bl := roundblame.NewDouble(d.Round)
-	e.blames.Start(bl)
-	s.notify()
-	s.mu.Unlock()
-	s.settleBlame(e, bl, &roundblame.Culprit{Server: -1, Slot: int(d.Slot)}, true)
-	s.mu.Lock()
-	e.release()
-	s.mu.Unlock()
 }
 
 // blameVoid has every server sign the blamed round void, as a void that

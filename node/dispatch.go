@@ -45,7 +45,7 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeDupProof:
 		return s.dups.OnProof(ctx, from, body, false)
 	case wire.TypeAccuse:
-		return s.onAccuse(from, body)
+		return s.walks().OnAccuse(from, body)
 	case wire.TypeBlameReq:
 		return s.walks().OnStepReq(ctx, from, body)
 	case wire.TypeDropReq:

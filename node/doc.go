@@ -87,13 +87,15 @@
 //   - roundblame.go, roundblame_after.go, deadslot.go: round blame (§8):
 //     a blame started (an accusation sent or taken, a bad payload), a
 //     step served, the culprit named, recorded and excluded, a named
-//     client's slot dead for the rest of the epoch. The walk back, the
-//     dead slot's forward reveal, the answers to the chain's asks for
-//     steps, an epoch's blames (Blames), the culprit servers (Excluded,
-//     its own lock) and the checks of each step and of the evidence sent
-//     without a walk are package internal/roundblame's (Service over
-//     blameHost; the checks functions of the epoch's public values;
-//     network-free tests).
+//     client's slot dead for the rest of the epoch. A blame's run (an
+//     accusation taken, a bad payload, a second onion; the walk back,
+//     the culprit named, the dead slot's forward reveal, the settling),
+//     the answers to the chain's asks for steps, an epoch's blames and
+//     dead slots (Blames), the culprit servers (Excluded, its own lock)
+//     and the checks of each step and of the evidence sent without a
+//     walk are package internal/roundblame's (Service over blameHost;
+//     the checks functions of the epoch's public values; network-free
+//     tests).
 //   - handover.go: a leaving client's cover onions checked and submitted
 //     in their rounds (§5.4 v3); the queue, bounded a slot, is package
 //     internal/handover's (no I/O, no lock: s.mu guards it; network-free

@@ -144,11 +144,9 @@ type roundsState struct {
 	// window until the window reaches it (roots.go holdAheadLocked).
 	aheadS0 map[uint32]wire.Root
 	// blames: the epoch's round blames, the latest and the earlier
-	// ones that each dropped a slot (internal/roundblame, deadslot.go).
-	blames roundblame.Blames
-	// dead are the slots a round blame named, dead for the rest of the
-	// epoch, with their routes (deadslot.go).
-	dead       []deadRoute
+	// ones that each dropped a slot, and the dead slots with their
+	// routes (internal/roundblame, deadslot.go).
+	blames     roundblame.Blames
 	held       map[uint32]*heldInput
 	equivNamed bool // a server's two signed roots were named here
 	// preFinal holds the aborts for a missing publication or list that

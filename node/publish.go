@@ -88,7 +88,7 @@ func (s *Server) publish(e *sepoch, r uint32, payloads [][]byte, ph *roundstep.H
 		// §5.3: the payloads that verify, public already, are stored;
 		// the round is not acknowledged and blame walks the first bad
 		// position (§8).
-		s.payloadBlame(e, r, fx.Blame-1, payloads)
+		s.walks().PayloadBlame(blameEp(e), r, fx.Blame-1, payloads)
 		return
 	}
 	s.mu.Lock()

@@ -3,7 +3,6 @@ package node
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -16,11 +15,11 @@ import (
 	"github.com/riffle-net/riffle/node/transport"
 )
 
-// Round blame (docs/protocol.md §8): the walk back along one position of
-// one round from public evidence to the party that caused the fault is
-// package internal/roundblame's (Service, over blameHost); here a blame
-// starts (an accusation sent or taken, a bad payload found), a step is
-// served, and the walk's outcome is acted on (roundblame_after.go,
+// Round blame (docs/protocol.md §8): a blame's run, from public evidence
+// back along one position of one round to the party that caused the
+// fault, is package internal/roundblame's (Service, over blameHost); here
+// this server's own accusation starts one, its input batches are kept for
+// the walk, and the culprit is recorded and excluded (roundblame_after.go,
 // deadslot.go).
 
 // blameEp is e as the walk sees it.
@@ -81,6 +80,41 @@ func (h blameHost) WaitFor(ctx context.Context, cond func() bool) error {
 }
 func (h blameHost) Ended(ep *roundblame.Ep) bool      { return ofBlame(ep).ended }
 func (h blameHost) AwaitSetup(ep *roundblame.Ep) bool { return h.s.awaitSetup(ofBlame(ep)) }
+
+func (h blameHost) FinalEpoch(body []byte) *roundblame.Ep {
+	var e *sepoch
+	h.s.mu.Lock()
+	for _, x := range h.s.epochs {
+		if x.final != nil && len(body) >= 32 && bytes.Equal(x.final.ID[:], body[:32]) {
+			e = x
+		}
+	}
+	h.s.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	return blameEp(e)
+}
+
+func (h blameHost) Acquire(ep *roundblame.Ep) bool            { return ofBlame(ep).acquire() }
+func (h blameHost) Release(ep *roundblame.Ep)                 { ofBlame(ep).release() }
+func (h blameHost) End(ep *roundblame.Ep, reason string)      { h.s.end(ofBlame(ep), reason) }
+func (h blameHost) EndQuiet(ep *roundblame.Ep, reason string) { h.s.endQuiet(ofBlame(ep), reason) }
+func (h blameHost) Notify()                                   { h.s.notify() }
+func (h blameHost) ForwardPending(ep *roundblame.Ep)          { h.s.forwardPending(ofBlame(ep)) }
+func (h blameHost) BlameVoid(ep *roundblame.Ep, r uint32)     { h.s.blameVoid(ofBlame(ep), r) }
+
+func (h blameHost) Name(ep *roundblame.Ep, round uint32, c *roundblame.Culprit, evidence [][]byte) {
+	h.s.name(ofBlame(ep), round, c, evidence)
+}
+
+func (h blameHost) Go(f func()) {
+	h.s.wg.Add(1)
+	go func() {
+		defer h.s.wg.Done()
+		f()
+	}()
+}
 
 func (h blameHost) InputEvidence(ep *roundblame.Ep, r uint32, pos int) (wire.Evidence, error) {
 	h.s.mu.Lock()
@@ -208,83 +242,7 @@ func (s *Server) accuse(e *sepoch, r uint32, pos int) {
 		s.log.Warn("round blame: accusation not delivered everywhere", "round", r, "err", err)
 	}
 	s.hookRun().Probe(e, r, pos)
-	c := s.walks().Walk(blameEp(e), bl)
-	s.conclude(e, bl, c)
 	// A named client's slot dies and the epoch goes on; otherwise the
 	// accuser's notice ends the epoch where the accusation did not.
-	s.settleBlame(e, bl, c, true)
-	s.mu.Lock()
-	e.release()
-	s.mu.Unlock()
-}
-
-// onAccuse takes an accusation from its accuser: checked for its sender
-// and signature, it holds this server's secrets and starts the walk here.
-func (s *Server) onAccuse(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	var a wire.Accuse
-	var e *sepoch
-	s.mu.Lock()
-	for _, x := range s.epochs {
-		if x.final != nil && len(body) >= 32 && bytes.Equal(x.final.ID[:], body[:32]) {
-			e = x
-		}
-	}
-	s.mu.Unlock()
-	if e == nil {
-		return 0, nil, errors.New("node: accusation of an unknown epoch")
-	}
-	if err := a.Unmarshal(body, e.entrySize(0)); err != nil {
-		return 0, nil, err
-	}
-	v := e.final
-	if int(a.S) >= len(v.Chain) || v.Chain[a.S] != from || a.Round >= v.Desc.Params.Rounds {
-		return 0, nil, errors.New("node: accusation not from its accuser")
-	}
-	if err := proto.VerifyPeerSig(from, blame.AccuseDigest(&a), a.Sig); err != nil {
-		return 0, nil, err
-	}
-	s.mu.Lock()
-	if e.blames.Busy() || !e.acquire() {
-		s.mu.Unlock()
-		return wire.TypeAck, ack, nil // one blame per epoch
-	}
-	bl := roundblame.NewAccused(a.Round, &a)
-	e.blames.Start(bl)
-	s.notify()
-	s.mu.Unlock()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		c := s.walks().Walk(blameEp(e), bl)
-		s.conclude(e, bl, c)
-		s.settleBlame(e, bl, c, false)
-		s.mu.Lock()
-		e.release()
-		s.mu.Unlock()
-	}()
-	return wire.TypeAck, ack, nil
-}
-
-// payloadBlame starts the walk of a bad payload at output q of round r
-// (§5.3, §8): every server found it in S_{m-1}'s signed batch, so each
-// starts on its own.
-func (s *Server) payloadBlame(e *sepoch, r uint32, q int, payloads [][]byte) {
-	s.mu.Lock()
-	if q >= len(payloads) || e.blames.Busy() || !e.acquire() {
-		s.end(e, fmt.Sprintf("round %d: bad pseudonym signature", r))
-		s.mu.Unlock()
-		return
-	}
-	m := len(e.final.Chain)
-	bl := roundblame.NewPayload(r, m, q, append([]byte(nil), payloads[q]...))
-	e.blames.Start(bl)
-	s.notify()
-	s.mu.Unlock()
-	s.log.Warn("round void: bad pseudonym signature; blame starts", "round", r)
-	c := s.walks().Walk(blameEp(e), bl)
-	s.conclude(e, bl, c)
-	s.settleBlame(e, bl, c, false)
-	s.mu.Lock()
-	e.release()
-	s.mu.Unlock()
+	s.walks().Run(blameEp(e), bl, true)
 }

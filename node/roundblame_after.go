@@ -210,7 +210,7 @@ func (s *Server) doubleSubmit(e *sepoch, d wire.DoubleSubmit) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.dropDouble(e, d)
+		s.walks().DropDouble(blameEp(e), d)
 	}()
 	if err := s.sendEvidence(e, wire.TypeDoubleSubmit, body, transport.ShortTimeout, -1); err != nil {
 		s.log.Warn("double-submission evidence not delivered everywhere", "err", err)
@@ -272,7 +272,7 @@ func (s *Server) onDoubleSubmit(from peer.ID, body []byte) (wire.Type, []byte, e
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.dropDouble(e, d)
+			s.walks().DropDouble(blameEp(e), d)
 		}()
 	}
 	return wire.TypeAck, ack, nil

@@ -6,6 +6,36 @@ package roundblame
 type Blames struct {
 	cur     *Blame
 	settled []*Blame
+	// dead are the slots a blame named, dead for the rest of the epoch,
+	// with their routes.
+	dead []deadRoute
+}
+
+// deadRoute is one dead slot's route: pos[t] is its position at server
+// t's input (pos[0] the slot), pos[m] at the last server's output.
+type deadRoute struct {
+	slot int
+	pos  []int
+}
+
+// DeadIn returns the dead positions at server t's input (t = m: the last
+// server's output).
+func (b *Blames) DeadIn(t int) []int {
+	var out []int
+	for _, d := range b.dead {
+		out = append(out, d.pos[t])
+	}
+	return out
+}
+
+// IsDead reports whether a slot is dead.
+func (b *Blames) IsDead(slot uint32) bool {
+	for _, d := range b.dead {
+		if d.slot == int(slot) {
+			return true
+		}
+	}
+	return false
 }
 
 // Any reports whether a blame ever started.

@@ -193,6 +193,16 @@ type host struct {
 	calls int
 	fail  error // every call fails so
 	ended bool  // the epoch ended here
+
+	changed       chan struct{} // closed by Notify
+	users         int           // secrets held (Acquire − Release)
+	endReason     string
+	abortSent     bool // End, not EndQuiet
+	named         []Culprit
+	voided        []uint32
+	forwarded     int
+	goroutines    sync.WaitGroup
+	refuseSecrets bool // Acquire fails
 }
 
 // node is one server of the test's chain: its service, epoch and blame.
@@ -240,20 +250,82 @@ func (h *host) StepEpoch(id [32]byte, from peer.ID, t uint16, _ string) (*Ep, er
 	return x.ep, nil
 }
 
-// WaitFor checks cond once more when ctx ends: in these tests what a
-// handler waits for is there from the start, or never.
+// WaitFor checks cond under the lock at every Notify, as the server's
+// wait does.
 func (h *host) WaitFor(ctx context.Context, cond func() bool) error {
-	var ok bool
-	h.Locked(func() { ok = cond() })
-	if ok {
-		return nil
+	for {
+		var ok bool
+		var ch chan struct{}
+		h.Locked(func() { ok, ch = cond(), h.changed })
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	<-ctx.Done()
-	return ctx.Err()
 }
 
-func (h *host) Ended(*Ep) bool      { return h.ended }
-func (h *host) AwaitSetup(*Ep) bool { return !h.ended }
+func (h *host) Ended(*Ep) bool { return h.ended }
+
+func (h *host) AwaitSetup(*Ep) bool {
+	var ok bool
+	h.Locked(func() { ok = !h.ended })
+	return ok
+}
+
+func (h *host) FinalEpoch(body []byte) *Ep {
+	x := h.peers[h.f.v.Chain[h.pos]]
+	if len(body) >= 32 && [32]byte(body[:32]) == h.f.v.ID {
+		return x.ep
+	}
+	return nil
+}
+
+func (h *host) Acquire(*Ep) bool {
+	if h.ended || h.refuseSecrets {
+		return false
+	}
+	h.users++
+	return true
+}
+
+func (h *host) Release(*Ep) { h.users-- }
+
+func (h *host) End(_ *Ep, reason string) {
+	if !h.ended {
+		h.ended, h.endReason, h.abortSent = true, reason, true
+	}
+}
+
+func (h *host) EndQuiet(_ *Ep, reason string) {
+	if !h.ended {
+		h.ended, h.endReason = true, reason
+	}
+}
+
+func (h *host) Notify() {
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+func (h *host) ForwardPending(*Ep) { h.forwarded++ }
+
+func (h *host) Name(_ *Ep, _ uint32, c *Culprit, _ [][]byte) {
+	h.Locked(func() { h.named = append(h.named, *c) })
+}
+
+func (h *host) BlameVoid(_ *Ep, r uint32) { h.voided = append(h.voided, r) }
+
+func (h *host) Go(f func()) {
+	h.goroutines.Add(1)
+	go func() {
+		defer h.goroutines.Done()
+		f()
+	}()
+}
 
 func (h *host) Setup(*Ep) Setup { return h.f.setup }
 
@@ -276,7 +348,7 @@ func (f *epoch) chain(mk func() *Blame) ([]*node, []*host) {
 	var nodes []*node
 	var hosts []*host
 	for s := range f.v.Chain {
-		h := &host{f: f, pos: s, peers: peers}
+		h := &host{f: f, pos: s, peers: peers, changed: make(chan struct{})}
 		cfg := Config{Ctx: context.Background(), Priv: f.privs[s], Rand: rand.Reader, Log: slog.New(slog.DiscardHandler), StepTimeout: time.Minute, StepWait: time.Minute}
 		x := &node{svc: New(cfg, h), bl: mk()}
 		x.ep = &Ep{V: f.v, Pos: s, Blames: &x.blames}

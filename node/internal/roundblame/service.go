@@ -57,6 +57,28 @@ type Host interface {
 	// AwaitSetup waits for the epoch's setup to be verified here;
 	// false if it was not (the epoch ended).
 	AwaitSetup(ep *Ep) bool
+	// FinalEpoch is the epoch held here whose final descriptor's id
+	// body starts with, or nil (takes the lock).
+	FinalEpoch(body []byte) *Ep
+
+	// Under the lock (Locked): Acquire takes the epoch's secrets for a
+	// use outside it (false once the epoch ended), Release gives them
+	// back; End ends the epoch telling the chain, EndQuiet without;
+	// Notify wakes the server's waits; ForwardPending forwards the
+	// rounds a dead slot no longer holds up.
+	Acquire(ep *Ep) bool
+	Release(ep *Ep)
+	End(ep *Ep, reason string)
+	EndQuiet(ep *Ep, reason string)
+	Notify()
+	ForwardPending(ep *Ep)
+
+	// Name logs a culprit with its evidence, records it and excludes it
+	// (§8 "After a blame"). BlameVoid has the chain sign the blamed
+	// round r void (S_0). Go runs f as one of the server's goroutines.
+	Name(ep *Ep, round uint32, c *Culprit, evidence [][]byte)
+	BlameVoid(ep *Ep, r uint32)
+	Go(f func())
 }
 
 // Hooks are the tests' hook points (Config.Hooks).
