@@ -2,7 +2,10 @@
 
 package node
 
-import "github.com/riffle-net/riffle/node/internal/roundblame"
+import (
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/roundblame"
+)
 
 // blameHooks are the walk's hook points (roundblame.Hooks); only in the
 // tests' build, so the binary links none (TestBinaryHasNoTestHooks).
@@ -13,3 +16,6 @@ type walkHooks struct{ s *Server }
 
 func (h walkHooks) Liar() bool            { return h.s.hookRun().Liar() }
 func (h walkHooks) LieDrop(r uint32) bool { return h.s.hookRun().LieDrop(r) }
+func (h walkHooks) RefuseEvidence(t wire.Type) bool {
+	return h.s.hookRun().RefuseEvidence(t)
+}

@@ -115,13 +115,13 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeClosingSig:
 		return s.closing.onSig(from, body)
 	case wire.TypeEquivocation:
-		return s.onEquivocation(from, body)
+		return s.walks().OnEquivocation(from, body)
 	case wire.TypeDoubleSubmit:
-		return s.onDoubleSubmit(from, body)
+		return s.walks().OnDoubleSubmit(from, body)
 	case wire.TypeKeyEvidence:
 		return s.onKeyEvidence(from, body)
 	case wire.TypeBadBatch:
-		return s.onBadBatch(from, body)
+		return s.walks().OnBadBatch(from, body)
 	case wire.TypeGetChunk:
 		var c wire.Chunk
 		if err := c.Unmarshal(body, 0); err != nil {

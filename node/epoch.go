@@ -146,9 +146,8 @@ type roundsState struct {
 	// blames: the epoch's round blames, the latest and the earlier
 	// ones that each dropped a slot, and the dead slots with their
 	// routes (internal/roundblame, deadslot.go).
-	blames     roundblame.Blames
-	held       map[uint32]*heldInput
-	equivNamed bool // a server's two signed roots were named here
+	blames roundblame.Blames
+	held   map[uint32]*heldInput
 	// preFinal holds the aborts for a missing publication or list that
 	// came before the final descriptor, one a signer and kind, taken
 	// when it comes (refusals.go holdPreFinalLocked).
@@ -193,11 +192,6 @@ type roundsState struct {
 	// position), which it adds its attestation to once its probe fails.
 	downAttest map[int]*wire.Attest
 	downAborts map[int][][]byte
-	// doubleNamed: the slots whose client's two onions for one round
-	// were named here.
-	doubleNamed map[uint32]bool
-	// badNamed: a server's malformed signed batch was named here.
-	badNamed bool
 	// handover: the cover onions this primary's leaving clients handed
 	// over, and their slots (internal/handover).
 	handover handover.Queue

@@ -92,12 +92,11 @@ func (s *Server) noteRootLocked(e *sepoch, r *wire.Root) bool {
 func (s *Server) equivocatedLocked(e *sepoch, a, b wire.Root) {
 	e.keepEvidence(b.Round, [][]byte{a.Marshal(), b.Marshal()})
 	s.end(e, fmt.Sprintf("round %d: server %d signed two batch roots", b.Round, b.S-1))
-	if !e.equivNamed {
-		e.equivNamed = true
+	if e.blames.NameEquivocation() {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.equivocation(e, a, b)
+			s.walks().Equivocation(blameEp(e), a, b)
 		}()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -94,6 +95,18 @@ func (h blameHost) FinalEpoch(body []byte) *roundblame.Ep {
 		return nil
 	}
 	return blameEp(e)
+}
+
+func (h blameHost) Epoch(id [32]byte) (*roundblame.Ep, error) {
+	e, err := h.s.epochFor(id)
+	if err != nil {
+		return nil, err
+	}
+	return blameEp(e), nil
+}
+
+func (h blameHost) SendEvidence(ep *roundblame.Ep, typ wire.Type, body []byte, perTry time.Duration, culprit int) error {
+	return h.s.sendEvidence(ofBlame(ep), typ, body, perTry, culprit)
 }
 
 func (h blameHost) Acquire(ep *roundblame.Ep) bool            { return ofBlame(ep).acquire() }

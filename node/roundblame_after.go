@@ -1,7 +1,6 @@
 package node
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -10,11 +9,8 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/mix"
-	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/roundblame"
 	"github.com/riffle-net/riffle/node/internal/strikes"
-	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
 
@@ -153,187 +149,13 @@ func (s *Server) name(e *sepoch, round uint32, c *roundblame.Culprit, evidence [
 	}
 }
 
-// equivocation names a server that signed two different roots for one
-// batch (§5.2): the two signed roots are public evidence, sent to every
-// chain server so that each checks and names it too. Called once per epoch
-// (noteRoot's first conflict), without s.mu.
-func (s *Server) equivocation(e *sepoch, a, b wire.Root) {
-	ev := wire.Equivocation{A: a, B: b}
-	body := ev.Marshal()
-	t := int(a.S) - 1
-	s.name(e, a.Round, roundblame.ServerCulprit(t, "server %d signed two roots for its output of round %d (equivocation)", t, a.Round), [][]byte{body})
-	if err := s.sendEvidence(e, wire.TypeEquivocation, body, transport.ShortTimeout, t); err != nil {
-		s.log.Warn("equivocation evidence not delivered everywhere", "err", err)
-	}
-}
+// noteDouble: two different submissions of one slot (intake.go), named
+// once (roundblame.Service.NoteDouble). Call with s.mu held.
+func (s *Server) noteDouble(e *sepoch, a, b *wire.Submit) { s.walks().NoteDouble(blameEp(e), a, b) }
 
-// onEquivocation checks two signed roots of one batch that differ and
-// names their signer.
-func (s *Server) onEquivocation(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	var ev wire.Equivocation
-	if err := ev.Unmarshal(body); err != nil {
-		return 0, nil, err
-	}
-	e, err := s.epochFor(ev.A.Epoch)
-	if err != nil {
-		return 0, nil, err
-	}
-	v := e.final
-	if !fromChain(e, from) {
-		return 0, nil, errors.New("node: equivocation evidence not from a chain server")
-	}
-	if s.hookRun().RefuseEvidence(wire.TypeEquivocation) {
-		return 0, nil, errors.New("node: evidence refused (test hook)")
-	}
-	t, err := roundblame.CheckEquivocation(v, &ev)
-	if err != nil {
-		return 0, nil, err
-	}
-	a := ev.A
-	s.mu.Lock()
-	first := !e.equivNamed
-	e.equivNamed = true
-	s.end(e, fmt.Sprintf("round %d: server %d signed two batch roots", a.Round, a.S-1))
-	s.mu.Unlock()
-	if first {
-		s.name(e, a.Round, roundblame.ServerCulprit(t, "server %d signed two roots for its output of round %d (equivocation)", t, a.Round), [][]byte{body})
-	}
-	return wire.TypeAck, ack, nil
-}
-
-// doubleSubmit names the client of a slot that signed two different onions
-// for one round (§5.1): the two signed hashes are public evidence, sent to
-// every chain server so that each checks and names it too. Without s.mu.
-func (s *Server) doubleSubmit(e *sepoch, d wire.DoubleSubmit) {
-	body := d.Marshal()
-	s.nameDouble(e, d, body)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.walks().DropDouble(blameEp(e), d)
-	}()
-	if err := s.sendEvidence(e, wire.TypeDoubleSubmit, body, transport.ShortTimeout, -1); err != nil {
-		s.log.Warn("double-submission evidence not delivered everywhere", "err", err)
-	}
-}
-
-// noteDouble starts doubleSubmit once per slot for two different
-// submissions of one slot. Call with s.mu held.
-func (s *Server) noteDouble(e *sepoch, a, b *wire.Submit) {
-	if e.doubleNamed[a.Slot] {
-		return
-	}
-	if e.doubleNamed == nil {
-		e.doubleNamed = map[uint32]bool{}
-	}
-	e.doubleNamed[a.Slot] = true
-	d := wire.DoubleSubmit{Epoch: a.Epoch, Round: a.Round, Slot: a.Slot, HashA: mix.SubmissionDigest(a.Onion), SigA: a.Sig, HashB: mix.SubmissionDigest(b.Onion), SigB: b.Sig}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.doubleSubmit(e, d)
-	}()
-}
-
-func (s *Server) nameDouble(e *sepoch, d wire.DoubleSubmit, body []byte) {
-	s.name(e, d.Round, &roundblame.Culprit{Server: -1, Slot: int(d.Slot), Why: fmt.Sprintf("it signed two different onions for round %d", d.Round)}, [][]byte{body})
-}
-
-// onDoubleSubmit checks two signed submissions of one slot that differ and
-// names its client.
-func (s *Server) onDoubleSubmit(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	var d wire.DoubleSubmit
-	if err := d.Unmarshal(body); err != nil {
-		return 0, nil, err
-	}
-	e, err := s.epochFor(d.Epoch)
-	if err != nil {
-		return 0, nil, err
-	}
-	v := e.final
-	if !fromChain(e, from) {
-		return 0, nil, errors.New("node: double-submission evidence not from a chain server")
-	}
-	if s.hookRun().RefuseEvidence(wire.TypeDoubleSubmit) {
-		return 0, nil, errors.New("node: evidence refused (test hook)")
-	}
-	if err := roundblame.CheckDoubleSubmit(v, &d); err != nil {
-		return 0, nil, err
-	}
-	s.mu.Lock()
-	first := !e.doubleNamed[d.Slot]
-	if e.doubleNamed == nil {
-		e.doubleNamed = map[uint32]bool{}
-	}
-	e.doubleNamed[d.Slot] = true
-	s.mu.Unlock()
-	if first {
-		s.nameDouble(e, d, body)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.walks().DropDouble(blameEp(e), d)
-		}()
-	}
-	return wire.TypeAck, ack, nil
-}
-
-// noteBadBatch names, once per epoch, server t whose signed batch of round
-// r has entries that match its signed root but a wrong shape (a missing
-// entry or one of the wrong size, §5.2): the batch itself is the public
-// evidence, sent to every chain server so that each checks and names it.
+// noteBadBatch: server t's signed batch of round r of the wrong shape
+// (mixing.go), named once an epoch (roundblame.Service.NoteBadBatch).
 // Call with s.mu held.
 func (s *Server) noteBadBatch(e *sepoch, t int, r uint32, body []byte) {
-	if e.badNamed {
-		return
-	}
-	e.badNamed = true
-	body = append([]byte(nil), body...)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.name(e, r, roundblame.ServerCulprit(t, "server %d signed a batch of round %d with a missing or wrong-size entry", t, r), [][]byte{body})
-		if err := s.sendEvidence(e, wire.TypeBadBatch, body, transport.BulkTimeout, t); err != nil {
-			s.log.Warn("malformed-batch evidence not delivered everywhere", "err", err)
-		}
-	}()
-}
-
-// onBadBatch checks a forwarded signed batch: its sender's signature, its
-// entries against the signed root (entries that do not match it are no
-// evidence: anyone could attach them), and its shape; a wrong shape names
-// the sender.
-func (s *Server) onBadBatch(from peer.ID, body []byte) (wire.Type, []byte, error) {
-	h, err := wire.PeekBatch(body)
-	if err != nil {
-		return 0, nil, err
-	}
-	e, err := s.epochFor(h.Epoch)
-	if err != nil {
-		return 0, nil, err
-	}
-	v := e.final
-	m := len(v.Chain)
-	inChain := false
-	for _, p := range v.Chain {
-		inChain = inChain || p == from
-	}
-	S := int(h.S)
-	if !inChain || S < 1 || S > m || h.Round >= v.Desc.Params.Rounds {
-		return 0, nil, errors.New("node: malformed-batch evidence not from a chain server")
-	}
-	if s.hookRun().RefuseEvidence(wire.TypeBadBatch) {
-		return 0, nil, errors.New("node: evidence refused (test hook)")
-	}
-	lim := proto.LimitsFor(v.Desc.Params, m)
-	lim.Frame = roundCaps(wire.TypeBadBatch)
-	r, err := roundblame.CheckBadBatch(v, h, body, lim)
-	if err != nil {
-		return 0, nil, err
-	}
-	s.mu.Lock()
-	s.end(e, fmt.Sprintf("round %d void: batch from server %d malformed", r, S-1))
-	s.noteBadBatch(e, S-1, r, body)
-	s.mu.Unlock()
-	return wire.TypeAck, ack, nil
+	s.walks().NoteBadBatch(blameEp(e), t, r, body)
 }

@@ -9,6 +9,30 @@ type Blames struct {
 	// dead are the slots a blame named, dead for the rest of the epoch,
 	// with their routes.
 	dead []deadRoute
+	// What was named without a walk (evidence.go): a server's two signed
+	// roots, a server's malformed signed batch (once an epoch each), and
+	// the slots whose client signed two onions for one round.
+	equivNamed, badNamed bool
+	doubleNamed          map[uint32]bool
+}
+
+// NameEquivocation reports whether this is the epoch's first
+// equivocation named here, and marks it named.
+func (b *Blames) NameEquivocation() bool {
+	first := !b.equivNamed
+	b.equivNamed = true
+	return first
+}
+
+// nameDouble reports whether slot's two onions are the first named here,
+// and marks them named.
+func (b *Blames) nameDouble(slot uint32) bool {
+	first := !b.doubleNamed[slot]
+	if b.doubleNamed == nil {
+		b.doubleNamed = map[uint32]bool{}
+	}
+	b.doubleNamed[slot] = true
+	return first
 }
 
 // deadRoute is one dead slot's route: pos[t] is its position at server

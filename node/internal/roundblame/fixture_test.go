@@ -203,6 +203,13 @@ type host struct {
 	forwarded     int
 	goroutines    sync.WaitGroup
 	refuseSecrets bool // Acquire fails
+	sent          []sent
+}
+
+// sent is evidence a host sent the chain.
+type sent struct {
+	typ     wire.Type
+	culprit int
 }
 
 // node is one server of the test's chain: its service, epoch and blame.
@@ -281,6 +288,18 @@ func (h *host) FinalEpoch(body []byte) *Ep {
 	if len(body) >= 32 && [32]byte(body[:32]) == h.f.v.ID {
 		return x.ep
 	}
+	return nil
+}
+
+func (h *host) Epoch(id [32]byte) (*Ep, error) {
+	if id != h.f.v.ID {
+		return nil, errors.New("unknown epoch")
+	}
+	return h.peers[h.f.v.Chain[h.pos]].ep, nil
+}
+
+func (h *host) SendEvidence(_ *Ep, typ wire.Type, _ []byte, _ time.Duration, culprit int) error {
+	h.Locked(func() { h.sent = append(h.sent, sent{typ, culprit}) })
 	return nil
 }
 

@@ -60,6 +60,14 @@ type Host interface {
 	// FinalEpoch is the epoch held here whose final descriptor's id
 	// body starts with, or nil (takes the lock).
 	FinalEpoch(body []byte) *Ep
+	// Epoch is the epoch of id held here, once its final descriptor is
+	// (takes the lock).
+	Epoch(id [32]byte) (*Ep, error)
+	// SendEvidence delivers evidence of type typ to every chain server
+	// but this one and the culprit at chain position culprit (-1: a
+	// client), retrying until each acknowledges or the evidence's
+	// deadline passes.
+	SendEvidence(ep *Ep, typ wire.Type, body []byte, perTry time.Duration, culprit int) error
 
 	// Under the lock (Locked): Acquire takes the epoch's secrets for a
 	// use outside it (false once the epoch ended), Release gives them
@@ -88,6 +96,9 @@ type Hooks interface {
 	Liar() bool
 	// LieDrop: its drop step of round r names another output.
 	LieDrop(r uint32) bool
+	// RefuseEvidence: this server refuses a delivery of evidence of
+	// type t (a lost delivery, to be retried).
+	RefuseEvidence(t wire.Type) bool
 }
 
 // Config is what a walk takes of its server as values.
