@@ -1,15 +1,6 @@
 package node
 
-import (
-	"context"
-	"errors"
-	"fmt"
-	"time"
-
-	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/node/internal/proto"
-	"github.com/riffle-net/riffle/node/transport"
-)
+import "github.com/riffle-net/riffle/internal/wire"
 
 // A dead slot (docs/protocol.md §8 "A dead slot"): a round blame that
 // names a client voids its round, as before, but no longer ends the epoch.
@@ -36,6 +27,10 @@ import (
 // same epoch works the same once the one before has settled (several dead
 // slots, each round void); a blame that starts while another runs ends
 // the epoch, as every blame did before.
+//
+// The reveal, the blamed round's void and the epoch's dead slots are
+// package internal/roundblame's (Service.Settle, SignVoid; Blames); here
+// the dead positions are read for the mix path and the primary's intake.
 
 // isDead reports whether a slot is dead. Call with s.mu held.
 func (e *sepoch) isDead(slot uint32) bool { return e.blames.IsDead(slot) }
@@ -57,79 +52,6 @@ func (s *Server) awaitSettled(e *sepoch, t int) ([]int, bool) {
 		return true
 	})
 	return dead, !ended && s.ctx.Err() == nil
-}
-
-// blameVoid has every server sign the blamed round void, as a void that
-// names nobody is (void.go), except that it is not counted against the
-// epoch's one such void and charges nobody: the culprit is named. S_0 only,
-// once its own reveal has settled; the epoch ends if it fails.
-func (s *Server) blameVoid(e *sepoch, r uint32) {
-	v := e.final
-	rl := wire.RoundList{Epoch: v.ID, Round: r, Flags: wire.ListVoid | wire.ListBlame}
-	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
-	defer cancel()
-	err := s.signProposal(&rl)
-	var reps [][]byte
-	if err == nil {
-		reps, err = s.each(ctx, v.Chain, transport.Request{Proto: ProtoRound, Type: wire.TypeProposal, Body: rl.Marshal(), Timeout: transport.BulkTimeout})
-	}
-	if err == nil {
-		rl.Sigs = nil
-		for i, rep := range reps {
-			var sg wire.Sig
-			if err = sg.Unmarshal(rep); err == nil && int(sg.Index) != i {
-				err = errors.New("signature of another server")
-			}
-			if err != nil {
-				break
-			}
-			rl.Sigs = append(rl.Sigs, sg.Sig)
-		}
-	}
-	if err != nil {
-		s.log.Warn("void list of a blamed round refused", "round", r, "err", err)
-		s.mu.Lock()
-		s.end(e, fmt.Sprintf("round %d: the blamed round was not signed void", r))
-		s.mu.Unlock()
-		return
-	}
-	if _, err := s.each(ctx, v.Chain, transport.Request{Proto: ProtoRound, Type: wire.TypeRoundList, Body: rl.Marshal(), Timeout: transport.BulkTimeout}); err != nil {
-		s.log.Warn("deliver void list", "round", r, "err", err)
-	}
-}
-
-// signBlameVoid signs a void proposal of the round under blame here, once
-// this server's own reveal has settled with the slot dropped. Handled is
-// false for any other round (the ordinary void rules apply).
-func (s *Server) signBlameVoid(ctx context.Context, e *sepoch, rl *wire.RoundList) (handled bool, t wire.Type, body []byte, err error) {
-	if !rl.Blamed() {
-		return false, 0, nil, nil
-	}
-	s.mu.Lock()
-	bl := e.blames.Of(rl.Round)
-	s.mu.Unlock()
-	if bl == nil || bl.Double {
-		// Signed, it would waive a void whose cause is not public.
-		return true, 0, nil, errors.New("node: a blame void of a round not blamed here")
-	}
-	wctx, cancel := context.WithTimeout(ctx, time.Duration(len(e.final.Chain)+1)*s.cfg.Timing.BlameStepTimeout)
-	defer cancel()
-	_ = s.waitFor(wctx, func() bool { return e.ended || bl.Settled })
-	s.mu.Lock()
-	if e.ended || !bl.Dropped {
-		s.mu.Unlock()
-		return true, 0, nil, errors.New("node: the blamed round's slot was not dropped here")
-	}
-	if x := e.round(rl.Round); !x.void {
-		e.voided(x, rl.Round)
-		s.log.Warn("round void (a client was named), epoch goes on", "round", rl.Round)
-	}
-	s.mu.Unlock()
-	sig, err := proto.Sign(s.priv, proto.ListDigest(rl))
-	if err != nil {
-		return true, 0, nil, err
-	}
-	return true, wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
 }
 
 // liveCount counts the slots among mine that are not dead and, of those,

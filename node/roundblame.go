@@ -115,7 +115,22 @@ func (h blameHost) End(ep *roundblame.Ep, reason string)      { h.s.end(ofBlame(
 func (h blameHost) EndQuiet(ep *roundblame.Ep, reason string) { h.s.endQuiet(ofBlame(ep), reason) }
 func (h blameHost) Notify()                                   { h.s.notify() }
 func (h blameHost) ForwardPending(ep *roundblame.Ep)          { h.s.forwardPending(ofBlame(ep)) }
-func (h blameHost) BlameVoid(ep *roundblame.Ep, r uint32)     { h.s.blameVoid(ofBlame(ep), r) }
+
+// VoidRound: call with s.mu held.
+func (h blameHost) VoidRound(ep *roundblame.Ep, r uint32) bool {
+	e := ofBlame(ep)
+	if x := e.round(r); !x.void {
+		e.voided(x, r)
+		return true
+	}
+	return false
+}
+
+func (h blameHost) SignProposal(rl *wire.RoundList) error { return h.s.signProposal(rl) }
+
+func (h blameHost) Each(ctx context.Context, chain []peer.ID, r transport.Request) ([][]byte, error) {
+	return h.s.each(ctx, chain, r)
+}
 
 func (h blameHost) Name(ep *roundblame.Ep, round uint32, c *roundblame.Culprit, evidence [][]byte) {
 	h.s.name(ofBlame(ep), round, c, evidence)

@@ -75,7 +75,7 @@ func (s *Server) voidRound(e *sepoch, r uint32) bool {
 // then on the round's batches and publication are dropped here.
 func (s *Server) signVoid(ctx context.Context, e *sepoch, rl *wire.RoundList) (wire.Type, []byte, error) {
 	v := e.final
-	if done, t, body, err := s.signBlameVoid(ctx, e, rl); done {
+	if done, t, body, err := s.walks().SignVoid(ctx, blameEp(e), rl); done {
 		return t, body, err
 	}
 	if rl.Round >= v.Desc.Params.Rounds {

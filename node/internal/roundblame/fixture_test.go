@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -204,6 +205,8 @@ type host struct {
 	goroutines    sync.WaitGroup
 	refuseSecrets bool // Acquire fails
 	sent          []sent
+	roundVoid     map[uint32]bool // rounds void here (VoidRound)
+	lists         int             // signed lists delivered to the chain
 }
 
 // sent is evidence a host sent the chain.
@@ -336,7 +339,49 @@ func (h *host) Name(_ *Ep, _ uint32, c *Culprit, _ [][]byte) {
 	h.Locked(func() { h.named = append(h.named, *c) })
 }
 
-func (h *host) BlameVoid(_ *Ep, r uint32) { h.voided = append(h.voided, r) }
+func (h *host) VoidRound(_ *Ep, r uint32) bool {
+	if h.roundVoid[r] {
+		return false
+	}
+	if h.roundVoid == nil {
+		h.roundVoid = map[uint32]bool{}
+	}
+	h.roundVoid[r] = true
+	return true
+}
+
+// SignProposal is S_0's signature of its proposal.
+func (h *host) SignProposal(rl *wire.RoundList) error {
+	h.voided = append(h.voided, rl.Round)
+	sig, err := proto.Sign(h.f.privs[h.pos], proto.ListDigest(rl))
+	rl.Sigs = [][64]byte{sig}
+	return err
+}
+
+// Each asks every server of chain in turn: a proposal is signed by its
+// SignVoid, a signed list taken.
+func (h *host) Each(ctx context.Context, chain []peer.ID, r transport.Request) ([][]byte, error) {
+	var reps [][]byte
+	for _, p := range chain {
+		x := h.peers[p]
+		switch r.Type {
+		case wire.TypeProposal:
+			var rl wire.RoundList
+			if err := rl.Unmarshal(r.Body, proto.GenericLimits()); err != nil {
+				return nil, err
+			}
+			handled, _, rep, err := x.svc.SignVoid(ctx, x.ep, &rl)
+			if !handled || err != nil {
+				return nil, fmt.Errorf("server %d: handled %v, %v", x.ep.Pos, handled, err)
+			}
+			reps = append(reps, rep)
+		case wire.TypeRoundList:
+			h.lists++
+			reps = append(reps, nil)
+		}
+	}
+	return reps, nil
+}
 
 func (h *host) Go(f func()) {
 	h.goroutines.Add(1)

@@ -138,7 +138,7 @@ func (s *Service) Settle(ep *Ep, bl *Blame, c *Culprit, abort bool) {
 				s.h.Notify()
 			})
 			if ep.Pos == 0 && !bl.Double {
-				s.h.BlameVoid(ep, bl.Round)
+				s.blameVoid(ep, bl.Round)
 			}
 			return
 		}

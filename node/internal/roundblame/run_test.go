@@ -1,6 +1,7 @@
 package roundblame
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -51,8 +52,11 @@ func TestRunDropsNamedSlot(t *testing.T) {
 		if !x.blames.IsDead(slot) || !slices.Equal(x.blames.DeadIn(0), []int{slot}) || !slices.Equal(x.blames.DeadIn(m), []int{q}) {
 			t.Fatalf("server %d: dead at the input %v, at the output %v; want %d, %d", s, x.blames.DeadIn(0), x.blames.DeadIn(m), slot, q)
 		}
-		if want := s == 0; (len(h.voided) == 1) != want {
-			t.Fatalf("server %d had the round signed void: %v", s, h.voided)
+		if want := s == 0; (len(h.voided) == 1) != want || (h.lists == m) != want {
+			t.Fatalf("server %d had the round signed void: %v, lists delivered %d", s, h.voided, h.lists)
+		}
+		if !h.roundVoid[f.r] {
+			t.Fatalf("server %d did not sign the blamed round void", s)
 		}
 	}
 }
@@ -150,5 +154,45 @@ func TestDropDoubleOnce(t *testing.T) {
 	x.svc.DropDouble(x.ep, wire.DoubleSubmit{Epoch: f.v.ID, Round: f.r, Slot: 2})
 	if !h.ended || !h.abortSent || x.blames.IsDead(2) {
 		t.Fatalf("a second onion while a walk runs: ended %v (%s)", h.ended, h.endReason)
+	}
+}
+
+// TestSignVoidOnlyDropped: a server signs a blame void only of a round a
+// walk blamed here whose slot it dropped; a second onion's round, a
+// round not blamed, an ordinary void and a blame that ended the epoch
+// get no signature.
+func TestSignVoidOnlyDropped(t *testing.T) {
+	t.Parallel()
+	f := newEpoch(t, 2, 2)
+	ctx := context.Background()
+	blamed := &wire.RoundList{Epoch: f.v.ID, Round: f.r, Flags: wire.ListVoid | wire.ListBlame}
+	nodes, hosts := f.chain(func() *Blame { return NewPayload(f.r, 2, 0, nil) })
+	x, h := nodes[1], hosts[1]
+	if handled, _, _, _ := x.svc.SignVoid(ctx, x.ep, &wire.RoundList{Epoch: f.v.ID, Round: f.r, Flags: wire.ListVoid}); handled {
+		t.Fatal("an ordinary void taken as a blame void")
+	}
+	if _, _, _, err := x.svc.SignVoid(ctx, x.ep, &wire.RoundList{Epoch: f.v.ID, Round: 0, Flags: wire.ListVoid | wire.ListBlame}); err == nil {
+		t.Fatal("a blame void of a round not blamed here signed")
+	}
+	x.bl.Settled = true
+	if _, _, _, err := x.svc.SignVoid(ctx, x.ep, blamed); err == nil || h.roundVoid[f.r] {
+		t.Fatal("a blame void signed whose slot was not dropped")
+	}
+	x.bl.Dropped = true
+	h.ended = true
+	if _, _, _, err := x.svc.SignVoid(ctx, x.ep, blamed); err == nil || h.roundVoid[f.r] {
+		t.Fatal("a blame void signed after the epoch ended")
+	}
+	h.ended = false
+	if _, typ, body, err := x.svc.SignVoid(ctx, x.ep, blamed); err != nil || typ != wire.TypeSig || len(body) == 0 || !h.roundVoid[f.r] {
+		t.Fatalf("a dropped slot's blame void: %v", err)
+	}
+	nodes, _ = f.chain(func() *Blame {
+		bl := NewDouble(f.r)
+		bl.Settled, bl.Dropped = true, true
+		return bl
+	})
+	if _, _, _, err := nodes[1].svc.SignVoid(ctx, nodes[1].ep, blamed); err == nil {
+		t.Fatal("a second onion's round signed void")
 	}
 }

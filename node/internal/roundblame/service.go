@@ -81,12 +81,19 @@ type Host interface {
 	Notify()
 	ForwardPending(ep *Ep)
 
+	// VoidRound marks round r void here, unless it is: whether it
+	// was not (under the lock).
+	VoidRound(ep *Ep, r uint32) bool
+
 	// Name logs a culprit with its evidence, records it and excludes it
-	// (§8 "After a blame"). BlameVoid has the chain sign the blamed
-	// round r void (S_0). Go runs f as one of the server's goroutines.
+	// (§8 "After a blame"). Go runs f as one of the server's
+	// goroutines. SignProposal signs a round list as S_0 proposes it;
+	// Each sends r to every server of chain, this one included, and
+	// returns their replies in order.
 	Name(ep *Ep, round uint32, c *Culprit, evidence [][]byte)
-	BlameVoid(ep *Ep, r uint32)
 	Go(f func())
+	SignProposal(rl *wire.RoundList) error
+	Each(ctx context.Context, chain []peer.ID, r transport.Request) ([][]byte, error)
 }
 
 // Hooks are the tests' hook points (Config.Hooks).
