@@ -1,5 +1,33 @@
 package roundblame
 
+import (
+	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/proto"
+)
+
+// Ep is an epoch as a walk sees it: its final descriptor, this server's
+// position in its chain, its blames, and the server's own epoch (Ref,
+// for Host).
+type Ep struct {
+	V   *proto.View
+	Pos int
+	// Blames are the epoch's blames here (under the server's lock).
+	Blames *Blames
+	Ref    any
+}
+
+// N is the epoch's number of slots.
+func (ep *Ep) N() int { return len(ep.V.Desc.Clients) }
+
+// EntrySize is the size of an entry at server t's input.
+func (ep *Ep) EntrySize(t int) int { return EntrySize(ep.V, t) }
+
+// EntrySize is the size of an entry at server t's input in the epoch of v.
+func EntrySize(v *proto.View, t int) int {
+	b, k := int(v.Desc.Params.ChunkSize), int(v.Desc.Params.K)
+	return mix.OnionSize(b, k, len(v.Chain)) - mix.TagSize*t
+}
+
 // Blames are one epoch's round blames at one server: the latest, and the
 // settled ones before it, each of which dropped a slot (§8 "A dead
 // slot"). Guarded by the server's lock.

@@ -20,13 +20,24 @@
 // strictly sequential). Only the disrupting position of the disrupting
 // round is walked; nothing of any other position is revealed.
 //
-// Blame is one round blame (its steps under its own lock; what settles it
-// under the server's, Host.Locked). The checks of a step, an accusation,
-// an input entry and a drop step are functions of the epoch's public
-// values (Ep, check.go). Service walks and reveals over what it asks of
-// its server (Host: the epoch's secrets and kept inputs, the chain's
-// requests); package node starts a blame, answers the requests for steps,
-// names the culprit and settles the epoch.
+// A blame's run at one server (run.go): started (Service.OnAccuse, an
+// accusation taken; PayloadBlame; DropDouble, a second onion), walked
+// (Service.Walk, StepOf; the chain's asks answered by OnStepReq), the
+// culprit named (Conclude), and settled (Settle): a named client's slot
+// is revealed forward (DropOf, OnDropReq; drop.go), recorded dead
+// (Blames) and its round signed void (void.go); anything else ends the
+// epoch. Evidence of a fault that needs no walk (two roots of one batch,
+// two onions of one slot, a malformed signed batch) is checked, named
+// and sent on (evidence.go). The culprit servers are kept in Excluded
+// (its own lock).
+//
+// Blame is one round blame (its steps under its own lock; what settles
+// it under the server's, Host.Locked, as are an epoch's Blames). The
+// checks of a step, an accusation, an input entry, a drop step and of
+// the evidence sent without a walk are functions of the epoch's public
+// values (check.go, evidence.go). Service does the rest over what it
+// asks of its server (Host: the epoch's secrets, kept inputs and end,
+// the chain's requests, the naming): package node's blameHost.
 package roundblame
 
 import (
@@ -34,8 +45,6 @@ import (
 	"sync"
 
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/mix"
-	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // Culprit is the party a walk named.
@@ -55,29 +64,6 @@ func (c Culprit) String() string {
 // ServerCulprit names chain server t, for the reason format says.
 func ServerCulprit(t int, format string, a ...any) *Culprit {
 	return &Culprit{Server: t, Slot: -1, Why: fmt.Sprintf(format, a...)}
-}
-
-// Ep is an epoch as a walk sees it: its final descriptor, this server's
-// position in its chain, its blames, and the server's own epoch (Ref,
-// for Host).
-type Ep struct {
-	V   *proto.View
-	Pos int
-	// Blames are the epoch's blames here (under the server's lock).
-	Blames *Blames
-	Ref    any
-}
-
-// N is the epoch's number of slots.
-func (ep *Ep) N() int { return len(ep.V.Desc.Clients) }
-
-// EntrySize is the size of an entry at server t's input.
-func (ep *Ep) EntrySize(t int) int { return EntrySize(ep.V, t) }
-
-// EntrySize is the size of an entry at server t's input in the epoch of v.
-func EntrySize(v *proto.View, t int) int {
-	b, k := int(v.Desc.Params.ChunkSize), int(v.Desc.Params.K)
-	return mix.OnionSize(b, k, len(v.Chain)) - mix.TagSize*t
 }
 
 // StepResult is one verified walk step, a step that named its server, or
