@@ -89,16 +89,6 @@ func (s *Server) loadStrikes() {
 	s.strikes.Load(recs)
 }
 
-// conclude acts on a walk's result: log, record, exclusion.
-func (s *Server) conclude(e *sepoch, bl *roundblame.Blame, c *roundblame.Culprit) {
-	v := e.final
-	if c == nil {
-		s.log.Warn("round blame: the walk did not finish; nobody is named", "epoch", fmt.Sprintf("%x", v.ID[:6]), "round", bl.Round)
-		return
-	}
-	s.name(e, bl.Round, c, bl.Evidence())
-}
-
 // name logs a culprit with its evidence, records it in the store and
 // excludes it (§8 "After a blame").
 func (s *Server) name(e *sepoch, round uint32, c *roundblame.Culprit, evidence [][]byte) {
