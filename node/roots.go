@@ -87,8 +87,8 @@ func (s *Server) noteRootLocked(e *sepoch, r *wire.Root) bool {
 
 // equivocatedLocked ends the epoch on two different roots signed for one
 // (round, S), keeping both as the evidence (the first stays in roots),
-// and names their signer everywhere (roundblame_after.go). Call with s.mu
-// held.
+// and names their signer everywhere (internal/roundblame's
+// Equivocation). Call with s.mu held.
 func (s *Server) equivocatedLocked(e *sepoch, a, b wire.Root) {
 	e.keepEvidence(b.Round, [][]byte{a.Marshal(), b.Marshal()})
 	s.end(e, fmt.Sprintf("round %d: server %d signed two batch roots", b.Round, b.S-1))

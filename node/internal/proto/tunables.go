@@ -82,7 +82,7 @@ type Tunables struct {
 	AbortSettle time.Duration
 	// BlameStepWait bounds how long a server asked for its blame step
 	// waits to learn of the blame; BlameStepTimeout one step's fetch
-	// (roundblame.go, deadslot.go).
+	// (package node/internal/roundblame).
 	BlameStepWait    time.Duration
 	BlameStepTimeout time.Duration
 	// ServerProbe is how long a server that lost its last connection to a
