@@ -53,8 +53,10 @@ import (
 // account covers the receipts shown, so nobody attests it, and S_0's
 // abort is its word against the primary's. Skipped unless RIFFLE_OPEN=1
 // (on main: ended "round 3 not filled", both honest servers charged
-// nobody); what closes it is the primary's signed forward root sent to
-// every chain server (docs/protocol.md §5.4, "A silent primary").
+// nobody). The forward root does not close it: the holder may sign a
+// root that lists the onions, or send none, since nothing obliges a
+// root; what would is S_0's signed lack claim with the holders' relay and
+// absence attestations (docs/protocol.md §5.4, "Limit, open").
 func TestHeldOnionEndsUncharged(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time, each case
 	t.Run("says dry", func(t *testing.T) {
