@@ -5,6 +5,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,9 +23,19 @@ import (
 // abort of its missing publication charged the honest server that had not
 // yet passed the round on: m = 5 with S_1, S_3 corrupt (case 1) and m =
 // 11 at the default limits (case 2). Staleness now follows the dues
-// (stale.go): the epoch runs all its rounds and nobody honest is charged.
-// Cases 0 and 3 are controls; cases 4 to 6 have S_0 hold its batch 1.4
-// round limits.
+// (stale.go). Each honest server's end of the epoch is taken as it ends
+// there, and then, after the aborts' settle:
+//   - cases 0 to 3 (corrupt relays, 30 % and 72 % or 74 % of a round
+//     limit; 0 and 3 are controls): the epoch runs all its rounds at
+//     every honest server and nobody is charged there;
+//   - cases 4 to 6 (S_0 holds its batch of the two rounds 1.4 round
+//     limits, past its due, the opening): S_0 claims one of them unpublished
+//     before the others' dues, counted from their openings by its late
+//     part, passed (docs/protocol.md §5.2, "An abort or a void before a
+//     round's dues stops the round with nothing due, so it charges its
+//     claimant"): the epoch ends early by S_0's abort of the missing
+//     publication of a held round, S_0 is charged at every honest server
+//     and no honest server anywhere.
 func TestSlowRoundsKeepEpoch(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
 	type tc struct {
@@ -60,10 +71,10 @@ func slowRounds(t *testing.T, m int, limMs uint32, held map[int]int) {
 		p.RoundLimitMs = limMs
 		lim := time.Duration(p.RoundLimitMs) * time.Millisecond
 		bn := startBlameNetParams(t, p, m, m, 2, 2)
-		var cs []*relayRound
+		cs := map[int]*relayRound{}
 		for i, frac := range held {
 			c := &relayRound{lackCase{bad: bn.servers[i]}}
-			cs = append(cs, c)
+			cs[i] = c
 			bn.servers[i].hooks.Store(&serverHooks{lateOut: func(r uint32) time.Duration {
 				if r >= 1 && (c.is(r) || c.is(r-1)) {
 					return lim * time.Duration(frac) / 100
@@ -84,20 +95,41 @@ func slowRounds(t *testing.T, m int, limMs uint32, held map[int]int) {
 		}); err != nil {
 			t.Fatal("hooks never fired")
 		}
-		epoch, _ := cs[0].get(t)
-		_ = wait.Until(context.Background(), 20*time.Minute, func() bool {
+		var epoch [32]byte
+		for i, c := range cs {
+			e, _ := c.get(t)
+			if epoch != ([32]byte{}) && e != epoch {
+				t.Fatalf("S_%d's hook fired in another epoch: the first ended before every corrupt server held a round", i)
+			}
+			epoch = e
+		}
+		s0Late := held[0] > 100
+		var s0Round uint32
+		if s0Late {
+			epoch, s0Round = cs[0].get(t)
+		}
+		// Each honest server's end of the epoch, taken as it ends there: an
+		// ended epoch is forgotten once newer ones end, so a later look
+		// could find nothing and check nothing.
+		ends := map[int]EpochSnapshot{}
+		if err := wait.Until(context.Background(), 20*time.Minute, func() bool {
 			for i, s := range bn.servers {
 				if _, bad := held[i]; bad {
 					continue
 				}
+				if _, ok := ends[i]; ok {
+					continue
+				}
 				for _, es := range s.Snapshot().Epochs {
-					if es.ID == epoch && !es.Ended {
-						return false
+					if es.ID == epoch && es.Ended {
+						ends[i] = es
 					}
 				}
 			}
-			return true
-		})
+			return len(ends) == m-len(held)
+		}); err != nil {
+			t.Fatalf("the epoch ended at %d of %d honest servers", len(ends), m-len(held))
+		}
 		time.Sleep(20 * time.Second) // virtual: the aborts' settle and their charges
 		for i, s := range bn.servers {
 			if _, bad := held[i]; bad {
@@ -108,10 +140,22 @@ func slowRounds(t *testing.T, m int, limMs uint32, held map[int]int) {
 					t.Errorf("honest S_%d charged at S_%d: %v", j, i, chargesByPos(s, bn.servers))
 				}
 			}
-			for _, es := range s.Snapshot().Epochs {
-				if es.ID == epoch && es.Ended && es.Listed < es.Rounds {
+			es := ends[i]
+			t.Logf("server %d: the epoch ended after %d of %d rounds: %q; charges %v", i, es.Listed, es.Rounds, es.Reason, chargesByPos(s, bn.servers))
+			if !s0Late {
+				if es.Listed < es.Rounds {
 					t.Errorf("server %d: the epoch ended after %d of %d rounds: %q", i, es.Listed, es.Rounds, es.Reason)
 				}
+				continue
+			}
+			by := "ended by " + bn.servers[0].h.ID().ShortString() + ": "
+			if es.Listed == es.Rounds || !strings.HasPrefix(es.Reason, by) ||
+				(!strings.HasSuffix(es.Reason, fmt.Sprintf("no publication of round %d", s0Round)) &&
+					!strings.HasSuffix(es.Reason, fmt.Sprintf("no publication of round %d", s0Round+1))) {
+				t.Errorf("server %d: the epoch ended after %d of %d rounds: %q; want it ended early by S_0's abort of round %d or %d unpublished", i, es.Listed, es.Rounds, es.Reason, s0Round, s0Round+1)
+			}
+			if s.ref.RefusalCounts()[bn.servers[0].h.ID()] == 0 {
+				t.Errorf("S_0 not charged at S_%d: %v", i, chargesByPos(s, bn.servers))
 			}
 		}
 	})
