@@ -31,7 +31,7 @@ import (
 //   - cases 4 to 6 (S_0 holds its batch of the two rounds 1.4 round
 //     limits, past its due, the opening): S_0 claims one of them unpublished
 //     before the others' dues, counted from their openings by its late
-//     part, passed (docs/protocol.md §5.2, "An abort or a void before a
+//     part, passed (docs/protocol.md §3, "An abort or a void before a
 //     round's dues stops the round with nothing due, so it charges its
 //     claimant"): the epoch ends early by S_0's abort of the missing
 //     publication of a held round, S_0 is charged at every honest server
