@@ -5,7 +5,7 @@ BIN      := bin/riffle
 # pir that start goroutines (a `go` statement in any of their files: a new
 # one joins by itself). The others start none: node's and node/client's
 # race binaries instrument them and drive them from many goroutines
-# (docs/testing.md, "What make test costs").
+# (docs/testing.md, "The race pass").
 GO_STMT := ^[[:space:]]*go ([[:alnum:]_.]+[(]|func)
 RACE_PKGS := $(shell grep -rlE '$(GO_STMT)' --include='*.go' store node pir | xargs -n1 dirname | sort -u | sed 's|^|./|')
 # make test's and make test-serial's flags.
@@ -18,7 +18,7 @@ RACEFLAGS := -race -short -gcflags=filippo.io/edwards25519/...=-race=false -gcfl
 # How many seeds `make swarm` runs.
 SEEDS    ?= 100
 
-.PHONY: all build paper demo test test-serial vet fmt-check lint bench soak swarm fuzz clean netns
+.PHONY: all build paper demo test test-serial vet fmt-check lint bench soak swarm fuzz clean netns race-select
 
 all: build
 
@@ -76,12 +76,18 @@ test: vet fmt-check
 	cat "$$racelog"; \
 	if [ $$full -ne 0 ] || [ $$racerc -ne 0 ]; then echo "make test: full pass exited $$full, race pass $$racerc"; exit 1; fi
 
-# The same, one pass after the other, one package at a time: about 490 s
-# of CPU, at least 4 minutes on two idle cores (docs/testing.md, "What
-# make test costs").
+# The same, one pass after the other, one package at a time (what each
+# part costs: docs/testing.md, "What make test costs").
 test-serial: vet fmt-check
 	$(GO) test $(TESTFLAGS) -p 1 ./...
 	$(GO) test $(TESTFLAGS) -p 1 $(RACEFLAGS) $(RACE_PKGS)
+
+# Which of node's tests the race pass runs (docs/testing.md, "The race
+# pass"): rewrites node/racepass_test.go. Rerun it when node's tests or
+# code change much; it runs the race pass whole once, one test at a time,
+# and each test alone under -cover: tens of minutes of CPU, niced.
+race-select:
+	nice $(GO) run ./scripts/raceselect -raceflags "$(RACEFLAGS)"
 
 # Seeded runs of whole networks under random faults, in virtual time
 # (node/swarm_test.go): seeds 1..SEEDS (SEEDS=A-B: seeds A..B), then the

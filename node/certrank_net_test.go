@@ -32,9 +32,6 @@ import (
 // the number's charges, and every server holds the final certificate and
 // the same count of the leader; epochs go on.
 func TestFinalLostToOneServer(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: TestCertPrecedenceAnyOrder covers the rule")
-	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		fn := certNet(t, 2*time.Second)
@@ -116,9 +113,6 @@ func TestFinalLostToOneServer(t *testing.T) {
 // charges anyone. Now the abort certificate outranks the timeout one
 // (certOutranks), and every server holds it.
 func TestOpenLostTimeoutCertified(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: TestCertPrecedenceAnyOrder covers the rule")
-	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		fn := certNet(t, 2*time.Second)
@@ -212,9 +206,6 @@ func TestOpenLostTimeoutCertified(t *testing.T) {
 // honest server through the evidence log (and relayed). Before, a vote of
 // a certified number was dropped: nobody was charged.
 func TestEquivocatorCharged(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: TestVotesThenFinalCharged covers the evidence")
-	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		fn := certNet(t, 2*time.Second)

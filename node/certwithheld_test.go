@@ -30,9 +30,6 @@ import (
 // (certs_sync.go pushCert), every server replaces N's certificate and
 // counts the leader once, and epochs go on.
 func TestWithheldFinalShownToOne(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: TestCertPrecedenceAnyOrder covers the rule")
-	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		fn := certNet(t, 2*time.Second)

@@ -76,9 +76,6 @@ func (f *firstRequests) observer(name string) *ClientObserver {
 // control, a getter that takes its primary's copy as whole, does not
 // request the file in that epoch.
 func TestCheckpointGet(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestGetTakesManifestsFromIndex and TestEndToEnd")
-	}
 	t.Parallel()
 	for _, control := range []bool{false, true} {
 		virtual(t, func(t *testing.T) { checkpointGet(t, control) })

@@ -144,9 +144,6 @@ func storedClosing(ctx context.Context, t *testing.T, s *Server, i int, epoch [3
 // servers send theirs to nobody), no server but S_0 holds it.
 func TestClosingSigsToEveryServer(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race (18 s of CPU): the full pass runs it; -race covers the spread of closing signatures in TestClosingRecordSynced and TestClosingOneProposal")
-	}
 	for _, spread := range []bool{true, false} {
 		virtual(t, func(t *testing.T) {
 			p := testParams(4)

@@ -184,9 +184,6 @@ func TestDeadSlotBadPayload(t *testing.T) {
 // client whose onion was copied is never named, the replayer's slot dies
 // and the epoch goes on.
 func TestDeadSlotReplay(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestDeadSlotEpochGoesOn and TestDeadSlotBadPayload")
-	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		bn := startBlameNetParams(t, testParams(64), 3, 3, 4, 3)
@@ -215,9 +212,6 @@ func TestDeadSlotReplay(t *testing.T) {
 // slot dies with no round void (the first onion stands), and the epoch
 // runs to its end. Before, the evidence ended the epoch.
 func TestDeadSlotSecondOnion(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestDeadSlotEpochGoesOn and TestDeadSlotBadPayload")
-	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		bn := startBlameNetParams(t, testParams(64), 3, 3, 4, 3)
@@ -235,9 +229,6 @@ func TestDeadSlotSecondOnion(t *testing.T) {
 // that does not (the liar's epoch may end first) ends the epoch naming
 // nobody; no honest party is named, and the epoch ends early everywhere.
 func TestDeadSlotBadForward(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestDeadSlotEpochGoesOn and TestDeadSlotBadPayload")
-	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		bn := startBlameNetParams(t, testParams(64), 3, 2, 4, 2)

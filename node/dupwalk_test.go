@@ -134,9 +134,6 @@ func waitEnded(t *testing.T, tn *nodetest.Net, reason string) {
 // the honest client never (walking only the later position named it), and
 // the honest client runs rounds in a later epoch.
 func TestDupFramedHonestClient(t *testing.T) {
-	if node.RaceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestDupSilent and TestDupBothProve")
-	}
 	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
 		tn := dupNet(t, client.DupForge)

@@ -230,6 +230,3 @@ func long(t *testing.T) {
 
 // Long is long for the package's external tests.
 func Long(t *testing.T) { t.Helper(); long(t) }
-
-// RaceOn is raceOn for the package's external tests.
-const RaceOn = raceOn

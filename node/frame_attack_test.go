@@ -171,9 +171,6 @@ func (fr *futureRoot) noHonestCharged(t *testing.T, badCharged bool) {
 // attacker is named for its two signed roots and left out.
 func TestFutureRootFramesSuccessor(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestFutureRootFramesHonest")
-	}
 	virtual(t, func(t *testing.T) {
 		fr := startFutureRoot(t)
 		// The attacked epoch ends (or completes) with round q never void.

@@ -150,11 +150,6 @@ func heldOnion(t *testing.T, says string) {
 // client showing no receipt of round 3 (it has none); the dry statement
 // reaches S_0 and counts against the client's key at its primary only.
 func TestSilentClientChargesNoServer(t *testing.T) {
-	if raceOn && testing.Short() {
-		// The race pass's other tests cover every statement of node/...
-		// this one does (docs/testing.md): the full pass runs it.
-		t.Skip("under -race its statements are raced by the rest of the pass")
-	}
 	t.Parallel() // a network of its own in virtual time
 	const silent = 3
 	virtual(t, func(t *testing.T) {

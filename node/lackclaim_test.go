@@ -23,9 +23,6 @@ import (
 // by the wrong server"), S_0 never heard S_2's lack.
 func TestForeignClaimMutesLack(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race (16 s of CPU): the full pass runs it; -race covers the lack claims at m = 5 in TestStaggeredRootFramesS0")
-	}
 	virtual(t, func(t *testing.T) {
 		const m = 5
 		p := testParams(64)
@@ -86,9 +83,6 @@ func TestForeignClaimMutesLack(t *testing.T) {
 // missing publication instead, and no honest server may pay for it.
 func TestSilentClaimFramesS0(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race (13 s of CPU): the full pass runs it; -race covers the same network with its lack notice in TestStaggeredRootFramesS0")
-	}
 	virtual(t, func(t *testing.T) {
 		const m = 5
 		p := testParams(64)

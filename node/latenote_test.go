@@ -29,9 +29,6 @@ import (
 //     the body was due a fetch after them, the same; now two fetches
 //     after (bodyDue), and the copies count: the void is S_1's.
 func TestLateNoteFramesThinSigner(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy (31 s of CPU under -race, 29 s without): the full pass runs it; -race covers the relay notes and the lack claim in TestThinSignerNotFramed and TestRelayNotesBounded")
-	}
 	for _, mode := range []string{"end of window", "last taken"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()

@@ -53,9 +53,6 @@ func TestStaleListAnswer(t *testing.T) {
 // lists come late, the epoch completes and nobody is charged.
 func TestLateListSignature(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
-	if raceOn && testing.Short() {
-		t.Skip("under -race the race pass's other tests cover its statements of node/... (docs/testing.md): the full pass runs it")
-	}
 	virtual(t, func(t *testing.T) {
 		ln := startListNet(t)
 		last := ln.fn.servers[0].cfg.Params.Rounds - 1
@@ -86,9 +83,6 @@ func TestLateListSignature(t *testing.T) {
 // charges its signer, S_1, whatever is attested.
 func TestListLiarAfterRecovery(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
-	if raceOn && testing.Short() {
-		t.Skip("under -race the race pass's other tests cover its statements of node/... (docs/testing.md): the full pass runs it")
-	}
 	virtual(t, func(t *testing.T) {
 		ln := startListNet(t)
 		last := ln.fn.servers[0].cfg.Params.Rounds - 1
@@ -123,9 +117,6 @@ func TestUnattestableNoListCharged(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
 	for _, where := range []string{"beyond window", "past rounds"} {
 		t.Run(where, func(t *testing.T) {
-			if raceOn && testing.Short() && where == "past rounds" {
-				t.Skip("under -race the race pass's other tests cover its statements of node/... (docs/testing.md): the full pass runs it")
-			}
 			virtual(t, func(t *testing.T) {
 				fn := startFounded(t, 3, 3, 3, testParams(16), nil)
 				byID := map[peer.ID]*Server{}

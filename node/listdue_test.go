@@ -272,9 +272,6 @@ func TestListLateAtOneServer(t *testing.T) {
 // would be).
 func TestEarlyNoListChargesSigner(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
-	if raceOn && testing.Short() {
-		t.Skip("under -race the race pass's other tests cover its statements of node/... (docs/testing.md): the full pass runs it")
-	}
 	virtual(t, func(t *testing.T) {
 		ln := startListNet(t)
 		const q = 2

@@ -134,9 +134,6 @@ const memRounds = 18
 // layer buffers and the pool's free buffers) than memRounds rounds'
 // databases n·b, sampled every 5 ms of virtual time.
 func TestServerMemoryPerRound(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race (it samples every 5 ms): the full pass runs it; -race covers the epoch-end drops in TestEndToEnd and TestDeadSlotEpochGoesOn")
-	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		const m, n, chunks = 3, 12, 4

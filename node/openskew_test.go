@@ -27,9 +27,6 @@ import (
 // those of S_0, it attests the publication lacking, and both charge the
 // last server.
 func TestLatePublicationFramesFirst(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the opening and the relay in TestPublicationWithheldFetched")
-	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(16)

@@ -3,7 +3,7 @@
 package node
 
 // raceOn: the test binary runs under the race detector. With
-// testing.Short() (the race pass of make test) the heaviest network tests
-// skip themselves where others of the same subsystem give the race
-// detector the same paths (raceShort); the full pass runs them.
+// testing.Short() (the race pass of make test) TestMain leaves out the
+// tests of raceLeftOut, whose statements the rest of the pass covers; the
+// full pass runs them.
 const raceOn = true

@@ -62,9 +62,6 @@ func (c *relayRound) is(r uint32) bool {
 // whole. Before, S_1 was charged for the void whenever it claimed the
 // lack (refused, hidden, late outside).
 func TestRelayedBatch(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the relay in TestLostBatchFetched")
-	}
 	for _, m := range []int{3, 4} {
 		modes := []string{"refused", "hidden", "late inside", "late outside", "relayed late"}
 		if m == 4 {

@@ -26,9 +26,6 @@ import (
 func TestRelayStallerFramesReceiver(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
 	for _, stall := range []bool{false, true} {
-		if !stall && raceOn && testing.Short() {
-			continue // 61 s of CPU for both cases under -race: the stall case races every path the control runs
-		}
 		t.Run(fmt.Sprint(stall), func(t *testing.T) {
 			t.Parallel()
 			oneStaller(t, stall)
@@ -90,9 +87,6 @@ func relayStall(t *testing.T, m, late int, honest []int, set func(bn *blameNet, 
 // charged at every honest server. "0": the control, no staller.
 func TestRelayStallersFrameReceiver(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the concurrent asks and a staller in TestRelayStallerFramesReceiver")
-	}
 	for _, n := range []int{0, 2} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			t.Parallel()

@@ -173,9 +173,6 @@ func staggeredRoot(t *testing.T, m int, badRcv bool, late time.Duration) {
 // its root, honest S_2 was charged at every honest server.
 func TestStaggeredRootOneCorrupt(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race (7 s of CPU a case, 1 s without): the full pass runs it; -race covers the same paths in TestEarlyRootAfterOpenFramesS0 (a root held from one server), TestEarlyRootFramesReceiver and TestRelayNotesBounded")
-	}
 	for _, late := range []time.Duration{0, 2750 * time.Millisecond, 3 * time.Second} {
 		t.Run(late.String(), func(t *testing.T) {
 			t.Parallel()
@@ -264,11 +261,6 @@ func TestEarlyRootFramesReceiver(t *testing.T) {
 // every honest server, counted lacking there, and honest S_2 was charged
 // at every honest server; now S_3 is, and S_2 nowhere.
 func TestSqueezedReceiverNotFramed(t *testing.T) {
-	if raceOn && testing.Short() {
-		// The race pass's other tests cover every statement of node/...
-		// this one does (docs/testing.md): the full pass runs it.
-		t.Skip("under -race its statements are raced by the rest of the pass")
-	}
 	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		p := testParams(64)

@@ -178,9 +178,6 @@ func TestVoidRoundNotResent(t *testing.T) {
 // Before, the void ended the epoch and the chunk went out under the next
 // epoch's pseudonym.
 func TestVoidRoundGoesOn(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestVoidRoundNotResent")
-	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(64)

@@ -16,9 +16,6 @@ import (
 // TestResumableGet interrupts a download and starts it again into the same
 // directory: the second run fetches only what the partial file lacks.
 func TestResumableGet(t *testing.T) {
-	if node.RaceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestGetTakesManifestsFromIndex and TestEndToEnd")
-	}
 	t.Parallel()
 	node.Virtual(t, func(t *testing.T) {
 		tn := nodetest.New(t, nodetest.Config{Network: node.VirtualNet(t), Servers: 3, Clients: 4, Params: node.TestParams(64)})

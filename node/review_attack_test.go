@@ -31,9 +31,6 @@ import (
 // came by their own deadlines, and the attested abort charges the leader
 // at every server.
 func TestStaggeredOpenFramesSigner(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestEarlyNoPubCharged and TestFutureRootFramesHonest")
-	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		const lead = 2 * time.Second
@@ -102,9 +99,6 @@ func TestStaggeredOpenFramesSigner(t *testing.T) {
 // and the void charges the first part that more than half of the others
 // lacked: the middle server's, at every server.
 func TestSilentMiddleFramesLast(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestWithheldBatchTwiceEndsEpoch and TestFutureRootFramesHonest")
-	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		p := testParams(64) // room for a void round's chunks 32 rounds on (resendHold)

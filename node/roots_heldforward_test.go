@@ -28,11 +28,6 @@ func TestHeldPartForwardedToReceiver(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
 	for _, mode := range []string{"in window", "ahead", "ahead, not open"} {
 		t.Run(mode, func(t *testing.T) {
-			if raceOn && testing.Short() && mode != "ahead, not open" {
-				// Its statements of node/... are a subset of that case's
-				// (coverage of each case alone): the full pass runs it.
-				t.Skip("under -race the case \"ahead, not open\" races the same statements")
-			}
 			virtual(t, func(t *testing.T) {
 				p := testParams(64)
 				p.RoundLimitMs, p.RoundIntervalMs = 4000, 2000

@@ -15,11 +15,6 @@ import (
 // honest server.
 func TestS0RootRelayedCopyOpensEverywhere(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
-	if raceOn && testing.Short() {
-		// The race pass's other tests cover every statement of node/...
-		// this one does (docs/testing.md): the full pass runs it.
-		t.Skip("under -race its statements are raced by the rest of the pass")
-	}
 	virtual(t, func(t *testing.T) {
 		sn := startS0Net(t, 5, 2000)
 		id, chain := sn.id, sn.chain

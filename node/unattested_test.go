@@ -22,9 +22,6 @@ func TestUnattestableAbortCharged(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
 	for _, where := range []string{"beyond window", "past rounds"} {
 		t.Run(where, func(t *testing.T) {
-			if raceOn && testing.Short() && where == "beyond window" {
-				t.Skip("under -race the race pass's other tests cover its statements of node/... (docs/testing.md): the full pass runs it")
-			}
 			virtual(t, func(t *testing.T) {
 				fn := startFounded(t, 3, 3, 3, testParams(16), nil)
 				byID := map[peer.ID]*Server{}

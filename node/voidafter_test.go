@@ -41,16 +41,10 @@ func TestEarlyRootLateInputFramesS0(t *testing.T) {
 		D := tc.D
 		name := fmt.Sprintf("%v/timely=%v", D, tc.timely)
 		if tc.late > 0 {
-			name += fmt.Sprintf("/evidence %v late", tc.late)
+			name += fmt.Sprintf(", evidence %v late", tc.late) // no slash: not a subtest of the case before
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			// Under -race four cases cover node/...'s statements that the
-			// nine do (coverage of each case alone: all but one block of
-			// 6,456 statements); the full pass runs every one.
-			if raceOn && testing.Short() && !(D == 0 || D == 8*time.Second || tc.late > 0) {
-				t.Skip("under -race the cases 0s, 8s and evidence late race the same statements")
-			}
 			virtual(t, func(t *testing.T) {
 				p := testParams(16)
 				p.RoundLimitMs, p.RoundIntervalMs = 4000, 2000

@@ -25,9 +25,6 @@ import (
 // the three honest servers attest alike: a corrupt server is charged.
 func TestEdgeSplitCharged(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
-	if raceOn && testing.Short() {
-		t.Skip("under -race the race pass's other tests cover its statements of node/... (docs/testing.md): the full pass runs it")
-	}
 	virtual(t, func(t *testing.T) {
 		_, byID, id, chain := fiveChain(t)
 		s1, bad, s4 := byID[chain[1]], byID[chain[2]], byID[chain[4]]

@@ -23,9 +23,6 @@ import (
 // S_2 and no honest server.
 func TestCorruptPairVoidRelayed(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
-	if raceOn && testing.Short() {
-		t.Skip("under -race the race pass's other tests cover its statements of node/... (docs/testing.md): the full pass runs it")
-	}
 	virtual(t, func(t *testing.T) {
 		_, byID, id, chain := fiveChain(t)
 		s1, bad := byID[chain[1]], byID[chain[2]]

@@ -178,9 +178,6 @@ func keepRecords(servers []*Server) {
 // part in three more epochs, none sits out, and a share acknowledged under
 // the attack is fetched.
 func TestWindowSlotsHeld(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the window slots in TestWindowSlotDeadline and TestServerSlotsHeld")
-	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		fn := startFounded(t, 3, 0, 3, testParams(4), nil)
@@ -260,9 +257,6 @@ func TestWindowSlotDeadline(t *testing.T) {
 // number after the attack began is final, that server's turns included;
 // the clients take the window from the other servers.
 func TestWindowHeldAtLeader(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestServerSlotsHeld and TestWindowSlotDeadline")
-	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		fn := startFounded(t, 3, 3, 3, testParams(4), func(_ int, c *ServerConfig) { c.LeaderTimeout = 2 * time.Second })

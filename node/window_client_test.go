@@ -28,9 +28,6 @@ import (
 // request of the job goes out, in the epochs after either, until the user
 // resumes it; resumed, it finishes with the file's bytes.
 func TestSitOutPausesJobs(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestWindowRequestSame and TestJobWaitsForPresence")
-	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		var refuse atomic.Bool
@@ -426,9 +423,6 @@ func TestWindowFetchNotStalled(t *testing.T) {
 // again: over three epochs of 64 clients, none sits out.
 func TestWindowAtClientCap(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestWindowSlotDeadline and TestWindowRequestSame")
-	}
 	virtual(t, func(t *testing.T) {
 		const m, n = 3, MinClientCap
 		tn := startAnonNet(t, m, 0, 2, testParams(4), nil)

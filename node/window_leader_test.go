@@ -28,9 +28,6 @@ import (
 // crosses each timeout (the Prepare's Gap): the numbers after one pin a
 // full window, the one the timeout would have left them.
 func TestLeaderLeavesPinOut(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestWindowTwoNumbersOn and TestWalkCrossesTimeout")
-	}
 	t.Parallel()
 	virtual(t, func(t *testing.T) {
 		// Past the demand below, every id a list requests is a decoy.
@@ -186,9 +183,6 @@ func TestLeaderLeavesPinOut(t *testing.T) {
 // with a Gap over one timeout, which only the leader right after server 0
 // carries.
 func TestGapTamperedRefused(t *testing.T) {
-	if raceOn && testing.Short() {
-		t.Skip("heavy under -race: the full pass runs it; -race covers the same paths in TestCertForged (a gap checked at onPrepare) and TestSilentLeader (a gap carried past a timeout)")
-	}
 	t.Parallel()
 	for _, c := range []struct {
 		name   string
