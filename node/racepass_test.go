@@ -122,6 +122,7 @@ var raceLeftOut = []string{
 	"TestSilentClientChargesNoServer",
 	"TestSilentLeader",
 	"TestSitOutAsksAgain",
+	"TestSlowLinkAndLiarNoCharge",
 	"TestSlowPaceKeepsEpoch",
 	"TestSlowRoundsKeepEpoch/1",
 	"TestSlowRoundsKeepEpoch/5",

@@ -190,12 +190,6 @@ func TestForgottenEpochAccounted(t *testing.T) {
 // asks now run for accountAsks round limits, re-asked from several
 // moments, so that an answer two limits late on one link is heard.
 func TestSlowLinkAndLiarNoCharge(t *testing.T) {
-	if raceOn && testing.Short() {
-		// The race pass's other tests cover every statement of node/...
-		// this one does (docs/testing.md): the full pass runs it (71 s
-		// of CPU under -race, against 22 s for TestSlowPrimaryNotCharged).
-		t.Skip("under -race its statements are raced by the rest of the pass")
-	}
 	t.Parallel() // a network of its own in virtual time
 	virtual(t, func(t *testing.T) {
 		p := testParams(16)
