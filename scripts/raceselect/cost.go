@@ -35,6 +35,7 @@ func (c *costs) read(r io.Reader, now func() float64, echo io.Writer, leaf func(
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	running, last := "", now()
+	parent := map[string]string{} // by the events, not the names: t.Run("a/b") is one test
 	for sc.Scan() {
 		line := sc.Text()
 		if echo != nil {
@@ -56,35 +57,36 @@ func (c *costs) read(r io.Reader, now func() float64, echo io.Writer, leaf func(
 				c.Order = append(c.Order, name)
 				c.CPU[name] += 0
 			}
+			par := ""
 			if i := strings.LastIndexByte(name, '/'); i > 0 {
 				p := name[:i]
-				if _, ran := c.CPU[p]; ran && running != p {
+				// go test -v prints a sequential subtest's end with its
+				// parent's, so the test running may be in a sibling's
+				// subtree: climb to the parent.
+				if _, ran := c.CPU[p]; ran && running != p && !strings.HasPrefix(running, p+"/") {
 					// t.Run("a/b") beside t.Run("a"): -run and -skip
 					// cannot tell the one from a subtest of the other.
 					return fmt.Errorf("test %s extends the name of %s, which is not its parent: rename it", name, p)
 				}
-				c.Children[p] = true
+				for par = running; par != "" && !strings.HasPrefix(name, par+"/"); par = parent[par] {
+				}
+				if par == "" {
+					par = p
+				}
+				c.Children[par] = true
 			}
+			parent[name] = par
 			running = name
 		case m[1] == "CONT":
 			running = name
 		case m[1] == "PAUSE":
-			// The parent goes on until its body returns.
-			if i := strings.LastIndexByte(name, '/'); i > 0 {
-				running = name[:i]
-			} else {
-				running = ""
-			}
+			running = parent[name] // the parent goes on until its body returns
 		case m[2] != "":
 			c.Status[name] = m[2]
 			if leaf != nil && m[2] == "PASS" && !c.Children[name] {
 				leaf(name)
 			}
-			if i := strings.LastIndexByte(name, '/'); i > 0 {
-				running = name[:i]
-			} else {
-				running = ""
-			}
+			running = parent[name]
 		}
 	}
 	return sc.Err()

@@ -148,7 +148,8 @@ func TestReadRefusesSlashedSibling(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "TestE/1s/x/late") {
 		t.Errorf("read: %v, want an error naming TestE/1s/x/late", err)
 	}
-	nested := "=== RUN   TestE\n=== RUN   TestE/a\n=== RUN   TestE/a/b\n    --- PASS: TestE/a/b (0.00s)\n"
+	// Sequential subtests: go test -v prints their ends with the parent's.
+	nested := "=== RUN   TestE\n=== RUN   TestE/a\n=== RUN   TestE/a/b\n=== RUN   TestE/c\n=== RUN   TestE/c/d\n--- PASS: TestE (0.00s)\n"
 	if err := newCosts().read(strings.NewReader(nested), func() float64 { return 0 }, nil, nil); err != nil {
 		t.Errorf("a real subtest refused: %v", err)
 	}
