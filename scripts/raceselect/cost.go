@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +23,7 @@ type costs struct {
 	Status   map[string]string  // PASS, FAIL or SKIP
 	Children map[string]bool    // names that had a subtest
 	Order    []string           // names in the order they first ran
+	err      error              // the first name that no pattern tells apart
 }
 
 func newCosts() *costs {
@@ -66,7 +68,9 @@ func (c *costs) read(r io.Reader, now func() float64, echo io.Writer, leaf func(
 				if _, ran := c.CPU[p]; ran && running != p && !strings.HasPrefix(running, p+"/") {
 					// t.Run("a/b") beside t.Run("a"): -run and -skip
 					// cannot tell the one from a subtest of the other.
-					return fmt.Errorf("test %s extends the name of %s, which is not its parent: rename it", name, p)
+					if c.err == nil {
+						c.err = fmt.Errorf("test %s extends the name of %s, which is not its parent: rename it", name, p)
+					}
 				}
 				for par = running; par != "" && !strings.HasPrefix(name, par+"/"); par = parent[par] {
 				}
@@ -89,7 +93,10 @@ func (c *costs) read(r io.Reader, now func() float64, echo io.Writer, leaf func(
 			running = parent[name]
 		}
 	}
-	return sc.Err()
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	return c.err
 }
 
 // leaves are the tests that ran to a pass without a subtest of their own:
@@ -162,7 +169,7 @@ func runCosts(bin, dir string, args []string, env []string, log io.Writer, leaf 
 	}, log, leaf)
 	pr.Close()
 	if err := cmd.Wait(); err != nil {
-		return c, fmt.Errorf("%s: %v", bin, err)
+		return c, fmt.Errorf("%s: %w", bin, errors.Join(err, rerr))
 	}
 	return c, rerr
 }

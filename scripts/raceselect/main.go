@@ -102,7 +102,7 @@ func run(raceflags string, jobs int, work, costFile, out string, reuse bool) err
 			err = werr
 		}
 		var exit *exec.ExitError
-		if err != nil && !(errors.As(err, &exit) && len(c.failed()) > 0) {
+		if err != nil && !(errors.As(err, &exit) && len(c.failed()) > 0 && c.err == nil) {
 			close(todo)
 			cv.wait()
 			return fmt.Errorf("%v (race.log)", err)
