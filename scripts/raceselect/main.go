@@ -102,7 +102,14 @@ func run(raceflags string, jobs int, work, costFile, out string, reuse bool) err
 			err = werr
 		}
 		var exit *exec.ExitError
-		if err != nil && !(errors.As(err, &exit) && len(c.failed()) > 0 && c.err == nil) {
+		if c.err != nil {
+			// A heuristic of the reading: say so, and go on.
+			fmt.Fprintln(os.Stderr, "raceselect: WARNING:", c.err)
+			if !errors.As(err, &exit) {
+				err = nil
+			}
+		}
+		if err != nil && !(errors.As(err, &exit) && len(c.failed()) > 0) {
 			close(todo)
 			cv.wait()
 			return fmt.Errorf("%v (race.log)", err)
