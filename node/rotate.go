@@ -23,9 +23,10 @@ import (
 // that withdrew. A silent leader costs one T_lead: a server that saw no
 // epoch opened, ended or certified (nor a number's first Prepare) for
 // T_lead while its group chain was
-// complete signs a timeout of the number (certvotes.go); once more than half
-// of the servers other than the leader did, the timeout certificate moves
-// every server to the next number, whose leader is the next server. A
+// complete signs a timeout of the number (certvotes.go), its leader too;
+// once as many as more than half of the servers other than the leader
+// did, the timeout certificate moves every server to the next number,
+// whose leader is the next server. A
 // server that lacks a number's certificate waits for it (or catches up)
 // rather than move on alone.
 
@@ -121,9 +122,13 @@ func (rt *rotation) takeTurn() (uint64, []peer.ID) {
 		return 0, nil
 	}
 	// A number this server signed an open descriptor of is never led
-	// again: it ends in a certificate first.
+	// again: it ends in a certificate first; nor one whose timeout it
+	// signed (no open descriptor came within T_lead).
 	mine := proto.LeaderOf(n, full) == s.h.ID() && n > s.number
 	s.mu.Unlock()
+	if mine && s.phase.TimeoutSigned(s.cfg.DataDir, n) {
+		return 0, nil
+	}
 	if !mine {
 		return 0, nil
 	}

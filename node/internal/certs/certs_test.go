@@ -256,9 +256,11 @@ func TestKeepDropsPast(t *testing.T) {
 	}
 }
 
-// TestTimeoutVotes: the timeout votes of the group's servers other than
-// the number's leader certify it once more than half of them voted; the
-// leader's vote and an outsider's are refused before they are stored.
+// TestTimeoutVotes: the timeout votes of the group's servers certify a
+// number once they are as many as more than half of its servers other
+// than the number's leader, whose vote counts as one (a late leader at
+// m = 3 ends its number so: TestLateLeaderTimedOut); an outsider's is
+// refused before it is stored.
 func TestTimeoutVotes(t *testing.T) {
 	chain, keys := group(t, 4)
 	out, outKeys := group(t, 1)
@@ -267,8 +269,11 @@ func TestTimeoutVotes(t *testing.T) {
 		return timeout(t, 1, over, k, p).Marshal()
 	}
 	lead := proto.LeaderOf(1, chain)
-	if _, _, err := cs.OnTimeoutVote(lead, vote(lead, keys, chain)); err == nil {
-		t.Fatal("the leader's vote taken")
+	if _, _, err := cs.OnTimeoutVote(lead, vote(lead, keys, chain)); err != nil {
+		t.Fatalf("the leader's vote: %v", err)
+	}
+	if cs.Top() != 0 {
+		t.Fatal("certified by the leader's vote alone")
 	}
 	withOut := append(slices.Clone(chain[:3]), out[0])
 	slices.SortFunc(withOut, func(a, b peer.ID) int { return strings.Compare(string(a), string(b)) })
@@ -280,15 +285,22 @@ func TestTimeoutVotes(t *testing.T) {
 		if _, _, err := cs.OnTimeoutVote(p, vote(p, keys, chain)); err != nil {
 			t.Fatalf("vote %d: %v", i, err)
 		}
-		if got, want := cs.Top(), uint64(0); i+1 < proto.TimeoutQuorum(len(chain)) && got != want {
-			t.Fatalf("certified after %d votes", i+1)
+		if got, want := cs.Top(), uint64(0); i+2 < proto.TimeoutQuorum(len(chain)) && got != want {
+			t.Fatalf("certified after the leader's and %d votes", i+1)
+		}
+		if i+2 == proto.TimeoutQuorum(len(chain)) {
+			break
 		}
 	}
 	if cs.Top() != 1 || f.LastNumber() != 1 {
 		t.Fatalf("%d votes of %d: top %d, number %d; want 1", len(voters), len(chain), cs.Top(), f.LastNumber())
 	}
-	if c, _ := cs.Of(1); c.Kind != wire.CertTimeout || cs.Check(c) != nil {
+	c, _ := cs.Of(1)
+	if c.Kind != wire.CertTimeout || cs.Check(c) != nil {
 		t.Fatal("the certificate the votes made does not verify")
+	}
+	if !slices.ContainsFunc(c.Sigs, func(sg wire.CertSig) bool { return chain[sg.Index] == lead }) {
+		t.Fatal("the leader's vote not in the certificate")
 	}
 	if v := cs.Voters(); len(v) != 0 {
 		t.Fatalf("votes of certified numbers kept: %v", v)

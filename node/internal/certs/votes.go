@@ -13,8 +13,9 @@ import (
 )
 
 // Timeout votes (§3 (v3) "Epoch numbers and leaders"): a server that saw
-// no open descriptor of N within T_lead signs so; more than half of a
-// group chain's servers other than N's leader certify N by timeout
+// no open descriptor of N within T_lead signs so, N's leader included;
+// as many as more than half of a group chain's servers other than N's
+// leader certify N by timeout
 // (keep.go keeps certificates and their precedence).
 
 // numVotes is the timeout votes of one number: by chain, and each
@@ -70,9 +71,6 @@ func (cs *Certs) OnTimeoutVote(from peer.ID, body []byte) (wire.Type, []byte, er
 		}
 	} else if cs.srv.Founders() != nil || !cs.Known()[from] {
 		return 0, nil, fmt.Errorf("node: timeout vote of %d by %s, not known here", v.Number, from.ShortString())
-	}
-	if int(v.Sigs[0].Index) == int(v.Number%uint64(len(v.Chain))) {
-		return 0, nil, errors.New("node: timeout vote by the number's leader")
 	}
 	if err := proto.VerifyPeerSig(from, proto.TimeoutDigest(v.Number, v.Chain), v.Sigs[0].Sig); err != nil {
 		return 0, nil, err
