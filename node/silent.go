@@ -47,9 +47,16 @@ type keptAccounts struct {
 	receipted map[dryKey][32]byte
 }
 
-// maxKept bounds the ended epochs whose receipts a primary keeps past
-// forget (which keeps two): an epoch lasts at least a registration window.
-const maxKept = 8
+// maxKeptReceipts bounds the receipts a primary keeps past its epochs'
+// forget, over every kept epoch. Receipts go only by their keep: one
+// evicted sooner turns an honest primary's answer into "not held here",
+// which askers attest as silence, and short epochs (a silent client ends
+// one within a minute) would otherwise push out one still asked about (the
+// rev44 review). What is kept is bounded by the rounds run within a keep,
+// one receipt a slot a round, and each epoch's by heldCap: the cap is a
+// backstop no honest group reaches (a million onions receipted within
+// accountKeep, about 40 MiB).
+const maxKeptReceipts = 1 << 20
 
 // accountAsks is how many round limits a server asks a primary for its
 // account before it may attest it silent, asking anew at the start of
@@ -144,16 +151,24 @@ func (s *Server) keepAccountsLocked(e *sepoch) {
 	if e.final == nil || e.pos < 0 || len(e.receipted) == 0 {
 		return
 	}
-	var oldest [32]byte
+	total := len(e.receipted)
 	for id, k := range s.kept {
 		if time.Since(k.endedAt) > k.keep {
 			delete(s.kept, id)
-		} else if o := s.kept[oldest]; o == nil || k.endedAt.Before(o.endedAt) {
-			oldest = id
+		} else {
+			total += len(k.receipted)
 		}
 	}
-	if len(s.kept) >= maxKept {
-		delete(s.kept, oldest)
+	for total > maxKeptReceipts && len(s.kept) > 0 {
+		var oldest *keptAccounts
+		var oid [32]byte
+		for id, k := range s.kept {
+			if oldest == nil || k.endedAt.Before(oldest.endedAt) {
+				oldest, oid = k, id
+			}
+		}
+		total -= len(oldest.receipted)
+		delete(s.kept, oid)
 	}
 	if s.kept == nil {
 		s.kept = map[[32]byte]*keptAccounts{}
