@@ -1,3 +1,5 @@
+//go:build riffletest
+
 package node
 
 import (
