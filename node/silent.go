@@ -47,8 +47,8 @@ type keptAccounts struct {
 	receipted map[dryKey][32]byte
 }
 
-// maxKeptReceipts bounds the receipts a primary keeps past its epochs'
-// forget, over every kept epoch. Receipts go only by their keep: one
+// maxKeptReceipts bounds the receipts (and the slots copied with them) a
+// primary keeps past its epochs' forget, over every kept epoch. Receipts go only by their keep: one
 // evicted sooner turns an honest primary's answer into "not held here",
 // which askers attest as silence, and short epochs (a silent client ends
 // one within a minute) would otherwise push out one still asked about (the
@@ -57,6 +57,13 @@ type keptAccounts struct {
 // backstop no honest group reaches (a million onions receipted within
 // accountKeep, about 40 MiB).
 const maxKeptReceipts = 1 << 20
+
+// maxKeptEpochs bounds the kept epochs themselves: an epoch's keep follows
+// its own round limit, which a corrupt leader may set high, and each kept
+// epoch copies its slots. Evicting one within its keep needs more than
+// this many epochs with receipts ending here within one keep (14 minutes
+// at the defaults), which no group reaches.
+const maxKeptEpochs = 1024
 
 // accountAsks is how many round limits a server asks a primary for its
 // account before it may attest it silent, asking anew at the start of
@@ -151,15 +158,16 @@ func (s *Server) keepAccountsLocked(e *sepoch) {
 	if e.final == nil || e.pos < 0 || len(e.receipted) == 0 {
 		return
 	}
-	total := len(e.receipted)
+	slots := e.clientsOf(e.pos)
+	total := len(e.receipted) + len(slots)
 	for id, k := range s.kept {
 		if time.Since(k.endedAt) > k.keep {
 			delete(s.kept, id)
 		} else {
-			total += len(k.receipted)
+			total += len(k.receipted) + len(k.slots)
 		}
 	}
-	for total > maxKeptReceipts && len(s.kept) > 0 {
+	for (total > maxKeptReceipts || len(s.kept) >= maxKeptEpochs) && len(s.kept) > 0 {
 		var oldest *keptAccounts
 		var oid [32]byte
 		for id, k := range s.kept {
@@ -167,14 +175,14 @@ func (s *Server) keepAccountsLocked(e *sepoch) {
 				oldest, oid = k, id
 			}
 		}
-		total -= len(oldest.receipted)
+		total -= len(oldest.receipted) + len(oldest.slots)
 		delete(s.kept, oid)
 	}
 	if s.kept == nil {
 		s.kept = map[[32]byte]*keptAccounts{}
 	}
 	s.kept[e.final.ID] = &keptAccounts{chain: e.final.Chain, pos: e.pos, rounds: e.final.Desc.Params.Rounds,
-		slots: e.clientsOf(e.pos), endedAt: time.Now(), keep: accountKeep(time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond),
+		slots: slots, endedAt: time.Now(), keep: accountKeep(time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond),
 		receipted: maps.Clone(e.receipted)}
 }
 
