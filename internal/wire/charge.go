@@ -65,10 +65,41 @@ const AttestReqSize = 32 + 8 + 1 + 4
 // AttestSize is an Attest's fixed size.
 const AttestSize = AttestReqSize + 8 + 2 + SigSize
 
-// maxChargeItem bounds an Charge's item: an abort, a void list's few
-// fields and its signatures, or a receipt and a forward root of up to
-// 4096 slots (the client cap).
+// maxChargeItem bounds an Charge's item of any kind: an EvForward's
+// receipt and forward root of up to 4096 slots (the client cap).
 const maxChargeItem = 160 << 10
+
+// Each kind's item is capped at its own largest encoding (ChargeItemMax),
+// so that the forward root's room is not every kind's.
+const (
+	// voidItemMax is a void RoundList: epoch id, round, three empty
+	// lists, flags, no pairs (a void has no entries to pair) and a
+	// signature of each chain server.
+	voidItemMax = IDSize + 4 + 4 + 4 + 4 + 1 + 4 + 4 + MaxServers*SigSize
+	// equivCertMax is a final or timeout certificate with one signature
+	// and no abort.
+	equivCertMax = certMin + MaxServers*(4+MaxPeerID) + certSigSize
+)
+
+// ChargeItemMax is the largest item of a Charge of kind k (0: no such
+// kind).
+func ChargeItemMax(k uint8) int {
+	switch k {
+	case EvAbort:
+		return maxAbortSize
+	case EvVoid:
+		return voidItemMax
+	case EvEquiv:
+		return 2 * (4 + equivCertMax)
+	case EvHeld:
+		return OnionReceiptSize + DrySize
+	case EvSilent:
+		return OnionReceiptSize
+	case EvForward:
+		return maxChargeItem
+	}
+	return 0
+}
 
 // maxAttests bounds a Charge's attestations: two a chain server (a
 // second, different one shows its signer equivocated) and its lack claim.
@@ -186,7 +217,7 @@ func (m *Charge) Unmarshal(b []byte) error {
 	d := Dec{B: b}
 	m.Kind = d.U8("evidence kind")
 	m.Number = d.U64("evidence number")
-	m.Item = d.Bytes(maxChargeItem, "evidence item")
+	m.Item = d.Bytes(ChargeItemMax(m.Kind), "evidence item")
 	n := d.Count(maxAttests, AttestSize, "attestations")
 	m.Attests = make([]Attest, n)
 	for i := 0; i < n && d.Err == nil; i++ {
