@@ -95,6 +95,9 @@ func startNet(t *testing.T, n, minClients int) *testNet {
 		args := []string{"server", "--data", dir, "--listen", "/ip4/127.0.0.1/tcp/0", "--nick", fmt.Sprintf("s%d", i),
 			"--min-servers", fmt.Sprint(n), "--min-clients", fmt.Sprint(minClients), "--no-mdns",
 			"--chunk-size", "4096", "--rounds", "12", "--reg-window", "300ms", "--round-limit", "3s", "--round-interval", "10ms"}
+		if n < 3 {
+			args = append(args, "--insecure-small-group")
+		}
 		for _, a := range tn.addrs {
 			args = append(args, "--peer", a)
 		}

@@ -38,6 +38,7 @@ timing flags matter only there.`,
 			&cli.StringSliceFlag{Name: "peer", Usage: "bootstrap server multiaddr with /p2p/<peer id> (repeatable)"},
 			&cli.StringFlag{Name: "nick", Usage: "a short name shown to clients"},
 			&cli.IntFlag{Name: "min-servers", Value: node.DefaultMinServers, Usage: "no epoch starts with fewer servers in the chain"},
+			&cli.BoolFlag{Name: "insecure-small-group", Usage: "for tests only: let --min-servers and --founder make chains of 1 or 2 servers, which give no anonymity"},
 			&cli.IntFlag{Name: "min-clients", Value: node.DefaultMinClients, Usage: "no epoch starts with a smaller anonymity set"},
 			&cli.BoolFlag{Name: "no-mdns", Usage: "do not discover servers on the local network"},
 			&cli.StringSliceFlag{Name: "allow-server", Usage: "serve only in chains whose other servers all have these peer ids (repeatable; default: any server)"},
@@ -157,6 +158,11 @@ func runServer(c *cli.Context) (err error) {
 		}
 		founders = append(founders, id)
 	}
+	if !c.Bool("insecure-small-group") {
+		if err := checkGroupSize(c.Int("min-servers"), founders); err != nil {
+			return err
+		}
+	}
 	if err := checkUIFlags(c); err != nil {
 		return err
 	}
@@ -227,6 +233,27 @@ func runServer(c *cli.Context) (err error) {
 	os.Remove(path)
 	if err := s.Close(); err != nil {
 		return fmt.Errorf("close server: %w", err)
+	}
+	return nil
+}
+
+// minGroup is the fewest servers of a group: anonymity needs one honest
+// server besides a corrupt one, and the majority rule (docs/protocol.md
+// §3) needs more than half of the group honest with one corrupt.
+const minGroup = 3
+
+// checkGroupSize refuses a configuration whose chains or founding group
+// could hold fewer than minGroup servers.
+func checkGroupSize(minServers int, founders []peer.ID) error {
+	if minServers < minGroup {
+		return usagef("--min-servers %d: a chain needs at least %d servers (anonymity needs an honest server beside a corrupt one, and accountability a majority of them honest)", minServers, minGroup)
+	}
+	distinct := map[peer.ID]bool{}
+	for _, p := range founders {
+		distinct[p] = true
+	}
+	if n := len(distinct); n > 0 && n < minGroup {
+		return usagef("%d founders (--founder): a group needs at least %d, as a chain does (--min-servers)", n, minGroup)
 	}
 	return nil
 }
