@@ -296,10 +296,190 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 			}
 		}()
 	}
+	// What the score saw: the ids only the withheld epochs asked for, how
+	// often the victim and the others asked for them, and with "late" what
+	// the victims' pools by the old rule lacked.
+	type seen struct{ only, victim, others, noLack, lacked int }
+	// score plays the adversary on the epochs of cs (under rec.mu): at the
+	// end, and in full runs every 10 epochs, so that a stopped run still
+	// gives figures.
+	score := func(cs map[[32]byte][]int) (tl, ti, tf *tally, sw seen) {
+		rng := rand.New(rand.NewPCG(13, 14))
+		tl, ti, tf = &tally{}, &tally{}, &tally{}
+		// "late": the clients of corrupt primaries other than the victims,
+		// whose pools the adversary knows.
+		var crowd []int
+		for c := range n {
+			if !isVictim[c] && c%m != honest {
+				crowd = append(crowd, c)
+			}
+		}
+		var ids [][32]byte
+		for id := range cs {
+			ids = append(ids, id)
+		}
+		sort.Slice(ids, func(a, b int) bool { return bytes.Compare(ids[a][:], ids[b][:]) < 0 })
+		for _, id := range ids {
+			c := cs[id]
+			var best []int
+			low := -1
+			for q, x := range c {
+				switch {
+				case low < 0 || x < low:
+					best, low = []int{q}, x
+				case x == low:
+					best = append(best, q)
+				}
+			}
+			// The ids only the withheld epochs of the window asked for.
+			asked := func(e [32]byte) map[[32]byte]bool {
+				out := map[[32]byte]bool{}
+				for _, k := range rec.byEpoch[e] {
+					for _, x := range rec.reqs[k] {
+						if x != ([32]byte{}) {
+							out[x] = true
+						}
+					}
+				}
+				return out
+			}
+			// The pool the adversary scores against: the group's window, or
+			// under the old rule the epochs that ran just before (DecoyEpochs).
+			w := windows[id]
+			if ownRule {
+				w = nil
+				x := slices.Index(order, id)
+				for j := x - 1; j >= 0 && j >= x-DecoyEpochs; j-- {
+					w = append(w, order[j])
+				}
+			}
+			lacks := map[int][][32]byte{} // "late": what each victim's pool lacked
+			pools := map[int][][32]byte{}
+			if mode == "late" {
+				// When each client's first onion of the epoch came: after
+				// its start sync, whose records it draws from.
+				at := map[int]time.Time{}
+				for c, j := range rec.joined[id] {
+					at[c] = rec.arrive[id][j.slot]
+				}
+				vmu.Lock()
+				for v := range isVictim {
+					pools[v], lacks[v] = lh.lack(id, v, crowd, at)
+				}
+				vmu.Unlock()
+			}
+			fitFor := func(v int) ([]int, []int, int) {
+				only, kept := map[[32]byte]bool{}, map[[32]byte]bool{}
+				w := w
+				if mode == "late" && ownRule {
+					w = pools[v]
+				}
+				for j, e := range w {
+					out := mode == "all" || mode == "sitout" || mode == "partial" && halfOut(v, e)
+					if mode == "late" {
+						// The window's newest, or what the corrupt servers
+						// left v's pool without at its start.
+						out = !ownRule && j == 0 || ownRule && slices.Contains(lacks[v], e)
+					}
+					for x := range asked(e) {
+						if out {
+							only[x] = true
+						} else {
+							kept[x] = true
+						}
+					}
+				}
+				for x := range kept {
+					delete(only, x)
+				}
+				score := make([]int, n)
+				for _, k := range rec.byEpoch[id] {
+					if k.q >= n {
+						continue
+					}
+					for _, x := range rec.reqs[k] {
+						if only[x] {
+							score[k.q]++
+						}
+					}
+				}
+				var fit []int
+				low := -1
+				for q, x := range score {
+					switch {
+					case low < 0 || x < low:
+						fit, low = []int{q}, x
+					case x == low:
+						fit = append(fit, q)
+					}
+				}
+				return fit, score, len(only)
+			}
+			for v := range n {
+				if !isVictim[v] {
+					continue
+				}
+				truth := -1
+				for q, pq := range rec.pseud[id] {
+					if bytes.Equal(pq, rec.joined[id][v].p) {
+						truth = q
+					}
+				}
+				pn := 1 / float64(n)
+				tl.add(best[rng.IntN(len(best))] == truth, pn, pn)
+				fit, score, only := fitFor(v)
+				ti.add(fit[rng.IntN(len(fit))] == truth, pn, pn)
+				// What the score saw: the ids only the withheld epochs
+				// asked for, and how often the victim and the others
+				// asked for them.
+				sw.only += only
+				if truth >= 0 {
+					sw.victim += score[truth]
+					sw.others += sum(score) - score[truth]
+				}
+				if mode == "late" {
+					// The pool the victim held, by the old rule, against
+					// the others': the likeliest pseudonym is the guess.
+					fs := fitScores(rec, id, pools[v], lacks, v, n)
+					var top []int
+					for q, x := range fs {
+						switch {
+						case len(top) == 0 || x > fs[top[0]]:
+							top = []int{q}
+						case x == fs[top[0]]:
+							top = append(top, q)
+						}
+					}
+					tf.add(top[rng.IntN(len(top))] == truth, pn, pn)
+					sw.lacked += len(lacks[v])
+					if len(lacks[v]) == 0 {
+						sw.noLack++
+					}
+				}
+			}
+		}
+		return tl, ti, tf, sw
+	}
+	report := func(so string, tl, ti, tf *tally, sw seen) {
+		t.Logf("withheld (%s, fill %v)%s: fewest %s, by ids %s; %.1f ids a trial only the withheld epochs asked for; the victim asked for them %.2f times a trial, another pseudonym %.2f",
+			mode, fill, so, tl, ti, float64(sw.only)/float64(ti.trials), float64(sw.victim)/float64(ti.trials), float64(sw.others)/float64(ti.trials*(n-1)))
+		if mode == "late" {
+			t.Logf("withheld (late, fill %v)%s: by the pools' fit %s; the victim's pool by the old rule lacked %.2f epochs a trial, none in %d trials", fill, so, tf, float64(sw.lacked)/float64(tf.trials), sw.noLack)
+		}
+	}
+	logged := 0
 	waitCount(ctx, t, "epochs with decoys under way", epochs, func() int {
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
-		return len(counts(true)) + len(satOut)
+		cs := counts(true)
+		k := len(cs) + len(satOut)
+		if advFull() && k/10 > logged/10 && k < epochs {
+			logged = k
+			if tl, ti, tf, sw := score(cs); ti.trials > 0 {
+				report(fmt.Sprintf(", %d epochs of %d so far (%d sat out), %v of CPU", k, epochs, len(satOut), cpuTime(t).Round(time.Second)), tl, ti, tf, sw)
+			}
+		}
+		return k
 	})
 	if mode == "sitout" {
 		rec.mu.Lock()
@@ -313,170 +493,11 @@ func withheldRun(t *testing.T, fill bool, mode string, epochs int) (fewest, byID
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	rng := rand.New(rand.NewPCG(13, 14))
-	tl, ti, tf := &tally{}, &tally{}, &tally{}
-	var sw struct{ only, victim, others, noLack, lacked int }
-	// "late": the clients of corrupt primaries other than the victims,
-	// whose pools the adversary knows.
-	var crowd []int
-	for c := range n {
-		if !isVictim[c] && c%m != honest {
-			crowd = append(crowd, c)
-		}
-	}
-	cs := counts(false)
-	var ids [][32]byte
-	for id := range cs {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(a, b int) bool { return bytes.Compare(ids[a][:], ids[b][:]) < 0 })
-	for _, id := range ids {
-		c := cs[id]
-		var best []int
-		low := -1
-		for q, x := range c {
-			switch {
-			case low < 0 || x < low:
-				best, low = []int{q}, x
-			case x == low:
-				best = append(best, q)
-			}
-		}
-		// The ids only the withheld epochs of the window asked for.
-		asked := func(e [32]byte) map[[32]byte]bool {
-			out := map[[32]byte]bool{}
-			for _, k := range rec.byEpoch[e] {
-				for _, x := range rec.reqs[k] {
-					if x != ([32]byte{}) {
-						out[x] = true
-					}
-				}
-			}
-			return out
-		}
-		// The pool the adversary scores against: the group's window, or
-		// under the old rule the epochs that ran just before (DecoyEpochs).
-		w := windows[id]
-		if ownRule {
-			w = nil
-			x := slices.Index(order, id)
-			for j := x - 1; j >= 0 && j >= x-DecoyEpochs; j-- {
-				w = append(w, order[j])
-			}
-		}
-		lacks := map[int][][32]byte{} // "late": what each victim's pool lacked
-		pools := map[int][][32]byte{}
-		if mode == "late" {
-			// When each client's first onion of the epoch came: after
-			// its start sync, whose records it draws from.
-			at := map[int]time.Time{}
-			for c, j := range rec.joined[id] {
-				at[c] = rec.arrive[id][j.slot]
-			}
-			vmu.Lock()
-			for v := range isVictim {
-				pools[v], lacks[v] = lh.lack(id, v, crowd, at)
-			}
-			vmu.Unlock()
-		}
-		fitFor := func(v int) ([]int, []int, int) {
-			only, kept := map[[32]byte]bool{}, map[[32]byte]bool{}
-			w := w
-			if mode == "late" && ownRule {
-				w = pools[v]
-			}
-			for j, e := range w {
-				out := mode == "all" || mode == "sitout" || mode == "partial" && halfOut(v, e)
-				if mode == "late" {
-					// The window's newest, or what the corrupt servers
-					// left v's pool without at its start.
-					out = !ownRule && j == 0 || ownRule && slices.Contains(lacks[v], e)
-				}
-				for x := range asked(e) {
-					if out {
-						only[x] = true
-					} else {
-						kept[x] = true
-					}
-				}
-			}
-			for x := range kept {
-				delete(only, x)
-			}
-			score := make([]int, n)
-			for _, k := range rec.byEpoch[id] {
-				if k.q >= n {
-					continue
-				}
-				for _, x := range rec.reqs[k] {
-					if only[x] {
-						score[k.q]++
-					}
-				}
-			}
-			var fit []int
-			low := -1
-			for q, x := range score {
-				switch {
-				case low < 0 || x < low:
-					fit, low = []int{q}, x
-				case x == low:
-					fit = append(fit, q)
-				}
-			}
-			return fit, score, len(only)
-		}
-		for v := range n {
-			if !isVictim[v] {
-				continue
-			}
-			truth := -1
-			for q, pq := range rec.pseud[id] {
-				if bytes.Equal(pq, rec.joined[id][v].p) {
-					truth = q
-				}
-			}
-			pn := 1 / float64(n)
-			tl.add(best[rng.IntN(len(best))] == truth, pn, pn)
-			fit, score, only := fitFor(v)
-			ti.add(fit[rng.IntN(len(fit))] == truth, pn, pn)
-			// What the score saw: the ids only the withheld epochs
-			// asked for, and how often the victim and the others
-			// asked for them.
-			sw.only += only
-			if truth >= 0 {
-				sw.victim += score[truth]
-				sw.others += sum(score) - score[truth]
-			}
-			if mode == "late" {
-				// The pool the victim held, by the old rule, against
-				// the others': the likeliest pseudonym is the guess.
-				fs := fitScores(rec, id, pools[v], lacks, v, n)
-				var top []int
-				for q, x := range fs {
-					switch {
-					case len(top) == 0 || x > fs[top[0]]:
-						top = []int{q}
-					case x == fs[top[0]]:
-						top = append(top, q)
-					}
-				}
-				tf.add(top[rng.IntN(len(top))] == truth, pn, pn)
-				sw.lacked += len(lacks[v])
-				if len(lacks[v]) == 0 {
-					sw.noLack++
-				}
-			}
-		}
-	}
+	tl, ti, tf, sw := score(counts(false))
 	if ti.trials > 0 {
 		// Each arm as it ends: a run stopped in its second arm still
 		// gives the first's figures.
-		t.Logf("withheld (%s, fill %v): fewest %s, by ids %s; %.1f ids a trial only the withheld epochs asked for; the victim asked for them %.2f times a trial, another pseudonym %.2f",
-			mode, fill, tl, ti, float64(sw.only)/float64(ti.trials), float64(sw.victim)/float64(ti.trials), float64(sw.others)/float64(ti.trials*(n-1)))
-		if mode == "late" {
-			t.Logf("withheld (late, fill %v): by the pools' fit %s; the victim's pool by the old rule lacked %.2f epochs a trial, none in %d trials", fill, tf, float64(sw.lacked)/float64(tf.trials), sw.noLack)
-		}
+		report(fmt.Sprintf(", %v of CPU", cpuTime(t).Round(time.Second)), tl, ti, tf, sw)
 	}
 	return tl, ti, tf, len(satOut)
 }

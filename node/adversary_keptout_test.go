@@ -133,35 +133,6 @@ func keptOutRun(t *testing.T, own bool, keepOuts int) *tally {
 		}
 		return out
 	}
-	waitCount(ctx, t, "epochs kept out and watched", keepOuts, func() int {
-		vmu.Lock()
-		outs := slices.Clone(outOrder)
-		vmu.Unlock()
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		done := 0
-		for _, N := range outs {
-			x := slices.Index(order, N)
-			if x < 0 {
-				continue
-			}
-			es := after(x)
-			if len(es) == 3 && rec.pseud[es[2]] != nil && rec.ended(es[2], p.Rounds) {
-				done++
-			}
-		}
-		return done
-	})
-	stopDemand()
-	dwg.Wait()
-	for _, c := range clients {
-		c.Close()
-	}
-	vmu.Lock()
-	outs := slices.Clone(outOrder)
-	vmu.Unlock()
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
 	asked := func(e [32]byte) map[[32]byte]bool {
 		out := map[[32]byte]bool{}
 		for _, k := range rec.byEpoch[e] {
@@ -185,58 +156,105 @@ func keptOutRun(t *testing.T, own bool, keepOuts int) *tally {
 		}
 		return out
 	}
-	rng := rand.New(rand.NewPCG(26, 4))
-	tl := &tally{}
-	for _, N := range outs {
-		x := slices.Index(order, N)
-		if x < 0 {
-			continue
-		}
-		if _, ok := rec.joined[N][victim]; ok {
-			t.Fatalf("the victim took part in an epoch its primary kept it out of")
-		}
-		freshN := fresh(N)
-		for _, e := range after(x) {
-			ps := rec.pseud[e]
-			if ps == nil || !rec.ended(e, p.Rounds) {
+	// score plays the adversary on the keep-outs outs whose three epochs
+	// after ended (under rec.mu): at the end, and in full runs every 10
+	// trials, so that a stopped run still gives figures.
+	score := func(outs [][32]byte, final bool) *tally {
+		rng := rand.New(rand.NewPCG(26, 4))
+		tl := &tally{}
+		for _, N := range outs {
+			x := slices.Index(order, N)
+			if x < 0 {
 				continue
 			}
-			truth := -1
-			for q, pq := range ps {
-				if bytes.Equal(pq, rec.joined[e][victim].p) {
-					truth = q
-				}
+			if _, ok := rec.joined[N][victim]; ok {
+				t.Fatalf("the victim took part in an epoch its primary kept it out of")
 			}
-			// Requests for the missed epoch's own ids count.
-			weight := map[[32]byte]int{}
-			for id := range freshN {
-				weight[id] = 1
-			}
-			score := make([]int, len(ps))
-			for _, k := range rec.byEpoch[e] {
-				if k.q >= len(ps) {
+			freshN := fresh(N)
+			for _, e := range after(x) {
+				ps := rec.pseud[e]
+				if ps == nil || !rec.ended(e, p.Rounds) {
 					continue
 				}
-				for _, id := range rec.reqs[k] {
-					score[k.q] += weight[id]
+				truth := -1
+				for q, pq := range ps {
+					if bytes.Equal(pq, rec.joined[e][victim].p) {
+						truth = q
+					}
 				}
-			}
-			var fit []int
-			low := 0
-			for q, s := range score {
-				switch {
-				case q == 0 || s < low:
-					fit, low = []int{q}, s
-				case s == low:
-					fit = append(fit, q)
+				// Requests for the missed epoch's own ids count.
+				weight := map[[32]byte]int{}
+				for id := range freshN {
+					weight[id] = 1
 				}
-			}
-			pn := 1 / float64(len(ps))
-			tl.add(fit[rng.IntN(len(fit))] == truth, pn, pn)
-			if testing.Verbose() {
-				t.Logf("own %v: %d ids weighed; score by position %v, the victim at %d", own, len(weight), score, truth)
+				score := make([]int, len(ps))
+				for _, k := range rec.byEpoch[e] {
+					if k.q >= len(ps) {
+						continue
+					}
+					for _, id := range rec.reqs[k] {
+						score[k.q] += weight[id]
+					}
+				}
+				var fit []int
+				low := 0
+				for q, s := range score {
+					switch {
+					case q == 0 || s < low:
+						fit, low = []int{q}, s
+					case s == low:
+						fit = append(fit, q)
+					}
+				}
+				pn := 1 / float64(len(ps))
+				tl.add(fit[rng.IntN(len(fit))] == truth, pn, pn)
+				if final && testing.Verbose() {
+					t.Logf("own %v: %d ids weighed; score by position %v, the victim at %d", own, len(weight), score, truth)
+				}
 			}
 		}
+		return tl
+	}
+	logged, lastDone := 0, 0
+	waitCount(ctx, t, "epochs kept out and watched", keepOuts, func() int {
+		vmu.Lock()
+		outs := slices.Clone(outOrder)
+		vmu.Unlock()
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		var done [][32]byte
+		for _, N := range outs {
+			x := slices.Index(order, N)
+			if x < 0 {
+				continue
+			}
+			es := after(x)
+			if len(es) == 3 && rec.pseud[es[2]] != nil && rec.ended(es[2], p.Rounds) {
+				done = append(done, N)
+			}
+		}
+		if advFull() && len(done) > lastDone && len(done) < keepOuts {
+			lastDone = len(done)
+			if tl := score(done, false); tl.trials/10 > logged/10 {
+				logged = tl.trials
+				t.Logf("kept out (own lists %v), %d keep-outs of %d so far, %v of CPU: %s", own, len(done), keepOuts, cpuTime(t).Round(time.Second), tl)
+			}
+		}
+		return len(done)
+	})
+	stopDemand()
+	dwg.Wait()
+	for _, c := range clients {
+		c.Close()
+	}
+	vmu.Lock()
+	outs := slices.Clone(outOrder)
+	vmu.Unlock()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	tl := score(outs, true)
+	if advFull() {
+		t.Logf("kept out (own lists %v): %s, %v of CPU", own, tl, cpuTime(t).Round(time.Second))
 	}
 	return tl
 }

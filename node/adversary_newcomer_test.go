@@ -127,7 +127,7 @@ func newcomerRun(t *testing.T, own, restart bool, trials int) *tally {
 		pn := 1 / float64(len(ps))
 		tl.add(best[rng.IntN(len(best))] == truth, pn, pn)
 		if advFull() && k%10 == 9 {
-			t.Logf("%d trials of %d: %s", k+1, trials, tl)
+			t.Logf("%d trials of %d, %v of CPU: %s", k+1, trials, cpuTime(t).Round(time.Second), tl)
 		}
 		if restart {
 			c.Close()
