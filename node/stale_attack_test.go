@@ -5,6 +5,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,10 @@ import (
 //     claimant"): the epoch ends early by S_0's abort of the missing
 //     publication of a held round, S_0 is charged at every honest server
 //     and no honest server anywhere.
+//
+// Case 3, the control at m = 11, states nothing cases 0 and 2 do not and
+// costs 10 s of CPU: RIFFLE_LONG=1 runs it. Case 2, the attack as
+// reported, stays in the full pass.
 func TestSlowRoundsKeepEpoch(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time
 	type tc struct {
@@ -56,6 +61,9 @@ func TestSlowRoundsKeepEpoch(t *testing.T) {
 			t.Parallel()
 			if testing.Short() && c.m > 5 {
 				t.Skip("m > 5: the full pass runs it")
+			}
+			if i == 3 && os.Getenv("RIFFLE_LONG") == "" {
+				t.Skip("the control at m = 11: RIFFLE_LONG=1 runs it")
 			}
 			slowRounds(t, c.m, c.lim, c.held)
 		})
