@@ -90,9 +90,26 @@ func (ln *listNet) reason(s *Server) string {
 }
 
 // charges checks each of servers' counts after the evidence settled:
-// culprit (if any) counted, every other chain server not.
+// culprit (if any) counted, every other chain server not. The culprit's
+// charge is waited for while the network runs; then the clients leave,
+// so that no epoch starts and the settle costs only the servers' relays
+// of the evidence of the epochs that ran (in virtual time every epoch run
+// meanwhile was CPU).
 func (ln *listNet) charges(t *testing.T, servers []*Server, culprit *Server) {
 	t.Helper()
+	if culprit != nil {
+		wait.Until(context.Background(), 90*time.Second, func() bool {
+			for _, s := range servers {
+				if s.ref.RefusalCounts()[culprit.ID()] == 0 {
+					return false
+				}
+			}
+			return true
+		}) // on a timeout the checks below say who did not charge it
+	}
+	for _, c := range ln.fn.clients {
+		c.Close()
+	}
 	time.Sleep(90 * time.Second) // virtual: the evidence relays settle
 	var ids []peer.ID
 	for _, s := range ln.chain {
