@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/evidence"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/registry"
 	"github.com/riffle-net/riffle/node/internal/roundblame"
@@ -66,7 +67,7 @@ func (s *Server) nameForwarder(e *sepoch, f *wire.Forwarded, why error, send boo
 			others = append(others, q)
 		}
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, evidenceDeadline)
+	ctx, cancel := context.WithTimeout(s.ctx, evidence.Deadline)
 	defer cancel()
 	if err := deliverAll(ctx, others, s.cfg.Timing.EvidenceBackoff, s.cfg.Timing.EvidenceBackoffMax, func(ctx context.Context, q peer.ID) error {
 		_, err := transport.Call(ctx, s.h, q, transport.Request{Proto: ProtoEpoch, Type: wire.TypeBadForward, Body: body, Timeout: transport.ShortTimeout})

@@ -702,7 +702,7 @@ func TestEarlyNoPubCharged(t *testing.T) {
 					culprit.mu.Lock()
 					culprit.endQuiet(e, reason)
 					culprit.roundAttestLocked(e, q)
-					body := culprit.signAbortLocked(e, wire.AbortNoPub, q, reason)
+					body := culprit.evs().SignOwn(evEp(e), wire.AbortNoPub, q, reason)
 					var others []peer.ID
 					for _, p := range chain {
 						if p != culprit.ID() {

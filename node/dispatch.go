@@ -51,7 +51,7 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeDropReq:
 		return s.walks().OnDropReq(ctx, from, body)
 	case wire.TypeAbort:
-		return s.onAbort(from, body)
+		return s.evs().OnAbort(from, body)
 	case wire.TypeTimeoutVote:
 		return s.cert.OnTimeoutVote(from, body)
 	case wire.TypeCertReq:
@@ -67,7 +67,7 @@ func (s *Server) handleEpoch(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeAttestReq:
 		return s.onAttestReq(from, body)
 	case wire.TypeCharge:
-		return s.onCharge(from, body)
+		return s.evs().OnCharge(from, body)
 	}
 	return 0, nil, transport.Unhandled(ProtoEpoch, t)
 }

@@ -100,14 +100,18 @@
 //     in their rounds (§5.4 v3); the queue, bounded a slot, is package
 //     internal/handover's (no I/O, no lock: s.mu guards it; network-free
 //     tests).
-//   - refusals.go: signed, relayed aborts and the refusal budget of §3.
+//   - internal/evidence (package evidence): the aborts of §3 signed,
+//     checked, held for the final descriptor, relayed once and charged;
+//     evidence logged, spread to the chain and taken from it; a
+//     leader's budget evidence; delivery with back-off (§8). Service
+//     over evidenceHost (evidence.go, which also ends an epoch for an
+//     unfilled round or a missing publication); network-free tests.
 //   - internal/chargelog (package chargelog): the evidence log of §3,
 //     one record a claimant's slot, each charge a function of the
 //     evidence and its number's certificate, the refusal budget's counts
 //     and the aborts seen; its own lock, network-free tests.
 //   - attest.go: when a round's parts are due here and what this server
-//     attests; chargelog.go: evidence taken from the chain and relayed
-//     to it (§3); held.go: a primary's receipts and dry statements,
+//     attests; held.go: a primary's receipts and dry statements,
 //     silent.go: its accounts of a round and the attestations of a
 //     primary that gave none (§5.4).
 //   - blame (package blame): the verdicts as functions of signed evidence

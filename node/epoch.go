@@ -16,6 +16,7 @@ import (
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/blame"
 	"github.com/riffle-net/riffle/node/internal/dupwalk"
+	"github.com/riffle-net/riffle/node/internal/evidence"
 	"github.com/riffle-net/riffle/node/internal/handover"
 	"github.com/riffle-net/riffle/node/internal/layerbufs"
 	"github.com/riffle-net/riffle/node/internal/manifests"
@@ -149,9 +150,8 @@ type roundsState struct {
 	blames roundblame.Blames
 	held   map[uint32]*heldInput
 	// preFinal holds the aborts for a missing publication or list that
-	// came before the final descriptor, one a signer and kind, taken
-	// when it comes (refusals.go holdPreFinalLocked).
-	preFinal map[preFinalKey]preFinalAbort
+	// came before the final descriptor (internal/evidence).
+	preFinal evidence.PreFinal
 	// noCloseAsking: this server gathers the attestations that the
 	// leader never closed the registration (rotate.go endUnclosedLocked).
 	noCloseAsking bool
@@ -282,7 +282,7 @@ func (s *Server) end(e *sepoch, reason string) {
 		return
 	}
 	s.endQuiet(e, reason)
-	s.broadcastAbort(e, reason)
+	s.evs().BroadcastAbort(evEp(e), wire.AbortFault, 0, reason)
 }
 
 // endQuiet marks the epoch over without telling anyone: on a notice from

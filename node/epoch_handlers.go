@@ -278,6 +278,6 @@ func (s *Server) onSigned(from peer.ID, body []byte) (wire.Type, []byte, error) 
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.mixing.mixLoop(e) }()
 	}
-	s.takePreFinalLocked(e)
+	s.evs().TakePreFinal(evEp(e))
 	return wire.TypeAck, ack, nil
 }

@@ -30,7 +30,7 @@ func (s *Server) noteEquivocations(final, timeout *wire.Cert) {
 		}
 		if grew {
 			s.log.Warn("a server signed the final descriptor of a number and its timeout", "peer", who[i].ShortString(), "number", final.Number)
-			s.spreadCharge(ev, s.members.Chain(), "")
+			s.evs().Spread(ev, s.members.Chain(), "")
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -30,4 +31,10 @@ func lp(h transport.Host) host.Host {
 		panic("not a libp2p host")
 	}
 	return l
+}
+
+// refusalOut reports whether p is left out of the chain of the next
+// number certified here for its refusal budget.
+func (s *Server) refusalOut(p peer.ID) bool {
+	return s.refusalOutAt(p, s.cert.Next())
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
+	"github.com/riffle-net/riffle/node/internal/evidence"
 	"github.com/riffle-net/riffle/node/internal/leader"
 	"github.com/riffle-net/riffle/node/internal/roundblame"
 	"github.com/riffle-net/riffle/node/transport"
@@ -48,6 +49,9 @@ func (*Server) leaderHooks() leader.Hooks { return nil }
 
 // blameHooks: none in the binary (roundblame.Config.Hooks).
 func (*Server) blameHooks() roundblame.Hooks { return nil }
+
+// evidenceHooks: none in the binary (evidence.Config.Hooks).
+func (*Server) evidenceHooks() evidence.Hooks { return nil }
 
 func (s *hookCfg) ClientHandlers(c transport.HandlerFunc, p transport.SegHandlerFunc) (transport.HandlerFunc, transport.SegHandlerFunc) {
 	return c, p
@@ -123,7 +127,6 @@ func (*hookRun) VoidWait(uint32)                         {}
 func (*hookRun) RootDelay(uint32, peer.ID) time.Duration { return 0 }
 func (*hookRun) AttestNone(uint32) bool                  { return false }
 func (*hookRun) SilentAll(uint32) bool                   { return false }
-func (*hookRun) SpreadLate() time.Duration               { return 0 }
 func (*hookRun) Probe(*sepoch, uint32, int)              {}
 func (*hookRun) RefuseEvidence(wire.Type) bool           { return false }
 func (*hookRun) NoPace() bool                            { return false }

@@ -27,7 +27,7 @@ func TestBinaryHasNoTestHooks(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	forbidden := hookOnlyNames(t)
-	for _, name := range []string{"testObserver", "ClientObserver", "leaderCheat", "serverHooks", "ClientHooks", "DupClientTest", "recvHook", "RecvHook", "heldDraw", "ownPool", "leadHooks", "walkHooks"} {
+	for _, name := range []string{"testObserver", "ClientObserver", "leaderCheat", "serverHooks", "ClientHooks", "DupClientTest", "recvHook", "RecvHook", "heldDraw", "ownPool", "leadHooks", "walkHooks", "chargeHooks"} {
 		if !forbidden[name] {
 			t.Fatalf("%s is not declared in a riffletest-only file", name)
 		}
@@ -48,7 +48,7 @@ func TestBinaryHasNoTestHooks(t *testing.T) {
 		t.Skip("the positive control needs a test binary built with -tags riffletest")
 	}
 	found := strings.Join(hookSymbols(t, ownFuncs(t), forbidden), "\n")
-	for _, want := range []string{"serverHooks", "ClientHooks", "heldDraw", "hookCfg).ClientHandlers", "ownPool", "transport.hookRecv", "leadHooks).CheatKeys", "walkHooks).LieDrop"} {
+	for _, want := range []string{"serverHooks", "ClientHooks", "heldDraw", "hookCfg).ClientHandlers", "ownPool", "transport.hookRecv", "leadHooks).CheatKeys", "walkHooks).LieDrop", "chargeHooks).SpreadLate"} {
 		if !strings.Contains(found, want) {
 			t.Errorf("the scan does not see %s in a riffletest build", want)
 		}

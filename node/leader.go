@@ -101,9 +101,11 @@ func (h leadHost) Led() {
 	h.s.turn.led++
 	h.s.mu.Unlock()
 }
-func (h leadHost) AbortBody(id [32]byte, reason string) []byte { return h.s.abortBody(id, reason) }
+func (h leadHost) AbortBody(id [32]byte, reason string) []byte {
+	return h.s.evs().CoordAbort(id, reason)
+}
 func (h leadHost) HandEvidence(ctx context.Context, chain []peer.ID, n uint64) {
-	h.s.handEvidence(ctx, chain, n)
+	h.s.evs().HandEvidence(ctx, chain, n)
 }
 func (h leadHost) NoteWithdrawal(err error) bool { return h.s.noteWithdrawal(err) }
 

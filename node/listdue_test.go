@@ -315,5 +315,5 @@ func TestEarlyNoListChargesSigner(t *testing.T) {
 // held.
 func (s *Server) signNoListLocked(e *sepoch, q uint32, reason string) {
 	s.endQuiet(e, reason)
-	s.broadcastAbortKind(e, wire.AbortNoList, q, reason)
+	s.evs().BroadcastAbort(evEp(e), wire.AbortNoList, q, reason)
 }

@@ -59,7 +59,7 @@ func TestLogReplayAgrees(t *testing.T) {
 		}
 		for _, ev := range evs {
 			time.Sleep(time.Second)
-			if _, _, err := a.onCharge(b.ID(), ev.Marshal()); err != nil {
+			if _, _, err := a.evs().OnCharge(b.ID(), ev.Marshal()); err != nil {
 				t.Fatalf("A refused the evidence of %d: %v", ev.Number, err)
 			}
 		}
@@ -69,7 +69,7 @@ func TestLogReplayAgrees(t *testing.T) {
 			b.cert.Keep(cert(n))
 		}
 		for _, ev := range slices.Backward(evs) {
-			if _, _, err := b.onCharge(a.ID(), ev.Marshal()); err != nil {
+			if _, _, err := b.evs().OnCharge(a.ID(), ev.Marshal()); err != nil {
 				t.Fatalf("B refused the evidence of %d: %v", ev.Number, err)
 			}
 			time.Sleep(300 * time.Millisecond)

@@ -80,7 +80,7 @@ func TestAbortRacesFinal(t *testing.T) {
 				a.Sig, _ = proto.Sign(c.priv, proto.AbortDigest(a))
 				evKey = blame.ChargeKey(&wire.Charge{Kind: wire.EvAbort, Number: a.Number, Item: a.Marshal()})
 				for _, h := range honest {
-					if _, _, err := h.onAbort(cID, a.Marshal()); err != nil {
+					if _, _, err := h.evs().OnAbort(cID, a.Marshal()); err != nil {
 						t.Logf("abort refused at %s: %v", h.ID().ShortString(), err)
 					}
 				}

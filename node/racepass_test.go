@@ -34,7 +34,6 @@ var raceLeftOut = []string{
 	"TestCorruptPairVoidRelayed",
 	"TestDeadSlotEpochGoesOn",
 	"TestDeadSlotSecondOnion",
-	"TestDeliverAllRetries",
 	"TestDialTCPFirst",
 	"TestDupBothProve",
 	"TestDupFramedHonestClient",

@@ -47,7 +47,7 @@ func abortEpochs(t *testing.T, s *Server, limit int) func() []uint64 {
 				if !full && !e.ended && e.final != nil {
 					// At once, without the settle time of an honest end.
 					s.endQuiet(e, "I do not like this epoch")
-					body := s.signAbortLocked(e, wire.AbortFault, 0, "I do not like this epoch")
+					body := s.evs().SignOwn(evEp(e), wire.AbortFault, 0, "I do not like this epoch")
 					var others []peer.ID
 					for _, p := range e.v.Chain {
 						if p != s.h.ID() {

@@ -202,24 +202,8 @@ func (rt *rotation) gatherNoClose(e *sepoch) {
 	}
 	s.log.Warn("leader silent after opening: epoch aborted", "number", e.v.Desc.Number, "leader", e.leader.ShortString(), "attested by", len(got))
 	s.endQuiet(e, reason)
-	a := &wire.Abort{Epoch: e.v.ID, Number: e.v.Desc.Number, Kind: wire.AbortNoClose, Signer: []byte(s.h.ID()), Reason: []byte(reason)}
-	sig, err := proto.Sign(s.priv, proto.AbortDigest(a))
-	if err != nil {
-		s.mu.Unlock()
-		return
-	}
-	a.Sig = sig
-	ev := &wire.Charge{Kind: wire.EvAbort, Number: a.Number, Item: a.Marshal(), Attests: got}
-	s.noteAbortLocked(e, a, s.h.ID(), ev)
-	chain := e.v.Chain
+	s.evs().SendBacked(evEp(e), wire.AbortNoClose, 0, reason, got)
 	s.mu.Unlock()
-	var others []peer.ID
-	for _, p := range chain {
-		if p != s.h.ID() {
-			others = append(others, p)
-		}
-	}
-	s.notifyAll(others, wire.TypeCharge, ev.Marshal())
 }
 
 // noCloseBacked reports whether ev's attestations (not checked here) back

@@ -10,7 +10,6 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
-	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
 // Tunables.ServerProbe is how long a server that lost its last connection
@@ -117,25 +116,10 @@ func (s *Server) gatherDown(e *sepoch, j int) {
 	s.mu.Lock()
 	if !backed && s.ref.AbortedByOther(e.v.ID, s.h.ID()) {
 		s.mu.Unlock()
-		return // its end was another's (the settle rule, refusals.go)
+		return // its end was another's (the settle rule, internal/evidence)
 	}
-	a := &wire.Abort{Epoch: e.v.ID, Number: e.v.Desc.Number, Round: uint32(j), Kind: wire.AbortDown, Signer: []byte(s.h.ID()), Reason: []byte(reason)}
-	sig, err := proto.Sign(s.priv, proto.AbortDigest(a))
-	if err != nil {
-		s.mu.Unlock()
-		return
-	}
-	a.Sig = sig
-	ev := &wire.Charge{Kind: wire.EvAbort, Number: a.Number, Item: a.Marshal(), Attests: got}
-	s.noteAbortLocked(e, a, s.h.ID(), ev)
-	var others []peer.ID
-	for _, q := range e.v.Chain {
-		if q != s.h.ID() {
-			others = append(others, q)
-		}
-	}
+	s.evs().SendBacked(evEp(e), wire.AbortDown, uint32(j), reason, got)
 	s.mu.Unlock()
-	s.notifyAll(others, wire.TypeCharge, ev.Marshal())
 }
 
 // noteDownAbort keeps a signed abort of e saying a server was down (a

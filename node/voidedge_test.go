@@ -10,6 +10,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/evidence"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -102,7 +103,7 @@ func TestEdgeSplitCharged(t *testing.T) {
 		s0 := byID[chain[0]]
 		s0.mu.Lock()
 		e0 := s0.epochs[id]
-		ctx := chargeCtxLocked(&s0.cert, e0)
+		ctx := evidence.ChargeCtx(&s0.cert, evEp(e0))
 		ab := &wire.Abort{Epoch: id, Number: e0.v.Desc.Number, Round: q, Kind: wire.AbortNoPub, Signer: []byte(s0.ID()), Reason: []byte("no publication")}
 		s0.mu.Unlock()
 		var err error

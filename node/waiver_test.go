@@ -51,7 +51,7 @@ func TestWaiverFromLog(t *testing.T) {
 		b.h.AddAddrs(a.ID(), a.h.Addrs(), time.Hour)
 		abort := waiverAbort(t, xKey, id, 1, wire.AbortFault, 0)
 		for _, s := range []*Server{a, b} {
-			if _, _, err := s.onAbort(x, abort.Marshal()); err != nil {
+			if _, _, err := s.evs().OnAbort(x, abort.Marshal()); err != nil {
 				t.Fatalf("%s refused X's abort: %v", name[s.ID()], err)
 			}
 		}
@@ -85,7 +85,7 @@ func TestWaiverFromLog(t *testing.T) {
 		xa.Sig, _ = proto.Sign(xKey, blame.AttestDigest(&xa))
 		down := &wire.Charge{Kind: wire.EvAbort, Number: 1, Item: waiverAbort(t, xKey, id, 1, wire.AbortDown, uint32(j)).Marshal(), Attests: []wire.Attest{xa}}
 		for _, s := range []*Server{a, b} {
-			if _, _, err := s.onCharge(x, down.Marshal()); err != nil {
+			if _, _, err := s.evs().OnCharge(x, down.Marshal()); err != nil {
 				t.Fatalf("%s refused the down abort: %v", name[s.ID()], err)
 			}
 		}
@@ -141,7 +141,7 @@ func TestLateOutageNotAttested(t *testing.T) {
 		xa.Sig, _ = proto.Sign(xKey, blame.AttestDigest(&xa))
 		down := &wire.Charge{Kind: wire.EvAbort, Number: 1, Item: waiverAbort(t, xKey, id, 1, wire.AbortDown, uint32(j)).Marshal(), Attests: []wire.Attest{xa}}
 		for _, s := range []*Server{a, b} {
-			if _, _, err := s.onCharge(x, down.Marshal()); err != nil {
+			if _, _, err := s.evs().OnCharge(x, down.Marshal()); err != nil {
 				t.Fatalf("%s refused the down abort: %v", name[s.ID()], err)
 			}
 		}

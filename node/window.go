@@ -70,7 +70,7 @@ func (w winPeers) EnterServer(ctx context.Context, p peer.ID) error {
 	return w.s.peers.EnterServer(ctx, &w.s.windowSlots.Servers, p)
 }
 
-// groupPeer is members.Chains.GroupPeer (chargelog.go's name).
+// groupPeer is members.Chains.GroupPeer (evidence.go's name).
 func (s *Server) groupPeer(p peer.ID) bool { return s.members.GroupPeer(p) }
 
 // The certified window (§6.3 v3). The leader of N pins N's window in its

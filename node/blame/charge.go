@@ -219,7 +219,7 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 		if ev.Kind == wire.EvAbort && !ctx.Final {
 			// No round ran before the final descriptor, and no honest
 			// server ends its epoch on such an abort before it holds
-			// the descriptor (node holdPreFinalLocked): nobody, until
+			// the descriptor (node/internal/evidence PreFinal): nobody, until
 			// the number's final certificate comes, if it does.
 			// Charged to its signer at once, the verdict moved with
 			// the certificate a server held (TestAbortBeforeFinalCharged;

@@ -240,7 +240,7 @@ func (l *Leading) open() (wire.Descriptor, error) {
 	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.Params, Chain: proto.ChainIDs(chain), Previous: prev, Window: win, Gap: gap}
 	// The servers this chain leaves out for their refusal budget are out
 	// at every server only if every server has the aborts that count
-	// (node/refusals.go).
+	// (node/internal/evidence).
 	s.HandEvidence(ctx, chain, number)
 	reps, err := s.Each(ctx, chain, transport.Request{Proto: transport.ProtoEpoch, Type: wire.TypePrepare, Body: prep.Marshal(), Timeout: transport.ShortTimeout})
 	if err != nil {

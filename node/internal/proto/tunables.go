@@ -58,7 +58,7 @@ type Tunables struct {
 	// of the chains it proposes (eligible.go).
 	WithdrawTTL time.Duration
 	// EvidenceBackoff is the wait after a first failed evidence delivery,
-	// doubling up to EvidenceBackoffMax (evidence.go).
+	// doubling up to EvidenceBackoffMax (internal/evidence).
 	EvidenceBackoff    time.Duration
 	EvidenceBackoffMax time.Duration
 	// EpochWait bounds how long forwarded submissions wait for an epoch
@@ -78,7 +78,7 @@ type Tunables struct {
 	// (internal/peers, internal/polls).
 	OutsiderPoll time.Duration
 	// AbortSettle is how long a server that ended an epoch waits before
-	// it signs its abort (refusals.go).
+	// it signs its abort (internal/evidence).
 	AbortSettle time.Duration
 	// BlameStepWait bounds how long a server asked for its blame step
 	// waits to learn of the blame; BlameStepTimeout one step's fetch

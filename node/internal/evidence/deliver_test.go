@@ -1,4 +1,4 @@
-package node
+package evidence
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -15,8 +16,7 @@ import (
 // until it acknowledges, leaves a server that acknowledged alone, and gives
 // up on one that never does when the deadline passes, naming it.
 func TestDeliverAllRetries(t *testing.T) {
-	t.Parallel()
-	virtual(t, func(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
 		ok, flaky, dead := peer.ID("ok"), peer.ID("flaky"), peer.ID("dead")
 		var mu sync.Mutex
 		tries := map[peer.ID]int{}
@@ -33,7 +33,7 @@ func TestDeliverAllRetries(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		start := time.Now()
-		err := deliverAll(ctx, []peer.ID{ok, flaky, dead}, 10*time.Millisecond, 80*time.Millisecond, send)
+		err := DeliverAll(ctx, []peer.ID{ok, flaky, dead}, 10*time.Millisecond, 80*time.Millisecond, send)
 		if err == nil {
 			t.Fatal("delivery to a server that never acknowledges reported success")
 		}
@@ -53,7 +53,7 @@ func TestDeliverAllRetries(t *testing.T) {
 		if nDead < 5 || nDead > 20 {
 			t.Fatalf("a dead server was tried %d times in 1 s", nDead)
 		}
-		if err2 := deliverAll(context.Background(), []peer.ID{ok, flaky}, time.Millisecond, time.Millisecond, send); err2 != nil {
+		if err2 := DeliverAll(context.Background(), []peer.ID{ok, flaky}, time.Millisecond, time.Millisecond, send); err2 != nil {
 			t.Fatalf("every server acknowledged, yet: %v", err2)
 		}
 	})

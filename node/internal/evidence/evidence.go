@@ -1,0 +1,139 @@
+// Package evidence is a server's side of the signed evidence of aborts
+// and charges (docs/protocol.md §3, "Charges from evidence" and "The
+// refusal budget"; §8, the delivery of a blame's evidence): an epoch's
+// aborts signed, checked, relayed once and charged, those for a missing
+// publication or list held until the final descriptor, evidence logged
+// and spread to the chain, evidence from outside an epoch's chain judged
+// against its number's certificate, a leader's budget evidence handed to
+// its chain, and delivery to every chain server with back-off.
+//
+//   - evidence.go: Ep, Host, Config, Service.
+//   - aborts.go: an abort signed (SignAbort), checked (CheckAbort), sent
+//     after the settle, taken and noted (Take, Note), relayed.
+//   - prefinal.go: the aborts held for the final descriptor (PreFinal).
+//   - charges.go: evidence logged and spread (NoteCharge), taken from a
+//     server (OnCharge, OnAbort), the budget's evidence handed on.
+//   - deliver.go: delivery with back-off (DeliverAll, SendToChain).
+//
+// The log itself, the counts and the aborts seen are package chargelog's
+// (its own lock). What an epoch holds (its descriptors, its end, its
+// rounds' attestations) is the server's, under its lock (Host.Locked):
+// package node's evidenceHost.
+package evidence
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/certs"
+	"github.com/riffle-net/riffle/node/internal/chargelog"
+	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/transport"
+)
+
+// Ep is an epoch as the evidence sees it, read under the server's lock:
+// its open and final descriptors (Final nil before), the aborts held for
+// the final one, and the server's own epoch (Ref, for Host).
+type Ep struct {
+	V, Final *proto.View
+	PreFinal *PreFinal
+	Ref      any
+}
+
+// Host is what the evidence asks of its server.
+type Host interface {
+	// Locked runs f under the server's lock.
+	Locked(f func())
+	// Each sends r to every server of chain at once and returns their
+	// replies in order; NotifyAll sends a message of type t to the
+	// servers to in the background.
+	Each(ctx context.Context, chain []peer.ID, r transport.Request) ([][]byte, error)
+	NotifyAll(to []peer.ID, t wire.Type, body []byte)
+	// Call asks peer p.
+	Call(ctx context.Context, p peer.ID, r transport.Request) ([]byte, error)
+	// Go runs f as one of the server's goroutines.
+	Go(f func())
+	// InRoster: p is a roster server here; GroupPeer: a server of the
+	// group; Number: the highest number signed here (takes the lock).
+	InRoster(p peer.ID) bool
+	GroupPeer(p peer.ID) bool
+	Number() uint64
+
+	// Under the lock: Epoch is the epoch of id held here, or nil; Now
+	// is ep as it is now (its final descriptor may have come since);
+	// EndQuiet ends it without telling anyone; OwnAttest is this
+	// server's attestation of what abort a claims (a server down, a
+	// publication missing), or nil; CertifyAbort certifies an opened
+	// epoch's abort before its final descriptor; Voided: round r is
+	// void by a blame here; AdmitAttest is this server's attestation of
+	// round r if the round is admitted here, or nil.
+	Epoch(id [32]byte) *Ep
+	Now(ep *Ep) *Ep
+	EndQuiet(ep *Ep, reason string)
+	OwnAttest(ep *Ep, a *wire.Abort) *wire.Attest
+	CertifyAbort(ep *Ep, a *wire.Abort)
+	Voided(ep *Ep, r uint32) bool
+	AdmitAttest(ep *Ep, r uint32) *wire.Attest
+}
+
+// Hooks are the tests' hook points (Config.Hooks).
+type Hooks interface {
+	// SpreadLate delays this server's spreading of evidence.
+	SpreadLate() time.Duration
+}
+
+// Config is what the evidence takes of its server as values.
+type Config struct {
+	Ctx  context.Context // the server's life
+	Self peer.ID
+	Priv crypto.PrivKey
+	Log  *slog.Logger
+	// Ref is the server's evidence log, Certs its certificates.
+	Ref   *chargelog.Log
+	Certs *certs.Certs
+	// AbortSettle is how long a server that ended an epoch waits before
+	// it signs its abort (Tunables.AbortSettle); Backoff and BackoffMax
+	// space a delivery's attempts (Tunables.EvidenceBackoff,
+	// EvidenceBackoffMax).
+	AbortSettle, Backoff, BackoffMax time.Duration
+	// Hooks are the tests' hook points, nil in the binary: every call
+	// sits behind hooksBuilt (TestBinaryHasNoTestHooks).
+	Hooks Hooks
+}
+
+// Service is one server's evidence.
+type Service struct {
+	Config
+	h Host
+}
+
+// New is the evidence of the server h, with cfg.
+func New(cfg Config, h Host) *Service { return &Service{Config: cfg, h: h} }
+
+func (s *Service) hooked() bool { return hooksBuilt && s.Hooks != nil }
+
+// ack is the body of an acknowledgement.
+var ack = []byte{}
+
+// others is chain less self and skip.
+func others(chain []peer.ID, self peer.ID, skip ...peer.ID) []peer.ID {
+	var to []peer.ID
+next:
+	for _, p := range chain {
+		if p == self {
+			continue
+		}
+		for _, q := range skip {
+			if p == q {
+				continue next
+			}
+		}
+		to = append(to, p)
+	}
+	return to
+}
