@@ -1,5 +1,5 @@
 // Package hooks is a client's hook points for the tests (riffletest
-// builds; empty in the binary, node's TestBinaryHasNoTestHooks checks):
+// builds; empty in the binary, cmd/riffle's TestBinaryHasNoTestHooks checks):
 // what the anonymity tests observe of a client (ClientObserver, the
 // ground truth of docs/anonymity.md's adversaries), the rules the
 // controls break on purpose (§5.2, §6.3, §6.4 and §7 of docs/protocol.md,

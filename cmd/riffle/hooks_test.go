@@ -1,4 +1,4 @@
-package node
+package main
 
 import (
 	"debug/elf"
@@ -17,22 +17,20 @@ import (
 	"testing"
 )
 
-// TestBinaryHasNoTestHooks builds the binary as a user does and reads its
-// symbols: none of this package's may be one that only riffletest builds
-// declare (observers, cheats, misbehaviours, the old decoy rule), and none a hook point
-// (hook*), which there must be empty and inlined away.
+// TestBinaryHasNoTestHooks reads the symbols of the binary TestMain built
+// as a user does: none of node's may be one that only riffletest builds
+// declare (observers, cheats, misbehaviours, the old decoy rule), and
+// none a hook point (hook*), which there must be empty and inlined away.
+// It lives here, not in node, so that the binary is linked once.
 func TestBinaryHasNoTestHooks(t *testing.T) {
-	t.Parallel() // real processes or sockets in real time: overlap their waits
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
+	t.Parallel()
 	forbidden := hookOnlyNames(t)
 	for _, name := range []string{"testObserver", "ClientObserver", "leaderCheat", "serverHooks", "ClientHooks", "DupClientTest", "recvHook", "RecvHook", "heldDraw", "ownPool", "leadHooks", "walkHooks", "chargeHooks"} {
 		if !forbidden[name] {
 			t.Fatalf("%s is not declared in a riffletest-only file", name)
 		}
 	}
-	syms := nmSymbols(t, buildRiffle(t))
+	syms := nmSymbols(t, riffleBin)
 	// The scan reads the binary: node's own symbols are there.
 	if !slices.ContainsFunc(syms, func(l string) bool { return strings.HasSuffix(l, " github.com/riffle-net/riffle/node.NewServer") }) {
 		t.Fatalf("go tool nm shows no node.NewServer among %d symbols", len(syms))
@@ -44,7 +42,7 @@ func TestBinaryHasNoTestHooks(t *testing.T) {
 	// binary is one, so no second build: go test strips its symbol table,
 	// so its functions are read from its pclntab (no variables there:
 	// transport's hook shows as its hook point, not as RecvHook).
-	if !hooksBuilt {
+	if !taggedTest {
 		t.Skip("the positive control needs a test binary built with -tags riffletest")
 	}
 	found := strings.Join(hookSymbols(t, ownFuncs(t), forbidden), "\n")
@@ -54,6 +52,13 @@ func TestBinaryHasNoTestHooks(t *testing.T) {
 		}
 	}
 }
+
+// taggedTest is whether this test binary was built with riffletest
+// (hooks_riffletest_test.go), so that it links node's hooks.
+var taggedTest bool
+
+// nodeDir is node's source directory, seen from this package's.
+const nodeDir = "../../node"
 
 // nmSymbols are the lines of go tool nm of binary bin.
 func nmSymbols(t *testing.T, bin string) []string {
@@ -96,18 +101,6 @@ func ownFuncs(t *testing.T) []string {
 	return names
 }
 
-// buildRiffle builds cmd/riffle as a user does into a temporary
-// directory; the empty -tags flag overrides any tags in GOFLAGS.
-func buildRiffle(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "riffle")
-	out, err := exec.Command("go", "build", "-tags=", "-o", bin, "github.com/riffle-net/riffle/cmd/riffle").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // hookDirs are node's packages below it that the binary links, whose
 // riffletest-only names it must not: node/transport's receive path has a
 // hook of its own (RecvHook); the client's hooks and accessors are
@@ -118,17 +111,21 @@ func buildRiffle(t *testing.T) string {
 func hookDirs(t *testing.T) []string {
 	t.Helper()
 	var dirs []string
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(nodeDir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() || path == "." {
+		if !d.IsDir() || path == nodeDir {
 			return nil
+		}
+		path, err = filepath.Rel(nodeDir, path)
+		if err != nil {
+			return err
 		}
 		if nodeHarnesses[path] {
 			return filepath.SkipDir
 		}
-		if goFiles, _ := filepath.Glob(filepath.Join(path, "*.go")); len(goFiles) > 0 {
+		if goFiles, _ := filepath.Glob(filepath.Join(nodeDir, path, "*.go")); len(goFiles) > 0 {
 			dirs = append(dirs, filepath.ToSlash(path))
 		}
 		return nil
@@ -143,17 +140,16 @@ func hookDirs(t *testing.T) []string {
 // networks (tests, the benchmark): not the node the binary is.
 var nodeHarnesses = map[string]bool{"localnet": true, "nodetest": true}
 
-// hookOnlyNames are the top-level names declared in this package's and
-// hookDirs' files built only with the riffletest tag and in none of the
-// others.
+// hookOnlyNames are the top-level names declared in node's and hookDirs'
+// files built only with the riffletest tag and in none of the others.
 func hookOnlyNames(t *testing.T) map[string]bool {
 	t.Helper()
-	files, err := filepath.Glob("*.go")
+	files, err := filepath.Glob(filepath.Join(nodeDir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, dir := range hookDirs(t) {
-		more, err := filepath.Glob(dir + "/*.go")
+		more, err := filepath.Glob(filepath.Join(nodeDir, dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +209,7 @@ func hookOnlyNames(t *testing.T) map[string]bool {
 }
 
 // hookSymbols returns the symbols of syms that name a forbidden
-// identifier or a hook point of this package or of hookDirs.
+// identifier or a hook point of node or of hookDirs.
 func hookSymbols(t *testing.T, syms []string, forbidden map[string]bool) []string {
 	t.Helper()
 	// What follows the package path up to the end of the symbol, e.g.
