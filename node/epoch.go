@@ -201,17 +201,19 @@ type roundsState struct {
 	keyNamed blame.KeyNamed
 	// dries: the signed dry statements held here, this primary's own
 	// and those S_0 handed on; shown: the receipts clients showed here of
-	// rounds their epoch ended before; heldLogged: the pairs of the two
-	// logged as evidence (held.go, §5.4). A slot this primary signed dry
+	// rounds their epoch ended before; heldLogged: the primaries a pair
+	// of the two was logged against as evidence, one an epoch as the
+	// charge log keeps (held.go, §5.4). A slot this primary signed dry
 	// lowers its key's admission priority here.
 	dries      map[dryKey]wire.Dry
 	shown      map[dryKey]wire.OnionReceipt
-	heldLogged map[dryKey]bool
+	heldLogged map[uint16]bool
 	// fwdRoots: the primaries' forward roots held here, one a round of
-	// heldRound's and primary; fwdLogged: the receipts logged with one
-	// that leaves them out (forward.go, §5.4).
+	// heldRound's and primary; fwdLogged: the primaries a receipt was
+	// logged against with a root that leaves it out, one an epoch
+	// (forward.go, §5.4).
 	fwdRoots  map[accountKey]*wire.ForwardRoot
-	fwdLogged map[dryKey]bool
+	fwdLogged map[uint16]bool
 	// ranDry: this primary's slots it ever signed dry (the dry
 	// statements themselves are pruned with their rounds).
 	ranDry map[uint32]bool

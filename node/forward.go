@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -122,40 +123,93 @@ func (s *Server) onForwardRoot(from peer.ID, body []byte) (wire.Type, []byte, er
 		}
 	}
 	defer s.mu.Unlock()
-	k := accountKey{round, int(pos)}
-	if _, have := e.fwdRoots[k]; have || !e.heldRound(round) {
-		return wire.TypeAck, ack, nil
+	s.noteForwardRootLocked(e, &f)
+	return wire.TypeAck, ack, nil
+}
+
+// noteForwardRootLocked keeps f, a checked forward root, as its primary's
+// of its round if none is (and heldRound keeps the round), and matches
+// the receipts of its primary and round shown here against it. Call with
+// s.mu held.
+func (s *Server) noteForwardRootLocked(e *sepoch, f *wire.ForwardRoot) {
+	k := accountKey{f.Round, int(f.Server)}
+	if _, have := e.fwdRoots[k]; !have && e.heldRound(f.Round) {
+		if e.fwdRoots == nil {
+			e.fwdRoots = map[accountKey]*wire.ForwardRoot{}
+		}
+		e.fwdRoots[k] = f
+		e.pruneHeldLocked()
 	}
-	if e.fwdRoots == nil {
-		e.fwdRoots = map[accountKey]*wire.ForwardRoot{}
-	}
-	e.fwdRoots[k] = &f
-	e.pruneHeldLocked()
 	for dk, rc := range e.shown {
-		if dk.round == round && rc.Server == pos {
-			s.matchForwardLocked(e, dk)
+		if dk.round == f.Round && rc.Server == f.Server {
+			s.matchRootLocked(e, dk, f)
 		}
 	}
-	return wire.TypeAck, ack, nil
 }
 
 // matchForwardLocked logs and relays the evidence against a primary whose
 // receipt of the onion of k is shown here and whose forward root of k's
 // round held here leaves it out. Call with s.mu held.
 func (s *Server) matchForwardLocked(e *sepoch, k dryKey) {
-	r, shown := e.shown[k]
-	if !shown {
-		return
+	if r, shown := e.shown[k]; shown {
+		s.matchRootLocked(e, k, e.fwdRoots[accountKey{k.round, int(r.Server)}])
 	}
-	f := e.fwdRoots[accountKey{k.round, int(r.Server)}]
-	if f == nil || f.Covers(&r) || e.fwdLogged[k] {
+}
+
+// matchRootLocked logs and relays the evidence against the primary of
+// the receipt of k shown here if f, its forward root of k's round, leaves
+// it out: once a primary and epoch, as the charge log keeps it (one
+// record a primary, epoch and kind), so that a primary whose clients
+// show a receipt a round grows nothing here (rev44 N4). Call with s.mu
+// held.
+func (s *Server) matchRootLocked(e *sepoch, k dryKey, f *wire.ForwardRoot) {
+	r, shown := e.shown[k]
+	if !shown || f == nil || f.Server != r.Server || f.Round != r.Round || f.Covers(&r) || e.fwdLogged[r.Server] {
 		return
 	}
 	if e.fwdLogged == nil {
-		e.fwdLogged = map[dryKey]bool{}
+		e.fwdLogged = map[uint16]bool{}
 	}
-	e.fwdLogged[k] = true
+	e.fwdLogged[r.Server] = true
 	s.log.Warn("a primary forwarded a round without an onion it receipted", "round", k.round, "slot", k.slot, "primary", e.final.Chain[r.Server].ShortString())
 	ev := &wire.Charge{Kind: wire.EvForward, Number: e.v.Desc.Number, Item: wire.ForwardItem(&r, f)}
 	s.noteChargeLocked(e, ev, nil, "")
+}
+
+// accountGiven reports whether a, primary j's checked account of round r
+// that covers the receipts want shown here, counts as given. Saying it
+// forwarded the round, it must carry its forward root of it, which is
+// kept and matched like one sent (a receipt shown later that it leaves
+// out is evidence too: rev44 N3) and must cover want; saying it did not,
+// some slot of j must hold no receipt in it, since a primary forwards a
+// round and signs its root once every live slot is in (forwardIfReady)
+// and takes no onion for a dead one. S_0 forwards nothing. Without s.mu.
+func (s *Server) accountGiven(e *sepoch, a *wire.Account, r uint32, j int, want []wire.OnionReceipt) bool {
+	s.mu.Lock()
+	chain, id, clients := e.final.Chain, e.final.ID, e.final.Desc.Clients
+	mine := e.clientsOf(j)
+	s.mu.Unlock()
+	if j == 0 {
+		return true
+	}
+	if !a.Forwarded {
+		in := map[uint32]bool{}
+		for _, en := range a.Entries {
+			in[en.Slot] = true
+		}
+		return slices.ContainsFunc(mine, func(sl uint32) bool { return !in[sl] })
+	}
+	f := a.Root
+	if f == nil || f.Round != r || int(f.Server) != j || len(f.Entries) > len(mine) || proto.CheckForwardRoot(f, id, chain) != nil {
+		return false
+	}
+	for _, en := range f.Entries {
+		if int(en.Slot) >= len(clients) || int(clients[en.Slot].Primary) != j {
+			return false
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noteForwardRootLocked(e, f)
+	return !slices.ContainsFunc(want, func(rc wire.OnionReceipt) bool { return !f.Covers(&rc) })
 }

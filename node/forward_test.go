@@ -3,6 +3,7 @@
 package node
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -114,12 +115,18 @@ func TestForwardRootBounds(t *testing.T) {
 			}
 		}
 		show(3)
+		s.mu.Lock()
+		logged := len(e.fwdLogged)
+		s.mu.Unlock()
+		if logged != 0 {
+			t.Errorf("a receipt the root holds logged against Q")
+		}
 		show(5)
 		s.mu.Lock()
-		logged := e.fwdLogged
+		got := maps.Clone(e.fwdLogged)
 		s.mu.Unlock()
-		if !logged[dryKey{2, 5}] || logged[dryKey{2, 3}] || len(logged) != 1 {
-			t.Errorf("logged %v, want slot 5 of round 2 alone", logged)
+		if !got[2] || len(got) != 1 {
+			t.Errorf("logged against %v, want Q (position 2) alone for slot 5", got)
 		}
 	})
 }

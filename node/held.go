@@ -447,13 +447,13 @@ func (s *Server) onShowReceipt(body []byte) (wire.Type, []byte, error) {
 func (s *Server) matchHeldLocked(e *sepoch, k dryKey) {
 	d, ok := e.dries[k]
 	r, shown := e.shown[k]
-	if !ok || !shown || d.Server != r.Server || e.heldLogged[k] {
+	if !ok || !shown || d.Server != r.Server || e.heldLogged[d.Server] {
 		return
 	}
 	if e.heldLogged == nil {
-		e.heldLogged = map[dryKey]bool{}
+		e.heldLogged = map[uint16]bool{}
 	}
-	e.heldLogged[k] = true
+	e.heldLogged[d.Server] = true
 	s.log.Warn("a primary receipted an onion and signed its slot dry", "round", k.round, "slot", k.slot, "primary", e.final.Chain[d.Server].ShortString())
 	ev := &wire.Charge{Kind: wire.EvHeld, Number: e.v.Desc.Number, Item: wire.HeldItem(&r, &d)}
 	s.noteChargeLocked(e, ev, nil, "")

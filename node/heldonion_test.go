@@ -47,16 +47,28 @@ import (
 // (wire.EvForward). Without the forward roots, this is "gives its
 // account": nobody was charged.
 //
+// "sends no root" (rev44 G1): the holder answers as an honest primary,
+// accounts too, but its forward root of round 3 reaches nobody (it signs
+// it for an epoch id no server holds, so every receiver refuses it, and
+// its account carries that root). An account of a round forwarded counts
+// only with the round's root (node/silent.go), so both others attest it
+// and every honest server charges it (wire.EvSilent). Before, an account
+// counted without a root: both honest servers charged nobody.
+//
+// "says it forwarded none": as "sends no root", and its account says it
+// forwarded no round 3 while it receipts every slot of the holder: a
+// primary forwards a round and signs its root once every live slot is in,
+// so no such account counts, and every honest server charges it. Before,
+// both charged nobody.
+//
 // "gives its account" (open, issue 25): asked, the holder signs no dry
 // statement (it holds every onion), sends the onions "again" to nobody,
-// and answers every ask for its account of round 3 truthfully: its
-// account covers the receipts shown, so nobody attests it, and S_0's
-// abort is its word against the primary's. Skipped unless RIFFLE_OPEN=1
-// (on main: ended "round 3 not filled", both honest servers charged
-// nobody). The forward root does not close it: the holder may sign a
-// root that lists the onions, or send none, since nothing obliges a
-// root; what would is S_0's signed lack claim with the holders' relay and
-// absence attestations (docs/protocol.md §5.4, "Limit, open").
+// and answers every ask for its account of round 3 truthfully, with its
+// root that lists the onions: nobody attests it, and S_0's abort is its
+// word against the primary's. Skipped unless RIFFLE_OPEN=1 (ended "round
+// 3 not filled", both honest servers charged nobody). What would close it
+// is S_0's signed lack claim with the holders' relay and absence
+// attestations (docs/protocol.md §5.4, "Limit, open").
 func TestHeldOnionEndsUncharged(t *testing.T) {
 	t.Parallel() // a network of its own in virtual time, each case
 	t.Run("says dry", func(t *testing.T) {
@@ -71,6 +83,14 @@ func TestHeldOnionEndsUncharged(t *testing.T) {
 		t.Parallel()
 		heldOnion(t, "root")
 	})
+	t.Run("sends no root", func(t *testing.T) {
+		t.Parallel()
+		heldOnion(t, "noroot")
+	})
+	t.Run("says it forwarded none", func(t *testing.T) {
+		t.Parallel()
+		heldOnion(t, "unforwarded")
+	})
 	t.Run("gives its account", func(t *testing.T) {
 		if os.Getenv("RIFFLE_OPEN") != "1" {
 			t.Skip("open (issue 25): a primary that gives its account and withholds the onions from S_0 ends the epoch uncharged (RIFFLE_OPEN=1 runs it)")
@@ -82,7 +102,9 @@ func TestHeldOnionEndsUncharged(t *testing.T) {
 
 // heldOnion runs TestHeldOnionEndsUncharged's primary that holds round 3;
 // asked for its dry statements, it lies (says "dry"), answers nothing
-// ("nothing"), or answers as an honest primary ("account").
+// ("nothing"), or answers as an honest primary ("account"), its root
+// without the onions ("root"), its root sent nowhere ("noroot"), its
+// account saying it forwarded none ("unforwarded").
 func heldOnion(t *testing.T, says string) {
 	const held = 3
 	virtual(t, func(t *testing.T) {
@@ -101,6 +123,15 @@ func heldOnion(t *testing.T, says string) {
 				if hold(f.Epoch, f.Round) {
 					f.Entries = nil
 				}
+			}
+		case "noroot", "unforwarded":
+			hk.forwardRoot = func(f *wire.ForwardRoot) {
+				if hold(f.Epoch, f.Round) {
+					f.Epoch[0] ^= 0xff // the root goes nowhere
+				}
+			}
+			if says == "unforwarded" {
+				hk.accountUnforwarded = hold
 			}
 		}
 		bad.hooks.Store(hk)

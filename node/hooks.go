@@ -135,3 +135,5 @@ func (*hookRun) Root(_ *wire.Batch, msg []byte) []byte   { return msg }
 
 func (*hookRun) AccountLate(peer.ID, uint32) time.Duration { return 0 }
 func (*hookRun) ForwardRoot(*wire.ForwardRoot)             {}
+func (*hookRun) AccountUnforwarded([32]byte, uint32) bool  { return false }
+func (*hookRun) DropSubs([32]byte, uint32) bool            { return false }

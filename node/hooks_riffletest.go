@@ -105,6 +105,12 @@ type serverHooks struct {
 	// forwardRoot may alter this primary's forward root before it is
 	// signed (forward.go).
 	forwardRoot func(f *wire.ForwardRoot)
+	// accountUnforwarded may make this primary's account of round r say
+	// it forwarded none, its root left out (silent.go).
+	accountUnforwarded func(epoch [32]byte, r uint32) bool
+	// dropSubs may make this server, as S_0, ignore every primary's
+	// forward of round r (intake.go): an S_0 that says it lacked them.
+	dropSubs func(epoch [32]byte, r uint32) bool
 	// dropIn may make this server ignore its input batch of round r,
 	// however it comes (sent, fetched or relayed): a receiver that
 	// claims a lack it does not have.
@@ -501,6 +507,16 @@ func (s *hookRun) AccountLate(from peer.ID, r uint32) time.Duration {
 		return h.accountLate(from, r)
 	}
 	return 0
+}
+
+func (s *hookRun) AccountUnforwarded(epoch [32]byte, r uint32) bool {
+	h := s.hooks.Load()
+	return h != nil && h.accountUnforwarded != nil && h.accountUnforwarded(epoch, r)
+}
+
+func (s *hookRun) DropSubs(epoch [32]byte, r uint32) bool {
+	h := s.hooks.Load()
+	return h != nil && h.dropSubs != nil && h.dropSubs(epoch, r)
 }
 
 func (s *hookRun) ForwardRoot(f *wire.ForwardRoot) {

@@ -239,6 +239,9 @@ func (in *submissions) takeSubs(from peer.ID, body []byte, batch *wire.SubmitBat
 	if err != nil {
 		return err
 	}
+	if in.hooks.run().DropSubs(batch.Epoch, batch.Round) {
+		return nil
+	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if err := e.admit(batch.Round); err != nil {

@@ -48,7 +48,7 @@ func TestKeptReceiptsOutliveShortEpochs(t *testing.T) {
 			t.Fatalf("the test's epochs span %v, not within accountKeep %v", since, keep)
 		}
 		s.mu.Lock()
-		k := s.accountsOfLocked(first)
+		k := s.accountsOfLocked(first, 0)
 		s.mu.Unlock()
 		if k == nil {
 			t.Fatalf("epoch 1's receipts gone %v after its end, within accountKeep %v", epochs*30*time.Second, accountKeep(limit))

@@ -19,7 +19,8 @@ import (
 // A silent primary (docs/protocol.md §5.4): a primary that took an onion,
 // signed its receipt and then answered nothing for the round. Any chain
 // server asks each primary for its account of a round (wire.Account, the
-// onions it receipted) over accountAsks round limits and then signs which
+// onions it receipted, with its forward root if it forwarded the round:
+// accountGiven) over accountAsks round limits and then signs which
 // primaries gave it none covering the receipts shown to it (an Attest of
 // kind wire.AttestSilent). A server holding a shown receipt of a primary it
 // attests so gathers the chain's attestations and logs the receipt with
@@ -45,6 +46,8 @@ type keptAccounts struct {
 	endedAt   time.Time
 	keep      time.Duration
 	receipted map[dryKey][32]byte
+	// roots: its forward roots of the rounds it holds receipts of.
+	roots map[uint32]*wire.ForwardRoot
 }
 
 // maxKeptReceipts bounds the receipts (and the slots copied with them) a
@@ -181,16 +184,27 @@ func (s *Server) keepAccountsLocked(e *sepoch) {
 	if s.kept == nil {
 		s.kept = map[[32]byte]*keptAccounts{}
 	}
+	roots := map[uint32]*wire.ForwardRoot{}
+	for k := range e.receipted {
+		if x := e.rounds[k.round]; x != nil && x.fwdRoot != nil {
+			roots[k.round] = x.fwdRoot
+		}
+	}
 	s.kept[e.final.ID] = &keptAccounts{chain: e.final.Chain, pos: e.pos, rounds: e.final.Desc.Params.Rounds,
 		slots: slots, endedAt: time.Now(), keep: accountKeep(time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond),
-		receipted: maps.Clone(e.receipted)}
+		receipted: maps.Clone(e.receipted), roots: roots}
 }
 
-// accountsOfLocked is epoch id's receipts here: of the epoch held, or
-// kept past its forget. Call with s.mu held.
-func (s *Server) accountsOfLocked(id [32]byte) *keptAccounts {
+// accountsOfLocked is epoch id's receipts here, and its forward root of
+// round r: of the epoch held, or kept past its forget. Call with s.mu
+// held.
+func (s *Server) accountsOfLocked(id [32]byte, r uint32) *keptAccounts {
 	if e := s.epochs[id]; e != nil && e.final != nil {
-		return &keptAccounts{chain: e.final.Chain, pos: e.pos, rounds: e.final.Desc.Params.Rounds, slots: e.clientsOf(e.pos), receipted: e.receipted}
+		k := &keptAccounts{chain: e.final.Chain, pos: e.pos, rounds: e.final.Desc.Params.Rounds, slots: e.clientsOf(e.pos), receipted: e.receipted}
+		if x := e.rounds[r]; x != nil && x.fwdRoot != nil {
+			k.roots = map[uint32]*wire.ForwardRoot{r: x.fwdRoot}
+		}
+		return k
 	}
 	if k := s.kept[id]; k != nil && time.Since(k.endedAt) <= k.keep {
 		return k
@@ -200,14 +214,18 @@ func (s *Server) accountsOfLocked(id [32]byte) *keptAccounts {
 
 // onAccountReq answers a chain server's ask for this primary's account of
 // a round: every onion of it receipted here, whenever asked, from the
-// receipts kept past the epoch's end and its forget (keepAccountsLocked).
+// receipts kept past the epoch's end and its forget (keepAccountsLocked),
+// and its forward root of the round if it forwarded it: an account of a
+// round forwarded counts only with its root (accountGivenLocked), so
+// that a primary that keeps a round from S_0 cannot give its account and
+// withhold the root its receipts would be matched against (rev44 G1).
 func (s *Server) onAccountReq(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	var q wire.EpochRef
 	if err := q.Unmarshal(body); err != nil {
 		return 0, nil, err
 	}
 	s.mu.Lock()
-	k := s.accountsOfLocked(q.Epoch)
+	k := s.accountsOfLocked(q.Epoch, q.Round)
 	ok := k != nil && k.pos >= 0 && proto.InChain(k.chain, from) && q.Round < k.rounds
 	s.mu.Unlock()
 	if !ok {
@@ -229,6 +247,9 @@ func (s *Server) onAccountReq(from peer.ID, body []byte) (wire.Type, []byte, err
 		if d, ok := k.receipted[dryKey{q.Round, sl}]; ok {
 			a.Entries = append(a.Entries, wire.AccountEntry{Slot: sl, Digest: d})
 		}
+	}
+	if f := k.roots[q.Round]; f != nil && !s.hookRun().AccountUnforwarded(q.Epoch, q.Round) {
+		a.Forwarded, a.Root = true, f
 	}
 	s.mu.Unlock()
 	sig, err := proto.Sign(s.priv, proto.AccountDigest(&a))
@@ -387,7 +408,7 @@ func (s *Server) askAccount(e *sepoch, r uint32, j int, end time.Time) {
 }
 
 // askAccountFrom is one of askAccount's asks: it asks until an account
-// covers the receipts shown here, each ask open until end and asked again
+// covers the receipts shown here and counts (accountGiven), each ask open until end and asked again
 // an eighth of a round limit after one that fails or does not cover them,
 // and reports whether one did. Without s.mu.
 func (s *Server) askAccountFrom(ctx context.Context, e *sepoch, r uint32, j int, end time.Time) bool {
@@ -405,7 +426,7 @@ func (s *Server) askAccountFrom(ctx context.Context, e *sepoch, r uint32, j int,
 		rep, err := transport.Call(ctx, s.h, chain[j], transport.Request{Proto: ProtoRound, Type: wire.TypeAccountReq, Body: q, Timeout: wait})
 		var a wire.Account
 		if err == nil && a.Unmarshal(rep, lim) == nil && int(a.Server) == j && proto.CheckAccount(&a, id, r, chain) == nil &&
-			!slices.ContainsFunc(want, func(rc wire.OnionReceipt) bool { return !a.Covers(&rc) }) {
+			!slices.ContainsFunc(want, func(rc wire.OnionReceipt) bool { return !a.Covers(&rc) }) && s.accountGiven(e, &a, r, j, want) {
 			s.mu.Lock()
 			if e.accounted == nil {
 				e.accounted = map[accountKey]bool{}

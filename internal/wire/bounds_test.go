@@ -109,6 +109,8 @@ func TestDecodeAllocationBounded(t *testing.T) {
 			name = "attestreq"
 		case TypeShowReceipt:
 			name = "onionreceipt"
+		case TypeAccount:
+			name = "account"
 		case TypeCloseReq, TypeWaitOpen, TypeWaitList, TypeListReq, TypeDupQuery, TypeDryReq, TypeAccountReq:
 			name = "epochref"
 		case TypeBatch, TypeBadBatch:

@@ -89,7 +89,7 @@ func FuzzState(f *testing.F)           { fuzzDecoder(f, "state") }
 func FuzzOnionReceipt(f *testing.F)    { fuzzDecoder(f, "onionreceipt", "showreceipt") }
 func FuzzDrySet(f *testing.F)          { fuzzDecoder(f, "dryset") }
 func FuzzChargeHeld(f *testing.F)      { fuzzDecoder(f, "charge-held") }
-func FuzzAccount(f *testing.F)         { fuzzDecoder(f, "account") }
+func FuzzAccount(f *testing.F)         { fuzzDecoder(f, "account", "account-unforwarded") }
 func FuzzForwardRoot(f *testing.F)     { fuzzDecoder(f, "forwardroot") }
 func FuzzChargeSilent(f *testing.F)    { fuzzDecoder(f, "charge-silent") }
 func FuzzBlameReq(f *testing.F)        { fuzzDecoder(f, "blamereq") }

@@ -1,5 +1,7 @@
 package wire
 
+import "fmt"
+
 // A primary's receipts and dry statements (docs/protocol.md §5.4): what
 // tells a primary that held its client's onion from a client that sent
 // none. A primary signs a receipt of every onion it takes and a dry
@@ -26,8 +28,11 @@ const (
 	// round; the reply is the primary's signed Account of it (§5.4, "A
 	// silent primary").
 	TypeAccountReq Type = 56
-	// TypeAccount is the reply to TypeAccountReq.
-	TypeAccount Type = 59
+	// TypeAccount is the reply to TypeAccountReq. Its layout carries the
+	// primary's forward root of the round (or its word that it forwarded
+	// none), so it took a new number: 59, the account without it, is
+	// retired.
+	TypeAccount Type = 64
 	// TypeForwardRoot: a primary → every chain server, its signed
 	// ForwardRoot of a round, beside its forward to S_0; acknowledged.
 	TypeForwardRoot Type = 63
@@ -167,36 +172,89 @@ type AccountEntry struct {
 }
 
 // Account is the primary at chain position Server's signature over
-// H("riffle/v3/account", the encoding before Sig): the onions of round
-// Round it receipted, in slot order. A primary's account of a round
-// covers every receipt it signed of it; one missing from it, or none
-// given to the chain, is what a majority's attestations (AttestSilent)
-// charge it for on a receipt (EvSilent).
+// H("riffle/v3/account-rooted", the encoding before Sig): the onions of
+// round Round it receipted, in slot order, and whether it forwarded the
+// round (Forwarded); Root, not signed here, is then its own signed
+// ForwardRoot of the round. A primary's account of a round covers every
+// receipt it signed of it; one missing from it, none given to the chain,
+// or a round forwarded without its root, is what a majority's
+// attestations (AttestSilent) charge it for on a receipt (EvSilent), and
+// a receipt its root leaves out charges it alone (EvForward).
 type Account struct {
-	Epoch   [32]byte
-	Round   uint32
-	Server  uint16
-	Entries []AccountEntry
-	Sig     [64]byte
+	Epoch     [32]byte
+	Round     uint32
+	Server    uint16
+	Forwarded bool
+	Entries   []AccountEntry
+	Sig       [64]byte
+	Root      *ForwardRoot // exactly when Forwarded
 }
 
 // MarshalBody is the signed part.
 func (m *Account) MarshalBody() []byte {
-	return slotDigestsBody(m.Epoch, m.Round, m.Server, m.Entries)
+	e := Enc{B: make([]byte, 0, 32+4+2+1+4+len(m.Entries)*AccountEntrySize)}
+	e.Fixed(m.Epoch[:])
+	e.U32(m.Round)
+	e.U16(m.Server)
+	if m.Forwarded {
+		e.U8(1)
+	} else {
+		e.U8(0)
+	}
+	e.U32(uint32(len(m.Entries)))
+	for _, x := range m.Entries {
+		e.U32(x.Slot)
+		e.Fixed(x.Digest[:])
+	}
+	return e.B
 }
 
-func (m *Account) Marshal() []byte { return append(m.MarshalBody(), m.Sig[:]...) }
+func (m *Account) Marshal() []byte {
+	e := Enc{B: append(m.MarshalBody(), m.Sig[:]...)}
+	if m.Forwarded && m.Root != nil {
+		e.Bytes(m.Root.Marshal())
+	}
+	return e.B
+}
 
-// Unmarshal decodes an account of at most l.Clients entries.
+// Unmarshal decodes an account of at most l.Clients entries, and its root
+// of as many.
 func (m *Account) Unmarshal(b []byte, l Limits) error {
 	d := Dec{B: b}
-	m.Epoch, m.Round, m.Server, m.Entries, m.Sig = decSlotDigests(&d, l)
+	m.Epoch = d.Array32("epoch id")
+	m.Round = d.U32("round")
+	m.Server = d.U16("server")
+	f := d.U8("forwarded")
+	if d.Err == nil && f > 1 {
+		return fmt.Errorf("wire: decode account: forwarded flag %d", f)
+	}
+	m.Forwarded = f == 1
+	n := d.Count(l.Clients, AccountEntrySize, "entries")
+	m.Entries = make([]AccountEntry, n)
+	for i := 0; i < n && d.Err == nil; i++ {
+		m.Entries[i].Slot = d.U32("slot")
+		m.Entries[i].Digest = d.Array32("onion digest")
+	}
+	m.Sig = d.Array64("signature")
+	m.Root = nil
+	if m.Forwarded {
+		rb := d.Bytes(slotDigestsCap(l), "forward root")
+		if d.Err == nil {
+			m.Root = new(ForwardRoot)
+			if err := m.Root.Unmarshal(rb, l); err != nil {
+				return err
+			}
+		}
+	}
 	return d.Done("account")
 }
 
 // Covers reports whether the account names the onion of r's slot with
 // r's digest.
 func (m *Account) Covers(r *OnionReceipt) bool { return covers(m.Entries, r) }
+
+// slotDigestsCap is a ForwardRoot's largest size within l.
+func slotDigestsCap(l Limits) int { return 32 + 4 + 2 + 4 + l.Clients*AccountEntrySize + SigSize }
 
 // ForwardRoot is the primary at chain position Server's signature over
 // H("riffle/v3/forward-root", the encoding before Sig): the onions of

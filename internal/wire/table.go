@@ -153,8 +153,10 @@ var (
 	// one dry statement a slot
 	drySetCap = func(l Limits) int { return 32 + 4 + 4 + l.Clients*DrySize }
 	// one entry a slot
-	accountCap = func(l Limits) int { return 32 + 4 + 2 + 4 + l.Clients*AccountEntrySize + SigSize }
-	onionCap   = func(extra int) func(Limits) int { return func(l Limits) int { return l.Onion + extra } }
+	accountCap = slotDigestsCap
+	// an account's own entries and flag, and its forward root
+	rootedAccountCap = func(l Limits) int { return 1 + 2*slotDigestsCap(l) + 4 }
+	onionCap         = func(extra int) func(Limits) int { return func(l Limits) int { return l.Onion + extra } }
 )
 
 func req(p Proto, t Type, name string, c func(Limits) int, reply Type, d Decoder) Message {
@@ -238,7 +240,7 @@ var Messages = []Message{
 	rep(ProtoRound, TypeDrySet, "DrySet", drySetCap, decDrySet),
 	// A primary's account of a round, to a chain server (§5.4).
 	req(ProtoRound, TypeAccountReq, "AccountReq", size(1024), TypeAccount, decEpochRef),
-	rep(ProtoRound, TypeAccount, "Account", accountCap, decAccount),
+	rep(ProtoRound, TypeAccount, "Account", rootedAccountCap, decAccount),
 	req(ProtoRound, TypeForwardRoot, "ForwardRoot", accountCap, TypeAck, decForwardRoot),
 	rep(ProtoRound, TypeSig, "Sig", sigCap, decSig),
 	rep(ProtoRound, TypeChunk, "Chunk", func(l Limits) int { return l.Chunk + 64 }, decChunk),

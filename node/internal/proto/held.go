@@ -13,7 +13,7 @@ import (
 const (
 	tagOnionReceipt = "riffle/v3/onion-receipt"
 	tagDry          = "riffle/v3/dry"
-	tagAccount      = "riffle/v3/account"
+	tagAccount      = "riffle/v3/account-rooted"
 	tagForwardRoot  = "riffle/v3/forward-root"
 )
 
