@@ -134,6 +134,21 @@ func TestUnattestableNoListCharged(t *testing.T) {
 				culprit.signNoListLocked(e, q, fmt.Sprintf("round %d: no list", q))
 				culprit.mu.Unlock()
 				fn.waitEpochs(t, fn.epochs(), 2*time.Minute)
+				// The signer's charge at each server is waited for with the
+				// network running; then the clients leave, so that the
+				// minute's settle for S_0's runs no epoch (in virtual time,
+				// each one run in it was CPU).
+				wait.Until(context.Background(), time.Minute, func() bool {
+					for _, s := range fn.servers {
+						if s.ref.RefusalCounts()[culprit.ID()] < 1 {
+							return false
+						}
+					}
+					return true
+				}) // on a timeout the checks below say where it is missing
+				for _, c := range fn.clients {
+					c.Close()
+				}
 				time.Sleep(time.Minute) // virtual: any attestation still to come
 				for i, s := range fn.servers {
 					counts := s.ref.RefusalCounts()

@@ -3,11 +3,14 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/riffle-net/riffle/internal/wait"
 )
 
 // TestUnattestableAbortCharged (the rev41a review's attack, m = 3): a
@@ -40,7 +43,16 @@ func TestUnattestableAbortCharged(t *testing.T) {
 				culprit.mu.Unlock()
 				e0 := fn.epochs()
 				took := fn.waitEpochs(t, e0, 2*time.Minute)
-				time.Sleep(time.Minute) // any attestation still to come
+				// Each server's charge, waited for a minute: any attestation
+				// still to come.
+				wait.Until(context.Background(), time.Minute, func() bool {
+					for _, s := range fn.servers {
+						if s.ref.RefusalCounts()[culprit.ID()] < 1 {
+							return false
+						}
+					}
+					return true
+				}) // on a timeout the checks below say where it is missing
 				for i, s := range fn.servers {
 					counts := s.ref.RefusalCounts()
 					t.Logf("server %d: counts of the signer %d", i, counts[culprit.ID()])
