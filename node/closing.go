@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/closing"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -29,23 +30,21 @@ import (
 // epoch only on a record that shows its round void or its id missing
 // (node/client/resend.go), and draws decoys only from epochs with a record (node/client/decoys.go).
 
-// closingOf is this server's view of epoch e's rounds; call with s.mu
-// held.
-func closingOf(e *sepoch) wire.Closing {
-	v := e.final
-	c := wire.Closing{Epoch: v.ID, Rounds: make([]wire.ClosingRound, v.Desc.Params.Rounds)}
-	for r := range c.Rounds {
-		x := e.rounds[uint32(r)]
-		if x == nil || x.list == nil {
-			continue
-		}
-		c.Rounds[r] = wire.ClosingRound{State: wire.ClosedPublished, List: proto.ListDigest(x.list)}
-		if x.list.Void() {
-			c.Rounds[r].State = wire.ClosedVoid
+// closingRounds is what this server holds of epoch e's rounds for its
+// closing record; call with s.mu held.
+func closingRounds(e *sepoch) []closing.Round {
+	rounds := make([]closing.Round, e.final.Desc.Params.Rounds)
+	for r := range rounds {
+		if x := e.rounds[uint32(r)]; x != nil {
+			rounds[r] = closing.Round{Final: closing.Final(x.list), Signed: wire.ClosingRound{State: x.signedState, List: x.signed}}
 		}
 	}
-	return c
+	return rounds
 }
+
+// closingOf is this server's view of epoch e's rounds; call with s.mu
+// held.
+func closingOf(e *sepoch) wire.Closing { return closing.Of(e.final.ID, closingRounds(e)) }
 
 // closingTries bounds S_0's proposals of one closing record, closingRetry
 // apart: a chain server it cannot reach at the epoch's end (a partition,
@@ -58,17 +57,22 @@ func closingOf(e *sepoch) wire.Closing {
 // newest ended epochs every server keeps, so that its servers can still
 // sign what S_0 proposes again.
 const (
+	// ClosingSignedFile holds, in a data directory, the digest of the
+	// closing record this server signed for each recent epoch (JSON;
+	// package closing).
+	ClosingSignedFile = closing.File
+
 	closingTries = 4
 	closingRetry = 10 * time.Second
 	closingHold  = 2 * time.Minute
 	closingHeld  = 4
 )
 
-// closings is this server's side of its epochs' closing records: the one
-// record it signs for each epoch (signed, on disk first, its own lock),
-// S_0's proposal, the chain's signatures, the record assembled, checked
-// and stored. Each epoch's part (sepoch.closingMine, closingSigs,
-// closingDone, closed) is under Server.mu.
+// closings drives this server's side of its epochs' closing records
+// (package closing): the one record it signs for each epoch (signed, on
+// disk first), S_0's proposal, the chain's signatures, the record
+// assembled, checked and stored. Each epoch's part is sepoch.closing,
+// under its own lock; the rounds it reads are under Server.mu.
 type closings struct {
 	host    closingHost
 	mu      *sync.Mutex
@@ -80,7 +84,7 @@ type closings struct {
 	wg      *sync.WaitGroup
 	dataDir string
 	hooks   hookSrc
-	signed  closingSignedState
+	signed  closing.Signed
 }
 
 // closingHost is what the closing records take from the rest of the
@@ -94,10 +98,10 @@ type closingHost interface {
 
 // init makes c the server's side of the closing records, with the ones
 // it signed (loaded from its directory).
-func (c *closings) init(s *Server, recs []closingChoice) {
+func (c *closings) init(s *Server, recs []closing.Choice) {
 	c.host, c.mu, c.ctx, c.log, c.store, c.priv, c.self, c.wg = s, &s.mu, s.ctx, s.log, s.store, s.priv, s.h.ID(), &s.wg
 	c.dataDir, c.hooks = s.cfg.DataDir, newHookSrc(s)
-	c.signed.recs, c.signed.loaded = recs, true
+	c.signed.Loaded(recs)
 }
 
 // closeEpoch is closings.propose (epoch.go's name).
@@ -193,23 +197,17 @@ func (c *closings) onProposal(ctx context.Context, from peer.ID, body []byte) (w
 		return 0, nil, errors.New("node: closing proposed for an epoch still running here")
 	}
 	c.mu.Lock()
-	mine := closingOf(e)
-	for r, pr := range p.Rounds {
-		x := e.rounds[uint32(r)]
-		switch have := mine.Rounds[r]; {
-		case pr == have:
-		case have.State == wire.ClosedNone && x != nil && x.signedState == pr.State && x.signed == pr.List:
-			// Signed here, the final list not delivered here yet: every
-			// server signed it, S_0 holds it.
-		default:
-			c.mu.Unlock()
-			return 0, nil, fmt.Errorf("node: closing states round %d as %d, this server holds %d", r, pr.State, have.State)
-		}
+	rounds := closingRounds(e)
+	if err := closing.Check(rounds, p.Rounds); err != nil {
+		c.mu.Unlock()
+		return 0, nil, err
 	}
 	// §6.3 v3: the pool is computed here from the lists held or signed.
+	mine := closing.Of(v.ID, rounds)
 	mine.Rounds = p.Rounds
-	if _, ok := setPool(e, &mine); !ok || mine.Pairs != p.Pairs || mine.Pool != p.Pool {
-		c.mu.Unlock()
+	_, ok := setPool(e, &mine)
+	c.mu.Unlock()
+	if !ok || mine.Pairs != p.Pairs || mine.Pool != p.Pool {
 		return 0, nil, errors.New("node: closing record's decoy pool differs from the lists held here")
 	}
 	// One record an epoch (§7 v3): this server signs one proposal of
@@ -219,26 +217,17 @@ func (c *closings) onProposal(ctx context.Context, from peer.ID, body []byte) (w
 	// the list came, as published: two valid records, one kept by the
 	// servers and another pinned, whose pools disagree (issue 26, F2).
 	// The choice is on disk before the signature is made
-	// (closingsigned.go), so that it outlives a crash.
+	// (closing.Signed), so that it outlives a crash.
 	dg := proto.ClosingDigest(&p.Closing)
-	if e.closingMine != nil {
-		mine := proto.ClosingDigest(e.closingMine)
-		c.mu.Unlock()
-		if mine != dg {
+	if chosen := e.closing.Mine(); chosen != nil {
+		if proto.ClosingDigest(chosen) != dg {
 			return 0, nil, errors.New("node: another closing record of this epoch was signed here")
 		}
 	} else {
-		c.mu.Unlock()
-		if err := c.signed.take(c.dataDir, v.Desc.Number, v.ID, dg); err != nil {
+		if err := c.signed.Take(c.dataDir, v.Desc.Number, v.ID, dg); err != nil {
 			return 0, nil, err
 		}
-		c.mu.Lock()
-		if e.closingMine == nil {
-			signed := p.Closing
-			signed.Sigs = nil
-			e.closingMine = &signed
-		}
-		c.mu.Unlock()
+		e.closing.Choose(p.Closing)
 	}
 	sig, err := proto.Sign(c.priv, dg)
 	if err != nil {
@@ -247,11 +236,7 @@ func (c *closings) onProposal(ctx context.Context, from peer.ID, body []byte) (w
 	// §7 (v3): the signature goes to every chain server too, so that
 	// each assembles the record whoever S_0 hands it to.
 	cs := wire.ClosingSig{Epoch: v.ID, Digest: dg, Index: uint16(e.pos), Sig: sig}
-	c.mu.Lock()
-	if _, ok := e.closingSigs[cs.Index]; !ok || e.closingSigs[cs.Index].Digest != dg {
-		noteClosingSig(e, cs)
-	}
-	c.mu.Unlock()
+	e.closing.NoteOwn(cs)
 	c.assemble(e)
 	c.wg.Add(1)
 	go func() {
@@ -267,15 +252,6 @@ func (c *closings) onProposal(ctx context.Context, from peer.ID, body []byte) (w
 		_, _ = c.host.each(ctx, to, transport.Request{Proto: ProtoRound, Type: wire.TypeClosingSig, Body: cs.Marshal(), Timeout: transport.ShortTimeout})
 	}()
 	return wire.TypeSig, (&wire.Sig{Index: uint16(e.pos), Sig: sig}).Marshal(), nil
-}
-
-// noteClosingSig keeps a chain server's closing signature, one per
-// position (the last); call with s.mu held.
-func noteClosingSig(e *sepoch, cs wire.ClosingSig) {
-	if e.closingSigs == nil {
-		e.closingSigs = map[uint16]wire.ClosingSig{}
-	}
-	e.closingSigs[cs.Index] = cs
 }
 
 // onSig keeps a chain server's signature of an epoch's closing record,
@@ -296,9 +272,7 @@ func (c *closings) onSig(from peer.ID, body []byte) (wire.Type, []byte, error) {
 	if err := proto.VerifyPeerSig(from, cs.Digest, cs.Sig); err != nil {
 		return 0, nil, err
 	}
-	c.mu.Lock()
-	noteClosingSig(e, cs)
-	c.mu.Unlock()
+	e.closing.Note(cs)
 	c.assemble(e)
 	return wire.TypeAck, ack, nil
 }
@@ -306,23 +280,12 @@ func (c *closings) onSig(from peer.ID, body []byte) (wire.Type, []byte, error) {
 // assemble stores epoch e's closing record, as onRecord would, once every
 // chain position's signature of the record this server signed is here.
 func (c *closings) assemble(e *sepoch) {
-	c.mu.Lock()
-	if e.closingMine == nil || e.closingDone {
-		c.mu.Unlock()
+	rec, ok := e.closing.Assemble(len(e.final.Chain))
+	if !ok {
 		return
 	}
-	rec := *e.closingMine
-	dg := proto.ClosingDigest(&rec)
-	for i := range e.final.Chain {
-		cs, ok := e.closingSigs[uint16(i)]
-		if !ok || cs.Digest != dg {
-			c.mu.Unlock()
-			return
-		}
-		rec.Sigs = append(rec.Sigs, cs.Sig)
-	}
-	e.closingDone = true
-	whole := closingWhole(e, &rec)
+	c.mu.Lock()
+	whole := closing.Whole(closingRounds(e), &rec)
 	c.mu.Unlock()
 	if _, err := c.store.Closing(rec.Epoch); err == nil {
 		return // S_0's came first
@@ -333,26 +296,9 @@ func (c *closings) assemble(e *sepoch) {
 			c.log.Warn("keep the assembled closing record", "err", err)
 			return
 		}
-		c.mu.Lock()
-		e.closed = true
-		c.mu.Unlock()
+		e.closing.SetClosed()
 	}
 	c.host.keepWindowItem(e, &wire.Closing{Epoch: rec.Epoch, Rounds: rec.Rounds}, raw)
-}
-
-// closingWhole reports whether every round c states published has its
-// final list here: only such a record goes among the store's closing
-// records, which mark an epoch taken whole (a server catches up the
-// rest, catchup.go); another is kept with the window item. Call with
-// s.mu held.
-func closingWhole(e *sepoch, c *wire.Closing) bool {
-	for r, cr := range c.Rounds {
-		x := e.rounds[uint32(r)]
-		if cr.State == wire.ClosedPublished && (x == nil || x.list == nil || proto.ListDigest(x.list) != cr.List) {
-			return false
-		}
-	}
-	return true
 }
 
 // onRecord stores an epoch's closing record signed by all its chain
@@ -372,7 +318,7 @@ func (c *closings) onRecord(from peer.ID, body []byte) (wire.Type, []byte, error
 		return 0, nil, err
 	}
 	c.mu.Lock()
-	whole := closingWhole(e, &rec)
+	whole := closing.Whole(closingRounds(e), &rec)
 	c.mu.Unlock()
 	if !whole {
 		c.host.keepWindowItem(e, &wire.Closing{Epoch: rec.Epoch, Rounds: rec.Rounds}, body)
@@ -381,9 +327,7 @@ func (c *closings) onRecord(from peer.ID, body []byte) (wire.Type, []byte, error
 	if err := c.store.PutClosing(rec.Epoch, body); err != nil {
 		return 0, nil, err
 	}
-	c.mu.Lock()
-	e.closed = true
-	c.mu.Unlock()
+	e.closing.SetClosed()
 	c.host.keepWindowItem(e, &wire.Closing{Epoch: rec.Epoch, Rounds: rec.Rounds}, body)
 	return wire.TypeAck, ack, nil
 }

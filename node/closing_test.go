@@ -13,6 +13,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wait"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/closing"
 	"github.com/riffle-net/riffle/node/internal/proto"
 )
 
@@ -222,7 +223,7 @@ func TestClosingOneProposal(t *testing.T) {
 		ep, s0, v := signedRecord(ctx, t, tn)
 		v.mu.Lock()
 		e := v.epochs[ep]
-		first := *e.closingMine
+		first := *e.closing.Mine()
 		e.rounds[1].list = nil
 		other := closingOf(e) // round 1 never came, as v now sees it
 		_, ok := setPool(e, &other)
@@ -256,7 +257,7 @@ func signedRecord(ctx context.Context, t *testing.T, tn *anonNet) (ep [32]byte, 
 					}
 					o.mu.Lock()
 					e := o.epochs[es.ID]
-					signed := e != nil && e.closingMine != nil && e.rounds[1] != nil && e.rounds[1].list != nil
+					signed := e != nil && e.closing.Mine() != nil && e.rounds[1] != nil && e.rounds[1].list != nil
 					o.mu.Unlock()
 					if signed {
 						ep, s0, v = es.ID, s, o
@@ -292,7 +293,7 @@ func TestClosingChoiceSurvivesRestart(t *testing.T) {
 		ep, s0, v := signedRecord(ctx, t, tn)
 		v.mu.Lock()
 		e := v.epochs[ep]
-		first := *e.closingMine
+		first := *e.closing.Mine()
 		v.mu.Unlock()
 		cfg := v.cfg
 		v.Close()
@@ -302,7 +303,7 @@ func TestClosingChoiceSurvivesRestart(t *testing.T) {
 		}
 		defer again.Close()
 		again.mu.Lock()
-		e.closingMine, e.closingSigs, e.closingDone = nil, nil, false
+		e.closing = closing.Epoch{}
 		e.rounds[1].list = nil
 		other := closingOf(e) // round 1 never came, as e now shows
 		_, ok := setPool(e, &other)

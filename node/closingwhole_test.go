@@ -94,7 +94,7 @@ func TestClosingDeliveredNotWhole(t *testing.T) {
 			t.Error("a closing record stored as whole by a server that lacks a published round's list")
 		}
 		v.mu.Lock()
-		closed := e.closed
+		closed := e.closing.Closed()
 		v.mu.Unlock()
 		if closed {
 			t.Error("the epoch is marked closed here without its lists")

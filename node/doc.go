@@ -219,11 +219,14 @@
 //     layer's fault, sealing, reading a publication, the published root)
 //     are package internal/roundstep's (no I/O, no lock, network-free tests).
 //   - closing.go: the closing record of an epoch, signed by every chain
-//     server and logged in the index log (§5.2, §7 v3): proposed,
-//     signed, assembled and stored by the methods of closings
-//     (Server.closing), which keeps the one record signed for each
-//     epoch, on disk first (closingsigned.go, its own lock); the epochs'
-//     parts under s.mu, the rest of the server through closingHost.
+//     server and logged in the index log (§5.2, §7 v3): proposed, signed,
+//     sent and stored by the methods of closings (Server.closing), the
+//     rest of the server through closingHost. The steps are package
+//     internal/closing's (network-free tests): the record stated, a
+//     proposal checked and a record's wholeness over the rounds held
+//     here; each epoch's record signed and its signatures (sepoch.closing,
+//     its own lock); the one record signed for each epoch, on disk first
+//     (closing.Signed, its own lock).
 //   - window.go: the lists an epoch's decoy pool is drawn from, and who
 //     a peer asking for the window is (winPeers, §6.3 v3);
 //     window_prepare.go: the window a Prepare pins, held before a member

@@ -15,6 +15,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
 	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/closing"
 	"github.com/riffle-net/riffle/node/internal/dupwalk"
 	"github.com/riffle-net/riffle/node/internal/evidence"
 	"github.com/riffle-net/riffle/node/internal/handover"
@@ -48,12 +49,10 @@ type sepoch struct {
 	// leader sent the Prepare (rotate.go): every later leader message of
 	// the epoch must come from it.
 	leader peer.ID
-	// closingMine is the closing record this server signed (without
-	// signatures) and closingSigs the chain's signatures of it that came,
-	// one per chain position (closing.go); closingDone: assembled.
-	closingMine *wire.Closing
-	closingSigs map[uint16]wire.ClosingSig
-	closingDone bool
+	// closing: the closing record this server signed, the chain's
+	// signatures of it and whether one is stored here (internal/closing,
+	// its own lock).
+	closing closing.Epoch
 	// final is the final descriptor's view (nil while registration runs).
 	final *proto.View
 	// man: which published manifest chunks the index takes, by round
@@ -98,9 +97,6 @@ type epochSecrets struct {
 type epochLife struct {
 	ended  bool
 	reason string
-	// closed: its closing record is stored here (forget keeps it until
-	// then, for a while after endedAt).
-	closed bool
 	// users counts the goroutines working with the secrets outside s.mu
 	// (mixing, PIR): erasure at the epoch's end waits for the last.
 	users  int
@@ -368,7 +364,7 @@ func (s *Server) forget() {
 	sort.Slice(old, func(i, j int) bool { return old[i].v.Desc.Number > old[j].v.Desc.Number })
 	held := 0
 	for _, e := range old[min(len(old), 2):] {
-		if e.final != nil && !e.closed && held < closingHeld && time.Since(e.endedAt) < closingHold {
+		if e.final != nil && !e.closing.Closed() && held < closingHeld && time.Since(e.endedAt) < closingHold {
 			held++
 			continue
 		}

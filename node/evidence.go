@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -187,13 +186,4 @@ func (s *Server) stepEpoch(id [32]byte, from peer.ID, t uint16, what string) (*s
 		return nil, fmt.Errorf("node: %s step asked of the wrong server", what)
 	}
 	return e, nil
-}
-
-// writeFileSync writes v as JSON durably (closingsigned.go).
-func writeFileSync(path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return proto.WriteFileDurably(path, b)
 }

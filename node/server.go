@@ -21,6 +21,7 @@ import (
 	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/chargelog"
 	"github.com/riffle-net/riffle/node/internal/chunks"
+	"github.com/riffle-net/riffle/node/internal/closing"
 	"github.com/riffle-net/riffle/node/internal/dupwalk"
 	"github.com/riffle-net/riffle/node/internal/eligible"
 	"github.com/riffle-net/riffle/node/internal/index"
@@ -170,7 +171,7 @@ type Server struct {
 	ref chargelog.Log
 	// closing: the epochs' closing records, and the one signed for each
 	// recent epoch, on disk before the signature (closing.go,
-	// closingsigned.go).
+	// internal/closing).
 	closing closings
 	// cert holds the certificates of epoch numbers (internal/certs).
 	cert certs.Certs
@@ -262,7 +263,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	closingRecs, err := loadClosingSigned(cfg.DataDir)
+	closingRecs, err := closing.Load(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
