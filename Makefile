@@ -1,13 +1,17 @@
 # riffle: the two commands a newcomer needs are `make demo` and `make test`.
 GO       ?= go
 BIN      := bin/riffle
-# The race detector runs the tests of the packages below store, node and
-# pir that start goroutines (a `go` statement in any of their files: a new
-# one joins by itself). The others start none: node's and node/client's
-# race binaries instrument them and drive them from many goroutines
-# (docs/testing.md, "The race pass").
+# The race detector (make race) runs the tests of the packages below
+# store, node and pir that start goroutines (a `go` statement in any of
+# their files: a new one joins by itself). The others start none: node's
+# and node/client's race binaries instrument them and drive them from many
+# goroutines (docs/testing.md, "The race pass"). make test runs it over
+# the packages whose race build leaves libp2p out (RACE_SMALL): compiling
+# libp2p and node with the detector costs about as much CPU as the rest
+# of CI's compiling (docs/testing.md, "What make test costs").
 GO_STMT := ^[[:space:]]*go ([[:alnum:]_.]+[(]|func)
-RACE_PKGS := $(shell grep -rlE '$(GO_STMT)' --include='*.go' store node pir | xargs -n1 dirname | sort -u | sed 's|^|./|')
+RACE_PKGS = $(shell grep -rlE '$(GO_STMT)' --include='*.go' store node pir | xargs -n1 dirname | sort -u | sed 's|^|./|')
+RACE_SMALL := ./store ./pir
 # make test's and make test-serial's flags.
 TESTFLAGS := -tags riffletest -count=1 -timeout 30m -vet=off
 # The race pass leaves the curve arithmetic uninstrumented: it computes on
@@ -18,7 +22,7 @@ RACEFLAGS := -race -short -gcflags=filippo.io/edwards25519/...=-race=false -gcfl
 # How many seeds `make swarm` runs.
 SEEDS    ?= 100
 
-.PHONY: all build paper demo test test-serial vet fmt-check lint bench soak swarm fuzz clean netns race-select
+.PHONY: all build paper demo test test-serial race vet fmt-check lint bench soak swarm fuzz clean netns race-select
 
 all: build
 
@@ -54,33 +58,41 @@ lint:
 	$(GO) run $(STATICCHECK) -tags riffletest,paper ./...
 	$(GO) run ./scripts/vulncheck
 
-# Every test, and beside it the race detector over the packages whose
-# concurrency matters (in -short mode, docs/testing.md): the race pass's
-# output follows the full pass's, and either failing fails the target.
-# Both passes run with -vet=off: vet, a prerequisite, has run every
-# analyzer over the same files and tags (go test's own vet is a subset of
-# them, run again in each pass).
+# Every test (the full pass), and beside it the race detector over
+# RACE_SMALL (in -short mode, docs/testing.md): the race pass's output
+# follows the full pass's, and either failing fails the target. Both
+# passes run with -vet=off: vet, a prerequisite, has run every analyzer
+# over the same files and tags (go test's own vet is a subset of them,
+# run again in each pass).
 # node's network tests run in virtual time on an in-memory network and use
 # the CPU; a few run real libp2p on loopback, and cmd/riffle's run real
-# processes in real time, up to 8 at once, waiting more than computing:
-# the two passes side by side fill the CPU those waits leave. Tests that
-# need node's hooks carry the riffletest build tag (node/hooks.go). What
-# each part costs: docs/testing.md, "What make test costs".
+# processes in real time, up to 8 at once, waiting more than computing.
+# Tests that need node's hooks carry the riffletest build tag
+# (node/hooks.go). What each part costs: docs/testing.md, "What make test
+# costs".
 test: vet fmt-check
 	@racelog=$$(mktemp); trap 'rm -f "$$racelog"' EXIT; \
-	$(GO) test $(TESTFLAGS) $(RACEFLAGS) $(RACE_PKGS) >"$$racelog" 2>&1 & race=$$!; \
+	$(GO) test $(TESTFLAGS) $(RACEFLAGS) $(RACE_SMALL) >"$$racelog" 2>&1 & race=$$!; \
 	echo "$(GO) test $(TESTFLAGS) ./..."; \
 	full=0; $(GO) test $(TESTFLAGS) ./... || full=$$?; \
 	racerc=0; wait $$race || racerc=$$?; \
-	echo "$(GO) test $(TESTFLAGS) $(RACEFLAGS) $(RACE_PKGS)"; \
+	echo "$(GO) test $(TESTFLAGS) $(RACEFLAGS) $(RACE_SMALL)"; \
 	cat "$$racelog"; \
 	if [ $$full -ne 0 ] || [ $$racerc -ne 0 ]; then echo "make test: full pass exited $$full, race pass $$racerc"; exit 1; fi
 
-# The same, one pass after the other, one package at a time (what each
-# part costs: docs/testing.md, "What make test costs").
+# The race detector over node and every package that starts goroutines,
+# node's tests as node/racepass_test.go selects them (docs/testing.md,
+# "The race pass"): about 7 minutes of CPU, half of it compiling libp2p
+# and node with the detector. Run it before landing a change to how
+# goroutines share state.
+race:
+	$(GO) test $(TESTFLAGS) $(RACEFLAGS) $(RACE_PKGS)
+
+# The same as make test, one pass after the other, one package at a time
+# (what each part costs: docs/testing.md, "What make test costs").
 test-serial: vet fmt-check
 	$(GO) test $(TESTFLAGS) -p 1 ./...
-	$(GO) test $(TESTFLAGS) -p 1 $(RACEFLAGS) $(RACE_PKGS)
+	$(GO) test $(TESTFLAGS) -p 1 $(RACEFLAGS) $(RACE_SMALL)
 
 # Which of node's tests the race pass runs (docs/testing.md, "The race
 # pass"): rewrites node/racepass_test.go. Rerun it when node's tests or
