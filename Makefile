@@ -116,6 +116,12 @@ bench:
 netns: build
 	sh scripts/netns.sh ./$(BIN)
 
+# Every test with RIFFLE_LONG=1: the cases and trials the full pass
+# leaves out for their cost (each names itself; docs/testing.md).
+.PHONY: long
+long:
+	RIFFLE_LONG=1 $(GO) test -tags riffletest -count=1 -timeout 0 ./...
+
 soak:
 	RIFFLE_SOAK=1 $(GO) test -tags riffletest -count=1 -run Soak -timeout 60m ./...
 
