@@ -22,7 +22,7 @@ import (
 // (docs/protocol.md §3) against honest servers over the wire, with the
 // leader's own host: a client cap of 1, other group constants changed, a
 // registration window cut short or stretched to 2^30 ms (the window is a
-// group constant), and a close before the registration deadline. Every
+// group constant), a round limit of an hour, and a close before the registration deadline. Every
 // honest server refuses each of them.
 func TestLeaderTricksFail(t *testing.T) {
 	t.Parallel()
@@ -79,6 +79,9 @@ func TestLeaderTricksFail(t *testing.T) {
 			"short registration window":       func(q *Params) { q.RegWindowMs = 1 },
 			// (issue 25 point 4) a leader held an epoch open this long.
 			"2^30 ms registration window": func(q *Params) { q.RegWindowMs = 1 << 30 },
+			// The round limit is the leader's, below a stated ceiling:
+			// an hour's would hold every round it stalls that long.
+			"hour-long round limit": func(q *Params) { q.RoundLimitMs = 3_600_000 },
 		}
 		for name, trick := range tricks {
 			q := p

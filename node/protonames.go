@@ -61,6 +61,8 @@ const (
 	MinRoundIntervalMs     = proto.MinRoundIntervalMs
 	MaxRoundIntervalMs     = proto.MaxRoundIntervalMs
 	DefaultRoundIntervalMs = proto.DefaultRoundIntervalMs
+	MinRoundLimitMs        = proto.MinRoundLimitMs
+	MaxRoundLimitMs        = proto.MaxRoundLimitMs
 )
 
 // The names by which node's files use what moved to node/transport: the

@@ -283,6 +283,11 @@ func TestParamsWithRanges(t *testing.T) {
 			t.Errorf("paramsWith(%+v) accepted", bad)
 		}
 	}
+	for _, limit := range []time.Duration{50 * time.Millisecond, 11 * time.Minute, time.Hour} {
+		if _, err := paramsWith(node.DefaultParams(), 0, 0, 0, 0, limit); err == nil {
+			t.Errorf("round limit %v accepted", limit)
+		}
+	}
 }
 
 func TestHumanBytes(t *testing.T) {

@@ -113,8 +113,8 @@ func paramsWith(p node.Params, chunk, rounds, k int, reg, limit time.Duration) (
 		p.RegWindowMs = uint32(reg.Milliseconds())
 	}
 	if limit != 0 {
-		if limit < time.Millisecond || limit.Milliseconds() > maxMs {
-			return p, fmt.Errorf("round limit %v out of range", limit)
+		if limit.Milliseconds() < node.MinRoundLimitMs || limit.Milliseconds() > node.MaxRoundLimitMs {
+			return p, fmt.Errorf("round limit %v outside [%v, %v]", limit, node.MinRoundLimitMs*time.Millisecond, node.MaxRoundLimitMs*time.Millisecond)
 		}
 		p.RoundLimitMs = uint32(limit.Milliseconds())
 	}

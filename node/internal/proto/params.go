@@ -39,6 +39,15 @@ const (
 	DefaultRoundIntervalMs = 800
 )
 
+// The round limit's range. It is the one timing a leader chooses (the
+// others are group constants), so it is bounded above too: a corrupt
+// leader's hours-long limit would hold every round it stalls, and what
+// servers keep for a round's asks, that long.
+const (
+	MinRoundLimitMs = 100
+	MaxRoundLimitMs = 600_000
+)
+
 // GenericLimits bound a descriptor before its parameters are known.
 func GenericLimits() wire.Limits {
 	return wire.Limits{Servers: wire.MaxServers, Clients: MaxClientsCap, Rounds: MaxRounds, Rows: MaxRowsCap, K: MaxK, Chunk: MaxChunkSize,
@@ -71,8 +80,8 @@ func CheckParams(p wire.Params, rate float64) error {
 		return fmt.Errorf("node: client cap %d outside [%d, %d]", p.MaxClients, MinClientCap, MaxClientsCap)
 	case p.MaxRows < 1 || p.MaxRows > MaxRowsCap:
 		return fmt.Errorf("node: row cap %d outside [1, %d]", p.MaxRows, MaxRowsCap)
-	case p.RoundLimitMs < 100:
-		return fmt.Errorf("node: round limit %d ms too short", p.RoundLimitMs)
+	case p.RoundLimitMs < MinRoundLimitMs || p.RoundLimitMs > MaxRoundLimitMs:
+		return fmt.Errorf("node: round limit %d ms outside [%d, %d]", p.RoundLimitMs, MinRoundLimitMs, MaxRoundLimitMs)
 	case p.RoundIntervalMs < MinRoundIntervalMs || p.RoundIntervalMs > MaxRoundIntervalMs:
 		return fmt.Errorf("node: round interval %d ms outside [%d, %d]", p.RoundIntervalMs, MinRoundIntervalMs, MaxRoundIntervalMs)
 	}
