@@ -46,7 +46,7 @@ func TestAbortTimeoutPrepares(t *testing.T) {
 		abort := &wire.Cert{Kind: wire.CertAbort, Number: 1, Epoch: id, Chain: chain, Abort: coord.Marshal()}
 		timeout := &wire.Cert{Kind: wire.CertTimeout, Number: 1, Chain: chain}
 		for i, k := range keys {
-			abort.Sigs = append(abort.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, proto.OpenCertDigest(1, id))})
+			abort.Sigs = append(abort.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, proto.OpenCertDigest(1, id, nil))})
 			if i != int(1%uint64(len(keys))) {
 				timeout.Sigs = append(timeout.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, proto.TimeoutDigest(1, chain))})
 			}

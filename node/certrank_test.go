@@ -75,7 +75,7 @@ func TestCertPrecedenceAnyOrder(t *testing.T) {
 		abortCert := &wire.Cert{Kind: wire.CertAbort, Number: K, Epoch: id, Abort: coord.Marshal()}
 		for i, k := range keys {
 			abortCert.Chain = append(abortCert.Chain, []byte(k.id))
-			abortCert.Sigs = append(abortCert.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, proto.OpenCertDigest(K, id))})
+			abortCert.Sigs = append(abortCert.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, proto.OpenCertDigest(K, id, nil))})
 		}
 		final := finalCertBy(t, keys, keys, K)
 		timeout := &wire.Cert{Kind: wire.CertTimeout, Number: K, Chain: abortCert.Chain}
@@ -157,7 +157,7 @@ func TestRejudgeRace(t *testing.T) {
 		abortCert := &wire.Cert{Kind: wire.CertAbort, Number: K, Epoch: id, Abort: coord.Marshal()}
 		for i, k := range keys {
 			abortCert.Chain = append(abortCert.Chain, []byte(k.id))
-			abortCert.Sigs = append(abortCert.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, proto.OpenCertDigest(K, id))})
+			abortCert.Sigs = append(abortCert.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, proto.OpenCertDigest(K, id, nil))})
 		}
 		final := finalCertBy(t, keys, keys, K)
 		ev := func() *wire.Charge { return &wire.Charge{Kind: wire.EvAbort, Number: K, Item: coord.Marshal()} }

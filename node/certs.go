@@ -126,7 +126,7 @@ func (s *Server) certifyAbortLocked(e *sepoch, a *wire.Abort) {
 	if e.final != nil || sigs == nil || a.Number != e.v.Desc.Number || a.Epoch != e.v.ID {
 		return
 	}
-	c := &wire.Cert{Kind: wire.CertAbort, Number: a.Number, Epoch: e.v.ID, Chain: proto.ChainIDs(e.v.Chain), Abort: a.Marshal()}
+	c := &wire.Cert{Kind: wire.CertAbort, Number: a.Number, Epoch: e.v.ID, Chain: proto.ChainIDs(e.v.Chain), Abort: a.Marshal(), Cands: e.v.Desc.Cands}
 	for i, sg := range sigs {
 		c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: sg})
 	}

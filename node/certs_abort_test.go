@@ -35,7 +35,7 @@ func TestAbortAfterFinalRefused(t *testing.T) {
 			c := &wire.Cert{Kind: wire.CertAbort, Number: n, Epoch: id}
 			for i, k := range keys {
 				c.Chain = append(c.Chain, []byte(k.id))
-				c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, proto.OpenCertDigest(n, id))})
+				c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, proto.OpenCertDigest(n, id, nil))})
 			}
 			a := wire.Abort{Epoch: id, Number: n, Kind: wire.AbortNoClose, Signer: []byte(keys[1].id), Reason: []byte("no close")}
 			a.Sig = certSign(t, keys[1], proto.AbortDigest(&a))

@@ -72,7 +72,7 @@ func finalCertOf(t *testing.T, chain []certKey, signers []certKey, n uint64, epo
 		c.Chain = append(c.Chain, []byte(k.id))
 	}
 	for i := range chain {
-		c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, signers[i], proto.FinalCertDigest(n, c.Epoch, c.Digest))})
+		c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, signers[i], proto.FinalCertDigest(n, c.Epoch, c.Digest, nil))})
 	}
 	return c
 }
@@ -173,7 +173,7 @@ func TestCertForged(t *testing.T) {
 			c := &wire.Cert{Kind: wire.CertAbort, Number: 5, Epoch: id}
 			for i, k := range keys {
 				c.Chain = append(c.Chain, []byte(k.id))
-				c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, proto.OpenCertDigest(5, id))})
+				c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: certSign(t, k, proto.OpenCertDigest(5, id, nil))})
 			}
 			a := wire.Abort{Epoch: epoch, Number: 5, Kind: wire.AbortCoord, Signer: []byte(by.id), Reason: []byte("open failed")}
 			a.Sig = certSign(t, by, proto.AbortDigest(&a))

@@ -90,7 +90,7 @@ func (s *Server) onPrepare(from peer.ID, body []byte) (wire.Type, []byte, error)
 	}
 	e := &sepoch{pos: pos, nonce: p.Nonce, leader: from}
 	e.sk, e.rk, e.dkey = keys.SK, keys.RK, keys.DKey
-	e.reg.Prepared(g, p.Previous.Marshal(), p.Window, window.GapBytes(p.Gap), r)
+	e.reg.Prepared(g, p.Previous.Marshal(), p.Window, window.GapBytes(p.Gap), p.Cands, r)
 	s.mu.Lock()
 	// One epoch is prepared at a time (the leader runs them in turn): a
 	// preparation that never got its descriptor signed is dropped here,

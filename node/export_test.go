@@ -39,7 +39,7 @@ func (s *Server) certPeer(p peer.ID) bool                { return s.members.Cert
 // eligibleChain is this server and the live roster servers eligible here
 // (not named by a round blame, allowed, past probation), in chain order.
 func (s *Server) eligibleChain() []peer.ID {
-	return s.who.Filter(s.h.ID(), s.chain(), s.lastNumber(), true)
+	return s.who.Filter(s.h.ID(), s.chain(), s.cert.Next(), true)
 }
 
 // Banned returns the client peers s refuses.

@@ -108,6 +108,9 @@ func (h leadHost) HandEvidence(ctx context.Context, chain []peer.ID, n uint64) {
 	h.s.evs().HandEvidence(ctx, chain, n)
 }
 func (h leadHost) NoteWithdrawal(err error) bool { return h.s.noteWithdrawal(err) }
+func (h leadHost) Candidates(n uint64, chain []peer.ID) [][]byte {
+	return h.s.members.Candidates(n, chain)
+}
 
 // ledEpoch is an epoch led here, as its leader sees it (leader.Epoch).
 type ledEpoch struct {

@@ -308,7 +308,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.submits = newSubmissions(s)
 	s.prepFacts = prepare.Facts{Self: h.ID(), PIRRate: cfg.PIRRate, Params: cfg.Params.Wire(), MinServers: cfg.MinServers,
 		Excluded: s.rb.Has, OutAt: s.refusalOutAt, Live: func(p peer.ID) bool { return s.roster.get(p) != nil },
-		Eligible: s.members.Eligible, CheckFounding: s.who.CheckFounding}
+		Eligible: s.members.EligibleIn, CheckFounding: s.who.CheckFounding}
 	s.regs = registry.Service{H: regHost{s}, Keys: &s.keys, Log: log}
 	s.dups = dupwalk.Service{H: dupHost{s}, Log: log, Ctx: cctx, RouteWait: cfg.Timing.DupRouteWait}
 	s.rb.St, s.rb.Log = st, log
@@ -326,6 +326,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.keys.St, s.keys.Log = st, log
 	s.loadStrikes()
 	s.who.Init(cfg.AllowServers, cfg.Probation, cfg.Founders, chains)
+	s.who.SetLog(s.cert.Of)
 	s.turn.s, s.turn.progress = s, time.Now()
 	h.OnDisconnect(s.onConnEnd)
 	transport.Serve(cctx, h, &s.handlers, s.log, ProtoRoster, transport.ShortTimeout, anyPeer(rosterCaps), s.hellos.OnHello)

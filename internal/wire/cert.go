@@ -59,12 +59,16 @@ const (
 	// u32 round, u8 kind, signer (u32 length, at most MaxPeerID), reason
 	// (u32 length, at most MaxReason), signature.
 	maxAbortSize = IDSize + 8 + 4 + 1 + 4 + MaxPeerID + 4 + MaxReason + SigSize
+	// MaxCands bounds the candidacies a number's Prepare, descriptor
+	// and certificate record (docs/protocol.md §3, "Who may serve"):
+	// m_max of them.
+	MaxCands = 8
 	// certMin is the shortest certificate: kind, number, epoch id,
-	// digest and three empty lists.
-	certMin = 1 + 8 + IDSize + IDSize + 4 + 4 + 4
+	// digest and four empty lists.
+	certMin = 1 + 8 + IDSize + IDSize + 4 + 4 + 4 + 4
 	// MaxCertSize is the longest certificate: certMin, MaxServers peer
-	// ids and as many signatures, and an abort.
-	MaxCertSize = certMin + MaxServers*(4+MaxPeerID) + MaxServers*certSigSize + maxAbortSize
+	// ids and as many signatures, an abort and MaxCands candidates.
+	MaxCertSize = certMin + MaxServers*(4+MaxPeerID) + MaxServers*certSigSize + maxAbortSize + MaxCands*(4+MaxPeerID)
 )
 
 // CertSig is one server's signature in a certificate, by chain position.
@@ -79,6 +83,8 @@ type CertSig struct {
 //	‖ u32 n ‖ n × (u32 len ‖ peer id)        chain, sorted, n ≤ MaxServers
 //	‖ u32 s ‖ s × (u16 position ‖ sig[64])   positions ascending, < n
 //	‖ u32 len ‖ abort                        an Abort encoding, CertAbort only
+//	‖ u32 c ‖ c × (u32 len ‖ peer id)        candidates, sorted, c ≤ MaxCands,
+//	                                         final and abort only
 type Cert struct {
 	Kind   uint8
 	Number uint64
@@ -87,6 +93,10 @@ type Cert struct {
 	Chain  [][]byte // peer ids in chain order
 	Sigs   []CertSig
 	Abort  []byte // CertAbort: the signed Abort; else empty
+	// Cands are the candidates the number's Prepare recorded (final and
+	// abort; in their signed digests): a server's probation counts from
+	// the first certificate that names it (§3, "Who may serve").
+	Cands [][]byte
 }
 
 func (m *Cert) enc(e *Enc) {
@@ -101,6 +111,7 @@ func (m *Cert) enc(e *Enc) {
 		e.Fixed(s.Sig[:])
 	}
 	e.Bytes(m.Abort)
+	encAddrs2(e, m.Cands)
 }
 
 func (m *Cert) dec(d *Dec) {
@@ -120,6 +131,7 @@ func (m *Cert) dec(d *Dec) {
 		m.Sigs[i].Sig = d.Array64("certificate signature")
 	}
 	m.Abort = d.Bytes(maxAbortSize, "certificate abort")
+	m.Cands = DecCands(d)
 	if d.Err == nil {
 		d.Err = m.check()
 	}
@@ -132,7 +144,7 @@ func (m *Cert) dec(d *Dec) {
 func (m *Cert) check() error {
 	switch m.Kind {
 	case CertNone:
-		if m.Number != 0 || m.Epoch != ([32]byte{}) || m.Digest != ([32]byte{}) || len(m.Chain) != 0 || len(m.Sigs) != 0 || len(m.Abort) != 0 {
+		if m.Number != 0 || m.Epoch != ([32]byte{}) || m.Digest != ([32]byte{}) || len(m.Chain) != 0 || len(m.Sigs) != 0 || len(m.Abort) != 0 || len(m.Cands) != 0 {
 			return fmt.Errorf("an empty certificate with fields")
 		}
 		return nil
@@ -162,7 +174,29 @@ func (m *Cert) check() error {
 	if m.Kind == CertTimeout && m.Epoch != ([32]byte{}) {
 		return fmt.Errorf("timeout certificate with an epoch id")
 	}
+	if m.Kind == CertTimeout && len(m.Cands) != 0 {
+		return fmt.Errorf("timeout certificate with candidates")
+	}
 	return nil
+}
+
+// DecCands decodes a list of candidates: at most MaxCands peer ids,
+// strictly ascending, so that one list has one encoding.
+func DecCands(d *Dec) [][]byte {
+	n := d.Count(MaxCands, 4, "candidates")
+	out := make([][]byte, 0, n)
+	for i := 0; i < n && d.Err == nil; i++ {
+		out = append(out, d.Bytes(MaxPeerID, "candidate"))
+	}
+	for i := 1; i < len(out) && d.Err == nil; i++ {
+		if bytes.Compare(out[i-1], out[i]) >= 0 {
+			d.Err = fmt.Errorf("wire: candidates not sorted at %d", i)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func (m *Cert) Marshal() []byte {

@@ -76,8 +76,8 @@ const (
 	// lists, flags, no pairs (a void has no entries to pair) and a
 	// signature of each chain server.
 	voidItemMax = IDSize + 4 + 4 + 4 + 4 + 1 + 4 + 4 + MaxServers*SigSize
-	// equivCertMax is a final or timeout certificate with one signature
-	// and no abort.
+	// equivCertMax is a final or timeout certificate with one signature,
+	// no abort and no candidates (the final one adds its candidates).
 	equivCertMax = certMin + MaxServers*(4+MaxPeerID) + certSigSize
 )
 
@@ -90,7 +90,7 @@ func ChargeItemMax(k uint8) int {
 	case EvVoid:
 		return voidItemMax
 	case EvEquiv:
-		return 2 * (4 + equivCertMax)
+		return 2*(4+equivCertMax) + MaxCands*(4+MaxPeerID)
 	case EvHeld:
 		return OnionReceiptSize + DrySize
 	case EvSilent:

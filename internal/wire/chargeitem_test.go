@@ -14,8 +14,15 @@ func TestChargeItemCapPerKind(t *testing.T) {
 	for i := range chain {
 		chain[i] = big(MaxPeerID)
 	}
+	cands := make([][]byte, MaxCands)
+	for i := range cands {
+		cands[i] = append(big(MaxPeerID-1), byte(i))
+	}
 	one := func(kind uint8) []byte {
 		c := Cert{Kind: kind, Number: 9, Chain: chain, Sigs: []CertSig{{Index: 3}}}
+		if kind == CertFinal {
+			c.Cands = cands
+		}
 		return c.Marshal()
 	}
 	var eq Enc

@@ -188,6 +188,10 @@ type Prepare struct {
 	// timeout, the certificates of Number−2 down to the newest that
 	// names an epoch, within the window's look-back; else empty.
 	Gap []Cert
+	// Cands are the candidates the leader records at Number: servers in
+	// no chain nor candidacy of the probation window (§3, "Who may
+	// serve"), sorted, at most MaxCands.
+	Cands [][]byte
 }
 
 func (m *Prepare) Marshal() []byte {
@@ -199,6 +203,7 @@ func (m *Prepare) Marshal() []byte {
 	m.Previous.enc(&e)
 	encWindowRefs(&e, m.Window)
 	encGap(&e, m.Gap)
+	encAddrs2(&e, m.Cands)
 	return e.B
 }
 
@@ -222,6 +227,7 @@ func (m *Prepare) Unmarshal(b []byte) error {
 	m.Previous.dec(&d)
 	m.Window = decWindowRefs(&d)
 	m.Gap = decGap(&d)
+	m.Cands = DecCands(&d)
 	return d.Done("prepare")
 }
 
@@ -322,7 +328,9 @@ type Descriptor struct {
 	// (§6.3 v3): in the epoch id.
 	Window []WindowRef
 	// Gap is the Prepare's (§6.3 v3): in the epoch id.
-	Gap     []Cert
+	Gap []Cert
+	// Cands are the Prepare's (§3): in the epoch id.
+	Cands   [][]byte
 	Clients []ClientEntry
 	// Reveals are the servers' r_j in chain order (v3, §3), each
 	// CommitSize bytes, after the clients: not in the epoch id, which
@@ -331,8 +339,8 @@ type Descriptor struct {
 }
 
 // MarshalGroup encodes the part hashed into the epoch id: number, nonce,
-// parameters, group, the previous number's certificate, the window and
-// the gap (no clients).
+// parameters, group, the previous number's certificate, the window, the
+// gap and the candidates (no clients).
 func (m *Descriptor) MarshalGroup() []byte {
 	var e Enc
 	e.U64(m.Number)
@@ -345,6 +353,7 @@ func (m *Descriptor) MarshalGroup() []byte {
 	m.Previous.enc(&e)
 	encWindowRefs(&e, m.Window)
 	encGap(&e, m.Gap)
+	encAddrs2(&e, m.Cands)
 	return e.B
 }
 
@@ -376,6 +385,7 @@ func (m *Descriptor) dec(d *Dec, l Limits) {
 	m.Previous.dec(d)
 	m.Window = decWindowRefs(d)
 	m.Gap = decGap(d)
+	m.Cands = DecCands(d)
 	c := d.Count(l.Clients, clientEntrySize, "clients")
 	m.Clients = make([]ClientEntry, c)
 	for i := range m.Clients {

@@ -266,7 +266,7 @@ func TestMarkdown(t *testing.T) {
 	md := Markdown(testLimits)
 	for _, want := range []string{
 		"| pir | Query (46) | 88 B (K, MaskSize) | Answer (47) | the epoch's |",
-		"| epoch | Prepare (10) | 281,764 B | Entry (11) | 1 MiB |",
+		"| epoch | Prepare (10) | 298,724 B | Entry (11) | 1 MiB |",
 		"| round | GetChunk (48) | 64 B | Chunk (49) | 128 B (Chunk) |",
 		"| any | — | — | Error (255), instead of any reply | 1 KiB |",
 	} {

@@ -114,7 +114,7 @@ func vectorSubmit(slot uint32) Submit {
 func vectors() []vector {
 	return []vector{
 		{"hello", TypeHello, &Hello{Version: 1, Role: 1, Nick: []byte("alpha"), Addrs: [][]byte{{4, 127, 0, 0, 1}}, Peers: [][]byte{{4, 10, 0, 0, 2}, {4, 10, 0, 0, 3}}}},
-		{"prepare", TypePrepare, &Prepare{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}}, Previous: vectorCert(CertTimeout), Window: vectorWindow(), Gap: vectorGap()}},
+		{"prepare", TypePrepare, &Prepare{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}}, Previous: vectorCert(CertTimeout), Window: vectorWindow(), Gap: vectorGap(), Cands: [][]byte{{0, 0x24, 0x30}, {0, 0x24, 0x40}}}},
 		{"entry", TypeEntry, func() *GroupEntry { g := vectorEntry(0x10); return &g }()},
 		{"signreq", TypeSignReq, &Signed{Final: false, Desc: vectorDesc(false), Sigs: [][64]byte{}}},
 		{"sig", TypeSig, &Sig{Index: 1, Sig: k64(0x30)}},
@@ -134,7 +134,7 @@ func vectors() []vector {
 			Sigs: []CertSig{{2, k64(0x42)}}, Abort: []byte{}}},
 		{"certreq", TypeCertReq, &CertReq{From: 6}},
 		{"certs", TypeCerts, &Certs{Certs: []Cert{vectorCert(CertFinal)}}},
-		{"certpush", TypeCertPush, func() *Cert { c := vectorCert(CertFinal); return &c }()},
+		{"certpush", TypeCertPush, func() *Cert { c := vectorCert(CertFinal); c.Cands = [][]byte{{0, 0x24, 0x30}}; return &c }()},
 		{"wouldserve", TypeWouldServe, &Prepare{Number: 7, Nonce: k32(0x90), Params: vectorParams(), Chain: [][]byte{{0, 0x24, 0x10}, {0, 0x24, 0x20}, {0, 0x24, 0x30}}, Previous: vectorCert(CertNone), Window: []WindowRef{}, Gap: []Cert{}}},
 		{"waitopen", TypeWaitOpen, &EpochRef{Epoch: k32(2), Reason: []byte{}}},
 		{"register", TypeRegister, &ClientRegister{Reg: Register{Epoch: k32(1), RegKey: k32(0xa0), XKey: k32(0xb0), Reg: []byte("reg0"), Sig: k64(0x60)},

@@ -59,7 +59,7 @@ func equivSigner(final *wire.Cert) peer.ID {
 
 // equivKey names an equivocation by what was signed and by whom.
 func equivKey(final, timeout *wire.Cert) [32]byte {
-	fd := proto.FinalCertDigest(final.Number, final.Epoch, final.Digest)
+	fd := proto.FinalCertDigest(final.Number, final.Epoch, final.Digest, final.Cands)
 	td := proto.TimeoutDigest(timeout.Number, timeout.Chain)
 	return sha256.Sum256(bytes.Join([][]byte{fd[:], td[:], []byte(equivSigner(final))}, nil))
 }
@@ -86,7 +86,7 @@ func chargeEquiv(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 	if peer.ID(timeout.Chain[timeout.Sigs[0].Index]) != p {
 		return "", "", errors.New("blame: equivocation of two signers")
 	}
-	if err := proto.VerifyPeerSig(p, proto.FinalCertDigest(final.Number, final.Epoch, final.Digest), final.Sigs[0].Sig); err != nil {
+	if err := proto.VerifyPeerSig(p, proto.FinalCertDigest(final.Number, final.Epoch, final.Digest, final.Cands), final.Sigs[0].Sig); err != nil {
 		return "", "", fmt.Errorf("blame: equivocation's final signature: %w", err)
 	}
 	if err := proto.VerifyPeerSig(p, proto.TimeoutDigest(timeout.Number, timeout.Chain), timeout.Sigs[0].Sig); err != nil {

@@ -120,7 +120,7 @@ func InChain(c *wire.Cert, p peer.ID) bool {
 // Final is the certificate of a final descriptor whose signatures were
 // verified.
 func Final(sd *wire.Signed, v *proto.View) *wire.Cert {
-	c := &wire.Cert{Kind: wire.CertFinal, Number: sd.Desc.Number, Epoch: v.ID, Digest: sha256.Sum256(sd.Desc.Marshal()), Chain: proto.ChainIDs(v.Chain)}
+	c := &wire.Cert{Kind: wire.CertFinal, Number: sd.Desc.Number, Epoch: v.ID, Digest: sha256.Sum256(sd.Desc.Marshal()), Chain: proto.ChainIDs(v.Chain), Cands: sd.Desc.Cands}
 	for i, sg := range sd.Sigs {
 		c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i), Sig: sg})
 	}

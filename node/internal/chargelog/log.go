@@ -283,7 +283,7 @@ func Equivocations(final, timeout *wire.Cert) ([]*wire.Charge, []peer.ID) {
 // signed final's descriptor and at position j of timeout's chain the
 // timeout of its number, with sig that timeout signature.
 func Equivocation(final *wire.Cert, i int, timeout *wire.Cert, j int) *wire.Charge {
-	f := &wire.Cert{Kind: wire.CertFinal, Number: final.Number, Epoch: final.Epoch, Digest: final.Digest, Chain: final.Chain}
+	f := &wire.Cert{Kind: wire.CertFinal, Number: final.Number, Epoch: final.Epoch, Digest: final.Digest, Chain: final.Chain, Cands: final.Cands}
 	for _, sg := range final.Sigs {
 		if int(sg.Index) == i {
 			f.Sigs = []wire.CertSig{sg}

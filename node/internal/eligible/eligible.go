@@ -1,20 +1,24 @@
 // Package eligible is who may serve with a server (docs/protocol.md §3
 // (v3) "Who may serve"; docs/proto-node.md "Who may serve"): the
-// operator's pins, the probation of a peer id new to the group's chains,
-// the founders of number 1, the chains this server signed (kept in its
-// data directory) and the servers that withdrew from a chain it proposed
-// lately. Table has its own lock, a leaf; it does no I/O but the chains
-// file. Network-free tests.
+// operator's pins, the probation of a peer id new to the group's chains
+// (counted from the certified log alone: the chains and candidacies its
+// certificates record), the founders of number 1, the chains this server
+// signed (kept in its data directory, for the known servers of
+// internal/certs) and the servers that withdrew from a chain it proposed
+// lately. Table has its own lock, a leaf: the log is read with it
+// released. It does no I/O but the chains file. Network-free tests.
 package eligible
 
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +26,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/roster"
 )
@@ -33,10 +38,11 @@ import (
 // server not eligible here, and says so as a withdrawal (the leader leaves
 // the withdrawer out of its next attempts); it is not a fault of anyone.
 const (
-	// DefaultProbation is P_prob, a group constant: the epochs a peer id
-	// absent from every chain of the last SeenWindow epochs spends in the
-	// roster before it joins a chain. A Sybil that changes its peer id
-	// waits this long each time; 8 epochs of R = 256 rounds are hours.
+	// DefaultProbation is P_prob, a group constant: the numbers from the
+	// first certificate of the last SeenWindow that records a peer id as
+	// a candidate to the first chain it may join, when no chain of those
+	// numbers held it. A Sybil that changes its peer id waits this long
+	// each time; 8 epochs of R = 256 rounds are hours.
 	DefaultProbation = 8
 	// SeenWindow is 4·m_max epochs (m_max = 8, §3): a peer id in a chain
 	// of one of the last SeenWindow epochs serves no probation.
@@ -63,11 +69,13 @@ type Table struct {
 	founders  map[peer.ID]bool // nil: none configured
 	probation int              // P_prob; 0: none
 	chains    []SeenChain      // oldest first, at most SeenWindow
+	// log is the certificate of a number kept here (the certified log):
+	// eligibility is a function of it alone, the same on every server
+	// that holds the same certificates.
+	log func(n uint64) (*wire.Cert, bool)
 	// since is this server's epoch number when it first saw each peer in
-	// its roster, and when it last did: probation counts from the first
-	// (kept in memory only; after a restart, or once the peer was not seen
-	// for roster.Forget, probation starts again, which only errs on the
-	// safe side).
+	// its roster, and when it last did: only the order in which its turns
+	// as leader record candidates (Order), never who may serve.
 	since map[peer.ID]sighting
 	// withdrawn are servers that withdrew from a chain this server
 	// proposed, until a time.
@@ -178,57 +186,128 @@ func (w *Table) Saw(p peer.ID, n uint64) {
 	w.sightLocked(p, n, now)
 }
 
-// Check says why p may not serve with this server at epoch number n (this
-// server's last number), or nil. self is this server. pins: whether the
-// operator's pins count (the leader rotation follows the group's rules
-// alone, never one operator's taste).
+// SetLog sets the certified log eligibility reads (certs.Certs.Of).
+func (w *Table) SetLog(of func(n uint64) (*wire.Cert, bool)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.log = of
+}
+
+// Check says why p may not serve with this server in the chain of epoch
+// number n, or nil. self is this server. pins: whether the operator's
+// pins count (the leader rotation follows the group's rules alone, never
+// one operator's taste). Past the pins, the answer is a function of n and
+// the certified log (Recorded), never of this server's own sightings: two
+// servers that hold the same certificates agree on it.
 func (w *Table) Check(self, p peer.ID, n uint64, pins bool) error {
+	return w.CheckPrev(self, p, n, pins, nil)
+}
+
+// CheckPrev is Check for the chain of a Prepare of n whose previous
+// certificate has chain prev: a server of it serves no probation (that
+// certificate is checked after, and may not be kept here yet); the pins
+// still count.
+func (w *Table) CheckPrev(self, p peer.ID, n uint64, pins bool, prev [][]byte) error {
 	if p == self {
 		return nil
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if pins && w.allow != nil && !w.allow[p] {
+	notAllowed := pins && w.allow != nil && !w.allow[p]
+	notFounder := w.founders != nil && !w.founders[p]
+	prob := uint64(w.probation)
+	w.mu.Unlock()
+	if notAllowed {
 		return fmt.Errorf("node: %s: server %s not allowed here (--allow-server)", WithdrawMark, p.ShortString())
 	}
-	// Number 1 (no number signed or certified here): only founders,
-	// when the group has them, so that outsiders that said hello before
-	// the first epoch hold no seat (nor vote) in it.
-	if n == 0 && w.founders != nil && !w.founders[p] {
-		return fmt.Errorf("node: %s: server %s is not a founder of this group", WithdrawMark, p.ShortString())
-	}
-	// Bootstrap: a server that never signed an epoch with a chain puts
-	// nobody on probation, so that a brand-new group (every server new)
-	// forms; from its first chain on, newcomers wait.
-	if w.probation == 0 || len(w.chains) == 0 {
+	if slices.ContainsFunc(prev, func(b []byte) bool { return peer.ID(b) == p }) {
 		return nil
 	}
-	// The founders are the group certified for number 1, the same list in
-	// every configuration: a chain of number 0. A founder that number 1
-	// left out by the order of the first hellos is no newcomer (probation
-	// from this server's own sighting kept it out for P_prob epochs).
-	if w.founders[p] && n < SeenWindow {
+	// Number 1: only founders, when the group has them, so that outsiders
+	// that said hello before the first epoch hold no seat (nor vote) in
+	// it; without founders nobody is on probation, so that a brand-new
+	// group forms.
+	if n <= 1 {
+		if notFounder {
+			return fmt.Errorf("node: %s: server %s is not a founder of this group", WithdrawMark, p.ShortString())
+		}
 		return nil
 	}
-	for _, c := range w.chains {
-		if c.Number+SeenWindow <= n {
+	if prob == 0 {
+		return nil
+	}
+	inChain, candAt := w.Recorded(p, n)
+	if inChain || (candAt != 0 && candAt+prob <= n) {
+		return nil
+	}
+	if candAt != 0 {
+		return fmt.Errorf("node: %s: server %s on probation until epoch %d (a candidate certified at %d)", WithdrawMark, p.ShortString(), candAt+prob, candAt)
+	}
+	return fmt.Errorf("node: %s: server %s on probation: no chain nor candidacy of it certified in the %d numbers before %d", WithdrawMark, p.ShortString(), SeenWindow, n)
+}
+
+// Recorded reads the certified log for p at number n: whether it is in
+// the chain of a certificate of the SeenWindow numbers before n (the
+// founders count as the chain of number 0), and the first of those
+// certificates that records it as a candidate (0: none). A certificate
+// not held here records nothing.
+func (w *Table) Recorded(p peer.ID, n uint64) (inChain bool, candAt uint64) {
+	w.mu.Lock()
+	founder := w.founders[p]
+	log := w.log
+	w.mu.Unlock()
+	if founder && n <= SeenWindow {
+		return true, 0
+	}
+	if log == nil {
+		return false, 0
+	}
+	from := uint64(1)
+	if n > SeenWindow {
+		from = n - SeenWindow
+	}
+	for c := from; c < n; c++ {
+		ct, ok := log(c)
+		if !ok {
 			continue
 		}
-		for _, q := range c.IDs {
-			if q == p {
-				return nil
+		for _, q := range ct.Chain {
+			if peer.ID(q) == p {
+				return true, 0
 			}
 		}
+		if candAt == 0 && slices.ContainsFunc(ct.Cands, func(q []byte) bool { return peer.ID(q) == p }) {
+			candAt = c
+		}
 	}
-	s, ok := w.since[p]
-	if !ok {
-		s.number = n
-		w.sightLocked(p, n, w.now())
+	return false, candAt
+}
+
+// Probation is P_prob (0: none).
+func (w *Table) Probation() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.probation
+}
+
+// Order sorts ids by this server's first sighting of each (never sighted
+// last), then by peer id: the order in which a leader records candidates,
+// so that servers sighted after a waiting one never push it out.
+func (w *Table) Order(ids []peer.ID) {
+	w.mu.Lock()
+	first := make(map[peer.ID]uint64, len(ids))
+	for _, p := range ids {
+		first[p] = ^uint64(0)
+		if s, ok := w.since[p]; ok {
+			first[p] = s.number
+		}
 	}
-	if end := s.number + uint64(w.probation); n < end {
-		return fmt.Errorf("node: %s: server %s on probation here until epoch %d", WithdrawMark, p.ShortString(), end)
-	}
-	return nil
+	w.mu.Unlock()
+	slices.SortFunc(ids, func(a, b peer.ID) int {
+		if c := cmp.Compare(first[a], first[b]); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a), string(b))
+	})
 }
 
 // Withdraw notes that p withdrew from a chain this server proposed, for

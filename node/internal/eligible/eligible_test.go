@@ -10,6 +10,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/roster"
 )
 
@@ -32,26 +33,37 @@ func fakeIDs(n, set int) []peer.ID {
 	return out
 }
 
-// TestFullSightingsAdmitNewServer (§3 probation): once the first-sighting
-// table is full, a genuinely new server still has its probation counted
-// and serves after P_prob epochs (it stayed on probation at every number),
-// while a peer of a full table seen at every hello keeps its first number.
-func TestFullSightingsAdmitNewServer(t *testing.T) {
+// fakeLog is a certified log by hand: chains and candidates by number.
+type fakeLog map[uint64]*wire.Cert
+
+func (l fakeLog) of(n uint64) (*wire.Cert, bool) { c, ok := l[n]; return c, ok }
+
+func (l fakeLog) add(n uint64, chain, cands []peer.ID) {
+	c := &wire.Cert{Kind: wire.CertFinal, Number: n}
+	for _, p := range chain {
+		c.Chain = append(c.Chain, []byte(p))
+	}
+	for _, p := range cands {
+		c.Cands = append(c.Cands, []byte(p))
+	}
+	l[n] = c
+}
+
+// TestFullSightingsOrderNewServer: once the first-sighting table is full,
+// a genuinely new server still gets its entry, so a leader orders it
+// before servers never sighted, and the table stays bounded.
+func TestFullSightingsOrderNewServer(t *testing.T) {
 	var w Table
-	w.Init(nil, 2, nil, []SeenChain{{Number: 1, IDs: []peer.ID{"founder"}}})
+	w.Init(nil, 2, nil, nil)
 	for _, id := range fakeIDs(MaxSince, 0) {
 		w.Saw(id, 1)
 	}
-	fresh := fakeIDs(1, 3)[0]
+	fresh, never := fakeIDs(1, 3)[0], peer.ID("a-never-sighted")
 	w.Saw(fresh, 10)
-	if err := w.Check("self", fresh, 11, true); err == nil || !strings.Contains(err.Error(), "probation") {
-		t.Fatalf("a new server within its probation: %v", err)
-	}
-	for n := uint64(12); n < 20; n++ {
-		w.Saw(fresh, n)
-		if err := w.Check("self", fresh, n, true); err != nil {
-			t.Fatalf("a new server seen since epoch 10, probation 2, at epoch %d: %v", n, err)
-		}
+	ids := []peer.ID{never, fresh}
+	w.Order(ids)
+	if ids[0] != fresh {
+		t.Fatalf("order %v: the sighted server not first", ids)
 	}
 	if n, _ := w.Sizes(); n > MaxSince {
 		t.Fatalf("%d sightings > %d", n, MaxSince)
@@ -64,7 +76,7 @@ func TestFullSightingsAdmitNewServer(t *testing.T) {
 func TestSightingsForgotten(t *testing.T) {
 	clk := newFakeClock()
 	var w Table
-	w.Init(nil, 2, nil, []SeenChain{{Number: 1, IDs: []peer.ID{"founder"}}})
+	w.Init(nil, 2, nil, nil)
 	w.SetClock(clk.now)
 	gone := fakeIDs(100, 0)
 	for _, id := range gone {
@@ -84,42 +96,95 @@ func TestSightingsForgotten(t *testing.T) {
 	if n, _ := w.FirstSeen(steady); n != 1 {
 		t.Fatalf("a peer seen all along has first number %d, want 1", n)
 	}
-	if err := w.Check("self", steady, 3, true); err != nil {
-		t.Fatalf("a peer seen since epoch 1: %v", err)
-	}
 }
 
-// TestProbation (§3 "Who may serve"): a peer id absent from the chains
-// signed lately waits P_prob epochs from its first sighting; one in a
-// chain of the last SeenWindow numbers waits none; a server with no chain
-// on record puts nobody on probation; at number 0 only founders serve.
+// TestProbation (§3 "Who may serve"): a peer id in a certified chain of
+// the SeenWindow numbers before n serves at n; one in none serves P_prob
+// numbers after the first certificate of the window that records it as a
+// candidate, and not before; without founders number 1 puts nobody on
+// probation; with them it takes founders only.
 func TestProbation(t *testing.T) {
 	ids := fakeIDs(4, 5)
 	self, old, fresh, founder := ids[0], ids[1], ids[2], ids[3]
+	log := fakeLog{}
+	log.add(10, []peer.ID{self, old}, nil)
+	log.add(20, []peer.ID{self}, []peer.ID{fresh})
+	log.add(21, []peer.ID{self}, []peer.ID{fresh}) // a later record counts from the first
 	var w Table
-	w.Init(nil, 3, []peer.ID{self, founder}, []SeenChain{{Number: 10, IDs: []peer.ID{self, old}}})
-	if err := w.Check(self, old, 10+SeenWindow-1, true); err != nil {
-		t.Fatalf("a peer of a chain signed within the window: %v", err)
+	w.Init(nil, 3, []peer.ID{self, founder}, nil)
+	w.SetLog(log.of)
+	if err := w.Check(self, old, 10+SeenWindow, true); err != nil {
+		t.Fatalf("a peer of a chain certified within the window: %v", err)
 	}
-	w.Saw(old, 10+SeenWindow)
-	if err := w.Check(self, old, 10+SeenWindow, true); err == nil {
-		t.Fatal("a peer of a chain signed SeenWindow numbers ago serves no probation")
+	if err := w.Check(self, old, 11+SeenWindow, true); err == nil {
+		t.Fatal("a peer of a chain certified SeenWindow numbers before serves no probation")
 	}
-	w.Saw(fresh, 20)
-	for n, ok := range map[uint64]bool{20: false, 22: false, 23: true} {
+	for n, ok := range map[uint64]bool{20: false, 21: false, 22: false, 23: true, 20 + SeenWindow: true, 21 + SeenWindow: true, 22 + SeenWindow: false} {
 		if err := w.Check(self, fresh, n, true); (err == nil) != ok {
-			t.Fatalf("a peer first seen at 20, P_prob 3, at %d: %v, want ok %v", n, err, ok)
+			t.Fatalf("a candidate certified at 20, P_prob 3, at %d: %v, want ok %v", n, err, ok)
 		} else if err != nil && !strings.Contains(err.Error(), WithdrawMark) {
 			t.Fatalf("a refusal that is not a withdrawal: %v", err)
 		}
 	}
-	if err := w.Check(self, fresh, 0, true); err == nil {
+	if err := w.Check(self, fresh, 1, true); err == nil {
 		t.Fatal("a server not a founder serves number 1")
+	}
+	// A server of a Prepare's previous certificate serves no probation
+	// (that certificate is checked after), unless the pins leave it out.
+	prev := [][]byte{[]byte(self), []byte(fresh)}
+	if err := w.CheckPrev(self, fresh, 20, true, prev); err != nil {
+		t.Fatalf("a server of the previous certificate: %v", err)
+	}
+	var pinned Table
+	pinned.Init([]peer.ID{old}, 3, nil, nil)
+	pinned.SetLog(log.of)
+	if err := pinned.CheckPrev(self, fresh, 20, true, prev); err == nil || !strings.Contains(err.Error(), "allow") {
+		t.Fatalf("a server of the previous certificate the pins leave out: %v", err)
 	}
 	var boot Table
 	boot.Init(nil, 3, nil, nil)
-	if err := boot.Check(self, fresh, 5, true); err != nil {
-		t.Fatalf("a server with no chain on record puts %s on probation: %v", fresh, err)
+	boot.SetLog(fakeLog{}.of)
+	if err := boot.Check(self, fresh, 1, true); err != nil {
+		t.Fatalf("number 1 without founders puts %s on probation: %v", fresh, err)
+	}
+}
+
+// TestEligibilityFromCertifiedLog (§3 "Who may serve", issue 25): two
+// servers that first sighted a newcomer at different numbers (one was
+// away, or restarted, when it said hello) and hold the same certificates
+// agree on its eligibility at every number. Before, probation counted from
+// each server's own first sighting, and the one that sighted it 8 numbers
+// later kept it out 8 numbers longer.
+func TestEligibilityFromCertifiedLog(t *testing.T) {
+	ids := fakeIDs(4, 7)
+	a, b, c, x := ids[0], ids[1], ids[2], ids[3]
+	log := fakeLog{}
+	for n := uint64(1); n <= 60; n++ {
+		var cands []peer.ID
+		if n == 6 || n == 7 {
+			cands = []peer.ID{x} // recorded by two leaders
+		}
+		chain := []peer.ID{a, b, c}
+		if n > 20 {
+			chain = append(chain, x)
+		}
+		log.add(n, chain, cands)
+	}
+	var early, late Table
+	early.Init(nil, 0, nil, nil)
+	late.Init(nil, 0, nil, nil)
+	early.SetLog(log.of)
+	late.SetLog(log.of)
+	early.Saw(x, 5)
+	late.Saw(x, 13) // away, or restarted, while x said hello
+	for n := uint64(1); n <= 61; n++ {
+		ea, la := early.Check(a, x, n, false), late.Check(b, x, n, false)
+		if (ea == nil) != (la == nil) {
+			t.Fatalf("at number %d the servers disagree on %s: %v against %v", n, x, ea, la)
+		}
+		if want := n <= 1 || n >= 6+DefaultProbation; (ea == nil) != want {
+			t.Fatalf("at number %d: eligible %v, want %v (%v)", n, ea == nil, want, ea)
+		}
 	}
 }
 
@@ -184,25 +249,24 @@ func TestChainsKept(t *testing.T) {
 // TestFounderServesNoProbation (§3 probation): a founder that number 1's
 // chain left out (the first hellos came in another order) is a member of
 // the chain of number 0, the founders: it serves no probation within the
-// window, while a non-founder seen as early does, and so does a founder
-// that no chain of the window held once the window has passed.
+// window, while a non-founder recorded as early does, and so does a
+// founder that no chain of the window held once the window has passed.
 func TestFounderServesNoProbation(t *testing.T) {
 	ids := fakeIDs(4, 5)
 	a, b, late, outsider := ids[0], ids[1], ids[2], ids[3]
+	log := fakeLog{}
+	log.add(1, []peer.ID{a, b}, []peer.ID{late, outsider})
 	var w Table
-	w.Init(nil, 0, []peer.ID{a, b, late}, []SeenChain{{Number: 1, IDs: []peer.ID{a, b}}})
-	w.Saw(late, 0)
-	w.Saw(outsider, 0)
-	for n := uint64(1); n < SeenWindow; n++ {
+	w.Init(nil, 0, []peer.ID{a, b, late}, nil)
+	w.SetLog(log.of)
+	for n := uint64(2); n <= SeenWindow; n++ {
 		if err := w.Check(a, late, n, true); err != nil {
 			t.Fatalf("a founder left out of number 1, at number %d: %v", n, err)
 		}
-		if err := w.Check(a, outsider, n, true); n < DefaultProbation && (err == nil || !strings.Contains(err.Error(), "probation")) {
-			t.Fatalf("a non-founder seen at number 0, at number %d: %v", n, err)
+		if err := w.Check(a, outsider, n, true); n < 1+DefaultProbation && (err == nil || !strings.Contains(err.Error(), "probation")) {
+			t.Fatalf("a non-founder recorded at number 1, at number %d: %v", n, err)
 		}
 	}
-	w.Init(nil, 0, []peer.ID{a, b, late}, []SeenChain{{Number: SeenWindow + 1, IDs: []peer.ID{a, b}}})
-	w.Saw(late, SeenWindow+1)
 	if err := w.Check(a, late, SeenWindow+2, true); err == nil || !strings.Contains(err.Error(), "probation") {
 		t.Fatalf("a founder in no chain of the window past it: %v", err)
 	}

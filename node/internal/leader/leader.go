@@ -73,6 +73,9 @@ type Host interface {
 	// NoteWithdrawal reports whether err holds a server's withdrawal,
 	// and notes it.
 	NoteWithdrawal(err error) bool
+	// Candidates are the candidates n's Prepare over chain records
+	// (internal/members), sorted.
+	Candidates(n uint64, chain []peer.ID) [][]byte
 }
 
 // Epoch is the led epoch as the server holds it.
@@ -237,7 +240,8 @@ func (l *Leading) open() (wire.Descriptor, error) {
 	if s.hooked() {
 		win = s.Hooks.LeaderWindow(number, win)
 	}
-	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.Params, Chain: proto.ChainIDs(chain), Previous: prev, Window: win, Gap: gap}
+	cands := s.Candidates(number, chain)
+	prep := wire.Prepare{Number: number, Nonce: nonce, Params: s.Params, Chain: proto.ChainIDs(chain), Previous: prev, Window: win, Gap: gap, Cands: cands}
 	// The servers this chain leaves out for their refusal budget are out
 	// at every server only if every server has the aborts that count
 	// (node/internal/evidence).
@@ -257,7 +261,7 @@ func (l *Leading) open() (wire.Descriptor, error) {
 		}
 		return wire.Descriptor{}, err
 	}
-	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.Params, Group: make([]wire.GroupEntry, len(chain)), Previous: prev, Window: win, Gap: gap}
+	desc := wire.Descriptor{Number: number, Nonce: nonce, Params: s.Params, Group: make([]wire.GroupEntry, len(chain)), Previous: prev, Window: win, Gap: gap, Cands: cands}
 	for i, r := range reps {
 		if err := desc.Group[i].Unmarshal(r, proto.GenericLimits()); err != nil {
 			return wire.Descriptor{}, fmt.Errorf("node: entry of server %d: %w", i, err)

@@ -47,7 +47,8 @@ func (h *fakeHost) Led()                                        {}
 func (h *fakeHost) AbortBody(id [32]byte, reason string) []byte { return []byte(reason) }
 func (h *fakeHost) HandEvidence(context.Context, []peer.ID, uint64) {
 }
-func (h *fakeHost) NoteWithdrawal(error) bool { return false }
+func (h *fakeHost) NoteWithdrawal(error) bool             { return false }
+func (h *fakeHost) Candidates(uint64, []peer.ID) [][]byte { return nil }
 
 func (h *fakeHost) LeaderGap(_ uint64, g []wire.Cert) []wire.Cert              { return g }
 func (h *fakeHost) LeaderWindow(_ uint64, w []wire.WindowRef) []wire.WindowRef { return w }

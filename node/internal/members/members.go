@@ -64,9 +64,56 @@ func (c *Chains) At(n uint64) []peer.ID {
 	return roster.Chain(c.H.Self(), c.Roster.Live(), c.H.Excluded, out, c.Min)
 }
 
-// Eligible says why p may not be in a chain this server joins, or nil.
-func (c *Chains) Eligible(p peer.ID) error {
-	return c.Who.Check(c.H.Self(), p, c.H.LastNumber(), true)
+// Eligible says why p may not be in the next number's chain that this
+// server joins, or nil.
+func (c *Chains) Eligible(p peer.ID) error { return c.EligibleAt(p, c.Certs.Next()) }
+
+// EligibleAt is Eligible for number n's chain.
+func (c *Chains) EligibleAt(p peer.ID, n uint64) error {
+	return c.Who.Check(c.H.Self(), p, n, true)
+}
+
+// EligibleIn is EligibleAt for the chain of a Prepare of n whose previous
+// certificate has chain prev (eligible.Table.CheckPrev).
+func (c *Chains) EligibleIn(p peer.ID, n uint64, prev [][]byte) error {
+	return c.Who.CheckPrev(c.H.Self(), p, n, true, prev)
+}
+
+// Candidates are the candidates a leader records in n's Prepare over
+// chain (§3, "Who may serve"): live roster servers outside chain, not
+// blamed, that no certificate of the probation window holds in its chain
+// or records as a candidate, the first sighted here first, at most
+// wire.MaxCands, sorted. Every honest leader records them, so a leader
+// that leaves one out delays its probation by its own turn only.
+func (c *Chains) Candidates(n uint64, chain []peer.ID) [][]byte {
+	if c.Who.Probation() == 0 {
+		return nil // nobody waits
+	}
+	in := map[peer.ID]bool{c.H.Self(): true}
+	for _, p := range chain {
+		in[p] = true
+	}
+	var ids []peer.ID
+	for _, m := range c.Roster.Live() {
+		if in[m.ID] || c.H.Excluded(m.ID) {
+			continue
+		}
+		if inChain, candAt := c.Who.Recorded(m.ID, n); inChain || candAt != 0 {
+			continue
+		}
+		ids = append(ids, m.ID)
+	}
+	c.Who.Order(ids)
+	ids = ids[:min(len(ids), wire.MaxCands)]
+	roster.SortChain(ids)
+	if len(ids) == 0 {
+		return nil
+	}
+	out := make([][]byte, len(ids))
+	for i, p := range ids {
+		out[i] = []byte(p)
+	}
+	return out
 }
 
 // Group is the chain by the group's rules alone (the operator's pins left
@@ -76,7 +123,7 @@ func (c *Chains) Group() []peer.ID { return c.GroupAt(c.Certs.Next()) }
 
 // GroupAt is Group for number n.
 func (c *Chains) GroupAt(n uint64) []peer.ID {
-	return c.Who.Filter(c.H.Self(), c.At(n), c.H.LastNumber(), false)
+	return c.Who.Filter(c.H.Self(), c.At(n), n, false)
 }
 
 // Derived is the chain of the number after prev's, in chain order: the
@@ -129,7 +176,7 @@ func (c *Chains) GroupPeer(p peer.ID) bool {
 	if c.Roster.Get(p) == nil || c.H.Excluded(p) {
 		return false
 	}
-	return c.Who.Check(c.H.Self(), p, c.H.LastNumber(), false) == nil
+	return c.Who.Check(c.H.Self(), p, c.Certs.Next(), false) == nil
 }
 
 // CertPeer reports whether p, not named by a round blame, is in a chain

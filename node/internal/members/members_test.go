@@ -102,3 +102,43 @@ func TestGroupPeer(t *testing.T) {
 		t.Fatal("a blamed server is of the group")
 	}
 }
+
+// TestCandidates (§3 "Admission to chains"): a leader records the live
+// servers outside its chain, not blamed, that no certificate of the window
+// holds or records, the first sighted first, at most wire.MaxCands, sorted;
+// none while probation is off.
+func TestCandidates(t *testing.T) {
+	ids := make([]peer.ID, 3+wire.MaxCands+2)
+	for i := range ids {
+		ids[i] = peer.ID(fmt.Sprintf("server-%02d", i))
+	}
+	self, inChain, recorded := ids[0], ids[1], ids[2]
+	blamed, rest := ids[3], ids[4:]
+	h := &host{self: self, excluded: map[peer.ID]bool{blamed: true}, out: map[peer.ID]bool{}}
+	r := &roster.Table{}
+	w := &eligible.Table{}
+	w.Init(nil, 3, nil, nil)
+	for i, p := range ids[1:] {
+		r.Saw(p, "", nil)
+		w.Saw(p, uint64(100-i)) // the last ids sighted first
+	}
+	log := map[uint64]*wire.Cert{9: {Kind: wire.CertFinal, Number: 9, Chain: [][]byte{[]byte(self)}, Cands: [][]byte{[]byte(recorded)}}}
+	w.SetLog(func(n uint64) (*wire.Cert, bool) { c, ok := log[n]; return c, ok })
+	c := &Chains{H: h, Roster: r, Who: w, Certs: &certsKept{}, Min: 3}
+	got := c.Candidates(10, []peer.ID{self, inChain})
+	want := sorted(rest[len(rest)-wire.MaxCands:]...)
+	if len(got) != len(want) {
+		t.Fatalf("candidates %q, want %q", got, want)
+	}
+	for i := range got {
+		if peer.ID(got[i]) != want[i] {
+			t.Fatalf("candidates %q, want %q", got, want)
+		}
+	}
+	off := &eligible.Table{}
+	off.Init(nil, -1, nil, nil)
+	c.Who = off
+	if got := c.Candidates(10, []peer.ID{self}); got != nil {
+		t.Fatalf("candidates %q with probation off", got)
+	}
+}

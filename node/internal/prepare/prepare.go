@@ -35,7 +35,7 @@ type Facts struct {
 	Excluded      func(p peer.ID) bool
 	OutAt         func(p peer.ID, n uint64) bool
 	Live          func(p peer.ID) bool
-	Eligible      func(p peer.ID) error
+	Eligible      func(p peer.ID, n uint64, prev [][]byte) error
 	CheckFounding func(chain []peer.ID) error
 }
 
@@ -71,10 +71,21 @@ func Check(p *wire.Prepare, from peer.ID, f Facts) (int, error) {
 		}
 		// Who may serve (internal/eligible): a server not eligible here is
 		// a withdrawal, not a refusal.
-		return f.Eligible(id)
+		return f.Eligible(id, p.Number, p.Previous.Chain)
 	})
 	if err != nil {
 		return 0, err
+	}
+	// Candidates (§3, "Who may serve"): servers outside the chain; which
+	// ones is the leader's to choose (wire.DecCands keeps them sorted and
+	// few).
+	for _, c := range p.Cands {
+		if slices.ContainsFunc(p.Chain, func(b []byte) bool { return bytes.Equal(b, c) }) {
+			return 0, errors.New("node: prepared chain holds a candidate")
+		}
+		if _, err := peer.IDFromBytes(c); err != nil {
+			return 0, fmt.Errorf("node: candidate: %w", err)
+		}
 	}
 	inChain := slices.ContainsFunc(p.Chain, func(b []byte) bool { return peer.ID(b) == from })
 	if pos < 0 {

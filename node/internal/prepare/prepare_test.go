@@ -22,7 +22,7 @@ func facts() Facts {
 		Excluded:      func(peer.ID) bool { return false },
 		OutAt:         func(peer.ID, uint64) bool { return false },
 		Live:          func(p peer.ID) bool { return slices.Contains(group, p) },
-		Eligible:      func(peer.ID) error { return nil },
+		Eligible:      func(peer.ID, uint64, [][]byte) error { return nil },
 		CheckFounding: func([]peer.ID) error { return nil },
 	}
 }
@@ -55,7 +55,15 @@ func TestCheck(t *testing.T) {
 		{name: "a member excluded", p: prep(5, "a", "b", "c"), from: "a", f: func(f *Facts) { f.Excluded = func(p peer.ID) bool { return p == "c" } }, want: "round blame"},
 		{name: "a member out for its budget", p: prep(5, "a", "b", "c", "d"), from: "a", f: func(f *Facts) { f.OutAt = func(p peer.ID, n uint64) bool { return p == "d" && n == 5 } }, want: "refusal budget"},
 		{name: "out but needed for the minimum", p: prep(5, "a", "b", "c"), from: "a", f: func(f *Facts) { f.OutAt = func(p peer.ID, n uint64) bool { return p == "c" } }},
-		{name: "a member withdrew", p: prep(5, "a", "b", "c"), from: "a", f: func(f *Facts) { f.Eligible = func(p peer.ID) error { return errors.New("withdrew") } }, want: "withdrew"},
+		{name: "a member withdrew", p: prep(5, "a", "b", "c"), from: "a", f: func(f *Facts) {
+			f.Eligible = func(p peer.ID, n uint64, _ [][]byte) error {
+				if n == 5 {
+					return errors.New("withdrew")
+				}
+				return nil
+			}
+		}, want: "withdrew"},
+		{name: "a candidate in the chain", p: func() *wire.Prepare { p := prep(5, "a", "b", "c"); p.Cands = [][]byte{[]byte("c")}; return p }(), from: "a", want: "holds a candidate"},
 		{name: "this server not in it", p: prep(5, "a", "c", "d"), from: "a", want: "not in the prepared chain"},
 		{name: "from outside the chain", p: prep(5, "b", "c", "d"), from: "a", want: "outside its chain"},
 		{name: "number 1 not the founders", p: prep(1, "a", "b", "c"), from: "a", f: func(f *Facts) { f.CheckFounding = func([]peer.ID) error { return errFounders } }, want: "not the founders"},

@@ -24,16 +24,20 @@ const (
 func u64(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
 
 // OpenCertDigest is what a server signs for the open descriptor of number
-// n with epoch id id.
-func OpenCertDigest(n uint64, id [32]byte) [32]byte {
-	return TaggedHash(TagDescOpen, u64(n), id[:])
+// n with epoch id id recording candidates cands (each a part after the
+// id; none: the digest without them).
+func OpenCertDigest(n uint64, id [32]byte, cands [][]byte) [32]byte {
+	return TaggedHash(TagDescOpen, append([][]byte{u64(n), id[:]}, cands...)...)
 }
 
 // FinalCertDigest is what a server signs for the final descriptor of
-// number n, epoch id id, whose encoding hashes to dg: a final certificate
-// carries the three and is checked without the descriptor.
-func FinalCertDigest(n uint64, id, dg [32]byte) [32]byte {
-	return TaggedHash(TagDescFinal, u64(n), id[:], dg[:])
+// number n, epoch id id, whose encoding hashes to dg, recording
+// candidates cands: a final certificate carries the four and is checked
+// without the descriptor. The candidates are signed as parts of their
+// own (the epoch id covers them too) so that every server reads them off
+// the certificate (§3, "Who may serve").
+func FinalCertDigest(n uint64, id, dg [32]byte, cands [][]byte) [32]byte {
+	return TaggedHash(TagDescFinal, append([][]byte{u64(n), id[:], dg[:]}, cands...)...)
 }
 
 // TimeoutDigest is what a server signs when no open descriptor of n came
@@ -183,9 +187,9 @@ func CheckCertSigs(c *wire.Cert, chain []peer.ID) error {
 	var dg [32]byte
 	switch c.Kind {
 	case wire.CertFinal:
-		dg = FinalCertDigest(c.Number, c.Epoch, c.Digest)
+		dg = FinalCertDigest(c.Number, c.Epoch, c.Digest, c.Cands)
 	case wire.CertAbort:
-		dg = OpenCertDigest(c.Number, c.Epoch)
+		dg = OpenCertDigest(c.Number, c.Epoch, c.Cands)
 	}
 	if c.Kind == wire.CertTimeout {
 		if m < 2 {

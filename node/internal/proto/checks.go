@@ -31,13 +31,13 @@ type View struct {
 
 // OpenDigest is what every server signs for the open descriptor: the
 // number and the epoch id (an abort certificate carries these signatures).
-func OpenDigest(d *wire.Descriptor) [32]byte { return OpenCertDigest(d.Number, EpochID(d)) }
+func OpenDigest(d *wire.Descriptor) [32]byte { return OpenCertDigest(d.Number, EpochID(d), d.Cands) }
 
 // FinalDigest is what every server signs for the final descriptor: the
 // number, the epoch id and the SHA-256 of the whole encoding (a final
 // certificate carries these signatures).
 func FinalDigest(d *wire.Descriptor) [32]byte {
-	return FinalCertDigest(d.Number, EpochID(d), sha256.Sum256(d.Marshal()))
+	return FinalCertDigest(d.Number, EpochID(d), sha256.Sum256(d.Marshal()), d.Cands)
 }
 
 // ListDigest is what every server signs for a request list (§5.3).

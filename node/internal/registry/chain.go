@@ -20,7 +20,8 @@ import (
 
 // CheckOpen checks an open descriptor d against what this server's
 // Prepare committed to, pos being its chain position: its entry, the
-// previous certificate, the window and the gap (encoded by gap) unaltered.
+// previous certificate, the window, the gap (encoded by gap) and the
+// candidates unaltered.
 func (r *Epoch) CheckOpen(d *wire.Descriptor, pos int, gap []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -35,6 +36,9 @@ func (r *Epoch) CheckOpen(d *wire.Descriptor, pos int, gap []byte) error {
 	}
 	if !bytes.Equal(gap, r.gap) {
 		return errors.New("node: descriptor's gap is not the prepared one")
+	}
+	if !slices.EqualFunc(d.Cands, r.cands, bytes.Equal) {
+		return errors.New("node: descriptor's candidates are not the prepared ones")
 	}
 	return nil
 }

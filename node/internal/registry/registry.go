@@ -44,6 +44,7 @@ type Epoch struct {
 	prev   []byte
 	window []wire.WindowRef
 	gap    []byte
+	cands  [][]byte
 	reveal [wire.CommitSize]byte
 
 	openBytes  []byte     // the signed open descriptor, for clients
@@ -80,10 +81,10 @@ type Epoch struct {
 }
 
 // Prepared records what this server's Prepare answer committed to.
-func (r *Epoch) Prepared(entry wire.GroupEntry, prev []byte, window []wire.WindowRef, gap []byte, reveal [wire.CommitSize]byte) {
+func (r *Epoch) Prepared(entry wire.GroupEntry, prev []byte, window []wire.WindowRef, gap []byte, cands [][]byte, reveal [wire.CommitSize]byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.entry, r.prev, r.window, r.gap, r.reveal = entry, prev, window, gap, reveal
+	r.entry, r.prev, r.window, r.gap, r.cands, r.reveal = entry, prev, window, gap, cands, reveal
 }
 
 // Reveal is r_j, sent at the close.

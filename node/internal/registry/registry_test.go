@@ -163,12 +163,16 @@ func TestCheckOpenAndFinal(t *testing.T) {
 	var r Epoch
 	entry := wire.GroupEntry{PeerID: []byte("me"), Nick: []byte("n")}
 	win := []wire.WindowRef{{Number: 3}}
-	r.Prepared(entry, []byte("prev"), win, []byte("gap"), [wire.CommitSize]byte{7})
+	r.Prepared(entry, []byte("prev"), win, []byte("gap"), nil, [wire.CommitSize]byte{7})
 	d := wire.Descriptor{Group: []wire.GroupEntry{{}, entry}, Window: win}
 	if err := r.CheckOpen(&d, 1, []byte("gap")); err == nil || !strings.Contains(err.Error(), "previous") {
 		t.Fatalf("another previous certificate: %v", err)
 	}
-	r.Prepared(entry, d.Previous.Marshal(), win, []byte("gap"), [wire.CommitSize]byte{7})
+	r.Prepared(entry, d.Previous.Marshal(), win, []byte("gap"), [][]byte{[]byte("cand")}, [wire.CommitSize]byte{7})
+	if err := r.CheckOpen(&d, 1, []byte("gap")); err == nil || !strings.Contains(err.Error(), "candidates") {
+		t.Fatalf("the candidates left out: %v", err)
+	}
+	d.Cands = [][]byte{[]byte("cand")}
 	if err := r.CheckOpen(&d, 1, []byte("gap")); err != nil {
 		t.Fatal(err)
 	}

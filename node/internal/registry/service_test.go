@@ -186,13 +186,13 @@ func TestForwardedReceipts(t *testing.T) {
 func TestCloseAndList(t *testing.T) {
 	s, h, ep, ms := chainFixture(t, 1, 0)
 	ref := (&wire.EpochRef{Epoch: ep.V.ID}).Marshal()
-	ep.Reg.Prepared(wire.GroupEntry{}, nil, nil, nil, [wire.CommitSize]byte{9})
+	ep.Reg.Prepared(wire.GroupEntry{}, nil, nil, nil, nil, [wire.CommitSize]byte{9})
 	ep.Reg.Opened([]byte("open"), nil, time.Hour, time.Now())
 	if _, _, err := s.OnClose(ms[0].id, ref); err == nil || !strings.Contains(err.Error(), "deadline") {
 		t.Fatalf("a close before the deadline: %v", err)
 	}
 	ep.Reg = &Epoch{}
-	ep.Reg.Prepared(wire.GroupEntry{}, nil, nil, nil, [wire.CommitSize]byte{9})
+	ep.Reg.Prepared(wire.GroupEntry{}, nil, nil, nil, nil, [wire.CommitSize]byte{9})
 	ep.Reg.Opened([]byte("open"), nil, 0, time.Now().Add(-time.Second))
 	if _, _, err := s.OnClose(ms[2].id, ref); err == nil {
 		t.Fatal("a close from a server that is not the leader")

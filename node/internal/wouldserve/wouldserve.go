@@ -81,7 +81,7 @@ func (sv *Service) CheckLeftOut(p *wire.Prepare) error {
 		}
 		ids = append(ids, d)
 		roster.SortChain(ids)
-		q := wire.Prepare{Number: p.Number, Nonce: p.Nonce, Params: p.Params, Chain: proto.ChainIDs(ids), Previous: p.Previous, Window: p.Window, Gap: p.Gap}
+		q := wire.Prepare{Number: p.Number, Nonce: p.Nonce, Params: p.Params, Chain: proto.ChainIDs(ids), Previous: p.Previous, Window: p.Window, Gap: p.Gap, Cands: p.Cands}
 		ctx, cancel := context.WithTimeout(sv.Ctx, sv.Timing.WouldServeTimeout)
 		_, err := transport.Call(ctx, sv.H, d, transport.Request{Proto: transport.ProtoEpoch, Type: wire.TypeWouldServe, Body: q.Marshal(), Timeout: sv.Timing.WouldServeTimeout})
 		cancel()
@@ -128,7 +128,8 @@ func (sv *Service) OnWouldServe(ctx context.Context, from peer.ID, body []byte) 
 	// where the leader did not, held the group without an epoch for good
 	// (the swarm's seed 5; TestWouldServeAsPrepare).
 	out := func(q peer.ID) bool { return sv.Chains.H.OutAt(q, p.Number) }
-	pos, err := roster.Members(p.Chain, sv.H.ID(), "would-serve chain", sv.Chains.Min, sv.Chains.H.Excluded, out, sv.Chains.Eligible)
+	eligible := func(q peer.ID) error { return sv.Chains.EligibleIn(q, p.Number, p.Previous.Chain) }
+	pos, err := roster.Members(p.Chain, sv.H.ID(), "would-serve chain", sv.Chains.Min, sv.Chains.H.Excluded, out, eligible)
 	if err != nil {
 		return 0, nil, err
 	}
