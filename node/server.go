@@ -308,7 +308,8 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.submits = newSubmissions(s)
 	s.prepFacts = prepare.Facts{Self: h.ID(), PIRRate: cfg.PIRRate, Params: cfg.Params.Wire(), MinServers: cfg.MinServers,
 		Excluded: s.rb.Has, OutAt: s.refusalOutAt, Live: func(p peer.ID) bool { return s.roster.get(p) != nil },
-		Eligible: s.members.EligibleIn, CheckFounding: s.who.CheckFounding}
+		Eligible: s.members.EligibleIn, CheckFounding: s.who.CheckFounding,
+		Bounds: func(n uint64) error { return certs.CheckNumber(s.lastNumber(), n) }}
 	s.regs = registry.Service{H: regHost{s}, Keys: &s.keys, Log: log}
 	s.dups = dupwalk.Service{H: dupHost{s}, Log: log, Ctx: cctx, RouteWait: cfg.Timing.DupRouteWait}
 	s.rb.St, s.rb.Log = st, log

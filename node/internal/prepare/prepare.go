@@ -37,6 +37,10 @@ type Facts struct {
 	Live          func(p peer.ID) bool
 	Eligible      func(p peer.ID, n uint64, prev [][]byte) error
 	CheckFounding func(chain []peer.ID) error
+	// Bounds refuses a number out of this server's bounds
+	// (certs.CheckNumber), nil: none; before the chain, whose
+	// eligibility is read at the number.
+	Bounds func(n uint64) error
 }
 
 // Check checks p, sent by from, and returns this server's position in
@@ -48,6 +52,11 @@ func Check(p *wire.Prepare, from peer.ID, f Facts) (int, error) {
 	// (v3) every parameter but the times is a group constant.
 	if err := proto.CheckGroupParams(p.Params, f.Params); err != nil {
 		return 0, err
+	}
+	if f.Bounds != nil {
+		if err := f.Bounds(p.Number); err != nil {
+			return 0, err
+		}
 	}
 	if len(p.Chain) < 1 {
 		return 0, errors.New("node: prepare without a chain")

@@ -63,6 +63,9 @@ func TestCheck(t *testing.T) {
 				return nil
 			}
 		}, want: "withdrew"},
+		{name: "a number out of bounds, before the chain", p: prep(5, "a", "b", "z"), from: "a", f: func(f *Facts) {
+			f.Bounds = func(n uint64) error { return errors.New("epoch number out of bounds") }
+		}, want: "epoch number"},
 		{name: "a candidate in the chain", p: func() *wire.Prepare { p := prep(5, "a", "b", "c"); p.Cands = [][]byte{[]byte("c")}; return p }(), from: "a", want: "holds a candidate"},
 		{name: "this server not in it", p: prep(5, "a", "c", "d"), from: "a", want: "not in the prepared chain"},
 		{name: "from outside the chain", p: prep(5, "b", "c", "d"), from: "a", want: "outside its chain"},
