@@ -210,13 +210,20 @@ type roundsState struct {
 	// (forward.go, §5.4).
 	fwdRoots  map[accountKey]*wire.ForwardRoot
 	fwdLogged map[uint16]bool
+	// accounts: the primaries' final accounts given here, as fwdRoots;
+	// accLogged: as fwdLogged, for an account that leaves a receipt out.
+	accounts  map[accountKey]*wire.Account
+	accLogged map[uint16]bool
 	// ranDry: this primary's slots it ever signed dry (the dry
 	// statements themselves are pruned with their rounds).
 	ranDry map[uint32]bool
 	// receipted: the slots and rounds this primary receipted, with the
 	// onions' digests, kept past the epoch's end (its onions are not);
-	// never signed dry.
-	receipted map[dryKey][32]byte
+	// never signed dry; receiptFloor: the rounds below it may have lost
+	// theirs (receiptLocked prunes listed rounds), so no final account
+	// of them is signed.
+	receipted    map[dryKey][32]byte
+	receiptFloor uint32
 	// accountAsk: when this server began asking the primaries for their
 	// accounts of each round, accounted the primaries that gave one
 	// covering the receipts shown here, and silentAttest its one signed

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"errors"
-	"slices"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -174,42 +173,4 @@ func (s *Server) matchRootLocked(e *sepoch, k dryKey, f *wire.ForwardRoot) {
 	s.log.Warn("a primary forwarded a round without an onion it receipted", "round", k.round, "slot", k.slot, "primary", e.final.Chain[r.Server].ShortString())
 	ev := &wire.Charge{Kind: wire.EvForward, Number: e.v.Desc.Number, Item: wire.ForwardItem(&r, f)}
 	s.noteChargeLocked(e, ev, nil, "")
-}
-
-// accountGiven reports whether a, primary j's checked account of round r
-// that covers the receipts want shown here, counts as given. Saying it
-// forwarded the round, it must carry its forward root of it, which is
-// kept and matched like one sent (a receipt shown later that it leaves
-// out is evidence too: rev44 N3) and must cover want; saying it did not,
-// some slot of j must hold no receipt in it, since a primary forwards a
-// round and signs its root once every live slot is in (forwardIfReady)
-// and takes no onion for a dead one. S_0 forwards nothing. Without s.mu.
-func (s *Server) accountGiven(e *sepoch, a *wire.Account, r uint32, j int, want []wire.OnionReceipt) bool {
-	s.mu.Lock()
-	chain, id, clients := e.final.Chain, e.final.ID, e.final.Desc.Clients
-	mine := e.clientsOf(j)
-	s.mu.Unlock()
-	if j == 0 {
-		return true
-	}
-	if !a.Forwarded {
-		in := map[uint32]bool{}
-		for _, en := range a.Entries {
-			in[en.Slot] = true
-		}
-		return slices.ContainsFunc(mine, func(sl uint32) bool { return !in[sl] })
-	}
-	f := a.Root
-	if f == nil || f.Round != r || int(f.Server) != j || len(f.Entries) > len(mine) || proto.CheckForwardRoot(f, id, chain) != nil {
-		return false
-	}
-	for _, en := range f.Entries {
-		if int(en.Slot) >= len(clients) || int(clients[en.Slot].Primary) != j {
-			return false
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.noteForwardRootLocked(e, f)
-	return !slices.ContainsFunc(want, func(rc wire.OnionReceipt) bool { return !f.Covers(&rc) })
 }

@@ -65,6 +65,13 @@ func (e *sepoch) pruneHeldLocked() {
 			}
 		}
 	}
+	if len(e.accounts) > len(e.final.Chain)*int(uint32(max(e.final.Desc.Params.W, 1))+roundsAhead) {
+		for k := range e.accounts {
+			if k.round < e.listHigh {
+				delete(e.accounts, k)
+			}
+		}
+	}
 }
 
 // heldRound reports whether round r may hold a dry statement or a shown
@@ -90,6 +97,7 @@ func (s *Server) receiptLocked(e *sepoch, sub *wire.Submit, digest [32]byte) (wi
 	if e.receipted == nil || len(e.receipted) >= e.heldCap() {
 		old := e.receipted
 		e.receipted = map[dryKey][32]byte{}
+		e.receiptFloor = max(e.receiptFloor, e.listHigh)
 		for k, d := range old {
 			if k.round >= e.listHigh {
 				e.receipted[k] = d
@@ -433,6 +441,7 @@ func (s *Server) onShowReceipt(body []byte) (wire.Type, []byte, error) {
 	}
 	s.matchHeldLocked(e, k)
 	s.matchForwardLocked(e, k)
+	s.matchAccountLocked(e, k)
 	if e.ended {
 		// Its primary's account of the round is asked for (silent.go):
 		// not before the end, when the round may still run.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -48,6 +47,10 @@ type keptAccounts struct {
 	receipted map[dryKey][32]byte
 	// roots: its forward roots of the rounds it holds receipts of.
 	roots map[uint32]*wire.ForwardRoot
+	// floor: the rounds below it may have lost receipts (receiptFloor).
+	floor uint32
+	// ended: the epoch ended here, so an account may be final.
+	ended bool
 }
 
 // maxKeptReceipts bounds the receipts (and the slots copied with them) a
@@ -192,7 +195,7 @@ func (s *Server) keepAccountsLocked(e *sepoch) {
 	}
 	s.kept[e.final.ID] = &keptAccounts{chain: e.final.Chain, pos: e.pos, rounds: e.final.Desc.Params.Rounds,
 		slots: slots, endedAt: time.Now(), keep: accountKeep(time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond),
-		receipted: maps.Clone(e.receipted), roots: roots}
+		receipted: maps.Clone(e.receipted), roots: roots, floor: e.receiptFloor, ended: true}
 }
 
 // accountsOfLocked is epoch id's receipts here, and its forward root of
@@ -200,7 +203,8 @@ func (s *Server) keepAccountsLocked(e *sepoch) {
 // held.
 func (s *Server) accountsOfLocked(id [32]byte, r uint32) *keptAccounts {
 	if e := s.epochs[id]; e != nil && e.final != nil {
-		k := &keptAccounts{chain: e.final.Chain, pos: e.pos, rounds: e.final.Desc.Params.Rounds, slots: e.clientsOf(e.pos), receipted: e.receipted}
+		k := &keptAccounts{chain: e.final.Chain, pos: e.pos, rounds: e.final.Desc.Params.Rounds, slots: e.clientsOf(e.pos), receipted: e.receipted,
+			floor: e.receiptFloor, ended: e.ended}
 		if x := e.rounds[r]; x != nil && x.fwdRoot != nil {
 			k.roots = map[uint32]*wire.ForwardRoot{r: x.fwdRoot}
 		}
@@ -242,7 +246,9 @@ func (s *Server) onAccountReq(from peer.ID, body []byte) (wire.Type, []byte, err
 		}
 	}
 	s.mu.Lock()
-	a := wire.Account{Epoch: q.Epoch, Round: q.Round, Server: uint16(k.pos)}
+	// Final once the epoch ended here (no onion is taken after), of a
+	// round whose receipts are all kept.
+	a := wire.Account{Epoch: q.Epoch, Round: q.Round, Server: uint16(k.pos), Ended: k.ended && q.Round >= k.floor}
 	for _, sl := range k.slots {
 		if d, ok := k.receipted[dryKey{q.Round, sl}]; ok {
 			a.Entries = append(a.Entries, wire.AccountEntry{Slot: sl, Digest: d})
@@ -426,7 +432,7 @@ func (s *Server) askAccountFrom(ctx context.Context, e *sepoch, r uint32, j int,
 		rep, err := transport.Call(ctx, s.h, chain[j], transport.Request{Proto: ProtoRound, Type: wire.TypeAccountReq, Body: q, Timeout: wait})
 		var a wire.Account
 		if err == nil && a.Unmarshal(rep, lim) == nil && int(a.Server) == j && proto.CheckAccount(&a, id, r, chain) == nil &&
-			!slices.ContainsFunc(want, func(rc wire.OnionReceipt) bool { return !a.Covers(&rc) }) && s.accountGiven(e, &a, r, j, want) {
+			s.accountGiven(e, &a, r, j, want) {
 			s.mu.Lock()
 			if e.accounted == nil {
 				e.accounted = map[accountKey]bool{}

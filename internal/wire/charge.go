@@ -43,6 +43,10 @@ const (
 	// the same round without the receipt's onion (ForwardItem), which an
 	// honest primary never both signs (§5.4).
 	EvForward uint8 = 5
+	// EvAccount: Item is a primary's OnionReceipt and its final Account
+	// (Ended) of the same round without the receipt's onion
+	// (AccountItem), which an honest primary never both signs (§5.4).
+	EvAccount uint8 = 6
 )
 
 // ClaimLack is the kind of an Attest that is a lack claim (TypeLack): its
@@ -65,8 +69,9 @@ const AttestReqSize = 32 + 8 + 1 + 4
 // AttestSize is an Attest's fixed size.
 const AttestSize = AttestReqSize + 8 + 2 + SigSize
 
-// maxChargeItem bounds an Charge's item of any kind: an EvForward's
-// receipt and forward root of up to 4096 slots (the client cap).
+// maxChargeItem bounds an Charge's item of any kind: an EvForward's or
+// EvAccount's receipt and forward root or final account of up to 4096
+// slots (the client cap).
 const maxChargeItem = 160 << 10
 
 // Each kind's item is capped at its own largest encoding (ChargeItemMax),
@@ -95,7 +100,7 @@ func ChargeItemMax(k uint8) int {
 		return OnionReceiptSize + DrySize
 	case EvSilent:
 		return OnionReceiptSize
-	case EvForward:
+	case EvForward, EvAccount:
 		return maxChargeItem
 	}
 	return 0
@@ -226,7 +231,7 @@ func (m *Charge) Unmarshal(b []byte) error {
 	if err := d.Done("evidence"); err != nil {
 		return err
 	}
-	if m.Kind > EvForward {
+	if m.Kind > EvAccount {
 		return fmt.Errorf("wire: decode evidence: kind %d", m.Kind)
 	}
 	return nil

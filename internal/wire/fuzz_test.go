@@ -91,6 +91,7 @@ func FuzzDrySet(f *testing.F)          { fuzzDecoder(f, "dryset") }
 func FuzzChargeHeld(f *testing.F)      { fuzzDecoder(f, "charge-held") }
 func FuzzAccount(f *testing.F)         { fuzzDecoder(f, "account", "account-unforwarded") }
 func FuzzForwardRoot(f *testing.F)     { fuzzDecoder(f, "forwardroot") }
+func FuzzChargeAccount(f *testing.F)   { fuzzDecoder(f, "charge-account") }
 func FuzzChargeSilent(f *testing.F)    { fuzzDecoder(f, "charge-silent") }
 func FuzzBlameReq(f *testing.F)        { fuzzDecoder(f, "blamereq") }
 func FuzzEquivocation(f *testing.F)    { fuzzDecoder(f, "equivocation") }

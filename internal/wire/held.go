@@ -173,22 +173,31 @@ type AccountEntry struct {
 
 // Account is the primary at chain position Server's signature over
 // H("riffle/v3/account-rooted", the encoding before Sig): the onions of
-// round Round it receipted, in slot order, and whether it forwarded the
-// round (Forwarded); Root, not signed here, is then its own signed
-// ForwardRoot of the round. A primary's account of a round covers every
-// receipt it signed of it; one missing from it, none given to the chain,
-// or a round forwarded without its root, is what a majority's
-// attestations (AttestSilent) charge it for on a receipt (EvSilent), and
-// a receipt its root leaves out charges it alone (EvForward).
+// round Round it receipted, in slot order, whether it forwarded the
+// round (Forwarded) and whether the account is final (Ended: signed once
+// the epoch ended there, of a round whose every receipt it holds); Root,
+// not signed here, is then its own signed ForwardRoot of the round. A
+// primary's account of a round covers every receipt it signed of it; one
+// missing from it, none given to the chain, or a round forwarded without
+// its root, is what a majority's attestations (AttestSilent) charge it
+// for on a receipt (EvSilent), and a receipt its root or its final
+// account leaves out charges it alone (EvForward, EvAccount).
 type Account struct {
 	Epoch     [32]byte
 	Round     uint32
 	Server    uint16
 	Forwarded bool
+	Ended     bool
 	Entries   []AccountEntry
 	Sig       [64]byte
-	Root      *ForwardRoot // exactly when Forwarded
+	Root      *ForwardRoot // exactly when Forwarded; never in evidence
 }
+
+// Account flags.
+const (
+	accountForwarded = 1 << 0
+	accountEnded     = 1 << 1
+)
 
 // MarshalBody is the signed part.
 func (m *Account) MarshalBody() []byte {
@@ -196,11 +205,14 @@ func (m *Account) MarshalBody() []byte {
 	e.Fixed(m.Epoch[:])
 	e.U32(m.Round)
 	e.U16(m.Server)
+	var f uint8
 	if m.Forwarded {
-		e.U8(1)
-	} else {
-		e.U8(0)
+		f |= accountForwarded
 	}
+	if m.Ended {
+		f |= accountEnded
+	}
+	e.U8(f)
 	e.U32(uint32(len(m.Entries)))
 	for _, x := range m.Entries {
 		e.U32(x.Slot)
@@ -209,26 +221,29 @@ func (m *Account) MarshalBody() []byte {
 	return e.B
 }
 
+// MarshalSigned is the signed part and the signature, without the root:
+// an account as evidence (AccountItem).
+func (m *Account) MarshalSigned() []byte { return append(m.MarshalBody(), m.Sig[:]...) }
+
 func (m *Account) Marshal() []byte {
-	e := Enc{B: append(m.MarshalBody(), m.Sig[:]...)}
+	e := Enc{B: m.MarshalSigned()}
 	if m.Forwarded && m.Root != nil {
 		e.Bytes(m.Root.Marshal())
 	}
 	return e.B
 }
 
-// Unmarshal decodes an account of at most l.Clients entries, and its root
-// of as many.
-func (m *Account) Unmarshal(b []byte, l Limits) error {
-	d := Dec{B: b}
+// decSigned decodes the signed part and the signature, at most l.Clients
+// entries.
+func (m *Account) decSigned(d *Dec, l Limits) {
 	m.Epoch = d.Array32("epoch id")
 	m.Round = d.U32("round")
 	m.Server = d.U16("server")
-	f := d.U8("forwarded")
-	if d.Err == nil && f > 1 {
-		return fmt.Errorf("wire: decode account: forwarded flag %d", f)
+	f := d.U8("account flags")
+	if d.Err == nil && f&^(accountForwarded|accountEnded) != 0 {
+		d.Err = fmt.Errorf("account flags %#x", f)
 	}
-	m.Forwarded = f == 1
+	m.Forwarded, m.Ended = f&accountForwarded != 0, f&accountEnded != 0
 	n := d.Count(l.Clients, AccountEntrySize, "entries")
 	m.Entries = make([]AccountEntry, n)
 	for i := 0; i < n && d.Err == nil; i++ {
@@ -237,7 +252,14 @@ func (m *Account) Unmarshal(b []byte, l Limits) error {
 	}
 	m.Sig = d.Array64("signature")
 	m.Root = nil
-	if m.Forwarded {
+}
+
+// Unmarshal decodes an account of at most l.Clients entries, and its root
+// of as many.
+func (m *Account) Unmarshal(b []byte, l Limits) error {
+	d := Dec{B: b}
+	m.decSigned(&d, l)
+	if m.Forwarded && d.Err == nil {
 		rb := d.Bytes(slotDigestsCap(l), "forward root")
 		if d.Err == nil {
 			m.Root = new(ForwardRoot)
@@ -361,6 +383,35 @@ func ParseForward(b []byte, l Limits) (OnionReceipt, ForwardRoot, error) {
 		return r, f, err
 	}
 	return r, f, f.Unmarshal(fb, l)
+}
+
+// AccountItem is an EvAccount charge's item: a receipt and the same
+// primary's final account of the round, without its root (u32 length
+// each).
+func AccountItem(r *OnionReceipt, a *Account) []byte {
+	var e Enc
+	e.Bytes(r.Marshal())
+	e.Bytes(a.MarshalSigned())
+	return e.B
+}
+
+// ParseAccountItem decodes an EvAccount item, an account of at most
+// l.Clients entries.
+func ParseAccountItem(b []byte, l Limits) (OnionReceipt, Account, error) {
+	var r OnionReceipt
+	var a Account
+	d := Dec{B: b}
+	rb := d.Bytes(OnionReceiptSize, "receipt")
+	ab := d.Bytes(maxChargeItem, "account")
+	if err := d.Done("account evidence"); err != nil {
+		return r, a, err
+	}
+	if err := r.Unmarshal(rb); err != nil {
+		return r, a, err
+	}
+	ad := Dec{B: ab}
+	a.decSigned(&ad, l)
+	return r, a, ad.Done("account")
 }
 
 // HeldItem is an EvHeld charge's item: a receipt and a dry statement.

@@ -63,6 +63,9 @@ func ChargeOf(ev *wire.Charge, ctx Context) (peer.ID, string, error) {
 	if ev.Kind == wire.EvForward {
 		return chargeForward(ev, ctx)
 	}
+	if ev.Kind == wire.EvAccount {
+		return chargeAccount(ev, ctx)
+	}
 	var (
 		signer  peer.ID // who made the claim
 		kind    uint8   // the claim's kind (for the attestations)

@@ -45,6 +45,8 @@ func EvidenceSlot(ev *wire.Charge) string {
 		return silentSlot(ev)
 	case wire.EvForward:
 		return forwardSlot(ev)
+	case wire.EvAccount:
+		return accountSlot(ev)
 	}
 	return ""
 }
@@ -82,6 +84,11 @@ func ChargeKey(ev *wire.Charge) string {
 	case wire.EvForward:
 		var ok bool
 		if dg, ok = forwardKey(ev); !ok {
+			return ""
+		}
+	case wire.EvAccount:
+		var ok bool
+		if dg, ok = accountKey(ev); !ok {
 			return ""
 		}
 	case wire.EvSilent:

@@ -31,7 +31,7 @@ func slotTaken(recs []Record, slot, key string) bool {
 // pairs of ever smaller keys rewrote the refusals file once a pair
 // (TestEquivocationGrindWritesOnce).
 func slotClosed(recs []Record, kind uint8, slot string) bool {
-	return (kind == wire.EvEquiv || kind == wire.EvHeld || kind == wire.EvForward) && slotTaken(recs, slot, "\xff")
+	return (kind == wire.EvEquiv || kind == wire.EvHeld || kind == wire.EvForward || kind == wire.EvAccount) && slotTaken(recs, slot, "\xff")
 }
 
 // recordSlot is the blame.EvidenceSlot of a record's evidence.

@@ -153,6 +153,11 @@ func EpochOf(ev *wire.Charge) (id [32]byte, err error) {
 		if err = e; err == nil {
 			id = r.Epoch
 		}
+	case wire.EvAccount:
+		r, _, e := wire.ParseAccountItem(ev.Item, proto.GenericLimits())
+		if err = e; err == nil {
+			id = r.Epoch
+		}
 	}
 	return id, err
 }
