@@ -1,17 +1,15 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/roundstep"
 	"github.com/riffle-net/riffle/node/transport"
 	"github.com/riffle-net/riffle/store"
 )
@@ -20,52 +18,26 @@ import (
 // (each 64 hex digits; a refusal's text is at most wire.MaxErrorText).
 const maxOmittedNamed = 8
 
-// omittedHeld returns, sorted, the ids requested in round x that this
-// server holds and that the proposal rl leaves out although the cut rule
-// keeps them (§5.3 v3: the round-robin cut of internal/proto/listcut.go over the ids any
-// server holds). An honest holder of such an id refuses to sign: the
-// leader would otherwise censor a request by leaving it out. It runs the
-// cut over the proposal's ids and its own held ones: ids the full cut
-// never takes do not change it, so an honest proposal comes out again and
-// any id of this server's that comes out besides is one left out. Call
-// without s.mu; x.requests and x.reqByPos are final once x.pubDone.
-func (s *Server) omittedHeld(e *sepoch, r uint32, x *sround, rl *wire.RoundList, maxRows int) ([][32]byte, error) {
-	in := make(map[[32]byte]bool, len(rl.Entries))
-	for _, le := range rl.Entries {
-		in[le.ID] = true
-	}
-	s.mu.Lock()
-	var missing [][32]byte
-	for id := range x.requests {
-		if !in[id] {
-			missing = append(missing, id)
-		}
-	}
-	byPos := x.reqByPos
-	s.mu.Unlock()
+// omittedHeld returns the ids requested in round r that this server
+// holds and that the proposal rl leaves out although the cut rule keeps
+// them (§5.3 v3, roundstep.Omitted). An honest holder of such an id
+// refuses to sign: the leader would otherwise censor a request by leaving
+// it out. The driver of roundstep.Unlisted and Omitted: it asks the store
+// which of the unlisted ids are held here.
+func (s *Server) omittedHeld(ep roundstep.Facts, r uint32, p roundstep.Published, rl *wire.RoundList, maxRows int) ([][32]byte, error) {
+	missing := roundstep.Unlisted(p, rl)
 	if len(missing) == 0 {
 		return nil, nil
 	}
-	sort.Slice(missing, func(i, j int) bool { return bytes.Compare(missing[i][:], missing[j][:]) < 0 })
 	held, err := s.store.Held(missing)
 	if err != nil {
 		return nil, fmt.Errorf("node: proposal: %w", err)
-	}
-	if len(held) == 0 {
-		return nil, nil
 	}
 	mine := make(map[[32]byte]bool, len(held))
 	for _, h := range held {
 		mine[h.ID] = true
 	}
-	keep := proto.RoundRobinCut(proto.ListStart(e.final.ID, r, len(byPos)), byPos, func(id [32]byte) bool { return in[id] || mine[id] }, maxRows)
-	var out [][32]byte
-	for _, id := range keep {
-		if !in[id] {
-			out = append(out, id)
-		}
-	}
-	return out, nil
+	return roundstep.Omitted(ep, r, p, rl, mine, maxRows), nil
 }
 
 // omitError is the refusal of a censoring proposal; it names the first

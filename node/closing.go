@@ -14,6 +14,7 @@ import (
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/closing"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/node/internal/roundstep"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
@@ -147,14 +148,12 @@ func (c *closings) propose(e *sepoch) {
 	}
 	ctx, cancel = context.WithTimeout(c.ctx, transport.BulkTimeout)
 	defer cancel()
-	for i, rep := range reps {
-		var sg wire.Sig
-		if err := sg.Unmarshal(rep); err != nil || int(sg.Index) != i {
-			c.log.Warn("closing record: bad signature", "epoch", fmt.Sprintf("%x", v.ID[:6]))
-			return
-		}
-		rec.Sigs = append(rec.Sigs, sg.Sig)
+	sigs, err := roundstep.ChainSigs(reps)
+	if err != nil {
+		c.log.Warn("closing record: bad signature", "epoch", fmt.Sprintf("%x", v.ID[:6]))
+		return
 	}
+	rec.Sigs = sigs
 	if _, err := c.host.each(ctx, c.hooks.run().ClosingTo(v.Chain), transport.Request{Proto: ProtoRound, Type: wire.TypeClosing, Body: rec.Marshal(), Timeout: transport.BulkTimeout}); err != nil {
 		c.log.Warn("deliver closing record", "epoch", fmt.Sprintf("%x", v.ID[:6]), "err", err)
 	}

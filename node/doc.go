@@ -216,8 +216,9 @@
 //   - roundstep.go: the batch, mix and publish steps, pure functions of round
 //     state and one event returning their effects; the drivers above do the I/O.
 //     The steps that read no round state (a batch's head and root, a
-//     layer's fault, sealing, reading a publication, the published root)
-//     are package internal/roundstep's (no I/O, no lock, network-free tests).
+//     layer's fault, sealing, reading a publication, the published root,
+//     the request list proposed, checked for censorship and signed) are
+//     package internal/roundstep's (no I/O, no lock, network-free tests).
 //   - closing.go: the closing record of an epoch, signed by every chain
 //     server and logged in the index log (§5.2, §7 v3): proposed, signed,
 //     sent and stored by the methods of closings (Server.closing), the

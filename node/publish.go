@@ -1,12 +1,9 @@
 package node
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -125,21 +122,15 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, transport.BulkTimeout)
 	defer cancel()
+	ep := s.roundFacts(e)
 	s.mu.Lock()
-	x := e.round(r)
-	var ids [][32]byte
-	for id := range x.requests {
-		ids = append(ids, id)
-	}
-	published, byPos := x.published, x.reqByPos
+	pub := publishedOf(e.round(r))
 	s.mu.Unlock()
-	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i][:], ids[j][:]) < 0 })
-	q0 := proto.ListStart(v.ID, r, len(byPos))
+	ids := pub.Requested()
 	var rl wire.RoundList
 	var reps [][]byte
 	var err error
 	for try := 0; try < 2; try++ {
-		rl = wire.RoundList{Epoch: v.ID, Round: r, Published: published, Manifests: manifests}
 		// Ids not held are left out, never a zero row.
 		held, herr := s.store.Held(ids)
 		if herr != nil {
@@ -149,13 +140,7 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 		for _, h := range held {
 			lens[h.ID] = h.Length
 		}
-		keep := proto.RoundRobinCut(q0, byPos, func(id [32]byte) bool { _, ok := lens[id]; return ok }, int(v.Desc.Params.MaxRows))
-		kept := make([]store.Request, len(keep))
-		for i, id := range keep {
-			kept[i] = store.Request{ID: id, Length: lens[id]}
-		}
-		rl.Entries = listEntries(kept)
-		rl.Pairs = proto.ListPairs(byPos, rl.Entries)
+		rl = roundstep.ProposeList(ep, r, pub, manifests, lens)
 		if err = s.signProposal(&rl); err != nil {
 			break
 		}
@@ -181,16 +166,11 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 		s.end(e, fmt.Sprintf("round %d: request list refused", r))
 		return
 	}
-	rl.Sigs = nil
-	for i, rep := range reps {
-		var sg wire.Sig
-		if err := sg.Unmarshal(rep); err != nil || int(sg.Index) != i {
-			s.mu.Lock()
-			s.end(e, "bad list signature")
-			s.mu.Unlock()
-			return
-		}
-		rl.Sigs = append(rl.Sigs, sg.Sig)
+	if rl.Sigs, err = roundstep.ChainSigs(reps); err != nil {
+		s.mu.Lock()
+		s.end(e, "bad list signature")
+		s.mu.Unlock()
+		return
 	}
 	var to []peer.ID
 	for _, p := range v.Chain {
@@ -287,40 +267,23 @@ func (s *Server) signList(ctx context.Context, e *sepoch, rlp *wire.RoundList, f
 		return 0, nil, errors.New("node: round not published here")
 	}
 	s.mu.Lock()
-	samePub := len(x.published) == len(rl.Published) && len(mans) == len(rl.Manifests)
-	for i := 0; samePub && i < len(x.published); i++ {
-		samePub = x.published[i] == rl.Published[i]
-	}
-	for i := 0; samePub && i < len(mans); i++ {
-		samePub = mans[i] == rl.Manifests[i]
-	}
-	reqOK := true
-	for i, le := range rl.Entries {
-		if !x.requests[le.ID] || (i > 0 && bytes.Compare(rl.Entries[i-1].ID[:], le.ID[:]) >= 0) {
-			reqOK = false
-		}
-	}
-	// (§6.3 v3) the pairs are the demand this server saw published.
-	pairsOK := reqOK && proto.SamePairs(rl.Pairs, proto.ListPairs(x.reqByPos, rl.Entries))
+	pub := publishedOf(x)
 	s.mu.Unlock()
-	if !samePub {
-		return 0, nil, errors.New("node: proposal's published or manifest ids differ from this server's")
+	refuse, pairs := roundstep.CheckList(pub, mans, &rl)
+	if refuse != nil {
+		return 0, nil, refuse
 	}
-	if !reqOK {
-		return 0, nil, errors.New("node: proposal lists an id nobody requested, or is not sorted")
-	}
-
 	// (v3) no censorship: every requested id held here is in, unless the
 	// round-robin cut to L_max leaves it out.
-	omitted, err := s.omittedHeld(e, rl.Round, x, &rl, int(e.final.Desc.Params.MaxRows))
+	omitted, err := s.omittedHeld(s.roundFacts(e), rl.Round, pub, &rl, int(e.final.Desc.Params.MaxRows))
 	if err != nil {
 		return 0, nil, err
 	}
 	if len(omitted) > 0 {
 		return 0, nil, omitError(omitted)
 	}
-	if !pairsOK {
-		return 0, nil, errors.New("node: proposal's (position, id) pairs differ from the published requests")
+	if pairs != nil {
+		return 0, nil, pairs
 	}
 	// Fetch what this server lacks (chunks are public and self-verifying).
 	ids := make([][32]byte, len(rl.Entries))
@@ -335,20 +298,18 @@ func (s *Server) signList(ctx context.Context, e *sepoch, rlp *wire.RoundList, f
 	for _, h := range heldList {
 		held[h.ID] = h.Length
 	}
-	for _, le := range rl.Entries {
-		if n, ok := held[le.ID]; ok {
-			if n != le.Len {
-				return 0, nil, fmt.Errorf("node: proposal length of %x is wrong", le.ID[:6])
-			}
-			continue
-		}
+	fetch, err := roundstep.ToFetch(&rl, held)
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, le := range fetch {
 		rep, err := transport.Call(ctx, s.h, from, transport.Request{Proto: ProtoRound, Type: wire.TypeGetChunk, Body: (&wire.Chunk{ID: le.ID}).Marshal(), Timeout: transport.BulkTimeout})
 		if err != nil {
 			return 0, nil, fmt.Errorf("node: fetch %x: %w", le.ID[:6], err)
 		}
-		var c wire.Chunk
-		if err := c.Unmarshal(rep, MaxChunkSize); err != nil || c.ID != le.ID || sha256.Sum256(c.Data) != le.ID || len(c.Data) != int(le.Len) {
-			return 0, nil, fmt.Errorf("node: fetched chunk %x does not verify", le.ID[:6])
+		c, err := roundstep.Fetched(rep, le, MaxChunkSize)
+		if err != nil {
+			return 0, nil, err
 		}
 		if err := s.store.PutChunks([]store.Chunk{{ID: c.ID, Data: c.Data}}); err != nil {
 			return 0, nil, err
@@ -450,15 +411,6 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	return wire.TypeAck, ack, nil
 }
 
-// listEntries are held chunks as a request list carries them.
-func listEntries(held []store.Request) []wire.ListEntry {
-	out := make([]wire.ListEntry, len(held))
-	for i, h := range held {
-		out[i] = wire.ListEntry{ID: h.ID, Len: h.Length}
-	}
-	return out
-}
-
 // requests are a request list's entries as the store keeps them.
 func requests(list []wire.ListEntry) []store.Request {
 	out := make([]store.Request, len(list))
@@ -466,4 +418,10 @@ func requests(list []wire.ListEntry) []store.Request {
 		out[i] = store.Request{ID: le.ID, Length: le.Len}
 	}
 	return out
+}
+
+// publishedOf is what round x published here, final once x.pubDone
+// (roundstep.Published). Call with s.mu held.
+func publishedOf(x *sround) roundstep.Published {
+	return roundstep.Published{IDs: x.published, Requests: x.requests, ReqByPos: x.reqByPos}
 }

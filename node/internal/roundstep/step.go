@@ -4,9 +4,11 @@
 // message out, no I/O. The checks of a batch's head, the root of a batch
 // and the payloads' hashes of a publication, a failed layer's fault, the
 // sealing of this server's output and the reading of a round's published
-// payloads. None reads a clock, takes a lock or sends; package node's
-// roundstep.go holds the steps over the round's state and its drivers
-// (mixing.go, publish.go) do the I/O the steps return.
+// payloads; the round's request list (§5.3, list.go): S_0's proposal, a
+// signer's checks of it and of censorship, the chunks it fetches and the
+// chain's signatures. None reads a clock, takes a lock or sends; package
+// node's roundstep.go holds the steps over the round's state and its
+// drivers (mixing.go, publish.go, censor.go) do the I/O the steps return.
 package roundstep
 
 import (
