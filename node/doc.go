@@ -49,9 +49,9 @@
 //     may serve (internal/eligible) and the reply slots (the index's,
 //     the window's and the servers', internal/slots, and the long polls'
 //     gate, internal/polls).
-//   - checks.go: the check of a batch's client signatures (§5.1, §5.2);
-//     the view of an epoch and the checks both sides run on it are
-//     internal/proto's checks.go.
+//   - the check of a batch's client signatures (§5.1, §5.2) is
+//     internal/roundstep's CheckClientSigs; the view of an epoch and the
+//     checks both sides run on it are internal/proto's checks.go.
 //   - epoch.go: a server's state of one epoch (sepoch), its end and erasure.
 //   - rotate.go: the leader rotation (§3 v3), rotation (Server.turn):
 //     the turn taken each tick, the timeout voted, an epoch another

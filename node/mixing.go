@@ -91,10 +91,6 @@ func (m *mixer) mixLoop(e *sepoch) {
 	p := e.final.Desc.Params
 	limit := time.Duration(p.RoundLimitMs) * time.Millisecond
 	n := e.n()
-	all := make([]uint32, n)
-	for i := range all {
-		all[i] = uint32(i)
-	}
 	bb, k := e.bk()
 	onionSize := mix.OnionSize(bb, k, len(e.final.Chain))
 	for r := uint32(0); r < p.Rounds; r++ {
@@ -106,22 +102,9 @@ func (m *mixer) mixLoop(e *sepoch) {
 			if e.ended || !e.setupDone {
 				return e.ended
 			}
-			x := e.round(r)
-			// A dead slot (deadslot.go) is not waited for: it holds
-			// the zero filler, with no client signature.
-			if live, in := e.liveCount(x, all); in < live || (r >= mixDepth && !e.round(r-mixDepth).pubDone && !e.round(r-mixDepth).void) {
-				return false
-			}
-			ins, sigs, hashes = make([][]byte, n), make([][64]byte, n), make([][32]byte, n)
-			for i := 0; i < n; i++ {
-				if e.isDead(uint32(i)) {
-					ins[i] = make([]byte, onionSize)
-					continue
-				}
-				ins[i], sigs[i], hashes[i] = x.subs[uint32(i)].Onion, x.subs[uint32(i)].Sig, x.digests[uint32(i)]
-			}
-			x.mixed = true
-			return true
+			var ok bool
+			ins, sigs, hashes, ok = mixInputStep(&e.roundsState, r, n, onionSize, e.blames.DeadIn(0))
+			return ok
 		})
 		cancel()
 		if err != nil || ins == nil {
@@ -550,7 +533,7 @@ func (m *mixer) runBatch(e *sepoch, b *wire.Batch, ph *roundstep.Hashes, bufs []
 	if !live {
 		return
 	}
-	if err := checkClientSigs(e, b, deadSlots); err != nil {
+	if err := roundstep.CheckClientSigs(e.final.Desc.Clients, b, deadSlots); err != nil {
 		// §5.2 (v2): a slot without its client's signature is a fault
 		// of the sender, who passed it on: void, evidence kept.
 		m.roundFault(e, b.Round, roundstep.Fx{Evidence: b.Entries, End: fmt.Sprintf("round %d void: batch from server %d: %v", b.Round, S-1, err)}, err)

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/riffle-net/riffle/internal/wire"
@@ -85,6 +86,37 @@ func batchStep(ep roundstep.Facts, rs *roundsState, b *wire.Batch, root [32]byte
 		return roundstep.Publish, roundstep.Fx{}
 	}
 	return roundstep.Mix, roundstep.Fx{}
+}
+
+// mixInputStep takes round r's input at S_0 (§5.2) once every slot but
+// the dead ones has a signed onion for it and round r−mixDepth is
+// published or void here (pipelining): the onions, the clients'
+// signatures and the onions' hashes in slot order, a dead slot's the
+// zero filler of onionSize bytes with no client signature (deadslot.go).
+// The round is marked mixed; ok is false while it waits. Call with s.mu
+// held.
+func mixInputStep(rs *roundsState, r uint32, n, onionSize int, dead []int) (ins [][]byte, sigs [][64]byte, hashes [][32]byte, ok bool) {
+	if r >= mixDepth {
+		if p := rs.at(r - mixDepth); !p.pubDone && !p.void {
+			return nil, nil, nil, false
+		}
+	}
+	x := rs.at(r)
+	for i := range n {
+		if _, in := x.subs[uint32(i)]; !in && !slices.Contains(dead, i) {
+			return nil, nil, nil, false
+		}
+	}
+	ins, sigs, hashes = make([][]byte, n), make([][64]byte, n), make([][32]byte, n)
+	for i := range n {
+		if slices.Contains(dead, i) {
+			ins[i] = make([]byte, onionSize)
+			continue
+		}
+		ins[i], sigs[i], hashes[i] = x.subs[uint32(i)].Onion, x.subs[uint32(i)].Sig, x.digests[uint32(i)]
+	}
+	x.mixed = true
+	return ins, sigs, hashes, true
 }
 
 // beginPublish starts round r's publication here unless the epoch ended

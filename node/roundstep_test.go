@@ -228,6 +228,51 @@ func TestStored(t *testing.T) {
 	}
 }
 
+// TestMixInputStep: S_0 mixes round r once every live slot's onion is in
+// and round r−mixDepth is published or void here; a dead slot is not
+// waited for and holds the zero filler, with no client signature.
+func TestMixInputStep(t *testing.T) {
+	const n, size = 3, 8
+	rs := newRounds()
+	sub := func(r uint32, slot byte) {
+		x := rs.at(r)
+		x.subs[uint32(slot)] = wire.Submit{Onion: []byte{slot, 1}, Sig: [64]byte{slot}}
+		x.digests[uint32(slot)] = [32]byte{slot}
+	}
+	sub(0, 0)
+	sub(0, 2)
+	if _, _, _, ok := mixInputStep(rs, 0, n, size, nil); ok || rs.at(0).mixed {
+		t.Fatal("round 0 mixed with slot 1's onion missing")
+	}
+	ins, sigs, hashes, ok := mixInputStep(rs, 0, n, size, []int{1})
+	if !ok || !rs.at(0).mixed {
+		t.Fatal("round 0 waits for a dead slot")
+	}
+	if len(ins) != n || ins[0][0] != 0 || ins[2][0] != 2 || sigs[2] != ([64]byte{2}) || hashes[0] != ([32]byte{0}) {
+		t.Errorf("inputs %v, signatures and hashes out of slot order", ins)
+	}
+	if len(ins[1]) != size || ins[1][0] != 0 || sigs[1] != ([64]byte{}) || hashes[1] != ([32]byte{}) {
+		t.Errorf("dead slot: %v, signature %v", ins[1], sigs[1][:2])
+	}
+	for _, slot := range []byte{0, 1, 2} {
+		sub(mixDepth, slot)
+	}
+	if _, _, _, ok := mixInputStep(rs, mixDepth, n, size, nil); ok {
+		t.Fatal("round mixDepth mixed before round 0 is published")
+	}
+	rs.at(0).void = true
+	if _, _, _, ok := mixInputStep(rs, mixDepth, n, size, nil); !ok {
+		t.Fatal("round mixDepth waits for round 0, void")
+	}
+	for _, slot := range []byte{0, 1, 2} {
+		sub(mixDepth+1, slot)
+	}
+	rs.at(1).pubDone = true
+	if _, _, _, ok := mixInputStep(rs, mixDepth+1, n, size, nil); !ok {
+		t.Fatal("round mixDepth+1 waits for round 1, published")
+	}
+}
+
 // TestRoundStepsDoNoIO: a step takes no server, epoch (with its lock and
 // secrets), context or store, and roundstep.go reads no clock, takes no
 // lock and sends nothing but through its drivers (internal/roundstep's
@@ -237,6 +282,8 @@ func TestRoundStepsDoNoIO(t *testing.T) {
 		"CheckBatchHead": roundstep.CheckBatchHead, "batchHeadStep": batchHeadStep, "batchStep": batchStep,
 		"BatchRoot": roundstep.BatchRoot, "LayerFault": roundstep.LayerFault, "SealBatch": roundstep.SealBatch,
 		"beginPublish": beginPublish, "PublishStep": roundstep.PublishStep, "stored": stored,
+		"mixInputStep": mixInputStep, "CheckClientSigs": roundstep.CheckClientSigs,
+		"ProposeList": roundstep.ProposeList, "CheckList": roundstep.CheckList, "Omitted": roundstep.Omitted,
 	}
 	banned := []reflect.Type{reflect.TypeFor[*Server](), reflect.TypeFor[*sepoch](), reflect.TypeFor[*Client]()}
 	for name, f := range steps {
@@ -302,21 +349,27 @@ func types(fl *ast.FieldList) string {
 }
 
 // TestRoundDriversHoldNoLockAcrossIO: in the drivers of the round steps,
-// nothing between an s.mu.Lock() and its Unlock() sends, stores, waits or
-// runs another driver. s.end may run under it: it hands its notices to
+// the request list's and the closing record's, nothing between an
+// s.mu.Lock() and its Unlock() sends, stores, waits or runs another
+// driver. s.end may run under it: it hands its notices to
 // goroutines.
 func TestRoundDriversHoldNoLockAcrossIO(t *testing.T) {
-	drivers := map[string]bool{"mixStep": true, "roundFault": true, "sendBatch": true, "onBatch": true, "runBatch": true, "publish": true}
+	drivers := map[string]bool{"mixStep": true, "roundFault": true, "sendBatch": true, "onBatch": true, "runBatch": true, "publish": true,
+		"proposeList": true, "signList": true, "onRoundList": true, "omittedHeld": true,
+		"propose": true, "onProposal": true, "onSig": true, "assemble": true, "onRecord": true}
 	io := map[string]bool{
 		"call": true, "each": true, "deliverAll": true, "PutRound": true, "GetChunk": true,
 		"publish": true, "mixStep": true, "accuse": true, "payloadBlame": true, "proposeList": true,
 		"indexManifests": true, "noteRoot": true, "announceRoot": true, "sendBatch": true,
 		"keepUndelivered": true, "waitFor": true, "awaitSettled": true, "awaitSetup": true, "awaitPace": true,
 		"VerifyPayloadsHashed": true, "OpenLayerSkipInto": true, "ServerLayerKeys": true,
+		"Call": true, "Held": true, "PutChunks": true, "PutRequests": true, "PutPairs": true, "PutList": true,
+		"PutClosing": true, "Closing": true, "Take": true, "fetchOmitted": true, "omittedHeld": true,
+		"signList": true, "signVoid": true, "keepWindowItem": true, "answerRound": true, "Put": true,
 	}
 	found := map[string]bool{}
 	fset := token.NewFileSet()
-	for _, name := range []string{"mixing.go", "publish.go"} {
+	for _, name := range []string{"mixing.go", "publish.go", "censor.go", "closing.go"} {
 		file, err := parser.ParseFile(fset, name, nil, 0)
 		if err != nil {
 			t.Fatal(err)

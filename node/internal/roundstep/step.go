@@ -12,8 +12,10 @@
 package roundstep
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -191,4 +193,23 @@ func SealBatch(ep Facts, priv crypto.PrivKey, r uint32, out [][]byte, clientSigs
 	}
 	sd.To, sd.Publish = ep.Others(), true
 	return sd, nil
+}
+
+// CheckClientSigs checks that every input slot of the batch's round but
+// the dead ones holds an onion its client signed (§5.1, §5.2): the
+// signature of slot i by the registration key of clients[i] over the
+// onion's hash, as S_0 received it.
+func CheckClientSigs(clients []wire.ClientEntry, b *wire.Batch, dead []int) error {
+	if len(b.ClientSigs) != len(clients) || len(b.ClientHashes) != len(clients) {
+		return fmt.Errorf("%d client signatures and %d onion hashes for %d slots", len(b.ClientSigs), len(b.ClientHashes), len(clients))
+	}
+	for i := range clients {
+		if slices.Contains(dead, i) {
+			continue
+		}
+		if err := mix.VerifySubmissionDigest(ed25519.PublicKey(clients[i].RegKey[:]), mix.EpochID(b.Epoch), uint64(b.Round), uint32(i), b.ClientHashes[i], b.ClientSigs[i][:]); err != nil {
+			return fmt.Errorf("slot %d: %w", i, err)
+		}
+	}
+	return nil
 }
