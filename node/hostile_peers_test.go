@@ -258,11 +258,11 @@ func TestProposalCensorship(t *testing.T) {
 	s.mu.Lock()
 	x := e.round(r)
 	x.list, x.pubDone = nil, true
-	x.requests = map[[32]byte]bool{held[0].ID: true, held[1].ID: true, held[2].ID: true, nobody: true}
+	x.pub.Requests = map[[32]byte]bool{held[0].ID: true, held[1].ID: true, held[2].ID: true, nobody: true}
 	// Position 0 asks for two ids, position 1 for one, position 2 for
 	// one nobody holds: a cut to 2 keeps position 0's first and position
 	// 1's, whatever q_0.
-	x.reqByPos = [][][32]byte{{held[0].ID, held[1].ID}, {held[2].ID}, {nobody}}
+	x.pub.ReqByPos = [][][32]byte{{held[0].ID, held[1].ID}, {held[2].ID}, {nobody}}
 	s.mu.Unlock()
 	cases := []struct {
 		name    string
@@ -281,7 +281,7 @@ func TestProposalCensorship(t *testing.T) {
 	for _, c := range cases {
 		e.final.Desc.Params.MaxRows = c.maxRows
 		rl := wire.RoundList{Epoch: e.v.ID, Round: r, Entries: c.entries}
-		rl.Pairs = proto.ListPairs(x.reqByPos, c.entries)
+		rl.Pairs = proto.ListPairs(x.pub.ReqByPos, c.entries)
 		rl.Sigs = [][64]byte{mustSign(t, lk.priv, proto.ListDigest(&rl))}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		rt, rep, err := s.onProposal(ctx, leader, rl.Marshal())
@@ -310,8 +310,8 @@ func TestProposalCensorship(t *testing.T) {
 	e.final.Desc.Params.MaxRows = 64
 	for name, pairs := range map[string][]wire.ListPair{
 		"no pairs":   nil,
-		"a pair out": proto.ListPairs(x.reqByPos, held)[1:],
-		"a pair in":  append(proto.ListPairs(x.reqByPos, held), wire.ListPair{Pos: 2, Entry: 0}),
+		"a pair out": proto.ListPairs(x.pub.ReqByPos, held)[1:],
+		"a pair in":  append(proto.ListPairs(x.pub.ReqByPos, held), wire.ListPair{Pos: 2, Entry: 0}),
 	} {
 		rl := wire.RoundList{Epoch: e.v.ID, Round: r, Entries: held, Pairs: pairs}
 		rl.Sigs = [][64]byte{mustSign(t, lk.priv, proto.ListDigest(&rl))}

@@ -143,7 +143,7 @@ func (f *hostileFixture) state() string {
 			x := e.rounds[r]
 			queries, pads, padFrom, answers := e.pir.Sizes(r)
 			fmt.Fprintf(&b, "  round %d subs %d digests %d bodies %d fwd %v mixed %v pub %d/%v list %v queries %d pads %d padFrom %d answers %d pruned %v\n",
-				r, len(x.subs), len(x.digests), len(x.bodies), x.forwarded, x.mixed, len(x.published), x.pubDone, x.list != nil,
+				r, len(x.subs), len(x.digests), len(x.bodies), x.forwarded, x.mixed, len(x.pub.IDs), x.pubDone, x.list != nil,
 				queries, pads, padFrom, answers, x.pruned)
 		}
 	}

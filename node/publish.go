@@ -124,7 +124,7 @@ func (s *Server) proposeList(e *sepoch, r uint32) {
 	defer cancel()
 	ep := s.roundFacts(e)
 	s.mu.Lock()
-	pub := publishedOf(e.round(r))
+	pub := e.round(r).pub
 	s.mu.Unlock()
 	ids := pub.Requested()
 	var rl wire.RoundList
@@ -267,7 +267,7 @@ func (s *Server) signList(ctx context.Context, e *sepoch, rlp *wire.RoundList, f
 		return 0, nil, errors.New("node: round not published here")
 	}
 	s.mu.Lock()
-	pub := publishedOf(x)
+	pub := x.pub
 	s.mu.Unlock()
 	refuse, pairs := roundstep.CheckList(pub, mans, &rl)
 	if refuse != nil {
@@ -418,10 +418,4 @@ func requests(list []wire.ListEntry) []store.Request {
 		out[i] = store.Request{ID: le.ID, Length: le.Len}
 	}
 	return out
-}
-
-// publishedOf is what round x published here, final once x.pubDone
-// (roundstep.Published). Call with s.mu held.
-func publishedOf(x *sround) roundstep.Published {
-	return roundstep.Published{IDs: x.published, Requests: x.requests, ReqByPos: x.reqByPos}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/roundstep"
 	"github.com/riffle-net/riffle/node/internal/window"
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -55,11 +56,11 @@ type sround struct {
 	// (batchStep).
 	inAt time.Time
 
-	// Publication and the request list (publish.go).
-	published [][32]byte
-	requests  map[[32]byte]bool
-	reqByPos  [][][32]byte // per output position, its requested ids in order (internal/proto/listcut.go)
-	pubDone   bool
+	// Publication and the request list (publish.go): pub, the
+	// publication stored here (its chunk ids and requests), final once
+	// pubDone.
+	pub     roundstep.Published
+	pubDone bool
 	// publishing: publish runs (void.go refuses to sign the round void);
 	// void: the round is void here (void.go), its publication is dropped.
 	publishing, void bool

@@ -134,14 +134,14 @@ func beginPublish(ended bool, x *sround) bool {
 // round is done here, its requests ready for the list. Call with s.mu
 // held.
 func stored(fx *roundstep.PubFx, x *sround) {
-	x.published, x.requests, x.reqByPos, x.pubDone = fx.Published, fx.Requests, fx.ReqByPos, true
+	x.pub, x.pubDone = roundstep.Published{IDs: fx.Published, Requests: fx.Requests, ReqByPos: fx.ReqByPos}, true
 }
 
 // at is the state of round r, made on first use. Call with s.mu held.
 func (rs *roundsState) at(r uint32) *sround {
 	x := rs.rounds[r]
 	if x == nil {
-		x = &sround{subs: map[uint32]wire.Submit{}, digests: map[uint32][32]byte{}, requests: map[[32]byte]bool{}}
+		x = &sround{subs: map[uint32]wire.Submit{}, digests: map[uint32][32]byte{}, pub: roundstep.Published{Requests: map[[32]byte]bool{}}}
 		rs.rounds[r] = x
 	}
 	return x

@@ -223,7 +223,7 @@ func TestStored(t *testing.T) {
 	fx := roundstep.PubFx{Published: [][32]byte{{1}, {2}}, Requests: map[[32]byte]bool{{3}: true}, ReqByPos: make([][][32]byte, 3)}
 	x := &sround{}
 	stored(&fx, x)
-	if !x.pubDone || len(x.published) != 2 || len(x.reqByPos) != 3 || !x.requests[[32]byte{3}] {
+	if !x.pubDone || len(x.pub.IDs) != 2 || len(x.pub.ReqByPos) != 3 || !x.pub.Requests[[32]byte{3}] {
 		t.Fatal("the round is not done once stored")
 	}
 }

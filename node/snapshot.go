@@ -93,7 +93,7 @@ func (s *Server) Snapshot() ServerSnapshot {
 		sort.Slice(es.VoidRound, func(i, j int) bool { return es.VoidRound[i] < es.VoidRound[j] })
 		for r, x := range e.rounds {
 			if x.pubDone {
-				es.RoundChunks[r] = len(x.published)
+				es.RoundChunks[r] = len(x.pub.IDs)
 			}
 		}
 		out.Epochs = append(out.Epochs, es)
