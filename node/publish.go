@@ -354,13 +354,10 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 	}
 	// A void round has no round record and no requests (§5.2 v3).
 	if !rl.Void() {
-		if err := s.store.PutRequests(rl.Epoch, rl.Round, requests(rl.Entries)); err != nil {
-			return 0, nil, err
-		}
 		// §7 v3: the round's public demand, which decoys follow.
-		ps := make([]store.Pair, len(rl.Pairs))
-		for i, p := range rl.Pairs {
-			ps[i] = store.Pair{Pos: p.Pos, ID: rl.PairID(i)}
+		reqs, ps := roundstep.ListRecords(&rl)
+		if err := s.store.PutRequests(rl.Epoch, rl.Round, reqs); err != nil {
+			return 0, nil, err
 		}
 		if err := s.store.PutPairs(rl.Epoch, rl.Round, ps); err != nil {
 			return 0, nil, err
@@ -371,16 +368,13 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 		}
 	}
 	s.mu.Lock()
-	x := e.round(rl.Round)
-	first := x.list == nil
+	first, published := takeList(&e.roundsState, &rl, body, time.Now())
 	var skipped []manifests.Round
 	if first {
-		x.list, x.listBytes, x.listAt = &rl, body, time.Now()
-		x.proposal, x.propBytes, x.listSigs = nil, nil, nil
 		e.listed(&s.pool, rl.Round)
 		s.openAheadLocked(e)
 		s.releaseHandoverLocked(e)
-		if !x.pubDone {
+		if !published {
 			// A final list for a round never published here (every
 			// server signs a normal list only once it has published the
 			// round): its manifests are none, and the index's cursor
@@ -409,13 +403,4 @@ func (s *Server) onRoundList(from peer.ID, body []byte) (wire.Type, []byte, erro
 		s.checkDepartures(e, rl.Round)
 	}
 	return wire.TypeAck, ack, nil
-}
-
-// requests are a request list's entries as the store keeps them.
-func requests(list []wire.ListEntry) []store.Request {
-	out := make([]store.Request, len(list))
-	for i, le := range list {
-		out[i] = store.Request{ID: le.ID, Length: le.Len}
-	}
-	return out
 }

@@ -137,6 +137,21 @@ func stored(fx *roundstep.PubFx, x *sround) {
 	x.pub, x.pubDone = roundstep.Published{IDs: fx.Published, Requests: fx.Requests, ReqByPos: fx.ReqByPos}, true
 }
 
+// takeList takes rl, a checked final request list of its round (body as
+// signed), come at now, unless the round has one: the first copy is the
+// list, the proposal and signatures gathered for it go. published: the
+// round was published here (else its manifests are none). Call with s.mu
+// held.
+func takeList(rs *roundsState, rl *wire.RoundList, body []byte, now time.Time) (first, published bool) {
+	x := rs.at(rl.Round)
+	if x.list != nil {
+		return false, x.pubDone
+	}
+	x.list, x.listBytes, x.listAt = rl, body, now
+	x.proposal, x.propBytes, x.listSigs = nil, nil, nil
+	return true, x.pubDone
+}
+
 // at is the state of round r, made on first use. Call with s.mu held.
 func (rs *roundsState) at(r uint32) *sround {
 	x := rs.rounds[r]

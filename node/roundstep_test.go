@@ -273,6 +273,29 @@ func TestMixInputStep(t *testing.T) {
 	}
 }
 
+// TestTakeList: the first copy of a round's final list is taken, with
+// when it came, and the proposal and signatures gathered for it go; a
+// later copy changes nothing.
+func TestTakeList(t *testing.T) {
+	rs := newRounds()
+	x := rs.at(4)
+	x.proposal, x.propBytes, x.listSigs = &wire.RoundList{}, []byte{1}, map[uint16]wire.ListSig{0: {}}
+	rl, at := &wire.RoundList{Round: 4}, time.Unix(100, 0)
+	if first, published := takeList(rs, rl, []byte{2}, at); !first || published {
+		t.Fatalf("first copy: first %v, published %v", first, published)
+	}
+	if x.list != rl || x.listBytes[0] != 2 || !x.listAt.Equal(at) || x.proposal != nil || x.propBytes != nil || x.listSigs != nil {
+		t.Fatal("the first copy is not the round's list")
+	}
+	x.pubDone = true
+	if first, published := takeList(rs, &wire.RoundList{Round: 4}, []byte{3}, at.Add(time.Second)); first || !published {
+		t.Fatalf("second copy: first %v, published %v", first, published)
+	}
+	if x.list != rl || x.listBytes[0] != 2 || !x.listAt.Equal(at) {
+		t.Error("a second copy replaced the list")
+	}
+}
+
 // TestRoundStepsDoNoIO: a step takes no server, epoch (with its lock and
 // secrets), context or store, and roundstep.go reads no clock, takes no
 // lock and sends nothing but through its drivers (internal/roundstep's
@@ -284,6 +307,7 @@ func TestRoundStepsDoNoIO(t *testing.T) {
 		"beginPublish": beginPublish, "PublishStep": roundstep.PublishStep, "stored": stored,
 		"mixInputStep": mixInputStep, "CheckClientSigs": roundstep.CheckClientSigs,
 		"ProposeList": roundstep.ProposeList, "CheckList": roundstep.CheckList, "Omitted": roundstep.Omitted,
+		"ListRecords": roundstep.ListRecords, "takeList": takeList,
 	}
 	banned := []reflect.Type{reflect.TypeFor[*Server](), reflect.TypeFor[*sepoch](), reflect.TypeFor[*Client]()}
 	for name, f := range steps {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/proto"
+	"github.com/riffle-net/riffle/store"
 )
 
 // Published is what a server holds of a round it published (§5.3), final
@@ -152,4 +153,20 @@ func ChainSigs(reps [][]byte) ([][64]byte, error) {
 		sigs = append(sigs, sg.Sig)
 	}
 	return sigs, nil
+}
+
+// ListRecords is what a server stores of a final request list that is
+// not void (§7 v3): its entries as the round's requests, with their
+// lengths, and its (position, id) pairs, the round's public demand that
+// decoys follow.
+func ListRecords(rl *wire.RoundList) ([]store.Request, []store.Pair) {
+	reqs := make([]store.Request, len(rl.Entries))
+	for i, le := range rl.Entries {
+		reqs[i] = store.Request{ID: le.ID, Length: le.Len}
+	}
+	ps := make([]store.Pair, len(rl.Pairs))
+	for i, p := range rl.Pairs {
+		ps[i] = store.Pair{Pos: p.Pos, ID: rl.PairID(i)}
+	}
+	return reqs, ps
 }

@@ -190,3 +190,30 @@ func TestChainSigs(t *testing.T) {
 		t.Error("a reply that is no signature taken")
 	}
 }
+
+// TestListRecords: a final list is stored as its entries with their
+// lengths and its pairs, each pair by its entry's id.
+func TestListRecords(t *testing.T) {
+	t.Parallel()
+	pub := Published{
+		Requests: map[[32]byte]bool{id(1): true, id(2): true},
+		ReqByPos: [][][32]byte{{id(2)}, {id(1), id(2)}},
+	}
+	rl := ProposeList(listFacts(100), 0, pub, nil, map[[32]byte]uint32{id(1): 10, id(2): 20})
+	reqs, ps := ListRecords(&rl)
+	if len(reqs) != 2 || reqs[0].ID != id(1) || reqs[0].Length != 10 || reqs[1].ID != id(2) || reqs[1].Length != 20 {
+		t.Errorf("requests %v", reqs)
+	}
+	want := []struct {
+		pos uint32
+		id  [32]byte
+	}{{0, id(2)}, {1, id(1)}, {1, id(2)}}
+	if len(ps) != len(want) {
+		t.Fatalf("pairs %v", ps)
+	}
+	for i, w := range want {
+		if ps[i].Pos != w.pos || ps[i].ID != w.id {
+			t.Errorf("pair %d: %d %x, want %d %x", i, ps[i].Pos, ps[i].ID[:1], w.pos, w.id[:1])
+		}
+	}
+}
