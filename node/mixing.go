@@ -198,9 +198,10 @@ func (m *mixer) pubMissing(e *sepoch, q uint32) (missing, came bool) {
 	if was {
 		return false, false
 	}
-	if due != nil {
-		slack := time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond / 4
-		ctx, cancel := context.WithDeadline(m.ctx, due[len(due)-1].Add(slack))
+	limit := time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond
+	settle, end := pubClaimTimes(due, limit, time.Now())
+	if !settle.IsZero() {
+		ctx, cancel := context.WithDeadline(m.ctx, settle)
 		_ = m.host.waitFor(ctx, func() bool { return e.ended || gone() })
 		cancel()
 	}
@@ -211,10 +212,6 @@ func (m *mixer) pubMissing(e *sepoch, q uint32) (missing, came bool) {
 	// the holders are asked once more, should they have taken it since.
 	// A holder that does not answer delays the claim a round limit (in
 	// all: the watch's fetch and this one).
-	end := time.Now().Add(time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond)
-	if due != nil {
-		end = due[len(due)-1].Add(time.Duration(e.final.Desc.Params.RoundLimitMs) * time.Millisecond * 5 / 4)
-	}
 	ctx, cancel := context.WithDeadline(m.ctx, end)
 	if watch := e.pubs.Watch(q); watch != nil {
 		select {

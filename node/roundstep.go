@@ -119,6 +119,22 @@ func mixInputStep(rs *roundsState, r uint32, n, onionSize int, dead []int) (ins 
 	return ins, sigs, hashes, true
 }
 
+// pubClaimTimes are S_0's deadlines before it claims a round's
+// publication missing, given the times due (charges.go absenceDue, nil
+// if none) at which each part of the round fell due here, the round
+// limit and the time now: settle, a quarter of a round limit past the
+// last due, so that the others' dues, counted from their own opening of
+// the round, have passed too (zero: no dues, no wait); end, the last
+// time the chain's holders are asked for the publication, a round limit
+// after settle (from now without dues).
+func pubClaimTimes(due []time.Time, limit time.Duration, now time.Time) (settle, end time.Time) {
+	if due == nil {
+		return time.Time{}, now.Add(limit)
+	}
+	last := due[len(due)-1]
+	return last.Add(limit / 4), last.Add(limit * 5 / 4)
+}
+
 // beginPublish starts round r's publication here unless the epoch ended
 // or the round was signed void (§5.2 v3: never published) or published
 // already. Call with s.mu held; the driver clears x.publishing when done.
