@@ -120,7 +120,8 @@
 //     the start of a share fault's walk (§4.2); its package doc lists its
 //     files.
 //   - serverdown.go: a server whose connection drops and that does not
-//     answer leaves the roster and ends its epochs.
+//     answer leaves the roster and ends its epochs (the abort saying so
+//     and its attestations: internal/evidence's down.go).
 //   - internal/signed (package signed): what this server signed, kept
 //     so that it never signs both the timeout and the final descriptor of
 //     a number (the marks, on disk first), and the amnesia of a server

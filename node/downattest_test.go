@@ -18,7 +18,7 @@ import (
 // for its attestation that P was down (reviewer rev42b G5: before, B gave
 // it at any lapse, and a server could collect such attestations and sign
 // a backed abort later). Then both probes of P fail: each ends the epoch
-// and gathers the other's attestation (gatherDown's AttestReq of kind 6),
+// and gathers the other's attestation (evidence.Service.GatherDown's AttestReq of kind 6),
 // A's request now answered by B, and both charge P. Before the wire fix,
 // B refused every such request at decoding (kind 6 was no attestation
 // request kind): A's abort got no attestation of B's and was signed only

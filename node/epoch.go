@@ -168,11 +168,8 @@ type roundsState struct {
 	endedAt time.Time
 	// liveAtEnd: bit j, chain server j was live in the roster here when
 	// the epoch ended; a later outage of it is not attested
-	// (serverdown.go downAttestLocked).
+	// (evidence.Service.DownAttest).
 	liveAtEnd uint64
-	// probedDown: bit j, this server's probe of chain server j failed
-	// while it held the epoch (serverdown.go askedDownLocked).
-	probedDown uint64
 	// attested: this server's one signed attestation of each round's
 	// absences, and closeAttest of the registration's close (charges.go):
 	// an attester signs one a claim, so that two of one signer are its
@@ -182,12 +179,9 @@ type roundsState struct {
 	// listNoted: this server's one signed note of each round that no
 	// list was proposed to it by ListGone (listdue.go listNoteLocked).
 	listNoted map[uint32]*wire.Attest
-	// downAttest: this server's signed attestation that the server at
-	// each chain position was down (serverdown.go), one a position;
-	// downAborts: the signed aborts saying so seen here (a few a
-	// position), which it adds its attestation to once its probe fails.
-	downAttest map[int]*wire.Attest
-	downAborts map[int][][]byte
+	// down: the chain's servers down here, this server's attestations
+	// of them and the aborts saying so (internal/evidence).
+	down evidence.Down
 	// handover: the cover onions this primary's leaving clients handed
 	// over, and their slots (internal/handover).
 	handover handover.Queue

@@ -25,7 +25,7 @@ const RefusalFile = chargelog.File
 
 // evEp is e as the evidence sees it. Call with s.mu held.
 func evEp(e *sepoch) *evidence.Ep {
-	return &evidence.Ep{V: e.v, Final: e.final, PreFinal: &e.preFinal, Ref: e}
+	return &evidence.Ep{V: e.v, Final: e.final, PreFinal: &e.preFinal, Down: &e.down, Ref: e}
 }
 
 func ofEv(ep *evidence.Ep) *sepoch { return ep.Ref.(*sepoch) }
@@ -33,7 +33,7 @@ func ofEv(ep *evidence.Ep) *sepoch { return ep.Ref.(*sepoch) }
 // evs is this server's evidence.
 func (s *Server) evs() *evidence.Service {
 	return evidence.New(evidence.Config{Ctx: s.ctx, Self: s.h.ID(), Priv: s.priv, Log: s.log, Ref: &s.ref, Certs: &s.cert,
-		AbortSettle: s.cfg.Timing.AbortSettle, Backoff: s.cfg.Timing.EvidenceBackoff, BackoffMax: s.cfg.Timing.EvidenceBackoffMax,
+		AbortSettle: s.cfg.Timing.AbortSettle, Probe: s.cfg.Timing.ServerProbe, Backoff: s.cfg.Timing.EvidenceBackoff, BackoffMax: s.cfg.Timing.EvidenceBackoffMax,
 		Hooks: s.evidenceHooks()}, evidenceHost{s})
 }
 
@@ -88,18 +88,33 @@ func (h evidenceHost) AdmitAttest(ep *evidence.Ep, r uint32) *wire.Attest {
 	return nil
 }
 
-// OwnAttest: of a down server, its own "down" now, or once its probe
-// fails (serverdown.go); of a missing publication, its own of the round.
-func (h evidenceHost) OwnAttest(ep *evidence.Ep, a *wire.Abort) *wire.Attest {
-	e := ofEv(ep)
-	switch {
-	case a.Kind == wire.AbortDown && e.noteDownAbort(a):
-		return h.s.downAttestLocked(e, int(a.Round))
-	case a.Kind == wire.AbortNoPub && e.attestable(a.Round):
-		return h.s.roundAttestLocked(e, a.Round)
+func (h evidenceHost) PubAttest(ep *evidence.Ep, r uint32) *wire.Attest {
+	if e := ofEv(ep); e.attestable(r) {
+		return h.s.roundAttestLocked(e, r)
 	}
 	return nil
 }
+
+func (h evidenceHost) EndOf(ep *evidence.Ep) (bool, time.Time, uint64) {
+	e := ofEv(ep)
+	return e.ended, e.endedAt, e.liveAtEnd
+}
+
+func (h evidenceHost) SignAttest(ep *evidence.Ep, kind uint8, round uint32, lacking uint64) *wire.Attest {
+	return h.s.signAttestLocked(ofEv(ep), kind, round, lacking)
+}
+
+func (h evidenceHost) AskAttests(ep *evidence.Ep, kind uint8, round uint32, skip peer.ID) []wire.Attest {
+	return h.s.askAttests(ofEv(ep), kind, round, skip)
+}
+
+func (h evidenceHost) LastSeen(p peer.ID) (time.Time, bool) { return h.s.roster.LastSeen(p) }
+
+// backedAgainst is evidence.Backed.
+func backedAgainst(ev *wire.Charge, m, j int) bool { return evidence.Backed(ev, m, j) }
+
+// askedDownLocked is evidence.Service.AskedDown. Call with s.mu held.
+func (s *Server) askedDownLocked(e *sepoch, j int) *wire.Attest { return s.evs().AskedDown(evEp(e), j) }
 
 // noteChargeLocked logs ev of held epoch e (evidence.Service.NoteCharge).
 // Call with s.mu held.

@@ -217,15 +217,3 @@ func noCloseBacked(ev *wire.Charge, chain []peer.ID, leader peer.ID) bool {
 	}
 	return false
 }
-
-// backedAgainst reports whether ev's attestations (not checked here) say
-// position j lacking at more than half of the m − 1 other servers.
-func backedAgainst(ev *wire.Charge, m, j int) bool {
-	n := 0
-	for i, bits := range blame.AttestedLacking(ev.Attests) {
-		if int(i) != j && bits&(1<<uint(j)) != 0 {
-			n++
-		}
-	}
-	return 2*n > m-1
-}

@@ -97,8 +97,8 @@ func TestWaiverFromLog(t *testing.T) {
 		time.Sleep(30 * time.Second)
 		b.roster.Expire(p) // B's probe of P failed (onServerDisconnect)
 		b.mu.Lock()
-		b.attestDownLocked(eb, p)
-		late := eb.downAttest[j]
+		b.evs().AttestDown(evEp(eb), p)
+		late := eb.down.Attested(j)
 		b.mu.Unlock()
 		if late != nil {
 			t.Errorf("B attested P down at an outage that began after the epoch ended there")
@@ -166,7 +166,7 @@ func TestLateOutageNotAttested(t *testing.T) {
 		for _, s := range []*Server{a, b} {
 			s.roster.Expire(p) // the probe of P failed (onServerDisconnect)
 			s.mu.Lock()
-			s.attestDownLocked(eps[s], p)
+			s.evs().AttestDown(evEp(eps[s]), p)
 			s.mu.Unlock()
 		}
 		time.Sleep(5 * time.Second) // virtual: the grown evidence spread

@@ -169,7 +169,16 @@ func (s *Service) Note(ep *Ep, a *wire.Abort, signer peer.ID, ev *wire.Charge) b
 	// own whenever it takes it, the others theirs: a signer's second
 	// abort of the epoch (one of an unfilled round first) got none
 	// here, and its charge waited for good (TestEarlyNoPubCharged).
-	own := s.h.OwnAttest(ep, a)
+	var own *wire.Attest
+	switch a.Kind {
+	case wire.AbortDown:
+		// Its own "down" now, or once its probe fails (AttestDown).
+		if ep.Down.noteAbort(a, len(v.Chain)) {
+			own = s.DownAttest(ep, int(a.Round))
+		}
+	case wire.AbortNoPub:
+		own = s.h.PubAttest(ep, a.Round)
+	}
 	if !s.Ref.FirstSight(v.ID, v.Desc.Number, signer) {
 		if ev == nil && own != nil && a.Kind == wire.AbortNoPub {
 			ev = &wire.Charge{Kind: wire.EvAbort, Number: v.Desc.Number, Item: a.Marshal()}

@@ -11,6 +11,8 @@
 //   - aborts.go: an abort signed (SignAbort), checked (CheckAbort), sent
 //     after the settle, taken and noted (Take, Note), relayed.
 //   - prefinal.go: the aborts held for the final descriptor (PreFinal).
+//   - down.go: the aborts of a server down and their attestations
+//     (Down, GatherDown, AttestDown).
 //   - charges.go: evidence logged and spread (NoteCharge), taken from a
 //     server (OnCharge, OnAbort), the budget's evidence handed on.
 //   - deliver.go: delivery with back-off (DeliverAll, SendToChain).
@@ -38,10 +40,12 @@ import (
 
 // Ep is an epoch as the evidence sees it, read under the server's lock:
 // its open and final descriptors (Final nil before), the aborts held for
-// the final one, and the server's own epoch (Ref, for Host).
+// the final one, its servers down, and the server's own epoch (Ref, for
+// Host).
 type Ep struct {
 	V, Final *proto.View
 	PreFinal *PreFinal
+	Down     *Down
 	Ref      any
 }
 
@@ -59,23 +63,32 @@ type Host interface {
 	// Go runs f as one of the server's goroutines.
 	Go(f func())
 	// InRoster: p is a roster server here; GroupPeer: a server of the
-	// group; Number: the highest number signed here (takes the lock).
+	// group; LastSeen: when p's last hello came, if p is known here;
+	// Number: the highest number signed here (takes the lock).
 	InRoster(p peer.ID) bool
 	GroupPeer(p peer.ID) bool
+	LastSeen(p peer.ID) (time.Time, bool)
 	Number() uint64
+	// AskAttests gathers the attestations of kind and round from the
+	// other servers of ep's chain but skip (without the lock).
+	AskAttests(ep *Ep, kind uint8, round uint32, skip peer.ID) []wire.Attest
 
 	// Under the lock: Epoch is the epoch of id held here, or nil; Now
 	// is ep as it is now (its final descriptor may have come since);
-	// EndQuiet ends it without telling anyone; OwnAttest is this
-	// server's attestation of what abort a claims (a server down, a
-	// publication missing), or nil; CertifyAbort certifies an opened
+	// EndQuiet ends it without telling anyone; EndOf is whether it
+	// ended here, when, and which chain positions were live then;
+	// SignAttest is this server's signed attestation of kind, round and
+	// lacking bits; PubAttest is its attestation of round r's parts if
+	// it attests the round, or nil; CertifyAbort certifies an opened
 	// epoch's abort before its final descriptor; Voided: round r is
 	// void by a blame here; AdmitAttest is this server's attestation of
 	// round r if the round is admitted here, or nil.
 	Epoch(id [32]byte) *Ep
 	Now(ep *Ep) *Ep
 	EndQuiet(ep *Ep, reason string)
-	OwnAttest(ep *Ep, a *wire.Abort) *wire.Attest
+	EndOf(ep *Ep) (ended bool, at time.Time, liveAtEnd uint64)
+	SignAttest(ep *Ep, kind uint8, round uint32, lacking uint64) *wire.Attest
+	PubAttest(ep *Ep, r uint32) *wire.Attest
 	CertifyAbort(ep *Ep, a *wire.Abort)
 	Voided(ep *Ep, r uint32) bool
 	AdmitAttest(ep *Ep, r uint32) *wire.Attest
@@ -97,10 +110,11 @@ type Config struct {
 	Ref   *chargelog.Log
 	Certs *certs.Certs
 	// AbortSettle is how long a server that ended an epoch waits before
-	// it signs its abort (Tunables.AbortSettle); Backoff and BackoffMax
-	// space a delivery's attempts (Tunables.EvidenceBackoff,
+	// it signs its abort (Tunables.AbortSettle); Probe how long a lost
+	// server has to answer a hello (Tunables.ServerProbe); Backoff and
+	// BackoffMax space a delivery's attempts (Tunables.EvidenceBackoff,
 	// EvidenceBackoffMax).
-	AbortSettle, Backoff, BackoffMax time.Duration
+	AbortSettle, Probe, Backoff, BackoffMax time.Duration
 	// Hooks are the tests' hook points, nil in the binary: every call
 	// sits behind hooksBuilt (TestBinaryHasNoTestHooks).
 	Hooks Hooks

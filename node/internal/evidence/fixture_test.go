@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -52,6 +53,13 @@ type fakeHost struct {
 	sent   []sent
 	own    *wire.Attest
 	roster map[peer.ID]bool
+	// end: when the epoch ended here (zero: not yet), and which
+	// positions were live then; seen: the last hello of each server.
+	end       time.Time
+	liveAtEnd uint64
+	seen      map[peer.ID]time.Time
+	// signs: attestations signed here.
+	signs int
 }
 
 func (h *fakeHost) Locked(f func()) { f() }
@@ -63,16 +71,28 @@ func (h *fakeHost) NotifyAll(to []peer.ID, t wire.Type, _ []byte) { h.record(to,
 func (h *fakeHost) Call(context.Context, peer.ID, transport.Request) ([]byte, error) {
 	return nil, nil
 }
-func (h *fakeHost) Go(f func())                             { f() }
-func (h *fakeHost) InRoster(p peer.ID) bool                 { return h.roster[p] }
-func (h *fakeHost) GroupPeer(p peer.ID) bool                { return h.roster[p] }
-func (h *fakeHost) Number() uint64                          { return h.ep.V.Desc.Number }
-func (h *fakeHost) Now(ep *Ep) *Ep                          { return ep }
-func (h *fakeHost) EndQuiet(_ *Ep, reason string)           { h.ended = append(h.ended, reason) }
-func (h *fakeHost) OwnAttest(*Ep, *wire.Abort) *wire.Attest { return h.own }
-func (h *fakeHost) CertifyAbort(*Ep, *wire.Abort)           {}
-func (h *fakeHost) Voided(*Ep, uint32) bool                 { return false }
-func (h *fakeHost) AdmitAttest(*Ep, uint32) *wire.Attest    { return nil }
+func (h *fakeHost) Go(f func())                        { f() }
+func (h *fakeHost) InRoster(p peer.ID) bool            { return h.roster[p] }
+func (h *fakeHost) GroupPeer(p peer.ID) bool           { return h.roster[p] }
+func (h *fakeHost) Number() uint64                     { return h.ep.V.Desc.Number }
+func (h *fakeHost) Now(ep *Ep) *Ep                     { return ep }
+func (h *fakeHost) EndQuiet(_ *Ep, reason string)      { h.ended = append(h.ended, reason) }
+func (h *fakeHost) PubAttest(*Ep, uint32) *wire.Attest { return h.own }
+func (h *fakeHost) EndOf(*Ep) (bool, time.Time, uint64) {
+	return !h.end.IsZero(), h.end, h.liveAtEnd
+}
+func (h *fakeHost) SignAttest(ep *Ep, kind uint8, round uint32, lacking uint64) *wire.Attest {
+	h.signs++
+	return &wire.Attest{AttestReq: wire.AttestReq{Epoch: ep.V.ID, Number: ep.V.Desc.Number, Kind: kind, Round: round}, Lacking: lacking}
+}
+func (h *fakeHost) LastSeen(p peer.ID) (time.Time, bool) {
+	t, ok := h.seen[p]
+	return t, ok
+}
+func (h *fakeHost) AskAttests(*Ep, uint8, uint32, peer.ID) []wire.Attest { return nil }
+func (h *fakeHost) CertifyAbort(*Ep, *wire.Abort)                        {}
+func (h *fakeHost) Voided(*Ep, uint32) bool                              { return false }
+func (h *fakeHost) AdmitAttest(*Ep, uint32) *wire.Attest                 { return nil }
 func (h *fakeHost) Epoch(id [32]byte) *Ep {
 	if h.ep != nil && h.ep.V.ID == id {
 		return h.ep
@@ -117,7 +137,7 @@ func newFixture(t *testing.T, n int, final bool) *fixture {
 		v.Chain = append(v.Chain, k.id)
 		roster[k.id] = true
 	}
-	ep := &Ep{V: v, PreFinal: &PreFinal{}}
+	ep := &Ep{V: v, PreFinal: &PreFinal{}, Down: &Down{}}
 	if final {
 		ep.Final = v
 	}
