@@ -114,7 +114,7 @@
 //     attests; held.go: a primary's receipts and dry statements,
 //     silent.go: its accounts of a round and the attestations of a
 //     primary that gave none (§5.4).
-//   - blame (package blame): the verdicts as functions of signed evidence
+//   - internal/blame (package blame): the verdicts as functions of signed evidence
 //     and public state, without I/O: the charge of a piece of evidence and
 //     the log's replay (§3), round blame's Merkle paths and digests (§8),
 //     the start of a share fault's walk (§4.2); its package doc lists its

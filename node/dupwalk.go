@@ -9,7 +9,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/group"
 	"github.com/riffle-net/riffle/mix"
-	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/blame"
 	"github.com/riffle-net/riffle/node/internal/dupwalk"
 	"github.com/riffle-net/riffle/node/internal/roundblame"
 	"github.com/riffle-net/riffle/node/transport"

@@ -2,7 +2,7 @@ package node
 
 import (
 	"github.com/riffle-net/riffle/internal/wire"
-	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/blame"
 	"github.com/riffle-net/riffle/node/internal/chargelog"
 )
 

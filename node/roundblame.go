@@ -10,7 +10,7 @@ import (
 
 	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/mix"
-	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/blame"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/internal/roundblame"
 	"github.com/riffle-net/riffle/node/transport"

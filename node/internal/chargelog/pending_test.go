@@ -6,7 +6,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/blame"
 )
 
 // TestPendBounded: evidence that comes before its certificate is held

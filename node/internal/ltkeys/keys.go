@@ -13,7 +13,7 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/riffle-net/riffle/node/blame"
+	"github.com/riffle-net/riffle/node/internal/blame"
 	"github.com/riffle-net/riffle/store"
 )
 
