@@ -94,11 +94,11 @@ func (s *Server) shareFault(ctx context.Context, e *sepoch, se *mix.ShareError) 
 			}
 		}
 		// Every server walked to this slot itself: its long-term key
-		// is excluded as after a round blame (ltexclude.go).
+		// is excluded as after a round blame (internal/evidence).
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.clientNamed(e, slot)
+			s.evs().ClientNamed(evEp(e), slot)
 		}()
 	}
 	s.log.Warn("setup aborted: a client's share is the identity or repeated; it is excluded from the next epoch")

@@ -119,7 +119,7 @@ func (s *Server) handleRound(ctx context.Context, from peer.ID, t wire.Type, bod
 	case wire.TypeDoubleSubmit:
 		return s.walks().OnDoubleSubmit(from, body)
 	case wire.TypeKeyEvidence:
-		return s.onKeyEvidence(from, body)
+		return s.evs().OnKeyEvidence(from, body)
 	case wire.TypeBadBatch:
 		return s.walks().OnBadBatch(from, body)
 	case wire.TypeGetChunk:

@@ -268,9 +268,10 @@
 //     clients, by peer id and address, bounded (§8 "After a blame"); no
 //     I/O and no lock (s.mu guards it), network-free tests;
 //     roundblame_after.go stores and loads its records.
-//   - ltexclude.go: exclusion by long-term key after a blame and a
-//     primary's record of its clients' ends (§8, §5.4); the records, with
-//     their own lock, are package internal/ltkeys's (network-free tests).
+//   - ltexclude.go: a primary's record of its clients' ends (§5.4); the
+//     exclusion by long-term key after a blame (§8) is internal/evidence's
+//     keys.go; the records, with their own lock, are package
+//     internal/ltkeys's (network-free tests).
 //   - snapshot.go: a read-only snapshot of a server, for local views
 //     (the web UI).
 //   - server_status.go: Status, and what the watch samples of the server

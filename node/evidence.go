@@ -25,14 +25,14 @@ const RefusalFile = chargelog.File
 
 // evEp is e as the evidence sees it. Call with s.mu held.
 func evEp(e *sepoch) *evidence.Ep {
-	return &evidence.Ep{V: e.v, Final: e.final, PreFinal: &e.preFinal, Down: &e.down, Ref: e}
+	return &evidence.Ep{V: e.v, Final: e.final, PreFinal: &e.preFinal, Down: &e.down, KeyNamed: &e.keyNamed, Ref: e}
 }
 
 func ofEv(ep *evidence.Ep) *sepoch { return ep.Ref.(*sepoch) }
 
 // evs is this server's evidence.
 func (s *Server) evs() *evidence.Service {
-	return evidence.New(evidence.Config{Ctx: s.ctx, Self: s.h.ID(), Priv: s.priv, Log: s.log, Ref: &s.ref, Certs: &s.cert,
+	return evidence.New(evidence.Config{Ctx: s.ctx, Self: s.h.ID(), Priv: s.priv, Log: s.log, Ref: &s.ref, Certs: &s.cert, Keys: &s.keys,
 		AbortSettle: s.cfg.Timing.AbortSettle, Probe: s.cfg.Timing.ServerProbe, Backoff: s.cfg.Timing.EvidenceBackoff, BackoffMax: s.cfg.Timing.EvidenceBackoffMax,
 		Hooks: s.evidenceHooks()}, evidenceHost{s})
 }
@@ -70,6 +70,25 @@ func (h evidenceHost) Number() uint64           { return h.s.lastNumber() }
 func (h evidenceHost) Epoch(id [32]byte) *evidence.Ep {
 	if e := h.s.epochs[id]; e != nil && e.v != nil {
 		return evEp(e)
+	}
+	return nil
+}
+
+func (h evidenceHost) FinalEpoch(id [32]byte) (*evidence.Ep, error) {
+	e, err := h.s.epochFor(id)
+	if err != nil {
+		return nil, err
+	}
+	return evEp(e), nil
+}
+
+// OwnKeyEvidence: kept when this server was the slot's primary and its
+// client registered here.
+func (h evidenceHost) OwnKeyEvidence(ep *evidence.Ep, slot int) *wire.KeyEvidence {
+	e := ofEv(ep)
+	cl := e.final.Desc.Clients[slot]
+	if lt, ok := e.reg.LT(cl.RegKey); ok && int(cl.Primary) == e.pos {
+		return &wire.KeyEvidence{Epoch: e.final.ID, Slot: uint32(slot), LTKey: lt.Key, LTSig: lt.Sig}
 	}
 	return nil
 }

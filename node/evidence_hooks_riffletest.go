@@ -5,6 +5,7 @@ package node
 import (
 	"time"
 
+	"github.com/riffle-net/riffle/internal/wire"
 	"github.com/riffle-net/riffle/node/internal/evidence"
 )
 
@@ -16,3 +17,6 @@ func (s *Server) evidenceHooks() evidence.Hooks { return chargeHooks{s} }
 type chargeHooks struct{ s *Server }
 
 func (h chargeHooks) SpreadLate() time.Duration { return h.s.hookRun().SpreadLate() }
+func (h chargeHooks) RefuseEvidence(t wire.Type) bool {
+	return h.s.hookRun().RefuseEvidence(t)
+}

@@ -128,7 +128,6 @@ func (*hookRun) RootDelay(uint32, peer.ID) time.Duration { return 0 }
 func (*hookRun) AttestNone(uint32) bool                  { return false }
 func (*hookRun) SilentAll(uint32) bool                   { return false }
 func (*hookRun) Probe(*sepoch, uint32, int)              {}
-func (*hookRun) RefuseEvidence(wire.Type) bool           { return false }
 func (*hookRun) NoPace() bool                            { return false }
 func (*hookRun) BadProof([]byte)                         {}
 func (*hookRun) Root(_ *wire.Batch, msg []byte) []byte   { return msg }

@@ -129,12 +129,12 @@ func (s *Server) name(e *sepoch, round uint32, c *roundblame.Culprit, evidence [
 	}
 	s.ref.Cause(v.ID) // the public cause of its epoch's end
 	if c.Server < 0 {
-		// The long-term key (ltexclude.go): published by the slot's
-		// primary, excluded everywhere it is checked.
+		// The long-term key (internal/evidence): published by the
+		// slot's primary, excluded everywhere it is checked.
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.clientNamed(e, c.Slot)
+			s.evs().ClientNamed(evEp(e), c.Slot)
 		}()
 	}
 }

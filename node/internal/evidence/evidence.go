@@ -5,7 +5,8 @@
 // publication or list held until the final descriptor, evidence logged
 // and spread to the chain, evidence from outside an epoch's chain judged
 // against its number's certificate, a leader's budget evidence handed to
-// its chain, and delivery to every chain server with back-off.
+// its chain, a named client's long-term key evidence published, checked
+// and applied, and delivery to every chain server with back-off.
 //
 //   - evidence.go: Ep, Host, Config, Service.
 //   - aborts.go: an abort signed (SignAbort), checked (CheckAbort), sent
@@ -15,6 +16,8 @@
 //     (Down, GatherDown, AttestDown).
 //   - charges.go: evidence logged and spread (NoteCharge), taken from a
 //     server (OnCharge, OnAbort), the budget's evidence handed on.
+//   - keys.go: a named client's long-term key evidence published,
+//     checked and applied (ClientNamed, OnKeyEvidence).
 //   - deliver.go: delivery with back-off (DeliverAll, SendToChain).
 //
 // The log itself, the counts and the aborts seen are package chargelog's
@@ -32,20 +35,23 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/blame"
 	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/chargelog"
+	"github.com/riffle-net/riffle/node/internal/ltkeys"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 )
 
 // Ep is an epoch as the evidence sees it, read under the server's lock:
 // its open and final descriptors (Final nil before), the aborts held for
-// the final one, its servers down, and the server's own epoch (Ref, for
-// Host).
+// the final one, its servers down, its client slots named here, and the
+// server's own epoch (Ref, for Host).
 type Ep struct {
 	V, Final *proto.View
 	PreFinal *PreFinal
 	Down     *Down
+	KeyNamed *blame.KeyNamed
 	Ref      any
 }
 
@@ -73,7 +79,13 @@ type Host interface {
 	// other servers of ep's chain but skip (without the lock).
 	AskAttests(ep *Ep, kind uint8, round uint32, skip peer.ID) []wire.Attest
 
-	// Under the lock: Epoch is the epoch of id held here, or nil; Now
+	// FinalEpoch is the epoch of id held here, once its final
+	// descriptor is (takes the lock).
+	FinalEpoch(id [32]byte) (*Ep, error)
+
+	// Under the lock: OwnKeyEvidence is the long-term key evidence this
+	// server holds as slot's primary, or nil; Epoch is the epoch of id
+	// held here, or nil; Now
 	// is ep as it is now (its final descriptor may have come since);
 	// EndQuiet ends it without telling anyone; EndOf is whether it
 	// ended here, when, and which chain positions were live then;
@@ -83,6 +95,7 @@ type Host interface {
 	// epoch's abort before its final descriptor; Voided: round r is
 	// void by a blame here; AdmitAttest is this server's attestation of
 	// round r if the round is admitted here, or nil.
+	OwnKeyEvidence(ep *Ep, slot int) *wire.KeyEvidence
 	Epoch(id [32]byte) *Ep
 	Now(ep *Ep) *Ep
 	EndQuiet(ep *Ep, reason string)
@@ -96,8 +109,11 @@ type Host interface {
 
 // Hooks are the tests' hook points (Config.Hooks).
 type Hooks interface {
-	// SpreadLate delays this server's spreading of evidence.
+	// SpreadLate delays this server's spreading of evidence;
+	// RefuseEvidence: this server refuses a delivery of evidence of type
+	// t (a lost delivery, to be retried).
 	SpreadLate() time.Duration
+	RefuseEvidence(t wire.Type) bool
 }
 
 // Config is what the evidence takes of its server as values.
@@ -106,9 +122,11 @@ type Config struct {
 	Self peer.ID
 	Priv crypto.PrivKey
 	Log  *slog.Logger
-	// Ref is the server's evidence log, Certs its certificates.
+	// Ref is the server's evidence log, Certs its certificates, Keys
+	// its long-term key records.
 	Ref   *chargelog.Log
 	Certs *certs.Certs
+	Keys  *ltkeys.Keys
 	// AbortSettle is how long a server that ended an epoch waits before
 	// it signs its abort (Tunables.AbortSettle); Probe how long a lost
 	// server has to answer a hello (Tunables.ServerProbe); Backoff and

@@ -3,6 +3,7 @@ package evidence
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"log/slog"
 	"sync"
 	"testing"
@@ -12,8 +13,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/blame"
 	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/chargelog"
+	"github.com/riffle-net/riffle/node/internal/ltkeys"
 	"github.com/riffle-net/riffle/node/internal/proto"
 	"github.com/riffle-net/riffle/node/transport"
 )
@@ -68,7 +71,8 @@ func (h *fakeHost) Each(_ context.Context, chain []peer.ID, r transport.Request)
 	return make([][]byte, len(chain)), nil
 }
 func (h *fakeHost) NotifyAll(to []peer.ID, t wire.Type, _ []byte) { h.record(to, t) }
-func (h *fakeHost) Call(context.Context, peer.ID, transport.Request) ([]byte, error) {
+func (h *fakeHost) Call(_ context.Context, p peer.ID, r transport.Request) ([]byte, error) {
+	h.record([]peer.ID{p}, r.Type)
 	return nil, nil
 }
 func (h *fakeHost) Go(f func())                        { f() }
@@ -93,6 +97,13 @@ func (h *fakeHost) AskAttests(*Ep, uint8, uint32, peer.ID) []wire.Attest { retur
 func (h *fakeHost) CertifyAbort(*Ep, *wire.Abort)                        {}
 func (h *fakeHost) Voided(*Ep, uint32) bool                              { return false }
 func (h *fakeHost) AdmitAttest(*Ep, uint32) *wire.Attest                 { return nil }
+func (h *fakeHost) OwnKeyEvidence(*Ep, int) *wire.KeyEvidence            { return nil }
+func (h *fakeHost) FinalEpoch(id [32]byte) (*Ep, error) {
+	if ep := h.Epoch(id); ep != nil && ep.Final != nil {
+		return ep, nil
+	}
+	return nil, errors.New("no such final epoch")
+}
 func (h *fakeHost) Epoch(id [32]byte) *Ep {
 	if h.ep != nil && h.ep.V.ID == id {
 		return h.ep
@@ -137,14 +148,14 @@ func newFixture(t *testing.T, n int, final bool) *fixture {
 		v.Chain = append(v.Chain, k.id)
 		roster[k.id] = true
 	}
-	ep := &Ep{V: v, PreFinal: &PreFinal{}, Down: &Down{}}
+	ep := &Ep{V: v, PreFinal: &PreFinal{}, Down: &Down{}, KeyNamed: &blame.KeyNamed{}}
 	if final {
 		ep.Final = v
 	}
 	h := &fakeHost{ep: ep, roster: roster}
 	var ref chargelog.Log
 	ref.Init(t.TempDir(), nil, nil)
-	svc := New(Config{Ctx: context.Background(), Self: ks[0].id, Priv: ks[0].priv, Log: slog.New(slog.DiscardHandler), Ref: &ref, Certs: &certs.Certs{}}, h)
+	svc := New(Config{Ctx: context.Background(), Self: ks[0].id, Priv: ks[0].priv, Log: slog.New(slog.DiscardHandler), Ref: &ref, Certs: &certs.Certs{}, Keys: &ltkeys.Keys{}}, h)
 	return &fixture{ks: ks, v: v, h: h, svc: svc}
 }
 

@@ -37,7 +37,7 @@ type Table struct {
 	RegSig map[[32]byte][64]byte
 	// LT is, for this primary's own clients, each registration's
 	// long-term key and signature: kept here and published only when a
-	// blame names the slot (node's ltexclude.go).
+	// blame names the slot (node/internal/evidence keys.go).
 	LT map[[32]byte]LT
 	// LTTaken: the long-term keys registered here this epoch (one
 	// registration each).

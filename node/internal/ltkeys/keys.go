@@ -6,7 +6,8 @@
 // admission order reads. The records are cached from the server's store
 // (buckets key-excluded and key-seen) and written through; Keys has its
 // own lock and no I/O but the store's. Package node checks the evidence,
-// decides whom to strike and when (ltexclude.go).
+// decides whom to strike and when (internal/evidence keys.go,
+// ltexclude.go).
 package ltkeys
 
 import (
