@@ -74,8 +74,9 @@ type Table struct {
 	// that holds the same certificates.
 	log func(n uint64) (*wire.Cert, bool)
 	// since is this server's epoch number when it first saw each peer in
-	// its roster, and when it last did: only the order in which its turns
-	// as leader record candidates (Order), never who may serve.
+	// its roster, when it last did, and the last candidacy of it read in
+	// the log: only the order in which its turns as leader record
+	// candidates (Order), never who may serve.
 	since map[peer.ID]sighting
 	// withdrawn are servers that withdrew from a chain this server
 	// proposed, until a time.
@@ -84,10 +85,14 @@ type Table struct {
 	clock func() time.Time
 }
 
-// sighting is a peer's first epoch number here and its last hello.
+// sighting is a peer's first epoch number here, its last hello and the
+// last number whose certificate recorded it as a candidate (0: none seen).
+// The record outlives the window, so that a peer whose candidacy lapsed
+// (it never joined a chain) goes behind every peer never recorded.
 type sighting struct {
-	number uint64
-	last   time.Time
+	number   uint64
+	last     time.Time
+	recorded uint64
 }
 
 // MaxSince bounds the peers whose first sighting is kept (the roster
@@ -265,6 +270,7 @@ func (w *Table) Recorded(p peer.ID, n uint64) (inChain bool, candAt uint64) {
 	if n > SeenWindow {
 		from = n - SeenWindow
 	}
+	var lastCand uint64
 	for c := from; c < n; c++ {
 		ct, ok := log(c)
 		if !ok {
@@ -275,11 +281,28 @@ func (w *Table) Recorded(p peer.ID, n uint64) (inChain bool, candAt uint64) {
 				return true, 0
 			}
 		}
-		if candAt == 0 && slices.ContainsFunc(ct.Cands, func(q []byte) bool { return peer.ID(q) == p }) {
-			candAt = c
+		if slices.ContainsFunc(ct.Cands, func(q []byte) bool { return peer.ID(q) == p }) {
+			if candAt == 0 {
+				candAt = c
+			}
+			lastCand = c
 		}
 	}
+	if lastCand != 0 {
+		w.noteRecorded(p, lastCand)
+	}
 	return false, candAt
+}
+
+// noteRecorded remembers that the certificate of c recorded p as a
+// candidate, for a peer sighted here (the table stays bounded by since).
+func (w *Table) noteRecorded(p peer.ID, c uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s, ok := w.since[p]; ok && c > s.recorded {
+		s.recorded = c
+		w.since[p] = s
+	}
 }
 
 // Probation is P_prob (0: none).
@@ -289,21 +312,30 @@ func (w *Table) Probation() int {
 	return w.probation
 }
 
-// Order sorts ids by this server's first sighting of each (never sighted
+// Order sorts ids by the last candidacy of each this server read in the
+// log (never recorded first), then by its first sighting (never sighted
 // last), then by peer id: the order in which a leader records candidates,
-// so that servers sighted after a waiting one never push it out.
+// so that servers sighted after a waiting one never push it out, and a
+// peer whose record lapsed (it never joined a chain) takes one turn per
+// lapse, behind every peer never recorded.
 func (w *Table) Order(ids []peer.ID) {
+	type key struct{ recorded, first uint64 }
 	w.mu.Lock()
-	first := make(map[peer.ID]uint64, len(ids))
+	keys := make(map[peer.ID]key, len(ids))
 	for _, p := range ids {
-		first[p] = ^uint64(0)
+		k := key{first: ^uint64(0)}
 		if s, ok := w.since[p]; ok {
-			first[p] = s.number
+			k = key{recorded: s.recorded, first: s.number}
 		}
+		keys[p] = k
 	}
 	w.mu.Unlock()
 	slices.SortFunc(ids, func(a, b peer.ID) int {
-		if c := cmp.Compare(first[a], first[b]); c != 0 {
+		ka, kb := keys[a], keys[b]
+		if c := cmp.Compare(ka.recorded, kb.recorded); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(ka.first, kb.first); c != 0 {
 			return c
 		}
 		return strings.Compare(string(a), string(b))

@@ -82,8 +82,8 @@ func (c *Chains) EligibleIn(p peer.ID, n uint64, prev [][]byte) error {
 // Candidates are the candidates a leader records in n's Prepare over
 // chain (§3, "Who may serve"): live roster servers outside chain, not
 // blamed, that no certificate of the probation window holds in its chain
-// or records as a candidate, the first sighted here first, at most
-// wire.MaxCands, sorted. Every honest leader records them, so a leader
+// or records as a candidate, in eligible.Order (never recorded first,
+// then the first sighted), at most wire.MaxCands, sorted. Every honest leader records them, so a leader
 // that leaves one out delays its probation by its own turn only.
 func (c *Chains) Candidates(n uint64, chain []peer.ID) [][]byte {
 	if c.Who.Probation() == 0 {

@@ -142,3 +142,46 @@ func TestCandidates(t *testing.T) {
 		t.Fatalf("candidates %q with probation off", got)
 	}
 }
+
+// TestLapsedCandidatesGoBehindNewcomers: K live peer ids said hello before
+// a newcomer X and withdraw from every chain, so that none ever joins one;
+// one honest leader leads every number and records its candidates, 8 a
+// number. A candidacy record lapses after SeenWindow numbers; a peer whose
+// record lapsed goes behind every peer never recorded, so X's record comes
+// within ⌈(K+1)/8⌉ numbers of its sighting (§3, m = 1). Ordered by first
+// sighting alone, K ≥ 8·33 = 264 lapsed peers filled every number's 8
+// records for good and X was never recorded.
+func TestLapsedCandidatesGoBehindNewcomers(t *testing.T) {
+	for _, k := range []int{200, 263, 264, 600} {
+		t.Run(fmt.Sprint(k), func(t *testing.T) {
+			self := peer.ID("server-self")
+			h := &host{self: self, excluded: map[peer.ID]bool{}, out: map[peer.ID]bool{}}
+			r := &roster.Table{}
+			w := &eligible.Table{}
+			w.Init(nil, 0, nil, nil)
+			for i := range k {
+				p := peer.ID(fmt.Sprintf("sybil-%04d", i))
+				r.Saw(p, "", nil)
+				w.Saw(p, 1)
+			}
+			x := peer.ID("newcomer-x")
+			r.Saw(x, "", nil)
+			w.Saw(x, 2)
+			log := map[uint64]*wire.Cert{}
+			w.SetLog(func(n uint64) (*wire.Cert, bool) { c, ok := log[n]; return c, ok })
+			c := &Chains{H: h, Roster: r, Who: w, Certs: &certsKept{}, Min: 1}
+			bound := uint64((k + 1 + wire.MaxCands - 1) / wire.MaxCands)
+			var recordedAt uint64
+			for n := uint64(2); n < 2+200 && recordedAt == 0; n++ {
+				cands := c.Candidates(n, []peer.ID{self})
+				log[n] = &wire.Cert{Kind: wire.CertFinal, Number: n, Chain: [][]byte{[]byte(self)}, Cands: cands}
+				if slices.ContainsFunc(cands, func(b []byte) bool { return peer.ID(b) == x }) {
+					recordedAt = n
+				}
+			}
+			if recordedAt == 0 || recordedAt >= 2+bound {
+				t.Errorf("K = %d peers sighted first: the newcomer was recorded at number %d (0: never), not within %d numbers of its sighting at 2", k, recordedAt, bound)
+			}
+		})
+	}
+}
