@@ -327,7 +327,7 @@ func NewServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	s.keys.St, s.keys.Log = st, log
 	s.loadStrikes()
 	s.who.Init(cfg.AllowServers, cfg.Probation, cfg.Founders, chains)
-	s.who.SetLog(s.cert.Of)
+	s.who.SetRoles(s.cert.Roles)
 	s.turn.s, s.turn.progress = s, time.Now()
 	h.OnDisconnect(s.onConnEnd)
 	transport.Serve(cctx, h, &s.handlers, s.log, ProtoRoster, transport.ShortTimeout, anyPeer(rosterCaps), s.hellos.OnHello)

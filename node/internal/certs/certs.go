@@ -147,6 +147,16 @@ type Certs struct {
 	ask   int // rotates the roster server asked
 	// backs is the push-backs in flight, by peer and number (Push).
 	backs map[peer.ID]map[uint64]bool
+	// index is who each kept certificate names (Roles), built once per
+	// encoding stored; at most one entry more than certs.
+	index map[uint64]*named
+}
+
+// named is who a certificate's encoding b names: its chain and its
+// candidates.
+type named struct {
+	b            []byte
+	chain, cands map[peer.ID]bool
 }
 
 // Init sets what the certificates run with and the ones kept in dataDir
@@ -211,6 +221,46 @@ func (cs *Certs) Of(n uint64) (*wire.Cert, bool) {
 		return nil, false
 	}
 	return &c, true
+}
+
+// Roles reports whether the certificate of n is kept here, whether its
+// chain holds p and whether it records p as a candidate: map lookups,
+// since eligibility asks it of every peer it refuses (docs/protocol.md
+// §3 "Who may serve"). The certificate is decoded once per encoding
+// stored; a replacement (TakeOutranking) is a new encoding.
+func (cs *Certs) Roles(n uint64, p peer.ID) (kept, inChain, cand bool) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	b := cs.certs[n]
+	if len(b) == 0 {
+		return false, false, false
+	}
+	x := cs.index[n]
+	if x == nil || &x.b[0] != &b[0] || len(x.b) != len(b) {
+		var c wire.Cert
+		if c.Unmarshal(b) != nil {
+			return false, false, false
+		}
+		x = &named{b: b, chain: map[peer.ID]bool{}, cands: map[peer.ID]bool{}}
+		for _, q := range c.Chain {
+			x.chain[peer.ID(q)] = true
+		}
+		for _, q := range c.Cands {
+			x.cands[peer.ID(q)] = true
+		}
+		if cs.index == nil {
+			cs.index = map[uint64]*named{}
+		}
+		if len(cs.index) > len(cs.certs) {
+			for m := range cs.index {
+				if cs.certs[m] == nil {
+					delete(cs.index, m)
+				}
+			}
+		}
+		cs.index[n] = x
+	}
+	return true, x.chain[p], x.cands[p]
 }
 
 // Top is the highest certified number here.

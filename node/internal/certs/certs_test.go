@@ -355,3 +355,36 @@ func TestCheckNumber(t *testing.T) {
 		t.Fatalf("after saving 42: %d %v", n, err)
 	}
 }
+
+// TestRolesFollowTheKeptEncoding: Roles answers from the certificate kept
+// for a number, and from its replacement once one is stored, not from the
+// index built before it.
+func TestRolesFollowTheKeptEncoding(t *testing.T) {
+	chain, _ := group(t, 4)
+	cs, _ := newCerts(t, chain)
+	x, y := peer.ID("candidate-x"), peer.ID("candidate-y")
+	c := final(5, chain[:3], 1)
+	c.Cands = [][]byte{[]byte(x)}
+	cs.Put(5, c.Marshal(), 5)
+	if kept, in, cand := cs.Roles(5, chain[0]); !kept || !in || cand {
+		t.Errorf("a server of the chain of 5: kept %v, in chain %v, candidate %v", kept, in, cand)
+	}
+	if kept, in, cand := cs.Roles(5, x); !kept || in || !cand {
+		t.Errorf("the candidate of 5: kept %v, in chain %v, candidate %v", kept, in, cand)
+	}
+	if kept, _, _ := cs.Roles(6, x); kept {
+		t.Error("no certificate of 6 is kept, yet Roles says one is")
+	}
+	r := final(5, chain[1:], 2)
+	r.Cands = [][]byte{[]byte(y)}
+	cs.Put(5, r.Marshal(), 5)
+	if _, in, cand := cs.Roles(5, x); in || cand {
+		t.Errorf("x after the replacement of 5, which records y: in chain %v, candidate %v", in, cand)
+	}
+	if _, in, cand := cs.Roles(5, y); in || !cand {
+		t.Errorf("y after the replacement of 5: in chain %v, candidate %v", in, cand)
+	}
+	if _, in, _ := cs.Roles(5, chain[0]); in {
+		t.Error("a server the replacement's chain leaves out is still in the chain of 5")
+	}
+}

@@ -72,7 +72,7 @@ type Table struct {
 	// log is the certificate of a number kept here (the certified log):
 	// eligibility is a function of it alone, the same on every server
 	// that holds the same certificates.
-	log func(n uint64) (*wire.Cert, bool)
+	roles func(n uint64, p peer.ID) (kept, inChain, cand bool)
 	// since is this server's epoch number when it first saw each peer in
 	// its roster, when it last did, and the last candidacy of it read in
 	// the log: only the order in which its turns as leader record
@@ -191,11 +191,26 @@ func (w *Table) Saw(p peer.ID, n uint64) {
 	w.sightLocked(p, n, now)
 }
 
-// SetLog sets the certified log eligibility reads (certs.Certs.Of).
+// SetLog sets the certified log eligibility reads as the certificates
+// of each number (tests; a server sets SetRoles).
 func (w *Table) SetLog(of func(n uint64) (*wire.Cert, bool)) {
+	w.SetRoles(func(n uint64, p peer.ID) (kept, inChain, cand bool) {
+		c, ok := of(n)
+		if !ok {
+			return false, false, false
+		}
+		is := func(q []byte) bool { return peer.ID(q) == p }
+		return true, slices.ContainsFunc(c.Chain, is), slices.ContainsFunc(c.Cands, is)
+	})
+}
+
+// SetRoles sets the certified log eligibility reads (certs.Certs.Roles:
+// whether the certificate of n is kept, holds p in its chain, records p
+// as a candidate), indexed so that refusing a peer decodes nothing.
+func (w *Table) SetRoles(roles func(n uint64, p peer.ID) (kept, inChain, cand bool)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.log = of
+	w.roles = roles
 }
 
 // Check says why p may not serve with this server in the chain of epoch
@@ -258,12 +273,12 @@ func (w *Table) CheckPrev(self, p peer.ID, n uint64, pins bool, prev [][]byte) e
 func (w *Table) Recorded(p peer.ID, n uint64) (inChain bool, candAt uint64) {
 	w.mu.Lock()
 	founder := w.founders[p]
-	log := w.log
+	roles := w.roles
 	w.mu.Unlock()
 	if founder && n <= SeenWindow {
 		return true, 0
 	}
-	if log == nil {
+	if roles == nil {
 		return false, 0
 	}
 	from := uint64(1)
@@ -272,16 +287,14 @@ func (w *Table) Recorded(p peer.ID, n uint64) (inChain bool, candAt uint64) {
 	}
 	var lastCand uint64
 	for c := from; c < n; c++ {
-		ct, ok := log(c)
-		if !ok {
+		kept, inChain, cand := roles(c, p)
+		if !kept {
 			continue
 		}
-		for _, q := range ct.Chain {
-			if peer.ID(q) == p {
-				return true, 0
-			}
+		if inChain {
+			return true, 0
 		}
-		if slices.ContainsFunc(ct.Cands, func(q []byte) bool { return peer.ID(q) == p }) {
+		if cand {
 			if candAt == 0 {
 				candAt = c
 			}

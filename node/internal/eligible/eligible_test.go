@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/riffle-net/riffle/internal/wire"
+	"github.com/riffle-net/riffle/node/internal/certs"
 	"github.com/riffle-net/riffle/node/internal/roster"
 )
 
@@ -269,5 +270,56 @@ func TestFounderServesNoProbation(t *testing.T) {
 	}
 	if err := w.Check(a, late, SeenWindow+2, true); err == nil || !strings.Contains(err.Error(), "probation") {
 		t.Fatalf("a founder in no chain of the window past it: %v", err)
+	}
+}
+
+// keptCerts is a certificate store of 40 numbers of m = 8, 8 candidates
+// each, for the refusal cost.
+func keptCerts(tb testing.TB) *certs.Certs {
+	cs := &certs.Certs{}
+	for n := uint64(1); n <= 40; n++ {
+		c := wire.Cert{Kind: wire.CertFinal, Number: n}
+		for i := range 8 {
+			c.Chain = append(c.Chain, []byte(fmt.Sprintf("chain-server-%02d-%032d", i, 0)))
+			c.Sigs = append(c.Sigs, wire.CertSig{Index: uint16(i)})
+			c.Cands = append(c.Cands, []byte(fmt.Sprintf("cand-%03d-%02d-%032d", n, i, 0)))
+		}
+		cs.Put(n, c.Marshal(), n)
+	}
+	return cs
+}
+
+// TestRefusalDecodesNothing: refusing a roster peer that no certificate
+// of the window names (members.GroupPeer's last gate, before any work on
+// an index, window or evidence request) reads the certificates' index and
+// allocates nothing; decoding the 32 certificates of the window took 768
+// allocations.
+func TestRefusalDecodesNothing(t *testing.T) {
+	w := &Table{}
+	w.Init(nil, 0, nil, nil)
+	cs := keptCerts(t)
+	w.SetRoles(cs.Roles)
+	outsider := peer.ID("a-peer-in-the-roster")
+	if in, at := w.Recorded(outsider, 41); in || at != 0 {
+		t.Fatalf("an outsider recorded: in chain %v, candidate at %d", in, at)
+	}
+	if in, at := w.Recorded(peer.ID(fmt.Sprintf("cand-%03d-%02d-%032d", 20, 3, 0)), 41); in || at != 20 {
+		t.Fatalf("the candidate of 20: in chain %v, candidate at %d", in, at)
+	}
+	if a := testing.AllocsPerRun(100, func() { w.Recorded(outsider, 41) }); a != 0 {
+		t.Errorf("refusing an outsider: %v allocations, want 0", a)
+	}
+}
+
+// BenchmarkCheckNonMember is what one Check of a roster peer in no chain
+// costs.
+func BenchmarkCheckNonMember(b *testing.B) {
+	w := &Table{}
+	w.Init(nil, 0, nil, nil)
+	w.SetRoles(keptCerts(b).Roles)
+	self, outsider := peer.ID("self"), peer.ID("a-peer-in-the-roster")
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = w.Check(self, outsider, 41, false)
 	}
 }
