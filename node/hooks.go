@@ -27,8 +27,6 @@ import (
 // an interface the tests implement: an interface call is never inlined
 // away, and the hooks need the server's and client's internals.
 
-const hooksBuilt = false
-
 // The hooks' state in configs, servers and clients: empty here.
 type (
 	serverHookCfg   struct{}

@@ -22,8 +22,6 @@ import (
 // calls what a test set in the config (observe.go, cheat.go, the fields
 // below) or in a running server or client (serverHooks, clientHooks).
 
-const hooksBuilt = true
-
 // serverHookCfg is what a test sets in a ServerConfig.
 type serverHookCfg struct {
 	// observe is the anonymity tests' view of what this server sees
